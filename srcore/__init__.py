@@ -1,0 +1,60 @@
+"""srcore: a static inference runtime for graph models, on numpy, with plugin backends.
+
+The public API (see docs/api.md)::
+
+    graph = srcore.parse_graph(text)
+    model = srcore.load("m.srm")
+    model = srcore.from_torchscript(module_or_path, example_inputs=None)
+    model = srcore.from_torch(module, example_inputs)
+    srcore.save(model, "m.srm")
+    sm = srcore.StaticModule(model, options=srcore.Options(...), backends=("cpu",))
+    out = sm(x)
+
+Attributes load on first use so that ``import srcore`` stays cheap.
+"""
+from __future__ import annotations
+
+import importlib
+
+from .errors import *  # noqa: F401,F403  (the error tree is part of the facade)
+from .errors import __all__ as _error_names
+
+__version__ = "0.1.0"
+
+# public name -> "module:attribute", imported on first access
+_LAZY = {
+    "parse_graph": "srcore.ir.parser:parse_graph",
+    "print_graph": "srcore.ir.printer:print_graph",
+    "Graph": "srcore.ir.graph:Graph",
+    "GraphBuilder": "srcore.ir.builder:GraphBuilder",
+    "FunctionSchema": "srcore.ops.schema:FunctionSchema",
+    "Model": "srcore.model:Model",
+    "InputSpec": "srcore.model:InputSpec",
+    "load": "srcore.format.srm:load",
+    "save": "srcore.format.srm:save",
+    "from_torchscript": "srcore.frontends.torchscript:from_torchscript",
+    "from_torch": "srcore.frontends.torch_export:from_torch",
+    "StaticModule": "srcore.runtime.static_module:StaticModule",
+    "StaticRuntime": "srcore.runtime.static_runtime:StaticRuntime",
+    "RuntimePool": "srcore.runtime.pool:RuntimePool",
+    "Options": "srcore.runtime.options:Options",
+    "get_plugin_manager": "srcore.plugin.manager:get_plugin_manager",
+}
+_SUBMODULES = {"ir", "ops", "passes", "plugin", "dispatch", "runtime", "memory", "frontends", "format", "cli"}
+
+__all__ = sorted([*_LAZY, *_error_names, "__version__"])
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        mod, _, attr = _LAZY[name].partition(":")
+        value = getattr(importlib.import_module(mod), attr)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f"srcore.{name}")
+    raise AttributeError(f"module 'srcore' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

@@ -1,0 +1,191 @@
+"""The value types of srcore's IR, TorchScript's type system cut to inference.
+
+Every type is an immutable attrs record with a canonical ``str()`` that the
+text printer writes and the text parser reads back.
+
+A tensor type carries an optional dtype (numpy name, ``None`` = unknown) and
+an optional shape (``None`` = unknown rank). Each dimension is an ``int``
+(fixed), a ``str`` (a symbolic dimension such as ``"batch"``) or ``None``
+(unknown).
+"""
+from __future__ import annotations
+
+from typing import Union
+
+import attrs
+
+Dim = Union[int, str, None]
+
+#: TorchScript scalar-type names (as in ``Float(2, 3)``) <-> srcore dtype names.
+TORCH_TO_DTYPE = {
+    "Float": "float32",
+    "Double": "float64",
+    "Half": "float16",
+    "BFloat16": "bfloat16",
+    "Long": "int64",
+    "Int": "int32",
+    "Short": "int16",
+    "Char": "int8",
+    "Byte": "uint8",
+    "Bool": "bool",
+    "ComplexFloat": "complex64",
+    "ComplexDouble": "complex128",
+    "QUInt8": "quint8",
+    "QInt8": "qint8",
+    "QInt32": "qint32",
+}
+DTYPE_TO_TORCH = {v: k for k, v in TORCH_TO_DTYPE.items()}
+
+#: torch's ScalarType enum codes (what ``dtype=6`` means in a TorchScript graph).
+SCALAR_TYPE_CODES = {
+    0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16",
+    6: "float32", 7: "float64", 8: "complex32", 9: "complex64", 10: "complex128",
+    11: "bool", 12: "qint8", 13: "quint8", 14: "qint32", 15: "bfloat16",
+}
+DTYPE_TO_SCALAR_TYPE_CODE = {v: k for k, v in SCALAR_TYPE_CODES.items()}
+
+
+class Type:
+    """Base class of IR types."""
+
+    __slots__ = ()
+
+    def is_tensor(self) -> bool:
+        return False
+
+
+def _dim_str(d: Dim) -> str:
+    return "*" if d is None else str(d)
+
+
+@attrs.frozen
+class TensorType(Type):
+    """A tensor, with what is known of its dtype and shape."""
+
+    dtype: str | None = None
+    shape: tuple[Dim, ...] | None = attrs.field(
+        default=None, converter=lambda s: None if s is None else tuple(s))
+
+    def is_tensor(self) -> bool:
+        return True
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    @property
+    def is_static(self) -> bool:
+        """True when the dtype and every dimension are known integers."""
+        return (self.dtype is not None and self.shape is not None
+                and all(isinstance(d, int) for d in self.shape))
+
+    def with_dtype(self, dtype: str | None) -> "TensorType":
+        return attrs.evolve(self, dtype=dtype)
+
+    def with_shape(self, shape) -> "TensorType":
+        return attrs.evolve(self, shape=shape)
+
+    def __str__(self) -> str:
+        if self.dtype is None and self.shape is None:
+            return "Tensor"
+        name = DTYPE_TO_TORCH.get(self.dtype, self.dtype) if self.dtype else "Tensor"
+        if self.shape is None:
+            return f"{name}(...)"
+        return f"{name}({', '.join(_dim_str(d) for d in self.shape)})"
+
+
+def _simple(name: str):
+    @attrs.frozen
+    class _T(Type):
+        def __str__(self) -> str:
+            return name
+
+    _T.__name__ = _T.__qualname__ = name[0].upper() + name[1:] + "Type"
+    return _T
+
+
+IntType = _simple("int")
+FloatType = _simple("float")
+BoolType = _simple("bool")
+StrType = _simple("str")
+NoneType = _simple("NoneType")
+DeviceType = _simple("Device")
+NumberType = _simple("Scalar")
+AnyType = _simple("Any")
+ScalarTypeType = _simple("ScalarType")
+LayoutType = _simple("Layout")
+MemoryFormatType = _simple("MemoryFormat")
+GeneratorType = _simple("Generator")
+NoneType.__name__ = NoneType.__qualname__ = "NoneType"
+
+
+@attrs.frozen
+class ListType(Type):
+    elem: Type
+
+    def __str__(self) -> str:
+        return f"{self.elem}[]"
+
+
+@attrs.frozen
+class OptionalType(Type):
+    elem: Type
+
+    def __str__(self) -> str:
+        return f"{self.elem}?"
+
+
+@attrs.frozen
+class TupleType(Type):
+    elems: tuple[Type, ...] = attrs.field(converter=tuple)
+
+    def __str__(self) -> str:
+        if len(self.elems) == 1:
+            return f"({self.elems[0]},)"
+        return "(" + ", ".join(str(e) for e in self.elems) + ")"
+
+
+@attrs.frozen
+class DictType(Type):
+    key: Type
+    value: Type
+
+    def __str__(self) -> str:
+        return f"Dict({self.key}, {self.value})"
+
+
+# Shared instances: the types are immutable, so one of each is enough.
+INT = IntType()
+FLOAT = FloatType()
+BOOL = BoolType()
+STR = StrType()
+NONE = NoneType()
+DEVICE = DeviceType()
+NUMBER = NumberType()
+ANY = AnyType()
+SCALAR_TYPE = ScalarTypeType()
+LAYOUT = LayoutType()
+MEMORY_FORMAT = MemoryFormatType()
+GENERATOR = GeneratorType()
+TENSOR = TensorType()
+
+#: simple type names as they appear in IR text
+SIMPLE_TYPES: dict[str, Type] = {
+    "int": INT, "float": FLOAT, "bool": BOOL, "str": STR, "NoneType": NONE,
+    "Device": DEVICE, "Scalar": NUMBER, "number": NUMBER, "Any": ANY,
+    "ScalarType": SCALAR_TYPE, "Layout": LAYOUT, "MemoryFormat": MEMORY_FORMAT,
+    "Generator": GENERATOR, "Tensor": TENSOR,
+}
+
+
+def contains_tensor(t: Type) -> bool:
+    """True if a value of type ``t`` is or holds a tensor."""
+    if isinstance(t, TensorType):
+        return True
+    if isinstance(t, (ListType, OptionalType)):
+        return contains_tensor(t.elem)
+    if isinstance(t, TupleType):
+        return any(contains_tensor(e) for e in t.elems)
+    if isinstance(t, DictType):
+        return contains_tensor(t.value)
+    return isinstance(t, AnyType)

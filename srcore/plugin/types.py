@@ -1,0 +1,223 @@
+"""The records plugins yield from their hooks (all immutable attrs classes).
+
+A plugin never registers anything by side effect: each hook yields records,
+and the plugin manager stamps each record with the plugin that provided it.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Union
+
+import attrs
+
+#: the kernel kinds, in the order static dispatch tries them
+KERNEL_KINDS = ("out", "native", "fallback")
+
+_OP_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)?$")
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+
+ImplRef = Union[str, Callable[..., Any]]
+
+
+def _check_name(kind: str):
+    def check(inst, attribute, value):
+        if not isinstance(value, str) or not _NAME_RE.match(value):
+            raise ValueError(f"invalid {kind} name {value!r}")
+    return check
+
+
+def _check_impl(inst, attribute, value):
+    if value is None and attribute.name == "matcher":
+        return
+    if callable(value):
+        return
+    if isinstance(value, str) and re.match(r"^[\w.]+:[\w.]+$", value):
+        return
+    raise ValueError(f"{attribute.name} must be a callable or a 'module:attribute' string, not {value!r}")
+
+
+@attrs.frozen
+class PluginInfo:
+    """Who provided a record: the plugin (entry point) name, its distribution and version."""
+
+    name: str
+    dist: str | None = None
+    version: str | None = None
+
+    def __str__(self) -> str:
+        dist = self.dist or self.name
+        return f"{dist} {self.version}" if self.version else dist
+
+
+BUILTIN = PluginInfo("builtin", "srcore", None)
+
+
+@attrs.frozen
+class OpLibrary:
+    """Op declarations of one namespace: schema strings, or a declaration file in a package.
+
+    ``OpLibrary("example", schemas=("example::f(Tensor self) -> Tensor",))`` or
+    ``OpLibrary.from_resource("example", "srcore_example", "ops.yaml")``.
+    """
+
+    namespace: str = attrs.field(validator=_check_name("namespace"))
+    schemas: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    resource: tuple[str, str] | None = None  # (package, file name) of a `- func:` YAML file
+    provider: PluginInfo | None = attrs.field(default=None, eq=False)
+
+    @classmethod
+    def from_resource(cls, namespace: str, package: str, name: str) -> "OpLibrary":
+        return cls(namespace, resource=(package, name))
+
+    def provided_by(self, plugin: PluginInfo) -> "OpLibrary":
+        return attrs.evolve(self, provider=plugin)
+
+
+@attrs.frozen
+class DType:
+    """A dtype beyond numpy's, such as ``quint8`` (kind: float, int, bool, complex, quantized)."""
+
+    name: str = attrs.field(validator=_check_name("dtype"))
+    kind: str = "quantized"
+    storage: str | None = None  # numpy dtype of the stored values, e.g. "uint8" for quint8
+    params: tuple[tuple[str, Any], ...] = attrs.field(default=(), converter=lambda p: tuple(dict(p).items()))
+    provider: PluginInfo | None = attrs.field(default=None, eq=False)
+
+    def provided_by(self, plugin: PluginInfo) -> "DType":
+        return attrs.evolve(self, provider=plugin)
+
+
+@attrs.frozen
+class Backend:
+    """A backend name kernels can be registered for (``cpu``, ``quantized_cpu``, ...)."""
+
+    name: str = attrs.field(validator=_check_name("backend"))
+    description: str = ""
+    provider: PluginInfo | None = attrs.field(default=None, eq=False)
+
+    def provided_by(self, plugin: PluginInfo) -> "Backend":
+        return attrs.evolve(self, provider=plugin)
+
+
+@attrs.frozen
+class Kernel:
+    """An implementation of one op overload for one backend and a set of dtypes.
+
+    ``op`` is ``"ns::name"`` (the overload with an empty name) or ``"ns::name.overload"``.
+    ``kind`` is ``"out"``, ``"native"`` or ``"fallback"``. ``impl`` and ``matcher``
+    are callables or ``"module:attribute"`` strings imported only when a model
+    uses the op. ``dtypes`` lists the dtype names the kernel accepts (``"*"``: any).
+    On a tie (same op, backend, dtype, kind) the higher ``priority`` wins, then the
+    plugin name that sorts first.
+    """
+
+    op: str = attrs.field()
+    backend: str = attrs.field(validator=_check_name("backend"))
+    kind: str = attrs.field()
+    dtypes: tuple[str, ...] = attrs.field(converter=tuple)
+    impl: ImplRef = attrs.field(validator=_check_impl, eq=False)
+    matcher: ImplRef | None = attrs.field(default=None, validator=_check_impl, eq=False)
+    priority: int = 0
+    provider: PluginInfo | None = attrs.field(default=None, eq=False)
+
+    @op.validator
+    def _check_op(self, attribute, value):
+        if not isinstance(value, str) or not _OP_RE.match(value):
+            raise ValueError(f"invalid op name {value!r}: expected 'namespace::name' or 'namespace::name.overload'")
+
+    @kind.validator
+    def _check_kind(self, attribute, value):
+        if value not in KERNEL_KINDS:
+            raise ValueError(f"invalid kernel kind {value!r}: expected one of {', '.join(KERNEL_KINDS)}")
+
+    @dtypes.validator
+    def _check_dtypes(self, attribute, value):
+        if not value:
+            raise ValueError(f"kernel for {self.op} lists no dtypes (use ('*',) for any)")
+
+    @property
+    def qualified_op(self) -> str:
+        return self.op if "." in self.op.split("::", 1)[1] else self.op + "."
+
+    def provided_by(self, plugin: PluginInfo) -> "Kernel":
+        return attrs.evolve(self, provider=plugin)
+
+
+@attrs.frozen
+class EngineBuilder:
+    """An engine backend (trt_like): which nodes it supports, how to build and load engines."""
+
+    backend: str
+    supports: ImplRef = attrs.field(eq=False)
+    build: ImplRef = attrs.field(eq=False)
+    load: ImplRef | None = attrs.field(default=None, eq=False)
+    provider: PluginInfo | None = attrs.field(default=None, eq=False)
+
+    def provided_by(self, plugin: PluginInfo) -> "EngineBuilder":
+        return attrs.evolve(self, provider=plugin)
+
+
+@attrs.frozen
+class Subcommand:
+    """A ``srcore SUBCOMMAND`` contributed by a plugin."""
+
+    name: str
+    summary: str
+    configure_parser: Callable[[Any], None] = attrs.field(eq=False)
+    run: Callable[[Any], int] = attrs.field(eq=False)
+    provider: PluginInfo | None = attrs.field(default=None, eq=False)
+
+    def provided_by(self, plugin: PluginInfo) -> "Subcommand":
+        return attrs.evolve(self, provider=plugin)
+
+
+@attrs.frozen
+class ArgInfo:
+    """What a matcher sees of one argument: its schema name, IR type, and value if constant."""
+
+    name: str
+    type: Any
+    is_constant: bool = False
+    value: Any = None
+
+
+@attrs.frozen
+class NodeInfo:
+    """What a matcher sees of a node: op, schema, arguments (in schema order) and output types."""
+
+    op: str
+    schema: Any
+    args: tuple[ArgInfo, ...]
+    output_types: tuple[Any, ...]
+    source: str | None = None
+
+    def arg(self, name: str) -> ArgInfo:
+        for a in self.args:
+            if a.name == name:
+                return a
+        raise KeyError(f"{self.op} has no argument {name!r}")
+
+    def const(self, name: str, default: Any = KeyError) -> Any:
+        """The constant value of argument ``name``; ``default`` (or KeyError) if not constant."""
+        a = self.arg(name)
+        if a.is_constant:
+            return a.value
+        if default is KeyError:
+            raise KeyError(f"argument {name!r} of {self.op} is not a constant")
+        return default
+
+    def is_const(self, name: str) -> bool:
+        return self.arg(name).is_constant
+
+
+@attrs.frozen
+class Specialized:
+    """A matcher's answer: call ``fn`` with only some of the node's arguments.
+
+    ``args`` are argument positions (schema order) passed positionally;
+    ``kwargs`` are ``(keyword, position)`` pairs. Out variants still get ``out=``.
+    """
+
+    fn: Callable[..., Any] = attrs.field(eq=False)
+    args: tuple[int, ...] = attrs.field(default=(), converter=tuple)
+    kwargs: tuple[tuple[str, int], ...] = attrs.field(default=(), converter=tuple)
