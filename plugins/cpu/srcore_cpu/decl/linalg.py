@@ -1,0 +1,19 @@
+"""Kernel declarations of the linalg family (no numpy import here)."""
+from __future__ import annotations
+
+from srcore.plugin import Kernel
+
+_M = "srcore_cpu.kernels.linalg:"
+FLOATS = ("float32", "float64")
+NUMERIC = ("float32", "float64", "int64", "int32")
+
+KERNELS: list[Kernel] = [
+    Kernel("aten::linear", "cpu", "out", FLOATS, _M + "linear", matcher=_M + "linear_matcher"),
+    Kernel("aten::addmm", "cpu", "out", FLOATS, _M + "addmm", matcher=_M + "addmm_matcher"),
+    Kernel("aten::baddbmm", "cpu", "out", FLOATS, _M + "baddbmm"),
+    Kernel("aten::matmul", "cpu", "out", NUMERIC, _M + "matmul"),
+    Kernel("aten::mm", "cpu", "out", NUMERIC, _M + "mm"),
+    Kernel("aten::bmm", "cpu", "out", NUMERIC, _M + "bmm"),
+    Kernel("aten::dot", "cpu", "out", NUMERIC, _M + "dot"),
+    Kernel("aten::einsum", "cpu", "out", NUMERIC, _M + "einsum"),
+]
