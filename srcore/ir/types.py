@@ -30,6 +30,7 @@ TORCH_TO_DTYPE = {
     "Bool": "bool",
     "ComplexFloat": "complex64",
     "ComplexDouble": "complex128",
+    "ComplexHalf": "complex32",
     "QUInt8": "quint8",
     "QInt8": "qint8",
     "QInt32": "qint32",
@@ -152,6 +153,16 @@ class DictType(Type):
 
     def __str__(self) -> str:
         return f"Dict({self.key}, {self.value})"
+
+
+@attrs.frozen
+class ClassType(Type):
+    """A TorchScript class or module (``__torch__.models.MLP``); opaque to srcore."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
 
 
 # Shared instances: the types are immutable, so one of each is enough.

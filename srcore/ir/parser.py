@@ -1,0 +1,498 @@
+"""Parse IR text (TorchScript's printed graph syntax) into a :class:`Graph`.
+
+See ``docs/ir-text.md`` for the grammar. Every syntax or typing error raises
+:class:`srcore.GraphParseError` with line, column and the offending token.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+from ..errors import GraphParseError
+from .graph import Block, Graph, Node, SourceLocation, Value
+from .lexer import Lexer, Token
+from .types import (BOOL, FLOAT, INT, NONE, SIMPLE_TYPES, TORCH_TO_DTYPE, ClassType, DeviceType,
+                    DictType, ListType, OptionalType, StrType, TensorType, TupleType, Type,
+                    AnyType, NumberType)
+
+__all__ = ["parse_graph", "UNKNOWN_TENSOR"]
+
+#: ``attrs["tensor"]`` of a tensor constant whose value the text does not carry.
+UNKNOWN_TENSOR = "<Tensor>"
+
+_SOURCE = re.compile(r"^(.*?):(\d+)(?::(\d+))?$")
+# torch's dump of a tensor value: numbers, spaces, newlines, ``(1,.,.) =`` headers,
+# ending in ``[ CPUFloatType{2,3} ]``
+_TENSOR_DUMP = re.compile(r"[^\[\]\"%#]*?\[ [A-Za-z0-9_]+Type\{[0-9,]*\} \]")
+_SCALAR_TENSOR = re.compile(r"\{[^{}\[\]\n]*\}")
+_SCOPE = re.compile(r"[^#\n]*")
+_DIM_KWARGS = {"strides", "requires_grad", "device"}
+_MAX_DEPTH = 200
+
+
+def parse_graph(text: str, params: Mapping[str, Any] | None = None, *,
+                filename: str | None = None) -> Graph:
+    """Parse IR text into a Graph.
+
+    ``params`` maps parameter names to numpy arrays: ``prim::Constant[param="w"]()``
+    gets ``attrs["value"] = params["w"]`` (a name missing from ``params`` is an
+    error). Without ``params`` such constants keep only their name.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"parse_graph expects str, not {type(text).__name__}")
+    return _Parser(text, params, filename).parse()
+
+
+class _Parser:
+    def __init__(self, text: str, params: Mapping[str, Any] | None, filename: str | None):
+        self.lx = Lexer(text, filename)
+        self.params = params
+        self.g = Graph()
+        self.scopes: list[dict[str, Value]] = [{}]
+        self.defined: set[str] = set()
+        self.depth = 0
+
+    # -- token helpers --------------------------------------------------------------
+    def peek(self) -> Token:
+        return self.lx.peek()
+
+    def expect(self, kind: str, what: str | None = None) -> Token:
+        tok = self.lx.peek()
+        if tok.kind != kind:
+            raise self.lx.error(f"expected {what or repr(kind)}", tok)
+        return self.lx.next()
+
+    def accept(self, kind: str) -> Token | None:
+        if self.lx.peek().kind == kind:
+            return self.lx.next()
+        return None
+
+    def skip_nl(self) -> None:
+        while self.peek().kind == "NL":
+            self.lx.next()
+
+    def skip_blank(self) -> None:
+        """Skip empty and comment-only lines."""
+        while self.peek().kind in ("NL", "COMMENT"):
+            self.lx.next()
+
+    def end_of_line(self) -> None:
+        tok = self.peek()
+        if tok.kind == "EOF":
+            return
+        self.expect("NL", "end of line")
+
+    # -- graph ----------------------------------------------------------------------
+    def parse(self) -> Graph:
+        self.skip_blank()
+        tok = self.expect("IDENT", "'graph'")
+        if tok.text != "graph":
+            raise self.lx.error("expected 'graph'", tok)
+        self.expect("(")
+        for name, t, tok in self.decl_list(")"):
+            self.define(tok, name, self.g.add_input(t, name))
+        self.expect(":")
+        self.accept("COMMENT")
+        self.end_of_line()
+        self.body(self.g.block)
+        self.skip_blank()
+        tok = self.peek()
+        if tok.kind != "IDENT" or tok.text != "return":
+            raise self.lx.error("expected a node or 'return'", tok)
+        self.lx.next()
+        for v in self.value_list():
+            self.g.register_output(v)
+        self.accept("COMMENT")
+        self.skip_blank()
+        self.expect("EOF", "end of input after 'return'")
+        return self.g
+
+    def decl_list(self, close: str) -> list[tuple[str, Type, Token]]:
+        """``%a : T, %b : T`` up to ``close`` (newlines allowed)."""
+        out = []
+        self.skip_nl()
+        if self.accept(close):
+            return out
+        while True:
+            self.skip_nl()
+            tok = self.expect("VALUE", "a value name like %x")
+            self.expect(":")
+            out.append((tok.text, self.type_(), tok))
+            self.skip_nl()
+            if self.accept(close):
+                return out
+            self.expect(",", f"',' or '{close}'")
+
+    def value_list(self) -> list[Value]:
+        """``(%a, %b)``."""
+        self.expect("(")
+        out = []
+        self.skip_nl()
+        if self.accept(")"):
+            return out
+        while True:
+            self.skip_nl()
+            out.append(self.use(self.expect("VALUE", "a value like %x")))
+            self.skip_nl()
+            if self.accept(")"):
+                return out
+            self.expect(",", "',' or ')'")
+
+    # -- values ---------------------------------------------------------------------
+    def use(self, tok: Token) -> Value:
+        for scope in reversed(self.scopes):
+            v = scope.get(tok.text)
+            if v is not None:
+                return v
+        raise self.lx.error(f"undefined value %{tok.text}", tok)
+
+    def define(self, tok: Token, name: str, value: Value) -> None:
+        if name in self.defined:
+            raise self.lx.error(f"value %{name} is defined twice", tok)
+        self.defined.add(name)
+        self.scopes[-1][name] = value
+        if value.name != name:  # Graph._unique renamed it: keep the text's name
+            self.g._names.discard(value.name)
+            value.name = name
+            self.g._names.add(name)
+
+    # -- nodes ----------------------------------------------------------------------
+    def body(self, block: Block) -> None:
+        while True:
+            self.skip_blank()
+            tok = self.peek()
+            if tok.kind == "ARROW" or (tok.kind == "IDENT" and tok.text == "return") or tok.kind == "EOF":
+                return
+            if tok.kind == "IDENT" and re.fullmatch(r"block\d+", tok.text):
+                raise self.lx.error("a block here must follow a node that owns blocks", tok)
+            self.node(block)
+
+    def node(self, block: Block) -> None:
+        outs: list[tuple[str, Type, Token]] = []
+        if self.peek().kind == "VALUE":
+            while True:
+                tok = self.expect("VALUE")
+                self.expect(":")
+                outs.append((tok.text, self.type_(), tok))
+                if not self.accept(","):
+                    break
+        self.expect("=", "'='" if outs else "a node ('%x : T = kind(...)')")
+        ktok = self.expect("IDENT", "an operator name like aten::add")
+        if "::" not in ktok.text:
+            raise self.lx.error("an operator name needs a namespace (aten::add)", ktok)
+        n = self.g.create(ktok.text)
+        if self.peek().kind == "[":
+            self.attributes(n)
+        for v in self.value_list():
+            n.add_input(v)
+        if self.peek().kind == "," :  # torch's ``, scope: __module.fc``
+            self.lx.next()
+            st = self.expect("IDENT", "'scope'")
+            if st.text != "scope":
+                raise self.lx.error("expected 'scope:'", st)
+            self.expect(":")
+            m = _SCOPE.match(self.lx.text, self.lx.raw_pos())
+            n.meta["scope"] = m.group(0).strip()
+            self.lx.seek(m.end())
+        c = self.accept("COMMENT")
+        if c is not None:
+            n.source = _source(c.text)
+        self.end_of_line()
+        block.append(n)
+        # blocks follow on the next lines
+        while True:
+            self.skip_blank()
+            tok = self.peek()
+            if not (tok.kind == "IDENT" and re.fullmatch(r"block\d+", tok.text)):
+                break
+            self.lx.next()
+            self.sub_block(n)
+        for name, t, tok in outs:
+            self.define(tok, name, n.add_output(t, name))
+        if n.kind == "prim::Constant":
+            self.check_constant(n, ktok)
+        self.check_block_arity(n, ktok)
+
+    def sub_block(self, n: Node) -> None:
+        self.depth += 1
+        if self.depth > _MAX_DEPTH:
+            raise self.lx.error("blocks nested too deeply")
+        b = n.add_block()
+        self.scopes.append({})
+        self.expect("(")
+        for name, t, tok in self.decl_list(")"):
+            self.define(tok, name, b.add_input(t, name))
+        self.expect(":")
+        self.accept("COMMENT")
+        self.end_of_line()
+        self.body(b)
+        self.expect("ARROW", "'-> (...)' ending the block")
+        for v in self.value_list():
+            b.register_output(v)
+        self.accept("COMMENT")
+        self.end_of_line()
+        self.scopes.pop()
+        self.depth -= 1
+
+    def check_block_arity(self, n: Node, tok: Token) -> None:
+        nout = len(n.outputs)
+        if n.kind == "prim::If":
+            if len(n.blocks) != 2:
+                raise self.lx.error(f"prim::If needs 2 blocks, got {len(n.blocks)}", tok)
+            if len(n.inputs) != 1:
+                raise self.lx.error(f"prim::If takes 1 condition, got {len(n.inputs)} inputs", tok)
+            for i, b in enumerate(n.blocks):
+                if b.inputs or len(b.outputs) != nout:
+                    raise self.lx.error(f"block{i} of prim::If must take no inputs and return {nout} "
+                                        f"values (the node's outputs), not {len(b.outputs)}", tok)
+        elif n.kind == "prim::Loop":
+            if len(n.blocks) != 1:
+                raise self.lx.error(f"prim::Loop needs 1 block, got {len(n.blocks)}", tok)
+            b = n.blocks[0]
+            if len(n.inputs) != nout + 2 or len(b.inputs) != nout + 1 or len(b.outputs) != nout + 1:
+                raise self.lx.error(
+                    f"prim::Loop with {nout} carried values needs {nout + 2} inputs (trip count, "
+                    f"condition, carried), a block with {nout + 1} inputs and {nout + 1} outputs; got "
+                    f"{len(n.inputs)}, {len(b.inputs)}, {len(b.outputs)}", tok)
+
+    # -- attributes -----------------------------------------------------------------
+    def attributes(self, n: Node) -> None:
+        self.expect("[")
+        while True:
+            self.skip_nl()
+            tok = self.expect("IDENT", "an attribute name")
+            if tok.text in n.attrs:
+                raise self.lx.error(f"attribute {tok.text} given twice", tok)
+            self.expect("=")
+            if n.kind == "prim::Constant" and tok.text == "value":
+                tensor = self.tensor_literal()
+                if tensor is not None:
+                    n.attrs["tensor"] = tensor
+                else:
+                    n.attrs["value"] = self.literal()
+            else:
+                n.attrs[tok.text] = self.literal()
+            self.skip_nl()
+            if self.accept("]"):
+                return
+            self.expect(",", "',' or ']'")
+
+    def tensor_literal(self) -> str | None:
+        """A tensor value as torch prints it (``<Tensor>``, ``{0.5}``, a dump): kept as text."""
+        self.lx.peek()  # skip whitespace
+        pos = self.lx.peek().pos
+        text = self.lx.text
+        if text.startswith("<Tensor>", pos):
+            self.lx.seek(pos + len("<Tensor>"))
+            return UNKNOWN_TENSOR
+        m = _SCALAR_TENSOR.match(text, pos)
+        if m:
+            self.lx.seek(m.end())
+            return m.group(0)
+        m = _TENSOR_DUMP.match(text, pos)
+        if m:
+            self.lx.seek(m.end())
+            return UNKNOWN_TENSOR
+        return None
+
+    def literal(self, depth: int = 0) -> Any:
+        if depth > _MAX_DEPTH:
+            raise self.lx.error("literal nested too deeply")
+        tok = self.lx.next()
+        k = tok.kind
+        if k == "INT":
+            return int(tok.text)
+        if k == "FLOAT":
+            return float(tok.text)
+        if k == "STRING":
+            return tok.text
+        if k == "IDENT" and tok.text in ("None", "True", "False"):
+            return {"None": None, "True": True, "False": False}[tok.text]
+        if k in ("[", "("):
+            close = "]" if k == "[" else ")"
+            items = []
+            self.skip_nl()
+            while not self.accept(close):
+                items.append(self.literal(depth + 1))
+                self.skip_nl()
+                if self.accept(","):
+                    self.skip_nl()
+                    continue
+                self.expect(close, f"',' or '{close}'")
+                break
+            return items if k == "[" else tuple(items)
+        raise self.lx.error("expected a constant (number, string, list, tuple, None)", tok)
+
+    def check_constant(self, n: Node, tok: Token) -> None:
+        if len(n.outputs) != 1 or n.inputs or n.blocks:
+            raise self.lx.error("prim::Constant has no inputs and exactly one output", tok)
+        if set(n.attrs) - {"value", "param", "tensor"} or len(n.attrs) > 1:
+            raise self.lx.error("prim::Constant takes one attribute: value= or param=", tok)
+        t = n.output.type
+        if "param" in n.attrs:
+            name = n.attrs["param"]
+            if not isinstance(name, str):
+                raise self.lx.error("param= takes a string (the parameter's name)", tok)
+            if not isinstance(t, TensorType):
+                raise self.lx.error(f"a param constant must have a tensor type, not {t}", tok)
+            if self.params is not None:
+                if name not in self.params:
+                    raise self.lx.error(f"parameter {name!r} is not in the given params", tok)
+                n.attrs["value"] = self.params[name]
+            return
+        if "tensor" in n.attrs:
+            if not isinstance(t, TensorType):
+                raise self.lx.error(f"a tensor constant must have a tensor type, not {t}", tok)
+            return
+        if "value" not in n.attrs:
+            if t != NONE and not isinstance(t, OptionalType):
+                raise self.lx.error(f"prim::Constant() without value= must be NoneType, not {t}", tok)
+            return
+        try:
+            n.attrs["value"] = coerce_constant(n.attrs["value"], t)
+        except TypeError as e:
+            raise self.lx.error(f"constant does not match its type {t}: {e}", tok) from None
+
+    # -- types ----------------------------------------------------------------------
+    def type_(self, depth: int = 0) -> Type:
+        if depth > _MAX_DEPTH:
+            raise self.lx.error("type nested too deeply")
+        tok = self.peek()
+        if tok.kind == "(":
+            self.lx.next()
+            elems = []
+            while not self.accept(")"):
+                elems.append(self.type_(depth + 1))
+                if not self.accept(","):
+                    self.expect(")", "',' or ')'")
+                    break
+            t: Type = TupleType(tuple(elems))
+        elif tok.kind == "IDENT":
+            self.lx.next()
+            t = self.named_type(tok, depth)
+        else:
+            raise self.lx.error("expected a type", tok)
+        while True:  # suffixes: T[] and T?
+            if self.peek().kind == "[" :
+                self.lx.next()
+                self.expect("]", "']' (list type T[])")
+                t = ListType(t)
+            elif self.accept("?"):
+                t = OptionalType(t)
+            else:
+                return t
+
+    def named_type(self, tok: Token, depth: int) -> Type:
+        name = tok.text
+        if name == "Dict":
+            self.expect("(")
+            k = self.type_(depth + 1)
+            self.expect(",")
+            v = self.type_(depth + 1)
+            self.expect(")")
+            return DictType(k, v)
+        if name in TORCH_TO_DTYPE or name == "Tensor":
+            dtype = TORCH_TO_DTYPE.get(name)
+            if self.peek().kind == "(":
+                return TensorType(dtype, self.dims())
+            if name == "Tensor":
+                return TensorType()
+            return TensorType(dtype, None)
+        if name in SIMPLE_TYPES:
+            return SIMPLE_TYPES[name]
+        if "." in name:  # __torch__.models.MLP: a class / module type
+            return ClassType(name)
+        raise self.lx.error(f"unknown type {name}", tok)
+
+    def dims(self) -> tuple | None:
+        """``(2, *, batch, strides=[..], requires_grad=0, device=cpu)`` or ``(...)``."""
+        self.expect("(")
+        if self.accept("ELLIPSIS"):
+            self.expect(")")
+            return None
+        dims: list = []
+        kwargs: set[str] = set()
+        while not self.accept(")"):
+            tok = self.lx.next()
+            if tok.kind == "IDENT" and self.peek().kind == "=" and tok.text in _DIM_KWARGS:
+                self.lx.next()
+                kwargs.add(tok.text)
+                self.dim_kwarg(tok.text)
+            elif kwargs:
+                raise self.lx.error("dimensions must come before strides=/device=/requires_grad=",
+                                    tok)
+            elif tok.kind == "INT":
+                if int(tok.text) < 0:
+                    raise self.lx.error("a dimension cannot be negative", tok)
+                dims.append(int(tok.text))
+            elif tok.kind == "*":
+                dims.append(None)
+            elif tok.kind == "IDENT" and tok.text == "SS" and self.peek().kind == "(":
+                self.lx.next()
+                num = self.expect("INT", "an integer (symbolic shape id)")
+                self.expect(")")
+                dims.append(f"SS({num.text})")
+            elif tok.kind == "IDENT" and "::" not in tok.text and "." not in tok.text:
+                dims.append(tok.text)
+            else:
+                raise self.lx.error("expected a dimension (integer, *, or a symbol)", tok)
+            if not self.accept(","):
+                self.expect(")", "',' or ')'")
+                break
+        if not dims and kwargs and "strides" not in kwargs:
+            return None  # torch prints a tensor of unknown sizes as Float(requires_grad=0, ...)
+        return tuple(dims)
+
+    def dim_kwarg(self, key: str) -> None:
+        if key == "device":
+            self.expect("IDENT", "a device name")
+            if self.accept(":"):
+                self.expect("INT", "a device index")
+        else:
+            self.literal()
+
+
+def coerce_constant(value: Any, t: Type) -> Any:
+    """Convert a parsed literal to the Python value its type means (0/1 for bool, ...)."""
+    if isinstance(t, OptionalType):
+        return None if value is None else coerce_constant(value, t.elem)
+    if t == BOOL:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        raise TypeError(f"{value!r} is not a bool")
+    if t == INT:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise TypeError(f"{value!r} is not an int")
+    if t == FLOAT:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        raise TypeError(f"{value!r} is not a float")
+    if isinstance(t, (StrType, DeviceType)):
+        if isinstance(value, str):
+            return value
+        raise TypeError(f"{value!r} is not a string")
+    if t == NONE:
+        if value is None:
+            return None
+        raise TypeError(f"{value!r} is not None")
+    if isinstance(t, ListType):
+        if isinstance(value, list):
+            return [coerce_constant(v, t.elem) for v in value]
+        raise TypeError(f"{value!r} is not a list")
+    if isinstance(t, TupleType):
+        if isinstance(value, tuple) and len(value) == len(t.elems):
+            return tuple(coerce_constant(v, e) for v, e in zip(value, t.elems))
+        raise TypeError(f"{value!r} is not a {len(t.elems)}-tuple")
+    if isinstance(t, (AnyType, NumberType)):
+        return value
+    raise TypeError(f"constants of type {t} are not supported")
+
+
+def _source(comment: str) -> SourceLocation | None:
+    m = _SOURCE.match(comment)
+    if not m:
+        return None
+    return SourceLocation(m.group(1), int(m.group(2)), int(m.group(3)) if m.group(3) else None)

@@ -1,0 +1,184 @@
+"""Print a :class:`Graph` as canonical IR text (TorchScript's printed syntax).
+
+Canonical means ``print_graph(parse_graph(print_graph(g))) == print_graph(g)``:
+value names are the debug names (unnamed values get the smallest free numbers,
+clashing names a ``.N`` suffix), attributes are sorted by name, floats use
+``repr`` (which round-trips), tensor types drop strides/requires_grad/device,
+tensor constants print their parameter name (``param="fc1.weight"``) and never
+their data.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .graph import Block, Graph, Node, Value
+from .types import BOOL, ListType, OptionalType, TupleType, Type
+
+__all__ = ["print_graph", "print_node", "value_names", "format_literal"]
+
+_INDENT = "  "
+
+
+def value_names(graph: Graph) -> dict[int, str]:
+    """Map ``id(value)`` to its printed name for every value of ``graph``."""
+    values: list[Value] = []
+
+    def collect(block: Block) -> None:
+        values.extend(block.inputs)
+        for n in block.nodes:
+            for b in n.blocks:
+                collect(b)
+            values.extend(n.outputs)
+
+    collect(graph.block)
+    names: dict[int, str] = {}
+    used: set[str] = set()
+    for v in values:  # debug names first, so numbers never steal them
+        if v.name is not None and v.name not in used:
+            names[id(v)] = v.name
+            used.add(v.name)
+    counter = 0
+    for v in values:
+        if id(v) in names:
+            continue
+        if v.name is not None:  # a clash: uniquify with a suffix
+            base, i = v.name, 1
+            while f"{base}.{i}" in used:
+                i += 1
+            name = f"{base}.{i}"
+        else:
+            while str(counter) in used:
+                counter += 1
+            name = str(counter)
+        names[id(v)] = name
+        used.add(name)
+    return names
+
+
+def print_graph(graph: Graph) -> str:
+    """The canonical IR text of ``graph`` (ends with a newline)."""
+    names = value_names(graph)
+    lines = []
+    decls = [_decl(v, names) for v in graph.inputs]
+    lines.append("graph(" + (",\n      ".join(decls)) + "):")
+    _print_block_body(graph.block, names, 1, lines)
+    outs = ", ".join("%" + _name(v, names) for v in graph.outputs)
+    lines.append(f"{_INDENT}return ({outs})")
+    return "\n".join(lines) + "\n"
+
+
+def print_node(node: Node, names: dict[int, str] | None = None) -> str:
+    """The text of one node (with its blocks), as inside ``print_graph``."""
+    if names is None:
+        names = value_names(node.graph)
+    lines: list[str] = []
+    _print_node(node, names, 0, lines)
+    return "\n".join(lines) + "\n"
+
+
+def _name(v: Value, names: dict[int, str]) -> str:
+    n = names.get(id(v))
+    if n is None:  # a value from outside the graph (a broken graph): still printable
+        return f"<dangling {v.name or id(v)}>"
+    return n
+
+
+def _decl(v: Value, names: dict[int, str]) -> str:
+    return f"%{_name(v, names)} : {v.type}"
+
+
+def _print_block_body(block: Block, names: dict[int, str], depth: int, lines: list[str]) -> None:
+    for n in block.nodes:
+        _print_node(n, names, depth, lines)
+
+
+def _print_node(n: Node, names: dict[int, str], depth: int, lines: list[str]) -> None:
+    ind = _INDENT * depth
+    outs = ", ".join(_decl(o, names) for o in n.outputs)
+    lhs = f"{outs} = " if outs else "= "
+    args = ", ".join("%" + _name(v, names) for v in n.inputs)
+    line = f"{ind}{lhs}{n.kind}{_attrs(n)}({args})"
+    if n.source is not None:
+        line += f" # {n.source}"
+    lines.append(line)
+    for i, b in enumerate(n.blocks):
+        params = ", ".join(_decl(v, names) for v in b.inputs)
+        lines.append(f"{ind}{_INDENT}block{i}({params}):")
+        _print_block_body(b, names, depth + 2, lines)
+        rets = ", ".join("%" + _name(v, names) for v in b.outputs)
+        lines.append(f"{ind}{_INDENT}{_INDENT}-> ({rets})")
+
+
+def _attrs(n: Node) -> str:
+    if not n.attrs:
+        return ""
+    if n.kind == "prim::Constant":
+        a = n.attrs
+        if "param" in a:
+            return f"[param={format_literal(a['param'])}]"
+        if "tensor" in a:
+            return f"[value={a['tensor']}]"
+        if "value" not in a or a["value"] is None:
+            return ""
+        t = n.outputs[0].type if len(n.outputs) == 1 else None
+        return f"[value={format_literal(a['value'], t)}]"
+    items = [f"{k}={format_literal(n.attrs[k])}" for k in sorted(n.attrs)]
+    return "[" + ", ".join(items) + "]"
+
+
+def format_literal(value: Any, t: Type | None = None) -> str:
+    """A constant as IR text; bools print as 0/1 where the type ``t`` says bool."""
+    if isinstance(t, OptionalType):
+        t = t.elem
+    if value is None:
+        return "None"
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        if t == BOOL:
+            return "1" if value else "0"
+        return "True" if value else "False"
+    if isinstance(value, str):
+        return _quote(value)
+    if isinstance(value, int) or hasattr(value, "__index__") and not hasattr(value, "shape"):
+        return str(int(value))
+    if isinstance(value, float) or type(value).__name__.startswith("float"):
+        return _float(float(value))
+    if isinstance(value, list):
+        et = t.elem if isinstance(t, ListType) else None
+        return "[" + ", ".join(format_literal(v, et) for v in value) + "]"
+    if isinstance(value, tuple):
+        ets = t.elems if isinstance(t, TupleType) and len(t.elems) == len(value) else [None] * len(value)
+        inner = ", ".join(format_literal(v, e) for v, e in zip(value, ets))
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return "<Tensor>"  # tensor data never goes into text: see param=
+    return _quote(str(value))
+
+
+def _float(x: float) -> str:
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return repr(x)
+
+
+def _quote(s: str) -> str:
+    out = ['"']
+    for c in s:
+        if c == "\\":
+            out.append("\\\\")
+        elif c == '"':
+            out.append('\\"')
+        elif c == "\n":
+            out.append("\\n")
+        elif c == "\t":
+            out.append("\\t")
+        elif c == "\r":
+            out.append("\\r")
+        elif ord(c) < 32 or ord(c) == 127:
+            out.append(f"\\x{ord(c):02x}")
+        else:
+            out.append(c)
+    out.append('"')
+    return "".join(out)
