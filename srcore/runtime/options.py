@@ -1,0 +1,58 @@
+"""``srcore.Options``: how a StaticModule loads and runs a model."""
+from __future__ import annotations
+
+import attrs
+
+_PLANNERS = ("standard_resizing", "precomputed_offsets")
+_EXECUTORS = ("codegen", "interpreter")
+
+
+def _one_of(choices):
+    def check(inst, attribute, value):
+        if value not in choices:
+            from ..errors import SrcoreError
+
+            raise SrcoreError(f"Options.{attribute.name}={value!r}: choose one of {', '.join(map(repr, choices))}")
+    return check
+
+
+@attrs.frozen
+class Options:
+    """Load- and run-time options of a :class:`srcore.StaticModule`.
+
+    memory_planner_algorithm
+        ``"standard_resizing"`` (default): managed tensors with disjoint lifetimes share
+        storage groups; slot sizes come from the first run of an input signature and grow
+        when a later run needs more (that run allocates the bigger tensors itself).
+        ``"precomputed_offsets"``: greedy-by-size offsets (arXiv:2001.03288, 5.2), computed
+        once per planned signature; never resized.
+    replan_on_growth
+        With ``precomputed_offsets``, what a run whose tensors are bigger than planned does:
+        ``True`` (default) computes a new plan for that signature; ``False`` raises
+        :class:`srcore.MemoryPlanError` before any kernel runs.
+    manage_output_tensors
+        Put the graph's outputs produced by out variants into one separate arena per run,
+        freed when the last returned array dies.
+    enable_out_variant
+        ``False`` ignores out-variant kernels (natives and fallbacks only), to compare.
+    executor
+        ``"codegen"`` (default): one generated straight-line Python function per block.
+        ``"interpreter"``: the reference loop over processed nodes.
+    check_inputs
+        Check number, dtype, rank and shape of the inputs against the input specs, once
+        per new input signature, raising :class:`srcore.SrcoreInputError`.
+    optimize
+        Run :func:`srcore.passes.prepare_for_static_runtime` on the graph at load.
+    backends
+        Backend priority list used by static dispatch (the ``backends=`` argument of
+        ``StaticModule`` overrides it).
+    """
+
+    memory_planner_algorithm: str = attrs.field(default="standard_resizing", validator=_one_of(_PLANNERS))
+    replan_on_growth: bool = True
+    manage_output_tensors: bool = False
+    enable_out_variant: bool = True
+    executor: str = attrs.field(default="codegen", validator=_one_of(_EXECUTORS))
+    check_inputs: bool = True
+    optimize: bool = True
+    backends: tuple[str, ...] = attrs.field(default=("cpu",), converter=tuple)
