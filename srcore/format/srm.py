@@ -1,0 +1,132 @@
+"""The ``.srm`` model file: a safetensors file whose ``__metadata__`` carries the model.
+
+``save(model, path)`` writes the parameters as the tensors and, in
+``__metadata__`` (all str -> str): the format name and version, the srcore
+version, the producer, the graph as IR text, the input specs, output names,
+model metadata and required ops (JSON), and two SHA-256 checksums: of the data
+section and of the header (canonical JSON of the header without that field).
+
+``load(path, verify="header")`` maps the file and returns a ``Model`` whose
+parameters are read-only views on the map. ``verify="header"`` (the default)
+checks the structure and the header checksum, which costs microseconds and
+keeps loading O(header); ``verify="full"`` also hashes the data section (about
+1 s per GB), which catches flipped bits inside the weights. See docs/srm-format.md.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any
+
+from ..errors import SrcoreError, SrcoreFormatError
+from ..model import Model, collect_params, required_ops, specs_from_json, specs_to_json
+from .safetensors_io import Container, canonical_json, encode_header, tensor_layout, write_file
+
+FORMAT_NAME = "srcore.srm"
+FORMAT_VERSION = "1"
+SUPPORTED_VERSIONS = {"1"}
+_REQUIRED_KEYS = ("format", "format_version", "srcore_version", "producer", "graph", "input_specs",
+                  "output_names", "required_ops", "metadata", "data_sha256", "header_sha256")
+
+
+def _header_digest(header: dict[str, Any]) -> str:
+    h = dict(header)
+    md = dict(h["__metadata__"])
+    md.pop("header_sha256", None)
+    h["__metadata__"] = md
+    return hashlib.sha256(canonical_json(h).encode("utf-8")).hexdigest()
+
+
+def save(model: Model, path: str | os.PathLike, *, producer: str | None = None) -> None:
+    """Write ``model`` to ``path`` as a ``.srm`` file (atomically)."""
+    from .. import __version__
+    from ..ir.printer import print_graph
+
+    params = dict(model.params)
+    for name, arr in collect_params(model.graph).items():  # the graph's arrays are the truth
+        params.setdefault(name, arr)
+    model.validate()
+    try:
+        entries, order = tensor_layout(params)
+    except TypeError as exc:
+        raise SrcoreError(f"cannot save {os.fspath(path)}: {exc}") from exc
+    data_hash = hashlib.sha256()
+    for name in order:
+        a = params[name]
+        data_hash.update(a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes(order="C"))
+    md = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "srcore_version": __version__,
+        "producer": producer or model.metadata.get("producer", f"srcore {__version__}"),
+        "graph": print_graph(model.graph),
+        "input_specs": specs_to_json(model.input_specs),
+        "output_names": json.dumps(list(model.output_names)),
+        "metadata": canonical_json(model.metadata),
+        "required_ops": json.dumps(required_ops(model.graph)),
+        "data_sha256": data_hash.hexdigest(),
+    }
+    header: dict[str, Any] = {"__metadata__": md, **entries}
+    md["header_sha256"] = _header_digest(header)
+    write_file(path, encode_header(header), params, order)
+
+
+def load(path: str | os.PathLike, *, verify: str = "header") -> Model:
+    """Read a ``.srm`` file; parameters are zero-copy read-only views on the mapped file.
+
+    ``verify``: ``"header"`` (default) checks the container structure and the header
+    checksum; ``"full"`` also checks the SHA-256 of every parameter byte.
+    Any problem raises ``SrcoreFormatError`` naming the file.
+    """
+    if verify not in ("header", "full"):
+        raise ValueError(f"verify must be 'header' or 'full', not {verify!r}")
+    c = Container(path)
+    md = c.metadata
+    if md.get("format") != FORMAT_NAME:
+        c.fail(f"not a .srm file (format {md.get('format')!r}, expected {FORMAT_NAME!r})")
+    if md.get("format_version") not in SUPPORTED_VERSIONS:
+        c.fail(f"unsupported .srm format version {md.get('format_version')!r} "
+               f"(this srcore reads {', '.join(sorted(SUPPORTED_VERSIONS))})")
+    missing = [k for k in _REQUIRED_KEYS if k not in md]
+    if missing:
+        c.fail(f"header metadata lacks {', '.join(missing)}")
+    if _header_digest(c.header) != md["header_sha256"]:
+        c.fail("header checksum mismatch: the header was modified or corrupted")
+    if verify == "full":
+        if hashlib.sha256(c.data_view()).hexdigest() != md["data_sha256"]:
+            c.fail("data checksum mismatch: the parameter data was modified or corrupted")
+    params = {name: c.array(name) for name in c.entries}
+    try:
+        specs = specs_from_json(md["input_specs"])
+        outputs = json.loads(md["output_names"])
+        meta = json.loads(md["metadata"])
+        if not (isinstance(outputs, list) and all(isinstance(o, str) for o in outputs)):
+            raise ValueError("output_names must be a list of str")
+        if not (isinstance(meta, dict) and all(isinstance(v, str) for v in meta.values())):
+            raise ValueError("metadata must map str to str")
+    except (ValueError, TypeError) as exc:
+        c.fail(f"bad model metadata: {exc}")
+    graph = _parse(c, md["graph"], params)
+    model = Model(graph, params, specs, tuple(outputs), meta)
+    try:
+        model.validate()
+    except SrcoreError as exc:
+        c.fail(f"inconsistent model: {exc}")
+    return model
+
+
+def _parse(c: Container, text: str, params):
+    from ..ir.parser import parse_graph
+
+    try:
+        return parse_graph(text, params=params)
+    except SrcoreError as exc:
+        c.fail(f"the graph does not parse: {exc}")
+    except Exception as exc:  # a parser bug must still surface as a format problem of this file
+        c.fail(f"the graph does not parse: {type(exc).__name__}: {exc}")
+
+
+def read_metadata(path: str | os.PathLike) -> dict[str, str]:
+    """The ``__metadata__`` of a ``.srm`` file (for ``srcore inspect``), structure checked."""
+    return dict(Container(path).metadata)

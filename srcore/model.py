@@ -1,0 +1,176 @@
+"""``srcore.Model``: a graph plus its named parameters, input specs and metadata.
+
+The graph's tensor constants are ``prim::Constant[param="name"]`` nodes whose
+``attrs["value"]`` is the parameter array; ``Model.params`` maps the same names
+to the same arrays. :func:`bind_params` and :func:`collect_params` move arrays
+between the two. A model loaded from a ``.srm`` file holds read-only,
+memory-mapped arrays: never write into them.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+import attrs
+import numpy as np
+
+from .errors import SrcoreError
+from .ir.graph import Graph
+from .ir.types import Dim, TensorType
+
+CONSTANT = "prim::Constant"
+_STRUCTURAL = {"prim::Param", "prim::Return"}
+
+
+def _shape(s) -> tuple[Dim, ...] | None:
+    return None if s is None else tuple(s)
+
+
+def _check_dim(inst, attr, shape) -> None:
+    if shape is None:
+        return
+    for d in shape:
+        if not (d is None or isinstance(d, str) or (isinstance(d, int) and not isinstance(d, bool) and d >= 0)):
+            raise ValueError(f"input {inst.name!r}: bad dimension {d!r} (int >= 0, symbolic str or None)")
+
+
+@attrs.frozen
+class InputSpec:
+    """One model input: its name, dtype (numpy name, or an IR type name such as ``int``
+    for a non-tensor input; ``None`` when unknown) and shape (``None`` = unknown rank;
+    each dim an ``int``, a symbolic ``str`` such as ``"batch"``, or ``None``)."""
+
+    name: str
+    dtype: str | None = None
+    shape: tuple[Dim, ...] | None = attrs.field(default=None, converter=_shape, validator=_check_dim)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "dtype": self.dtype,
+                "shape": None if self.shape is None else list(self.shape)}
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> "InputSpec":
+        if not isinstance(obj, Mapping) or not isinstance(obj.get("name"), str):
+            raise ValueError(f"bad input spec {obj!r}")
+        dtype = obj.get("dtype")
+        if dtype is not None and not isinstance(dtype, str):
+            raise ValueError(f"bad dtype in input spec {obj!r}")
+        shape = obj.get("shape")
+        if shape is not None and not isinstance(shape, list):
+            raise ValueError(f"bad shape in input spec {obj!r}")
+        return cls(obj["name"], dtype, shape)
+
+    def tensor_type(self) -> TensorType:
+        """The IR type of this input when it is a tensor."""
+        return TensorType(self.dtype, self.shape)
+
+
+@attrs.define(eq=False)
+class Model:
+    """A converted model: what a ``.srm`` file holds and what ``StaticModule`` runs."""
+
+    graph: Graph
+    params: dict[str, np.ndarray] = attrs.field(factory=dict)
+    input_specs: tuple[InputSpec, ...] = attrs.field(default=(), converter=tuple)
+    output_names: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    metadata: dict[str, str] = attrs.field(factory=dict)
+
+    @classmethod
+    def from_graph(cls, graph: Graph, *, input_specs=None, output_names=None,
+                   metadata: Mapping[str, str] | None = None) -> "Model":
+        """Wrap a graph whose tensor constants already carry their arrays.
+
+        Input specs default to the graph inputs' names and tensor types; output
+        names to ``output`` (one output) or ``output0``, ``output1``, ...
+        """
+        params = collect_params(graph)
+        if input_specs is None:
+            input_specs = tuple(_spec_from_value(v) for v in graph.inputs)
+        if output_names is None:
+            output_names = default_output_names(len(graph.outputs))
+        return cls(graph, params, input_specs, output_names, dict(metadata or {}))
+
+    def required_ops(self) -> list[str]:
+        """Sorted node kinds the graph uses (``aten::linear``, ``prim::If``, ...), nested blocks included."""
+        return required_ops(self.graph)
+
+    def bind_params(self) -> None:
+        """Put ``self.params`` arrays into the graph's ``prim::Constant[param=...]`` nodes."""
+        bind_params(self.graph, self.params)
+
+    def validate(self) -> None:
+        """Check that specs, outputs and params agree with the graph (raises ``SrcoreError``)."""
+        if len(self.input_specs) != len(self.graph.inputs):
+            raise SrcoreError(f"model has {len(self.input_specs)} input specs but the graph has "
+                              f"{len(self.graph.inputs)} inputs")
+        if len(self.output_names) != len(self.graph.outputs):
+            raise SrcoreError(f"model has {len(self.output_names)} output names but the graph has "
+                              f"{len(self.graph.outputs)} outputs")
+        for n in self.graph.all_nodes():
+            name = n.attrs.get("param") if n.kind == CONSTANT else None
+            if name is not None and name not in self.params:
+                raise SrcoreError(f"graph constant %{n.output.name} refers to unknown parameter {name!r}")
+        for k, v in self.metadata.items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise SrcoreError(f"model metadata must map str to str, got {k!r}: {v!r}")
+
+    def __repr__(self) -> str:
+        nbytes = sum(int(a.nbytes) for a in self.params.values())
+        ins = ", ".join(f"{s.name}: {s.dtype}{list(s.shape) if s.shape is not None else ''}"
+                        for s in self.input_specs)
+        return f"<Model ({ins}) -> {len(self.output_names)} outputs, {len(self.params)} params, {nbytes} bytes>"
+
+
+def default_output_names(n: int) -> tuple[str, ...]:
+    return ("output",) if n == 1 else tuple(f"output{i}" for i in range(n))
+
+
+def _spec_from_value(v) -> InputSpec:
+    t = v.type
+    if isinstance(t, TensorType):
+        return InputSpec(v.name, t.dtype, t.shape)
+    return InputSpec(v.name, str(t), None)
+
+
+def required_ops(graph: Graph) -> list[str]:
+    return sorted({n.kind for n in graph.all_nodes() if n.kind not in _STRUCTURAL})
+
+
+def collect_params(graph: Graph) -> dict[str, np.ndarray]:
+    """``{param name: array}`` from the graph's named tensor constants."""
+    out: dict[str, np.ndarray] = {}
+    for n in graph.all_nodes():
+        if n.kind == CONSTANT and n.attrs.get("param") is not None:
+            name = n.attrs["param"]
+            value = n.attrs.get("value")
+            if not isinstance(value, np.ndarray):
+                raise SrcoreError(f"parameter {name!r} (%{n.output.name}) has no array value")
+            if name in out and out[name] is not value:
+                raise SrcoreError(f"two different constants are both named parameter {name!r}")
+            out[name] = value
+    return out
+
+
+def bind_params(graph: Graph, params: Mapping[str, np.ndarray]) -> None:
+    """Set each ``prim::Constant[param=name]`` node's value to ``params[name]``."""
+    missing = []
+    for n in graph.all_nodes():
+        if n.kind == CONSTANT and n.attrs.get("param") is not None:
+            name = n.attrs["param"]
+            if name not in params:
+                missing.append(name)
+            else:
+                n.attrs["value"] = params[name]
+    if missing:
+        raise SrcoreError(f"graph refers to parameters that are not given: {', '.join(sorted(missing))}")
+
+
+def specs_to_json(specs) -> str:
+    return json.dumps([s.to_json() for s in specs], separators=(",", ":"))
+
+
+def specs_from_json(text: str) -> tuple[InputSpec, ...]:
+    obj = json.loads(text)
+    if not isinstance(obj, list):
+        raise ValueError("input specs must be a JSON list")
+    return tuple(InputSpec.from_json(o) for o in obj)
