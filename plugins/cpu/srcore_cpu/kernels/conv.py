@@ -1,0 +1,326 @@
+"""Convolutions (1-D/2-D/3-D, grouped, depthwise, transposed) as im2col + one GEMM.
+
+Algorithm by shape: a 1x1 stride-1 unpadded ungrouped conv is a plain GEMM on
+the input; a depthwise conv (groups == in channels) is a loop of per-tap
+multiply-adds over the whole tensor (no GEMM); everything else copies the
+kernel taps into a column buffer (one strided copy per tap) and calls
+``np.matmul`` once, writing straight into ``out``. Transposed convs do the
+GEMM first and scatter-add the taps (col2im).
+
+Workspaces (padded input, columns) live in a :class:`threading.local` owned
+by the kernel instance a matcher returns, so a ``RuntimePool`` may call one
+kernel from several threads; the plain impls allocate them per call.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+
+import numpy as np
+
+from srcore.errors import KernelError
+from srcore.plugin import NodeInfo, Specialized
+
+
+def _tup(v, nd):
+    if isinstance(v, int):
+        return (v,) * nd
+    v = tuple(int(i) for i in v)
+    return v * nd if len(v) == 1 else v
+
+
+def _flat(out, shape):
+    """A reshaped view of ``out`` or None when that would copy."""
+    if out.flags.c_contiguous:
+        return out.reshape(shape)
+    return None
+
+
+class _Workspace(threading.local):
+    """Per-thread buffers, keyed by role; dropped when the input shape changes."""
+
+    def __init__(self):
+        self.key = None
+        self.bufs = {}
+
+    def get(self, key, role, shape, dtype, zero=False):
+        if key != self.key:
+            self.key, self.bufs = key, {}
+        buf = self.bufs.get(role)
+        if buf is None:
+            buf = (np.zeros if zero else np.empty)(shape, dtype)
+            self.bufs[role] = buf
+        return buf
+
+
+class _NoWorkspace:
+    def get(self, key, role, shape, dtype, zero=False):
+        return (np.zeros if zero else np.empty)(shape, dtype)
+
+
+_NO_WS = _NoWorkspace()
+
+
+def _pads(padding, ks, stride, dilation, nd):
+    """``[(lo, hi), ...]`` from an int list or torch's "same"/"valid"."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return [(0, 0)] * nd
+        if padding == "same":
+            if any(s != 1 for s in stride):
+                raise KernelError("padding='same' is not supported for strided convolutions")
+            total = [d * (k - 1) for d, k in zip(dilation, ks)]
+            return [(t // 2, t - t // 2) for t in total]
+        raise KernelError(f"invalid padding string {padding!r}, expected 'same' or 'valid'")
+    return [(p, p) for p in _tup(padding, nd)]
+
+
+def _slices(idx, dilation, stride, osz):
+    return tuple(slice(i * d, i * d + s * (o - 1) + 1, s) for i, d, s, o in zip(idx, dilation, stride, osz))
+
+
+def conv_forward(x, w, bias, stride, pads, dilation, groups, out=None, ws=_NO_WS):
+    """The forward convolution of a batched ``x`` (N, C, *spatial)."""
+    nd = x.ndim - 2
+    N, C = x.shape[:2]
+    O, Cg = w.shape[:2]
+    ks = w.shape[2:]
+    if Cg * groups != C or O % groups:
+        raise KernelError(f"conv: input has {C} channels, weight {tuple(w.shape)} with groups={groups}")
+    sp = x.shape[2:]
+    osz = tuple((n + lo + hi - d * (k - 1) - 1) // s + 1
+                for n, (lo, hi), d, k, s in zip(sp, pads, dilation, ks, stride))
+    if any(o <= 0 for o in osz):
+        raise KernelError(f"conv: output size {osz} is too small (input {tuple(x.shape)}, kernel {tuple(ks)})")
+    dtype = np.result_type(x, w)
+    oshape = (N, O) + osz
+    if out is None:
+        out = np.empty(oshape, dtype)
+    target = out if out.flags.c_contiguous and out.dtype == dtype else np.empty(oshape, dtype)
+    key = (x.shape, x.dtype)
+    if (groups == 1 and all(k == 1 for k in ks) and all(s == 1 for s in stride)
+            and all(p == (0, 0) for p in pads)):
+        # 1x1 stride 1: a GEMM on the input itself
+        np.matmul(w.reshape(O, C), x.reshape(N, C, -1), out=target.reshape(N, O, -1))
+    else:
+        if any(p != (0, 0) for p in pads):
+            xp = ws.get(key, "pad", (N, C) + tuple(n + lo + hi for n, (lo, hi) in zip(sp, pads)), x.dtype, zero=True)
+            xp[(slice(None), slice(None)) + tuple(slice(lo, lo + n) for n, (lo, _) in zip(sp, pads))] = x
+        else:
+            xp = x
+        taps = list(itertools.product(*[range(k) for k in ks]))
+        full = (slice(None), slice(None))
+        if groups == C and groups > 1:
+            # depthwise: out[n, c, m] = sum over taps of w[c, m, tap] * shifted x[n, c]
+            mult = O // C
+            ov = target.reshape((N, C, mult) + osz)
+            wv = w.reshape((C, mult) + tuple(ks) + (1,) * nd)
+            tmp = ws.get(key, "tmp", ov.shape, dtype)
+            for t, idx in enumerate(taps):
+                src = xp[full + _slices(idx, dilation, stride, osz)][:, :, None]
+                wt = wv[full + idx]
+                if t == 0:
+                    np.multiply(src, wt, out=ov)
+                else:
+                    np.multiply(src, wt, out=tmp)
+                    np.add(ov, tmp, out=ov)
+        else:
+            cols = ws.get(key, "cols", (N, C) + tuple(ks) + osz, x.dtype)
+            for idx in taps:
+                cols[full + idx] = xp[full + _slices(idx, dilation, stride, osz)]
+            K = Cg * math.prod(ks)
+            np.matmul(w.reshape(groups, O // groups, K), cols.reshape(N, groups, K, -1),
+                      out=target.reshape(N, groups, O // groups, -1))
+    if bias is not None:
+        np.add(target, bias.reshape((O,) + (1,) * nd), out=target)
+    if target is not out:
+        np.copyto(out, target)
+    return out
+
+
+def conv_transpose_forward(x, w, bias, stride, padding, output_padding, groups, dilation, out=None, ws=_NO_WS):
+    """The transposed convolution of a batched ``x``; weight is (C_in, C_out/groups, *k)."""
+    nd = x.ndim - 2
+    N, C = x.shape[:2]
+    ks = tuple(w.shape[2:])
+    Og = w.shape[1]
+    O = Og * groups
+    if w.shape[0] != C or C % groups:
+        raise KernelError(f"conv_transpose: input has {C} channels, weight {tuple(w.shape)} with groups={groups}")
+    sp = x.shape[2:]
+    osz = tuple((n - 1) * s - 2 * p + d * (k - 1) + op + 1
+                for n, s, p, d, k, op in zip(sp, stride, padding, dilation, ks, output_padding))
+    fsz = tuple((n - 1) * s + d * (k - 1) + 1 + op
+                for n, s, d, k, op in zip(sp, stride, dilation, ks, output_padding))
+    dtype = np.result_type(x, w)
+    if out is None:
+        out = np.empty((N, O) + osz, dtype)
+    Cig = C // groups
+    KK = Og * math.prod(ks)
+    key = (x.shape, x.dtype)
+    cols = ws.get(key, "cols", (N, groups, KK, math.prod(sp)), dtype)
+    wt = w.reshape(groups, Cig, KK).transpose(0, 2, 1)
+    np.matmul(wt, x.reshape(N, groups, Cig, -1), out=cols)
+    colv = cols.reshape((N, O) + ks + tuple(sp))
+    acc = ws.get(key, "acc", (N, O) + fsz, dtype)
+    acc.fill(0)
+    full = (slice(None), slice(None))
+    for idx in itertools.product(*[range(k) for k in ks]):
+        dst = acc[full + _slices(idx, dilation, stride, sp)]
+        np.add(dst, colv[full + idx], out=dst)
+    np.copyto(out, acc[full + tuple(slice(p, p + o) for p, o in zip(padding, osz))])
+    if bias is not None:
+        np.add(out, bias.reshape((O,) + (1,) * nd), out=out)
+    return out
+
+
+def _batched(fn, x, nd, out, *args, **kw):
+    """Run ``fn`` on a batched input; an unbatched (C, *spatial) input gets a batch of one."""
+    if x.ndim == nd + 2:
+        return fn(x, *args, out=out, **kw)
+    if x.ndim != nd + 1:
+        raise KernelError(f"conv{nd}d expects a {nd + 1}-D or {nd + 2}-D input, got shape {tuple(x.shape)}")
+    r = fn(x[None], *args, out=None if out is None else out[None], **kw)
+    return r[0] if out is None else out
+
+
+def _conv_nd(nd, input, weight, bias, stride, padding, dilation, groups, out, ws=_NO_WS):
+    stride, dilation = _tup(stride, nd), _tup(dilation, nd)
+    pads = _pads(padding, weight.shape[2:], stride, dilation, nd)
+    return _batched(conv_forward, input, nd, out, weight, bias, stride, pads, dilation, groups, ws=ws)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, out=None):
+    """``aten::conv1d`` and ``aten::conv1d.padding``."""
+    return _conv_nd(1, input, weight, bias, stride, padding, dilation, groups, out)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, out=None):
+    """``aten::conv2d`` and ``aten::conv2d.padding``."""
+    return _conv_nd(2, input, weight, bias, stride, padding, dilation, groups, out)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, out=None):
+    """``aten::conv3d`` and ``aten::conv3d.padding``."""
+    return _conv_nd(3, input, weight, bias, stride, padding, dilation, groups, out)
+
+
+def _convt_nd(nd, input, weight, bias, stride, padding, output_padding, groups, dilation, out, ws=_NO_WS):
+    return _batched(conv_transpose_forward, input, nd, out, weight, bias, _tup(stride, nd), _tup(padding, nd),
+                    _tup(output_padding, nd), groups, _tup(dilation, nd), ws=ws)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1,
+                     out=None):
+    """``aten::conv_transpose1d``."""
+    return _convt_nd(1, input, weight, bias, stride, padding, output_padding, groups, dilation, out)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1,
+                     out=None):
+    """``aten::conv_transpose2d.input``."""
+    return _convt_nd(2, input, weight, bias, stride, padding, output_padding, groups, dilation, out)
+
+
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out=None):
+    """``aten::convolution``: the spatial rank comes from the weight."""
+    nd = weight.ndim - 2
+    if transposed:
+        return _convt_nd(nd, input, weight, bias, stride, padding, output_padding, groups, dilation, out)
+    return _conv_nd(nd, input, weight, bias, stride, padding, dilation, groups, out)
+
+
+def _convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups,
+                 benchmark=False, deterministic=False, cudnn_enabled=True, allow_tf32=True, out=None):
+    """``aten::_convolution`` (and ``.deprecated``); the backend flags are irrelevant here."""
+    return convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out=out)
+
+
+# --- matchers: constant weight/bias and hyper-parameters -> a kernel instance with its own workspace
+
+_CONV_ARGS = ("stride", "padding", "dilation", "groups")
+
+
+def make_conv(nd, weight, bias, stride, padding, dilation, groups):
+    """A ``fn(input, out=None)`` convolution with fixed weights, owning a per-thread workspace."""
+    ws = _Workspace()
+    w = np.ascontiguousarray(weight)
+    b = None if bias is None else np.ascontiguousarray(bias)
+    stride, dilation = _tup(stride, nd), _tup(dilation, nd)
+    pads = _pads(padding, w.shape[2:], stride, dilation, nd)
+
+    def conv_const(input, out=None):
+        return _batched(conv_forward, input, nd, out, w, b, stride, pads, dilation, groups, ws=ws)
+    return conv_const
+
+
+def make_conv_transpose(nd, weight, bias, stride, padding, output_padding, groups, dilation):
+    ws = _Workspace()
+    w = np.ascontiguousarray(weight)
+    b = None if bias is None else np.ascontiguousarray(bias)
+    args = (_tup(stride, nd), _tup(padding, nd), _tup(output_padding, nd), groups, _tup(dilation, nd))
+
+    def conv_transpose_const(input, out=None):
+        return _batched(conv_transpose_forward, input, nd, out, w, b, *args, ws=ws)
+    return conv_transpose_const
+
+
+def _consts(node: NodeInfo, names):
+    vals = []
+    for n in names:
+        if not node.is_const(n):
+            return None
+        vals.append(node.const(n))
+    return vals
+
+
+def _const_weight(node: NodeInfo):
+    vals = _consts(node, ("weight", "bias"))
+    if vals is None or not isinstance(vals[0], np.ndarray):
+        return None
+    return vals
+
+
+def _matcher(nd):
+    def matcher(node: NodeInfo):
+        wb = _const_weight(node)
+        hp = _consts(node, _CONV_ARGS)
+        if wb is None or hp is None:
+            return None
+        return Specialized(make_conv(nd, *wb, *hp), args=(0,))
+    return matcher
+
+
+conv1d_matcher = _matcher(1)
+conv2d_matcher = _matcher(2)
+conv3d_matcher = _matcher(3)
+
+
+def _transpose_matcher(nd):
+    def matcher(node: NodeInfo):
+        wb = _const_weight(node)
+        hp = _consts(node, ("stride", "padding", "output_padding", "groups", "dilation"))
+        if wb is None or hp is None:
+            return None
+        return Specialized(make_conv_transpose(nd, *wb, *hp), args=(0,))
+    return matcher
+
+
+conv_transpose1d_matcher = _transpose_matcher(1)
+conv_transpose2d_matcher = _transpose_matcher(2)
+
+
+def convolution_matcher(node: NodeInfo):
+    """``aten::convolution`` / ``aten::_convolution`` with constant weights and hyper-parameters."""
+    wb = _const_weight(node)
+    hp = _consts(node, ("stride", "padding", "dilation", "transposed", "output_padding", "groups"))
+    if wb is None or hp is None:
+        return None
+    stride, padding, dilation, transposed, output_padding, groups = hp
+    nd = wb[0].ndim - 2
+    if transposed:
+        fn = make_conv_transpose(nd, *wb, stride, padding, output_padding, groups, dilation)
+    else:
+        fn = make_conv(nd, *wb, stride, padding, dilation, groups)
+    return Specialized(fn, args=(0,))
