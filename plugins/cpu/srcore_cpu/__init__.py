@@ -1,0 +1,45 @@
+"""srcore-cpu: numpy kernels for backend ``cpu``.
+
+This module is imported while plugins are discovered, so it imports no numpy
+and no kernel module: kernels are declared as records whose ``impl`` is a
+``"srcore_cpu.kernels.<family>:<function>"`` string, imported only when a
+model uses the op.
+
+Kernel declarations live in ``srcore_cpu/decl/<family>.py``, each defining a
+list ``KERNELS``; every module of that package is picked up, in name order.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from srcore.plugin import Backend, Kernel, hookimpl
+
+BACKEND = Backend("cpu", "numpy kernels (srcore-cpu)")
+
+# ---------------------------------------------------------------------------------------------
+# Kernel records that do not belong to a family module in srcore_cpu/decl/ (kernel author: fill
+# in here or, preferably, add a srcore_cpu/decl/<family>.py with a KERNELS list).
+EXTRA_KERNELS: list[Kernel] = []
+# ---------------------------------------------------------------------------------------------
+
+
+def declared_kernels() -> list[Kernel]:
+    """Every Kernel record of this plugin: each ``decl`` module's ``KERNELS``, then ``EXTRA_KERNELS``."""
+    from . import decl
+
+    kernels: list[Kernel] = []
+    for mod in sorted(m.name for m in pkgutil.iter_modules(decl.__path__)):
+        kernels.extend(importlib.import_module(f"{decl.__name__}.{mod}").KERNELS)
+    kernels.extend(EXTRA_KERNELS)
+    return kernels
+
+
+@hookimpl
+def srcore_backends():
+    yield BACKEND
+
+
+@hookimpl
+def srcore_kernels():
+    yield from declared_kernels()

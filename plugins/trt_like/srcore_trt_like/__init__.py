@@ -1,0 +1,34 @@
+"""srcore-trt-like: backend ``trt_like``, a TensorRT-like engine backend.
+
+Declares the backend, its engine builder (which nodes it supports; building
+and loading engines) and per-node kernels for the ops an engine segment can
+also run one at a time. No numpy here: everything is ``"module:attr"``.
+"""
+from __future__ import annotations
+
+from srcore.plugin import Backend, EngineBuilder, Kernel, hookimpl
+
+BACKEND = "trt_like"
+PRECISIONS = ("float32", "float16")
+
+_K = "srcore_trt_like.kernels:"
+KERNELS = [
+    Kernel("aten::relu", BACKEND, "out", PRECISIONS, _K + "relu_out"),
+    Kernel("aten::add.Tensor", BACKEND, "out", PRECISIONS, _K + "add_out", matcher=_K + "add_matcher"),
+]
+
+
+@hookimpl
+def srcore_backends():
+    yield Backend(BACKEND, "TensorRT-like engines: fused segments in float32/float16 (srcore-trt-like)")
+
+
+@hookimpl
+def srcore_kernels():
+    yield from KERNELS
+
+
+@hookimpl
+def srcore_engine_builders():
+    yield EngineBuilder(BACKEND, supports="srcore_trt_like.support:supports",
+                        build="srcore_trt_like.engine:build", load="srcore_trt_like.engine:load")

@@ -1,0 +1,54 @@
+"""srcore-trt-like: records, kernels (against numpy) and the support table."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srcore_trt_like as trt
+from srcore.errors import PluginError
+from srcore.ir.types import FLOAT, INT, TensorType
+from srcore.plugin import ArgInfo, EngineBuilder, NodeInfo, Specialized
+from srcore_trt_like import engine, kernels, support
+
+F32 = TensorType("float32", (2, 3))
+
+
+def test_records():
+    assert [b.name for b in trt.srcore_backends()] == ["trt_like"]
+    (eb,) = trt.srcore_engine_builders()
+    assert isinstance(eb, EngineBuilder) and eb.backend == "trt_like"
+    assert {k.op for k in trt.srcore_kernels()} == {"aten::relu", "aten::add.Tensor"}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_relu_out_writes_into_out(dtype):
+    x = np.array([[-1.5, 0.0, 2.0]], dtype)
+    out = np.empty_like(x)
+    assert kernels.relu_out(x, out=out) is out
+    np.testing.assert_array_equal(out, [[0.0, 0.0, 2.0]])
+
+
+def test_add_out_with_alpha_and_the_matcher():
+    a, b = np.ones((2, 2), np.float32), np.full((2, 2), 2.0, np.float32)
+    np.testing.assert_array_equal(kernels.add_out(a, b, alpha=3), np.full((2, 2), 7.0))
+    args = (ArgInfo("self", F32), ArgInfo("other", F32))
+    one = NodeInfo("aten::add.Tensor", None, args + (ArgInfo("alpha", INT, True, 1),), (F32,))
+    two = NodeInfo("aten::add.Tensor", None, args + (ArgInfo("alpha", INT, True, 2),), (F32,))
+    var = NodeInfo("aten::add.Tensor", None, args + (ArgInfo("alpha", INT, False),), (F32,))
+    spec = kernels.add_matcher(one)
+    assert isinstance(spec, Specialized) and spec.fn is np.add and spec.args == (0, 1)
+    assert kernels.add_matcher(two) is None and kernels.add_matcher(var) is None
+
+
+def test_supports_only_table_ops_in_float32_float16():
+    relu = NodeInfo("aten::relu", None, (ArgInfo("self", F32),), (F32,))
+    relu64 = NodeInfo("aten::relu", None, (ArgInfo("self", TensorType("float64")),), (TensorType("float64"),))
+    pow_ = NodeInfo("aten::pow.Tensor_Scalar", None, (ArgInfo("self", F32), ArgInfo("exponent", FLOAT)), (F32,))
+    assert support.supports(relu)
+    assert not support.supports(relu64)
+    assert not support.supports(pow_)
+
+
+def test_engine_building_is_reported_as_not_implemented():
+    with pytest.raises(PluginError, match="not implemented"):
+        engine.build(None)

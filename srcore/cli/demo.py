@@ -1,0 +1,38 @@
+"""``srcore demo``: load every plugin and print a short report of what is available."""
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+NAME = "demo"
+HELP = "load all plugins and show what srcore can run (a smoke test of the installation)"
+
+
+def configure_parser(p) -> None:
+    pass
+
+
+def run(args) -> int:
+    from .. import __version__
+    from ..plugin.manager import get_plugin_manager
+
+    t0 = time.perf_counter()
+    pm = get_plugin_manager()
+    reg = pm.registry
+    ms = (time.perf_counter() - t0) * 1e3
+    print(f"srcore {__version__}: registry ready in {ms:.0f} ms")
+    for r in pm.reports:
+        extra = f" ({r.error})" if r.error else (f" ({len(r.errors)} rejected records)" if r.errors else "")
+        print(f"  plugin {r.name:<10} {r.dist or '-'} {r.version or ''}: {r.status}{extra}")
+    print(f"  {len(reg.declared)} ops declared, {len(reg.kernel_table)} kernels, "
+          f"backends: {', '.join(sorted(reg.backends)) or 'none'}")
+    per_backend = Counter(k.backend for k in reg.kernel_table)
+    for backend, n in sorted(per_backend.items()):
+        ops = {k.op for k in reg.kernel_table if k.backend == backend}
+        print(f"    {backend:<14} {n} kernels for {len(ops)} ops")
+    if reg.dtypes:
+        print(f"  extra dtypes: {', '.join(sorted(reg.dtypes))}")
+    if reg.engine_builders:
+        print(f"  engine builders: {', '.join(sorted(reg.engine_builders))}")
+    failed = [r for r in pm.reports if r.status == "failed"]
+    return 1 if failed else 0

@@ -1,0 +1,218 @@
+"""Static dispatch: choose, once per node at load, the kernel that will run it.
+
+For each node, backends are tried in the caller's priority order; for each
+backend the kinds ``out``, ``native``, ``fallback`` in that order; within a
+kind the kernels in table order (priority, then plugin name). The first kernel
+that accepts the node's dispatch dtypes and whose matcher (if any) does not
+decline wins. See docs/static-dispatch.md.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Sequence
+
+import attrs
+
+from ..errors import UnsupportedOpError
+from ..ir.types import ListType, OptionalType, TensorType, TupleType, Type
+from ..plugin.types import KERNEL_KINDS, ArgInfo, Kernel, NodeInfo, Specialized
+from .lazy import resolve_ref
+from .table import KernelTable, op_key
+
+#: node kinds the runtime executes itself; they never need a kernel
+STRUCTURAL_KINDS = frozenset({
+    "prim::Constant",  # a value in the value array, set once at load
+    "prim::If",        # the runtime picks a sub-block runner
+    "prim::Loop",      # the runtime drives the sub-block runner
+    "prim::Param",     # block inputs
+    "prim::Return",    # block outputs
+})
+
+
+@attrs.frozen
+class ResolvedKernel:
+    """The outcome of dispatch for one node: call ``fn`` (or ``specialized``) the ``kind`` way."""
+
+    kernel: Kernel
+    fn: Callable[..., Any] = attrs.field(eq=False)
+    specialized: Specialized | None
+    kind: str
+    backend: str
+
+
+@attrs.frozen
+class Unsupported:
+    """One node nobody can run on the requested backends, and who could run it elsewhere."""
+
+    node: Any
+    op: str
+    schema: str
+    dtypes: tuple[str, ...]
+    source: str | None
+    alternatives: tuple[str, ...]
+
+    def describe(self) -> str:
+        where = f"  # {self.source}" if self.source else ""
+        dt = ", ".join(self.dtypes) or "no tensors"
+        text = f"  {self.schema} with dtypes ({dt}){where}"
+        for alt in self.alternatives:
+            text += f"\n      {alt}"
+        return text
+
+
+def _collect_dtypes(t: Type, out: list[str]) -> None:
+    if isinstance(t, TensorType):
+        if t.dtype is not None:
+            out.append(t.dtype)
+    elif isinstance(t, (ListType, OptionalType)):
+        _collect_dtypes(t.elem, out)
+    elif isinstance(t, TupleType):
+        for e in t.elems:
+            _collect_dtypes(e, out)
+
+
+def dispatch_dtypes(node) -> tuple[str, ...]:
+    """The dtypes of the node's tensor inputs and outputs (sorted, unique; unknown dtypes skipped)."""
+    found: list[str] = []
+    for v in (*node.inputs, *node.outputs):
+        _collect_dtypes(v.type, found)
+    return tuple(sorted(set(found)))
+
+
+def accepts_dtypes(kernel: Kernel, dtypes: Iterable[str]) -> bool:
+    if "*" in kernel.dtypes:
+        return True
+    return all(d in kernel.dtypes for d in dtypes)
+
+
+def node_schema(node, table: KernelTable | None = None):
+    """The node's resolved schema: ``node.schema``, else the table's registry's answer, else None."""
+    if node.schema is not None:
+        return node.schema
+    registry = getattr(table, "schemas", None)
+    if registry is not None and hasattr(registry, "resolve"):
+        try:
+            return registry.resolve(node)
+        except Exception:  # an unresolvable node is reported as unsupported with its kind
+            return None
+    return None
+
+
+def node_op(node, schema=None) -> str:
+    """The qualified overload name dispatch looks up (``node.kind`` when there is no schema)."""
+    if schema is not None:
+        return op_key(getattr(schema, "qualified_name", None) or node.kind)
+    return node.kind
+
+
+def _source(node) -> str | None:
+    return str(node.source) if getattr(node, "source", None) is not None else None
+
+
+def node_info(node, schema=None, op: str | None = None) -> NodeInfo:
+    """What a matcher sees: arguments in schema order with their types and constant values."""
+    sargs = list(getattr(schema, "arguments", None) or ()) if schema is not None else []
+    args = []
+    for i, v in enumerate(node.inputs):
+        name = getattr(sargs[i], "name", f"arg{i}") if i < len(sargs) else f"arg{i}"
+        const = v.node.kind == "prim::Constant"
+        args.append(ArgInfo(name, v.type, const, v.node.attrs.get("value") if const else None))
+    return NodeInfo(op or node_op(node, schema), schema, tuple(args), tuple(o.type for o in node.outputs),
+                    _source(node))
+
+
+def _try_kernel(kernel: Kernel, info_fn: Callable[[], NodeInfo], op: str) -> ResolvedKernel | None:
+    if kernel.matcher is None:
+        fn = resolve_ref(kernel.impl, provider=kernel.provider, op=op)
+        return ResolvedKernel(kernel, fn, None, kernel.kind, kernel.backend)
+    matcher = resolve_ref(kernel.matcher, provider=kernel.provider, op=op, what="matcher")
+    answer = matcher(info_fn())
+    if answer is None:
+        return None
+    if isinstance(answer, Specialized):
+        return ResolvedKernel(kernel, answer.fn, answer, kernel.kind, kernel.backend)
+    if callable(answer):
+        return ResolvedKernel(kernel, answer, None, kernel.kind, kernel.backend)
+    from ..errors import PluginError
+    who = kernel.provider.name if kernel.provider else "?"
+    raise PluginError(f"plugin {who} ({kernel.provider}): matcher of the {kernel.kind} kernel for {op} "
+                      f"returned {answer!r}; expected a callable, a Specialized or None")
+
+
+def resolve_node(node, table: KernelTable, backends: Sequence[str],
+                 dtypes: Sequence[str] | None = None) -> ResolvedKernel | None:
+    """The kernel for ``node``, or None if no backend in ``backends`` can run it.
+
+    ``dtypes`` defaults to :func:`dispatch_dtypes`. Matchers and ``"module:attr"``
+    impls are imported here, only for candidates that reach them.
+    """
+    schema = node_schema(node, table)
+    op = node_op(node, schema)
+    dts = dispatch_dtypes(node) if dtypes is None else tuple(dtypes)
+    info: list[NodeInfo] = []
+
+    def get_info() -> NodeInfo:  # built once, only if a matcher asks
+        if not info:
+            info.append(node_info(node, schema, op))
+        return info[0]
+
+    for backend in backends:
+        for kind in KERNEL_KINDS:
+            for kernel in table.lookup(op, backend, kind):
+                if not accepts_dtypes(kernel, dts):
+                    continue
+                resolved = _try_kernel(kernel, get_info, op)
+                if resolved is not None:
+                    return resolved
+    return None
+
+
+def _alternatives(op: str, dts: tuple[str, ...], table: KernelTable, backends: Sequence[str]) -> tuple[str, ...]:
+    lines = []
+    for k in table.kernels_for(op):
+        p = k.provider
+        who = f"{p.dist or p.name} {p.version or ''}".strip() if p else "?"
+        if k.backend not in backends:
+            why = f"for backend {k.backend}"
+        elif not accepts_dtypes(k, dts):
+            why = f"for dtypes ({', '.join(k.dtypes)}) on {k.backend}"
+        else:
+            why = f"on {k.backend}, but its matcher declined this node"
+        lines.append(f"{who} has a {k.kind} kernel {why}")
+    return tuple(dict.fromkeys(lines))
+
+
+def _walk(block):
+    for n in block.nodes:
+        yield n
+        for b in n.blocks:
+            yield from _walk(b)
+
+
+def resolve_graph(graph, table: KernelTable, backends: Sequence[str] = ("cpu",)) -> dict[Any, ResolvedKernel]:
+    """Resolve every non-structural node of ``graph`` (sub-blocks included).
+
+    Returns ``{node: ResolvedKernel}``. If any node has no kernel, raises one
+    :class:`srcore.UnsupportedOpError` listing every such node, with its
+    schema, dtypes and source, and which installed plugin has the op for
+    another backend or dtype.
+    """
+    resolved: dict[Any, ResolvedKernel] = {}
+    missing: list[Unsupported] = []
+    backends = tuple(backends)
+    for node in _walk(graph.block):
+        if node.kind in STRUCTURAL_KINDS:
+            continue
+        rk = resolve_node(node, table, backends)
+        if rk is not None:
+            resolved[node] = rk
+            continue
+        schema = node_schema(node, table)
+        op = node_op(node, schema)
+        dts = dispatch_dtypes(node)
+        missing.append(Unsupported(node, op, str(schema) if schema is not None else node.kind, dts,
+                                   _source(node), _alternatives(op, dts, table, backends)))
+    if missing:
+        head = (f"{len(missing)} node(s) have no kernel on backend(s) {', '.join(backends)}:")
+        hint = "hint: install or enable a plugin that provides them (srcore list-ops shows what is installed)"
+        raise UnsupportedOpError("\n".join([head, *(m.describe() for m in missing), hint]), missing)
+    return resolved

@@ -1,0 +1,76 @@
+"""Turning ``OpLibrary`` records into parsed schemas in a ``SchemaRegistry``.
+
+A thin adapter over :mod:`srcore.ops` (schema parser, declaration files and
+their cache), so that the plugin manager does not depend on their details.
+"""
+from __future__ import annotations
+
+import importlib.resources
+from typing import Any
+
+from ..errors import RegistrationError
+from ..plugin.types import OpLibrary
+from .table import op_key
+
+
+def new_schema_registry() -> Any:
+    """A fresh ``srcore.ops.registry.SchemaRegistry`` (None while that module does not exist)."""
+    try:
+        from ..ops.registry import SchemaRegistry
+    except ModuleNotFoundError as exc:
+        if exc.name != "srcore.ops.registry":
+            raise
+        return None
+    return SchemaRegistry()
+
+
+def resource_path(lib: OpLibrary):
+    package, name = lib.resource
+    return importlib.resources.files(package) / name
+
+
+def library_schemas(lib: OpLibrary) -> list[tuple[Any, str]]:
+    """``(schema, source)`` for every op the library declares; parse errors propagate."""
+    out: list[tuple[Any, str]] = []
+    if lib.resource is not None:
+        path = resource_path(lib)
+        for decl in _load_declarations(path):
+            out.append((decl.schema, str(getattr(decl, "source", None) or path)))
+    if lib.schemas:
+        from ..ops.schema import FunctionSchema
+
+        who = str(lib.provider) if lib.provider else lib.namespace
+        for text in lib.schemas:
+            out.append((FunctionSchema.parse(text), f"{who} ({lib.namespace} op library)"))
+    for schema, source in out:
+        ns = schema_name(schema).split("::", 1)[0]
+        if ns != lib.namespace:
+            raise RegistrationError(f"op library {lib.namespace!r} declares {schema_name(schema)!r}, "
+                                    f"which is outside its namespace ({source})")
+    return out
+
+
+def _load_declarations(path) -> list:
+    """Parsed declarations of a ``- func:`` file: through the schema cache when it exists."""
+    try:
+        from ..ops.cache import load_schemas
+    except ModuleNotFoundError as exc:
+        if exc.name != "srcore.ops.cache":
+            raise
+        from ..ops.declarations import load_declarations
+
+        return list(load_declarations(path, source=str(path)))
+    return list(load_schemas([path]))
+
+
+def schema_name(schema: Any) -> str:
+    """The canonical qualified overload name of a parsed schema."""
+    return op_key(schema.qualified_name)
+
+
+def registry_get(registry: Any, name: str) -> Any:
+    """The registered schema for a qualified overload name, or None."""
+    try:
+        return registry.get(op_key(name))
+    except KeyError:
+        return None

@@ -1,0 +1,131 @@
+"""The hooks a plugin can implement: each takes no argument and yields records.
+
+Every hook is a generator of records from :mod:`srcore.plugin.types`; the
+plugin manager calls one plugin's implementation at a time, stamps each
+record with the plugin (entry-point name, distribution, version) and checks it.
+Nothing is registered by side effect. Reference: docs/plugin-hooks.md.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import pluggy
+
+from .types import Backend, DType, EngineBuilder, Kernel, OpLibrary, Subcommand
+
+_hookspec = pluggy.HookspecMarker("srcore")
+
+
+class SrcoreSpecs:
+    """The hook specifications of the ``srcore`` project (entry-point group ``srcore.plugins``)."""
+
+    @_hookspec
+    def srcore_op_libraries(self) -> Iterable[OpLibrary]:
+        """Declare ops: schema strings, or a ``- func:`` YAML file shipped in the plugin's package.
+
+        Every schema must be in the library's namespace. A kernel may only be
+        registered for a declared op.
+
+        **Example:**
+
+        .. code-block:: python
+
+            @hookimpl
+            def srcore_op_libraries():
+                yield OpLibrary("example", schemas=(
+                    "example::scaled_tanh(Tensor self, *, float scale=1.0) -> Tensor",))
+                yield OpLibrary.from_resource("mylib", "srcore_mylib", "ops.yaml")
+        """
+        yield from ()
+
+    @_hookspec
+    def srcore_dtypes(self) -> Iterable[DType]:
+        """Declare dtypes beyond numpy's, so that kernels may list them.
+
+        **Example:**
+
+        .. code-block:: python
+
+            @hookimpl
+            def srcore_dtypes():
+                yield DType("quint8", kind="quantized", storage="uint8", params={"qmin": 0, "qmax": 255})
+        """
+        yield from ()
+
+    @_hookspec
+    def srcore_backends(self) -> Iterable[Backend]:
+        """Declare backend names that kernels and engine builders can target.
+
+        **Example:**
+
+        .. code-block:: python
+
+            @hookimpl
+            def srcore_backends():
+                yield Backend("cpu", "numpy kernels")
+        """
+        yield from ()
+
+    @_hookspec
+    def srcore_kernels(self) -> Iterable[Kernel]:
+        """Provide kernels: one op overload, one backend, a kind (out/native/fallback), dtypes.
+
+        Give ``impl`` (and ``matcher``) as ``"module:attribute"`` strings so that
+        the kernel module is imported only when a model uses the op.
+
+        **Example:**
+
+        .. code-block:: python
+
+            @hookimpl
+            def srcore_kernels():
+                yield Kernel(op="aten::relu", backend="cpu", kind="out", dtypes=("float32", "float64"),
+                             impl="srcore_cpu.kernels.activation:relu_out")
+        """
+        yield from ()
+
+    @_hookspec
+    def srcore_engine_builders(self) -> Iterable[EngineBuilder]:
+        """Provide an engine backend: which nodes it supports, and how to build and load engines.
+
+        **Example:**
+
+        .. code-block:: python
+
+            @hookimpl
+            def srcore_engine_builders():
+                yield EngineBuilder("trt_like", supports="srcore_trt_like.support:supports",
+                                    build="srcore_trt_like.engine:build",
+                                    load="srcore_trt_like.engine:load")
+        """
+        yield from ()
+
+    @_hookspec
+    def srcore_subcommands(self) -> Iterable[Subcommand]:
+        """Add a ``srcore NAME`` subcommand to the command line.
+
+        ``configure_parser(parser)`` adds arguments to an argparse parser;
+        ``run(args)`` returns the exit code.
+
+        **Example:**
+
+        .. code-block:: python
+
+            @hookimpl
+            def srcore_subcommands():
+                yield Subcommand("hello", "print a greeting",
+                                 configure_parser=lambda p: p.add_argument("--name", default="world"),
+                                 run=lambda args: print(f"hello {args.name}") or 0)
+        """
+        yield from ()
+
+
+#: hook name -> the record type it yields, in the order the manager collects them
+HOOK_RECORDS = {
+    "srcore_op_libraries": OpLibrary,
+    "srcore_dtypes": DType,
+    "srcore_backends": Backend,
+    "srcore_kernels": Kernel,
+    "srcore_engine_builders": EngineBuilder,
+    "srcore_subcommands": Subcommand,
+}

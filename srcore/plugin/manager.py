@@ -1,0 +1,241 @@
+"""Discovering plugins, isolating their failures, and building the registry they feed.
+
+``get_plugin_manager()`` returns the process-wide manager, loaded once: the
+builtin plugin, then every entry point of group ``srcore.plugins`` sorted by
+name, each imported in its own try/except. Hooks are collected one plugin at
+a time, so a plugin that fails (import error, a hook that raises, an invalid
+record, a bad schema) is reported with its name, version, hook and reason and
+the others still load. ``PluginManager()`` makes a fresh one (tests).
+
+Environment: ``SRCORE_DISABLE_PLUGINS=a,b`` blocks plugins by entry-point
+name (``builtin`` cannot be blocked); ``SRCORE_STRICT_PLUGINS=1`` turns every
+plugin failure into a raised :class:`srcore.PluginError`.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable
+
+import attrs
+import importlib_metadata
+import pluggy
+
+from ..errors import PluginError, RegistrationError
+from .hookspecs import HOOK_RECORDS, SrcoreSpecs
+from .types import Backend, DType, EngineBuilder, Kernel, OpLibrary, PluginInfo, Subcommand
+
+ENTRY_POINT_GROUP = "srcore.plugins"
+BUILTIN_NAME = "builtin"
+#: plugins that cannot be blocked (pytest's "essential plugins")
+ESSENTIAL_PLUGINS = frozenset({BUILTIN_NAME})
+
+
+@attrs.define
+class PluginReport:
+    """What ``srcore plugins`` shows for one plugin.
+
+    ``status`` is ``loaded``, ``failed`` (nothing it provides is used; ``error``
+    says why) or ``disabled``. ``errors`` lists records that were rejected one
+    by one (a kernel for an undeclared op, an unknown backend or dtype) while
+    the rest of a loaded plugin is used.
+    """
+
+    name: str
+    dist: str | None = None
+    version: str | None = None
+    status: str = "loaded"
+    error: str | None = None
+    hooks: tuple[str, ...] = ()
+    errors: list[str] = attrs.Factory(list)
+
+    @property
+    def info(self) -> PluginInfo:
+        return PluginInfo(self.name, self.dist, self.version)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "dist": self.dist, "version": self.version, "status": self.status,
+                "error": self.error, "hooks": list(self.hooks), "errors": list(self.errors)}
+
+
+@attrs.frozen
+class Registry:
+    """Everything the loaded plugins provide, checked: the input of static dispatch."""
+
+    schemas: Any
+    kernel_table: Any
+    declared: dict[str, tuple[Any, PluginInfo]]  # qualified overload name -> (schema, who declared it)
+    op_libraries: tuple[OpLibrary, ...]
+    dtypes: dict[str, DType]
+    backends: dict[str, Backend]
+    engine_builders: dict[str, EngineBuilder]
+    subcommands: dict[str, Subcommand]
+
+
+def _env_list(name: str) -> set[str]:
+    return {p.strip() for p in os.environ.get(name, "").split(",") if p.strip()}
+
+
+class PluginManager:
+    """A pluggy manager for the ``srcore`` hooks plus reports, blocking and the built registry."""
+
+    def __init__(self, *, strict: bool | None = None):
+        self._pm = pluggy.PluginManager("srcore")
+        self._pm.add_hookspecs(SrcoreSpecs)
+        self.strict = os.environ.get("SRCORE_STRICT_PLUGINS", "") not in ("", "0") if strict is None else strict
+        self._reports: dict[str, PluginReport] = {}
+        self._blocked: set[str] = set()
+        self._registry: Registry | None = None
+        self._loaded = False
+
+    # -- registering ----------------------------------------------------------------------
+    def block(self, name: str) -> None:
+        """Never load or use plugin ``name`` (unregisters it if already registered)."""
+        if name in ESSENTIAL_PLUGINS:
+            raise PluginError(f"plugin {name} cannot be disabled: it holds srcore's own op declarations")
+        self._blocked.add(name)
+        if self._pm.get_plugin(name) is not None:
+            self._pm.unregister(name=name)
+        rep = self._reports.get(name)
+        self._reports[name] = PluginReport(name, rep.dist if rep else None, rep.version if rep else None,
+                                           "disabled")
+        self._registry = None
+
+    def is_blocked(self, name: str) -> bool:
+        return name in self._blocked
+
+    def register(self, plugin: Any, name: str | None = None, *, dist: str | None = None,
+                 version: str | None = None) -> PluginReport:
+        """Register a module or object with ``@hookimpl`` functions (tests, notebooks, entry points)."""
+        name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
+        if name in self._blocked:
+            return self._reports.setdefault(name, PluginReport(name, dist, version, "disabled"))
+        report = PluginReport(name, dist, version, "loaded")
+        self._reports[name] = report
+        self._registry = None
+        try:
+            unknown = [a for a in dir(plugin) if a.startswith("srcore_") and callable(getattr(plugin, a, None))
+                       and getattr(getattr(plugin, a), "srcore_impl", None) is not None
+                       and a not in HOOK_RECORDS]
+            if unknown:
+                raise PluginError(f"unknown hook(s) {', '.join(unknown)}; known hooks: {', '.join(HOOK_RECORDS)}")
+            self._pm.register(plugin, name=name)
+        except Exception as exc:  # pluggy's PluginValidationError: a hookimpl with a bad signature
+            self._fail(report, "register", exc)
+            return report
+        report.hooks = tuple(sorted(h.name for h in self._pm.get_hookcallers(plugin) or ()))
+        return report
+
+    def unregister(self, name: str) -> None:
+        if self._pm.get_plugin(name) is not None:
+            self._pm.unregister(name=name)
+        self._reports.pop(name, None)
+        self._registry = None
+
+    def load(self, *, entry_points: bool = True) -> "PluginManager":
+        """Register the builtin plugin, then (unless ``entry_points=False``) every installed plugin."""
+        if self._loaded:
+            return self
+        self._loaded = True
+        from . import builtin
+        from .. import __version__
+
+        self.register(builtin, BUILTIN_NAME, dist="srcore", version=__version__)
+        for name in _env_list("SRCORE_DISABLE_PLUGINS") - ESSENTIAL_PLUGINS:
+            self.block(name)
+        if entry_points:
+            self.load_entry_points()
+        return self
+
+    def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
+        """Import every entry point of ``group``, sorted by name, each in its own try/except."""
+        eps = importlib_metadata.entry_points(group=group)
+        for ep in sorted(eps, key=lambda e: e.name):
+            dist = getattr(ep, "dist", None)
+            dname = dist.name if dist is not None else None
+            dver = dist.version if dist is not None else None
+            if ep.name in self._blocked:
+                self._reports[ep.name] = PluginReport(ep.name, dname, dver, "disabled")
+                continue
+            if self._pm.get_plugin(ep.name) is not None or ep.name in ESSENTIAL_PLUGINS:
+                other = self._reports.get(ep.name)
+                rep = PluginReport(ep.name, dname, dver, "failed")
+                self._fail(rep, "load", PluginError(
+                    f"entry point {ep.name!r} is already provided by {other.info if other else 'another plugin'}"))
+                continue
+            try:
+                obj = ep.load()
+            except BaseException as exc:  # a plugin's import may raise anything, even SystemExit
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                rep = PluginReport(ep.name, dname, dver, "failed")
+                self._reports[ep.name] = rep
+                self._fail(rep, "import", exc)
+                continue
+            self.register(obj, ep.name, dist=dname, version=dver)
+
+    def _fail(self, report: PluginReport, hook: str, exc: BaseException) -> None:
+        report.status = "failed"
+        report.error = f"{hook}: {type(exc).__name__}: {exc}"
+        self._reports.setdefault(report.name, report)
+        if self._pm.get_plugin(report.name) is not None:
+            self._pm.unregister(name=report.name)
+        if self.strict:
+            raise PluginError(f"plugin {report.name} ({report.info}) failed in {hook}: {exc}") from exc
+
+    def _reject(self, report: PluginReport, message: str) -> None:
+        err = RegistrationError(f"plugin {report.name} ({report.info}): {message}")
+        report.errors.append(str(err))
+        if self.strict:
+            raise err
+
+    # -- reading ----------------------------------------------------------------------------
+    @property
+    def reports(self) -> list[PluginReport]:
+        """Every plugin seen, builtin first, then sorted by name."""
+        return sorted(self._reports.values(), key=lambda r: (r.name != BUILTIN_NAME, r.name))
+
+    def report(self, name: str) -> PluginReport:
+        return self._reports[name]
+
+    @property
+    def hook(self):
+        return self._pm.hook
+
+    @property
+    def registry(self) -> Registry:
+        """The checked registry (built on first use, rebuilt after register/block)."""
+        if self._registry is None:
+            from ..dispatch.build import build_registry
+
+            self._registry = build_registry(self)
+        return self._registry
+
+    @property
+    def kernel_table(self):
+        return self.registry.kernel_table
+
+    @property
+    def schemas(self):
+        return self.registry.schemas
+
+    def _impls(self, hook: str) -> Iterable:
+        """The hookimpls of ``hook``, builtin first, then by plugin name."""
+        impls = getattr(self._pm.hook, hook).get_hookimpls()
+        return sorted(impls, key=lambda i: (i.plugin_name != BUILTIN_NAME, i.plugin_name))
+
+
+_default: PluginManager | None = None
+
+
+def get_plugin_manager() -> PluginManager:
+    """The process-wide manager, loaded on first call."""
+    global _default
+    if _default is None:
+        _default = PluginManager().load()
+    return _default
+
+
+def reset_plugin_manager() -> None:
+    """Forget the process-wide manager (the next ``get_plugin_manager()`` reloads)."""
+    global _default
+    _default = None
