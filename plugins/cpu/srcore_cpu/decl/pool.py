@@ -1,0 +1,20 @@
+"""Kernel declarations of the pool family (no numpy import here)."""
+from __future__ import annotations
+
+from srcore.plugin import Kernel
+
+_M = "srcore_cpu.kernels.pool:"
+FLOATS = ("float32", "float64")
+
+KERNELS: list[Kernel] = [
+    Kernel("aten::max_pool1d", "cpu", "out", FLOATS, _M + "max_pool1d"),
+    Kernel("aten::max_pool2d", "cpu", "out", FLOATS, _M + "max_pool2d"),
+    Kernel("aten::avg_pool1d", "cpu", "out", FLOATS, _M + "avg_pool1d"),
+    Kernel("aten::avg_pool2d", "cpu", "out", FLOATS, _M + "avg_pool2d"),
+    Kernel("aten::adaptive_avg_pool1d", "cpu", "out", FLOATS, _M + "adaptive_avg_pool1d",
+           matcher=_M + "adaptive_avg_pool_matcher"),
+    Kernel("aten::adaptive_avg_pool2d", "cpu", "out", FLOATS, _M + "adaptive_avg_pool2d",
+           matcher=_M + "adaptive_avg_pool_matcher"),
+    # indices are int64: a dispatch dtype of the node
+    Kernel("aten::adaptive_max_pool2d", "cpu", "out", FLOATS + ("int64",), _M + "adaptive_max_pool2d"),
+]

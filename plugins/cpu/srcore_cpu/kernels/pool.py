@@ -1,0 +1,199 @@
+"""Pooling: max/avg pool 1-D/2-D, adaptive avg pool 1-D/2-D, adaptive max pool 2-D.
+
+Windowed pools pad once and fold the kernel taps with strided slices
+(``np.maximum`` / ``np.add`` into ``out``). Adaptive average pooling is
+separable: ``P_h @ x @ P_w.T`` with averaging matrices, and the
+global (output 1) case is a plain mean.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from srcore.errors import KernelError
+from srcore.plugin import NodeInfo, Specialized
+
+
+def _tup(v, nd, default=None):
+    if v is None or (not isinstance(v, int) and len(v) == 0):
+        return default
+    if isinstance(v, int):
+        return (v,) * nd
+    v = tuple(int(i) for i in v)
+    return v * nd if len(v) == 1 else v
+
+
+def _geometry(sp, ks, stride, pad, dil, ceil_mode):
+    """Output sizes and the padded extent each dim needs."""
+    osz, ext = [], []
+    for n, k, s, p, d in zip(sp, ks, stride, pad, dil):
+        if p > k // 2:
+            raise KernelError(f"pool: padding {p} should be at most half of kernel size {k}")
+        span = n + 2 * p - d * (k - 1) - 1
+        o = (span + (s - 1 if ceil_mode else 0)) // s + 1
+        if ceil_mode and (o - 1) * s >= n + p:
+            o -= 1  # the last window must start inside the input or left padding
+        if o <= 0:
+            raise KernelError(f"pool: output size {o} is too small for input size {n} and kernel {k}")
+        osz.append(o)
+        ext.append(max(n + 2 * p, (o - 1) * s + d * (k - 1) + 1))
+    return tuple(osz), tuple(ext)
+
+
+def _padded(x, nd, pad, ext, fill):
+    if all(p == 0 for p in pad) and ext == x.shape[-nd:]:
+        return x
+    xp = np.full(x.shape[:-nd] + ext, fill, x.dtype)
+    xp[(Ellipsis,) + tuple(slice(p, p + n) for p, n in zip(pad, x.shape[-nd:]))] = x
+    return xp
+
+
+def _taps(ks, dil, stride, osz):
+    for idx in itertools.product(*[range(k) for k in ks]):
+        yield (Ellipsis,) + tuple(slice(i * d, i * d + s * (o - 1) + 1, s)
+                                  for i, d, s, o in zip(idx, dil, stride, osz))
+
+
+def _max_pool(nd, x, kernel_size, stride, padding, dilation, ceil_mode, out):
+    ks = _tup(kernel_size, nd)
+    st = _tup(stride, nd, ks)
+    pad, dil = _tup(padding, nd, (0,) * nd), _tup(dilation, nd, (1,) * nd)
+    osz, ext = _geometry(x.shape[-nd:], ks, st, pad, dil, ceil_mode)
+    xp = _padded(x, nd, pad, ext, -np.inf)
+    if out is None:
+        out = np.empty(x.shape[:-nd] + osz, x.dtype)
+    for t, sl in enumerate(_taps(ks, dil, st, osz)):
+        if t == 0:
+            np.copyto(out, xp[sl])
+        else:
+            np.maximum(out, xp[sl], out=out)
+    return out
+
+
+def max_pool1d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, out=None):
+    """``aten::max_pool1d`` (empty stride = kernel size); NaN propagates like torch."""
+    return _max_pool(1, self, kernel_size, stride, padding, dilation, ceil_mode, out)
+
+
+def max_pool2d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, out=None):
+    """``aten::max_pool2d``."""
+    return _max_pool(2, self, kernel_size, stride, padding, dilation, ceil_mode, out)
+
+
+def _divisor(n, k, s, p, osz, include_pad):
+    start = np.arange(osz) * s - p
+    end = np.minimum(start + k, n + p)
+    if not include_pad:
+        start, end = np.maximum(start, 0), np.minimum(end, n)
+    return end - start
+
+
+def _avg_pool(nd, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out):
+    ks = _tup(kernel_size, nd)
+    st = _tup(stride, nd, ks)
+    pad = _tup(padding, nd, (0,) * nd)
+    sp = x.shape[-nd:]
+    osz, ext = _geometry(sp, ks, st, pad, (1,) * nd, ceil_mode)
+    xp = _padded(x, nd, pad, ext, 0)
+    if out is None:
+        out = np.empty(x.shape[:-nd] + osz, x.dtype)
+    for t, sl in enumerate(_taps(ks, (1,) * nd, st, osz)):
+        if t == 0:
+            np.copyto(out, xp[sl])
+        else:
+            np.add(out, xp[sl], out=out)
+    if divisor_override:
+        np.divide(out, divisor_override, out=out)
+        return out
+    div = np.ones((1,) * nd)
+    for i, (n, k, s, p, o) in enumerate(zip(sp, ks, st, pad, osz)):
+        d = _divisor(n, k, s, p, o, count_include_pad)
+        div = div * d.reshape((1,) * i + (o,) + (1,) * (nd - i - 1))
+    np.divide(out, div.astype(x.dtype), out=out)
+    return out
+
+
+def avg_pool1d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, out=None):
+    """``aten::avg_pool1d``."""
+    return _avg_pool(1, self, kernel_size, stride, padding, ceil_mode, count_include_pad, None, out)
+
+
+def avg_pool2d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None, out=None):
+    """``aten::avg_pool2d``."""
+    return _avg_pool(2, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out)
+
+
+def _bounds(n, o):
+    i = np.arange(o)
+    return (i * n) // o, -((-(i + 1) * n) // o)   # floor(i*n/o), ceil((i+1)*n/o)
+
+
+def _avg_matrix(n, o, dtype):
+    start, end = _bounds(n, o)
+    m = np.zeros((o, n), dtype)
+    for i, (a, b) in enumerate(zip(start, end)):
+        m[i, a:b] = 1.0 / (b - a)
+    return m
+
+
+def _adaptive_avg(nd, x, output_size, out):
+    osz = _tup(output_size, nd)
+    sp = x.shape[-nd:]
+    if out is None:
+        out = np.empty(x.shape[:-nd] + osz, x.dtype)
+    if all(o == 1 for o in osz):
+        return np.mean(x, axis=tuple(range(-nd, 0)), keepdims=True, out=out)
+    if nd == 1:
+        return np.matmul(x, _avg_matrix(sp[0], osz[0], x.dtype).T, out=out)
+    tmp = np.matmul(_avg_matrix(sp[0], osz[0], x.dtype), x)
+    return np.matmul(tmp, _avg_matrix(sp[1], osz[1], x.dtype).T, out=out)
+
+
+def adaptive_avg_pool1d(self, output_size, out=None):
+    """``aten::adaptive_avg_pool1d``."""
+    return _adaptive_avg(1, self, output_size, out)
+
+
+def adaptive_avg_pool2d(self, output_size, out=None):
+    """``aten::adaptive_avg_pool2d``."""
+    return _adaptive_avg(2, self, output_size, out)
+
+
+def _global_avg_pool2d(self, out=None):
+    return np.mean(self, axis=(-2, -1), keepdims=True, out=out)
+
+
+def _global_avg_pool1d(self, out=None):
+    return np.mean(self, axis=-1, keepdims=True, out=out)
+
+
+def adaptive_avg_pool_matcher(node: NodeInfo):
+    """Constant output size 1 (global average pooling): one ``np.mean``."""
+    size = node.const("output_size", None)
+    if size is None or any(o != 1 for o in size):
+        return None
+    fn = _global_avg_pool2d if node.op.endswith("2d") else _global_avg_pool1d
+    return Specialized(fn, args=(0,))
+
+
+def adaptive_max_pool2d(self, output_size, out=None):
+    """``aten::adaptive_max_pool2d``: (values, flat int64 indices into H*W)."""
+    oh, ow = _tup(output_size, 2)
+    H, W = self.shape[-2:]
+    lead = self.shape[:-2]
+    if out is None:
+        out = (np.empty(lead + (oh, ow), self.dtype), np.empty(lead + (oh, ow), np.int64))
+    vals, idxs = out
+    hs, he = _bounds(H, oh)
+    ws_, we = _bounds(W, ow)
+    for i in range(oh):
+        for j in range(ow):
+            win = self[..., hs[i]:he[i], ws_[j]:we[j]]
+            ww = we[j] - ws_[j]
+            flat = win.reshape(lead + (-1,))
+            a = np.argmax(flat, axis=-1)   # NaN wins, like torch
+            vals[..., i, j] = np.take_along_axis(flat, a[..., None], -1)[..., 0]
+            idxs[..., i, j] = (hs[i] + a // ww) * W + ws_[j] + a % ww
+    return out

@@ -1,0 +1,152 @@
+"""pool kernels vs torch: max/avg pool 1-D/2-D, adaptive avg/max pool, the global-average matcher."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+try:
+    import srcore_cpu.kernels.pool  # noqa: F401
+except ImportError:  # plugin not installed: import it from the checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import srcore  # noqa: E402
+from srcore.ir.types import TensorType  # noqa: E402
+from srcore.plugin import ArgInfo, NodeInfo, Specialized  # noqa: E402
+from srcore_cpu.kernels import pool as K  # noqa: E402
+
+RNG = np.random.default_rng(0)
+T = torch.from_numpy
+aten = torch.ops.aten
+
+
+def rand(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def node(op, **args):
+    return NodeInfo(op, None, tuple(ArgInfo(n, TensorType(), not (isinstance(v, str) and v == "<var>"), v)
+                                    for n, v in args.items()), ())
+
+
+def both(fn, exp, *args, **kw):
+    tol = 1e-5 if exp.dtype == np.float32 else 1e-12
+    r = fn(*args, **kw)
+    assert r.dtype == exp.dtype and r.shape == exp.shape
+    np.testing.assert_allclose(r, exp, rtol=tol, atol=tol)
+    buf = np.full(exp.shape, 123, exp.dtype)
+    assert fn(*args, out=buf, **kw) is buf
+    np.testing.assert_allclose(buf, exp, rtol=tol, atol=tol)
+
+
+MAX2D = [  # kernel, stride, padding, dilation, ceil_mode
+    ([3, 3], [2, 2], [1, 1], [1, 1], False),
+    ([3, 3], [], [0, 0], [1, 1], False),
+    ([2, 3], [2, 1], [1, 0], [2, 1], True),
+    ([3, 3], [2, 2], [0, 0], [1, 1], True),
+    ([2, 2], [3, 3], [1, 1], [1, 1], True),
+]
+
+
+@pytest.mark.parametrize("k,s,p,d,c", MAX2D)
+@pytest.mark.parametrize("shape", [(2, 3, 9, 10), (3, 8, 7)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_max_pool2d(k, s, p, d, c, shape, dtype):
+    x = rand(*shape, dtype=dtype)
+    both(K.max_pool2d, aten.max_pool2d(T(x), k, s, p, d, c).numpy(), x, k, s, p, d, c)
+
+
+def test_max_pool_nan_propagates():
+    x = rand(1, 1, 4, 4)
+    x[0, 0, 1, 1] = np.nan
+    exp = aten.max_pool2d(T(x), [2, 2], [2, 2]).numpy()
+    r = K.max_pool2d(x, [2, 2], [2, 2])
+    np.testing.assert_array_equal(np.isnan(r), np.isnan(exp))
+
+
+@pytest.mark.parametrize("k,s,p,d,c", [([3], [2], [1], [1], False), ([4], [], [2], [2], True), ([2], [3], [0], [1], True)])
+def test_max_pool1d(k, s, p, d, c):
+    x = rand(2, 3, 15)
+    both(K.max_pool1d, aten.max_pool1d(T(x), k, s, p, d, c).numpy(), x, k, s, p, d, c)
+
+
+AVG2D = [  # kernel, stride, padding, ceil_mode, count_include_pad, divisor_override
+    ([3, 3], [2, 2], [1, 1], False, True, None),
+    ([3, 3], [2, 2], [1, 1], False, False, None),
+    ([3, 2], [], [1, 0], True, True, None),
+    ([3, 3], [2, 2], [1, 1], True, False, None),
+    ([2, 2], [2, 2], [0, 0], True, True, 3),
+    ([2, 2], [3, 3], [1, 1], True, True, None),
+]
+
+
+@pytest.mark.parametrize("k,s,p,c,inc,div", AVG2D)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_avg_pool2d(k, s, p, c, inc, div, dtype):
+    x = rand(2, 3, 9, 8, dtype=dtype)
+    both(K.avg_pool2d, aten.avg_pool2d(T(x), k, s, p, c, inc, div).numpy(), x, k, s, p, c, inc, div)
+
+
+@pytest.mark.parametrize("k,s,p,c,inc", [([3], [2], [1], False, True), ([3], [2], [1], True, False),
+                                         ([4], [], [0], True, True)])
+def test_avg_pool1d(k, s, p, c, inc):
+    x = rand(2, 3, 11)
+    both(K.avg_pool1d, aten.avg_pool1d(T(x), k, s, p, c, inc).numpy(), x, k, s, p, c, inc)
+
+
+@pytest.mark.parametrize("shape,osz", [((2, 3, 7, 9), [3, 4]), ((2, 3, 8, 8), [4, 4]), ((3, 10, 5), [1, 1]),
+                                       ((1, 2, 5, 5), [7, 3]), ((1, 2, 6, 6), [1, 2])])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_adaptive_avg_pool2d(shape, osz, dtype):
+    x = rand(*shape, dtype=dtype)
+    both(K.adaptive_avg_pool2d, aten.adaptive_avg_pool2d(T(x), osz).numpy(), x, osz)
+
+
+@pytest.mark.parametrize("osz", [[1], [4], [7], [20]])
+def test_adaptive_avg_pool1d(osz):
+    x = rand(2, 3, 13)
+    both(K.adaptive_avg_pool1d, aten.adaptive_avg_pool1d(T(x), osz).numpy(), x, osz)
+
+
+def test_global_avg_matcher():
+    spec = K.adaptive_avg_pool_matcher(node("aten::adaptive_avg_pool2d", self="<var>", output_size=[1, 1]))
+    assert isinstance(spec, Specialized) and spec.args == (0,)
+    x = rand(2, 5, 7, 7)
+    both(spec.fn, aten.adaptive_avg_pool2d(T(x), [1, 1]).numpy(), x)
+    spec1 = K.adaptive_avg_pool_matcher(node("aten::adaptive_avg_pool1d", self="<var>", output_size=[1]))
+    x1 = rand(2, 5, 9)
+    both(spec1.fn, aten.adaptive_avg_pool1d(T(x1), [1]).numpy(), x1)
+    assert K.adaptive_avg_pool_matcher(node("aten::adaptive_avg_pool2d", self="<var>", output_size=[2, 1])) is None
+    assert K.adaptive_avg_pool_matcher(node("aten::adaptive_avg_pool2d", self="<var>", output_size="<var>")) is None
+
+
+@pytest.mark.parametrize("shape,osz", [((2, 3, 7, 9), [3, 4]), ((3, 8, 8), [1, 1]), ((1, 2, 5, 5), [7, 3])])
+def test_adaptive_max_pool2d(shape, osz):
+    x = rand(*shape)
+    ev, ei = aten.adaptive_max_pool2d(T(x), osz)
+    v, i = K.adaptive_max_pool2d(x, osz)
+    np.testing.assert_array_equal(v, ev.numpy())
+    np.testing.assert_array_equal(i, ei.numpy())
+    assert i.dtype == np.int64
+    bufs = (np.empty_like(v), np.empty_like(i))
+    assert K.adaptive_max_pool2d(x, osz, out=bufs) is bufs
+    np.testing.assert_array_equal(bufs[1], ei.numpy())
+
+
+def test_bad_padding_is_kernel_error():
+    with pytest.raises(srcore.KernelError, match="half of kernel"):
+        K.max_pool2d(rand(1, 1, 5, 5), [2, 2], [1, 1], [2, 2])
+
+
+def test_decl():
+    from srcore_cpu.decl import pool as D
+    ops = {k.op for k in D.KERNELS}
+    assert {"aten::max_pool2d", "aten::avg_pool2d", "aten::adaptive_avg_pool2d", "aten::adaptive_max_pool2d"} <= ops
+    for k in D.KERNELS:
+        for ref in (k.impl, k.matcher):
+            if ref:
+                mod, _, attr = ref.partition(":")
+                assert callable(getattr(__import__(mod, fromlist=[attr]), attr))
