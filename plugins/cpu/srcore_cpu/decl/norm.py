@@ -1,0 +1,18 @@
+"""Kernel declarations of the norm family (no numpy import here)."""
+from __future__ import annotations
+
+from srcore.plugin import Kernel
+
+_M = "srcore_cpu.kernels.norm:"
+FLOATS = ("float32", "float64")
+
+KERNELS: list[Kernel] = [
+    Kernel("aten::batch_norm", "cpu", "out", FLOATS, _M + "batch_norm", matcher=_M + "batch_norm_matcher"),
+    Kernel("aten::_native_batch_norm_legit_no_training", "cpu", "out", FLOATS,
+           _M + "_native_batch_norm_legit_no_training"),
+    Kernel("aten::native_batch_norm", "cpu", "out", FLOATS, _M + "native_batch_norm"),
+    Kernel("aten::layer_norm", "cpu", "out", FLOATS, _M + "layer_norm"),
+    Kernel("aten::native_layer_norm", "cpu", "out", FLOATS, _M + "native_layer_norm"),
+    Kernel("aten::group_norm", "cpu", "out", FLOATS, _M + "group_norm"),
+    Kernel("aten::instance_norm", "cpu", "out", FLOATS, _M + "instance_norm"),
+]

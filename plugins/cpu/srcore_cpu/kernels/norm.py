@@ -1,0 +1,174 @@
+"""Normalization: batch_norm (eval and batch statistics), layer_norm, native_layer_norm,
+group_norm, instance_norm, and the native batch-norm variants torch.export emits.
+
+Eval batch norm folds its four constants into one scale and one shift at load
+(the matcher), so the hot path is one multiply and one add into ``out``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from srcore.errors import KernelError
+from srcore.plugin import NodeInfo, Specialized
+
+
+def _chan(v, ndim):
+    """A per-channel vector shaped to broadcast over (N, C, *spatial)."""
+    return v.reshape((-1,) + (1,) * (ndim - 2)) if ndim > 1 else v
+
+
+def _fold(weight, bias, mean, var, eps, dtype):
+    scale = 1.0 / np.sqrt(var.astype(np.float64) + eps)
+    if weight is not None:
+        scale = scale * weight
+    shift = -mean * scale
+    if bias is not None:
+        shift = shift + bias
+    return scale.astype(dtype), shift.astype(dtype)
+
+
+def _affine(out, scale, shift):
+    np.multiply(out, scale, out=out)
+    np.add(out, shift, out=out)
+    return out
+
+
+def _normalize(x, axes, eps, out):
+    """``(x - mean) * rstd`` over ``axes`` into ``out``; returns (out, mean, rstd) keepdims."""
+    mean = np.mean(x, axis=axes, keepdims=True)
+    np.subtract(x, mean, out=out)
+    var = np.mean(np.square(out), axis=axes, keepdims=True)
+    rstd = 1.0 / np.sqrt(var + eps)
+    np.multiply(out, rstd, out=out)
+    return out, mean, rstd
+
+
+def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled=True,
+               out=None):
+    """``aten::batch_norm``: running statistics in eval, batch statistics when training (no update)."""
+    if not training and (running_mean is None or running_var is None):
+        raise KernelError("batch_norm: running_mean and running_var must be defined in evaluation mode")
+    if out is None:
+        out = np.empty_like(input)
+    nd = input.ndim
+    if training:
+        axes = (0,) + tuple(range(2, nd))
+        _normalize(input, axes, eps, out)
+        if weight is not None:
+            np.multiply(out, _chan(weight, nd), out=out)
+        if bias is not None:
+            np.add(out, _chan(bias, nd), out=out)
+        return out
+    scale, shift = _fold(weight, bias, running_mean, running_var, eps, input.dtype)
+    np.copyto(out, input)
+    return _affine(out, _chan(scale, nd), _chan(shift, nd))
+
+
+def batch_norm_matcher(node: NodeInfo):
+    """Eval mode with constant statistics: fold them into scale/shift once."""
+    names = ("weight", "bias", "running_mean", "running_var", "training", "eps")
+    if not all(node.is_const(n) for n in names) or node.const("training") or node.const("running_mean") is None:
+        return None
+    w, b, m, v = (node.const(n) for n in names[:4])
+    dtype = m.dtype
+    scale, shift = _fold(w, b, m, v, node.const("eps"), dtype)
+    shaped = {nd: (_chan(scale, nd), _chan(shift, nd)) for nd in range(1, 7)}
+
+    def batch_norm_eval(input, out=None):
+        s, t = shaped[input.ndim]
+        out = np.multiply(input, s, out=out)
+        np.add(out, t, out=out)
+        return out
+    return Specialized(batch_norm_eval, args=(0,))
+
+
+def _native_batch_norm_legit_no_training(input, weight, bias, running_mean, running_var, momentum, eps,
+                                         out=None):
+    """``aten::_native_batch_norm_legit_no_training``: (output, empty, empty) like torch."""
+    if out is None:
+        out = (np.empty_like(input), np.empty((0,), input.dtype), np.empty((0,), input.dtype))
+    batch_norm(input, weight, bias, running_mean, running_var, False, momentum, eps, out=out[0])
+    return out
+
+
+def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, out=None):
+    """``aten::native_batch_norm``: eval only returns empty save_mean/save_invstd, like torch."""
+    if training:
+        C = input.shape[1]
+        if out is None:
+            out = (np.empty_like(input), np.empty((C,), input.dtype), np.empty((C,), input.dtype))
+        axes = (0,) + tuple(range(2, input.ndim))
+        _, mean, rstd = _normalize(input, axes, eps, out[0])
+        if weight is not None:
+            np.multiply(out[0], _chan(weight, input.ndim), out=out[0])
+        if bias is not None:
+            np.add(out[0], _chan(bias, input.ndim), out=out[0])
+        out[1][...] = mean.reshape(-1)
+        out[2][...] = rstd.reshape(-1)
+        return out
+    return _native_batch_norm_legit_no_training(input, weight, bias, running_mean, running_var, momentum, eps,
+                                                out=out)
+
+
+def _ln_axes(input, normalized_shape):
+    k = len(normalized_shape)
+    return tuple(range(input.ndim - k, input.ndim))
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True, out=None):
+    """``aten::layer_norm`` over the trailing ``normalized_shape`` dims."""
+    if out is None:
+        out = np.empty_like(input)
+    _normalize(input, _ln_axes(input, normalized_shape), eps, out)
+    if weight is not None:
+        np.multiply(out, weight, out=out)
+    if bias is not None:
+        np.add(out, bias, out=out)
+    return out
+
+
+def native_layer_norm(input, normalized_shape, weight, bias, eps, out=None):
+    """``aten::native_layer_norm``: (output, mean, rstd); mean/rstd keep the normalized dims as 1."""
+    axes = _ln_axes(input, normalized_shape)
+    if out is None:
+        stat = input.shape[:input.ndim - len(axes)] + (1,) * len(axes)
+        out = (np.empty_like(input), np.empty(stat, input.dtype), np.empty(stat, input.dtype))
+    _, mean, rstd = _normalize(input, axes, eps, out[0])
+    if weight is not None:
+        np.multiply(out[0], weight, out=out[0])
+    if bias is not None:
+        np.add(out[0], bias, out=out[0])
+    np.copyto(out[1], mean)
+    np.copyto(out[2], rstd)
+    return out
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True, out=None):
+    """``aten::group_norm``: statistics over (C/G, *spatial) per sample and group."""
+    if out is None:
+        out = np.empty_like(input)
+    N, C = input.shape[:2]
+    target = out if out.flags.c_contiguous else np.empty_like(input)
+    _normalize(input.reshape(N, num_groups, -1), (2,), eps, target.reshape(N, num_groups, -1))
+    if weight is not None:
+        np.multiply(target, _chan(weight, input.ndim), out=target)
+    if bias is not None:
+        np.add(target, _chan(bias, input.ndim), out=target)
+    if target is not out:
+        np.copyto(out, target)
+    return out
+
+
+def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,
+                  cudnn_enabled=True, out=None):
+    """``aten::instance_norm``: per-sample, per-channel statistics (or running ones)."""
+    if not use_input_stats:
+        return batch_norm(input, weight, bias, running_mean, running_var, False, momentum, eps, out=out)
+    if out is None:
+        out = np.empty_like(input)
+    _normalize(input, tuple(range(2, input.ndim)), eps, out)
+    if weight is not None:
+        np.multiply(out, _chan(weight, input.ndim), out=out)
+    if bias is not None:
+        np.add(out, _chan(bias, input.ndim), out=out)
+    return out

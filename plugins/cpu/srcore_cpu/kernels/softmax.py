@@ -1,0 +1,84 @@
+"""softmax / log_softmax (``.int`` with optional dtype, and ``aten::_softmax``), numerically stable."""
+from __future__ import annotations
+
+import numpy as np
+
+from srcore.ir.types import SCALAR_TYPE_CODES
+from srcore.plugin import NodeInfo, Specialized
+
+
+def _softmax_into(x, dim, out):
+    if x.ndim == 0:
+        out[...] = 1.0
+        return out
+    m = np.max(x, axis=dim, keepdims=True)
+    np.subtract(x, m, out=out)
+    np.exp(out, out=out)
+    np.divide(out, np.sum(out, axis=dim, keepdims=True), out=out)
+    return out
+
+
+def _log_softmax_into(x, dim, out):
+    if x.ndim == 0:
+        out[...] = 0.0
+        return out
+    m = np.max(x, axis=dim, keepdims=True)
+    np.subtract(x, m, out=out)
+    lse = np.log(np.sum(np.exp(out), axis=dim, keepdims=True))
+    np.subtract(out, lse, out=out)
+    return out
+
+
+def _prep(x, dtype, out):
+    if dtype is not None:
+        x = x.astype(SCALAR_TYPE_CODES[dtype], copy=False)
+    if out is None:
+        out = np.empty(x.shape, x.dtype)
+    return x, out
+
+
+def softmax(self, dim, dtype=None, out=None):
+    """``aten::softmax.int``; ``dtype`` (a ScalarType code) casts the input first."""
+    x, out = _prep(self, dtype, out)
+    return _softmax_into(x, dim, out)
+
+
+def log_softmax(self, dim, dtype=None, out=None):
+    """``aten::log_softmax.int``."""
+    x, out = _prep(self, dtype, out)
+    return _log_softmax_into(x, dim, out)
+
+
+def _softmax(self, dim, half_to_float, out=None):
+    """``aten::_softmax`` (half_to_float only matters for float16 inputs)."""
+    x, out = _prep(self, 6 if half_to_float and self.dtype == np.float16 else None, out)
+    return _softmax_into(x, dim, out)
+
+
+def _log_softmax(self, dim, half_to_float, out=None):
+    """``aten::_log_softmax``."""
+    x, out = _prep(self, 6 if half_to_float and self.dtype == np.float16 else None, out)
+    return _log_softmax_into(x, dim, out)
+
+
+def _matcher(into):
+    def matcher(node: NodeInfo):
+        if not node.is_const("dim"):
+            return None
+        names = [a.name for a in node.args]
+        if "dtype" in names and node.const("dtype", 0) is not None:
+            return None
+        if "half_to_float" in names and node.const("half_to_float", True):
+            return None
+        dim = node.const("dim")
+
+        def softmax_dim(self, out=None):
+            if out is None:
+                out = np.empty(self.shape, self.dtype)
+            return into(self, dim, out)
+        return Specialized(softmax_dim, args=(0,))
+    return matcher
+
+
+softmax_matcher = _matcher(_softmax_into)
+log_softmax_matcher = _matcher(_log_softmax_into)
