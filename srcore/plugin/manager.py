@@ -14,6 +14,7 @@ plugin failure into a raised :class:`srcore.PluginError`.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any, Iterable
 
 import attrs
@@ -86,6 +87,8 @@ class PluginManager:
         self._blocked: set[str] = set()
         self._registry: Registry | None = None
         self._loaded = False
+        #: seconds spent in load() (discovery + imports) and in the last registry build
+        self.timings: dict[str, float] = {}
 
     # -- registering ----------------------------------------------------------------------
     def block(self, name: str) -> None:
@@ -136,6 +139,7 @@ class PluginManager:
         if self._loaded:
             return self
         self._loaded = True
+        t0 = time.perf_counter()
         from . import builtin
         from .. import __version__
 
@@ -144,6 +148,7 @@ class PluginManager:
             self.block(name)
         if entry_points:
             self.load_entry_points()
+        self.timings["load"] = time.perf_counter() - t0
         return self
 
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
@@ -207,7 +212,9 @@ class PluginManager:
         if self._registry is None:
             from ..dispatch.build import build_registry
 
+            t0 = time.perf_counter()
             self._registry = build_registry(self)
+            self.timings["registry"] = time.perf_counter() - t0
         return self._registry
 
     @property
