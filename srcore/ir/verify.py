@@ -71,7 +71,8 @@ class _Verifier:
         if v.node.graph is not self.g:
             raise self.fail(node, f"{what} %{v.name} belongs to another graph")
         if id(v) not in scope:
-            why = "is defined later" if id(v) in self.seen else "is not visible here"
+            why = ("is defined inside a block that does not enclose this node" if id(v) in self.seen
+                   else "is used before it is defined")
             raise self.fail(node, f"{what} %{v.name} {why} (def-before-use)")
         if sum(1 for u in v.uses if u.user is node and u.offset == i) != 1:
             raise self.fail(node, f"use list of %{v.name} does not record input {i} of this node")
