@@ -1,0 +1,142 @@
+"""Binding, checking and keying the inputs of a run.
+
+Inputs are bound positionally then by name (the input specs' names). The
+*signature* of a run is the shapes and dtypes of its tensor inputs (and the
+values of its scalar inputs): memory plans and input checks are done once
+per signature, so a run with a signature seen before pays only for the key.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import attrs
+import numpy as np
+
+from ..errors import SrcoreInputError
+from ..ir.types import (BOOL, FLOAT, INT, BoolType, FloatType, IntType, ListType, NoneType, OptionalType,
+                        TensorType, Type)
+
+
+def bind(names: Sequence[str], args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
+    """Positional and keyword inputs in input order; wrong counts or names raise SrcoreInputError."""
+    n = len(names)
+    if len(args) > n:
+        raise SrcoreInputError(f"the model takes {n} input(s) ({', '.join(names)}) but {len(args)} were given")
+    values = list(args) + [_MISSING] * (n - len(args))
+    for k, v in kwargs.items():
+        try:
+            i = names.index(k)
+        except ValueError:
+            raise SrcoreInputError(f"unknown input {k!r}; the model's inputs are: {', '.join(names)}") from None
+        if values[i] is not _MISSING:
+            raise SrcoreInputError(f"input {k!r} given twice (positionally and by name)")
+        values[i] = v
+    missing = [names[i] for i, v in enumerate(values) if v is _MISSING]
+    if missing:
+        raise SrcoreInputError(f"missing input(s): {', '.join(missing)} (the model takes {', '.join(names)})")
+    return values
+
+
+_MISSING = object()
+
+
+@attrs.frozen
+class ScalarSpec:
+    """The spec of an input that is not a tensor (an int, a float, a list...)."""
+
+    name: str
+    type: Type
+    dtype = None
+    shape = None
+
+
+def as_arrays(values: list[Any], specs) -> list[Any]:
+    """Tensor inputs that are not numpy arrays (lists, torch tensors) become arrays."""
+    for i, (v, s) in enumerate(zip(values, specs)):
+        if type(v) is not np.ndarray and not isinstance(s, ScalarSpec):
+            try:
+                values[i] = np.asarray(v)
+            except Exception as exc:
+                raise SrcoreInputError(f"input {s.name!r}: expected an array, got "
+                                       f"{type(v).__name__} ({exc})") from None
+    return values
+
+
+def signature(values: Sequence[Any]) -> tuple:
+    """The run's signature: (shape, dtype) of arrays, the value of anything else."""
+    key = []
+    for v in values:
+        if type(v) is np.ndarray:
+            key.append((v.shape, v.dtype.str))
+        else:
+            try:
+                hash(v)
+                key.append(v)
+            except TypeError:
+                key.append(repr(v))
+    return tuple(key)
+
+
+def input_types(values: Sequence[Any], specs) -> list[Type]:
+    """The concrete IR type of each input of a run (drives shape propagation)."""
+    out: list[Type] = []
+    for v, s in zip(values, specs):
+        if isinstance(v, np.ndarray):
+            out.append(TensorType(str(v.dtype), tuple(v.shape)))
+        elif isinstance(v, bool):
+            out.append(BOOL)
+        elif isinstance(v, int):
+            out.append(INT)
+        elif isinstance(v, float):
+            out.append(FLOAT)
+        else:
+            out.append(s.type if isinstance(s, ScalarSpec) else TensorType())
+    return out
+
+
+def check(values: Sequence[Any], specs) -> None:
+    """Raise SrcoreInputError naming the first input that contradicts its spec."""
+    symbols: dict[str, tuple[int, str]] = {}
+    for v, s in zip(values, specs):
+        if isinstance(s, ScalarSpec):
+            _check_scalar(s.name, v, s.type)
+            continue
+        if not isinstance(v, np.ndarray):
+            raise SrcoreInputError(f"input {s.name!r}: expected a tensor (numpy array), got {type(v).__name__}")
+        if s.dtype is not None and str(v.dtype) != s.dtype:
+            raise SrcoreInputError(f"input {s.name!r}: expected dtype {s.dtype}, got {v.dtype}")
+        if s.shape is None:
+            continue
+        if v.ndim != len(s.shape):
+            raise SrcoreInputError(f"input {s.name!r}: expected rank {len(s.shape)} "
+                                   f"(shape {_fmt(s.shape)}), got rank {v.ndim} (shape {tuple(v.shape)})")
+        for axis, (want, got) in enumerate(zip(s.shape, v.shape)):
+            if isinstance(want, int) and want != got:
+                raise SrcoreInputError(f"input {s.name!r}: dimension {axis} must be {want} (shape "
+                                       f"{_fmt(s.shape)}), got {got} (shape {tuple(v.shape)})")
+            if isinstance(want, str):
+                seen = symbols.get(want)
+                if seen is None:
+                    symbols[want] = (got, s.name)
+                elif seen[0] != got:
+                    raise SrcoreInputError(
+                        f"input {s.name!r}: dimension {axis} is the symbolic dim {want!r}, which is "
+                        f"{seen[0]} in input {seen[1]!r}, but here it is {got}")
+
+
+def _check_scalar(name: str, v: Any, t: Type) -> None:
+    if isinstance(t, OptionalType):
+        if v is None:
+            return
+        t = t.elem
+    ok = {IntType: lambda x: isinstance(x, (int, np.integer)) and not isinstance(x, bool),
+          FloatType: lambda x: isinstance(x, (float, int, np.floating)) and not isinstance(x, bool),
+          BoolType: lambda x: isinstance(x, (bool, np.bool_)),
+          NoneType: lambda x: x is None,
+          ListType: lambda x: isinstance(x, (list, tuple))}.get(type(t))
+    if ok is not None and not ok(v):
+        raise SrcoreInputError(f"input {name!r}: expected {t}, got {type(v).__name__} {v!r}")
+
+
+def _fmt(shape) -> str:
+    return "(" + ", ".join("*" if d is None else str(d) for d in shape) + ")"

@@ -1,0 +1,141 @@
+"""Per-op metrics (the Static Runtime seed's benchmark tools).
+
+``benchmark_individual_ops`` times the whole model with the module's executor,
+then every node with an instrumented interpreter, and reports time per node,
+per op type with percentages, and which nodes ran as out variant, native or
+fallback.
+"""
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from typing import Any, Sequence
+
+import attrs
+
+from .interpreter import _CALL, BlockRunner
+
+
+@attrs.frozen
+class NodeTiming:
+    block: int
+    position: int
+    op: str
+    kind: str          # out, native, fallback, structural
+    backend: str | None
+    mean_ms: float
+    source: str | None
+
+
+@attrs.frozen
+class OpMetrics:
+    setup_time_ms: float
+    first_iteration_ms: float
+    mean_run_ms: float
+    runs: int
+    nodes: tuple[NodeTiming, ...]
+    per_op: tuple[tuple[str, float, float, int], ...]   # (op, total ms per run, percent, count)
+    kind_counts: dict[str, int]
+
+    def format(self) -> str:
+        lines = [f"setup time: {self.setup_time_ms:.3f} ms",
+                 f"first iteration: {self.first_iteration_ms:.3f} ms",
+                 f"mean time per run: {self.mean_run_ms:.4f} ms over {self.runs} runs",
+                 "nodes: " + ", ".join(f"{k} {v}" for k, v in sorted(self.kind_counts.items())),
+                 "", "time per op type (per run):"]
+        for op, ms, pct, count in self.per_op:
+            lines.append(f"  {op:45s} {ms:10.4f} ms  {pct:6.2f}%  x{count}")
+        lines += ["", "time per node (per run):"]
+        for t in self.nodes:
+            src = f"  # {t.source}" if t.source else ""
+            lines.append(f"  [{t.block}:{t.position:3d}] {t.op:40s} {t.kind:10s} {t.mean_ms:10.4f} ms{src}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+class _TimingRunner(BlockRunner):
+    def __init__(self, module, runtime):
+        super().__init__(module, runtime)
+        self.times: dict[int, float] = defaultdict(float)
+
+    def run_block(self, info, values, extra=None):
+        bufs = self.runtime._buffers[info.index]
+        if extra:
+            bufs = {**bufs, **extra}
+        clock = time.perf_counter
+        for step in self._steps[info.index]:
+            op, pn = step[0], step[1]
+            t0 = clock()
+            if op == _CALL:
+                self._call(step, values, bufs)
+            else:
+                self._steps_one(info, step, values)
+            self.times[id(pn)] += clock() - t0
+
+    def _call(self, step, values, bufs):
+        _, pn, fn, args, kwargs, is_out = step
+        a = [values[s] if s is not None else c for s, c in args]
+        kw = {k: (values[s] if s is not None else c) for k, s, c in kwargs}
+        outs = pn.outputs
+        if is_out:
+            ob = tuple(bufs.get(s) for s in outs)
+            kw["out"] = ob[0] if len(ob) == 1 else (ob if all(b is not None for b in ob) else None)
+        res = fn(*a, **kw)
+        if len(outs) == 1:
+            values[outs[0]] = res
+        elif outs:
+            for s, r in zip(outs, res):
+                values[s] = r
+
+    def _steps_one(self, info, step, values):
+        saved = self._steps[info.index]
+        self._steps[info.index] = [step]
+        try:
+            BlockRunner.run_block(self, info, values)
+        finally:
+            self._steps[info.index] = saved
+
+
+def benchmark_individual_ops(module, inputs: Sequence[Any], warmup: int = 5, runs: int = 20) -> OpMetrics:
+    from .static_runtime import StaticRuntime
+
+    inputs = tuple(inputs)
+    rt = StaticRuntime(module)
+    t0 = time.perf_counter()
+    rt(*inputs)
+    first = time.perf_counter() - t0
+    for _ in range(warmup):
+        rt(*inputs)
+    t0 = time.perf_counter()
+    for _ in range(runs):
+        rt(*inputs)
+    mean = (time.perf_counter() - t0) / max(runs, 1)
+
+    trt = StaticRuntime.__new__(StaticRuntime)
+    trt.__dict__.update(StaticRuntime(module).__dict__)
+    runner = _TimingRunner(module, trt)
+    trt._runner, trt._fns, trt._top = runner, None, runner.run_top
+    for _ in range(warmup):
+        trt(*inputs)
+    runner.times.clear()
+    for _ in range(runs):
+        trt(*inputs)
+    nodes, per_op, kinds = [], defaultdict(lambda: [0.0, 0]), defaultdict(int)
+    for b in module.blocks:
+        for pn in b.nodes:
+            ms = runner.times.get(id(pn), 0.0) / max(runs, 1) * 1e3
+            fn = pn.fn
+            kind = fn.kind if fn is not None else "structural"
+            op = fn.op if fn is not None else pn.node.kind
+            kinds[kind] += 1
+            nodes.append(NodeTiming(b.index, pn.position, op, kind, fn.backend if fn else None, ms,
+                                    str(pn.node.source) if pn.node.source else None))
+            if fn is not None:   # structural nodes' time includes their sub-blocks: not an op's
+                per_op[op][0] += ms
+                per_op[op][1] += 1
+    total = sum(v[0] for v in per_op.values()) or 1.0
+    table = tuple(sorted(((op, v[0], 100.0 * v[0] / total, v[1]) for op, v in per_op.items()),
+                         key=lambda r: -r[1]))
+    return OpMetrics(module.setup_time * 1e3, first * 1e3, mean * 1e3, runs, tuple(nodes), table, dict(kinds))

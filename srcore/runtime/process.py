@@ -1,0 +1,166 @@
+"""Turning a prepared, dispatched graph into block infos and processed nodes.
+
+Every value gets a slot in the runtime's value array (graph inputs first).
+Each node becomes a :class:`ProcessedNode` whose :class:`ProcessedFunction`
+knows how to unbox the node's arguments for its kernel: value slots or
+constants, positional or by keyword (schema order; missing trailing
+arguments of an older model come from the schema's defaults, RFC-0020).
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from ..errors import SrcoreError
+from ..ir.types import contains_tensor
+from ..memory.liveness import NodeFacts, analyze
+from .processed import STRUCTURAL_KINDS, Arg, BlockInfo, ManagedTensor, ProcessedFunction, ProcessedNode
+
+
+def enumerate_values(graph) -> Iterator[Any]:
+    """Every value of the graph in a fixed order (inputs, then outputs and block inputs in program order)."""
+    yield from graph.inputs
+    yield from _block_values(graph.block)
+
+
+def _block_values(block) -> Iterator[Any]:
+    for n in block.nodes:
+        yield from n.outputs
+        for b in n.blocks:
+            yield from b.inputs
+            yield from _block_values(b)
+
+
+def free_slots(block, slot_of: dict[int, int]) -> tuple[int, ...]:
+    """Slots of values defined outside ``block`` but read inside it (nested blocks included)."""
+    inner: set[int] = set()
+    reads: list[int] = []
+
+    def walk(b):
+        for v in b.inputs:
+            inner.add(id(v))
+        for n in b.nodes:
+            for v in n.inputs:
+                reads.append(id(v))
+            for sub in n.blocks:
+                walk(sub)
+            for v in n.outputs:
+                inner.add(id(v))
+        for v in b.outputs:
+            reads.append(id(v))
+
+    walk(block)
+    seen: dict[int, None] = {}
+    for vid in reads:
+        if vid not in inner and vid in slot_of:
+            seen[slot_of[vid]] = None
+    return tuple(seen)
+
+
+class GraphProcessor:
+    """Builds block infos from a graph whose nodes have schemas, types and resolved kernels."""
+
+    def __init__(self, graph, resolved: dict[Any, Any]):
+        self.graph = graph
+        self.resolved = resolved
+        self.values: list[Any] = list(enumerate_values(graph))
+        self.slot_of: dict[int, int] = {id(v): i for i, v in enumerate(self.values)}
+        self.constants: dict[int, Any] = {}
+        self.blocks: list[BlockInfo] = []
+
+    def slot(self, v) -> int:
+        return self.slot_of[id(v)]
+
+    def run(self) -> BlockInfo:
+        for v in self.values:
+            if v.node.kind == "prim::Constant":
+                self.constants[self.slot(v)] = v.node.attrs.get("value")
+        return self.process_block(self.graph.block)
+
+    # -- blocks -------------------------------------------------------------------------
+    def process_block(self, block) -> BlockInfo:
+        index = len(self.blocks)
+        self.blocks.append(None)  # reserve the index: sub-blocks come after their parent
+        nodes: list[ProcessedNode] = []
+        facts: list[NodeFacts] = []
+        position = 0
+        for n in block.nodes:
+            if n.kind == "prim::Constant":
+                continue
+            position += 1
+            subs = tuple(self.process_block(b) for b in n.blocks)
+            fn = self.function(n)
+            inputs = tuple(self.slot(v) for v in n.inputs)
+            outputs = tuple(self.slot(v) for v in n.outputs)
+            nodes.append(ProcessedNode(n, fn, inputs, outputs, subs, position))
+            facts.append(self.facts(n, fn, position, inputs, outputs))
+        out_slots = tuple(self.slot(v) for v in block.outputs)
+        live = analyze(facts, out_slots, position + 1)
+        managed = tuple(ManagedTensor(s, a, b) for s, (a, b) in sorted(live.lifetimes.items()))
+        if block.owning_node is not None and block.owning_node.kind == "prim::fork":
+            managed = ()   # a forked block may run concurrently with itself: no shared buffers
+        info = BlockInfo(index, block, tuple(self.slot(v) for v in block.inputs), out_slots, tuple(nodes), managed)
+        self.blocks[index] = info
+        return info
+
+    def facts(self, n, fn: ProcessedFunction | None, position: int, inputs, outputs) -> NodeFacts:
+        reads = [s for s in inputs if s not in self.constants]
+        for b in n.blocks:
+            reads.extend(s for s in free_slots(b, self.slot_of) if s not in self.constants)
+        tensorish = [self.slot(o) for o in n.outputs if contains_tensor(o.type)]
+        if fn is not None and fn.kind == "out":
+            return NodeFacts(position, tuple(reads), tuple(tensorish), ())
+        return NodeFacts(position, tuple(reads), (), tuple(tensorish))
+
+    # -- functions ------------------------------------------------------------------------
+    def function(self, n) -> ProcessedFunction | None:
+        if n.kind in STRUCTURAL_KINDS:
+            return None
+        rk = self.resolved.get(n)
+        if rk is None:
+            raise SrcoreError(f"internal error: node {n.kind} was not dispatched")
+        full = self.full_args(n)
+        spec = rk.specialized
+        if spec is not None:
+            args = tuple(full[i][1] for i in spec.args)
+            kwargs = tuple((name, full[i][1]) for name, i in spec.kwargs)
+        else:
+            args = tuple(a for kw, a in full if kw is None)
+            kwargs = tuple((kw, a) for kw, a in full if kw is not None)
+        p = rk.kernel.provider
+        return ProcessedFunction(rk.fn, rk.kind, args, kwargs, len(n.outputs), rk.backend,
+                                 (p.dist or p.name) if p else None, rk.kernel.op)
+
+    def full_args(self, n) -> list[tuple[str | None, Arg]]:
+        """(keyword or None, source) for every schema argument, defaults bound for missing ones."""
+        def source(v) -> Arg:
+            if v.node.kind == "prim::Constant":
+                return Arg(None, v.node.attrs.get("value"))
+            return Arg(self.slot(v), None)
+
+        schema = n.schema
+        if schema is None:
+            return [(None, source(v)) for v in n.inputs]
+        sargs = list(schema.arguments)
+        out: list[tuple[str | None, Arg]] = []
+        for i, v in enumerate(n.inputs):
+            if i < len(sargs):
+                out.append((sargs[i].name if sargs[i].kwarg_only else None, source(v)))
+            else:  # varargs
+                out.append((None, source(v)))
+        for a in sargs[len(n.inputs):]:
+            if a.default is None:
+                raise SrcoreError(f"node {n.kind} has {len(n.inputs)} inputs but argument {a.name!r} of "
+                                  f"{schema} has no default")
+            out.append((a.name if a.kwarg_only else None, Arg(None, default_value(a))))
+        return out
+
+
+def default_value(arg) -> Any:
+    """An argument's default as a kernel receives it (``int[2] stride=1`` is ``[1, 1]``)."""
+    value = arg.default.value
+    size = getattr(arg.type, "size", None)
+    if size and not isinstance(value, (tuple, list)) and value is not None:
+        return [value] * size
+    if isinstance(value, tuple):
+        return list(value)
+    return value

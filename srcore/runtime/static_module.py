@@ -1,0 +1,279 @@
+"""``StaticModule``: a model loaded once for static execution (immutable, shareable).
+
+Loading does everything the run loop must not: schema resolution, the
+default pass pipeline, shape/dtype propagation, static dispatch (one kernel
+per node, per the backend priority list), value slots, liveness of managed
+tensors, and (with the codegen executor) the generated block functions. Per
+input signature (shapes and dtypes of the inputs) it also computes, once, the
+concrete shape of every managed tensor, which the runtimes' memory planners
+need.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Sequence
+
+import attrs
+
+from ..errors import ShapeError, SrcoreError, SrcoreInputError
+from ..ir.types import TensorType, Type
+from ..memory.planner import TensorRequest, Lifetime, lower_bound, make_planner, no_reuse_bytes
+from .inputs import ScalarSpec
+from .options import Options
+from .process import GraphProcessor, enumerate_values
+from .processed import BlockInfo
+
+
+@attrs.frozen
+class BlockSignature:
+    """Concrete facts about one block for one input signature."""
+
+    requests: tuple[TensorRequest, ...]               # managed tensors with a known size (key = slot)
+    layouts: dict[int, tuple[tuple[int, ...], str]]   # slot -> (shape, dtype) for those tensors
+
+
+@attrs.frozen
+class SignatureInfo:
+    """Concrete facts about the whole graph for one input signature."""
+
+    blocks: tuple[BlockSignature, ...]
+    outputs: dict[int, tuple[tuple[int, ...], str]]   # escaping fresh top-level tensors with known layout
+
+
+class StaticModule:
+    """A model prepared for static execution: immutable after construction, shared by runtimes.
+
+    ``StaticModule(model, options=Options(...), backends=("cpu",))`` accepts a
+    :class:`srcore.Model`, or a :class:`srcore.ir.Graph` (whose input types act as
+    input specs). ``sm(x)`` runs on one cached runtime (not thread-safe: use
+    ``sm.runtime()`` per thread, or :class:`srcore.RuntimePool`).
+    """
+
+    def __init__(self, model: Any, options: Options | None = None, backends: Sequence[str] | None = None,
+                 *, plugin_manager: Any = None):
+        t0 = time.perf_counter()
+        options = options or Options()
+        if backends is not None:
+            options = attrs.evolve(options, backends=tuple(backends))
+        self.options = options
+        self.model = model
+        graph, specs, names = _unpack(model)
+        self.input_specs = specs
+        self.input_names = names
+        from ..plugin.manager import get_plugin_manager
+
+        pm = plugin_manager or get_plugin_manager()
+        self.plugin_manager = pm
+        schemas = pm.schemas
+        graph = graph.copy()
+        _resolve_schemas(graph, schemas)
+        input_types = [s_type for s_type in (_spec_type(s) for s in specs)]
+        if options.optimize:
+            from ..passes import prepare_for_static_runtime
+
+            graph = prepare_for_static_runtime(graph, input_types=input_types)
+            _resolve_schemas(graph, schemas)
+        _set_input_types(graph, input_types)
+        _propagate(graph, input_types)
+        self.graph = graph
+        from ..dispatch import resolve_graph
+
+        kinds = None if options.enable_out_variant else ("native", "fallback")
+        resolved = resolve_graph(graph, pm.kernel_table, options.backends, **({"kinds": kinds} if kinds else {}))
+        proc = GraphProcessor(graph, resolved)
+        self.top: BlockInfo = proc.run()
+        self.blocks: tuple[BlockInfo, ...] = tuple(proc.blocks)
+        self.values = proc.values
+        self.constants = proc.constants
+        self.n_slots = len(proc.values)
+        self._signatures: dict[Any, SignatureInfo] = {}
+        self._plans: dict[tuple, Any] = {}
+        self._lock = threading.Lock()
+        self._codegen = None
+        if options.executor == "codegen":
+            from .codegen import generate
+
+            self._codegen = generate(self)
+        self._runtime = None
+        self.setup_time = time.perf_counter() - t0
+
+    # -- runtimes ------------------------------------------------------------------------
+    def runtime(self):
+        """The cached runtime that ``__call__`` uses (created on first use)."""
+        if self._runtime is None:
+            from .static_runtime import StaticRuntime
+
+            self._runtime = StaticRuntime(self)
+        return self._runtime
+
+    def __call__(self, *args, **kwargs):
+        """Run the model on the cached runtime (not thread-safe)."""
+        return self.runtime()(*args, **kwargs)
+
+    @property
+    def num_nodes(self) -> int:
+        return sum(len(b.nodes) for b in self.blocks)
+
+    # -- per-signature facts ---------------------------------------------------------------------
+    def signature_info(self, key: Any, input_types: Sequence[Type]) -> SignatureInfo:
+        """Concrete layouts of every plannable tensor for one input signature (computed once)."""
+        info = self._signatures.get(key)
+        if info is not None:
+            return info
+        with self._lock:
+            info = self._signatures.get(key)
+            if info is None:
+                info = self._compute_signature(input_types)
+                self._signatures[key] = info
+        return info
+
+    def _compute_signature(self, input_types: Sequence[Type]) -> SignatureInfo:
+        g = self.graph.copy()
+        _set_input_types(g, input_types)
+        try:
+            _propagate(g, input_types)
+        except ShapeError as exc:
+            raise SrcoreInputError(f"the inputs' shapes do not fit the model: {exc}") from None
+        types = [v.type for v in enumerate_values(g)]
+        blocks = []
+        for b in self.blocks:
+            reqs, layouts = [], {}
+            for m in b.managed:
+                lay = _layout(types[m.slot])
+                if lay is None:
+                    continue
+                layouts[m.slot] = lay
+                reqs.append(TensorRequest(m.slot, Lifetime(m.start, m.end), _nbytes(*lay)))
+            blocks.append(BlockSignature(tuple(reqs), layouts))
+        outputs = {}
+        if self.options.manage_output_tensors:
+            for pn in self.top.nodes:
+                if pn.fn is not None and pn.fn.kind == "out":
+                    for s in pn.outputs:
+                        if s in self.top.outputs:
+                            lay = _layout(types[s])
+                            if lay is not None:
+                                outputs[s] = lay
+        return SignatureInfo(tuple(blocks), outputs)
+
+    def plan_for(self, block: int, key: Any, requests: Sequence[TensorRequest]):
+        """The planner's plan for one block and signature (cached, shared by runtimes)."""
+        k = (block, key)
+        plan = self._plans.get(k)
+        if plan is None:
+            plan = make_planner(self.options.memory_planner_algorithm).plan(requests)
+            self._plans[k] = plan
+        return plan
+
+    # -- reports ----------------------------------------------------------------------------
+    def memory_report(self, *inputs) -> list[dict[str, Any]]:
+        """Per block: managed tensors, arena bytes, no-reuse sum and the liveness lower bound."""
+        rt = self.runtime()
+        key, types = rt.signature_of(rt.bind(inputs, {}))
+        info = self.signature_info(key, types)
+        rows = []
+        for b, bs in zip(self.blocks, info.blocks):
+            plan = self.plan_for(b.index, key, bs.requests)
+            rows.append({
+                "block": b.index,
+                "owner": b.block.owning_node.kind if b.block.owning_node is not None else "graph",
+                "managed_tensors": len(bs.requests),
+                "arena_bytes": plan.total_bytes,
+                "no_reuse_bytes": no_reuse_bytes(bs.requests),
+                "lower_bound_bytes": lower_bound(bs.requests),
+                "algorithm": plan.algorithm,
+                "requests": bs.requests,
+                "plan": plan,
+            })
+        return rows
+
+    def benchmark_individual_ops(self, inputs: Sequence[Any], warmup: int = 5, runs: int = 20):
+        """Per-node timings (the seed's benchmark tool); see :mod:`srcore.runtime.metrics`."""
+        from .metrics import benchmark_individual_ops
+
+        return benchmark_individual_ops(self, inputs, warmup, runs)
+
+    def __repr__(self) -> str:
+        return (f"<StaticModule {self.num_nodes} nodes, {len(self.blocks)} blocks, "
+                f"executor={self.options.executor}, planner={self.options.memory_planner_algorithm}>")
+
+
+# -- helpers -------------------------------------------------------------------------------------
+def _unpack(model) -> tuple[Any, tuple, tuple[str, ...]]:
+    from ..ir.graph import Graph
+
+    if isinstance(model, Graph):
+        from ..model import InputSpec
+
+        specs = []
+        for i, v in enumerate(model.inputs):
+            name = v.name or f"input{i}"
+            t = v.type
+            if isinstance(t, TensorType):
+                specs.append(InputSpec(name, t.dtype, t.shape))
+            else:
+                specs.append(ScalarSpec(name, t))
+        model_graph = model
+    elif hasattr(model, "graph") and hasattr(model, "input_specs"):
+        model_graph = model.graph
+        specs = list(model.input_specs)
+        if len(specs) != len(model_graph.inputs):  # non-tensor inputs have no InputSpec
+            by_name = {s.name: s for s in specs}
+            specs = []
+            for i, v in enumerate(model_graph.inputs):
+                s = by_name.get(v.name)
+                specs.append(s if s is not None else ScalarSpec(v.name or f"input{i}", v.type))
+    else:
+        raise SrcoreError(f"StaticModule needs a srcore.Model or a srcore.ir.Graph, not {type(model).__name__}")
+    return model_graph, tuple(specs), tuple(s.name for s in specs)
+
+
+def _spec_type(spec) -> Type:
+    if isinstance(spec, ScalarSpec):
+        return spec.type
+    return TensorType(spec.dtype, spec.shape)
+
+
+def _set_input_types(graph, types: Sequence[Type]) -> None:
+    for v, t in zip(graph.inputs, types):
+        v.type = t
+
+
+def _resolve_schemas(graph, schemas) -> None:
+    from ..dispatch.resolve import STRUCTURAL_KINDS
+
+    for n in graph.all_nodes():
+        if n.schema is None and n.kind not in STRUCTURAL_KINDS:
+            try:
+                n.schema = schemas.resolve(n)
+            except SrcoreError:
+                pass  # dispatch reports the node as unsupported, with its kind and source
+
+
+def _propagate(graph, input_types) -> None:
+    from ..ops.shapes import propagate
+
+    result = propagate(graph, list(input_types))
+    types = getattr(result, "types", None)
+    if isinstance(types, dict):  # propagation that reports types instead of setting them
+        for v, t in types.items():
+            v.type = t
+
+
+def _layout(t: Type) -> tuple[tuple[int, ...], str] | None:
+    if isinstance(t, TensorType) and t.is_static:
+        return tuple(t.shape), t.dtype
+    return None
+
+
+_ITEMSIZE = {"float64": 8, "int64": 8, "complex64": 8, "float32": 4, "int32": 4, "qint32": 4,
+             "float16": 2, "bfloat16": 2, "int16": 2, "int8": 1, "uint8": 1, "bool": 1, "quint8": 1,
+             "qint8": 1, "complex128": 16}
+
+
+def _nbytes(shape: tuple[int, ...], dtype: str) -> int:
+    n = _ITEMSIZE.get(dtype, 8)
+    for d in shape:
+        n *= d
+    return n

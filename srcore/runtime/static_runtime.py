@@ -1,0 +1,220 @@
+"""``StaticRuntime``: one per thread; owns the value array, the arenas and its block runners.
+
+A runtime binds and checks the inputs, keys the run by its input signature,
+gets the planned buffers of that signature from its arenas (once per
+signature), and runs the top block with the module's executor.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import sys
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import KernelError, SrcoreError
+from .arena import BlockArena, aligned_slab, make_view
+from .inputs import ScalarSpec, as_arrays, bind, check, input_types
+from .interpreter import BlockRunner
+
+_POOL: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _shared_pool() -> concurrent.futures.ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="srcore-async")
+    return _POOL
+
+
+def _default_launch(fn: Callable, args: tuple) -> concurrent.futures.Future:
+    return _shared_pool().submit(fn, *args)
+
+
+class StaticRuntime:
+    """Runs a :class:`StaticModule`; not thread-safe (use one per thread, or ``clone()``)."""
+
+    def __init__(self, module):
+        self.module = module
+        self.arenas = [BlockArena(module, b.index) for b in module.blocks]
+        self._key: Any = None
+        self._tensor_inputs = tuple(not isinstance(s, ScalarSpec) for s in module.input_specs)
+        self._n_inputs = len(module.input_specs)
+        self._single = len(module.top.outputs) == 1
+        self._launch = _default_launch
+        self._out_layouts: list = []
+        self._buffers: list[dict[int, np.ndarray]] = [{} for _ in module.blocks]
+        gen = module._codegen
+        if gen is not None:
+            self._fns = gen.instantiate(self._launch_proxy)
+            self._top = self._fns[0]
+            self._runner = None
+        else:
+            self._fns = None
+            self._runner = BlockRunner(module, self)
+            self._top = self._runner.run_top
+        self._has_outputs_arena = bool(gen.output_slots) if gen is not None else module.options.manage_output_tensors
+        self._output_slots = gen.output_slots if gen is not None else self._runner.output_slots
+
+    # -- public API ---------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        """Run the model: numpy arrays in, an array (or a tuple of them) out."""
+        if kwargs or len(args) != self._n_inputs:
+            args = tuple(bind(self.module.input_names, args, kwargs))
+        key = []
+        for v, is_tensor in zip(args, self._tensor_inputs):
+            if is_tensor:
+                if type(v) is not np.ndarray:
+                    args = tuple(as_arrays(list(args), self.module.input_specs))
+                    return self(*args)
+                key.append((v.shape, v.dtype.num))
+            else:
+                key.append(v if isinstance(v, (int, float, bool, type(None))) else repr(v))
+        key = tuple(key)
+        if key != self._key:
+            self._prepare(key, args)
+        if self._has_outputs_arena:
+            args = (*args, self._new_outputs())
+        try:
+            out = self._top(*args)
+        except SrcoreError:
+            raise
+        except Exception as exc:
+            raise self._kernel_error(exc) from exc
+        return out[0] if self._single else out
+
+    run = __call__
+
+    def clone(self) -> "StaticRuntime":
+        """A new runtime of the same module (for another thread)."""
+        return StaticRuntime(self.module)
+
+    def run_async(self, *args, launcher: Callable[[Callable[[], Any]], Any] | None = None, **kwargs):
+        """Run on a task launcher (the seed's runAsync); returns a ``concurrent.futures.Future``.
+
+        ``launcher(task)`` must run the no-argument callable ``task`` somewhere (a thread pool's
+        ``submit``, an event loop's executor...); ``prim::fork`` nodes inside the model use the same
+        launcher. Without one, srcore's shared thread pool runs it.
+        """
+        if launcher is None:
+            return _shared_pool().submit(self._run_with_launch, None, args, kwargs)
+        fut: concurrent.futures.Future = concurrent.futures.Future()
+
+        def task():
+            try:
+                fut.set_result(self._run_with_launch(launcher, args, kwargs))
+            except BaseException as exc:  # the caller sees it through the future
+                fut.set_exception(exc)
+
+        launcher(task)
+        return fut
+
+    def _run_with_launch(self, launcher, args, kwargs):
+        if launcher is None:
+            return self(*args, **kwargs)
+
+        def launch(fn, fargs):
+            f: concurrent.futures.Future = concurrent.futures.Future()
+
+            def task():
+                try:
+                    f.set_result(fn(*fargs))
+                except BaseException as exc:
+                    f.set_exception(exc)
+
+            launcher(task)
+            return f
+
+        saved = self._launch
+        self._launch = launch
+        try:
+            return self(*args, **kwargs)
+        finally:
+            self._launch = saved
+
+    def _launch_proxy(self, fn, args):
+        return self._launch(fn, args)
+
+    # -- signatures and memory ------------------------------------------------------------------
+    def bind(self, args, kwargs) -> list:
+        values = bind(self.module.input_names, args, kwargs)
+        return as_arrays(values, self.module.input_specs)
+
+    def signature_of(self, values) -> tuple[Any, list]:
+        key = []
+        for v, is_tensor in zip(values, self._tensor_inputs):
+            if is_tensor:
+                key.append((v.shape, v.dtype.num))
+            else:
+                key.append(v if isinstance(v, (int, float, bool, type(None))) else repr(v))
+        return tuple(key), input_types(values, self.module.input_specs)
+
+    def _prepare(self, key, values) -> None:
+        m = self.module
+        if m.options.check_inputs:
+            check(values, m.input_specs)
+        info = m.signature_info(key, input_types(values, m.input_specs))
+        pending = False
+        for arena, bsig in zip(self.arenas, info.blocks):
+            bufs = arena.buffers(key, bsig)
+            self._buffers[arena.block] = bufs
+            pending = pending or arena.pending is not None
+        if self._fns is not None:
+            for fn, gb in zip(self._fns, m._codegen.blocks):
+                if gb.buffer_slots:
+                    bufs = self._buffers[gb.index]
+                    fn.__kwdefaults__ = {f"_b{s}": bufs.get(s) for s in gb.buffer_slots}
+        self._out_layouts = [info.outputs.get(s) for s in self._output_slots]
+        # a pending slot growth (standard resizing) takes effect on the next run
+        self._key = None if pending else key
+
+    def _new_outputs(self) -> tuple:
+        """Views for the managed output tensors of this run, in one fresh slab."""
+        from ..memory.planner import align
+
+        total = sum(align(_nbytes(lay)) for lay in self._out_layouts if lay is not None)
+        slab = aligned_slab(total)
+        views, off = [], 0
+        for lay in self._out_layouts:
+            if lay is None:
+                views.append(None)
+                continue
+            views.append(make_view(slab, off, lay[0], lay[1]))
+            off += align(_nbytes(lay))
+        return tuple(views)
+
+    @property
+    def arena_bytes(self) -> int:
+        """Bytes held by this runtime's arenas (all blocks)."""
+        return sum(a.nbytes for a in self.arenas)
+
+    # -- errors ---------------------------------------------------------------------------------
+    def _kernel_error(self, exc: BaseException) -> KernelError:
+        pn = self._failed_node(exc)
+        if pn is None:
+            return KernelError(f"the model failed: {type(exc).__name__}: {exc}")
+        fn = pn.fn
+        how = f" ({fn.op} on {fn.backend}, {fn.kind} kernel from {fn.plugin})" if fn is not None else ""
+        return KernelError(f"node failed{how}:\n  {pn.describe()}\n{type(exc).__name__}: {exc}")
+
+    def _failed_node(self, exc: BaseException):
+        if self._runner is not None:
+            return self._runner.failed_node
+        gen = self.module._codegen
+        by_file = {b.code.co_filename: b for b in gen.blocks}
+        tb = exc.__traceback__
+        found = None
+        while tb is not None:
+            b = by_file.get(tb.tb_frame.f_code.co_filename)
+            if b is not None:
+                found = b.line_nodes.get(tb.tb_lineno, found)
+            tb = tb.tb_next
+        return found
+
+
+def _nbytes(layout) -> int:
+    shape, dtype = layout
+    n = np.dtype(dtype).itemsize if dtype not in ("quint8", "qint8", "qint32") else 4
+    for d in shape:
+        n *= d
+    return n
