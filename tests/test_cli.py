@@ -1,0 +1,175 @@
+"""The ``srcore`` command line: list-ops (json contract), plugins, demo, plugin subcommands, exit codes."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from srcore.cli import main
+from srcore.cli.main import SUBCOMMANDS
+from srcore.plugin import Backend, Kernel, OpLibrary, Subcommand, hookimpl
+from srcore.plugin import manager as manager_mod
+from srcore.plugin.manager import PluginManager
+
+
+class Demo:
+    """A plugin with two ops, kernels on two backends, and a subcommand."""
+
+    @hookimpl
+    def srcore_op_libraries(self):
+        yield OpLibrary("demo", schemas=("demo::scale(Tensor self, *, float s=2.0) -> Tensor",
+                                         "demo::scale.out(Tensor self, *, float s=2.0, Tensor(a!) out) -> Tensor(a!)",
+                                         "demo::bare(Tensor self) -> Tensor"))
+
+    @hookimpl
+    def srcore_backends(self):
+        yield Backend("dcpu")
+        yield Backend("dgpu")
+
+    @hookimpl
+    def srcore_kernels(self):
+        yield Kernel("demo::scale", "dgpu", "native", ("float32",), np.multiply)
+        yield Kernel("demo::scale", "dcpu", "out", ("float64", "float32"), np.multiply, priority=1)
+        yield Kernel("demo::scale.out", "dcpu", "fallback", ("*",), np.multiply)
+
+    @hookimpl
+    def srcore_subcommands(self):
+        def configure(p):
+            p.add_argument("who")
+        yield Subcommand("greet", "say hello", configure, lambda args: print(f"hello {args.who}") or 0)
+        yield Subcommand("plugins", "clashes with a core command", lambda p: None, lambda a: 0)
+
+
+class Failing:
+    @hookimpl
+    def srcore_kernels(self):
+        raise RuntimeError("kaboom")
+
+
+@pytest.fixture
+def pm(monkeypatch):
+    monkeypatch.delenv("SRCORE_DEBUG", raising=False)
+    pm = PluginManager().load(entry_points=False)
+    pm.register(Demo(), "demo", dist="srcore-demo", version="1.2")
+    monkeypatch.setattr(manager_mod, "_default", pm)
+    return pm
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_list_ops_json_is_the_documented_contract(pm, capsys):
+    code, out, err = run(capsys, "list-ops", "--op", "demo::*", "--format", "json")
+    assert code == 0 and err == ""
+    k = lambda b, kind, dt: {"backend": b, "kind": kind, "dtypes": dt, "plugin": "srcore-demo",  # noqa: E731
+                             "plugin_version": "1.2"}
+    assert json.loads(out) == [
+        {"name": "demo::bare", "overload": "", "schema": "demo::bare(Tensor self) -> Tensor", "kernels": []},
+        {"name": "demo::scale", "overload": "", "schema": "demo::scale(Tensor self, *, float s=2.) -> Tensor",
+         "kernels": [k("dcpu", "out", ["float64", "float32"]), k("dgpu", "native", ["float32"])]},
+        {"name": "demo::scale", "overload": "out",
+         "schema": "demo::scale.out(Tensor self, *, float s=2., Tensor(a!) out) -> Tensor(a!)",
+         "kernels": [k("dcpu", "fallback", ["*"])]},
+    ]
+
+
+@pytest.mark.parametrize("flags, expected", [
+    (["--backend", "dgpu"], [("demo::scale", "", ["dgpu"])]),
+    (["--kind", "fallback"], [("demo::scale", "out", ["dcpu"])]),
+    (["--plugin", "srcore-demo", "--op", "demo::scale.out"], [("demo::scale", "out", ["dcpu"])]),
+    (["--plugin", "demo", "--backend", "dcpu", "--kind", "out"], [("demo::scale", "", ["dcpu"])]),
+    (["--plugin", "nobody"], []),
+])
+def test_list_ops_filters(pm, capsys, flags, expected):
+    code, out, _ = run(capsys, "list-ops", "--op", "demo::*", "--format", "json", *flags)
+    got = [(e["name"], e["overload"], [k["backend"] for k in e["kernels"]]) for e in json.loads(out)]
+    assert code == 0 and got == expected
+
+
+def test_list_ops_table_shows_every_provider(pm, capsys):
+    code, out, _ = run(capsys, "list-ops", "--op", "demo::*")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split() == ["OP", "BACKEND", "KIND", "DTYPES", "PLUGIN"]
+    assert lines[1].split() == ["demo::bare", "-", "-", "-", "(no", "kernel)"]
+    assert lines[2].split() == ["demo::scale", "dcpu", "out", "float64,float32", "srcore-demo", "1.2"]
+    assert "3 op overload(s), 3 kernel(s)" in out
+
+
+def test_plugins_table_and_json_show_failures(pm, capsys):
+    pm.register(Failing(), "failing", dist="srcore-failing", version="0.1")
+    code, out, _ = run(capsys, "plugins", "--format", "json")
+    reports = {r["name"]: r for r in json.loads(out)}
+    assert code == 0 and list(reports) == ["builtin", "demo", "failing"]
+    assert reports["failing"] == {"name": "failing", "dist": "srcore-failing", "version": "0.1", "status": "failed",
+                                  "error": "srcore_kernels: RuntimeError: kaboom", "hooks": ["srcore_kernels"],
+                                  "errors": []}
+    assert any("subcommand 'plugins' is a core srcore command" in e for e in reports["demo"]["errors"])
+    code, out, _ = run(capsys, "plugins")
+    row = next(line for line in out.splitlines() if line.startswith("failing"))
+    assert row.split()[:4] == ["failing", "srcore-failing", "0.1", "failed"] and "kaboom" in row
+
+
+def test_plugin_subcommand_runs_and_core_commands_win(pm, capsys):
+    assert run(capsys, "greet", "ada") == (0, "hello ada\n", "")
+    code, out, _ = run(capsys, "plugins", "--format", "json")
+    assert code == 0 and json.loads(out)  # the core `plugins`, not the plugin's
+
+
+def test_demo_reports_plugins_and_kernels(pm, capsys):
+    code, out, _ = run(capsys, "demo")
+    assert code == 0
+    assert "plugin demo       srcore-demo 1.2: loaded" in out
+    assert "dcpu           2 kernels for 2 ops" in out
+
+
+def test_usage_errors_exit_2(pm, capsys):
+    code, _, err = run(capsys, "list-ops", "--kind", "sideways")
+    assert code == 2 and "invalid choice: 'sideways'" in err
+    assert run(capsys, "no-such-command")[0] == 2
+    assert run(capsys)[0] == 2
+
+
+def test_srcore_errors_are_one_message_and_a_hint_without_traceback(pm, capsys, monkeypatch):
+    from srcore.errors import PluginError
+
+    def boom(args):
+        raise PluginError("plugin x (srcore-x 1.0): something broke")
+    import srcore.cli.demo as demo_mod
+    monkeypatch.setattr(demo_mod, "run", boom)
+    code, out, err = run(capsys, "demo")
+    assert code == 1 and out == ""
+    assert err == ("srcore: error: plugin x (srcore-x 1.0): something broke\n"
+                   "hint: run 'srcore plugins' to see which plugins loaded and why others failed\n")
+    monkeypatch.setattr(demo_mod, "run", lambda args: 1 / 0)
+    code, _, err = run(capsys, "demo")
+    assert code == 1 and err.startswith("srcore: internal error: ZeroDivisionError") and "Traceback" not in err
+    monkeypatch.setenv("SRCORE_DEBUG", "1")
+    with pytest.raises(ZeroDivisionError):
+        main(["demo"])
+
+
+def test_adding_a_core_subcommand_is_one_module(pm, capsys, monkeypatch):
+    mod = types.ModuleType("srcore.cli.hello")
+    mod.NAME, mod.HELP = "hello", "say hello"
+    mod.configure_parser = lambda p: p.add_argument("--n", type=int, default=1)
+    mod.run = lambda args: print("hi" * args.n) or 0
+    monkeypatch.setitem(sys.modules, "srcore.cli.hello", mod)
+    monkeypatch.setattr("srcore.cli.main.SUBCOMMANDS", [*SUBCOMMANDS, "hello"])
+    assert run(capsys, "hello", "--n", "2") == (0, "hihi\n", "")
+
+
+def test_console_script_in_a_fresh_process():
+    proc = subprocess.run([sys.executable, "-c", "import sys; from srcore.cli import main; sys.exit(main())",
+                           "list-ops", "--op", "prim::*", "--format", "json"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    entries = json.loads(proc.stdout)
+    assert all(e["name"].startswith("prim::") for e in entries)
+    assert entries == sorted(entries, key=lambda e: (e["name"], e["overload"]))
