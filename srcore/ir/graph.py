@@ -257,12 +257,16 @@ class Node:
         # climb to a common block
         a_chain = a._block_chain()
         b_chain = b._block_chain()
-        a_blocks = {id(blk): n for blk, n in a_chain}
-        for blk, bn in b_chain:
+        a_blocks = {id(blk): k for k, (blk, _) in enumerate(a_chain)}
+        for j, (blk, bn) in enumerate(b_chain):
             if id(blk) in a_blocks:
-                an = a_blocks[id(blk)]
-                if an is bn:  # one node is nested inside the other
-                    return an is a
+                k = a_blocks[id(blk)]
+                an = a_chain[k][1]
+                if an is bn:
+                    if an is a or bn is b:  # one node is nested inside the other
+                        return an is a
+                    # a and b sit in different blocks of the same node: block order decides
+                    return an.blocks.index(a_chain[k - 1][0]) < bn.blocks.index(b_chain[j - 1][0])
                 blk._renumber()
                 return an._topo < bn._topo
         raise ValueError("nodes belong to different graphs")
