@@ -1,0 +1,104 @@
+"""Helpers shared by the subcommands that take a model: loading it, making inputs, options."""
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from ..errors import SrcoreError, SrcoreInputError
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL", help="a .srm file (also: .pt TorchScript, .pt2 torch.export, .ir text)")
+    parser.add_argument("--backend", action="append", metavar="B", dest="backends",
+                        help="backend priority list, highest first (repeatable; default: cpu)")
+    parser.add_argument("--executor", choices=("codegen", "interpreter"), default="codegen")
+    parser.add_argument("--planner", choices=("standard_resizing", "precomputed_offsets"),
+                        default="standard_resizing", help="memory planner algorithm")
+    parser.add_argument("--no-optimize", action="store_true", help="skip the default pass pipeline")
+
+
+def load_model(path: str):
+    """A srcore.Model from a .srm, .pt, .pt2 or IR text file."""
+    if not os.path.exists(path):
+        raise SrcoreError(f"{path}: no such file")
+    ext = os.path.splitext(path)[1].lower()
+    if ext == ".pt":
+        from ..frontends.torchscript import from_torchscript
+
+        return from_torchscript(path)
+    if ext == ".pt2":
+        from ..frontends.torch_export import from_torch
+
+        return from_torch(path)
+    if ext in (".ir", ".txt"):
+        from ..ir.parser import parse_graph
+        from ..model import Model
+
+        with open(path, encoding="utf-8") as f:
+            return Model.from_graph(parse_graph(f.read(), filename=path))
+    from ..format.srm import load
+
+    return load(path)
+
+
+def make_module(args, model, **overrides):
+    from ..runtime.options import Options
+    from ..runtime.static_module import StaticModule
+
+    opts = dict(executor=args.executor, memory_planner_algorithm=args.planner, optimize=not args.no_optimize)
+    opts.update(overrides)
+    backends = tuple(args.backends) if args.backends else ("cpu",)
+    return StaticModule(model, options=Options(**opts), backends=backends)
+
+
+def random_inputs(module, seed: int = 0, dims: dict[str, int] | None = None) -> list[Any]:
+    """Inputs that fit the module's input specs (symbolic dims take ``dims`` or 1)."""
+    import numpy as np
+
+    from ..runtime.inputs import ScalarSpec
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for s in module.input_specs:
+        if isinstance(s, ScalarSpec):
+            raise SrcoreInputError(f"input {s.name!r} is a {s.type}; give it with -i {s.name}=VALUE")
+        shape = tuple(d if isinstance(d, int) else (dims or {}).get(str(d), 1) for d in (s.shape or ()))
+        dtype = s.dtype or "float32"
+        if dtype.startswith("float"):
+            out.append(rng.standard_normal(shape).astype(dtype))
+        elif dtype == "bool":
+            out.append(rng.integers(0, 2, shape).astype(bool))
+        else:
+            out.append(rng.integers(0, 10, shape).astype(dtype))
+    return out
+
+
+def parse_inputs(module, items: list[str] | None, seed: int = 0) -> list[Any]:
+    """``-i NAME=FILE.npy`` (or a Python literal for scalar inputs); the rest random."""
+    import ast
+
+    import numpy as np
+
+    given: dict[str, Any] = {}
+    for item in items or ():
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise SrcoreInputError(f"-i {item!r}: expected NAME=FILE.npy")
+        if value.endswith(".npy"):
+            if not os.path.exists(value):
+                raise SrcoreInputError(f"-i {name}: {value}: no such file")
+            given[name] = np.load(value, allow_pickle=False)
+        else:
+            try:
+                given[name] = ast.literal_eval(value)
+            except (ValueError, SyntaxError):
+                raise SrcoreInputError(f"-i {name}={value}: not a .npy file nor a Python literal") from None
+    unknown = set(given) - set(module.input_names)
+    if unknown:
+        raise SrcoreInputError(f"unknown input(s) {', '.join(sorted(unknown))}; the model takes "
+                               f"{', '.join(module.input_names)}")
+    if len(given) == len(module.input_names):
+        return [given[n] for n in module.input_names]
+    rand = random_inputs(module, seed)
+    return [given.get(n, r) for n, r in zip(module.input_names, rand)]
