@@ -1,0 +1,23 @@
+"""Graph passes and ``prepare_for_static_runtime`` (the default pipeline); see docs/passes.md."""
+from __future__ import annotations
+
+from .constant_fold import default_evaluator, fold_constants
+from .cse import eliminate_common_subexpressions
+from .dce import eliminate_dead_code
+from .fold_bn import fold_batch_norm
+from .fuse import FUSIONS, fuse_ops
+from .inline import inline_calls, inline_constant_ifs
+from .loops import simplify_loops
+from .manager import Fixpoint, Pass, PassManager, PassStats, summarize
+from .peephole import RULES, peephole
+from .prepare import PrepareResult, default_pipeline, prepare, prepare_for_static_runtime
+from .training_ops import remove_training_ops
+from .unroll import unroll_loops
+
+__all__ = [
+    "prepare_for_static_runtime", "prepare", "PrepareResult", "default_pipeline",
+    "PassManager", "Pass", "Fixpoint", "PassStats", "summarize",
+    "eliminate_dead_code", "fold_constants", "default_evaluator", "peephole", "RULES",
+    "eliminate_common_subexpressions", "inline_calls", "inline_constant_ifs", "simplify_loops",
+    "unroll_loops", "remove_training_ops", "fold_batch_norm", "fuse_ops", "FUSIONS",
+]

@@ -1,0 +1,158 @@
+"""Constant propagation and folding.
+
+A node whose inputs are all constants is evaluated and replaced by a
+``prim::Constant``. Never folded: nodes with side effects or blocks, random
+ops (``aten::rand``, dropout in training, ...), in-place ops and list
+mutators, lists that someone mutates, and tensor results larger than
+``max_elements``. ``prim::If`` with a constant condition is replaced by the
+branch taken; ``prim::Loop`` with 0 trips or a constant-false condition by its
+initial values.
+
+The evaluator is a callable ``evaluate(node, args) -> list`` (one value per
+output) that raises ``NotImplementedError`` when it cannot; the default tries
+the scalar/list table (:mod:`.scalar_eval`), then tensor ops through the
+kernel table when one is available (:func:`kernel_evaluator`).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from ..ir.constants import type_of_constant
+from ..ir.graph import Graph, Node
+from ..ir.types import AnyType, NumberType, TensorType, contains_tensor
+from ._util import (const_or, has_side_effects, inline_block, is_const, is_mutated, is_nondeterministic,
+                    mutated_inputs, replace_with_values, walk_blocks)
+from .loops import never_runs
+from .scalar_eval import eval_scalar_op
+
+Evaluator = Callable[[Node, list], list]
+
+#: never folded even with constant inputs
+NEVER_FOLD = frozenset({"prim::Constant", "prim::Param", "prim::Return", "prim::Uninitialized",
+                        "prim::CallFunction", "prim::CallMethod", "prim::GetAttr", "prim::profile",
+                        "prim::profile_ivalue", "aten::empty", "aten::empty_like", "aten::new_empty"})
+
+DEFAULT_MAX_ELEMENTS = 1 << 16
+
+
+def default_evaluator(node: Node, args: list) -> list:
+    """The scalar table first, then tensor kernels (if the dispatch table can provide one)."""
+    try:
+        return eval_scalar_op(node.kind, args, len(node.outputs))
+    except NotImplementedError:
+        pass
+    except Exception as exc:  # e.g. ZeroDivisionError: leave the node to fail at run time
+        raise NotImplementedError(str(exc)) from exc
+    return kernel_evaluator(node, args)
+
+
+def kernel_evaluator(node: Node, args: list) -> list:
+    """Evaluate a tensor op with a kernel from the dispatch table; ``NotImplementedError`` if none."""
+    try:
+        from ..dispatch import evaluate_node  # provided by the dispatch package when available
+    except ImportError:
+        raise NotImplementedError("no kernel evaluator available") from None
+    try:
+        result = evaluate_node(node, args)
+    except Exception as exc:
+        raise NotImplementedError(f"kernel evaluation failed: {exc}") from exc
+    return list(result) if len(node.outputs) != 1 else [result]
+
+
+def fold_constants(graph: Graph, *, evaluator: Evaluator | None = None,
+                   max_elements: int = DEFAULT_MAX_ELEMENTS) -> bool:
+    """Fold constant nodes, inline constant ``prim::If``, drop loops that never run; True if changed."""
+    evaluate = evaluator or default_evaluator
+    changed = False
+    progress = True
+    while progress:  # inlining an If can expose more constants
+        progress = False
+        for block in list(walk_blocks(graph.block)):
+            for node in list(block.nodes):
+                if node.owning_block is None:  # removed with an enclosing node
+                    continue
+                if _fold_control(node) or _fold_node(node, evaluate, max_elements):
+                    progress = changed = True
+    return changed
+
+
+def constant_propagation(**kwargs) -> Callable[[Graph], bool]:
+    """``fold_constants`` with fixed options, named for a :class:`PassManager`."""
+    fn = functools.partial(fold_constants, **kwargs)
+    fn.__name__ = "fold_constants"  # type: ignore[attr-defined]
+    return fn
+
+
+def _fold_control(node: Node) -> bool:
+    if node.kind == "prim::If":
+        cond = const_or(node.inputs[0], None)
+        if isinstance(cond, bool):
+            inline_block(node, 0 if cond else 1)
+            return True
+    elif node.kind == "prim::Loop" and never_runs(node):
+        replace_with_values(node, list(node.inputs[2:]))
+        return True
+    return False
+
+
+def foldable(node: Node) -> bool:
+    if node.kind in NEVER_FOLD or node.blocks or not node.outputs:
+        return False
+    if not all(is_const(v) for v in node.inputs):
+        return False
+    if is_nondeterministic(node) or mutated_inputs(node) or has_side_effects(node):
+        return False
+    # a list the program mutates later must stay a fresh list per execution
+    return not any(is_mutated(o) for o in node.outputs)
+
+
+def _fold_node(node: Node, evaluate: Evaluator, max_elements: int) -> bool:
+    if not foldable(node):
+        return False
+    args = [const_or(v) for v in node.inputs]
+    try:
+        results = evaluate(node, args)
+    except NotImplementedError:
+        return False
+    if len(results) != len(node.outputs) or not all(_small(r, max_elements) for r in results):
+        return False
+    values = []
+    for out, r in zip(node.outputs, results):
+        try:
+            t = _const_type(out.type, r)
+        except TypeError:
+            return False
+        c = node.graph.insert_constant(r, t, before=node)
+        c.node.source = node.source
+        if _is_tensor(r):
+            c.node.attrs["param"] = f"{out.name or 'folded'}.folded"
+        values.append(c)
+    names = [o.name for o in node.outputs]
+    replace_with_values(node, values)
+    for c, name in zip(values, names):
+        if name is not None:
+            node.graph.rename(c, name)
+    return True
+
+
+def _is_tensor(x: Any) -> bool:
+    return hasattr(x, "shape") and hasattr(x, "dtype")
+
+
+def _small(x: Any, max_elements: int) -> bool:
+    if _is_tensor(x):
+        return int(getattr(x, "size", 0)) <= max_elements
+    if isinstance(x, (list, tuple)):  # lists of tensors stay lists built at run time
+        return not any(_is_tensor(e) for e in x) and all(_small(e, max_elements) for e in x) \
+            and len(x) <= max_elements
+    return True
+
+
+def _const_type(declared, value):
+    computed = type_of_constant(value)
+    if _is_tensor(value) or isinstance(declared, (AnyType, NumberType)) or contains_tensor(declared):
+        return computed
+    if isinstance(declared, TensorType):
+        return computed
+    return declared

@@ -1,0 +1,148 @@
+"""Operator fusion: linear/conv followed by an activation (and a residual add) into one op.
+
+The fused ops (declared in ``srcore/ops/srcore.yaml``, implemented by the cpu plugin)::
+
+    srcore::linear_relu(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
+    srcore::linear_gelu(Tensor input, Tensor weight, Tensor? bias=None, str approximate="none") -> Tensor
+    srcore::conv2d_relu(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding,
+                        int[] dilation, int groups) -> Tensor
+    srcore::conv2d_add_relu(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding,
+                            int[] dilation, int groups, Tensor other, Scalar alpha=1) -> Tensor
+
+``conv2d_add_relu`` computes ``relu(conv2d(...) + alpha * other)``. A chain is
+fused only when every intermediate value has exactly one use (so nothing else
+needs it), ``aten::_convolution`` only when it is a plain 2-D convolution
+(not transposed, 4-D weight), and the add only when ``other`` cannot change
+the result's shape (its shape broadcasts into the conv output's, or the types
+are equal). ``relu_`` counts as ``relu``. The rules are the table :data:`FUSIONS`.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import attrs
+
+from ..ir.graph import Graph, Node, Value
+from ..ir.types import TensorType
+from ._util import base_kind, const_or, replace_with_values, walk_blocks
+
+RELU = ("aten::relu", "aten::relu_")
+
+
+def _single_use_producer(v: Value, kinds) -> Node | None:
+    n = v.node
+    if base_kind(n) not in kinds or len(n.outputs) != 1 or len(v.uses) != 1:
+        return None
+    return n
+
+
+def _conv2d_args(conv: Node) -> list[Value] | None:
+    """(input, weight, bias, stride, padding, dilation, groups) of a plain 2-D convolution."""
+    kind = base_kind(conv)
+    if kind == "aten::conv2d" and len(conv.inputs) == 7:
+        return list(conv.inputs)
+    if kind == "aten::_convolution" and len(conv.inputs) >= 9:
+        w = conv.inputs[1].type
+        if const_or(conv.inputs[6], None) is not False:
+            return None
+        if not isinstance(w, TensorType) or w.rank != 4:
+            return None
+        i = conv.inputs
+        return [i[0], i[1], i[2], i[3], i[4], i[5], i[8]]
+    return None
+
+
+CONV = ("aten::conv2d", "aten::_convolution")
+
+
+def linear_act(fused: str) -> Callable[[Node], tuple | None]:
+    def match(act: Node):
+        lin = _single_use_producer(act.inputs[0], ("aten::linear",))
+        if lin is None or len(lin.inputs) != 3:
+            return None
+        extra = list(act.inputs[1:2]) if fused == "srcore::linear_gelu" else []
+        return fused, list(lin.inputs) + extra, [lin]
+    return match
+
+
+def conv_relu(act: Node):
+    conv = _single_use_producer(act.inputs[0], CONV)
+    args = _conv2d_args(conv) if conv is not None else None
+    return None if args is None else ("srcore::conv2d_relu", args, [conv])
+
+
+def _no_broadcast(other: Value, out: Value) -> bool:
+    ot, ct = other.type, out.type
+    if not isinstance(ot, TensorType) or not isinstance(ct, TensorType):
+        return False
+    if ot == ct and ot.shape is not None:
+        return True
+    if ot.shape is None or ct.shape is None or len(ot.shape) > len(ct.shape):
+        return False
+    return all(o == 1 or o == c for o, c in zip(reversed(ot.shape), reversed(ct.shape))) \
+        and all(isinstance(d, int) or d == c for d, c in zip(reversed(ot.shape), reversed(ct.shape)))
+
+
+def conv_add_relu(act: Node):
+    add = _single_use_producer(act.inputs[0], ("aten::add", "aten::add_"))
+    if add is None or len(add.inputs) != 3:
+        return None
+    alpha = add.inputs[2]
+    for conv_pos in (0, 1):  # conv + alpha*other, or other + conv when alpha == 1
+        conv = _single_use_producer(add.inputs[conv_pos], CONV)
+        args = _conv2d_args(conv) if conv is not None else None
+        if args is None:
+            continue
+        other = add.inputs[1 - conv_pos]
+        if conv_pos == 1 and const_or(alpha, None) != 1:
+            continue
+        if other is conv.output or not _no_broadcast(other, conv.output):
+            continue
+        return "srcore::conv2d_add_relu", args + [other, alpha], [add, conv]
+    return None
+
+
+@attrs.frozen
+class Fusion:
+    name: str
+    op: str  # the last op of the chain, where matching starts
+    match: Callable[[Node], tuple | None]  # -> (fused kind, inputs, nodes absorbed) or None
+
+
+FUSIONS = [  # longer chains first
+    Fusion("conv2d + add + relu", "aten::relu", conv_add_relu),
+    Fusion("conv2d + add + relu_", "aten::relu_", conv_add_relu),
+    Fusion("linear + relu", "aten::relu", linear_act("srcore::linear_relu")),
+    Fusion("linear + relu_", "aten::relu_", linear_act("srcore::linear_relu")),
+    Fusion("linear + gelu", "aten::gelu", linear_act("srcore::linear_gelu")),
+    Fusion("conv2d + relu", "aten::relu", conv_relu),
+    Fusion("conv2d + relu_", "aten::relu_", conv_relu),
+]
+
+
+def fuse_ops(graph: Graph, *, fusions=None, applied: list[str] | None = None) -> bool:
+    """Apply the fusion table; ``applied`` collects the names of the fusions made."""
+    table: dict[str, list[Fusion]] = {}
+    for f in FUSIONS if fusions is None else fusions:
+        table.setdefault(f.op, []).append(f)
+    changed = False
+    for block in list(walk_blocks(graph.block)):
+        for node in list(block.nodes):
+            for f in table.get(base_kind(node), ()):
+                m = f.match(node)
+                if m is None:
+                    continue
+                kind, inputs, absorbed = m
+                fused = graph.create(kind, inputs, [node.output.type], source=node.source)
+                fused.insert_before(node)
+                name = node.output.name
+                replace_with_values(node, [fused.output])
+                for n in absorbed:  # in chain order from the activation back: uses are gone now
+                    n.destroy()
+                if name is not None:
+                    graph.rename(fused.output, name)
+                if applied is not None:
+                    applied.append(f.name)
+                changed = True
+                break
+    return changed

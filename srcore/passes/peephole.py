@@ -1,0 +1,316 @@
+"""Peephole rewrites, as a table of rules grouped by op kind.
+
+A rule is ``rewrite(node) -> None | Value | list[Value] | Const``: ``None``
+declines, values replace the node's outputs, ``Const(v)`` replaces its single
+output by a constant. Every rule keeps each output's dtype and shape: the
+arithmetic identities (``x + 0``, ``x - 0``, ``x * 1``, ``x / 1``) fire only
+when the constant neither broadcasts ``x`` to a larger shape nor promotes its
+dtype, and only when neither ``x`` nor the result is mutated later (the
+rewrite makes the result alias ``x``). See ``docs/passes.md`` for the list.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import attrs
+
+from ..ir.graph import Graph, Node, Value
+from ..ir.types import (SCALAR_TYPE_CODES, AnyType, NoneType, OptionalType, TensorType)
+from ._util import base_kind, const_or, dtype_of, is_floating, is_mutated, replace_with_constant, \
+    replace_with_values, walk_blocks
+
+
+@attrs.frozen
+class Const:
+    """A rewrite result: replace the node's output by this constant."""
+
+    value: Any
+
+
+@attrs.frozen
+class Rule:
+    name: str
+    op: str
+    rewrite: Callable[[Node], Any]
+
+
+def _producer(v: Value, kind: str) -> Node | None:
+    return v.node if base_kind(v.node) == kind else None
+
+
+def _can_alias(x: Value, out: Value) -> bool:
+    return not is_mutated(x) and not is_mutated(out)
+
+
+# -- involutions ----------------------------------------------------------------------------
+def t_t(node: Node):
+    inner = _producer(node.inputs[0], "aten::t")
+    return inner.inputs[0] if inner is not None else None
+
+
+def _norm_dim(d, rank):
+    if not isinstance(d, int):
+        return None
+    if d >= 0:
+        return d
+    return None if rank is None else d + rank
+
+
+def transpose_transpose(node: Node):
+    inner = _producer(node.inputs[0], "aten::transpose")
+    if inner is None or len(node.inputs) != 3 or len(inner.inputs) != 3:
+        return None
+    y = inner.inputs[0]
+    rank = y.type.rank if isinstance(y.type, TensorType) else None
+    a = {_norm_dim(const_or(v, None), rank) for v in inner.inputs[1:]}
+    b = {_norm_dim(const_or(v, None), rank) for v in node.inputs[1:]}
+    if None in a or a != b:
+        return None
+    return y
+
+
+# -- arithmetic identities ------------------------------------------------------------------
+def _identity_ok(node: Node, identity: int, true_div: bool = False) -> Value | None:
+    x, other = node.inputs[0], node.inputs[1]
+    out = node.outputs[0]
+    c = const_or(other, None)
+    if c is None or isinstance(c, bool):
+        return None
+    if not isinstance(x.type, TensorType):  # int/float arithmetic: only when the type is unchanged
+        if isinstance(c, (int, float)) and c == identity and x.type == out.type and not true_div:
+            return x if type(c) is int or str(x.type) == "float" else None
+        return None
+    dtype = dtype_of(x)
+    if dtype is None or dtype == "bool":
+        return None
+    out_dtype = dtype_of(out)
+    if out_dtype is not None and out_dtype != dtype:
+        return None
+    if isinstance(c, int):
+        if c != identity or (true_div and not is_floating(dtype)):
+            return None
+    elif isinstance(c, float):
+        if c != identity or not is_floating(dtype):
+            return None
+    elif hasattr(c, "shape"):
+        if str(c.dtype) != dtype or not (c == identity).all() or not _broadcasts_into(c.shape, x.type.shape):
+            return None
+        if true_div and not is_floating(dtype):
+            return None
+    else:
+        return None
+    return x if _can_alias(x, out) else None
+
+
+def _broadcasts_into(cshape, xshape) -> bool:
+    """True if a tensor of ``cshape`` broadcast against ``xshape`` leaves ``xshape`` unchanged."""
+    if len(cshape) == 0:
+        return True
+    if xshape is None or len(cshape) > len(xshape):
+        return False
+    for cd, xd in zip(reversed(cshape), reversed(xshape)):
+        if cd != 1 and cd != xd:
+            return False
+    return True
+
+
+def add_zero(node: Node):
+    if len(node.inputs) == 3 and const_or(node.inputs[2], None) is None:
+        return None  # alpha unknown
+    return _identity_ok(node, 0) if len(node.inputs) in (2, 3) else None
+
+
+def mul_one(node: Node):
+    return _identity_ok(node, 1) if len(node.inputs) == 2 else None
+
+
+def div_one(node: Node):
+    if len(node.inputs) == 3 and const_or(node.inputs[2], 0) is not None:
+        return None  # rounding_mode="floor"/"trunc" changes the values
+    return _identity_ok(node, 1, true_div=True)
+
+
+# -- no-ops for inference ---------------------------------------------------------------------
+def contiguous_contiguous(node: Node):
+    inner = _producer(node.inputs[0], "aten::contiguous")
+    if inner is None:
+        return None
+    fmt = [const_or(v, None) for v in node.inputs[1:]]
+    inner_fmt = [const_or(v, None) for v in inner.inputs[1:]]
+    return node.inputs[0] if fmt == inner_fmt else None
+
+
+def to_same_dtype(node: Node):
+    x = node.inputs[0]
+    dtype = dtype_of(x)
+    if dtype is None:
+        return None
+    args = [const_or(v, _Unknown) for v in node.inputs[1:]]
+    if _Unknown in args:
+        return None
+    if len(args) == 4 and isinstance(args[0], int):  # to(self, dtype, non_blocking, copy, memory_format)
+        code, copy, fmt = args[0], args[2], args[3]
+    elif len(args) == 5 and (args[0] is None or str(args[0]).startswith("cpu")):  # to(self, device, dtype, ...)
+        code, copy, fmt = args[1], args[3], args[4]
+    else:
+        return None
+    if copy or fmt is not None or SCALAR_TYPE_CODES.get(code) != dtype:
+        return None
+    return x
+
+
+class _Unknown:
+    pass
+
+
+def identity_op(node: Node):
+    return node.inputs[0]
+
+
+# -- static facts ------------------------------------------------------------------------------
+def size_static(node: Node):
+    t = node.inputs[0].type
+    if not isinstance(t, TensorType) or t.shape is None:
+        return None
+    if len(node.inputs) == 1:
+        return Const(list(t.shape)) if all(isinstance(d, int) for d in t.shape) else None
+    dim = const_or(node.inputs[1], None)
+    if not isinstance(dim, int) or not -len(t.shape) <= dim < len(t.shape):
+        return None
+    d = t.shape[dim]
+    return Const(d) if isinstance(d, int) else None
+
+
+def dim_static(node: Node):
+    t = node.inputs[0].type
+    return Const(t.rank) if isinstance(t, TensorType) and t.rank is not None else None
+
+
+def len_known(node: Node):
+    x = node.inputs[0]
+    if isinstance(x.type, TensorType):
+        shape = x.type.shape
+        return Const(shape[0]) if shape and isinstance(shape[0], int) else None
+    lc = _producer(x, "prim::ListConstruct")
+    if lc is not None and not is_mutated(x):
+        return Const(len(lc.inputs))
+    return None
+
+
+def list_unpack(node: Node):
+    lc = _producer(node.inputs[0], "prim::ListConstruct")
+    if lc is None or len(lc.inputs) != len(node.outputs) or is_mutated(node.inputs[0]):
+        return None
+    return list(lc.inputs)
+
+
+def tuple_unpack(node: Node):
+    tc = _producer(node.inputs[0], "prim::TupleConstruct")
+    if tc is None or len(tc.inputs) != len(node.outputs):
+        return None
+    return list(tc.inputs)
+
+
+def _index(node: Node, kind: str, check_mutation: bool):
+    src = _producer(node.inputs[0], kind)
+    i = const_or(node.inputs[1], None) if len(node.inputs) == 2 else None
+    if src is None or not isinstance(i, int) or isinstance(i, bool):
+        return None
+    if not -len(src.inputs) <= i < len(src.inputs) or (check_mutation and is_mutated(node.inputs[0])):
+        return None
+    return src.inputs[i]
+
+
+def tuple_index(node: Node):
+    return _index(node, "prim::TupleConstruct", False)
+
+
+def list_getitem(node: Node):
+    return _index(node, "prim::ListConstruct", True)
+
+
+def _none_test(node: Node) -> bool | None:
+    """The value of ``a is b`` when the types decide it (``None`` = unknown)."""
+    a, b = node.inputs
+    na, nb = isinstance(a.type, NoneType), isinstance(b.type, NoneType)
+    if na and nb:
+        return True
+    for none_side, other in ((na, b), (nb, a)):
+        if none_side and not isinstance(other.type, (OptionalType, AnyType, NoneType)):
+            return False
+    return None
+
+
+def is_none(node: Node):
+    r = _none_test(node)
+    return None if r is None else Const(r)
+
+
+def isnot_none(node: Node):
+    r = _none_test(node)
+    return None if r is None else Const(not r)
+
+
+RULES_LIST = [
+    Rule("t(t(x)) -> x", "aten::t", t_t),
+    Rule("transpose(transpose(x, a, b), a, b) -> x", "aten::transpose", transpose_transpose),
+    Rule("x + 0 -> x", "aten::add", add_zero),
+    Rule("x - 0 -> x", "aten::sub", add_zero),
+    Rule("x * 1 -> x", "aten::mul", mul_one),
+    Rule("x / 1 -> x", "aten::div", div_one),
+    Rule("contiguous(contiguous(x)) -> contiguous(x)", "aten::contiguous", contiguous_contiguous),
+    Rule("x.to(x.dtype) -> x", "aten::to", to_same_dtype),
+    Rule("detach(x) -> x", "aten::detach", identity_op),
+    Rule("size(static) -> constant", "aten::size", size_static),
+    Rule("dim(known rank) -> constant", "aten::dim", dim_static),
+    Rule("len(known list) -> constant", "aten::len", len_known),
+    Rule("ListUnpack(ListConstruct(xs)) -> xs", "prim::ListUnpack", list_unpack),
+    Rule("TupleUnpack(TupleConstruct(xs)) -> xs", "prim::TupleUnpack", tuple_unpack),
+    Rule("TupleIndex(TupleConstruct(xs), i) -> xs[i]", "prim::TupleIndex", tuple_index),
+    Rule("ListConstruct(xs)[i] -> xs[i]", "aten::__getitem__", list_getitem),
+    Rule("x is None (known type) -> constant", "aten::__is__", is_none),
+    Rule("x is not None (known type) -> constant", "aten::__isnot__", isnot_none),
+]
+
+
+def group_rules(rules) -> dict[str, tuple[Rule, ...]]:
+    table: dict[str, list[Rule]] = {}
+    for r in rules:
+        table.setdefault(r.op, []).append(r)
+    return {k: tuple(v) for k, v in table.items()}
+
+
+RULES: dict[str, tuple[Rule, ...]] = group_rules(RULES_LIST)
+
+
+def peephole(graph: Graph, *, rules: dict[str, tuple[Rule, ...]] | None = None,
+             applied: list[str] | None = None) -> bool:
+    """Apply the rules until none fires; ``applied`` collects the names of the rules that fired."""
+    table = RULES if rules is None else rules
+    changed = False
+    progress = True
+    while progress:
+        progress = False
+        for block in list(walk_blocks(graph.block)):
+            for node in list(block.nodes):
+                if node.owning_block is None:
+                    continue
+                for rule in table.get(base_kind(node), ()):
+                    result = rule.rewrite(node)
+                    if result is None:
+                        continue
+                    _apply(node, result)
+                    if applied is not None:
+                        applied.append(rule.name)
+                    progress = changed = True
+                    break
+    return changed
+
+
+def _apply(node: Node, result) -> None:
+    if isinstance(result, Const):
+        replace_with_constant(node, result.value)
+    elif isinstance(result, Value):
+        replace_with_values(node, [result])
+    else:
+        replace_with_values(node, list(result))

@@ -1,0 +1,130 @@
+"""``prepare_for_static_runtime``: the default pass pipeline.
+
+Order (see ``docs/passes.md``)::
+
+    inline_calls, remove_training_ops,
+    fixpoint(inline_constant_ifs, fold_constants, peephole, simplify_loops, unroll_loops,
+             eliminate_dead_code, eliminate_common_subexpressions),
+    fold_batch_norm, fuse_ops (if fuse), eliminate_dead_code
+
+The input graph is never modified: the pipeline runs on a copy, which is returned.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable, Mapping, Sequence
+
+import attrs
+
+from ..ir.graph import Graph
+from ..ir.types import Type
+from .constant_fold import DEFAULT_MAX_ELEMENTS, fold_constants
+from .cse import eliminate_common_subexpressions
+from .dce import eliminate_dead_code
+from .fold_bn import fold_batch_norm
+from .fuse import fuse_ops
+from .inline import inline_calls, inline_constant_ifs
+from .loops import simplify_loops
+from .manager import Fixpoint, Pass, PassManager, PassStats
+from .peephole import peephole
+from .training_ops import remove_training_ops
+from .unroll import DEFAULT_MAX_NODES, unroll_loops
+
+
+@attrs.define
+class PrepareResult:
+    """The prepared graph and what each pass did."""
+
+    graph: Graph
+    stats: list[PassStats]
+
+
+def _named(name: str, fn: Callable, **kwargs) -> Pass:
+    return Pass(name, functools.partial(fn, **kwargs) if kwargs else fn)
+
+
+def default_pipeline(*, fuse: bool = True, inference: bool = True, evaluator=None,
+                     max_fold_elements: int = DEFAULT_MAX_ELEMENTS, unroll_max_nodes: int = DEFAULT_MAX_NODES,
+                     functions: Mapping[str, Graph] | None = None, max_iterations: int = 10) -> list:
+    """The passes ``prepare_for_static_runtime`` runs, for a :class:`PassManager`."""
+    core = Fixpoint((
+        _named("inline_constant_ifs", inline_constant_ifs),
+        _named("fold_constants", fold_constants, evaluator=evaluator, max_elements=max_fold_elements),
+        _named("peephole", peephole),
+        _named("simplify_loops", simplify_loops),
+        _named("unroll_loops", unroll_loops, max_nodes=unroll_max_nodes),
+        _named("eliminate_dead_code", eliminate_dead_code),
+        _named("eliminate_common_subexpressions", eliminate_common_subexpressions),
+    ), max_iterations=max_iterations, name="simplify")
+    passes: list = [
+        _named("inline_calls", inline_calls, functions=functions or {}),
+        _named("remove_training_ops", remove_training_ops, inference=inference),
+        core,
+        _named("fold_batch_norm", fold_batch_norm),
+    ]
+    if fuse:
+        passes.append(_named("fuse_ops", fuse_ops))
+    passes.append(_named("eliminate_dead_code", eliminate_dead_code))
+    return passes
+
+
+def _set_input_types(graph: Graph, input_types: Sequence[Type] | Mapping[str, Type]) -> None:
+    if isinstance(input_types, Mapping):
+        by_name = {v.name: v for v in graph.inputs}
+        unknown = sorted(set(input_types) - set(by_name))
+        if unknown:
+            from ..errors import PassError
+
+            raise PassError(f"prepare_for_static_runtime: no graph input named {', '.join(unknown)} "
+                            f"(inputs: {', '.join(str(n) for n in by_name)})")
+        for name, t in input_types.items():
+            by_name[name].type = t
+    else:
+        if len(input_types) != len(graph.inputs):
+            from ..errors import PassError
+
+            raise PassError(f"prepare_for_static_runtime: {len(input_types)} input types for "
+                            f"{len(graph.inputs)} graph inputs")
+        for v, t in zip(graph.inputs, input_types):
+            v.type = t
+
+
+def _propagate(graph: Graph) -> None:
+    try:
+        from ..ops.shapes import propagate
+    except ImportError:  # shape propagation not available: the passes work with the types they have
+        return
+    propagate(graph)
+
+
+def prepare_for_static_runtime(graph: Graph, *, input_types=None, fuse: bool = True, inference: bool = True,
+                               evaluator=None, verify: bool | None = None, report: list | None = None,
+                               propagate_shapes: bool = True, **options) -> Graph:
+    """Run the default pipeline on a copy of ``graph`` and return the prepared copy.
+
+    ``input_types`` (a list, or a mapping by input name) sets the graph inputs'
+    types first, and shapes are propagated (when ``srcore.ops.shapes`` is
+    available) so that shape-dependent rewrites can fire. ``report``, if given,
+    is a list extended with one :class:`PassStats` per pass run. ``verify``
+    (default: ``SRCORE_DEBUG_PASSES``) checks the graph after every pass.
+    Other keyword ``options`` go to :func:`default_pipeline`.
+    """
+    result = prepare(graph, input_types=input_types, fuse=fuse, inference=inference, evaluator=evaluator,
+                     verify=verify, propagate_shapes=propagate_shapes, **options)
+    if report is not None:
+        report.extend(result.stats)
+    return result.graph
+
+
+def prepare(graph: Graph, *, input_types=None, fuse: bool = True, inference: bool = True, evaluator=None,
+            verify: bool | None = None, propagate_shapes: bool = True, **options) -> PrepareResult:
+    """Like :func:`prepare_for_static_runtime`, returning a :class:`PrepareResult`."""
+    g = graph.copy()
+    if input_types is not None:
+        _set_input_types(g, input_types)
+    if propagate_shapes and (input_types is not None):
+        _propagate(g)
+    pm = PassManager(default_pipeline(fuse=fuse, inference=inference, evaluator=evaluator, **options),
+                     verify=verify)
+    pm.run(g)
+    return PrepareResult(g, pm.stats)

@@ -1,0 +1,49 @@
+"""Removal of ops that only matter in training.
+
+* ``aten::dropout``, ``feature_dropout``, ``alpha_dropout``,
+  ``feature_alpha_dropout`` (and their in-place ``_`` forms): replaced by
+  their input when the ``train`` argument is the constant ``False``; with
+  ``inference=True`` (what ``prepare_for_static_runtime`` uses) whatever the
+  flag says, because a static runtime only runs inference (a model scripted
+  in training mode still evaluates as in ``model.eval()``).
+* ``aten::detach`` / ``aten::detach_``: the input (no autograd here).
+* profiling nodes (``prim::profile``, ``prim::profile_ivalue``): their input.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable
+
+from ..ir.graph import Graph, Node
+from ._util import base_kind, const_or, replace_with_values, walk_blocks
+
+DROPOUT_OPS = frozenset({"aten::dropout", "aten::feature_dropout", "aten::alpha_dropout",
+                         "aten::feature_alpha_dropout", "aten::dropout_", "aten::feature_dropout_",
+                         "aten::alpha_dropout_", "aten::feature_alpha_dropout_"})
+IDENTITY_OPS = frozenset({"aten::detach", "aten::detach_", "prim::profile", "prim::profile_ivalue"})
+
+
+def _removable(node: Node, inference: bool) -> bool:
+    kind = base_kind(node)
+    if kind in IDENTITY_OPS:
+        return len(node.inputs) >= 1 and len(node.outputs) <= 1
+    if kind in DROPOUT_OPS and len(node.inputs) == 3:
+        return inference or const_or(node.inputs[2], None) is False
+    return False
+
+
+def remove_training_ops(graph: Graph, *, inference: bool = True) -> bool:
+    """Replace dropout/detach/profiling nodes by their input; True if any was removed."""
+    changed = False
+    for block in list(walk_blocks(graph.block)):
+        for node in list(block.nodes):
+            if _removable(node, inference):
+                replace_with_values(node, [node.inputs[0]] * len(node.outputs))
+                changed = True
+    return changed
+
+
+def training_op_removal(**kwargs) -> Callable[[Graph], bool]:
+    fn = functools.partial(remove_training_ops, **kwargs)
+    fn.__name__ = "remove_training_ops"  # type: ignore[attr-defined]
+    return fn
