@@ -1,0 +1,178 @@
+"""Helpers shared by the PyTorch frontends: the lazy torch import, dtype and constant conversion.
+
+Only the frontends import this module, and it imports torch only when called,
+so running a converted model never needs torch.
+"""
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import ConversionError
+from ..ir.graph import SourceLocation
+from ..ir.types import (ANY, BOOL, DEVICE, FLOAT, INT, NONE, NUMBER, STR, DictType, ListType,
+                        OptionalType, TensorType, TupleType, Type, TORCH_TO_DTYPE)
+from ..model import InputSpec
+
+#: torch.memory_format / torch.layout -> the int codes TorchScript graphs use
+MEMORY_FORMAT_CODES = {"contiguous_format": 0, "preserve_format": 1, "channels_last": 2, "channels_last_3d": 3}
+LAYOUT_CODES = {"strided": 0, "sparse_coo": 1, "_mkldnn": 2}
+
+
+def import_torch():
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - torch is an optional dependency
+        raise ConversionError("this frontend needs PyTorch: pip install 'srcore[torch]'") from exc
+    return torch
+
+
+def np_dtype_name(torch_dtype) -> str:
+    """``torch.float32`` -> ``"float32"`` (srcore's dtype names are numpy's)."""
+    name = str(torch_dtype).removeprefix("torch.")
+    return {"bool": "bool", "half": "float16", "float": "float32", "double": "float64",
+            "long": "int64", "int": "int32", "short": "int16"}.get(name, name)
+
+
+def scalar_type_code(torch_dtype) -> int:
+    """``torch.float32`` -> 6 (the ScalarType int that TorchScript graphs carry)."""
+    from ..ir.types import DTYPE_TO_SCALAR_TYPE_CODE
+
+    name = np_dtype_name(torch_dtype)
+    if name not in DTYPE_TO_SCALAR_TYPE_CODE:
+        raise ValueError(f"dtype {torch_dtype} has no ScalarType code in srcore")
+    return DTYPE_TO_SCALAR_TYPE_CODE[name]
+
+
+def tensor_to_numpy(t) -> np.ndarray:
+    """A contiguous numpy copy of a (detached, CPU) tensor, bit-exact."""
+    t = t.detach()
+    if t.is_quantized or t.layout.__repr__() != "torch.strided":
+        raise ValueError(f"cannot store a {t.layout} / quantized tensor as a parameter")
+    if t.dtype.is_complex or str(t.dtype) == "torch.bfloat16":
+        raise ValueError(f"parameter dtype {t.dtype} is not supported")
+    return np.ascontiguousarray(t.cpu().resolve_conj().resolve_neg().numpy()).copy()
+
+
+def ir_type(t) -> Type:
+    """A ``torch._C`` JIT type -> an srcore IR type (raises ``ValueError`` for class/object types)."""
+    kind = t.kind()
+    if kind == "TensorType":
+        st = t.scalarType()
+        dtype = TORCH_TO_DTYPE.get(st) if st else None
+        sizes = t.varyingSizes()
+        return TensorType(dtype, None if sizes is None else tuple(sizes))
+    simple = {"IntType": INT, "FloatType": FLOAT, "BoolType": BOOL, "StringType": STR, "NoneType": NONE,
+              "DeviceObjType": DEVICE, "NumberType": NUMBER, "AnyType": ANY, "ScalarTypeType": INT,
+              "LayoutType": INT, "MemoryFormatType": INT, "SymIntType": INT, "SymFloatType": FLOAT,
+              "SymBoolType": BOOL}
+    if kind in simple:
+        return simple[kind]
+    if kind == "ListType":
+        return ListType(ir_type(t.getElementType()))
+    if kind == "OptionalType":
+        return OptionalType(ir_type(t.getElementType()))
+    if kind == "TupleType":
+        return TupleType(tuple(ir_type(e) for e in t.elements()))
+    if kind == "DictType":
+        return DictType(ir_type(t.getKeyType()), ir_type(t.getValueType()))
+    raise ValueError(f"type {t} ({kind}) has no srcore equivalent")
+
+
+_NAME_BAD = re.compile(r"[^A-Za-z0-9_.]")
+
+
+def clean_name(name: str | None) -> str | None:
+    """A value name the IR text accepts (TorchScript's debug names mostly already are)."""
+    if not name:
+        return None
+    return _NAME_BAD.sub("_", name)
+
+
+_FILE_LINE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
+
+
+def source_from_range(text: str) -> SourceLocation | None:
+    """Parse ``node.sourceRange()`` (``File "f", line N`` + the source with ``~~~`` under the range)."""
+    m = _FILE_LINE.search(text or "")
+    if not m:
+        return None
+    col = None
+    for line in text.splitlines()[1:]:
+        s = line.rstrip()
+        if s and set(s.strip()) <= {"~"} or "<--- HERE" in s:
+            idx = s.find("~")
+            col = idx if idx >= 0 else None
+            break
+    return SourceLocation(m.group("file"), int(m.group("line")), col)
+
+
+def python_constant(value: Any, torch) -> tuple[Any, Type]:
+    """A non-tensor Python/torch value -> (IR constant value, IR type)."""
+    from ..ir.constants import type_of_constant
+
+    if isinstance(value, torch.dtype):
+        return scalar_type_code(value), INT
+    if isinstance(value, torch.memory_format):
+        return MEMORY_FORMAT_CODES[str(value).removeprefix("torch.")], INT
+    if isinstance(value, torch.layout):
+        return LAYOUT_CODES[str(value).removeprefix("torch.")], INT
+    if isinstance(value, torch.device):
+        return str(value), DEVICE
+    if isinstance(value, (list, tuple)):
+        items = [python_constant(v, torch) for v in value]
+        vals = [v for v, _ in items]
+        if isinstance(value, tuple):
+            return tuple(vals), TupleType(tuple(t for _, t in items))
+        return vals, type_of_constant(vals)
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value, type_of_constant(value)
+    raise ValueError(f"constant {value!r} of type {type(value).__name__} has no srcore equivalent")
+
+
+def input_specs(names: Sequence[str], example_inputs, graph_types: Sequence[Type],
+                dynamic_dims: Mapping[str, Mapping[int, str]] | None, torch) -> tuple[InputSpec, ...]:
+    """Specs from example inputs (dtype, shape) or else the graph's input types; apply symbolic dims."""
+    dynamic_dims = dict(dynamic_dims or {})
+    unknown = set(dynamic_dims) - set(names)
+    if unknown:
+        raise ConversionError(f"dynamic_dims names unknown inputs {sorted(unknown)} (inputs: {list(names)})")
+    specs = []
+    for i, name in enumerate(names):
+        ex = example_inputs[i] if example_inputs is not None and i < len(example_inputs) else None
+        if isinstance(ex, torch.Tensor):
+            spec = InputSpec(name, np_dtype_name(ex.dtype), tuple(int(d) for d in ex.shape))
+        else:
+            t = graph_types[i]
+            spec = (InputSpec(name, t.dtype, t.shape) if isinstance(t, TensorType)
+                    else InputSpec(name, str(t), None))
+        if name in dynamic_dims:
+            if spec.shape is None:
+                raise ConversionError(f"input {name!r}: cannot mark dims symbolic, its rank is unknown")
+            shape = list(spec.shape)
+            for d, sym in dynamic_dims[name].items():
+                if not -len(shape) <= d < len(shape):
+                    raise ConversionError(f"input {name!r}: dim {d} out of range for rank {len(shape)}")
+                shape[d] = sym
+            spec = InputSpec(name, spec.dtype, tuple(shape))
+        specs.append(spec)
+    return tuple(specs)
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_schema(text: str):
+    """srcore's ``FunctionSchema`` for a torch schema string, or ``None`` if it does not parse."""
+    try:
+        from ..ops.schema import FunctionSchema
+
+        return FunctionSchema.parse(text)
+    except Exception:  # an exotic schema: dispatch resolves the node by kind instead
+        return None
+
+
+def unsupported_error(what: str, problems: Sequence[str]) -> ConversionError:
+    lines = "\n".join(f"  - {p}" for p in problems)
+    return ConversionError(f"cannot convert {what}: {len(problems)} unsupported construct(s):\n{lines}")

@@ -1,0 +1,271 @@
+"""TorchScript -> srcore: ``from_torchscript(module_or_path, example_inputs=None)``.
+
+The module is scripted (or traced when scripting fails and example inputs are
+given), frozen in eval mode, and its ``torch._C.Graph`` is walked through the
+graph API (never its printed text) into an ``srcore.ir.Graph``. Tensor
+constants become named parameters (``fc1.weight``: freezing names the constant
+after its ``prim::GetAttr`` path; anything else is ``_tensor_constant_N``).
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping
+
+import attrs
+
+from ..errors import ConversionError
+from ..ir.graph import Block, Graph
+from ..ir.types import BOOL, DEVICE, NONE, TensorType, Type
+from ..model import Model, default_output_names
+from . import _torch_common as tc
+
+#: node kinds that cannot run without a Python interpreter or module objects
+UNSUPPORTED = {"prim::CallMethod", "prim::CallFunction", "prim::PythonOp", "prim::SetAttr",
+               "prim::Enter", "prim::Exit", "prim::fork", "aten::wait", "prim::CreateObject",
+               "prim::ModuleContainerIndex", "prim::Closure", "prim::awaitable", "prim::rpc_async",
+               "prim::IgnoredPythonOp", "prim::TypeCheck", "prim::profile", "prim::DifferentiableGraph"}
+
+
+def from_torchscript(module_or_path, example_inputs=None, *,
+                     dynamic_dims: Mapping[str, Mapping[int, str]] | None = None) -> Model:
+    """Convert an ``nn.Module``, a ``ScriptModule`` or a ``torch.jit.save``'d file to a ``Model``.
+
+    ``example_inputs`` (a tuple of tensors) fix the input specs' dtypes and shapes, and
+    allow tracing when scripting fails; ``dynamic_dims={"x": {0: "batch"}}`` makes
+    dims symbolic. Unsupported constructs are all listed in one ``ConversionError``.
+    """
+    torch = tc.import_torch()
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    script, source = _script_module(torch, module_or_path, example_inputs)
+    if script.training:
+        script = script.eval()
+    try:
+        frozen = torch.jit.freeze(script)
+    except Exception as exc:
+        raise ConversionError(f"cannot freeze {source}: {type(exc).__name__}: {exc}") from exc
+    ts_graph = frozen.graph
+    arg_names = [a.name for a in frozen.forward.schema.arguments]
+    conv = _Converter(torch, source, frozen)
+    graph = conv.convert(ts_graph, arg_names)
+    types = [v.type for v in graph.inputs]
+    specs = tc.input_specs([v.name for v in graph.inputs], example_inputs, types, dynamic_dims, torch)
+    for v, s in zip(graph.inputs, specs):
+        if isinstance(v.type, TensorType) and s.dtype is not None:
+            v.type = s.tensor_type()
+    meta = {"producer": f"srcore.from_torchscript (torch {torch.__version__})", "source": source}
+    return Model(graph, conv.params, specs, default_output_names(len(graph.outputs)), meta)
+
+
+def _script_module(torch, obj, example_inputs):
+    if isinstance(obj, (str, os.PathLike)):
+        path = os.fspath(obj)
+        try:
+            return torch.jit.load(path, map_location="cpu"), path
+        except Exception as exc:
+            raise ConversionError(f"{path}: not a loadable TorchScript file: {type(exc).__name__}: {exc}") from exc
+    if isinstance(obj, torch.jit.ScriptModule):
+        return obj, type(obj).__name__
+    if not isinstance(obj, torch.nn.Module):
+        raise ConversionError(f"from_torchscript takes an nn.Module, ScriptModule or file path, "
+                              f"not {type(obj).__name__}")
+    name = type(obj).__name__
+    was_training = obj.training
+    obj.eval()
+    try:
+        return torch.jit.script(obj), name
+    except Exception as script_exc:
+        if example_inputs is None:
+            raise ConversionError(f"torch.jit.script failed on {name} and no example_inputs were given "
+                                  f"to trace it instead: {type(script_exc).__name__}: {script_exc}") from script_exc
+        try:
+            with torch.no_grad():
+                return torch.jit.trace(obj, tuple(example_inputs), check_trace=False), name
+        except Exception as exc:
+            raise ConversionError(f"cannot script ({script_exc}) nor trace {name}: {exc}") from exc
+    finally:
+        obj.train(was_training)
+
+
+@attrs.frozen
+class _ModuleRef:
+    """A ``torch._C`` value that is a (sub)module: ``prim::GetAttr`` chains resolve through it."""
+
+    obj: Any
+    path: str
+
+
+class _Converter:
+    def __init__(self, torch, source: str, frozen):
+        self.torch = torch
+        self.frozen = frozen
+        self.attr_params: dict[str, str] = {}  # GetAttr path -> param name
+        self.source = source
+        self.params: dict[str, Any] = {}
+        self.problems: list[str] = []
+        self.env: dict[Any, Any] = {}
+        self._anon = 0
+
+    def convert(self, ts_graph, arg_names) -> Graph:
+        g = Graph()
+        ts_inputs = list(ts_graph.inputs())
+        if ts_inputs and ts_inputs[0].type().kind() == "ClassType":  # the module itself
+            # freezing folds most attributes; the rest (e.g. weights a module compares by
+            # identity) are read through prim::GetAttr, which we resolve against the frozen module
+            self.env[ts_inputs[0]] = _ModuleRef(self.frozen, "")
+            ts_inputs = ts_inputs[1:]
+            arg_names = arg_names[1:]
+        for i, v in enumerate(ts_inputs):
+            name = arg_names[i] if i < len(arg_names) else v.debugName()
+            self.env[v] = g.add_input(self.type_of(v, f"input {name!r}"), tc.clean_name(name))
+        self.block(ts_graph, g.block, g)
+        if self.problems:
+            raise tc.unsupported_error(self.source, self.problems)
+        return g
+
+    def type_of(self, v, where: str) -> Type:
+        try:
+            return tc.ir_type(v.type())
+        except ValueError as exc:
+            self.problems.append(f"{where}: {exc}")
+            return TensorType()
+
+    def block(self, ts_block, dst: Block, g: Graph) -> None:
+        """Convert the nodes of a ``torch._C`` Graph or Block into ``dst``."""
+        for n in ts_block.nodes():
+            self.node(n, dst, g)
+        for o in ts_block.outputs():
+            if self.env.get(o) is not None:  # else its producer was reported as unsupported
+                dst.register_output(self.env[o])
+
+    def where(self, n) -> str:
+        loc = tc.source_from_range(n.sourceRange())
+        return f"{n.kind()}" + (f" at {loc}" if loc else "")
+
+    def node(self, n, dst: Block, g: Graph) -> None:
+        kind = n.kind()
+        if kind == "prim::Constant":
+            self.constant(n, dst, g)
+            return
+        if kind == "prim::GetAttr" and isinstance(self.env.get(n.input()), _ModuleRef):
+            self.get_attr(n, dst, g)
+            return
+        if kind in UNSUPPORTED or any(isinstance(self.env.get(v), _ModuleRef) for v in n.inputs()):
+            detail = f" ({n.s('name')})" if kind == "prim::CallMethod" and n.hasAttribute("name") else ""
+            self.problems.append(f"{self.where(n)}{detail}")
+            for o in n.outputs():
+                self.env[o] = None
+            return
+        missing = [v for v in n.inputs() if self.env.get(v) is None]
+        if missing:  # its input comes from an unsupported node, already reported
+            for o in n.outputs():
+                self.env[o] = None
+            return
+        inputs = [self.env[v] for v in n.inputs()]
+        out_types = [self.type_of(o, self.where(n)) for o in n.outputs()]
+        names = [tc.clean_name(o.debugName()) for o in n.outputs()]
+        node = g.create(kind, inputs, out_types, output_names=names,
+                        source=tc.source_from_range(n.sourceRange()))
+        for a in n.attributeNames():  # non-Constant attributes are rare (e.g. prim::profile); keep scalars
+            k = n.kindOf(a)
+            if k in ("i", "f", "s", "is", "fs", "ss"):
+                node.attrs[a] = getattr(n, k)(a)
+            else:
+                self.problems.append(f"{self.where(n)}: attribute {a} of kind {k}")
+        if kind.startswith("aten::"):  # the overload TorchScript matched, so dispatch need not guess
+            node.schema = tc.parse_schema(str(n.schema()))
+        dst.append(node)
+        for o, v in zip(n.outputs(), node.outputs):
+            self.env[o] = v
+        for b in n.blocks():
+            nb = node.add_block()
+            for bi in b.inputs():
+                self.env[bi] = nb.add_input(self.type_of(bi, self.where(n)), tc.clean_name(bi.debugName()))
+            self.block(b, nb, g)
+
+    def constant(self, n, dst: Block, g: Graph) -> None:
+        o = n.output()
+        t = self.type_of(o, self.where(n))
+        attrs: dict[str, Any] = {}
+        if n.hasAttribute("value"):
+            k = n.kindOf("value")
+            try:
+                value = self.constant_value(n, k, o.type().kind())
+            except ValueError as exc:
+                self.problems.append(f"{self.where(n)}: {exc}")
+                self.env[o] = None
+                return
+            if k == "t":
+                attrs = {"value": value, "param": self.param_name(o.debugName(), value)}
+                t = TensorType(str(value.dtype), value.shape)
+            elif value is not None:
+                attrs = {"value": value}
+        elif t != NONE:
+            self.problems.append(f"{self.where(n)}: constant of type {t} without a value")
+        node = g.create("prim::Constant", (), (t,), attrs, output_names=[tc.clean_name(o.debugName())],
+                        source=tc.source_from_range(n.sourceRange()))
+        dst.append(node)
+        self.env[o] = node.output
+
+    def get_attr(self, n, dst: Block, g: Graph) -> None:
+        ref: _ModuleRef = self.env[n.input()]
+        attr = n.s("name")
+        path = f"{ref.path}.{attr}" if ref.path else attr
+        o = n.output()
+        try:
+            value = getattr(ref.obj, attr)
+        except AttributeError:
+            self.problems.append(f"{self.where(n)}: module has no attribute {path!r}")
+            self.env[o] = None
+            return
+        if isinstance(value, (self.torch.nn.Module, self.torch._C.ScriptObject)):
+            self.env[o] = _ModuleRef(value, path)
+            return
+        attrs: dict[str, Any]
+        try:
+            if isinstance(value, self.torch.Tensor):
+                arr = tc.tensor_to_numpy(value)
+                if path not in self.attr_params:
+                    self.attr_params[path] = self.param_name("self." + path, arr)
+                name = self.attr_params[path]
+                arr = self.params[name]
+                attrs, t = {"value": arr, "param": name}, TensorType(str(arr.dtype), arr.shape)
+            else:
+                v, t = tc.python_constant(value, self.torch)
+                attrs = {} if v is None else {"value": v}
+        except ValueError as exc:
+            self.problems.append(f"{self.where(n)} {path!r}: {exc}")
+            self.env[o] = None
+            return
+        node = g.create("prim::Constant", (), (t,), attrs, output_names=[tc.clean_name(o.debugName())],
+                        source=tc.source_from_range(n.sourceRange()))
+        dst.append(node)
+        self.env[o] = node.output
+
+    def constant_value(self, n, k: str, type_kind: str) -> Any:
+        if k == "t":
+            return tc.tensor_to_numpy(n.t("value"))
+        if k == "i":
+            v = n.i("value")
+            return bool(v) if type_kind == "BoolType" else v
+        if k == "f":
+            return n.f("value")
+        if k == "s":
+            return n.s("value")  # strings and devices ("cpu", typed Device)
+        if k in ("is", "fs", "ss"):
+            return list(getattr(n, k)("value"))
+        if k == "ival":
+            v, _ = tc.python_constant(n.ival("value"), self.torch)
+            return v
+        raise ValueError(f"constant attribute kind {k!r} is not supported")
+
+    def param_name(self, debug_name: str, value) -> str:
+        name = debug_name.removeprefix("self.") if debug_name.startswith("self.") else None
+        if name is None or name in self.params:
+            while True:
+                name = f"_tensor_constant_{self._anon}"
+                self._anon += 1
+                if name not in self.params:
+                    break
+        self.params[name] = value
+        return name
