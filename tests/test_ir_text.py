@@ -270,3 +270,13 @@ def test_torch_parses_our_text(text):
     assert kinds(tg.nodes()) == our_kinds(parse_graph(ours).nodes)
     # and what torch prints back parses to the same structure (torch renames some values)
     assert our_kinds(parse_graph(str(tg)).nodes) == our_kinds(parse_graph(ours).nodes)
+
+
+def test_docs_example_parses_and_is_canonical():
+    doc = (Path(__file__).parent.parent / "docs" / "ir-text.md").read_text()
+    example = doc.split("## Example")[1].split("```")[1].lstrip("\n")
+    w = np.zeros((64, 64), np.float32)
+    g = parse_graph(example, params={"fc1.weight": w})
+    assert print_graph(g) == example
+    from srcore.ir.verify import verify
+    verify(g)
