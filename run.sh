@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Set up .venv (python3.11) with srcore and its three plugins (editable), then run `srcore demo`.
+#   bash run.sh                  install if needed, then run the demo
+#   bash run.sh --install-only   install only (test.sh uses this with SRCORE_EXTRAS=test)
+# Idempotent: pip runs only when .venv is new or a pyproject.toml changed.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+EXTRAS="${SRCORE_EXTRAS:-}"
+TORCH_PIN="torch==2.13.0"
+PY=.venv/bin/python
+
+if [ ! -x "$PY" ]; then
+    python3.11 -m venv .venv
+fi
+
+stamp=".venv/.srcore-install-${EXTRAS:-base}"
+digest="$(cat pyproject.toml plugins/*/pyproject.toml | sha256sum | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$digest" ]; then
+    # build the editable installs with the venv's own setuptools (no isolated build env to download)
+    PYTHONWARNINGS=ignore "$PY" -m pip install --quiet --disable-pip-version-check "setuptools>=77" wheel
+    spec="."
+    [ -n "$EXTRAS" ] && spec=".[$EXTRAS]"
+    PYTHONWARNINGS=ignore "$PY" -m pip install --quiet --disable-pip-version-check --no-build-isolation "$TORCH_PIN" \
+        -e "$spec" -e plugins/cpu -e plugins/quantized -e plugins/trt_like
+    echo "$digest" > "$stamp"
+fi
+
+if [ "${1:-}" = "--install-only" ]; then
+    exit 0
+fi
+exec .venv/bin/srcore demo
