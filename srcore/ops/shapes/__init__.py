@@ -1,0 +1,18 @@
+"""Dtype and shape propagation over srcore's IR: one rule per standard op.
+
+``propagate(graph, input_types)`` sets every value's type (dtype and shape,
+with symbolic dims) and tracks the known values of non-tensor values (sizes,
+lists of sizes, constants). See ``docs/shapes.md``.
+"""
+from __future__ import annotations
+
+from . import conv, creation, elementwise, index, linalg, nn, prim, reduce, scalar, view  # noqa: F401  (register)
+from .base import RULES, UNKNOWN, A, Ctx, lookup, rule
+from .dtypes import promote_types, result_type
+from .propagate import MAX_LOOP_ITERATIONS, PropagationResult, join_types, propagate
+
+#: ops declared in aten.yaml/prim.yaml that deliberately have no rule, with the reason
+NO_RULE: dict[str, str] = {}
+
+__all__ = ["propagate", "PropagationResult", "RULES", "NO_RULE", "UNKNOWN", "A", "Ctx", "lookup", "rule",
+           "promote_types", "result_type", "join_types", "MAX_LOOP_ITERATIONS"]

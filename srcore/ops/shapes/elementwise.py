@@ -1,0 +1,224 @@
+"""Elementwise ops: broadcasting and torch's type promotion.
+
+Tables of op names share one rule each: unary ops that keep the dtype, unary
+ops that make integers floating (``exp``), predicates (``isnan``), binary
+ops that promote (``add``), comparisons and logical ops (-> bool), true
+division (integers -> float32), ternary ops (``where``, ``lerp``).
+"""
+from __future__ import annotations
+
+from ...ir.types import BoolType, FloatType, IntType, NumberType, TensorType
+from . import symbolic as sym
+from .base import A, Ctx, UNKNOWN, rule, tt
+from .dtypes import DEFAULT_FLOAT, is_integral, result_type
+
+
+def broadcast_dim(a, b, fail):
+    if a == b:
+        return a
+    if a == 1:
+        return b
+    if b == 1:
+        return a
+    if isinstance(a, int) and isinstance(b, int):
+        raise fail(f"cannot broadcast dimension {a} with {b}")
+    if sym.equal(a, b):
+        return a
+    # an unknown/symbolic dim against a fixed one (> 1) must be 1 or equal: the result is the fixed one
+    if isinstance(a, int) and a != 1 and b is not None:
+        return a
+    if isinstance(b, int) and b != 1 and a is not None:
+        return b
+    if isinstance(a, int) and a != 1:
+        return a
+    if isinstance(b, int) and b != 1:
+        return b
+    return None
+
+
+def broadcast_shapes(shapes, fail):
+    """The broadcast of several shapes (None if any rank is unknown)."""
+    out: list = []
+    for s in shapes:
+        if s is None:
+            return None
+        s = list(s)
+        if len(s) > len(out):
+            out = [1] * (len(s) - len(out)) + out
+        off = len(out) - len(s)
+        for i, d in enumerate(s):
+            out[off + i] = broadcast_dim(out[off + i], d, fail)
+    return tuple(out)
+
+
+def _scalar_kind(a: A, anchor_float: bool) -> str | None:
+    k = a.known
+    if isinstance(k, bool) or isinstance(a.type, BoolType):
+        return "bool"
+    if isinstance(k, int) or (k is UNKNOWN and isinstance(a.type, IntType)):
+        return "int"
+    if isinstance(k, float) or (k is UNKNOWN and isinstance(a.type, FloatType)):
+        return "float"
+    if isinstance(k, complex):
+        return "complex"
+    return "int" if anchor_float else None  # an unknown Scalar cannot change a floating result
+
+
+def promote(operands: list[A]) -> str | None:
+    """``torch.result_type`` of tensor and scalar operands (None entries are skipped)."""
+    dims, zeros, wrapped_args = [], [], []
+    for a in operands:
+        if a is None or a.type is None:
+            continue
+        t = a.type
+        if isinstance(t, TensorType):
+            (zeros if t.shape == () else dims).append(t.dtype)
+        elif isinstance(t, (IntType, FloatType, BoolType, NumberType)):
+            wrapped_args.append(a)
+    anchor = next((d for d in dims + zeros if d is not None), None)
+    anchor_float = anchor is not None and not is_integral(anchor) and anchor != "bool"
+    wrapped = []
+    for a in wrapped_args:
+        kind = _scalar_kind(a, anchor_float)
+        if kind is None:
+            return None
+        wrapped.append({"bool": "bool", "int": "int64", "float": DEFAULT_FLOAT,
+                        "complex": "complex64"}[kind])
+    return result_type(dims, zeros, wrapped)
+
+
+def tensor_shapes(ctx: Ctx, positions) -> list:
+    return [ctx.args[i].type.shape for i in positions
+            if i < len(ctx.args) and isinstance(ctx.args[i].type, TensorType)]
+
+
+def _float_of(dtype):
+    return DEFAULT_FLOAT if is_integral(dtype) else dtype
+
+
+# -- unary -----------------------------------------------------------------------------
+UNARY_SAME = """abs neg negative relu relu6 clone contiguous detach dropout feature_dropout alpha_dropout
+hardtanh leaky_relu elu selu celu gelu silu hardswish hardsigmoid mish softplus softshrink hardshrink
+tanhshrink sign sgn floor ceil round trunc frac bitwise_not positive square nan_to_num prelu rrelu threshold
+fill zero lift_fresh lift_fresh_copy alias clamp_min_ clamp_max_ logit nan_to_num_ copy""".split()
+UNARY_FLOAT = """sigmoid tanh exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan sinh cosh
+asinh acosh atanh erf erfc erfinv reciprocal digamma lgamma i0 sinc""".split()
+UNARY_BOOL = "isnan isinf isfinite isneginf isposinf signbit logical_not".split()
+
+
+@rule(*[f"aten::{n}" for n in UNARY_SAME], *[f"aten::{n}_" for n in UNARY_SAME + UNARY_FLOAT],
+      "aten::clamp_", "aten::masked_fill_", "aten::copy_", "aten::fill_", "aten::zero_")
+def unary_same(ctx: Ctx):
+    """The output is the first argument's type (activations, in-place ops, dropout, clone)."""
+    if ctx.args and not ctx.is_tensor(0):
+        return [A(ctx.args[0].type, ctx.args[0].known, ctx.args[0].elems)]
+    t = ctx.tensor(0)
+    return [tt(t.dtype, t.shape)] * max(1, len(ctx.node.outputs))
+
+
+@rule(*[f"aten::{n}" for n in UNARY_FLOAT])
+def unary_float(ctx: Ctx):
+    if ctx.args and not ctx.is_tensor(0):
+        return [A(ctx.node.outputs[0].type)]
+    t = ctx.tensor(0)
+    return [tt(_float_of(t.dtype), t.shape)]
+
+
+@rule(*[f"aten::{n}" for n in UNARY_BOOL])
+def unary_bool(ctx: Ctx):
+    return [tt("bool", ctx.tensor(0).shape)]
+
+
+# -- binary ----------------------------------------------------------------------------
+BINARY = """add sub subtract mul multiply floor_divide remainder fmod pow maximum minimum fmax fmin
+bitwise_and bitwise_or bitwise_xor bitwise_left_shift bitwise_right_shift __and__ __or__ __xor__
+__lshift__ __rshift__ rsub hypot copysign xlogy heaviside""".split()
+COMPARE = "eq ne lt le gt ge equal_ logical_and logical_or logical_xor greater less greater_equal less_equal not_equal".split()
+
+
+def _binary_shape(ctx: Ctx, positions=(0, 1)):
+    return broadcast_shapes(tensor_shapes(ctx, positions), ctx.fail)
+
+
+@rule(*[f"aten::{n}" for n in BINARY])
+def binary(ctx: Ctx):
+    """Broadcast the first two operands; promote their dtypes (alpha does not take part)."""
+    if not any(ctx.is_tensor(i) for i in (0, 1)):
+        from .scalar import scalar_binary
+        return scalar_binary(ctx)
+    return [tt(promote(ctx.args[:2]), _binary_shape(ctx))]
+
+
+@rule(*[f"aten::{n}_" for n in BINARY + COMPARE + ["div", "true_divide", "atan2", "lerp", "addcmul",
+                                                    "addcdiv", "where", "masked_fill", "clamp"]])
+def inplace_binary(ctx: Ctx):
+    """In-place ops keep self's type; the other operand must broadcast to self."""
+    t = ctx.tensor(0)
+    shape = _binary_shape(ctx)
+    if shape is not None and t.shape is not None and len(shape) != len(t.shape):
+        raise ctx.fail(f"in-place result shape {shape} differs from self {t.shape}")
+    return [t]
+
+
+@rule(*[f"aten::{n}" for n in COMPARE])
+def compare(ctx: Ctx):
+    if not any(ctx.is_tensor(i) for i in (0, 1)):
+        from .scalar import scalar_binary
+        return scalar_binary(ctx)
+    return [tt("bool", _binary_shape(ctx))]
+
+
+@rule("aten::div", "aten::true_divide", "aten::divide", "aten::atan2", "aten::arctan2")
+def div(ctx: Ctx):
+    """True division makes integers floating; ``rounding_mode`` 'trunc'/'floor' keeps them."""
+    if not any(ctx.is_tensor(i) for i in (0, 1)):
+        from .scalar import scalar_binary
+        return scalar_binary(ctx)
+    dtype = promote(ctx.args[:2])
+    mode = ctx.known(2, "rounding_mode", default=None)
+    if mode is UNKNOWN:
+        dtype = None if is_integral(dtype) else dtype
+    elif mode is None or ctx.op.startswith(("aten::atan2", "aten::arctan2")):
+        dtype = _float_of(dtype)
+    return [tt(dtype, _binary_shape(ctx))]
+
+
+@rule("aten::where")
+def where(ctx: Ctx):
+    if len(ctx.args) == 1:  # where(condition) -> tuple of index tensors
+        t = ctx.tensor(0)
+        return [tt("int64", (None,))] * len(ctx.node.outputs)
+    shape = broadcast_shapes(tensor_shapes(ctx, (0, 1, 2)), ctx.fail)
+    return [tt(promote(ctx.args[1:3]), shape)]
+
+
+@rule("aten::masked_fill")
+def masked_fill(ctx: Ctx):
+    t = ctx.tensor(0)
+    shape = _binary_shape(ctx)
+    if shape is not None and t.shape is not None and len(shape) != len(t.shape):
+        raise ctx.fail(f"mask of shape {ctx.tensor(1).shape} does not broadcast to {t.shape}")
+    return [tt(t.dtype, shape)]
+
+
+@rule("aten::lerp", "aten::addcmul", "aten::addcdiv")
+def ternary(ctx: Ctx):
+    shape = broadcast_shapes(tensor_shapes(ctx, (0, 1, 2)), ctx.fail)
+    dtype = promote(ctx.args[:3])
+    if ctx.op.startswith("aten::addcdiv"):
+        dtype = _float_of(dtype)
+    return [tt(dtype, shape)]
+
+
+@rule("aten::clamp", "aten::clip", "aten::clamp_min", "aten::clamp_max")
+def clamp(ctx: Ctx):
+    shape = broadcast_shapes(tensor_shapes(ctx, range(len(ctx.args))), ctx.fail)
+    ops = [a for a in ctx.args[:3] if a.known is not None]
+    return [tt(promote(ops), shape)]
+
+
+@rule("aten::type_as", "aten::expand_as_dtype")
+def type_as(ctx: Ctx):
+    return [tt(ctx.tensor(1).dtype, ctx.tensor(0).shape)]
+
+

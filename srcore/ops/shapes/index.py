@@ -1,0 +1,134 @@
+"""Indexing: gather, index_select, index.Tensor (advanced indexing), scatter/index_put, nonzero."""
+from __future__ import annotations
+
+from ...ir.types import TensorType
+from . import symbolic as sym
+from .base import A, Ctx, UNKNOWN, rule, tt
+from .elementwise import broadcast_shapes
+
+
+@rule("aten::gather", "aten::take_along_dim")
+def gather(ctx: Ctx):
+    x, idx = ctx.tensor(0), ctx.tensor(2 if ctx.op.startswith("aten::gather") else 1)
+    if ctx.op.startswith("aten::gather"):
+        d = ctx.known(1, "dim")
+        if x.rank is not None and idx.rank is not None and x.rank != idx.rank and x.rank > 0:
+            raise ctx.fail(f"index tensor must have the same number of dimensions as input "
+                           f"({idx.rank} vs {x.rank})")
+        ctx.norm_dim(d, x.rank)
+        return [tt(x.dtype, idx.shape)]
+    return [tt(x.dtype, broadcast_shapes([x.shape, idx.shape], ctx.fail))]
+
+
+@rule("aten::index_select")
+def index_select(ctx: Ctx):
+    x, idx = ctx.tensor(0), ctx.tensor(2)
+    d = ctx.known(1, "dim")
+    if x.shape is None:
+        return [tt(x.dtype, None)]
+    if d is UNKNOWN:
+        return [tt(x.dtype, (None,) * len(x.shape))]
+    if idx.rank is not None and idx.rank > 1:
+        raise ctx.fail(f"index_select index must be 0-D or 1-D, got shape {idx.shape}")
+    n = None if idx.shape is None else (idx.shape[0] if idx.shape else 1)
+    if not x.shape:
+        return [tt(x.dtype, ())]
+    d = ctx.norm_dim(d, len(x.shape))
+    return [tt(x.dtype, x.shape[:d] + (n,) + x.shape[d + 1:])]
+
+
+@rule("aten::index")
+def index(ctx: Ctx):
+    """Advanced indexing ``x[i0, None, i2]``: index tensors broadcast; the result dims go where the
+    (adjacent) indexed dims were, else to the front; bool masks take a data-dependent size."""
+    x = ctx.tensor(0)
+    lst = ctx.args[1]
+    if x.shape is None or lst.elems is None:
+        return [tt(x.dtype, None)]
+    entries = []
+    for e in lst.elems:
+        if e.known is None or not isinstance(e.type, TensorType):
+            entries.append(None)
+        else:
+            entries.append(e.type)
+    if len(entries) > len(x.shape):
+        raise ctx.fail(f"too many indices for tensor of dimension {len(x.shape)}")
+    shapes, positions, dim = [], [], 0
+    for t in entries:
+        if t is None:
+            dim += 1
+            continue
+        if t.dtype in ("bool", "uint8"):
+            if t.shape is None:
+                return [tt(x.dtype, None)]
+            k = len(t.shape)
+            for j, m in enumerate(t.shape):
+                xd = x.shape[dim + j] if dim + j < len(x.shape) else None
+                if isinstance(m, int) and isinstance(xd, int) and m != xd:
+                    raise ctx.fail(f"mask shape {t.shape} does not match the indexed shape {x.shape}")
+            shapes.append((None,))
+            positions.append(tuple(range(dim, dim + k)))
+            dim += k
+        else:
+            if t.shape is None:
+                return [tt(x.dtype, None)]
+            shapes.append(t.shape)
+            positions.append((dim,))
+            dim += 1
+    if not shapes:
+        return [x]
+    bshape = broadcast_shapes(shapes, ctx.fail)
+    flat = [p for ps in positions for p in ps]
+    adjacent = flat == list(range(flat[0], flat[-1] + 1))
+    rest = [d for i, d in enumerate(x.shape) if i not in flat]
+    if adjacent:
+        first = flat[0]
+        before = [d for i, d in enumerate(x.shape) if i < first and i not in flat]
+        after = [d for i, d in enumerate(x.shape) if i > flat[-1]]
+        return [tt(x.dtype, tuple(before) + bshape + tuple(after))]
+    return [tt(x.dtype, bshape + tuple(rest))]
+
+
+@rule("aten::scatter", "aten::scatter_add", "aten::scatter_reduce", "aten::index_put", "aten::index_add",
+      "aten::index_copy", "aten::index_fill", "aten::masked_scatter", "aten::scatter_", "aten::index_put_",
+      "aten::scatter_add_", "aten::index_add_", "aten::index_copy_", "aten::index_fill_",
+      "aten::masked_scatter_", "aten::slice_scatter", "aten::select_scatter", "aten::diagonal_scatter")
+def scatter(ctx: Ctx):
+    return [ctx.tensor(0)]
+
+
+@rule("aten::nonzero")
+def nonzero(ctx: Ctx):
+    x = ctx.tensor(0)
+    return [tt("int64", (None, x.rank))]
+
+
+@rule("aten::masked_select")
+def masked_select(ctx: Ctx):
+    broadcast_shapes([ctx.tensor(0).shape, ctx.tensor(1).shape], ctx.fail)
+    return [tt(ctx.tensor(0).dtype, (None,))]
+
+
+@rule("aten::embedding", "aten::embedding_renorm")
+def embedding(ctx: Ctx):
+    """``embedding(weight, indices)`` -> indices.shape + weight.shape[1:]."""
+    w, idx = ctx.tensor(0), ctx.tensor(1)
+    if w.shape is not None and len(w.shape) != 2:
+        raise ctx.fail(f"embedding weight must be 2-D, got shape {w.shape}")
+    if idx.dtype is not None and idx.dtype not in ("int64", "int32"):
+        raise ctx.fail(f"embedding indices must be int64 or int32, got {idx.dtype}")
+    if w.shape is None or idx.shape is None:
+        return [tt(w.dtype, None)]
+    return [tt(w.dtype, idx.shape + (w.shape[1],))]
+
+
+@rule("aten::one_hot")
+def one_hot(ctx: Ctx):
+    x = ctx.tensor(0)
+    n = ctx.known(1, "num_classes", -1)
+    return [tt("int64", None if x.shape is None else x.shape + ((n if isinstance(n, int) and n >= 0 else None),))]
+
+
+@rule("aten::tril", "aten::triu", "aten::diag_embed_same")
+def tri(ctx: Ctx):
+    return [ctx.tensor(0)]

@@ -1,0 +1,174 @@
+"""prim:: ops: constants, list/tuple packing, dtype/device queries, casts, exceptions.
+
+``prim::If`` and ``prim::Loop`` are not rules: ``propagate`` interprets them.
+"""
+from __future__ import annotations
+
+from ...ir.constants import type_of_constant
+from ...ir.types import (BOOL, DEVICE, INT, NONE, SCALAR_TYPE_CODES, DTYPE_TO_SCALAR_TYPE_CODE, ListType,
+                         OptionalType, TensorType, TupleType)
+from .base import A, Ctx, UNKNOWN, rule, tt
+
+
+def _constant_elems(value, t):
+    if isinstance(value, (list, tuple)) and not hasattr(value, "dtype"):
+        if isinstance(t, TupleType) and len(t.elems) == len(value):
+            ets = list(t.elems)
+        elif isinstance(t, ListType):
+            ets = [t.elem] * len(value)
+        else:
+            ets = [type_of_constant(v) for v in value]
+        return [A(et, v, _constant_elems(v, et)) for v, et in zip(value, ets)]
+    return None
+
+
+@rule("prim::Constant")
+def constant(ctx: Ctx):
+    node = ctx.node
+    declared = node.outputs[0].type
+    if "value" not in node.attrs:
+        if isinstance(declared, TensorType) or "param" in node.attrs:
+            return [declared]
+        return [A(NONE if declared is None else declared, None)]
+    value = node.attrs["value"]
+    if hasattr(value, "dtype") and hasattr(value, "shape"):  # a tensor constant
+        return [TensorType(str(value.dtype), tuple(int(d) for d in value.shape))]
+    t = declared if declared is not None else type_of_constant(value)
+    return [A(t, value, _constant_elems(value, t))]
+
+
+def _pack(ctx: Ctx, typ):
+    elems = [A(a.type, a.known, a.elems) for a in ctx.args]
+    known = [e.known for e in elems]
+    if any(k is UNKNOWN for k in known) or any(isinstance(e.type, TensorType) for e in elems):
+        known = UNKNOWN
+    elif isinstance(typ, TupleType):
+        known = tuple(known)
+    return [A(typ, known, elems)]
+
+
+@rule("prim::ListConstruct")
+def list_construct(ctx: Ctx):
+    declared = ctx.node.outputs[0].type
+    if isinstance(declared, ListType) and isinstance(declared.elem, TensorType) and ctx.args:
+        declared = ListType(TensorType())
+    return _pack(ctx, declared)
+
+
+@rule("prim::TupleConstruct")
+def tuple_construct(ctx: Ctx):
+    return _pack(ctx, TupleType(tuple(a.type for a in ctx.args)))
+
+
+def _unpack(ctx: Ctx):
+    a = ctx.args[0]
+    n = len(ctx.node.outputs)
+    if a.elems is not None:
+        if len(a.elems) != n:
+            raise ctx.fail(f"cannot unpack {len(a.elems)} values into {n}")
+        return list(a.elems)
+    if isinstance(a.known, (list, tuple)) and len(a.known) == n:
+        return [A(o.type, k) for o, k in zip(ctx.node.outputs, a.known)]
+    if isinstance(a.type, TupleType) and len(a.type.elems) == n:
+        return list(a.type.elems)
+    if isinstance(a.type, ListType):
+        return [a.type.elem] * n
+    return [o.type for o in ctx.node.outputs]
+
+
+rule("prim::ListUnpack", "prim::TupleUnpack")(_unpack)
+
+
+@rule("prim::TupleIndex")
+def tuple_index(ctx: Ctx):
+    a, i = ctx.args[0], ctx.args[1].known
+    if a.elems is not None and isinstance(i, int) and -len(a.elems) <= i < len(a.elems):
+        return [a.elems[i]]
+    if isinstance(a.type, TupleType) and isinstance(i, int) and -len(a.type.elems) <= i < len(a.type.elems):
+        return [a.type.elems[i]]
+    return [ctx.node.outputs[0].type]
+
+
+@rule("prim::NumToTensor", "aten::scalar_tensor", "aten::as_tensor", "prim::NumToTensor.Scalar")
+def num_to_tensor(ctx: Ctx):
+    from .elementwise import promote
+    a = ctx.args[0]
+    if isinstance(a.type, TensorType):
+        return [a.type]
+    dtype = {"bool": "bool"}.get(type(a.known).__name__) if a.known is not UNKNOWN else None
+    code = ctx.known(1, "dtype", default=None) if ctx.op.startswith("aten::scalar_tensor") else None
+    if isinstance(code, int) and not isinstance(code, bool):
+        dtype = SCALAR_TYPE_CODES.get(code)
+    elif ctx.op.startswith("aten::scalar_tensor"):
+        dtype = "float32"
+    elif dtype is None:
+        t = type(a.type).__name__
+        dtype = {"IntType": "int64", "FloatType": "float64", "BoolType": "bool"}.get(t)
+        if isinstance(a.known, int) and not isinstance(a.known, bool):
+            dtype = "int64"
+        elif isinstance(a.known, float):
+            dtype = "float64"
+    return [tt(dtype, ())]
+
+
+@rule("prim::dtype")
+def prim_dtype(ctx: Ctx):
+    d = ctx.tensor(0).dtype
+    code = DTYPE_TO_SCALAR_TYPE_CODE.get(d) if d is not None else None
+    return [A(INT, UNKNOWN if code is None else code)]
+
+
+@rule("prim::device")
+def prim_device(ctx: Ctx):
+    return [A(DEVICE, "cpu")]
+
+
+@rule("prim::is_cuda", "prim::is_quantized", "prim::is_mkldnn", "prim::is_sparse", "prim::is_meta")
+def prim_is_flag(ctx: Ctx):
+    return [A(BOOL, ctx.tensor(0).dtype in ("quint8", "qint8", "qint32") if ctx.op == "prim::is_quantized"
+              else False)]
+
+
+@rule("prim::layout")
+def prim_layout(ctx: Ctx):
+    return [A(INT, 0)]
+
+
+@rule("prim::RaiseException", "prim::PythonOp", "prim::Print")
+def no_outputs(ctx: Ctx):
+    return [o.type for o in ctx.node.outputs]
+
+
+@rule("prim::Uninitialized")
+def uninitialized(ctx: Ctx):
+    return [ctx.node.outputs[0].type]
+
+
+@rule("prim::unchecked_cast", "aten::_unwrap_optional", "prim::unchecked_unwrap_optional")
+def unchecked_cast(ctx: Ctx):
+    a = ctx.args[0]
+    declared = ctx.node.outputs[0].type
+    t = a.type
+    if isinstance(t, OptionalType):
+        t = t.elem
+    if isinstance(declared, TensorType) and not isinstance(t, TensorType):
+        t = declared
+    return [A(t, a.known, a.elems)]
+
+
+@rule("aten::append")
+def append(ctx: Ctx):
+    # the list is mutated: what was known of its length and elements no longer holds
+    lst = ctx.args[0]
+    lst.known, lst.elems = UNKNOWN, None
+    return [A(lst.type)]
+
+
+@rule("prim::GetAttr", "prim::CallMethod", "prim::CallFunction")
+def opaque(ctx: Ctx):
+    return [o.type for o in ctx.node.outputs]
+
+
+@rule("prim::requires_grad")
+def requires_grad(ctx: Ctx):
+    return [A(BOOL, False)]

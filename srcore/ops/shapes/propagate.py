@@ -1,0 +1,274 @@
+"""The abstract interpreter: walk a graph's nodes in order and apply the op rules.
+
+``prim::If`` joins its branches (a branch that always raises does not take
+part; a known condition picks one branch); ``prim::Loop`` iterates its body
+until the carried types stop changing (bounded by ``MAX_LOOP_ITERATIONS``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from ...errors import ShapeError
+from ...ir.graph import Block, Graph, Node, Value
+from ...ir.types import INT, ListType, OptionalType, TensorType, TupleType, Type
+from .base import A, Ctx, UNKNOWN, lookup, shape_error
+
+MAX_LOOP_ITERATIONS = 8
+
+
+@attrs.define(eq=False)
+class PropagationResult:
+    """What ``propagate`` found. It also sets ``value.type`` on every value it reaches."""
+
+    types: dict = attrs.field(factory=dict)        # Value -> Type
+    known: dict = attrs.field(factory=dict)        # Value -> known Python value (non-tensors)
+    missing_rules: list = attrs.field(factory=list)  # nodes whose op has no rule
+
+    def type_of(self, v: Value) -> Type | None:
+        return self.types.get(v)
+
+
+class _Diverged(Exception):
+    """A block that always raises (prim::RaiseException on its straight-line path)."""
+
+
+def _schema_and_names(node: Node):
+    schema = node.schema
+    if schema is None and (node.kind.startswith("aten::") or node.kind.startswith("srcore::")):
+        schema = _resolve(node)
+    if schema is None:
+        return node.kind, None, None
+    names = _NAMES.get(id(schema))
+    if names is None:
+        names = [a.name for a in schema.arguments]
+        _NAMES[id(schema)] = names
+        _KEEP.append(schema)
+    if len(names) != len(node.inputs):
+        names = None  # vararg or an unusual node: fall back to positions
+    return schema.qualified_name, names, schema
+
+
+_NAMES: dict[int, list] = {}
+_KEEP: list = []  # keep schemas alive so that ids stay unique
+_REGISTRY: list = []
+
+
+def _resolve(node: Node):
+    if not _REGISTRY:
+        try:
+            from ..registry import default_registry
+            _REGISTRY.append(default_registry())
+        except Exception:  # the registry is optional: rules then key by node kind
+            _REGISTRY.append(None)
+    reg = _REGISTRY[0]
+    if reg is None:
+        return None
+    try:
+        return reg.resolve(node)
+    except Exception:
+        return None
+
+
+def join_types(a: Type | None, b: Type | None) -> Type | None:
+    if a == b:
+        return a
+    if isinstance(a, TensorType) and isinstance(b, TensorType):
+        dtype = a.dtype if a.dtype == b.dtype else None
+        if a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
+            return TensorType(dtype, None)
+        return TensorType(dtype, tuple(x if x == y else None for x, y in zip(a.shape, b.shape)))
+    if isinstance(a, ListType) and isinstance(b, ListType):
+        return ListType(join_types(a.elem, b.elem) or a.elem)
+    if isinstance(a, TupleType) and isinstance(b, TupleType) and len(a.elems) == len(b.elems):
+        return TupleType(tuple(join_types(x, y) for x, y in zip(a.elems, b.elems)))
+    return None
+
+
+def join(a: A | None, b: A | None, declared: Type | None) -> A:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    t = join_types(a.type, b.type)
+    if t is None:
+        t = declared
+    known = a.known if a.known is not UNKNOWN and _same(a.known, b.known) else UNKNOWN
+    elems = None
+    if a.elems is not None and b.elems is not None and len(a.elems) == len(b.elems):
+        elems = [join(x, y, None) for x, y in zip(a.elems, b.elems)]
+    return A(t, known, elems)
+
+
+def _same(x, y) -> bool:
+    return type(x) is type(y) and x == y
+
+
+def _same_a(a: A, b: A) -> bool:
+    if a.type != b.type or not (_same(a.known, b.known) or (a.known is UNKNOWN and b.known is UNKNOWN)):
+        return False
+    if (a.elems is None) != (b.elems is None):
+        return False
+    return a.elems is None or (len(a.elems) == len(b.elems) and all(map(_same_a, a.elems, b.elems)))
+
+
+class Interpreter:
+    def __init__(self, strict: bool):
+        self.strict = strict
+        self.state: dict[Value, A] = {}
+        self.missing: dict[int, Node] = {}
+
+    def get(self, v: Value) -> A:
+        a = self.state.get(v)
+        if a is None:
+            a = A(v.type)
+            self.state[v] = a
+        return a
+
+    def set(self, v: Value, a: A) -> None:
+        self.state[v] = a
+        if a.type is not None:
+            v.type = a.type
+
+    # -- blocks ---------------------------------------------------------------------------
+    def run_block(self, block: Block, inputs: list[A]) -> list[A]:
+        for v, a in zip(block.inputs, inputs):
+            self.set(v, a)
+        for node in block.nodes:
+            if node.kind == "prim::RaiseException":
+                self.run_node(node)
+                raise _Diverged()
+            self.run_node(node)
+        return [self.get(v) for v in block.outputs]
+
+    def run_node(self, node: Node) -> None:
+        if node.kind == "prim::If":
+            return self.run_if(node)
+        if node.kind == "prim::Loop":
+            return self.run_loop(node)
+        op, names, schema = _schema_and_names(node)
+        fn = lookup(op)
+        if fn is None:
+            if self.strict:
+                raise shape_error(node, f"no shape rule for op {op!r}"
+                                  + (f" (schema {schema})" if schema is not None else ""), op)
+            self.missing[id(node)] = node
+            for o in node.outputs:
+                t = o.type
+                if isinstance(t, TensorType):
+                    t = TensorType(t.dtype, None)
+                self.set(o, A(t))
+            return
+        args = [self.get(v) for v in node.inputs]
+        try:
+            outs = fn(Ctx(node, args, names, op))
+        except ShapeError:
+            raise
+        except Exception as e:  # a rule that trips over odd arguments: report it, do not crash
+            raise shape_error(node, f"shape rule for {op!r} failed: {type(e).__name__}: {e}", op) from e
+        if len(outs) != len(node.outputs):
+            if len(node.outputs) == 0:
+                return
+            raise shape_error(node, f"the rule gives {len(outs)} outputs, the node has {len(node.outputs)}", op)
+        for o, r in zip(node.outputs, outs):
+            a = r if isinstance(r, A) else A(r)
+            if isinstance(a.type, TensorType) and a.type.dtype is None and isinstance(o.type, TensorType) \
+                    and o.type.dtype is not None and fn.__name__ not in ("to", "view"):
+                a = A(TensorType(o.type.dtype, a.type.shape), a.known, a.elems)
+            elif isinstance(o.type, OptionalType) and a.type is None:
+                a = A(o.type, a.known, a.elems)
+            self.set(o, a)
+
+    def _try_block(self, block: Block, inputs: list[A], lenient: bool):
+        """Run a block; None if it diverges (always raises), or on a shape error when ``lenient``."""
+        try:
+            return self.run_block(block, inputs)
+        except _Diverged:
+            return None
+        except ShapeError:
+            if lenient:
+                return None
+            raise
+
+    def run_if(self, node: Node) -> None:
+        cond = self.get(node.inputs[0]).known
+        then_b, else_b = node.blocks
+        if isinstance(cond, bool):
+            taken, dead = (then_b, else_b) if cond else (else_b, then_b)
+            self._try_block(dead, [], lenient=True)  # type the dead branch, ignore its errors
+            outs = self.run_block(taken, [])
+        else:
+            r1 = self._try_block(then_b, [], lenient=True)
+            r2 = self._try_block(else_b, [], lenient=True)
+            if r1 is None and r2 is None:
+                try:  # both fail: re-run strictly to report the real error, if it is a shape error
+                    self.run_block(then_b, [])
+                    self.run_block(else_b, [])
+                except _Diverged:
+                    pass
+                raise _Diverged()
+            outs = [join(a, b, o.type) for a, b, o in
+                    zip(r1 or [None] * len(node.outputs), r2 or [None] * len(node.outputs), node.outputs)]
+        for o, a in zip(node.outputs, outs):
+            self.set(o, A(a.type, a.known, a.elems))
+
+    def run_loop(self, node: Node) -> None:
+        body = node.blocks[0]
+        carried = [self.get(v) for v in node.inputs[2:]]
+        trip = self.get(node.inputs[0]).known
+        if trip == 0:
+            self._try_block(body, [A(INT)] + carried, lenient=True)
+            for o, a in zip(node.outputs, carried):
+                self.set(o, a)
+            return
+        state = carried
+        for _ in range(MAX_LOOP_ITERATIONS):
+            try:
+                outs = self.run_block(body, [A(INT)] + state)
+            except _Diverged:
+                break
+            new = [join(s, n, o.type) for s, n, o in zip(state, outs[1:], node.outputs)]
+            if all(map(_same_a, new, state)):
+                break
+            state = new
+        else:  # no fixpoint within the bound: widen to the declared types
+            state = [A(o.type) for o in node.outputs]
+            self.run_block(body, [A(INT)] + state)
+        for o, a in zip(node.outputs, state):
+            self.set(o, A(a.type, a.known, a.elems))
+
+
+def propagate(graph: Graph, input_types: list | None = None, *, strict: bool = False) -> PropagationResult:
+    """Set the type of every value in ``graph`` from its input types; return types, known values and
+    the nodes without a rule. Raises ``srcore.ShapeError`` on a shape contradiction (naming the node
+    and its source) and, when ``strict``, on an op without a rule."""
+    it = Interpreter(strict)
+    if input_types is None:
+        input_types = [v.type for v in graph.inputs]
+    if len(input_types) != len(graph.inputs):
+        raise ShapeError(f"propagate: {len(input_types)} input types for a graph with "
+                         f"{len(graph.inputs)} inputs")
+    inputs = [t if isinstance(t, A) else A(t) for t in input_types]
+    try:
+        it.run_block(graph.block, inputs)
+    except _Diverged:
+        pass  # the graph always raises; the values computed so far keep their types
+    res = PropagationResult(missing_rules=list(it.missing.values()))
+    for v, a in it.state.items():
+        res.types[v] = a.type
+        k = _public_known(a)
+        if k is not UNKNOWN:
+            res.known[v] = k
+    return res
+
+
+def _public_known(a: A) -> Any:
+    if a.known is not UNKNOWN:
+        return a.known
+    if a.elems is not None and isinstance(a.type, (ListType, TupleType)) and not any(
+            isinstance(e.type, TensorType) for e in a.elems):
+        ks = [_public_known(e) for e in a.elems]
+        if all(k is not UNKNOWN for k in ks):
+            return tuple(ks) if isinstance(a.type, TupleType) else ks
+    return UNKNOWN

@@ -1,0 +1,100 @@
+"""Elementwise rules against torch: broadcasting (hypothesis) and type promotion."""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+import srcore
+from srcore.ops.shapes import promote_types
+from test_shapes_util import FROM_TORCH, TORCH_DTYPES, T, check, make, one_node
+
+DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
+
+
+@pytest.mark.parametrize("a,b", list(itertools.product(DTYPES, DTYPES)))
+def test_promote_types_matches_torch(a, b):
+    assert promote_types(a, b) == FROM_TORCH[torch.promote_types(TORCH_DTYPES[a], TORCH_DTYPES[b])]
+
+
+def _broadcastable(draw_shapes):
+    return draw_shapes
+
+
+@st.composite
+def broadcast_pair(draw):
+    out = draw(st.lists(st.integers(1, 4), min_size=0, max_size=4))
+    def derive():
+        n = draw(st.integers(0, len(out)))
+        tail = out[len(out) - n:]
+        return tuple(1 if draw(st.booleans()) else d for d in tail)
+    return derive(), derive()
+
+
+@settings(max_examples=60, deadline=None)
+@given(broadcast_pair(), st.sampled_from(["add", "mul", "sub", "maximum", "eq", "lt", "div"]))
+def test_binary_broadcast_matches_torch(shapes, op):
+    a, b = shapes
+    check(f"aten::{op}", getattr(torch, op), T("float32", *a), T("float32", *b))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(2, 5), min_size=1, max_size=3), st.integers(0, 2))
+def test_broadcast_mismatch_raises(shape, i):
+    i = min(i, len(shape) - 1)
+    other = list(shape)
+    other[i] += 1
+    with pytest.raises(srcore.ShapeError, match="broadcast"):
+        one_node("aten::add", T("float32", *shape), T("float32", *other))
+
+
+@pytest.mark.parametrize("da", ["bool", "uint8", "int32", "int64", "float16", "float32", "float64"])
+@pytest.mark.parametrize("other", [2, 2.5, True, ("float64", ()), ("int64", ()), ("float32", (3,)),
+                                   ("int8", (1, 3))])
+@pytest.mark.parametrize("op", ["add", "mul", "div", "eq", "maximum", "sub"])
+def test_type_promotion_with_scalars_and_zero_dim(da, other, op):
+    if op == "sub" and (da == "bool" or other is True or (isinstance(other, tuple) and other[0] == "bool")):
+        pytest.skip("torch forbids bool subtraction")
+    if op == "maximum" and not isinstance(other, tuple):
+        pytest.skip("maximum takes tensors only")
+    b = T(other[0], *other[1]) if isinstance(other, tuple) else other
+    check(f"aten::{op}", getattr(torch, op), T(da, 2, 3), b)
+
+
+@pytest.mark.parametrize("op", ["exp", "sigmoid", "sqrt", "tanh", "relu", "neg", "abs", "floor", "isnan",
+                                "logical_not", "bitwise_not", "sign"])
+@pytest.mark.parametrize("dtype", ["int64", "int32", "float32", "float64", "bool"])
+def test_unary_dtypes(op, dtype):
+    fn = getattr(torch, op)
+    try:
+        fn(make(T(dtype, 2)))
+    except RuntimeError:
+        pytest.skip("torch does not support this dtype")
+    check(f"aten::{op}", fn, T(dtype, 2, 3))
+
+
+@pytest.mark.parametrize("mode", [None, "trunc", "floor"])
+@pytest.mark.parametrize("dtype", ["int64", "int32", "float32"])
+def test_div_rounding_mode(mode, dtype):
+    check("aten::div", lambda a, b, m: torch.div(a, b, rounding_mode=m), T(dtype, 3), T(dtype, 3), mode)
+
+
+def test_where_masked_fill_and_clamp():
+    check("aten::where", torch.where, T("bool", 3, 1), T("float32", 1, 4), T("float64"))
+    check("aten::where", torch.where, T("bool", 3, 1), T("int32", 1, 4), 2.0)
+    check("aten::masked_fill", torch.masked_fill, T("float32", 2, 3), T("bool", 3), 0.0)
+    check("aten::clamp", torch.clamp, T("int64", 2, 3), 0.5, None)
+    check("aten::clamp", torch.clamp, T("float32", 2, 3), 0, 1)
+    with pytest.raises(srcore.ShapeError):
+        one_node("aten::masked_fill", T("float32", 3), T("bool", 2, 3), 0.0)
+
+
+def test_symbolic_broadcast():
+    node, _ = one_node("aten::add", T("float32", "batch", 1, 4), T("float32", 3, 1))
+    assert node.output.type.shape == ("batch", 3, 4)
+    node, _ = one_node("aten::add", T("float32", "batch", 4), T("float32", "seq", 4))
+    assert node.output.type.shape == (None, 4)
+    node, _ = one_node("aten::add", T("float32", None, 4), T("float32", 5, 1))
+    assert node.output.type.shape == (5, 4)
