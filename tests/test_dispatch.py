@@ -178,3 +178,12 @@ def test_node_info_reports_constant_values():
     info = node_info(n)
     assert info.op == "t::topk" and info.const("arg1") == 3 and not info.is_const("arg0")
     assert info.output_types == (F32, I64)
+
+
+def test_kinds_can_leave_out_out_variants():
+    g, n = unary_graph()
+    t = table(K("t::f", kind="out"), K("t::f", kind="fallback"))
+    assert resolve_node(n, t, ["cpu"], kinds=("native", "fallback")).kind == "fallback"
+    assert resolve_graph(g, t, ["cpu"], kinds=("fallback",))[n].kind == "fallback"
+    with pytest.raises(srcore.UnsupportedOpError):
+        resolve_graph(g, table(K("t::f")), ["cpu"], kinds=("native",))

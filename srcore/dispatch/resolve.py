@@ -138,12 +138,14 @@ def _try_kernel(kernel: Kernel, info_fn: Callable[[], NodeInfo], op: str) -> Res
                       f"returned {answer!r}; expected a callable, a Specialized or None")
 
 
-def resolve_node(node, table: KernelTable, backends: Sequence[str],
-                 dtypes: Sequence[str] | None = None) -> ResolvedKernel | None:
+def resolve_node(node, table: KernelTable, backends: Sequence[str], dtypes: Sequence[str] | None = None,
+                 kinds: Sequence[str] = KERNEL_KINDS) -> ResolvedKernel | None:
     """The kernel for ``node``, or None if no backend in ``backends`` can run it.
 
-    ``dtypes`` defaults to :func:`dispatch_dtypes`. Matchers and ``"module:attr"``
-    impls are imported here, only for candidates that reach them.
+    ``dtypes`` defaults to :func:`dispatch_dtypes`; ``kinds`` (a subset of
+    ``out, native, fallback``, tried in that order) can leave out out variants.
+    Matchers and ``"module:attr"`` impls are imported here, only for
+    candidates that reach them.
     """
     schema = node_schema(node, table)
     op = node_op(node, schema)
@@ -155,8 +157,9 @@ def resolve_node(node, table: KernelTable, backends: Sequence[str],
             info.append(node_info(node, schema, op))
         return info[0]
 
+    kinds = [k for k in KERNEL_KINDS if k in kinds]
     for backend in backends:
-        for kind in KERNEL_KINDS:
+        for kind in kinds:
             for kernel in table.lookup(op, backend, kind):
                 if not accepts_dtypes(kernel, dts):
                     continue
@@ -188,8 +191,9 @@ def _walk(block):
             yield from _walk(b)
 
 
-def resolve_graph(graph, table: KernelTable, backends: Sequence[str] = ("cpu",)) -> dict[Any, ResolvedKernel]:
-    """Resolve every non-structural node of ``graph`` (sub-blocks included).
+def resolve_graph(graph, table: KernelTable, backends: Sequence[str] = ("cpu",),
+                  kinds: Sequence[str] = KERNEL_KINDS) -> dict[Any, ResolvedKernel]:
+    """Resolve every non-structural node of ``graph`` (sub-blocks included), with :func:`resolve_node`.
 
     Returns ``{node: ResolvedKernel}``. If any node has no kernel, raises one
     :class:`srcore.UnsupportedOpError` listing every such node, with its
@@ -202,7 +206,7 @@ def resolve_graph(graph, table: KernelTable, backends: Sequence[str] = ("cpu",))
     for node in _walk(graph.block):
         if node.kind in STRUCTURAL_KINDS:
             continue
-        rk = resolve_node(node, table, backends)
+        rk = resolve_node(node, table, backends, kinds=kinds)
         if rk is not None:
             resolved[node] = rk
             continue
