@@ -1,0 +1,149 @@
+"""attention kernels vs torch: scaled_dot_product_attention, _native_multi_head_attention,
+_transformer_encoder_layer_fwd (what a traced+frozen nn.TransformerEncoderLayer emits)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+try:
+    import srcore_cpu.kernels.attention  # noqa: F401
+except ImportError:  # plugin not installed: import it from the checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import srcore  # noqa: E402
+from srcore_cpu.kernels import attention as K  # noqa: E402
+
+RNG = np.random.default_rng(0)
+F = torch.nn.functional
+aten = torch.ops.aten
+
+
+def T(a):
+    return None if a is None else torch.from_numpy(a)
+
+
+def rand(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def close(a, b, tol=1e-5):
+    assert a.dtype == b.dtype and a.shape == b.shape
+    np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+def bool_mask(*shape):
+    m = RNG.random(shape) > 0.3
+    m[..., 0] = True
+    return m
+
+
+@pytest.mark.parametrize("mask", [None, "bool", "float", "bool-batched", "dead-row"])
+@pytest.mark.parametrize("causal,scale", [(False, None), (True, None), (False, 0.3)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sdpa(mask, causal, scale, dtype):
+    q, k, v = rand(2, 3, 4, 8, dtype=dtype), rand(2, 3, 4, 8, dtype=dtype), rand(2, 3, 4, 5, dtype=dtype)
+    m = {None: None, "bool": bool_mask(4, 4), "float": rand(4, 4, dtype=dtype),
+         "bool-batched": bool_mask(2, 1, 4, 4)}.get(mask)
+    if mask == "dead-row":
+        m = bool_mask(4, 4)
+        m[2] = False
+    if causal and m is not None:
+        return  # torch refuses an explicit mask with is_causal
+    exp = F.scaled_dot_product_attention(T(q), T(k), T(v), attn_mask=T(m), is_causal=causal, scale=scale).numpy()
+    close(K.scaled_dot_product_attention(q, k, v, m, 0.0, causal, scale=scale), exp,
+          1e-5 if dtype == np.float32 else 1e-12)
+    buf = np.full(exp.shape, np.nan, dtype)
+    assert K.scaled_dot_product_attention(q, k, v, m, 0.0, causal, scale=scale, out=buf) is buf
+    close(buf, exp, 1e-5 if dtype == np.float32 else 1e-12)
+
+
+def test_sdpa_shapes_gqa_and_dropout():
+    q, k, v = rand(3, 5, 8), rand(3, 7, 8), rand(3, 7, 2)     # 3-D, L != S, causal is top-left
+    close(K.scaled_dot_product_attention(q, k, v, None, 0.0, True),
+          F.scaled_dot_product_attention(T(q), T(k), T(v), is_causal=True).numpy())
+    q, k, v = rand(1, 4, 3, 8), rand(1, 2, 6, 8), rand(1, 2, 6, 8)
+    close(K.scaled_dot_product_attention(q, k, v, None, 0.0, False, enable_gqa=True),
+          F.scaled_dot_product_attention(T(q), T(k), T(v), enable_gqa=True).numpy())
+    with pytest.raises(srcore.KernelError, match="dropout_p"):
+        K.scaled_dot_product_attention(q, q, q, None, 0.1)
+
+
+def _mha(E=16, H=4, seed=0):
+    torch.manual_seed(seed)
+    m = torch.nn.MultiheadAttention(E, H, batch_first=True).eval()
+    return m, [p.detach().numpy() for p in (m.in_proj_weight, m.in_proj_bias, m.out_proj.weight, m.out_proj.bias)]
+
+
+@pytest.mark.parametrize("need_weights,average", [(True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("masking", [None, "key_padding", "attn"])
+def test_native_multi_head_attention_self(need_weights, average, masking):
+    mha, params = _mha()
+    x = rand(2, 5, 16)
+    mask, mask_type = None, None
+    if masking == "key_padding":
+        mask, mask_type = ~bool_mask(2, 5), 1
+    elif masking == "attn":
+        mask, mask_type = ~bool_mask(5, 5), 0
+    with torch.no_grad():
+        eo, ew = aten._native_multi_head_attention(T(x), T(x), T(x), 16, 4, *map(T, params), T(mask),
+                                                   need_weights, average, mask_type)
+    o, w = K.native_multi_head_attention(x, x, x, 16, 4, *params, mask, need_weights, average, mask_type)
+    close(o, eo.numpy())
+    if need_weights:
+        close(w, ew.numpy())
+    else:
+        assert w.size == 0
+
+
+def test_native_mha_cross_attention_matches_module():
+    mha, params = _mha(8, 2, seed=1)
+    q, kv = rand(2, 3, 8), rand(2, 6, 8)
+    kpm = ~bool_mask(2, 6)
+    with torch.no_grad():
+        eo, ew = mha(T(q), T(kv), T(kv), key_padding_mask=T(kpm))
+    o, w = K.native_multi_head_attention(q, kv, kv, 8, 2, *params, kpm, True, True, 1)
+    close(o, eo.numpy())
+    close(w, ew.numpy())
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+@pytest.mark.parametrize("with_mask", [False, True])
+def test_transformer_encoder_layer_fwd(norm_first, activation, with_mask):
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True, norm_first=norm_first,
+                                             activation=activation).eval()
+    x = rand(2, 6, 32)
+    kpm = ~bool_mask(2, 6) if with_mask else None
+    with torch.no_grad():
+        exp = layer(T(x), src_key_padding_mask=T(kpm)).numpy()
+    sa = layer.self_attn
+    p = [t.detach().numpy() for t in (sa.in_proj_weight, sa.in_proj_bias, sa.out_proj.weight, sa.out_proj.bias)]
+    ln = [t.detach().numpy() for t in (layer.norm1.weight, layer.norm1.bias, layer.norm2.weight, layer.norm2.bias)]
+    ff = [t.detach().numpy() for t in (layer.linear1.weight, layer.linear1.bias, layer.linear2.weight,
+                                       layer.linear2.bias)]
+    r = K.transformer_encoder_layer_fwd(x, 32, 4, *p, activation == "gelu", norm_first, 1e-5, *ln, *ff,
+                                        kpm, 1 if with_mask else None)
+    close(r, exp, 1e-4)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_traced_frozen_encoder_layer_is_one_fused_node():
+    layer = torch.nn.TransformerEncoderLayer(16, 2, 32, batch_first=True).eval()
+    with torch.no_grad():
+        g = torch.jit.freeze(torch.jit.trace(layer, torch.randn(1, 3, 16))).graph
+    kinds = {n.kind() for n in g.nodes()}
+    assert kinds == {"aten::_transformer_encoder_layer_fwd", "prim::Constant"}
+
+
+def test_decl():
+    from srcore_cpu.decl import attention as D
+    assert {k.op for k in D.KERNELS} == {"aten::scaled_dot_product_attention", "aten::_native_multi_head_attention",
+                                         "aten::_transformer_encoder_layer_fwd"}
+    for k in D.KERNELS:
+        mod, _, attr = k.impl.partition(":")
+        assert callable(getattr(__import__(mod, fromlist=[attr]), attr))
