@@ -1,0 +1,18 @@
+"""Kernel declarations of srcore:: fused ops (schemas in srcore/ops/srcore.yaml; no numpy import here)."""
+from __future__ import annotations
+
+from srcore.plugin import Kernel
+
+_M = "srcore_cpu.kernels.fused:"
+FLOATS = ("float32", "float64")
+
+
+def _k(name, matcher=True):
+    return Kernel(f"srcore::{name}", "cpu", "out", FLOATS, _M + name,
+                  matcher=_M + name + "_matcher" if matcher else None)
+
+
+KERNELS: list[Kernel] = [
+    _k("linear_relu"), _k("linear_gelu"), _k("linear_silu"),
+    _k("conv2d_relu"), _k("conv2d_add_relu"), _k("add_relu", matcher=False),
+]

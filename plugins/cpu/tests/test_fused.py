@@ -1,0 +1,114 @@
+"""srcore:: fused kernels vs the torch compositions they replace, matchers included."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+try:
+    import srcore_cpu.kernels.fused  # noqa: F401
+except ImportError:  # plugin not installed: import it from the checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import srcore  # noqa: E402
+from srcore.ir.types import TensorType  # noqa: E402
+from srcore.plugin import ArgInfo, NodeInfo, Specialized  # noqa: E402
+from srcore_cpu.kernels import fused as K  # noqa: E402
+
+RNG = np.random.default_rng(0)
+F = torch.nn.functional
+
+
+def T(a):
+    return None if a is None else torch.from_numpy(a)
+
+
+def rand(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def node(op, **args):
+    return NodeInfo(op, None, tuple(ArgInfo(n, TensorType(), not (isinstance(v, str) and v == "<var>"), v)
+                                    for n, v in args.items()), ())
+
+
+def both(fn, exp, *args, **kw):
+    tol = 1e-5 if exp.dtype == np.float32 else 1e-12
+    r = fn(*args, **kw)
+    assert r.dtype == exp.dtype and r.shape == exp.shape
+    np.testing.assert_allclose(r, exp, rtol=tol, atol=tol)
+    buf = np.full(exp.shape, np.nan, exp.dtype)
+    assert fn(*args, out=buf, **kw) is buf
+    np.testing.assert_allclose(buf, exp, rtol=tol, atol=tol)
+
+
+LINEAR_ACTS = [
+    ("linear_relu", K.linear_relu, K.linear_relu_matcher, F.relu, {}),
+    ("linear_silu", K.linear_silu, K.linear_silu_matcher, F.silu, {}),
+    ("linear_gelu", K.linear_gelu, K.linear_gelu_matcher, lambda t: F.gelu(t), {"approximate": "none"}),
+    ("linear_gelu", K.linear_gelu, K.linear_gelu_matcher, lambda t: F.gelu(t, approximate="tanh"),
+     {"approximate": "tanh"}),
+]
+
+
+@pytest.mark.parametrize("name,fn,matcher,act,extra", LINEAR_ACTS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_linear_act(name, fn, matcher, act, extra, dtype, with_bias):
+    x, w = rand(3, 4, 6, dtype=dtype), rand(5, 6, dtype=dtype)
+    b = rand(5, dtype=dtype) if with_bias else None
+    exp = act(F.linear(T(x), T(w), T(b))).numpy()
+    both(fn, exp, x, w, b, *extra.values())
+    spec = matcher(node(f"srcore::{name}", input="<var>", weight=w, bias=b, **extra))
+    assert isinstance(spec, Specialized) and spec.args == (0,)
+    both(spec.fn, exp, x)
+    assert matcher(node(f"srcore::{name}", input="<var>", weight="<var>", bias=b, **extra)) is None
+
+
+def test_linear_gelu_matcher_needs_constant_approximate():
+    w = rand(5, 6)
+    assert K.linear_gelu_matcher(node("srcore::linear_gelu", input="<var>", weight=w, bias=None,
+                                      approximate="<var>")) is None
+    with pytest.raises(srcore.KernelError, match="approximate"):
+        K.linear_gelu(rand(2, 6), w, None, "fast")
+
+
+@pytest.mark.parametrize("s,p,g", [(1, 1, 1), (2, 0, 2), (1, 1, 4)])
+def test_conv2d_relu_and_add_relu(s, p, g):
+    x, w, b = rand(2, 4, 7, 7), rand(8, 4 // g, 3, 3), rand(8)
+    conv = F.conv2d(T(x), T(w), T(b), s, p, 1, g)
+    other = rand(*conv.shape)
+    hp = dict(stride=[s, s], padding=[p, p], dilation=[1, 1], groups=g)
+    both(K.conv2d_relu, F.relu(conv).numpy(), x, w, b, *hp.values())
+    exp = F.relu(conv + T(other)).numpy()
+    both(K.conv2d_add_relu, exp, x, w, b, other, *hp.values())
+    spec = K.conv2d_relu_matcher(node("srcore::conv2d_relu", input="<var>", weight=w, bias=b, **hp))
+    assert spec.args == (0,)
+    both(spec.fn, F.relu(conv).numpy(), x)
+    spec = K.conv2d_add_relu_matcher(node("srcore::conv2d_add_relu", input="<var>", weight=w, bias=b,
+                                          other="<var>", **hp))
+    assert spec.args == (0, 3)
+    both(spec.fn, exp, x, other)
+    assert K.conv2d_relu_matcher(node("srcore::conv2d_relu", input="<var>", weight="<var>", bias=b, **hp)) is None
+    assert K.conv2d_add_relu_matcher(node("srcore::conv2d_add_relu", input="<var>", weight=w, bias=b,
+                                          other="<var>", **{**hp, "groups": "<var>"})) is None
+
+
+@pytest.mark.parametrize("alpha", [1, 0.5])
+def test_add_relu(alpha):
+    a, b = rand(3, 4), rand(4)
+    both(K.add_relu, F.relu(torch.add(T(a), T(b), alpha=alpha)).numpy(), a, b, alpha=alpha)
+
+
+def test_decl_matches_srcore_yaml():
+    from srcore_cpu.decl import fused as D
+    yaml_text = (Path(srcore.__file__).parent / "ops" / "srcore.yaml").read_text()
+    for k in D.KERNELS:
+        assert f"func: {k.op}(" in yaml_text
+        for ref in (k.impl, k.matcher):
+            if ref:
+                mod, _, attr = ref.partition(":")
+                assert callable(getattr(__import__(mod, fromlist=[attr]), attr))
