@@ -1,0 +1,91 @@
+"""Elementwise kernels: binary arithmetic, comparisons, unary math, clamp/where/masks, in-place forms."""
+from __future__ import annotations
+
+from srcore.plugin import Kernel
+
+from . import ALL, FLOATS, INTS, NUMERIC, family
+
+_bin = family("elementwise")
+_un = family("unary")
+_ter = family("ternary")
+_inp = family("inplace")
+_BM = "binary_matcher"
+_UM = "unary_matcher"
+_BITS = INTS + ("bool",)
+
+_BINARY = [  # (op, impl, dtypes, matcher)
+    ("aten::add.Tensor", "add", ALL, _BM), ("aten::add.Scalar", "add", ALL, _BM),
+    ("aten::sub.Tensor", "sub", NUMERIC, _BM), ("aten::sub.Scalar", "sub", NUMERIC, _BM),
+    ("aten::rsub.Tensor", "rsub", NUMERIC, None), ("aten::rsub.Scalar", "rsub", NUMERIC, None),
+    ("aten::mul.Tensor", "mul", ALL, _BM), ("aten::mul.Scalar", "mul", ALL, _BM),
+    ("aten::div.Tensor", "div", ALL, _BM), ("aten::div.Scalar", "div", ALL, _BM),
+    ("aten::div.Tensor_mode", "div", NUMERIC, _BM), ("aten::div.Scalar_mode", "div", NUMERIC, _BM),
+    ("aten::floor_divide", "floor_divide", NUMERIC, _BM),
+    ("aten::floor_divide.Scalar", "floor_divide", NUMERIC, _BM),
+    ("aten::remainder.Tensor", "remainder", NUMERIC, _BM), ("aten::remainder.Scalar", "remainder", NUMERIC, _BM),
+    ("aten::remainder.Scalar_Tensor", "remainder", NUMERIC, None),
+    ("aten::pow.Tensor_Tensor", "pow", NUMERIC, _BM), ("aten::pow.Tensor_Scalar", "pow", NUMERIC, _BM),
+    ("aten::pow.Scalar", "pow", NUMERIC, None),
+    ("aten::minimum", "minimum", ALL, _BM), ("aten::maximum", "maximum", ALL, _BM),
+    ("aten::max.other", "maximum", ALL, _BM), ("aten::min.other", "minimum", ALL, _BM),
+    ("aten::bitwise_and.Tensor", "bitwise_and", _BITS, _BM), ("aten::bitwise_and.Scalar", "bitwise_and", _BITS, _BM),
+    ("aten::bitwise_or.Tensor", "bitwise_or", _BITS, _BM), ("aten::bitwise_or.Scalar", "bitwise_or", _BITS, _BM),
+    ("aten::bitwise_xor.Tensor", "bitwise_xor", _BITS, None), ("aten::bitwise_xor.Scalar", "bitwise_xor", _BITS, None),
+    ("aten::logical_and", "logical_and", ALL, _BM), ("aten::logical_or", "logical_or", ALL, _BM),
+    ("aten::logical_xor", "logical_xor", ALL, _BM),
+] + [(f"aten::{c}.{o}", c, ALL, _BM) for c in ("eq", "ne", "lt", "le", "gt", "ge") for o in ("Tensor", "Scalar")]
+
+_FLOATING = ["exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh", "erf"]
+_SAME = ["neg", "abs", "sign", "floor", "ceil", "trunc", "round"]
+
+_TERNARY = [  # (op, impl, dtypes, matcher)
+    ("aten::clamp", "clamp", NUMERIC, "clamp_matcher"), ("aten::clamp.Tensor", "clamp", NUMERIC, None),
+    ("aten::clamp_min", "clamp_min", NUMERIC, "clamp_matcher"), ("aten::clamp_min.Tensor", "clamp_min", NUMERIC, None),
+    ("aten::clamp_max", "clamp_max", NUMERIC, "clamp_matcher"), ("aten::clamp_max.Tensor", "clamp_max", NUMERIC, None),
+    ("aten::where.self", "where", ALL, None), ("aten::where.ScalarOther", "where", ALL, None),
+    ("aten::where.ScalarSelf", "where", ALL, None), ("aten::where.Scalar", "where", ALL, None),
+    ("aten::masked_fill.Scalar", "masked_fill", ALL, None), ("aten::masked_fill.Tensor", "masked_fill", ALL, None),
+    ("aten::lerp.Scalar", "lerp", FLOATS, None), ("aten::lerp.Tensor", "lerp", FLOATS, None),
+    ("aten::addcmul", "addcmul", NUMERIC, None),
+]
+
+# in-place forms: (op, impl in kernels.inplace, dtypes)
+_INPLACE = [
+    ("aten::add_.Tensor", "add_", ALL), ("aten::add_.Scalar", "add_", ALL),
+    ("aten::sub_.Tensor", "sub_", NUMERIC), ("aten::sub_.Scalar", "sub_", NUMERIC),
+    ("aten::mul_.Tensor", "mul_", ALL), ("aten::mul_.Scalar", "mul_", ALL),
+    ("aten::div_.Tensor", "div_", FLOATS), ("aten::div_.Scalar", "div_", FLOATS),
+    ("aten::div_.Tensor_mode", "div_", NUMERIC), ("aten::div_.Scalar_mode", "div_", NUMERIC),
+    ("aten::floor_divide_.Tensor", "floor_divide_", NUMERIC),
+    ("aten::floor_divide_.Scalar", "floor_divide_", NUMERIC),
+    ("aten::remainder_.Tensor", "remainder_", NUMERIC), ("aten::remainder_.Scalar", "remainder_", NUMERIC),
+    ("aten::pow_.Tensor", "pow_", NUMERIC), ("aten::pow_.Scalar", "pow_", NUMERIC),
+    ("aten::bitwise_and_.Tensor", "bitwise_and_", _BITS), ("aten::bitwise_and_.Scalar", "bitwise_and_", _BITS),
+    ("aten::bitwise_or_.Tensor", "bitwise_or_", _BITS), ("aten::bitwise_or_.Scalar", "bitwise_or_", _BITS),
+    ("aten::logical_and_", "logical_and_", ALL), ("aten::logical_or_", "logical_or_", ALL),
+    ("aten::logical_xor_", "logical_xor_", ALL), ("aten::logical_not_", "logical_not_", ALL),
+    ("aten::bitwise_not_", "bitwise_not_", _BITS),
+    ("aten::clamp_", "clamp_", NUMERIC), ("aten::clamp_.Tensor", "clamp_", NUMERIC),
+    ("aten::clamp_min_", "clamp_min_", NUMERIC), ("aten::clamp_min_.Tensor", "clamp_min_", NUMERIC),
+    ("aten::clamp_max_", "clamp_max_", NUMERIC), ("aten::clamp_max_.Tensor", "clamp_max_", NUMERIC),
+    ("aten::masked_fill_.Scalar", "masked_fill_", ALL), ("aten::masked_fill_.Tensor", "masked_fill_", ALL),
+    ("aten::lerp_.Scalar", "lerp_", FLOATS), ("aten::lerp_.Tensor", "lerp_", FLOATS),
+    ("aten::addcmul_", "addcmul_", NUMERIC), ("aten::nan_to_num_", "nan_to_num_", NUMERIC),
+    ("aten::zero_", "zero_", ALL), ("aten::fill_.Scalar", "fill_", ALL), ("aten::fill_.Tensor", "fill_", ALL),
+] + [(f"aten::{c}_.{o}", c + "_", ALL) for c in ("eq", "ne", "lt", "le", "gt", "ge") for o in ("Tensor", "Scalar")] \
+  + [(f"aten::{n}_", n + "_", FLOATS) for n in _FLOATING] \
+  + [(f"aten::{n}_", n + "_", NUMERIC) for n in _SAME]
+
+KERNELS: list[Kernel] = (
+    [_bin(op, impl, dt, matcher=m) for op, impl, dt, m in _BINARY]
+    + [_un(f"aten::{n}", n, NUMERIC, matcher=_UM) for n in _FLOATING if n != "rsqrt"]
+    + [_un("aten::rsqrt", "rsqrt", NUMERIC)]
+    + [_un(f"aten::{n}", n, NUMERIC, matcher=_UM) for n in _SAME]
+    + [_un("aten::round.decimals", "round", FLOATS),
+       _un("aten::bitwise_not", "bitwise_not", _BITS),
+       _un("aten::isnan", "isnan", ALL), _un("aten::isinf", "isinf", ALL),
+       _un("aten::logical_not", "logical_not", ALL),
+       _un("aten::nan_to_num", "nan_to_num", NUMERIC)]
+    + [_ter(op, impl, dt, matcher=m) for op, impl, dt, m in _TERNARY]
+    + [_inp(op, impl, dt, kind="native") for op, impl, dt in _INPLACE]
+)

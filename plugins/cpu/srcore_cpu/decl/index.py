@@ -1,0 +1,21 @@
+"""Indexing kernels: gather/scatter/index_select (out variants), data-dependent shapes (natives)."""
+from __future__ import annotations
+
+from srcore.plugin import Kernel
+
+from . import ANY, family
+
+_k = family("index")
+
+KERNELS: list[Kernel] = [
+    _k("aten::gather", "gather", ANY),
+    _k("aten::index_select", "index_select", ANY),
+    _k("aten::scatter.src", "scatter", ANY), _k("aten::scatter.value", "scatter", ANY),
+    _k("aten::scatter.reduce", "scatter", ANY), _k("aten::scatter.value_reduce", "scatter", ANY),
+    _k("aten::scatter_.src", "scatter_", ANY, kind="native"),
+    _k("aten::scatter_.value", "scatter_", ANY, kind="native"),
+    _k("aten::index.Tensor", "index", ANY, kind="native"),
+    _k("aten::index.Tensor_hacked_twin", "index", ANY, kind="native"),
+    _k("aten::masked_select", "masked_select", ANY, kind="native"),
+    _k("aten::nonzero", "nonzero", ANY, kind="native"),
+]

@@ -1,0 +1,28 @@
+"""Structural natives: lists, tuples, tensor metadata, exceptions (``"*"`` dtypes)."""
+from __future__ import annotations
+
+from srcore.plugin import Kernel
+
+from . import ANY, family
+
+_k = family("prim")
+
+_OPS = [  # (op, impl)
+    ("prim::ListConstruct", "list_construct"), ("prim::ListUnpack", "list_unpack"),
+    ("prim::TupleConstruct", "tuple_construct"), ("prim::TupleUnpack", "tuple_unpack"),
+    ("prim::TupleIndex", "tuple_index"), ("prim::dtype", "dtype"), ("prim::device", "device"),
+    ("prim::RaiseException", "raise_exception"), ("prim::Uninitialized", "uninitialized"),
+    ("prim::unchecked_cast", "identity"),
+    ("aten::size", "size"), ("aten::size.int", "size"), ("aten::dim", "dim"), ("aten::numel", "numel"),
+    ("aten::len.t", "len_"), ("aten::len.Tensor", "len_"), ("aten::len.any", "len_"), ("aten::len.str", "len_"),
+    ("aten::__getitem__.t", "getitem"), ("aten::select.t", "getitem"), ("aten::slice.t", "list_slice"),
+    ("aten::list.t", "list_copy"), ("aten::append.t", "append"), ("aten::_set_item.t", "set_item"),
+    ("aten::insert.t", "insert"), ("aten::pop.t", "pop"), ("aten::extend.t", "extend"),
+    ("aten::clear.t", "clear"), ("aten::reverse.t", "reverse"), ("aten::add.t", "list_add"),
+    ("aten::add_.t", "extend"), ("aten::mul.left_t", "list_mul"), ("aten::mul.right_", "list_rmul"),
+    ("aten::__contains__.int_list", "contains"), ("aten::__contains__.float_list", "contains"),
+    ("aten::index.list_int", "list_index"), ("aten::index.list_float", "list_index"),
+    ("aten::index.list_bool", "list_index"), ("aten::format", "format"),
+]
+
+KERNELS: list[Kernel] = [_k(op, impl, ANY, kind="native") for op, impl in _OPS]

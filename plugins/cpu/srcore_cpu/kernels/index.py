@@ -1,0 +1,111 @@
+"""Indexing kernels: gather, scatter, index_select, index.Tensor, masked_select, nonzero.
+
+gather/scatter index ``self`` with ``index``'s extent in every other dimension
+(torch allows ``index`` to be smaller than ``self`` there), so they build the
+fancy index themselves instead of using ``np.take_along_axis``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from srcore.errors import KernelError
+
+
+def _along(index, dim):
+    """The fancy index selecting ``index`` values along ``dim`` and positions elsewhere."""
+    nd = index.ndim
+    idx = []
+    for d in range(nd):
+        if d == dim:
+            idx.append(index)
+        else:
+            shape = [1] * nd
+            shape[d] = index.shape[d]
+            idx.append(np.arange(index.shape[d]).reshape(shape))
+    return tuple(idx)
+
+
+def _dim(dim, ndim):
+    return dim % ndim if ndim else 0
+
+
+def gather(self, dim, index, *, sparse_grad=False, out=None):
+    """``aten::gather``: ``out[i][j] = self[i][index[i][j]]`` (for dim 1)."""
+    if self.ndim == 0:
+        r = self.reshape(1)[index.reshape(-1)].reshape(index.shape)
+    else:
+        r = self[_along(index, _dim(dim, self.ndim))]
+    if out is None:
+        return r
+    np.copyto(out, r)
+    return out
+
+
+def scatter(self, dim, index, src=None, *, value=None, reduce=None, out=None):
+    """``aten::scatter`` (src, value, reduce "add"/"multiply"): a copy of ``self`` with scattered values."""
+    if out is None:
+        out = self.copy()
+    elif out is not self:
+        np.copyto(out, self)
+    if index.size == 0:
+        return out
+    d = _dim(dim, self.ndim)
+    at = _along(index, d)
+    if isinstance(src, np.ndarray):
+        vals = src[tuple(np.s_[: n] for n in index.shape)] if src.ndim else src
+    else:
+        vals = src if src is not None else value
+    if reduce is None:
+        out[at] = vals
+    elif reduce == "add":
+        np.add.at(out, at, vals)
+    elif reduce == "multiply":
+        np.multiply.at(out, at, vals)
+    else:
+        raise KernelError(f"scatter: reduce argument must be either add or multiply, got {reduce!r}")
+    return out
+
+
+def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+    """In-place ``scatter``."""
+    return scatter(self, dim, index, src, value=value, reduce=reduce, out=self)
+
+
+def index_select(self, dim, index, *, out=None):
+    """``aten::index_select``: a 0-d or 1-d ``index`` along ``dim``."""
+    idx = index.reshape(-1)
+    if self.ndim == 0:
+        r = self.reshape(1)[idx].reshape(())
+        if out is None:
+            return r
+        np.copyto(out, r)
+        return out
+    return np.take(self, idx, axis=_dim(dim, self.ndim), out=out)
+
+
+def index(self, indices):
+    """``aten::index.Tensor``: advanced indexing; a None entry keeps its dimension (``:``)."""
+    key = []
+    for i in indices:
+        if i is None:
+            key.append(slice(None))
+        elif i.dtype == np.uint8:
+            key.append(i.astype(bool))
+        else:
+            key.append(i)
+    try:
+        r = self[tuple(key)]
+    except IndexError as exc:
+        raise KernelError(f"index: {exc}") from exc
+    return r if isinstance(r, np.ndarray) else np.asarray(r)
+
+
+def masked_select(self, mask):
+    """``aten::masked_select``: a 1-d tensor of the elements where ``mask`` (broadcast) is true."""
+    x, m = np.broadcast_arrays(self, mask)
+    return x[m.astype(bool, copy=False)]
+
+
+def nonzero(self):
+    """``aten::nonzero``: an int64 ``(n, ndim)`` tensor of indices."""
+    return np.argwhere(self).astype(np.int64, copy=False)

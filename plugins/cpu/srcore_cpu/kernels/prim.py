@@ -1,0 +1,174 @@
+"""Structural ops of TorchScript graphs: lists, tuples, tensor metadata, exceptions, format.
+
+All natives on Python values (lists are Python lists, tuples Python tuples).
+List-mutating ops (``aten::append``, ``aten::_set_item``) mutate their list
+argument and return it, as TorchScript does.
+"""
+from __future__ import annotations
+
+import re
+
+from srcore.errors import KernelError
+from srcore.ir.types import DTYPE_TO_SCALAR_TYPE_CODE
+
+
+def list_construct(*elems):
+    """``prim::ListConstruct``: a new list of the inputs."""
+    return list(elems)
+
+
+def list_unpack(lst):
+    """``prim::ListUnpack``: the elements as a tuple (one per output)."""
+    return tuple(lst)
+
+
+def tuple_construct(*elems):
+    return tuple(elems)
+
+
+def tuple_unpack(tup):
+    return tuple(tup)
+
+
+def tuple_index(tup, i):
+    return tup[i]
+
+
+def dtype(a):
+    """``prim::dtype``: the torch ScalarType code of a tensor's dtype (float32 -> 6)."""
+    return DTYPE_TO_SCALAR_TYPE_CODE[a.dtype.name]
+
+
+def device(a):
+    return "cpu"
+
+
+def raise_exception(msg, cls=None):
+    """``prim::RaiseException``: a KernelError carrying TorchScript's message (and exception class)."""
+    raise KernelError(f"{cls}: {msg}" if cls else str(msg))
+
+
+def uninitialized():
+    return None
+
+
+def identity(x):
+    """``prim::unchecked_cast`` and friends: the value itself."""
+    return x
+
+
+def size(self, dim=None):
+    """``aten::size`` (a list of ints) / ``aten::size.int``."""
+    if dim is None:
+        return list(self.shape)
+    nd = self.ndim if self.ndim else 1
+    if not -nd <= dim < nd:
+        raise KernelError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {dim})")
+    return self.shape[dim] if self.ndim else 1
+
+
+def dim(self):
+    return self.ndim
+
+
+def numel(self):
+    return int(self.size)
+
+
+def len_(a):
+    """``aten::len`` (list, str, Tensor: the first dimension)."""
+    if hasattr(a, "ndim"):
+        if a.ndim == 0:
+            raise KernelError("len() of a 0-d tensor")
+        return a.shape[0]
+    return len(a)
+
+
+def getitem(lst, idx):
+    """``aten::__getitem__.t`` / ``aten::select.t``: negative indices count from the end."""
+    try:
+        return lst[idx]
+    except IndexError as exc:
+        raise KernelError(f"list index {idx} out of range for a list of {len(lst)} elements") from exc
+
+
+def list_slice(l, start=None, end=None, step=1):
+    return l[start:end:step]
+
+
+def list_copy(l):
+    """``aten::list.t``: a shallow copy."""
+    return list(l)
+
+
+def append(self, el):
+    self.append(el)
+    return self
+
+
+def set_item(l, idx, el):
+    """``aten::_set_item.t``."""
+    l[idx] = el
+    return l
+
+
+def insert(self, idx, el):
+    self.insert(idx, el)
+
+
+def pop(self, idx=-1):
+    return self.pop(idx)
+
+
+def extend(self, other):
+    self.extend(other)
+
+
+def clear(self):
+    self.clear()
+
+
+def reverse(self):
+    self.reverse()
+
+
+def list_add(a, b):
+    """``aten::add.t``: concatenation into a new list."""
+    return list(a) + list(b)
+
+
+def list_mul(l, n):
+    """``aten::mul.left_t``."""
+    return list(l) * n
+
+
+def list_rmul(n, l):
+    """``aten::mul.right_``."""
+    return n * list(l)
+
+
+def contains(l, item):
+    return item in l
+
+
+def list_index(self, el):
+    try:
+        return self.index(el)
+    except ValueError as exc:
+        raise KernelError(f"'{el}' is not in list") from exc
+
+
+_FIELD = re.compile(r"\{\}")
+
+
+def format(self, *args):
+    """``aten::format``: TorchScript's ``"{}".format(...)`` (positional ``{}`` fields only)."""
+    it = iter(args)
+
+    def repl(_m):
+        v = next(it, "")
+        if isinstance(v, bool):
+            return "True" if v else "False"
+        return str(v)
+
+    return _FIELD.sub(repl, self)

@@ -1,0 +1,214 @@
+"""Reductions: sum, mean, prod, amax/amin, max/min (+indices), argmax/argmin, norms, std/var,
+cumsum, all/any, logsumexp, topk, sort.
+
+``dim`` arguments follow torch: ``None`` or ``[]`` reduces every dimension (for
+sum/mean/amax/amin/std/var); negative dims count from the end. Integer and
+bool sums and products accumulate in int64, as in torch.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .promotion import DEFAULT_FLOAT, INT64, as_array, dtype_of_code, float_type
+
+
+def _axis(dim):
+    if dim is None:
+        return None
+    if isinstance(dim, int):
+        return dim
+    dim = tuple(dim)
+    return dim if dim else None
+
+
+def _int_acc(x, dtype):
+    d = dtype_of_code(dtype)
+    if d is None and x.dtype.kind in "biu":
+        return INT64
+    return d
+
+
+def _reduce(fn, x, axis, keepdim, out, **kw):
+    r = fn(x, axis=axis, keepdims=keepdim, out=out, **kw)
+    return out if out is not None else as_array(r)
+
+
+def sum(self, dim=None, keepdim=False, *, dtype=None, out=None):
+    """``aten::sum`` / ``sum.dim_IntList``."""
+    return _reduce(np.sum, self, _axis(dim), keepdim, out, dtype=_int_acc(self, dtype))
+
+
+def mean(self, dim=None, keepdim=False, *, dtype=None, out=None):
+    """``aten::mean`` / ``mean.dim`` (floating inputs, or a floating ``dtype``)."""
+    return _reduce(np.mean, self, _axis(dim), keepdim, out, dtype=dtype_of_code(dtype))
+
+
+def prod(self, dim=None, keepdim=False, *, dtype=None, out=None):
+    """``aten::prod`` / ``prod.dim_int``."""
+    return _reduce(np.prod, self, _axis(dim), keepdim, out, dtype=_int_acc(self, dtype))
+
+
+def amax(self, dim=(), keepdim=False, *, out=None):
+    return _reduce(np.max, self, _axis(dim), keepdim, out)
+
+
+def amin(self, dim=(), keepdim=False, *, out=None):
+    return _reduce(np.min, self, _axis(dim), keepdim, out)
+
+
+def all(self, dim=None, keepdim=False, *, out=None):
+    """``aten::all`` / ``all.dim`` / ``all.dims``: a bool tensor."""
+    return _reduce(np.all, self, _axis(dim), keepdim, out)
+
+
+def any(self, dim=None, keepdim=False, *, out=None):
+    return _reduce(np.any, self, _axis(dim), keepdim, out)
+
+
+def _arg(fn, x, dim, keepdim, out):
+    if dim is None:
+        r = fn(x.reshape(-1))
+        r = np.asarray(r, dtype=np.int64)
+        if keepdim:
+            r = r.reshape((1,) * x.ndim)
+        if out is not None:
+            np.copyto(out, r)
+            return out
+        return r
+    if x.ndim == 0:
+        r = np.zeros((), np.int64)
+    else:
+        r = fn(x, axis=dim, keepdims=keepdim)
+    if out is not None:
+        np.copyto(out, r)
+        return out
+    return as_array(r, np.int64).astype(np.int64, copy=False)
+
+
+def argmax(self, dim=None, keepdim=False, *, out=None):
+    """``aten::argmax``: first index of the maximum (NaN counts as the maximum)."""
+    return _arg(np.argmax, self, dim, keepdim, out)
+
+
+def argmin(self, dim=None, keepdim=False, *, out=None):
+    return _arg(np.argmin, self, dim, keepdim, out)
+
+
+def _max_min(vfn, ifn, self, dim, keepdim, out):
+    if dim is None:  # aten::max(Tensor self) -> Tensor
+        return _reduce(vfn, self, None, False, out)
+    values, indices = (None, None) if out is None else out
+    values = _reduce(vfn, self, dim, keepdim, values)
+    indices = _arg(ifn, self, dim, keepdim, indices)
+    return values, indices
+
+
+def max(self, dim=None, keepdim=False, *, out=None):
+    """``aten::max`` (all -> Tensor) / ``max.dim`` (-> (values, indices))."""
+    return _max_min(np.max, np.argmax, self, dim, keepdim, out)
+
+
+def min(self, dim=None, keepdim=False, *, out=None):
+    return _max_min(np.min, np.argmin, self, dim, keepdim, out)
+
+
+def linalg_vector_norm(self, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+    """``aten::linalg_vector_norm``: ``sum(|x|^ord)^(1/ord)``; inf/-inf/0 as in torch."""
+    x = self if dtype is None else self.astype(dtype_of_code(dtype))
+    axis = _axis(dim)
+    a = np.abs(x)
+    if ord == float("inf"):
+        return _reduce(np.max, a, axis, keepdim, out)
+    if ord == float("-inf"):
+        return _reduce(np.min, a, axis, keepdim, out)
+    if ord == 0:
+        return _reduce(np.sum, a != 0, axis, keepdim, out, dtype=a.dtype)
+    if ord == 1:
+        return _reduce(np.sum, a, axis, keepdim, out)
+    if ord == 2:
+        r = _reduce(np.sum, np.square(a, out=a), axis, keepdim, out)
+        return as_array(np.sqrt(r, out=r))
+    r = _reduce(np.sum, np.power(a, ord, out=a), axis, keepdim, out)
+    return as_array(np.power(r, 1.0 / ord, out=r))
+
+
+def norm(self, p=2, dim=None, keepdim=False, *, dtype=None, out=None):
+    """``aten::norm.Scalar`` / ``norm.ScalarOpt_dim`` (``p=None`` is 2) / the ``*_dtype`` forms."""
+    return linalg_vector_norm(self, 2 if p is None else p, dim, keepdim, dtype=dtype, out=out)
+
+
+def var(self, dim=None, unbiased=True, keepdim=False, *, correction=None, out=None):
+    """``aten::var`` / ``var.dim`` / ``var.correction`` (``correction`` None -> 1)."""
+    if isinstance(dim, bool):  # aten::var(Tensor self, bool unbiased=True)
+        dim, unbiased = None, dim
+    ddof = (1 if unbiased else 0) if correction is None else correction
+    return _reduce(np.var, self, _axis(dim), keepdim, out, ddof=ddof)
+
+
+def std(self, dim=None, unbiased=True, keepdim=False, *, correction=None, out=None):
+    """``aten::std`` / ``std.dim`` / ``std.correction``."""
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    ddof = (1 if unbiased else 0) if correction is None else correction
+    return _reduce(np.std, self, _axis(dim), keepdim, out, ddof=ddof)
+
+
+def cumsum(self, dim, *, dtype=None, out=None):
+    """``aten::cumsum``: int and bool accumulate in int64."""
+    if self.ndim == 0:
+        r = self.astype(_int_acc(self, dtype) or self.dtype)
+        if out is None:
+            return r
+        np.copyto(out, r)
+        return out
+    r = np.cumsum(self, axis=dim, dtype=_int_acc(self, dtype), out=out)
+    return out if out is not None else r
+
+
+def logsumexp(self, dim, keepdim=False, *, out=None):
+    """``aten::logsumexp`` via ``scipy.special.logsumexp`` (ints -> float32)."""
+    from scipy.special import logsumexp as lse
+
+    x = self if self.dtype.kind == "f" else self.astype(DEFAULT_FLOAT)
+    r = as_array(lse(x, axis=_axis(dim), keepdims=keepdim), x.dtype).astype(float_type(x.dtype), copy=False)
+    if out is None:
+        return r
+    np.copyto(out, r)
+    return out
+
+
+def _sorted_indices(x, axis, descending, stable=True):
+    if not descending:
+        return np.argsort(x, axis=axis, kind="stable" if stable else None)
+    # stable descending: sort the reversed array ascending, reverse, map positions back
+    n = x.shape[axis]
+    i = np.argsort(np.flip(x, axis), axis=axis, kind="stable")
+    return (n - 1) - np.flip(i, axis)
+
+
+def sort(self, dim=-1, descending=False, *, stable=None, out=None):
+    """``aten::sort`` / ``sort.stable``: (values, indices); NaN sorts as the largest."""
+    if self.ndim == 0:
+        values, indices = self.copy(), np.zeros((), np.int64)
+    else:
+        indices = _sorted_indices(self, dim, descending)
+        values = np.take_along_axis(self, indices, axis=dim)
+    if out is None:
+        return values, indices
+    np.copyto(out[0], values)
+    np.copyto(out[1], indices)
+    return out
+
+
+def topk(self, k, dim=-1, largest=True, sorted=True, *, out=None):
+    """``aten::topk``: the ``k`` largest (or smallest) along ``dim``, in sorted order."""
+    if self.ndim == 0:
+        return sort(self, out=out)
+    idx = _sorted_indices(self, dim, largest)
+    idx = np.take(idx, np.arange(k), axis=dim)
+    values = np.take_along_axis(self, idx, axis=dim)
+    if out is None:
+        return values, idx
+    np.copyto(out[0], values)
+    np.copyto(out[1], idx)
+    return out
