@@ -60,7 +60,7 @@ def _add_schemas(manager, records, registry, declared) -> list:
             if schema_name(schema) not in declared:
                 declared[schema_name(schema)] = (schema, report.info)
                 if registry is not None:
-                    registry.add(schema, provider=report.info, source=source)
+                    registry.add(schema, provider=str(report.info), source=source)
         libraries.extend(libs)
     return libraries
 

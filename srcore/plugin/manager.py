@@ -17,8 +17,11 @@ import os
 import time
 from typing import Any, Iterable
 
+# the stdlib module has the same API (entry_points(group=...), EntryPoint.dist) on 3.10+, and pluggy
+# imports it anyway: the importlib_metadata backport would add ~10 ms to every cold start
+import importlib.metadata as importlib_metadata
+
 import attrs
-import importlib_metadata
 import pluggy
 
 from ..errors import PluginError, RegistrationError
