@@ -81,9 +81,9 @@ def conv_shape(ctx: Ctx, x, w, stride, padding, dilation, groups, transposed=Fal
               zip(s[2:], k, stride, padding, dilation, output_padding)]
     else:
         sp = [conv_out(n, kk, st, p, d) for n, kk, st, p, d in zip(s[2:], k, stride, padding, dilation)]
-        for n, o in zip(s[2:], sp):
-            if isinstance(o, int) and o <= 0:
-                raise ctx.fail(f"calculated output size {o} is too small (input {x.shape}, kernel {k})")
+    for o in sp:
+        if isinstance(o, int) and o <= 0:
+            raise ctx.fail(f"calculated output size {o} is too small (input {x.shape}, kernel {k})")
     out = (s[0], cout, *sp)
     return out if batched else out[1:]
 

@@ -1,0 +1,148 @@
+"""View/shape op rules against torch: view/reshape (hypothesis), slicing, cat/split/stack."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import assume, given, settings, strategies as st
+
+import srcore
+from test_shapes_util import TL, T, check, one_node
+
+small_shape = st.lists(st.integers(1, 4), min_size=1, max_size=4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(small_shape, st.data())
+def test_view_with_minus_one_matches_torch(shape, data):
+    n = math.prod(shape)
+    divisors = [d for d in range(1, n + 1) if n % d == 0]
+    a = data.draw(st.sampled_from(divisors))
+    target = data.draw(st.sampled_from([[a, -1], [-1, a], [a, n // a], [n], [-1]]))
+    for op in ("view", "reshape"):
+        check(f"aten::{op}", lambda x, s: getattr(x, op)(s), T("float32", *shape), target)
+
+
+@settings(max_examples=40, deadline=None)
+@given(small_shape, st.integers(2, 7))
+def test_view_of_wrong_size_raises(shape, k):
+    n = math.prod(shape)
+    assume(n % k)
+    with pytest.raises(srcore.ShapeError, match="invalid for input of size"):
+        one_node("aten::view", T("float32", *shape), [k, -1])
+    with pytest.raises(srcore.ShapeError, match="invalid"):
+        one_node("aten::reshape", T("float32", *shape), [n + 1])
+
+
+@settings(max_examples=80, deadline=None)
+@given(small_shape, st.data())
+def test_slice_matches_torch(shape, data):
+    d = data.draw(st.integers(-len(shape), len(shape) - 1))
+    start = data.draw(st.one_of(st.none(), st.integers(-6, 6)))
+    end = data.draw(st.one_of(st.none(), st.integers(-6, 6), st.just(9223372036854775807)))
+    step = data.draw(st.integers(1, 3))
+    check("aten::slice", lambda x, d, s, e, st_: torch.ops.aten.slice(x, d, s, e, st_),
+          T("float32", *shape), d, start, end, step)
+
+
+@settings(max_examples=40, deadline=None)
+@given(small_shape, st.data())
+def test_select_narrow_unsqueeze_squeeze_flatten(shape, data):
+    x = T("int64", *shape)
+    r = len(shape)
+    d = data.draw(st.integers(-r, r - 1))
+    i = data.draw(st.integers(-shape[d], shape[d] - 1))
+    check("aten::select", torch.select, x, d, i)
+    check("aten::narrow", torch.narrow, x, d, 0, shape[d])
+    u = data.draw(st.integers(-r - 1, r))
+    check("aten::unsqueeze", torch.unsqueeze, x, u)
+    check("aten::squeeze", torch.squeeze, x)
+    check("aten::squeeze", torch.squeeze, x, d)
+    a, b = sorted([data.draw(st.integers(0, r - 1)), data.draw(st.integers(0, r - 1))])
+    check("aten::flatten", torch.flatten, x, a, b)
+    perm = data.draw(st.permutations(range(r)))
+    check("aten::permute", torch.permute, x, list(perm))
+    check("aten::transpose", torch.transpose, x, d, a)
+    check("aten::flip", torch.flip, x, [0])
+
+
+def test_select_out_of_range_raises():
+    with pytest.raises(srcore.ShapeError, match="out of range"):
+        one_node("aten::select", T("float32", 2, 3), 1, 3)
+    with pytest.raises(srcore.ShapeError, match="dim 2 out of range"):
+        one_node("aten::unsqueeze", T("float32", 2), 2)
+
+
+@settings(max_examples=40, deadline=None)
+@given(small_shape, st.data())
+def test_expand_repeat(shape, data):
+    target = [d if d != 1 else data.draw(st.integers(1, 3)) for d in shape]
+    lead = data.draw(st.lists(st.integers(1, 3), max_size=2))
+    check("aten::expand", lambda x, s: x.expand(s), T("float32", *shape), lead + target)
+    check("aten::expand", lambda x, s: x.expand(s), T("float32", *shape), [-1] * len(shape))
+    check("aten::repeat", lambda x, s: x.repeat(s), T("float32", *shape), lead + target)
+
+
+def test_expand_mismatch_raises():
+    with pytest.raises(srcore.ShapeError, match="cannot expand"):
+        one_node("aten::expand", T("float32", 2, 3), [2, 4])
+
+
+@settings(max_examples=40, deadline=None)
+@given(small_shape, st.data())
+def test_cat_stack_split_chunk(shape, data):
+    r = len(shape)
+    d = data.draw(st.integers(-r, r - 1))
+    others = []
+    for _ in range(data.draw(st.integers(1, 3))):
+        s = list(shape)
+        s[d] = data.draw(st.integers(1, 4))
+        others.append(T("float32", *s))
+    check("aten::cat", torch.cat, TL(others), d)
+    check("aten::stack", torch.stack, TL([T("int32", *shape)] * 3), data.draw(st.integers(-r - 1, r)))
+    n = shape[d]
+    k = data.draw(st.integers(1, 4))
+    node, _ = one_node("aten::split", T("float32", *shape), k, d, out_type=srcore.ir.ListType(srcore.ir.TENSOR))
+    _, res = one_node("aten::split", T("float32", *shape), k, d)
+    ref = torch.split(torch.zeros(shape), k, d)
+    g_node, res = one_node("aten::chunk", T("float32", *shape), k, d, n_out=len(torch.chunk(torch.zeros(shape), k, d)))
+    assert [o.type.shape for o in g_node.outputs] == [tuple(p.shape) for p in torch.chunk(torch.zeros(shape), k, d)]
+    u_node, _ = one_node("aten::unbind", T("float32", *shape), d, n_out=n)
+    assert [o.type.shape for o in u_node.outputs] == [tuple(p.shape) for p in torch.unbind(torch.zeros(shape), d)]
+
+
+def test_cat_mismatch_raises():
+    with pytest.raises(srcore.ShapeError, match="must match"):
+        one_node("aten::cat", TL([T("float32", 2, 3), T("float32", 2, 4)]), 0)
+
+
+def test_split_into_list_then_unpack():
+    from srcore.ir import Graph
+    from srcore.ir.types import TENSOR, ListType
+    from srcore.ops.shapes import propagate
+    g = Graph()
+    x = g.add_input(T("float32", 5, 4), "x")
+    lst = g.insert("aten::split", [x, g.insert_constant(2), g.insert_constant(0)], [ListType(TENSOR)]).output
+    parts = g.insert("prim::ListUnpack", [lst], [TENSOR] * 3)
+    propagate(g)
+    assert [o.type.shape for o in parts.outputs] == [(2, 4), (2, 4), (1, 4)]
+
+
+def test_symbolic_view_keeps_batch_and_solves_minus_one():
+    from srcore.ir import Graph
+    from srcore.ir.types import INT, TENSOR, ListType
+    from srcore.ops.shapes import propagate
+    g = Graph()
+    x = g.add_input(T("float32", "batch", 3, 4), "x")
+    b = g.insert("aten::size", [x, g.insert_constant(0)], [INT]).output
+    lst = g.insert("prim::ListConstruct", [b, g.insert_constant(-1)], [ListType(INT)]).output
+    v = g.insert("aten::view", [x, lst], [TENSOR]).output
+    lst2 = g.insert("prim::ListConstruct", [g.insert_constant(-1), g.insert_constant(4)], [ListType(INT)]).output
+    w = g.insert("aten::reshape", [x, lst2], [TENSOR]).output
+    f = g.insert("aten::flatten", [x, g.insert_constant(0), g.insert_constant(1)], [TENSOR]).output
+    res = propagate(g)
+    assert v.type.shape == ("batch", 12)
+    assert res.known[b] == "batch"
+    assert w.type.shape == ("3*batch", 4)
+    assert f.type.shape == ("3*batch", 4)
