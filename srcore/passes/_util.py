@@ -171,3 +171,14 @@ def base_kind(node: Node) -> str:
     """The op without its overload name: ``aten::add.Tensor`` -> ``aten::add``."""
     ns, _, name = node.kind.partition("::")
     return f"{ns}::{name.split('.', 1)[0]}" if name else node.kind
+
+
+def unique_param_name(graph: Graph, base: str) -> str:
+    """``base``, or ``base.N``, so that no tensor constant of ``graph`` already uses the name."""
+    taken = {n.attrs.get("param") for n in graph.all_nodes() if n.kind == "prim::Constant"}
+    if base not in taken:
+        return base
+    i = 1
+    while f"{base}.{i}" in taken:
+        i += 1
+    return f"{base}.{i}"

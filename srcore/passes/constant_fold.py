@@ -18,11 +18,13 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+import numpy as np
+
 from ..ir.constants import type_of_constant
 from ..ir.graph import Graph, Node
 from ..ir.types import AnyType, NumberType, TensorType, contains_tensor
 from ._util import (const_or, has_side_effects, inline_block, is_const, is_mutated, is_nondeterministic,
-                    mutated_inputs, replace_with_values, walk_blocks)
+                    mutated_inputs, replace_with_values, unique_param_name, walk_blocks)
 from .loops import never_runs
 from .scalar_eval import eval_scalar_op
 
@@ -48,16 +50,17 @@ def default_evaluator(node: Node, args: list) -> list:
 
 
 def kernel_evaluator(node: Node, args: list) -> list:
-    """Evaluate a tensor op with a kernel from the dispatch table; ``NotImplementedError`` if none."""
+    """Evaluate a tensor op with a kernel of the loaded plugins; ``NotImplementedError`` if none."""
+    if not any(contains_tensor(o.type) for o in node.outputs) and not any(_is_tensor(a) for a in args):
+        raise NotImplementedError("not a tensor op")
+    from .kernel_eval import evaluate_with_kernels
+
     try:
-        from ..dispatch import evaluate_node  # provided by the dispatch package when available
-    except ImportError:
-        raise NotImplementedError("no kernel evaluator available") from None
-    try:
-        result = evaluate_node(node, args)
-    except Exception as exc:
+        return evaluate_with_kernels(node, args)
+    except NotImplementedError:
+        raise
+    except Exception as exc:  # the kernel rejected the arguments: leave it to fail at run time
         raise NotImplementedError(f"kernel evaluation failed: {exc}") from exc
-    return list(result) if len(node.outputs) != 1 else [result]
 
 
 def fold_constants(graph: Graph, *, evaluator: Evaluator | None = None,
@@ -123,10 +126,12 @@ def _fold_node(node: Node, evaluate: Evaluator, max_elements: int) -> bool:
             t = _const_type(out.type, r)
         except TypeError:
             return False
+        if _is_tensor(r):  # a fresh contiguous array, never a view of a (read-only) parameter
+            r = np.ascontiguousarray(r).copy()
         c = node.graph.insert_constant(r, t, before=node)
         c.node.source = node.source
         if _is_tensor(r):
-            c.node.attrs["param"] = f"{out.name or 'folded'}.folded"
+            c.node.attrs["param"] = unique_param_name(node.graph, f"{out.name or 'folded'}.folded")
         values.append(c)
     names = [o.name for o in node.outputs]
     replace_with_values(node, values)

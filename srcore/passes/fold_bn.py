@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Graph, Node, Value
-from ._util import base_kind, const_or, is_const, replace_with_values, walk_blocks
+from ._util import base_kind, const_or, is_const, replace_with_values, unique_param_name, walk_blocks
 
 CONV_OPS = frozenset({"aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::_convolution"})
 
@@ -86,12 +86,11 @@ def _fold(bn: Node) -> bool:
     b2 = ((b0 - mean) * s + (beta if beta is not None else 0.0)).astype(dtype)
     g = bn.graph
     wname = _param_name(src.inputs[1], "weight")
-    bname = _param_name(src.inputs[2], wname[:-len("weight")] + "bias" if wname.endswith("weight")
-                        else wname + ".bias") if b is not None else (
-        wname[:-len("weight")] + "bias" if wname.endswith("weight") else wname + ".bias")
+    bias_name = wname[:-len("weight")] + "bias" if wname.endswith("weight") else wname + ".bias"
+    bname = _param_name(src.inputs[2], bias_name) if b is not None else bias_name
     for index, value, name in ((1, W2, wname), (2, b2, bname)):
         const = g.insert_constant(value, before=src)
-        const.node.attrs["param"] = f"{name}.bnfold"
+        const.node.attrs["param"] = unique_param_name(g, f"{name}.bnfold")
         src.replace_input(index, const)
     replace_with_values(bn, [src.output])
     return True

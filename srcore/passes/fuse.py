@@ -1,20 +1,23 @@
 """Operator fusion: linear/conv followed by an activation (and a residual add) into one op.
 
-The fused ops (declared in ``srcore/ops/srcore.yaml``, implemented by the cpu plugin)::
+The fused ops are declared in ``srcore/ops/srcore.yaml`` (implemented by the cpu plugin)::
 
     srcore::linear_relu(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
     srcore::linear_gelu(Tensor input, Tensor weight, Tensor? bias=None, str approximate="none") -> Tensor
-    srcore::conv2d_relu(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding,
-                        int[] dilation, int groups) -> Tensor
-    srcore::conv2d_add_relu(Tensor input, Tensor weight, Tensor? bias, int[] stride, int[] padding,
-                            int[] dilation, int groups, Tensor other, Scalar alpha=1) -> Tensor
+    srcore::linear_silu(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
+    srcore::conv2d_relu(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=1,
+                        SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor
+    srcore::conv2d_add_relu(Tensor input, Tensor weight, Tensor? bias, Tensor other, SymInt[2] stride=1,
+                            SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor
+    srcore::add_relu(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
 
-``conv2d_add_relu`` computes ``relu(conv2d(...) + alpha * other)``. A chain is
-fused only when every intermediate value has exactly one use (so nothing else
-needs it), ``aten::_convolution`` only when it is a plain 2-D convolution
-(not transposed, 4-D weight), and the add only when ``other`` cannot change
-the result's shape (its shape broadcasts into the conv output's, or the types
-are equal). ``relu_`` counts as ``relu``. The rules are the table :data:`FUSIONS`.
+A chain is fused only when every intermediate value has exactly one use (so
+nothing else needs it); ``aten::_convolution`` only when it is a plain 2-D
+convolution (not transposed, 4-D weight); ``conv2d + add + relu`` only when
+the add's ``alpha`` is the constant 1 (either operand order) and ``other``
+cannot change the result's shape (its shape broadcasts into the conv output's,
+or the types are equal); ``add + relu`` (tensor + tensor) when no conv feeds
+it. ``relu_`` counts as ``relu``. The rules are the table :data:`FUSIONS`.
 """
 from __future__ import annotations
 
@@ -87,19 +90,28 @@ def conv_add_relu(act: Node):
     add = _single_use_producer(act.inputs[0], ("aten::add", "aten::add_"))
     if add is None or len(add.inputs) != 3:
         return None
-    alpha = add.inputs[2]
-    for conv_pos in (0, 1):  # conv + alpha*other, or other + conv when alpha == 1
+    alpha = const_or(add.inputs[2], None)
+    if alpha != 1 or isinstance(alpha, bool):
+        return None
+    for conv_pos in (0, 1):  # conv + other or other + conv
         conv = _single_use_producer(add.inputs[conv_pos], CONV)
         args = _conv2d_args(conv) if conv is not None else None
         if args is None:
             continue
         other = add.inputs[1 - conv_pos]
-        if conv_pos == 1 and const_or(alpha, None) != 1:
-            continue
         if other is conv.output or not _no_broadcast(other, conv.output):
             continue
-        return "srcore::conv2d_add_relu", args + [other, alpha], [add, conv]
+        return "srcore::conv2d_add_relu", args[:3] + [other] + args[3:], [add, conv]
     return None
+
+
+def add_relu(act: Node):
+    add = _single_use_producer(act.inputs[0], ("aten::add",))
+    if add is None or len(add.inputs) != 3:
+        return None
+    if not all(isinstance(v.type, TensorType) for v in add.inputs[:2]):
+        return None  # tensor + scalar is another overload
+    return "srcore::add_relu", list(add.inputs), [add]
 
 
 @attrs.frozen
@@ -115,8 +127,10 @@ FUSIONS = [  # longer chains first
     Fusion("linear + relu", "aten::relu", linear_act("srcore::linear_relu")),
     Fusion("linear + relu_", "aten::relu_", linear_act("srcore::linear_relu")),
     Fusion("linear + gelu", "aten::gelu", linear_act("srcore::linear_gelu")),
+    Fusion("linear + silu", "aten::silu", linear_act("srcore::linear_silu")),
     Fusion("conv2d + relu", "aten::relu", conv_relu),
     Fusion("conv2d + relu_", "aten::relu_", conv_relu),
+    Fusion("add + relu", "aten::relu", add_relu),
 ]
 
 

@@ -1,0 +1,273 @@
+"""The passes preserve meaning: graphs run before and after through a torch-based reference interpreter.
+
+The interpreter is independent of srcore's kernels: tensor ops are ``torch.ops.aten``
+calls, the fused ``srcore::`` ops are written out with ``torch.nn.functional``.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from srcore.ir import parse_graph, print_graph
+from srcore.ir.verify import verify
+from srcore.passes import prepare, prepare_for_static_runtime
+
+F = torch.nn.functional
+
+FUSED = {
+    "srcore::linear_relu": lambda x, w, b: F.relu(F.linear(x, w, b)),
+    "srcore::linear_gelu": lambda x, w, b, approximate="none": F.gelu(F.linear(x, w, b), approximate=approximate),
+    "srcore::conv2d_relu": lambda x, w, b, s, p, d, g: F.relu(F.conv2d(x, w, b, s, p, d, g)),
+    "srcore::conv2d_add_relu": lambda x, w, b, other, s, p, d, g: F.relu(F.conv2d(x, w, b, s, p, d, g) + other),
+    "srcore::linear_silu": lambda x, w, b: F.silu(F.linear(x, w, b)),
+    "srcore::add_relu": lambda a, b, alpha=1: F.relu(a + alpha * b),
+}
+SCALAR = {"aten::add": operator.add, "aten::sub": operator.sub, "aten::mul": operator.mul,
+          "aten::lt": operator.lt, "aten::gt": operator.gt, "aten::eq": operator.eq,
+          "aten::len": len, "aten::__getitem__": operator.getitem}
+
+
+def _tensorish(args) -> bool:
+    return any(isinstance(a, torch.Tensor) for a in args)
+
+
+def run(graph, *inputs):
+    env = {id(v): x for v, x in zip(graph.inputs, inputs)}
+    return _run_block(graph.block, env)
+
+
+def _run_block(block, env):
+    for n in block.nodes:
+        args = [env[id(v)] for v in n.inputs]
+        outs = _run_node(n, args, env)
+        for o, r in zip(n.outputs, outs):
+            env[id(o)] = r
+    return [env[id(v)] for v in block.outputs]
+
+
+def _run_node(n, args, env):
+    k = n.kind
+    if k == "prim::Constant":
+        v = n.attrs.get("value")
+        return [torch.from_numpy(np.array(v)) if isinstance(v, np.ndarray) else v]
+    if k == "prim::ListConstruct":
+        return [list(args)]
+    if k == "prim::TupleConstruct":
+        return [tuple(args)]
+    if k in ("prim::ListUnpack", "prim::TupleUnpack"):
+        return list(args[0])
+    if k == "prim::TupleIndex":
+        return [args[0][args[1]]]
+    if k == "prim::If":
+        return _run_block(n.blocks[0 if args[0] else 1], env)
+    if k == "prim::Loop":
+        trips, cond, carried = args[0], args[1], args[2:]
+        body = n.blocks[0]
+        i = 0
+        while cond and i < trips:
+            env.update({id(p): v for p, v in zip(body.inputs, [i, *carried])})
+            cond, *carried = _run_block(body, env)
+            i += 1
+        return carried
+    if k in FUSED:
+        return [FUSED[k](*args)]
+    if k in SCALAR and not _tensorish(args):
+        return [SCALAR[k](*args)]
+    if k == "aten::__is__":
+        return [args[0] is args[1]]
+    r = _call_aten(k, args)
+    return list(r) if len(n.outputs) > 1 else [r]
+
+
+def _call_aten(kind, args):
+    """Call the first torch overload of ``kind`` that accepts ``args`` (graph inputs are schema-ordered)."""
+    op = getattr(torch.ops.aten, kind.split("::")[1].split(".")[0])
+    errors = []
+    for schema in torch._C._jit_get_schemas_for_operator(kind):
+        if len(args) > len(schema.arguments):
+            continue
+        pos = [a for a, s in zip(args, schema.arguments) if not s.kwarg_only]
+        kw = {s.name: a for a, s in zip(args, schema.arguments) if s.kwarg_only}
+        try:
+            return op(*pos, **kw)
+        except RuntimeError as exc:
+            errors.append(str(exc).splitlines()[0])
+    raise RuntimeError(f"no overload of {kind} accepts the arguments: {errors}")
+
+
+def _params(text, rng):
+    g = parse_graph(text)
+    out = {}
+    for node in g.all_nodes():
+        name = node.attrs.get("param")
+        if name:
+            data = rng.standard_normal(node.output.type.shape).astype(np.float32)
+            out[name] = np.abs(data) + 0.5 if name.endswith("var") else data
+    return out
+
+
+def check(text, input_shapes, *, seed=0, **kw):
+    rng = np.random.default_rng(seed)
+    g = parse_graph(text, _params(text, rng))
+    inputs = [torch.from_numpy(rng.standard_normal(s).astype(np.float32)) for s in input_shapes]
+    before = run(g, *inputs)
+    report = []
+    prepared = prepare_for_static_runtime(g, report=report, verify=True, **kw)
+    after = run(prepared, *inputs)
+    for b, a in zip(before, after):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    return g, prepared, report
+
+
+SEED = (__import__("pathlib").Path(__file__).parent / "golden/passes/prepare/seed_article.ir").read_text()
+
+
+def test_seed_article_same_result_single_sum():
+    g, prepared, report = check(SEED.split("# ---- after ----")[0], [(3, 4)])
+    kinds = [n.kind for n in prepared.all_nodes() if n.kind != "prim::Constant"]
+    assert kinds == ["aten::sum"]
+    assert sum(1 for n in g.all_nodes() if n.kind == "prim::Loop") == 2  # the input is untouched
+    assert sum(s.removed for s in report) - sum(s.added for s in report) == \
+        sum(1 for _ in g.all_nodes()) - sum(1 for _ in prepared.all_nodes())
+
+
+MODEL = """
+graph(%img : Float(2, 3, 8, 8), %feat : Float(2, 16)):
+  %w1 : Float(4, 3, 3, 3) = prim::Constant[param="conv1.weight"]()
+  %g1 : Float(4) = prim::Constant[param="bn1.weight"]()
+  %b1 : Float(4) = prim::Constant[param="bn1.bias"]()
+  %m1 : Float(4) = prim::Constant[param="bn1.running_mean"]()
+  %v1 : Float(4) = prim::Constant[param="bn1.running_var"]()
+  %w2 : Float(4, 4, 3, 3) = prim::Constant[param="conv2.weight"]()
+  %cb2 : Float(4) = prim::Constant[param="conv2.bias"]()
+  %fw : Float(8, 16) = prim::Constant[param="fc.weight"]()
+  %fb : Float(8) = prim::Constant[param="fc.bias"]()
+  %g3 : Float(8) = prim::Constant[param="bn3.weight"]()
+  %b3 : Float(8) = prim::Constant[param="bn3.bias"]()
+  %m3 : Float(8) = prim::Constant[param="bn3.running_mean"]()
+  %v3 : Float(8) = prim::Constant[param="bn3.running_var"]()
+  %fw2 : Float(8, 8) = prim::Constant[param="fc2.weight"]()
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %zero : int = prim::Constant[value=0]()
+  %false : bool = prim::Constant[value=0]()
+  %true : bool = prim::Constant[value=1]()
+  %p : float = prim::Constant[value=0.25]()
+  %mom : float = prim::Constant[value=0.1]()
+  %eps : float = prim::Constant[value=1e-05]()
+  %approx : str = prim::Constant[value="none"]()
+  %s : int[] = prim::ListConstruct(%one, %one)
+  %pad : int[] = prim::ListConstruct(%one, %one)
+  %c1 : Float(2, 4, 8, 8) = aten::conv2d(%img, %w1, %none, %s, %pad, %s, %one)
+  %n1 : Float(2, 4, 8, 8) = aten::batch_norm(%c1, %g1, %b1, %m1, %v1, %false, %mom, %eps, %true)
+  %r1 : Float(2, 4, 8, 8) = aten::relu(%n1)
+  %d1 : Float(2, 4, 8, 8) = aten::dropout(%r1, %p, %false)
+  %c2 : Float(2, 4, 8, 8) = aten::conv2d(%d1, %w2, %cb2, %s, %pad, %s, %one)
+  %a2 : Float(2, 4, 8, 8) = aten::add(%c2, %r1, %one)
+  %r2 : Float(2, 4, 8, 8) = aten::relu(%a2)
+  %id : Float(2, 4, 8, 8) = aten::mul(%r2, %one)
+  %rank : int = aten::dim(%id)
+  %four : int = prim::Constant[value=4]()
+  %is4 : bool = aten::eq(%rank, %four)
+  %flat : Tensor = prim::If(%is4)
+    block0():
+      %sz : int[] = aten::size(%id)
+      %n : int, %c : int, %h : int, %w : int = prim::ListUnpack(%sz)
+      %chw : int = aten::mul(%c, %h)
+      %chw2 : int = aten::mul(%chw, %w)
+      %shape : int[] = prim::ListConstruct(%n, %chw2)
+      %v : Tensor = aten::reshape(%id, %shape)
+      -> (%v)
+    block1():
+      -> (%id)
+  %f1 : Float(2, 8) = aten::linear(%feat, %fw, %fb)
+  %f2 : Float(2, 8) = aten::batch_norm(%f1, %g3, %b3, %m3, %v3, %false, %mom, %eps, %true)
+  %f3 : Float(2, 8) = aten::detach(%f2)
+  %f4 : Float(2, 8) = aten::linear(%f3, %fw2, %none)
+  %f5 : Float(2, 8) = aten::gelu(%f4, %approx)
+  %t1 : Float(8, 2) = aten::t(%f5)
+  %t2 : Float(2, 8) = aten::t(%t1)
+  %out : (Tensor, Tensor) = prim::TupleConstruct(%flat, %t2)
+  return (%out)
+"""
+
+
+def test_model_pipeline_preserves_values_and_fuses():
+    _, prepared, _ = check(MODEL, [(2, 3, 8, 8), (2, 16)])
+    kinds = [n.kind for n in prepared.all_nodes() if n.kind != "prim::Constant"]
+    assert "aten::batch_norm" not in kinds and "aten::dropout" not in kinds and "prim::If" not in kinds
+    assert kinds.count("srcore::conv2d_relu") == 1
+    assert kinds.count("srcore::conv2d_add_relu") == 1  # relu(conv2(r1) + r1)
+    assert "srcore::linear_gelu" in kinds and "aten::t" not in kinds
+    params = {n.attrs.get("param") for n in prepared.all_nodes() if n.kind == "prim::Constant"}
+    assert {"conv1.weight.bnfold", "conv1.bias.bnfold", "fc.weight.bnfold", "fc.bias.bnfold"} <= params
+
+
+def test_model_pipeline_without_fusion():
+    _, prepared, _ = check(MODEL, [(2, 3, 8, 8), (2, 16)], fuse=False)
+    assert not any(n.kind.startswith("srcore::") for n in prepared.all_nodes())
+
+
+def test_residual_block_fuses_add_relu():
+    text = """
+graph(%x : Float(1, 4, 6, 6)):
+  %w : Float(4, 4, 3, 3) = prim::Constant[param="conv.weight"]()
+  %b : Float(4) = prim::Constant[param="conv.bias"]()
+  %one : int = prim::Constant[value=1]()
+  %s : int[] = prim::ListConstruct(%one, %one)
+  %c : Float(1, 4, 6, 6) = aten::conv2d(%x, %w, %b, %s, %s, %s, %one)
+  %a : Float(1, 4, 6, 6) = aten::add(%x, %c, %one)
+  %r : Float(1, 4, 6, 6) = aten::relu(%a)
+  return (%r)
+"""
+    _, prepared, _ = check(text, [(1, 4, 6, 6)])
+    assert [n.kind for n in prepared.nodes if n.kind != "prim::Constant"] == ["srcore::conv2d_add_relu"]
+
+
+# -- property: random chains of rewritable ops keep their values ----------------------------------
+UNARY = ["aten::relu", "aten::neg", "aten::t", "aten::detach", "aten::contiguous"]
+IDENT = [("aten::add", "%zero", True), ("aten::sub", "%zero", True), ("aten::mul", "%one", False),
+         ("aten::div", "%one", False), ("aten::mul", "%fone", False), ("aten::add", "%fzero", True)]
+
+
+@st.composite
+def chains(draw):
+    lines, cur, n = [], "%x", 0
+    for _ in range(draw(st.integers(1, 12))):
+        n += 1
+        choice = draw(st.integers(0, 3))
+        if choice == 0:
+            op = draw(st.sampled_from(UNARY))
+            extra = ", %zero" if op == "aten::contiguous" else ""
+            lines.append(f"  %v{n} : Tensor = {op}({cur}{extra})")
+        elif choice == 1:
+            op, c, alpha = draw(st.sampled_from(IDENT))
+            lines.append(f"  %v{n} : Tensor = {op}({cur}, {c}{', %one' if alpha else ''})")
+        elif choice == 2:  # a duplicate of the previous line's op on the same input (CSE)
+            lines.append(f"  %v{n} : Tensor = aten::mul({cur}, {cur})")
+        else:
+            other = draw(st.sampled_from(["%x", cur]))
+            lines.append(f"  %v{n} : Tensor = aten::add({cur}, {other}, %one)")
+        cur = f"%v{n}"
+    head = ("graph(%x : Float(3, 3)):\n  %zero : int = prim::Constant[value=0]()\n"
+            "  %one : int = prim::Constant[value=1]()\n  %fzero : float = prim::Constant[value=0.]()\n"
+            "  %fone : float = prim::Constant[value=1.]()\n")
+    return head + "\n".join(lines) + f"\n  return ({cur})\n"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(chains(), st.booleans())
+def test_random_chains_keep_values(text, typed):
+    types = [parse_graph(text).inputs[0].type] if typed else None
+    g = parse_graph(text)
+    x = torch.randn(3, 3)
+    before = run(g, x)
+    prepared = prepare_for_static_runtime(g, input_types=types, verify=True)
+    verify(prepared)
+    torch.testing.assert_close(run(prepared, x)[0], before[0])
+    assert print_graph(g) == print_graph(parse_graph(text))  # the input graph is untouched
