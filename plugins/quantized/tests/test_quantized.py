@@ -57,3 +57,29 @@ def test_views_keep_quantization_parameters():
     row = qa[1]
     assert (row.scale, row.zero_point, row.qdtype) == (0.5, 3, "quint8")
     np.testing.assert_allclose(dequantize_out(row), [3, 4, 5])
+
+
+@pytest.mark.filterwarnings("ignore:.*quantized tensor creation:UserWarning")
+def test_dispatch_sends_quantized_nodes_to_quantized_cpu_and_runs_like_torch():
+    from srcore.dispatch import resolve_graph
+    from srcore.ir import Graph, TensorType
+    from srcore.plugin.manager import PluginManager
+
+    pm = PluginManager().load(entry_points=False)
+    pm.register(q, "quantized", dist="srcore-quantized", version="test")
+    assert pm.report("quantized").status == "loaded" and not pm.report("quantized").errors
+    g = Graph()
+    x = g.add_input(TensorType("float32", (4,)), "x")
+    args = [g.insert_constant(v) for v in (0.25, 3, 13)]
+    qn = g.insert("aten::quantize_per_tensor", [x, *args], [TensorType("quint8", (4,))])
+    dq = g.insert("aten::dequantize", [qn.output], [TensorType("float32", (4,))])
+    dq.schema = pm.schemas.get("aten::dequantize.self")
+    qn.schema = pm.schemas.get("aten::quantize_per_tensor")
+    g.register_output(dq.output)
+    resolved = resolve_graph(g, pm.kernel_table, ["cpu", "quantized_cpu"])
+    assert {rk.backend for rk in resolved.values()} == {"quantized_cpu"}
+    data = np.array([-1.0, 0.1, 0.3, 70.0], np.float32)
+    qa = resolved[qn].fn(data, 0.25, 3, 13)
+    got = resolved[dq].fn(qa, out=np.empty(4, np.float32))
+    ref = torch.quantize_per_tensor(torch.from_numpy(data), 0.25, 3, torch.quint8).dequantize().numpy()
+    np.testing.assert_array_equal(got, ref)
