@@ -54,7 +54,8 @@ def tensor_to_numpy(t) -> np.ndarray:
         raise ValueError(f"cannot store a {t.layout} / quantized tensor as a parameter")
     if t.dtype.is_complex or str(t.dtype) == "torch.bfloat16":
         raise ValueError(f"parameter dtype {t.dtype} is not supported")
-    return np.ascontiguousarray(t.cpu().resolve_conj().resolve_neg().numpy()).copy()
+    # np.array, not np.ascontiguousarray: the latter turns a 0-d tensor into shape (1,)
+    return np.array(t.cpu().resolve_conj().resolve_neg().numpy(), copy=True, order="C")
 
 
 def ir_type(t) -> Type:

@@ -1,0 +1,149 @@
+"""from_torch (torch.export): bench models, cond/while_loop, dynamic shapes, .pt2 files, errors;
+semantics checked with the reference interpreter of test_frontend_torchscript."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import srcore  # noqa: E402
+from srcore.ir import parse_graph, print_graph  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("_ts_ref", Path(__file__).with_name("test_frontend_torchscript.py"))
+ref = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ref)
+run_graph, assert_close, built = ref.run_graph, ref.assert_close, ref.built
+pytestmark = pytest.mark.torch
+
+
+def check_ir(model, module):
+    text = print_graph(model.graph)
+    assert print_graph(parse_graph(text, params=model.params)) == text
+    sd = module.state_dict()
+    for k, a in model.params.items():  # names come from the graph signature: the state-dict keys
+        np.testing.assert_array_equal(a, sd[k].numpy())
+    for n in model.graph.all_nodes():
+        if n.kind.startswith("aten::"):
+            assert n.schema is not None and n.schema.qualified_name.startswith(n.kind), n
+
+
+@pytest.mark.parametrize("name", ["mlp_tiny", "elementwise_chain", "resnet_small", "transformer_block",
+                                  "transformer_block_explicit"])
+def test_bench_model_converts_and_matches_torch(name):
+    module, inputs = built(name)
+    model = srcore.from_torch(module, inputs)
+    check_ir(model, module)
+    assert model.input_specs == (srcore.InputSpec("x", "float32", tuple(inputs[0].shape)),)
+    ops = set(model.required_ops())
+    # high-level ops are kept (no core-ATen decomposition of linear/conv/norms)
+    assert ops & {"aten::linear", "aten::conv2d", "aten::layer_norm", "aten::batch_norm"} or name == "elementwise_chain"
+    assert not ops & {"aten::addmm", "aten::convolution", "aten::_native_batch_norm_legit_no_training"}
+    if name == "elementwise_chain":  # y * 0.5 picks the Scalar overload, as TorchScript does
+        muls = [n for n in model.graph.nodes if n.kind == "aten::mul"]
+        assert {n.schema.overload_name for n in muls} == {"Tensor", "Scalar"}
+    with torch.no_grad():
+        assert_close(run_graph(model.graph, *inputs), module(*inputs), 1e-4)
+
+
+def test_data_dependent_python_if_is_a_conversion_error():
+    module, inputs = built("control_flow")  # `if bool(x.sum() > 0)`: export cannot trace it
+    with pytest.raises(srcore.ConversionError, match="torch.export failed on ControlFlow"):
+        srcore.from_torch(module, inputs)
+
+
+class CondSplit(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = torch.cond(x.sum() > 0, lambda x: torch.tanh(self.l(x)), lambda x: torch.sigmoid(x) - 0.5, (x,))
+        a, b = torch.split(y, 2, dim=1)
+        return a * x.shape[0], b
+
+
+def test_cond_split_and_dynamic_batch(tmp_path):
+    from torch.export import Dim
+
+    m = CondSplit().eval()
+    model = srcore.from_torch(m, (torch.randn(3, 4),), dynamic_shapes={"x": {0: Dim("batch")}})
+    check_ir(model, m)
+    assert model.input_specs == (srcore.InputSpec("x", "float32", ("batch", 4)),)
+    assert model.output_names == ("output0", "output1")
+    iff = next(n for n in model.graph.nodes if n.kind == "prim::If")
+    assert len(iff.blocks) == 2 and iff.inputs[0].type == srcore.ir.BOOL
+    assert any(n.kind == "prim::ListUnpack" for n in model.graph.nodes)
+    for x in (torch.randn(5, 4).abs(), -torch.randn(2, 4).abs()):  # both branches, two batch sizes
+        assert_close(run_graph(model.graph, x), m(x))
+    # the same through a .pt2 file and through .srm
+    ep = torch.export.export(m, (torch.randn(3, 4),), dynamic_shapes={"x": {0: Dim("batch")}})
+    torch.export.save(ep, str(tmp_path / "m.pt2"))
+    m2 = srcore.from_torch(str(tmp_path / "m.pt2"))
+    assert print_graph(m2.graph).count("prim::If") == 1
+    srcore.save(m2, tmp_path / "m.srm")
+    loaded = srcore.load(tmp_path / "m.srm")
+    x = torch.randn(4, 4)
+    assert_close(run_graph(loaded.graph, x), m(x))
+
+
+def test_while_loop_becomes_prim_loop():
+    from torch._higher_order_ops.while_loop import while_loop
+
+    class W(torch.nn.Module):
+        def forward(self, x):
+            return while_loop(lambda i, x: i < 5, lambda i, x: (i + 1, x * 2), (torch.tensor(0), x))
+
+    m = W()
+    model = srcore.from_torch(m, (torch.randn(3),))
+    loop = next(n for n in model.graph.nodes if n.kind == "prim::Loop")
+    assert [str(v.type) for v in loop.blocks[0].inputs] == ["int", "Long()", "Float(3)"]
+    assert model.params["lifted_tensor_0"].shape == ()
+    x = torch.randn(3)
+    assert_close(run_graph(model.graph, x), m(x))
+
+
+def test_mutation_is_functionalized_and_core_decomposition_is_available():
+    class Mut(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l = torch.nn.Linear(3, 3)
+
+        def forward(self, x):
+            y = self.l(x)
+            y.add_(1.0)
+            return torch.relu(y)
+
+    m = Mut().eval()
+    x = torch.randn(2, 3)
+    model = srcore.from_torch(m, (x,))
+    assert not any(n.kind.endswith("_") for n in model.graph.all_nodes())
+    assert_close(run_graph(model.graph, x), m(x))
+    core = srcore.from_torch(m, (x,), decompositions="core")
+    assert "aten::linear" not in core.required_ops()
+    assert_close(run_graph(core.graph, x), m(x))
+
+
+def test_unsupported_targets_are_listed_together(monkeypatch):
+    from srcore.frontends import torch_export
+
+    class Two(torch.nn.Module):
+        def forward(self, x):
+            return torch.sin(x) + torch.cos(x)
+
+    ep = torch.export.export(Two(), (torch.randn(2),))
+    for n in ep.graph.nodes:  # swap the op targets for a Python callable export would never emit
+        if n.op == "call_function":
+            if n.target in (torch.ops.aten.sin.default, torch.ops.aten.cos.default):
+                n.target = np.sin
+    with pytest.raises(srcore.ConversionError) as ei:
+        torch_export.from_torch(ep)
+    msg = str(ei.value)
+    assert "2 unsupported construct(s)" in msg and msg.count("is not supported") == 2
+    with pytest.raises(srcore.ConversionError, match="needs example_inputs"):
+        srcore.from_torch(Two())
+    with pytest.raises(srcore.ConversionError, match="not a loadable torch.export file"):
+        srcore.from_torch("/nonexistent/file.pt2")
