@@ -9,10 +9,13 @@ from __future__ import annotations
 from . import conv, creation, elementwise, index, linalg, nn, prim, reduce, scalar, view  # noqa: F401  (register)
 from .base import RULES, UNKNOWN, A, Ctx, lookup, rule
 from .dtypes import promote_types, result_type
-from .propagate import MAX_LOOP_ITERATIONS, PropagationResult, join_types, propagate
+from .interp import MAX_LOOP_ITERATIONS, PropagationResult, join_types, propagate
 
 #: ops declared in aten.yaml/prim.yaml that deliberately have no rule, with the reason
-NO_RULE: dict[str, str] = {}
+NO_RULE: dict[str, str] = {
+    "prim::If": "interpreted by propagate: the branches run and their output types are joined",
+    "prim::Loop": "interpreted by propagate: the body runs to a fixpoint of the carried types",
+}
 
 __all__ = ["propagate", "PropagationResult", "RULES", "NO_RULE", "UNKNOWN", "A", "Ctx", "lookup", "rule",
            "promote_types", "result_type", "join_types", "MAX_LOOP_ITERATIONS"]

@@ -256,3 +256,26 @@ def pixel_shuffle(ctx: Ctx):
     else:
         out = (sym.mul(c, r * r), sym.exact_div(h, r), sym.exact_div(w, r))
     return [tt(x.dtype, tuple(b) + out)]
+
+
+@rule("aten::__interpolate")
+def interpolate(ctx: Ctx):
+    """TorchScript's ``F.interpolate(input, size, scale_factor, mode, align_corners, ...)``."""
+    x = ctx.tensor(0)
+    if x.shape is None or len(x.shape) < 3:
+        return [tt(x.dtype, None)]
+    n = len(x.shape) - 2
+    size, scale = ctx.arg(1, "size"), ctx.arg(2, "scale_factor")
+    lead = tuple(x.shape[:2])
+    if size is not None and size.known is not None:
+        dims = ctx.int_list(1, "size", n)
+        if dims is not None:
+            return [tt(x.dtype, lead + tuple(dims))]
+        return [tt(x.dtype, lead + (None,) * n)]
+    f = scale.known if scale is not None else UNKNOWN
+    if isinstance(f, (int, float)) and not isinstance(f, bool):
+        f = [f] * n
+    if isinstance(f, (list, tuple)) and len(f) == n:
+        return [tt(x.dtype, lead + tuple(math.floor(i * s) if isinstance(i, int) else None
+                                         for i, s in zip(x.shape[2:], f)))]
+    return [tt(x.dtype, lead + (None,) * n)]

@@ -106,7 +106,7 @@ asinh acosh atanh erf erfc erfinv reciprocal digamma lgamma i0 sinc""".split()
 UNARY_BOOL = "isnan isinf isfinite isneginf isposinf signbit logical_not".split()
 
 
-@rule(*[f"aten::{n}" for n in UNARY_SAME], *[f"aten::{n}_" for n in UNARY_SAME + UNARY_FLOAT],
+@rule(*[f"aten::{n}" for n in UNARY_SAME], "prim::data", *[f"aten::{n}_" for n in UNARY_SAME + UNARY_FLOAT],
       "aten::clamp_", "aten::masked_fill_", "aten::copy_", "aten::fill_", "aten::zero_")
 def unary_same(ctx: Ctx):
     """The output is the first argument's type (activations, in-place ops, dropout, clone)."""
@@ -140,7 +140,7 @@ def _binary_shape(ctx: Ctx, positions=(0, 1)):
     return broadcast_shapes(tensor_shapes(ctx, positions), ctx.fail)
 
 
-@rule(*[f"aten::{n}" for n in BINARY])
+@rule(*[f"aten::{n}" for n in BINARY], "srcore::add_relu")
 def binary(ctx: Ctx):
     """Broadcast the first two operands; promote their dtypes (alpha does not take part)."""
     if not any(ctx.is_tensor(i) for i in (0, 1)):

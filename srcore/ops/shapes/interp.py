@@ -36,8 +36,8 @@ class _Diverged(Exception):
 
 def _schema_and_names(node: Node):
     schema = node.schema
-    if schema is None and (node.kind.startswith("aten::") or node.kind.startswith("srcore::")):
-        schema = _resolve(node)
+    if schema is None and not node.kind.startswith("prim::"):
+        schema = node.schema = _resolve(node)  # cached on the node: the runtime propagates repeatedly
     if schema is None:
         return node.kind, None, None
     names = _NAMES.get(id(schema))

@@ -101,7 +101,7 @@ def outer(ctx: Ctx):
     return [tt(result_type([a.dtype, b.dtype]), s)]
 
 
-@rule("aten::linear", "srcore::linear_relu", "srcore::linear_gelu")
+@rule("aten::linear", "srcore::linear_relu", "srcore::linear_gelu", "srcore::linear_silu")
 def linear(ctx: Ctx):
     """``input @ weight.T + bias``: (*, in) x (out, in) -> (*, out)."""
     x, w = ctx.tensor(0), ctx.tensor(1)
@@ -137,8 +137,8 @@ def _einsum_parse(ctx: Ctx, eq: str, n_ops: int):
 @rule("aten::einsum")
 def einsum(ctx: Ctx):
     eq = ctx.known(0, "equation")
-    ops = ctx.args[1]
-    if not isinstance(eq, str) or ops.elems is None:
+    ops = ctx.arg(1, "tensors")
+    if not isinstance(eq, str) or ops is None or ops.elems is None:
         return [tt(None, None)]
     ts = [e.type for e in ops.elems]
     dtype = _dtype(ctx, *ts)

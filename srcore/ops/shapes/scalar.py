@@ -262,3 +262,53 @@ def list_copy(ctx: Ctx):
 
 
 __all__ = ["scalar_binary", "scalar_type_of"]
+
+
+@rule("aten::__contains__")
+def contains(ctx: Ctx):
+    container, item = ctx.args[0].known, ctx.args[1].known
+    if isinstance(container, (list, tuple, str, dict)) and item is not UNKNOWN and not isinstance(item, str) \
+            or isinstance(container, str) and isinstance(item, str):
+        return [A(BOOL, item in container)]
+    return [A(BOOL)]
+
+
+@rule("aten::__derive_index")
+def derive_index(ctx: Ctx):
+    """``__derive_index(index, start, step) = start + index * step`` (range loops)."""
+    i, start, step = (a.known for a in ctx.args[:3])
+    if all(isinstance(x, int) for x in (i, start, step)):
+        return [A(INT, start + i * step)]
+    return [A(INT)]
+
+
+@rule("aten::__range_length")
+def range_length(ctx: Ctx):
+    lo, hi, step = (a.known for a in ctx.args[:3])
+    if all(isinstance(x, int) for x in (lo, hi, step)) and step:
+        return [A(INT, len(range(lo, hi, step)))]
+    return [A(INT)]
+
+
+@rule("aten::is_grad_enabled", "aten::is_autocast_enabled", "prim::is_nested")
+def always_false(ctx: Ctx):
+    return [A(BOOL, False)]
+
+
+@rule("prim::abs")
+def prim_abs(ctx: Ctx):
+    if ctx.is_tensor(0):
+        from .elementwise import unary_same
+        return unary_same(ctx)
+    return _unary_math(abs, None)(ctx)
+
+
+@rule("prim::shape")
+def prim_shape(ctx: Ctx):
+    return size(Ctx(ctx.node, ctx.args[:1], None, "aten::size"))
+
+
+@rule("prim::isinstance", "prim::type", "aten::wait", "prim::fork", "prim::DictConstruct")
+def declared_outputs(ctx: Ctx):
+    """Opaque ops: their outputs keep their declared types."""
+    return [o.type for o in ctx.node.outputs]

@@ -418,3 +418,14 @@ def _unknown_pieces(ctx: Ctx, t):
     if len(outs) == 1 and (isinstance(outs[0].type, ListType) or outs[0].type is None):
         return [A(ListType(TensorType(t.dtype)))]
     return [piece] * len(outs)
+
+
+@rule("prim::ConstantChunk")
+def constant_chunk(ctx: Ctx):
+    """``prim::ConstantChunk[chunks=n, dim=d](x)``: chunk with the count and dim as attributes."""
+    from ...ir.types import INT
+    n, d = ctx.node.attrs.get("chunks"), ctx.node.attrs.get("dim", 0)
+    if not isinstance(n, int) or not ctx.args:
+        return _unknown_pieces(ctx, ctx.tensor(0))
+    inner = Ctx(ctx.node, [ctx.args[0], A(INT, n), A(INT, d)], None, "aten::chunk")
+    return split(inner)
