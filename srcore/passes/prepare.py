@@ -78,7 +78,8 @@ def _set_input_types(graph: Graph, input_types: Sequence[Type] | Mapping[str, Ty
             raise PassError(f"prepare_for_static_runtime: no graph input named {', '.join(unknown)} "
                             f"(inputs: {', '.join(str(n) for n in by_name)})")
         for name, t in input_types.items():
-            by_name[name].type = t
+            if t is not None:
+                by_name[name].type = t
     else:
         if len(input_types) != len(graph.inputs):
             from ..errors import PassError
@@ -86,7 +87,8 @@ def _set_input_types(graph: Graph, input_types: Sequence[Type] | Mapping[str, Ty
             raise PassError(f"prepare_for_static_runtime: {len(input_types)} input types for "
                             f"{len(graph.inputs)} graph inputs")
         for v, t in zip(graph.inputs, input_types):
-            v.type = t
+            if t is not None:  # None: keep the graph's own type
+                v.type = t
 
 
 def _propagate(graph: Graph) -> None:
