@@ -84,6 +84,11 @@ def arange(start, end=None, step=1, *, dtype=None, layout=None, device=None, pin
         raise KernelError("arange: step must be nonzero")
     all_int = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (start, end, step))
     dt = dtype_of_code(dtype, INT64 if all_int else DEFAULT_FLOAT)
+    if dt.kind in "iu":  # torch casts the bounds to the integer type first: arange(2.5, dtype=int64) == [0, 1]
+        start, end, step = int(start), int(end), int(step)
+        all_int = True
+        if step == 0:
+            raise KernelError("arange: step must be nonzero (after the cast to an integer dtype)")
     n = max(0, math.ceil((end - start) / step))
     if dt.kind in "iu" and all_int:
         r = np.arange(start, start + n * step, step, dtype=dt)[:n]

@@ -111,7 +111,7 @@ def select(self, dim, index):
     n = self.shape[d]
     if not -n <= index < n:
         raise KernelError(f"select(): index {index} out of range for tensor of size {self.shape} at dimension {dim}")
-    return self[(slice(None),) * d + (index, Ellipsis)]
+    return self[(_b.slice(None),) * d + (index, Ellipsis)]
 
 
 def slice(self, dim=0, start=None, end=None, step=1):

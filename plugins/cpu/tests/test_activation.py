@@ -1,0 +1,93 @@
+"""Activation kernels vs torch.nn.functional, out=None and preallocated out, and the matcher."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+try:
+    import srcore_cpu.kernels.activation  # noqa: F401
+except ImportError:  # plugin not installed: import it from the checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from srcore.ir.types import TensorType  # noqa: E402
+from srcore.testing import check_kernel, node_info  # noqa: E402
+from srcore_cpu.kernels import activation as A  # noqa: E402
+
+F = torch.nn.functional
+RNG = np.random.default_rng(1)
+
+
+def rand(*shape, dtype="float32", scale=3.0):
+    return (RNG.standard_normal(shape) * scale).astype(dtype)
+
+
+CASES = [  # (kernel, reference, extra args, kernel kwargs)
+    (A.relu, F.relu, (), {}),
+    (A.relu6, F.relu6, (), {}),
+    (A.hardtanh, F.hardtanh, (), {}),
+    (A.hardtanh, lambda x, lo, hi: F.hardtanh(x, lo, hi), (-2.0, 0.5), {}),
+    (A.threshold, F.threshold, (0.5, -7.0), {}),
+    (A.sigmoid, torch.sigmoid, (), {}),
+    (A.silu, F.silu, (), {}),
+    (A.gelu, F.gelu, (), {}),
+    (A.gelu, lambda x: F.gelu(x, approximate="tanh"), (), {"approximate": "tanh"}),
+    (A.hardsigmoid, F.hardsigmoid, (), {}),
+    (A.hardswish, F.hardswish, (), {}),
+    (A.leaky_relu, F.leaky_relu, (), {}),
+    (A.leaky_relu, F.leaky_relu, (0.3,), {}),
+    (A.elu, F.elu, (), {}),
+    (A.elu, lambda x, a, s, i: torch.ops.aten.elu(x, a, s, i), (0.7, 1.5, 2.0), {}),
+    (A.softplus, F.softplus, (), {}),
+    (A.softplus, F.softplus, (2.0, 3.0), {}),
+    (A.mish, F.mish, (), {}),
+    (A.log_sigmoid, F.logsigmoid, (), {}),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kernel,ref,args,kw", CASES, ids=[f"{c[0].__name__}{i}" for i, c in enumerate(CASES)])
+def test_activation(kernel, ref, args, kw, dtype):
+    x = rand(3, 5, 7, dtype=dtype)
+    x.flat[:4] = [0.0, 20.5, -30.0, 3.0]  # edges: zero, softplus threshold, saturation, hardswish knee
+    check_kernel(kernel, ref, x, *args, **kw)
+
+
+@pytest.mark.parametrize("kernel,ref", [(A.relu, F.relu), (A.sigmoid, torch.sigmoid), (A.gelu, F.gelu)])
+def test_nan_and_0d(kernel, ref):
+    x = np.array([np.nan, -1.0, 1.0], np.float32)
+    check_kernel(kernel, ref, x)
+    r = check_kernel(kernel, ref, np.array(-0.5, np.float32))
+    assert isinstance(r, np.ndarray) and r.shape == ()
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32"])
+def test_relu_family_on_ints(dtype):
+    x = rand(4, 4, dtype=dtype)
+    check_kernel(A.relu, F.relu, x)
+    check_kernel(A.hardtanh, lambda t, a, b: F.hardtanh(t, a, b), x, -2, 2)
+    check_kernel(A.sigmoid, torch.sigmoid, x)  # float32 result
+
+
+def test_gelu_bad_mode():
+    with pytest.raises(ValueError, match="approximate"):
+        A.gelu(rand(2), approximate="fast")
+
+
+def test_matcher():
+    t = TensorType("float32", (2, 3))
+    x = rand(2, 3)
+    relu = A.activation_matcher(node_info("aten::relu", self=t, outputs=(t,)))
+    out = np.empty((2, 3), np.float32)
+    assert relu.args == (0,) and relu.fn(x, out=out) is out
+    np.testing.assert_array_equal(out, F.relu(torch.from_numpy(x)).numpy())
+    sig = A.activation_matcher(node_info("aten::sigmoid", self=t, outputs=(t,)))
+    np.testing.assert_allclose(sig.fn(x), torch.sigmoid(torch.from_numpy(x)).numpy(), rtol=1e-6)
+    i = TensorType("int64", (2, 3))
+    assert A.activation_matcher(node_info("aten::relu", self=i, outputs=(i,))) is None
+    assert A.activation_matcher(node_info("aten::sigmoid", self=i, outputs=(t,))) is None
+    assert A.activation_matcher(node_info("aten::relu", self=t, outputs=(TensorType("float32", ()),))) is None
+    assert A.activation_matcher(node_info("aten::gelu", self=t, approximate="none", outputs=(t,))) is None

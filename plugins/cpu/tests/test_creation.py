@@ -1,0 +1,86 @@
+"""Creation kernels vs torch: arange overloads and dtype inference, zeros/ones/full/empty (+_like)
+with ScalarType codes, aten::tensor, prim::NumToTensor; out=None and a preallocated out."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+try:
+    import srcore_cpu.kernels.creation  # noqa: F401
+except ImportError:  # plugin not installed: import it from the checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from srcore.errors import KernelError  # noqa: E402
+from srcore.testing import check_kernel  # noqa: E402
+from srcore_cpu.kernels import creation as C  # noqa: E402
+
+CODES = {None: None, 6: torch.float32, 7: torch.float64, 4: torch.int64, 3: torch.int32, 11: torch.bool}
+
+
+@pytest.mark.parametrize("args", [(5,), (2.5,), (1, 7), (-3, 4, 2), (0.0, 1.0, 0.1), (10, 0, -3), (1, 2.5, 0.5),
+                                  (0, 0), (np.array(4),)])
+@pytest.mark.parametrize("code", [None, 6, 7, 4])
+def test_arange(args, code):
+    targs = [a.item() if isinstance(a, np.ndarray) else a for a in args]
+    try:
+        torch.arange(*targs, dtype=CODES[code])
+    except (RuntimeError, ValueError):  # torch rejects it (a step that truncates to 0): so must we
+        with pytest.raises(KernelError, match="step"):
+            C.arange(*args, dtype=code)
+        return
+    check_kernel(C.arange, lambda *a: torch.arange(*targs, dtype=CODES[code]), *args, dtype=code)
+
+
+def test_arange_zero_step():
+    with pytest.raises(KernelError, match="step"):
+        C.arange(0, 3, 0)
+
+
+@pytest.mark.parametrize("code", [None, 6, 7, 4, 3, 11])
+@pytest.mark.parametrize("size", [[2, 3], [], [0, 4]])
+def test_fill_ops(size, code):
+    dt = CODES[code]
+    check_kernel(C.zeros, lambda s: torch.zeros(s, dtype=dt), size, dtype=code)
+    check_kernel(C.ones, lambda s: torch.ones(s, dtype=dt), size, dtype=code)
+    check_kernel(C.full, lambda s, v: torch.full(s, v, dtype=dt), size, 3, dtype=code)
+    e = C.empty(size, dtype=code)
+    assert e.shape == tuple(size) and e.dtype == np.dtype(str(torch.empty(0, dtype=dt).dtype)[6:])
+    out = np.empty(size, e.dtype)
+    assert C.empty(size, dtype=code, out=out) is out
+
+
+@pytest.mark.parametrize("value", [2, 2.5, True])
+def test_full_infers_dtype(value):
+    check_kernel(C.full, torch.full, [2, 2], value)
+
+
+@pytest.mark.parametrize("code", [None, 7, 4])
+def test_like_ops(code):
+    x = np.ones((2, 3), np.float32)
+    dt = CODES[code]
+    check_kernel(C.zeros_like, lambda t: torch.zeros_like(t, dtype=dt), x, dtype=code)
+    check_kernel(C.ones_like, lambda t: torch.ones_like(t, dtype=dt), x, dtype=code)
+    check_kernel(C.full_like, lambda t, v: torch.full_like(t, v, dtype=dt), x, 7, dtype=code)
+    e = C.empty_like(x, dtype=code)
+    assert e.shape == x.shape and e.dtype == torch.empty_like(torch.from_numpy(x), dtype=dt).numpy().dtype
+
+
+def test_device_checks():
+    assert C.zeros([2], device="cpu").shape == (2,)
+    with pytest.raises(KernelError, match="cuda"):
+        C.ones([2], device="cuda:0")
+
+
+@pytest.mark.parametrize("data", [[1, 2, 3], [[1.5, 2.0], [3.0, 4.0]], [True, False], 3, 2.5, True, []])
+@pytest.mark.parametrize("code", [None, 7])
+def test_tensor(data, code):
+    check_kernel(C.tensor, lambda d: torch.tensor(d, dtype=CODES[code]), data, dtype=code, kind="native")
+
+
+@pytest.mark.parametrize("v", [3, -2.5, True])
+def test_num_to_tensor(v):
+    check_kernel(C.num_to_tensor, torch.ops.prim.NumToTensor, v, kind="native")

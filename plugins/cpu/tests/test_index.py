@@ -1,0 +1,106 @@
+"""Indexing kernels vs torch: gather/scatter with index smaller than self, index_select,
+advanced indexing with None entries and bool masks, masked_select, nonzero."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+try:
+    import srcore_cpu.kernels.index  # noqa: F401
+except ImportError:  # plugin not installed: import it from the checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from srcore.errors import KernelError  # noqa: E402
+from srcore.testing import check_kernel  # noqa: E402
+from srcore_cpu.kernels import index as X  # noqa: E402
+
+RNG = np.random.default_rng(4)
+
+
+def rand(*shape, dtype="float32"):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def idx(high, *shape):
+    return RNG.integers(0, high, size=shape).astype(np.int64)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_gather(dim):
+    x = rand(4, 5, 6)
+    n = x.shape[dim]
+    check_kernel(X.gather, torch.gather, x, dim, idx(n, 4, 5, 6))
+    check_kernel(X.gather, torch.gather, x, dim, idx(n, 2, 3, 7 if dim in (-1, 2) else 2))  # smaller index
+    check_kernel(X.gather, torch.gather, x.astype(np.int64), dim, idx(n, 1, 1, 1))
+
+
+def test_gather_0d():
+    check_kernel(X.gather, torch.gather, np.array(3.0, np.float32), 0, np.zeros((), np.int64))
+
+
+@pytest.mark.filterwarnings("ignore:The reduce argument of torch.scatter")
+@pytest.mark.parametrize("dim", [0, 1])
+def test_scatter(dim):
+    x, src = rand(4, 5), rand(6, 7)
+    # unique indices along dim so that the result does not depend on write order
+    index = np.argsort(RNG.random((4, 5)), axis=dim)[:3, :3] if dim == 0 else np.argsort(RNG.random((4, 5)), axis=1)[:3, :3]
+    index = index.astype(np.int64)
+    check_kernel(X.scatter, torch.scatter, x, dim, index, src)
+    check_kernel(X.scatter, torch.scatter, x, dim, index, 2.5)
+    rep = idx(x.shape[dim], 3, 3)  # repeated indices are fine when reducing
+    check_kernel(X.scatter, lambda t, d, i, s: torch.scatter(t, d, i, s, reduce="add"), x, dim, rep, src,
+                 reduce="add")
+    check_kernel(X.scatter, lambda t, d, i, s: torch.scatter(t, d, i, s, reduce="multiply"), x, dim, rep, src,
+                 reduce="multiply")
+    y = x.copy()
+    assert X.scatter_(y, dim, index, src) is y
+    np.testing.assert_array_equal(y, torch.scatter(torch.from_numpy(x), dim, torch.from_numpy(index),
+                                                   torch.from_numpy(src)).numpy())
+    with pytest.raises(KernelError, match="reduce"):
+        X.scatter(x, dim, rep, src, reduce="max")
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_index_select(dim):
+    x = rand(4, 5, 6)
+    check_kernel(X.index_select, torch.index_select, x, dim, idx(x.shape[dim], 7))
+    check_kernel(X.index_select, torch.index_select, x, dim, np.array(1))
+    check_kernel(X.index_select, torch.index_select, np.array(2.0, np.float32), 0, np.array([0]))
+
+
+def _tindex(t, ind):
+    return torch.ops.aten.index(t, ind)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: [idx(4, 3)],
+    lambda: [None, idx(5, 2, 2)],
+    lambda: [idx(4, 3), idx(5, 3)],
+    lambda: [idx(4, 3), None, idx(6, 3)],  # separated advanced indices go first
+    lambda: [None, idx(5, 3), idx(6, 1)],
+    lambda: [RNG.random((4, 5)) < 0.5],
+    lambda: [None, RNG.random(5) < 0.5],
+    lambda: [np.array(2)],
+    lambda: [(RNG.random(4) < 0.5).astype(np.uint8)],
+], ids=["int", "none-int2d", "two", "split", "none-bcast", "bool2d", "none-bool", "0d", "uint8-mask"])
+def test_index_tensor(make):
+    x = rand(4, 5, 6)
+    check_kernel(X.index, _tindex, x, make(), kind="native")
+
+
+def test_index_out_of_range():
+    with pytest.raises(KernelError, match="index"):
+        X.index(rand(3), [np.array([5])])
+
+
+def test_masked_select_nonzero():
+    x = rand(3, 4)
+    check_kernel(X.masked_select, torch.masked_select, x, x > 0, kind="native")
+    check_kernel(X.masked_select, torch.masked_select, x, RNG.random(4) < 0.5, kind="native")  # broadcast mask
+    check_kernel(X.nonzero, torch.nonzero, (x > 0).astype(np.float32), kind="native")
+    check_kernel(X.nonzero, torch.nonzero, np.zeros((2, 0, 3), np.int64), kind="native")
+    check_kernel(X.nonzero, torch.nonzero, RNG.random((2, 3, 4)) < 0.3, kind="native")

@@ -1,0 +1,155 @@
+"""Reduction kernels vs torch: dims (None, [], negative, several), keepdim, dtype, int accumulation,
+(values, indices) results with tuple outs, NaN handling, sort/topk order."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+try:
+    import srcore_cpu.kernels.reduce  # noqa: F401
+except ImportError:  # plugin not installed: import it from the checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from srcore.testing import check_kernel  # noqa: E402
+from srcore_cpu.kernels import reduce as R  # noqa: E402
+
+RNG = np.random.default_rng(2)
+
+
+def rand(*shape, dtype="float32"):
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return RNG.standard_normal(shape).astype(dt)
+    if dt.kind == "b":
+        return RNG.random(shape) < 0.5
+    return RNG.integers(-6, 7, size=shape).astype(dt)
+
+
+DIMS = [None, [], [1], [-1], [0, 2], (-3,)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32", "bool"])
+@pytest.mark.parametrize("dim", DIMS)
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_sum(dim, keepdim, dtype):
+    x = rand(2, 3, 4, dtype=dtype)
+    if dim is None:
+        check_kernel(R.sum, torch.sum, x)
+    tdim = None if dim is None or dim == [] else dim
+    check_kernel(R.sum, lambda t, d, k: torch.sum(t, tdim, k), x, dim, keepdim)
+
+
+@pytest.mark.parametrize("dim", [None, [1], [0, 2]])
+def test_sum_dtype_mean_prod(dim):
+    x = rand(2, 3, 4)
+    tdim = dim if dim else None
+    check_kernel(R.sum, lambda t, d, k: torch.sum(t, tdim, k, dtype=torch.float64), x, dim, False, dtype=7)
+    check_kernel(R.mean, lambda t, d, k: torch.mean(t, tdim, k), x, dim, True)
+    check_kernel(R.mean, lambda t: torch.mean(t, dtype=torch.float64), x, dtype=7)
+    if dim is None:
+        check_kernel(R.prod, torch.prod, x)
+        check_kernel(R.prod, torch.prod, rand(5, dtype="int32"))
+    else:
+        check_kernel(R.prod, lambda t, d, k: torch.prod(t, d, k), x, dim[0], True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
+def test_amax_amin_all_any(dtype):
+    x = rand(3, 4, 5, dtype=dtype)
+    for k, ref in [(R.amax, torch.amax), (R.amin, torch.amin)]:
+        check_kernel(k, ref, x)
+        check_kernel(k, ref, x, [0, -1], True)
+    for k, ref in [(R.all, torch.all), (R.any, torch.any)]:
+        check_kernel(k, ref, x)
+        check_kernel(k, ref, x, 1)
+        check_kernel(k, ref, x, 1, True)
+        check_kernel(k, lambda t, d: ref(t, dim=tuple(d)), x, [0, 2])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+@pytest.mark.parametrize("dim,keepdim", [(0, False), (-1, True), (1, False)])
+def test_max_min_dim(dim, keepdim, dtype):
+    x = rand(3, 4, 5, dtype=dtype)
+    for k, ref in [(R.max, torch.max), (R.min, torch.min)]:
+        r = check_kernel(k, lambda t, d, kd: tuple(ref(t, d, kd)), x, dim, keepdim)
+        assert r[1].dtype == np.int64
+        check_kernel(k, ref, x)
+
+
+def test_max_nan_and_argmax():
+    x = rand(3, 4)
+    x[1, 2] = np.nan
+    check_kernel(R.max, lambda t, d: tuple(torch.max(t, d)), x, 1)
+    check_kernel(R.max, torch.max, x)
+    for k, ref in [(R.argmax, torch.argmax), (R.argmin, torch.argmin)]:
+        check_kernel(k, ref, x)
+        check_kernel(k, ref, x, 1)
+        check_kernel(k, ref, x, -2, True)
+        check_kernel(k, ref, x, None, True)
+        check_kernel(k, ref, np.array(3.0, np.float32), 0)
+
+
+@pytest.mark.parametrize("p", [2, 1, 3, 0, float("inf"), float("-inf")])
+def test_norms(p):
+    x = rand(3, 4)
+    x[0, 0] = 0
+    check_kernel(R.linalg_vector_norm, torch.linalg.vector_norm, x, p)
+    check_kernel(R.linalg_vector_norm, lambda t, o, d, k: torch.linalg.vector_norm(t, o, d, k), x, p, [1], True)
+    check_kernel(R.norm, torch.norm, x, p)
+    check_kernel(R.norm, lambda t, pp, d, k: torch.norm(t, pp, d, k), x, p, [0], False)
+    check_kernel(R.norm, lambda t, pp, d: torch.ops.aten.norm(t, pp, d, False, dtype=torch.float64), x, p, [0],
+                 dtype=7)
+
+
+def test_norm_p_none():
+    x = rand(3, 4)
+    check_kernel(R.norm, lambda t, pp, d: torch.ops.aten.norm(t, pp, d), x, None, [1])
+
+
+@pytest.mark.parametrize("fn", ["std", "var"])
+def test_std_var(fn):
+    x = rand(4, 5, 6, dtype="float64")
+    k, ref = getattr(R, fn), getattr(torch, fn)
+    check_kernel(k, ref, x)  # aten::std(self, unbiased=True)
+    check_kernel(k, ref, x, False)  # aten::std(self, bool unbiased)
+    check_kernel(k, lambda t, d, u, kd: ref(t, d, unbiased=u, keepdim=kd), x, [1], False, True)
+    check_kernel(k, lambda t, d: ref(t, d, correction=0, keepdim=True), x, [0, 2], correction=0, keepdim=True)
+    check_kernel(k, lambda t, d: ref(t, d), x, None, correction=None)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "int32", "bool"])
+def test_cumsum(dtype):
+    x = rand(3, 4, dtype=dtype)
+    check_kernel(R.cumsum, torch.cumsum, x, 1)
+    check_kernel(R.cumsum, torch.cumsum, x, -2)
+    check_kernel(R.cumsum, lambda t, d: torch.cumsum(t, d, dtype=torch.float64), x, 0, dtype=7)
+
+
+def test_logsumexp():
+    x = rand(3, 4, 5) * 30
+    check_kernel(R.logsumexp, torch.logsumexp, x, [1])
+    check_kernel(R.logsumexp, torch.logsumexp, x, [0, 2], True)
+    check_kernel(R.logsumexp, torch.logsumexp, rand(3, 4, dtype="int64"), [1])
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("dim", [-1, 0])
+def test_sort_stable_with_ties_and_nan(dim, descending):
+    x = RNG.integers(0, 4, size=(6, 7)).astype(np.float32)
+    x[2, 3] = np.nan
+    check_kernel(R.sort, lambda t, d, de: tuple(torch.sort(t, dim=d, descending=de, stable=True)),
+                 x, dim, descending)
+    check_kernel(R.sort, lambda t: tuple(torch.sort(t, stable=True, dim=dim, descending=descending)), x,
+                 stable=True, dim=dim, descending=descending)
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk(largest):
+    x = RNG.permutation(60).reshape(5, 12).astype(np.float32)  # distinct: torch's tie order is unspecified
+    check_kernel(R.topk, lambda t, k, d, lg: tuple(torch.topk(t, k, d, lg)), x, 3, -1, largest)
+    check_kernel(R.topk, lambda t, k, d, lg: tuple(torch.topk(t, k, d, lg)), x, 2, 0, largest)
+    check_kernel(R.topk, lambda t, k: tuple(torch.topk(t, k)), x.astype(np.int64), 4)
