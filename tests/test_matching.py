@@ -232,3 +232,37 @@ def test_resolution_agrees_with_torch_on_bench_models(reg):
             assert wrong == [], name
             total += checked
     assert total > 500
+
+
+# -- the registry ---------------------------------------------------------------------------------
+def test_registry_add_get_and_conflicts():
+    from srcore.ops.registry import SchemaRegistry
+
+    r = SchemaRegistry()
+    relu = r.add("ex::relu(Tensor self) -> Tensor", provider="p1", source="a.yaml:1")
+    r.add(relu, provider="p1", source="a.yaml:1")  # the same schema twice is fine
+    add_t = r.add(FunctionSchema.parse("ex::add.Tensor(Tensor self, Tensor other) -> Tensor"), "p1")
+    add_i = r.add(FunctionSchema.parse("ex::add.int(int a, int b) -> int"), "p1")
+    assert r.get("ex::relu") is relu and "ex::relu" in r and "ex::add.Tensor" in r and "ex::add" not in r
+    assert r.overloads("ex::add") == [add_t, add_i] and r.overloads("ex::nope") == []
+    assert r.names() == ["ex::relu", "ex::add.Tensor", "ex::add.int"] and len(r) == 3
+    assert r.provider("ex::relu") == "p1" and r.source("ex::relu") == "a.yaml:1"
+    with pytest.raises(KeyError):
+        r.get("ex::missing")
+    assert r.find("ex::missing") is None
+    with pytest.raises(srcore.RegistrationError, match=r"ex::relu is declared by p2 \(b.yaml:4\) and already by "
+                                                        r"p1 \(a.yaml:1\)"):
+        r.add(relu, provider="p2", source="b.yaml:4")
+    with pytest.raises(srcore.RegistrationError, match="ex::relu"):
+        r.add("ex::relu(Tensor self, int x) -> Tensor", provider="p1")
+
+
+def test_default_registry_holds_the_core_files(reg):
+    for q in ("aten::add.Tensor", "aten::add.out", "aten::conv2d", "aten::relu_", "prim::ListConstruct",
+              "prim::If", "aten::__range_length", "srcore::linear_relu", "srcore::conv2d_add_relu"):
+        assert q in reg, q
+    assert reg.provider("aten::relu") == "srcore"
+    assert reg.source("aten::relu").endswith(".yaml:" + reg.source("aten::relu").rsplit(":", 1)[1])
+    fresh = default_registry()
+    fresh.add("plug::f(Tensor x) -> Tensor", provider="plug")
+    assert "plug::f" not in default_registry()  # each call is a new registry

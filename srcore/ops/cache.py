@@ -26,7 +26,7 @@ from .declarations import Declaration
 from .schema import (AliasInfo, Argument, BaseType, Default, FunctionSchema, GenericType, ListType,
                      OptionalType, Return, SchemaType, TupleType)
 
-__all__ = ["load_schemas", "cache_dir", "encode", "decode", "FORMAT"]
+__all__ = ["load_schemas", "cache_dir", "clear_memory_cache", "encode", "decode", "FORMAT"]
 
 FORMAT = 1  # bump when the encoding below changes
 Source = Union[str, os.PathLike, tuple[str, str]]
@@ -41,6 +41,11 @@ def cache_dir() -> Path:
     if not root:
         root = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "srcore")
     return Path(root) / "schemas"
+
+
+def clear_memory_cache() -> None:
+    """Forget the declarations decoded in this process (the on-disk cache stays)."""
+    _memo.clear()
 
 
 def _enabled() -> bool:
@@ -169,11 +174,23 @@ def decode(data: tuple) -> list[Declaration]:
         types[e] = t
         return t
 
+    parts: dict = {}  # identical arguments/returns (`Tensor self`) are shared too
+
+    def arg(e):
+        a = parts.get(e)
+        if a is None:
+            n, t, d, k = e
+            a = parts[e] = Argument(n, typ(t), None if d is None else Default(d[0], d[1]), k)
+        return a
+
+    def ret(e):
+        r = parts.get(e)
+        if r is None:
+            r = parts[e] = Return(e[0], typ(e[1]))
+        return r
+
     out = []
     for name, overload, args, rets, vararg, varret, source, doc, tags, variants in entries:
-        schema = FunctionSchema(
-            name, overload,
-            tuple(Argument(n, typ(t), None if d is None else Default(d[0], d[1]), k) for n, t, d, k in args),
-            tuple(Return(n, typ(t)) for n, t in rets), vararg, varret)
+        schema = FunctionSchema(name, overload, tuple(map(arg, args)), tuple(map(ret, rets)), vararg, varret)
         out.append(Declaration(schema, source, doc, tuple(tags), tuple(variants)))
     return out

@@ -17,7 +17,6 @@ import os
 from pathlib import Path
 
 import attrs
-import yaml
 
 from ..errors import DeclarationError, SchemaError
 from .schema import FunctionSchema
@@ -25,7 +24,8 @@ from .schema import FunctionSchema
 __all__ = ["Declaration", "load_declarations", "parse_declarations", "ALLOWED_KEYS"]
 
 ALLOWED_KEYS = ("func", "doc", "tags", "variants")
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_STR = "tag:yaml.org,2002:str"
+# yaml is imported on first parse: a start-up served by the schema cache never pays for it
 
 
 @attrs.frozen
@@ -56,8 +56,10 @@ def load_declarations(path_or_text: str | os.PathLike, *, source: str | None = N
 
 def parse_declarations(text: str, source: str) -> list[Declaration]:
     """Parse declaration ``text``; ``source`` is the file name used in errors."""
+    import yaml
+
     try:
-        root = yaml.compose(text, Loader=_Loader)
+        root = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else source
@@ -80,12 +82,14 @@ def parse_declarations(text: str, source: str) -> list[Declaration]:
     return out
 
 
-def _where(source: str, node: yaml.Node, col: bool = False) -> str:
+def _where(source: str, node, col: bool = False) -> str:
     m = node.start_mark
     return f"{source}:{m.line + 1}:{m.column + 1}" if col else f"{source}:{m.line + 1}"
 
 
-def _entry(node: yaml.Node, source: str) -> Declaration:
+def _entry(node, source: str) -> Declaration:
+    import yaml
+
     if not isinstance(node, yaml.MappingNode):
         raise DeclarationError("expected a mapping with a 'func' key", source=_where(source, node))
     fields: dict[str, yaml.Node] = {}
@@ -111,25 +115,29 @@ def _entry(node: yaml.Node, source: str) -> Declaration:
     return Declaration(schema, _where(source, node), doc, tags, variants)
 
 
-def _string(node: yaml.Node, key: str, source: str) -> str:
-    if not isinstance(node, yaml.ScalarNode) or node.tag != "tag:yaml.org,2002:str":
+def _string(node, key: str, source: str) -> str:
+    import yaml
+
+    if not isinstance(node, yaml.ScalarNode) or node.tag != _STR:
         raise DeclarationError(f"{key!r} must be a string", source=_where(source, node))
     return node.value
 
 
-def _names(node: yaml.Node | None, key: str, source: str) -> tuple[str, ...]:
+def _names(node, key: str, source: str) -> tuple[str, ...]:
     """``tags: [a, b]`` or ``tags: a, b`` (native_functions.yaml writes ``variants: function, method``)."""
+    import yaml
+
     if node is None:
         return ()
-    if isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:str":
+    if isinstance(node, yaml.ScalarNode) and node.tag == _STR:
         return tuple(p.strip() for p in node.value.split(",") if p.strip())
     if isinstance(node, yaml.SequenceNode) and all(
-            isinstance(n, yaml.ScalarNode) and n.tag == "tag:yaml.org,2002:str" for n in node.value):
+            isinstance(n, yaml.ScalarNode) and n.tag == _STR for n in node.value):
         return tuple(n.value for n in node.value)
     raise DeclarationError(f"{key!r} must be a string or a list of strings", source=_where(source, node))
 
 
-def _schema_error(e: SchemaError, node: yaml.ScalarNode, text: str, source: str) -> DeclarationError:
+def _schema_error(e: SchemaError, node, text: str, source: str) -> DeclarationError:
     """Map the schema column to a file position (exact for one-line plain and quoted scalars)."""
     m = node.start_mark
     line, col = m.line + 1, m.column + 1
