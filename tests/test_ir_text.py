@@ -280,3 +280,18 @@ def test_docs_example_parses_and_is_canonical():
     assert print_graph(g) == example
     from srcore.ir.verify import verify
     verify(g)
+
+
+def test_type_valued_attributes():
+    text = ("graph(%x : Tensor):\n  %y : Tensor = prim::profile[profiled_type=Float(1, 64, strides=[64, 1], "
+            "requires_grad=0, device=cpu), seen_none=0](%x)\n  return (%y)\n")
+    g = parse_graph(text)
+    assert g.nodes[0].attrs == {"profiled_type": TensorType("float32", (1, 64)), "seen_none": 0}
+    assert "prim::profile[profiled_type=Float(1, 64), seen_none=0](%x)" in roundtrip(text)
+
+
+def test_only_control_flow_nodes_own_blocks():
+    text = "graph(%x : Tensor):\n  %y : Tensor = aten::relu(%x)\n    block0():\n      -> ()\n  return (%y)\n"
+    with pytest.raises(GraphParseError, match="aten::relu cannot own blocks") as ei:
+        parse_graph(text)
+    assert ei.value.line == 3 and ei.value.token == "block0"

@@ -1,6 +1,8 @@
 """The verifier: SSA, def-before-use across blocks, block arities, use lists, schemas."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from srcore import VerificationError
@@ -145,3 +147,20 @@ def test_schema_checks():
 
 def test_verification_error_is_srcore_error():
     assert issubclass(VerificationError, SrcoreError)
+
+
+GOLDEN = sorted((Path(__file__).parent / "golden" / "ir").glob("*.txt"))
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=lambda p: p.name)
+def test_torch_graphs_verify_against_the_core_registry(path):
+    from srcore.ops.registry import default_registry
+    verify(parse_graph(path.read_text()), default_registry())
+
+
+def test_core_registry_rejects_a_bad_call():
+    from srcore.ops.registry import default_registry
+    g = parse_graph('graph(%x : Tensor):\n  %s : str = prim::Constant[value="a"]()\n'
+                    '  %y : Tensor = aten::relu(%s) # m.py:4:2\n  return (%y)\n')
+    with pytest.raises(VerificationError, match=r"(?s)aten::relu.*m\.py:4:2"):
+        verify(g, default_registry())

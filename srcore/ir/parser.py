@@ -11,6 +11,7 @@ from typing import Any, Mapping
 from ..errors import GraphParseError
 from .graph import Block, Graph, Node, SourceLocation, Value
 from .lexer import Lexer, Token
+from .verify import BLOCK_OWNERS
 from .types import (BOOL, FLOAT, INT, NONE, SIMPLE_TYPES, TORCH_TO_DTYPE, ClassType, DeviceType,
                     DictType, ListType, OptionalType, StrType, TensorType, TupleType, Type,
                     AnyType, NumberType)
@@ -205,6 +206,8 @@ class _Parser:
             tok = self.peek()
             if not (tok.kind == "IDENT" and re.fullmatch(r"block\d+", tok.text)):
                 break
+            if n.kind not in BLOCK_OWNERS:
+                raise self.lx.error(f"{n.kind} cannot own blocks", tok)
             self.lx.next()
             self.sub_block(n)
         for name, t, tok in outs:
@@ -308,6 +311,9 @@ class _Parser:
             return tok.text
         if k == "IDENT" and tok.text in ("None", "True", "False"):
             return {"None": None, "True": True, "False": False}[tok.text]
+        if k == "IDENT":  # a type-valued attribute: prim::profile[profiled_type=Float(2, 3)]
+            self.lx.seek(tok.pos)
+            return self.type_(depth + 1)
         if k in ("[", "("):
             close = "]" if k == "[" else ")"
             items = []

@@ -133,6 +133,8 @@ def format_literal(value: Any, t: Type | None = None) -> str:
         t = t.elem
     if value is None:
         return "None"
+    if isinstance(value, Type):
+        return str(value)
     if isinstance(value, bool) or type(value).__name__ == "bool_":
         if t == BOOL:
             return "1" if value else "0"

@@ -28,6 +28,9 @@ from .types import BOOL, INT, AnyType, OptionalType, TensorType
 
 __all__ = ["verify"]
 
+#: node kinds that may own blocks
+BLOCK_OWNERS = frozenset({"prim::If", "prim::Loop", "prim::Closure", "prim::With", "prim::fork"})
+
 #: node kinds the verifier never looks up in the schema registry
 STRUCTURAL = frozenset({"prim::Constant", "prim::If", "prim::Loop", "prim::Param", "prim::Return"})
 
@@ -152,7 +155,7 @@ class _Verifier:
         elif n.kind == "prim::Constant":
             if n.inputs or nout != 1 or n.blocks:
                 raise self.fail(n, "prim::Constant takes no inputs and has exactly one output")
-        elif n.blocks and n.kind not in ("prim::Closure", "prim::With", "prim::fork"):
+        elif n.blocks and n.kind not in BLOCK_OWNERS:
             raise self.fail(n, f"{n.kind} cannot own blocks")
 
     def schema(self, n: Node) -> None:
