@@ -322,3 +322,26 @@ def test_plugin_hooks_are_documented(hook):
 @pytest.mark.parametrize("hook", HOOKS)
 def test_plugin_hooks_have_tests(hook):
     assert f"test_hook_{hook}" in globals()
+
+
+def test_two_distributions_with_one_entry_point_name_keep_the_first(monkeypatch):
+    one = FakeEntryPoint("dup", plugin("dup1", srcore_backends=[Backend("b1")]), "srcore-aaa", "1")
+    two = FakeEntryPoint("dup", plugin("dup2", srcore_backends=[Backend("b2")]), "srcore-bbb", "2")
+    evil = FakeEntryPoint("builtin", plugin("evil"), "srcore-evil", "6")
+    fake_entry_points(monkeypatch, [two, evil, one])
+    pm = PluginManager().load()
+    assert one.loaded and not two.loaded and not evil.loaded
+    assert set(pm.registry.backends) == {"b1"}
+    assert pm.report("dup").errors == ["plugin dup (srcore-aaa 1): entry point 'dup' of srcore-bbb 2 ignored: "
+                                       "the name is taken"]
+    with pytest.raises(srcore.PluginError, match="already registered"):
+        pm.register(plugin("again"), "dup")
+
+
+def test_rebuilding_the_registry_does_not_repeat_errors():
+    pm = PluginManager().load(entry_points=False)
+    pm.register(plugin("p", srcore_kernels=[good_kernel("t::nope")]), "p")
+    assert len(pm.registry and pm.report("p").errors) == 1
+    pm.register(plugin("q", srcore_backends=[TB]), "q")  # invalidates the registry
+    pm.registry
+    assert len(pm.report("p").errors) == 1

@@ -97,6 +97,8 @@ def build_registry(manager):
     """Call every hook and return a checked :class:`srcore.plugin.manager.Registry`."""
     from ..plugin.manager import Registry
 
+    for report in manager._reports.values():  # a rebuild recomputes every registration error
+        report.errors = list(manager._load_errors.get(report.name, ()))
     records = _call_hooks(manager)
     schemas = new_schema_registry()
     declared: dict = {}

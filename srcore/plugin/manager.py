@@ -88,6 +88,7 @@ class PluginManager:
         self.strict = os.environ.get("SRCORE_STRICT_PLUGINS", "") not in ("", "0") if strict is None else strict
         self._reports: dict[str, PluginReport] = {}
         self._blocked: set[str] = set()
+        self._load_errors: dict[str, list[str]] = {}
         self._registry: Registry | None = None
         self._loaded = False
         #: seconds spent in load() (discovery + imports) and in the last registry build
@@ -115,6 +116,8 @@ class PluginManager:
         name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
         if name in self._blocked:
             return self._reports.setdefault(name, PluginReport(name, dist, version, "disabled"))
+        if self._pm.get_plugin(name) is not None:
+            raise PluginError(f"a plugin named {name!r} is already registered ({self._reports[name].info})")
         report = PluginReport(name, dist, version, "loaded")
         self._reports[name] = report
         self._registry = None
@@ -157,18 +160,19 @@ class PluginManager:
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
         """Import every entry point of ``group``, sorted by name, each in its own try/except."""
         eps = importlib_metadata.entry_points(group=group)
-        for ep in sorted(eps, key=lambda e: e.name):
+        for ep in sorted(eps, key=lambda e: (e.name, getattr(getattr(e, 'dist', None), 'name', '') or '')):
             dist = getattr(ep, "dist", None)
             dname = dist.name if dist is not None else None
             dver = dist.version if dist is not None else None
             if ep.name in self._blocked:
                 self._reports[ep.name] = PluginReport(ep.name, dname, dver, "disabled")
                 continue
-            if self._pm.get_plugin(ep.name) is not None or ep.name in ESSENTIAL_PLUGINS:
-                other = self._reports.get(ep.name)
-                rep = PluginReport(ep.name, dname, dver, "failed")
-                self._fail(rep, "load", PluginError(
-                    f"entry point {ep.name!r} is already provided by {other.info if other else 'another plugin'}"))
+            first = self._reports.get(ep.name)
+            if ep.name in ESSENTIAL_PLUGINS or (first is not None and first.status != "failed"):
+                # two distributions with one entry-point name: the first (by distribution name) stays
+                if first is not None:
+                    self._reject(first, f"entry point {ep.name!r} of {dname} {dver or ''} ignored: "
+                                 "the name is taken", at_load=True)
                 continue
             try:
                 obj = ep.load()
@@ -190,9 +194,11 @@ class PluginManager:
         if self.strict:
             raise PluginError(f"plugin {report.name} ({report.info}) failed in {hook}: {exc}") from exc
 
-    def _reject(self, report: PluginReport, message: str) -> None:
+    def _reject(self, report: PluginReport, message: str, *, at_load: bool = False) -> None:
         err = RegistrationError(f"plugin {report.name} ({report.info}): {message}")
         report.errors.append(str(err))
+        if at_load:  # kept across registry rebuilds, which recompute the other errors
+            self._load_errors.setdefault(report.name, []).append(str(err))
         if self.strict:
             raise err
 
