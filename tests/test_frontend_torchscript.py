@@ -272,3 +272,38 @@ def test_round_trip_through_srm(tmp_path):
     assert print_graph(loaded.graph) == print_graph(model.graph)
     with torch.no_grad():
         assert_close(run_graph(loaded.graph, *inputs), module(*inputs))
+
+
+def test_cli_convert_pt_and_pt2(tmp_path, capsys):
+    from srcore.cli import main
+
+    module, inputs = built("mlp_tiny")
+    pt = tmp_path / "mlp.pt"
+    torch.jit.save(torch.jit.script(module), str(pt))
+    assert main(["convert", str(pt), "--input", "x=float32:1,64", "--dynamic", "x:0=batch"]) == 0
+    assert "wrote" in capsys.readouterr().out
+    model = srcore.load(tmp_path / "mlp.srm")
+    assert model.input_specs == (srcore.InputSpec("x", "float32", ("batch", 64)),)
+    check_params(model, module)
+    x = torch.randn(3, 64)
+    assert_close(run_graph(model.graph, x), module(x))
+
+    ep = torch.export.export(module, inputs)
+    torch.export.save(ep, str(tmp_path / "mlp.pt2"))
+    out = tmp_path / "other.srm"
+    assert main(["convert", str(tmp_path / "mlp.pt2"), "-o", str(out), "--format", "json"]) == 0
+    import json
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["output"] == str(out) and summary["params"] == 6
+    assert summary["inputs"] == [{"name": "x", "dtype": "float32", "shape": [1, 64]}]
+    assert_close(run_graph(srcore.load(out).graph, inputs[0]), module(*inputs))
+
+    # errors: exit 1 with the culprit on stderr
+    (tmp_path / "junk.pt").write_bytes(b"not a model")
+    assert main(["convert", str(tmp_path / "junk.pt")]) == 1
+    assert "junk.pt" in capsys.readouterr().err
+    assert main(["convert", str(tmp_path / "model.onnx")]) == 1
+    assert main(["convert", str(pt), "--dynamic", "bad"]) == 1
+    assert main(["convert", str(pt), "--input", "x=float99:1"]) == 1
+    assert main(["convert", str(pt), "--dynamic", "x:0=batch"]) == 1  # rank unknown without --input
+    assert "rank is unknown" in capsys.readouterr().err
