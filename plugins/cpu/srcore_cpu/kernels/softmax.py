@@ -8,6 +8,8 @@ from srcore.plugin import NodeInfo, Specialized
 
 
 def _softmax_into(x, dim, out):
+    if x.size == 0:
+        return out
     if x.ndim == 0:
         out[...] = 1.0
         return out
@@ -19,6 +21,8 @@ def _softmax_into(x, dim, out):
 
 
 def _log_softmax_into(x, dim, out):
+    if x.size == 0:
+        return out
     if x.ndim == 0:
         out[...] = 0.0
         return out
