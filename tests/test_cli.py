@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import types
@@ -124,9 +125,20 @@ def test_plugin_subcommand_runs_and_core_commands_win(pm, capsys):
 
 def test_demo_reports_plugins_and_kernels(pm, capsys):
     code, out, _ = run(capsys, "demo")
-    assert code == 0
     assert "plugin demo       srcore-demo 1.2: loaded" in out
     assert "dcpu           2 kernels for 2 ops" in out
+    # this manager has no cpu backend, so the demo model cannot load: reported, exit code 1
+    assert code == 1 and "model: cannot load the demo model: UnsupportedOpError" in out
+
+
+def test_demo_runs_the_model_with_the_installed_plugins():
+    proc = subprocess.run([sys.executable, "-c", "import sys; from srcore.cli import main; sys.exit(main())",
+                           "demo"], capture_output=True, text=True, timeout=120)
+    if "srcore-cpu" not in proc.stdout:
+        pytest.skip("srcore-cpu is not installed")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    err = re.search(r"max \|error\| vs numpy (\S+)", proc.stdout)
+    assert err and float(err.group(1)) < 1e-4
 
 
 def test_usage_errors_exit_2(pm, capsys):
