@@ -3,6 +3,12 @@
 A plugin is a module (or object) with ``@hookimpl`` functions named after the
 hooks in :mod:`srcore.plugin.hookspecs`; each hook yields records from
 :mod:`srcore.plugin.types`. See docs/writing-a-plugin.md.
+
+For plugin authors: this module (``hookimpl`` and the records),
+``hookspecs.py`` (the hooks, with examples; docs/plugin-hooks.md) and
+``types.py`` (the records). Internal: ``manager.py`` (discovery, isolation,
+blocking, reports; ``get_plugin_manager()``) and ``builtin.py`` (srcore's own
+op declarations, through the same hooks).
 """
 import pluggy
 
