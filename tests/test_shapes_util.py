@@ -47,7 +47,7 @@ def make(t: TensorType, rng=np.random.default_rng(0)):
         return torch.from_numpy(np.asarray(rng.random(t.shape) > 0.5))
     if dt.is_floating_point or dt.is_complex:
         return torch.randn(tuple(t.shape), dtype=dt)
-    return torch.randint(1, 4, tuple(t.shape), dtype=dt)
+    return torch.randint(1, 3, tuple(t.shape), dtype=dt)
 
 
 def torch_args(args):
