@@ -12,6 +12,7 @@ torch = pytest.importorskip("torch")
 
 import srcore  # noqa: E402
 from srcore.ir import parse_graph, print_graph  # noqa: E402
+from srcore.ir.verify import verify  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("_ts_ref", Path(__file__).with_name("test_frontend_torchscript.py"))
 ref = importlib.util.module_from_spec(_spec)
@@ -21,6 +22,7 @@ pytestmark = pytest.mark.torch
 
 
 def check_ir(model, module):
+    verify(model.graph)  # SSA, def-before-use, block arity
     text = print_graph(model.graph)
     assert print_graph(parse_graph(text, params=model.params)) == text
     sd = module.state_dict()

@@ -12,6 +12,7 @@ torch = pytest.importorskip("torch")
 
 import srcore  # noqa: E402
 from srcore.ir import parse_graph, print_graph  # noqa: E402
+from srcore.ir.verify import verify  # noqa: E402
 from srcore.ir.types import DEVICE  # noqa: E402
 
 BENCH = "/work/shared/bench/models.py"
@@ -139,6 +140,7 @@ def check_params(model, module):
 
 
 def check_ir(model):
+    verify(model.graph)  # SSA, def-before-use, block arity
     text = print_graph(model.graph)
     g2 = parse_graph(text, params=model.params)
     assert print_graph(g2) == text

@@ -243,3 +243,15 @@ def test_save_rejects_unsupported_dtype(tmp_path):
     with pytest.raises(srcore.SrcoreError, match="complex64"):
         srcore.save(_model({"c": np.zeros(2, np.complex64)}), tmp_path / "c.srm")
     assert not os.listdir(tmp_path)  # nothing half-written left behind
+
+
+def test_loading_never_imports_torch(tmp_path, good_file):
+    import subprocess
+    import sys
+
+    p = _write(tmp_path, good_file[1], "m.srm")
+    code = ("import sys, srcore; m = srcore.load(sys.argv[1], verify='full'); "
+            "assert 'torch' not in sys.modules, 'torch imported'; print(len(m.params))")
+    r = subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "2"
