@@ -295,3 +295,26 @@ def test_only_control_flow_nodes_own_blocks():
     with pytest.raises(GraphParseError, match="aten::relu cannot own blocks") as ei:
         parse_graph(text)
     assert ei.value.line == 3 and ei.value.token == "block0"
+
+
+@pytest.mark.parametrize("name", ["mlp_tiny", "control_flow"])
+def test_frontend_graphs_round_trip_with_params(name):
+    """Graphs converted from torch print, and parse back with their parameters."""
+    pytest.importorskip("torch")
+    import sys
+    import srcore
+    if not Path("/work/shared/bench/models.py").exists():
+        pytest.skip("benchmark models not available")
+    sys.path.insert(0, "/work/shared/bench")
+    try:
+        from models import MODELS
+    finally:
+        sys.path.remove("/work/shared/bench")
+    module, inputs = MODELS[name][0]()
+    model = srcore.from_torchscript(module, inputs)
+    text = print_graph(model.graph)
+    g = parse_graph(text, params=model.params)
+    assert print_graph(g) == text
+    for n in g.nodes:
+        if "param" in n.attrs:
+            assert n.attrs["value"] is model.params[n.attrs["param"]]
