@@ -29,7 +29,7 @@ from .schema import (AliasInfo, Argument, BaseType, Default, FunctionSchema, Gen
 __all__ = ["load_schemas", "cache_dir", "clear_memory_cache", "encode", "decode", "FORMAT"]
 
 FORMAT = 1  # bump when the encoding below changes
-Source = Union[str, os.PathLike, tuple[str, str]]
+Source = Union[str, os.PathLike, tuple[str, str]]  # or an importlib.resources Traversable
 
 #: per-process memo: cache key -> declarations (a file is decoded once per process)
 _memo: dict[str, list[Declaration]] = {}
@@ -65,7 +65,9 @@ def _read(src: Source) -> tuple[str, str]:
         name, text = src
         return str(name), text
     try:
-        return str(src), Path(src).read_text(encoding="utf-8")
+        # a path, or an importlib.resources Traversable (a file inside a zipped package)
+        f = src if hasattr(src, "read_text") else Path(src)
+        return str(src), f.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise DeclarationError(f"cannot read declaration file: {e}", source=str(src)) from None
 
