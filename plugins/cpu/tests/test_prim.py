@@ -1,0 +1,136 @@
+"""Structural natives (lists, tuples, metadata, exceptions) vs Python/torch semantics, and a check
+that every op torch.jit.script emits for typical size/loop/list code has a cpu kernel."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional, Tuple
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+try:
+    import srcore_cpu.kernels.prim  # noqa: F401
+except ImportError:  # plugin not installed: import it from the checkout
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from srcore.errors import KernelError  # noqa: E402
+from srcore_cpu.kernels import prim as P  # noqa: E402
+
+
+def test_lists_and_tuples():
+    a = np.zeros(2)
+    lst = P.list_construct(1, a, None)
+    assert lst == [1, a, None] or (lst[0] == 1 and lst[1] is a and lst[2] is None)
+    assert P.list_unpack([1, 2, 3]) == (1, 2, 3)
+    assert P.tuple_construct(1, "x") == (1, "x") and P.tuple_unpack((4, 5)) == (4, 5)
+    assert P.tuple_index((4, 5, 6), -1) == 6
+    assert P.getitem([1, 2, 3], -1) == 3
+    with pytest.raises(KernelError, match="out of range"):
+        P.getitem([1], 3)
+    assert P.list_slice([0, 1, 2, 3, 4], 1, None, 2) == [1, 3]
+    assert P.list_slice([0, 1, 2], None, -1) == [0, 1]
+    l0 = [1]
+    assert P.append(l0, 2) is l0 and l0 == [1, 2]
+    assert P.set_item(l0, 0, 9) is l0 and l0 == [9, 2]
+    c = P.list_copy(l0)
+    assert c == l0 and c is not l0
+    P.insert(l0, 0, 5)
+    assert P.pop(l0) == 2 and l0 == [5, 9]
+    P.extend(l0, [1])
+    P.reverse(l0)
+    assert l0 == [1, 9, 5]
+    P.clear(l0)
+    assert l0 == []
+    assert P.list_add([1], [2]) == [1, 2] and P.list_mul([1, 2], 2) == [1, 2, 1, 2] and P.list_rmul(2, [3]) == [3, 3]
+    assert P.contains([1, 2], 2) and not P.contains([1.0], 2.0 + 1)
+    assert P.list_index([4, 5], 5) == 1
+    with pytest.raises(KernelError, match="not in list"):
+        P.list_index([4], 5)
+
+
+def test_metadata():
+    x = np.zeros((2, 3, 4), np.float32)
+    assert P.size(x) == [2, 3, 4] and P.size(x, -1) == 4 and P.size(x, 0) == 2
+    with pytest.raises(KernelError, match="Dimension out of range"):
+        P.size(x, 3)
+    assert P.dim(x) == 3 and P.numel(x) == 24 and P.len_(x) == 2 and P.len_([1, 2]) == 2 and P.len_("abc") == 3
+    with pytest.raises(KernelError, match="0-d"):
+        P.len_(np.zeros(()))
+    for dt, tdt in [(np.float32, torch.float32), (np.int64, torch.int64), (np.bool_, torch.bool),
+                    (np.float64, torch.float64), (np.uint8, torch.uint8)]:
+        code = P.dtype(np.zeros(1, dt))
+        assert code == torch.ops.prim.dtype(torch.zeros(1, dtype=tdt))
+    assert P.device(x) == "cpu"
+
+
+def test_exceptions_and_identity():
+    with pytest.raises(KernelError, match="builtins.ValueError: bad size"):
+        P.raise_exception("bad size", "builtins.ValueError")
+    with pytest.raises(KernelError, match="^oops$"):
+        P.raise_exception("oops")
+    assert P.uninitialized() is None
+    o = object()
+    assert P.identity(o) is o
+
+
+def test_format():
+    assert P.format("{} x {} = {}", 2, 3.5, True) == "{} x {} = {}".format(2, 3.5, True)
+    assert P.format("shape {}", [1, 2]) == "shape [1, 2]"
+
+
+def _fn_sizes(x: torch.Tensor, n: int):
+    s = x.size(0) // 2
+    sizes = [x.size(0), s + 1]
+    for i in range(n):
+        x = x + float(i) * 2
+        sizes.append(i)
+    if x.dim() > 1 and len(sizes) > 2:
+        x = x.view(sizes[0], -1)
+    a, b = x.shape[0], x.shape[1]
+    for j in range(1, 7, 2):
+        a = a + j
+    if a is not None:
+        a = a * 2
+    t = (a, b)
+    m = max(sizes)
+    y = torch.zeros(sizes[:1]) + torch.tensor([1.0, 2.0]).sum()
+    if m < 0:
+        raise ValueError("negative {}".format(m))
+    return x * s, m, y, t[0], int(x.sum()), x.shape[0] / 2, x.numel(), float(b) ** 2, -b, x.dtype
+
+
+def _fn_optional(x: torch.Tensor, k: Optional[int], pair: Tuple[int, int]):
+    a, b = x.chunk(2)
+    u, v = pair
+    if k is not None:
+        x = x[k:] * u
+    r = torch.cat([a, b], 0)
+    h = r.shape[-1] == v and bool(r.any())
+    return x, r, h, len(r), not h, x.device, x.item() if x.numel() == 1 else 0.0
+
+
+def _ops_of(block, acc):
+    for node in block.nodes():
+        schema = node.schema()  # "aten::add.Tensor(Tensor self, ...)", or "(no schema)" for prim nodes
+        acc.add(schema.split("(")[0] if schema.startswith(node.kind()) else node.kind())
+        for b in node.blocks():
+            _ops_of(b, acc)
+    return acc
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
+def test_scripted_ops_have_kernels():
+    from srcore_cpu.decl import prim as DP, scalar as DS, creation as DC, elementwise as DE, shape as DSh
+    from srcore_cpu.decl import convert as DV, reduce as DR
+
+    declared = {k.op for m in (DP, DS, DC, DE, DSh, DV, DR) for k in m.KERNELS}
+    ops = _ops_of(torch.jit.script(_fn_sizes).graph, set())
+    ops = _ops_of(torch.jit.script(_fn_optional).graph, ops)
+    runtime = {"prim::Constant", "prim::Loop", "prim::If"}  # control flow: the runtime's, not kernels
+    missing = sorted(op for op in ops - runtime if op not in declared)
+    assert not missing, missing
+    assert {"aten::floordiv.int", "aten::__derive_index", "aten::append.t", "prim::max.self_int",
+            "aten::Int.Tensor", "prim::RaiseException", "aten::__isnot__", "prim::unchecked_cast",
+            "prim::ListUnpack", "prim::TupleUnpack", "aten::slice.Tensor"} <= ops
