@@ -3,16 +3,32 @@
 ``KernelTable`` holds every loaded kernel by ``(op, backend, kind)``;
 ``resolve_node`` / ``resolve_graph`` pick a kernel per node; ``STRUCTURAL_KINDS``
 are the node kinds the runtime runs itself. See docs/static-dispatch.md.
+
+Names load on first use, so that building the registry at start-up does not
+import the resolver (and the IR) before a model needs them.
 """
 from __future__ import annotations
 
-from .lazy import import_ref, resolve_ref
-from .resolve import (STRUCTURAL_KINDS, ResolvedKernel, Unsupported, accepts_dtypes, dispatch_dtypes, node_info,
-                      resolve_graph, resolve_node)
-from .table import STANDARD_DTYPES, KernelTable, op_key
+import importlib
 
-__all__ = [
-    "KernelTable", "ResolvedKernel", "Unsupported", "STRUCTURAL_KINDS", "STANDARD_DTYPES",
-    "resolve_node", "resolve_graph", "dispatch_dtypes", "accepts_dtypes", "node_info",
-    "import_ref", "resolve_ref", "op_key",
-]
+_LAZY = {
+    "KernelTable": "table", "STANDARD_DTYPES": "table", "op_key": "table",
+    "import_ref": "lazy", "resolve_ref": "lazy",
+    "STRUCTURAL_KINDS": "resolve", "ResolvedKernel": "resolve", "Unsupported": "resolve",
+    "accepts_dtypes": "resolve", "dispatch_dtypes": "resolve", "node_info": "resolve",
+    "resolve_graph": "resolve", "resolve_node": "resolve",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

@@ -5,7 +5,8 @@ their cache), so that the plugin manager does not depend on their details.
 """
 from __future__ import annotations
 
-import importlib.resources
+import importlib.util
+import os
 from typing import Any
 
 from ..errors import RegistrationError
@@ -25,8 +26,16 @@ def new_schema_registry() -> Any:
 
 
 def resource_path(lib: OpLibrary):
+    """The file of a ``from_resource`` library (a plain path when the package is a directory)."""
     package, name = lib.resource
-    return importlib.resources.files(package) / name
+    spec = importlib.util.find_spec(package)
+    for location in (spec.submodule_search_locations or ()) if spec else ():
+        path = os.path.join(location, name)
+        if os.path.isfile(path):
+            return path
+    from importlib import resources  # zipped packages; costs a few ms of imports, so only when needed
+
+    return resources.files(package) / name
 
 
 def library_schemas(lib: OpLibrary) -> list[tuple[Any, str]]:

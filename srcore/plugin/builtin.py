@@ -6,7 +6,9 @@ be blocked. Backends and kernels come from plugins (``cpu`` from srcore-cpu).
 """
 from __future__ import annotations
 
-import importlib.resources
+import os
+
+import srcore.ops
 
 from . import hookimpl
 from .types import OpLibrary
@@ -17,7 +19,7 @@ CORE_LIBRARIES = (("aten", "aten.yaml"), ("prim", "prim.yaml"), ("srcore", "srco
 
 @hookimpl
 def srcore_op_libraries():
-    ops = importlib.resources.files("srcore.ops")
+    ops = os.path.dirname(srcore.ops.__file__)
     for namespace, name in CORE_LIBRARIES:
-        if (ops / name).is_file():  # srcore.yaml is optional
+        if os.path.isfile(os.path.join(ops, name)):  # srcore.yaml is optional
             yield OpLibrary.from_resource(namespace, "srcore.ops", name)
