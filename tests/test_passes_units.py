@@ -280,3 +280,30 @@ def test_prepare_rejects_wrong_input_types():
         prepare(g, input_types=[TENSOR, INT])
     with pytest.raises(PassError, match="no graph input named y"):
         prepare(g, input_types={"y": TENSOR})
+
+
+# -- opaque constants (torch tensor dumps, parameters without data) ---------------------------------
+OPAQUE = """
+graph(%x : Float(4, 4)):
+  %a.w : Float(4, 4) = prim::Constant[value=<Tensor>]()
+  %b.w : Float(4, 4) = prim::Constant[value=<Tensor>]()
+  %p : Float(4, 4) = prim::Constant[param="p"]()
+  %q : Float(4, 4) = prim::Constant[param="p"]()
+  %n : NoneType = prim::Constant()
+  %ya : Float(4, 4) = aten::linear(%x, %a.w, %n)
+  %yb : Float(4, 4) = aten::linear(%x, %b.w, %n)
+  %yp : Float(4, 4) = aten::linear(%x, %p, %n)
+  %yq : Float(4, 4) = aten::linear(%x, %q, %n)
+  return (%ya, %yb, %yp, %yq)
+"""
+
+
+def test_opaque_constants_are_neither_merged_nor_folded():
+    from srcore.passes import eliminate_common_subexpressions
+
+    g = parse_graph(OPAQUE)
+    eliminate_common_subexpressions(g)
+    ya, yb, yp, yq = (o.node for o in g.outputs)
+    assert ya is not yb and ya.inputs[1] is not yb.inputs[1]  # two different unknown tensors
+    assert yp is yq  # the same named parameter: one node
+    assert not fold_constants(g, evaluator=lambda n, a: pytest.fail(f"evaluated {n.kind}"))

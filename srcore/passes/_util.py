@@ -93,9 +93,14 @@ def const_or(value: Value, default: Any = _MISSING) -> Any:
 
 
 def is_const(value: Value) -> bool:
-    """True for a ``prim::Constant`` whose value is known (not a parameter without data)."""
+    """True for a ``prim::Constant`` whose value is known.
+
+    Not known: a parameter parsed without its data (``param=`` only), an opaque
+    tensor dump (``tensor=``), a function value (``name=``/``graph=``). A constant
+    without attributes is ``None``.
+    """
     n = value.node
-    return n.kind == "prim::Constant" and ("value" in n.attrs or "param" not in n.attrs)
+    return n.kind == "prim::Constant" and ("value" in n.attrs or not n.attrs)
 
 
 def dtype_of(value: Value) -> str | None:

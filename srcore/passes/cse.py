@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..ir.graph import Block, Graph, Node
-from ._util import has_side_effects, is_mutated, is_nondeterministic, mutated_inputs, replace_with_values
+from ._util import has_side_effects, is_const, is_mutated, is_nondeterministic, mutated_inputs, replace_with_values
 
 
 def _freeze(x: Any) -> Any:
@@ -41,6 +41,8 @@ def _key(node: Node):
 def _pure(node: Node) -> bool:
     if node.blocks or not node.outputs or node.kind in ("prim::Param", "prim::Return"):
         return False
+    if node.kind == "prim::Constant" and not is_const(node.output) and "param" not in node.attrs:
+        return False  # opaque values (a tensor dump, a function): equal attributes say nothing
     if has_side_effects(node) or is_nondeterministic(node) or mutated_inputs(node):
         return False
     return not any(is_mutated(v) for v in (*node.inputs, *node.outputs))
