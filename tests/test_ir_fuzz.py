@@ -68,9 +68,10 @@ VALUES = st.one_of(st.integers(-2**63, 2**63 - 1), st.floats(), st.booleans(), s
 @st.composite
 def graphs(draw):
     b = GraphBuilder()
-    vals = [b.input(draw(st.sampled_from([None, "x", "x.1", "in"])),
+    vals = [b.input(draw(st.sampled_from([None, "x", "x.1", "in", "a b", "3", ".x"])),
                     TensorType(draw(st.sampled_from([None, "float32", "int64"])),
-                               draw(st.sampled_from([None, (), (2, "b", None)]))))
+                               draw(st.sampled_from([None, (), (2, "b", None)])) or
+                               (draw(st.text(max_size=5)), draw(st.sampled_from(["SS(-2)", "n"])))))
             for _ in range(draw(st.integers(1, 3)))]
 
     def body(depth):
@@ -82,7 +83,8 @@ def graphs(draw):
                 args = draw(st.lists(st.sampled_from(vals), min_size=1, max_size=3))
                 outs = draw(st.integers(0, 2))
                 r = b.op(draw(st.sampled_from(["aten::add", "my::op"])), *args, outputs=outs,
-                         names=[draw(st.sampled_from([None, "y", "y.2", "3"])) for _ in range(outs)])
+                         names=[draw(st.sampled_from([None, "y", "y.2", "3", "y-z", ""]))
+                                for _ in range(outs)])
                 vals.extend(r if isinstance(r, tuple) else [r])
             elif choice == 2:
                 c = b.constant(draw(st.booleans()))
@@ -108,7 +110,7 @@ def graphs(draw):
     return b.graph
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graphs())
 def test_generated_graphs_round_trip(g):
     verify(g)
@@ -121,3 +123,42 @@ def test_generated_graphs_round_trip(g):
         if a.kind == "prim::Constant" and "value" in a.attrs:
             x, y = a.attrs["value"], b.attrs["value"]
             assert x == y or (x != x and y != y)
+
+
+def nested_ifs(depth):
+    lines = ["graph(%x : Tensor, %c : bool):"]
+    for d in range(depth):
+        ind = "  " * (2 * d + 1)
+        lines += [f"{ind}%r{d} : Tensor = prim::If(%c)", f"{ind}  block0():"]
+    inner = "  " * (2 * depth + 1)
+    lines.append(f"{inner}-> (%x)")
+    for d in reversed(range(depth)):
+        ind = "  " * (2 * d + 1)
+        if d:
+            lines.append(f"{ind}  block1():")
+            lines.append(f"{ind}    -> (%x)")
+            lines.append(f"{ind}-> (%r{d})")
+        else:
+            lines += [f"{ind}  block1():", f"{ind}    -> (%x)"]
+    lines.append("  return (%r0)")
+    return "\n".join(lines) + "\n"
+
+
+def test_deep_nesting_parses_and_too_deep_is_an_error():
+    g = parse_graph(nested_ifs(150))
+    verify(g)
+    assert print_graph(parse_graph(print_graph(g))) == print_graph(g)
+    try:
+        parse_graph(nested_ifs(300))
+    except GraphParseError as e:
+        assert "nested too deeply" in str(e)
+    else:
+        raise AssertionError("300 nested blocks should be rejected")
+    for bad in ("graph(%x : " + "(" * 5000, "graph():\n  %c : int = prim::Constant[value=" + "[" * 5000,
+                "graph(%x : Dict(str, " * 3000):
+        try:
+            parse_graph(bad)
+        except GraphParseError:
+            pass
+        else:
+            raise AssertionError("should not parse")

@@ -440,6 +440,8 @@ class _Parser:
                 dims.append(f"SS({num.text})")
             elif tok.kind == "IDENT" and "::" not in tok.text and "." not in tok.text:
                 dims.append(tok.text)
+            elif tok.kind == "STRING":  # a symbolic dim that is not an identifier ("n+1")
+                dims.append(tok.text)
             else:
                 raise self.lx.error("expected a dimension (integer, *, or a symbol)", tok)
             if not self.accept(","):

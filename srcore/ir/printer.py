@@ -10,6 +10,7 @@ their data.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from .graph import Block, Graph, Node, Value
@@ -18,6 +19,7 @@ from .types import BOOL, ListType, OptionalType, TupleType, Type
 __all__ = ["print_graph", "print_node", "value_names", "format_literal"]
 
 _INDENT = "  "
+_BAD_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.]")
 
 
 def value_names(graph: Graph) -> dict[int, str]:
@@ -35,15 +37,17 @@ def value_names(graph: Graph) -> dict[int, str]:
     names: dict[int, str] = {}
     used: set[str] = set()
     for v in values:  # debug names first, so numbers never steal them
-        if v.name is not None and v.name not in used:
-            names[id(v)] = v.name
-            used.add(v.name)
+        name = _clean(v.name)
+        if name is not None and name not in used:
+            names[id(v)] = name
+            used.add(name)
     counter = 0
     for v in values:
         if id(v) in names:
             continue
-        if v.name is not None:  # a clash: uniquify with a suffix
-            base, i = v.name, 1
+        name = _clean(v.name)
+        if name is not None:  # a clash: uniquify with a suffix
+            base, i = name, 1
             while f"{base}.{i}" in used:
                 i += 1
             name = f"{base}.{i}"
@@ -54,6 +58,14 @@ def value_names(graph: Graph) -> dict[int, str]:
         names[id(v)] = name
         used.add(name)
     return names
+
+
+def _clean(name: str | None) -> str | None:
+    """A debug name as the lexer reads it (``%[A-Za-z0-9_][A-Za-z0-9_.]*``), or None."""
+    if not name:
+        return None
+    name = _BAD_NAME_CHARS.sub("_", str(name))
+    return name if name[0] != "." else "_" + name[1:]
 
 
 def print_graph(graph: Graph) -> str:

@@ -10,6 +10,7 @@ an optional shape (``None`` = unknown rank). Each dimension is an ``int``
 """
 from __future__ import annotations
 
+import re
 from typing import Union
 
 import attrs
@@ -55,8 +56,15 @@ class Type:
         return False
 
 
+_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|SS\(-?\d+\)")
+
+
 def _dim_str(d: Dim) -> str:
-    return "*" if d is None else str(d)
+    if d is None:
+        return "*"
+    if isinstance(d, str) and not _SYMBOL.fullmatch(d):  # e.g. "n+1": quoted so it reparses
+        return '"' + d.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    return str(d)
 
 
 @attrs.frozen
