@@ -161,6 +161,13 @@ def test_errors_name_column_and_expectation(text, column, expected):
     assert str(ei.value).startswith("ops.yaml:3: ")
 
 
+def test_long_default_lists_are_not_nesting():
+    s = FunctionSchema.parse("a::b(int[] x=[" + ", ".join(["-1"] * 100) + "], float y=-inf) -> ()")
+    assert s.arguments[0].default.value == (-1,) * 100 and s.arguments[1].default.value == float("-inf")
+    with pytest.raises(srcore.SchemaError, match="expected a number after '-'"):
+        FunctionSchema.parse("a::b(int x=--1) -> ()")
+
+
 def test_unterminated_string_and_bad_character():
     with pytest.raises(srcore.SchemaError, match="unterminated string at column 15"):
         FunctionSchema.parse('aten::x(str a="oops) -> ()')

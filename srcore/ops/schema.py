@@ -596,7 +596,6 @@ class _Parser:
             nxt = self.toks[self.i]
             if nxt[0] == "num" or (nxt[0] == "ident" and nxt[1] in ("inf", "nan")):
                 inner = self.literal()
-                self.depth += 1
                 out = (inner[0], -inner[1])
             else:
                 raise self.fail("a number after '-'")
