@@ -187,3 +187,25 @@ def test_kinds_can_leave_out_out_variants():
     assert resolve_graph(g, t, ["cpu"], kinds=("fallback",))[n].kind == "fallback"
     with pytest.raises(srcore.UnsupportedOpError):
         resolve_graph(g, table(K("t::f")), ["cpu"], kinds=("native",))
+
+
+KERNEL_SPECS = st.tuples(st.sampled_from(["cpu", "fast", "quant"]), st.sampled_from(["out", "native", "fallback"]),
+                         st.sampled_from([("float32",), ("float64",), ("float32", "float64"), ("*",)]),
+                         st.integers(-2, 2), st.sampled_from("abc"))
+
+
+@given(specs=st.lists(KERNEL_SPECS, max_size=12, unique=True),
+       backends=st.permutations(["cpu", "fast", "quant"]).map(lambda p: p[:2]),
+       dtype=st.sampled_from(["float32", "float64"]))
+def test_resolve_node_agrees_with_the_definition(specs, backends, dtype):
+    kernels = [K("t::f", b, kind, dt, plugin=p, priority=prio) for b, kind, dt, prio, p in specs]
+    _, n = unary_graph(t_in=TensorType(dtype, (2,)), t_out=TensorType(dtype, (2,)))
+    candidates = [k for k in kernels if k.backend in backends and ("*" in k.dtypes or dtype in k.dtypes)]
+    # the documented rule: backend order, then kind order, then priority, then plugin name
+    expected = min(candidates, default=None, key=lambda k: (backends.index(k.backend),
+                   ("out", "native", "fallback").index(k.kind), -k.priority, k.provider.name))
+    got = resolve_node(n, table(*kernels), backends)
+    if expected is None:
+        assert got is None
+    else:
+        assert got.kernel == expected and got.kernel.provider.name == expected.provider.name
