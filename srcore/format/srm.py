@@ -10,7 +10,7 @@ section and of the header (canonical JSON of the header without that field).
 parameters are read-only views on the map. ``verify="header"`` (the default)
 checks the structure and the header checksum, which costs microseconds and
 keeps loading O(header); ``verify="full"`` also hashes the data section (about
-1 s per GB), which catches flipped bits inside the weights. See docs/srm-format.md.
+0.6 s per GB), which catches flipped bits inside the weights. See docs/srm-format.md.
 """
 from __future__ import annotations
 
