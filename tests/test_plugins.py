@@ -345,3 +345,24 @@ def test_rebuilding_the_registry_does_not_repeat_errors():
     pm.register(plugin("q", srcore_backends=[TB]), "q")  # invalidates the registry
     pm.registry
     assert len(pm.report("p").errors) == 1
+
+
+def test_the_registry_is_built_once_even_from_several_threads():
+    import threading
+
+    calls = []
+
+    class Counting:
+        @hookimpl
+        def srcore_backends(self):
+            calls.append(1)
+            yield TB
+    pm = PluginManager().load(entry_points=False)
+    pm.register(Counting(), "counting")
+    seen = []
+    threads = [threading.Thread(target=lambda: seen.append(pm.registry)) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and all(r is seen[0] for r in seen)

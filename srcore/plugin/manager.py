@@ -14,6 +14,7 @@ plugin failure into a raised :class:`srcore.PluginError`.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import Any, Iterable
 
@@ -218,13 +219,17 @@ class PluginManager:
     @property
     def registry(self) -> Registry:
         """The checked registry (built on first use, rebuilt after register/block)."""
-        if self._registry is None:
-            from ..dispatch.build import build_registry
+        registry = self._registry
+        if registry is None:
+            with _lock:  # StaticModules may be built from several threads
+                if self._registry is None:
+                    from ..dispatch.build import build_registry
 
-            t0 = time.perf_counter()
-            self._registry = build_registry(self)
-            self.timings["registry"] = time.perf_counter() - t0
-        return self._registry
+                    t0 = time.perf_counter()
+                    self._registry = build_registry(self)
+                    self.timings["registry"] = time.perf_counter() - t0
+                registry = self._registry
+        return registry
 
     @property
     def kernel_table(self):
@@ -241,13 +246,16 @@ class PluginManager:
 
 
 _default: PluginManager | None = None
+_lock = threading.RLock()
 
 
 def get_plugin_manager() -> PluginManager:
     """The process-wide manager, loaded on first call."""
     global _default
     if _default is None:
-        _default = PluginManager().load()
+        with _lock:
+            if _default is None:
+                _default = PluginManager().load()
     return _default
 
 
