@@ -133,3 +133,14 @@ def test_effects_follow_the_schema():
     assert mutated_inputs(fill) == [1] and has_side_effects(fill)  # %t is returned
     fill.schema = FunctionSchema.parse("my::fill(Tensor self, Tensor out) -> Tensor")
     assert mutated_inputs(fill) == [] and not has_side_effects(fill)
+
+
+def test_source_strings_with_colons():
+    b = GraphBuilder()
+    x = b.input("x")
+    with b.at("C:/m.py:7"):
+        y = b.op("aten::relu", x)
+    with b.at("<stdin>"):
+        z = b.op("aten::relu", y)
+    assert y.node.source == SourceLocation("C:/m.py", 7, None)
+    assert z.node.source == SourceLocation("<stdin>")

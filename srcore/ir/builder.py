@@ -101,10 +101,8 @@ class GraphBuilder:
     def at(self, source: SourceLocation | str) -> Iterator[None]:
         """Nodes created inside get this source location (``"file.py:3:1"`` or a SourceLocation)."""
         if isinstance(source, str):
-            parts = source.rsplit(":", 2)
-            nums = [int(p) for p in parts[1:] if p.isdigit()]
-            source = SourceLocation(parts[0], *nums) if len(nums) == len(parts) - 1 else \
-                SourceLocation(source)
+            from .parser import parse_source_location
+            source = parse_source_location(source) or SourceLocation(source)
         saved, self.source = self.source, source
         try:
             yield

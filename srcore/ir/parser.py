@@ -16,7 +16,7 @@ from .types import (BOOL, FLOAT, INT, NONE, SIMPLE_TYPES, TORCH_TO_DTYPE, ClassT
                     DictType, ListType, OptionalType, StrType, TensorType, TupleType, Type,
                     AnyType, NumberType)
 
-__all__ = ["parse_graph", "UNKNOWN_TENSOR"]
+__all__ = ["parse_graph", "parse_source_location", "coerce_constant", "UNKNOWN_TENSOR"]
 
 #: ``attrs["tensor"]`` of a tensor constant whose value the text does not carry.
 UNKNOWN_TENSOR = "<Tensor>"
@@ -197,7 +197,7 @@ class _Parser:
             self.lx.seek(m.end())
         c = self.accept("COMMENT")
         if c is not None:
-            n.source = _source(c.text)
+            n.source = parse_source_location(c.text)
         self.end_of_line()
         block.append(n)
         # blocks follow on the next lines
@@ -499,8 +499,9 @@ def coerce_constant(value: Any, t: Type) -> Any:
     raise TypeError(f"constants of type {t} are not supported")
 
 
-def _source(comment: str) -> SourceLocation | None:
-    m = _SOURCE.match(comment)
+def parse_source_location(comment: str) -> SourceLocation | None:
+    """``path/file.py:LINE[:COL]`` -> SourceLocation; None if the text is not a location."""
+    m = _SOURCE.match(comment.strip())
     if not m:
         return None
     return SourceLocation(m.group(1), int(m.group(2)), int(m.group(3)) if m.group(3) else None)
