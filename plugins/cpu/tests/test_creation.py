@@ -84,3 +84,15 @@ def test_tensor(data, code):
 @pytest.mark.parametrize("v", [3, -2.5, True])
 def test_num_to_tensor(v):
     check_kernel(C.num_to_tensor, torch.ops.prim.NumToTensor, v, kind="native")
+
+
+@pytest.mark.parametrize("code", [None, 7, 4])
+def test_new_ops(code):
+    x = np.ones((4,), np.float64)
+    dt = CODES[code]
+    check_kernel(C.new_zeros, lambda t, s: t.new_zeros(s, dtype=dt), x, [2, 3], dtype=code)
+    check_kernel(C.new_ones, lambda t, s: t.new_ones(s, dtype=dt), x, [2, 3], dtype=code)
+    check_kernel(C.new_full, lambda t, s, v: t.new_full(s, v, dtype=dt), x, [3], 5, dtype=code)
+    e = C.new_empty(x, [2, 2], dtype=code)
+    assert e.shape == (2, 2)
+    assert e.dtype == np.dtype(str(torch.from_numpy(x).new_empty(1, dtype=dt).dtype)[6:])

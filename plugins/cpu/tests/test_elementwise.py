@@ -92,12 +92,10 @@ def test_div_bad_mode():
         E.div(rand(2), rand(2), rounding_mode="ceil")
 
 
-@pytest.mark.parametrize("dtype", DTYPES + ["bool"])
-@pytest.mark.parametrize("scalar", [2, -3, 2.5, True])
-@pytest.mark.parametrize("name", ["add", "mul", "sub"])
+@pytest.mark.parametrize("name,scalar,dtype", [
+    (n, s, d) for n in ("add", "mul", "sub") for s in (2, -3, 2.5, True) for d in DTYPES + ["bool"]
+    if not (n == "sub" and (d == "bool" or s is True))])  # torch rejects subtraction of bools
 def test_binary_scalar_promotion(name, scalar, dtype):
-    if dtype == "bool" and name == "sub" or (name == "sub" and scalar is True):
-        pytest.skip("torch rejects subtraction of bools")
     a = rand(2, 3, dtype=dtype)
     check_kernel(getattr(E, name), getattr(torch, name), a, scalar)
 
@@ -166,6 +164,8 @@ def test_bitwise(name, dtype):
     check_kernel(getattr(E, name), getattr(torch, name), rand(3, 4, dtype=dtype), rand(4, dtype=dtype))
     if dtype != "bool":
         check_kernel(getattr(E, name), getattr(torch, name), rand(3, dtype=dtype), 6)
+        check_kernel(getattr(E, name), lambda s, t: getattr(torch, name)(torch.tensor(s), t), 6,
+                     rand(3, dtype=dtype))  # Scalar_Tensor
 
 
 # --- unary -------------------------------------------------------------------------------------
@@ -387,3 +387,28 @@ def test_fast_path_cost():
     raw = min(timeit.repeat(lambda: np.add(a, b, out=out), number=2000, repeat=3))
     generic = min(timeit.repeat(lambda: E.add(a, b, out=out), number=2000, repeat=3))
     assert generic < raw * 5 + 2e-3
+
+
+# --- the check_kernel helper itself --------------------------------------------------------------
+
+@pytest.mark.parametrize("bad,match", [
+    (lambda a, b, out=None: E.add(a, b, out=out) * 1.5, "Not equal"),  # wrong values (and a fresh array)
+    (lambda a, b, out=None: E.add(a, b).astype(np.float64), "dtype"),
+    (lambda a, b, out=None: np.float32(a.sum() + b.sum()), "ndarray"),  # a numpy scalar, not a 0-d array
+    (lambda a, b, out=None: E.add(a, b), "return the out"),  # ignores out
+    (lambda a, b, out=None: E.add(a, b, out=a), "input"),  # writes into an input
+])
+def test_check_kernel_catches(bad, match):
+    a, b = rand(2, 3), rand(2, 3)
+    ref = torch.add if match != "ndarray" else (lambda x, y: (x + y).sum())
+    with pytest.raises(AssertionError, match=match):
+        check_kernel(bad, ref, a, b, kind="out")
+
+
+def test_check_kernel_resolves_names_and_shapes():
+    r = check_kernel("srcore_cpu.kernels.elementwise:mul", torch.mul, shapes=[(2, 3), (3,)], input_dtype="int64")
+    assert r.dtype == np.int64 and r.shape == (2, 3)
+    check_kernel("srcore_cpu.kernels.unary:exp", lambda x: np.exp(x), shapes=[(4,)], reference_lib="numpy",
+                 input_dtype="float64")
+    with pytest.raises(LookupError, match="no installed plugin"):
+        check_kernel("nosuch::op", torch.add, shapes=[(2,)])

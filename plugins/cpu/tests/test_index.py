@@ -104,3 +104,8 @@ def test_masked_select_nonzero():
     check_kernel(X.nonzero, torch.nonzero, (x > 0).astype(np.float32), kind="native")
     check_kernel(X.nonzero, torch.nonzero, np.zeros((2, 0, 3), np.int64), kind="native")
     check_kernel(X.nonzero, torch.nonzero, RNG.random((2, 3, 4)) < 0.3, kind="native")
+
+
+def test_where_one_argument():
+    x = RNG.random((3, 4)) < 0.5
+    check_kernel(X.where_nonzero, lambda t: list(torch.where(t)), x, kind="native")

@@ -134,3 +134,22 @@ def test_scripted_ops_have_kernels():
     assert {"aten::floordiv.int", "aten::__derive_index", "aten::append.t", "prim::max.self_int",
             "aten::Int.Tensor", "prim::RaiseException", "aten::__isnot__", "prim::unchecked_cast",
             "prim::ListUnpack", "prim::TupleUnpack", "aten::slice.Tensor"} <= ops
+
+
+def test_dicts_flags_and_list_sort():
+    d = P.dict_construct("a", 1, "b", 2)
+    assert d == {"a": 1, "b": 2} and P.contains(d, "b") and not P.contains(d, "c")
+    x = np.zeros((2, 5), np.float32)
+    t = torch.zeros(2, 5)
+    assert P.shape(x) == list(t.shape)
+    assert P.layout(x) == 0  # torch.strided's code in TorchScript graphs
+    assert P.false(x) is False and P.false() is False and P.device_type("cpu:0") == "cpu"
+    lst = [3, 1, 2]
+    assert P.list_sort(lst) is None and lst == [1, 2, 3]
+    P.list_sort(lst, True)
+    assert lst == [3, 2, 1]
+    assert P.list_imul(lst, 2) is lst and lst == [3, 2, 1, 3, 2, 1]
+    assert P.list_imul(lst, 0) == []
+    a, b = [np.arange(3), np.ones(2)], [np.arange(3), np.ones(2)]
+    assert P.tensor_list_eq(a, b) and not P.tensor_list_ne(a, b)
+    assert not P.tensor_list_eq(a, b[:1]) and not P.tensor_list_eq(a, [np.arange(3), np.zeros(2)])

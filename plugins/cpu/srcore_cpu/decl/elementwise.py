@@ -30,6 +30,8 @@ _BINARY = [  # (op, impl, dtypes, matcher)
     ("aten::max.other", "maximum", ALL, _BM), ("aten::min.other", "minimum", ALL, _BM),
     ("aten::bitwise_and.Tensor", "bitwise_and", _BITS, _BM), ("aten::bitwise_and.Scalar", "bitwise_and", _BITS, _BM),
     ("aten::bitwise_or.Tensor", "bitwise_or", _BITS, _BM), ("aten::bitwise_or.Scalar", "bitwise_or", _BITS, _BM),
+    ("aten::bitwise_and.Scalar_Tensor", "bitwise_and", _BITS, None),
+    ("aten::bitwise_or.Scalar_Tensor", "bitwise_or", _BITS, None),
     ("aten::bitwise_xor.Tensor", "bitwise_xor", _BITS, None), ("aten::bitwise_xor.Scalar", "bitwise_xor", _BITS, None),
     ("aten::logical_and", "logical_and", ALL, _BM), ("aten::logical_or", "logical_or", ALL, _BM),
     ("aten::logical_xor", "logical_xor", ALL, _BM),
@@ -86,6 +88,7 @@ KERNELS: list[Kernel] = (
        _un("aten::isnan", "isnan", ALL), _un("aten::isinf", "isinf", ALL),
        _un("aten::logical_not", "logical_not", ALL),
        _un("aten::nan_to_num", "nan_to_num", NUMERIC)]
+    + [_un("prim::abs", "abs", NUMERIC, matcher=_UM)]
     + [_ter(op, impl, dt, matcher=m) for op, impl, dt, m in _TERNARY]
     + [_inp(op, impl, dt, kind="native") for op, impl, dt in _INPLACE]
 )

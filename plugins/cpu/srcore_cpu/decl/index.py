@@ -18,4 +18,5 @@ KERNELS: list[Kernel] = [
     _k("aten::index.Tensor_hacked_twin", "index", ANY, kind="native"),
     _k("aten::masked_select", "masked_select", ANY, kind="native"),
     _k("aten::nonzero", "nonzero", ANY, kind="native"),
+    _k("aten::where", "where_nonzero", ANY, kind="native"),
 ]

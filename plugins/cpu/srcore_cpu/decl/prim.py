@@ -23,6 +23,16 @@ _OPS = [  # (op, impl)
     ("aten::__contains__.int_list", "contains"), ("aten::__contains__.float_list", "contains"),
     ("aten::index.list_int", "list_index"), ("aten::index.list_float", "list_index"),
     ("aten::index.list_bool", "list_index"), ("aten::format", "format"),
+    ("aten::__contains__.int", "contains"), ("aten::__contains__.float", "contains"),
+    ("aten::__contains__.bool", "contains"), ("aten::__contains__.str", "contains"),
+    ("aten::__contains__.str_list", "contains"),
+    ("prim::DictConstruct", "dict_construct"), ("prim::shape", "shape"), ("prim::layout", "layout"),
+    ("prim::is_cuda", "false"), ("prim::is_nested", "false"), ("prim::requires_grad", "false"),
+    ("aten::is_grad_enabled", "false"), ("aten::is_autocast_enabled", "false"), ("prim::data", "identity"),
+    ("prim::type", "device_type"), ("aten::mul_.t", "list_imul"),
+    ("aten::sort.int", "list_sort"), ("aten::sort.float", "list_sort"), ("aten::sort.bool", "list_sort"),
+    ("aten::sort.any", "list_sort"), ("aten::eq.Tensor_list", "tensor_list_eq"),
+    ("aten::ne.Tensor_list", "tensor_list_ne"),
 ]
 
 KERNELS: list[Kernel] = [_k(op, impl, ANY, kind="native") for op, impl in _OPS]

@@ -124,3 +124,21 @@ def num_to_tensor(a):
     if isinstance(a, np.ndarray):
         return a.reshape(())
     return np.array(a, dtype=np.float64)
+
+
+def new_zeros(self, size, *, dtype=None, layout=None, device=None, pin_memory=None, out=None):
+    """``aten::new_zeros``: ``zeros`` with ``self``'s dtype by default."""
+    return _fill(size, 0, dtype_of_code(dtype, self.dtype), out, device)
+
+
+def new_ones(self, size, *, dtype=None, layout=None, device=None, pin_memory=None, out=None):
+    return _fill(size, 1, dtype_of_code(dtype, self.dtype), out, device)
+
+
+def new_full(self, size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None, out=None):
+    return _fill(size, fill_value, dtype_of_code(dtype, self.dtype), out, device)
+
+
+def new_empty(self, size, *, dtype=None, layout=None, device=None, pin_memory=None, out=None):
+    _check_device(device)
+    return out if out is not None else np.empty(tuple(size), dtype_of_code(dtype, self.dtype))

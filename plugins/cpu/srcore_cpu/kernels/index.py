@@ -109,3 +109,8 @@ def masked_select(self, mask):
 def nonzero(self):
     """``aten::nonzero``: an int64 ``(n, ndim)`` tensor of indices."""
     return np.argwhere(self).astype(np.int64, copy=False)
+
+
+def where_nonzero(condition):
+    """``aten::where(Tensor condition) -> Tensor[]``: one int64 index tensor per dimension."""
+    return [i.astype(np.int64, copy=False) for i in np.nonzero(condition)]

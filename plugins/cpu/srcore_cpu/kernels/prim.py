@@ -172,3 +172,48 @@ def format(self, *args):
         return str(v)
 
     return _FIELD.sub(repl, self)
+
+
+def dict_construct(*kv):
+    """``prim::DictConstruct``: a dict from alternating key, value inputs."""
+    return dict(zip(kv[0::2], kv[1::2]))
+
+
+def shape(self):
+    """``prim::shape``: the sizes as a list of ints."""
+    return list(self.shape)
+
+
+def layout(a):
+    """``prim::layout``: torch.strided (0), the only layout here."""
+    return 0
+
+
+def false(*args):
+    """``prim::is_cuda``, ``prim::is_nested``, ``prim::requires_grad``, ``aten::is_grad_enabled``, ...."""
+    return False
+
+
+def device_type(device):
+    """``prim::type``: the device type ("cpu" of "cpu:0")."""
+    return str(device).split(":")[0]
+
+
+def list_sort(self, reverse=False):
+    """``aten::sort.int`` / ``.float`` / ``.bool`` / ``.any``: sorts the list in place, returns nothing."""
+    self.sort(reverse=reverse)
+
+
+def list_imul(l, n):
+    """``aten::mul_.t``: repeat the list ``n`` times in place."""
+    l[:] = l * n if n > 0 else []
+    return l
+
+
+def tensor_list_eq(a, b):
+    """``aten::eq.Tensor_list``: same length and every pair of tensors equal."""
+    return len(a) == len(b) and all(x.shape == y.shape and bool((x == y).all()) for x, y in zip(a, b))
+
+
+def tensor_list_ne(a, b):
+    return not tensor_list_eq(a, b)
