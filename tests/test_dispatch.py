@@ -165,8 +165,8 @@ def test_unsupported_ops_are_all_listed_once_with_alternatives():
     text = str(err)
     assert text.startswith("3 node(s) have no kernel on backend(s) cpu:")
     assert "t::f with dtypes (float32)  # model.py:3:5" in text
-    assert "srcore-cpu 1.0 has a out kernel for dtypes (float64) on cpu" in text
-    assert "srcore-quantized 0.2 has a out kernel for backend quantized_cpu" in text
+    assert "srcore-cpu 1.0 has an out kernel for dtypes (float64) on cpu" in text
+    assert "srcore-quantized 0.2 has an out kernel for backend quantized_cpu" in text
     assert "t::nobody with dtypes (float32)\n" in text
 
 

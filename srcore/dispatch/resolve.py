@@ -180,7 +180,8 @@ def _alternatives(op: str, dts: tuple[str, ...], table: KernelTable, backends: S
             why = f"for dtypes ({', '.join(k.dtypes)}) on {k.backend}"
         else:
             why = f"on {k.backend}, but its matcher declined this node"
-        lines.append(f"{who} has a {k.kind} kernel {why}")
+        article = "an" if k.kind == "out" else "a"
+        lines.append(f"{who} has {article} {k.kind} kernel {why}")
     return tuple(dict.fromkeys(lines))
 
 
