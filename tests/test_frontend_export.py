@@ -51,6 +51,17 @@ def test_bench_model_converts_and_matches_torch(name):
         assert_close(run_graph(model.graph, *inputs), module(*inputs), 1e-4)
 
 
+def test_node_schema_is_the_declared_overload():
+    from srcore.plugin.manager import get_plugin_manager
+
+    module, inputs = built("mlp_tiny")
+    model = srcore.from_torch(module, inputs)
+    declared = get_plugin_manager().registry.declared
+    linear = next(n for n in model.graph.nodes if n.kind == "aten::linear")
+    assert str(linear.schema) == str(declared["aten::linear"][0])
+    assert str(linear.schema) == str(torch.ops.aten.linear.default._schema)
+
+
 def test_data_dependent_python_if_is_a_conversion_error():
     module, inputs = built("control_flow")  # `if bool(x.sum() > 0)`: export cannot trace it
     with pytest.raises(srcore.ConversionError, match="torch.export failed on ControlFlow"):

@@ -214,6 +214,9 @@ def test_constants_of_every_kind():
     assert {int, float, bool, str, list, np.ndarray} <= vals, vals
     assert model.params["steps"].dtype == np.int64 and model.params["mask"].dtype == np.bool_
     assert [s.name for s in model.input_specs] == ["x", "n"] and model.input_specs[1].dtype == "int"
+    # a returned tuple becomes the graph's outputs
+    assert model.output_names == ("output0", "output1", "output2") and len(model.graph.outputs) == 3
+    assert not any(n.kind == "prim::TupleConstruct" for n in model.graph.nodes)
     x = torch.randn(2, 3)
     for n in (1, 2):
         assert_close(run_graph(model.graph, x, n), m(x, n))

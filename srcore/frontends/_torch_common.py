@@ -165,13 +165,29 @@ def input_specs(names: Sequence[str], example_inputs, graph_types: Sequence[Type
 
 @functools.lru_cache(maxsize=4096)
 def parse_schema(text: str):
-    """srcore's ``FunctionSchema`` for a torch schema string, or ``None`` if it does not parse."""
+    """The schema for a torch schema string: srcore's declared one for that overload when the
+    installed op libraries declare it with the same arguments, else the parsed torch schema;
+    ``None`` if it does not parse (dispatch then resolves the node by kind)."""
     try:
         from ..ops.schema import FunctionSchema
 
-        return FunctionSchema.parse(text)
-    except Exception:  # an exotic schema: dispatch resolves the node by kind instead
+        parsed = FunctionSchema.parse(text)
+    except Exception:
         return None
+    declared = _declared().get(parsed.qualified_name)
+    if declared is not None and len(declared[0].arguments) == len(parsed.arguments):
+        return declared[0]
+    return parsed
+
+
+@functools.lru_cache(maxsize=1)
+def _declared() -> dict:
+    try:
+        from ..plugin.manager import get_plugin_manager
+
+        return dict(get_plugin_manager().registry.declared)
+    except Exception:  # no registry (or a broken plugin): torch's schemas are exact anyway
+        return {}
 
 
 def unsupported_error(what: str, problems: Sequence[str]) -> ConversionError:

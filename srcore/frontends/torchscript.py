@@ -48,6 +48,7 @@ def from_torchscript(module_or_path, example_inputs=None, *,
     arg_names = [a.name for a in frozen.forward.schema.arguments]
     conv = _Converter(torch, source, frozen)
     graph = conv.convert(ts_graph, arg_names)
+    _flatten_tuple_return(graph)
     types = [v.type for v in graph.inputs]
     specs = tc.input_specs([v.name for v in graph.inputs], example_inputs, types, dynamic_dims, torch)
     for v, s in zip(graph.inputs, specs):
@@ -55,6 +56,21 @@ def from_torchscript(module_or_path, example_inputs=None, *,
             v.type = s.tensor_type()
     meta = {"producer": f"srcore.from_torchscript (torch {torch.__version__})", "source": source}
     return Model(graph, conv.params, specs, default_output_names(len(graph.outputs)), meta)
+
+
+def _flatten_tuple_return(graph: Graph) -> None:
+    """``return (a, b)`` -> two graph outputs, as torch.export gives (nested tuples stay)."""
+    if len(graph.outputs) != 1:
+        return
+    v = graph.outputs[0]
+    if v.node.kind != "prim::TupleConstruct" or v.node.owning_block is not graph.block:
+        return
+    elems = list(v.node.inputs)
+    graph.block.erase_output(0)
+    for e in elems:
+        graph.register_output(e)
+    if not v.uses:
+        v.node.destroy()
 
 
 def _script_module(torch, obj, example_inputs):
