@@ -59,6 +59,34 @@ def test_max_pool2d(k, s, p, d, c, shape, dtype):
     both(K.max_pool2d, aten.max_pool2d(T(x), k, s, p, d, c).numpy(), x, k, s, p, d, c)
 
 
+@pytest.mark.parametrize("k,s,p,d,c", MAX2D)
+@pytest.mark.parametrize("shape", [(2, 3, 9, 10), (3, 8, 7)])
+def test_max_pool2d_with_indices(k, s, p, d, c, shape):
+    x = rand(*shape)
+    x[..., 2, :] = x[..., 1, :]          # ties: torch keeps the first
+    ev, ei = aten.max_pool2d_with_indices(T(x), k, s, p, d, c)
+    v, i = K.max_pool2d_with_indices(x, k, s, p, d, c)
+    np.testing.assert_array_equal(v, ev.numpy())
+    np.testing.assert_array_equal(i, ei.numpy())
+    bufs = (np.empty_like(v), np.empty_like(i))
+    assert K.max_pool2d_with_indices(x, k, s, p, d, c, out=bufs) is bufs
+    np.testing.assert_array_equal(bufs[1], ei.numpy())
+
+
+def test_max_pool_with_indices_nan_and_1d():
+    x = rand(1, 2, 6, 6)
+    x[0, 0, 1, 1] = x[0, 1, 3, 4] = np.nan
+    ev, ei = aten.max_pool2d_with_indices(T(x), [3, 3], [2, 2], [1, 1])
+    v, i = K.max_pool2d_with_indices(x, [3, 3], [2, 2], [1, 1])
+    np.testing.assert_array_equal(i, ei.numpy())
+    np.testing.assert_array_equal(np.isnan(v), np.isnan(ev.numpy()))
+    x1 = rand(2, 3, 11)
+    ev, ei = aten.max_pool1d_with_indices(T(x1), [3], [2], [1], [2], True)
+    v, i = K.max_pool1d_with_indices(x1, [3], [2], [1], [2], True)
+    np.testing.assert_array_equal(v, ev.numpy())
+    np.testing.assert_array_equal(i, ei.numpy())
+
+
 def test_max_pool_nan_propagates():
     x = rand(1, 1, 4, 4)
     x[0, 0, 1, 1] = np.nan

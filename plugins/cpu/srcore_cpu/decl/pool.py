@@ -16,5 +16,7 @@ KERNELS: list[Kernel] = [
     Kernel("aten::adaptive_avg_pool2d", "cpu", "out", FLOATS, _M + "adaptive_avg_pool2d",
            matcher=_M + "adaptive_avg_pool_matcher"),
     # indices are int64: a dispatch dtype of the node
+    Kernel("aten::max_pool1d_with_indices", "cpu", "out", FLOATS + ("int64",), _M + "max_pool1d_with_indices"),
+    Kernel("aten::max_pool2d_with_indices", "cpu", "out", FLOATS + ("int64",), _M + "max_pool2d_with_indices"),
     Kernel("aten::adaptive_max_pool2d", "cpu", "out", FLOATS + ("int64",), _M + "adaptive_max_pool2d"),
 ]

@@ -81,6 +81,47 @@ def max_pool2d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=Fa
     return _max_pool(2, self, kernel_size, stride, padding, dilation, ceil_mode, out)
 
 
+def _max_pool_with_indices(nd, x, kernel_size, stride, padding, dilation, ceil_mode, out):
+    ks = _tup(kernel_size, nd)
+    st = _tup(stride, nd, ks)
+    pad, dil = _tup(padding, nd, (0,) * nd), _tup(dilation, nd, (1,) * nd)
+    sp = x.shape[-nd:]
+    osz, ext = _geometry(sp, ks, st, pad, dil, ceil_mode)
+    xp = _padded(x, nd, pad, ext, -np.inf)
+    if out is None:
+        out = (np.empty(x.shape[:-nd] + osz, x.dtype), np.empty(x.shape[:-nd] + osz, np.int64))
+    vals, idxs = out
+    strides = [int(np.prod(sp[i + 1:])) for i in range(nd)]   # flat index over the spatial dims
+    # torch starts from the first in-bounds element of each window, then keeps strictly larger ones (or NaN)
+    first = 0
+    for i, (o, s, p, d, n, m) in enumerate(zip(osz, st, pad, dil, sp, strides)):
+        start = np.arange(o) * s - p
+        f = np.where(start < 0, start + d * (-(start // d)), start)
+        first = np.add.outer(first, f * m) if i else f * m
+    vals.fill(-np.inf)
+    idxs[...] = first
+    for idx, sl in zip(itertools.product(*[range(k) for k in ks]), _taps(ks, dil, st, osz)):
+        v = xp[sl]
+        take = (v > vals) | np.isnan(v)
+        pos = 0
+        for i, (k, o, s, p, d, m) in enumerate(zip(idx, osz, st, pad, dil, strides)):
+            h = (np.arange(o) * s - p + k * d) * m
+            pos = np.add.outer(pos, h) if i else h
+        np.copyto(vals, v, where=take)
+        np.copyto(idxs, np.broadcast_to(pos, idxs.shape), where=take)
+    return out
+
+
+def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, out=None):
+    """``aten::max_pool2d_with_indices`` (what torch.export emits): (values, int64 flat H*W indices)."""
+    return _max_pool_with_indices(2, self, kernel_size, stride, padding, dilation, ceil_mode, out)
+
+
+def max_pool1d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, out=None):
+    """``aten::max_pool1d_with_indices``."""
+    return _max_pool_with_indices(1, self, kernel_size, stride, padding, dilation, ceil_mode, out)
+
+
 def _divisor(n, k, s, p, osz, include_pad):
     start = np.arange(osz) * s - p
     end = np.minimum(start + k, n + p)
