@@ -350,10 +350,10 @@ def test_binary_matcher_scalars_and_comparisons():
     node_info("aten::add.Tensor", self=F32, other=F32, alpha=1, outputs=(TensorType("float32", None),)),
     node_info("aten::add.Tensor", self=TensorType(), other=F32, alpha=1, outputs=(F32,)),  # unknown dtype
     node_info("aten::pow.Tensor_Scalar", self=I64, exponent=2, outputs=(I64,)),  # negative powers raise
-    node_info("aten::rsub.Tensor", self=F32, other=F32, alpha=1, outputs=(F32,)),  # not in the table
 ])
-def test_binary_matcher_declines(node):
-    assert E.binary_matcher(node) is None
+def test_binary_matcher_falls_back_to_generic(node):
+    generic = {"add": E.add, "mul": E.mul, "div": E.div, "pow": E.pow}[node.op[6:].split(".")[0]]
+    assert E.binary_matcher(node) is generic
 
 
 def test_unary_and_clamp_matchers():
@@ -363,11 +363,12 @@ def test_unary_and_clamp_matchers():
     erf = U.unary_matcher(node_info("aten::erf", self=F32, outputs=(F32,)))
     x = rand(2, 3)
     np.testing.assert_allclose(erf.fn(x), torch.erf(torch.from_numpy(x)).numpy(), rtol=1e-6)
-    assert U.unary_matcher(node_info("aten::exp", self=I64, outputs=(F32,))) is None
-    assert U.unary_matcher(node_info("aten::floor", self=I64, outputs=(I64,))) is None
-    assert U.unary_matcher(node_info("aten::neg", self=B, outputs=(B,))) is None
-    assert U.unary_matcher(node_info("aten::sign", self=F32, outputs=(F32,))) is None
-    assert U.unary_matcher(node_info("aten::exp", self=F32, outputs=(TensorType("float32", ()),))) is None
+    assert U.unary_matcher(node_info("aten::exp", self=I64, outputs=(F32,))) is U.exp
+    assert U.unary_matcher(node_info("aten::floor", self=I64, outputs=(I64,))) is U.floor
+    assert U.unary_matcher(node_info("aten::neg", self=B, outputs=(B,))) is U.neg
+    assert U.unary_matcher(node_info("aten::sign", self=F32, outputs=(F32,))) is U.sign
+    assert U.unary_matcher(node_info("aten::round", self=F32, outputs=(TensorType("float32", ()),))) is U.round
+    assert U.unary_matcher(node_info("prim::abs", self=F32, outputs=(F32,))) is U.abs
     for lo, hi in [(-1.0, 1.0), (0.0, None), (None, 6.0)]:
         s = T.clamp_matcher(node_info("aten::clamp", self=F32, min=lo, max=hi, outputs=(F32,)))
         out = np.empty((2, 3), np.float32)
@@ -376,9 +377,9 @@ def test_unary_and_clamp_matchers():
         np.testing.assert_array_equal(s.fn(x), out)
     s = T.clamp_matcher(node_info("aten::clamp_min", self=F32, min=0.0, outputs=(F32,)))
     np.testing.assert_array_equal(s.fn(x), np.maximum(x, 0))
-    assert T.clamp_matcher(node_info("aten::clamp", self=F32, min=FLOAT, max=1.0, outputs=(F32,))) is None
-    assert T.clamp_matcher(node_info("aten::clamp", self=F32, min=None, max=None, outputs=(F32,))) is None
-    assert T.clamp_matcher(node_info("aten::clamp", self=I64, min=0, max=1, outputs=(I64,))) is None
+    assert T.clamp_matcher(node_info("aten::clamp", self=F32, min=FLOAT, max=1.0, outputs=(F32,))) is T.clamp
+    assert T.clamp_matcher(node_info("aten::clamp", self=F32, min=None, max=None, outputs=(F32,))) is T.clamp
+    assert T.clamp_matcher(node_info("aten::clamp_max", self=I64, max=1, outputs=(I64,))) is T.clamp_max
 
 
 def test_fast_path_cost():

@@ -162,7 +162,12 @@ def _relu_for(dtype: str):
 
 
 def activation_matcher(node: NodeInfo):
-    """Float in, same float out, known nonzero rank: relu/sigmoid become one ufunc call."""
+    """Float in, same float out, known nonzero rank: relu/sigmoid become one ufunc call;
+    otherwise the generic kernel."""
+    return _fast_activation(node) or {"aten::relu": relu, "aten::sigmoid": sigmoid}.get(node.op)
+
+
+def _fast_activation(node: NodeInfo):
     src = node.args[0].type
     dst = node.output_types[0] if node.output_types else None
     if not (isinstance(src, TensorType) and isinstance(dst, TensorType)) or not dst.shape:

@@ -160,6 +160,7 @@ _FAST = {
     "aten::div": (np.true_divide, "float"), "aten::floor_divide": (np.floor_divide, "arith"),
     "aten::remainder": (np.remainder, "arith"), "aten::minimum": (np.minimum, "arith"),
     "aten::maximum": (np.maximum, "arith"), "aten::pow": (np.power, "arith"),
+    "aten::max": (np.maximum, "arith"), "aten::min": (np.minimum, "arith"),  # max.other / min.other
     "aten::bitwise_and": (np.bitwise_and, "arith"), "aten::bitwise_or": (np.bitwise_or, "arith"),
     "aten::eq": (np.equal, "cmp"), "aten::ne": (np.not_equal, "cmp"), "aten::lt": (np.less, "cmp"),
     "aten::le": (np.less_equal, "cmp"), "aten::gt": (np.greater, "cmp"), "aten::ge": (np.greater_equal, "cmp"),
@@ -191,8 +192,22 @@ def _scalar_fits(a, out_dtype: str) -> bool:
     return out_dtype in ("float32", "float64") and not isinstance(a.type, BoolType)
 
 
+#: op base name -> the generic kernel, used when the fast path does not apply
+_GENERIC = {"aten::add": add, "aten::sub": sub, "aten::mul": mul, "aten::div": div,
+            "aten::floor_divide": floor_divide, "aten::remainder": remainder, "aten::minimum": minimum,
+            "aten::maximum": maximum, "aten::max": maximum, "aten::min": minimum, "aten::pow": pow,
+            "aten::bitwise_and": bitwise_and, "aten::bitwise_or": bitwise_or, "aten::eq": eq, "aten::ne": ne,
+            "aten::lt": lt, "aten::le": le, "aten::gt": gt, "aten::ge": ge, "aten::logical_and": logical_and,
+            "aten::logical_or": logical_or, "aten::logical_xor": logical_xor}
+
+
 def binary_matcher(node: NodeInfo):
-    """Bind ``(self, other)`` to the bare ufunc when no promotion, alpha or rounding is involved."""
+    """Bind ``(self, other)`` to the bare ufunc when no promotion, alpha or rounding is involved;
+    otherwise the generic kernel (never declines an op it is registered for)."""
+    return _fast_binary(node) or _GENERIC.get(node.op.split(".")[0])
+
+
+def _fast_binary(node: NodeInfo):
     base = node.op.split(".")[0]
     ufunc, kind = _FAST.get(base, (None, None))
     out_t = _out_type(node)

@@ -99,7 +99,13 @@ def _clip_fn(lo, hi):
 
 
 def clamp_matcher(node: NodeInfo):
-    """Constant float bounds on a float tensor: ``np.maximum``/``np.minimum``/``np.clip`` bound once."""
+    """Constant float bounds on a float tensor: ``np.maximum``/``np.minimum``/``np.clip`` bound once;
+    otherwise the generic ``clamp``/``clamp_min``/``clamp_max``."""
+    generic = {"aten::clamp": clamp, "aten::clamp_min": clamp_min, "aten::clamp_max": clamp_max}
+    return _fast_clamp(node) or generic.get(node.op.split(".")[0])
+
+
+def _fast_clamp(node: NodeInfo):
     src = node.args[0].type
     dst = node.output_types[0] if node.output_types else None
     if not (isinstance(src, TensorType) and isinstance(dst, TensorType)) or src.dtype != dst.dtype:

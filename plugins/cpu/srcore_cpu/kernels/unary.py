@@ -120,7 +120,11 @@ _ANY = {"aten::neg": np.negative, "aten::abs": np.absolute}
 
 
 def unary_matcher(node: NodeInfo):
-    """Same input and output dtype (and a known nonzero rank): call the bare ufunc."""
+    """Same input and output dtype (and a known nonzero rank): the bare ufunc; else the generic kernel."""
+    return _fast_unary(node) or globals().get(node.op.split("::")[1].split(".")[0])
+
+
+def _fast_unary(node: NodeInfo):
     if node.op not in _FLOAT_ONLY and node.op not in _ANY and node.op != "aten::erf":
         return None
     src = node.args[0].type
