@@ -312,3 +312,18 @@ def test_cli_convert_pt_and_pt2(tmp_path, capsys):
     assert main(["convert", str(pt), "--input", "x=float99:1"]) == 1
     assert main(["convert", str(pt), "--dynamic", "x:0=batch"]) == 1  # rank unknown without --input
     assert "rank is unknown" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name, frontend", [("control_flow", "ts"), ("mlp_tiny", "export"),
+                                            ("transformer_block_explicit", "ts")])
+def test_end_to_end_through_srm_and_static_module(tmp_path, name, frontend):
+    """The whole path: torch module -> frontend -> .srm -> load (mapped params) -> StaticModule -> numpy."""
+    module, inputs = built(name)
+    conv = srcore.from_torchscript if frontend == "ts" else srcore.from_torch
+    srcore.save(conv(module, inputs), tmp_path / "m.srm")
+    sm = srcore.StaticModule(srcore.load(tmp_path / "m.srm"))
+    xs = [inputs[0]] + ([-inputs[0].abs(), inputs[0].abs()] if name == "control_flow" else [])
+    for x in xs:
+        with torch.no_grad():
+            want = module(x).numpy()
+        np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-5)
