@@ -95,7 +95,8 @@ def test_max_pool_nan_propagates():
     np.testing.assert_array_equal(np.isnan(r), np.isnan(exp))
 
 
-@pytest.mark.parametrize("k,s,p,d,c", [([3], [2], [1], [1], False), ([4], [], [2], [2], True), ([2], [3], [0], [1], True)])
+@pytest.mark.parametrize("k,s,p,d,c", [([3], [2], [1], [1], False), ([4], [], [2], [2], True),
+                                       ([2], [3], [0], [1], True)])
 def test_max_pool1d(k, s, p, d, c):
     x = rand(2, 3, 15)
     both(K.max_pool1d, aten.max_pool1d(T(x), k, s, p, d, c).numpy(), x, k, s, p, d, c)

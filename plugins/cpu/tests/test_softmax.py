@@ -41,7 +41,8 @@ def both(fn, exp, *args):
     np.testing.assert_allclose(buf, exp, rtol=tol, atol=tol)
 
 
-@pytest.mark.parametrize("shape,dim", [((3, 7), -1), ((3, 7), 0), ((2, 3, 4), 1), ((5,), 0), ((), 0), ((0, 3), 1), ((2, 0), 1)])
+@pytest.mark.parametrize("shape,dim", [((3, 7), -1), ((3, 7), 0), ((2, 3, 4), 1), ((5,), 0), ((), 0),
+                                       ((0, 3), 1), ((2, 0), 1)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_softmax_log_softmax(shape, dim, dtype):
     x = rand(*shape, dtype=dtype)
