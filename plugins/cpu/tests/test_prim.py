@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 import pytest
@@ -153,3 +153,41 @@ def test_dicts_flags_and_list_sort():
     a, b = [np.arange(3), np.ones(2)], [np.arange(3), np.ones(2)]
     assert P.tensor_list_eq(a, b) and not P.tensor_list_ne(a, b)
     assert not P.tensor_list_eq(a, b[:1]) and not P.tensor_list_eq(a, [np.arange(3), np.zeros(2)])
+
+
+class _Sizes(torch.nn.Module):
+    def forward(self, x: torch.Tensor, idx: torch.Tensor):
+        sizes: List[int] = []
+        for i in range(x.dim()):
+            sizes.append(x.size(i))
+        h = x.clone()
+        h.add_(1.0)
+        h.mul_(2)
+        h = h.masked_fill(h > 2.0, -1.0)
+        g = torch.gather(x, 1, idx)
+        sel = x[idx[:, 0]]
+        z = torch.zeros(sizes[0], 3, dtype=torch.int64)
+        u = x.unsqueeze(0).expand(2, -1, -1).contiguous().view(2, -1)
+        a, b = x.chunk(2, 1)[0], x.split([1, 4], 1)[1]
+        n = int(x.sum() > 0)
+        return h, g, sel, z, u, a, b, n, float(sizes[1]) ** 2, torch.relu(x) + x * 2.0, x.argmax(), x.std()
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated", "ignore:`torch.jit.freeze` is deprecated")
+def test_scripted_model_runs_on_cpu_backend():
+    """The kernels through the real runtime: a scripted module with loops, lists, in-place ops, views."""
+    import srcore
+
+    m = torch.jit.script(_Sizes().eval())
+    x, idx = torch.randn(4, 5), torch.randint(0, 4, (4, 2))
+    sm = srcore.StaticModule(srcore.from_torchscript(m, example_inputs=(x, idx)))
+    for _ in range(2):  # the second run reuses the planned memory
+        out = sm(x.numpy(), idx.numpy())
+    ref = m(x, idx)
+    assert len(out) == len(ref)
+    for o, r in zip(out, ref):
+        if isinstance(r, torch.Tensor):
+            assert o.dtype == r.numpy().dtype
+            np.testing.assert_allclose(o, r.numpy(), rtol=1e-5, atol=1e-6)
+        else:
+            assert o == r and type(o) is type(r)
