@@ -173,7 +173,7 @@ def test_adding_a_core_subcommand_is_one_module(pm, capsys, monkeypatch):
     mod.configure_parser = lambda p: p.add_argument("--n", type=int, default=1)
     mod.run = lambda args: print("hi" * args.n) or 0
     monkeypatch.setitem(sys.modules, "srcore.cli.hello", mod)
-    monkeypatch.setattr("srcore.cli.main.SUBCOMMANDS", [*SUBCOMMANDS, "hello"])
+    monkeypatch.setattr(sys.modules["srcore.cli.main"], "SUBCOMMANDS", [*SUBCOMMANDS, "hello"])
     assert run(capsys, "hello", "--n", "2") == (0, "hihi\n", "")
 
 
@@ -185,3 +185,13 @@ def test_console_script_in_a_fresh_process():
     entries = json.loads(proc.stdout)
     assert all(e["name"].startswith("prim::") for e in entries)
     assert entries == sorted(entries, key=lambda e: (e["name"], e["overload"]))
+
+
+def test_srcore_cli_main_stays_the_function_after_its_module_is_imported():
+    import importlib
+
+    import srcore.cli
+
+    importlib.import_module("srcore.cli.main")
+    from srcore.cli import main as again
+    assert callable(again) and again.__module__ == "srcore.cli.main"
