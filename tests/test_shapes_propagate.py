@@ -238,3 +238,84 @@ def test_torchscript_cnn_graph_matches_torch():
     out = net(torch.zeros(2, 3, 15, 15))
     assert g.outputs[0].type == T("float32", *out.shape)
     assert res.missing_rules == []
+
+
+def test_append_any_is_and_uninitialized():
+    g = srcore.parse_graph("""
+graph(%x : Tensor):
+  %f : bool = prim::Constant[value=0]()
+  %t : bool = prim::Constant[value=1]()
+  %c : Tensor = prim::Constant[value={1.5}]()
+  %l : bool[] = prim::ListConstruct()
+  %l1 : bool[] = aten::append(%l, %f)
+  %l2 : bool[] = aten::append(%l, %f)
+  %any : bool = aten::any(%l)
+  %n : int = aten::len(%l)
+  %same : bool = aten::__is__(%x, %x)
+  %u : Tensor = prim::Uninitialized()
+  %y : Tensor = prim::If(%same)
+    block0():
+      %r : Tensor = aten::mul(%x, %c)
+      -> (%r)
+    block1():
+      -> (%u)
+  %z : Tensor = prim::If(%p)
+    block0():
+      -> (%u)
+    block1():
+      %r2 : Tensor = aten::add(%x, %c, %t)
+      -> (%r2)
+  return (%y, %z)
+""".replace("prim::If(%p)", "prim::If(%any)"))
+    res = propagate(g, [T("int32", 2, 3)])
+    assert res.known[value(g, "n")] == 2 and res.known[value(g, "any")] is False
+    assert res.known[value(g, "same")] is True
+    assert value(g, "c").type == T("float64")
+    # int32 tensor * float64 0-dim tensor: the 0-dim tensor's higher category wins with its own dtype
+    x = torch.zeros(2, 3, dtype=torch.int32)
+    assert (x * torch.tensor(1.5, dtype=torch.float64)).dtype == torch.float64
+    assert value(g, "y").type == T("float64", 2, 3) and value(g, "z").type == T("float64", 2, 3)
+
+
+def test_unknown_condition_joins_with_uninitialized_as_bottom():
+    g = srcore.parse_graph("""
+graph(%x : Tensor, %c : bool):
+  %u : Tensor = prim::Uninitialized()
+  %y : Tensor = prim::If(%c)
+    block0():
+      -> (%u)
+    block1():
+      %r : Tensor = aten::relu(%x)
+      -> (%r)
+  return (%y)
+""")
+    propagate(g, [T("float32", 2, 3), srcore.ir.BOOL])
+    assert value(g, "y").type == T("float32", 2, 3)
+
+
+def test_scripted_attention_block_matches_torch_with_concrete_and_symbolic_batch():
+    class Attn(torch.nn.Module):
+        def __init__(self, d=16, h=4):
+            super().__init__()
+            self.h = h
+            self.qkv = torch.nn.Linear(d, 3 * d)
+            self.out = torch.nn.Linear(d, d)
+            self.norm = torch.nn.LayerNorm(d)
+
+        def forward(self, x):
+            b, s, d = x.shape
+            q, k, v = self.qkv(x).chunk(3, dim=-1)
+            q = q.view(b, s, self.h, d // self.h).transpose(1, 2)
+            k = k.view(b, s, self.h, d // self.h).transpose(1, 2)
+            v = v.view(b, s, self.h, d // self.h).transpose(1, 2)
+            att = torch.softmax(q @ k.transpose(-2, -1) / (d // self.h) ** 0.5, dim=-1)
+            y = (att @ v).transpose(1, 2).reshape(b, s, d)
+            return self.norm(x + torch.nn.functional.gelu(self.out(y)))
+
+    m = Attn().eval()
+    g = srcore.parse_graph(str(torch.jit.freeze(torch.jit.script(m)).graph))
+    res = propagate(g, [g.inputs[0].type, T("float32", 3, 5, 16)])
+    assert res.missing_rules == []
+    assert g.outputs[0].type == T("float32", *m(torch.zeros(3, 5, 16)).shape)
+    propagate(g, [g.inputs[0].type, T("float32", "batch", "seq", 16)])
+    assert g.outputs[0].type == T("float32", "batch", "seq", 16)

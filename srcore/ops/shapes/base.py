@@ -31,6 +31,17 @@ class _Unknown:
 UNKNOWN: Any = _Unknown()
 
 
+class _Bottom:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "BOTTOM"
+
+
+#: the "known value" of prim::Uninitialized: no execution reads it, so joins ignore it
+BOTTOM: Any = _Bottom()
+
+
 @attrs.define(slots=True, eq=False)
 class A:
     """An abstract value: type, known Python value (or UNKNOWN), element abstract values."""
@@ -205,6 +216,6 @@ def is_scalar_type(t: Type) -> bool:
     return isinstance(t, (IntType, FloatType, BoolType, NumberType))
 
 
-__all__ = ["A", "UNKNOWN", "RULES", "rule", "alias", "lookup", "Ctx", "shape_error", "as_dims", "dim_of",
+__all__ = ["A", "UNKNOWN", "BOTTOM", "RULES", "rule", "alias", "lookup", "Ctx", "shape_error", "as_dims", "dim_of",
            "to_known", "int_value", "tt", "dtype_code", "scalar_type_of", "is_scalar_type", "DEFAULT_FLOAT",
            "INT", "FLOAT", "BOOL", "NONE", "ListType", "TupleType", "OptionalType", "NoneType", "TensorType"]

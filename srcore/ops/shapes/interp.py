@@ -13,7 +13,7 @@ import attrs
 from ...errors import ShapeError
 from ...ir.graph import Block, Graph, Node, Value
 from ...ir.types import INT, ListType, OptionalType, TensorType, TupleType, Type
-from .base import A, Ctx, UNKNOWN, lookup, shape_error
+from .base import A, BOTTOM, Ctx, UNKNOWN, lookup, shape_error
 
 MAX_LOOP_ITERATIONS = 8
 
@@ -87,9 +87,9 @@ def join_types(a: Type | None, b: Type | None) -> Type | None:
 
 
 def join(a: A | None, b: A | None, declared: Type | None) -> A:
-    if a is None:
+    if a is None or a.known is BOTTOM:
         return b
-    if b is None:
+    if b is None or b.known is BOTTOM:
         return a
     t = join_types(a.type, b.type)
     if t is None:
@@ -264,6 +264,8 @@ def propagate(graph: Graph, input_types: list | None = None, *, strict: bool = F
 
 
 def _public_known(a: A) -> Any:
+    if a.known is BOTTOM:
+        return UNKNOWN
     if a.known is not UNKNOWN:
         return a.known
     if a.elems is not None and isinstance(a.type, (ListType, TupleType)) and not any(

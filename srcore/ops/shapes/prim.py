@@ -7,7 +7,7 @@ from __future__ import annotations
 from ...ir.constants import type_of_constant
 from ...ir.types import (BOOL, DEVICE, INT, NONE, SCALAR_TYPE_CODES, DTYPE_TO_SCALAR_TYPE_CODE, ListType,
                          OptionalType, TensorType, TupleType)
-from .base import A, Ctx, UNKNOWN, rule, tt
+from .base import A, BOTTOM, Ctx, UNKNOWN, rule, tt
 
 
 def _constant_elems(value, t):
@@ -27,6 +27,9 @@ def constant(ctx: Ctx):
     node = ctx.node
     declared = node.outputs[0].type
     if "value" not in node.attrs:
+        text = node.attrs.get("tensor")
+        if isinstance(text, str) and text.startswith("{") and text.endswith("}"):
+            return [_scalar_tensor_constant(text[1:-1].strip(), declared)]
         if isinstance(declared, TensorType) or "param" in node.attrs:
             return [declared]
         return [A(NONE if declared is None else declared, None)]
@@ -141,7 +144,8 @@ def no_outputs(ctx: Ctx):
 
 @rule("prim::Uninitialized")
 def uninitialized(ctx: Ctx):
-    return [ctx.node.outputs[0].type]
+    """A value no execution ever reads (it stands in a branch that raised): joins ignore it."""
+    return [A(ctx.node.outputs[0].type, BOTTOM)]
 
 
 @rule("prim::unchecked_cast", "aten::_unwrap_optional", "prim::unchecked_unwrap_optional")
@@ -158,8 +162,17 @@ def unchecked_cast(ctx: Ctx):
 
 @rule("aten::append")
 def append(ctx: Ctx):
-    # the list is mutated: what was known of its length and elements no longer holds
-    lst = ctx.args[0]
+    """The list is mutated. In straight-line code of the block that built it, the new element is
+    tracked; elsewhere (a branch, a loop body) what was known of its length and elements is dropped."""
+    lst, item = ctx.args[0], ctx.args[1]
+    producer = ctx.node.inputs[0].node
+    if lst.elems is not None and producer.owning_block is ctx.node.owning_block:
+        lst.elems.append(A(item.type, item.known, item.elems))
+        if lst.known is not UNKNOWN and item.known is not UNKNOWN and not isinstance(item.type, TensorType):
+            lst.known = list(lst.known) + [item.known]
+        else:
+            lst.known = UNKNOWN
+        return [lst]
     lst.known, lst.elems = UNKNOWN, None
     return [A(lst.type)]
 
@@ -172,3 +185,16 @@ def opaque(ctx: Ctx):
 @rule("prim::requires_grad")
 def requires_grad(ctx: Ctx):
     return [A(BOOL, False)]
+
+
+def _scalar_tensor_constant(body: str, declared) -> TensorType:
+    """TorchScript prints 0-dim tensor constants as ``{1.5}`` / ``{2}``: float64 / int64 unless declared."""
+    if isinstance(declared, TensorType) and declared.dtype is not None:
+        return TensorType(declared.dtype, ())
+    if body in ("True", "False", "true", "false"):
+        return TensorType("bool", ())
+    try:
+        int(body)
+        return TensorType("int64", ())
+    except ValueError:
+        return TensorType("float64", ())

@@ -77,6 +77,13 @@ def amax(ctx: Ctx):
 
 @rule("aten::any", "aten::all")
 def any_all(ctx: Ctx):
+    if not ctx.is_tensor(0):  # any.bool / all.int ...: on a list of scalars
+        from ...ir.types import BOOL
+        a = ctx.args[0]
+        vals = [e.known for e in a.elems] if a.elems is not None else a.known
+        if isinstance(vals, (list, tuple)) and UNKNOWN not in vals:
+            return [A(BOOL, (any if ctx.op.startswith("aten::any") else all)(vals))]
+        return [A(BOOL)]
     x = ctx.tensor(0)
     dtype = "uint8" if x.dtype == "uint8" else "bool"
     if len(ctx.args) == 1:

@@ -192,7 +192,7 @@ def is_(ctx: Ctx):
     res = UNKNOWN
     none_x = x.known is None or type(x.type).__name__ == "NoneType"
     none_y = y.known is None or type(y.type).__name__ == "NoneType"
-    if none_x and none_y:
+    if ctx.node.inputs[0] is ctx.node.inputs[1] or (none_x and none_y):
         res = True
     elif (none_x and isinstance(y.type, TensorType)) or (none_y and isinstance(x.type, TensorType)):
         res = False
