@@ -10,6 +10,13 @@ GEMM first and scatter-add the taps (col2im).
 Workspaces (padded input, columns) live in a :class:`threading.local` owned
 by the kernel instance a matcher returns, so a ``RuntimePool`` may call one
 kernel from several threads; the plain impls allocate them per call.
+
+Measured (1 thread, float32, OpenBLAS Haswell kernels, matcher kernel vs
+``torch.nn.functional.conv2d``): 1x64x56x56 3x3 p1 3.2 ms vs 1.3 ms;
+1x3x224x224 7x7 s2 p3 3.9 ms vs 1.4 ms; 1x256x14x14 1x1 0.26 ms vs 0.29 ms;
+1x32x112x112 depthwise 3x3 1.1 ms vs 0.23 ms. The GEMM is ~85% of the 3x3
+time (numpy's sgemm is as fast as torch's; torch's conv uses oneDNN direct
+convolution), the im2col copies the rest.
 """
 from __future__ import annotations
 
