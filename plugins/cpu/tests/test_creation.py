@@ -86,6 +86,12 @@ def test_num_to_tensor(v):
     check_kernel(C.num_to_tensor, torch.ops.prim.NumToTensor, v, kind="native")
 
 
+def test_num_to_tensor_numpy_scalars():
+    assert C.num_to_tensor(np.int64(3)).dtype == np.int64
+    assert C.num_to_tensor(np.float32(1.5)).dtype == np.float64
+    assert C.num_to_tensor(np.bool_(True)).dtype == np.bool_
+
+
 @pytest.mark.parametrize("code", [None, 7, 4])
 def test_new_ops(code):
     x = np.ones((4,), np.float64)

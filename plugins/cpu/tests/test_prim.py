@@ -55,6 +55,9 @@ def test_metadata():
     assert P.size(x) == [2, 3, 4] and P.size(x, -1) == 4 and P.size(x, 0) == 2
     with pytest.raises(KernelError, match="Dimension out of range"):
         P.size(x, 3)
+    with pytest.raises(KernelError, match="no dimensions"):
+        P.size(np.zeros(()), 0)
+    assert P.size(np.zeros(())) == []
     assert P.dim(x) == 3 and P.numel(x) == 24 and P.len_(x) == 2 and P.len_([1, 2]) == 2 and P.len_("abc") == 3
     with pytest.raises(KernelError, match="0-d"):
         P.len_(np.zeros(()))

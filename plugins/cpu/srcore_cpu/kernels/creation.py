@@ -117,9 +117,9 @@ def tensor(t, *, dtype=None, device=None, requires_grad=False):
 
 def num_to_tensor(a):
     """``prim::NumToTensor``: a 0-d tensor; a Python float becomes float64, an int int64."""
-    if isinstance(a, bool):
+    if isinstance(a, (bool, np.bool_)):
         return np.array(a, dtype=BOOL)
-    if isinstance(a, int):
+    if isinstance(a, (int, np.integer)):
         return np.array(a, dtype=INT64)
     if isinstance(a, np.ndarray):
         return a.reshape(())

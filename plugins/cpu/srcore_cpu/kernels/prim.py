@@ -61,10 +61,12 @@ def size(self, dim=None):
     """``aten::size`` (a list of ints) / ``aten::size.int``."""
     if dim is None:
         return list(self.shape)
-    nd = self.ndim if self.ndim else 1
+    nd = self.ndim
     if not -nd <= dim < nd:
+        if nd == 0:
+            raise KernelError(f"dimension specified as {dim} but tensor has no dimensions")
         raise KernelError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {dim})")
-    return self.shape[dim] if self.ndim else 1
+    return self.shape[dim]
 
 
 def dim(self):
