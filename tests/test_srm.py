@@ -23,7 +23,7 @@ def _model(params: dict[str, np.ndarray], scalars=(), metadata=None, dims=("batc
     x = g.add_input(TensorType("float32", dims), "x")
     acc = x
     for name, arr in params.items():
-        c = g.create("prim::Constant", (), (TensorType(str(arr.dtype), arr.shape),), {"value": arr, "param": name})
+        c = g.create("prim::Constant", (), (TensorType(arr.dtype.name, arr.shape),), {"value": arr, "param": name})
         g.block.append(c)
         n = g.create("aten::add", (acc, c.output, g.insert_constant(1)), (TensorType(),))
         g.block.append(n)
@@ -239,6 +239,14 @@ def test_garbage_and_missing_files(tmp_path):
         srcore.load(tmp_path / "missing.srm", verify="sometimes")
 
 
+def test_save_refuses_a_graph_whose_text_does_not_parse_back(tmp_path):
+    m = _model({"w": np.zeros(2, np.float32)})
+    m.graph.inputs[0].type = TensorType(">f4", (2,))  # a dtype name the IR text has no spelling for
+    with pytest.raises(srcore.SrcoreError, match="does not parse back"):
+        srcore.save(m, tmp_path / "bad.srm")
+    assert not os.listdir(tmp_path)
+
+
 def test_save_rejects_unsupported_dtype(tmp_path):
     with pytest.raises(srcore.SrcoreError, match="complex64"):
         srcore.save(_model({"c": np.zeros(2, np.complex64)}), tmp_path / "c.srm")
@@ -255,3 +263,16 @@ def test_loading_never_imports_torch(tmp_path, good_file):
     r = subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "2"
+
+
+def test_non_native_layouts_are_stored_canonically(tmp_path):
+    """Big-endian, Fortran-order and strided arrays are written as little-endian C-order bytes."""
+    base = np.arange(24, dtype=np.float64).reshape(4, 6)
+    params = {"be": base.astype(">f8"), "fortran": np.asfortranarray(base), "strided": base[::2, ::3],
+              "be_int": np.arange(5, dtype=">i4")}
+    p = tmp_path / "m.srm"
+    srcore.save(_model(params), p)
+    for verify in ("header", "full"):
+        m2 = srcore.load(p, verify=verify)
+        for k, a in params.items():
+            assert m2.params[k].dtype.isnative and np.array_equal(m2.params[k], a), k

@@ -46,9 +46,10 @@ def tensor_layout(arrays: Mapping[str, np.ndarray]) -> tuple[dict[str, dict], li
     pos = 0
     for name in order:
         a = arrays[name]
-        if a.dtype not in NP_TO_ST:
+        dt = a.dtype if a.dtype.isnative else a.dtype.newbyteorder("=")
+        if dt not in NP_TO_ST:
             raise TypeError(f"parameter {name!r}: dtype {a.dtype} cannot be stored in a .srm file")
-        entries[name] = {"dtype": NP_TO_ST[a.dtype], "shape": [int(d) for d in a.shape],
+        entries[name] = {"dtype": NP_TO_ST[dt], "shape": [int(d) for d in a.shape],
                          "data_offsets": [pos, pos + int(a.nbytes)]}
         pos += int(a.nbytes)
     return entries, order
@@ -58,6 +59,15 @@ def encode_header(header: Mapping[str, Any]) -> bytes:
     raw = canonical_json(header).encode("utf-8")
     pad = (-(8 + len(raw))) % 8
     return raw + b" " * pad
+
+
+def raw_bytes(a: np.ndarray) -> memoryview | bytes:
+    """The little-endian C-order bytes of ``a``, without a copy when it already is so."""
+    if a.dtype.itemsize > 1 and a.dtype.byteorder not in ("<", "|") and not (
+            a.dtype.byteorder == "=" and np.little_endian):
+        a = a.astype(a.dtype.newbyteorder("<"))
+    a = np.ascontiguousarray(a)
+    return memoryview(a.reshape(-1)).cast("B") if a.size else b""
 
 
 def write_file(path: str | os.PathLike, header_bytes: bytes, arrays: Mapping[str, np.ndarray],
@@ -70,10 +80,7 @@ def write_file(path: str | os.PathLike, header_bytes: bytes, arrays: Mapping[str
             f.write(len(header_bytes).to_bytes(8, "little"))
             f.write(header_bytes)
             for name in order:
-                a = np.ascontiguousarray(arrays[name])
-                if a.dtype.byteorder == ">" or (a.dtype.byteorder == "=" and np.little_endian is False):
-                    a = a.astype(a.dtype.newbyteorder("<"))
-                f.write(memoryview(a.reshape(-1)).cast("B") if a.size else b"")
+                f.write(raw_bytes(arrays[name]))
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

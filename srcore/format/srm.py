@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import SrcoreError, SrcoreFormatError
 from ..model import Model, collect_params, required_ops, specs_from_json, specs_to_json
-from .safetensors_io import Container, canonical_json, encode_header, tensor_layout, write_file
+from .safetensors_io import Container, canonical_json, encode_header, raw_bytes, tensor_layout, write_file
 
 FORMAT_NAME = "srcore.srm"
 FORMAT_VERSION = "1"
@@ -51,16 +51,22 @@ def save(model: Model, path: str | os.PathLike, *, producer: str | None = None) 
         entries, order = tensor_layout(params)
     except TypeError as exc:
         raise SrcoreError(f"cannot save {os.fspath(path)}: {exc}") from exc
+    text = print_graph(model.graph)
+    try:  # never write a file that load() would reject
+        from ..ir.parser import parse_graph
+
+        parse_graph(text, params=params)
+    except SrcoreError as exc:
+        raise SrcoreError(f"cannot save {os.fspath(path)}: the graph's IR text does not parse back: {exc}") from exc
     data_hash = hashlib.sha256()
     for name in order:
-        a = params[name]
-        data_hash.update(a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes(order="C"))
+        data_hash.update(raw_bytes(params[name]))
     md = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "srcore_version": __version__,
         "producer": producer or model.metadata.get("producer", f"srcore {__version__}"),
-        "graph": print_graph(model.graph),
+        "graph": text,
         "input_specs": specs_to_json(model.input_specs),
         "output_names": json.dumps(list(model.output_names)),
         "metadata": canonical_json(model.metadata),
