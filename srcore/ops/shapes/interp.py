@@ -36,8 +36,10 @@ class _Diverged(Exception):
 
 def _schema_and_names(node: Node):
     schema = node.schema
-    if schema is None and not node.kind.startswith("prim::"):
+    if schema is None and not node.kind.startswith("prim::") and "shapes.unresolved" not in node.meta:
         schema = node.schema = _resolve(node)  # cached on the node: the runtime propagates repeatedly
+        if schema is None:
+            node.meta["shapes.unresolved"] = True  # do not retry on every propagation
     if schema is None:
         return node.kind, None, None
     names = _NAMES.get(id(schema))
