@@ -10,7 +10,7 @@ import operator
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from srcore.ir import parse_graph, print_graph
@@ -301,7 +301,7 @@ def test_seed_article_from_torch_script_itself():
 
 # -- property: random integer programs with ifs, loops, lists and prints ---------------------------
 from srcore.ir import GraphBuilder  # noqa: E402
-from srcore.ir.types import BOOL, INT, ListType  # noqa: E402
+from srcore.ir.types import BOOL, INT, ListType, TensorType  # noqa: E402
 
 
 class _Gen:
@@ -376,3 +376,66 @@ def test_random_programs_keep_results_and_prints(g, a, b):
     prepared = prepare_for_static_runtime(g, verify=True)
     assert run(prepared, a, b) == before
     assert PRINTED == printed
+
+
+# -- property: random tensor programs with views and in-place ops (torch's aliasing is the oracle) --
+T33 = TensorType("float32", (3, 3))
+
+
+@st.composite
+def tensor_programs(draw):
+    b = GraphBuilder()
+    scope = [b.input("x", T33), b.input("y", T33)]
+    one, zero = b.constant(1, INT), b.constant(0, INT)
+    for _ in range(draw(st.integers(1, 14))):
+        u, w = draw(st.sampled_from(scope)), draw(st.sampled_from(scope))
+        op = draw(st.sampled_from(["relu", "neg", "t", "add", "mul1", "add0", "relu_", "add_", "mul_",
+                                   "contiguous", "detach", "dup", "loop"]))
+        if op in ("relu", "neg", "t", "detach"):
+            v = b.op(f"aten::{op}", u, output_types=[T33])
+        elif op == "contiguous":
+            v = b.op("aten::contiguous", u, zero, output_types=[T33])
+        elif op == "add":
+            v = b.op("aten::add", u, w, one, output_types=[T33])
+        elif op == "mul1":
+            v = b.op("aten::mul", u, one, output_types=[T33])
+        elif op == "add0":
+            v = b.op("aten::add", u, zero, one, output_types=[T33])
+        elif op == "relu_":
+            v = b.op("aten::relu_", u, output_types=[T33])
+        elif op == "add_":  # the other operand must not overlap the written one
+            v = b.op("aten::add_", u, b.op("aten::neg", w, output_types=[T33]), one, output_types=[T33])
+        elif op == "mul_":
+            v = b.op("aten::mul_", u, b.constant(2, INT), output_types=[T33])
+        elif op == "dup":  # the same expression twice (a CSE candidate)
+            b.op("aten::mul", u, w, output_types=[T33])
+            v = b.op("aten::mul", u, w, output_types=[T33])
+        else:  # a loop applying t twice (or once) to a carried value
+            trips = b.constant(draw(st.integers(0, 3)), INT)
+            with b.loop(trips, [u]) as body:
+                with body:
+                    z = b.op("aten::t", body.carried[0], output_types=[T33])
+                    if draw(st.booleans()):
+                        z = b.op("aten::t", z, output_types=[T33])
+                body.output(True, z)
+            v = b.last.output
+        scope.append(v)
+    b.output(*[draw(st.sampled_from(scope)) for _ in range(draw(st.integers(1, 2)))])
+    return b.graph
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tensor_programs(), st.booleans())
+def test_random_tensor_programs_with_mutation(g, typed):
+    verify(g)
+    note(print_graph(g))
+    x, y = torch.randn(3, 3), torch.randn(3, 3)
+    xb, yb = x.clone(), y.clone()
+    before = [t.clone() for t in run(g, xb, yb)]
+    prepared = prepare_for_static_runtime(g, verify=True, input_types=[T33, T33] if typed else None)
+    xa, ya = x.clone(), y.clone()
+    after = run(prepared, xa, ya)
+    for a, b_ in zip(after, before):
+        torch.testing.assert_close(a, b_)
+    torch.testing.assert_close(xa, xb)  # writes to the inputs are kept
+    torch.testing.assert_close(ya, yb)

@@ -52,28 +52,63 @@ def mutated_inputs(node: Node) -> list[int]:
     return _effects.mutated_inputs(node)
 
 
-def is_mutated(value: Value) -> bool:
-    """True if any user of ``value`` (or of a view of it) writes to it."""
-    seen = set()
+CONSTRUCT_OPS = frozenset({"prim::ListConstruct", "prim::TupleConstruct", "prim::DictConstruct"})
+
+
+def _alias_sources(node: Node) -> list[Value]:
+    """The inputs that ``node``'s outputs may share memory with (or contain)."""
+    if node.kind in CONSTRUCT_OPS:
+        return list(node.inputs)
+    written = [node.inputs[i] for i in mutated_inputs(node) if i < len(node.inputs)]
+    if written:  # an in-place op returns the tensor it wrote
+        return written
+    if node.kind in ALIAS_OPS and node.inputs:
+        return [node.inputs[0]]
+    return []
+
+
+def alias_class(value: Value) -> list[Value]:
+    """Every value that may share memory with ``value`` (views, in-place results, containers)."""
+    seen: dict[int, Value] = {}
     stack = [value]
     while stack:
         v = stack.pop()
         if id(v) in seen:
             continue
-        seen.add(id(v))
-        for use in v.uses:
-            if use.offset in mutated_inputs(use.user):
-                return True
+        seen[id(v)] = v
+        n = v.node
+        stack.extend(_alias_sources(n))  # up: what v is a view of
+        if n.kind == "prim::Loop":  # a loop result is its initial value or a body result
+            k = v.offset
+            stack += [n.inputs[2 + k], n.blocks[0].inputs[1 + k], n.blocks[0].outputs[1 + k]]
+        elif n.kind == "prim::If":
+            stack += [b.outputs[v.offset] for b in n.blocks]
+        for use in v.uses:  # down: views of v, and where v flows through control flow
             user = use.user
-            if user.kind in ALIAS_OPS:
+            if v in _alias_sources(user):
                 stack.extend(user.outputs)
-            elif user.kind == "prim::Loop" and use.offset >= 2:  # carried: the body and the result
+            elif user.kind == "prim::Loop" and use.offset >= 2:
                 stack += [user.blocks[0].inputs[use.offset - 1], user.outputs[use.offset - 2]]
             elif user.kind == "prim::Return" and user.owning_block.owning_node is not None:
                 owner = user.owning_block.owning_node
                 k = use.offset - 1 if owner.kind == "prim::Loop" else use.offset
                 if 0 <= k < len(owner.outputs):
                     stack.append(owner.outputs[k])
+                if owner.kind == "prim::Loop" and 1 <= use.offset < len(owner.blocks[0].inputs):
+                    stack.append(owner.blocks[0].inputs[use.offset])
+        if v.node.kind == "prim::Param" and v.node.owning_block.owning_node is not None:
+            owner = v.node.owning_block.owning_node  # a loop-carried input: its initial value
+            if owner.kind == "prim::Loop" and v.offset >= 1:
+                stack.append(owner.inputs[v.offset + 1])
+    return list(seen.values())
+
+
+def is_mutated(value: Value) -> bool:
+    """True if anything writes to ``value`` or to a value that may share its memory."""
+    for v in alias_class(value):
+        for use in v.uses:
+            if use.offset in mutated_inputs(use.user):
+                return True
     return False
 
 

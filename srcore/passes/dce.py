@@ -9,16 +9,16 @@ carried value is needed when the loop's output is used or the body reads it
 to compute something needed); a loop or if with no needed output and no side
 effects disappears.
 
-Mutation is handled conservatively: an in-place node is kept when the value it
-writes is read later, is a block input, is defined outside the node's block
-(a loop may read it in the next iteration), or may alias another value
-(a view, an element of a list).
+Mutation is handled conservatively: an in-place node is kept when any value
+that may share memory with the one it writes (views, in-place results, lists
+holding it: :func:`._util.alias_class`) is read later, is a block input, or
+is defined in an enclosing block (a loop may read it in the next iteration).
 """
 from __future__ import annotations
 
 from ..errors import PassError
 from ..ir.graph import Block, Graph, Node, Value
-from ._util import ALIAS_OPS, has_side_effects, mutated_inputs
+from ._util import alias_class, has_side_effects, mutated_inputs
 
 
 class _Liveness:
@@ -54,15 +54,17 @@ class _Liveness:
                    if i < len(node.inputs))
 
     def _write_is_observable(self, node: Node, v: Value) -> bool:
-        if self.live(v):
-            return True
-        producer = v.node
-        if producer.kind == "prim::Param" or producer.kind in ALIAS_OPS:
-            return True
-        if producer.owning_block is not node.owning_block:
-            return True
-        # another view of the same storage (or a list holding it) may be read later
-        return any(u.user is not node and u.user.kind in ALIAS_OPS for u in v.uses)
+        own = {id(o) for o in node.outputs}
+        for m in alias_class(v):
+            producer = m.node
+            if producer.kind == "prim::Param":
+                return True  # a graph or block input: the caller or the next iteration sees it
+            if producer is not node and producer.owning_block is not node.owning_block \
+                    and producer.is_before(node):
+                return True  # defined in an enclosing block: a later loop iteration may read it
+            if id(m) not in own and self.live(m):
+                return True  # read after this write (we walk backwards)
+        return False
 
     def _mark_node(self, node: Node) -> None:
         if node.kind == "prim::Loop":
