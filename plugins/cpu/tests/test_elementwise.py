@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 try:
@@ -60,6 +62,29 @@ def test_result_type_matches_torch(a, b):
     ta = torch.from_numpy(a)
     tb = torch.from_numpy(b) if isinstance(b, np.ndarray) else b
     assert result_type(a, b).name == str(torch.result_type(ta, tb)).replace("torch.", "")
+
+
+_DT = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64"]
+_SCALARS = [True, 3, -2, 2.5]
+
+
+def _operand(kind, dt, sc):
+    if kind == "scalar":
+        return sc
+    return np.zeros((2,) if kind == "dim" else (), dt)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.tuples(st.sampled_from(["dim", "zero"]), st.sampled_from(_DT), st.sampled_from(_SCALARS)),
+       st.tuples(st.sampled_from(["dim", "zero", "scalar"]), st.sampled_from(_DT), st.sampled_from(_SCALARS)))
+def test_result_type_property(first, second):
+    """Any pair of dimensioned, zero-dim and Python-number operands promotes like torch.result_type."""
+    a, b = _operand(*first), _operand(*second)
+    ta = torch.from_numpy(a)
+    tb = torch.from_numpy(b) if isinstance(b, np.ndarray) else b
+    assert result_type(a, b).name == str(torch.result_type(ta, tb)).replace("torch.", "")
+    if isinstance(b, np.ndarray):
+        assert result_type(b, a).name == str(torch.result_type(tb, ta)).replace("torch.", "")
 
 
 # --- binary arithmetic -------------------------------------------------------------------------
