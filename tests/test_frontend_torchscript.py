@@ -197,7 +197,7 @@ def test_constants_of_every_kind():
 
         def forward(self, x, n: int):
             d = x.device
-            y = x.to(torch.float64).to(d) * 2.5
+            y = x.to(torch.device("cpu"), torch.float64).to(d) * 2.5
             y = y.reshape([-1, 3]) + self.steps
             y = torch.where(self.mask, y, torch.zeros_like(y))
             if n > 1:
@@ -212,6 +212,10 @@ def test_constants_of_every_kind():
     check_ir(model)
     vals = {type(n.attrs.get("value")) for n in model.graph.nodes if n.kind == "prim::Constant"}
     assert {int, float, bool, str, list, np.ndarray} <= vals, vals
+    assert any(n.output.type == DEVICE and n.attrs.get("value") == "cpu" for n in model.graph.nodes
+               if n.kind == "prim::Constant")
+    assert any(n.kind == "prim::Constant" and not n.attrs and n.output.type == srcore.ir.NONE
+               for n in model.graph.nodes)
     assert model.params["steps"].dtype == np.int64 and model.params["mask"].dtype == np.bool_
     assert [s.name for s in model.input_specs] == ["x", "n"] and model.input_specs[1].dtype == "int"
     # a returned tuple becomes the graph's outputs
