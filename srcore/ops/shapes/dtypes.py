@@ -91,7 +91,5 @@ def result_type(dim_dtypes, zero_dtypes=(), wrapped=()) -> str | None:
             acc = d if acc is None else promote_types(acc, d)
         tiers.append(acc)
     dim_r, zero_r, wrap_r = tiers
-    # a wrapped number of a higher category takes the default dtype of that category
-    if wrap_r is not None and category(wrap_r) == 2:
-        wrap_r = DEFAULT_FLOAT if wrap_r != "float64" else DEFAULT_FLOAT
+    # a Python float takes part as the default float dtype (the caller passes wrapped_dtype())
     return _combine(dim_r, _combine(zero_r, wrap_r))
