@@ -14,6 +14,7 @@ try:
 except ImportError:  # plugin not installed: import it from the checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from srcore.errors import KernelError  # noqa: E402
 from srcore.testing import check_kernel  # noqa: E402
 from srcore_cpu.kernels import reduce as R  # noqa: E402
 
@@ -55,6 +56,14 @@ def test_sum_dtype_mean_prod(dim):
         check_kernel(R.prod, torch.prod, rand(5, dtype="int32"))
     else:
         check_kernel(R.prod, lambda t, d, k: torch.prod(t, d, k), x, dim[0], True)
+
+
+def test_mean_of_ints_needs_dtype():
+    x = rand(3, 4, dtype="int64")
+    check_kernel(R.mean, lambda t: torch.mean(t, dtype=torch.float32), x, dtype=6)
+    check_kernel(R.mean, lambda t, d, k: torch.mean(t, d, k, dtype=torch.float64), x, [1], True, dtype=7)
+    with pytest.raises(KernelError, match="floating point"):
+        R.mean(x)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])

@@ -9,7 +9,7 @@ _k = family("reduce")
 
 KERNELS: list[Kernel] = [
     _k("aten::sum", "sum", ALL), _k("aten::sum.dim_IntList", "sum", ALL),
-    _k("aten::mean", "mean", FLOATS), _k("aten::mean.dim", "mean", FLOATS),
+    _k("aten::mean", "mean", NUMERIC), _k("aten::mean.dim", "mean", NUMERIC),
     _k("aten::prod", "prod", ALL), _k("aten::prod.dim_int", "prod", ALL),
     _k("aten::amax", "amax", ALL), _k("aten::amin", "amin", ALL),
     _k("aten::max", "max", ALL), _k("aten::min", "min", ALL),

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from srcore.errors import KernelError
+
 from .promotion import DEFAULT_FLOAT, INT64, as_array, dtype_of_code, float_type
 
 
@@ -40,6 +42,9 @@ def sum(self, dim=None, keepdim=False, *, dtype=None, out=None):
 
 def mean(self, dim=None, keepdim=False, *, dtype=None, out=None):
     """``aten::mean`` / ``mean.dim`` (floating inputs, or a floating ``dtype``)."""
+    if dtype is None and self.dtype.kind not in "fc":
+        raise KernelError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
+                          f"or complex dtype. Got: {self.dtype}")
     return _reduce(np.mean, self, _axis(dim), keepdim, out, dtype=dtype_of_code(dtype))
 
 
