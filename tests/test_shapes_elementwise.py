@@ -98,3 +98,34 @@ def test_symbolic_broadcast():
     assert node.output.type.shape == (None, 4)
     node, _ = one_node("aten::add", T("float32", None, 4), T("float32", 5, 1))
     assert node.output.type.shape == (5, 4)
+
+
+def test_every_elementwise_table_entry_matches_torch():
+    """Each op of the unary/binary tables that torch has, on int/float/bool inputs and scalars."""
+    from srcore.ops.shapes.elementwise import BINARY, COMPARE, UNARY_BOOL, UNARY_FLOAT, UNARY_SAME
+    from test_shapes_util import as_type
+    checked, bad = 0, []
+    for name in UNARY_SAME + UNARY_FLOAT + UNARY_BOOL:
+        fn = getattr(torch, name, None) or getattr(torch.nn.functional, name, None)
+        for dt in ("int64", "int32", "float32", "float64", "bool", "uint8"):
+            try:
+                ref = fn(make(T(dt, 2, 3)))
+            except Exception:  # no such torch function, or it rejects this dtype
+                continue
+            node, _ = one_node(f"aten::{name}", T(dt, 2, 3))
+            checked += 1
+            if node.output.type != as_type(ref):
+                bad.append((name, dt, node.output.type))
+    for name in BINARY + COMPARE + ["div", "atan2", "copysign", "xlogy"]:
+        fn = getattr(torch, name, None)
+        for a, b in [("int64", "int32"), ("int32", "float32"), ("bool", "int8"), ("uint8", "int8"),
+                     ("float16", "float32"), ("int32", 2.5), ("bool", 3), ("int16", True)]:
+            try:
+                ref = fn(make(T(a, 2, 3)), make(T(b, 3)) if isinstance(b, str) else b)
+            except Exception:
+                continue
+            node, _ = one_node(f"aten::{name}", T(a, 2, 3), T(b, 3) if isinstance(b, str) else b)
+            checked += 1
+            if node.output.type != as_type(ref):
+                bad.append((name, a, b, node.output.type))
+    assert checked > 300 and bad == []

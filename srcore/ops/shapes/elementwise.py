@@ -99,10 +99,10 @@ def _float_of(dtype):
 # -- unary -----------------------------------------------------------------------------
 UNARY_SAME = """abs neg negative relu relu6 clone contiguous detach dropout feature_dropout alpha_dropout
 hardtanh leaky_relu elu selu celu gelu silu hardswish hardsigmoid mish softplus softshrink hardshrink
-tanhshrink sign sgn floor ceil round trunc frac bitwise_not positive square nan_to_num prelu rrelu threshold
-fill zero lift_fresh lift_fresh_copy alias clamp_min_ clamp_max_ logit nan_to_num_ copy""".split()
+sign sgn floor ceil round trunc frac bitwise_not positive nan_to_num prelu rrelu threshold
+fill zero lift_fresh lift_fresh_copy alias clamp_min_ clamp_max_ nan_to_num_ copy""".split()
 UNARY_FLOAT = """sigmoid tanh exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan sinh cosh
-asinh acosh atanh erf erfc erfinv reciprocal digamma lgamma i0 sinc""".split()
+asinh acosh atanh erf erfc erfinv reciprocal digamma lgamma i0 sinc tanhshrink logit""".split()
 UNARY_BOOL = "isnan isinf isfinite isneginf isposinf signbit logical_not".split()
 
 
@@ -132,7 +132,7 @@ def unary_bool(ctx: Ctx):
 # -- binary ----------------------------------------------------------------------------
 BINARY = """add sub subtract mul multiply floor_divide remainder fmod pow maximum minimum fmax fmin
 bitwise_and bitwise_or bitwise_xor bitwise_left_shift bitwise_right_shift __and__ __or__ __xor__
-__lshift__ __rshift__ rsub hypot copysign xlogy heaviside""".split()
+__lshift__ __rshift__ rsub heaviside""".split()
 COMPARE = "eq ne lt le gt ge equal_ logical_and logical_or logical_xor greater less greater_equal less_equal not_equal".split()
 
 
@@ -168,7 +168,10 @@ def compare(ctx: Ctx):
     return [tt("bool", _binary_shape(ctx))]
 
 
-@rule("aten::div", "aten::true_divide", "aten::divide", "aten::atan2", "aten::arctan2")
+FLOAT_BINARY = ("aten::atan2", "aten::arctan2", "aten::copysign", "aten::xlogy", "aten::hypot")
+
+
+@rule("aten::div", "aten::true_divide", "aten::divide", *FLOAT_BINARY)
 def div(ctx: Ctx):
     """True division makes integers floating; ``rounding_mode`` 'trunc'/'floor' keeps them."""
     if not any(ctx.is_tensor(i) for i in (0, 1)):
@@ -178,7 +181,7 @@ def div(ctx: Ctx):
     mode = ctx.known(2, "rounding_mode", default=None)
     if mode is UNKNOWN:
         dtype = None if is_integral(dtype) else dtype
-    elif mode is None or ctx.op.startswith(("aten::atan2", "aten::arctan2")):
+    elif mode is None or ctx.op.startswith(FLOAT_BINARY):
         dtype = _float_of(dtype)
     return [tt(dtype, _binary_shape(ctx))]
 
@@ -215,6 +218,13 @@ def clamp(ctx: Ctx):
     shape = broadcast_shapes(tensor_shapes(ctx, range(len(ctx.args))), ctx.fail)
     ops = [a for a in ctx.args[:3] if a.known is not None]
     return [tt(promote(ops), shape)]
+
+
+@rule("aten::square")
+def square(ctx: Ctx):
+    """``pow(x, 2)``: bool is promoted with the int exponent."""
+    t = ctx.tensor(0)
+    return [tt("int64" if t.dtype == "bool" else t.dtype, t.shape)]
 
 
 @rule("aten::type_as", "aten::expand_as_dtype")
