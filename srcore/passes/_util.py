@@ -98,8 +98,8 @@ def alias_class(value: Value) -> list[Value]:
                     stack.append(owner.blocks[0].inputs[use.offset])
         if v.node.kind == "prim::Param" and v.node.owning_block.owning_node is not None:
             owner = v.node.owning_block.owning_node  # a loop-carried input: its initial value
-            if owner.kind == "prim::Loop" and v.offset >= 1:
-                stack.append(owner.inputs[v.offset + 1])
+            if owner.kind == "prim::Loop" and v.offset >= 1:  # or the previous iteration's result
+                stack += [owner.inputs[v.offset + 1], owner.blocks[0].outputs[v.offset]]
     return list(seen.values())
 
 
@@ -110,6 +110,19 @@ def is_mutated(value: Value) -> bool:
             if use.offset in mutated_inputs(use.user):
                 return True
     return False
+
+
+def mutated_values(graph: Graph) -> set[int]:
+    """``id`` of every value of ``graph`` that something may write to (one pass over the graph).
+
+    ``id(v) in mutated_values(g)`` answers :func:`is_mutated` for all values at once.
+    """
+    out: set[int] = set()
+    for node in graph.all_nodes():
+        for i in mutated_inputs(node):
+            if i < len(node.inputs) and id(node.inputs[i]) not in out:
+                out.update(id(v) for v in alias_class(node.inputs[i]))
+    return out
 
 
 _MISSING = object()

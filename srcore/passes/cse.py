@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..ir.graph import Block, Graph, Node
-from ._util import has_side_effects, is_const, is_mutated, is_nondeterministic, mutated_inputs, replace_with_values
+from ._util import (has_side_effects, is_const, is_nondeterministic, mutated_inputs, mutated_values,
+                    replace_with_values)
 
 
 def _freeze(x: Any) -> Any:
@@ -38,29 +39,30 @@ def _key(node: Node):
     return (node.kind, tuple(id(v) for v in node.inputs), attrs, tuple(str(o.type) for o in node.outputs))
 
 
-def _pure(node: Node) -> bool:
+def _pure(node: Node, mutated: set[int]) -> bool:
     if node.blocks or not node.outputs or node.kind in ("prim::Param", "prim::Return"):
         return False
     if node.kind == "prim::Constant" and not is_const(node.output) and "param" not in node.attrs:
         return False  # opaque values (a tensor dump, a function): equal attributes say nothing
     if has_side_effects(node) or is_nondeterministic(node) or mutated_inputs(node):
         return False
-    return not any(is_mutated(v) for v in (*node.inputs, *node.outputs))
+    return not any(id(v) in mutated for v in (*node.inputs, *node.outputs))
 
 
 def eliminate_common_subexpressions(graph: Graph) -> bool:
     """Merge duplicate pure nodes; True if any was removed."""
-    return _cse_block(graph.block, [{}])
+    # merging pure, unwritten nodes creates no new writes, so one mutation analysis serves the pass
+    return _cse_block(graph.block, [{}], mutated_values(graph))
 
 
-def _cse_block(block: Block, scopes: list[dict]) -> bool:
+def _cse_block(block: Block, scopes: list[dict], mutated: set[int]) -> bool:
     changed = False
     table: dict = {}
     scopes = scopes + [table]
     for node in list(block.nodes):
         for b in node.blocks:
-            changed |= _cse_block(b, scopes)
-        if not _pure(node):
+            changed |= _cse_block(b, scopes, mutated)
+        if not _pure(node, mutated):
             continue
         key = _key(node)
         if key is None:
