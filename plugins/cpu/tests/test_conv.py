@@ -130,17 +130,22 @@ def test_convolution_and__convolution(transposed):
     both(spec.fn, exp, x)
 
 
-def test_matchers_decline_non_constants():
+def test_matchers_fall_back_to_generic_kernels():
     assert K.conv2d_matcher(node("aten::conv2d", input="<var>", weight="<var>", bias=None, stride=1, padding=0,
-                                 dilation=1, groups=1)) is None
+                                 dilation=1, groups=1)) is K.conv2d
     assert K.conv2d_matcher(node("aten::conv2d", input="<var>", weight=rand(1, 1, 1, 1), bias=None, stride=1,
-                                 padding=0, dilation=1, groups="<var>")) is None
+                                 padding=0, dilation=1, groups="<var>")) is K.conv2d
     assert K.conv_transpose2d_matcher(node("aten::conv_transpose2d.input", input="<var>", weight="<var>",
                                            bias=None, stride=1, padding=0, output_padding=0, groups=1,
-                                           dilation=1)) is None
+                                           dilation=1)) is K.conv_transpose2d
     assert K.convolution_matcher(node("aten::convolution", input="<var>", weight=rand(1, 1, 1), bias="<var>",
                                       stride=[1], padding=[0], dilation=[1], transposed=False,
-                                      output_padding=[0], groups=1)) is None
+                                      output_padding=[0], groups=1)) is K.convolution
+    assert K.convolution_matcher(node("aten::_convolution", input="<var>", weight="<var>", bias=None,
+                                      stride=[1], padding=[0], dilation=[1], transposed=False,
+                                      output_padding=[0], groups=1)) is K._convolution
+    assert K.conv1d_matcher(node("aten::conv1d", input="<var>", weight="<var>", bias=None, stride=1, padding=0,
+                                 dilation=1, groups=1)) is K.conv1d
 
 
 def test_kernel_instance_is_thread_safe():

@@ -55,8 +55,8 @@ def test_dropout_matcher():
     assert isinstance(spec, Specialized) and spec.args == (0,)
     x = np.ones(3)
     assert spec.fn(x) is x
-    assert D.dropout_matcher(node(True)) is None
-    assert D.dropout_matcher(node("<var>")) is None
+    assert D.dropout_matcher(node(True)) is D.dropout
+    assert D.dropout_matcher(node("<var>")) is D.dropout
 
 
 def test_decl():

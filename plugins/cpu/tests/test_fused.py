@@ -65,13 +65,13 @@ def test_linear_act(name, fn, matcher, act, extra, dtype, with_bias):
     spec = matcher(node(f"srcore::{name}", input="<var>", weight=w, bias=b, **extra))
     assert isinstance(spec, Specialized) and spec.args == (0,)
     both(spec.fn, exp, x)
-    assert matcher(node(f"srcore::{name}", input="<var>", weight="<var>", bias=b, **extra)) is None
+    assert matcher(node(f"srcore::{name}", input="<var>", weight="<var>", bias=b, **extra)) is fn
 
 
 def test_linear_gelu_matcher_needs_constant_approximate():
     w = rand(5, 6)
     assert K.linear_gelu_matcher(node("srcore::linear_gelu", input="<var>", weight=w, bias=None,
-                                      approximate="<var>")) is None
+                                      approximate="<var>")) is K.linear_gelu
     with pytest.raises(srcore.KernelError, match="approximate"):
         K.linear_gelu(rand(2, 6), w, None, "fast")
 
@@ -92,9 +92,10 @@ def test_conv2d_relu_and_add_relu(s, p, g):
                                           other="<var>", **hp))
     assert spec.args == (0, 3)
     both(spec.fn, exp, x, other)
-    assert K.conv2d_relu_matcher(node("srcore::conv2d_relu", input="<var>", weight="<var>", bias=b, **hp)) is None
+    assert K.conv2d_relu_matcher(node("srcore::conv2d_relu", input="<var>", weight="<var>", bias=b, **hp)) \
+        is K.conv2d_relu
     assert K.conv2d_add_relu_matcher(node("srcore::conv2d_add_relu", input="<var>", weight=w, bias=b,
-                                          other="<var>", **{**hp, "groups": "<var>"})) is None
+                                          other="<var>", **{**hp, "groups": "<var>"})) is K.conv2d_add_relu
 
 
 @pytest.mark.parametrize("alpha", [1, 0.5])

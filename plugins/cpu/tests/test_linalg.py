@@ -68,9 +68,9 @@ def test_linear_and_matcher(dtype, xshape, with_bias):
         np.testing.assert_allclose(view, exp, rtol=1e-4, atol=1e-4)
 
 
-def test_linear_matcher_declines_variable_weight():
-    assert K.linear_matcher(node("aten::linear", input="<var>", weight="<var>", bias=None)) is None
-    assert K.linear_matcher(node("aten::linear", input="<var>", weight=rand(3, 2), bias="<var>")) is None
+def test_linear_matcher_falls_back_to_generic():
+    assert K.linear_matcher(node("aten::linear", input="<var>", weight="<var>", bias=None)) is K.linear
+    assert K.linear_matcher(node("aten::linear", input="<var>", weight=rand(3, 2), bias="<var>")) is K.linear
 
 
 @pytest.mark.parametrize("beta,alpha", [(1, 1), (0.5, 2.0), (0, 1), (1, 0.25)])
@@ -90,9 +90,9 @@ def test_addmm_matcher():
     assert isinstance(spec, Specialized) and spec.args == (0, 1, 2)
     s, a, b = rand(6), rand(4, 3), rand(3, 6)
     both(spec.fn, torch.addmm(T(s), T(a), T(b)).numpy(), s, a, b)
-    assert K.addmm_matcher(node("aten::addmm", self="<var>", mat1="<var>", mat2="<var>", beta=2, alpha=1)) is None
+    assert K.addmm_matcher(node("aten::addmm", self="<var>", mat1="<var>", mat2="<var>", beta=2, alpha=1)) is K.addmm
     assert K.addmm_matcher(node("aten::addmm", self="<var>", mat1="<var>", mat2="<var>",
-                                beta=1, alpha="<var>")) is None
+                                beta=1, alpha="<var>")) is K.addmm
 
 
 @pytest.mark.parametrize("beta,alpha", [(1, 1), (0.5, 2.0), (0, 3)])

@@ -67,14 +67,14 @@ def test_batch_norm_eval_and_matcher(shape, dtype, affine):
     both(spec.fn, exp, x)
 
 
-def test_batch_norm_matcher_declines():
+def test_batch_norm_matcher_falls_back_to_generic():
     w, b, m, v = bn_params(3, np.float32)
     base = dict(input="<var>", weight=w, bias=b, running_mean=m, running_var=v, training=False, momentum=0.1,
                 eps=1e-5, cudnn_enabled=False)
-    assert K.batch_norm_matcher(node("aten::batch_norm", **{**base, "training": True})) is None
-    assert K.batch_norm_matcher(node("aten::batch_norm", **{**base, "running_var": "<var>"})) is None
+    assert K.batch_norm_matcher(node("aten::batch_norm", **{**base, "training": True})) is K.batch_norm
+    assert K.batch_norm_matcher(node("aten::batch_norm", **{**base, "running_var": "<var>"})) is K.batch_norm
     assert K.batch_norm_matcher(node("aten::batch_norm", **{**base, "running_mean": None,
-                                                            "running_var": None})) is None
+                                                            "running_var": None})) is K.batch_norm
 
 
 def test_batch_norm_eval_needs_running_stats():

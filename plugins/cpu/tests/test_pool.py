@@ -148,8 +148,10 @@ def test_global_avg_matcher():
     spec1 = K.adaptive_avg_pool_matcher(node("aten::adaptive_avg_pool1d", self="<var>", output_size=[1]))
     x1 = rand(2, 5, 9)
     both(spec1.fn, aten.adaptive_avg_pool1d(T(x1), [1]).numpy(), x1)
-    assert K.adaptive_avg_pool_matcher(node("aten::adaptive_avg_pool2d", self="<var>", output_size=[2, 1])) is None
-    assert K.adaptive_avg_pool_matcher(node("aten::adaptive_avg_pool2d", self="<var>", output_size="<var>")) is None
+    assert K.adaptive_avg_pool_matcher(node("aten::adaptive_avg_pool2d", self="<var>", output_size=[2, 1])) \
+        is K.adaptive_avg_pool2d
+    assert K.adaptive_avg_pool_matcher(node("aten::adaptive_avg_pool1d", self="<var>", output_size="<var>")) \
+        is K.adaptive_avg_pool1d
 
 
 @pytest.mark.parametrize("shape,osz", [((2, 3, 7, 9), [3, 4]), ((3, 8, 8), [1, 1]), ((1, 2, 5, 5), [7, 3])])

@@ -66,18 +66,20 @@ def test_dtype_argument():
     both(K.softmax, aten.softmax(T(x64), 0, torch.float32).numpy(), x64, 0, 6)
 
 
-@pytest.mark.parametrize("op,fn,ref", [("aten::softmax.int", K.softmax_matcher, aten.softmax),
-                                       ("aten::log_softmax.int", K.log_softmax_matcher, aten.log_softmax)])
-def test_matchers(op, fn, ref):
+@pytest.mark.parametrize("op,fn,ref,generic,_generic", [
+    ("aten::softmax.int", K.softmax_matcher, aten.softmax, K.softmax, K._softmax),
+    ("aten::log_softmax.int", K.log_softmax_matcher, aten.log_softmax, K.log_softmax, K._log_softmax)])
+def test_matchers(op, fn, ref, generic, _generic):
     spec = fn(node(op, self="<var>", dim=-1, dtype=None))
     assert isinstance(spec, Specialized) and spec.args == (0,)
     x = rand(4, 6)
     both(spec.fn, ref(T(x), -1).numpy(), x)
-    assert fn(node(op, self="<var>", dim="<var>", dtype=None)) is None
-    assert fn(node(op, self="<var>", dim=1, dtype=7)) is None
+    assert fn(node(op, self="<var>", dim="<var>", dtype=None)) is generic
+    assert fn(node(op, self="<var>", dim=1, dtype=7)) is generic
     spec2 = fn(node(op.replace(".int", "").replace("aten::", "aten::_"), self="<var>", dim=0, half_to_float=False))
     both(spec2.fn, ref(T(x), 0).numpy(), x)
-    assert fn(node("aten::_softmax", self="<var>", dim=0, half_to_float=True)) is None
+    _op = op.replace(".int", "").replace("aten::", "aten::_")
+    assert fn(node(_op, self="<var>", dim=0, half_to_float=True)) is _generic
 
 
 def test_decl():

@@ -299,9 +299,16 @@ def _matcher(nd):
     return matcher
 
 
-conv1d_matcher = _matcher(1)
-conv2d_matcher = _matcher(2)
-conv3d_matcher = _matcher(3)
+def _or_generic(fast, generic):
+    """A matcher that never declines (a decline makes dispatch skip the kernel): fast path or ``generic``."""
+    def matcher(node: NodeInfo):
+        return fast(node) or generic
+    return matcher
+
+
+conv1d_matcher = _or_generic(_matcher(1), conv1d)
+conv2d_matcher = _or_generic(_matcher(2), conv2d)
+conv3d_matcher = _or_generic(_matcher(3), conv3d)
 
 
 def _transpose_matcher(nd):
@@ -314,11 +321,11 @@ def _transpose_matcher(nd):
     return matcher
 
 
-conv_transpose1d_matcher = _transpose_matcher(1)
-conv_transpose2d_matcher = _transpose_matcher(2)
+conv_transpose1d_matcher = _or_generic(_transpose_matcher(1), conv_transpose1d)
+conv_transpose2d_matcher = _or_generic(_transpose_matcher(2), conv_transpose2d)
 
 
-def convolution_matcher(node: NodeInfo):
+def _convolution_fast(node: NodeInfo):
     """``aten::convolution`` / ``aten::_convolution`` with constant weights and hyper-parameters."""
     wb = _const_weight(node)
     hp = _consts(node, ("stride", "padding", "dilation", "transposed", "output_padding", "groups"))
@@ -331,3 +338,8 @@ def convolution_matcher(node: NodeInfo):
     else:
         fn = make_conv(nd, *wb, stride, padding, dilation, groups)
     return Specialized(fn, args=(0,))
+
+
+def convolution_matcher(node: NodeInfo):
+    """``aten::convolution`` / ``aten::_convolution``: the constant-weight kernel, else the generic one."""
+    return _convolution_fast(node) or (_convolution if node.op.startswith("aten::_convolution") else convolution)

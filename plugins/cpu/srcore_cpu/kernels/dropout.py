@@ -17,7 +17,8 @@ def dropout(input, p, train):
 
 
 def dropout_matcher(node: NodeInfo):
-    """``train`` is a constant False: the node is the identity on its input."""
+    """``train`` is a constant False: the node is the identity on its input; else the generic
+    kernel, which refuses training mode at run time (a None would make dispatch skip the kernel)."""
     if node.is_const("train") and node.const("train") is False:
         return Specialized(_identity, args=(0,))
-    return None
+    return dropout

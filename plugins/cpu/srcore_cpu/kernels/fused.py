@@ -58,15 +58,17 @@ def linear_gelu(input, weight, bias=None, approximate="none", out=None):
     return _gelu_(_linalg.linear(input, weight, bias, out=out), approximate)
 
 
-def _linear_act_matcher(act):
+def _linear_act_matcher(act, generic):
+    """Constant weights: the pre-transposed linear, then ``act`` in place; else ``generic``
+    (never None: a declining matcher makes dispatch skip the kernel)."""
     def matcher(node: NodeInfo):
-        spec = _linalg.linear_matcher(node)
+        spec = _linalg._linear_fast(node)
         if spec is None:
-            return None
+            return generic
         args = ()
         if act is _gelu_:
             if not node.is_const("approximate"):
-                return None
+                return generic
             args = (node.const("approximate"),)
         lin = spec.fn
 
@@ -76,9 +78,9 @@ def _linear_act_matcher(act):
     return matcher
 
 
-linear_relu_matcher = _linear_act_matcher(_relu_)
-linear_silu_matcher = _linear_act_matcher(_silu_)
-linear_gelu_matcher = _linear_act_matcher(_gelu_)
+linear_relu_matcher = _linear_act_matcher(_relu_, linear_relu)
+linear_silu_matcher = _linear_act_matcher(_silu_, linear_silu)
+linear_gelu_matcher = _linear_act_matcher(_gelu_, linear_gelu)
 
 
 def conv2d_relu(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, out=None):
@@ -101,10 +103,11 @@ def _const_conv(node: NodeInfo):
 
 
 def conv2d_relu_matcher(node: NodeInfo):
-    """Constant weights and hyper-parameters: a workspace-owning conv, then relu in place."""
+    """Constant weights and hyper-parameters: a workspace-owning conv, then relu in place; else the
+    generic kernel (never None: a declining matcher makes dispatch skip the kernel)."""
     conv = _const_conv(node)
     if conv is None:
-        return None
+        return conv2d_relu
 
     def conv2d_relu_const(input, out=None):
         return _relu_(conv(input, out=out))
@@ -112,9 +115,10 @@ def conv2d_relu_matcher(node: NodeInfo):
 
 
 def conv2d_add_relu_matcher(node: NodeInfo):
+    """Like :func:`conv2d_relu_matcher`, adding ``other`` before the relu."""
     conv = _const_conv(node)
     if conv is None:
-        return None
+        return conv2d_add_relu
 
     def conv2d_add_relu_const(input, other, out=None):
         out = conv(input, out=out)

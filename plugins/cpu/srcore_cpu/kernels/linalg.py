@@ -49,8 +49,8 @@ def linear(input, weight, bias=None, out=None):
     return out
 
 
-def linear_matcher(node: NodeInfo):
-    """Constant weight (and bias): transpose the weight once, call ``np.dot``."""
+def _linear_fast(node: NodeInfo):
+    """Constant weight (and bias): transpose the weight once, call ``np.dot``; else None."""
     if not node.is_const("weight") or not node.is_const("bias"):
         return None
     w = node.const("weight")
@@ -98,8 +98,8 @@ def baddbmm(self, batch1, batch2, *, beta=1, alpha=1, out=None):
     return _scaled_add(self, prod, beta, alpha, prod)
 
 
-def addmm_matcher(node: NodeInfo):
-    """beta == alpha == 1 and a constant 2-D mat2: pre-transposed-free ``dot`` + add."""
+def _addmm_fast(node: NodeInfo):
+    """beta == alpha == 1: a matmul and an add, no scaling."""
     if node.const("beta", None) != 1 or node.const("alpha", None) != 1:
         return None
 
@@ -108,6 +108,17 @@ def addmm_matcher(node: NodeInfo):
         np.add(out, self, out=out)
         return out
     return Specialized(addmm_11, args=(0, 1, 2))
+
+
+def linear_matcher(node: NodeInfo):
+    """The constant-weight fast path, else the generic :func:`linear`."""
+    # never None: a declining matcher makes dispatch skip this kernel, so use the generic impl
+    return _linear_fast(node) or linear
+
+
+def addmm_matcher(node: NodeInfo):
+    """The beta == alpha == 1 fast path, else the generic :func:`addmm`."""
+    return _addmm_fast(node) or addmm
 
 
 def matmul(self, other, out=None):

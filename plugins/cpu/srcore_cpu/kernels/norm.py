@@ -65,10 +65,11 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
 
 
 def batch_norm_matcher(node: NodeInfo):
-    """Eval mode with constant statistics: fold them into scale/shift once."""
+    """Eval mode with constant statistics: fold them into scale/shift once; else the generic kernel
+    (never None: a declining matcher makes dispatch skip the kernel)."""
     names = ("weight", "bias", "running_mean", "running_var", "training", "eps")
     if not all(node.is_const(n) for n in names) or node.const("training") or node.const("running_mean") is None:
-        return None
+        return batch_norm
     w, b, m, v = (node.const(n) for n in names[:4])
     dtype = m.dtype
     scale, shift = _fold(w, b, m, v, node.const("eps"), dtype)

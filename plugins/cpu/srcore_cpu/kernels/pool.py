@@ -211,10 +211,11 @@ def _global_avg_pool1d(self, out=None):
 
 
 def adaptive_avg_pool_matcher(node: NodeInfo):
-    """Constant output size 1 (global average pooling): one ``np.mean``."""
+    """Constant output size 1 (global average pooling): one ``np.mean``; else the generic kernel
+    (never None: a declining matcher makes dispatch skip the kernel)."""
     size = node.const("output_size", None)
     if size is None or any(o != 1 for o in size):
-        return None
+        return adaptive_avg_pool2d if node.op.endswith("2d") else adaptive_avg_pool1d
     fn = _global_avg_pool2d if node.op.endswith("2d") else _global_avg_pool1d
     return Specialized(fn, args=(0,))
 

@@ -65,15 +65,21 @@ def _log_softmax(self, dim, half_to_float, out=None):
     return _log_softmax_into(x, dim, out)
 
 
+def _generic(node: NodeInfo):
+    return {"aten::softmax": softmax, "aten::_softmax": _softmax, "aten::log_softmax": log_softmax,
+            "aten::_log_softmax": _log_softmax}[node.op.split(".")[0]]
+
+
 def _matcher(into):
+    """A constant dim (no dtype cast): bind it; else the generic kernel (a None would make dispatch skip it)."""
     def matcher(node: NodeInfo):
         if not node.is_const("dim"):
-            return None
+            return _generic(node)
         names = [a.name for a in node.args]
         if "dtype" in names and node.const("dtype", 0) is not None:
-            return None
+            return _generic(node)
         if "half_to_float" in names and node.const("half_to_float", True):
-            return None
+            return _generic(node)
         dim = node.const("dim")
 
         def softmax_dim(self, out=None):
