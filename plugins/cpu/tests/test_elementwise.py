@@ -195,14 +195,15 @@ def test_bitwise(name, dtype):
 
 # --- unary -------------------------------------------------------------------------------------
 
-FLOATING = ["exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh", "erf"]
+FLOATING = ["exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh", "erf", "log2",
+            "log10"]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
 @pytest.mark.parametrize("name", FLOATING)
 def test_floating_unary(name, dtype):
     x = rand(4, 5, dtype=dtype)
-    if name in ("log", "sqrt", "rsqrt", "log1p"):
+    if name in ("log", "sqrt", "rsqrt", "log1p", "log2", "log10"):
         x = np.abs(x) + (1 if dtype == "int64" else 0.5)
     if name == "reciprocal":
         x = nonzero(4, 5, dtype=dtype)
@@ -210,7 +211,7 @@ def test_floating_unary(name, dtype):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32"])
-@pytest.mark.parametrize("name", ["neg", "abs", "sign", "floor", "ceil", "trunc", "round"])
+@pytest.mark.parametrize("name", ["neg", "abs", "sign", "floor", "ceil", "trunc", "round", "square"])
 def test_same_dtype_unary(name, dtype):
     x = rand(4, 5, dtype=dtype) * (2.5 if dtype.startswith("float") else 1)
     if dtype.startswith("float"):
@@ -300,7 +301,7 @@ INPLACE = [  # (kernel name, torch method, extra args)
     ("hardswish_", None, ()), ("leaky_relu_", None, (0.2,)), ("elu_", None, ()), ("hardtanh_", None, ()),
     ("masked_fill_", "masked_fill_", (rand(4, dtype="bool"), 7.0)), ("lerp_", "lerp_", (rand(4), 0.7)),
     ("addcmul_", "addcmul_", (rand(4), rand(3, 1))), ("gt_", "gt_", (0.0,)), ("zero_", "zero_", ()),
-    ("fill_", "fill_", (2.5,)), ("abs_", "abs_", ()), ("round_", "round_", ()), ("threshold_", None, (0.1, 9.0)),
+    ("fill_", "fill_", (2.5,)), ("abs_", "abs_", ()), ("square_", "square_", ()), ("round_", "round_", ()), ("threshold_", None, (0.1, 9.0)),
 ]
 _F = torch.nn.functional
 
@@ -385,6 +386,8 @@ def test_unary_and_clamp_matchers():
     s = U.unary_matcher(node_info("aten::exp", self=F32, outputs=(F32,)))
     assert s.fn is np.exp and s.args == (0,)
     assert U.unary_matcher(node_info("aten::neg", self=I64, outputs=(I64,))).fn is np.negative
+    assert U.unary_matcher(node_info("aten::log2", self=F32, outputs=(F32,))).fn is np.log2
+    assert U.unary_matcher(node_info("aten::square", self=I64, outputs=(I64,))).fn is np.square
     erf = U.unary_matcher(node_info("aten::erf", self=F32, outputs=(F32,)))
     x = rand(2, 3)
     np.testing.assert_allclose(erf.fn(x), torch.erf(torch.from_numpy(x)).numpy(), rtol=1e-6)

@@ -109,3 +109,17 @@ def test_masked_select_nonzero():
 def test_where_one_argument():
     x = RNG.random((3, 4)) < 0.5
     check_kernel(X.where_nonzero, lambda t: list(torch.where(t)), x, kind="native")
+
+
+def test_index_put():
+    x = rand(4, 5)
+    m = x > 0
+    check_kernel(X.index_put, lambda t, i, v: torch.index_put(t, i, v), x, [m], np.array(0.0, np.float32))
+    rows = np.array([0, 2, 0])
+    check_kernel(X.index_put, lambda t, i, v, a: torch.ops.aten.index_put(t, i, v, a), x, [rows, None], rand(5), True)
+    check_kernel(X.index_put, lambda t, i, v: torch.ops.aten.index_put(t, i, v), x, [None, np.array([1, 3])], rand(4, 2))
+    y = x.copy()
+    assert X.index_put_(y, [m], np.array(7.0, np.float32)) is y
+    np.testing.assert_array_equal(y, np.where(m, 7.0, x))
+    with pytest.raises(KernelError, match="index_put_"):
+        X.index_put_(y, [np.array([9])], np.array(1.0, np.float32))

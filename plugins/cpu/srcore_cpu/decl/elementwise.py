@@ -37,8 +37,9 @@ _BINARY = [  # (op, impl, dtypes, matcher)
     ("aten::logical_xor", "logical_xor", ALL, _BM),
 ] + [(f"aten::{c}.{o}", c, ALL, _BM) for c in ("eq", "ne", "lt", "le", "gt", "ge") for o in ("Tensor", "Scalar")]
 
-_FLOATING = ["exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh", "erf"]
-_SAME = ["neg", "abs", "sign", "floor", "ceil", "trunc", "round"]
+_FLOATING = ["exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh", "erf", "log2",
+             "log10"]
+_SAME = ["neg", "abs", "sign", "floor", "ceil", "trunc", "round", "square"]
 
 _TERNARY = [  # (op, impl, dtypes, matcher)
     ("aten::clamp", "clamp", NUMERIC, "clamp_matcher"), ("aten::clamp.Tensor", "clamp", NUMERIC, None),

@@ -19,4 +19,6 @@ KERNELS: list[Kernel] = [
     _k("aten::masked_select", "masked_select", ANY, kind="native"),
     _k("aten::nonzero", "nonzero", ANY, kind="native"),
     _k("aten::where", "where_nonzero", ANY, kind="native"),
+    _k("aten::index_put", "index_put", ANY),
+    _k("aten::index_put_", "index_put_", ANY, kind="native"),
 ]

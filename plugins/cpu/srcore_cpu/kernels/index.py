@@ -83,18 +83,15 @@ def index_select(self, dim, index, *, out=None):
     return np.take(self, idx, axis=_dim(dim, self.ndim), out=out)
 
 
+def _key(indices):
+    # None keeps a dimension; uint8 masks are torch's legacy bool masks
+    return tuple(slice(None) if i is None else i.astype(bool) if i.dtype == np.uint8 else i for i in indices)
+
+
 def index(self, indices):
     """``aten::index.Tensor``: advanced indexing; a None entry keeps its dimension (``:``)."""
-    key = []
-    for i in indices:
-        if i is None:
-            key.append(slice(None))
-        elif i.dtype == np.uint8:
-            key.append(i.astype(bool))
-        else:
-            key.append(i)
     try:
-        r = self[tuple(key)]
+        r = self[_key(indices)]
     except IndexError as exc:
         raise KernelError(f"index: {exc}") from exc
     return r if isinstance(r, np.ndarray) else np.asarray(r)
@@ -114,3 +111,25 @@ def nonzero(self):
 def where_nonzero(condition):
     """``aten::where(Tensor condition) -> Tensor[]``: one int64 index tensor per dimension."""
     return [i.astype(np.int64, copy=False) for i in np.nonzero(condition)]
+
+
+def index_put_(self, indices, values, accumulate=False):
+    """``aten::index_put_`` (``x[mask] = v``): writes into and returns ``self``; ``accumulate`` adds."""
+    key = _key(indices)
+    try:
+        if accumulate:
+            np.add.at(self, key, values)
+        else:
+            self[key] = values
+    except IndexError as exc:
+        raise KernelError(f"index_put_: {exc}") from exc
+    return self
+
+
+def index_put(self, indices, values, accumulate=False, *, out=None):
+    """``aten::index_put``: a copy of ``self`` with the values put."""
+    if out is None:
+        out = self.copy()
+    else:
+        np.copyto(out, self)
+    return index_put_(out, indices, values, accumulate)

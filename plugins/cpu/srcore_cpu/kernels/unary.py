@@ -59,6 +59,9 @@ reciprocal = _floating(np.reciprocal, "reciprocal")
 sin = _floating(np.sin, "sin")
 cos = _floating(np.cos, "cos")
 tanh = _floating(np.tanh, "tanh")
+log2 = _floating(np.log2, "log2")
+log10 = _floating(np.log10, "log10")
+square = _same(np.square, "square")
 
 neg = _same(np.negative, "neg")
 abs = _same(np.absolute, "abs")
@@ -114,9 +117,9 @@ def nan_to_num(self, nan=None, posinf=None, neginf=None, *, out=None):
 
 _FLOAT_ONLY = {"aten::exp": np.exp, "aten::log": np.log, "aten::log1p": np.log1p, "aten::expm1": np.expm1,
                "aten::sqrt": np.sqrt, "aten::reciprocal": np.reciprocal, "aten::sin": np.sin,
-               "aten::cos": np.cos, "aten::tanh": np.tanh, "aten::floor": np.floor, "aten::ceil": np.ceil,
+               "aten::cos": np.cos, "aten::tanh": np.tanh, "aten::log2": np.log2, "aten::log10": np.log10, "aten::floor": np.floor, "aten::ceil": np.ceil,
                "aten::trunc": np.trunc, "aten::round": np.rint}
-_ANY = {"aten::neg": np.negative, "aten::abs": np.absolute}
+_ANY = {"aten::neg": np.negative, "aten::abs": np.absolute, "aten::square": np.square}
 
 
 def unary_matcher(node: NodeInfo):
