@@ -331,3 +331,25 @@ def test_end_to_end_through_srm_and_static_module(tmp_path, name, frontend):
         with torch.no_grad():
             want = module(x).numpy()
         np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-5)
+
+
+def _helper(x, k: int):
+    return torch.relu(x) * k
+
+
+def _scriptable_fn(x, n: int):
+    y = x
+    for i in range(n):
+        y = _helper(y, i + 1) - 0.5
+    return y
+
+
+def test_functions_script_or_trace():
+    model = srcore.from_torchscript(_scriptable_fn, (torch.randn(3), 2))
+    assert "prim::CallFunction" not in model.required_ops() and "prim::Loop" in model.required_ops()
+    assert [s.name for s in model.input_specs] == ["x", "n"]
+    x = torch.randn(3)
+    assert_close(run_graph(model.graph, x, 3), _scriptable_fn(x, 3))
+    traced = srcore.from_torchscript(lambda x, **kw: torch.tanh(x) + 1, (torch.randn(2),))
+    assert traced.input_specs == (srcore.InputSpec("x", "float32", (2,)),)
+    assert_close(run_graph(traced.graph, x[:2]), torch.tanh(x[:2]) + 1)

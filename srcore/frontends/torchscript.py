@@ -28,7 +28,8 @@ UNSUPPORTED = {"prim::CallMethod", "prim::CallFunction", "prim::PythonOp", "prim
 
 def from_torchscript(module_or_path, example_inputs=None, *,
                      dynamic_dims: Mapping[str, Mapping[int, str]] | None = None) -> Model:
-    """Convert an ``nn.Module``, a ``ScriptModule`` or a ``torch.jit.save``'d file to a ``Model``.
+    """Convert an ``nn.Module``, a function, a ``ScriptModule``/``ScriptFunction`` or a
+    ``torch.jit.save``'d file to a ``Model``.
 
     ``example_inputs`` (a tuple of tensors) fix the input specs' dtypes and shapes, and
     allow tracing when scripting fails; ``dynamic_dims={"x": {0: "batch"}}`` makes
@@ -38,14 +39,21 @@ def from_torchscript(module_or_path, example_inputs=None, *,
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
     script, source = _script_module(torch, module_or_path, example_inputs)
-    if script.training:
-        script = script.eval()
-    try:
-        frozen = torch.jit.freeze(script)
-    except Exception as exc:
-        raise ConversionError(f"cannot freeze {source}: {type(exc).__name__}: {exc}") from exc
-    ts_graph = frozen.graph
-    arg_names = [a.name for a in frozen.forward.schema.arguments]
+    if isinstance(script, torch.jit.ScriptFunction):  # a function: nothing to freeze, inline its calls
+        frozen = None
+        ts_graph = script.graph.copy()
+        torch._C._jit_pass_inline(ts_graph)
+        torch._C._jit_pass_dce(ts_graph)  # the now-unused function constants
+        arg_names = [a.name for a in script.schema.arguments]
+    else:
+        if script.training:
+            script = script.eval()
+        try:
+            frozen = torch.jit.freeze(script)
+        except Exception as exc:
+            raise ConversionError(f"cannot freeze {source}: {type(exc).__name__}: {exc}") from exc
+        ts_graph = frozen.graph
+        arg_names = [a.name for a in frozen.forward.schema.arguments]
     conv = _Converter(torch, source, frozen)
     graph = conv.convert(ts_graph, arg_names)
     _flatten_tuple_return(graph)
@@ -82,12 +90,15 @@ def _script_module(torch, obj, example_inputs):
             raise ConversionError(f"{path}: not a loadable TorchScript file: {type(exc).__name__}: {exc}") from exc
     if isinstance(obj, torch.jit.ScriptModule):
         return obj, type(obj).__name__
-    if not isinstance(obj, torch.nn.Module):
-        raise ConversionError(f"from_torchscript takes an nn.Module, ScriptModule or file path, "
-                              f"not {type(obj).__name__}")
-    name = type(obj).__name__
-    was_training = obj.training
-    obj.eval()
+    if isinstance(obj, torch.jit.ScriptFunction):
+        return obj, obj.name
+    if not isinstance(obj, torch.nn.Module) and not callable(obj):
+        raise ConversionError(f"from_torchscript takes an nn.Module, a function, a ScriptModule or a file "
+                              f"path, not {type(obj).__name__}")
+    name = type(obj).__name__ if isinstance(obj, torch.nn.Module) else getattr(obj, "__name__", "function")
+    was_training = getattr(obj, "training", False)
+    if isinstance(obj, torch.nn.Module):
+        obj.eval()
     try:
         return torch.jit.script(obj), name
     except Exception as script_exc:
@@ -100,7 +111,8 @@ def _script_module(torch, obj, example_inputs):
         except Exception as exc:
             raise ConversionError(f"cannot script ({script_exc}) nor trace {name}: {exc}") from exc
     finally:
-        obj.train(was_training)
+        if isinstance(obj, torch.nn.Module):
+            obj.train(was_training)
 
 
 @attrs.frozen
