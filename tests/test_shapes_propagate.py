@@ -145,11 +145,36 @@ graph(%x : Tensor):
       -> (%t, %acc2)
   return (%y)
 """)
+    # a known trip count runs exactly: tanh makes the int input float32 on the first iteration
     propagate(g, [T("int64", 2, 3)])
-    # tanh makes the int input float: the carried dtype differs between iterations -> unknown dtype
-    assert value(g, "y").type == T(None, 2, 3)
+    assert value(g, "y").type == T("float32", 2, 3)
+    assert value(g, "acc").type == T(None, 2, 3)  # the body's own values: joined over iterations
     propagate(g, [T("float64", 2, 3)])
     assert value(g, "y").type == T("float64", 2, 3)
+    # an unknown trip count: fixpoint of the carried types; int64 vs float32 -> unknown dtype
+    g2 = srcore.parse_graph(str(g).replace("%n : int = prim::Constant[value=3]()", "").replace(
+        "graph(%x : Float(2, 3)):", "graph(%x : Tensor, %n : int):").replace("graph(%x : Double(2, 3)):",
+                                                                            "graph(%x : Tensor, %n : int):"))
+    propagate(g2, [T("int64", 2, 3), INT])
+    assert value(g2, "y").type == T(None, 2, 3)
+
+
+def test_loop_with_known_trip_count_runs_exactly():
+    g = srcore.parse_graph("""
+graph(%x : Tensor):
+  %t : bool = prim::Constant[value=1]()
+  %0 : int = prim::Constant[value=0]()
+  %n : int = prim::Constant[value=3]()
+  %y : Tensor = prim::Loop(%n, %t, %x)
+    block0(%i : int, %acc : Tensor):
+      %l : Tensor[] = prim::ListConstruct(%acc, %x)
+      %acc2 : Tensor = aten::cat(%l, %0)
+      -> (%t, %acc2)
+  return (%y)
+""")
+    propagate(g, [T("float32", 2, 3)])
+    assert value(g, "y").type == T("float32", 8, 3)
+    assert value(g, "acc2").type == T("float32", None, 3)
 
 
 def test_contradictions_name_the_node_and_its_source():

@@ -16,6 +16,8 @@ from ...ir.types import INT, ListType, OptionalType, TensorType, TupleType, Type
 from .base import A, BOTTOM, Ctx, UNKNOWN, lookup, shape_error
 
 MAX_LOOP_ITERATIONS = 8
+#: loops with a known trip count up to this run exactly (precise carried shapes)
+MAX_UNROLL = 64
 
 
 @attrs.define(eq=False)
@@ -218,27 +220,66 @@ class Interpreter:
     def run_loop(self, node: Node) -> None:
         body = node.blocks[0]
         carried = [self.get(v) for v in node.inputs[2:]]
-        trip = self.get(node.inputs[0]).known
-        if trip == 0:
+        trip, cond = self.get(node.inputs[0]).known, self.get(node.inputs[1]).known
+        if trip == 0 or cond is False:
             self._try_block(body, [A(INT)] + carried, lenient=True)
-            for o, a in zip(node.outputs, carried):
-                self.set(o, a)
-            return
+            state = carried
+        else:
+            state = None
+            if isinstance(trip, int) and not isinstance(trip, bool) and trip <= MAX_UNROLL and cond is True:
+                state = self._unrolled(node, body, trip, carried)
+            if state is None:
+                state = self._fixpoint(node, body, carried)
+        for o, a in zip(node.outputs, state):
+            self.set(o, A(a.type, a.known, a.elems))
+
+    def _unrolled(self, node: Node, body: Block, trip: int, carried: list[A]) -> list[A] | None:
+        """A loop of known (small) trip count runs exactly: the carried values come out precise; the
+        body's own values get the join over the iterations. None when it cannot (a data-dependent
+        exit, a raise): the caller falls back to the fixpoint."""
+        body_values = list(body.inputs) + [o for n in _walk(body) for o in n.outputs]
+        seen: dict[Value, A] = {}
+        state = carried
+        for i in range(trip):
+            try:
+                outs = self.run_block(body, [A(INT, i)] + state)
+            except _Diverged:
+                return None
+            for v in body_values:
+                seen[v] = join(seen.get(v), self.state.get(v), v.type)
+            state = outs[1:]
+            c = outs[0].known
+            if c is False:
+                break
+            if c is not True:
+                return None
+        for v, a in seen.items():
+            if a is not None:
+                self.set(v, A(a.type, a.known, a.elems))
+        return state
+
+    def _fixpoint(self, node: Node, body: Block, carried: list[A]) -> list[A]:
         state = carried
         for _ in range(MAX_LOOP_ITERATIONS):
             try:
                 outs = self.run_block(body, [A(INT)] + state)
             except _Diverged:
-                break
+                return state
             new = [join(s, n, o.type) for s, n, o in zip(state, outs[1:], node.outputs)]
             if all(map(_same_a, new, state)):
-                break
+                return state
             state = new
-        else:  # no fixpoint within the bound: widen to the declared types
-            state = [A(o.type) for o in node.outputs]
-            self.run_block(body, [A(INT)] + state)
-        for o, a in zip(node.outputs, state):
-            self.set(o, A(a.type, a.known, a.elems))
+        # no fixpoint within the bound: widen to the declared types
+        state = [A(o.type) for o in node.outputs]
+        self.run_block(body, [A(INT)] + state)
+        return state
+
+
+def _walk(block: Block):
+    for n in block.nodes:
+        yield n
+        for b in n.blocks:
+            yield from _walk(b)
 
 
 def propagate(graph: Graph, input_types: list | None = None, *, strict: bool = False) -> PropagationResult:
