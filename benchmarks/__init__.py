@@ -1,0 +1,1 @@
+"""srcore's side-by-side benchmark: ``python -m benchmarks.run`` (see docs/performance.md)."""

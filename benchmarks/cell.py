@@ -1,0 +1,213 @@
+"""One benchmark cell in a fresh process: ``python -m benchmarks.cell MODEL RUNNER THREADS ARTIFACTS_DIR``.
+
+Loads the runner's artifact (timed: file -> ready callable), checks its output
+against torch eager, resets the peak RSS, measures latency with the protocol of
+``srcore bench`` and prints one JSON object on stdout. Thread counts are fixed
+by the parent through the environment and here through torch / threadpoolctl /
+ORT options. Errors are reported as ``{"status": "error", "error": ...}``.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from srcore.cli.bench import measure, peak_rss_kib, peak_rss_reset
+
+SRCORE_RUNNERS = {
+    "srcore_codegen_standard": ("codegen", "standard_resizing"),
+    "srcore_codegen_precomputed": ("codegen", "precomputed_offsets"),
+    "srcore_interp_standard": ("interpreter", "standard_resizing"),
+    "srcore_interp_precomputed": ("interpreter", "precomputed_offsets"),
+}
+PEER_RUNNERS = ("eager", "torchscript", "static_runtime", "ort", "onnx_reference", "numpy", "numpy_out")
+RUNNERS = (*PEER_RUNNERS, *SRCORE_RUNNERS, "trt_like")
+
+
+class Skip(Exception):
+    """The runner does not apply to this model or its peer is not installed (a note, not an error)."""
+
+
+def _torch(threads: int):
+    import torch
+
+    torch.set_num_threads(threads)
+    ctx = torch.inference_mode()  # kept alive for the whole cell: a temporary one does nothing
+    ctx.__enter__()
+    return torch, ctx
+
+
+def _to_np(y):
+    import numpy as np
+
+    while isinstance(y, (tuple, list)):
+        y = y[0]
+    return y.numpy() if hasattr(y, "numpy") else np.asarray(y)
+
+
+def load_runner(model: str, runner: str, threads: int, art: Path, x, extra: dict):
+    """Return a zero-argument callable that runs one inference (and returns the output)."""
+    if runner == "eager":
+        torch, ctx = _torch(threads)
+        from .models import MODELS
+
+        m, _ = MODELS[model][0]()
+        m.load_state_dict(torch.load(art / "eager_state.pt"))
+        m.eval()
+        xt = torch.from_numpy(x)
+        extra["_keep"] = ctx
+        return lambda: m(xt)
+    if runner in ("torchscript", "static_runtime"):
+        torch, ctx = _torch(threads)
+        extra["_keep"] = ctx
+        mod = torch.jit.load(str(art / "model.pt")).eval()
+        frozen = torch.jit.freeze(mod)
+        xt = torch.from_numpy(x)
+        if runner == "torchscript":
+            f = torch.jit.optimize_for_inference(frozen)
+            return lambda: f(xt)
+        sm = torch._C._jit_to_static_module(frozen._c)
+        return lambda: sm(xt)
+    if runner == "ort":
+        try:
+            import onnxruntime as ort
+        except ImportError as e:
+            raise Skip(f"onnxruntime not installed: {e}") from None
+        _require(art / "model.onnx")
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        so.intra_op_num_threads = threads
+        so.inter_op_num_threads = 1
+        sess = ort.InferenceSession(str(art / "model.onnx"), so, providers=["CPUExecutionProvider"])
+        feed = {sess.get_inputs()[0].name: x}
+        outs = [sess.get_outputs()[0].name]
+        extra["ort_version"] = ort.__version__
+        return lambda: sess.run(outs, feed)
+    if runner == "onnx_reference":
+        try:
+            from onnx.reference import ReferenceEvaluator
+        except ImportError as e:
+            raise Skip(f"onnx not installed: {e}") from None
+        _require(art / "model.onnx")
+        ev = ReferenceEvaluator(str(art / "model.onnx"))
+        feed = {ev.input_names[0]: x}
+        return lambda: ev.run(None, feed)
+    if runner in ("numpy", "numpy_out"):
+        import numpy as np
+
+        from .numpy_floor import FLOORS
+
+        if model not in FLOORS:
+            raise Skip(f"no hand-written numpy version of {model}")
+        sd = dict(np.load(art / "weights.npz"))
+        impl = FLOORS[model](sd, x.shape)
+        f = impl.plain if runner == "numpy" else impl.out
+        return lambda: f(x)
+    if runner in SRCORE_RUNNERS or runner == "trt_like":
+        import srcore
+
+        _require(art / "model.srm")
+        m = srcore.load(str(art / "model.srm"))
+        if runner == "trt_like":
+            opts, backends = srcore.Options(), ("trt_like", "cpu")
+        else:
+            ex, pl = SRCORE_RUNNERS[runner]
+            opts, backends = srcore.Options(executor=ex, memory_planner_algorithm=pl), None
+        sm = srcore.StaticModule(m, options=opts, backends=backends)
+        rt = sm.runtime()
+        extra["_sm"], extra["_rt"] = sm, rt
+        return lambda: rt(x)
+    raise Skip(f"unknown runner {runner!r}")
+
+
+def _require(path: Path) -> None:
+    if not path.exists():
+        err = path.with_suffix(path.suffix + ".error")
+        msg = err.read_text() if err.exists() else "not prepared"
+        raise Skip(f"artifact {path.name} missing: {msg}")
+
+
+def preimport(runner: str) -> None:
+    mods = {"eager": "torch", "torchscript": "torch", "static_runtime": "torch", "ort": "onnxruntime",
+            "onnx_reference": "onnx.reference"}.get(runner, "srcore" if runner.startswith(("srcore", "trt")) else None)
+    if mods:
+        try:
+            __import__(mods)
+        except ImportError:
+            pass  # load_runner reports the skip
+
+
+def blas_info() -> list[dict]:
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return []
+    keep = ("internal_api", "version", "architecture", "num_threads", "threading_layer", "filepath")
+    return [{k: d.get(k) for k in keep} for d in threadpool_info()]
+
+
+def run_cell(model: str, runner: str, threads: int, art: Path, quick: bool) -> dict:
+    import numpy as np
+
+    res: dict = {"model": model, "runner": runner, "threads": threads}
+    extra: dict = {}
+    x = np.load(art / "input.npy")
+    ref = np.load(art / "ref.npy")
+    from threadpoolctl import threadpool_limits
+
+    preimport(runner)  # load time is file -> ready callable, not the library's import
+    limits = threadpool_limits(limits=threads)  # every BLAS / OpenMP pool loaded in this process
+    t0 = time.perf_counter()
+    call = load_runner(model, runner, threads, art, x, extra)
+    res["load_ms"] = (time.perf_counter() - t0) * 1e3
+    peak_rss_reset()  # after load: the peak below is what inference adds
+    base = peak_rss_kib()
+    t0 = time.perf_counter()
+    y = _to_np(call())
+    res["first_call_ms"] = (time.perf_counter() - t0) * 1e3
+    res["max_rel_err"] = float(np.abs(y.astype(np.float64) - ref).max() / max(np.abs(ref).max(), 1e-30))
+    t0 = time.perf_counter()
+    call()
+    dt = time.perf_counter() - t0
+    if quick:
+        rounds, runs = 2, 3
+    elif dt > 0.1:  # slow peers (onnx.reference on convolutions): fewer calls
+        rounds, runs = 4, 3
+    else:
+        rounds, runs = 10, max(3, min(5000, int(0.1 / max(dt, 1e-7))))
+    res.update(measure(call, rounds, runs))
+    peak = peak_rss_kib()
+    res["peak_rss_increase_kib"] = (peak - base) if peak is not None and base is not None else None
+    res["blas"] = blas_info()
+    del limits
+    if "_sm" in extra:
+        res["arena_bytes"] = extra["_rt"].arena_bytes
+        rows = extra["_sm"].memory_report(x)
+        res["memory"] = [{k: r[k] for k in ("block", "owner", "managed_tensors", "arena_bytes",
+                                            "no_reuse_bytes", "lower_bound_bytes", "algorithm")} for r in rows]
+    res.update({k: v for k, v in extra.items() if not k.startswith("_")})
+    res["status"] = "ok"
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    quick = "--quick" in argv
+    model, runner, threads, art = [a for a in argv if a != "--quick"]
+    try:
+        res = run_cell(model, runner, int(threads), Path(art), quick)
+    except Skip as e:
+        res = {"model": model, "runner": runner, "threads": int(threads), "status": "skipped", "note": str(e)}
+    except Exception as e:  # noqa: BLE001 - a failing cell is a result, not a crash
+        tb = traceback.format_exc(limit=-3)
+        res = {"model": model, "runner": runner, "threads": int(threads), "status": "error",
+               "error": f"{type(e).__name__}: {e}"[:2000], "traceback": tb[-3000:]}
+    print("@@RESULT@@" + json.dumps(res, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""Arena size vs the liveness lower bound and the no-reuse sum, per model and planner.
+
+``python -m benchmarks.memory [--models ...]`` (from ``StaticModule.memory_report``, summed
+over the blocks of the graph; no timing, so it runs in this process).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .models import MODELS
+from .prepare import prepare
+from .run import ROOT
+
+PLANNERS = ("standard_resizing", "precomputed_offsets")
+
+
+def memory_rows(srm: Path, x) -> dict[str, dict]:
+    import srcore
+
+    model = srcore.load(str(srm))
+    out = {}
+    for pl in PLANNERS:
+        rows = srcore.StaticModule(model, options=srcore.Options(memory_planner_algorithm=pl)).memory_report(x)
+        tot = {k: sum(r[k] for r in rows) for k in ("arena_bytes", "lower_bound_bytes", "no_reuse_bytes",
+                                                    "managed_tensors")}
+        tot["blocks"] = len(rows)
+        out[pl] = tot
+    return out
+
+
+def main(argv=None) -> int:
+    import numpy as np
+
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.memory")
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    results = {}
+    print(f"{'model':<28}{'planner':<22}{'tensors':>8}{'arena KiB':>11}{'lower KiB':>11}{'no-reuse KiB':>13}"
+          f"{'arena/lower':>12}{'arena/no-reuse':>15}")
+    for m in args.models.split(","):
+        prepare(m, out)
+        art = out / "artifacts" / m
+        try:
+            results[m] = memory_rows(art / "model.srm", np.load(art / "input.npy"))
+        except Exception as e:  # noqa: BLE001 - recorded
+            results[m] = {"error": f"{type(e).__name__}: {e}"}
+            print(f"{m:<28}error: {results[m]['error'][:100]}")
+            continue
+        for pl, t in results[m].items():
+            lb, nr = t["lower_bound_bytes"], t["no_reuse_bytes"]
+            print(f"{m:<28}{pl:<22}{t['managed_tensors']:>8}{t['arena_bytes'] / 1024:>11.1f}{lb / 1024:>11.1f}"
+                  f"{nr / 1024:>13.1f}{t['arena_bytes'] / lb if lb else float('nan'):>12.3f}"
+                  f"{t['arena_bytes'] / nr if nr else float('nan'):>15.3f}")
+    (out / "memory.json").write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

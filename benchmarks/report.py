@@ -1,0 +1,98 @@
+"""Table and chart of a benchmark report (the dict ``benchmarks.run`` writes as JSON)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+BASE = "srcore_codegen_standard"
+LABELS = {
+    "eager": "torch eager", "torchscript": "TorchScript", "static_runtime": "Static Runtime",
+    "ort": "ONNX Runtime", "onnx_reference": "onnx.reference", "numpy": "numpy",
+    "numpy_out": "numpy out=", "srcore_codegen_standard": "srcore codegen/standard",
+    "srcore_codegen_precomputed": "srcore codegen/precomputed",
+    "srcore_interp_standard": "srcore interp/standard",
+    "srcore_interp_precomputed": "srcore interp/precomputed", "trt_like": "srcore trt_like",
+}
+
+
+def fmt_us(us: float) -> str:
+    if us >= 1e4:
+        return f"{us / 1e3:.1f} ms"
+    if us >= 1e3:
+        return f"{us / 1e3:.2f} ms"
+    return f"{us:.1f} µs"
+
+
+def groups(report: dict) -> dict[tuple[str, int], list[dict]]:
+    out: dict[tuple[str, int], list[dict]] = {}
+    for c in report["cells"]:
+        out.setdefault((c["model"], c["threads"]), []).append(c)
+    return out
+
+
+def base_of(cells: list[dict]) -> float | None:
+    return next((c["best_round_median_us"] for c in cells if c["runner"] == BASE and c["status"] == "ok"), None)
+
+
+def format_table(report: dict) -> str:
+    """Per (model, threads): best-round median, median, p90, srcore÷peer, load, peak RSS, error vs eager."""
+    lines = []
+    head = (f"{'runner':<28}{'best-round':>11}{'median':>11}{'p90':>11}{'srcore÷it':>10}"
+            f"{'load':>10}{'ΔRSS':>9}{'rel.err':>9}")
+    for (model, threads), cells in groups(report).items():
+        base = base_of(cells)
+        lines += ["", f"== {model}, {threads} thread(s)  (srcore÷it < 1: srcore codegen/standard is faster)", head]
+        for c in cells:
+            name = LABELS.get(c["runner"], c["runner"])
+            if c["status"] != "ok":
+                why = c.get("note") or c.get("error", "")
+                lines.append(f"{name:<28}{c['status']}: {why.splitlines()[0][:110] if why else ''}")
+                continue
+            b = c["best_round_median_us"]
+            ratio = f"{base / b:.2f}x" if base else "-"
+            rss = c.get("peak_rss_increase_kib")
+            lines.append(f"{name:<28}{fmt_us(b):>11}{fmt_us(c['median_us']):>11}{fmt_us(c['p90_us']):>11}"
+                         f"{ratio:>10}{c['load_ms']:>8.0f}ms{(str(rss) + 'K') if rss is not None else '-':>9}"
+                         f"{c['max_rel_err']:>9.1e}")
+    return "\n".join(lines)
+
+
+def plot_latency(report: dict, path: Path, threads: int = 1) -> None:
+    """Per model: horizontal bars of best-round median / srcore codegen-standard's, log scale."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = [(m, cells) for (m, t), cells in groups(report).items() if t == threads and base_of(cells)]
+    if not data:
+        return
+    ncol = 2
+    nrow = (len(data) + ncol - 1) // ncol
+    fig, axes = plt.subplots(nrow, ncol, figsize=(15, 3.6 * nrow), squeeze=False)
+    for ax, (model, cells) in zip(axes.flat, data):
+        base = base_of(cells)
+        ok = [c for c in cells if c["status"] == "ok"]
+        names = [LABELS.get(c["runner"], c["runner"]) for c in ok]
+        vals = [c["best_round_median_us"] / base for c in ok]
+        colors = ["tab:orange" if c["runner"].startswith("srcore") or c["runner"] == "trt_like" else "tab:blue"
+                  for c in ok]
+        y = range(len(ok))
+        ax.barh(list(y), vals, color=colors)
+        ax.set_xscale("log")
+        ax.axvline(1.0, color="k", lw=0.8)
+        ax.set_yticks(list(y), names, fontsize=8)
+        ax.invert_yaxis()
+        lo, hi = min(vals + [1.0]), max(vals + [1.0])
+        ax.set_xlim(lo / 2, hi * 6)
+        for i, (v, c) in enumerate(zip(vals, ok)):
+            ax.text(v * 1.08, i, f"{v:.2f}x  {fmt_us(c['best_round_median_us'])}", va="center", fontsize=7.5)
+        ax.set_title(f"{model}  (srcore codegen/standard = {fmt_us(base)})", fontsize=10)
+        ax.grid(axis="x", which="both", alpha=0.25)
+    for ax in list(axes.flat)[len(data):]:
+        ax.axis("off")
+    fig.suptitle(f"Best-round median latency relative to srcore (codegen, standard_resizing), {threads} thread; "
+                 "log scale, < 1 = faster than srcore", fontsize=11)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,143 @@
+"""THE side-by-side benchmark: ``python -m benchmarks.run [--models ...] [--runners ...] [--threads 1,2]
+[--smoke] [--out DIR]``.
+
+One fresh process (``python -m benchmarks.cell``) per (model, runner, threads)
+cell; artifacts are prepared once per model in this process. Prints a table
+with ratios to srcore (codegen, standard_resizing), writes ``OUT/latest.json``
+and (unless ``--smoke`` / ``--no-chart``) ``docs/bench-latency.png``.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .cell import RUNNERS
+from .machine import machine_facts
+from .models import MODELS
+from .prepare import prepare
+from .report import format_table, plot_latency
+
+ROOT = Path(__file__).resolve().parent.parent
+# at 2 threads: the runners whose speed-up matters (onnx.reference and the interpreter add nothing new)
+RUNNERS_2T = ("eager", "torchscript", "static_runtime", "ort", "numpy_out",
+              "srcore_codegen_standard", "srcore_codegen_precomputed")
+SMOKE_MODELS = ("mlp_tiny", "elementwise_chain")
+
+
+def child_env(threads: int) -> dict[str, str]:
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = str(threads)
+    # set here for old OpenBLAS builds, they slow a current one: unset both, in the children only
+    env.pop("OPENBLAS_CORETYPE", None)
+    env.pop("OPENBLAS_L2_SIZE", None)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def run_cell(model: str, runner: str, threads: int, art: Path, quick: bool, timeout: float) -> dict:
+    cmd = [sys.executable, "-m", "benchmarks.cell", model, runner, str(threads), str(art)]
+    if quick:
+        cmd.append("--quick")
+    base = {"model": model, "runner": runner, "threads": threads}
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, env=child_env(threads), capture_output=True, text=True, timeout=timeout,
+                           cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return {**base, "status": "error", "error": f"timeout after {timeout:.0f} s"}
+    for line in p.stdout.splitlines():
+        if line.startswith("@@RESULT@@"):
+            res = json.loads(line[len("@@RESULT@@"):])
+            break
+    else:
+        res = {**base, "status": "error",
+               "error": f"cell exited {p.returncode} without a result: {p.stderr.strip()[-1500:]}"}
+    res["cell_wall_s"] = round(time.perf_counter() - t0, 2)
+    return res
+
+
+def plan_cells(models, runners, threads) -> list[tuple[str, str, int]]:
+    cells = []
+    for m in models:
+        for t in threads:
+            if t > 1 and not MODELS[m][1]["compute_bound"]:
+                continue
+            for r in runners:
+                if t > 1 and r not in RUNNERS_2T:
+                    continue
+                cells.append((m, r, t))
+    return cells
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", default=None, help="comma list (default: all; --smoke: mlp_tiny,elementwise_chain)")
+    ap.add_argument("--runners", default=None, help=f"comma list of {','.join(RUNNERS)}")
+    ap.add_argument("--threads", default="1,2", help="intra-op thread counts (>1 only for compute-bound models)")
+    ap.add_argument("--smoke", action="store_true", help="few models, few calls, no charts")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"), help="results + cached artifacts")
+    ap.add_argument("--no-chart", action="store_true")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the other cells of OUT/latest.json, replace only the cells run now")
+    ap.add_argument("--chart", default=str(ROOT / "docs" / "bench-latency.png"))
+    ap.add_argument("--timeout", type=float, default=600.0, help="per-cell time limit, seconds")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    models = args.models.split(",") if args.models else list(SMOKE_MODELS if args.smoke else MODELS)
+    runners = args.runners.split(",") if args.runners else list(RUNNERS)
+    for name, known in ((models, MODELS), (runners, RUNNERS)):
+        bad = [n for n in name if n not in known]
+        if bad:
+            print(f"unknown: {', '.join(bad)} (known: {', '.join(known)})", file=sys.stderr)
+            return 2
+    threads = [int(t) for t in args.threads.split(",")]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t_start = time.perf_counter()
+    report = {"command": "python -m benchmarks.run " + " ".join(sys.argv[1:] if argv is None else argv),
+              "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+              "machine": machine_facts(), "smoke": args.smoke, "prepare": {}, "cells": []}
+    for m in models:
+        t0 = time.perf_counter()
+        report["prepare"][m] = prepare(m, out)
+        print(f"[prepare] {m}: {report['prepare'][m]} ({time.perf_counter() - t0:.1f} s)", flush=True)
+    for m, r, t in plan_cells(models, runners, threads):
+        res = run_cell(m, r, t, out / "artifacts" / m, args.smoke, args.timeout)
+        report["cells"].append(res)
+        msg = (f"{res['best_round_median_us']:.1f} us" if res["status"] == "ok"
+               else res.get("note") or res.get("error", "")[:200])
+        print(f"[cell] {m} {r} t={t}: {res['status']} {msg}", flush=True)
+    report["wall_s"] = round(time.perf_counter() - t_start, 1)
+    blas = next((c["blas"] for c in report["cells"] if c.get("blas")), [])
+    report["machine"]["blas_runtime"] = blas
+    name = "smoke.json" if args.smoke else "latest.json"
+    if args.merge and (out / name).exists():
+        old = json.loads((out / name).read_text())
+        done = {(c["model"], c["runner"], c["threads"]) for c in report["cells"]}
+        kept = [c for c in old["cells"] if (c["model"], c["runner"], c["threads"]) not in done]
+        report["cells"] = sorted(kept + report["cells"], key=lambda c: (
+            list(MODELS).index(c["model"]), c["threads"], list(RUNNERS).index(c["runner"])))
+        report["prepare"] = {**old.get("prepare", {}), **report["prepare"]}
+        report["command"] = old["command"] + " ; then " + report["command"]
+    (out / name).write_text(json.dumps(report, indent=1, default=str))
+    print()
+    print(format_table(report))
+    if not (args.smoke or args.no_chart):
+        plot_latency(report, Path(args.chart))
+        print(f"chart: {args.chart}")
+    print(f"results: {out / name} ({report['wall_s']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

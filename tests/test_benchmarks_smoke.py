@@ -1,0 +1,118 @@
+"""The benchmark harness: model set == the reference, numpy floor == torch, smoke run end to end."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # benchmarks/ is a top-level package of the checkout, not installed
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks import cell  # noqa: E402
+from benchmarks.models import MODELS  # noqa: E402
+from benchmarks.numpy_floor import FLOORS  # noqa: E402
+
+REF_DIR = Path("/work/shared/bench")
+# the cheap ones by default; mlp_wide / resnet_small build ~100 MB of weights
+FAST = ["mlp_tiny", "elementwise_chain", "control_flow", "transformer_block", "transformer_block_explicit"]
+
+
+def _load_ref(name: str):
+    path = REF_DIR / f"{name}.py"
+    if not path.exists():
+        pytest.skip(f"reference {path} not present")
+    spec = importlib.util.spec_from_file_location(f"_ref_bench_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("name", FAST + ["mlp_wide"])
+def test_models_identical_to_reference(name):
+    ref = _load_ref("models")
+    assert set(MODELS) == set(ref.MODELS)
+    assert MODELS[name][1]["compute_bound"] == ref.MODELS[name][1]["compute_bound"]
+    m, inp = MODELS[name][0]()
+    r, rinp = ref.MODELS[name][0]()
+    assert len(inp) == len(rinp) and all(torch.equal(a, b) for a, b in zip(inp, rinp))
+    sd, rsd = m.state_dict(), r.state_dict()
+    assert list(sd) == list(rsd)
+    assert all(torch.equal(sd[k], rsd[k]) for k in sd)
+    assert not m.training
+    with torch.inference_mode():
+        assert torch.equal(m(*inp), r(*rinp))
+
+
+def test_resnet_bn_statistics_identical_to_reference():
+    ref = _load_ref("models")
+    m, inp = MODELS["resnet_small"][0]()
+    r, rinp = ref.MODELS["resnet_small"][0]()
+    assert torch.equal(inp[0], rinp[0])
+    sd, rsd = m.state_dict(), r.state_dict()
+    assert list(sd) == list(rsd) and all(torch.equal(sd[k], rsd[k]) for k in sd)
+    assert float(sd["bn1.running_var"].min()) >= 0.5  # non-trivial statistics were drawn
+
+
+@pytest.mark.parametrize("name", ["mlp_tiny", "elementwise_chain", "mlp_wide"])
+def test_numpy_floor_matches_torch_and_reference(name):
+    m, inp = MODELS[name][0]()
+    sd = {k: v.numpy() for k, v in m.state_dict().items()}
+    x = inp[0].numpy()
+    with torch.inference_mode():
+        want = m(*inp).numpy()
+    impl = FLOORS[name](sd, x.shape)
+    scale = np.abs(want).max()
+    for f in (impl.plain, impl.out, impl.out):  # out= twice: the buffers are reused correctly
+        got = f(x)
+        assert got.dtype == np.float32 and got.shape == want.shape
+        assert np.abs(got - want).max() / scale < 2e-5
+    if (REF_DIR / "numpy_impls.py").exists():
+        ref = _load_ref("numpy_impls").NUMPY_IMPLS[name](sd, x.shape)
+        np.testing.assert_allclose(impl.plain(x), ref.straight(x), rtol=1e-5, atol=1e-6 * scale)
+        np.testing.assert_allclose(impl.out(x), ref.prealloc(x), rtol=1e-5, atol=1e-6 * scale)
+
+
+def test_failing_cell_is_a_result_not_a_crash(tmp_path, capsys):
+    art = tmp_path / "artifacts" / "mlp_tiny"
+    art.mkdir(parents=True)
+    np.save(art / "input.npy", np.zeros((1, 64), np.float32))
+    np.save(art / "ref.npy", np.zeros((1, 10), np.float32))
+    (art / "model.srm.error").write_text("ConversionError: no kernel for aten::foo")
+    assert cell.main(["mlp_tiny", "srcore_codegen_standard", "1", str(art)]) == 0
+    res = json.loads(capsys.readouterr().out.split("@@RESULT@@")[1])
+    assert res["status"] == "skipped" and "aten::foo" in res["note"]
+    assert cell.main(["mlp_tiny", "eager", "1", str(art)]) == 0  # no eager_state.pt: an error
+    res = json.loads(capsys.readouterr().out.split("@@RESULT@@")[1])
+    assert res["status"] == "error" and "eager_state.pt" in res["error"]
+
+
+def test_smoke_run_end_to_end(tmp_path):
+    """``python -m benchmarks.run --smoke``: fresh processes, outputs checked against eager, JSON + table."""
+    runners = "eager,numpy_out,ort,srcore_codegen_standard"
+    p = subprocess.run([sys.executable, "-m", "benchmarks.run", "--smoke", "--models", "mlp_tiny",
+                        "--runners", runners, "--out", str(tmp_path)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    report = json.loads((tmp_path / "smoke.json").read_text())
+    cells = {c["runner"]: c for c in report["cells"]}
+    assert set(cells) == set(runners.split(","))
+    for name in ("eager", "numpy_out", "srcore_codegen_standard"):
+        c = cells[name]
+        assert c["status"] == "ok", c
+        assert c["max_rel_err"] < 1e-5
+        assert 0 < c["best_round_median_us"] <= c["median_us"] * 1.5
+        assert c["median_us"] <= c["p90_us"]
+        assert c["load_ms"] > 0
+    assert cells["ort"]["status"] in ("ok", "skipped")
+    assert cells["srcore_codegen_standard"]["arena_bytes"] > 0
+    assert "srcore codegen/standard" in p.stdout and "1.00x" in p.stdout
+    # the children ran without the OpenBLAS overrides the environment may set
+    assert all(d.get("internal_api") for d in cells["numpy_out"]["blas"])
