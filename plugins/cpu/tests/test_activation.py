@@ -91,3 +91,15 @@ def test_matcher():
     assert A.activation_matcher(node_info("aten::relu", self=i, outputs=(i,))) is A.relu
     assert A.activation_matcher(node_info("aten::sigmoid", self=i, outputs=(t,))) is A.sigmoid
     assert A.activation_matcher(node_info("aten::relu", self=t, outputs=(TensorType("float32", ()),))) is A.relu
+
+
+def test_check_kernel_by_op_name():
+    """An op name resolves through the installed plugins' srcore_kernels (the out kernel first)."""
+    pytest.importorskip("srcore_cpu.kernels.activation")
+    from importlib.metadata import entry_points
+
+    if not any(ep.name == "cpu" for ep in entry_points(group="srcore.plugins")):
+        pytest.skip("srcore-cpu is not installed")
+    check_kernel("aten::relu", F.relu, shapes=[(3, 4)])
+    check_kernel("aten::gelu", lambda x: F.gelu(x, approximate="tanh"), shapes=[(5,)], input_dtype="float64",
+                 approximate="tanh")
