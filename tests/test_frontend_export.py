@@ -160,3 +160,51 @@ def test_unsupported_targets_are_listed_together(monkeypatch):
         srcore.from_torch(Two())
     with pytest.raises(srcore.ConversionError, match="not a loadable torch.export file"):
         srcore.from_torch("/nonexistent/file.pt2")
+
+
+# --- property: random straight-line programs keep their meaning through both frontends -------------------
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+_UNARY = {"relu": torch.relu, "tanh": torch.tanh, "sigmoid": torch.sigmoid, "neg": torch.neg, "abs": torch.abs,
+          "gelu": torch.nn.functional.gelu, "softmax": lambda y: torch.softmax(y, dim=-1),
+          "transpose": lambda y: y.transpose(0, 1), "sum_keep": lambda y: y.sum(dim=1, keepdim=True),
+          "flatten_view": lambda y: y.reshape(-1).reshape(y.shape), "clamp": lambda y: torch.clamp(y, -0.5, 0.7),
+          "layer_norm": lambda y: torch.nn.functional.layer_norm(y, (y.shape[-1],))}
+_BINARY = {"add_s": lambda y, x, c: y + c, "mul_s": lambda y, x, c: y * c, "sub_s": lambda y, x, c: y - c,
+           "div_s": lambda y, x, c: y / (abs(c) + 1), "add_x": lambda y, x, c: y + x * c,
+           "mul_x": lambda y, x, c: y * x, "rsub": lambda y, x, c: c - y, "pow2": lambda y, x, c: y ** 2,
+           "where": lambda y, x, c: torch.where(y > c, y, x), "cat_half": lambda y, x, c: torch.cat(
+               [y[:, :2], x[:, 2:]], dim=1)}
+
+
+class _Program(torch.nn.Module):
+    def __init__(self, steps):
+        super().__init__()
+        self.steps = steps
+        self.w = torch.nn.Parameter(torch.randn(4, 4) * 0.5)
+
+    def forward(self, x):
+        y = x
+        for name, c in self.steps:
+            if name == "linear":
+                y = torch.nn.functional.linear(y, self.w)
+            elif name in _UNARY:
+                y = _UNARY[name](y)
+            else:
+                y = _BINARY[name](y, x, c)
+            if y.shape != x.shape:  # keep shapes compatible with x for the next binary step
+                y = y.expand(x.shape) if y.shape[-1] == 1 else y.transpose(0, 1)
+        return y
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(st.tuples(st.sampled_from(sorted(_UNARY) + sorted(_BINARY) + ["linear"]),
+                                st.sampled_from([0.5, -1.25, 2.0, 3])), min_size=1, max_size=6))
+def test_random_programs_keep_their_meaning(steps):
+    m = _Program(steps).eval()
+    x = torch.randn(4, 4)
+    with torch.no_grad():
+        want = m(x)
+        for model in (srcore.from_torch(m, (x,)), srcore.from_torchscript(torch.jit.trace(m, (x,)))):
+            verify(model.graph)
+            assert_close(run_graph(model.graph, x), want, 1e-5)
