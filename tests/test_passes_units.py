@@ -307,3 +307,29 @@ def test_opaque_constants_are_neither_merged_nor_folded():
     assert ya is not yb and ya.inputs[1] is not yb.inputs[1]  # two different unknown tensors
     assert yp is yq  # the same named parameter: one node
     assert not fold_constants(g, evaluator=lambda n, a: pytest.fail(f"evaluated {n.kind}"))
+
+
+# -- constant folding of scalar ops against TorchScript itself -------------------------------------
+SCALAR_EXPRS = ["a + b", "a - b", "a * b", "a / b", "a // b", "a % b", "a < b", "a >= b", "a == b",
+                "min(a, b)", "max(a, b)", "-a", "a ** 2"]
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("ta, tb", [("int", "int"), ("float", "int"), ("int", "float")])
+def test_folded_scalars_match_torchscript(ta, tb):
+    torch = pytest.importorskip("torch")
+    values = [(7, 2), (-7, 2), (7, -3), (0, 5), (-3, -1)]
+    for expr in SCALAR_EXPRS:
+        cu = torch.jit.CompilationUnit(f"def f(a: {ta}, b: {tb}):\n    return {expr}\n")
+        for a, b in values:
+            a, b = (float(a) if ta == "float" else a), (float(b) if tb == "float" else b)
+            text = str(cu.f.graph)
+            g = parse_graph(text)
+            for v, x in zip(g.inputs, (a, b)):  # make the inputs constants, then fold
+                v.replace_all_uses_with(g.insert_constant(x, before=g.nodes.first))
+            fold_constants(g)
+            expected = cu.f(a, b)
+            out = g.outputs[0]
+            assert out.node.kind == "prim::Constant", (expr, a, b, print_graph(g))
+            got = out.node.attrs.get("value")
+            assert got == pytest.approx(expected) and type(got) is type(expected), (expr, a, b)

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..ir.constants import type_of_constant
 from ..ir.graph import Graph, Node
-from ..ir.types import AnyType, NumberType, TensorType, contains_tensor
+from ..ir.types import AnyType, BoolType, FloatType, IntType, NumberType, TensorType, contains_tensor
 from ._util import (const_or, has_side_effects, inline_block, is_const, is_mutated, is_nondeterministic,
                     mutated_inputs, replace_with_values, unique_param_name, walk_blocks)
 from .loops import never_runs
@@ -120,6 +120,9 @@ def _fold_node(node: Node, evaluate: Evaluator, max_elements: int) -> bool:
         return False
     if len(results) != len(node.outputs) or not all(_small(r, max_elements) for r in results):
         return False
+    results = [_coerce(out.type, r) for out, r in zip(node.outputs, results)]
+    if any(r is _MISMATCH for r in results):
+        return False
     values = []
     for out, r in zip(node.outputs, results):
         try:
@@ -139,6 +142,20 @@ def _fold_node(node: Node, evaluate: Evaluator, max_elements: int) -> bool:
         if name is not None:
             node.graph.rename(c, name)
     return True
+
+
+_MISMATCH = object()
+
+
+def _coerce(declared, value):
+    """``value`` as the output's declared scalar type (``min(2.5, 2)`` is the float 2.0 in TorchScript)."""
+    if isinstance(declared, FloatType) and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(declared, IntType) and (isinstance(value, float) or isinstance(value, bool)):
+        return _MISMATCH
+    if isinstance(declared, BoolType) and not isinstance(value, bool):
+        return _MISMATCH
+    return value
 
 
 def _is_tensor(x: Any) -> bool:

@@ -87,6 +87,18 @@ def _to_bool(x):
     return bool(x)
 
 
+def _format(fmt, *xs):
+    if not isinstance(fmt, str) or any(hasattr(x, "shape") for x in xs):
+        raise NotImplementedError("format of non-scalars")
+    return fmt.format(*xs)
+
+
+def _ndim(t):
+    if not hasattr(t, "ndim"):
+        raise NotImplementedError("not a tensor")
+    return int(t.ndim)
+
+
 SCALAR_OPS: dict[str, Callable[..., Any]] = {
     "aten::add": _num(operator.add), "aten::sub": _num(operator.sub), "aten::mul": _num(operator.mul),
     "aten::div": _num(_div), "aten::floordiv": _num(_floordiv), "aten::remainder": _num(operator.mod),
@@ -99,11 +111,11 @@ SCALAR_OPS: dict[str, Callable[..., Any]] = {
     "aten::__is__": lambda a, b: a is b or (a is None and b is None),
     "aten::__isnot__": lambda a, b: not (a is b or (a is None and b is None)),
     "aten::__getitem__": _getitem, "aten::len": _len, "aten::size": _size,
-    "aten::dim": lambda t: t.ndim if hasattr(t, "ndim") else (_ for _ in ()).throw(NotImplementedError()),
+    "aten::dim": lambda t: _ndim(t),
     "aten::Int": _to_int, "aten::Float": _to_float, "aten::Bool": _to_bool, "aten::ScalarImplicit": lambda t: _item(t),
     "prim::ListConstruct": lambda *xs: list(xs), "prim::TupleConstruct": lambda *xs: tuple(xs),
     "prim::TupleIndex": _getitem, "prim::ListUnpack": MULTI, "prim::TupleUnpack": MULTI,
-    "aten::format": lambda fmt, *xs: fmt.format(*xs) if isinstance(fmt, str) else None,
+    "aten::format": lambda fmt, *xs: _format(fmt, *xs),
     "aten::str": str, "aten::__contains__": lambda c, x: x in c,
 }
 
