@@ -439,3 +439,47 @@ def test_random_tensor_programs_with_mutation(g, typed):
         torch.testing.assert_close(a, b_)
     torch.testing.assert_close(xa, xb)  # writes to the inputs are kept
     torch.testing.assert_close(ya, yb)
+
+
+# -- batch norm folding against torch, per conv kind and optional parameter --------------------------
+CONV_BN = """
+graph(%x : Float({xshape})):
+  %w : Float({wshape}) = prim::Constant[param="conv.weight"]()
+  {bias}
+  {gamma}
+  {beta}
+  %m : Float(4) = prim::Constant[param="bn.running_mean"]()
+  %v : Float(4) = prim::Constant[param="bn.running_var"]()
+  %one : int = prim::Constant[value=1]()
+  %zero : int = prim::Constant[value=0]()
+  %false : bool = prim::Constant[value=0]()
+  %true : bool = prim::Constant[value=1]()
+  %mom : float = prim::Constant[value=0.1]()
+  %eps : float = prim::Constant[value=0.001]()
+  %s : int[] = prim::ListConstruct({ones})
+  %p : int[] = prim::ListConstruct({zeros})
+  %c : Float(*) = {conv}
+  %y : Float(*) = aten::batch_norm(%c, %g, %be, %m, %v, %false, %mom, %eps, %true)
+  return (%y)
+"""
+CONVS = {
+    "conv1d": ("2, 3, 9", "4, 3, 3", 1, "aten::conv1d(%x, %w, %b, %s, %p, %s, %one)"),
+    "conv2d": ("2, 3, 7, 7", "4, 3, 3, 3", 2, "aten::conv2d(%x, %w, %b, %s, %p, %s, %one)"),
+    "conv3d": ("1, 3, 5, 5, 5", "4, 3, 2, 2, 2", 3, "aten::conv3d(%x, %w, %b, %s, %p, %s, %one)"),
+    "_convolution": ("2, 3, 7, 7", "4, 3, 3, 3", 2, "aten::_convolution(%x, %w, %b, %s, %p, %s, %false, "
+                     "%p, %one, %false, %false, %true, %true)"),
+}
+
+
+@pytest.mark.parametrize("conv", sorted(CONVS))
+@pytest.mark.parametrize("has_bias, affine", [(True, True), (False, True), (True, False), (False, False)])
+def test_conv_batch_norm_folding_matches_torch(conv, has_bias, affine):
+    xshape, wshape, nd, call = CONVS[conv]
+    none = "%{} : NoneType = prim::Constant()"
+    text = CONV_BN.format(
+        xshape=xshape, wshape=wshape, conv=call, ones=", ".join(["%one"] * nd), zeros=", ".join(["%zero"] * nd),
+        bias='%b : Float(4) = prim::Constant[param="conv.bias"]()' if has_bias else none.format("b"),
+        gamma='%g : Float(4) = prim::Constant[param="bn.weight"]()' if affine else none.format("g"),
+        beta='%be : Float(4) = prim::Constant[param="bn.bias"]()' if affine else none.format("be"))
+    _, prepared, _ = check(text, [tuple(int(d) for d in xshape.split(","))], fuse=False)
+    assert [n.kind for n in prepared.nodes if n.kind != "prim::Constant"] == [f"aten::{conv}"]
