@@ -177,9 +177,16 @@ def test_params():
 def test_golden_torch_graphs(path):
     text = path.read_text()
     g = parse_graph(text, filename=str(path))
-    n_nodes = sum(1 for line in text.splitlines() if " = " in line.split("#")[0] or
-                  line.strip().startswith("= "))
-    assert sum(1 for _ in g.all_nodes()) == n_nodes
+    n_nodes = sum(1 for line in text.splitlines() if not line.startswith("with ") and
+                  (" = " in line.split("#")[0] or line.strip().startswith("= ")))
+    graphs, todo = [], [g]
+    while todo:  # the graph and its ``with`` subgraphs
+        h = todo.pop()
+        graphs.append(h)
+        todo += [v for n in h.all_nodes() for v in n.attrs.values()
+                 if isinstance(v, type(g)) and all(v is not k for k in graphs + todo)]
+    assert sum(1 for h in graphs for _ in h.all_nodes()) == n_nodes
+    assert len(graphs) - 1 == text.count("\nwith ")
     roundtrip(text)
 
 
@@ -318,3 +325,37 @@ def test_frontend_graphs_round_trip_with_params(name):
     for n in g.nodes:
         if "param" in n.attrs:
             assert n.attrs["value"] is model.params[n.attrs["param"]]
+
+
+def test_with_subgraph_sections():
+    text = """graph(%x : Tensor):
+  %y : Tensor = prim::DifferentiableGraph_0(%x)
+  return (%y)
+with prim::DifferentiableGraph_0 = graph(%a : Tensor(requires_grad=0)):
+  %b : Tensor(requires_grad=0) = aten::relu(%a)
+  return (%b)
+"""
+    g = parse_graph(text)
+    sub = g.nodes[0].attrs["Subgraph"]
+    assert [n.kind for n in sub.nodes] == ["aten::relu"] and sub.inputs[0].name == "a"
+    assert roundtrip(text) == text.replace("Tensor(requires_grad=0)", "Tensor")
+    with pytest.raises(GraphParseError, match="no prim::Other node uses this subgraph"):
+        parse_graph(text.replace("with prim::DifferentiableGraph_0", "with prim::Other"))
+
+
+def test_control_flow_types_are_checked():
+    loop = """graph(%x : Tensor, %n : int):
+  %t : bool = prim::Constant[value=1]()
+  %y : Tensor = prim::Loop(%n, %t, %x)
+    block0(%i : int, %z : Tensor):
+      -> (%t, %z)
+  return (%y)
+"""
+    parse_graph(loop)
+    with pytest.raises(GraphParseError, match="trip count must be int, not %x : Tensor") as ei:
+        parse_graph(loop.replace("prim::Loop(%n,", "prim::Loop(%x,"))
+    assert ei.value.line == 3 and ei.value.token == "prim::Loop"
+    with pytest.raises(GraphParseError, match="body condition must be bool"):
+        parse_graph(loop.replace("-> (%t, %z)", "-> (%i, %z)"))
+    with pytest.raises(GraphParseError, match="prim::If condition must be bool"):
+        parse_graph(ARTICLE.replace("prim::If(%7)", "prim::If(%6)"))

@@ -12,7 +12,7 @@ from ..errors import GraphParseError
 from .graph import Block, Graph, Node, SourceLocation, Value
 from .lexer import Lexer, Token
 from .verify import BLOCK_OWNERS
-from .types import (BOOL, FLOAT, INT, NONE, SIMPLE_TYPES, TORCH_TO_DTYPE, ClassType, DeviceType,
+from .types import (BOOL, FLOAT, FUNCTION, INT, NONE, SIMPLE_TYPES, TORCH_TO_DTYPE, ClassType, DeviceType,
                     DictType, ListType, OptionalType, StrType, TensorType, TupleType, Type,
                     AnyType, NumberType)
 
@@ -45,8 +45,9 @@ def parse_graph(text: str, params: Mapping[str, Any] | None = None, *,
 
 
 class _Parser:
-    def __init__(self, text: str, params: Mapping[str, Any] | None, filename: str | None):
-        self.lx = Lexer(text, filename)
+    def __init__(self, text: str, params: Mapping[str, Any] | None, filename: str | None,
+                 lexer: Lexer | None = None):
+        self.lx = lexer if lexer is not None else Lexer(text, filename)
         self.params = params
         self.g = Graph()
         self.scopes: list[dict[str, Value]] = [{}]
@@ -85,6 +86,27 @@ class _Parser:
 
     # -- graph ----------------------------------------------------------------------
     def parse(self) -> Graph:
+        g = self.graph_def()
+        graphs = [g]
+        self.skip_blank()
+        # torch's ``with prim::DifferentiableGraph_0 = graph(...)`` subgraph sections
+        while self.peek().kind == "IDENT" and self.peek().text == "with":
+            self.lx.next()
+            ktok = self.expect("IDENT", "the kind of the nodes that run this subgraph")
+            self.expect("=")
+            sub = _Parser("", self.params, None, lexer=self.lx).graph_def()
+            users = [n for h in graphs for n in h.all_nodes() if n.kind == ktok.text]
+            if not users:
+                raise self.lx.error(f"no {ktok.text} node uses this subgraph", ktok)
+            for n in users:
+                n.attrs["Subgraph"] = sub
+            graphs.append(sub)
+            self.skip_blank()
+        self.expect("EOF", "end of input after 'return'")
+        return g
+
+    def graph_def(self) -> Graph:
+        """``graph(...): ... return (...)``."""
         self.skip_blank()
         tok = self.expect("IDENT", "'graph'")
         if tok.text != "graph":
@@ -104,8 +126,6 @@ class _Parser:
         for v in self.value_list():
             self.g.register_output(v)
         self.accept("COMMENT")
-        self.skip_blank()
-        self.expect("EOF", "end of input after 'return'")
         return self.g
 
     def decl_list(self, close: str) -> list[tuple[str, Type, Token]]:
@@ -162,7 +182,7 @@ class _Parser:
         while True:
             self.skip_blank()
             tok = self.peek()
-            if tok.kind == "ARROW" or (tok.kind == "IDENT" and tok.text == "return") or tok.kind == "EOF":
+            if tok.kind in ("ARROW", "EOF") or (tok.kind == "IDENT" and tok.text in ("return", "with")):
                 return
             if tok.kind == "IDENT" and re.fullmatch(r"block\d+", tok.text):
                 raise self.lx.error("a block here must follow a node that owns blocks", tok)
@@ -244,6 +264,7 @@ class _Parser:
                 raise self.lx.error(f"prim::If needs 2 blocks, got {len(n.blocks)}", tok)
             if len(n.inputs) != 1:
                 raise self.lx.error(f"prim::If takes 1 condition, got {len(n.inputs)} inputs", tok)
+            _check_type(self, tok, "prim::If condition", n.inputs[0], BOOL)
             for i, b in enumerate(n.blocks):
                 if b.inputs or len(b.outputs) != nout:
                     raise self.lx.error(f"block{i} of prim::If must take no inputs and return {nout} "
@@ -257,6 +278,9 @@ class _Parser:
                     f"prim::Loop with {nout} carried values needs {nout + 2} inputs (trip count, "
                     f"condition, carried), a block with {nout + 1} inputs and {nout + 1} outputs; got "
                     f"{len(n.inputs)}, {len(b.inputs)}, {len(b.outputs)}", tok)
+            _check_type(self, tok, "prim::Loop trip count", n.inputs[0], INT)
+            _check_type(self, tok, "prim::Loop condition", n.inputs[1], BOOL)
+            _check_type(self, tok, "prim::Loop body condition", b.outputs[0], BOOL)
 
     # -- attributes -----------------------------------------------------------------
     def attributes(self, n: Node) -> None:
@@ -332,6 +356,8 @@ class _Parser:
     def check_constant(self, n: Node, tok: Token) -> None:
         if len(n.outputs) != 1 or n.inputs or n.blocks:
             raise self.lx.error("prim::Constant has no inputs and exactly one output", tok)
+        if n.output.type == FUNCTION:  # torch's function constants: [name="relu", ...]
+            return
         if set(n.attrs) - {"value", "param", "tensor"} or len(n.attrs) > 1:
             raise self.lx.error("prim::Constant takes one attribute: value= or param=", tok)
         t = n.output.type
@@ -497,6 +523,11 @@ def coerce_constant(value: Any, t: Type) -> Any:
     if isinstance(t, (AnyType, NumberType)):
         return value
     raise TypeError(f"constants of type {t} are not supported")
+
+
+def _check_type(p: _Parser, tok: Token, what: str, v: Value, want: Type) -> None:
+    if v.type != want and not isinstance(v.type, AnyType):
+        raise p.lx.error(f"{what} must be {want}, not %{v.name} : {v.type}", tok)
 
 
 def parse_source_location(comment: str) -> SourceLocation | None:

@@ -68,7 +68,7 @@ def _clean(name: str | None) -> str | None:
     return name if name[0] != "." else "_" + name[1:]
 
 
-def print_graph(graph: Graph) -> str:
+def print_graph(graph: Graph, *, _nested: bool = False) -> str:
     """The canonical IR text of ``graph`` (ends with a newline)."""
     names = value_names(graph)
     lines = []
@@ -77,7 +77,22 @@ def print_graph(graph: Graph) -> str:
     _print_block_body(graph.block, names, 1, lines)
     outs = ", ".join("%" + _name(v, names) for v in graph.outputs)
     lines.append(f"{_INDENT}return ({outs})")
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    if _nested:
+        return text
+    # subgraphs (attrs holding a Graph, e.g. torch's prim::DifferentiableGraph_0) follow as
+    # ``with <kind> = graph(...)`` sections, flat, in order of first use
+    sections: dict[int, tuple[str, Graph]] = {}
+    todo = [graph]
+    while todo:
+        for n in todo.pop(0).all_nodes():
+            for v in n.attrs.values():
+                if isinstance(v, Graph) and id(v) not in sections:
+                    sections[id(v)] = (n.kind, v)
+                    todo.append(v)
+    for kind, sub in sections.values():
+        text += f"with {kind} = " + print_graph(sub, _nested=True)
+    return text
 
 
 def print_node(node: Node, names: dict[int, str] | None = None) -> str:
@@ -125,7 +140,7 @@ def _print_node(n: Node, names: dict[int, str], depth: int, lines: list[str]) ->
 def _attrs(n: Node) -> str:
     if not n.attrs:
         return ""
-    if n.kind == "prim::Constant":
+    if n.kind == "prim::Constant" and set(n.attrs) <= {"value", "param", "tensor"}:
         a = n.attrs
         if "param" in a:
             return f"[param={format_literal(a['param'])}]"
@@ -135,8 +150,9 @@ def _attrs(n: Node) -> str:
             return ""
         t = n.outputs[0].type if len(n.outputs) == 1 else None
         return f"[value={format_literal(a['value'], t)}]"
-    items = [f"{k}={format_literal(n.attrs[k])}" for k in sorted(n.attrs)]
-    return "[" + ", ".join(items) + "]"
+    items = [f"{k}={format_literal(n.attrs[k])}" for k in sorted(n.attrs)
+             if not isinstance(n.attrs[k], Graph)]  # subgraphs print as ``with`` sections
+    return "[" + ", ".join(items) + "]" if items else ""
 
 
 def format_literal(value: Any, t: Type | None = None) -> str:

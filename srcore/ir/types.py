@@ -125,6 +125,7 @@ ScalarTypeType = _simple("ScalarType")
 LayoutType = _simple("Layout")
 MemoryFormatType = _simple("MemoryFormat")
 GeneratorType = _simple("Generator")
+FunctionType = _simple("Function")  # a TorchScript function constant (prim::Constant[name="f"])
 NoneType.__name__ = NoneType.__qualname__ = "NoneType"
 
 
@@ -186,6 +187,7 @@ SCALAR_TYPE = ScalarTypeType()
 LAYOUT = LayoutType()
 MEMORY_FORMAT = MemoryFormatType()
 GENERATOR = GeneratorType()
+FUNCTION = FunctionType()
 TENSOR = TensorType()
 
 #: simple type names as they appear in IR text
@@ -193,7 +195,7 @@ SIMPLE_TYPES: dict[str, Type] = {
     "int": INT, "float": FLOAT, "bool": BOOL, "str": STR, "NoneType": NONE,
     "Device": DEVICE, "Scalar": NUMBER, "number": NUMBER, "Any": ANY,
     "ScalarType": SCALAR_TYPE, "Layout": LAYOUT, "MemoryFormat": MEMORY_FORMAT,
-    "Generator": GENERATOR, "Tensor": TENSOR,
+    "Generator": GENERATOR, "Tensor": TENSOR, "Function": FUNCTION,
 }
 
 

@@ -2,8 +2,10 @@
 
 For each public benchmark model: ``torch.jit.freeze(torch.jit.script(m))`` (traced if
 scripting fails), and write ``str(frozen.graph)`` to ``<model>.txt``. Also writes the
-graph after torch's ``inlined_graph`` of the unfrozen scripted module, and after
-running the graph with example inputs (``<model>.profiled.txt`` shows complete types).
+``<model>.traced.txt`` (traced then frozen) and, for a few small models, the unfrozen
+scripted module's ``inlined_graph`` (``.inlined.txt``: prim::GetAttr on class types,
+function constants) and the profiling executor's optimized graph after 3 runs
+(``.optimized.txt``: complete types, prim::RequiresGradCheck, ``with`` subgraphs).
 
 Run: .venv/bin/python tests/golden/ir/generate.py
 """
@@ -35,6 +37,15 @@ def main() -> None:
         traced = torch.jit.freeze(torch.jit.trace(model, inputs, check_trace=False).eval())
         (HERE / f"{name}.traced.txt").write_text(
             f"# traced, frozen, torch {torch.__version__}\n{traced.graph}")
+        if name in ("mlp_tiny", "control_flow", "transformer_block_explicit"):
+            scripted = torch.jit.script(model)
+            (HERE / f"{name}.inlined.txt").write_text(
+                f"# scripted, inlined_graph, torch {torch.__version__}\n{scripted.inlined_graph}")
+            for _ in range(3):
+                scripted(*inputs)
+            (HERE / f"{name}.optimized.txt").write_text(
+                f"# scripted, last_executed_optimized_graph, torch {torch.__version__}\n"
+                f"{torch.jit.last_executed_optimized_graph()}")
         print(name, how)
 
 
