@@ -259,6 +259,7 @@ def test_loading_never_imports_torch(tmp_path, good_file):
 
     p = _write(tmp_path, good_file[1], "m.srm")
     code = ("import sys, srcore; m = srcore.load(sys.argv[1], verify='full'); "
+            "import srcore.frontends.torchscript, srcore.frontends.torch_export, srcore.cli.convert; "
             "assert 'torch' not in sys.modules, 'torch imported'; print(len(m.params))")
     r = subprocess.run([sys.executable, "-c", code, str(p)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
