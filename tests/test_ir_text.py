@@ -359,3 +359,25 @@ def test_control_flow_types_are_checked():
         parse_graph(loop.replace("-> (%t, %z)", "-> (%i, %z)"))
     with pytest.raises(GraphParseError, match="prim::If condition must be bool"):
         parse_graph(ARTICLE.replace("prim::If(%7)", "prim::If(%6)"))
+
+
+def test_article_traced_resnet_excerpt():
+    """The seed article's traced ResNet graph (older torch: size:stride types, class types)."""
+    text = """graph(%self.1 : __torch__.torchvision.models.resnet.___torch_mangle_194.ResNet,
+      %input.1 : Float(1:150528, 3:50176, 224:224, 224:1, requires_grad=0, device=cpu)):
+  %1472 : __torch__.torch.nn.modules.linear.___torch_mangle_193.Linear = prim::GetAttr[name="fc"](%self.1)
+  %1469 : __torch__.torch.nn.modules.pooling.___torch_mangle_192.AdaptiveAvgPool2d = prim::GetAttr[name="avgpool"](%self.1)
+  %1556 : Tensor = prim::CallMethod[name="forward"](%1469, %input.1)
+  %1202 : int = prim::Constant[value=1]()
+  %1203 : int = prim::Constant[value=-1]()
+  %input : Float(1:512, 512:1, requires_grad=1, device=cpu) = aten::flatten(%1556, %1202, %1203)
+  %1557 : Tensor = prim::CallMethod[name="forward"](%1472, %input)
+  return (%1557)
+"""
+    g = parse_graph(text)
+    assert g.inputs[1].type == TensorType("float32", (1, 3, 224, 224))
+    assert g.inputs[0].type == ClassType("__torch__.torchvision.models.resnet.___torch_mangle_194.ResNet")
+    assert g.nodes[0].attrs == {"name": "fc"}
+    flat = [n for n in g.nodes if n.kind == "aten::flatten"][0]
+    assert flat.output.type == TensorType("float32", (1, 512))
+    assert "%input : Float(1, 512) = aten::flatten(%1556, %1202, %1203)" in roundtrip(text)

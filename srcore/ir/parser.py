@@ -457,6 +457,8 @@ class _Parser:
                 if int(tok.text) < 0:
                     raise self.lx.error("a dimension cannot be negative", tok)
                 dims.append(int(tok.text))
+                if self.accept(":"):  # old torch printed size:stride (Float(1:150528, ...))
+                    self.expect("INT", "a stride")
             elif tok.kind == "*":
                 dims.append(None)
             elif tok.kind == "IDENT" and tok.text == "SS" and self.peek().kind == "(":
