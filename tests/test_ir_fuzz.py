@@ -10,7 +10,7 @@ from srcore import GraphParseError
 from srcore.ir.builder import GraphBuilder
 from srcore.ir.parser import parse_graph
 from srcore.ir.printer import print_graph
-from srcore.ir.types import BOOL, FLOAT, INT, TensorType
+from srcore.ir.types import TensorType
 from srcore.ir.verify import verify
 
 SEEDS = [p.read_text() for p in sorted((Path(__file__).parent / "golden" / "ir").glob("*.txt"))

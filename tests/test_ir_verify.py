@@ -8,9 +8,9 @@ import pytest
 from srcore import VerificationError
 from srcore.errors import SrcoreError
 from srcore.ir.builder import GraphBuilder
-from srcore.ir.graph import Graph, SourceLocation
+from srcore.ir.graph import Graph
 from srcore.ir.parser import parse_graph
-from srcore.ir.types import BOOL, INT, TENSOR
+from srcore.ir.types import TENSOR
 from srcore.ir.verify import verify
 from srcore.ops.schema import FunctionSchema
 

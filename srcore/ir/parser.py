@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from ..errors import GraphParseError
 from .graph import Block, Graph, Node, SourceLocation, Value
 from .lexer import Lexer, Token
 from .verify import BLOCK_OWNERS
