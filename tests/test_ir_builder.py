@@ -144,3 +144,18 @@ def test_source_strings_with_colons():
         z = b.op("aten::relu", y)
     assert y.node.source == SourceLocation("C:/m.py", 7, None)
     assert z.node.source == SourceLocation("<stdin>")
+
+
+def test_lists_of_values_become_list_construct():
+    b = GraphBuilder()
+    x, y = b.input("x"), b.input("y")
+    cat = b.op("aten::cat", [x, y], 1)
+    lst = cat.node.inputs[0]
+    assert lst.node.kind == "prim::ListConstruct" and lst.node.inputs == [x, y]
+    assert lst.type == ListType(TENSOR)
+    t = b.value((x, 2))
+    assert t.node.kind == "prim::TupleConstruct" and t.node.inputs[1].constant_value() == 2
+    assert str(t.type) == "(Tensor, int)"
+    assert b.value([1, 2]).node.kind == "prim::Constant"  # plain Python lists stay constants
+    b.output(cat)
+    verify(b.graph)

@@ -21,7 +21,7 @@ import numpy as np
 
 from .constants import type_of_constant
 from .graph import Block, Graph, Node, SourceLocation, Value
-from .types import BOOL, INT, TENSOR, Type
+from .types import ANY, BOOL, INT, TENSOR, ListType, TupleType, Type
 
 __all__ = ["GraphBuilder", "BlockScope", "LoopScope"]
 
@@ -63,8 +63,18 @@ class GraphBuilder:
                             [name]).output
 
     def value(self, v: Any) -> Value:
-        """``v`` itself if it is a Value, else a new constant holding it."""
-        return v if isinstance(v, Value) else self.constant(v)
+        """``v`` itself if it is a Value; a list/tuple holding Values becomes
+        ``prim::ListConstruct``/``prim::TupleConstruct``; anything else a new constant."""
+        if isinstance(v, Value):
+            return v
+        if isinstance(v, (list, tuple)) and any(isinstance(e, Value) for e in v):
+            elems = [self.value(e) for e in v]
+            types = [e.type for e in elems]
+            if isinstance(v, tuple):
+                return self._append("prim::TupleConstruct", elems, [TupleType(types)], {}, None).output
+            t = ListType(types[0] if len(set(types)) == 1 else ANY)
+            return self._append("prim::ListConstruct", elems, [t], {}, None).output
+        return self.constant(v)
 
     # -- ops ------------------------------------------------------------------------
     def op(self, kind: str, *args: Any, outputs: int | None = None,
