@@ -146,3 +146,44 @@ def test_symbolic_view_keeps_batch_and_solves_minus_one():
     assert res.known[b] == "batch"
     assert w.type.shape == ("3*batch", 4)
     assert f.type.shape == ("3*batch", 4)
+
+
+def _subst(d, env):
+    if not isinstance(d, str):
+        return d
+    out = 1
+    for part in d.split("*"):
+        out *= int(part) if part.isdigit() else env[part]
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=3), st.integers(1, 5), st.data())
+def test_symbolic_dims_agree_with_concrete_ones(rest, batch, data):
+    """Propagating with a symbolic batch, then substituting it, gives the concrete propagation."""
+    n = math.prod(rest)
+    k = data.draw(st.sampled_from([d for d in range(1, n + 1) if n % d == 0]))
+    target = data.draw(st.sampled_from([[-1, k], [k, -1], [-1], [0, -1]]))
+    if target == [0, -1]:
+        target = ["b", -1]  # the batch size read back with aten::size
+    from srcore.ir import Graph
+    from srcore.ir.types import INT, TENSOR, ListType
+    from srcore.ops.shapes import propagate
+
+    def build(x_type):
+        g = Graph()
+        x = g.add_input(x_type, "x")
+        b = g.insert("aten::size", [x, g.insert_constant(0)], [INT]).output
+        elems = [b if t == "b" else g.insert_constant(t) for t in target]
+        lst = g.insert("prim::ListConstruct", elems, [ListType(INT)]).output
+        v = g.insert("aten::view", [x, lst], [TENSOR]).output
+        f = g.insert("aten::flatten", [x, g.insert_constant(0), g.insert_constant(-1)], [TENSOR]).output
+        s = g.insert("aten::sum", [v, g.insert_constant([-1]), g.insert_constant(True), g.insert_constant(None)],
+                     [TENSOR]).output
+        propagate(g)
+        return [v.type.shape, f.type.shape, s.type.shape]
+
+    symbolic = build(T("float32", "batch", *rest))
+    concrete = build(T("float32", batch, *rest))
+    assert [tuple(_subst(d, {"batch": batch}) for d in s) for s in symbolic] == concrete
+    assert all(d is not None for s in symbolic for d in s)
