@@ -70,7 +70,8 @@ def _visible(v: Value, writer: Node) -> bool:
         return True
     if v.node.owning_block is not writer.owning_block:
         return True  # defined outside: a loop's next iteration or the enclosing block sees it
-    return any(u.user is not writer and writer.is_before(u.user) for u in v.uses)
+    return any(u.user is not writer and u.user.owning_block is not None and writer.is_before(u.user)
+               for u in v.uses)
 
 
 def has_side_effects(node: Node) -> bool:
