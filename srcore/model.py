@@ -36,9 +36,10 @@ def _check_dim(inst, attr, shape) -> None:
 
 @attrs.frozen
 class InputSpec:
-    """One model input: its name, dtype (numpy name, or an IR type name such as ``int``
-    for a non-tensor input; ``None`` when unknown) and shape (``None`` = unknown rank;
-    each dim an ``int``, a symbolic ``str`` such as ``"batch"``, or ``None``)."""
+    """One tensor input of a model: its name, dtype (numpy name; ``None`` when unknown) and
+    shape (``None`` = unknown rank; each dim an ``int``, a symbolic ``str`` such as
+    ``"batch"``, or ``None``). Non-tensor inputs (``int n``) have no spec: the graph
+    input's IR type describes them."""
 
     name: str
     dtype: str | None = None
@@ -80,12 +81,13 @@ class Model:
                    metadata: Mapping[str, str] | None = None) -> "Model":
         """Wrap a graph whose tensor constants already carry their arrays.
 
-        Input specs default to the graph inputs' names and tensor types; output
+        Input specs default to the tensor graph inputs' names and types; output
         names to ``output`` (one output) or ``output0``, ``output1``, ...
         """
         params = collect_params(graph)
         if input_specs is None:
-            input_specs = tuple(_spec_from_value(v) for v in graph.inputs)
+            input_specs = tuple(InputSpec(v.name, v.type.dtype, v.type.shape)
+                                for v in graph.inputs if isinstance(v.type, TensorType))
         if output_names is None:
             output_names = default_output_names(len(graph.outputs))
         return cls(graph, params, input_specs, output_names, dict(metadata or {}))
@@ -100,9 +102,11 @@ class Model:
 
     def validate(self) -> None:
         """Check that specs, outputs and params agree with the graph (raises ``SrcoreError``)."""
-        if len(self.input_specs) != len(self.graph.inputs):
-            raise SrcoreError(f"model has {len(self.input_specs)} input specs but the graph has "
-                              f"{len(self.graph.inputs)} inputs")
+        tensor_inputs = [v.name for v in self.graph.inputs if isinstance(v.type, TensorType)]
+        spec_names = [s.name for s in self.input_specs]
+        if spec_names != tensor_inputs:
+            raise SrcoreError(f"model input specs {spec_names} do not match the graph's tensor inputs "
+                              f"{tensor_inputs} (one spec per tensor input, in order)")
         if len(self.output_names) != len(self.graph.outputs):
             raise SrcoreError(f"model has {len(self.output_names)} output names but the graph has "
                               f"{len(self.graph.outputs)} outputs")
@@ -123,13 +127,6 @@ class Model:
 
 def default_output_names(n: int) -> tuple[str, ...]:
     return ("output",) if n == 1 else tuple(f"output{i}" for i in range(n))
-
-
-def _spec_from_value(v) -> InputSpec:
-    t = v.type
-    if isinstance(t, TensorType):
-        return InputSpec(v.name, t.dtype, t.shape)
-    return InputSpec(v.name, str(t), None)
 
 
 def required_ops(graph: Graph) -> list[str]:

@@ -58,8 +58,11 @@ def test_validate_names_the_problem():
     with pytest.raises(srcore.SrcoreError, match="unknown parameter 'fc.weight'"):
         m.validate()
     m = Model.from_graph(g, input_specs=())
-    with pytest.raises(srcore.SrcoreError, match="0 input specs but the graph has 1"):
+    with pytest.raises(srcore.SrcoreError, match=r"input specs \[\] do not match the graph's tensor inputs \['x'\]"):
         m.validate()
+    g.add_input(srcore.ir.INT, "n")  # a non-tensor input needs no spec
+    Model.from_graph(g).validate()
+    assert [s.name for s in Model.from_graph(g).input_specs] == ["x"]
 
 
 def test_input_spec_json_round_trip_and_checks():

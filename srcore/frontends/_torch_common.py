@@ -136,7 +136,8 @@ def python_constant(value: Any, torch) -> tuple[Any, Type]:
 
 def input_specs(names: Sequence[str], example_inputs, graph_types: Sequence[Type],
                 dynamic_dims: Mapping[str, Mapping[int, str]] | None, torch) -> tuple[InputSpec, ...]:
-    """Specs from example inputs (dtype, shape) or else the graph's input types; apply symbolic dims."""
+    """Specs of the tensor inputs, from example inputs (dtype, shape) or else the graph's input
+    types; apply symbolic dims. Non-tensor inputs get no spec (their IR type says it all)."""
     dynamic_dims = dict(dynamic_dims or {})
     unknown = set(dynamic_dims) - set(names)
     if unknown:
@@ -144,12 +145,15 @@ def input_specs(names: Sequence[str], example_inputs, graph_types: Sequence[Type
     specs = []
     for i, name in enumerate(names):
         ex = example_inputs[i] if example_inputs is not None and i < len(example_inputs) else None
+        t = graph_types[i]
         if isinstance(ex, torch.Tensor):
             spec = InputSpec(name, np_dtype_name(ex.dtype), tuple(int(d) for d in ex.shape))
+        elif isinstance(t, TensorType):
+            spec = InputSpec(name, t.dtype, t.shape)
         else:
-            t = graph_types[i]
-            spec = (InputSpec(name, t.dtype, t.shape) if isinstance(t, TensorType)
-                    else InputSpec(name, str(t), None))
+            if name in dynamic_dims:
+                raise ConversionError(f"input {name!r} is a {t}, not a tensor: it has no dims")
+            continue
         if name in dynamic_dims:
             if spec.shape is None:
                 raise ConversionError(f"input {name!r}: cannot mark dims symbolic, its rank is unknown")

@@ -152,8 +152,8 @@ class _Converter:
             if kind == "USER_INPUT":
                 t = self.type_of(n.meta.get("val"))
                 env[n] = self.g.add_input(t, n.name)
-                specs.append(InputSpec(n.name, t.dtype, t.shape) if isinstance(t, TensorType)
-                             else InputSpec(n.name, str(t), None))
+                if isinstance(t, TensorType):  # non-tensor inputs need no spec: their IR type says it all
+                    specs.append(InputSpec(n.name, t.dtype, t.shape))
             elif kind in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR") and n.users:
                 env[n] = self.param(spec.target, n.name)
             elif n.users:

@@ -59,8 +59,10 @@ def from_torchscript(module_or_path, example_inputs=None, *,
     _flatten_tuple_return(graph)
     types = [v.type for v in graph.inputs]
     specs = tc.input_specs([v.name for v in graph.inputs], example_inputs, types, dynamic_dims, torch)
-    for v, s in zip(graph.inputs, specs):
-        if isinstance(v.type, TensorType) and s.dtype is not None:
+    by_name = {s.name: s for s in specs}
+    for v in graph.inputs:
+        s = by_name.get(v.name)
+        if s is not None and isinstance(v.type, TensorType) and s.dtype is not None:
             v.type = s.tensor_type()
     meta = {"producer": f"srcore.from_torchscript (torch {torch.__version__})", "source": source}
     return Model(graph, conv.params, specs, default_output_names(len(graph.outputs)), meta)
