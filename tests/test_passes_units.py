@@ -333,3 +333,18 @@ def test_folded_scalars_match_torchscript(ta, tb):
             assert out.node.kind == "prim::Constant", (expr, a, b, print_graph(g))
             got = out.node.attrs.get("value")
             assert got == pytest.approx(expected) and type(got) is type(expected), (expr, a, b)
+
+
+def test_fold_string_and_list_concatenation():
+    g = parse_graph("""
+graph():
+  %a : str = prim::Constant[value="ab"]()
+  %b : str = prim::Constant[value="cd"]()
+  %s : str = aten::add(%a, %b)
+  %one : int = prim::Constant[value=1]()
+  %l : int[] = prim::ListConstruct(%one)
+  %m : int[] = aten::add(%l, %l)
+  return (%s, %m)
+""")
+    assert fold_constants(g)
+    assert [o.node.attrs["value"] for o in g.outputs] == ["abcd", [1, 1]]

@@ -30,6 +30,13 @@ def _num(fn):
     return wrapped
 
 
+def _add(a, b):
+    """Numbers add; two strings or two lists concatenate (``aten::add.str``, ``aten::add.t``)."""
+    if isinstance(a, str) and isinstance(b, str) or isinstance(a, list) and isinstance(b, list):
+        return a + b
+    return _num(operator.add)(a, b)
+
+
 def _cmp(fn):
     def wrapped(a, b):
         if hasattr(a, "shape") or hasattr(b, "shape"):
@@ -100,7 +107,7 @@ def _ndim(t):
 
 
 SCALAR_OPS: dict[str, Callable[..., Any]] = {
-    "aten::add": _num(operator.add), "aten::sub": _num(operator.sub), "aten::mul": _num(operator.mul),
+    "aten::add": lambda a, b: _add(a, b), "aten::sub": _num(operator.sub), "aten::mul": _num(operator.mul),
     "aten::div": _num(_div), "aten::floordiv": _num(_floordiv), "aten::remainder": _num(operator.mod),
     "aten::pow": _num(operator.pow), "aten::neg": _num(operator.neg), "aten::abs": _num(abs),
     "prim::min": _num(min), "prim::max": _num(max), "aten::__round_to_zero_floordiv": _num(_floordiv),
