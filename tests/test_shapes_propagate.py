@@ -365,3 +365,20 @@ def test_golden_benchmark_graphs(name, variant):
         unknown = [repr(n) for n in g.all_nodes() for o in n.outputs
                    if isinstance(o.type, TensorType) and not o.type.is_static]
         assert unknown == []
+
+
+def test_scalar_overloads_compute_known_values():
+    g = srcore.parse_graph("""
+graph(%x : Tensor):
+  %f : float = prim::Constant[value=2.5]()
+  %l : int[] = prim::Constant[value=[3, 4, 5]]()
+  %four : int = prim::Constant[value=4]()
+  %c : int = aten::ceil(%f)
+  %s : int = aten::sum(%l)
+  %i : int = aten::index(%l, %four)
+  %n : float = aten::neg(%f)
+  return (%x)
+""")
+    res = propagate(g, [T("float32", 2)])
+    assert [res.known[value(g, k)] for k in "csin"] == [3, 12, 1, -2.5]
+    assert value(g, "s").type == INT

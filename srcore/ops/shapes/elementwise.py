@@ -7,6 +7,8 @@ division (integers -> float32), ternary ops (``where``, ``lerp``).
 """
 from __future__ import annotations
 
+import math
+
 from ...ir.types import BoolType, FloatType, IntType, NumberType, TensorType
 from . import symbolic as sym
 from .base import A, Ctx, UNKNOWN, rule, tt
@@ -110,10 +112,25 @@ UNARY_BOOL = "isnan isinf isfinite isneginf isposinf signbit logical_not".split(
       "aten::clamp_", "aten::masked_fill_", "aten::copy_", "aten::fill_", "aten::zero_")
 def unary_same(ctx: Ctx):
     """The output is the first argument's type (activations, in-place ops, dropout, clone)."""
-    if ctx.args and not ctx.is_tensor(0):
-        return [A(ctx.args[0].type, ctx.args[0].known, ctx.args[0].elems)]
+    if ctx.args and not ctx.is_tensor(0):  # ceil.int, abs.float, round.Scalar ...
+        return _scalar_unary(ctx)
     t = ctx.tensor(0)
     return [tt(t.dtype, t.shape)] * max(1, len(ctx.node.outputs))
+
+
+_SCALAR_UNARY = {"abs": abs, "neg": lambda x: -x, "ceil": math.ceil, "floor": math.floor, "round": round}
+
+
+def _scalar_unary(ctx: Ctx):
+    out = ctx.node.outputs[0].type if ctx.node.outputs else None
+    fn = _SCALAR_UNARY.get(ctx.op.split("::")[1].split(".")[0])
+    x = ctx.args[0].known
+    if fn is None or x is UNKNOWN or isinstance(x, (str, bool)) or not isinstance(x, (int, float)):
+        return [A(out)]
+    try:
+        return [A(out, fn(x))]
+    except (ArithmeticError, ValueError):
+        return [A(out)]
 
 
 @rule(*[f"aten::{n}" for n in UNARY_FLOAT])

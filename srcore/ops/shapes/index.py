@@ -41,6 +41,13 @@ def index_select(ctx: Ctx):
 def index(ctx: Ctx):
     """Advanced indexing ``x[i0, None, i2]``: index tensors broadcast; the result dims go where the
     (adjacent) indexed dims were, else to the front; bool masks take a data-dependent size."""
+    if ctx.args and not ctx.is_tensor(0):  # list.index(el) / str.index(sub)
+        from ...ir.types import INT
+        seq, el = ctx.args[0].known, ctx.args[1].known
+        try:
+            return [A(INT, seq.index(el))] if el is not UNKNOWN and isinstance(seq, (list, str)) else [A(INT)]
+        except (ValueError, TypeError):
+            return [A(INT)]
     x = ctx.tensor(0)
     lst = ctx.args[1]
     if x.shape is None or lst.elems is None:

@@ -49,7 +49,14 @@ def _sum_dtype(d, op):
 
 @rule("aten::sum", "aten::mean", "aten::prod", "aten::nansum", "aten::nanmean")
 def reduction(ctx: Ctx):
-    """``op(x, dtype)`` -> 0-d; ``op(x, dim, keepdim, dtype)`` (prod: one int dim)."""
+    """``op(x, dtype)`` -> 0-d; ``op(x, dim, keepdim, dtype)`` (prod: one int dim); sum of a list."""
+    if ctx.args and not ctx.is_tensor(0):  # sum.int(int[] self) -> int
+        a = ctx.args[0]
+        vals = [e.known for e in a.elems] if a.elems is not None else a.known
+        out = ctx.node.outputs[0].type if ctx.node.outputs else None
+        if isinstance(vals, (list, tuple)) and all(isinstance(v, (int, float)) for v in vals):
+            return [A(out, sum(vals))]
+        return [A(out)]
     x = ctx.tensor(0)
     op = ctx.op.split("::")[1].split(".")[0]
     full = len(ctx.args) <= 2 and not (len(ctx.args) == 2 and (isinstance(ctx.args[1].type, ListType)
