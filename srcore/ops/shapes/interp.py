@@ -289,6 +289,10 @@ def propagate(graph: Graph, input_types: list | None = None, *, strict: bool = F
     it = Interpreter(strict)
     if input_types is None:
         input_types = [v.type for v in graph.inputs]
+    n_missing = len(graph.inputs) - len(input_types)
+    if n_missing > 0 and all(type(v.type).__name__ == "ClassType" for v in graph.inputs[:n_missing]):
+        # a TorchScript module's ``self`` input: types may be given for the real inputs only
+        input_types = [v.type for v in graph.inputs[:n_missing]] + list(input_types)
     if len(input_types) != len(graph.inputs):
         raise ShapeError(f"propagate: {len(input_types)} input types for a graph with "
                          f"{len(graph.inputs)} inputs")
