@@ -45,8 +45,9 @@ def default_evaluator(node: Node, args: list) -> list:
     except NotImplementedError:
         pass
     except Exception as exc:  # e.g. ZeroDivisionError: leave the node to fail at run time
-        raise NotImplementedError(str(exc)) from exc
-    return kernel_evaluator(node, args)
+        if not any(_is_tensor(a) for a in args):
+            raise NotImplementedError(str(exc)) from exc
+    return kernel_evaluator(node, args)  # tensors: the kernels decide
 
 
 def kernel_evaluator(node: Node, args: list) -> list:

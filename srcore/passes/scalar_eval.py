@@ -30,8 +30,11 @@ def _num(fn):
     return wrapped
 
 
-def _add(a, b):
+def _add(*args):
     """Numbers add; two strings or two lists concatenate (``aten::add.str``, ``aten::add.t``)."""
+    if len(args) != 2:
+        raise NotImplementedError("aten::add with alpha is a tensor op")
+    a, b = args
     if isinstance(a, str) and isinstance(b, str) or isinstance(a, list) and isinstance(b, list):
         return a + b
     return _num(operator.add)(a, b)
@@ -107,7 +110,7 @@ def _ndim(t):
 
 
 SCALAR_OPS: dict[str, Callable[..., Any]] = {
-    "aten::add": lambda a, b: _add(a, b), "aten::sub": _num(operator.sub), "aten::mul": _num(operator.mul),
+    "aten::add": lambda *args: _add(*args), "aten::sub": _num(operator.sub), "aten::mul": _num(operator.mul),
     "aten::div": _num(_div), "aten::floordiv": _num(_floordiv), "aten::remainder": _num(operator.mod),
     "aten::pow": _num(operator.pow), "aten::neg": _num(operator.neg), "aten::abs": _num(abs),
     "prim::min": _num(min), "prim::max": _num(max), "aten::__round_to_zero_floordiv": _num(_floordiv),
