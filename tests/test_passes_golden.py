@@ -78,3 +78,22 @@ def test_golden(path: Path):
 def test_every_pass_has_golden_cases():
     have = {p.parent.name for p in CASES}
     assert have == set(PASSES), f"passes without golden cases: {sorted(set(PASSES) - have)}"
+
+
+# -- robustness: the pipeline runs (and verifies) on every golden torch graph of the IR tests -------
+TORCH_GRAPHS = sorted((Path(__file__).parent / "golden" / "ir").glob("*.txt"))
+
+
+@pytest.mark.parametrize("path", TORCH_GRAPHS, ids=[p.stem for p in TORCH_GRAPHS])
+def test_prepare_runs_on_torch_graphs(path: Path):
+    from srcore.errors import GraphParseError
+
+    try:
+        graph = parse_graph(path.read_text(), filename=str(path))
+    except GraphParseError as exc:  # the IR text tests own these files
+        pytest.skip(f"does not parse: {exc}")
+    text = print_graph(graph)
+    prepared = prepare_for_static_runtime(graph, verify=True)
+    assert print_graph(graph) == text
+    n = lambda g: sum(1 for x in g.all_nodes() if x.kind != "prim::Constant")  # noqa: E731
+    assert n(prepared) <= n(graph)

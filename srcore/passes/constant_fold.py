@@ -160,7 +160,7 @@ def _coerce(declared, value):
 
 
 def _is_tensor(x: Any) -> bool:
-    return hasattr(x, "shape") and hasattr(x, "dtype")
+    return isinstance(x, (np.ndarray, np.generic))
 
 
 def _small(x: Any, max_elements: int) -> bool:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..ir.graph import Block, Graph, Node
 from ._util import (has_side_effects, is_const, is_nondeterministic, mutated_inputs, mutated_values,
                     replace_with_values)
@@ -21,7 +23,7 @@ def _freeze(x: Any) -> Any:
         return (type(x).__name__, tuple(_freeze(e) for e in x))
     if isinstance(x, dict):
         return ("dict", tuple(sorted((k, _freeze(v)) for k, v in x.items())))
-    if hasattr(x, "shape") and hasattr(x, "dtype"):  # tensors: equal when same dtype, shape, bytes
+    if isinstance(x, np.ndarray):  # tensors: equal when same dtype, shape, bytes
         if x.size > 4096:
             return ("tensor-id", id(x))
         return ("tensor", str(x.dtype), tuple(x.shape), x.tobytes())
