@@ -56,12 +56,34 @@ def format_table(report: dict) -> str:
     return "\n".join(lines)
 
 
+def markdown_tables(report: dict, threads: int = 1) -> str:
+    """Markdown: best-round medians (models x runners) and srcore codegen/standard ÷ each runner."""
+    runners = [r for r in LABELS if any(c["runner"] == r and c["threads"] == threads and c["status"] == "ok"
+                                        for c in report["cells"])]
+    lat = ["| model | " + " | ".join(LABELS[r] for r in runners) + " |", "|---" * (len(runners) + 1) + "|"]
+    rat = list(lat)
+    for (model, t), cells in groups(report).items():
+        if t != threads:
+            continue
+        by = {c["runner"]: c for c in cells if c["status"] == "ok"}
+        base = base_of(cells)
+        lat.append(f"| {model} | " + " | ".join(fmt_us(by[r]["best_round_median_us"]) if r in by else "–"
+                                              for r in runners) + " |")
+        rat.append(f"| {model} | " + " | ".join(
+            f"{base / by[r]['best_round_median_us']:.2f}x" if r in by and base else "–" for r in runners) + " |")
+    return "\n".join(lat) + "\n\nsrcore (codegen, standard_resizing) ÷ runner (< 1: srcore faster):\n\n" + "\n".join(rat)
+
+
+TICKS = (0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100)
+
+
 def plot_latency(report: dict, path: Path, threads: int = 1) -> None:
     """Per model: horizontal bars of best-round median / srcore codegen-standard's, log scale."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
     data = [(m, cells) for (m, t), cells in groups(report).items() if t == threads and base_of(cells)]
     if not data:
@@ -79,6 +101,9 @@ def plot_latency(report: dict, path: Path, threads: int = 1) -> None:
         y = range(len(ok))
         ax.barh(list(y), vals, color=colors)
         ax.set_xscale("log")
+        ax.xaxis.set_major_locator(FixedLocator(TICKS))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+        ax.xaxis.set_minor_locator(NullLocator())
         ax.axvline(1.0, color="k", lw=0.8)
         ax.set_yticks(list(y), names, fontsize=8)
         ax.invert_yaxis()
@@ -87,7 +112,7 @@ def plot_latency(report: dict, path: Path, threads: int = 1) -> None:
         for i, (v, c) in enumerate(zip(vals, ok)):
             ax.text(v * 1.08, i, f"{v:.2f}x  {fmt_us(c['best_round_median_us'])}", va="center", fontsize=7.5)
         ax.set_title(f"{model}  (srcore codegen/standard = {fmt_us(base)})", fontsize=10)
-        ax.grid(axis="x", which="both", alpha=0.25)
+        ax.grid(axis="x", which="major", alpha=0.3)
     for ax in list(axes.flat)[len(data):]:
         ax.axis("off")
     fig.suptitle(f"Best-round median latency relative to srcore (codegen, standard_resizing), {threads} thread; "
@@ -96,3 +121,29 @@ def plot_latency(report: dict, path: Path, threads: int = 1) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def main(argv=None) -> int:
+    """``python -m benchmarks.report [RESULTS.json] [--chart PNG]``: table (and chart) of a saved run."""
+    import argparse
+    import json
+
+    root = Path(__file__).resolve().parent
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.report")
+    ap.add_argument("results", nargs="?", default=str(root / "results" / "latest.json"))
+    ap.add_argument("--chart", default=None, help="also draw the latency chart to this PNG")
+    ap.add_argument("--markdown", action="store_true", help="also print markdown tables")
+    args = ap.parse_args(argv)
+    report = json.loads(Path(args.results).read_text())
+    print(format_table(report))
+    if args.markdown:
+        for t in sorted({c["threads"] for c in report["cells"]}):
+            print(f"\n### {t} thread(s)\n")
+            print(markdown_tables(report, t))
+    if args.chart:
+        plot_latency(report, Path(args.chart))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
