@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 SRCORE_EXTRAS=test bash run.sh --install-only
-exec .venv/bin/python -m pytest -q -x "$@"
+exec .venv/bin/python -m pytest -q "$@"

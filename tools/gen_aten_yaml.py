@@ -38,6 +38,15 @@ remainder format append item tensor floor_divide fill_ sort einsum masked_select
 bitwise_and bitwise_or isnan isinf nan_to_num lerp addcmul
 add_ sub_ mul_ div_ clamp_ hardtanh_ relu6_ gelu_ silu_ sigmoid_ tanh_ hardswish_ hardsigmoid_
 leaky_relu_ elu_ mish_ masked_fill_ neg_ exp_ sqrt_ abs_ floor_ ceil_
+_log_softmax _native_batch_norm_legit_no_training _set_item addcmul_ bitwise_and_ bitwise_not_
+bitwise_or_ bitwise_xor clamp_max_ clamp_min_ clear cos cos_ eq_ erf_ expm1 expm1_ extend
+feature_alpha_dropout flip floor_divide_ ge_ gt_ index_put index_put_ insert le_ lerp_ list log10
+log10_ log1p log1p_ log2 log2_ log_ log_sigmoid logical_and_ logical_not_ logical_or_ logical_xor
+logical_xor_ logsumexp lt_ max_pool1d_with_indices max_pool2d_with_indices movedim nan_to_num_
+native_batch_norm ne_ pop pow_ reciprocal_ remainder_ reshape_as reverse roll round_ rsqrt_ scatter_
+sign_ sin sin_ square square_ threshold threshold_ tril_ triu_ trunc trunc_ view_as zero_
+upsample_nearest1d upsample_nearest3d upsample_linear1d upsample_trilinear3d __contains__ warn
+sym_size sym_numel
 new_zeros new_ones new_full new_empty
 """.split()
 

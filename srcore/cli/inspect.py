@@ -29,6 +29,13 @@ class Section:
 SECTIONS: list[Section] = [
     Section("--graph", "the graph before and after the pass pipeline, with a per-pass summary of "
             "nodes removed/added", "srcore.cli.inspect:render_graph"),
+    Section("--memory-plan", "per block: managed tensors, arena bytes, no-reuse sum and liveness lower "
+            "bound (inputs from -i, else random; --picture FILE.svg|png draws it)",
+            "srcore.cli.inspect_runtime:render_memory_plan"),
+    Section("--codegen", "the generated Python source of every block (codegen executor)",
+            "srcore.cli.inspect_runtime:render_codegen"),
+    Section("--dispatch", "the kernel static dispatch chose for every node (op, kind, backend, plugin)",
+            "srcore.cli.inspect_runtime:render_dispatch"),
 ]
 
 
@@ -93,6 +100,10 @@ def configure_parser(parser) -> None:
     add_model_arguments(parser)
     for s in SECTIONS:
         parser.add_argument(s.flag, action="store_true", dest=_dest(s), help=s.help)
+    parser.add_argument("-i", "--input", action="append", metavar="NAME=FILE.npy", dest="inputs",
+                        help="inputs for --memory-plan (others random; symbolic dims are 1)")
+    parser.add_argument("--picture", metavar="FILE", help="with --memory-plan: write lifetimes against "
+                        "offsets of the largest block as SVG or PNG (by extension)")
 
 
 def run(args) -> int:

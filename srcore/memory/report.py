@@ -94,6 +94,9 @@ def render_png(requests: Sequence[TensorRequest], plan: Plan, path: str, *, titl
             continue
         ax.add_patch(Rectangle((r.lifetime.start, off), r.lifetime.end + 1 - r.lifetime.start, align(r.nbytes),
                                facecolor=_PALETTE[i % len(_PALETTE)], edgecolor="black", linewidth=0.5, alpha=0.85))
+        if len(requests) <= 60:
+            ax.text((r.lifetime.start + r.lifetime.end + 1) / 2, off + align(r.nbytes) / 2,
+                    str((labels or {}).get(r.key, f"%{r.key}")), ha="center", va="center", fontsize=8)
     lb = lower_bound(requests)
     ax.axhline(lb, color="red", linestyle="--", label=f"lower bound {lb:,} B")
     ax.set_xlim(0, max((r.lifetime.end + 1 for r in requests), default=1))

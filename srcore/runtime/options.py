@@ -34,7 +34,8 @@ class Options:
         Put the graph's outputs produced by out variants into one separate arena per run,
         freed when the last returned array dies.
     enable_out_variant
-        ``False`` ignores out-variant kernels (natives and fallbacks only), to compare.
+        ``False`` plans no memory: out-variant kernels are called with ``out=None`` and
+        allocate their results like natives do (to compare with and without planning).
     executor
         ``"codegen"`` (default): one generated straight-line Python function per block.
         ``"interpreter"``: the reference loop over processed nodes.

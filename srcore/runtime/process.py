@@ -59,8 +59,9 @@ def free_slots(block, slot_of: dict[int, int]) -> tuple[int, ...]:
 class GraphProcessor:
     """Builds block infos from a graph whose nodes have schemas, types and resolved kernels."""
 
-    def __init__(self, graph, resolved: dict[Any, Any]):
+    def __init__(self, graph, resolved: dict[Any, Any], plan_memory: bool = True):
         self.graph = graph
+        self.plan_memory = plan_memory
         self.resolved = resolved
         self.values: list[Any] = list(enumerate_values(graph))
         self.slot_of: dict[int, int] = {id(v): i for i, v in enumerate(self.values)}
@@ -108,7 +109,8 @@ class GraphProcessor:
             reads.extend(s for s in free_slots(b, self.slot_of) if s not in self.constants)
         tensorish = [self.slot(o) for o in n.outputs if contains_tensor(o.type)]
         if fn is not None and fn.kind == "out":
-            return NodeFacts(position, tuple(reads), tuple(tensorish), ())
+            # out variants make fresh tensors; without planning they allocate like natives
+            return NodeFacts(position, tuple(reads), tuple(tensorish) if self.plan_memory else (), ())
         return NodeFacts(position, tuple(reads), (), tuple(tensorish))
 
     # -- functions ------------------------------------------------------------------------

@@ -79,9 +79,8 @@ class StaticModule:
         self.graph = graph
         from ..dispatch import resolve_graph
 
-        kinds = None if options.enable_out_variant else ("native", "fallback")
-        resolved = resolve_graph(graph, pm.kernel_table, options.backends, **({"kinds": kinds} if kinds else {}))
-        proc = GraphProcessor(graph, resolved)
+        resolved = resolve_graph(graph, pm.kernel_table, options.backends)
+        proc = GraphProcessor(graph, resolved, plan_memory=options.enable_out_variant)
         self.top: BlockInfo = proc.run()
         self.blocks: tuple[BlockInfo, ...] = tuple(proc.blocks)
         self.values = proc.values

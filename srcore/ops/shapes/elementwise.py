@@ -11,7 +11,7 @@ import math
 
 from ...ir.types import BoolType, FloatType, IntType, NumberType, TensorType
 from . import symbolic as sym
-from .base import A, Ctx, UNKNOWN, rule, tt
+from .base import alias, A, Ctx, UNKNOWN, rule, tt
 from .dtypes import DEFAULT_FLOAT, is_integral, result_type
 
 
@@ -249,3 +249,8 @@ def type_as(ctx: Ctx):
     return [tt(ctx.tensor(1).dtype, ctx.tensor(0).shape)]
 
 
+
+
+# same-shape ops declared later than the tables above
+alias("aten::relu", "aten::feature_alpha_dropout", "aten::log_sigmoid", "aten::logical_not_", "aten::square_",
+      "aten::tril_", "aten::triu_")

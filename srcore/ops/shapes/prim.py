@@ -198,3 +198,11 @@ def _scalar_tensor_constant(body: str, declared) -> TensorType:
         return TensorType("int64", ())
     except ValueError:
         return TensorType("float64", ())
+
+
+@rule("aten::_set_item", "aten::clear", "aten::extend", "aten::insert", "aten::pop", "aten::reverse")
+def list_mutation(ctx: Ctx):
+    """The list (or dict) is mutated in place: forget what was known of it; outputs as declared."""
+    target = ctx.args[0]
+    target.known, target.elems = UNKNOWN, None
+    return [A(o.type) for o in ctx.node.outputs]

@@ -12,7 +12,7 @@ import operator
 from ...ir.types import (BOOL, FLOAT, INT, STR, BoolType, FloatType, IntType, ListType, NumberType,
                          TensorType)
 from . import symbolic as sym
-from .base import A, Ctx, UNKNOWN, int_value, rule, scalar_type_of
+from .base import alias, A, Ctx, UNKNOWN, int_value, rule, scalar_type_of
 
 _CMP = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
         "ge": operator.ge, "greater": operator.gt, "less": operator.lt, "greater_equal": operator.ge,
@@ -312,3 +312,6 @@ def prim_shape(ctx: Ctx):
 def declared_outputs(ctx: Ctx):
     """Opaque ops: their outputs keep their declared types."""
     return [o.type for o in ctx.node.outputs]
+
+
+alias("aten::numel", "aten::sym_numel")

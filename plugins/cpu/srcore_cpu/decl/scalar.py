@@ -23,6 +23,7 @@ _OPS = (
     + [(_ov(n, o), n) for n in ("eq", "ne") for o in ("bool", "str", "int_list", "float_list", "bool_list",
                                                       "device")]
     + [(_ov(n, "str"), n) for n in ("lt", "le", "gt", "ge")]
+    + [("aten::add.str", "add")]
     + [("aten::div.int", "div"), ("aten::div.float", "div"), ("aten::div", "div")]
     + [(_ov("pow", o), "pow") for o in ("int", "float", "int_float", "float_int", "Scalar_Scalar")]
     + [("aten::pow.int_to_int", "pow_int")]

@@ -1,0 +1,270 @@
+"""StaticModule / StaticRuntime end to end, with every executor and planner."""
+from __future__ import annotations
+
+import gc
+import threading
+
+import numpy as np
+import pytest
+
+import srcore
+from srcore.ir.parser import parse_graph
+from srcore.model import InputSpec, Model
+
+COMBOS = [(e, p) for e in ("codegen", "interpreter") for p in ("standard_resizing", "precomputed_offsets")]
+
+
+@pytest.fixture(params=COMBOS, ids=[f"{e}-{p}" for e, p in COMBOS])
+def options(request):
+    executor, planner = request.param
+    return srcore.Options(executor=executor, memory_planner_algorithm=planner)
+
+
+CHAIN = """graph(%x : Float(batch, 64)):
+  %one : int = prim::Constant[value=1]()
+  %half : float = prim::Constant[value=0.5]()
+  %a : Tensor = aten::add(%x, %x, %one)
+  %b : Tensor = aten::mul(%a, %half)
+  %c : Tensor = aten::sigmoid(%b)
+  %d : Tensor = aten::mul(%c, %x)
+  %e : Tensor = aten::tanh(%d)
+  %f : Tensor = aten::relu(%e)
+  %g : Tensor = aten::sub(%f, %a, %one)
+  return (%g)
+"""
+
+
+def chain_ref(x):
+    a = x + x
+    c = 1 / (1 + np.exp(-a * 0.5))
+    return np.maximum(np.tanh(c * x), 0) - a
+
+
+def chain_module(options, **kw):
+    return srcore.StaticModule(Model.from_graph(parse_graph(CHAIN)), options=options, **kw)
+
+
+def test_chain_matches_numpy_and_reuses_memory(options):
+    sm = chain_module(options)
+    rng = np.random.default_rng(0)
+    for batch in (1, 4, 2, 4, 8, 1):   # growth, shrink, re-use
+        x = rng.standard_normal((batch, 64)).astype(np.float32)
+        y = sm(x)
+        np.testing.assert_allclose(y, chain_ref(x), rtol=1e-5, atol=1e-6)
+        assert y.dtype == np.float32 and y.shape == (batch, 64)
+    rt = sm.runtime()
+    assert 0 < rt.arena_bytes
+    # 6 intermediates (a..f) are managed; a lives until the end, so at most 3 are live at once
+    rows = sm.memory_report(np.zeros((8, 64), np.float32))
+    top = rows[0]
+    assert top["managed_tensors"] == 6
+    assert top["lower_bound_bytes"] == 3 * 8 * 64 * 4
+    assert top["arena_bytes"] <= top["no_reuse_bytes"]
+
+
+def test_output_never_aliases_the_arena(options):
+    sm = chain_module(options)
+    x = np.ones((2, 64), np.float32)
+    y1 = sm(x).copy()
+    y_kept = sm(x)
+    sm(np.full((2, 64), 3.0, np.float32))      # a later run must not overwrite a returned array
+    np.testing.assert_array_equal(y_kept, y1)
+
+
+def test_managed_output_tensors_outlive_the_run():
+    sm = chain_module(srcore.Options(manage_output_tensors=True))
+    x = np.ones((2, 64), np.float32)
+    y = sm(x)
+    base = y.base
+    assert base is not None                   # a view into the output arena
+    y2 = sm(np.zeros((2, 64), np.float32))
+    np.testing.assert_allclose(y, chain_ref(x), rtol=1e-6)
+    assert not np.shares_memory(y, y2)
+
+
+def test_out_variants_off_gives_same_result():
+    x = np.random.default_rng(1).standard_normal((3, 64)).astype(np.float32)
+    ref = chain_module(srcore.Options())(x)
+    sm = chain_module(srcore.Options(enable_out_variant=False))
+    np.testing.assert_allclose(sm(x), ref, rtol=1e-6)
+    assert sm.runtime().arena_bytes == 0
+    assert all(not b.managed for b in sm.blocks)
+
+
+LOOP = """graph(%x : Float(1, n)):
+  %true : bool = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %itwo : int = prim::Constant[value=2]()
+  %two : float = prim::Constant[value=2.]()
+  %half : float = prim::Constant[value=0.5]()
+  %n : int = aten::size(%x, %one)
+  %trips : int = aten::floordiv(%n, %itwo)
+  %y : Tensor = prim::Loop(%trips, %true, %x)
+    block0(%i : int, %c : Tensor):
+      %s : Tensor = aten::sum(%c, %none)
+      %pos : Tensor = aten::gt(%s, %zero)
+      %cond : bool = aten::Bool(%pos)
+      %r : Tensor = prim::If(%cond)
+        block0():
+          %t0 : Tensor = aten::mul(%c, %two)
+          %t1 : Tensor = aten::tanh(%t0)
+          -> (%t1)
+        block1():
+          %e0 : Tensor = aten::sigmoid(%c)
+          %e1 : Tensor = aten::sub(%e0, %half, %one)
+          -> (%e1)
+      -> (%true, %r)
+  return (%y)
+"""
+
+
+def loop_ref(x):
+    for _ in range(x.shape[1] // 2):
+        x = np.tanh(x * 2) if x.sum() > 0 else 1 / (1 + np.exp(-x)) - 0.5
+    return x
+
+
+def test_loop_with_data_dependent_if(options):
+    g = parse_graph(LOOP)
+    sm = srcore.StaticModule(Model.from_graph(g), options=options)
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        x = rng.standard_normal((1, 16)).astype(np.float32)
+        np.testing.assert_allclose(sm(x), loop_ref(x), rtol=1e-5, atol=1e-6)
+    assert len(sm.blocks) == 4   # graph, loop body, then, else
+
+
+def test_input_errors_name_the_input():
+    sm = chain_module(srcore.Options())
+    with pytest.raises(srcore.SrcoreInputError, match="input 'x': expected dtype float32, got float64"):
+        sm(np.zeros((1, 64)))
+    with pytest.raises(srcore.SrcoreInputError, match="input 'x': expected rank 2"):
+        sm(np.zeros((64,), np.float32))
+    with pytest.raises(srcore.SrcoreInputError, match="dimension 1 must be 64"):
+        sm(np.zeros((1, 63), np.float32))
+    with pytest.raises(srcore.SrcoreInputError, match="takes 1 input"):
+        sm(np.zeros((1, 64), np.float32), np.zeros((1, 64), np.float32))
+    with pytest.raises(srcore.SrcoreInputError, match="missing input"):
+        sm()
+    with pytest.raises(srcore.SrcoreInputError, match="unknown input 'y'"):
+        sm(y=np.zeros((1, 64), np.float32))
+    assert sm(x=np.zeros((1, 64), np.float32)).shape == (1, 64)   # by keyword
+
+
+def test_symbolic_dims_must_agree():
+    g = parse_graph("""graph(%a : Float(n, 4), %b : Float(n, 4)):
+  %one : int = prim::Constant[value=1]()
+  %c : Tensor = aten::add(%a, %b, %one)
+  return (%c)
+""")
+    sm = srcore.StaticModule(Model.from_graph(g))
+    assert sm(np.ones((3, 4), np.float32), np.ones((3, 4), np.float32)).shape == (3, 4)
+    with pytest.raises(srcore.SrcoreInputError, match="symbolic dim 'n'"):
+        sm(np.ones((3, 4), np.float32), np.ones((2, 4), np.float32))
+
+
+def test_kernel_failure_names_the_node(options):
+    g = parse_graph("""graph(%a : Float(*, *), %b : Float(*, *)):
+  %c : Tensor = aten::matmul(%a, %b) # model.py:7:3
+  return (%c)
+""")
+    sm = srcore.StaticModule(Model.from_graph(g), options=srcore.Options(executor=options.executor,
+                                                                          check_inputs=False))
+    with pytest.raises((srcore.KernelError, srcore.SrcoreInputError)) as info:
+        sm(np.ones((2, 3), np.float32), np.ones((4, 5), np.float32))
+    assert "aten::matmul" in str(info.value)
+
+
+def test_precomputed_offsets_without_replan_raises():
+    sm = chain_module(srcore.Options(memory_planner_algorithm="precomputed_offsets", replan_on_growth=False))
+    sm(np.ones((2, 64), np.float32))
+    sm(np.ones((1, 64), np.float32))      # smaller: fits the plan
+    with pytest.raises(srcore.MemoryPlanError, match="precomputed offsets never resize"):
+        sm(np.ones((4, 64), np.float32))
+
+
+def test_standard_resizing_grows_after_a_dynamic_run():
+    sm = chain_module(srcore.Options())
+    rt = sm.runtime()
+    rt(np.ones((1, 64), np.float32))
+    small = rt.arena_bytes
+    x = np.random.default_rng(0).standard_normal((8, 64)).astype(np.float32)
+    np.testing.assert_allclose(rt(x), chain_ref(x), rtol=1e-5, atol=1e-6)   # outgrows: dynamic allocations
+    assert rt.arenas[0].dynamic_allocations > 0
+    np.testing.assert_allclose(rt(x), chain_ref(x), rtol=1e-5, atol=1e-6)   # next run: grown slab
+    assert rt.arena_bytes > small
+
+
+def test_runtime_pool_threads_match_single_thread_and_memory_is_stable():
+    sm = chain_module(srcore.Options())
+    pool = srcore.RuntimePool(sm, size=4)
+    rng = np.random.default_rng(7)
+    xs = [rng.standard_normal((2, 64)).astype(np.float32) for _ in range(8)]
+    expected = [sm.runtime().clone()(x).copy() for x in xs]
+    errors = []
+
+    def work(t):
+        try:
+            for i in range(2000):
+                k = (t + i) % len(xs)
+                if not np.array_equal(pool.run(xs[k]), expected[k]):
+                    errors.append((t, i))
+        except Exception as exc:  # surfaced below
+            errors.append(exc)
+
+    def rss():
+        with open("/proc/self/status") as f:
+            return next(int(l.split()[1]) for l in f if l.startswith("VmRSS"))
+
+    work(0)
+    gc.collect()
+    before = rss()
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    gc.collect()
+    assert not errors
+    assert pool.runtimes_created <= 4
+    assert rss() - before < 20_000   # KiB: no growth with the number of calls
+
+
+def test_codegen_source_is_straight_line():
+    sm = chain_module(srcore.Options())
+    src = sm._codegen.source
+    assert "for " not in src and "while " not in src and "[" not in src.split("\n", 1)[1]
+    assert src.count("\n    v") == 7
+
+
+def test_run_async_and_launcher():
+    sm = chain_module(srcore.Options())
+    rt = sm.runtime()
+    x = np.ones((1, 64), np.float32)
+    assert np.allclose(rt.run_async(x).result(), chain_ref(x))
+    launched = []
+
+    def launcher(task):
+        launched.append(task)
+        task()
+
+    fut = rt.run_async(x, launcher=launcher)
+    assert launched and np.allclose(fut.result(), chain_ref(x))
+
+
+def test_benchmark_individual_ops():
+    sm = chain_module(srcore.Options())
+    m = sm.benchmark_individual_ops([np.ones((2, 64), np.float32)], warmup=2, runs=5)
+    assert len(m.nodes) == 7 and m.kind_counts.get("out", 0) >= 6
+    assert abs(sum(r[2] for r in m.per_op) - 100.0) < 1e-6
+    assert "aten::sigmoid" in m.format()
+
+
+def test_graph_with_input_specs_from_model():
+    g = parse_graph(CHAIN)
+    model = Model(g, {}, (InputSpec("x", "float32", ("batch", 64)),))
+    sm = srcore.StaticModule(model)
+    assert sm.input_names == ("x",)
+    assert sm(np.zeros((5, 64), np.float32)).shape == (5, 64)
