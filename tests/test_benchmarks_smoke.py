@@ -116,3 +116,31 @@ def test_smoke_run_end_to_end(tmp_path):
     assert "srcore codegen/standard" in p.stdout and "1.00x" in p.stdout
     # the children ran without the OpenBLAS overrides the environment may set
     assert all(d.get("internal_api") for d in cells["numpy_out"]["blas"])
+
+
+def test_plan_two_threads_only_for_compute_bound_models():
+    from benchmarks.run import RUNNERS_2T, plan_cells
+
+    cells = plan_cells(["mlp_tiny", "mlp_wide"], ["eager", "onnx_reference", "srcore_codegen_standard"], [1, 2])
+    assert ("mlp_tiny", "eager", 2) not in cells and ("mlp_tiny", "eager", 1) in cells
+    assert ("mlp_wide", "eager", 2) in cells and ("mlp_wide", "onnx_reference", 2) not in cells
+    assert all(r in RUNNERS_2T for m, r, t in cells if t == 2)
+    assert len(cells) == 3 + 3 + 2
+
+
+def test_merge_keeps_the_least_disturbed_pass_of_each_cell():
+    from benchmarks.run import merge_reports
+
+    def cell(model, us, status="ok"):
+        c = {"model": model, "runner": "eager", "threads": 1, "status": status}
+        return {**c, "best_round_median_us": us} if status == "ok" else c
+
+    old = {"command": "a", "prepare": {}, "wall_s": 1, "date": "d0",
+           "cells": [cell("mlp_tiny", 10.0), cell("mlp_wide", 100.0), cell("control_flow", 0, "error")]}
+    new = {"command": "b", "prepare": {}, "wall_s": 2, "date": "d1",
+           "cells": [cell("mlp_tiny", 12.0), cell("mlp_wide", 80.0), cell("control_flow", 50.0)]}
+    got = {c["model"]: c for c in merge_reports(old, new)["cells"]}
+    assert got["mlp_tiny"]["best_round_median_us"] == 10.0
+    assert got["mlp_tiny"]["passes_best_round_us"] == [10.0, 12.0]
+    assert got["mlp_wide"]["best_round_median_us"] == 80.0
+    assert got["control_flow"]["status"] == "ok"  # a pass that worked beats one that failed
