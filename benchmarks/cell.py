@@ -112,6 +112,10 @@ def load_runner(model: str, runner: str, threads: int, art: Path, x, extra: dict
         _require(art / "model.srm")
         m = srcore.load(str(art / "model.srm"))
         if runner == "trt_like":
+            builders = srcore.get_plugin_manager().registry.engine_builders
+            names = set(builders) if isinstance(builders, dict) else {getattr(b, "backend", b) for b in builders}
+            if "trt_like" not in names:
+                raise Skip("no engine builder for backend trt_like (plugin srcore-trt-like not installed?)")
             opts, backends = srcore.Options(), ("trt_like", "cpu")
         else:
             ex, pl = SRCORE_RUNNERS[runner]
