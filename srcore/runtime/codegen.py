@@ -110,7 +110,8 @@ def generate(module) -> Generated:
 def block_params(module, info: BlockInfo) -> tuple[int, ...]:
     if info is module.top:
         return info.inputs
-    return info.inputs + free_slots(info.block, _slot_map(module))
+    # constants are globals of the generated code: only values computed at run time are passed
+    return info.inputs + tuple(s for s in free_slots(info.block, _slot_map(module)) if s not in module.constants)
 
 
 def _slot_map(module) -> dict[int, int]:

@@ -56,9 +56,17 @@ class StaticRuntime:
         self._has_outputs_arena = bool(gen.output_slots) if gen is not None else module.options.manage_output_tensors
         self._output_slots = gen.output_slots if gen is not None else self._runner.output_slots
 
+        self._fast = _make_fast_call(self)
+
     # -- public API ---------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         """Run the model: numpy arrays in, an array (or a tuple of them) out."""
+        return self._fast(*args, **kwargs)
+
+    run = __call__
+
+    def _call_slow(self, args, kwargs):
+        """Bind, convert, key, and (for a new signature) check and plan; then run."""
         if kwargs or len(args) != self._n_inputs:
             args = tuple(bind(self.module.input_names, args, kwargs))
         key = []
@@ -66,7 +74,7 @@ class StaticRuntime:
             if is_tensor:
                 if type(v) is not np.ndarray:
                     args = tuple(as_arrays(list(args), self.module.input_specs))
-                    return self(*args)
+                    return self._call_slow(args, {})
                 key.append((v.shape, v.dtype.num))
             else:
                 key.append(v if isinstance(v, (int, float, bool, type(None))) else repr(v))
@@ -82,8 +90,6 @@ class StaticRuntime:
         except Exception as exc:
             raise self._kernel_error(exc) from exc
         return out[0] if self._single else out
-
-    run = __call__
 
     def clone(self) -> "StaticRuntime":
         """A new runtime of the same module (for another thread)."""
@@ -167,6 +173,16 @@ class StaticRuntime:
         self._out_layouts = [info.outputs.get(s) for s in self._output_slots]
         # a pending slot growth (standard resizing) takes effect on the next run
         self._key = None if pending else key
+        defaults = {}
+        for i, (v, is_tensor) in enumerate(zip(values, self._tensor_inputs)):
+            if self._key is None:
+                defaults[f"_s{i}"], defaults[f"_d{i}"] = _NEVER, _NEVER
+            elif is_tensor:
+                defaults[f"_s{i}"], defaults[f"_d{i}"] = v.shape, v.dtype
+            else:
+                defaults[f"_s{i}"], defaults[f"_d{i}"] = v, type(v)
+        if defaults:
+            self._fast.__kwdefaults__ = defaults
 
     def _new_outputs(self) -> tuple:
         """Views for the managed output tensors of this run, in one fresh slab."""
@@ -210,6 +226,56 @@ class StaticRuntime:
                 found = b.line_nodes.get(tb.tb_lineno, found)
             tb = tb.tb_next
         return found
+
+
+class _Never:
+    """Equal to nothing: a signature default that sends every call down the slow path."""
+
+    def __eq__(self, other):
+        return False
+
+    def __ne__(self, other):
+        return True
+
+    __hash__ = object.__hash__
+
+
+_NEVER = _Never()
+
+
+def _make_fast_call(rt: "StaticRuntime"):
+    """A generated entry point: checks the signature of the last run inline, then calls the top block.
+
+    Anything unusual (keywords, another count, a new signature, non-array tensors) goes to
+    ``rt._call_slow``, which prepares the new signature and re-arms these checks.
+    """
+    n = rt._n_inputs
+    names = [f"a{i}" for i in range(n)]
+    checks = []
+    for i, is_tensor in enumerate(rt._tensor_inputs):
+        if is_tensor:
+            checks.append(f"type(a{i}) is not _nd or a{i}.shape != _s{i} or a{i}.dtype is not _d{i}")
+        else:
+            checks.append(f"type(a{i}) is not _d{i} or a{i} != _s{i}")
+    kw = "".join(f", _s{i}=_NEVER, _d{i}=_NEVER" for i in range(n))
+    call_args = ", ".join(names + (["_outs()"] if rt._has_outputs_arena else []))
+    lines = [f"def fast(*args{kw}, **kwargs):",
+             f"    if kwargs or len(args) != {n}:",
+             "        return _slow(args, kwargs)"]
+    if n:
+        lines.append(f"    {', '.join(names)}, = args")
+        lines += [f"    if {' or '.join(checks)}:", "        return _slow(args, kwargs)"]
+    lines += ["    try:",
+              f"        out = _top({call_args})",
+              "    except _SrcoreError:",
+              "        raise",
+              "    except Exception as exc:",
+              "        raise _wrap(exc) from exc",
+              f"    return {'out[0]' if rt._single else 'out'}"]
+    env = {"_nd": np.ndarray, "_slow": rt._call_slow, "_top": rt._top, "_outs": rt._new_outputs,
+           "_SrcoreError": SrcoreError, "_wrap": rt._kernel_error, "_NEVER": _NEVER}
+    exec(compile("\n".join(lines) + "\n", "<srcore-entry>", "exec"), env)
+    return env["fast"]
 
 
 def _nbytes(layout) -> int:
