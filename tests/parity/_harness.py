@@ -1,0 +1,86 @@
+"""Shared helpers of the parity tests: convert, round-trip through .srm, run, compare with torch."""
+from __future__ import annotations
+
+import os
+import tempfile
+
+import numpy as np
+import torch
+
+import srcore
+
+EXECUTORS = ("codegen", "interpreter")
+PLANNERS = ("standard_resizing", "precomputed_offsets")
+COMBOS = [(e, p) for e in EXECUTORS for p in PLANNERS]
+RTOL = 1e-4
+
+
+def round_trip(model: srcore.Model) -> srcore.Model:
+    """Save ``model`` to a .srm file and load it back (the tests run the loaded copy)."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "m.srm")
+        srcore.save(model, path)
+        return srcore.load(path)
+
+
+def torch_outputs(module, inputs) -> list[np.ndarray]:
+    with torch.no_grad():
+        out = module(*inputs)
+    return flatten(out)
+
+
+def flatten(out) -> list:
+    if isinstance(out, (tuple, list)):
+        return [y for o in out for y in flatten(o)]
+    if isinstance(out, dict):
+        return [y for k in out for y in flatten(out[k])]
+    if isinstance(out, torch.Tensor):
+        return [out.detach().numpy()]
+    return [np.asarray(out)]
+
+
+def to_numpy(inputs) -> list[np.ndarray]:
+    return [t.detach().numpy().copy() if isinstance(t, torch.Tensor) else t for t in inputs]
+
+
+def build(model: srcore.Model, executor: str, planner: str) -> srcore.StaticModule:
+    return srcore.StaticModule(model, options=srcore.Options(executor=executor, memory_planner_algorithm=planner))
+
+
+def run(sm: srcore.StaticModule, inputs) -> list[np.ndarray]:
+    out = sm(*to_numpy(inputs))
+    # copy: outputs may alias planned memory that the next run reuses
+    return [np.array(o, copy=True) for o in flatten_np(out)]
+
+
+def flatten_np(out) -> list:
+    if isinstance(out, (tuple, list)):
+        return [y for o in out for y in flatten_np(o)]
+    if isinstance(out, dict):
+        return [y for k in out for y in flatten_np(out[k])]
+    return [np.asarray(out)]
+
+
+def max_rel_err(got: np.ndarray, want: np.ndarray) -> float:
+    """max |got - want| / max(max |want|, 1): relative to the output's scale, not elementwise."""
+    got = np.asarray(got, dtype=np.float64)
+    want = np.asarray(want, dtype=np.float64)
+    if want.size == 0:
+        return 0.0
+    scale = max(float(np.max(np.abs(want))), 1.0)
+    return float(np.max(np.abs(got - want))) / scale
+
+
+def assert_close(got: list, want: list, what: str = "") -> None:
+    assert len(got) == len(want), f"{what}: {len(got)} outputs, torch has {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        g = np.asarray(g)
+        assert g.shape == w.shape, f"{what} output {i}: shape {g.shape}, torch {w.shape}"
+        if w.dtype.kind in "biu":
+            assert g.dtype == w.dtype, f"{what} output {i}: dtype {g.dtype}, torch {w.dtype}"
+            np.testing.assert_array_equal(g, w, err_msg=f"{what} output {i}")
+        else:
+            assert g.dtype == w.dtype, f"{what} output {i}: dtype {g.dtype}, torch {w.dtype}"
+            assert np.isfinite(g).all() == np.isfinite(w).all(), f"{what} output {i}: non-finite mismatch"
+            err = max_rel_err(g, w)
+            assert err <= RTOL, f"{what} output {i}: max relative error {err:.3g} > {RTOL}"
