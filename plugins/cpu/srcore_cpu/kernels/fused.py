@@ -10,6 +10,7 @@ import numpy as np
 from srcore.errors import KernelError
 from srcore.plugin import NodeInfo, Specialized
 
+from . import activation_fast as _act_fast
 from . import conv as _conv
 from . import linalg as _linalg
 
@@ -34,10 +35,7 @@ def _gelu_(out, approximate="none"):
         inner += 1.0
         inner *= 0.5
     elif approximate == "none":
-        from scipy.special import erf
-        inner = erf(out * (1.0 / math.sqrt(2.0))).astype(out.dtype, copy=False)
-        inner += 1.0
-        inner *= 0.5
+        return _act_fast.gelu_erf_(out)
     else:
         raise KernelError(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
     return np.multiply(out, inner, out=out)
