@@ -1,21 +1,62 @@
-"""``srcore demo``: load every plugin and print a short report of what is available."""
+"""``srcore demo``: the installed plugins, then a real model: a digits classifier run through srcore.
+
+The model is ``examples/digits/digits.srm`` (a small CNN trained on scikit-learn's
+8x8 digits by ``examples/digits/train.py``), with its held-out split in
+``digits_test.npz`` beside it, so the demo needs neither scikit-learn nor torch.
+It prints accuracy on the held-out split (one batch run and one run per sample,
+which must agree) and latency of both executors; with torch installed, torch
+eager's latency on the same weights (``digits_torch.npz`` + ``net.py``) beside it.
+"""
 from __future__ import annotations
 
+import importlib.util
+import os
 from collections import Counter
+from pathlib import Path
+
+from ..errors import SrcoreError
 
 NAME = "demo"
-HELP = "load all plugins and show what srcore can run (a smoke test of the installation)"
+HELP = "show the installed plugins, then run a digits classifier: held-out accuracy and latency (vs torch)"
+
+MODEL_FILE = "digits.srm"
+MIN_ACCURACY = 0.9
 
 
 def configure_parser(p) -> None:
-    pass
+    p.add_argument("--model", metavar="MODEL.srm", help="the model to run (default: the shipped "
+                   "examples/digits/digits.srm); its held-out split is MODEL_test.npz beside it")
+    p.add_argument("--data", metavar="FILE.npz", help="held-out split with arrays x and y (default: beside MODEL)")
+    p.add_argument("--rounds", type=int, default=3, help="timed rounds per latency figure (default 3)")
+    p.add_argument("--runs", type=int, default=0, help="calls per round (default: ~0.2 s worth)")
+    p.add_argument("--no-torch", action="store_true", help="do not time torch even if it is installed")
+
+
+def default_model_path() -> Path:
+    """The shipped digits model: in the source checkout srcore runs from, else under the working directory."""
+    for root in (Path(__file__).resolve().parents[2], Path.cwd()):
+        p = root / "examples" / "digits" / MODEL_FILE
+        if p.exists():
+            return p
+    raise SrcoreError(f"cannot find examples/digits/{MODEL_FILE} (looked beside the srcore package and under "
+                      f"{Path.cwd()}); run the demo from a srcore checkout or pass --model PATH")
 
 
 def run(args) -> int:
-    from .. import __version__
     from ..plugin.manager import get_plugin_manager
 
     pm = get_plugin_manager()
+    plugins_ok = _report_plugins(pm)
+    if not _run_tiny_model(pm):
+        return 1
+    print()
+    model_ok = _run_digits(pm, args)
+    return 0 if plugins_ok and model_ok else 1
+
+
+def _report_plugins(pm) -> bool:
+    from .. import __version__
+
     reg = pm.registry
     ms = {k: v * 1e3 for k, v in pm.timings.items()}
     print(f"srcore {__version__}: plugins discovered in {ms.get('load', 0):.0f} ms, "
@@ -33,9 +74,7 @@ def run(args) -> int:
         print(f"  extra dtypes: {', '.join(sorted(reg.dtypes))}")
     if reg.engine_builders:
         print(f"  engine builders: {', '.join(sorted(reg.engine_builders))}")
-    ok = _run_tiny_model(pm)
-    failed = [r for r in pm.reports if r.status == "failed"]
-    return 1 if failed or not ok else 0
+    return not any(r.status == "failed" for r in pm.reports)
 
 
 TINY = """
@@ -49,7 +88,7 @@ graph(%x : Float(4, 8), %w : Float(8, 3)):
 
 
 def _run_tiny_model(pm) -> bool:
-    """Build and run a 3-op graph on backend cpu, checked against numpy."""
+    """Self-check: build and run a 3-op graph on backend cpu, checked against numpy."""
     import numpy as np
 
     import srcore
@@ -65,6 +104,112 @@ def _run_tiny_model(pm) -> bool:
     got = sm(x, w)
     expected = np.maximum(x @ w, 0) + x @ w
     err = float(np.max(np.abs(got - expected)))
-    print(f"  model: matmul -> relu -> add on cpu, {1e3 * sm.setup_time:.0f} ms to load, "
+    print(f"  self-check: matmul -> relu -> add on cpu, {1e3 * sm.setup_time:.0f} ms to load, "
           f"max |error| vs numpy {err:.1e}")
     return err < 1e-4
+
+
+def _run_digits(pm, args) -> bool:
+    import time
+
+    import numpy as np
+
+    import srcore
+
+    from .bench import measure
+
+    path = Path(args.model) if args.model else default_model_path()
+    data_path = Path(args.data) if args.data else path.with_name(path.stem + "_test.npz")
+    if not data_path.exists():
+        raise SrcoreError(f"{data_path}: no such file (the held-out split for {path}); pass --data FILE.npz")
+    with np.load(data_path, allow_pickle=False) as d:
+        x, y = d["x"], d["y"]
+
+    t0 = time.perf_counter()
+    model = srcore.load(path)
+    sm = srcore.StaticModule(model, backends=("cpu",), plugin_manager=pm)
+    load_ms = (time.perf_counter() - t0) * 1e3
+    kernels = Counter(pn.fn.op for b in sm.blocks for pn in b.nodes if pn.fn is not None)
+    spec = ", ".join(f"{s.name}: {s.dtype}[{', '.join(map(str, s.shape or ()))}]" for s in model.input_specs)
+    nparams = sum(int(a.size) for a in model.params.values())
+    print(f"model: {_show(path)} ({os.path.getsize(path) / 1e3:.0f} kB, {nparams} parameters), input {spec}")
+    print(f"  loaded in {load_ms:.0f} ms: {sm.num_nodes} nodes after preparation, "
+          + ", ".join(f"{op}" + (f" x{n}" if n > 1 else "") for op, n in kernels.items()))
+
+    # accuracy: one batch run, and one run per sample on a second runtime; both must agree
+    rt_one = sm.runtime()
+    rt_batch = rt_one.clone()
+    logits = rt_batch(x)
+    singles = np.concatenate([rt_one(x[i:i + 1]) for i in range(len(x))])
+    pred = logits.argmax(1)
+    agree = bool((singles.argmax(1) == pred).all())
+    diff = float(np.abs(singles - logits).max())
+    acc = float((pred == y).mean())
+    print(f"  held-out accuracy {acc:.4f} ({int((pred == y).sum())}/{len(y)}); batch run and {len(x)} "
+          f"single-sample runs {'agree' if agree else 'DISAGREE'} (max |logit difference| {diff:.1e})")
+
+    # latency: best-round median per call, one sample and the whole split
+    one, batch = x[:1], x
+    rows = []
+    for executor in ("codegen", "interpreter"):
+        m = sm if executor == "codegen" else srcore.StaticModule(
+            model, options=srcore.Options(executor=executor), backends=("cpu",), plugin_manager=pm)
+        r1, rb = m.runtime(), m.runtime().clone()
+        rows.append((f"srcore ({executor})", _best(measure(lambda: r1(one), args.rounds, args.runs)),
+                     _best(measure(lambda: rb(batch), args.rounds, args.runs))))
+    torch_row = None if args.no_torch else _torch_row(path, one, batch, logits, args.rounds, args.runs)
+    if torch_row is not None:
+        rows.append(torch_row)
+    note = "; torch on one thread" if torch_row is not None else ""
+    print(f"  latency, best-round median per call ({args.rounds} rounds{note}):")
+    print(f"    {'':26s} {'1 sample':>10s} {f'batch of {len(x)}':>14s}")
+    for name, t1, tb in rows:
+        print(f"    {name:26s} {t1:>10s} {tb:>14s}")
+    if torch_row is None and not args.no_torch:
+        print("    (torch is not installed: pip install torch==2.13.0 to time it beside srcore)")
+    print()
+    print(f"next: srcore inspect {_show(path)} --dispatch --memory-plan --codegen")
+    return agree and acc >= MIN_ACCURACY
+
+
+def _best(res: dict) -> str:
+    us = res["best_round_median_us"]
+    return f"{us:.0f} us" if us >= 100 else f"{us:.1f} us"
+
+
+def _show(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def _torch_row(path: Path, one, batch, logits, rounds: int, runs: int):
+    """Torch eager on the same weights (``<stem>_torch.npz`` and ``net.py`` beside the model), or None."""
+    weights, net_py = path.with_name(path.stem + "_torch.npz"), path.with_name("net.py")
+    if importlib.util.find_spec("torch") is None or not weights.exists() or not net_py.exists():
+        return None
+    import numpy as np
+    import torch
+
+    from .bench import measure
+
+    spec = importlib.util.spec_from_file_location("_srcore_demo_net", net_py)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    net = mod.DigitsNet().eval()
+    with np.load(weights, allow_pickle=False) as w:
+        net.load_state_dict({k: torch.from_numpy(w[k]) for k in w.files})
+    t1, tb = torch.from_numpy(one), torch.from_numpy(batch)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # srcore runs on one thread: compare like with like (and be quiet on a busy machine)
+    try:
+        with torch.inference_mode():
+            err = float(np.abs(net(tb).numpy() - logits).max())
+            r1 = measure(lambda: net(t1), rounds, runs)
+            rb = measure(lambda: net(tb), rounds, runs)
+    finally:
+        torch.set_num_threads(threads)
+    name = f"torch {torch.__version__.split('+')[0]} eager"
+    print(f"  torch eager on the same weights: max |logit difference| vs srcore {err:.1e}")
+    return name, _best(r1), _best(rb)
