@@ -1,0 +1,125 @@
+"""Every ```python block of README.md and docs/*.md runs, and every `srcore ...` line of a ```sh block parses.
+
+Blocks of one file run in order, in one namespace, in a fresh temporary directory
+(so a block may use what an earlier one defined or wrote). A block preceded by a
+``<!-- no-test -->`` line is not run (use it for signatures and fragments, sparingly).
+A fragment that needs context ("given a graph ...") gets it from a hidden setup: an
+HTML comment ``<!-- test-setup`` ... ``-->`` whose lines run, at that point, as
+Python (invisible in the rendered page). Setup code sees ``ROOT`` (the checkout) and\n``monkeypatch`` (pytest's, undone after the file).
+A file whose blocks import torch is skipped when torch is not installed. The
+temporary directory holds a copy of the shipped digits model as ``digits.srm``.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+NO_TEST = "<!-- no-test -->"
+SETUP = "<!-- test-setup"
+FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>```+|~~~+)\s*(?P<lang>[\w+-]*)[^\n]*$")
+
+
+class Block:
+    def __init__(self, path: Path, line: int, lang: str, code: str, skip: bool):
+        self.path, self.line, self.lang, self.code, self.skip = path, line, lang, code, skip
+
+    def __repr__(self) -> str:
+        return f"{self.path.name}:{self.line}"
+
+
+def extract(path: Path) -> list[Block]:
+    """Fenced code blocks, with their language, first code line and no-test marker."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    blocks, i = [], 0
+    while i < len(lines):
+        if lines[i].strip() == SETUP:
+            start, i = i, i + 1
+            body = []
+            while i < len(lines) and lines[i].strip() != "-->":
+                body.append(lines[i])
+                i += 1
+            blocks.append(Block(path, start + 2, "python", "\n".join(body) + "\n", False))
+            i += 1
+            continue
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        fence, lang, start = m.group("fence"), m.group("lang").lower(), i
+        prev = next((lines[j].strip() for j in range(i - 1, -1, -1) if lines[j].strip()), "")
+        i += 1
+        body = []
+        while i < len(lines) and not lines[i].strip().startswith(fence):
+            body.append(lines[i])
+            i += 1
+        i += 1
+        indent = len(m.group("indent"))
+        code = "\n".join(b[indent:] if b[:indent].isspace() else b for b in body) + "\n"
+        blocks.append(Block(path, start + 2, lang, code, prev == NO_TEST))
+    return blocks
+
+
+def _python_files() -> list[Path]:
+    return [p for p in DOC_FILES if any(b.lang in ("python", "py") for b in extract(p))]
+
+
+def test_the_extractor_finds_blocks_and_markers(tmp_path):
+    doc = tmp_path / "x.md"
+    doc.write_text("text\n\n```python\na = 1\n```\n\n<!-- no-test -->\n```python\nboom(\n```\n\n"
+                   "```sh\nsrcore plugins\n```\n  ```python\n  b = a + 1\n  ```\n"
+                   "<!-- test-setup\nc = 3\n-->\n", encoding="utf-8")
+    blocks = extract(doc)
+    assert [(b.lang, b.skip, b.line) for b in blocks] == [("python", False, 4), ("python", True, 9),
+                                                          ("sh", False, 13), ("python", False, 16),
+                                                          ("python", False, 19)]
+    assert blocks[3].code == "b = a + 1\n" and blocks[4].code == "c = 3\n"
+
+
+@pytest.mark.parametrize("path", _python_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_python_examples_run(path: Path, tmp_path, monkeypatch):
+    blocks = [b for b in extract(path) if b.lang in ("python", "py") and not b.skip]
+    if any(re.search(r"^\s*(import torch|from torch)", b.code, re.M) for b in blocks):
+        pytest.importorskip("torch")
+    shutil.copy(ROOT / "examples" / "digits" / "digits.srm", tmp_path / "digits.srm")
+    monkeypatch.chdir(tmp_path)
+    ns: dict = {"__name__": "__docs__", "ROOT": ROOT, "monkeypatch": monkeypatch}
+    for b in blocks:
+        try:
+            exec(compile(b.code, f"{b.path}:{b.line}", "exec"), ns)
+        except Exception as exc:
+            pytest.fail(f"the example at {b!r} fails: {type(exc).__name__}: {exc}\n{b.code}")
+
+
+def _srcore_commands() -> list[tuple[str, str]]:
+    out = []
+    for path in DOC_FILES:
+        for b in extract(path):
+            if b.lang not in ("sh", "bash", "console", "shell") or b.skip:
+                continue
+            for k, line in enumerate(b.code.splitlines()):
+                line = line.strip().removeprefix("$ ")
+                cmd = line.split(" #", 1)[0].split("|", 1)[0].split("&&", 1)[0].strip()
+                words = cmd.split()
+                if words[:1] in (["srcore"], [".venv/bin/srcore"]):
+                    out.append((f"{path.relative_to(ROOT)}:{b.line + k}", cmd))
+    return out
+
+
+@pytest.mark.parametrize("where,cmd", _srcore_commands() or [("none", "")], ids=lambda v: v)
+def test_srcore_commands_in_shell_blocks_parse(where, cmd):
+    if not cmd:
+        pytest.skip("no srcore command in a shell block")
+    from srcore.cli.main import build_parser
+
+    argv = shlex.split(cmd)[1:]
+    try:
+        build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help exits 0; a bad subcommand or flag exits 2
+        assert exc.code == 0, f"{where}: `{cmd}` is not a valid srcore command line"
