@@ -7,7 +7,8 @@ A fragment that needs context ("given a graph ...") gets it from a hidden setup:
 HTML comment ``<!-- test-setup`` ... ``-->`` whose lines run, at that point, as
 Python (invisible in the rendered page). Setup code sees ``ROOT`` (the checkout) and\n``monkeypatch`` (pytest's, undone after the file).
 A file whose blocks import torch is skipped when torch is not installed. The
-temporary directory holds a copy of the shipped digits model as ``digits.srm``.
+temporary directory holds a copy of the shipped digits model as ``digits.srm``, and
+of ``examples/digits/`` (examples written to run from the checkout's root).
 """
 from __future__ import annotations
 
@@ -88,6 +89,8 @@ def test_python_examples_run(path: Path, tmp_path, monkeypatch):
     if any(re.search(r"^\s*(import torch|from torch)", b.code, re.M) for b in blocks):
         pytest.importorskip("torch")
     shutil.copy(ROOT / "examples" / "digits" / "digits.srm", tmp_path / "digits.srm")
+    shutil.copytree(ROOT / "examples" / "digits", tmp_path / "examples" / "digits",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.chdir(tmp_path)
     ns: dict = {"__name__": "__docs__", "ROOT": ROOT, "monkeypatch": monkeypatch}
     for b in blocks:
