@@ -41,7 +41,9 @@ _SKIP = {"aten::_assert_scalar", "aten::_assert_async", "aten::_assert_tensor_me
          "aten::sym_constrain_range", "aten::sym_constrain_range_for_size", "aten::_print"}
 _RENAME = {"aten::sym_size": ("aten::size", "aten::size.int(Tensor self, int dim) -> int"),
            "aten::sym_numel": ("aten::numel", "aten::numel(Tensor self) -> int"),
-           "aten::sym_stride": ("aten::stride", "aten::stride.int(Tensor self, int dim) -> int")}
+           "aten::sym_stride": ("aten::stride", "aten::stride.int(Tensor self, int dim) -> int"),
+           # export's view of a fresh result (e.g. after matmul): a reshape, the runtime's view op
+           "aten::_unsafe_view": ("aten::reshape", "aten::reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)")}
 
 
 def from_torch(module, example_inputs=None, *, dynamic_shapes=None, decompositions: str = "auto") -> Model:
@@ -301,14 +303,24 @@ class _Converter:
         kind = schema.name
         if kind in _SKIP:
             return
+        args, kwargs = n.args, n.kwargs
+        if kind == "aten::_to_copy":
+            lowered = _lower_to_copy(self.torch, n)
+            if lowered is None:
+                self.problems.append(f"{self.where(n)}: aten::_to_copy to another device, layout or memory "
+                                     f"format is not supported ({dict(n.kwargs)})")
+                env[n] = None
+                return
+            schema, args, kwargs = lowered
+            kind = schema.name
         text = str(schema)
         kind, text = _RENAME.get(kind, (kind, text))
         ins = []
         for i, a in enumerate(schema.arguments):
-            if i < len(n.args):
-                v = n.args[i]
-            elif a.name in n.kwargs:
-                v = n.kwargs[a.name]
+            if i < len(args):
+                v = args[i]
+            elif a.name in kwargs:
+                v = kwargs[a.name]
             elif a.has_default_value():
                 v = a.default_value
             else:
@@ -397,6 +409,25 @@ class _Converter:
         for v in new:
             b.register_output(v)
         return _Multi(loop.outputs)
+
+
+def _lower_to_copy(torch, n):
+    """``aten::_to_copy`` (what export makes of ``.to(dtype)``/``.float()``) -> ``aten::to.dtype`` with
+    ``copy=True``, or ``aten::clone`` without a dtype; ``None`` for another device/layout/format."""
+    kw = dict(n.kwargs)
+    device = kw.pop("device", None)
+    if kw.pop("layout", None) not in (None, torch.strided) or (device is not None and torch.device(device).type != "cpu"):
+        return None
+    if kw.pop("memory_format", None) not in (None, torch.preserve_format, torch.contiguous_format):
+        return None
+    kw.pop("pin_memory", None)
+    kw.pop("non_blocking", None)
+    dtype = kw.pop("dtype", None)
+    if kw or len(n.args) != 1:
+        return None
+    if dtype is None:
+        return torch.ops.aten.clone.default._schema, n.args, {}
+    return torch.ops.aten.to.dtype._schema, (n.args[0], dtype), {"copy": True}
 
 
 def _scalar_overload(torch, n):

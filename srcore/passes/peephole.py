@@ -186,6 +186,13 @@ def dim_static(node: Node):
     return Const(t.rank) if isinstance(t, TensorType) and t.rank is not None else None
 
 
+def is_floating_point_known(node: Node):
+    # TorchScript'd library code (nn.MultiheadAttention's mask canonicalization) asks this of
+    # tensors whose dtype the types already know; no kernel needed then
+    dtype = dtype_of(node.inputs[0])
+    return None if dtype is None else Const(is_floating(dtype) and not dtype.startswith("complex"))
+
+
 def len_known(node: Node):
     x = node.inputs[0]
     if isinstance(x.type, TensorType):
@@ -264,6 +271,7 @@ RULES_LIST = [
     Rule("size(static) -> constant", "aten::size", size_static),
     Rule("dim(known rank) -> constant", "aten::dim", dim_static),
     Rule("len(known list) -> constant", "aten::len", len_known),
+    Rule("is_floating_point(known dtype) -> constant", "aten::is_floating_point", is_floating_point_known),
     Rule("ListUnpack(ListConstruct(xs)) -> xs", "prim::ListUnpack", list_unpack),
     Rule("TupleUnpack(TupleConstruct(xs)) -> xs", "prim::TupleUnpack", tuple_unpack),
     Rule("TupleIndex(TupleConstruct(xs), i) -> xs[i]", "prim::TupleIndex", tuple_index),

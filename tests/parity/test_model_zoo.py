@@ -1,0 +1,117 @@
+"""The parity model zoo (tests/parity/models.py) vs torch eager: each model through
+from_torchscript (scripted, or traced) and from_torch where torch.export can, round-tripped
+through .srm, run with both executors x both memory planners on every input of the case
+(the first twice: the second run reuses the plan; symbolic dims: other sizes, same StaticModule).
+Floats: max relative error <= 1e-4; integer and bool outputs: exact."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import srcore
+from _harness import COMBOS, assert_close, build, round_trip, run, torch_outputs
+from models import ZOO
+
+FRONTENDS = ("torchscript", "export")
+
+
+def _same_shapes(a, b) -> bool:
+    return all(x.shape == y.shape for x, y in zip(a, b))
+
+
+@pytest.fixture(scope="module")
+def cases():
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            m, inputs, others = ZOO[name].build()
+            cache[name] = (m, inputs, others, {})
+        return cache[name]
+    return get
+
+
+def _export_dynamic_shapes(case):
+    if not case.dynamic or case.export_static:
+        return None
+    dims = {}
+    return {inp: {d: dims.setdefault(n, torch.export.Dim(n, min=1, max=4096)) for d, n in spec.items()}
+            for inp, spec in case.dynamic.items()}
+
+
+@pytest.fixture(scope="module")
+def converted(cases):
+    cache = {}
+
+    def get(name, frontend):
+        key = (name, frontend)
+        if key not in cache:
+            case = ZOO[name]
+            m, inputs, *_ = cases(name)
+            if frontend == "torchscript":
+                src = torch.jit.script(m) if case.torchscript == "script" else torch.jit.trace(m, inputs)
+                model = srcore.from_torchscript(src, inputs, dynamic_dims=case.dynamic)
+            else:
+                model = srcore.from_torch(m, inputs, dynamic_shapes=_export_dynamic_shapes(case))
+            cache[key] = round_trip(model)
+        return cache[key]
+    return get
+
+
+def _params():
+    out = []
+    for name, case in ZOO.items():
+        for fe in FRONTENDS:
+            if fe == "export" and case.export:
+                continue
+            for ex, pl in COMBOS:
+                marks = [pytest.mark.xfail(reason=case.xfail, strict=True)] if case.xfail else []
+                out.append(pytest.param(name, fe, ex, pl, id=f"{name}-{fe}-{ex}-{pl}", marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("name,frontend,executor,planner", _params())
+def test_zoo_model_matches_torch(cases, converted, name, frontend, executor, planner):
+    case = ZOO[name]
+    m, inputs, others, _ = cases(name)
+    if frontend == "export" and case.export_static:  # exported for the example's shapes only
+        others = [o for o in others if _same_shapes(o, inputs)]
+    sm = build(converted(name, frontend), executor, planner)
+    what = f"{name} via {frontend} ({executor}, {planner})"
+    want = torch_outputs(m, inputs)
+    assert_close(run(sm, inputs), want, what + " run 1")
+    assert_close(run(sm, inputs), want, what + " run 2 (reused plan)")
+    for i, other in enumerate(others):
+        assert_close(run(sm, other), torch_outputs(m, other), f"{what} input set {i + 2}")
+    assert_close(run(sm, inputs), want, what + " back to the first input")
+
+
+@pytest.mark.parametrize("name", [n for n, c in ZOO.items() if c.export])
+def test_not_exportable_zoo_model_gives_clear_conversion_error(cases, name):
+    m, inputs, *_ = cases(name)
+    with pytest.raises(srcore.ConversionError) as info:
+        srcore.from_torch(m, inputs)
+    msg = str(info.value)
+    assert "torch.export failed" in msg and type(m).__name__ in msg and ZOO[name].export in msg
+
+
+def test_zoo_inputs_exercise_what_they_claim(cases):
+    """The extra inputs really take other branches / trip counts / sizes (else the tests prove less)."""
+    m, inputs, others, _ = cases("data_if")
+    means = [float(x[0].mean()) for x in [inputs, *others]]
+    assert any(v > 0.5 for v in means) and any(v < -0.5 for v in means) and any(abs(v) <= 0.5 for v in means)
+    m, inputs, others, _ = cases("while_loop")
+    steps = {float(m(*x)[1]) for x in [inputs, *others]}
+    assert len(steps) == 3 and 0.0 in steps  # zero trips, some, more
+    for name, dim in (("rnn_loop", 1), ("size_arith", 0), ("text_classifier", 0)):
+        _, inputs, others, _ = cases(name)
+        assert len({x[0].shape[dim] for x in [inputs, *others]}) >= 2, name
+
+
+def test_symbolic_dims_stay_symbolic(converted):
+    """One StaticModule serves several batch sizes because the converted input specs are symbolic."""
+    for name, frontend in (("size_arith", "torchscript"), ("size_arith", "export"),
+                           ("text_classifier", "torchscript"), ("rnn_loop", "torchscript")):
+        spec = converted(name, frontend).input_specs[0]
+        dim = next(iter(ZOO[name].dynamic[spec.name]))
+        assert isinstance(spec.shape[dim], str), (name, frontend, spec)
