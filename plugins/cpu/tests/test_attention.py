@@ -147,3 +147,59 @@ def test_decl():
     for k in D.KERNELS:
         mod, _, attr = k.impl.partition(":")
         assert callable(getattr(__import__(mod, fromlist=[attr]), attr))
+
+
+def _node(op, **args):
+    from srcore.ir.types import TensorType
+    from srcore.plugin import ArgInfo, NodeInfo
+    return NodeInfo(op, None, tuple(ArgInfo(n, TensorType(), not (isinstance(v, str) and v == "<var>"), v)
+                                    for n, v in args.items()), ())
+
+
+def _layer_node(layer, activation, norm_first, mask=None, E=32, H=4):
+    sa = layer.self_attn
+    t = [x.detach().numpy() for x in (sa.in_proj_weight, sa.in_proj_bias, sa.out_proj.weight, sa.out_proj.bias,
+                                      layer.norm1.weight, layer.norm1.bias, layer.norm2.weight, layer.norm2.bias,
+                                      layer.linear1.weight, layer.linear1.bias, layer.linear2.weight,
+                                      layer.linear2.bias)]
+    return _node("aten::_transformer_encoder_layer_fwd", src="<var>", embed_dim=E, num_heads=H,
+                 qkv_weight=t[0], qkv_bias=t[1], proj_weight=t[2], proj_bias=t[3], use_gelu=activation == "gelu",
+                 norm_first=norm_first, eps=1e-5, norm_weight_1=t[4], norm_bias_1=t[5], norm_weight_2=t[6],
+                 norm_bias_2=t[7], ffn_weight_1=t[8], ffn_bias_1=t[9], ffn_weight_2=t[10], ffn_bias_2=t[11],
+                 mask=mask, mask_type=None)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_encoder_layer_matcher_fast_path(norm_first, activation):
+    from srcore.plugin import Specialized
+    torch.manual_seed(1)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True, norm_first=norm_first,
+                                             activation=activation).eval()
+    spec = K.transformer_encoder_layer_matcher(_layer_node(layer, activation, norm_first))
+    assert isinstance(spec, Specialized) and spec.args == (0,)
+    for shape in [(2, 6, 32), (1, 9, 32)]:
+        x = rand(*shape)
+        with torch.no_grad():
+            exp = layer(T(x)).numpy()
+        r1 = spec.fn(x)
+        close(r1, exp, 1e-4)
+        r2 = spec.fn(x)          # scratch is reused: results are fresh arrays, not workspace views
+        assert r2 is not r1
+        close(r1, exp, 1e-4)
+    x64 = rand(2, 6, 32, dtype=np.float64)   # input dtype differs from the weights: the generic kernel
+    with torch.no_grad():
+        exp64 = layer.double()(T(x64)).numpy()
+    close(spec.fn(x64), exp64, 1e-4)
+
+
+def test_encoder_layer_matcher_declines_to_generic():
+    import attrs
+    torch.manual_seed(2)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True).eval()
+    assert K.transformer_encoder_layer_matcher(_layer_node(layer, "relu", False, mask="<var>")) \
+        is K.transformer_encoder_layer_fwd
+    n = _layer_node(layer, "relu", False)
+    args = tuple(a if a.name != "qkv_weight" else type(a)(a.name, a.type, False, None) for a in n.args)
+    assert K.transformer_encoder_layer_matcher(attrs.evolve(n, args=args)) \
+        is K.transformer_encoder_layer_fwd

@@ -12,5 +12,5 @@ KERNELS: list[Kernel] = [
     # natives: fresh results, the second output of MHA may be an empty placeholder
     Kernel("aten::_native_multi_head_attention", "cpu", "native", WITH_MASKS, _M + "native_multi_head_attention"),
     Kernel("aten::_transformer_encoder_layer_fwd", "cpu", "native", WITH_MASKS,
-           _M + "transformer_encoder_layer_fwd"),
+           _M + "transformer_encoder_layer_fwd", matcher=_M + "transformer_encoder_layer_matcher"),
 ]

@@ -12,6 +12,11 @@ import numpy as np
 
 from srcore.errors import KernelError
 
+from .workspace import SharedWorkspace
+
+# per-thread scratch shared by every attention node of the process (see workspace.py)
+SHARED_WS = SharedWorkspace()
+
 
 def _masked_softmax(scores, keep=None):
     """Softmax over the last dim in place; ``keep`` (bool, broadcastable) marks attended keys."""
@@ -116,8 +121,8 @@ def _ffn(x, w1, b1, w2, b2, use_gelu):
     h = np.matmul(x, w1.T)
     h += b1
     if use_gelu:
-        from scipy.special import erf
-        h *= 0.5 * (1.0 + erf(h / np.sqrt(2.0)).astype(h.dtype))
+        from .activation_fast import gelu_erf_
+        gelu_erf_(h)
     else:
         np.maximum(h, 0, out=h)
     y = np.matmul(h, w2.T)
@@ -143,3 +148,134 @@ def transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bia
     if not norm_first:
         x = _layer_norm(x, norm_weight_2, norm_bias_2, eps)
     return x
+
+
+# --- constant-weight encoder layer: weights pre-transposed at load, scratch shared per thread
+
+def _ln_(x, w, b, eps, tmp, stat):
+    """Layer norm of the rows of 2-D ``x`` in place (``tmp`` like ``x``, ``stat`` (rows, 1))."""
+    np.mean(x, axis=1, keepdims=True, out=stat)
+    np.subtract(x, stat, out=x)
+    np.square(x, out=tmp)
+    np.mean(tmp, axis=1, keepdims=True, out=stat)
+    np.add(stat, eps, out=stat)
+    np.sqrt(stat, out=stat)
+    np.divide(x, stat, out=x)
+    np.multiply(x, w, out=x)
+    np.add(x, b, out=x)
+    return x
+
+
+def _softmax_(s, stat):
+    """Softmax over the last dim of ``s`` in place; ``stat`` is ``s.shape[:-1] + (1,)`` scratch."""
+    np.max(s, axis=-1, keepdims=True, out=stat)
+    np.subtract(s, stat, out=s)
+    np.exp(s, out=s)
+    np.sum(s, axis=-1, keepdims=True, out=stat)
+    np.divide(s, stat, out=s)
+    return s
+
+
+def make_encoder_layer(embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu,
+                       norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1,
+                       ffn_bias_1, ffn_weight_2, ffn_bias_2):
+    """``fn(src)``: an unmasked encoder layer with constant weights.
+
+    Load time: weights transposed to C-contiguous (K, N) once (``np.dot`` into ``out=``
+    then hits BLAS without a copy), and the 1/sqrt(head_dim) score scale folded into the
+    query projection. Run time: every intermediate lives in the per-thread
+    :data:`SHARED_WS`; heads are strided views of the qkv buffer (no split copies), the
+    head outputs are written straight into the (tokens, embed) layout the projection
+    reads, softmax and layer norms work in place. Only the result is a fresh array.
+    """
+    from .activation_fast import gelu_erf_
+
+    E, H = embed_dim, num_heads
+    D = E // H
+    dt = qkv_weight.dtype
+    wqkv = qkv_weight.astype(np.float64).T.copy()
+    bqkv = qkv_bias.astype(np.float64).copy()
+    wqkv[:, :E] *= 1.0 / math.sqrt(D)
+    bqkv[:E] *= 1.0 / math.sqrt(D)
+    wqkv, bqkv = np.ascontiguousarray(wqkv, dt), bqkv.astype(dt)
+    wo, w1, w2 = (np.ascontiguousarray(w.T) for w in (proj_weight, ffn_weight_1, ffn_weight_2))
+    Fh = w1.shape[1]
+
+    def encoder_layer(src):
+        ws = SHARED_WS
+        B, L, _ = src.shape
+        T = B * L
+        x = np.ascontiguousarray(src).reshape(T, E)
+        tmp = ws.get(None, "tmp", (T, E), dt)
+        stat = ws.get(None, "stat", (T, 1), dt)
+        h0 = x
+        if norm_first:
+            h0 = ws.get(None, "ln", (T, E), dt)
+            np.copyto(h0, x)
+            _ln_(h0, norm_weight_1, norm_bias_1, eps, tmp, stat)
+        qkv = ws.get(None, "qkv", (T, 3 * E), dt)
+        np.dot(h0, wqkv, out=qkv)
+        np.add(qkv, bqkv, out=qkv)
+        q, k, v = (qkv[:, i * E:(i + 1) * E].reshape(B, L, H, D).transpose(0, 2, 1, 3) for i in range(3))
+        scores = ws.get(None, "scores", (B, H, L, L), dt)
+        np.matmul(q, k.transpose(0, 1, 3, 2), out=scores)
+        _softmax_(scores, ws.get(None, "sstat", (B, H, L, 1), dt))
+        attn = ws.get(None, "attn", (B, L, H, D), dt)
+        np.matmul(scores, v, out=attn.transpose(0, 2, 1, 3))
+        y = ws.get(None, "y", (T, E), dt)
+        np.dot(attn.reshape(T, E), wo, out=y)
+        np.add(y, proj_bias, out=y)
+        np.add(y, x, out=y)
+        if not norm_first:
+            _ln_(y, norm_weight_1, norm_bias_1, eps, tmp, stat)
+        hin = y
+        if norm_first:
+            hin = ws.get(None, "ln", (T, E), dt)
+            np.copyto(hin, y)
+            _ln_(hin, norm_weight_2, norm_bias_2, eps, tmp, stat)
+        hid = ws.get(None, "hid", (T, Fh), dt)
+        np.dot(hin, w1, out=hid)
+        np.add(hid, ffn_bias_1, out=hid)
+        if use_gelu:
+            gelu_erf_(hid)
+        else:
+            np.maximum(hid, 0, out=hid)
+        z = np.empty((T, E), dt)
+        np.dot(hid, w2, out=z)
+        np.add(z, ffn_bias_2, out=z)
+        np.add(z, y, out=z)
+        if not norm_first:
+            _ln_(z, norm_weight_2, norm_bias_2, eps, tmp, stat)
+        return z.reshape(B, L, E)
+    return encoder_layer
+
+
+_LAYER_ARGS = ("embed_dim", "num_heads", "qkv_weight", "qkv_bias", "proj_weight", "proj_bias", "use_gelu",
+               "norm_first", "eps", "norm_weight_1", "norm_bias_1", "norm_weight_2", "norm_bias_2",
+               "ffn_weight_1", "ffn_bias_1", "ffn_weight_2", "ffn_bias_2")
+
+
+def transformer_encoder_layer_matcher(node):
+    """Constant weights, no mask: :func:`make_encoder_layer` for float32/64 batched inputs of the
+    weights' dtype (others go to the generic kernel); else the generic kernel."""
+    from srcore.plugin import Specialized
+
+    generic = transformer_encoder_layer_fwd
+    names = {a.name for a in node.args}
+    if not all(node.is_const(n) for n in _LAYER_ARGS):
+        return generic
+    for n in ("mask", "mask_type"):
+        if n in names and not (node.is_const(n) and node.const(n) is None):
+            return generic
+    vals = [node.const(n) for n in _LAYER_ARGS]
+    arrays = [v for v in vals if isinstance(v, np.ndarray)]
+    if len(arrays) != 12 or len({a.dtype for a in arrays}) != 1 or arrays[0].dtype not in (np.float32, np.float64):
+        return generic
+    fast = make_encoder_layer(*vals)
+    E, dt = vals[0], arrays[0].dtype
+
+    def encoder_layer_const(src):
+        if src.ndim == 3 and src.dtype == dt and src.shape[2] == E:
+            return fast(src)
+        return generic(src, *vals)
+    return Specialized(encoder_layer_const, args=(0,))
