@@ -71,8 +71,9 @@ def test_output_never_aliases_the_arena(options):
     np.testing.assert_array_equal(y_kept, y1)
 
 
-def test_managed_output_tensors_outlive_the_run():
-    sm = chain_module(srcore.Options(manage_output_tensors=True))
+@pytest.mark.parametrize("executor", ["codegen", "interpreter"])
+def test_managed_output_tensors_outlive_the_run(executor):
+    sm = chain_module(srcore.Options(manage_output_tensors=True, executor=executor))
     x = np.ones((2, 64), np.float32)
     y = sm(x)
     base = y.base
@@ -186,7 +187,7 @@ def test_precomputed_offsets_without_replan_raises():
 
 
 def test_standard_resizing_grows_after_a_dynamic_run():
-    sm = chain_module(srcore.Options())
+    sm = chain_module(srcore.Options(memory_planner_algorithm="standard_resizing"))
     rt = sm.runtime()
     rt(np.ones((1, 64), np.float32))
     small = rt.arena_bytes
@@ -233,14 +234,15 @@ def test_runtime_pool_threads_match_single_thread_and_memory_is_stable():
 
 
 def test_codegen_source_is_straight_line():
-    sm = chain_module(srcore.Options())
+    sm = chain_module(srcore.Options(executor="codegen"))
     src = sm._codegen.source
     assert "for " not in src and "while " not in src and "[" not in src.split("\n", 1)[1]
     assert src.count("\n    v") == 7
 
 
-def test_run_async_and_launcher():
-    sm = chain_module(srcore.Options())
+@pytest.mark.parametrize("executor", ["codegen", "interpreter"])
+def test_run_async_and_launcher(executor):
+    sm = chain_module(srcore.Options(executor=executor))
     rt = sm.runtime()
     x = np.ones((1, 64), np.float32)
     assert np.allclose(rt.run_async(x).result(), chain_ref(x))
@@ -268,3 +270,31 @@ def test_graph_with_input_specs_from_model():
     sm = srcore.StaticModule(model)
     assert sm.input_names == ("x",)
     assert sm(np.zeros((5, 64), np.float32)).shape == (5, 64)
+
+
+FORK = """graph(%x : Float(2, 3)):
+  %one : int = prim::Constant[value=1]()
+  %f : Future(Tensor) = prim::fork(%x)
+    block0(%a : Tensor):
+      %b : Tensor = aten::relu(%a)
+      -> (%b)
+  %c : Tensor = aten::wait(%f)
+  %d : Tensor = aten::add(%c, %x, %one)
+  return (%d)
+"""
+
+
+def test_fork_and_wait_run_on_the_launcher(options):
+    sm = srcore.StaticModule(Model.from_graph(parse_graph(FORK)), options=options)
+    x = np.random.default_rng(5).standard_normal((2, 3)).astype(np.float32)
+    np.testing.assert_allclose(sm(x), np.maximum(x, 0) + x, rtol=1e-6)
+    tasks = []
+
+    def launcher(task):
+        tasks.append(task)
+        task()
+
+    out = sm.runtime().run_async(x, launcher=launcher).result()
+    np.testing.assert_allclose(out, np.maximum(x, 0) + x, rtol=1e-6)
+    assert len(tasks) == 2          # the run itself and the forked block
+    assert all(not b.managed for b in sm.blocks if b.block.owning_node is not None)

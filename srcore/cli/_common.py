@@ -12,9 +12,10 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="a .srm file (also: .pt TorchScript, .pt2 torch.export, .ir text)")
     parser.add_argument("--backend", action="append", metavar="B", dest="backends",
                         help="backend priority list, highest first (repeatable; default: cpu)")
-    parser.add_argument("--executor", choices=("codegen", "interpreter"), default="codegen")
+    parser.add_argument("--executor", choices=("codegen", "interpreter"),
+                        help="executor (default: codegen, or $SRCORE_EXECUTOR)")
     parser.add_argument("--planner", choices=("standard_resizing", "precomputed_offsets"),
-                        default="standard_resizing", help="memory planner algorithm")
+                        help="memory planner algorithm (default: standard_resizing, or $SRCORE_MEMORY_PLANNER)")
     parser.add_argument("--no-optimize", action="store_true", help="skip the default pass pipeline")
 
 
@@ -46,7 +47,11 @@ def make_module(args, model, **overrides):
     from ..runtime.options import Options
     from ..runtime.static_module import StaticModule
 
-    opts = dict(executor=args.executor, memory_planner_algorithm=args.planner, optimize=not args.no_optimize)
+    opts = dict(optimize=not args.no_optimize)
+    if args.executor:
+        opts["executor"] = args.executor
+    if args.planner:
+        opts["memory_planner_algorithm"] = args.planner
     opts.update(overrides)
     backends = tuple(args.backends) if args.backends else ("cpu",)
     return StaticModule(model, options=Options(**opts), backends=backends)

@@ -91,12 +91,14 @@ def run(args) -> int:
     base = peak_rss_kib()
     res = measure(lambda: rt(*inputs), args.rounds, args.runs)
     peak = peak_rss_kib()
-    result = {"model": args.model, "executor": args.executor, "planner": args.planner,
+    result = {"model": args.model, "executor": sm.options.executor,
+              "planner": sm.options.memory_planner_algorithm,
               "load_ms": load_s * 1e3, "setup_ms": sm.setup_time * 1e3, "first_run_ms": first_ms,
               "arena_bytes": rt.arena_bytes, "nodes": sm.num_nodes,
               "peak_rss_increase_kib": (peak - base) if (peak is not None and base is not None) else None,
               "rss_kib": rss0, **res}
-    print(f"{args.model}: {sm.num_nodes} nodes, executor={args.executor}, planner={args.planner}")
+    print(f"{args.model}: {sm.num_nodes} nodes, executor={sm.options.executor}, "
+          f"planner={sm.options.memory_planner_algorithm}")
     print(f"  load {result['load_ms']:.1f} ms (setup {result['setup_ms']:.1f} ms), first run {first_ms:.3f} ms")
     print(f"  latency: best-round median {res['best_round_median_us']:.2f} us, median {res['median_us']:.2f} us, "
           f"p90 {res['p90_us']:.2f} us ({res['rounds']} x {res['runs_per_round']} calls)")

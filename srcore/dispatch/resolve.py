@@ -23,6 +23,8 @@ STRUCTURAL_KINDS = frozenset({
     "prim::Constant",  # a value in the value array, set once at load
     "prim::If",        # the runtime picks a sub-block runner
     "prim::Loop",      # the runtime drives the sub-block runner
+    "prim::fork",      # the runtime launches the sub-block as a task
+    "aten::wait",      # the runtime waits for a forked task
     "prim::Param",     # block inputs
     "prim::Return",    # block outputs
 })

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 from .graph import Block, Graph, Node, SourceLocation, Value
 from .lexer import Lexer, Token
 from .verify import BLOCK_OWNERS
-from .types import (BOOL, FLOAT, FUNCTION, INT, NONE, SIMPLE_TYPES, TORCH_TO_DTYPE, ClassType, DeviceType,
+from .types import (FutureType, BOOL, FLOAT, FUNCTION, INT, NONE, SIMPLE_TYPES, TORCH_TO_DTYPE, ClassType, DeviceType,
                     DictType, ListType, OptionalType, StrType, TensorType, TupleType, Type,
                     AnyType, NumberType)
 
@@ -422,6 +422,11 @@ class _Parser:
             v = self.type_(depth + 1)
             self.expect(")")
             return DictType(k, v)
+        if name == "Future":
+            self.expect("(")
+            elem = self.type_(depth + 1)
+            self.expect(")")
+            return FutureType(elem)
         if name in TORCH_TO_DTYPE or name == "Tensor":
             dtype = TORCH_TO_DTYPE.get(name)
             if self.peek().kind == "(":

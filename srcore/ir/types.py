@@ -174,6 +174,16 @@ class ClassType(Type):
         return self.name
 
 
+@attrs.frozen
+class FutureType(Type):
+    """The result of ``prim::fork``: ``aten::wait`` turns it into a value of type ``elem``."""
+
+    elem: Type
+
+    def __str__(self) -> str:
+        return f"Future({self.elem})"
+
+
 # Shared instances: the types are immutable, so one of each is enough.
 INT = IntType()
 FLOAT = FloatType()

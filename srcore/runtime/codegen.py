@@ -186,7 +186,8 @@ def _node_lines(em: _Emitter, module, pn: ProcessedNode, buffered: set[int], con
         return lines
     if kind == "prim::fork":
         b = pn.blocks[0]
-        args = ", ".join(val(s) for s in block_params(module, b))
+        free = block_params(module, b)[len(b.inputs):]
+        args = ", ".join([val(s) for s in pn.inputs] + [val(s) for s in free])
         return [f"{outs[0]} = _launch(_block{b.index}, ({args}{',' if args else ''}))"]
     if kind == "aten::wait":
         if len(outs) == 1:

@@ -1,6 +1,8 @@
 """``srcore.Options``: how a StaticModule loads and runs a model."""
 from __future__ import annotations
 
+import os
+
 import attrs
 
 _PLANNERS = ("standard_resizing", "precomputed_offsets")
@@ -47,13 +49,19 @@ class Options:
     backends
         Backend priority list used by static dispatch (the ``backends=`` argument of
         ``StaticModule`` overrides it).
+
+    The environment variables ``SRCORE_EXECUTOR`` and ``SRCORE_MEMORY_PLANNER`` change the
+    defaults of ``executor`` and ``memory_planner_algorithm`` (the test suite runs once with
+    each executor and each planner this way).
     """
 
-    memory_planner_algorithm: str = attrs.field(default="standard_resizing", validator=_one_of(_PLANNERS))
+    memory_planner_algorithm: str = attrs.field(
+        factory=lambda: os.environ.get("SRCORE_MEMORY_PLANNER", "standard_resizing"), validator=_one_of(_PLANNERS))
     replan_on_growth: bool = True
     manage_output_tensors: bool = False
     enable_out_variant: bool = True
-    executor: str = attrs.field(default="codegen", validator=_one_of(_EXECUTORS))
+    executor: str = attrs.field(factory=lambda: os.environ.get("SRCORE_EXECUTOR", "codegen"),
+                                validator=_one_of(_EXECUTORS))
     check_inputs: bool = True
     optimize: bool = True
     backends: tuple[str, ...] = attrs.field(default=("cpu",), converter=tuple)

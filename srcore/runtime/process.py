@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from ..errors import SrcoreError
-from ..ir.types import contains_tensor
+from ..ir.effects import mutated_inputs
+from ..ir.types import TensorType, contains_tensor
 from ..memory.liveness import NodeFacts, analyze
 from .processed import STRUCTURAL_KINDS, Arg, BlockInfo, ManagedTensor, ProcessedFunction, ProcessedNode
 
@@ -95,7 +96,12 @@ class GraphProcessor:
             nodes.append(ProcessedNode(n, fn, inputs, outputs, subs, position))
             facts.append(self.facts(n, fn, position, inputs, outputs))
         out_slots = tuple(self.slot(v) for v in block.outputs)
-        live = analyze(facts, out_slots, position + 1)
+        # a tensor stored into a container defined outside this block (e.g. `outs.append(h)` in a
+        # loop body) outlives the block: count the container as one of its outputs
+        defined = {id(v) for v in block.inputs} | {id(o) for n in block.nodes for o in n.outputs}
+        stored_outside = tuple(self.slot(v) for n in block.nodes for v in _filled_containers(n)
+                               if id(v) not in defined)
+        live = analyze(facts, out_slots + stored_outside, position + 1)
         managed = tuple(ManagedTensor(s, a, b) for s, (a, b) in sorted(live.lifetimes.items()))
         if block.owning_node is not None and block.owning_node.kind == "prim::fork":
             managed = ()   # a forked block may run concurrently with itself: no shared buffers
@@ -111,6 +117,9 @@ class GraphProcessor:
         if fn is not None and fn.kind == "out":
             # out variants make fresh tensors; without planning they allocate like natives
             return NodeFacts(position, tuple(reads), tuple(tensorish) if self.plan_memory else (), ())
+        # a container a node stores into (aten::append, _set_item, ...) holds its tensor inputs from
+        # then on: it aliases them like an output does (else their buffers are reused while listed)
+        tensorish += [self.slot(v) for v in _filled_containers(n)]
         return NodeFacts(position, tuple(reads), (), tuple(tensorish))
 
     # -- functions ------------------------------------------------------------------------
@@ -155,6 +164,12 @@ class GraphProcessor:
                                   f"{schema} has no default")
             out.append((a.name if a.kwarg_only else None, Arg(None, default_value(a))))
         return out
+
+
+def _filled_containers(n) -> list:
+    """The container inputs (lists, dicts of tensors) that node ``n`` writes to."""
+    return [n.inputs[i] for i in mutated_inputs(n) if i < len(n.inputs)
+            and contains_tensor(n.inputs[i].type) and not isinstance(n.inputs[i].type, TensorType)]
 
 
 def default_value(arg) -> Any:

@@ -12,9 +12,7 @@ from typing import Any, Callable
 
 import attrs
 
-#: node kinds the runtime executes itself (no kernel)
-STRUCTURAL_KINDS = frozenset({"prim::Constant", "prim::If", "prim::Loop", "prim::fork", "aten::wait",
-                              "prim::Param", "prim::Return"})
+from ..dispatch.resolve import STRUCTURAL_KINDS  # noqa: F401  (the kinds the runtime runs itself)
 
 
 @attrs.frozen
