@@ -115,14 +115,26 @@ def _srcore_commands() -> list[tuple[str, str]]:
     return out
 
 
-@pytest.mark.parametrize("where,cmd", _srcore_commands() or [("none", "")], ids=lambda v: v)
-def test_srcore_commands_in_shell_blocks_parse(where, cmd):
-    if not cmd:
-        pytest.skip("no srcore command in a shell block")
+def parses(cmd: str) -> bool:
+    """Whether ``srcore``'s argument parser accepts the command line (``--help`` counts as accepted)."""
     from srcore.cli.main import build_parser
 
-    argv = shlex.split(cmd)[1:]
     try:
-        build_parser().parse_args(argv)
+        build_parser().parse_args(shlex.split(cmd)[1:])
     except SystemExit as exc:  # --help exits 0; a bad subcommand or flag exits 2
-        assert exc.code == 0, f"{where}: `{cmd}` is not a valid srcore command line"
+        return exc.code == 0
+    return True
+
+
+def test_parses_rejects_unknown_flags_and_commands(capsys):
+    assert parses("srcore inspect m.srm --dispatch --memory-plan --picture p.svg")
+    assert not parses("srcore inspect m.srm --partition trt_like")
+    assert not parses("srcore convert")
+    assert not parses("srcore frobnicate m.srm")
+
+
+@pytest.mark.parametrize("where,cmd", _srcore_commands() or [("none", "")], ids=lambda v: v)
+def test_srcore_commands_in_shell_blocks_parse(where, cmd, capsys):
+    if not cmd:
+        pytest.skip("no srcore command in a shell block")
+    assert parses(cmd), f"{where}: `{cmd}` is not a valid srcore command line: {capsys.readouterr().err}"
