@@ -3,7 +3,7 @@
 Order (see ``docs/passes.md``)::
 
     inline_calls, remove_training_ops,
-    fixpoint(inline_constant_ifs, fold_constants, peephole, simplify_loops, unroll_loops,
+    fixpoint(inline_constant_ifs, fold_constants, fold_known_values, peephole, simplify_loops, unroll_loops,
              eliminate_dead_code, eliminate_common_subexpressions),
     fold_batch_norm, fuse_ops (if fuse), eliminate_dead_code
 
@@ -24,6 +24,7 @@ from .dce import eliminate_dead_code
 from .fold_bn import fold_batch_norm
 from .fuse import fuse_ops
 from .inline import inline_calls, inline_constant_ifs
+from .known_values import fold_known_values
 from .loops import simplify_loops
 from .manager import Fixpoint, Pass, PassManager, PassStats
 from .peephole import peephole
@@ -50,6 +51,7 @@ def default_pipeline(*, fuse: bool = True, inference: bool = True, evaluator=Non
     core = Fixpoint((
         _named("inline_constant_ifs", inline_constant_ifs),
         _named("fold_constants", fold_constants, evaluator=evaluator, max_elements=max_fold_elements),
+        _named("fold_known_values", fold_known_values),
         _named("peephole", peephole),
         _named("simplify_loops", simplify_loops),
         _named("unroll_loops", unroll_loops, max_nodes=unroll_max_nodes),

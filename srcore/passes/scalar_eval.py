@@ -109,6 +109,21 @@ def _ndim(t):
     return int(t.ndim)
 
 
+def _device_type(d):
+    """``prim::type(Device)``: ``"cuda:1"`` -> ``"cuda"`` (device constants are strings)."""
+    if not isinstance(d, str):
+        raise NotImplementedError("not a device")
+    return d.split(":", 1)[0]
+
+
+def _list_reduce(fn):
+    def wrapped(xs):
+        if not isinstance(xs, list) or any(hasattr(x, "shape") for x in xs):
+            raise NotImplementedError("any/all of a tensor")
+        return fn(xs)
+    return wrapped
+
+
 SCALAR_OPS: dict[str, Callable[..., Any]] = {
     "aten::add": lambda *args: _add(*args), "aten::sub": _num(operator.sub), "aten::mul": _num(operator.mul),
     "aten::div": _num(_div), "aten::floordiv": _num(_floordiv), "aten::remainder": _num(operator.mod),
@@ -127,6 +142,7 @@ SCALAR_OPS: dict[str, Callable[..., Any]] = {
     "prim::TupleIndex": _getitem, "prim::ListUnpack": MULTI, "prim::TupleUnpack": MULTI,
     "aten::format": lambda fmt, *xs: _format(fmt, *xs),
     "aten::str": str, "aten::__contains__": lambda c, x: x in c,
+    "prim::type": _device_type, "aten::any": _list_reduce(any), "aten::all": _list_reduce(all),
 }
 
 

@@ -1,0 +1,143 @@
+"""fold_known_values: facts from shape propagation (specs' dtypes/static dims, inference flags) fold; nothing
+that depends on data or on a symbolic dim does."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from srcore.ir import parse_graph
+from srcore.ir.types import TensorType
+from srcore.passes import prepare
+from srcore.passes.known_values import fold_known_values, matches
+from srcore.ir.types import BOOL, INT, ListType, OptionalType
+
+
+def kinds(g):
+    return [n.kind for n in g.all_nodes() if n.kind != "prim::Constant"]
+
+
+def test_inference_flags_and_device_checks_fold_and_the_raise_goes():
+    g = parse_graph("""graph(%x : Float(2, 3)):
+  %msg : str = prim::Constant[value="bad"]()
+  %none : NoneType = prim::Constant()
+  %devs : str[] = prim::Constant[value=["cpu", "cuda"]]()
+  %d : Device = prim::device(%x)
+  %dt : str = prim::type(%d)
+  %ok : bool = aten::__contains__(%devs, %dt)
+  %flags : bool[] = prim::ListConstruct()
+  %a1 : bool[] = aten::append(%flags, %ok)
+  %rg : bool = prim::requires_grad(%x)
+  %nrg : bool = aten::__not__(%rg)
+  %a2 : bool[] = aten::append(%flags, %nrg)
+  %all : bool = aten::all(%flags)
+  %g : bool = aten::is_grad_enabled()
+  %n : bool = prim::is_nested(%x)
+  %bad : bool = aten::__or__(%g, %n)
+  = prim::If(%bad)
+    block0():
+      = prim::RaiseException(%msg, %none)
+      -> ()
+    block1():
+      -> ()
+  %y : Tensor = prim::If(%all)
+    block0():
+      %r : Tensor = aten::relu(%x)
+      -> (%r)
+    block1():
+      %s : Tensor = aten::sigmoid(%x)
+      -> (%s)
+  return (%y)
+""")
+    out = prepare(g, fuse=False).graph
+    assert kinds(out) == ["aten::relu"]
+
+
+def test_static_dims_fold_symbolic_dims_do_not():
+    g = parse_graph("""graph(%x : Float(batch, 4)):
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %b : int = aten::size(%x, %zero)
+  %f : int = aten::size(%x, %one)
+  %p : int = aten::mul(%b, %f)
+  %q : int = aten::mul(%f, %f)
+  %l : int[] = prim::ListConstruct(%p, %q)
+  return (%l)
+""")
+    assert fold_known_values(g)
+    consts = [n.attrs.get("value") for n in g.all_nodes() if n.kind == "prim::Constant"]
+    lc = next(n for n in g.all_nodes() if n.kind == "prim::ListConstruct")
+    # %q = 4 * 4 folds; %p depends on the batch size and stays computed
+    assert lc.inputs[0].node.kind == "aten::mul"
+    assert lc.inputs[1].node.kind == "prim::Constant" and lc.inputs[1].node.attrs["value"] == 16
+    assert 4 in consts
+
+
+def test_mutated_list_is_not_replaced_but_its_reads_are():
+    g = parse_graph("""graph(%x : Float(2, 3)):
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %l : int[] = prim::ListConstruct(%zero)
+  %n1 : int = aten::len(%l)
+  %a : int[] = aten::append(%l, %one)
+  %n2 : int = aten::len(%l)
+  %t : (int, int, int[]) = prim::TupleConstruct(%n1, %n2, %l)
+  return (%t)
+""")
+    fold_known_values(g)
+    tc = next(n for n in g.all_nodes() if n.kind == "prim::TupleConstruct")
+    assert [v.node.attrs.get("value") for v in tc.inputs[:2]] == [1, 2]  # each len at its program point
+    assert tc.inputs[2].node.kind == "prim::ListConstruct"             # the list itself stays
+
+
+def test_data_dependent_condition_stays():
+    g = parse_graph("""graph(%x : Float(2, 3)):
+  %n : NoneType = prim::Constant()
+  %s : Tensor = aten::sum(%x, %n)
+  %c : bool = aten::Bool(%s)
+  %y : Tensor = prim::If(%c)
+    block0():
+      %r : Tensor = aten::relu(%x)
+      -> (%r)
+    block1():
+      -> (%x)
+  return (%y)
+""")
+    assert not fold_known_values(g)
+    assert "prim::If" in kinds(g)
+
+
+def test_matches_guards_types():
+    assert matches(3, INT) and not matches("batch", INT) and not matches(True, INT)
+    assert matches(False, BOOL) and not matches(0, BOOL)
+    assert matches([1, 2], ListType(INT)) and not matches([1, "s"], ListType(INT))
+    assert matches(None, OptionalType(INT)) and matches(2, OptionalType(INT))
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_scripted_transformer_encoder_layer_reduces_to_compute_and_matches_torch():
+    torch = pytest.importorskip("torch")
+    import srcore
+
+    torch.manual_seed(0)
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l1 = torch.nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32, batch_first=True)
+
+        def forward(self, x):
+            return self.l1(x)
+
+    layer = Block().eval()
+    x = torch.randn(2, 5, 16)
+    model = srcore.from_torchscript(torch.jit.script(layer), (x,))
+    before = sum(1 for _ in model.graph.all_nodes())
+    out = prepare(model.graph, input_types=[s.tensor_type() for s in model.input_specs]).graph
+    compute = [k for k in kinds(out)]
+    assert before > 300 and len(compute) <= 3, compute  # the fast-path checks, error messages and raises go
+    assert not {"prim::If", "prim::RaiseException", "aten::format", "aten::is_grad_enabled"} & set(compute)
+    sm = srcore.StaticModule(model)
+    y = sm(x.numpy())
+    y = y[0] if isinstance(y, (list, tuple)) else y
+    with torch.no_grad():
+        ref = layer(x).numpy()
+    np.testing.assert_allclose(np.asarray(y), ref, rtol=1e-5, atol=1e-5)
