@@ -6,6 +6,8 @@ Blocks of one file run in order, in one namespace, in a fresh temporary director
 A fragment that needs context ("given a graph ...") gets it from a hidden setup: an
 HTML comment ``<!-- test-setup`` ... ``-->`` whose lines run, at that point, as
 Python (invisible in the rendered page). Setup code sees ``ROOT`` (the checkout) and\n``monkeypatch`` (pytest's, undone after the file).
+A shell block preceded by ``<!-- test-run -->`` has its ``srcore ...`` lines run
+(in process, at that point of the file, in the same directory; each must exit 0).
 A file whose blocks import torch is skipped when torch is not installed. The
 temporary directory holds a copy of the shipped digits model as ``digits.srm``, and
 of ``examples/digits/`` (examples written to run from the checkout's root).
@@ -23,13 +25,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 NO_TEST = "<!-- no-test -->"
+RUN = "<!-- test-run -->"
+SHELL = ("sh", "bash", "console", "shell")
 SETUP = "<!-- test-setup"
 FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>```+|~~~+)\s*(?P<lang>[\w+-]*)[^\n]*$")
 
 
 class Block:
-    def __init__(self, path: Path, line: int, lang: str, code: str, skip: bool):
-        self.path, self.line, self.lang, self.code, self.skip = path, line, lang, code, skip
+    def __init__(self, path: Path, line: int, lang: str, code: str, skip: bool, run: bool = False):
+        self.path, self.line, self.lang, self.code, self.skip, self.run = path, line, lang, code, skip, run
 
     def __repr__(self) -> str:
         return f"{self.path.name}:{self.line}"
@@ -63,29 +67,47 @@ def extract(path: Path) -> list[Block]:
         i += 1
         indent = len(m.group("indent"))
         code = "\n".join(b[indent:] if b[:indent].isspace() else b for b in body) + "\n"
-        blocks.append(Block(path, start + 2, lang, code, prev == NO_TEST))
+        blocks.append(Block(path, start + 2, lang, code, prev == NO_TEST, prev == RUN))
     return blocks
 
 
+def _runnable(b: Block) -> bool:
+    return not b.skip and (b.lang in ("python", "py") or (b.lang in SHELL and b.run))
+
+
 def _python_files() -> list[Path]:
-    return [p for p in DOC_FILES if any(b.lang in ("python", "py") for b in extract(p))]
+    return [p for p in DOC_FILES if any(_runnable(b) for b in extract(p))]
+
+
+def _commands(b: Block) -> list[tuple[int, str]]:
+    """``(line, command)`` for each ``srcore`` command line of a shell block (comments, pipes cut off)."""
+    out = []
+    for k, line in enumerate(b.code.splitlines()):
+        line = line.strip().removeprefix("$ ")
+        cmd = line.split(" #", 1)[0].split("|", 1)[0].split("&&", 1)[0].strip()
+        if cmd.split()[:1] in (["srcore"], [".venv/bin/srcore"]):
+            out.append((b.line + k, cmd))
+    return out
 
 
 def test_the_extractor_finds_blocks_and_markers(tmp_path):
     doc = tmp_path / "x.md"
     doc.write_text("text\n\n```python\na = 1\n```\n\n<!-- no-test -->\n```python\nboom(\n```\n\n"
                    "```sh\nsrcore plugins\n```\n  ```python\n  b = a + 1\n  ```\n"
-                   "<!-- test-setup\nc = 3\n-->\n", encoding="utf-8")
+                   "<!-- test-setup\nc = 3\n-->\n<!-- test-run -->\n```sh\nsrcore plugins  # all\nls\n```\n",
+                   encoding="utf-8")
     blocks = extract(doc)
     assert [(b.lang, b.skip, b.line) for b in blocks] == [("python", False, 4), ("python", True, 9),
                                                           ("sh", False, 13), ("python", False, 16),
-                                                          ("python", False, 19)]
+                                                          ("python", False, 19), ("sh", False, 23)]
+    assert [b.run for b in blocks] == [False] * 5 + [True]
+    assert _commands(blocks[5]) == [(23, "srcore plugins")]
     assert blocks[3].code == "b = a + 1\n" and blocks[4].code == "c = 3\n"
 
 
 @pytest.mark.parametrize("path", _python_files(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_python_examples_run(path: Path, tmp_path, monkeypatch):
-    blocks = [b for b in extract(path) if b.lang in ("python", "py") and not b.skip]
+    blocks = [b for b in extract(path) if _runnable(b)]
     if any(re.search(r"^\s*(import torch|from torch)", b.code, re.M) for b in blocks):
         pytest.importorskip("torch")
     shutil.copy(ROOT / "examples" / "digits" / "digits.srm", tmp_path / "digits.srm")
@@ -94,6 +116,12 @@ def test_python_examples_run(path: Path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     ns: dict = {"__name__": "__docs__", "ROOT": ROOT, "monkeypatch": monkeypatch}
     for b in blocks:
+        if b.lang in SHELL:
+            from srcore.cli import main
+
+            for line, cmd in _commands(b):
+                assert main(shlex.split(cmd)[1:]) == 0, f"{path.name}:{line}: `{cmd}` failed"
+            continue
         try:
             exec(compile(b.code, f"{b.path}:{b.line}", "exec"), ns)
         except Exception as exc:
@@ -101,18 +129,8 @@ def test_python_examples_run(path: Path, tmp_path, monkeypatch):
 
 
 def _srcore_commands() -> list[tuple[str, str]]:
-    out = []
-    for path in DOC_FILES:
-        for b in extract(path):
-            if b.lang not in ("sh", "bash", "console", "shell") or b.skip:
-                continue
-            for k, line in enumerate(b.code.splitlines()):
-                line = line.strip().removeprefix("$ ")
-                cmd = line.split(" #", 1)[0].split("|", 1)[0].split("&&", 1)[0].strip()
-                words = cmd.split()
-                if words[:1] in (["srcore"], [".venv/bin/srcore"]):
-                    out.append((f"{path.relative_to(ROOT)}:{b.line + k}", cmd))
-    return out
+    return [(f"{path.relative_to(ROOT)}:{line}", cmd) for path in DOC_FILES for b in extract(path)
+            if b.lang in SHELL and not b.skip for line, cmd in _commands(b)]
 
 
 def parses(cmd: str) -> bool:
