@@ -103,3 +103,12 @@ def test_check_kernel_by_op_name():
     check_kernel("aten::relu", F.relu, shapes=[(3, 4)])
     check_kernel("aten::gelu", lambda x: F.gelu(x, approximate="tanh"), shapes=[(5,)], input_dtype="float64",
                  approximate="tanh")
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32"])
+@pytest.mark.parametrize("lo,hi", [(-0.5, 0.5), (0.0, 0.0), (-2.5, 1.5), (-2, 3)])
+def test_hardtanh_relu6_int(dtype, lo, hi):
+    # conformance regression: float bounds on an int tensor are truncated to ints (torch), not a casting error
+    x = np.arange(-8, 10, dtype=dtype).reshape(3, 6)
+    check_kernel(A.hardtanh, lambda t, a, b: torch.ops.aten.hardtanh(t, a, b), x, lo, hi)
+    check_kernel(A.relu6, torch.ops.aten.relu6, x)

@@ -22,8 +22,8 @@ CODES = {None: None, 6: torch.float32, 7: torch.float64, 4: torch.int64, 3: torc
 
 
 @pytest.mark.parametrize("args", [(5,), (2.5,), (1, 7), (-3, 4, 2), (0.0, 1.0, 0.1), (10, 0, -3), (1, 2.5, 0.5),
-                                  (0, 0), (np.array(4),)])
-@pytest.mark.parametrize("code", [None, 6, 7, 4])
+                                  (0, 0), (np.array(4),), (3.1,), (0.5, 3.1, 0.7), (5.5, 0.1, -1.5)])
+@pytest.mark.parametrize("code", [None, 6, 7, 4, 3])  # int32 (3): length from the uncast bounds (regression)
 def test_arange(args, code):
     targs = [a.item() if isinstance(a, np.ndarray) else a for a in args]
     try:

@@ -123,3 +123,22 @@ def test_index_put():
     np.testing.assert_array_equal(y, np.where(m, 7.0, x))
     with pytest.raises(KernelError, match="index_put_"):
         X.index_put_(y, [np.array([9])], np.array(1.0, np.float32))
+
+
+def test_gather_empty_index_of_other_rank():
+    # conformance regression: torch skips the rank check for an empty index and returns index's shape
+    check_kernel(X.gather, torch.gather, rand(5), 0, np.zeros((2, 0), np.int64))
+
+
+@pytest.mark.filterwarnings("ignore:The reduce argument of torch.scatter")
+@pytest.mark.parametrize("dtype", ["int64", "int32"])
+@pytest.mark.parametrize("reduce", ["add", "multiply"])
+def test_scatter_float_value_into_int_truncates(dtype, reduce):
+    # conformance regression: the Scalar is cast to self's dtype before reducing (2.5 -> 2, -2.5 -> -2)
+    x = np.array([3, 4, 5], dtype)
+    i = np.array([0, 0, 2], np.int64)
+    for v in (2.5, -2.5):
+        check_kernel(X.scatter, lambda t, d, ii: torch.ops.aten.scatter.value_reduce(t, d, ii, v, reduce=reduce),
+                     x, 0, i, value=v, reduce=reduce)
+    check_kernel(X.scatter, lambda t, d, ii: torch.ops.aten.scatter.value_reduce(t, d, ii, 2.5, reduce="add"),
+                 np.array(3, dtype), 0, np.array(0, np.int64), value=2.5, reduce="add")

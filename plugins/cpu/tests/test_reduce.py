@@ -162,3 +162,38 @@ def test_topk(largest):
     check_kernel(R.topk, lambda t, k, d, lg: tuple(torch.topk(t, k, d, lg)), x, 3, -1, largest)
     check_kernel(R.topk, lambda t, k, d, lg: tuple(torch.topk(t, k, d, lg)), x, 2, 0, largest)
     check_kernel(R.topk, lambda t, k: tuple(torch.topk(t, k)), x.astype(np.int64), 4)
+
+
+@pytest.mark.parametrize("dim", [0, -1, [0], [-1]])
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_0d_input_with_dim(dim, keepdim, dtype):
+    # conformance regression: torch accepts dim 0/-1 on a 0-d tensor (and keeps it 0-d); numpy raises AxisError
+    x = np.array(1.5, dtype)
+    d1 = dim if isinstance(dim, int) else dim[0]
+    check_kernel(R.sum, lambda t, *_: torch.sum(t, dim, keepdim), x, dim, keepdim)
+    check_kernel(R.mean, lambda t, *_: torch.mean(t, dim, keepdim), x, dim, keepdim)
+    check_kernel(R.amax, lambda t, *_: torch.amax(t, dim, keepdim), x, dim, keepdim)
+    check_kernel(R.logsumexp, lambda t, *_: torch.logsumexp(t, dim, keepdim), x, dim, keepdim)
+    check_kernel(R.var, lambda t, *_: torch.var(t, dim, correction=0, keepdim=keepdim), x, dim,
+                 keepdim=keepdim, correction=0)
+    check_kernel(R.max, lambda t, *_: tuple(torch.max(t, d1, keepdim)), x, d1, keepdim)
+    for ord in (2, 1, 4, 0.5, float("inf")):
+        check_kernel(R.linalg_vector_norm, lambda t, *_: torch.linalg.vector_norm(t, ord, dim, keepdim), x, ord,
+                     dim, keepdim)
+    with pytest.raises(KernelError, match="Dimension out of range"):
+        R.sum(x, [1])
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float32"])
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_ties_select_distinct_indices(dtype, largest):
+    # conformance regression (harness): torch breaks ties in an unspecified order, so check what the
+    # indices must satisfy: distinct, selecting torch's values
+    x = RNG.integers(0, 3, size=(5, 10, 5)).astype(dtype)
+    ref = torch.topk(torch.from_numpy(x), 3, 1, largest)
+    values, idx = R.topk(x, 3, 1, largest)
+    np.testing.assert_array_equal(values, ref.values.numpy())
+    np.testing.assert_array_equal(np.take_along_axis(x, idx, 1), ref.values.numpy())
+    assert idx.dtype == np.int64
+    assert not np.any(np.diff(np.sort(idx, axis=1), axis=1) == 0)

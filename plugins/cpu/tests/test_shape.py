@@ -181,3 +181,21 @@ def test_triu_tril(diag):
     np.testing.assert_array_equal(y, torch.triu(torch.from_numpy(x), diag).numpy())
     with pytest.raises(KernelError, match="at least 2"):
         S.triu(rand(3))
+
+
+def test_contiguous_0d_and_view():
+    # conformance regression: np.ascontiguousarray made a 0-d tensor 1-d
+    x = np.array(2.5, np.float32)
+    r = check_kernel(S.contiguous, lambda t: t.contiguous(), x)
+    assert r.shape == ()
+    y = rand(3, 4)
+    assert S.contiguous(y) is y or np.shares_memory(S.contiguous(y), y)  # already contiguous: no copy
+    check_kernel(S.contiguous, lambda t: t.contiguous(), y.T)
+
+
+@pytest.mark.parametrize("diag", [0, 2, -1])
+def test_triu_tril_bool(diag):
+    # conformance regression: zeroing wrote an int 0 into a bool tensor
+    x = RNG.random((3, 4, 5)) < 0.7
+    check_kernel(S.triu, torch.triu, x, diag)
+    check_kernel(S.tril, torch.tril, x, diag)

@@ -34,6 +34,8 @@ def relu6(self, *, out=None):
 def hardtanh(self, min_val=-1, max_val=1, *, out=None):
     """``aten::hardtanh``: clamp to ``[min_val, max_val]``."""
     out = _alloc(self, out, floating=False)
+    if self.dtype.kind in "iu":  # torch casts the bounds to the integer type (truncation): -0.5 -> 0
+        min_val, max_val = int(min_val), int(max_val)
     np.maximum(self, min_val, out=out)
     np.minimum(out, max_val, out=out)
     return out

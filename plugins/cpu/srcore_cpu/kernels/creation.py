@@ -84,16 +84,25 @@ def arange(start, end=None, step=1, *, dtype=None, layout=None, device=None, pin
         raise KernelError("arange: step must be nonzero")
     all_int = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (start, end, step))
     dt = dtype_of_code(dtype, INT64 if all_int else DEFAULT_FLOAT)
-    if dt.kind in "iu":  # torch casts the bounds to the integer type first: arange(2.5, dtype=int64) == [0, 1]
+    if dt == INT64:  # torch casts the bounds to int64 first: arange(2.5, dtype=int64) == [0, 1]
         start, end, step = int(start), int(end), int(step)
         all_int = True
         if step == 0:
             raise KernelError("arange: step must be nonzero (after the cast to an integer dtype)")
     n = max(0, math.ceil((end - start) / step))
+    if dt.kind in "iu" and dt != INT64:
+        # other integer types: the length comes from the uncast bounds (arange(3.1, dtype=int32) has 4
+        # elements), the values from the truncated start and step
+        start, step = int(start), int(step)
+        return _into(np.asarray(start + np.arange(n, dtype=np.int64) * step).astype(dt), out)
     if dt.kind in "iu" and all_int:
         r = np.arange(start, start + n * step, step, dtype=dt)[:n]
     else:
         r = (start + np.arange(n, dtype=np.float64) * step).astype(dt)
+    return _into(r, out)
+
+
+def _into(r, out):
     if out is None:
         return r
     np.copyto(out, r)

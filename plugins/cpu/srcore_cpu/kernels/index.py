@@ -31,7 +31,9 @@ def _dim(dim, ndim):
 
 def gather(self, dim, index, *, sparse_grad=False, out=None):
     """``aten::gather``: ``out[i][j] = self[i][index[i][j]]`` (for dim 1)."""
-    if self.ndim == 0:
+    if index.size == 0:  # torch skips the rank check for an empty index
+        r = np.empty(index.shape, self.dtype)
+    elif self.ndim == 0:
         r = self.reshape(1)[index.reshape(-1)].reshape(index.shape)
     else:
         r = self[_along(index, _dim(dim, self.ndim))]
@@ -54,7 +56,8 @@ def scatter(self, dim, index, src=None, *, value=None, reduce=None, out=None):
     if isinstance(src, np.ndarray):
         vals = src[tuple(np.s_[: n] for n in index.shape)] if src.ndim else src
     else:
-        vals = src if src is not None else value
+        # a Scalar is cast to self's dtype first (torch truncates 2.5 to 2 for an int tensor)
+        vals = np.asarray(src if src is not None else value).astype(out.dtype)
     if reduce is None:
         out[at] = vals
     elif reduce == "add":

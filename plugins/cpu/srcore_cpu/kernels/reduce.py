@@ -14,13 +14,19 @@ from srcore.errors import KernelError
 from .promotion import DEFAULT_FLOAT, INT64, as_array, dtype_of_code, float_type
 
 
-def _axis(dim):
+def _axis(dim, x=None):
+    """numpy's ``axis`` for a torch ``dim``; a 0-d ``x`` takes dim 0/-1 as "everything", as torch does."""
     if dim is None:
+        return None
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if x is not None and x.ndim == 0:
+        bad = [d for d in dims if d not in (0, -1)]
+        if bad:
+            raise KernelError(f"Dimension out of range (expected to be in range of [-1, 0], but got {bad[0]})")
         return None
     if isinstance(dim, int):
         return dim
-    dim = tuple(dim)
-    return dim if dim else None
+    return dims if dims else None
 
 
 def _int_acc(x, dtype):
@@ -37,7 +43,7 @@ def _reduce(fn, x, axis, keepdim, out, **kw):
 
 def sum(self, dim=None, keepdim=False, *, dtype=None, out=None):
     """``aten::sum`` / ``sum.dim_IntList``."""
-    return _reduce(np.sum, self, _axis(dim), keepdim, out, dtype=_int_acc(self, dtype))
+    return _reduce(np.sum, self, _axis(dim, self), keepdim, out, dtype=_int_acc(self, dtype))
 
 
 def mean(self, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -45,29 +51,29 @@ def mean(self, dim=None, keepdim=False, *, dtype=None, out=None):
     if dtype is None and self.dtype.kind not in "fc":
         raise KernelError(f"mean(): could not infer output dtype. Input dtype must be either a floating point "
                           f"or complex dtype. Got: {self.dtype}")
-    return _reduce(np.mean, self, _axis(dim), keepdim, out, dtype=dtype_of_code(dtype))
+    return _reduce(np.mean, self, _axis(dim, self), keepdim, out, dtype=dtype_of_code(dtype))
 
 
 def prod(self, dim=None, keepdim=False, *, dtype=None, out=None):
     """``aten::prod`` / ``prod.dim_int``."""
-    return _reduce(np.prod, self, _axis(dim), keepdim, out, dtype=_int_acc(self, dtype))
+    return _reduce(np.prod, self, _axis(dim, self), keepdim, out, dtype=_int_acc(self, dtype))
 
 
 def amax(self, dim=(), keepdim=False, *, out=None):
-    return _reduce(np.max, self, _axis(dim), keepdim, out)
+    return _reduce(np.max, self, _axis(dim, self), keepdim, out)
 
 
 def amin(self, dim=(), keepdim=False, *, out=None):
-    return _reduce(np.min, self, _axis(dim), keepdim, out)
+    return _reduce(np.min, self, _axis(dim, self), keepdim, out)
 
 
 def all(self, dim=None, keepdim=False, *, out=None):
     """``aten::all`` / ``all.dim`` / ``all.dims``: a bool tensor."""
-    return _reduce(np.all, self, _axis(dim), keepdim, out)
+    return _reduce(np.all, self, _axis(dim, self), keepdim, out)
 
 
 def any(self, dim=None, keepdim=False, *, out=None):
-    return _reduce(np.any, self, _axis(dim), keepdim, out)
+    return _reduce(np.any, self, _axis(dim, self), keepdim, out)
 
 
 def _arg(fn, x, dim, keepdim, out):
@@ -103,7 +109,7 @@ def _max_min(vfn, ifn, self, dim, keepdim, out):
     if dim is None:  # aten::max(Tensor self) -> Tensor
         return _reduce(vfn, self, None, False, out)
     values, indices = (None, None) if out is None else out
-    values = _reduce(vfn, self, dim, keepdim, values)
+    values = _reduce(vfn, self, _axis(dim, self), keepdim, values)
     indices = _arg(ifn, self, dim, keepdim, indices)
     return values, indices
 
@@ -120,8 +126,8 @@ def min(self, dim=None, keepdim=False, *, out=None):
 def linalg_vector_norm(self, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """``aten::linalg_vector_norm``: ``sum(|x|^ord)^(1/ord)``; inf/-inf/0 as in torch."""
     x = self if dtype is None else self.astype(dtype_of_code(dtype))
-    axis = _axis(dim)
-    a = np.abs(x)
+    axis = _axis(dim, x)
+    a = np.abs(x, out=np.empty(x.shape, x.dtype))  # an array even for 0-d x (the ufunc would give a scalar)
     if ord == float("inf"):
         return _reduce(np.max, a, axis, keepdim, out)
     if ord == float("-inf"):
@@ -147,7 +153,7 @@ def var(self, dim=None, unbiased=True, keepdim=False, *, correction=None, out=No
     if isinstance(dim, bool):  # aten::var(Tensor self, bool unbiased=True)
         dim, unbiased = None, dim
     ddof = (1 if unbiased else 0) if correction is None else correction
-    return _reduce(np.var, self, _axis(dim), keepdim, out, ddof=ddof)
+    return _reduce(np.var, self, _axis(dim, self), keepdim, out, ddof=ddof)
 
 
 def std(self, dim=None, unbiased=True, keepdim=False, *, correction=None, out=None):
@@ -155,7 +161,7 @@ def std(self, dim=None, unbiased=True, keepdim=False, *, correction=None, out=No
     if isinstance(dim, bool):
         dim, unbiased = None, dim
     ddof = (1 if unbiased else 0) if correction is None else correction
-    return _reduce(np.std, self, _axis(dim), keepdim, out, ddof=ddof)
+    return _reduce(np.std, self, _axis(dim, self), keepdim, out, ddof=ddof)
 
 
 def cumsum(self, dim, *, dtype=None, out=None):
@@ -175,7 +181,9 @@ def logsumexp(self, dim, keepdim=False, *, out=None):
     from scipy.special import logsumexp as lse
 
     x = self if self.dtype.kind == "f" else self.astype(DEFAULT_FLOAT)
-    r = as_array(lse(x, axis=_axis(dim), keepdims=keepdim), x.dtype).astype(float_type(x.dtype), copy=False)
+    r = as_array(lse(x, axis=_axis(dim, x), keepdims=keepdim), x.dtype).astype(float_type(x.dtype), copy=False)
+    if x.ndim == 0:  # scipy keeps a (1,) shape for a 0-d input with keepdims
+        r = r.reshape(())
     if out is None:
         return r
     np.copyto(out, r)

@@ -97,7 +97,8 @@ def t(self):
 
 
 def contiguous(self, *, memory_format=0):
-    return np.ascontiguousarray(self)
+    # np.ascontiguousarray would turn a 0-d array into shape (1,)
+    return np.asarray(self, order="C")
 
 
 def movedim(self, source, destination):
@@ -268,7 +269,7 @@ def _tri(self, diagonal, out, upper):
         out = np.empty(self.shape, self.dtype)
     if out is not self:
         np.copyto(out, self)
-    np.copyto(out, 0, where=~keep)
+    np.copyto(out, np.zeros((), out.dtype), where=~keep)  # a typed zero: bool tensors too
     return out
 
 
