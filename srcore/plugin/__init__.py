@@ -12,12 +12,12 @@ op declarations, through the same hooks).
 """
 import pluggy
 
-from .types import (KERNEL_KINDS, ArgInfo, Backend, DType, EngineBuilder, Kernel, NodeInfo, OpLibrary,
+from .types import (KERNEL_KINDS, ArgInfo, Const, Backend, DType, EngineBuilder, Kernel, NodeInfo, OpLibrary,
                     PluginInfo, Specialized, Subcommand)
 
 hookimpl = pluggy.HookimplMarker("srcore")
 
 __all__ = [
     "hookimpl", "Kernel", "OpLibrary", "Backend", "DType", "EngineBuilder", "Subcommand",
-    "NodeInfo", "ArgInfo", "Specialized", "PluginInfo", "KERNEL_KINDS",
+    "NodeInfo", "ArgInfo", "Specialized", "Const", "PluginInfo", "KERNEL_KINDS",
 ]

@@ -211,13 +211,22 @@ class NodeInfo:
 
 
 @attrs.frozen
+class Const:
+    """In a :class:`Specialized` call, a value bound at load instead of a node argument
+    (e.g. a Python float constant converted once to ``numpy.float32``)."""
+
+    value: Any = attrs.field(eq=False)
+
+
+@attrs.frozen
 class Specialized:
     """A matcher's answer: call ``fn`` with only some of the node's arguments.
 
-    ``args`` are argument positions (schema order) passed positionally;
-    ``kwargs`` are ``(keyword, position)`` pairs. Out variants still get ``out=``.
+    ``args`` are argument positions (schema order) passed positionally, or
+    :class:`Const` values; ``kwargs`` are ``(keyword, position or Const)`` pairs.
+    Out variants still get ``out=``.
     """
 
     fn: Callable[..., Any] = attrs.field(eq=False)
-    args: tuple[int, ...] = attrs.field(default=(), converter=tuple)
-    kwargs: tuple[tuple[str, int], ...] = attrs.field(default=(), converter=tuple)
+    args: tuple[int | Const, ...] = attrs.field(default=(), converter=tuple)
+    kwargs: tuple[tuple[str, int | Const], ...] = attrs.field(default=(), converter=tuple)

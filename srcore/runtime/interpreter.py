@@ -1,22 +1,33 @@
 """The interpreter executor: the reference loop over processed nodes.
 
-One :class:`BlockRunner` per block, sharing the runtime's value array;
-``prim::If`` and ``prim::Loop`` nodes run the runners of their sub-blocks
-(per-node metadata: ``ProcessedNode.blocks``). Each node's call is unboxed
-from precomputed slot/constant tables; out variants get the planned buffer
-of their output (or ``None``: the kernel allocates).
+One step list per block, all sharing the runtime's value array (one per run);
+``prim::If`` and ``prim::Loop`` nodes run the steps of their sub-blocks
+(per-node metadata: ``ProcessedNode.blocks``). Unboxing is precomputed: every
+argument lives in a slot of the value array (constants and planned buffers
+included, filled into the array's template once per signature), so a step
+is an ``itemgetter`` over slots and one call.
 """
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 from .processed import BlockInfo, ProcessedNode
 
-_IF, _LOOP, _FORK, _WAIT, _CALL = range(5)
+_CALL, _CALL_OUT, _CALL_OUTS, _IF, _LOOP, _FORK, _WAIT = range(7)
+
+
+def _getter(slots: tuple[int, ...]):
+    """A C-level function: values -> the arguments in ``slots`` (always a sequence)."""
+    if len(slots) == 1:
+        return itemgetter(slice(slots[0], slots[0] + 1))
+    if not slots:
+        return itemgetter(slice(0, 0))
+    return itemgetter(*slots)
 
 
 class BlockRunner:
-    """Runs every block of a module on one runtime's value array."""
+    """Runs every block of a module on one runtime's value arrays."""
 
     def __init__(self, module, runtime):
         self.module = module
@@ -25,81 +36,136 @@ class BlockRunner:
         for slot, value in module.constants.items():
             template[slot] = value
         self._template = template
+        self._const_slot: dict[int, int] = {}     # id(constant object) -> its extra slot
+        self._buf_slot: dict[int, int] = {}       # managed value slot -> slot holding its buffer
+        self._none_slot = self._extra(None)
         self.failed_node: ProcessedNode | None = None
         self.output_slots: tuple[int, ...] = ()
         if module.options.manage_output_tensors:
             top = module.top
             self.output_slots = tuple(s for pn in top.nodes if pn.fn is not None and pn.fn.kind == "out"
                                       for s in pn.outputs if s in top.outputs)
+        for b in module.blocks:
+            for m in b.managed:
+                self._buf_slot[m.slot] = self._extra(None)
+        for s in self.output_slots:
+            self._buf_slot[s] = self._extra(None)
         self._steps = [self._compile(b) for b in module.blocks]
+
+    def _extra(self, value: Any) -> int:
+        self._template.append(value)
+        return len(self._template) - 1
+
+    def _arg_slot(self, a) -> int:
+        if a.slot is not None:
+            return a.slot
+        key = id(a.const)
+        slot = self._const_slot.get(key)
+        if slot is None:
+            slot = self._const_slot[key] = self._extra(a.const)
+        return slot
 
     def _compile(self, info: BlockInfo) -> list[tuple]:
         steps = []
         for pn in info.nodes:
             kind = pn.node.kind
             if kind == "prim::If":
-                steps.append((_IF, pn, None, None, None, None))
+                steps.append((_IF, pn))
             elif kind == "prim::Loop":
-                steps.append((_LOOP, pn, None, None, None, None))
+                steps.append((_LOOP, pn))
             elif kind == "prim::fork":
-                steps.append((_FORK, pn, None, None, None, None))
+                steps.append((_FORK, pn))
             elif kind == "aten::wait":
-                steps.append((_WAIT, pn, None, None, None, None))
+                steps.append((_WAIT, pn))
             else:
                 fn = pn.fn
-                args = tuple((a.slot, a.const) for a in fn.args)
-                kwargs = tuple((k, a.slot, a.const) for k, a in fn.kwargs)
-                steps.append((_CALL, pn, fn.fn, args, kwargs, fn.kind == "out"))
+                get = _getter(tuple(self._arg_slot(a) for a in fn.args))
+                kw = None
+                if fn.kwargs:
+                    kw = (tuple(k for k, _ in fn.kwargs), _getter(tuple(self._arg_slot(a) for _, a in fn.kwargs)))
+                bufs = tuple(self._buf_slot.get(s, self._none_slot) for s in pn.outputs)
+                if fn.kind != "out":
+                    steps.append((_CALL, pn, fn.fn, get, kw, pn.outputs))
+                elif len(pn.outputs) == 1:
+                    steps.append((_CALL_OUT, pn, fn.fn, get, kw, pn.outputs[0], bufs[0]))
+                else:
+                    steps.append((_CALL_OUTS, pn, fn.fn, get, kw, pn.outputs, bufs))
         return steps
+
+    def bind_buffers(self, buffers: list[dict]) -> None:
+        """Put this signature's planned buffers into the value array template."""
+        t = self._template
+        for bufs in buffers:
+            for slot, view in bufs.items():
+                bs = self._buf_slot.get(slot)
+                if bs is not None:
+                    t[bs] = view
+        for b in self.module.blocks:        # tensors not planned for this signature: kernels allocate
+            for m in b.managed:
+                if m.slot not in buffers[b.index]:
+                    t[self._buf_slot[m.slot]] = None
 
     def run_top(self, *inputs):
         top = self.module.top
         values = self._template.copy()   # a fresh value array per run: intermediates die with it
-        extra = {}
         if self.output_slots:
             *inputs, outbufs = inputs
-            extra = {s: b for s, b in zip(self.output_slots, outbufs) if b is not None}
+            for s, b in zip(self.output_slots, outbufs):
+                values[self._buf_slot[s]] = b
         for s, v in zip(top.inputs, inputs):
             values[s] = v
-        self.run_block(top, values, extra)
+        self.failed_node = None
+        self.run_block(top, values)
         return tuple(values[s] for s in top.outputs)
 
-    def run_block(self, info: BlockInfo, values: list, extra: dict | None = None) -> None:
-        bufs = self.runtime._buffers[info.index]
-        if extra:
-            bufs = {**bufs, **extra}
-        for op, pn, fn, args, kwargs, is_out in self._steps[info.index]:
-            self.failed_node = pn
-            if op == _CALL:
-                a = [values[s] if s is not None else c for s, c in args]
-                kw = {k: (values[s] if s is not None else c) for k, s, c in kwargs}
-                outs = pn.outputs
-                if is_out:
-                    if len(outs) == 1:
-                        kw["out"] = bufs.get(outs[0])
+    def run_block(self, info: BlockInfo, values: list) -> None:
+        self._run_steps(self._steps[info.index], values)
+
+    def _run_steps(self, steps: list, values: list) -> None:
+        step = None
+        try:
+            for step in steps:
+                op = step[0]
+                if op == _CALL_OUT:
+                    _, _, fn, get, kw, o, b = step
+                    if kw is None:
+                        values[o] = fn(*get(values), out=values[b])
                     else:
-                        ob = tuple(bufs.get(s) for s in outs)
-                        kw["out"] = ob if all(b is not None for b in ob) else None
-                res = fn(*a, **kw)
-                if len(outs) == 1:
-                    values[outs[0]] = res
-                elif outs:
+                        values[o] = fn(*get(values), **dict(zip(kw[0], kw[1](values))), out=values[b])
+                elif op == _CALL:
+                    _, _, fn, get, kw, outs = step
+                    res = fn(*get(values)) if kw is None else fn(*get(values), **dict(zip(kw[0], kw[1](values))))
+                    if len(outs) == 1:
+                        values[outs[0]] = res
+                    elif outs:
+                        for s, r in zip(outs, res):
+                            values[s] = r
+                elif op == _CALL_OUTS:
+                    _, _, fn, get, kw, outs, bufs = step
+                    ob = tuple(values[b] for b in bufs)
+                    kwargs = {} if kw is None else dict(zip(kw[0], kw[1](values)))
+                    res = fn(*get(values), **kwargs, out=ob if all(b is not None for b in ob) else None)
                     for s, r in zip(outs, res):
                         values[s] = r
-            elif op == _IF:
-                sub = pn.blocks[0] if values[pn.inputs[0]] else pn.blocks[1]
-                self.run_block(sub, values)
-                for s, o in zip(pn.outputs, sub.outputs):
-                    values[s] = values[o]
-            elif op == _LOOP:
-                self._loop(pn, values)
-            elif op == _FORK:
-                self._fork(pn, values)
-            else:  # aten::wait
-                res = values[pn.inputs[0]].result()
-                for s, r in zip(pn.outputs, res):
-                    values[s] = r
-        self.failed_node = None
+                elif op == _IF:
+                    pn = step[1]
+                    sub = pn.blocks[0] if values[pn.inputs[0]] else pn.blocks[1]
+                    self.run_block(sub, values)
+                    for s, o in zip(pn.outputs, sub.outputs):
+                        values[s] = values[o]
+                elif op == _LOOP:
+                    self._loop(step[1], values)
+                elif op == _FORK:
+                    self._fork(step[1], values)
+                else:  # aten::wait
+                    pn = step[1]
+                    res = values[pn.inputs[0]].result()
+                    for s, r in zip(pn.outputs, res):
+                        values[s] = r
+        except BaseException:
+            if step is not None and self.failed_node is None:
+                self.failed_node = step[1]
+            raise
 
     def _loop(self, pn: ProcessedNode, values: list) -> None:
         body = pn.blocks[0]
@@ -125,27 +191,7 @@ class BlockRunner:
             snapshot[s] = v
 
         def task():
-            self._run_detached(body, snapshot)
+            self.run_block(body, snapshot)   # forked blocks have no managed tensors: no shared buffers
             return tuple(snapshot[s] for s in body.outputs)
 
-        values[pn.outputs[0]] = self.runtime._launch(lambda: task(), ())
-
-    def _run_detached(self, body: BlockInfo, values: list) -> None:
-        # a forked block may run while its parent runs: it never uses planned buffers
-        runner = BlockRunner.__new__(BlockRunner)
-        runner.module, runner.runtime, runner._steps = self.module, _NoBuffers(self.runtime._launch), self._steps
-        runner.failed_node = None
-        runner.run_block(body, values)
-
-
-class _NoBuffers:
-    """The view of a runtime a forked block sees: no planned buffers."""
-
-    def __init__(self, launch):
-        self._buffers = _EmptyBuffers()
-        self._launch = launch
-
-
-class _EmptyBuffers:
-    def __getitem__(self, index):
-        return {}
+        values[pn.outputs[0]] = self.runtime._launch(task, ())

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import attrs
 
-from .interpreter import _CALL, BlockRunner
+from .interpreter import BlockRunner
 
 
 @attrs.frozen
@@ -56,46 +56,18 @@ class OpMetrics:
 
 
 class _TimingRunner(BlockRunner):
+    """The interpreter, timing each step (a structural step's time includes its sub-blocks)."""
+
     def __init__(self, module, runtime):
         super().__init__(module, runtime)
         self.times: dict[int, float] = defaultdict(float)
 
-    def run_block(self, info, values, extra=None):
-        bufs = self.runtime._buffers[info.index]
-        if extra:
-            bufs = {**bufs, **extra}
+    def run_block(self, info, values):
         clock = time.perf_counter
         for step in self._steps[info.index]:
-            op, pn = step[0], step[1]
             t0 = clock()
-            if op == _CALL:
-                self._call(step, values, bufs)
-            else:
-                self._steps_one(info, step, values)
-            self.times[id(pn)] += clock() - t0
-
-    def _call(self, step, values, bufs):
-        _, pn, fn, args, kwargs, is_out = step
-        a = [values[s] if s is not None else c for s, c in args]
-        kw = {k: (values[s] if s is not None else c) for k, s, c in kwargs}
-        outs = pn.outputs
-        if is_out:
-            ob = tuple(bufs.get(s) for s in outs)
-            kw["out"] = ob[0] if len(ob) == 1 else (ob if all(b is not None for b in ob) else None)
-        res = fn(*a, **kw)
-        if len(outs) == 1:
-            values[outs[0]] = res
-        elif outs:
-            for s, r in zip(outs, res):
-                values[s] = r
-
-    def _steps_one(self, info, step, values):
-        saved = self._steps[info.index]
-        self._steps[info.index] = [step]
-        try:
-            BlockRunner.run_block(self, info, values)
-        finally:
-            self._steps[info.index] = saved
+            self._run_steps((step,), values)
+            self.times[id(step[1])] += clock() - t0
 
 
 def benchmark_individual_ops(module, inputs: Sequence[Any], warmup: int = 5, runs: int = 20) -> OpMetrics:

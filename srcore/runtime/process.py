@@ -14,6 +14,7 @@ from ..errors import SrcoreError
 from ..ir.effects import mutated_inputs
 from ..ir.types import TensorType, contains_tensor
 from ..memory.liveness import NodeFacts, analyze
+from ..plugin.types import Const
 from .processed import STRUCTURAL_KINDS, Arg, BlockInfo, ManagedTensor, ProcessedFunction, ProcessedNode
 
 
@@ -132,8 +133,11 @@ class GraphProcessor:
         full = self.full_args(n)
         spec = rk.specialized
         if spec is not None:
-            args = tuple(full[i][1] for i in spec.args)
-            kwargs = tuple((name, full[i][1]) for name, i in spec.kwargs)
+            def pick(i):
+                return Arg(None, i.value) if isinstance(i, Const) else full[i][1]
+
+            args = tuple(pick(i) for i in spec.args)
+            kwargs = tuple((name, pick(i)) for name, i in spec.kwargs)
         else:
             args = tuple(a for kw, a in full if kw is None)
             kwargs = tuple((kw, a) for kw, a in full if kw is not None)

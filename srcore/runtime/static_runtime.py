@@ -165,6 +165,8 @@ class StaticRuntime:
             bufs = arena.buffers(key, bsig)
             self._buffers[arena.block] = bufs
             pending = pending or arena.pending is not None
+        if self._runner is not None:
+            self._runner.bind_buffers(self._buffers)
         if self._fns is not None:
             for fn, gb in zip(self._fns, m._codegen.blocks):
                 if gb.buffer_slots:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from srcore.ir.types import BoolType, FloatType, IntType, TensorType
-from srcore.plugin import NodeInfo, Specialized
+from srcore.plugin import Const, NodeInfo, Specialized
 
 from .promotion import as_array, float_type, result_type
 
@@ -244,7 +244,11 @@ def _fast_binary(node: NodeInfo):
         e = node.args[1]
         if e.is_constant and not isinstance(e.value, bool) and e.value in _POW_FAST:
             return Specialized(_POW_FAST[e.value], args=(0,))  # as torch's CPU kernel does
-    return Specialized(ufunc, args=(0, 1))
+    # a constant Python scalar becomes a numpy scalar of the computation's dtype once, at load:
+    # numpy then skips converting it on every call (same values: NEP 50 casts it to that dtype)
+    args = tuple(Const(np.dtype(ok_dtype).type(a.value)) if a.is_constant and not isinstance(a.type, TensorType)
+                 else i for i, a in enumerate(operands))
+    return Specialized(ufunc, args=args)
 
 
 #: constant exponents with a cheaper ufunc (x**2 is 3x faster as np.square)
