@@ -298,3 +298,15 @@ def test_fork_and_wait_run_on_the_launcher(options):
     np.testing.assert_allclose(out, np.maximum(x, 0) + x, rtol=1e-6)
     assert len(tasks) == 2          # the run itself and the forked block
     assert all(not b.managed for b in sm.blocks if b.block.owning_node is not None)
+
+
+def test_per_signature_caches_are_bounded():
+    from srcore.runtime.lru import MAX_SIGNATURES
+
+    sm = chain_module(srcore.Options())
+    rt = sm.runtime()
+    for batch in range(1, MAX_SIGNATURES + 20):
+        x = np.full((batch, 64), 0.5, np.float32)
+        np.testing.assert_allclose(rt(x), chain_ref(x), rtol=1e-5)
+    assert len(sm._signatures) <= MAX_SIGNATURES
+    assert all(len(a.views) <= MAX_SIGNATURES for a in rt.arenas)

@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import MemoryPlanError
 from ..memory.planner import ALIGNMENT, Plan
 from ..memory.standard_resizing import grow
+from .lru import LRU
 
 
 def aligned_slab(nbytes: int) -> np.ndarray:
@@ -46,7 +47,7 @@ class BlockArena:
         self.planned: dict[int, int] = {}     # slot -> bytes the plan was made for
         self.slab: np.ndarray | None = None
         self.pending: Plan | None = None
-        self.views: dict[Any, dict[int, np.ndarray]] = {}
+        self.views: LRU = LRU()
         self.dynamic_allocations = 0
         self.replans = 0
 

@@ -20,6 +20,7 @@ from ..errors import ShapeError, SrcoreError, SrcoreInputError
 from ..ir.types import TensorType, Type
 from ..memory.planner import TensorRequest, Lifetime, lower_bound, make_planner, no_reuse_bytes
 from .inputs import ScalarSpec
+from .lru import LRU, MAX_SIGNATURES
 from .options import Options
 from .process import GraphProcessor, enumerate_values
 from .processed import BlockInfo
@@ -86,8 +87,8 @@ class StaticModule:
         self.values = proc.values
         self.constants = proc.constants
         self.n_slots = len(proc.values)
-        self._signatures: dict[Any, SignatureInfo] = {}
-        self._plans: dict[tuple, Any] = {}
+        self._signatures: LRU = LRU()
+        self._plans: LRU = LRU(4 * MAX_SIGNATURES)
         self._lock = threading.Lock()
         self._codegen = None
         if options.executor == "codegen":
