@@ -37,8 +37,8 @@ def test_demo_subprocess_prints_accuracy_latency_and_pointer():
     out = proc.stdout
     assert _accuracy(out) >= 0.9
     assert "single-sample runs agree" in out
-    assert re.search(r"srcore \(codegen\)\s+[\d.]+ us\s+[\d.]+ us", out)
-    assert re.search(r"srcore \(interpreter\)\s+[\d.]+ us\s+[\d.]+ us", out)
+    assert re.search(r"srcore \(codegen\)\s+[\d.]+ [mu]s\s+[\d.]+ [mu]s", out)
+    assert re.search(r"srcore \(interpreter\)\s+[\d.]+ [mu]s\s+[\d.]+ [mu]s", out)
     assert "plugin cpu" in out and "srcore inspect" in out
 
 

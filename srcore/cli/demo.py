@@ -161,7 +161,8 @@ def _run_digits(pm, args) -> bool:
     if torch_row is not None:
         rows.append(torch_row)
     note = "; torch on one thread" if torch_row is not None else ""
-    print(f"  latency, best-round median per call ({args.rounds} rounds{note}):")
+    rounds = f"{args.rounds} round{'s' if args.rounds != 1 else ''}"
+    print(f"  latency, best-round median per call ({rounds}{note}):")
     print(f"    {'':26s} {'1 sample':>10s} {f'batch of {len(x)}':>14s}")
     for name, t1, tb in rows:
         print(f"    {name:26s} {t1:>10s} {tb:>14s}")
@@ -174,14 +175,17 @@ def _run_digits(pm, args) -> bool:
 
 def _best(res: dict) -> str:
     us = res["best_round_median_us"]
+    if us >= 1000:
+        return f"{us / 1e3:.2f} ms"
     return f"{us:.0f} us" if us >= 100 else f"{us:.1f} us"
 
 
 def _show(path: Path) -> str:
     try:
-        return os.path.relpath(path)
-    except ValueError:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive
         return str(path)
+    return str(path) if rel.startswith("..") else rel
 
 
 def _torch_row(path: Path, one, batch, logits, rounds: int, runs: int):
