@@ -197,3 +197,55 @@ def _declared() -> dict:
 def unsupported_error(what: str, problems: Sequence[str]) -> ConversionError:
     lines = "\n".join(f"  - {p}" for p in problems)
     return ConversionError(f"cannot convert {what}: {len(problems)} unsupported construct(s):\n{lines}")
+
+
+_RESHAPE_SCHEMA = "aten::reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)"
+
+
+def relax_views(graph) -> int:
+    """``aten::view(x, size)`` -> ``aten::reshape`` where nothing writes through either side.
+
+    A view is only legal for torch's strides, and srcore's kernels may lay a result out
+    differently (e.g. SDPA's output, which export's decompositions then ``view`` after a
+    permute): without writes the two ops compute the same values, and reshape still views
+    when it can. Returns the number of nodes changed.
+    """
+    from ..passes._util import is_mutated
+
+    n_changed = 0
+    for node in list(graph.all_nodes()):
+        if node.kind != "aten::view" or len(node.inputs) != 2 or not isinstance(node.inputs[1].type, ListType):
+            continue
+        if is_mutated(node.inputs[0]) or is_mutated(node.output):
+            continue
+        node.kind = "aten::reshape"
+        node.schema = parse_schema(_RESHAPE_SCHEMA)
+        n_changed += 1
+    return n_changed
+
+
+_BITWISE = {"aten::__and__": "bitwise_and", "aten::__or__": "bitwise_or", "aten::__xor__": "bitwise_xor"}
+
+
+def rename_tensor_bitwise(graph) -> int:
+    """``a & b`` on tensors: TorchScript and export say ``aten::__and__`` (and ``__or__``,
+    ``__xor__``), the same op as ``aten::bitwise_and``; the number ops keep their names."""
+    from ..ir.types import TensorType
+
+    n_changed = 0
+    for node in list(graph.all_nodes()):
+        name = _BITWISE.get(node.kind)
+        if name is None or len(node.inputs) != 2 or not isinstance(node.inputs[0].type, TensorType):
+            continue
+        overload = "Tensor(Tensor self, Tensor other)" if isinstance(node.inputs[1].type, TensorType) \
+            else "Scalar(Tensor self, Scalar other)"
+        node.kind = f"aten::{name}"
+        node.schema = parse_schema(f"aten::{name}.{overload} -> Tensor")
+        n_changed += 1
+    return n_changed
+
+
+def canonicalize(graph) -> None:
+    """Frontend-independent clean-ups of a converted graph (see the functions called)."""
+    relax_views(graph)
+    rename_tensor_bitwise(graph)

@@ -60,6 +60,7 @@ def from_torch(module, example_inputs=None, *, dynamic_shapes=None, decompositio
         ep = ep.run_decompositions({})
     conv = _Converter(torch, ep, source, _dim_names(torch, ep, dynamic_shapes))
     graph, specs = conv.convert()
+    tc.canonicalize(graph)
     meta = {"producer": f"srcore.from_torch (torch {torch.__version__})", "source": source}
     return Model(graph, conv.params, specs, default_output_names(len(graph.outputs)), meta)
 

@@ -57,6 +57,7 @@ def from_torchscript(module_or_path, example_inputs=None, *,
     conv = _Converter(torch, source, frozen)
     graph = conv.convert(ts_graph, arg_names)
     _flatten_tuple_return(graph)
+    tc.canonicalize(graph)
     types = [v.type for v in graph.inputs]
     specs = tc.input_specs([v.name for v in graph.inputs], example_inputs, types, dynamic_dims, torch)
     by_name = {s.name: s for s in specs}

@@ -400,6 +400,141 @@ def build_activations():
     return Activations().eval(), (torch.randn(4, 9) * 4,), [(torch.randn(4, 9) * 30,)]
 
 
+# --- more attention, lists, splitting, integer outputs, pooling ----------------------------------
+
+class StockEncoder(nn.Module):
+    """Stock nn.TransformerEncoder (2 pre-norm layers) with src_key_padding_mask (bool)."""
+
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True, norm_first=True)
+        self.enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+
+    def forward(self, x, pad):
+        return self.enc(x, src_key_padding_mask=pad)
+
+
+def build_stock_encoder():
+    _seed(26)
+    return StockEncoder().eval(), _seq_and_pad(3, t=5), [_seq_and_pad(4, t=5)]
+
+
+class SDPAttention(nn.Module):
+    """F.scaled_dot_product_attention, causal and with a float additive mask; unbind of a permute."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(16, 48)
+
+    def forward(self, x, attn_mask):
+        b, t, e = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, 2, 8).permute(2, 0, 3, 1, 4).unbind(0)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        c = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask)
+        return (a + c).transpose(1, 2).reshape(b, t, e)
+
+
+def build_sdpa():
+    _seed(27)
+    return SDPAttention().eval(), (torch.randn(2, 5, 16), torch.randn(5, 5)), [(torch.randn(2, 5, 16), torch.zeros(5, 5))]
+
+
+class ListStack(nn.Module):
+    """RNN whose per-step outputs are appended to a list in the loop and stacked after it."""
+
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.Linear(12, 4)
+
+    def forward(self, x):
+        h = torch.zeros(x.size(0), 4)
+        outs: List[torch.Tensor] = []
+        for t in range(x.size(1)):
+            h = torch.tanh(self.cell(torch.cat([x[:, t], h], 1)))
+            outs.append(h)
+        return torch.stack(outs, 1)
+
+
+def build_list_stack():
+    _seed(28)
+    return ListStack().eval(), (torch.randn(3, 6, 8),), [(torch.randn(3, 6, 8),), (torch.randn(3, 2, 8),)]
+
+
+class SplitChunk(nn.Module):
+    """chunk/split/repeat/expand/squeeze, einsum vs bmm, rsqrt/pow/clamp."""
+
+    def forward(self, x):
+        a, b = x.chunk(2, dim=1)
+        parts = torch.split(x, [1, 2, 3], dim=1)
+        r = a.repeat(1, 2, 1)[:, :3] + parts[2] + b.expand(-1, -1, -1)
+        e = torch.einsum("bij,bkj->bik", x, x)
+        m = torch.bmm(x, x.transpose(1, 2))
+        return r, e - m, torch.rsqrt(x.abs() + 1).pow(3), x.clamp(min=-0.3, max=0.3), parts[0].squeeze(1)
+
+
+def build_split_chunk():
+    _seed(29)
+    return SplitChunk().eval(), (torch.randn(2, 6, 6),), [(torch.randn(2, 6, 6),)]
+
+
+class IntOps(nn.Module):
+    """Integer and bool outputs (exact): argmax/argmin, int arithmetic, sort indices, nonzero, `&`."""
+
+    def forward(self, x, ids):
+        am = x.argmax(1)
+        s = (ids * 3 + 1) // 2 % 7
+        srt, idx = torch.sort(x, dim=1, descending=True)
+        both = (x > 0.5) & (x < 1.5) | (ids == 0)
+        return am, s, idx, (x > 0).sum(1), ids.max(), x.argmin(), srt, torch.nonzero(ids > 3), both
+
+
+def _int_inputs(seed: int):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(4, 7, generator=g), torch.randint(0, 9, (4, 7), generator=g)
+
+
+def build_int_ops():
+    _seed(30)
+    return IntOps().eval(), _int_inputs(1), [_int_inputs(2)]
+
+
+class Pools(nn.Module):
+    """padding="same" dilated conv, ceil_mode max/avg pools, count_include_pad=False, adaptive
+    max/avg pools with non-dividing output sizes."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 4, 3, padding="same", dilation=2)
+
+    def forward(self, x):
+        y = self.c(x)
+        a = F.max_pool2d(y, 3, 2, ceil_mode=True)
+        b = F.avg_pool2d(y, 3, 2, padding=1, ceil_mode=True, count_include_pad=False)
+        c = F.adaptive_max_pool2d(y, (3, 2))
+        f = F.adaptive_avg_pool2d(y, (3, 5))
+        return a, b, c, f
+
+
+def build_pools():
+    _seed(31)
+    return Pools().eval(), (torch.randn(2, 3, 11, 10),), [(torch.randn(2, 3, 11, 10),)]
+
+
+class PadBicubic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 4, 3, padding=1, padding_mode="reflect")
+
+    def forward(self, x):
+        y = self.c(x)
+        return F.pad(y, (1, 2, 0, 1), value=0.5), F.interpolate(y, size=(4, 9), mode="bicubic")
+
+
+def build_pad_bicubic():
+    _seed(32)
+    return PadBicubic().eval(), (torch.randn(1, 3, 6, 6),), []
+
+
 class SeluCelu(nn.Module):
     def forward(self, x):
         return F.selu(x) + F.celu(-x * 0.5, 0.7)
@@ -426,6 +561,15 @@ ZOO: Dict[str, ZooCase] = {
     "dict_out": ZooCase(build_dict_out),
     "size_arith": ZooCase(build_size_arith, dynamic={"x": {0: "batch"}}),
     "activations": ZooCase(build_activations),
+    "stock_encoder": ZooCase(build_stock_encoder),
+    "sdpa": ZooCase(build_sdpa),
+    "list_stack": ZooCase(build_list_stack, dynamic={"x": {1: "time"}},
+                          export_static="torch.export unrolls the python loop: the time dim specializes"),
+    "split_chunk": ZooCase(build_split_chunk),
+    "int_ops": ZooCase(build_int_ops),
+    "pools": ZooCase(build_pools),
+    "pad_bicubic": ZooCase(build_pad_bicubic, xfail="aten::pad / upsample_bicubic2d: not declared in aten.yaml, "
+                                                    "no cpu kernel (not this suite's files)"),
     "selu_celu": ZooCase(build_selu, xfail="no cpu kernel for aten::selu / aten::celu (kernels/activation.py, "
                                            "owned by the conformance work)"),
 }
