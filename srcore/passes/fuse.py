@@ -10,6 +10,8 @@ The fused ops are declared in ``srcore/ops/srcore.yaml`` (implemented by the cpu
     srcore::conv2d_add_relu(Tensor input, Tensor weight, Tensor? bias, Tensor other, SymInt[2] stride=1,
                             SymInt[2] padding=0, SymInt[2] dilation=1, SymInt groups=1) -> Tensor
     srcore::add_relu(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+    srcore::linear_tanh / srcore::linear_sigmoid (like linear_relu)
+    srcore::sum_gt(Tensor self, Scalar other) -> bool          (fuse_scalar.py)
 
 A chain is fused only when every intermediate value has exactly one use (so
 nothing else needs it); ``aten::_convolution`` only when it is a plain 2-D
@@ -28,6 +30,7 @@ import attrs
 from ..ir.graph import Graph, Node, Value
 from ..ir.types import TensorType
 from ._util import base_kind, const_or, replace_with_values, walk_blocks
+from .fuse_scalar import sum_gt
 
 RELU = ("aten::relu", "aten::relu_")
 
@@ -128,6 +131,9 @@ FUSIONS = [  # longer chains first
     Fusion("linear + relu_", "aten::relu_", linear_act("srcore::linear_relu")),
     Fusion("linear + gelu", "aten::gelu", linear_act("srcore::linear_gelu")),
     Fusion("linear + silu", "aten::silu", linear_act("srcore::linear_silu")),
+    Fusion("linear + tanh", "aten::tanh", linear_act("srcore::linear_tanh")),
+    Fusion("linear + sigmoid", "aten::sigmoid", linear_act("srcore::linear_sigmoid")),
+    Fusion("Bool(sum > c)", "aten::Bool", sum_gt),
     Fusion("conv2d + relu", "aten::relu", conv_relu),
     Fusion("conv2d + relu_", "aten::relu_", conv_relu),
     Fusion("add + relu", "aten::relu", add_relu),

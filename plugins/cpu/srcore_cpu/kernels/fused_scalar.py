@@ -1,0 +1,10 @@
+"""srcore:: fused ops that end in a Python scalar (declared in ``srcore/ops/srcore.yaml``)."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def sum_gt(self, other):
+    """``srcore::sum_gt``: ``bool(sum(self) > other)``, the sum in ``self``'s dtype as ``aten::sum`` does
+    (one call instead of sum, gt and Bool)."""
+    return bool(np.sum(self) > other)
