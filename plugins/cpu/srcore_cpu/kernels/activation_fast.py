@@ -11,7 +11,8 @@ relative error 2e-5 over [-30, 30] vs float64 ``x ndtr(x)``; torch's own float32
 GELU flushes the tail below x = -5 to zero). float64
 keeps scipy's erf (the fit is not float64-accurate).
 
-Scratch buffers are per thread (``threading.local``) and shared by every
+Blocks are spread over the BLAS intra-op threads (``parallel.py``). Scratch
+buffers are per thread (``threading.local``) and shared by every
 node of the process, so they cost one block's worth of memory in total.
 """
 from __future__ import annotations
@@ -22,6 +23,8 @@ import threading
 import numpy as np
 
 from srcore.errors import KernelError
+
+from . import parallel
 
 # Numerical Recipes erfcc: erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z / 2), z >= 0
 _C = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806,
@@ -79,14 +82,20 @@ def gelu_erf_(out, x=None):
     if out.dtype != np.float32 or x.dtype != np.float32 or not (out.flags.c_contiguous and x.flags.c_contiguous):
         return _gelu_scipy(x, out)
     fo, fx = out.reshape(-1), x.reshape(-1)
-    z, p, h, mask = _SCRATCH.get(np.float32)
     n = fo.size
-    for s in range(0, n, BLOCK):
-        e = min(s + BLOCK, n)
-        k = e - s
-        xb = fx[s:e]
-        _phi_block(xb, h[:k], z[:k], p[:k], mask[:k])
-        np.multiply(xb, h[:k], out=fo[s:e])
+    starts = range(0, n, BLOCK)
+
+    def blocks(part):
+        z, p, h, mask = _SCRATCH.get(np.float32)  # per thread
+        for s in starts[part]:
+            e = min(s + BLOCK, n)
+            k = e - s
+            xb = fx[s:e]
+            _phi_block(xb, h[:k], z[:k], p[:k], mask[:k])
+            np.multiply(xb, h[:k], out=fo[s:e])
+
+    nt = parallel.threads()
+    parallel.run(blocks, parallel.split(len(starts), nt), nt)
     return out
 
 

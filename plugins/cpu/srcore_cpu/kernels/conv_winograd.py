@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import parallel
 from .workspace import pad_into
 
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
@@ -45,41 +46,53 @@ def conv3x3(x, gw, bias, pads, out, ws):
     dt = x.dtype
     # extra zero rows/cols at the bottom/right so whole tiles cover an odd output
     xp = pad_into(ws, None, x, [(pt, Hp - H - pt), (pl, Wp - W - pl)])
-    # input transform B^T d B; rows first (over full padded width), then columns
-    d = [xp[:, :, r:r + 2 * th:2, :] for r in range(4)]
+    # input transform B^T d B; rows first (over full padded width), then columns;
+    # split by channel over the intra-op threads (parallel.py), the GEMM threads itself
     t = ws.get(None, "wg_t", (4, N, C, th, Wp), dt)
-    np.subtract(d[0], d[2], out=t[0])
-    np.add(d[1], d[2], out=t[1])
-    np.subtract(d[2], d[1], out=t[2])
-    np.subtract(d[1], d[3], out=t[3])
-    e = [t[..., s:s + 2 * tw:2] for s in range(4)]           # (4, N, C, th, tw)
     u = ws.get(None, "wg_u", (4, 4, C, N, th, tw), dt)
-    us = [u[:, s].transpose(0, 2, 1, 3, 4) for s in range(4)]  # (4, N, C, th, tw) views
-    np.subtract(e[0], e[2], out=us[0])
-    np.add(e[1], e[2], out=us[1])
-    np.subtract(e[2], e[1], out=us[2])
-    np.subtract(e[1], e[3], out=us[3])
+
+    def transform_input(cs):
+        d = [xp[:, cs, r:r + 2 * th:2, :] for r in range(4)]
+        tc = t[:, :, cs]
+        np.subtract(d[0], d[2], out=tc[0])
+        np.add(d[1], d[2], out=tc[1])
+        np.subtract(d[2], d[1], out=tc[2])
+        np.subtract(d[1], d[3], out=tc[3])
+        e = [tc[..., s:s + 2 * tw:2] for s in range(4)]          # (4, N, c, th, tw)
+        us = [u[:, s, cs].transpose(0, 2, 1, 3, 4) for s in range(4)]
+        np.subtract(e[0], e[2], out=us[0])
+        np.add(e[1], e[2], out=us[1])
+        np.subtract(e[2], e[1], out=us[2])
+        np.subtract(e[1], e[3], out=us[3])
+
+    n = parallel.threads()
+    parallel.run(transform_input, parallel.split(C, n), n)
     T = N * th * tw
     m = ws.get(None, "wg_m", (16, O, T), dt)
     np.matmul(gw, u.reshape(16, C, T), out=m)
-    # output transform A^T M A: rows (a = 0, 1) then columns (b = 0, 1)
+    # output transform A^T M A: rows (a = 0, 1) then columns (b = 0, 1), split by output channel
     m = m.reshape(4, 4, O, N, th, tw)
     r = ws.get(None, "wg_r", (2, 4, O, N, th, tw), dt)
-    np.add(m[0], m[1], out=r[0])
-    np.add(r[0], m[2], out=r[0])
-    np.subtract(m[1], m[2], out=r[1])
-    np.subtract(r[1], m[3], out=r[1])
-    if bias is not None:  # column 1 feeds both output columns with weight +1
-        np.add(r[:, 1], bias.reshape(O, 1, 1, 1), out=r[:, 1])
     even = Ho == 2 * th and Wo == 2 * tw and out.flags.c_contiguous
     full = out if even else ws.get(None, "wg_y", (N, O, 2 * th, 2 * tw), dt)
     yv = full.reshape(N, O, th, 2, tw, 2)
     y0 = yv[..., 0].transpose(3, 1, 0, 2, 4)  # (a, O, N, th, tw), output column b = 0
     y1 = yv[..., 1].transpose(3, 1, 0, 2, 4)
-    np.add(r[:, 0], r[:, 1], out=y0)
-    np.add(y0, r[:, 2], out=y0)
-    np.subtract(r[:, 1], r[:, 2], out=y1)
-    np.subtract(y1, r[:, 3], out=y1)
+
+    def transform_output(os_):
+        mo, ro, z0, z1 = m[:, :, os_], r[:, :, os_], y0[:, os_], y1[:, os_]
+        np.add(mo[0], mo[1], out=ro[0])
+        np.add(ro[0], mo[2], out=ro[0])
+        np.subtract(mo[1], mo[2], out=ro[1])
+        np.subtract(ro[1], mo[3], out=ro[1])
+        if bias is not None:  # column 1 feeds both output columns with weight +1
+            np.add(ro[:, 1], bias[os_].reshape(-1, 1, 1, 1), out=ro[:, 1])
+        np.add(ro[:, 0], ro[:, 1], out=z0)
+        np.add(z0, ro[:, 2], out=z0)
+        np.subtract(ro[:, 1], ro[:, 2], out=z1)
+        np.subtract(z1, ro[:, 3], out=z1)
+
+    parallel.run(transform_output, parallel.split(O, n), n)
     if not even:
         out[...] = full[:, :, :Ho, :Wo]
     return out
