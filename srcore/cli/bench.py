@@ -99,7 +99,9 @@ def run(args) -> int:
               "rss_kib": rss0, **res}
     print(f"{args.model}: {sm.num_nodes} nodes, executor={sm.options.executor}, "
           f"planner={sm.options.memory_planner_algorithm}")
-    print(f"  load {result['load_ms']:.1f} ms (setup {result['setup_ms']:.1f} ms), first run {first_ms:.3f} ms")
+    print(f"  load {result['load_ms']:.1f} ms (setup {result['setup_ms']:.1f} ms: "
+          + ", ".join(f"{k} {v * 1e3:.1f}" for k, v in sm.load_stages.items()) + f"), first run {first_ms:.3f} ms")
+    result["load_stages_ms"] = {k: v * 1e3 for k, v in sm.load_stages.items()}
     print(f"  latency: best-round median {res['best_round_median_us']:.2f} us, median {res['median_us']:.2f} us, "
           f"p90 {res['p90_us']:.2f} us ({res['rounds']} x {res['runs_per_round']} calls)")
     print(f"  arena {rt.arena_bytes} bytes, peak RSS increase {result['peak_rss_increase_kib']} KiB")

@@ -54,6 +54,7 @@ class StaticModule:
     def __init__(self, model: Any, options: Options | None = None, backends: Sequence[str] | None = None,
                  *, plugin_manager: Any = None):
         t0 = time.perf_counter()
+        clock = _StageClock()
         options = options or Options()
         if backends is not None:
             options = attrs.evolve(options, backends=tuple(backends))
@@ -67,20 +68,25 @@ class StaticModule:
         pm = plugin_manager or get_plugin_manager()
         self.plugin_manager = pm
         schemas = pm.schemas
+        clock.stage("plugins")
         graph = graph.copy()
         _resolve_schemas(graph, schemas)
         input_types = [s_type for s_type in (_spec_type(s) for s in specs)]
+        clock.stage("schemas")
         if options.optimize:
             from ..passes import prepare_for_static_runtime
 
             graph = prepare_for_static_runtime(graph, input_types=input_types)
             _resolve_schemas(graph, schemas)
+            clock.stage("passes")
         _set_input_types(graph, input_types)
         _propagate(graph, input_types)
         self.graph = graph
+        clock.stage("shapes")
         from ..dispatch import resolve_graph
 
         resolved = resolve_graph(graph, pm.kernel_table, options.backends)
+        clock.stage("dispatch")
         proc = GraphProcessor(graph, resolved, plan_memory=options.enable_out_variant)
         self.top: BlockInfo = proc.run()
         self.blocks: tuple[BlockInfo, ...] = tuple(proc.blocks)
@@ -90,13 +96,17 @@ class StaticModule:
         self._signatures: LRU = LRU()
         self._plans: LRU = LRU(4 * MAX_SIGNATURES)
         self._lock = threading.Lock()
+        clock.stage("process")
         self._codegen = None
         if options.executor == "codegen":
             from .codegen import generate
 
             self._codegen = generate(self)
+            clock.stage("codegen")
         self._runtime = None
         self.setup_time = time.perf_counter() - t0
+        #: seconds spent in each load stage (plugins, schemas, passes, shapes, dispatch, process, codegen)
+        self.load_stages: dict[str, float] = clock.stages
 
     # -- runtimes ------------------------------------------------------------------------
     def runtime(self):
@@ -200,6 +210,17 @@ class StaticModule:
 
 
 # -- helpers -------------------------------------------------------------------------------------
+class _StageClock:
+    def __init__(self):
+        self.stages: dict[str, float] = {}
+        self._t = time.perf_counter()
+
+    def stage(self, name: str) -> None:
+        now = time.perf_counter()
+        self.stages[name] = now - self._t
+        self._t = now
+
+
 def _unpack(model) -> tuple[Any, tuple, tuple[str, ...]]:
     from ..ir.graph import Graph
 
