@@ -82,11 +82,12 @@ class _Emitter:
         return name
 
     def const(self, value: Any) -> str:
-        if isinstance(value, _LITERAL_TYPES):
+        # exact types: subclasses (np.float64 is a float) repr as names the generated code lacks
+        if type(value) in _LITERAL_TYPES:
             return repr(value)
-        if isinstance(value, float) and math.isfinite(value):
+        if type(value) is float and math.isfinite(value):
             return repr(value)
-        if isinstance(value, list) and all(isinstance(x, _LITERAL_TYPES) for x in value) and len(value) < 16:
+        if type(value) is list and all(type(x) in _LITERAL_TYPES for x in value) and len(value) < 16:
             return repr(value)   # a fresh list per call: kernels may not keep or mutate it
         return self.bind(value, "_c")
 

@@ -1,0 +1,82 @@
+"""Regression tests of the frontend/pass/runtime fixes the parity suite needed (vs torch eager)."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+import srcore
+from _harness import COMBOS, assert_close, build, run, torch_outputs
+
+
+def _kinds(model) -> list[str]:
+    return [n.kind for n in model.graph.all_nodes()]
+
+
+def _check_all(model, fn, inputs):
+    want = torch_outputs(fn, [t.clone() for t in inputs])
+    for ex, pl in COMBOS:
+        sm = build(model, ex, pl)
+        assert_close(run(sm, [t.clone() for t in inputs]), want, f"{ex}/{pl}")
+
+
+class _ViewWrittenThrough(torch.nn.Module):
+    def forward(self, x):
+        x = x * 2.0
+        y = x.view(-1)
+        y.add_(1.0)          # writes x through the view: must stay a view
+        return x, (x - 1.0).view(3, 2)    # nothing writes through this one: a reshape
+
+
+def test_view_kept_when_written_through_else_reshape():
+    inputs = (torch.randn(2, 3),)
+    model = srcore.from_torchscript(torch.jit.script(_ViewWrittenThrough()), inputs)
+    kinds = _kinds(model)
+    assert kinds.count("aten::view") == 1 and kinds.count("aten::reshape") == 1
+    # (the relaxed view matters where srcore lays a result out unlike torch: the zoo's stock_encoder
+    # via torch.export views SDPA's permuted output)
+    _check_all(model, _ViewWrittenThrough(), inputs)
+
+
+class _Bitwise(torch.nn.Module):
+    def forward(self, a, b):
+        return (a > 0) & (b > 0), (a > 0) | (b > 0), (a > 0) ^ (b > 0), (a > 0) & (b > 1)
+
+
+def test_tensor_dunder_bitwise_ops_become_bitwise():
+    inputs = (torch.randn(3, 4), torch.randn(3, 4))
+    for model in (srcore.from_torchscript(torch.jit.script(_Bitwise()), inputs),
+                  srcore.from_torch(_Bitwise(), inputs)):
+        kinds = _kinds(model)
+        assert not {"aten::__and__", "aten::__or__", "aten::__xor__"} & set(kinds)
+        assert {"aten::bitwise_and", "aten::bitwise_or", "aten::bitwise_xor"} <= set(kinds)
+        _check_all(model, _Bitwise(), inputs)
+
+
+class _Casts(torch.nn.Module):
+    def forward(self, x, m):
+        return x.double() * 2, m.float() + x, (x > 0).to(torch.int32), x.to(device="cpu", copy=True)
+
+
+def test_export_to_copy_is_lowered():
+    inputs = (torch.randn(3, 4), torch.rand(3, 4) > 0.5)
+    model = srcore.from_torch(_Casts(), inputs)
+    assert "aten::_to_copy" not in _kinds(model)
+    _check_all(model, _Casts(), inputs)
+    # the copy is a copy: the 4th output does not alias the input
+    sm = build(model, "interpreter", "standard_resizing")
+    x = inputs[0].numpy().copy()
+    out = sm(x, inputs[1].numpy())
+    assert not np.shares_memory(out[3], x)
+
+
+@torch.jit.script
+def _float_only(x):
+    if x.is_floating_point():
+        return x * 0.5
+    return x + 1
+
+
+def test_is_floating_point_of_a_known_dtype_runs():
+    for x in (torch.randn(2, 3), torch.arange(6).reshape(2, 3)):
+        model = srcore.from_torchscript(_float_only, (x,))
+        _check_all(model, _float_only, (x,))
