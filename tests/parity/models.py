@@ -22,6 +22,8 @@ class ZooCase:
     dynamic: Dict[str, Dict[int, str]] | None = None  # symbolic dims of the inputs
     export_static: str | None = None   # why torch.export cannot keep ``dynamic`` symbolic (exported static)
     xfail: str | None = None           # a known gap outside this suite's files (strict xfail)
+    export_xfail: str | None = None    # the same, for the from_torch conversion only
+    no_torchscript: str | None = None  # why TorchScript cannot take the model at all
 
 
 def _seed(s: int) -> None:
@@ -535,6 +537,108 @@ def build_pad_bicubic():
     return PadBicubic().eval(), (torch.randn(1, 3, 6, 6),), []
 
 
+
+# --- dtypes, export-only control flow, masks, nested loops, statistics ----------------------------
+
+class DoubleNet(nn.Module):
+    """A float64 model (float64 constants, gelu, layer_norm, softmax)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(6, 5).double()
+        self.ln = nn.LayerNorm(5).double()
+
+    def forward(self, x):
+        return torch.softmax(self.ln(F.gelu(self.lin(x)) * 0.5 + 1.0), -1)
+
+
+def build_double_net():
+    _seed(33)
+    return DoubleNet().eval(), (torch.randn(3, 6, dtype=torch.float64),), [(torch.randn(3, 6, dtype=torch.float64),)]
+
+
+class CondNet(nn.Module):
+    """torch.cond (export's data-dependent branch: the higher-order op becomes a prim::If)."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self.b = nn.Linear(4, 4)
+
+    def forward(self, x):
+        def pos(x):
+            return torch.relu(self.a(x))
+
+        def neg(x):
+            return self.b(x) - 1.0
+        return torch.cond(x.sum() > 0, pos, neg, (x,))
+
+
+def build_cond_net():
+    _seed(34)
+    x = torch.randn(2, 4)
+    return CondNet().eval(), (x.abs(),), [(-x.abs(),)]
+
+
+class MHAFloatMask(nn.Module):
+    """Sequence-first nn.MultiheadAttention with a float causal attn_mask, per-head weights."""
+
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(8, 2)
+
+    def forward(self, x, m):
+        return self.attn(x, x, x, attn_mask=m, need_weights=True, average_attn_weights=False)
+
+
+def build_mha_float_mask():
+    _seed(35)
+    causal = torch.triu(torch.full((5, 5), float("-inf")), 1)
+    return MHAFloatMask().eval(), (torch.randn(5, 2, 8), causal), [(torch.randn(5, 2, 8), torch.randn(5, 5))]
+
+
+class NestedLoops(nn.Module):
+    """A while loop (trip count from the outer counter) nested in a for loop, index assignment."""
+
+    def forward(self, x):
+        acc = torch.zeros_like(x)
+        for i in range(x.size(0)):
+            row = x[i]
+            j = 0
+            while j < i + 1:
+                row = row * 0.9 + 0.1
+                j += 1
+            acc[i] = row
+        return acc
+
+
+def build_nested_loops():
+    return NestedLoops().eval(), (torch.randn(4, 3),), [(torch.randn(4, 3),), (torch.randn(2, 3),)]
+
+
+class Stats(nn.Module):
+    """var/std (biased and not), norm, amax, logsumexp, prod, mean over dims, max indices."""
+
+    def forward(self, x):
+        return (x.var(1), x.std(0, unbiased=False), torch.linalg.vector_norm(x, dim=1), x.amax(1),
+                x.logsumexp(1), x.prod(1), x.mean((0, 1), keepdim=True), x.max(1).indices, x.min(0).values)
+
+
+def build_stats():
+    _seed(36)
+    return Stats().eval(), (torch.randn(4, 6) + 2,), [(torch.randn(4, 6),)]
+
+
+class MissingOps(nn.Module):
+    def forward(self, x, ids):
+        return torch.cumprod(x, 1), torch.median(x, 1).values, F.one_hot(ids, 10)
+
+
+def build_missing_ops():
+    _seed(37)
+    return MissingOps().eval(), (torch.randn(3, 4), torch.randint(0, 10, (3, 4))), []
+
+
 class SeluCelu(nn.Module):
     def forward(self, x):
         return F.selu(x) + F.celu(-x * 0.5, 0.7)
@@ -570,6 +674,16 @@ ZOO: Dict[str, ZooCase] = {
     "pools": ZooCase(build_pools),
     "pad_bicubic": ZooCase(build_pad_bicubic, xfail="aten::pad / upsample_bicubic2d: not declared in aten.yaml, "
                                                     "no cpu kernel (not this suite's files)"),
+    "double_net": ZooCase(build_double_net),
+    "cond_net": ZooCase(build_cond_net, no_torchscript="torch.cond is torch.export's (TorchScript rejects it)"),
+    "mha_float_mask": ZooCase(build_mha_float_mask),
+    "nested_loops": ZooCase(build_nested_loops, dynamic={"x": {0: "rows"}},
+                            export_static="torch.export unrolls the python loops: the row dim specializes",
+                            export_xfail="export functionalizes acc[i] = row into aten::select_scatter + "
+                                         "aten::copy: not declared, no cpu kernel"),
+    "stats": ZooCase(build_stats),
+    "missing_ops": ZooCase(build_missing_ops, xfail="aten::cumprod / median / one_hot: no cpu kernel "
+                                                    "(kernels/reduce.py, index.py: not this suite's)"),
     "selu_celu": ZooCase(build_selu, xfail="no cpu kernel for aten::selu / aten::celu (kernels/activation.py, "
                                            "owned by the conformance work)"),
 }
