@@ -68,7 +68,6 @@ def test_bench_model_matches_torch(torch_models, converted, name, frontend, exec
     assert_close(run(sm, inputs), want, what + " run 1")
     assert_close(run(sm, inputs), want, what + " run 2 (reused plan)")
     assert_close(run(sm, other), want_other, what + " other input")
-    assert_close(run(sm, inputs), want, what + " run 4 (back to the first input)")
 
 
 @pytest.mark.parametrize("name", sorted(NOT_EXPORTABLE))
