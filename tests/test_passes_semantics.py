@@ -70,6 +70,9 @@ def _run_node(n, args, env):
         return list(args[0])
     if k == "prim::TupleIndex":
         return [args[0][args[1]]]
+    if k == "aten::append":  # mutates the list in place, as TorchScript does
+        args[0].append(args[1])
+        return [args[0]]
     if k == "prim::If":
         return _run_block(n.blocks[0 if args[0] else 1], env)
     if k == "prim::Loop":
@@ -483,3 +486,35 @@ def test_conv_batch_norm_folding_matches_torch(conv, has_bias, affine):
         beta='%be : Float(4) = prim::Constant[param="bn.bias"]()' if affine else none.format("be"))
     _, prepared, _ = check(text, [tuple(int(d) for d in xshape.split(","))], fuse=False)
     assert [n.kind for n in prepared.nodes if n.kind != "prim::Constant"] == [f"aten::{conv}"]
+
+
+# -- property: fold_known_values on programs reading a symbolic and a static dim -------------------
+@st.composite
+def size_programs(draw):
+    """Integer programs whose seeds are ``x.size(0)`` (symbolic: must never fold), ``x.size(1)`` and
+    ``x.dim()`` (static: fold), a list built with ``append`` and its ``len``."""
+    gen = _Gen(draw)
+    b = gen.b
+    x = b.input("x", TensorType("float32", ("batch", 3)))
+    zero, one = b.constant(0, INT), b.constant(1, INT)
+    seeds = [b.op("aten::size", x, zero, output_types=[INT]), b.op("aten::size", x, one, output_types=[INT]),
+             b.op("aten::dim", x, output_types=[INT])]
+    lst = b.op("prim::ListConstruct", output_types=[ListType(INT)])
+    for _ in range(draw(st.integers(0, 3))):
+        b.op("aten::append", lst, draw(st.sampled_from(seeds)), output_types=[ListType(INT)])
+        seeds.append(b.op("aten::len", lst, output_types=[INT]))
+    scope = gen.block(seeds, 0)
+    gen.b.output(*[gen.pick(scope) for _ in range(draw(st.integers(1, 3)))])
+    return gen.b.graph
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(size_programs())
+def test_known_values_hold_for_every_input_of_the_spec(g):
+    verify(g)
+    prepared = prepare_for_static_runtime(g, verify=True)
+    for batch in (1, 2, 5):  # one prepared graph, any batch size the spec allows
+        x = torch.zeros(batch, 3)
+        before, printed = run(g, x), list(PRINTED)
+        assert run(prepared, x) == before
+        assert PRINTED == printed
