@@ -89,3 +89,19 @@ def test_shared_workspace_is_per_thread_and_bounded_by_the_largest_node():
     # the 5x5 conv's columns (8*25*24*24 floats) dominate; the sum over nodes would be larger
     largest_cols = 8 * 25 * 24 * 24 * 4
     assert all(largest_cols <= s < 2 * largest_cols for s in sizes)
+
+
+@pytest.mark.parametrize("stride,dilation,groups,padding", [(2, 1, 1, 3), (1, 2, 2, 1), (3, 1, 1, 0)])
+def test_im2col_in_row_chunks_matches_torch(monkeypatch, stride, dilation, groups, padding):
+    monkeypatch.setattr(K, "COLS_CAP_BYTES", 3000)  # forces several chunks, some of uneven size
+    x = rng.standard_normal((2, 4, 23, 19)).astype(np.float32)
+    w = rng.standard_normal((6, 4 // groups, 5, 3)).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+    ref = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), stride, padding, dilation,
+                   groups).numpy()
+    fn = K.make_conv(2, w, b, stride, padding, dilation, groups)
+    np.testing.assert_allclose(fn(x), ref, rtol=1e-4, atol=1e-4)
+    x1 = rng.standard_normal((1, 4, 9)).astype(np.float32)   # 1-D: chunks over the only spatial dim
+    w1 = rng.standard_normal((6, 4, 3)).astype(np.float32)
+    np.testing.assert_allclose(K.conv1d(x1, w1, None, 2, 1), F.conv1d(torch.from_numpy(x1), torch.from_numpy(w1),
+                                                                      None, 2, 1).numpy(), rtol=1e-4, atol=1e-4)

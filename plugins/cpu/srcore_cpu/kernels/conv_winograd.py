@@ -48,7 +48,7 @@ def conv3x3(x, gw, bias, pads, out, ws):
     xp = pad_into(ws, None, x, [(pt, Hp - H - pt), (pl, Wp - W - pl)])
     # input transform B^T d B; rows first (over full padded width), then columns;
     # split by channel over the intra-op threads (parallel.py), the GEMM threads itself
-    t = ws.get(None, "wg_t", (4, N, C, th, Wp), dt)
+    t = ws.get(None, "wg_tr", (4, N, C, th, Wp), dt)  # t is dead before r: one buffer
     u = ws.get(None, "wg_u", (4, 4, C, N, th, tw), dt)
 
     def transform_input(cs):
@@ -72,7 +72,7 @@ def conv3x3(x, gw, bias, pads, out, ws):
     np.matmul(gw, u.reshape(16, C, T), out=m)
     # output transform A^T M A: rows (a = 0, 1) then columns (b = 0, 1), split by output channel
     m = m.reshape(4, 4, O, N, th, tw)
-    r = ws.get(None, "wg_r", (2, 4, O, N, th, tw), dt)
+    r = ws.get(None, "wg_tr", (2, 4, O, N, th, tw), dt)
     even = Ho == 2 * th and Wo == 2 * tw and out.flags.c_contiguous
     full = out if even else ws.get(None, "wg_y", (N, O, 2 * th, 2 * tw), dt)
     yv = full.reshape(N, O, th, 2, tw, 2)

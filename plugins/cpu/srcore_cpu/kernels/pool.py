@@ -14,6 +14,8 @@ import numpy as np
 from srcore.errors import KernelError
 from srcore.plugin import NodeInfo, Specialized
 
+from .workspace import SharedWorkspace
+
 
 def _tup(v, nd, default=None):
     if v is None or (not isinstance(v, int) and len(v) == 0):
@@ -41,11 +43,28 @@ def _geometry(sp, ks, stride, pad, dil, ceil_mode):
     return tuple(osz), tuple(ext)
 
 
+# per-thread padded-input scratch shared by every pooling node (see workspace.py)
+_WS = SharedWorkspace()
+
+
 def _padded(x, nd, pad, ext, fill):
-    if all(p == 0 for p in pad) and ext == x.shape[-nd:]:
+    """``x`` padded with ``fill`` to ``ext``; float inputs use the shared scratch (only the
+    border slabs are filled, then the interior copied), others a fresh array."""
+    sp = x.shape[-nd:]
+    if all(p == 0 for p in pad) and ext == sp:
         return x
-    xp = np.full(x.shape[:-nd] + ext, fill, x.dtype)
-    xp[(Ellipsis,) + tuple(slice(p, p + n) for p, n in zip(pad, x.shape[-nd:]))] = x
+    if x.dtype.kind != "f":
+        xp = np.full(x.shape[:-nd] + ext, fill, x.dtype)
+    else:
+        xp = _WS.get(None, "pad", x.shape[:-nd] + ext, x.dtype)
+        for d, (p, n, e) in enumerate(zip(pad, sp, ext)):
+            pre = (Ellipsis,) + (slice(None),) * d
+            post = (slice(None),) * (nd - d - 1)
+            if p:
+                xp[pre + (slice(0, p),) + post] = fill
+            if p + n < e:
+                xp[pre + (slice(p + n, e),) + post] = fill
+    xp[(Ellipsis,) + tuple(slice(p, p + n) for p, n in zip(pad, sp))] = x
     return xp
 
 
