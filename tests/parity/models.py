@@ -75,7 +75,7 @@ def build_mobilenet_like():
     _seed(11)
     m = MobileNetLike()
     _randomize_bn(m)
-    return m.eval(), (torch.randn(2, 3, 32, 32),), [(torch.randn(2, 3, 32, 32),)]
+    return m.eval(), (torch.randn(2, 3, 32, 32),), [(torch.randn(2, 3, 32, 32),), (torch.randn(3, 3, 32, 32),)]
 
 
 class UNetSmall(nn.Module):
@@ -131,7 +131,7 @@ def build_conv1d_net():
     _seed(13)
     m = Conv1dNet()
     _randomize_bn(m)
-    return m.eval(), (torch.randn(2, 4, 32),), [(torch.randn(2, 4, 32),)]
+    return m.eval(), (torch.randn(2, 4, 32),), [(torch.randn(2, 4, 32),), (torch.randn(1, 4, 32),)]
 
 
 class NormNet(nn.Module):
@@ -298,7 +298,7 @@ def _seq_and_pad(seed: int, b: int = 2, t: int = 6):
 
 def build_mha_encoder():
     _seed(19)
-    return MHAEncoder().eval(), _seq_and_pad(1), [_seq_and_pad(2)]
+    return MHAEncoder().eval(), _seq_and_pad(1), [_seq_and_pad(2), _seq_and_pad(5, b=3)]
 
 
 # --- indexing, outputs, shapes, activations --------------------------------------------------------
@@ -650,16 +650,16 @@ def build_selu():
 
 
 ZOO: Dict[str, ZooCase] = {
-    "mobilenet_like": ZooCase(build_mobilenet_like),
+    "mobilenet_like": ZooCase(build_mobilenet_like, dynamic={"x": {0: "batch"}}),
     "unet_small": ZooCase(build_unet_small),
-    "conv1d_net": ZooCase(build_conv1d_net),
+    "conv1d_net": ZooCase(build_conv1d_net, dynamic={"x": {0: "batch"}}),
     "norm_net": ZooCase(build_norm_net),
     "rnn_loop": ZooCase(build_rnn_loop, dynamic={"x": {1: "time"}},
                         export_static="torch.export unrolls the python loop: the time dim specializes"),
     "data_if": ZooCase(build_data_if, export="data-dependent"),
     "while_loop": ZooCase(build_while_loop, export="data-dependent"),
     "text_classifier": ZooCase(build_text_classifier, dynamic={"ids": {0: "batch"}, "mask": {0: "batch"}}),
-    "mha_encoder": ZooCase(build_mha_encoder),
+    "mha_encoder": ZooCase(build_mha_encoder, dynamic={"x": {0: "batch"}, "pad": {0: "batch"}}),
     "topk_gather": ZooCase(build_topk_gather),
     "tuple_out": ZooCase(build_tuple_out),
     "dict_out": ZooCase(build_dict_out),

@@ -104,7 +104,8 @@ def test_zoo_inputs_exercise_what_they_claim(cases):
     m, inputs, others, _ = cases("while_loop")
     steps = {float(m(*x)[1]) for x in [inputs, *others]}
     assert len(steps) == 3 and 0.0 in steps  # zero trips, some, more
-    for name, dim in (("rnn_loop", 1), ("size_arith", 0), ("text_classifier", 0)):
+    for name, dim in (("rnn_loop", 1), ("size_arith", 0), ("text_classifier", 0), ("mobilenet_like", 0),
+                      ("conv1d_net", 0), ("mha_encoder", 0), ("list_stack", 1), ("nested_loops", 0)):
         _, inputs, others, _ = cases(name)
         assert len({x[0].shape[dim] for x in [inputs, *others]}) >= 2, name
 
@@ -112,7 +113,8 @@ def test_zoo_inputs_exercise_what_they_claim(cases):
 def test_symbolic_dims_stay_symbolic(converted):
     """One StaticModule serves several batch sizes because the converted input specs are symbolic."""
     for name, frontend in (("size_arith", "torchscript"), ("size_arith", "export"),
-                           ("text_classifier", "torchscript"), ("rnn_loop", "torchscript")):
+                           ("text_classifier", "torchscript"), ("rnn_loop", "torchscript"),
+                           ("mobilenet_like", "export"), ("mha_encoder", "export"), ("conv1d_net", "torchscript")):
         spec = converted(name, frontend).input_specs[0]
         dim = next(iter(ZOO[name].dynamic[spec.name]))
         assert isinstance(spec.shape[dim], str), (name, frontend, spec)
