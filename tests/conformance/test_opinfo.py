@@ -17,7 +17,7 @@ import importlib
 import os
 import re
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -27,18 +27,13 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("expecttest")  # needed by torch.testing._internal
 
 import srcore  # noqa: E402
+from conformance.opinfo_args import INFO_ALIASES, Skip, bind, to_srcore  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "conformance.md"
 MAX_SAMPLES = 8           # per (op overload, OpInfo, dtype)
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int64, "int32": torch.int32,
           "bool": torch.bool}
-_TORCH_TO_CODE = {torch.uint8: 0, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4,
-                  torch.float16: 5, torch.float32: 6, torch.float64: 7, torch.bool: 11}
-
-
-class Skip(Exception):
-    """This sample cannot be expressed in srcore's calling convention (or torch rejects it)."""
 
 
 def cpu_kernels():
@@ -53,57 +48,6 @@ def _overload(op: str):
     if packet is None:
         return None
     return getattr(packet, ov or "default", None)
-
-
-def _to_srcore(v):
-    if isinstance(v, torch.Tensor):
-        if v.is_quantized or v.is_sparse or v.dtype not in _TORCH_TO_CODE:
-            raise Skip(f"tensor {v.dtype}")
-        return v.detach().clone().numpy()
-    if isinstance(v, torch.dtype):
-        if v not in _TORCH_TO_CODE:
-            raise Skip(f"dtype {v}")
-        return _TORCH_TO_CODE[v]
-    if isinstance(v, torch.device):
-        return str(v)
-    if isinstance(v, (torch.memory_format, torch.layout)):
-        raise Skip(f"{type(v).__name__} argument")
-    if isinstance(v, (list, tuple)):
-        return [_to_srcore(x) for x in v]
-    return v
-
-
-def bind(schema, args, kwargs):
-    """Map a Python call onto the schema: (positional values, keyword-only values) with defaults."""
-    pos, kw = [], {}
-    args = list(args)
-    kwargs = dict(kwargs)
-    for i, a in enumerate(schema.arguments):
-        if a.kwarg_only:
-            if a.name in kwargs:
-                kw[a.name] = kwargs.pop(a.name)
-            elif a.has_default_value():
-                kw[a.name] = a.default_value
-            continue
-        if args:
-            pos.append(args.pop(0))
-        elif a.name in kwargs:
-            pos.append(kwargs.pop(a.name))
-        elif a.has_default_value():
-            pos.append(a.default_value)
-        else:
-            raise Skip(f"missing argument {a.name}")
-    if args or kwargs:
-        raise Skip(f"unmatched arguments {len(args)} positional, {sorted(kwargs)}")
-    named = dict(zip((a.name for a in schema.arguments if not a.kwarg_only), pos)) | kw
-    for a in schema.arguments:
-        # torch turns a 0-d tensor into an int/float argument; a srcore graph never does
-        if isinstance(named.get(a.name), torch.Tensor) and "Tensor" not in str(a.type):
-            raise Skip(f"tensor for non-tensor argument {a.name}")
-        # Python accepts True for an int; TorchScript resolves ``std(x, True)`` to the bool overload
-        if isinstance(named.get(a.name), bool) and "int" in str(a.type) and "bool" not in str(a.type):
-            raise Skip(f"bool for int argument {a.name}")
-    return pos, kw
 
 
 def _as_list(r):
@@ -174,36 +118,43 @@ def _impl(kernel):
     return getattr(importlib.import_module(mod), attr)
 
 
+def is_inplace(op: str) -> bool:
+    base = op.split("::", 1)[1].split(".")[0]
+    return base.endswith("_") and not base.startswith("__")
+
+
 def run_sample(kernel, overload, sample):
-    """'pass', 'refused' (a KernelError), or raises Skip / returns a failure string."""
-    args = [sample.input, *sample.args]
-    try:
-        pos, kw = bind(overload._schema, args, sample.kwargs)
-    except Skip:
-        raise
+    """('pass' | 'refused' | 'fail', reason); raises Skip when the sample does not fit the overload.
+
+    'refused' = the kernel raised a srcore error on purpose (an argument it does not support).
+    """
+    pos, kw = bind(kernel.op, overload._schema, [sample.input, *sample.args], sample.kwargs)
     t_pos = [a.clone() if isinstance(a, torch.Tensor) else a for a in pos]
     try:
         ref = overload(*t_pos, **kw)
     except Exception as e:  # torch rejects the sample for this overload
         raise Skip(f"torch: {type(e).__name__}") from None
-    n_pos = [_to_srcore(a) for a in pos]
-    n_kw = {k: _to_srcore(v) for k, v in kw.items()}
+    n_pos = [to_srcore(a) for a in pos]
+    n_kw = {k: to_srcore(v) for k, v in kw.items()}
     fn = _impl(kernel)
     try:
         got = fn(*n_pos, **n_kw, out=None) if kernel.kind == "out" else fn(*n_pos, **n_kw)
     except srcore.SrcoreError as e:
-        return "refused", f"{type(e).__name__}: {e}"
+        return "refused", f"{type(e).__name__}: {e}"[:160]
     except Exception as e:
         return "fail", f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:160]
     values = kernel.op not in UNINITIALIZED
     ref = tie_indices(kernel.op, pos, got, ref)
     why = compare(got, ref, values)
+    if why is None and is_inplace(kernel.op) and isinstance(n_pos[0], np.ndarray):
+        why = compare(n_pos[0], t_pos[0])  # the mutated self
+        why = why and "self after the in-place op: " + why
     if why is None and kernel.kind == "out":
         refs = _as_list(ref)
         if all(isinstance(r, torch.Tensor) for r in refs):
             bufs = [np.empty(tuple(r.shape), r.detach().numpy().dtype) for r in refs]
             out = bufs[0] if len(bufs) == 1 and not isinstance(ref, (tuple, list)) else tuple(bufs)
-            n_pos = [_to_srcore(a) for a in pos]
+            n_pos = [to_srcore(a) for a in pos]
             try:
                 fn(*n_pos, **n_kw, out=out)
                 why = compare(out, ref, values)
@@ -224,18 +175,34 @@ def opinfos_by_name():
     return by
 
 
+def opinfos_for(by, op: str):
+    """The OpInfos whose samples exercise ``op``: same name, its out-of-place form, or an alias."""
+    base = op.split("::", 1)[1].split(".")[0]
+    if is_inplace(op):
+        base = base[:-1]
+    infos = list(by.get(base, []))
+    for alias in INFO_ALIASES.get(base, ()):
+        infos += by.get(alias, [])
+    return infos or by.get(base.lstrip("_"), [])
+
+
 def conformance(kernels, dtypes=None, max_samples=MAX_SAMPLES):
-    """{op: {"attempted", "passed", "refused", "dtypes", "failures": [...]}} over OpInfo samples."""
+    """{op: {"attempted", "passed", "refused", "dtypes", "failures", "skips", ...}} over OpInfo samples.
+
+    ``attempted`` counts the samples the kernel claims (its dtypes, bound to its overload) minus
+    the refused ones; ``skips`` counts why other samples were not run.
+    """
     by = opinfos_by_name()
     results = {}
     for k in kernels:
         overload = _overload(k.op)
-        if overload is None:
-            continue
-        base = k.op.split("::", 1)[1].split(".")[0]
-        infos = by.get(base, []) or by.get(base.lstrip("_"), [])
+        # TorchScript scalar/list ops (cos.Scalar, add.int, len.t) compute in double precision on
+        # Python values; torch.ops on Python numbers goes through float32 tensors, so not a reference
+        scalar_op = overload is None or not any("Tensor" in str(a.type) for a in overload._schema.arguments)
+        infos = [] if scalar_op else opinfos_for(by, k.op)
         rec = results.setdefault(k.op, {"attempted": 0, "passed": 0, "refused": 0, "dtypes": set(),
-                                        "failures": [], "opinfos": set(), "kind": k.kind})
+                                        "failures": [], "refusals": [], "opinfos": set(), "kind": k.kind,
+                                        "has_opinfo": bool(infos), "scalar_op": scalar_op, "skips": Counter()})
         claimed = [d for d in (k.dtypes if "*" not in k.dtypes else DTYPES) if d in DTYPES]
         for d in claimed:
             if dtypes is not None and d not in dtypes:
@@ -253,49 +220,95 @@ def conformance(kernels, dtypes=None, max_samples=MAX_SAMPLES):
                         break
                     try:
                         status, why = run_sample(k, overload, sample)
-                    except Skip:
+                    except Skip as e:
+                        rec["skips"][re.sub(r"\d+ positional", "n positional", str(e))] += 1
                         continue
                     n += 1
+                    rec["opinfos"].add(info.name + (f".{info.variant_test_name}" if info.variant_test_name else ""))
+                    if status == "refused":
+                        rec["refused"] += 1
+                        if len(rec["refusals"]) < 2 and why not in rec["refusals"]:
+                            rec["refusals"].append(why)
+                        continue
                     rec["attempted"] += 1
                     rec["dtypes"].add(d)
-                    rec["opinfos"].add(info.name + (f".{info.variant_test_name}" if info.variant_test_name else ""))
                     if status == "pass":
                         rec["passed"] += 1
-                    elif status == "refused":
-                        rec["refused"] += 1
                     elif len(rec["failures"]) < 3:
                         rec["failures"].append(f"{d}: {why}")
     return results
 
 
+def _cell(text):
+    return re.sub(r"[|\n]", " ", text)
+
+
 def write_doc(results, seconds):
     tried = {op: r for op, r in results.items() if r["attempted"]}
+    refused = {op: r for op, r in results.items() if r["refused"]}
     lines = [
         "# OpInfo conformance of the cpu plugin",
         "",
         "Generated by `SRCORE_CONFORMANCE=1 pytest tests/conformance/test_opinfo.py` (do not edit by hand).",
-        "Each aten kernel of the `cpu` plugin runs torch's OpInfo sample inputs (`op_db`) of the same op,",
-        f"for each dtype it claims (at most {MAX_SAMPLES} usable samples per OpInfo and dtype), bound to the",
-        "kernel's overload schema, and is compared with `torch.ops.aten.<op>.<overload>`: with `out=None`,",
-        "then (out variants) with preallocated outputs. float32: rtol 1e-4, atol 1e-5; float64: rtol 1e-7;",
-        "integers and bool exactly. *refused* = the kernel raised a srcore error on purpose (unsupported",
-        "argument); samples that cannot be bound to the overload are not counted.",
+        "Each aten kernel of the `cpu` plugin runs torch's OpInfo sample inputs (`op_db`) of the same op",
+        "(or of its out-of-place form for an in-place kernel, or of an alias: `convolution` uses the conv",
+        f"OpInfos), for each dtype it claims (at most {MAX_SAMPLES} usable samples per OpInfo and dtype), bound to",
+        "the kernel's overload schema, and is compared with `torch.ops.aten.<op>.<overload>`: with `out=None`,",
+        "then (out variants) with preallocated outputs; in-place kernels also compare the mutated `self`.",
+        "float32: rtol 1e-4, atol 1e-5; float64: rtol 1e-7; integers and bool exactly. topk indices of tied",
+        "values may differ from torch's (whose tie order is unspecified): they must be distinct and select",
+        "torch's values.",
         "",
         f"Ops with samples: {len(tried)} of {len(results)} aten kernels; samples passing:"
         f" {sum(r['passed'] for r in tried.values())} / {sum(r['attempted'] for r in tried.values())}"
-        f" ({seconds:.0f} s).",
+        f" ({seconds:.0f} s); refused (out of scope, not counted): {sum(r['refused'] for r in results.values())}.",
         "",
-        "| op | kind | dtypes | passed / attempted | refused | OpInfos | first failures |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| op | kind | dtypes | passed / attempted | OpInfos | first failures |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for op in sorted(tried):
         r = tried[op]
-        fails = "<br>".join(re.sub(r"[|\n]", " ", f) for f in r["failures"])
+        fails = "<br>".join(_cell(f) for f in r["failures"])
         lines.append(f"| `{op}` | {r['kind']} | {', '.join(sorted(r['dtypes']))} | {r['passed']} / {r['attempted']}"
-                     f" | {r['refused'] or ''} | {', '.join(sorted(r['opinfos']))} | {fails} |")
-    untried = sorted(op for op, r in results.items() if not r["attempted"])
-    lines += ["", f"Kernels without a usable OpInfo sample ({len(untried)}): "
-              + ", ".join(f"`{o}`" for o in untried), ""]
+                     f" | {', '.join(sorted(r['opinfos']))} | {fails} |")
+    known = [f"- `{op}` ({KNOWN_FAILURES[op]}): reported to the owner of its kernel file"
+             for op in sorted(KNOWN_FAILURES) if op in tried and tried[op]["passed"] != tried[op]["attempted"]]
+    lines += ["", "Known failures (bugs outside the conformance owner's files, tolerated by the must-pass check):",
+              "", *(known or ["- none"])]
+    lines += [
+        "",
+        "## Not attempted",
+        "",
+        "- **dtypes**: only the dtypes a kernel declares are run, among float32, float64, int64, int32 and bool;",
+        "  the cpu plugin claims no float16, bfloat16, complex, uint8, int8 or int16 kernel, so those OpInfo",
+        "  dtypes are never attempted (and a sample holding such a tensor or dtype argument is skipped).",
+        "- **samples that do not fit the overload** (not counted): arguments the schema lacks, `torch` rejecting",
+        "  the bound call, a tensor for a non-Scalar non-tensor argument (a srcore graph passes a number there;",
+        "  a Scalar argument gets the tensor's first element as a number, for torch and srcore alike), `True`",
+        "  for an `int` argument (TorchScript picks the `bool` overload), string convolution padding,",
+        "  channels_last memory formats, layouts.",
+        "- **refused** (not counted): the kernel raised a srcore error on purpose, naming what it does not support:",
+        "",
+        "| op | refused | reason |",
+        "| --- | --- | --- |",
+    ]
+    for op in sorted(refused):
+        r = refused[op]
+        lines.append(f"| `{op}` | {r['refused']} | {'<br>'.join(_cell(x) for x in r['refusals'])} |")
+    unusable = sorted(op for op, r in results.items() if not r["attempted"] and not r["refused"] and r["has_opinfo"])
+    lines += ["", f"## Kernels whose OpInfo samples never fit the overload ({len(unusable)})", "",
+              "| op | why (most frequent) |", "| --- | --- |"]
+    for op in unusable:
+        why = ", ".join(f"{_cell(w)} ({n})" for w, n in results[op]["skips"].most_common(2)) or "no sample for its dtypes"
+        lines.append(f"| `{op}` | {why} |")
+    none = sorted(op for op, r in results.items() if not r["has_opinfo"] and not r["scalar_op"])
+    scalar = sorted(op for op, r in results.items() if r["scalar_op"])
+    lines += ["", f"## Tensor kernels with no OpInfo entry ({len(none)})", "",
+              ", ".join(f"`{o}`" for o in none), "",
+              f"## Scalar and list ops, not run ({len(scalar)})", "",
+              "No Tensor argument: TorchScript computes these on Python values in double precision, while",
+              "`torch.ops.aten.<op>` on Python numbers goes through float32 tensors, so it is no reference",
+              "(they are tested in the cpu plugin's scalar/prim tests): " + ", ".join(f"`{o}`" for o in scalar), ""]
     DOC.write_text("\n".join(lines))
 
 
@@ -307,14 +320,41 @@ MUST_PASS = ("aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv_transpo
              "aten::group_norm", "aten::einsum")
 
 
+#: bugs reported to the owner of the kernel file, tolerated by the MUST_PASS check (op: failure text)
+KNOWN_FAILURES = {
+    # linalg.py: a single-operand einsum that reduces ("i->", "ij->i") is a sum, which torch makes int64
+    "aten::einsum": "int32: result 0: dtype int32 != int64",
+}
+
+
+SMOKE = ("aten::conv2d", "aten::softmax.int", "aten::mm",  # plain overloads
+         "aten::relu_", "aten::add.Scalar", "aten::batch_norm", "aten::topk")  # in-place, Scalar, adapter, ties
+
+
 def test_smoke_subset():
-    """A few family ops, float32, few samples: always on (a quick guard for the harness itself)."""
-    ks = [k for k in cpu_kernels() if k.op in ("aten::conv2d", "aten::softmax.int", "aten::mm")]
-    assert len(ks) == 3
+    """A few ops, float32, few samples: always on (a quick guard for the harness and its binding paths)."""
+    ks = [k for k in cpu_kernels() if k.op in SMOKE]
+    assert len(ks) == len(SMOKE)
     res = conformance(ks, dtypes={"float32"}, max_samples=3)
-    for op in ("aten::conv2d", "aten::softmax.int", "aten::mm"):
+    for op in SMOKE:
         assert res[op]["attempted"] >= 1, op
         assert res[op]["passed"] == res[op]["attempted"], (op, res[op]["failures"])
+
+
+def test_harness_catches_a_wrong_kernel():
+    """The comparison is not vacuous: a kernel off by one ulp-scale amount, or not in place, fails."""
+    import attrs
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    info = next(i for i in op_db if i.name == "nn.functional.relu")
+    sample = next(s for s in info.sample_inputs("cpu", torch.float32) if s.input.numel() > 1)
+    relu_ = next(k for k in cpu_kernels() if k.op == "aten::relu_")
+    assert run_sample(relu_, torch.ops.aten.relu_.default, sample)[0] == "pass"
+    not_in_place = attrs.evolve(relu_, impl=lambda x: np.maximum(x, 0))
+    assert run_sample(not_in_place, torch.ops.aten.relu_.default, sample)[0] == "fail"
+    relu = next(k for k in cpu_kernels() if k.op == "aten::relu")
+    off = attrs.evolve(relu, impl=lambda x, out=None: np.maximum(x, 0) + np.float32(1e-3))
+    assert run_sample(off, torch.ops.aten.relu.default, sample)[0] == "fail"
 
 
 @pytest.mark.slow
@@ -324,5 +364,6 @@ def test_opinfo_conformance():
     res = conformance(cpu_kernels())
     write_doc(res, time.perf_counter() - t0)
     bad = {op: res[op]["failures"] for op in MUST_PASS
-           if op in res and res[op]["passed"] + res[op]["refused"] != res[op]["attempted"]}
+           if op in res and res[op]["passed"] != res[op]["attempted"]
+           and not all(KNOWN_FAILURES.get(op, "@") in f for f in res[op]["failures"])}
     assert not bad, bad
