@@ -142,3 +142,18 @@ def test_scatter_float_value_into_int_truncates(dtype, reduce):
                      x, 0, i, value=v, reduce=reduce)
     check_kernel(X.scatter, lambda t, d, ii: torch.ops.aten.scatter.value_reduce(t, d, ii, 2.5, reduce="add"),
                  np.array(3, dtype), 0, np.array(0, np.int64), value=2.5, reduce="add")
+
+
+@pytest.mark.parametrize("bad", [-1, 5])
+def test_out_of_bounds_index_is_an_error(bad):
+    # torch rejects negative indices in gather/scatter/index_select; numpy would wrap them silently
+    x, i = rand(5), np.array([0, bad], np.int64)
+    for call, ref in [(lambda: X.gather(x, 0, i), lambda: torch.gather(torch.from_numpy(x), 0, torch.from_numpy(i))),
+                      (lambda: X.scatter(x, 0, i, value=1.0),
+                       lambda: torch.scatter(torch.from_numpy(x), 0, torch.from_numpy(i), 1.0)),
+                      (lambda: X.index_select(x, 0, i),
+                       lambda: torch.index_select(torch.from_numpy(x), 0, torch.from_numpy(i)))]:
+        with pytest.raises((RuntimeError, IndexError)):
+            ref()
+        with pytest.raises(KernelError, match="out of bounds"):
+            call()

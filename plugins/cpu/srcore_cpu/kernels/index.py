@@ -29,14 +29,23 @@ def _dim(dim, ndim):
     return dim % ndim if ndim else 0
 
 
+def _check_bounds(index, size, dim, op):
+    """torch rejects negative or too large indices; numpy would wrap the negative ones silently."""
+    if index.size:
+        lo, hi = int(index.min()), int(index.max())
+        if lo < 0 or hi >= size:
+            bad = lo if lo < 0 else hi
+            raise KernelError(f"{op}: index {bad} is out of bounds for dimension {dim} with size {size}")
+
+
 def gather(self, dim, index, *, sparse_grad=False, out=None):
     """``aten::gather``: ``out[i][j] = self[i][index[i][j]]`` (for dim 1)."""
     if index.size == 0:  # torch skips the rank check for an empty index
         r = np.empty(index.shape, self.dtype)
-    elif self.ndim == 0:
-        r = self.reshape(1)[index.reshape(-1)].reshape(index.shape)
     else:
-        r = self[_along(index, _dim(dim, self.ndim))]
+        d = _dim(dim, self.ndim)
+        _check_bounds(index, self.shape[d] if self.ndim else 1, d, "gather")
+        r = self.reshape(1)[index.reshape(-1)].reshape(index.shape) if self.ndim == 0 else self[_along(index, d)]
     if out is None:
         return r
     np.copyto(out, r)
@@ -52,6 +61,7 @@ def scatter(self, dim, index, src=None, *, value=None, reduce=None, out=None):
     if index.size == 0:
         return out
     d = _dim(dim, self.ndim)
+    _check_bounds(index, self.shape[d] if self.ndim else 1, d, "scatter")
     at = _along(index, d)
     if isinstance(src, np.ndarray):
         vals = src[tuple(np.s_[: n] for n in index.shape)] if src.ndim else src
@@ -77,6 +87,7 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
 def index_select(self, dim, index, *, out=None):
     """``aten::index_select``: a 0-d or 1-d ``index`` along ``dim``."""
     idx = index.reshape(-1)
+    _check_bounds(idx, self.shape[_dim(dim, self.ndim)] if self.ndim else 1, dim, "index_select")
     if self.ndim == 0:
         r = self.reshape(1)[idx].reshape(())
         if out is None:
