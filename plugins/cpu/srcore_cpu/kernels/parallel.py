@@ -1,7 +1,7 @@
 """Split large elementwise work across the intra-op threads BLAS is allowed to use.
 
 numpy's ufunc loops release the GIL, so independent slices of a big elementwise
-pass (a Winograd transform, a GELU) run in parallel on a small thread pool.
+pass (the Winograd transforms) run in parallel on a small thread pool.
 The degree is OpenBLAS's current thread count (``OPENBLAS_NUM_THREADS``,
 ``threadpoolctl.threadpool_limits``), read per call through the library's own
 ``openblas_get_num_threads`` (~0.3 us): at 1 thread, or when the library is not
