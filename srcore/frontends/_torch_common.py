@@ -249,3 +249,30 @@ def canonicalize(graph) -> None:
     """Frontend-independent clean-ups of a converted graph (see the functions called)."""
     relax_views(graph)
     rename_tensor_bitwise(graph)
+    rename_convolution_mode(graph)
+
+
+def rename_convolution_mode(graph) -> int:
+    """Traced ``padding="same"/"valid"`` convolutions: ``aten::_convolution_mode`` is
+    ``aten::conv{1,2,3}d.padding`` (same arguments) for a weight of rank 3, 4, 5."""
+    from ..ir.types import TensorType
+    from ..passes._util import const_or
+
+    n_changed = 0
+    for node in list(graph.all_nodes()):
+        if node.kind != "aten::_convolution_mode" or len(node.inputs) != 7:
+            continue
+        wt = node.inputs[1].type
+        rank = wt.rank if isinstance(wt, TensorType) else None
+        if rank is None:
+            stride = const_or(node.inputs[3], None)
+            rank = len(stride) + 2 if isinstance(stride, (list, tuple)) else None
+        if rank not in (3, 4, 5):
+            continue
+        d = rank - 2
+        node.kind = f"aten::conv{d}d"
+        node.schema = parse_schema(
+            f"aten::conv{d}d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[{d}] stride={[1] * d}, "
+            f"str padding=\"valid\", SymInt[{d}] dilation={[1] * d}, SymInt groups=1) -> Tensor")
+        n_changed += 1
+    return n_changed

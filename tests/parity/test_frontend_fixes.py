@@ -80,3 +80,26 @@ def test_is_floating_point_of_a_known_dtype_runs():
     for x in (torch.randn(2, 3), torch.arange(6).reshape(2, 3)):
         model = srcore.from_torchscript(_float_only, (x,))
         _check_all(model, _float_only, (x,))
+
+
+class _SamePadding(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv1d(2, 3, 4, padding="same", dilation=2)
+        self.c2 = torch.nn.Conv2d(2, 3, 3, padding="valid")
+        self.c2s = torch.nn.Conv2d(2, 3, (3, 2), padding="same")
+
+    def forward(self, x, y):
+        return self.c1(x), self.c2(y), self.c2s(y)
+
+
+def test_traced_padding_mode_convolutions_run():
+    """Tracing keeps padding="same"/"valid" as aten::_convolution_mode: it becomes conv{1,2}d.padding."""
+    torch.manual_seed(0)
+    m = _SamePadding().eval()
+    inputs = (torch.randn(2, 2, 9), torch.randn(1, 2, 7, 6))
+    with torch.no_grad():
+        model = srcore.from_torchscript(torch.jit.trace(m, inputs), inputs)
+    kinds = _kinds(model)
+    assert "aten::_convolution_mode" not in kinds and {"aten::conv1d", "aten::conv2d"} <= set(kinds)
+    _check_all(model, m, inputs)
