@@ -104,6 +104,31 @@ def _max_pool_with_indices(args, kwargs):
     return args[:2], kwargs
 
 
+def _bn_no_training(args, kwargs):
+    """``_native_batch_norm_legit(x, w, b, mean, var, training, momentum, eps)`` without ``training``."""
+    if kwargs or len(args) != 8 or args[5] or args[3] is None:
+        raise Skip("training-mode batch norm")
+    return [*args[:5], *args[6:]], {}
+
+
+def _upsample(align_corners, vec):
+    """``F.upsample_nearest/bilinear(x, size, scale_factor)`` -> ``aten::upsample_*2d[.vec]`` (4-D inputs)."""
+    def adapt(args, kwargs):
+        vals = dict(zip(["input", "size", "scale_factor"], args)) | kwargs
+        x, size, scale = vals["input"], vals.get("size"), vals.get("scale_factor")
+        if x.ndim != 4:
+            raise Skip("upsample_*2d takes a 4-D input")
+        size = None if size is None else [int(v) for v in size] if isinstance(size, (list, tuple)) else [size] * 2
+        scale = None if scale is None else list(scale) if isinstance(scale, (list, tuple)) else [scale] * 2
+        ac = [True] if align_corners else []
+        if vec:
+            return [x, size, *ac, scale], {}
+        if size is None:
+            raise Skip("upsample_*2d (not .vec) takes an output size")
+        return [x, size, *ac], {}
+    return adapt
+
+
 ADAPTERS = {
     "aten::batch_norm": _functional(
         torch.nn.functional.batch_norm,
@@ -122,10 +147,18 @@ ADAPTERS = {
     "aten::alpha_dropout": _dropout(torch.nn.functional.alpha_dropout),
     "aten::feature_alpha_dropout": _dropout(torch.nn.functional.feature_alpha_dropout),
     "aten::adaptive_max_pool2d": _max_pool_with_indices,
+    "aten::_native_batch_norm_legit_no_training": _bn_no_training,
+    "aten::upsample_nearest2d": _upsample(False, False),
+    "aten::upsample_nearest2d.vec": _upsample(False, True),
+    "aten::upsample_bilinear2d": _upsample(True, False),
+    "aten::upsample_bilinear2d.vec": _upsample(True, True),
 }
 
 #: OpInfo names giving samples for an aten op of another name (after the ADAPTERS above)
-INFO_ALIASES = {"convolution": ("conv1d", "conv2d", "conv3d"), "_convolution": ("conv1d", "conv2d", "conv3d")}
+INFO_ALIASES = {"convolution": ("conv1d", "conv2d", "conv3d"), "_convolution": ("conv1d", "conv2d", "conv3d"),
+                "_native_batch_norm_legit_no_training": ("_native_batch_norm_legit",),
+                "max_pool1d_with_indices": ("max_pool1d",), "max_pool2d_with_indices": ("max_pool2d",),
+                "upsample_nearest2d": ("upsample_nearest",), "upsample_bilinear2d": ("upsample_bilinear",)}
 
 
 def _is_scalar_type(t: str) -> bool:
