@@ -108,7 +108,7 @@ def test_traced_padding_mode_convolutions_run():
 def test_tensors_appended_to_a_list_keep_their_buffers():
     """Static shapes: srcore unrolls the loop, so every `outs.append(h)` is in the top block and the
     planner must keep each h alive until `torch.stack(outs)` (it used to reuse their buffers)."""
-    from models import build_list_stack
+    from parity_models import build_list_stack
 
     m, inputs, _ = build_list_stack()
     model = srcore.from_torchscript(torch.jit.script(m), inputs)

@@ -10,7 +10,7 @@ import torch
 
 import srcore
 from _harness import COMBOS, assert_close, build, round_trip, run, torch_outputs
-from models import ZOO
+from parity_models import ZOO
 
 FRONTENDS = ("torchscript", "export")
 
