@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import parallel
 from .workspace import pad_into
 
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
@@ -46,8 +45,7 @@ def conv3x3(x, gw, bias, pads, out, ws):
     dt = x.dtype
     # extra zero rows/cols at the bottom/right so whole tiles cover an odd output
     xp = pad_into(ws, None, x, [(pt, Hp - H - pt), (pl, Wp - W - pl)])
-    # input transform B^T d B; rows first (over full padded width), then columns;
-    # split by channel over the intra-op threads (parallel.py), the GEMM threads itself
+    # input transform B^T d B; rows first (over full padded width), then columns
     t = ws.get(None, "wg_tr", (4, N, C, th, Wp), dt)  # t is dead before r: one buffer
     u = ws.get(None, "wg_u", (4, 4, C, N, th, tw), dt)
 
@@ -65,12 +63,13 @@ def conv3x3(x, gw, bias, pads, out, ws):
         np.subtract(e[2], e[1], out=us[2])
         np.subtract(e[1], e[3], out=us[3])
 
-    n = parallel.threads()
-    parallel.run(transform_input, parallel.split(C, n), n)
+    # one thread: a 2-way channel split over a Python thread pool measured slower at 2 BLAS
+    # threads (resnet_small 32 vs 29 ms): the pool thread competes with OpenBLAS's spinning workers
+    transform_input(slice(None))
     T = N * th * tw
     m = ws.get(None, "wg_m", (16, O, T), dt)
     np.matmul(gw, u.reshape(16, C, T), out=m)
-    # output transform A^T M A: rows (a = 0, 1) then columns (b = 0, 1), split by output channel
+    # output transform A^T M A: rows (a = 0, 1) then columns (b = 0, 1)
     m = m.reshape(4, 4, O, N, th, tw)
     r = ws.get(None, "wg_tr", (2, 4, O, N, th, tw), dt)
     even = Ho == 2 * th and Wo == 2 * tw and out.flags.c_contiguous
@@ -92,7 +91,7 @@ def conv3x3(x, gw, bias, pads, out, ws):
         np.subtract(ro[:, 1], ro[:, 2], out=z1)
         np.subtract(z1, ro[:, 3], out=z1)
 
-    parallel.run(transform_output, parallel.split(O, n), n)
+    transform_output(slice(None))
     if not even:
         out[...] = full[:, :, :Ho, :Wo]
     return out
