@@ -148,3 +148,15 @@ def test_decl_lists_kernels():
     for k in D.KERNELS:
         mod, _, attr = k.impl.partition(":")
         assert callable(getattr(__import__(mod, fromlist=[attr]), attr))
+
+
+@pytest.mark.parametrize("eq", ["ij->i", "ij->", "i->", "ij->ji", "ii->i"])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.bool_])
+def test_einsum_single_operand_integer_sums_are_int64_like_torch(eq, dtype):
+    a = (np.arange(16).reshape(4, 4) % 3).astype(dtype)
+    if eq == "i->":
+        a = a[0]
+    ref = torch.einsum(eq, torch.from_numpy(a))
+    got = K.einsum(eq, [a])
+    assert got.dtype == ref.numpy().dtype
+    np.testing.assert_array_equal(got, ref.numpy())

@@ -181,3 +181,13 @@ def test_decl():
             if ref:
                 mod, _, attr = ref.partition(":")
                 assert callable(getattr(__import__(mod, fromlist=[attr]), attr))
+
+
+def test_integer_max_pool_pads_with_the_smallest_integer():
+    x = np.random.default_rng(3).integers(-5, 5, (1, 2, 5, 5)).astype(np.int64)
+    ref = torch.ops.aten.max_pool2d_with_indices(torch.from_numpy(x), [3, 3], [2, 2], [1, 1])
+    vals, idx = K.max_pool2d_with_indices(x, [3, 3], [2, 2], [1, 1], [1, 1], False)
+    np.testing.assert_array_equal(vals, ref[0].numpy())
+    np.testing.assert_array_equal(idx, ref[1].numpy())
+    np.testing.assert_array_equal(K.max_pool2d(x, [3, 3], [2, 2], [1, 1]),
+                                  torch.nn.functional.max_pool2d(torch.from_numpy(x), 3, 2, 1).numpy())

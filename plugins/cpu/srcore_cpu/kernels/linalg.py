@@ -147,5 +147,12 @@ def dot(self, tensor, out=None):
 def einsum(equation, tensors, *, path=None, out=None):
     """``aten::einsum`` (torch's equation syntax is numpy's, ``...`` included)."""
     eq = equation.replace(" ", "")
+    dtype = np.result_type(*tensors)
+    if len(tensors) == 1 and dtype.kind in "biu" and "->" in eq:
+        lhs, rhs = eq.split("->")
+        if set(lhs) - set(rhs) - {"."}:   # torch sums integers (and bools) into int64
+            dtype = np.dtype(np.int64)
+            r = np.einsum(eq, tensors[0], dtype=dtype, out=out)
+            return _arr(r, dtype)
     r = np.einsum(eq, *tensors, out=out, optimize=len(tensors) > 2)
-    return _arr(r, np.result_type(*tensors))
+    return _arr(r, dtype)

@@ -74,12 +74,18 @@ def _taps(ks, dil, stride, osz):
                                   for i, d, s, o in zip(idx, dil, stride, osz))
 
 
+def _lowest(dtype):
+    """The padding value of max pooling: -inf, or the smallest integer of an integer dtype."""
+    dtype = np.dtype(dtype)
+    return np.iinfo(dtype).min if dtype.kind in "iu" else -np.inf
+
+
 def _max_pool(nd, x, kernel_size, stride, padding, dilation, ceil_mode, out):
     ks = _tup(kernel_size, nd)
     st = _tup(stride, nd, ks)
     pad, dil = _tup(padding, nd, (0,) * nd), _tup(dilation, nd, (1,) * nd)
     osz, ext = _geometry(x.shape[-nd:], ks, st, pad, dil, ceil_mode)
-    xp = _padded(x, nd, pad, ext, -np.inf)
+    xp = _padded(x, nd, pad, ext, _lowest(x.dtype))
     if out is None:
         out = np.empty(x.shape[:-nd] + osz, x.dtype)
     # max is separable: reduce one spatial dim at a time (k-1 maximum passes per dim instead of
@@ -115,7 +121,7 @@ def _max_pool_with_indices(nd, x, kernel_size, stride, padding, dilation, ceil_m
     pad, dil = _tup(padding, nd, (0,) * nd), _tup(dilation, nd, (1,) * nd)
     sp = x.shape[-nd:]
     osz, ext = _geometry(sp, ks, st, pad, dil, ceil_mode)
-    xp = _padded(x, nd, pad, ext, -np.inf)
+    xp = _padded(x, nd, pad, ext, _lowest(x.dtype))
     if out is None:
         out = (np.empty(x.shape[:-nd] + osz, x.dtype), np.empty(x.shape[:-nd] + osz, np.int64))
     vals, idxs = out
@@ -126,7 +132,7 @@ def _max_pool_with_indices(nd, x, kernel_size, stride, padding, dilation, ceil_m
         start = np.arange(o) * s - p
         f = np.where(start < 0, start + d * (-(start // d)), start)
         first = np.add.outer(first, f * m) if i else f * m
-    vals.fill(-np.inf)
+    vals.fill(_lowest(vals.dtype))
     idxs[...] = first
     for idx, sl in zip(itertools.product(*[range(k) for k in ks]), _taps(ks, dil, st, osz)):
         v = xp[sl]
