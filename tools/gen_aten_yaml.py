@@ -38,6 +38,7 @@ remainder format append item tensor floor_divide fill_ sort einsum masked_select
 bitwise_and bitwise_or isnan isinf nan_to_num lerp addcmul
 add_ sub_ mul_ div_ clamp_ hardtanh_ relu6_ gelu_ silu_ sigmoid_ tanh_ hardswish_ hardsigmoid_
 leaky_relu_ elu_ mish_ masked_fill_ neg_ exp_ sqrt_ abs_ floor_ ceil_
+pad constant_pad_nd reflection_pad1d reflection_pad2d replication_pad1d replication_pad2d _pad_circular selu celu
 _log_softmax _native_batch_norm_legit_no_training _set_item addcmul_ bitwise_and_ bitwise_not_
 bitwise_or_ bitwise_xor clamp_max_ clamp_min_ clear cos cos_ eq_ erf_ expm1 expm1_ extend
 feature_alpha_dropout flip floor_divide_ ge_ gt_ index_put index_put_ insert le_ lerp_ list log10

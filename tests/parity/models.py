@@ -672,8 +672,8 @@ ZOO: Dict[str, ZooCase] = {
     "split_chunk": ZooCase(build_split_chunk),
     "int_ops": ZooCase(build_int_ops),
     "pools": ZooCase(build_pools),
-    "pad_bicubic": ZooCase(build_pad_bicubic, xfail="aten::pad / upsample_bicubic2d: not declared in aten.yaml, "
-                                                    "no cpu kernel (not this suite's files)"),
+    "pad_bicubic": ZooCase(build_pad_bicubic, xfail="upsample_bicubic2d: not declared in aten.yaml, "
+                                                    "no cpu kernel (bicubic interpolation is not supported)"),
     "double_net": ZooCase(build_double_net),
     "cond_net": ZooCase(build_cond_net, no_torchscript="torch.cond is torch.export's (TorchScript rejects it)"),
     "mha_float_mask": ZooCase(build_mha_float_mask),
@@ -684,6 +684,5 @@ ZOO: Dict[str, ZooCase] = {
     "stats": ZooCase(build_stats),
     "missing_ops": ZooCase(build_missing_ops, xfail="aten::cumprod / median / one_hot: no cpu kernel "
                                                     "(kernels/reduce.py, index.py: not this suite's)"),
-    "selu_celu": ZooCase(build_selu, xfail="no cpu kernel for aten::selu / aten::celu (kernels/activation.py, "
-                                           "owned by the conformance work)"),
+    "selu_celu": ZooCase(build_selu),
 }
