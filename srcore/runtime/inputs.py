@@ -62,21 +62,6 @@ def as_arrays(values: list[Any], specs) -> list[Any]:
     return values
 
 
-def signature(values: Sequence[Any]) -> tuple:
-    """The run's signature: (shape, dtype) of arrays, the value of anything else."""
-    key = []
-    for v in values:
-        if type(v) is np.ndarray:
-            key.append((v.shape, v.dtype.str))
-        else:
-            try:
-                hash(v)
-                key.append(v)
-            except TypeError:
-                key.append(repr(v))
-    return tuple(key)
-
-
 def input_types(values: Sequence[Any], specs) -> list[Type]:
     """The concrete IR type of each input of a run (drives shape propagation)."""
     out: list[Type] = []

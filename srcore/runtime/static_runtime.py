@@ -69,16 +69,9 @@ class StaticRuntime:
         """Bind, convert, key, and (for a new signature) check and plan; then run."""
         if kwargs or len(args) != self._n_inputs:
             args = tuple(bind(self.module.input_names, args, kwargs))
-        key = []
-        for v, is_tensor in zip(args, self._tensor_inputs):
-            if is_tensor:
-                if type(v) is not np.ndarray:
-                    args = tuple(as_arrays(list(args), self.module.input_specs))
-                    return self._call_slow(args, {})
-                key.append((v.shape, v.dtype.num))
-            else:
-                key.append(v if isinstance(v, (int, float, bool, type(None))) else repr(v))
-        key = tuple(key)
+        if any(t and type(v) is not np.ndarray for v, t in zip(args, self._tensor_inputs)):
+            args = tuple(as_arrays(list(args), self.module.input_specs))
+        key = self._key_of(args)
         if key != self._key:
             self._prepare(key, args)
         if self._has_outputs_arena:
@@ -146,14 +139,15 @@ class StaticRuntime:
         values = bind(self.module.input_names, args, kwargs)
         return as_arrays(values, self.module.input_specs)
 
+    def _key_of(self, values) -> tuple:
+        """The signature key of a run: (shape, dtype) of tensor inputs, the value of the others."""
+        return tuple((v.shape, v.dtype.num) if is_tensor
+                     else (v if isinstance(v, (int, float, bool, type(None))) else repr(v))
+                     for v, is_tensor in zip(values, self._tensor_inputs))
+
     def signature_of(self, values) -> tuple[Any, list]:
-        key = []
-        for v, is_tensor in zip(values, self._tensor_inputs):
-            if is_tensor:
-                key.append((v.shape, v.dtype.num))
-            else:
-                key.append(v if isinstance(v, (int, float, bool, type(None))) else repr(v))
-        return tuple(key), input_types(values, self.module.input_specs)
+        """The signature key and the concrete input types of a run's (bound) inputs."""
+        return self._key_of(values), input_types(values, self.module.input_specs)
 
     def _prepare(self, key, values) -> None:
         m = self.module
