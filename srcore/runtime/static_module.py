@@ -294,6 +294,7 @@ _ITEMSIZE = {"float64": 8, "int64": 8, "complex64": 8, "float32": 4, "int32": 4,
 
 
 def _nbytes(shape: tuple[int, ...], dtype: str) -> int:
+    """Bytes of a tensor of ``shape`` and ``dtype`` (plugin dtypes by their storage size)."""
     n = _ITEMSIZE.get(dtype, 8)
     for d in shape:
         n *= d

@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import KernelError, SrcoreError
 from .arena import BlockArena, aligned_slab, make_view
 from .inputs import ScalarSpec, as_arrays, bind, check, input_types
+from .static_module import _nbytes
 from .interpreter import BlockRunner
 
 _POOL: concurrent.futures.ThreadPoolExecutor | None = None
@@ -184,7 +185,7 @@ class StaticRuntime:
         """Views for the managed output tensors of this run, in one fresh slab."""
         from ..memory.planner import align
 
-        total = sum(align(_nbytes(lay)) for lay in self._out_layouts if lay is not None)
+        total = sum(align(_nbytes(*lay)) for lay in self._out_layouts if lay is not None)
         slab = aligned_slab(total)
         views, off = [], 0
         for lay in self._out_layouts:
@@ -192,7 +193,7 @@ class StaticRuntime:
                 views.append(None)
                 continue
             views.append(make_view(slab, off, lay[0], lay[1]))
-            off += align(_nbytes(lay))
+            off += align(_nbytes(*lay))
         return tuple(views)
 
     @property
@@ -272,11 +273,3 @@ def _make_fast_call(rt: "StaticRuntime"):
            "_SrcoreError": SrcoreError, "_wrap": rt._kernel_error, "_NEVER": _NEVER}
     exec(compile("\n".join(lines) + "\n", "<srcore-entry>", "exec"), env)
     return env["fast"]
-
-
-def _nbytes(layout) -> int:
-    shape, dtype = layout
-    n = np.dtype(dtype).itemsize if dtype not in ("quint8", "qint8", "qint32") else 4
-    for d in shape:
-        n *= d
-    return n
