@@ -2,17 +2,11 @@
 _transformer_encoder_layer_fwd (what a traced+frozen nn.TransformerEncoderLayer emits)."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-try:
-    import srcore_cpu.kernels.attention  # noqa: F401
-except ImportError:  # plugin not installed: import it from the checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import srcore  # noqa: E402
 from srcore_cpu.kernels import attention as K  # noqa: E402

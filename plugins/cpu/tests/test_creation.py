@@ -2,17 +2,11 @@
 with ScalarType codes, aten::tensor, prim::NumToTensor; out=None and a preallocated out."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-try:
-    import srcore_cpu.kernels.creation  # noqa: F401
-except ImportError:  # plugin not installed: import it from the checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from srcore.errors import KernelError  # noqa: E402
 from srcore.testing import check_kernel  # noqa: E402

@@ -2,9 +2,7 @@
 comparisons, clamp/where/masks, in-place forms, and every matcher path."""
 from __future__ import annotations
 
-import sys
 import timeit
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,10 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
-try:
-    import srcore_cpu.kernels.elementwise  # noqa: F401
-except ImportError:  # plugin not installed: import it from the checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from srcore.errors import KernelError  # noqa: E402
 from srcore.ir.types import FLOAT, INT, NUMBER, TensorType  # noqa: E402

@@ -1,17 +1,11 @@
 """embedding vs torch, and the dropout family (identity in eval, refused in training)."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-try:
-    import srcore_cpu.kernels.embedding  # noqa: F401
-except ImportError:  # plugin not installed: import it from the checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import srcore  # noqa: E402
 from srcore.ir.types import TensorType  # noqa: E402

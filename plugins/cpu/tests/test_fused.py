@@ -1,21 +1,16 @@
 """srcore:: fused kernels vs the torch compositions they replace, matchers included."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-try:
-    import srcore_cpu.kernels.fused  # noqa: F401
-except ImportError:  # plugin not installed: import it from the checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import srcore  # noqa: E402
-from srcore.ir.types import TensorType  # noqa: E402
-from srcore.plugin import ArgInfo, NodeInfo, Specialized  # noqa: E402
+from srcore.plugin import Specialized  # noqa: E402
+from cpu_kernel_util import node  # noqa: E402
 from srcore_cpu.kernels import fused as K  # noqa: E402
 
 RNG = np.random.default_rng(0)
@@ -28,11 +23,6 @@ def T(a):
 
 def rand(*shape, dtype=np.float32):
     return RNG.standard_normal(shape).astype(dtype)
-
-
-def node(op, **args):
-    return NodeInfo(op, None, tuple(ArgInfo(n, TensorType(), not (isinstance(v, str) and v == "<var>"), v)
-                                    for n, v in args.items()), ())
 
 
 def both(fn, exp, *args, **kw):

@@ -1,17 +1,11 @@
 """linalg kernels vs torch: linear (+ matcher), addmm, baddbmm, matmul, mm, bmm, dot, einsum."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-try:
-    import srcore_cpu.kernels.linalg  # noqa: F401
-except ImportError:  # plugin not installed: import it from the checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from srcore.ir.types import TensorType  # noqa: E402
 from srcore.plugin import ArgInfo, NodeInfo, Specialized  # noqa: E402

@@ -1,21 +1,15 @@
 """pool kernels vs torch: max/avg pool 1-D/2-D, adaptive avg/max pool, the global-average matcher."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-try:
-    import srcore_cpu.kernels.pool  # noqa: F401
-except ImportError:  # plugin not installed: import it from the checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import srcore  # noqa: E402
-from srcore.ir.types import TensorType  # noqa: E402
-from srcore.plugin import ArgInfo, NodeInfo, Specialized  # noqa: E402
+from srcore.plugin import Specialized  # noqa: E402
+from cpu_kernel_util import node  # noqa: E402
 from srcore_cpu.kernels import pool as K  # noqa: E402
 
 RNG = np.random.default_rng(0)
@@ -25,11 +19,6 @@ aten = torch.ops.aten
 
 def rand(*shape, dtype=np.float32):
     return RNG.standard_normal(shape).astype(dtype)
-
-
-def node(op, **args):
-    return NodeInfo(op, None, tuple(ArgInfo(n, TensorType(), not (isinstance(v, str) and v == "<var>"), v)
-                                    for n, v in args.items()), ())
 
 
 def both(fn, exp, *args, **kw):

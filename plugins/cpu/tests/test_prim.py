@@ -2,18 +2,12 @@
 that every op torch.jit.script emits for typical size/loop/list code has a cpu kernel."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import List, Optional, Tuple
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-try:
-    import srcore_cpu.kernels.prim  # noqa: F401
-except ImportError:  # plugin not installed: import it from the checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from srcore.errors import KernelError  # noqa: E402
 from srcore_cpu.kernels import prim as P  # noqa: E402

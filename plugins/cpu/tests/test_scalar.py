@@ -2,16 +2,10 @@
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
-try:
-    import srcore_cpu.kernels.scalar  # noqa: F401
-except ImportError:  # plugin not installed: import it from the checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from srcore.errors import KernelError  # noqa: E402
 from srcore_cpu.kernels import convert as V  # noqa: E402

@@ -1,20 +1,14 @@
 """softmax kernels vs torch: softmax/log_softmax (.int with dtype, _softmax, _log_softmax), matchers."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-try:
-    import srcore_cpu.kernels.softmax  # noqa: F401
-except ImportError:  # plugin not installed: import it from the checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from srcore.ir.types import TensorType  # noqa: E402
-from srcore.plugin import ArgInfo, NodeInfo, Specialized  # noqa: E402
+from srcore.plugin import Specialized  # noqa: E402
+from cpu_kernel_util import node  # noqa: E402
 from srcore_cpu.kernels import softmax as K  # noqa: E402
 
 RNG = np.random.default_rng(0)
@@ -24,11 +18,6 @@ T = torch.from_numpy
 
 def rand(*shape, dtype=np.float32):
     return np.asarray(RNG.standard_normal(shape) * 5, dtype=dtype)
-
-
-def node(op, **args):
-    return NodeInfo(op, None, tuple(ArgInfo(n, TensorType(), not (isinstance(v, str) and v == "<var>"), v)
-                                    for n, v in args.items()), ())
 
 
 def both(fn, exp, *args):

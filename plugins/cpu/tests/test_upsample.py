@@ -1,17 +1,11 @@
 """upsample kernels vs torch: nearest/bilinear 2-D (sizes, scales, .vec), __interpolate."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-try:
-    import srcore_cpu.kernels.upsample  # noqa: F401
-except ImportError:  # plugin not installed: import it from the checkout
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import srcore  # noqa: E402
 from srcore_cpu.kernels import upsample as K  # noqa: E402
