@@ -101,3 +101,20 @@ def test_control_flow_model_fuses_and_matches_torch():
         y = y[0] if isinstance(y, (list, tuple)) else y
         with torch.no_grad():
             np.testing.assert_allclose(np.asarray(y), m(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_no_fusion_across_a_write_to_an_absorbed_input():
+    """y = x + x; x.add_(-x); relu(y): the add must not move after the write (found by hypothesis)."""
+    from srcore.ir.parser import parse_graph
+    from srcore.passes import prepare_for_static_runtime
+
+    g = parse_graph("""graph(%x : Float(3, 3)):
+  %one : int = prim::Constant[value=1]()
+  %y : Float(3, 3) = aten::add(%x, %x, %one)
+  %n : Float(3, 3) = aten::neg(%x)
+  %w : Float(3, 3) = aten::add_(%x, %n, %one)
+  %r : Float(3, 3) = aten::relu(%y)
+  return (%r)
+""")
+    kinds = [n.kind for n in prepare_for_static_runtime(g).nodes]
+    assert "srcore::add_relu" not in kinds and kinds.index("aten::add") < kinds.index("aten::add_")

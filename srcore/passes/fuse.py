@@ -29,7 +29,7 @@ import attrs
 
 from ..ir.graph import Graph, Node, Value
 from ..ir.types import TensorType
-from ._util import base_kind, const_or, replace_with_values, walk_blocks
+from ._util import base_kind, const_or, is_mutated, replace_with_values, walk_blocks
 from .fuse_scalar import sum_gt
 
 RELU = ("aten::relu", "aten::relu_")
@@ -153,6 +153,10 @@ def fuse_ops(graph: Graph, *, fusions=None, applied: list[str] | None = None) ->
                 if m is None:
                     continue
                 kind, inputs, absorbed = m
+                if any(is_mutated(v) for n in absorbed for v in n.inputs):
+                    # the fused node runs where the activation was: an input written in between
+                    # (x.add_(...) after y = x + x) would be read after the write
+                    continue
                 fused = graph.create(kind, inputs, [node.output.type], source=node.source)
                 fused.insert_before(node)
                 name = node.output.name

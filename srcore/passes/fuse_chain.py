@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ..ir.graph import Graph, Node, Value
 from ..ir.types import TensorType
-from ._util import base_kind, const_or, is_const, replace_with_values, walk_blocks
+from ._util import base_kind, const_or, is_const, is_mutated, replace_with_values, walk_blocks
 
 UNARY = {"aten::relu": "relu", "aten::sigmoid": "sigmoid", "aten::tanh": "tanh"}
 BINARY = {"aten::add": "add", "aten::sub": "sub", "aten::mul": "mul", "aten::div": "div"}
@@ -138,6 +138,8 @@ def fuse_elementwise_chains(graph: Graph, *, min_steps: int = MIN_STEPS) -> bool
                 operands = _used(parts, operands)
             if len(steps) < min_steps or len(operands) > MAX_OPERANDS:
                 continue
+            if any(is_mutated(v) for v in [x, *operands]):
+                continue   # the chain runs at its last step: a write in between would be read
             last = steps[-1][0]
             prog = graph.insert_constant(";".join(parts), before=last)
             fused = graph.create("srcore::ew_chain", [x, prog] + operands, [last.output.type], source=last.source)
