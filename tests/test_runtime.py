@@ -310,3 +310,27 @@ def test_per_signature_caches_are_bounded():
         np.testing.assert_allclose(rt(x), chain_ref(x), rtol=1e-5)
     assert len(sm._signatures) <= MAX_SIGNATURES
     assert all(len(a.views) <= MAX_SIGNATURES for a in rt.arenas)
+
+
+def test_generated_entry_point_checks_every_call(options):
+    """Each runtime's ``__call__`` is its own generated entry: after a run has armed the fast
+    path, other signatures, counts, keywords and dtypes still take the checked route, and two
+    runtimes of one module keep separate signatures."""
+    sm = chain_module(options)
+    rt1 = sm.runtime()
+    rt2 = rt1.clone()
+    assert isinstance(rt1, srcore.StaticRuntime) and type(rt1) is not type(rt2)
+    a = np.random.default_rng(1).standard_normal((2, 64)).astype(np.float32)
+    b = np.random.default_rng(2).standard_normal((5, 64)).astype(np.float32)
+    for _ in range(3):  # interleaved: each runtime's armed signature must not leak to the other
+        np.testing.assert_allclose(rt1(a), chain_ref(a), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(rt2(b), chain_ref(b), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(rt1(b), chain_ref(b), rtol=1e-5, atol=1e-6)   # a new signature
+    np.testing.assert_allclose(rt1.run(x=a), chain_ref(a), rtol=1e-5, atol=1e-6)
+    with pytest.raises(srcore.SrcoreInputError, match="expected dtype float32"):
+        rt1(a.astype(np.float64))
+    with pytest.raises(srcore.SrcoreInputError, match="takes 1 input"):
+        rt1(a, a)
+    with pytest.raises(srcore.SrcoreInputError, match="missing input"):
+        rt1()
+    np.testing.assert_allclose(srcore.StaticRuntime(sm)(a), chain_ref(a), rtol=1e-5, atol=1e-6)

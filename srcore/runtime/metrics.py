@@ -71,7 +71,7 @@ class _TimingRunner(BlockRunner):
 
 
 def benchmark_individual_ops(module, inputs: Sequence[Any], warmup: int = 5, runs: int = 20) -> OpMetrics:
-    from .static_runtime import StaticRuntime, _make_fast_call
+    from .static_runtime import StaticRuntime
 
     inputs = tuple(inputs)
     rt = StaticRuntime(module)
@@ -89,7 +89,7 @@ def benchmark_individual_ops(module, inputs: Sequence[Any], warmup: int = 5, run
     trt.__dict__.update(StaticRuntime(module).__dict__)
     runner = _TimingRunner(module, trt)
     trt._runner, trt._fns, trt._top = runner, None, runner.run_top
-    trt._fast = _make_fast_call(trt)
+    trt._arm_entry()
     for _ in range(warmup):
         trt(*inputs)
     runner.times.clear()

@@ -57,7 +57,23 @@ class StaticRuntime:
         self._has_outputs_arena = bool(gen.output_slots) if gen is not None else module.options.manage_output_tensors
         self._output_slots = gen.output_slots if gen is not None else self._runner.output_slots
 
-        self._fast = _make_fast_call(self)
+        self._arm_entry()
+
+    def _arm_entry(self) -> None:
+        """Generate the entry point for the current top block and make it this runtime's ``__call__``.
+
+        Python looks ``__call__`` up on the type, and a forwarding method would cost a frame per
+        call, so each runtime gets a class of its own whose ``__call__`` is the generated function.
+        """
+        self._fast_fn = _make_fast_call(self)
+        self._fast = self._fast_fn.__get__(self)
+        cls = type(self)
+        if cls.__dict__.get("_own_entry"):
+            cls.__call__ = self._fast_fn
+            return
+        self.__class__ = type(cls.__name__, (cls,), {
+            "__call__": self._fast_fn, "_own_entry": True, "__module__": cls.__module__,
+            "__qualname__": cls.__qualname__, "__doc__": cls.__doc__})
 
     # -- public API ---------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -179,7 +195,7 @@ class StaticRuntime:
             else:
                 defaults[f"_s{i}"], defaults[f"_d{i}"] = v, type(v)
         if defaults:
-            self._fast.__kwdefaults__ = defaults
+            self._fast_fn.__kwdefaults__ = defaults
 
     def _new_outputs(self) -> tuple:
         """Views for the managed output tensors of this run, in one fresh slab."""
@@ -238,10 +254,12 @@ class _Never:
 
 
 _NEVER = _Never()
+_MISSING = object()  # an input not passed positionally
 
 
 def _make_fast_call(rt: "StaticRuntime"):
-    """A generated entry point: checks the signature of the last run inline, then calls the top block.
+    """A generated entry point ``(self, *inputs)``: checks the signature of the last run inline,
+    then calls the top block.
 
     Anything unusual (keywords, another count, a new signature, non-array tensors) goes to
     ``rt._call_slow``, which prepares the new signature and re-arms these checks.
@@ -254,14 +272,18 @@ def _make_fast_call(rt: "StaticRuntime"):
             checks.append(f"type(a{i}) is not _nd or a{i}.shape != _s{i} or a{i}.dtype is not _d{i}")
         else:
             checks.append(f"type(a{i}) is not _d{i} or a{i} != _s{i}")
+    params = "".join(f"{a}=_MISSING, " for a in names)
     kw = "".join(f", _s{i}=_NEVER, _d{i}=_NEVER" for i in range(n))
     call_args = ", ".join(names + (["_outs()"] if rt._has_outputs_arena else []))
-    lines = [f"def fast(*args{kw}, **kwargs):",
-             f"    if kwargs or len(args) != {n}:",
-             "        return _slow(args, kwargs)"]
+    # inputs are positional-only parameters with a default, so any call reaches the body;
+    # a missing one (fewer positional arguments) goes to the slow path, which reports it
+    missing = "".join(f" or {a} is _MISSING" for a in names)
+    given = f"tuple(a for a in ({', '.join(names)}{',' if n == 1 else ''}) if a is not _MISSING) + rest"
+    lines = [f"def __call__(self, {params}/, *rest{kw}, **kwargs):",
+             f"    if rest or kwargs{missing}:",
+             f"        return _slow({given if n else 'rest'}, kwargs)"]
     if n:
-        lines.append(f"    {', '.join(names)}, = args")
-        lines += [f"    if {' or '.join(checks)}:", "        return _slow(args, kwargs)"]
+        lines += [f"    if {' or '.join(checks)}:", f"        return _slow(({', '.join(names)},), kwargs)"]
     lines += ["    try:",
               f"        out = _top({call_args})",
               "    except _SrcoreError:",
@@ -270,6 +292,6 @@ def _make_fast_call(rt: "StaticRuntime"):
               "        raise _wrap(exc) from exc",
               f"    return {'out[0]' if rt._single else 'out'}"]
     env = {"_nd": np.ndarray, "_slow": rt._call_slow, "_top": rt._top, "_outs": rt._new_outputs,
-           "_SrcoreError": SrcoreError, "_wrap": rt._kernel_error, "_NEVER": _NEVER}
+           "_SrcoreError": SrcoreError, "_wrap": rt._kernel_error, "_NEVER": _NEVER, "_MISSING": _MISSING}
     exec(compile("\n".join(lines) + "\n", "<srcore-entry>", "exec"), env)
-    return env["fast"]
+    return env["__call__"]

@@ -103,3 +103,31 @@ def test_decl_matches_srcore_yaml():
             if ref:
                 mod, _, attr = ref.partition(":")
                 assert callable(getattr(__import__(mod, fromlist=[attr]), attr))
+
+
+def _node_2d(op, x, **args):
+    """Like ``node``, but the input's type says it is 2-D (what shape propagation gives the matcher)."""
+    from srcore.ir.types import TensorType
+    from srcore.plugin import ArgInfo, NodeInfo
+    info = node(op, input="<var>", **args)
+    first = ArgInfo("input", TensorType(str(x.dtype), x.shape), False, None)
+    return NodeInfo(info.op, None, (first, *info.args[1:]), ())
+
+
+@pytest.mark.parametrize("op,act", [("aten::linear", lambda t: t), ("srcore::linear_relu", F.relu)])
+@pytest.mark.parametrize("with_bias", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_linear_flat_2d_path(op, act, with_bias, dtype):
+    """A 2-D input gets the one-frame closure; it matches torch with and without ``out=``, and
+    falls back to ``np.matmul`` when ``np.dot`` refuses the ``out`` (not C-contiguous)."""
+    from srcore_cpu.kernels import linalg
+    x, w = rand(3, 6, dtype=dtype), rand(5, 6, dtype=dtype)
+    b = rand(5, dtype=dtype) if with_bias else None
+    exp = act(F.linear(T(x), T(w), T(b))).numpy()
+    matcher = linalg.linear_matcher if op == "aten::linear" else K.linear_relu_matcher
+    spec = matcher(_node_2d(op, x, weight=w, bias=b))
+    assert spec.fn.__name__ == "linear_2d"
+    both(spec.fn, exp, x)
+    strided = np.full((5, 3), np.nan, dtype).T
+    assert spec.fn(x, out=strided) is strided
+    np.testing.assert_allclose(strided, exp, rtol=1e-5, atol=1e-5)

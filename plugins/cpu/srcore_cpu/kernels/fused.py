@@ -15,8 +15,7 @@ from . import conv as _conv
 from . import linalg as _linalg
 
 
-def _relu_(out):
-    return np.maximum(out, 0, out=out)
+_relu_ = _linalg.relu_
 
 
 def _silu_(out):
@@ -57,22 +56,18 @@ def linear_gelu(input, weight, bias=None, approximate="none", out=None):
 
 
 def _linear_act_matcher(act, generic):
-    """Constant weights: the pre-transposed linear, then ``act`` in place; else ``generic``
+    """Constant weights: the pre-transposed linear with ``act`` applied in place; else ``generic``
     (never None: a declining matcher makes dispatch skip the kernel)."""
     def matcher(node: NodeInfo):
-        spec = _linalg._linear_fast(node)
-        if spec is None:
-            return generic
-        args = ()
+        act_ = act
         if act is _gelu_:
             if not node.is_const("approximate"):
                 return generic
-            args = (node.const("approximate"),)
-        lin = spec.fn
+            approximate = node.const("approximate")
 
-        def linear_act(input, out=None):
-            return act(lin(input, out=out), *args)
-        return Specialized(linear_act, args=(0,))
+            def act_(out):
+                return _gelu_(out, approximate)
+        return _linalg._linear_fast(node, act_) or generic
     return matcher
 
 

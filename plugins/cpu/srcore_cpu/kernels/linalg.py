@@ -49,8 +49,14 @@ def linear(input, weight, bias=None, out=None):
     return out
 
 
-def _linear_fast(node: NodeInfo):
-    """Constant weight (and bias): transpose the weight once, call ``np.dot``; else None."""
+def _linear_fast(node: NodeInfo, act_=None):
+    """Constant weight (and bias): transpose the weight once, call ``np.dot``; else None.
+
+    ``act_`` (an in-place activation ``act_(out) -> out``) is applied to the result. For a 2-D
+    input (known from the node's type) the closure is flat: ``np.dot``, the bias ``np.add`` and
+    the activation straight in one Python frame, since at batch 1 each extra call level costs
+    about as much as the numpy call itself.
+    """
     if not node.is_const("weight") or not node.is_const("bias"):
         return None
     w = node.const("weight")
@@ -58,17 +64,60 @@ def _linear_fast(node: NodeInfo):
     if not isinstance(w, np.ndarray) or w.ndim != 2:
         return None
     wT = np.ascontiguousarray(w.T)
-    if b is None:
-        def linear_const(input, out=None):
-            return _gemm(input, wT, out)
-    else:
-        b = np.asarray(b)
+    b = None if b is None else np.asarray(b)
+    in_type = node.arg("input").type
+    if getattr(in_type, "rank", None) == 2 and (act_ is None or act_ is relu_):
+        return Specialized(_flat_linear_2d(wT, b, act_ is relu_), args=(0,))
 
-        def linear_const(input, out=None):
-            out = _gemm(input, wT, out)
+    def linear_const(input, out=None):
+        out = _gemm(input, wT, out)
+        if b is not None:
             np.add(out, b, out=out)
-            return out
+        return out if act_ is None else act_(out)
     return Specialized(linear_const, args=(0,))
+
+
+def relu_(out):
+    """ReLU in place on ``out``."""
+    return np.maximum(out, 0, out=out)
+
+
+def _flat_linear_2d(wT, b, relu: bool):
+    """``x @ wT (+ b) (then relu)`` for 2-D ``x``, one frame (see :func:`_linear_fast`)."""
+    dot, add, maximum = np.dot, np.add, np.maximum
+    zero = wT.dtype.type(0)  # a numpy scalar of the result dtype: no conversion per call
+
+    def gemm(x, out):
+        try:
+            return dot(x, wT, out=out)
+        except ValueError:  # np.dot wants a C-contiguous out of the exact result dtype
+            return np.matmul(x, wT, out=out)
+
+    if b is None and not relu:
+        def linear_2d(input, out=None):
+            return gemm(input, out)
+    elif b is None:
+        def linear_2d(input, out=None):
+            out = gemm(input, out)
+            return maximum(out, zero, out=out)
+    elif not relu:
+        def linear_2d(input, out=None):
+            try:
+                out = dot(input, wT, out=out)
+            except ValueError:
+                out = np.matmul(input, wT, out=out)
+            add(out, b, out=out)
+            return out
+    else:
+        def linear_2d(input, out=None):
+            try:
+                out = dot(input, wT, out=out)
+            except ValueError:
+                out = np.matmul(input, wT, out=out)
+            add(out, b, out=out)
+            maximum(out, zero, out=out)
+            return out
+    return linear_2d
 
 
 def _scaled_add(self, prod, beta, alpha, out):
