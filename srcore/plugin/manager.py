@@ -9,7 +9,9 @@ the others still load. ``PluginManager()`` makes a fresh one (tests).
 
 Environment: ``SRCORE_DISABLE_PLUGINS=a,b`` blocks plugins by entry-point
 name (``builtin`` cannot be blocked); ``SRCORE_STRICT_PLUGINS=1`` turns every
-plugin failure into a raised :class:`srcore.PluginError`.
+plugin failure into a raised :class:`srcore.PluginError`. The entry-point scan
+is cached on disk (``srcore.plugin.discovery``; ``SRCORE_NO_PLUGIN_CACHE=1``
+turns that off); the plugins themselves are imported afresh in every process.
 """
 from __future__ import annotations
 
@@ -18,14 +20,11 @@ import threading
 import time
 from typing import Any, Iterable
 
-# the stdlib module has the same API (entry_points(group=...), EntryPoint.dist) on 3.10+, and pluggy
-# imports it anyway: the importlib_metadata backport would add ~10 ms to every cold start
-import importlib.metadata as importlib_metadata
-
 import attrs
 import pluggy
 
 from ..errors import PluginError, RegistrationError
+from . import discovery
 from .hookspecs import HOOK_RECORDS, SrcoreSpecs
 from .types import Backend, DType, EngineBuilder, Kernel, OpLibrary, PluginInfo, Subcommand
 
@@ -74,6 +73,16 @@ class Registry:
     backends: dict[str, Backend]
     engine_builders: dict[str, EngineBuilder]
     subcommands: dict[str, Subcommand]
+
+
+def __getattr__(name: str):
+    # ``importlib.metadata`` costs ~15 ms to import and is only needed when the entry-point cache
+    # misses (srcore.plugin.discovery); the name stays reachable for code that patches it (tests)
+    if name == "importlib_metadata":
+        import importlib.metadata
+
+        return importlib.metadata
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _env_list(name: str) -> set[str]:
@@ -160,7 +169,7 @@ class PluginManager:
 
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
         """Import every entry point of ``group``, sorted by name, each in its own try/except."""
-        eps = importlib_metadata.entry_points(group=group)
+        eps = discovery.entry_points(group)  # cached scan; see srcore.plugin.discovery
         for ep in sorted(eps, key=lambda e: (e.name, getattr(getattr(e, 'dist', None), 'name', '') or '')):
             dist = getattr(ep, "dist", None)
             dname = dist.name if dist is not None else None
