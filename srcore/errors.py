@@ -118,7 +118,13 @@ class MemoryPlanError(SrcoreError):
 
 
 class KernelError(SrcoreError):
-    """A kernel failed at run time; names the node and its source."""
+    """A kernel failed at run time; names the node and its source.
+
+    ``node`` is the failing graph node once the runtime has added it (a kernel raising this
+    error itself leaves it None; the runtime then re-raises with the node named).
+    """
+
+    node = None
 
 
 for _name in __all__:

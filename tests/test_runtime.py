@@ -334,3 +334,73 @@ def test_generated_entry_point_checks_every_call(options):
     with pytest.raises(srcore.SrcoreInputError, match="missing input"):
         rt1()
     np.testing.assert_allclose(srcore.StaticRuntime(sm)(a), chain_ref(a), rtol=1e-5, atol=1e-6)
+
+
+NESTED = """graph(%x : Float(4, 4), %m : Float(4, 4)):
+  %true : bool = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %two : int = prim::Constant[value=2]()
+  %three : int = prim::Constant[value=3]()
+  %big : int = prim::Constant[value=1000]()
+  %half : float = prim::Constant[value=0.5]()
+  %lim : float = prim::Constant[value=200.]()
+  %a : Tensor, %b : Tensor = prim::Loop(%three, %true, %x, %m)
+    block0(%i : int, %p : Tensor, %q : Tensor):
+      %s : Tensor = aten::add(%p, %q, %one)
+      %r : Tensor = prim::Loop(%two, %true, %s)
+        block0(%j : int, %t : Tensor):
+          %u : Tensor = aten::mul(%t, %half)
+          -> (%true, %u)
+      -> (%true, %q, %r)
+  %w : Tensor = prim::Loop(%big, %true, %a)
+    block0(%k : int, %z : Tensor):
+      %z2 : Tensor = aten::add(%z, %b, %one)
+      %sm : Tensor = aten::sum(%z2, %none)
+      %lt : Tensor = aten::lt(%sm, %lim)
+      %go : bool = aten::Bool(%lt)
+      -> (%go, %z2)
+  return (%w, %b)
+"""
+
+
+def nested_ref(x, m):
+    p, q = x, m
+    for _ in range(3):
+        p, q = q, (p + q) * 0.5 * 0.5   # carried values swap: a simultaneous assignment
+    z = p
+    while True:
+        z = z + q
+        if not z.sum() < 200:
+            break
+    return z, q
+
+
+def test_nested_loops_swapping_carried_values_and_a_while_loop(options):
+    """Loop bodies (inlined by codegen) with carried values that swap places, a loop nested in a
+    loop, and a data-dependent trip count."""
+    sm = srcore.StaticModule(Model.from_graph(parse_graph(NESTED)), options=options)
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        x, m = (np.abs(rng.standard_normal((4, 4))).astype(np.float32) for _ in range(2))
+        for got, exp in zip(sm(x, m), nested_ref(x, m)):
+            np.testing.assert_allclose(got, exp, rtol=1e-5)
+
+
+def test_kernel_failure_inside_a_loop_names_the_inner_node(options):
+    g = parse_graph("""graph(%x : Float(4, 4), %idx : Long(1)):
+  %true : bool = prim::Constant[value=1]()
+  %zero : int = prim::Constant[value=0]()
+  %two : int = prim::Constant[value=2]()
+  %y : Tensor = prim::Loop(%two, %true, %x)
+    block0(%i : int, %t : Tensor):
+      %u : Tensor = aten::index_select(%t, %zero, %idx) # model.py:9:5
+      %v : Tensor = aten::add(%u, %t, %two)
+      -> (%true, %v)
+  return (%y)
+""")
+    sm = srcore.StaticModule(Model.from_graph(g), options=options)
+    x = np.ones((4, 4), np.float32)
+    np.testing.assert_allclose(sm(x, np.array([1])), 9.0)
+    with pytest.raises(srcore.KernelError, match=r"(?s)aten::index_select.*model\.py:9:5"):
+        sm(x, np.array([7]))

@@ -1,12 +1,13 @@
 """The codegen executor: one generated straight-line Python function per block.
 
-At load, each block becomes the source of a function whose body is one line
+At load, the top block becomes the source of a function whose body is one line
 per node: the kernel (bound as a global), its arguments (locals for values,
 literals or globals for constants) and, for out variants, the planned buffer
 (a keyword-only parameter whose default each runtime sets to its view into
 the arena). Nothing is looked up by name, dispatched or unboxed at run time.
-``prim::If`` and ``prim::Loop`` call the functions of their sub-blocks; values
-a sub-block reads from outside are passed as arguments.
+The bodies of ``prim::If`` and ``prim::Loop`` are inlined (their values are
+locals of the same function); a ``prim::fork`` body is a function of its own,
+run by the launcher, and gets the values it reads from outside as arguments.
 """
 from __future__ import annotations
 
@@ -30,13 +31,17 @@ class GeneratedBlock:
     source: str
     code: Any                     # the code object of the block function
     params: tuple[int, ...]       # value slots, in parameter order
-    buffer_slots: tuple[int, ...] # slots with a ``_b<slot>`` buffer parameter
+    buffers: tuple[tuple[int, int], ...]  # (block index, slot) of each ``_b<slot>`` buffer parameter
     line_nodes: dict[int, ProcessedNode]
+
+    @property
+    def buffer_slots(self) -> tuple[int, ...]:
+        return tuple(s for _, s in self.buffers)
 
 
 @attrs.frozen(eq=False)
 class Generated:
-    blocks: tuple[GeneratedBlock, ...]
+    blocks: tuple[GeneratedBlock, ...]   # the blocks that are functions: the top one and fork bodies
     globals: dict[str, Any]
     output_slots: tuple[int, ...]  # managed output tensors (``_ob`` parameter of the top block)
 
@@ -70,6 +75,7 @@ class _Emitter:
         self.globals: dict[str, Any] = {}
         self._ids: dict[int, str] = {}
         self.slot_of = {}
+        self.loops = 0   # loop counter names (``_i3``...) are unique per generated function
 
     def bind(self, obj: Any, prefix: str) -> str:
         """A global name for ``obj`` (one per object)."""
@@ -102,10 +108,20 @@ def generate(module) -> Generated:
         top = module.top
         out_slots = tuple(s for pn in top.nodes if pn.fn is not None and pn.fn.kind == "out"
                           for s in pn.outputs if s in top.outputs)
-    blocks = []
-    for info in module.blocks:
-        blocks.append(_block(em, module, info, out_slots if info is module.top else ()))
+    blocks = [_block(em, module, module.top, out_slots)]
+    for info in _fork_bodies(module.top):
+        blocks.append(_block(em, module, info, ()))
     return Generated(tuple(blocks), em.globals, out_slots)
+
+
+def _fork_bodies(info: BlockInfo):
+    """The sub-blocks that stay functions of their own (``prim::fork`` bodies run on another thread);
+    ``prim::If`` / ``prim::Loop`` bodies are inlined into the function of their block."""
+    for pn in info.nodes:
+        for b in pn.blocks:
+            if pn.node.kind == "prim::fork":
+                yield b
+            yield from _fork_bodies(b)
 
 
 def block_params(module, info: BlockInfo) -> tuple[int, ...]:
@@ -126,33 +142,102 @@ def _slot_map(module) -> dict[int, int]:
 def _block(em: _Emitter, module, info: BlockInfo, out_slots: tuple[int, ...]) -> GeneratedBlock:
     name = f"_block{info.index}"
     params = block_params(module, info)
-    managed = {m.slot for m in info.managed}
-    buffer_slots = tuple(sorted(managed))
-    lines: list[str] = []
-    line_nodes: dict[int, ProcessedNode] = {}
+    em.loops = 0
+    body: list[tuple[str, ProcessedNode | None]] = []
+    buffers: list[tuple[int, int]] = []
+    _emit_nodes(em, module, info, "    ", body, buffers, set(out_slots))
     sig = ", ".join(f"v{s}" for s in params)
     if out_slots:
         sig = f"{sig}, _ob" if sig else "_ob"
-    if buffer_slots:
-        sig += (", *, " if sig else "*, ") + ", ".join(f"_b{s}=None" for s in buffer_slots)
-    lines.append(f"def {name}({sig}):")
+    if buffers:
+        sig += (", *, " if sig else "*, ") + ", ".join(f"_b{s}=None" for _, s in buffers)
+    lines = [f"def {name}({sig}):"]
     if out_slots:
         unpack = ", ".join(f"_b{s}" for s in out_slots)
         lines.append(f"    {unpack}{',' if len(out_slots) == 1 else ''} = _ob")
-    constants = module.constants
-    for pn in info.nodes:
-        first = len(lines) + 1
-        for text in _node_lines(em, module, pn, managed | set(out_slots), constants):
-            lines.append("    " + text)
-        for ln in range(first, len(lines) + 1):
-            line_nodes[ln] = pn
-    outs = [em.const(constants[s]) if s in constants else f"v{s}" for s in info.outputs]
-    lines.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
+    line_nodes: dict[int, ProcessedNode] = {}
+    for text, pn in body:
+        lines.append(text)
+        if pn is not None:
+            line_nodes[len(lines)] = pn
+    lines.append(f"    return {_tuple(_val(em, module, s) for s in info.outputs)}")
     source = "\n".join(lines) + "\n"
     filename = f"<srcore-codegen:{id(module):x}:{name}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     code = compile(source, filename, "exec")
-    return GeneratedBlock(info.index, name, source, code, params, buffer_slots, line_nodes)
+    return GeneratedBlock(info.index, name, source, code, params, tuple(buffers), line_nodes)
+
+
+def _tuple(items) -> str:
+    items = list(items)
+    return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+
+
+def _assign(targets: list[str], values: list[str]) -> str:
+    """``a = x`` or ``a, b = x, y`` (no tuple is built for a few names)."""
+    return f"{', '.join(targets)} = {', '.join(values)}"
+
+
+def _val(em: _Emitter, module, slot: int) -> str:
+    constants = module.constants
+    return em.const(constants[slot]) if slot in constants else f"v{slot}"
+
+
+def _emit_nodes(em: _Emitter, module, info: BlockInfo, indent: str, body: list, buffers: list,
+                buffered_outputs: set[int]) -> None:
+    """Append the lines of ``info``'s nodes to ``body`` (``(text, node)`` pairs), inlining the bodies
+    of ``prim::If`` and ``prim::Loop``: their values become locals of the same function, so a
+    branch or a trip costs no call."""
+    managed = sorted(m.slot for m in info.managed)
+    buffers.extend((info.index, s) for s in managed)
+    buffered = set(managed) | buffered_outputs
+    for pn in info.nodes:
+        kind = pn.node.kind
+        if kind == "prim::If":
+            _emit_if(em, module, pn, indent, body, buffers)
+        elif kind == "prim::Loop":
+            _emit_loop(em, module, pn, indent, body, buffers)
+        else:
+            for text in _node_lines(em, module, pn, buffered, module.constants):
+                body.append((indent + text, pn))
+
+
+def _emit_if(em: _Emitter, module, pn: ProcessedNode, indent: str, body: list, buffers: list) -> None:
+    outs = [f"v{s}" for s in pn.outputs]
+    body.append((f"{indent}if {_val(em, module, pn.inputs[0])}:", pn))
+    for i, b in enumerate(pn.blocks):
+        if i:
+            body.append((f"{indent}else:", pn))
+        n = len(body)
+        _emit_nodes(em, module, b, indent + "    ", body, buffers, set())
+        if outs:
+            body.append((f"{indent}    {_assign(outs, [_val(em, module, s) for s in b.outputs])}", pn))
+        if len(body) == n:
+            body.append((f"{indent}    pass", pn))
+
+
+def _emit_loop(em: _Emitter, module, pn: ProcessedNode, indent: str, body: list, buffers: list) -> None:
+    """``prim::Loop(max_trips, cond, *carried)``: the body block takes ``(i, *carried)`` and returns
+    ``(cond, *carried)``."""
+    b = pn.blocks[0]
+    k = em.loops
+    em.loops += 1
+    n, c, i = f"_n{k}", f"_c{k}", f"_i{k}"
+    outs = [f"v{s}" for s in pn.outputs]
+    ind = indent + "    "
+    body.append((f"{indent}{n} = {_val(em, module, pn.inputs[0])}", pn))
+    body.append((f"{indent}{c} = {_val(em, module, pn.inputs[1])}", pn))
+    if outs:
+        body.append((f"{indent}{_assign(outs, [_val(em, module, s) for s in pn.inputs[2:]])}", pn))
+    body.append((f"{indent}{i} = 0", pn))
+    body.append((f"{indent}while {c} and {i} < {n}:", pn))
+    body.append((f"{ind}v{b.inputs[0]} = {i}", pn))
+    if outs:
+        body.append((f"{ind}{_assign([f'v{s}' for s in b.inputs[1:]], outs)}", pn))
+    _emit_nodes(em, module, b, ind, body, buffers, set())
+    results = [_val(em, module, s) for s in b.outputs]
+    body.append((f"{ind}{_assign([c, *outs], results)}", pn))
+    body.append((f"{ind}{i} += 1", pn))
 
 
 def _node_lines(em: _Emitter, module, pn: ProcessedNode, buffered: set[int], constants) -> list[str]:
@@ -162,29 +247,6 @@ def _node_lines(em: _Emitter, module, pn: ProcessedNode, buffered: set[int], con
     def val(slot: int) -> str:
         return em.const(constants[slot]) if slot in constants else f"v{slot}"
 
-    if kind == "prim::If":
-        then_b, else_b = pn.blocks
-        lines = [f"if {val(pn.inputs[0])}:"]
-        for b in (then_b, else_b):
-            call = f"_block{b.index}({', '.join(val(s) for s in block_params(module, b))})"
-            target = (", ".join(outs) + ("," if len(outs) == 1 else "") + " = ") if outs else ""
-            lines.append(f"    {target}{call}")
-            if b is then_b:
-                lines.append("else:")
-        return lines
-    if kind == "prim::Loop":
-        body = pn.blocks[0]
-        carried_in = [val(s) for s in pn.inputs[2:]]
-        extra = [val(s) for s in block_params(module, body)[len(body.inputs):]]
-        lines = [f"_n = {val(pn.inputs[0])}", f"_c = {val(pn.inputs[1])}"]
-        if outs:
-            lines.append(f"{', '.join(outs)}{',' if len(outs) == 1 else ''} = ({', '.join(carried_in)}{',' if len(outs) == 1 else ''})")
-        lines += ["_i = 0", "while _c and _i < _n:"]
-        args = ", ".join(["_i", *outs, *extra])
-        targets = ", ".join(["_c", *outs]) + ("," if not outs else "")
-        lines.append(f"    {targets} = _block{body.index}({args})")
-        lines.append("    _i += 1")
-        return lines
     if kind == "prim::fork":
         b = pn.blocks[0]
         free = block_params(module, b)[len(b.inputs):]

@@ -7,7 +7,6 @@ signature), and runs the top block with the module's executor.
 from __future__ import annotations
 
 import concurrent.futures
-import sys
 from typing import Any, Callable
 
 import numpy as np
@@ -95,6 +94,10 @@ class StaticRuntime:
             args = (*args, self._new_outputs())
         try:
             out = self._top(*args)
+        except KernelError as exc:
+            if exc.node is not None:
+                raise
+            raise self._kernel_error(exc) from exc
         except SrcoreError:
             raise
         except Exception as exc:
@@ -180,9 +183,8 @@ class StaticRuntime:
             self._runner.bind_buffers(self._buffers)
         if self._fns is not None:
             for fn, gb in zip(self._fns, m._codegen.blocks):
-                if gb.buffer_slots:
-                    bufs = self._buffers[gb.index]
-                    fn.__kwdefaults__ = {f"_b{s}": bufs.get(s) for s in gb.buffer_slots}
+                if gb.buffers:
+                    fn.__kwdefaults__ = {f"_b{s}": self._buffers[b].get(s) for b, s in gb.buffers}
         self._out_layouts = [info.outputs.get(s) for s in self._output_slots]
         # a pending slot growth (standard resizing) takes effect on the next run
         self._key = None if pending else key
@@ -224,7 +226,9 @@ class StaticRuntime:
             return KernelError(f"the model failed: {type(exc).__name__}: {exc}")
         fn = pn.fn
         how = f" ({fn.op} on {fn.backend}, {fn.kind} kernel from {fn.plugin})" if fn is not None else ""
-        return KernelError(f"node failed{how}:\n  {pn.describe()}\n{type(exc).__name__}: {exc}")
+        err = KernelError(f"node failed{how}:\n  {pn.describe()}\n{type(exc).__name__}: {exc}")
+        err.node = pn.node
+        return err
 
     def _failed_node(self, exc: BaseException):
         if self._runner is not None:
@@ -286,12 +290,16 @@ def _make_fast_call(rt: "StaticRuntime"):
         lines += [f"    if {' or '.join(checks)}:", f"        return _slow(({', '.join(names)},), kwargs)"]
     lines += ["    try:",
               f"        out = _top({call_args})",
+              "    except _KernelError as exc:",   # raised by a kernel itself: add the node
+              "        if exc.node is not None:",
+              "            raise",
+              "        raise _wrap(exc) from exc",
               "    except _SrcoreError:",
               "        raise",
               "    except Exception as exc:",
               "        raise _wrap(exc) from exc",
               f"    return {'out[0]' if rt._single else 'out'}"]
     env = {"_nd": np.ndarray, "_slow": rt._call_slow, "_top": rt._top, "_outs": rt._new_outputs,
-           "_SrcoreError": SrcoreError, "_wrap": rt._kernel_error, "_NEVER": _NEVER, "_MISSING": _MISSING}
+           "_SrcoreError": SrcoreError, "_KernelError": KernelError, "_wrap": rt._kernel_error, "_NEVER": _NEVER, "_MISSING": _MISSING}
     exec(compile("\n".join(lines) + "\n", "<srcore-entry>", "exec"), env)
     return env["__call__"]

@@ -252,4 +252,4 @@ def _fast_binary(node: NodeInfo):
 
 
 #: constant exponents with a cheaper ufunc (x**2 is 3x faster as np.square)
-_POW_FAST = {2: np.square, 2.0: np.square, 0.5: np.sqrt, -1: np.reciprocal, -1.0: np.reciprocal}
+_POW_FAST = {2: np.square, 0.5: np.sqrt, -1: np.reciprocal}  # 2.0 and -1.0 hash as 2 and -1

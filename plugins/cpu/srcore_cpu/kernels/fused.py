@@ -59,15 +59,12 @@ def _linear_act_matcher(act, generic):
     """Constant weights: the pre-transposed linear with ``act`` applied in place; else ``generic``
     (never None: a declining matcher makes dispatch skip the kernel)."""
     def matcher(node: NodeInfo):
-        act_ = act
-        if act is _gelu_:
-            if not node.is_const("approximate"):
-                return generic
-            approximate = node.const("approximate")
-
-            def act_(out):
-                return _gelu_(out, approximate)
-        return _linalg._linear_fast(node, act_) or generic
+        if act is not _gelu_:
+            return _linalg._linear_fast(node, act) or generic
+        if not node.is_const("approximate"):
+            return generic
+        approximate = node.const("approximate")
+        return _linalg._linear_fast(node, lambda out: _gelu_(out, approximate)) or generic
     return matcher
 
 

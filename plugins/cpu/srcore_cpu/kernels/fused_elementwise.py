@@ -31,8 +31,14 @@ def linear_sigmoid(input, weight, bias=None, out=None):
     return _sigmoid_(_linalg.linear(input, weight, bias, out=out))
 
 
-linear_tanh_matcher = _linear_act_matcher(_tanh_, linear_tanh)
-linear_sigmoid_matcher = _linear_act_matcher(_sigmoid_, linear_sigmoid)
+linear_tanh_matcher = _linear_act_matcher(np.tanh, linear_tanh)
+
+
+def linear_sigmoid_matcher(node: NodeInfo):
+    """Constant weights: the flat linear with scipy's ``expit`` ufunc in place (imported only here)."""
+    from scipy.special import expit
+
+    return _linear_act_matcher(expit, linear_sigmoid)(node)
 
 
 # -- srcore::ew_chain ----------------------------------------------------------------------------------

@@ -52,10 +52,11 @@ def linear(input, weight, bias=None, out=None):
 def _linear_fast(node: NodeInfo, act_=None):
     """Constant weight (and bias): transpose the weight once, call ``np.dot``; else None.
 
-    ``act_`` (an in-place activation ``act_(out) -> out``) is applied to the result. For a 2-D
-    input (known from the node's type) the closure is flat: ``np.dot``, the bias ``np.add`` and
-    the activation straight in one Python frame, since at batch 1 each extra call level costs
-    about as much as the numpy call itself.
+    ``act_`` is applied to the result in place: :func:`relu_`, a unary numpy ufunc (called as
+    ``act_(out, out=out)``) or any function ``act_(out) -> out``. For a 2-D input (known from the
+    node's type) the kernel is one flat function: ``np.dot``, the bias ``np.add`` and the
+    activation in one Python frame, since at batch 1 each extra call level costs about as much
+    as a numpy call.
     """
     if not node.is_const("weight") or not node.is_const("bias"):
         return None
@@ -65,9 +66,13 @@ def _linear_fast(node: NodeInfo, act_=None):
         return None
     wT = np.ascontiguousarray(w.T)
     b = None if b is None else np.asarray(b)
-    in_type = node.arg("input").type
-    if getattr(in_type, "rank", None) == 2 and (act_ is None or act_ is relu_):
-        return Specialized(_flat_linear_2d(wT, b, act_ is relu_), args=(0,))
+    if getattr(node.arg("input").type, "rank", None) == 2:
+        return Specialized(_flat_linear_2d(wT, b, act_), args=(0,))
+    if isinstance(act_, np.ufunc):
+        ufunc = act_
+
+        def act_(out):
+            return ufunc(out, out=out)
 
     def linear_const(input, out=None):
         out = _gemm(input, wT, out)
@@ -82,42 +87,26 @@ def relu_(out):
     return np.maximum(out, 0, out=out)
 
 
-def _flat_linear_2d(wT, b, relu: bool):
-    """``x @ wT (+ b) (then relu)`` for 2-D ``x``, one frame (see :func:`_linear_fast`)."""
-    dot, add, maximum = np.dot, np.add, np.maximum
-    zero = wT.dtype.type(0)  # a numpy scalar of the result dtype: no conversion per call
-
-    def gemm(x, out):
-        try:
-            return dot(x, wT, out=out)
-        except ValueError:  # np.dot wants a C-contiguous out of the exact result dtype
-            return np.matmul(x, wT, out=out)
-
-    if b is None and not relu:
-        def linear_2d(input, out=None):
-            return gemm(input, out)
-    elif b is None:
-        def linear_2d(input, out=None):
-            out = gemm(input, out)
-            return maximum(out, zero, out=out)
-    elif not relu:
-        def linear_2d(input, out=None):
-            try:
-                out = dot(input, wT, out=out)
-            except ValueError:
-                out = np.matmul(input, wT, out=out)
-            add(out, b, out=out)
-            return out
-    else:
-        def linear_2d(input, out=None):
-            try:
-                out = dot(input, wT, out=out)
-            except ValueError:
-                out = np.matmul(input, wT, out=out)
-            add(out, b, out=out)
-            maximum(out, zero, out=out)
-            return out
-    return linear_2d
+def _flat_linear_2d(wT, b, act_):
+    """``act_(x @ wT + b)`` for a 2-D ``x`` as one generated function (see :func:`_linear_fast`)."""
+    lines = ["def linear_2d(input, out=None):",
+             "    try:",
+             "        out = dot(input, wT, out=out)",
+             "    except ValueError:  # np.dot wants a C-contiguous out of the exact result dtype",
+             "        out = matmul(input, wT, out=out)"]
+    if b is not None:
+        lines.append("    add(out, b, out=out)")
+    if act_ is relu_:
+        lines.append("    maximum(out, zero, out=out)")  # a numpy scalar zero: no conversion per call
+    elif isinstance(act_, np.ufunc):
+        lines.append("    act(out, out=out)")
+    elif act_ is not None:
+        lines.append("    out = act(out)")
+    lines.append("    return out")
+    env = {"dot": np.dot, "matmul": np.matmul, "add": np.add, "maximum": np.maximum,
+           "zero": wT.dtype.type(0), "wT": wT, "b": b, "act": act_}
+    exec(compile("\n".join(lines) + "\n", f"<srcore_cpu linear {wT.shape}>", "exec"), env)
+    return env["linear_2d"]
 
 
 def _scaled_add(self, prod, beta, alpha, out):
