@@ -114,18 +114,25 @@ def _node_2d(op, x, **args):
     return NodeInfo(info.op, None, (first, *info.args[1:]), ())
 
 
-@pytest.mark.parametrize("op,act", [("aten::linear", lambda t: t), ("srcore::linear_relu", F.relu)])
+def _flat_cases():
+    from srcore_cpu.kernels import fused_elementwise as FE, linalg
+    return [("aten::linear", linalg.linear_matcher, lambda t: t, {}),
+            ("srcore::linear_relu", K.linear_relu_matcher, F.relu, {}),
+            ("srcore::linear_tanh", FE.linear_tanh_matcher, torch.tanh, {}),
+            ("srcore::linear_sigmoid", FE.linear_sigmoid_matcher, torch.sigmoid, {}),
+            ("srcore::linear_gelu", K.linear_gelu_matcher, F.gelu, {"approximate": "none"})]
+
+
+@pytest.mark.parametrize("op,matcher,act,extra", _flat_cases(), ids=lambda c: c if isinstance(c, str) else "")
 @pytest.mark.parametrize("with_bias", [True, False])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_linear_flat_2d_path(op, act, with_bias, dtype):
-    """A 2-D input gets the one-frame closure; it matches torch with and without ``out=``, and
+def test_linear_flat_2d_path(op, matcher, act, extra, with_bias, dtype):
+    """A 2-D input gets the one-frame kernel; it matches torch with and without ``out=``, and
     falls back to ``np.matmul`` when ``np.dot`` refuses the ``out`` (not C-contiguous)."""
-    from srcore_cpu.kernels import linalg
     x, w = rand(3, 6, dtype=dtype), rand(5, 6, dtype=dtype)
     b = rand(5, dtype=dtype) if with_bias else None
     exp = act(F.linear(T(x), T(w), T(b))).numpy()
-    matcher = linalg.linear_matcher if op == "aten::linear" else K.linear_relu_matcher
-    spec = matcher(_node_2d(op, x, weight=w, bias=b))
+    spec = matcher(_node_2d(op, x, weight=w, bias=b, **extra))
     assert spec.fn.__name__ == "linear_2d"
     both(spec.fn, exp, x)
     strided = np.full((5, 3), np.nan, dtype).T
