@@ -239,3 +239,45 @@ def test_fresh_process_with_a_warm_cache_skips_importlib_metadata(tmp_path):
     assert runs[0]["plugins"] == runs[1]["plugins"] == off["plugins"]
     assert runs[1]["kernels"] == off["kernels"] > 0
     assert any(p[0] == "cpu" and p[3] == "loaded" for p in runs[1]["plugins"])
+
+
+# -- the parsed-schema cache's table encoding (FORMAT 2) ---------------------------------------------
+def test_schema_tables_share_types_and_keep_default_value_types():
+    import marshal
+
+    from srcore.ops import cache, declarations
+
+    text = ("- func: ex::f(Scalar s=1, Tensor self, int[2] k=1) -> Tensor\n"
+            "- func: ex::g(Scalar s=1.0, Tensor self, int[2] k=1) -> Tensor\n"
+            "- func: ex::h(Scalar s=True, Tensor(a!) self, *, Tensor? t=None) -> (Tensor(a!), Tensor)\n")
+    decls = declarations.parse_declarations(text, "ex.yaml")
+    enc = cache.encode(decls)
+    back = cache.decode(marshal.loads(marshal.dumps(enc)))
+    assert back == decls and [str(d.schema) for d in back] == [str(d.schema) for d in decls]
+    defaults = [(type(d.schema.arguments[0].default.value), d.schema.arguments[0].default.text) for d in back]
+    assert defaults == [(type(d.schema.arguments[0].default.value), d.schema.arguments[0].default.text)
+                        for d in decls]
+    # `Tensor self` and `int[2] k=1` are one row each, and one object each after decoding
+    assert back[0].schema.arguments[1] is back[1].schema.arguments[1]
+    assert back[0].schema.arguments[2] is back[1].schema.arguments[2]
+    assert back[0].schema.arguments[0] is not back[1].schema.arguments[0]
+
+
+def test_schema_cache_file_in_the_old_layout_is_a_miss(tmp_path, monkeypatch):
+    import marshal
+
+    from srcore.ops import cache
+
+    monkeypatch.setenv("SRCORE_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("SRCORE_NO_SCHEMA_CACHE", raising=False)
+    cache.clear_memory_cache()
+    src = ("ops.yaml", "- func: ex::f(Tensor self) -> Tensor\n")
+    (first,) = cache.load_schemas([src])
+    (path,) = (tmp_path / "schemas").glob("*.marshal")
+    old_layout = (1, (("ex::f", "", (), (), False, False, "ops.yaml:1", None, (), ()),))  # FORMAT 1 file
+    path.write_bytes(marshal.dumps(old_layout))
+    cache.clear_memory_cache()
+    (again,) = cache.load_schemas([src])
+    assert again == first
+    assert cache.decode(marshal.loads(path.read_bytes())) == [first]  # rewritten in the current format
+    cache.clear_memory_cache()

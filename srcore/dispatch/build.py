@@ -47,20 +47,22 @@ def _add_schemas(manager, records, registry, declared) -> list:
             for lib in libs:
                 for schema, source in library_schemas(lib):
                     qn = schema_name(schema)
-                    old = declared.get(qn, (None,))[0]
-                    if old is not None and str(old) != str(schema):
-                        raise RegistrationError(f"{qn} is already declared as {old}; {source} declares {schema}")
+                    old = declared.get(qn)
+                    if old is not None and str(old[0]) != str(schema):
+                        raise RegistrationError(f"{qn} is already declared as {old[0]}; {source} declares {schema}")
                     if old is None:
-                        parsed.append((schema, source))
+                        parsed.append((qn, schema, source))
         except Exception as exc:  # SchemaError/DeclarationError/RegistrationError, or a missing resource
             manager._fail(report, "srcore_op_libraries", exc)
             del records[name]
             continue
-        for schema, source in parsed:
-            if schema_name(schema) not in declared:
-                declared[schema_name(schema)] = (schema, report.info)
+        info = report.info  # one record per plugin, not one per schema (~1,000 at start-up)
+        provider = str(info)
+        for qn, schema, source in parsed:
+            if qn not in declared:
+                declared[qn] = (schema, info)
                 if registry is not None:
-                    registry.add(schema, provider=str(report.info), source=source)
+                    registry.add(schema, provider=provider, source=source)
         libraries.extend(libs)
     return libraries
 

@@ -15,7 +15,6 @@ import hashlib
 import marshal
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Iterable, Union
 
@@ -28,7 +27,7 @@ from .schema import (AliasInfo, Argument, BaseType, Default, FunctionSchema, Gen
 
 __all__ = ["load_schemas", "cache_dir", "clear_memory_cache", "encode", "decode", "FORMAT"]
 
-FORMAT = 1  # bump when the encoding below changes
+FORMAT = 2  # bump when the encoding below changes (2: shared type/argument/return tables)
 Source = Union[str, os.PathLike, tuple[str, str]]  # or an importlib.resources Traversable
 
 #: per-process memo: cache key -> declarations (a file is decoded once per process)
@@ -106,6 +105,8 @@ def _read_cache(path: Path) -> list[Declaration] | None:
 def _write_cache(path: Path, decls: list[Declaration]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile  # only when writing: ~2 ms of imports (shutil, random) a warm start skips
+
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".marshal")
         with os.fdopen(fd, "wb") as f:
             f.write(marshal.dumps(encode(decls)))
@@ -115,84 +116,114 @@ def _write_cache(path: Path, decls: list[Declaration]) -> None:
 
 
 # -- plain-tuple encoding ------------------------------------------------------------------
+# Tables, so that a start-up decodes each distinct type, argument and return once and marshal
+# reads a small file: ``(FORMAT, types, arguments, returns, entries)`` where a type refers to
+# its element types, an argument/return to its type, and an entry to its arguments/returns by
+# index into the tables before it. (~1,000 aten schemas hold ~100 distinct types and a few
+# hundred distinct arguments.)
 def _enc_alias(a: AliasInfo | None):
     return None if a is None else (a.sets, a.is_write, a.after)
 
 
-def _enc_type(t: SchemaType):
-    if isinstance(t, BaseType):
-        return ("B", t.name, _enc_alias(t.alias))
-    if isinstance(t, OptionalType):
-        return ("O", _enc_type(t.elem), _enc_alias(t.alias))
-    if isinstance(t, ListType):
-        return ("L", _enc_type(t.elem), t.size, _enc_alias(t.alias))
-    if isinstance(t, TupleType):
-        return ("T", tuple(_enc_type(e) for e in t.elems), _enc_alias(t.alias))
-    if isinstance(t, GenericType):
-        return ("G", t.name, tuple(_enc_type(e) for e in t.args), _enc_alias(t.alias))
-    raise TypeError(f"unknown schema type {t!r}")
+class _Tables:
+    def __init__(self):
+        self.types: list = []
+        self.args: list = []
+        self.rets: list = []
+        self._index: dict = {}
+
+    def _add(self, table: list, tag: str, row: tuple) -> int:
+        try:
+            return self._index[(tag, row)]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable default value: stored unshared
+            table.append(row)
+            return len(table) - 1
+        table.append(row)
+        self._index[(tag, row)] = i = len(table) - 1
+        return i
+
+    def type(self, t: SchemaType) -> int:
+        a = _enc_alias(t.alias)
+        if isinstance(t, BaseType):
+            row = ("B", t.name, a)
+        elif isinstance(t, OptionalType):
+            row = ("O", self.type(t.elem), a)
+        elif isinstance(t, ListType):
+            row = ("L", self.type(t.elem), t.size, a)
+        elif isinstance(t, TupleType):
+            row = ("T", tuple(self.type(e) for e in t.elems), a)
+        elif isinstance(t, GenericType):
+            row = ("G", t.name, tuple(self.type(e) for e in t.args), a)
+        else:
+            raise TypeError(f"unknown schema type {t!r}")
+        return self._add(self.types, "t", row)
+
+    def arg(self, a) -> int:
+        d = None if a.default is None else (a.default.value, a.default.text)
+        row = (a.name, self.type(a.type), d, a.kwarg_only)
+        # 1 == 1.0 == True as dict keys: the key also holds the default's Python type
+        key = row if d is None else row + (type(d[0]).__name__,)
+        try:
+            i = self._index.get(("a", key))
+        except TypeError:
+            i = None
+        if i is None:
+            self.args.append(row)
+            i = len(self.args) - 1
+            try:
+                self._index[("a", key)] = i
+            except TypeError:
+                pass
+        return i
+
+    def ret(self, r) -> int:
+        return self._add(self.rets, "r", (r.name, self.type(r.type)))
 
 
 def encode(decls: list[Declaration]) -> tuple:
-    """Declarations as nested tuples of str/int/float/bool/None (marshal-able)."""
+    """Declarations as tables of tuples of str/int/float/bool/None (marshal-able)."""
+    tab = _Tables()
     out = []
     for d in decls:
         s = d.schema
-        args = tuple((a.name, _enc_type(a.type), None if a.default is None else (a.default.value, a.default.text),
-                      a.kwarg_only) for a in s.arguments)
-        rets = tuple((r.name, _enc_type(r.type)) for r in s.returns)
-        out.append((s.name, s.overload_name, args, rets, s.is_vararg, s.is_varret,
+        out.append((s.name, s.overload_name, tuple(tab.arg(a) for a in s.arguments),
+                    tuple(tab.ret(r) for r in s.returns), s.is_vararg, s.is_varret,
                     d.source, d.doc, d.tags, d.variants))
-    return (FORMAT, tuple(out))
+    return (FORMAT, tuple(tab.types), tuple(tab.args), tuple(tab.rets), tuple(out))
 
 
 def decode(data: tuple) -> list[Declaration]:
-    """Inverse of :func:`encode`; identical types are shared (one ``BaseType('Tensor')``)."""
-    fmt, entries = data
+    """Inverse of :func:`encode`; identical types, arguments and returns are shared objects."""
+    fmt, type_rows, arg_rows, ret_rows, entries = data
     if fmt != FORMAT:
         raise ValueError("cache format")
-    types: dict = {}
 
     def alias(a):
         return None if a is None else AliasInfo(tuple(a[0]), a[1], None if a[2] is None else tuple(a[2]))
 
-    def typ(e):
-        t = types.get(e)
-        if t is not None:
-            return t
+    types: list = []
+    for e in type_rows:  # an element type always precedes the types built from it
         tag = e[0]
         if tag == "B":
             t = BaseType(e[1], alias(e[2]))
         elif tag == "O":
-            t = OptionalType(typ(e[1]), alias(e[2]))
+            t = OptionalType(types[e[1]], alias(e[2]))
         elif tag == "L":
-            t = ListType(typ(e[1]), e[2], alias(e[3]))
+            t = ListType(types[e[1]], e[2], alias(e[3]))
         elif tag == "T":
-            t = TupleType(tuple(typ(x) for x in e[1]), alias(e[2]))
+            t = TupleType(tuple(types[x] for x in e[1]), alias(e[2]))
         elif tag == "G":
-            t = GenericType(e[1], tuple(typ(x) for x in e[2]), alias(e[3]))
+            t = GenericType(e[1], tuple(types[x] for x in e[2]), alias(e[3]))
         else:
             raise ValueError(f"bad type tag {tag!r}")
-        types[e] = t
-        return t
-
-    parts: dict = {}  # identical arguments/returns (`Tensor self`) are shared too
-
-    def arg(e):
-        a = parts.get(e)
-        if a is None:
-            n, t, d, k = e
-            a = parts[e] = Argument(n, typ(t), None if d is None else Default(d[0], d[1]), k)
-        return a
-
-    def ret(e):
-        r = parts.get(e)
-        if r is None:
-            r = parts[e] = Return(e[0], typ(e[1]))
-        return r
-
+        types.append(t)
+    args = [Argument(n, types[t], None if d is None else Default(d[0], d[1]), k) for n, t, d, k in arg_rows]
+    rets = [Return(n, types[t]) for n, t in ret_rows]
     out = []
-    for name, overload, args, rets, vararg, varret, source, doc, tags, variants in entries:
-        schema = FunctionSchema(name, overload, tuple(map(arg, args)), tuple(map(ret, rets)), vararg, varret)
+    for name, overload, ai, ri, vararg, varret, source, doc, tags, variants in entries:
+        schema = FunctionSchema(name, overload, tuple([args[i] for i in ai]), tuple([rets[i] for i in ri]),
+                                vararg, varret)
         out.append(Declaration(schema, source, doc, tuple(tags), tuple(variants)))
     return out

@@ -1,7 +1,6 @@
 """``SchemaRegistry``: every declared op overload, by qualified name, and overload resolution."""
 from __future__ import annotations
 
-from importlib import resources
 from typing import Any, Iterable
 
 from ..errors import RegistrationError, VerificationError
@@ -114,6 +113,8 @@ def _who(provider: str | None, source: str | None) -> str:
 
 def core_declaration_files() -> list[str]:
     """Paths of the declaration files srcore ships (aten, prim, srcore fused ops)."""
+    from importlib import resources  # ~4 ms of imports (tempfile, zipfile...): not at start-up
+
     root = resources.files("srcore.ops")
     return [str(root / name) for name in CORE_FILES]
 

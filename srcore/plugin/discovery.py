@@ -29,7 +29,6 @@ import marshal
 import os
 import re
 import sys
-import tempfile
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -180,6 +179,8 @@ def _read(path: Path, fp: tuple):
 def _write(path: Path, fp: tuple, records: tuple) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile  # only when writing: ~2 ms of imports (shutil, random) a warm start skips
+
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".marshal")
         with os.fdopen(fd, "wb") as f:
             f.write(marshal.dumps((FORMAT, fp, records)))
