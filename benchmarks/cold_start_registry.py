@@ -2,8 +2,10 @@
 
 "Ready" means: plugins discovered (entry points) and imported, every hook
 called, the op schemas loaded and the kernel table built. Run with and
-without the parsed-schema cache; also checks that no kernel module (and no
-numpy, if the plugins keep to the rules) was imported on the way.
+without the caches (parsed schemas, ``SRCORE_NO_SCHEMA_CACHE``; the
+entry-point scan, ``SRCORE_NO_PLUGIN_CACHE``); also checks that no kernel
+module (and no numpy, if the plugins keep to the rules) was imported on the
+way, and whether ``importlib.metadata`` was (a warm start does not need it).
 
     .venv/bin/python benchmarks/cold_start_registry.py [--runs 15] [--json FILE]
 
@@ -36,6 +38,7 @@ print(json.dumps({
     "ops": len(reg.declared), "kernels": len(reg.kernel_table),
     "plugins": {r.name: r.status for r in pm.reports},
     "kernel_modules_imported": kernel_modules, "numpy_imported": "numpy" in sys.modules,
+    "metadata_imported": "importlib.metadata" in sys.modules,
 }))
 """
 
@@ -53,12 +56,14 @@ def measure(label: str, env: dict[str, str], runs: int) -> dict:
     summary["min_total_ms"] = round(min(s["total_ms"] for s in samples), 1)
     summary["min_cpu_ms"] = round(min(s["cpu_ms"] for s in samples), 1)
     last = samples[-1]
-    summary.update({k: last[k] for k in ("ops", "kernels", "plugins", "kernel_modules_imported", "numpy_imported")})
+    summary.update({k: last[k] for k in ("ops", "kernels", "plugins", "kernel_modules_imported", "numpy_imported",
+                                         "metadata_imported")})
     print(f"{label:<16} total {summary['total_ms']:6.1f} ms (min {summary['min_total_ms']:.1f}, "
           f"cpu {summary['cpu_ms']:.1f}) = import "
           f"{summary['import_ms']:.1f} + discover {summary['discover_ms']:.1f} + registry "
           f"{summary['registry_ms']:.1f}; {summary['ops']} ops, {summary['kernels']} kernels; kernel modules "
-          f"imported: {summary['kernel_modules_imported'] or 'none'}; numpy imported: {summary['numpy_imported']}")
+          f"imported: {summary['kernel_modules_imported'] or 'none'}; numpy imported: {summary['numpy_imported']}; "
+          f"importlib.metadata imported: {summary['metadata_imported']}")
     return summary
 
 
@@ -71,12 +76,13 @@ def main() -> int:
         # bytecode is cached as it would be for an installed package (outside the source tree), even
         # where PYTHONDONTWRITEBYTECODE is set: otherwise every start recompiles every module
         env = {**os.environ, "SRCORE_CACHE_DIR": cache, "PYTHONPYCACHEPREFIX": os.path.join(cache, "pyc")}
-        env.pop("SRCORE_NO_SCHEMA_CACHE", None)
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        for var in ("SRCORE_NO_SCHEMA_CACHE", "SRCORE_NO_PLUGIN_CACHE", "PYTHONDONTWRITEBYTECODE"):
+            env.pop(var, None)
+        no_cache = {**env, "SRCORE_NO_SCHEMA_CACHE": "1", "SRCORE_NO_PLUGIN_CACHE": "1"}
         run_once(env)  # fill the caches
-        run_once({**env, "SRCORE_NO_SCHEMA_CACHE": "1"})
-        results = {"with_cache": measure("with cache", env, args.runs),
-                   "without_cache": measure("without cache", {**env, "SRCORE_NO_SCHEMA_CACHE": "1"}, args.runs)}
+        run_once(no_cache)
+        results = {"with_cache": measure("with caches", env, args.runs),
+                   "without_cache": measure("without caches", no_cache, args.runs)}
     results["python"] = sys.version.split()[0]
     if args.json:
         with open(args.json, "w") as f:
