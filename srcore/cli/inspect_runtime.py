@@ -32,7 +32,7 @@ def render_codegen(ctx) -> str:
         from ..runtime.codegen import generate
 
         gen = generate(sm)
-    return "== generated code (one function per block)\n" + gen.source.rstrip("\n")
+    return "== generated code (one function for the graph, one per prim::fork body)\n" + gen.source.rstrip("\n")
 
 
 def render_dispatch(ctx) -> str:
