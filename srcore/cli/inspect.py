@@ -32,7 +32,7 @@ SECTIONS: list[Section] = [
     Section("--memory-plan", "per block: managed tensors, arena bytes, no-reuse sum and liveness lower "
             "bound (inputs from -i, else random; --picture FILE.svg|png draws it)",
             "srcore.cli.inspect_runtime:render_memory_plan"),
-    Section("--codegen", "the generated Python source of every block (codegen executor)",
+    Section("--codegen", "the generated Python source the codegen executor runs (If/Loop bodies inlined)",
             "srcore.cli.inspect_runtime:render_codegen"),
     Section("--dispatch", "the kernel static dispatch chose for every node (op, kind, backend, plugin)",
             "srcore.cli.inspect_runtime:render_dispatch"),
