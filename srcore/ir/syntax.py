@@ -1,0 +1,229 @@
+"""The token-level layer of the IR text parser: token helpers, literals and types.
+
+:class:`TypeSyntax` reads what can appear inside a node or a declaration (``Float(2, *, n)``,
+``int[]?``, ``[1, (2, 3)]``); :class:`srcore.ir.parser` builds graphs on top of it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .lexer import Lexer, Token
+from .types import (FutureType, BOOL, FLOAT, INT, NONE, SIMPLE_TYPES, TORCH_TO_DTYPE, ClassType, DeviceType,
+                    DictType, ListType, OptionalType, StrType, TensorType, TupleType, Type, AnyType, NumberType)
+
+_DIM_KWARGS = {"strides", "requires_grad", "device"}
+MAX_DEPTH = 200
+
+
+class TypeSyntax:
+    """Token helpers, literals and types over a :class:`Lexer` (``self.lx``)."""
+
+    lx: Lexer
+
+    # -- token helpers --------------------------------------------------------------
+    def peek(self) -> Token:
+        return self.lx.peek()
+
+    def expect(self, kind: str, what: str | None = None) -> Token:
+        tok = self.lx.peek()
+        if tok.kind != kind:
+            raise self.lx.error(f"expected {what or repr(kind)}", tok)
+        return self.lx.next()
+
+    def accept(self, kind: str) -> Token | None:
+        if self.lx.peek().kind == kind:
+            return self.lx.next()
+        return None
+
+    def skip_nl(self) -> None:
+        while self.peek().kind == "NL":
+            self.lx.next()
+
+    def skip_blank(self) -> None:
+        """Skip empty and comment-only lines."""
+        while self.peek().kind in ("NL", "COMMENT"):
+            self.lx.next()
+
+    def end_of_line(self) -> None:
+        tok = self.peek()
+        if tok.kind == "EOF":
+            return
+        self.expect("NL", "end of line")
+
+    # -- literals ---------------------------------------------------------------------
+    def literal(self, depth: int = 0) -> Any:
+        if depth > MAX_DEPTH:
+            raise self.lx.error("literal nested too deeply")
+        tok = self.lx.next()
+        k = tok.kind
+        if k == "INT":
+            return int(tok.text)
+        if k == "FLOAT":
+            return float(tok.text)
+        if k == "STRING":
+            return tok.text
+        if k == "IDENT" and tok.text in ("None", "True", "False"):
+            return {"None": None, "True": True, "False": False}[tok.text]
+        if k == "IDENT":  # a type-valued attribute: prim::profile[profiled_type=Float(2, 3)]
+            self.lx.seek(tok.pos)
+            return self.type_(depth + 1)
+        if k in ("[", "("):
+            close = "]" if k == "[" else ")"
+            items = []
+            self.skip_nl()
+            while not self.accept(close):
+                items.append(self.literal(depth + 1))
+                self.skip_nl()
+                if self.accept(","):
+                    self.skip_nl()
+                    continue
+                self.expect(close, f"',' or '{close}'")
+                break
+            return items if k == "[" else tuple(items)
+        raise self.lx.error("expected a constant (number, string, list, tuple, None)", tok)
+
+    # -- types ----------------------------------------------------------------------
+    def type_(self, depth: int = 0) -> Type:
+        if depth > MAX_DEPTH:
+            raise self.lx.error("type nested too deeply")
+        tok = self.peek()
+        if tok.kind == "(":
+            self.lx.next()
+            elems = []
+            while not self.accept(")"):
+                elems.append(self.type_(depth + 1))
+                if not self.accept(","):
+                    self.expect(")", "',' or ')'")
+                    break
+            t: Type = TupleType(tuple(elems))
+        elif tok.kind == "IDENT":
+            self.lx.next()
+            t = self.named_type(tok, depth)
+        else:
+            raise self.lx.error("expected a type", tok)
+        while True:  # suffixes: T[] and T?
+            if self.peek().kind == "[" :
+                self.lx.next()
+                self.expect("]", "']' (list type T[])")
+                t = ListType(t)
+            elif self.accept("?"):
+                t = OptionalType(t)
+            else:
+                return t
+
+    def named_type(self, tok: Token, depth: int) -> Type:
+        name = tok.text
+        if name == "Dict":
+            self.expect("(")
+            k = self.type_(depth + 1)
+            self.expect(",")
+            v = self.type_(depth + 1)
+            self.expect(")")
+            return DictType(k, v)
+        if name == "Future":
+            self.expect("(")
+            elem = self.type_(depth + 1)
+            self.expect(")")
+            return FutureType(elem)
+        if name in TORCH_TO_DTYPE or name == "Tensor":
+            dtype = TORCH_TO_DTYPE.get(name)
+            if self.peek().kind == "(":
+                return TensorType(dtype, self.dims())
+            if name == "Tensor":
+                return TensorType()
+            return TensorType(dtype, None)
+        if name in SIMPLE_TYPES:
+            return SIMPLE_TYPES[name]
+        if "." in name:  # __torch__.models.MLP: a class / module type
+            return ClassType(name)
+        raise self.lx.error(f"unknown type {name}", tok)
+
+    def dims(self) -> tuple | None:
+        """``(2, *, batch, strides=[..], requires_grad=0, device=cpu)`` or ``(...)``."""
+        self.expect("(")
+        if self.accept("ELLIPSIS"):
+            self.expect(")")
+            return None
+        dims: list = []
+        kwargs: set[str] = set()
+        while not self.accept(")"):
+            tok = self.lx.next()
+            if tok.kind == "IDENT" and self.peek().kind == "=" and tok.text in _DIM_KWARGS:
+                self.lx.next()
+                kwargs.add(tok.text)
+                self.dim_kwarg(tok.text)
+            elif kwargs:
+                raise self.lx.error("dimensions must come before strides=/device=/requires_grad=",
+                                    tok)
+            elif tok.kind == "INT":
+                if int(tok.text) < 0:
+                    raise self.lx.error("a dimension cannot be negative", tok)
+                dims.append(int(tok.text))
+                if self.accept(":"):  # old torch printed size:stride (Float(1:150528, ...))
+                    self.expect("INT", "a stride")
+            elif tok.kind == "*":
+                dims.append(None)
+            elif tok.kind == "IDENT" and tok.text == "SS" and self.peek().kind == "(":
+                self.lx.next()
+                num = self.expect("INT", "an integer (symbolic shape id)")
+                self.expect(")")
+                dims.append(f"SS({num.text})")
+            elif tok.kind == "IDENT" and "::" not in tok.text and "." not in tok.text:
+                dims.append(tok.text)
+            elif tok.kind == "STRING":  # a symbolic dim that is not an identifier ("n+1")
+                dims.append(tok.text)
+            else:
+                raise self.lx.error("expected a dimension (integer, *, or a symbol)", tok)
+            if not self.accept(","):
+                self.expect(")", "',' or ')'")
+                break
+        if not dims and kwargs and "strides" not in kwargs:
+            return None  # torch prints a tensor of unknown sizes as Float(requires_grad=0, ...)
+        return tuple(dims)
+
+    def dim_kwarg(self, key: str) -> None:
+        if key == "device":
+            self.expect("IDENT", "a device name")
+            if self.accept(":"):
+                self.expect("INT", "a device index")
+        else:
+            self.literal()
+
+
+def coerce_constant(value: Any, t: Type) -> Any:
+    """Convert a parsed literal to the Python value its type means (0/1 for bool, ...)."""
+    if isinstance(t, OptionalType):
+        return None if value is None else coerce_constant(value, t.elem)
+    if t == BOOL:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        raise TypeError(f"{value!r} is not a bool")
+    if t == INT:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise TypeError(f"{value!r} is not an int")
+    if t == FLOAT:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        raise TypeError(f"{value!r} is not a float")
+    if isinstance(t, (StrType, DeviceType)):
+        if isinstance(value, str):
+            return value
+        raise TypeError(f"{value!r} is not a string")
+    if t == NONE:
+        if value is None:
+            return None
+        raise TypeError(f"{value!r} is not None")
+    if isinstance(t, ListType):
+        if isinstance(value, list):
+            return [coerce_constant(v, t.elem) for v in value]
+        raise TypeError(f"{value!r} is not a list")
+    if isinstance(t, TupleType):
+        if isinstance(value, tuple) and len(value) == len(t.elems):
+            return tuple(coerce_constant(v, e) for v, e in zip(value, t.elems))
+        raise TypeError(f"{value!r} is not a {len(t.elems)}-tuple")
+    if isinstance(t, (AnyType, NumberType)):
+        return value
+    raise TypeError(f"constants of type {t} are not supported")
