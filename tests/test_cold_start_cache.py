@@ -281,3 +281,21 @@ def test_schema_cache_file_in_the_old_layout_is_a_miss(tmp_path, monkeypatch):
     assert again == first
     assert cache.decode(marshal.loads(path.read_bytes())) == [first]  # rewritten in the current format
     cache.clear_memory_cache()
+
+
+def test_a_distribution_finder_the_fingerprint_cannot_see_disables_the_cache(site, tmp_path, monkeypatch):
+    install(site, "srcore-alpha", "1.0", {"alpha": "alpha_mod:plugin"})
+    discovery.discover(GROUP)
+    assert discovery.discover(GROUP)[1] is True
+
+    class ExtraFinder:  # e.g. a zipapp or a custom importer that ships its own distributions
+        @staticmethod
+        def find_spec(*args, **kwargs):
+            return None
+
+        @staticmethod
+        def find_distributions(context=None):
+            return iter(())
+    monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, ExtraFinder])
+    got, hit = discovery.discover(GROUP)
+    assert not hit and as_tuples(got) == truth()

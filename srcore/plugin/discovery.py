@@ -16,8 +16,9 @@ next start rescans. The plugins themselves are imported afresh every time:
 the cache holds names, so it can never serve a stale kernel.
 
 The cache is not used (a plain scan runs) when ``SRCORE_NO_PLUGIN_CACHE=1``,
-when a finder other than the standard path finder can provide distributions
-(the fingerprint would not see them), or when ``importlib.metadata.entry_points``
+when a finder other than the standard path finder can provide distributions or
+``sys.path`` holds a non-string entry (the fingerprint would not see what they
+provide), or when ``importlib.metadata.entry_points``
 has been replaced (tests fake entry points that way). A corrupt or unreadable
 cache file is ignored and rewritten; an unwritable cache directory only costs
 the scan.
@@ -95,7 +96,7 @@ def _stat(path: str):
 
 def _search_path() -> list[str]:
     # importlib.metadata reads "" as the current directory
-    return [p or os.getcwd() for p in sys.path if isinstance(p, str)]
+    return [p or os.getcwd() for p in sys.path]
 
 
 def fingerprint(paths: list[str] | None = None) -> tuple:
@@ -124,11 +125,13 @@ def fingerprint(paths: list[str] | None = None) -> tuple:
     return tuple(out)
 
 
-def _standard_finders_only() -> bool:
-    """True if only the standard PathFinder (which the fingerprint models) can provide distributions."""
+def _cacheable() -> bool:
+    """True if the fingerprint sees everything a scan would: only the standard PathFinder provides
+    distributions, and every ``sys.path`` entry is a plain string."""
     from importlib.machinery import PathFinder
 
-    return all(f is PathFinder for f in sys.meta_path if getattr(f, "find_distributions", None) is not None)
+    return (all(isinstance(p, str) for p in sys.path)
+            and all(f is PathFinder for f in sys.meta_path if getattr(f, "find_distributions", None) is not None))
 
 
 def _patched() -> bool:
@@ -191,7 +194,7 @@ def _write(path: Path, fp: tuple, records: tuple) -> None:
 
 def discover(group: str) -> tuple[list, bool]:
     """``(entry points of group, served from the cache?)``."""
-    if not _enabled() or _patched() or not _standard_finders_only():
+    if not _enabled() or _patched() or not _cacheable():
         return scan(group), False
     paths = _search_path()
     fp = fingerprint(paths)
