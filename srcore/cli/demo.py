@@ -9,6 +9,8 @@ eager's latency on the same weights (``digits_torch.npz`` + ``net.py``) beside i
 """
 from __future__ import annotations
 
+import contextlib
+
 import importlib.util
 import os
 from collections import Counter
@@ -151,16 +153,20 @@ def _run_digits(pm, args) -> bool:
     # latency: best-round median per call, one sample and the whole split
     one, batch = x[:1], x
     rows = []
-    for executor in ("codegen", "interpreter"):
-        m = sm if executor == "codegen" else srcore.StaticModule(
-            model, options=srcore.Options(executor=executor), backends=("cpu",), plugin_manager=pm)
-        r1, rb = m.runtime(), m.runtime().clone()
-        rows.append((f"srcore ({executor})", _best(measure(lambda: r1(one), args.rounds, args.runs)),
-                     _best(measure(lambda: rb(batch), args.rounds, args.runs))))
-    torch_row = None if args.no_torch else _torch_row(path, one, batch, logits, args.rounds, args.runs)
+    with _blas_one_thread() as limited:
+        for executor in ("codegen", "interpreter"):
+            m = sm if executor == "codegen" else srcore.StaticModule(
+                model, options=srcore.Options(executor=executor), backends=("cpu",), plugin_manager=pm)
+            r1, rb = m.runtime(), m.runtime().clone()
+            rows.append((f"srcore ({executor})", _best(measure(lambda: r1(one), args.rounds, args.runs)),
+                         _best(measure(lambda: rb(batch), args.rounds, args.runs))))
+        torch_row = None if args.no_torch else _torch_row(path, one, batch, logits, args.rounds, args.runs)
     if torch_row is not None:
         rows.append(torch_row)
-    note = "; torch on one thread" if torch_row is not None else ""
+    if limited:
+        note = "; one BLAS/intra-op thread" + (" each" if torch_row is not None else "")
+    else:
+        note = "; numpy's default BLAS threads" + ("; torch on one thread" if torch_row is not None else "")
     rounds = f"{args.rounds} round{'s' if args.rounds != 1 else ''}"
     print(f"  latency, best-round median per call ({rounds}{note}):")
     print(f"    {'':26s} {'1 sample':>10s} {f'batch of {len(x)}':>14s}")
@@ -171,6 +177,19 @@ def _run_digits(pm, args) -> bool:
     print()
     print(f"next: srcore inspect {_show(path)} --dispatch --memory-plan --codegen")
     return agree and acc >= MIN_ACCURACY
+
+
+@contextlib.contextmanager
+def _blas_one_thread():
+    """numpy's BLAS on one thread while timing (yields whether it could: needs threadpoolctl), so
+    srcore and torch (set to one thread) are compared like with like."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        yield False
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield True
 
 
 def _best(res: dict) -> str:
@@ -206,7 +225,7 @@ def _torch_row(path: Path, one, batch, logits, rounds: int, runs: int):
         net.load_state_dict({k: torch.from_numpy(w[k]) for k in w.files})
     t1, tb = torch.from_numpy(one), torch.from_numpy(batch)
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # srcore runs on one thread: compare like with like (and be quiet on a busy machine)
+    torch.set_num_threads(1)  # like srcore's BLAS while timing: compare like with like
     try:
         with torch.inference_mode():
             err = float(np.abs(net(tb).numpy() - logits).max())
