@@ -2,11 +2,14 @@
 
 Sections are the table :data:`SECTIONS`: each has a flag, a help text and a
 ``"module:function"`` renderer ``render(ctx) -> str`` that is imported only when
-its flag is given. A section added later (``--memory-plan``, ``--codegen``) is
-one more :class:`Section` row; renderers share the lazily built objects of
+its flag is given, and an ``html`` renderer (same signature, returns an HTML
+fragment) for ``--html FILE``. A section added later is one more
+:class:`Section` row; renderers share the lazily built objects of
 :class:`InspectContext` (the loaded model, the prepared graph and its pass
-stats, a ``StaticModule``), so nothing is computed twice. Without any section
-flag, ``--graph`` is shown.
+stats, a ``StaticModule``, the memory plan and dispatch rows), so nothing is
+computed twice. Without any section flag, ``--graph`` is shown; ``--html FILE``
+alone writes every section to FILE (and prints none), with section flags it
+prints and writes those.
 """
 from __future__ import annotations
 
@@ -24,18 +27,22 @@ class Section:
     flag: str       # "--graph"
     help: str
     render: str     # "module:function", called with an InspectContext, returns text
+    title: str = ""  # the heading of the section in the HTML report
+    html: str = ""  # "module:function", called with an InspectContext, returns an HTML fragment
 
+
+_HTML = "srcore.cli.inspect_html:"
 
 SECTIONS: list[Section] = [
     Section("--graph", "the graph before and after the pass pipeline, with a per-pass summary of "
-            "nodes removed/added", "srcore.cli.inspect:render_graph"),
+            "nodes removed/added", "srcore.cli.inspect:render_graph", "Graph and passes", _HTML + "graph_html"),
     Section("--memory-plan", "per block: managed tensors, arena bytes, no-reuse sum and liveness lower "
             "bound (inputs from -i, else random; --picture FILE.svg|png draws it)",
-            "srcore.cli.inspect_runtime:render_memory_plan"),
+            "srcore.cli.inspect_runtime:render_memory_plan", "Memory plan", _HTML + "memory_plan_html"),
     Section("--codegen", "the generated Python source the codegen executor runs (If/Loop bodies inlined)",
-            "srcore.cli.inspect_runtime:render_codegen"),
+            "srcore.cli.inspect_runtime:render_codegen", "Generated code", _HTML + "codegen_html"),
     Section("--dispatch", "the kernel static dispatch chose for every node (op, kind, backend, plugin)",
-            "srcore.cli.inspect_runtime:render_dispatch"),
+            "srcore.cli.inspect_runtime:render_dispatch", "Static dispatch", _HTML + "dispatch_html"),
 ]
 
 
@@ -87,11 +94,37 @@ class InspectContext:
         return prepare(self.graph, input_types=self.input_types)
 
     @functools.cached_property
+    def graph_texts(self) -> tuple[str, str]:
+        """The IR text of the graph before and after the pass pipeline."""
+        from ..ir.printer import print_graph
+
+        return print_graph(self.graph).rstrip("\n"), print_graph(self.prepared.graph).rstrip("\n")
+
+    @functools.cached_property
+    def node_counts(self) -> tuple[int, int]:
+        """Nodes (nested blocks included) before and after the pass pipeline."""
+        return (sum(1 for _ in self.graph.all_nodes()), sum(1 for _ in self.prepared.graph.all_nodes()))
+
+    @functools.cached_property
     def module(self):
         """A ``StaticModule`` built with the command-line options (for runtime sections)."""
         from ._common import make_module
 
         return make_module(self.args, self.model)
+
+    @functools.cached_property
+    def memory_plan(self):
+        """A :class:`srcore.cli.inspect_runtime.MemoryPlanData` for the ``-i`` (else random) inputs."""
+        from .inspect_runtime import memory_plan_data
+
+        return memory_plan_data(self)
+
+    @functools.cached_property
+    def dispatch(self):
+        """:class:`srcore.cli.inspect_runtime.DispatchRow` per processed node of the module."""
+        from .inspect_runtime import dispatch_rows
+
+        return dispatch_rows(self.module)
 
 
 def configure_parser(parser) -> None:
@@ -104,29 +137,49 @@ def configure_parser(parser) -> None:
                         help="inputs for --memory-plan (others random; symbolic dims are 1)")
     parser.add_argument("--picture", metavar="FILE", help="with --memory-plan: write lifetimes against "
                         "offsets of the largest block as SVG or PNG (by extension)")
+    parser.add_argument("--html", metavar="FILE", help="write a self-contained HTML report to FILE ('-': stdout): "
+                        "a header (inputs, parameters, node counts, load times), contents and every section, "
+                        "or only the sections whose flags are given (those are also printed as text)")
 
 
 def run(args) -> int:
     from ..dispatch.lazy import import_ref
 
-    chosen = [s for s in SECTIONS if getattr(args, _dest(s), False)] or SECTIONS[:1]
+    flagged = [s for s in SECTIONS if getattr(args, _dest(s), False)]
+    html = getattr(args, "html", None)
     ctx = InspectContext(args)
-    texts = [import_ref(s.render)(ctx).rstrip("\n") for s in chosen]
-    print("\n\n".join(texts))
+    if html is None:
+        printed = flagged or SECTIONS[:1]
+    else:  # the report is the output: print only the sections asked for, and none into stdout's HTML
+        printed = flagged if html != "-" else []
+    texts = [import_ref(s.render)(ctx).rstrip("\n") for s in printed]
+    if texts:
+        print("\n\n".join(texts))
+    if html is not None:
+        from .inspect_html import write_report
+
+        sections = flagged or SECTIONS
+        write_report(ctx, sections, html)
+        if html != "-":
+            print(("\n" if texts else "") + f"wrote {html} ({', '.join(s.flag for s in sections)})")
     return 0
 
 
 def render_graph(ctx: InspectContext) -> str:
-    from ..ir.printer import print_graph
     from ..passes import summarize
 
-    before, result = ctx.graph, ctx.prepared
-    n_before = sum(1 for _ in before.all_nodes())
-    n_after = sum(1 for _ in result.graph.all_nodes())
-    parts = [f"== graph before preparation ({n_before} nodes)", print_graph(before).rstrip("\n"),
-             "", f"== graph after preparation ({n_after} nodes)", print_graph(result.graph).rstrip("\n")]
+    result = ctx.prepared
+    n_before, n_after = ctx.node_counts
+    text_before, text_after = ctx.graph_texts
+    parts = [f"== graph before preparation ({n_before} nodes)", text_before,
+             "", f"== graph after preparation ({n_after} nodes)", text_after]
     if result.stats:
-        changed = [s for s in result.stats if s.changed or s.removed or s.added]
+        changed = changed_passes(result.stats)
         parts += ["", f"== passes ({len(result.stats)} runs, {len(changed)} changed the graph; "
                   f"{n_before} -> {n_after} nodes)", summarize(changed or result.stats)]
     return "\n".join(parts)
+
+
+def changed_passes(stats) -> list:
+    """The pass runs that changed the graph (what the per-pass summary lists)."""
+    return [s for s in stats if s.changed or s.removed or s.added]

@@ -1,50 +1,123 @@
-"""``srcore inspect`` sections about the loaded StaticModule: memory plan, codegen, dispatch."""
+"""``srcore inspect`` sections about the loaded StaticModule: memory plan, codegen, dispatch.
+
+Each section is split in two: a data function (``memory_plan_data``,
+``dispatch_rows``, ``codegen_source``) that the text renderers here and the
+HTML renderers of :mod:`srcore.cli.inspect_html` share, and the text renderer.
+"""
 from __future__ import annotations
 
+from typing import Any
 
-def render_memory_plan(ctx) -> str:
-    from ..memory.report import render_png, render_svg, summary_rows
+import attrs
+
+
+@attrs.frozen
+class MemoryPlanData:
+    """What ``--memory-plan`` shows: the inputs it planned for and ``StaticModule.memory_report`` rows."""
+
+    algorithm: str
+    inputs: str                     # "x=(1, 8)"
+    rows: list[dict[str, Any]]      # StaticModule.memory_report(...) rows (with "requests" and "plan")
+    labels: dict[int, str]          # slot -> "%name", for the pictures
+
+    def largest(self) -> dict[str, Any]:
+        """The row of the block with the largest arena (the one ``--picture`` draws)."""
+        return max(self.rows, key=lambda r: r["arena_bytes"])
+
+
+def memory_plan_data(ctx) -> MemoryPlanData:
+    """Plan every block for the ``-i`` inputs (others random); use ``ctx.memory_plan`` (cached)."""
     from ._common import parse_inputs
 
     sm = ctx.module
     inputs = parse_inputs(sm, getattr(ctx.args, "inputs", None))
     rows = sm.memory_report(*inputs)
     shapes = ", ".join(f"{n}={tuple(getattr(x, 'shape', ()))}" for n, x in zip(sm.input_names, inputs))
-    text = [f"== memory plan ({sm.options.memory_planner_algorithm}) for inputs {shapes}", summary_rows(rows)]
+    labels = {v: f"%{sm.values[v].name}" for r in rows for v in r["plan"].offsets}
+    return MemoryPlanData(sm.options.memory_planner_algorithm, shapes, rows, labels)
+
+
+def render_memory_plan(ctx) -> str:
+    from ..memory.report import render_png, render_svg, summary_rows
+
+    data = ctx.memory_plan
+    text = [f"== memory plan ({data.algorithm}) for inputs {data.inputs}", summary_rows(data.rows)]
     picture = getattr(ctx.args, "picture", None)
     if picture:
-        labels = {v: f"%{sm.values[v].name}" for r in rows for v in r["plan"].offsets}
-        main = max(rows, key=lambda r: r["arena_bytes"])
+        main = data.largest()
         title = f"{ctx.args.model}: block {main['block']} ({main['owner']})"
         if picture.lower().endswith(".png"):
-            render_png(main["requests"], main["plan"], picture, title=title, labels=labels)
+            render_png(main["requests"], main["plan"], picture, title=title, labels=data.labels)
         else:
             with open(picture, "w", encoding="utf-8") as f:
-                f.write(render_svg(main["requests"], main["plan"], title=title, labels=labels))
+                f.write(render_svg(main["requests"], main["plan"], title=title, labels=data.labels))
         text.append(f"wrote {picture} (block {main['block']}: lifetimes against offsets)")
     return "\n".join(text)
 
 
-def render_codegen(ctx) -> str:
+CODEGEN_TITLE = "generated code (one function for the graph, one per prim::fork body)"
+
+
+def codegen_source(ctx) -> str:
+    """The source the codegen executor runs (generated now when the executor is the interpreter)."""
     sm = ctx.module
     gen = sm._codegen
     if gen is None:
         from ..runtime.codegen import generate
 
         gen = generate(sm)
-    return "== generated code (one function for the graph, one per prim::fork body)\n" + gen.source.rstrip("\n")
+    return gen.source
+
+
+def render_codegen(ctx) -> str:
+    return f"== {CODEGEN_TITLE}\n" + codegen_source(ctx).rstrip("\n")
+
+
+@attrs.frozen
+class DispatchRow:
+    """One processed node and the kernel static dispatch chose for it (``kind`` "runtime": none)."""
+
+    block: int
+    owner: str                      # the block's owning node kind, or "graph"
+    position: int
+    node: Any                       # the srcore.ir.Node
+    op: str                         # the kernel's op (with overload), or the node kind
+    kind: str                       # "out", "native", "fallback", "structural" or "runtime"
+    backend: str
+    plugin: str
+
+
+def dispatch_rows(sm) -> list[DispatchRow]:
+    """Every processed node of every block of ``sm``, in block then position order."""
+    rows = []
+    for b in sm.blocks:
+        owner = _owner(b)
+        for pn in b.nodes:
+            fn = pn.fn
+            if fn is None:
+                rows.append(DispatchRow(b.index, owner, pn.position, pn.node, pn.node.kind, "runtime", "", ""))
+            else:
+                rows.append(DispatchRow(b.index, owner, pn.position, pn.node, fn.op, fn.kind, fn.backend or "",
+                                        fn.plugin or ""))
+    return rows
 
 
 def render_dispatch(ctx) -> str:
     sm = ctx.module
     lines = [f"== static dispatch (backends: {', '.join(sm.options.backends)})"]
-    for b in sm.blocks:
-        owner = b.block.owning_node.kind if b.block.owning_node is not None else "graph"
-        lines.append(f"block {b.index} ({owner}):")
-        for pn in b.nodes:
-            fn = pn.fn
-            if fn is None:
-                lines.append(f"  {pn.position:4d} {pn.node.kind:40s} (runtime)")
+    by_block: dict[int, list[DispatchRow]] = {}
+    for r in ctx.dispatch:
+        by_block.setdefault(r.block, []).append(r)
+    for b in sm.blocks:  # every block, also one without nodes
+        lines.append(f"block {b.index} ({_owner(b)}):")
+        for r in by_block.get(b.index, ()):
+            if r.kind == "runtime":
+                lines.append(f"  {r.position:4d} {r.op:40s} (runtime)")
             else:
-                lines.append(f"  {pn.position:4d} {fn.op:40s} {fn.kind:8s} {fn.backend or '':10s} {fn.plugin or ''}")
+                lines.append(f"  {r.position:4d} {r.op:40s} {r.kind:8s} {r.backend:10s} {r.plugin}")
     return "\n".join(lines)
+
+
+def _owner(block_info) -> str:
+    node = block_info.block.owning_node
+    return node.kind if node is not None else "graph"

@@ -17,15 +17,28 @@ _PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#
             "#9c755f", "#bab0ac"]
 
 
+#: the columns of :func:`summary_rows` / :func:`summary_table` (the HTML report uses the same ones)
+SUMMARY_COLUMNS = ("block", "owner", "tensors", "arena", "no reuse", "lower bound", "arena/lb", "arena/sum")
+
+
+def summary_table(blocks: Sequence[dict[str, Any]]) -> list[tuple]:
+    """One tuple per block, in :data:`SUMMARY_COLUMNS` order: ints for bytes, floats for the ratios."""
+    out = []
+    for r in blocks:
+        lb, arena, nr = r["lower_bound_bytes"], r["arena_bytes"], r["no_reuse_bytes"]
+        out.append((r["block"], r["owner"], r["managed_tensors"], arena, nr, lb,
+                    arena / lb if lb else 1.0, arena / nr if nr else 1.0))
+    return out
+
+
 def summary_rows(blocks: Sequence[dict[str, Any]]) -> str:
     """A text table: per block, managed tensors, arena bytes, no-reuse sum, lower bound, ratios."""
     head = f"{'block':>5} {'owner':<12} {'tensors':>7} {'arena':>12} {'no reuse':>12} {'lower bound':>12} " \
            f"{'arena/lb':>8} {'arena/sum':>9}"
     lines = [head, "-" * len(head)]
-    for r in blocks:
-        lb, arena, nr = r["lower_bound_bytes"], r["arena_bytes"], r["no_reuse_bytes"]
-        lines.append(f"{r['block']:>5} {r['owner']:<12} {r['managed_tensors']:>7} {arena:>12,} {nr:>12,} "
-                     f"{lb:>12,} {arena / lb if lb else 1:>8.3f} {arena / nr if nr else 1:>9.3f}")
+    for block, owner, n, arena, nr, lb, r_lb, r_sum in summary_table(blocks):
+        lines.append(f"{block:>5} {owner:<12} {n:>7} {arena:>12,} {nr:>12,} "
+                     f"{lb:>12,} {r_lb:>8.3f} {r_sum:>9.3f}")
     return "\n".join(lines)
 
 
