@@ -164,6 +164,10 @@ def test_html_alone_writes_every_section_self_contained(tmp_path, capsys):
     for stage in sm.load_stages:
         assert re.search(rf"{stage}\s*[\d.]+ ms", head), stage
 
+    # the dispatch table shows where each node came from, a library's path shortened (in full as a tooltip)
+    src = {e["attrs"]["title"]: page.text(e) for e in page.find("td", **{"class": "muted"}) if "title" in e["attrs"]}
+    full = str(next(pn.node.source for pn in sm.blocks[0].nodes if pn.node.kind == "srcore::conv2d_relu"))
+    assert "site-packages/torch/" in full and src[full] == "torch/" + full.split("site-packages/torch/")[1]
     # the code section is the generated source, unchanged by the highlighting
     (code,) = page.find("pre", **{"class": "code"})
     assert page.text(code) == sm._codegen.source.rstrip()
@@ -282,3 +286,10 @@ def test_a_section_that_fails_is_reported_in_place(tmp_path, capsys):
     np.save(tmp_path / "x.npy", np.ones((2, 4), np.float32))
     page, _, _, _ = write(capsys, tmp_path, path, "-i", f"x={tmp_path / 'x.npy'}", "-i", "k=3")
     assert not page.find("p", **{"class": "error"}) and "x=(2, 4), k=()" in page.section("memory-plan")
+
+
+def test_no_optimize_shows_the_graph_as_converted(tmp_path, capsys, cf_model):
+    page, _, _, _ = write(capsys, tmp_path, cf_model, "--graph", "--no-optimize")
+    after, before = [page.text(e) for e in page.find("pre", **{"class": "ir"})]
+    assert after == before == print_graph(_common.load_model(str(cf_model)).graph).rstrip("\n")
+    assert "the pass pipeline did not run" in page.section("graph") and not page.find("tr", **{"class": "changed"})

@@ -161,8 +161,11 @@ def graph_html(ctx) -> str:
     text_before, text_after = ctx.graph_texts
     stats = ctx.prepared.stats
     changed = {id(s) for s in changed_passes(stats)}
-    parts = [f"<p>{n_before:,} nodes before the pass pipeline, {n_after:,} after; {len(stats)} pass runs, "
-             f"{len(changed)} changed the graph.</p>"]
+    if getattr(ctx.args, "no_optimize", False):
+        parts = [f"<p>{n_before:,} nodes; <code>--no-optimize</code>: the pass pipeline did not run.</p>"]
+    else:
+        parts = [f"<p>{n_before:,} nodes before the pass pipeline, {n_after:,} after; {len(stats)} pass runs, "
+                 f"{len(changed)} changed the graph.</p>"]
     if stats:
         head = _head(["pass", "iteration", "nodes before", "nodes after", "removed", "added", "time (ms)"], range(1, 7))
         rows = "".join(
@@ -197,7 +200,7 @@ def dispatch_html(ctx) -> str:
             f'<tr data-block="{r.block}" data-position="{r.position}" data-op="{escape(r.op)}" '
             f'data-kind="{escape(r.kind)}"><td class="num">{r.position}</td><td><code>{escape(outs)}</code></td>'
             f"<td><code>{escape(r.op)}</code></td><td>{_kind(r.kind)}</td><td>{escape(r.backend)}</td>"
-            f'<td>{escape(r.plugin)}</td><td class="muted">{escape(str(r.node.source or ""))}</td></tr>')
+            f"<td>{escape(r.plugin)}</td>{_source_cell(r.node.source)}</tr>")
     return (f"<p>Backends, highest priority first: {escape(', '.join(sm.options.backends))}. "
             f"{len(rows)} nodes: {legend}.</p><table>{head}{''.join(body)}{'</tbody>' if rows else ''}</table>")
 
@@ -259,6 +262,13 @@ def _nums(values: Iterable[Any]) -> str:
 def _kind(kind: str) -> str:
     k = escape(kind)
     return f'<span class="kind kind-{k}" title="{escape(KIND_HELP.get(kind, kind))}">{k}</span>'
+
+
+def _source_cell(source) -> str:
+    """The node's source location; an installed library's path from ``site-packages/`` on (full in the tooltip)."""
+    full = str(source or "")
+    short = full.rsplit("site-packages/", 1)[-1]
+    return f'<td class="muted" title="{escape(full)}">{escape(short)}</td>'
 
 
 def _op_counts(before, after) -> str:
