@@ -195,3 +195,22 @@ def test_srcore_cli_main_stays_the_function_after_its_module_is_imported():
     importlib.import_module("srcore.cli.main")
     from srcore.cli import main as again
     assert callable(again) and again.__module__ == "srcore.cli.main"
+
+
+def test_run_with_only_a_scalar_input_given_makes_the_tensors_random(tmp_path, capsys):
+    """``-i k=3`` for a scalar input; the tensor input is random (used to fail: random inputs
+    refused the scalar input even though it was given)."""
+    model = tmp_path / "scale.ir"
+    model.write_text("""graph(%x : Float(2, 3), %k : int):
+  %y : Tensor = aten::mul(%x, %k)
+  return (%x, %y)
+""")
+    out = tmp_path / "out.npz"
+    assert main(["run", str(model), "-i", "k=3", "-o", str(out)]) == 0
+    with np.load(out) as z:
+        x, y = (z[k] for k in sorted(z.files))
+    assert x.shape == (2, 3) and np.abs(x).sum() > 0
+    np.testing.assert_allclose(y, 3 * x, rtol=1e-6)
+    capsys.readouterr()
+    assert main(["run", str(model)]) != 0   # the scalar is not given: an error naming it
+    assert "input 'k' is a scalar (int); give it with -i k=VALUE" in capsys.readouterr().err

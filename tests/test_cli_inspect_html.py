@@ -281,7 +281,7 @@ def test_a_section_that_fails_is_reported_in_place(tmp_path, capsys):
     page, _, _, err = write(capsys, tmp_path, path)
     assert err.startswith("srcore: warning: --memory-plan section of the report: input 'k'")
     (box,) = [e for e in page.find("p", **{"class": "error"})]
-    assert "input 'k' is a int" in page.text(box) and "give it with -i k=VALUE" in page.section("memory-plan")
+    assert "input 'k' is a scalar (int)" in page.text(box) and "give it with -i k=VALUE" in page.section("memory-plan")
     assert {e["attrs"]["id"] for e in page.find("section")} == SECTIONS
     np.save(tmp_path / "x.npy", np.ones((2, 4), np.float32))
     page, _, _, _ = write(capsys, tmp_path, path, "-i", f"x={tmp_path / 'x.npy'}", "-i", "k=3")

@@ -57,8 +57,10 @@ def make_module(args, model, **overrides):
     return StaticModule(model, options=Options(**opts), backends=backends)
 
 
-def random_inputs(module, seed: int = 0, dims: dict[str, int] | None = None) -> list[Any]:
-    """Inputs that fit the module's input specs (symbolic dims take ``dims`` or 1)."""
+def random_inputs(module, seed: int = 0, dims: dict[str, int] | None = None,
+                  skip: frozenset[str] | set[str] = frozenset()) -> list[Any]:
+    """Inputs that fit the module's input specs (symbolic dims take ``dims`` or 1); None for the
+    names in ``skip`` (given by the user)."""
     import numpy as np
 
     from ..runtime.inputs import ScalarSpec
@@ -66,8 +68,11 @@ def random_inputs(module, seed: int = 0, dims: dict[str, int] | None = None) -> 
     rng = np.random.default_rng(seed)
     out = []
     for s in module.input_specs:
+        if s.name in skip:
+            out.append(None)
+            continue
         if isinstance(s, ScalarSpec):
-            raise SrcoreInputError(f"input {s.name!r} is a {s.type}; give it with -i {s.name}=VALUE")
+            raise SrcoreInputError(f"input {s.name!r} is a scalar ({s.type}); give it with -i {s.name}=VALUE")
         shape = tuple(d if isinstance(d, int) else (dims or {}).get(str(d), 1) for d in (s.shape or ()))
         dtype = s.dtype or "float32"
         if dtype.startswith("float"):
@@ -105,5 +110,5 @@ def parse_inputs(module, items: list[str] | None, seed: int = 0) -> list[Any]:
                                f"{', '.join(module.input_names)}")
     if len(given) == len(module.input_names):
         return [given[n] for n in module.input_names]
-    rand = random_inputs(module, seed)
+    rand = random_inputs(module, seed, skip=set(given))
     return [given.get(n, r) for n, r in zip(module.input_names, rand)]
