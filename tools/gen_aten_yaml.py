@@ -49,6 +49,7 @@ sign_ sin sin_ square square_ threshold threshold_ tril_ triu_ trunc trunc_ view
 upsample_nearest1d upsample_nearest3d upsample_linear1d upsample_trilinear3d __contains__ warn
 sym_size sym_numel
 new_zeros new_ones new_full new_empty
+cumprod median one_hot upsample_bicubic2d select_scatter slice_scatter copy
 """.split()
 
 

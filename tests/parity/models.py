@@ -523,18 +523,41 @@ def build_pools():
 
 
 class PadBicubic(nn.Module):
+    """Reflect-padded conv, constant pad, bicubic resize by size, by scale factor, with align_corners."""
+
     def __init__(self):
         super().__init__()
         self.c = nn.Conv2d(3, 4, 3, padding=1, padding_mode="reflect")
 
     def forward(self, x):
         y = self.c(x)
-        return F.pad(y, (1, 2, 0, 1), value=0.5), F.interpolate(y, size=(4, 9), mode="bicubic")
+        return (F.pad(y, (1, 2, 0, 1), value=0.5), F.interpolate(y, size=(4, 9), mode="bicubic"),
+                F.interpolate(y, scale_factor=(1.5, 2.5), mode="bicubic"),
+                F.interpolate(y, size=(11, 5), mode="bicubic", align_corners=True))
 
 
 def build_pad_bicubic():
     _seed(32)
-    return PadBicubic().eval(), (torch.randn(1, 3, 6, 6),), []
+    return PadBicubic().eval(), (torch.randn(1, 3, 6, 6),), [(torch.randn(1, 3, 6, 6) * 3,)]
+
+
+class Interp1d3d(nn.Module):
+    """F.interpolate on 3-D and 5-D inputs: linear / nearest (1-d), trilinear / nearest (3-d), by size
+    and by scale factor, align_corners both ways (upsample_{linear1d,nearest1d,trilinear3d,nearest3d})."""
+
+    def forward(self, x, v):
+        return (F.interpolate(x, scale_factor=2.5, mode="linear"),
+                F.interpolate(x, size=5, mode="linear", align_corners=True),
+                F.interpolate(x, size=13, mode="nearest"),
+                F.interpolate(v, scale_factor=(1.5, 2.0, 0.7), mode="trilinear"),
+                F.interpolate(v, size=(2, 7, 4), mode="trilinear", align_corners=True),
+                F.interpolate(v, scale_factor=2.0, mode="nearest"))
+
+
+def build_interp_1d_3d():
+    _seed(38)
+    return Interp1d3d().eval(), (torch.randn(2, 3, 7), torch.randn(1, 2, 3, 4, 5)), \
+        [(torch.randn(2, 3, 7) * 2, torch.randn(1, 2, 3, 4, 5) - 1)]
 
 
 
@@ -630,13 +653,35 @@ def build_stats():
 
 
 class MissingOps(nn.Module):
+    """cumprod, median (all elements; along a dim: values and indices), one_hot. Once gaps in
+    srcore-cpu, hence the name."""
+
     def forward(self, x, ids):
-        return torch.cumprod(x, 1), torch.median(x, 1).values, F.one_hot(ids, 10)
+        m = torch.median(x, 1)
+        # NaN results (median of a slice holding NaN) become -7: the harness compares finite values
+        return (torch.cumprod(torch.nan_to_num(x), 1), torch.nan_to_num(m.values, -7.0), m.indices,
+                torch.nan_to_num(torch.median(x), -7.0), torch.median(x, 0, keepdim=True).indices,
+                F.one_hot(ids, 10), torch.cumprod(ids, 0))
 
 
 def build_missing_ops():
     _seed(37)
-    return MissingOps().eval(), (torch.randn(3, 4), torch.randint(0, 10, (3, 4))), []
+    # the second input: ties in the median rows and a NaN (median gives NaN and the first NaN's index)
+    ties = torch.tensor([[1.0, 2.0, 2.0, 0.5], [3.0, 3.0, 3.0, 3.0], [float("nan"), 1.0, float("nan"), 0.0]])
+    return MissingOps().eval(), (torch.randn(3, 4), torch.randint(0, 10, (3, 4))), \
+        [(ties, torch.tensor([[0, 1, 2, 3], [3, 2, 1, 0], [1, 1, 1, 1]]))]
+
+
+class OneHotInfer(nn.Module):
+    """one_hot with the class count inferred from the values: the output shape is data-dependent."""
+
+    def forward(self, ids):
+        return F.one_hot(ids) * 2
+
+
+def build_one_hot_infer():
+    return OneHotInfer().eval(), (torch.tensor([[0, 3], [2, 1]]),), [(torch.tensor([[6, 0], [1, 1]]),),
+                                                                    (torch.tensor([[0, 0], [1, 0]]),)]
 
 
 class SeluCelu(nn.Module):
@@ -672,17 +717,15 @@ ZOO: Dict[str, ZooCase] = {
     "split_chunk": ZooCase(build_split_chunk),
     "int_ops": ZooCase(build_int_ops),
     "pools": ZooCase(build_pools),
-    "pad_bicubic": ZooCase(build_pad_bicubic, xfail="upsample_bicubic2d: not declared in aten.yaml, "
-                                                    "no cpu kernel (bicubic interpolation is not supported)"),
+    "pad_bicubic": ZooCase(build_pad_bicubic),
+    "interp_1d_3d": ZooCase(build_interp_1d_3d),
     "double_net": ZooCase(build_double_net),
     "cond_net": ZooCase(build_cond_net, no_torchscript="torch.cond is torch.export's (TorchScript rejects it)"),
     "mha_float_mask": ZooCase(build_mha_float_mask),
     "nested_loops": ZooCase(build_nested_loops, dynamic={"x": {0: "rows"}},
-                            export_static="torch.export unrolls the python loops: the row dim specializes",
-                            export_xfail="export functionalizes acc[i] = row into aten::select_scatter + "
-                                         "aten::copy: not declared, no cpu kernel"),
+                            export_static="torch.export unrolls the python loops: the row dim specializes"),
     "stats": ZooCase(build_stats),
-    "missing_ops": ZooCase(build_missing_ops, xfail="aten::cumprod / median / one_hot: no cpu kernel "
-                                                    "(kernels/reduce.py, index.py: not this suite's)"),
+    "missing_ops": ZooCase(build_missing_ops),
+    "one_hot_infer": ZooCase(build_one_hot_infer, export="data-dependent"),
     "selu_celu": ZooCase(build_selu),
 }

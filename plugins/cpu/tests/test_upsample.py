@@ -88,8 +88,10 @@ def test_interpolate_1d_3d(shape, mode):
 
 
 def test_interpolate_unsupported_mode():
-    with pytest.raises(srcore.KernelError, match="bicubic"):
-        K.__interpolate(rand(1, 1, 4, 4), None, 2.0, "bicubic")
+    with pytest.raises(srcore.KernelError, match="area"):
+        K.__interpolate(rand(1, 1, 4, 4), None, 2.0, "area")
+    with pytest.raises(srcore.KernelError, match="bicubic"):  # bicubic is 2-d only, as in torch
+        K.__interpolate(rand(1, 1, 4), None, 2.0, "bicubic")
 
 
 def test_decl():

@@ -102,7 +102,7 @@ def _float_of(dtype):
 UNARY_SAME = """abs neg negative relu relu6 clone contiguous detach dropout feature_dropout alpha_dropout
 hardtanh leaky_relu elu selu celu gelu silu hardswish hardsigmoid mish softplus softshrink hardshrink
 sign sgn floor ceil round trunc frac bitwise_not positive nan_to_num prelu rrelu threshold
-fill zero lift_fresh lift_fresh_copy alias clamp_min_ clamp_max_ nan_to_num_ copy""".split()
+fill zero lift_fresh lift_fresh_copy alias clamp_min_ clamp_max_ nan_to_num_""".split()
 UNARY_FLOAT = """sigmoid tanh exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan sinh cosh
 asinh acosh atanh erf erfc erfinv reciprocal digamma lgamma i0 sinc tanhshrink logit""".split()
 UNARY_BOOL = "isnan isinf isfinite isneginf isposinf signbit logical_not".split()
@@ -116,6 +116,22 @@ def unary_same(ctx: Ctx):
         return _scalar_unary(ctx)
     t = ctx.tensor(0)
     return [tt(t.dtype, t.shape)] * max(1, len(ctx.node.outputs))
+
+
+@rule("aten::copy")
+def copy(ctx: Ctx):
+    """Out-of-place ``copy(self, src)``: ``self``'s type, ``src`` must broadcast to ``self``'s shape;
+    ``copy.Dict_*`` (and ``copy.t``, see scalar.py): a shallow copy of the container."""
+    if not ctx.is_tensor(0):
+        a = ctx.args[0]
+        return [A(a.type, a.known, a.elems)]
+    x, src = ctx.tensor(0), ctx.tensor(1)
+    if x.shape is not None and src.shape is not None:
+        b = broadcast_shapes([x.shape, src.shape], ctx.fail)
+        if len(b) != len(x.shape) or any(isinstance(p, int) and isinstance(q, int) and p != q
+                                          for p, q in zip(b, x.shape)):
+            raise ctx.fail(f"src of shape {list(src.shape)} does not broadcast to self's shape {list(x.shape)}")
+    return [tt(x.dtype, x.shape)]
 
 
 _SCALAR_UNARY = {"abs": abs, "neg": lambda x: -x, "ceil": math.ceil, "floor": math.floor, "round": round}

@@ -1,4 +1,5 @@
-"""Indexing: gather, index_select, index.Tensor (advanced indexing), scatter/index_put, nonzero."""
+"""Indexing: gather, index_select, index.Tensor (advanced indexing), scatter/index_put, select/slice_scatter,
+nonzero, one_hot."""
 from __future__ import annotations
 
 from ...ir.types import TensorType
@@ -99,9 +100,53 @@ def index(ctx: Ctx):
 @rule("aten::scatter", "aten::scatter_add", "aten::scatter_reduce", "aten::index_put", "aten::index_add",
       "aten::index_copy", "aten::index_fill", "aten::masked_scatter", "aten::scatter_", "aten::index_put_",
       "aten::scatter_add_", "aten::index_add_", "aten::index_copy_", "aten::index_fill_",
-      "aten::masked_scatter_", "aten::slice_scatter", "aten::select_scatter", "aten::diagonal_scatter")
+      "aten::masked_scatter_", "aten::diagonal_scatter")
 def scatter(ctx: Ctx):
     return [ctx.tensor(0)]
+
+
+def _check_src(ctx: Ctx, view, src):
+    """``src`` must have the view's shape (dims that are unknown or symbolic on either side pass)."""
+    if view is None or src.shape is None:
+        return
+    if len(view) != len(src.shape) or any(isinstance(a, int) and isinstance(b, int) and a != b
+                                           for a, b in zip(view, src.shape)):
+        raise ctx.fail(f"expected src to have a size equal to the slice of self: src size = {list(src.shape)}, "
+                       f"slice size = {list(view)}")
+
+
+@rule("aten::select_scatter")
+def select_scatter(ctx: Ctx):
+    """``self`` with ``self.select(dim, index)`` replaced by ``src`` (the shape of that view)."""
+    x, src = ctx.tensor(0), ctx.tensor(1)
+    d, i = ctx.known(2, "dim"), ctx.known(3, "index")
+    if x.shape is not None and isinstance(d, int):
+        if not x.shape:
+            raise ctx.fail("select() cannot be applied to a 0-dim tensor")
+        d = ctx.norm_dim(d, len(x.shape))
+        n = x.shape[d]
+        if isinstance(n, int) and isinstance(i, int) and not -n <= i < n:
+            raise ctx.fail(f"index {i} out of range for dimension {d} of size {n}")
+        _check_src(ctx, x.shape[:d] + x.shape[d + 1:], src)
+    return [tt(x.dtype, x.shape)]
+
+
+@rule("aten::slice_scatter")
+def slice_scatter(ctx: Ctx):
+    """``self`` with ``self[start:end:step]`` along ``dim`` replaced by ``src``."""
+    from .view import slice_len
+    x, src = ctx.tensor(0), ctx.tensor(1)
+    d = ctx.known(2, "dim", 0)
+    start, end, step = ctx.known(3, "start", None), ctx.known(4, "end", None), ctx.known(5, "step", 1)
+    if isinstance(step, int) and not isinstance(step, bool) and step <= 0:
+        raise ctx.fail("slice step must be positive")
+    if x.shape is not None and isinstance(d, int):
+        if not x.shape:
+            raise ctx.fail("slice() cannot be applied to a 0-dim tensor")
+        d = ctx.norm_dim(d, len(x.shape))
+        n = None if UNKNOWN in (start, end, step) else slice_len(x.shape[d], start, end, step)
+        _check_src(ctx, x.shape[:d] + (n,) + x.shape[d + 1:], src)
+    return [tt(x.dtype, x.shape)]
 
 
 @rule("aten::nonzero")
@@ -131,8 +176,13 @@ def embedding(ctx: Ctx):
 
 @rule("aten::one_hot")
 def one_hot(ctx: Ctx):
+    """int64 ``self.shape + (num_classes,)``; ``num_classes=-1`` (infer from the values): an unknown dim."""
     x = ctx.tensor(0)
+    if x.dtype is not None and x.dtype != "int64":
+        raise ctx.fail(f"one_hot is only applicable to index tensors of type int64, got {x.dtype}")
     n = ctx.known(1, "num_classes", -1)
+    if isinstance(n, int) and not isinstance(n, bool) and n < -1:
+        raise ctx.fail(f"num_classes must be -1 (infer) or non-negative, got {n}")
     return [tt("int64", None if x.shape is None else x.shape + ((n if isinstance(n, int) and n >= 0 else None),))]
 
 

@@ -1,5 +1,5 @@
 """Reductions (sum/mean/prod/amax/any/var/norm/logsumexp), max/min in all their overloads,
-argmax, topk, sort, cumsum."""
+argmax, topk, sort, cumsum/cumprod, median."""
 from __future__ import annotations
 
 from ...ir.types import ListType
@@ -198,3 +198,21 @@ def count_nonzero(ctx: Ctx):
     x = ctx.tensor(0)
     dims = _dims_arg(ctx, 1)
     return [tt("int64", reduce_shape(ctx, x.shape, [] if dims is None else dims, False))]
+
+
+@rule("aten::median", "aten::nanmedian")
+def median(ctx: Ctx):
+    """``median(x)`` -> 0-d; ``median(x, dim, keepdim)`` (and ``.dim_values``) -> (values, int64 indices)."""
+    x = ctx.tensor(0)
+    if x.dtype == "bool":
+        raise ctx.fail("median is not implemented for bool tensors")
+    has_dim = ctx.names is not None and "dim" in ctx.names or ctx.names is None and len(ctx.args) >= 2
+    if not has_dim:
+        return [tt(x.dtype, ())]
+    d = ctx.known(1, "dim")
+    if x.shape is not None and isinstance(d, int) and not isinstance(d, bool):
+        nd = ctx.norm_dim(d, len(x.shape))
+        if x.shape and x.shape[nd] == 0:
+            raise ctx.fail(f"median(): expected reduction dim {nd} to have non-zero size")
+    shape = reduce_shape(ctx, x.shape, [d] if d is not UNKNOWN else UNKNOWN, ctx.known(2, "keepdim", False))
+    return [tt(x.dtype, shape), tt("int64", shape)]

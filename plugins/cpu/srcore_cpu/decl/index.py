@@ -21,4 +21,6 @@ KERNELS: list[Kernel] = [
     _k("aten::where", "where_nonzero", ANY, kind="native"),
     _k("aten::index_put", "index_put", ANY),
     _k("aten::index_put_", "index_put_", ANY, kind="native"),
+    # native: with num_classes=-1 the output shape depends on the values
+    _k("aten::one_hot", "one_hot", ("int64",), kind="native"),
 ]

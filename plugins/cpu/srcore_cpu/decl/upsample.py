@@ -6,11 +6,12 @@ from srcore.plugin import Kernel
 _M = "srcore_cpu.kernels.upsample:"
 FLOATS = ("float32", "float64")
 
+#: every upsample op srcore-cpu runs, each with its classic and its ``.vec`` overload
+_OPS = ("nearest1d", "nearest2d", "nearest3d", "linear1d", "bilinear2d", "trilinear3d", "bicubic2d")
+
 KERNELS: list[Kernel] = [
-    Kernel("aten::upsample_nearest2d", "cpu", "out", FLOATS, _M + "upsample_nearest2d"),
-    Kernel("aten::upsample_nearest2d.vec", "cpu", "out", FLOATS, _M + "upsample_nearest2d_vec"),
-    Kernel("aten::upsample_bilinear2d", "cpu", "out", FLOATS, _M + "upsample_bilinear2d"),
-    Kernel("aten::upsample_bilinear2d.vec", "cpu", "out", FLOATS, _M + "upsample_bilinear2d_vec"),
+    Kernel(f"aten::upsample_{op}{ov}", "cpu", "out", FLOATS, f"{_M}upsample_{op}{impl}")
+    for op in _OPS for ov, impl in (("", ""), (".vec", "_vec"))
 ] + [
     Kernel(f"aten::__interpolate{ov}", "cpu", "out", FLOATS, _M + "__interpolate")
     for ov in ("", ".scale_list", ".size_list", ".size_list_scale_list")

@@ -1,4 +1,4 @@
-"""Indexing kernels: gather, scatter, index_select, index.Tensor, masked_select, nonzero.
+"""Indexing kernels: gather, scatter, index_select, index.Tensor, masked_select, nonzero, one_hot.
 
 gather/scatter index ``self`` with ``index``'s extent in every other dimension
 (torch allows ``index`` to be smaller than ``self`` there), so they build the
@@ -147,3 +147,26 @@ def index_put(self, indices, values, accumulate=False, *, out=None):
     else:
         np.copyto(out, self)
     return index_put_(out, indices, values, accumulate)
+
+
+def one_hot(self, num_classes=-1):
+    """``aten::one_hot``: int64 ``self.shape + (num_classes,)``; ``-1`` infers ``max(self) + 1``.
+
+    A native kernel: with ``num_classes=-1`` the output shape depends on the values.
+    """
+    if self.dtype != np.int64:
+        raise KernelError(f"one_hot is only applicable to index tensor of type int64 (LongTensor), got {self.dtype}")
+    if num_classes < -1:
+        raise KernelError(f"one_hot: num_classes must be -1 (infer) or non-negative, got {num_classes}")
+    if self.size == 0:
+        if num_classes == -1:
+            raise KernelError("one_hot: can not infer the total number of classes from an empty tensor")
+        return np.zeros(self.shape + (num_classes,), np.int64)
+    lo, hi = int(self.min()), int(self.max())
+    if lo < 0:
+        raise KernelError(f"one_hot: class values must be non-negative, got {lo}")
+    if num_classes == -1:
+        num_classes = hi + 1
+    elif hi >= num_classes:
+        raise KernelError(f"one_hot: class values must be smaller than num_classes={num_classes}, got {hi}")
+    return (self[..., None] == np.arange(num_classes)).astype(np.int64)

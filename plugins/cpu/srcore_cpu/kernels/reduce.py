@@ -1,5 +1,5 @@
 """Reductions: sum, mean, prod, amax/amin, max/min (+indices), argmax/argmin, norms, std/var,
-cumsum, all/any, logsumexp, topk, sort.
+cumsum/cumprod, median, all/any, logsumexp, topk, sort.
 
 ``dim`` arguments follow torch: ``None`` or ``[]`` reduces every dimension (for
 sum/mean/amax/amin/std/var); negative dims count from the end. Integer and
@@ -174,6 +174,76 @@ def cumsum(self, dim, *, dtype=None, out=None):
         return out
     r = np.cumsum(self, axis=dim, dtype=_int_acc(self, dtype), out=out)
     return out if out is not None else r
+
+
+def cumprod(self, dim, *, dtype=None, out=None):
+    """``aten::cumprod``: int and bool accumulate in int64 (``dtype`` overrides), as ``cumsum``."""
+    if self.ndim == 0:
+        _axis(dim, self)  # torch accepts only dim 0/-1 on a 0-d tensor
+        r = self.astype(_int_acc(self, dtype) or self.dtype)
+        if out is None:
+            return r
+        np.copyto(out, r)
+        return out
+    r = np.cumprod(self, axis=dim, dtype=_int_acc(self, dtype), out=out)
+    return out if out is not None else r
+
+
+def _median_position(x, axis):
+    """Per slice along ``axis``: the index of torch's median element.
+
+    torch takes the lower median, the ``(n - 1) // 2``-th smallest, with ties broken by position
+    (a stable order); a slice holding NaN gives its first NaN.
+    """
+    n = x.shape[axis]
+    pos = np.take(np.argsort(x, axis=axis, kind="stable"), [(n - 1) // 2], axis=axis)
+    if x.dtype.kind == "f":
+        nan = np.isnan(x)
+        has = np.any(nan, axis=axis, keepdims=True)
+        if has.any():
+            pos = np.where(has, np.argmax(nan, axis=axis, keepdims=True), pos)
+    return pos
+
+
+def median(self, dim=None, keepdim=False, *, out=None):
+    """``aten::median`` (all elements -> 0-d) / ``median.dim`` (-> (values, indices)).
+
+    The lower median (no averaging of the two middle values); NaN if the slice has one, with
+    the index of its first NaN; equal values: the one that comes first in a stable sort.
+    """
+    if self.dtype.kind == "b":
+        raise KernelError('"median_cpu" not implemented for \'Bool\'')
+    if dim is None:
+        flat = self.reshape(-1)
+        if flat.size == 0:  # torch: NaN, or NaN cast to the integer type
+            r = np.array(np.nan if self.dtype.kind == "f" else np.iinfo(self.dtype).min, self.dtype)
+        else:
+            r = flat[_median_position(flat, 0)[0]]
+        r = np.asarray(r, self.dtype).reshape(())
+        if out is None:
+            return r
+        np.copyto(out, r)
+        return out
+    if self.ndim == 0:
+        _axis(dim, self)
+        values, indices = self.copy(), np.zeros((), np.int64)
+    else:
+        d = dim % self.ndim if -self.ndim <= dim < self.ndim else None
+        if d is None:
+            raise KernelError(f"Dimension out of range (expected to be in range of [{-self.ndim}, "
+                              f"{self.ndim - 1}], but got {dim})")
+        if self.shape[d] == 0:
+            raise KernelError(f"median(): Expected reduction dim {d} to have non-zero size.")
+        indices = _median_position(self, d)
+        values = np.take_along_axis(self, indices, axis=d)
+        if not keepdim:
+            indices, values = np.squeeze(indices, d), np.squeeze(values, d)
+        indices = indices.astype(np.int64, copy=False)
+    if out is None:
+        return values, indices
+    np.copyto(out[0], values)
+    np.copyto(out[1], indices)
+    return out
 
 
 def logsumexp(self, dim, keepdim=False, *, out=None):

@@ -1,8 +1,10 @@
-"""Upsampling: nearest and (bi)linear, separable over the spatial dims, and ``aten::__interpolate``.
+"""Upsampling: nearest (1-3 d), (bi/tri)linear, bicubic, separable over the spatial dims, and
+``aten::__interpolate``.
 
 Index and weight arithmetic follows ATen's ``UpSample.h`` (``nearest_idx``,
-``area_pixel_compute_source_index``) in the input's float type, so results
-match torch bit-for-bit on the indices and closely on the weights.
+``area_pixel_compute_source_index``, ``get_cubic_upsample_coefficients``) in the
+input's float type, so results match torch bit-for-bit on the indices and
+closely on the weights.
 """
 from __future__ import annotations
 
@@ -85,6 +87,109 @@ def linear(x, osz, align_corners, scales, out=None):
     return x
 
 
+#: the cubic convolution constant torch uses (Keys' kernel with A = -0.75, as in OpenCV)
+CUBIC_A = -0.75
+
+
+def _cubic_weights(t, ft):
+    """The 4 weights of taps ``floor(src) - 1 .. floor(src) + 2`` for fractions ``t`` (ATen's formulas)."""
+    a = ft.type(CUBIC_A)
+    one = ft.type(1)
+
+    def conv1(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + one
+
+    def conv2(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    t2 = one - t
+    return [conv2(t + one), conv1(t), conv1(t2), conv2(t2 + one)]
+
+
+def bicubic(x, osz, align_corners, scales, out=None):
+    """Bicubic resize of the last two dims: ATen's cubic convolution, taps clamped to the border.
+
+    Unlike linear, the source coordinate is not clamped at 0 (ATen's ``cubic=true``). The
+    width pass runs first, as ATen's nested loop sums the inner (width) taps first.
+    """
+    ft = _ftype(x)
+    for i in (1, 0):
+        n, o, s = x.shape[-2 + i], osz[i], scales[i]
+        sc = _scale(n, o, s, align_corners, ft)
+        dst = np.arange(o, dtype=ft)
+        src = (sc * dst if align_corners else sc * (dst + ft.type(0.5)) - ft.type(0.5)).astype(ft)
+        base = np.floor(src)
+        weights = _cubic_weights((src - base).astype(ft), ft)
+        base = base.astype(np.int64)
+        axis = x.ndim - 2 + i
+        bshape = (o,) + (1,) * (x.ndim - axis - 1)
+        acc = None
+        for k, w in enumerate(weights):
+            tap = np.take(x, np.clip(base + (k - 1), 0, n - 1), axis=axis)
+            np.multiply(tap, w.astype(ft).reshape(bshape), out=tap)
+            acc = tap if acc is None else np.add(acc, tap, out=acc)
+        if i == 0 and out is not None:
+            np.copyto(out, acc)
+            return out
+        x = acc
+    return x
+
+
+def upsample_nearest1d(self, output_size, scales=None, out=None):
+    """``aten::upsample_nearest1d``."""
+    return nearest(self, tuple(output_size), [scales], out=out)
+
+
+def upsample_nearest1d_vec(input, output_size, scale_factors, out=None):
+    """``aten::upsample_nearest1d.vec``."""
+    osz, sc = _sizes(input, 1, output_size, scale_factors)
+    return nearest(input, osz, sc, out=out)
+
+
+def upsample_nearest3d(self, output_size, scales_d=None, scales_h=None, scales_w=None, out=None):
+    """``aten::upsample_nearest3d``."""
+    return nearest(self, tuple(output_size), [scales_d, scales_h, scales_w], out=out)
+
+
+def upsample_nearest3d_vec(input, output_size, scale_factors, out=None):
+    """``aten::upsample_nearest3d.vec``."""
+    osz, sc = _sizes(input, 3, output_size, scale_factors)
+    return nearest(input, osz, sc, out=out)
+
+
+def upsample_linear1d(self, output_size, align_corners, scales=None, out=None):
+    """``aten::upsample_linear1d``."""
+    return linear(self, tuple(output_size), align_corners, [scales], out=out)
+
+
+def upsample_linear1d_vec(input, output_size, align_corners, scale_factors, out=None):
+    """``aten::upsample_linear1d.vec``."""
+    osz, sc = _sizes(input, 1, output_size, scale_factors)
+    return linear(input, osz, align_corners, sc, out=out)
+
+
+def upsample_trilinear3d(self, output_size, align_corners, scales_d=None, scales_h=None, scales_w=None, out=None):
+    """``aten::upsample_trilinear3d``."""
+    return linear(self, tuple(output_size), align_corners, [scales_d, scales_h, scales_w], out=out)
+
+
+def upsample_trilinear3d_vec(input, output_size, align_corners, scale_factors, out=None):
+    """``aten::upsample_trilinear3d.vec``."""
+    osz, sc = _sizes(input, 3, output_size, scale_factors)
+    return linear(input, osz, align_corners, sc, out=out)
+
+
+def upsample_bicubic2d(self, output_size, align_corners, scales_h=None, scales_w=None, out=None):
+    """``aten::upsample_bicubic2d``."""
+    return bicubic(self, tuple(output_size), align_corners, [scales_h, scales_w], out=out)
+
+
+def upsample_bicubic2d_vec(input, output_size, align_corners, scale_factors, out=None):
+    """``aten::upsample_bicubic2d.vec``."""
+    osz, sc = _sizes(input, 2, output_size, scale_factors)
+    return bicubic(input, osz, align_corners, sc, out=out)
+
+
 def upsample_nearest2d(self, output_size, scales_h=None, scales_w=None, out=None):
     """``aten::upsample_nearest2d``."""
     return nearest(self, tuple(output_size), [scales_h, scales_w], out=out)
@@ -112,7 +217,7 @@ _LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3}
 
 def __interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                   recompute_scale_factor=None, antialias=False, out=None):
-    """``aten::__interpolate`` (all overloads): nearest, nearest-exact, linear, bilinear, trilinear."""
+    """``aten::__interpolate`` (all overloads): nearest, nearest-exact, linear, bilinear, bicubic, trilinear."""
     nd = input.ndim - 2
     if nd < 1 or antialias:
         raise KernelError(f"interpolate: unsupported input rank {input.ndim} or antialias={antialias}")
@@ -127,4 +232,6 @@ def __interpolate(input, size=None, scale_factor=None, mode="nearest", align_cor
         return nearest(input, osz, sc, exact=mode == "nearest-exact", out=out)
     if _LINEAR_MODES.get(mode) == nd:
         return linear(input, osz, bool(align_corners), sc, out=out)
+    if mode == "bicubic" and nd == 2:
+        return bicubic(input, osz, bool(align_corners), sc, out=out)
     raise KernelError(f"interpolate: mode {mode!r} is not supported for a {input.ndim}-D input")
