@@ -129,6 +129,29 @@ def _upsample(align_corners, vec):
     return adapt
 
 
+def _interpolate(mode, nd, vec):
+    """``F.interpolate(x, size, scale_factor, mode, align_corners)`` (or ``F.upsample_nearest(x, size,
+    scale_factor)``) -> ``aten::upsample_<mode><nd>d[.vec]``, for the samples of that mode and rank."""
+    linear = mode in ("linear", "bicubic", "trilinear")
+
+    def adapt(args, kwargs):
+        vals = dict(zip(["input", "size", "scale_factor", "mode", "align_corners"], args)) | kwargs
+        x, size, scale = vals["input"], vals.get("size"), vals.get("scale_factor")
+        if vals.get("mode", "nearest") != mode or x.ndim != nd + 2:
+            raise Skip(f"another mode or rank than upsample_{mode}{nd}d's")
+        if vals.get("antialias") or vals.get("recompute_scale_factor"):
+            raise Skip("antialias / recompute_scale_factor (not an argument of the aten op)")
+        size = None if size is None else [int(v) for v in size] if isinstance(size, (list, tuple)) else [size] * nd
+        scale = None if scale is None else list(scale) if isinstance(scale, (list, tuple)) else [scale] * nd
+        ac = [bool(vals.get("align_corners"))] if linear else []
+        if vec:
+            return [x, size, *ac, scale], {}
+        if size is None:
+            raise Skip(f"upsample_{mode}{nd}d (not .vec) takes an output size")
+        return [x, size, *ac], {}
+    return adapt
+
+
 ADAPTERS = {
     "aten::batch_norm": _functional(
         torch.nn.functional.batch_norm,
@@ -152,13 +175,19 @@ ADAPTERS = {
     "aten::upsample_nearest2d.vec": _upsample(False, True),
     "aten::upsample_bilinear2d": _upsample(True, False),
     "aten::upsample_bilinear2d.vec": _upsample(True, True),
+    **{f"aten::upsample_{m}{n}d{ov}": _interpolate(m, n, bool(ov))
+       for m, n in (("nearest", 1), ("nearest", 3), ("linear", 1), ("trilinear", 3), ("bicubic", 2))
+       for ov in ("", ".vec")},
 }
 
 #: OpInfo names giving samples for an aten op of another name (after the ADAPTERS above)
 INFO_ALIASES = {"convolution": ("conv1d", "conv2d", "conv3d"), "_convolution": ("conv1d", "conv2d", "conv3d"),
                 "_native_batch_norm_legit_no_training": ("_native_batch_norm_legit",),
                 "max_pool1d_with_indices": ("max_pool1d",), "max_pool2d_with_indices": ("max_pool2d",),
-                "upsample_nearest2d": ("upsample_nearest",), "upsample_bilinear2d": ("upsample_bilinear",)}
+                "upsample_nearest2d": ("upsample_nearest",), "upsample_bilinear2d": ("upsample_bilinear",),
+                "upsample_nearest1d": ("upsample_nearest", "interpolate"),
+                "upsample_nearest3d": ("upsample_nearest", "interpolate"), "upsample_linear1d": ("interpolate",),
+                "upsample_trilinear3d": ("interpolate",), "upsample_bicubic2d": ("interpolate",)}
 
 
 def _is_scalar_type(t: str) -> bool:
