@@ -1,0 +1,566 @@
+"""Recurrent kernels: ``aten::lstm``/``gru``/``rnn_tanh``/``rnn_relu`` (``.input`` and packed
+``.data``) and the single-step cells ``lstm_cell``, ``gru_cell``, ``rnn_tanh_cell``, ``rnn_relu_cell``.
+
+How a layer runs: the input projection of **every** timestep and both directions is one GEMM,
+``x (N, I) @ W_ih_cat (I, D*G*H)`` plus the folded biases; each step then adds one small GEMM,
+``h (B, H_out) @ W_hh^T``, into its slice of that projection and applies the gate activations in
+place (``scipy.special.expit``, as ``aten::sigmoid``, imported lazily). Timesteps are row ranges
+``(start, batch)`` of the time-major ``(N, ...)`` arrays, so a padded ``(T, B, I)`` input
+(``start = t*B``) and a packed sequence (``batch_sizes`` decreasing) share one loop: rows past a
+step's batch keep their last state, which is what torch returns as ``h_n`` for shorter sequences.
+
+Weights are prepared once per weight list (:class:`Prepared`): transposed to C-contiguous
+``(in, out)`` matrices for ``np.dot``, the directions' ``W_ih`` concatenated, ``b_ih + b_hh``
+folded into the input projection (GRU keeps ``b_hn`` apart, since ``r`` multiplies it) and
+LSTM's gates reordered from torch's ``i, f, g, o`` to ``i, f, o, g`` so the three sigmoids are one
+call. A ``Tensor[]`` argument is a ``prim::ListConstruct`` at run time, which a matcher cannot see
+as a constant, so the matcher gives each node its own kernel holding the prepared weights of the
+last weight list it saw, reused while the same array objects come back (parameters do; a list
+computed at run time is prepared again on every call).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from srcore.errors import KernelError
+from srcore.plugin import NodeInfo, Specialized
+
+#: mode -> gates per hidden unit
+GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
+
+
+def _expit():
+    from scipy.special import expit  # scipy.special costs ~100 ms to import: only when a model runs
+
+    return expit
+
+
+# ---------------------------------------------------------------------------------------------
+# weight preparation
+
+
+class DirWeights:
+    """One direction of one layer: ``whhT (H_out, G*H)``, GRU's ``b_hn (H,)``, LSTM's ``whrT (H, P)``."""
+
+    __slots__ = ("whhT", "bhn", "whrT")
+
+    def __init__(self, whhT, bhn, whrT):
+        self.whhT, self.bhn, self.whrT = whhT, bhn, whrT
+
+
+class LayerWeights:
+    """One layer: ``wihT (I, D*G*H)`` of all directions, the folded bias ``(D*G*H,)`` or None."""
+
+    __slots__ = ("wihT", "bias", "dirs")
+
+    def __init__(self, wihT, bias, dirs):
+        self.wihT, self.bias, self.dirs = wihT, bias, dirs
+
+
+class Prepared:
+    """The weights of a whole recurrent op, laid out for the kernels (see the module docstring)."""
+
+    __slots__ = ("mode", "hidden", "out_size", "input_size", "layers", "num_dirs")
+
+    def __init__(self, mode, hidden, out_size, input_size, layers, num_dirs):
+        self.mode, self.hidden, self.out_size, self.input_size = mode, hidden, out_size, input_size
+        self.layers, self.num_dirs = layers, num_dirs
+
+
+def _lstm_order(a, h):
+    """torch's LSTM gate blocks ``i, f, g, o`` (rows of a weight, or a bias) -> ``i, f, o, g``."""
+    return np.concatenate([a[:2 * h], a[3 * h:4 * h], a[2 * h:3 * h]], axis=0)
+
+
+def _fail(op, msg):
+    return KernelError(f"{op}: {msg}")
+
+
+def prepare(mode: str, params, has_biases: bool, num_layers: int, bidirectional: bool, dtype,
+            op: str = "", proj: bool | None = None) -> Prepared:
+    """Check and lay out a flat ``params`` list as torch orders it: per layer, per direction,
+    ``w_ih, w_hh[, b_ih, b_hh][, w_hr]`` (``w_hr`` only for an LSTM with ``proj_size``)."""
+    op = op or f"aten::{mode}"
+    g = GATES[mode]
+    d = 2 if bidirectional else 1
+    if not isinstance(num_layers, int) or num_layers < 1:
+        raise _fail(op, f"num_layers must be a positive int, got {num_layers!r}")
+    per = 2 + 2 * bool(has_biases)
+    n = len(params)
+    if proj is None:
+        proj = mode == "lstm" and n == num_layers * d * (per + 1)
+    if proj and mode != "lstm":
+        raise _fail(op, "only an LSTM has projection weights")
+    per += bool(proj)
+    if n != num_layers * d * per:
+        raise _fail(op, f"expected {num_layers * d * per} weights ({num_layers} layer(s) x {d} direction(s) x "
+                        f"{per}: w_ih, w_hh{', b_ih, b_hh' if has_biases else ''}{', w_hr' if proj else ''}), "
+                        f"got {n}")
+    dt = np.dtype(dtype)
+    arrs = [np.asarray(p) for p in params]
+    w_hh0 = arrs[1]
+    if w_hh0.ndim != 2 or w_hh0.shape[0] % g:
+        raise _fail(op, f"w_hh of layer 0 must be ({g}*hidden_size, hidden), got shape {w_hh0.shape}")
+    hidden = w_hh0.shape[0] // g
+    out_size = arrs[per - 1].shape[0] if proj else hidden
+    input_size = arrs[0].shape[1] if arrs[0].ndim == 2 else None
+    layers = []
+    for layer in range(num_layers):
+        in_size = input_size if layer == 0 else d * out_size
+        wihs, biases, dirs = [], [], []
+        for k in range(d):
+            base = (layer * d + k) * per
+            w_ih, w_hh = arrs[base], arrs[base + 1]
+            where = f"layer {layer}{' reverse' if k else ''}"
+            if w_ih.shape != (g * hidden, in_size):
+                raise _fail(op, f"w_ih of {where} must have shape {(g * hidden, in_size)}, got {w_ih.shape}")
+            if w_hh.shape != (g * hidden, out_size):
+                raise _fail(op, f"w_hh of {where} must have shape {(g * hidden, out_size)}, got {w_hh.shape}")
+            b_ih = b_hh = whrT = bhn = None
+            if has_biases:
+                b_ih, b_hh = arrs[base + 2], arrs[base + 3]
+                for name, b in (("b_ih", b_ih), ("b_hh", b_hh)):
+                    if b.shape != (g * hidden,):
+                        raise _fail(op, f"{name} of {where} must have shape {(g * hidden,)}, got {b.shape}")
+            if proj:
+                w_hr = arrs[base + per - 1]
+                if w_hr.shape != (out_size, hidden):
+                    raise _fail(op, f"w_hr of {where} must have shape {(out_size, hidden)}, got {w_hr.shape}")
+                whrT = np.ascontiguousarray(w_hr.T, dtype=dt)
+            if mode == "lstm":
+                w_ih, w_hh = _lstm_order(w_ih, hidden), _lstm_order(w_hh, hidden)
+            bias = None
+            if has_biases:
+                if mode == "gru":  # b_hr, b_hz fold into the projection; b_hn stays inside r * (...)
+                    bias = b_ih.astype(dt, copy=True)
+                    bias[:2 * hidden] += b_hh[:2 * hidden]
+                    bhn = np.ascontiguousarray(b_hh[2 * hidden:], dtype=dt)
+                else:
+                    bias = (b_ih.astype(dt) + b_hh.astype(dt))
+                    if mode == "lstm":
+                        bias = _lstm_order(bias, hidden)
+            wihs.append(w_ih.T)
+            biases.append(bias)
+            dirs.append(DirWeights(np.ascontiguousarray(w_hh.T, dtype=dt), bhn, whrT))
+        wihT = np.ascontiguousarray(np.concatenate(wihs, axis=1), dtype=dt)
+        bias = None if not has_biases else np.ascontiguousarray(np.concatenate(biases), dtype=dt)
+        layers.append(LayerWeights(wihT, bias, dirs))
+    return Prepared(mode, hidden, out_size, input_size, layers, d)
+
+
+class WeightCache:
+    """The prepared weights of the last weight list a node saw, keyed by array identity and dtype.
+
+    Only arrays that cannot change behind the cache's back are keyed: read-only ones (parameters
+    mapped from a ``.srm``) and arrays owning their memory (parameters); views (arena buffers
+    reused from run to run) are prepared again on every call.
+    """
+
+    __slots__ = ("key", "prepared")
+
+    def __init__(self):
+        self.key = None
+        self.prepared = None
+
+    def get(self, mode, params, has_biases, num_layers, bidirectional, dtype, op, proj=None):
+        key = self.key
+        if (key is not None and key[0] == dtype and key[1] == (has_biases, num_layers, bidirectional, proj)
+                and len(key[2]) == len(params) and all(a is b for a, b in zip(key[2], params))):
+            return self.prepared
+        prepared = prepare(mode, params, has_biases, num_layers, bidirectional, dtype, op, proj)
+        if all(isinstance(p, np.ndarray) and (p.base is None or not p.flags.writeable) for p in params):
+            self.key = (dtype, (has_biases, num_layers, bidirectional, proj), tuple(params))
+            self.prepared = prepared
+        return prepared
+
+
+# ---------------------------------------------------------------------------------------------
+# the recurrence
+
+
+def _steps_regular(t, b):
+    return [(i * b, b) for i in range(t)]
+
+
+def _steps_packed(batch_sizes, op):
+    bs = np.asarray(batch_sizes)
+    if bs.ndim != 1 or bs.dtype.kind not in "iu":
+        raise _fail(op, f"batch_sizes must be a 1-D integer tensor, got {bs.dtype} of shape {bs.shape}")
+    sizes = [int(x) for x in bs]
+    if any(s < 1 for s in sizes) or any(a < b for a, b in zip(sizes, sizes[1:])):
+        raise _fail(op, f"batch_sizes must be positive and non-increasing, got {sizes}")
+    steps, start = [], 0
+    for s in sizes:
+        steps.append((start, s))
+        start += s
+    return steps
+
+
+def _check_state(op, name, h, shape):
+    if h.shape != shape:
+        raise _fail(op, f"{name} must have shape {shape}, got {tuple(h.shape)}")
+
+
+def run(prep: Prepared, x2d, steps, batch, h0, c0=None, op=""):
+    """Run every layer over ``x2d (N, I)`` (rows in step order); returns ``(out (N, D*H_out), h_n, c_n)``."""
+    mode, hidden, hout, d = prep.mode, prep.hidden, prep.out_size, prep.num_dirs
+    nl = len(prep.layers)
+    dt = prep.layers[0].wihT.dtype
+    if x2d.dtype != dt:
+        x2d = x2d.astype(dt)
+    if prep.input_size is not None and x2d.shape[1] != prep.input_size:
+        raise _fail(op, f"input size must be {prep.input_size} (w_ih of layer 0), got {x2d.shape[1]}")
+    _check_state(op, "hx[0]" if mode == "lstm" else "hx", h0, (nl * d, batch, hout))
+    if c0 is not None:
+        _check_state(op, "hx[1]", c0, (nl * d, batch, hidden))
+    h_n = np.array(h0, dtype=dt, copy=True, order="C")
+    c_n = None if c0 is None else np.array(c0, dtype=dt, copy=True, order="C")
+    gh = GATES[mode] * hidden
+    expit = _expit() if mode in ("lstm", "gru") else None
+    hp = np.empty((batch, gh), dt)                      # h @ W_hh^T of one step
+    tmp = np.empty((batch, hidden), dt) if mode == "lstm" else None
+    n = x2d.shape[0]
+    for li, layer in enumerate(prep.layers):
+        xp = np.dot(x2d, layer.wihT)                     # every step, every direction: one GEMM
+        if layer.bias is not None:
+            np.add(xp, layer.bias, out=xp)
+        y = np.empty((n, d * hout), dt)
+        for k, dw in enumerate(layer.dirs):
+            xpd = xp[:, k * gh:(k + 1) * gh]
+            h = h_n[li * d + k]
+            c = None if c_n is None else c_n[li * d + k]
+            order = reversed(steps) if k else steps
+            ycols = slice(k * hout, (k + 1) * hout)
+            for start, b in order:
+                xg = xpd[start:start + b]
+                hb = h[:b]
+                hpb = hp[:b]
+                np.dot(hb, dw.whhT, out=hpb)
+                if mode == "lstm":
+                    np.add(xg, hpb, out=xg)
+                    sig = xg[:, :3 * hidden]
+                    expit(sig, out=sig)
+                    gg = xg[:, 3 * hidden:]
+                    np.tanh(gg, out=gg)
+                    cb = c[:b]
+                    ig = xg[:, :hidden]
+                    np.multiply(cb, xg[:, hidden:2 * hidden], out=cb)
+                    np.multiply(ig, gg, out=ig)
+                    np.add(cb, ig, out=cb)
+                    tb = tmp[:b]
+                    np.tanh(cb, out=tb)
+                    if dw.whrT is None:
+                        np.multiply(tb, xg[:, 2 * hidden:3 * hidden], out=hb)
+                    else:
+                        np.multiply(tb, xg[:, 2 * hidden:3 * hidden], out=tb)
+                        np.dot(tb, dw.whrT, out=hb)
+                elif mode == "gru":
+                    rz = xg[:, :2 * hidden]
+                    np.add(rz, hpb[:, :2 * hidden], out=rz)
+                    expit(rz, out=rz)
+                    hn = hpb[:, 2 * hidden:]
+                    if dw.bhn is not None:
+                        np.add(hn, dw.bhn, out=hn)
+                    np.multiply(hn, xg[:, :hidden], out=hn)
+                    nn_ = xg[:, 2 * hidden:]
+                    np.add(nn_, hn, out=nn_)
+                    np.tanh(nn_, out=nn_)
+                    # h' = (1 - z) * n + z * h = n + z * (h - n)
+                    np.subtract(hb, nn_, out=hb)
+                    np.multiply(hb, xg[:, hidden:2 * hidden], out=hb)
+                    np.add(hb, nn_, out=hb)
+                else:
+                    np.add(xg, hpb, out=hb)
+                    if mode == "rnn_tanh":
+                        np.tanh(hb, out=hb)
+                    else:
+                        np.maximum(hb, 0, out=hb)
+                y[start:start + b, ycols] = hb
+        x2d = y
+    return x2d, h_n, c_n
+
+
+# ---------------------------------------------------------------------------------------------
+# the ops
+
+
+def _check_eval(op, train, dropout):
+    if train:
+        raise _fail(op, f"train=True (dropout={dropout}) is not supported: srcore runs models for inference "
+                        "(put the module in eval mode)")
+
+
+def _write(out, results):
+    if out is None:
+        return results
+    for o, r in zip(out, results):
+        np.copyto(o, r)
+    return out
+
+
+def _states(op, mode, hx):
+    if mode == "lstm":
+        if not isinstance(hx, (list, tuple)) or len(hx) != 2:
+            raise _fail(op, "hx must be a list of two tensors (h_0, c_0)")
+        return hx[0], hx[1]
+    return hx, None
+
+
+def _dtype_of(op, x):
+    if x.dtype.kind != "f":
+        raise _fail(op, f"expected a floating-point input, got {x.dtype}")
+    return x.dtype
+
+
+def _run_input(mode, cache, input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+               batch_first, out):
+    op = f"aten::{mode}.input"
+    _check_eval(op, train, dropout)
+    if input.ndim != 3:
+        raise _fail(op, f"input must be 3-D ({'batch, seq' if batch_first else 'seq, batch'}, features), "
+                        f"got shape {tuple(input.shape)}")
+    dt = _dtype_of(op, input)
+    prep = cache.get(mode, params, has_biases, num_layers, bidirectional, dt, op)
+    xt = input.transpose(1, 0, 2) if batch_first else input
+    t, b, i = xt.shape
+    x2d = np.ascontiguousarray(xt).reshape(t * b, i)
+    h0, c0 = _states(op, mode, hx)
+    y, h_n, c_n = run(prep, x2d, _steps_regular(t, b), b, h0, c0, op)
+    y = y.reshape(t, b, -1)
+    if batch_first:
+        y = np.ascontiguousarray(y.transpose(1, 0, 2))
+    return _write(out, (y, h_n) if c_n is None else (y, h_n, c_n))
+
+
+def _run_data(mode, cache, data, batch_sizes, hx, params, has_biases, num_layers, dropout, train,
+              bidirectional, out):
+    op = f"aten::{mode}.data"
+    _check_eval(op, train, dropout)
+    if data.ndim != 2:
+        raise _fail(op, f"packed data must be 2-D (sum(batch_sizes), features), got shape {tuple(data.shape)}")
+    dt = _dtype_of(op, data)
+    steps = _steps_packed(batch_sizes, op)
+    total = steps[-1][0] + steps[-1][1] if steps else 0
+    if total != data.shape[0]:
+        raise _fail(op, f"batch_sizes sum to {total} but the packed data has {data.shape[0]} rows")
+    prep = cache.get(mode, params, has_biases, num_layers, bidirectional, dt, op)
+    h0, c0 = _states(op, mode, hx)
+    y, h_n, c_n = run(prep, np.ascontiguousarray(data), steps, steps[0][1] if steps else 0, h0, c0, op)
+    return _write(out, (y, h_n) if c_n is None else (y, h_n, c_n))
+
+
+def _make_input(mode, cache):
+    def rnn_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first,
+                  out=None):
+        return _run_input(mode, cache, input, hx, params, has_biases, num_layers, dropout, train,
+                          bidirectional, batch_first, out)
+    rnn_input.__name__ = f"{mode}_input"
+    rnn_input.__doc__ = f"``aten::{mode}.input``: (output, h_n{', c_n' if mode == 'lstm' else ''})."
+    return rnn_input
+
+
+def _make_data(mode, cache):
+    def rnn_data(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+                 out=None):
+        return _run_data(mode, cache, data, batch_sizes, hx, params, has_biases, num_layers, dropout, train,
+                         bidirectional, out)
+    rnn_data.__name__ = f"{mode}_data"
+    rnn_data.__doc__ = f"``aten::{mode}.data`` (a packed sequence): (packed output, h_n" \
+                       f"{', c_n' if mode == 'lstm' else ''})."
+    return rnn_data
+
+
+# generic kernels (each with a cache of its own; the matchers give every node a fresh one)
+lstm_input = _make_input("lstm", WeightCache())
+gru_input = _make_input("gru", WeightCache())
+rnn_tanh_input = _make_input("rnn_tanh", WeightCache())
+rnn_relu_input = _make_input("rnn_relu", WeightCache())
+lstm_data = _make_data("lstm", WeightCache())
+gru_data = _make_data("gru", WeightCache())
+rnn_tanh_data = _make_data("rnn_tanh", WeightCache())
+rnn_relu_data = _make_data("rnn_relu", WeightCache())
+
+
+def _mode_of(op: str) -> str:
+    return op.split("::", 1)[-1].split(".", 1)[0]
+
+
+def recurrent_matcher(node: NodeInfo):
+    """A kernel of its own for this node: its weight cache then holds this node's prepared weights
+    (several recurrent nodes never evict each other's). With a constant ``params`` (a frontend that
+    folds the list) the weights are prepared right here, at load."""
+    mode = _mode_of(node.op)
+    cache = WeightCache()
+    try:
+        params = node.const("params", None)
+    except KeyError:
+        params = None
+    if isinstance(params, (list, tuple)) and params and all(isinstance(p, np.ndarray) for p in params):
+        try:
+            dtype = np.dtype(params[0].dtype)
+            cache.get(mode, list(params), node.const("has_biases"), node.const("num_layers"),
+                      node.const("bidirectional"), dtype, node.op)
+        except (KeyError, KernelError, TypeError):
+            pass  # not all flags constant, or bad weights: the kernel reports it at run time
+    return (_make_data if node.op.endswith(".data") else _make_input)(mode, cache)
+
+
+# ---------------------------------------------------------------------------------------------
+# cells
+
+
+class CellWeights:
+    """``wihT (I, G*H)``, ``whhT (H, G*H)``, the folded bias (GRU: b_ih + [b_hr, b_hz, 0]) and GRU's b_hn."""
+
+    __slots__ = ("wihT", "whhT", "bias", "bhn", "hidden")
+
+    def __init__(self, wihT, whhT, bias, bhn, hidden):
+        self.wihT, self.whhT, self.bias, self.bhn, self.hidden = wihT, whhT, bias, bhn, hidden
+
+
+def prepare_cell(mode, w_ih, w_hh, b_ih, b_hh, dtype, op) -> CellWeights:
+    """Check and lay out one cell's weights (LSTM gates reordered to ``i, f, o, g``)."""
+    g = GATES[mode]
+    dt = np.dtype(dtype)
+    if w_hh.ndim != 2 or w_hh.shape[0] % g or w_hh.shape[1] != w_hh.shape[0] // g:
+        raise _fail(op, f"w_hh must be ({g}*hidden_size, hidden_size), got shape {tuple(w_hh.shape)}")
+    hidden = w_hh.shape[1]
+    if w_ih.ndim != 2 or w_ih.shape[0] != g * hidden:
+        raise _fail(op, f"w_ih must be ({g * hidden}, input_size), got shape {tuple(w_ih.shape)}")
+    if (b_ih is None) != (b_hh is None):
+        raise _fail(op, "give both b_ih and b_hh, or neither")
+    for name, b in (("b_ih", b_ih), ("b_hh", b_hh)):
+        if b is not None and b.shape != (g * hidden,):
+            raise _fail(op, f"{name} must have shape {(g * hidden,)}, got {tuple(b.shape)}")
+    bias = bhn = None
+    if mode == "lstm":
+        w_ih, w_hh = _lstm_order(w_ih, hidden), _lstm_order(w_hh, hidden)
+    if b_ih is not None:
+        if mode == "gru":
+            bias = b_ih.astype(dt, copy=True)
+            bias[:2 * hidden] += b_hh[:2 * hidden]
+            bhn = np.ascontiguousarray(b_hh[2 * hidden:], dtype=dt)
+        else:
+            bias = b_ih.astype(dt) + b_hh.astype(dt)
+            if mode == "lstm":
+                bias = _lstm_order(bias, hidden)
+        bias = np.ascontiguousarray(bias, dtype=dt)
+    return CellWeights(np.ascontiguousarray(w_ih.T, dtype=dt), np.ascontiguousarray(w_hh.T, dtype=dt),
+                       bias, bhn, hidden)
+
+
+def _cell_step(mode, cw: CellWeights, x, h, c, op):
+    """One step for 2-D ``x (B, I)``, ``h (B, H)`` (and ``c``); returns fresh ``h'`` (and ``c'``)."""
+    hidden = cw.hidden
+    if x.shape[-1] != cw.wihT.shape[0]:
+        raise _fail(op, f"input has {x.shape[-1]} features, w_ih expects {cw.wihT.shape[0]}")
+    if h.shape != (x.shape[0], hidden):
+        raise _fail(op, f"hx must have shape {(x.shape[0], hidden)}, got {tuple(h.shape)}")
+    if c is not None and c.shape != (x.shape[0], hidden):
+        raise _fail(op, f"hx[1] must have shape {(x.shape[0], hidden)}, got {tuple(c.shape)}")
+    xg = np.dot(x, cw.wihT)
+    if cw.bias is not None:
+        np.add(xg, cw.bias, out=xg)
+    hp = np.dot(h, cw.whhT)
+    if mode == "lstm":
+        np.add(xg, hp, out=xg)
+        sig = xg[:, :3 * hidden]
+        _expit()(sig, out=sig)
+        gg = xg[:, 3 * hidden:]
+        np.tanh(gg, out=gg)
+        c2 = np.multiply(c, xg[:, hidden:2 * hidden])
+        c2 += xg[:, :hidden] * gg
+        h2 = np.tanh(c2)
+        np.multiply(h2, xg[:, 2 * hidden:3 * hidden], out=h2)
+        return h2, c2
+    if mode == "gru":
+        rz = xg[:, :2 * hidden]
+        np.add(rz, hp[:, :2 * hidden], out=rz)
+        _expit()(rz, out=rz)
+        hn = hp[:, 2 * hidden:]
+        if cw.bhn is not None:
+            np.add(hn, cw.bhn, out=hn)
+        np.multiply(hn, xg[:, :hidden], out=hn)
+        n = xg[:, 2 * hidden:]
+        np.add(n, hn, out=n)
+        np.tanh(n, out=n)
+        h2 = np.subtract(h, n)
+        np.multiply(h2, xg[:, hidden:2 * hidden], out=h2)
+        np.add(h2, n, out=h2)
+        return h2, None
+    np.add(xg, hp, out=xg)
+    return (np.tanh(xg, out=xg) if mode == "rnn_tanh" else np.maximum(xg, 0, out=xg)), None
+
+
+def _cell_call(mode, cw, input, hx, out, op):
+    dt = _dtype_of(op, input)
+    h, c = _states(op, mode, hx)
+    batched = input.ndim == 2
+    if input.ndim not in (1, 2):
+        raise _fail(op, f"input must be 1-D or 2-D, got shape {tuple(input.shape)}")
+    if h.ndim != input.ndim or (c is not None and c.ndim != input.ndim):
+        raise _fail(op, f"hx must be {input.ndim}-D like the input, got shape {tuple(h.shape)}")
+    x2, h2, c2 = (input, h, c) if batched else (input[None], h[None], None if c is None else c[None])
+    h_new, c_new = _cell_step(mode, cw, x2.astype(dt, copy=False), h2.astype(dt, copy=False),
+                              None if c2 is None else c2.astype(dt, copy=False), op)
+    if not batched:
+        h_new = h_new[0]
+        c_new = None if c_new is None else c_new[0]
+    if mode == "lstm":
+        return _write(out, (h_new, c_new))
+    if out is None:
+        return h_new
+    np.copyto(out, h_new)
+    return out
+
+
+def _make_cell(mode, prepared=None):
+    op = f"aten::{mode}_cell"
+
+    def cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None, out=None):
+        cw = prepared if prepared is not None else prepare_cell(mode, w_ih, w_hh, b_ih, b_hh, input.dtype, op)
+        return _cell_call(mode, cw, input, hx, out, op)
+    cell.__name__ = f"{mode}_cell"
+    cell.__doc__ = f"``{op}``: one step; " + ("(h', c')." if mode == "lstm" else "h'.")
+    return cell
+
+
+def _make_const_cell(mode, cw: CellWeights, dtype):
+    op = f"aten::{mode}_cell"
+
+    def cell_const(input, hx, out=None):
+        if input.dtype != dtype:  # weights were laid out for another dtype: no shortcut
+            return _make_cell(mode)(input, hx, *_raw, out=out)
+        return _cell_call(mode, cw, input, hx, out, op)
+    _raw: list = []
+    cell_const.__name__ = f"{mode}_cell_const"
+    return cell_const, _raw
+
+
+lstm_cell = _make_cell("lstm")
+gru_cell = _make_cell("gru")
+rnn_tanh_cell = _make_cell("rnn_tanh")
+rnn_relu_cell = _make_cell("rnn_relu")
+_CELLS = {"lstm": lstm_cell, "gru": gru_cell, "rnn_tanh": rnn_tanh_cell, "rnn_relu": rnn_relu_cell}
+
+
+def cell_matcher(node: NodeInfo):
+    """Constant weights and biases: transpose, reorder and fold them once at load; else the generic cell."""
+    mode = _mode_of(node.op)[:-len("_cell")]
+    generic = _CELLS[mode]
+    names = ("w_ih", "w_hh", "b_ih", "b_hh")
+    try:
+        if not all(node.is_const(n) for n in names):
+            return generic
+        w_ih, w_hh, b_ih, b_hh = (node.const(n) for n in names)
+    except KeyError:  # b_ih/b_hh left to their defaults are not arguments of the node
+        return generic
+    if not isinstance(w_ih, np.ndarray) or not isinstance(w_hh, np.ndarray) or w_ih.dtype.kind != "f":
+        return generic
+    try:
+        cw = prepare_cell(mode, w_ih, w_hh, b_ih, b_hh, w_ih.dtype, f"aten::{mode}_cell")
+    except KernelError:
+        return generic  # let the generic kernel report it when the node runs
+    fn, raw = _make_const_cell(mode, cw, w_ih.dtype)
+    raw.extend((w_ih, w_hh, b_ih, b_hh))
+    return Specialized(fn, args=(0, 1))

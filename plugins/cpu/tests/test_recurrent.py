@@ -1,0 +1,321 @@
+"""Recurrent kernels vs torch: lstm/gru/rnn_tanh/rnn_relu (.input and packed .data), the four cells,
+their matchers (weights prepared once) and the errors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import srcore  # noqa: E402
+from srcore.ir.types import ListType, TensorType  # noqa: E402
+from srcore.plugin import ArgInfo, NodeInfo, Specialized  # noqa: E402
+from srcore_cpu.kernels import recurrent as R  # noqa: E402
+
+MODULES = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU, "rnn_tanh": torch.nn.RNN, "rnn_relu": torch.nn.RNN}
+CELLS = {"lstm": torch.nn.LSTMCell, "gru": torch.nn.GRUCell, "rnn_tanh": torch.nn.RNNCell,
+         "rnn_relu": torch.nn.RNNCell}
+TORCH_DTYPE = {np.float32: torch.float32, np.float64: torch.float64}
+TOL = {np.float32: dict(rtol=1e-5, atol=1e-5), np.float64: dict(rtol=1e-10, atol=1e-12)}
+
+
+def make_module(mode, input_size=4, hidden=5, **kw):
+    torch.manual_seed(0)
+    if mode.startswith("rnn_"):
+        kw["nonlinearity"] = mode[4:]
+    return MODULES[mode](input_size, hidden, **kw).eval()
+
+
+def flat_params(m):
+    return [p.detach().numpy().copy() for p in m._flat_weights]  # owning arrays, as parameters are
+
+
+def close(got, want, dtype):
+    want = want.detach().numpy() if isinstance(want, torch.Tensor) else want
+    assert got.shape == want.shape
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, **TOL[dtype])
+
+
+def run_input(mode, m, x, states):
+    """The srcore kernel with torch's own argument layout; zero states when ``states`` is None."""
+    d = 2 if m.bidirectional else 1
+    b = x.shape[0] if m.batch_first else x.shape[1]
+    hout = getattr(m, "proj_size", 0) or m.hidden_size
+    dt = x.dtype
+    if states is None:
+        h0 = np.zeros((m.num_layers * d, b, hout), dt)
+        states = (h0, np.zeros((m.num_layers * d, b, m.hidden_size), dt)) if mode == "lstm" else h0
+    hx = list(states) if mode == "lstm" else states
+    fn = getattr(R, f"{mode}_input")
+    return fn(x, hx, flat_params(m), m.bias, m.num_layers, float(m.dropout), False, m.bidirectional,
+              m.batch_first)
+
+
+def reference(mode, m, x, states):
+    with torch.no_grad():
+        if states is None:
+            y, hn = m(torch.from_numpy(x))
+        elif mode == "lstm":
+            y, hn = m(torch.from_numpy(x), tuple(torch.from_numpy(s) for s in states))
+        else:
+            y, hn = m(torch.from_numpy(x), torch.from_numpy(states))
+    return (y, *hn) if mode == "lstm" else (y, hn)
+
+
+def random_states(mode, m, batch, dtype, rng):
+    d = 2 if m.bidirectional else 1
+    hout = getattr(m, "proj_size", 0) or m.hidden_size
+    h0 = rng.standard_normal((m.num_layers * d, batch, hout)).astype(dtype)
+    if mode == "lstm":
+        return h0, rng.standard_normal((m.num_layers * d, batch, m.hidden_size)).astype(dtype)
+    return h0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("layers", [1, 2])
+@pytest.mark.parametrize("mode", sorted(MODULES))
+def test_input_matches_torch(mode, layers, bidirectional, batch_first, bias, dtype):
+    m = make_module(mode, num_layers=layers, bidirectional=bidirectional, batch_first=batch_first, bias=bias,
+                    dropout=0.3 if layers > 1 else 0.0).to(TORCH_DTYPE[dtype])
+    rng = np.random.default_rng(1)
+    for seq in (1, 4):
+        for given in (False, True):
+            shape = (3, seq, 4) if batch_first else (seq, 3, 4)
+            x = rng.standard_normal(shape).astype(dtype)
+            states = random_states(mode, m, 3, dtype, rng) if given else None
+            got = run_input(mode, m, x, states)
+            want = reference(mode, m, x, states)
+            assert len(got) == len(want)
+            for g, w in zip(got, want):
+                close(g, w, dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("layers", [1, 2])
+@pytest.mark.parametrize("bias", [True, False])
+def test_lstm_proj_size(bias, layers, bidirectional, batch_first, dtype):
+    m = make_module("lstm", input_size=6, hidden=7, num_layers=layers, bidirectional=bidirectional,
+                    batch_first=batch_first, bias=bias, proj_size=3).to(TORCH_DTYPE[dtype])
+    rng = np.random.default_rng(2)
+    for given in (False, True):
+        x = rng.standard_normal((2, 5, 6)).astype(dtype)
+        states = random_states("lstm", m, 2 if batch_first else 5, dtype, rng) if given else None
+        got = run_input("lstm", m, x, states)
+        want = reference("lstm", m, x, states)
+        assert got[0].shape[-1] == 3 * (2 if bidirectional else 1)
+        assert got[1].shape[-1] == 3 and got[2].shape[-1] == 7
+        for g, w in zip(got, want):
+            close(g, w, dtype)
+
+
+@pytest.mark.parametrize("mode", sorted(MODULES))
+def test_out_variant_writes_the_given_buffers(mode):
+    m = make_module(mode, num_layers=2, bidirectional=True)
+    x = np.random.default_rng(3).standard_normal((4, 2, 4)).astype(np.float32)
+    want = reference(mode, m, x, None)
+    outs = tuple(np.full(w.shape, np.nan, np.float32) for w in want)
+    d, hout = 2, 5
+    h0 = np.zeros((2 * d, 2, hout), np.float32)
+    hx = [h0, h0.copy()] if mode == "lstm" else h0
+    r = getattr(R, f"{mode}_input")(x, hx, flat_params(m), True, 2, 0.0, False, True, False, out=outs)
+    assert r is outs
+    for g, w in zip(outs, want):
+        close(g, w, np.float32)
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("layers", [1, 2])
+@pytest.mark.parametrize("mode", sorted(MODULES))
+def test_packed_data_matches_torch(mode, layers, bidirectional):
+    """aten::<mode>.data: a packed batch of sequences of lengths 5, 3, 3, 1 (torch runs the same op)."""
+    m = make_module(mode, num_layers=layers, bidirectional=bidirectional).double()
+    rng = np.random.default_rng(4)
+    lengths = [5, 3, 3, 1]
+    x = torch.from_numpy(rng.standard_normal((5, 4, 4)))
+    packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths)
+    for given in (False, True):
+        states = random_states(mode, m, 4, np.float64, rng) if given else None
+        with torch.no_grad():
+            if states is None:
+                y, hn = m(packed)
+            else:
+                st = tuple(torch.from_numpy(s) for s in states) if mode == "lstm" else torch.from_numpy(states)
+                y, hn = m(packed, st)
+        want = (y.data, *hn) if mode == "lstm" else (y.data, hn)
+        d = 2 if bidirectional else 1
+        if states is None:
+            h0 = np.zeros((layers * d, 4, 5))
+            states = (h0, h0.copy()) if mode == "lstm" else h0
+        hx = list(states) if mode == "lstm" else states
+        got = getattr(R, f"{mode}_data")(packed.data.numpy(), packed.batch_sizes.numpy(), hx, flat_params(m),
+                                         True, layers, 0.0, False, bidirectional)
+        for g, w in zip(got, want):
+            close(g, w, np.float64)
+
+
+def test_lstm_data_with_projection():
+    m = make_module("lstm", num_layers=2, bidirectional=True, proj_size=2).double()
+    x = torch.from_numpy(np.random.default_rng(5).standard_normal((4, 3, 4)))
+    packed = torch.nn.utils.rnn.pack_padded_sequence(x, [4, 2, 1])
+    with torch.no_grad():
+        y, (h, c) = m(packed)
+    hx = [np.zeros((4, 3, 2)), np.zeros((4, 3, 5))]
+    got = R.lstm_data(packed.data.numpy(), packed.batch_sizes.numpy(), hx, flat_params(m), True, 2, 0.0, False,
+                      True)
+    for g, w in zip(got, (y.data, h, c)):
+        close(g, w, np.float64)
+
+
+# ---------------------------------------------------------------------------------------------
+# matchers
+
+
+def rnn_node(op, params_const=None):
+    t = TensorType("float32")
+    args = [ArgInfo("input", t, False, None), ArgInfo("hx", ListType(t) if "lstm" in op else t, False, None),
+            ArgInfo("params", ListType(t), params_const is not None, params_const),
+            ArgInfo("has_biases", None, True, True), ArgInfo("num_layers", None, True, 1),
+            ArgInfo("dropout", None, True, 0.0), ArgInfo("train", None, True, False),
+            ArgInfo("bidirectional", None, True, False), ArgInfo("batch_first", None, True, False)]
+    return NodeInfo(op, None, tuple(args), ())
+
+
+def test_matcher_prepares_weights_once_per_node():
+    m = make_module("gru")
+    params = flat_params(m)
+    x = np.random.default_rng(6).standard_normal((3, 2, 4)).astype(np.float32)
+    k1, k2 = R.recurrent_matcher(rnn_node("aten::gru.input")), R.recurrent_matcher(rnn_node("aten::gru.input"))
+    assert k1 is not k2  # one kernel (and one weight cache) per node
+    h0 = np.zeros((1, 2, 5), np.float32)
+    y1 = k1(x, h0, params, True, 1, 0.0, False, False, False)
+    cache = k1.__closure__  # the prepared weights are reused while the same arrays come back
+    prepared = [c.cell_contents for c in cache if isinstance(c.cell_contents, R.WeightCache)][0].prepared
+    assert prepared is not None
+    y2 = k1(x, h0, params, True, 1, 0.0, False, False, False)
+    assert [c.cell_contents for c in cache if isinstance(c.cell_contents, R.WeightCache)][0].prepared is prepared
+    np.testing.assert_array_equal(y1[0], y2[0])
+    close(y1[0], reference("gru", m, x, None)[0], np.float32)
+    # other weights (new arrays): prepared again, the result follows them
+    m2 = make_module("gru", 4, 5)
+    with torch.no_grad():
+        for p in m2.parameters():
+            p.mul_(-1.5)
+    y3 = k1(x, h0, flat_params(m2), True, 1, 0.0, False, False, False)
+    close(y3[0], reference("gru", m2, x, None)[0], np.float32)
+
+
+def test_weights_in_reused_buffers_are_not_cached():
+    """A view (an arena buffer, say) may hold other values next run: prepare it every call."""
+    m = make_module("rnn_tanh")
+    slab = np.concatenate([p.ravel() for p in flat_params(m)])
+    views, off = [], 0
+    for p in flat_params(m):
+        views.append(slab[off:off + p.size].reshape(p.shape))
+        off += p.size
+    x = np.random.default_rng(7).standard_normal((2, 1, 4)).astype(np.float32)
+    h0 = np.zeros((1, 1, 5), np.float32)
+    k = R.recurrent_matcher(rnn_node("aten::rnn_tanh.input"))
+    y1 = k(x, h0, views, True, 1, 0.0, False, False, False)[0]
+    slab *= 0.5
+    y2 = k(x, h0, views, True, 1, 0.0, False, False, False)[0]
+    with torch.no_grad():
+        for p in m.parameters():
+            p.mul_(0.5)
+    close(y2, reference("rnn_tanh", m, x, None)[0], np.float32)
+    assert not np.allclose(y1, y2)
+
+
+def test_matcher_with_constant_params_prepares_at_load():
+    m = make_module("lstm")
+    k = R.recurrent_matcher(rnn_node("aten::lstm.input", params_const=flat_params(m)))
+    wc = [c.cell_contents for c in k.__closure__ if isinstance(c.cell_contents, R.WeightCache)][0]
+    assert wc.prepared is not None and wc.prepared.layers[0].wihT.shape == (4, 20)
+
+
+# ---------------------------------------------------------------------------------------------
+# cells
+
+
+def cell_ref(mode, cell, x, hx):
+    with torch.no_grad():
+        if mode == "lstm":
+            r = cell(torch.from_numpy(x), tuple(torch.from_numpy(h) for h in hx))
+            return tuple(t.numpy() for t in r)
+        return cell(torch.from_numpy(x), torch.from_numpy(hx)).numpy()
+
+
+@pytest.mark.parametrize("batched", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("mode", sorted(CELLS))
+def test_cells_match_torch(mode, bias, dtype, batched):
+    torch.manual_seed(0)
+    kw = {"nonlinearity": mode[4:]} if mode.startswith("rnn_") else {}
+    cell = CELLS[mode](4, 6, bias=bias, **kw).eval().to(TORCH_DTYPE[dtype])
+    rng = np.random.default_rng(8)
+    lead = (3,) if batched else ()
+    x = rng.standard_normal(lead + (4,)).astype(dtype)
+    h = rng.standard_normal(lead + (6,)).astype(dtype)
+    hx = [h, rng.standard_normal(lead + (6,)).astype(dtype)] if mode == "lstm" else h
+    want = cell_ref(mode, cell, x, hx)
+    w = [p.detach().numpy() for p in (cell.weight_ih, cell.weight_hh)]
+    b = [p.detach().numpy() for p in (cell.bias_ih, cell.bias_hh)] if bias else [None, None]
+    generic = getattr(R, f"{mode}_cell")
+    got = generic(x, hx, *w, *b)
+    args = (ArgInfo("input", TensorType(), False, None), ArgInfo("hx", TensorType(), False, None),
+            *(ArgInfo(n, TensorType(), True, v) for n, v in zip(("w_ih", "w_hh", "b_ih", "b_hh"), w + b)))
+    spec = R.cell_matcher(NodeInfo(f"aten::{mode}_cell", None, args, ()))
+    assert isinstance(spec, Specialized) and spec.args == (0, 1)
+    fast = spec.fn(x, hx)
+    for g in (got, fast):
+        for gi, wi in zip(g if mode == "lstm" else (g,), want if mode == "lstm" else (want,)):
+            close(gi, wi, dtype)
+    outs = tuple(np.empty_like(h) for _ in range(2)) if mode == "lstm" else np.empty_like(h)
+    assert spec.fn(x, hx, out=outs) is outs
+
+
+def test_cell_matcher_declines_runtime_weights():
+    args = (ArgInfo("input", TensorType(), False, None), ArgInfo("hx", TensorType(), False, None),
+            ArgInfo("w_ih", TensorType(), False, None), ArgInfo("w_hh", TensorType(), False, None),
+            ArgInfo("b_ih", TensorType(), True, None), ArgInfo("b_hh", TensorType(), True, None))
+    assert R.cell_matcher(NodeInfo("aten::gru_cell", None, args, ())) is R.gru_cell
+
+
+# ---------------------------------------------------------------------------------------------
+# errors
+
+
+def test_train_true_is_a_kernel_error():
+    m = make_module("lstm")
+    x = np.zeros((2, 1, 4), np.float32)
+    h = np.zeros((1, 1, 5), np.float32)
+    with pytest.raises(srcore.KernelError, match=r"aten::lstm.input: train=True"):
+        R.lstm_input(x, [h, h], flat_params(m), True, 1, 0.5, True, False, False)
+
+
+def test_bad_arguments_are_kernel_errors():
+    m = make_module("gru", num_layers=2)
+    x = np.zeros((2, 1, 4), np.float32)
+    h = np.zeros((2, 1, 5), np.float32)
+    p = flat_params(m)
+    with pytest.raises(srcore.KernelError, match=r"expected 8 weights .* got 7"):
+        R.gru_input(x, h, p[:-1], True, 2, 0.0, False, False, False)
+    with pytest.raises(srcore.KernelError, match=r"hx must have shape \(2, 1, 5\), got \(1, 1, 5\)"):
+        R.gru_input(x, h[:1], p, True, 2, 0.0, False, False, False)
+    with pytest.raises(srcore.KernelError, match=r"input must be 3-D"):
+        R.gru_input(x[0], h, p, True, 2, 0.0, False, False, False)
+    with pytest.raises(srcore.KernelError, match=r"input size must be 4"):
+        R.gru_input(np.zeros((2, 1, 3), np.float32), h, p, True, 2, 0.0, False, False, False)
+    with pytest.raises(srcore.KernelError, match=r"hx must be a list of two tensors"):
+        R.lstm_input(x, h, flat_params(make_module("lstm")), True, 1, 0.0, False, False, False)
+    with pytest.raises(srcore.KernelError, match=r"batch_sizes must be positive and non-increasing"):
+        R.gru_data(np.zeros((3, 4), np.float32), np.array([1, 2]), h, p, True, 2, 0.0, False, False)
+    with pytest.raises(srcore.KernelError, match=r"w_ih must be \(18, input_size\)"):
+        R.gru_cell(np.zeros((1, 4), np.float32), np.zeros((1, 6), np.float32), np.zeros((6, 4), np.float32),
+                   np.zeros((18, 6), np.float32))
