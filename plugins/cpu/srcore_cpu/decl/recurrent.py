@@ -1,0 +1,18 @@
+"""Kernel declarations of the recurrent family: lstm/gru/rnn (.input, packed .data) and the cells."""
+from __future__ import annotations
+
+from srcore.plugin import Kernel
+
+from . import FLOATS, family
+
+_k = family("recurrent")
+
+KERNELS: list[Kernel] = [
+    # the matchers give every node a kernel of its own, holding that node's prepared weights
+    *(_k(f"aten::{mode}.input", f"{mode}_input", FLOATS, matcher="recurrent_matcher")
+      for mode in ("lstm", "gru", "rnn_tanh", "rnn_relu")),
+    *(_k(f"aten::{mode}.data", f"{mode}_data", ("float32", "float64", "int64"), matcher="recurrent_matcher")
+      for mode in ("lstm", "gru", "rnn_tanh", "rnn_relu")),
+    *(_k(f"aten::{mode}_cell", f"{mode}_cell", FLOATS, matcher="cell_matcher")
+      for mode in ("lstm", "gru", "rnn_tanh", "rnn_relu")),
+]
