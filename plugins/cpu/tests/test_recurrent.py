@@ -319,3 +319,143 @@ def test_bad_arguments_are_kernel_errors():
     with pytest.raises(srcore.KernelError, match=r"w_ih must be \(18, input_size\)"):
         R.gru_cell(np.zeros((1, 4), np.float32), np.zeros((1, 6), np.float32), np.zeros((6, 4), np.float32),
                    np.zeros((18, 6), np.float32))
+
+
+# ---------------------------------------------------------------------------------------------
+# end to end: nn.LSTM / GRU / RNN and the cells through both frontends, both executors, both planners
+
+
+class _Seq(torch.nn.Module):
+    """``rnn(x)`` or, with ``states``, ``rnn(x, hx)`` (the initial states are model inputs)."""
+
+    def __init__(self, rnn, states: bool):
+        super().__init__()
+        self.rnn, self.states = rnn, states
+
+    def forward(self, x, h0, c0):
+        if isinstance(self.rnn, torch.nn.LSTM):
+            if self.states:
+                y, (h, c) = self.rnn(x, (h0, c0))
+            else:
+                y, (h, c) = self.rnn(x)
+            return y, h, c
+        if self.states:
+            y, h = self.rnn(x, h0)
+        else:
+            y, h = self.rnn(x)
+        return y, h, h0
+
+
+class _Cells(torch.nn.Module):
+    """Two steps of an LSTMCell feeding a GRUCell and two RNN cells (weights constant: the matcher)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTMCell(4, 6)
+        self.gru = torch.nn.GRUCell(6, 5)
+        self.tanh = torch.nn.RNNCell(5, 3)
+        self.relu = torch.nn.RNNCell(3, 3, nonlinearity="relu", bias=False)
+
+    def forward(self, x, h0, c0):
+        h, c = self.lstm(x, (h0, c0))
+        h, c = self.lstm(x, (h, c))
+        g = self.gru(h)
+        return self.relu(self.tanh(g)), c, g
+
+
+E2E = {
+    "lstm_2layer_bidir": lambda: torch.nn.LSTM(4, 6, num_layers=2, bidirectional=True),
+    "lstm_proj_batch_first": lambda: torch.nn.LSTM(4, 6, batch_first=True, proj_size=3),
+    "gru_bidir_batch_first": lambda: torch.nn.GRU(4, 6, bidirectional=True, batch_first=True),
+    "gru_2layer_nobias": lambda: torch.nn.GRU(4, 6, num_layers=2, bias=False),
+    "rnn_tanh_2layer_bidir": lambda: torch.nn.RNN(4, 6, num_layers=2, bidirectional=True),
+    "rnn_relu": lambda: torch.nn.RNN(4, 6, nonlinearity="relu"),
+}
+
+
+def _e2e_case(name, states):
+    torch.manual_seed(0)
+    rnn = E2E[name]()
+    m = _Seq(rnn, states).eval()
+    d = 2 if rnn.bidirectional else 1
+    hout = getattr(rnn, "proj_size", 0) or rnn.hidden_size
+    batch, seq = 2, 5
+    x = torch.randn((batch, seq, 4) if rnn.batch_first else (seq, batch, 4))
+    h0 = torch.randn(rnn.num_layers * d, batch, hout)
+    c0 = torch.randn(rnn.num_layers * d, batch, rnn.hidden_size)
+    return m, (x, h0, c0)
+
+
+def _convert(frontend, m, inputs):
+    if frontend == "script":
+        return srcore.from_torchscript(m, inputs)
+    if frontend == "trace":
+        return srcore.from_torchscript(torch.jit.trace(m, inputs), inputs)
+    return srcore.from_torch(m, inputs)
+
+
+def _check_all_runtimes(model, m, inputs):
+    with torch.no_grad():
+        want = [t.numpy() for t in m(*inputs)]
+    args = [t.numpy() for t in inputs]
+    for executor in ("codegen", "interpreter"):
+        for planner in ("standard_resizing", "precomputed_offsets"):
+            sm = srcore.StaticModule(model, options=srcore.Options(executor=executor,
+                                                                   memory_planner_algorithm=planner))
+            for _ in range(2):  # the second run reuses the arena and the prepared weights
+                got = sm(*args)
+                assert len(got) == len(want)
+                for g, w in zip(got, want):
+                    assert g.shape == w.shape and g.dtype == w.dtype
+                    np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("states", [False, True])
+@pytest.mark.parametrize("frontend", ["script", "trace", "export"])
+@pytest.mark.parametrize("name", sorted(E2E))
+def test_end_to_end_matches_torch(name, frontend, states):
+    m, inputs = _e2e_case(name, states)
+    model = _convert(frontend, m, inputs)
+    ops = {n.kind for n in model.graph.all_nodes()}
+    assert {"aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu"} & ops
+    _check_all_runtimes(model, m, inputs)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("frontend", ["script", "trace", "export"])
+def test_cells_end_to_end(frontend):
+    torch.manual_seed(0)
+    m = _Cells().eval()
+    inputs = (torch.randn(3, 4), torch.randn(3, 6), torch.randn(3, 6))
+    model = _convert(frontend, m, inputs)
+    ops = {n.kind for n in model.graph.all_nodes()}
+    if frontend != "trace":  # the tracer records the cells' decomposition (linear, sigmoid, ...)
+        assert {"aten::lstm_cell", "aten::gru_cell", "aten::rnn_tanh_cell", "aten::rnn_relu_cell"} <= ops
+    _check_all_runtimes(model, m, inputs)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_end_to_end_through_srm(tmp_path):
+    """The weights of a Tensor[] argument are parameters: they survive save/load."""
+    m, inputs = _e2e_case("lstm_2layer_bidir", True)
+    srcore.save(srcore.from_torchscript(m, inputs), tmp_path / "lstm.srm")
+    _check_all_runtimes(srcore.load(tmp_path / "lstm.srm"), m, inputs)
+
+
+@pytest.mark.parametrize("sizes", [3, 4, [1, 5, 2]])
+def test_unsafe_splits_copy(sizes):
+    x = np.arange(24, dtype=np.float32).reshape(8, 3)
+    if isinstance(sizes, list):
+        got = R.unsafe_split(x, sizes, 0)
+        want = torch.unsafe_split_with_sizes(torch.from_numpy(x), sizes, 0)
+    else:
+        got = R.unsafe_chunk(x, sizes, 0)
+        want = torch.unsafe_chunk(torch.from_numpy(x), sizes, 0)
+        got2 = R.unsafe_split(x, sizes, 0)
+        for g, w in zip(got2, torch.unsafe_split(torch.from_numpy(x), sizes, 0)):
+            np.testing.assert_array_equal(g, w.numpy())
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w.numpy())
+        assert not np.shares_memory(g, x)  # see R.unsafe_chunk: in-place gates must not reach the input

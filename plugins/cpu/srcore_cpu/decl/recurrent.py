@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from srcore.plugin import Kernel
 
-from . import FLOATS, family
+from . import ANY, FLOATS, family
 
 _k = family("recurrent")
 
@@ -15,4 +15,11 @@ KERNELS: list[Kernel] = [
       for mode in ("lstm", "gru", "rnn_tanh", "rnn_relu")),
     *(_k(f"aten::{mode}_cell", f"{mode}_cell", FLOATS, matcher="cell_matcher")
       for mode in ("lstm", "gru", "rnn_tanh", "rnn_relu")),
+]
+
+# the tracer records nn.LSTMCell/GRUCell as their decomposition, which splits the gates with these
+KERNELS += [
+    _k("aten::unsafe_chunk", "unsafe_chunk", ANY, kind="native"),
+    _k("aten::unsafe_split.Tensor", "unsafe_split", ANY, kind="native"),
+    _k("aten::unsafe_split_with_sizes", "unsafe_split", ANY, kind="native"),
 ]

@@ -564,3 +564,24 @@ def cell_matcher(node: NodeInfo):
     fn, raw = _make_const_cell(mode, cw, w_ih.dtype)
     raw.extend((w_ih, w_hh, b_ih, b_hh))
     return Specialized(fn, args=(0, 1))
+
+
+# ---------------------------------------------------------------------------------------------
+# the gate splits of traced cells
+
+
+def unsafe_chunk(self, chunks, dim=0):
+    """``aten::unsafe_chunk`` (what a traced ``nn.LSTMCell``/``GRUCell`` splits its gates with): as
+    ``chunk``, but copies. srcore's alias analysis (``srcore.ir.effects.VIEW_OPS``) does not list the
+    ``unsafe_*`` splits, so constant folding may fold their input while a later in-place gate
+    activation writes through a view of it; fresh arrays keep the folded constant intact."""
+    from .shape import chunk
+
+    return [np.array(p) for p in chunk(self, chunks, dim)]
+
+
+def unsafe_split(self, split_size, dim=0):
+    """``aten::unsafe_split.Tensor`` / ``unsafe_split_with_sizes``: ``split``, copied (see :func:`unsafe_chunk`)."""
+    from .shape import split
+
+    return [np.array(p) for p in split(self, split_size, dim)]
