@@ -15,7 +15,7 @@ import attrs
 
 from ..errors import ConversionError
 from ..ir.graph import Block, Graph
-from ..ir.types import BOOL, DEVICE, NONE, TensorType, Type
+from ..ir.types import BOOL, DEVICE, NONE, ListType, TensorType, Type
 from ..model import Model, default_output_names
 from . import _torch_common as tc
 
@@ -214,10 +214,38 @@ class _Converter:
                 self.env[bi] = nb.add_input(self.type_of(bi, self.where(n)), tc.clean_name(bi.debugName()))
             self.block(b, nb, g)
 
+    def is_tensor_list(self, value) -> bool:
+        return isinstance(value, (list, tuple)) and bool(value) \
+            and all(isinstance(x, self.torch.Tensor) for x in value)
+
+    def tensor_list(self, debug_name: str, tensors, n, dst: Block, g: Graph):
+        """A constant ``Tensor[]`` (e.g. ``nn.LSTM``'s ``_flat_weights`` after freezing): one
+        parameter per tensor (``rnn._flat_weights.0``, ...) and a ``prim::ListConstruct`` of them."""
+        src = tc.source_from_range(n.sourceRange())
+        elems = []
+        for i, x in enumerate(tensors):
+            arr = tc.tensor_to_numpy(x)
+            name = self.param_name(f"{debug_name}.{i}", arr)
+            c = g.create("prim::Constant", (), (TensorType(str(arr.dtype), arr.shape),), {"value": arr, "param": name},
+                         output_names=[tc.clean_name(name)], source=src)
+            dst.append(c)
+            elems.append(c.output)
+        lc = g.create("prim::ListConstruct", elems, (ListType(TensorType()),),
+                      output_names=[tc.clean_name(n.output().debugName())], source=src)
+        dst.append(lc)
+        return lc.output
+
     def constant(self, n, dst: Block, g: Graph) -> None:
         o = n.output()
         t = self.type_of(o, self.where(n))
         attrs: dict[str, Any] = {}
+        if n.hasAttribute("value") and n.kindOf("value") == "ival" and self.is_tensor_list(n.ival("value")):
+            try:
+                self.env[o] = self.tensor_list(o.debugName(), n.ival("value"), n, dst, g)
+            except ValueError as exc:
+                self.problems.append(f"{self.where(n)}: {exc}")
+                self.env[o] = None
+            return
         if n.hasAttribute("value"):
             k = n.kindOf("value")
             try:
@@ -253,6 +281,13 @@ class _Converter:
             self.env[o] = _ModuleRef(value, path)
             return
         attrs: dict[str, Any]
+        if self.is_tensor_list(value):
+            try:
+                self.env[o] = self.tensor_list("self." + path, value, n, dst, g)
+            except ValueError as exc:
+                self.problems.append(f"{self.where(n)} {path!r}: {exc}")
+                self.env[o] = None
+            return
         try:
             if isinstance(value, self.torch.Tensor):
                 arr = tc.tensor_to_numpy(value)
