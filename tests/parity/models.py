@@ -694,6 +694,54 @@ def build_selu():
     return SeluCelu().eval(), (torch.randn(3, 5) * 3,), []
 
 
+
+# --- recurrent layers -----------------------------------------------------------------------------
+
+class LSTMTagger(nn.Module):
+    """Embedding, 2-layer bidirectional batch-first nn.LSTM (aten::lstm.input with a constant
+    Tensor[] of weights), per-token linear; the zero initial states are built from x.size(0)."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(20, 8)
+        self.lstm = nn.LSTM(8, 12, num_layers=2, bidirectional=True, batch_first=True)
+        self.out = nn.Linear(24, 5)
+
+    def forward(self, ids):
+        y, (h, c) = self.lstm(self.emb(ids))
+        return self.out(y), h, c
+
+
+def build_lstm_tagger():
+    _seed(38)
+    return LSTMTagger().eval(), (torch.randint(0, 20, (3, 7)),), [(torch.randint(0, 20, (2, 4)),),
+                                                                  (torch.randint(0, 20, (1, 1)),)]
+
+
+class RecurrentStack(nn.Module):
+    """GRU with a given initial state feeding a projected LSTM (proj_size) and a ReLU nn.RNN without
+    biases, and one LSTMCell step on the last output."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(6, 8)
+        self.lstm = nn.LSTM(8, 10, proj_size=4)
+        self.rnn = nn.RNN(4, 5, nonlinearity="relu", bias=False, bidirectional=True)
+        self.cell = nn.LSTMCell(10, 3)
+
+    def forward(self, x, h0):
+        y, h = self.gru(x, h0)
+        y, (hp, c) = self.lstm(y)
+        z, hr = self.rnn(y)
+        hc, cc = self.cell(z[-1])
+        return z, h, hp, c, hr, hc + cc
+
+
+def build_recurrent_stack():
+    _seed(39)
+    return RecurrentStack().eval(), (torch.randn(5, 2, 6), torch.randn(1, 2, 8)), \
+        [(torch.randn(5, 2, 6), torch.zeros(1, 2, 8))]
+
 ZOO: Dict[str, ZooCase] = {
     "mobilenet_like": ZooCase(build_mobilenet_like, dynamic={"x": {0: "batch"}}),
     "unet_small": ZooCase(build_unet_small),
@@ -728,4 +776,7 @@ ZOO: Dict[str, ZooCase] = {
     "missing_ops": ZooCase(build_missing_ops),
     "one_hot_infer": ZooCase(build_one_hot_infer, export="data-dependent"),
     "selu_celu": ZooCase(build_selu),
+    "lstm_tagger": ZooCase(build_lstm_tagger, dynamic={"ids": {0: "batch", 1: "time"}},
+                           export_static="torch.export specializes nn.LSTM's time dim (the export is static)"),
+    "recurrent_stack": ZooCase(build_recurrent_stack),
 }
