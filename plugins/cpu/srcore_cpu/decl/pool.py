@@ -7,8 +7,9 @@ _M = "srcore_cpu.kernels.pool:"
 FLOATS = ("float32", "float64")
 
 KERNELS: list[Kernel] = [
-    Kernel("aten::max_pool1d", "cpu", "out", FLOATS, _M + "max_pool1d"),
-    Kernel("aten::max_pool2d", "cpu", "out", FLOATS, _M + "max_pool2d"),
+    # the matcher fixes the intra-op thread count at load (parallel.py)
+    Kernel("aten::max_pool1d", "cpu", "out", FLOATS, _M + "max_pool1d", matcher=_M + "max_pool_matcher"),
+    Kernel("aten::max_pool2d", "cpu", "out", FLOATS, _M + "max_pool2d", matcher=_M + "max_pool_matcher"),
     Kernel("aten::avg_pool1d", "cpu", "out", FLOATS, _M + "avg_pool1d"),
     Kernel("aten::avg_pool2d", "cpu", "out", FLOATS, _M + "avg_pool2d"),
     Kernel("aten::adaptive_avg_pool1d", "cpu", "out", FLOATS, _M + "adaptive_avg_pool1d",

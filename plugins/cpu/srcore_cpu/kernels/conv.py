@@ -37,6 +37,7 @@ from srcore.errors import KernelError
 from srcore.plugin import NodeInfo, Specialized
 
 from . import conv_winograd as _wg
+from . import parallel as _par
 from .workspace import SharedWorkspace, pad_into
 
 
@@ -65,8 +66,17 @@ SHARED_WS = SharedWorkspace()
 # Winograd only pays off once the GEMM has enough tiles: at 7x7 outputs (16 tiles) the 16 small
 # GEMMs run at a fraction of BLAS speed (512ch: 7.6 ms vs im2col 2.9 ms); at 14x14 it wins by 20%
 WINOGRAD_MIN_OUTPUT = 14 * 14
+# with more than one BLAS thread at load, outputs of this many pixels and more use im2col: its one
+# big GEMM scales with OpenBLAS's threads, Winograd's 16 small GEMMs and serial transforms do not
+# (2 BLAS threads, ms, Winograd / im2col: 64ch 56x56 2.41 / 1.78; 128ch 28x28 1.44 / 1.31;
+# 256ch 14x14 1.09 / 1.18)
+WINOGRAD_MAX_OUTPUT_MT = 28 * 28
 # im2col column buffers are built in chunks of output rows no bigger than this
 COLS_CAP_BYTES = 2 << 20
+# a constant-weight conv is split over intra-op threads only from this many multiply-adds: a
+# hand-over to the pool's worker costs ~20-100 us, and resnet's 1x1 stride-2 convs (6.4 M MACs,
+# ~0.13 ms) measured 0.6-0.8x split
+PARALLEL_MIN_MACS = 20_000_000
 
 
 def _pads(padding, ks, stride, dilation, nd):
@@ -87,8 +97,48 @@ def _slices(idx, dilation, stride, osz):
     return tuple(slice(i * d, i * d + s * (o - 1) + 1, s) for i, d, s, o in zip(idx, dilation, stride, osz))
 
 
-def conv_forward(x, w, bias, stride, pads, dilation, groups, out=None, ws=_NO_WS):
-    """The forward convolution of a batched ``x`` (N, C, *spatial)."""
+def _rows(sl, stride0, r0, r1):
+    """The tap slices ``sl`` restricted to output rows ``[r0, r1)`` of the first spatial dim."""
+    d0 = sl[0]
+    return (slice(d0.start + stride0 * r0, d0.start + stride0 * (r1 - 1) + 1, stride0),) + sl[1:]
+
+
+def _im2col_rows(xp, wm, tv, ks, tap_slices, stride0, osz, lo, hi, ws, key):
+    """Output rows ``[lo, hi)``: columns in chunks of rows (each under :data:`COLS_CAP_BYTES`,
+    resnet's 7x7 stem is 7 MiB in one piece) and one GEMM per chunk, which BLAS writes straight
+    into its rows of ``tv`` (a strided view, no copy)."""
+    N, C = xp.shape[:2]
+    rest = math.prod(osz[1:])
+    row_bytes = N * C * math.prod(ks) * rest * xp.dtype.itemsize
+    step = max(1, min(hi - lo, COLS_CAP_BYTES // max(row_bytes, 1)))
+    full = (slice(None), slice(None))
+    groups, Og, K = wm.shape
+    for r0 in range(lo, hi, step):
+        r1 = min(r0 + step, hi)
+        cols = ws.get(key, "cols", (N, C) + tuple(ks) + (r1 - r0,) + osz[1:], xp.dtype)
+        for idx, sl in tap_slices:
+            cols[full + idx] = xp[full + _rows(sl, stride0, r0, r1)]
+        np.matmul(wm, cols.reshape(N, groups, K, -1), out=tv[:, :, :, r0:r1].reshape(N, groups, Og, -1))
+
+
+def _add_bias(target, bias, nd, o=slice(None)):
+    if bias is not None:
+        t = target[:, o]
+        np.add(t, bias[o].reshape((-1,) + (1,) * nd), out=t)
+
+
+def _row_split_ok(rows, threads):
+    """Whether splitting output rows over ``threads`` parts is balanced enough (<= 1/8 off)."""
+    return rows % threads == 0 or rows >= 8 * threads
+
+
+def conv_forward(x, w, bias, stride, pads, dilation, groups, out=None, ws=_NO_WS, threads=1):
+    """The forward convolution of a batched ``x`` (N, C, *spatial).
+
+    ``threads > 1`` splits the work into that many parts on :mod:`.parallel`'s pool (output
+    channels of a 1x1 conv; output rows, or output channels when there are too few rows, of an
+    im2col conv); the bias add is done by each part on its own slice.
+    """
     nd = x.ndim - 2
     N, C = x.shape[:2]
     O, Cg = w.shape[:2]
@@ -106,10 +156,22 @@ def conv_forward(x, w, bias, stride, pads, dilation, groups, out=None, ws=_NO_WS
         out = np.empty(oshape, dtype)
     target = out if out.flags.c_contiguous and out.dtype == dtype else np.empty(oshape, dtype)
     key = (x.shape, x.dtype)
+    depthwise = groups == C and groups > 1
     if (groups == 1 and all(k == 1 for k in ks) and all(s == 1 for s in stride)
             and all(p == (0, 0) for p in pads)):
         # 1x1 stride 1: a GEMM on the input itself
-        np.matmul(w.reshape(O, C), x.reshape(N, C, -1), out=target.reshape(N, O, -1))
+        w2, x3, t3 = w.reshape(O, C), x.reshape(N, C, -1), target.reshape(N, O, -1)
+        if threads > 1 and O >= 2 * threads:
+            chunks = _par.split(O, threads)
+
+            def part(i):
+                o = slice(*chunks[i])
+                np.matmul(w2[o], x3, out=t3[:, o])
+                _add_bias(target, bias, nd, o)
+            _par.run_parts(part, threads, threads)
+            bias = None
+        else:
+            np.matmul(w2, x3, out=t3)
     else:
         if any(p != (0, 0) for p in pads):
             xp = pad_into(ws, key, x, pads)
@@ -117,7 +179,7 @@ def conv_forward(x, w, bias, stride, pads, dilation, groups, out=None, ws=_NO_WS
             xp = x
         taps = list(itertools.product(*[range(k) for k in ks]))
         full = (slice(None), slice(None))
-        if groups == C and groups > 1:
+        if depthwise:
             # depthwise: out[n, c, m] = sum over taps of w[c, m, tap] * shifted x[n, c]
             mult = O // C
             ov = target.reshape((N, C, mult) + osz)
@@ -132,26 +194,48 @@ def conv_forward(x, w, bias, stride, pads, dilation, groups, out=None, ws=_NO_WS
                     np.multiply(src, wt, out=tmp)
                     np.add(ov, tmp, out=ov)
         else:
-            # columns in chunks of output rows (first spatial dim) so the buffer stays under
-            # COLS_CAP_BYTES (resnet's 7x7 stem: 7 MiB in one piece); BLAS writes each chunk
-            # straight into its rows of ``target`` (a strided view, no copy)
+            Og = O // groups
             K = Cg * math.prod(ks)
-            rest = math.prod(osz[1:])
-            row_bytes = N * C * math.prod(ks) * rest * x.dtype.itemsize
-            step = max(1, min(osz[0], COLS_CAP_BYTES // max(row_bytes, 1)))
-            tv = target.reshape(N, groups, O // groups, osz[0], rest)
-            wm = w.reshape(groups, O // groups, K)
-            for r0 in range(0, osz[0], step):
-                r1 = min(r0 + step, osz[0])
-                cols = ws.get(key, "cols", (N, C) + tuple(ks) + (r1 - r0,) + osz[1:], x.dtype)
-                for idx in taps:
-                    sl = _slices(idx, dilation, stride, osz)
-                    d0 = sl[0]
-                    sl = (slice(d0.start + stride[0] * r0, d0.start + stride[0] * (r1 - 1) + 1, stride[0]),) + sl[1:]
-                    cols[full + idx] = xp[full + sl]
-                np.matmul(wm, cols.reshape(N, groups, K, -1), out=tv[:, :, :, r0:r1].reshape(N, groups, O // groups, -1))
-    if bias is not None:
-        np.add(target, bias.reshape((O,) + (1,) * nd), out=target)
+            tv = target.reshape(N, groups, Og, osz[0], math.prod(osz[1:]))
+            wm = w.reshape(groups, Og, K)
+            tap_slices = [(idx, _slices(idx, dilation, stride, osz)) for idx in taps]
+            cols_bytes = N * C * math.prod(ks) * math.prod(osz) * x.dtype.itemsize
+            if threads > 1 and _row_split_ok(osz[0], threads):
+                chunks = _par.split(osz[0], threads)
+
+                def part(i):
+                    lo, hi = chunks[i]
+                    _im2col_rows(xp, wm, tv, ks, tap_slices, stride[0], osz, lo, hi, SHARED_WS, key)
+                    if bias is not None:
+                        t = target[:, :, lo:hi]
+                        np.add(t, bias.reshape((O,) + (1,) * nd), out=t)
+                _par.run_parts(part, threads, threads)
+                bias = None
+            elif threads > 1 and Og >= 2 * threads and cols_bytes <= COLS_CAP_BYTES:
+                # few output rows (7x7): the whole column buffer, built split by input channel,
+                # then the GEMM split by output channel
+                cols = ws.get(key, "cols", (N, C) + tuple(ks) + osz, x.dtype)
+                cchunks, ochunks = _par.split(C, threads), _par.split(Og, threads)
+
+                def build(i):
+                    c = slice(*cchunks[i])
+                    for idx, sl in tap_slices:
+                        cols[(slice(None), c) + idx] = xp[(slice(None), c) + sl]
+                cm = cols.reshape(N, groups, K, -1)
+                tm = tv.reshape(N, groups, Og, -1)
+
+                def gemm(i):
+                    o = slice(*ochunks[i])
+                    np.matmul(wm[:, o], cm, out=tm[:, :, o])
+                    if bias is not None:
+                        t = tv[:, :, o]
+                        np.add(t, bias.reshape(groups, Og)[:, o].reshape((groups, -1) + (1,) * 2), out=t)
+                _par.run_parts(build, threads, threads)
+                _par.run_parts(gemm, threads, threads)
+                bias = None
+            else:
+                _im2col_rows(xp, wm, tv, ks, tap_slices, stride[0], osz, 0, osz[0], ws, key)
+    _add_bias(target, bias, nd)
     if target is not out:
         np.copyto(out, target)
     return out
@@ -264,7 +348,9 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups):
     """A ``fn(input, out=None)`` convolution with fixed weights; scratch from :data:`SHARED_WS`.
 
     3x3 stride-1 convs (float32/64, ungrouped) with outputs of at least
-    :data:`WINOGRAD_MIN_OUTPUT` pixels run Winograd F(2x2, 3x3), the weight transformed here once.
+    :data:`WINOGRAD_MIN_OUTPUT` pixels run Winograd F(2x2, 3x3), the weight transformed here once;
+    loaded with more than one BLAS thread, only below :data:`WINOGRAD_MAX_OUTPUT_MT` pixels.
+    ``SRCORE_CPU_THREADS=N`` (read here) splits large convs over N threads (``parallel.py``).
     """
     ws = SHARED_WS
     w = np.ascontiguousarray(weight)
@@ -272,16 +358,25 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups):
     stride, dilation = _tup(stride, nd), _tup(dilation, nd)
     pads = _pads(padding, w.shape[2:], stride, dilation, nd)
     gw = _wg.transform_weight(w) if nd == 2 and _wg.applies(w, stride, pads, dilation, groups) else None
+    # intra-op parts (opt-in) and the BLAS thread count: fixed now, at module load (parallel.py)
+    threads = _par.split_threads()
+    wg_max = WINOGRAD_MAX_OUTPUT_MT if max(threads, _par.blas_threads()) > 1 else math.inf
+    # multiply-adds per input pixel (roughly: the output has 1/prod(stride) of the input's pixels)
+    macs_per_pixel = w.shape[0] * w.shape[1] * math.prod(w.shape[2:]) // math.prod(stride)
 
     def conv_const(input, out=None):
+        t = 1
+        if threads > 1 and input.size // max(input.shape[-nd - 1], 1) * macs_per_pixel >= PARALLEL_MIN_MACS:
+            t = threads
         if (gw is not None and input.ndim == 4 and input.dtype == w.dtype and input.shape[1] == w.shape[1]
-                and (input.shape[2] + sum(pads[0]) - 2) * (input.shape[3] + sum(pads[1]) - 2) >= WINOGRAD_MIN_OUTPUT
+                and WINOGRAD_MIN_OUTPUT <= (input.shape[2] + sum(pads[0]) - 2) * (input.shape[3] + sum(pads[1]) - 2)
+                < wg_max
                 and (out is None or (out.dtype == w.dtype and out.flags.c_contiguous))):
             if out is None:
                 out = np.empty((input.shape[0], w.shape[0], input.shape[2] + sum(pads[0]) - 2,
                                 input.shape[3] + sum(pads[1]) - 2), w.dtype)
-            return _wg.conv3x3(input, gw, b, pads, out, ws)
-        return _batched(conv_forward, input, nd, out, w, b, stride, pads, dilation, groups, ws=ws)
+            return _wg.conv3x3(input, gw, b, pads, out, ws, t)
+        return _batched(conv_forward, input, nd, out, w, b, stride, pads, dilation, groups, ws=ws, threads=t)
     return conv_const
 
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .workspace import pad_into
+from . import parallel as _par
+from .workspace import fill_padded
 
 _G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
 
@@ -34,8 +35,13 @@ def applies(w, stride, pads, dilation, groups) -> bool:
             and tuple(stride) == (1, 1) and tuple(dilation) == (1, 1) and len(pads) == 2)
 
 
-def conv3x3(x, gw, bias, pads, out, ws):
-    """The conv of ``x`` (N, C, H, W) with transformed weight ``gw`` (16, O, C) into ``out``."""
+def conv3x3(x, gw, bias, pads, out, ws, threads=1):
+    """The conv of ``x`` (N, C, H, W) with transformed weight ``gw`` (16, O, C) into ``out``.
+
+    ``threads > 1``: two phases on :mod:`.parallel`'s pool, each split in ``threads`` parts:
+    padding + input transform by input channel, then GEMM + output transform by output channel
+    (a part's output channels need only its own GEMM rows, so one hand-over per phase).
+    """
     N, C, H, W = x.shape
     O = gw.shape[1]
     (pt, pb), (pl, pr) = pads
@@ -44,12 +50,14 @@ def conv3x3(x, gw, bias, pads, out, ws):
     Hp, Wp = 2 * th + 2, 2 * tw + 2
     dt = x.dtype
     # extra zero rows/cols at the bottom/right so whole tiles cover an odd output
-    xp = pad_into(ws, None, x, [(pt, Hp - H - pt), (pl, Wp - W - pl)])
+    xpads = [(pt, Hp - H - pt), (pl, Wp - W - pl)]
+    xp = ws.get(None, "pad", (N, C, Hp, Wp), dt)
     # input transform B^T d B; rows first (over full padded width), then columns
     t = ws.get(None, "wg_tr", (4, N, C, th, Wp), dt)  # t is dead before r: one buffer
     u = ws.get(None, "wg_u", (4, 4, C, N, th, tw), dt)
 
     def transform_input(cs):
+        fill_padded(xp[:, cs], x[:, cs], xpads)
         d = [xp[:, cs, r:r + 2 * th:2, :] for r in range(4)]
         tc = t[:, :, cs]
         np.subtract(d[0], d[2], out=tc[0])
@@ -63,23 +71,20 @@ def conv3x3(x, gw, bias, pads, out, ws):
         np.subtract(e[2], e[1], out=us[2])
         np.subtract(e[1], e[3], out=us[3])
 
-    # one thread: a 2-way channel split over a Python thread pool measured slower at 2 BLAS
-    # threads (resnet_small 32 vs 29 ms): the pool thread competes with OpenBLAS's spinning workers
-    transform_input(slice(None))
     T = N * th * tw
     m = ws.get(None, "wg_m", (16, O, T), dt)
-    np.matmul(gw, u.reshape(16, C, T), out=m)
+    um = u.reshape(16, C, T)
     # output transform A^T M A: rows (a = 0, 1) then columns (b = 0, 1)
-    m = m.reshape(4, 4, O, N, th, tw)
-    r = ws.get(None, "wg_tr", (2, 4, O, N, th, tw), dt)
+    m6 = m.reshape(4, 4, O, N, th, tw)
     even = Ho == 2 * th and Wo == 2 * tw and out.flags.c_contiguous
     full = out if even else ws.get(None, "wg_y", (N, O, 2 * th, 2 * tw), dt)
     yv = full.reshape(N, O, th, 2, tw, 2)
     y0 = yv[..., 0].transpose(3, 1, 0, 2, 4)  # (a, O, N, th, tw), output column b = 0
     y1 = yv[..., 1].transpose(3, 1, 0, 2, 4)
+    r = None  # shares t's buffer: allocated once the input transform is done
 
     def transform_output(os_):
-        mo, ro, z0, z1 = m[:, :, os_], r[:, :, os_], y0[:, os_], y1[:, os_]
+        mo, ro, z0, z1 = m6[:, :, os_], r[:, :, os_], y0[:, os_], y1[:, os_]
         np.add(mo[0], mo[1], out=ro[0])
         np.add(ro[0], mo[2], out=ro[0])
         np.subtract(mo[1], mo[2], out=ro[1])
@@ -90,8 +95,25 @@ def conv3x3(x, gw, bias, pads, out, ws):
         np.add(z0, ro[:, 2], out=z0)
         np.subtract(ro[:, 1], ro[:, 2], out=z1)
         np.subtract(z1, ro[:, 3], out=z1)
+        if not even:
+            out[:, os_] = full[:, os_, :Ho, :Wo]
 
+    if threads > 1 and C >= 2 * threads and O >= 2 * threads:
+        cchunks, ochunks = _par.split(C, threads), _par.split(O, threads)
+
+        def phase1(i):
+            transform_input(slice(*cchunks[i]))
+        _par.run_parts(phase1, threads, threads)
+        r = ws.get(None, "wg_tr", (2, 4, O, N, th, tw), dt)
+
+        def phase2(i):
+            o = slice(*ochunks[i])
+            np.matmul(gw[:, o], um, out=m[:, o])
+            transform_output(o)
+        _par.run_parts(phase2, threads, threads)
+        return out
+    transform_input(slice(None))
+    np.matmul(gw, um, out=m)
+    r = ws.get(None, "wg_tr", (2, 4, O, N, th, tw), dt)
     transform_output(slice(None))
-    if not even:
-        out[...] = full[:, :, :Ho, :Wo]
     return out

@@ -14,6 +14,7 @@ import numpy as np
 from srcore.errors import KernelError
 from srcore.plugin import NodeInfo, Specialized
 
+from . import parallel as _par
 from .workspace import SharedWorkspace
 
 
@@ -103,6 +104,47 @@ def _max_pool(nd, x, kernel_size, stride, padding, dilation, ceil_mode, out):
                 np.maximum(dst, src, out=dst)
         cur = dst
     return out
+
+
+def _max_pool_parts(nd, threads, x, kernel_size, stride, padding, dilation, ceil_mode, out):
+    """:func:`_max_pool` split by channel (dim -nd-1) over ``threads`` parts of :mod:`.parallel`;
+    each part pads its own channels in its thread's scratch."""
+    if threads <= 1 or x.ndim < nd + 1 or x.shape[-nd - 1] < 2 * threads:
+        return _max_pool(nd, x, kernel_size, stride, padding, dilation, ceil_mode, out)
+    if out is None:
+        ks = _tup(kernel_size, nd)
+        osz, _ = _geometry(x.shape[-nd:], ks, _tup(stride, nd, ks), _tup(padding, nd, (0,) * nd),
+                           _tup(dilation, nd, (1,) * nd), ceil_mode)
+        out = np.empty(x.shape[:-nd] + osz, x.dtype)
+    chunks = _par.split(x.shape[-nd - 1], threads)
+    lead = (Ellipsis,)
+
+    def part(i):
+        c = lead + (slice(*chunks[i]),) + (slice(None),) * nd
+        _max_pool(nd, x[c], kernel_size, stride, padding, dilation, ceil_mode, out[c])
+    _par.run_parts(part, threads, threads)
+    return out
+
+
+# a max pool is split over threads only when its input has at least this many elements
+# (resnet's 64x112x112 pool: 800k; a hand-over costs ~20-100 us)
+MAX_POOL_PARALLEL_MIN = 1 << 18
+
+
+def max_pool_matcher(node: NodeInfo):
+    """``aten::max_pool{1,2}d``: the kernel with the intra-op thread count fixed at load
+    (:func:`.parallel.split_threads`, opt-in); at 1 thread the plain kernel (never None)."""
+    nd = 2 if node.op.endswith("2d") else 1
+    generic = max_pool2d if nd == 2 else max_pool1d
+    threads = _par.split_threads()
+    if threads <= 1:
+        return generic
+
+    def max_pool_mt(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, out=None):
+        if self.size < MAX_POOL_PARALLEL_MIN:
+            return _max_pool(nd, self, kernel_size, stride, padding, dilation, ceil_mode, out)
+        return _max_pool_parts(nd, threads, self, kernel_size, stride, padding, dilation, ceil_mode, out)
+    return max_pool_mt
 
 
 def max_pool1d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, out=None):

@@ -44,14 +44,21 @@ class SharedWorkspace(threading.local):
 
 
 def pad_into(ws, key, x, pads, role="pad"):
-    """``x`` (N, C, *spatial) zero-padded by ``pads`` [(lo, hi), ...] in a workspace buffer.
+    """``x`` (N, C, *spatial) zero-padded by ``pads`` [(lo, hi), ...] in a workspace buffer."""
+    sp = x.shape[2:]
+    shape = x.shape[:2] + tuple(n + lo + hi for n, (lo, hi) in zip(sp, pads))
+    return fill_padded(ws.get(key, role, shape, x.dtype), x, pads)
+
+
+def fill_padded(xp, x, pads):
+    """Write ``x`` zero-padded by ``pads`` into ``xp`` (its padded shape) and return ``xp``.
 
     Only the border slabs are zeroed (the buffer is shared with other nodes, so its
     previous content is arbitrary), then the interior is copied: one pass over the input.
+    Works on channel slices too (the parallel kernels pad their own channels).
     """
     sp = x.shape[2:]
-    shape = x.shape[:2] + tuple(n + lo + hi for n, (lo, hi) in zip(sp, pads))
-    xp = ws.get(key, role, shape, x.dtype)
+    shape = xp.shape
     full = (slice(None),) * 2
     for d, (lo, hi) in enumerate(pads):
         pre = (slice(None),) * d

@@ -1,0 +1,188 @@
+"""Intra-op parallelism for the conv and pool kernels: a small persistent thread pool.
+
+A kernel splits its work into ``T`` independent parts (output rows, output
+channels) and calls :func:`run_parts`; the caller runs part 0, ``T - 1``
+persistent worker threads the others. numpy releases the GIL in its loops and
+BLAS calls on large arrays, so the parts run on separate cores.
+
+While the parts run, OpenBLAS is set to one thread (and put back after):
+a 2-thread GEMM inside a part would wait for OpenBLAS's single worker held by
+the other part, and an idle OpenBLAS worker spins on the core a part needs
+(why splitting only the Winograd transforms over a Python pool, with BLAS
+left at 2 threads, measured slower; see docs/performance.md).
+
+``T`` is fixed when a kernel is built (the matcher, i.e. at module load):
+:func:`split_threads`, ``SRCORE_CPU_THREADS`` (default 1: splitting is opt-in,
+see its docstring). At ``T == 1`` kernels never come here, so one thread costs
+nothing. :func:`blas_threads` (the BLAS thread count at load) lets a kernel
+pick the algorithm that scales with BLAS threads instead.
+
+One pool per process, used by one caller at a time: a call that finds it busy
+(another runtime on another thread, or a nested call) runs its parts one after
+the other on its own thread, in the same partition, so results do not depend
+on who got the pool.
+"""
+from __future__ import annotations
+
+import _thread
+import os
+import threading
+
+_ENV = "SRCORE_CPU_THREADS"
+_blas = None          # threadpoolctl's OpenBLAS/BLAS controller, looked up once
+_blas_looked = False
+
+
+def _blas_controller():
+    """numpy's BLAS library controller (threadpoolctl), or None when it cannot be told apart."""
+    global _blas, _blas_looked
+    if not _blas_looked:
+        _blas_looked = True
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            libs = ThreadpoolController().select(user_api="blas").lib_controllers
+            # numpy's own (scipy and torch may load others); one unnamed library is numpy's too
+            ours = [c for c in libs if "numpy" in (c.filepath or "")] or (libs if len(libs) == 1 else [])
+            _blas = ours[0] if len(ours) == 1 else None
+        except Exception:  # threadpoolctl missing or unable to inspect: no BLAS control
+            _blas = None
+    return _blas
+
+
+def blas_threads() -> int:
+    """numpy's BLAS thread count now (threadpoolctl; 1 without it). Kernels read it at load."""
+    ctl = _blas_controller()
+    n = ctl.num_threads if ctl is not None else 1
+    return max(1, int(n or 1))
+
+
+def split_threads() -> int:
+    """How many parts a kernel built now splits its work into: ``SRCORE_CPU_THREADS``, default 1.
+
+    Opt-in: on resnet_small splitting measured no faster than leaving the second core to
+    OpenBLAS (docs/performance.md, "Thread scaling work"): once any 2-thread BLAS call has run,
+    OpenBLAS's worker spins for ~0.1 s on the core a part needs.
+    """
+    env = os.environ.get(_ENV)
+    try:
+        n = int(env) if env else 1
+    except ValueError:
+        n = 1
+    return max(1, min(n, os.cpu_count() or 1, 64))
+
+
+def split(n: int, parts: int) -> list[tuple[int, int]]:
+    """``[(lo, hi), ...]``: ``range(n)`` in ``parts`` contiguous pieces, sizes differing by at most 1."""
+    q, r = divmod(n, parts)
+    out, lo = [], 0
+    for i in range(parts):
+        hi = lo + q + (i < r)
+        out.append((lo, hi))
+        lo = hi
+    return out
+
+
+class _Worker:
+    __slots__ = ("go", "done", "fn", "arg", "error", "thread")
+
+    def __init__(self):
+        self.go = _thread.allocate_lock()
+        self.go.acquire()
+        self.done = _thread.allocate_lock()
+        self.done.acquire()
+        self.fn = self.arg = self.error = None
+        self.thread = threading.Thread(target=self._loop, name="srcore-cpu-part", daemon=True)
+        self.thread.start()
+
+    def _loop(self):
+        while True:
+            self.go.acquire()          # blocks without the GIL until a part is handed over
+            try:
+                self.fn(self.arg)
+            except BaseException as e:  # re-raised on the caller's thread
+                self.error = e
+            self.fn = self.arg = None
+            self.done.release()
+
+
+class PartPool:
+    """``T - 1`` worker threads; :meth:`run` runs ``fn(0..T-1)`` with the caller doing part 0."""
+
+    def __init__(self, threads: int):
+        self.threads = threads
+        self.busy = _thread.allocate_lock()
+        self._workers = [_Worker() for _ in range(threads - 1)]
+
+    def run(self, fn, parts: int) -> None:
+        if parts <= 1 or not self.busy.acquire(False):
+            for i in range(parts):
+                fn(i)
+            return
+        try:
+            ctl = _blas_controller()
+            prev = ctl.num_threads if ctl is not None else 1
+            if prev != 1:
+                ctl.set_num_threads(1)
+            try:
+                used = self._workers[:parts - 1]
+                for i, w in enumerate(used, 1):
+                    w.fn, w.arg = fn, i
+                    w.go.release()
+                err = None
+                try:
+                    fn(0)
+                except BaseException as e:
+                    err = e
+                for w in used:
+                    w.done.acquire()
+                    if w.error is not None and err is None:
+                        err = w.error
+                    w.error = None
+                # parts beyond the pool (more parts than threads) run here
+                for i in range(len(used) + 1, parts):
+                    if err is None:
+                        fn(i)
+                if err is not None:
+                    raise err
+            finally:
+                if prev != 1:
+                    ctl.set_num_threads(prev)
+        finally:
+            self.busy.release()
+
+
+_pool: PartPool | None = None
+_pool_lock = threading.Lock()
+
+
+def get_pool(threads: int) -> PartPool:
+    """The process's pool, grown to at least ``threads`` threads."""
+    global _pool
+    p = _pool
+    if p is not None and p.threads >= threads:
+        return p
+    with _pool_lock:
+        if _pool is None or _pool.threads < threads:
+            _pool = PartPool(threads)   # an old, smaller pool's workers just stay idle
+        return _pool
+
+
+def run_parts(fn, parts: int, threads: int) -> None:
+    """Run ``fn(i)`` for ``i in range(parts)``, up to ``threads`` at a time (see the module doc)."""
+    if threads <= 1 or parts <= 1:
+        for i in range(parts):
+            fn(i)
+        return
+    get_pool(threads).run(fn, parts)
+
+
+def _after_fork():
+    # the workers do not exist in a forked child: start a new pool there when needed
+    global _pool, _pool_lock
+    _pool = None
+    _pool_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)

@@ -1,0 +1,231 @@
+"""Intra-op parallel conv and pool kernels (``parallel.py``) against torch and the 1-part path."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from srcore_cpu.kernels import conv as C
+from srcore_cpu.kernels import conv_winograd as W
+from srcore_cpu.kernels import parallel as P
+from srcore_cpu.kernels import pool as PL
+
+RNG = np.random.default_rng(7)
+
+
+def _data(N, Ci, H, Wd, O, k, groups, dtype=np.float32, bias=True):
+    x = RNG.standard_normal((N, Ci, H, Wd)).astype(dtype)
+    w = RNG.standard_normal((O, Ci // groups, k, k)).astype(dtype)
+    b = RNG.standard_normal(O).astype(dtype) if bias else None
+    return x, w, b
+
+
+def _ref(x, w, b, stride, padding, dilation, groups):
+    t = torch.from_numpy
+    return F.conv2d(t(x), t(w), None if b is None else t(b), stride, padding, dilation, groups).numpy()
+
+
+def _tol(ref):
+    return 1e-5 * max(1.0, float(np.abs(ref).max()))
+
+
+# (N, C, H, W, O, k, stride, padding, dilation, groups, bias): row split (many rows), channel split
+# (few rows: 7, 5, 3), the 1x1 GEMM path, odd sizes, dilation, groups, batch 2, no bias
+CASES = [
+    (1, 3, 23, 21, 16, 7, 2, 3, 1, 1, True),
+    (1, 8, 9, 11, 12, 3, 1, 1, 1, 1, True),
+    (2, 6, 7, 7, 10, 3, 2, 1, 1, 2, True),
+    (1, 16, 15, 13, 8, 1, 1, 0, 1, 1, True),
+    (2, 16, 15, 13, 9, 1, 1, 0, 1, 1, False),
+    (1, 16, 15, 13, 9, 1, 2, 0, 1, 1, True),
+    (1, 8, 17, 17, 6, 3, 1, 2, 2, 1, False),
+    (1, 32, 7, 7, 32, 3, 1, 1, 1, 1, True),
+    (1, 12, 5, 9, 8, 3, 1, 1, 1, 4, True),
+    (2, 8, 33, 19, 8, 5, 3, 2, 1, 1, True),
+]
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("case", CASES)
+def test_conv_forward_split_matches_torch_and_one_part(case, threads):
+    N, Ci, H, Wd, O, k, s, p, d, g, bias = case
+    x, w, b = _data(N, Ci, H, Wd, O, k, g, bias=bias)
+    ref = _ref(x, w, b, s, p, d, g)
+    args = (x, w, b, (s, s), [(p, p)] * 2, (d, d), g)
+    one = C.conv_forward(*args, ws=C.SHARED_WS, threads=1)
+    got = C.conv_forward(*args, ws=C.SHARED_WS, threads=threads)
+    np.testing.assert_allclose(got, ref, rtol=0, atol=_tol(ref))
+    np.testing.assert_allclose(got, one, rtol=0, atol=_tol(ref))
+
+
+def test_conv_forward_split_writes_a_non_contiguous_out():
+    x, w, b = _data(1, 8, 20, 20, 6, 3, 1)
+    ref = _ref(x, w, b, 1, 1, 1, 1)
+    big = np.zeros((1, 12, 20, 20), np.float32)
+    out = big[:, ::2]
+    C.conv_forward(x, w, b, (1, 1), [(1, 1)] * 2, (1, 1), 1, out=out, ws=C.SHARED_WS, threads=2)
+    np.testing.assert_allclose(out, ref, rtol=0, atol=_tol(ref))
+    assert not big[:, 1::2].any()
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("N,Ci,H,Wd,O,p,bias,dtype", [
+    (1, 8, 14, 14, 8, 1, True, np.float32),
+    (1, 5, 29, 31, 7, 1, True, np.float32),     # odd output: tiles cover an extra row/column
+    (2, 8, 14, 16, 12, 0, False, np.float32),
+    (1, 6, 15, 15, 9, 1, True, np.float64),
+])
+def test_winograd_split_matches_torch(N, Ci, H, Wd, O, p, bias, dtype, threads):
+    x, w, b = _data(N, Ci, H, Wd, O, 3, 1, dtype, bias)
+    ref = _ref(x, w, b, 1, p, 1, 1)
+    out = np.full(ref.shape, np.nan, dtype)
+    W.conv3x3(x, W.transform_weight(w), b, [(p, p)] * 2, out, C.SHARED_WS, threads)
+    np.testing.assert_allclose(out, ref, rtol=0, atol=_tol(ref) * (1 if dtype == np.float32 else 1e-6))
+
+
+def test_make_conv_splits_by_srcore_cpu_threads(monkeypatch):
+    # 64ch 3x3 at 48x48, stride 1 (Winograd) and 2 (im2col): both over PARALLEL_MIN_MACS
+    x, w, b = _data(1, 64, 48, 48, 64, 3, 1)
+    calls = []
+    real = P.run_parts
+    monkeypatch.setattr(P, "run_parts", lambda fn, parts, threads: (calls.append(parts), real(fn, parts, threads)))
+    monkeypatch.setenv("SRCORE_CPU_THREADS", "2")
+    for s in (1, 2):
+        calls.clear()
+        got = C.make_conv(2, w, b, s, 1, 1, 1)(x)
+        ref = _ref(x, w, b, s, 1, 1, 1)
+        np.testing.assert_allclose(got, ref, rtol=0, atol=_tol(ref))
+        assert calls and set(calls) == {2}
+    monkeypatch.setenv("SRCORE_CPU_THREADS", "1")
+    calls.clear()
+    C.make_conv(2, w, b, 1, 1, 1, 1)(x)
+    assert calls == []
+
+
+def test_small_convs_stay_on_one_thread(monkeypatch):
+    x, w, b = _data(1, 8, 10, 10, 8, 3, 1)   # 0.06 M MACs
+    monkeypatch.setenv("SRCORE_CPU_THREADS", "2")
+    monkeypatch.setattr(P, "run_parts", lambda *a: pytest.fail("a tiny conv was split"))
+    got = C.make_conv(2, w, b, 1, 1, 1, 1)(x)
+    np.testing.assert_allclose(got, _ref(x, w, b, 1, 1, 1, 1), rtol=0, atol=1e-4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(0, 200), parts=st.integers(1, 9))
+def test_split_covers_the_range_evenly(n, parts):
+    chunks = P.split(n, parts)
+    assert len(chunks) == parts
+    assert [lo for lo, _ in chunks[1:]] == [hi for _, hi in chunks[:-1]]
+    assert chunks[0][0] == 0 and chunks[-1][1] == n
+    sizes = [hi - lo for lo, hi in chunks]
+    assert max(sizes) - min(sizes) <= 1
+
+
+def test_run_parts_runs_every_part_once_on_several_threads():
+    seen = []
+    P.run_parts(lambda i: seen.append((i, threading.get_ident())), 3, 3)
+    assert sorted(i for i, _ in seen) == [0, 1, 2]
+    assert len({t for _, t in seen}) == 3
+
+
+def test_run_parts_reraises_a_worker_error_and_stays_usable():
+    def part(i):
+        if i == 1:
+            raise ValueError("part 1 failed")
+    with pytest.raises(ValueError, match="part 1 failed"):
+        P.run_parts(part, 2, 2)
+    seen = []
+    P.run_parts(seen.append, 2, 2)
+    assert sorted(seen) == [0, 1]
+
+
+def test_busy_pool_runs_the_parts_on_the_caller():
+    pool = P.get_pool(2)
+    seen = []
+    assert pool.busy.acquire(False)
+    try:
+        P.run_parts(lambda i: seen.append((i, threading.get_ident())), 2, 2)
+    finally:
+        pool.busy.release()
+    assert seen == [(0, threading.get_ident()), (1, threading.get_ident())]
+
+
+def test_nested_run_parts_does_not_deadlock():
+    seen = []
+    P.run_parts(lambda i: P.run_parts(lambda j: seen.append((i, j)), 2, 2), 2, 2)
+    assert sorted(seen) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+
+
+def test_blas_threads_are_one_inside_the_parts_and_restored_after():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    ctl = P._blas_controller()
+    if ctl is None:
+        pytest.skip("no single BLAS library to control")
+    with threadpoolctl.threadpool_limits(2):
+        before = ctl.num_threads
+        inside = []
+        P.run_parts(lambda i: inside.append(ctl.num_threads), 2, 2)
+        assert inside == [1, 1]
+        assert ctl.num_threads == before
+
+
+def test_split_threads_reads_the_environment_and_defaults_to_one(monkeypatch):
+    monkeypatch.delenv("SRCORE_CPU_THREADS", raising=False)
+    assert P.split_threads() == 1
+    monkeypatch.setenv("SRCORE_CPU_THREADS", "3")
+    assert P.split_threads() == min(3, __import__("os").cpu_count() or 1)
+    monkeypatch.setenv("SRCORE_CPU_THREADS", "zero")
+    assert P.split_threads() == 1
+    monkeypatch.setenv("SRCORE_CPU_THREADS", "-4")
+    assert P.split_threads() == 1
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("shape,k,s,p,d,ceil", [
+    ((1, 64, 112, 112), 3, 2, 1, 1, False),
+    ((2, 5, 17, 13), 3, 2, 1, 1, True),
+    ((7, 9, 11), 2, 2, 0, 2, False),          # unbatched
+])
+def test_max_pool_split_matches_torch(shape, k, s, p, d, ceil, threads):
+    x = RNG.standard_normal(shape).astype(np.float32)
+    ref = F.max_pool2d(torch.from_numpy(x), k, s, p, d, ceil_mode=ceil).numpy()
+    got = PL._max_pool_parts(2, threads, x, k, s, p, d, ceil, None)
+    np.testing.assert_array_equal(got, ref)
+
+
+def test_max_pool_matcher_binds_srcore_cpu_threads(monkeypatch):
+    from cpu_kernel_util import node
+
+    x = RNG.standard_normal((1, 64, 112, 112)).astype(np.float32)
+    monkeypatch.setenv("SRCORE_CPU_THREADS", "1")
+    assert PL.max_pool_matcher(node("aten::max_pool2d")) is PL.max_pool2d
+    monkeypatch.setenv("SRCORE_CPU_THREADS", "2")
+    fn = PL.max_pool_matcher(node("aten::max_pool2d"))
+    parts = []
+    real = P.run_parts
+    monkeypatch.setattr(P, "run_parts", lambda f, n, t: (parts.append(n), real(f, n, t)))
+    out = np.empty((1, 64, 56, 56), np.float32)
+    fn(x, [3, 3], [2, 2], [1, 1], [1, 1], False, out=out)
+    np.testing.assert_array_equal(out, F.max_pool2d(torch.from_numpy(x), 3, 2, 1).numpy())
+    assert parts == [2]
+
+
+@pytest.mark.parametrize("H,wino_at_1,wino_at_2", [(28, True, False), (56, True, False), (14, True, True)])
+def test_winograd_only_for_small_outputs_when_loaded_with_blas_threads(monkeypatch, H, wino_at_1, wino_at_2):
+    monkeypatch.delenv("SRCORE_CPU_THREADS", raising=False)
+    x, w, b = _data(1, 16, H, H, 16, 3, 1)
+    used = []
+    real = W.conv3x3
+    monkeypatch.setattr(W, "conv3x3", lambda *a: (used.append(True), real(*a))[1])
+    for blas, expect in ((1, wino_at_1), (2, wino_at_2)):
+        monkeypatch.setattr(P, "blas_threads", lambda: blas)
+        used.clear()
+        got = C.make_conv(2, w, b, 1, 1, 1, 1)(x)
+        ref = _ref(x, w, b, 1, 1, 1, 1)
+        np.testing.assert_allclose(got, ref, rtol=0, atol=_tol(ref))
+        assert bool(used) == expect
