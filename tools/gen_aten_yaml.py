@@ -51,6 +51,7 @@ sym_size sym_numel
 new_zeros new_ones new_full new_empty
 cumprod median one_hot upsample_bicubic2d select_scatter slice_scatter copy
 lstm gru rnn_tanh rnn_relu lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell unsafe_chunk unsafe_split unsafe_split_with_sizes
+argsort repeat_interleave pixel_shuffle pixel_unshuffle im2col col2im
 """.split()
 
 
