@@ -525,16 +525,18 @@ def _make_cell(mode, prepared=None):
     return cell
 
 
-def _make_const_cell(mode, cw: CellWeights, dtype):
+def _make_const_cell(mode, w_ih, w_hh, b_ih, b_hh):
+    """A cell kernel on constant weights, laid out once per input dtype (the weights' own at load)."""
     op = f"aten::{mode}_cell"
+    by_dtype = {w_ih.dtype: prepare_cell(mode, w_ih, w_hh, b_ih, b_hh, w_ih.dtype, op)}
 
     def cell_const(input, hx, out=None):
-        if input.dtype != dtype:  # weights were laid out for another dtype: no shortcut
-            return _make_cell(mode)(input, hx, *_raw, out=out)
+        cw = by_dtype.get(input.dtype)
+        if cw is None:
+            cw = by_dtype[input.dtype] = prepare_cell(mode, w_ih, w_hh, b_ih, b_hh, _dtype_of(op, input), op)
         return _cell_call(mode, cw, input, hx, out, op)
-    _raw: list = []
     cell_const.__name__ = f"{mode}_cell_const"
-    return cell_const, _raw
+    return cell_const
 
 
 lstm_cell = _make_cell("lstm")
@@ -558,11 +560,9 @@ def cell_matcher(node: NodeInfo):
     if not isinstance(w_ih, np.ndarray) or not isinstance(w_hh, np.ndarray) or w_ih.dtype.kind != "f":
         return generic
     try:
-        cw = prepare_cell(mode, w_ih, w_hh, b_ih, b_hh, w_ih.dtype, f"aten::{mode}_cell")
+        fn = _make_const_cell(mode, w_ih, w_hh, b_ih, b_hh)
     except KernelError:
         return generic  # let the generic kernel report it when the node runs
-    fn, raw = _make_const_cell(mode, cw, w_ih.dtype)
-    raw.extend((w_ih, w_hh, b_ih, b_hh))
     return Specialized(fn, args=(0, 1))
 
 
