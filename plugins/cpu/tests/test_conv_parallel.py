@@ -229,3 +229,14 @@ def test_winograd_only_for_small_outputs_when_loaded_with_blas_threads(monkeypat
         ref = _ref(x, w, b, 1, 1, 1, 1)
         np.testing.assert_allclose(got, ref, rtol=0, atol=_tol(ref))
         assert bool(used) == expect
+
+
+@pytest.mark.parametrize("nd,spatial,k,s,p", [(1, (37,), 5, 2, 2), (1, (6,), 3, 1, 1), (3, (9, 7, 8), 3, 1, 1),
+                                              (3, (4, 5, 6), 3, 2, 1)])
+def test_conv1d_conv3d_split_matches_torch(nd, spatial, k, s, p):
+    x = RNG.standard_normal((1, 6) + spatial).astype(np.float32)
+    w = RNG.standard_normal((8, 6) + (k,) * nd).astype(np.float32)
+    b = RNG.standard_normal(8).astype(np.float32)
+    ref = getattr(F, f"conv{nd}d")(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), s, p).numpy()
+    got = C.conv_forward(x, w, b, (s,) * nd, [(p, p)] * nd, (1,) * nd, 1, ws=C.SHARED_WS, threads=2)
+    np.testing.assert_allclose(got, ref, rtol=0, atol=_tol(ref))
