@@ -4,9 +4,11 @@
 How a layer runs: the input projection of **every** timestep and both directions is one GEMM,
 ``x (N, I) @ W_ih_cat (I, D*G*H)`` plus the folded biases; each step then adds one small GEMM,
 ``h (B, H_out) @ W_hh^T``, into its slice of that projection and applies the gate activations in
-place (``scipy.special.expit``, as ``aten::sigmoid``, imported lazily). Timesteps are row ranges
-``(start, batch)`` of the time-major ``(N, ...)`` arrays, so a padded ``(T, B, I)`` input
-(``start = t*B``) and a packed sequence (``batch_sizes`` decreasing) share one loop: rows past a
+place (``scipy.special.expit``, as ``aten::sigmoid``, imported lazily). A padded ``(T, B, I)``
+input runs both directions in lockstep (:func:`run_lockstep`: step ``i`` is forward time ``i``
+and reverse time ``T-1-i``, one numpy call per gate operation for both; 1.15-1.45x faster than a
+loop per direction). A packed sequence (:func:`run`) loops per direction over row ranges
+``(start, batch)`` of the packed ``(N, ...)`` arrays, ``batch_sizes`` decreasing: rows past a
 step's batch keep their last state, which is what torch returns as ``h_n`` for shorter sequences.
 
 Weights are prepared once per weight list (:class:`Prepared`): transposed to C-contiguous
@@ -49,12 +51,17 @@ class DirWeights:
 
 
 class LayerWeights:
-    """One layer: ``wihT (I, D*G*H)`` of all directions, the folded bias ``(D*G*H,)`` or None."""
+    """One layer: ``wihT (I, D*G*H)`` of all directions, the folded bias ``(D*G*H,)`` or None, the
+    directions, and their ``W_hh^T`` / ``W_hr^T`` / ``b_hn`` stacked over directions for the
+    lockstep loop (``(D, H_out, G*H)``, ``(D, H, P)``, ``(D, 1, H)``)."""
 
-    __slots__ = ("wihT", "bias", "dirs")
+    __slots__ = ("wihT", "bias", "dirs", "whhT_stack", "whrT_stack", "bhn_stack")
 
     def __init__(self, wihT, bias, dirs):
         self.wihT, self.bias, self.dirs = wihT, bias, dirs
+        self.whhT_stack = np.stack([dw.whhT for dw in dirs])
+        self.whrT_stack = None if dirs[0].whrT is None else np.stack([dw.whrT for dw in dirs])
+        self.bhn_stack = None if dirs[0].bhn is None else np.stack([dw.bhn[None] for dw in dirs])
 
 
 class Prepared:
@@ -178,10 +185,6 @@ class WeightCache:
 # the recurrence
 
 
-def _steps_regular(t, b):
-    return [(i * b, b) for i in range(t)]
-
-
 def _steps_packed(batch_sizes, op):
     bs = np.asarray(batch_sizes)
     if bs.ndim != 1 or bs.dtype.kind not in "iu":
@@ -280,6 +283,100 @@ def run(prep: Prepared, x2d, steps, batch, h0, c0=None, op=""):
     return x2d, h_n, c_n
 
 
+def _bmm(a, b, out):
+    """``a @ b`` into ``out`` for stacks of D matrices (``np.dot`` on the 2-D ones when D == 1)."""
+    if a.shape[0] == 1:
+        np.dot(a[0], b[0], out=out[0])
+    else:
+        np.matmul(a, b, out=out)
+
+
+def run_lockstep(prep: Prepared, x2d, t, batch, h0, c0=None, op=""):
+    """:func:`run` for a padded ``(T, B)`` input, both directions in lockstep: step ``i`` runs the
+    forward direction at time ``i`` and the reverse one at ``T-1-i`` with one numpy call per gate
+    operation for both (the reverse projection is stored time-reversed, so step ``i`` is one
+    ``(D, B, G*H)`` view). Returns ``(out (T, B, D*H_out), h_n, c_n)``."""
+    mode, hidden, hout, d = prep.mode, prep.hidden, prep.out_size, prep.num_dirs
+    nl = len(prep.layers)
+    dt = prep.layers[0].wihT.dtype
+    if x2d.dtype != dt:
+        x2d = x2d.astype(dt)
+    if prep.input_size is not None and x2d.shape[1] != prep.input_size:
+        raise _fail(op, f"input size must be {prep.input_size} (w_ih of layer 0), got {x2d.shape[1]}")
+    _check_state(op, "hx[0]" if mode == "lstm" else "hx", h0, (nl * d, batch, hout))
+    if c0 is not None:
+        _check_state(op, "hx[1]", c0, (nl * d, batch, hidden))
+    h_n = np.array(h0, dtype=dt, copy=True, order="C")
+    c_n = None if c0 is None else np.array(c0, dtype=dt, copy=True, order="C")
+    gh = GATES[mode] * hidden
+    h1, h2, h3 = hidden, 2 * hidden, 3 * hidden
+    expit = _expit() if mode in ("lstm", "gru") else None
+    hp = np.empty((d, batch, gh), dt)                   # h @ W_hh^T of one step, both directions
+    tmp = np.empty((d, batch, hidden), dt) if mode in ("lstm", "gru") else None
+    for li, layer in enumerate(prep.layers):
+        xp = np.dot(x2d, layer.wihT)                     # every step, every direction: one GEMM
+        if layer.bias is not None:
+            np.add(xp, layer.bias, out=xp)
+        if d == 1:
+            gates = xp.reshape(t, 1, batch, gh)
+        else:  # (T, D, B, G*H); the reverse direction time-reversed
+            gates = np.empty((t, d, batch, gh), dt)
+            xp3 = xp.reshape(t, batch, d * gh)
+            gates[:, 0] = xp3[:, :, :gh]
+            gates[:, 1] = xp3[::-1, :, gh:]
+        hs = h_n[li * d:(li + 1) * d]
+        cs = None if c_n is None else c_n[li * d:(li + 1) * d]
+        ys = np.empty((t, d, batch, hout), dt)
+        whh, whr, bhn = layer.whhT_stack, layer.whrT_stack, layer.bhn_stack
+        for i in range(t):
+            g = gates[i]
+            _bmm(hs, whh, hp)
+            if mode == "lstm":
+                np.add(g, hp, out=g)
+                sig = g[..., :h3]
+                expit(sig, out=sig)
+                gg = g[..., h3:]
+                np.tanh(gg, out=gg)
+                ig = g[..., :h1]
+                np.multiply(cs, g[..., h1:h2], out=cs)
+                np.multiply(ig, gg, out=ig)
+                np.add(cs, ig, out=cs)
+                np.tanh(cs, out=tmp)
+                if whr is None:
+                    np.multiply(tmp, g[..., h2:h3], out=hs)
+                else:
+                    np.multiply(tmp, g[..., h2:h3], out=tmp)
+                    _bmm(tmp, whr, hs)
+            elif mode == "gru":
+                rz = g[..., :h2]
+                np.add(rz, hp[..., :h2], out=rz)
+                expit(rz, out=rz)
+                hn = hp[..., h2:]
+                if bhn is not None:
+                    np.add(hn, bhn, out=hn)
+                np.multiply(hn, g[..., :h1], out=hn)
+                n = g[..., h2:]
+                np.add(n, hn, out=n)
+                np.tanh(n, out=n)
+                # h' = (1 - z) * n + z * h = n + z * (h - n)
+                np.subtract(hs, n, out=tmp)
+                np.multiply(tmp, g[..., h1:h2], out=tmp)
+                np.add(tmp, n, out=hs)
+            else:
+                np.add(g, hp, out=hs)
+                if mode == "rnn_tanh":
+                    np.tanh(hs, out=hs)
+                else:
+                    np.maximum(hs, 0, out=hs)
+            ys[i] = hs
+        y = np.empty((t, batch, d * hout), dt)
+        y[:, :, :hout] = ys[:, 0]
+        if d == 2:
+            y[:, :, hout:] = ys[::-1, 1]
+        x2d = y.reshape(t * batch, d * hout)
+    return x2d.reshape(t, batch, d * hout), h_n, c_n
+
+
 # ---------------------------------------------------------------------------------------------
 # the ops
 
@@ -325,8 +422,7 @@ def _run_input(mode, cache, input, hx, params, has_biases, num_layers, dropout, 
     t, b, i = xt.shape
     x2d = np.ascontiguousarray(xt).reshape(t * b, i)
     h0, c0 = _states(op, mode, hx)
-    y, h_n, c_n = run(prep, x2d, _steps_regular(t, b), b, h0, c0, op)
-    y = y.reshape(t, b, -1)
+    y, h_n, c_n = run_lockstep(prep, x2d, t, b, h0, c0, op)
     if batch_first:
         y = np.ascontiguousarray(y.transpose(1, 0, 2))
     return _write(out, (y, h_n) if c_n is None else (y, h_n, c_n))
