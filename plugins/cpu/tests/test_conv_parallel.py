@@ -240,3 +240,17 @@ def test_conv1d_conv3d_split_matches_torch(nd, spatial, k, s, p):
     ref = getattr(F, f"conv{nd}d")(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), s, p).numpy()
     got = C.conv_forward(x, w, b, (s,) * nd, [(p, p)] * nd, (1,) * nd, 1, ws=C.SHARED_WS, threads=2)
     np.testing.assert_allclose(got, ref, rtol=0, atol=_tol(ref))
+
+
+@settings(max_examples=80, deadline=None)
+@given(k=st.tuples(st.integers(1, 4), st.integers(1, 4)), s=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+       d=st.tuples(st.integers(1, 3), st.integers(1, 3)), hw=st.tuples(st.integers(1, 12), st.integers(1, 12)),
+       pfrac=st.tuples(st.integers(0, 2), st.integers(0, 2)), ceil=st.booleans())
+def test_max_pool_without_padded_copy_matches_torch(k, s, d, hw, pfrac, ceil):
+    # the max pool reads taps that reach into the padding only where they are inside the input
+    p = tuple(min(f, kk // 2) for f, kk in zip(pfrac, k))
+    if any((n + 2 * pp - dd * (kk - 1) - 1) < 0 for n, pp, dd, kk in zip(hw, p, d, k)):
+        return
+    x = RNG.standard_normal((2, 3) + hw).astype(np.float32)
+    ref = F.max_pool2d(torch.from_numpy(x), k, s, p, d, ceil_mode=ceil).numpy()
+    np.testing.assert_array_equal(PL.max_pool2d(x, list(k), list(s), list(p), list(d), ceil), ref)

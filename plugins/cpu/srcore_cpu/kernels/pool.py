@@ -81,27 +81,47 @@ def _lowest(dtype):
     return np.iinfo(dtype).min if dtype.kind in "iu" else -np.inf
 
 
+def _tap_range(t, n, o, s, p, d):
+    """Output indices ``[lo, hi)`` whose tap ``t`` reads inside an input of size ``n``, and the
+    input index of the first one (input index = out index * s - p + t * d)."""
+    off = t * d - p
+    lo = max(0, -(off // s))
+    hi = min(o, (n - 1 - off) // s + 1) if n - 1 - off >= 0 else 0
+    return lo, max(lo, hi), lo * s + off
+
+
 def _max_pool(nd, x, kernel_size, stride, padding, dilation, ceil_mode, out):
     ks = _tup(kernel_size, nd)
     st = _tup(stride, nd, ks)
     pad, dil = _tup(padding, nd, (0,) * nd), _tup(dilation, nd, (1,) * nd)
-    osz, ext = _geometry(x.shape[-nd:], ks, st, pad, dil, ceil_mode)
-    xp = _padded(x, nd, pad, ext, _lowest(x.dtype))
+    osz, _ = _geometry(x.shape[-nd:], ks, st, pad, dil, ceil_mode)
     if out is None:
         out = np.empty(x.shape[:-nd] + osz, x.dtype)
     # max is separable: reduce one spatial dim at a time (k-1 maximum passes per dim instead of
-    # prod(k) - 1 over the output; 3x3 s2 on 64x112x112: 4 passes instead of 8, ~2x faster)
-    cur = xp
+    # prod(k) - 1 over the output; 3x3 s2 on 64x112x112: 4 passes instead of 8, ~2x faster).
+    # No padded copy: a tap that reaches into the padding only updates the outputs whose input
+    # index is inside; the intermediate comes from the per-thread workspace (resnet's pool,
+    # 1x64x112x112 3x3 s2 p1: 1.02 -> 0.76 ms in one process, alternated)
+    cur = x
     for dim in range(nd):
         ax = cur.ndim - nd + dim
-        k, s, d, o = ks[dim], st[dim], dil[dim], osz[dim]
-        dst = out if dim == nd - 1 else np.empty(cur.shape[:ax] + (o,) + cur.shape[ax + 1:], x.dtype)
-        for i in range(k):
-            src = cur[(slice(None),) * ax + (slice(i * d, i * d + s * (o - 1) + 1, s),)]
-            if i == 0:
-                np.copyto(dst, src)
-            else:
-                np.maximum(dst, src, out=dst)
+        n, k, s, d, o, p = cur.shape[ax], ks[dim], st[dim], dil[dim], osz[dim], pad[dim]
+        if dim == nd - 1:
+            dst = out
+        else:
+            dst = _WS.get(None, f"maxpool{dim % 2}", cur.shape[:ax] + (o,) + cur.shape[ax + 1:], x.dtype)
+        lead = (slice(None),) * ax
+        taps = [_tap_range(t, n, o, s, p, d) for t in range(k)]
+        full = next((i for i, (lo, hi, _) in enumerate(taps) if lo == 0 and hi == o), None)
+        if full is None:
+            dst.fill(_lowest(x.dtype))
+        else:
+            lo, hi, start = taps.pop(full)
+            np.copyto(dst, cur[lead + (slice(start, start + s * (o - 1) + 1, s),)])
+        for lo, hi, start in taps:
+            if hi > lo:
+                view = dst[lead + (slice(lo, hi),)]
+                np.maximum(view, cur[lead + (slice(start, start + s * (hi - lo - 1) + 1, s),)], out=view)
         cur = dst
     return out
 
