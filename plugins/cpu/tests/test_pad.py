@@ -31,6 +31,16 @@ def test_constant_pad_value_and_negative_crop():
         np.testing.assert_array_equal(K.constant_pad_nd(x, list(pads), value), ref)
 
 
+@pytest.mark.parametrize("mode", ["circular", "replicate"])
+@pytest.mark.parametrize("pads", [(-2, 1), (1, -2), (-1, -1), (2, -1), (-1, 1, -2, 1), (1, -1, 0, -2)])
+def test_negative_pads_crop_first(mode, pads):
+    """torch crops the negative pads first and pads what is left (for circular it matters:
+    (1, -2) on [0, 1, 2, 3] is [1, 0, 1])."""
+    x = RNG.standard_normal((1, 3, 4, 5)[4 - len(pads) // 2 - 2:]).astype(np.float32)  # torch's ranks
+    ref = F.pad(torch.from_numpy(x), pads, mode=mode).numpy()
+    np.testing.assert_array_equal(K.pad(x, list(pads), mode), ref)
+
+
 def test_per_mode_ops_and_errors():
     x = RNG.standard_normal((1, 2, 4, 4)).astype(np.float32)
     t = torch.from_numpy(x)
@@ -51,6 +61,10 @@ def test_selu_celu(fn, torch_fn):
     np.testing.assert_allclose(fn(x), ref, rtol=1e-5, atol=1e-6)
     out = np.empty_like(x)
     np.testing.assert_allclose(fn(x, out=out), ref, rtol=1e-5, atol=1e-6)
+    x0 = np.array(-0.5, np.float32)   # a 0-d input gives a 0-d array, not a numpy scalar
+    r0 = fn(x0)
+    assert isinstance(r0, np.ndarray) and r0.shape == ()
+    np.testing.assert_allclose(r0, torch_fn(torch.from_numpy(x0)).numpy(), rtol=1e-6)
 
 
 @pytest.mark.parametrize("mode", ["zeros", "reflect", "replicate", "circular"])

@@ -28,12 +28,16 @@ def _pad(x: np.ndarray, pad, mode: str, value, out):
         if mode == "reflect" and (before >= x.shape[d] or after >= x.shape[d]):
             raise KernelError(f"reflect padding ({before}, {after}) must be smaller than dimension {d} "
                               f"of size {x.shape[d]}")
-    if mode == "constant":
+    if mode == "circular":
+        # torch crops first, then wraps what is left: (1, -2) on [0, 1, 2, 3] is [1, 0, 1]
+        kept = tuple(slice(-min(int(pad[2 * i]), 0), x.shape[x.ndim - 1 - i] + min(int(pad[2 * i + 1]), 0))
+                     for i in reversed(range(len(pad) // 2)))
+        res = np.pad(x[(Ellipsis, *kept)], widths, mode="wrap")
+    elif mode == "constant":
         fill = 0 if value is None else value
-        res = np.pad(x, widths, mode="constant", constant_values=np.array(fill).astype(x.dtype))
+        res = np.pad(x, widths, mode="constant", constant_values=np.array(fill).astype(x.dtype))[tuple(crop)]
     else:
-        res = np.pad(x, widths, mode=_MODES[mode])
-    res = res[tuple(crop)]
+        res = np.pad(x, widths, mode=_MODES[mode])[tuple(crop)]
     if out is None:
         return np.ascontiguousarray(res)
     np.copyto(out, res)
@@ -68,6 +72,8 @@ def pad_circular(self, pad, out=None):
 def _elu_like(x, alpha, inner, scale, out):
     """scale * (max(0, x) + alpha * expm1(min(0, x) / inner))."""
     dt = x.dtype
+    if out is None:
+        out = np.empty(x.shape, dt)  # a 0-d input: numpy would return a scalar
     neg = np.expm1(np.minimum(x, 0) / np.array(inner, dt)) * np.array(alpha, dt)
     res = np.add(np.maximum(x, 0), neg, out=out)
     if scale != 1.0:
