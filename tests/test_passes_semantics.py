@@ -518,3 +518,33 @@ def test_known_values_hold_for_every_input_of_the_spec(g):
         before, printed = run(g, x), list(PRINTED)
         assert run(prepared, x) == before
         assert PRINTED == printed
+
+
+def test_a_view_op_known_only_by_its_schema_keeps_in_place_writes_visible():
+    """``split_with_sizes`` returns views of its input (``Tensor(a -> *) self -> Tensor(a)[]``) but
+    is in no hand list: the passes read the schema's alias sets, so folding the split of a
+    constant does not detach ``relu_``'s write from the later read of the constant (it did:
+    a silent wrong answer with the default pipeline only)."""
+    import srcore
+    from srcore.model import Model
+
+    w = np.array([-1.0, 2.0, -3.0, 4.0], np.float32)
+    g = parse_graph("""graph(%x : Float(4)):
+  %c : Tensor = prim::Constant[param="w"]()
+  %s : int[] = prim::Constant[value=[2, 2]]()
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %p : Tensor[] = aten::split_with_sizes(%c, %s, %zero)
+  %a : Tensor, %b : Tensor = prim::ListUnpack(%p)
+  %a2 : Tensor = aten::relu_(%a)
+  %y : Tensor = aten::add(%x, %c, %one)
+  return (%y)
+""", {"w": w})
+    wt = torch.from_numpy(w.copy())
+    a, _ = torch.split_with_sizes(wt, [2, 2], 0)
+    a.relu_()
+    x = np.arange(4, dtype=np.float32)
+    expected = (torch.from_numpy(x) + wt).numpy()
+    for optimize in (True, False):
+        sm = srcore.StaticModule(Model.from_graph(g), options=srcore.Options(optimize=optimize))
+        np.testing.assert_array_equal(sm(x), expected)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from ..ir import effects as _effects
-from ..ir.effects import CONTAINER_MUTATORS, SIDE_EFFECT_OPS, VIEW_OPS  # noqa: F401
+from ..ir.effects import CONTAINER_MUTATORS, SIDE_EFFECT_OPS, VIEW_OPS  # noqa: F401  (re-exported)
 from ..ir.graph import Block, Graph, Node, Value, clone_node
 from ..ir.types import FloatType, IntType, TensorType
 
@@ -64,7 +64,34 @@ def _alias_sources(node: Node) -> list[Value]:
         return written
     if node.kind in ALIAS_OPS and node.inputs:
         return [node.inputs[0]]
-    return []
+    return _schema_alias_sources(node)
+
+
+def _alias_sets(t) -> set[str]:
+    """The alias set names a schema type (or its element types) carries, wildcards aside."""
+    names: set[str] = set()
+    alias = getattr(t, "alias", None)
+    if alias is not None:
+        names.update(a for a in alias.sets if a != "*")
+    for inner in (getattr(t, "elem", None), *getattr(t, "elems", ())):
+        if inner is not None:
+            names |= _alias_sets(inner)
+    return names
+
+
+def _schema_alias_sources(node: Node) -> list[Value]:
+    """Inputs whose schema alias set a return shares (``Tensor(a) self -> Tensor(a)[]``): views the
+    hand list does not name (``split_with_sizes``, ``tensor_split``, ``swapaxes``...)."""
+    schema = getattr(node, "schema", None)
+    if schema is None:
+        return []
+    returned: set[str] = set()
+    for r in getattr(schema, "returns", ()):
+        returned |= _alias_sets(r.type)
+    if not returned:
+        return []
+    args = list(getattr(schema, "arguments", ()))
+    return [node.inputs[i] for i, a in enumerate(args) if i < len(node.inputs) and _alias_sets(a.type) & returned]
 
 
 def alias_class(value: Value) -> list[Value]:
