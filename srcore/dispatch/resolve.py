@@ -117,9 +117,22 @@ def node_info(node, schema=None, op: str | None = None) -> NodeInfo:
     for i, v in enumerate(node.inputs):
         name = getattr(sargs[i], "name", f"arg{i}") if i < len(sargs) else f"arg{i}"
         const = v.node.kind == "prim::Constant"
-        args.append(ArgInfo(name, v.type, const, v.node.attrs.get("value") if const else None))
+        value = v.node.attrs.get("value") if const else None
+        if not const and _constant_list(v):
+            const, value = True, [x.node.attrs.get("value") for x in v.node.inputs]
+        args.append(ArgInfo(name, v.type, const, value))
     return NodeInfo(op or node_op(node, schema), schema, tuple(args), tuple(o.type for o in node.outputs),
                     _source(node))
+
+
+def _constant_list(v) -> bool:
+    """A ``prim::ListConstruct`` of constants that nothing writes to (e.g. an RNN's weight list):
+    matchers see it as a constant list of the values."""
+    from ..ir.effects import mutated_inputs
+
+    if v.node.kind != "prim::ListConstruct" or not all(x.node.kind == "prim::Constant" for x in v.node.inputs):
+        return False
+    return not any(u.offset in mutated_inputs(u.user) for u in v.uses)
 
 
 def _try_kernel(kernel: Kernel, info_fn: Callable[[], NodeInfo], op: str) -> ResolvedKernel | None:

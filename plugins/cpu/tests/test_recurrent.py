@@ -459,3 +459,26 @@ def test_unsafe_splits_copy(sizes):
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w.numpy())
         assert not np.shares_memory(g, x)  # see R.unsafe_chunk: in-place gates must not reach the input
+
+
+def test_scripted_lstm_weights_are_prepared_at_load():
+    """The frozen weight list reaches dispatch as a ``prim::ListConstruct`` of constants, which the
+    matcher sees as a constant list: the weights are laid out at load, before any run."""
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = torch.nn.LSTM(6, 5, num_layers=2, bidirectional=True, batch_first=True)
+
+        def forward(self, x):
+            return self.rnn(x)[0]
+
+    torch.manual_seed(0)
+    net = Net().eval()
+    sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(net)))
+    caches = [c.cell_contents for b in sm.blocks for pn in b.nodes if pn.fn is not None
+              and pn.fn.op.startswith("aten::lstm") for c in (pn.fn.fn.__closure__ or ())
+              if isinstance(c.cell_contents, R.WeightCache)]
+    assert len(caches) == 1 and caches[0].prepared is not None
+    x = np.random.default_rng(0).standard_normal((2, 7, 6)).astype(np.float32)
+    with torch.no_grad():
+        np.testing.assert_allclose(sm(x), net(torch.from_numpy(x)).numpy(), rtol=1e-5, atol=1e-5)

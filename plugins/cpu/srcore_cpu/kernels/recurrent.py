@@ -15,10 +15,10 @@ Weights are prepared once per weight list (:class:`Prepared`): transposed to C-c
 ``(in, out)`` matrices for ``np.dot``, the directions' ``W_ih`` concatenated, ``b_ih + b_hh``
 folded into the input projection (GRU keeps ``b_hn`` apart, since ``r`` multiplies it) and
 LSTM's gates reordered from torch's ``i, f, g, o`` to ``i, f, o, g`` so the three sigmoids are one
-call. A ``Tensor[]`` argument is a ``prim::ListConstruct`` at run time, which a matcher cannot see
-as a constant, so the matcher gives each node its own kernel holding the prepared weights of the
-last weight list it saw, reused while the same array objects come back (parameters do; a list
-computed at run time is prepared again on every call).
+call. A frozen weight list (a ``prim::ListConstruct`` of constants nothing writes to) reaches the
+matcher as a constant list, so the weights are prepared at load; each node gets its own kernel
+whose cache holds them, reused while the same array objects come back (a list computed at run
+time is prepared again on every call).
 """
 from __future__ import annotations
 
