@@ -354,3 +354,9 @@ def test_functions_script_or_trace():
     traced = srcore.from_torchscript(lambda x, **kw: torch.tanh(x) + 1, (torch.randn(2),))
     assert traced.input_specs == (srcore.InputSpec("x", "float32", (2,)),)
     assert_close(run_graph(traced.graph, x[:2]), torch.tanh(x[:2]) + 1)
+
+
+def test_a_module_with_an_overloaded_forward_gets_a_conversion_error():
+    """nn.LSTM's scripted forward is two overloads: a ConversionError that says so and how to wrap it."""
+    with pytest.raises(srcore.ConversionError, match=r"overloaded \(forward__0, forward__1\).*wrap it"):
+        srcore.from_torchscript(torch.nn.LSTM(4, 3))

@@ -46,6 +46,13 @@ def from_torchscript(module_or_path, example_inputs=None, *,
         torch._C._jit_pass_dce(ts_graph)  # the now-unused function constants
         arg_names = [a.name for a in script.schema.arguments]
     else:
+        methods = script._c._method_names()
+        if "forward" not in methods:
+            overloads = sorted(m for m in methods if m.startswith("forward__"))
+            why = (f"its forward is overloaded ({', '.join(overloads)}), as nn.LSTM/GRU/RNN's are"
+                   if overloads else "it has no forward method")
+            raise ConversionError(f"cannot convert {source}: {why}; wrap it in a module whose forward calls "
+                                  f"it with the inputs you use")
         if script.training:
             script = script.eval()
         try:
