@@ -3,12 +3,15 @@
 srcore's ``RuntimePool(sm, size=T)`` called from T Python threads, beside one
 shared ONNX Runtime session called from T threads; intra-op threads 1 in both
 (the parallelism is across calls). Each (model, runner) runs in a fresh process.
-Reports calls per second and the speed-up over 1 thread.
+Reports calls per second, the speed-up over 1 thread, and how many cores other
+processes kept busy during each count (``/proc/stat``): a figure taken while
+another process held a core says nothing about scaling.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -39,8 +42,25 @@ def make_call(runner: str, art: Path, threads: int):
     return lambda x: sess.run(None, {name: x})
 
 
-def throughput(call, x, threads: int, seconds: float) -> float:
-    """Calls per second of ``threads`` threads calling ``call(x)`` for ``seconds`` (after a warm-up)."""
+def _busy_seconds() -> float | None:
+    """CPU seconds the whole machine has been busy (``/proc/stat``), or None where there is none."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(t) for t in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")   # all but idle and iowait
+
+
+def _own_seconds() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def throughput(call, x, threads: int, seconds: float) -> tuple[float, float | None]:
+    """Calls per second of ``threads`` threads calling ``call(x)`` for ``seconds`` (after a warm-up),
+    and the cores other processes kept busy meanwhile (None without ``/proc/stat``): on a shared
+    2-core machine one busy core elsewhere is enough to make 2 threads look like 1."""
     stop = threading.Event()
     counts = [0] * threads
     go = threading.Barrier(threads + 1)
@@ -59,12 +79,15 @@ def throughput(call, x, threads: int, seconds: float) -> float:
     for t in ts:
         t.start()
     go.wait()
-    t0 = time.perf_counter()
+    b0, o0, t0 = _busy_seconds(), _own_seconds(), time.perf_counter()
     time.sleep(seconds)
     stop.set()
     for t in ts:
         t.join()
-    return sum(counts) / (time.perf_counter() - t0)
+    wall = time.perf_counter() - t0
+    b1, o1 = _busy_seconds(), _own_seconds()
+    others = None if b0 is None or b1 is None else max(0.0, (b1 - b0) - (o1 - o0)) / wall
+    return sum(counts) / wall, others
 
 
 def child(model: str, runner: str, art: Path, thread_counts: list[int], seconds: float) -> dict:
@@ -72,10 +95,10 @@ def child(model: str, runner: str, art: Path, thread_counts: list[int], seconds:
     from threadpoolctl import threadpool_limits
 
     x = np.load(art / "input.npy")
-    out = {}
+    out: dict = {"others": {}}
     with threadpool_limits(limits=1):
         for t in thread_counts:
-            out[str(t)] = throughput(make_call(runner, art, t), x, t, seconds)
+            out[str(t)], out["others"][str(t)] = throughput(make_call(runner, art, t), x, t, seconds)
     return out
 
 
@@ -103,7 +126,8 @@ def main(argv=None) -> int:
             line = next((ln for ln in p.stdout.splitlines() if ln.startswith("@@RESULT@@")), None)
             results.setdefault(m, {})[r] = (json.loads(line[10:]) if line
                                             else {"error": p.stderr.strip()[-800:]})
-    print(f"{'model':<16}{'runner':<8}" + "".join(f"{t:>4} thr calls/s" for t in counts) + "   speed-up")
+    print(f"{'model':<16}{'runner':<8}" + "".join(f"{t:>4} thr calls/s" for t in counts)
+          + "   speed-up   other processes' busy cores per count")
     for m, rs in results.items():
         for r, v in rs.items():
             if "error" in v:
@@ -111,7 +135,9 @@ def main(argv=None) -> int:
                 continue
             cps = [v[str(t)] for t in counts]
             ups = " ".join(f"{c / cps[0]:.2f}x" for c in cps[1:])
-            print(f"{m:<16}{r:<8}" + "".join(f"{c:>16.1f}" for c in cps) + f"   {ups}")
+            oth = v.get("others", {})
+            busy = " ".join("?" if oth.get(str(t)) is None else f"{oth[str(t)]:.2f}" for t in counts)
+            print(f"{m:<16}{r:<8}" + "".join(f"{c:>16.1f}" for c in cps) + f"   {ups}   {busy}")
     (out / "threads.json").write_text(json.dumps(results, indent=1))
     return 0
 
