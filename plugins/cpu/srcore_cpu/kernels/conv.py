@@ -360,7 +360,8 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups):
     gw = _wg.transform_weight(w) if nd == 2 and _wg.applies(w, stride, pads, dilation, groups) else None
     # intra-op parts (opt-in) and the BLAS thread count: fixed now, at module load (parallel.py)
     threads = _par.split_threads()
-    wg_max = WINOGRAD_MAX_OUTPUT_MT if max(threads, _par.blas_threads()) > 1 else math.inf
+    # (threadpoolctl costs ~3 ms on first use: only asked when Winograd is possible at all)
+    wg_max = WINOGRAD_MAX_OUTPUT_MT if gw is not None and max(threads, _par.blas_threads()) > 1 else math.inf
     # multiply-adds per input pixel (roughly: the output has 1/prod(stride) of the input's pixels)
     macs_per_pixel = w.shape[0] * w.shape[1] * math.prod(w.shape[2:]) // math.prod(stride)
 
