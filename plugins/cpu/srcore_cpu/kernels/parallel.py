@@ -5,11 +5,11 @@ channels) and calls :func:`run_parts`; the caller runs part 0, ``T - 1``
 persistent worker threads the others. numpy releases the GIL in its loops and
 BLAS calls on large arrays, so the parts run on separate cores.
 
-While the parts run, OpenBLAS is set to one thread (and put back after):
-a 2-thread GEMM inside a part would wait for OpenBLAS's single worker held by
-the other part, and an idle OpenBLAS worker spins on the core a part needs
-(why splitting only the Winograd transforms over a Python pool, with BLAS
-left at 2 threads, measured slower; see docs/performance.md).
+While the parts run, OpenBLAS is set to one thread (and put back after), so
+the parts' GEMMs do not compete for OpenBLAS's workers. That does not stop a
+worker still spinning after an earlier threaded call, which is the likely
+reason a split measured slower in a process that also runs 2-thread BLAS
+calls (docs/performance.md, "Thread scaling work").
 
 ``T`` is fixed when a kernel is built (the matcher, i.e. at module load):
 :func:`split_threads`, ``SRCORE_CPU_THREADS`` (default 1: splitting is opt-in,
