@@ -154,3 +154,10 @@ def test_einsum_single_operand_integer_sums_are_int64_like_torch(eq, dtype):
     got = K.einsum(eq, [a])
     assert got.dtype == ref.numpy().dtype
     np.testing.assert_array_equal(got, ref.numpy())
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (1100, 1000), (1024, 1025), (64, 20000)])
+def test_transposed_is_the_contiguous_transpose(shape):
+    w = RNG.standard_normal(shape).astype(np.float32)
+    t = K.transposed(w)
+    assert t.flags.c_contiguous and np.array_equal(t, w.T)

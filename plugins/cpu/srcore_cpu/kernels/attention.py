@@ -198,7 +198,9 @@ def make_encoder_layer(embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, 
     wqkv[:, :E] *= 1.0 / math.sqrt(D)
     bqkv[:E] *= 1.0 / math.sqrt(D)
     wqkv, bqkv = np.ascontiguousarray(wqkv, dt), bqkv.astype(dt)
-    wo, w1, w2 = (np.ascontiguousarray(w.T) for w in (proj_weight, ffn_weight_1, ffn_weight_2))
+    from .linalg import transposed
+
+    wo, w1, w2 = (transposed(w) for w in (proj_weight, ffn_weight_1, ffn_weight_2))
     Fh = w1.shape[1]
 
     def encoder_layer(src):
