@@ -204,8 +204,9 @@ def _check_state(op, name, h, shape):
         raise _fail(op, f"{name} must have shape {shape}, got {tuple(h.shape)}")
 
 
-def run(prep: Prepared, x2d, steps, batch, h0, c0=None, op=""):
-    """Run every layer over ``x2d (N, I)`` (rows in step order); returns ``(out (N, D*H_out), h_n, c_n)``."""
+def _start(prep: Prepared, x2d, batch, h0, c0, op):
+    """Check the input and the initial states against the weights; ``(x2d, h_n, c_n)`` in the
+    weights' dtype, the states copied (the kernel updates them in place)."""
     mode, hidden, hout, d = prep.mode, prep.hidden, prep.out_size, prep.num_dirs
     nl = len(prep.layers)
     dt = prep.layers[0].wihT.dtype
@@ -218,6 +219,14 @@ def run(prep: Prepared, x2d, steps, batch, h0, c0=None, op=""):
         _check_state(op, "hx[1]", c0, (nl * d, batch, hidden))
     h_n = np.array(h0, dtype=dt, copy=True, order="C")
     c_n = None if c0 is None else np.array(c0, dtype=dt, copy=True, order="C")
+    return x2d, h_n, c_n
+
+
+def run(prep: Prepared, x2d, steps, batch, h0, c0=None, op=""):
+    """Run every layer over ``x2d (N, I)`` (rows in step order); returns ``(out (N, D*H_out), h_n, c_n)``."""
+    mode, hidden, hout, d = prep.mode, prep.hidden, prep.out_size, prep.num_dirs
+    x2d, h_n, c_n = _start(prep, x2d, batch, h0, c0, op)
+    dt = x2d.dtype
     gh = GATES[mode] * hidden
     expit = _expit() if mode in ("lstm", "gru") else None
     hp = np.empty((batch, gh), dt)                      # h @ W_hh^T of one step
@@ -297,17 +306,8 @@ def run_lockstep(prep: Prepared, x2d, t, batch, h0, c0=None, op=""):
     operation for both (the reverse projection is stored time-reversed, so step ``i`` is one
     ``(D, B, G*H)`` view). Returns ``(out (T, B, D*H_out), h_n, c_n)``."""
     mode, hidden, hout, d = prep.mode, prep.hidden, prep.out_size, prep.num_dirs
-    nl = len(prep.layers)
-    dt = prep.layers[0].wihT.dtype
-    if x2d.dtype != dt:
-        x2d = x2d.astype(dt)
-    if prep.input_size is not None and x2d.shape[1] != prep.input_size:
-        raise _fail(op, f"input size must be {prep.input_size} (w_ih of layer 0), got {x2d.shape[1]}")
-    _check_state(op, "hx[0]" if mode == "lstm" else "hx", h0, (nl * d, batch, hout))
-    if c0 is not None:
-        _check_state(op, "hx[1]", c0, (nl * d, batch, hidden))
-    h_n = np.array(h0, dtype=dt, copy=True, order="C")
-    c_n = None if c0 is None else np.array(c0, dtype=dt, copy=True, order="C")
+    x2d, h_n, c_n = _start(prep, x2d, batch, h0, c0, op)
+    dt = x2d.dtype
     gh = GATES[mode] * hidden
     h1, h2, h3 = hidden, 2 * hidden, 3 * hidden
     expit = _expit() if mode in ("lstm", "gru") else None
