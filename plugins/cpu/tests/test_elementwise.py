@@ -20,17 +20,10 @@ from srcore_cpu.kernels import inplace as I  # noqa: E402
 from srcore_cpu.kernels import ternary as T  # noqa: E402
 from srcore_cpu.kernels import unary as U  # noqa: E402
 from srcore_cpu.kernels.promotion import result_type  # noqa: E402
+from cpu_kernel_util import make_rand  # noqa: E402
 
 RNG = np.random.default_rng(0)
-
-
-def rand(*shape, dtype="float32"):
-    dt = np.dtype(dtype)
-    if dt.kind == "f":
-        return RNG.standard_normal(shape).astype(dt)
-    if dt.kind == "b":
-        return RNG.random(shape) < 0.5
-    return RNG.integers(-6, 7, size=shape).astype(dt)
+rand = make_rand(RNG)
 
 
 def nonzero(*shape, dtype="float32"):

@@ -10,29 +10,16 @@ torch = pytest.importorskip("torch")
 
 import srcore  # noqa: E402
 from srcore.plugin import Specialized  # noqa: E402
-from cpu_kernel_util import node  # noqa: E402
+from cpu_kernel_util import node, make_rand, check_both as both  # noqa: E402
 from srcore_cpu.kernels import fused as K  # noqa: E402
 
 RNG = np.random.default_rng(0)
+rand = make_rand(RNG)
 F = torch.nn.functional
 
 
 def T(a):
     return None if a is None else torch.from_numpy(a)
-
-
-def rand(*shape, dtype=np.float32):
-    return RNG.standard_normal(shape).astype(dtype)
-
-
-def both(fn, exp, *args, **kw):
-    tol = 1e-5 if exp.dtype == np.float32 else 1e-12
-    r = fn(*args, **kw)
-    assert r.dtype == exp.dtype and r.shape == exp.shape
-    np.testing.assert_allclose(r, exp, rtol=tol, atol=tol)
-    buf = np.full(exp.shape, np.nan, exp.dtype)
-    assert fn(*args, out=buf, **kw) is buf
-    np.testing.assert_allclose(buf, exp, rtol=tol, atol=tol)
 
 
 LINEAR_ACTS = [

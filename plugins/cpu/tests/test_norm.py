@@ -9,19 +9,16 @@ torch = pytest.importorskip("torch")
 
 import srcore  # noqa: E402
 from srcore.plugin import Specialized  # noqa: E402
-from cpu_kernel_util import node  # noqa: E402
+from cpu_kernel_util import node, make_rand  # noqa: E402
 from srcore_cpu.kernels import norm as K  # noqa: E402
 
 RNG = np.random.default_rng(0)
+rand = make_rand(RNG)
 aten = torch.ops.aten
 
 
 def T(a):
     return None if a is None else torch.from_numpy(a)
-
-
-def rand(*shape, dtype=np.float32):
-    return RNG.standard_normal(shape).astype(dtype)
 
 
 def close(a, b):

@@ -11,17 +11,10 @@ torch = pytest.importorskip("torch")
 from srcore.errors import KernelError  # noqa: E402
 from srcore.testing import check_kernel  # noqa: E402
 from srcore_cpu.kernels import reduce as R  # noqa: E402
+from cpu_kernel_util import make_rand  # noqa: E402
 
 RNG = np.random.default_rng(2)
-
-
-def rand(*shape, dtype="float32"):
-    dt = np.dtype(dtype)
-    if dt.kind == "f":
-        return RNG.standard_normal(shape).astype(dt)
-    if dt.kind == "b":
-        return RNG.random(shape) < 0.5
-    return RNG.integers(-6, 7, size=shape).astype(dt)
+rand = make_rand(RNG)
 
 
 DIMS = [None, [], [1], [-1], [0, 2], (-3,)]

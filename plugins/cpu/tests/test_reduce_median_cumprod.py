@@ -12,17 +12,10 @@ torch = pytest.importorskip("torch")
 from srcore.errors import KernelError  # noqa: E402
 from srcore.testing import check_kernel  # noqa: E402
 from srcore_cpu.kernels import reduce as R  # noqa: E402
+from cpu_kernel_util import make_rand  # noqa: E402
 
 RNG = np.random.default_rng(5)
-
-
-def rand(*shape, dtype="float32"):
-    dt = np.dtype(dtype)
-    if dt.kind == "f":
-        return RNG.standard_normal(shape).astype(dt)
-    if dt.kind == "b":
-        return RNG.random(shape) < 0.5
-    return RNG.integers(-3, 4, size=shape).astype(dt)
+rand = make_rand(RNG, -3, 4)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32", "bool"])

@@ -9,25 +9,13 @@ torch = pytest.importorskip("torch")
 
 import srcore  # noqa: E402
 from srcore_cpu.kernels import upsample as K  # noqa: E402
+from cpu_kernel_util import make_rand, check_both as both  # noqa: E402
 
 RNG = np.random.default_rng(0)
+rand = make_rand(RNG)
 aten = torch.ops.aten
 T = torch.from_numpy
 F = torch.nn.functional
-
-
-def rand(*shape, dtype=np.float32):
-    return RNG.standard_normal(shape).astype(dtype)
-
-
-def both(fn, exp, *args, **kw):
-    tol = 1e-5 if exp.dtype == np.float32 else 1e-12
-    r = fn(*args, **kw)
-    assert r.dtype == exp.dtype and r.shape == exp.shape
-    np.testing.assert_allclose(r, exp, rtol=tol, atol=tol)
-    buf = np.full(exp.shape, np.nan, exp.dtype)
-    assert fn(*args, out=buf, **kw) is buf
-    np.testing.assert_allclose(buf, exp, rtol=tol, atol=tol)
 
 
 SIZES = [((2, 3, 4, 5), [8, 10]), ((1, 2, 5, 7), [3, 4]), ((1, 1, 3, 3), [7, 5]), ((2, 2, 4, 4), [4, 4]),

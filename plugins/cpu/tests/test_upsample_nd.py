@@ -9,26 +9,13 @@ from hypothesis import given, settings, strategies as st
 torch = pytest.importorskip("torch")
 
 from srcore_cpu.kernels import upsample as K  # noqa: E402
+from cpu_kernel_util import make_rand, check_both as both  # noqa: E402
 
 aten = torch.ops.aten
 T = torch.from_numpy
 F = torch.nn.functional
 RNG = np.random.default_rng(3)
-
-
-def rand(*shape, dtype=np.float32):
-    return RNG.standard_normal(shape).astype(dtype)
-
-
-def both(fn, exp, *args, tol=None, **kw):
-    """``fn(*args)`` with ``out=None`` and into a NaN-filled buffer, both against torch's ``exp``."""
-    tol = tol or (1e-5 if exp.dtype == np.float32 else 1e-12)
-    r = fn(*args, **kw)
-    assert r.dtype == exp.dtype and r.shape == exp.shape
-    np.testing.assert_allclose(r, exp, rtol=tol, atol=tol)
-    buf = np.full(exp.shape, np.nan, exp.dtype)
-    assert fn(*args, out=buf, **kw) is buf
-    np.testing.assert_allclose(buf, exp, rtol=tol, atol=tol)
+rand = make_rand(RNG)
 
 
 DTYPES = [np.float32, np.float64]
