@@ -6,8 +6,7 @@ signature), and runs the top block with the module's executor.
 """
 from __future__ import annotations
 
-import concurrent.futures
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -17,12 +16,17 @@ from .inputs import ScalarSpec, as_arrays, bind, check, input_types
 from .static_module import _nbytes
 from .interpreter import BlockRunner
 
+if TYPE_CHECKING:
+    import concurrent.futures
+
 _POOL: concurrent.futures.ThreadPoolExecutor | None = None
 
 
 def _shared_pool() -> concurrent.futures.ThreadPoolExecutor:
     global _POOL
     if _POOL is None:
+        import concurrent.futures  # here: only async runs need it (a few ms of cold start)
+
         _POOL = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="srcore-async")
     return _POOL
 
@@ -117,6 +121,8 @@ class StaticRuntime:
         """
         if launcher is None:
             return _shared_pool().submit(self._run_with_launch, None, args, kwargs)
+        import concurrent.futures
+
         fut: concurrent.futures.Future = concurrent.futures.Future()
 
         def task():
@@ -133,6 +139,8 @@ class StaticRuntime:
             return self(*args, **kwargs)
 
         def launch(fn, fargs):
+            import concurrent.futures
+
             f: concurrent.futures.Future = concurrent.futures.Future()
 
             def task():
