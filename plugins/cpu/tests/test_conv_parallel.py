@@ -218,6 +218,8 @@ def test_max_pool_matcher_binds_srcore_cpu_threads(monkeypatch):
 @pytest.mark.parametrize("H,wino_at_1,wino_at_2", [(28, True, False), (56, True, False), (14, True, True)])
 def test_winograd_only_for_small_outputs_when_loaded_with_blas_threads(monkeypatch, H, wino_at_1, wino_at_2):
     monkeypatch.delenv("SRCORE_CPU_THREADS", raising=False)
+    from srcore_cpu.kernels import conv_small
+    monkeypatch.setattr(conv_small, "SMALL_COLS_MAX", 0)  # 16ch 14x14 would take the small-input path
     x, w, b = _data(1, 16, H, H, 16, 3, 1)
     used = []
     real = W.conv3x3

@@ -7,7 +7,9 @@ kernel taps into a column buffer (one strided copy per tap) and calls
 ``np.matmul`` once, writing straight into ``out``. Transposed convs do the
 GEMM first and scatter-add the taps (col2im).
 
-Constant-weight kernels (the matchers') run 3x3 stride-1 convs with outputs of
+Constant-weight kernels (the matchers') run small inputs (column matrix of at
+most 64k elements) as one planned gather + GEMM (``conv_small.py``: the digits
+demo's 8x8 convs, ~35 -> ~4-6 us), and 3x3 stride-1 convs with outputs of
 at least 14x14 as Winograd F(2x2, 3x3) (``conv_winograd.py``). Their scratch
 (padded input, columns, Winograd tiles) comes from :data:`SHARED_WS`, one
 per-thread workspace shared by every conv node of the process
@@ -36,6 +38,7 @@ import numpy as np
 from srcore.errors import KernelError
 from srcore.plugin import NodeInfo, Specialized
 
+from . import conv_small as _small
 from . import conv_winograd as _wg
 from . import parallel as _par
 from .workspace import SharedWorkspace, pad_into
@@ -364,8 +367,18 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups):
     wg_max = WINOGRAD_MAX_OUTPUT_MT if gw is not None and max(threads, _par.blas_threads()) > 1 else math.inf
     # multiply-adds per input pixel (roughly: the output has 1/prod(stride) of the input's pixels)
     macs_per_pixel = w.shape[0] * w.shape[1] * math.prod(w.shape[2:]) // math.prod(stride)
+    # small inputs: one gather + one GEMM, planned once per input shape (conv_small.py)
+    small = _small.SmallConv(w, b, stride, pads, dilation, groups) if _small.small_conv_applies(
+        w, stride, pads, groups) else None
+    plans = small.plans if small is not None else {}
 
     def conv_const(input, out=None):
+        if small is not None:
+            fn = plans.get((input.shape, input.dtype), False)
+            if fn is False:
+                fn = small.plan(input.shape, input.dtype)
+            if fn is not None:
+                return fn(input, out)
         t = 1
         if threads > 1 and input.size // max(input.shape[-nd - 1], 1) * macs_per_pixel >= PARALLEL_MIN_MACS:
             t = threads

@@ -8,6 +8,7 @@ global (output 1) case is a plain mean.
 from __future__ import annotations
 
 import itertools
+import threading
 
 import numpy as np
 
@@ -151,14 +152,104 @@ def _max_pool_parts(nd, threads, x, kernel_size, stride, padding, dilation, ceil
 MAX_POOL_PARALLEL_MIN = 1 << 18
 
 
+def _tiling_max_pool(nd, shape, dtype, ks):
+    """A ``fn(x, out=None)`` for the max pool of ``shape`` inputs whose windows tile the input
+    (stride == kernel, no padding, no dilation, floor mode): per spatial dim, k - 1
+    ``np.maximum`` passes over strided views, the first straight from the input (no copy), the
+    intermediate in a per-thread buffer made once. The generic kernel costs ~15 us of Python on
+    a 1x16x8x8 2x2 pool (argument parsing, tap ranges, workspace look-ups); this ~3 us."""
+    sp = shape[-nd:]
+    osz = tuple(n // k for n, k in zip(sp, ks))
+    if any(o == 0 for o in osz):
+        return None
+    lead = shape[:-nd]
+    oshape = lead + osz
+    # the input part each output covers (a remainder beyond the last window is never read)
+    views = []
+    for dim in range(nd):
+        pre = (Ellipsis,) + (slice(None),) * dim   # dims already reduced
+        post = tuple(slice(0, o * k) for o, k in zip(osz[dim + 1:], ks[dim + 1:]))
+        k = ks[dim]
+        views.append([pre + (slice(t, osz[dim] * k, k),) + post for t in range(k)])
+    inter = [lead + osz[:d + 1] + tuple(o * k for o, k in zip(osz[d + 1:], ks[d + 1:])) for d in range(nd - 1)]
+    local = threading.local()
+    maximum, copyto, empty = np.maximum, np.copyto, np.empty
+
+    def reduce_dim(src, sl, dst):
+        if len(sl) == 1:
+            copyto(dst, src[sl[0]])
+            return
+        maximum(src[sl[0]], src[sl[1]], out=dst)
+        for t in sl[2:]:
+            maximum(dst, src[t], out=dst)
+
+    def tiling_max_pool(x, out=None):
+        if out is None:
+            out = empty(oshape, x.dtype)
+        tmp = getattr(local, "tmp", None)
+        if tmp is None:
+            tmp = local.tmp = [empty(s, dtype) for s in inter]
+        cur = x
+        for dim in range(nd):
+            dst = out if dim == nd - 1 else tmp[dim]
+            reduce_dim(cur, views[dim], dst)
+            cur = dst
+        return out
+    return tiling_max_pool
+
+
+# max pool plans kept per node (one per input shape and dtype)
+MAX_POOL_PLANS = 32
+
+
+def _const_max_pool(nd, node: NodeInfo):
+    """Constant hyper-parameters that make the windows tile the input: a per-shape planned
+    :func:`_tiling_max_pool` (other shapes of the node: the generic kernel); else None."""
+    have = {a.name for a in node.args}
+    if not all(node.is_const(n) for n in ("kernel_size", "stride", "padding", "dilation", "ceil_mode")
+               if n in have):
+        return None
+    get = lambda n, d: node.const(n) if n in have else d  # noqa: E731
+    try:
+        ks = _tup(get("kernel_size", None), nd)
+        st = _tup(get("stride", ()), nd, ks)
+        pad = _tup(get("padding", 0), nd, (0,) * nd)
+        dil = _tup(get("dilation", 1), nd, (1,) * nd)
+    except (TypeError, ValueError):
+        return None
+    if ks is None or st != ks or any(pad) or any(d != 1 for d in dil) or any(k <= 0 for k in ks):
+        return None
+    ceil_mode = bool(get("ceil_mode", False))
+    plans: dict = {}
+    lock = threading.Lock()
+
+    def max_pool_tiled(self, out=None):
+        key = (self.shape, self.dtype)
+        fn = plans.get(key, False)
+        if fn is False:
+            fn = None
+            if self.ndim in (nd + 1, nd + 2) and (not ceil_mode or all(n % k == 0 for n, k in zip(
+                    self.shape[-nd:], ks))):
+                fn = _tiling_max_pool(nd, self.shape, self.dtype, ks)
+            with lock:
+                if len(plans) >= MAX_POOL_PLANS:
+                    plans.clear()
+                plans[key] = fn
+        if fn is None:
+            return _max_pool(nd, self, ks, st, pad, dil, ceil_mode, out)
+        return fn(self, out)
+    return Specialized(max_pool_tiled, args=(0,))
+
+
 def max_pool_matcher(node: NodeInfo):
     """``aten::max_pool{1,2}d``: the kernel with the intra-op thread count fixed at load
-    (:func:`.parallel.split_threads`, opt-in); at 1 thread the plain kernel (never None)."""
+    (:func:`.parallel.split_threads`, opt-in); at 1 thread, constant windows that tile the input
+    (stride == kernel, no padding) get :func:`_const_max_pool`, else the plain kernel (never None)."""
     nd = 2 if node.op.endswith("2d") else 1
     generic = max_pool2d if nd == 2 else max_pool1d
     threads = _par.split_threads()
     if threads <= 1:
-        return generic
+        return _const_max_pool(nd, node) or generic
 
     def max_pool_mt(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, out=None):
         if self.size < MAX_POOL_PARALLEL_MIN:
