@@ -63,6 +63,20 @@ def gather_index(C, sp, ks, stride, pads, dilation, groups):
     return np.concatenate([idx, ones], axis=1).astype(np.intp), osz
 
 
+def _thread_buffers(local, N, L, shape, cols_shape, dtype):
+    """This thread's buffers of a plan: the (N, L + 2) flat input with its fixed 0 and 1 tail
+    slots, its first L columns viewed as the input's ``shape``, and the column matrix."""
+    xz = local.xz = np.empty((N, L + 2), dtype)
+    xz[:, L] = 0
+    xz[:, L + 1] = 1
+    flat = xz[:, :L].reshape(shape)   # splits a unit-stride dim: always a view
+    if not np.shares_memory(flat, xz):
+        raise AssertionError("conv_small: the input view of the flat buffer is a copy")
+    local.flat = flat
+    local.cols = np.empty(cols_shape, dtype)
+    return xz
+
+
 class SmallConv:
     """The small-input path of one constant-weight conv (see the module doc); call :meth:`plan`
     per input shape (cached), then the plan's function."""
@@ -128,16 +142,12 @@ class SmallConv:
         gshape = (N, K1, P) if g == 1 else (N, g, K1, P)
         ostack = (N, O, P) if g == 1 else (N, g, O // g, P)
         local = threading.local()
-        take, matmul, empty, copyto = np.take, np.matmul, np.empty, np.copyto
+        take, matmul, dot, empty, copyto = np.take, np.matmul, np.dot, np.empty, np.copyto
 
         def small_conv(x, out=None):
             xz = getattr(local, "xz", None)
             if xz is None:
-                xz = local.xz = empty((N, L + 2), rdt)
-                xz[:, L] = 0
-                xz[:, L + 1] = 1
-                local.flat = xz[:, :L].reshape(shape)   # a view: N rows of L of the (N, L+2) buffer
-                local.cols = empty(gshape, rdt)
+                xz = _thread_buffers(local, N, L, shape, gshape, rdt)
             copyto(local.flat, x)
             cols = local.cols
             take(xz, idx, axis=1, out=cols)
@@ -148,7 +158,23 @@ class SmallConv:
                 return out
             matmul(wm, cols, out=out.reshape(ostack))
             return out
-        return small_conv
+
+        def small_conv_one(x, out=None):
+            # one sample, one group: a 2-D np.dot (~0.3 us less than the broadcasting matmul)
+            xz = getattr(local, "xz", None)
+            if xz is None:
+                xz = _thread_buffers(local, 1, L, shape, (K1, P), rdt)
+            copyto(local.flat, x)
+            cols = local.cols
+            take(xz[0], idx, out=cols)
+            if out is None:
+                out = empty(oshape, rdt)
+            elif out.dtype != rdt or not out.flags.c_contiguous:
+                copyto(out, dot(wm, cols).reshape(oshape))
+                return out
+            dot(wm, cols, out=out.reshape(O, P))
+            return out
+        return small_conv_one if N == 1 and g == 1 else small_conv
 
 
 def small_conv_applies(w, stride, pads, groups) -> bool:
