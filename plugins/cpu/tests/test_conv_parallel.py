@@ -256,3 +256,18 @@ def test_max_pool_without_padded_copy_matches_torch(k, s, d, hw, pfrac, ceil):
     x = RNG.standard_normal((2, 3) + hw).astype(np.float32)
     ref = F.max_pool2d(torch.from_numpy(x), k, s, p, d, ceil_mode=ceil).numpy()
     np.testing.assert_array_equal(PL.max_pool2d(x, list(k), list(s), list(p), list(d), ceil), ref)
+
+
+def test_split_worthy_conv_with_few_columns_is_split_not_small(monkeypatch):
+    # 128 -> 512 ch 3x3 on 6x6: a 41k-element column matrix (the small-input path's size) but
+    # 21 M MACs (over PARALLEL_MIN_MACS): split over the threads, not run on one
+    from srcore_cpu.kernels import conv_small
+    x, w, b = _data(1, 128, 6, 6, 512, 3, 1)
+    assert conv_small.SmallConv(w, b, (1, 1), [(1, 1)] * 2, (1, 1), 1).plan(x.shape, x.dtype) is not None
+    calls = []
+    real = P.run_parts
+    monkeypatch.setattr(P, "run_parts", lambda fn, parts, threads: (calls.append(parts), real(fn, parts, threads)))
+    monkeypatch.setenv("SRCORE_CPU_THREADS", "2")
+    got = C.make_conv(2, w, b, 1, 1, 1, 1)(x)
+    np.testing.assert_allclose(got, _ref(x, w, b, 1, 1, 1, 1), rtol=0, atol=_tol(_ref(x, w, b, 1, 1, 1, 1)))
+    assert calls and set(calls) == {2}

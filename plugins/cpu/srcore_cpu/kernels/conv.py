@@ -373,15 +373,15 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups):
     plans = small.plans if small is not None else {}
 
     def conv_const(input, out=None):
-        if small is not None:
+        t = 1
+        if threads > 1 and input.size // max(input.shape[-nd - 1], 1) * macs_per_pixel >= PARALLEL_MIN_MACS:
+            t = threads
+        if small is not None and t == 1:   # a conv worth splitting over threads is not small
             fn = plans.get((input.shape, input.dtype), False)
             if fn is False:
                 fn = small.plan(input.shape, input.dtype)
             if fn is not None:
                 return fn(input, out)
-        t = 1
-        if threads > 1 and input.size // max(input.shape[-nd - 1], 1) * macs_per_pixel >= PARALLEL_MIN_MACS:
-            t = threads
         if (gw is not None and input.ndim == 4 and input.dtype == w.dtype and input.shape[1] == w.shape[1]
                 and WINOGRAD_MIN_OUTPUT <= (input.shape[2] + sum(pads[0]) - 2) * (input.shape[3] + sum(pads[1]) - 2)
                 < wg_max
