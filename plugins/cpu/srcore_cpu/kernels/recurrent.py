@@ -204,6 +204,23 @@ def _check_state(op, name, h, shape):
         raise _fail(op, f"{name} must have shape {shape}, got {tuple(h.shape)}")
 
 
+def _gru_candidate(xg, hp, bhn, hidden, expit):
+    """GRU gates of one step, in place in ``xg`` (input projection, ``r|z|n``) and ``hp`` (hidden
+    projection): ``r, z = sigmoid(..)``, returns ``n = tanh(x_n + r * (h_n + b_hn))`` (a view of ``xg``;
+    ``z`` stays in ``xg[:, H:2H]``)."""
+    rz = xg[:, :2 * hidden]
+    np.add(rz, hp[:, :2 * hidden], out=rz)
+    expit(rz, out=rz)
+    hn = hp[:, 2 * hidden:]
+    if bhn is not None:
+        np.add(hn, bhn, out=hn)
+    np.multiply(hn, xg[:, :hidden], out=hn)
+    n = xg[:, 2 * hidden:]
+    np.add(n, hn, out=n)
+    np.tanh(n, out=n)
+    return n
+
+
 def _start(prep: Prepared, x2d, batch, h0, c0, op):
     """Check the input and the initial states against the weights; ``(x2d, h_n, c_n)`` in the
     weights' dtype, the states copied (the kernel updates them in place)."""
@@ -267,16 +284,7 @@ def run(prep: Prepared, x2d, steps, batch, h0, c0=None, op=""):
                         np.multiply(tb, xg[:, 2 * hidden:3 * hidden], out=tb)
                         np.dot(tb, dw.whrT, out=hb)
                 elif mode == "gru":
-                    rz = xg[:, :2 * hidden]
-                    np.add(rz, hpb[:, :2 * hidden], out=rz)
-                    expit(rz, out=rz)
-                    hn = hpb[:, 2 * hidden:]
-                    if dw.bhn is not None:
-                        np.add(hn, dw.bhn, out=hn)
-                    np.multiply(hn, xg[:, :hidden], out=hn)
-                    nn_ = xg[:, 2 * hidden:]
-                    np.add(nn_, hn, out=nn_)
-                    np.tanh(nn_, out=nn_)
+                    nn_ = _gru_candidate(xg, hpb, dw.bhn, hidden, expit)
                     # h' = (1 - z) * n + z * h = n + z * (h - n)
                     np.subtract(hb, nn_, out=hb)
                     np.multiply(hb, xg[:, hidden:2 * hidden], out=hb)
@@ -570,16 +578,7 @@ def _cell_step(mode, cw: CellWeights, x, h, c, op):
         np.multiply(h2, xg[:, 2 * hidden:3 * hidden], out=h2)
         return h2, c2
     if mode == "gru":
-        rz = xg[:, :2 * hidden]
-        np.add(rz, hp[:, :2 * hidden], out=rz)
-        _expit()(rz, out=rz)
-        hn = hp[:, 2 * hidden:]
-        if cw.bhn is not None:
-            np.add(hn, cw.bhn, out=hn)
-        np.multiply(hn, xg[:, :hidden], out=hn)
-        n = xg[:, 2 * hidden:]
-        np.add(n, hn, out=n)
-        np.tanh(n, out=n)
+        n = _gru_candidate(xg, hp, cw.bhn, hidden, _expit())
         h2 = np.subtract(h, n)
         np.multiply(h2, xg[:, hidden:2 * hidden], out=h2)
         np.add(h2, n, out=h2)

@@ -164,20 +164,7 @@ def std(self, dim=None, unbiased=True, keepdim=False, *, correction=None, out=No
     return _reduce(np.std, self, _axis(dim, self), keepdim, out, ddof=ddof)
 
 
-def cumsum(self, dim, *, dtype=None, out=None):
-    """``aten::cumsum``: int and bool accumulate in int64."""
-    if self.ndim == 0:
-        r = self.astype(_int_acc(self, dtype) or self.dtype)
-        if out is None:
-            return r
-        np.copyto(out, r)
-        return out
-    r = np.cumsum(self, axis=dim, dtype=_int_acc(self, dtype), out=out)
-    return out if out is not None else r
-
-
-def cumprod(self, dim, *, dtype=None, out=None):
-    """``aten::cumprod``: int and bool accumulate in int64 (``dtype`` overrides), as ``cumsum``."""
+def _cumulative(ufunc_acc, self, dim, dtype, out):
     if self.ndim == 0:
         _axis(dim, self)  # torch accepts only dim 0/-1 on a 0-d tensor
         r = self.astype(_int_acc(self, dtype) or self.dtype)
@@ -185,8 +172,18 @@ def cumprod(self, dim, *, dtype=None, out=None):
             return r
         np.copyto(out, r)
         return out
-    r = np.cumprod(self, axis=dim, dtype=_int_acc(self, dtype), out=out)
+    r = ufunc_acc(self, axis=dim, dtype=_int_acc(self, dtype), out=out)
     return out if out is not None else r
+
+
+def cumsum(self, dim, *, dtype=None, out=None):
+    """``aten::cumsum``: int and bool accumulate in int64 (``dtype`` overrides)."""
+    return _cumulative(np.cumsum, self, dim, dtype, out)
+
+
+def cumprod(self, dim, *, dtype=None, out=None):
+    """``aten::cumprod``: int and bool accumulate in int64 (``dtype`` overrides), as ``cumsum``."""
+    return _cumulative(np.cumprod, self, dim, dtype, out)
 
 
 def _median_position(x, axis):
