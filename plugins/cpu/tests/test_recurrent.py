@@ -11,6 +11,7 @@ import srcore  # noqa: E402
 from srcore.ir.types import ListType, TensorType  # noqa: E402
 from srcore.plugin import ArgInfo, NodeInfo, Specialized  # noqa: E402
 from srcore_cpu.kernels import recurrent as R  # noqa: E402
+from srcore_cpu.kernels import recurrent_cell as RC  # noqa: E402
 
 MODULES = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU, "rnn_tanh": torch.nn.RNN, "rnn_relu": torch.nn.RNN}
 CELLS = {"lstm": torch.nn.LSTMCell, "gru": torch.nn.GRUCell, "rnn_tanh": torch.nn.RNNCell,
@@ -266,11 +267,11 @@ def test_cells_match_torch(mode, bias, dtype, batched):
     want = cell_ref(mode, cell, x, hx)
     w = [p.detach().numpy() for p in (cell.weight_ih, cell.weight_hh)]
     b = [p.detach().numpy() for p in (cell.bias_ih, cell.bias_hh)] if bias else [None, None]
-    generic = getattr(R, f"{mode}_cell")
+    generic = getattr(RC, f"{mode}_cell")
     got = generic(x, hx, *w, *b)
     args = (ArgInfo("input", TensorType(), False, None), ArgInfo("hx", TensorType(), False, None),
             *(ArgInfo(n, TensorType(), True, v) for n, v in zip(("w_ih", "w_hh", "b_ih", "b_hh"), w + b)))
-    spec = R.cell_matcher(NodeInfo(f"aten::{mode}_cell", None, args, ()))
+    spec = RC.cell_matcher(NodeInfo(f"aten::{mode}_cell", None, args, ()))
     assert isinstance(spec, Specialized) and spec.args == (0, 1)
     fast = spec.fn(x, hx)
     for g in (got, fast):
@@ -284,7 +285,7 @@ def test_cell_matcher_declines_runtime_weights():
     args = (ArgInfo("input", TensorType(), False, None), ArgInfo("hx", TensorType(), False, None),
             ArgInfo("w_ih", TensorType(), False, None), ArgInfo("w_hh", TensorType(), False, None),
             ArgInfo("b_ih", TensorType(), True, None), ArgInfo("b_hh", TensorType(), True, None))
-    assert R.cell_matcher(NodeInfo("aten::gru_cell", None, args, ())) is R.gru_cell
+    assert RC.cell_matcher(NodeInfo("aten::gru_cell", None, args, ())) is RC.gru_cell
 
 
 # ---------------------------------------------------------------------------------------------
@@ -317,7 +318,7 @@ def test_bad_arguments_are_kernel_errors():
     with pytest.raises(srcore.KernelError, match=r"batch_sizes must be positive and non-increasing"):
         R.gru_data(np.zeros((3, 4), np.float32), np.array([1, 2]), h, p, True, 2, 0.0, False, False)
     with pytest.raises(srcore.KernelError, match=r"w_ih must be \(18, input_size\)"):
-        R.gru_cell(np.zeros((1, 4), np.float32), np.zeros((1, 6), np.float32), np.zeros((6, 4), np.float32),
+        RC.gru_cell(np.zeros((1, 4), np.float32), np.zeros((1, 6), np.float32), np.zeros((6, 4), np.float32),
                    np.zeros((18, 6), np.float32))
 
 

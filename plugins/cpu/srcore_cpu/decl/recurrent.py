@@ -6,6 +6,7 @@ from srcore.plugin import Kernel
 from . import ANY, FLOATS, family
 
 _k = family("recurrent")
+_cell = family("recurrent_cell")
 
 KERNELS: list[Kernel] = [
     # the matchers give every node a kernel of its own, holding that node's prepared weights
@@ -13,7 +14,7 @@ KERNELS: list[Kernel] = [
       for mode in ("lstm", "gru", "rnn_tanh", "rnn_relu")),
     *(_k(f"aten::{mode}.data", f"{mode}_data", ("float32", "float64", "int64"), matcher="recurrent_matcher")
       for mode in ("lstm", "gru", "rnn_tanh", "rnn_relu")),
-    *(_k(f"aten::{mode}_cell", f"{mode}_cell", FLOATS, matcher="cell_matcher")
+    *(_cell(f"aten::{mode}_cell", f"{mode}_cell", FLOATS, matcher="cell_matcher")
       for mode in ("lstm", "gru", "rnn_tanh", "rnn_relu")),
 ]
 
