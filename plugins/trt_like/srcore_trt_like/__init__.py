@@ -13,7 +13,7 @@ PRECISIONS = ("float32", "float16")
 
 _K = "srcore_trt_like.kernels:"
 KERNELS = [
-    Kernel("aten::relu", BACKEND, "out", PRECISIONS, _K + "relu_out"),
+    Kernel("aten::relu", BACKEND, "out", PRECISIONS, _K + "relu_out", matcher=_K + "relu_matcher"),
     Kernel("aten::add.Tensor", BACKEND, "out", PRECISIONS, _K + "add_out", matcher=_K + "add_matcher"),
 ]
 

@@ -28,6 +28,21 @@ def test_relu_out_writes_into_out(dtype):
     np.testing.assert_array_equal(out, [[0.0, 0.0, 2.0]])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_relu_matcher_binds_a_zero_of_the_output_dtype(dtype):
+    t = TensorType(dtype, (2, 3))
+    spec = kernels.relu_matcher(NodeInfo("aten::relu", None, (ArgInfo("self", t),), (t,)))
+    assert isinstance(spec, Specialized) and spec.fn is np.maximum and spec.args[0] == 0
+    zero = spec.args[1].value
+    assert type(zero) is np.dtype(dtype).type and zero == 0
+    x = np.array([[-1.5, 0.0, 2.0]], dtype)
+    np.testing.assert_array_equal(spec.fn(x, zero), [[0.0, 0.0, 2.0]])
+    assert spec.fn(x, zero).dtype == np.dtype(dtype)
+    unknown = TensorType()
+    assert kernels.relu_matcher(NodeInfo("aten::relu", None, (ArgInfo("self", unknown),), (unknown,))) \
+        is kernels.relu_out
+
+
 def test_add_out_with_alpha_and_the_matcher():
     a, b = np.ones((2, 2), np.float32), np.full((2, 2), 2.0, np.float32)
     np.testing.assert_array_equal(kernels.add_out(a, b, alpha=3), np.full((2, 2), 7.0))
