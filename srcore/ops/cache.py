@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterable, Union
 
 from .. import __version__
+from ..cachedir import cache_root
 from ..errors import DeclarationError
 from . import declarations
 from .declarations import Declaration
@@ -36,10 +37,7 @@ _memo: dict[str, list[Declaration]] = {}
 
 def cache_dir() -> Path:
     """Where parsed schemas are cached: ``$SRCORE_CACHE_DIR/schemas`` or ``~/.cache/srcore/schemas``."""
-    root = os.environ.get("SRCORE_CACHE_DIR")
-    if not root:
-        root = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "srcore")
-    return Path(root) / "schemas"
+    return cache_root() / "schemas"
 
 
 def clear_memory_cache() -> None:

@@ -34,6 +34,8 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
+from ..cachedir import cache_root
+
 __all__ = ["CachedEntryPoint", "entry_points", "scan", "fingerprint", "cache_dir", "FORMAT"]
 
 FORMAT = 1  # bump when the file layout below changes
@@ -76,10 +78,7 @@ class CachedEntryPoint:
 
 def cache_dir() -> Path:
     """``$SRCORE_CACHE_DIR/plugins`` or ``~/.cache/srcore/plugins`` (``$XDG_CACHE_HOME`` honoured)."""
-    root = os.environ.get("SRCORE_CACHE_DIR")
-    if not root:
-        root = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "srcore")
-    return Path(root) / "plugins"
+    return cache_root() / "plugins"
 
 
 def _enabled() -> bool:
