@@ -221,6 +221,15 @@ def _gru_candidate(xg, hp, bhn, hidden, expit):
     return n
 
 
+def _rnn_step(mode, xg, hp, h):
+    """Plain RNN step into ``h``: ``tanh`` or ``relu`` of input plus hidden projection."""
+    np.add(xg, hp, out=h)
+    if mode == "rnn_tanh":
+        np.tanh(h, out=h)
+    else:
+        np.maximum(h, 0, out=h)
+
+
 def _start(prep: Prepared, x2d, batch, h0, c0, op):
     """Check the input and the initial states against the weights; ``(x2d, h_n, c_n)`` in the
     weights' dtype, the states copied (the kernel updates them in place)."""
@@ -290,11 +299,7 @@ def run(prep: Prepared, x2d, steps, batch, h0, c0=None, op=""):
                     np.multiply(hb, xg[:, hidden:2 * hidden], out=hb)
                     np.add(hb, nn_, out=hb)
                 else:
-                    np.add(xg, hpb, out=hb)
-                    if mode == "rnn_tanh":
-                        np.tanh(hb, out=hb)
-                    else:
-                        np.maximum(hb, 0, out=hb)
+                    _rnn_step(mode, xg, hpb, hb)
                 y[start:start + b, ycols] = hb
         x2d = y
     return x2d, h_n, c_n
@@ -371,11 +376,7 @@ def run_lockstep(prep: Prepared, x2d, t, batch, h0, c0=None, op=""):
                 np.multiply(tmp, g[..., h1:h2], out=tmp)
                 np.add(tmp, n, out=hs)
             else:
-                np.add(g, hp, out=hs)
-                if mode == "rnn_tanh":
-                    np.tanh(hs, out=hs)
-                else:
-                    np.maximum(hs, 0, out=hs)
+                _rnn_step(mode, g, hp, hs)
             ys[i] = hs
         y = np.empty((t, batch, d * hout), dt)
         y[:, :, :hout] = ys[:, 0]
