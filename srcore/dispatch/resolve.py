@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable, Sequence
 import attrs
 
 from ..errors import UnsupportedOpError
+from ..ir.effects import mutated_inputs
 from ..ir.types import ListType, OptionalType, TensorType, TupleType, Type
 from ..plugin.types import KERNEL_KINDS, ArgInfo, Kernel, NodeInfo, Specialized
 from .lazy import resolve_ref
@@ -128,8 +129,6 @@ def node_info(node, schema=None, op: str | None = None) -> NodeInfo:
 def _constant_list(v) -> bool:
     """A ``prim::ListConstruct`` of constants that nothing writes to (e.g. an RNN's weight list):
     matchers see it as a constant list of the values."""
-    from ..ir.effects import mutated_inputs
-
     if v.node.kind != "prim::ListConstruct" or not all(x.node.kind == "prim::Constant" for x in v.node.inputs):
         return False
     return not any(u.offset in mutated_inputs(u.user) for u in v.uses)
