@@ -69,7 +69,6 @@ class StaticRuntime:
         call, so each runtime gets a class of its own whose ``__call__`` is the generated function.
         """
         self._fast_fn = _make_fast_call(self)
-        self._fast = self._fast_fn.__get__(self)
         cls = type(self)
         if cls.__dict__.get("_own_entry"):
             cls.__call__ = self._fast_fn
@@ -81,7 +80,7 @@ class StaticRuntime:
     # -- public API ---------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         """Run the model: numpy arrays in, an array (or a tuple of them) out."""
-        return self._fast(*args, **kwargs)
+        return self._fast_fn(self, *args, **kwargs)
 
     run = __call__
 
