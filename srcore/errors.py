@@ -22,6 +22,7 @@ __all__ = [
     "PassError",
     "MemoryPlanError",
     "KernelError",
+    "EngineBuildError",
 ]
 
 
@@ -125,6 +126,15 @@ class KernelError(SrcoreError):
     """
 
     node = None
+
+
+class EngineBuildError(SrcoreError):
+    """An engine builder cannot compile a segment; names the segment, the node and why.
+
+    A builder raises it to refuse a segment: the partitioner then runs the segment's nodes
+    one at a time on the next backends (automatic fallback), unless
+    ``Options(require_full_compilation=True)``.
+    """
 
 
 for _name in __all__:

@@ -28,7 +28,7 @@ from srcore.runtime.static_module import StaticModule
 
 ROOT = Path(__file__).resolve().parents[1]
 DIGITS = ROOT / "examples" / "digits" / "digits.srm"
-SECTIONS = {"graph", "memory-plan", "codegen", "dispatch"}
+SECTIONS = {"graph", "memory-plan", "codegen", "dispatch", "partition"}
 
 # a Loop whose trip count is only known at run time (so it is not unrolled) around an If
 CONTROL_FLOW = """\
@@ -139,7 +139,7 @@ def cf_model(tmp_path) -> Path:
 
 def test_html_alone_writes_every_section_self_contained(tmp_path, capsys):
     page, text, out, _ = write(capsys, tmp_path, DIGITS)
-    assert out.strip() == f"wrote {tmp_path / 'report.html'} (--graph, --memory-plan, --codegen, --dispatch)"
+    assert out.strip() == f"wrote {tmp_path / 'report.html'} (--graph, --memory-plan, --codegen, --dispatch, --partition)"
     assert text.startswith("<!DOCTYPE html>")
     assert {e["attrs"]["id"] for e in page.find("section")} == SECTIONS
     assert {e["attrs"]["href"] for e in page.find("a")} == {f"#{s}" for s in SECTIONS}  # the contents

@@ -146,7 +146,9 @@ def parses(cmd: str) -> bool:
 
 def test_parses_rejects_unknown_flags_and_commands(capsys):
     assert parses("srcore inspect m.srm --dispatch --memory-plan --picture p.svg")
-    assert not parses("srcore inspect m.srm --partition trt_like")
+    assert parses("srcore inspect m.srm --partition trt_like")
+    assert not parses("srcore inspect m.srm --partition")       # the flag takes a backend
+    assert not parses("srcore inspect m.srm --engines")
     assert not parses("srcore convert")
     assert not parses("srcore frobnicate m.srm")
 

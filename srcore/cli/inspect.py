@@ -29,6 +29,7 @@ class Section:
     render: str     # "module:function", called with an InspectContext, returns text
     title: str = ""  # the heading of the section in the HTML report
     html: str = ""  # "module:function", called with an InspectContext, returns an HTML fragment
+    metavar: str = ""  # the flag takes a value (``--partition BACKEND``) instead of being a switch
 
 
 _HTML = "srcore.cli.inspect_html:"
@@ -43,6 +44,10 @@ SECTIONS: list[Section] = [
             "srcore.cli.inspect_runtime:render_codegen", "Generated code", _HTML + "codegen_html"),
     Section("--dispatch", "the kernel static dispatch chose for every node (op, kind, backend, plugin)",
             "srcore.cli.inspect_runtime:render_dispatch", "Static dispatch", _HTML + "dispatch_html"),
+    Section("--partition", "engine segments of BACKEND (e.g. trt_like, ahead of the --backend list): "
+            "which nodes each engine holds, its layers and tactics, and every node left to per-node "
+            "kernels with the reason", "srcore.cli.inspect_partition:render_partition", "Engine partition",
+            "srcore.cli.inspect_partition:partition_html", metavar="BACKEND"),
 ]
 
 
@@ -132,7 +137,10 @@ def configure_parser(parser) -> None:
 
     add_model_arguments(parser)
     for s in SECTIONS:
-        parser.add_argument(s.flag, action="store_true", dest=_dest(s), help=s.help)
+        if s.metavar:
+            parser.add_argument(s.flag, metavar=s.metavar, dest=_dest(s), help=s.help)
+        else:
+            parser.add_argument(s.flag, action="store_true", dest=_dest(s), help=s.help)
     parser.add_argument("-i", "--input", action="append", metavar="NAME=FILE.npy", dest="inputs",
                         help="inputs for --memory-plan (others random; symbolic dims are 1)")
     parser.add_argument("--picture", metavar="FILE", help="with --memory-plan: write lifetimes against "

@@ -207,8 +207,12 @@ def _walk(block):
 
 
 def resolve_graph(graph, table: KernelTable, backends: Sequence[str] = ("cpu",),
-                  kinds: Sequence[str] = KERNEL_KINDS) -> dict[Any, ResolvedKernel]:
+                  kinds: Sequence[str] = KERNEL_KINDS,
+                  fixed: dict[Any, ResolvedKernel] | None = None) -> dict[Any, ResolvedKernel]:
     """Resolve every non-structural node of ``graph`` (sub-blocks included), with :func:`resolve_node`.
+
+    ``fixed`` maps nodes already resolved elsewhere (the partitioner's engine nodes) to
+    their kernels.
 
     Returns ``{node: ResolvedKernel}``. If any node has no kernel, raises one
     :class:`srcore.UnsupportedOpError` listing every such node, with its
@@ -220,6 +224,9 @@ def resolve_graph(graph, table: KernelTable, backends: Sequence[str] = ("cpu",),
     backends = tuple(backends)
     for node in _walk(graph.block):
         if node.kind in STRUCTURAL_KINDS:
+            continue
+        if fixed and node in fixed:
+            resolved[node] = fixed[node]
             continue
         rk = resolve_node(node, table, backends, kinds=kinds)
         if rk is not None:

@@ -13,11 +13,11 @@ op declarations, through the same hooks).
 import pluggy
 
 from .types import (KERNEL_KINDS, ArgInfo, Const, Backend, DType, EngineBuilder, Kernel, NodeInfo, OpLibrary,
-                    PluginInfo, Specialized, Subcommand)
+                    PluginInfo, Segment, Specialized, Subcommand)
 
 hookimpl = pluggy.HookimplMarker("srcore")
 
 __all__ = [
     "hookimpl", "Kernel", "OpLibrary", "Backend", "DType", "EngineBuilder", "Subcommand",
-    "NodeInfo", "ArgInfo", "Specialized", "Const", "PluginInfo", "KERNEL_KINDS",
+    "NodeInfo", "ArgInfo", "Specialized", "Const", "PluginInfo", "Segment", "KERNEL_KINDS",
 ]

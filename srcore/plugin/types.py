@@ -186,6 +186,35 @@ class EngineBuilder:
 
 
 @attrs.frozen
+class Segment:
+    """What an engine builder compiles: one subgraph cut out of a model by the partitioner.
+
+    ``graph`` is a :class:`srcore.ir.Graph` whose inputs are the segment's inputs (typed:
+    dtype and shape, possibly with symbolic dims), whose nodes are the segment's nodes in
+    program order (constants and parameters as ``prim::Constant``) and whose outputs are the
+    values the rest of the model reads. ``options`` are the builder options the user gave
+    (``Options(engine_options={...})``).
+
+    The builder returns an *engine*: a callable taking the segment's inputs as numpy arrays
+    and returning its outputs the way a native kernel does (one array for one output, a
+    tuple for several). Returned arrays belong to the caller (fresh, not views of the inputs
+    or of the engine's scratch). An engine may be called from several threads at once (one
+    per runtime). Optional: ``describe() -> str`` (layers, fusions, tactics; shown by
+    ``srcore inspect --partition``). To refuse a segment, raise
+    :class:`srcore.EngineBuildError`: its nodes then run one at a time on the next backends.
+    """
+
+    name: str
+    backend: str
+    graph: Any = attrs.field(eq=False)
+    options: tuple[tuple[str, Any], ...] = attrs.field(default=(), converter=lambda o: tuple(dict(o).items()))
+
+    def option(self, key: str, default: Any = None) -> Any:
+        """The builder option ``key`` (``default`` when the user did not set it)."""
+        return dict(self.options).get(key, default)
+
+
+@attrs.frozen
 class Subcommand:
     """A ``srcore SUBCOMMAND`` contributed by a plugin."""
 

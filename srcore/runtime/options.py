@@ -18,6 +18,11 @@ def _one_of(choices):
     return check
 
 
+def _items(value) -> tuple:
+    """A mapping (or pairs) as sorted ``(key, value)`` pairs: Options stay hashable."""
+    return tuple(sorted(dict(value).items()))
+
+
 @attrs.frozen
 class Options:
     """Load- and run-time options of a :class:`srcore.StaticModule`.
@@ -48,7 +53,20 @@ class Options:
         Run :func:`srcore.passes.prepare_for_static_runtime` on the graph at load.
     backends
         Backend priority list used by static dispatch (the ``backends=`` argument of
-        ``StaticModule`` overrides it).
+        ``StaticModule`` overrides it). A backend with an engine builder (``trt_like``)
+        first takes the segments it supports as compiled engines; the rest runs node by
+        node on the backends of the list (see docs/partitioning.md).
+    engine_min_block_size
+        Segments with fewer nodes than this stay node by node (TRTorch's ``min_block_size``),
+        unless the segment is the whole graph (nothing would run outside the engine).
+    engine_fallback_ops
+        Ops never put into an engine (``"aten::softmax"`` names every overload; TRTorch's
+        ``torch_executed_ops``).
+    require_full_compilation
+        Raise :class:`srcore.EngineBuildError` unless every node is in an engine.
+    engine_options
+        Options handed to the engine builders (``Segment.option(key)``); each builder
+        documents its own (trt_like: docs/trt-like.md).
 
     The environment variables ``SRCORE_EXECUTOR`` and ``SRCORE_MEMORY_PLANNER`` change the
     defaults of ``executor`` and ``memory_planner_algorithm`` (the test suite runs once with
@@ -65,3 +83,7 @@ class Options:
     check_inputs: bool = True
     optimize: bool = True
     backends: tuple[str, ...] = attrs.field(default=("cpu",), converter=tuple)
+    engine_min_block_size: int = 3
+    engine_fallback_ops: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    require_full_compilation: bool = False
+    engine_options: tuple[tuple[str, object], ...] = attrs.field(default=(), converter=_items)

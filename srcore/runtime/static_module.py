@@ -83,9 +83,19 @@ class StaticModule:
         _propagate(graph, input_types)
         self.graph = graph
         clock.stage("shapes")
+        #: what the partitioner did (``srcore.partition.PartitionReport``); None without engine backends
+        self.partition = None
+        fixed = {}
+        if any(b in pm.registry.engine_builders for b in options.backends):
+            from ..partition import partition_graph
+            from ..partition.kernel import engine_kernels
+
+            self.partition, engines = partition_graph(graph, pm.registry, pm.kernel_table, options)
+            fixed = engine_kernels(engines, pm.registry)
+            clock.stage("partition")
         from ..dispatch import resolve_graph
 
-        resolved = resolve_graph(graph, pm.kernel_table, options.backends)
+        resolved = resolve_graph(graph, pm.kernel_table, options.backends, fixed=fixed)
         clock.stage("dispatch")
         proc = GraphProcessor(graph, resolved, plan_memory=options.enable_out_variant)
         self.top: BlockInfo = proc.run()
@@ -105,7 +115,8 @@ class StaticModule:
             clock.stage("codegen")
         self._runtime = None
         self.setup_time = time.perf_counter() - t0
-        #: seconds spent in each load stage (plugins, schemas, passes, shapes, dispatch, process, codegen)
+        #: seconds spent in each load stage (plugins, schemas, passes, shapes, [partition,] dispatch, process,
+        #: codegen)
         self.load_stages: dict[str, float] = clock.stages
 
     # -- runtimes ------------------------------------------------------------------------

@@ -1,13 +1,132 @@
-"""Building and loading engines: not implemented yet (lands with the partitioner)."""
+"""Building and running trt_like engines.
+
+``build(segment)`` is the ``EngineBuilder`` entry point. For every concrete input
+signature the engine builds a plan: the segment's graph with concrete shapes becomes
+a network (``network.py``), pointwise runs are fused (``fusion.py``), each layer gets
+the fastest of its tactics (``tactics.py``), and the plan (``plan.py``) is one
+generated function over an arena. A segment whose input shapes are all static is
+planned at build time and the engine *is* that function; otherwise plans are made
+on first use of each signature (TensorRT's optimisation profiles, made lazily).
+"""
 from __future__ import annotations
 
-from srcore.errors import PluginError
+import threading
+import time
+from typing import Any
+
+from srcore.errors import EngineBuildError, KernelError
+from srcore.ir.types import TensorType
+
+from .fusion import fuse_pointwise
+from .network import build_network
+from .plan import Plan
+from .tactics import choose_tactics
+
+#: plans kept per dynamic engine (input signatures); the oldest is dropped beyond this
+MAX_PLANS = 16
 
 
-def build(segment, options=None):
-    raise PluginError("srcore-trt-like: engine building is not implemented yet; "
-                      "run trt_like nodes one at a time with backends=('trt_like', 'cpu')")
+class Engine:
+    """One segment compiled for trt_like; ``entry`` is the callable the runtime calls."""
+
+    def __init__(self, segment):
+        self.name = segment.name
+        self.graph = segment.graph
+        self.options = dict(segment.options)
+        self.plans: dict[tuple, Plan] = {}
+        self.build_seconds: dict[tuple, float] = {}
+        self._lock = threading.Lock()
+        types = [v.type for v in self.graph.inputs]
+        for v, t in zip(self.graph.inputs, types):
+            if not isinstance(t, TensorType) or t.dtype != "float32" or t.shape is None:
+                raise EngineBuildError(f"{self.name}: input %{v.name} is {t}; engines take float32 tensors "
+                                       f"of known rank")
+        self.static = all(all(isinstance(d, int) for d in t.shape) for t in types)
+        if self.static:
+            plan = self.plan_for(tuple(tuple(t.shape) for t in types))
+            self.entry = plan.run
+        else:
+            self.entry = self._dynamic_entry()
+        self.entry.describe = self.describe
+        self.entry.engine = self
+
+    # -- plans ------------------------------------------------------------------------------
+    def plan_for(self, shapes: tuple[tuple[int, ...], ...]) -> Plan:
+        plan = self.plans.get(shapes)
+        if plan is not None:
+            return plan
+        with self._lock:
+            plan = self.plans.get(shapes)
+            if plan is None:
+                t0 = time.perf_counter()
+                plan = make_plan(self.graph, shapes, self.options, self.name)
+                self.build_seconds[shapes] = time.perf_counter() - t0
+                if len(self.plans) >= MAX_PLANS:
+                    self.plans.pop(next(iter(self.plans)))
+                self.plans[shapes] = plan
+        return plan
+
+    def _dynamic_entry(self):
+        plans = self.plans
+        plan_for = self.plan_for
+        name = self.name
+        n = len(self.graph.inputs)
+
+        def run(*xs):
+            if len(xs) != n:
+                raise KernelError(f"{name}: {len(xs)} inputs, expected {n}")
+            key = tuple(x.shape for x in xs)
+            plan = plans.get(key)
+            if plan is None:
+                plan = plan_for(key)
+            return plan.run(*xs)
+        return run
+
+    # -- reports ------------------------------------------------------------------------------
+    def describe(self) -> str:
+        lines = []
+        for shapes, plan in self.plans.items():
+            sig = ", ".join(f"({', '.join(map(str, s))})" for s in shapes)
+            secs = self.build_seconds.get(shapes, 0.0)
+            lines.append(f"plan for inputs {sig}: {len(plan.steps)} layers, arena {plan.arena_bytes:,} bytes, "
+                         f"built in {secs * 1e3:.1f} ms")
+            for layer, fn in plan.steps:
+                tactic = getattr(fn, "tactic", "view") if fn is not None else "view"
+                what = layer.kind
+                if layer.kind == "fused_pointwise":
+                    what += f" ({len(layer.attrs['ops'])} ops: {_op_list(layer.attrs['ops'])})"
+                shape = "x".join(map(str, plan.net.shape(layer.outputs[0])))
+                lines.append(f"  {what} -> {shape} [{tactic}]")
+        if not self.plans:
+            lines.append("dynamic shapes: plans are built on first use of each input signature")
+        return "\n".join(lines)
+
+
+def _op_list(ops, limit: int = 6) -> str:
+    names = [o.op for o in ops]
+    return ", ".join(names[:limit]) + (", ..." if len(names) > limit else "")
+
+
+def make_plan(graph, shapes, options: dict[str, Any], name: str) -> Plan:
+    """The plan of ``graph`` for concrete input ``shapes``."""
+    from srcore.ops.shapes import propagate
+
+    g = graph.copy()
+    types = [TensorType("float32", tuple(int(d) for d in s)) for s in shapes]
+    for v, t in zip(g.inputs, types):
+        v.type = t
+    propagate(g, types)
+    net = build_network(g)
+    if options.get("fusion", True):
+        fuse_pointwise(net)
+    steps = choose_tactics(net, options)
+    return Plan(net, steps)
+
+
+def build(segment):
+    """``EngineBuilder.build``: a callable engine for ``segment`` (see :class:`srcore.plugin.Segment`)."""
+    return Engine(segment).entry
 
 
 def load(data):
-    raise PluginError("srcore-trt-like: engine loading is not implemented yet")
+    raise EngineBuildError("srcore-trt-like: engines are rebuilt at load (no serialized engines yet)")

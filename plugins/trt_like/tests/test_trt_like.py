@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 import srcore_trt_like as trt
-from srcore.errors import PluginError
 from srcore.ir.types import FLOAT, INT, TensorType
 from srcore.plugin import ArgInfo, EngineBuilder, NodeInfo, Specialized
 from srcore_trt_like import engine, kernels, support
@@ -55,15 +54,16 @@ def test_add_out_with_alpha_and_the_matcher():
     assert kernels.add_matcher(two) is None and kernels.add_matcher(var) is None
 
 
-def test_supports_only_table_ops_in_float32_float16():
+def test_supports_table_ops_on_float32_with_constant_arguments():
     relu = NodeInfo("aten::relu", None, (ArgInfo("self", F32),), (F32,))
     relu64 = NodeInfo("aten::relu", None, (ArgInfo("self", TensorType("float64")),), (TensorType("float64"),))
-    pow_ = NodeInfo("aten::pow.Tensor_Scalar", None, (ArgInfo("self", F32), ArgInfo("exponent", FLOAT)), (F32,))
-    assert support.supports(relu)
-    assert not support.supports(relu64)
-    assert not support.supports(pow_)
-
-
-def test_engine_building_is_reported_as_not_implemented():
-    with pytest.raises(PluginError, match="not implemented"):
-        engine.build(None)
+    unranked = NodeInfo("aten::relu", None, (ArgInfo("self", TensorType("float32")),), (TensorType("float32"),))
+    pow_c = NodeInfo("aten::pow.Tensor_Scalar", None, (ArgInfo("self", F32), ArgInfo("exponent", FLOAT, True, 2.0)),
+                     (F32,))
+    pow_v = NodeInfo("aten::pow.Tensor_Scalar", None, (ArgInfo("self", F32), ArgInfo("exponent", FLOAT)), (F32,))
+    cumsum = NodeInfo("aten::cumsum", None, (ArgInfo("self", F32), ArgInfo("dim", INT, True, 0)), (F32,))
+    assert support.supports(relu) and support.supports(pow_c)
+    assert not support.supports(relu64)      # engines compute in float32
+    assert not support.supports(unranked)    # a layer needs a known rank
+    assert not support.supports(pow_v)       # the exponent is baked into the kernel
+    assert not support.supports(cumsum)      # not in the table

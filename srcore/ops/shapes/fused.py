@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ...ir.types import BOOL
-from .base import A, Ctx, rule
+from .base import UNKNOWN, A, Ctx, rule
 from .linalg import linear
 
 
@@ -22,3 +22,13 @@ def sum_gt(ctx: Ctx):
 def ew_chain(ctx: Ctx):
     """Every step keeps ``self``'s dtype and shape (the fusion pass checks it)."""
     return [ctx.tensor(0)]
+
+
+@rule("srcore::engine")
+def engine(ctx: Ctx):
+    """A compiled segment (srcore.partition): propagate through its subgraph."""
+    from .interp import propagate
+
+    sub = ctx.node.attrs["subgraph"].copy()
+    result = propagate(sub, [a.type for a in ctx.args])
+    return [A(v.type, result.known.get(v, UNKNOWN)) for v in sub.outputs]

@@ -1,0 +1,137 @@
+"""An execution plan: the network's layers as kernel calls over planned buffers, as one
+generated Python function.
+
+Tensors are of four kinds: the engine's inputs (arguments), constants (bound once),
+results the engine returns (fresh arrays per call: the caller owns them) and
+intermediates, which live in one arena per thread, placed by srcore's greedy-by-size
+planner over their lifetimes (a ``reshape`` is a view of its base and extends the
+base's lifetime). The run function is straight-line code: for each layer,
+``kernel(*inputs, *outputs)``.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+import numpy as np
+
+from srcore.memory.planner import Lifetime, TensorRequest, make_planner
+
+from .network import Layer, Network
+
+F32 = np.dtype(np.float32)
+
+
+class Plan:
+    """``plan(*inputs)`` runs the network; ``steps`` are ``(layer, kernel)`` in order."""
+
+    def __init__(self, net: Network, steps: list[tuple[Layer, Callable[..., Any] | None]]):
+        self.net = net
+        self.steps = steps
+        self.root: dict[int, int] = {}       # tensor -> the tensor whose memory it uses
+        for layer, _ in steps:
+            if layer.kind == "reshape":
+                src = layer.inputs[0]
+                self.root[layer.outputs[0]] = self.root.get(src, src)
+        self.fresh = self._fresh_roots()
+        self.copies = self._copies()
+        self.arena_bytes, self.offsets = self._plan_arena()
+        self._tls = threading.local()
+        self.run = self._generate()
+
+    def __call__(self, *inputs):
+        return self.run(*inputs)
+
+    # -- memory -----------------------------------------------------------------------------
+    def root_of(self, t: int) -> int:
+        return self.root.get(t, t)
+
+    def _fresh_roots(self) -> set[int]:
+        """Tensors allocated per call: the returned ones (or the bases they view), unless that base
+        is an input or a constant (those returns are copied, see ``copies``)."""
+        fixed = set(self.net.inputs) | set(self.net.constants)
+        return {self.root_of(t) for t in self.net.outputs if self.root_of(t) not in fixed}
+
+    def _copies(self) -> dict[int, int]:
+        """Returned tensors whose memory is an input's or a constant's: copied into a fresh array."""
+        fixed = set(self.net.inputs) | set(self.net.constants)
+        return {t: self.root_of(t) for t in self.net.outputs if self.root_of(t) in fixed}
+
+    def _plan_arena(self) -> tuple[int, dict[int, int]]:
+        fixed = set(self.net.inputs) | set(self.net.constants) | self.fresh
+        first: dict[int, int] = {}
+        last: dict[int, int] = {}
+        for i, (layer, _) in enumerate(self.steps):
+            for t in layer.outputs:
+                r = self.root_of(t)
+                first.setdefault(r, i)
+                last[r] = max(last.get(r, i), i)
+            for t in layer.inputs:
+                r = self.root_of(t)
+                last[r] = max(last.get(r, i), i)
+        reqs = [TensorRequest(r, Lifetime(first[r], last[r]), self.net.tensors[r].size * 4)
+                for r in first if r not in fixed]
+        if not reqs:
+            return 0, {}
+        plan = make_planner("precomputed_offsets").plan(reqs)
+        return plan.total_bytes, dict(plan.offsets)
+
+    def _buffers(self) -> list[np.ndarray]:
+        """This thread's views of its arena, one per planned tensor (and per view of one)."""
+        arena = np.empty(max(self.arena_bytes, 1), np.uint8)
+        out = []
+        for t in self._planned:
+            r = self.root_of(t)
+            n = self.net.tensors[r].size
+            base = arena[self.offsets[r]:self.offsets[r] + 4 * n].view(np.float32)
+            out.append(base.reshape(self.net.shape(t)))
+        return out
+
+    # -- code ---------------------------------------------------------------------------------
+    def _generate(self):
+        net = self.net
+        g: dict[str, Any] = {"_empty": np.empty, "_f32": F32, "_asc": np.ascontiguousarray, "_copyto": np.copyto}
+        names: dict[int, str] = {}
+        for i, t in enumerate(net.inputs):
+            names[t] = f"x{i}"
+        for t, arr in net.constants.items():
+            names[t] = f"_c{t}"
+            g[names[t]] = arr
+        planned = [t for t in net.tensors if self.root_of(t) in self.offsets]
+        self._planned = planned
+        for t in planned:
+            names[t] = f"b{t}"
+        lines = [f"def run({', '.join(f'x{i}' for i in range(len(net.inputs)))}):"]
+        for i in range(len(net.inputs)):
+            lines.append(f"    if not x{i}.flags.c_contiguous: x{i} = _asc(x{i})")
+        if planned:
+            lines.append("    try:")
+            lines.append("        _b = _tls.b")
+            lines.append("    except AttributeError:")
+            lines.append("        _b = _tls.b = _bufs()")
+            lines.append(f"    {', '.join(names[t] for t in planned)}, = _b")
+        g["_tls"] = self._tls
+        g["_bufs"] = self._buffers
+        for k, (layer, fn) in enumerate(self.steps):
+            if layer.kind == "reshape":
+                t = layer.outputs[0]
+                if t not in names:
+                    src = names[layer.inputs[0]]
+                    names[t] = f"v{t}"
+                    lines.append(f"    v{t} = {src}.reshape({net.shape(t)!r})")
+                continue
+            for t in layer.outputs:
+                if t not in names:
+                    names[t] = f"v{t}"
+                    lines.append(f"    v{t} = _empty({net.shape(t)!r}, _f32)")
+            g[f"_k{k}"] = fn
+            args = ", ".join(names[t] for t in (*layer.inputs, *layer.outputs))
+            lines.append(f"    _k{k}({args})")
+        for t, src in self.copies.items():
+            names[t] = f"r{t}"
+            lines.append(f"    r{t} = {names[src]}.reshape({net.shape(t)!r}).copy()")
+        outs = [names[t] for t in net.outputs]
+        lines.append(f"    return {outs[0]}" if len(outs) == 1 else f"    return ({', '.join(outs)},)")
+        self.source = "\n".join(lines) + "\n"
+        exec(compile(self.source, "<trt_like engine>", "exec"), g)
+        return g["run"]

@@ -1,0 +1,48 @@
+"""``srcore inspect MODEL --partition BACKEND``: engine segments and per-node fallback."""
+from __future__ import annotations
+
+from html import escape
+
+
+def partitioned_module(ctx):
+    """A StaticModule whose backend list starts with ``--partition``'s backend (cached on ctx)."""
+    module = getattr(ctx, "_partitioned", None)
+    if module is None:
+        backend = getattr(ctx.args, "section_partition", None)
+        if not backend:
+            module = ctx.module
+        else:
+            from ._common import make_module
+
+            rest = [b for b in (ctx.args.backends or ["cpu"]) if b != backend]
+            ctx.args.backends, saved = [backend, *rest], ctx.args.backends
+            try:
+                module = make_module(ctx.args, ctx.model)
+            finally:
+                ctx.args.backends = saved
+        ctx._partitioned = module
+    return module
+
+
+def render_partition(ctx) -> str:
+    from ..errors import SrcoreError
+
+    module = partitioned_module(ctx)
+    backends = module.options.backends
+    builders = module.plugin_manager.registry.engine_builders
+    if not any(b in builders for b in backends):
+        known = ", ".join(sorted(builders)) or "none installed"
+        raise SrcoreError(f"--partition {backends[0]}: no engine builder for that backend "
+                          f"(engine backends: {known})")
+    head = f"== partition (backends: {', '.join(backends)}; load {module.setup_time * 1e3:.1f} ms)"
+    return head + "\n" + module.partition.format()
+
+
+def partition_html(ctx) -> str:
+    module = partitioned_module(ctx)
+    backends = module.options.backends
+    if module.partition is None:
+        return (f"<p>No engine backend among {escape(', '.join(backends))}: every node runs on its own "
+                f"kernel (<code>--partition BACKEND</code> partitions for an engine backend).</p>")
+    return (f"<p>Backends, highest priority first: {escape(', '.join(backends))}.</p>"
+            f"<pre>{escape(module.partition.format())}</pre>")

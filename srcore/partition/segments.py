@@ -1,0 +1,142 @@
+"""Which nodes may go into an engine, and how they group into segments.
+
+A node is *eligible* for an engine backend when the backend's builder says it
+``supports`` it and the node is pure: no sub-blocks, no side effects, no
+in-place writes, and none of its values shares memory with a value something
+writes in place (an engine returns fresh arrays, so an alias the rest of the
+program relies on would silently break). A *segment* is a maximal run of
+eligible nodes in program order within one block (``prim::Constant`` nodes do
+not break a run: the segment gets its own copies). This is TRTorch's
+segmentation: what is not eligible stays in the graph and runs node by node on
+the next backends.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+import attrs
+
+from ..dispatch.resolve import STRUCTURAL_KINDS, node_info, node_op, node_schema
+from ..ir.effects import VIEW_OPS, has_side_effects, mutated_inputs
+from ..ir.graph import Block, Graph, Node, Value
+from .extract import ENGINE_KIND
+
+
+@attrs.frozen
+class Candidate:
+    """One run of eligible nodes (program order) in one block."""
+
+    block: Any
+    nodes: tuple[Node, ...]
+
+
+@attrs.frozen
+class Refusal:
+    """A node that did not go into an engine, and why (for the partition report)."""
+
+    node: Node
+    reason: str
+
+
+def mutation_tainted(graph: Graph) -> set[int]:
+    """Ids of values written in place somewhere, and of every value that may alias one of them
+    (through view ops, in either direction)."""
+    written: list[Value] = []
+    edges: dict[int, list[Value]] = {}
+    for n in graph.all_nodes():
+        for i in mutated_inputs(n):
+            if i < len(n.inputs):
+                written.append(n.inputs[i])
+        if n.kind in VIEW_OPS or _base(n.kind) in VIEW_OPS:
+            for a in n.inputs:
+                for o in n.outputs:
+                    edges.setdefault(id(a), []).append(o)
+                    edges.setdefault(id(o), []).append(a)
+    tainted: set[int] = set()
+    stack = list(written)
+    while stack:
+        v = stack.pop()
+        if id(v) in tainted:
+            continue
+        tainted.add(id(v))
+        stack.extend(edges.get(id(v), ()))
+    return tainted
+
+
+def _base(kind: str) -> str:
+    return kind.split(".", 1)[0]
+
+
+class Eligibility:
+    """Decides, node by node, whether one engine backend may take it (with the reason if not)."""
+
+    def __init__(self, graph: Graph, table: Any, supports: Callable[[Any], bool], backend: str,
+                 fallback_ops: tuple[str, ...] = ()):
+        self.table = table
+        self.supports = supports
+        self.backend = backend
+        self.fallback_ops = frozenset(fallback_ops)
+        self.tainted = mutation_tainted(graph)
+
+    def check(self, node: Node) -> str | None:
+        """None if ``node`` may go into an engine, else the reason it may not."""
+        if node.kind == ENGINE_KIND:
+            return "already in an engine"
+        if node.blocks or node.kind in STRUCTURAL_KINDS:
+            return "control flow runs outside engines"
+        schema = node_schema(node, self.table)
+        op = node_op(node, schema)
+        if op in self.fallback_ops or _base(op) in self.fallback_ops:
+            return "listed in Options.engine_fallback_ops"
+        if mutated_inputs(node) or has_side_effects(node):
+            return "writes in place or has side effects"
+        if any(id(v) in self.tainted for v in (*node.inputs, *node.outputs)):
+            return "shares memory with a value written in place"
+        try:
+            ok = self.supports(node_info(node, schema, op))
+        except Exception as exc:  # a builder's bug must not take the model down: run it elsewhere
+            return f"{self.backend}'s supports() raised {type(exc).__name__}: {exc}"
+        return None if ok else f"not supported by {self.backend}"
+
+
+def find_candidates(block: Block, eligibility: Eligibility) -> tuple[list[Candidate], list[Refusal]]:
+    """Runs of eligible nodes in ``block`` and its sub-blocks, and the refused nodes."""
+    runs: list[Candidate] = []
+    refused: list[Refusal] = []
+    for b in _blocks(block):
+        current: list[Node] = []
+        for n in b.nodes:
+            if n.kind == "prim::Constant":
+                continue
+            reason = eligibility.check(n)
+            if reason is None:
+                current.append(n)
+                continue
+            refused.append(Refusal(n, reason))
+            if current:
+                runs.append(Candidate(b, tuple(current)))
+                current = []
+        if current:
+            runs.append(Candidate(b, tuple(current)))
+    return runs, refused
+
+
+def _blocks(block: Block) -> Iterator[Block]:
+    yield block
+    for n in block.nodes:
+        for sub in n.blocks:
+            yield from _blocks(sub)
+
+
+def boundary(nodes: tuple[Node, ...]) -> tuple[list[Value], list[Value]]:
+    """A run's inputs (non-constant values read from outside it, first-use order) and outputs
+    (values it makes that anything outside it reads, including block returns)."""
+    inside = {id(n) for n in nodes}
+    made = {id(o) for n in nodes for o in n.outputs}
+    inputs: dict[int, Value] = {}
+    for n in nodes:
+        for v in n.inputs:
+            if id(v) not in made and v.node.kind != "prim::Constant":
+                inputs.setdefault(id(v), v)
+    outputs = [o for n in nodes for o in n.outputs if any(id(u.user) not in inside for u in o.uses)]
+    return list(inputs.values()), outputs
