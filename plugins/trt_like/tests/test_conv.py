@@ -1,0 +1,243 @@
+"""trt_like conv tactics against torch.nn.functional.conv2d (+ bias, + residual, + relu) in float64."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from srcore.errors import SrcoreError
+from srcore_trt_like.conv import (ConvSpec, DepthwiseDirectTactic, Gemm1x1Tactic, Im2colGemmTactic, WinogradTactic,
+                                  conv_tactics)
+from srcore_trt_like.errors import TacticSpecError
+from srcore_trt_like.tactic_timing import time_tactics
+from srcore_trt_like.winograd_math import F2, F4, toom_cook, transform_weight
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+
+def _data(spec: ConvSpec, seed: int, relu_input: bool = False):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(spec.x_shape, np.float32)
+    if relu_input:
+        x = np.maximum(x, 0)
+    fan_in = spec.weight_shape[1] * spec.kernel[0] * spec.kernel[1]
+    w = (rng.standard_normal(spec.weight_shape) / np.sqrt(fan_in)).astype(np.float32)
+    b = (0.1 * rng.standard_normal(spec.out_channels)).astype(np.float32)
+    res = rng.standard_normal(spec.out_shape, np.float32) if spec.residual else None
+    return x, w, b, res
+
+
+def _reference(spec: ConvSpec, x, w, b, res):
+    """float64 torch: conv2d + bias (+ residual) (+ relu)."""
+    t = lambda a: torch.from_numpy(np.asarray(a, np.float64))  # noqa: E731
+    y = F.conv2d(t(x), t(w), None if b is None else t(b), stride=spec.stride, padding=spec.padding,
+                 dilation=spec.dilation, groups=spec.groups)
+    if res is not None:
+        y = y + t(res)
+    if spec.relu:
+        y = torch.relu(y)
+    return y.numpy()
+
+
+def _run(tactic, x, res):
+    out = np.full(tactic.out_shape, np.nan, np.float32)    # every element must be written
+    tactic(x, out, res)
+    return out
+
+
+def _rel_err(got, ref):
+    return float(np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-30))
+
+
+@st.composite
+def conv_specs(draw):
+    groups_kind = draw(st.sampled_from(["one", "grouped", "depthwise"]))
+    g = 1 if groups_kind == "one" else draw(st.integers(2, 3))
+    cg = 1 if groups_kind == "depthwise" else draw(st.integers(1, 3))
+    C = g * cg
+    O = g * draw(st.integers(1, 3))
+    kh, kw = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    dh, dw = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    ph, pw = draw(st.integers(0, 2)), draw(st.integers(0, 2))
+    H = draw(st.integers(max(1, dh * (kh - 1) + 1 - 2 * ph), 11))
+    W = draw(st.integers(max(1, dw * (kw - 1) + 1 - 2 * pw), 11))
+    return ConvSpec((draw(st.integers(1, 2)), C, H, W), O, (kh, kw), (draw(st.integers(1, 2)), draw(st.integers(1, 2))),
+                    (ph, pw), (dh, dw), g, relu=draw(st.booleans()), residual=draw(st.booleans()))
+
+
+@st.composite
+def winograd_specs(draw):
+    """3x3 stride-1 convs: odd and tiny sizes (partial tiles, output smaller than a tile)."""
+    p = draw(st.integers(0, 2))
+    H, W = draw(st.integers(max(1, 3 - 2 * p), 13)), draw(st.integers(max(1, 3 - 2 * p), 13))
+    return ConvSpec((draw(st.integers(1, 2)), draw(st.integers(1, 5)), H, W), draw(st.integers(1, 5)), 3, 1, p,
+                    relu=draw(st.booleans()), residual=draw(st.booleans()))
+
+
+@settings(max_examples=150, deadline=None)
+@given(spec=conv_specs(), seed=st.integers(0, 2**16))
+def test_every_tactic_matches_torch(spec, seed):
+    x, w, b, res = _data(spec, seed)
+    ref = _reference(spec, x, w, b, res)
+    tactics = conv_tactics(spec, w, b)
+    assert tactics[-1].name == "im2col_gemm"
+    for t in tactics:
+        assert t.out_shape == ref.shape
+        np.testing.assert_allclose(_run(t, x, res), ref, rtol=1e-5, atol=1e-5, err_msg=f"{t!r}")
+
+
+@settings(max_examples=100, deadline=None)
+@given(spec=winograd_specs(), seed=st.integers(0, 2**16), m=st.sampled_from([2, 4]))
+def test_winograd_matches_torch_on_odd_sizes_and_every_padding(spec, seed, m):
+    x, w, b, res = _data(spec, seed)
+    got = _run(WinogradTactic(spec, w, b, m=m), x, res)
+    np.testing.assert_allclose(got, _reference(spec, x, w, b, res), rtol=1e-5, atol=1e-5)
+
+
+def test_conv_tactics_offers_what_applies():
+    names = lambda spec: [t.name for t in conv_tactics(spec, *_data(spec, 0)[1:3])]  # noqa: E731
+    assert names(ConvSpec((1, 4, 8, 8), 4, 3, 1, 1)) == ["winograd_f4x4", "winograd_f2x2", "im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 6, 1, 2, 0)) == ["gemm_1x1", "im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 8, 3, 2, 1, groups=4)) == ["depthwise_direct", "im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 4, 3, 2, 1)) == ["im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 4, 1, 1, 1)) == ["im2col_gemm"]        # padded 1x1
+
+
+@pytest.mark.parametrize("shape", [(1, 64, 28, 28), (1, 128, 14, 14), (1, 256, 7, 7)])
+def test_winograd_accuracy_on_resnet_like_layers(shape):
+    """relu'd inputs, fan-in scaled weights, a residual and relu: max|dy| / max|y| vs float64 stays
+    far below the 1e-5 per-layer bar (F(4x4) ~1e-6 with its points (0, +-3/2, +-2/3), F(2x2) ~3e-7)."""
+    spec = ConvSpec(shape, shape[1], 3, 1, 1, relu=True, residual=True)
+    x, w, b, res = _data(spec, 1, relu_input=True)
+    ref = _reference(spec, x, w, b, res)
+    assert _rel_err(_run(WinogradTactic(spec, w, b, m=4), x, res), ref) < 4e-6
+    assert _rel_err(_run(WinogradTactic(spec, w, b, m=2), x, res), ref) < 1.5e-6
+    assert _rel_err(_run(Im2colGemmTactic(spec, w, b), x, res), ref) < 1.5e-6
+
+
+def test_winograd_matrices_are_exact_and_the_weight_transform_is_g_w_gt():
+    rng = np.random.default_rng(0)
+    for mats in (F2, F4, toom_cook((0, 1, -1, 2, -2), 4)):
+        d, g = rng.standard_normal(mats.n), rng.standard_normal(3)
+        y = mats.AT @ ((mats.G @ g) * (mats.BT @ d))
+        np.testing.assert_allclose(y, np.correlate(d, g, "valid"), rtol=0, atol=1e-13)
+    w = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    u = transform_weight(w, F4)
+    expect = np.einsum("ik,ockl,jl->ijoc", F4.G, w.astype(np.float64), F4.G).reshape(36, 3, 2)
+    assert u.dtype == np.float32 and u.flags.c_contiguous
+    np.testing.assert_array_equal(u, expect.astype(np.float32))
+    with pytest.raises(ValueError, match="distinct"):
+        toom_cook((0, 1, 1), 2)
+
+
+def test_no_bias_and_every_epilogue_combination():
+    for relu in (False, True):
+        for residual in (False, True):
+            spec = ConvSpec((2, 3, 9, 7), 4, 3, 1, 1, relu=relu, residual=residual)
+            x, w, _, res = _data(spec, 3)
+            ref = _reference(spec, x, w, None, res)
+            for t in conv_tactics(spec, w, None):
+                np.testing.assert_allclose(_run(t, x, res), ref, rtol=1e-5, atol=1e-5, err_msg=t.name)
+
+
+def test_relu_keeps_nan_like_torch():
+    spec = ConvSpec((1, 1, 4, 4), 1, 1, relu=True)
+    x = np.zeros(spec.x_shape, np.float32)
+    x[0, 0, 1, 2] = np.nan
+    for t in conv_tactics(spec, np.ones(spec.weight_shape, np.float32), None):
+        out = _run(t, x, None)
+        assert np.isnan(out[0, 0, 1, 2]) and np.count_nonzero(np.isnan(out)) == 1, t.name
+
+
+def test_concurrent_calls_from_two_threads_match_a_single_thread():
+    specs = [ConvSpec((1, 32, 29, 27), 32, 3, 1, 1, relu=True, residual=True),
+             ConvSpec((2, 6, 12, 12), 6, 3, 2, 1, groups=6), ConvSpec((1, 8, 10, 10), 5, 1, 2, 0)]
+    work = []
+    for spec in specs:
+        for k in range(2):
+            x, w, b, res = _data(spec, 10 + k)
+            for t in conv_tactics(spec, w, b):
+                work.append((t, x, res, _run(t, x, res)))
+    errors = []
+
+    def hammer(offset):
+        try:
+            for _ in range(10):
+                for t, x, res, expect in work[offset::2] + work[1 - offset::2]:
+                    got = _run(t, x, res)
+                    if not np.array_equal(got, expect):
+                        errors.append(t.name)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=hammer, args=(i,)) for i in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+
+
+def test_time_tactics_returns_every_tactic_fastest_first():
+    spec = ConvSpec((1, 8, 12, 12), 8, 3, 1, 1, residual=True)
+    _, w, b, _ = _data(spec, 0)
+    tactics = conv_tactics(spec, w, b)
+    timed = time_tactics(tactics, spec, rounds=2)
+    assert sorted(n for n, _ in timed) == sorted(t.name for t in tactics)
+    assert [s for _, s in timed] == sorted(s for _, s in timed) and all(s > 0 for _, s in timed)
+    with pytest.raises(TacticSpecError, match="no tactics"):
+        time_tactics([], spec)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(x_shape=(1, 4, 8, 8), out_channels=4, kernel=3, groups=3), "groups 3 must divide in channels 4"),
+    (dict(x_shape=(1, 4, 8, 8), out_channels=5, kernel=3, groups=2), "out_channels 5"),
+    (dict(x_shape=(1, 4, 2, 8), out_channels=4, kernel=3), "larger than the padded input"),
+    (dict(x_shape=(1, 4, 8, 8), out_channels=4, kernel=3, padding=-1), "padding .* must be >= 0"),
+    (dict(x_shape=(1, 4, 8, 8), out_channels=4, kernel=3, stride=0), "stride .* must be >= 1"),
+    (dict(x_shape=(1, 4, 8), out_channels=4, kernel=3), "4-D"),
+    (dict(x_shape=(1, 4, 8, 8), out_channels=4, kernel=(3, 3, 3)), "kernel must be a pair"),
+    (dict(x_shape=(1, 0, 8, 8), out_channels=4, kernel=1), "empty dimension"),
+])
+def test_bad_specs_raise_a_srcore_error_naming_the_field(kwargs, match):
+    with pytest.raises(TacticSpecError, match=match) as info:
+        ConvSpec(**kwargs)
+    assert isinstance(info.value, SrcoreError)
+
+
+def test_tactics_reject_specs_they_do_not_compute_and_bad_weights():
+    s3 = ConvSpec((1, 4, 8, 8), 4, 3, 2, 1)
+    w3 = np.zeros(s3.weight_shape, np.float32)
+    with pytest.raises(TacticSpecError, match="winograd_f4x4: needs a 3x3 kernel, stride 1"):
+        WinogradTactic(s3, w3, None)
+    with pytest.raises(TacticSpecError, match="gemm_1x1: needs a 1x1 kernel"):
+        Gemm1x1Tactic(s3, w3, None)
+    with pytest.raises(TacticSpecError, match="depthwise_direct: needs groups == in channels"):
+        DepthwiseDirectTactic(s3, w3, None)
+    with pytest.raises(TacticSpecError, match=r"weight shape \(4, 4, 3\) does not match"):
+        Im2colGemmTactic(s3, w3[..., 0], None)
+    with pytest.raises(TacticSpecError, match=r"bias shape \(3,\) must be \(4,\)"):
+        Im2colGemmTactic(s3, w3, np.zeros(3, np.float32))
+    with pytest.raises(TacticSpecError, match="m must be 2 or 4"):
+        WinogradTactic(ConvSpec((1, 4, 8, 8), 4, 3, 1, 1), w3, None, m=3)
+
+
+def test_calls_with_arrays_that_contradict_the_spec_raise():
+    spec = ConvSpec((1, 2, 6, 6), 3, 3, 1, 1, residual=True)
+    x, w, b, res = _data(spec, 0)
+    t = WinogradTactic(spec, w, b)
+    out = np.empty(t.out_shape, np.float32)
+    with pytest.raises(TacticSpecError, match=r"x must be a C-contiguous float32 array of shape \(1, 2, 6, 6\), "
+                                              r"got float64"):
+        t(x.astype(np.float64), out, res)
+    with pytest.raises(TacticSpecError, match="out must be .* non-contiguous"):
+        t(x, np.empty((1, 3, 6, 12), np.float32)[..., ::2], res)
+    with pytest.raises(TacticSpecError, match="residual must be"):
+        t(x, out)
+    t_nores = WinogradTactic(ConvSpec((1, 2, 6, 6), 3, 3, 1, 1), w, b)
+    with pytest.raises(TacticSpecError, match="residual=False"):
+        t_nores(x, out, res)
