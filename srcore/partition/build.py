@@ -30,7 +30,12 @@ class SegmentReport:
     status: str
     reason: str = ""
     build_seconds: float = 0.0
-    description: str = ""
+    describe: Any = attrs.field(default=None, eq=False, repr=False)  # the engine's describe(), if any
+
+    @property
+    def description(self) -> str:
+        """The engine's own account (layers, tactics, plans so far); empty if it has none."""
+        return self.describe() if callable(self.describe) else ""
 
 
 @attrs.frozen
@@ -154,9 +159,8 @@ def _build_one(graph, nodes, backend, name, build, options, whole: bool):
                              f"the builder returned {type(engine).__name__}, not a callable engine"), None, None
     seconds = time.perf_counter() - t0
     describe = getattr(engine, "describe", None)
-    text = describe() if callable(describe) else ""
     node = replace_with_engine(graph, nodes, inputs, outputs, backend=backend, name=name, subgraph=sub)
-    return SegmentReport(name, backend, ops, source, "engine", "", seconds, text), node, engine
+    return SegmentReport(name, backend, ops, source, "engine", "", seconds, describe), node, engine
 
 
 def _src(n: Node) -> str | None:

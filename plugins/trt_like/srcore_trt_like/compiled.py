@@ -1,2 +1,12 @@
-"""The compiled (numba) tactics, registered with :mod:`.tactics` when their modules import."""
+"""The compiled (numba) tactics, registered with :mod:`.tactics` ahead of the numpy ones."""
 from __future__ import annotations
+
+from . import compiled_conv, compiled_pointwise, nn_kernels
+from .tactics import FAMILIES, register
+
+for _kind, _factory in nn_kernels.FACTORIES.items():
+    register(_kind, "numba", _factory)
+register("fused_pointwise", "numba", compiled_pointwise.fused_pointwise)
+for _kind, _factory in compiled_conv.POOLS.items():
+    register(_kind, "numba", _factory)
+FAMILIES.setdefault("conv", []).append(compiled_conv.conv_candidates)

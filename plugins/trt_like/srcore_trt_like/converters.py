@@ -263,9 +263,16 @@ _LINEAR_ACT = {"aten::linear": "none", "srcore::linear_relu": "relu", "srcore::l
 
 
 def linear_layer(c: Converter, x: int, weight, bias, out_shape, source: str, act: str = "none") -> int:
-    """``act(x @ weight.T + bias)`` over the last dim of ``x``; ``weight`` (N, K) constant."""
-    return c.net.add("linear", [x], out_shape, source, weight=np.asarray(weight, np.float32),
-                     bias=None if bias is None else np.asarray(bias, np.float32), act=act)
+    """``act(x @ weight.T + bias)`` over the last dim of ``x``, ``weight`` (N, K) constant: a ``gemm``
+    layer, then the bias add and the activation as pointwise layers (fusion makes them one
+    epilogue kernel, with whatever pointwise work follows)."""
+    y = c.net.add("gemm", [x], out_shape, source, weight=np.asarray(weight, np.float32))
+    if bias is not None:
+        b = c.net.constant(np.ascontiguousarray(bias, np.float32))
+        y = c.net.add("pointwise", [y, b], out_shape, source, op="add", args=(("in", 0), ("in", 1)), params={})
+    if act != "none":
+        y = c.net.add("pointwise", [y], out_shape, source, op=act, args=(("in", 0),), params={})
+    return y
 
 
 @converter(*_LINEAR_ACT)

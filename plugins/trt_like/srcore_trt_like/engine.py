@@ -17,7 +17,7 @@ from typing import Any
 from srcore.errors import EngineBuildError, KernelError
 from srcore.ir.types import TensorType
 
-from .fusion import fuse_pointwise
+from .fusion import MAX_OPS, fuse_pointwise
 from .network import build_network
 from .plan import Plan
 from .tactics import choose_tactics
@@ -117,8 +117,7 @@ def make_plan(graph, shapes, options: dict[str, Any], name: str) -> Plan:
         v.type = t
     propagate(g, types)
     net = build_network(g)
-    if options.get("fusion", True):
-        fuse_pointwise(net)
+    fuse_pointwise(net, MAX_OPS if options.get("fusion", True) else 1)
     steps = choose_tactics(net, options)
     return Plan(net, steps)
 

@@ -26,13 +26,14 @@ class FusedOp:
     params: tuple[tuple[str, object], ...] = ()
 
 
-def fuse_pointwise(net: Network) -> Network:
-    """Replace every run of >= 1 pointwise layers by a ``fused_pointwise`` layer (in place)."""
+def fuse_pointwise(net: Network, max_ops: int = MAX_OPS) -> Network:
+    """Replace every run of pointwise layers by ``fused_pointwise`` layers of at most ``max_ops``
+    ops each (in place; ``max_ops=1``: one kernel per op, fusion off)."""
     out: list[Layer] = []
     run: list[Layer] = []
     for layer in net.layers:
         if layer.kind == "pointwise" and (not run or (_shape(net, layer) == _shape(net, run[0])
-                                                      and len(run) < MAX_OPS)):
+                                                      and len(run) < max_ops)):
             run.append(layer)
             continue
         if run:

@@ -22,25 +22,14 @@ def fused_pointwise(layer: Layer, net: Network):
     return run
 
 
-def _act(kind: str):
-    from .pointwise_ref import UNARY_REF
-    return None if kind == "none" else UNARY_REF[kind]
-
-
-def linear(layer: Layer, net: Network):
-    """``x @ W.T + b`` then the activation, with W laid out (K, N) C-contiguous once."""
+def gemm(layer: Layer, net: Network):
+    """``x @ W.T`` over the last dim, with W laid out (K, N) C-contiguous once (the fastest
+    OpenBLAS layout for ``np.dot`` into ``out=``)."""
     wt = np.ascontiguousarray(layer.attrs["weight"].T)
-    bias = layer.attrs["bias"]
-    act = _act(layer.attrs["act"])
     K, N = wt.shape
 
     def run(x, out):
-        x2, o2 = x.reshape(-1, K), out.reshape(-1, N)
-        np.dot(x2, wt, out=o2)
-        if bias is not None:
-            np.add(o2, bias, out=o2)
-        if act is not None:
-            np.copyto(o2, act(o2))
+        np.dot(x.reshape(-1, K), wt, out=out.reshape(-1, N))
     return run
 
 
@@ -224,7 +213,7 @@ def conv(layer: Layer, net: Network):
 
 
 FACTORIES = {
-    "fused_pointwise": fused_pointwise, "linear": linear, "matmul": matmul, "permute": permute, "strided": strided,
+    "fused_pointwise": fused_pointwise, "gemm": gemm, "matmul": matmul, "permute": permute, "strided": strided,
     "softmax": softmax, "log_softmax": softmax, "layer_norm": layer_norm, "mean": mean, "attention": attention,
     "max_pool2d": max_pool2d, "avg_pool2d": avg_pool2d, "adaptive_avg_pool2d": adaptive_avg_pool2d, "conv": conv,
 }

@@ -53,9 +53,11 @@ class Network:
     constants: dict[int, np.ndarray] = attrs.field(factory=dict)
 
     def constant(self, array: np.ndarray) -> int:
-        """A tensor holding a constant array (a non-scalar constant operand)."""
+        """A tensor holding a constant array (a non-scalar constant operand); always an own,
+        writeable float32 copy (parameters may be read-only memory maps of the model file,
+        which kernels compiled for writeable arrays reject)."""
         tid = self.new_tensor(array.shape, "const")
-        self.constants[tid] = array
+        self.constants[tid] = np.array(array, dtype=np.float32, order="C", copy=True)
         return tid
 
     def new_tensor(self, shape, name: str = "") -> int:

@@ -1,11 +1,18 @@
 """Tactic selection: for each layer, every implementation that applies, timed on the layer's
 real shapes; the fastest wins (TensorRT's builder does the same with its kernels).
 
-Implementations register per layer kind in :data:`TACTICS` as ``(name, factory)``;
-``factory(layer, net)`` returns ``fn(*inputs, *outputs)`` or None when it does not
-apply. The numpy implementations (``layers_numpy.py``) are always candidates.
-Engine option ``timing=False`` skips the timing and takes the first candidate
-(the registered order puts the usually fastest first).
+Implementations register per layer kind: :data:`TACTICS` holds ``(name, factory)`` pairs,
+``factory(layer, net)`` returning ``fn(*inputs, *outputs)`` or None when it does not apply;
+:data:`FAMILIES` holds functions returning several named candidates at once (every conv
+algorithm that applies). The numpy implementations (``layers_numpy.py``) are always
+candidates.
+
+Timing runs every candidate once to warm it up (compiled code loads, scratch grows), then
+a few rounds in a rotating order, keeping each one's best round (the least disturbed on a
+shared machine). The winner is remembered in the timing cache (:mod:`.timing_cache`), so
+a later build of the same layer on the same machine and thread settings skips the timing.
+Engine options: ``timing=False`` takes the first candidate (the registered order puts the
+usual winner first) and ``timing_cache=False`` ignores the cache.
 """
 from __future__ import annotations
 
@@ -16,13 +23,17 @@ import numpy as np
 
 from srcore.errors import EngineBuildError
 
-from . import layers_numpy
+from . import layers_numpy, timing_cache
 from .network import Layer, Network
 
 Factory = Callable[[Layer, Network], Any]
 #: layer kind -> candidate implementations, best guess first
 TACTICS: dict[str, list[tuple[str, Factory]]] = {}
+#: layer kind -> ``family(layer, net) -> [(name, fn), ...]``
+FAMILIES: dict[str, list[Callable]] = {}
 _LOADED: list[bool] = []
+#: timing rounds per layer (after one warm-up call of each candidate)
+ROUNDS = 3
 
 
 def register(kind: str, name: str, factory: Factory, first: bool = True) -> None:
@@ -36,13 +47,16 @@ def _load() -> None:
         return
     for kind, factory in layers_numpy.FACTORIES.items():
         register(kind, "numpy", factory, first=False)
-    from . import compiled  # noqa: F401  (registers the compiled tactics it can)
+    from . import compiled  # noqa: F401  (registers the compiled tactics)
     _LOADED.append(True)
 
 
 def candidates(layer: Layer, net: Network) -> list[tuple[str, Callable]]:
+    """Every implementation that applies to ``layer``, best guess first."""
     _load()
     out = []
+    for family in FAMILIES.get(layer.kind, ()):
+        out.extend(family(layer, net))
     for name, factory in TACTICS.get(layer.kind, ()):
         fn = factory(layer, net)
         if fn is not None:
@@ -53,20 +67,30 @@ def candidates(layer: Layer, net: Network) -> list[tuple[str, Callable]]:
 
 
 def choose_tactics(net: Network, options: dict[str, Any]) -> list[tuple[Layer, Callable | None]]:
-    """``(layer, kernel)`` for every layer, in order (``None`` for views)."""
+    """``(layer, kernel)`` for every layer, in order (``None`` for views); each kernel has a
+    ``tactic`` attribute naming the implementation chosen."""
     timing = options.get("timing", True)
-    rng = np.random.default_rng(0)
+    cache = timing_cache.get() if options.get("timing_cache", True) else None
     steps = []
     for layer in net.layers:
         if layer.kind == "reshape":
             steps.append((layer, None))
             continue
         cands = candidates(layer, net)
-        if len(cands) > 1 and timing:
-            cands = sorted(cands, key=lambda c: _time(c[1], layer, net, rng))
         name, fn = cands[0]
-        fn = _named(fn, name)
-        steps.append((layer, fn))
+        if len(cands) > 1 and timing:
+            key = timing_cache.layer_key(layer, net, [n for n, _ in cands])
+            known = cache.lookup(key) if cache is not None else None
+            by_name = dict(cands)
+            if known in by_name:
+                name, fn = known, by_name[known]
+            else:
+                name, fn = rank(cands, layer, net)[0]
+                if cache is not None:
+                    cache.store(key, name)
+        steps.append((layer, _named(fn, name)))
+    if cache is not None:
+        cache.save()
     return steps
 
 
@@ -81,23 +105,26 @@ def _named(fn, name):
         return call
 
 
-def _time(fn, layer: Layer, net: Network, rng, budget: float = 0.01) -> float:
-    """Best of a few calls on random data of the layer's shapes (seconds); inf if it fails."""
+def rank(cands: list[tuple[str, Callable]], layer: Layer, net: Network, seed: int = 0):
+    """``cands`` fastest first, timed on random data of the layer's shapes (constants as they are);
+    a candidate that raises is last."""
+    rng = np.random.default_rng(seed)
     args = [net.constants[t] if t in net.constants else rng.standard_normal(net.shape(t)).astype(np.float32)
             for t in layer.inputs]
     args += [np.empty(net.shape(t), np.float32) for t in layer.outputs]
-    try:
-        fn(*args)  # warm-up (first calls may compile or fill caches)
-        best = float("inf")
-        spent = 0.0
-        for _ in range(10):
+    best = [float("inf")] * len(cands)
+    ok = []
+    for i, (_, fn) in enumerate(cands):
+        try:
+            fn(*args)   # warm-up: compiled code loads, scratch grows
+            ok.append(i)
+        except Exception:  # a tactic that cannot run these shapes is just not chosen
+            pass
+    for r in range(ROUNDS):
+        for k in range(len(ok)):
+            i = ok[(k + r) % len(ok)]
             t0 = time.perf_counter()
-            fn(*args)
-            dt = time.perf_counter() - t0
-            best = min(best, dt)
-            spent += dt
-            if spent > budget:
-                break
-        return best
-    except Exception:  # a tactic that cannot run these shapes is just not chosen
-        return float("inf")
+            cands[i][1](*args)
+            best[i] = min(best[i], time.perf_counter() - t0)
+    order = sorted(range(len(cands)), key=lambda i: best[i])
+    return [cands[i] for i in order]

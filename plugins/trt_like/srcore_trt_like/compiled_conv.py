@@ -1,0 +1,69 @@
+"""Convolution and pooling layers on the compiled tactics of :mod:`.conv` and :mod:`.pool`.
+
+Every conv tactic that applies to a layer becomes a candidate of its own (the builder times
+them all on the layer's shapes). The plan guarantees shapes, dtypes and contiguity, so the
+engine calls the tactics' unchecked ``_run`` (the checked ``__call__`` costs microseconds).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .conv import ConvSpec, conv_tactics
+from .network import Layer, Network
+from .pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d, _adaptive_avg, _scale_planes
+
+
+def conv_candidates(layer: Layer, net: Network) -> list[tuple[str, object]]:
+    a = layer.attrs
+    w = a["weight"]
+    spec = ConvSpec(net.shape(layer.inputs[0]), w.shape[0], w.shape[2:], a["stride"], a["padding"], a["dilation"],
+                    a["groups"], relu=a["relu"], residual=a["residual"])
+    out = []
+    for tactic in conv_tactics(spec, w, a["bias"]):
+        run = tactic._run
+        if a["residual"]:
+            def fn(x, res, y, run=run):
+                run(x, y, res)
+        else:
+            def fn(x, y, run=run):
+                run(x, y, None)
+        out.append((tactic.name, fn))
+    return out
+
+
+def max_pool2d(layer: Layer, net: Network):
+    a = layer.attrs
+    pool = MaxPool2d(net.shape(layer.inputs[0]), a["kernel"], a["stride"], a["padding"], a["dilation"],
+                     a["ceil_mode"])
+    if pool.out_shape != net.shape(layer.outputs[0]):
+        return None
+
+    def run(x, out):
+        pool._reduce(x, out, True)
+    return run
+
+
+def avg_pool2d(layer: Layer, net: Network):
+    a = layer.attrs
+    pool = AvgPool2d(net.shape(layer.inputs[0]), a["kernel"], a["stride"], a["padding"], a["ceil_mode"],
+                     a["count_include_pad"], a["divisor_override"])
+    if pool.out_shape != net.shape(layer.outputs[0]):
+        return None
+    C = pool.x_shape[1]
+
+    def run(x, out):
+        pool._reduce(x, out, False)
+        _scale_planes(out, pool.divisor, 0, C)
+    return run
+
+
+def adaptive_avg_pool2d(layer: Layer, net: Network):
+    pool = AdaptiveAvgPool2d(net.shape(layer.inputs[0]), layer.attrs["output_size"])
+    C = pool.x_shape[1]
+
+    def run(x, out):
+        _adaptive_avg(x, pool.h0, pool.h1, pool.w0, pool.w1, out, 0, C)
+    return run
+
+
+POOLS = {"max_pool2d": max_pool2d, "avg_pool2d": avg_pool2d, "adaptive_avg_pool2d": adaptive_avg_pool2d}

@@ -1,0 +1,183 @@
+"""trt_like engines end to end: graphs through ``backends=("trt_like", "cpu")`` against torch,
+plans per input signature, fresh outputs, read-only inputs, threads, builder options."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import srcore
+from srcore.ir.parser import parse_graph
+from srcore.partition import ENGINE_KIND
+
+TRT = ("trt_like", "cpu")
+
+
+def load(text: str, **options) -> srcore.StaticModule:
+    return srcore.StaticModule(parse_graph(text), options=srcore.Options(backends=TRT, **options))
+
+
+def engines(sm):
+    return [n for n in sm.graph.all_nodes() if n.kind == ENGINE_KIND]
+
+
+CHAIN = """graph(%x : Float(batch, 32), %y : Float(32)):
+  %one : int = prim::Constant[value=1]()
+  %half : float = prim::Constant[value=0.5]()
+  %a : Tensor = aten::add(%x, %y, %one)
+  %b : Tensor = aten::mul(%a, %half)
+  %c : Tensor = aten::sigmoid(%b)
+  %d : Tensor = aten::gelu(%c)
+  %e : Tensor = aten::tanh(%d)
+  %f : Tensor = aten::sub(%e, %a, %one)
+  return (%f, %c)
+"""
+
+
+def chain_torch(x, y):
+    a = x + y
+    c = torch.sigmoid(a * 0.5)
+    return torch.tanh(torch.nn.functional.gelu(c)) - a, c
+
+
+def test_pointwise_chain_is_one_fused_kernel_and_matches_torch():
+    sm = load(CHAIN)
+    (eng,) = engines(sm)
+    (seg,) = sm.partition.engines
+    assert "plans are built on first use" in seg.description   # batch is symbolic
+    rng = np.random.default_rng(0)
+    for batch in (1, 4, 7):   # symbolic batch: one plan per signature
+        x = rng.standard_normal((batch, 32), dtype=np.float32) * 3
+        y = rng.standard_normal(32, dtype=np.float32)
+        got = sm(x, y)
+        want = chain_torch(torch.from_numpy(x), torch.from_numpy(y))
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)
+    assert eng.attrs["name"] == "trt_like_engine_0"
+    assert seg.description.count("plan for inputs") == 3              # one per batch size seen
+    assert "fused_pointwise (6 ops" in seg.description and "[numba]" in seg.description
+    assert len([n for n in eng.attrs["subgraph"].nodes if n.kind != "prim::Constant"]) == 6
+
+
+def test_outputs_are_fresh_and_read_only_inputs_work():
+    sm = load(CHAIN)
+    x = np.linspace(-3, 3, 64, dtype=np.float32).reshape(2, 32)
+    y = np.zeros(32, np.float32)
+    x.setflags(write=False)
+    y.setflags(write=False)
+    a1, c1 = sm(x, y)
+    a1_copy = a1.copy()
+    a2, _ = sm(x, y)
+    assert a1 is not a2 and not np.shares_memory(a1, a2) and not np.shares_memory(a1, x)
+    a2 += 1  # the caller owns what it got: nothing the engine keeps changes
+    np.testing.assert_array_equal(sm(x, y)[0], a1_copy)
+
+
+RESHAPE_ONLY = """graph(%x : Float(2, 3, 4)):
+  %s : int = prim::Constant[value=1]()
+  %e : int = prim::Constant[value=-1]()
+  %f : Tensor = aten::flatten(%x, %s, %e)
+  %r : Tensor = aten::relu(%x)
+  return (%f, %r)
+"""
+
+
+def test_a_returned_view_of_an_input_is_copied():
+    sm = load(RESHAPE_ONLY, engine_min_block_size=1)
+    assert engines(sm)
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 12
+    f, r = sm(x)
+    assert f.shape == (2, 12) and not np.shares_memory(f, x)
+    np.testing.assert_array_equal(f, x.reshape(2, 12))
+    np.testing.assert_array_equal(r, np.maximum(x, 0))
+
+
+class ConvNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.c2 = torch.nn.Conv2d(8, 8, 3, padding=1, bias=False)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.fc = torch.nn.Linear(8, 5)
+
+    def forward(self, x):
+        y = torch.relu(self.c1(x))
+        y = torch.relu(self.bn(self.c2(y)) + y)
+        y = torch.nn.functional.max_pool2d(y, 2)
+        y = torch.nn.functional.adaptive_avg_pool2d(y, 1).flatten(1)
+        return torch.nn.functional.gelu(self.fc(y))
+
+
+@pytest.fixture(scope="module")
+def convnet():
+    torch.manual_seed(0)
+    m = ConvNet().eval()
+    with torch.no_grad():
+        m.bn.running_mean.uniform_(-0.2, 0.2)
+        m.bn.running_var.uniform_(0.5, 1.5)
+    x = torch.randn(2, 3, 12, 12)
+    return m, x, srcore.from_torchscript(torch.jit.script(m), (x,))
+
+
+def test_conv_net_is_one_engine_and_matches_torch(convnet):
+    m, x, model = convnet
+    sm = srcore.StaticModule(model, backends=TRT)
+    (seg,) = sm.partition.engines
+    assert not sm.partition.refused
+    for layer in ("conv", "max_pool2d", "adaptive_avg_pool2d", "gemm", "fused_pointwise"):
+        assert layer in seg.description
+    with torch.no_grad():
+        want = m(x).numpy()
+    np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-5)
+
+
+def test_runtimes_in_threads_share_the_engine(convnet):
+    m, x, model = convnet
+    sm = srcore.StaticModule(model, backends=TRT)
+    pool = srcore.RuntimePool(sm, size=4)
+    rng = np.random.default_rng(1)
+    xs = [rng.standard_normal((2, 3, 12, 12), dtype=np.float32) for _ in range(8)]
+    want = [sm(v).copy() for v in xs]
+    errors = []
+
+    def work(k):
+        try:
+            for i in range(20):
+                j = (k + i) % len(xs)
+                np.testing.assert_array_equal(pool.run(xs[j]), want[j])
+        except Exception as exc:  # reported by the main thread
+            errors.append(exc)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+
+
+def test_builder_options_timing_and_fusion(convnet):
+    m, x, model = convnet
+    plain = srcore.StaticModule(model, options=srcore.Options(
+        backends=TRT, engine_options={"fusion": False, "timing": False}))
+    (seg,) = plain.partition.engines
+    assert "fused_pointwise (1 ops" in seg.description and "fused_pointwise (2 ops" not in seg.description
+    with torch.no_grad():
+        want = m(x).numpy()
+    np.testing.assert_allclose(plain(x.numpy()), want, rtol=1e-4, atol=1e-5)
+
+
+def test_unsupported_op_in_the_middle_falls_back_to_cpu():
+    text = CHAIN.replace("aten::gelu(%c)", "aten::cumsum(%c, %one)")
+    sm = load(text, engine_min_block_size=1)
+    assert len(engines(sm)) == 2
+    refused = [r.node for r in sm.partition.refused]
+    assert any("aten::cumsum" in r for r in refused)
+    x = np.random.default_rng(2).standard_normal((3, 32), dtype=np.float32)
+    y = np.ones(32, np.float32)
+    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+    a = tx + ty
+    c = torch.sigmoid(a * 0.5)
+    want = torch.tanh(torch.cumsum(c, 1)) - a
+    np.testing.assert_allclose(sm(x, y)[0], want.numpy(), rtol=1e-5, atol=1e-5)
