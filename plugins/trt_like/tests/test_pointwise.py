@@ -278,6 +278,16 @@ def test_in_place_on_the_input():
     np.testing.assert_array_equal(a, want)
 
 
+@pytest.mark.parametrize("streams", [1, 3])
+def test_any_number_of_streams_computes_the_same(streams):
+    x = Input("x", (2, 50))
+    program = Program((x,), (op("tanh", op("mul", x, 0.75)),))
+    kernel = compile_program(program, streams=streams)
+    assert kernel.source.count("j2 = ") == (streams == 3)
+    a = np.random.default_rng(4).standard_normal((2, 50)).astype(F32)
+    np.testing.assert_array_equal(kernel(a)[0], compile_program(program)(a)[0])
+
+
 def test_elementwise_chain_matches_torch():
     """benchmarks/models.py ElementwiseChain: 40 ops (add/mul/sigmoid/tanh/relu) on 1x128."""
     def block(y, x, ops):
