@@ -47,10 +47,6 @@ def _values() -> np.ndarray:
 
 
 # -- every unary op against torch -------------------------------------------------------------------
-def _t(fn):
-    return lambda t: fn(t)
-
-
 #: (op, params, torch function, tolerance): "exact" (bitwise, NaN where torch has NaN), or
 #: (rtol, atol) for approximations (torch's own kernels are ~1 ulp; gelu's ~1e-6 absolute)
 UNARY = [
