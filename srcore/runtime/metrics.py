@@ -25,6 +25,8 @@ class NodeTiming:
     backend: str | None
     mean_ms: float
     source: str | None
+    #: an engine node's own breakdown, ``(layer, ms)`` per layer, when the engine offers ``profile()``
+    layers: tuple[tuple[str, float], ...] = ()
 
 
 @attrs.frozen
@@ -49,6 +51,8 @@ class OpMetrics:
         for t in self.nodes:
             src = f"  # {t.source}" if t.source else ""
             lines.append(f"  [{t.block}:{t.position:3d}] {t.op:40s} {t.kind:10s} {t.mean_ms:10.4f} ms{src}")
+            for label, ms in t.layers:
+                lines.append(f"        {label:48s} {ms:10.4f} ms")
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
@@ -61,13 +65,18 @@ class _TimingRunner(BlockRunner):
     def __init__(self, module, runtime):
         super().__init__(module, runtime)
         self.times: dict[int, float] = defaultdict(float)
+        #: inputs seen by nodes whose kernel can profile itself (engines), by processed node
+        self.profiled: dict[int, tuple] = {}
 
     def run_block(self, info, values):
         clock = time.perf_counter
         for step in self._steps[info.index]:
+            pn = step[1]
+            if pn.fn is not None and hasattr(pn.fn.fn, "profile") and id(pn) not in self.profiled:
+                self.profiled[id(pn)] = tuple(values[s] for s in pn.inputs)
             t0 = clock()
             self._run_steps((step,), values)
-            self.times[id(step[1])] += clock() - t0
+            self.times[id(pn)] += clock() - t0
 
 
 def benchmark_individual_ops(module, inputs: Sequence[Any], warmup: int = 5, runs: int = 20) -> OpMetrics:
@@ -103,8 +112,11 @@ def benchmark_individual_ops(module, inputs: Sequence[Any], warmup: int = 5, run
             kind = fn.kind if fn is not None else "structural"
             op = fn.op if fn is not None else pn.node.kind
             kinds[kind] += 1
+            layers = ()
+            if id(pn) in runner.profiled:   # an engine: its layers, timed by the engine itself
+                layers = tuple((label, sec * 1e3) for label, sec in fn.fn.profile(*runner.profiled[id(pn)]))
             nodes.append(NodeTiming(b.index, pn.position, op, kind, fn.backend if fn else None, ms,
-                                    str(pn.node.source) if pn.node.source else None))
+                                    str(pn.node.source) if pn.node.source else None, layers))
             if fn is not None:   # structural nodes' time includes their sub-blocks: not an op's
                 per_op[op][0] += ms
                 per_op[op][1] += 1

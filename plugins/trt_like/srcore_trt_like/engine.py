@@ -48,6 +48,7 @@ class Engine:
         else:
             self.entry = self._dynamic_entry()
         self.entry.describe = self.describe
+        self.entry.profile = self.profile
         self.entry.engine = self
 
     # -- plans ------------------------------------------------------------------------------
@@ -83,6 +84,12 @@ class Engine:
         return run
 
     # -- reports ------------------------------------------------------------------------------
+    def profile(self, *inputs, rounds: int = 5) -> list[tuple[str, float]]:
+        """``(layer, seconds)`` per layer of the plan for ``inputs``: each layer timed on its own
+        (best of ``rounds``), on the buffers of one real run (``srcore bench --per-op``)."""
+        return self.plan_for(tuple(tuple(x.shape) for x in inputs)).profile(*inputs, rounds=rounds)
+
+
     def describe(self) -> str:
         lines = []
         for shapes, plan in self.plans.items():

@@ -42,6 +42,29 @@ class Plan:
     def __call__(self, *inputs):
         return self.run(*inputs)
 
+    def profile(self, *inputs, rounds: int = 5) -> list[tuple[str, float]]:
+        """Each layer's best time over ``rounds`` runs, on private buffers (not the arena)."""
+        import time
+
+        net = self.net
+        vals: dict[int, np.ndarray] = dict(net.constants)
+        vals.update((t, np.ascontiguousarray(x, np.float32)) for t, x in zip(net.inputs, inputs))
+        best = [float("inf")] * len(self.steps)
+        for _ in range(rounds):
+            for i, (layer, fn) in enumerate(self.steps):
+                if fn is None:
+                    vals[layer.outputs[0]] = vals[layer.inputs[0]].reshape(net.shape(layer.outputs[0]))
+                    continue
+                for t in layer.outputs:
+                    if t not in vals:
+                        vals[t] = np.empty(net.shape(t), np.float32)
+                args = [vals[t] for t in (*layer.inputs, *layer.outputs)]
+                t0 = time.perf_counter()
+                fn(*args)
+                best[i] = min(best[i], time.perf_counter() - t0)
+        return [(f"{layer.kind} -> {'x'.join(map(str, net.shape(layer.outputs[0])))} [{fn.tactic}]", best[i])
+                for i, (layer, fn) in enumerate(self.steps) if fn is not None]
+
     # -- memory -----------------------------------------------------------------------------
     def root_of(self, t: int) -> int:
         return self.root.get(t, t)

@@ -181,3 +181,14 @@ def test_unsupported_op_in_the_middle_falls_back_to_cpu():
     c = torch.sigmoid(a * 0.5)
     want = torch.tanh(torch.cumsum(c, 1)) - a
     np.testing.assert_allclose(sm(x, y)[0], want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_per_op_metrics_break_an_engine_into_its_layers(convnet):
+    m, x, model = convnet
+    sm = srcore.StaticModule(model, backends=TRT)
+    metrics = sm.benchmark_individual_ops([x.numpy()], warmup=1, runs=2)
+    (eng,) = [t for t in metrics.nodes if t.op == ENGINE_KIND]
+    labels = [label for label, _ in eng.layers]
+    assert labels[0].startswith("conv -> 2x8x12x12 [") and any(lb.startswith("gemm -> 2x5") for lb in labels)
+    assert all(ms > 0 for _, ms in eng.layers)
+    assert "        conv -> 2x8x12x12" in metrics.format()
