@@ -53,9 +53,10 @@ def _valid_range(off, stride, size, n_out):
 
 
 @njit(**_JIT)
-def im2col(x, n, kh, kw, sh, sw, ph, pw, dh, dw, ho0, ho1, wo_n, cols):
+def im2col(x, n, kh, kw, sh, sw, ph, pw, dh, dw, ho0, ho1, wo_n, cols, c0, c1):
     """``cols[c, i, j, p] = x[n, c, ho * sh - ph + i * dh, wo * sw - pw + j * dw]`` (0 outside), for
-    output rows ``ho`` in [ho0, ho1) and p = (ho - ho0) * wo_n + wo; ``cols`` is (C, kh, kw, P).
+    output rows ``ho`` in [ho0, ho1), p = (ho - ho0) * wo_n + wo and channels c in [c0, c1);
+    ``cols`` is (C, kh, kw, P).
 
     With a column stride ``sw > 1`` the input rows a channel needs are first split into their
     ``sw`` phases (``x[..., q * sw + r]`` at ``[r, q]``), so every tap row is a contiguous copy:
@@ -66,7 +67,7 @@ def im2col(x, n, kh, kw, sh, sw, ph, pw, dh, dw, ho0, ho1, wo_n, cols):
     h_hi = min(H, (ho1 - 1) * sh - ph + (kh - 1) * dh + 1)
     wq = (W + sw - 1) // sw
     phases = np.empty((max(h_hi - h_lo, 0) if sw > 1 else 0, sw, wq), np.float32)
-    for c in range(C):
+    for c in range(c0, c1):
         if sw > 1:
             for h in range(h_lo, h_hi):
                 src, dst = x[n, c, h], phases[h - h_lo]
@@ -99,22 +100,52 @@ def im2col(x, n, kh, kw, sh, sw, ph, pw, dh, dw, ho0, ho1, wo_n, cols):
                     row[hi:] = _ZERO
 
 
+def gather_plan(H, W, kh, kw, sh, sw, ph, pw, dh, dw, Ho, Wo) -> np.ndarray:
+    """(kh * kw, Ho * Wo) uint32 indices into an input plane flattened with one zero appended:
+    entry [i * kw + j, ho * Wo + wo] is the element tap (i, j) of output (ho, wo) reads, or H * W
+    (the zero) where it falls in the padding. Built once per layer (numpy)."""
+    hi = (np.arange(Ho) * sh - ph)[None, :, None] + (np.arange(kh) * dh)[:, None, None]      # (kh, Ho, 1)
+    wi = (np.arange(Wo) * sw - pw)[None, :] + (np.arange(kw) * dw)[:, None]                # (kw, Wo)
+    h = hi[:, None, :, :]                                                                  # (kh, 1, Ho, 1)
+    w = wi[None, :, None, :]                                                               # (1, kw, 1, Wo)
+    inside = (h >= 0) & (h < H) & (w >= 0) & (w < W)
+    idx = np.where(inside, h * W + w, H * W)
+    return np.ascontiguousarray(idx.reshape(kh * kw, Ho * Wo), dtype=np.uint32)
+
+
 @njit(**_JIT)
-def subsample(x, n, sh, sw, ho_n, wo_n, dst):
-    """``dst[c, ho * wo_n + wo] = x[n, c, ho * sh, wo * sw]``: a strided 1x1 conv's GEMM operand."""
-    C = x.shape[1]
-    for c in range(C):
+def im2col_planned(x, n, plan, cols, c0, c1):
+    """``cols[c, t, p] = plane_c[plan[t, p]]`` with ``plane_c`` = x[n, c] flattened plus a zero: one
+    indexed load per element (vectorised as gathers), for outputs too narrow for row copies to pay.
+    Channels [c0, c1)."""
+    HW = x.shape[2] * x.shape[3]
+    T, P = plan.shape
+    plane = np.empty(HW + 1, np.float32)
+    plane[HW] = _ZERO
+    for c in range(c0, c1):
+        _copy(x[n, c].ravel(), plane[:HW])
+        for t in range(T):
+            dst, ix = cols[c, t], plan[t]
+            for p in range(P):
+                dst[p] = plane[ix[p]]
+
+
+@njit(**_JIT)
+def subsample(x, n, sh, sw, ho_n, wo_n, dst, c0, c1):
+    """``dst[c, ho * wo_n + wo] = x[n, c, ho * sh, wo * sw]`` for c in [c0, c1): a strided 1x1 conv's
+    GEMM operand."""
+    for c in range(c0, c1):
         for ho in range(ho_n):
-            src = x[n, c, ho * sh]
+            src = x[n, c, ho * sh, ::sw]
             row = dst[c, ho * wo_n:(ho + 1) * wo_n]
             for wo in range(wo_n):
-                row[wo] = src[wo * sw]
+                row[wo] = src[wo]
 
 
 @njit(**_JIT)
-def epilogue(out, res, has_res, bias, relu, n, p0, p1):
-    """In place on ``out`` (N, O, P): ``out[n, :, p0:p1] = relu?(out + bias (+ res))``."""
-    for o in range(out.shape[1]):
+def epilogue(out, res, has_res, bias, relu, n, p0, p1, o0, o1):
+    """In place on ``out`` (N, O, P): ``out[n, o, p0:p1] = relu?(out + bias (+ res))``, o in [o0, o1)."""
+    for o in range(o0, o1):
         orow = out[n, o, p0:p1]
         rrow = res[n, o, p0:p1]
         _epilogue_row(orow, orow, rrow, bias[o], has_res, relu, p1 - p0)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from srcore.errors import SrcoreError
+from srcore_trt_like import conv
 from srcore_trt_like.conv import (ConvSpec, DepthwiseDirectTactic, Gemm1x1Tactic, Im2colGemmTactic, WinogradTactic,
                                   conv_tactics)
 from srcore_trt_like.errors import TacticSpecError
@@ -96,6 +98,24 @@ def test_winograd_matches_torch_on_odd_sizes_and_every_padding(spec, seed, m):
     x, w, b, res = _data(spec, seed)
     got = _run(WinogradTactic(spec, w, b, m=m), x, res)
     np.testing.assert_allclose(got, _reference(spec, x, w, b, res), rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(spec=conv_specs(), seed=st.integers(0, 2**16), cap=st.sampled_from([1, 300, 1 << 20]))
+def test_im2col_row_copies_in_chunks_match_torch(spec, seed, cap):
+    """The row-copy gather (outputs wider than PLANNED_MAX_WIDTH), in chunks of 1 row up to the whole
+    image; the small shapes above take the planned (indexed) gather."""
+    x, w, b, res = _data(spec, seed)
+    with mock.patch.object(conv, "PLANNED_MAX_WIDTH", 0), mock.patch.object(conv, "COLS_CAP_BYTES", cap):
+        t = Im2colGemmTactic(spec, w, b)
+    assert t.plan is None
+    np.testing.assert_allclose(_run(t, x, res), _reference(spec, x, w, b, res), rtol=1e-5, atol=1e-5)
+
+
+def test_im2col_gather_paths_by_width():
+    wide, narrow = ConvSpec((1, 3, 40, 70), 4, 3, 1, 1), ConvSpec((1, 3, 40, 20), 4, 3, 1, 1)
+    assert Im2colGemmTactic(wide, _data(wide, 0)[1], None).plan is None
+    assert Im2colGemmTactic(narrow, _data(narrow, 0)[1], None).plan.shape == (9, 40 * 20)
 
 
 def test_conv_tactics_offers_what_applies():
