@@ -151,12 +151,12 @@ def test_choose_by_tiles():
     assert WG.choose(1, 4, 4) == 0
 
 
-def _static_node(w, b, shape):
+def _static_node(w, b, shape, op="aten::conv2d"):
     args = [ArgInfo("input", TensorType("float32", shape)), ArgInfo("weight", TensorType(), True, w),
             ArgInfo("bias", TensorType(), True, b)]
     args += [ArgInfo(n, TensorType(), True, v) for n, v in
              (("stride", [1, 1]), ("padding", [1, 1]), ("dilation", [1, 1]), ("groups", 1))]
-    return NodeInfo("aten::conv2d", None, tuple(args), ())
+    return NodeInfo(op, None, tuple(args), ())
 
 
 def test_weight_transformed_once_per_tile_size_at_load_for_static_shapes(monkeypatch):
@@ -180,6 +180,12 @@ def test_weight_transformed_once_per_tile_size_at_load_for_static_shapes(monkeyp
     for x in (x14, x30, x14, x30):
         np.testing.assert_allclose(fn2(x), _ref(x, w, b, 1), rtol=0, atol=1e-4)
     assert calls == [4, 2, 4]
+    # the fused conv + relu matcher passes the static shape too: transformed at load
+    calls.clear()
+    fn3 = FU.conv2d_relu_matcher(_static_node(w, b, (1, 8, 14, 14), "srcore::conv2d_relu")).fn
+    assert calls == [2]
+    np.testing.assert_allclose(fn3(x14), np.maximum(_ref(x14, w, b, 1), 0), rtol=0, atol=1e-4)
+    assert calls == [2]
 
 
 def test_concurrent_winograd_calls_on_two_threads_are_identical():

@@ -89,7 +89,8 @@ def _const_conv(node: NodeInfo):
     names = ("weight", "bias", "stride", "padding", "dilation", "groups")
     if not all(node.is_const(n) for n in names) or not isinstance(node.const("weight"), np.ndarray):
         return None
-    return _conv.make_conv(2, *(node.const(n) for n in names))
+    # the input's static shape lets the conv pick its algorithm and transform its weight at load
+    return _conv.make_conv(2, *(node.const(n) for n in names), input_shape=_conv.static_input_shape(node))
 
 
 def conv2d_relu_matcher(node: NodeInfo):
