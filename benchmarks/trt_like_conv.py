@@ -131,6 +131,33 @@ def _cpu_call(layer):
     return lambda: sm(x, r)
 
 
+def pool_impls():
+    """resnet_small's two pools (max 3x3/2 pad 1 after the stem, global average before the fc) as
+    ``{(pool, runner): call}`` for trt_like, the cpu plugin (one-op StaticModule) and torch."""
+    import torch
+
+    import srcore
+    from srcore_trt_like.pool import AdaptiveAvgPool2d, MaxPool2d
+    rng = np.random.default_rng(0)
+    impls = {}
+    for name, shape, trt, mod in [
+            ("max_pool2d 3/2 p1", (1, 64, 112, 112), lambda s: MaxPool2d(s, 3, 2, 1), torch.nn.MaxPool2d(3, 2, 1)),
+            ("adaptive_avg_pool2d 1", (1, 512, 7, 7), lambda s: AdaptiveAvgPool2d(s, 1), torch.nn.AdaptiveAvgPool2d(1))]:
+        x = np.maximum(rng.standard_normal(shape, np.float32), 0)
+        p = trt(shape)
+        out = np.empty(p.out_shape, np.float32)
+        impls[(name, "trt_like")] = (lambda p=p, x=x, out=out: p(x, out))
+        sm = srcore.StaticModule(srcore.from_torchscript(mod.eval(), (torch.from_numpy(x),)), backends=("cpu",))
+        impls[(name, "cpu")] = (lambda sm=sm, x=x: sm(x))
+        xt = torch.from_numpy(x)
+
+        def call(mod=mod, xt=xt):
+            with torch.inference_mode():
+                return mod(xt)
+        impls[(name, "torch")] = call
+    return impls
+
+
 def _busy_seconds() -> float | None:
     """CPU seconds the machine has been busy (``/proc/stat``: all but idle and iowait)."""
     try:
@@ -211,6 +238,7 @@ def run(threads: int, rounds: int, calls: int, layers):
                 impls[(i, t.name)] = (lambda t=t, x=L["x"], out=out, r=L["residual"]: t(x, out, r))
             impls[(i, "cpu")] = _cpu_call(L)
             impls[(i, "torch")] = _torch_call(L)
+        impls.update(pool_impls())
         for f in impls.values():
             f()
         best, disturbed = measure(impls, rounds, calls)
@@ -303,6 +331,10 @@ def report(layers, tactics, best, disturbed, rounds, threads, markdown):
            ["cpu plugin (one-conv StaticModules)", _ms(sums["cpu"]), f"{sums['cpu'] / sums['torch']:.2f}", "1.00"],
            ["torch eager (conv2d + add_ + relu_)", _ms(sums["torch"]), "1.00", f"{sums['torch'] / sums['cpu']:.2f}"]]
     _table(["sum over the 20 convs", "ms", "÷ torch", "÷ cpu"], tot, markdown)
+    print()
+    pools = list(dict.fromkeys(k[0] for k in best if isinstance(k[0], str)))
+    _table(["pool", "trt_like", "cpu", "torch"],
+           [[p] + [_ms(best[(p, r)]) for r in ("trt_like", "cpu", "torch")] for p in pools], markdown)
     return sums
 
 

@@ -129,6 +129,11 @@ class ConvTactic:
     def _run(self, x, out, residual):
         raise NotImplementedError
 
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes of the laid-out weights a call reads (Winograd's transformed ones are larger)."""
+        return sum(a.nbytes for a in vars(self).values() if isinstance(a, np.ndarray))
+
     def __repr__(self):
         s = self.spec
         return (f"<{type(self).__name__} {self.name} x{s.x_shape} -> {self.out_shape} k{s.kernel} s{s.stride} "

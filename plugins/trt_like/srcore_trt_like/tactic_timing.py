@@ -8,13 +8,23 @@ import numpy as np
 from .errors import TacticSpecError
 
 
-def time_tactics(tactics, spec, rounds: int = 3, seed: int = 0) -> list[tuple[str, float]]:
+# Bytes per second at which a layer's weights stream in during a whole-network run. Timing a layer
+# on its own leaves its weights in cache; in a network they are not (resnet_small's laid-out weights
+# are ~60 MB), and a tactic with larger weights (Winograd's transformed ones: 16/9 or 4x) pays for
+# it: measured back to back on this machine, each layer was slower than alone by its weight bytes
+# at 10-27 GB/s (resnet's 512-channel 3x3 layer: F(2x2) 2.3 -> 3.4 ms, im2col 2.3 -> 2.65 ms).
+WEIGHT_STREAM_BYTES_PER_S = 16e9
+
+
+def time_tactics(tactics, spec, rounds: int = 3, seed: int = 0,
+                 weight_bandwidth: float | None = WEIGHT_STREAM_BYTES_PER_S) -> list[tuple[str, float]]:
     """``[(name, seconds), ...]`` fastest first, each tactic timed on random inputs of ``spec``.
 
     One warm-up call each (numba cache load, scratch growth), then ``rounds`` rounds in which
     every tactic runs once, the order rotating per round so no tactic always follows the same
-    one; a tactic's time is its best round (the least disturbed on a shared machine). Costs
-    about ``rounds + 1`` calls per tactic.
+    one; a tactic's time is its best round (the least disturbed on a shared machine) plus the time
+    its weights take to stream in at ``weight_bandwidth`` bytes/s (``None``: hot timing only; see
+    :data:`WEIGHT_STREAM_BYTES_PER_S`). Costs about ``rounds + 1`` calls per tactic.
     """
     if not tactics:
         raise TacticSpecError("time_tactics: no tactics to time")
@@ -36,4 +46,6 @@ def time_tactics(tactics, spec, rounds: int = 3, seed: int = 0) -> list[tuple[st
             t0 = time.perf_counter()
             call(tactics[i])
             best[i] = min(best[i], time.perf_counter() - t0)
+    if weight_bandwidth:
+        best = [b + getattr(t, "weight_bytes", 0) / weight_bandwidth for b, t in zip(best, tactics)]
     return sorted(zip(names, best), key=lambda p: p[1])

@@ -213,6 +213,18 @@ def test_time_tactics_returns_every_tactic_fastest_first():
         time_tactics([], spec)
 
 
+def test_time_tactics_charges_each_tactic_for_streaming_its_weights():
+    spec = ConvSpec((1, 8, 6, 6), 8, 3, 1, 1)
+    _, w, b, _ = _data(spec, 0)
+    f4, im2col = WinogradTactic(spec, w, b, m=4), Im2colGemmTactic(spec, w, b)
+    assert f4.weight_bytes == 36 * 8 * 8 * 4 + 8 * 4                          # G g G^T and the bias
+    assert im2col.weight_bytes == 9 * 8 * 8 * 4 + 8 * 4 + im2col.plan.nbytes         # and its gather plan
+    hot = dict(time_tactics([f4, im2col], spec, rounds=1, weight_bandwidth=None))
+    slow_memory = dict(time_tactics([f4, im2col], spec, rounds=1, weight_bandwidth=1e3))
+    assert slow_memory["winograd_f4x4"] > f4.weight_bytes / 1e3 > slow_memory["im2col_gemm"] - 1
+    assert all(v < 1 for v in hot.values())
+
+
 @pytest.mark.parametrize("kwargs, match", [
     (dict(x_shape=(1, 4, 8, 8), out_channels=4, kernel=3, groups=3), "groups 3 must divide in channels 4"),
     (dict(x_shape=(1, 4, 8, 8), out_channels=5, kernel=3, groups=2), "out_channels 5"),
