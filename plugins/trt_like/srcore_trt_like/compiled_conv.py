@@ -27,6 +27,7 @@ def conv_candidates(layer: Layer, net: Network) -> list[tuple[str, object]]:
         else:
             def fn(x, y, run=run):
                 run(x, y, None)
+        fn.weight_bytes = tactic.weight_bytes   # charged by the timing (weights stream from memory)
         out.append((tactic.name, fn))
     return out
 

@@ -22,7 +22,7 @@ import numpy as np
 from srcore.cachedir import cache_root
 
 #: bump when the meaning of a key changes
-VERSION = 1
+VERSION = 2
 _lock = threading.Lock()
 _caches: dict[Path, "TimingCache"] = {}
 
