@@ -16,9 +16,10 @@ short strided inner loop (the old F(2x2) spent ~60% of its time in such transfor
 F(4x4) does 4x fewer multiplies than direct convolution in its main GEMM (F(2x2): 2.25x),
 at the price of bigger transforms and float32 error. Its points are 0, 1, -1, 2, -1/2 (and
 infinity) rather than the usual 0, +-1, +-2: on resnet_small's real activations that
-measured max|err|/max|y| <= 1.8e-6 per layer instead of 5.6e-6 (F(2x2): <= 6e-7; im2col
-~4e-7). The weight transform ``G g G^T`` is done once, in float64, when the matcher binds
-the weight. Which m (or im2col) a shape gets is :func:`choose` (measured crossovers).
+measured max|err|/max|y| <= 1.7e-6 per layer instead of 5.6e-6 (F(2x2) <= 5.7e-7, im2col
+<= 7.7e-7, torch's float32 conv <= 5.9e-7; all against float64). The weight transform
+``G g G^T`` is done once, in float64, when the size is first seen (at load for a static shape).
+Which m (or im2col) a shape gets is :func:`choose` (measured crossovers).
 """
 from __future__ import annotations
 
@@ -84,10 +85,11 @@ def applies(w, stride, pads, dilation, groups) -> bool:
 
 
 # Crossovers, measured on resnet_small's layers with cold caches (the model reads ~46 MB of
-# weights per call, so a layer's weights come from memory, not cache): the n*n GEMMs need enough
-# tiles (columns per weight element) to be compute-bound, since the transformed weight is n*n/9
-# times the plain one. 1 thread, ms, im2col / F(2x2) / F(4x4): 64ch 56x56 3.6 / 3.8 / 2.1;
-# 128ch 28x28 3.0 / 2.4 / 1.6; 256ch 14x14 3.0 / 2.2 / 2.6; 512ch 7x7 3.5 / 4.1 / 7.2.
+# weights per call, so a layer's weights come from memory, not cache; the transformed weight is
+# n*n/9 times the plain one): the n*n GEMMs need enough tiles to be compute-bound. 1 thread,
+# ms, im2col / F(2x2) / F(4x4) (torch): 64ch 56x56 3.00 / 3.14 / 2.12 (1.93); 128ch 28x28
+# 2.53 / 2.26 / 1.77 (1.88); 256ch 14x14 2.74 / 2.38 / 2.71 (2.26); 512ch 7x7 3.53 / 4.16 /
+# 6.86 (3.77). In the whole model, F(4x4) at 14x14 cost +0.9 ms and F(2x2) at 7x7 +2.4 ms.
 F4_MIN_TILES = 30
 F2_MIN_TILES = 20
 # F(4x4) only where its tiles waste little (14x14 is 16 tiles of 16x16): its GEMM work must be
