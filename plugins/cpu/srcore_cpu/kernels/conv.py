@@ -19,11 +19,13 @@ workspace shared by every conv node of the process (``workspace.py``), so memory
 node's scratch, not the sum; a ``RuntimePool`` thread has its own.
 
 Measured (1 thread, float32, OpenBLAS 0.3.31 SkylakeX, resnet_small's layers with their real
-inputs, matcher kernel vs ``torch.nn.functional.conv2d``, best-round medians, ms): 7x7 s2 stem
-2.62 vs 1.52; 64ch 56x56 (F(4x4)) 1.44 vs 1.47; 3x3 s2 64->128 1.09 vs 0.75; 128ch 28x28
-(F(4x4)) 1.08 vs 1.36; 256ch 14x14 (F(2x2)) 1.35 vs 1.48; 512ch 7x7 (im2col) 2.37 vs 2.13.
-Before the GEMM transforms (F(2x2) with strided ufunc passes): 2.50, 1.71, 1.55, 2.38 for the
-3x3 stride-1 layers. Sum of the 20 convs: 33.6 -> 26.7 ms (torch 25.9).
+inputs, matcher kernel vs ``torch.nn.functional.conv2d``, interleaved, best-round medians, ms):
+7x7 s2 stem 2.61 vs 1.54; 64ch 56x56 (F(4x4)) 1.39-1.44 vs 1.38-1.42; 3x3 s2 64->128 1.09 vs
+0.78; 128ch 28x28 (F(4x4)) 1.01-1.03 vs 1.34-1.36; 256ch 14x14 (F(2x2)) 1.30-1.33 vs
+1.43-1.48; 512ch 7x7 (im2col) 2.31-2.33 vs 2.11-2.14. Before the GEMM transforms (F(2x2) with
+strided ufunc passes, im2col at 7x7): 2.50-2.54, 1.66-1.68, 1.49-1.54 for the three Winograd
+sizes. Sum of the 20 convs 33.0 -> 25.8 ms (torch 25.2); at 2 BLAS threads 24.7 -> 20.3 ms.
+Accuracy per algorithm: ``conv_winograd.py``. History: docs/performance-log.md.
 """
 from __future__ import annotations
 
