@@ -188,6 +188,18 @@ def test_weight_transformed_once_per_tile_size_at_load_for_static_shapes(monkeyp
     assert calls == [2]
 
 
+def test_static_small_input_plans_the_small_path_not_winograd(monkeypatch):
+    calls = []
+    real = WG.transform_weight
+    monkeypatch.setattr(WG, "transform_weight", lambda w, m=2: (calls.append(m), real(w, m))[1])
+    w = rng.standard_normal((8, 8, 3, 3)).astype(np.float32)
+    fn = K.conv2d_matcher(_static_node(w, None, (1, 8, 16, 16))).fn     # 73 x 256 columns: small
+    assert calls == []
+    x = rng.standard_normal((1, 8, 16, 16)).astype(np.float32)
+    np.testing.assert_allclose(fn(x), _ref(x, w, None, 1), rtol=0, atol=1e-4)
+    assert calls == []
+
+
 def test_concurrent_winograd_calls_on_two_threads_are_identical():
     # each thread has its own workspace: results equal the single-threaded ones bit for bit
     convs = []

@@ -148,8 +148,8 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
     """A ``fn(input, out=None)`` convolution with fixed weights; scratch from :data:`SHARED_WS`.
 
     3x3 stride-1 ungrouped 2-D convs (float32/64) run Winograd F(4x4) or F(2x2), or im2col, as
-    :func:`conv_winograd.choose` says for the input's spatial size: decided once per size, the
-    weight transformed then (for a static ``input_shape``, the matcher's, here at load).
+    :func:`conv_winograd.choose` says for the input's shape: decided once per shape, the weight
+    transformed then (for a static ``input_shape``, the matcher's, here at load).
     ``SRCORE_CPU_THREADS=N`` (read here) splits large convs over N threads (``parallel.py``).
     """
     ws = SHARED_WS
@@ -182,7 +182,9 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
         return by_shape.setdefault(shape, (m, gws.get(m)))
 
     if wino and input_shape is not None and len(input_shape) == 4 and all(isinstance(d, int) for d in input_shape):
-        winograd_for(tuple(input_shape))
+        shape = tuple(input_shape)
+        if small is None or small.plan(shape, w.dtype) is None:   # (a small input never gets here)
+            winograd_for(shape)
 
     def conv_const(input, out=None):
         t = 1
