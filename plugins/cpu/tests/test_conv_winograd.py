@@ -145,10 +145,12 @@ def test_float32_error_on_resnet_like_data(m, bound):
 
 def test_choose_by_tiles():
     # resnet_small: 56x56 and 28x28 F(4x4), 14x14 F(2x2), 7x7 im2col
-    assert [WG.choose(1, h, h) for h in (56, 28, 14, 7)] == [4, 4, 2, 0]
-    assert WG.choose(4, 7, 7) == 2          # a batch gives the GEMMs enough tiles
-    assert WG.choose(1, 26, 26) == 2        # F(4x4) would waste too much of its 28x28 tiles
-    assert WG.choose(1, 4, 4) == 0
+    assert [WG.choose(1, c, c, h, h) for c, h in ((64, 56), (128, 28), (256, 14), (512, 7))] == [4, 4, 2, 0]
+    assert WG.choose(4, 512, 512, 7, 7) == 2      # a batch gives the GEMMs enough tiles
+    assert WG.choose(1, 64, 64, 26, 26) == 2      # F(4x4) would waste too much of its 28x28 tiles
+    assert WG.choose(1, 64, 64, 4, 4) == 0
+    assert WG.choose(360, 1, 16, 8, 8) == 0       # the digits demo's first conv: too few channels
+    assert WG.choose(360, 16, 32, 4, 4) == 4
 
 
 def _static_node(w, b, shape, op="aten::conv2d"):
@@ -164,25 +166,25 @@ def test_weight_transformed_once_per_tile_size_at_load_for_static_shapes(monkeyp
     real = WG.transform_weight
     monkeypatch.setattr(WG, "transform_weight", lambda w, m=2: (calls.append(m), real(w, m))[1])
     monkeypatch.setattr(S, "SMALL_COLS_MAX", 0)
-    w = rng.standard_normal((8, 8, 3, 3)).astype(np.float32)
-    b = rng.standard_normal(8).astype(np.float32)
-    fn = K.conv2d_matcher(_static_node(w, b, (1, 8, 32, 32))).fn
+    w = rng.standard_normal((16, 16, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(16).astype(np.float32)
+    fn = K.conv2d_matcher(_static_node(w, b, (1, 16, 32, 32))).fn
     assert calls == [4]                      # at load: 32x32 -> F(4x4)
-    x = rng.standard_normal((2, 8, 32, 32)).astype(np.float32)
+    x = rng.standard_normal((2, 16, 32, 32)).astype(np.float32)
     np.testing.assert_allclose(fn(x), _ref(x, w, b, 1), rtol=0, atol=1e-4)
     fn(x)
     assert calls == [4]
     fn2 = K.conv2d_matcher(node("aten::conv2d", input="<var>", weight=w, bias=b, stride=[1, 1],
                                 padding=[1, 1], dilation=[1, 1], groups=1)).fn
     assert calls == [4]                      # no static shape: chosen at the first call of a size
-    x14 = rng.standard_normal((1, 8, 14, 14)).astype(np.float32)
-    x30 = rng.standard_normal((1, 8, 30, 30)).astype(np.float32)
+    x14 = rng.standard_normal((1, 16, 14, 14)).astype(np.float32)
+    x30 = rng.standard_normal((1, 16, 30, 30)).astype(np.float32)
     for x in (x14, x30, x14, x30):
         np.testing.assert_allclose(fn2(x), _ref(x, w, b, 1), rtol=0, atol=1e-4)
     assert calls == [4, 2, 4]
     # the fused conv + relu matcher passes the static shape too: transformed at load
     calls.clear()
-    fn3 = FU.conv2d_relu_matcher(_static_node(w, b, (1, 8, 14, 14), "srcore::conv2d_relu")).fn
+    fn3 = FU.conv2d_relu_matcher(_static_node(w, b, (1, 16, 14, 14), "srcore::conv2d_relu")).fn
     assert calls == [2]
     np.testing.assert_allclose(fn3(x14), np.maximum(_ref(x14, w, b, 1), 0), rtol=0, atol=1e-4)
     assert calls == [2]
@@ -203,9 +205,9 @@ def test_static_small_input_plans_the_small_path_not_winograd(monkeypatch):
 def test_concurrent_winograd_calls_on_two_threads_are_identical():
     # each thread has its own workspace: results equal the single-threaded ones bit for bit
     convs = []
-    for C, H in ((16, 48), (24, 16), (8, 40)):       # F(4x4), F(2x2), F(4x4) (odd tiles: 40 = 10 x 4)
-        w = rng.standard_normal((12, C, 3, 3)).astype(np.float32)
-        b = rng.standard_normal(12).astype(np.float32)
+    for C, H in ((16, 48), (24, 16), (16, 40)):      # F(4x4), F(2x2), F(4x4) (odd tiles: 43 columns)
+        w = rng.standard_normal((16, C, 3, 3)).astype(np.float32)
+        b = rng.standard_normal(16).astype(np.float32)
         x = rng.standard_normal((1, C, H, H + 3)).astype(np.float32)
         convs.append((K.make_conv(2, w, b, 1, 1, 1, 1), x))
     refs = [fn(x).copy() for fn, x in convs]

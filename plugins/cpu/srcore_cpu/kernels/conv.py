@@ -174,7 +174,7 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
     def winograd_for(shape):
         N, _, H, W = shape
         Ho, Wo = H + sum(pads[0]) - 2, W + sum(pads[1]) - 2
-        m = _wg.choose(N, Ho, Wo) if Ho > 0 and Wo > 0 else 0
+        m = _wg.choose(N, C, O, Ho, Wo) if Ho > 0 and Wo > 0 else 0
         if m and m not in gws:
             gws[m] = _wg.transform_weight(w, m)
         if len(by_shape) >= _small.MAX_PLANS:   # dynamic shapes must not grow it forever

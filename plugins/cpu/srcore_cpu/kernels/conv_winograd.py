@@ -92,16 +92,23 @@ def applies(w, stride, pads, dilation, groups) -> bool:
 # 6.86 (3.77). In the whole model, F(4x4) at 14x14 cost +0.9 ms and F(2x2) at 7x7 +2.4 ms.
 F4_MIN_TILES = 30
 F2_MIN_TILES = 20
+# fewer input or output channels than this: im2col. Winograd saves on the products (K = C) but
+# its transforms cost per channel (1 thread, ms, im2col / F(2x2) / F(4x4): 360 samples 1 -> 16ch
+# 8x8 0.38 / 2.92 / 2.36; 16 -> 32ch 4x4 2.04 / 2.09 / 1.17; 16ch 56x56 0.36 / 0.34 / 0.29;
+# 8ch 56x56 0.15 / 0.16 / 0.14)
+MIN_CHANNELS = 16
 # F(4x4) only where its tiles waste little (14x14 is 16 tiles of 16x16): its GEMM work must be
 # at most this fraction of F(2x2)'s (0.5625 when both tile the output exactly)
 F4_MAX_WORK_VS_F2 = 0.65
 
 
-def choose(N, Ho, Wo):
-    """The algorithm for a 3x3 stride-1 conv of ``N`` samples with ``Ho`` x ``Wo`` outputs:
-    4 (F(4x4)), 2 (F(2x2)) or 0 (im2col). The same at 2 BLAS threads: the small GEMMs scale
+def choose(N, C, O, Ho, Wo):
+    """The algorithm for a 3x3 stride-1 conv of ``N`` samples, ``C`` -> ``O`` channels, with
+    ``Ho`` x ``Wo`` outputs: 4 (F(4x4)), 2 (F(2x2)) or 0 (im2col). The same at 2 BLAS threads: the small GEMMs scale
     less than im2col's one big GEMM, but resnet_small still measured 27.0 ms with these choices
     against 29.2 ms with im2col for 56x56 and 30.1 ms with im2col from 28x28."""
+    if min(C, O) < MIN_CHANNELS:
+        return 0
     t4 = N * -(-Ho // 4) * -(-Wo // 4)
     t2 = N * -(-Ho // 2) * -(-Wo // 2)
     if t4 >= F4_MIN_TILES and 36 * t4 <= F4_MAX_WORK_VS_F2 * 16 * t2:
