@@ -1,7 +1,8 @@
-"""The compiled (numba) tactics, registered with :mod:`.tactics` ahead of the numpy ones."""
+"""The compiled tactics (numba kernels, MKL when installed), registered with :mod:`.tactics` ahead of the
+numpy ones."""
 from __future__ import annotations
 
-from . import compiled_conv, compiled_pointwise, nn_kernels
+from . import compiled_conv, compiled_gemm, compiled_pointwise, nn_kernels
 from .tactics import FAMILIES, register
 
 for _kind, _factory in nn_kernels.FACTORIES.items():
@@ -10,3 +11,4 @@ register("fused_pointwise", "numba", compiled_pointwise.fused_pointwise)
 for _kind, _factory in compiled_conv.POOLS.items():
     register(_kind, "numba", _factory)
 FAMILIES.setdefault("conv", []).append(compiled_conv.conv_candidates)
+FAMILIES.setdefault("gemm", []).append(compiled_gemm.gemm_candidates)

@@ -12,7 +12,9 @@ a few rounds in a rotating order, keeping each one's best round (the least distu
 shared machine). The winner is remembered in the timing cache (:mod:`.timing_cache`), so
 a later build of the same layer on the same machine and thread settings skips the timing.
 Engine options: ``timing=False`` takes the first candidate (the registered order puts the
-usual winner first) and ``timing_cache=False`` ignores the cache.
+usual winner first), ``timing_cache=False`` ignores the cache, ``mkl=False`` leaves MKL's
+GEMM out and ``exclude_tactics=[names]`` any tactics by name (the last candidate standing is
+kept whatever the exclusions).
 """
 from __future__ import annotations
 
@@ -77,7 +79,7 @@ def choose_tactics(net: Network, options: dict[str, Any]) -> list[tuple[Layer, C
         if layer.kind == "reshape":
             steps.append((layer, None))
             continue
-        cands = candidates(layer, net)
+        cands = [c for c in candidates(layer, net) if not excluded(c[0], options)] or candidates(layer, net)
         name, fn = cands[0]
         if len(cands) > 1 and timing:
             key = timing_cache.layer_key(layer, net, [n for n, _ in cands])
@@ -93,6 +95,13 @@ def choose_tactics(net: Network, options: dict[str, Any]) -> list[tuple[Layer, C
     if cache is not None:
         cache.save()
     return steps
+
+
+def excluded(name: str, options: dict[str, Any]) -> bool:
+    """Whether engine options rule tactic ``name`` out (``mkl=False``; ``exclude_tactics=[...]``)."""
+    if name.startswith("mkl") and not options.get("mkl", True):
+        return True
+    return name in options.get("exclude_tactics", ())
 
 
 def _named(fn, name):

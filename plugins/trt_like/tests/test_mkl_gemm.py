@@ -1,0 +1,101 @@
+"""MKL's packed SGEMM tactic (when the optional mkl package is installed): results against numpy
+in float64, per-thread thread counts, and the engine choosing it (or not) by timing and options."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import srcore
+from srcore.ir.parser import parse_graph
+from srcore_trt_like import mkl_gemm
+
+lib = mkl_gemm.library()
+pytestmark = pytest.mark.skipif(lib is None, reason="the optional mkl package is not installed")
+
+
+@settings(max_examples=25, deadline=None)
+@given(m=st.integers(1, 70), n=st.integers(1, 70), k=st.integers(1, 300), seed=st.integers(0, 2**31 - 1))
+def test_packed_gemm_matches_float64(m, n, k, seed):
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((n, k), dtype=np.float32)
+    x = rng.standard_normal((m, k), dtype=np.float32)
+    out = np.full((m, n), np.nan, np.float32)
+    mkl_gemm.PackedGemm(lib, w, m)(x, out)
+    want = x.astype(np.float64) @ w.T.astype(np.float64)
+    # float32 accumulation over k terms
+    np.testing.assert_allclose(out, want, rtol=0, atol=4 * k * np.finfo(np.float32).eps * np.abs(want).max() + 1e-6)
+
+
+def test_packed_weight_is_a_copy_and_calls_from_threads_agree():
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((96, 200), dtype=np.float32)
+    gemm = mkl_gemm.PackedGemm(lib, w, 33)
+    w[:] = 0                                    # packing copied the weight
+    xs = [rng.standard_normal((33, 200), dtype=np.float32) for _ in range(6)]
+    first = []
+    for x in xs:
+        o = np.empty((33, 96), np.float32)
+        gemm(x, o)
+        first.append(o)
+    assert np.abs(first[0]).max() > 0
+    errors = []
+
+    def work(k):
+        try:
+            o = np.empty((33, 96), np.float32)
+            for i in range(30):
+                j = (k + i) % len(xs)
+                gemm(xs[j], o)
+                np.testing.assert_array_equal(o, first[j])
+        except Exception as exc:  # reported by the main thread
+            errors.append(exc)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+
+
+MLP = """graph(%x : Float(48, 256)):
+  %w1 : Float(512, 256) = prim::Constant[param="w1"]()
+  %b1 : Float(512) = prim::Constant[param="b1"]()
+  %w2 : Float(64, 512) = prim::Constant[param="w2"]()
+  %h : Tensor = aten::linear(%x, %w1, %b1)
+  %r : Tensor = aten::relu(%h)
+  %y : Tensor = aten::linear(%r, %w2)
+  return (%y)
+"""
+
+
+def _mlp():
+    rng = np.random.default_rng(1)
+    g = parse_graph(MLP)
+    params = {"w1": rng.standard_normal((512, 256), dtype=np.float32) / 16,
+              "b1": rng.standard_normal(512, dtype=np.float32), "w2": rng.standard_normal((64, 512), dtype=np.float32) / 22}
+    for n in g.nodes:
+        if n.kind == "prim::Constant" and n.attrs.get("param") in params:
+            n.attrs["value"] = params[n.attrs["param"]]
+    x = rng.standard_normal((48, 256), dtype=np.float32)
+    h = np.maximum(x.astype(np.float64) @ params["w1"].T + params["b1"], 0)
+    return g, x, h @ params["w2"].T.astype(np.float64)
+
+
+def test_engine_gemm_layers_offer_mkl_and_the_option_turns_it_off():
+    g, x, want = _mlp()
+    with_mkl = srcore.StaticModule(g, options=srcore.Options(backends=("trt_like", "cpu"),
+                                                             engine_options={"timing_cache": False}))
+    np.testing.assert_allclose(with_mkl(x), want, rtol=1e-4, atol=1e-4)
+    without = srcore.StaticModule(g, options=srcore.Options(backends=("trt_like", "cpu"),
+                                                            engine_options={"mkl": False, "timing_cache": False}))
+    np.testing.assert_allclose(without(x), want, rtol=1e-4, atol=1e-4)
+    assert "mkl_packed" not in without.partition.engines[0].description
+    forced = srcore.StaticModule(g, options=srcore.Options(backends=("trt_like", "cpu"), engine_options={
+        "exclude_tactics": ["numpy"], "timing_cache": False}))
+    assert forced.partition.engines[0].description.count("gemm -> ") == 2
+    assert forced.partition.engines[0].description.count("[mkl_packed]") == 2
+    np.testing.assert_allclose(forced(x), want, rtol=1e-4, atol=1e-4)
