@@ -65,6 +65,28 @@ class Plan:
         return [(f"{layer.kind} -> {'x'.join(map(str, net.shape(layer.outputs[0])))} [{fn.tactic}]", best[i])
                 for i, (layer, fn) in enumerate(self.steps) if fn is not None]
 
+    def _diagnose(self, exc: BaseException, inputs: tuple) -> None:
+        """Re-run the layers one at a time on private buffers; raise a KernelError naming the first
+        that fails (its kind, chosen tactic, shapes and the node it came from)."""
+        from srcore.errors import KernelError
+
+        net = self.net
+        vals: dict[int, np.ndarray] = dict(net.constants)
+        vals.update((t, np.ascontiguousarray(x)) for t, x in zip(net.inputs, inputs))
+        for layer, fn in self.steps:
+            if fn is None:
+                vals[layer.outputs[0]] = vals[layer.inputs[0]].reshape(net.shape(layer.outputs[0]))
+                continue
+            for t in layer.outputs:
+                vals[t] = np.empty(net.shape(t), np.float32)
+            try:
+                fn(*(vals[t] for t in (*layer.inputs, *layer.outputs)))
+            except Exception as err:
+                ins = ", ".join(f"{vals[t].dtype}{list(vals[t].shape)}" for t in layer.inputs)
+                where = f" (from {layer.source})" if layer.source else ""
+                raise KernelError(f"engine layer {layer.kind} [{getattr(fn, 'tactic', '?')}]{where} failed on "
+                                  f"inputs {ins}: {type(err).__name__}: {err}") from exc
+
     # -- memory -----------------------------------------------------------------------------
     def root_of(self, t: int) -> int:
         return self.root.get(t, t)
@@ -124,7 +146,8 @@ class Plan:
         self._planned = planned
         for t in planned:
             names[t] = f"b{t}"
-        lines = [f"def run({', '.join(f'x{i}' for i in range(len(net.inputs)))}):"]
+        params = ", ".join(f"x{i}" for i in range(len(net.inputs)))
+        lines = [f"def run({params}):", "  try:"]
         for i in range(len(net.inputs)):
             lines.append(f"    if not x{i}.flags.c_contiguous: x{i} = _asc(x{i})")
         if planned:
@@ -155,6 +178,9 @@ class Plan:
             lines.append(f"    r{t} = {names[src]}.reshape({net.shape(t)!r}).copy()")
         outs = [names[t] for t in net.outputs]
         lines.append(f"    return {outs[0]}" if len(outs) == 1 else f"    return ({', '.join(outs)},)")
+        # no cost on the happy path: a failing call is re-run layer by layer to name the culprit
+        lines += ["  except Exception as _e:", f"    _diagnose(_e, ({params}{',' if params else ''}))", "    raise"]
+        g["_diagnose"] = self._diagnose
         self.source = "\n".join(lines) + "\n"
         exec(compile(self.source, "<trt_like engine>", "exec"), g)
         return g["run"]

@@ -192,3 +192,14 @@ def test_per_op_metrics_break_an_engine_into_its_layers(convnet):
     assert labels[0].startswith("conv -> 2x8x12x12 [") and any(lb.startswith("gemm -> 2x5") for lb in labels)
     assert all(ms > 0 for _, ms in eng.layers)
     assert "        conv -> 2x8x12x12" in metrics.format()
+
+
+def test_a_failing_layer_is_named_with_its_source():
+    text = CHAIN.replace("Float(batch, 32)", "Float(2, 32)").replace(
+        "aten::add(%x, %y, %one)", "aten::add(%x, %y, %one) # model.py:7:8")
+    sm = load(text)
+    engine = sm.partition.engines[0].describe.__self__
+    bad = np.ones((3, 32), np.float32)            # not the shape the static plan was built for
+    with pytest.raises(srcore.KernelError, match=r"engine layer fused_pointwise \[numba\] \(from model.py:7:8\) failed on "
+                                                 r"inputs float32\[3, 32\], float32\[32\]"):
+        engine.entry(bad, np.ones(32, np.float32))
