@@ -1,6 +1,7 @@
 """Throughput with threads: ``python -m benchmarks.threads [--models mlp_wide,resnet_small] [--threads 1,2,4]``.
 
-srcore's ``RuntimePool(sm, size=T)`` called from T Python threads, beside one
+srcore's ``RuntimePool(sm, size=T)`` (cpu plugin, and the trt_like engine backend) called from
+T Python threads, beside one
 shared ONNX Runtime session called from T threads; intra-op threads 1 in both
 (the parallelism is across calls). Each (model, runner) runs in a fresh process.
 Reports calls per second, the speed-up over 1 thread, and how many cores other
@@ -24,10 +25,12 @@ from .run import ROOT, child_env
 
 def make_call(runner: str, art: Path, threads: int):
     """A thread-safe callable for ``threads`` concurrent callers."""
-    if runner == "srcore":
+    if runner in ("srcore", "trt_like"):
         import srcore
 
-        sm = srcore.StaticModule(srcore.load(str(art / "model.srm")), options=srcore.Options(executor="codegen"))
+        backends = ("trt_like", "cpu") if runner == "trt_like" else ("cpu",)
+        sm = srcore.StaticModule(srcore.load(str(art / "model.srm")), options=srcore.Options(executor="codegen"),
+                                 backends=backends)
         pool = srcore.RuntimePool(sm, size=threads)
         return pool.run
     import onnxruntime as ort
@@ -107,6 +110,7 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default="mlp_wide,resnet_small")
     ap.add_argument("--threads", default="1,2,4")
     ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--runners", default="srcore,trt_like,ort", help="srcore (cpu plugin), trt_like, ort")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     ap.add_argument("--child", nargs=2, metavar=("MODEL", "RUNNER"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -119,25 +123,25 @@ def main(argv=None) -> int:
     results: dict = {}
     for m in args.models.split(","):
         prepare(m, out)
-        for r in ("srcore", "ort"):
+        for r in args.runners.split(","):
             cmd = [sys.executable, "-m", "benchmarks.threads", "--child", m, r, "--threads", args.threads,
                    "--seconds", str(args.seconds), "--out", str(out)]
             p = subprocess.run(cmd, env=child_env(1), capture_output=True, text=True, cwd=ROOT)
             line = next((ln for ln in p.stdout.splitlines() if ln.startswith("@@RESULT@@")), None)
             results.setdefault(m, {})[r] = (json.loads(line[10:]) if line
                                             else {"error": p.stderr.strip()[-800:]})
-    print(f"{'model':<16}{'runner':<8}" + "".join(f"{t:>4} thr calls/s" for t in counts)
+    print(f"{'model':<16}{'runner':<10}" + "".join(f"{t:>4} thr calls/s" for t in counts)
           + "   speed-up   other processes' busy cores per count")
     for m, rs in results.items():
         for r, v in rs.items():
             if "error" in v:
-                print(f"{m:<16}{r:<8}error: {v['error'].splitlines()[-1] if v['error'] else ''}")
+                print(f"{m:<16}{r:<10}error: {v['error'].splitlines()[-1] if v['error'] else ''}")
                 continue
             cps = [v[str(t)] for t in counts]
             ups = " ".join(f"{c / cps[0]:.2f}x" for c in cps[1:])
             oth = v.get("others", {})
             busy = " ".join("?" if oth.get(str(t)) is None else f"{oth[str(t)]:.2f}" for t in counts)
-            print(f"{m:<16}{r:<8}" + "".join(f"{c:>16.1f}" for c in cps) + f"   {ups}   {busy}")
+            print(f"{m:<16}{r:<10}" + "".join(f"{c:>16.1f}" for c in cps) + f"   {ups}   {busy}")
     (out / "threads.json").write_text(json.dumps(results, indent=1))
     return 0
 
