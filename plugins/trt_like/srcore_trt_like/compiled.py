@@ -12,3 +12,4 @@ for _kind, _factory in compiled_conv.POOLS.items():
     register(_kind, "numba", _factory)
 FAMILIES.setdefault("conv", []).append(compiled_conv.conv_candidates)
 FAMILIES.setdefault("gemm", []).append(compiled_gemm.gemm_candidates)
+FAMILIES.setdefault("attention", []).append(compiled_gemm.attention_candidates)

@@ -1,8 +1,18 @@
-"""GEMM layers on MKL's packed SGEMM (:mod:`.mkl_gemm`), a candidate beside numpy's ``np.dot``."""
+"""Layers on MKL (:mod:`.mkl_gemm`), candidates beside the numpy/OpenBLAS ones: GEMM layers on the
+packed SGEMM, attention on plain ``cblas_sgemm`` with strided operands (no copies).
+
+Every candidate says which BLAS it runs on (``fn.blas``): at more than one intra-op thread the
+builder keeps an engine on one threaded BLAS (see :func:`.tactics.choose_tactics`).
+"""
 from __future__ import annotations
+
+import threading
+
+import numpy as np
 
 from . import mkl_gemm
 from .network import Layer, Network
+from .nn_kernels import softmax_rows
 
 
 def gemm_candidates(layer: Layer, net: Network) -> list[tuple[str, object]]:
@@ -18,4 +28,41 @@ def gemm_candidates(layer: Layer, net: Network) -> list[tuple[str, object]]:
         gemm(x, out)      # (..., K) and (..., N) C-contiguous: the same memory as (M, K), (M, N)
     run.weight_bytes = gemm.weight_bytes
     run.gemm = gemm       # keeps the packed weight alive with the kernel
+    run.blas = "mkl"
     return [("mkl_packed", run)]
+
+
+def attention_candidates(layer: Layer, net: Network) -> list[tuple[str, object]]:
+    """Unmasked multi-head attention on a packed (B, L, 3E) qkv: per batch and head ``S = Q K^T``
+    and ``O_h = P V`` as ``cblas_sgemm`` on strided views of qkv (leading dimension 3E), O_h
+    written straight into its columns of the (L, E) output; softmax compiled."""
+    lib = mkl_gemm.library()
+    if lib is None:
+        return []
+    B, L, E3 = net.shape(layer.inputs[0])
+    E = E3 // 3
+    H = layer.attrs["heads"]
+    D = E // H
+    scale = np.float32(layer.attrs["scale"])
+    tls = threading.local()
+    sgemm = lib.cblas_sgemm
+    rm, nt, tr = mkl_gemm.ROW_MAJOR, mkl_gemm.NO_TRANS, mkl_gemm.TRANS
+
+    def run(qkv, out):
+        try:
+            s, p = tls.scratch
+        except AttributeError:
+            s, p = tls.scratch = np.empty((L, L), np.float32), np.empty((L, L), np.float32)
+        # per-head products are too small to split: waking a second thread costs more than it saves
+        mkl_gemm.set_threads(lib, 1)
+        sp, pp = s.ctypes.data, p.ctypes.data
+        for bi in range(B):
+            x = qkv[bi].ctypes.data
+            o = out[bi].ctypes.data
+            for h in range(H):
+                c = 4 * h * D
+                sgemm(rm, nt, tr, L, L, D, 1.0, x + c, E3, x + 4 * E + c, E3, 0.0, sp, L)
+                softmax_rows(s, p, scale)
+                sgemm(rm, nt, nt, L, D, L, 1.0, pp, L, x + 8 * E + c, E3, 0.0, o + c, E)
+    run.blas = "mkl"
+    return [("mkl", run)]

@@ -30,6 +30,7 @@ def gemm(layer: Layer, net: Network):
 
     def run(x, out):
         np.dot(x.reshape(-1, K), wt, out=out.reshape(-1, N))
+    run.blas = "openblas"
     return run
 
 
@@ -110,6 +111,7 @@ def attention(layer: Layer, net: Network):
         np.exp(s, out=s)
         s /= s.sum(axis=-1, keepdims=True)
         np.copyto(out.reshape(B, L, H, D), np.matmul(s, v).transpose(0, 2, 1, 3))
+    run.blas = "openblas"
     return run
 
 

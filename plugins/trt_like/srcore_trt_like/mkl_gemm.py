@@ -76,6 +76,8 @@ def _load():
     lib.cblas_sgemm_pack.argtypes = [i, i, i, i, i, i, f, p, i, p]
     lib.cblas_sgemm_compute.argtypes = [i, i, i, i, i, i, p, i, p, i, f, p, i]
     lib.cblas_sgemm_compute.restype = None
+    lib.cblas_sgemm.argtypes = [i, i, i, i, i, i, f, p, i, p, i, f, p, i]
+    lib.cblas_sgemm.restype = None
     lib.MKL_Set_Num_Threads_Local.argtypes = [i]
     lib.MKL_Set_Num_Threads_Local.restype = i
     lib.threads = intra_op_threads() if layer == THREADING_GNU else 1
@@ -91,6 +93,14 @@ def intra_op_threads() -> int:
         if n > 0:
             return n
     return 1
+
+
+def set_threads(lib, n: int | None = None) -> None:
+    """Give the calling thread ``n`` MKL threads (default: the intra-op count); a no-op when set."""
+    n = lib.threads if n is None else n
+    if getattr(_tls, "threads", None) != n:
+        lib.MKL_Set_Num_Threads_Local(n)
+        _tls.threads = n
 
 
 class PackedGemm:
@@ -116,8 +126,7 @@ class PackedGemm:
 
     def __call__(self, x: np.ndarray, out: np.ndarray) -> None:
         if getattr(_tls, "threads", None) != self._threads:   # per calling thread, once
-            self.lib.MKL_Set_Num_Threads_Local(self._threads)
-            _tls.threads = self._threads
+            set_threads(self.lib)
         n, k = self.n, self.k
         self._compute(ROW_MAJOR, NO_TRANS, PACKED, self.m, n, k, x.ctypes.data, k, self._addr, n, 0.0,
                       out.ctypes.data, n)

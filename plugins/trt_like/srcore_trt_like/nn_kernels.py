@@ -150,6 +150,7 @@ def attention(layer: Layer, net: Network):
                 softmax_rows(s, p, scale)
                 np.dot(p, x[:, 2 * E + c:2 * E + c + D], out=t)
                 o[:, c:c + D] = t
+    run.blas = "openblas"
     return run
 
 

@@ -99,3 +99,31 @@ def test_engine_gemm_layers_offer_mkl_and_the_option_turns_it_off():
     assert forced.partition.engines[0].description.count("gemm -> ") == 2
     assert forced.partition.engines[0].description.count("[mkl_packed]") == 2
     np.testing.assert_allclose(forced(x), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape,heads", [((1, 16, 3 * 32), 4), ((2, 9, 3 * 24), 3)])
+def test_mkl_attention_matches_the_numpy_layer(shape, heads):
+    from srcore_trt_like import compiled_gemm, layers_numpy
+    from srcore_trt_like.network import Layer, Network
+
+    net = Network()
+    qkv = net.new_tensor(shape)
+    out = net.new_tensor(shape[:2] + (shape[2] // 3,))
+    layer = Layer("attention", [qkv], [out], {"heads": heads, "scale": 0.3})
+    x = np.random.default_rng(3).standard_normal(shape, dtype=np.float32)
+    want = np.empty(net.shape(out), np.float32)
+    layers_numpy.attention(layer, net)(x, want)
+    ((name, fn),) = compiled_gemm.attention_candidates(layer, net)
+    got = np.full(net.shape(out), np.nan, np.float32)
+    fn(x, got)
+    assert name == "mkl" and fn.blas == "mkl"
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_at_two_threads_layers_with_an_mkl_candidate_use_it(monkeypatch):
+    g, x, want = _mlp()
+    monkeypatch.setenv("MKL_NUM_THREADS", "2")
+    sm = srcore.StaticModule(g, options=srcore.Options(backends=("trt_like", "cpu"),
+                                                       engine_options={"timing_cache": False}))
+    assert sm.partition.engines[0].description.count("[mkl_packed]") == 2   # no OpenBLAS GEMM left
+    np.testing.assert_allclose(sm(x), want, rtol=1e-4, atol=1e-4)
