@@ -11,6 +11,9 @@ the GEMM just wrote, while it is in cache).
 ``gemm_1x1``        1x1, unpadded, ungrouped: one GEMM on the input (stride: a gather first)
 ``im2col_gemm``     any kernel, stride, padding, dilation, groups: numba column gather with the
                     padding folded in, in chunks of output rows (~1 MiB of columns), one GEMM each
+``packed_gemm``     any ungrouped conv: im2col straight into the operand layout of the numba
+                    packed GEMM (explicit AVX-512 vectors), the weight packed once
+                    (``conv_packed.py``, ``gemm_kernels.py``)
 ``winograd_f2x2``   3x3, stride 1, undilated, ungrouped: Winograd F(2x2, 3x3) (``winograd.py``)
 ``winograd_f4x4``   the same shapes: Winograd F(4x4, 3x3)
 ``depthwise_direct`` groups == in channels: a numba direct loop per output row
@@ -149,5 +152,8 @@ def conv_tactics(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | None) ->
         tactics.append(WinogradTactic(spec, weight, bias, m=2))
     if spec.groups > 1 and spec.groups == spec.x_shape[1]:
         tactics.append(DepthwiseDirectTactic(spec, weight, bias))
+    if spec.groups == 1:
+        from .conv_packed import PackedGemmTactic    # noqa: PLC0415  (numba kernels compile on first use)
+        tactics.append(PackedGemmTactic(spec, weight, bias))
     tactics.append(Im2colGemmTactic(spec, weight, bias))
     return tactics
