@@ -3,7 +3,7 @@ numpy ones."""
 from __future__ import annotations
 
 from . import compiled_conv, compiled_gemm, compiled_pointwise, nn_kernels
-from .tactics import FAMILIES, register
+from .tactics import FAMILIES, OMP_KINDS, register
 
 for _kind, _factory in nn_kernels.FACTORIES.items():
     register(_kind, "numba", _factory)
@@ -11,5 +11,6 @@ register("fused_pointwise", "numba", compiled_pointwise.fused_pointwise)
 for _kind, _factory in compiled_conv.POOLS.items():
     register(_kind, "numba", _factory)
 FAMILIES.setdefault("conv", []).append(compiled_conv.conv_candidates)
+OMP_KINDS["conv"] = compiled_conv.conv_threaded
 FAMILIES.setdefault("gemm", []).append(compiled_gemm.gemm_candidates)
 FAMILIES.setdefault("attention", []).append(compiled_gemm.attention_candidates)

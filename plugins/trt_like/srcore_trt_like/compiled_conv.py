@@ -28,8 +28,15 @@ def conv_candidates(layer: Layer, net: Network) -> list[tuple[str, object]]:
             def fn(x, y, run=run):
                 run(x, y, None)
         fn.weight_bytes = tactic.weight_bytes   # charged by the timing (weights stream from memory)
+        # threaded on numba's OpenMP pool, or BLAS on the calling thread (see parallel.py)
+        fn.blas = "omp"
         out.append((tactic.name, fn))
     return out
+
+
+def conv_threaded(layer: Layer, net: Network) -> bool:
+    """Whether the layer has a candidate on numba's OpenMP pool (``packed_gemm``: ungrouped)."""
+    return layer.attrs["groups"] == 1
 
 
 def max_pool2d(layer: Layer, net: Network):

@@ -45,6 +45,7 @@ class Gemm1x1Tactic(ConvTactic):
     """1x1 kernel, no padding, groups 1: ``out[n] = W @ x[n]`` (O x C by C x H*W); a strided conv
     first gathers the sampled pixels (numba) into a per-thread buffer."""
     name = "gemm_1x1"
+    uses_blas = True
 
     def __init__(self, spec: ConvSpec, weight, bias):
         super().__init__(spec, weight, bias)
@@ -79,6 +80,7 @@ class Im2colGemmTactic(ConvTactic):
     :data:`COLS_CAP_BYTES` (a 56-wide row copy beats the indexed load 0.32 vs 0.46 ms).
     """
     name = "im2col_gemm"
+    uses_blas = True
 
     def __init__(self, spec: ConvSpec, weight, bias):
         super().__init__(spec, weight, bias)

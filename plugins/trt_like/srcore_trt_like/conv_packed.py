@@ -11,6 +11,8 @@ import numpy as np
 
 from . import gemm_kernels as _g
 from . import packed_kernels as _k
+from . import packed_parallel as _par
+from . import parallel
 from .conv_spec import ConvSpec, ConvTactic
 from .errors import TacticSpecError
 from .scratch import SCRATCH
@@ -26,7 +28,7 @@ class PackedGemmTactic(ConvTactic):
     is small): ``out = relu?(W @ im2col(x) + bias (+ residual))``."""
     name = "packed_gemm"
 
-    def __init__(self, spec: ConvSpec, weight, bias):
+    def __init__(self, spec: ConvSpec, weight, bias, threads: int | None = None):
         super().__init__(spec, weight, bias)
         if spec.groups != 1:
             raise TacticSpecError(f"packed_gemm: needs groups 1, got {spec.groups}")
@@ -42,8 +44,20 @@ class PackedGemmTactic(ConvTactic):
         self.pad = pad = max(-(-pw // sw), ((kw - 1) * dw - pw) // sw + Wo - wq, 0)
         L = wq + 2 * pad
         self.xph_shape = (C, H, sw, L)
+        sh, ph, dh = spec.stride[0], spec.padding[0], spec.dilation[0]
+        h = (np.arange(Ho)[:, None] * sh - ph + np.arange(kh)[None, :] * dh).ravel()
+        self.rows = np.unique(h[(h >= 0) & (h < H)]).astype(np.int64)       # input rows some tap reads
         self.joff = _k.tap_offsets(kw, sw, pw, dw, pad, L)
+        self.threads = nt = parallel.threads() if threads is None else max(1, int(threads))
         self.step = max(1, min(nb, CHUNK_BYTES // (K * 24))) if self.wp.nbytes <= CHUNK_BYTES else nb
+        # threaded: whole chunks per thread when there are enough of them (as many per thread), else
+        # the phases split; the GEMM by weight row blocks when there are enough (each thread streams
+        # its share of the weights), else by column blocks
+        nch = -(-nb // self.step)
+        self.by_chunks = nt > 1 and nch >= 2 * nt
+        if self.by_chunks:
+            self.step = -(-nb // (nt * -(-nch // nt)))
+        self.split_rows = self.mb >= 4 * nt
 
     def _run(self, x, out, residual):
         s = self.spec
@@ -57,13 +71,25 @@ class PackedGemmTactic(ConvTactic):
         nb = seg.shape[0]
         P = Ho * Wo
         xph = SCRATCH.get("packed_phases", self.xph_shape)
+        nt = self.threads
+        if nt > 1:
+            parallel.use(nt)
+            if self.by_chunks:
+                xp = SCRATCH.get("packed_x", (nt, step, K, 6))
+                ct = SCRATCH.get("packed_c", (nt, step * 6, mb * 64))
+            else:
+                xp = SCRATCH.get("packed_x", (nb, K, 6))
+                ct = SCRATCH.get("packed_c", (nb * 6, mb * 64))
+            _par.conv(x, xph, self.pad, self.rows, kh, kw, sh, sw, ph, dh, self.joff, seg, wf, K, mb, xp, ct, step,
+                      self.bias, res, has_res, s.relu, out, nt, self.by_chunks, self.split_rows)
+            return
         for n in range(N):
-            _k.split_phases(x, n, sw, self.pad, xph, 0, C)
+            _k.split_phases(x, n, sw, self.pad, self.rows, xph, 0, C)
             for pb0 in range(0, nb, step):
                 pb1 = min(nb, pb0 + step)
                 xp = SCRATCH.get("packed_x", (pb1 - pb0, K, 6))
                 ct = SCRATCH.get("packed_c", ((pb1 - pb0) * 6, mb * 64))
-                _k.gather(xph, kh, kw, sh, ph, dh, self.joff, seg, pb0, pb1, xp, 0, C)
+                _k.gather(xph, kh, kw, sh, ph, dh, self.joff, seg, pb0, pb1, xp, pb0, 0, C)
                 _g.gemm(wf, 0, xp.reshape(-1), 0, ct.reshape(-1), 0, K, mb, 0, mb, 0, pb1 - pb0)
                 _k.epilogue_t(ct.reshape(-1), 0, mb * 64, 1, min(P, 6 * pb1) - 6 * pb0, 0, out, n, 6 * pb0,
                               self.bias, res, has_res, s.relu, 0, O)

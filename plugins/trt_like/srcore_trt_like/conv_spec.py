@@ -98,9 +98,12 @@ class ConvTactic:
 
     ``tactic(x, out, residual=None)`` writes ``relu?(conv(x) + bias (+ residual))`` into ``out``;
     every array C-contiguous float32 of the spec's shapes (checked: a few microseconds a call).
-    Subclasses set :attr:`name` and implement :meth:`_run`.
+    Subclasses set :attr:`name` and implement :meth:`_run`; those that call numpy's BLAS set
+    :attr:`uses_blas`: built for more than one intra-op thread, they run it on the calling thread
+    (the engine's threads are numba's OpenMP pool, see ``parallel.py``).
     """
     name = "conv"
+    uses_blas = False
 
     def __init__(self, spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | None):
         if not isinstance(spec, ConvSpec):
@@ -116,6 +119,10 @@ class ConvTactic:
         self.out_shape = spec.out_shape
         self.bias = (np.zeros(O, np.float32) if bias is None
                      else np.ascontiguousarray(bias, dtype=np.float32))
+        if self.uses_blas:
+            from . import parallel
+            if parallel.threads() > 1:
+                self._run = parallel.on_caller(self._run)
 
     def __call__(self, x: np.ndarray, out: np.ndarray, residual: np.ndarray | None = None) -> None:
         check_array(f"{self.name}: x", x, self.spec.x_shape)

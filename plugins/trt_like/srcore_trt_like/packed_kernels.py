@@ -50,14 +50,15 @@ def tap_offsets(kw, sw, pw, dw, pad, L) -> np.ndarray:
 
 
 @njit(**_JIT)
-def split_phases(x, n, sw, pad, xph, c0, c1):
+def split_phases(x, n, sw, pad, rows, xph, c0, c1):
     """``xph[c, h, r, pad + q] = x[n, c, h, q * sw + r]``, zeros around (``pad`` each side of every
-    phase row): every tap row of a strided conv becomes a contiguous run, every tap in bounds."""
+    phase row), for the input rows h in ``rows`` (the ones some tap reads): every tap row of a
+    strided conv becomes a contiguous run, every tap in bounds."""
     prefer_512()
-    H, W = x.shape[2], x.shape[3]
+    W = x.shape[3]
     L = xph.shape[3]
     for c in range(c0, c1):
-        for h in range(H):
+        for h in rows:
             src = x[n, c, h]
             for r in range(sw):
                 dst = xph[c, h, r]
@@ -75,9 +76,9 @@ def split_phases(x, n, sw, pad, xph, c0, c1):
 
 
 @njit(**_JIT)
-def gather(xph, kh, kw, sh, ph, dh, joff, seg, pb0, pb1, xp, c0, c1):
+def gather(xph, kh, kw, sh, ph, dh, joff, seg, pb0, pb1, xp, xb0, c0, c1):
     """The packed operand of column blocks [pb0, pb1), channels [c0, c1):
-    ``xp[pb - pb0, (c * kh + i) * kw + j, e]`` = the input element tap (i, j) of the block's pixel e
+    ``xp[pb - xb0, (c * kh + i) * kw + j, e]`` = the input element tap (i, j) of the block's pixel e
     reads (0 in the padding), from the phase-split input ``xph``. Each run of a block's pixels
     within one output row is one masked 16-lane copy per tap; lanes past the last pixel are zero."""
     prefer_512()
@@ -88,7 +89,7 @@ def gather(xph, kh, kw, sh, ph, dh, joff, seg, pb0, pb1, xp, c0, c1):
     xf = xp.reshape(-1)
     sf = xph.reshape(-1)
     for pb in range(pb0, pb1):
-        blk = (pb - pb0) * K * 6
+        blk = (pb - xb0) * K * 6
         used = 0
         for s in range(S):
             ho, wo0, lane0, n = seg[pb, s, 0], seg[pb, s, 1], seg[pb, s, 2], seg[pb, s, 3]

@@ -155,7 +155,8 @@ def _transpose16(builder, rows):
     hi32 = [i for L in range(4) for i in (4 * L + 2, 18 + 4 * L, 4 * L + 3, 19 + 4 * L)]
     t = []
     for i in range(8):
-        t += [_shuffle(builder, rows[2 * i], rows[2 * i + 1], lo32), _shuffle(builder, rows[2 * i], rows[2 * i + 1], hi32)]
+        a, b = rows[2 * i], rows[2 * i + 1]
+        t += [_shuffle(builder, a, b, lo32), _shuffle(builder, a, b, hi32)]
     lo64 = [i for L in range(4) for i in (4 * L, 4 * L + 1, 16 + 4 * L, 17 + 4 * L)]
     hi64 = [i for L in range(4) for i in (4 * L + 2, 4 * L + 3, 18 + 4 * L, 19 + 4 * L)]
     u = []

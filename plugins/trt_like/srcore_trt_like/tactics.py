@@ -34,6 +34,9 @@ Factory = Callable[[Layer, Network], Any]
 TACTICS: dict[str, list[tuple[str, Factory]]] = {}
 #: layer kind -> ``family(layer, net) -> [(name, fn), ...]``
 FAMILIES: dict[str, list[Callable]] = {}
+#: layer kind -> ``predicate(layer, net)``: whether the layer has candidates threaded on numba's
+#: OpenMP pool (``fn.blas == "omp"``) at more than one intra-op thread
+OMP_KINDS: dict[str, Callable[[Layer, Network], bool]] = {}
 _LOADED: list[bool] = []
 #: timing rounds per layer (after one warm-up call of each candidate)
 ROUNDS = 3
@@ -75,6 +78,7 @@ def choose_tactics(net: Network, options: dict[str, Any]) -> list[tuple[Layer, C
     timing = options.get("timing", True)
     cache = timing_cache.get() if options.get("timing_cache", True) else None
     one_blas = _one_blas(options)
+    on_caller = _blas_on_caller(net)
     steps = []
     for layer in net.layers:
         if layer.kind == "reshape":
@@ -84,6 +88,8 @@ def choose_tactics(net: Network, options: dict[str, Any]) -> list[tuple[Layer, C
         cands = [c for c in every if not excluded(c[0], options)] or every
         if one_blas and any(getattr(fn, "blas", None) == one_blas for _, fn in cands):
             cands = [c for c in cands if getattr(c[1], "blas", one_blas) == one_blas]
+        if on_caller:
+            cands = [(n, fn if getattr(fn, "blas", None) in ("omp", "mkl") else on_caller(fn)) for n, fn in cands]
         name, fn = cands[0]
         if len(cands) > 1 and timing:
             key = timing_cache.layer_key(layer, net, [n for n, _ in cands])
@@ -111,6 +117,26 @@ def _one_blas(options: dict[str, Any]) -> str | None:
     if not options.get("mkl", True) or mkl_gemm.intra_op_threads() <= 1:
         return None
     return "mkl" if mkl_gemm.library() is not None else None
+
+
+def _blas_on_caller(net: Network):
+    """At more than one intra-op thread, an engine with layers that thread on numba's OpenMP pool
+    (:data:`OMP_KINDS`; MKL's GNU layer is the same libgomp pool) keeps OpenBLAS off its own
+    threads: OpenBLAS's workers spin for ~0.1 s after a threaded call, on the core the OpenMP team
+    needs (a 2-thread OpenBLAS GEMM alternating with a 2-thread packed conv: 9.1 ms a pair instead
+    of 2.1). Returns the wrapper that runs a candidate with OpenBLAS on the calling thread, or None."""
+    from . import parallel
+
+    if parallel.threads() <= 1:
+        return None
+    _load()
+    if any(OMP_KINDS.get(layer.kind, _never)(layer, net) for layer in net.layers):
+        return parallel.on_caller
+    return None
+
+
+def _never(layer: Layer, net: Network) -> bool:
+    return False
 
 
 def excluded(name: str, options: dict[str, Any]) -> bool:

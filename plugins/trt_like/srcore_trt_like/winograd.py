@@ -27,6 +27,7 @@ def winograd_applies(spec: ConvSpec) -> bool:
 
 class WinogradTactic(ConvTactic):
     """Winograd F(m x m, 3 x 3), m = 2 or 4 (name ``winograd_f2x2`` / ``winograd_f4x4``)."""
+    uses_blas = True
 
     def __init__(self, spec: ConvSpec, weight, bias, m: int = 4):
         if m not in (2, 4):

@@ -1,0 +1,117 @@
+"""Intra-op threads of the numba tactics (numba's OpenMP layer) and the engine's one-pool rule."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from srcore_trt_like import conv_packed, parallel, tactics
+from srcore_trt_like.conv import ConvSpec
+from srcore_trt_like.conv_packed import PackedGemmTactic
+
+SPECS = [ConvSpec((1, 3, 40, 40), 64, 7, 2, 3, relu=True),                   # chunks per thread
+         ConvSpec((2, 64, 9, 9), 520, 3, 1, 1, relu=True, residual=True),    # phased, GEMM by row blocks
+         ConvSpec((1, 16, 14, 14), 40, 1, 2, 0)]                             # phased, GEMM by column blocks
+
+
+@pytest.fixture(autouse=True)
+def small_chunks(monkeypatch):
+    monkeypatch.setattr(conv_packed, "CHUNK_BYTES", 60000)
+
+
+def _case(spec, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(spec.x_shape, np.float32)
+    w = (rng.standard_normal(spec.weight_shape) / np.sqrt(np.prod(spec.weight_shape[1:]))).astype(np.float32)
+    b = rng.standard_normal(spec.out_channels).astype(np.float32)
+    res = rng.standard_normal(spec.out_shape, np.float32) if spec.residual else None
+    return x, w, b, res
+
+
+def _run(t, x, res):
+    out = np.full(t.out_shape, np.nan, np.float32)
+    t(x, out, res)
+    return out
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_threaded_packed_conv_is_bit_identical_to_one_thread(spec):
+    x, w, b, res = _case(spec)
+    one = _run(PackedGemmTactic(spec, w, b, threads=1), x, res)
+    for nt in (2, 3):
+        t = PackedGemmTactic(spec, w, b, threads=nt)
+        np.testing.assert_array_equal(_run(t, x, res), one)
+    assert [PackedGemmTactic(s, *_case(s)[1:3], threads=2).by_chunks for s in SPECS] == [True, False, False]
+    assert [PackedGemmTactic(s, *_case(s)[1:3], threads=2).split_rows for s in SPECS[1:]] == [True, False]
+
+
+def test_threaded_packed_conv_from_two_python_threads_at_once():
+    """numba's OpenMP layer takes parallel launches from several Python threads (a RuntimePool)."""
+    work = []
+    for spec in SPECS:
+        x, w, b, res = _case(spec, 3)
+        t = PackedGemmTactic(spec, w, b, threads=2)
+        work.append((t, x, res, _run(PackedGemmTactic(spec, w, b, threads=1), x, res)))
+    errors = []
+
+    def hammer(offset):
+        try:
+            for _ in range(15):
+                for t, x, res, want in work[offset:] + work[:offset]:
+                    if not np.array_equal(_run(t, x, res), want):
+                        errors.append(t.spec)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=hammer, args=(i,)) for i in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+
+
+def test_split_covers_the_range_in_quanta():
+    for total, nt, q in [(10, 3, 1), (64, 2, 16), (50, 4, 16), (1, 2, 1)]:
+        parts = [parallel.split(total, t, nt, q) for t in range(nt)]
+        assert parts[0][0] == 0 and parts[-1][1] == total
+        assert all(a[1] == b[0] for a, b in zip(parts, parts[1:]))
+        assert all(a % q == 0 for a, _ in parts)
+
+
+def test_on_caller_runs_openblas_on_the_calling_thread_and_restores_it():
+    set_local = parallel._set_local()
+    if not set_local:
+        pytest.skip("numpy's OpenBLAS has no per-thread thread count")
+    seen = []
+
+    def probe():
+        prev = set_local(1)      # what the wrapper set: 1; put it back as it was
+        set_local(prev)
+        seen.append(prev)
+    probe.weight_bytes = 7
+    wrapped = parallel.on_caller(probe)
+    before = set_local(3)
+    wrapped()
+    after = set_local(before)
+    assert seen == [1] and after == 3 and wrapped.weight_bytes == 7
+
+
+def test_threaded_engines_keep_openblas_on_the_caller(monkeypatch):
+    """At >1 intra-op thread, an engine with conv layers (packed_gemm threads on OpenMP) wraps every
+    candidate that is not on the OpenMP pool; at 1 thread nothing is wrapped."""
+    from srcore_trt_like.network import Layer, Network
+
+    net = Network()
+    x = net.new_tensor((1, 4, 8, 8))
+    y = net.new_tensor((1, 4, 8, 8))
+    conv = Layer("conv", [x], [y], {"groups": 1})
+    net.layers.append(conv)
+    tactics._load()
+    monkeypatch.setattr(parallel, "threads", lambda: 1)
+    assert tactics._blas_on_caller(net) is None
+    monkeypatch.setattr(parallel, "threads", lambda: 2)
+    assert tactics._blas_on_caller(net) is parallel.on_caller
+    conv.attrs["groups"] = 4                  # no packed_gemm: nothing on the OpenMP pool
+    assert tactics._blas_on_caller(net) is None
