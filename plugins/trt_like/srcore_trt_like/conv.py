@@ -14,6 +14,8 @@ the GEMM just wrote, while it is in cache).
 ``packed_gemm``     any ungrouped conv: im2col straight into the operand layout of the numba
                     packed GEMM (explicit AVX-512 vectors), the weight packed once
                     (``conv_packed.py``, ``gemm_kernels.py``)
+``winograd_f4x4_packed``, ``winograd_f2x2_packed``  the same on the packed GEMM with vector
+                    transforms, in chunks of tile rows (``winograd_packed.py``)
 ``winograd_f2x2``   3x3, stride 1, undilated, ungrouped: Winograd F(2x2, 3x3) (``winograd.py``)
 ``winograd_f4x4``   the same shapes: Winograd F(4x4, 3x3)
 ``depthwise_direct`` groups == in channels: a numba direct loop per output row
@@ -150,6 +152,9 @@ def conv_tactics(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | None) ->
     if spec.kernel == (1, 1) and spec.padding == (0, 0) and spec.groups == 1:
         tactics.append(Gemm1x1Tactic(spec, weight, bias))
     if winograd_applies(spec):
+        from .winograd_packed import WinogradPackedTactic    # noqa: PLC0415
+        tactics.append(WinogradPackedTactic(spec, weight, bias, m=4))
+        tactics.append(WinogradPackedTactic(spec, weight, bias, m=2))
         tactics.append(WinogradTactic(spec, weight, bias, m=4))
         tactics.append(WinogradTactic(spec, weight, bias, m=2))
     if spec.groups > 1 and spec.groups == spec.x_shape[1]:

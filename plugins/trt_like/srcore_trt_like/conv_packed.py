@@ -90,6 +90,6 @@ class PackedGemmTactic(ConvTactic):
                 xp = SCRATCH.get("packed_x", (pb1 - pb0, K, 6))
                 ct = SCRATCH.get("packed_c", ((pb1 - pb0) * 6, mb * 64))
                 _k.gather(xph, kh, kw, sh, ph, dh, self.joff, seg, pb0, pb1, xp, pb0, 0, C)
-                _g.gemm(wf, 0, xp.reshape(-1), 0, ct.reshape(-1), 0, K, mb, 0, mb, 0, pb1 - pb0)
+                _g.gemm(wf, 0, xp.reshape(-1), 0, ct.reshape(-1), 0, K, mb, 0, mb, 0, pb1 - pb0, 64 * mb)
                 _k.epilogue_t(ct.reshape(-1), 0, mb * 64, 1, min(P, 6 * pb1) - 6 * pb0, 0, out, n, 6 * pb0,
                               self.bias, res, has_res, s.relu, 0, O)

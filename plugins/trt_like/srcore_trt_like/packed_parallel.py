@@ -19,6 +19,7 @@ from numba import njit, prange
 
 from . import gemm_kernels as _g
 from . import packed_kernels as _k
+from . import winograd_vkernels as _w
 
 _PJIT = dict(parallel=True, nogil=True, cache=True, error_model="numpy")
 
@@ -52,7 +53,7 @@ def conv(x, xph, pad, rows, kh, kw, sh, sw, ph, dh, joff, seg, wf, K, MB, xp, ct
                     pb0 = ch * step
                     pb1 = min(nb, pb0 + step)
                     _k.gather(xph, kh, kw, sh, ph, dh, joff, seg, pb0, pb1, xpt, pb0, 0, C)
-                    _g.gemm(wf, 0, xpt.reshape(-1), 0, ctt, 0, K, MB, 0, MB, 0, pb1 - pb0)
+                    _g.gemm(wf, 0, xpt.reshape(-1), 0, ctt, 0, K, MB, 0, MB, 0, pb1 - pb0, ldc)
                     _k.epilogue_t(ctt, 0, ldc, 1, min(P, 6 * pb1) - 6 * pb0, 0, out, n, 6 * pb0, bias, res, has_res,
                                   relu, 0, O)
         else:
@@ -63,10 +64,66 @@ def conv(x, xph, pad, rows, kh, kw, sh, sw, ph, dh, joff, seg, wf, K, MB, xp, ct
             for t in prange(nt):
                 if split_rows:
                     ob0, ob1 = _part(MB, t, nt, 1)
-                    _g.gemm(wf, 0, xf, 0, cf, 0, K, MB, ob0, ob1, 0, nb)
+                    _g.gemm(wf, 0, xf, 0, cf, 0, K, MB, ob0, ob1, 0, nb, ldc)
                 else:
                     pb0, pb1 = _part(nb, t, nt, 1)
-                    _g.gemm(wf, 0, xf, 0, cf, 0, K, MB, 0, MB, pb0, pb1)
+                    _g.gemm(wf, 0, xf, 0, cf, 0, K, MB, 0, MB, pb0, pb1, ldc)
             for t in prange(nt):
                 o0, o1 = _part(O, t, nt, 16)
                 _k.epilogue_t(cf, 0, ldc, 1, P, 0, out, n, 0, bias, res, has_res, relu, o0, o1)
+
+
+@njit(inline="always")
+def _wino_in(m, x, n, pt, pl, tw, ty0, ty1, v, psv, csv, ldv, c0, c1):
+    # kernels chosen by value, not passed as functions: numba does not cache functions that take
+    # dispatchers as arguments (6 s of compiling at every process start)
+    if m == 4:
+        _w.input_f4(x, n, pt, pl, tw, ty0, ty1, v, psv, csv, ldv, c0, c1)
+    else:
+        _w.input_f2(x, n, pt, pl, tw, ty0, ty1, v, psv, csv, ldv, c0, c1)
+
+
+@njit(inline="always")
+def _wino_out(m, cf, ldc, ps, tw, ty0, ty1, bias, res, has_res, relu, out, n, o0, o1):
+    if m == 4:
+        _w.output_f4(cf, ldc, ps, tw, ty0, ty1, bias, res, has_res, relu, out, n, o0, o1)
+    else:
+        _w.output_f2(cf, ldc, ps, tw, ty0, ty1, bias, res, has_res, relu, out, n, o0, o1)
+
+
+@njit(**_PJIT)
+def winograd(m, x, chunks, pt, pl, tw, v, uf, usz, C, MB, ct, ldc, ps, P, bias, res, has_res, relu, out, nt,
+             by_chunks):
+    """A Winograd F(m x m) conv (``winograd_packed.py``) on ``nt`` threads over its chunks of tile rows
+    (``chunks``: (image, first, end tile row)). *by_chunks*: each thread whole chunks, its own V and
+    C^T (``v``/``ct`` rows t); else per chunk the input transform split by input channels, the P
+    products by (point, row block) items, the output transform by 16 output channels."""
+    O = out.shape[1]
+    if by_chunks:
+        for t in prange(nt):
+            vt, ctt = v[t], ct[t]
+            for i in range(t, chunks.shape[0], nt):
+                n, ty0, ty1 = chunks[i, 0], chunks[i, 1], chunks[i, 2]
+                nbc = ((ty1 - ty0) * tw + 5) // 6
+                ldv = 6 * nbc
+                _wino_in(m, x, n, pt, pl, tw, ty0, ty1, vt, C * ldv, ldv, ldv, 0, C)
+                for p in range(P):
+                    _g.gemm_u(uf, p * usz, vt, p * C * ldv, ldv, ctt, p * ps, C, MB, 0, MB, 0, nbc, ldc)
+                _wino_out(m, ctt, ldc, ps, tw, ty0, ty1, bias, res, has_res, relu, out, n, 0, O)
+        return
+    vf, cf = v[0], ct[0]
+    for i in range(chunks.shape[0]):
+        n, ty0, ty1 = chunks[i, 0], chunks[i, 1], chunks[i, 2]
+        nbc = ((ty1 - ty0) * tw + 5) // 6
+        ldv = 6 * nbc
+        for t in prange(nt):
+            c0, c1 = _part(C, t, nt, 1)
+            _wino_in(m, x, n, pt, pl, tw, ty0, ty1, vf, C * ldv, ldv, ldv, c0, c1)
+        for t in prange(nt):
+            i0, i1 = _part(P * MB, t, nt, 1)
+            for j in range(i0, i1):
+                p, ob = j // MB, j % MB
+                _g.gemm_u(uf, p * usz, vf, p * C * ldv, ldv, cf, p * ps, C, MB, ob, ob + 1, 0, nbc, ldc)
+        for t in prange(nt):
+            o0, o1 = _part(O, t, nt, 16)
+            _wino_out(m, cf, ldc, ps, tw, ty0, ty1, bias, res, has_res, relu, out, n, o0, o1)

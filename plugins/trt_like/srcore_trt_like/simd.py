@@ -276,3 +276,87 @@ def vzero_lanes(typingctx, dst, d, lane0, n):
         builder.call(store, [ir.Constant(_VEC, [0.0] * LANES), pd, ir.Constant(_I32, 4), _lane_mask(builder, l0, n_)])
         return context.get_dummy_value()
     return types.none(dst, d, lane0, n), codegen
+
+
+@intrinsic
+def vsub(typingctx, a, b):
+    """``a - b`` per lane."""
+    def codegen(context, builder, sig, args):
+        return builder.fsub(args[0], args[1])
+    return f32x16(a, b), codegen
+
+
+@intrinsic
+def vmul(typingctx, a, b):
+    """``a * b`` per lane."""
+    def codegen(context, builder, sig, args):
+        return builder.fmul(args[0], args[1])
+    return f32x16(a, b), codegen
+
+
+@intrinsic
+def vstore_lanes(typingctx, arr, idx, v, n):
+    """``arr[idx + e] = v[e]`` for e < n (n <= 16): one masked store."""
+    def codegen(context, builder, sig, args):
+        _mark_512(builder)
+        arrv, i, vec, n_ = args
+        n_ = context.cast(builder, n_, sig.args[3], types.int64)
+        _, store = _masked_fns(builder.module)
+        p = builder.bitcast(_elem_ptr(context, builder, sig.args[0], arrv, i), _VEC.as_pointer())
+        builder.call(store, [vec, p, ir.Constant(_I32, 4), _lane_mask(builder, ir.Constant(ir.IntType(64), 0), n_)])
+        return context.get_dummy_value()
+    return types.none(arr, idx, v, n), codegen
+
+
+@intrinsic
+def vload_lanes(typingctx, arr, idx, n):
+    """``arr[idx + e]`` for e < n, 0 in the other lanes (which never touch memory)."""
+    def codegen(context, builder, sig, args):
+        _mark_512(builder)
+        arrv, i, n_ = args
+        n_ = context.cast(builder, n_, sig.args[2], types.int64)
+        load, _ = _masked_fns(builder.module)
+        p = builder.bitcast(_elem_ptr(context, builder, sig.args[0], arrv, i), _VEC.as_pointer())
+        mask = _lane_mask(builder, ir.Constant(ir.IntType(64), 0), n_)
+        return builder.call(load, [p, ir.Constant(_I32, 4), mask, ir.Constant(_VEC, [0.0] * LANES)])
+    return f32x16(arr, idx, n), codegen
+
+
+def _deinterleave(builder, vecs, stride):
+    """Phases 0..stride-1 of the concatenation of ``vecs`` (16 * stride floats): phase e holds
+    elements stride * j + e, j < 16."""
+    half = ir.VectorType(ir.FloatType(), LANES // 2)
+    out = []
+    for e in range(stride):
+        if stride == 2:
+            out.append(_shuffle(builder, vecs[0], vecs[1], [2 * j + e for j in range(LANES)]))
+            continue
+        mask = ir.Constant(ir.VectorType(_I32, 8), [4 * j + e for j in range(8)])
+        lo = builder.shuffle_vector(vecs[0], vecs[1], mask)
+        hi = builder.shuffle_vector(vecs[2], vecs[3], mask)
+        assert lo.type == half
+        out.append(builder.shuffle_vector(lo, hi, ir.Constant(ir.VectorType(_I32, LANES), list(range(LANES)))))
+    return out
+
+
+def _deinterleave_intrinsic(stride):
+    ret = types.UniTuple(f32x16, stride)
+
+    def typer(typingctx, arr, idx):
+        def codegen(context, builder, sig, args):
+            _mark_512(builder)
+            arrv, i = args
+            i = context.cast(builder, i, sig.args[1], types.intp)
+            vecs = []
+            for r in range(stride):
+                p = _elem_ptr(context, builder, sig.args[0], arrv, builder.add(i, ir.Constant(i.type, LANES * r)))
+                vecs.append(builder.load(builder.bitcast(p, _VEC.as_pointer()), align=4))
+            return context.make_tuple(builder, ret, _deinterleave(builder, vecs, stride))
+        return ret(arr, idx), codegen
+    return intrinsic(typer)
+
+
+#: ``vdeinterleave2(arr, idx)``: (arr[idx + 2 j], arr[idx + 2 j + 1]) for j < 16, two vectors
+vdeinterleave2 = _deinterleave_intrinsic(2)
+#: ``vdeinterleave4(arr, idx)``: arr[idx + 4 j + e] for j < 16, e = 0..3, four vectors
+vdeinterleave4 = _deinterleave_intrinsic(4)

@@ -1,5 +1,5 @@
-"""The packed numba GEMM (explicit 16-lane vectors) and the packed_gemm conv tactic, against numpy and
-torch.nn.functional.conv2d in float64."""
+"""The packed numba GEMM (explicit 16-lane vectors), the packed_gemm conv tactic and Winograd on it, against
+numpy and torch.nn.functional.conv2d in float64."""
 from __future__ import annotations
 
 from unittest import mock
@@ -10,11 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import njit
 
-from srcore_trt_like import conv_packed
+from srcore_trt_like import conv_packed, winograd_packed
 from srcore_trt_like import gemm_kernels as gk
 from srcore_trt_like import packed_kernels as pk
 from srcore_trt_like.conv import ConvSpec
 from srcore_trt_like.conv_packed import PackedGemmTactic
+from srcore_trt_like.winograd_packed import WinogradPackedTactic
 from srcore_trt_like.simd import vcopy_lanes, vstore, vtranspose16, vzero_lanes
 
 torch = pytest.importorskip("torch")
@@ -39,7 +40,7 @@ def test_packed_gemm_matches_numpy(M, K, N, seed):
     wp, xp = gk.pack_weight(w), _pack_operand(x)
     mb, nb = wp.shape[0], xp.shape[0]
     ct = np.full((nb * 6 + 1, mb * 64), np.nan, np.float32)       # a spare row: nothing writes past C^T
-    gk.gemm(wp.reshape(-1), 0, xp.reshape(-1), 0, ct.reshape(-1), 0, K, mb, 0, mb, 0, nb)
+    gk.gemm(wp.reshape(-1), 0, xp.reshape(-1), 0, ct.reshape(-1), 0, K, mb, 0, mb, 0, nb, 64 * mb)
     ref = w.astype(np.float64) @ x.astype(np.float64)
     np.testing.assert_allclose(ct[:N, :M].T, ref, rtol=1e-4, atol=1e-4 * np.sqrt(K))
     assert np.all(ct[:nb * 6, M:] == 0) and np.all(np.isnan(ct[-1]))
@@ -55,7 +56,7 @@ def test_packed_gemm_ranges_and_offsets_cover_disjoint_tiles():
     xf = np.concatenate([np.zeros(3, np.float32), xp.reshape(-1)])
     ct = np.zeros(7 + nb * 6 * mb * 64, np.float32)
     for ob0, ob1, pb0, pb1 in [(0, 1, 0, 2), (1, mb, 0, 2), (0, mb, 2, nb)]:
-        gk.gemm(wf, 5, xf, 3, ct, 7, K, mb, ob0, ob1, pb0, pb1)
+        gk.gemm(wf, 5, xf, 3, ct, 7, K, mb, ob0, ob1, pb0, pb1, 64 * mb)
     got = ct[7:].reshape(nb * 6, mb * 64)[:N, :M].T
     np.testing.assert_allclose(got, w.astype(np.float64) @ x, rtol=1e-4, atol=1e-3)
 
@@ -156,3 +157,48 @@ def test_packed_gemm_tactic_on_resnet_like_layers(shape, O, k, s, p):
     PackedGemmTactic(spec, w, b)(x, out, res)
     ref = _reference(spec, x, w, b, res)
     assert np.abs(out - ref).max() / np.abs(ref).max() < 1.5e-6
+
+
+@st.composite
+def winograd_specs(draw):
+    p = draw(st.integers(0, 2))
+    H, W = draw(st.integers(max(1, 3 - 2 * p), 40)), draw(st.integers(max(1, 3 - 2 * p), 40))
+    return ConvSpec((draw(st.integers(1, 2)), draw(st.integers(1, 40)), H, W), draw(st.integers(1, 70)), 3, 1, p,
+                    relu=draw(st.booleans()), residual=draw(st.booleans()))
+
+
+@settings(max_examples=60, deadline=None)
+@given(spec=winograd_specs(), seed=st.integers(0, 2**16), m=st.sampled_from([2, 4]),
+       chunk=st.sampled_from([1, 20000, 1 << 20]))
+def test_winograd_packed_matches_torch(spec, seed, m, chunk):
+    """Both tile sizes, odd sizes (partial tiles), every padding, batches, ragged channel counts, the
+    image in chunks of one tile row up to all of it."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(spec.x_shape, np.float32)
+    w = (rng.standard_normal(spec.weight_shape) / np.sqrt(9 * spec.x_shape[1])).astype(np.float32)
+    b = rng.standard_normal(spec.out_channels).astype(np.float32)
+    res = rng.standard_normal(spec.out_shape, np.float32) if spec.residual else None
+    with mock.patch.object(winograd_packed, "CHUNK_BYTES", chunk):
+        t = WinogradPackedTactic(spec, w, b, m=m, threads=1)
+    out = np.full(spec.out_shape, np.nan, np.float32)
+    t(x, out, res)
+    np.testing.assert_allclose(out, _reference(spec, x, w, b, res), rtol=1e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("shape", [(1, 64, 28, 28), (1, 128, 14, 14), (1, 256, 7, 7)])
+def test_winograd_packed_accuracy_on_resnet_like_layers(shape):
+    spec = ConvSpec(shape, shape[1], 3, 1, 1, relu=True, residual=True)
+    rng = np.random.default_rng(1)
+    x = np.maximum(rng.standard_normal(shape, np.float32), 0)
+    w = (rng.standard_normal(spec.weight_shape) / np.sqrt(9 * shape[1])).astype(np.float32)
+    b = rng.standard_normal(shape[1]).astype(np.float32)
+    res = rng.standard_normal(spec.out_shape, np.float32)
+    ref = _reference(spec, x, w, b, res)
+    for m, bound in ((4, 4e-6), (2, 1.5e-6)):
+        out = np.empty(spec.out_shape, np.float32)
+        WinogradPackedTactic(spec, w, b, m=m)(x, out, res)
+        assert np.abs(out - ref).max() / np.abs(ref).max() < bound
+    x[0, 0, 1, 2] = np.nan                    # NaN in, NaN out where it reaches (relu keeps it)
+    out = np.empty(spec.out_shape, np.float32)
+    WinogradPackedTactic(spec, w, b, m=4)(x, out, res)
+    assert np.isnan(out[0, :, 1, 2]).all()

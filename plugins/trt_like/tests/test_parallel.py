@@ -6,9 +6,10 @@ import threading
 import numpy as np
 import pytest
 
-from srcore_trt_like import conv_packed, parallel, tactics
+from srcore_trt_like import conv_packed, parallel, tactics, winograd_packed
 from srcore_trt_like.conv import ConvSpec
 from srcore_trt_like.conv_packed import PackedGemmTactic
+from srcore_trt_like.winograd_packed import WinogradPackedTactic
 
 SPECS = [ConvSpec((1, 3, 40, 40), 64, 7, 2, 3, relu=True),                   # chunks per thread
          ConvSpec((2, 64, 9, 9), 520, 3, 1, 1, relu=True, residual=True),    # phased, GEMM by row blocks
@@ -46,13 +47,34 @@ def test_threaded_packed_conv_is_bit_identical_to_one_thread(spec):
     assert [PackedGemmTactic(s, *_case(s)[1:3], threads=2).split_rows for s in SPECS[1:]] == [True, False]
 
 
-def test_threaded_packed_conv_from_two_python_threads_at_once():
+WINO = [ConvSpec((2, 16, 30, 29), 24, 3, 1, 1, relu=True, residual=True),     # chunks per thread
+        ConvSpec((1, 64, 9, 9), 70, 3, 1, 1)]                                 # one chunk: phases split
+
+
+@pytest.mark.parametrize("spec", WINO)
+@pytest.mark.parametrize("m", [2, 4])
+def test_threaded_winograd_packed_is_bit_identical_to_one_thread(spec, m, monkeypatch):
+    monkeypatch.setattr(winograd_packed, "CHUNK_BYTES", 20000 if spec is WINO[0] else 1 << 20)
+    x, w, b, res = _case(spec)
+    one = _run(WinogradPackedTactic(spec, w, b, m=m, threads=1), x, res)
+    for nt in (2, 3):
+        t = WinogradPackedTactic(spec, w, b, m=m, threads=nt)
+        assert t.by_chunks == (spec is WINO[0])
+        np.testing.assert_array_equal(_run(t, x, res), one)
+
+
+def test_threaded_packed_conv_from_two_python_threads_at_once(monkeypatch):
     """numba's OpenMP layer takes parallel launches from several Python threads (a RuntimePool)."""
+    monkeypatch.setattr(winograd_packed, "CHUNK_BYTES", 20000)
     work = []
     for spec in SPECS:
         x, w, b, res = _case(spec, 3)
         t = PackedGemmTactic(spec, w, b, threads=2)
         work.append((t, x, res, _run(PackedGemmTactic(spec, w, b, threads=1), x, res)))
+    for spec in WINO:
+        x, w, b, res = _case(spec, 4)
+        t = WinogradPackedTactic(spec, w, b, m=4, threads=2)
+        work.append((t, x, res, _run(WinogradPackedTactic(spec, w, b, m=4, threads=1), x, res)))
     errors = []
 
     def hammer(offset):
