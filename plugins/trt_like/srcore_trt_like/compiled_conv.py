@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import parallel
 from .conv import ConvSpec, conv_tactics
 from .network import Layer, Network
 from .pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d, _adaptive_avg, _scale_planes
@@ -45,9 +46,19 @@ def max_pool2d(layer: Layer, net: Network):
                      a["ceil_mode"])
     if pool.out_shape != net.shape(layer.outputs[0]):
         return None
+    nt = parallel.threads()
+    if nt > 1 and pool.vectorized:
+        from . import packed_parallel as _par
+        (kh, kw), (ph, pw), sh = pool.kernel, pool.padding, pool.stride[0]
+
+        def run(x, out):
+            parallel.use(nt)
+            _par.max_pool_s2(x, kh, kw, sh, ph, pw, out, nt)
+        run.blas = "omp"
+        return run
 
     def run(x, out):
-        pool._reduce(x, out, True)
+        pool._max(x, out)
     return run
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .simd import vadd, vfma, vload, vsplat, vstore, vzero
+from .simd import prefetch, vadd, vfma, vload, vsplat, vstore, vzero
 
 MR, NR = 64, 6          # micro-tile: rows (4 vectors of 16) x columns
 KC_MAX = 160            # K block at most: 64 x 160 floats of weights = 40 KiB, in L1 beside the operand's 6 x 160
@@ -162,6 +162,22 @@ def _tile_u(wf, wb, xf, xb, ldb, cf, cb, ldc, k0, k1, accumulate):
     vstore(cf, c, a50); vstore(cf, c + 16, a51); vstore(cf, c + 32, a52); vstore(cf, c + 48, a53)  # noqa: E702
 
 
+@njit(inline="always", **_JIT)
+def _ahead(wb, k0, k1, kc, tiles):
+    """Weight lines to prefetch per tile of block [k0, k1), and where: the block after the next (the
+    weights are one stream, ob-major then k). Without it, a weight that is not in cache (resnet's
+    512-channel layers in a network run: 9.4 MB each) arrives at the speed of the first tile's
+    loads: 2.28 vs 1.84 ms hot; with it 1.88."""
+    return (64 * (k1 - k0) // 16 + tiles - 1) // tiles, wb + 64 * (k1 + kc)
+
+
+@njit(inline="always", **_JIT)
+def _prefetch_lines(wf, a, lines, end):
+    for i in range(lines):
+        if a + 16 * i < end:
+            prefetch(wf, a + 16 * i)
+
+
 @njit(**_JIT)
 def gemm(wf, w0, xf, x0, cf, c0, K, MB, ob0, ob1, pb0, pb1, ldc):
     """Row blocks [ob0, ob1) x column blocks [pb0, pb1) of ``C^T = (W @ X)^T``.
@@ -172,13 +188,15 @@ def gemm(wf, w0, xf, x0, cf, c0, K, MB, ob0, ob1, pb0, pb1, ldc):
     """
     nk = (K + KC_MAX - 1) // KC_MAX
     kc = (K + nk - 1) // nk
+    end = w0 + ob1 * K * 64
     for ob in range(ob0, ob1):
         wb = w0 + ob * K * 64
         for k0 in range(0, K, kc):
             k1 = min(K, k0 + kc)
+            lines, ahead = _ahead(wb, k0, k1, kc, pb1 - pb0)
             for pb in range(pb0, pb1):
+                _prefetch_lines(wf, ahead + 16 * lines * (pb - pb0), lines, end)
                 _tile(wf, wb, xf, x0 + pb * K * 6, cf, c0 + pb * 6 * ldc + ob * 64, ldc, k0, k1, k0 > 0)
-
 
 
 @njit(**_JIT)
@@ -190,9 +208,12 @@ def gemm_u(wf, w0, xf, x0, ldb, cf, c0, K, MB, ob0, ob1, pb0, pb1, ldc):
     the producer write whole rows."""
     nk = (K + KC_MAX - 1) // KC_MAX
     kc = (K + nk - 1) // nk
+    end = w0 + ob1 * K * 64
     for ob in range(ob0, ob1):
         wb = w0 + ob * K * 64
         for k0 in range(0, K, kc):
             k1 = min(K, k0 + kc)
+            lines, ahead = _ahead(wb, k0, k1, kc, pb1 - pb0)
             for pb in range(pb0, pb1):
+                _prefetch_lines(wf, ahead + 16 * lines * (pb - pb0), lines, end)
                 _tile_u(wf, wb, xf, x0 + pb * 6, ldb, cf, c0 + pb * 6 * ldc + ob * 64, ldc, k0, k1, k0 > 0)

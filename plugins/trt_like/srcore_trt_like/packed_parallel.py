@@ -19,6 +19,7 @@ from numba import njit, prange
 
 from . import gemm_kernels as _g
 from . import packed_kernels as _k
+from . import pool_vkernels as _pool
 from . import winograd_vkernels as _w
 
 _PJIT = dict(parallel=True, nogil=True, cache=True, error_model="numpy")
@@ -127,3 +128,12 @@ def winograd(m, x, chunks, pt, pl, tw, v, uf, usz, C, MB, ct, ldc, ps, P, bias, 
         for t in prange(nt):
             o0, o1 = _part(O, t, nt, 16)
             _wino_out(m, cf, ldc, ps, tw, ty0, ty1, bias, res, has_res, relu, out, n, o0, o1)
+
+
+@njit(**_PJIT)
+def max_pool_s2(x, kh, kw, sh, ph, pw, out, nt):
+    """:func:`pool_vkernels.max_pool_s2` on ``nt`` threads, split by channels."""
+    C = x.shape[1]
+    for t in prange(nt):
+        c0, c1 = _part(C, t, nt, 1)
+        _pool.max_pool_s2(x, kh, kw, sh, ph, pw, out, c0, c1)

@@ -180,7 +180,20 @@ class MaxPool2d(_WindowPool):
 
     def __call__(self, x: np.ndarray, out: np.ndarray) -> None:
         self._check(x, out)
-        self._reduce(x, out, True)
+        self._max(x, out)
+
+    @property
+    def vectorized(self) -> bool:
+        """Column stride 2, no dilation: the 16-lane kernel of ``pool_vkernels.py`` applies."""
+        return self.stride[1] == 2 and self.dilation == (1, 1)
+
+    def _max(self, x, out) -> None:
+        if self.vectorized:
+            from .pool_vkernels import max_pool_s2
+            (kh, kw), (ph, pw) = self.kernel, self.padding
+            max_pool_s2(x, kh, kw, self.stride[0], ph, pw, out, 0, self.x_shape[1])
+        else:
+            self._reduce(x, out, True)
 
 
 class AvgPool2d(_WindowPool):

@@ -360,3 +360,16 @@ def _deinterleave_intrinsic(stride):
 vdeinterleave2 = _deinterleave_intrinsic(2)
 #: ``vdeinterleave4(arr, idx)``: arr[idx + 4 j + e] for j < 16, e = 0..3, four vectors
 vdeinterleave4 = _deinterleave_intrinsic(4)
+
+
+@intrinsic
+def prefetch(typingctx, arr, idx):
+    """Hint the cache line of ``arr[idx]`` into L2 (``llvm.prefetch``, read, locality 2); no effect on
+    results, never faults."""
+    def codegen(context, builder, sig, args):
+        p = builder.bitcast(_elem_ptr(context, builder, sig.args[0], args[0], args[1]), ir.IntType(8).as_pointer())
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [
+            ir.IntType(8).as_pointer(), _I32, _I32, _I32]), "llvm.prefetch.p0")
+        builder.call(fn, [p, ir.Constant(_I32, 0), ir.Constant(_I32, 2), ir.Constant(_I32, 1)])
+        return context.get_dummy_value()
+    return types.none(arr, idx), codegen

@@ -132,3 +132,39 @@ def test_calls_with_wrong_arrays_raise():
         pool(_x((1, 2, 8, 8), 0), np.empty((1, 2, 8, 8), np.float32))
     with pytest.raises(TacticSpecError, match="x must be .* got float64"):
         pool(np.zeros((1, 2, 8, 8)), np.empty((1, 2, 4, 4), np.float32))
+
+
+@settings(max_examples=40, deadline=None)
+@given(k=st.integers(1, 5), sh=st.integers(1, 3), W=st.integers(5, 75), H=st.integers(5, 20), ceil_mode=st.booleans(),
+       seed=st.integers(0, 2**16), data=st.data())
+def test_vectorized_stride2_max_pool_on_wide_rows_with_nan(k, sh, W, H, ceil_mode, seed, data):
+    """Column stride 2 takes the 16-lane kernel: rows over several vectors, NaN anywhere."""
+    p = data.draw(st.integers(0, k // 2))
+    x = _x((1, 3, H, W), seed)
+    x.reshape(-1)[data.draw(st.integers(0, x.size - 1))] = np.nan
+    pool = MaxPool2d(x.shape, k, (sh, 2), p, 1, ceil_mode)
+    assert pool.vectorized
+    np.testing.assert_array_equal(_run(pool, x), F.max_pool2d(torch.from_numpy(x), k, (sh, 2), p, 1, ceil_mode).numpy())
+
+
+def test_threaded_max_pool_matches_and_runs_from_two_python_threads():
+    from srcore_trt_like import packed_parallel
+
+    x = np.maximum(_x((2, 20, 30, 33), 5), 0)
+    pool = MaxPool2d(x.shape, 3, 2, 1)
+    want = _run(pool, x)
+    errors = []
+
+    def hammer():
+        for _ in range(20):
+            out = np.full(pool.out_shape, np.nan, np.float32)
+            packed_parallel.max_pool_s2(x, 3, 3, 2, 1, 1, out, 2)
+            if not np.array_equal(out, want):
+                errors.append(1)
+
+    threads = [threading.Thread(target=hammer) for _ in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
