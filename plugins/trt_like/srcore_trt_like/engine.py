@@ -125,6 +125,9 @@ def make_plan(graph, shapes, options: dict[str, Any], name: str) -> Plan:
     propagate(g, types)
     net = build_network(g)
     fuse_pointwise(net, MAX_OPS if options.get("fusion", True) else 1)
+    if options.get("fusion", True):
+        from .conv_pool import fuse_conv_pool
+        fuse_conv_pool(net)
     steps = choose_tactics(net, options)
     return Plan(net, steps)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from numba import njit, prange
 
+from . import conv_pool_kernels as _cp
 from . import gemm_kernels as _g
 from . import packed_kernels as _k
 from . import pool_vkernels as _pool
@@ -137,3 +138,21 @@ def max_pool_s2(x, kh, kw, sh, ph, pw, out, nt):
     for t in prange(nt):
         c0, c1 = _part(C, t, nt, 1)
         _pool.max_pool_s2(x, kh, kw, sh, ph, pw, out, c0, c1)
+
+
+@njit(**_PJIT)
+def conv_pool(x, xph, pad, rows, kh, kw, sh, sw, ph, dh, joff, seg, Hc, Wc, wf, K, MB, step, pool, xp, ct, hm, stage,
+              bias, relu, out, nt):
+    """The fused conv + max pool (``conv_pool.py``) on ``nt`` threads: the input's phases split by
+    channels, then each thread a range of pooled rows with its own buffers (row t of each)."""
+    N, C = x.shape[0], x.shape[1]
+    Hp = out.shape[2]
+    for n in range(N):
+        for t in prange(nt):
+            c0, c1 = _part(C, t, nt, 1)
+            _k.split_phases(x, n, sw, pad, rows, xph, c0, c1)
+        for t in prange(nt):
+            a, b = _part(Hp, t, nt, 1)
+            if b > a:
+                _cp.part(xph, kh, kw, sh, ph, dh, joff, seg, Hc, Wc, wf, K, MB, step, pool, a, b, xp[t], ct[t], hm[t],
+                         stage[t], bias, relu, out, n)
