@@ -11,7 +11,7 @@ import numpy as np
 from . import parallel
 from .conv import ConvSpec, conv_tactics
 from .network import Layer, Network
-from .pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d, _adaptive_avg, _scale_planes
+from .pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d, _scale_planes
 
 
 def conv_candidates(layer: Layer, net: Network) -> list[tuple[str, object]]:
@@ -78,10 +78,9 @@ def avg_pool2d(layer: Layer, net: Network):
 
 def adaptive_avg_pool2d(layer: Layer, net: Network):
     pool = AdaptiveAvgPool2d(net.shape(layer.inputs[0]), layer.attrs["output_size"])
-    C = pool.x_shape[1]
 
     def run(x, out):
-        _adaptive_avg(x, pool.h0, pool.h1, pool.w0, pool.w1, out, 0, C)
+        pool._run(x, out)
     return run
 
 

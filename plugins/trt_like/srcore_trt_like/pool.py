@@ -17,6 +17,7 @@ from numba import njit
 
 from .conv_spec import as_pair, as_shape4, check_array
 from .errors import TacticSpecError
+from .simd import prefer_512
 
 _NEG_INF = np.float32(-np.inf)
 _ZERO = np.float32(0.0)
@@ -102,6 +103,22 @@ def _scale_planes(out, scale, c0, c1):
                 orow, srow = out[n, c, ho], scale[ho]
                 for k in range(Wo):
                     orow[k] = orow[k] / srow[k]
+
+
+@njit(**_JIT)
+def _global_avg(x, out, c0, c1):
+    """``out[n, c, 0, 0] = mean(x[n, c])`` for channels [c0, c1): one contiguous sum per plane
+    (resnet's 1x512x7x7 head: 22 -> 4 us against the general kernel's column sums)."""
+    prefer_512()
+    N, C, H, W = x.shape
+    HW = H * W
+    for n in range(N):
+        for c in range(c0, c1):
+            src = x[n, c].reshape(-1)
+            s = _ZERO
+            for e in range(HW):
+                s += src[e]
+            out[n, c, 0, 0] = s / np.float32(HW)
 
 
 @njit(**_JIT)
@@ -249,4 +266,10 @@ class AdaptiveAvgPool2d:
     def __call__(self, x: np.ndarray, out: np.ndarray) -> None:
         check_array(f"{self.name}: x", x, self.x_shape)
         check_array(f"{self.name}: out", out, self.out_shape)
-        _adaptive_avg(x, self.h0, self.h1, self.w0, self.w1, out, 0, self.x_shape[1])
+        self._run(x, out)
+
+    def _run(self, x, out) -> None:
+        if self.out_shape[2:] == (1, 1):
+            _global_avg(x, out, 0, self.x_shape[1])
+        else:
+            _adaptive_avg(x, self.h0, self.h1, self.w0, self.w1, out, 0, self.x_shape[1])
