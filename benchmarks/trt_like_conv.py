@@ -23,9 +23,10 @@ import time
 
 import numpy as np
 
-TACTIC_ORDER = ["gemm_1x1", "im2col_gemm", "winograd_f2x2", "winograd_f4x4", "depthwise_direct"]
-SHORT = {"gemm_1x1": "1x1", "im2col_gemm": "im2col", "winograd_f2x2": "F2", "winograd_f4x4": "F4",
-         "depthwise_direct": "dw"}
+TACTIC_ORDER = ["gemm_1x1", "im2col_gemm", "packed_gemm", "winograd_f2x2", "winograd_f4x4", "winograd_f2x2_packed",
+                "winograd_f4x4_packed", "depthwise_direct"]
+SHORT = {"gemm_1x1": "1x1", "im2col_gemm": "im2col", "packed_gemm": "pk", "winograd_f2x2": "F2",
+         "winograd_f4x4": "F4", "winograd_f2x2_packed": "F2pk", "winograd_f4x4_packed": "F4pk", "depthwise_direct": "dw"}
 
 
 def _fold(conv, bn):
@@ -302,12 +303,13 @@ def report(layers, tactics, best, disturbed, rounds, threads, markdown):
     head = ["layer", "x", "k/s", "MMAC"] + [SHORT[n] for n in names] + ["best", "cpu", "torch", "best/cpu",
                                                                          "best/torch"]
     rows = []
-    sums = {k: 0.0 for k in ["best", "best_no_f4", "im2col_only", "cpu", "torch"]}
+    sums = {k: 0.0 for k in ["best", "best_openblas", "best_no_f4", "im2col_only", "cpu", "torch"]}
     for i, (L, ts) in enumerate(zip(layers, tactics)):
         spec = ts[0].spec
         got = {t.name: best[(i, t.name)] for t in ts}
         name, t_best = min(got.items(), key=lambda p: p[1])
-        no_f4 = min(v for k, v in got.items() if k != "winograd_f4x4")
+        no_f4 = min(v for k, v in got.items() if not k.startswith("winograd_f4x4"))
+        sums["best_openblas"] += min(v for k, v in got.items() if "packed" not in k)
         cpu, tor = best[(i, "cpu")], best[(i, "torch")]
         sums["best"] += t_best
         sums["best_no_f4"] += no_f4
@@ -324,7 +326,9 @@ def report(layers, tactics, best, disturbed, rounds, threads, markdown):
     print()
     tot = [["trt_like, fastest tactic per layer", _ms(sums["best"]), f"{sums['best'] / sums['torch']:.2f}",
             f"{sums['best'] / sums['cpu']:.2f}"],
-           ["trt_like without winograd_f4x4", _ms(sums["best_no_f4"]), f"{sums['best_no_f4'] / sums['torch']:.2f}",
+           ["trt_like, OpenBLAS tactics only (no packed_*)", _ms(sums["best_openblas"]),
+            f"{sums['best_openblas'] / sums['torch']:.2f}", f"{sums['best_openblas'] / sums['cpu']:.2f}"],
+           ["trt_like without winograd_f4x4*", _ms(sums["best_no_f4"]), f"{sums['best_no_f4'] / sums['torch']:.2f}",
             f"{sums['best_no_f4'] / sums['cpu']:.2f}"],
            ["trt_like im2col_gemm everywhere", _ms(sums["im2col_only"]), f"{sums['im2col_only'] / sums['torch']:.2f}",
             f"{sums['im2col_only'] / sums['cpu']:.2f}"],

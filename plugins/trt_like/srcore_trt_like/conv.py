@@ -152,11 +152,14 @@ def conv_tactics(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | None) ->
     if spec.kernel == (1, 1) and spec.padding == (0, 0) and spec.groups == 1:
         tactics.append(Gemm1x1Tactic(spec, weight, bias))
     if winograd_applies(spec):
+        from .winograd_math import F2, F4, transform_weight
         from .winograd_packed import WinogradPackedTactic    # noqa: PLC0415
-        tactics.append(WinogradPackedTactic(spec, weight, bias, m=4))
-        tactics.append(WinogradPackedTactic(spec, weight, bias, m=2))
-        tactics.append(WinogradTactic(spec, weight, bias, m=4))
-        tactics.append(WinogradTactic(spec, weight, bias, m=2))
+        # the float64 weight transform once per tile size (resnet's 512-channel layer: ~40 ms each)
+        u4, u2 = transform_weight(np.asarray(weight), F4), transform_weight(np.asarray(weight), F2)
+        tactics.append(WinogradPackedTactic(spec, weight, bias, m=4, u=u4))
+        tactics.append(WinogradPackedTactic(spec, weight, bias, m=2, u=u2))
+        tactics.append(WinogradTactic(spec, weight, bias, m=4, u=u4))
+        tactics.append(WinogradTactic(spec, weight, bias, m=2, u=u2))
     if spec.groups > 1 and spec.groups == spec.x_shape[1]:
         tactics.append(DepthwiseDirectTactic(spec, weight, bias))
     if spec.groups == 1:

@@ -31,7 +31,7 @@ CHUNK_BYTES = 1 << 20
 class WinogradPackedTactic(ConvTactic):
     """Winograd F(m x m, 3 x 3), m = 4 or 2, on the packed numba GEMM and vector transforms."""
 
-    def __init__(self, spec: ConvSpec, weight, bias, m: int = 4, threads: int | None = None):
+    def __init__(self, spec: ConvSpec, weight, bias, m: int = 4, threads: int | None = None, u=None):
         if m not in (2, 4):
             raise TacticSpecError(f"winograd packed: output tile m must be 2 or 4, got {m}")
         self.name = f"winograd_f{m}x{m}_packed"
@@ -43,7 +43,8 @@ class WinogradPackedTactic(ConvTactic):
         self.m = m
         mats = F4 if m == 4 else F2
         self.points = P = mats.n * mats.n
-        u = transform_weight(np.asarray(weight), mats)                    # (n*n, O, C)
+        if u is None:
+            u = transform_weight(np.asarray(weight), mats)                # (n*n, O, C)
         self.up = np.ascontiguousarray(np.stack([_g.pack_weight(up) for up in u]))   # (n*n, MB, C, 64)
         self.mb = self.up.shape[1]
         N, C = spec.x_shape[:2]
