@@ -18,7 +18,8 @@ engine call, microseconds apart, find them awake. OpenBLAS's own (pthreads) work
 longer after a threaded call (``OPENBLAS_THREAD_TIMEOUT``, ~0.1 s), on the core the OpenMP team
 needs: a 2-thread OpenBLAS GEMM alternating with a 2-thread packed conv took 9.1 ms a pair
 instead of 2.1. So a conv tactic built for more than one thread that calls numpy's BLAS runs
-it on the calling thread (:func:`on_caller`, OpenBLAS's per-thread count), and the engine's
+it on the calling thread (:func:`on_caller`, OpenBLAS's per-thread count), and so does every
+other candidate of an engine with such layers (``tactics._blas_on_caller``): the engine's
 threads are OpenMP's alone (MKL's GNU layer, when installed, is the same libgomp pool).
 """
 from __future__ import annotations
