@@ -12,6 +12,7 @@ for _kind, _factory in compiled_conv.POOLS.items():
     register(_kind, "numba", _factory)
 FAMILIES.setdefault("conv", []).append(compiled_conv.conv_candidates)
 OMP_KINDS["conv"] = compiled_conv.conv_threaded
+OMP_KINDS["max_pool2d"] = compiled_conv.max_pool_threaded
 FAMILIES.setdefault("conv_max_pool", []).append(conv_pool.candidates)
 OMP_KINDS["conv_max_pool"] = conv_pool.threaded
 FAMILIES.setdefault("gemm", []).append(compiled_gemm.gemm_candidates)

@@ -40,6 +40,11 @@ def conv_threaded(layer: Layer, net: Network) -> bool:
     return layer.attrs["groups"] == 1
 
 
+def max_pool_threaded(layer: Layer, net: Network) -> bool:
+    """Whether the max pool runs on numba's OpenMP pool at >1 thread (the stride-2 vector kernel)."""
+    return layer.attrs["stride"][1] == 2 and layer.attrs["dilation"] == (1, 1)
+
+
 def max_pool2d(layer: Layer, net: Network):
     a = layer.attrs
     pool = MaxPool2d(net.shape(layer.inputs[0]), a["kernel"], a["stride"], a["padding"], a["dilation"],

@@ -137,3 +137,6 @@ def test_threaded_engines_keep_openblas_on_the_caller(monkeypatch):
     assert tactics._blas_on_caller(net) is parallel.on_caller
     conv.attrs["groups"] = 4                  # no packed_gemm: nothing on the OpenMP pool
     assert tactics._blas_on_caller(net) is None
+    net.layers.append(Layer("max_pool2d", [y], [net.new_tensor((1, 4, 4, 4))],
+                            {"stride": (2, 2), "dilation": (1, 1)}))       # the vector pool threads too
+    assert tactics._blas_on_caller(net) is parallel.on_caller
