@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from . import parallel
-from .conv import ConvSpec, conv_tactics
+from .conv import ConvSpec, conv_tactic_builders
 from .network import Layer, Network
 from .pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d, _scale_planes
+from .tactics import Lazy
 
 
 def conv_candidates(layer: Layer, net: Network) -> list[tuple[str, object]]:
@@ -19,20 +20,22 @@ def conv_candidates(layer: Layer, net: Network) -> list[tuple[str, object]]:
     w = a["weight"]
     spec = ConvSpec(net.shape(layer.inputs[0]), w.shape[0], w.shape[2:], a["stride"], a["padding"], a["dilation"],
                     a["groups"], relu=a["relu"], residual=a["residual"])
-    out = []
-    for tactic in conv_tactics(spec, w, a["bias"]):
-        run = tactic._run
-        if a["residual"]:
-            def fn(x, res, y, run=run):
-                run(x, y, res)
-        else:
-            def fn(x, y, run=run):
-                run(x, y, None)
-        fn.weight_bytes = tactic.weight_bytes   # charged by the timing (weights stream from memory)
-        # threaded on numba's OpenMP pool, or BLAS on the calling thread (see parallel.py)
-        fn.blas = "omp"
-        out.append((tactic.name, fn))
-    return out
+    # threaded on numba's OpenMP pool, or BLAS on the calling thread (see parallel.py)
+    return [(name, Lazy(lambda build=build: _kernel(build(), a["residual"]), blas="omp"))
+            for name, build in conv_tactic_builders(spec, w, a["bias"])]
+
+
+def _kernel(tactic, residual: bool):
+    run = tactic._run
+    if residual:
+        def fn(x, res, y):
+            run(x, y, res)
+    else:
+        def fn(x, y):
+            run(x, y, None)
+    fn.weight_bytes = tactic.weight_bytes   # charged by the timing (weights stream from memory)
+    fn.blas = "omp"
+    return fn
 
 
 def conv_threaded(layer: Layer, net: Network) -> bool:

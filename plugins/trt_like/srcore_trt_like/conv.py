@@ -32,7 +32,7 @@ from .scratch import SCRATCH
 from .winograd import WinogradTactic, winograd_applies
 
 __all__ = ["ConvSpec", "ConvTactic", "Gemm1x1Tactic", "Im2colGemmTactic", "WinogradTactic",
-           "DepthwiseDirectTactic", "conv_tactics"]
+           "DepthwiseDirectTactic", "conv_tactics", "conv_tactic_builders"]
 
 # im2col columns are built and multiplied in chunks of output rows of at most this many bytes, so the
 # columns stay in L2 between the gather and the GEMM, and the epilogue finds the GEMM's rows in cache
@@ -143,27 +143,40 @@ class DepthwiseDirectTactic(ConvTactic):
                      s.padding[0], s.padding[1], s.dilation[0], s.dilation[1], 0, s.out_channels)
 
 
-def conv_tactics(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | None) -> list[ConvTactic]:
-    """Every tactic that computes ``spec`` (im2col_gemm always; the others where they apply),
-    weights laid out once here."""
+def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | None) -> list[tuple[str, object]]:
+    """``(name, build)`` for every tactic that computes ``spec`` (im2col_gemm always; the others where
+    they apply); ``build()`` lays out the weights, so a builder that already knows its winner (the
+    timing cache) constructs only that one."""
     if not isinstance(spec, ConvSpec):
         raise TacticSpecError(f"conv_tactics: spec must be a ConvSpec, got {type(spec).__name__}")
-    tactics: list[ConvTactic] = []
+    out: list[tuple[str, object]] = []
     if spec.kernel == (1, 1) and spec.padding == (0, 0) and spec.groups == 1:
-        tactics.append(Gemm1x1Tactic(spec, weight, bias))
+        out.append((Gemm1x1Tactic.name, lambda: Gemm1x1Tactic(spec, weight, bias)))
     if winograd_applies(spec):
         from .winograd_math import F2, F4, transform_weight
         from .winograd_packed import WinogradPackedTactic    # noqa: PLC0415
-        # the float64 weight transform once per tile size (resnet's 512-channel layer: ~40 ms each)
-        u4, u2 = transform_weight(np.asarray(weight), F4), transform_weight(np.asarray(weight), F2)
-        tactics.append(WinogradPackedTactic(spec, weight, bias, m=4, u=u4))
-        tactics.append(WinogradPackedTactic(spec, weight, bias, m=2, u=u2))
-        tactics.append(WinogradTactic(spec, weight, bias, m=4, u=u4))
-        tactics.append(WinogradTactic(spec, weight, bias, m=2, u=u2))
+        u: dict[int, np.ndarray] = {}
+
+        def transformed(m: int) -> np.ndarray:
+            # the float64 weight transform once per tile size, shared by the packed and OpenBLAS
+            # tactics (resnet's 512-channel layer: ~40 ms each)
+            if m not in u:
+                u[m] = transform_weight(np.asarray(weight), F4 if m == 4 else F2)
+            return u[m]
+        for m in (4, 2):
+            out.append((f"winograd_f{m}x{m}_packed",
+                        lambda m=m: WinogradPackedTactic(spec, weight, bias, m=m, u=transformed(m))))
+        for m in (4, 2):
+            out.append((f"winograd_f{m}x{m}", lambda m=m: WinogradTactic(spec, weight, bias, m=m, u=transformed(m))))
     if spec.groups > 1 and spec.groups == spec.x_shape[1]:
-        tactics.append(DepthwiseDirectTactic(spec, weight, bias))
+        out.append((DepthwiseDirectTactic.name, lambda: DepthwiseDirectTactic(spec, weight, bias)))
     if spec.groups == 1:
         from .conv_packed import PackedGemmTactic    # noqa: PLC0415  (numba kernels compile on first use)
-        tactics.append(PackedGemmTactic(spec, weight, bias))
-    tactics.append(Im2colGemmTactic(spec, weight, bias))
-    return tactics
+        out.append((PackedGemmTactic.name, lambda: PackedGemmTactic(spec, weight, bias)))
+    out.append((Im2colGemmTactic.name, lambda: Im2colGemmTactic(spec, weight, bias)))
+    return out
+
+
+def conv_tactics(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | None) -> list[ConvTactic]:
+    """Every tactic that computes ``spec``, weights laid out (see :func:`conv_tactic_builders`)."""
+    return [build() for _, build in conv_tactic_builders(spec, weight, bias)]

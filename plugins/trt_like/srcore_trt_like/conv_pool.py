@@ -116,29 +116,37 @@ def candidates(layer: Layer, net: Network) -> list[tuple[str, object]]:
     """The fused tactic and every conv tactic followed by the pool."""
     from .compiled_conv import conv_candidates, max_pool2d
 
+    from .tactics import Lazy, materialize
+
     spec, pool = _specs(layer, net)
     a = layer.attrs
-    out = []
-    fused = PackedConvMaxPool(spec, a["weight"], a["bias"], pool)
 
-    def run_fused(x, y):
-        fused(x, y)
-    run_fused.weight_bytes = fused.weight_bytes
-    run_fused.blas = "omp"
-    out.append((fused.name, run_fused))
+    def build_fused():
+        fused = PackedConvMaxPool(spec, a["weight"], a["bias"], pool)
+
+        def run_fused(x, y):
+            fused(x, y)
+        run_fused.weight_bytes = fused.weight_bytes
+        run_fused.blas = "omp"
+        return run_fused
+    out = [(PackedConvMaxPool.name, Lazy(build_fused, blas="omp"))]
     conv_layer = Layer("conv", list(layer.inputs), [-1], {k: v for k, v in a.items() if k not in ("pool",
                                                                                                   "conv_shape")})
     tmp_net = _OneShape(net, a["conv_shape"])
     pool_layer = Layer("max_pool2d", [-1], list(layer.outputs), dict(a["pool"], dilation=(1, 1)))
-    run_pool = max_pool2d(pool_layer, tmp_net)
-    for name, run_conv in conv_candidates(conv_layer, tmp_net):
-        def run(x, y, run_conv=run_conv):
+
+    def build_split(conv):
+        run_conv, run_pool = materialize(conv), max_pool2d(pool_layer, tmp_net)
+
+        def run(x, y):
             mid = SCRATCH.get("convpool_mid", a["conv_shape"])
             run_conv(x, mid)
             run_pool(mid, y)
         run.weight_bytes = run_conv.weight_bytes
         run.blas = getattr(run_conv, "blas", None)
-        out.append((f"{name}+max_pool", run))
+        return run
+    for name, conv in conv_candidates(conv_layer, tmp_net):
+        out.append((f"{name}+max_pool", Lazy(lambda conv=conv: build_split(conv), blas=getattr(conv, "blas", None))))
     return out
 
 

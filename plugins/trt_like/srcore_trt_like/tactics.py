@@ -4,7 +4,7 @@ real shapes; the fastest wins (TensorRT's builder does the same with its kernels
 Implementations register per layer kind: :data:`TACTICS` holds ``(name, factory)`` pairs,
 ``factory(layer, net)`` returning ``fn(*inputs, *outputs)`` or None when it does not apply;
 :data:`FAMILIES` holds functions returning several named candidates at once (every conv
-algorithm that applies). The numpy implementations (``layers_numpy.py``) are always
+algorithm that applies), each a kernel or a :class:`Lazy` one built only when needed. The numpy implementations (``layers_numpy.py``) are always
 candidates.
 
 Timing runs every candidate once to warm it up (compiled code loads, scratch grows), then
@@ -40,6 +40,27 @@ OMP_KINDS: dict[str, Callable[[Layer, Network], bool]] = {}
 _LOADED: list[bool] = []
 #: timing rounds per layer (after one warm-up call of each candidate)
 ROUNDS = 3
+
+
+class Lazy:
+    """A candidate built only when it is needed: for the timing, or as the timing cache's known
+    winner (laying out every conv algorithm's weights for nothing made a warm rebuild 2-3x
+    slower). ``blas`` is known before the build (the one-pool rules filter on it)."""
+
+    __slots__ = ("build", "blas", "_fn")
+
+    def __init__(self, build: Callable[[], Callable], blas: str | None = None):
+        self.build, self.blas, self._fn = build, blas, None
+
+    def get(self) -> Callable:
+        if self._fn is None:
+            self._fn = self.build()
+        return self._fn
+
+
+def materialize(fn):
+    """The kernel of a candidate (building a :class:`Lazy` one)."""
+    return fn.get() if isinstance(fn, Lazy) else fn
 
 
 def register(kind: str, name: str, factory: Factory, first: bool = True) -> None:
@@ -89,7 +110,8 @@ def choose_tactics(net: Network, options: dict[str, Any]) -> list[tuple[Layer, C
         if one_blas and any(getattr(fn, "blas", None) == one_blas for _, fn in cands):
             cands = [c for c in cands if getattr(c[1], "blas", one_blas) == one_blas]
         if on_caller:
-            cands = [(n, fn if getattr(fn, "blas", None) in ("omp", "mkl") else on_caller(fn)) for n, fn in cands]
+            cands = [(n, fn if getattr(fn, "blas", None) in ("omp", "mkl") else _on_caller(on_caller, fn))
+                     for n, fn in cands]
         name, fn = cands[0]
         if len(cands) > 1 and timing:
             key = timing_cache.layer_key(layer, net, [n for n, _ in cands])
@@ -98,10 +120,10 @@ def choose_tactics(net: Network, options: dict[str, Any]) -> list[tuple[Layer, C
             if known in by_name:
                 name, fn = known, by_name[known]
             else:
-                name, fn = rank(cands, layer, net)[0]
+                name, fn = rank([(n, materialize(f)) for n, f in cands], layer, net)[0]
                 if cache is not None:
                     cache.store(key, name)
-        steps.append((layer, _named(fn, name)))
+        steps.append((layer, _named(materialize(fn), name)))
     if cache is not None:
         cache.save()
     return steps
@@ -133,6 +155,12 @@ def _blas_on_caller(net: Network):
     if any(OMP_KINDS.get(layer.kind, _never)(layer, net) for layer in net.layers):
         return parallel.on_caller
     return None
+
+
+def _on_caller(wrap, fn):
+    if isinstance(fn, Lazy):
+        return Lazy(lambda: wrap(fn.get()), fn.blas)
+    return wrap(fn)
 
 
 def _never(layer: Layer, net: Network) -> bool:

@@ -203,3 +203,25 @@ def test_a_failing_layer_is_named_with_its_source():
     with pytest.raises(srcore.KernelError, match=r"engine layer fused_pointwise \[numba\] \(from model.py:7:8\) failed on "
                                                  r"inputs float32\[3, 32\], float32\[32\]"):
         engine.entry(bad, np.ones(32, np.float32))
+
+
+def test_a_known_winner_is_the_only_conv_candidate_built(convnet, monkeypatch, tmp_path):
+    from srcore_trt_like import tactics
+
+    monkeypatch.setenv("SRCORE_CACHE_DIR", str(tmp_path))      # an empty timing cache
+    m, x, model = convnet
+    built = []
+    get = tactics.Lazy.get
+
+    def counting(self):
+        if self._fn is None:
+            built.append(self)
+        return get(self)
+    monkeypatch.setattr(tactics.Lazy, "get", counting)
+    first = srcore.StaticModule(model, backends=TRT)           # times every candidate, records winners
+    n_timed = len(built)
+    built.clear()
+    again = srcore.StaticModule(model, backends=TRT)           # the cache knows them: only winners built
+    n_convs = first.partition.engines[0].description.count("conv -> ")
+    assert n_convs == 2 and n_timed > 2 * n_convs and len(built) == n_convs
+    np.testing.assert_array_equal(again(x.numpy()), first(x.numpy()))
