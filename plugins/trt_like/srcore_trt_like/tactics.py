@@ -99,7 +99,7 @@ def choose_tactics(net: Network, options: dict[str, Any]) -> list[tuple[Layer, C
     timing = options.get("timing", True)
     cache = timing_cache.get() if options.get("timing_cache", True) else None
     one_blas = _one_blas(options)
-    on_caller = _blas_on_caller(net)
+    on_caller = _blas_on_caller(net, one_blas is not None)
     steps = []
     for layer in net.layers:
         if layer.kind == "reshape":
@@ -141,18 +141,20 @@ def _one_blas(options: dict[str, Any]) -> str | None:
     return "mkl" if mkl_gemm.library() is not None else None
 
 
-def _blas_on_caller(net: Network):
+def _blas_on_caller(net: Network, mkl: bool = False):
     """At more than one intra-op thread, an engine with layers that thread on numba's OpenMP pool
-    (:data:`OMP_KINDS`; MKL's GNU layer is the same libgomp pool) keeps OpenBLAS off its own
-    threads: OpenBLAS's workers spin for ~0.1 s after a threaded call, on the core the OpenMP team
-    needs (a 2-thread OpenBLAS GEMM alternating with a 2-thread packed conv: 9.1 ms a pair instead
-    of 2.1). Returns the wrapper that runs a candidate with OpenBLAS on the calling thread, or None."""
+    (:data:`OMP_KINDS`) or on MKL (``mkl``: its GNU layer is the same libgomp pool) keeps OpenBLAS
+    off its own threads: OpenBLAS's workers spin for ~0.1 s after a threaded call, on the core the
+    OpenMP team needs (a 2-thread OpenBLAS GEMM alternating with a 2-thread packed conv: 9.1 ms a
+    pair instead of 2.1; transformer_block_explicit's attention products on OpenBLAS between MKL
+    GEMMs: 3.4 -> 16-60 ms). Returns the wrapper that runs a candidate with OpenBLAS on the
+    calling thread, or None."""
     from . import parallel
 
     if parallel.threads() <= 1:
         return None
     _load()
-    if any(OMP_KINDS.get(layer.kind, _never)(layer, net) for layer in net.layers):
+    if mkl or any(OMP_KINDS.get(layer.kind, _never)(layer, net) for layer in net.layers):
         return parallel.on_caller
     return None
 
