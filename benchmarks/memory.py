@@ -1,4 +1,5 @@
-"""Arena size vs the liveness lower bound and the no-reuse sum, per model and planner.
+"""Arena size vs the liveness lower bound and the no-reuse sum, per model and planner (and the
+trt_like engines' arenas).
 
 ``python -m benchmarks.memory [--models ...]`` (from ``StaticModule.memory_report``, summed
 over the blocks of the graph; no timing, so it runs in this process).
@@ -28,6 +29,18 @@ def memory_rows(srm: Path, x) -> dict[str, dict]:
                                                     "managed_tensors")}
         tot["blocks"] = len(rows)
         out[pl] = tot
+    # the trt_like engines' own arenas (precomputed offsets over their intermediates)
+    pm = srcore.get_plugin_manager()
+    if "trt_like" in pm.registry.engine_builders:
+        sm = srcore.StaticModule(model, backends=("trt_like", "cpu"))
+        tot = {"arena_bytes": 0, "lower_bound_bytes": 0, "no_reuse_bytes": 0, "managed_tensors": 0}
+        for seg in sm.partition.engines:
+            mem = seg.engine.memory() if hasattr(seg.engine, "memory") else {}
+            for k in ("arena_bytes", "lower_bound_bytes", "no_reuse_bytes"):
+                tot[k] += mem.get(k, 0)
+            tot["managed_tensors"] += mem.get("tensors", 0)
+        tot["blocks"] = len(sm.partition.engines)
+        out["trt_like engines"] = tot
     return out
 
 

@@ -31,6 +31,8 @@ class SegmentReport:
     reason: str = ""
     build_seconds: float = 0.0
     describe: Any = attrs.field(default=None, eq=False, repr=False)  # the engine's describe(), if any
+    #: the engine itself (for its optional ``profile()`` and ``memory()``); None unless built
+    engine: Any = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def description(self) -> str:
@@ -160,7 +162,7 @@ def _build_one(graph, nodes, backend, name, build, options, whole: bool):
     seconds = time.perf_counter() - t0
     describe = getattr(engine, "describe", None)
     node = replace_with_engine(graph, nodes, inputs, outputs, backend=backend, name=name, subgraph=sub)
-    return SegmentReport(name, backend, ops, source, "engine", "", seconds, describe), node, engine
+    return SegmentReport(name, backend, ops, source, "engine", "", seconds, describe, engine), node, engine
 
 
 def _src(n: Node) -> str | None:

@@ -200,7 +200,9 @@ class Segment:
     tuple for several). Returned arrays belong to the caller (fresh, not views of the inputs
     or of the engine's scratch). An engine may be called from several threads at once (one
     per runtime). Optional: ``describe() -> str`` (layers, fusions, tactics; shown by
-    ``srcore inspect --partition``). To refuse a segment, raise
+    ``srcore inspect --partition``), ``profile(*inputs) -> [(layer, seconds)]`` (``srcore bench
+    --per-op``) and ``memory() -> dict`` (its scratch: ``arena_bytes``, ``lower_bound_bytes``,
+    ``no_reuse_bytes``, ``tensors``). To refuse a segment, raise
     :class:`srcore.EngineBuildError`: its nodes then run one at a time on the next backends.
     """
 

@@ -49,6 +49,7 @@ class Engine:
             self.entry = self._dynamic_entry()
         self.entry.describe = self.describe
         self.entry.profile = self.profile
+        self.entry.memory = self.memory
         self.entry.engine = self
 
     # -- plans ------------------------------------------------------------------------------
@@ -84,6 +85,14 @@ class Engine:
         return run
 
     # -- reports ------------------------------------------------------------------------------
+    def memory(self) -> dict[str, int]:
+        """The arenas of the plans made so far, summed (bytes; ``tensors``: planned intermediates)."""
+        tot = {"arena_bytes": 0, "lower_bound_bytes": 0, "no_reuse_bytes": 0, "tensors": 0}
+        for plan in list(self.plans.values()):
+            for k, v in plan.memory().items():
+                tot[k] += v
+        return tot
+
     def profile(self, *inputs, rounds: int = 5) -> list[tuple[str, float]]:
         """``(layer, seconds)`` per layer of the plan for ``inputs``: each layer timed on its own
         (best of ``rounds``), on the buffers of one real run (``srcore bench --per-op``)."""
@@ -95,8 +104,9 @@ class Engine:
         for shapes, plan in self.plans.items():
             sig = ", ".join(f"({', '.join(map(str, s))})" for s in shapes)
             secs = self.build_seconds.get(shapes, 0.0)
-            lines.append(f"plan for inputs {sig}: {len(plan.steps)} layers, arena {plan.arena_bytes:,} bytes, "
-                         f"built in {secs * 1e3:.1f} ms")
+            mem = plan.memory()
+            lines.append(f"plan for inputs {sig}: {len(plan.steps)} layers, arena {plan.arena_bytes:,} bytes "
+                         f"(liveness lower bound {mem['lower_bound_bytes']:,}), built in {secs * 1e3:.1f} ms")
             for layer, fn in plan.steps:
                 tactic = getattr(fn, "tactic", "view") if fn is not None else "view"
                 what = layer.kind

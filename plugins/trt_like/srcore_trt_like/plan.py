@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from srcore.memory.planner import Lifetime, TensorRequest, make_planner
+from srcore.memory.planner import Lifetime, TensorRequest, lower_bound, make_planner, no_reuse_bytes
 
 from .network import Layer, Network
 
@@ -116,10 +116,17 @@ class Plan:
                 last[r] = max(last.get(r, i), i)
         reqs = [TensorRequest(r, Lifetime(first[r], last[r]), self.net.tensors[r].size * 4)
                 for r in first if r not in fixed]
+        #: the arena's request set, for reports (liveness lower bound, no-reuse sum)
+        self.requests = reqs
         if not reqs:
             return 0, {}
         plan = make_planner("precomputed_offsets").plan(reqs)
         return plan.total_bytes, dict(plan.offsets)
+
+    def memory(self) -> dict[str, int]:
+        """The arena against the liveness lower bound and the no-reuse sum of its tensors."""
+        return {"arena_bytes": self.arena_bytes, "lower_bound_bytes": lower_bound(self.requests),
+                "no_reuse_bytes": no_reuse_bytes(self.requests), "tensors": len(self.requests)}
 
     def _buffers(self) -> list[np.ndarray]:
         """This thread's views of its arena, one per planned tensor (and per view of one)."""
