@@ -225,3 +225,13 @@ def test_a_known_winner_is_the_only_conv_candidate_built(convnet, monkeypatch, t
     n_convs = first.partition.engines[0].description.count("conv -> ")
     assert n_convs == 2 and n_timed > 2 * n_convs and len(built) == n_convs
     np.testing.assert_array_equal(again(x.numpy()), first(x.numpy()))
+
+
+def test_engine_memory_reports_its_arena_against_the_lower_bound(convnet):
+    m, x, model = convnet
+    sm = srcore.StaticModule(model, backends=TRT)
+    (seg,) = sm.partition.engines
+    mem = seg.engine.memory()
+    assert mem["tensors"] > 0 and 0 < mem["lower_bound_bytes"] <= mem["arena_bytes"] <= mem["no_reuse_bytes"]
+    assert mem["arena_bytes"] <= 1.05 * mem["lower_bound_bytes"]     # greedy by size reaches the bound here
+    assert f"liveness lower bound {mem['lower_bound_bytes']:,}" in seg.description
