@@ -49,65 +49,9 @@ def blocks(n: int) -> int:
 
 
 @njit(**_JIT)
-def _tile(wf, wb, xf, xb, cf, cb, ldc, k0, k1, accumulate):
-    """C^T[6 x 64 tile at cb] (+)= sum over k in [k0, k1) of x[xb + 6k + j] * w[wb + 64k + r]."""
-    a00 = vzero(); a01 = vzero(); a02 = vzero(); a03 = vzero()      # noqa: E702
-    a10 = vzero(); a11 = vzero(); a12 = vzero(); a13 = vzero()      # noqa: E702
-    a20 = vzero(); a21 = vzero(); a22 = vzero(); a23 = vzero()      # noqa: E702
-    a30 = vzero(); a31 = vzero(); a32 = vzero(); a33 = vzero()      # noqa: E702
-    a40 = vzero(); a41 = vzero(); a42 = vzero(); a43 = vzero()      # noqa: E702
-    a50 = vzero(); a51 = vzero(); a52 = vzero(); a53 = vzero()      # noqa: E702
-    for k in range(k0, k1):
-        w = wb + 64 * k
-        w0 = vload(wf, w); w1 = vload(wf, w + 16); w2 = vload(wf, w + 32); w3 = vload(wf, w + 48)  # noqa: E702
-        x = xb + 6 * k
-        b = vsplat(xf, x)
-        a00 = vfma(w0, b, a00); a01 = vfma(w1, b, a01); a02 = vfma(w2, b, a02); a03 = vfma(w3, b, a03)  # noqa: E702
-        b = vsplat(xf, x + 1)
-        a10 = vfma(w0, b, a10); a11 = vfma(w1, b, a11); a12 = vfma(w2, b, a12); a13 = vfma(w3, b, a13)  # noqa: E702
-        b = vsplat(xf, x + 2)
-        a20 = vfma(w0, b, a20); a21 = vfma(w1, b, a21); a22 = vfma(w2, b, a22); a23 = vfma(w3, b, a23)  # noqa: E702
-        b = vsplat(xf, x + 3)
-        a30 = vfma(w0, b, a30); a31 = vfma(w1, b, a31); a32 = vfma(w2, b, a32); a33 = vfma(w3, b, a33)  # noqa: E702
-        b = vsplat(xf, x + 4)
-        a40 = vfma(w0, b, a40); a41 = vfma(w1, b, a41); a42 = vfma(w2, b, a42); a43 = vfma(w3, b, a43)  # noqa: E702
-        b = vsplat(xf, x + 5)
-        a50 = vfma(w0, b, a50); a51 = vfma(w1, b, a51); a52 = vfma(w2, b, a52); a53 = vfma(w3, b, a53)  # noqa: E702
-    if accumulate:
-        a00 = vadd(a00, vload(cf, cb)); a01 = vadd(a01, vload(cf, cb + 16))                      # noqa: E702
-        a02 = vadd(a02, vload(cf, cb + 32)); a03 = vadd(a03, vload(cf, cb + 48))                 # noqa: E702
-        c = cb + ldc
-        a10 = vadd(a10, vload(cf, c)); a11 = vadd(a11, vload(cf, c + 16))                        # noqa: E702
-        a12 = vadd(a12, vload(cf, c + 32)); a13 = vadd(a13, vload(cf, c + 48))                   # noqa: E702
-        c += ldc
-        a20 = vadd(a20, vload(cf, c)); a21 = vadd(a21, vload(cf, c + 16))                        # noqa: E702
-        a22 = vadd(a22, vload(cf, c + 32)); a23 = vadd(a23, vload(cf, c + 48))                   # noqa: E702
-        c += ldc
-        a30 = vadd(a30, vload(cf, c)); a31 = vadd(a31, vload(cf, c + 16))                        # noqa: E702
-        a32 = vadd(a32, vload(cf, c + 32)); a33 = vadd(a33, vload(cf, c + 48))                   # noqa: E702
-        c += ldc
-        a40 = vadd(a40, vload(cf, c)); a41 = vadd(a41, vload(cf, c + 16))                        # noqa: E702
-        a42 = vadd(a42, vload(cf, c + 32)); a43 = vadd(a43, vload(cf, c + 48))                   # noqa: E702
-        c += ldc
-        a50 = vadd(a50, vload(cf, c)); a51 = vadd(a51, vload(cf, c + 16))                        # noqa: E702
-        a52 = vadd(a52, vload(cf, c + 32)); a53 = vadd(a53, vload(cf, c + 48))                   # noqa: E702
-    c = cb
-    vstore(cf, c, a00); vstore(cf, c + 16, a01); vstore(cf, c + 32, a02); vstore(cf, c + 48, a03)  # noqa: E702
-    c += ldc
-    vstore(cf, c, a10); vstore(cf, c + 16, a11); vstore(cf, c + 32, a12); vstore(cf, c + 48, a13)  # noqa: E702
-    c += ldc
-    vstore(cf, c, a20); vstore(cf, c + 16, a21); vstore(cf, c + 32, a22); vstore(cf, c + 48, a23)  # noqa: E702
-    c += ldc
-    vstore(cf, c, a30); vstore(cf, c + 16, a31); vstore(cf, c + 32, a32); vstore(cf, c + 48, a33)  # noqa: E702
-    c += ldc
-    vstore(cf, c, a40); vstore(cf, c + 16, a41); vstore(cf, c + 32, a42); vstore(cf, c + 48, a43)  # noqa: E702
-    c += ldc
-    vstore(cf, c, a50); vstore(cf, c + 16, a51); vstore(cf, c + 32, a52); vstore(cf, c + 48, a53)  # noqa: E702
-
-
-@njit(**_JIT)
 def _tile_u(wf, wb, xf, xb, ldb, cf, cb, ldc, k0, k1, accumulate):
-    """:func:`_tile` on an unpacked operand: x[xb + ldb k + j]."""
+    """C^T[6 x 64 tile at cb] (+)= sum over k in [k0, k1) of x[xb + ldb k + j] * w[wb + 64k + r]
+    (a packed operand has ldb = 6)."""
     a00 = vzero(); a01 = vzero(); a02 = vzero(); a03 = vzero()      # noqa: E702
     a10 = vzero(); a11 = vzero(); a12 = vzero(); a13 = vzero()      # noqa: E702
     a20 = vzero(); a21 = vzero(); a22 = vzero(); a23 = vzero()      # noqa: E702
@@ -196,7 +140,7 @@ def gemm(wf, w0, xf, x0, cf, c0, K, MB, ob0, ob1, pb0, pb1, ldc):
             lines, ahead = _ahead(wb, k0, k1, kc, pb1 - pb0)
             for pb in range(pb0, pb1):
                 _prefetch_lines(wf, ahead + 16 * lines * (pb - pb0), lines, end)
-                _tile(wf, wb, xf, x0 + pb * K * 6, cf, c0 + pb * 6 * ldc + ob * 64, ldc, k0, k1, k0 > 0)
+                _tile_u(wf, wb, xf, x0 + pb * K * 6, 6, cf, c0 + pb * 6 * ldc + ob * 64, ldc, k0, k1, k0 > 0)
 
 
 @njit(**_JIT)
