@@ -153,6 +153,12 @@ def test_choose_by_tiles():
     assert WG.choose(360, 16, 32, 4, 4) == 4
 
 
+def _close(got, want):
+    """Within F(4x4)'s float32 accuracy bar: 1e-5 of the output's largest magnitude (an absolute
+    1e-4 failed on |y| ~ 29 with a 4e-6 relative error, depending on the random draw)."""
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * np.abs(want).max())
+
+
 def _static_node(w, b, shape, op="aten::conv2d"):
     args = [ArgInfo("input", TensorType("float32", shape)), ArgInfo("weight", TensorType(), True, w),
             ArgInfo("bias", TensorType(), True, b)]
@@ -171,7 +177,7 @@ def test_weight_transformed_once_per_tile_size_at_load_for_static_shapes(monkeyp
     fn = K.conv2d_matcher(_static_node(w, b, (1, 16, 32, 32))).fn
     assert calls == [4]                      # at load: 32x32 -> F(4x4)
     x = rng.standard_normal((2, 16, 32, 32)).astype(np.float32)
-    np.testing.assert_allclose(fn(x), _ref(x, w, b, 1), rtol=0, atol=1e-4)
+    _close(fn(x), _ref(x, w, b, 1))
     fn(x)
     assert calls == [4]
     fn2 = K.conv2d_matcher(node("aten::conv2d", input="<var>", weight=w, bias=b, stride=[1, 1],
@@ -180,13 +186,13 @@ def test_weight_transformed_once_per_tile_size_at_load_for_static_shapes(monkeyp
     x14 = rng.standard_normal((1, 16, 14, 14)).astype(np.float32)
     x30 = rng.standard_normal((1, 16, 30, 30)).astype(np.float32)
     for x in (x14, x30, x14, x30):
-        np.testing.assert_allclose(fn2(x), _ref(x, w, b, 1), rtol=0, atol=1e-4)
+        _close(fn2(x), _ref(x, w, b, 1))
     assert calls == [4, 2, 4]
     # the fused conv + relu matcher passes the static shape too: transformed at load
     calls.clear()
     fn3 = FU.conv2d_relu_matcher(_static_node(w, b, (1, 16, 14, 14), "srcore::conv2d_relu")).fn
     assert calls == [2]
-    np.testing.assert_allclose(fn3(x14), np.maximum(_ref(x14, w, b, 1), 0), rtol=0, atol=1e-4)
+    _close(fn3(x14), np.maximum(_ref(x14, w, b, 1), 0))
     assert calls == [2]
 
 
@@ -198,7 +204,7 @@ def test_static_small_input_plans_the_small_path_not_winograd(monkeypatch):
     fn = K.conv2d_matcher(_static_node(w, None, (1, 8, 16, 16))).fn     # 73 x 256 columns: small
     assert calls == []
     x = rng.standard_normal((1, 8, 16, 16)).astype(np.float32)
-    np.testing.assert_allclose(fn(x), _ref(x, w, None, 1), rtol=0, atol=1e-4)
+    _close(fn(x), _ref(x, w, None, 1))
     assert calls == []
 
 
