@@ -273,3 +273,10 @@ def _time(texts):
     for text in texts:
         FunctionSchema.parse(text)
     return time.perf_counter() - t
+
+
+@pytest.mark.parametrize("size", [".2", "2.0", "1e3"])
+def test_a_list_size_that_is_not_a_whole_number_is_a_schema_error(size):
+    # found by the mutation fuzz test above: int("." "2") raised a bare ValueError
+    with pytest.raises(srcore.SchemaError, match=r"expected a list size \(a whole number\) or '\]'"):
+        FunctionSchema.parse(f"aten::f(SymInt[{size}] stride=1) -> Tensor")

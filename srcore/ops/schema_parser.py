@@ -253,7 +253,12 @@ class _Parser:
                 typ = attrs.evolve(typ, alias=self.alias())
             elif k == "[":
                 self.i += 1
-                size = int(self.expect("num", "a list size or ']'")) if self.peek() == "num" else None
+                size = None
+                if self.peek() == "num":
+                    tok = self.toks[self.i]
+                    if not tok[1].isdigit():   # "int[.2]", "int[2.0]": a number, not a size
+                        raise self.fail("a list size (a whole number) or ']'")
+                    size = int(self.expect("num"))
                 if size is not None and not self.toks[self.i - 1][1].isdigit():
                     raise self.fail("an integer list size", self.toks[self.i - 1])
                 self.expect("]")
