@@ -35,6 +35,13 @@ def _rel_err(y, ref):
     return float(np.abs(y - ref).max() / np.abs(ref).max())
 
 
+def _term_scale(x, w, b, padding) -> float:
+    """The largest sum of |terms| of an output: rounding errors scale with it, not with the output,
+    which cancellation can make arbitrarily small (1 output of -0.045 failed a bound of 1e-5 of
+    itself)."""
+    return float(_ref(np.abs(x), np.abs(w), None if b is None else np.abs(b), padding).max())
+
+
 @pytest.mark.parametrize("m", TILES)
 def test_transform_matrices_compute_the_correlation_exactly(m):
     # A^T [(G g G^T) . (B^T d B)] A is the valid 3x3 correlation of an n x n tile (float64)
@@ -65,23 +72,24 @@ def test_winograd_matches_torch(N, C, O, H, W, padding, bias, dtype, m):
     y = WG.conv3x3(x, WG.transform_weight(w, m), b, pads, out, SharedWorkspace())
     assert y is out
     tol = 1e-5 if dtype == np.float32 else 1e-12
-    np.testing.assert_allclose(y, ref, rtol=0, atol=tol * np.abs(ref).max())
+    np.testing.assert_allclose(y, ref, rtol=0, atol=tol * _term_scale(x, w, b, padding))
 
 
 @settings(max_examples=60, deadline=None)
 @given(m=st.sampled_from(TILES), N=st.integers(1, 3), C=st.integers(1, 9), O=st.integers(1, 9),
        H=st.integers(1, 23), W=st.integers(1, 23), ph=st.integers(0, 2), pw=st.integers(0, 2),
-       bias=st.booleans())
-def test_winograd_any_shape_matches_torch(m, N, C, O, H, W, ph, pw, bias):
+       bias=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_winograd_any_shape_matches_torch(m, N, C, O, H, W, ph, pw, bias, seed):
     if H + 2 * ph < 3 or W + 2 * pw < 3:
         return
-    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
-    w = rng.standard_normal((O, C, 3, 3)).astype(np.float32)
-    b = rng.standard_normal(O).astype(np.float32) if bias else None
+    r = np.random.default_rng(seed)   # drawn by hypothesis: a failure replays exactly
+    x = r.standard_normal((N, C, H, W)).astype(np.float32)
+    w = r.standard_normal((O, C, 3, 3)).astype(np.float32)
+    b = r.standard_normal(O).astype(np.float32) if bias else None
     ref = _ref(x, w, b, (ph, pw))
     out = np.full(ref.shape, np.nan, np.float32)
     WG.conv3x3(x, WG.transform_weight(w, m), b, [(ph, ph), (pw, pw)], out, K.SHARED_WS)
-    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-5 * np.abs(ref).max())
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-5 * _term_scale(x, w, b, (ph, pw)))
 
 
 @pytest.fixture
