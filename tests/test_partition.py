@@ -151,6 +151,47 @@ def test_refused_segment_falls_back_and_full_compilation_says_why(toy, options):
         load(toy, CHAIN, options, require_full_compilation=True)
 
 
+def test_segment_fallback_runs_the_segment_on_the_next_backends(toy, options):
+    sm = load(toy, CHAIN, options)
+    (seg,) = toy.built
+    assert seg.fallback is not None and seg.fallback.backends == ("cpu",)
+    x = np.random.default_rng(3).standard_normal((4, 16)).astype(np.float32)
+    got = seg.fallback(x)
+    np.testing.assert_allclose(got, chain_ref(x), rtol=1e-6, atol=1e-6)
+    assert isinstance(got, np.ndarray) and not np.may_share_memory(got, x)
+    # one runtime per thread: concurrent callers get their own answers
+    from concurrent.futures import ThreadPoolExecutor
+    xs = [np.full((b, 16), 0.1 * b, np.float32) for b in range(1, 9)]
+    with ThreadPoolExecutor(4) as ex:
+        outs = list(ex.map(seg.fallback, xs))
+    for xi, o in zip(xs, outs):
+        np.testing.assert_allclose(o, chain_ref(xi), rtol=1e-6, atol=1e-6)
+    assert sm(x).shape == (4, 16)
+
+
+def test_no_segment_fallback_under_full_compilation_or_without_a_next_backend(toy, options):
+    load(toy, CHAIN, options, require_full_compilation=True)
+    load(toy, CHAIN, options, backends=("te",))
+    assert [s.fallback for s in toy.built] == [None, None]
+
+
+def test_segment_fallback_copies_a_result_that_views_an_input(toy, options):
+    toy.ops.add("aten::reshape")
+    text = """graph(%x : Float(batch, 16)):
+  %one : int = prim::Constant[value=1]()
+  %shape : int[] = prim::Constant[value=[-1, 4, 4]]()
+  %a : Tensor = aten::add(%x, %x, %one)
+  %v : Tensor = aten::reshape(%x, %shape)
+  return (%a, %v)
+"""
+    load(toy, text, options, engine_min_block_size=1)
+    (seg,) = toy.built
+    x = np.arange(32, dtype=np.float32).reshape(2, 16)
+    a, v = seg.fallback(x)
+    np.testing.assert_array_equal(v, x.reshape(2, 4, 4))
+    assert not np.may_share_memory(v, x) and not np.may_share_memory(a, x)
+
+
 def test_a_crashing_builder_does_not_take_the_model_down(toy, options):
     toy.crash = ZeroDivisionError("bug in the builder")
     sm = load(toy, CHAIN, options)

@@ -11,6 +11,7 @@ from ..errors import EngineBuildError, SrcoreError
 from ..ir.graph import Graph, Node
 from ..plugin.types import Segment
 from .extract import ENGINE_KIND, replace_with_engine, segment_graph
+from .fallback import SegmentFallback
 from .segments import Eligibility, boundary, find_candidates
 
 
@@ -98,9 +99,11 @@ def _node_text(n: Node) -> str:
     return f"{outs} = {n.kind}" if outs else n.kind
 
 
-def partition_graph(graph: Graph, registry: Any, table: Any, options: Any) -> tuple[PartitionReport, dict]:
+def partition_graph(graph: Graph, registry: Any, table: Any, options: Any,
+                    plugin_manager: Any = None) -> tuple[PartitionReport, dict]:
     """Cut ``graph`` (in place) into engine segments for every engine backend in
-    ``options.backends``; returns the report and ``{engine node: engine}``."""
+    ``options.backends``; returns the report and ``{engine node: engine}``. ``plugin_manager``
+    (default: the process's) serves the segments' node-by-node fallbacks."""
     engines: dict[Node, Any] = {}
     segments: list[SegmentReport] = []
     refused: list = []
@@ -117,7 +120,8 @@ def partition_graph(graph: Graph, registry: Any, table: Any, options: Any) -> tu
         for run in runs:
             name = f"{backend}_engine_{sum(1 for s in segments if s.backend == backend)}"
             whole = run.block is graph.block and len(run.nodes) == _n_compute(graph.block)
-            report, engine_node, engine = _build_one(graph, run.nodes, backend, name, build, options, whole)
+            report, engine_node, engine = _build_one(graph, run.nodes, backend, name, build, options, whole,
+                                                     plugin_manager)
             segments.append(report)
             if engine_node is not None:
                 engines[engine_node] = engine
@@ -134,7 +138,7 @@ def _n_compute(block) -> int:
     return sum(1 for n in block.nodes if n.kind != "prim::Constant")
 
 
-def _build_one(graph, nodes, backend, name, build, options, whole: bool):
+def _build_one(graph, nodes, backend, name, build, options, whole: bool, plugin_manager=None):
     ops = tuple(n.kind for n in nodes)
     source = _src(nodes[0])
     if len(nodes) < options.engine_min_block_size and not whole:
@@ -144,7 +148,7 @@ def _build_one(graph, nodes, backend, name, build, options, whole: bool):
     if not outputs:
         return SegmentReport(name, backend, ops, source, "fallback", "the segment's results are unused"), None, None
     sub = segment_graph(nodes, inputs, outputs)
-    segment = Segment(name, backend, sub, options.engine_options)
+    segment = Segment(name, backend, sub, options.engine_options, _fallback(sub, backend, options, plugin_manager))
     t0 = time.perf_counter()
     try:
         engine = build(segment)
@@ -163,6 +167,15 @@ def _build_one(graph, nodes, backend, name, build, options, whole: bool):
     describe = getattr(engine, "describe", None)
     node = replace_with_engine(graph, nodes, inputs, outputs, backend=backend, name=name, subgraph=sub)
     return SegmentReport(name, backend, ops, source, "engine", "", seconds, describe, engine), node, engine
+
+
+def _fallback(sub: Graph, backend: str, options: Any, plugin_manager: Any) -> SegmentFallback | None:
+    """The node-by-node runner an engine may hand the signatures it cannot plan to: the
+    segment on the backends after ``backend``; none if the user requires full compilation."""
+    if options.require_full_compilation:
+        return None
+    rest = options.backends[options.backends.index(backend) + 1:]
+    return SegmentFallback(sub, attrs.evolve(options, backends=rest), plugin_manager) if rest else None
 
 
 def _src(n: Node) -> str | None:

@@ -204,12 +204,18 @@ class Segment:
     --per-op``) and ``memory() -> dict`` (its scratch: ``arena_bytes``, ``lower_bound_bytes``,
     ``no_reuse_bytes``, ``tensors``). To refuse a segment, raise
     :class:`srcore.EngineBuildError`: its nodes then run one at a time on the next backends.
+
+    ``fallback`` (None when the user asked for ``require_full_compilation``): a callable that
+    runs the segment's graph node by node on the backends after this one, thread-safe, with
+    the engine's calling convention. An engine that plans per input signature calls it for
+    a signature it cannot plan (an empty batch, a size no tactic takes) instead of failing.
     """
 
     name: str
     backend: str
     graph: Any = attrs.field(eq=False)
     options: tuple[tuple[str, Any], ...] = attrs.field(default=(), converter=lambda o: tuple(dict(o).items()))
+    fallback: Callable[..., Any] | None = attrs.field(default=None, eq=False, repr=False)
 
     def option(self, key: str, default: Any = None) -> Any:
         """The builder option ``key`` (``default`` when the user did not set it)."""

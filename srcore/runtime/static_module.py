@@ -90,7 +90,7 @@ class StaticModule:
             from ..partition import partition_graph
             from ..partition.kernel import engine_kernels
 
-            self.partition, engines = partition_graph(graph, pm.registry, pm.kernel_table, options)
+            self.partition, engines = partition_graph(graph, pm.registry, pm.kernel_table, options, pm)
             fixed = engine_kernels(engines, pm.registry)
             clock.stage("partition")
         from ..dispatch import resolve_graph

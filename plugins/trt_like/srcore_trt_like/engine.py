@@ -34,6 +34,10 @@ class Engine:
         self.graph = segment.graph
         self.options = dict(segment.options)
         self.plans: dict[tuple, Plan] = {}
+        #: the node-by-node runner of the segment (``Segment.fallback``), for signatures with no plan
+        self.fallback = segment.fallback
+        #: input signature -> why it has no plan (its calls go to ``fallback``)
+        self.unplanned: dict[tuple, str] = {}
         self.build_seconds: dict[tuple, float] = {}
         self._lock = threading.Lock()
         types = [v.type for v in self.graph.inputs]
@@ -68,9 +72,29 @@ class Engine:
                 self.plans[shapes] = plan
         return plan
 
+    def entry_for(self, shapes: tuple[tuple[int, ...], ...]):
+        """What runs inputs of these ``shapes``: their plan, or, when no plan can be made (a
+        size some layer's tactics cannot take, e.g. an empty batch), the segment run node by
+        node on the next backends (``Segment.fallback``); without one, the planning error."""
+        if shapes in self.unplanned:
+            return self.fallback
+        try:
+            return self.plan_for(shapes).run
+        except Exception as exc:   # any planning failure; a run-time error is the plan's to report
+            why = f"{type(exc).__name__}: {exc}"
+            if self.fallback is None:
+                sig = ", ".join(f"({', '.join(map(str, s))})" for s in shapes)
+                raise KernelError(f"{self.name}: no plan for inputs {sig} ({why}) and no fallback "
+                                  f"(Options.require_full_compilation, or no backend after this one)") from exc
+            with self._lock:
+                if len(self.unplanned) >= MAX_PLANS:
+                    self.unplanned.pop(next(iter(self.unplanned)))
+                self.unplanned[shapes] = why
+            return self.fallback
+
     def _dynamic_entry(self):
         plans = self.plans
-        plan_for = self.plan_for
+        entry_for = self.entry_for
         name = self.name
         n = len(self.graph.inputs)
 
@@ -80,9 +104,12 @@ class Engine:
             key = tuple(x.shape for x in xs)
             plan = plans.get(key)
             if plan is None:
-                plan = plan_for(key)
+                return entry_for(key)(*xs)
             return plan.run(*xs)
         return run
+
+    def _fallback_backends(self) -> str:
+        return ", ".join(getattr(self.fallback, "backends", None) or ("the next backends",))
 
     # -- reports ------------------------------------------------------------------------------
     def memory(self) -> dict[str, int]:
@@ -96,8 +123,11 @@ class Engine:
     def profile(self, *inputs, rounds: int = 5) -> list[tuple[str, float]]:
         """``(layer, seconds)`` per layer of the plan for ``inputs``: each layer timed on its own
         (best of ``rounds``), on the buffers of one real run (``srcore bench --per-op``)."""
-        return self.plan_for(tuple(tuple(x.shape) for x in inputs)).profile(*inputs, rounds=rounds)
-
+        shapes = tuple(tuple(x.shape) for x in inputs)
+        if self.entry_for(shapes) is self.fallback:
+            label = f"{self.name}: node by node on {self._fallback_backends()} (no plan for these shapes)"
+            return [(label, _best_time(self.fallback, inputs, rounds))]
+        return self.plan_for(shapes).profile(*inputs, rounds=rounds)
 
     def describe(self) -> str:
         lines = []
@@ -114,9 +144,21 @@ class Engine:
                     what += f" ({len(layer.attrs['ops'])} ops: {_op_list(layer.attrs['ops'])})"
                 shape = "x".join(map(str, plan.net.shape(layer.outputs[0])))
                 lines.append(f"  {what} -> {shape} [{tactic}]")
-        if not self.plans:
+        for shapes, why in self.unplanned.items():
+            sig = ", ".join(f"({', '.join(map(str, s))})" for s in shapes)
+            lines.append(f"no plan for inputs {sig}: runs node by node on {self._fallback_backends()} ({why})")
+        if not self.plans and not self.unplanned:
             lines.append("dynamic shapes: plans are built on first use of each input signature")
         return "\n".join(lines)
+
+
+def _best_time(fn, inputs, rounds: int) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn(*inputs)
+        best = min(best, time.perf_counter() - t0)
+    return best
 
 
 def _op_list(ops, limit: int = 6) -> str:

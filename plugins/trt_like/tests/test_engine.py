@@ -235,3 +235,36 @@ def test_engine_memory_reports_its_arena_against_the_lower_bound(convnet):
     assert mem["tensors"] > 0 and 0 < mem["lower_bound_bytes"] <= mem["arena_bytes"] <= mem["no_reuse_bytes"]
     assert mem["arena_bytes"] <= 1.05 * mem["lower_bound_bytes"]     # greedy by size reaches the bound here
     assert f"liveness lower bound {mem['lower_bound_bytes']:,}" in seg.description
+
+
+@pytest.fixture(scope="module")
+def dynamic_convnet(convnet):
+    m, x, _ = convnet
+    return m, srcore.from_torchscript(torch.jit.script(m), (x,), dynamic_dims={"x": {0: "batch"}})
+
+
+def test_an_empty_batch_runs_node_by_node_and_other_batches_keep_their_plans(dynamic_convnet):
+    m, model = dynamic_convnet
+    sm = srcore.StaticModule(model, backends=TRT)
+    (seg,) = sm.partition.engines
+    empty = torch.zeros(0, 3, 12, 12)
+    with torch.no_grad():
+        want = m(empty).numpy()
+    got = sm(empty.numpy())
+    assert got.shape == want.shape == (0, 5) and got.dtype == np.float32
+    assert "no plan for inputs (0, 3, 12, 12): runs node by node on cpu" in seg.description
+    x = torch.randn(3, 3, 12, 12)
+    with torch.no_grad():
+        np.testing.assert_allclose(sm(x.numpy()), m(x).numpy(), rtol=1e-4, atol=1e-5)
+    assert "plan for inputs (3, 3, 12, 12)" in seg.description
+    # the per-op profile of an unplanned signature is the fallback, timed as one step
+    (label, seconds), = seg.engine.profile(empty.numpy(), rounds=1)
+    assert "node by node on cpu" in label and seconds >= 0
+
+
+def test_without_a_fallback_an_unplannable_signature_is_a_kernel_error_naming_the_engine(dynamic_convnet):
+    m, model = dynamic_convnet
+    sm = srcore.StaticModule(model, backends=TRT, options=srcore.Options(require_full_compilation=True))
+    with pytest.raises(srcore.KernelError, match=r"trt_like_engine_0: no plan for inputs \(0, 3, 12, 12\) "
+                                                 r"\(TacticSpecError: .*empty dimension.*\) and no fallback"):
+        sm(np.zeros((0, 3, 12, 12), np.float32))

@@ -70,7 +70,7 @@ def _mha_mask(mask, mask_type, B, H, L, S):
     if mask_type == 1 or (mask_type is None and masked.ndim == 2 and masked.shape == (B, S) and (B, S) != (L, S)):
         masked = masked.reshape(B, 1, 1, S)
     elif masked.ndim == 3:
-        masked = masked.reshape(B, -1, L, S)
+        masked = masked.reshape(B, masked.shape[0] // B if B else 1, L, S)   # (B or B*H, L, S); B may be 0
     return ~masked
 
 

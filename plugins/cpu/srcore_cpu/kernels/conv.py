@@ -187,6 +187,8 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
             winograd_for(shape)
 
     def conv_const(input, out=None):
+        if input.size == 0:   # an empty batch: no algorithm to pick, the plain path returns at once
+            return _batched(conv_forward, input, nd, out, w, b, stride, pads, dilation, groups, ws=ws)
         t = 1
         if threads > 1 and input.size // max(input.shape[-nd - 1], 1) * macs_per_pixel >= PARALLEL_MIN_MACS:
             t = threads

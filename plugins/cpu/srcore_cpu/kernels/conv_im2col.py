@@ -94,6 +94,15 @@ def _row_split_ok(rows, threads):
     return rows % threads == 0 or rows >= 8 * threads
 
 
+def _sum_of_nothing(out, bias):
+    """The result of a conv whose input is empty: for a batch of 0 an empty ``out``; with no
+    input channels every output is a sum of no products, so the bias (or 0)."""
+    out.fill(0)
+    if bias is not None and out.size:
+        out += bias.reshape((-1,) + (1,) * (out.ndim - 2))
+    return out
+
+
 def conv_forward(x, w, bias, stride, pads, dilation, groups, out=None, ws=_NO_WS, threads=1):
     """The forward convolution of a batched ``x`` (N, C, *spatial).
 
@@ -116,6 +125,8 @@ def conv_forward(x, w, bias, stride, pads, dilation, groups, out=None, ws=_NO_WS
     oshape = (N, O) + osz
     if out is None:
         out = np.empty(oshape, dtype)
+    if x.size == 0:
+        return _sum_of_nothing(out, bias)
     target = out if out.flags.c_contiguous and out.dtype == dtype else np.empty(oshape, dtype)
     key = (x.shape, x.dtype)
     depthwise = groups == C and groups > 1
@@ -220,6 +231,8 @@ def conv_transpose_forward(x, w, bias, stride, padding, output_padding, groups, 
     dtype = np.result_type(x, w)
     if out is None:
         out = np.empty((N, O) + osz, dtype)
+    if x.size == 0:
+        return _sum_of_nothing(out, bias)
     Cig = C // groups
     KK = Og * math.prod(ks)
     key = (x.shape, x.dtype)

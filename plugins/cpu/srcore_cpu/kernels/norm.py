@@ -6,6 +6,8 @@ Eval batch norm folds its four constants into one scale and one shift at load
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from srcore.errors import KernelError
@@ -150,7 +152,10 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enable
         out = np.empty_like(input)
     N, C = input.shape[:2]
     target = out if out.flags.c_contiguous else np.empty_like(input)
-    _normalize(input.reshape(N, num_groups, -1), (2,), eps, target.reshape(N, num_groups, -1))
+    if C % num_groups:
+        raise KernelError(f"group_norm: {C} channels do not split into {num_groups} groups")
+    per_group = (C // num_groups) * math.prod(input.shape[2:])   # not -1: an empty batch has no size to infer
+    _normalize(input.reshape(N, num_groups, per_group), (2,), eps, target.reshape(N, num_groups, per_group))
     if weight is not None:
         np.multiply(target, _chan(weight, input.ndim), out=target)
     if bias is not None:

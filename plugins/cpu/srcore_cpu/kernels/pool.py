@@ -421,7 +421,7 @@ def adaptive_max_pool2d(self, output_size, out=None):
         for j in range(ow):
             win = self[..., hs[i]:he[i], ws_[j]:we[j]]
             ww = we[j] - ws_[j]
-            flat = win.reshape(lead + (-1,))
+            flat = win.reshape(lead + (win.shape[-2] * ww,))   # not -1: an empty batch has no size to infer
             a = np.argmax(flat, axis=-1)   # NaN wins, like torch
             vals[..., i, j] = np.take_along_axis(flat, a[..., None], -1)[..., 0]
             idxs[..., i, j] = (hs[i] + a // ww) * W + ws_[j] + a % ww
