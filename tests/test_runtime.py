@@ -154,6 +154,19 @@ def test_input_errors_name_the_input():
     assert sm(x=np.zeros((1, 64), np.float32)).shape == (1, 64)   # by keyword
 
 
+def test_byte_swapped_inputs_are_read_as_their_numbers(options):
+    # '>f4' (a big-endian file) holds float32 numbers: first call or after a native one, same answer
+    sm = chain_module(options)
+    x = np.random.default_rng(5).standard_normal((3, 64)).astype(np.float32)
+    swapped = x.astype(x.dtype.newbyteorder())
+    assert not swapped.dtype.isnative
+    for arg in (swapped, x, swapped):
+        np.testing.assert_allclose(sm(arg), chain_ref(x), rtol=1e-5, atol=1e-6)
+    assert sm(x=swapped).dtype == np.float32
+    with pytest.raises(srcore.SrcoreInputError, match="expected dtype float32, got >f8|expected dtype float32, got float64"):
+        sm(x.astype(">f8"))
+
+
 def test_symbolic_dims_must_agree():
     g = parse_graph("""graph(%a : Float(n, 4), %b : Float(n, 4)):
   %one : int = prim::Constant[value=1]()

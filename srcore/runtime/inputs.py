@@ -62,6 +62,18 @@ def as_arrays(values: list[Any], specs) -> list[Any]:
     return values
 
 
+def has_foreign_byte_order(values: Sequence[Any], tensor_flags: Sequence[bool]) -> bool:
+    """Whether a tensor input is stored in the other byte order (e.g. ``>f4`` read from a file)."""
+    return any(t and isinstance(v, np.ndarray) and not v.dtype.isnative for v, t in zip(values, tensor_flags))
+
+
+def to_native_byte_order(values: Sequence[Any], tensor_flags: Sequence[bool]) -> tuple[Any, ...]:
+    """The inputs with byte-swapped arrays copied into native order: the same numbers, in the
+    layout kernels and compiled engines read (numpy ufuncs would cope; numba and BLAS not)."""
+    return tuple(v.astype(v.dtype.newbyteorder("=")) if t and isinstance(v, np.ndarray) and not v.dtype.isnative
+                 else v for v, t in zip(values, tensor_flags))
+
+
 def input_types(values: Sequence[Any], specs) -> list[Type]:
     """The concrete IR type of each input of a run (drives shape propagation)."""
     out: list[Type] = []

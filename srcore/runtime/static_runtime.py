@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import KernelError, SrcoreError
 from .arena import BlockArena, aligned_slab, make_view
-from .inputs import ScalarSpec, as_arrays, bind, check, input_types
+from .inputs import ScalarSpec, as_arrays, bind, check, has_foreign_byte_order, input_types, to_native_byte_order
 from .static_module import _nbytes
 from .interpreter import BlockRunner
 
@@ -90,6 +90,8 @@ class StaticRuntime:
             args = tuple(bind(self.module.input_names, args, kwargs))
         if any(t and type(v) is not np.ndarray for v, t in zip(args, self._tensor_inputs)):
             args = tuple(as_arrays(list(args), self.module.input_specs))
+        if has_foreign_byte_order(args, self._tensor_inputs):
+            args = to_native_byte_order(args, self._tensor_inputs)
         key = self._key_of(args)
         if key != self._key:
             self._prepare(key, args)

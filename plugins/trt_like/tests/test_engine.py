@@ -268,3 +268,14 @@ def test_without_a_fallback_an_unplannable_signature_is_a_kernel_error_naming_th
     with pytest.raises(srcore.KernelError, match=r"trt_like_engine_0: no plan for inputs \(0, 3, 12, 12\) "
                                                  r"\(TacticSpecError: .*empty dimension.*\) and no fallback"):
         sm(np.zeros((0, 3, 12, 12), np.float32))
+
+
+def test_a_byte_swapped_input_reaches_the_engine_in_native_order(convnet):
+    m, x, model = convnet
+    sm = srcore.StaticModule(model, backends=TRT)
+    with torch.no_grad():
+        want = m(x).numpy()
+    swapped = x.numpy().astype(">f4")
+    np.testing.assert_allclose(sm(swapped), want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(sm(swapped), want, rtol=1e-4, atol=1e-5)
