@@ -14,6 +14,7 @@ __all__ = [
     "VerificationError",
     "ShapeError",
     "UnsupportedOpError",
+    "UnknownBackendError",
     "PluginError",
     "RegistrationError",
     "SrcoreInputError",
@@ -88,6 +89,10 @@ class UnsupportedOpError(SrcoreError):
     def __init__(self, message: str, missing: list | tuple = ()):
         self.missing = list(missing)
         super().__init__(message)
+
+
+class UnknownBackendError(SrcoreError, ValueError):
+    """A backend name no installed plugin provides; the message lists the installed ones."""
 
 
 class PluginError(SrcoreError):

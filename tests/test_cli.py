@@ -128,7 +128,7 @@ def test_demo_reports_plugins_and_kernels(pm, capsys):
     assert "plugin demo       srcore-demo 1.2: loaded" in out
     assert "dcpu           2 kernels for 2 ops" in out
     # this manager has no cpu backend, so the demo model cannot load: reported, exit code 1
-    assert code == 1 and "model: cannot load the demo model: UnsupportedOpError" in out
+    assert code == 1 and "model: cannot load the demo model: UnknownBackendError: unknown backend 'cpu'" in out
 
 
 def test_demo_runs_the_model_with_the_installed_plugins():
@@ -214,3 +214,23 @@ def test_run_with_only_a_scalar_input_given_makes_the_tensors_random(tmp_path, c
     capsys.readouterr()
     assert main(["run", str(model)]) != 0   # the scalar is not given: an error naming it
     assert "input 'k' is a scalar (int); give it with -i k=VALUE" in capsys.readouterr().err
+
+
+def test_backend_lists_may_be_comma_separated_and_a_typo_names_the_installed_backends(tmp_path, capsys):
+    model = tmp_path / "twice.ir"
+    model.write_text("""graph(%x : Float(2, 3)):
+  %y : Tensor = aten::mul(%x, %x)
+  return (%y)
+""")
+    out = tmp_path / "out.npz"
+    for argv in (["--backend", "quantized_cpu,cpu"], ["--backend", "quantized_cpu", "--backends", "cpu"]):
+        assert main(["run", str(model), *argv, "-o", str(out)]) == 0, capsys.readouterr().err
+        with np.load(out) as z:
+            (y,) = (z[k] for k in z.files)
+        assert y.shape == (2, 3)
+    capsys.readouterr()
+    assert main(["run", str(model), "--backend", "cpu_"]) == 1
+    err = capsys.readouterr().err
+    assert "unknown backend 'cpu_' (did you mean 'cpu'?); installed backends:" in err and "trt_like" in err
+    assert main(["run", str(model), "--backend", "cpu,,trt_like"]) == 2   # a usage error
+    assert "empty backend name in 'cpu,,trt_like'" in capsys.readouterr().err

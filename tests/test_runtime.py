@@ -417,3 +417,11 @@ def test_kernel_failure_inside_a_loop_names_the_inner_node(options):
     np.testing.assert_allclose(sm(x, np.array([1])), 9.0)
     with pytest.raises(srcore.KernelError, match=r"(?s)aten::index_select.*model\.py:9:5"):
         sm(x, np.array([7]))
+
+
+def test_an_unknown_backend_is_named_with_the_installed_ones():
+    with pytest.raises(srcore.UnknownBackendError, match=r"unknown backend 'trt-like' \(did you mean 'trt_like'\?\); "
+                                                         r"installed backends: .*cpu"):
+        chain_module(srcore.Options(), backends=("trt-like", "cpu"))
+    with pytest.raises(ValueError):   # also a ValueError, like a bad input
+        chain_module(srcore.Options(backends=("gpu",)))

@@ -10,13 +10,21 @@ from ..errors import SrcoreError, SrcoreInputError
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="a .srm file (also: .pt TorchScript, .pt2 torch.export, .ir text)")
-    parser.add_argument("--backend", action="append", metavar="B", dest="backends",
-                        help="backend priority list, highest first (repeatable; default: cpu)")
+    parser.add_argument("--backend", "--backends", action="extend", type=_backend_list, metavar="B[,B...]",
+                        dest="backends", help="backend priority list, highest first (repeatable or "
+                        "comma-separated, e.g. --backend trt_like,cpu; default: cpu)")
     parser.add_argument("--executor", choices=("codegen", "interpreter"),
                         help="executor (default: codegen, or $SRCORE_EXECUTOR)")
     parser.add_argument("--planner", choices=("standard_resizing", "precomputed_offsets"),
                         help="memory planner algorithm (default: standard_resizing, or $SRCORE_MEMORY_PLANNER)")
     parser.add_argument("--no-optimize", action="store_true", help="skip the default pass pipeline")
+
+
+def _backend_list(text: str) -> list[str]:
+    names = [b.strip() for b in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"empty backend name in {text!r}")
+    return names
 
 
 def load_model(path: str):

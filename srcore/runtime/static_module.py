@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 import attrs
 
-from ..errors import ShapeError, SrcoreError, SrcoreInputError
+from ..errors import ShapeError, SrcoreError, SrcoreInputError, UnknownBackendError
 from ..ir.types import TensorType, Type
 from ..memory.planner import TensorRequest, Lifetime, lower_bound, make_planner, no_reuse_bytes
 from .inputs import ScalarSpec
@@ -67,6 +67,7 @@ class StaticModule:
 
         pm = plugin_manager or get_plugin_manager()
         self.plugin_manager = pm
+        _check_backends(options.backends, pm.registry.backends)
         schemas = pm.schemas
         clock.stage("plugins")
         graph = graph.copy()
@@ -230,6 +231,18 @@ class _StageClock:
         now = time.perf_counter()
         self.stages[name] = now - self._t
         self._t = now
+
+
+def _check_backends(wanted, known) -> None:
+    """Every backend asked for is installed: a typo must not read as "no kernel for any node"."""
+    import difflib
+
+    for b in wanted:
+        if b not in known:
+            close = difflib.get_close_matches(b, list(known), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UnknownBackendError(f"unknown backend {b!r}{hint}; installed backends: "
+                                      f"{', '.join(sorted(known)) or 'none'} (srcore plugins lists them)")
 
 
 def _unpack(model) -> tuple[Any, tuple, tuple[str, ...]]:
