@@ -12,7 +12,9 @@ def configure_parser(parser) -> None:
     from ._common import add_model_arguments
 
     add_model_arguments(parser)
-    parser.add_argument("-i", "--input", action="append", metavar="NAME=FILE.npy", dest="inputs")
+    parser.add_argument("-i", "--input", action="append", metavar="NAME=FILE.npy", dest="inputs",
+                        help="an input to time on (repeatable; NAME=VALUE for a scalar); inputs not given "
+                        "are random, symbolic dims 1")
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds (default 5)")
     parser.add_argument("--runs", type=int, default=0, help="calls per round (default: ~0.2 s worth)")
     parser.add_argument("--per-op", action="store_true", help="time every node and op type")
