@@ -49,7 +49,9 @@ def test_article_example_structure():
     if_ = g.nodes[4]
     assert [b.outputs[0] for b in if_.blocks] == list(g.inputs)
     assert g.outputs == [if_.output]
-    assert g.nodes[1].source is None
+    # a free-form comment is no source: the node's own position in the text stands in
+    assert g.nodes[1].source.in_text and g.nodes[1].source.file == "<ir>"
+    assert parse_graph(ARTICLE, locate=False).nodes[1].source is None
     canonical = (ARTICLE.replace(" # a free-form comment, not a location", "")
                  .replace("%x.1 : Tensor, %y.1", "%x.1 : Tensor,\n      %y.1"))
     assert roundtrip(ARTICLE) == canonical
@@ -381,3 +383,51 @@ def test_article_traced_resnet_excerpt():
     flat = [n for n in g.nodes if n.kind == "aten::flatten"][0]
     assert flat.output.type == TensorType("float32", (1, 512))
     assert "%input : Float(1, 512) = aten::flatten(%1556, %1202, %1203)" in roundtrip(text)
+
+
+LOCATED = """graph(%x : Float(2, 3),
+      %w : Float(4, 5)):
+  %y : Tensor = aten::mm(%x, %w)
+  %z : Tensor = aten::relu(%y) # model.py:12:4
+  return (%z)
+"""
+
+
+def test_nodes_without_a_source_comment_are_located_in_the_text():
+    g = parse_graph(LOCATED, filename="m.ir")
+    mm, relu = g.nodes
+    assert str(mm.source) == "m.ir:3:3" and mm.source.in_text
+    assert str(relu.source) == "model.py:12:4" and not relu.source.in_text   # a comment wins
+    # the printer writes comments, not text positions: the text round-trips unchanged
+    assert print_graph(g) == LOCATED
+    assert str(parse_graph(LOCATED).nodes[0].source) == "<ir>:3:3"
+
+
+def test_errors_after_parsing_name_the_line_of_the_text():
+    import srcore
+
+    with pytest.raises(srcore.ShapeError, match=r"inner dimensions do not match: 3 vs 4\n  at m.ir:3:3: "):
+        srcore.StaticModule(parse_graph(LOCATED, filename="m.ir"), backends=("cpu",))
+    typo = LOCATED.replace("aten::mm(%x, %w)", "aten::mmm(%x, %w)")
+    with pytest.raises(srcore.UnsupportedOpError, match=r"(?s)aten::mmm with dtypes \(float32\)  # m.ir:3:3\n"
+                                                        r".*no op 'aten::mmm' is declared.*did you mean aten::mm"):
+        srcore.StaticModule(parse_graph(typo, filename="m.ir"), backends=("cpu",))
+    # a kernel failing at run time names the line too
+    bad = """graph(%x : Float(batch, 3), %i : Long(2)):
+  %one : int = prim::Constant[value=1]()
+  %y : Tensor = aten::index_select(%x, %one, %i)
+  return (%y)
+"""
+    sm = srcore.StaticModule(parse_graph(bad, filename="idx.ir"), backends=("cpu",))
+    with pytest.raises(srcore.KernelError, match=r"idx.ir:3:3"):
+        sm(np.ones((2, 3), np.float32), np.array([0, 7]))
+
+
+def test_srm_graphs_carry_no_text_positions(tmp_path):
+    import srcore
+    from srcore.model import Model
+
+    path = tmp_path / "m.srm"
+    srcore.save(Model.from_graph(parse_graph(LOCATED.replace("Float(4, 5)", "Float(3, 5)"))), str(path))
+    mm, relu = srcore.load(str(path)).graph.nodes
+    assert mm.source is None and str(relu.source) == "model.py:12:4"

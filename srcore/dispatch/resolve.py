@@ -199,6 +199,24 @@ def _alternatives(op: str, dts: tuple[str, ...], table: KernelTable, backends: S
     return tuple(dict.fromkeys(lines))
 
 
+def _schema_problem(node, table: KernelTable) -> str:
+    """Why ``node`` has no schema: an op nobody declares (with the closest declared name), or
+    inputs that fit none of its overloads."""
+    registry = getattr(table, "schemas", None)
+    if registry is None or not hasattr(registry, "overloads"):
+        return "no schema is known for this op"
+    overloads = registry.overloads(node.kind)
+    if overloads:
+        return (f"its {len(node.inputs)} input(s) and {len(node.outputs)} output(s) fit none of the "
+                f"{len(overloads)} declared overload(s) (srcore list-ops --op '{node.kind}' lists them)")
+    import difflib
+
+    names = sorted({q.split(".", 1)[0] for q in registry.names()})
+    close = difflib.get_close_matches(node.kind, names, n=3)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    return f"no op {node.kind!r} is declared by srcore or any installed plugin{hint}"
+
+
 def _walk(block):
     for n in block.nodes:
         yield n
@@ -235,8 +253,11 @@ def resolve_graph(graph, table: KernelTable, backends: Sequence[str] = ("cpu",),
         schema = node_schema(node, table)
         op = node_op(node, schema)
         dts = dispatch_dtypes(node)
+        alts = _alternatives(op, dts, table, backends)
+        if schema is None:
+            alts = (_schema_problem(node, table), *alts)
         missing.append(Unsupported(node, op, str(schema) if schema is not None else node.kind, dts,
-                                   _source(node), _alternatives(op, dts, table, backends)))
+                                   _source(node), alts))
     if missing:
         head = (f"{len(missing)} node(s) have no kernel on backend(s) {', '.join(backends)}:")
         hint = "hint: install or enable a plugin that provides them (srcore list-ops shows what is installed)"

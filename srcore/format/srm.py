@@ -55,7 +55,7 @@ def save(model: Model, path: str | os.PathLike, *, producer: str | None = None) 
     try:  # never write a file that load() would reject
         from ..ir.parser import parse_graph
 
-        parse_graph(text, params=params)
+        parse_graph(text, params=params, locate=False)
     except SrcoreError as exc:
         raise SrcoreError(f"cannot save {os.fspath(path)}: the graph's IR text does not parse back: {exc}") from exc
     data_hash = hashlib.sha256()
@@ -126,7 +126,7 @@ def _parse(c: Container, text: str, params):
     from ..ir.parser import parse_graph
 
     try:
-        return parse_graph(text, params=params)
+        return parse_graph(text, params=params, locate=False)
     except SrcoreError as exc:
         c.fail(f"the graph does not parse: {exc}")
     except Exception as exc:  # a parser bug must still surface as a format problem of this file

@@ -23,11 +23,16 @@ RETURN = "prim::Return"
 
 @attrs.frozen
 class SourceLocation:
-    """Where a node came from (``# file:line:col`` in IR text)."""
+    """Where a node came from (``# file:line:col`` in IR text).
+
+    ``in_text``: not a source comment but the node's own position in the IR text it was
+    parsed from (nodes without a comment): errors name it, the printer does not write it.
+    """
 
     file: str
     line: int | None = None
     col: int | None = None
+    in_text: bool = attrs.field(default=False, eq=False, repr=False)
 
     def __str__(self) -> str:
         s = self.file

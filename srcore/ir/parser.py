@@ -28,16 +28,22 @@ _SCOPE = re.compile(r"[^#\n]*")
 
 
 def parse_graph(text: str, params: Mapping[str, Any] | None = None, *,
-                filename: str | None = None) -> Graph:
+                filename: str | None = None, locate: bool = True) -> Graph:
     """Parse IR text into a Graph.
 
     ``params`` maps parameter names to numpy arrays: ``prim::Constant[param="w"]()``
     gets ``attrs["value"] = params["w"]`` (a name missing from ``params`` is an
     error). Without ``params`` such constants keep only their name.
+
+    A node without a ``# file:line:col`` comment gets its own position in ``text``
+    (``filename``, or ``<ir>``) as its source, so later errors (shapes, kernels) point
+    at the line; ``locate=False`` leaves such nodes without a source.
     """
     if not isinstance(text, str):
         raise TypeError(f"parse_graph expects str, not {type(text).__name__}")
-    return _Parser(text, params, filename).parse()
+    p = _Parser(text, params, filename)
+    p.locate = locate
+    return p.parse()
 
 
 class _Parser(TypeSyntax):
@@ -49,6 +55,7 @@ class _Parser(TypeSyntax):
         self.scopes: list[dict[str, Value]] = [{}]
         self.defined: set[str] = set()
         self.depth = 0
+        self.locate = False
 
     # -- graph ----------------------------------------------------------------------
     def parse(self) -> Graph:
@@ -60,7 +67,9 @@ class _Parser(TypeSyntax):
             self.lx.next()
             ktok = self.expect("IDENT", "the kind of the nodes that run this subgraph")
             self.expect("=")
-            sub = _Parser("", self.params, None, lexer=self.lx).graph_def()
+            subparser = _Parser("", self.params, None, lexer=self.lx)
+            subparser.locate = self.locate
+            sub = subparser.graph_def()
             users = [n for h in graphs for n in h.all_nodes() if n.kind == ktok.text]
             if not users:
                 raise self.lx.error(f"no {ktok.text} node uses this subgraph", ktok)
@@ -156,6 +165,7 @@ class _Parser(TypeSyntax):
 
     def node(self, block: Block) -> None:
         outs: list[tuple[str, Type, Token]] = []
+        start = self.peek().pos
         if self.peek().kind == "VALUE":
             while True:
                 tok = self.expect("VALUE")
@@ -184,6 +194,8 @@ class _Parser(TypeSyntax):
         c = self.accept("COMMENT")
         if c is not None:
             n.source = parse_source_location(c.text)
+        if n.source is None and self.locate:
+            n.source = SourceLocation(self.lx.filename or "<ir>", *self.lx.line_col(start), in_text=True)
         self.end_of_line()
         block.append(n)
         # blocks follow on the next lines

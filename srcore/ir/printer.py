@@ -126,7 +126,7 @@ def _print_node(n: Node, names: dict[int, str], depth: int, lines: list[str]) ->
     lhs = f"{outs} = " if outs else "= "
     args = ", ".join("%" + _name(v, names) for v in n.inputs)
     line = f"{ind}{lhs}{n.kind}{_attrs(n)}({args})"
-    if n.source is not None:
+    if n.source is not None and not n.source.in_text:   # a text position is the text's own
         line += f" # {n.source}"
     lines.append(line)
     for i, b in enumerate(n.blocks):
