@@ -425,3 +425,16 @@ def test_an_unknown_backend_is_named_with_the_installed_ones():
         chain_module(srcore.Options(), backends=("trt-like", "cpu"))
     with pytest.raises(ValueError):   # also a ValueError, like a bad input
         chain_module(srcore.Options(backends=("gpu",)))
+
+
+@pytest.mark.parametrize("size", [0, -1, 2.5, "2", True, None])
+def test_runtime_pool_size_must_be_a_whole_number_of_runtimes(size):
+    with pytest.raises(srcore.SrcoreError, match="RuntimePool size must be a whole number >= 1, got "):
+        srcore.RuntimePool(chain_module(srcore.Options()), size=size)
+
+
+def test_runtime_pool_takes_a_numpy_integer_size():
+    pool = srcore.RuntimePool(chain_module(srcore.Options()), size=np.int64(2))
+    assert pool.size == 2 and type(pool.size) is int
+    x = np.ones((2, 64), np.float32)
+    np.testing.assert_allclose(pool.run(x), chain_ref(x), rtol=1e-5, atol=1e-6)

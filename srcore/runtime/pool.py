@@ -1,6 +1,7 @@
 """``RuntimePool``: thread-safe inference with one runtime per concurrent caller (the seed's Mode 2)."""
 from __future__ import annotations
 
+import operator
 import queue
 import threading
 
@@ -14,10 +15,15 @@ class RuntimePool:
     """
 
     def __init__(self, module, size: int = 8):
-        if size < 1:
+        try:
+            n = None if isinstance(size, bool) else operator.index(size)   # ints, numpy ints
+        except TypeError:
+            n = None
+        if n is None or n < 1:
             from ..errors import SrcoreError
 
-            raise SrcoreError(f"RuntimePool size must be >= 1, got {size}")
+            raise SrcoreError(f"RuntimePool size must be a whole number >= 1, got {size!r}")
+        size = n
         self.module = module
         self.size = size
         self._free: queue.LifoQueue = queue.LifoQueue()
