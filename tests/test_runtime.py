@@ -438,3 +438,13 @@ def test_runtime_pool_takes_a_numpy_integer_size():
     assert pool.size == 2 and type(pool.size) is int
     x = np.ones((2, 64), np.float32)
     np.testing.assert_allclose(pool.run(x), chain_ref(x), rtol=1e-5, atol=1e-6)
+
+
+def test_options_take_one_backend_name_as_a_string_and_refuse_nonsense():
+    assert srcore.Options(backends="cpu").backends == ("cpu",)
+    assert chain_module(srcore.Options(), backends="cpu").options.backends == ("cpu",)
+    assert srcore.Options(engine_fallback_ops="aten::relu").engine_fallback_ops == ("aten::relu",)
+    for bad in (dict(backends=()), dict(backends=["cpu", None]), dict(engine_fallback_ops=[1]),
+                dict(engine_min_block_size=0), dict(engine_min_block_size="3")):
+        with pytest.raises(srcore.SrcoreError, match=f"Options.{next(iter(bad))}="):
+            srcore.Options(**bad)

@@ -18,6 +18,27 @@ def _one_of(choices):
     return check
 
 
+def _names(value) -> tuple:
+    """Names as a tuple; one string is one name (``backends="cpu"``), not its letters."""
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def _all_str(inst, attribute, value):
+    if not value and attribute.name == "backends" or not all(isinstance(v, str) and v for v in value):
+        from ..errors import SrcoreError
+
+        raise SrcoreError(f"Options.{attribute.name}={value!r}: expected one or more names (strings)"
+                          if attribute.name == "backends" else
+                          f"Options.{attribute.name}={value!r}: expected names (strings)")
+
+
+def _positive_int(inst, attribute, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        from ..errors import SrcoreError
+
+        raise SrcoreError(f"Options.{attribute.name}={value!r}: expected a whole number >= 1")
+
+
 def _items(value) -> tuple:
     """A mapping (or pairs) as sorted ``(key, value)`` pairs: Options stay hashable."""
     return tuple(sorted(dict(value).items()))
@@ -82,8 +103,8 @@ class Options:
                                 validator=_one_of(_EXECUTORS))
     check_inputs: bool = True
     optimize: bool = True
-    backends: tuple[str, ...] = attrs.field(default=("cpu",), converter=tuple)
-    engine_min_block_size: int = 3
-    engine_fallback_ops: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    backends: tuple[str, ...] = attrs.field(default=("cpu",), converter=_names, validator=_all_str)
+    engine_min_block_size: int = attrs.field(default=3, validator=_positive_int)
+    engine_fallback_ops: tuple[str, ...] = attrs.field(default=(), converter=_names, validator=_all_str)
     require_full_compilation: bool = False
     engine_options: tuple[tuple[str, object], ...] = attrs.field(default=(), converter=_items)

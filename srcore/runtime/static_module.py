@@ -57,7 +57,7 @@ class StaticModule:
         clock = _StageClock()
         options = options or Options()
         if backends is not None:
-            options = attrs.evolve(options, backends=tuple(backends))
+            options = attrs.evolve(options, backends=backends)
         self.options = options
         self.model = model
         graph, specs, names = _unpack(model)
