@@ -360,3 +360,16 @@ def test_a_module_with_an_overloaded_forward_gets_a_conversion_error():
     """nn.LSTM's scripted forward is two overloads: a ConversionError that says so and how to wrap it."""
     with pytest.raises(srcore.ConversionError, match=r"overloaded \(forward__0, forward__1\).*wrap it"):
         srcore.from_torchscript(torch.nn.LSTM(4, 3))
+
+
+def test_example_inputs_count_is_checked_and_numpy_examples_fix_the_specs():
+    torch.manual_seed(0)
+    m = torch.nn.Linear(4, 2).eval()
+    x = torch.randn(3, 4)
+    with pytest.raises(srcore.ConversionError, match=r"2 example inputs for a model that takes 1 \(input\)"):
+        srcore.from_torchscript(torch.jit.script(m), (x, x))
+    model = srcore.from_torchscript(torch.jit.script(m), (x.numpy(),))
+    assert [(s.name, s.dtype, s.shape) for s in model.input_specs] == [("input", "float32", (3, 4))]
+    with torch.no_grad():
+        want = m(x).numpy()
+    np.testing.assert_allclose(srcore.StaticModule(model)(x.numpy()), want, rtol=1e-6, atol=1e-6)

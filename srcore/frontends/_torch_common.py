@@ -142,11 +142,16 @@ def input_specs(names: Sequence[str], example_inputs, graph_types: Sequence[Type
     unknown = set(dynamic_dims) - set(names)
     if unknown:
         raise ConversionError(f"dynamic_dims names unknown inputs {sorted(unknown)} (inputs: {list(names)})")
+    if example_inputs is not None and len(example_inputs) > len(names):
+        raise ConversionError(f"{len(example_inputs)} example inputs for a model that takes {len(names)} "
+                              f"({', '.join(names)})")
     specs = []
     for i, name in enumerate(names):
         ex = example_inputs[i] if example_inputs is not None and i < len(example_inputs) else None
         t = graph_types[i]
-        if isinstance(ex, torch.Tensor):
+        if isinstance(ex, np.ndarray):   # a numpy example stands for the tensor it would become
+            spec = InputSpec(name, str(ex.dtype), tuple(int(d) for d in ex.shape))
+        elif isinstance(ex, torch.Tensor):
             spec = InputSpec(name, np_dtype_name(ex.dtype), tuple(int(d) for d in ex.shape))
         elif isinstance(t, TensorType):
             spec = InputSpec(name, t.dtype, t.shape)
