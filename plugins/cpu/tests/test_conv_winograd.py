@@ -310,3 +310,35 @@ def test_im2col_in_row_chunks_matches_torch(monkeypatch, stride, dilation, group
     w1 = rng.standard_normal((6, 4, 3)).astype(np.float32)
     np.testing.assert_allclose(K.conv1d(x1, w1, None, 2, 1), F.conv1d(torch.from_numpy(x1), torch.from_numpy(w1),
                                                                       None, 2, 1).numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("m", TILES)
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_nan_or_inf_input_keeps_the_other_outputs_of_its_tiles(algo, m, bad):
+    # Winograd would spread one non-finite value over its whole tile: such inputs run im2col
+    algo(m)
+    r = np.random.default_rng(7)
+    x = r.standard_normal((1, 4, 12, 12)).astype(np.float32)
+    x[0, 1, 5, 6] = bad
+    w = r.standard_normal((3, 4, 3, 3)).astype(np.float32)
+    b = r.standard_normal(3).astype(np.float32)
+    fn = K.conv2d_matcher(node("aten::conv2d", input="<var>", weight=w, bias=b, stride=[1, 1], padding=[1, 1],
+                               dilation=[1, 1], groups=1)).fn
+    ref = _ref(x, w, b, 1)
+    got = fn(x)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
+    finite = np.isfinite(ref)
+    assert finite.sum() > ref.size // 2
+    np.testing.assert_allclose(got[finite], ref[finite], rtol=1e-5, atol=1e-5)
+    x[0, 1, 5, 6] = 0.0   # the same kernel still takes Winograd on finite inputs
+    np.testing.assert_allclose(fn(x), _ref(x, w, b, 1), rtol=0, atol=1e-4)
+
+
+def test_all_finite_sees_nan_and_both_infinities():
+    x = np.zeros((2, 3, 4, 4), np.float32)
+    assert WG.all_finite(x) and WG.all_finite(x[:0])
+    for bad in (np.nan, np.inf, -np.inf):
+        y = x.copy()
+        y[1, 2, 3, 0] = bad
+        assert not WG.all_finite(y)

@@ -199,7 +199,8 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
             if fn is not None:
                 return fn(input, out)
         if (wino and input.ndim == 4 and input.dtype == w.dtype and input.shape[1] == C
-                and (out is None or (out.dtype == w.dtype and out.flags.c_contiguous))):
+                and (out is None or (out.dtype == w.dtype and out.flags.c_contiguous))
+                and _wg.all_finite(input)):
             m, gw = by_shape.get(input.shape) or winograd_for(input.shape)
             if m:
                 if out is None:
