@@ -47,8 +47,9 @@ class StaticModule:
 
     ``StaticModule(model, options=Options(...), backends=("cpu",))`` accepts a
     :class:`srcore.Model`, or a :class:`srcore.ir.Graph` (whose input types act as
-    input specs). ``sm(x)`` runs on one cached runtime (not thread-safe: use
-    ``sm.runtime()`` per thread, or :class:`srcore.RuntimePool`).
+    input specs). ``sm(x)`` runs on the calling thread's own cached runtime, so it is
+    safe from any thread (each thread gets its own arena); :class:`srcore.RuntimePool`
+    bounds how many exist.
     """
 
     def __init__(self, model: Any, options: Options | None = None, backends: Sequence[str] | None = None,
@@ -114,7 +115,7 @@ class StaticModule:
 
             self._codegen = generate(self)
             clock.stage("codegen")
-        self._runtime = None
+        self._local = threading.local()   # this thread's runtime (sm(x), sm.runtime())
         self.setup_time = time.perf_counter() - t0
         #: seconds spent in each load stage (plugins, schemas, passes, shapes, [partition,] dispatch, process,
         #: codegen)
@@ -122,16 +123,21 @@ class StaticModule:
 
     # -- runtimes ------------------------------------------------------------------------
     def runtime(self):
-        """The cached runtime that ``__call__`` uses (created on first use)."""
-        if self._runtime is None:
+        """The calling thread's cached runtime, the one ``sm(x)`` uses here (created on first use)."""
+        rt = getattr(self._local, "rt", None)
+        if rt is None:
             from .static_runtime import StaticRuntime
 
-            self._runtime = StaticRuntime(self)
-        return self._runtime
+            rt = self._local.rt = StaticRuntime(self)
+        return rt
 
     def __call__(self, *args, **kwargs):
-        """Run the model on the cached runtime (not thread-safe)."""
-        return self.runtime()(*args, **kwargs)
+        """Run the model on the calling thread's runtime: safe to call from several threads."""
+        try:
+            rt = self._local.rt
+        except AttributeError:
+            rt = self.runtime()
+        return rt(*args, **kwargs)
 
     @property
     def num_nodes(self) -> int:
