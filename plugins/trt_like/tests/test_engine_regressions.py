@@ -77,3 +77,80 @@ def test_a_gemm_over_an_empty_sum_is_zero():
 """, params={"w": np.ones((0, 5), np.float32)})
     assert engine_ops(sm) == ["aten::matmul"], sm.partition.format()
     np.testing.assert_array_equal(sm(np.ones((3, 0), np.float32)), np.zeros((3, 5), np.float32))
+
+
+@pytest.mark.parametrize("node, want", [
+    ("aten::softmax(%x, %d, %n)", lambda x: torch.softmax(x, 0)),
+    ("aten::log_softmax(%x, %d, %n)", lambda x: torch.log_softmax(x, -1)),
+    ("aten::transpose(%x, %d, %d)", lambda x: x.transpose(0, -1)),
+])
+def test_0d_inputs_go_into_engines(node, want):
+    """0-d tensors with dim 0 / -1: the converters took ``dim % 0`` (ZeroDivisionError: fell back;
+    transpose's shape rule raised ShapeError, so the model did not load)."""
+    sm = module(f"""graph(%x : Float()):
+  %d : int = prim::Constant[value=-1]()
+  %n : NoneType = prim::Constant()
+  %r : Tensor = {node}
+  return (%r)
+""")
+    assert engine_ops(sm), sm.partition.format()
+    for v in (2.5, np.inf, np.nan):
+        x = np.array(v, np.float32)
+        np.testing.assert_array_equal(sm(x), want(torch.from_numpy(x)).numpy())
+
+
+def test_0d_mean():
+    sm = module("""graph(%x : Float()):
+  %d : int[] = prim::Constant[value=[0]]()
+  %k : bool = prim::Constant[value=0]()
+  %n : NoneType = prim::Constant()
+  %r : Tensor = aten::mean(%x, %d, %k, %n)
+  return (%r)
+""")
+    assert engine_ops(sm) == ["aten::mean"], sm.partition.format()
+    np.testing.assert_array_equal(sm(np.array(-3.5, np.float32)), np.array(-3.5, np.float32))
+
+
+ADDMM = """graph(%x : Float(3, 4)):
+  %b : Float({bias}) = prim::Constant[param="b"]()
+  %w : Float(4, 5) = prim::Constant[param="w"]()
+  %beta : float = prim::Constant[value={beta}]()
+  %alpha : float = prim::Constant[value={alpha}]()
+  %r : Tensor = aten::addmm(%b, %x, %w, %beta, %alpha)
+  return (%r)
+"""
+
+
+@pytest.mark.parametrize("bias, beta", [((3, 5), 1.0), ((1, 5), 0.5), ((3, 1), 1.0), ((5,), 0.0)])
+def test_addmm_bias_broadcasts_and_beta_0_ignores_it(bias, beta):
+    """addmm's ``self`` is any shape broadcasting to the output: a (M, N) or (1, N) one failed the
+    builder (np.broadcast_to to (N,)); with beta = 0 torch ignores it, NaNs included (we gave NaN)."""
+    rng = np.random.default_rng(0)
+    b = rng.standard_normal(bias).astype(np.float32)
+    b.reshape(-1)[0] = np.nan if beta == 0 else b.reshape(-1)[0]
+    w = rng.standard_normal((4, 5)).astype(np.float32)
+    sm = module(ADDMM.format(bias=", ".join(map(str, bias)), beta=beta, alpha=2.0), params={"b": b, "w": w})
+    assert engine_ops(sm) == ["aten::addmm"], sm.partition.format()
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    want = torch.addmm(torch.from_numpy(b), torch.from_numpy(x), torch.from_numpy(w), beta=beta, alpha=2.0)
+    np.testing.assert_allclose(sm(x), want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("text", [
+    ADDMM.format(bias=5, beta=1.0, alpha=0.0),      # alpha = 0: torch does not read mat1 @ mat2
+    """graph(%x : Float(3, 4), %v : Float(4)):
+  %r : Tensor = aten::matmul(%x, %v)
+  return (%r)
+""",                                                # matrix-vector products run outside engines
+    """graph(%x : Float(2, 6, 6)):
+  %k : int[] = prim::Constant[value=[2, 2]]()
+  %r : Tensor = aten::avg_pool2d(%x, %k)
+  return (%r)
+""",                                                # an unbatched (C, H, W) input: the pool layers are NCHW
+])
+def test_what_engines_cannot_take_is_refused_by_supports(text):
+    """These were accepted by supports() and then refused by the builder (or its conv spec): the
+    answer was right, but the report said 'fallback' with a builder error instead of 'not supported'."""
+    sm = module(text, params={"b": np.ones(5, np.float32), "w": np.ones((4, 5), np.float32)})
+    assert not sm.partition.engines
+    assert [r.reason for r in sm.partition.refused] == ["not supported by trt_like"], sm.partition.format()
