@@ -169,3 +169,22 @@ def test_log_softmax_of_large_values_keeps_its_precision():
     x = np.array([[88.0, 89.0, 90.0], [1e6, 1e6 + 0.5, 1e6 + 1.0]], np.float32)
     want = torch.log_softmax(torch.from_numpy(x).double(), 1).numpy()
     np.testing.assert_allclose(sm(x), want, rtol=4 * 2.0 ** -23, atol=0)
+
+
+@pytest.mark.parametrize("op, x, want", [
+    ("aten::sigmoid(%x)", -100.0, 0.0),             # torch: exp(100) overflows, 1 / inf = 0 (numpy float64: 3.7e-44)
+    ("aten::pow(%x, %e)", -0.0, -np.inf),           # torch: 1 / sqrt(-0.0) = -inf (powf(-0.0, -0.5) = +inf)
+])
+def test_numpy_tactics_follow_torch(op, x, want, monkeypatch):
+    """The numpy tactic of fused pointwise layers (chosen when it times fastest) computed sigmoid and
+    silu in float64 and pow by np.power: not torch's float32 answers at the edges."""
+    from srcore_trt_like import tactics
+    orig = tactics.candidates
+    monkeypatch.setattr(tactics, "candidates", lambda l, n: [c for c in orig(l, n) if c[0] == "numpy"])
+    sm = module(f"""graph(%x : Float(1)):
+  %e : float = prim::Constant[value=-0.5]()
+  %r : Tensor = {op}
+  return (%r)
+""")
+    assert "[numpy]" in sm.partition.engines[0].description
+    np.testing.assert_array_equal(sm(np.array([x], np.float32)), np.array([want], np.float32))
