@@ -188,3 +188,24 @@ def test_numpy_tactics_follow_torch(op, x, want, monkeypatch):
 """)
     assert "[numpy]" in sm.partition.engines[0].description
     np.testing.assert_array_equal(sm(np.array([x], np.float32)), np.array([want], np.float32))
+
+
+def test_winograd_keeps_nan_and_inf_to_their_receptive_field():
+    """Winograd's transforms mix a whole tile: one NaN or inf input made NaN outputs whose receptive
+    field does not hold it; such inputs now take the direct tactic."""
+    from srcore_trt_like.conv import ConvSpec, conv_tactic_builders
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 2, 9, 9)).astype(np.float32)
+    x[0, 0, 1, 1], x[0, 1, 7, 2] = np.nan, np.inf
+    w = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
+    want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), padding=1).numpy()
+    spec = ConvSpec(x.shape, 3, (3, 3), (1, 1), (1, 1), (1, 1), 1, relu=False, residual=False)
+    names = []
+    for name, build in conv_tactic_builders(spec, w, None):
+        y = np.empty_like(want)
+        build()(x, y)
+        names.append(name)
+        np.testing.assert_array_equal(np.isnan(y), np.isnan(want), err_msg=name)
+        np.testing.assert_array_equal(np.isinf(y), np.isinf(want), err_msg=name)
+    assert any(n.startswith("winograd") for n in names)
