@@ -209,3 +209,19 @@ def test_winograd_keeps_nan_and_inf_to_their_receptive_field():
         np.testing.assert_array_equal(np.isnan(y), np.isnan(want), err_msg=name)
         np.testing.assert_array_equal(np.isinf(y), np.isinf(want), err_msg=name)
     assert any(n.startswith("winograd") for n in names)
+
+
+@pytest.mark.parametrize("node", ["aten::clamp(%x, %nan, %one)", "aten::clamp(%x, %none, %nan)",
+                                  "aten::hardtanh(%x, %nan, %one)"])
+def test_a_nan_clamp_bound_makes_nan(node):
+    """torch's clamp is min(max(x, lo), hi) with NaN from either side: a NaN bound gives NaN
+    everywhere; the compiled clamp returned x (or the other bound)."""
+    sm = module(f"""graph(%x : Float(4)):
+  %nan : float = prim::Constant[value=nan]()
+  %one : float = prim::Constant[value=1.0]()
+  %none : NoneType = prim::Constant()
+  %r : Tensor = {node}
+  return (%r)
+""", engine_options={"timing": False})
+    assert "[numba]" in sm.partition.engines[0].description
+    assert np.isnan(sm(np.array([-2.0, 0.0, 0.5, 3.0], np.float32))).all()
