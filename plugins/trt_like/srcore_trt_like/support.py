@@ -99,6 +99,9 @@ def _op_specific(node: NodeInfo) -> bool:
         a, b = node.args[0], node.args[1]
         return len(a.type.shape) >= 2 and len(b.type.shape) >= 2 or \
             (b.is_constant and len(b.type.shape) == 2 and len(a.type.shape) >= 1)
+    if op in ("aten::gelu", "srcore::linear_gelu"):
+        # another approximation is an error torch raises: the cpu kernel raises it (the engine computed erf's)
+        return node.const("approximate", "none") in ("none", "tanh")
     if op == "aten::addmm":
         # alpha == 0: torch does not read mat1 @ mat2 (its NaNs and infinities do not reach the result)
         return node.const("alpha", 1) != 0

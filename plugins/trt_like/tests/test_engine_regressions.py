@@ -225,3 +225,15 @@ def test_a_nan_clamp_bound_makes_nan(node):
 """, engine_options={"timing": False})
     assert "[numba]" in sm.partition.engines[0].description
     assert np.isnan(sm(np.array([-2.0, 0.0, 0.5, 3.0], np.float32))).all()
+
+
+def test_gelu_with_an_unknown_approximation_is_an_error_naming_the_node():
+    """``approximate="sigmoid"`` is an error in torch; the engine computed the exact gelu instead."""
+    sm = module("""graph(%x : Float(2, 3)):
+  %a : str = prim::Constant[value="sigmoid"]()
+  %r : Tensor = aten::gelu(%x, %a)
+  return (%r)
+""")
+    assert not sm.partition.engines, sm.partition.format()
+    with pytest.raises(srcore.SrcoreError, match="aten::gelu"):
+        sm(np.ones((2, 3), np.float32))
