@@ -361,7 +361,8 @@ def unary_cases() -> list[Case]:
         ("aten::leaky_relu", [(), (0.2,), (-1.5,), (0,)], EXACT),
         ("aten::elu", [(), (0.5,), (1.0, 2.0), (1.5, 1.0, 0.5), (1, 1, 1)], TRANSCENDENTAL_COMPOSITE),
         ("aten::softplus", [(), (2.0,), (0.5, 5.0), (1, 1), (-1.0, 20.0)], TRANSCENDENTAL_COMPOSITE),
-        ("aten::pow.Tensor_Scalar", [(e,) for e in (0, 1, 2, 3, 0.5, -0.5, -1, -2, 2.5, 4, -3, 0.0, 1.0, 3.0)],
+        ("aten::pow.Tensor_Scalar", [(e,) for e in (0, 1, 2, 3, 0.5, -0.5, -1, -2, 2.5, 4, -3, 0.0, 1.0, 3.0, np.nan,
+                                                    np.inf, -np.inf, 1e-45)],
          Tol(5)),
     ]
     for op, variants, tol in params:
@@ -532,6 +533,9 @@ def reduction_cases() -> list[Case]:
                         scale=_ln_scale))
     out.append(Case("layer_norm-specials", "aten::layer_norm", (tin((4, 6), 3), [6], None, None, 1e-5, True),
                     Tol(32, 32), scale=_ln_scale))
+    rows = np.array([[1, 1, 1, 1], [np.inf, 0, 1, 2], [1e30, -1e30, 0, 1], [1e-30, 1e-30, 0, 0]], np.float32)
+    out.append(Case("layer_norm-eps0-constant-rows", "aten::layer_norm", (In(rows), [4], None, None, 0.0, True),
+                    Tol(32, 32), scale=_ln_scale))
     return out
 
 
@@ -688,6 +692,7 @@ def bad_input_cases() -> list[Case]:
         Case("conv-channels", "aten::conv2d", (tin((1, 3, 5, 5), 1), Param(data((2, 4, 3, 3), 2)), None, [1, 1],
                                               [0, 0], [1, 1], 1), error=True),
         Case("layer_norm-shape", "aten::layer_norm", (tin((2, 3), 1), [4], None, None, 1e-5, True), error=True),
+        Case("gelu-bad-approximate", "aten::gelu", (tin((2, 3), 1), "sigmoid"), error=True),
     ]
 
 
