@@ -237,3 +237,28 @@ def test_gelu_with_an_unknown_approximation_is_an_error_naming_the_node():
     assert not sm.partition.engines, sm.partition.format()
     with pytest.raises(srcore.SrcoreError, match="aten::gelu"):
         sm(np.ones((2, 3), np.float32))
+
+
+@pytest.mark.parametrize("node, consts", [
+    ("aten::avg_pool2d(%x, %k, %k, %z, %f, %t, %zero)", "%k : int[] = prim::Constant[value=[2, 2]]()"),
+    ("aten::avg_pool2d(%x, %k, %s, %z, %f, %t, %n)", "%k : int[] = prim::Constant[value=[0, 2]]()"),
+    ("aten::max_pool2d(%x, %k, %z, %z, %s, %f)", "%k : int[] = prim::Constant[value=[2, 2]]()"),
+    ("aten::dropout(%x, %p, %f)", "%k : int[] = prim::Constant[value=[2, 2]]()"),
+])
+def test_invalid_pool_and_dropout_arguments_are_errors_naming_the_node(node, consts):
+    """A zero divisor_override, kernel size or stride, or a dropout probability outside [0, 1], are
+    errors in torch; engines and the cpu kernels computed inf/NaN windows or the input."""
+    text = f"""graph(%x : Float(1, 1, 4, 4)):
+  {consts}
+  %s : int[] = prim::Constant[value=[1, 1]]()
+  %z : int[] = prim::Constant[value=[0, 0]]()
+  %f : bool = prim::Constant[value=0]()
+  %t : bool = prim::Constant[value=1]()
+  %zero : int = prim::Constant[value=0]()
+  %p : float = prim::Constant[value=1.5]()
+  %n : NoneType = prim::Constant()
+  %r : Tensor = {node}
+  return (%r)
+"""
+    with pytest.raises(srcore.SrcoreError, match=node.split("(")[0]):
+        module(text)(np.ones((1, 1, 4, 4), np.float32))
