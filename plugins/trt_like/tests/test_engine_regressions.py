@@ -262,3 +262,20 @@ def test_invalid_pool_and_dropout_arguments_are_errors_naming_the_node(node, con
 """
     with pytest.raises(srcore.SrcoreError, match=node.split("(")[0]):
         module(text)(np.ones((1, 1, 4, 4), np.float32))
+
+
+def test_byte_swapped_float32_inputs():
+    """A big-endian float32 array passes the runtime's dtype check; the engine handed it to kernels
+    compiled for native float32 (KernelError) while the cpu kernels took it."""
+    sm = module("""graph(%x : Float(2, 3), %y : Float(3)):
+  %a : Tensor = aten::mul(%x, %y)
+  %d : int = prim::Constant[value=1]()
+  %n : NoneType = prim::Constant()
+  %s : Tensor = aten::softmax(%a, %d, %n)
+  return (%s)
+""")
+    assert engine_ops(sm) == ["aten::mul", "aten::softmax"], sm.partition.format()
+    x = np.arange(6, dtype=">f4").reshape(2, 3)
+    y = np.array([1.0, -2.0, 0.5], ">f4")
+    want = torch.softmax(torch.from_numpy(x.astype(np.float32) * y.astype(np.float32)), 1).numpy()
+    np.testing.assert_allclose(sm(x, y), want, rtol=1e-6, atol=0)
