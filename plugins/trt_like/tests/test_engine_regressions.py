@@ -265,8 +265,9 @@ def test_invalid_pool_and_dropout_arguments_are_errors_naming_the_node(node, con
 
 
 def test_byte_swapped_float32_inputs():
-    """A big-endian float32 array passes the runtime's dtype check; the engine handed it to kernels
-    compiled for native float32 (KernelError) while the cpu kernels took it."""
+    """A big-endian float32 array passes the runtime's dtype check once a native call has made the
+    signature (its key is the dtype number, the same for both byte orders); the engine then handed
+    it to kernels compiled for native float32 (KernelError) while the cpu kernels took it."""
     sm = module("""graph(%x : Float(2, 3), %y : Float(3)):
   %a : Tensor = aten::mul(%x, %y)
   %d : int = prim::Constant[value=1]()
@@ -275,6 +276,7 @@ def test_byte_swapped_float32_inputs():
   return (%s)
 """)
     assert engine_ops(sm) == ["aten::mul", "aten::softmax"], sm.partition.format()
+    sm(np.ones((2, 3), np.float32), np.ones(3, np.float32))
     x = np.arange(6, dtype=">f4").reshape(2, 3)
     y = np.array([1.0, -2.0, 0.5], ">f4")
     want = torch.softmax(torch.from_numpy(x.astype(np.float32) * y.astype(np.float32)), 1).numpy()
