@@ -169,8 +169,8 @@ def graph_text(calls: list[Call], pre: str | None = None, post: str | None = Non
 PREV = object()
 
 
-def module(text, params, tactic_mode: str = "first", **options) -> srcore.StaticModule:
-    engine_options = {"timing": False}
+def module(text, params, tactic_mode: str = "first", fusion: bool = True, **options) -> srcore.StaticModule:
+    engine_options = {"timing": False, "fusion": fusion}
     opts = srcore.Options(backends=TRT, engine_min_block_size=1, engine_options=engine_options,
                           **options)
     if tactic_mode == "numpy":
@@ -879,7 +879,8 @@ def _as_tuple(r):
 @given(dags())
 def test_random_pointwise_dags(dag):
     """Every node is an output: each is checked against torch on the engine's own operand values;
-    then the same graph returning a subset of the nodes gives bitwise the same values."""
+    then the same graph returning a subset of the nodes, and with fusion off (a kernel per op, the
+    intermediates in the plan's arena), gives bitwise the same values."""
     shapes, nodes, keep, seed = dag
     ins = [data(s, seed + i) for i, s in enumerate(shapes)]
     every = list(range(len(nodes)))
@@ -902,6 +903,11 @@ def test_random_pointwise_dags(dag):
         sub = _as_tuple(part(*ins))
     for k, y in zip(keep, sub):
         np.testing.assert_array_equal(y, got[k], err_msg=f"node {k} as one of outputs {keep}")
+    unfused = module(dag_text(shapes, nodes, keep), {}, fusion=False, optimize=False)
+    with np.errstate(all="ignore"):
+        sub = _as_tuple(unfused(*ins))
+    for k, y in zip(keep, sub):
+        np.testing.assert_array_equal(y, got[k], err_msg=f"node {k} without fusion")
 
 
 # -- partitioning: in-place writes, views, several outputs -----------------------------------------------
