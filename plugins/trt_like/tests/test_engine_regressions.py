@@ -281,3 +281,31 @@ def test_byte_swapped_float32_inputs():
     y = np.array([1.0, -2.0, 0.5], ">f4")
     want = torch.softmax(torch.from_numpy(x.astype(np.float32) * y.astype(np.float32)), 1).numpy()
     np.testing.assert_allclose(sm(x, y), want, rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("node, want", [
+    ("aten::view(%w, %s)", lambda w: w.reshape(6)),
+    ("aten::transpose(%w, %zero, %one)", lambda w: w.T),
+    ("aten::softmax(%w, %one, %none)", lambda w: torch.softmax(torch.from_numpy(w), 1).numpy()),
+])
+def test_layout_and_reduction_layers_read_constant_tensors(node, want):
+    """A view, transpose or softmax of a parameter: the converters looked the constant up as an
+    engine tensor and the builder failed ("internal: value %w has no engine tensor")."""
+    w = np.arange(6, dtype=np.float32).reshape(2, 3) - 3
+    sm = module(f"""graph(%x : Float(2, 3)):
+  %w : Float(2, 3) = prim::Constant[param="w"]()
+  %s : int[] = prim::Constant[value=[6]]()
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %none : NoneType = prim::Constant()
+  %y : Tensor = {node}
+  %r : Tensor = aten::relu(%y)
+  %c : Tensor = aten::cumsum(%x, %one, %none)
+  return (%r, %y, %c)
+""", params={"w": w})
+    assert engine_ops(sm) == [node.split("(")[0], "aten::relu"], sm.partition.format()
+    r, y, _ = sm(np.ones((2, 3), np.float32))
+    np.testing.assert_allclose(y, want(w), rtol=1e-6)
+    np.testing.assert_allclose(r, np.maximum(want(w), 0), rtol=1e-6)
+    y[...] = 100      # the engine returns copies: the parameter is untouched
+    np.testing.assert_allclose(sm(np.ones((2, 3), np.float32))[1], want(w), rtol=1e-6)
