@@ -1061,3 +1061,117 @@ def test_conv_relu_max_pool_fused(kernel, stride, pad, ceil):
     scale = torch.nn.functional.max_pool2d(torch.nn.functional.conv2d(tx.abs(), tw.abs(), padding=1), kernel, stride,
                                            pad, ceil_mode=ceil)
     assert_close(sm(x), want.numpy(), Tol(56, 56), scale.numpy(), "conv -> relu -> max_pool")
+
+
+# -- random graphs mixing pointwise, layout and reduction layers (the plan: views, arena, copies) ---------
+def _layout_node(draw, shape):
+    """A layout or reduction node on a value of ``shape``: (kind, extra constants, tol, torch fn, out shape)
+    or None when none applies."""
+    nd = len(shape)
+    options = ["flatten", "reshape", "contiguous"]
+    if nd >= 2:
+        options += ["transpose", "permute"]
+    if nd >= 1:
+        options += ["slice", "softmax", "mean"]
+        if shape[0] > 0:
+            options += ["select"]
+    which = draw(st.sampled_from(options))
+    if which == "flatten":
+        return "aten::flatten", (0, -1), EXACT, lambda t: t.flatten(0, -1), (int(np.prod(shape)),)
+    if which == "reshape":
+        return "aten::reshape", ([-1, 1],), EXACT, lambda t: t.reshape(-1, 1), (int(np.prod(shape)), 1)
+    if which == "contiguous":
+        return "aten::contiguous", (0,), EXACT, lambda t: t.contiguous(), shape
+    if which == "transpose":
+        d0, d1 = draw(st.integers(-nd, nd - 1)), draw(st.integers(-nd, nd - 1))
+        out = list(shape)
+        out[d0], out[d1] = out[d1], out[d0]
+        return "aten::transpose", (d0, d1), EXACT, lambda t: t.transpose(d0, d1), tuple(out)
+    if which == "permute":
+        perm = draw(st.permutations(range(nd)))
+        return "aten::permute", (list(perm),), EXACT, lambda t: t.permute(perm), tuple(shape[p] for p in perm)
+    dim = draw(st.integers(-nd, nd - 1))
+    if which == "slice":
+        start, step = draw(st.integers(0, 2)), draw(st.integers(1, 2))
+        out = list(shape)
+        out[dim] = len(range(*slice(start, None, step).indices(shape[dim])))
+        return ("aten::slice", (dim, start, None, step), EXACT,
+                lambda t: torch.ops.aten.slice.Tensor(t, dim, start, None, step), tuple(out))
+    if which == "select":
+        return "aten::select", (0, 0), EXACT, lambda t: t.select(0, 0), tuple(shape[1:])
+    m = max(shape[dim], 1)
+    if which == "softmax":
+        return "aten::softmax", (dim, None), Tol(2 * (m + 4)), lambda t: torch.softmax(t, dim), shape
+    out = list(shape)
+    out[dim] = 1
+    return ("aten::mean", ([dim], True, None), Tol(m + 2, m + 2), lambda t: torch.mean(t, [dim], keepdim=True),
+            tuple(out))
+
+
+@st.composite
+def mixed_graphs(draw):
+    base = draw(st.sampled_from([(2, 3, 4), (3, 5), (4, 1, 6), (1, 40)]))
+    shapes = [base]
+    nodes = []   # (kind, operand indices, extra, tol, torch fn)
+    for _ in range(draw(st.integers(2, 7))):
+        k = draw(st.integers(0, len(shapes) - 1))
+        kind = draw(st.sampled_from(["pointwise", "binary", "layout"]))
+        if kind == "layout":
+            spec = _layout_node(draw, shapes[k])
+            if spec is not None:
+                kind_, extra, tol, fn, out = spec
+                nodes.append((kind_, (k,), extra, tol, fn))
+                shapes.append(out)
+                continue
+        if kind == "binary":
+            j = draw(st.integers(0, len(shapes) - 1))
+            try:
+                out = tuple(np.broadcast_shapes(shapes[k], shapes[j]))
+            except ValueError:
+                out = None
+            if out is not None:
+                op, extra, tol = draw(st.sampled_from(DAG_BINARY))
+                nodes.append((op, (k, j), extra, tol, None))
+                shapes.append(out)
+                continue
+        op, extra, tol = draw(st.sampled_from(DAG_UNARY))
+        nodes.append((op, (k,), extra, tol, None))
+        shapes.append(shapes[k])
+    keep = draw(st.lists(st.integers(0, len(nodes) - 1), max_size=3))
+    return base, nodes, sorted(set(keep) | {len(nodes) - 1}), draw(st.integers(0, 2 ** 16))
+
+
+@settings(max_examples=300 if EXHAUSTIVE else 12, deadline=None, derandomize=not EXHAUSTIVE,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(mixed_graphs())
+def test_random_mixed_graphs(graph):
+    """As the pointwise DAGs, with layout layers (views and copies in the plan) and reductions
+    between them: every node against torch on the engine's operands, then a subset of outputs and
+    fusion off bitwise the same."""
+    base, nodes, keep, seed = graph
+    x = data(base, seed)
+    dag = [(kind, ops, extra, tol) for kind, ops, extra, tol, _ in nodes]
+    sm = module(dag_text([base], dag, list(range(len(nodes)))), {}, optimize=False)
+    assert len(engine_ops(sm)) == len(nodes), sm.partition.format()
+    with np.errstate(all="ignore"):
+        got = _as_tuple(sm(x))
+    values = [x] + list(got)
+    for k, (kind, ops, extra, tol, fn) in enumerate(nodes):
+        operands = [torch.from_numpy(np.array(values[o])) for o in ops]
+        if fn is not None:
+            want = fn(*operands).numpy()
+            scale = abs_op(fn)(In(np.array(values[ops[0]]))) if kind == "aten::mean" else None
+        else:
+            want = _torch_node(kind, operands, extra).numpy()
+            scale = np.zeros(want.shape)
+            for v in operands:
+                scale = np.maximum(scale, np.abs(v.numpy().astype(np.float64)))
+            if extra and kind in ("aten::add", "aten::sub", "aten::rsub"):
+                scale = scale * max(abs(float(e)) for e in extra)
+        assert_close(got[k], want, tol, scale, f"node {k} {kind}{extra}")
+    for fusion in (True, False):
+        part = module(dag_text([base], dag, keep), {}, fusion=fusion, optimize=False)
+        with np.errstate(all="ignore"):
+            sub = _as_tuple(part(x))
+        for k, y in zip(keep, sub):
+            np.testing.assert_array_equal(y, got[k], err_msg=f"node {k} of outputs {keep}, fusion {fusion}")
