@@ -176,23 +176,43 @@ def module(text, params, tactic_mode: str = "first", fusion: bool = True, **opti
     engine_options = {"timing": False, "fusion": fusion}
     opts = srcore.Options(backends=TRT, engine_min_block_size=1, engine_options=engine_options,
                           **options)
-    if tactic_mode == "numpy":
-        return _with_numpy_tactics(lambda: srcore.StaticModule(parse_graph(text, params=params), options=opts))
-    return srcore.StaticModule(parse_graph(text, params=params), options=opts)
+    if tactic_mode == "first":
+        return srcore.StaticModule(parse_graph(text, params=params), options=opts)
+    name = tactic_mode.removeprefix("only:")   # "numpy", or "only:<tactic>"
+    return _with_tactic(name, lambda: srcore.StaticModule(parse_graph(text, params=params), options=opts))
 
 
-def _with_numpy_tactics(make):
-    """Build with only the numpy implementations as tactics (where a layer has one)."""
+def _with_tactic(name: str, make):
+    """Build with only the tactic ``name`` for the layers that have it (the first for the others)."""
     orig = tactics.candidates
 
-    def numpy_only(layer, net):
+    def only(layer, net):
         every = orig(layer, net)
-        return [c for c in every if c[0] == "numpy"] or every
-    tactics.candidates = numpy_only
+        return [c for c in every if c[0] == name] or every
+    tactics.candidates = only
     try:
         return make()
     finally:
         tactics.candidates = orig
+
+
+def conv_tactic_names(case) -> list[str]:
+    """The tactics a conv case's layer has (building the engine once with every candidate recorded)."""
+    names: list[str] = []
+    orig = tactics.candidates
+
+    def record(layer, net):
+        every = orig(layer, net)
+        if layer.kind in ("conv", "conv_max_pool"):
+            names.extend(n for n, _ in every if n not in names)
+        return every
+    tactics.candidates = record
+    try:
+        text, params, _ = graph_text([Call(case.kind, case.args)])
+        module(text, params, optimize=False)
+    finally:
+        tactics.candidates = orig
+    return names
 
 
 def engine_ops(sm) -> list[str]:
@@ -794,6 +814,21 @@ def test_op(case: Case, tactic_mode: str):
         run_case(case, tactic_mode)
 
 
+CONV_CASES = [c for c in CASES if c.op in ("aten::conv2d", "srcore::conv2d_relu", "srcore::conv2d_add_relu")
+              and c.engine and not c.error]
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=[c.id for c in CONV_CASES])
+def test_conv_cases_with_every_tactic(case):
+    """The conv cases once per conv tactic that applies (im2col, packed GEMM, Winograd, 1x1,
+    depthwise, numpy): the first-candidate run above sees only one of them."""
+    names = conv_tactic_names(case)
+    assert names or case.args[0].array.size == 0, case.id
+    for name in names:
+        with np.errstate(all="ignore"):
+            run_case(attrs.evolve(case, id=f"{case.id}[{name}]"), f"only:{name}")
+
+
 def test_every_supported_op_has_cases():
     """Every op of the support table is exercised by an engine case."""
     covered = {c.op for c in CASES if c.engine}
@@ -1052,15 +1087,28 @@ def test_conv_relu_max_pool_fused(kernel, stride, pad, ceil):
     w = data((4, 3, 3, 3), 1, special=False)
     x = data((2, 3, 9, 9), 2, special=False)
     x[0, 1, 4, 4] = np.nan
-    sm = module(text, {"w": w})    # the passes make conv + relu one srcore::conv2d_relu
+    names: list[str] = []
+    orig = tactics.candidates
+
+    def record(layer, net):
+        every = orig(layer, net)
+        names.extend(n for n, _ in every if layer.kind == "conv_max_pool")
+        return every
+    tactics.candidates = record
+    try:
+        sm = module(text, {"w": w})    # the passes make conv + relu one srcore::conv2d_relu
+    finally:
+        tactics.candidates = orig
     assert sorted(engine_ops(sm)) == ["aten::max_pool2d", "srcore::conv2d_relu"], sm.partition.format()
-    assert "conv_max_pool" in sm.partition.format()
+    assert "conv_max_pool" in sm.partition.format() and names
     tx, tw = torch.from_numpy(x), torch.from_numpy(w)
     want = torch.nn.functional.max_pool2d(torch.relu(torch.nn.functional.conv2d(tx, tw, padding=1)), kernel, stride,
                                           pad, ceil_mode=ceil)
     scale = torch.nn.functional.max_pool2d(torch.nn.functional.conv2d(tx.abs(), tw.abs(), padding=1), kernel, stride,
                                            pad, ceil_mode=ceil)
-    assert_close(sm(x), want.numpy(), Tol(56, 56), scale.numpy(), "conv -> relu -> max_pool")
+    for name in names:   # every fused conv + pool tactic
+        got = module(text, {"w": w}, tactic_mode=f"only:{name}")(x)
+        assert_close(got, want.numpy(), Tol(56, 56), scale.numpy(), f"conv -> relu -> max_pool [{name}]")
 
 
 # -- random graphs mixing pointwise, layout and reduction layers (the plan: views, arena, copies) ---------
