@@ -26,8 +26,8 @@ conv, pools) within K ulp of the same op applied to ``|inputs|`` (the classic
 ``gamma_K * |a| |b|`` bound).
 
 Cost: every distinct pointwise program compiles a numba kernel (~0.1 s, then cached on disk), so
-the default run keeps few shapes per op: ~10-20 s with a warm kernel cache, ~45 s with an empty
-one (2 busy cores). ``SRCORE_CONFORMANCE=1`` runs every shape and scalar variant and 400 DAG
+the default run keeps few shapes and constants per op (~270 kernels): ~12 s with a warm kernel
+cache, ~50 s with an empty one (2 busy cores). ``SRCORE_CONFORMANCE=1`` runs every shape and scalar variant and 400 DAG
 examples (a few minutes).
 """
 from __future__ import annotations
@@ -373,8 +373,10 @@ def unary_cases() -> list[Case]:
               ((2, 3, 17), {})]
     for op, tol in UNARY.items():
         for k, (shape, kw) in enumerate(shapes):
+            # (2, 3, 17): interleaved streams, in the default run for the transcendental ops
+            long_ok = shape == (2, 3, 17) and tol.ulps >= 5
             out.append(Case(f"{op}-{shape}{'-T' if kw else ''}", op, (tin(shape, k, **kw),), tol,
-                            exhaustive=shape in ((7,), (1, 1, 6))))   # (2, 3, 17): interleaved streams
+                            exhaustive=shape in ((7,), (1, 1, 6)) or shape == (2, 3, 17) and not long_ok))
         out.append(Case(f"{op}-post", op, (tin((2, 5), 9),), tol, post="aten::neg"))
     params = [
         ("aten::gelu", [(), ("none",), ("tanh",)], TRANSCENDENTAL_COMPOSITE),   # see _gelu_ref
@@ -390,9 +392,13 @@ def unary_cases() -> list[Case]:
     ]
     for op, variants, tol in params:
         for k, extra in enumerate(variants):
+            # pow: the exponents torch special-cases, NaN and one powf exponent by default
+            rare = op.startswith("aten::pow") and not (isinstance(extra[0], float) and math.isnan(extra[0])) \
+                and extra[0] not in (0, 1, 2, 3, 0.5, -0.5, -1, -2, 2.5)
             for shape, kw in (((3, 7), {}), ((), {}), ((3, 7), {"transposed": True})):
                 out.append(Case(f"{op}{extra}-{shape}{'-T' if kw else ''}", op, (tin(shape, k, **kw), *extra), tol,
-                                ref=_gelu_ref if op == "aten::gelu" else None, exhaustive=k > 0 and shape == ()))
+                                ref=_gelu_ref if op == "aten::gelu" else None,
+                                exhaustive=rare or k > 0 and shape == ()))
     return out
 
 
@@ -414,30 +420,31 @@ def _alpha_scale(*args):
 def binary_cases() -> list[Case]:
     out = []
     for op, tol in BINARY.items():
-        every_shape = op in ("aten::add.Tensor", "aten::div.Tensor")   # the others: a few in the default run
+        every_shape = op == "aten::add.Tensor"   # the others: a few in the default run (a kernel per shape)
         for k, (sa, sb) in enumerate(BINARY_SHAPES):
             out.append(Case(f"{op}-{sa}-{sb}", op, (tin(sa, 2 * k), tin(sb, 2 * k + 1)), tol,
                             exhaustive=not every_shape and k % 3 != 0))
         out.append(Case(f"{op}-param", op, (tin((2, 3), 1), Param(data((3,), 2))), tol))
-        out.append(Case(f"{op}-param1", op, (tin((2, 3), 1), Param(data((1, 1), 3))), tol))
-        out.append(Case(f"{op}-param-first", op, (Param(data((3,), 2)), tin((2, 3), 1)), tol))
-        out.append(Case(f"{op}-same", op, (In(data((5,), 4)),) * 2, tol))
+        rare = op not in ("aten::add.Tensor", "aten::mul.Tensor", "aten::rsub.Tensor")   # a kernel each
+        out.append(Case(f"{op}-param1", op, (tin((2, 3), 1), Param(data((1, 1), 3))), tol, exhaustive=rare))
+        out.append(Case(f"{op}-param-first", op, (Param(data((3,), 2)), tin((2, 3), 1)), tol, exhaustive=rare))
+        out.append(Case(f"{op}-same", op, (In(data((5,), 4)),) * 2, tol, exhaustive=rare))
         out.append(Case(f"{op}-T", op, (tin((2, 3), 5, transposed=True), tin((3,), 6)), tol))
         out.append(Case(f"{op}-pre-post", op, (tin((2, 3), 5), tin((3,), 6)), tol, pre="aten::exp",
-                        post="aten::tanh"))
+                        post="aten::tanh", exhaustive=rare))
         if op in ("aten::add.Tensor", "aten::sub.Tensor", "aten::rsub.Tensor"):
             for alpha in (2, -0.5, 0, 1.0, 3.0e-3):
                 out.append(Case(f"{op}-alpha{alpha}", op, (tin((2, 3), 7), tin((3,), 8), alpha), ALPHA_TOL,
-                                scale=_alpha_scale))
+                                scale=_alpha_scale, exhaustive=alpha not in (2, -0.5)))
                 out.append(Case(f"{op}-alpha{alpha}-param1", op, (tin((2, 3), 7), Param(data((1,), 8)), alpha),
                                 ALPHA_TOL, scale=_alpha_scale, exhaustive=alpha != 2))
-    scalars = [2, -0.5, 0, np.inf, np.nan, 1e39, True, 1e30, 3.3, -7, 1e-3, -np.inf]   # each compiles a kernel:
+    scalars = [2, 0, np.inf, np.nan, True, -0.5, 1e39, 1e30, 3.3, -7, 1e-3, -np.inf]   # each compiles a kernel:
     for op in ("aten::add.Scalar", "aten::sub.Scalar", "aten::mul.Scalar", "aten::div.Scalar", "aten::rsub.Scalar"):
-        for j, s in enumerate(scalars):                                                # the last 5 exhaustive only
+        for j, s in enumerate(scalars):                                                # the first 5 by default
             if s is True and "sub" in op:   # torch: no subtraction of a bool
                 continue
-            out.append(Case(f"{op}-{s}", op, (tin((3, 4), 11), s), EXACT, exhaustive=j >= 7))
-            out.append(Case(f"{op}-{s}-0d", op, (tin((), 12), s), EXACT, exhaustive=j >= 3))
+            out.append(Case(f"{op}-{s}", op, (tin((3, 4), 11), s), EXACT, exhaustive=j >= 5))
+            out.append(Case(f"{op}-{s}-0d", op, (tin((), 12), s), EXACT, exhaustive=j >= 1))
         if op in ("aten::add.Scalar", "aten::sub.Scalar", "aten::rsub.Scalar"):
             for alpha in (2, -0.5, 1e-3):
                 out.append(Case(f"{op}-alpha{alpha}", op, (tin((3, 4), 13), 3.3, alpha), ALPHA_TOL,
@@ -591,13 +598,14 @@ def matrix_cases() -> list[Case]:
                          ("sigmoid", torch.sigmoid)):
             out.append(Case(f"linear_{act}-{xs}", f"srcore::linear_{act}", args, Tol(2 * K + 8, 2 * K + 8),
                             ref=lambda a, w, b, ref=ref: ref(torch.nn.functional.linear(a, w, b)),
-                            scale=abs_op(torch.ops.aten.linear.default)))
+                            scale=abs_op(torch.ops.aten.linear.default), exhaustive=k not in (0, 2)))
         for approx in ("none", "tanh"):
             out.append(Case(f"linear_gelu-{approx}-{xs}", "srcore::linear_gelu", (*args, approx),
                             Tol(2 * K + 8, 2 * K + 8),
                             ref=lambda a, w, b, ap: torch.nn.functional.gelu(torch.nn.functional.linear(a, w, b),
                                                                              approximate=ap),
-                            scale=lambda *a: abs_op(torch.ops.aten.linear.default)(*a[:3])))
+                            scale=lambda *a: abs_op(torch.ops.aten.linear.default)(*a[:3]),
+                            exhaustive=k not in (0, 2)))
     out.append(Case("linear-specials", "aten::linear", (tin((3, 4), 5), p((2, 4), 6), p((2,), 7)), gemm(4),
                     scale=abs_op(torch.ops.aten.linear.default)))
     mm_shapes = [("aten::matmul", (3, 4), (4, 5)), ("aten::matmul", (2, 3, 4), (4, 5)),
@@ -912,7 +920,7 @@ def _as_tuple(r):
 
 
 # the default run draws the same examples every time (their kernels then come from the cache)
-@settings(max_examples=400 if EXHAUSTIVE else 12, deadline=None, derandomize=not EXHAUSTIVE,
+@settings(max_examples=400 if EXHAUSTIVE else 10, deadline=None, derandomize=not EXHAUSTIVE,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(dags())
 def test_random_pointwise_dags(dag):
@@ -941,6 +949,8 @@ def test_random_pointwise_dags(dag):
         sub = _as_tuple(part(*ins))
     for k, y in zip(keep, sub):
         np.testing.assert_array_equal(y, got[k], err_msg=f"node {k} as one of outputs {keep}")
+    if not EXHAUSTIVE:   # (the mixed graphs below run fusion off in the default run)
+        return
     unfused = module(dag_text(shapes, nodes, keep), {}, fusion=False, optimize=False)
     with np.errstate(all="ignore"):
         sub = _as_tuple(unfused(*ins))
@@ -1189,7 +1199,7 @@ def mixed_graphs(draw):
     return base, nodes, sorted(set(keep) | {len(nodes) - 1}), draw(st.integers(0, 2 ** 16))
 
 
-@settings(max_examples=300 if EXHAUSTIVE else 12, deadline=None, derandomize=not EXHAUSTIVE,
+@settings(max_examples=300 if EXHAUSTIVE else 8, deadline=None, derandomize=not EXHAUSTIVE,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(mixed_graphs())
 def test_random_mixed_graphs(graph):
