@@ -263,7 +263,13 @@ class NodeInfo:
         raise KeyError(f"{self.op} has no argument {name!r}")
 
     def const(self, name: str, default: Any = KeyError) -> Any:
-        """The constant value of argument ``name``; ``default`` (or KeyError) if not constant."""
+        """The constant value of argument ``name`` (its schema default when the node leaves it out,
+        as a call may leave out trailing defaulted arguments); ``default`` (or KeyError) if not
+        constant."""
+        if all(a.name != name for a in self.args):
+            d = self._schema_default(name)
+            if d is not None:
+                return d.value
         a = self.arg(name)
         if a.is_constant:
             return a.value
@@ -272,7 +278,16 @@ class NodeInfo:
         return default
 
     def is_const(self, name: str) -> bool:
+        if all(a.name != name for a in self.args) and self._schema_default(name) is not None:
+            return True
         return self.arg(name).is_constant
+
+    def _schema_default(self, name: str):
+        """The schema's default of argument ``name`` if the node omits it (else None)."""
+        for i, a in enumerate(getattr(self.schema, "arguments", None) or ()):
+            if a.name == name:
+                return getattr(a, "default", None) if i >= len(self.args) else None
+        return None
 
 
 @attrs.frozen

@@ -21,6 +21,8 @@ def gemm_candidates(layer: Layer, net: Network) -> list[tuple[str, object]]:
         return []
     w = layer.attrs["weight"]
     n, k = w.shape
+    if k == 0:   # an empty sum: the numpy tactic writes the zeros
+        return []
     m = net.tensors[layer.inputs[0]].size // k
     gemm = mkl_gemm.PackedGemm(lib, w, m)
 

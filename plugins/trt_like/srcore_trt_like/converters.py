@@ -180,6 +180,9 @@ def alias(v: NodeView, c: Converter) -> None:
 def permute(v: NodeView, c: Converter) -> None:
     x = c.tensor(v.node.inputs[0])
     nd = len(v.in_shape("self"))
+    if nd == 0:   # a 0-d tensor's transpose (dims 0 / -1) is itself
+        c.bind(v.node.outputs[0], c.net.add("reshape", [x], (), v.source))
+        return
     if v.op == "aten::permute":
         perm = [d % nd for d in v.const("dims")]
     else:
@@ -310,11 +313,16 @@ def addmm(v: NodeView, c: Converter) -> None:
     m2, bias = v.value("mat2"), v.value("self")
     if m2.node.kind != "prim::Constant" or bias.node.kind != "prim::Constant":
         raise EngineBuildError(f"{v.where()}: addmm needs constant mat2 and self")
-    w = np.asarray(m2.node.attrs.get("value"), np.float32).T * alpha
-    b = np.asarray(bias.node.attrs.get("value"), np.float32) * beta
+    w = np.asarray(m2.node.attrs.get("value"), np.float32).T * np.float32(alpha)
     x = c.tensor(v.value("mat1"))
-    c.bind(v.node.outputs[0], linear_layer(c, x, w, np.broadcast_to(b, v.out_shape()[-1:]), v.out_shape(),
-                                           v.source))
+    out_shape = v.out_shape()
+    y = linear_layer(c, x, w, None, out_shape, v.source)
+    if beta != 0:   # beta == 0: torch ignores self (its NaNs and infinities too)
+        # self broadcasts to the output: a (N,) row, a (1, N) or (M, 1) column, a full (M, N) or a scalar
+        b = np.asarray(bias.node.attrs.get("value"), np.float32) * np.float32(beta)
+        bid = c.net.constant(np.ascontiguousarray(b, np.float32))
+        y = c.net.add("pointwise", [y, bid], out_shape, v.source, op="add", args=(("in", 0), ("in", 1)), params={})
+    c.bind(v.node.outputs[0], y)
 
 
 # -- normalisation and reductions ----------------------------------------------------------------------
@@ -323,6 +331,11 @@ def softmax(v: NodeView, c: Converter) -> None:
     nd = len(v.in_shape("self"))
     x = c.tensor(v.node.inputs[0])
     kind = "log_softmax" if "log_softmax" in v.op else "softmax"
+    if nd == 0:   # a 0-d tensor (dim 0 / -1): the softmax of its one element, as a (1,) row
+        row = c.net.add("reshape", [x], (1,), v.source)
+        y = c.net.add(kind, [row], (1,), v.source, dim=0)
+        c.bind(v.node.outputs[0], c.net.add("reshape", [y], (), v.source))
+        return
     c.bind(v.node.outputs[0], c.net.add(kind, [x], v.out_shape(), v.source, dim=v.const("dim") % nd))
 
 
@@ -346,8 +359,11 @@ def layer_norm_layer(c: Converter, x: int, normalized_shape, w, b, eps: float, o
 def mean(v: NodeView, c: Converter) -> None:
     nd = len(v.in_shape("self"))
     dims = v.const("dim")
-    dims = tuple(range(nd)) if dims is None or len(dims) == 0 else tuple(sorted(d % nd for d in dims))
     x = c.tensor(v.node.inputs[0])
+    if nd == 0:   # the mean of a 0-d tensor (over no dim, or dim 0 / -1) is its value
+        c.bind(v.node.outputs[0], c.net.add("reshape", [x], (), v.source))
+        return
+    dims = tuple(range(nd)) if dims is None or len(dims) == 0 else tuple(sorted(d % nd for d in dims))
     c.bind(v.node.outputs[0], c.net.add("mean", [x], v.out_shape(), v.source, dims=dims))
 
 

@@ -122,6 +122,24 @@ def where(cond: Cond, a, b) -> F32:
     return F32(b_, b_.select(cond.value, val(a), val(b)))
 
 
+def _uncontracted(value: ir.Value) -> ir.Value:
+    """``value`` with FMA contraction off on the instructions making it (through selects): a
+    function's result is rounded to float32, as torch rounds every op's result. Otherwise LLVM
+    fuses its last multiply with the next function's first add once both are inlined in one
+    kernel (gelu then hardsigmoid: 1 ulp off, and another value than the same ops unfused)."""
+    stack, seen = [value], set()
+    while stack:
+        v = stack.pop()
+        if not isinstance(v, ir.Instruction) or id(v) in seen:
+            continue
+        seen.add(id(v))
+        if v.opname == "select":
+            stack.extend(v.operands[1:])
+        elif "contract" in getattr(v, "flags", ()):
+            v.flags = [f for f in v.flags if f != "contract"]
+    return value
+
+
 def float32_function(emit: Callable[..., F32]):
     """A numba intrinsic of float32 arguments computing ``emit(*args)`` inline in the caller."""
     nargs = emit.__code__.co_argcount
@@ -131,7 +149,7 @@ def float32_function(emit: Callable[..., F32]):
             return None
 
         def codegen(context, builder, signature, llvm_args):
-            return emit(*(F32(builder, a) for a in llvm_args)).value
+            return _uncontracted(emit(*(F32(builder, a) for a in llvm_args)).value)
 
         return types.float32(*args), codegen
 

@@ -29,7 +29,8 @@ def gemm(layer: Layer, net: Network):
     K, N = wt.shape
 
     def run(x, out):
-        np.dot(x.reshape(-1, K), wt, out=out.reshape(-1, N))
+        o = out.reshape(-1, N)
+        np.dot(x.reshape(o.shape[0], K), wt, out=o)   # rows from out: x.reshape(-1, 0) is ambiguous when K == 0
     run.blas = "openblas"
     return run
 

@@ -91,11 +91,15 @@ class Converter:
         self.ids: dict[int, int] = {}
 
     def tensor(self, value) -> int:
-        """The id of a tensor value already made (an input or an earlier node's output)."""
-        try:
-            return self.ids[id(value)]
-        except KeyError:
-            raise EngineBuildError(f"internal: value %{value.name} has no engine tensor") from None
+        """The id of a tensor value already made (an input or an earlier node's output), or of a
+        constant tensor (a parameter a layout op or a reduction reads directly: a network constant)."""
+        tid = self.ids.get(id(value))
+        if tid is not None:
+            return tid
+        if value.node.kind == "prim::Constant" and isinstance(value.node.attrs.get("value"), np.ndarray):
+            tid = self.ids[id(value)] = self.net.constant(value.node.attrs["value"])
+            return tid
+        raise EngineBuildError(f"internal: value %{value.name} has no engine tensor")
 
     def bind(self, value, tid: int) -> None:
         self.ids[id(value)] = tid

@@ -156,7 +156,9 @@ class Plan:
         params = ", ".join(f"x{i}" for i in range(len(net.inputs)))
         lines = [f"def run({params}):", "  try:"]
         for i in range(len(net.inputs)):
-            lines.append(f"    if not x{i}.flags.c_contiguous: x{i} = _asc(x{i})")
+            # the kernels take native float32 C arrays: a non-contiguous view or a byte-swapped
+            # ('>f4') float32 array, which the runtime's dtype check accepts, is converted once
+            lines.append(f"    if not x{i}.flags.c_contiguous or x{i}.dtype != _f32: x{i} = _asc(x{i}, _f32)")
         if planned:
             lines.append("    try:")
             lines.append("        _b = _tls.b")

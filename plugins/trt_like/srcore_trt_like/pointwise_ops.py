@@ -30,9 +30,13 @@ def minimum_ir(a: F32, b: F32) -> F32:
 
 
 def clamp_ir(x: F32, lo: F32, hi: F32) -> F32:
-    """torch.clamp: min(max(x, lo), hi); NaN stays NaN, ``hi`` wins when lo > hi."""
-    y = where(x < lo, lo, x)
-    return where(y > hi, hi, y)
+    """torch.clamp: min(max(x, lo), hi) with NaN from any side (a NaN bound makes every result
+    NaN, as torch's); ``hi`` wins when lo > hi."""
+    # (a Python float bound, hardsigmoid's and hardswish's, is never NaN)
+    take_lo = (x < lo) | lo.is_nan() if isinstance(lo, F32) else x < lo
+    y = where(take_lo, lo, x)
+    take_hi = (y > hi) | hi.is_nan() if isinstance(hi, F32) else y > hi
+    return where(take_hi, hi, y)
 
 
 def relu_ir(x: F32) -> F32:

@@ -44,6 +44,16 @@ def _clamp(x, min=None, max=None):
     return y.astype(F32)
 
 
+def _pow(x, exponent):
+    """torch.pow(Tensor, Scalar): the exponents torch special-cases take its formulas (1 / sqrt(-0.0)
+    is -inf where powf gives +inf); others powf."""
+    e = F32(exponent)
+    special = {0.0: lambda: np.ones_like(x), 1.0: lambda: x.copy(), 2.0: lambda: x * x, 3.0: lambda: x * x * x,
+               0.5: lambda: np.sqrt(x), -0.5: lambda: F32(1) / np.sqrt(x), -1.0: lambda: F32(1) / x,
+               -2.0: lambda: F32(1) / (x * x)}
+    return special[float(e)]() if float(e) in special else np.power(x, e)
+
+
 #: op -> f(x, **params) for one-operand ops
 UNARY_REF = {
     "neg": np.negative, "abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
@@ -51,9 +61,10 @@ UNARY_REF = {
     "square": np.square,
     "relu": lambda x: np.where(np.isnan(x), x, np.maximum(x, F32(0))),
     "relu6": lambda x: _clamp(x, 0.0, 6.0),
-    "sigmoid": lambda x: (1.0 / (1.0 + np.exp(-x.astype(np.float64)))).astype(F32),
+    # torch's float32 formulas: exp(-x) overflows to inf below -88.7, so sigmoid is 0 there (not a denormal)
+    "sigmoid": lambda x: (F32(1) / (F32(1) + np.exp(-x))).astype(F32),
     "tanh": np.tanh,
-    "silu": lambda x: (x / (1.0 + np.exp(-x.astype(np.float64)))).astype(F32),
+    "silu": lambda x: (x / (F32(1) + np.exp(-x))).astype(F32),
     "gelu": _gelu, "gelu_tanh": _gelu_tanh,
     "clamp": _clamp,
     "leaky_relu": lambda x, negative_slope=0.01: np.where(x > 0, x, x * F32(negative_slope)).astype(F32),
@@ -62,7 +73,7 @@ UNARY_REF = {
     "hardsigmoid": lambda x: (np.clip(x + 3.0, 0.0, 6.0) / 6.0).astype(F32),
     "softplus": _softplus,
     "mish": lambda x: (x * np.tanh(_softplus(x).astype(np.float64))).astype(F32),
-    "pow": lambda x, exponent: np.power(x, F32(exponent)),
+    "pow": lambda x, exponent: _pow(x, exponent),
 }
 
 #: op -> f(a, b) for two-operand ops

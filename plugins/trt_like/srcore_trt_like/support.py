@@ -40,7 +40,7 @@ SUPPORTED_OPS: dict[str, tuple[str, ...]] = {
     "srcore::linear_relu": ("weight", "bias"), "srcore::linear_gelu": ("weight", "bias", "approximate"),
     "srcore::linear_silu": ("weight", "bias"), "srcore::linear_tanh": ("weight", "bias"),
     "srcore::linear_sigmoid": ("weight", "bias"),
-    "aten::matmul": (), "aten::mm": (), "aten::bmm": (), "aten::addmm": ("beta", "alpha"),
+    "aten::matmul": (), "aten::mm": (), "aten::bmm": (), "aten::addmm": ("self", "mat2", "beta", "alpha"),
     # normalisation, reductions, layout
     "aten::softmax.int": ("dim", "dtype"), "aten::log_softmax.int": ("dim", "dtype"),
     "aten::layer_norm": ("normalized_shape", "weight", "bias", "eps"),
@@ -90,6 +90,19 @@ def _op_specific(node: NodeInfo) -> bool:
     if op == "aten::_transformer_encoder_layer_fwd":
         return node.const("mask", None) is None and node.args[0].type.shape is not None \
             and len(node.args[0].type.shape) == 3
-    if op in ("aten::conv2d", "srcore::conv2d_relu", "srcore::conv2d_add_relu"):
-        return node.args[0].type.shape is not None and len(node.args[0].type.shape) == 4
+    if op in ("aten::conv2d", "srcore::conv2d_relu", "srcore::conv2d_add_relu", "aten::max_pool2d",
+              "aten::avg_pool2d", "aten::adaptive_avg_pool2d"):
+        # the conv and pool layers are NCHW; an unbatched (C, H, W) input runs on cpu
+        return len(node.args[0].type.shape) == 4
+    if op in ("aten::matmul", "aten::mm", "aten::bmm"):
+        # matrix-vector products run outside engines (a constant 2-D right operand is a GEMM layer)
+        a, b = node.args[0], node.args[1]
+        return len(a.type.shape) >= 2 and len(b.type.shape) >= 2 or \
+            (b.is_constant and len(b.type.shape) == 2 and len(a.type.shape) >= 1)
+    if op in ("aten::gelu", "srcore::linear_gelu"):
+        # another approximation is an error torch raises: the cpu kernel raises it (the engine computed erf's)
+        return node.const("approximate", "none") in ("none", "tanh")
+    if op == "aten::addmm":
+        # alpha == 0: torch does not read mat1 @ mat2 (its NaNs and infinities do not reach the result)
+        return node.const("alpha", 1) != 0
     return True

@@ -105,6 +105,10 @@ def choose_tactics(net: Network, options: dict[str, Any]) -> list[tuple[Layer, C
         if layer.kind == "reshape":
             steps.append((layer, None))
             continue
+        if all(net.tensors[t].size == 0 for t in layer.outputs):
+            # nothing to compute (a zero-size dim): kernels and compilers need not handle it
+            steps.append((layer, _named(_nothing, "empty")))
+            continue
         every = candidates(layer, net)
         cands = [c for c in every if not excluded(c[0], options)] or every
         if one_blas and any(getattr(fn, "blas", None) == one_blas for _, fn in cands):
@@ -127,6 +131,10 @@ def choose_tactics(net: Network, options: dict[str, Any]) -> list[tuple[Layer, C
     if cache is not None:
         cache.save()
     return steps
+
+
+def _nothing(*arrays) -> None:
+    """The kernel of a layer whose outputs are empty."""
 
 
 def _one_blas(options: dict[str, Any]) -> str | None:

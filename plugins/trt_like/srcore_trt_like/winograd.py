@@ -17,6 +17,7 @@ from . import winograd_kernels as _k
 from .conv_spec import ConvSpec, ConvTactic
 from .errors import TacticSpecError
 from .scratch import SCRATCH
+from .winograd_guard import DirectOnNonFinite
 from .winograd_math import F2, F4, transform_weight
 
 
@@ -25,7 +26,7 @@ def winograd_applies(spec: ConvSpec) -> bool:
     return spec.kernel == (3, 3) and spec.stride == (1, 1) and spec.dilation == (1, 1) and spec.groups == 1
 
 
-class WinogradTactic(ConvTactic):
+class WinogradTactic(DirectOnNonFinite, ConvTactic):
     """Winograd F(m x m, 3 x 3), m = 2 or 4 (name ``winograd_f2x2`` / ``winograd_f4x4``)."""
     uses_blas = True
 
@@ -38,6 +39,7 @@ class WinogradTactic(ConvTactic):
             raise TacticSpecError(
                 f"{self.name}: needs a 3x3 kernel, stride 1, dilation 1 and groups 1; got kernel {spec.kernel}, "
                 f"stride {spec.stride}, dilation {spec.dilation}, groups {spec.groups}")
+        self._keep_direct(weight, bias)
         self.m = m
         mats = F4 if m == 4 else F2
         # (n*n, O, C); ``u``: the same, already computed (conv_tactics shares it between tactics)
@@ -52,6 +54,8 @@ class WinogradTactic(ConvTactic):
         self.m_shape = (mats.n * mats.n, O, tiles)
 
     def _run(self, x, out, residual):
+        if self._nonfinite(x):   # NaN / inf would spread over whole tiles: see winograd_guard
+            return self._run_direct(x, out, residual)
         s = self.spec
         C, O = s.x_shape[1], s.out_channels
         v = SCRATCH.get("wino_v", self.v_shape)

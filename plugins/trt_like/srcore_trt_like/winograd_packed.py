@@ -22,13 +22,14 @@ from .conv_spec import ConvSpec, ConvTactic
 from .errors import TacticSpecError
 from .scratch import SCRATCH
 from .winograd import winograd_applies
+from .winograd_guard import DirectOnNonFinite
 from .winograd_math import F2, F4, transform_weight
 
 # bytes of V per chunk of tile rows: V and C^T of a chunk stay in L2 between the phases
 CHUNK_BYTES = 1 << 20
 
 
-class WinogradPackedTactic(ConvTactic):
+class WinogradPackedTactic(DirectOnNonFinite, ConvTactic):
     """Winograd F(m x m, 3 x 3), m = 4 or 2, on the packed numba GEMM and vector transforms."""
 
     def __init__(self, spec: ConvSpec, weight, bias, m: int = 4, threads: int | None = None, u=None):
@@ -40,6 +41,7 @@ class WinogradPackedTactic(ConvTactic):
             raise TacticSpecError(
                 f"{self.name}: needs a 3x3 kernel, stride 1, dilation 1 and groups 1; got kernel {spec.kernel}, "
                 f"stride {spec.stride}, dilation {spec.dilation}, groups {spec.groups}")
+        self._keep_direct(weight, bias)
         self.m = m
         mats = F4 if m == 4 else F2
         self.points = P = mats.n * mats.n
@@ -64,6 +66,8 @@ class WinogradPackedTactic(ConvTactic):
         self._output = _k.output_f4 if m == 4 else _k.output_f2
 
     def _run(self, x, out, residual):
+        if self._nonfinite(x):   # NaN / inf would spread over whole tiles: see winograd_guard
+            return self._run_direct(x, out, residual)
         s = self.spec
         C, O = s.x_shape[1], s.out_channels
         P, mb, nb, tw, nt = self.points, self.mb, self.nb, self.tw, self.threads

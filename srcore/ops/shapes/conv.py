@@ -161,6 +161,9 @@ def _pool(ctx: Ctx, *, dilation_pos: int | None, ceil_pos: int):
     p = _ints(ctx, 3, "padding", n, 0)
     d = _ints(ctx, dilation_pos, "dilation", n, 1) if dilation_pos is not None else [1] * n
     ceil = ctx.known(ceil_pos, "ceil_mode", False)
+    for what, v in (("kernel size", k), ("stride", stride)):   # torch's checks (a 0 kernel made windows of nothing)
+        if any(isinstance(i, int) and i <= 0 for i in v):
+            raise ctx.fail(f"{what} should be greater than zero, got {list(v)}")
     for kk, pp in zip(k, p):
         if isinstance(kk, int) and isinstance(pp, int) and pp * 2 > kk:
             raise ctx.fail(f"pad should be at most half of effective kernel size, got pad={pp}, kernel={kk}")
@@ -185,6 +188,8 @@ def max_pool(ctx: Ctx):
 
 @rule("aten::avg_pool1d", "aten::avg_pool2d", "aten::avg_pool3d")
 def avg_pool(ctx: Ctx):
+    if ctx.known(6, "divisor_override", None) == 0:   # torch's check (the kernels divided by zero)
+        raise ctx.fail("divisor must be not zero")
     return [tt(ctx.tensor(0).dtype, _pool(ctx, dilation_pos=None, ceil_pos=4))]
 
 

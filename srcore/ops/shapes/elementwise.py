@@ -114,6 +114,10 @@ def unary_same(ctx: Ctx):
     """The output is the first argument's type (activations, in-place ops, dropout, clone)."""
     if ctx.args and not ctx.is_tensor(0):  # ceil.int, abs.float, round.Scalar ...
         return _scalar_unary(ctx)
+    if "dropout" in ctx.op:   # torch's check, also in eval mode (where the kernels return the input)
+        p = ctx.known(1, "p", None)
+        if isinstance(p, (int, float)) and not 0 <= p <= 1:
+            raise ctx.fail(f"dropout probability has to be between 0 and 1, but got {p}")
     t = ctx.tensor(0)
     return [tt(t.dtype, t.shape)] * max(1, len(ctx.node.outputs))
 

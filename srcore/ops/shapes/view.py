@@ -107,7 +107,8 @@ def transpose(ctx: Ctx):
         return [tt(t.dtype, None if t.shape is None else (None,) * len(t.shape))]
     s = list(t.shape)
     a, b = ctx.norm_dim(a, len(s)), ctx.norm_dim(b, len(s))
-    s[a], s[b] = s[b], s[a]
+    if s:   # a 0-d tensor accepts dims 0 / -1 and stays 0-d
+        s[a], s[b] = s[b], s[a]
     return [tt(t.dtype, s)]
 
 

@@ -1,0 +1,1239 @@
+"""Differential conformance of trt_like engines against torch, op by op and on random pointwise DAGs.
+
+Every op the engine's ``supports()`` table lists (:data:`srcore_trt_like.support.SUPPORTED_OPS`)
+has cases here: one node (or a node between two pointwise ones, so layouts become
+intermediates) in a graph made from srcore's IR text, run through
+``backends=("trt_like", "cpu")`` with ``engine_min_block_size=1`` and compared with
+``torch.ops.aten.<op>.<overload>`` on the same inputs. The cases cover broadcasting, 0-d,
+size-1 and size-0 dims, non-contiguous inputs, negative dims, defaults left out, ``alpha=``,
+special values (NaN, infinities, overflow, saturation, denormals). Each case also says whether
+the node must be in an engine (asserted from ``StaticModule.partition``, so a case cannot pass
+by falling back) or must fall back (other dtypes: engines are float32 only), and runs twice:
+with the first (compiled) tactic of every layer and with the numpy tactics only.
+
+The hypothesis DAGs check the fusion compiler: random pointwise graphs (broadcasting inputs,
+constants, repeated operands, intermediates that are also outputs) where every node is an
+output, each compared with torch applied to the engine's own operand values (so errors do not
+compound and the tolerances stay per op), then the same graph with a random subset of outputs
+must give bitwise the same values.
+
+Tolerances (float32 ulp = 2**-23 relative): arithmetic, clamps and layouts are exact (torch's
+``add`` with ``alpha`` uses an FMA: half an ulp of ``alpha * other`` absolute); the single
+transcendental functions are within 5 ulp (ours <= 2.4, torch <= 2.4, docs/trt-like.md);
+composite activations within 8 ulp plus 4 ulp of ``|x|`` absolute (the cancellation in
+``1 + erf``, ``1 + tanh`` that torch's formulas have too); sums over K terms (mean, GEMM,
+conv, pools) within K ulp of the same op applied to ``|inputs|`` (the classic
+``gamma_K * |a| |b|`` bound).
+
+Cost: every distinct pointwise program compiles a numba kernel (~0.1 s, then cached on disk), so
+the default run keeps few shapes and constants per op (~270 kernels): ~12 s with a warm kernel
+cache, ~50 s with an empty one (2 busy cores). ``SRCORE_CONFORMANCE=1`` runs every shape and scalar variant and 400 DAG
+examples (a few minutes).
+"""
+from __future__ import annotations
+
+import math
+import os
+from typing import Callable
+
+import attrs
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import srcore
+from srcore.ir.parser import parse_graph
+from srcore_trt_like import support, tactics
+
+TRT = ("trt_like", "cpu")
+EXHAUSTIVE = bool(os.environ.get("SRCORE_CONFORMANCE"))
+EPS = 2.0 ** -23                       # one float32 ulp, relative
+TINY = float(np.finfo(np.float32).smallest_subnormal)
+SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e30, -1e30, 1e-40, -1e-40, 88.8, -88.8, 104.0,
+                     -104.0, 20.0, -20.0, 9.0, -9.0, 1e-8, 3.0, -3.0, 6.0], np.float32)
+DTYPE_NAMES = {np.dtype(np.float32): "Float", np.dtype(np.float64): "Double", np.dtype(np.int64): "Long",
+               np.dtype(np.int32): "Int", np.dtype(np.bool_): "Bool", np.dtype(np.float16): "Half"}
+
+
+# -- inputs ---------------------------------------------------------------------------------------
+def data(shape, seed: int, dtype=np.float32, special: bool = True, positive: bool = False) -> np.ndarray:
+    """Random values of ``shape`` (normal, scale 3), with special values sprinkled in."""
+    rng = np.random.default_rng(seed)
+    if np.dtype(dtype) == np.bool_:
+        return np.asarray(rng.random(shape) < 0.5)
+    if np.dtype(dtype).kind in "iu":
+        return np.asarray(rng.integers(-5, 6, size=shape), dtype=dtype)
+    x = (rng.standard_normal(shape) * 3).astype(np.float32)
+    if special and x.size:
+        flat = x.reshape(-1)
+        k = min(flat.size, len(SPECIALS), max(1, flat.size // 3))
+        flat[rng.choice(flat.size, k, replace=False)] = rng.choice(SPECIALS, k, replace=False)
+    if positive:
+        x = np.abs(x) + np.float32(0.1)
+    with np.errstate(over="ignore"):
+        return np.asarray(x, dtype=dtype)
+
+
+@attrs.frozen
+class In:
+    """A graph input: ``array`` is what the module is called with (it may be a non-contiguous view)."""
+
+    array: np.ndarray
+
+
+@attrs.frozen
+class Param:
+    """A tensor constant (``prim::Constant[param=...]``)."""
+
+    array: np.ndarray
+
+
+def tin(shape, seed=0, dtype=np.float32, transposed=False, **kw) -> In:
+    """An input of ``shape``; ``transposed``: a non-contiguous view (the transpose of a C array)."""
+    if transposed and len(shape) >= 2:
+        base = data(tuple(reversed(shape)), seed, dtype, **kw)
+        return In(base.T)
+    return In(data(shape, seed, dtype, **kw))
+
+
+# -- graphs ----------------------------------------------------------------------------------------
+def _const_line(name: str, v) -> str:
+    if v is None:
+        return f"  %{name} : NoneType = prim::Constant()"
+    if isinstance(v, bool):
+        return f"  %{name} : bool = prim::Constant[value={int(v)}]()"
+    if isinstance(v, int):
+        return f"  %{name} : int = prim::Constant[value={v}]()"
+    if isinstance(v, float):
+        return f"  %{name} : float = prim::Constant[value={v!r}]()"
+    if isinstance(v, str):
+        return f'  %{name} : str = prim::Constant[value="{v}"]()'
+    if isinstance(v, (list, tuple)) and all(isinstance(i, int) and not isinstance(i, bool) for i in v):
+        return f"  %{name} : int[] = prim::Constant[value=[{', '.join(map(str, v))}]]()"
+    raise TypeError(f"no constant for {v!r}")
+
+
+def _ttype(a: np.ndarray) -> str:
+    return f"{DTYPE_NAMES[a.dtype]}({', '.join(map(str, a.shape))})"
+
+
+@attrs.frozen
+class Call:
+    """One node: ``kind`` (``aten::add``) on ``args`` (In, Param or Python constants)."""
+
+    kind: str
+    args: tuple
+
+
+def graph_text(calls: list[Call], pre: str | None = None, post: str | None = None):
+    """IR text of ``calls`` chained (``Call.args`` may hold :data:`PREV`, the previous node's
+    result), optionally with a pointwise ``pre``/``post`` op around the first/last node; returns
+    (text, params, runtime inputs)."""
+    ins: list[np.ndarray] = []
+    params: dict[str, np.ndarray] = {}
+    head, body = [], []
+    prev = None
+
+    def val(a, k, j):
+        nonlocal prev
+        if a is PREV:
+            return prev
+        if isinstance(a, In):
+            name = f"x{len(ins)}"
+            ins.append(a.array)
+            head.append(f"%{name} : {_ttype(a.array)}")
+            if pre is not None and len(ins) == 1:
+                body.append(f"  %{name}p : Tensor = {pre}(%{name})")
+                return f"{name}p"
+            return name
+        if isinstance(a, Param):
+            name = f"w{len(params)}"
+            params[name] = a.array
+            body.append(f'  %{name} : {_ttype(a.array)} = prim::Constant[param="{name}"]()')
+            return name
+        name = f"c{k}_{j}"
+        body.append(_const_line(name, a))
+        return name
+
+    for k, call in enumerate(calls):
+        names = [val(a, k, j) for j, a in enumerate(call.args)]
+        body.append(f"  %y{k} : Tensor = {call.kind}({', '.join('%' + n for n in names)})")
+        prev = f"y{k}"
+    out = prev
+    if post is not None:
+        body.append(f"  %z : Tensor = {post}(%{prev})")
+        out = "z"
+    text = f"graph({', '.join(head)}):\n" + "\n".join(body) + f"\n  return (%{out})\n"
+    return text, params, ins
+
+
+PREV = object()
+
+
+def module(text, params, tactic_mode: str = "first", fusion: bool = True, **options) -> srcore.StaticModule:
+    engine_options = {"timing": False, "fusion": fusion}
+    opts = srcore.Options(backends=TRT, engine_min_block_size=1, engine_options=engine_options,
+                          **options)
+    if tactic_mode == "first":
+        return srcore.StaticModule(parse_graph(text, params=params), options=opts)
+    name = tactic_mode.removeprefix("only:")   # "numpy", or "only:<tactic>"
+    return _with_tactic(name, lambda: srcore.StaticModule(parse_graph(text, params=params), options=opts))
+
+
+def _with_tactic(name: str, make):
+    """Build with only the tactic ``name`` for the layers that have it (the first for the others)."""
+    orig = tactics.candidates
+
+    def only(layer, net):
+        every = orig(layer, net)
+        return [c for c in every if c[0] == name] or every
+    tactics.candidates = only
+    try:
+        return make()
+    finally:
+        tactics.candidates = orig
+
+
+def conv_tactic_names(case) -> list[str]:
+    """The tactics a conv case's layer has (building the engine once with every candidate recorded)."""
+    names: list[str] = []
+    orig = tactics.candidates
+
+    def record(layer, net):
+        every = orig(layer, net)
+        if layer.kind in ("conv", "conv_max_pool"):
+            names.extend(n for n, _ in every if n not in names)
+        return every
+    tactics.candidates = record
+    try:
+        text, params, _ = graph_text([Call(case.kind, case.args)])
+        module(text, params, optimize=False)
+    finally:
+        tactics.candidates = orig
+    return names
+
+
+def engine_ops(sm) -> list[str]:
+    return [op for s in sm.partition.engines for op in s.ops]
+
+
+# -- comparison ------------------------------------------------------------------------------------
+@attrs.frozen
+class Tol:
+    """``|got - want| <= ulps * EPS * |want| + abs_ulps * EPS * scale`` where ``scale`` is the case's
+    elementwise magnitude (0 where it is not finite); NaNs and infinities must match exactly."""
+
+    ulps: float = 0.0
+    abs_ulps: float = 0.0
+
+
+EXACT = Tol()
+
+
+def assert_close(got, want, tol: Tol, scale=None, what: str = ""):
+    want = np.asarray(want)
+    got = np.asarray(got)
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != torch's {want.shape}"
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != torch's {want.dtype}"
+    if want.dtype.kind not in "fc":
+        np.testing.assert_array_equal(got, want, err_msg=what)
+        return
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    nan_g, nan_w = np.isnan(g), np.isnan(w)
+    bad = nan_g != nan_w
+    assert not bad.any(), f"{what}: NaN at other places: got {got[bad][:5]}, torch {want[bad][:5]}"
+    inf_w = np.isinf(w)
+    bad = (np.isinf(g) | inf_w) & ~((g == w) | nan_w)
+    assert not bad.any(), f"{what}: infinities differ: got {got[bad][:5]}, torch {want[bad][:5]}"
+    fin = np.isfinite(w)
+    with np.errstate(all="ignore"):
+        _check_bound(g, w, fin, tol, scale, what)
+
+
+def _check_bound(g, w, fin, tol, scale, what):
+    s = np.zeros(w.shape) if scale is None or not tol.abs_ulps else \
+        np.broadcast_to(np.asarray(scale, np.float64), w.shape)
+    s = np.where(np.isfinite(s), s, 0.0)
+    bound = tol.ulps * EPS * np.abs(w) + tol.abs_ulps * EPS * s + (tol.ulps + tol.abs_ulps) * TINY
+    err = np.abs(g - w)
+    bad = fin & (err > bound)
+    if bad.any():
+        i = np.argmax(np.where(bad, err - bound, -np.inf))
+        raise AssertionError(f"{what}: {int(bad.sum())} value(s) off by more than {tol}: worst got "
+                             f"{g.reshape(-1)[i]!r}, torch {w.reshape(-1)[i]!r} (bound {bound.reshape(-1)[i]:.3g})")
+
+
+def _torch(v):
+    if isinstance(v, (In, Param)):
+        return torch.from_numpy(np.array(v.array))      # a copy: torch must not see the engine's buffers
+    if isinstance(v, tuple):
+        return list(v)
+    return v
+
+
+def _mag(v):
+    """The magnitude a tensor argument contributes to the error scale."""
+    return np.abs(v.array.astype(np.float64)) if isinstance(v, (In, Param)) else None
+
+
+# -- cases ---------------------------------------------------------------------------------------
+@attrs.frozen
+class Case:
+    """One node checked against torch.
+
+    ``ref`` is the torch callable (default: the aten overload ``op`` names); ``engine``: the node
+    must be in an engine (else: must be refused and run on cpu); ``scale(args)`` the error scale
+    (default: the elementwise max of the tensor arguments' magnitudes); ``pre``/``post``: pointwise
+    ops around the node (its input/output then is an engine intermediate)."""
+
+    id: str
+    op: str                                   # the overload, e.g. "aten::add.Tensor"
+    args: tuple
+    tol: Tol = EXACT
+    engine: bool = True
+    ref: Callable | None = None
+    scale: Callable | None = None
+    pre: str | None = None
+    post: str | None = None
+    error: bool = False                       # torch rejects the call: srcore must raise a SrcoreError
+    exhaustive: bool = False                  # only with SRCORE_CONFORMANCE=1 (another shape: another kernel)
+
+    @property
+    def kind(self) -> str:
+        return self.op.split(".", 1)[0]
+
+    def reference(self):
+        if self.ref is not None:
+            return self.ref(*[_torch(a) for a in self.args])
+        ns, name = self.op.split("::", 1)
+        base, _, ov = name.partition(".")
+        return call_aten(getattr(getattr(torch.ops.aten, base), ov or "default"), [_torch(a) for a in self.args])
+
+    def error_scale(self, out_shape):
+        if self.scale is not None:
+            return self.scale(*self.args)
+        mags = [m for m in (_mag(a) for a in self.args) if m is not None]
+        if not mags:
+            return None
+        s = np.zeros(out_shape)
+        for m in mags:
+            try:
+                s = np.maximum(s, m)
+            except ValueError:   # not broadcastable to the output (a reduction's input): no scale
+                return None
+        return s if s.shape == tuple(out_shape) else None
+
+
+def call_aten(fn, args):
+    """``fn`` (an aten overload) on ``args`` given positionally, as the IR passes them (keyword-only
+    arguments by name)."""
+    pos, kw = [], {}
+    for a, v in zip(fn._schema.arguments, args):
+        if a.kwarg_only:
+            kw[a.name] = v
+        else:
+            pos.append(v)
+    return fn(*pos, **kw)
+
+
+def abs_op(fn):
+    """The scale of a linear op: ``fn`` on the magnitudes of its tensor arguments (``sum |terms|``)."""
+    def scale(*args):
+        absd = [torch.from_numpy(np.asarray(np.abs(a.array), np.float32)) if isinstance(a, (In, Param)) else a
+                for a in args]
+        args = [list(a) if isinstance(a, tuple) else a for a in absd]
+        y = call_aten(fn, args) if hasattr(fn, "_schema") else fn(*args)
+        return np.abs(y.numpy().astype(np.float64))
+    return scale
+
+
+UNARY = {  # op -> tolerance
+    "aten::neg": EXACT, "aten::abs": EXACT, "aten::square": EXACT, "aten::relu": EXACT, "aten::relu6": EXACT,
+    "aten::sqrt": Tol(1), "aten::rsqrt": Tol(2), "aten::reciprocal": EXACT,
+    "aten::exp": Tol(5), "aten::log": Tol(5), "aten::tanh": Tol(5), "aten::sigmoid": Tol(5),
+    "aten::silu": Tol(8, 4), "aten::mish": Tol(8, 4), "aten::hardswish": Tol(1, 1), "aten::hardsigmoid": Tol(1),
+}
+TRANSCENDENTAL_COMPOSITE = Tol(8, 4)
+
+
+def _gelu_ref(x, approximate="none"):
+    """torch's gelu, but +inf at +inf: oneDNN's exact gelu gives NaN there, the formula (and srcore's
+    cpu kernel, and the engine) +inf; a documented difference (docs/trt-like.md, "Known differences")."""
+    y = torch.ops.aten.gelu.default(x, approximate=approximate)
+    return torch.where(x == math.inf, x, y)
+
+
+def unary_cases() -> list[Case]:
+    out = []
+    # the default run keeps the kernels few (each shape compiles its own): 0-d, size 0, (3, 5) and its
+    # non-contiguous twin; the others only in the exhaustive run
+    shapes = [((), {}), ((7,), {}), ((3, 5), {}), ((0, 4), {}), ((1, 1, 6), {}), ((3, 5), {"transposed": True}),
+              ((2, 3, 17), {})]
+    for op, tol in UNARY.items():
+        for k, (shape, kw) in enumerate(shapes):
+            # (2, 3, 17): interleaved streams, in the default run for the transcendental ops
+            long_ok = shape == (2, 3, 17) and tol.ulps >= 5
+            out.append(Case(f"{op}-{shape}{'-T' if kw else ''}", op, (tin(shape, k, **kw),), tol,
+                            exhaustive=shape in ((7,), (1, 1, 6)) or shape == (2, 3, 17) and not long_ok))
+        out.append(Case(f"{op}-post", op, (tin((2, 5), 9),), tol, post="aten::neg"))
+    params = [
+        ("aten::gelu", [(), ("none",), ("tanh",)], TRANSCENDENTAL_COMPOSITE),   # see _gelu_ref
+        ("aten::hardtanh", [(), (-2.0, 3.5), (0, 6), (1.0, -1.0), (-0.5,), (np.nan, 1.0)], EXACT),
+        ("aten::clamp", [(None, 1.5), (-1.0, None), (-1, 2), (2.0, -2.0), (0.0,), (-np.inf, np.inf), (np.nan, 1.0),
+                         (None, np.nan)], EXACT),
+        ("aten::leaky_relu", [(), (0.2,), (-1.5,), (0,)], EXACT),
+        ("aten::elu", [(), (0.5,), (1.0, 2.0), (1.5, 1.0, 0.5), (1, 1, 1)], TRANSCENDENTAL_COMPOSITE),
+        ("aten::softplus", [(), (2.0,), (0.5, 5.0), (1, 1), (-1.0, 20.0)], TRANSCENDENTAL_COMPOSITE),
+        ("aten::pow.Tensor_Scalar", [(e,) for e in (0, 1, 2, 3, 0.5, -0.5, -1, -2, 2.5, 4, -3, 0.0, 1.0, 3.0, np.nan,
+                                                    np.inf, -np.inf, 1e-45)],
+         Tol(5)),
+    ]
+    for op, variants, tol in params:
+        for k, extra in enumerate(variants):
+            # pow: the exponents torch special-cases, NaN and one powf exponent by default
+            rare = op.startswith("aten::pow") and not (isinstance(extra[0], float) and math.isnan(extra[0])) \
+                and extra[0] not in (0, 1, 2, 3, 0.5, -0.5, -1, -2, 2.5)
+            for shape, kw in (((3, 7), {}), ((), {}), ((3, 7), {"transposed": True})):
+                out.append(Case(f"{op}{extra}-{shape}{'-T' if kw else ''}", op, (tin(shape, k, **kw), *extra), tol,
+                                ref=_gelu_ref if op == "aten::gelu" else None,
+                                exhaustive=rare or k > 0 and shape == ()))
+    return out
+
+
+BINARY_SHAPES = [((2, 3), (2, 3)), ((2, 3), (3,)), ((2, 1, 4), (3, 1)), ((), (2, 3)), ((2, 3), ()), ((1,), (4,)),
+                 ((0, 3), (3,)), ((2, 0), (1, 0)), ((4, 1), (1, 5)), ((), ()),
+                 ((3, 1, 70), (2, 70)), ((5, 1, 1), (5, 40, 3))]   # long inner loops: interleaved streams
+BINARY = {"aten::add.Tensor": EXACT, "aten::sub.Tensor": EXACT, "aten::mul.Tensor": EXACT,
+          "aten::div.Tensor": EXACT, "aten::maximum": EXACT, "aten::minimum": EXACT, "aten::rsub.Tensor": EXACT}
+ALPHA_TOL = Tol(0.5, 0.5)     # torch: fma(alpha, other, self); ours: alpha * other rounded, then added
+
+
+def _alpha_scale(*args):
+    """For ``self + alpha * other``: the FMA's exact product, |alpha * other| (either order)."""
+    a, b, alpha = args[0], args[1], args[2]
+    m = [np.abs(x.array.astype(np.float64)) if isinstance(x, (In, Param)) else abs(float(x)) for x in (a, b)]
+    return np.maximum(m[0], m[1]) * max(abs(float(alpha)), 1.0)
+
+
+def binary_cases() -> list[Case]:
+    out = []
+    for op, tol in BINARY.items():
+        every_shape = op == "aten::add.Tensor"   # the others: a few in the default run (a kernel per shape)
+        for k, (sa, sb) in enumerate(BINARY_SHAPES):
+            out.append(Case(f"{op}-{sa}-{sb}", op, (tin(sa, 2 * k), tin(sb, 2 * k + 1)), tol,
+                            exhaustive=not every_shape and k % 3 != 0))
+        out.append(Case(f"{op}-param", op, (tin((2, 3), 1), Param(data((3,), 2))), tol))
+        rare = op not in ("aten::add.Tensor", "aten::mul.Tensor", "aten::rsub.Tensor")   # a kernel each
+        out.append(Case(f"{op}-param1", op, (tin((2, 3), 1), Param(data((1, 1), 3))), tol, exhaustive=rare))
+        out.append(Case(f"{op}-param-first", op, (Param(data((3,), 2)), tin((2, 3), 1)), tol, exhaustive=rare))
+        out.append(Case(f"{op}-same", op, (In(data((5,), 4)),) * 2, tol, exhaustive=rare))
+        out.append(Case(f"{op}-T", op, (tin((2, 3), 5, transposed=True), tin((3,), 6)), tol))
+        out.append(Case(f"{op}-pre-post", op, (tin((2, 3), 5), tin((3,), 6)), tol, pre="aten::exp",
+                        post="aten::tanh", exhaustive=rare))
+        if op in ("aten::add.Tensor", "aten::sub.Tensor", "aten::rsub.Tensor"):
+            for alpha in (2, -0.5, 0, 1.0, 3.0e-3):
+                out.append(Case(f"{op}-alpha{alpha}", op, (tin((2, 3), 7), tin((3,), 8), alpha), ALPHA_TOL,
+                                scale=_alpha_scale, exhaustive=alpha not in (2, -0.5)))
+                out.append(Case(f"{op}-alpha{alpha}-param1", op, (tin((2, 3), 7), Param(data((1,), 8)), alpha),
+                                ALPHA_TOL, scale=_alpha_scale, exhaustive=alpha != 2))
+    scalars = [2, 0, np.inf, np.nan, True, -0.5, 1e39, 1e30, 3.3, -7, 1e-3, -np.inf]   # each compiles a kernel:
+    for op in ("aten::add.Scalar", "aten::sub.Scalar", "aten::mul.Scalar", "aten::div.Scalar", "aten::rsub.Scalar"):
+        for j, s in enumerate(scalars):                                                # the first 5 by default
+            if s is True and "sub" in op:   # torch: no subtraction of a bool
+                continue
+            out.append(Case(f"{op}-{s}", op, (tin((3, 4), 11), s), EXACT, exhaustive=j >= 5))
+            out.append(Case(f"{op}-{s}-0d", op, (tin((), 12), s), EXACT, exhaustive=j >= 1))
+        if op in ("aten::add.Scalar", "aten::sub.Scalar", "aten::rsub.Scalar"):
+            for alpha in (2, -0.5, 1e-3):
+                out.append(Case(f"{op}-alpha{alpha}", op, (tin((3, 4), 13), 3.3, alpha), ALPHA_TOL,
+                                scale=_alpha_scale))
+    out.append(Case("add_relu", "srcore::add_relu", (tin((2, 3), 1), tin((3,), 2)), EXACT,
+                    ref=lambda a, b: torch.relu(a + b)))
+    out.append(Case("add_relu-alpha", "srcore::add_relu", (tin((2, 3), 1), tin((3,), 2), 2.0), ALPHA_TOL,
+                    ref=lambda a, b, al: torch.relu(torch.add(a, b, alpha=al)), scale=_alpha_scale))
+    return out
+
+
+def dtype_cases() -> list[Case]:
+    """Engines compute float32 only: other dtypes must fall back to cpu (and still be right)."""
+    out = []
+    out.append(Case("aten::add.Tensor-float16", "aten::add.Tensor",
+                    (tin((2, 3), 1, np.float16), tin((3,), 2, np.float16)), engine=False))
+    out.append(Case("aten::relu-float16", "aten::relu", (tin((2, 3), 1, np.float16),), engine=False))
+    for dt in (np.float64, np.int64, np.int32, np.bool_):
+        name = np.dtype(dt).name
+        for op in ("aten::add.Tensor", "aten::mul.Tensor", "aten::maximum"):
+            if dt == np.bool_ and op == "aten::add.Tensor":
+                continue
+            out.append(Case(f"{op}-{name}", op, (tin((2, 3), 1, dt), tin((3,), 2, dt)), engine=False))
+        if dt == np.float64:
+            for op in ("aten::exp", "aten::sigmoid"):
+                out.append(Case(f"{op}-{name}", op, (tin((2, 3), 1, dt),), Tol(5), engine=False))
+        if dt != np.bool_:
+            out.append(Case(f"aten::relu-{name}", "aten::relu", (tin((2, 3), 1, dt),), engine=False))
+            out.append(Case(f"aten::mul.Scalar-{name}", "aten::mul.Scalar", (tin((2, 3), 1, dt), 2), engine=False))
+    # mixed: a float32 tensor with an integer tensor promotes; the engine must not take it
+    out.append(Case("aten::add.Tensor-f32-i64", "aten::add.Tensor", (tin((2, 3), 1), tin((3,), 2, np.int64)),
+                    engine=False))
+    out.append(Case("aten::mul.Tensor-f32-f64", "aten::mul.Tensor", (tin((2, 3), 1), tin((3,), 2, np.float64)),
+                    engine=False))
+    out.append(Case("aten::mul.Tensor-i64-f32param", "aten::mul.Tensor",
+                    (tin((2, 3), 1, np.int64), Param(data((3,), 2))), engine=False))
+    # a 0-d float64 constant does not promote a float32 tensor (torch's rule for 0-d operands)
+    out.append(Case("aten::mul.Tensor-f32-f64param0d", "aten::mul.Tensor",
+                    (tin((2, 3), 1), Param(np.array(2.5, np.float64))), engine=False))
+    out.append(Case("aten::div.Tensor-i64", "aten::div.Tensor", (tin((2, 3), 1, np.int64), tin((3,), 2, np.int64)),
+                    engine=False, tol=Tol(1)))
+    return out
+
+
+def layout_cases() -> list[Case]:
+    out = []
+    x = lambda k=0, shape=(2, 3, 4): tin(shape, k)  # noqa: E731
+    specs = [
+        ("aten::flatten.using_ints", [(0, -1), (1, -1), (-2, -1), (1, 1), (0, 0)]),
+        ("aten::view", [([-1],), ([4, 6],), ([2, -1, 2],), ([24, 1],)]),
+        ("aten::reshape", [([-1],), ([3, 8],), ([1, 2, 3, 4],)]),
+        ("aten::transpose.int", [(0, 1), (-1, 0), (2, 2), (-3, -1)]),
+        ("aten::permute", [([2, 0, 1],), ([-1, -2, -3],), ([0, 1, 2],)]),
+        ("aten::select.int", [(0, 1), (-1, -1), (1, 0), (2, 3), (-2, 2)]),
+        ("aten::slice.Tensor", [(0, 0, 1, 1), (1, None, None, 2), (2, -3, None, 1), (-1, 1, 1000, 2), (1, 2, 1, 1),
+                                (2, None, -1, 1), (0, -100, 100, 1)]),
+        ("aten::contiguous", [()]),
+        ("aten::dropout", [(0.5, False), (0.0, False)]),
+    ]
+    for op, variants in specs:
+        for k, extra in enumerate(variants):
+            for where in ("alone", "post", "pre", "T"):
+                args = (tin((4, 3, 2), k, transposed=True) if where == "T" and op not in ("aten::view",)
+                        else x(k), *extra)
+                if where == "T" and op == "aten::view":
+                    continue
+                if where == "T":   # a (2, 3, 4) tensor given as the transpose of a C-contiguous (4, 3, 2)
+                    args = (In(data((4, 3, 2), k).T), *extra)
+                out.append(Case(f"{op}{extra}-{where}", op, args, EXACT, pre="aten::relu" if where == "pre" else None,
+                                post="aten::relu" if where == "post" else None,
+                                exhaustive=k > 0 and where in ("pre", "post")))   # a relu kernel per shape
+    # 0-d and size-0 tensors
+    out.append(Case("flatten-0d", "aten::flatten.using_ints", (tin((), 1), 0, -1), EXACT, post="aten::relu"))
+    out.append(Case("transpose-0d", "aten::transpose.int", (tin((), 1), 0, -1), EXACT, post="aten::relu"))
+    out.append(Case("permute-0d", "aten::permute", (tin((), 1), []), EXACT, post="aten::relu"))
+    out.append(Case("reshape-0d", "aten::reshape", (tin((), 1), [1, 1]), EXACT, post="aten::relu"))
+    out.append(Case("view-to-0d", "aten::view", (tin((1,), 1), []), EXACT, post="aten::relu"))
+    out.append(Case("slice-empty", "aten::slice.Tensor", (tin((0, 3), 1), 1, 0, 2, 1), EXACT, post="aten::relu"))
+    out.append(Case("select-size0", "aten::select.int", (tin((2, 0), 1), 0, 1), EXACT, post="aten::relu"))
+    return out
+
+
+def reduction_cases() -> list[Case]:
+    out = []
+    for op in ("aten::softmax.int", "aten::log_softmax.int"):
+        for k, (shape, dim) in enumerate([((3, 5), 1), ((3, 5), 0), ((2, 3, 4), -1), ((2, 3, 4), 1), ((7,), 0),
+                                          ((1, 4), -2), ((3, 0), 1), ((0, 3), 1), ((0, 3), 0), ((), 0), ((), -1)]):
+            m = shape[dim] if shape else 1
+            log = "log" in op
+            tol = Tol(2 * (m + 4), 2 * (m + 4)) if log else Tol(2 * (m + 4))
+            scale = (lambda *a: np.abs(a[0].array.astype(np.float64))) if log else None
+            out.append(Case(f"{op}-{shape}-{dim}", op, (tin(shape, k), dim, None), tol,
+                            scale=scale or (lambda *a: None)))
+        rows = np.array([[-np.inf] * 3, [np.inf, 0, 1], [np.nan, 0, 1], [1e30, -1e30, 0], [88, 89, 90]], np.float32)
+        out.append(Case(f"{op}-specials-rows", op, (In(rows), 1, None), Tol(16), scale=lambda *a: None))
+        out.append(Case(f"{op}-T", op, (tin((5, 3), 3, transposed=True), 0, None), Tol(18), scale=lambda *a: None))
+        out.append(Case(f"{op}-f64", op, (tin((3, 5), 1, np.float64), 1, None), Tol(18), engine=False,
+                        scale=lambda *a: None))
+        out.append(Case(f"{op}-dtype", op, (tin((3, 5), 1), 1, 6), Tol(18), engine=False, scale=lambda *a: None))
+    for k, (shape, dims, keep) in enumerate([((3, 5), [1], False), ((3, 5), [0], True), ((2, 3, 4), [-1, 0], False),
+                                             ((2, 3, 4), [], False), ((2, 3, 4), [1], True), ((0, 3), [0], False),
+                                             ((3, 0), [1], True), ((), [], False), ((), [0], False),
+                                             ((2, 3), [-1, -2], True)]):
+        n = max(1, int(np.prod([shape[d] for d in dims] if dims and shape else shape or (1,))))
+        out.append(Case(f"mean-{shape}-{dims}-{keep}", "aten::mean.dim",
+                        (tin(shape, k, special=False), dims, keep, None), Tol(n + 2, n + 2),
+                        scale=abs_op(torch.ops.aten.mean.dim)))
+    out.append(Case("mean-specials", "aten::mean.dim", (tin((4, 6), 3), [1], False, None), Tol(8, 8),
+                    scale=abs_op(torch.ops.aten.mean.dim)))
+    for k, (shape, ns, affine) in enumerate([((3, 8), [8], True), ((2, 3, 4), [3, 4], True), ((2, 5), [5], False),
+                                             ((4, 1), [1], True), ((0, 4), [4], True), ((3, 8), [8], "w")]):
+        n = int(np.prod(ns))
+        w = Param(data(tuple(ns), 50 + k, special=False)) if affine else None
+        b = Param(data(tuple(ns), 60 + k, special=False)) if affine is True else None
+        out.append(Case(f"layer_norm-{shape}-{ns}-{affine}", "aten::layer_norm",
+                        (tin(shape, k, special=False), ns, w, b, 1e-5, True), Tol(4 * n + 8, 4 * n + 8),
+                        scale=_ln_scale))
+    out.append(Case("layer_norm-specials", "aten::layer_norm", (tin((4, 6), 3), [6], None, None, 1e-5, True),
+                    Tol(32, 32), scale=_ln_scale))
+    rows = np.array([[1, 1, 1, 1], [np.inf, 0, 1, 2], [1e30, -1e30, 0, 1], [1e-30, 1e-30, 0, 0]], np.float32)
+    out.append(Case("layer_norm-eps0-constant-rows", "aten::layer_norm", (In(rows), [4], None, None, 0.0, True),
+                    Tol(32, 32), scale=_ln_scale))
+    return out
+
+
+def _ln_scale(x, ns, w, b, *rest):
+    """A normalized value is O(1): the scale is (1 + |y|) |w| + |b| (y the unit-variance value)."""
+    xs = x.array.astype(np.float64)
+    axes = tuple(range(xs.ndim - len(ns), xs.ndim))
+    with np.errstate(all="ignore"):
+        y = (xs - xs.mean(axis=axes, keepdims=True)) / np.sqrt(xs.var(axis=axes, keepdims=True) + 1e-5)
+    wm = 1.0 if w is None else np.abs(w.array.astype(np.float64))
+    bm = 0.0 if b is None else np.abs(b.array.astype(np.float64))
+    return (1 + np.abs(y)) * wm + bm
+
+
+def matrix_cases() -> list[Case]:
+    out = []
+    gemm = lambda K: Tol(2 * K + 2, 2 * K + 2)  # noqa: E731
+
+    def p(shape, seed):
+        return Param(data(shape, seed, special=False))
+
+    for k, (xs, n, bias) in enumerate([((4, 6), 5, True), ((6,), 5, True), ((2, 3, 6), 4, False), ((1, 6), 1, True),
+                                       ((0, 6), 3, True), ((4, 6), 5, "T")]):
+        K = xs[-1]
+        x = tin(xs, k, special=False, transposed=bias == "T")
+        args = (x, p((n, K), 20 + k), p((n,), 30 + k) if bias else None)
+        out.append(Case(f"linear-{xs}-{n}-{bias}", "aten::linear", args, gemm(K),
+                        scale=abs_op(torch.ops.aten.linear.default)))
+        for act, ref in (("relu", torch.relu), ("silu", torch.nn.functional.silu), ("tanh", torch.tanh),
+                         ("sigmoid", torch.sigmoid)):
+            out.append(Case(f"linear_{act}-{xs}", f"srcore::linear_{act}", args, Tol(2 * K + 8, 2 * K + 8),
+                            ref=lambda a, w, b, ref=ref: ref(torch.nn.functional.linear(a, w, b)),
+                            scale=abs_op(torch.ops.aten.linear.default), exhaustive=k not in (0, 2)))
+        for approx in ("none", "tanh"):
+            out.append(Case(f"linear_gelu-{approx}-{xs}", "srcore::linear_gelu", (*args, approx),
+                            Tol(2 * K + 8, 2 * K + 8),
+                            ref=lambda a, w, b, ap: torch.nn.functional.gelu(torch.nn.functional.linear(a, w, b),
+                                                                             approximate=ap),
+                            scale=lambda *a: abs_op(torch.ops.aten.linear.default)(*a[:3]),
+                            exhaustive=k not in (0, 2)))
+    out.append(Case("linear-specials", "aten::linear", (tin((3, 4), 5), p((2, 4), 6), p((2,), 7)), gemm(4),
+                    scale=abs_op(torch.ops.aten.linear.default)))
+    mm_shapes = [("aten::matmul", (3, 4), (4, 5)), ("aten::matmul", (2, 3, 4), (4, 5)),
+                 ("aten::matmul", (2, 3, 4), (2, 4, 5)), ("aten::matmul", (2, 1, 3, 4), (5, 4, 2)),
+                 ("aten::matmul", (4,), (4, 5)), ("aten::matmul", (3, 4), (4,)), ("aten::matmul", (4,), (4,)),
+                 ("aten::matmul", (0, 4), (4, 5)), ("aten::matmul", (3, 0), (0, 5)),
+                 ("aten::mm", (3, 4), (4, 5)), ("aten::mm", (1, 1), (1, 1)), ("aten::bmm", (2, 3, 4), (2, 4, 5))]
+    for k, (op, sa, sb) in enumerate(mm_shapes):
+        K = sa[-1]
+        ref = getattr(torch.ops.aten, op.split("::")[1]).default
+        vec = len(sa) < 2 or len(sb) < 2
+        out.append(Case(f"{op}-{sa}-{sb}", op, (tin(sa, k, special=False), tin(sb, k + 1, special=False)), gemm(K),
+                        engine=not vec, scale=abs_op(ref)))
+        if len(sb) == 2:
+            out.append(Case(f"{op}-{sa}-const{sb}", op, (tin(sa, k, special=False), p(sb, k + 1)), gemm(K),
+                            scale=abs_op(ref)))
+        if len(sa) >= 2 and len(sb) >= 2:
+            out.append(Case(f"{op}-{sa}-{sb}-T", op, (tin(sa, k, special=False, transposed=True),
+                                                       tin(sb, k + 1, special=False, transposed=True)), gemm(K),
+                            scale=abs_op(ref)))
+    out.append(Case("matmul-const-left", "aten::matmul", (p((3, 4), 1), tin((4, 5), 2)), gemm(4), engine=None,
+                    scale=abs_op(torch.ops.aten.matmul.default)))
+    out.append(Case("matmul-const-1d", "aten::matmul", (tin((3, 4), 1, special=False), p((4,), 2)), gemm(4),
+                    engine=None, scale=abs_op(torch.ops.aten.matmul.default)))
+    for k, (bs, beta, alpha) in enumerate([((5,), 1, 1), ((5,), 0.5, 2.0), ((1, 5), 1, 1), ((3, 5), 1, 1),
+                                           ((5,), 0, 1), ((), 1, 1), ((1,), 2, -1)]):
+        bias = Param(data(bs, 40 + k, special=beta == 0))
+        out.append(Case(f"addmm-{bs}-{beta}-{alpha}", "aten::addmm",
+                        (bias, tin((3, 4), k, special=False), p((4, 5), 41 + k), beta, alpha), gemm(6),
+                        scale=_addmm_scale))
+    out.append(Case("addmm-alpha0", "aten::addmm", (p((5,), 1), tin((3, 4), 2), p((4, 5), 3), 1, 0), gemm(6),
+                    engine=False, scale=_addmm_scale))
+    out.append(Case("addmm-input-weight", "aten::addmm", (p((5,), 1), tin((3, 4), 2, special=False),
+                                                          tin((4, 5), 3, special=False), 1, 1),
+                    gemm(6), engine=False, scale=_addmm_scale))
+    return out
+
+
+def _addmm_scale(bias, m1, m2, beta, alpha):
+    a = lambda v: torch.from_numpy(np.asarray(np.abs(v.array), np.float32))  # noqa: E731
+    with torch.no_grad():
+        s = abs(beta) * a(bias) + abs(alpha) * (a(m1) @ a(m2))
+    return np.where(np.isfinite(s.numpy()), s.numpy(), 0).astype(np.float64)
+
+
+def conv_cases() -> list[Case]:
+    out = []
+
+    def p(shape, seed):
+        return Param(data(shape, seed, special=False))
+
+    conv = abs_op(torch.ops.aten.conv2d.default)
+    for k, (xs, ws, bias, stride, pad, dil, groups) in enumerate([
+            ((1, 3, 8, 8), (4, 3, 3, 3), True, [1, 1], [1, 1], [1, 1], 1),
+            ((2, 4, 7, 6), (6, 2, 3, 2), False, [2, 1], [0, 1], [1, 1], 2),
+            ((1, 4, 9, 9), (4, 1, 3, 3), True, [1, 1], [2, 2], [2, 2], 4),
+            ((1, 3, 5, 5), (2, 3, 1, 1), True, [1, 1], [0, 0], [1, 1], 1),
+            ((1, 3, 5, 5), (2, 3, 1, 1), False, [2, 2], [0, 0], [1, 1], 1),
+            ((1, 2, 4, 4), (3, 2, 5, 5), True, [1, 1], [2, 2], [1, 1], 1),
+            ((1, 2, 3, 3), (3, 2, 3, 3), True, [3, 3], [0, 0], [1, 1], 1),
+            ((0, 3, 5, 5), (2, 3, 3, 3), True, [1, 1], [1, 1], [1, 1], 1)]):
+        K = ws[1] * ws[2] * ws[3] + 1
+        args = (tin(xs, k, special=False), p(ws, 70 + k), p((ws[0],), 80 + k) if bias else None, stride, pad, dil,
+                groups)
+        out.append(Case(f"conv2d-{k}", "aten::conv2d", args, Tol(2 * K, 2 * K), scale=conv))
+        out.append(Case(f"conv2d_relu-{k}", "srcore::conv2d_relu", args, Tol(2 * K, 2 * K),
+                        ref=lambda *a: torch.relu(torch.ops.aten.conv2d.default(*a)), scale=conv))
+        out.append(Case(f"_convolution-{k}", "aten::_convolution",
+                        (*args[:6], False, [0, 0], groups, False, False, True, True), Tol(2 * K, 2 * K),
+                        scale=lambda *a: conv(*a[:6], a[8])))
+    xs, ws = (1, 3, 6, 6), (4, 3, 3, 3)
+    other = tin((1, 4, 6, 6), 3, special=False)
+    out.append(Case("conv2d_add_relu", "srcore::conv2d_add_relu",
+                    (tin(xs, 1, special=False), p(ws, 2), p((4,), 3), other, [1, 1], [1, 1], [1, 1], 1), Tol(60, 60),
+                    ref=lambda x, w, b, o, *r: torch.relu(torch.ops.aten.conv2d.default(x, w, b, *r) + o),
+                    scale=lambda x, w, b, o, *r: conv(x, w, b, *r) + np.abs(o.array)))
+    out.append(Case("conv2d-specials", "aten::conv2d", (tin((1, 2, 5, 5), 4), p((2, 2, 3, 3), 5), None, [1, 1],
+                                                        [1, 1], [1, 1], 1), Tol(40, 40), scale=conv))
+    out.append(Case("conv2d-3d-input", "aten::conv2d", (tin((3, 6, 6), 4, special=False), p((2, 3, 3, 3), 5), None,
+                                                        [1, 1], [1, 1], [1, 1], 1), Tol(60, 60), engine=False,
+                    scale=conv))
+    pools = [((1, 2, 7, 7), [3, 3], [2, 2], [1, 1], [1, 1], False), ((2, 3, 8, 6), [2, 2], [], [0, 0], [1, 1], False),
+             ((1, 1, 7, 7), [3, 2], [2, 3], [1, 0], [2, 1], True), ((1, 1, 5, 5), [2, 2], [2, 2], [0, 0], [1, 1], True),
+             ((1, 2, 4, 4), [1, 1], [1, 1], [0, 0], [1, 1], False), ((3, 6, 6), [2, 2], [2, 2], [0, 0], [1, 1], False)]
+    for k, (xs, ks, stride, pad, dil, ceil) in enumerate(pools):
+        batched = len(xs) == 4   # an unbatched (C, H, W) input runs on cpu
+        out.append(Case(f"max_pool2d-{k}", "aten::max_pool2d", (tin(xs, k), ks, stride, pad, dil, ceil), EXACT,
+                        engine=batched))
+        for incl in (True, False):
+            for div in (None, 3):
+                n = ks[0] * ks[1] + 1
+                out.append(Case(f"avg_pool2d-{k}-{incl}-{div}", "aten::avg_pool2d",
+                                (tin(xs, k, special=False), ks, stride, pad, ceil, incl, div), Tol(n, n),
+                                engine=batched, scale=abs_op(torch.ops.aten.avg_pool2d.default)))
+    out.append(Case("max_pool2d-specials-T", "aten::max_pool2d", (tin((1, 2, 6, 6), 9, transposed=True), [2, 2], [2, 2],
+                                                                  [0, 0], [1, 1], False), EXACT))
+    for k, (xs, size) in enumerate([((1, 2, 7, 7), [1, 1]), ((2, 3, 7, 5), [3, 2]), ((1, 1, 4, 4), [4, 4]),
+                                    ((1, 1, 3, 3), [5, 5]), ((3, 6, 6), [2, 2])]):
+        out.append(Case(f"adaptive_avg_pool2d-{k}", "aten::adaptive_avg_pool2d", (tin(xs, k, special=False), size),
+                        Tol(60, 60), engine=len(xs) == 4, scale=abs_op(torch.ops.aten.adaptive_avg_pool2d.default)))
+    return out
+
+
+def bad_input_cases() -> list[Case]:
+    """Calls torch rejects: srcore must raise a SrcoreError (at load or at the call), not crash."""
+    return [
+        Case("select-out-of-range", "aten::select.int", (tin((2, 3), 1), 1, 3), error=True),
+        Case("slice-step-0", "aten::slice.Tensor", (tin((2, 3), 1), 1, 0, 2, 0), error=True),
+        Case("transpose-bad-dim", "aten::transpose.int", (tin((2, 3), 1), 0, 2), error=True),
+        Case("softmax-bad-dim", "aten::softmax.int", (tin((2, 3), 1), 2, None), error=True),
+        Case("view-bad-size", "aten::view", (tin((2, 3), 1), [4, 2]), error=True),
+        Case("add-no-broadcast", "aten::add.Tensor", (tin((2, 3), 1), tin((2,), 2)), error=True),
+        Case("mm-mismatch", "aten::mm", (tin((2, 3), 1), tin((4, 2), 2)), error=True),
+        Case("linear-mismatch", "aten::linear", (tin((2, 3), 1), Param(data((4, 5), 2)), None), error=True),
+        Case("conv-channels", "aten::conv2d", (tin((1, 3, 5, 5), 1), Param(data((2, 4, 3, 3), 2)), None, [1, 1],
+                                              [0, 0], [1, 1], 1), error=True),
+        Case("layer_norm-shape", "aten::layer_norm", (tin((2, 3), 1), [4], None, None, 1e-5, True), error=True),
+        Case("gelu-bad-approximate", "aten::gelu", (tin((2, 3), 1), "sigmoid"), error=True),
+        Case("dropout-p", "aten::dropout", (tin((2, 3), 1), 1.5, False), error=True),
+        Case("mean-dup-dims", "aten::mean.dim", (tin((2, 3), 1), [1, -1], False, None), error=True),
+        Case("flatten-start-after-end", "aten::flatten.using_ints", (tin((2, 3, 4), 1), 2, 1), error=True),
+        Case("avg_pool-big-pad", "aten::avg_pool2d", (tin((1, 1, 5, 5), 1), [2, 2], [2, 2], [2, 2], False, True, None),
+             error=True),
+        Case("max_pool-big-pad", "aten::max_pool2d", (tin((1, 1, 5, 5), 1), [2, 2], [2, 2], [2, 2], [1, 1], False),
+             error=True),
+        Case("max_pool-stride0", "aten::max_pool2d", (tin((1, 1, 5, 5), 1), [2, 2], [0, 0], [0, 0], [1, 1], False),
+             error=True),
+        Case("avg_pool-divisor0", "aten::avg_pool2d", (tin((1, 1, 4, 4), 1), [2, 2], [2, 2], [0, 0], False, True, 0),
+             error=True),
+        Case("conv-groups", "aten::conv2d", (tin((1, 4, 5, 5), 1), Param(data((3, 2, 3, 3), 2)), None, [1, 1], [0, 0],
+                                             [1, 1], 2), error=True),
+        Case("layer_norm-weight", "aten::layer_norm", (tin((2, 4), 1), [4], Param(data((3,), 2)), None, 1e-5, True),
+             error=True),
+        Case("linear-bias", "aten::linear", (tin((2, 3), 1), Param(data((4, 3), 2)), Param(data((5,), 3))), error=True),
+        Case("addmm-bias", "aten::addmm", (Param(data((4,), 1)), tin((3, 4), 2), Param(data((4, 5), 3)), 1, 1),
+             error=True),
+        Case("adaptive-0", "aten::adaptive_avg_pool2d", (tin((1, 1, 4, 4), 1), [0, 2])),   # torch: an empty output
+        Case("pool-kernel0", "aten::avg_pool2d", (tin((1, 1, 4, 4), 1), [0, 2], [1, 1], [0, 0], False, True, None),
+             error=True),
+        Case("transpose-0d-bad", "aten::transpose.int", (tin((), 1), 0, 1), error=True),
+        Case("select-neg-range", "aten::select.int", (tin((2, 3), 1), 1, -4), error=True),
+    ]
+
+
+def encoder_cases() -> list[Case]:
+    """torch's fused encoder layer (eval fast path), which the engine expands into its layers."""
+    out = []
+    for k, (shape, heads, gelu, norm_first) in enumerate([((2, 5, 8), 2, False, False), ((1, 3, 8), 4, True, True),
+                                                          ((1, 1, 8), 1, True, False)]):
+        E, F = shape[-1], 16
+        w = lambda s, j: Param(data(s, 100 * k + j, special=False) / np.float32(4))  # noqa: E731
+        args = (tin(shape, k, special=False), E, heads, w((3 * E, E), 1), w((3 * E,), 2), w((E, E), 3), w((E,), 4),
+                gelu, norm_first, 1e-5, w((E,), 5), w((E,), 6), w((E,), 7), w((E,), 8), w((F, E), 9), w((F,), 10),
+                w((E, F), 11), w((E,), 12))
+        # outputs of layer norms are O(1): a few sums of <= 16 products and a softmax each way, 256 ulp of 1
+        out.append(Case(f"encoder-{shape}-{heads}-{gelu}-{norm_first}", "aten::_transformer_encoder_layer_fwd",
+                        args, Tol(64, 256), scale=lambda *a: 1.0 + np.abs(a[0].array)))
+    return out
+
+
+def all_cases() -> list[Case]:
+    return unary_cases() + binary_cases() + dtype_cases() + layout_cases() + reduction_cases() + matrix_cases() \
+        + conv_cases() + bad_input_cases() + encoder_cases()
+
+
+CASES = [c for c in all_cases() if EXHAUSTIVE or not c.exhaustive]
+
+
+def run_case(case: Case, tactic_mode: str):
+    text, params, ins = graph_text([Call(case.kind, case.args)], case.pre, case.post)
+    if case.error:
+        with pytest.raises((RuntimeError, IndexError, ValueError)):
+            case.reference()
+        with pytest.raises(srcore.SrcoreError) as err:
+            module(text, params, tactic_mode, optimize=False)(*ins)
+        assert case.kind in str(err.value) or "%y0" in str(err.value), f"the error does not name the node: {err.value}"
+        return
+    want = case.reference()
+    if case.pre is not None:
+        pre = getattr(torch, case.pre.split("::")[1])
+        args = [a for a in case.args]
+        first = next(i for i, a in enumerate(args) if isinstance(a, In))
+        args[first] = In(pre(torch.from_numpy(np.array(args[first].array))).numpy())
+        case = attrs.evolve(case, args=tuple(args))
+        want = case.reference()
+    scale = case.error_scale(tuple(want.shape))
+    if case.post is not None:
+        post = getattr(torch, case.post.split("::")[1])
+        want = post(want)
+        scale = None if case.post != "aten::neg" else scale   # relu/tanh of a within-tolerance value: see below
+    sm = module(text, params, tactic_mode, optimize=False)
+    ops = engine_ops(sm)
+    if case.engine:
+        assert case.kind in ops, f"{case.id}: not in an engine:\n{sm.partition.format()}"
+    elif case.engine is False:
+        assert case.kind not in ops, f"{case.id}: an engine took it:\n{sm.partition.format()}"
+        assert any(case.kind in r.node for r in sm.partition.refused) or any(
+            case.kind in s.ops and s.status == "fallback" for s in sm.partition.segments), sm.partition.format()
+    got = sm(*ins)
+    tol = case.tol
+    if case.post == "aten::tanh":   # tanh is 1-Lipschitz and within 5 ulp itself
+        tol, scale = Tol(tol.ulps + 5, tol.abs_ulps + tol.ulps + 1), np.maximum(np.abs(want.numpy()), 1.0)
+    elif case.post == "aten::relu":  # 1-Lipschitz: keep the node's own scale
+        scale = case.error_scale(tuple(want.shape))
+    assert_close(got, want.numpy(), tol, scale, case.id)
+
+
+@pytest.mark.parametrize("tactic_mode", ["first", "numpy"])
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_op(case: Case, tactic_mode: str):
+    if tactic_mode == "numpy" and (case.engine is False or case.error):
+        pytest.skip("no engine: nothing to run with numpy tactics")
+    with np.errstate(all="ignore"):
+        run_case(case, tactic_mode)
+
+
+CONV_CASES = [c for c in CASES if c.op in ("aten::conv2d", "srcore::conv2d_relu", "srcore::conv2d_add_relu")
+              and c.engine and not c.error]
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=[c.id for c in CONV_CASES])
+def test_conv_cases_with_every_tactic(case):
+    """The conv cases once per conv tactic that applies (im2col, packed GEMM, Winograd, 1x1,
+    depthwise, numpy): the first-candidate run above sees only one of them."""
+    names = conv_tactic_names(case)
+    assert names or case.args[0].array.size == 0, case.id
+    for name in names:
+        with np.errstate(all="ignore"):
+            run_case(attrs.evolve(case, id=f"{case.id}[{name}]"), f"only:{name}")
+
+
+def test_every_supported_op_has_cases():
+    """Every op of the support table is exercised by an engine case."""
+    covered = {c.op for c in CASES if c.engine}
+    covered |= {c.op.split(".")[0] for c in CASES if c.engine}
+    missing = [op for op in support.SUPPORTED_OPS if op not in covered]
+    assert not missing, missing
+
+
+# -- random pointwise DAGs (the fusion compiler) ----------------------------------------------------
+#: IR node templates of the DAGs: (kind, extra constant arguments, tolerance, torch reference)
+DAG_UNARY = [
+    ("aten::relu", (), EXACT), ("aten::neg", (), EXACT), ("aten::abs", (), EXACT), ("aten::square", (), EXACT),
+    ("aten::sigmoid", (), Tol(5)), ("aten::tanh", (), Tol(5)), ("aten::exp", (), Tol(5)), ("aten::log", (), Tol(5)),
+    ("aten::sqrt", (), Tol(1)), ("aten::rsqrt", (), Tol(2)), ("aten::reciprocal", (), EXACT),
+    ("aten::silu", (), Tol(8, 4)), ("aten::gelu", ("none",), Tol(8, 4)), ("aten::gelu", ("tanh",), Tol(8, 4)),
+    ("aten::mish", (), Tol(8, 4)), ("aten::hardswish", (), Tol(1, 1)), ("aten::hardsigmoid", (), Tol(1)),
+    ("aten::relu6", (), EXACT), ("aten::leaky_relu", (0.1,), EXACT), ("aten::clamp", (-1.0, 2.0), EXACT),
+    ("aten::hardtanh", (-0.5, 0.5), EXACT), ("aten::elu", (0.7,), Tol(8, 4)),
+    ("aten::softplus", (2.0, 10.0), Tol(8, 4)),
+    ("aten::pow", (2,), EXACT), ("aten::pow", (0.5,), Tol(1)), ("aten::pow", (3.0,), Tol(1)),
+    ("aten::mul", (0.5,), EXACT), ("aten::add", (-1.5, 1), EXACT), ("aten::div", (3.0,), EXACT),
+    ("aten::rsub", (2.0, 1), EXACT), ("aten::add", (0.25, 3), ALPHA_TOL),
+]
+DAG_BINARY = [("aten::add", (), EXACT), ("aten::sub", (), EXACT), ("aten::mul", (), EXACT), ("aten::div", (), EXACT),
+              ("aten::maximum", (), EXACT), ("aten::minimum", (), EXACT), ("aten::add", (2,), ALPHA_TOL),
+              ("aten::sub", (-0.5,), ALPHA_TOL)]
+
+
+def _torch_node(kind, operands, extra):
+    """The torch result of one DAG node on torch operands."""
+    name = kind.split("::")[1]
+    if name == "gelu":
+        return _gelu_ref(operands[0], extra[0])
+    fn = getattr(torch, name, None) or getattr(torch.nn.functional, name)
+    if name in ("add", "sub", "rsub") and len(extra) == 2:       # a scalar with alpha
+        return fn(operands[0], extra[0], alpha=extra[1])
+    if name in ("add", "sub") and extra:                          # tensor-tensor with alpha
+        return fn(*operands, alpha=extra[0])
+    if name in ("leaky_relu", "hardtanh", "elu", "softplus", "silu", "mish", "hardswish", "hardsigmoid", "relu6"):
+        fn = getattr(torch.nn.functional, name)
+    return fn(*operands, *extra)
+
+
+@st.composite
+def dags(draw):
+    base = draw(st.sampled_from([(3, 5), (2, 3, 4), (17,), (), (1, 6), (2, 70)]))
+
+    def sub_shape():
+        k = draw(st.integers(0, len(base)))
+        return tuple(d if draw(st.booleans()) else 1 for d in base[len(base) - k:])
+    shapes = [base] + [sub_shape() for _ in range(draw(st.integers(0, 2)))]
+    nodes = []   # (kind, operand indices (inputs first, then nodes), extra constants, tol)
+    for _ in range(draw(st.integers(1, 8))):
+        n_values = len(shapes) + len(nodes)
+        if draw(st.booleans()):
+            kind, extra, tol = draw(st.sampled_from(DAG_UNARY))
+            ops = (draw(st.integers(0, n_values - 1)),)
+        else:
+            kind, extra, tol = draw(st.sampled_from(DAG_BINARY))
+            ops = (draw(st.integers(0, n_values - 1)), draw(st.integers(0, n_values - 1)))  # may repeat
+        nodes.append((kind, ops, extra, tol))
+    keep = draw(st.lists(st.integers(0, len(nodes) - 1), max_size=3))
+    return shapes, nodes, sorted(set(keep) | {len(nodes) - 1}), draw(st.integers(0, 2 ** 16))
+
+
+def dag_text(shapes, nodes, outputs) -> str:
+    head = ", ".join(f"%x{i} : Float({', '.join(map(str, s))})" for i, s in enumerate(shapes))
+    body = []
+    names = [f"x{i}" for i in range(len(shapes))]
+    for k, (kind, ops, extra, _) in enumerate(nodes):
+        args = [f"%{names[o]}" for o in ops]
+        for j, e in enumerate(extra):
+            body.append(_const_line(f"c{k}_{j}", e))
+            args.append(f"%c{k}_{j}")
+        body.append(f"  %n{k} : Tensor = {kind}({', '.join(args)})")
+        names.append(f"n{k}")
+    return f"graph({head}):\n" + "\n".join(body) + f"\n  return ({', '.join(f'%n{k}' for k in outputs)})\n"
+
+
+def _as_tuple(r):
+    return r if isinstance(r, tuple) else (r,)
+
+
+# the default run draws the same examples every time (their kernels then come from the cache)
+@settings(max_examples=400 if EXHAUSTIVE else 10, deadline=None, derandomize=not EXHAUSTIVE,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(dags())
+def test_random_pointwise_dags(dag):
+    """Every node is an output: each is checked against torch on the engine's own operand values;
+    then the same graph returning a subset of the nodes, and with fusion off (a kernel per op, the
+    intermediates in the plan's arena), gives bitwise the same values."""
+    shapes, nodes, keep, seed = dag
+    ins = [data(s, seed + i) for i, s in enumerate(shapes)]
+    every = list(range(len(nodes)))
+    sm = module(dag_text(shapes, nodes, every), {}, optimize=False)
+    assert len(engine_ops(sm)) == len(nodes), sm.partition.format()
+    with np.errstate(all="ignore"):
+        got = _as_tuple(sm(*ins))
+    values = ins + list(got)
+    for k, (kind, ops, extra, tol) in enumerate(nodes):
+        operands = [values[o] for o in ops]
+        want = _torch_node(kind, [torch.from_numpy(np.array(v)) for v in operands], extra).numpy()
+        scale = np.zeros(want.shape)
+        for v in operands:
+            scale = np.maximum(scale, np.abs(v.astype(np.float64)))
+        if extra and kind in ("aten::add", "aten::sub", "aten::rsub"):
+            scale = scale * max(abs(float(e)) for e in extra)
+        assert_close(got[k], want, tol, scale, f"node {k} {kind}{extra}")
+    part = module(dag_text(shapes, nodes, keep), {}, optimize=False)
+    with np.errstate(all="ignore"):
+        sub = _as_tuple(part(*ins))
+    for k, y in zip(keep, sub):
+        np.testing.assert_array_equal(y, got[k], err_msg=f"node {k} as one of outputs {keep}")
+    if not EXHAUSTIVE:   # (the mixed graphs below run fusion off in the default run)
+        return
+    unfused = module(dag_text(shapes, nodes, keep), {}, fusion=False, optimize=False)
+    with np.errstate(all="ignore"):
+        sub = _as_tuple(unfused(*ins))
+    for k, y in zip(keep, sub):
+        np.testing.assert_array_equal(y, got[k], err_msg=f"node {k} without fusion")
+
+
+# -- partitioning: in-place writes, views, several outputs -----------------------------------------------
+def _run_both(text, *xs):
+    """(trt_like + cpu result, cpu-only result, the trt_like module)."""
+    g = parse_graph(text)
+    sm = srcore.StaticModule(g, options=srcore.Options(backends=TRT, engine_min_block_size=1, optimize=False))
+    cpu = srcore.StaticModule(parse_graph(text), options=srcore.Options(backends=("cpu",), optimize=False))
+    return sm(*[x.copy() for x in xs]), cpu(*[x.copy() for x in xs]), sm
+
+
+def test_in_place_write_through_a_view_keeps_its_nodes_out_of_engines():
+    """``a`` is written through a view of it: an engine returning a fresh ``a`` would hide the write."""
+    text = """graph(%x : Float(2, 3)):
+  %s : int[] = prim::Constant[value=[6]]()
+  %c : float = prim::Constant[value=1.0]()
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::exp(%x)
+  %v : Tensor = aten::view(%a, %s)
+  %w : Tensor = aten::add_(%v, %c, %one)
+  %b : Tensor = aten::tanh(%a)
+  %d : Tensor = aten::sigmoid(%x)
+  return (%b, %w, %d)
+"""
+    x = data((2, 3), 1)
+    (b, w, d), _, sm = _run_both(text, x)
+    t = torch.from_numpy(x.copy())
+    a = torch.exp(t)
+    a.view(6).add_(1.0)
+    assert_close(b, torch.tanh(a).numpy(), Tol(10), what="tanh after the write")
+    assert_close(w, a.view(6).numpy(), Tol(5), what="the view written")
+    assert_close(d, torch.sigmoid(t).numpy(), Tol(5), what="sigmoid")
+    assert engine_ops(sm) == ["aten::sigmoid"], sm.partition.format()
+    reasons = {r.node.split(" = ")[-1]: r.reason for r in sm.partition.refused}
+    assert reasons["aten::exp"] == reasons["aten::view"] == reasons["aten::tanh"] == \
+        "shares memory with a value written in place", sm.partition.format()
+
+
+def test_in_place_op_between_engines():
+    text = """graph(%x : Float(4, 5)):
+  %a : Tensor = aten::sigmoid(%x)
+  %b : Tensor = aten::mul(%a, %x)
+  %c : Tensor = aten::relu_(%b)
+  %d : Tensor = aten::tanh(%c)
+  return (%d, %b)
+"""
+    x = data((4, 5), 2)
+    (d, b), (d_cpu, b_cpu), sm = _run_both(text, x)
+    t = torch.from_numpy(x.copy())
+    bt = torch.sigmoid(t) * t
+    bt.relu_()
+    assert_close(b, bt.numpy(), Tol(5, 5), np.abs(x), "b, written in place")
+    assert_close(d, torch.tanh(bt).numpy(), Tol(10, 5), np.abs(x), "tanh of it")
+    assert "aten::relu_" not in engine_ops(sm)
+
+
+def test_an_op_with_several_outputs_between_engines():
+    """``aten::max.dim`` (values and Long indices) runs on cpu between two engines."""
+    text = """graph(%x : Float(3, 4)):
+  %d : int = prim::Constant[value=1]()
+  %k : bool = prim::Constant[value=0]()
+  %a : Tensor = aten::exp(%x)
+  %m : Tensor, %i : Tensor = aten::max(%a, %d, %k)
+  %r : Tensor = aten::neg(%m)
+  return (%r, %i)
+"""
+    x = data((3, 4), 3)
+    (r, i), _, sm = _run_both(text, x)
+    m, idx = torch.max(torch.exp(torch.from_numpy(x.copy())), 1)
+    assert_close(r, (-m).numpy(), Tol(5), what="neg(max)")
+    fin = np.isfinite(m.numpy())    # ties between infinities may pick another index
+    np.testing.assert_array_equal(i[fin], idx.numpy()[fin])
+    assert sorted(engine_ops(sm)) == ["aten::exp", "aten::neg"], sm.partition.format()
+
+
+def test_a_returned_view_of_an_input_is_a_copy_the_caller_owns():
+    text = """graph(%x : Float(2, 3)):
+  %s : int[] = prim::Constant[value=[3, 2]]()
+  %z : int = prim::Constant[value=0]()
+  %o : int = prim::Constant[value=1]()
+  %v : Tensor = aten::reshape(%x, %s)
+  %t : Tensor = aten::transpose(%v, %z, %o)
+  %r : Tensor = aten::relu(%t)
+  return (%v, %r)
+"""
+    x = data((2, 3), 4)
+    sm = module(text, {}, optimize=False)
+    assert sorted(engine_ops(sm)) == ["aten::relu", "aten::reshape", "aten::transpose"], sm.partition.format()
+    v, r = sm(x)
+    assert not np.shares_memory(v, x)
+    np.testing.assert_array_equal(v, x.reshape(3, 2))
+    assert_close(r, torch.relu(torch.from_numpy(x.copy()).reshape(3, 2).t()).numpy(), EXACT)
+
+
+# -- symbolic shapes, conv + max pool ---------------------------------------------------------------------
+def test_symbolic_batch_plans_per_signature():
+    """A symbolic batch: a plan per input signature, an empty batch included; the same value returned
+    twice is one array."""
+    text = """graph(%x : Float(b, 8)):
+  %w : Float(4, 8) = prim::Constant[param="w"]()
+  %bias : Float(4) = prim::Constant[param="bias"]()
+  %d : int = prim::Constant[value=1]()
+  %n : NoneType = prim::Constant()
+  %h : Tensor = aten::linear(%x, %w, %bias)
+  %a : Tensor = aten::sigmoid(%h)
+  %s : Tensor = aten::softmax(%a, %d, %n)
+  return (%s, %a, %a)
+"""
+    w, bias = data((4, 8), 1, special=False), data((4,), 2, special=False)
+    sm = module(text, {"w": np.asfortranarray(w), "bias": bias}, optimize=False)
+    assert sorted(engine_ops(sm)) == ["aten::linear", "aten::sigmoid", "aten::softmax"], sm.partition.format()
+    for n in (3, 0, 1, 5, 0, 3):
+        x = data((n, 8), n)
+        s, a, a2 = sm(x)
+        h = torch.nn.functional.linear(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(bias))
+        scale = abs_op(torch.ops.aten.linear.default)(In(x), Param(w), Param(bias))
+        assert_close(a, torch.sigmoid(h).numpy(), Tol(26, 26), scale, f"sigmoid(linear), batch {n}")
+        assert_close(s, torch.softmax(torch.sigmoid(h), 1).numpy(), Tol(40), None, f"softmax, batch {n}")
+        np.testing.assert_array_equal(a, a2)
+
+
+@pytest.mark.parametrize("kernel, stride, pad, ceil", [(2, 2, 0, False), (3, 2, 1, False), (3, 2, 1, True),
+                                                       (2, 1, 0, True), (3, 3, 1, True)])
+def test_conv_relu_max_pool_fused(kernel, stride, pad, ceil):
+    """A conv whose output only a max pool reads becomes one conv_max_pool layer (with fusion on);
+    a NaN input stays where torch puts it."""
+    text = f"""graph(%x : Float(2, 3, 9, 9)):
+  %w : Float(4, 3, 3, 3) = prim::Constant[param="w"]()
+  %n : NoneType = prim::Constant()
+  %one : int[] = prim::Constant[value=[1, 1]]()
+  %k : int[] = prim::Constant[value=[{kernel}, {kernel}]]()
+  %s : int[] = prim::Constant[value=[{stride}, {stride}]]()
+  %p : int[] = prim::Constant[value=[{pad}, {pad}]]()
+  %c : bool = prim::Constant[value={int(ceil)}]()
+  %g : int = prim::Constant[value=1]()
+  %y : Tensor = aten::conv2d(%x, %w, %n, %one, %one, %one, %g)
+  %r : Tensor = aten::relu(%y)
+  %m : Tensor = aten::max_pool2d(%r, %k, %s, %p, %one, %c)
+  return (%m)
+"""
+    w = data((4, 3, 3, 3), 1, special=False)
+    x = data((2, 3, 9, 9), 2, special=False)
+    x[0, 1, 4, 4] = np.nan
+    names: list[str] = []
+    orig = tactics.candidates
+
+    def record(layer, net):
+        every = orig(layer, net)
+        names.extend(n for n, _ in every if layer.kind == "conv_max_pool")
+        return every
+    tactics.candidates = record
+    try:
+        sm = module(text, {"w": w})    # the passes make conv + relu one srcore::conv2d_relu
+    finally:
+        tactics.candidates = orig
+    assert sorted(engine_ops(sm)) == ["aten::max_pool2d", "srcore::conv2d_relu"], sm.partition.format()
+    assert "conv_max_pool" in sm.partition.format() and names
+    tx, tw = torch.from_numpy(x), torch.from_numpy(w)
+    want = torch.nn.functional.max_pool2d(torch.relu(torch.nn.functional.conv2d(tx, tw, padding=1)), kernel, stride,
+                                          pad, ceil_mode=ceil)
+    scale = torch.nn.functional.max_pool2d(torch.nn.functional.conv2d(tx.abs(), tw.abs(), padding=1), kernel, stride,
+                                           pad, ceil_mode=ceil)
+    for name in names:   # every fused conv + pool tactic
+        got = module(text, {"w": w}, tactic_mode=f"only:{name}")(x)
+        assert_close(got, want.numpy(), Tol(56, 56), scale.numpy(), f"conv -> relu -> max_pool [{name}]")
+
+
+# -- random graphs mixing pointwise, layout and reduction layers (the plan: views, arena, copies) ---------
+def _layout_node(draw, shape):
+    """A layout or reduction node on a value of ``shape``: (kind, extra constants, tol, torch fn, out shape)
+    or None when none applies."""
+    nd = len(shape)
+    options = ["flatten", "reshape", "contiguous"]
+    if nd >= 2:
+        options += ["transpose", "permute"]
+    if nd >= 1:
+        options += ["slice", "softmax", "mean"]
+        if shape[0] > 0:
+            options += ["select"]
+    which = draw(st.sampled_from(options))
+    if which == "flatten":
+        return "aten::flatten", (0, -1), EXACT, lambda t: t.flatten(0, -1), (int(np.prod(shape)),)
+    if which == "reshape":
+        return "aten::reshape", ([-1, 1],), EXACT, lambda t: t.reshape(-1, 1), (int(np.prod(shape)), 1)
+    if which == "contiguous":
+        return "aten::contiguous", (0,), EXACT, lambda t: t.contiguous(), shape
+    if which == "transpose":
+        d0, d1 = draw(st.integers(-nd, nd - 1)), draw(st.integers(-nd, nd - 1))
+        out = list(shape)
+        out[d0], out[d1] = out[d1], out[d0]
+        return "aten::transpose", (d0, d1), EXACT, lambda t: t.transpose(d0, d1), tuple(out)
+    if which == "permute":
+        perm = draw(st.permutations(range(nd)))
+        return "aten::permute", (list(perm),), EXACT, lambda t: t.permute(perm), tuple(shape[p] for p in perm)
+    dim = draw(st.integers(-nd, nd - 1))
+    if which == "slice":
+        start, step = draw(st.integers(0, 2)), draw(st.integers(1, 2))
+        out = list(shape)
+        out[dim] = len(range(*slice(start, None, step).indices(shape[dim])))
+        return ("aten::slice", (dim, start, None, step), EXACT,
+                lambda t: torch.ops.aten.slice.Tensor(t, dim, start, None, step), tuple(out))
+    if which == "select":
+        return "aten::select", (0, 0), EXACT, lambda t: t.select(0, 0), tuple(shape[1:])
+    m = max(shape[dim], 1)
+    if which == "softmax":
+        return "aten::softmax", (dim, None), Tol(2 * (m + 4)), lambda t: torch.softmax(t, dim), shape
+    out = list(shape)
+    out[dim] = 1
+    return ("aten::mean", ([dim], True, None), Tol(m + 2, m + 2), lambda t: torch.mean(t, [dim], keepdim=True),
+            tuple(out))
+
+
+@st.composite
+def mixed_graphs(draw):
+    base = draw(st.sampled_from([(2, 3, 4), (3, 5), (4, 1, 6), (1, 40)]))
+    shapes = [base]
+    nodes = []   # (kind, operand indices, extra, tol, torch fn)
+    for _ in range(draw(st.integers(2, 7))):
+        k = draw(st.integers(0, len(shapes) - 1))
+        kind = draw(st.sampled_from(["pointwise", "binary", "layout"]))
+        if kind == "layout":
+            spec = _layout_node(draw, shapes[k])
+            if spec is not None:
+                kind_, extra, tol, fn, out = spec
+                nodes.append((kind_, (k,), extra, tol, fn))
+                shapes.append(out)
+                continue
+        if kind == "binary":
+            j = draw(st.integers(0, len(shapes) - 1))
+            try:
+                out = tuple(np.broadcast_shapes(shapes[k], shapes[j]))
+            except ValueError:
+                out = None
+            if out is not None:
+                op, extra, tol = draw(st.sampled_from(DAG_BINARY))
+                nodes.append((op, (k, j), extra, tol, None))
+                shapes.append(out)
+                continue
+        op, extra, tol = draw(st.sampled_from(DAG_UNARY))
+        nodes.append((op, (k,), extra, tol, None))
+        shapes.append(shapes[k])
+    keep = draw(st.lists(st.integers(0, len(nodes) - 1), max_size=3))
+    return base, nodes, sorted(set(keep) | {len(nodes) - 1}), draw(st.integers(0, 2 ** 16))
+
+
+@settings(max_examples=300 if EXHAUSTIVE else 8, deadline=None, derandomize=not EXHAUSTIVE,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(mixed_graphs())
+def test_random_mixed_graphs(graph):
+    """As the pointwise DAGs, with layout layers (views and copies in the plan) and reductions
+    between them: every node against torch on the engine's operands, then a subset of outputs and
+    fusion off bitwise the same."""
+    base, nodes, keep, seed = graph
+    x = data(base, seed)
+    dag = [(kind, ops, extra, tol) for kind, ops, extra, tol, _ in nodes]
+    sm = module(dag_text([base], dag, list(range(len(nodes)))), {}, optimize=False)
+    assert len(engine_ops(sm)) == len(nodes), sm.partition.format()
+    with np.errstate(all="ignore"):
+        got = _as_tuple(sm(x))
+    values = [x] + list(got)
+    for k, (kind, ops, extra, tol, fn) in enumerate(nodes):
+        operands = [torch.from_numpy(np.array(values[o])) for o in ops]
+        if fn is not None:
+            want = fn(*operands).numpy()
+            scale = abs_op(fn)(In(np.array(values[ops[0]]))) if kind == "aten::mean" else None
+        else:
+            want = _torch_node(kind, operands, extra).numpy()
+            scale = np.zeros(want.shape)
+            for v in operands:
+                scale = np.maximum(scale, np.abs(v.numpy().astype(np.float64)))
+            if extra and kind in ("aten::add", "aten::sub", "aten::rsub"):
+                scale = scale * max(abs(float(e)) for e in extra)
+        assert_close(got[k], want, tol, scale, f"node {k} {kind}{extra}")
+    for fusion in (True, False):
+        part = module(dag_text([base], dag, keep), {}, fusion=fusion, optimize=False)
+        with np.errstate(all="ignore"):
+            sub = _as_tuple(part(x))
+        for k, y in zip(keep, sub):
+            np.testing.assert_array_equal(y, got[k], err_msg=f"node {k} of outputs {keep}, fusion {fusion}")
