@@ -2,9 +2,9 @@
 
 Winograd's input transform adds and subtracts the inputs of a whole tile, so one NaN or
 infinity reaches every output of its tile (and ``inf - inf`` makes NaNs) where a direct
-convolution, and torch, keep it to the outputs whose receptive field holds it. One pass
-summing the input (~4 % of an F(4x4) layer at 56x56) finds such inputs: a sum that is not
-finite (or that overflows, which only costs the slower path).
+convolution, and torch, keep it to the outputs whose receptive field holds it. ``max - min``
+of the input finds such inputs (not finite exactly then, or when finite extremes overflow,
+which only costs the slower path): ~18 us on an 800 KB activation, half of a sum's cost.
 """
 from __future__ import annotations
 
@@ -22,7 +22,10 @@ class DirectOnNonFinite:
 
     @staticmethod
     def _nonfinite(x) -> bool:
-        return not np.isfinite(np.add.reduce(x, axis=None))
+        if x.size == 0:
+            return False
+        with np.errstate(over="ignore", invalid="ignore"):
+            return not np.isfinite(x.max() - x.min())
 
     def _run_direct(self, x, out, residual) -> None:
         if self._direct is None:   # built on first need (two threads may both build one: harmless)
