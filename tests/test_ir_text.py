@@ -50,7 +50,7 @@ def test_article_example_structure():
     assert [b.outputs[0] for b in if_.blocks] == list(g.inputs)
     assert g.outputs == [if_.output]
     # a free-form comment is no source: the node's own position in the text stands in
-    assert g.nodes[1].source.in_text and g.nodes[1].source.file == "<ir>"
+    assert g.nodes[1].source.in_text and g.nodes[1].source.file == "<graph>"
     assert parse_graph(ARTICLE, locate=False).nodes[1].source is None
     canonical = (ARTICLE.replace(" # a free-form comment, not a location", "")
                  .replace("%x.1 : Tensor, %y.1", "%x.1 : Tensor,\n      %y.1"))
@@ -400,7 +400,7 @@ def test_nodes_without_a_source_comment_are_located_in_the_text():
     assert str(relu.source) == "model.py:12:4" and not relu.source.in_text   # a comment wins
     # the printer writes comments, not text positions: the text round-trips unchanged
     assert print_graph(g) == LOCATED
-    assert str(parse_graph(LOCATED).nodes[0].source) == "<ir>:3:3"
+    assert str(parse_graph(LOCATED).nodes[0].source) == "<graph>:3:3"
 
 
 def test_errors_after_parsing_name_the_line_of_the_text():

@@ -147,7 +147,7 @@ def test_refused_segment_falls_back_and_full_compilation_says_why(toy, options):
     assert not engine_nodes(sm)
     x = np.full((2, 16), 0.3, np.float32)
     np.testing.assert_allclose(sm(x), chain_ref(x), rtol=1e-6)
-    with pytest.raises(EngineBuildError, match="(?s)not every node is in an engine.*te_engine_0 \\(7 nodes from <ir>:4:3\\): fallback: te cannot do this"):
+    with pytest.raises(EngineBuildError, match="(?s)not every node is in an engine.*te_engine_0 \\(7 nodes from <graph>:4:3\\): fallback: te cannot do this"):
         load(toy, CHAIN, options, require_full_compilation=True)
 
 

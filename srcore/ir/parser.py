@@ -36,7 +36,7 @@ def parse_graph(text: str, params: Mapping[str, Any] | None = None, *,
     error). Without ``params`` such constants keep only their name.
 
     A node without a ``# file:line:col`` comment gets its own position in ``text``
-    (``filename``, or ``<ir>``) as its source, so later errors (shapes, kernels) point
+    (``filename``, or ``<graph>`` as in parse errors) as its source, so later errors (shapes, kernels) point
     at the line; ``locate=False`` leaves such nodes without a source.
     """
     if not isinstance(text, str):
@@ -195,7 +195,7 @@ class _Parser(TypeSyntax):
         if c is not None:
             n.source = parse_source_location(c.text)
         if n.source is None and self.locate:
-            n.source = SourceLocation(self.lx.filename or "<ir>", *self.lx.line_col(start), in_text=True)
+            n.source = SourceLocation(self.lx.filename or "<graph>", *self.lx.line_col(start), in_text=True)
         self.end_of_line()
         block.append(n)
         # blocks follow on the next lines
