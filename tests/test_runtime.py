@@ -469,3 +469,25 @@ def test_calling_the_module_from_several_threads_uses_a_runtime_per_thread():
         t.join()
     assert not wrong and len({id(rt) for rt in runtimes}) == 3
     assert sm.runtime() is sm.runtime()   # one per thread, kept
+
+
+def test_a_returned_constant_is_the_callers_and_the_models_parameters_stay_put(options):
+    w0 = np.arange(6, dtype=np.float32).reshape(2, 3)
+    g = parse_graph("""graph(%x : Float(2, 3)):
+  %w : Tensor = prim::Constant[param="w"]()
+  %y : Tensor = aten::mul(%x, %w)
+  return (%y, %w)
+""", params={"w": w0.copy()})
+    model = Model.from_graph(g)
+    sm = srcore.StaticModule(model, options=options)
+    x = np.ones((2, 3), np.float32)
+    y, w = sm(x)
+    w *= 10                     # the caller's own copy: writing it must not change the model
+    y2, w2 = sm(x)
+    np.testing.assert_array_equal(y2, w0)
+    np.testing.assert_array_equal(w2, w0)
+    assert w2 is not w and w2.flags.writeable
+    # kernels see the parameters read-only: a write into one is an error, not a changed model
+    (const,) = [v for slot, v in sm.constants.items() if isinstance(v, np.ndarray) and v.shape == (2, 3)]
+    assert not const.flags.writeable
+    assert model.graph.nodes[0].attrs["value"].flags.writeable   # the model's own array is untouched

@@ -1,7 +1,7 @@
 """Running a segment node by node: what an engine falls back to for inputs it cannot plan.
 
 An engine with symbolic input dims plans each input signature on first use. Some
-signatures have no plan (an empty batch, a size a tactic cannot take); rather than fail
+signatures may have no plan (a size no tactic takes, a builder bug); rather than fail
 the call, the engine hands those to :attr:`srcore.plugin.Segment.fallback`, which runs the
 segment's own graph on the backends after the engine's, as TRTorch's fallback does for
 whole nodes, here per signature.

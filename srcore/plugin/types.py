@@ -208,7 +208,7 @@ class Segment:
     ``fallback`` (None when the user asked for ``require_full_compilation``): a callable that
     runs the segment's graph node by node on the backends after this one, thread-safe, with
     the engine's calling convention. An engine that plans per input signature calls it for
-    a signature it cannot plan (an empty batch, a size no tactic takes) instead of failing.
+    a signature it cannot plan (a size no tactic takes) instead of failing.
     """
 
     name: str

@@ -17,6 +17,7 @@ import types
 from typing import Any
 
 import attrs
+import numpy as np
 
 from .process import free_slots
 from .processed import BlockInfo, ProcessedNode
@@ -160,7 +161,7 @@ def _block(em: _Emitter, module, info: BlockInfo, out_slots: tuple[int, ...]) ->
         lines.append(text)
         if pn is not None:
             line_nodes[len(lines)] = pn
-    lines.append(f"    return {_tuple(_val(em, module, s) for s in info.outputs)}")
+    lines.append(f"    return {_tuple(_returned(em, module, info, s) for s in info.outputs)}")
     source = "\n".join(lines) + "\n"
     filename = f"<srcore-codegen:{id(module):x}:{name}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
@@ -176,6 +177,14 @@ def _tuple(items) -> str:
 def _assign(targets: list[str], values: list[str]) -> str:
     """``a = x`` or ``a, b = x, y`` (no tuple is built for a few names)."""
     return f"{', '.join(targets)} = {', '.join(values)}"
+
+
+def _returned(em: _Emitter, module, info: BlockInfo, slot: int) -> str:
+    """What a block returns for ``slot``: the model's own results get a copy of a constant
+    array (the caller owns its outputs; the constant is the model's, and read-only)."""
+    if info is module.top and isinstance(module.constants.get(slot), np.ndarray):
+        return f"{_val(em, module, slot)}.copy()"
+    return _val(em, module, slot)
 
 
 def _val(em: _Emitter, module, slot: int) -> str:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import Any
 
+import numpy as np
+
 from .processed import BlockInfo, ProcessedNode
 
 _CALL, _CALL_OUT, _CALL_OUTS, _IF, _LOOP, _FORK, _WAIT = range(7)
@@ -36,6 +38,9 @@ class BlockRunner:
         for slot, value in module.constants.items():
             template[slot] = value
         self._template = template
+        #: top-level outputs that are constant arrays: returned as copies
+        self._const_outputs = frozenset(s for s in module.top.outputs
+                                        if isinstance(module.constants.get(s), np.ndarray))
         self._const_slot: dict[int, int] = {}     # id(constant object) -> its extra slot
         self._buf_slot: dict[int, int] = {}       # managed value slot -> slot holding its buffer
         self._none_slot = self._extra(None)
@@ -116,6 +121,8 @@ class BlockRunner:
             values[s] = v
         self.failed_node = None
         self.run_block(top, values)
+        if self._const_outputs:   # the caller owns its outputs; a constant is the model's
+            return tuple(values[s].copy() if s in self._const_outputs else values[s] for s in top.outputs)
         return tuple(values[s] for s in top.outputs)
 
     def run_block(self, info: BlockInfo, values: list) -> None:

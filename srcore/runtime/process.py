@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+import numpy as np
+
 from ..errors import SrcoreError
 from ..ir.effects import mutated_inputs
 from ..ir.types import TensorType, contains_tensor
@@ -69,14 +71,31 @@ class GraphProcessor:
         self.slot_of: dict[int, int] = {id(v): i for i, v in enumerate(self.values)}
         self.constants: dict[int, Any] = {}
         self.blocks: list[BlockInfo] = []
+        self._frozen: dict[int, Any] = {}
+        self._written: set[int] = set()
+
+    def frozen(self, value: Any) -> Any:
+        """A constant as the runtime binds it: an array becomes a read-only view of itself, so
+        neither a kernel nor a caller holding a returned constant (or a view of one) can
+        change the model's parameters for later runs; a write raises instead. A constant the
+        graph itself writes in place (``relu_`` of a view of it) stays as it is."""
+        if not isinstance(value, np.ndarray) or not value.flags.writeable or id(value) in self._written:
+            return value
+        view = self._frozen.get(id(value))
+        if view is None:
+            view = value.view()
+            view.flags.writeable = False
+            self._frozen[id(value)] = view
+        return view
 
     def slot(self, v) -> int:
         return self.slot_of[id(v)]
 
     def run(self) -> BlockInfo:
+        self._written = _written_constants(self.graph)
         for v in self.values:
             if v.node.kind == "prim::Constant":
-                self.constants[self.slot(v)] = v.node.attrs.get("value")
+                self.constants[self.slot(v)] = self.frozen(v.node.attrs.get("value"))
         return self.process_block(self.graph.block)
 
     # -- blocks -------------------------------------------------------------------------
@@ -149,7 +168,7 @@ class GraphProcessor:
         """(keyword or None, source) for every schema argument, defaults bound for missing ones."""
         def source(v) -> Arg:
             if v.node.kind == "prim::Constant":
-                return Arg(None, v.node.attrs.get("value"))
+                return Arg(None, self.frozen(v.node.attrs.get("value")))
             return Arg(self.slot(v), None)
 
         schema = n.schema
@@ -168,6 +187,19 @@ class GraphProcessor:
                                   f"{schema} has no default")
             out.append((a.name if a.kwarg_only else None, Arg(None, default_value(a))))
         return out
+
+
+def _written_constants(graph) -> set[int]:
+    """``id``s of the constant arrays an in-place node of ``graph`` may write (through views)."""
+    from ..passes._util import alias_class
+
+    out: set[int] = set()
+    for n in graph.all_nodes():
+        for i in mutated_inputs(n):
+            for v in alias_class(n.inputs[i]):
+                if v.node.kind == "prim::Constant":
+                    out.add(id(v.node.attrs.get("value")))
+    return out
 
 
 def _filled_containers(n) -> list:

@@ -74,7 +74,7 @@ class Engine:
 
     def entry_for(self, shapes: tuple[tuple[int, ...], ...]):
         """What runs inputs of these ``shapes``: their plan, or, when no plan can be made (a
-        size some layer's tactics cannot take, e.g. an empty batch), the segment run node by
+        size some layer's tactics cannot take, or a builder bug), the segment run node by
         node on the next backends (``Segment.fallback``); without one, the planning error."""
         if shapes in self.unplanned:
             return self.fallback
