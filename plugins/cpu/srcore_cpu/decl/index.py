@@ -14,6 +14,8 @@ KERNELS: list[Kernel] = [
     _k("aten::scatter.reduce", "scatter", ANY), _k("aten::scatter.value_reduce", "scatter", ANY),
     _k("aten::scatter_.src", "scatter_", ANY, kind="native"),
     _k("aten::scatter_.value", "scatter_", ANY, kind="native"),
+    _k("aten::scatter_add", "scatter_add", ANY), _k("aten::scatter_add_", "scatter_add_", ANY, kind="native"),
+    _k("aten::index_add", "index_add", ANY), _k("aten::index_add_", "index_add_", ANY, kind="native"),
     _k("aten::index.Tensor", "index", ANY, kind="native"),
     _k("aten::index.Tensor_hacked_twin", "index", ANY, kind="native"),
     _k("aten::masked_select", "masked_select", ANY, kind="native"),

@@ -84,6 +84,37 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     return scatter(self, dim, index, src, value=value, reduce=reduce, out=self)
 
 
+def scatter_add(self, dim, index, src, *, out=None):
+    """``aten::scatter_add``: ``self`` plus ``src`` summed into the ``index`` positions along ``dim``."""
+    return scatter(self, dim, index, src, reduce="add", out=out)
+
+
+def scatter_add_(self, dim, index, src):
+    """In-place ``scatter_add``."""
+    return scatter(self, dim, index, src, reduce="add", out=self)
+
+
+def index_add(self, dim, index, source, *, alpha=1, out=None):
+    """``aten::index_add``: ``self`` plus ``alpha * source`` summed into the rows ``index`` along
+    ``dim`` (repeated indices accumulate, as torch)."""
+    if out is None:
+        out = self.copy()
+    elif out is not self:
+        np.copyto(out, self)
+    idx = index.reshape(-1)
+    target = out.reshape(1) if out.ndim == 0 else out  # a view: a 0-d self is one row
+    d = _dim(dim, out.ndim)
+    _check_bounds(idx, target.shape[d], d, "index_add")
+    vals = np.asarray(source) if alpha == 1 else np.asarray(source) * alpha
+    np.add.at(target, (slice(None),) * d + (idx,), vals.reshape(-1) if out.ndim == 0 else vals)
+    return out
+
+
+def index_add_(self, dim, index, source, *, alpha=1):
+    """In-place ``index_add``."""
+    return index_add(self, dim, index, source, alpha=alpha, out=self)
+
+
 def index_select(self, dim, index, *, out=None):
     """``aten::index_select``: a 0-d or 1-d ``index`` along ``dim``."""
     idx = index.reshape(-1)

@@ -88,6 +88,20 @@ def ge(a, b):
     return a >= b
 
 
+def and_(a, b):
+    """``aten::__and__.bool`` / ``.int``: ``a & b`` on Python numbers (TorchScript's ``and`` of loop
+    conditions, e.g. after a ``break``, is one)."""
+    return a & b
+
+
+def or_(a, b):
+    return a | b
+
+
+def xor_(a, b):
+    return a ^ b
+
+
 def not_(a):
     return not a
 

@@ -96,6 +96,11 @@ def t(self):
     return self.T
 
 
+def numpy_T(self):
+    """``aten::numpy_T`` (``x.T``): every dimension reversed (a view)."""
+    return self.transpose()
+
+
 def contiguous(self, *, memory_format=0):
     # np.ascontiguousarray would turn a 0-d array into shape (1,)
     return np.asarray(self, order="C")
