@@ -24,6 +24,7 @@ class ZooCase:
     xfail: str | None = None           # a known gap outside this suite's files (strict xfail)
     export_xfail: str | None = None    # the same, for the from_torch conversion only
     no_torchscript: str | None = None  # why TorchScript cannot take the model at all
+    dim_min: Dict[str, int] | None = None  # smallest size torch.export may assume for a symbolic dim
 
 
 def _seed(s: int) -> None:
@@ -780,3 +781,9 @@ ZOO: Dict[str, ZooCase] = {
                            export_static="torch.export specializes nn.LSTM's time dim (the export is static)"),
     "recurrent_stack": ZooCase(build_recurrent_stack),
 }
+
+# models written the way real-world PyTorch code is (ViT, GPT, ResNeXt/SE, detection head, ...):
+# a module of their own; it imports this one's ZooCase, hence the import at the end
+from zoo_realworld import REALWORLD  # noqa: E402
+
+ZOO.update(REALWORLD)

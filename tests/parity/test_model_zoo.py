@@ -34,8 +34,8 @@ def cases():
 def _export_dynamic_shapes(case):
     if not case.dynamic or case.export_static:
         return None
-    dims = {}
-    return {inp: {d: dims.setdefault(n, torch.export.Dim(n, min=1, max=4096)) for d, n in spec.items()}
+    dims, low = {}, case.dim_min or {}
+    return {inp: {d: dims.setdefault(n, torch.export.Dim(n, min=low.get(n, 1), max=4096)) for d, n in spec.items()}
             for inp, spec in case.dynamic.items()}
 
 

@@ -1,0 +1,518 @@
+"""Zoo models written the way real PyTorch code is: ViT, GPT block, ResNeXt/SE, MobileNetV3 and
+EfficientNet pieces, a detection head, a temporal conv net, a bidirectional GRU encoder, a
+point-cloud net, a graph-conv layer, pixel ops, in-place heavy code and script-only control flow.
+
+Imported by ``models.py`` (``parity_models``), whose ``ZOO`` takes ``REALWORLD``. Every case feeds
+a second input of another batch size (and, where legal, another spatial size or sequence length).
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, List, Tuple
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from parity_models import ZooCase, _randomize_bn, _seed
+
+
+# --- vision transformers and CNN blocks ------------------------------------------------------------
+
+class ViTTiny(nn.Module):
+    """Conv patch embedding (stride = patch), flatten(2).transpose(1, 2), a cls token concatenated
+    with ``expand``, a learned positional embedding, a pre-norm batch-first encoder layer, and a
+    head on the mean of the patch tokens plus the cls token."""
+
+    def __init__(self, patch: int = 4, dim: int = 16, n_patches: int = 12):
+        super().__init__()
+        self.patch_embed = nn.Conv2d(3, dim, patch, stride=patch)
+        self.cls_token = nn.Parameter(torch.randn(1, 1, dim) * 0.02)
+        self.pos_embed = nn.Parameter(torch.randn(1, n_patches + 1, dim) * 0.02)
+        self.block = nn.TransformerEncoderLayer(dim, 2, 32, dropout=0.1, activation="gelu",
+                                                batch_first=True, norm_first=True)
+        self.norm = nn.LayerNorm(dim, eps=1e-6)
+        self.head = nn.Linear(2 * dim, 5)
+
+    def forward(self, x):
+        x = self.patch_embed(x).flatten(2).transpose(1, 2)        # B, N, D
+        cls = self.cls_token.expand(x.shape[0], -1, -1)
+        x = torch.cat((cls, x), dim=1) + self.pos_embed
+        x = self.norm(self.block(x))
+        return self.head(torch.cat([x[:, 0], x[:, 1:].mean(dim=1)], dim=-1))
+
+
+def build_vit_tiny():
+    _seed(101)
+    # 12 x 16 image, 4 x 4 patches: 3 x 4 = 12 patches (non-square)
+    return ViTTiny().eval(), (torch.randn(2, 3, 12, 16),), [(torch.randn(1, 3, 12, 16),),
+                                                            (torch.randn(3, 3, 12, 16),)]
+
+
+class SEBlock(nn.Module):
+    def __init__(self, c: int, r: int = 4):
+        super().__init__()
+        self.fc1 = nn.Conv2d(c, c // r, 1)
+        self.fc2 = nn.Conv2d(c // r, c, 1)
+
+    def forward(self, x):
+        s = F.adaptive_avg_pool2d(x, 1)
+        s = torch.sigmoid(self.fc2(F.relu(self.fc1(s))))
+        return x * s
+
+
+class ResNeXtSE(nn.Module):
+    """A ResNeXt bottleneck (grouped 3x3 conv, cardinality 4) with a squeeze-excitation gate and a
+    strided projection shortcut; global average pool by ``mean([2, 3])``."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(8, 16, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(16)
+        self.conv2 = nn.Conv2d(16, 16, 3, stride=2, padding=1, groups=4, bias=False)
+        self.bn2 = nn.BatchNorm2d(16)
+        self.conv3 = nn.Conv2d(16, 24, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(24)
+        self.se = SEBlock(24)
+        self.down = nn.Sequential(nn.Conv2d(8, 24, 1, stride=2, bias=False), nn.BatchNorm2d(24))
+        self.fc = nn.Linear(24, 3)
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = F.relu(self.bn2(self.conv2(out)))
+        out = self.se(self.bn3(self.conv3(out)))
+        out = F.relu(out + self.down(x))
+        return out, self.fc(out.mean([2, 3]))
+
+
+def build_resnext_se():
+    _seed(102)
+    m = ResNeXtSE()
+    _randomize_bn(m)
+    return m.eval(), (torch.randn(2, 8, 10, 14),), [(torch.randn(1, 8, 7, 9),), (torch.randn(3, 8, 10, 14),)]
+
+
+class MobileNetV3Block(nn.Module):
+    """A MobileNetV3 bneck: 1x1 expand + hardswish, 5x5 strided depthwise, a hardsigmoid SE gate
+    (nn.Hardsigmoid module), 1x1 project; in-place ReLU in the SE squeeze."""
+
+    def __init__(self):
+        super().__init__()
+        self.expand = nn.Sequential(nn.Conv2d(6, 18, 1, bias=False), nn.BatchNorm2d(18), nn.Hardswish())
+        self.dw = nn.Sequential(nn.Conv2d(18, 18, 5, 2, 2, groups=18, bias=False), nn.BatchNorm2d(18),
+                                nn.Hardswish(inplace=True))
+        self.se_reduce = nn.Conv2d(18, 8, 1)
+        self.se_expand = nn.Conv2d(8, 18, 1)
+        self.gate = nn.Hardsigmoid()
+        self.project = nn.Sequential(nn.Conv2d(18, 10, 1, bias=False), nn.BatchNorm2d(10))
+
+    def forward(self, x):
+        y = self.dw(self.expand(x))
+        s = F.adaptive_avg_pool2d(y, (1, 1))
+        s = self.se_expand(F.relu(self.se_reduce(s), inplace=True))
+        y = y * self.gate(s)
+        return F.hardsigmoid(self.project(y)) * F.hardswish(self.project(y))
+
+
+def build_mobilenetv3_block():
+    _seed(103)
+    m = MobileNetV3Block()
+    _randomize_bn(m)
+    return m.eval(), (torch.randn(2, 6, 11, 8),), [(torch.randn(1, 6, 9, 13),)]
+
+
+class MBConv(nn.Module):
+    """EfficientNet's MBConv: SiLU, depthwise 3x3, an SE gate with SiLU, drop-path that is the
+    identity in eval (``if not self.training``), residual add."""
+
+    def __init__(self, c: int = 8, expand: int = 4, drop_path: float = 0.2):
+        super().__init__()
+        h = c * expand
+        self.drop_path = drop_path
+        self.expand = nn.Sequential(nn.Conv2d(c, h, 1, bias=False), nn.BatchNorm2d(h), nn.SiLU())
+        self.dw = nn.Sequential(nn.Conv2d(h, h, 3, 1, 1, groups=h, bias=False), nn.BatchNorm2d(h), nn.SiLU())
+        self.se = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(h, 2, 1), nn.SiLU(), nn.Conv2d(2, h, 1),
+                                nn.Sigmoid())
+        self.project = nn.Sequential(nn.Conv2d(h, c, 1, bias=False), nn.BatchNorm2d(c))
+
+    def _drop_path(self, x):
+        if not self.training or self.drop_path == 0.0:
+            return x
+        keep = 1.0 - self.drop_path
+        mask = x.new_empty((x.shape[0], 1, 1, 1)).bernoulli_(keep)
+        return x * mask / keep
+
+    def forward(self, x):
+        y = self.dw(self.expand(x))
+        y = y * self.se(y)
+        return x + self._drop_path(self.project(y))
+
+
+def build_mbconv():
+    _seed(104)
+    m = MBConv()
+    _randomize_bn(m)
+    return m.eval(), (torch.randn(2, 8, 9, 7),), [(torch.randn(1, 8, 6, 10),)]
+
+
+# --- detection, sequences ------------------------------------------------------------------------
+
+class DetectionHead(nn.Module):
+    """An anchor-based head: class and box convs, permute/reshape to (N, A*H*W, C), sigmoid
+    scores, best class by max/argmax, a score threshold with torch.where, gather of the best
+    anchor's box, and box decoding (exp with clamp, stack(dim=-1))."""
+
+    def __init__(self, c: int = 8, anchors: int = 3, classes: int = 4):
+        super().__init__()
+        self.a, self.k = anchors, classes
+        self.cls_conv = nn.Conv2d(c, anchors * classes, 3, padding=1)
+        self.box_conv = nn.Conv2d(c, anchors * 4, 3, padding=1)
+        self.bbox_clip = math.log(1000.0 / 16)
+
+    def forward(self, feat, anchors):
+        n = feat.shape[0]
+        logits = self.cls_conv(feat).permute(0, 2, 3, 1).reshape(n, -1, self.k)   # N, H*W*A, K
+        deltas = self.box_conv(feat).permute(0, 2, 3, 1).reshape(n, -1, 4)
+        scores = torch.sigmoid(logits)
+        best, labels = scores.max(dim=-1)
+        labels = torch.where(best > 0.5, labels, torch.full_like(labels, -1))
+        widths = anchors[:, 2] - anchors[:, 0]
+        heights = anchors[:, 3] - anchors[:, 1]
+        cx = anchors[:, 0] + 0.5 * widths
+        cy = anchors[:, 1] + 0.5 * heights
+        dx, dy = deltas[..., 0], deltas[..., 1]
+        dw = torch.clamp(deltas[..., 2], max=self.bbox_clip)
+        dh = torch.clamp(deltas[..., 3], max=self.bbox_clip)
+        pcx = dx * widths + cx
+        pcy = dy * heights + cy
+        pw = torch.exp(dw) * widths
+        ph = torch.exp(dh) * heights
+        boxes = torch.stack((pcx - 0.5 * pw, pcy - 0.5 * ph, pcx + 0.5 * pw, pcy + 0.5 * ph), dim=-1)
+        top = best.argmax(dim=1)                                                   # N
+        top_box = torch.gather(boxes, 1, top.view(n, 1, 1).expand(n, 1, 4)).squeeze(1)
+        keep = best > 0.5
+        return boxes.clamp(min=0.0, max=64.0), labels, keep, top, top_box, keep.sum(dim=1)
+
+
+def _anchors(h: int, w: int, a: int = 3) -> torch.Tensor:
+    ys, xs = torch.meshgrid(torch.arange(h, dtype=torch.float32), torch.arange(w, dtype=torch.float32),
+                            indexing="ij")
+    out = []
+    for s in (4.0, 8.0, 16.0)[:a]:
+        out.append(torch.stack([xs * 4 - s / 2, ys * 4 - s / 2, xs * 4 + s / 2, ys * 4 + s / 2], -1))
+    return torch.stack(out, 2).reshape(-1, 4)                  # H*W*A rows, anchor fastest
+
+
+def build_detection_head():
+    _seed(105)
+    return DetectionHead().eval(), (torch.randn(2, 8, 5, 6) * 2, _anchors(5, 6)), \
+        [(torch.randn(1, 8, 4, 7) * 2, _anchors(4, 7))]
+
+
+class TemporalBlock(nn.Module):
+    """A TCN residual block: causal dilated Conv1d (pad both sides, chomp the right end by slicing
+    ``x[:, :, :-pad]``), and a second conv padded on the left with F.pad."""
+
+    def __init__(self, cin: int, cout: int, k: int, dilation: int):
+        super().__init__()
+        self.pad = (k - 1) * dilation
+        self.conv1 = nn.Conv1d(cin, cout, k, padding=self.pad, dilation=dilation)
+        self.conv2 = nn.Conv1d(cout, cout, k, dilation=dilation)
+        self.down = nn.Conv1d(cin, cout, 1) if cin != cout else None
+
+    def forward(self, x):
+        y = torch.relu(self.conv1(x)[:, :, :-self.pad].contiguous())
+        y = torch.relu(self.conv2(F.pad(y, (self.pad, 0))))
+        res = x if self.down is None else self.down(x)
+        return torch.relu(y + res)
+
+
+class TCN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(TemporalBlock(3, 8, 3, 1), TemporalBlock(8, 8, 3, 2), TemporalBlock(8, 8, 2, 4))
+        self.out = nn.Linear(8, 2)
+
+    def forward(self, x):
+        y = self.blocks(x)
+        return self.out(y[:, :, -1]), y
+
+
+def build_tcn():
+    _seed(106)
+    return TCN().eval(), (torch.randn(2, 3, 20),), [(torch.randn(1, 3, 9),), (torch.randn(3, 3, 31),)]
+
+
+class BiGRUEncoder(nn.Module):
+    """Seq2seq-style encoder: embedding, 2-layer bidirectional batch-first GRU, the last step taken
+    by index, the final hidden states of both directions concatenated, a bridge to the decoder size,
+    and a bidirectional LSTM over the GRU output."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(30, 8)
+        self.gru = nn.GRU(8, 6, num_layers=2, batch_first=True, bidirectional=True)
+        self.lstm = nn.LSTM(12, 5, batch_first=True, bidirectional=True)
+        self.bridge = nn.Linear(12, 6)
+
+    def forward(self, ids):
+        out, h = self.gru(self.emb(ids))
+        last = out[:, -1, :]
+        first_rev = out[:, 0, 6:]
+        h_cat = torch.cat([h[-2], h[-1]], dim=1)
+        y, (hl, cl) = self.lstm(out)
+        return torch.tanh(self.bridge(h_cat)), last, first_rev, y[:, -1], hl.transpose(0, 1).reshape(ids.size(0), -1)
+
+
+def build_bigru_encoder():
+    _seed(107)
+    return BiGRUEncoder().eval(), (torch.randint(0, 30, (3, 7)),), [(torch.randint(0, 30, (1, 4)),),
+                                                                    (torch.randint(0, 30, (2, 9)),)]
+
+
+# --- sets, graphs ---------------------------------------------------------------------------------
+
+class PointNetTiny(nn.Module):
+    """PointNet: a T-net predicts a 3x3 transform applied with bmm, a shared MLP (Conv1d k=1), a max
+    over points with indices (the critical points), an einsum feature transform."""
+
+    def __init__(self):
+        super().__init__()
+        self.t1 = nn.Conv1d(3, 16, 1)
+        self.t_fc = nn.Linear(16, 9)
+        self.mlp1 = nn.Sequential(nn.Conv1d(3, 16, 1), nn.BatchNorm1d(16), nn.ReLU())
+        self.feat_t = nn.Linear(16, 16 * 16)
+        self.mlp2 = nn.Sequential(nn.Conv1d(16, 32, 1), nn.BatchNorm1d(32), nn.ReLU())
+        self.head = nn.Linear(32, 4)
+
+    def forward(self, pts):                        # pts: B, N, 3
+        b = pts.size(0)
+        x = pts.transpose(2, 1)                    # B, 3, N
+        g = torch.max(F.relu(self.t1(x)), 2, keepdim=False)[0]
+        trans = self.t_fc(g).view(b, 3, 3) + torch.eye(3).unsqueeze(0)
+        x = torch.bmm(pts, trans).transpose(2, 1)
+        x = self.mlp1(x)                           # B, 16, N
+        ft = self.feat_t(x.mean(2)).view(b, 16, 16) * 0.1
+        x = torch.einsum("bcn,bcd->bdn", x, ft)
+        x = self.mlp2(x)
+        feat, idx = torch.max(x, dim=2)
+        return self.head(feat), idx
+
+
+def build_pointnet():
+    _seed(108)
+    m = PointNetTiny()
+    _randomize_bn(m)
+    return m.eval(), (torch.randn(2, 10, 3),), [(torch.randn(1, 7, 3),), (torch.randn(3, 15, 3),)]
+
+
+class GraphConv(nn.Module):
+    """A GCN/message-passing layer on an edge list: gather source features with index_select,
+    sum messages per target with scatter_add and index_add, degree from scatter_add of ones,
+    mean aggregation, two layers and a global sum pool."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin1 = nn.Linear(5, 8)
+        self.lin2 = nn.Linear(8, 8)
+        self.root = nn.Linear(5, 8, bias=False)
+
+    def forward(self, x, edge_index):
+        src, dst = edge_index[0], edge_index[1]
+        n = x.size(0)
+        h = self.lin1(x)
+        msg = h.index_select(0, src)
+        agg = torch.zeros(n, h.size(1), dtype=h.dtype).scatter_add(0, dst.unsqueeze(1).expand_as(msg), msg)
+        deg = torch.zeros(n, dtype=h.dtype).scatter_add_(0, dst, torch.ones_like(dst, dtype=h.dtype))
+        h = F.relu(agg / deg.clamp(min=1.0).unsqueeze(1) + self.root(x))
+        h2 = self.lin2(h)
+        out = torch.zeros_like(h2).index_add(0, dst, h2[src])
+        return out, out.sum(0), deg.to(torch.int64)
+
+
+def _graph(seed: int, n: int, e: int):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, 5, generator=g), torch.randint(0, n, (2, e), generator=g)
+
+
+def build_graph_conv():
+    _seed(109)
+    return GraphConv().eval(), _graph(1, 6, 14), [_graph(2, 4, 5), _graph(3, 9, 20)]
+
+
+# --- pixel ops, in-place code, script control flow ----------------------------------------------
+
+class PixelOps(nn.Module):
+    """Super-resolution style ops: interpolate x2 nearest / bilinear (align_corners=False),
+    pixel_shuffle, unfold (im2col), flip, roll."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 12, 3, padding=1)
+
+    def forward(self, x):
+        up_n = F.interpolate(x, scale_factor=2.0, mode="nearest")
+        up_b = F.interpolate(x, scale_factor=2.0, mode="bilinear", align_corners=False)
+        ps = F.pixel_shuffle(self.conv(x), 2)                       # B, 3, 2H, 2W
+        y = up_n + up_b + ps
+        cols = F.unfold(y, kernel_size=3, padding=1, stride=2)      # B, 27, L
+        flipped = torch.flip(y, dims=[2, 3])
+        rolled = torch.roll(y, shifts=(1, -2), dims=(2, 3))
+        return cols, flipped - rolled, torch.roll(x, 3)
+
+
+def build_pixel_ops():
+    _seed(110)
+    return PixelOps().eval(), (torch.randn(2, 3, 5, 6),), [(torch.randn(1, 3, 4, 7),)]
+
+
+class InplaceOps(nn.Module):
+    """In-place heavy code: ``x += ...``, ``relu_()``, ``mul_``, slice assignment ``y[:, :2] = ...``,
+    a column write through a view, tuple/list manipulation in forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(6, 6)
+
+    def forward(self, x):
+        y = self.lin(x)
+        y += x
+        y.relu_()
+        z = y.clone()
+        z[:, :2] = x[:, 4:] * 2.0
+        z[:, -1] = 0.5
+        z.mul_(1.5).add_(1.0)
+        col = z[:, 2]
+        col.clamp_(max=1.0)                       # writes through the view into z
+        parts: List[torch.Tensor] = [z, y]
+        parts.append(x)
+        a, b = parts[0], parts[-1]
+        pair = (a, b)
+        parts.reverse()
+        return pair[0] - pair[1], torch.cat(parts, 1), len(parts)
+
+
+def build_inplace_ops():
+    _seed(111)
+    return InplaceOps().eval(), (torch.randn(3, 6),), [(torch.randn(1, 6),), (torch.randn(5, 6) * 3,)]
+
+
+class ScriptControl(nn.Module):
+    """torch.jit.script-only control flow: ``for i in range(x.size(0))`` over rows with an early
+    ``return`` inside the loop, int and bool tensor outputs, ``break``."""
+
+    def forward(self, x, limit: float):
+        counts = torch.zeros(x.size(0), dtype=torch.int64)
+        total = torch.zeros(x.size(1))
+        for i in range(x.size(0)):
+            row = x[i]
+            if bool(row.abs().max() > 100.0):
+                return total, counts, torch.zeros(x.size(1), dtype=torch.bool)
+            c = 0
+            for j in range(x.size(1)):
+                if float(row[j]) > limit:
+                    break
+                c += 1
+            counts[i] = c
+            total = total + row
+        return total, counts, total > 0
+
+
+def build_script_control():
+    x = torch.randn(4, 5)
+    big = x.clone()
+    big[2, 1] = 500.0
+    return ScriptControl().eval(), (x, 0.5), [(torch.randn(2, 3), 0.0), (big, 0.5), (torch.randn(6, 5), 10.0)]
+
+
+class GPTBlock(nn.Module):
+    """A GPT-2 style decoder: token + learned position embeddings (positions from torch.arange),
+    one pre-norm block whose attention is written out by hand with a causal mask built in forward
+    (torch.triu + masked_fill(-inf)) next to F.scaled_dot_product_attention(is_causal=True), an MLP
+    with GELU, and logits tied to the embedding (``x @ self.wte.weight.T``)."""
+
+    def __init__(self, vocab: int = 40, dim: int = 16, heads: int = 2, max_len: int = 16):
+        super().__init__()
+        self.h = heads
+        self.wte = nn.Embedding(vocab, dim)
+        self.wpe = nn.Embedding(max_len, dim)
+        self.ln1 = nn.LayerNorm(dim)
+        self.c_attn = nn.Linear(dim, 3 * dim)
+        self.c_proj = nn.Linear(dim, dim)
+        self.ln2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(approximate="tanh"), nn.Linear(4 * dim, dim))
+        self.ln_f = nn.LayerNorm(dim)
+
+    def forward(self, idx):
+        b, t = idx.size()
+        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
+        x = self.wte(idx) + self.wpe(pos)
+        q, k, v = self.c_attn(self.ln1(x)).split(x.size(-1), dim=2)
+        hd = x.size(-1) // self.h
+        q = q.view(b, t, self.h, hd).transpose(1, 2)
+        k = k.view(b, t, self.h, hd).transpose(1, 2)
+        v = v.view(b, t, self.h, hd).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+        mask = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
+        att = F.softmax(att.masked_fill(mask, float("-inf")), dim=-1)
+        y_manual = att @ v
+        y_sdpa = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y = (0.5 * (y_manual + y_sdpa)).transpose(1, 2).contiguous().view(b, t, -1)
+        x = x + self.c_proj(y)
+        x = x + self.mlp(self.ln2(x))
+        logits = self.ln_f(x) @ self.wte.weight.T
+        return logits, logits[:, -1].argmax(-1)
+
+
+def build_gpt_block():
+    _seed(112)
+    return GPTBlock().eval(), (torch.randint(0, 40, (2, 7)),), [(torch.randint(0, 40, (1, 1)),),
+                                                                (torch.randint(0, 40, (3, 12)),)]
+
+
+class DoubleConv(nn.Module):
+    """A float64 conv net: conv2d, batch norm, max pool, adaptive pool, linear (float64 weights)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4)
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        y = F.max_pool2d(F.relu(self.bn(self.conv(x))), 2)
+        return self.fc(F.adaptive_avg_pool2d(y, 1).flatten(1)), y
+
+
+def build_double_conv():
+    _seed(113)
+    m = DoubleConv()
+    _randomize_bn(m)
+    m = m.double()
+    return m.eval(), (torch.randn(2, 2, 8, 6, dtype=torch.float64),), [(torch.randn(1, 2, 5, 9, dtype=torch.float64),)]
+
+
+#: a stride-2 layer makes torch.export guard ``h // 2 != 1``: sizes 2 and 3 are not exported
+_STRIDED_HW = {"h": 4, "w": 4}
+
+REALWORLD: Dict[str, ZooCase] = {
+    "vit_tiny": ZooCase(build_vit_tiny, dynamic={"x": {0: "batch"}}),
+    "resnext_se": ZooCase(build_resnext_se, dynamic={"x": {0: "batch", 2: "h", 3: "w"}}, dim_min=_STRIDED_HW),
+    "mobilenetv3_block": ZooCase(build_mobilenetv3_block, dynamic={"x": {0: "batch", 2: "h", 3: "w"}},
+                                   dim_min=_STRIDED_HW),
+    "mbconv": ZooCase(build_mbconv, dynamic={"x": {0: "batch", 2: "h", 3: "w"}}),
+    "detection_head": ZooCase(build_detection_head, dynamic={"feat": {0: "batch", 2: "h", 3: "w"},
+                                                             "anchors": {0: "anchors"}},
+                              export_static="the anchor count is 3*h*w, a relation torch.export's Dims "
+                                            "cannot state"),
+    "tcn": ZooCase(build_tcn, dynamic={"x": {0: "batch", 2: "time"}}),
+    "bigru_encoder": ZooCase(build_bigru_encoder, dynamic={"ids": {0: "batch", 1: "time"}},
+                             export_static="torch.export specializes nn.GRU's time dim (the export is static)"),
+    "pointnet": ZooCase(build_pointnet, dynamic={"pts": {0: "batch", 1: "points"}}),
+    "graph_conv": ZooCase(build_graph_conv, dynamic={"x": {0: "nodes"}, "edge_index": {1: "edges"}}),
+    "pixel_ops": ZooCase(build_pixel_ops, dynamic={"x": {0: "batch", 2: "h", 3: "w"}}),
+    "inplace_ops": ZooCase(build_inplace_ops, dynamic={"x": {0: "batch"}}),
+    "script_control": ZooCase(build_script_control, export="data-dependent", dynamic={"x": {0: "rows", 1: "cols"}}),
+    "gpt_block": ZooCase(build_gpt_block, dynamic={"idx": {0: "batch", 1: "time"}}),
+    "double_conv": ZooCase(build_double_conv, dynamic={"x": {0: "batch", 2: "h", 3: "w"}}, dim_min=_STRIDED_HW),
+}
