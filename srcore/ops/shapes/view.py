@@ -429,3 +429,29 @@ def constant_chunk(ctx: Ctx):
         return _unknown_pieces(ctx, ctx.tensor(0))
     inner = Ctx(ctx.node, [ctx.args[0], A(INT, n), A(INT, d)], None, "aten::chunk")
     return split(inner)
+
+
+@rule("aten::unfold")
+def unfold(ctx: Ctx):
+    """``x.unfold(d, size, step)`` (sliding windows, a view): dim ``d`` becomes the window count
+    ``(n - size) // step + 1`` and a last dim of ``size`` is appended."""
+    x = ctx.tensor(0)
+    d, size, step = ctx.known(1, "dimension"), ctx.known(2, "size"), ctx.known(3, "step")
+    if x.shape is None:
+        return [tt(x.dtype, None)]
+    if d is UNKNOWN:
+        return [tt(x.dtype, (None,) * (len(x.shape) + 1))]
+    if not x.shape:
+        return [tt(x.dtype, (size if isinstance(size, int) else None,))]
+    d = ctx.norm_dim(d, len(x.shape))
+    n = x.shape[d]
+    if isinstance(size, int) and isinstance(step, int):
+        if step <= 0:
+            raise ctx.fail(f"unfold step must be > 0, got {step}")
+        if isinstance(n, int) and size > n:
+            raise ctx.fail(f"unfold size {size} exceeds the size {n} of dimension {d}")
+        count = sym.add(sym.floordiv(sym.sub(n, size), step), 1) if n is not None else None
+    else:
+        count = None
+    last = size if isinstance(size, int) else None
+    return [tt(x.dtype, x.shape[:d] + (count,) + x.shape[d + 1:] + (last,))]

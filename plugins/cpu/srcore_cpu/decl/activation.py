@@ -23,6 +23,7 @@ _OPS = [  # (op, impl, dtypes, matcher)
     ("aten::softplus", "softplus", FLOATS, None),
     ("aten::mish", "mish", FLOATS, None),
     ("aten::log_sigmoid", "log_sigmoid", FLOATS, None),
+    ("aten::glu", "glu", FLOATS, None),
 ]
 
 _INPLACE = [("aten::relu_", "relu_", NUMERIC), ("aten::relu6_", "relu6_", NUMERIC),

@@ -15,5 +15,7 @@ KERNELS: list[Kernel] = [
     Kernel("aten::mm", "cpu", "out", NUMERIC, _M + "mm"),
     Kernel("aten::bmm", "cpu", "out", NUMERIC, _M + "bmm"),
     Kernel("aten::dot", "cpu", "out", NUMERIC, _M + "dot"),
+    Kernel("aten::outer", "cpu", "out", NUMERIC, _M + "outer"),
+    Kernel("aten::cosine_similarity", "cpu", "out", FLOATS, _M + "cosine_similarity"),
     Kernel("aten::einsum", "cpu", "out", NUMERIC, _M + "einsum"),
 ]

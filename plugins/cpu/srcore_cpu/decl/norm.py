@@ -13,6 +13,7 @@ KERNELS: list[Kernel] = [
     Kernel("aten::native_batch_norm", "cpu", "out", FLOATS, _M + "native_batch_norm"),
     Kernel("aten::layer_norm", "cpu", "out", FLOATS, _M + "layer_norm"),
     Kernel("aten::native_layer_norm", "cpu", "out", FLOATS, _M + "native_layer_norm"),
+    Kernel("aten::rms_norm", "cpu", "out", FLOATS, _M + "rms_norm"),
     Kernel("aten::group_norm", "cpu", "out", FLOATS, _M + "group_norm"),
     Kernel("aten::instance_norm", "cpu", "out", FLOATS, _M + "instance_norm"),
 ]

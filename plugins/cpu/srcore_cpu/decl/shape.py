@@ -12,7 +12,7 @@ _VIEWS = [  # natives: (op, impl)
     ("aten::view_as", "view_as"), ("aten::reshape_as", "reshape_as"),
     ("aten::flatten.using_ints", "flatten"), ("aten::unflatten.int", "unflatten"),
     ("aten::permute", "permute"), ("aten::transpose.int", "transpose"), ("aten::t", "t"),
-    ("aten::numpy_T", "numpy_T"), ("aten::numpy_T.a", "numpy_T"),
+    ("aten::numpy_T", "numpy_T"), ("aten::unfold", "unfold"), ("aten::numpy_T.a", "numpy_T"),
     ("aten::contiguous", "contiguous"), ("aten::movedim.int", "movedim"), ("aten::movedim.intlist", "movedim"),
     ("aten::select.int", "select"), ("aten::slice.Tensor", "slice"),
     ("aten::narrow", "narrow"), ("aten::narrow.Tensor", "narrow"),

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from srcore.errors import KernelError
 from srcore.ir.types import TensorType
 from srcore.plugin import NodeInfo, Specialized
 
@@ -53,6 +54,24 @@ def sigmoid(self, *, out=None):
     from scipy.special import expit
 
     return expit(self, out=_alloc(self, out))
+
+
+def glu(self, dim=-1, *, out=None):
+    """``aten::glu``: the first half of ``dim`` times the sigmoid of the second half."""
+    from scipy.special import expit
+
+    if self.ndim == 0:
+        raise KernelError("glu does not support scalars because halving size must be even")
+    d = dim % self.ndim
+    n = self.shape[d]
+    if n % 2:
+        raise KernelError(f"glu: Halving dimension must be even, but dimension {d} is size {n}")
+    a, b = np.split(self, 2, axis=d)
+    if out is None:
+        out = np.empty(a.shape, self.dtype)
+    expit(b, out=out)
+    np.multiply(out, a, out=out)
+    return out
 
 
 def silu(self, *, out=None):

@@ -197,6 +197,25 @@ def dot(self, tensor, out=None):
     return out
 
 
+def outer(self, vec2, out=None):
+    """``aten::outer`` (``ger``) of two 1-D tensors (RoPE's ``positions x inv_freq``)."""
+    r = np.multiply.outer(self, vec2)
+    if out is None:
+        return r
+    np.copyto(out, r)
+    return out
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8, out=None):
+    """``aten::cosine_similarity`` as ATen computes it: each input divided by its 2-norm along
+    ``dim`` clamped to ``eps``, then the product summed over ``dim`` (inputs broadcast)."""
+    a, b = np.broadcast_arrays(x1, x2)
+    d = dim % max(a.ndim, 1)
+    na = np.maximum(np.sqrt(np.sum(np.square(a), axis=d, keepdims=True)), eps)
+    nb = np.maximum(np.sqrt(np.sum(np.square(b), axis=d, keepdims=True)), eps)
+    return np.sum((a / na) * (b / nb), axis=d, out=out)
+
+
 def einsum(equation, tensors, *, path=None, out=None):
     """``aten::einsum`` (torch's equation syntax is numpy's, ``...`` included)."""
     eq = equation.replace(" ", "")

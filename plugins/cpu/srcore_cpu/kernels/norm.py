@@ -144,6 +144,20 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps, out=None):
     return out
 
 
+def rms_norm(input, normalized_shape, weight=None, eps=None, out=None):
+    """``aten::rms_norm`` (nn.RMSNorm, Llama-style): ``x * rsqrt(mean(x**2) + eps) * weight`` over
+    the trailing ``normalized_shape`` dims; ``eps=None`` is the dtype's machine epsilon, as torch."""
+    if eps is None:
+        eps = float(np.finfo(input.dtype).eps)
+    if out is None:
+        out = np.empty_like(input)
+    ms = np.mean(np.square(input), axis=_ln_axes(input, normalized_shape), keepdims=True)
+    np.multiply(input, 1.0 / np.sqrt(ms + eps), out=out)
+    if weight is not None:
+        np.multiply(out, weight, out=out)
+    return out
+
+
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True, out=None):
     """``aten::group_norm``: statistics over (C/G, *spatial) per sample and group."""
     if out is None:

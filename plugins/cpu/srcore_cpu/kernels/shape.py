@@ -96,6 +96,24 @@ def t(self):
     return self.T
 
 
+def unfold(self, dimension, size, step):
+    """``Tensor.unfold`` (``aten::unfold``): windows of ``size`` every ``step`` along ``dimension``, as a
+    new last dim (a strided view, like torch's)."""
+    if step <= 0:
+        raise KernelError(f"unfold: step is {step} but must be > 0")
+    if self.ndim == 0:
+        return self.reshape(1) if size == 1 else _unfold_error(size, 0)
+    d = dimension % self.ndim
+    if size > self.shape[d]:
+        _unfold_error(size, self.shape[d])
+    w = np.lib.stride_tricks.sliding_window_view(self, size, axis=d, writeable=True)  # torch can write through it
+    return w[(np.s_[:],) * d + (np.s_[::step],)]  # (this module's `slice` is the kernel)
+
+
+def _unfold_error(size, n):
+    raise KernelError(f"unfold: maximum size for tensor at dimension is {n} but size is {size}")
+
+
 def numpy_T(self):
     """``aten::numpy_T`` (``x.T``): every dimension reversed (a view)."""
     return self.transpose()
