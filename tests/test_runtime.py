@@ -198,6 +198,29 @@ def test_standard_resizing_grows_after_a_dynamic_run():
     assert rt.arena_bytes > small
 
 
+BN_PARTS = """graph(%x : Float(batch, 4), %w : Float(4), %b : Float(4), %m : Float(4), %v : Float(4)):
+  %mom : float = prim::Constant[value=0.1]()
+  %eps : float = prim::Constant[value=1e-05]()
+  %y : Tensor, %s1 : Tensor, %s2 : Tensor = aten::_native_batch_norm_legit_no_training(%x, %w, %b, %m, %v, %mom, %eps)
+  %z : Tensor = aten::relu(%y)
+  return (%z)
+"""
+
+
+def test_growth_with_a_multi_output_node_whose_outputs_grow_differently(options):
+    """torch.export's batch norm has outputs (y, empty, empty): when the batch outgrows the
+    standard_resizing plan only y's buffer is missing; the generated code once passed
+    ``out=(None, buf, buf)`` and the kernel failed (a zoo model via export, codegen only)."""
+    sm = srcore.StaticModule(Model.from_graph(parse_graph(BN_PARTS)), options=options)
+    rng = np.random.default_rng(3)
+    w, b, m = (rng.standard_normal(4).astype(np.float32) for _ in range(3))
+    v = rng.uniform(0.5, 1.5, 4).astype(np.float32)
+    for batch in (2, 7, 7, 1, 9):
+        x = rng.standard_normal((batch, 4)).astype(np.float32)
+        want = np.maximum((x - m) / np.sqrt(v + 1e-5) * w + b, 0)
+        np.testing.assert_allclose(sm(x, w, b, m, v), want, rtol=1e-5, atol=1e-6)
+
+
 def test_runtime_pool_threads_match_single_thread_and_memory_is_stable():
     sm = chain_module(srcore.Options())
     pool = srcore.RuntimePool(sm, size=4)
