@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+from typing import Optional
 
 import numpy as np
 import pytest
@@ -360,3 +361,29 @@ def test_a_module_with_an_overloaded_forward_gets_a_conversion_error():
     """nn.LSTM's scripted forward is two overloads: a ConversionError that says so and how to wrap it."""
     with pytest.raises(srcore.ConversionError, match=r"overloaded \(forward__0, forward__1\).*wrap it"):
         srcore.from_torchscript(torch.nn.LSTM(4, 3))
+
+
+class _OptionalMask(torch.nn.Module):
+    def forward(self, x, mask: Optional[torch.Tensor] = None):
+        if mask is not None:
+            x = x.masked_fill(~mask, 0.0)
+        return x * 2.0
+
+
+def test_optional_tensor_input_given_a_tensor_or_none(tmp_path):
+    """``mask: Optional[Tensor] = None`` with a tensor example is a tensor input (it was a spec the
+    graph's Optional input did not match: loading the saved model failed with "model input specs
+    do not match"); a None example keeps it optional, and the StaticModule takes None or a tensor."""
+    m = _OptionalMask()
+    x, mask = torch.randn(3, 4), torch.rand(3, 4) > 0.5
+    model = srcore.from_torchscript(torch.jit.script(m), (x, mask), dynamic_dims={"x": {0: "b"}, "mask": {0: "b"}})
+    srcore.save(model, tmp_path / "m.srm")
+    model = srcore.load(tmp_path / "m.srm")
+    assert [s.name for s in model.input_specs] == ["x", "mask"] and model.input_specs[1].dtype == "bool"
+    sm = srcore.StaticModule(model)
+    for b in (3, 5):
+        x, mask = torch.randn(b, 4), torch.rand(b, 4) > 0.5
+        np.testing.assert_array_equal(sm(x.numpy(), mask.numpy()), m(x, mask).numpy())
+    sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), (x, None)))
+    np.testing.assert_array_equal(sm(x.numpy(), None), m(x).numpy())
+    np.testing.assert_array_equal(sm(x.numpy(), mask.numpy()), m(x, mask).numpy())

@@ -146,7 +146,7 @@ def input_specs(names: Sequence[str], example_inputs, graph_types: Sequence[Type
     for i, name in enumerate(names):
         ex = example_inputs[i] if example_inputs is not None and i < len(example_inputs) else None
         t = graph_types[i]
-        if isinstance(ex, torch.Tensor):
+        if isinstance(ex, torch.Tensor):   # also for an Optional[Tensor] input given a tensor
             spec = InputSpec(name, np_dtype_name(ex.dtype), tuple(int(d) for d in ex.shape))
         elif isinstance(t, TensorType):
             spec = InputSpec(name, t.dtype, t.shape)

@@ -15,7 +15,7 @@ import attrs
 
 from ..errors import ConversionError
 from ..ir.graph import Block, Graph
-from ..ir.types import BOOL, DEVICE, NONE, ListType, TensorType, Type
+from ..ir.types import BOOL, DEVICE, NONE, ListType, OptionalType, TensorType, Type
 from ..model import Model, default_output_names
 from . import _torch_common as tc
 
@@ -70,10 +70,18 @@ def from_torchscript(module_or_path, example_inputs=None, *,
     by_name = {s.name: s for s in specs}
     for v in graph.inputs:
         s = by_name.get(v.name)
-        if s is not None and isinstance(v.type, TensorType) and s.dtype is not None:
+        if s is not None and _is_optional_tensor(v.type):
+            # `mask: Optional[Tensor] = None` given a tensor example: the model takes a tensor there
+            # (its `is not None` checks fold away); a None example keeps the input optional
+            v.type = s.tensor_type() if s.dtype is not None else TensorType()
+        elif s is not None and isinstance(v.type, TensorType) and s.dtype is not None:
             v.type = s.tensor_type()
     meta = {"producer": f"srcore.from_torchscript (torch {torch.__version__})", "source": source}
     return Model(graph, conv.params, specs, default_output_names(len(graph.outputs)), meta)
+
+
+def _is_optional_tensor(t: Type) -> bool:
+    return isinstance(t, OptionalType) and isinstance(t.elem, TensorType)
 
 
 def _flatten_tuple_return(graph: Graph) -> None:
