@@ -25,6 +25,7 @@ class ZooCase:
     export_xfail: str | None = None    # the same, for the from_torch conversion only
     no_torchscript: str | None = None  # why TorchScript cannot take the model at all
     dim_min: Dict[str, int] | None = None  # smallest size torch.export may assume for a symbolic dim
+    unsupported: str | None = None     # "op: why": srcore refuses the model at load (asserted, never run)
 
 
 def _seed(s: int) -> None:

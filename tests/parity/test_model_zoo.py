@@ -5,6 +5,8 @@ through .srm, run with both executors x both memory planners on every input of t
 Floats: max relative error <= 1e-4; integer and bool outputs: exact."""
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -61,6 +63,8 @@ def converted(cases):
 def _params():
     out = []
     for name, case in ZOO.items():
+        if case.unsupported:
+            continue
         for fe in FRONTENDS:
             if (fe == "export" and case.export) or (fe == "torchscript" and case.no_torchscript):
                 continue
@@ -94,6 +98,19 @@ def test_not_exportable_zoo_model_gives_clear_conversion_error(cases, name):
         srcore.from_torch(m, inputs)
     msg = str(info.value)
     assert "torch.export failed" in msg and type(m).__name__ in msg and ZOO[name].export in msg
+
+
+@pytest.mark.parametrize("frontend", FRONTENDS)
+@pytest.mark.parametrize("name", [n for n, c in ZOO.items() if c.unsupported])
+def test_unsupported_zoo_model_gives_clear_error(cases, converted, name, frontend):
+    """A model using an op srcore deliberately lacks converts, but loading it raises an
+    UnsupportedOpError naming the op and the source line of each node that uses it."""
+    op = ZOO[name].unsupported.split(":")[0]
+    with pytest.raises(srcore.UnsupportedOpError) as info:
+        build(converted(name, frontend), "codegen", "standard_resizing")
+    lines = [ln for ln in str(info.value).splitlines() if op in ln]
+    assert lines and all(re.search(r"# \S+\.py:\d+", ln) for ln in lines), str(info.value)
+    assert any(m.schema.startswith(op) for m in info.value.missing), info.value.missing
 
 
 def test_zoo_inputs_exercise_what_they_claim(cases):

@@ -492,6 +492,138 @@ def build_double_conv():
     return m.eval(), (torch.randn(2, 2, 8, 6, dtype=torch.float64),), [(torch.randn(1, 2, 5, 9, dtype=torch.float64),)]
 
 
+# --- LLM / speech / metric blocks, and a model srcore does not support ------------------------------
+
+class LlamaBlock(nn.Module):
+    """A Llama-style decoder block: RMSNorm (nn.RMSNorm and the hand-written form), rotary position
+    embeddings from ``torch.outer(positions, inv_freq)`` (a non-persistent buffer) with the
+    ``cat((-x2, x1))`` rotation, grouped-query attention (``repeat_interleave`` of the KV heads),
+    causal SDPA, a SwiGLU MLP, bias-free linears."""
+
+    def __init__(self, dim: int = 16, heads: int = 4, kv_heads: int = 2):
+        super().__init__()
+        self.h, self.kv, self.hd = heads, kv_heads, dim // heads
+        self.attn_norm = nn.RMSNorm(dim, eps=1e-6)
+        self.wq = nn.Linear(dim, dim, bias=False)
+        self.wkv = nn.Linear(dim, 2 * kv_heads * self.hd, bias=False)
+        self.wo = nn.Linear(dim, dim, bias=False)
+        self.ffn_norm_weight = nn.Parameter(torch.rand(dim) + 0.5)
+        self.w1 = nn.Linear(dim, 24, bias=False)
+        self.w3 = nn.Linear(dim, 24, bias=False)
+        self.w2 = nn.Linear(24, dim, bias=False)
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, self.hd, 2).float() / self.hd))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def _rope(self, x, cos, sin):
+        half = x.shape[-1] // 2
+        x1, x2 = x[..., :half], x[..., half:]
+        return x * cos + torch.cat((-x2, x1), dim=-1) * sin
+
+    def forward(self, x):
+        b, t, d = x.shape
+        freqs = torch.outer(torch.arange(t, dtype=torch.float32), self.inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos()[None, None], emb.sin()[None, None]
+        h = self.attn_norm(x)
+        q = self.wq(h).view(b, t, self.h, self.hd).transpose(1, 2)
+        k, v = self.wkv(h).view(b, t, 2 * self.kv, self.hd).transpose(1, 2).chunk(2, dim=1)
+        q, k = self._rope(q, cos, sin), self._rope(k, cos, sin)
+        k = k.repeat_interleave(self.h // self.kv, dim=1)
+        v = v.repeat_interleave(self.h // self.kv, dim=1)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.wo(a.transpose(1, 2).reshape(b, t, d))
+        h = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.ffn_norm_weight
+        return x + self.w2(F.silu(self.w1(h)) * self.w3(h))
+
+
+def build_llama_block():
+    _seed(114)
+    return LlamaBlock().eval(), (torch.randn(2, 6, 16),), [(torch.randn(1, 1, 16),), (torch.randn(3, 9, 16),)]
+
+
+class ConformerConv(nn.Module):
+    """A Conformer convolution module after sinusoidal positional encodings built in forward
+    (``pe[:, 0::2] = sin``, ``pe[:, 1::2] = cos``): LayerNorm, pointwise conv + GLU, depthwise Conv1d,
+    BatchNorm1d, SiLU, pointwise conv, residual; then a ConvTranspose1d upsampler and overlapping
+    frames by ``Tensor.unfold``."""
+
+    def __init__(self, d: int = 8):
+        super().__init__()
+        self.ln = nn.LayerNorm(d)
+        self.pw1 = nn.Conv1d(d, 2 * d, 1)
+        self.dw = nn.Conv1d(d, d, 5, padding=2, groups=d)
+        self.bn = nn.BatchNorm1d(d)
+        self.pw2 = nn.Conv1d(d, d, 1)
+        self.up = nn.ConvTranspose1d(d, 4, 4, stride=2, padding=1)
+
+    def forward(self, x):                                    # B, T, D
+        t, d = x.size(1), x.size(2)
+        pos = torch.arange(t, dtype=torch.float32).unsqueeze(1)
+        div = torch.exp(torch.arange(0, d, 2, dtype=torch.float32) * (-math.log(10000.0) / d))
+        pe = torch.zeros(t, d)
+        pe[:, 0::2] = torch.sin(pos * div)
+        pe[:, 1::2] = torch.cos(pos * div)
+        x = x + pe.unsqueeze(0)
+        y = self.ln(x).transpose(1, 2)                       # B, D, T
+        y = F.glu(self.pw1(y), dim=1)
+        y = self.pw2(F.silu(self.bn(self.dw(y))))
+        x = x + y.transpose(1, 2)
+        up = self.up(x.transpose(1, 2))                      # B, 4, 2T
+        frames = up.unfold(2, 4, 2)                          # B, 4, T-1, 4
+        return x, frames.mean(-1)
+
+
+def build_conformer_conv():
+    _seed(115)
+    m = ConformerConv()
+    _randomize_bn(m)
+    return m.eval(), (torch.randn(2, 7, 8),), [(torch.randn(1, 3, 8),), (torch.randn(3, 12, 8),)]
+
+
+class MetricHead(nn.Module):
+    """Metric learning / retrieval: L2-normalized embeddings, cosine similarity against a learned
+    gallery (broadcast), top-k nearest by similarity (int64 indices), a margin-scaled softmax."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Sequential(nn.Linear(6, 12), nn.GELU(), nn.Linear(12, 8))
+        self.gallery = nn.Parameter(torch.randn(5, 8))
+
+    def forward(self, x, y):
+        ex, ey = self.enc(x), self.enc(y)
+        pair = F.cosine_similarity(ex, ey, dim=-1)
+        ex_n = F.normalize(ex, p=2.0, dim=-1)
+        sim = F.cosine_similarity(ex.unsqueeze(1), self.gallery.unsqueeze(0), dim=-1)   # B, 5
+        top_sim, top_idx = sim.topk(2, dim=1)
+        return pair, ex_n, top_sim, top_idx, F.softmax(30.0 * (sim - 0.2), dim=-1)
+
+
+def build_metric_head():
+    _seed(116)
+    return MetricHead().eval(), (torch.randn(4, 6), torch.randn(4, 6)), [(torch.randn(1, 6), torch.randn(1, 6)),
+                                                                         (torch.randn(6, 6), torch.randn(6, 6))]
+
+
+class SpatialTransformer(nn.Module):
+    """A spatial transformer (localization net -> affine_grid -> grid_sample). srcore has no
+    grid_sampler kernel: loading the model must fail with an UnsupportedOpError naming the op
+    and the source line."""
+
+    def __init__(self):
+        super().__init__()
+        self.loc = nn.Sequential(nn.Conv2d(1, 4, 3), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 6))
+
+    def forward(self, x):
+        theta = self.loc(x).view(-1, 2, 3)
+        grid = F.affine_grid(theta, [x.size(0), x.size(1), 6, 6], align_corners=False)
+        return F.grid_sample(x, grid, align_corners=False)
+
+
+def build_spatial_transformer():
+    _seed(117)
+    return SpatialTransformer().eval(), (torch.randn(2, 1, 8, 8),), []
+
+
 #: a stride-2 layer makes torch.export guard ``h // 2 != 1``: sizes 2 and 3 are not exported
 _STRIDED_HW = {"h": 4, "w": 4}
 
@@ -514,5 +646,10 @@ REALWORLD: Dict[str, ZooCase] = {
     "inplace_ops": ZooCase(build_inplace_ops, dynamic={"x": {0: "batch"}}),
     "script_control": ZooCase(build_script_control, export="data-dependent", dynamic={"x": {0: "rows", 1: "cols"}}),
     "gpt_block": ZooCase(build_gpt_block, dynamic={"idx": {0: "batch", 1: "time"}}),
+    "llama_block": ZooCase(build_llama_block, dynamic={"x": {0: "batch", 1: "time"}}),
+    "conformer_conv": ZooCase(build_conformer_conv, dynamic={"x": {0: "batch", 1: "time"}}, dim_min={"time": 3}),
+    "metric_head": ZooCase(build_metric_head, dynamic={"x": {0: "batch"}, "y": {0: "batch"}}),
+    "spatial_transformer": ZooCase(build_spatial_transformer,
+                                   unsupported="aten::grid_sampler: no kernel (F.grid_sample / affine_grid)"),
     "double_conv": ZooCase(build_double_conv, dynamic={"x": {0: "batch", 2: "h", 3: "w"}}, dim_min=_STRIDED_HW),
 }
