@@ -160,3 +160,9 @@ def test_native_mha_and_encoder_layer():
                                              mha.in_proj_weight, mha.in_proj_bias, mha.out_proj.weight,
                                              mha.out_proj.bias, None, True, False, None)
     assert [o.type.shape for o in node.outputs] == [tuple(r.shape) for r in ref]
+
+
+@pytest.mark.parametrize("dim", [1, -1, 0])
+def test_cosine_similarity_matches_torch(dim):
+    check("aten::cosine_similarity", lambda a, b, d, e: torch.cosine_similarity(a, b, d, e),
+          T("float32", 3, 4, 5), T("float32", 1, 4, 5), dim, 1e-8)

@@ -455,3 +455,26 @@ def unfold(ctx: Ctx):
         count = None
     last = size if isinstance(size, int) else None
     return [tt(x.dtype, x.shape[:d] + (count,) + x.shape[d + 1:] + (last,))]
+
+
+@rule("aten::meshgrid")
+def meshgrid(ctx: Ctx):
+    """``meshgrid(tensors, indexing="ij"|"xy")``: one tensor per 0-d/1-d input, each of the shape
+    (n0, n1, ...) of the input lengths ("xy" swaps the first two)."""
+    ts = _tensor_list(ctx, 0)
+    if ts is None:
+        return [A(ListType(TensorType(None)))]
+    indexing = ctx.known(1, "indexing", "ij") if len(ctx.args) > 1 else "ij"
+    sizes = []
+    for t in ts:
+        if t.shape is None:
+            sizes.append(None)
+        elif len(t.shape) > 1:
+            raise ctx.fail(f"meshgrid expects 0-D or 1-D tensors, got a {len(t.shape)}-D one")
+        else:
+            sizes.append(t.shape[0] if t.shape else 1)
+    if indexing == "xy" and len(sizes) >= 2:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    elif indexing is UNKNOWN:
+        sizes = [None] * len(sizes)
+    return _as_outputs(ctx, [tt(t.dtype, tuple(sizes)) for t in ts])

@@ -101,6 +101,11 @@ def remainder(self, other, *, out=None):
     return _apply(np.remainder, self, other, out)
 
 
+def fmod(self, other, *, out=None):
+    """``aten::fmod`` (Tensor, Scalar): C's fmod, the sign of the dividend (numpy's ``fmod`` too)."""
+    return _apply(np.fmod, self, other, out)
+
+
 def pow(self, exponent, *, out=None):
     """``aten::pow`` (Tensor_Tensor, Tensor_Scalar, Scalar)."""
     if out is None:

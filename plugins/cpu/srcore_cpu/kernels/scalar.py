@@ -88,6 +88,11 @@ def ge(a, b):
     return a >= b
 
 
+def fmod(a, b):
+    """``aten::fmod`` on Python numbers: always a float, as TorchScript's."""
+    return math.fmod(a, b)
+
+
 def and_(a, b):
     """``aten::__and__.bool`` / ``.int``: ``a & b`` on Python numbers (TorchScript's ``and`` of loop
     conditions, e.g. after a ``break``, is one)."""

@@ -114,6 +114,16 @@ def _unfold_error(size, n):
     raise KernelError(f"unfold: maximum size for tensor at dimension is {n} but size is {size}")
 
 
+def meshgrid(tensors, *, indexing="ij"):
+    """``aten::meshgrid`` (``.indexing``): broadcast views of the 0-d/1-d inputs, torch's default
+    ``"ij"`` (matrix) indexing or ``"xy"`` (cartesian: the first two dims swapped)."""
+    if indexing not in ("ij", "xy"):
+        raise KernelError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+    if any(t.ndim > 1 for t in tensors):
+        raise KernelError("torch.meshgrid: Expected 0D or 1D tensor in the tensor list")
+    return list(np.meshgrid(*[t.reshape(-1) for t in tensors], indexing=indexing, copy=False))
+
+
 def numpy_T(self):
     """``aten::numpy_T`` (``x.T``): every dimension reversed (a view)."""
     return self.transpose()
