@@ -24,7 +24,7 @@ class ZooCase:
     xfail: str | None = None           # a known gap outside this suite's files (strict xfail)
     export_xfail: str | None = None    # the same, for the from_torch conversion only
     no_torchscript: str | None = None  # why TorchScript cannot take the model at all
-    dim_min: Dict[str, int] | None = None  # smallest size torch.export may assume for a symbolic dim
+    dim_range: Dict[str, Tuple[int, int]] | None = None  # (min, max) torch.export may assume for a dim
     unsupported: str | None = None     # "op: why": srcore refuses the model at load (asserted, never run)
 
 

@@ -36,9 +36,12 @@ def cases():
 def _export_dynamic_shapes(case):
     if not case.dynamic or case.export_static:
         return None
-    dims, low = {}, case.dim_min or {}
-    return {inp: {d: dims.setdefault(n, torch.export.Dim(n, min=low.get(n, 1), max=4096)) for d, n in spec.items()}
-            for inp, spec in case.dynamic.items()}
+    dims, ranges = {}, case.dim_range or {}
+
+    def dim(n):
+        lo, hi = ranges.get(n, (1, 4096))
+        return dims.setdefault(n, torch.export.Dim(n, min=lo, max=hi))
+    return {inp: {d: dim(n) for d, n in spec.items()} for inp, spec in case.dynamic.items()}
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ a second input of another batch size (and, where legal, another spatial size or 
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 import torch.nn as nn
@@ -624,14 +624,213 @@ def build_spatial_transformer():
     return SpatialTransformer().eval(), (torch.randn(2, 1, 8, 8),), []
 
 
+# --- HF-style encoder, YOLO decode, diffusion block, Swin windows ---------------------------------
+
+class BertLike(nn.Module):
+    """A Hugging Face-style BERT layer: word + position (``position_ids[:, :t]`` of a buffer) +
+    token-type embeddings, ``attention_mask: Optional[Tensor] = None`` turned into an additive
+    ``(1.0 - mask[:, None, None, :]) * -10000.0``, hand-written multi-head attention (view/permute,
+    ``torch.matmul``, ``/ math.sqrt``), erf GELU, and a tanh pooler on ``[:, 0]``."""
+
+    def __init__(self, vocab: int = 30, dim: int = 16, heads: int = 2, max_pos: int = 16):
+        super().__init__()
+        self.h, self.hd = heads, dim // heads
+        self.word = nn.Embedding(vocab, dim, padding_idx=0)
+        self.pos = nn.Embedding(max_pos, dim)
+        self.tok_type = nn.Embedding(2, dim)
+        self.register_buffer("position_ids", torch.arange(max_pos).expand((1, -1)), persistent=False)
+        self.emb_ln = nn.LayerNorm(dim, eps=1e-12)
+        self.query, self.key, self.value = nn.Linear(dim, dim), nn.Linear(dim, dim), nn.Linear(dim, dim)
+        self.attn_out = nn.Linear(dim, dim)
+        self.ln1 = nn.LayerNorm(dim, eps=1e-12)
+        self.inter = nn.Linear(dim, 32)
+        self.out = nn.Linear(32, dim)
+        self.ln2 = nn.LayerNorm(dim, eps=1e-12)
+        self.pooler = nn.Linear(dim, dim)
+        self.dropout = nn.Dropout(0.1)
+
+    def _heads(self, x):
+        b, t, _ = x.size()
+        return x.view(b, t, self.h, self.hd).permute(0, 2, 1, 3)
+
+    def forward(self, input_ids, attention_mask: Optional[torch.Tensor] = None,
+                token_type_ids: Optional[torch.Tensor] = None):
+        b, t = input_ids.size()
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        if attention_mask is None:
+            attention_mask = torch.ones(b, t)
+        x = self.word(input_ids) + self.pos(self.position_ids[:, :t]) + self.tok_type(token_type_ids)
+        x = self.dropout(self.emb_ln(x))
+        ext = (1.0 - attention_mask[:, None, None, :].to(x.dtype)) * -10000.0
+        q, k, v = self._heads(self.query(x)), self._heads(self.key(x)), self._heads(self.value(x))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.hd) + ext
+        probs = self.dropout(nn.functional.softmax(scores, dim=-1))
+        ctx = torch.matmul(probs, v).permute(0, 2, 1, 3).contiguous()
+        ctx = ctx.view(ctx.size()[:-2] + (self.h * self.hd,))
+        x = self.ln1(x + self.attn_out(ctx))
+        x = self.ln2(x + self.out(F.gelu(self.inter(x))))
+        return x, torch.tanh(self.pooler(x[:, 0]))
+
+
+def _bert_inputs(seed: int, b: int, t: int):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(1, 30, (b, t), generator=g)
+    lengths = torch.randint(1, t + 1, (b,), generator=g)
+    mask = (torch.arange(t)[None] < lengths[:, None]).long()
+    types = (torch.arange(t)[None] >= t // 2).long().expand(b, t).contiguous()
+    return ids * mask, mask, types
+
+
+def build_bert_like():
+    _seed(118)
+    return BertLike().eval(), _bert_inputs(1, 2, 7), [_bert_inputs(2, 1, 3), _bert_inputs(3, 3, 11)]
+
+
+class YoloDetect(nn.Module):
+    """YOLOv5's Detect head in inference: a ModuleList of per-level 1x1 convs iterated with
+    ``enumerate``, ``view(bs, na, no, ny, nx).permute(0, 1, 3, 4, 2)``, a grid made in forward by
+    ``torch.meshgrid(arange, arange, indexing="ij")``, sigmoid box decoding with the anchor grid,
+    ``torch.cat(z, 1)`` over the levels."""
+
+    def __init__(self, nc: int = 3, chs: Tuple[int, int] = (8, 12)):
+        super().__init__()
+        self.no, self.na, self.nl = nc + 5, 2, len(chs)
+        self.m = nn.ModuleList(nn.Conv2d(c, self.no * self.na, 1) for c in chs)
+        self.register_buffer("anchors", torch.tensor([[[10.0, 13.0], [16.0, 30.0]], [[30.0, 61.0], [62.0, 45.0]]]))
+        self.strides = [8.0, 16.0]
+
+    def _grid(self, nx: int, ny: int, i: int):
+        yv, xv = torch.meshgrid(torch.arange(ny, dtype=torch.float32), torch.arange(nx, dtype=torch.float32),
+                                indexing="ij")
+        grid = torch.stack((xv, yv), 2).expand(1, self.na, ny, nx, 2) - 0.5
+        anchor_grid = self.anchors[i].view(1, self.na, 1, 1, 2).expand(1, self.na, ny, nx, 2)
+        return grid, anchor_grid
+
+    def forward(self, p3, p4):
+        feats = [p3, p4]
+        z: List[torch.Tensor] = []
+        for i, conv in enumerate(self.m):
+            x = conv(feats[i])
+            bs, _, ny, nx = x.shape
+            x = x.view(bs, self.na, self.no, ny, nx).permute(0, 1, 3, 4, 2).contiguous()
+            grid, anchor_grid = self._grid(nx, ny, i)
+            xy, wh, conf = x.sigmoid().split((2, 2, self.no - 4), 4)
+            xy = (xy * 2 + grid) * self.strides[i]
+            wh = (wh * 2) ** 2 * anchor_grid
+            z.append(torch.cat((xy, wh, conf), 4).view(bs, self.na * nx * ny, self.no))
+        return torch.cat(z, 1)
+
+
+def build_yolo_detect():
+    _seed(119)
+    return YoloDetect().eval(), (torch.randn(2, 8, 6, 8), torch.randn(2, 12, 3, 4)), \
+        [(torch.randn(1, 8, 4, 4), torch.randn(1, 12, 2, 2))]
+
+
+class DiffusionResBlock(nn.Module):
+    """A diffusion U-Net res block: sinusoidal timestep embedding of int64 timesteps
+    (``t[:, None].float() * freqs[None]``, ``cat([cos, sin])``), GroupNorm + SiLU, FiLM conditioning
+    (``scale, shift = emb.chunk(2, dim=1)``, ``h * (1 + scale[..., None, None]) + shift``),
+    a skip 1x1 conv, then a nearest x2 upsample and a strided downsample conv."""
+
+    def __init__(self, cin: int = 4, cout: int = 8, temb: int = 8):
+        super().__init__()
+        self.temb = temb
+        self.t_mlp = nn.Sequential(nn.Linear(temb, 16), nn.SiLU(), nn.Linear(16, 2 * cout))
+        self.norm1 = nn.GroupNorm(2, cin)
+        self.conv1 = nn.Conv2d(cin, cout, 3, padding=1)
+        self.norm2 = nn.GroupNorm(4, cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, padding=1)
+        self.skip = nn.Conv2d(cin, cout, 1)
+        self.up = nn.Conv2d(cout, cout, 3, padding=1)
+        self.down = nn.Conv2d(cout, cout, 3, stride=2, padding=1)
+        with torch.no_grad():
+            for n in (self.norm1, self.norm2):
+                n.weight.uniform_(0.5, 1.5)
+                n.bias.uniform_(-0.3, 0.3)
+
+    def _timestep_embedding(self, t):
+        half = self.temb // 2
+        freqs = torch.exp(-math.log(10000.0) * torch.arange(half, dtype=torch.float32) / half)
+        args = t[:, None].float() * freqs[None]
+        return torch.cat([torch.cos(args), torch.sin(args)], dim=-1)
+
+    def forward(self, x, t):
+        h = self.conv1(F.silu(self.norm1(x)))
+        scale, shift = self.t_mlp(self._timestep_embedding(t)).chunk(2, dim=1)
+        h = self.norm2(h) * (1 + scale[:, :, None, None]) + shift[:, :, None, None]
+        h = self.conv2(F.silu(h)) + self.skip(x)
+        up = self.up(F.interpolate(h, scale_factor=2.0, mode="nearest"))
+        return h, self.down(up)
+
+
+def build_diffusion_block():
+    _seed(120)
+    return DiffusionResBlock().eval(), (torch.randn(2, 4, 6, 10), torch.tensor([3, 950])), \
+        [(torch.randn(1, 4, 5, 7), torch.tensor([0])), (torch.randn(3, 4, 6, 10), torch.tensor([1, 500, 999]))]
+
+
+class SwinWindowAttention(nn.Module):
+    """Swin Transformer's shifted-window attention: ``torch.roll`` by half a window, window partition
+    by view/permute/view, a relative-position bias gathered from a table by a buffer index
+    (``table[index.view(-1)].view(N, N, -1)``), a shift mask added per window, window reverse and
+    the roll back."""
+
+    def __init__(self, dim: int = 8, ws: int = 2, heads: int = 2, res: Tuple[int, int] = (4, 6)):
+        super().__init__()
+        self.dim, self.ws, self.h, self.shift = dim, ws, heads, ws // 2
+        self.scale = (dim // heads) ** -0.5
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.table = nn.Parameter(torch.randn((2 * ws - 1) ** 2, heads) * 0.1)
+        coords = torch.stack(torch.meshgrid(torch.arange(ws), torch.arange(ws), indexing="ij")).flatten(1)
+        rel = (coords[:, :, None] - coords[:, None, :]).permute(1, 2, 0) + (ws - 1)
+        self.register_buffer("rel_index", rel[..., 0] * (2 * ws - 1) + rel[..., 1])
+        H, W = res
+        img = torch.zeros(1, H, W, 1)
+        cnt = 0
+        for hs in (slice(0, -ws), slice(-ws, -self.shift), slice(-self.shift, None)):
+            for wsl in (slice(0, -ws), slice(-ws, -self.shift), slice(-self.shift, None)):
+                img[:, hs, wsl, :] = cnt
+                cnt += 1
+        win = img.view(1, H // ws, ws, W // ws, ws, 1).permute(0, 1, 3, 2, 4, 5).reshape(-1, ws * ws)
+        mask = win.unsqueeze(1) - win.unsqueeze(2)
+        self.register_buffer("attn_mask", mask.masked_fill(mask != 0, -100.0))
+
+    def forward(self, x):                                          # B, H, W, C
+        b, H, W, c = x.shape
+        ws, n = self.ws, self.ws * self.ws
+        x = torch.roll(x, shifts=(-self.shift, -self.shift), dims=(1, 2))
+        win = x.view(b, H // ws, ws, W // ws, ws, c).permute(0, 1, 3, 2, 4, 5).contiguous().view(-1, n, c)
+        bw = win.shape[0]
+        qkv = self.qkv(win).reshape(bw, n, 3, self.h, c // self.h).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        attn = (q * self.scale) @ k.transpose(-2, -1)
+        bias = self.table[self.rel_index.view(-1)].view(n, n, -1).permute(2, 0, 1).contiguous()
+        attn = attn + bias.unsqueeze(0)
+        nw = self.attn_mask.shape[0]
+        attn = attn.view(bw // nw, nw, self.h, n, n) + self.attn_mask.unsqueeze(1).unsqueeze(0)
+        attn = attn.view(-1, self.h, n, n).softmax(dim=-1)
+        out = self.proj((attn @ v).transpose(1, 2).reshape(bw, n, c))
+        out = out.view(b, H // ws, W // ws, ws, ws, c).permute(0, 1, 3, 2, 4, 5).contiguous().view(b, H, W, c)
+        return torch.roll(out, shifts=(self.shift, self.shift), dims=(1, 2))
+
+
+def build_swin_window():
+    _seed(121)
+    return SwinWindowAttention().eval(), (torch.randn(2, 4, 6, 8),), [(torch.randn(1, 4, 6, 8),),
+                                                                      (torch.randn(3, 4, 6, 8),)]
+
+
 #: a stride-2 layer makes torch.export guard ``h // 2 != 1``: sizes 2 and 3 are not exported
-_STRIDED_HW = {"h": 4, "w": 4}
+_STRIDED_HW = {"h": (4, 4096), "w": (4, 4096)}
 
 REALWORLD: Dict[str, ZooCase] = {
     "vit_tiny": ZooCase(build_vit_tiny, dynamic={"x": {0: "batch"}}),
-    "resnext_se": ZooCase(build_resnext_se, dynamic={"x": {0: "batch", 2: "h", 3: "w"}}, dim_min=_STRIDED_HW),
+    "resnext_se": ZooCase(build_resnext_se, dynamic={"x": {0: "batch", 2: "h", 3: "w"}}, dim_range=_STRIDED_HW),
     "mobilenetv3_block": ZooCase(build_mobilenetv3_block, dynamic={"x": {0: "batch", 2: "h", 3: "w"}},
-                                   dim_min=_STRIDED_HW),
+                                   dim_range=_STRIDED_HW),
     "mbconv": ZooCase(build_mbconv, dynamic={"x": {0: "batch", 2: "h", 3: "w"}}),
     "detection_head": ZooCase(build_detection_head, dynamic={"feat": {0: "batch", 2: "h", 3: "w"},
                                                              "anchors": {0: "anchors"}},
@@ -647,9 +846,18 @@ REALWORLD: Dict[str, ZooCase] = {
     "script_control": ZooCase(build_script_control, export="data-dependent", dynamic={"x": {0: "rows", 1: "cols"}}),
     "gpt_block": ZooCase(build_gpt_block, dynamic={"idx": {0: "batch", 1: "time"}}),
     "llama_block": ZooCase(build_llama_block, dynamic={"x": {0: "batch", 1: "time"}}),
-    "conformer_conv": ZooCase(build_conformer_conv, dynamic={"x": {0: "batch", 1: "time"}}, dim_min={"time": 3}),
+    "conformer_conv": ZooCase(build_conformer_conv, dynamic={"x": {0: "batch", 1: "time"}}, dim_range={"time": (3, 4096)}),
     "metric_head": ZooCase(build_metric_head, dynamic={"x": {0: "batch"}, "y": {0: "batch"}}),
     "spatial_transformer": ZooCase(build_spatial_transformer,
                                    unsupported="aten::grid_sampler: no kernel (F.grid_sample / affine_grid)"),
-    "double_conv": ZooCase(build_double_conv, dynamic={"x": {0: "batch", 2: "h", 3: "w"}}, dim_min=_STRIDED_HW),
+    "bert_like": ZooCase(build_bert_like, dynamic={"input_ids": {0: "batch", 1: "time"},
+                                                   "attention_mask": {0: "batch", 1: "time"},
+                                                   "token_type_ids": {0: "batch", 1: "time"}},
+                         dim_range={"time": (2, 16)}),  # position_ids[:, :t] of a 16-row buffer
+    "yolo_detect": ZooCase(build_yolo_detect, dynamic={"p3": {0: "batch", 2: "h3", 3: "w3"},
+                                                       "p4": {0: "batch", 2: "h4", 3: "w4"}}),
+    "diffusion_block": ZooCase(build_diffusion_block, dynamic={"x": {0: "batch", 2: "h", 3: "w"}, "t": {0: "batch"}},
+                               dim_range=_STRIDED_HW),
+    "swin_window": ZooCase(build_swin_window, dynamic={"x": {0: "batch"}}),
+    "double_conv": ZooCase(build_double_conv, dynamic={"x": {0: "batch", 2: "h", 3: "w"}}, dim_range=_STRIDED_HW),
 }
