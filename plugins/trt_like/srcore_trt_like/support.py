@@ -79,6 +79,10 @@ def _tensors_ok(node: NodeInfo) -> bool:
     return all(t.dtype in ENGINE_DTYPES and t.shape is not None for t in tensors)
 
 
+def _rank(node: NodeInfo, i: int) -> int:
+    return len(node.args[i].type.shape)   # a tensor of known rank (checked by _tensors_ok)
+
+
 def _op_specific(node: NodeInfo) -> bool:
     op = node.op
     if op in ("aten::dropout",):
@@ -90,6 +94,17 @@ def _op_specific(node: NodeInfo) -> bool:
     if op == "aten::_transformer_encoder_layer_fwd":
         return node.const("mask", None) is None and node.args[0].type.shape is not None \
             and len(node.args[0].type.shape) == 3
+    if op == "aten::addmm":
+        # the converter's form, a linear layer: constant 2-D mat2, constant bias that broadcasts over rows
+        return node.args[2].is_constant and _rank(node, 2) == 2 and node.args[0].is_constant \
+            and _rank(node, 0) in (0, 1)
+    if op in ("aten::matmul", "aten::mm", "aten::bmm"):
+        # the converter's forms: x @ constant 2-D weight, or two computed operands of rank >= 2
+        if node.args[0].is_constant:
+            return False
+        if node.args[1].is_constant:
+            return _rank(node, 1) == 2
+        return _rank(node, 0) >= 2 and _rank(node, 1) >= 2
     if op in ("aten::conv2d", "srcore::conv2d_relu", "srcore::conv2d_add_relu"):
         return node.args[0].type.shape is not None and len(node.args[0].type.shape) == 4
     return True
