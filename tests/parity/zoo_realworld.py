@@ -246,7 +246,7 @@ def build_tcn():
 class BiGRUEncoder(nn.Module):
     """Seq2seq-style encoder: embedding, 2-layer bidirectional batch-first GRU, the last step taken
     by index, the final hidden states of both directions concatenated, a bridge to the decoder size,
-    and a bidirectional LSTM over the GRU output."""
+    a bidirectional LSTM over the GRU output, and additive attention pooling (``tanh(W h) @ v``)."""
 
     def __init__(self):
         super().__init__()
@@ -254,6 +254,8 @@ class BiGRUEncoder(nn.Module):
         self.gru = nn.GRU(8, 6, num_layers=2, batch_first=True, bidirectional=True)
         self.lstm = nn.LSTM(12, 5, batch_first=True, bidirectional=True)
         self.bridge = nn.Linear(12, 6)
+        self.att_w = nn.Linear(12, 12)
+        self.att_v = nn.Parameter(torch.randn(12))
 
     def forward(self, ids):
         out, h = self.gru(self.emb(ids))
@@ -261,7 +263,11 @@ class BiGRUEncoder(nn.Module):
         first_rev = out[:, 0, 6:]
         h_cat = torch.cat([h[-2], h[-1]], dim=1)
         y, (hl, cl) = self.lstm(out)
-        return torch.tanh(self.bridge(h_cat)), last, first_rev, y[:, -1], hl.transpose(0, 1).reshape(ids.size(0), -1)
+        # additive attention pooling: a matrix-vector product for the scores, bmm for the context
+        alpha = torch.softmax(torch.tanh(self.att_w(out)) @ self.att_v, dim=1)            # B, T
+        context = torch.bmm(alpha.unsqueeze(1), out).squeeze(1)
+        return (torch.tanh(self.bridge(h_cat)), last, first_rev, y[:, -1],
+                hl.transpose(0, 1).reshape(ids.size(0), -1), context, alpha)
 
 
 def build_bigru_encoder():
@@ -426,7 +432,8 @@ def build_script_control():
 
 
 class GPTBlock(nn.Module):
-    """A GPT-2 style decoder: token + learned position embeddings (positions from torch.arange),
+    """A GPT-2 style decoder: token + learned position embeddings (positions from torch.arange), a
+    Conv1D-style ``torch.addmm(bias, x2d, weight)`` qkv projection,
     one pre-norm block whose attention is written out by hand with a causal mask built in forward
     (torch.triu + masked_fill(-inf)) next to F.scaled_dot_product_attention(is_causal=True), an MLP
     with GELU, and logits tied to the embedding (``x @ self.wte.weight.T``)."""
@@ -437,7 +444,9 @@ class GPTBlock(nn.Module):
         self.wte = nn.Embedding(vocab, dim)
         self.wpe = nn.Embedding(max_len, dim)
         self.ln1 = nn.LayerNorm(dim)
-        self.c_attn = nn.Linear(dim, 3 * dim)
+        # Hugging Face GPT-2's Conv1D: a (in, out) weight applied with torch.addmm
+        self.c_attn_weight = nn.Parameter(torch.randn(dim, 3 * dim) * 0.2)
+        self.c_attn_bias = nn.Parameter(torch.randn(3 * dim) * 0.1)
         self.c_proj = nn.Linear(dim, dim)
         self.ln2 = nn.LayerNorm(dim)
         self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(approximate="tanh"), nn.Linear(4 * dim, dim))
@@ -447,7 +456,8 @@ class GPTBlock(nn.Module):
         b, t = idx.size()
         pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
         x = self.wte(idx) + self.wpe(pos)
-        q, k, v = self.c_attn(self.ln1(x)).split(x.size(-1), dim=2)
+        h = torch.addmm(self.c_attn_bias, self.ln1(x).view(-1, x.size(-1)), self.c_attn_weight)
+        q, k, v = h.view(b, t, -1).split(x.size(-1), dim=2)
         hd = x.size(-1) // self.h
         q = q.view(b, t, self.h, hd).transpose(1, 2)
         k = k.view(b, t, self.h, hd).transpose(1, 2)
