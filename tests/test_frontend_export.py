@@ -208,3 +208,24 @@ def test_random_programs_keep_their_meaning(steps):
         for model in (srcore.from_torch(m, (x,)), srcore.from_torchscript(torch.jit.trace(m, (x,)))):
             verify(model.graph)
             assert_close(run_graph(model.graph, x), want, 1e-5)
+
+
+class _NoGrad(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        with torch.no_grad():
+            y = self.lin(x).relu()
+        return y * 2 + x
+
+
+def test_no_grad_block_is_inlined():
+    """``with torch.no_grad():`` exports as ``wrap_with_set_grad_enabled(False, submod, x)``, which
+    was "not supported"; srcore records no gradients, so the body is inlined."""
+    m, x = _NoGrad().eval(), torch.randn(3, 4)
+    model = srcore.from_torch(m, (x,))
+    assert "aten::linear" in [n.kind for n in model.graph.all_nodes()]
+    with torch.no_grad():
+        np.testing.assert_allclose(srcore.StaticModule(model)(x.numpy()), m(x).numpy(), rtol=1e-5, atol=1e-6)

@@ -387,3 +387,26 @@ def test_optional_tensor_input_given_a_tensor_or_none(tmp_path):
     sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), (x, None)))
     np.testing.assert_array_equal(sm(x.numpy(), None), m(x).numpy())
     np.testing.assert_array_equal(sm(x.numpy(), mask.numpy()), m(x, mask).numpy())
+
+
+class _NoGrad(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        with torch.no_grad():
+            y = self.lin(x).relu()
+        return y * 2 + x
+
+
+def test_no_grad_block_keeps_its_body():
+    """``with torch.no_grad():`` scripts to prim::CreateObject/SetAttr/Enter/Exit on a grad_mode
+    object (a ConversionError listing all four before); those go, the body stays. Other objects'
+    SetAttr/Enter stay unsupported."""
+    m, x = _NoGrad().eval(), torch.randn(3, 4)
+    model = srcore.from_torchscript(torch.jit.script(m), (x,))
+    kinds = [n.kind for n in model.graph.all_nodes()]
+    assert not {"prim::CreateObject", "prim::SetAttr", "prim::Enter", "prim::Exit"} & set(kinds)
+    with torch.no_grad():
+        np.testing.assert_allclose(srcore.StaticModule(model)(x.numpy()), m(x).numpy(), rtol=1e-5, atol=1e-6)

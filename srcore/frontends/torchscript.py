@@ -80,6 +80,15 @@ def from_torchscript(module_or_path, example_inputs=None, *,
     return Model(graph, conv.params, specs, default_output_names(len(graph.outputs)), meta)
 
 
+#: the env value of a grad-mode context object (see ``_Converter.grad_mode``)
+_GRAD_MODE = object()
+
+
+def _is_grad_mode(ts_type) -> bool:
+    name = ts_type.str() if hasattr(ts_type, "str") else str(ts_type)
+    return name.startswith("__torch__.torch.autograd.grad_mode.")
+
+
 def _is_optional_tensor(t: Type) -> bool:
     return isinstance(t, OptionalType) and isinstance(t.elem, TensorType)
 
@@ -193,6 +202,8 @@ class _Converter:
         if kind == "prim::Constant":
             self.constant(n, dst, g)
             return
+        if self.grad_mode(n, dst, g):
+            return
         if kind == "prim::GetAttr" and isinstance(self.env.get(n.input()), _ModuleRef):
             self.get_attr(n, dst, g)
             return
@@ -228,6 +239,25 @@ class _Converter:
             for bi in b.inputs():
                 self.env[bi] = nb.add_input(self.type_of(bi, self.where(n)), tc.clean_name(bi.debugName()))
             self.block(b, nb, g)
+
+    def grad_mode(self, n, dst: Block, g: Graph) -> bool:
+        """``with torch.no_grad():`` (or ``enable_grad``/``set_grad_enabled``) in forward: TorchScript
+        creates the context object, sets its ``prev`` and brackets the body with ``prim::Enter`` /
+        ``prim::Exit``. srcore never records gradients, so all of it goes and the body stays."""
+        kind = n.kind()
+        if kind == "prim::CreateObject":
+            if not _is_grad_mode(n.output().type()):
+                return False
+            self.env[n.output()] = _GRAD_MODE
+            return True
+        if kind in ("prim::SetAttr", "prim::Enter", "prim::Exit") and n.inputsSize() \
+                and self.env.get(n.inputsAt(0)) is _GRAD_MODE:
+            for o in n.outputs():  # __enter__ returns None; __exit__'s result is never used
+                c = g.create("prim::Constant", (), (NONE,), output_names=[tc.clean_name(o.debugName())])
+                dst.append(c)
+                self.env[o] = c.output
+            return True
+        return False
 
     def is_tensor_list(self, value) -> bool:
         return isinstance(value, (list, tuple)) and bool(value) \
