@@ -592,7 +592,8 @@ def build_conformer_conv():
 
 class MetricHead(nn.Module):
     """Metric learning / retrieval: L2-normalized embeddings, cosine similarity against a learned
-    gallery (broadcast), top-k nearest by similarity (int64 indices), a margin-scaled softmax."""
+    gallery read under ``torch.no_grad()`` (broadcast), top-k nearest by similarity (int64 indices),
+    a margin-scaled softmax."""
 
     def __init__(self):
         super().__init__()
@@ -603,7 +604,9 @@ class MetricHead(nn.Module):
         ex, ey = self.enc(x), self.enc(y)
         pair = F.cosine_similarity(ex, ey, dim=-1)
         ex_n = F.normalize(ex, p=2.0, dim=-1)
-        sim = F.cosine_similarity(ex.unsqueeze(1), self.gallery.unsqueeze(0), dim=-1)   # B, 5
+        with torch.no_grad():   # a frozen gallery, as retrieval code writes it
+            gallery = self.gallery * 1.0
+        sim = F.cosine_similarity(ex.unsqueeze(1), gallery.unsqueeze(0), dim=-1)   # B, 5
         top_sim, top_idx = sim.topk(2, dim=1)
         return pair, ex_n, top_sim, top_idx, F.softmax(30.0 * (sim - 0.2), dim=-1)
 
