@@ -427,3 +427,27 @@ def test_kernel_failure_inside_a_loop_names_the_inner_node(options):
     np.testing.assert_allclose(sm(x, np.array([1])), 9.0)
     with pytest.raises(srcore.KernelError, match=r"(?s)aten::index_select.*model\.py:9:5"):
         sm(x, np.array([7]))
+
+
+LIST_IN = """graph(%xs : Tensor[], %d : Dict(str, Tensor)):
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %k : str = prim::Constant[value="w"]()
+  %s : Tensor = aten::stack(%xs, %zero)
+  %w : Tensor = aten::__getitem__(%d, %k)
+  %y : Tensor = aten::mul(%s, %w)
+  return (%y)
+"""
+
+
+def test_list_and_dict_inputs_on_repeated_runs(options):
+    """A ``List[Tensor]`` / ``Dict[str, Tensor]`` input: the entry point's fast signature check
+    compared the containers with ``!=`` ("truth value of an array is ambiguous" on the second run);
+    they are keyed by structure (shapes, dtypes) now, so new inner shapes get their own plan."""
+    sm = srcore.StaticModule(Model.from_graph(parse_graph(LIST_IN)), options=options)
+    rng = np.random.default_rng(4)
+    for n in (3, 3, 5, 3):
+        xs = [rng.standard_normal(n).astype(np.float32) for _ in range(2)]
+        w = rng.standard_normal(n).astype(np.float32)
+        for _ in range(2):
+            np.testing.assert_allclose(sm(xs, {"w": w}), np.stack(xs) * w, rtol=1e-6)

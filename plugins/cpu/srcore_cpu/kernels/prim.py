@@ -108,6 +108,14 @@ def append(self, el):
     return self
 
 
+def dict_getitem(d, key):
+    """``aten::__getitem__.Dict_*``: ``d[key]`` (e.g. a ``Dict[str, Tensor]`` input's features)."""
+    try:
+        return d[key]
+    except KeyError:
+        raise KernelError(f"KeyError: {key!r} (the dict has keys {list(d)})") from None
+
+
 def set_item(l, idx, el):
     """``aten::_set_item.t``."""
     l[idx] = el
