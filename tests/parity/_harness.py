@@ -39,8 +39,19 @@ def flatten(out) -> list:
     return [np.asarray(out)]
 
 
-def to_numpy(inputs) -> list[np.ndarray]:
-    return [t.detach().numpy().copy() if isinstance(t, torch.Tensor) else t for t in inputs]
+def to_numpy(inputs) -> list:
+    return [_np_value(t) for t in inputs]
+
+
+def _np_value(t):
+    """A torch input as srcore takes it: tensors (also inside lists, tuples and dicts) as arrays."""
+    if isinstance(t, torch.Tensor):
+        return t.detach().numpy().copy()
+    if isinstance(t, (list, tuple)):
+        return type(t)(_np_value(x) for x in t)
+    if isinstance(t, dict):
+        return {k: _np_value(v) for k, v in t.items()}
+    return t
 
 
 def build(model: srcore.Model, executor: str, planner: str) -> srcore.StaticModule:

@@ -836,6 +836,45 @@ def build_swin_window():
                                                                       (torch.randn(3, 4, 6, 8),)]
 
 
+class FPNNeck(nn.Module):
+    """A torchvision-style feature pyramid: a ``Dict[str, Tensor]`` of backbone levels in, lateral
+    1x1 convs, top-down ``F.interpolate(size=lateral.shape[-2:], mode="nearest")`` (non-integer
+    ratios), 3x3 output convs, an extra max-pooled level; ``Dict[str, Tensor]`` out. Keys are read
+    with ``in``, ``len`` and written into a new dict in a loop."""
+
+    def __init__(self, chs: Tuple[int, int, int] = (4, 6, 8), out: int = 5):
+        super().__init__()
+        self.names = ["c3", "c4", "c5"]
+        self.lateral = nn.ModuleList(nn.Conv2d(c, out, 1) for c in chs)
+        self.smooth = nn.ModuleList(nn.Conv2d(out, out, 3, padding=1) for _ in chs)
+
+    def forward(self, feats: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        assert len(feats) == 3 and "c5" in feats
+        lats: List[torch.Tensor] = []
+        for i, conv in enumerate(self.lateral):
+            lats.append(conv(feats[self.names[i]]))
+        p5 = lats[2]
+        p4 = lats[1] + F.interpolate(p5, size=lats[1].shape[-2:], mode="nearest")
+        p3 = lats[0] + F.interpolate(p4, size=lats[0].shape[-2:], mode="nearest")
+        levels = [p3, p4, p5]
+        outs: Dict[str, torch.Tensor] = {}
+        for i, conv in enumerate(self.smooth):
+            outs["p" + str(i + 3)] = conv(levels[i])
+        outs["pool"] = F.max_pool2d(outs["p5"], 1, 2)
+        return outs
+
+
+def _fpn_inputs(seed: int):
+    g = torch.Generator().manual_seed(seed)
+    return ({"c3": torch.randn(2, 4, 13, 10, generator=g), "c4": torch.randn(2, 6, 7, 5, generator=g),
+             "c5": torch.randn(2, 8, 3, 3, generator=g)},)
+
+
+def build_fpn_neck():
+    _seed(122)
+    return FPNNeck().eval(), _fpn_inputs(1), [_fpn_inputs(2)]
+
+
 #: a stride-2 layer makes torch.export guard ``h // 2 != 1``: sizes 2 and 3 are not exported
 _STRIDED_HW = {"h": (4, 4096), "w": (4, 4096)}
 
@@ -872,5 +911,6 @@ REALWORLD: Dict[str, ZooCase] = {
     "diffusion_block": ZooCase(build_diffusion_block, dynamic={"x": {0: "batch", 2: "h", 3: "w"}, "t": {0: "batch"}},
                                dim_range=_STRIDED_HW),
     "swin_window": ZooCase(build_swin_window, dynamic={"x": {0: "batch"}}),
+    "fpn_neck": ZooCase(build_fpn_neck),
     "double_conv": ZooCase(build_double_conv, dynamic={"x": {0: "batch", 2: "h", 3: "w"}}, dim_range=_STRIDED_HW),
 }
