@@ -80,8 +80,9 @@ def max_rel_err(got: np.ndarray, want: np.ndarray) -> float:
     finite = np.isfinite(want)
     if not finite.any():
         return 0.0
-    # infinities (masked scores) must match exactly; the scale comes from the finite values
-    if not np.array_equal(got[~finite], want[~finite]):
+    # infinities (masked scores) and NaNs must match exactly (NaN == NaN here, or a NaN torch
+    # gives could never match); the scale comes from the finite values
+    if not np.array_equal(got[~finite], want[~finite], equal_nan=True):
         return float("inf")
     got, want = got[finite], want[finite]
     scale = float(np.max(np.abs(want)))
