@@ -204,3 +204,12 @@ def test_tensor_unfold_matches_torch(dim, size, step):
     check("aten::unfold", lambda x, d, s, st_: x.unfold(d, s, st_), T("float32", 4, 7, 5), dim, size, step)
     with pytest.raises(srcore.ShapeError, match="exceeds"):
         one_node("aten::unfold", T("float32", 4, 7, 5), 1, 8, 1)
+
+
+@pytest.mark.parametrize("arg", [3, 4, [1, 4], [2, 2, 9], [-2], [5, 1]])
+def test_tensor_split_sections_and_indices_match_torch(arg):
+    """``tensor_split(x, [1, 4])`` splits at indices; the rule once read them as sizes ("split sizes
+    [1, 4] do not sum to dimension size 7")."""
+    op = "aten::tensor_split.indices" if isinstance(arg, list) else "aten::tensor_split.sections"
+    n_out = len(arg) + 1 if isinstance(arg, list) else arg
+    check(op, lambda x, a, d: torch.tensor_split(x, a, d), T("float32", 3, 7), arg, 1, n_out=n_out)

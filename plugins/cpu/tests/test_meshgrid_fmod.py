@@ -54,3 +54,24 @@ def test_fmod_takes_the_sign_of_the_dividend():
 def test_number_fmod_is_a_float(a, b):
     r = S.fmod(a, b)
     assert isinstance(r, float) and r == math.fmod(a, b)
+
+
+def test_atan2_index_fill_tensor_split():
+    from srcore_cpu.kernels import index as X
+
+    a, b = RNG.standard_normal((3, 4)).astype(np.float32), RNG.standard_normal((3, 4)).astype(np.float32)
+    check_kernel(E.atan2, torch.atan2, a, b)
+    check_kernel(E.atan2, torch.atan2, np.arange(-3, 3), np.array([2, -1, 0, 3, 1, -2]))   # ints: float32
+    assert S.atan2(1, -1) == math.atan2(1, -1)
+    idx = np.array([0, 2, 2])
+    check_kernel(X.index_fill, lambda x, d, i, v: torch.index_fill(x, d, i, v), a, 1, idx, -1.5)
+    check_kernel(X.index_fill, lambda x, d, i, v: torch.index_fill(x, d, i, v), a, 0, idx[:2], np.array(7.0, np.float32))
+    with pytest.raises(KernelError, match="out of bounds"):
+        X.index_fill(a, 1, np.array([4]), 0.0)
+    x = RNG.standard_normal((3, 7)).astype(np.float32)
+    for arg in (3, 4, [1, 4], [5, 1], np.array(2), np.array([2, 6])):
+        got = V.tensor_split(x, arg, 1)
+        want = torch.tensor_split(torch.from_numpy(x), torch.from_numpy(arg) if isinstance(arg, np.ndarray) else arg, 1)
+        assert [g.shape for g in got] == [tuple(w.shape) for w in want]
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w.numpy())

@@ -377,7 +377,15 @@ def split(ctx: Ctx):
         pieces = [tt(t.dtype, t.shape[:d] + t.shape[d + 1:])] * n
         return _as_outputs(ctx, pieces)
     arg = ctx.args[1]
-    if isinstance(arg.type, ListType) or isinstance(arg.known, (list, tuple)):
+    if op == "tensor_split" and (isinstance(arg.type, ListType) or isinstance(arg.known, (list, tuple))):
+        # split *indices*, not sizes: the pieces are x[:i0], x[i0:i1], ..., x[ik:] (Python slicing)
+        idx = as_dims(arg)
+        if idx is None or not isinstance(n, int) or not all(isinstance(i, int) for i in idx):
+            return _unknown_pieces(ctx, t) if idx is None else _as_outputs(
+                ctx, [tt(t.dtype, t.shape[:d] + (None,) + t.shape[d + 1:])] * (len(idx) + 1))
+        bounds = [0, *idx, n]
+        sizes = [len(range(n)[a:b]) for a, b in zip(bounds, bounds[1:])]
+    elif isinstance(arg.type, ListType) or isinstance(arg.known, (list, tuple)):
         sizes = as_dims(arg)
         if sizes is None:
             return _unknown_pieces(ctx, t)

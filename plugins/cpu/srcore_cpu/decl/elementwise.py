@@ -24,6 +24,7 @@ _BINARY = [  # (op, impl, dtypes, matcher)
     ("aten::floor_divide.Scalar", "floor_divide", NUMERIC, _BM),
     ("aten::remainder.Tensor", "remainder", NUMERIC, _BM), ("aten::remainder.Scalar", "remainder", NUMERIC, _BM),
     ("aten::remainder.Scalar_Tensor", "remainder", NUMERIC, None),
+    ("aten::atan2", "atan2", NUMERIC, None),
     ("aten::fmod.Tensor", "fmod", NUMERIC, None), ("aten::fmod.Scalar", "fmod", NUMERIC, None),
     ("aten::pow.Tensor_Tensor", "pow", NUMERIC, _BM), ("aten::pow.Tensor_Scalar", "pow", NUMERIC, _BM),
     ("aten::pow.Scalar", "pow", NUMERIC, None),

@@ -115,6 +115,21 @@ def index_add_(self, dim, index, source, *, alpha=1):
     return index_add(self, dim, index, source, alpha=alpha, out=self)
 
 
+def index_fill(self, dim, index, value, *, out=None):
+    """``aten::index_fill`` (int_Scalar, int_Tensor with a 0-d value): ``self`` with the rows
+    ``index`` along ``dim`` set to ``value``."""
+    if out is None:
+        out = self.copy()
+    elif out is not self:
+        np.copyto(out, self)
+    idx = index.reshape(-1)
+    target = out.reshape(1) if out.ndim == 0 else out
+    d = _dim(dim, out.ndim)
+    _check_bounds(idx, target.shape[d], d, "index_fill")
+    target[(slice(None),) * d + (idx,)] = value
+    return out
+
+
 def index_select(self, dim, index, *, out=None):
     """``aten::index_select``: a 0-d or 1-d ``index`` along ``dim``."""
     idx = index.reshape(-1)

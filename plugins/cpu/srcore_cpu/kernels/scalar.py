@@ -88,6 +88,10 @@ def ge(a, b):
     return a >= b
 
 
+def atan2(a, b):
+    return math.atan2(a, b)
+
+
 def fmod(a, b):
     """``aten::fmod`` on Python numbers: always a float, as TorchScript's."""
     return math.fmod(a, b)

@@ -124,6 +124,20 @@ def meshgrid(tensors, *, indexing="ij"):
     return list(np.meshgrid(*[t.reshape(-1) for t in tensors], indexing=indexing, copy=False))
 
 
+def tensor_split(self, indices_or_sections, dim=0):
+    """``aten::tensor_split`` (sections, indices, or a tensor of either): views; ``n`` sections
+    give the first ``size % n`` pieces one extra element, as ``np.array_split``."""
+    s = indices_or_sections
+    if isinstance(s, np.ndarray):
+        if s.ndim > 1 or s.dtype.kind not in "iu":
+            raise KernelError("tensor_split expects tensor_indices_or_sections to be a 0-D or 1-D int64 tensor")
+        s = int(s) if s.ndim == 0 else [int(i) for i in s]
+    if isinstance(s, int) and s <= 0:
+        raise KernelError(f"number of sections must be larger than 0, got {s}")
+    d = _wrap(dim, self.ndim)
+    return np.array_split(self, s, axis=d)
+
+
 def numpy_T(self):
     """``aten::numpy_T`` (``x.T``): every dimension reversed (a view)."""
     return self.transpose()
