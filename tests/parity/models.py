@@ -35,7 +35,7 @@ def _seed(s: int) -> None:
 def _randomize_bn(m: nn.Module) -> None:
     with torch.no_grad():
         for mod in m.modules():
-            if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d)):
+            if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
                 mod.running_mean.uniform_(-0.2, 0.2)
                 mod.running_var.uniform_(0.5, 1.5)
                 mod.weight.uniform_(0.5, 1.5)

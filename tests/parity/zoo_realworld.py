@@ -875,6 +875,38 @@ def build_fpn_neck():
     return FPNNeck().eval(), _fpn_inputs(1), [_fpn_inputs(2)]
 
 
+class VideoC3D(nn.Module):
+    """A C3D / R(2+1)D-style video clip classifier: Conv3d + BatchNorm3d + ReLU, a (2+1)D block
+    (spatial 1x3x3 then temporal 3x1x1 conv), max_pool3d keeping time at the first stage,
+    avg_pool3d, adaptive_avg_pool3d to 1, per-frame features by ``mean([3, 4])``, and
+    ``torch.atan2`` of two heads (an angle regression)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv3d(3, 6, 3, padding=1, bias=False), nn.BatchNorm3d(6), nn.ReLU(inplace=True))
+        self.spatial = nn.Conv3d(6, 8, (1, 3, 3), padding=(0, 1, 1))
+        self.temporal = nn.Conv3d(8, 8, (3, 1, 1), padding=(1, 0, 0))
+        self.bn = nn.BatchNorm3d(8)
+        self.fc = nn.Linear(8, 4)
+        self.angle = nn.Linear(8, 2)
+
+    def forward(self, clip):                                # B, C, T, H, W
+        x = F.max_pool3d(self.stem(clip), (1, 2, 2))
+        x = F.relu(self.bn(self.temporal(F.relu(self.spatial(x)))))
+        frames = x.mean([3, 4]).transpose(1, 2)             # B, T, C
+        x = F.avg_pool3d(x, 2, ceil_mode=True)
+        feat = F.adaptive_avg_pool3d(x, 1).flatten(1)
+        a = self.angle(feat)
+        return self.fc(feat), torch.atan2(a[:, 0], a[:, 1]), frames
+
+
+def build_video_c3d():
+    _seed(123)
+    m = VideoC3D()
+    _randomize_bn(m)
+    return m.eval(), (torch.randn(2, 3, 4, 8, 6),), [(torch.randn(1, 3, 3, 6, 10),)]
+
+
 #: a stride-2 layer makes torch.export guard ``h // 2 != 1``: sizes 2 and 3 are not exported
 _STRIDED_HW = {"h": (4, 4096), "w": (4, 4096)}
 
@@ -912,5 +944,8 @@ REALWORLD: Dict[str, ZooCase] = {
                                dim_range=_STRIDED_HW),
     "swin_window": ZooCase(build_swin_window, dynamic={"x": {0: "batch"}}),
     "fpn_neck": ZooCase(build_fpn_neck),
+    "video_c3d": ZooCase(build_video_c3d, dynamic={"clip": {0: "batch", 2: "time", 3: "h", 4: "w"}},
+                         export_static="ceil_mode pooling makes torch.export guard sizes it cannot state as "
+                                       "Dim ranges (it suggests derived dims)"),
     "double_conv": ZooCase(build_double_conv, dynamic={"x": {0: "batch", 2: "h", 3: "w"}}, dim_range=_STRIDED_HW),
 }
