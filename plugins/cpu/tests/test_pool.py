@@ -202,3 +202,15 @@ def test_pool3d_matches_torch(ceil_mode):
     check_kernel(P.avg_pool3d, lambda t, *_: F.avg_pool3d(t, 2, 1, 0, ceil_mode, True, 3), x, 2, 1, 0, ceil_mode, True, 3)
     for size in ((1, 1, 1), (2, 4, 3), (5, 6, 7)):
         check_kernel(P.adaptive_avg_pool3d, lambda t, *_: F.adaptive_avg_pool3d(t, size), x, size)
+
+
+@pytest.mark.parametrize("size", [1, 3, 5, 8])
+def test_adaptive_max_pool1d_matches_torch(size):
+    from srcore.testing import check_kernel
+    from srcore_cpu.kernels import pool as P
+
+    x = np.random.default_rng(10).standard_normal((2, 3, 8)).astype(np.float32)
+    x[0, 1, 2] = np.nan     # NaN wins its window, as in torch
+    got = check_kernel(P.adaptive_max_pool1d, lambda t, *_: torch.nn.functional.adaptive_max_pool1d(t, size, True),
+                       x, [size])
+    assert got[1].dtype == np.int64

@@ -189,3 +189,33 @@ def one_hot(ctx: Ctx):
 @rule("aten::tril", "aten::triu", "aten::diag_embed_same")
 def tri(ctx: Ctx):
     return [ctx.tensor(0)]
+
+
+@rule("aten::bucketize")
+def bucketize(ctx: Ctx):
+    """The input's shape (a Scalar input: 0-d), int64 or with ``out_int32`` int32."""
+    x = ctx.args[0]
+    shape = x.type.shape if isinstance(x.type, TensorType) else ()
+    i32 = ctx.known(2, "out_int32", False)
+    return [tt(None if i32 is UNKNOWN else ("int32" if i32 else "int64"), shape)]
+
+
+@rule("aten::diag")
+def diag(ctx: Ctx):
+    """1-D -> the (n + |k|)-square matrix with it on diagonal k; 2-D -> diagonal k as 1-D."""
+    x = ctx.tensor(0)
+    k = ctx.known(1, "diagonal", 0)
+    if x.shape is None:
+        return [tt(x.dtype, None)]
+    if len(x.shape) not in (1, 2):
+        raise ctx.fail(f"diag(): Supports 1D or 2D tensors. Got {len(x.shape)}D")
+    if k is UNKNOWN:
+        return [tt(x.dtype, (None,) * (3 - len(x.shape)))]
+    if len(x.shape) == 1:
+        n = x.shape[0]
+        m = sym.add(n, abs(k)) if n is not None else None
+        return [tt(x.dtype, (m, m))]
+    r, c = x.shape
+    if isinstance(r, int) and isinstance(c, int):
+        return [tt(x.dtype, (max(0, min(r, c - k) if k >= 0 else min(r + k, c)),))]
+    return [tt(x.dtype, (None,))]

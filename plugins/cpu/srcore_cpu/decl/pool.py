@@ -24,4 +24,5 @@ KERNELS: list[Kernel] = [
     Kernel("aten::max_pool1d_with_indices", "cpu", "out", FLOATS + ("int64",), _M + "max_pool1d_with_indices"),
     Kernel("aten::max_pool2d_with_indices", "cpu", "out", FLOATS + ("int64",), _M + "max_pool2d_with_indices"),
     Kernel("aten::adaptive_max_pool2d", "cpu", "out", FLOATS + ("int64",), _M + "adaptive_max_pool2d"),
+    Kernel("aten::adaptive_max_pool1d", "cpu", "out", FLOATS + ("int64",), _M + "adaptive_max_pool1d"),
 ]

@@ -130,6 +130,28 @@ def index_fill(self, dim, index, value, *, out=None):
     return out
 
 
+def bucketize(self, boundaries, *, out_int32=False, right=False, out=None):
+    """``aten::bucketize`` (Tensor, Scalar): the bucket of each value among sorted ``boundaries``;
+    ``right=False`` puts a value equal to a boundary in the bucket that boundary closes."""
+    r = np.searchsorted(boundaries, self, side="right" if right else "left")
+    r = np.asarray(r, np.int32 if out_int32 else np.int64)
+    if out is None:
+        return r
+    np.copyto(out, r)
+    return out
+
+
+def diag(self, diagonal=0, *, out=None):
+    """``aten::diag``: a 1-D tensor to a matrix with it on diagonal ``k``, a matrix to its diagonal."""
+    if self.ndim not in (1, 2):
+        raise KernelError(f"diag(): Supports 1D or 2D tensors. Got {self.ndim}D")
+    r = np.diag(self, diagonal)
+    if out is None:
+        return r.copy()
+    np.copyto(out, r)
+    return out
+
+
 def index_select(self, dim, index, *, out=None):
     """``aten::index_select``: a 0-d or 1-d ``index`` along ``dim``."""
     idx = index.reshape(-1)

@@ -431,6 +431,22 @@ def adaptive_avg_pool_matcher(node: NodeInfo):
     return Specialized(fn, args=(0,))
 
 
+def adaptive_max_pool1d(self, output_size, out=None):
+    """``aten::adaptive_max_pool1d`` (text CNNs' max over time): (values, int64 indices into L)."""
+    (o,) = _tup(output_size, 1)
+    lead = self.shape[:-1]
+    if out is None:
+        out = (np.empty(lead + (o,), self.dtype), np.empty(lead + (o,), np.int64))
+    vals, idxs = out
+    start, end = _bounds(self.shape[-1], o)
+    for i in range(o):
+        win = self[..., start[i]:end[i]]
+        a = np.argmax(win, axis=-1)   # NaN wins, like torch
+        vals[..., i] = np.take_along_axis(win, a[..., None], -1)[..., 0]
+        idxs[..., i] = a + start[i]
+    return out
+
+
 def adaptive_max_pool2d(self, output_size, out=None):
     """``aten::adaptive_max_pool2d``: (values, flat int64 indices into H*W)."""
     oh, ow = _tup(output_size, 2)
