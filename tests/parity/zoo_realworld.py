@@ -593,7 +593,8 @@ def build_conformer_conv():
 class MetricHead(nn.Module):
     """Metric learning / retrieval: L2-normalized embeddings, cosine similarity against a learned
     gallery read under ``torch.no_grad()`` (broadcast), top-k nearest by similarity (int64 indices),
-    a margin-scaled softmax."""
+    a margin-scaled softmax, CLIP-style positives on ``torch.diag`` of the batch similarity matrix,
+    ``torch.cdist``, ``F.pairwise_distance`` and ``torch.linalg.norm``."""
 
     def __init__(self):
         super().__init__()
@@ -608,7 +609,12 @@ class MetricHead(nn.Module):
             gallery = self.gallery * 1.0
         sim = F.cosine_similarity(ex.unsqueeze(1), gallery.unsqueeze(0), dim=-1)   # B, 5
         top_sim, top_idx = sim.topk(2, dim=1)
-        return pair, ex_n, top_sim, top_idx, F.softmax(30.0 * (sim - 0.2), dim=-1)
+        # CLIP-style: the positives are the diagonal of the batch similarity matrix
+        logits = ex_n @ F.normalize(ey, dim=-1).T
+        pos = torch.diag(logits)
+        dist = torch.cdist(ex, ey)
+        return (pair, ex_n, top_sim, top_idx, F.softmax(30.0 * (sim - 0.2), dim=-1), pos, dist,
+                F.pairwise_distance(ex, ey), torch.linalg.norm(ex, dim=-1))
 
 
 def build_metric_head():
@@ -907,6 +913,42 @@ def build_video_c3d():
     return m.eval(), (torch.randn(2, 3, 4, 8, 6),), [(torch.randn(1, 3, 3, 6, 10),)]
 
 
+class TextCNN(nn.Module):
+    """Kim's CNN for sentence classification: embedding, Conv1d with kernel sizes 2, 3, 4, max over
+    time by ``F.adaptive_max_pool1d(x, 1)`` and by ``F.max_pool1d(x, x.size(2))``, concatenation,
+    dropout, and a length bucket of each sentence by ``torch.bucketize`` (int64 output)."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(40, 8, padding_idx=0)
+        self.convs = nn.ModuleList(nn.Conv1d(8, 6, k) for k in (2, 3, 4))
+        self.drop = nn.Dropout(0.5)
+        self.fc = nn.Linear(18, 3)
+        self.register_buffer("length_edges", torch.tensor([2.0, 4.0, 8.0]))
+
+    def forward(self, ids):
+        x = self.emb(ids).transpose(1, 2)                 # B, E, T
+        feats: List[torch.Tensor] = []
+        for i, conv in enumerate(self.convs):
+            h = F.relu(conv(x))
+            pooled = F.adaptive_max_pool1d(h, 1) if i % 2 == 0 else F.max_pool1d(h, h.size(2))
+            feats.append(pooled.squeeze(2))
+        lengths = (ids != 0).sum(1).float()
+        return self.fc(self.drop(torch.cat(feats, 1))), torch.bucketize(lengths, self.length_edges)
+
+
+def _sentences(seed: int, b: int, t: int):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(1, 40, (b, t), generator=g)
+    lengths = torch.randint(1, t + 1, (b,), generator=g)
+    return (ids.masked_fill(torch.arange(t)[None] >= lengths[:, None], 0),)
+
+
+def build_text_cnn():
+    _seed(124)
+    return TextCNN().eval(), _sentences(1, 3, 9), [_sentences(2, 1, 4), _sentences(3, 5, 12)]
+
+
 #: a stride-2 layer makes torch.export guard ``h // 2 != 1``: sizes 2 and 3 are not exported
 _STRIDED_HW = {"h": (4, 4096), "w": (4, 4096)}
 
@@ -931,7 +973,8 @@ REALWORLD: Dict[str, ZooCase] = {
     "gpt_block": ZooCase(build_gpt_block, dynamic={"idx": {0: "batch", 1: "time"}}),
     "llama_block": ZooCase(build_llama_block, dynamic={"x": {0: "batch", 1: "time"}}),
     "conformer_conv": ZooCase(build_conformer_conv, dynamic={"x": {0: "batch", 1: "time"}}, dim_range={"time": (3, 4096)}),
-    "metric_head": ZooCase(build_metric_head, dynamic={"x": {0: "batch"}, "y": {0: "batch"}}),
+    "metric_head": ZooCase(build_metric_head, dynamic={"x": {0: "batch"}, "y": {0: "batch"}},
+                           export_static="torch.cdist picks its algorithm by size: export guards 2 <= batch <= 25"),
     "spatial_transformer": ZooCase(build_spatial_transformer,
                                    unsupported="aten::grid_sampler: no kernel (F.grid_sample / affine_grid)"),
     "bert_like": ZooCase(build_bert_like, dynamic={"input_ids": {0: "batch", 1: "time"},
@@ -947,5 +990,7 @@ REALWORLD: Dict[str, ZooCase] = {
     "video_c3d": ZooCase(build_video_c3d, dynamic={"clip": {0: "batch", 2: "time", 3: "h", 4: "w"}},
                          export_static="ceil_mode pooling makes torch.export guard sizes it cannot state as "
                                        "Dim ranges (it suggests derived dims)"),
+    "text_cnn": ZooCase(build_text_cnn, dynamic={"ids": {0: "batch", 1: "time"}},
+                        export_static="max_pool1d(h, h.size(2)): torch.export bakes the kernel size in"),
     "double_conv": ZooCase(build_double_conv, dynamic={"x": {0: "batch", 2: "h", 3: "w"}}, dim_range=_STRIDED_HW),
 }
