@@ -182,3 +182,12 @@ def test_distance_norm_bucketize_diag_rules_match_torch():
         check("aten::diag", lambda x, kk: torch.diag(x, kk), T("float32", *shape), k)
     with pytest.raises(srcore.ShapeError, match="at least 2D"):
         one_node("aten::cdist", T("float32", 4), T("float32", 3, 4), 2.0, None)
+
+
+def test_grid_sampler_and_affine_grid_rules_match_torch():
+    check("aten::grid_sampler", lambda x, g, m, p, a: F.grid_sample(x, g, "bilinear", "zeros", a),
+          T("float32", 2, 3, 5, 7), T("float32", 2, 4, 6, 2), 0, 0, False)
+    check("aten::affine_grid_generator", lambda t, s, a: F.affine_grid(t, s, a), T("float32", 2, 2, 3),
+          [2, 3, 4, 5], False)
+    with pytest.raises(srcore.ShapeError, match="last dim must be 2"):
+        one_node("aten::grid_sampler", T("float32", 2, 3, 5, 7), T("float32", 2, 4, 6, 3), 0, 0, False)

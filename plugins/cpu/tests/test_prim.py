@@ -197,3 +197,10 @@ def test_dict_getitem_len_set_item():
     assert P.set_item(d, "c", np.ones(1)) is d and list(d) == ["a", "b", "c"]
     with pytest.raises(KernelError, match="KeyError: 'z'"):
         P.dict_getitem(d, "z")
+
+
+def test_warn_is_a_user_warning():
+    """``aten::warn`` had no kernel: a scripted ``warnings.warn`` left in an untaken-at-load branch
+    (``F.affine_grid`` has one) made the model fail to load."""
+    with pytest.warns(UserWarning, match="big batch"):
+        assert P.warn("big batch", 2) is None

@@ -13,7 +13,7 @@ _OPS = [  # (op, impl)
     ("prim::ListConstruct", "list_construct"), ("prim::ListUnpack", "list_unpack"),
     ("prim::TupleConstruct", "tuple_construct"), ("prim::TupleUnpack", "tuple_unpack"),
     ("prim::TupleIndex", "tuple_index"), ("prim::dtype", "dtype"), ("prim::device", "device"),
-    ("prim::RaiseException", "raise_exception"), ("prim::Uninitialized", "uninitialized"),
+    ("prim::RaiseException", "raise_exception"), ("aten::warn", "warn"), ("prim::Uninitialized", "uninitialized"),
     ("prim::unchecked_cast", "identity"),
     ("aten::size", "size"), ("aten::size.int", "size"), ("aten::dim", "dim"), ("aten::numel", "numel"),
     ("aten::len.t", "len_"), ("aten::len.Tensor", "len_"), ("aten::len.any", "len_"), ("aten::len.str", "len_"),

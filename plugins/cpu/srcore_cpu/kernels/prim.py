@@ -48,6 +48,14 @@ def raise_exception(msg, cls=None):
     raise KernelError(f"{cls}: {msg}" if cls else str(msg))
 
 
+def warn(message, stacklevel=2):
+    """``aten::warn`` (``warnings.warn`` in a scripted model, e.g. inside ``F.affine_grid``): a
+    Python ``UserWarning``, as TorchScript gives."""
+    import warnings
+
+    warnings.warn(str(message), UserWarning, stacklevel=2)
+
+
 def uninitialized():
     return None
 
