@@ -624,23 +624,54 @@ def build_metric_head():
 
 
 class SpatialTransformer(nn.Module):
-    """A spatial transformer (localization net -> affine_grid -> grid_sample). srcore has no
-    grid_sampler kernel: loading the model must fail with an UnsupportedOpError naming the op
-    and the source line."""
+    """A spatial transformer: a localization net predicts an affine ``theta`` (initialised near the
+    identity), ``F.affine_grid`` makes the sampling grid, ``F.grid_sample`` warps the input
+    (bilinear, zeros padding), plus a border-padded nearest warp by a flow field (optical-flow
+    style: ``base grid + flow``, grid values beyond [-1, 1])."""
 
     def __init__(self):
         super().__init__()
         self.loc = nn.Sequential(nn.Conv2d(1, 4, 3), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 6))
+        self.flow = nn.Conv2d(1, 2, 3, padding=1)
+        with torch.no_grad():
+            self.loc[-1].weight.mul_(0.1)
+            self.loc[-1].bias.copy_(torch.tensor([1.0, 0.0, 0.0, 0.0, 1.0, 0.0]))
 
     def forward(self, x):
         theta = self.loc(x).view(-1, 2, 3)
         grid = F.affine_grid(theta, [x.size(0), x.size(1), 6, 6], align_corners=False)
-        return F.grid_sample(x, grid, align_corners=False)
+        warped = F.grid_sample(x, grid, align_corners=False)
+        n, _, h, w = x.shape
+        ident = torch.eye(2, 3).unsqueeze(0).expand(n, 2, 3)
+        base = F.affine_grid(ident, [n, 1, h, w], align_corners=True)
+        flow = torch.tanh(self.flow(x)).permute(0, 2, 3, 1) * 0.5
+        moved = F.grid_sample(x, base + flow, mode="nearest", padding_mode="border", align_corners=True)
+        return warped, moved
 
 
 def build_spatial_transformer():
     _seed(117)
-    return SpatialTransformer().eval(), (torch.randn(2, 1, 8, 8),), []
+    return SpatialTransformer().eval(), (torch.randn(2, 1, 8, 8),), [(torch.randn(1, 1, 7, 9),)]
+
+
+class Spectrogram(nn.Module):
+    """An audio front end: ``torch.stft(..., return_complex=True)`` and its magnitude, a log-mel
+    projection. srcore computes no complex tensors: loading must fail with an UnsupportedOpError
+    naming ``aten::stft`` and the source line."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("window", torch.hann_window(16))
+        self.mel = nn.Linear(9, 4, bias=False)
+
+    def forward(self, wave):
+        spec = torch.stft(wave, 16, hop_length=4, window=self.window, return_complex=True)
+        return torch.log(self.mel(spec.abs().transpose(1, 2)) ** 2 + 1e-6)
+
+
+def build_spectrogram():
+    _seed(125)
+    return Spectrogram().eval(), (torch.randn(2, 64),), []
 
 
 # --- HF-style encoder, YOLO decode, diffusion block, Swin windows ---------------------------------
@@ -975,8 +1006,9 @@ REALWORLD: Dict[str, ZooCase] = {
     "conformer_conv": ZooCase(build_conformer_conv, dynamic={"x": {0: "batch", 1: "time"}}, dim_range={"time": (3, 4096)}),
     "metric_head": ZooCase(build_metric_head, dynamic={"x": {0: "batch"}, "y": {0: "batch"}},
                            export_static="torch.cdist picks its algorithm by size: export guards 2 <= batch <= 25"),
-    "spatial_transformer": ZooCase(build_spatial_transformer,
-                                   unsupported="aten::grid_sampler: no kernel (F.grid_sample / affine_grid)"),
+    "spatial_transformer": ZooCase(build_spatial_transformer, dynamic={"x": {0: "batch", 2: "h", 3: "w"}},
+                                   export_static="torch.export specializes affine_grid's size argument"),
+    "spectrogram": ZooCase(build_spectrogram, unsupported="aten::stft: srcore has no complex tensors"),
     "bert_like": ZooCase(build_bert_like, dynamic={"input_ids": {0: "batch", 1: "time"},
                                                    "attention_mask": {0: "batch", 1: "time"},
                                                    "token_type_ids": {0: "batch", 1: "time"}},
