@@ -131,6 +131,47 @@ def leaky_relu(self, negative_slope=0.01, *, out=None):
     return out
 
 
+def prelu(self, weight, *, out=None):
+    """``aten::prelu`` (nn.PReLU): ``x if x > 0 else w * x``, one ``w`` per channel (dim 1) or one
+    shared."""
+    if weight.size != 1:
+        c = self.shape[1] if self.ndim >= 2 else (self.shape[0] if self.ndim == 1 else 1)
+        if weight.size != c:
+            raise KernelError(f"prelu: Mismatch of parameter numbers and input channel size. Found parameter "
+                              f"numbers = {weight.size} and channel size = {c}.")
+        if self.ndim >= 2:
+            weight = weight.reshape((1, c) + (1,) * (self.ndim - 2))
+    else:
+        weight = weight.reshape(())
+    out = _alloc(self, out)
+    np.multiply(self, weight, out=out)
+    np.copyto(out, self, where=self > 0)
+    return out
+
+
+def rrelu(self, lower=0.125, upper=1.0 / 3.0, training=False, generator=None, *, out=None):
+    """``aten::rrelu`` in eval: a leaky ReLU with the mean slope ``(lower + upper) / 2``."""
+    if training:
+        raise KernelError("rrelu: training=True samples random slopes; srcore runs models in eval")
+    return leaky_relu(self, (lower + upper) / 2, out=out)
+
+
+def softshrink(self, lambd=0.5, *, out=None):
+    """``aten::softshrink``: ``x - l`` above ``l``, ``x + l`` below ``-l``, else 0 (NaN stays NaN)."""
+    out = _alloc(self, out)
+    lam = self.dtype.type(lambd)
+    np.copyto(out, np.where(np.abs(self) <= lam, 0, self - np.copysign(lam, self)))
+    return out
+
+
+def hardshrink(self, lambd=0.5, *, out=None):
+    """``aten::hardshrink``: 0 where ``|x| <= l``, else ``x`` (NaN stays NaN)."""
+    out = _alloc(self, out)
+    lam = self.dtype.type(lambd)
+    np.copyto(out, np.where(np.abs(self) <= lam, 0, self))
+    return out
+
+
 def elu(self, alpha=1, scale=1, input_scale=1, *, out=None):
     """``aten::elu``: ``scale * (x if x > 0 else alpha * (exp(x * input_scale) - 1))``."""
     out = _alloc(self, out)
