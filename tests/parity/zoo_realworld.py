@@ -980,6 +980,46 @@ def build_text_cnn():
     return TextCNN().eval(), _sentences(1, 3, 9), [_sentences(2, 1, 4), _sentences(3, 5, 12)]
 
 
+def channel_shuffle(x, groups: int):
+    b, c, h, w = x.size()
+    return x.view(b, groups, c // groups, h, w).transpose(1, 2).contiguous().view(b, c, h, w)
+
+
+class ShuffleUnit(nn.Module):
+    """A ShuffleNetV2 unit: ``x.chunk(2, dim=1)`` channel split, a pointwise / depthwise / pointwise
+    branch with per-channel PReLU (MobileFaceNet style), ``cat`` and channel shuffle by
+    view/transpose/contiguous/view; then a stride-2 unit with both branches; a shared-slope PReLU."""
+
+    def __init__(self, c: int = 8):
+        super().__init__()
+        h = c // 2
+        self.branch = nn.Sequential(nn.Conv2d(h, h, 1, bias=False), nn.BatchNorm2d(h), nn.PReLU(h),
+                                    nn.Conv2d(h, h, 3, 1, 1, groups=h, bias=False), nn.BatchNorm2d(h),
+                                    nn.Conv2d(h, h, 1, bias=False), nn.BatchNorm2d(h), nn.PReLU(h))
+        self.down_left = nn.Sequential(nn.Conv2d(c, c, 3, 2, 1, groups=c, bias=False), nn.BatchNorm2d(c),
+                                       nn.Conv2d(c, c, 1, bias=False), nn.BatchNorm2d(c), nn.ReLU(inplace=True))
+        self.down_right = nn.Sequential(nn.Conv2d(c, c, 1, bias=False), nn.BatchNorm2d(c), nn.ReLU(inplace=True),
+                                        nn.Conv2d(c, c, 3, 2, 1, groups=c, bias=False), nn.BatchNorm2d(c))
+        self.act = nn.PReLU()
+
+    def forward(self, x):
+        x1, x2 = x.chunk(2, dim=1)
+        y = channel_shuffle(torch.cat((x1, self.branch(x2)), dim=1), 2)
+        z = torch.cat((self.down_left(y), self.act(self.down_right(y))), dim=1)
+        return channel_shuffle(z, 2)
+
+
+def build_shuffle_unit():
+    _seed(126)
+    m = ShuffleUnit()
+    _randomize_bn(m)
+    with torch.no_grad():
+        for mod in m.modules():
+            if isinstance(mod, nn.PReLU):
+                mod.weight.uniform_(-0.5, 0.5)
+    return m.eval(), (torch.randn(2, 8, 9, 6),), [(torch.randn(1, 8, 5, 11),)]
+
+
 #: a stride-2 layer makes torch.export guard ``h // 2 != 1``: sizes 2 and 3 are not exported
 _STRIDED_HW = {"h": (4, 4096), "w": (4, 4096)}
 
@@ -1024,5 +1064,6 @@ REALWORLD: Dict[str, ZooCase] = {
                                        "Dim ranges (it suggests derived dims)"),
     "text_cnn": ZooCase(build_text_cnn, dynamic={"ids": {0: "batch", 1: "time"}},
                         export_static="max_pool1d(h, h.size(2)): torch.export bakes the kernel size in"),
+    "shuffle_unit": ZooCase(build_shuffle_unit, dynamic={"x": {0: "batch", 2: "h", 3: "w"}}, dim_range=_STRIDED_HW),
     "double_conv": ZooCase(build_double_conv, dynamic={"x": {0: "batch", 2: "h", 3: "w"}}, dim_range=_STRIDED_HW),
 }
