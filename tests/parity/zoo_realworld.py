@@ -1020,6 +1020,45 @@ def build_shuffle_unit():
     return m.eval(), (torch.randn(2, 8, 9, 6),), [(torch.randn(1, 8, 5, 11),)]
 
 
+class GreedyDecoder(nn.Module):
+    """Seq2seq greedy decoding in forward: a GRUCell step per token, ``log_softmax`` + ``max``, a
+    sequence grown by ``torch.cat`` inside the loop (its shape changes every trip), finished rows
+    masked, early ``break`` when every row emitted EOS, an int ``max_len`` input, and the decoded
+    length (an int) returned."""
+
+    def __init__(self, vocab: int = 12, dim: int = 8):
+        super().__init__()
+        self.eos = vocab - 1
+        self.emb = nn.Embedding(vocab, dim)
+        self.cell = nn.GRUCell(dim, dim)
+        self.out = nn.Linear(dim, vocab)
+        with torch.no_grad():
+            self.out.bias[self.eos] = 1.5      # EOS is likely: rows finish at different steps
+
+    def forward(self, h, max_len: int):
+        b = h.size(0)
+        tok = torch.zeros(b, dtype=torch.long)
+        seq = tok.unsqueeze(1)
+        finished = torch.zeros(b, dtype=torch.bool)
+        scores = torch.zeros(b)
+        for _ in range(max_len):
+            h = self.cell(self.emb(tok), h)
+            best, tok = torch.log_softmax(self.out(h), -1).max(-1)
+            scores = scores + best.masked_fill(finished, 0.0)
+            tok = tok.masked_fill(finished, 0)
+            seq = torch.cat([seq, tok.unsqueeze(1)], dim=1)
+            finished = finished | (tok == self.eos)
+            if bool(finished.all()):
+                break
+        return seq, scores, seq.size(1)
+
+
+def build_greedy_decoder():
+    _seed(127)
+    return GreedyDecoder().eval(), (torch.randn(3, 8), 6), [(torch.randn(2, 8), 9), (torch.randn(4, 8) * 3, 3),
+                                                            (torch.randn(1, 8), 0)]
+
+
 #: a stride-2 layer makes torch.export guard ``h // 2 != 1``: sizes 2 and 3 are not exported
 _STRIDED_HW = {"h": (4, 4096), "w": (4, 4096)}
 
@@ -1065,5 +1104,6 @@ REALWORLD: Dict[str, ZooCase] = {
     "text_cnn": ZooCase(build_text_cnn, dynamic={"ids": {0: "batch", 1: "time"}},
                         export_static="max_pool1d(h, h.size(2)): torch.export bakes the kernel size in"),
     "shuffle_unit": ZooCase(build_shuffle_unit, dynamic={"x": {0: "batch", 2: "h", 3: "w"}}, dim_range=_STRIDED_HW),
+    "greedy_decoder": ZooCase(build_greedy_decoder, export="data-dependent", dynamic={"h": {0: "batch"}}),
     "double_conv": ZooCase(build_double_conv, dynamic={"x": {0: "batch", 2: "h", 3: "w"}}, dim_range=_STRIDED_HW),
 }
