@@ -486,3 +486,24 @@ def meshgrid(ctx: Ctx):
     elif indexing is UNKNOWN:
         sizes = [None] * len(sizes)
     return _as_outputs(ctx, [tt(t.dtype, tuple(sizes)) for t in ts])
+
+
+@rule("aten::diagonal")
+def diagonal(ctx: Ctx):
+    """``x.diagonal(offset, dim1, dim2)`` (a view): both dims go, the diagonal's length is appended."""
+    x = ctx.tensor(0)
+    off, d1, d2 = ctx.known(1, "offset", 0), ctx.known(2, "dim1", 0), ctx.known(3, "dim2", 1)
+    if x.shape is None:
+        return [tt(x.dtype, None)]
+    if len(x.shape) < 2:
+        raise ctx.fail(f"diagonal(): expected a tensor of at least 2 dimensions, got {len(x.shape)}")
+    if UNKNOWN in (off, d1, d2):
+        return [tt(x.dtype, (None,) * (len(x.shape) - 1))]
+    d1, d2 = ctx.norm_dim(d1, len(x.shape)), ctx.norm_dim(d2, len(x.shape))
+    if d1 == d2:
+        raise ctx.fail(f"diagonal dimensions cannot be identical {d1}, {d2}")
+    a, b = x.shape[d1], x.shape[d2]
+    n = max(0, min(a, b - off) if off >= 0 else min(a + off, b)) if isinstance(a, int) and isinstance(b, int) \
+        else None
+    rest = tuple(s for i, s in enumerate(x.shape) if i not in (d1, d2))
+    return [tt(x.dtype, rest + (n,))]

@@ -16,6 +16,7 @@ KERNELS: list[Kernel] = [
     _k("aten::full_like", "full_like", ANY), _k("aten::empty_like", "empty_like", ANY),
     _k("aten::new_zeros", "new_zeros", ANY), _k("aten::new_ones", "new_ones", ANY),
     _k("aten::new_full", "new_full", ANY), _k("aten::new_empty", "new_empty", ANY),
+    _k("aten::scalar_tensor", "scalar_tensor", ANY),
     _k("aten::eye", "eye", ANY), _k("aten::eye.m", "eye", ANY),
     _k("aten::fill.Scalar", "fill", ANY), _k("aten::fill.Tensor", "fill", ANY),
     _k("aten::tensor", "tensor", ANY, kind="native"), _k("aten::tensor.int", "tensor", ANY, kind="native"),

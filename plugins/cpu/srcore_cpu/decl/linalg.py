@@ -20,6 +20,7 @@ KERNELS: list[Kernel] = [
     Kernel("aten::linalg_norm", "cpu", "out", FLOATS, _M + "linalg_norm"),
     Kernel("aten::linalg_norm.ord_str", "cpu", "out", FLOATS, _M + "linalg_norm"),
     Kernel("aten::cdist", "cpu", "out", FLOATS, _M + "cdist"),
+    Kernel("aten::_cdist_forward", "cpu", "out", FLOATS, _M + "cdist"),
     Kernel("aten::pairwise_distance", "cpu", "out", FLOATS, _M + "pairwise_distance"),
     Kernel("aten::einsum", "cpu", "out", NUMERIC, _M + "einsum"),
 ]

@@ -14,6 +14,7 @@ KERNELS: list[Kernel] = [
     Kernel("aten::avg_pool1d", "cpu", "out", FLOATS, _M + "avg_pool1d"),
     Kernel("aten::avg_pool3d", "cpu", "out", FLOATS, _M + "avg_pool3d"),
     Kernel("aten::adaptive_avg_pool3d", "cpu", "out", FLOATS, _M + "adaptive_avg_pool3d"),
+    Kernel("aten::_adaptive_avg_pool2d", "cpu", "out", FLOATS, _M + "adaptive_avg_pool2d"),
     Kernel("aten::max_pool3d_with_indices", "cpu", "out", FLOATS + ("int64",), _M + "max_pool3d_with_indices"),
     Kernel("aten::avg_pool2d", "cpu", "out", FLOATS, _M + "avg_pool2d"),
     Kernel("aten::adaptive_avg_pool1d", "cpu", "out", FLOATS, _M + "adaptive_avg_pool1d",

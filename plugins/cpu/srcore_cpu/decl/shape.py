@@ -12,7 +12,7 @@ _VIEWS = [  # natives: (op, impl)
     ("aten::view_as", "view_as"), ("aten::reshape_as", "reshape_as"),
     ("aten::flatten.using_ints", "flatten"), ("aten::unflatten.int", "unflatten"),
     ("aten::permute", "permute"), ("aten::transpose.int", "transpose"), ("aten::t", "t"),
-    ("aten::numpy_T", "numpy_T"), ("aten::unfold", "unfold"),
+    ("aten::numpy_T", "numpy_T"), ("aten::unfold", "unfold"), ("aten::diagonal", "diagonal"),
     ("aten::meshgrid", "meshgrid"),
     ("aten::tensor_split.sections", "tensor_split"), ("aten::tensor_split.indices", "tensor_split"),
     ("aten::tensor_split.tensor_indices_or_sections", "tensor_split"), ("aten::meshgrid.indexing", "meshgrid"), ("aten::numpy_T.a", "numpy_T"),

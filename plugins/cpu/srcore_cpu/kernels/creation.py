@@ -85,6 +85,17 @@ def fill(self, value, *, out=None):
     return out
 
 
+def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None, out=None):
+    """``aten::scalar_tensor``: a 0-d tensor of ``s``, float32 unless ``dtype`` says otherwise (torch's
+    default dtype, unlike ``prim::NumToTensor``)."""
+    _check_device(device)
+    r = np.array(s, dtype=dtype_of_code(dtype, DEFAULT_FLOAT))
+    if out is None:
+        return r
+    out[()] = r
+    return out
+
+
 def _num(v):
     return v.item() if isinstance(v, np.ndarray) else v
 

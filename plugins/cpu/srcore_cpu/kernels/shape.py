@@ -115,13 +115,15 @@ def _unfold_error(size, n):
 
 
 def meshgrid(tensors, *, indexing="ij"):
-    """``aten::meshgrid`` (``.indexing``): broadcast views of the 0-d/1-d inputs, torch's default
+    """``aten::meshgrid`` (``.indexing``): grids of the 0-d/1-d inputs, torch's default
     ``"ij"`` (matrix) indexing or ``"xy"`` (cartesian: the first two dims swapped)."""
     if indexing not in ("ij", "xy"):
         raise KernelError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
     if any(t.ndim > 1 for t in tensors):
         raise KernelError("torch.meshgrid: Expected 0D or 1D tensor in the tensor list")
-    return list(np.meshgrid(*[t.reshape(-1) for t in tensors], indexing=indexing, copy=False))
+    # fresh arrays: the schema (Tensor[] -> Tensor[]) declares no alias, so the memory planner may
+    # reuse the inputs' buffers once meshgrid has run
+    return list(np.meshgrid(*[t.reshape(-1) for t in tensors], indexing=indexing, copy=True))
 
 
 def tensor_split(self, indices_or_sections, dim=0):
@@ -136,6 +138,19 @@ def tensor_split(self, indices_or_sections, dim=0):
         raise KernelError(f"number of sections must be larger than 0, got {s}")
     d = _wrap(dim, self.ndim)
     return np.array_split(self, s, axis=d)
+
+
+def diagonal(self, offset=0, dim1=0, dim2=1):
+    """``aten::diagonal``: a view of the diagonal (writable, as torch's; numpy hands it out read-only)."""
+    d1, d2 = _wrap(dim1, self.ndim), _wrap(dim2, self.ndim)
+    if d1 == d2:
+        raise KernelError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    x = np.moveaxis(self, (d1, d2), (-2, -1))
+    x = x[..., :, offset:] if offset >= 0 else x[..., -offset:, :]
+    n = min(x.shape[-2], x.shape[-1])
+    # a strided view of self itself (np.diagonal's would be read-only)
+    return np.lib.stride_tricks.as_strided(x, x.shape[:-2] + (n,), x.strides[:-2] + (x.strides[-2] + x.strides[-1],),
+                                           writeable=self.flags.writeable)
 
 
 def numpy_T(self):
