@@ -144,3 +144,21 @@ def test_symbolic_dims_stay_symbolic(converted):
         spec = converted(name, frontend).input_specs[0]
         dim = next(iter(ZOO[name].dynamic[spec.name]))
         assert isinstance(spec.shape[dim], str), (name, frontend, spec)
+
+
+#: zoo models whose core-ATen decomposition needed ops or fixes of its own (scalar_tensor, uint8 eq,
+#: native_group_norm, _cdist_forward, diagonal, _native_batch_norm_legit, _adaptive_avg_pool2d, a
+#: folded 0-d NumToTensor); the rest decompose into ops the default conversion already runs
+CORE_DECOMPOSITION_CASES = ("bert_like", "pointnet", "gpt_block", "llama_block", "metric_head", "diffusion_block",
+                            "spatial_transformer", "norm_net", "pools")
+
+
+@pytest.mark.parametrize("name", CORE_DECOMPOSITION_CASES)
+def test_zoo_model_core_decompositions_match_torch(cases, name):
+    """``from_torch(..., decompositions="core")`` (core ATen: addmm, convolution, native norms,
+    scalar_tensor, ...) on the example input and the other inputs of the same shapes."""
+    m, inputs, others, _ = cases(name)
+    model = round_trip(srcore.from_torch(m, inputs, decompositions="core"))
+    sm = build(model, "codegen", "standard_resizing")
+    for i, inp in enumerate([inputs, inputs] + [o for o in others if _same_shapes(o, inputs)]):
+        assert_close(run(sm, _flat(inp)), torch_outputs(m, inp), f"{name} via core decompositions, input set {i + 1}")
