@@ -410,3 +410,25 @@ def test_no_grad_block_keeps_its_body():
     assert not {"prim::CreateObject", "prim::SetAttr", "prim::Enter", "prim::Exit"} & set(kinds)
     with torch.no_grad():
         np.testing.assert_allclose(srcore.StaticModule(model)(x.numpy()), m(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+class _BufferIndex(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("li", torch.tensor([1, 2, 2]))
+        self.register_buffer("lj", torch.tensor([0, 0, 1]))
+
+    def forward(self, z):
+        return z[:, self.li, self.lj] * 2.0
+
+
+def test_index_with_buffer_tensors_and_none():
+    """``z[:, buf_a, buf_b]`` freezes into ``aten::index(z, [None, buf_a, buf_b])`` with the list a
+    constant ``Tensor?[]``: a ConversionError ("has no srcore equivalent") before (DLRM's pairwise
+    interactions); now a parameter per tensor and a None constant in a prim::ListConstruct."""
+    m, z = _BufferIndex(), torch.randn(2, 3, 3)
+    model = srcore.from_torchscript(torch.jit.script(m), (z,), dynamic_dims={"z": {0: "b"}})
+    sm = srcore.StaticModule(model)
+    for b in (2, 5):
+        z = torch.randn(b, 3, 3)
+        np.testing.assert_array_equal(sm(z.numpy()), m(z).numpy())

@@ -260,8 +260,10 @@ class _Converter:
         return False
 
     def is_tensor_list(self, value) -> bool:
-        return isinstance(value, (list, tuple)) and bool(value) \
-            and all(isinstance(x, self.torch.Tensor) for x in value)
+        """A ``Tensor[]``, or a ``Tensor?[]`` holding at least one tensor (``x[:, idx_a, idx_b]`` with
+        index buffers freezes into ``aten::index(x, [None, idx_a, idx_b])``)."""
+        return isinstance(value, (list, tuple)) and any(isinstance(x, self.torch.Tensor) for x in value) \
+            and all(x is None or isinstance(x, self.torch.Tensor) for x in value)
 
     def tensor_list(self, debug_name: str, tensors, n, dst: Block, g: Graph):
         """A constant ``Tensor[]`` (e.g. ``nn.LSTM``'s ``_flat_weights`` after freezing): one
@@ -269,13 +271,19 @@ class _Converter:
         src = tc.source_from_range(n.sourceRange())
         elems = []
         for i, x in enumerate(tensors):
+            if x is None:
+                c = g.create("prim::Constant", (), (NONE,), source=src)
+                dst.append(c)
+                elems.append(c.output)
+                continue
             arr = tc.tensor_to_numpy(x)
             name = self.param_name(f"{debug_name}.{i}", arr)
             c = g.create("prim::Constant", (), (TensorType(str(arr.dtype), arr.shape),), {"value": arr, "param": name},
                          output_names=[tc.clean_name(name)], source=src)
             dst.append(c)
             elems.append(c.output)
-        lc = g.create("prim::ListConstruct", elems, (ListType(TensorType()),),
+        elem = OptionalType(TensorType()) if any(x is None for x in tensors) else TensorType()
+        lc = g.create("prim::ListConstruct", elems, (ListType(elem),),
                       output_names=[tc.clean_name(n.output().debugName())], source=src)
         dst.append(lc)
         return lc.output
