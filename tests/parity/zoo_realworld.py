@@ -1059,6 +1059,50 @@ def build_greedy_decoder():
                                                             (torch.randn(1, 8), 0)]
 
 
+class DLRMTiny(nn.Module):
+    """DLRM: a bottom MLP on dense features, ``nn.EmbeddingBag`` sparse features (sum with flat
+    indices + offsets, including an empty bag; mean over a 2-D batch of ids; max with a
+    padding_idx), pairwise dot interactions by ``bmm`` gathered at precomputed lower-triangle
+    index buffers (``Z[:, li, lj]``), a top MLP with a sigmoid click probability."""
+
+    def __init__(self, d: int = 4):
+        super().__init__()
+        self.bot = nn.Sequential(nn.Linear(3, 8), nn.ReLU(), nn.Linear(8, d), nn.ReLU())
+        self.emb_sum = nn.EmbeddingBag(20, d, mode="sum")
+        self.emb_mean = nn.EmbeddingBag(15, d, mode="mean")
+        self.emb_max = nn.EmbeddingBag(12, d, mode="max", padding_idx=0)
+        n = 4
+        self.register_buffer("li", torch.tensor([i for i in range(n) for j in range(i)]))
+        self.register_buffer("lj", torch.tensor([j for i in range(n) for j in range(i)]))
+        self.top = nn.Sequential(nn.Linear(d + 6, 8), nn.ReLU(), nn.Linear(8, 1))
+
+    def forward(self, dense, flat_ids, offsets, ids2d, ids_max, offsets_max):
+        x = self.bot(dense)
+        feats = [x, self.emb_sum(flat_ids, offsets), self.emb_mean(ids2d), self.emb_max(ids_max, offsets_max)]
+        t = torch.stack(feats, dim=1)                                   # B, 4, d
+        z = torch.bmm(t, t.transpose(1, 2))
+        inter = z[:, self.li, self.lj]                                  # B, 6
+        logit = self.top(torch.cat([x, inter], dim=1))
+        return torch.sigmoid(logit), inter
+
+
+def _dlrm_inputs(seed: int, b: int):
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(0, 4, (b,), generator=g)
+    lengths[-1] = 0                                                     # an empty bag
+    offsets = torch.cat([torch.zeros(1, dtype=torch.long), lengths.cumsum(0)[:-1]])
+    flat = torch.randint(0, 20, (int(lengths.sum()),), generator=g)
+    ids_max = torch.randint(0, 12, (2 * b,), generator=g)
+    ids_max[0] = 0                                                      # padding_idx rows count in no bag
+    return (torch.randn(b, 3, generator=g), flat, offsets, torch.randint(0, 15, (b, 3), generator=g), ids_max,
+            torch.arange(0, 2 * b, 2))
+
+
+def build_dlrm_tiny():
+    _seed(128)
+    return DLRMTiny().eval(), _dlrm_inputs(1, 3), [_dlrm_inputs(2, 5), _dlrm_inputs(3, 1)]
+
+
 #: a stride-2 layer makes torch.export guard ``h // 2 != 1``: sizes 2 and 3 are not exported
 _STRIDED_HW = {"h": (4, 4096), "w": (4, 4096)}
 
@@ -1105,5 +1149,8 @@ REALWORLD: Dict[str, ZooCase] = {
                         export_static="max_pool1d(h, h.size(2)): torch.export bakes the kernel size in"),
     "shuffle_unit": ZooCase(build_shuffle_unit, dynamic={"x": {0: "batch", 2: "h", 3: "w"}}, dim_range=_STRIDED_HW),
     "greedy_decoder": ZooCase(build_greedy_decoder, export="data-dependent", dynamic={"h": {0: "batch"}}),
+    "dlrm_tiny": ZooCase(build_dlrm_tiny, dynamic={"dense": {0: "batch"}, "flat_ids": {0: "nnz"},
+                                                   "offsets": {0: "batch"}, "ids2d": {0: "batch"},
+                                                   "ids_max": {0: "nnz_max"}, "offsets_max": {0: "batch"}}),
     "double_conv": ZooCase(build_double_conv, dynamic={"x": {0: "batch", 2: "h", 3: "w"}}, dim_range=_STRIDED_HW),
 }
