@@ -208,3 +208,55 @@ def test_random_programs_keep_their_meaning(steps):
         for model in (srcore.from_torch(m, (x,)), srcore.from_torchscript(torch.jit.trace(m, (x,)))):
             verify(model.graph)
             assert_close(run_graph(model.graph, x), want, 1e-5)
+
+
+class _NoGrad(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        with torch.no_grad():
+            y = self.lin(x).relu()
+        return y * 2 + x
+
+
+def test_no_grad_block_is_inlined():
+    """``with torch.no_grad():`` exports as ``wrap_with_set_grad_enabled(False, submod, x)``, which
+    was "not supported"; srcore records no gradients, so the body is inlined."""
+    m, x = _NoGrad().eval(), torch.randn(3, 4)
+    model = srcore.from_torch(m, (x,))
+    assert "aten::linear" in [n.kind for n in model.graph.all_nodes()]
+    with torch.no_grad():
+        np.testing.assert_allclose(srcore.StaticModule(model)(x.numpy()), m(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+class _CoreOps(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gn = torch.nn.GroupNorm(2, 4)
+
+    def forward(self, x, mask):
+        y = self.gn(x).flatten(2)                                   # native_group_norm
+        ext = (1.0 - mask.to(y.dtype)) * -10000.0                    # NumToTensor(1.0): stays 0-d
+        s = y @ y.transpose(1, 2) + ext[:, None, :]
+        s = s.masked_fill(s < -5000.0, float("-inf"))                # scalar_tensor
+        t = torch.eye(4) + torch.diag(torch.diagonal(s[0]))        # eye (uint8 eq), diagonal
+        return torch.softmax(s, -1), t, torch.cdist(y, y)           # _cdist_forward
+
+
+def test_core_decompositions_of_the_zoo_ops():
+    """``decompositions="core"`` turned these into ops srcore lacked (scalar_tensor, diagonal,
+    native_group_norm, _cdist_forward, uint8 eq) and folded ``1.0 - mask`` into a 1-d float64
+    constant, which broke the dtypes downstream."""
+    m = _CoreOps().eval()
+    x, mask = torch.randn(2, 4, 2, 2), torch.tensor([[1, 1, 0, 1], [1, 0, 1, 1]])
+    model = srcore.from_torch(m, (x, mask), decompositions="core")
+    kinds = {n.kind for n in model.graph.all_nodes()}
+    assert {"aten::scalar_tensor", "aten::native_group_norm", "aten::_cdist_forward"} <= kinds
+    sm = srcore.StaticModule(model)
+    with torch.no_grad():
+        want = m(x, mask)
+    for got, w in zip(sm(x.numpy(), mask.numpy()), want):
+        assert got.dtype == w.numpy().dtype and got.shape == tuple(w.shape)
+        np.testing.assert_allclose(got, w.numpy(), rtol=1e-4, atol=1e-4)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+from typing import Optional
 
 import numpy as np
 import pytest
@@ -373,3 +374,74 @@ def test_example_inputs_count_is_checked_and_numpy_examples_fix_the_specs():
     with torch.no_grad():
         want = m(x).numpy()
     np.testing.assert_allclose(srcore.StaticModule(model)(x.numpy()), want, rtol=1e-6, atol=1e-6)
+
+
+class _OptionalMask(torch.nn.Module):
+    def forward(self, x, mask: Optional[torch.Tensor] = None):
+        if mask is not None:
+            x = x.masked_fill(~mask, 0.0)
+        return x * 2.0
+
+
+def test_optional_tensor_input_given_a_tensor_or_none(tmp_path):
+    """``mask: Optional[Tensor] = None`` with a tensor example is a tensor input (it was a spec the
+    graph's Optional input did not match: loading the saved model failed with "model input specs
+    do not match"); a None example keeps it optional, and the StaticModule takes None or a tensor."""
+    m = _OptionalMask()
+    x, mask = torch.randn(3, 4), torch.rand(3, 4) > 0.5
+    model = srcore.from_torchscript(torch.jit.script(m), (x, mask), dynamic_dims={"x": {0: "b"}, "mask": {0: "b"}})
+    srcore.save(model, tmp_path / "m.srm")
+    model = srcore.load(tmp_path / "m.srm")
+    assert [s.name for s in model.input_specs] == ["x", "mask"] and model.input_specs[1].dtype == "bool"
+    sm = srcore.StaticModule(model)
+    for b in (3, 5):
+        x, mask = torch.randn(b, 4), torch.rand(b, 4) > 0.5
+        np.testing.assert_array_equal(sm(x.numpy(), mask.numpy()), m(x, mask).numpy())
+    sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), (x, None)))
+    np.testing.assert_array_equal(sm(x.numpy(), None), m(x).numpy())
+    np.testing.assert_array_equal(sm(x.numpy(), mask.numpy()), m(x, mask).numpy())
+
+
+class _NoGrad(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        with torch.no_grad():
+            y = self.lin(x).relu()
+        return y * 2 + x
+
+
+def test_no_grad_block_keeps_its_body():
+    """``with torch.no_grad():`` scripts to prim::CreateObject/SetAttr/Enter/Exit on a grad_mode
+    object (a ConversionError listing all four before); those go, the body stays. Other objects'
+    SetAttr/Enter stay unsupported."""
+    m, x = _NoGrad().eval(), torch.randn(3, 4)
+    model = srcore.from_torchscript(torch.jit.script(m), (x,))
+    kinds = [n.kind for n in model.graph.all_nodes()]
+    assert not {"prim::CreateObject", "prim::SetAttr", "prim::Enter", "prim::Exit"} & set(kinds)
+    with torch.no_grad():
+        np.testing.assert_allclose(srcore.StaticModule(model)(x.numpy()), m(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+class _BufferIndex(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("li", torch.tensor([1, 2, 2]))
+        self.register_buffer("lj", torch.tensor([0, 0, 1]))
+
+    def forward(self, z):
+        return z[:, self.li, self.lj] * 2.0
+
+
+def test_index_with_buffer_tensors_and_none():
+    """``z[:, buf_a, buf_b]`` freezes into ``aten::index(z, [None, buf_a, buf_b])`` with the list a
+    constant ``Tensor?[]``: a ConversionError ("has no srcore equivalent") before (DLRM's pairwise
+    interactions); now a parameter per tensor and a None constant in a prim::ListConstruct."""
+    m, z = _BufferIndex(), torch.randn(2, 3, 3)
+    model = srcore.from_torchscript(torch.jit.script(m), (z,), dynamic_dims={"z": {0: "b"}})
+    sm = srcore.StaticModule(model)
+    for b in (2, 5):
+        z = torch.randn(b, 3, 3)
+        np.testing.assert_array_equal(sm(z.numpy()), m(z).numpy())

@@ -348,3 +348,30 @@ graph():
 """)
     assert fold_constants(g)
     assert [o.node.attrs["value"] for o in g.outputs] == ["abcd", [1, 1]]
+
+
+def test_folding_keeps_a_0d_tensor_0d():
+    """A folded 0-d tensor (``prim::NumToTensor(1.0)``, what torch.export's core decomposition makes
+    of ``1.0 - mask``) became shape (1,) (``np.ascontiguousarray``), so it counted as a dimensioned
+    float64 tensor: ``1.0 - x`` turned float64 and a later bmm failed (``expected operands of the
+    same dtype``); a 0-d result became 1-d."""
+    import srcore
+    from srcore.model import Model
+
+    g = parse_graph("""graph(%x : Float(3)):
+  %one : float = prim::Constant[value=1.0]()
+  %a : int = prim::Constant[value=1]()
+  %c : Tensor = prim::NumToTensor(%one)
+  %y : Tensor = aten::sub(%c, %x, %a)
+  %z : Tensor = aten::mul(%c, %c)
+  return (%y, %z)
+""")
+    sm = srcore.StaticModule(Model.from_graph(g))
+    consts = [n for n in sm.graph.all_nodes() if n.kind == "prim::Constant" and isinstance(n.attrs.get("value"),
+                                                                                              np.ndarray)]
+    assert consts and all(n.attrs["value"].shape == () for n in consts)
+    x = np.array([0.5, 2.0, -1.0], np.float32)
+    y, z = sm(x)
+    assert y.dtype == np.float32 and y.shape == (3,)
+    np.testing.assert_array_equal(y, 1.0 - x)
+    assert z.shape == () and z.dtype == np.float64 and float(z) == 1.0   # torch: float64 0-d

@@ -211,6 +211,29 @@ def test_standard_resizing_grows_after_a_dynamic_run():
     assert rt.arena_bytes > small
 
 
+BN_PARTS = """graph(%x : Float(batch, 4), %w : Float(4), %b : Float(4), %m : Float(4), %v : Float(4)):
+  %mom : float = prim::Constant[value=0.1]()
+  %eps : float = prim::Constant[value=1e-05]()
+  %y : Tensor, %s1 : Tensor, %s2 : Tensor = aten::_native_batch_norm_legit_no_training(%x, %w, %b, %m, %v, %mom, %eps)
+  %z : Tensor = aten::relu(%y)
+  return (%z)
+"""
+
+
+def test_growth_with_a_multi_output_node_whose_outputs_grow_differently(options):
+    """torch.export's batch norm has outputs (y, empty, empty): when the batch outgrows the
+    standard_resizing plan only y's buffer is missing; the generated code once passed
+    ``out=(None, buf, buf)`` and the kernel failed (a zoo model via export, codegen only)."""
+    sm = srcore.StaticModule(Model.from_graph(parse_graph(BN_PARTS)), options=options)
+    rng = np.random.default_rng(3)
+    w, b, m = (rng.standard_normal(4).astype(np.float32) for _ in range(3))
+    v = rng.uniform(0.5, 1.5, 4).astype(np.float32)
+    for batch in (2, 7, 7, 1, 9):
+        x = rng.standard_normal((batch, 4)).astype(np.float32)
+        want = np.maximum((x - m) / np.sqrt(v + 1e-5) * w + b, 0)
+        np.testing.assert_allclose(sm(x, w, b, m, v), want, rtol=1e-5, atol=1e-6)
+
+
 def test_runtime_pool_threads_match_single_thread_and_memory_is_stable():
     sm = chain_module(srcore.Options())
     pool = srcore.RuntimePool(sm, size=4)
@@ -491,3 +514,27 @@ def test_a_returned_constant_is_the_callers_and_the_models_parameters_stay_put(o
     (const,) = [v for slot, v in sm.constants.items() if isinstance(v, np.ndarray) and v.shape == (2, 3)]
     assert not const.flags.writeable
     assert model.graph.nodes[0].attrs["value"].flags.writeable   # the model's own array is untouched
+
+
+LIST_IN = """graph(%xs : Tensor[], %d : Dict(str, Tensor)):
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %k : str = prim::Constant[value="w"]()
+  %s : Tensor = aten::stack(%xs, %zero)
+  %w : Tensor = aten::__getitem__(%d, %k)
+  %y : Tensor = aten::mul(%s, %w)
+  return (%y)
+"""
+
+
+def test_list_and_dict_inputs_on_repeated_runs(options):
+    """A ``List[Tensor]`` / ``Dict[str, Tensor]`` input: the entry point's fast signature check
+    compared the containers with ``!=`` ("truth value of an array is ambiguous" on the second run);
+    they are keyed by structure (shapes, dtypes) now, so new inner shapes get their own plan."""
+    sm = srcore.StaticModule(Model.from_graph(parse_graph(LIST_IN)), options=options)
+    rng = np.random.default_rng(4)
+    for n in (3, 3, 5, 3):
+        xs = [rng.standard_normal(n).astype(np.float32) for _ in range(2)]
+        w = rng.standard_normal(n).astype(np.float32)
+        for _ in range(2):
+            np.testing.assert_allclose(sm(xs, {"w": w}), np.stack(xs) * w, rtol=1e-6)

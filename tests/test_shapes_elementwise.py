@@ -129,3 +129,14 @@ def test_every_elementwise_table_entry_matches_torch():
             if node.output.type != as_type(ref):
                 bad.append((name, a, b, node.output.type))
     assert checked > 300 and bad == []
+
+
+def test_abs_of_complex_is_real():
+    """``spec.abs()`` of a complex STFT is float32 (the rule kept complex64, so an exported audio
+    front end failed shape propagation with a misleading dtype mismatch instead of reporting the
+    unsupported complex ops)."""
+    for cdt, real in (("complex64", "float32"), ("complex128", "float64")):
+        node, _ = one_node("aten::abs", T(cdt, 2, 3))
+        assert node.outputs[0].type == T(real, 2, 3)
+    node, _ = one_node("aten::abs", T("int32", 4))
+    assert node.outputs[0].type == T("int32", 4)

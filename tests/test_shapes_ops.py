@@ -160,3 +160,34 @@ def test_native_mha_and_encoder_layer():
                                              mha.in_proj_weight, mha.in_proj_bias, mha.out_proj.weight,
                                              mha.out_proj.bias, None, True, False, None)
     assert [o.type.shape for o in node.outputs] == [tuple(r.shape) for r in ref]
+
+
+@pytest.mark.parametrize("dim", [1, -1, 0])
+def test_cosine_similarity_matches_torch(dim):
+    check("aten::cosine_similarity", lambda a, b, d, e: torch.cosine_similarity(a, b, d, e),
+          T("float32", 3, 4, 5), T("float32", 1, 4, 5), dim, 1e-8)
+
+
+def test_distance_norm_bucketize_diag_rules_match_torch():
+    check("aten::cdist", lambda a, b, p, m: torch.cdist(a, b, p), T("float32", 2, 4, 6), T("float32", 1, 5, 6), 2.0, None)
+    check("aten::pairwise_distance", lambda a, b, p, e, k: F.pairwise_distance(a, b, p, e, k),
+          T("float32", 4, 6), T("float32", 1, 6), 2.0, 1e-6, True)
+    check("aten::linalg_norm", lambda x, o, d, k, dt: torch.linalg.norm(x, o, d, k), T("float32", 3, 4, 5), None,
+          [1, 2], False, None)
+    check("aten::linalg_norm", lambda x, o, d, k, dt: torch.linalg.norm(x, o, d, k), T("float32", 3, 4), 1.0,
+          [-1], True, None)
+    check("aten::bucketize.Tensor", lambda x, b, i, r: torch.bucketize(x, b, out_int32=i, right=r),
+          T("float32", 2, 3), T("float32", 4), True, False)
+    for shape, k in (((4,), 1), ((3, 5), 2), ((3, 5), -1), ((3, 5), 7)):
+        check("aten::diag", lambda x, kk: torch.diag(x, kk), T("float32", *shape), k)
+    with pytest.raises(srcore.ShapeError, match="at least 2D"):
+        one_node("aten::cdist", T("float32", 4), T("float32", 3, 4), 2.0, None)
+
+
+def test_grid_sampler_and_affine_grid_rules_match_torch():
+    check("aten::grid_sampler", lambda x, g, m, p, a: F.grid_sample(x, g, "bilinear", "zeros", a),
+          T("float32", 2, 3, 5, 7), T("float32", 2, 4, 6, 2), 0, 0, False)
+    check("aten::affine_grid_generator", lambda t, s, a: F.affine_grid(t, s, a), T("float32", 2, 2, 3),
+          [2, 3, 4, 5], False)
+    with pytest.raises(srcore.ShapeError, match="last dim must be 2"):
+        one_node("aten::grid_sampler", T("float32", 2, 3, 5, 7), T("float32", 2, 4, 6, 3), 0, 0, False)

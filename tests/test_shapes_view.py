@@ -187,3 +187,29 @@ def test_symbolic_dims_agree_with_concrete_ones(rest, batch, data):
     concrete = build(T("float32", batch, *rest))
     assert [tuple(_subst(d, {"batch": batch}) for d in s) for s in symbolic] == concrete
     assert all(d is not None for s in symbolic for d in s)
+
+
+@pytest.mark.parametrize("indexing", ["ij", "xy"])
+def test_meshgrid_matches_torch(indexing):
+    check("aten::meshgrid.indexing", lambda ts, i: torch.meshgrid(*ts, indexing=i),
+          TL([T("int64", 3), T("int64", 5)]), indexing, n_out=2)
+    check("aten::meshgrid.indexing", lambda ts, i: torch.meshgrid(*ts, indexing=i),
+          TL([T("float32", 2), T("float32"), T("float32", 4)]), indexing, n_out=3)
+    with pytest.raises(srcore.ShapeError, match="0-D or 1-D"):
+        one_node("aten::meshgrid.indexing", TL([T("float32", 2, 2), T("float32", 3)]), indexing, n_out=2)
+
+
+@pytest.mark.parametrize("dim,size,step", [(0, 2, 1), (1, 3, 2), (-1, 4, 4), (1, 7, 3)])
+def test_tensor_unfold_matches_torch(dim, size, step):
+    check("aten::unfold", lambda x, d, s, st_: x.unfold(d, s, st_), T("float32", 4, 7, 5), dim, size, step)
+    with pytest.raises(srcore.ShapeError, match="exceeds"):
+        one_node("aten::unfold", T("float32", 4, 7, 5), 1, 8, 1)
+
+
+@pytest.mark.parametrize("arg", [3, 4, [1, 4], [2, 2, 9], [-2], [5, 1]])
+def test_tensor_split_sections_and_indices_match_torch(arg):
+    """``tensor_split(x, [1, 4])`` splits at indices; the rule once read them as sizes ("split sizes
+    [1, 4] do not sum to dimension size 7")."""
+    op = "aten::tensor_split.indices" if isinstance(arg, list) else "aten::tensor_split.sections"
+    n_out = len(arg) + 1 if isinstance(arg, list) else arg
+    check(op, lambda x, a, d: torch.tensor_split(x, a, d), T("float32", 3, 7), arg, 1, n_out=n_out)

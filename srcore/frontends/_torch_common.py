@@ -151,7 +151,7 @@ def input_specs(names: Sequence[str], example_inputs, graph_types: Sequence[Type
         t = graph_types[i]
         if isinstance(ex, np.ndarray):   # a numpy example stands for the tensor it would become
             spec = InputSpec(name, str(ex.dtype), tuple(int(d) for d in ex.shape))
-        elif isinstance(ex, torch.Tensor):
+        elif isinstance(ex, torch.Tensor):   # also for an Optional[Tensor] input given a tensor
             spec = InputSpec(name, np_dtype_name(ex.dtype), tuple(int(d) for d in ex.shape))
         elif isinstance(t, TensorType):
             spec = InputSpec(name, t.dtype, t.shape)

@@ -14,7 +14,8 @@ parameter/buffer/constant placeholders -> named params (``fc1.weight`` from the
 graph signature); ``torch.ops.ns.op.overload`` -> node ``ns::op`` with all
 arguments positional in schema order and ``node.schema`` set;
 ``operator.getitem`` -> the producer's outputs; ``higher_order.cond`` ->
-``prim::If``; ``higher_order.while_loop`` -> ``prim::Loop``.
+``prim::If``; ``higher_order.while_loop`` -> ``prim::Loop``; ``wrap_with_set_grad_enabled``
+(``with torch.no_grad():``) -> its body, inlined.
 """
 from __future__ import annotations
 
@@ -282,6 +283,11 @@ class _Converter:
             return
         if t is torch.ops.higher_order.while_loop:
             env[n] = self.while_loop(n, env, block)
+            return
+        if t is getattr(torch.ops.higher_order, "wrap_with_set_grad_enabled", None):
+            # `with torch.no_grad():` in forward: srcore never records gradients, so the body inlines
+            _enabled, body, *operands = n.args
+            env[n] = _Multi(self.inline(env[body].gm, [self.arg(a, env, block) for a in operands], block))
             return
         if isinstance(t, torch._ops.OpOverload):
             self.op(n, env, block)

@@ -15,7 +15,7 @@ import attrs
 
 from ..errors import ConversionError
 from ..ir.graph import Block, Graph
-from ..ir.types import BOOL, DEVICE, NONE, ListType, TensorType, Type
+from ..ir.types import BOOL, DEVICE, NONE, ListType, OptionalType, TensorType, Type
 from ..model import Model, default_output_names
 from . import _torch_common as tc
 
@@ -70,10 +70,27 @@ def from_torchscript(module_or_path, example_inputs=None, *,
     by_name = {s.name: s for s in specs}
     for v in graph.inputs:
         s = by_name.get(v.name)
-        if s is not None and isinstance(v.type, TensorType) and s.dtype is not None:
+        if s is not None and _is_optional_tensor(v.type):
+            # `mask: Optional[Tensor] = None` given a tensor example: the model takes a tensor there
+            # (its `is not None` checks fold away); a None example keeps the input optional
+            v.type = s.tensor_type() if s.dtype is not None else TensorType()
+        elif s is not None and isinstance(v.type, TensorType) and s.dtype is not None:
             v.type = s.tensor_type()
     meta = {"producer": f"srcore.from_torchscript (torch {torch.__version__})", "source": source}
     return Model(graph, conv.params, specs, default_output_names(len(graph.outputs)), meta)
+
+
+#: the env value of a grad-mode context object (see ``_Converter.grad_mode``)
+_GRAD_MODE = object()
+
+
+def _is_grad_mode(ts_type) -> bool:
+    name = ts_type.str() if hasattr(ts_type, "str") else str(ts_type)
+    return name.startswith("__torch__.torch.autograd.grad_mode.")
+
+
+def _is_optional_tensor(t: Type) -> bool:
+    return isinstance(t, OptionalType) and isinstance(t.elem, TensorType)
 
 
 def _flatten_tuple_return(graph: Graph) -> None:
@@ -185,6 +202,8 @@ class _Converter:
         if kind == "prim::Constant":
             self.constant(n, dst, g)
             return
+        if self.grad_mode(n, dst, g):
+            return
         if kind == "prim::GetAttr" and isinstance(self.env.get(n.input()), _ModuleRef):
             self.get_attr(n, dst, g)
             return
@@ -221,9 +240,30 @@ class _Converter:
                 self.env[bi] = nb.add_input(self.type_of(bi, self.where(n)), tc.clean_name(bi.debugName()))
             self.block(b, nb, g)
 
+    def grad_mode(self, n, dst: Block, g: Graph) -> bool:
+        """``with torch.no_grad():`` (or ``enable_grad``/``set_grad_enabled``) in forward: TorchScript
+        creates the context object, sets its ``prev`` and brackets the body with ``prim::Enter`` /
+        ``prim::Exit``. srcore never records gradients, so all of it goes and the body stays."""
+        kind = n.kind()
+        if kind == "prim::CreateObject":
+            if not _is_grad_mode(n.output().type()):
+                return False
+            self.env[n.output()] = _GRAD_MODE
+            return True
+        if kind in ("prim::SetAttr", "prim::Enter", "prim::Exit") and n.inputsSize() \
+                and self.env.get(n.inputsAt(0)) is _GRAD_MODE:
+            for o in n.outputs():  # __enter__ returns None; __exit__'s result is never used
+                c = g.create("prim::Constant", (), (NONE,), output_names=[tc.clean_name(o.debugName())])
+                dst.append(c)
+                self.env[o] = c.output
+            return True
+        return False
+
     def is_tensor_list(self, value) -> bool:
-        return isinstance(value, (list, tuple)) and bool(value) \
-            and all(isinstance(x, self.torch.Tensor) for x in value)
+        """A ``Tensor[]``, or a ``Tensor?[]`` holding at least one tensor (``x[:, idx_a, idx_b]`` with
+        index buffers freezes into ``aten::index(x, [None, idx_a, idx_b])``)."""
+        return isinstance(value, (list, tuple)) and any(isinstance(x, self.torch.Tensor) for x in value) \
+            and all(x is None or isinstance(x, self.torch.Tensor) for x in value)
 
     def tensor_list(self, debug_name: str, tensors, n, dst: Block, g: Graph):
         """A constant ``Tensor[]`` (e.g. ``nn.LSTM``'s ``_flat_weights`` after freezing): one
@@ -231,13 +271,19 @@ class _Converter:
         src = tc.source_from_range(n.sourceRange())
         elems = []
         for i, x in enumerate(tensors):
+            if x is None:
+                c = g.create("prim::Constant", (), (NONE,), source=src)
+                dst.append(c)
+                elems.append(c.output)
+                continue
             arr = tc.tensor_to_numpy(x)
             name = self.param_name(f"{debug_name}.{i}", arr)
             c = g.create("prim::Constant", (), (TensorType(str(arr.dtype), arr.shape),), {"value": arr, "param": name},
                          output_names=[tc.clean_name(name)], source=src)
             dst.append(c)
             elems.append(c.output)
-        lc = g.create("prim::ListConstruct", elems, (ListType(TensorType()),),
+        elem = OptionalType(TensorType()) if any(x is None for x in tensors) else TensorType()
+        lc = g.create("prim::ListConstruct", elems, (ListType(elem),),
                       output_names=[tc.clean_name(n.output().debugName())], source=src)
         dst.append(lc)
         return lc.output

@@ -131,7 +131,7 @@ def _fold_node(node: Node, evaluate: Evaluator, max_elements: int) -> bool:
         except TypeError:
             return False
         if _is_tensor(r):  # a fresh contiguous array, never a view of a (read-only) parameter
-            r = np.ascontiguousarray(r).copy()
+            r = np.array(r, order="C", copy=True)   # (np.ascontiguousarray makes a 0-d array 1-d)
         c = node.graph.insert_constant(r, t, before=node)
         c.node.source = node.source
         if _is_tensor(r):

@@ -273,7 +273,10 @@ def _node_lines(em: _Emitter, module, pn: ProcessedNode, buffered: set[int], con
         if len(bufs) == 1:
             parts.append(f"out={bufs[0]}")
         elif all(b != "None" for b in bufs):
-            parts.append(f"out=({', '.join(bufs)})")
+            # a run whose inputs outgrew the standard_resizing plan passes no buffer (None) for the
+            # outputs that do not fit: then the kernel allocates all of them, as the interpreter does
+            ready = " and ".join(f"{b} is not None" for b in bufs)
+            parts.append(f"out=(({', '.join(bufs)}) if {ready} else None)")
         else:
             parts.append("out=None")
     call = f"{k}({', '.join(parts)})"

@@ -170,8 +170,7 @@ class StaticRuntime:
 
     def _key_of(self, values) -> tuple:
         """The signature key of a run: (shape, dtype) of tensor inputs, the value of the others."""
-        return tuple((v.shape, v.dtype.num) if is_tensor
-                     else (v if isinstance(v, (int, float, bool, type(None))) else repr(v))
+        return tuple((v.shape, v.dtype.num) if is_tensor else _value_key(v)
                      for v, is_tensor in zip(values, self._tensor_inputs))
 
     def signature_of(self, values) -> tuple[Any, list]:
@@ -203,6 +202,9 @@ class StaticRuntime:
                 defaults[f"_s{i}"], defaults[f"_d{i}"] = _NEVER, _NEVER
             elif is_tensor:
                 defaults[f"_s{i}"], defaults[f"_d{i}"] = v.shape, v.dtype
+            elif isinstance(v, (list, tuple, dict)):
+                # `==` on containers of arrays is ambiguous: the slow path keys them by structure
+                defaults[f"_s{i}"], defaults[f"_d{i}"] = _NEVER, _NEVER
             else:
                 defaults[f"_s{i}"], defaults[f"_d{i}"] = v, type(v)
         if defaults:
@@ -267,6 +269,23 @@ class _Never:
 
 
 _NEVER = _Never()
+
+
+def _value_key(v):
+    """The signature key of a non-tensor input: numbers as they are; lists, tuples and dicts (e.g.
+    a ``List[Tensor]`` or ``Dict[str, Tensor]`` input) by structure, with each array's shape and
+    dtype (their values do not change the plan)."""
+    if isinstance(v, (int, float, bool, type(None), str)):
+        return v
+    if isinstance(v, np.ndarray):
+        return ("array", v.shape, v.dtype.num)
+    if isinstance(v, (list, tuple)):
+        return (type(v).__name__, tuple(_value_key(x) for x in v))
+    if isinstance(v, dict):
+        return ("dict", tuple((k, _value_key(x)) for k, x in v.items()))
+    return repr(v)
+
+
 _MISSING = object()  # an input not passed positionally
 
 

@@ -39,8 +39,19 @@ def flatten(out) -> list:
     return [np.asarray(out)]
 
 
-def to_numpy(inputs) -> list[np.ndarray]:
-    return [t.detach().numpy().copy() if isinstance(t, torch.Tensor) else t for t in inputs]
+def to_numpy(inputs) -> list:
+    return [_np_value(t) for t in inputs]
+
+
+def _np_value(t):
+    """A torch input as srcore takes it: tensors (also inside lists, tuples and dicts) as arrays."""
+    if isinstance(t, torch.Tensor):
+        return t.detach().numpy().copy()
+    if isinstance(t, (list, tuple)):
+        return type(t)(_np_value(x) for x in t)
+    if isinstance(t, dict):
+        return {k: _np_value(v) for k, v in t.items()}
+    return t
 
 
 def build(model: srcore.Model, executor: str, planner: str) -> srcore.StaticModule:
@@ -69,8 +80,9 @@ def max_rel_err(got: np.ndarray, want: np.ndarray) -> float:
     finite = np.isfinite(want)
     if not finite.any():
         return 0.0
-    # infinities (masked scores) must match exactly; the scale comes from the finite values
-    if not np.array_equal(got[~finite], want[~finite]):
+    # infinities (masked scores) and NaNs must match exactly (NaN == NaN here, or a NaN torch
+    # gives could never match); the scale comes from the finite values
+    if not np.array_equal(got[~finite], want[~finite], equal_nan=True):
         return float("inf")
     got, want = got[finite], want[finite]
     scale = float(np.max(np.abs(want)))

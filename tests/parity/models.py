@@ -24,6 +24,8 @@ class ZooCase:
     xfail: str | None = None           # a known gap outside this suite's files (strict xfail)
     export_xfail: str | None = None    # the same, for the from_torch conversion only
     no_torchscript: str | None = None  # why TorchScript cannot take the model at all
+    dim_range: Dict[str, Tuple[int, int]] | None = None  # (min, max) torch.export may assume for a dim
+    unsupported: str | None = None     # "op: why": srcore refuses the model at load (asserted, never run)
 
 
 def _seed(s: int) -> None:
@@ -33,7 +35,7 @@ def _seed(s: int) -> None:
 def _randomize_bn(m: nn.Module) -> None:
     with torch.no_grad():
         for mod in m.modules():
-            if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d)):
+            if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
                 mod.running_mean.uniform_(-0.2, 0.2)
                 mod.running_var.uniform_(0.5, 1.5)
                 mod.weight.uniform_(0.5, 1.5)
@@ -780,3 +782,9 @@ ZOO: Dict[str, ZooCase] = {
                            export_static="torch.export specializes nn.LSTM's time dim (the export is static)"),
     "recurrent_stack": ZooCase(build_recurrent_stack),
 }
+
+# models written the way real-world PyTorch code is (ViT, GPT, ResNeXt/SE, detection head, ...):
+# a module of their own; it imports this one's ZooCase, hence the import at the end
+from zoo_realworld import REALWORLD  # noqa: E402
+
+ZOO.update(REALWORLD)

@@ -113,3 +113,13 @@ def test_tensors_appended_to_a_list_keep_their_buffers():
     m, inputs, _ = build_list_stack()
     model = srcore.from_torchscript(torch.jit.script(m), inputs)
     _check_all(model, m, inputs)
+
+
+def test_harness_compares_nan_positions_not_nan_values():
+    """A NaN torch returns (max over a row holding NaN) must match a NaN at the same place: the
+    comparison once used NaN != NaN and failed every such output; other patterns still fail."""
+    from _harness import max_rel_err
+    want = np.array([np.nan, 1.0, np.inf], np.float32)
+    assert max_rel_err(want.copy(), want) == 0.0
+    assert max_rel_err(np.array([1.0, 1.0, np.inf], np.float32), want) == float("inf")
+    assert max_rel_err(np.array([np.nan, 1.0, -np.inf], np.float32), want) == float("inf")

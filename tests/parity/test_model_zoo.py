@@ -5,6 +5,8 @@ through .srm, run with both executors x both memory planners on every input of t
 Floats: max relative error <= 1e-4; integer and bool outputs: exact."""
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -34,9 +36,12 @@ def cases():
 def _export_dynamic_shapes(case):
     if not case.dynamic or case.export_static:
         return None
-    dims = {}
-    return {inp: {d: dims.setdefault(n, torch.export.Dim(n, min=1, max=4096)) for d, n in spec.items()}
-            for inp, spec in case.dynamic.items()}
+    dims, ranges = {}, case.dim_range or {}
+
+    def dim(n):
+        lo, hi = ranges.get(n, (1, 4096))
+        return dims.setdefault(n, torch.export.Dim(n, min=lo, max=hi))
+    return {inp: {d: dim(n) for d, n in spec.items()} for inp, spec in case.dynamic.items()}
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +66,8 @@ def converted(cases):
 def _params():
     out = []
     for name, case in ZOO.items():
+        if case.unsupported:
+            continue
         for fe in FRONTENDS:
             if (fe == "export" and case.export) or (fe == "torchscript" and case.no_torchscript):
                 continue
@@ -79,12 +86,18 @@ def test_zoo_model_matches_torch(cases, converted, name, frontend, executor, pla
         others = [o for o in others if _same_shapes(o, inputs)]
     sm = build(converted(name, frontend), executor, planner)
     what = f"{name} via {frontend} ({executor}, {planner})"
+    # torch.export flattens container inputs (a Dict[str, Tensor] becomes feats_c3, feats_c4, ...)
+    feed = _flat if frontend == "export" else tuple
     want = torch_outputs(m, inputs)
-    assert_close(run(sm, inputs), want, what + " run 1")
-    assert_close(run(sm, inputs), want, what + " run 2 (reused plan)")
+    assert_close(run(sm, feed(inputs)), want, what + " run 1")
+    assert_close(run(sm, feed(inputs)), want, what + " run 2 (reused plan)")
     for i, other in enumerate(others):
-        assert_close(run(sm, other), torch_outputs(m, other), f"{what} input set {i + 2}")
-    assert_close(run(sm, inputs), want, what + " back to the first input")
+        assert_close(run(sm, feed(other)), torch_outputs(m, other), f"{what} input set {i + 2}")
+    assert_close(run(sm, feed(inputs)), want, what + " back to the first input")
+
+
+def _flat(inputs) -> tuple:
+    return tuple(torch.utils._pytree.tree_leaves(tuple(inputs)))
 
 
 @pytest.mark.parametrize("name", [n for n, c in ZOO.items() if c.export])
@@ -94,6 +107,19 @@ def test_not_exportable_zoo_model_gives_clear_conversion_error(cases, name):
         srcore.from_torch(m, inputs)
     msg = str(info.value)
     assert "torch.export failed" in msg and type(m).__name__ in msg and ZOO[name].export in msg
+
+
+@pytest.mark.parametrize("frontend", FRONTENDS)
+@pytest.mark.parametrize("name", [n for n, c in ZOO.items() if c.unsupported])
+def test_unsupported_zoo_model_gives_clear_error(cases, converted, name, frontend):
+    """A model using an op srcore deliberately lacks converts, but loading it raises an
+    UnsupportedOpError naming the op and the source line of each node that uses it."""
+    op = ZOO[name].unsupported.split(":")[0]
+    with pytest.raises(srcore.UnsupportedOpError) as info:
+        build(converted(name, frontend), "codegen", "standard_resizing")
+    lines = [ln for ln in str(info.value).splitlines() if op in ln]
+    assert lines and all(re.search(r"# \S+\.py:\d+", ln) for ln in lines), str(info.value)
+    assert any(m.schema.startswith(op) for m in info.value.missing), info.value.missing
 
 
 def test_zoo_inputs_exercise_what_they_claim(cases):
@@ -118,3 +144,21 @@ def test_symbolic_dims_stay_symbolic(converted):
         spec = converted(name, frontend).input_specs[0]
         dim = next(iter(ZOO[name].dynamic[spec.name]))
         assert isinstance(spec.shape[dim], str), (name, frontend, spec)
+
+
+#: zoo models whose core-ATen decomposition needed ops or fixes of its own (scalar_tensor, uint8 eq,
+#: native_group_norm, _cdist_forward, diagonal, _native_batch_norm_legit, _adaptive_avg_pool2d, a
+#: folded 0-d NumToTensor); the rest decompose into ops the default conversion already runs
+CORE_DECOMPOSITION_CASES = ("bert_like", "pointnet", "gpt_block", "llama_block", "metric_head", "diffusion_block",
+                            "spatial_transformer", "norm_net", "pools")
+
+
+@pytest.mark.parametrize("name", CORE_DECOMPOSITION_CASES)
+def test_zoo_model_core_decompositions_match_torch(cases, name):
+    """``from_torch(..., decompositions="core")`` (core ATen: addmm, convolution, native norms,
+    scalar_tensor, ...) on the example input and the other inputs of the same shapes."""
+    m, inputs, others, _ = cases(name)
+    model = round_trip(srcore.from_torch(m, inputs, decompositions="core"))
+    sm = build(model, "codegen", "standard_resizing")
+    for i, inp in enumerate([inputs, inputs] + [o for o in others if _same_shapes(o, inputs)]):
+        assert_close(run(sm, _flat(inp)), torch_outputs(m, inp), f"{name} via core decompositions, input set {i + 1}")

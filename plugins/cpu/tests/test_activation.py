@@ -106,3 +106,23 @@ def test_hardtanh_relu6_int(dtype, lo, hi):
     x = np.arange(-8, 10, dtype=dtype).reshape(3, 6)
     check_kernel(A.hardtanh, lambda t, a, b: torch.ops.aten.hardtanh(t, a, b), x, lo, hi)
     check_kernel(A.relu6, torch.ops.aten.relu6, x)
+
+
+@pytest.mark.parametrize("lambd", [0.5, 0.0, 1.3])
+def test_shrinks_prelu_rrelu_match_torch(lambd):
+    """softshrink, hardshrink, prelu (per channel and shared), rrelu in eval: no kernel before."""
+    from srcore.errors import KernelError
+    from srcore_cpu.kernels import activation as A
+
+    F = torch.nn.functional
+    x = (np.random.default_rng(16).standard_normal((2, 3, 4)) * 2).astype(np.float32)
+    x[0, 0, :3] = [np.nan, lambd, -lambd]
+    check_kernel(A.softshrink, lambda t, *_: F.softshrink(t, lambd), x, lambd)
+    check_kernel(A.hardshrink, lambda t, *_: F.hardshrink(t, lambd), x, lambd)
+    w = np.array([0.25, -0.5, 2.0], np.float32)
+    check_kernel(A.prelu, F.prelu, x, w)
+    check_kernel(A.prelu, F.prelu, x, w[:1])
+    check_kernel(A.prelu, F.prelu, x[0, 0], w[:1])
+    check_kernel(A.rrelu, lambda t, *_: F.rrelu(t, 0.1, 0.3, training=False), x, 0.1, 0.3, False)
+    with pytest.raises(KernelError, match="channel size"):
+        A.prelu(x, np.ones(4, np.float32))

@@ -180,3 +180,37 @@ def test_integer_max_pool_pads_with_the_smallest_integer():
     np.testing.assert_array_equal(idx, ref[1].numpy())
     np.testing.assert_array_equal(K.max_pool2d(x, [3, 3], [2, 2], [1, 1]),
                                   torch.nn.functional.max_pool2d(torch.from_numpy(x), 3, 2, 1).numpy())
+
+
+@pytest.mark.parametrize("ceil_mode", [False, True])
+def test_pool3d_matches_torch(ceil_mode):
+    """max_pool3d (with indices, as export emits it), avg_pool3d and adaptive_avg_pool3d (video
+    models; no kernel before)."""
+    from srcore.testing import check_kernel
+    from srcore_cpu.kernels import pool as P
+
+    F = torch.nn.functional
+    x = np.random.default_rng(9).standard_normal((2, 3, 5, 6, 7)).astype(np.float32)
+    check_kernel(P.max_pool3d, lambda t, *_: F.max_pool3d(t, 2, 2, 1, 1, ceil_mode), x, 2, 2, 1, 1, ceil_mode)
+    check_kernel(P.max_pool3d, lambda t, *_: F.max_pool3d(t, (3, 2, 2), (1, 2, 3), 0, (1, 2, 1), ceil_mode), x,
+                 (3, 2, 2), (1, 2, 3), 0, (1, 2, 1), ceil_mode)
+    check_kernel(P.max_pool3d_with_indices,
+                 lambda t, *_: torch.ops.aten.max_pool3d_with_indices(t, [2, 3, 2], [2, 2, 2], [1, 1, 0], [1, 1, 1],
+                                                                     ceil_mode), x, [2, 3, 2], [2, 2, 2], [1, 1, 0],
+                 [1, 1, 1], ceil_mode)
+    check_kernel(P.avg_pool3d, lambda t, *_: F.avg_pool3d(t, 3, 2, 1, ceil_mode, False), x, 3, 2, 1, ceil_mode, False)
+    check_kernel(P.avg_pool3d, lambda t, *_: F.avg_pool3d(t, 2, 1, 0, ceil_mode, True, 3), x, 2, 1, 0, ceil_mode, True, 3)
+    for size in ((1, 1, 1), (2, 4, 3), (5, 6, 7)):
+        check_kernel(P.adaptive_avg_pool3d, lambda t, *_: F.adaptive_avg_pool3d(t, size), x, size)
+
+
+@pytest.mark.parametrize("size", [1, 3, 5, 8])
+def test_adaptive_max_pool1d_matches_torch(size):
+    from srcore.testing import check_kernel
+    from srcore_cpu.kernels import pool as P
+
+    x = np.random.default_rng(10).standard_normal((2, 3, 8)).astype(np.float32)
+    x[0, 1, 2] = np.nan     # NaN wins its window, as in torch
+    got = check_kernel(P.adaptive_max_pool1d, lambda t, *_: torch.nn.functional.adaptive_max_pool1d(t, size, True),
+                       x, [size])
+    assert got[1].dtype == np.int64

@@ -188,3 +188,19 @@ def test_scripted_model_runs_on_cpu_backend():
             np.testing.assert_allclose(o, r.numpy(), rtol=1e-5, atol=1e-6)
         else:
             assert o == r and type(o) is type(r)
+
+
+def test_dict_getitem_len_set_item():
+    """``Dict[str, Tensor]`` inputs (an FPN's feature dict): ``d[k]``, ``len(d)``, ``d[k] = v``."""
+    d = {"a": np.ones(2), "b": np.zeros(3)}
+    assert P.dict_getitem(d, "b") is d["b"] and P.len_(d) == 2
+    assert P.set_item(d, "c", np.ones(1)) is d and list(d) == ["a", "b", "c"]
+    with pytest.raises(KernelError, match="KeyError: 'z'"):
+        P.dict_getitem(d, "z")
+
+
+def test_warn_is_a_user_warning():
+    """``aten::warn`` had no kernel: a scripted ``warnings.warn`` left in an untaken-at-load branch
+    (``F.affine_grid`` has one) made the model fail to load."""
+    with pytest.warns(UserWarning, match="big batch"):
+        assert P.warn("big batch", 2) is None

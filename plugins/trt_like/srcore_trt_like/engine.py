@@ -25,6 +25,9 @@ from .tactics import choose_tactics
 #: plans kept per dynamic engine (input signatures); the oldest is dropped beyond this
 MAX_PLANS = 16
 
+#: the size a symbolic dim takes in the load-time conversion check of a dynamic engine
+TRIAL_DIM = 3
+
 
 class Engine:
     """One segment compiled for trt_like; ``entry`` is the callable the runtime calls."""
@@ -50,6 +53,7 @@ class Engine:
             plan = self.plan_for(tuple(tuple(t.shape) for t in types))
             self.entry = plan.run
         else:
+            self._check_converts(types)
             self.entry = self._dynamic_entry()
         self.entry.describe = self.describe
         self.entry.profile = self.profile
@@ -91,6 +95,23 @@ class Engine:
                     self.unplanned.pop(next(iter(self.unplanned)))
                 self.unplanned[shapes] = why
             return self.fallback
+
+    def _check_converts(self, types) -> None:
+        """Convert the segment once with every symbolic dim at a trial size, so that a converter
+        refusing a node (an EngineBuildError) does so at load, where the partitioner falls back
+        to cpu, not on the first run of some shape, where nothing can."""
+        from srcore.ops.shapes import propagate
+
+        g = self.graph.copy()
+        trial = [TensorType("float32", tuple(d if isinstance(d, int) else TRIAL_DIM for d in t.shape))
+                 for t in types]
+        for v, t in zip(g.inputs, trial):
+            v.type = t
+        try:
+            propagate(g, trial)
+        except Exception:   # the trial sizes do not fit this graph (a reshape, a cat): plans will tell
+            return
+        build_network(g)
 
     def _dynamic_entry(self):
         plans = self.plans

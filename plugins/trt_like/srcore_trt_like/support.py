@@ -79,6 +79,10 @@ def _tensors_ok(node: NodeInfo) -> bool:
     return all(t.dtype in ENGINE_DTYPES and t.shape is not None for t in tensors)
 
 
+def _rank(node: NodeInfo, i: int) -> int:
+    return len(node.args[i].type.shape)   # a tensor of known rank (checked by _tensors_ok)
+
+
 def _op_specific(node: NodeInfo) -> bool:
     op = node.op
     if op in ("aten::dropout",):
@@ -95,14 +99,18 @@ def _op_specific(node: NodeInfo) -> bool:
         # the conv and pool layers are NCHW; an unbatched (C, H, W) input runs on cpu
         return len(node.args[0].type.shape) == 4
     if op in ("aten::matmul", "aten::mm", "aten::bmm"):
-        # matrix-vector products run outside engines (a constant 2-D right operand is a GEMM layer)
-        a, b = node.args[0], node.args[1]
-        return len(a.type.shape) >= 2 and len(b.type.shape) >= 2 or \
-            (b.is_constant and len(b.type.shape) == 2 and len(a.type.shape) >= 1)
+        # the converter's forms: x @ constant 2-D weight (a GEMM layer), or two computed operands
+        # of rank >= 2; matrix-vector products and a constant left operand run outside engines
+        if node.args[0].is_constant:
+            return False
+        if node.args[1].is_constant:
+            return _rank(node, 1) == 2 and _rank(node, 0) >= 1
+        return _rank(node, 0) >= 2 and _rank(node, 1) >= 2
     if op in ("aten::gelu", "srcore::linear_gelu"):
         # another approximation is an error torch raises: the cpu kernel raises it (the engine computed erf's)
         return node.const("approximate", "none") in ("none", "tanh")
     if op == "aten::addmm":
-        # alpha == 0: torch does not read mat1 @ mat2 (its NaNs and infinities do not reach the result)
-        return node.const("alpha", 1) != 0
+        # a linear layer: constant 2-D mat2 (self and mat2 constant: SUPPORTED_OPS); alpha == 0:
+        # torch does not read mat1 @ mat2 (its NaNs and infinities do not reach the result)
+        return node.const("alpha", 1) != 0 and _rank(node, 2) == 2
     return True

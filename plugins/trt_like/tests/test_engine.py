@@ -183,6 +183,28 @@ def test_unsupported_op_in_the_middle_falls_back_to_cpu():
     np.testing.assert_allclose(sm(x, y)[0], want.numpy(), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("batch_dim", ["batch", "2"])
+def test_a_converter_refusal_falls_back_at_load_with_symbolic_dims_too(monkeypatch, batch_dim):
+    """A dynamic segment was converted only on the first run of each shape, so a converter's
+    EngineBuildError escaped to the caller instead of falling back (found by the zoo's
+    bigru_encoder: ``tanh(W h) @ v`` with a 1-D ``v``); the load-time trial conversion catches it."""
+    from srcore.errors import EngineBuildError
+    from srcore_trt_like import converters  # noqa: F401  (fills CONVERTERS)
+    from srcore_trt_like.network import CONVERTERS
+
+    def refuse(v, c):
+        raise EngineBuildError(f"{v.where()}: refused for the test")
+    monkeypatch.setitem(CONVERTERS, "aten::gelu", refuse)
+    sm = load(CHAIN.replace("Float(batch, 32)", f"Float({batch_dim}, 32)"), engine_min_block_size=1)
+    assert [s.status for s in sm.partition.segments] == ["fallback"]
+    assert "refused for the test" in sm.partition.segments[0].reason
+    rng = np.random.default_rng(5)
+    for b in ((2, 5) if batch_dim == "batch" else (2,)):
+        x, y = rng.standard_normal((b, 32), dtype=np.float32), rng.standard_normal(32, dtype=np.float32)
+        for got, want in zip(sm(x, y), chain_torch(torch.from_numpy(x), torch.from_numpy(y))):
+            np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_per_op_metrics_break_an_engine_into_its_layers(convnet):
     m, x, model = convnet
     sm = srcore.StaticModule(model, backends=TRT)

@@ -42,6 +42,30 @@ def test_relu_matcher_binds_a_zero_of_the_output_dtype(dtype):
         is kernels.relu_out
 
 
+def test_supports_matrix_products_only_in_the_forms_the_converters_build():
+    """addmm with a computed mat2 or a 2-D self, matmul with a constant left operand or a vector:
+    the converters refuse them, so support must too (else the whole segment fell back to cpu at
+    load: "addmm needs constant mat2 and self")."""
+    m, w, b = TensorType("float32", (4, 3)), TensorType("float32", (3, 5)), TensorType("float32", (5,))
+    out = (TensorType("float32", (4, 5)),)
+    one = (ArgInfo("beta", INT, True, 1), ArgInfo("alpha", INT, True, 1))
+    wv, bv = np.ones((3, 5), np.float32), np.ones(5, np.float32)
+
+    def addmm(self_c, mat2_c, self_t=b):
+        return NodeInfo("aten::addmm", None, (ArgInfo("self", self_t, self_c, bv if self_c else None), ArgInfo("mat1", m),
+                                              ArgInfo("mat2", w, mat2_c, wv if mat2_c else None)) + one, out)
+    assert support.supports(addmm(True, True))
+    assert not support.supports(addmm(True, False)) and not support.supports(addmm(False, True))
+    assert not support.supports(addmm(True, True, TensorType("float32", (4, 5))))
+
+    def mm(op, a, b_, a_c=False, b_c=False):
+        return NodeInfo(op, None, (ArgInfo("self", a, a_c), ArgInfo("other", b_, b_c)), out)
+    assert support.supports(mm("aten::matmul", m, w)) and support.supports(mm("aten::matmul", m, w, b_c=True))
+    assert not support.supports(mm("aten::matmul", m, w, a_c=True))
+    assert not support.supports(mm("aten::matmul", m, TensorType("float32", (3,))))
+    assert not support.supports(mm("aten::matmul", m, TensorType("float32", (2, 3, 5)), b_c=True))
+
+
 def test_add_out_with_alpha_and_the_matcher():
     a, b = np.ones((2, 2), np.float32), np.full((2, 2), 2.0, np.float32)
     np.testing.assert_array_equal(kernels.add_out(a, b, alpha=3), np.full((2, 2), 7.0))

@@ -284,3 +284,32 @@ def interpolate(ctx: Ctx):
         return [tt(x.dtype, lead + tuple(math.floor(i * s) if isinstance(i, int) else None
                                          for i, s in zip(x.shape[2:], f)))]
     return [tt(x.dtype, lead + (None,) * n)]
+
+
+@rule("aten::grid_sampler", "aten::grid_sampler_2d", "aten::grid_sampler_3d")
+def grid_sampler(ctx: Ctx):
+    """(N, C, *in) sampled at grid (N, *out, k) -> (N, C, *out); k = number of spatial dims."""
+    x, g = ctx.tensor(0), ctx.tensor(1)
+    if x.shape is None or g.shape is None:
+        return [tt(x.dtype, None if x.shape is None else (x.shape[0], x.shape[1]) + (None,) * (len(x.shape) - 2))]
+    if len(x.shape) not in (4, 5) or len(g.shape) != len(x.shape):
+        raise ctx.fail(f"grid_sampler: expected a 4-D or 5-D input and a grid of the same rank, got "
+                       f"{len(x.shape)}-D and {len(g.shape)}-D")
+    k = len(x.shape) - 2
+    if isinstance(g.shape[-1], int) and g.shape[-1] != k:
+        raise ctx.fail(f"grid_sampler: the grid's last dim must be {k}, got {g.shape[-1]}")
+    if sym.equal(x.shape[0], g.shape[0]) is False:
+        raise ctx.fail(f"grid_sampler: input batch {x.shape[0]} and grid batch {g.shape[0]} differ")
+    return [tt(x.dtype, (x.shape[0], x.shape[1]) + tuple(g.shape[1:-1]))]
+
+
+@rule("aten::affine_grid_generator")
+def affine_grid_generator(ctx: Ctx):
+    """``size`` (N, C, H, W) -> grid (N, H, W, 2); (N, C, D, H, W) -> (N, D, H, W, 3)."""
+    theta = ctx.tensor(0)
+    size = ctx.int_list(1, "size")
+    if size is None:
+        return [tt(theta.dtype, None)]
+    if len(size) not in (4, 5):
+        raise ctx.fail(f"affine_grid only supports 4D and 5D sizes, got {list(size)}")
+    return [tt(theta.dtype, (size[0],) + tuple(size[2:]) + (len(size) - 2,))]

@@ -119,7 +119,13 @@ def unary_same(ctx: Ctx):
         if isinstance(p, (int, float)) and not 0 <= p <= 1:
             raise ctx.fail(f"dropout probability has to be between 0 and 1, but got {p}")
     t = ctx.tensor(0)
-    return [tt(t.dtype, t.shape)] * max(1, len(ctx.node.outputs))
+    dtype = t.dtype
+    if ctx.op.split(".")[0] == "aten::abs" and dtype in _COMPLEX_REAL:
+        dtype = _COMPLEX_REAL[dtype]   # |z| of a complex tensor is real (an STFT magnitude)
+    return [tt(dtype, t.shape)] * max(1, len(ctx.node.outputs))
+
+
+_COMPLEX_REAL = {"complex64": "float32", "complex128": "float64"}
 
 
 @rule("aten::copy")

@@ -189,3 +189,58 @@ def one_hot(ctx: Ctx):
 @rule("aten::tril", "aten::triu", "aten::diag_embed_same")
 def tri(ctx: Ctx):
     return [ctx.tensor(0)]
+
+
+@rule("aten::bucketize")
+def bucketize(ctx: Ctx):
+    """The input's shape (a Scalar input: 0-d), int64 or with ``out_int32`` int32."""
+    x = ctx.args[0]
+    shape = x.type.shape if isinstance(x.type, TensorType) else ()
+    i32 = ctx.known(2, "out_int32", False)
+    return [tt(None if i32 is UNKNOWN else ("int32" if i32 else "int64"), shape)]
+
+
+@rule("aten::diag")
+def diag(ctx: Ctx):
+    """1-D -> the (n + |k|)-square matrix with it on diagonal k; 2-D -> diagonal k as 1-D."""
+    x = ctx.tensor(0)
+    k = ctx.known(1, "diagonal", 0)
+    if x.shape is None:
+        return [tt(x.dtype, None)]
+    if len(x.shape) not in (1, 2):
+        raise ctx.fail(f"diag(): Supports 1D or 2D tensors. Got {len(x.shape)}D")
+    if k is UNKNOWN:
+        return [tt(x.dtype, (None,) * (3 - len(x.shape)))]
+    if len(x.shape) == 1:
+        n = x.shape[0]
+        m = sym.add(n, abs(k)) if n is not None else None
+        return [tt(x.dtype, (m, m))]
+    r, c = x.shape
+    if isinstance(r, int) and isinstance(c, int):
+        return [tt(x.dtype, (max(0, min(r, c - k) if k >= 0 else min(r + k, c)),))]
+    return [tt(x.dtype, (None,))]
+
+
+@rule("aten::embedding_bag", "aten::_embedding_bag")
+def embedding_bag(ctx: Ctx):
+    """(output (bags, D), offset2bag, bag_size, max_indices) with torch's CPU shapes per mode:
+    ``sum`` -> (0,) ((N,) with a padding_idx), (O,), (O,); ``mean`` -> (N,), (bags,), (bags,);
+    ``max`` -> (N,), (bags,), (bags, D);
+    O = len(offsets), bags = O - include_last_offset, N = len(indices)."""
+    w, idx, off = ctx.tensor(0), ctx.tensor(1), ctx.tensor(2)
+    mode, last = ctx.known(4, "mode", 0), ctx.known(7, "include_last_offset", False)
+    d = w.shape[1] if w.shape is not None and len(w.shape) == 2 else None
+    o = off.shape[0] if off.shape is not None and len(off.shape) == 1 else None
+    n = idx.shape[0] if idx.shape is not None and len(idx.shape) == 1 else None
+    bags = None if o is None or last is UNKNOWN else (sym.sub(o, 1) if last else o)
+    i64 = "int64"
+    out = tt(w.dtype, (bags, d))
+    if mode == 0:
+        pad = ctx.known(8, "padding_idx", None) if len(ctx.args) > 8 else None
+        o2b = (0,) if pad is None else ((n,) if pad is not UNKNOWN else (None,))
+        return [out, tt(i64, o2b), tt(i64, (o,)), tt(i64, (o,))]
+    if mode == 1:
+        return [out, tt(i64, (n,)), tt(i64, (bags,)), tt(i64, (bags,))]
+    if mode == 2:
+        return [out, tt(i64, (n,)), tt(i64, (bags,)), tt(i64, (bags, d))]
+    return [out, tt(i64, None), tt(i64, None), tt(i64, None)]

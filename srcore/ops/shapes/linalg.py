@@ -179,3 +179,33 @@ def einsum(ctx: Ctx):
     else:
         shape = [sizes[c] for c in out]
     return [tt(dtype, shape)]
+
+
+@rule("aten::cdist", "aten::_cdist_forward")
+def cdist(ctx: Ctx):
+    """(*, P, M) x (*, R, M) -> (*broadcast, P, R)."""
+    a, b = ctx.tensor(0), ctx.tensor(1)
+    dtype = a.dtype or b.dtype
+    if a.shape is None or b.shape is None:
+        return [tt(dtype, None)]
+    if len(a.shape) < 2 or len(b.shape) < 2:
+        raise ctx.fail(f"cdist only supports at least 2D tensors, got: {len(a.shape)}D and {len(b.shape)}D")
+    _check_inner(ctx, a.shape[-1], b.shape[-1], "cdist feature sizes")
+    batch = broadcast_shapes([a.shape[:-2], b.shape[:-2]], ctx.fail)
+    return [tt(dtype, tuple(batch) + (a.shape[-2], b.shape[-2]))]
+
+
+@rule("aten::pairwise_distance")
+def pairwise_distance(ctx: Ctx):
+    """``norm(x1 - x2 + eps, p, dim=-1)``: the broadcast shape without its last dim (kept with keepdim)."""
+    a, b = ctx.tensor(0), ctx.tensor(1)
+    dtype = a.dtype or b.dtype
+    if a.shape is None or b.shape is None:
+        return [tt(dtype, None)]
+    shape = tuple(broadcast_shapes([a.shape, b.shape], ctx.fail))
+    keep = ctx.known(4, "keepdim", False)
+    if not shape:
+        return [tt(dtype, ())]
+    if keep is UNKNOWN:
+        return [tt(dtype, None)]
+    return [tt(dtype, shape[:-1] + ((1,) if keep else ()))]

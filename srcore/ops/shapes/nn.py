@@ -167,3 +167,18 @@ def pad(ctx: Ctx):
       "aten::_weight_norm_same")
 def same_as_input(ctx: Ctx):
     return [ctx.tensor(0)]
+
+
+@rule("aten::cosine_similarity")
+def cosine_similarity(ctx: Ctx):
+    """The inputs broadcast; ``dim`` of the broadcast shape is reduced away."""
+    a, b = ctx.tensor(0), ctx.tensor(1)
+    dtype = a.dtype or b.dtype
+    if a.shape is None or b.shape is None:
+        return [tt(dtype, None)]
+    shape = broadcast_shapes([a.shape, b.shape], ctx.fail)
+    d = ctx.known(2, "dim", 1)
+    if d is UNKNOWN:
+        return [tt(dtype, (None,) * max(len(shape) - 1, 0))]
+    d = ctx.norm_dim(d, len(shape))
+    return [tt(dtype, shape[:d] + shape[d + 1:])]

@@ -122,7 +122,7 @@ def argmax(ctx: Ctx):
 
 
 @rule("aten::var", "aten::std", "aten::norm", "aten::linalg_vector_norm", "aten::frobenius_norm",
-      "aten::var_mean", "aten::std_mean")
+      "aten::var_mean", "aten::std_mean", "aten::linalg_norm")
 def var(ctx: Ctx):
     x = ctx.tensor(0)
     dtype = DEFAULT_FLOAT if is_integral(x.dtype) else x.dtype

@@ -378,7 +378,15 @@ def split(ctx: Ctx):
         pieces = [tt(t.dtype, t.shape[:d] + t.shape[d + 1:])] * n
         return _as_outputs(ctx, pieces)
     arg = ctx.args[1]
-    if isinstance(arg.type, ListType) or isinstance(arg.known, (list, tuple)):
+    if op == "tensor_split" and (isinstance(arg.type, ListType) or isinstance(arg.known, (list, tuple))):
+        # split *indices*, not sizes: the pieces are x[:i0], x[i0:i1], ..., x[ik:] (Python slicing)
+        idx = as_dims(arg)
+        if idx is None or not isinstance(n, int) or not all(isinstance(i, int) for i in idx):
+            return _unknown_pieces(ctx, t) if idx is None else _as_outputs(
+                ctx, [tt(t.dtype, t.shape[:d] + (None,) + t.shape[d + 1:])] * (len(idx) + 1))
+        bounds = [0, *idx, n]
+        sizes = [len(range(n)[a:b]) for a, b in zip(bounds, bounds[1:])]
+    elif isinstance(arg.type, ListType) or isinstance(arg.known, (list, tuple)):
         sizes = as_dims(arg)
         if sizes is None:
             return _unknown_pieces(ctx, t)
@@ -430,3 +438,73 @@ def constant_chunk(ctx: Ctx):
         return _unknown_pieces(ctx, ctx.tensor(0))
     inner = Ctx(ctx.node, [ctx.args[0], A(INT, n), A(INT, d)], None, "aten::chunk")
     return split(inner)
+
+
+@rule("aten::unfold")
+def unfold(ctx: Ctx):
+    """``x.unfold(d, size, step)`` (sliding windows, a view): dim ``d`` becomes the window count
+    ``(n - size) // step + 1`` and a last dim of ``size`` is appended."""
+    x = ctx.tensor(0)
+    d, size, step = ctx.known(1, "dimension"), ctx.known(2, "size"), ctx.known(3, "step")
+    if x.shape is None:
+        return [tt(x.dtype, None)]
+    if d is UNKNOWN:
+        return [tt(x.dtype, (None,) * (len(x.shape) + 1))]
+    if not x.shape:
+        return [tt(x.dtype, (size if isinstance(size, int) else None,))]
+    d = ctx.norm_dim(d, len(x.shape))
+    n = x.shape[d]
+    if isinstance(size, int) and isinstance(step, int):
+        if step <= 0:
+            raise ctx.fail(f"unfold step must be > 0, got {step}")
+        if isinstance(n, int) and size > n:
+            raise ctx.fail(f"unfold size {size} exceeds the size {n} of dimension {d}")
+        count = sym.add(sym.floordiv(sym.sub(n, size), step), 1) if n is not None else None
+    else:
+        count = None
+    last = size if isinstance(size, int) else None
+    return [tt(x.dtype, x.shape[:d] + (count,) + x.shape[d + 1:] + (last,))]
+
+
+@rule("aten::meshgrid")
+def meshgrid(ctx: Ctx):
+    """``meshgrid(tensors, indexing="ij"|"xy")``: one tensor per 0-d/1-d input, each of the shape
+    (n0, n1, ...) of the input lengths ("xy" swaps the first two)."""
+    ts = _tensor_list(ctx, 0)
+    if ts is None:
+        return [A(ListType(TensorType(None)))]
+    indexing = ctx.known(1, "indexing", "ij") if len(ctx.args) > 1 else "ij"
+    sizes = []
+    for t in ts:
+        if t.shape is None:
+            sizes.append(None)
+        elif len(t.shape) > 1:
+            raise ctx.fail(f"meshgrid expects 0-D or 1-D tensors, got a {len(t.shape)}-D one")
+        else:
+            sizes.append(t.shape[0] if t.shape else 1)
+    if indexing == "xy" and len(sizes) >= 2:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    elif indexing is UNKNOWN:
+        sizes = [None] * len(sizes)
+    return _as_outputs(ctx, [tt(t.dtype, tuple(sizes)) for t in ts])
+
+
+@rule("aten::diagonal")
+def diagonal(ctx: Ctx):
+    """``x.diagonal(offset, dim1, dim2)`` (a view): both dims go, the diagonal's length is appended."""
+    x = ctx.tensor(0)
+    off, d1, d2 = ctx.known(1, "offset", 0), ctx.known(2, "dim1", 0), ctx.known(3, "dim2", 1)
+    if x.shape is None:
+        return [tt(x.dtype, None)]
+    if len(x.shape) < 2:
+        raise ctx.fail(f"diagonal(): expected a tensor of at least 2 dimensions, got {len(x.shape)}")
+    if UNKNOWN in (off, d1, d2):
+        return [tt(x.dtype, (None,) * (len(x.shape) - 1))]
+    d1, d2 = ctx.norm_dim(d1, len(x.shape)), ctx.norm_dim(d2, len(x.shape))
+    if d1 == d2:
+        raise ctx.fail(f"diagonal dimensions cannot be identical {d1}, {d2}")
+    a, b = x.shape[d1], x.shape[d2]
+    n = max(0, min(a, b - off) if off >= 0 else min(a + off, b)) if isinstance(a, int) and isinstance(b, int) \
+        else None
+    rest = tuple(s for i, s in enumerate(x.shape) if i not in (d1, d2))
+    return [tt(x.dtype, rest + (n,))]

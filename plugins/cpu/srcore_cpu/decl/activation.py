@@ -23,6 +23,11 @@ _OPS = [  # (op, impl, dtypes, matcher)
     ("aten::softplus", "softplus", FLOATS, None),
     ("aten::mish", "mish", FLOATS, None),
     ("aten::log_sigmoid", "log_sigmoid", FLOATS, None),
+    ("aten::glu", "glu", FLOATS, None),
+    ("aten::prelu", "prelu", FLOATS, None),
+    ("aten::rrelu", "rrelu", FLOATS, None),
+    ("aten::softshrink", "softshrink", FLOATS, None),
+    ("aten::hardshrink", "hardshrink", FLOATS, None),
 ]
 
 _INPLACE = [("aten::relu_", "relu_", NUMERIC), ("aten::relu6_", "relu6_", NUMERIC),

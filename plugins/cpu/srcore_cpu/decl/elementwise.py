@@ -24,6 +24,8 @@ _BINARY = [  # (op, impl, dtypes, matcher)
     ("aten::floor_divide.Scalar", "floor_divide", NUMERIC, _BM),
     ("aten::remainder.Tensor", "remainder", NUMERIC, _BM), ("aten::remainder.Scalar", "remainder", NUMERIC, _BM),
     ("aten::remainder.Scalar_Tensor", "remainder", NUMERIC, None),
+    ("aten::atan2", "atan2", NUMERIC, None),
+    ("aten::fmod.Tensor", "fmod", NUMERIC, None), ("aten::fmod.Scalar", "fmod", NUMERIC, None),
     ("aten::pow.Tensor_Tensor", "pow", NUMERIC, _BM), ("aten::pow.Tensor_Scalar", "pow", NUMERIC, _BM),
     ("aten::pow.Scalar", "pow", NUMERIC, None),
     ("aten::minimum", "minimum", ALL, _BM), ("aten::maximum", "maximum", ALL, _BM),
@@ -35,7 +37,8 @@ _BINARY = [  # (op, impl, dtypes, matcher)
     ("aten::bitwise_xor.Tensor", "bitwise_xor", _BITS, None), ("aten::bitwise_xor.Scalar", "bitwise_xor", _BITS, None),
     ("aten::logical_and", "logical_and", ALL, _BM), ("aten::logical_or", "logical_or", ALL, _BM),
     ("aten::logical_xor", "logical_xor", ALL, _BM),
-] + [(f"aten::{c}.{o}", c, ALL, _BM) for c in ("eq", "ne", "lt", "le", "gt", "ge") for o in ("Tensor", "Scalar")]
+] + [(f"aten::{c}.{o}", c, ALL + ("uint8",), _BM) for c in ("eq", "ne", "lt", "le", "gt", "ge")
+     for o in ("Tensor", "Scalar")]  # uint8: image thresholds, and export's core decomposition of eye
 
 _FLOATING = ["exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh", "erf", "log2",
              "log10"]

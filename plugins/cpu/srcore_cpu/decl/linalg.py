@@ -15,5 +15,12 @@ KERNELS: list[Kernel] = [
     Kernel("aten::mm", "cpu", "out", NUMERIC, _M + "mm"),
     Kernel("aten::bmm", "cpu", "out", NUMERIC, _M + "bmm"),
     Kernel("aten::dot", "cpu", "out", NUMERIC, _M + "dot"),
+    Kernel("aten::outer", "cpu", "out", NUMERIC, _M + "outer"),
+    Kernel("aten::cosine_similarity", "cpu", "out", FLOATS, _M + "cosine_similarity"),
+    Kernel("aten::linalg_norm", "cpu", "out", FLOATS, _M + "linalg_norm"),
+    Kernel("aten::linalg_norm.ord_str", "cpu", "out", FLOATS, _M + "linalg_norm"),
+    Kernel("aten::cdist", "cpu", "out", FLOATS, _M + "cdist"),
+    Kernel("aten::_cdist_forward", "cpu", "out", FLOATS, _M + "cdist"),
+    Kernel("aten::pairwise_distance", "cpu", "out", FLOATS, _M + "pairwise_distance"),
     Kernel("aten::einsum", "cpu", "out", NUMERIC, _M + "einsum"),
 ]

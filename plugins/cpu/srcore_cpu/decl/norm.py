@@ -11,8 +11,13 @@ KERNELS: list[Kernel] = [
     Kernel("aten::_native_batch_norm_legit_no_training", "cpu", "out", FLOATS,
            _M + "_native_batch_norm_legit_no_training"),
     Kernel("aten::native_batch_norm", "cpu", "out", FLOATS, _M + "native_batch_norm"),
+    Kernel("aten::_native_batch_norm_legit", "cpu", "out", FLOATS, _M + "_native_batch_norm_legit"),
+    Kernel("aten::_native_batch_norm_legit.no_stats", "cpu", "out", FLOATS,
+           _M + "_native_batch_norm_legit_no_stats"),
     Kernel("aten::layer_norm", "cpu", "out", FLOATS, _M + "layer_norm"),
     Kernel("aten::native_layer_norm", "cpu", "out", FLOATS, _M + "native_layer_norm"),
+    Kernel("aten::rms_norm", "cpu", "out", FLOATS, _M + "rms_norm"),
+    Kernel("aten::native_group_norm", "cpu", "out", FLOATS, _M + "native_group_norm"),
     Kernel("aten::group_norm", "cpu", "out", FLOATS, _M + "group_norm"),
     Kernel("aten::instance_norm", "cpu", "out", FLOATS, _M + "instance_norm"),
 ]

@@ -10,7 +10,12 @@ KERNELS: list[Kernel] = [
     # the matcher fixes the intra-op thread count at load (parallel.py)
     Kernel("aten::max_pool1d", "cpu", "out", FLOATS, _M + "max_pool1d", matcher=_M + "max_pool_matcher"),
     Kernel("aten::max_pool2d", "cpu", "out", FLOATS, _M + "max_pool2d", matcher=_M + "max_pool_matcher"),
+    Kernel("aten::max_pool3d", "cpu", "out", FLOATS, _M + "max_pool3d"),
     Kernel("aten::avg_pool1d", "cpu", "out", FLOATS, _M + "avg_pool1d"),
+    Kernel("aten::avg_pool3d", "cpu", "out", FLOATS, _M + "avg_pool3d"),
+    Kernel("aten::adaptive_avg_pool3d", "cpu", "out", FLOATS, _M + "adaptive_avg_pool3d"),
+    Kernel("aten::_adaptive_avg_pool2d", "cpu", "out", FLOATS, _M + "adaptive_avg_pool2d"),
+    Kernel("aten::max_pool3d_with_indices", "cpu", "out", FLOATS + ("int64",), _M + "max_pool3d_with_indices"),
     Kernel("aten::avg_pool2d", "cpu", "out", FLOATS, _M + "avg_pool2d"),
     Kernel("aten::adaptive_avg_pool1d", "cpu", "out", FLOATS, _M + "adaptive_avg_pool1d",
            matcher=_M + "adaptive_avg_pool_matcher"),
@@ -20,4 +25,5 @@ KERNELS: list[Kernel] = [
     Kernel("aten::max_pool1d_with_indices", "cpu", "out", FLOATS + ("int64",), _M + "max_pool1d_with_indices"),
     Kernel("aten::max_pool2d_with_indices", "cpu", "out", FLOATS + ("int64",), _M + "max_pool2d_with_indices"),
     Kernel("aten::adaptive_max_pool2d", "cpu", "out", FLOATS + ("int64",), _M + "adaptive_max_pool2d"),
+    Kernel("aten::adaptive_max_pool1d", "cpu", "out", FLOATS + ("int64",), _M + "adaptive_max_pool1d"),
 ]

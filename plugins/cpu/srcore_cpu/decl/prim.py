@@ -7,11 +7,13 @@ from . import ANY, family
 
 _k = family("prim")
 
+_DICT_KEYS = ("str", "int", "bool", "float")   # Dict(<key>, t) overloads
+
 _OPS = [  # (op, impl)
     ("prim::ListConstruct", "list_construct"), ("prim::ListUnpack", "list_unpack"),
     ("prim::TupleConstruct", "tuple_construct"), ("prim::TupleUnpack", "tuple_unpack"),
     ("prim::TupleIndex", "tuple_index"), ("prim::dtype", "dtype"), ("prim::device", "device"),
-    ("prim::RaiseException", "raise_exception"), ("prim::Uninitialized", "uninitialized"),
+    ("prim::RaiseException", "raise_exception"), ("aten::warn", "warn"), ("prim::Uninitialized", "uninitialized"),
     ("prim::unchecked_cast", "identity"),
     ("aten::size", "size"), ("aten::size.int", "size"), ("aten::dim", "dim"), ("aten::numel", "numel"),
     ("aten::len.t", "len_"), ("aten::len.Tensor", "len_"), ("aten::len.any", "len_"), ("aten::len.str", "len_"),
@@ -33,6 +35,8 @@ _OPS = [  # (op, impl)
     ("aten::sort.int", "list_sort"), ("aten::sort.float", "list_sort"), ("aten::sort.bool", "list_sort"),
     ("aten::sort.any", "list_sort"), ("aten::eq.Tensor_list", "tensor_list_eq"),
     ("aten::ne.Tensor_list", "tensor_list_ne"),
-]
+] + [(f"aten::__getitem__.Dict_{k}", "dict_getitem") for k in _DICT_KEYS] \
+  + [(f"aten::len.Dict_{k}", "len_") for k in _DICT_KEYS] \
+  + [(f"aten::_set_item.{k}", "set_item") for k in _DICT_KEYS]
 
 KERNELS: list[Kernel] = [_k(op, impl, ANY, kind="native") for op, impl in _OPS]

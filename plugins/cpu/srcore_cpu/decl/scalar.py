@@ -35,6 +35,9 @@ _OPS = (
                  "self_float", "bool_list", "self_bool")]
     + [("aten::sum.int", "sum"), ("aten::sum.float", "sum"), ("aten::sum.bool", "sum")]
     + [(f"aten::{f}.{o}", f) for f in ("all", "any") for o in ("int", "float", "bool")]
+    + [(_ov("fmod", o), "fmod") for o in _NUM]
+    + [(_ov("atan2", o), "atan2") for o in ("int", "float", "int_float", "float_int", "Scalar_Scalar")]
+    + [(f"aten::__{n}__.{o}", n + "_") for n in ("and", "or", "xor") for o in ("bool", "int")]
     + [("aten::__not__", "not_"), ("aten::__is__", "is_"), ("aten::__isnot__", "isnot"),
        ("aten::__range_length", "range_length"), ("aten::__derive_index", "derive_index"),
        ("aten::isnan.float", "isnan"), ("aten::isinf.float", "isinf")]

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from srcore.errors import KernelError
 from srcore.ir.types import TensorType
 from srcore.plugin import NodeInfo, Specialized
 
@@ -53,6 +54,24 @@ def sigmoid(self, *, out=None):
     from scipy.special import expit
 
     return expit(self, out=_alloc(self, out))
+
+
+def glu(self, dim=-1, *, out=None):
+    """``aten::glu``: the first half of ``dim`` times the sigmoid of the second half."""
+    from scipy.special import expit
+
+    if self.ndim == 0:
+        raise KernelError("glu does not support scalars because halving size must be even")
+    d = dim % self.ndim
+    n = self.shape[d]
+    if n % 2:
+        raise KernelError(f"glu: Halving dimension must be even, but dimension {d} is size {n}")
+    a, b = np.split(self, 2, axis=d)
+    if out is None:
+        out = np.empty(a.shape, self.dtype)
+    expit(b, out=out)
+    np.multiply(out, a, out=out)
+    return out
 
 
 def silu(self, *, out=None):
@@ -109,6 +128,47 @@ def leaky_relu(self, negative_slope=0.01, *, out=None):
     out = _alloc(self, out)
     np.multiply(self, negative_slope, out=out)
     np.copyto(out, self, where=self > 0)
+    return out
+
+
+def prelu(self, weight, *, out=None):
+    """``aten::prelu`` (nn.PReLU): ``x if x > 0 else w * x``, one ``w`` per channel (dim 1) or one
+    shared."""
+    if weight.size != 1:
+        c = self.shape[1] if self.ndim >= 2 else (self.shape[0] if self.ndim == 1 else 1)
+        if weight.size != c:
+            raise KernelError(f"prelu: Mismatch of parameter numbers and input channel size. Found parameter "
+                              f"numbers = {weight.size} and channel size = {c}.")
+        if self.ndim >= 2:
+            weight = weight.reshape((1, c) + (1,) * (self.ndim - 2))
+    else:
+        weight = weight.reshape(())
+    out = _alloc(self, out)
+    np.multiply(self, weight, out=out)
+    np.copyto(out, self, where=self > 0)
+    return out
+
+
+def rrelu(self, lower=0.125, upper=1.0 / 3.0, training=False, generator=None, *, out=None):
+    """``aten::rrelu`` in eval: a leaky ReLU with the mean slope ``(lower + upper) / 2``."""
+    if training:
+        raise KernelError("rrelu: training=True samples random slopes; srcore runs models in eval")
+    return leaky_relu(self, (lower + upper) / 2, out=out)
+
+
+def softshrink(self, lambd=0.5, *, out=None):
+    """``aten::softshrink``: ``x - l`` above ``l``, ``x + l`` below ``-l``, else 0 (NaN stays NaN)."""
+    out = _alloc(self, out)
+    lam = self.dtype.type(lambd)
+    np.copyto(out, np.where(np.abs(self) <= lam, 0, self - np.copysign(lam, self)))
+    return out
+
+
+def hardshrink(self, lambd=0.5, *, out=None):
+    """``aten::hardshrink``: 0 where ``|x| <= l``, else ``x`` (NaN stays NaN)."""
+    out = _alloc(self, out)
+    lam = self.dtype.type(lambd)
+    np.copyto(out, np.where(np.abs(self) <= lam, 0, self))
     return out
 
 

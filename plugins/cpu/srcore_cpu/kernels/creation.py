@@ -66,6 +66,36 @@ def full_like(self, fill_value, *, dtype=None, layout=None, device=None, pin_mem
     return _fill(self.shape, fill_value, dtype_of_code(dtype, self.dtype), out, device)
 
 
+def eye(n, m=None, *, dtype=None, layout=None, device=None, pin_memory=None, out=None):
+    """``aten::eye`` / ``eye.m``: ones on the diagonal of an ``n x m`` (default ``n x n``) matrix."""
+    _check_device(device)
+    r = np.eye(n, n if m is None else m, dtype=dtype_of_code(dtype, DEFAULT_FLOAT))
+    if out is None:
+        return r
+    np.copyto(out, r)
+    return out
+
+
+def fill(self, value, *, out=None):
+    """``aten::fill.Scalar`` / ``fill.Tensor`` (a 0-d value): a tensor like ``self`` holding ``value``
+    (the functional ``fill_``, which torch.export's functionalization emits)."""
+    if out is None:
+        out = np.empty_like(self)
+    out[...] = value
+    return out
+
+
+def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None, out=None):
+    """``aten::scalar_tensor``: a 0-d tensor of ``s``, float32 unless ``dtype`` says otherwise (torch's
+    default dtype, unlike ``prim::NumToTensor``)."""
+    _check_device(device)
+    r = np.array(s, dtype=dtype_of_code(dtype, DEFAULT_FLOAT))
+    if out is None:
+        return r
+    out[()] = r
+    return out
+
+
 def _num(v):
     return v.item() if isinstance(v, np.ndarray) else v
 

@@ -101,6 +101,16 @@ def remainder(self, other, *, out=None):
     return _apply(np.remainder, self, other, out)
 
 
+def atan2(self, other, *, out=None):
+    """``aten::atan2``: a floating result (integer inputs give float32, as torch)."""
+    return _apply(np.arctan2, self, other, out, floating=True)
+
+
+def fmod(self, other, *, out=None):
+    """``aten::fmod`` (Tensor, Scalar): C's fmod, the sign of the dividend (numpy's ``fmod`` too)."""
+    return _apply(np.fmod, self, other, out)
+
+
 def pow(self, exponent, *, out=None):
     """``aten::pow`` (Tensor_Tensor, Tensor_Scalar, Scalar)."""
     if out is None:

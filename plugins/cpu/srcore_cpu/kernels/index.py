@@ -84,6 +84,74 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     return scatter(self, dim, index, src, value=value, reduce=reduce, out=self)
 
 
+def scatter_add(self, dim, index, src, *, out=None):
+    """``aten::scatter_add``: ``self`` plus ``src`` summed into the ``index`` positions along ``dim``."""
+    return scatter(self, dim, index, src, reduce="add", out=out)
+
+
+def scatter_add_(self, dim, index, src):
+    """In-place ``scatter_add``."""
+    return scatter(self, dim, index, src, reduce="add", out=self)
+
+
+def index_add(self, dim, index, source, *, alpha=1, out=None):
+    """``aten::index_add``: ``self`` plus ``alpha * source`` summed into the rows ``index`` along
+    ``dim`` (repeated indices accumulate, as torch)."""
+    if out is None:
+        out = self.copy()
+    elif out is not self:
+        np.copyto(out, self)
+    idx = index.reshape(-1)
+    target = out.reshape(1) if out.ndim == 0 else out  # a view: a 0-d self is one row
+    d = _dim(dim, out.ndim)
+    _check_bounds(idx, target.shape[d], d, "index_add")
+    vals = np.asarray(source) if alpha == 1 else np.asarray(source) * alpha
+    np.add.at(target, (slice(None),) * d + (idx,), vals.reshape(-1) if out.ndim == 0 else vals)
+    return out
+
+
+def index_add_(self, dim, index, source, *, alpha=1):
+    """In-place ``index_add``."""
+    return index_add(self, dim, index, source, alpha=alpha, out=self)
+
+
+def index_fill(self, dim, index, value, *, out=None):
+    """``aten::index_fill`` (int_Scalar, int_Tensor with a 0-d value): ``self`` with the rows
+    ``index`` along ``dim`` set to ``value``."""
+    if out is None:
+        out = self.copy()
+    elif out is not self:
+        np.copyto(out, self)
+    idx = index.reshape(-1)
+    target = out.reshape(1) if out.ndim == 0 else out
+    d = _dim(dim, out.ndim)
+    _check_bounds(idx, target.shape[d], d, "index_fill")
+    target[(slice(None),) * d + (idx,)] = value
+    return out
+
+
+def bucketize(self, boundaries, *, out_int32=False, right=False, out=None):
+    """``aten::bucketize`` (Tensor, Scalar): the bucket of each value among sorted ``boundaries``;
+    ``right=False`` puts a value equal to a boundary in the bucket that boundary closes."""
+    r = np.searchsorted(boundaries, self, side="right" if right else "left")
+    r = np.asarray(r, np.int32 if out_int32 else np.int64)
+    if out is None:
+        return r
+    np.copyto(out, r)
+    return out
+
+
+def diag(self, diagonal=0, *, out=None):
+    """``aten::diag``: a 1-D tensor to a matrix with it on diagonal ``k``, a matrix to its diagonal."""
+    if self.ndim not in (1, 2):
+        raise KernelError(f"diag(): Supports 1D or 2D tensors. Got {self.ndim}D")
+    r = np.diag(self, diagonal)
+    if out is None:
+        return r.copy()
+    np.copyto(out, r)
+    return out
+
+
 def index_select(self, dim, index, *, out=None):
     """``aten::index_select``: a 0-d or 1-d ``index`` along ``dim``."""
     idx = index.reshape(-1)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from srcore.errors import KernelError
 from srcore.plugin import NodeInfo, Specialized
 
 
@@ -194,6 +195,86 @@ def dot(self, tensor, out=None):
     if out is None:
         return np.asarray(np.dot(self, tensor), dtype=np.result_type(self, tensor))
     out[()] = np.dot(self, tensor)
+    return out
+
+
+def outer(self, vec2, out=None):
+    """``aten::outer`` (``ger``) of two 1-D tensors (RoPE's ``positions x inv_freq``)."""
+    r = np.multiply.outer(self, vec2)
+    if out is None:
+        return r
+    np.copyto(out, r)
+    return out
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8, out=None):
+    """``aten::cosine_similarity`` as ATen computes it: each input divided by its 2-norm along
+    ``dim`` clamped to ``eps``, then the product summed over ``dim`` (inputs broadcast)."""
+    a, b = np.broadcast_arrays(x1, x2)
+    d = dim % max(a.ndim, 1)
+    na = np.maximum(np.sqrt(np.sum(np.square(a), axis=d, keepdims=True)), eps)
+    nb = np.maximum(np.sqrt(np.sum(np.square(b), axis=d, keepdims=True)), eps)
+    return np.sum((a / na) * (b / nb), axis=d, out=out)
+
+
+def linalg_norm(self, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
+    """``aten::linalg_norm`` (and ``.ord_str``): a vector norm over one dim (or all, flattened, when
+    ``ord`` and ``dim`` are None), a matrix norm over two (``fro``, ``nuc``, +-1, +-2, +-inf);
+    numpy's ``linalg.norm`` has torch's semantics."""
+    if dtype is not None:
+        from .promotion import dtype_of_code
+
+        self = self.astype(dtype_of_code(dtype))
+    axis = None if dim is None else (tuple(dim) if len(dim) > 1 else dim[0])
+    if axis is None and ord is None:
+        r = np.linalg.norm(self.reshape(-1))
+        r = np.reshape(r, (1,) * self.ndim if keepdim else ())
+    elif axis is None and self.ndim > 2:
+        raise KernelError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
+                          f"Got {self.ndim}D.")
+    else:
+        r = np.linalg.norm(self, ord=ord, axis=axis, keepdims=keepdim)
+    r = np.asarray(r, dtype=self.dtype)
+    if out is None:
+        return r
+    np.copyto(out, r)
+    return out
+
+
+def cdist(x1, x2, p=2.0, compute_mode=None, out=None):
+    """``aten::cdist``: the p-norm distance between every row of ``x1`` and of ``x2`` (batched)."""
+    d = np.abs(x1[..., :, None, :] - x2[..., None, :, :])
+    if p == 0:
+        r = np.count_nonzero(d, axis=-1).astype(x1.dtype)
+    elif np.isinf(p):
+        r = d.max(axis=-1) if d.shape[-1] else np.zeros(d.shape[:-1], x1.dtype)
+    elif p == 2:
+        r = np.sqrt(np.einsum("...k,...k->...", d, d))
+    else:
+        r = np.sum(d ** p, axis=-1) ** (1.0 / p)
+    r = np.asarray(r, dtype=np.result_type(x1, x2))
+    if out is None:
+        return r
+    np.copyto(out, r)
+    return out
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False, out=None):
+    """``aten::pairwise_distance``: ``norm(x1 - x2 + eps, p, dim=-1)`` (torch adds eps to the difference)."""
+    diff = np.abs(np.subtract(x1, x2) + np.asarray(eps, np.result_type(x1, x2)))
+    if diff.ndim == 0:
+        diff = diff.reshape(1)
+        keepdim = False
+    if p == 0:
+        r = np.count_nonzero(diff, axis=-1, keepdims=keepdim).astype(diff.dtype)
+    elif np.isinf(p):
+        r = diff.max(axis=-1, keepdims=keepdim) if p > 0 else diff.min(axis=-1, keepdims=keepdim)
+    else:
+        r = np.sum(diff ** p, axis=-1, keepdims=keepdim) ** (1.0 / p)
+    r = np.asarray(r, dtype=diff.dtype)
+    if out is None:
+        return r
+    np.copyto(out, r)
     return out
 
 

@@ -94,6 +94,36 @@ def _native_batch_norm_legit_no_training(input, weight, bias, running_mean, runn
     return out
 
 
+def _native_batch_norm_legit(input, weight, bias, running_mean=None, running_var=None, training=False,
+                             momentum=0.1, eps=1e-5, out=None):
+    """``aten::_native_batch_norm_legit`` (and ``.no_stats``: no running statistics), what torch.export's
+    core decomposition makes of instance_norm and of batch norm with batch statistics: (output,
+    save_mean, save_invstd); with ``training`` the running statistics are updated in place, as
+    torch does (unbiased variance)."""
+    if not training:
+        if running_mean is None or running_var is None:
+            raise KernelError("_native_batch_norm_legit: running_mean and running_var must be defined "
+                              "in evaluation mode")
+        if out is None:
+            out = (np.empty_like(input), np.empty((0,), input.dtype), np.empty((0,), input.dtype))
+        batch_norm(input, weight, bias, running_mean, running_var, False, momentum, eps, out=out[0])
+        return out
+    out = native_batch_norm(input, weight, bias, None, None, True, momentum, eps, out=out)
+    if running_mean is not None:
+        n = input.size // input.shape[1]
+        axes = (0,) + tuple(range(2, input.ndim))
+        var = np.var(input, axis=axes, ddof=1 if n > 1 else 0)
+        running_mean *= 1 - momentum
+        running_mean += momentum * np.mean(input, axis=axes).astype(running_mean.dtype)
+        running_var *= 1 - momentum
+        running_var += momentum * var.astype(running_var.dtype)
+    return out
+
+
+def _native_batch_norm_legit_no_stats(input, weight, bias, training, momentum, eps, out=None):
+    return _native_batch_norm_legit(input, weight, bias, None, None, training, momentum, eps, out=out)
+
+
 def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, out=None):
     """``aten::native_batch_norm``: eval only returns empty save_mean/save_invstd, like torch."""
     if training:
@@ -146,6 +176,20 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps, out=None):
     return out
 
 
+def rms_norm(input, normalized_shape, weight=None, eps=None, out=None):
+    """``aten::rms_norm`` (nn.RMSNorm, Llama-style): ``x * rsqrt(mean(x**2) + eps) * weight`` over
+    the trailing ``normalized_shape`` dims; ``eps=None`` is the dtype's machine epsilon, as torch."""
+    if eps is None:
+        eps = float(np.finfo(input.dtype).eps)
+    if out is None:
+        out = np.empty_like(input)
+    ms = np.mean(np.square(input), axis=_ln_axes(input, normalized_shape), keepdims=True)
+    np.multiply(input, 1.0 / np.sqrt(ms + eps), out=out)
+    if weight is not None:
+        np.multiply(out, weight, out=out)
+    return out
+
+
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True, out=None):
     """``aten::group_norm``: statistics over (C/G, *spatial) per sample and group."""
     if out is None:
@@ -162,6 +206,25 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enable
         np.add(target, _chan(bias, input.ndim), out=target)
     if target is not out:
         np.copyto(out, target)
+    return out
+
+
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps, out=None):
+    """``aten::native_group_norm`` (torch.export's core decomposition of group_norm): (output,
+    mean, rstd), the statistics of shape (N, group)."""
+    if out is None:
+        out = (np.empty_like(input), np.empty((N, group), input.dtype), np.empty((N, group), input.dtype))
+    y = out[0]
+    target = y if y.flags.c_contiguous else np.empty_like(input)
+    _, mean, rstd = _normalize(input.reshape(N, group, -1), (2,), eps, target.reshape(N, group, -1))
+    if weight is not None:
+        np.multiply(target, _chan(weight, input.ndim), out=target)
+    if bias is not None:
+        np.add(target, _chan(bias, input.ndim), out=target)
+    if target is not y:
+        np.copyto(y, target)
+    np.copyto(out[1], mean.reshape(N, group))
+    np.copyto(out[2], rstd.reshape(N, group))
     return out
 
 

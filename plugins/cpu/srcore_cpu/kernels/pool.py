@@ -268,6 +268,11 @@ def max_pool2d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=Fa
     return _max_pool(2, self, kernel_size, stride, padding, dilation, ceil_mode, out)
 
 
+def max_pool3d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, out=None):
+    """``aten::max_pool3d`` (video models)."""
+    return _max_pool(3, self, kernel_size, stride, padding, dilation, ceil_mode, out)
+
+
 def _max_pool_with_indices(nd, x, kernel_size, stride, padding, dilation, ceil_mode, out):
     ks = _tup(kernel_size, nd)
     st = _tup(stride, nd, ks)
@@ -302,6 +307,11 @@ def _max_pool_with_indices(nd, x, kernel_size, stride, padding, dilation, ceil_m
 def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, out=None):
     """``aten::max_pool2d_with_indices`` (what torch.export emits): (values, int64 flat H*W indices)."""
     return _max_pool_with_indices(2, self, kernel_size, stride, padding, dilation, ceil_mode, out)
+
+
+def max_pool3d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, out=None):
+    """``aten::max_pool3d_with_indices``: (values, int64 flat D*H*W indices)."""
+    return _max_pool_with_indices(3, self, kernel_size, stride, padding, dilation, ceil_mode, out)
 
 
 def max_pool1d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, out=None):
@@ -353,6 +363,12 @@ def avg_pool2d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_i
     return _avg_pool(2, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out)
 
 
+def avg_pool3d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None, out=None):
+    """``aten::avg_pool3d``."""
+    return _avg_pool(3, self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out)
+
+
 def _bounds(n, o):
     i = np.arange(o)
     return (i * n) // o, -((-(i + 1) * n) // o)   # floor(i*n/o), ceil((i+1)*n/o)
@@ -375,13 +391,21 @@ def _adaptive_avg(nd, x, output_size, out):
         return np.mean(x, axis=tuple(range(-nd, 0)), keepdims=True, out=out)
     if nd == 1:
         return np.matmul(x, _avg_matrix(sp[0], osz[0], x.dtype).T, out=out)
-    tmp = np.matmul(_avg_matrix(sp[0], osz[0], x.dtype), x)
-    return np.matmul(tmp, _avg_matrix(sp[1], osz[1], x.dtype).T, out=out)
+    if nd == 2:
+        tmp = np.matmul(_avg_matrix(sp[0], osz[0], x.dtype), x)
+        return np.matmul(tmp, _avg_matrix(sp[1], osz[1], x.dtype).T, out=out)
+    mats = [_avg_matrix(n, o, x.dtype) for n, o in zip(sp, osz)]
+    return np.einsum("...dhw,Dd,Hh,Ww->...DHW", x, *mats, out=out, optimize=True)
 
 
 def adaptive_avg_pool1d(self, output_size, out=None):
     """``aten::adaptive_avg_pool1d``."""
     return _adaptive_avg(1, self, output_size, out)
+
+
+def adaptive_avg_pool3d(self, output_size, out=None):
+    """``aten::adaptive_avg_pool3d``: one averaging matrix per spatial dim."""
+    return _adaptive_avg(3, self, output_size, out)
 
 
 def adaptive_avg_pool2d(self, output_size, out=None):
@@ -405,6 +429,22 @@ def adaptive_avg_pool_matcher(node: NodeInfo):
         return adaptive_avg_pool2d if node.op.endswith("2d") else adaptive_avg_pool1d
     fn = _global_avg_pool2d if node.op.endswith("2d") else _global_avg_pool1d
     return Specialized(fn, args=(0,))
+
+
+def adaptive_max_pool1d(self, output_size, out=None):
+    """``aten::adaptive_max_pool1d`` (text CNNs' max over time): (values, int64 indices into L)."""
+    (o,) = _tup(output_size, 1)
+    lead = self.shape[:-1]
+    if out is None:
+        out = (np.empty(lead + (o,), self.dtype), np.empty(lead + (o,), np.int64))
+    vals, idxs = out
+    start, end = _bounds(self.shape[-1], o)
+    for i in range(o):
+        win = self[..., start[i]:end[i]]
+        a = np.argmax(win, axis=-1)   # NaN wins, like torch
+        vals[..., i] = np.take_along_axis(win, a[..., None], -1)[..., 0]
+        idxs[..., i] = a + start[i]
+    return out
 
 
 def adaptive_max_pool2d(self, output_size, out=None):

@@ -48,6 +48,14 @@ def raise_exception(msg, cls=None):
     raise KernelError(f"{cls}: {msg}" if cls else str(msg))
 
 
+def warn(message, stacklevel=2):
+    """``aten::warn`` (``warnings.warn`` in a scripted model, e.g. inside ``F.affine_grid``): a
+    Python ``UserWarning``, as TorchScript gives."""
+    import warnings
+
+    warnings.warn(str(message), UserWarning, stacklevel=2)
+
+
 def uninitialized():
     return None
 
@@ -106,6 +114,14 @@ def list_copy(l):
 def append(self, el):
     self.append(el)
     return self
+
+
+def dict_getitem(d, key):
+    """``aten::__getitem__.Dict_*``: ``d[key]`` (e.g. a ``Dict[str, Tensor]`` input's features)."""
+    try:
+        return d[key]
+    except KeyError:
+        raise KernelError(f"KeyError: {key!r} (the dict has keys {list(d)})") from None
 
 
 def set_item(l, idx, el):

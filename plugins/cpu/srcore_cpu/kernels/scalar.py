@@ -88,6 +88,29 @@ def ge(a, b):
     return a >= b
 
 
+def atan2(a, b):
+    return math.atan2(a, b)
+
+
+def fmod(a, b):
+    """``aten::fmod`` on Python numbers: always a float, as TorchScript's."""
+    return math.fmod(a, b)
+
+
+def and_(a, b):
+    """``aten::__and__.bool`` / ``.int``: ``a & b`` on Python numbers (TorchScript's ``and`` of loop
+    conditions, e.g. after a ``break``, is one)."""
+    return a & b
+
+
+def or_(a, b):
+    return a | b
+
+
+def xor_(a, b):
+    return a ^ b
+
+
 def not_(a):
     return not a
 

@@ -96,6 +96,68 @@ def t(self):
     return self.T
 
 
+def unfold(self, dimension, size, step):
+    """``Tensor.unfold`` (``aten::unfold``): windows of ``size`` every ``step`` along ``dimension``, as a
+    new last dim (a strided view, like torch's)."""
+    if step <= 0:
+        raise KernelError(f"unfold: step is {step} but must be > 0")
+    if self.ndim == 0:
+        return self.reshape(1) if size == 1 else _unfold_error(size, 0)
+    d = dimension % self.ndim
+    if size > self.shape[d]:
+        _unfold_error(size, self.shape[d])
+    w = np.lib.stride_tricks.sliding_window_view(self, size, axis=d, writeable=True)  # torch can write through it
+    return w[(np.s_[:],) * d + (np.s_[::step],)]  # (this module's `slice` is the kernel)
+
+
+def _unfold_error(size, n):
+    raise KernelError(f"unfold: maximum size for tensor at dimension is {n} but size is {size}")
+
+
+def meshgrid(tensors, *, indexing="ij"):
+    """``aten::meshgrid`` (``.indexing``): grids of the 0-d/1-d inputs, torch's default
+    ``"ij"`` (matrix) indexing or ``"xy"`` (cartesian: the first two dims swapped)."""
+    if indexing not in ("ij", "xy"):
+        raise KernelError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+    if any(t.ndim > 1 for t in tensors):
+        raise KernelError("torch.meshgrid: Expected 0D or 1D tensor in the tensor list")
+    # fresh arrays: the schema (Tensor[] -> Tensor[]) declares no alias, so the memory planner may
+    # reuse the inputs' buffers once meshgrid has run
+    return list(np.meshgrid(*[t.reshape(-1) for t in tensors], indexing=indexing, copy=True))
+
+
+def tensor_split(self, indices_or_sections, dim=0):
+    """``aten::tensor_split`` (sections, indices, or a tensor of either): views; ``n`` sections
+    give the first ``size % n`` pieces one extra element, as ``np.array_split``."""
+    s = indices_or_sections
+    if isinstance(s, np.ndarray):
+        if s.ndim > 1 or s.dtype.kind not in "iu":
+            raise KernelError("tensor_split expects tensor_indices_or_sections to be a 0-D or 1-D int64 tensor")
+        s = int(s) if s.ndim == 0 else [int(i) for i in s]
+    if isinstance(s, int) and s <= 0:
+        raise KernelError(f"number of sections must be larger than 0, got {s}")
+    d = _wrap(dim, self.ndim)
+    return np.array_split(self, s, axis=d)
+
+
+def diagonal(self, offset=0, dim1=0, dim2=1):
+    """``aten::diagonal``: a view of the diagonal (writable, as torch's; numpy hands it out read-only)."""
+    d1, d2 = _wrap(dim1, self.ndim), _wrap(dim2, self.ndim)
+    if d1 == d2:
+        raise KernelError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    x = np.moveaxis(self, (d1, d2), (-2, -1))
+    x = x[..., :, offset:] if offset >= 0 else x[..., -offset:, :]
+    n = min(x.shape[-2], x.shape[-1])
+    # a strided view of self itself (np.diagonal's would be read-only)
+    return np.lib.stride_tricks.as_strided(x, x.shape[:-2] + (n,), x.strides[:-2] + (x.strides[-2] + x.strides[-1],),
+                                           writeable=self.flags.writeable)
+
+
+def numpy_T(self):
+    """``aten::numpy_T`` (``x.T``): every dimension reversed (a view)."""
+    return self.transpose()
+
+
 def contiguous(self, *, memory_format=0):
     # np.ascontiguousarray would turn a 0-d array into shape (1,)
     return np.asarray(self, order="C")

@@ -1,0 +1,53 @@
+"""grid_sampler (F.grid_sample) and affine_grid_generator (F.affine_grid) vs torch: every padding
+mode, bilinear and nearest, both align_corners, grids reaching well outside [-1, 1]."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+from srcore.errors import KernelError  # noqa: E402
+from srcore.testing import check_kernel  # noqa: E402
+from srcore_cpu.kernels import grid_sample as G  # noqa: E402
+
+RNG = np.random.default_rng(15)
+MODES = {"bilinear": 0, "nearest": 1}
+PADDING = {"zeros": 0, "border": 1, "reflection": 2}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("padding", list(PADDING))
+@pytest.mark.parametrize("mode", list(MODES))
+def test_grid_sampler_matches_torch(mode, padding, align_corners, dtype):
+    x = RNG.standard_normal((2, 3, 5, 7)).astype(dtype)
+    grid = (RNG.uniform(-2.5, 2.5, (2, 4, 6, 2))).astype(dtype)   # far outside too
+    grid[0, 0, 0] = [1.0, -1.0]                                    # exact corners
+    grid[1, 0, :2] = [[0.0, 0.0], [-1.0, 1.0]]
+    check_kernel(G.grid_sampler, lambda t, g, *_: F.grid_sample(t, g, mode, padding, align_corners), x, grid,
+                 MODES[mode], PADDING[padding], align_corners, rtol=1e-5 if dtype == "float32" else 1e-10)
+
+
+def test_grid_sampler_refuses_bicubic_and_5d():
+    with pytest.raises(KernelError, match="bicubic"):
+        G.grid_sampler(np.zeros((1, 1, 2, 2), np.float32), np.zeros((1, 1, 1, 2), np.float32), 2, 0, False)
+    with pytest.raises(KernelError, match="4-D"):
+        G.grid_sampler(np.zeros((1, 1, 2, 2, 2), np.float32), np.zeros((1, 1, 1, 1, 3), np.float32), 0, 0, False)
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("size", [[2, 3, 4, 5], [1, 1, 1, 6], [3, 2, 7, 1]])
+def test_affine_grid_matches_torch(size, align_corners):
+    theta = RNG.standard_normal((size[0], 2, 3)).astype(np.float32)
+    check_kernel(G.affine_grid_generator, lambda t, *_: F.affine_grid(t, size, align_corners), theta, size,
+                 align_corners)
+
+
+def test_spatial_transformer_round_trip():
+    """affine_grid + grid_sample with the identity transform give the input back."""
+    x = RNG.standard_normal((2, 3, 6, 5)).astype(np.float32)
+    theta = np.tile(np.array([[1, 0, 0], [0, 1, 0]], np.float32), (2, 1, 1))
+    g = G.affine_grid_generator(theta, [2, 3, 6, 5], False)
+    np.testing.assert_allclose(G.grid_sampler(x, g, 0, 0, False), x, rtol=1e-5, atol=1e-6)
