@@ -43,7 +43,7 @@ def test_relu_matcher_binds_a_zero_of_the_output_dtype(dtype):
 
 
 def test_supports_matrix_products_only_in_the_forms_the_converters_build():
-    """addmm with a computed mat2 or a 2-D self, matmul with a constant left operand or a vector:
+    """addmm with a computed mat2 or self, matmul with a constant left operand or a vector:
     the converters refuse them, so support must too (else the whole segment fell back to cpu at
     load: "addmm needs constant mat2 and self")."""
     m, w, b = TensorType("float32", (4, 3)), TensorType("float32", (3, 5)), TensorType("float32", (5,))
@@ -56,7 +56,7 @@ def test_supports_matrix_products_only_in_the_forms_the_converters_build():
                                               ArgInfo("mat2", w, mat2_c, wv if mat2_c else None)) + one, out)
     assert support.supports(addmm(True, True))
     assert not support.supports(addmm(True, False)) and not support.supports(addmm(False, True))
-    assert not support.supports(addmm(True, True, TensorType("float32", (4, 5))))
+    assert support.supports(addmm(True, True, TensorType("float32", (4, 5))))   # any self that broadcasts
 
     def mm(op, a, b_, a_c=False, b_c=False):
         return NodeInfo(op, None, (ArgInfo("self", a, a_c), ArgInfo("other", b_, b_c)), out)
