@@ -54,6 +54,11 @@ def test_native_group_norm():
     got = N.native_group_norm(x, None, None, 2, 6, 12, 2, 1e-5)
     want = torch.ops.aten.native_group_norm(torch.from_numpy(x), None, None, 2, 6, 12, 2, 1e-5)
     np.testing.assert_allclose(got[0], want[0].numpy(), rtol=1e-5, atol=1e-5)
+    # an empty batch (it reshaped with -1, which an empty array cannot infer)
+    got = N.native_group_norm(x[:0], w, b, 0, 6, 12, 3, 1e-5)
+    want = torch.ops.aten.native_group_norm(torch.from_numpy(x[:0]), torch.from_numpy(w), torch.from_numpy(b),
+                                            0, 6, 12, 3, 1e-5)
+    assert [g.shape for g in got] == [tuple(t.shape) for t in want]
 
 
 def test_cdist_forward():

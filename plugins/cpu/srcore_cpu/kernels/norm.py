@@ -190,22 +190,29 @@ def rms_norm(input, normalized_shape, weight=None, eps=None, out=None):
     return out
 
 
-def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True, out=None):
-    """``aten::group_norm``: statistics over (C/G, *spatial) per sample and group."""
-    if out is None:
-        out = np.empty_like(input)
+def _group_norm(input, groups, weight, bias, eps, y):
+    """Group norm of ``input`` (N, C, *) into ``y``; returns the (N, groups) mean and rstd."""
     N, C = input.shape[:2]
-    target = out if out.flags.c_contiguous else np.empty_like(input)
-    if C % num_groups:
-        raise KernelError(f"group_norm: {C} channels do not split into {num_groups} groups")
-    per_group = (C // num_groups) * math.prod(input.shape[2:])   # not -1: an empty batch has no size to infer
-    _normalize(input.reshape(N, num_groups, per_group), (2,), eps, target.reshape(N, num_groups, per_group))
+    if C % groups:
+        raise KernelError(f"group_norm: {C} channels do not split into {groups} groups")
+    target = y if y.flags.c_contiguous else np.empty_like(input)
+    per_group = (C // groups) * math.prod(input.shape[2:])   # not -1: an empty batch has no size to infer
+    _, mean, rstd = _normalize(input.reshape(N, groups, per_group), (2,), eps,
+                               target.reshape(N, groups, per_group))
     if weight is not None:
         np.multiply(target, _chan(weight, input.ndim), out=target)
     if bias is not None:
         np.add(target, _chan(bias, input.ndim), out=target)
-    if target is not out:
-        np.copyto(out, target)
+    if target is not y:
+        np.copyto(y, target)
+    return mean.reshape(N, groups), rstd.reshape(N, groups)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True, out=None):
+    """``aten::group_norm``: statistics over (C/G, *spatial) per sample and group."""
+    if out is None:
+        out = np.empty_like(input)
+    _group_norm(input, num_groups, weight, bias, eps, out)
     return out
 
 
@@ -214,17 +221,9 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps, out=None):
     mean, rstd), the statistics of shape (N, group)."""
     if out is None:
         out = (np.empty_like(input), np.empty((N, group), input.dtype), np.empty((N, group), input.dtype))
-    y = out[0]
-    target = y if y.flags.c_contiguous else np.empty_like(input)
-    _, mean, rstd = _normalize(input.reshape(N, group, -1), (2,), eps, target.reshape(N, group, -1))
-    if weight is not None:
-        np.multiply(target, _chan(weight, input.ndim), out=target)
-    if bias is not None:
-        np.add(target, _chan(bias, input.ndim), out=target)
-    if target is not y:
-        np.copyto(y, target)
-    np.copyto(out[1], mean.reshape(N, group))
-    np.copyto(out[2], rstd.reshape(N, group))
+    mean, rstd = _group_norm(input, group, weight, bias, eps, out[0])
+    np.copyto(out[1], mean)
+    np.copyto(out[2], rstd)
     return out
 
 
