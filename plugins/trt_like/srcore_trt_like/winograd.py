@@ -26,6 +26,14 @@ def winograd_applies(spec: ConvSpec) -> bool:
     return spec.kernel == (3, 3) and spec.stride == (1, 1) and spec.dilation == (1, 1) and spec.groups == 1
 
 
+def require_winograd(name: str, spec: ConvSpec) -> None:
+    """Raise :class:`TacticSpecError` naming the tactic unless :func:`winograd_applies`."""
+    if not winograd_applies(spec):
+        raise TacticSpecError(
+            f"{name}: needs a 3x3 kernel, stride 1, dilation 1 and groups 1; got kernel {spec.kernel}, "
+            f"stride {spec.stride}, dilation {spec.dilation}, groups {spec.groups}")
+
+
 class WinogradTactic(DirectOnNonFinite, ConvTactic):
     """Winograd F(m x m, 3 x 3), m = 2 or 4 (name ``winograd_f2x2`` / ``winograd_f4x4``)."""
     uses_blas = True
@@ -35,10 +43,7 @@ class WinogradTactic(DirectOnNonFinite, ConvTactic):
             raise TacticSpecError(f"winograd: output tile m must be 2 or 4, got {m}")
         self.name = f"winograd_f{m}x{m}"
         super().__init__(spec, weight, bias)
-        if not winograd_applies(spec):
-            raise TacticSpecError(
-                f"{self.name}: needs a 3x3 kernel, stride 1, dilation 1 and groups 1; got kernel {spec.kernel}, "
-                f"stride {spec.stride}, dilation {spec.dilation}, groups {spec.groups}")
+        require_winograd(self.name, spec)
         self._keep_direct(weight, bias)
         self.m = m
         mats = F4 if m == 4 else F2

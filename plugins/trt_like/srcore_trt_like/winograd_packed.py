@@ -21,7 +21,7 @@ from . import winograd_vkernels as _k
 from .conv_spec import ConvSpec, ConvTactic
 from .errors import TacticSpecError
 from .scratch import SCRATCH
-from .winograd import winograd_applies
+from .winograd import require_winograd
 from .winograd_guard import DirectOnNonFinite
 from .winograd_math import F2, F4, transform_weight
 
@@ -37,10 +37,7 @@ class WinogradPackedTactic(DirectOnNonFinite, ConvTactic):
             raise TacticSpecError(f"winograd packed: output tile m must be 2 or 4, got {m}")
         self.name = f"winograd_f{m}x{m}_packed"
         super().__init__(spec, weight, bias)
-        if not winograd_applies(spec):
-            raise TacticSpecError(
-                f"{self.name}: needs a 3x3 kernel, stride 1, dilation 1 and groups 1; got kernel {spec.kernel}, "
-                f"stride {spec.stride}, dilation {spec.dilation}, groups {spec.groups}")
+        require_winograd(self.name, spec)
         self._keep_direct(weight, bias)
         self.m = m
         mats = F4 if m == 4 else F2
