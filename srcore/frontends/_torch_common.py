@@ -50,6 +50,8 @@ def scalar_type_code(torch_dtype) -> int:
 def tensor_to_numpy(t) -> np.ndarray:
     """A contiguous numpy copy of a (detached, CPU) tensor, bit-exact."""
     t = t.detach()
+    if t.is_mkldnn:  # optimize_for_inference's weights: the same values in oneDNN's layout
+        t = t.to_dense()
     if t.is_quantized or t.layout.__repr__() != "torch.strided":
         raise ValueError(f"cannot store a {t.layout} / quantized tensor as a parameter")
     if t.dtype.is_complex or str(t.dtype) == "torch.bfloat16":

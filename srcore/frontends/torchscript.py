@@ -1,7 +1,8 @@
 """TorchScript -> srcore: ``from_torchscript(module_or_path, example_inputs=None)``.
 
 The module is scripted (or traced when scripting fails and example inputs are
-given), frozen in eval mode, and its ``torch._C.Graph`` is walked through the
+given) and frozen in eval mode (a module or file that is frozen already is taken
+as it is), and its ``torch._C.Graph`` is walked through the
 graph API (never its printed text) into an ``srcore.ir.Graph``. Tensor
 constants become named parameters (``fc1.weight``: freezing names the constant
 after its ``prim::GetAttr`` path; anything else is ``_tensor_constant_N``).
@@ -17,6 +18,7 @@ from ..errors import ConversionError
 from ..ir.graph import Block, Graph
 from ..ir.types import BOOL, DEVICE, NONE, ListType, OptionalType, TensorType, Type
 from ..model import Model, default_output_names
+from . import _mkldnn
 from . import _torch_common as tc
 
 #: node kinds that cannot run without a Python interpreter or module objects
@@ -53,12 +55,7 @@ def from_torchscript(module_or_path, example_inputs=None, *,
                    if overloads else "it has no forward method")
             raise ConversionError(f"cannot convert {source}: {why}; wrap it in a module whose forward calls "
                                   f"it with the inputs you use")
-        if script.training:
-            script = script.eval()
-        try:
-            frozen = torch.jit.freeze(script)
-        except Exception as exc:
-            raise ConversionError(f"cannot freeze {source}: {type(exc).__name__}: {exc}") from exc
+        frozen = _frozen(torch, script, source)
         ts_graph = frozen.graph
         arg_names = [a.name for a in frozen.forward.schema.arguments]
     conv = _Converter(torch, source, frozen)
@@ -142,6 +139,24 @@ def _script_module(torch, obj, example_inputs):
             obj.train(was_training)
 
 
+def _is_frozen(script) -> bool:
+    """``torch.jit.freeze`` (and ``optimize_for_inference``) fold every attribute not asked to be
+    preserved into the graph, ``training`` included; a scripted or traced module always has it."""
+    return not script._c.hasattr("training")
+
+
+def _frozen(torch, script, source: str):
+    """``script`` frozen in eval mode; a module that is frozen already is taken as it is."""
+    if _is_frozen(script):
+        return script
+    if script.training:
+        script = script.eval()
+    try:
+        return torch.jit.freeze(script)
+    except Exception as exc:
+        raise ConversionError(f"cannot freeze {source}: {type(exc).__name__}: {exc}") from exc
+
+
 @attrs.frozen
 class _ModuleRef:
     """A ``torch._C`` value that is a (sub)module: ``prim::GetAttr`` chains resolve through it."""
@@ -160,6 +175,7 @@ class _Converter:
         self.problems: list[str] = []
         self.env: dict[Any, Any] = {}
         self._anon = 0
+        self.mkldnn = _mkldnn.Lowering(self.env, self.lowered_node)
 
     def convert(self, ts_graph, arg_names) -> Graph:
         g = Graph()
@@ -199,7 +215,7 @@ class _Converter:
 
     def node(self, n, dst: Block, g: Graph) -> None:
         kind = n.kind()
-        if kind == "prim::Constant":
+        if kind in ("prim::Constant", "prim::ConstantMKLDNNTensor"):
             self.constant(n, dst, g)
             return
         if self.grad_mode(n, dst, g):
@@ -218,10 +234,14 @@ class _Converter:
             for o in n.outputs():
                 self.env[o] = None
             return
+        if _mkldnn.is_mkldnn_kind(kind):  # torch.jit.optimize_for_inference's oneDNN layout
+            self.mkldnn.lower(n, dst, g)
+            return
         inputs = [self.env[v] for v in n.inputs()]
         out_types = [self.type_of(o, self.where(n)) for o in n.outputs()]
         names = [tc.clean_name(o.debugName()) for o in n.outputs()]
-        node = g.create(kind, inputs, out_types, output_names=names,
+        out_of_place = self.mkldnn.out_of_place(n)
+        node = g.create(out_of_place or kind, inputs, out_types, output_names=names,
                         source=tc.source_from_range(n.sourceRange()))
         for a in n.attributeNames():  # non-Constant attributes are rare (e.g. prim::profile); keep scalars
             k = n.kindOf(a)
@@ -229,7 +249,7 @@ class _Converter:
                 node.attrs[a] = getattr(n, k)(a)
             else:
                 self.problems.append(f"{self.where(n)}: attribute {a} of kind {k}")
-        if kind.startswith("aten::"):  # the overload TorchScript matched, so dispatch need not guess
+        if kind.startswith("aten::") and not out_of_place:  # the overload TorchScript matched
             node.schema = tc.parse_schema(str(n.schema()))
         dst.append(node)
         for o, v in zip(n.outputs(), node.outputs):
@@ -239,6 +259,14 @@ class _Converter:
             for bi in b.inputs():
                 self.env[bi] = nb.add_input(self.type_of(bi, self.where(n)), tc.clean_name(bi.debugName()))
             self.block(b, nb, g)
+
+    def lowered_node(self, kind: str, inputs, n, dst: Block, g: Graph):
+        """A one-output node of ``kind`` standing for the torch node ``n`` (its type, name, source)."""
+        o = n.outputsAt(0)
+        node = g.create(kind, inputs, [self.type_of(o, self.where(n))], output_names=[tc.clean_name(o.debugName())],
+                        source=tc.source_from_range(n.sourceRange()))
+        dst.append(node)
+        return node
 
     def grad_mode(self, n, dst: Block, g: Graph) -> bool:
         """``with torch.no_grad():`` (or ``enable_grad``/``set_grad_enabled``) in forward: TorchScript
@@ -312,6 +340,8 @@ class _Converter:
                 t = TensorType(str(value.dtype), value.shape)
             elif value is not None:
                 attrs = {"value": value}
+        elif isinstance(t, OptionalType):  # a None typed as the optional it stands for
+            t = NONE
         elif t != NONE:
             self.problems.append(f"{self.where(n)}: constant of type {t} without a value")
         node = g.create("prim::Constant", (), (t,), attrs, output_names=[tc.clean_name(o.debugName())],

@@ -23,6 +23,13 @@ def round_trip(model: srcore.Model) -> srcore.Model:
         return srcore.load(path)
 
 
+def frozen_file(script, directory: str) -> str:
+    """``script`` frozen as Static Runtime users hold it, saved with ``torch.jit.save``: the path."""
+    path = os.path.join(directory, "frozen.pt")
+    torch.jit.save(torch.jit.freeze(script.eval()), path)
+    return path
+
+
 def torch_outputs(module, inputs) -> list[np.ndarray]:
     with torch.no_grad():
         out = module(*inputs)

@@ -1,5 +1,7 @@
 """Every public bench model, converted with both frontends, round-tripped through .srm and run
-with both executors x both memory planners, matches torch eager (max relative error <= 1e-4)."""
+with both executors x both memory planners, matches torch eager (max relative error <= 1e-4).
+Each is also converted as Static Runtime users hold it, a torch.jit.freeze'd module (in memory,
+not saved), and run with the pass's default executor and planner."""
 from __future__ import annotations
 
 import pytest
@@ -42,11 +44,13 @@ def converted(torch_models):
         key = (name, frontend)
         if key not in cache:
             m, meta, inputs, *_ = torch_models(name)
-            if frontend == "torchscript":
+            if frontend in ("torchscript", "frozen"):
                 if meta["torchscript"] == "trace":
                     # as the benchmarks do: traced with grad off (the encoder's fast path)
                     with torch.no_grad():
                         m = torch.jit.trace(m, inputs, check_trace=False)
+                if frontend == "frozen":
+                    m = torch.jit.freeze(m if isinstance(m, torch.jit.ScriptModule) else torch.jit.script(m))
                 model = srcore.from_torchscript(m, inputs)
             else:
                 model = srcore.from_torch(m, inputs)
@@ -57,13 +61,17 @@ def converted(torch_models):
 
 CASES = [pytest.param(name, fe, ex, pl, id=f"{name}-{fe}-{ex}-{pl}")
          for name in MODELS for fe in FRONTENDS if not (fe == "export" and name in NOT_EXPORTABLE)
-         for ex, pl in COMBOS]
+         for ex, pl in COMBOS] + \
+    [pytest.param(name, "frozen", "default", "default", id=f"{name}-frozen") for name in MODELS]
 
 
 @pytest.mark.parametrize("name,frontend,executor,planner", CASES)
 def test_bench_model_matches_torch(torch_models, converted, name, frontend, executor, planner):
     _, _, inputs, other, want, want_other = torch_models(name)
-    sm = build(converted(name, frontend), executor, planner)
+    if executor == "default":  # the pass's own (SRCORE_EXECUTOR, SRCORE_MEMORY_PLANNER)
+        sm = srcore.StaticModule(converted(name, frontend))
+    else:
+        sm = build(converted(name, frontend), executor, planner)
     what = f"{name} via {frontend} ({executor}, {planner})"
     assert_close(run(sm, inputs), want, what + " run 1")
     assert_close(run(sm, inputs), want, what + " run 2 (reused plan)")

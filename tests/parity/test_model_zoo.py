@@ -1,20 +1,28 @@
 """The parity model zoo (tests/parity/models.py) vs torch eager: each model through
 from_torchscript (scripted, or traced) and from_torch where torch.export can, round-tripped
-through .srm, run with both executors x both memory planners on every input of the case
+through .srm, run with both executors x both memory planners; and as users of Static Runtime
+hold it (frozen with torch.jit.freeze, saved with torch.jit.save: the file converted as it is),
+run with the pass's default executor and planner; and frozen then torch.jit.optimize_for_inference'd
+("optimized": oneDNN-layout nodes that the importer lowers back to ATen) on every input of the case
 (the first twice: the second run reuses the plan; symbolic dims: other sizes, same StaticModule).
 Floats: max relative error <= 1e-4; integer and bool outputs: exact."""
 from __future__ import annotations
 
 import re
+import tempfile
 
 import pytest
 import torch
 
 import srcore
-from _harness import COMBOS, assert_close, build, round_trip, run, torch_outputs
+from _harness import COMBOS, assert_close, build, frozen_file, round_trip, run, torch_outputs
 from parity_models import ZOO
 
 FRONTENDS = ("torchscript", "export")
+#: "frozen": the TorchScript conversion of a torch.jit.freeze'd, torch.jit.save'd file
+DEFAULT_COMBO = ("default", "default")
+#: zoo models that torch.jit.optimize_for_inference itself cannot take (strict xfail: asserted)
+OPTIMIZE_FAILS = {"pools": "torch's optimize_for_inference fails an internal assert (isIntList) on this model"}
 
 
 def _same_shapes(a, b) -> bool:
@@ -53,9 +61,17 @@ def converted(cases):
         if key not in cache:
             case = ZOO[name]
             m, inputs, *_ = cases(name)
-            if frontend == "torchscript":
+            if frontend in ("torchscript", "frozen", "optimized"):
                 src = torch.jit.script(m) if case.torchscript == "script" else torch.jit.trace(m, inputs)
-                model = srcore.from_torchscript(src, inputs, dynamic_dims=case.dynamic)
+                if frontend == "frozen":
+                    with tempfile.TemporaryDirectory() as d:
+                        model = srcore.from_torchscript(frozen_file(src, d), inputs, dynamic_dims=case.dynamic)
+                    m.eval()  # freezing needs eval mode; the torch reference runs in it anyway
+                elif frontend == "optimized":
+                    optimized = torch.jit.optimize_for_inference(torch.jit.freeze(src.eval()))
+                    model = srcore.from_torchscript(optimized, inputs, dynamic_dims=case.dynamic)
+                else:
+                    model = srcore.from_torchscript(src, inputs, dynamic_dims=case.dynamic)
             else:
                 model = srcore.from_torch(m, inputs, dynamic_shapes=_export_dynamic_shapes(case))
             cache[key] = round_trip(model)
@@ -75,6 +91,12 @@ def _params():
             for ex, pl in COMBOS:
                 marks = [pytest.mark.xfail(reason=xfail, strict=True)] if xfail else []
                 out.append(pytest.param(name, fe, ex, pl, id=f"{name}-{fe}-{ex}-{pl}", marks=marks))
+        if not case.no_torchscript:
+            marks = [pytest.mark.xfail(reason=case.xfail, strict=True)] if case.xfail else []
+            out.append(pytest.param(name, "frozen", *DEFAULT_COMBO, id=f"{name}-frozen", marks=marks))
+            why = case.xfail or OPTIMIZE_FAILS.get(name)
+            marks = [pytest.mark.xfail(reason=why, strict=True)] if why else []
+            out.append(pytest.param(name, "optimized", *DEFAULT_COMBO, id=f"{name}-optimized", marks=marks))
     return out
 
 
@@ -84,7 +106,10 @@ def test_zoo_model_matches_torch(cases, converted, name, frontend, executor, pla
     m, inputs, others, _ = cases(name)
     if frontend == "export" and case.export_static:  # exported for the example's shapes only
         others = [o for o in others if _same_shapes(o, inputs)]
-    sm = build(converted(name, frontend), executor, planner)
+    if executor == "default":  # the pass's own (SRCORE_EXECUTOR, SRCORE_MEMORY_PLANNER)
+        sm = srcore.StaticModule(converted(name, frontend))
+    else:
+        sm = build(converted(name, frontend), executor, planner)
     what = f"{name} via {frontend} ({executor}, {planner})"
     # torch.export flattens container inputs (a Dict[str, Tensor] becomes feats_c3, feats_c4, ...)
     feed = _flat if frontend == "export" else tuple
