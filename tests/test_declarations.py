@@ -9,6 +9,9 @@ import srcore
 from srcore.ops.declarations import load_declarations
 from srcore.ops.schema import FunctionSchema
 
+#: independent of the executor and the memory planner: the second pass of test.sh deselects it
+pytestmark = pytest.mark.one_pass
+
 TEXT = """\
 # example ops
 - func: example::scaled_tanh(Tensor self, *, float scale=1.0) -> Tensor

@@ -12,6 +12,9 @@ from srcore.dispatch import (STRUCTURAL_KINDS, KernelTable, dispatch_dtypes, nod
 from srcore.ir import INT, Graph, ListType, SourceLocation, TensorType
 from srcore.plugin import Kernel, NodeInfo, PluginInfo, Specialized
 
+#: independent of the executor and the memory planner: the second pass of test.sh deselects it
+pytestmark = pytest.mark.one_pass
+
 F32 = TensorType("float32", (2, 3))
 F64 = TensorType("float64", (2, 3))
 I64 = TensorType("int64", (2, 3))

@@ -12,6 +12,9 @@ from srcore.ir.printer import print_graph
 from srcore.ir.types import BOOL, FLOAT, INT, NONE, STR, TENSOR, ListType, TensorType
 from srcore.ir.verify import verify
 
+#: independent of the executor and the memory planner: the second pass of test.sh deselects it
+pytestmark = pytest.mark.one_pass
+
 
 def test_mlp_like_graph_text():
     w = np.ones((64, 64), np.float32)

@@ -12,6 +12,10 @@ from srcore.ir.parser import parse_graph
 from srcore.ir.printer import print_graph
 from srcore.ir.types import TensorType
 from srcore.ir.verify import verify
+import pytest
+
+#: independent of the executor and the memory planner: the second pass of test.sh deselects it
+pytestmark = pytest.mark.one_pass
 
 SEEDS = [p.read_text() for p in sorted((Path(__file__).parent / "golden" / "ir").glob("*.txt"))
          if p.stat().st_size < 20000]

@@ -9,6 +9,9 @@ from srcore.ir.printer import print_graph
 from srcore.ir.types import INT, TENSOR
 from srcore.ir.verify import verify
 
+#: independent of the executor and the memory planner: the second pass of test.sh deselects it
+pytestmark = pytest.mark.one_pass
+
 TEXT = """graph(%x : Tensor, %c : bool):
   %a : Tensor = aten::relu(%x)
   %r : Tensor = prim::If(%c)

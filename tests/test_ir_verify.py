@@ -14,6 +14,9 @@ from srcore.ir.types import TENSOR
 from srcore.ir.verify import verify
 from srcore.ops.schema import FunctionSchema
 
+#: independent of the executor and the memory planner: the second pass of test.sh deselects it
+pytestmark = pytest.mark.one_pass
+
 IF_TEXT = """graph(%x : Tensor, %c : bool):
   %r : Tensor = prim::If(%c)
     block0():

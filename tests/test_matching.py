@@ -15,6 +15,9 @@ from srcore.ops import matching
 from srcore.ops.registry import default_registry
 from srcore.ops.schema import FunctionSchema
 
+#: independent of the executor and the memory planner: the second pass of test.sh deselects it
+pytestmark = pytest.mark.one_pass
+
 MODELS = Path("/work/shared/bench/models.py")
 
 

@@ -20,6 +20,9 @@ from srcore.passes import (eliminate_common_subexpressions, eliminate_dead_code,
                            fold_constants, fuse_ops, inline_calls, inline_constant_ifs, peephole,
                            prepare_for_static_runtime, remove_training_ops, simplify_loops, unroll_loops)
 
+#: independent of the executor and the memory planner: the second pass of test.sh deselects it
+pytestmark = pytest.mark.one_pass
+
 GOLDEN = Path(__file__).parent / "golden" / "passes"
 SEPARATOR = "# ---- after ----"
 

@@ -23,6 +23,9 @@ from srcore.plugin import manager as manager_mod
 from srcore.plugin.hookspecs import HOOK_RECORDS, SrcoreSpecs
 from srcore.plugin.manager import PluginManager, get_plugin_manager
 
+#: independent of the executor and the memory planner: the second pass of test.sh deselects it
+pytestmark = pytest.mark.one_pass
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -12,6 +12,9 @@ import srcore
 from srcore.ops import cache, declarations
 from srcore.ops.registry import core_declaration_files
 
+#: independent of the executor and the memory planner: the second pass of test.sh deselects it
+pytestmark = pytest.mark.one_pass
+
 V1 = "- func: ex::f(Tensor self, float s=1.5) -> Tensor\n"
 V2 = "- func: ex::f(Tensor self, float s=2.5) -> Tensor\n- func: ex::g(int[2] k=1) -> ()\n"
 

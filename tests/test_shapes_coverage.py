@@ -11,6 +11,9 @@ from srcore.ops import schema as S
 from srcore.ops.registry import default_registry
 from srcore.ops.shapes import NO_RULE, lookup, propagate
 
+#: independent of the executor and the memory planner: the second pass of test.sh deselects it
+pytestmark = pytest.mark.one_pass
+
 REG = default_registry()
 NAMES = sorted(REG.names())
 

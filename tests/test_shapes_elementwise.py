@@ -11,6 +11,9 @@ import srcore
 from srcore.ops.shapes import promote_types
 from test_shapes_util import FROM_TORCH, TORCH_DTYPES, T, check, make, one_node
 
+#: independent of the executor and the memory planner: the second pass of test.sh deselects it
+pytestmark = pytest.mark.one_pass
+
 DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
 
 

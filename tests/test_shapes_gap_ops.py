@@ -14,6 +14,9 @@ from srcore.ops.registry import default_registry
 from srcore.ops.shapes import propagate
 from test_shapes_util import T, as_type, check, one_node, torch_args
 
+#: independent of the executor and the memory planner: the second pass of test.sh deselects it
+pytestmark = pytest.mark.one_pass
+
 F32 = "float32"
 aten = torch.ops.aten
 REG = default_registry()

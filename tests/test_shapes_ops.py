@@ -9,6 +9,9 @@ from hypothesis import given, settings, strategies as st
 import srcore
 from test_shapes_util import TL, T, check, one_node
 
+#: independent of the executor and the memory planner: the second pass of test.sh deselects it
+pytestmark = pytest.mark.one_pass
+
 F32 = "float32"
 
 

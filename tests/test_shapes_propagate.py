@@ -11,6 +11,9 @@ import srcore
 from srcore.ir.types import INT, TensorType
 from srcore.ops.shapes import propagate
 
+#: independent of the executor and the memory planner: the second pass of test.sh deselects it
+pytestmark = pytest.mark.one_pass
+
 GOLDEN = pathlib.Path(__file__).parent / "golden" / "ir"
 
 

@@ -12,6 +12,9 @@ from srcore.ir.types import TENSOR, TensorType
 from srcore.ops.registry import default_registry
 from srcore.ops.shapes import propagate
 
+#: independent of the executor and the memory planner: the second pass of test.sh deselects it
+pytestmark = pytest.mark.one_pass
+
 REG = default_registry()
 
 

@@ -10,6 +10,9 @@ from hypothesis import assume, given, settings, strategies as st
 import srcore
 from test_shapes_util import TL, T, check, one_node
 
+#: independent of the executor and the memory planner: the second pass of test.sh deselects it
+pytestmark = pytest.mark.one_pass
+
 small_shape = st.lists(st.integers(1, 4), min_size=1, max_size=4)
 
 
