@@ -84,7 +84,7 @@ def _commands(b: Block) -> list[tuple[int, str]]:
     out = []
     for k, line in enumerate(b.code.splitlines()):
         line = line.strip().removeprefix("$ ")
-        cmd = line.split(" #", 1)[0].split("|", 1)[0].split("&&", 1)[0].strip()
+        cmd = re.split(r" #|\||&&|;| \d?>", line, maxsplit=1)[0].strip()
         if cmd.split()[:1] in (["srcore"], [".venv/bin/srcore"]):
             out.append((b.line + k, cmd))
     return out

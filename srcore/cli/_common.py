@@ -31,6 +31,8 @@ def load_model(path: str):
     """A srcore.Model from a .srm, .pt, .pt2 or IR text file."""
     if not os.path.exists(path):
         raise SrcoreError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise SrcoreError(f"{path}: is a directory, not a model file")
     ext = os.path.splitext(path)[1].lower()
     if ext == ".pt":
         from ..frontends.torchscript import from_torchscript
@@ -106,7 +108,7 @@ def parse_inputs(module, items: list[str] | None, seed: int = 0) -> list[Any]:
         if value.endswith(".npy"):
             if not os.path.exists(value):
                 raise SrcoreInputError(f"-i {name}: {value}: no such file")
-            given[name] = np.load(value, allow_pickle=False)
+            given[name] = _load_npy(name, value)
         else:
             try:
                 given[name] = ast.literal_eval(value)
@@ -120,3 +122,14 @@ def parse_inputs(module, items: list[str] | None, seed: int = 0) -> list[Any]:
         return [given[n] for n in module.input_names]
     rand = random_inputs(module, seed, skip=set(given))
     return [given.get(n, r) for n, r in zip(module.input_names, rand)]
+
+
+def _load_npy(name: str, path: str):
+    import numpy as np
+
+    try:
+        return np.load(path, allow_pickle=False)
+    except OSError as exc:
+        raise SrcoreInputError(f"-i {name}={path}: cannot read: {exc.strerror or exc}") from None
+    except ValueError as exc:  # not a .npy file, a pickled object array, a truncated file
+        raise SrcoreInputError(f"-i {name}={path}: not a readable .npy array file ({exc})") from None

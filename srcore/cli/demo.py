@@ -29,8 +29,10 @@ def configure_parser(p) -> None:
     p.add_argument("--model", metavar="MODEL.srm", help="the model to run (default: the shipped "
                    "examples/digits/digits.srm); its held-out split is MODEL_test.npz beside it")
     p.add_argument("--data", metavar="FILE.npz", help="held-out split with arrays x and y (default: beside MODEL)")
-    p.add_argument("--rounds", type=int, default=3, help="timed rounds per latency figure (default 3)")
-    p.add_argument("--runs", type=int, default=0, help="calls per round (default: ~0.2 s worth)")
+    from .flags import positive_int
+
+    p.add_argument("--rounds", type=positive_int, default=3, help="timed rounds per latency figure (default 3)")
+    p.add_argument("--runs", type=positive_int, default=None, help="calls per round (default: ~0.2 s worth)")
     p.add_argument("--no-torch", action="store_true", help="do not time torch even if it is installed")
 
 

@@ -46,3 +46,16 @@ def partition_html(ctx) -> str:
                 f"kernel (<code>--partition BACKEND</code> partitions for an engine backend).</p>")
     return (f"<p>Backends, highest priority first: {escape(', '.join(backends))}.</p>"
             f"<pre>{escape(module.partition.format())}</pre>")
+
+
+def partition_json(ctx) -> dict:
+    """``--partition`` for ``--format json``: backends, segments and the nodes left outside engines."""
+    render_partition(ctx)  # the same checks (an engine backend) as the text section
+    module = partitioned_module(ctx)
+    report = module.partition
+    segments = [{"name": s.name, "backend": s.backend, "ops": list(s.ops), "source": s.source, "status": s.status,
+                 "reason": s.reason, "build_seconds": s.build_seconds, "description": s.description}
+                for s in report.segments]
+    refused = [{"backend": r.backend, "node": r.node, "source": r.source, "reason": r.reason}
+               for r in report.refused]
+    return {"backends": list(module.options.backends), "segments": segments, "refused": refused}
