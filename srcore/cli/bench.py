@@ -3,6 +3,10 @@ from __future__ import annotations
 
 import time
 
+#: seconds of calls per round when --runs is not given, and of warm-up before the first round
+ROUND_SECONDS = 0.2
+WARMUP_SECONDS = 0.3
+
 NAME = "bench"
 HELP = "measure latency (median, p90, best-round median), load time and memory of a model"
 
@@ -38,7 +42,7 @@ def measure(call, rounds: int, runs: int | None = None, desc: str = "timing") ->
     if rounds < 1:
         raise SrcoreInputError(f"rounds must be >= 1, not {rounds}")
 
-    t_end = time.perf_counter() + 0.3
+    t_end = time.perf_counter() + WARMUP_SECONDS
     n = 0
     while n < 5 or time.perf_counter() < t_end:
         call()
@@ -46,7 +50,7 @@ def measure(call, rounds: int, runs: int | None = None, desc: str = "timing") ->
     if runs is None or runs <= 0:
         t0 = time.perf_counter()
         call()
-        runs = max(5, min(10000, int(0.2 / max(time.perf_counter() - t0, 1e-7))))
+        runs = max(5, min(10000, int(ROUND_SECONDS / max(time.perf_counter() - t0, 1e-7))))
     gc_was = gc.isenabled()
     gc.disable()
     per_round = []
