@@ -270,6 +270,24 @@ def test_bad_npy_input_is_a_user_error_naming_the_input(capsys, tmp_path, relu_i
     assert_one_error(err)
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["run", "{relu}", "-i", "=x.npy"], "-i '=x.npy': expected NAME=FILE.npy"),
+    (["run", "{junk}.srm"], "header length"),
+    (["run", "{tmp}"], "is a directory, not a model file"),
+    (["check", "{junk}.srm"], "check 'file' failed"),
+    (["inspect", "{relu}", "--partition", "cpu"], "--partition cpu: no engine builder for that backend"),
+    (["inspect", "{relu}", "--partition", "nope"], "unknown backend 'nope'"),
+    (["run", "{relu}", "-i", "x=[[1, 2, 3]]"], "input 'x'"),
+])
+def test_user_mistakes_are_user_errors_not_bugs(capsys, tmp_path, relu_ir, argv, message):
+    """The sweep: bad files, bad inputs and bad names exit 1 with one hint, never 3 (internal error)."""
+    junk = tmp_path / "junk"
+    (tmp_path / "junk.srm").write_bytes(bytes(range(256)) * 4)
+    code, out, err = call(capsys, *[a.format(relu=relu_ir, junk=junk, tmp=tmp_path) for a in argv])
+    assert code == 1 and message in err.splitlines()[0], err
+    assert_one_error(err)
+
+
 # -- dispatch errors -------------------------------------------------------------------------------
 def test_wrong_arity_says_no_overload_takes_the_arguments(capsys, tmp_path):
     model = tmp_path / "arity.ir"

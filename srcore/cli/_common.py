@@ -103,7 +103,7 @@ def parse_inputs(module, items: list[str] | None, seed: int = 0) -> list[Any]:
     given: dict[str, Any] = {}
     for item in items or ():
         name, sep, value = item.partition("=")
-        if not sep:
+        if not sep or not name:
             raise SrcoreInputError(f"-i {item!r}: expected NAME=FILE.npy")
         if value.endswith(".npy"):
             if not os.path.exists(value):

@@ -126,8 +126,16 @@ def _run_digits(pm, args) -> bool:
     data_path = Path(args.data) if args.data else path.with_name(path.stem + "_test.npz")
     if not data_path.exists():
         raise SrcoreError(f"{data_path}: no such file (the held-out split for {path}); pass --data FILE.npz")
-    with np.load(data_path, allow_pickle=False) as d:
-        x, y = d["x"], d["y"]
+    try:
+        with np.load(data_path, allow_pickle=False) as d:
+            missing = [k for k in ("x", "y") if k not in d.files]
+            if missing:
+                exc = SrcoreError(f"{data_path}: no array {' or '.join(missing)} (has {', '.join(d.files) or 'none'})")
+                exc.hint = "--data takes an .npz file with arrays x (inputs) and y (labels)"
+                raise exc
+            x, y = d["x"], d["y"]
+    except (OSError, ValueError) as exc:  # not an .npz file, pickled arrays
+        raise SrcoreError(f"{data_path}: not a readable .npz file ({exc})") from None
 
     t0 = time.perf_counter()
     model = srcore.load(path)

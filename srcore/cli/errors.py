@@ -77,14 +77,15 @@ HINTS: list[tuple[type, str]] = [
 INTERNAL_HINT = "this is a bug in srcore or a plugin; SRCORE_DEBUG=1 shows the traceback"
 
 
-def hint_for(exc: BaseException) -> str:
-    """The one hint line printed under ``exc`` (without the ``hint:`` prefix)."""
+def hint_for(exc: BaseException, command: str | None = None) -> str:
+    """The one hint line printed under ``exc`` (without the ``hint:`` prefix); ``command`` (the
+    subcommand's name) fills the ``COMMAND`` of a generic hint."""
     own = getattr(exc, "hint", None)
     if isinstance(own, str) and own:
         return own
     for cls, hint in HINTS:
         if isinstance(exc, cls):
-            return hint
+            return hint.replace("COMMAND", command) if command else hint
     return INTERNAL_HINT
 
 
@@ -93,7 +94,7 @@ def is_user_error(exc: BaseException) -> bool:
     return isinstance(exc, SrcoreError) or (isinstance(exc, OSError) and exc.filename is not None)
 
 
-def report(exc: BaseException, file=None) -> int:
+def report(exc: BaseException, file=None, command: str | None = None) -> int:
     """Print ``exc`` as one error message and one hint line; returns the exit code (1 or 3)."""
     file = file or sys.stderr
     if isinstance(exc, SrcoreError):
@@ -107,7 +108,7 @@ def report(exc: BaseException, file=None) -> int:
         print(f"srcore: internal error: {type(exc).__name__}: {exc}", file=file)
         print(f"hint: {INTERNAL_HINT}", file=file)
         return EXIT_INTERNAL
-    print(f"hint: {hint_for(exc)}", file=file)
+    print(f"hint: {hint_for(exc, command)}", file=file)
     return code
 
 

@@ -32,8 +32,10 @@ def render_partition(ctx) -> str:
     builders = module.plugin_manager.registry.engine_builders
     if not any(b in builders for b in backends):
         known = ", ".join(sorted(builders)) or "none installed"
-        raise SrcoreError(f"--partition {backends[0]}: no engine builder for that backend "
+        exc = SrcoreError(f"--partition {backends[0]}: no engine builder for that backend "
                           f"(engine backends: {known})")
+        exc.hint = "--partition takes an engine backend; --dispatch shows the kernels of per-node backends"
+        raise exc
     head = f"== partition (backends: {', '.join(backends)}; load {module.setup_time * 1e3:.1f} ms)"
     return head + "\n" + module.partition.format()
 

@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if _debug():
             raise
-        return cli_errors.report(exc)
+        return cli_errors.report(exc, command=args.command)
     finally:
         from .. import progress
 
