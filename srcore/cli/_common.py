@@ -34,14 +34,20 @@ def load_model(path: str):
     if os.path.isdir(path):
         raise SrcoreError(f"{path}: is a directory, not a model file")
     ext = os.path.splitext(path)[1].lower()
-    if ext == ".pt":
-        from ..frontends.torchscript import from_torchscript
+    if ext in (".pt", ".pt2"):
+        from ..progress import bar
 
-        return from_torchscript(path)
-    if ext == ".pt2":
-        from ..frontends.torch_export import from_torch
+        with bar(1, f"convert {os.path.basename(path)}") as b:  # conversion can take seconds: show it's alive
+            if ext == ".pt":
+                from ..frontends.torchscript import from_torchscript
 
-        return from_torch(path)
+                model = from_torchscript(path)
+            else:
+                from ..frontends.torch_export import from_torch
+
+                model = from_torch(path)
+            b.update()
+        return model
     if ext in (".ir", ".txt"):
         from ..ir.parser import parse_graph
         from ..model import Model
