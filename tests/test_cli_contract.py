@@ -359,6 +359,37 @@ def test_check_reports_missing_ops_and_load_failures(capsys, tmp_path):
     assert_one_error(err)
 
 
+def test_load_warnings_are_srcore_warning_lines_and_check_lists_them(capsys, tmp_path, monkeypatch):
+    """A model whose op has no shape rule loads with a SrcoreWarning: one ``srcore: warning:`` line
+    (not Python's file:line form), and ``srcore check`` lists what the load lost."""
+    import types
+
+    from srcore.plugin import manager as manager_mod
+    from srcore.plugin.manager import PluginManager
+
+    sys.path.insert(0, str(ROOT / "examples" / "plugin-example"))
+    try:
+        import srcore_example
+    finally:
+        sys.path.pop(0)
+    pm = PluginManager().load()
+    pm.register(types.SimpleNamespace(srcore_op_libraries=srcore_example.srcore_op_libraries,
+                                      srcore_kernels=srcore_example.srcore_kernels),  # no shape rule
+                "example", dist="srcore-plugin-example", version="dev")
+    monkeypatch.setattr(manager_mod, "_default", pm)
+    model = tmp_path / "tanh.ir"
+    model.write_text("graph(%x : Float(2, 3)):\n  %s : float = prim::Constant[value=2.]()\n"
+                     "  %y : Tensor = example::scaled_tanh(%x, %s)\n  return (%y)\n")
+    code, out, err = call(capsys, "run", model)
+    assert code == 0, err
+    assert err.startswith("srcore: warning: loading this model, srcore lost facts")
+    assert "no shape rule for example::scaled_tanh" in err and "Warning:" not in err
+    code, out, err = call(capsys, "check", model, "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["ok"] and any("no shape rule for example::scaled_tanh" in w for w in doc["warnings"])
+    assert err == ""
+
+
 # -- --format json schemas -------------------------------------------------------------------------
 def _json_commands(relu_ir: Path):
     return {"run": ["run", relu_ir], "bench": ["bench", relu_ir, "--rounds", "1", "--runs", "2", "--per-op"],

@@ -163,7 +163,13 @@ def _plugins(args, state) -> str:
 def _load(args, state) -> str:
     from ._common import make_module
 
-    sm = state["module"] = make_module(args, state["model"])
+    import warnings
+
+    with warnings.catch_warnings():  # what the load lost is listed below as warnings, once
+        warnings.simplefilter("ignore")
+        sm = state["module"] = make_module(args, state["model"])
+    report = getattr(sm, "load_report", None)
+    state["warnings"].extend(report.lines() if report else ())
     kinds: dict[str, int] = {}
     for b in sm.blocks:
         for pn in b.nodes:

@@ -18,6 +18,7 @@ import importlib
 import os
 import sys
 import traceback
+import warnings
 
 from . import errors as cli_errors
 
@@ -113,6 +114,22 @@ def _setup(args) -> None:
     progress.enable(not getattr(args, "quiet", False) and getattr(args, "format", None) != "json")
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """srcore's own warnings (``srcore.SrcoreWarning``) as ``srcore: warning: ...`` lines, not Python's
+    ``file:line: Category:`` form; other warnings as Python shows them."""
+    from ..errors import SrcoreWarning
+
+    if issubclass(category, SrcoreWarning):
+        import logging
+
+        logging.getLogger("srcore.cli").warning("%s", message)
+    else:
+        _python_showwarning(message, category, filename, lineno, file, line)
+
+
+_python_showwarning = warnings.showwarning
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run the subcommand; returns the exit code (see :mod:`srcore.cli.errors`)."""
     from .. import log
@@ -130,8 +147,10 @@ def main(argv: list[str] | None = None) -> int:
         if _debug():
             raise
         return cli_errors.report(exc)
+    shown = warnings.showwarning
     try:
         _setup(args)
+        warnings.showwarning = _show_warning
         return int(args._run(args) or 0)
     except KeyboardInterrupt:
         return cli_errors.EXIT_INTERRUPTED
@@ -148,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         from .. import progress
 
         progress.enable(False)
+        warnings.showwarning = shown
 
 
 def _count_verbose(argv) -> int:
