@@ -306,8 +306,8 @@ def test_cli_convert_pt_and_pt2(tmp_path, capsys):
     assert main(["convert", str(tmp_path / "junk.pt")]) == 1
     assert "junk.pt" in capsys.readouterr().err
     assert main(["convert", str(tmp_path / "model.onnx")]) == 1
-    assert main(["convert", str(pt), "--dynamic", "bad"]) == 1
-    assert main(["convert", str(pt), "--input", "x=float99:1"]) == 1
+    assert main(["convert", str(pt), "--dynamic", "bad"]) == 2       # malformed flag values: usage errors
+    assert main(["convert", str(pt), "--input", "x=float99:1"]) == 2
     assert main(["convert", str(pt), "--dynamic", "x:0=batch"]) == 1  # rank unknown without --input
     assert "rank is unknown" in capsys.readouterr().err
 
