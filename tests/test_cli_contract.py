@@ -92,8 +92,8 @@ def _instances():
     out = []
     for name in E.__all__:
         cls = getattr(E, name)
-        if not issubclass(cls, E.SrcoreError):  # srcore.SrcoreWarning
-            continue
+        if not issubclass(cls, BaseException) or not issubclass(cls, E.SrcoreError):
+            continue  # srcore.SrcoreWarning is a warning: printed as one 'srcore: warning:' line
         if issubclass(cls, E.GraphParseError):
             out.append(cls("bad token", line=1, column=2, token="%"))
         elif issubclass(cls, E.UnsupportedOpError):
