@@ -2,9 +2,9 @@
 
 ``build(segment)`` is the ``EngineBuilder`` entry point. For every concrete input
 signature the engine builds a plan: the segment's graph with concrete shapes becomes
-a network (``network.py``), pointwise runs are fused (``fusion.py``), each layer gets
-the fastest of its tactics (``tactics.py``), and the plan (``plan.py``) is one
-generated function over an arena. A segment whose input shapes are all static is
+a network (``builder/convert.py``), pointwise runs are fused (``builder/fusion.py``), each
+layer gets the fastest of its tactics (``tactics/choose.py``), and the plan
+(``builder/plan.py``) is one generated function over an arena. A segment whose input shapes are all static is
 planned at build time and the engine *is* that function; otherwise plans are made
 on first use of each signature (TensorRT's optimisation profiles, made lazily).
 """
@@ -17,10 +17,10 @@ from typing import Any
 from srcore.errors import EngineBuildError, KernelError
 from srcore.ir.types import TensorType
 
-from .fusion import MAX_OPS, fuse_pointwise
-from .network import build_network
-from .plan import Plan
-from .tactics import choose_tactics
+from .builder.convert import build_network
+from .builder.fusion import MAX_OPS, fuse_conv_pool, fuse_pointwise
+from .builder.plan import Plan
+from .tactics.choose import choose_tactics
 
 #: plans kept per dynamic engine (input signatures); the oldest is dropped beyond this
 MAX_PLANS = 16
@@ -158,8 +158,8 @@ class Engine:
             mem = plan.memory()
             lines.append(f"plan for inputs {sig}: {len(plan.steps)} layers, arena {plan.arena_bytes:,} bytes "
                          f"(liveness lower bound {mem['lower_bound_bytes']:,}), built in {secs * 1e3:.1f} ms")
-            for layer, fn in plan.steps:
-                tactic = getattr(fn, "tactic", "view") if fn is not None else "view"
+            for step in plan.steps:
+                layer, tactic = step.layer, step.tactic
                 what = layer.kind
                 if layer.kind == "fused_pointwise":
                     what += f" ({len(layer.attrs['ops'])} ops: {_op_list(layer.attrs['ops'])})"
@@ -199,7 +199,6 @@ def make_plan(graph, shapes, options: dict[str, Any], name: str) -> Plan:
     net = build_network(g)
     fuse_pointwise(net, MAX_OPS if options.get("fusion", True) else 1)
     if options.get("fusion", True):
-        from .conv_pool import fuse_conv_pool
         fuse_conv_pool(net)
     steps = choose_tactics(net, options)
     return Plan(net, steps)

@@ -178,9 +178,9 @@ def test_log_softmax_of_large_values_keeps_its_precision():
 def test_numpy_tactics_follow_torch(op, x, want, monkeypatch):
     """The numpy tactic of fused pointwise layers (chosen when it times fastest) computed sigmoid and
     silu in float64 and pow by np.power: not torch's float32 answers at the edges."""
-    from srcore_trt_like import tactics
-    orig = tactics.candidates
-    monkeypatch.setattr(tactics, "candidates", lambda l, n: [c for c in orig(l, n) if c[0] == "numpy"])
+    from srcore_trt_like.tactics import choose
+    orig = choose.candidates
+    monkeypatch.setattr(choose, "candidates", lambda l, n: [c for c in orig(l, n) if c.name == "numpy"])
     sm = module(f"""graph(%x : Float(1)):
   %e : float = prim::Constant[value=-0.5]()
   %r : Tensor = {op}
