@@ -12,6 +12,7 @@ from ..ir.graph import Graph, Node
 from ..plugin.types import Segment
 from .extract import ENGINE_KIND, replace_with_engine, segment_graph
 from .fallback import SegmentFallback
+from .dependencies import program_order
 from .segments import Eligibility, boundary, find_candidates
 
 
@@ -114,14 +115,15 @@ def partition_graph(graph: Graph, registry: Any, table: Any, options: Any,
         what = f"the {backend} engine builder"
         supports = resolve_ref(eb.supports, provider=eb.provider, op=ENGINE_KIND, what=f"supports of {what}")
         build = resolve_ref(eb.build, provider=eb.provider, op=ENGINE_KIND, what=f"build of {what}")
-        elig = Eligibility(graph, table, supports, backend, options.engine_fallback_ops)
+        elig = Eligibility(graph, table, supports, backend, options.engine_fallback_ops,
+                           options.engine_fallback_modules)
         runs, refusals = find_candidates(graph.block, elig)
         refused.extend((backend, r) for r in refusals if r.node.kind != ENGINE_KIND)
         for run in runs:
             name = f"{backend}_engine_{sum(1 for s in segments if s.backend == backend)}"
-            whole = run.block is graph.block and len(run.nodes) == _n_compute(graph.block)
+            whole = run.block is graph.block and len(run.nodes) == _n_compute(graph.block, elig.chains)
             report, engine_node, engine = _build_one(graph, run.nodes, backend, name, build, options, whole,
-                                                     plugin_manager)
+                                                     plugin_manager, elig.chains)
             segments.append(report)
             if engine_node is not None:
                 engines[engine_node] = engine
@@ -134,20 +136,23 @@ def partition_graph(graph: Graph, registry: Any, table: Any, options: Any,
     return report, engines
 
 
-def _n_compute(block) -> int:
-    return sum(1 for n in block.nodes if n.kind != "prim::Constant")
+def _n_compute(block, chains) -> int:
+    """The nodes of ``block`` an engine would hold (not constants, not non-tensor chains)."""
+    return sum(1 for n in block.nodes if n.kind != "prim::Constant" and not chains.is_chain(n))
 
 
-def _build_one(graph, nodes, backend, name, build, options, whole: bool, plugin_manager=None):
+def _build_one(graph, nodes, backend, name, build, options, whole: bool, plugin_manager=None, chains=None):
     ops = tuple(n.kind for n in nodes)
     source = _src(nodes[0])
     if len(nodes) < options.engine_min_block_size and not whole:
         why = f"{len(nodes)} node(s) < Options.engine_min_block_size={options.engine_min_block_size}"
         return SegmentReport(name, backend, ops, source, "too small", why), None, None
-    inputs, outputs = boundary(nodes)
+    chain = chains.needed(nodes) if chains is not None else []
+    absorbed = frozenset(chains.absorbed(nodes, chain)) if chain else frozenset()
+    inputs, outputs = boundary(nodes, tuple(chain), absorbed)
     if not outputs:
         return SegmentReport(name, backend, ops, source, "fallback", "the segment's results are unused"), None, None
-    sub = segment_graph(nodes, inputs, outputs)
+    sub = segment_graph(program_order([*nodes, *chain]) if chain else nodes, inputs, outputs)
     segment = Segment(name, backend, sub, options.engine_options, _fallback(sub, backend, options, plugin_manager))
     t0 = time.perf_counter()
     try:
@@ -165,7 +170,8 @@ def _build_one(graph, nodes, backend, name, build, options, whole: bool, plugin_
                              f"the builder returned {type(engine).__name__}, not a callable engine"), None, None
     seconds = time.perf_counter() - t0
     describe = getattr(engine, "describe", None)
-    node = replace_with_engine(graph, nodes, inputs, outputs, backend=backend, name=name, subgraph=sub)
+    taken = tuple(n for n in chain if id(n) in absorbed)   # originals nothing else reads: they go
+    node = replace_with_engine(graph, nodes, inputs, outputs, backend=backend, name=name, subgraph=sub, also=taken)
     return SegmentReport(name, backend, ops, source, "engine", "", seconds, describe, engine), node, engine
 
 

@@ -221,6 +221,14 @@ class Segment:
         """The builder option ``key`` (``default`` when the user did not set it)."""
         return dict(self.options).get(key, default)
 
+    def specialize(self, shapes) -> Any:
+        """The segment's graph for concrete input ``shapes`` (one per input): every value typed,
+        derived non-tensor values (``aten::size`` chains, see :class:`ArgInfo`) folded into
+        constants. Raises :class:`srcore.EngineBuildError` when the shapes do not fit."""
+        from ..partition.specialize import specialize
+
+        return specialize(self.graph, shapes)
+
 
 @attrs.frozen
 class Subcommand:
@@ -238,12 +246,19 @@ class Subcommand:
 
 @attrs.frozen
 class ArgInfo:
-    """What a matcher sees of one argument: its schema name, IR type, and value if constant."""
+    """What a matcher sees of one argument: its schema name, IR type, and value if constant.
+
+    ``derived`` (engine builders' ``supports`` only): not a constant, but known once the input
+    shapes are (computed from ``aten::size`` and constants by int and list ops, e.g. the ``shape``
+    of ``y.reshape(y.size(0), -1)``); a segment holding the node gets a copy of that computation,
+    which :meth:`Segment.specialize` folds into constants for concrete input shapes.
+    """
 
     name: str
     type: Any
     is_constant: bool = False
     value: Any = None
+    derived: bool = False
 
 
 @attrs.frozen

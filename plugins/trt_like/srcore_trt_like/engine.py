@@ -33,6 +33,7 @@ class Engine:
     """One segment compiled for trt_like; ``entry`` is the callable the runtime calls."""
 
     def __init__(self, segment):
+        self.segment = segment
         self.name = segment.name
         self.graph = segment.graph
         self.options = dict(segment.options)
@@ -45,7 +46,7 @@ class Engine:
         self._lock = threading.Lock()
         types = [v.type for v in self.graph.inputs]
         for v, t in zip(self.graph.inputs, types):
-            if not isinstance(t, TensorType) or t.dtype != "float32" or t.shape is None:
+            if not isinstance(t, TensorType) or t.shape is None or t.dtype != "float32" and not _shape_only(v):
                 raise EngineBuildError(f"{self.name}: input %{v.name} is {t}; engines take float32 tensors "
                                        f"of known rank")
         self.static = all(all(isinstance(d, int) for d in t.shape) for t in types)
@@ -69,7 +70,7 @@ class Engine:
             plan = self.plans.get(shapes)
             if plan is None:
                 t0 = time.perf_counter()
-                plan = make_plan(self.graph, shapes, self.options, self.name)
+                plan = make_plan(self.segment, shapes, self.options, self.name)
                 self.build_seconds[shapes] = time.perf_counter() - t0
                 if len(self.plans) >= MAX_PLANS:
                     self.plans.pop(next(iter(self.plans)))
@@ -100,15 +101,9 @@ class Engine:
         """Convert the segment once with every symbolic dim at a trial size, so that a converter
         refusing a node (an EngineBuildError) does so at load, where the partitioner falls back
         to cpu, not on the first run of some shape, where nothing can."""
-        from srcore.ops.shapes import propagate
-
-        g = self.graph.copy()
-        trial = [TensorType("float32", tuple(d if isinstance(d, int) else TRIAL_DIM for d in t.shape))
-                 for t in types]
-        for v, t in zip(g.inputs, trial):
-            v.type = t
+        trial = [tuple(d if isinstance(d, int) else TRIAL_DIM for d in t.shape) for t in types]
         try:
-            propagate(g, trial)
+            g = self.segment.specialize(trial)
         except Exception:   # the trial sizes do not fit this graph (a reshape, a cat): plans will tell
             return
         build_network(g)
@@ -187,16 +182,15 @@ def _op_list(ops, limit: int = 6) -> str:
     return ", ".join(names[:limit]) + (", ..." if len(names) > limit else "")
 
 
-def make_plan(graph, shapes, options: dict[str, Any], name: str) -> Plan:
-    """The plan of ``graph`` for concrete input ``shapes``."""
-    from srcore.ops.shapes import propagate
+def _shape_only(v) -> bool:
+    """Whether the segment reads input ``v`` for its shape only (``aten::size``: a copied chain)."""
+    return bool(v.uses) and all(u.user.kind.split(".", 1)[0] in ("aten::size", "aten::dim", "aten::numel")
+                                for u in v.uses)
 
-    g = graph.copy()
-    types = [TensorType("float32", tuple(int(d) for d in s)) for s in shapes]
-    for v, t in zip(g.inputs, types):
-        v.type = t
-    propagate(g, types)
-    net = build_network(g)
+
+def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
+    """The plan of ``segment`` for concrete input ``shapes``."""
+    net = build_network(segment.specialize(shapes))
     fuse_pointwise(net, MAX_OPS if options.get("fusion", True) else 1)
     if options.get("fusion", True):
         fuse_conv_pool(net)

@@ -17,7 +17,7 @@ def build_network(graph) -> Network:
     conv = Converter(net)
     for v in graph.inputs:
         t = v.type
-        if not isinstance(t, TensorType) or t.dtype != "float32":
+        if not isinstance(t, TensorType) or t.dtype != "float32" and v.uses:   # (unread: it gave a shape)
             raise EngineBuildError(f"engine input %{v.name} is {t}, not a float32 tensor")
         tid = net.new_tensor(_concrete(t, v), v.name or "")
         conv.bind(v, tid)

@@ -3,8 +3,10 @@
 network builder (:mod:`.convert`: each row names its converter in :mod:`.converters`).
 
 A node is supported when its op has a row, its tensors are float32 of known rank, the arguments
-the engine bakes in (strides, dims, weights of fused ops) are constants, and the row's own check
-(shapes and values a converter cannot take) passes.
+the engine bakes in (strides, dims, weights of fused ops) are constants (non-tensor ones may also be
+*derived*: known from the input shapes, as ``y.size(0)``; each plan folds them), and the row's own
+check (shapes and values a converter cannot take) passes. ``supports()`` returns ``True`` or the
+reason it refuses, naming the argument, dtype or shape at fault.
 """
 from __future__ import annotations
 
@@ -185,7 +187,9 @@ def refusal(node: NodeInfo) -> str | None:
             continue
         if isinstance(a.type, TensorType):
             return f"argument {a.name!r} is a computed tensor; the engine bakes it in (a weight) and needs a constant"
-        return f"argument {a.name!r} is not a constant"
+        if not a.derived:
+            return (f"argument {a.name!r} is computed from tensor data at run time; the engine bakes it in "
+                    f"and needs a constant or a value known from the input shapes")
     if row.check is None:
         return None
     try:
@@ -194,9 +198,9 @@ def refusal(node: NodeInfo) -> str | None:
         return f"{exc.args[0] if exc.args else exc}: the engine needs it to decide"
 
 
-def supports(node: NodeInfo) -> bool:
-    """True if ``node`` may go into a trt_like engine."""
-    return refusal(node) is None
+def supports(node: NodeInfo) -> bool | str:
+    """``True`` if ``node`` may go into a trt_like engine, else the reason it may not."""
+    return refusal(node) or True
 
 
 def _tensors_refused(node: NodeInfo) -> str | None:
