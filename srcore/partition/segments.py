@@ -19,6 +19,7 @@ import attrs
 from ..dispatch.resolve import STRUCTURAL_KINDS, node_info, node_op, node_schema
 from ..ir.effects import VIEW_OPS, has_side_effects, mutated_inputs
 from ..ir.graph import Block, Graph, Node, Value
+from ..ir.types import TensorType
 from .dependencies import Chains
 from .extract import ENGINE_KIND
 from .scopes import ScopeMatcher
@@ -111,9 +112,18 @@ class Eligibility:
             answer = self.supports(info)
         except Exception as exc:  # a builder's bug must not take the model down: run it elsewhere
             return f"{self.backend}'s supports() raised {type(exc).__name__}: {exc}"
-        if isinstance(answer, str):   # a refusal that says why
-            return f"not supported by {self.backend}: {answer}" if answer else f"not supported by {self.backend}"
-        return None if answer else f"not supported by {self.backend}"
+        if isinstance(answer, str) and answer:   # a refusal that says why
+            return f"not supported by {self.backend}: {answer}"
+        if answer and not isinstance(answer, str):
+            return None
+        if any(_unknown_layout(v.type) for v in (*node.inputs, *node.outputs)):
+            return (f"not supported by {self.backend}; the dtype or rank of its tensors is unknown (an op "
+                    "without a shape rule before it? see StaticModule.load_report)")
+        return f"not supported by {self.backend}"
+
+
+def _unknown_layout(t) -> bool:
+    return isinstance(t, TensorType) and (t.dtype is None or t.shape is None)
 
 
 def find_candidates(block: Block, eligibility: Eligibility) -> tuple[list[Candidate], list[Refusal]]:
