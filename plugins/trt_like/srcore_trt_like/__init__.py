@@ -42,4 +42,5 @@ def srcore_kernels():
 @hookimpl
 def srcore_engine_builders():
     yield EngineBuilder(BACKEND, supports="srcore_trt_like.builder.support:supports",
-                        build="srcore_trt_like.engine:build", load="srcore_trt_like.engine:load")
+                        build="srcore_trt_like.engine:build", load="srcore_trt_like.engine:load",
+                        ops="srcore_trt_like.builder.support:engine_ops")

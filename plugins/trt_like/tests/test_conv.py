@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from srcore.errors import SrcoreError
-from srcore_trt_like import conv
 from srcore_trt_like.conv import gemm as conv_gemm
 from srcore_trt_like.conv import (ConvSpec, DepthwiseDirectTactic, Gemm1x1Tactic, Im2colGemmTactic, WinogradTactic,
                                   conv_tactics)

@@ -7,7 +7,6 @@ import pytest
 import srcore_trt_like as trt
 from srcore.ir.types import FLOAT, INT, TensorType
 from srcore.plugin import ArgInfo, EngineBuilder, NodeInfo, Specialized
-from srcore_trt_like import engine
 from srcore_trt_like import node_kernels as kernels
 from srcore_trt_like.builder import support
 

@@ -33,6 +33,8 @@ class Step:
     tactic: str
     fn: Callable[..., Any] | None = attrs.field(eq=False)
     precision: str = "float32"
+    #: the weights the tactic laid out, by name (a serialized plan stores them)
+    layout: dict = attrs.field(factory=dict, eq=False, repr=False)
 
 
 class Plan:

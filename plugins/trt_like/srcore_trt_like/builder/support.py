@@ -26,12 +26,14 @@ Check = Callable[[NodeInfo], "str | None"]
 @attrs.frozen
 class OpSupport:
     """One op the engine takes: the arguments that must be constants, the converter (a function of
-    :mod:`.converters`) and an op-specific check returning why a node is refused (None: fine)."""
+    :mod:`.converters`) and an op-specific check returning why a node is refused (None: fine),
+    which ``notes`` says in words (``srcore list-ops --engine trt_like``)."""
 
     op: str
     converter: str
     constants: tuple[str, ...] = ()
     check: Check | None = attrs.field(default=None, eq=False)
+    notes: str = ""
 
 
 # -- op-specific checks (None: supported; else the reason) ------------------------------------------
@@ -104,7 +106,19 @@ def _addmm(node: NodeInfo):
 
 # -- the table -------------------------------------------------------------------------------------
 def _rows(converter: str, ops: dict[str, tuple[str, ...]], check: Check | None = None) -> list[OpSupport]:
-    return [OpSupport(op, converter, consts, check) for op, consts in ops.items()]
+    return [OpSupport(op, converter, consts, check, _NOTES.get(check, "")) for op, consts in ops.items()]
+
+
+_NOTES = {
+    _gelu: "approximate is 'none' or 'tanh'",
+    _dropout: "train=False (inference: the identity)",
+    _nchw: "a 4-D (N, C, H, W) input",
+    _convolution: "2-D, not transposed",
+    _matmul: "x @ a constant 2-D weight, or two computed operands of rank >= 2 (no matrix-vector products)",
+    _addmm: "alpha != 0, a 2-D mat2",
+    _no_dtype: "no dtype argument",
+    _encoder: "no mask, a 3-D src",
+}
 
 
 _UNARY = ("aten::neg", "aten::abs", "aten::exp", "aten::log", "aten::sqrt", "aten::rsqrt", "aten::reciprocal",
@@ -207,7 +221,8 @@ def _tensors_refused(node: NodeInfo) -> str | None:
     if not node.output_types or not isinstance(node.output_types[0], TensorType):
         return f"its result is {node.output_types[0] if node.output_types else 'nothing'}, not a tensor"
     named = [(f"argument {a.name!r}", a.type) for a in node.args]
-    named += [(f"result {i}" if len(node.output_types) > 1 else "the result", t) for i, t in enumerate(node.output_types)]
+    several = len(node.output_types) > 1
+    named += [(f"result {i}" if several else "the result", t) for i, t in enumerate(node.output_types)]
     for name, t in named:
         if isinstance(t, TensorType):
             if t.dtype not in ENGINE_DTYPES:
@@ -215,3 +230,10 @@ def _tensors_refused(node: NodeInfo) -> str | None:
             if t.shape is None:
                 return f"{name} has no known rank"
     return None
+
+
+def engine_ops() -> list:
+    """The op table as :class:`srcore.plugin.EngineOp` records (``srcore list-ops --engine trt_like``)."""
+    from srcore.plugin import EngineOp
+
+    return [EngineOp(row.op, row.constants, row.notes) for row in _TABLE]

@@ -26,10 +26,10 @@ class PackedConvMaxPool:
     """``out = max_pool(relu?(conv(x) + bias))`` with the pool reduced from the packed GEMM's C^T."""
     name = "packed_gemm_max_pool"
 
-    def __init__(self, spec: ConvSpec, weight, bias, pool: MaxPool2d, threads: int | None = None):
+    def __init__(self, spec: ConvSpec, weight, bias, pool: MaxPool2d, threads: int | None = None, layout=None):
         if pool.dilation != (1, 1) or pool.x_shape != spec.out_shape:
             raise TacticSpecError(f"{self.name}: needs an undilated pool of the conv's output {spec.out_shape}")
-        self.conv = PackedGemmTactic(spec, weight, bias, threads=1)
+        self.conv = PackedGemmTactic(spec, weight, bias, threads=1, layout=layout)
         self.pool = pool
         self.out_shape = pool.out_shape
         self.threads = _threads.count() if threads is None else max(1, int(threads))
@@ -47,6 +47,10 @@ class PackedConvMaxPool:
         nblk = (self.step * Wc) // 6 + 2
         self.shapes = ((nblk, c.K, 6), (nblk * 6 * ldc,), (max(rows, 1) * Wp * ldc,), ((Wp + 16) * 16,))
         self.weight_bytes = c.weight_bytes
+
+    def layout(self) -> dict[str, np.ndarray]:
+        """The packed conv weight (see :meth:`ConvTactic.layout`)."""
+        return self.conv.layout()
 
     def __call__(self, x, out):
         c, s = self.conv, self.conv.spec

@@ -13,12 +13,14 @@ class DepthwiseDirectTactic(ConvTactic):
     multiply-add pass per tap over each output row, the epilogue on the row."""
     name = "depthwise_direct"
 
-    def __init__(self, spec: ConvSpec, weight, bias):
-        super().__init__(spec, weight, bias)
+    def __init__(self, spec: ConvSpec, weight, bias, layout=None):
+        super().__init__(spec, weight, bias, layout)
         if spec.groups != spec.x_shape[1]:
             raise TacticSpecError(f"depthwise_direct: needs groups == in channels ({spec.x_shape[1]}), "
                                   f"got groups {spec.groups}")
-        self.w = np.ascontiguousarray(np.asarray(weight, np.float32).reshape(spec.out_channels, *spec.kernel))
+        shape = (spec.out_channels, *spec.kernel)
+        self.w = self._laid_out("w", shape, lambda: np.ascontiguousarray(
+            np.asarray(weight, np.float32).reshape(shape)))
 
     def _run(self, x, out, residual):
         s = self.spec

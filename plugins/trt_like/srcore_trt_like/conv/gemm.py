@@ -25,12 +25,14 @@ class Gemm1x1Tactic(ConvTactic):
     name = "gemm_1x1"
     uses_blas = True
 
-    def __init__(self, spec: ConvSpec, weight, bias):
-        super().__init__(spec, weight, bias)
+    def __init__(self, spec: ConvSpec, weight, bias, layout=None):
+        super().__init__(spec, weight, bias, layout)
         if spec.kernel != (1, 1) or spec.padding != (0, 0) or spec.groups != 1:
             raise TacticSpecError(f"gemm_1x1: needs a 1x1 kernel, padding 0 and groups 1; got kernel "
                                   f"{spec.kernel}, padding {spec.padding}, groups {spec.groups}")
-        self.w = np.ascontiguousarray(np.asarray(weight, np.float32).reshape(spec.out_channels, -1))
+        O, C = spec.out_channels, spec.x_shape[1]
+        self.w = self._laid_out("w", (O, C), lambda: np.ascontiguousarray(
+            np.asarray(weight, np.float32).reshape(O, -1)))
 
     def _run(self, x, out, residual):
         s = self.spec
@@ -60,10 +62,12 @@ class Im2colGemmTactic(ConvTactic):
     name = "im2col_gemm"
     uses_blas = True
 
-    def __init__(self, spec: ConvSpec, weight, bias):
-        super().__init__(spec, weight, bias)
+    def __init__(self, spec: ConvSpec, weight, bias, layout=None):
+        super().__init__(spec, weight, bias, layout)
         g, O = spec.groups, spec.out_channels
-        self.w = np.ascontiguousarray(np.asarray(weight, np.float32).reshape(g, O // g, -1))
+        kk = spec.x_shape[1] // g * spec.kernel[0] * spec.kernel[1]
+        self.w = self._laid_out("w", (g, O // g, kk), lambda: np.ascontiguousarray(
+            np.asarray(weight, np.float32).reshape(g, O // g, -1)))
         (N, C, H, W), (kh, kw) = spec.x_shape, spec.kernel
         Ho, Wo = self.out_shape[2:]
         K = C * kh * kw

@@ -28,14 +28,15 @@ class PackedGemmTactic(ConvTactic):
     is small): ``out = relu?(W @ im2col(x) + bias (+ residual))``."""
     name = "packed_gemm"
 
-    def __init__(self, spec: ConvSpec, weight, bias, threads: int | None = None):
-        super().__init__(spec, weight, bias)
+    def __init__(self, spec: ConvSpec, weight, bias, threads: int | None = None, layout=None):
+        super().__init__(spec, weight, bias, layout)
         if spec.groups != 1:
             raise TacticSpecError(f"packed_gemm: needs groups 1, got {spec.groups}")
         (N, C, H, W), (kh, kw) = spec.x_shape, spec.kernel
         O, Ho, Wo = self.out_shape[1:]
         self.K = K = C * kh * kw
-        self.wp = _g.pack_weight(np.asarray(weight, np.float32).reshape(O, K))
+        self.wp = self._laid_out("wp", (-(-O // _g.MR), K, _g.MR),
+                                 lambda: _g.pack_weight(np.asarray(weight, np.float32).reshape(O, K)))
         self.mb = self.wp.shape[0]
         self.seg = _k.segments(Ho, Wo)
         nb = self.seg.shape[0]

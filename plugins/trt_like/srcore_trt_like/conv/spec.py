@@ -102,11 +102,18 @@ class ConvTactic:
     Subclasses set :attr:`name` and implement :meth:`_run`; those that call numpy's BLAS set
     :attr:`uses_blas`: built for more than one intra-op thread, they run it on the calling thread
     (the engine's threads are numba's OpenMP pool, see ``kernels/threads.py``).
+
+    The weights a subclass lays out (packed, transformed) come from :meth:`_laid_out`, and
+    :meth:`layout` returns them: a serialized engine stores them, and a tactic made with
+    ``layout=`` (those arrays, checked for dtype and shape) does not compute them again.
     """
     name = "conv"
     uses_blas = False
 
-    def __init__(self, spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | None):
+    def __init__(self, spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | None,
+                 layout: dict[str, np.ndarray] | None = None):
+        self._given = dict(layout or {})
+        self._layout_names: list[str] = []
         if not isinstance(spec, ConvSpec):
             raise TacticSpecError(f"{self.name}: spec must be a ConvSpec, got {type(spec).__name__}")
         weight = np.asarray(weight)
@@ -134,6 +141,25 @@ class ConvTactic:
 
     def _run(self, x, out, residual):
         raise NotImplementedError
+
+    def _laid_out(self, name: str, shape: tuple[int, ...], make) -> np.ndarray:
+        """The laid-out weight ``name`` of ``shape`` (float32): from the ``layout`` given at
+        construction (copied into writeable memory: a file's arrays are read-only maps), else
+        ``make()``."""
+        given = self._given.pop(name, None)
+        if given is None:
+            arr = make()
+        else:
+            if not isinstance(given, np.ndarray) or given.dtype != np.float32 or given.shape != tuple(shape):
+                got = f"{given.dtype} {given.shape}" if isinstance(given, np.ndarray) else type(given).__name__
+                raise TacticSpecError(f"{self.name}: stored layout {name!r} is {got}, expected float32 {tuple(shape)}")
+            arr = np.array(given, dtype=np.float32, order="C", copy=True)
+        self._layout_names.append(name)
+        return arr
+
+    def layout(self) -> dict[str, np.ndarray]:
+        """The laid-out weights, by name (what ``layout=`` takes back)."""
+        return {name: getattr(self, name) for name in self._layout_names}
 
     @property
     def weight_bytes(self) -> int:

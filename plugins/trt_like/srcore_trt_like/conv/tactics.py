@@ -40,13 +40,14 @@ __all__ = ["ConvSpec", "ConvTactic", "Gemm1x1Tactic", "Im2colGemmTactic", "Winog
 
 def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | None) -> list[tuple[str, object]]:
     """``(name, build)`` for every tactic that computes ``spec`` (im2col_gemm always; the others where
-    they apply); ``build()`` lays out the weights, so a builder that already knows its winner (the
-    timing cache) constructs only that one."""
+    they apply); ``build(layout=None)`` lays out the weights (or takes them from ``layout``, a
+    tactic's :meth:`~.spec.ConvTactic.layout`), so a builder that already knows its winner (the
+    timing cache, a serialized plan) constructs only that one."""
     if not isinstance(spec, ConvSpec):
         raise TacticSpecError(f"conv_tactics: spec must be a ConvSpec, got {type(spec).__name__}")
     out: list[tuple[str, object]] = []
     if spec.kernel == (1, 1) and spec.padding == (0, 0) and spec.groups == 1:
-        out.append((Gemm1x1Tactic.name, lambda: Gemm1x1Tactic(spec, weight, bias)))
+        out.append((Gemm1x1Tactic.name, lambda layout=None: Gemm1x1Tactic(spec, weight, bias, layout)))
     if winograd_applies(spec):
         u: dict[int, np.ndarray] = {}
 
@@ -58,14 +59,16 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
             return u[m]
         for m in (4, 2):
             out.append((f"winograd_f{m}x{m}_packed",
-                        lambda m=m: WinogradPackedTactic(spec, weight, bias, m=m, u=transformed(m))))
+                        lambda layout=None, m=m: WinogradPackedTactic(
+                            spec, weight, bias, m=m, u=None if layout else transformed(m), layout=layout)))
         for m in (4, 2):
-            out.append((f"winograd_f{m}x{m}", lambda m=m: WinogradTactic(spec, weight, bias, m=m, u=transformed(m))))
+            out.append((f"winograd_f{m}x{m}", lambda layout=None, m=m: WinogradTactic(
+                spec, weight, bias, m=m, u=None if layout else transformed(m), layout=layout)))
     if spec.groups > 1 and spec.groups == spec.x_shape[1]:
-        out.append((DepthwiseDirectTactic.name, lambda: DepthwiseDirectTactic(spec, weight, bias)))
+        out.append((DepthwiseDirectTactic.name, lambda layout=None: DepthwiseDirectTactic(spec, weight, bias, layout)))
     if spec.groups == 1:
-        out.append((PackedGemmTactic.name, lambda: PackedGemmTactic(spec, weight, bias)))
-    out.append((Im2colGemmTactic.name, lambda: Im2colGemmTactic(spec, weight, bias)))
+        out.append((PackedGemmTactic.name, lambda layout=None: PackedGemmTactic(spec, weight, bias, layout=layout)))
+    out.append((Im2colGemmTactic.name, lambda layout=None: Im2colGemmTactic(spec, weight, bias, layout)))
     return out
 
 

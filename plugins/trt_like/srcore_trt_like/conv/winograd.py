@@ -38,17 +38,18 @@ class WinogradTactic(DirectOnNonFinite, ConvTactic):
     """Winograd F(m x m, 3 x 3), m = 2 or 4 (name ``winograd_f2x2`` / ``winograd_f4x4``)."""
     uses_blas = True
 
-    def __init__(self, spec: ConvSpec, weight, bias, m: int = 4, u=None):
+    def __init__(self, spec: ConvSpec, weight, bias, m: int = 4, u=None, layout=None):
         if m not in (2, 4):
             raise TacticSpecError(f"winograd: output tile m must be 2 or 4, got {m}")
         self.name = f"winograd_f{m}x{m}"
-        super().__init__(spec, weight, bias)
+        super().__init__(spec, weight, bias, layout)
         require_winograd(self.name, spec)
         self._keep_direct(weight, bias)
         self.m = m
         mats = F4 if m == 4 else F2
         # (n*n, O, C); ``u``: the same, already computed (conv_tactics shares it between tactics)
-        self.u = transform_weight(np.asarray(weight), mats) if u is None else u
+        shape = (mats.n * mats.n, spec.out_channels, spec.x_shape[1])
+        self.u = self._laid_out("u", shape, lambda: transform_weight(np.asarray(weight), mats) if u is None else u)
         self._input = _k.input_f4 if m == 4 else _k.input_f2
         self._output = _k.output_f4 if m == 4 else _k.output_f2
         N, C = spec.x_shape[:2]

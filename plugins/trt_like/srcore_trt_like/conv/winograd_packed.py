@@ -32,19 +32,21 @@ CHUNK_BYTES = 1 << 20
 class WinogradPackedTactic(DirectOnNonFinite, ConvTactic):
     """Winograd F(m x m, 3 x 3), m = 4 or 2, on the packed numba GEMM and vector transforms."""
 
-    def __init__(self, spec: ConvSpec, weight, bias, m: int = 4, threads: int | None = None, u=None):
+    def __init__(self, spec: ConvSpec, weight, bias, m: int = 4, threads: int | None = None, u=None, layout=None):
         if m not in (2, 4):
             raise TacticSpecError(f"winograd packed: output tile m must be 2 or 4, got {m}")
         self.name = f"winograd_f{m}x{m}_packed"
-        super().__init__(spec, weight, bias)
+        super().__init__(spec, weight, bias, layout)
         require_winograd(self.name, spec)
         self._keep_direct(weight, bias)
         self.m = m
         mats = F4 if m == 4 else F2
         self.points = P = mats.n * mats.n
-        if u is None:
-            u = transform_weight(np.asarray(weight), mats)                # (n*n, O, C)
-        self.up = np.ascontiguousarray(np.stack([_g.pack_weight(up) for up in u]))   # (n*n, MB, C, 64)
+        def pack():
+            v = transform_weight(np.asarray(weight), mats) if u is None else u      # (n*n, O, C)
+            return np.ascontiguousarray(np.stack([_g.pack_weight(up) for up in v]))  # (n*n, MB, C, 64)
+        O, C = spec.out_channels, spec.x_shape[1]
+        self.up = self._laid_out("up", (P, -(-O // _g.MR), C, _g.MR), pack)
         self.mb = self.up.shape[1]
         N, C = spec.x_shape[:2]
         _, O, Ho, Wo = self.out_shape

@@ -25,11 +25,17 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 
 
+#: modules here without numba code (MKL through ctypes, thread settings, scratch buffers)
+_NOT_COMPILED = frozenset({"__init__.py", "mkl.py", "threads.py", "scratch.py"})
+
+
 @functools.cache
 def kernel_set() -> str:
-    """A short hash of every kernel source of this package (what compiled code depends on)."""
+    """A short hash of every numba source of this package (what compiled code depends on)."""
     digest = hashlib.sha256()
     for path in sorted(_HERE.glob("*.py")):
+        if path.name in _NOT_COMPILED:
+            continue
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]

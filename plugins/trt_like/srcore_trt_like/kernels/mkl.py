@@ -84,6 +84,16 @@ def _load():
     return lib
 
 
+def version() -> str | None:
+    """The installed ``mkl`` distribution's version (its packed layout may change between versions)."""
+    try:
+        from importlib.metadata import version as dist_version
+
+        return dist_version("mkl")
+    except Exception:   # not installed as a distribution (a system library): unknown
+        return None
+
+
 def intra_op_threads() -> int:
     for var in ("MKL_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         try:
@@ -107,16 +117,21 @@ class PackedGemm:
     """``out = x @ weight.T`` for ``x`` (M, K) and a constant ``weight`` (N, K), the weight packed
     once for this M. ``__call__(x, out)`` takes C-contiguous float32 arrays of those shapes."""
 
-    def __init__(self, lib, weight: np.ndarray, m: int):
+    def __init__(self, lib, weight: np.ndarray, m: int, packed: np.ndarray | None = None):
         self.lib = lib
         w = np.ascontiguousarray(weight, np.float32)
         self.n, self.k = w.shape
         self.m = m
         size = lib.cblas_sgemm_pack_get_size(B_MATRIX, m, self.n, self.k)
-        self.packed = np.empty(size, np.uint8)
-        # B = W^T: W row-major (N, K) read transposed, leading dimension K
-        lib.cblas_sgemm_pack(ROW_MAJOR, B_MATRIX, TRANS, m, self.n, self.k, 1.0, w.ctypes.data, self.k,
-                             self.packed.ctypes.data)
+        if packed is not None:   # a serialized engine's (same MKL: the plan's compatibility record)
+            if not isinstance(packed, np.ndarray) or packed.dtype != np.uint8 or packed.shape != (size,):
+                raise ValueError(f"MKL packed weight of {getattr(packed, 'shape', '?')} bytes, expected ({size},)")
+            self.packed = np.array(packed, copy=True)
+        else:
+            self.packed = np.empty(size, np.uint8)
+            # B = W^T: W row-major (N, K) read transposed, leading dimension K
+            lib.cblas_sgemm_pack(ROW_MAJOR, B_MATRIX, TRANS, m, self.n, self.k, 1.0, w.ctypes.data, self.k,
+                                 self.packed.ctypes.data)
         # what a call streams: the weight itself (get_size reserves far more for small matrices,
         # 10-30x at 256x1024, most of it never written)
         self.weight_bytes = w.nbytes

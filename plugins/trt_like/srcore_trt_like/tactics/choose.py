@@ -13,12 +13,14 @@ by name (the last candidate standing is kept whatever the exclusions).
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable
 
 import attrs
 import numpy as np
 
 from srcore.errors import EngineBuildError
+from srcore.progress import progress
 
 from ..builder.network import Layer, Network
 from ..builder.plan import Step
@@ -27,6 +29,8 @@ from ..kernels import threads as _threads
 from . import table, timing_cache
 from .records import Candidate, Kernel
 from .timing import best_times
+
+log = logging.getLogger("srcore.trt_like")
 
 
 def candidates(layer: Layer, net: Network) -> list[Candidate]:
@@ -37,17 +41,31 @@ def candidates(layer: Layer, net: Network) -> list[Candidate]:
     return out
 
 
-def choose_tactics(net: Network, options: dict[str, Any]) -> list[Step]:
-    """One :class:`Step` per layer, in order: the chosen tactic's name and kernel (views: none)."""
-    timing = options.get("timing", True)
-    cache = timing_cache.get() if options.get("timing_cache", True) else None
+class StaleChoice(Exception):
+    """A stored tactic choice this process cannot honour (the tactic is not offered here)."""
+
+
+def choose_tactics(net: Network, options: dict[str, Any], *, name: str = "engine",
+                   chosen: list[tuple[str, dict]] | None = None) -> list[Step]:
+    """One :class:`Step` per layer, in order: the chosen tactic's name and kernel (views: none).
+
+    ``chosen`` (a serialized plan's): per layer that is not a view, the tactic's name and its
+    stored layout; nothing is timed and stored layouts are not laid out again (raises
+    :class:`StaleChoice` when a tactic is not among this process's candidates). ``name`` labels
+    the progress bar and the log."""
+    timing = options.get("timing", True) and chosen is None
+    cache = timing_cache.get() if options.get("timing_cache", True) and chosen is None else None
     one_blas = _one_blas(options)
     on_caller = _blas_on_caller(net, one_blas is not None)
+    stored = iter(chosen) if chosen is not None else None
     steps = []
-    for layer in net.layers:
+    timed = 0
+    for layer in progress(net.layers, f"{name}: tactics", total=len(net.layers), unit="layer"):
         if layer.kind == "reshape":
             steps.append(Step(layer, "view", None))
             continue
+        if stored is not None:
+            tactic, layout = next(stored, (None, None))
         if all(net.tensors[t].size == 0 for t in layer.outputs):
             # nothing to compute (a zero-size dim): kernels and compilers need not handle it
             steps.append(Step(layer, "empty", _nothing))
@@ -58,21 +76,42 @@ def choose_tactics(net: Network, options: dict[str, Any]) -> list[Step]:
             cands = [c for c in cands if c.blas is None or c.blas == one_blas]
         if on_caller:
             cands = [c if c.blas in ("omp", "mkl") else _on_caller(on_caller, c) for c in cands]
-        chosen = cands[0]
+        if stored is not None:
+            by_name = {c.name: c for c in cands}
+            if tactic not in by_name:
+                raise StaleChoice(f"its {layer.kind} layer ({layer.source or 'no source'}) uses tactic {tactic!r}, "
+                                  f"which this process does not offer for it (offered: {', '.join(by_name)})")
+            c = by_name[tactic]
+            kernel = c.restore(layout) if layout and c.restore is not None else c.build()
+            steps.append(Step(layer, c.name, kernel.fn, c.precision, kernel.layout))
+            continue
+        chosen_c = cands[0]
         if len(cands) > 1 and timing:
             key = timing_cache.layer_key(layer, net, [c.name for c in cands])
             known = cache.lookup(key) if cache is not None else None
             by_name = {c.name: c for c in cands}
             if known in by_name:
-                chosen = by_name[known]
+                chosen_c = by_name[known]
+                log.debug("%s: %s %s: %s (timing cache)", name, layer.kind, _shape(net, layer), known)
             else:
-                chosen = rank(cands, layer, net)[0]
+                ranked = rank(cands, layer, net)
+                chosen_c = ranked[0][0]
+                timed += 1
+                log.debug("%s: %s %s: %s", name, layer.kind, _shape(net, layer),
+                          ", ".join(f"{c.name} {s * 1e3:.3f} ms" for c, s in ranked))
                 if cache is not None:
-                    cache.store(key, chosen.name)
-        steps.append(Step(layer, chosen.name, chosen.build().fn, chosen.precision))
+                    cache.store(key, chosen_c.name)
+        kernel = chosen_c.build()
+        steps.append(Step(layer, chosen_c.name, kernel.fn, chosen_c.precision, kernel.layout))
     if cache is not None:
         cache.save()
+    if timed:
+        log.info("%s: timed the tactics of %d layer(s)", name, timed)
     return steps
+
+
+def _shape(net: Network, layer: Layer) -> str:
+    return "x".join(map(str, net.shape(layer.outputs[0])))
 
 
 def _nothing(*arrays) -> None:
@@ -108,7 +147,11 @@ def _on_caller(wrap: Callable, cand: Candidate) -> Candidate:
     def build() -> Kernel:
         k = cand.build()
         return attrs.evolve(k, fn=wrap(k.fn))
-    return attrs.evolve(cand, build=build)
+
+    def restore(layout) -> Kernel:
+        k = cand.restore(layout)
+        return attrs.evolve(k, fn=wrap(k.fn))
+    return attrs.evolve(cand, build=build, restore=restore if cand.restore is not None else None)
 
 
 def excluded(name: str, options: dict[str, Any]) -> bool:
@@ -118,10 +161,10 @@ def excluded(name: str, options: dict[str, Any]) -> bool:
     return name in options.get("exclude_tactics", ())
 
 
-def rank(cands: list[Candidate], layer: Layer, net: Network, seed: int = 0) -> list[Candidate]:
-    """``cands`` fastest first, timed on random data of the layer's shapes (constants as they are);
-    a candidate that raises is last. Each is charged for streaming its laid-out weights (a
-    candidate that does not say streams the layer's constant attributes as given)."""
+def rank(cands: list[Candidate], layer: Layer, net: Network, seed: int = 0) -> list[tuple[Candidate, float]]:
+    """``(candidate, seconds)`` fastest first, timed on random data of the layer's shapes (constants
+    as they are); a candidate that raises is last (``inf``). Each is charged for streaming its
+    laid-out weights (a candidate that does not say streams the layer's constant attributes as given)."""
     rng = np.random.default_rng(seed)
     args = [net.constants[t] if t in net.constants else rng.standard_normal(net.shape(t)).astype(np.float32)
             for t in layer.inputs]
@@ -131,4 +174,4 @@ def rank(cands: list[Candidate], layer: Layer, net: Network, seed: int = 0) -> l
     best = best_times([(lambda fn=k.fn: fn(*args)) for k in kernels], skip_failures=True,
                       weight_bytes=[given if k.weight_bytes is None else k.weight_bytes for k in kernels])
     order = sorted(range(len(cands)), key=lambda i: best[i])
-    return [cands[i] for i in order]
+    return [(cands[i], best[i]) for i in order]

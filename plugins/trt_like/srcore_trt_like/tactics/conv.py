@@ -29,7 +29,8 @@ def conv_candidates(layer: Layer, net: Network) -> list[Candidate]:
     calling thread (see ``kernels/threads.py``)."""
     a = layer.attrs
     spec = conv_spec(layer, net)
-    return [Candidate(name, lambda build=build: _kernel(build(), a["residual"]), blas="omp")
+    return [Candidate(name, lambda build=build: _kernel(build(), a["residual"]), blas="omp",
+                      restore=lambda layout, build=build: _kernel(build(layout), a["residual"]))
             for name, build in conv_tactic_builders(spec, a["weight"], a["bias"])]
 
 
@@ -41,7 +42,7 @@ def _kernel(tactic, residual: bool) -> Kernel:
     else:
         def fn(x, y):
             run(x, y, None)
-    return Kernel(fn, tactic.weight_bytes, keep=tactic)
+    return Kernel(fn, tactic.weight_bytes, keep=tactic, layout=tactic.layout())
 
 
 def conv_threaded(layer: Layer, net: Network) -> bool:

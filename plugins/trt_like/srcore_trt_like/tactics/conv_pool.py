@@ -19,19 +19,20 @@ def candidates(layer: Layer, net: Network) -> list[Candidate]:
     p = a["pool"]
     pool = MaxPool2d(spec.out_shape, p["kernel"], p["stride"], p["padding"], 1, p["ceil_mode"])
 
-    def build_fused() -> Kernel:
-        fused = PackedConvMaxPool(spec, a["weight"], a["bias"], pool)
+    def build_fused(layout=None) -> Kernel:
+        fused = PackedConvMaxPool(spec, a["weight"], a["bias"], pool, layout=layout)
 
         def run_fused(x, y):
             fused(x, y)
-        return Kernel(run_fused, fused.weight_bytes, keep=fused)
-    out = [Candidate(PackedConvMaxPool.name, build_fused, blas="omp")]
-    conv_layer = Layer("conv", list(layer.inputs), [-1], {k: v for k, v in a.items() if k not in ("pool", "conv_shape")})
+        return Kernel(run_fused, fused.weight_bytes, keep=fused, layout=fused.layout())
+    out = [Candidate(PackedConvMaxPool.name, build_fused, blas="omp", restore=build_fused)]
+    conv_attrs = {k: v for k, v in a.items() if k not in ("pool", "conv_shape")}
+    conv_layer = Layer("conv", list(layer.inputs), [-1], conv_attrs)
     tmp_net = _OneShape(net, a["conv_shape"])
     pool_layer = Layer("max_pool2d", [-1], list(layer.outputs), dict(p, dilation=(1, 1)))
 
-    def build_split(conv: Candidate) -> Kernel:
-        conv_kernel = conv.build()
+    def build_split(conv: Candidate, layout=None) -> Kernel:
+        conv_kernel = conv.build() if layout is None else conv.restore(layout)
         run_conv = conv_kernel.fn
         run_pool, _ = max_pool_fn(pool_layer, tmp_net)
 
@@ -39,9 +40,10 @@ def candidates(layer: Layer, net: Network) -> list[Candidate]:
             mid = SCRATCH.get("convpool_mid", a["conv_shape"])
             run_conv(x, mid)
             run_pool(mid, y)
-        return Kernel(run, conv_kernel.weight_bytes, keep=conv_kernel)
+        return Kernel(run, conv_kernel.weight_bytes, keep=conv_kernel, layout=conv_kernel.layout)
     for conv in conv_candidates(conv_layer, tmp_net):
-        out.append(Candidate(f"{conv.name}+max_pool", lambda conv=conv: build_split(conv), blas=conv.blas))
+        out.append(Candidate(f"{conv.name}+max_pool", lambda conv=conv: build_split(conv), blas=conv.blas,
+                             restore=lambda layout, conv=conv: build_split(conv, layout)))
     return out
 
 

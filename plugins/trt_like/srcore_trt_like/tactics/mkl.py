@@ -25,13 +25,13 @@ def gemm_candidates(layer: Layer, net: Network) -> list[Candidate]:
         return []
     m = net.tensors[layer.inputs[0]].size // k
 
-    def build() -> Kernel:
-        gemm = mkl_gemm.PackedGemm(lib, w, m)
+    def build(layout=None) -> Kernel:
+        gemm = mkl_gemm.PackedGemm(lib, w, m, packed=(layout or {}).get("packed"))
 
         def run(x, out):
             gemm(x, out)      # (..., K) and (..., N) C-contiguous: the same memory as (M, K), (M, N)
-        return Kernel(run, gemm.weight_bytes, keep=gemm)
-    return [Candidate("mkl_packed", build, blas="mkl")]
+        return Kernel(run, gemm.weight_bytes, keep=gemm, layout={"packed": gemm.packed})
+    return [Candidate("mkl_packed", build, blas="mkl", restore=build)]
 
 
 def attention_candidates(layer: Layer, net: Network) -> list[Candidate]:

@@ -22,6 +22,9 @@ class Kernel:
     weight_bytes: int | None = None
     #: objects ``fn`` needs alive (a packed weight buffer); only held
     keep: Any = attrs.field(default=None, eq=False, repr=False)
+    #: the weights the tactic laid out (packed, transformed), by name: what a serialized plan stores
+    #: so that loading it does not lay them out again (:attr:`Candidate.restore`)
+    layout: dict[str, Any] = attrs.field(factory=dict, eq=False, repr=False)
 
 
 class _Once:
@@ -56,12 +59,14 @@ class Candidate:
 
     ``blas``: ``"openblas"`` (numpy's BLAS), ``"mkl"`` or ``"omp"`` (numba's OpenMP pool), or None
     (no threaded library): at more than one intra-op thread the builder keeps an engine on one
-    threaded pool (:mod:`.choose`)."""
+    threaded pool (:mod:`.choose`). ``restore(layout)``: the kernel from a stored
+    :attr:`Kernel.layout` (None: the tactic has no layout worth storing, ``build()`` it)."""
 
     name: str
     build: _Once = attrs.field(eq=False, converter=_once)
     blas: str | None = None
     precision: str = FLOAT32
+    restore: Callable[[dict], Kernel] | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen

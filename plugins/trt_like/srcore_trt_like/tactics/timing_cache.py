@@ -40,20 +40,24 @@ _tags: dict[tuple, str] = {}
 
 
 def _machine_tag(threads: tuple[str, ...]) -> str:
+    parts = [str(VERSION), cpu_name(), str(os.cpu_count()), np.__version__, blas_name(), *threads]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` says."""
     cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             for line in f:
                 if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
+                    return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    parts = [str(VERSION), cpu, str(os.cpu_count()), np.__version__, _blas(), *threads]
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+    return cpu
 
 
-def _blas() -> str:
+def blas_name() -> str:
     try:
         cfg = np.show_config(mode="dicts")  # numpy >= 1.25
         blas = cfg.get("Build Dependencies", {}).get("blas", {})
