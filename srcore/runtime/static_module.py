@@ -72,6 +72,9 @@ class StaticModule:
         schemas = pm.schemas
         clock.stage("plugins")
         graph = graph.copy()
+        from ..passes.aliases import normalize_aliases
+
+        normalize_aliases(graph)  # aten::absolute runs as aten::abs: one kernel, one rule (as NormalizeOps)
         _resolve_schemas(graph, schemas)
         input_types = [s_type for s_type in (_spec_type(s) for s in specs)]
         clock.stage("schemas")

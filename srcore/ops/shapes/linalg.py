@@ -72,7 +72,7 @@ def bmm(ctx: Ctx):
     return [tt(_dtype(ctx, a, b), (broadcast_dim(sa[0], sb[0], ctx.fail), sa[1], sb[2]))]
 
 
-@rule("aten::addmm", "aten::baddbmm", "aten::addbmm")
+@rule("aten::addmm", "aten::baddbmm", "aten::addbmm", "aten::_addmm_activation")
 def addmm(ctx: Ctx):
     """``beta * self + alpha * (mat1 @ mat2)``; self broadcasts to the product."""
     base = "bmm" if ctx.op.startswith("aten::baddbmm") else "mm"
