@@ -303,7 +303,9 @@ def _make_fast_call(rt: "StaticRuntime"):
         if is_tensor:
             checks.append(f"type(a{i}) is not _nd or a{i}.shape != _s{i} or a{i}.dtype is not _d{i}")
         else:
-            checks.append(f"type(a{i}) is not _d{i} or a{i} != _s{i}")
+            # an array given for a non-tensor input (a Tensor? graph input) takes the slow path: `!=` on
+            # arrays is elementwise
+            checks.append(f"type(a{i}) is not _d{i} or _d{i} is _nd or a{i} != _s{i}")
     params = "".join(f"{a}=_MISSING, " for a in names)
     kw = "".join(f", _s{i}=_NEVER, _d{i}=_NEVER" for i in range(n))
     call_args = ", ".join(names + (["_outs()"] if rt._has_outputs_arena else []))

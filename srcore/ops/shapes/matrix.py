@@ -159,3 +159,29 @@ def linalg_diagonal(ctx: Ctx):
     else:
         size = None
     return [tt(t.dtype, tuple(s for i, s in enumerate(t.shape) if i not in (d1, d2)) + (size,))]
+
+
+@rule("aten::addbmm")
+def addbmm(ctx: Ctx):
+    """``beta * self + alpha * sum_b batch1[b] @ batch2[b]``: (n, p), self broadcast to it."""
+    s, b1, b2 = ctx.tensor(0), ctx.tensor(1), ctx.tensor(2)
+    dtype = result_type([s.dtype, b1.dtype, b2.dtype]) if s.dtype and b1.dtype and b2.dtype else None
+    if b1.shape is None or b2.shape is None:
+        return [tt(dtype, None)]
+    if len(b1.shape) != 3 or len(b2.shape) != 3:
+        raise ctx.fail(f"batch1 and batch2 must be 3-D tensors, got {list(b1.shape)} and {list(b2.shape)}")
+    out = (b1.shape[1], b2.shape[2])
+    if s.shape is not None:
+        broadcast_shapes([s.shape, out], ctx.fail)
+    return [tt(dtype, out)]
+
+
+@rule("aten::inner")
+def inner(ctx: Ctx):
+    a, b = ctx.tensor(0), ctx.tensor(1)
+    dtype = result_type([a.dtype, b.dtype]) if a.dtype and b.dtype else None
+    if a.shape is None or b.shape is None:
+        return [tt(dtype, None)]
+    if not a.shape or not b.shape:
+        return [tt(dtype, tuple(a.shape) + tuple(b.shape))]
+    return [tt(dtype, tuple(a.shape[:-1]) + tuple(b.shape[:-1]))]
