@@ -213,8 +213,9 @@ def cholesky_inverse(self, upper=False, *, out=None):
 def cholesky_solve(self, input2, upper=False, *, out=None):
     _floating("cholesky_solve", self, input2)
     dt = result_type(self, input2)
-    fn = lambda b, L: sl.cho_solve((np.triu(L) if upper else np.tril(L), not upper), b)  # noqa: E731
-    return _store(_batched(lambda b, L: fn(b, L), self.astype(dt), input2.astype(dt)), out, dt)
+    def fn(L, b):
+        return sl.cho_solve((np.triu(L) if upper else np.tril(L), not upper), b)
+    return _store(_batched(fn, input2.astype(dt), self.astype(dt)), out, dt)  # results have B's shape
 
 
 def nuclear_norm(self, dim=None, keepdim=False, *, out=None):
