@@ -153,3 +153,38 @@ def test_cholesky_inverse_and_solve_with_real_factors(upper):
         "  %r : Tensor = aten::cholesky_solve(%b, %L, %u)\n  return (%r)\n")))
     np.testing.assert_allclose(solve(b.numpy(), L.numpy()), torch.cholesky_solve(b, L, upper=upper).numpy(),
                                rtol=1e-10)
+
+
+def _both(text, *args):
+    """(srcore's result, torch's) for IR text torch reads too."""
+    g = torch._C.parse_ir(text)
+    ref = torch._C._create_function_from_graph("f", g)(*[torch.from_numpy(a) if isinstance(a, np.ndarray) else a
+                                                         for a in args])
+    got = srcore.StaticModule(srcore.Model.from_graph(srcore.parse_graph(text)))(*args)
+    return got, ref
+
+
+@pytest.mark.parametrize("text,args", [
+    ("graph(%c : bool, %x : Tensor, %y : Tensor):\n  %r : Tensor = prim::IfThenElse(%c, %x, %y)\n  return (%r)\n",
+     (False, np.ones(2, np.float32), np.zeros(2, np.float32))),
+    ("graph(%x : Float(3)):\n  %r : bool = prim::isinstance[types=[Tensor]](%x)\n  return (%r)\n",
+     (np.ones(3, np.float32),)),
+    ("graph(%x : Float(2, 2)):\n  %d : int = prim::Constant[value=2]()\n  %t : int = prim::Constant[value=1]()\n"
+     "  %r : float[][] = prim::tolist(%x, %d, %t)\n  return (%r)\n", (np.arange(4, dtype=np.float32).reshape(2, 2),)),
+    ('graph(%s : str):\n  %r : str[] = aten::list(%s)\n  return (%r)\n', ("abc",)),
+    ('graph(%s : str):\n  %a : int = prim::Constant[value=1]()\n  %n : NoneType = prim::Constant()\n'
+     '  %c : int = prim::Constant[value=2]()\n  %r : str = aten::slice(%s, %a, %n, %c)\n  return (%r)\n', ("abcdef",)),
+    ("graph(%x : Long()):\n  %r : int = aten::IntImplicit(%x)\n  return (%r)\n", (np.array(7),)),
+    ("graph(%x : Float(3), %o : Float(3)):\n  %r : Tensor = aten::sigmoid(%x, %o)\n"
+     "  %t : (Tensor, Tensor) = prim::TupleConstruct(%r, %o)\n  return (%t)\n",
+     (np.array([-1, 0, 2], np.float32), np.zeros(3, np.float32))),
+    ("graph(%x : Float(3)):\n  %r : Tensor = aten::cpu(%x)\n  return (%r)\n", (np.ones(3, np.float32),)),
+], ids=["IfThenElse", "isinstance", "tolist", "list.str", "slice.str", "IntImplicit", "sigmoid.out", "cpu"])
+def test_prim_nodes_and_explicit_out_overloads(text, args):
+    got, ref = _both(text, *args)
+    refs, gots = (ref, got) if isinstance(ref, tuple) else ((ref,), (got,))
+    for g_, r_ in zip(gots, refs):
+        if isinstance(r_, torch.Tensor):
+            np.testing.assert_allclose(g_, r_.numpy(), rtol=1e-6)
+        else:
+            assert g_ == r_
