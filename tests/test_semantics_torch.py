@@ -188,3 +188,33 @@ def test_prim_nodes_and_explicit_out_overloads(text, args):
             np.testing.assert_allclose(g_, r_.numpy(), rtol=1e-6)
         else:
             assert g_ == r_
+
+
+class _BF16(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.tensor([0.3, -1.7, 2.2, 9.1], dtype=torch.bfloat16), requires_grad=False)
+
+    def forward(self, x, y):
+        return (x * self.w + y) / y - x, x > y
+
+
+def test_bfloat16_through_ml_dtypes(tmp_path):
+    """A bfloat16 model (parameters and inputs) converts, saves and runs: one rounding per op, as torch."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")  # a dependency of srcore-cpu: always there in CI
+    m = _BF16().eval()
+    x = torch.tensor([1.1, 2.3, -0.7, 5.0], dtype=torch.bfloat16)
+    y = torch.tensor([3.3, 4.7, 0.9, -2.0], dtype=torch.bfloat16)
+
+    def bf(t):
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = srcore.from_torchscript(torch.jit.script(m))
+    srcore.save(model, tmp_path / "bf16.srm")
+    ref, ref_mask = m(x, y)
+    for mod in (model, srcore.load(tmp_path / "bf16.srm")):
+        got, mask = srcore.StaticModule(mod)(bf(x), bf(y))
+        assert got.dtype == np.dtype(ml_dtypes.bfloat16)
+        np.testing.assert_array_equal(got.view(np.int16), ref.view(torch.int16).numpy())  # bit-exact
+        np.testing.assert_array_equal(mask, ref_mask.numpy())

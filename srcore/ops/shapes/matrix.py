@@ -185,3 +185,10 @@ def inner(ctx: Ctx):
     if not a.shape or not b.shape:
         return [tt(dtype, tuple(a.shape) + tuple(b.shape))]
     return [tt(dtype, tuple(a.shape[:-1]) + tuple(b.shape[:-1]))]
+
+
+@rule("aten::linalg_householder_product", "aten::ormqr")
+def householder(ctx: Ctx):
+    """``linalg_householder_product(A, tau)``: A's shape; ``ormqr(A, tau, C, ...)``: C's shape."""
+    t = ctx.tensor(2 if ctx.op.startswith("aten::ormqr") else 0)
+    return [tt(_float(ctx, t), t.shape)]

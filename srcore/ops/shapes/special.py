@@ -179,3 +179,20 @@ def quantile(ctx: Ctx):
             return [tt(t.dtype, None)]
         return [tt(t.dtype, tuple(q.shape) + tuple(rest))]
     return [tt(t.dtype, tuple(rest))]
+
+
+@rule("aten::nonzero_static")
+def nonzero_static(ctx: Ctx):
+    """``(self, *, size, fill_value)``: (size, self.dim()) int64 indices, padded with fill_value."""
+    t, size = ctx.tensor(0), ctx.known(1, "size")
+    return [tt("int64", (size if isinstance(size, int) else None, None if t.shape is None else len(t.shape)))]
+
+
+@rule("aten::multi_margin_loss", "aten::multilabel_margin_loss")
+def margin_loss(ctx: Ctx):
+    """Per-sample losses (reduction 0: the batch dims of self without the class dim) or a 0-d mean/sum."""
+    t = ctx.tensor(0)
+    red = ctx.known(len(ctx.args) - 1, "reduction", 1)
+    if red is UNKNOWN or t.shape is None:
+        return [tt(t.dtype, None)]
+    return [tt(t.dtype, tuple(t.shape[:-1]) if red == 0 else ())]

@@ -82,8 +82,9 @@ _INPLACE = [
   + [(f"aten::{n}_", n + "_", FLOATS) for n in _FLOATING] \
   + [(f"aten::{n}_", n + "_", NUMERIC) for n in _SAME]
 
-# float16: numpy computes each elementwise op in float32 and rounds once, as torch's CPU kernels do
-_HALF = ("float16",)
+# float16 (numpy) and bfloat16 (ml_dtypes): each elementwise op computes in float32 and rounds once,
+# as torch's CPU kernels do
+_HALF = ("float16", "bfloat16")
 _HALF_OK = {"add", "sub", "rsub", "mul", "div", "minimum", "maximum", "eq", "ne", "lt", "le", "gt", "ge", "neg",
             "abs", "exp", "log", "sqrt", "tanh", "sin", "cos", "floor", "ceil", "trunc", "round", "sign", "square",
             "reciprocal", "erf", "log1p", "expm1", "log2", "log10", "pow", "where", "clamp", "masked_fill"}

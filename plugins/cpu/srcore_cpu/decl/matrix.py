@@ -17,4 +17,5 @@ KERNELS = [
     _k("aten::cholesky_inverse", "cholesky_inverse", FLOATS), _k("aten::cholesky_solve", "cholesky_solve", FLOATS),
     _k("aten::nuclear_norm", "nuclear_norm", FLOATS), _k("aten::nuclear_norm.dim", "nuclear_norm", FLOATS),
     _k("aten::cross", "cross", NUMERIC), _k("aten::linalg_cross", "linalg_cross", NUMERIC),
+    _k("aten::linalg_householder_product", "linalg_householder_product", FLOATS), _k("aten::ormqr", "ormqr", FLOATS),
 ]

@@ -15,5 +15,7 @@ KERNELS = [
     _k("aten::isin.Tensor_Tensor", "isin", ALL), _k("aten::isin.Tensor_Scalar", "isin", ALL),
     _k("aten::isin.Scalar_Tensor", "isin", ALL), _k("aten::index_copy", "index_copy", ALL),
     _k("aten::logcumsumexp", "logcumsumexp", NUMERIC), _k("aten::_logcumsumexp", "logcumsumexp", NUMERIC),
-    _k("aten::scatter_reduce.two", "scatter_reduce", NUMERIC),
+    _k("aten::scatter_reduce.two", "scatter_reduce", NUMERIC), _k("aten::nonzero_static", "nonzero_static", ALL),
+    _k("aten::multi_margin_loss", "multi_margin_loss", FLOATS + ("int64",)),
+    _k("aten::multilabel_margin_loss", "multilabel_margin_loss", FLOATS + ("int64",)),
 ]

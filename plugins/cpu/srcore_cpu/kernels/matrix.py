@@ -241,3 +241,39 @@ def cross(self, other, dim=None, *, out=None):
 
 def linalg_cross(self, other, *, dim=-1, out=None):
     return cross(self, other, dim, out=out)
+
+
+def _lapack(name, dtype):
+    from scipy.linalg import lapack
+    return getattr(lapack, ("s" if dtype == np.float32 else "d") + name)
+
+
+def linalg_householder_product(input, tau, *, out=None):  # noqa: A002 - torch's argument name
+    """``aten::linalg_householder_product`` (``orgqr``): Q from Householder reflectors (LAPACK ?orgqr)."""
+    _floating("linalg.householder_product", input, tau)
+    if input.shape[-1] > input.shape[-2] or tau.shape[-1] > input.shape[-1]:
+        raise KernelError("torch.linalg.householder_product: input.shape[-2] must be greater than or equal to "
+                          "input.shape[-1] and tau.shape[-1] must be at most input.shape[-1]")
+    orgqr = _lapack("orgqr", input.dtype)
+    a = input.reshape((-1,) + input.shape[-2:])
+    t = tau.reshape((-1, tau.shape[-1]))
+    r = np.empty_like(a)
+    for i in range(a.shape[0]):
+        q, _work, info = orgqr(a[i], t[i])
+        r[i] = q
+    return _store(r.reshape(input.shape), out, input.dtype)
+
+
+def ormqr(self, input2, input3, left=True, transpose=False, *, out=None):
+    """``aten::ormqr``: multiply ``input3`` by Q (from ``self``'s reflectors and ``input2``), LAPACK ?ormqr."""
+    _floating("ormqr", self, input2, input3)
+    fn = _lapack("ormqr", input3.dtype)
+    a = self.reshape((-1,) + self.shape[-2:])
+    t = input2.reshape((-1, input2.shape[-1]))
+    c = input3.reshape((-1,) + input3.shape[-2:])
+    r = np.empty_like(c)
+    for i in range(c.shape[0]):
+        res, _work, info = fn("L" if left else "R", "T" if transpose else "N", a[i], t[i], c[i].copy(),
+                              lwork=max(1, c.shape[-1] * 64, c.shape[-2] * 64))
+        r[i] = res
+    return _store(r.reshape(input3.shape), out, input3.dtype)

@@ -246,3 +246,55 @@ def _lowest(dt):
 
 def _highest(dt):
     return np.inf if dt.kind == "f" else np.iinfo(dt).max if dt.kind in "iu" else True
+
+
+def nonzero_static(self, *, size, fill_value=-1, out=None):
+    """``aten::nonzero_static``: the first ``size`` nonzero indices, padded with ``fill_value``."""
+    if size < 0:
+        raise KernelError(f"nonzero_static: 'size' must be an non-negative integer but got {size}")
+    idx = np.argwhere(self)[:size]
+    r = np.full((size, self.ndim), fill_value, np.int64)
+    r[: len(idx)] = idx
+    return _store(r, out, np.int64)
+
+
+def multi_margin_loss(self, target, p=1, margin=1, weight=None, reduction=1, *, out=None):
+    """``aten::multi_margin_loss``: ``sum_j max(0, margin - x[y] + x[j])**p / C`` over j != y."""
+    if p not in (1, 2):
+        raise KernelError("only p == 1 and p == 2 supported")
+    x = self.reshape(1, -1) if self.ndim <= 1 else self
+    y = np.asarray(target).reshape(-1)
+    n, c = x.shape
+    if y.size and (y.min() < 0 or y.max() >= c):
+        raise KernelError("target out of range")
+    xy = x[np.arange(n), y][:, None]
+    z = np.maximum(0, margin - xy + x) ** p
+    if weight is not None:
+        z = z * np.asarray(weight)[y][:, None]
+    z[np.arange(n), y] = 0
+    loss = z.sum(1) / c
+    if reduction == 0:
+        loss = loss.reshape(self.shape[:-1]) if self.ndim > 1 else loss.reshape(())
+    return _store(_reduce(loss, reduction, self.dtype), out, self.dtype)
+
+
+def multilabel_margin_loss(self, target, reduction=1, *, out=None):
+    """``aten::multilabel_margin_loss``: targets are class indices up to the first -1."""
+    x = self.reshape(1, -1) if self.ndim <= 1 else self
+    t = np.asarray(target).reshape(x.shape)
+    n, c = x.shape
+    loss = np.zeros(n, np.float64)
+    for i in range(n):
+        labels = []
+        for v in t[i]:
+            if v < 0:
+                break
+            labels.append(int(v))
+        is_target = np.zeros(c, bool)
+        is_target[labels] = True
+        for j in labels:
+            loss[i] += np.maximum(0, 1 - (x[i, j] - x[i][~is_target])).sum()
+    loss = loss / c
+    if reduction == 0:
+        loss = loss.reshape(self.shape[:-1]) if self.ndim > 1 else loss.reshape(())
+    return _store(_reduce(loss, reduction, self.dtype), out, self.dtype)
