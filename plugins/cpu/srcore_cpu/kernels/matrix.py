@@ -231,7 +231,7 @@ def cross(self, other, dim=None, *, out=None):
     if dim is None:
         sizes = [i for i, s in enumerate(a.shape) if s == 3]
         if not sizes:
-            raise KernelError(f"no dimension of size 3 in input")
+            raise KernelError("no dimension of size 3 in input")
         dim = sizes[0]
     if a.shape[dim] != 3:
         raise KernelError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {a.shape[dim]} and "

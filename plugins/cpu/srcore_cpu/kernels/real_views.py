@@ -64,7 +64,7 @@ def narrow_copy(self, dim, start, length, *, out=None):
 def int_implicit(a):
     """``aten::IntImplicit``: a 0-d integer tensor as an int (TorchScript's implicit conversion)."""
     if a.ndim != 0:
-        raise KernelError(f"Cannot input a tensor of dimension other than 0 as a scalar argument")
+        raise KernelError("Cannot input a tensor of dimension other than 0 as a scalar argument")
     if a.dtype.kind not in "iub":
         raise KernelError(f"Cannot input a tensor of type {a.dtype} as an integral argument")
     return int(a)

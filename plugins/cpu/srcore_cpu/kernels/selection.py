@@ -73,7 +73,7 @@ _METHODS = {"linear": "linear", "lower": "lower", "higher": "higher", "midpoint"
 
 def _quantile(self, q, dim, keepdim, interpolation, out, nan):
     if self.dtype.kind != "f":
-        raise KernelError(f"quantile() input tensor must be either float or double dtype")
+        raise KernelError("quantile() input tensor must be either float or double dtype")
     if interpolation not in _METHODS:
         raise KernelError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or nearest. "
                           f"Got {interpolation}")
@@ -149,7 +149,7 @@ def renorm(self, p, dim, maxnorm, *, out=None):
     if self.dtype.kind != "f":
         raise KernelError("renorm: expected a floating point input")
     if p <= 0:
-        raise KernelError(f"renorm: non-positive-norm not supported")
+        raise KernelError("renorm: non-positive-norm not supported")
     axes = tuple(i for i in range(self.ndim) if i != dim % self.ndim)
     a = np.abs(self.astype(np.float64))
     norm = a.max(axis=axes, keepdims=True) if np.isinf(p) else np.sum(a ** p, axis=axes, keepdims=True) ** (1.0 / p)
