@@ -254,9 +254,12 @@ def linalg_householder_product(input, tau, *, out=None):  # noqa: A002 - torch's
     if input.shape[-1] > input.shape[-2] or tau.shape[-1] > input.shape[-1]:
         raise KernelError("torch.linalg.householder_product: input.shape[-2] must be greater than or equal to "
                           "input.shape[-1] and tau.shape[-1] must be at most input.shape[-1]")
+    if input.size == 0:  # an empty batch or empty matrices: nothing to apply
+        return _store(np.zeros(input.shape, input.dtype), out, input.dtype)
     orgqr = _lapack("orgqr", input.dtype)
-    a = input.reshape((-1,) + input.shape[-2:])
-    t = tau.reshape((-1, tau.shape[-1]))
+    nb = int(np.prod(input.shape[:-2], dtype=np.int64))
+    a = input.reshape((nb,) + input.shape[-2:])
+    t = tau.reshape((nb, tau.shape[-1]))
     r = np.empty_like(a)
     for i in range(a.shape[0]):
         q, _work, info = orgqr(a[i], t[i])
@@ -267,10 +270,13 @@ def linalg_householder_product(input, tau, *, out=None):  # noqa: A002 - torch's
 def ormqr(self, input2, input3, left=True, transpose=False, *, out=None):
     """``aten::ormqr``: multiply ``input3`` by Q (from ``self``'s reflectors and ``input2``), LAPACK ?ormqr."""
     _floating("ormqr", self, input2, input3)
+    if input3.size == 0 or self.size == 0:
+        return _store(np.array(input3, copy=True), out, input3.dtype)
     fn = _lapack("ormqr", input3.dtype)
-    a = self.reshape((-1,) + self.shape[-2:])
-    t = input2.reshape((-1, input2.shape[-1]))
-    c = input3.reshape((-1,) + input3.shape[-2:])
+    nb = int(np.prod(input3.shape[:-2], dtype=np.int64))
+    a = np.broadcast_to(self, input3.shape[:-2] + self.shape[-2:]).reshape((nb,) + self.shape[-2:])
+    t = np.broadcast_to(input2, input3.shape[:-2] + input2.shape[-1:]).reshape((nb, input2.shape[-1]))
+    c = input3.reshape((nb,) + input3.shape[-2:])
     r = np.empty_like(c)
     for i in range(c.shape[0]):
         res, _work, info = fn("L" if left else "R", "T" if transpose else "N", a[i], t[i], c[i].copy(),
