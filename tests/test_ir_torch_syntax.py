@@ -146,6 +146,10 @@ def test_torch_dialect_writes_types_torch_reads():
     assert [v.type for v in parse_graph(print_graph(g)).inputs] == [v.type for v in g.inputs]
     with pytest.raises(ValueError):
         print_graph(g, dialect="onnx")
+    # a traced node's scope is srcore's to keep; torch cannot read it back, so its dialect leaves it out
+    scoped = parse_graph("graph(%x : Tensor):\n  %y : Tensor = aten::relu(%x), scope: __module.fc\n  return (%y)\n")
+    assert ", scope: __module.fc" in print_graph(scoped)
+    torch._C.parse_ir(print_graph(scoped, dialect="torch"))
 
 
 def test_bad_text_still_names_the_token():

@@ -164,6 +164,7 @@ def _print_block_body(block: Block, names: dict[int, str], depth: int, lines: li
 
 def _print_node(n: Node, names: dict[int, str], depth: int, lines: list[str], tstr=str) -> None:
     ind = _INDENT * depth
+    torch_dialect = tstr is not str
     if tstr is torch_type_str and n.kind == "prim::Constant" and "tensor" in n.attrs:
         # torch reads a tensor constant ({0.5}, <Tensor>) only with dtype, sizes, strides and device
         tstr = _torch_constant_type
@@ -171,6 +172,8 @@ def _print_node(n: Node, names: dict[int, str], depth: int, lines: list[str], ts
     lhs = f"{outs} = " if outs else ""  # torch reads ``prim::RaiseException(%m)``, not ``= prim::...``
     args = ", ".join("%" + _name(v, names) for v in n.inputs)
     line = f"{ind}{lhs}{n.kind}{_attrs(n)}({args})"
+    if n.meta.get("scope") and not torch_dialect:   # the module hierarchy (srcore.ir.scope); torch cannot read it
+        line += f", scope: {n.meta['scope']}"
     if n.source is not None and not n.source.in_text:   # a text position is the text's own
         line += f" # {n.source}"
     lines.append(line)
