@@ -35,6 +35,8 @@ _OPS = [  # (op, impl)
     ("aten::sort.int", "list_sort"), ("aten::sort.float", "list_sort"), ("aten::sort.bool", "list_sort"),
     ("aten::sort.any", "list_sort"), ("aten::eq.Tensor_list", "tensor_list_eq"),
     ("aten::ne.Tensor_list", "tensor_list_ne"),
+    ("prim::IfThenElse", "if_then_else"), ("prim::tolist", "tolist"), ("aten::list", "str_list"),
+    ("aten::slice.str", "str_slice"),
 ] + [(f"aten::__getitem__.Dict_{k}", "dict_getitem") for k in _DICT_KEYS] \
   + [(f"aten::len.Dict_{k}", "len_") for k in _DICT_KEYS] \
   + [(f"aten::_set_item.{k}", "set_item") for k in _DICT_KEYS]
