@@ -198,6 +198,9 @@ def depth_to_space(cx: NodeContext):
 
 def space_to_depth(cx: NodeContext):
     bs = cx.attr("blocksize")
+    mode = cx.attr("mode", "DCR") if cx.version >= 28 else "DCR"
+    if mode not in ("DCR", "CRD"):
+        raise Unsupported(f"mode={mode!r}")
     if cx.rank(0) != 4:
         raise Unsupported("input must be 4-D")
     x = cx.x(0)
@@ -205,7 +208,7 @@ def space_to_depth(cx: NodeContext):
     hb = h // bs if isinstance(h, int) else cx.int_op("aten::floordiv", h, bs)
     wb = w // bs if isinstance(w, int) else cx.int_op("aten::floordiv", w, bs)
     y = cx.op("aten::reshape", x, cx.list_value([n, c, hb, bs, wb, bs]))
-    y = cx.op("aten::permute", y, [0, 3, 5, 1, 2, 4])
+    y = cx.op("aten::permute", y, [0, 3, 5, 1, 2, 4] if mode == "DCR" else [0, 1, 3, 5, 2, 4])
     return cx.op("aten::reshape", y, cx.list_value([n, -1, hb, wb]))
 
 
