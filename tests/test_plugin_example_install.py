@@ -30,6 +30,7 @@ SNIPPET = textwrap.dedent("""
     pm = srcore.get_plugin_manager()
     assert pm.report("example").status == "loaded", pm.report("example")
     assert "srcore_example.kernels" not in sys.modules        # discovery imports no kernel module
+    assert pm.registry.shape_rules.lookup("example::scaled_tanh").provider.dist == "srcore-plugin-example"
     g = Graph()
     x = g.add_input(TensorType("float64", (4,)), "x")
     st = g.insert("example::scaled_tanh", [x, g.insert_constant(3.0)], [TensorType("float64", (4,))])
