@@ -137,10 +137,12 @@ class GraphConverter:
         self.problems: list[str] = []
         self._schemas: dict[tuple[str, str], Any] = {}
         from ...ops.shapes.interp import Interpreter
+        from ...plugin.manager import get_plugin_manager
 
         # srcore's own shape rules, run on each node as it is emitted: they type what ONNX's inference
         # left unknown, and a disagreement with ONNX's types is reported rather than converted
-        self.interp = Interpreter(strict=False)
+        registry = get_plugin_manager().registry
+        self.interp = Interpreter(False, registry.shape_rules, registry.schemas)
 
     # -- the main graph -------------------------------------------------------------------
     def convert_main(self, gp, large_initializers=()) -> tuple[list[str], list[str]]:

@@ -150,7 +150,11 @@ def _default_opset(onnx, proto, where: str) -> int:
 
 def _upgrade(onnx, proto, opset: int, where: str):
     try:
-        return onnx.version_converter.convert_version(proto, MIN_OPSET)
+        up = onnx.version_converter.convert_version(proto, MIN_OPSET)
+        # the converter keeps an IR version < 4, whose rules (every initializer also a graph input) the
+        # initializers it adds (Pad's pads, ...) break; opset 13 goes with IR version 7
+        up.ir_version = max(up.ir_version, 7)
+        return up
     except Exception as exc:  # noqa: BLE001 - the converter raises RuntimeError/ConvertError
         raise ConversionError(f"{where}: opset {opset} is older than {MIN_OPSET} and onnx's version converter "
                               f"cannot upgrade it: {exc}") from None

@@ -180,7 +180,24 @@ def _exact_int(v: float):
 
 def prelu(cx: NodeContext):
     x, slope = cx.x(0), cx.x(1)
+    xs, ss = cx.shape(0), cx.shape(1)
+    if xs is not None and ss is not None and len(ss) == 1 and isinstance(ss[0], int) and not _broadcasts(ss, xs):
+        # a slope per channel from before PRelu-7 (numpy broadcasting came later): put it on the one
+        # dim of its size, as onnx's reference does
+        where = [i for i, d in enumerate(xs) if d == ss[0]]
+        if len(where) != 1:
+            raise Unsupported(f"slope of shape {list(ss)} does not broadcast to {list(xs)}")
+        shape = [1] * len(xs)
+        shape[where[0]] = ss[0]
+        slope = cx.op("aten::reshape", slope, shape)
     return cx.op("aten::where", cx.op("aten::lt", x, 0), cx.op("aten::mul", x, slope), x)
+
+
+def _broadcasts(small, big) -> bool:
+    """Whether ``small`` broadcasts unidirectionally to ``big`` (unknown dims count as fitting)."""
+    if len(small) > len(big):
+        return False
+    return all(not (isinstance(a, int) and isinstance(b, int)) or a in (1, b) for a, b in zip(reversed(small), reversed(big)))
 
 
 def swish(cx: NodeContext):
