@@ -203,3 +203,48 @@ def test_dim_param_dims_are_shared_symbols():
     np.testing.assert_allclose(sm(a, b), a + b)
     with pytest.raises(srcore.SrcoreInputError, match="'b'"):
         sm(a, np.ones((3, 1), np.float32))  # batch must agree between the inputs
+
+
+def _const(name, value):
+    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value, np.float32)))
+
+
+@pytest.mark.parametrize("half_first", [False, True])
+def test_exported_gelu_and_linear_are_put_back_together(half_first):
+    """torch's exporter writes gelu as Div/Erf/Add/Mul/Mul and a Linear on 3-D input as MatMul + Add:
+    from_onnx makes them aten::gelu and aten::linear again (one op each, fusable), same values."""
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((8, 6)).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+    gelu = [_const("s2", np.sqrt(2.0)), _const("one", 1.0), _const("half", 0.5),
+            helper.make_node("Div", ["h", "s2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
+            helper.make_node("Add", ["e", "one"], ["a"])]
+    gelu += ([helper.make_node("Mul", ["h", "half"], ["m"]), helper.make_node("Mul", ["m", "a"], ["y"])] if half_first
+             else [helper.make_node("Mul", ["h", "a"], ["m"]), helper.make_node("Mul", ["m", "half"], ["y"])])
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["mm"]), helper.make_node("Add", ["b", "mm"], ["h"]), *gelu]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5, 6])],
+                          [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    model = srcore.from_onnx(m)
+    kinds = [n.kind for n in model.graph.nodes if n.kind != "prim::Constant"]
+    assert kinds == ["aten::linear", "aten::gelu"]
+    assert set(model.params) == {"w.T", "b"}
+    x = rng.standard_normal((2, 5, 8)).astype(np.float32)
+    np.testing.assert_allclose(srcore.StaticModule(model)(x), _ort(m, x)[0], rtol=1e-5, atol=1e-6)
+
+
+def test_a_pattern_with_other_uses_is_left_alone():
+    nodes = [_const("s2", np.sqrt(2.0)), _const("one", 1.0), _const("half", 0.5),
+             helper.make_node("Div", ["x", "s2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
+             helper.make_node("Add", ["e", "one"], ["a"]), helper.make_node("Mul", ["x", "a"], ["m"]),
+             helper.make_node("Mul", ["m", "half"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3]),
+                           helper.make_tensor_value_info("e", TensorProto.FLOAT, [3])])   # erf is an output too
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    model = srcore.from_onnx(m)
+    assert not any(n.kind == "aten::gelu" for n in model.graph.nodes)
+    x = np.array([-1.0, 0.5, 2.0], np.float32)
+    for got, want in zip(srcore.StaticModule(model)(x), _ort(m, x)):
+        np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -28,6 +28,7 @@ def from_onnx(model, *, base_dir: str | os.PathLike | None = None) -> Model:
     from .graph import GraphConverter
     from .load import load_model
     from .ops import TABLE
+    from .recompose import recompose
 
     loaded = load_model(model, base_dir)
     conv = GraphConverter(TABLE, loaded.opset, loaded.source_name, loaded.read_tensor)
@@ -37,6 +38,14 @@ def from_onnx(model, *, base_dir: str | os.PathLike | None = None) -> Model:
         raise ConversionError(f"cannot convert {loaded.where}: {len(conv.problems)} unsupported "
                               f"construct(s):\n{lines}")
     graph = conv.graph
+    fired = recompose(graph)
+    params = conv.params
+    if fired:  # drop what the recomposed ops replaced, and the constants only they used
+        from ...model import collect_params
+        from ...passes.dce import eliminate_dead_code
+
+        eliminate_dead_code(graph)
+        params = collect_params(graph)
     specs = tuple(InputSpec(v.name, v.type.dtype, v.type.shape) for v in graph.inputs)
     import onnx
 
@@ -44,4 +53,4 @@ def from_onnx(model, *, base_dir: str | os.PathLike | None = None) -> Model:
     producer = f"{p.producer_name} {p.producer_version}".strip() or "unknown"
     meta = {"producer": f"srcore.from_onnx (onnx {onnx.__version__})", "source": loaded.source_name,
             "onnx_producer": producer, "onnx_opset": str(loaded.original_opset)}
-    return Model(graph, conv.params, specs, output_names, meta)
+    return Model(graph, params, specs, output_names, meta)

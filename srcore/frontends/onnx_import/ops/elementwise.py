@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import attrs
+import numpy as np
 
 from ..context import NodeContext, Unsupported
 from ..dtypes import FLOATS, INTS
@@ -40,16 +41,43 @@ def _same_dtype(cx: NodeContext) -> str:
     return a
 
 
+def _scalar_const(cx: NodeContext, i: int, other: int):
+    """Input ``i`` as a Python number when it is a one-element constant that broadcasts nothing
+    (a 0-d constant, or one no bigger in rank than input ``other``): ops then take the ``Scalar``
+    overload, as TorchScript writes ``x + 1.0``, which fusions and matchers recognize. None if not."""
+    c = cx.const(i)
+    if c is None or c.size != 1 or cx.val(i).ints is not None:
+        return None
+    r = cx.type(other).rank
+    if c.ndim and (r is None or r < c.ndim):
+        return None
+    v = c.reshape(-1)[0]
+    return bool(v) if c.dtype == np.bool_ else int(v) if c.dtype.kind in "iu" else float(v)
+
+
+def _binary(cx: NodeContext, kind: str, commutes: bool, swapped: str | None = None, alpha: bool = False):
+    """``kind(x, y)`` with a one-element constant operand as a Scalar: ``kind(x, c)``, or for a
+    constant first operand ``kind(y, c)`` when the op commutes, else ``swapped(y, c)``."""
+    extra = (1,) if alpha else ()
+    c = _scalar_const(cx, 1, 0)
+    if c is not None:
+        return cx.op(kind, cx.x(0), c, *extra)
+    c = _scalar_const(cx, 0, 1)
+    if c is not None and (commutes or swapped):
+        return cx.op(kind if commutes else swapped, cx.x(1), c, *extra)
+    return cx.op(kind, cx.x(0), cx.x(1), *extra)
+
+
 def add(cx: NodeContext):
-    return _shape_arith(cx, "add") or (_same_dtype(cx) and cx.op("aten::add", cx.x(0), cx.x(1), 1))
+    return _shape_arith(cx, "add") or (_same_dtype(cx) and _binary(cx, "aten::add", True, alpha=True))
 
 
 def sub(cx: NodeContext):
-    return _shape_arith(cx, "sub") or (_same_dtype(cx) and cx.op("aten::sub", cx.x(0), cx.x(1), 1))
+    return _shape_arith(cx, "sub") or (_same_dtype(cx) and _binary(cx, "aten::sub", False, "aten::rsub", alpha=True))
 
 
 def mul(cx: NodeContext):
-    return _shape_arith(cx, "mul") or (_same_dtype(cx) and cx.op("aten::mul", cx.x(0), cx.x(1)))
+    return _shape_arith(cx, "mul") or (_same_dtype(cx) and _binary(cx, "aten::mul", True))
 
 
 def div(cx: NodeContext):
@@ -58,8 +86,9 @@ def div(cx: NodeContext):
         return res
     dt = _same_dtype(cx)
     if dt in INTS:  # ONNX integer division truncates toward zero
-        return cx.op("aten::div", cx.x(0), cx.x(1), "trunc")
-    return cx.op("aten::div", cx.x(0), cx.x(1))
+        c = _scalar_const(cx, 1, 0)
+        return cx.op("aten::div", cx.x(0), c if c is not None else cx.x(1), "trunc")
+    return _binary(cx, "aten::div", False)
 
 
 def mod(cx: NodeContext):
@@ -221,10 +250,13 @@ def is_inf(cx: NodeContext):
     return cx.op("aten::full_like", x, False, 11, None, None, None, None, None)
 
 
+_MIRROR = {"aten::lt": "aten::gt", "aten::gt": "aten::lt", "aten::le": "aten::ge", "aten::ge": "aten::le"}
+
+
 def compare(kind: str):
     def convert(cx: NodeContext):
         _same_dtype(cx)
-        return cx.op(kind, cx.x(0), cx.x(1))
+        return _binary(cx, kind, kind == "aten::eq", _MIRROR.get(kind))
     return convert
 
 

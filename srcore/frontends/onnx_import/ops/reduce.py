@@ -58,6 +58,8 @@ def reduce(kind: str):
             raise Unsupported("ReduceProd over axes not known at conversion")
         axes_all = axes_all if all(isinstance(a, int) for a in axes_all) else _dims(cx, axes_all)
         if kind == "sum":
+            if not keep and axes_all == list(range(cx.rank(0))) and axes_all:  # everything: `x.sum()`
+                return cx.op("aten::sum", x, scalar_type(dt) if dt in INTS else None)
             return _sum(cx, x, axes_all, keep, dt) if axes_all else cx.op("aten::clone", x, None)
         if kind == "mean":
             return cx.op("aten::mean", x, axes_all, keep, None) if axes_all else cx.op("aten::clone", x, None)
