@@ -248,3 +248,26 @@ def test_a_pattern_with_other_uses_is_left_alone():
     x = np.array([-1.0, 0.5, 2.0], np.float32)
     for got, want in zip(srcore.StaticModule(model)(x), _ort(m, x)):
         np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("scaled", ["qk", "scores", "none"])
+def test_exported_attention_becomes_sdpa(scaled):
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2])]
+    if scaled == "qk":   # torch's exporter scales q and kᵀ by sqrt(scale) each
+        nodes += [_const("s", 0.125 ** 0.5), helper.make_node("Mul", ["q", "s"], ["qs"]),
+                  helper.make_node("Mul", ["kt", "s"], ["kts"]), helper.make_node("MatMul", ["qs", "kts"], ["sc"])]
+    elif scaled == "scores":
+        nodes += [_const("d", 8.0), helper.make_node("MatMul", ["q", "kt"], ["raw"]),
+                  helper.make_node("Div", ["raw", "d"], ["sc"])]
+    else:
+        nodes += [helper.make_node("MatMul", ["q", "kt"], ["sc"])]
+    nodes += [helper.make_node("Softmax", ["sc"], ["p"], axis=-1), helper.make_node("MatMul", ["p", "v"], ["y"])]
+    t = [1, 2, 5, 4]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, t) for n in "qkv"],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, t)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    model = srcore.from_onnx(m)
+    assert [n.kind for n in model.graph.nodes if n.kind != "prim::Constant"] == \
+        ["aten::scaled_dot_product_attention"]
+    q, k, v = (np.random.default_rng(i).standard_normal(t).astype(np.float32) for i in range(3))
+    np.testing.assert_allclose(srcore.StaticModule(model)(q, k, v), _ort(m, q, k, v)[0], rtol=1e-5, atol=1e-6)

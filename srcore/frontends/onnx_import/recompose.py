@@ -16,7 +16,7 @@ import attrs
 import numpy as np
 
 from ...ir.graph import Graph, Node, Value
-from ...ir.types import STR, TensorType
+from ...ir.types import BOOL, FLOAT, NONE, STR, TensorType
 
 
 @attrs.frozen
@@ -154,8 +154,88 @@ def matmul_add_linear(add: Node, ctx: Context) -> tuple[Value, Value] | None:
     return None
 
 
+def _scaled(v: Value) -> tuple[Value, float]:
+    """``v`` without a scalar ``mul``/``div`` applied to it (used once), and that factor."""
+    n = v.node
+    if n.kind in ("aten::mul", "aten::div") and len(n.inputs) == 2 and len(v.uses) == 1:
+        c = _const(n.inputs[1])
+        if c is not None and c != 0 and isinstance(n.inputs[0].type, TensorType):
+            return n.inputs[0], (c if n.kind == "aten::mul" else 1.0 / c)
+        c = _const(n.inputs[0])
+        if c is not None and n.kind == "aten::mul" and isinstance(n.inputs[1].type, TensorType):
+            return n.inputs[1], c
+    return v, 1.0
+
+
+def _swapped_last(v: Value) -> Value | None:
+    """``k`` when ``v`` is ``k`` with its last two dims swapped (permute or transpose), used once."""
+    n = v.node
+    if len(v.uses) != 1 or n.kind not in ("aten::permute", "aten::transpose"):
+        return None
+    k = n.inputs[0]
+    r = k.type.rank if isinstance(k.type, TensorType) else None
+    if r is None or r < 3:
+        return None
+    if n.kind == "aten::permute":
+        perm = _list_const(n.inputs[1])
+        return k if perm is not None and [p % r for p in perm] == [*range(r - 2), r - 1, r - 2] else None
+    dims = {_int_const(n.inputs[1]), _int_const(n.inputs[2])}
+    return k if None not in dims and {d % r for d in dims} == {r - 1, r - 2} else None
+
+
+def _list_const(v: Value):
+    c = v.node.attrs.get("value") if v.node.kind == "prim::Constant" else None
+    return list(c) if isinstance(c, (list, tuple)) and all(isinstance(i, int) for i in c) else None
+
+
+def _int_const(v: Value):
+    c = v.node.attrs.get("value") if v.node.kind == "prim::Constant" else None
+    return c if isinstance(c, int) and not isinstance(c, bool) else None
+
+
+def attention(mm: Node, ctx: Context) -> tuple[Value, Value] | None:
+    """``softmax((q·s1) @ (kᵀ·s2) · s3, -1) @ v`` -> ``aten::scaled_dot_product_attention(q, k, v,
+    scale=s1·s2·s3)`` (how exporters write attention without a fused op)."""
+    if len(mm.inputs) != 2:
+        return None
+    p, v = mm.inputs
+    sm = p.node
+    if sm.kind != "aten::softmax" or len(p.uses) != 1 or len(sm.inputs) != 3:
+        return None
+    r = v.type.rank if isinstance(v.type, TensorType) else None
+    dim = _int_const(sm.inputs[1])
+    if r is None or r < 3 or dim is None or dim % r != r - 1 or not _none_const(sm.inputs[2]):
+        return None
+    scores, s3 = _scaled(sm.inputs[0])
+    qk = scores.node
+    if qk.kind != "aten::matmul" or len(scores.uses) != 1:
+        return None
+    q, s1 = _scaled(qk.inputs[0])
+    kt, s2 = _scaled(qk.inputs[1])
+    k = _swapped_last(kt)
+    if k is None or any(not isinstance(t.type, TensorType) or t.type.rank != r for t in (q, k)):
+        return None
+    dtypes = {t.type.dtype for t in (q, k, v)}
+    if len(dtypes) != 1 or dtypes.pop() not in ("float32", "float64"):
+        return None
+    g = mm.graph
+    args = [q, k, v]
+    for value, t in ((None, NONE), (0.0, FLOAT), (False, BOOL), (float(s1 * s2 * s3), FLOAT), (False, BOOL)):
+        c = g.create("prim::Constant", (), (t,), {} if value is None else {"value": value})
+        c.insert_before(mm)
+        args.append(c.output)
+    out = g.create("aten::scaled_dot_product_attention", args, (mm.output.type,), source=mm.source)
+    out.insert_before(mm)
+    return mm.output, out.output
+
+
+def _none_const(v: Value) -> bool:
+    return v.node.kind == "prim::Constant" and "value" not in v.node.attrs
+
+
 RULES = (Rule("gelu (erf)", ("aten::mul",), gelu_erf), Rule("matmul + bias -> linear", ("aten::add",),
-                                                                 matmul_add_linear))
+                                                                 matmul_add_linear),
+         Rule("attention -> scaled_dot_product_attention", ("aten::matmul",), attention))
 
 
 def recompose(graph: Graph, rules=RULES) -> list[str]:
