@@ -308,6 +308,9 @@ class GraphConverter:
                 bound[name] = self.bind(name, out, out_types[j])
         except (Unsupported, UnsupportedDtype) as exc:
             return fail(str(exc))
+        except (IndexError, KeyError, TypeError, ValueError, ArithmeticError) as exc:
+            # a converter that trips over an input it did not expect: still this node's problem, named
+            return fail(f"cannot convert ({type(exc).__name__}: {exc})")
         scope.vals.update(bound)
 
     def propagate_new(self, block: Block, mark) -> None:

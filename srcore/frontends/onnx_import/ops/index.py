@@ -36,6 +36,8 @@ def gather(cx: NodeContext):
     c = cx.const(1)
     if v.ints is not None and c is not None and r == 1:  # picking entries of a shape value
         items = list(v.known_ints() or v.ints)
+        if c.size and (c.min() < -len(items) or c.max() >= len(items)):
+            raise Unsupported(f"indices out of range for a shape of {len(items)} entries")
         picked = [items[int(j)] for j in c.reshape(-1)]
         return ints_val(cx, picked, scalar=c.ndim == 0, dtype=v.dtype or "int64")
     x = cx.x(0)
