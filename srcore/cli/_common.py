@@ -104,8 +104,6 @@ def parse_inputs(module, items: list[str] | None, seed: int = 0) -> list[Any]:
     """``-i NAME=FILE.npy`` (or a Python literal for scalar inputs); the rest random."""
     import ast
 
-    import numpy as np
-
     given: dict[str, Any] = {}
     for item in items or ():
         name, sep, value = item.partition("=")
