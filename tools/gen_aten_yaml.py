@@ -4,7 +4,7 @@ The op list is the common inference set below (with every aten op Static Runtime
 for, except backward and complex-only ops, and both names of each alias in
 ``srcore/ops/aliases.yaml``) plus every ``aten::`` op that
 appears in the scripted and the traced graphs (frozen) of the benchmark models
-in ``/work/shared/bench/models.py``. Every overload of each name is written,
+in ``benchmarks/models.py`` (the public bench set). Every overload of each name is written,
 ``.out`` overloads included (they are ops too).
 
     python tools/gen_aten_yaml.py [--models PATH] [--check]
@@ -14,13 +14,14 @@ in ``/work/shared/bench/models.py``. Every overload of each name is written,
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.util
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "srcore" / "ops" / "aten.yaml"
-DEFAULT_MODELS = Path("/work/shared/bench/models.py")
+DEFAULT_MODELS = ROOT / "benchmarks" / "models.py"
 
 COMMON = """
 add sub mul div rsub neg abs exp log sqrt rsqrt pow reciprocal sign floor ceil round clamp clamp_min
@@ -76,7 +77,7 @@ special_expm1 special_gammainc special_gammaincc special_gammaln special_i0 spec
 special_i1e special_log1p special_log_ndtr special_log_softmax special_logit special_logsumexp
 special_multigammaln special_ndtr special_ndtri special_polygamma special_psi special_round special_sinc
 special_softmax special_xlog1py special_xlogy special_zeta subtract subtract_ swapaxes  swapdims
- take take_along_dim tan  true_divide true_divide_ vdot vstack wait xlogy
+ take take_along_dim tan  true_divide true_divide_ vdot vstack wait xlogy is_floating_point
 """.split()
 
 
@@ -84,9 +85,13 @@ def model_ops(models_path: Path) -> tuple[set[str], set[str]]:
     """(aten op names, other op kinds) in the scripted/traced+frozen graphs of the bench models."""
     import torch
 
-    spec = importlib.util.spec_from_file_location("bench_models", models_path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    if models_path.resolve() == DEFAULT_MODELS:  # the project's package (it imports its siblings)
+        sys.path.insert(0, str(ROOT))
+        mod = importlib.import_module("benchmarks.models")
+    else:
+        spec = importlib.util.spec_from_file_location("bench_models", models_path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
     aten, other = set(), set()
     for name, (build, _meta) in sorted(mod.MODELS.items()):
         model, inputs = build()

@@ -90,6 +90,10 @@ def ir_type(t) -> Type:
         return TupleType(tuple(ir_type(e) for e in t.elements()))
     if kind == "DictType":
         return DictType(ir_type(t.getKeyType()), ir_type(t.getValueType()))
+    if kind == "FutureType":
+        from ..ir.types import FutureType
+
+        return FutureType(ir_type(t.getElementType()))
     raise ValueError(f"type {t} ({kind}) has no srcore equivalent")
 
 
@@ -118,7 +122,9 @@ def source_from_range(text: str) -> SourceLocation | None:
             idx = s.find("~")
             col = idx if idx >= 0 else None
             break
-    return SourceLocation(m.group("file"), int(m.group("line")), col)
+    from ._paths import portable_path
+
+    return SourceLocation(portable_path(m.group("file")), int(m.group("line")), col)
 
 
 def python_constant(value: Any, torch) -> tuple[Any, Type]:

@@ -348,6 +348,16 @@ def test_pow_matcher_cheap_exponents(e, ufunc):
     assert E.binary_matcher(node_info("aten::pow.Tensor_Scalar", self=F32, exponent=3, outputs=(F32,))).fn is np.power
 
 
+@pytest.mark.parametrize("e", [np.array(2.0, np.float32), np.array([2.0, 3.0, 0.5], np.float32)])
+def test_pow_matcher_constant_tensor_exponent(e):
+    """A constant tensor exponent (an ONNX Pow's initializer) takes the generic path; the cheap-
+    exponent lookup hashed the array and raised TypeError at load."""
+    s = E.binary_matcher(node_info("aten::pow.Tensor_Tensor", self=F32, exponent=e, outputs=(F32,)))
+    assert s.fn is np.power and s.args == (0, 1)
+    x = np.abs(rand(2, 3)) + 0.1
+    np.testing.assert_allclose(s.fn(x, e), torch.pow(torch.from_numpy(x), torch.from_numpy(e)).numpy(), rtol=1e-6)
+
+
 def test_binary_matcher_scalars_and_comparisons():
     assert E.binary_matcher(node_info("aten::add.Scalar", self=F32, other=2, alpha=1, outputs=(F32,))).fn is np.add
     assert E.binary_matcher(node_info("aten::mul.Scalar", self=F32, other=FLOAT, outputs=(F32,))).fn is np.multiply

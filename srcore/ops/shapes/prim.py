@@ -166,7 +166,9 @@ def append(ctx: Ctx):
     tracked; elsewhere (a branch, a loop body) what was known of its length and elements is dropped."""
     lst, item = ctx.args[0], ctx.args[1]
     producer = ctx.node.inputs[0].node
-    if lst.elems is not None and producer.owning_block is ctx.node.owning_block:
+    # a block input (a loop-carried list) is not built in this block: its abstract value is the
+    # caller's, shared with the loop's initial list, and must not grow with each pass over the body
+    if lst.elems is not None and producer.owning_block is ctx.node.owning_block and producer.kind != "prim::Param":
         lst.elems.append(A(item.type, item.known, item.elems))
         if lst.known is not UNKNOWN and item.known is not UNKNOWN and not isinstance(item.type, TensorType):
             lst.known = list(lst.known) + [item.known]

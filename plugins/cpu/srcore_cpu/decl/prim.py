@@ -30,7 +30,7 @@ _OPS = [  # (op, impl)
     ("aten::__contains__.str_list", "contains"),
     ("prim::DictConstruct", "dict_construct"), ("prim::shape", "shape"), ("prim::layout", "layout"),
     ("prim::is_cuda", "false"), ("prim::is_nested", "false"), ("prim::requires_grad", "false"),
-    ("aten::is_grad_enabled", "false"), ("aten::is_autocast_enabled", "false"), ("prim::data", "identity"),
+    ("aten::is_grad_enabled", "false"), ("aten::is_floating_point", "is_floating_point"), ("aten::is_autocast_enabled", "false"), ("prim::data", "identity"),
     ("prim::type", "device_type"), ("aten::mul_.t", "list_imul"),
     ("aten::sort.int", "list_sort"), ("aten::sort.float", "list_sort"), ("aten::sort.bool", "list_sort"),
     ("aten::sort.any", "list_sort"), ("aten::eq.Tensor_list", "tensor_list_eq"),

@@ -272,7 +272,8 @@ def _fast_binary(node: NodeInfo):
         if not out_t.dtype.startswith("float"):
             return None  # integer negative powers must raise, like torch
         e = node.args[1]
-        if e.is_constant and not isinstance(e.value, bool) and e.value in _POW_FAST:
+        if e.is_constant and isinstance(e.value, (int, float)) and not isinstance(e.value, bool) \
+                and e.value in _POW_FAST:  # a constant tensor exponent (an array) is no such case
             return Specialized(_POW_FAST[e.value], args=(0,))  # as torch's CPU kernel does
     # a constant Python scalar becomes a numpy scalar of the computation's dtype once, at load:
     # numpy then skips converting it on every call (same values: NEP 50 casts it to that dtype)

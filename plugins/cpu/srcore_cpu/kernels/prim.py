@@ -77,6 +77,11 @@ def size(self, dim=None):
     return self.shape[dim]
 
 
+def is_floating_point(self):
+    """``aten::is_floating_point``: a float16/32/64 tensor (as torch: complex is not)."""
+    return self.dtype.kind == "f"
+
+
 def dim(self):
     return self.ndim
 
