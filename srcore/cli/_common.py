@@ -12,7 +12,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="a .srm file (also: .pt TorchScript, .pt2 torch.export, .ir text)")
     parser.add_argument("--backend", "--backends", action="extend", type=_backend_list, metavar="B[,B...]",
                         dest="backends", help="backend priority list, highest first (repeatable or "
-                        "comma-separated, e.g. --backend trt_like,cpu; default: cpu)")
+                        "comma-separated, e.g. --backend trt_like,cpu; default: quantized_cpu,cpu)")
     parser.add_argument("--executor", choices=("codegen", "interpreter"),
                         help="executor (default: codegen, or $SRCORE_EXECUTOR)")
     parser.add_argument("--planner", choices=("standard_resizing", "precomputed_offsets"),
@@ -61,7 +61,7 @@ def make_module(args, model, **overrides):
     if args.planner:
         opts["memory_planner_algorithm"] = args.planner
     opts.update(overrides)
-    backends = tuple(args.backends) if args.backends else ("cpu",)
+    backends = tuple(args.backends) if args.backends else None   # Options' default
     return StaticModule(model, options=Options(**opts), backends=backends)
 
 

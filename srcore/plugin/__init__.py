@@ -12,6 +12,7 @@ op declarations, through the same hooks).
 """
 import pluggy
 
+from ..errors import KernelError, QuantizationError
 from .types import (KERNEL_KINDS, ArgInfo, Const, Backend, DType, EngineBuilder, Kernel, NodeInfo, OpLibrary,
                     PluginInfo, Segment, Specialized, Subcommand)
 
@@ -20,4 +21,21 @@ hookimpl = pluggy.HookimplMarker("srcore")
 __all__ = [
     "hookimpl", "Kernel", "OpLibrary", "Backend", "DType", "EngineBuilder", "Subcommand",
     "NodeInfo", "ArgInfo", "Specialized", "Const", "PluginInfo", "Segment", "KERNEL_KINDS",
+    # what kernels need from the rest of srcore (plugins import only this module)
+    "KernelError", "QuantizationError", "QuantizedArray", "QParams", "QDTYPES", "SCALAR_TYPE_CODES",
 ]
+
+
+#: re-exported on first use: discovery (importing a plugin's ``__init__``) must not load the IR or numpy
+_LAZY = {"QuantizedArray": "srcore.qarray", "QParams": "srcore.ir.quant", "QDTYPES": "srcore.ir.quant",
+         "SCALAR_TYPE_CODES": "srcore.ir.types"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
