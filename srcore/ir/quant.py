@@ -173,3 +173,34 @@ def qparams_from_kwargs(kwargs: dict[str, Any]) -> QParams | None:
         raise QuantizationError("per-channel scale=[...] needs axis=")
     return QParams(tuple(scale) if isinstance(scale, list) else scale,
                    tuple(zp) if isinstance(zp, list) else zp, axis)
+
+
+def add_scalar_qparams(dtype: str, q: QParams, c: float) -> QParams:
+    """torch's output parameters of ``quantized::add_scalar``: the zero point moves by round(c / s);
+    past the dtype's range the scale grows instead."""
+    qd = QDTYPES[dtype]
+    s, z = q.scale, q.zero_point
+    c_q = nearbyint(c / s)
+    if qd.qmin > z - c_q:
+        return QParams((qd.qmax - (z - c_q)) / (qd.qmax - qd.qmin) * s, qd.qmin)
+    if qd.qmax < z - c_q:
+        return QParams(((z - c_q) - qd.qmin) / (qd.qmax - qd.qmin) * s, qd.qmax)
+    return QParams(s, z - c_q)
+
+
+def mul_scalar_qparams(dtype: str, q: QParams, c: float) -> QParams:
+    """torch's output parameters of ``quantized::mul_scalar``: the scale times |c|; c < 0 mirrors the
+    zero point, c = 0 gives (1.0, 0)."""
+    qd = QDTYPES[dtype]
+    if c > 0:
+        return QParams(c * q.scale, q.zero_point)
+    if c == 0:
+        return QParams(1.0, 0)
+    return QParams(abs(c) * q.scale, qd.qmax - (q.zero_point - qd.qmin))
+
+
+def nearbyint(x: float) -> int:
+    r = math.floor(x + 0.5)
+    if r - x == 0.5 and r % 2:  # a tie: to even, as std::nearbyint
+        r -= 1
+    return int(r)

@@ -23,11 +23,13 @@ __all__ = [
     "NodeInfo", "ArgInfo", "Specialized", "Const", "PluginInfo", "Segment", "KERNEL_KINDS",
     # what kernels need from the rest of srcore (plugins import only this module)
     "KernelError", "QuantizationError", "QuantizedArray", "QParams", "QDTYPES", "SCALAR_TYPE_CODES",
+    "add_scalar_qparams", "mul_scalar_qparams",
 ]
 
 
 #: re-exported on first use: discovery (importing a plugin's ``__init__``) must not load the IR or numpy
 _LAZY = {"QuantizedArray": "srcore.qarray", "QParams": "srcore.ir.quant", "QDTYPES": "srcore.ir.quant",
+         "add_scalar_qparams": "srcore.ir.quant", "mul_scalar_qparams": "srcore.ir.quant",
          "SCALAR_TYPE_CODES": "srcore.ir.types"}
 
 

@@ -7,7 +7,7 @@ lists of sizes, constants). See ``docs/shapes.md``.
 from __future__ import annotations
 
 from . import (conv, creation, elementwise, fused, index, linalg, nn, pad, prim,  # noqa: F401  (register)
-               rearrange, recurrent, reduce, scalar, view)
+               quantized, rearrange, recurrent, reduce, scalar, view)
 from .base import RULES, UNKNOWN, A, Ctx, lookup, rule
 from .dtypes import promote_types, result_type
 from .interp import MAX_LOOP_ITERATIONS, PropagationResult, join_types, propagate
