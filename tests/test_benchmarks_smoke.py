@@ -19,16 +19,14 @@ if str(ROOT) not in sys.path:  # benchmarks/ is a top-level package of the check
 from benchmarks import cell  # noqa: E402
 from benchmarks.models import MODELS  # noqa: E402
 from benchmarks.numpy_floor import FLOORS  # noqa: E402
+from _shared import require_shared  # noqa: E402
 
-REF_DIR = Path("/work/shared/bench")
 # the cheap ones by default; mlp_wide / resnet_small build ~100 MB of weights
 FAST = ["mlp_tiny", "elementwise_chain", "control_flow", "transformer_block", "transformer_block_explicit"]
 
 
 def _load_ref(name: str):
-    path = REF_DIR / f"{name}.py"
-    if not path.exists():
-        pytest.skip(f"reference {path} not present")
+    path = require_shared(f"bench/{name}.py")
     spec = importlib.util.spec_from_file_location(f"_ref_bench_{name}", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -74,10 +72,9 @@ def test_numpy_floor_matches_torch_and_reference(name):
         got = f(x)
         assert got.dtype == np.float32 and got.shape == want.shape
         assert np.abs(got - want).max() / scale < 2e-5
-    if (REF_DIR / "numpy_impls.py").exists():
-        ref = _load_ref("numpy_impls").NUMPY_IMPLS[name](sd, x.shape)
-        np.testing.assert_allclose(impl.plain(x), ref.straight(x), rtol=1e-5, atol=1e-6 * scale)
-        np.testing.assert_allclose(impl.out(x), ref.prealloc(x), rtol=1e-5, atol=1e-6 * scale)
+    ref = _load_ref("numpy_impls").NUMPY_IMPLS[name](sd, x.shape)
+    np.testing.assert_allclose(impl.plain(x), ref.straight(x), rtol=1e-5, atol=1e-6 * scale)
+    np.testing.assert_allclose(impl.out(x), ref.prealloc(x), rtol=1e-5, atol=1e-6 * scale)
 
 
 def test_failing_cell_is_a_result_not_a_crash(tmp_path, capsys):

@@ -134,9 +134,8 @@ def test_demo_reports_plugins_and_kernels(pm, capsys):
 def test_demo_runs_the_model_with_the_installed_plugins():
     proc = subprocess.run([sys.executable, "-c", "import sys; from srcore.cli import main; sys.exit(main())",
                            "demo"], capture_output=True, text=True, timeout=120)
-    if "srcore-cpu" not in proc.stdout:
-        pytest.skip("srcore-cpu is not installed")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "srcore-cpu" in proc.stdout, proc.stdout  # test.sh installs every plugin of the checkout
     err = re.search(r"max \|error\| vs numpy (\S+)", proc.stdout)
     assert err and float(err.group(1)) < 1e-4
 

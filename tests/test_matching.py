@@ -1,9 +1,7 @@
 """Overload resolution and matching against torch's own choice (``node.schema()``)."""
 from __future__ import annotations
 
-import importlib.util
 import warnings
-from pathlib import Path
 from typing import List, Optional
 
 import pytest
@@ -17,9 +15,6 @@ from srcore.ops.schema import FunctionSchema
 
 #: independent of the executor and the memory planner: the second pass of test.sh deselects it
 pytestmark = pytest.mark.one_pass
-
-MODELS = Path("/work/shared/bench/models.py")
-
 
 @pytest.fixture(scope="module")
 def reg(tmp_path_factory):
@@ -215,12 +210,9 @@ def test_resolution_agrees_with_torch_on_scripted_functions(reg):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not MODELS.exists(), reason="bench models not available")
 def test_resolution_agrees_with_torch_on_bench_models(reg):
     torch = pytest.importorskip("torch")
-    spec = importlib.util.spec_from_file_location("bench_models", MODELS)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    from benchmarks import models as mod  # the project's copy of the public bench set
     total = 0
     for name in ("mlp_tiny", "elementwise_chain", "resnet_small", "control_flow",
                  "transformer_block", "transformer_block_explicit"):

@@ -14,30 +14,42 @@ import pluggy
 
 from ..errors import KernelError, QuantizationError
 from .types import (KERNEL_KINDS, ArgInfo, Const, Backend, DType, EngineBuilder, Kernel, NodeInfo, OpLibrary,
-                    PluginInfo, Segment, Specialized, Subcommand)
+                    PluginInfo, Segment, ShapeRule, Specialized, Subcommand)
 
 hookimpl = pluggy.HookimplMarker("srcore")
 
-__all__ = [
-    "hookimpl", "Kernel", "OpLibrary", "Backend", "DType", "EngineBuilder", "Subcommand",
-    "NodeInfo", "ArgInfo", "Specialized", "Const", "PluginInfo", "Segment", "KERNEL_KINDS",
-    # what kernels need from the rest of srcore (plugins import only this module)
-    "KernelError", "QuantizationError", "QuantizedArray", "QParams", "QDTYPES", "SCALAR_TYPE_CODES",
-    "add_scalar_qparams", "mul_scalar_qparams",
-]
-
-
-#: re-exported on first use: discovery (importing a plugin's ``__init__``) must not load the IR or numpy
-_LAZY = {"QuantizedArray": "srcore.qarray", "QParams": "srcore.ir.quant", "QDTYPES": "srcore.ir.quant",
-         "add_scalar_qparams": "srcore.ir.quant", "mul_scalar_qparams": "srcore.ir.quant",
-         "SCALAR_TYPE_CODES": "srcore.ir.types"}
+# what shape rules and kernels need, imported on first use (discovery imports this module: it must
+# not load the IR or numpy)
+_LAZY = {
+    "TensorType": ("srcore.ir.types", "TensorType"),
+    "ShapeContext": ("srcore.ops.shapes.base", "Ctx"),
+    "AbstractValue": ("srcore.ops.shapes.base", "A"),
+    "ShapeError": ("srcore.errors", "ShapeError"),
+    "QuantizedArray": ("srcore.qarray", "QuantizedArray"),
+    "QParams": ("srcore.ir.quant", "QParams"),
+    "QDTYPES": ("srcore.ir.quant", "QDTYPES"),
+    "add_scalar_qparams": ("srcore.ir.quant", "add_scalar_qparams"),
+    "mul_scalar_qparams": ("srcore.ir.quant", "mul_scalar_qparams"),
+    "SCALAR_TYPE_CODES": ("srcore.ir.types", "SCALAR_TYPE_CODES"),
+}
 
 
 def __getattr__(name: str):
     if name in _LAZY:
         import importlib
 
-        value = getattr(importlib.import_module(_LAZY[name]), name)
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
         globals()[name] = value
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "hookimpl", "Kernel", "OpLibrary", "ShapeRule", "Backend", "DType", "EngineBuilder", "Subcommand",
+    "NodeInfo", "ArgInfo", "Specialized", "Const", "PluginInfo", "Segment", "KERNEL_KINDS",
+    "TensorType", "ShapeContext", "AbstractValue", "ShapeError",
+    # what kernels need from the rest of srcore (plugins import only this module)
+    "KernelError", "QuantizationError", "QuantizedArray", "QParams", "QDTYPES", "SCALAR_TYPE_CODES",
+    "add_scalar_qparams", "mul_scalar_qparams",
+]

@@ -17,8 +17,8 @@ from pathlib import Path
 import torch
 
 HERE = Path(__file__).parent
-sys.path.insert(0, "/work/shared/bench")
-from models import MODELS  # noqa: E402
+sys.path.insert(0, str(HERE.parents[2]))  # the checkout: benchmarks/ holds the public bench set
+from benchmarks.models import MODELS  # noqa: E402
 
 
 def frozen(model, inputs):

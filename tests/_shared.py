@@ -1,0 +1,39 @@
+"""Where the files shared by the steering repository are: ``../shared`` from the project root.
+
+A git worktree of the project (``/work/wt/NAME``) has no ``../shared`` of its own: the main
+checkout's is used (found through git's common directory). A test that needs a shared file
+calls :func:`require_shared`, which fails under CI (``CI=true``) and skips, with the path, elsewhere.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def shared_dir() -> Path:
+    """``../shared`` beside the project root (or beside the main checkout of a worktree)."""
+    candidates = [ROOT.parent / "shared"]
+    try:
+        common = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--git-common-dir"], capture_output=True,
+                                text=True, timeout=10).stdout.strip()
+        if common:
+            candidates.append((ROOT / common).resolve().parent.parent / "shared")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return next((c for c in candidates if c.is_dir()), candidates[0])
+
+
+def require_shared(relative: str) -> Path:
+    """The shared file ``relative`` (e.g. ``bench/models.py``); a failure under CI when it is missing."""
+    path = shared_dir() / relative
+    if not path.exists():
+        msg = f"shared file {path} is missing (expected ../shared beside the project root)"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return path
