@@ -31,7 +31,8 @@ def dtype_guard(fn: Callable[..., Any], kernel: Kernel, op: str) -> Callable[...
     who = f"{p.dist or p.name} {p.version or ''}".strip() if p is not None else "an unregistered plugin"
 
     def guarded(*args, **kwargs):
-        for x in _arrays((*args, *kwargs.values())):
+        # not ``out``: a planned buffer holds a quantized value's stored integers (uint8 for quint8)
+        for x in _arrays((*args, *(v for k, v in kwargs.items() if k != "out"))):
             name = getattr(x, "qdtype", None) or x.dtype.name   # a QuantizedArray: its quantized dtype
             if name not in allowed:
                 raise KernelError(f"{op}: the {kernel.kind} kernel of {who} on {kernel.backend} lists dtypes "
