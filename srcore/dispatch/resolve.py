@@ -177,9 +177,11 @@ def resolve_node(node, table: KernelTable, backends: Sequence[str], dtypes: Sequ
     ``out, native, fallback``, tried in that order) can leave out out variants.
     A kernel is never chosen for a dtype it does not list: when some of the
     node's dtypes are unknown, the most general kernel that accepts the known
-    ones is chosen (``"*"``, then the longest dtype list) and, unless it accepts
-    any dtype, wrapped so that it checks the dtypes of its arrays on every call
-    (``ResolvedKernel.checks_dtypes``).
+    ones, over all the backends, is chosen (``"*"``, then the longest dtype list,
+    then the backends' order: a float model whose dtypes propagation could not
+    tell keeps its cpu kernels when quantized_cpu comes first) and, unless it
+    accepts any dtype, wrapped so that it checks the dtypes of its arrays on
+    every call (``ResolvedKernel.checks_dtypes``).
     Matchers and ``"module:attr"`` impls are imported here, only for
     candidates that reach them.
     """
@@ -195,22 +197,19 @@ def resolve_node(node, table: KernelTable, backends: Sequence[str], dtypes: Sequ
         return info[0]
 
     kinds = [k for k in KERNEL_KINDS if k in kinds]
-    for backend in backends:
-        for kind in kinds:
-            candidates = table.lookup(op, backend, kind)
-            if unknown:  # most general first: "*", then the kernel that lists the most dtypes
-                candidates = sorted(candidates, key=lambda k: ("*" not in k.dtypes, -len(k.dtypes)))
-            for kernel in candidates:
-                if not accepts_dtypes(kernel, dts):
-                    continue
-                resolved = _try_kernel(kernel, get_info, op)
-                if resolved is not None:
-                    if unknown and "*" not in kernel.dtypes:
-                        from .guard import dtype_guard
+    candidates = [k for backend in backends for kind in kinds for k in table.lookup(op, backend, kind)]
+    if unknown:  # most general first ("*", then the longest dtype list), over all the backends
+        candidates.sort(key=lambda k: ("*" not in k.dtypes, -len(k.dtypes)))
+    for kernel in candidates:
+        if not accepts_dtypes(kernel, dts):
+            continue
+        resolved = _try_kernel(kernel, get_info, op)
+        if resolved is not None:
+            if unknown and "*" not in kernel.dtypes:
+                from .guard import dtype_guard
 
-                        resolved = attrs.evolve(resolved, fn=dtype_guard(resolved.fn, kernel, op),
-                                                checks_dtypes=True)
-                    return resolved
+                resolved = attrs.evolve(resolved, fn=dtype_guard(resolved.fn, kernel, op), checks_dtypes=True)
+            return resolved
     return None
 
 

@@ -111,3 +111,13 @@ def test_quantized_inputs_are_checked_against_the_spec():
     f = srcore.StaticModule(srcore.parse_graph("graph(%x : Float(2)):\n  %r : Tensor = aten::relu(%x)\n  return (%r)\n"))
     with pytest.raises(srcore.SrcoreInputError, match="got a quantized tensor \\(quint8\\)"):
         f(QuantizedArray(np.zeros(2, np.uint8), "quint8", QParams(0.5, 2)))
+
+
+def test_a_node_of_unknown_dtype_keeps_the_most_general_kernel_over_all_backends():
+    """quantized_cpu comes first by default; a float node whose dtype propagation cannot tell must
+    still get cpu's (more general) kernel, and a quantized value reaching it is refused per call."""
+    g = srcore.parse_graph("graph(%x : Tensor):\n  %r : Tensor = aten::relu(%x)\n  return (%r)\n")
+    sm = srcore.StaticModule(g)
+    (pn,) = sm.top.nodes
+    assert pn.fn.backend == "cpu"
+    np.testing.assert_array_equal(sm(np.array([-1.0, 2.0], np.float32)), [0.0, 2.0])
