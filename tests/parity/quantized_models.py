@@ -136,3 +136,40 @@ def build(name: str):
     model = workflow(cls(), engine, shape)
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
     return model, x, engine
+
+
+class ConvChain(nn.Module):
+    """For PT2E: conv-relu chains and a linear-relu-linear head, so that X86InductorQuantizer quantizes
+    op outputs (foldable) as well as leaving some float (a residual add, the logits)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(3, 16, 3, padding=1)
+        self.c2 = nn.Conv2d(16, 16, 3, padding=1, groups=4)
+        self.c3 = nn.Conv2d(16, 16, 1)
+        self.fc1, self.fc2 = nn.Linear(16 * 4 * 4, 32), nn.Linear(32, 10)
+
+    def forward(self, x):
+        y = torch.relu(self.c1(x))
+        y = torch.relu(self.c2(y))
+        y = self.c3(y) + y
+        y = nn.functional.max_pool2d(y, 2).flatten(1)
+        return self.fc2(torch.relu(self.fc1(y)))
+
+
+def pt2e(shape=(2, 3, 8, 8)):
+    """ConvChain quantized by PT2E with the X86 inductor quantizer (torchao), and an example input."""
+    import logging
+
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+    import torchao.quantization.pt2e.quantizer.x86_inductor_quantizer as xiq
+
+    logging.getLogger("torchao").setLevel(logging.ERROR)
+    torch.manual_seed(0)
+    example = (torch.randn(*shape),)
+    exported = torch.export.export(ConvChain().eval(), example).module()
+    quantizer = xiq.X86InductorQuantizer()
+    quantizer.set_global(xiq.get_default_x86_inductor_quantization_config())
+    prepared = prepare_pt2e(exported, quantizer)
+    _calibrate(prepared, shape)
+    return convert_pt2e(prepared), torch.randn(*shape, generator=torch.Generator().manual_seed(1))
