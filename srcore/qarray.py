@@ -115,3 +115,26 @@ class QuantizedArray(np.ndarray):
         return f"QuantizedArray({np.asarray(self.view(np.ndarray))!r}, {self.qdtype!r}, {self.qparams!r})"
 
     __str__ = __repr__
+
+
+# -- .npz files (srcore run -i / -o) ---------------------------------------------------------------
+def npz_entries(name: str, qa: QuantizedArray) -> dict[str, np.ndarray]:
+    """A quantized array as ``.npz`` entries: ``name`` (the stored integers), ``name.qdtype``,
+    ``name.scale``, ``name.zero_point`` and, per channel, ``name.axis`` (no pickle needed)."""
+    q = qa.qparams
+    out = {name: np.asarray(qa.int_repr()), f"{name}.qdtype": np.asarray(qa.qdtype),
+           f"{name}.scale": np.asarray(q.scale, np.float64), f"{name}.zero_point": np.asarray(q.zero_point, np.int64)}
+    if q.axis is not None:
+        out[f"{name}.axis"] = np.asarray(q.axis, np.int64)
+    return out
+
+
+def from_npz(entries, name: str) -> np.ndarray:
+    """Entry ``name`` of a loaded ``.npz``: a QuantizedArray when its ``name.qdtype`` is there."""
+    if f"{name}.qdtype" not in entries:
+        return entries[name]
+    axis = int(entries[f"{name}.axis"]) if f"{name}.axis" in entries else None
+    scale, zp = entries[f"{name}.scale"], entries[f"{name}.zero_point"]
+    q = QParams(tuple(scale.tolist()) if axis is not None else float(scale),
+                tuple(zp.tolist()) if axis is not None else int(zp), axis)
+    return QuantizedArray(entries[name], str(entries[f"{name}.qdtype"]), q)

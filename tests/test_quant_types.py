@@ -11,7 +11,7 @@ from srcore.ir import QParams, TensorType
 from srcore.ir.quant import check_qparams
 from srcore.qarray import QuantizedArray
 
-pytestmark = pytest.mark.one_pass
+pytestmark = [pytest.mark.one_pass, pytest.mark.filterwarnings("ignore::UserWarning")]
 
 
 def test_qparams_reject_bad_scales_zero_points_and_axes():
@@ -115,3 +115,22 @@ def test_dequantize_rounds_like_torch():
                                     torch.qint8)
     qc = QuantizedArray(tc.int_repr().numpy(), "qint8", QParams(tuple(scales), tuple(zps), axis=1))
     np.testing.assert_array_equal(qc.dequantize(), tc.dequantize().numpy())
+
+
+@pytest.mark.parametrize("scale, zp, dtype, message", [
+    (-0.1, 3, 13, "scale must be positive and finite, got -0.1"),
+    (0.1, 300, 13, r"zero point 300 is outside the range of quint8 \[0, 255\]"),
+    (0.1, 3, 6, "dtype float32 is not a quantized dtype"),
+])
+def test_bad_constant_quantization_parameters_fail_at_load_naming_the_node(scale, zp, dtype, message):
+    g = srcore.parse_graph(f"""graph(%x : Float(2, 3)):
+  %s : float = prim::Constant[value={scale}]()
+  %z : int = prim::Constant[value={zp}]()
+  %dt : int = prim::Constant[value={dtype}]()
+  %q : Tensor = aten::quantize_per_tensor(%x, %s, %z, %dt) # model.py:7:3
+  %d : Tensor = aten::dequantize(%q)
+  return (%d)
+""")
+    with pytest.raises(srcore.QuantizationError, match=message) as err:
+        srcore.StaticModule(g)
+    assert "aten::quantize_per_tensor" in str(err.value) and "model.py:7:3" in str(err.value)

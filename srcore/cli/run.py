@@ -10,8 +10,13 @@ def configure_parser(parser) -> None:
 
     add_model_arguments(parser)
     parser.add_argument("-i", "--input", action="append", metavar="NAME=FILE.npy", dest="inputs",
-                        help="an input (repeatable); inputs not given are random")
-    parser.add_argument("-o", "--output", metavar="OUT.npz", help="write the outputs to an .npz file")
+                        help="an input (repeatable; a quantized one as the .npz that -o writes); inputs not "
+                             "given are random")
+    parser.add_argument("-o", "--output", metavar="OUT.npz",
+                        help="write the outputs to an .npz file (a quantized output as its integers plus "
+                             "NAME.qdtype, NAME.scale, NAME.zero_point[, NAME.axis])")
+    parser.add_argument("--dequantize", action="store_true",
+                        help="write quantized outputs as their float32 values instead")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
 
 
@@ -27,14 +32,25 @@ def run(args) -> int:
     outs = out if isinstance(out, tuple) else (out,)
     names = list(getattr(model, "output_names", ()) or ())
     names += [f"output{i}" for i in range(len(names), len(outs))]
+    from ..qarray import QuantizedArray, npz_entries
+
+    if args.dequantize:
+        outs = tuple(o.dequantize() if isinstance(o, QuantizedArray) else o for o in outs)
     for name, o in zip(names, outs):
-        if isinstance(o, np.ndarray):
+        if isinstance(o, QuantizedArray):
+            flat = o.int_repr().reshape(-1)[:6]
+            print(f"{name}: {o.qdtype}{list(o.shape)} ({o.qparams.describe()[:80]})  "
+                  f"{np.array2string(flat, separator=', ')}{' ...' if o.size > 6 else ''}")
+        elif isinstance(o, np.ndarray):
             flat = o.reshape(-1)[:6]
             print(f"{name}: {o.dtype}{list(o.shape)}  {np.array2string(flat, precision=5, separator=', ')}"
                   f"{' ...' if o.size > 6 else ''}")
         else:
             print(f"{name}: {o!r}")
     if args.output:
-        np.savez(args.output, **{n: np.asarray(o) for n, o in zip(names, outs)})
+        entries: dict = {}
+        for n, o in zip(names, outs):
+            entries.update(npz_entries(n, o) if isinstance(o, QuantizedArray) else {n: np.asarray(o)})
+        np.savez(args.output, **entries)
         print(f"wrote {args.output}")
     return 0
