@@ -286,7 +286,7 @@ def test_torch_parses_our_text(text):
 
 def test_docs_example_parses_and_is_canonical():
     doc = (Path(__file__).parent.parent / "docs" / "ir-text.md").read_text()
-    example = doc.split("## Example")[1].split("```")[1].lstrip("\n")
+    example = doc.split("## Example")[1].split("```")[1].removeprefix("ir").lstrip("\n")
     w = np.zeros((64, 64), np.float32)
     g = parse_graph(example, params={"fc1.weight": w})
     assert print_graph(g) == example

@@ -10,6 +10,7 @@ need.
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any, Sequence
@@ -24,6 +25,8 @@ from .lru import LRU, MAX_SIGNATURES
 from .options import DEFAULT_BACKENDS, Options
 from .process import GraphProcessor, enumerate_values
 from .processed import BlockInfo
+
+log = logging.getLogger("srcore.runtime")
 
 
 @attrs.frozen
@@ -137,6 +140,10 @@ class StaticModule:
         #: seconds spent in each load stage (plugins, schemas, passes, shapes, [partition,] dispatch, process,
         #: codegen)
         self.load_stages: dict[str, float] = clock.stages
+        if log.isEnabledFor(logging.INFO):
+            log.info("loaded %d nodes on %s (%s executor) in %.1f ms: %s", self.num_nodes,
+                     ",".join(options.backends), options.executor, self.setup_time * 1e3,
+                     ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in clock.stages.items()))
 
     # -- runtimes ------------------------------------------------------------------------
     def runtime(self):
