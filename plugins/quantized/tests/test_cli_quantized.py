@@ -10,6 +10,8 @@ from srcore.cli.main import main
 from srcore.ir import QParams
 from srcore.qarray import QuantizedArray, from_npz
 
+pytestmark = pytest.mark.one_pass   # CLI plumbing: independent of the executor and planner
+
 GRAPH = """graph(%x : QUInt8(2, 3)):
   %w : QInt8(4, 3, axis=0, scale=[0.5, 0.25, 0.125, 1.0], zero_point=[0, 0, 0, 0]) = prim::Constant[param="w"]()
   %b : NoneType = prim::Constant()
