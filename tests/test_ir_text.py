@@ -130,7 +130,8 @@ def test_multiple_outputs_no_outputs_attrs_source():
     assert foo.attrs == {"name": "x", "attr": 1, "f": 2.5, "l": [1, 2], "flag": True}
     assert foo.meta["scope"] == "__module.fc" and foo.source == SourceLocation("m.py", 1, 2)
     out = roundtrip(text)
-    assert 'prim::Foo[attr=1, f=2.5, flag=True, l=[1, 2], name="x"](%a) # m.py:1:2' in out
+    # the scope is kept (Options.engine_fallback_modules matches it)
+    assert 'prim::Foo[attr=1, f=2.5, flag=True, l=[1, 2], name="x"](%a), scope: __module.fc # m.py:1:2' in out
     assert "  = prim::RaiseException(%s, %none) # f.py:3\n" in out
 
 

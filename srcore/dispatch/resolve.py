@@ -180,10 +180,11 @@ def resolve_node(node, table: KernelTable, backends: Sequence[str], dtypes: Sequ
     ``out, native, fallback``, tried in that order) can leave out out variants.
     A kernel is never chosen for a dtype it does not list: when some of the
     node's dtypes are unknown, the most general kernel that accepts the known
-    ones, over all the backends, is chosen (``"*"``, then the most numpy dtypes,
-    then the longest dtype list, then the backends' order: a float model whose
-    dtypes propagation could not tell keeps its cpu kernels when quantized_cpu
-    comes first) and, unless it
+    ones is chosen (``"*"``, then the most numpy dtypes, then the longest dtype
+    list): over all the backends when the known dtypes are numpy's (a float
+    model whose dtypes propagation could not tell keeps its cpu kernels when
+    quantized_cpu comes first), within each backend in order when one is a
+    plugin's (``aten::cat`` of a ``Tensor[]`` into a known ``quint8``) and, unless it
     accepts any dtype, wrapped so that it checks the dtypes of its arrays on
     every call (``ResolvedKernel.checks_dtypes``).
     Matchers and ``"module:attr"`` impls are imported here, only for
@@ -201,9 +202,14 @@ def resolve_node(node, table: KernelTable, backends: Sequence[str], dtypes: Sequ
         return info[0]
 
     kinds = [k for k in KERNEL_KINDS if k in kinds]
-    candidates = [k for backend in backends for kind in kinds for k in table.lookup(op, backend, kind)]
-    if unknown:  # most general first ("*", then the most numpy dtypes, then the most dtypes), over all backends
+    if unknown and all(d in STANDARD_DTYPES for d in dts):
+        # most general first ("*", then the most numpy dtypes, then the most dtypes), over all backends
+        candidates = [k for backend in backends for kind in kinds for k in table.lookup(op, backend, kind)]
         candidates.sort(key=_generality)
+    else:  # backends in order; with an unknown dtype beside a plugin's (a quint8 output), the most general
+        candidates = [k for backend in backends for kind in kinds
+                      for k in (sorted(table.lookup(op, backend, kind), key=_generality) if unknown
+                                else table.lookup(op, backend, kind))]
     for kernel in candidates:
         if not accepts_dtypes(kernel, dts):
             continue

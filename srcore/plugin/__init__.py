@@ -13,8 +13,8 @@ op declarations, through the same hooks).
 import pluggy
 
 from ..errors import KernelError, QuantizationError
-from .types import (KERNEL_KINDS, ArgInfo, Const, Backend, DType, EngineBuilder, Kernel, NodeInfo, OpLibrary,
-                    PluginInfo, Segment, ShapeRule, Specialized, Subcommand)
+from .types import (KERNEL_KINDS, ArgInfo, Const, Backend, DType, EngineBuilder, EngineData, EngineOp, Kernel,
+                    NodeInfo, OpLibrary, PluginInfo, Segment, ShapeRule, Specialized, Subcommand)
 
 hookimpl = pluggy.HookimplMarker("srcore")
 
@@ -46,7 +46,8 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "hookimpl", "Kernel", "OpLibrary", "ShapeRule", "Backend", "DType", "EngineBuilder", "Subcommand",
+    "hookimpl", "Kernel", "OpLibrary", "ShapeRule", "Backend", "DType", "EngineBuilder", "EngineData", "EngineOp",
+    "Subcommand",
     "NodeInfo", "ArgInfo", "Specialized", "Const", "PluginInfo", "Segment", "KERNEL_KINDS",
     "TensorType", "ShapeContext", "AbstractValue", "ShapeError",
     # what kernels need from the rest of srcore (plugins import only this module)
