@@ -406,6 +406,7 @@ def test_unary_and_clamp_matchers():
     assert T.clamp_matcher(node_info("aten::clamp_max", self=I64, max=1, outputs=(I64,))) is T.clamp_max
 
 
+@pytest.mark.perf
 def test_fast_path_cost():
     """The generic add costs little more than the ufunc; the matcher's path is the ufunc itself."""
     a, b, out = rand(64, 64), rand(64, 64), np.empty((64, 64), np.float32)
