@@ -54,6 +54,8 @@ _LAZY = {
     "RuntimePool": "srcore.runtime.pool:RuntimePool",
     "Options": "srcore.runtime.options:Options",
     "get_plugin_manager": "srcore.plugin.manager:get_plugin_manager",
+    "QuantizedArray": "srcore.qarray:QuantizedArray",
+    "QParams": "srcore.ir.quant:QParams",
 }
 _SUBMODULES = {"ir", "ops", "passes", "plugin", "dispatch", "runtime", "memory", "frontends", "format", "cli"}
 

@@ -69,6 +69,9 @@ def from_torch(module, example_inputs=None, *, dynamic_shapes=None, decompositio
     conv = _Converter(torch, ep, source, _dim_names(torch, ep, dynamic_shapes))
     graph, specs = conv.convert()
     tc.canonicalize(graph)
+    from ..passes.fold_qdq import fold_qdq
+
+    fold_qdq(graph)   # a PT2E-quantized model (prepare_pt2e / convert_pt2e): quantized values and ops
     meta = {"producer": f"srcore.from_torch (torch {torch.__version__})",
             "source": portable_path(source)}
     return Model(graph, conv.params, specs, _output_names(ep, len(graph.outputs)), meta)
@@ -114,13 +117,30 @@ def _exported(torch, obj, example_inputs, dynamic_shapes):
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
     was_training = obj.training
-    obj.eval()
+    mode = _Mode(obj)
     try:
         return torch.export.export(obj, tuple(example_inputs), dynamic_shapes=dynamic_shapes), type(obj).__name__
     except Exception as exc:
         raise ConversionError(f"torch.export failed on {type(obj).__name__}: {type(exc).__name__}: {exc}") from exc
     finally:
-        obj.train(was_training)
+        mode.restore(was_training)
+
+
+class _Mode:
+    """``eval()`` for the export, restored afterwards; a module that was exported already (PT2E's
+    ``convert_pt2e`` result) refuses train/eval and is taken as it is."""
+
+    def __init__(self, obj):
+        self.obj = obj
+        try:
+            obj.eval()
+            self.switched = True
+        except NotImplementedError:
+            self.switched = False
+
+    def restore(self, was_training: bool) -> None:
+        if self.switched:
+            self.obj.train(was_training)
 
 
 def _all_fx_nodes(gm):

@@ -18,7 +18,7 @@ from ..errors import ConversionError
 from ..ir.graph import Block, Graph
 from ..ir.types import BOOL, DEVICE, NONE, ListType, OptionalType, TensorType, Type
 from ..model import Model, default_output_names
-from . import _mkldnn
+from . import _mkldnn, _quantized
 from . import _torch_common as tc
 from ._paths import portable_path
 
@@ -279,6 +279,14 @@ class _Converter:
             self.mkldnn.lower(n, dst, g)
             return
         inputs = [self.env[v] for v in n.inputs()]
+        if any(isinstance(v, _quantized.Packed) for v in inputs):  # a quantized linear/conv: unpacked weights
+            try:
+                kind, inputs = _quantized.lower(kind, inputs, lambda value, t: self.literal(value, t, dst, g))
+            except ValueError as exc:
+                self.problems.append(f"{self.where(n)}: {exc}")
+                for o in n.outputs():
+                    self.env[o] = None
+                return
         out_types = [self.type_of(o, self.where(n)) for o in n.outputs()]
         names = [tc.clean_name(o.debugName()) for o in n.outputs()]
         out_of_place = self.mkldnn.out_of_place(n)
@@ -369,7 +377,7 @@ class _Converter:
                 continue
             arr = tc.tensor_to_numpy(x)
             name = self.param_name(f"{debug_name}.{i}", arr)
-            c = g.create("prim::Constant", (), (TensorType(str(arr.dtype), arr.shape),), {"value": arr, "param": name},
+            c = g.create("prim::Constant", (), (tc.array_type(arr),), {"value": arr, "param": name},
                          output_names=[tc.clean_name(name)], source=src)
             dst.append(c)
             elems.append(c.output)
@@ -381,6 +389,9 @@ class _Converter:
 
     def constant(self, n, dst: Block, g: Graph) -> None:
         o = n.output()
+        if n.hasAttribute("value") and n.kindOf("value") == "ival" and isinstance(n.ival("value"), self.torch.ScriptObject):
+            self.packed_params(n, n.ival("value"), o.debugName(), dst, g)
+            return
         t = self.type_of(o, self.where(n))
         attrs: dict[str, Any] = {}
         if n.hasAttribute("value") and n.kindOf("value") == "ival" and self.is_tensor_list(n.ival("value")):
@@ -400,7 +411,7 @@ class _Converter:
                 return
             if k == "t":
                 attrs = {"value": value, "param": self.param_name(o.debugName(), value)}
-                t = TensorType(str(value.dtype), value.shape)
+                t = tc.array_type(value)
             elif value is not None:
                 attrs = {"value": value}
         elif isinstance(t, OptionalType):  # a None typed as the optional it stands for
@@ -411,6 +422,35 @@ class _Converter:
                         source=tc.source_from_range(n.sourceRange()))
         dst.append(node)
         self.env[o] = node.output
+
+    def literal(self, value, t: Type, dst: Block, g: Graph):
+        """A new non-tensor constant (a value a lowering adds)."""
+        c = g.create("prim::Constant", (), (t,), {} if value is None else {"value": value})
+        dst.append(c)
+        return c.output
+
+    def packed_params(self, n, obj, debug_name: str, dst: Block, g: Graph) -> None:
+        """A packed quantized weight (``LinearPackedParamsBase``...): unpacked through torch into a
+        weight and a bias parameter, kept in ``env`` for the op that takes it."""
+        src = tc.source_from_range(n.sourceRange())
+        base = debug_name.removesuffix("._packed_params").removesuffix("._packed_params")
+
+        def constant(name: str, value):
+            if value is None:
+                c = g.create("prim::Constant", (), (NONE,), source=src)
+            else:
+                arr = tc.tensor_to_numpy(value)
+                pname = self.param_name(name, arr)
+                c = g.create("prim::Constant", (), (tc.array_type(arr),), {"value": arr, "param": pname},
+                             output_names=[tc.clean_name(pname)], source=src)
+            dst.append(c)
+            return c.output
+
+        try:
+            self.env[n.output()] = _quantized.unpack(self.torch, obj, base, constant)
+        except ValueError as exc:
+            self.problems.append(f"{self.where(n)} ({debug_name}): {exc}")
+            self.env[n.output()] = None
 
     def get_attr(self, n, dst: Block, g: Graph) -> None:
         ref: _ModuleRef = self.env[n.input()]
@@ -441,7 +481,7 @@ class _Converter:
                     self.attr_params[path] = self.param_name("self." + path, arr)
                 name = self.attr_params[path]
                 arr = self.params[name]
-                attrs, t = {"value": arr, "param": name}, TensorType(str(arr.dtype), arr.shape)
+                attrs, t = {"value": arr, "param": name}, tc.array_type(arr)
             else:
                 v, t = tc.python_constant(value, self.torch)
                 attrs = {} if v is None else {"value": v}

@@ -11,6 +11,7 @@ from typing import Any, Mapping
 from .graph import Block, Graph, Node, SourceLocation, Value
 from .lexer import Lexer, Token
 from .syntax import MAX_DEPTH, TypeSyntax, coerce_constant
+from .quant import is_quantized, storage_dtype
 from .verify import BLOCK_OWNERS
 from .infer import infer_block_input_type, infer_output_type
 from .types import BOOL, FUNCTION, INT, NONE, TENSOR, AnyType, OptionalType, TensorType, Type
@@ -324,7 +325,10 @@ class _Parser(TypeSyntax):
             if self.params is not None:
                 if name not in self.params:
                     raise self.lx.error(f"parameter {name!r} is not in the given params", tok)
-                n.attrs["value"] = self.params[name]
+                value = self.params[name]
+                if is_quantized(t.dtype):
+                    value = self.quantized_param(name, value, t, tok)
+                n.attrs["value"] = value
             return
         if "tensor" in n.attrs:
             if not isinstance(t, TensorType):
@@ -338,6 +342,26 @@ class _Parser(TypeSyntax):
             n.attrs["value"] = coerce_constant(n.attrs["value"], t)
         except TypeError as e:
             raise self.lx.error(f"constant does not match its type {t}: {e}", tok) from None
+
+    def quantized_param(self, name: str, value: Any, t: TensorType, tok: Token):
+        """A quantized parameter: its stored integers (as a file holds them) with the parameters of
+        its declared type."""
+        import numpy as np
+
+        from ..qarray import QuantizedArray
+
+        if t.qparams is None:
+            raise self.lx.error(f"quantized parameter {name!r} has no scale and zero point in its type {t}", tok)
+        want = storage_dtype(t.dtype)
+        if not isinstance(value, np.ndarray) or value.dtype != np.dtype(want):
+            got = value.dtype if isinstance(value, np.ndarray) else type(value).__name__
+            raise self.lx.error(f"quantized parameter {name!r} ({t.dtype}) must be stored as {want}, not {got}", tok)
+        if t.shape is not None and tuple(t.shape) != value.shape:
+            raise self.lx.error(f"parameter {name!r} has shape {value.shape}, its type says {t}", tok)
+        if isinstance(value, QuantizedArray) and value.qdtype == t.dtype and value.qparams == t.qparams:
+            return value
+        return QuantizedArray.wrap(value.view(np.ndarray), t.dtype, t.qparams)
+
 
 def _check_type(p: _Parser, tok: Token, what: str, v: Value, want: Type) -> None:
     if v.type != want and not isinstance(v.type, AnyType):

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import QuantizationError
 from .lexer import Lexer, Token
+from .quant import check_qparams, qparams_from_kwargs
 from .types import (ANY, OPAQUE_TYPE_NAMES, FutureType, OpaqueType, UnionType, WrapperType, BOOL, FLOAT, INT, NONE, SIMPLE_TYPES, TORCH_TO_DTYPE, ClassType, DeviceType,
                     DictType, ListType, OptionalType, StrType, TensorType, TupleType, Type, AnyType, NumberType)
 
 _DIM_KWARGS = {"strides", "requires_grad", "device"}
+_QUANT_KWARGS = {"scale", "zero_point", "axis"}
 MAX_DEPTH = 200
 
 
@@ -155,7 +158,7 @@ class TypeSyntax:
         if name in TORCH_TO_DTYPE or name == "Tensor":
             dtype = TORCH_TO_DTYPE.get(name)
             if self.peek().kind == "(":
-                return TensorType(dtype, self.dims())
+                return self.tensor_type(dtype, tok)
             if name == "Tensor":
                 return TensorType()
             return TensorType(dtype, None)
@@ -169,23 +172,45 @@ class TypeSyntax:
             return ANY
         raise self.lx.error(f"unknown type {name}", tok)
 
-    def dims(self) -> tuple | None:
-        """``(2, *, batch, strides=[..], requires_grad=0, device=cpu)`` or ``(...)``."""
+    def tensor_type(self, dtype: str | None, tok: Token) -> TensorType:
+        """A tensor type's parenthesised part: dims, then torch's keywords and quantization parameters
+        (``QUInt8(1, 8, scale=0.05, zero_point=64)``)."""
+        quant: dict = {}
+        dims = self.dims(quant)
+        if not quant:
+            return TensorType(dtype, dims)
+        try:
+            qparams = qparams_from_kwargs(quant)
+            check_qparams(dtype, qparams, dims)
+        except QuantizationError as exc:
+            raise self.lx.error(f"bad quantization parameters: {exc}", tok) from None
+        return TensorType(dtype, dims, qparams)
+
+    def dims(self, quant: dict | None = None) -> tuple | None:
+        """``(2, *, batch, strides=[..], requires_grad=0, device=cpu)`` or ``(...)``; quantization
+        keywords (``scale=``, ``zero_point=``, ``axis=``; after the dims or after ``...``) go into
+        ``quant`` when given."""
         self.expect("(")
         if self.accept("ELLIPSIS"):
+            if quant is not None and self.accept(","):
+                while True:
+                    self.quant_kwarg(self.expect("IDENT", "scale=, zero_point= or axis="), quant)
+                    if not self.accept(","):
+                        break
             self.expect(")")
             return None
         dims: list = []
         kwargs: set[str] = set()
         while not self.accept(")"):
             tok = self.lx.next()
-            if tok.kind == "IDENT" and self.peek().kind == "=" and tok.text in _DIM_KWARGS:
+            if tok.kind == "IDENT" and self.peek().kind == "=" and tok.text in _QUANT_KWARGS and quant is not None:
+                self.quant_kwarg(tok, quant)
+            elif tok.kind == "IDENT" and self.peek().kind == "=" and tok.text in _DIM_KWARGS:
                 self.lx.next()
                 kwargs.add(tok.text)
                 self.dim_kwarg(tok.text)
-            elif kwargs:
-                raise self.lx.error("dimensions must come before strides=/device=/requires_grad=",
-                                    tok)
+            elif kwargs or quant:
+                raise self.lx.error("dimensions must come before strides=/device=/requires_grad=/scale=", tok)
             elif tok.kind == "INT":
                 if int(tok.text) < 0:
                     raise self.lx.error("a dimension cannot be negative", tok)
@@ -211,6 +236,14 @@ class TypeSyntax:
         if not dims and kwargs and "strides" not in kwargs:
             return None  # torch prints a tensor of unknown sizes as Float(requires_grad=0, ...)
         return tuple(dims)
+
+    def quant_kwarg(self, tok: Token, quant: dict) -> None:
+        if tok.text not in _QUANT_KWARGS:
+            raise self.lx.error("expected scale=, zero_point= or axis=", tok)
+        self.expect("=")
+        if tok.text in quant:
+            raise self.lx.error(f"{tok.text}= given twice", tok)
+        quant[tok.text] = self.literal()
 
     def dim_kwarg(self, key: str) -> None:
         if key == "device":

@@ -7,6 +7,10 @@ A tensor type carries an optional dtype (numpy name, ``None`` = unknown) and
 an optional shape (``None`` = unknown rank). Each dimension is an ``int``
 (fixed), a ``str`` (a symbolic dimension such as ``"batch"``) or ``None``
 (unknown).
+
+A tensor of a quantized dtype (``quint8``, ``qint8``, ``qint32``) may also carry its quantization
+parameters (:class:`srcore.ir.quant.QParams`), printed after the dims:
+``QUInt8(1, 8, scale=0.05, zero_point=64)``.
 """
 from __future__ import annotations
 
@@ -14,6 +18,8 @@ import re
 from typing import Union
 
 import attrs
+
+from .quant import QParams
 
 Dim = Union[int, str, None]
 
@@ -69,11 +75,12 @@ def _dim_str(d: Dim) -> str:
 
 @attrs.frozen
 class TensorType(Type):
-    """A tensor, with what is known of its dtype and shape."""
+    """A tensor, with what is known of its dtype and shape (and, quantized, of its parameters)."""
 
     dtype: str | None = None
     shape: tuple[Dim, ...] | None = attrs.field(
         default=None, converter=lambda s: None if s is None else tuple(s))
+    qparams: QParams | None = None
 
     def is_tensor(self) -> bool:
         return True
@@ -89,15 +96,22 @@ class TensorType(Type):
                 and all(isinstance(d, int) for d in self.shape))
 
     def with_dtype(self, dtype: str | None) -> "TensorType":
-        return attrs.evolve(self, dtype=dtype)
+        """This type with another dtype (quantization parameters go unless it stays the same)."""
+        return attrs.evolve(self, dtype=dtype, qparams=self.qparams if dtype == self.dtype else None)
 
     def with_shape(self, shape) -> "TensorType":
         return attrs.evolve(self, shape=shape)
+
+    def with_qparams(self, qparams: QParams | None) -> "TensorType":
+        return attrs.evolve(self, qparams=qparams)
 
     def __str__(self) -> str:
         if self.dtype is None and self.shape is None:
             return "Tensor"
         name = DTYPE_TO_TORCH.get(self.dtype, self.dtype) if self.dtype else "Tensor"
+        if self.qparams is not None:
+            dims = "..., " if self.shape is None else "".join(f"{_dim_str(d)}, " for d in self.shape)
+            return f"{name}({dims}{self.qparams.describe()})"
         if self.shape is None:
             return f"{name}(...)"
         return f"{name}({', '.join(_dim_str(d) for d in self.shape)})"

@@ -11,7 +11,7 @@ from .schema import FunctionSchema
 __all__ = ["SchemaRegistry", "default_registry", "cached_default_registry", "core_declaration_files", "CORE_PROVIDER"]
 
 CORE_PROVIDER = "srcore"
-CORE_FILES = ("aten.yaml", "prim.yaml", "srcore.yaml")
+CORE_FILES = ("aten.yaml", "aten_quantized.yaml", "prim.yaml", "srcore.yaml", "quantized.yaml")
 
 
 class SchemaRegistry:

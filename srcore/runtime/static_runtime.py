@@ -177,8 +177,8 @@ class StaticRuntime:
 
     def _key_of(self, values) -> tuple:
         """The signature key of a run: (shape, dtype) of tensor inputs, the value of the others."""
-        return tuple((v.shape, v.dtype.num) if is_tensor else _value_key(v)
-                     for v, is_tensor in zip(values, self._tensor_inputs))
+        return tuple(((v.shape, v.dtype.num) if type(v) is np.ndarray else (v.shape, v.dtype.num, _qdtype(v)))
+                     if is_tensor else _value_key(v) for v, is_tensor in zip(values, self._tensor_inputs))
 
     def signature_of(self, values) -> tuple[Any, list]:
         """The signature key and the concrete input types of a run's (bound) inputs."""
@@ -207,8 +207,10 @@ class StaticRuntime:
         for i, (v, is_tensor) in enumerate(zip(values, self._tensor_inputs)):
             if self._key is None:
                 defaults[f"_s{i}"], defaults[f"_d{i}"] = _NEVER, _NEVER
-            elif is_tensor:
+            elif is_tensor and type(v) is np.ndarray:
                 defaults[f"_s{i}"], defaults[f"_d{i}"] = v.shape, v.dtype
+            elif is_tensor:  # a QuantizedArray: the slow path keys it by its quantized dtype too
+                defaults[f"_s{i}"], defaults[f"_d{i}"] = _NEVER, _NEVER
             elif isinstance(v, (list, tuple, dict)):
                 # `==` on containers of arrays is ambiguous: the slow path keys them by structure
                 defaults[f"_s{i}"], defaults[f"_d{i}"] = _NEVER, _NEVER
@@ -276,6 +278,10 @@ class _Never:
 
 
 _NEVER = _Never()
+
+
+def _qdtype(v) -> str | None:
+    return getattr(v, "qdtype", None)
 
 
 def _value_key(v):

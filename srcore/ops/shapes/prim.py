@@ -34,8 +34,8 @@ def constant(ctx: Ctx):
             return [declared]
         return [A(NONE if declared is None else declared, None)]
     value = node.attrs["value"]
-    if hasattr(value, "dtype") and hasattr(value, "shape"):  # a tensor constant
-        return [TensorType(str(value.dtype), tuple(int(d) for d in value.shape))]
+    if hasattr(value, "dtype") and hasattr(value, "shape"):  # a tensor constant (quantized: with its qparams)
+        return [type_of_constant(value)]
     t = declared if declared is not None else type_of_constant(value)
     return [A(t, value, _constant_elems(value, t))]
 
