@@ -40,11 +40,14 @@ def _square(name, a):
                           f"{a.shape[-2]} by {a.shape[-1]} matrices")
 
 
-def _scaled(beta, base, alpha, prod, dt):
+def _scaled(beta, base, alpha, prod, dt, *, blas_alpha=False):
     """``beta * base + alpha * prod``; beta == 0 ignores base (NaN included), as torch; integer results take
-    integer coefficients (torch casts 0.6 to 0)."""
+    integer coefficients (torch casts 0.6 to 0). ``blas_alpha``: alpha == 0 ignores the product too, as
+    torch's BLAS-backed ops do (addmv, addbmm; not addr)."""
     if np.dtype(dt).kind in "iu":
         alpha, beta = int(alpha), int(beta)
+    if blas_alpha and alpha == 0:
+        prod = np.zeros_like(prod)
     r = prod if alpha == 1 else alpha * prod
     if beta != 0:
         r = r + (base if beta == 1 else beta * base)
@@ -60,7 +63,7 @@ def mv(self, vec, *, out=None):
 
 def addmv(self, mat, vec, *, beta=1, alpha=1, out=None):
     dt = result_type(self, mat, vec)
-    return _store(_scaled(beta, self, alpha, mat.astype(dt) @ vec.astype(dt), dt), out, dt)
+    return _store(_scaled(beta, self, alpha, mat.astype(dt) @ vec.astype(dt), dt, blas_alpha=True), out, dt)
 
 
 def addr(self, vec1, vec2, *, beta=1, alpha=1, out=None):
@@ -75,7 +78,7 @@ def addbmm(self, batch1, batch2, *, beta=1, alpha=1, out=None):
     dt = result_type(self, batch1, batch2)
     prod = np.einsum("bij,bjk->ik", batch1.astype(dt), batch2.astype(dt)) if batch1.shape[0] else \
         np.zeros((batch1.shape[1], batch2.shape[2]), dt)
-    return _store(_scaled(beta, self, alpha, prod, dt), out, dt)
+    return _store(_scaled(beta, self, alpha, prod, dt, blas_alpha=True), out, dt)
 
 
 def vdot(self, other, *, out=None):
