@@ -6,8 +6,9 @@ names them; torch eager's outputs, flattened: see ``artifacts.py``),
 numpy floor), ``model.pt`` (TorchScript: scripted, or traced where
 ``meta["torchscript"] == "trace"``), ``model.onnx`` (legacy exporter,
 ``dynamo=False``: the scripted module for control_flow; the dynamo exporter where the legacy one
-fails, noted in ``model.onnx.exporter``) and ``model.srm``
-(srcore, converted from the TorchScript module). A failed artifact leaves
+fails, noted in ``model.onnx.exporter``), ``model.srm``
+(srcore, converted from the TorchScript module) and ``model_onnx.srm`` (srcore,
+converted from ``model.onnx`` with ``srcore.from_onnx``). A failed artifact leaves
 ``<name>.error`` with the message instead; the cells that need it are skipped.
 """
 from __future__ import annotations
@@ -72,6 +73,13 @@ def prepare(model: str, out: Path, *, force: bool = False) -> dict[str, str]:
         srcore.save(srcore.from_torchscript(torchscript(), inputs), str(p))
         status["srm_convert_s"] = f"{time.perf_counter() - t0:.2f}"
 
+    def make_onnx_srm(p):
+        import srcore
+
+        t0 = time.perf_counter()
+        srcore.save(srcore.from_onnx(str(art / "model.onnx")), str(p))
+        status["onnx_convert_s"] = f"{time.perf_counter() - t0:.2f}"
+
     steps = {
         "refs.npz": make_refs,
         "eager_state.pt": lambda p: torch.save(m.state_dict(), p),
@@ -79,6 +87,7 @@ def prepare(model: str, out: Path, *, force: bool = False) -> dict[str, str]:
         "model.pt": lambda p: torch.jit.save(torchscript(), str(p)),
         "model.onnx": make_onnx,
         "model.srm": make_srm,
+        "model_onnx.srm": make_onnx_srm,
     }
     for name, make in steps.items():
         path, err = art / name, art / (name + ".error")

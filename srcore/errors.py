@@ -24,6 +24,8 @@ __all__ = [
     "MemoryPlanError",
     "KernelError",
     "EngineBuildError",
+    "EngineOptionError",
+    "QuantizationError",
     "SrcoreWarning",
 ]
 
@@ -134,6 +136,12 @@ class KernelError(SrcoreError):
     node = None
 
 
+class QuantizationError(SrcoreError, ValueError):
+    """Invalid quantization parameters (a scale that is not positive and finite, a zero point
+    outside its dtype's range, an axis out of range) or a quantized value where a float one
+    belongs (or the reverse); names the value, node or input."""
+
+
 class EngineBuildError(SrcoreError):
     """An engine builder cannot compile a segment; names the segment, the node and why.
 
@@ -141,6 +149,12 @@ class EngineBuildError(SrcoreError):
     one at a time on the next backends (automatic fallback), unless
     ``Options(require_full_compilation=True)``.
     """
+
+
+class EngineOptionError(SrcoreError):
+    """An engine option (``Options(engine_options=...)``, ``--engine-option``, a profile) that the
+    engine builder or srcore does not know or refuses; names the option and what it accepts.
+    Unlike :class:`EngineBuildError` it is not a reason to fall back: the load fails."""
 
 
 class SrcoreWarning(UserWarning):

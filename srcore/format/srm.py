@@ -29,7 +29,10 @@ log = logging.getLogger("srcore.format")
 
 FORMAT_NAME = "srcore.srm"
 FORMAT_VERSION = "1"
-SUPPORTED_VERSIONS = {"1"}
+#: version 2: the graph has quantized values (types with ``scale=``/``zero_point=``, quantized parameters
+#: stored as their integers); a model without them is still written as version 1
+QUANTIZED_FORMAT_VERSION = "2"
+SUPPORTED_VERSIONS = {"1", "2"}
 _REQUIRED_KEYS = ("format", "format_version", "srcore_version", "producer", "graph", "input_specs",
                   "output_names", "required_ops", "metadata", "data_sha256", "header_sha256")
 
@@ -51,8 +54,10 @@ def save(model: Model, path: str | os.PathLike, *, producer: str | None = None) 
     for name, arr in collect_params(model.graph).items():  # the graph's arrays are the truth
         params.setdefault(name, arr)
     model.validate()
+    engines_md, engine_arrays = _engines_out(getattr(model, "engines", None) or {}, params, path)
+    stored = {**params, **engine_arrays}
     try:
-        entries, order = tensor_layout(params)
+        entries, order = tensor_layout(stored)
     except TypeError as exc:
         raise SrcoreError(f"cannot save {os.fspath(path)}: {exc}") from exc
     text = print_graph(model.graph)
@@ -64,10 +69,10 @@ def save(model: Model, path: str | os.PathLike, *, producer: str | None = None) 
         raise SrcoreError(f"cannot save {os.fspath(path)}: the graph's IR text does not parse back: {exc}") from exc
     data_hash = hashlib.sha256()
     for name in order:
-        data_hash.update(raw_bytes(params[name]))
+        data_hash.update(raw_bytes(stored[name]))
     md = {
         "format": FORMAT_NAME,
-        "format_version": FORMAT_VERSION,
+        "format_version": QUANTIZED_FORMAT_VERSION if _has_quantized(model.graph) else FORMAT_VERSION,
         "srcore_version": __version__,
         "producer": producer or model.metadata.get("producer", f"srcore {__version__}"),
         "graph": text,
@@ -77,9 +82,60 @@ def save(model: Model, path: str | os.PathLike, *, producer: str | None = None) 
         "required_ops": json.dumps(required_ops(model.graph)),
         "data_sha256": data_hash.hexdigest(),
     }
+    if engines_md:
+        md["engines"] = canonical_json(engines_md)
     header: dict[str, Any] = {"__metadata__": md, **entries}
     md["header_sha256"] = _header_digest(header)
-    write_file(path, encode_header(header), params, order)
+    write_file(path, encode_header(header), stored, order)
+
+
+#: tensor names of serialized engines' arrays: ``engine/<n>/<name>``
+_ENGINE_PREFIX = "engine/"
+
+
+def _engines_out(engines: dict, params: dict, path) -> tuple[dict, dict]:
+    """The ``engines`` metadata (segment key -> backend, meta, array tensor names) and the arrays."""
+    md, arrays = {}, {}
+    for i, (key, data) in enumerate(sorted(engines.items())):
+        names = {}
+        for name, arr in sorted(data.arrays.items()):
+            tensor = f"{_ENGINE_PREFIX}{i}/{name}"
+            if tensor in params:
+                raise SrcoreError(f"cannot save {os.fspath(path)}: parameter {tensor!r} collides with an engine array")
+            names[name] = tensor
+            arrays[tensor] = arr
+        md[key] = {"backend": data.backend, "meta": data.meta, "arrays": names}
+    return md, arrays
+
+
+def _engines_in(c: Container, md: dict, params: dict) -> dict:
+    """The serialized engines of a file (their tensors leave ``params``); structure checked."""
+    from ..plugin.types import EngineData
+
+    raw = md.get("engines")
+    if raw is None:
+        return {}
+    try:
+        table = json.loads(raw)
+        if not isinstance(table, dict):
+            raise ValueError("not an object")
+        out = {}
+        for key, entry in table.items():
+            if not (isinstance(entry, dict) and isinstance(entry.get("backend"), str)
+                    and isinstance(entry.get("meta"), dict) and isinstance(entry.get("arrays"), dict)):
+                raise ValueError(f"engine {key[:16]}: expected backend, meta and arrays")
+            arrays = {}
+            for name, tensor in entry["arrays"].items():
+                if not (isinstance(tensor, str) and tensor.startswith(_ENGINE_PREFIX)) or tensor not in params:
+                    raise ValueError(f"engine {key[:16]}: array {name!r} names no tensor of the file ({tensor!r})")
+                arrays[name] = params[tensor]
+            out[key] = EngineData(entry["backend"], entry["meta"], arrays)
+    except (ValueError, TypeError) as exc:
+        c.fail(f"bad engines metadata: {exc}")
+    for entry in table.values():
+        for tensor in entry["arrays"].values():
+            params.pop(tensor, None)
+    return out
 
 
 def load(path: str | os.PathLike, *, verify: str = "header") -> Model:
@@ -108,6 +164,7 @@ def load(path: str | os.PathLike, *, verify: str = "header") -> Model:
         if hashlib.sha256(c.data_view()).hexdigest() != md["data_sha256"]:
             c.fail("data checksum mismatch: the parameter data was modified or corrupted")
     params = {name: c.array(name) for name in c.entries}
+    engines = _engines_in(c, md, params)
     try:
         specs = specs_from_json(md["input_specs"])
         outputs = json.loads(md["output_names"])
@@ -119,7 +176,8 @@ def load(path: str | os.PathLike, *, verify: str = "header") -> Model:
     except (ValueError, TypeError) as exc:
         c.fail(f"bad model metadata: {exc}")
     graph = _parse(c, md["graph"], params)
-    model = Model(graph, params, specs, tuple(outputs), meta)
+    params.update(collect_params(graph))  # quantized parameters: their integers with the type's qparams
+    model = Model(graph, params, specs, tuple(outputs), meta, engines)
     try:
         model.validate()
     except SrcoreError as exc:
@@ -138,6 +196,17 @@ def _parse(c: Container, text: str, params):
         c.fail(f"the graph does not parse: {exc}")
     except Exception as exc:  # a parser bug must still surface as a format problem of this file
         c.fail(f"the graph does not parse: {type(exc).__name__}: {exc}")
+
+
+def _has_quantized(graph) -> bool:
+    from ..ir.quant import is_quantized
+    from ..ir.types import TensorType
+
+    def quantized(v) -> bool:
+        return isinstance(v.type, TensorType) and is_quantized(v.type.dtype)
+
+    return any(quantized(v) for v in graph.inputs) or any(
+        quantized(o) for n in graph.all_nodes() for o in n.outputs)
 
 
 def read_metadata(path: str | os.PathLike) -> dict[str, str]:
