@@ -11,9 +11,10 @@ from srcore.ir.types import TensorType  # noqa: E402
 from srcore.plugin import Specialized  # noqa: E402
 from srcore.testing import node_info  # noqa: E402
 from srcore_cpu.kernels import jit_pointwise as JP  # noqa: E402
+from srcore_cpu.kernels import pointwise_match as PM  # noqa: E402
 
 F = torch.nn.functional
-N = JP.MIN_ELEMENTS + 37            # large enough for the matcher; odd, so vector tails run
+N = PM.MIN_ELEMENTS + 37            # large enough for the matcher; odd, so vector tails run
 BIG = TensorType("float32", (1, N))
 SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30, 88.5, -88.5, 100.0, -100.0, -3.0, 3.0, 6.5, -2.9999]
 
@@ -32,7 +33,7 @@ IDS = [f"{op.split('::')[1]}-{'-'.join(map(str, c.values()))}" for op, c, _ in C
 
 
 def _kernel(op, consts, shape_type=BIG):
-    answer = JP.pointwise_matcher(node_info(op, self=shape_type, **consts, outputs=(shape_type,)))
+    answer = PM.pointwise_matcher(node_info(op, self=shape_type, **consts, outputs=(shape_type,)))
     assert isinstance(answer, Specialized)
     return answer.fn
 
@@ -97,15 +98,15 @@ def test_non_contiguous_and_float64_inputs_fall_back_to_numpy():
 @pytest.mark.one_pass   # kernel calls only
 def test_matcher_declines_small_float64_and_non_constant_arguments():
     small = TensorType("float32", (1, 64))
-    assert JP.pointwise_matcher(node_info("aten::silu", self=small, outputs=(small,))) is None
+    assert PM.pointwise_matcher(node_info("aten::silu", self=small, outputs=(small,))) is None
     f64 = TensorType("float64", (1, N))
-    assert JP.pointwise_matcher(node_info("aten::silu", self=f64, outputs=(f64,))) is None
+    assert PM.pointwise_matcher(node_info("aten::silu", self=f64, outputs=(f64,))) is None
     slope = TensorType("float32", ())   # a runtime value, not a constant
-    assert JP.pointwise_matcher(node_info("aten::leaky_relu", self=BIG, negative_slope=slope,
+    assert PM.pointwise_matcher(node_info("aten::leaky_relu", self=BIG, negative_slope=slope,
                                           outputs=(BIG,))) is None
-    assert JP.pointwise_matcher(node_info("aten::gelu", self=BIG, approximate="fast", outputs=(BIG,))) is None
+    assert PM.pointwise_matcher(node_info("aten::gelu", self=BIG, approximate="fast", outputs=(BIG,))) is None
     dyn = TensorType("float32", ("n", 64))   # unknown size: compiled (the large case is the likely one)
-    assert isinstance(JP.pointwise_matcher(node_info("aten::silu", self=dyn, outputs=(dyn,))), Specialized)
+    assert isinstance(PM.pointwise_matcher(node_info("aten::silu", self=dyn, outputs=(dyn,))), Specialized)
 
 
 @pytest.mark.one_pass   # kernel calls only
@@ -115,6 +116,19 @@ def test_split_over_threads_gives_the_same_result():
     one = JP.make_pointwise(JP._gelu_erf, 0.0, 0.0, None, threads=1)(x)
     two = JP.make_pointwise(JP._gelu_erf, 0.0, 0.0, None, threads=2)(x)
     assert np.array_equal(one, two, equal_nan=True)
+
+
+def test_matching_a_small_node_imports_no_numba_and_loads_scipy_special():
+    code = ("import sys; from srcore.ir.types import TensorType; from srcore.testing import node_info; "
+            "from srcore_cpu.kernels.pointwise_match import pointwise_matcher as m; "
+            "t = TensorType('float32', (2, 8)); "
+            "assert m(node_info('aten::silu', self=t, outputs=(t,))) is None; "
+            "print('numba' in sys.modules, 'scipy.special' in sys.modules)")
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "True"]
 
 
 def test_a_model_dispatches_the_compiled_kernels_only_where_they_apply():

@@ -7,11 +7,12 @@ a masked copy. Here each is one loop over the elements with vectorizable float32
 so it costs one read and one write of the tensor (262k elements, 1 thread: SiLU 2.9 -> 0.2 ms,
 leaky_relu 5.6 -> 0.04 ms, GELU 0.9 -> 0.6 ms; docs/performance-log.md).
 
-The matcher takes float32 nodes of at least :data:`MIN_ELEMENTS` elements (or of unknown size) and
-compiles the kernel then (at load; numba's on-disk cache makes later loads cheap). Smaller nodes,
-other dtypes and non-contiguous arrays keep the numpy kernels: for a few thousand elements a ufunc
-pass costs about what the compiled call does, and a model made only of small nodes never imports
-numba (the cold start of ``mlp_tiny`` and friends stays numpy + scipy).
+The matcher (``pointwise_match.py``, which does not import numba) takes float32 nodes of at least
+``MIN_ELEMENTS`` elements (or of unknown size) and compiles the kernel then (at load; numba's
+on-disk cache makes later loads cheap). Smaller nodes, other dtypes and non-contiguous arrays keep
+the numpy kernels: for a few thousand elements a ufunc pass costs about what the compiled call
+does, and a model made only of small nodes never imports numba (the cold start of ``mlp_tiny`` and
+friends stays numpy + scipy).
 
 Formulas follow torch's float32 CPU kernels (``x / (1 + exp(-x))`` for SiLU, ``x * min(max(x + 3,
 0), 6) / 6`` for hardswish, ...), NaN propagating through every clamp.
@@ -23,17 +24,12 @@ import math
 import numba
 import numpy as np
 
-from srcore.ir.types import TensorType
-from srcore.plugin import NodeInfo, Specialized
-
 from . import activation as _A
 from . import jit as _J
 from . import parallel as _par
 from .jit import JIT
 
 _F = np.float32
-#: below this many elements the numpy kernels are kept (see the module doc)
-MIN_ELEMENTS = 16384
 #: elements per part when a kernel is split over SRCORE_CPU_THREADS threads
 PART_MIN = 1 << 17
 _SIG = "void(float32[::1], float32[::1], float32, float32)"
@@ -102,16 +98,17 @@ def _hardtanh(x, o, a, b):
         o[i] = b if v > b else v
 
 
-# op -> (kernel, the constant arguments that become a and b as (name, default), numpy kernel)
-_OPS = {
-    "aten::silu": (_silu, (), _A.silu),
-    "aten::sigmoid": (_sigmoid, (), _A.sigmoid),
-    "aten::hardsigmoid": (_hardsigmoid, (), _A.hardsigmoid),
-    "aten::hardswish": (_hardswish, (), _A.hardswish),
-    "aten::leaky_relu": (_leaky_relu, (("negative_slope", 0.01),), _A.leaky_relu),
-    "aten::hardtanh": (_hardtanh, (("min_val", -1.0), ("max_val", 1.0)), _A.hardtanh),
-    "aten::relu6": (_hardtanh, (), _A.relu6),
-    "aten::gelu": (None, (("approximate", "none"),), _A.gelu),
+#: op (or gelu's approximation) -> (compiled kernel, numpy kernel)
+KERNELS = {
+    "aten::silu": (_silu, _A.silu),
+    "aten::sigmoid": (_sigmoid, _A.sigmoid),
+    "aten::hardsigmoid": (_hardsigmoid, _A.hardsigmoid),
+    "aten::hardswish": (_hardswish, _A.hardswish),
+    "aten::leaky_relu": (_leaky_relu, _A.leaky_relu),
+    "aten::hardtanh": (_hardtanh, _A.hardtanh),
+    "aten::relu6": (_hardtanh, _A.relu6),
+    "gelu:none": (_gelu_erf, _A.gelu),
+    "gelu:tanh": (_gelu_tanh, _A.gelu),
 }
 
 
@@ -142,49 +139,3 @@ def make_pointwise(kernel, a: float, b: float, fallback, threads: int = 1):
             k(xf, of, fa, fb)
         return out
     return run
-
-
-def _size(t) -> int | None:
-    if not isinstance(t, TensorType) or t.shape is None or not all(isinstance(d, int) for d in t.shape):
-        return None
-    return math.prod(t.shape)
-
-
-def pointwise_matcher(node: NodeInfo):
-    """float32 in and out with at least :data:`MIN_ELEMENTS` elements (or an unknown count): the
-    compiled one-pass kernel; otherwise decline (the numpy kernel takes the node). In-place ops
-    (``aten::silu_``, ...) write over their input and return it."""
-    src = node.args[0].type if node.args else None
-    dst = node.output_types[0] if node.output_types else None
-    if not (isinstance(src, TensorType) and isinstance(dst, TensorType)):
-        return None
-    if src.dtype != "float32" or dst.dtype != "float32":
-        return None
-    size = _size(dst)
-    if size is not None and size < MIN_ELEMENTS:
-        return None
-    op = node.op.split(".")[0]
-    inplace = op.endswith("_")
-    kernel, params, numpy_kernel = _OPS[op[:-1] if inplace else op]
-    if not all(node.is_const(name) for name, _ in params):
-        return None
-    consts = {name: node.const(name) for name, _ in params}
-    if kernel is None:   # gelu: the kernel depends on the approximation
-        if consts["approximate"] not in ("none", "tanh"):
-            return None   # the numpy kernel raises torch's error
-        kernel = _gelu_erf if consts["approximate"] == "none" else _gelu_tanh
-        a = b = 0.0
-    elif kernel is _hardtanh and not params:   # relu6
-        a, b = 0.0, 6.0
-    else:
-        a, b = ([float(v) for v in consts.values()] + [0.0, 0.0])[:2]
-
-    def fallback(x, out=None):
-        return numpy_kernel(x, **consts, out=out)
-    fn = make_pointwise(kernel, a, b, fallback, threads=_par.split_threads())
-    if inplace:
-        def run_inplace(self):
-            fn(self, out=self)
-            return self
-        return Specialized(run_inplace, args=(0,))
-    return Specialized(fn, args=(0,))
