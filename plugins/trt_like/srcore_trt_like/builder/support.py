@@ -90,6 +90,17 @@ def _matmul(node: NodeInfo):
     return f"a matrix-vector product ({a} {_shape(node, 0)} @ {b} {_shape(node, 1)})"
 
 
+def _group_norm(node: NodeInfo):
+    # (N, C, *) with C divisible by num_groups; anything else is an error torch raises (the cpu kernel does)
+    shape = node.args[0].type.shape
+    if len(shape) < 2 or not isinstance(shape[1], int):
+        return f"input of shape {_shape(node, 0)} has no known channel dim (N, C, ...)"
+    groups = node.const("num_groups")
+    if not isinstance(groups, int) or groups <= 0 or shape[1] % groups:
+        return f"{shape[1]} channels are not divisible into num_groups={groups}"
+    return None
+
+
 def _gelu(node: NodeInfo):
     # another approximation is an error torch raises: the cpu kernel raises it (the engine computed erf's)
     a = node.const("approximate", "none")
@@ -118,6 +129,7 @@ _NOTES = {
     _addmm: "alpha != 0, a 2-D mat2",
     _no_dtype: "no dtype argument",
     _encoder: "no mask, a 3-D src",
+    _group_norm: "(N, C, ...) input, C divisible by num_groups",
 }
 
 
@@ -169,6 +181,8 @@ _TABLE: list[OpSupport] = [
     # normalisation, reductions
     *_rows("softmax", {"aten::softmax.int": ("dim", "dtype"), "aten::log_softmax.int": ("dim", "dtype")}, _no_dtype),
     *_rows("layer_norm", {"aten::layer_norm": ("normalized_shape", "weight", "bias", "eps")}),
+    *_rows("group_norm", {"aten::group_norm": ("num_groups", "weight", "bias", "eps", "cudnn_enabled")},
+           _group_norm),
     *_rows("mean", {"aten::mean.dim": ("dim", "keepdim", "dtype")}, _no_dtype),
     *_rows("encoder_layer", {"aten::_transformer_encoder_layer_fwd": _ENCODER_ARGS}, _encoder),
 ]
