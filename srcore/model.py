@@ -75,6 +75,9 @@ class Model:
     input_specs: tuple[InputSpec, ...] = attrs.field(default=(), converter=tuple)
     output_names: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     metadata: dict[str, str] = attrs.field(factory=dict)
+    #: the plugin distributions the model needs (``srcore.plugin.requirements.RequiredPlugins``), as
+    #: recorded in its ``.srm`` file; None for a model made in memory (``save`` records it)
+    plugins: Any = None
 
     @classmethod
     def from_graph(cls, graph: Graph, *, input_specs=None, output_names=None,

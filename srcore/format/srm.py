@@ -38,8 +38,15 @@ def _header_digest(header: dict[str, Any]) -> str:
     return hashlib.sha256(canonical_json(h).encode("utf-8")).hexdigest()
 
 
-def save(model: Model, path: str | os.PathLike, *, producer: str | None = None) -> None:
-    """Write ``model`` to ``path`` as a ``.srm`` file (atomically)."""
+def save(model: Model, path: str | os.PathLike, *, producer: str | None = None,
+         backends: list[str] | tuple[str, ...] | None = None) -> None:
+    """Write ``model`` to ``path`` as a ``.srm`` file (atomically).
+
+    The file records which plugin distributions provide the op namespaces the graph uses
+    and the backends the model was prepared with (``backends``; default: every installed
+    backend with a kernel for one of its ops), so that a load without them can say what to
+    install.
+    """
     from .. import __version__
     from ..ir.printer import print_graph
 
@@ -71,6 +78,7 @@ def save(model: Model, path: str | os.PathLike, *, producer: str | None = None) 
         "output_names": json.dumps(list(model.output_names)),
         "metadata": canonical_json(model.metadata),
         "required_ops": json.dumps(required_ops(model.graph)),
+        "plugins": _required_plugins(model, backends).to_json(),
         "data_sha256": data_hash.hexdigest(),
     }
     header: dict[str, Any] = {"__metadata__": md, **entries}
@@ -113,13 +121,28 @@ def load(path: str | os.PathLike, *, verify: str = "header") -> Model:
             raise ValueError("metadata must map str to str")
     except (ValueError, TypeError) as exc:
         c.fail(f"bad model metadata: {exc}")
+    plugins = None
+    if "plugins" in md:  # files written before srcore recorded plugins have none
+        from ..plugin.requirements import RequiredPlugins
+
+        try:
+            plugins = RequiredPlugins.from_json(md["plugins"])
+        except (ValueError, TypeError) as exc:
+            c.fail(f"bad plugins metadata: {exc}")
     graph = _parse(c, md["graph"], params)
-    model = Model(graph, params, specs, tuple(outputs), meta)
+    model = Model(graph, params, specs, tuple(outputs), meta, plugins)
     try:
         model.validate()
     except SrcoreError as exc:
         c.fail(f"inconsistent model: {exc}")
     return model
+
+
+def _required_plugins(model: Model, backends):
+    from ..plugin.manager import get_plugin_manager
+    from ..plugin.requirements import required_plugins
+
+    return required_plugins(model.graph, get_plugin_manager().registry, backends, model.plugins)
 
 
 def _parse(c: Container, text: str, params):

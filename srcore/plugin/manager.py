@@ -238,6 +238,7 @@ class PluginManager:
                     t0 = time.perf_counter()
                     self._registry = build_registry(self)
                     self.timings["registry"] = time.perf_counter() - t0
+                    _warn_failures(self._reports.values())
                 registry = self._registry
         return registry
 
@@ -257,6 +258,24 @@ class PluginManager:
 
 _default: PluginManager | None = None
 _lock = threading.RLock()
+_warned: set[tuple[str, str | None]] = set()
+
+
+def _warn_failures(reports) -> None:
+    """Warn about each failed plugin once per process (a load that touches its namespace names it
+    again, in its error or its load report)."""
+    failed = [r for r in reports if r.status == "failed" and (r.name, r.error) not in _warned]
+    if not failed:
+        return
+    import warnings
+
+    from ..errors import SrcoreWarning
+    from .requirements import describe_failure
+
+    for r in failed:
+        _warned.add((r.name, r.error))
+        warnings.warn(f"{describe_failure(r)}; its ops and kernels are unavailable (srcore plugins lists "
+                      "every plugin)", SrcoreWarning, stacklevel=4)
 
 
 def get_plugin_manager() -> PluginManager:

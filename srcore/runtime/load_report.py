@@ -50,19 +50,22 @@ class DtypeGuard:
 
 @attrs.define
 class LoadReport:
-    """Per load: nodes without a shape rule, nodes whose kernels check dtypes at run time."""
+    """Per load: failed plugins whose namespace the model touches, nodes without a shape rule,
+    nodes whose kernels check dtypes at run time."""
 
     missing_shape_rules: list[MissingShapeRule] = attrs.Factory(list)
     dtype_guards: list[DtypeGuard] = attrs.Factory(list)
+    failed_plugins: list[str] = attrs.Factory(list)  # "plugin mylib (...) failed to import: ..."
 
     def lines(self) -> list[str]:
-        return [e.describe() for e in (*self.missing_shape_rules, *self.dtype_guards)]
+        return [*self.failed_plugins, *(e.describe() for e in (*self.missing_shape_rules, *self.dtype_guards))]
 
     def __bool__(self) -> bool:
-        return bool(self.missing_shape_rules or self.dtype_guards)
+        return bool(self.missing_shape_rules or self.dtype_guards or self.failed_plugins)
 
     def to_json(self) -> dict[str, Any]:
-        return {"missing_shape_rules": [attrs.asdict(e) for e in self.missing_shape_rules],
+        return {"failed_plugins": list(self.failed_plugins),
+                "missing_shape_rules": [attrs.asdict(e) for e in self.missing_shape_rules],
                 "dtype_guards": [attrs.asdict(e) for e in self.dtype_guards]}
 
 

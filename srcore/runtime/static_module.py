@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 import attrs
 
-from ..errors import ShapeError, SrcoreError, SrcoreInputError, UnknownBackendError
+from ..errors import ShapeError, SrcoreError, SrcoreInputError, UnknownBackendError, UnsupportedOpError
 from ..ir.types import TensorType, Type
 from ..memory.planner import TensorRequest, Lifetime, lower_bound, make_planner, no_reuse_bytes
 from .inputs import ScalarSpec
@@ -68,7 +68,8 @@ class StaticModule:
 
         pm = plugin_manager or get_plugin_manager()
         self.plugin_manager = pm
-        _check_backends(options.backends, pm.registry.backends)
+        required = getattr(model, "plugins", None)  # what the model's file says it needs
+        _check_backends(options.backends, pm.registry.backends, required)
         schemas = pm.schemas
         clock.stage("plugins")
         graph = graph.copy()
@@ -101,15 +102,24 @@ class StaticModule:
             clock.stage("partition")
         from ..dispatch import resolve_graph
 
-        resolved = resolve_graph(graph, pm.kernel_table, options.backends, fixed=fixed)
+        failed = _failed_plugins(graph, pm, required)
+        try:
+            resolved = resolve_graph(graph, pm.kernel_table, options.backends, fixed=fixed)
+        except UnsupportedOpError as exc:
+            hints = _install_hints(graph, pm, required)
+            if not hints:
+                raise
+            raise UnsupportedOpError("\n".join([str(exc), *hints]), exc.missing) from None
+        self.load_report.failed_plugins.extend(failed)
         self.load_report.dtype_guards.extend(_dtype_guards(resolved))
-        if self.load_report.missing_shape_rules:
+        lost = [*self.load_report.failed_plugins,
+                *(e.describe() for e in self.load_report.missing_shape_rules)]
+        if lost:
             import warnings
 
             from ..errors import SrcoreWarning
 
-            warnings.warn("loading this model, srcore lost facts it needs:\n  "
-                          + "\n  ".join(e.describe() for e in self.load_report.missing_shape_rules),
+            warnings.warn("loading this model, srcore lost facts it needs:\n  " + "\n  ".join(lost),
                           SrcoreWarning, stacklevel=2)
         clock.stage("dispatch")
         proc = GraphProcessor(graph, resolved, plan_memory=options.enable_out_variant)
@@ -252,16 +262,31 @@ class _StageClock:
         self._t = now
 
 
-def _check_backends(wanted, known) -> None:
+def _check_backends(wanted, known, required=None) -> None:
     """Every backend asked for is installed: a typo must not read as "no kernel for any node"."""
     import difflib
+
+    from ..plugin.requirements import backend_hint
 
     for b in wanted:
         if b not in known:
             close = difflib.get_close_matches(b, list(known), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = backend_hint(required, b) or (f" (did you mean {close[0]!r}?)" if close else "")
             raise UnknownBackendError(f"unknown backend {b!r}{hint}; installed backends: "
                                       f"{', '.join(sorted(known)) or 'none'} (srcore plugins lists them)")
+
+
+def _failed_plugins(graph, pm, required) -> list[str]:
+    """Failed plugins whose namespace the graph touches, one line each (named on every such load)."""
+    from ..plugin.requirements import describe_failure, failed_plugins_touching, namespaces_of
+
+    return [describe_failure(r) for r in failed_plugins_touching(namespaces_of(graph), pm.reports, required)]
+
+
+def _install_hints(graph, pm, required) -> list[str]:
+    from ..plugin.requirements import install_hints, namespaces_of
+
+    return ["hint: " + h for h in install_hints(required, namespaces_of(graph), pm.registry, pm.reports)]
 
 
 def _unpack(model) -> tuple[Any, tuple, tuple[str, ...]]:
