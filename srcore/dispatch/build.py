@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import RegistrationError
 from ..plugin.hookspecs import HOOK_RECORDS
-from .schemas import library_schemas, new_schema_registry, schema_name
+from .schemas import library_declarations, new_schema_registry, schema_name
 from .table import STANDARD_DTYPES, KernelTable, op_key
 
 
@@ -37,15 +37,20 @@ def _call_hooks(manager) -> dict[str, dict[str, list]]:
     return {n: records[n] for n in order if manager._reports[n].status == "loaded"}
 
 
-def _add_schemas(manager, records, registry, declared) -> list:
+def _add_schemas(manager, records, registry, declared) -> tuple[list, dict[str, list]]:
+    """Declare every plugin's ops; returns the libraries and, per plugin, ``(library, declarations)``."""
     libraries = []
+    parsed_libs: dict[str, list] = {}
     for name in list(records):
         report = manager._reports[name]
         libs = records[name].get("srcore_op_libraries", [])
         try:
-            parsed = []
+            parsed, mine = [], []
             for lib in libs:
-                for schema, source in library_schemas(lib):
+                decls = library_declarations(lib)
+                mine.append((lib, decls))
+                for decl in decls:
+                    schema, source = decl.schema, decl.source
                     qn = schema_name(schema)
                     old = declared.get(qn)
                     if old is not None and str(old[0]) != str(schema):
@@ -64,7 +69,24 @@ def _add_schemas(manager, records, registry, declared) -> list:
                 if registry is not None:
                     registry.add(schema, provider=provider, source=source)
         libraries.extend(libs)
-    return libraries
+        parsed_libs[name] = mine
+    return libraries, parsed_libs
+
+
+def _library_kernels(manager, name, libs) -> list:
+    """Kernels a plugin binds in its declaration files (``dispatch:``), stamped; problems rejected."""
+    from .yaml_kernels import library_kernels
+
+    report = manager._reports[name]
+    out = []
+    for lib, decls in libs:
+        if not any(d.dispatch or d.structured_delegate for d in decls):
+            continue
+        kernels, problems = library_kernels(lib, decls)
+        for p in problems:
+            manager._reject(report, p)
+        out.extend(k.provided_by(report.info) for k in kernels)
+    return out
 
 
 def _unique(manager, records, hook, key) -> dict[str, Any]:
@@ -84,6 +106,11 @@ def _unique(manager, records, hook, key) -> dict[str, Any]:
 
 
 def _check_kernel(k, declared, backends, dtypes) -> str | None:
+    problem = _kernel_problem(k, declared, backends, dtypes)
+    return f"{k.source}: {problem}" if problem and k.source else problem
+
+
+def _kernel_problem(k, declared, backends, dtypes) -> str | None:
     if op_key(k.op) not in declared:
         return f"kernel for undeclared op {k.op!r} ({k.backend}, {k.kind}): declare it in srcore_op_libraries"
     if k.backend not in backends:
@@ -127,7 +154,7 @@ def build_registry(manager):
     records = _call_hooks(manager)
     schemas = new_schema_registry()
     declared: dict = {}
-    libraries = _add_schemas(manager, records, schemas, declared)
+    libraries, parsed_libs = _add_schemas(manager, records, schemas, declared)
     dtypes = _unique(manager, records, "srcore_dtypes", lambda r: r.name)
     backends = _unique(manager, records, "srcore_backends", lambda r: r.name)
     subcommands = _unique(manager, records, "srcore_subcommands", lambda r: r.name)
@@ -135,7 +162,7 @@ def build_registry(manager):
     for name, hooks in records.items():
         report = manager._reports[name]
         good = []
-        for k in hooks.get("srcore_kernels", []):
+        for k in [*hooks.get("srcore_kernels", []), *_library_kernels(manager, name, parsed_libs.get(name, ()))]:
             problem = _check_kernel(k, declared, backends, dtypes)
             if problem:
                 manager._reject(report, problem)

@@ -153,9 +153,9 @@ def _constant_list(v) -> bool:
 
 def _try_kernel(kernel: Kernel, info_fn: Callable[[], NodeInfo], op: str) -> ResolvedKernel | None:
     if kernel.matcher is None:
-        fn = resolve_ref(kernel.impl, provider=kernel.provider, op=op)
+        fn = resolve_ref(kernel.impl, provider=kernel.provider, op=op, source=kernel.source)
         return ResolvedKernel(kernel, fn, None, kernel.kind, kernel.backend)
-    matcher = resolve_ref(kernel.matcher, provider=kernel.provider, op=op, what="matcher")
+    matcher = resolve_ref(kernel.matcher, provider=kernel.provider, op=op, what="matcher", source=kernel.source)
     answer = matcher(info_fn())
     if answer is None:
         return None

@@ -147,6 +147,8 @@ class Kernel:
     matcher: ImplRef | None = attrs.field(default=None, validator=_check_impl, eq=False)
     priority: int = 0
     provider: PluginInfo | None = attrs.field(default=None, eq=False)
+    #: where the kernel was bound (``ops.yaml:12`` for a ``dispatch:`` line), for error messages
+    source: str | None = attrs.field(default=None, eq=False)
 
     @op.validator
     def _check_op(self, attribute, value):
