@@ -24,6 +24,7 @@ __all__ = [
     "MemoryPlanError",
     "KernelError",
     "EngineBuildError",
+    "SelectionError",
     "SrcoreWarning",
 ]
 
@@ -141,6 +142,11 @@ class EngineBuildError(SrcoreError):
     one at a time on the next backends (automatic fallback), unless
     ``Options(require_full_compilation=True)``.
     """
+
+
+class SelectionError(SrcoreError):
+    """A selective-build file (``srcore select``) that is malformed, stale or names what is not installed;
+    names the file, the line and the op."""
 
 
 class SrcoreWarning(UserWarning):

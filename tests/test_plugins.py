@@ -17,8 +17,8 @@ import pytest
 import srcore
 from srcore.dispatch import resolve_node
 from srcore.ir import Graph, TensorType
-from srcore.plugin import (Backend, DType, EngineBuilder, Kernel, OpLibrary, PluginInfo, ShapeRule, Subcommand,
-                           hookimpl)
+from srcore.plugin import (Backend, Decomposition, DType, EngineBuilder, Kernel, OpLibrary, PluginInfo, ShapeRule,
+                           Subcommand, hookimpl)
 from srcore.plugin import manager as manager_mod
 from srcore.plugin.hookspecs import HOOK_RECORDS, SrcoreSpecs
 from srcore.plugin.manager import PluginManager, get_plugin_manager
@@ -303,6 +303,16 @@ def test_hook_srcore_shape_rules():
     assert rules.lookup("t::g.Tensor").fn is same          # a base name serves every overload
     assert rules.lookup("aten::add.Tensor").provider.name == "builtin"  # the core's rules, same hook
     assert not pm.report("p").errors
+
+
+def test_hook_srcore_decompositions():
+    twice = "graph(%self : Tensor):\n  %r : Tensor = aten::add(%self, %self)\n  return (%r)\n"
+    pm = _with(srcore_op_libraries=[LIB], srcore_decompositions=[Decomposition("t::f", twice),
+                                                                  Decomposition("t::nope", twice)])
+    table = pm.registry.decompositions
+    assert table.lookup("t::f").provider == PluginInfo("p", "srcore-p", "3.0")
+    assert table.lookup("aten::add.out").provider.name == "builtin"  # the core's, through the same hook
+    assert ["decomposition of undeclared op 't::nope'" in e for e in pm.report("p").errors] == [True]
 
 
 def test_hook_srcore_engine_builders():

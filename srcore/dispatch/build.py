@@ -17,9 +17,12 @@ from .schemas import library_declarations, new_schema_registry, schema_name
 from .table import STANDARD_DTYPES, KernelTable, op_key
 
 
-def _call_hooks(manager) -> dict[str, dict[str, list]]:
+def _call_hooks(manager, hooks=None) -> dict[str, dict[str, list]]:
+    """``{plugin: {hook: [records]}}`` for every hook (or the given ones), one plugin at a time."""
     records: dict[str, dict[str, list]] = {}
     for hook, cls in HOOK_RECORDS.items():
+        if hooks is not None and hook not in hooks:
+            continue
         for impl in manager._impls(hook):
             report = manager._reports[impl.plugin_name]
             if report.status != "loaded":
@@ -111,7 +114,10 @@ def _check_kernel(k, declared, backends, dtypes) -> str | None:
 
 
 def _kernel_problem(k, declared, backends, dtypes) -> str | None:
-    if op_key(k.op) not in declared:
+    if k.is_wildcard:
+        if not any(q.startswith(k.op[:-1]) for q in declared):
+            return f"kernel for {k.op!r} ({k.backend}, {k.kind}): no op of that namespace is declared"
+    elif op_key(k.op) not in declared:
         return f"kernel for undeclared op {k.op!r} ({k.backend}, {k.kind}): declare it in srcore_op_libraries"
     if k.backend not in backends:
         return (f"kernel for {k.op} names unknown backend {k.backend!r}; "
@@ -135,13 +141,37 @@ def _shape_rules(manager, records, declared):
         for r in hooks.get("srcore_shape_rules", []):
             for op in r.ops:
                 op = op_key(op)
-                if name != "builtin" and op not in declared and op not in bases:
+                wildcard = op.endswith("::*") and any(q.startswith(op[:-1]) for q in declared)
+                if name != "builtin" and op not in declared and op not in bases and not wildcard:
                     manager._reject(report, f"shape rule for undeclared op {op!r}: declare it in srcore_op_libraries")
                     continue
                 old = table.add(op, r.rule, r.provider)
                 if old is not None:
                     manager._reject(report, f"shape rule for {op} ignored: {old.provider.name} ({old.provider}) "
                                     "already gives one")
+    return table
+
+
+def _decompositions(manager, records, declared):
+    """The decomposition table: builtin's first, then each plugin's; one per op (or ``ns::*``)."""
+    from ..ops.decomposition_table import DecompositionTable
+
+    table = DecompositionTable()
+    for name, hooks in records.items():
+        report = manager._reports[name]
+        for r in hooks.get("srcore_decompositions", []):
+            op = op_key(r.op)
+            if op.endswith("::*"):
+                if not any(q.startswith(op[:-1]) for q in declared):
+                    manager._reject(report, f"decomposition for {op!r}: no op of that namespace is declared")
+                    continue
+            elif op not in declared:
+                manager._reject(report, f"decomposition of undeclared op {op!r}: declare it in srcore_op_libraries")
+                continue
+            old = table.add(r)
+            if old is not None:
+                manager._reject(report, f"decomposition of {op} ignored: {old.provider.name} ({old.provider}) "
+                                "already gives one")
     return table
 
 
@@ -180,5 +210,6 @@ def build_registry(manager):
             else:
                 engines[e.backend] = e
     rules = _shape_rules(manager, records, declared)
+    decompositions = _decompositions(manager, records, declared)
     return Registry(schemas, table, dict(sorted(declared.items())), tuple(libraries), dtypes, backends, engines,
-                    subcommands, rules)
+                    subcommands, rules, decompositions)

@@ -42,6 +42,8 @@ class ResolvedKernel:
     backend: str
     #: True when some of the node's dtypes were unknown at load: ``fn`` checks them on every call
     checks_dtypes: bool = False
+    #: for a ``fallback`` kernel: why no out or native kernel was taken
+    reason: str | None = None
 
 
 @attrs.frozen
@@ -210,17 +212,40 @@ def resolve_node(node, table: KernelTable, backends: Sequence[str], dtypes: Sequ
 
                         resolved = attrs.evolve(resolved, fn=dtype_guard(resolved.fn, kernel, op),
                                                 checks_dtypes=True)
+                    if kind == "fallback":
+                        resolved = attrs.evolve(resolved, reason=fallback_reason(node, op, dts, table, backends))
                     return resolved
     return None
 
 
-def _alternatives(op: str, dts: tuple[str, ...], table: KernelTable, backends: Sequence[str]) -> tuple[str, ...]:
+def fallback_reason(node, op: str, dts: tuple[str, ...], table: KernelTable, backends: Sequence[str]) -> str:
+    """Why a node got a fallback kernel: no out/native kernel at all, or none for its dtypes."""
+    others = [k for k in table.kernels_for(op) if k.kind != "fallback" and k.backend in backends]
+    where = ", ".join(backends)
+    if not others:
+        declared = getattr(table.schemas, "find", lambda q: None)(op) is not None
+        return (f"no out or native kernel for {op} on {where}"
+                + ("" if declared else " (an op srcore does not declare; its schema came with the model)"))
+    taken = "; ".join(dict.fromkeys(f"{k.kind} kernel of {_who(k)} on {k.backend} takes ({', '.join(k.dtypes)})"
+                                    for k in others))
+    return f"no out or native kernel for {op} takes dtypes ({', '.join(dts) or 'none'}): {taken}"
+
+
+def _who(k: Kernel) -> str:
+    p = k.provider
+    return f"{p.dist or p.name} {p.version or ''}".strip() if p else "?"
+
+
+def _alternatives(op: str, dts: tuple[str, ...], table: KernelTable, backends: Sequence[str],
+                  kinds: Sequence[str] = KERNEL_KINDS) -> tuple[str, ...]:
     lines = []
     for k in table.kernels_for(op):
-        p = k.provider
-        who = f"{p.dist or p.name} {p.version or ''}".strip() if p else "?"
+        who = _who(k)
         if k.backend not in backends:
             why = f"for backend {k.backend}"
+        elif k.kind not in kinds:
+            why = (f"on {k.backend}, but fallback kernels are off (Options(allow_fallback=False), --no-fallback)"
+                   if k.kind == "fallback" else f"on {k.backend}, but {k.kind} kernels are off for this load")
         elif not accepts_dtypes(k, dts):
             why = f"for dtypes ({', '.join(k.dtypes)}) on {k.backend}"
         else:
@@ -284,7 +309,7 @@ def resolve_graph(graph, table: KernelTable, backends: Sequence[str] = ("cpu",),
         schema = node_schema(node, table)
         op = node_op(node, schema)
         dts = dispatch_dtypes(node)
-        alts = _alternatives(op, dts, table, backends)
+        alts = _alternatives(op, dts, table, backends, kinds)
         if schema is None:
             alts = (_schema_problem(node, table), *alts)
         missing.append(Unsupported(node, op, str(schema) if schema is not None else node.kind, dts,

@@ -79,6 +79,7 @@ def save(model: Model, path: str | os.PathLike, *, producer: str | None = None,
         "metadata": canonical_json(model.metadata),
         "required_ops": json.dumps(required_ops(model.graph)),
         "plugins": _required_plugins(model, backends).to_json(),
+        "schemas": json.dumps([str(sch) for sch in _undeclared(model)]),
         "data_sha256": data_hash.hexdigest(),
     }
     header: dict[str, Any] = {"__metadata__": md, **entries}
@@ -129,8 +130,11 @@ def load(path: str | os.PathLike, *, verify: str = "header") -> Model:
             plugins = RequiredPlugins.from_json(md["plugins"])
         except (ValueError, TypeError) as exc:
             c.fail(f"bad plugins metadata: {exc}")
+    op_schemas = ()
+    if md.get("schemas", "[]") != "[]":  # ops no plugin declared where the model was saved: torch's schemas
+        op_schemas = _schemas(c, md["schemas"])
     graph = _parse(c, md["graph"], params)
-    model = Model(graph, params, specs, tuple(outputs), meta, plugins)
+    model = Model(graph, params, specs, tuple(outputs), meta, plugins, op_schemas)
     try:
         model.validate()
     except SrcoreError as exc:
@@ -143,6 +147,25 @@ def _required_plugins(model: Model, backends):
     from ..plugin.requirements import required_plugins
 
     return required_plugins(model.graph, get_plugin_manager().registry, backends, model.plugins)
+
+
+def _undeclared(model: Model) -> tuple:
+    from ..plugin.manager import get_plugin_manager
+
+    return model.undeclared_schemas(get_plugin_manager().registry.declared)
+
+
+def _schemas(c: Container, text: str) -> tuple:
+    from ..errors import SchemaError
+    from ..ops.schema import FunctionSchema
+
+    try:
+        texts = json.loads(text)
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            raise ValueError("schemas must be a JSON list of str")
+        return tuple(FunctionSchema.parse(t) for t in texts)
+    except (ValueError, SchemaError) as exc:
+        c.fail(f"bad schemas metadata: {exc}")
 
 
 def _parse(c: Container, text: str, params):

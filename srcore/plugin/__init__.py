@@ -12,8 +12,8 @@ op declarations, through the same hooks).
 """
 import pluggy
 
-from .types import (KERNEL_KINDS, ArgInfo, Const, Backend, DType, EngineBuilder, Kernel, NodeInfo, OpLibrary,
-                    PluginInfo, Segment, ShapeRule, Specialized, Subcommand)
+from .types import (KERNEL_KINDS, ArgInfo, Const, Backend, Decomposition, DType, EngineBuilder, Kernel, NodeInfo,
+                    OpLibrary, PluginInfo, Segment, ShapeRule, Specialized, Subcommand)
 
 hookimpl = pluggy.HookimplMarker("srcore")
 
@@ -23,6 +23,9 @@ _LAZY = {
     "ShapeContext": ("srcore.ops.shapes.base", "Ctx"),
     "AbstractValue": ("srcore.ops.shapes.base", "A"),
     "ShapeError": ("srcore.errors", "ShapeError"),
+    "UNKNOWN": ("srcore.ops.shapes.base", "UNKNOWN"),
+    "KernelError": ("srcore.errors", "KernelError"),
+    "SCALAR_TYPE_CODES": ("srcore.ir.types", "SCALAR_TYPE_CODES"),
 }
 
 
@@ -38,7 +41,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "hookimpl", "Kernel", "OpLibrary", "ShapeRule", "Backend", "DType", "EngineBuilder", "Subcommand",
+    "hookimpl", "Kernel", "OpLibrary", "ShapeRule", "Decomposition", "Backend", "DType", "EngineBuilder", "Subcommand",
     "NodeInfo", "ArgInfo", "Specialized", "Const", "PluginInfo", "Segment", "KERNEL_KINDS",
-    "TensorType", "ShapeContext", "AbstractValue", "ShapeError",
+    "TensorType", "ShapeContext", "AbstractValue", "ShapeError", "UNKNOWN", "KernelError", "SCALAR_TYPE_CODES",
 ]

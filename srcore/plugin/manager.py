@@ -74,6 +74,9 @@ class Registry:
     engine_builders: dict[str, EngineBuilder]
     subcommands: dict[str, Subcommand]
     shape_rules: Any = None  # srcore.ops.shapes.table.ShapeRuleTable
+    decompositions: Any = None  # srcore.ops.decomposition_table.DecompositionTable
+    #: the ``srcore.plugin.selection.Selection`` this registry was built from (None: every plugin's records)
+    selection: Any = None
 
 
 def __getattr__(name: str):
@@ -101,6 +104,7 @@ class PluginManager:
         self._blocked: set[str] = set()
         self._load_errors: dict[str, list[str]] = {}
         self._registry: Registry | None = None
+        self._selected: dict = {}  # selection path -> its registry (registry_for)
         self._loaded = False
         #: seconds spent in load() (discovery + imports) and in the last registry build
         self.timings: dict[str, float] = {}
@@ -116,7 +120,7 @@ class PluginManager:
         rep = self._reports.get(name)
         self._reports[name] = PluginReport(name, rep.dist if rep else None, rep.version if rep else None,
                                            "disabled")
-        self._registry = None
+        self._registry, self._selected = None, {}
 
     def is_blocked(self, name: str) -> bool:
         return name in self._blocked
@@ -131,7 +135,7 @@ class PluginManager:
             raise PluginError(f"a plugin named {name!r} is already registered ({self._reports[name].info})")
         report = PluginReport(name, dist, version, "loaded")
         self._reports[name] = report
-        self._registry = None
+        self._registry, self._selected = None, {}
         try:
             unknown = [a for a in dir(plugin) if a.startswith("srcore_") and callable(getattr(plugin, a, None))
                        and getattr(getattr(plugin, a), "srcore_impl", None) is not None
@@ -149,7 +153,7 @@ class PluginManager:
         if self._pm.get_plugin(name) is not None:
             self._pm.unregister(name=name)
         self._reports.pop(name, None)
-        self._registry = None
+        self._registry, self._selected = None, {}
 
     def load(self, *, entry_points: bool = True) -> "PluginManager":
         """Register the builtin plugin, then (unless ``entry_points=False``) every installed plugin."""
@@ -228,19 +232,40 @@ class PluginManager:
 
     @property
     def registry(self) -> Registry:
-        """The checked registry (built on first use, rebuilt after register/block)."""
+        """The checked registry (built on first use, rebuilt after register/block); with
+        ``SRCORE_SELECTION=file`` the registry of that selection (:meth:`registry_for`)."""
         registry = self._registry
         if registry is None:
             with _lock:  # StaticModules may be built from several threads
                 if self._registry is None:
-                    from ..dispatch.build import build_registry
-
                     t0 = time.perf_counter()
-                    self._registry = build_registry(self)
+                    selection = os.environ.get("SRCORE_SELECTION", "")
+                    if selection:
+                        self._registry = self.registry_for(selection)
+                    else:
+                        from ..dispatch.build import build_registry
+
+                        self._registry = build_registry(self)
+                        _warn_failures(self._reports.values())
                     self.timings["registry"] = time.perf_counter() - t0
-                    _warn_failures(self._reports.values())
                 registry = self._registry
         return registry
+
+    def registry_for(self, selection: Any) -> Registry:
+        """The registry of a selective build: ``selection`` is a file written by ``srcore select``
+        (a path) or a ``srcore.plugin.selection.Selection``; built once per path."""
+        from .selection import Selection, build_selected_registry, read_selection
+
+        key = selection if isinstance(selection, Selection) else os.path.abspath(os.fspath(selection))
+        cache = self._selected
+        with _lock:
+            reg = cache.get(id(key) if isinstance(key, Selection) else key)
+            if reg is None:
+                sel = key if isinstance(key, Selection) else read_selection(key)
+                reg = build_selected_registry(self, sel)
+                _warn_failures(self._reports.values())
+                cache[id(key) if isinstance(key, Selection) else key] = reg
+        return reg
 
     @property
     def kernel_table(self):

@@ -161,8 +161,9 @@ class GraphProcessor:
             args = tuple(a for kw, a in full if kw is None)
             kwargs = tuple((kw, a) for kw, a in full if kw is not None)
         p = rk.kernel.provider
+        op = rk.kernel.op if not rk.kernel.is_wildcard or n.schema is None else n.schema.qualified_name
         return ProcessedFunction(rk.fn, rk.kind, args, kwargs, len(n.outputs), rk.backend,
-                                 (p.dist or p.name) if p else None, rk.kernel.op)
+                                 (p.dist or p.name) if p else None, op)
 
     def full_args(self, n) -> list[tuple[str | None, Arg]]:
         """(keyword or None, source) for every schema argument, defaults bound for missing ones."""
