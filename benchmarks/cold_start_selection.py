@@ -66,7 +66,8 @@ def _artifacts(model: str, out: Path) -> tuple[Path, Path]:
     if model == "digits":
         import numpy as np
 
-        inp = out / "digits_input.npy"
+        (out / "artifacts" / "digits").mkdir(parents=True, exist_ok=True)
+        inp = out / "artifacts" / "digits" / "input.npy"
         np.save(inp, np.load(DIGITS / "digits_test.npz")["x"][:1])
         return DIGITS / "digits.srm", inp
     from .prepare import prepare
@@ -88,7 +89,7 @@ def _child(code: str, env: dict) -> tuple[float, dict | int]:
 
 def measure(model: str, out: Path, runs: int) -> dict:
     srm, inp = _artifacts(model, out)
-    selection = out / f"{model}.selection.yaml"
+    selection = out / "artifacts" / model / "selection.yaml"
     subprocess.run([sys.executable, "-c", "import sys; from srcore.cli import main; sys.exit(main())", "select",
                     str(srm), "-o", str(selection)], check=True,
                    cwd=ROOT, capture_output=True)
