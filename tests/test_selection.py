@@ -59,8 +59,9 @@ def test_a_selection_runs_its_models_with_only_their_ops_and_kernels(digits_sele
 def test_a_model_that_needs_anything_else_fails_naming_it(digits_selection):
     model, _ = mlp_model()
     with pytest.raises(srcore.UnsupportedOpError, match=r"(?s)1 op\(s\) of this model are not in the selective "
-                       r"build .*digits.yaml:\n  aten::sigmoid\nhint: run srcore select"):
+                       r"build .*digits.yaml:\n  aten::sigmoid$") as err:
         srcore.StaticModule(model, options=srcore.Options(selection=digits_selection))
+    assert "srcore select" in err.value.hint
     from srcore.ir import Graph, TensorType
 
     g = Graph()  # digits' flatten for int64: the selection dispatched it for float32 only

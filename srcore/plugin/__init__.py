@@ -12,8 +12,8 @@ op declarations, through the same hooks).
 """
 import pluggy
 
-from .types import (KERNEL_KINDS, ArgInfo, Const, Backend, Decomposition, DType, EngineBuilder, Kernel, NodeInfo,
-                    OpLibrary, PluginInfo, Segment, ShapeRule, Specialized, Subcommand)
+from .types import (KERNEL_KINDS, ArgInfo, Const, Backend, Decomposition, DType, EngineBuilder, EngineData, EngineOp,
+                    Kernel, NodeInfo, OpLibrary, PluginInfo, Segment, ShapeRule, Specialized, Subcommand)
 
 hookimpl = pluggy.HookimplMarker("srcore")
 
@@ -41,7 +41,8 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "hookimpl", "Kernel", "OpLibrary", "ShapeRule", "Decomposition", "Backend", "DType", "EngineBuilder", "Subcommand",
+    "hookimpl", "Kernel", "OpLibrary", "ShapeRule", "Decomposition", "Backend", "DType", "EngineBuilder", "EngineData",
+    "EngineOp", "Subcommand",
     "NodeInfo", "ArgInfo", "Specialized", "Const", "PluginInfo", "Segment", "KERNEL_KINDS",
     "TensorType", "ShapeContext", "AbstractValue", "ShapeError", "UNKNOWN", "KernelError", "SCALAR_TYPE_CODES",
 ]

@@ -10,6 +10,7 @@ need.
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any, Sequence
@@ -25,6 +26,8 @@ from ..plugin.types import KERNEL_KINDS
 from .options import Options
 from .process import GraphProcessor, enumerate_values
 from .processed import BlockInfo
+
+log = logging.getLogger("srcore.runtime")
 
 
 @attrs.frozen
@@ -111,7 +114,8 @@ class StaticModule:
             from ..partition import partition_graph
             from ..partition.kernel import engine_kernels
 
-            self.partition, engines = partition_graph(graph, registry, registry.kernel_table, options, pm)
+            self.partition, engines = partition_graph(graph, registry, registry.kernel_table, options, pm,
+                                                      stored=getattr(model, "engines", None))
             fixed = engine_kernels(engines, registry)
             clock.stage("partition")
         from ..dispatch import resolve_graph
@@ -124,7 +128,9 @@ class StaticModule:
             hints = _install_hints(graph, pm, registry, required, exc.missing)
             if not hints:
                 raise
-            raise UnsupportedOpError("\n".join([str(exc), *hints]), exc.missing) from None
+            err = UnsupportedOpError("\n".join([str(exc), *hints]), exc.missing)
+            err.hint = hints[0]  # what to install, or the selection to redo, before the generic advice
+            raise err from None
         #: the kernel static dispatch chose for every node ({node: ResolvedKernel}; ``srcore select`` reads it)
         self.resolved_kernels = resolved
         self.load_report.failed_plugins.extend(failed)
@@ -161,6 +167,40 @@ class StaticModule:
         #: seconds spent in each load stage (plugins, schemas, passes, shapes, [partition,] dispatch, process,
         #: codegen)
         self.load_stages: dict[str, float] = clock.stages
+        profiles = dict(options.engine_options).get("profiles")
+        if profiles is not None:   # optimization profiles: the engines plan these shapes now
+            from .engines import parse_profiles, warmup
+
+            parsed = parse_profiles(profiles, self.input_specs, what="engine_options['profiles']")
+            if self.partition is not None:
+                warmup(self, parsed)
+            self.setup_time = time.perf_counter() - t0
+        if log.isEnabledFor(logging.INFO):
+            log.info("loaded %d nodes on %s (%s executor) in %.1f ms: %s", self.num_nodes,
+                     ",".join(options.backends), options.executor, self.setup_time * 1e3,
+                     ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in clock.stages.items()))
+
+    # -- engines ---------------------------------------------------------------------------
+    def warmup(self, *profiles, **shapes) -> list[tuple[str, tuple]]:
+        """Build the engines' plans for these input shapes now (TensorRT's optimization profiles),
+        so that the first call with them pays nothing: ``sm.warmup(x=(8, 3, 64, 64))``,
+        ``sm.warmup({"x": (1, 3, 64, 64)}, {"x": (8, 3, 64, 64)})`` or a min/opt/max range
+        (``srcore.runtime.engines``); an array stands for its shape. Returns the
+        ``(engine, input shapes)`` prepared; without engines, nothing happens."""
+        from .engines import parse_profiles, warmup
+
+        given = list(profiles) + ([shapes] if shapes else [])
+        if not given or self.partition is None:
+            return []
+        return warmup(self, parse_profiles(given, self.input_specs, what="warmup"))
+
+    def save(self, path, *, producer: str | None = None) -> list[str]:
+        """Write the model with the serialized plans of its engines (every input signature planned
+        so far, e.g. by :meth:`warmup`): loading that file rebuilds and times nothing on this
+        machine. Returns the names of the engines written (``srcore build``)."""
+        from .engines import save
+
+        return save(self, path, producer=producer)
 
     # -- runtimes ------------------------------------------------------------------------
     def runtime(self):
@@ -304,10 +344,10 @@ def _failed_plugins(graph, pm, required) -> list[str]:
 def _install_hints(graph, pm, registry, required, missing=()) -> list[str]:
     from ..plugin.requirements import install_hints, namespaces_of
 
-    hints = ["hint: " + h for h in install_hints(required, namespaces_of(graph), registry, pm.reports)]
+    hints = install_hints(required, namespaces_of(graph), registry, pm.reports)
     if registry.selection is not None:
         ops = sorted({m.op for m in missing})
-        hints.append(f"hint: the registry is the selective build {registry.selection.source}: "
+        hints.append(f"the registry is the selective build {registry.selection.source}: "
                      f"{', '.join(ops)} {'is' if len(ops) == 1 else 'are'} not in it, or not for these dtypes "
                      "(run srcore select with this model too)")
     return hints
@@ -380,9 +420,10 @@ def _check_selected(graph, registry) -> None:
             missing.setdefault(n.kind, str(n.source) if n.source else None)
     if missing:
         lines = [f"  {op}" + (f"  # {src}" if src else "") for op, src in sorted(missing.items())]
-        raise UnsupportedOpError("\n".join([f"{len(missing)} op(s) of this model are not in the selective build "
-                                            f"{registry.selection.source}:", *lines,
-                                            "hint: run srcore select with this model too"]))
+        err = UnsupportedOpError("\n".join([f"{len(missing)} op(s) of this model are not in the selective build "
+                                             f"{registry.selection.source}:", *lines]))
+        err.hint = "run 'srcore select' with this model too (or load without the selection)"
+        raise err
 
 
 def _model_schemas(model, declared):
