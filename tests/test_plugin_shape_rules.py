@@ -110,7 +110,8 @@ def test_without_the_rule_the_load_warns_and_loses_the_arena_and_the_engines():
     assert missing.op == "example::scaled_tanh" and missing.unknown_shapes == 3  # its output, then linear_relu, linear
     assert len(sm.partition.engines) == 1, sm.partition  # nothing after the op compiles
     after = [r for r in sm.partition.refused if "linear" in r.node]
-    assert after and all("the dtype or rank of its tensors is unknown" in r.reason for r in after), after
+    # not a bare "not supported": the refusal says the shapes are unknown
+    assert after and all("no known rank" in r.reason or "unknown dtype" in r.reason for r in after), after
     np.testing.assert_allclose(sm(x), reference(x), rtol=1e-4, atol=1e-4)
     planned = example_manager()
     full = srcore.StaticModule(model, backends=("cpu",), plugin_manager=planned).memory_report(x)[0]
