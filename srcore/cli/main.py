@@ -73,7 +73,7 @@ def _plugin_subcommands(taken: set[str]):
     out = []
     for name, sub in sorted(subs.items()):
         if name in taken:
-            pm._reject(pm.report(sub.provider.name), f"subcommand {name!r} is a core srcore command")
+            pm.reject(sub.provider.name, f"subcommand {name!r} is a core srcore command")
             continue
         out.append(sub)
     return out

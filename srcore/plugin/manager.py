@@ -27,7 +27,8 @@ import pluggy
 from ..errors import PluginError, RegistrationError
 from . import discovery
 from .hookspecs import HOOK_RECORDS, SrcoreSpecs
-from .types import Backend, DType, EngineBuilder, Kernel, OpLibrary, PluginInfo, Subcommand
+from .registry import Registry
+from .types import PluginInfo
 
 log = logging.getLogger("srcore.plugin")
 
@@ -62,24 +63,6 @@ class PluginReport:
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "dist": self.dist, "version": self.version, "status": self.status,
                 "error": self.error, "hooks": list(self.hooks), "errors": list(self.errors)}
-
-
-@attrs.frozen
-class Registry:
-    """Everything the loaded plugins provide, checked: the input of static dispatch."""
-
-    schemas: Any
-    kernel_table: Any
-    declared: dict[str, tuple[Any, PluginInfo]]  # qualified overload name -> (schema, who declared it)
-    op_libraries: tuple[OpLibrary, ...]
-    dtypes: dict[str, DType]
-    backends: dict[str, Backend]
-    engine_builders: dict[str, EngineBuilder]
-    subcommands: dict[str, Subcommand]
-    shape_rules: Any = None  # srcore.ops.shapes.table.ShapeRuleTable
-    decompositions: Any = None  # srcore.ops.decomposition_table.DecompositionTable
-    #: the ``srcore.plugin.selection.Selection`` this registry was built from (None: every plugin's records)
-    selection: Any = None
 
 
 def __getattr__(name: str):
@@ -147,7 +130,7 @@ class PluginManager:
                 raise PluginError(f"unknown hook(s) {', '.join(unknown)}; known hooks: {', '.join(HOOK_RECORDS)}")
             self._pm.register(plugin, name=name)
         except Exception as exc:  # pluggy's PluginValidationError: a hookimpl with a bad signature
-            self._fail(report, "register", exc)
+            self.fail(name, "register", exc)
             return report
         report.hooks = tuple(sorted(h.name for h in self._pm.get_hookcallers(plugin) or ()))
         return report
@@ -189,7 +172,7 @@ class PluginManager:
             if ep.name in ESSENTIAL_PLUGINS or (first is not None and first.status != "failed"):
                 # two distributions with one entry-point name: the first (by distribution name) stays
                 if first is not None:
-                    self._reject(first, f"entry point {ep.name!r} of {dname} {dver or ''} ignored: "
+                    self.reject(first.name, f"entry point {ep.name!r} of {dname} {dver or ''} ignored: "
                                  "the name is taken", at_load=True)
                 continue
             try:
@@ -197,30 +180,39 @@ class PluginManager:
             except BaseException as exc:  # a plugin's import may raise anything, even SystemExit
                 if isinstance(exc, KeyboardInterrupt):
                     raise
-                rep = PluginReport(ep.name, dname, dver, "failed")
-                self._reports[ep.name] = rep
-                self._fail(rep, "import", exc)
+                self._reports[ep.name] = PluginReport(ep.name, dname, dver, "failed")
+                self.fail(ep.name, "import", exc)
                 continue
             self.register(obj, ep.name, dist=dname, version=dver)
 
-    def _fail(self, report: PluginReport, hook: str, exc: BaseException) -> None:
+    def fail(self, plugin: str, hook: str, exc: BaseException) -> None:
+        """Mark ``plugin`` failed in ``hook`` (nothing it provides is used); raises under strict mode."""
+        report = self._reports[plugin]
         report.status = "failed"
         report.error = f"{hook}: {type(exc).__name__}: {exc}"
         log.info("plugin %s (%s) failed: %s ('srcore plugins' lists every plugin)", report.name, report.info,
                  report.error)
-        self._reports.setdefault(report.name, report)
         if self._pm.get_plugin(report.name) is not None:
             self._pm.unregister(name=report.name)
         if self.strict:
             raise PluginError(f"plugin {report.name} ({report.info}) failed in {hook}: {exc}") from exc
 
-    def _reject(self, report: PluginReport, message: str, *, at_load: bool = False) -> None:
+    def reject(self, plugin: str, message: str, *, at_load: bool = False) -> None:
+        """Report one record of ``plugin`` as rejected (the rest of the plugin is used): a
+        ``RegistrationError`` in ``srcore plugins``, raised under strict mode. ``at_load``: a
+        rejection found while loading, kept across registry rebuilds (which recompute the others)."""
+        report = self._reports[plugin]
         err = RegistrationError(f"plugin {report.name} ({report.info}): {message}")
         report.errors.append(str(err))
-        if at_load:  # kept across registry rebuilds, which recompute the other errors
+        if at_load:
             self._load_errors.setdefault(report.name, []).append(str(err))
         if self.strict:
             raise err
+
+    def clear_rejections(self) -> None:
+        """Forget the rejections a registry build found (a rebuild finds them again)."""
+        for report in self._reports.values():
+            report.errors = list(self._load_errors.get(report.name, ()))
 
     # -- reading ----------------------------------------------------------------------------
     @property
@@ -248,7 +240,7 @@ class PluginManager:
                     if selection:
                         self._registry = self.registry_for(selection)
                     else:
-                        from ..dispatch.build import build_registry
+                        from .registry import build_registry
 
                         self._registry = build_registry(self)
                         _warn_failures(self._reports.values())
@@ -283,7 +275,7 @@ class PluginManager:
     def schemas(self):
         return self.registry.schemas
 
-    def _impls(self, hook: str) -> Iterable:
+    def hookimpls(self, hook: str) -> Iterable:
         """The hookimpls of ``hook``, builtin first, then by plugin name."""
         impls = getattr(self._pm.hook, hook).get_hookimpls()
         return sorted(impls, key=lambda i: (i.plugin_name != BUILTIN_NAME, i.plugin_name))

@@ -27,8 +27,8 @@ from __future__ import annotations
 import importlib.util
 from typing import Any, Callable
 
-from ..plugin.types import Kernel
-from .lazy import import_ref
+from ..dispatch.lazy import import_ref
+from .types import Kernel
 
 #: torch dispatch keys that are srcore backends
 TORCH_BACKENDS = {"CPU": "cpu", "QuantizedCPU": "quantized_cpu"}

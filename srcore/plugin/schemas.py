@@ -9,19 +9,15 @@ import importlib.util
 import os
 from typing import Any
 
+from ..dispatch.table import op_key
 from ..errors import RegistrationError
-from ..plugin.types import OpLibrary
-from .table import op_key
+from .types import OpLibrary
 
 
 def new_schema_registry() -> Any:
-    """A fresh ``srcore.ops.registry.SchemaRegistry`` (None while that module does not exist)."""
-    try:
-        from ..ops.registry import SchemaRegistry
-    except ModuleNotFoundError as exc:
-        if exc.name != "srcore.ops.registry":
-            raise
-        return None
+    """A fresh, empty ``srcore.ops.registry.SchemaRegistry``."""
+    from ..ops.registry import SchemaRegistry
+
     return SchemaRegistry()
 
 
@@ -76,26 +72,12 @@ def _qualify(decl, namespace: str):
 
 
 def _load_declarations(path) -> list:
-    """Parsed declarations of a ``- func:`` file: through the schema cache when it exists."""
-    try:
-        from ..ops.cache import load_schemas
-    except ModuleNotFoundError as exc:
-        if exc.name != "srcore.ops.cache":
-            raise
-        from ..ops.declarations import load_declarations
+    """Parsed declarations of a ``- func:`` file, through the schema cache."""
+    from ..ops.cache import load_schemas
 
-        return list(load_declarations(path, source=str(path)))
     return list(load_schemas([path]))
 
 
 def schema_name(schema: Any) -> str:
     """The canonical qualified overload name of a parsed schema."""
     return op_key(schema.qualified_name)
-
-
-def registry_get(registry: Any, name: str) -> Any:
-    """The registered schema for a qualified overload name, or None."""
-    try:
-        return registry.get(op_key(name))
-    except KeyError:
-        return None

@@ -1,30 +1,53 @@
-"""Building the checked registry from the loaded plugins' hook results.
+"""The registry: everything the loaded plugins provide, checked; and how it is built.
 
-Hooks are called one plugin at a time (builtin first, then by name). A hook
-that raises or yields something that is not its record type, or an op
-library that does not parse, fails that plugin only: none of its records are
-used. A record that names an undeclared op, an unknown backend or dtype, or
-duplicates another plugin's name is rejected on its own and reported as a
-``RegistrationError`` of its plugin.
+:func:`build_registry` calls the hooks one plugin at a time (builtin first,
+then by name), through the manager's public interface (``hookimpls``,
+``fail``, ``reject``). A hook that raises or yields something that is not its
+record type, or an op library that does not parse, fails that plugin only:
+none of its records are used. A record that names an undeclared op, an
+unknown backend or dtype, or duplicates another plugin's name is rejected on
+its own and reported as a ``RegistrationError`` of its plugin. Static
+dispatch (:mod:`srcore.dispatch`) only reads a finished :class:`Registry`.
 """
 from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
+from ..dispatch.table import STANDARD_DTYPES, KernelTable, op_key
 from ..errors import RegistrationError
-from ..plugin.hookspecs import HOOK_RECORDS
+from .hookspecs import HOOK_RECORDS
 from .schemas import library_declarations, new_schema_registry, schema_name
-from .table import STANDARD_DTYPES, KernelTable, op_key
+from .types import Backend, DType, EngineBuilder, OpLibrary, PluginInfo, Subcommand
 
 
-def _call_hooks(manager, hooks=None) -> dict[str, dict[str, list]]:
+@attrs.frozen
+class Registry:
+    """Everything the loaded plugins provide, checked: the input of static dispatch."""
+
+    schemas: Any
+    kernel_table: Any
+    declared: dict[str, tuple[Any, PluginInfo]]  # qualified overload name -> (schema, who declared it)
+    op_libraries: tuple[OpLibrary, ...]
+    dtypes: dict[str, DType]
+    backends: dict[str, Backend]
+    engine_builders: dict[str, EngineBuilder]
+    subcommands: dict[str, Subcommand]
+    shape_rules: Any = None  # srcore.ops.shapes.table.ShapeRuleTable
+    decompositions: Any = None  # srcore.ops.decomposition_table.DecompositionTable
+    #: the ``srcore.plugin.selection.Selection`` this registry was built from (None: every plugin's records)
+    selection: Any = None
+
+
+def collect_records(manager, hooks=None) -> dict[str, dict[str, list]]:
     """``{plugin: {hook: [records]}}`` for every hook (or the given ones), one plugin at a time."""
     records: dict[str, dict[str, list]] = {}
     for hook, cls in HOOK_RECORDS.items():
         if hooks is not None and hook not in hooks:
             continue
-        for impl in manager._impls(hook):
-            report = manager._reports[impl.plugin_name]
+        for impl in manager.hookimpls(hook):
+            report = manager.report(impl.plugin_name)
             if report.status != "loaded":
                 continue
             try:
@@ -35,9 +58,9 @@ def _call_hooks(manager, hooks=None) -> dict[str, dict[str, list]]:
                         raise TypeError(f"yielded {r!r}; expected {cls.__name__} records")
                 records.setdefault(report.name, {})[hook] = [r.provided_by(report.info) for r in items]
             except Exception as exc:  # the hook raised, or a record failed validation
-                manager._fail(report, hook, exc)
+                manager.fail(report.name, hook, exc)
     order = sorted(records, key=lambda n: (n != "builtin", n))
-    return {n: records[n] for n in order if manager._reports[n].status == "loaded"}
+    return {n: records[n] for n in order if manager.report(n).status == "loaded"}
 
 
 def _add_schemas(manager, records, registry, declared) -> tuple[list, dict[str, list]]:
@@ -45,7 +68,7 @@ def _add_schemas(manager, records, registry, declared) -> tuple[list, dict[str, 
     libraries = []
     parsed_libs: dict[str, list] = {}
     for name in list(records):
-        report = manager._reports[name]
+        report = manager.report(name)
         libs = records[name].get("srcore_op_libraries", [])
         try:
             parsed, mine = [], []
@@ -61,7 +84,7 @@ def _add_schemas(manager, records, registry, declared) -> tuple[list, dict[str, 
                     if old is None:
                         parsed.append((qn, schema, source))
         except Exception as exc:  # SchemaError/DeclarationError/RegistrationError, or a missing resource
-            manager._fail(report, "srcore_op_libraries", exc)
+            manager.fail(name, "srcore_op_libraries", exc)
             del records[name]
             continue
         info = report.info  # one record per plugin, not one per schema (~1,000 at start-up)
@@ -80,29 +103,29 @@ def _library_kernels(manager, name, libs) -> list:
     """Kernels a plugin binds in its declaration files (``dispatch:``), stamped; problems rejected."""
     from .yaml_kernels import library_kernels
 
-    report = manager._reports[name]
+    report = manager.report(name)
     out = []
     for lib, decls in libs:
         if not any(d.dispatch or d.structured_delegate for d in decls):
             continue
         kernels, problems = library_kernels(lib, decls)
         for p in problems:
-            manager._reject(report, p)
+            manager.reject(name, p)
         out.extend(k.provided_by(report.info) for k in kernels)
     return out
 
 
-def _unique(manager, records, hook, key) -> dict[str, Any]:
+def unique_records(manager, records, hook, key) -> dict[str, Any]:
     """Records of ``hook`` by name; a name two plugins use is rejected for the later one."""
     out: dict[str, Any] = {}
     for name, hooks in records.items():
         for r in hooks.get(hook, []):
             k = key(r)
             if k in out:
-                manager._reject(manager._reports[name], f"{type(r).__name__} {k!r} is already provided by "
+                manager.reject(name, f"{type(r).__name__} {k!r} is already provided by "
                                 f"{out[k].provider.name} ({out[k].provider})")
             elif hook == "srcore_dtypes" and k in STANDARD_DTYPES:
-                manager._reject(manager._reports[name], f"DType {k!r} is a standard dtype")
+                manager.reject(name, f"DType {k!r} is a standard dtype")
             else:
                 out[k] = r
     return out
@@ -137,17 +160,16 @@ def _shape_rules(manager, records, declared):
     table = ShapeRuleTable()
     bases = {base_name(q) for q in declared}
     for name, hooks in records.items():
-        report = manager._reports[name]
         for r in hooks.get("srcore_shape_rules", []):
             for op in r.ops:
                 op = op_key(op)
                 wildcard = op.endswith("::*") and any(q.startswith(op[:-1]) for q in declared)
                 if name != "builtin" and op not in declared and op not in bases and not wildcard:
-                    manager._reject(report, f"shape rule for undeclared op {op!r}: declare it in srcore_op_libraries")
+                    manager.reject(name, f"shape rule for undeclared op {op!r}: declare it in srcore_op_libraries")
                     continue
                 old = table.add(op, r.rule, r.provider)
                 if old is not None:
-                    manager._reject(report, f"shape rule for {op} ignored: {old.provider.name} ({old.provider}) "
+                    manager.reject(name, f"shape rule for {op} ignored: {old.provider.name} ({old.provider}) "
                                     "already gives one")
     return table
 
@@ -158,44 +180,39 @@ def _decompositions(manager, records, declared):
 
     table = DecompositionTable()
     for name, hooks in records.items():
-        report = manager._reports[name]
         for r in hooks.get("srcore_decompositions", []):
             op = op_key(r.op)
             if op.endswith("::*"):
                 if not any(q.startswith(op[:-1]) for q in declared):
-                    manager._reject(report, f"decomposition for {op!r}: no op of that namespace is declared")
+                    manager.reject(name, f"decomposition for {op!r}: no op of that namespace is declared")
                     continue
             elif op not in declared:
-                manager._reject(report, f"decomposition of undeclared op {op!r}: declare it in srcore_op_libraries")
+                manager.reject(name, f"decomposition of undeclared op {op!r}: declare it in srcore_op_libraries")
                 continue
             old = table.add(r)
             if old is not None:
-                manager._reject(report, f"decomposition of {op} ignored: {old.provider.name} ({old.provider}) "
+                manager.reject(name, f"decomposition of {op} ignored: {old.provider.name} ({old.provider}) "
                                 "already gives one")
     return table
 
 
 def build_registry(manager):
     """Call every hook and return a checked :class:`srcore.plugin.manager.Registry`."""
-    from ..plugin.manager import Registry
-
-    for report in manager._reports.values():  # a rebuild recomputes every registration error
-        report.errors = list(manager._load_errors.get(report.name, ()))
-    records = _call_hooks(manager)
+    manager.clear_rejections()  # a rebuild recomputes every registration error
+    records = collect_records(manager)
     schemas = new_schema_registry()
     declared: dict = {}
     libraries, parsed_libs = _add_schemas(manager, records, schemas, declared)
-    dtypes = _unique(manager, records, "srcore_dtypes", lambda r: r.name)
-    backends = _unique(manager, records, "srcore_backends", lambda r: r.name)
-    subcommands = _unique(manager, records, "srcore_subcommands", lambda r: r.name)
+    dtypes = unique_records(manager, records, "srcore_dtypes", lambda r: r.name)
+    backends = unique_records(manager, records, "srcore_backends", lambda r: r.name)
+    subcommands = unique_records(manager, records, "srcore_subcommands", lambda r: r.name)
     table = KernelTable(schemas)
     for name, hooks in records.items():
-        report = manager._reports[name]
         good = []
         for k in [*hooks.get("srcore_kernels", []), *_library_kernels(manager, name, parsed_libs.get(name, ()))]:
             problem = _check_kernel(k, declared, backends, dtypes)
             if problem:
-                manager._reject(report, problem)
+                manager.reject(name, problem)
             else:
                 good.append(k)
         table.add(good)
@@ -203,9 +220,9 @@ def build_registry(manager):
     for name, hooks in records.items():
         for e in hooks.get("srcore_engine_builders", []):
             if e.backend not in backends:
-                manager._reject(manager._reports[name], f"engine builder for unknown backend {e.backend!r}")
+                manager.reject(name, f"engine builder for unknown backend {e.backend!r}")
             elif e.backend in engines:
-                manager._reject(manager._reports[name], f"engine builder for {e.backend!r} is already provided "
+                manager.reject(name, f"engine builder for {e.backend!r} is already provided "
                                 f"by {engines[e.backend].provider.name}")
             else:
                 engines[e.backend] = e
