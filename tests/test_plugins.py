@@ -391,3 +391,24 @@ def test_the_registry_is_built_once_even_from_several_threads():
     for t in threads:
         t.join()
     assert len(calls) == 1 and all(r is seen[0] for r in seen)
+
+
+# -- the plugin API is the only door ------------------------------------------------------------------------
+def test_plugins_import_only_srcore_plugin():
+    """A plugin package (the three shipped ones, the example) imports srcore only through ``srcore.plugin``
+    (and the ``srcore`` facade): never ``srcore.ir``, ``srcore.memory``, ``srcore.ops``, ``srcore.cachedir``..."""
+    import ast
+
+    offenders = []
+    packages = [p for p in (ROOT / "plugins").glob("*/srcore_*") if p.is_dir()]
+    packages.append(ROOT / "examples" / "plugin-example" / "srcore_example")
+    assert len(packages) >= 4
+    for pkg in packages:
+        for f in pkg.rglob("*.py"):
+            for node in ast.walk(ast.parse(f.read_text(), str(f))):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                    [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+                for name in names:
+                    if name.startswith("srcore.") and name != "srcore.plugin":
+                        offenders.append(f"{f.relative_to(ROOT)}:{node.lineno}: {name}")
+    assert not offenders, "\n".join(offenders)

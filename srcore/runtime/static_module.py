@@ -114,8 +114,10 @@ class StaticModule:
             from ..partition import partition_graph
             from ..partition.kernel import engine_kernels
 
-            self.partition, engines = partition_graph(graph, registry, registry.kernel_table, options, pm,
-                                                      stored=getattr(model, "engines", None))
+            self.partition, engines = partition_graph(
+                graph, registry, registry.kernel_table, options,
+                fallback_factory=lambda g, opts: StaticModule(g, opts, plugin_manager=pm),
+                stored=getattr(model, "engines", None))
             fixed = engine_kernels(engines, registry)
             clock.stage("partition")
         from ..dispatch import resolve_graph

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.errors import KernelError
-from srcore.ir.types import SCALAR_TYPE_CODES
+from srcore.plugin import KernelError
+from srcore.plugin import SCALAR_TYPE_CODES
 
 from .. import QDTYPES
 from ..qarray import QuantizedArray
