@@ -48,8 +48,3 @@ def resolve_ref(ref: Any, *, provider: PluginInfo | None, op: str, what: str = "
     if not callable(obj):
         raise PluginError(f"{who}: {what} {name!r} of the kernel for {op}{where} is not callable")
     return obj
-
-
-def is_imported(ref: str) -> bool:
-    """True if ``ref`` has already been imported (the cold-start benchmark checks this)."""
-    return ref in _cache

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Sequence
 import attrs
 
 from ..errors import UnsupportedOpError
-from ..ir.effects import mutated_inputs
+from ..ir.alias import mutated_inputs
 from ..ir.types import ListType, OptionalType, TensorType, TupleType, Type
 from ..plugin.types import KERNEL_KINDS, ArgInfo, Kernel, NodeInfo, Specialized
 from .lazy import resolve_ref

@@ -8,9 +8,7 @@ from . import matching
 from .declarations import Declaration
 from .schema import FunctionSchema
 
-__all__ = ["SchemaRegistry", "default_registry", "core_declaration_files", "CORE_PROVIDER"]
-
-CORE_PROVIDER = "srcore"
+__all__ = ["SchemaRegistry", "default_registry", "core_declaration_files"]
 CORE_FILES = ("aten.yaml", "prim.yaml", "srcore.yaml")
 
 
@@ -128,5 +126,5 @@ def default_registry() -> SchemaRegistry:
     from .cache import load_schemas
 
     reg = SchemaRegistry()
-    reg.add_declarations(load_schemas(core_declaration_files()), CORE_PROVIDER)
+    reg.add_declarations(load_schemas(core_declaration_files()), "srcore")
     return reg

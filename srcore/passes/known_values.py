@@ -24,7 +24,7 @@ from typing import Any
 from ..ir.graph import Graph
 from ..ir.types import (BoolType, DeviceType, FloatType, IntType, ListType, NoneType, NumberType, OptionalType,
                         ScalarTypeType, StrType, TensorType, TupleType, Type)
-from ._util import is_mutated
+from ..ir.alias import is_mutated
 
 #: nodes whose outputs are never redirected (already constants, or placeholders)
 _SKIP = frozenset({"prim::Constant", "prim::Uninitialized", "prim::Param", "prim::Return"})

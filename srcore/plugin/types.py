@@ -171,10 +171,6 @@ class Kernel:
             raise ValueError(f"kernel for {self.op} lists no dtypes (use ('*',) for any)")
 
     @property
-    def qualified_op(self) -> str:
-        return self.op if "." in self.op.split("::", 1)[1] or self.is_wildcard else self.op + "."
-
-    @property
     def is_wildcard(self) -> bool:
         return self.op.endswith("::*")
 

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..errors import SrcoreError
-from ..ir.effects import mutated_inputs
+from ..ir.alias import mutated_inputs
 from ..ir.types import TensorType, contains_tensor
 from ..memory.liveness import NodeFacts, analyze
 from ..plugin.types import Const
@@ -192,7 +192,7 @@ class GraphProcessor:
 
 def _written_constants(graph) -> set[int]:
     """``id``s of the constant arrays an in-place node of ``graph`` may write (through views)."""
-    from ..passes._util import alias_class
+    from ..ir.alias import alias_class
 
     out: set[int] = set()
     for n in graph.all_nodes():
