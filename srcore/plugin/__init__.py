@@ -21,14 +21,15 @@ the same hooks).
 """
 import pluggy
 
-from ..errors import (EngineBuildError, EngineOptionError, KernelError, PluginError, ShapeError, SrcoreError,
-                      SrcoreFormatError, SrcoreInputError)
+from ..errors import (EngineBuildError, EngineOptionError, KernelError, PluginError, QuantizationError, ShapeError,
+                      SrcoreError, SrcoreFormatError, SrcoreInputError)
 from .types import (KERNEL_KINDS, ArgInfo, Const, Backend, Decomposition, DType, EngineBuilder, EngineData, EngineOp,
                     Kernel, NodeInfo, OpLibrary, PluginInfo, Segment, ShapeRule, Specialized, Subcommand)
 
 hookimpl = pluggy.HookimplMarker("srcore")
 
-#: name -> (module, attribute), imported on first use
+# what shape rules, kernels and engine builders need, imported on first use (discovery imports this
+# module: it must not load the IR or numpy)
 _LAZY = {
     # IR types and dtype codes (kernels that look at types, shape rules, engine builders)
     **{n: ("srcore.ir.types", n) for n in ("TensorType", "BoolType", "FloatType", "IntType", "ListType",
@@ -45,6 +46,12 @@ _LAZY = {
                                                         "write_file")},
     "cache_root": ("srcore.cachedir", "cache_root"),
     "progress": ("srcore.progress", "progress"),
+    # quantized values and their parameters
+    "QuantizedArray": ("srcore.qarray", "QuantizedArray"),
+    "QParams": ("srcore.ir.quant", "QParams"),
+    "QDTYPES": ("srcore.ir.quant", "QDTYPES"),
+    "add_scalar_qparams": ("srcore.ir.quant", "add_scalar_qparams"),
+    "mul_scalar_qparams": ("srcore.ir.quant", "mul_scalar_qparams"),
 }
 
 
@@ -63,5 +70,5 @@ __all__ = [
     "hookimpl", "Kernel", "OpLibrary", "ShapeRule", "Decomposition", "Backend", "DType", "EngineBuilder", "EngineData",
     "EngineOp", "Subcommand", "NodeInfo", "ArgInfo", "Specialized", "Const", "PluginInfo", "Segment", "KERNEL_KINDS",
     "SrcoreError", "KernelError", "EngineBuildError", "EngineOptionError", "PluginError", "ShapeError",
-    "SrcoreFormatError", "SrcoreInputError", *_LAZY,
+    "SrcoreFormatError", "SrcoreInputError", "QuantizationError", *_LAZY,
 ]

@@ -23,7 +23,7 @@ from ..memory.planner import TensorRequest, Lifetime, lower_bound, make_planner,
 from .inputs import ScalarSpec
 from .lru import LRU, MAX_SIGNATURES
 from ..plugin.types import KERNEL_KINDS
-from .options import Options
+from .options import DEFAULT_BACKENDS, Options
 from .process import GraphProcessor, enumerate_values
 from .processed import BlockInfo
 
@@ -74,11 +74,20 @@ class StaticModule:
         self.plugin_manager = pm
         #: the registry this module was loaded with (a selective build's with ``Options.selection``)
         self.registry = registry = pm.registry if options.selection is None else pm.registry_for(options.selection)
+        if options.backends == DEFAULT_BACKENDS:
+            installed = tuple(b for b in DEFAULT_BACKENDS if b in registry.backends)
+            if installed and installed != options.backends:
+                options = self.options = attrs.evolve(options, backends=installed)
         required = getattr(model, "plugins", None)  # what the model's file says it needs
         _check_backends(options.backends, registry.backends, required)
         schemas = registry.schemas
         clock.stage("plugins")
         graph = graph.copy()
+        from ..passes.aliases import normalize_aliases
+        from ..passes.out_overloads import lower_out_overloads
+
+        normalize_aliases(graph)  # aten::absolute runs as aten::abs: one kernel, one rule (as NormalizeOps)
+        lower_out_overloads(graph, schemas)  # aten::sigmoid.out(x, out=b) runs as copy_(b, sigmoid(x))
         #: schemas the model recorded for ops no installed plugin declares (torch's, from its converter)
         self.model_schemas = _model_schemas(model, registry.declared)
         _resolve_schemas(graph, schemas, self.model_schemas)
