@@ -24,6 +24,7 @@ __all__ = [
     "MemoryPlanError",
     "KernelError",
     "EngineBuildError",
+    "SrcoreWarning",
 ]
 
 
@@ -140,6 +141,10 @@ class EngineBuildError(SrcoreError):
     one at a time on the next backends (automatic fallback), unless
     ``Options(require_full_compilation=True)``.
     """
+
+
+class SrcoreWarning(UserWarning):
+    """Something a load or run could do only partly (an op without a shape rule, a failed plugin)."""
 
 
 for _name in __all__:

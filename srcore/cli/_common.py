@@ -31,15 +31,23 @@ def load_model(path: str):
     """A srcore.Model from a .srm, .pt, .pt2 or IR text file."""
     if not os.path.exists(path):
         raise SrcoreError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise SrcoreError(f"{path}: is a directory, not a model file")
     ext = os.path.splitext(path)[1].lower()
-    if ext == ".pt":
-        from ..frontends.torchscript import from_torchscript
+    if ext in (".pt", ".pt2"):
+        from ..progress import bar
 
-        return from_torchscript(path)
-    if ext == ".pt2":
-        from ..frontends.torch_export import from_torch
+        with bar(1, f"convert {os.path.basename(path)}") as b:  # conversion can take seconds: show it's alive
+            if ext == ".pt":
+                from ..frontends.torchscript import from_torchscript
 
-        return from_torch(path)
+                model = from_torchscript(path)
+            else:
+                from ..frontends.torch_export import from_torch
+
+                model = from_torch(path)
+            b.update()
+        return model
     if ext in (".ir", ".txt"):
         from ..ir.parser import parse_graph
         from ..model import Model
@@ -101,12 +109,12 @@ def parse_inputs(module, items: list[str] | None, seed: int = 0) -> list[Any]:
     given: dict[str, Any] = {}
     for item in items or ():
         name, sep, value = item.partition("=")
-        if not sep:
+        if not sep or not name:
             raise SrcoreInputError(f"-i {item!r}: expected NAME=FILE.npy")
         if value.endswith(".npy"):
             if not os.path.exists(value):
                 raise SrcoreInputError(f"-i {name}: {value}: no such file")
-            given[name] = np.load(value, allow_pickle=False)
+            given[name] = _load_npy(name, value)
         else:
             try:
                 given[name] = ast.literal_eval(value)
@@ -120,3 +128,14 @@ def parse_inputs(module, items: list[str] | None, seed: int = 0) -> list[Any]:
         return [given[n] for n in module.input_names]
     rand = random_inputs(module, seed, skip=set(given))
     return [given.get(n, r) for n, r in zip(module.input_names, rand)]
+
+
+def _load_npy(name: str, path: str):
+    import numpy as np
+
+    try:
+        return np.load(path, allow_pickle=False)
+    except OSError as exc:
+        raise SrcoreInputError(f"-i {name}={path}: cannot read: {exc.strerror or exc}") from None
+    except ValueError as exc:  # not a .npy file, a pickled object array, a truncated file
+        raise SrcoreInputError(f"-i {name}={path}: not a readable .npy array file ({exc})") from None

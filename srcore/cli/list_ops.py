@@ -1,9 +1,10 @@
 """``srcore list-ops``: every declared op overload and every kernel that implements it."""
 from __future__ import annotations
 
+import difflib
 import fnmatch
-import json
 
+from ..errors import SrcoreError, UnknownBackendError
 from ..plugin.types import KERNEL_KINDS
 
 NAME = "list-ops"
@@ -15,7 +16,39 @@ def configure_parser(p) -> None:
     p.add_argument("--plugin", metavar="P", help="only kernels from plugin P (entry-point or distribution name)")
     p.add_argument("--kind", choices=KERNEL_KINDS, help="only kernels of this kind")
     p.add_argument("--op", metavar="GLOB", help="only ops whose name matches, e.g. 'aten::add*' or 'example::*'")
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    from .output import add_format_argument
+
+    add_format_argument(p, ("table", "json"), what="the ops")
+
+
+class UnknownNameError(SrcoreError):
+    """A filter that names no installed plugin or declared op (a typo must not read as "nothing")."""
+
+
+def _did_you_mean(name: str, known) -> str:
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def check_filters(registry, plugin_reports, *, backend=None, plugin=None, op=None) -> None:
+    """Every name a filter gives exists: a backend some plugin provides, an installed plugin
+    (entry-point or distribution name), and for ``--op`` without wildcards a declared op."""
+    if backend is not None and backend not in registry.backends:
+        raise UnknownBackendError(f"--backend {backend}: unknown backend{_did_you_mean(backend, registry.backends)}; "
+                                  f"installed backends: {', '.join(sorted(registry.backends)) or 'none'}")
+    if plugin is not None:
+        names = {r.name for r in plugin_reports} | {r.dist for r in plugin_reports if r.dist}
+        if plugin not in names:
+            exc = UnknownNameError(f"--plugin {plugin}: no such plugin{_did_you_mean(plugin, names)}; installed: "
+                                   + ", ".join(f"{r.name} ({r.dist})" if r.dist else r.name for r in plugin_reports))
+            exc.hint = "run 'srcore plugins' to see the installed plugins"
+            raise exc
+    if op is not None and not any(c in op for c in "*?["):
+        names = {q for q in registry.declared} | {s.name for s, _who in registry.declared.values()}
+        if op not in names:
+            exc = UnknownNameError(f"--op {op}: no op of that name is declared{_did_you_mean(op, names)}")
+            exc.hint = "--op takes a glob too, e.g. --op 'aten::add*'"
+            raise exc
 
 
 def _kernel_json(k) -> dict:
@@ -45,10 +78,13 @@ def run(args) -> int:
     from ..plugin.manager import get_plugin_manager
     from .main import format_table
 
-    entries = collect(get_plugin_manager().registry, backend=args.backend, plugin=args.plugin,
-                      kind=args.kind, op=args.op)
+    from .output import print_json
+
+    pm = get_plugin_manager()
+    check_filters(pm.registry, pm.reports, backend=args.backend, plugin=args.plugin, op=args.op)
+    entries = collect(pm.registry, backend=args.backend, plugin=args.plugin, kind=args.kind, op=args.op)
     if args.format == "json":
-        print(json.dumps(entries, indent=2))
+        print_json(entries)
         return 0
     rows = []
     for e in entries:

@@ -8,6 +8,7 @@ decline wins. See docs/static-dispatch.md.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, Iterable, Sequence
 
 import attrs
@@ -18,6 +19,8 @@ from ..ir.types import ListType, OptionalType, TensorType, TupleType, Type
 from ..plugin.types import KERNEL_KINDS, ArgInfo, Kernel, NodeInfo, Specialized
 from .lazy import resolve_ref
 from .table import KernelTable, op_key
+
+log = logging.getLogger("srcore.dispatch")
 
 #: node kinds the runtime executes itself; they never need a kernel
 STRUCTURAL_KINDS = frozenset({
@@ -40,6 +43,8 @@ class ResolvedKernel:
     specialized: Specialized | None
     kind: str
     backend: str
+    #: True when some of the node's dtypes were unknown at load: ``fn`` checks them on every call
+    checks_dtypes: bool = False
 
 
 @attrs.frozen
@@ -71,6 +76,21 @@ def _collect_dtypes(t: Type, out: list[str]) -> None:
     elif isinstance(t, TupleType):
         for e in t.elems:
             _collect_dtypes(e, out)
+
+
+def _unknown_dtype(t: Type) -> bool:
+    if isinstance(t, TensorType):
+        return t.dtype is None
+    if isinstance(t, (ListType, OptionalType)):
+        return _unknown_dtype(t.elem)
+    if isinstance(t, TupleType):
+        return any(_unknown_dtype(e) for e in t.elems)
+    return False
+
+
+def has_unknown_dtypes(node) -> bool:
+    """True if a tensor input or output of ``node`` has no known dtype (propagation could not tell)."""
+    return any(_unknown_dtype(v.type) for v in (*node.inputs, *node.outputs))
 
 
 def dispatch_dtypes(node) -> tuple[str, ...]:
@@ -158,11 +178,17 @@ def resolve_node(node, table: KernelTable, backends: Sequence[str], dtypes: Sequ
 
     ``dtypes`` defaults to :func:`dispatch_dtypes`; ``kinds`` (a subset of
     ``out, native, fallback``, tried in that order) can leave out out variants.
+    A kernel is never chosen for a dtype it does not list: when some of the
+    node's dtypes are unknown, the most general kernel that accepts the known
+    ones is chosen (``"*"``, then the longest dtype list) and, unless it accepts
+    any dtype, wrapped so that it checks the dtypes of its arrays on every call
+    (``ResolvedKernel.checks_dtypes``).
     Matchers and ``"module:attr"`` impls are imported here, only for
     candidates that reach them.
     """
     schema = node_schema(node, table)
     op = node_op(node, schema)
+    unknown = dtypes is None and has_unknown_dtypes(node)
     dts = dispatch_dtypes(node) if dtypes is None else tuple(dtypes)
     info: list[NodeInfo] = []
 
@@ -174,11 +200,19 @@ def resolve_node(node, table: KernelTable, backends: Sequence[str], dtypes: Sequ
     kinds = [k for k in KERNEL_KINDS if k in kinds]
     for backend in backends:
         for kind in kinds:
-            for kernel in table.lookup(op, backend, kind):
+            candidates = table.lookup(op, backend, kind)
+            if unknown:  # most general first: "*", then the kernel that lists the most dtypes
+                candidates = sorted(candidates, key=lambda k: ("*" not in k.dtypes, -len(k.dtypes)))
+            for kernel in candidates:
                 if not accepts_dtypes(kernel, dts):
                     continue
                 resolved = _try_kernel(kernel, get_info, op)
                 if resolved is not None:
+                    if unknown and "*" not in kernel.dtypes:
+                        from .guard import dtype_guard
+
+                        resolved = attrs.evolve(resolved, fn=dtype_guard(resolved.fn, kernel, op),
+                                                checks_dtypes=True)
                     return resolved
     return None
 
@@ -197,6 +231,21 @@ def _alternatives(op: str, dts: tuple[str, ...], table: KernelTable, backends: S
         article = "an" if k.kind == "out" else "a"
         lines.append(f"{who} has {article} {k.kind} kernel {why}")
     return tuple(dict.fromkeys(lines))
+
+
+def _out_form_only(node, schema, table: KernelTable) -> str | None:
+    """When the only overload ``node``'s inputs fit is an out= form nobody implements (``aten::relu(%x, %x)``
+    fits ``aten::relu.out`` with ``%x`` as ``out``), say that no overload takes those arguments."""
+    if schema is None or not schema.is_out or table.kernels_for(op_key(schema.qualified_name)):
+        return None
+    registry = getattr(table, "schemas", None)
+    others = [s for s in (registry.overloads(node.kind) if registry is not None else ()) if not s.is_out]
+    types = ", ".join(str(v.type) for v in node.inputs)
+    text = (f"no overload of {node.kind} takes these {len(node.inputs)} input(s) ({types}): they fit only the "
+            f"out= form {schema.qualified_name}, which no installed plugin implements")
+    if others:
+        text += "; the other overloads take:" + "".join(f"\n        {s}" for s in others)
+    return text
 
 
 def _schema_problem(node, table: KernelTable) -> str:
@@ -224,6 +273,17 @@ def _walk(block):
             yield from _walk(b)
 
 
+def _log_choice(node, rk: ResolvedKernel) -> None:
+    p = rk.kernel.provider
+    who = (p.dist or p.name) if p else "?"
+    where = f"  # {node.source}" if getattr(node, "source", None) is not None else ""
+    if rk.kind == "fallback":  # the slow generic path: worth knowing without -vv
+        log.info("%s runs on the fallback kernel of %s on %s (no out or native kernel accepts it)%s",
+                 node.kind, who, rk.backend, where)
+    else:
+        log.debug("%s -> %s %s kernel on %s (%s)%s", node.kind, rk.kernel.op, rk.kind, rk.backend, who, where)
+
+
 def resolve_graph(graph, table: KernelTable, backends: Sequence[str] = ("cpu",),
                   kinds: Sequence[str] = KERNEL_KINDS,
                   fixed: dict[Any, ResolvedKernel] | None = None) -> dict[Any, ResolvedKernel]:
@@ -249,17 +309,26 @@ def resolve_graph(graph, table: KernelTable, backends: Sequence[str] = ("cpu",),
         rk = resolve_node(node, table, backends, kinds=kinds)
         if rk is not None:
             resolved[node] = rk
+            if rk.kind == "fallback" or log.isEnabledFor(logging.DEBUG):
+                _log_choice(node, rk)
             continue
         schema = node_schema(node, table)
         op = node_op(node, schema)
         dts = dispatch_dtypes(node)
         alts = _alternatives(op, dts, table, backends)
-        if schema is None:
+        shown = str(schema) if schema is not None else node.kind
+        out_only = _out_form_only(node, schema, table)
+        if out_only is not None:
+            alts, shown = (out_only,), f"{node.kind}({', '.join(str(v.type) for v in node.inputs)})"
+        elif schema is None:
             alts = (_schema_problem(node, table), *alts)
-        missing.append(Unsupported(node, op, str(schema) if schema is not None else node.kind, dts,
-                                   _source(node), alts))
+        missing.append(Unsupported(node, op, shown, dts, _source(node), alts))
     if missing:
         head = (f"{len(missing)} node(s) have no kernel on backend(s) {', '.join(backends)}:")
-        hint = "hint: install or enable a plugin that provides them (srcore list-ops shows what is installed)"
-        raise UnsupportedOpError("\n".join([head, *(m.describe() for m in missing), hint]), missing)
+        exc = UnsupportedOpError("\n".join([head, *(m.describe() for m in missing)]), missing)
+        if all(m.alternatives and m.alternatives[0].startswith(("no overload of", "its ")) for m in missing):
+            exc.hint = "the nodes' arguments fit no overload: 'srcore list-ops --op NAME' lists each op's overloads"
+        else:
+            exc.hint = "install or enable a plugin that provides them ('srcore list-ops' shows what is installed)"
+        raise exc
     return resolved

@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import time
 from typing import Any
 
 from ..errors import SrcoreError, SrcoreFormatError
 from ..model import Model, collect_params, required_ops, specs_from_json, specs_to_json
 from .safetensors_io import Container, canonical_json, encode_header, raw_bytes, tensor_layout, write_file
+
+log = logging.getLogger("srcore.format")
 
 FORMAT_NAME = "srcore.srm"
 FORMAT_VERSION = "1"
@@ -87,6 +91,7 @@ def load(path: str | os.PathLike, *, verify: str = "header") -> Model:
     """
     if verify not in ("header", "full"):
         raise ValueError(f"verify must be 'header' or 'full', not {verify!r}")
+    t0 = time.perf_counter()
     c = Container(path)
     md = c.metadata
     if md.get("format") != FORMAT_NAME:
@@ -119,6 +124,8 @@ def load(path: str | os.PathLike, *, verify: str = "header") -> Model:
         model.validate()
     except SrcoreError as exc:
         c.fail(f"inconsistent model: {exc}")
+    log.info("read %s (%d parameters, verify=%s) in %.1f ms", os.fspath(path), len(params), verify,
+             (time.perf_counter() - t0) * 1e3)
     return model
 
 

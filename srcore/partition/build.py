@@ -1,6 +1,7 @@
 """Partition a graph and build its engines, with automatic fallback; the partition report."""
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -9,10 +10,13 @@ import attrs
 from ..dispatch.lazy import resolve_ref
 from ..errors import EngineBuildError, SrcoreError
 from ..ir.graph import Graph, Node
+from ..progress import progress
 from ..plugin.types import Segment
 from .extract import ENGINE_KIND, replace_with_engine, segment_graph
 from .fallback import SegmentFallback
 from .segments import Eligibility, boundary, find_candidates
+
+log = logging.getLogger("srcore.partition")
 
 
 @attrs.frozen
@@ -117,11 +121,12 @@ def partition_graph(graph: Graph, registry: Any, table: Any, options: Any,
         elig = Eligibility(graph, table, supports, backend, options.engine_fallback_ops)
         runs, refusals = find_candidates(graph.block, elig)
         refused.extend((backend, r) for r in refusals if r.node.kind != ENGINE_KIND)
-        for run in runs:
+        for run in progress(runs, f"build {backend} engines", total=len(runs), unit="engine"):
             name = f"{backend}_engine_{sum(1 for s in segments if s.backend == backend)}"
             whole = run.block is graph.block and len(run.nodes) == _n_compute(graph.block)
             report, engine_node, engine = _build_one(graph, run.nodes, backend, name, build, options, whole,
                                                      plugin_manager)
+            _log_segment(report)
             segments.append(report)
             if engine_node is not None:
                 engines[engine_node] = engine
@@ -132,6 +137,13 @@ def partition_graph(graph: Graph, registry: Any, table: Any, options: Any,
     if options.require_full_compilation:
         _require_full(report)
     return report, engines
+
+
+def _log_segment(r: SegmentReport) -> None:
+    if r.status == "engine":
+        log.info("%s: %d node(s) built into an engine in %.1f ms", r.name, len(r.ops), r.build_seconds * 1e3)
+    else:  # the nodes fall back to per-node kernels
+        log.info("%s: %d node(s) run node by node (%s): %s", r.name, len(r.ops), r.status, r.reason)
 
 
 def _n_compute(block) -> int:
