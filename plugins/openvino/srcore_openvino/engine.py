@@ -52,9 +52,13 @@ class Engine:
         self.n_ops = len(model.get_ordered_ops())
         self.config = {"INFERENCE_PRECISION_HINT": self.options.precision, "INFERENCE_NUM_THREADS": self.threads,
                        "NUM_STREAMS": 1, "PERFORMANCE_HINT": "LATENCY"}
-        if self.options.cache_dir is not None:
-            self.options.cache_dir.mkdir(parents=True, exist_ok=True)
-            self.config["CACHE_DIR"] = str(self.options.cache_dir)
+        self.cache_dir = self.options.cache_dir
+        if self.cache_dir is not None:
+            try:
+                self.cache_dir.mkdir(parents=True, exist_ok=True)
+                self.config["CACHE_DIR"] = str(self.cache_dir)
+            except OSError:   # a cache that cannot be written is no reason to refuse the segment
+                self.cache_dir = None
         try:
             self.compiled = device.core().compile_model(model, "CPU", self.config)
         except Exception as exc:
@@ -159,7 +163,7 @@ class Engine:
         ins = ", ".join("(" + ", ".join("?" if d is None else str(d) for d in dims) + ")" for dims in self.input_dims)
         lines = [f"OpenVINO {device.openvino().__version__.split('-')[0]} on {device.device_name()}: precision "
                  f"{self.options.precision}, {self.threads} thread(s), model cache "
-                 f"{self.options.cache_dir if self.options.cache_dir is not None else 'off'}",
+                 f"{self.cache_dir if self.cache_dir is not None else 'off'}",
                  f"inputs {ins}: one compiled model{' with dynamic dims' if dyn else ''}, {self.n_ops} OpenVINO ops, "
                  f"built and compiled in {self.compile_seconds * 1e3:.1f} ms"]
         layers = runtime_layers(self.compiled)
