@@ -17,7 +17,7 @@ import threading
 import time
 import numpy as np
 
-from srcore.errors import EngineBuildError, KernelError
+from srcore import EngineBuildError, KernelError
 
 from . import device
 from .convert.model import build_model

@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from srcore.errors import EngineBuildError
+from srcore import EngineBuildError
 
 NAMESPACE = "openvino"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from srcore.errors import EngineBuildError
+from srcore import EngineBuildError
 
 from .table import Ctx, rule_for
 

@@ -45,8 +45,10 @@ def exp(o, x):
 
 
 def relu(o, x):
-    # max(x, 0) with NaN kept, as torch's relu does
-    return out(o.select(out(o.less(x, f32(o, 0.0))), f32(o, 0.0), x))
+    """torch's relu as OpenVINO's Elu with alpha 0: x > 0 ? x : 0 * (exp(x) - 1) keeps NaN (OpenVINO's
+    Relu, Clamp and Maximum turn it into 0) and gives 0 at -inf (PRelu with slope 0 gives NaN), and
+    OpenVINO fuses it into a preceding convolution or fully connected layer, as it does Relu."""
+    return out(o.elu(x, 0.0))
 
 
 def clamp(o, x, lo, hi):

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import attrs
 import numpy as np
 
-from srcore.errors import EngineBuildError
+from srcore import EngineBuildError
 
 _MISSING = object()
 
