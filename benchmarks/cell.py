@@ -160,10 +160,13 @@ def _ov_onnx(art: Path, threads: int, x, extra: dict, precision: str):
         why = bf16_refusal()
         if why is not None:
             raise Skip(why)
+    try:
+        from srcore_openvino.engine import compile_config   # the settings srcore's engines use
+    except ImportError as e:
+        raise Skip(f"srcore-openvino not installed: {e}") from None
     core = ov.Core()
     model = core.read_model(str(art / "model.onnx"))
-    compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": precision, "INFERENCE_NUM_THREADS": threads,
-                                                 "NUM_STREAMS": 1, "PERFORMANCE_HINT": "LATENCY"})
+    compiled = core.compile_model(model, "CPU", compile_config(precision, threads))
     req = compiled.create_infer_request()
     extra["openvino_version"] = ov.__version__
 
