@@ -29,6 +29,7 @@ ENGINE_RUNNERS = {
     "trt_like": (("trt_like", "cpu"), {}),
     "openvino": (("openvino", "cpu"), {}),
     "openvino_bf16": (("openvino", "cpu"), {"precision": "bf16"}),
+    "openvino_nan_unchecked": (("openvino", "cpu"), {"nan_checks": False}),
 }
 RUNNERS = (*PEER_RUNNERS, *SRCORE_RUNNERS, *ENGINE_RUNNERS)
 

@@ -34,10 +34,12 @@ from .models import MODELS
 from .prepare import prepare
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNNERS = ("openvino", "ov_onnx", "ort", "trt_like", "srcore_codegen_standard", "openvino_bf16", "ov_onnx_bf16")
+RUNNERS = ("openvino", "ov_onnx", "ort", "trt_like", "srcore_codegen_standard", "openvino_bf16", "ov_onnx_bf16",
+           "openvino_nan_unchecked")
 LABELS = {"openvino": "srcore openvino", "ov_onnx": "OpenVINO (ONNX)", "ort": "ONNX Runtime",
           "trt_like": "srcore trt_like", "srcore_codegen_standard": "srcore cpu",
-          "openvino_bf16": "srcore openvino bf16", "ov_onnx_bf16": "OpenVINO bf16 (ONNX)"}
+          "openvino_bf16": "srcore openvino bf16", "ov_onnx_bf16": "OpenVINO bf16 (ONNX)",
+          "openvino_nan_unchecked": "srcore openvino, nan_checks=False"}
 
 
 def measure_model(model: str, runners, threads: int, art: Path, rounds: int, round_s: float) -> dict:
@@ -98,6 +100,9 @@ def paired_ratios(times: dict[str, list[float]]) -> dict[str, float]:
     out = {}
     if "openvino" in times and "ov_onnx" in times:
         out["openvino/ov_onnx"] = float(np.median(np.array(times["openvino"]) / np.array(times["ov_onnx"])))
+    if "openvino_nan_unchecked" in times and "ov_onnx" in times:
+        out["openvino_nan_unchecked/ov_onnx"] = float(np.median(np.array(times["openvino_nan_unchecked"])
+                                                                / np.array(times["ov_onnx"])))
     if "openvino_bf16" in times and "ov_onnx_bf16" in times:
         out["openvino_bf16/ov_onnx_bf16"] = float(np.median(np.array(times["openvino_bf16"])
                                                             / np.array(times["ov_onnx_bf16"])))

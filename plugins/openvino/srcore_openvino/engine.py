@@ -48,7 +48,7 @@ class Engine:
                 raise EngineBuildError(why)
         self.threads = self.options.threads or intra_op_threads()
         t0 = time.perf_counter()
-        model, self.input_dims = build_model(segment.graph, self.name, ov, _opset(ov))
+        model, self.input_dims = build_model(segment.graph, self.name, ov, _opset(ov), self.options.nan_checks)
         self.n_ops = len(model.get_ordered_ops())
         self.config = compile_config(self.options.precision, self.threads)
         self.cache_dir = self.options.cache_dir
@@ -162,7 +162,8 @@ class Engine:
         ins = ", ".join("(" + ", ".join("?" if d is None else str(d) for d in dims) + ")" for dims in self.input_dims)
         lines = [f"OpenVINO {device.openvino().__version__.split('-')[0]} on {device.device_name()}: precision "
                  f"{self.options.precision}, {self.threads} thread(s), model cache "
-                 f"{self.cache_dir if self.cache_dir is not None else 'off'}",
+                 f"{self.cache_dir if self.cache_dir is not None else 'off'}"
+                 + ("" if self.options.nan_checks else ", nan_checks off (OpenVINO's NaN handling)"),
                  f"inputs {ins}: one compiled model{' with dynamic dims' if dyn else ''}, {self.n_ops} OpenVINO ops, "
                  f"built and compiled in {self.compile_seconds * 1e3:.1f} ms"]
         layers = runtime_layers(self.compiled)

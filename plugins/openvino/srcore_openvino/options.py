@@ -30,13 +30,16 @@ class EngineOptions:
     ``precision``: ``"f32"`` (default) or ``"bf16"`` (only where the CPU has native bfloat16);
     ``threads``: OpenVINO's inference threads (``None``: the process's intra-op thread count,
     as numpy's BLAS uses); ``cache_dir``: OpenVINO's compiled-model cache (``None``: off);
-    ``timing``: time each engine against the next backend at build time and keep the faster.
+    ``timing``: time each engine against the next backend at build time and keep the faster;
+    ``nan_checks``: restore torch's NaN and inf results where OpenVINO's ops differ (False lets
+    OpenVINO fuse attention and pooling as for an ONNX model, with its own NaN handling).
     """
 
     precision: str = "f32"
     threads: int | None = None
     cache_dir: Path | None = None
     timing: bool = True
+    nan_checks: bool = True
 
 
 KNOWN = tuple(f.name for f in attrs.fields(EngineOptions))
@@ -85,10 +88,11 @@ def parse(options: dict[str, Any]) -> EngineOptions:
         out["cache_dir"] = Path(cache)
     else:
         raise EngineBuildError(f"engine option cache_dir={cache!r}: a directory path, or None to disable the cache")
-    if "timing" in merged:
-        if not isinstance(merged["timing"], bool):
-            raise EngineBuildError(f"engine option timing={merged['timing']!r}: True or False")
-        out["timing"] = merged["timing"]
+    for flag in ("timing", "nan_checks"):
+        if flag in merged:
+            if not isinstance(merged[flag], bool):
+                raise EngineBuildError(f"engine option {flag}={merged[flag]!r}: True or False")
+            out[flag] = merged[flag]
     return EngineOptions(**out)
 
 

@@ -80,6 +80,7 @@ def test_a_whole_model_runs_as_one_engine():
     ({"threads": "2"}, "threads='2'"),
     ({"cache_dir": 3}, "cache_dir=3"),
     ({"timing": "yes"}, "timing='yes'"),
+    ({"nan_checks": 0}, "nan_checks=0"),
     ({"openvino": ["threads", 1]}, "'openvino'"),
 ])
 def test_a_bad_option_falls_back_with_the_reason_and_raises_under_full_compilation(opts, culprit):
@@ -105,6 +106,31 @@ def test_default_threads_follow_the_process_intra_op_count(monkeypatch):
     with threadpool_limits(limits=1):
         assert options.intra_op_threads() == 1
         assert _engine_of(_sm()).threads == 1
+
+
+SOFTMAX = """graph(%x : Float(3, 4)):
+  %d : int = prim::Constant[value=1]()
+  %n : NoneType = prim::Constant()
+  %a : Tensor = aten::mul(%x, %x)
+  %y : Tensor = aten::softmax(%a, %d, %n)
+  return (%y)
+"""
+
+
+def test_nan_checks_off_gives_openvinos_nan_handling():
+    """By default a softmax row holding a NaN is NaN, as in torch; with nan_checks=False such a
+    row is whatever OpenVINO computes (it depends on which kernel OpenVINO fuses the softmax into),
+    the other rows are the same, and the report says so."""
+    x = _x((3, 4))
+    x[1, 2] = np.nan
+    want = torch.softmax(torch.from_numpy(x) ** 2, 1).numpy()
+    exact = _sm(SOFTMAX, params={})(x)
+    np.testing.assert_allclose(exact, want, rtol=1e-5, atol=1e-6)   # NaN where torch has NaN
+    fast_sm = _sm(SOFTMAX, params={}, engine_options={"nan_checks": False})
+    fast = fast_sm(x)
+    assert np.isnan(want[1]).all()
+    np.testing.assert_allclose(fast[[0, 2]], want[[0, 2]], rtol=1e-5, atol=1e-6)
+    assert "nan_checks off" in _engine_of(fast_sm).describe()
 
 
 # -- precision ------------------------------------------------------------------------------------------------

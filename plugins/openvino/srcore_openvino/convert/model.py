@@ -10,7 +10,7 @@ from typing import Any
 
 from srcore import EngineBuildError
 
-from .table import Ctx, rule_for
+from .table import NAN_CHECKS, Ctx, rule_for
 
 
 def node_op(node) -> str:
@@ -31,9 +31,17 @@ def input_shape(value) -> list[int | None]:
     return [d if isinstance(d, int) else None for d in shape]
 
 
-def build_model(graph, name: str, ov: Any, o: Any):
+def build_model(graph, name: str, ov: Any, o: Any, nan_checks: bool = True):
     """``(model, input dims)``: the OpenVINO model of segment ``graph`` (``ov`` = the openvino
-    module, ``o`` = the opset module converters use)."""
+    module, ``o`` = the opset module converters use; ``nan_checks``: the engine option)."""
+    token = NAN_CHECKS.set(nan_checks)
+    try:
+        return _build(graph, name, ov, o)
+    finally:
+        NAN_CHECKS.reset(token)
+
+
+def _build(graph, name: str, ov: Any, o: Any):
     env: dict[int, Any] = {}
     params = []
     shapes = []

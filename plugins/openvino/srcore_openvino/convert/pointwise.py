@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from .table import f32, out, register
+from .table import f32, nan_checks, out, register
 
 
 def _unary(fn):
@@ -36,7 +36,9 @@ for _name, _fn in {
 
 def keep_nan(o, x, y):
     """``y`` with NaN where ``x`` is NaN: OpenVINO's CPU plugin turns a NaN into inf (Exp) or 0
-    (HSigmoid, Relu, Maximum), torch keeps it."""
+    (HSigmoid, Relu, Maximum), torch keeps it. (Not with the engine option ``nan_checks=False``.)"""
+    if not nan_checks():
+        return y
     return out(o.select(out(o.is_nan(x)), x, y))
 
 
@@ -193,6 +195,8 @@ def _conv_div(c):
 
 def _nan_either(o, a, b, y):
     """``y`` with NaN wherever ``a`` or ``b`` is NaN (torch's maximum/minimum propagate NaN)."""
+    if not nan_checks():
+        return y
     nan = out(o.logical_or(out(o.is_nan(a)), out(o.is_nan(b))))
     return out(o.select(nan, out(o.add(a, b)), y))
 

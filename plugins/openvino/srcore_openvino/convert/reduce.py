@@ -3,7 +3,7 @@ log_softmax and cumsum along one dim."""
 from __future__ import annotations
 
 from .pointwise import exp
-from .table import EngineBuildError, arg_shape, f32, i64, norm_dim, out, rank, rank_of, register
+from .table import EngineBuildError, arg_shape, f32, i64, nan_checks, norm_dim, out, rank, rank_of, register
 
 
 def _dims_arg(n, name: str = "dim"):
@@ -72,6 +72,8 @@ def _prod(c):
 
 def _nan_kept(o, x, axes, keep, y):
     """``y`` (a max or min over ``axes``) with NaN where the reduced slice has a NaN, as torch."""
+    if not nan_checks():
+        return y
     has_nan = out(o.reduce_logical_or(out(o.is_nan(x)), i64(o, axes), keep))
     return out(o.select(has_nan, f32(o, float("nan")), y))
 

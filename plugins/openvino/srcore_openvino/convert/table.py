@@ -12,6 +12,7 @@ Nothing here imports openvino: the opset module arrives in ``ctx.o`` at build ti
 """
 from __future__ import annotations
 
+import contextvars
 from typing import Any, Callable
 
 import attrs
@@ -20,6 +21,14 @@ import numpy as np
 from srcore import EngineBuildError
 
 _MISSING = object()
+
+#: whether converters restore torch's NaN and inf results where OpenVINO's ops differ (the engine
+#: option ``nan_checks``; set by the model builder for the segment being converted)
+NAN_CHECKS: contextvars.ContextVar[bool] = contextvars.ContextVar("nan_checks", default=True)
+
+
+def nan_checks() -> bool:
+    return NAN_CHECKS.get()
 
 
 @attrs.frozen
