@@ -179,6 +179,36 @@ def _srcore_commands() -> list[tuple[str, str]]:
             if b.lang in SHELL and not b.skip for line, cmd in _commands(b)]
 
 
+def _inline_srcore_spans() -> list[tuple[str, str, list[str]]]:
+    """``(where, subcommand, flags)`` for each inline code span of the docs that starts with ``srcore X``."""
+    out = []
+    for path in DOC_FILES:
+        text = path.read_text(encoding="utf-8")
+        for m in re.finditer(r"`(srcore ([a-z][a-z-]*)[^`\n]*)`", text):
+            flags = re.findall(r"(?<![\w-])(--?[a-zA-Z][a-zA-Z0-9-]*)", m.group(1).split(" ", 2)[2] if
+                               m.group(1).count(" ") >= 2 else "")
+            line = text[:m.start()].count("\n") + 1
+            out.append((f"{path.relative_to(ROOT)}:{line}", m.group(2), flags))
+    return out
+
+
+def test_flags_named_in_inline_srcore_commands_exist():
+    """`srcore inspect MODEL --memory-plan-picture` in prose fails when the flag is not the command's."""
+    from srcore.cli.main import build_parser
+
+    parser = build_parser()
+    wrong = []
+    for where, command, flags in _inline_srcore_spans():
+        sub = parser.subcommand_parsers.get(command)
+        if sub is None:
+            if command not in ("COMMAND", "NAME", "PLUGIN-SUBCOMMAND"):
+                wrong.append(f"{where}: no command {command!r}")
+            continue
+        wrong += [f"{where}: srcore {command} has no option {f}" for f in flags
+                  if f not in sub._option_string_actions and not f.isupper()]
+    assert wrong == []
+
+
 def parses(cmd: str) -> bool:
     """Whether ``srcore``'s argument parser accepts the command line (``--help`` counts as accepted)."""
     from srcore.cli.main import build_parser

@@ -120,8 +120,8 @@ def _print_text(path: str, model, checks: list[Check], warnings: list[str]) -> N
 
 
 def _file(args, state) -> str:
-    from ._common import load_model
     from ..format.srm import load
+    from ._common import load_model
 
     path = args.model
     if not os.path.exists(path):
@@ -136,15 +136,13 @@ def _file(args, state) -> str:
 
 
 def _plugins(args, state) -> str:
+    from ..dispatch.resolve import STRUCTURAL_KINDS
     from ..plugin.manager import get_plugin_manager
 
     pm = get_plugin_manager()
     registry = pm.registry
-    model = state["model"]
-    ops = model.required_ops()
+    ops = state["model"].required_ops()
     declared = {s.name for s, _who in registry.declared.values()} | set(registry.declared)
-    from ..dispatch.resolve import STRUCTURAL_KINDS
-
     missing = [op for op in ops if op not in declared and op not in STRUCTURAL_KINDS]
     failed = [r for r in pm.reports if r.status == "failed"]
     for r in failed:
@@ -157,7 +155,7 @@ def _plugins(args, state) -> str:
                                  f"{', '.join(missing)}{why}")
     providers = sorted({(who.dist or who.name) for q, (s, who) in registry.declared.items()
                         if s.name in ops and who is not None})
-    return f"{len(ops)} op kinds required, all declared (by {', '.join(providers) or 'srcore'})"
+    return f"{len(ops)} op kind(s) required, all declared (by {', '.join(providers) or 'srcore'})"
 
 
 def _load(args, state) -> str:

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import sys
 
-from ..errors import (ConversionError, DeclarationError, EngineBuildError, GraphParseError, KernelError,
-                      MemoryPlanError, PassError, PluginError, SchemaError, ShapeError, SrcoreError,
+from ..errors import (ConversionError, DeclarationError, EngineBuildError, EngineOptionError, GraphParseError,
+                      KernelError, MemoryPlanError, PassError, PluginError, SchemaError, ShapeError, SrcoreError,
                       SrcoreFormatError, SrcoreInputError, UnknownBackendError, UnsupportedOpError,
                       VerificationError)
 
@@ -68,6 +68,7 @@ HINTS: list[tuple[type, str]] = [
     (MemoryPlanError, "--planner standard_resizing plans for every input size"),
     (PassError, "--no-optimize skips the pass pipeline"),
     (KernelError, "SRCORE_DEBUG=1 shows the kernel's traceback"),
+    (EngineOptionError, "docs/trt-like.md lists trt_like's engine options and the profile syntax"),
     (EngineBuildError, "put 'cpu' after the engine backend (--backend trt_like,cpu) to run refused segments "
                        "node by node"),
     (OSError, "check the path and its permissions"),

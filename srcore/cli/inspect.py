@@ -155,7 +155,8 @@ def configure_parser(parser) -> None:
         else:
             parser.add_argument(s.flag, action="store_true", dest=_dest(s), help=s.help)
     parser.add_argument("-i", "--input", action="append", metavar="NAME=FILE.npy", dest="inputs",
-                        help="inputs for --memory-plan (others random; symbolic dims are 1)")
+                        help="inputs for --memory-plan (others random; symbolic dims are 1); with --partition, "
+                        "the engines show their plans for these shapes (NAME=FILE.npy or NAME=1x3x64x64)")
     parser.add_argument("--picture", metavar="FILE", help="draw the memory plan's lifetimes against offsets of "
                         "the largest block as SVG or PNG (by extension; '-': SVG to stdout); implies --memory-plan")
     parser.add_argument("--html", metavar="FILE", help="write a self-contained HTML report to FILE ('-': stdout): "

@@ -21,7 +21,33 @@ def partitioned_module(ctx):
             finally:
                 ctx.args.backends = saved
         ctx._partitioned = module
+        shapes = _input_shapes(getattr(ctx.args, "inputs", None))
+        if shapes and module.partition is not None:
+            module.warmup(shapes)   # the engines' plans (layers, tactics) for these shapes
     return module
+
+
+def _input_shapes(items) -> dict:
+    """``-i NAME=FILE.npy`` (its shape) or ``-i NAME=1x3x64x64`` as ``{name: shape}``."""
+    import os
+
+    from ..errors import SrcoreInputError
+    from ..runtime.engines import parse_shape
+
+    out = {}
+    for item in items or ():
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise SrcoreInputError(f"-i {item!r}: expected NAME=FILE.npy or NAME=SHAPE (1x3x64x64)")
+        if value.endswith(".npy"):
+            import numpy as np
+
+            if not os.path.exists(value):
+                raise SrcoreInputError(f"-i {name}: {value}: no such file")
+            out[name] = np.load(value, mmap_mode="r", allow_pickle=False).shape
+        else:
+            out[name] = parse_shape(value, f"-i {name}")
+    return out
 
 
 def render_partition(ctx) -> str:

@@ -16,6 +16,8 @@ def configure_parser(p) -> None:
     p.add_argument("--plugin", metavar="P", help="only kernels from plugin P (entry-point or distribution name)")
     p.add_argument("--kind", choices=KERNEL_KINDS, help="only kernels of this kind")
     p.add_argument("--op", metavar="GLOB", help="only ops whose name matches, e.g. 'aten::add*' or 'example::*'")
+    p.add_argument("--engine", metavar="BACKEND", help="only the ops engine backend BACKEND (e.g. trt_like) takes "
+                   "into an engine, with the arguments it needs as constants and its conditions")
     from .output import add_format_argument
 
     add_format_argument(p, ("table", "json"), what="the ops")
@@ -74,6 +76,36 @@ def collect(registry, *, backend=None, plugin=None, kind=None, op=None) -> list[
     return sorted(out, key=lambda e: (e["name"], e["overload"]))
 
 
+def _short(names: list[str], limit: int = 6) -> str:
+    if not names:
+        return "-"
+    return ", ".join(names) if len(names) <= limit else ", ".join(names[:limit]) + f", ... ({len(names)} in all)"
+
+
+def engine_entries(registry, backend: str, entries: list[dict]) -> list[dict]:
+    """``entries`` restricted to the ops engine backend ``backend`` takes, each with an ``engine``
+    object ``{backend, constants, notes}`` (the builder's op table, ``EngineBuilder.ops``)."""
+    from ..dispatch.lazy import resolve_ref
+
+    eb = registry.engine_builders.get(backend)
+    if eb is None:
+        known = sorted(registry.engine_builders)
+        raise UnknownBackendError(f"--engine {backend}: not an engine backend{_did_you_mean(backend, known)}; "
+                                  f"engine backends: {', '.join(known) or 'none installed'}")
+    if eb.ops is None:
+        raise UnknownNameError(f"--engine {backend}: its builder publishes no op table")
+    table = {}
+    for row in resolve_ref(eb.ops, provider=eb.provider, op="srcore::engine", what=f"ops of the {backend} builder")():
+        table[row.op] = {"backend": backend, "constants": list(row.constants), "notes": row.notes}
+    out = []
+    for e in entries:
+        full = e["name"] + (f".{e['overload']}" if e["overload"] else "")
+        row = table.get(full) or (table.get(e["name"]) if not e["overload"] else None)
+        if row is not None:
+            out.append({**e, "engine": row})
+    return out
+
+
 def run(args) -> int:
     from ..plugin.manager import get_plugin_manager
     from .main import format_table
@@ -83,8 +115,17 @@ def run(args) -> int:
     pm = get_plugin_manager()
     check_filters(pm.registry, pm.reports, backend=args.backend, plugin=args.plugin, op=args.op)
     entries = collect(pm.registry, backend=args.backend, plugin=args.plugin, kind=args.kind, op=args.op)
+    if args.engine:
+        entries = engine_entries(pm.registry, args.engine, entries)
     if args.format == "json":
         print_json(entries)
+        return 0
+    if args.engine:
+        rows = [[e["name"] + (f".{e['overload']}" if e["overload"] else ""), _short(e["engine"]["constants"]),
+                 e["engine"]["notes"] or "-"] for e in entries]
+        print(format_table(["OP", "MUST BE CONSTANT", "CONDITIONS"], rows))
+        print(f"\n{len(entries)} op overload(s) go into {args.engine} engines (with tensors of the dtypes it "
+              f"computes in); any other node runs outside them")
         return 0
     rows = []
     for e in entries:

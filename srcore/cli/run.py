@@ -41,7 +41,7 @@ def describe(name: str, value: Any) -> dict:
     """One leaf of the JSON report: name, kind, dtype, shape, the first values, non-finite count."""
     import numpy as np
 
-    if isinstance(value, np.ndarray) or np.isscalar(value) and not isinstance(value, (str, bytes)):
+    if isinstance(value, np.ndarray) or (np.isscalar(value) and not isinstance(value, (str, bytes))):
         arr = np.asarray(value)
         nonfinite = int(arr.size - np.isfinite(arr).sum()) if arr.dtype.kind in "fc" else 0
         return {"name": name, "kind": "tensor" if isinstance(value, np.ndarray) else "scalar",
