@@ -11,14 +11,17 @@ from srcore.plugin import NodeInfo
 from .convert import rule_for
 
 
-def supports(node: NodeInfo) -> bool:
-    """True if ``node`` may go into an openvino engine."""
+def supports(node: NodeInfo) -> bool | str:
+    """True if ``node`` may go into an openvino engine, else why not (the partition report shows it)."""
     rule = rule_for(node.op)
     if rule is None:
         return False
     for t in (*(a.type for a in node.args), *node.output_types):
-        if _is_tensor(t) and (t.dtype not in rule.tensor_dtypes or t.shape is None):
-            return False
+        if _is_tensor(t):
+            if t.dtype not in rule.tensor_dtypes:
+                return f"a {t.dtype or 'untyped'} tensor (engines compute {', '.join(rule.tensor_dtypes)})"
+            if t.shape is None:
+                return False
     if not node.output_types or not all(_is_tensor(t) or _is_list(t) for t in node.output_types):
         return False
     for a in node.args:
@@ -26,13 +29,22 @@ def supports(node: NodeInfo) -> bool:
         # in, so it must be a constant; a Tensor[] is made inside the engine
         if a.name in rule.consts or not (_is_tensor(a.type) or _is_list(a.type)):
             if not a.is_constant:
-                return False
+                return f"argument {a.name!r} is computed at run time (the engine bakes it in)"
     if rule.check is None:
         return True
     try:
         return bool(rule.check(_Lenient(node)))
     except (KeyError, TypeError, ValueError, IndexError):   # an argument of an unexpected form
         return False
+
+
+def _is_tensor(t) -> bool:
+    return getattr(t, "is_tensor", lambda: False)()
+
+
+def _is_list(t) -> bool:
+    """A ``Tensor[]``."""
+    return type(t).__name__ == "ListType" and _is_tensor(getattr(t, "elem", None))
 
 
 class _Lenient:
@@ -52,12 +64,3 @@ class _Lenient:
             if default is KeyError:
                 raise
             return default
-
-
-def _is_tensor(t) -> bool:
-    return getattr(t, "is_tensor", lambda: False)()
-
-
-def _is_list(t) -> bool:
-    """A ``Tensor[]``."""
-    return type(t).__name__ == "ListType" and _is_tensor(getattr(t, "elem", None))
