@@ -31,7 +31,10 @@ ENGINE_RUNNERS = {
     "openvino_bf16": (("openvino", "cpu"), {"precision": "bf16"}),
     "openvino_nan_unchecked": (("openvino", "cpu"), {"nan_checks": False}),
 }
-RUNNERS = (*PEER_RUNNERS, *SRCORE_RUNNERS, *ENGINE_RUNNERS)
+#: srcore on the ONNX file the ORT cells run (``srcore.from_onnx``), codegen + standard_resizing as the
+#: base srcore runner: the ratio of the two is what the ONNX frontend costs against from_torchscript
+ONNX_RUNNERS = ("srcore_onnx",)
+RUNNERS = (*PEER_RUNNERS, *SRCORE_RUNNERS, *ENGINE_RUNNERS, *ONNX_RUNNERS)
 
 
 class Skip(Exception):
@@ -116,11 +119,12 @@ def load_runner(model: str, runner: str, threads: int, art: Path, x, extra: dict
         impl = FLOORS[model](sd, x.shape)
         f = impl.plain if runner == "numpy" else impl.out
         return lambda: f(x)
-    if runner in SRCORE_RUNNERS or runner in ENGINE_RUNNERS:
+    if runner in SRCORE_RUNNERS or runner in ENGINE_RUNNERS or runner in ONNX_RUNNERS:
         import srcore
 
-        _require(art / "model.srm")
-        m = srcore.load(str(art / "model.srm"))
+        srm = art / ("model_onnx.srm" if runner == "srcore_onnx" else "model.srm")
+        _require(srm)
+        m = srcore.load(str(srm))
         if runner in ENGINE_RUNNERS:
             backends, engine_options = ENGINE_RUNNERS[runner]
             builders = srcore.get_plugin_manager().registry.engine_builders
@@ -129,7 +133,7 @@ def load_runner(model: str, runner: str, threads: int, art: Path, x, extra: dict
                 raise Skip(f"no engine builder for backend {backends[0]} (its plugin is not installed?)")
             opts = srcore.Options(engine_options=engine_options)
         else:
-            ex, pl = SRCORE_RUNNERS[runner]
+            ex, pl = SRCORE_RUNNERS.get(runner, ("codegen", "standard_resizing"))
             opts, backends = srcore.Options(executor=ex, memory_planner_algorithm=pl), None
         if runner == "openvino_bf16":
             from srcore_openvino.device import bf16_refusal

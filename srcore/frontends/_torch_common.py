@@ -54,8 +54,16 @@ def tensor_to_numpy(t) -> np.ndarray:
         t = t.to_dense()
     if t.is_quantized or t.layout.__repr__() != "torch.strided":
         raise ValueError(f"cannot store a {t.layout} / quantized tensor as a parameter")
-    if t.dtype.is_complex or str(t.dtype) == "torch.bfloat16":
+    if t.dtype.is_complex:
         raise ValueError(f"parameter dtype {t.dtype} is not supported")
+    if str(t.dtype) == "torch.bfloat16":  # numpy has no bfloat16: ml_dtypes' (a dependency of srcore-cpu)
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise ValueError("a bfloat16 parameter needs the ml_dtypes package (pip install ml_dtypes)") from None
+        import torch
+        bits = t.cpu().contiguous().view(torch.int16).numpy()
+        return np.array(bits, copy=True, order="C").view(ml_dtypes.bfloat16)
     # np.array, not np.ascontiguousarray: the latter turns a 0-d tensor into shape (1,)
     return np.array(t.cpu().resolve_conj().resolve_neg().numpy(), copy=True, order="C")
 
@@ -82,6 +90,10 @@ def ir_type(t) -> Type:
         return TupleType(tuple(ir_type(e) for e in t.elements()))
     if kind == "DictType":
         return DictType(ir_type(t.getKeyType()), ir_type(t.getValueType()))
+    if kind == "FutureType":
+        from ..ir.types import FutureType
+
+        return FutureType(ir_type(t.getElementType()))
     raise ValueError(f"type {t} ({kind}) has no srcore equivalent")
 
 
@@ -110,7 +122,9 @@ def source_from_range(text: str) -> SourceLocation | None:
             idx = s.find("~")
             col = idx if idx >= 0 else None
             break
-    return SourceLocation(m.group("file"), int(m.group("line")), col)
+    from ._paths import portable_path
+
+    return SourceLocation(portable_path(m.group("file")), int(m.group("line")), col)
 
 
 def python_constant(value: Any, torch) -> tuple[Any, Type]:

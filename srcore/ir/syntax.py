@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from .lexer import Lexer, Token
-from .types import (FutureType, BOOL, FLOAT, INT, NONE, SIMPLE_TYPES, TORCH_TO_DTYPE, ClassType, DeviceType,
+from .types import (ANY, OPAQUE_TYPE_NAMES, FutureType, OpaqueType, UnionType, WrapperType, BOOL, FLOAT, INT, NONE, SIMPLE_TYPES, TORCH_TO_DTYPE, ClassType, DeviceType,
                     DictType, ListType, OptionalType, StrType, TensorType, TupleType, Type, AnyType, NumberType)
 
 _DIM_KWARGS = {"strides", "requires_grad", "device"}
@@ -64,6 +64,8 @@ class TypeSyntax:
             return tok.text
         if k == "IDENT" and tok.text in ("None", "True", "False"):
             return {"None": None, "True": True, "False": False}[tok.text]
+        if k == "IDENT" and tok.text == "annotate" and self.peek().kind == "(":
+            return self.annotated_literal(depth)
         if k == "IDENT":  # a type-valued attribute: prim::profile[profiled_type=Float(2, 3)]
             self.lx.seek(tok.pos)
             return self.type_(depth + 1)
@@ -81,6 +83,24 @@ class TypeSyntax:
                 break
             return items if k == "[" else tuple(items)
         raise self.lx.error("expected a constant (number, string, list, tuple, None)", tok)
+
+    def annotated_literal(self, depth: int) -> Any:
+        """torch's ``annotate(List[int], [])``: the value; the Python-style type is the value's own type."""
+        self.expect("(")
+        nest = 0
+        while True:  # skip the type: up to the ',' at bracket depth 0
+            tok = self.lx.next()
+            if tok.kind in ("[", "("):
+                nest += 1
+            elif tok.kind in ("]", ")"):
+                nest -= 1
+            elif tok.kind == "," and nest == 0:
+                break
+            elif tok.kind in ("EOF", "NL"):
+                raise self.lx.error("expected annotate(Type, value)", tok)
+        value = self.literal(depth + 1)
+        self.expect(")", "')' closing annotate(...)")
+        return value
 
     # -- types ----------------------------------------------------------------------
     def type_(self, depth: int = 0) -> Type:
@@ -120,11 +140,18 @@ class TypeSyntax:
             v = self.type_(depth + 1)
             self.expect(")")
             return DictType(k, v)
-        if name == "Future":
-            self.expect("(")
+        if name in ("Future", "Await", "RRef"):  # torch reads Future(T), prints Future[T]: take both
+            close = "]" if self.accept("[") else (self.expect("(", "'(' or '['") and ")")
             elem = self.type_(depth + 1)
-            self.expect(")")
-            return FutureType(elem)
+            self.expect(close)
+            return FutureType(elem) if name == "Future" else WrapperType(name, elem)
+        if name == "Union":
+            self.expect("(")
+            elems = [self.type_(depth + 1)]
+            while self.accept(","):
+                elems.append(self.type_(depth + 1))
+            self.expect(")", "',' or ')'")
+            return UnionType(tuple(elems))
         if name in TORCH_TO_DTYPE or name == "Tensor":
             dtype = TORCH_TO_DTYPE.get(name)
             if self.peek().kind == "(":
@@ -136,6 +163,10 @@ class TypeSyntax:
             return SIMPLE_TYPES[name]
         if "." in name:  # __torch__.models.MLP: a class / module type
             return ClassType(name)
+        if name in OPAQUE_TYPE_NAMES:
+            return OpaqueType(name)
+        if _is_type_variable(name):  # a schema's type variable (t, t1, tVal): any type
+            return ANY
         raise self.lx.error(f"unknown type {name}", tok)
 
     def dims(self) -> tuple | None:
@@ -188,6 +219,10 @@ class TypeSyntax:
                 self.expect("INT", "a device index")
         else:
             self.literal()
+
+
+def _is_type_variable(name: str) -> bool:
+    return name == "t" or (name[0] == "t" and len(name) > 1 and (name[1:].isdigit() or name[1].isupper()))
 
 
 def coerce_constant(value: Any, t: Type) -> Any:

@@ -125,6 +125,7 @@ ScalarTypeType = _simple("ScalarType")
 LayoutType = _simple("Layout")
 MemoryFormatType = _simple("MemoryFormat")
 GeneratorType = _simple("Generator")
+ComplexType = _simple("complex")
 FunctionType = _simple("Function")  # a TorchScript function constant (prim::Constant[name="f"])
 NoneType.__name__ = NoneType.__qualname__ = "NoneType"
 
@@ -175,6 +176,37 @@ class ClassType(Type):
 
 
 @attrs.frozen
+class UnionType(Type):
+    """``Union(A, B)``: a value of one of the element types (TorchScript prints ``T?`` for ``Union(T, None)``)."""
+
+    elems: tuple[Type, ...] = attrs.field(converter=tuple)
+
+    def __str__(self) -> str:
+        return "Union(" + ", ".join(str(e) for e in self.elems) + ")"
+
+
+@attrs.frozen
+class OpaqueType(Type):
+    """A TorchScript type srcore only carries (``Storage``, ``Stream``, ``Capsule``, ``QScheme``...)."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@attrs.frozen
+class WrapperType(Type):
+    """``Await(T)`` / ``RRef(T)``: a handle to a value of type ``elem``, opaque to srcore."""
+
+    name: str
+    elem: Type
+
+    def __str__(self) -> str:
+        return f"{self.name}({self.elem})"
+
+
+@attrs.frozen
 class FutureType(Type):
     """The result of ``prim::fork``: ``aten::wait`` turns it into a value of type ``elem``."""
 
@@ -198,6 +230,7 @@ LAYOUT = LayoutType()
 MEMORY_FORMAT = MemoryFormatType()
 GENERATOR = GeneratorType()
 FUNCTION = FunctionType()
+COMPLEX = ComplexType()
 TENSOR = TensorType()
 
 #: simple type names as they appear in IR text
@@ -205,8 +238,12 @@ SIMPLE_TYPES: dict[str, Type] = {
     "int": INT, "float": FLOAT, "bool": BOOL, "str": STR, "NoneType": NONE,
     "Device": DEVICE, "Scalar": NUMBER, "number": NUMBER, "Any": ANY,
     "ScalarType": SCALAR_TYPE, "Layout": LAYOUT, "MemoryFormat": MEMORY_FORMAT,
-    "Generator": GENERATOR, "Tensor": TENSOR, "Function": FUNCTION,
+    "Generator": GENERATOR, "Tensor": TENSOR, "Function": FUNCTION, "complex": COMPLEX,
+    # torch's spellings of the same types: ``None`` (its printer's NoneType), symbolic scalars
+    "None": NONE, "SymInt": INT, "SymFloat": FLOAT, "SymBool": BOOL,
 }
+#: TorchScript types that srcore carries without looking inside
+OPAQUE_TYPE_NAMES = ("Storage", "Stream", "Capsule", "QScheme", "Quantizer", "AnyClassType", "AnyEnumType")
 
 
 def contains_tensor(t: Type) -> bool:

@@ -75,6 +75,12 @@ class StaticModule:
         schemas = pm.schemas
         clock.stage("plugins")
         graph = graph.copy()
+        from ..passes.aliases import normalize_aliases
+
+        from ..passes.out_overloads import lower_out_overloads
+
+        normalize_aliases(graph)  # aten::absolute runs as aten::abs: one kernel, one rule (as NormalizeOps)
+        lower_out_overloads(graph)  # aten::sigmoid.out(x, out=b) runs as copy_(b, sigmoid(x))
         _resolve_schemas(graph, schemas)
         input_types = [s_type for s_type in (_spec_type(s) for s in specs)]
         clock.stage("schemas")
