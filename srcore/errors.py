@@ -24,6 +24,7 @@ __all__ = [
     "MemoryPlanError",
     "KernelError",
     "EngineBuildError",
+    "ClusterError",
 ]
 
 
@@ -140,6 +141,14 @@ class EngineBuildError(SrcoreError):
     one at a time on the next backends (automatic fallback), unless
     ``Options(require_full_compilation=True)``.
     """
+
+
+class ClusterError(SrcoreError):
+    """A Ray or Dask cluster that cannot be reached, starts no worker, or loses a job; names the
+    address and the cause (srcore.ray, srcore.dask, ``srcore batch``, ``srcore serve``)."""
+
+    hint = ("is the cluster up? --address takes Ray's HOST:6379, ray://HOST:10001 or auto, or Dask's "
+            "tcp://HOST:8786 (docs/scale-out.md)")
 
 
 for _name in __all__:

@@ -20,7 +20,7 @@ import traceback
 from ..errors import PluginError, SrcoreError, UnsupportedOpError
 
 #: core subcommand modules, in ``srcore --help`` order; a module that does not exist yet is skipped
-SUBCOMMANDS = ["convert", "run", "bench", "inspect", "list_ops", "plugins", "demo"]
+SUBCOMMANDS = ["convert", "run", "bench", "inspect", "batch", "serve", "list_ops", "plugins", "demo"]
 
 _HINTS = {
     PluginError: "run 'srcore plugins' to see which plugins loaded and why others failed",
