@@ -247,3 +247,8 @@ MODELS = {
     "transformer_block": (build_transformer_block, _meta(True, "trace")),
     "transformer_block_explicit": (build_transformer_block_explicit, _meta(True)),
 }
+
+#: the seven above and the wider set of architecture families (benchmarks/families.py)
+from .families import FAMILIES  # noqa: E402
+
+ALL_MODELS = {**MODELS, **FAMILIES}

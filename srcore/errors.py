@@ -25,6 +25,7 @@ __all__ = [
     "KernelError",
     "EngineBuildError",
     "ClusterError",
+    "SrcoreWarning",
 ]
 
 
@@ -149,6 +150,10 @@ class ClusterError(SrcoreError):
 
     hint = ("is the cluster up? --address takes Ray's HOST:6379, ray://HOST:10001 or auto, or Dask's "
             "tcp://HOST:8786 (docs/scale-out.md)")
+
+
+class SrcoreWarning(UserWarning):
+    """Something a load or run could do only partly (an op without a shape rule, a failed plugin)."""
 
 
 for _name in __all__:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import site
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -30,6 +31,7 @@ SNIPPET = textwrap.dedent("""
     pm = srcore.get_plugin_manager()
     assert pm.report("example").status == "loaded", pm.report("example")
     assert "srcore_example.kernels" not in sys.modules        # discovery imports no kernel module
+    assert pm.registry.shape_rules.lookup("example::scaled_tanh").provider.dist == "srcore-plugin-example"
     g = Graph()
     x = g.add_input(TensorType("float64", (4,)), "x")
     st = g.insert("example::scaled_tanh", [x, g.insert_constant(3.0)], [TensorType("float64", (4,))])
@@ -59,8 +61,12 @@ def test_pip_install_of_the_example_plugin(tmp_path):
         "".join(f"import site; site.addsitedir({p!r})\n" for p in parents))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SRCORE_DISABLE", "PYTHON"))}
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    # from a copy: building in the checkout would leave build/ and *.egg-info there, and the egg-info
+    # makes the example an installed distribution for any process that puts its folder on sys.path
+    src = tmp_path / "plugin-example"
+    shutil.copytree(EXAMPLE, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     subprocess.run([py, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--no-cache-dir", str(EXAMPLE)], check=True, env=env, cwd=tmp_path, timeout=120)
+                    "--no-cache-dir", str(src)], check=True, env=env, cwd=tmp_path, timeout=120)
     assert list(Path(purelib).glob("srcore_plugin_example-*.dist-info")), "not installed into the new venv"
 
     proc = subprocess.run([py, "-c", "import sys; from srcore.cli import main; sys.exit(main())", "list-ops",

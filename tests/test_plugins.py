@@ -17,7 +17,7 @@ import pytest
 import srcore
 from srcore.dispatch import resolve_node
 from srcore.ir import Graph, TensorType
-from srcore.plugin import (Backend, DType, EngineBuilder, Kernel, OpLibrary, PluginInfo, Subcommand,
+from srcore.plugin import (Backend, DType, EngineBuilder, Kernel, OpLibrary, PluginInfo, ShapeRule, Subcommand,
                            hookimpl)
 from srcore.plugin import manager as manager_mod
 from srcore.plugin.hookspecs import HOOK_RECORDS, SrcoreSpecs
@@ -291,6 +291,18 @@ def test_hook_srcore_kernels():
     t = pm.kernel_table
     assert [k.kind for k in t.kernels_for("t::f")] == ["out", "native"]
     assert all(k.provider == PluginInfo("p", "srcore-p", "3.0") for k in t)
+
+
+def test_hook_srcore_shape_rules():
+    def same(ctx):
+        return [ctx.tensor(0, "self")]
+
+    pm = _with(srcore_op_libraries=[LIB], srcore_shape_rules=[ShapeRule(("t::f", "t::g"), same)])
+    rules = pm.registry.shape_rules
+    assert rules.lookup("t::f").provider == PluginInfo("p", "srcore-p", "3.0")
+    assert rules.lookup("t::g.Tensor").fn is same          # a base name serves every overload
+    assert rules.lookup("aten::add.Tensor").provider.name == "builtin"  # the core's rules, same hook
+    assert not pm.report("p").errors
 
 
 def test_hook_srcore_engine_builders():

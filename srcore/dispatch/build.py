@@ -95,6 +95,29 @@ def _check_kernel(k, declared, backends, dtypes) -> str | None:
     return None
 
 
+def _shape_rules(manager, records, declared):
+    """The rule table: builtin's rules first, then each plugin's; a plugin's rule must name a declared op
+    (an overload, or a base name with declared overloads) that has no rule yet."""
+    from ..ops.shapes.base import base_name
+    from ..ops.shapes.table import ShapeRuleTable
+
+    table = ShapeRuleTable()
+    bases = {base_name(q) for q in declared}
+    for name, hooks in records.items():
+        report = manager._reports[name]
+        for r in hooks.get("srcore_shape_rules", []):
+            for op in r.ops:
+                op = op_key(op)
+                if name != "builtin" and op not in declared and op not in bases:
+                    manager._reject(report, f"shape rule for undeclared op {op!r}: declare it in srcore_op_libraries")
+                    continue
+                old = table.add(op, r.rule, r.provider)
+                if old is not None:
+                    manager._reject(report, f"shape rule for {op} ignored: {old.provider.name} ({old.provider}) "
+                                    "already gives one")
+    return table
+
+
 def build_registry(manager):
     """Call every hook and return a checked :class:`srcore.plugin.manager.Registry`."""
     from ..plugin.manager import Registry
@@ -129,4 +152,6 @@ def build_registry(manager):
                                 f"by {engines[e.backend].provider.name}")
             else:
                 engines[e.backend] = e
-    return Registry(schemas, table, dict(sorted(declared.items())), tuple(libraries), dtypes, backends, engines, subcommands)
+    rules = _shape_rules(manager, records, declared)
+    return Registry(schemas, table, dict(sorted(declared.items())), tuple(libraries), dtypes, backends, engines,
+                    subcommands, rules)

@@ -40,6 +40,8 @@ class ResolvedKernel:
     specialized: Specialized | None
     kind: str
     backend: str
+    #: True when some of the node's dtypes were unknown at load: ``fn`` checks them on every call
+    checks_dtypes: bool = False
 
 
 @attrs.frozen
@@ -71,6 +73,21 @@ def _collect_dtypes(t: Type, out: list[str]) -> None:
     elif isinstance(t, TupleType):
         for e in t.elems:
             _collect_dtypes(e, out)
+
+
+def _unknown_dtype(t: Type) -> bool:
+    if isinstance(t, TensorType):
+        return t.dtype is None
+    if isinstance(t, (ListType, OptionalType)):
+        return _unknown_dtype(t.elem)
+    if isinstance(t, TupleType):
+        return any(_unknown_dtype(e) for e in t.elems)
+    return False
+
+
+def has_unknown_dtypes(node) -> bool:
+    """True if a tensor input or output of ``node`` has no known dtype (propagation could not tell)."""
+    return any(_unknown_dtype(v.type) for v in (*node.inputs, *node.outputs))
 
 
 def dispatch_dtypes(node) -> tuple[str, ...]:
@@ -158,11 +175,17 @@ def resolve_node(node, table: KernelTable, backends: Sequence[str], dtypes: Sequ
 
     ``dtypes`` defaults to :func:`dispatch_dtypes`; ``kinds`` (a subset of
     ``out, native, fallback``, tried in that order) can leave out out variants.
+    A kernel is never chosen for a dtype it does not list: when some of the
+    node's dtypes are unknown, the most general kernel that accepts the known
+    ones is chosen (``"*"``, then the longest dtype list) and, unless it accepts
+    any dtype, wrapped so that it checks the dtypes of its arrays on every call
+    (``ResolvedKernel.checks_dtypes``).
     Matchers and ``"module:attr"`` impls are imported here, only for
     candidates that reach them.
     """
     schema = node_schema(node, table)
     op = node_op(node, schema)
+    unknown = dtypes is None and has_unknown_dtypes(node)
     dts = dispatch_dtypes(node) if dtypes is None else tuple(dtypes)
     info: list[NodeInfo] = []
 
@@ -174,11 +197,19 @@ def resolve_node(node, table: KernelTable, backends: Sequence[str], dtypes: Sequ
     kinds = [k for k in KERNEL_KINDS if k in kinds]
     for backend in backends:
         for kind in kinds:
-            for kernel in table.lookup(op, backend, kind):
+            candidates = table.lookup(op, backend, kind)
+            if unknown:  # most general first: "*", then the kernel that lists the most dtypes
+                candidates = sorted(candidates, key=lambda k: ("*" not in k.dtypes, -len(k.dtypes)))
+            for kernel in candidates:
                 if not accepts_dtypes(kernel, dts):
                     continue
                 resolved = _try_kernel(kernel, get_info, op)
                 if resolved is not None:
+                    if unknown and "*" not in kernel.dtypes:
+                        from .guard import dtype_guard
+
+                        resolved = attrs.evolve(resolved, fn=dtype_guard(resolved.fn, kernel, op),
+                                                checks_dtypes=True)
                     return resolved
     return None
 

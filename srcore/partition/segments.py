@@ -19,6 +19,7 @@ import attrs
 from ..dispatch.resolve import STRUCTURAL_KINDS, node_info, node_op, node_schema
 from ..ir.effects import VIEW_OPS, has_side_effects, mutated_inputs
 from ..ir.graph import Block, Graph, Node, Value
+from ..ir.types import TensorType
 from .extract import ENGINE_KIND
 
 
@@ -96,7 +97,16 @@ class Eligibility:
             ok = self.supports(node_info(node, schema, op))
         except Exception as exc:  # a builder's bug must not take the model down: run it elsewhere
             return f"{self.backend}'s supports() raised {type(exc).__name__}: {exc}"
-        return None if ok else f"not supported by {self.backend}"
+        if ok:
+            return None
+        if any(_unknown_layout(v.type) for v in (*node.inputs, *node.outputs)):
+            return (f"not supported by {self.backend}; the dtype or rank of its tensors is unknown (an op "
+                    "without a shape rule before it? see StaticModule.load_report)")
+        return f"not supported by {self.backend}"
+
+
+def _unknown_layout(t) -> bool:
+    return isinstance(t, TensorType) and (t.dtype is None or t.shape is None)
 
 
 def find_candidates(block: Block, eligibility: Eligibility) -> tuple[list[Candidate], list[Refusal]]:

@@ -13,11 +13,32 @@ op declarations, through the same hooks).
 import pluggy
 
 from .types import (KERNEL_KINDS, ArgInfo, Const, Backend, DType, EngineBuilder, Kernel, NodeInfo, OpLibrary,
-                    PluginInfo, Segment, Specialized, Subcommand)
+                    PluginInfo, Segment, ShapeRule, Specialized, Subcommand)
 
 hookimpl = pluggy.HookimplMarker("srcore")
 
+# what shape rules need, imported on first use (discovery imports this module: keep it cheap)
+_LAZY = {
+    "TensorType": ("srcore.ir.types", "TensorType"),
+    "ShapeContext": ("srcore.ops.shapes.base", "Ctx"),
+    "AbstractValue": ("srcore.ops.shapes.base", "A"),
+    "ShapeError": ("srcore.errors", "ShapeError"),
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
-    "hookimpl", "Kernel", "OpLibrary", "Backend", "DType", "EngineBuilder", "Subcommand",
+    "hookimpl", "Kernel", "OpLibrary", "ShapeRule", "Backend", "DType", "EngineBuilder", "Subcommand",
     "NodeInfo", "ArgInfo", "Specialized", "Const", "PluginInfo", "Segment", "KERNEL_KINDS",
+    "TensorType", "ShapeContext", "AbstractValue", "ShapeError",
 ]

@@ -1,8 +1,10 @@
-"""The builtin plugin: srcore's own op declarations, through the same hooks as any plugin.
+"""The builtin plugin: srcore's own op declarations and shape rules, through the same hooks as any plugin.
 
 It declares the standard ``aten::``/``prim::`` (and ``srcore::``) ops from the
-declaration files shipped in :mod:`srcore.ops`. It is essential: it cannot
-be blocked. Backends and kernels come from plugins (``cpu`` from srcore-cpu).
+declaration files shipped in :mod:`srcore.ops`, and yields the rules of
+:mod:`srcore.ops.shapes` (written there with ``@rule(...)``). It is essential:
+it cannot be blocked. Backends and kernels come from plugins (``cpu`` from
+srcore-cpu).
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import os
 import srcore.ops
 
 from . import hookimpl
-from .types import OpLibrary
+from .types import OpLibrary, ShapeRule
 
 #: (namespace, file in srcore/ops) of the core's declaration files
 CORE_LIBRARIES = (("aten", "aten.yaml"), ("prim", "prim.yaml"), ("srcore", "srcore.yaml"))
@@ -23,3 +25,16 @@ def srcore_op_libraries():
     for namespace, name in CORE_LIBRARIES:
         if os.path.isfile(os.path.join(ops, name)):  # srcore.yaml is optional
             yield OpLibrary.from_resource(namespace, "srcore.ops", name)
+
+
+@hookimpl
+def srcore_shape_rules():
+    from srcore.ops.shapes import RULES
+
+    names: dict[int, list[str]] = {}  # one record per rule function, naming every op it serves
+    fns = {}
+    for op, fn in RULES.items():
+        names.setdefault(id(fn), []).append(op)
+        fns[id(fn)] = fn
+    for key, ops in names.items():
+        yield ShapeRule(ops, fns[key])

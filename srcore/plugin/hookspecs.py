@@ -11,7 +11,7 @@ from typing import Iterable
 
 import pluggy
 
-from .types import Backend, DType, EngineBuilder, Kernel, OpLibrary, Subcommand
+from .types import Backend, DType, EngineBuilder, Kernel, OpLibrary, ShapeRule, Subcommand
 
 _hookspec = pluggy.HookspecMarker("srcore")
 
@@ -85,6 +85,25 @@ class SrcoreSpecs:
         yield from ()
 
     @_hookspec
+    def srcore_shape_rules(self) -> Iterable[ShapeRule]:
+        """Give dtype/shape rules for ops: ``rule(ctx)`` returns one type per node output.
+
+        The core's own rules come through this hook too (the builtin plugin).
+        A rule may only name declared ops; an op that already has a rule keeps
+        the first one (builtin first, then plugins by name).
+
+        **Example:**
+
+        .. code-block:: python
+
+            @hookimpl
+            def srcore_shape_rules():
+                # example::scaled_tanh keeps the dtype and shape of its input
+                yield ShapeRule(ops=("example::scaled_tanh",), rule="srcore_example.shapes:same_as_self")
+        """
+        yield from ()
+
+    @_hookspec
     def srcore_engine_builders(self) -> Iterable[EngineBuilder]:
         """Provide an engine backend: which nodes it supports, and how to build and load engines.
 
@@ -126,6 +145,7 @@ HOOK_RECORDS = {
     "srcore_dtypes": DType,
     "srcore_backends": Backend,
     "srcore_kernels": Kernel,
+    "srcore_shape_rules": ShapeRule,
     "srcore_engine_builders": EngineBuilder,
     "srcore_subcommands": Subcommand,
 }

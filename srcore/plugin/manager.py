@@ -73,6 +73,7 @@ class Registry:
     backends: dict[str, Backend]
     engine_builders: dict[str, EngineBuilder]
     subcommands: dict[str, Subcommand]
+    shape_rules: Any = None  # srcore.ops.shapes.table.ShapeRuleTable
 
 
 def __getattr__(name: str):

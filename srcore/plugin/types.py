@@ -172,6 +172,36 @@ class Kernel:
 
 
 @attrs.frozen
+class ShapeRule:
+    """The dtype/shape rule of some ops: ``rule(ctx) -> list`` of output types, one per output.
+
+    ``ops`` are qualified overload names (``"mylib::f.out"``) or base names
+    (``"mylib::f"``: every overload without a rule of its own). ``rule`` is a
+    callable or a ``"module:attribute"`` string imported on first use; it gets
+    a :class:`srcore.plugin.ShapeContext` (``ctx.tensor(0, "self")``,
+    ``ctx.known(1, "dim")``, ...) and returns one ``TensorType`` (or abstract
+    value, or other IR type) per node output, like the core's own rules
+    (docs/shapes.md). It may raise :class:`srcore.ShapeError` (``raise
+    ctx.fail("...")``) for inputs that contradict each other.
+    """
+
+    ops: tuple[str, ...] = attrs.field(converter=_to_tuple)
+    rule: ImplRef = attrs.field(validator=_check_impl, eq=False)
+    provider: PluginInfo | None = attrs.field(default=None, eq=False)
+
+    @ops.validator
+    def _check_ops(self, attribute, value):
+        if not value:
+            raise ValueError("a ShapeRule names no op")
+        for op in value:
+            if not isinstance(op, str) or not _OP_RE.match(op):
+                raise ValueError(f"invalid op name {op!r}: expected 'namespace::name' or 'namespace::name.overload'")
+
+    def provided_by(self, plugin: PluginInfo) -> "ShapeRule":
+        return _stamp(self, plugin)
+
+
+@attrs.frozen
 class EngineBuilder:
     """An engine backend (trt_like): which nodes it supports, how to build and load engines."""
 

@@ -82,8 +82,12 @@ class StaticModule:
             _resolve_schemas(graph, schemas)
             clock.stage("passes")
         _set_input_types(graph, input_types)
-        _propagate(graph, input_types)
+        shapes = _propagate(graph, input_types, pm.registry)
         self.graph = graph
+        from .load_report import LoadReport, missing_shape_rules
+
+        #: what this load could not do at full strength (ops without a shape rule, dtypes checked at run time)
+        self.load_report = LoadReport(missing_shape_rules(shapes.missing_rules, schemas))
         clock.stage("shapes")
         #: what the partitioner did (``srcore.partition.PartitionReport``); None without engine backends
         self.partition = None
@@ -98,6 +102,15 @@ class StaticModule:
         from ..dispatch import resolve_graph
 
         resolved = resolve_graph(graph, pm.kernel_table, options.backends, fixed=fixed)
+        self.load_report.dtype_guards.extend(_dtype_guards(resolved))
+        if self.load_report.missing_shape_rules:
+            import warnings
+
+            from ..errors import SrcoreWarning
+
+            warnings.warn("loading this model, srcore lost facts it needs:\n  "
+                          + "\n  ".join(e.describe() for e in self.load_report.missing_shape_rules),
+                          SrcoreWarning, stacklevel=2)
         clock.stage("dispatch")
         proc = GraphProcessor(graph, resolved, plan_memory=options.enable_out_variant)
         self.top: BlockInfo = proc.run()
@@ -160,7 +173,7 @@ class StaticModule:
         g = self.graph.copy()
         _set_input_types(g, input_types)
         try:
-            _propagate(g, input_types)
+            _propagate(g, input_types, self.plugin_manager.registry)
         except ShapeError as exc:
             raise SrcoreInputError(f"the inputs' shapes do not fit the model: {exc}") from None
         types = [v.type for v in enumerate_values(g)]
@@ -302,14 +315,26 @@ def _resolve_schemas(graph, schemas) -> None:
                 pass  # dispatch reports the node as unsupported, with its kind and source
 
 
-def _propagate(graph, input_types) -> None:
+def _propagate(graph, input_types, registry):
     from ..ops.shapes import propagate
 
-    result = propagate(graph, list(input_types))
-    types = getattr(result, "types", None)
-    if isinstance(types, dict):  # propagation that reports types instead of setting them
-        for v, t in types.items():
-            v.type = t
+    result = propagate(graph, list(input_types), rules=registry.shape_rules, schemas=registry.schemas)
+    for v, t in result.types.items():
+        v.type = t
+    return result
+
+
+def _dtype_guards(resolved) -> list:
+    from .load_report import DtypeGuard
+
+    out = []
+    for node, rk in resolved.items():
+        if rk.checks_dtypes:
+            p = rk.kernel.provider
+            who = f"{p.dist or p.name} {p.version or ''}".strip() if p is not None else "?"
+            out.append(DtypeGuard(rk.kernel.op, repr(node).strip(), str(node.source) if node.source else None,
+                                  f"the {rk.kind} kernel of {who} on {rk.backend} (dtypes {', '.join(rk.kernel.dtypes)})"))
+    return out
 
 
 def _layout(t: Type) -> tuple[tuple[int, ...], str] | None:

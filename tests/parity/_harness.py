@@ -98,6 +98,30 @@ def max_rel_err(got: np.ndarray, want: np.ndarray) -> float:
     return float(np.max(np.abs(got - want))) / scale
 
 
+#: per element: |got - want| <= ELEM_RTOL * |want| + ELEM_FLOOR * max|want| (the floor covers values
+#: that cancel to near zero, where a relative bound means nothing)
+ELEM_RTOL = 1e-4
+ELEM_FLOOR = 1e-5
+
+
+def elementwise_misses(got: np.ndarray, want: np.ndarray) -> str | None:
+    """None, or which finite elements are off by more than their own tolerance (a wrong small
+    element hides under a bound relative to the largest one)."""
+    got = np.asarray(got, dtype=np.float64)
+    want = np.asarray(want, dtype=np.float64)
+    finite = np.isfinite(want)
+    if not finite.any():
+        return None
+    g, w = got[finite], want[finite]
+    scale = float(np.max(np.abs(w))) or 1.0
+    excess = np.abs(g - w) - (ELEM_RTOL * np.abs(w) + ELEM_FLOOR * scale)
+    if not (excess > 0).any():
+        return None
+    k = int(np.argmax(excess))
+    return (f"{int((excess > 0).sum())} element(s) off by more than {ELEM_RTOL:g} x itself + "
+            f"{ELEM_FLOOR:g} x max|torch|, e.g. {g[k]:.6g} vs torch {w[k]:.6g}")
+
+
 def assert_close(got: list, want: list, what: str = "") -> None:
     assert len(got) == len(want), f"{what}: {len(got)} outputs, torch has {len(want)}"
     for i, (g, w) in enumerate(zip(got, want)):
@@ -111,3 +135,5 @@ def assert_close(got: list, want: list, what: str = "") -> None:
             assert np.array_equal(np.isfinite(g), np.isfinite(w)), f"{what} output {i}: non-finite elements differ"
             err = max_rel_err(g, w)
             assert err <= RTOL, f"{what} output {i}: max relative error {err:.3g} > {RTOL}"
+            bad = elementwise_misses(g, w)
+            assert bad is None, f"{what} output {i}: {bad}"

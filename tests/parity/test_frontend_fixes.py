@@ -123,3 +123,17 @@ def test_harness_compares_nan_positions_not_nan_values():
     assert max_rel_err(want.copy(), want) == 0.0
     assert max_rel_err(np.array([1.0, 1.0, np.inf], np.float32), want) == float("inf")
     assert max_rel_err(np.array([np.nan, 1.0, -np.inf], np.float32), want) == float("inf")
+
+
+def test_harness_checks_each_element_not_only_the_largest():
+    """A small element that is wrong by 50 % hides under a bound relative to the largest one
+    (1e-4 x 1000 = 0.1 > 0.05): the per-element check names it."""
+    from _harness import elementwise_misses, max_rel_err
+    want = np.array([1000.0, 0.1, -3.0], np.float32)
+    got = np.array([1000.0, 0.15, -3.0], np.float32)
+    assert max_rel_err(got, want) <= 1e-4
+    miss = elementwise_misses(got, want)
+    assert miss is not None and "1 element(s)" in miss and "0.15 vs torch 0.1" in miss
+    assert elementwise_misses(want.copy(), want) is None
+    # the floor: values that cancel to ~0 may be off by 1e-5 of the output's scale
+    assert elementwise_misses(np.array([1000.0, 1e-3], np.float32), np.array([1000.0, 0.0], np.float32)) is None

@@ -5,12 +5,18 @@ Imported during discovery, so it stays cheap: no numpy here, kernels are
 """
 from __future__ import annotations
 
-from srcore.plugin import Kernel, OpLibrary, hookimpl
+from srcore.plugin import Kernel, OpLibrary, ShapeRule, hookimpl
 
 
 @hookimpl
 def srcore_op_libraries():
     yield OpLibrary("example", schemas=("example::scaled_tanh(Tensor self, *, float scale=1.0) -> Tensor",))
+
+
+@hookimpl
+def srcore_shape_rules():
+    # without a rule, nothing after the op would have a known shape: no arena, no engines
+    yield ShapeRule(ops=("example::scaled_tanh",), rule="srcore_example.shapes:scaled_tanh")
 
 
 @hookimpl

@@ -13,7 +13,7 @@ import attrs
 from ...errors import ShapeError
 from ...ir.graph import Block, Graph, Node, Value
 from ...ir.types import INT, ListType, OptionalType, TensorType, TupleType, Type
-from .base import A, BOTTOM, Ctx, UNKNOWN, lookup, shape_error
+from .base import A, BOTTOM, Ctx, UNKNOWN, shape_error
 
 MAX_LOOP_ITERATIONS = 8
 #: loops with a known trip count up to this run exactly (precise carried shapes)
@@ -36,10 +36,10 @@ class _Diverged(Exception):
     """A block that always raises (prim::RaiseException on its straight-line path)."""
 
 
-def _schema_and_names(node: Node):
+def _schema_and_names(node: Node, schemas):
     schema = node.schema
     if schema is None and not node.kind.startswith("prim::") and "shapes.unresolved" not in node.meta:
-        schema = node.schema = _resolve(node)  # cached on the node: the runtime propagates repeatedly
+        schema = node.schema = _resolve(node, schemas)  # cached on the node: the runtime propagates repeatedly
         if schema is None:
             node.meta["shapes.unresolved"] = True  # do not retry on every propagation
     if schema is None:
@@ -56,23 +56,23 @@ def _schema_and_names(node: Node):
 
 _NAMES: dict[int, list] = {}
 _KEEP: list = []  # keep schemas alive so that ids stay unique
-_REGISTRY: list = []
 
 
-def _resolve(node: Node):
-    if not _REGISTRY:
-        try:
-            from ..registry import default_registry
-            _REGISTRY.append(default_registry())
-        except Exception:  # the registry is optional: rules then key by node kind
-            _REGISTRY.append(None)
-    reg = _REGISTRY[0]
-    if reg is None:
+def _resolve(node: Node, schemas):
+    if schemas is None:
         return None
     try:
-        return reg.resolve(node)
+        return schemas.resolve(node)
     except Exception:
         return None
+
+
+def _default_tables():
+    """The process-wide registry's shape rules (core + plugins) and schemas."""
+    from ...plugin.manager import get_plugin_manager
+
+    registry = get_plugin_manager().registry
+    return registry.shape_rules, registry.schemas
 
 
 def join_types(a: Type | None, b: Type | None) -> Type | None:
@@ -118,8 +118,9 @@ def _same_a(a: A, b: A) -> bool:
 
 
 class Interpreter:
-    def __init__(self, strict: bool):
+    def __init__(self, strict: bool, rules, schemas):
         self.strict = strict
+        self.rules, self.schemas = rules, schemas
         self.state: dict[Value, A] = {}
         self.missing: dict[int, Node] = {}
 
@@ -151,9 +152,9 @@ class Interpreter:
             return self.run_if(node)
         if node.kind == "prim::Loop":
             return self.run_loop(node)
-        op, names, schema = _schema_and_names(node)
-        fn = lookup(op)
-        if fn is None:
+        op, names, schema = _schema_and_names(node, self.schemas)
+        entry = self.rules.lookup(op)
+        if entry is None:
             if self.strict:
                 raise shape_error(node, f"no shape rule for op {op!r}"
                                   + (f" (schema {schema})" if schema is not None else ""), op)
@@ -164,21 +165,26 @@ class Interpreter:
                     t = TensorType(t.dtype, None)
                 self.set(o, A(t))
             return
+        fn = entry.fn
         args = [self.get(v) for v in node.inputs]
         try:
             outs = fn(Ctx(node, args, names, op))
         except ShapeError:
             raise
         except Exception as e:  # a rule that trips over odd arguments: report it, do not crash
-            raise shape_error(node, f"shape rule for {op!r} failed: {type(e).__name__}: {e}", op) from e
+            raise shape_error(node, f"{_rule_of(entry)} failed: {type(e).__name__}: {e}", op) from e
+        if not isinstance(outs, (list, tuple)) or not all(r is None or isinstance(r, (A, Type)) for r in outs):
+            raise shape_error(node, f"{_rule_of(entry)} returned {outs!r}; a rule returns a list of one type "
+                              "(or abstract value) per output", op)
         if len(outs) != len(node.outputs):
             if len(node.outputs) == 0:
                 return
-            raise shape_error(node, f"the rule gives {len(outs)} outputs, the node has {len(node.outputs)}", op)
+            raise shape_error(node, f"{_rule_of(entry)} gives {len(outs)} outputs, the node has "
+                              f"{len(node.outputs)}", op)
         for o, r in zip(node.outputs, outs):
             a = r if isinstance(r, A) else A(r)
             if isinstance(a.type, TensorType) and a.type.dtype is None and isinstance(o.type, TensorType) \
-                    and o.type.dtype is not None and fn.__name__ not in ("to", "view"):
+                    and o.type.dtype is not None and getattr(fn, "__name__", None) not in ("to", "view"):
                 a = A(TensorType(o.type.dtype, a.type.shape), a.known, a.elems)
             elif isinstance(o.type, OptionalType) and a.type is None:
                 a = A(o.type, a.known, a.elems)
@@ -282,11 +288,27 @@ def _walk(block: Block):
             yield from _walk(b)
 
 
-def propagate(graph: Graph, input_types: list | None = None, *, strict: bool = False) -> PropagationResult:
+def _rule_of(entry) -> str:
+    """How an error names a rule: the core's, or a plugin's with its distribution and version."""
+    if entry.is_core:
+        return f"the shape rule for {entry.op!r}"
+    return f"the shape rule for {entry.op!r} of {entry.who}"
+
+
+def propagate(graph: Graph, input_types: list | None = None, *, strict: bool = False, rules=None,
+              schemas=None) -> PropagationResult:
     """Set the type of every value in ``graph`` from its input types; return types, known values and
     the nodes without a rule. Raises ``srcore.ShapeError`` on a shape contradiction (naming the node
-    and its source) and, when ``strict``, on an op without a rule."""
-    it = Interpreter(strict)
+    and its source) and, when ``strict``, on an op without a rule.
+
+    ``rules`` (a :class:`~srcore.ops.shapes.table.ShapeRuleTable`) and ``schemas`` (the
+    ``SchemaRegistry`` that resolves nodes without a schema) default to the process-wide
+    plugin registry's: the core's rules and every installed plugin's."""
+    if rules is None or schemas is None:
+        default_rules, default_schemas = _default_tables()
+        rules = default_rules if rules is None else rules
+        schemas = default_schemas if schemas is None else schemas
+    it = Interpreter(strict, rules, schemas)
     if input_types is None:
         input_types = [v.type for v in graph.inputs]
     n_missing = len(graph.inputs) - len(input_types)

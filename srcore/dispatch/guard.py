@@ -1,0 +1,43 @@
+"""A kernel chosen while some of its node's dtypes were unknown checks them on every call.
+
+Static dispatch never picks a kernel for a dtype the kernel does not list. When
+propagation could not tell a dtype (a ``Tensor[]`` input, a value joined from
+branches of different dtypes), the kernel is wrapped by :func:`dtype_guard`,
+which raises :class:`srcore.KernelError` before calling it on an array whose
+dtype it does not list. Nodes whose dtypes are known pay nothing.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..errors import KernelError
+from ..plugin.types import Kernel
+
+
+def _arrays(values):
+    for x in values:
+        if isinstance(x, np.ndarray):
+            yield x
+        elif isinstance(x, (list, tuple)):
+            yield from (y for y in x if isinstance(y, np.ndarray))
+
+
+def dtype_guard(fn: Callable[..., Any], kernel: Kernel, op: str) -> Callable[..., Any]:
+    """``fn`` preceded by a check that every array argument has a dtype ``kernel`` lists."""
+    allowed = frozenset(kernel.dtypes)
+    p = kernel.provider
+    who = f"{p.dist or p.name} {p.version or ''}".strip() if p is not None else "an unregistered plugin"
+
+    def guarded(*args, **kwargs):
+        for x in _arrays((*args, *kwargs.values())):
+            if x.dtype.name not in allowed:
+                raise KernelError(f"{op}: the {kernel.kind} kernel of {who} on {kernel.backend} lists dtypes "
+                                  f"({', '.join(kernel.dtypes)}) but got a {x.dtype.name} array (its dtype "
+                                  "was unknown when the model was loaded; give the inputs' dtypes)")
+        return fn(*args, **kwargs)
+
+    guarded.__name__ = getattr(fn, "__name__", "kernel")
+    guarded.__wrapped__ = fn
+    return guarded
