@@ -30,10 +30,11 @@ TWO_BY_TWO = """graph(%a : Float(batch, 4), %b : Float(batch, 3)):
 """
 
 
-def two_by_two(rows: str | int = "batch") -> Model:
-    """The two-input, two-output model; ``rows`` fixes the first dimension when an int."""
+def two_by_two(rows: str | int = "batch", tag: str = "") -> Model:
+    """The two-input, two-output model; ``rows`` fixes the first dimension when an int; a ``tag``
+    (metadata) makes a file of another checksum (workers cache models by checksum)."""
     text = TWO_BY_TWO.replace("batch", str(rows))
-    return Model.from_graph(srcore.parse_graph(text, params={"w": W, "bias": BIAS}))
+    return Model.from_graph(srcore.parse_graph(text, params={"w": W, "bias": BIAS}), metadata={"tag": tag} if tag else None)
 
 
 def two_by_two_reference(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

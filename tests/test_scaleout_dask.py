@@ -125,7 +125,7 @@ def test_bad_addresses_and_missing_models_fail_within_seconds(dask_client, model
                  "--address", f"tcp://127.0.0.1:{S.closed_port()}"])
     err = capsys.readouterr().err
     assert code == 1 and "cannot reach the Dask cluster at tcp://127.0.0.1:" in err and err.count("hint:") == 1
-    path = S.save(S.two_by_two(), tmp_path / "gone.srm")
+    path = S.save(S.two_by_two(tag="gone"), tmp_path / "gone.srm")
     job = BatchJob.plan(path, [str(tmp_path / "in.npz")], str(tmp_path / "o.npz"))
     os.unlink(path)
     with pytest.raises(srcore.SrcoreError, match="gone.srm is missing on worker"):

@@ -82,7 +82,7 @@ def test_a_worker_killed_mid_job_costs_a_retry_and_every_row_is_written_once(ray
 def test_a_bad_batch_or_a_missing_model_fails_the_job_with_a_srcore_error(ray_cluster, tmp_path):
     from srcore.ray.jobs import RayEngine
 
-    path = S.save(S.two_by_two(), tmp_path / "gone.srm")
+    path = S.save(S.two_by_two(tag="gone"), tmp_path / "gone.srm")
     a, b = S.data(10)
     src = _npz(tmp_path / "in.npz", a, b)
     job = BatchJob.plan(path, [src], str(tmp_path / "o.npz"), batch_size=5)
@@ -107,7 +107,7 @@ def test_ray_data_predict_adds_the_outputs_after_the_existing_columns(ray_cluste
     ds = ray.data.from_items([{"id": i, **{c: float(a[i, k]) for k, c in enumerate(A_COLS)}, "b": b[i]}
                               for i in range(64)])
     out = srcore.ray.predict(ds, model_path, inputs={"a": A_COLS}, outputs={"output0": "pred", "output1": "z"},
-                             batch_size=16, concurrency=2)
+                             batch_size=16, concurrency=1)
     rows = sorted(out.take_all(), key=lambda r: r["id"])
     assert list(rows[0]) == ["id", *A_COLS, "b", "pred", "z"] and [r["id"] for r in rows] == list(range(64))
     ry, rz = S.two_by_two_reference(a, b)
