@@ -245,6 +245,17 @@ def test_srcore_batch_local_writes_parquet_and_reports_json(model_path, tmp_path
     np.testing.assert_allclose(got["pred"], S.two_by_two_reference(a, b)[0], rtol=1e-5, atol=1e-6)
 
 
+def test_srcore_batch_writes_parquet_to_standard_output(model_path, tmp_path, capsysbinary):
+    a, b = S.data(9, seed=4)
+    src = write_npz(tmp_path / "in.npz", a, b)
+    assert main(["batch", model_path, src, "-o", "-", "--batch-size", "4", "--input-column", "a=" + ",".join(A_COLS),
+                 "--output-column", "output1=z"]) == 0
+    captured = capsysbinary.readouterr()
+    assert np.array_equal(pq.read_table(io.BytesIO(captured.out)).column("z").combine_chunks().to_numpy_ndarray(),
+                          a * 2)
+    assert b"9 rows in 3 batches on local" in captured.err
+
+
 @pytest.mark.parametrize("argv, code, msg", [
     (["--input-column", "a"], 2, "expected NAME=COLUMN"),
     (["--address", "127.0.0.1:1"], 1, "use it with --on ray or --on dask"),

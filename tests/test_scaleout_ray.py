@@ -135,7 +135,7 @@ def test_srcore_serve_batches_requests_and_a_bad_one_fails_alone(ray_cluster, mo
 
     # the command on the running cluster, detached: it returns once the replica answers
     assert main(["serve", model_path, "--address", ray_cluster, "--detach", "--name", "two", "--route-prefix",
-                 "/two", "--port", str(serve_port), "--max-batch-size", "8", "--batch-wait-timeout-s", "0.2",
+                 "/two", "--port", str(serve_port), "--max-batch-size", "8", "--batch-wait-timeout-s", "0.5",
                  "--format", "json"]) == 0
     url = json.loads(capsys.readouterr().out)["url"]
     assert url == f"http://127.0.0.1:{serve_port}/two"
@@ -162,6 +162,9 @@ def test_srcore_serve_batches_requests_and_a_bad_one_fails_alone(ray_cluster, mo
         np.testing.assert_allclose(json.loads(body)["outputs"]["output0"], ry[2 * i:2 * i + 2], rtol=1e-5, atol=1e-6)
     status, body, _ = results[9]
     assert status == 400 and "input 'b': dimension 1 must be 3" in json.loads(body)["error"]
+    with urllib.request.urlopen(url + "/health", timeout=30) as r:
+        health = json.loads(r.read())
+    assert health["requests"] == 6 and health["model_calls"] < 6   # batched: fewer calls than requests
     buf = io.BytesIO()
     np.savez(buf, a=a, b=b)
     status, body, ctype = _post(url + "/predict", buf.getvalue(), "application/x-npz")
@@ -170,6 +173,12 @@ def test_srcore_serve_batches_requests_and_a_bad_one_fails_alone(ray_cluster, mo
     serve.delete("two")
     assert main(["serve", model_path, "--detach"]) == 1
     assert "give its --address" in capsys.readouterr().err
+    import srcore.ray
+
+    t0 = time.monotonic()   # a model that cannot load on a worker fails before Serve retries replicas
+    with pytest.raises(srcore.UnknownBackendError, match="nope"):
+        srcore.ray.serve(model_path, name="never", options=srcore.Options(backends=("nope",)))
+    assert time.monotonic() - t0 < 30
 
 
 def test_an_unreachable_or_wrong_address_fails_within_seconds(capsys, tmp_path, model_path):

@@ -66,41 +66,28 @@ def column_spec(text: str) -> tuple[str, str | list[str]]:
     return name, parts[0] if len(parts) == 1 else parts
 
 
-def make_engine(args, model):
-    """The engine ``--on`` names, configured by ``--address``, ``--workers`` and ``--transfer``."""
-    if args.on == "local":
-        from ..scaleout.job import LocalEngine
-
-        return LocalEngine(args.workers, model=model)
-    if args.on == "ray":
-        from ..ray.jobs import RayEngine
-
-        return RayEngine(args.address, args.workers, transfer=args.transfer)
-    from ..dask.jobs import DaskEngine
-
-    return DaskEngine(args.address, args.workers, transfer=args.transfer)
-
-
 def run(args) -> int:
     from ..errors import SrcoreError
-    from ..scaleout.job import BatchJob, run_job
+    from ..scaleout.job import BatchJob, make_engine, run_job
     from ._common import load_model, make_options
 
-    if args.on == "local" and args.address:
-        raise SrcoreError("--address names a Ray or Dask cluster: use it with --on ray or --on dask")
     if args.output == "-" and args.format == "json":
         raise SrcoreError("-o - writes the output to standard output: the JSON report (--format json) needs it")
+    if args.on == "local" and args.address:
+        raise SrcoreError("--address names a Ray or Dask cluster: use it with --on ray or --on dask")
     # a .srm goes to the workers as it is; other formats are converted here, then sent as a .srm
     model = args.model if args.model.lower().endswith(".srm") else load_model(args.model)
     job = BatchJob.plan(model, args.inputs, args.output,
                         input_columns=dict(args.input_column) or None, output_columns=dict(args.output_column) or None,
                         batch_size=args.batch_size, options=make_options(args), output_format=args.output_format)
+    engine = make_engine(args.on, address=args.address, workers=args.workers, transfer=args.transfer, model=job.model)
     with _RowBar(job.rows, enabled=args.output != "-" and args.format != "json") as bar:
-        report = run_job(job, make_engine(args, job.model), on_rows=bar.update, timeout=args.timeout)
+        report = run_job(job, engine, on_rows=bar.update, timeout=args.timeout)
     rate = report.rows / report.seconds if report.seconds > 0 else 0.0
     if args.format == "json":
         json.dump({"rows": report.rows, "batches": report.units, "outputs": list(report.outputs),
-                   "seconds": round(report.seconds, 4), "rows_per_second": round(rate, 2), "on": report.engine,
+                   "seconds": round(report.seconds, 4), "start_seconds": round(report.start_seconds, 4),
+                   "rows_per_second": round(rate, 2), "on": report.engine,
                    "workers": report.workers}, sys.stdout)
         print()
     else:

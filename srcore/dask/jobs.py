@@ -53,6 +53,7 @@ class DaskEngine:
             raise
         except Exception as exc:  # noqa: BLE001 - a worker that could not even try
             raise ClusterError(f"a Dask worker could not load the model: {type(exc).__name__}: {exc}") from None
+        # each task carries the (small) Work itself: scattered data would die with the workers holding it
         self._work = work
 
     def submit(self, unit: Unit) -> Any:

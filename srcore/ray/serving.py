@@ -10,7 +10,8 @@ Routes, under the application's ``route_prefix`` (``/`` by default):
     (``.npy`` for one output, else ``.npz``; ``Accept`` may ask for another). Every array's first
     dimension counts the request's rows.
 ``GET /health``
-    ``{"status": "ok", "model": ..., "inputs": [...], "outputs": [...]}`` once the replica has loaded the model.
+    ``{"status": "ok", "model": ..., "inputs": [...], "outputs": [...], "requests": n, "model_calls": m}``
+    once the replica has loaded the model (``requests`` run so far in ``model_calls`` calls).
 ``GET /``
     The same description of the model.
 
@@ -155,17 +156,21 @@ class ModelServer:
         self.name = model.source.name
         self.digest = model.source.digest
         self._compute = ThreadPoolExecutor(1, thread_name_prefix="srcore-serve")
+        #: requests answered by the model and model calls made for them (the health route shows both)
+        self.requests = self.model_calls = 0
 
     def describe(self) -> dict[str, Any]:
         return {"status": "ok", "model": self.name, "sha256": self.digest,
-                "inputs": [s.to_json() for s in self.specs],
-                "outputs": self.colmap.output_columns}
+                "inputs": [s.to_json() for s in self.specs], "outputs": self.colmap.output_columns,
+                "requests": self.requests, "model_calls": self.model_calls}
 
     def run_group(self, requests: list[dict[str, np.ndarray]]) -> list[Any]:
         """One model call for requests of one signature; on failure, one call per request."""
         n = [len(next(iter(r.values()))) for r in requests]
+        self.requests += len(requests)
         if len(requests) > 1:
             batch = {k: np.concatenate([r[k] for r in requests]) for k in requests[0]}
+            self.model_calls += 1
             try:
                 out = self.runner(batch, Rows("the batch", 0, sum(n)))
             except SrcoreError:
@@ -175,6 +180,7 @@ class ModelServer:
         return [self._run_one(requests[0])]
 
     def _run_one(self, request: dict[str, np.ndarray]):
+        self.model_calls += 1
         try:
             return self.runner(request, Rows("the request", 0, len(next(iter(request.values())))))
         except SrcoreError as exc:
@@ -271,6 +277,7 @@ def serve(model: Any, *, name: str = "srcore", route_prefix: str = "/", max_batc
 
     ref, loaded = model_ref_and_model(model, transfer)
     ColumnMap.build(loaded, None, outputs)   # the outputs= mapping is checked here, not on a replica
+    _preflight(ref, options)
     ray_serve.start(http_options={"host": host, "port": port})
     app = _deployment().options(
         name=f"{name}-model", num_replicas=num_replicas, ray_actor_options={"num_cpus": num_cpus},
@@ -278,7 +285,7 @@ def serve(model: Any, *, name: str = "srcore", route_prefix: str = "/", max_batc
     ).bind(ref, options, max_batch_size, batch_wait_timeout_s, outputs)
     try:
         ray_serve.run(app, name=name, route_prefix=route_prefix, blocking=False)
-    except Exception as exc:  # Serve reports a replica that failed to start as a RuntimeError with its traceback
+    except Exception as exc:  # a replica that failed to start: Serve says why in the deployment's status
         raise _deploy_error(exc, name) from None
     from ray.serve.context import _get_global_client
 
@@ -286,8 +293,40 @@ def serve(model: Any, *, name: str = "srcore", route_prefix: str = "/", max_batc
     return f"http://{http.host}:{http.port}{route_prefix.rstrip('/')}"
 
 
+def _load_on_a_worker(ref: ModelRef, options) -> None:
+    from ..runtime.options import Options
+
+    static_module(ref.source, options or Options(), ref.fetcher())
+
+
+def _preflight(ref: ModelRef, options, timeout: float = 120.0) -> None:
+    """Load the model once on a Ray worker as a replica would: a model that cannot load there fails
+    here in seconds, with its SrcoreError (Serve would retry the replica for a minute, then say less)."""
+    ray = require_ray()
+    from .cluster import unwrap
+
+    task = ray.remote(num_cpus=0, max_retries=0)(_load_on_a_worker)
+    try:
+        ray.get(task.remote(ref, options), timeout=timeout)
+    except ray.exceptions.GetTimeoutError:
+        raise ClusterError(f"no Ray worker loaded the model within {timeout:g} s") from None
+    except ray.exceptions.RayError as exc:
+        raise unwrap(exc) from None
+
+
 def _deploy_error(exc: Exception, name: str) -> SrcoreError:
-    text = str(exc)
-    lines = [ln.strip() for ln in text.splitlines() if "Error:" in ln and ("srcore" in ln or "Srcore" in ln)]
-    cause = lines[-1] if lines else text.strip().splitlines()[-1] if text.strip() else type(exc).__name__
+    """The error of a failed deployment: the srcore error a replica raised, when Serve's status has it."""
+    cause = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+    try:
+        from ray import serve as ray_serve
+
+        app = ray_serve.status().applications.get(name)
+        for dep in (app.deployments.values() if app is not None else ()):
+            text = dep.message or ""
+            at = text.rfind("\nsrcore.")
+            if at >= 0:
+                cause = text[at + 1:].strip()
+                break
+    except Exception:  # noqa: BLE001 - the status is a nicety; Serve's own message stays
+        pass
     return ClusterError(f"the Ray Serve application {name!r} did not start: {cause}")

@@ -13,3 +13,7 @@ None of these modules imports Ray or Dask; each has one job:
              the ``local`` engine (a ``RuntimePool`` in this process)
 ``address``  a cluster address checked before a client connects (an unreachable one fails fast)
 """
+
+from .job import BatchJob, JobReport, make_engine, run_batch, run_job  # noqa: E402  (the batch-job API)
+
+__all__ = ["BatchJob", "JobReport", "make_engine", "run_batch", "run_job"]

@@ -210,6 +210,7 @@ class JobReport:
     seconds: float
     engine: str
     workers: int
+    start_seconds: float = 0.0   # of ``seconds``: connecting, starting the workers, loading the model there
 
 
 def run_job(job: BatchJob, engine: Engine, *, on_rows: Callable[[int], None] | None = None,
@@ -224,7 +225,9 @@ def run_job(job: BatchJob, engine: Engine, *, on_rows: Callable[[int], None] | N
     layout: dict[str, tuple[str, tuple[int, ...]]] | None = None
     try:
         engine.start(job.work())
-        window = window or max(2, 2 * engine.workers)
+        started = time.perf_counter() - t0
+        # a few units per worker in flight hide the round trip to a worker (milliseconds on a cluster)
+        window = window or max(4, 4 * engine.workers)
         todo = collections.deque(job.units)
         flight: collections.deque = collections.deque()
         while todo or flight:
@@ -262,7 +265,42 @@ def run_job(job: BatchJob, engine: Engine, *, on_rows: Callable[[int], None] | N
             w.abort()
         engine.close()
     return JobReport(job.rows, len(job.units), tuple(outputs), time.perf_counter() - t0, engine.name,
-                     engine.workers)
+                     engine.workers, started)
+
+
+ENGINES = ("local", "ray", "dask")
+
+
+def make_engine(on: str = "local", *, address: str | None = None, workers: int | None = None,
+                transfer: str = "copy", model=None) -> Engine:
+    """The engine that runs units ``on`` this process, Ray or Dask (a cluster at ``address``, else a
+    local one started for the job). ``model``: the loaded model, for the local engine."""
+    if on not in ENGINES:
+        raise SrcoreError(f"on={on!r}: choose one of {', '.join(ENGINES)}")
+    if on == "local":
+        if address:
+            raise SrcoreError("an address names a Ray or Dask cluster: use it with on='ray' or on='dask'")
+        return LocalEngine(workers, model=model)
+    if on == "ray":
+        from ..ray.jobs import RayEngine
+
+        return RayEngine(address, workers, transfer=transfer)
+    from ..dask.jobs import DaskEngine
+
+    return DaskEngine(address, workers, transfer=transfer)
+
+
+def run_batch(model, inputs: list[str], output: str, *, on: str = "local", address: str | None = None,
+              workers: int | None = None, batch_size: int = 256, input_columns: Mapping[str, Any] | None = None,
+              output_columns: Mapping[str, Any] | None = None, output_format: str | None = None, options=None,
+              transfer: str = "copy", timeout: float | None = None,
+              on_rows: Callable[[int], None] | None = None) -> JobReport:
+    """``srcore batch`` from Python: plan the job (every check the driver can make), run it, write the
+    output; returns a :class:`JobReport`. Arguments as the command's flags (docs/scale-out.md)."""
+    job = BatchJob.plan(model, inputs, output, input_columns=input_columns, output_columns=output_columns,
+                        batch_size=batch_size, options=options, output_format=output_format)
+    engine = make_engine(on, address=address, workers=workers, transfer=transfer, model=job.model)
+    return run_job(job, engine, on_rows=on_rows, timeout=timeout)
 
 
 def _wait(engine: Engine, handle, unit: Unit, timeout: float | None):
