@@ -26,7 +26,9 @@ def predict(data, model: Any, *, inputs: Mapping[str, Any] | None = None,
 
     ``model``: a ``.srm`` path or a ``srcore.Model``; ``options``: a ``srcore.Options``. The model is
     loaded once per worker process; with a distributed client and ``transfer="copy"`` the file is
-    sent once to every worker (``"path"``: workers read it at this path).
+    sent once to every worker (``"path"``: workers read it at this path). To declare the result's
+    dtypes and shapes, this call runs one row of zeros through the model here (a DataFrame whose
+    input columns hold arrays also has its first row read).
     """
     from ..runtime.options import Options
 
