@@ -138,7 +138,7 @@ def pool_impls():
     import torch
 
     import srcore
-    from srcore_trt_like.pool import AdaptiveAvgPool2d, MaxPool2d
+    from srcore_trt_like.conv.pool import AdaptiveAvgPool2d, MaxPool2d
     rng = np.random.default_rng(0)
     impls = {}
     for name, shape, trt, mod in [
@@ -258,7 +258,7 @@ def stack(layers, thread_counts, rounds: int):
 
     import torch
     from srcore_trt_like.conv import conv_tactics
-    from srcore_trt_like.tactic_timing import time_tactics
+    from srcore_trt_like.tactics.timing import time_tactics
     runs, picks = {}, {}
     for th in thread_counts:
         with threadpool_limits(limits=th, user_api="blas"):

@@ -21,6 +21,19 @@ from .errors import __all__ as _error_names
 
 __version__ = "0.1.0"
 
+
+def _log_from_env() -> None:
+    """``SRCORE_LOG=info|debug`` turns srcore's logging on for any script (srcore.log)."""
+    import os
+
+    if os.environ.get("SRCORE_LOG"):
+        from .log import configure, env_level
+
+        configure(env_level())
+
+
+_log_from_env()
+
 # public name -> "module:attribute", imported on first access
 _LAZY = {
     "parse_graph": "srcore.ir.parser:parse_graph",

@@ -24,6 +24,7 @@ __all__ = [
     "MemoryPlanError",
     "KernelError",
     "EngineBuildError",
+    "EngineOptionError",
     "ClusterError",
     "SrcoreWarning",
 ]
@@ -142,6 +143,12 @@ class EngineBuildError(SrcoreError):
     one at a time on the next backends (automatic fallback), unless
     ``Options(require_full_compilation=True)``.
     """
+
+
+class EngineOptionError(SrcoreError):
+    """An engine option (``Options(engine_options=...)``, ``--engine-option``, a profile) that the
+    engine builder or srcore does not know or refuses; names the option and what it accepts.
+    Unlike :class:`EngineBuildError` it is not a reason to fall back: the load fails."""
 
 
 class ClusterError(SrcoreError):

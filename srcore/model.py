@@ -75,6 +75,8 @@ class Model:
     input_specs: tuple[InputSpec, ...] = attrs.field(default=(), converter=tuple)
     output_names: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     metadata: dict[str, str] = attrs.field(factory=dict)
+    #: serialized engines by segment key (``srcore.plugin.EngineData``; ``srcore build`` writes them)
+    engines: dict[str, Any] = attrs.field(factory=dict)
 
     @classmethod
     def from_graph(cls, graph: Graph, *, input_specs=None, output_names=None,

@@ -86,12 +86,24 @@ def test_list_ops_json_is_the_documented_contract(pm, capsys):
     (["--kind", "fallback"], [("demo::scale", "out", ["dcpu"])]),
     (["--plugin", "srcore-demo", "--op", "demo::scale.out"], [("demo::scale", "out", ["dcpu"])]),
     (["--plugin", "demo", "--backend", "dcpu", "--kind", "out"], [("demo::scale", "", ["dcpu"])]),
-    (["--plugin", "nobody"], []),
+    (["--kind", "native", "--backend", "dcpu"], []),
 ])
 def test_list_ops_filters(pm, capsys, flags, expected):
     code, out, _ = run(capsys, "list-ops", "--op", "demo::*", "--format", "json", *flags)
     got = [(e["name"], e["overload"], [k["backend"] for k in e["kernels"]]) for e in json.loads(out)]
     assert code == 0 and got == expected
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--plugin", "demi"], "--plugin demi: no such plugin (did you mean 'demo'?); installed: builtin (srcore), demo (srcore-demo)"),
+    (["--backend", "dgpo"], "--backend dgpo: unknown backend (did you mean 'dgpu'?); installed backends: dcpu, dgpu"),
+    (["--op", "demo::scal"], "--op demo::scal: no op of that name is declared (did you mean 'demo::scale'?)"),
+])
+def test_list_ops_filters_naming_nothing_installed_are_errors(pm, capsys, flags, message):
+    """A typo in a filter used to print an empty table with exit 0."""
+    code, out, err = run(capsys, "list-ops", *flags)
+    assert (code, out) == (1, "") and err.splitlines()[0] == f"srcore: error: {message}"
+    assert len([line for line in err.splitlines() if line.startswith("hint: ")]) == 1
 
 
 def test_list_ops_table_shows_every_provider(pm, capsys):
@@ -160,7 +172,7 @@ def test_srcore_errors_are_one_message_and_a_hint_without_traceback(pm, capsys, 
                    "hint: run 'srcore plugins' to see which plugins loaded and why others failed\n")
     monkeypatch.setattr(demo_mod, "run", lambda args: 1 / 0)
     code, _, err = run(capsys, "demo")
-    assert code == 1 and err.startswith("srcore: internal error: ZeroDivisionError") and "Traceback" not in err
+    assert code == 3 and err.startswith("srcore: internal error: ZeroDivisionError") and "Traceback" not in err
     monkeypatch.setenv("SRCORE_DEBUG", "1")
     with pytest.raises(ZeroDivisionError):
         main(["demo"])

@@ -262,16 +262,18 @@ def test_strings_from_the_model_cannot_inject_markup(tmp_path, capsys, monkeypat
 
 
 def test_a_path_that_cannot_be_written_is_a_clear_error(tmp_path, capsys, cf_model, monkeypatch):
+    from srcore.cli.errors import OutputPathError
+
     monkeypatch.delenv("SRCORE_DEBUG", raising=False)
-    for dest in (tmp_path / "no-such-dir" / "r.html", tmp_path):
+    for dest, why in ((tmp_path / "no-such-dir" / "r.html", "no such directory"), (tmp_path, "is a directory")):
         assert main(["inspect", str(cf_model), "--html", str(dest)]) == 1
         out, err = capsys.readouterr()
-        assert err.startswith(f"srcore: error: --html {dest}: cannot write the report: ")
+        assert err.startswith(f"srcore: error: --html {dest}: ") and why in err.splitlines()[0]
         assert "Traceback" not in err and out == ""
     monkeypatch.setenv("SRCORE_DEBUG", "1")
-    with pytest.raises(ReportWriteError, match="no-such-dir"):
+    with pytest.raises(OutputPathError, match="no-such-dir"):
         main(["inspect", str(cf_model), "--html", str(tmp_path / "no-such-dir" / "r.html")])
-    assert issubclass(ReportWriteError, srcore.SrcoreError)
+    assert issubclass(ReportWriteError, OutputPathError) and issubclass(OutputPathError, srcore.SrcoreError)
 
 
 def test_a_section_that_fails_is_reported_in_place(tmp_path, capsys):

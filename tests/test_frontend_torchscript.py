@@ -301,13 +301,14 @@ def test_cli_convert_pt_and_pt2(tmp_path, capsys):
     assert summary["inputs"] == [{"name": "x", "dtype": "float32", "shape": [1, 64]}]
     assert_close(run_graph(srcore.load(out).graph, inputs[0]), module(*inputs))
 
-    # errors: exit 1 with the culprit on stderr
+    # errors: exit 1 (bad input) or 2 (a malformed flag) with the culprit on stderr
     (tmp_path / "junk.pt").write_bytes(b"not a model")
     assert main(["convert", str(tmp_path / "junk.pt")]) == 1
     assert "junk.pt" in capsys.readouterr().err
     assert main(["convert", str(tmp_path / "model.onnx")]) == 1
-    assert main(["convert", str(pt), "--dynamic", "bad"]) == 1
-    assert main(["convert", str(pt), "--input", "x=float99:1"]) == 1
+    assert main(["convert", str(pt), "--dynamic", "bad"]) == 2  # a malformed flag is a usage error
+    assert main(["convert", str(pt), "--input", "x=float99:1"]) == 2
+    assert "float99" in capsys.readouterr().err
     assert main(["convert", str(pt), "--dynamic", "x:0=batch"]) == 1  # rank unknown without --input
     assert "rank is unknown" in capsys.readouterr().err
 

@@ -130,7 +130,8 @@ def test_multiple_outputs_no_outputs_attrs_source():
     assert foo.attrs == {"name": "x", "attr": 1, "f": 2.5, "l": [1, 2], "flag": True}
     assert foo.meta["scope"] == "__module.fc" and foo.source == SourceLocation("m.py", 1, 2)
     out = roundtrip(text)
-    assert 'prim::Foo[attr=1, f=2.5, flag=True, l=[1, 2], name="x"](%a) # m.py:1:2' in out
+    # the scope is kept (Options.engine_fallback_modules matches it)
+    assert 'prim::Foo[attr=1, f=2.5, flag=True, l=[1, 2], name="x"](%a), scope: __module.fc # m.py:1:2' in out
     assert "  = prim::RaiseException(%s, %none) # f.py:3\n" in out
 
 
@@ -286,7 +287,7 @@ def test_torch_parses_our_text(text):
 
 def test_docs_example_parses_and_is_canonical():
     doc = (Path(__file__).parent.parent / "docs" / "ir-text.md").read_text()
-    example = doc.split("## Example")[1].split("```")[1].lstrip("\n")
+    example = doc.split("## Example")[1].split("```")[1].removeprefix("ir").lstrip("\n")
     w = np.zeros((64, 64), np.float32)
     g = parse_graph(example, params={"fc1.weight": w})
     assert print_graph(g) == example

@@ -287,6 +287,6 @@ def test_inspect_partition_shows_engines_layers_and_fallback(tmp_path, capsys):
     assert "== partition (backends: trt_like, cpu" in out
     assert "trt_like_engine_0 [trt_like] 4 node(s): engine" in out
     assert "fused_pointwise (4 ops: add, mul, sigmoid, mul)" in out          # the engine's layers
-    assert "aten::cumsum: not supported by trt_like" in out                  # and what fell back, why
+    assert "aten::cumsum: not supported by trt_like: aten::cumsum is not in the engine's op table" in out
     assert main(["inspect", str(path), "--partition", "cpu"]) != 0
     assert "--partition cpu: no engine builder for that backend (engine backends: trt_like" in capsys.readouterr().err

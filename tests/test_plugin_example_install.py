@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-import site
 import shutil
+import site
 import subprocess
 import sys
 import textwrap
@@ -61,8 +61,8 @@ def test_pip_install_of_the_example_plugin(tmp_path):
         "".join(f"import site; site.addsitedir({p!r})\n" for p in parents))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SRCORE_DISABLE", "PYTHON"))}
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
-    # from a copy: building in the checkout would leave build/ and *.egg-info there, and the egg-info
-    # makes the example an installed distribution for any process that puts its folder on sys.path
+    # from a copy: building in place leaves build/ and an .egg-info in the checkout, whose entry point then
+    # loads the example plugin a second time wherever examples/plugin-example is on sys.path
     src = tmp_path / "plugin-example"
     shutil.copytree(EXAMPLE, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     subprocess.run([py, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",

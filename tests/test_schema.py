@@ -265,6 +265,7 @@ def test_generated_schemas_round_trip(text):
     assert str(FunctionSchema.parse(str(s))) == str(s)
 
 
+@pytest.mark.perf
 def test_parsing_500_schemas_is_fast():
     texts = (SAMPLES * 25)[:500]
     best = min(_time(texts) for _ in range(3))

@@ -149,6 +149,7 @@ def _fresh_load(env):
 
 
 @pytest.mark.slow
+@pytest.mark.perf
 def test_cache_makes_a_fresh_process_load_faster(tmp_path):
     env = {**os.environ, "SRCORE_CACHE_DIR": str(tmp_path)}
     env.pop("SRCORE_NO_SCHEMA_CACHE", None)

@@ -227,6 +227,7 @@ def _mlp_graph(n_layers: int):
     return srcore.parse_graph("\n".join(lines) + "\n")
 
 
+@pytest.mark.perf
 def test_propagating_200_nodes_takes_a_few_ms():
     g = _mlp_graph(50)  # 200 nodes
     assert sum(1 for _ in g.all_nodes()) == 200

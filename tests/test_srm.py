@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 import numpy as np
 import pytest
@@ -107,13 +106,11 @@ def test_safetensors_library_reads_srm(tmp_path):
     assert all(a.flags.aligned for a in m2.params.values())
 
 
-def test_load_is_zero_copy_and_fast(tmp_path):
+def test_load_is_zero_copy(tmp_path):
     big = np.random.rand(16 * 1024 * 1024 // 4).astype(np.float32)  # 16 MB
     p = tmp_path / "big.srm"
     srcore.save(_model({"w": big}), p)
-    t = time.perf_counter()
     m = srcore.load(p)
-    dt = time.perf_counter() - t
     a = m.params["w"]
     assert not a.flags.owndata and not a.flags.writeable
     base = a
@@ -123,7 +120,6 @@ def test_load_is_zero_copy_and_fast(tmp_path):
         base = base.obj
     assert type(base).__name__ == "mmap"
     assert _same_bits(a, big)
-    assert dt < 0.5, dt  # reading 16 MB would be slower than mapping; generous for a shared machine
     with pytest.raises(ValueError):
         a[0] = 1.0
 

@@ -29,8 +29,10 @@ def configure_parser(p) -> None:
     p.add_argument("--model", metavar="MODEL.srm", help="the model to run (default: the shipped "
                    "examples/digits/digits.srm); its held-out split is MODEL_test.npz beside it")
     p.add_argument("--data", metavar="FILE.npz", help="held-out split with arrays x and y (default: beside MODEL)")
-    p.add_argument("--rounds", type=int, default=3, help="timed rounds per latency figure (default 3)")
-    p.add_argument("--runs", type=int, default=0, help="calls per round (default: ~0.2 s worth)")
+    from .flags import positive_int
+
+    p.add_argument("--rounds", type=positive_int, default=3, help="timed rounds per latency figure (default 3)")
+    p.add_argument("--runs", type=positive_int, default=None, help="calls per round (default: ~0.2 s worth)")
     p.add_argument("--no-torch", action="store_true", help="do not time torch even if it is installed")
 
 
@@ -124,8 +126,16 @@ def _run_digits(pm, args) -> bool:
     data_path = Path(args.data) if args.data else path.with_name(path.stem + "_test.npz")
     if not data_path.exists():
         raise SrcoreError(f"{data_path}: no such file (the held-out split for {path}); pass --data FILE.npz")
-    with np.load(data_path, allow_pickle=False) as d:
-        x, y = d["x"], d["y"]
+    try:
+        with np.load(data_path, allow_pickle=False) as d:
+            missing = [k for k in ("x", "y") if k not in d.files]
+            if missing:
+                exc = SrcoreError(f"{data_path}: no array {' or '.join(missing)} (has {', '.join(d.files) or 'none'})")
+                exc.hint = "--data takes an .npz file with arrays x (inputs) and y (labels)"
+                raise exc
+            x, y = d["x"], d["y"]
+    except (OSError, ValueError) as exc:  # not an .npz file, pickled arrays
+        raise SrcoreError(f"{data_path}: not a readable .npz file ({exc})") from None
 
     t0 = time.perf_counter()
     model = srcore.load(path)

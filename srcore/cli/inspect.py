@@ -30,24 +30,36 @@ class Section:
     title: str = ""  # the heading of the section in the HTML report
     html: str = ""  # "module:function", called with an InspectContext, returns an HTML fragment
     metavar: str = ""  # the flag takes a value (``--partition BACKEND``) instead of being a switch
+    json: str = ""  # "module:function", called with an InspectContext, returns JSON data (``--format json``)
+
+    @property
+    def key(self) -> str:
+        """The section's key in ``--format json`` output (``memory_plan``)."""
+        return self.flag.lstrip("-").replace("-", "_")
 
 
 _HTML = "srcore.cli.inspect_html:"
+_RUNTIME = "srcore.cli.inspect_runtime:"
 
 SECTIONS: list[Section] = [
     Section("--graph", "the graph before and after the pass pipeline, with a per-pass summary of "
-            "nodes removed/added", "srcore.cli.inspect:render_graph", "Graph and passes", _HTML + "graph_html"),
+            "nodes removed/added", "srcore.cli.inspect:render_graph", "Graph and passes", _HTML + "graph_html",
+            json="srcore.cli.inspect:graph_json"),
     Section("--memory-plan", "per block: managed tensors, arena bytes, no-reuse sum and liveness lower "
             "bound (inputs from -i, else random; --picture FILE.svg|png draws it)",
-            "srcore.cli.inspect_runtime:render_memory_plan", "Memory plan", _HTML + "memory_plan_html"),
+            "srcore.cli.inspect_runtime:render_memory_plan", "Memory plan", _HTML + "memory_plan_html",
+            json=_RUNTIME + "memory_plan_json"),
     Section("--codegen", "the generated Python source the codegen executor runs (If/Loop bodies inlined)",
-            "srcore.cli.inspect_runtime:render_codegen", "Generated code", _HTML + "codegen_html"),
+            "srcore.cli.inspect_runtime:render_codegen", "Generated code", _HTML + "codegen_html",
+            json=_RUNTIME + "codegen_json"),
     Section("--dispatch", "the kernel static dispatch chose for every node (op, kind, backend, plugin)",
-            "srcore.cli.inspect_runtime:render_dispatch", "Static dispatch", _HTML + "dispatch_html"),
+            "srcore.cli.inspect_runtime:render_dispatch", "Static dispatch", _HTML + "dispatch_html",
+            json=_RUNTIME + "dispatch_json"),
     Section("--partition", "engine segments of BACKEND (e.g. trt_like, ahead of the --backend list): "
             "which nodes each engine holds, its layers and tactics, and every node left to per-node "
             "kernels with the reason", "srcore.cli.inspect_partition:render_partition", "Engine partition",
-            "srcore.cli.inspect_partition:partition_html", metavar="BACKEND"),
+            "srcore.cli.inspect_partition:partition_html", metavar="BACKEND",
+            json="srcore.cli.inspect_partition:partition_json"),
 ]
 
 
@@ -134,6 +146,7 @@ class InspectContext:
 
 def configure_parser(parser) -> None:
     from ._common import add_model_arguments
+    from .output import add_format_argument
 
     add_model_arguments(parser)
     for s in SECTIONS:
@@ -142,34 +155,53 @@ def configure_parser(parser) -> None:
         else:
             parser.add_argument(s.flag, action="store_true", dest=_dest(s), help=s.help)
     parser.add_argument("-i", "--input", action="append", metavar="NAME=FILE.npy", dest="inputs",
-                        help="inputs for --memory-plan (others random; symbolic dims are 1)")
-    parser.add_argument("--picture", metavar="FILE", help="with --memory-plan: write lifetimes against "
-                        "offsets of the largest block as SVG or PNG (by extension)")
+                        help="inputs for --memory-plan (others random; symbolic dims are 1); with --partition, "
+                        "the engines show their plans for these shapes (NAME=FILE.npy or NAME=1x3x64x64)")
+    parser.add_argument("--picture", metavar="FILE", help="draw the memory plan's lifetimes against offsets of "
+                        "the largest block as SVG or PNG (by extension; '-': SVG to stdout); implies --memory-plan")
     parser.add_argument("--html", metavar="FILE", help="write a self-contained HTML report to FILE ('-': stdout): "
                         "a header (inputs, parameters, node counts, load times), contents and every section, "
                         "or only the sections whose flags are given (those are also printed as text)")
+    add_format_argument(parser, what="the sections")
 
 
 def run(args) -> int:
     from ..dispatch.lazy import import_ref
+    from .inspect_runtime import PICTURE_SUFFIXES, write_picture
+    from .output import check_output_path, claim_stdout, print_json, report_stream
 
+    html, picture = getattr(args, "html", None), getattr(args, "picture", None)
+    check_output_path(html, "--html")
+    check_output_path(picture, "--picture", suffixes=PICTURE_SUFFIXES)
+    claim_stdout(args, ("--html", html), ("--picture", picture))
+    if picture:  # the picture is the memory plan's
+        setattr(args, _dest(SECTIONS[1]), True)
     flagged = [s for s in SECTIONS if getattr(args, _dest(s), False)]
-    html = getattr(args, "html", None)
+    out = report_stream(html, picture)
     ctx = InspectContext(args)
-    if html is None:
+    if args.format == "json":
+        print_json({"model": args.model, "sections": {s.key: import_ref(s.json)(ctx)
+                                                      for s in flagged or SECTIONS[:1]}})
+        printed = []
+    elif html is None:
         printed = flagged or SECTIONS[:1]
     else:  # the report is the output: print only the sections asked for, and none into stdout's HTML
         printed = flagged if html != "-" else []
     texts = [import_ref(s.render)(ctx).rstrip("\n") for s in printed]
     if texts:
-        print("\n\n".join(texts))
+        print("\n\n".join(texts), file=out)
+    notes = []
+    if picture:
+        notes.append(write_picture(ctx, picture))
     if html is not None:
         from .inspect_html import write_report
 
         sections = flagged or SECTIONS
         write_report(ctx, sections, html)
         if html != "-":
-            print(("\n" if texts else "") + f"wrote {html} ({', '.join(s.flag for s in sections)})")
+            notes.append(f"wrote {html} ({', '.join(s.flag for s in sections)})")
+    if notes and args.format != "json":
+        print(("\n" if texts else "") + "\n".join(notes), file=out)
     return 0
 
 
@@ -186,6 +218,16 @@ def render_graph(ctx: InspectContext) -> str:
         parts += ["", f"== passes ({len(result.stats)} runs, {len(changed)} changed the graph; "
                   f"{n_before} -> {n_after} nodes)", summarize(changed or result.stats)]
     return "\n".join(parts)
+
+
+def graph_json(ctx: InspectContext) -> dict:
+    """``--graph`` for ``--format json``: both graphs as IR text, node counts and every pass run."""
+    n_before, n_after = ctx.node_counts
+    before, after = ctx.graph_texts
+    passes = [{"name": s.name, "iteration": s.iteration, "nodes_before": s.nodes_before,
+               "nodes_after": s.nodes_after, "removed": s.removed, "added": s.added, "seconds": s.seconds,
+               "changed": bool(s.changed or s.removed or s.added)} for s in ctx.prepared.stats]
+    return {"nodes_before": n_before, "nodes_after": n_after, "before": before, "after": after, "passes": passes}
 
 
 def changed_passes(stats) -> list:

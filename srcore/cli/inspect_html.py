@@ -13,6 +13,7 @@ page, so a model cannot inject markup.
 """
 from __future__ import annotations
 
+import logging
 import re
 import sys
 from datetime import datetime, timezone
@@ -20,6 +21,7 @@ from html import escape
 from typing import Any, Iterable, Sequence
 
 from ..errors import SrcoreError
+from .errors import OutputPathError
 
 #: at most this many lifetime pictures (the blocks with the largest arenas) per report
 MAX_PICTURES = 8
@@ -55,7 +57,7 @@ details>summary{cursor:pointer;font-weight:600;margin:.5em 0}.muted{color:#5b647
 """
 
 
-class ReportWriteError(SrcoreError):
+class ReportWriteError(OutputPathError):
     """The ``--html`` report cannot be written to the path given; names the path."""
 
 
@@ -81,7 +83,7 @@ def render_report(ctx, sections: Sequence) -> str:
         try:
             inner = import_ref(s.html)(ctx)
         except SrcoreError as exc:  # the rest of the report is still worth having
-            print(f"srcore: warning: {s.flag} section of the report: {exc}", file=sys.stderr)
+            logging.getLogger("srcore.cli").warning("%s section of the report: %s", s.flag, exc)
             inner = f'<p class="error">{escape(f"{type(exc).__name__}: {exc}")}</p>'
         body.append(f'<section id="{_anchor(s)}"><h2>{escape(s.title)}</h2>\n{inner}\n</section>')
     toc = "".join(f'<li><a href="#{_anchor(s)}">{escape(s.title)}</a> <span class="muted">({escape(s.flag)})'

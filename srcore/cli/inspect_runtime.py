@@ -38,21 +38,42 @@ def memory_plan_data(ctx) -> MemoryPlanData:
 
 
 def render_memory_plan(ctx) -> str:
-    from ..memory.report import render_png, render_svg, summary_rows
+    from ..memory.report import summary_rows
 
     data = ctx.memory_plan
-    text = [f"== memory plan ({data.algorithm}) for inputs {data.inputs}", summary_rows(data.rows)]
-    picture = getattr(ctx.args, "picture", None)
-    if picture:
-        main = data.largest()
-        title = f"{ctx.args.model}: block {main['block']} ({main['owner']})"
-        if picture.lower().endswith(".png"):
-            render_png(main["requests"], main["plan"], picture, title=title, labels=data.labels)
-        else:
-            with open(picture, "w", encoding="utf-8") as f:
-                f.write(render_svg(main["requests"], main["plan"], title=title, labels=data.labels))
-        text.append(f"wrote {picture} (block {main['block']}: lifetimes against offsets)")
-    return "\n".join(text)
+    return "\n".join([f"== memory plan ({data.algorithm}) for inputs {data.inputs}", summary_rows(data.rows)])
+
+
+def memory_plan_json(ctx) -> dict[str, Any]:
+    """``--memory-plan`` for ``--format json``: the planner, the inputs and one object per block."""
+    from ..memory.report import summary_table
+
+    keys = ("block", "owner", "managed_tensors", "arena_bytes", "no_reuse_bytes", "lower_bound_bytes",
+            "arena_over_lower_bound", "arena_over_no_reuse")
+    data = ctx.memory_plan
+    return {"algorithm": data.algorithm, "inputs": data.inputs,
+            "blocks": [dict(zip(keys, row)) for row in summary_table(data.rows)]}
+
+
+#: file types ``--picture`` writes (``-``: SVG to stdout)
+PICTURE_SUFFIXES = (".svg", ".png")
+
+
+def write_picture(ctx, dest: str) -> str:
+    """Draw the largest block's lifetimes against offsets to ``dest`` (.svg, .png or ``-``); a one-line note."""
+    from ..memory.report import render_png, render_svg
+    from .output import open_output
+
+    data = ctx.memory_plan
+    main = data.largest()
+    title = f"{ctx.args.model}: block {main['block']} ({main['owner']})"
+    if dest.lower().endswith(".png"):
+        with open_output(dest, "--picture", binary=True) as f:
+            render_png(main["requests"], main["plan"], f, title=title, labels=data.labels)
+    else:
+        with open_output(dest, "--picture") as f:
+            f.write(render_svg(main["requests"], main["plan"], title=title, labels=data.labels))
+    return f"wrote {dest} (block {main['block']}: lifetimes against offsets)"
 
 
 CODEGEN_TITLE = "generated code (one function for the graph, one per prim::fork body)"
@@ -71,6 +92,10 @@ def codegen_source(ctx) -> str:
 
 def render_codegen(ctx) -> str:
     return f"== {CODEGEN_TITLE}\n" + codegen_source(ctx).rstrip("\n")
+
+
+def codegen_json(ctx) -> dict[str, Any]:
+    return {"executor": ctx.module.options.executor, "source": codegen_source(ctx)}
 
 
 @attrs.frozen
@@ -116,6 +141,15 @@ def render_dispatch(ctx) -> str:
             else:
                 lines.append(f"  {r.position:4d} {r.op:40s} {r.kind:8s} {r.backend:10s} {r.plugin}")
     return "\n".join(lines)
+
+
+def dispatch_json(ctx) -> dict[str, Any]:
+    """``--dispatch`` for ``--format json``: the backends and one object per processed node."""
+    rows = [{"block": r.block, "owner": r.owner, "position": r.position, "op": r.op, "kind": r.kind,
+             "backend": r.backend or None, "plugin": r.plugin or None,
+             "source": str(r.node.source) if getattr(r.node, "source", None) is not None else None}
+            for r in ctx.dispatch]
+    return {"backends": list(ctx.module.options.backends), "nodes": rows}
 
 
 def _owner(block_info) -> str:

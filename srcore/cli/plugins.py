@@ -1,14 +1,14 @@
 """``srcore plugins``: installed plugins, their versions and hooks, and why any failed."""
 from __future__ import annotations
 
-import json
-
 NAME = "plugins"
 HELP = "list installed plugins, their versions, and load or registration errors"
 
 
 def configure_parser(p) -> None:
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    from .output import add_format_argument
+
+    add_format_argument(p, ("table", "json"), what="the plugins")
 
 
 def run(args) -> int:
@@ -24,7 +24,9 @@ def run(args) -> int:
         build_error = None
     reports = pm.reports
     if args.format == "json":
-        print(json.dumps([r.to_json() for r in reports], indent=2))
+        from .output import print_json
+
+        print_json([r.to_json() for r in reports])
     else:
         rows = []
         for r in reports:

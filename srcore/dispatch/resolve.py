@@ -8,6 +8,7 @@ decline wins. See docs/static-dispatch.md.
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, Iterable, Sequence
 
 import attrs
@@ -18,6 +19,8 @@ from ..ir.types import ListType, OptionalType, TensorType, TupleType, Type
 from ..plugin.types import KERNEL_KINDS, ArgInfo, Kernel, NodeInfo, Specialized
 from .lazy import resolve_ref
 from .table import KernelTable, op_key
+
+log = logging.getLogger("srcore.dispatch")
 
 #: node kinds the runtime executes itself; they never need a kernel
 STRUCTURAL_KINDS = frozenset({
@@ -230,6 +233,21 @@ def _alternatives(op: str, dts: tuple[str, ...], table: KernelTable, backends: S
     return tuple(dict.fromkeys(lines))
 
 
+def _out_form_only(node, schema, table: KernelTable) -> str | None:
+    """When the only overload ``node``'s inputs fit is an out= form nobody implements (``aten::relu(%x, %x)``
+    fits ``aten::relu.out`` with ``%x`` as ``out``), say that no overload takes those arguments."""
+    if schema is None or not schema.is_out or table.kernels_for(op_key(schema.qualified_name)):
+        return None
+    registry = getattr(table, "schemas", None)
+    others = [s for s in (registry.overloads(node.kind) if registry is not None else ()) if not s.is_out]
+    types = ", ".join(str(v.type) for v in node.inputs)
+    text = (f"no overload of {node.kind} takes these {len(node.inputs)} input(s) ({types}): they fit only the "
+            f"out= form {schema.qualified_name}, which no installed plugin implements")
+    if others:
+        text += "; the other overloads take:" + "".join(f"\n        {s}" for s in others)
+    return text
+
+
 def _schema_problem(node, table: KernelTable) -> str:
     """Why ``node`` has no schema: an op nobody declares (with the closest declared name), or
     inputs that fit none of its overloads."""
@@ -253,6 +271,17 @@ def _walk(block):
         yield n
         for b in n.blocks:
             yield from _walk(b)
+
+
+def _log_choice(node, rk: ResolvedKernel) -> None:
+    p = rk.kernel.provider
+    who = (p.dist or p.name) if p else "?"
+    where = f"  # {node.source}" if getattr(node, "source", None) is not None else ""
+    if rk.kind == "fallback":  # the slow generic path: worth knowing without -vv
+        log.info("%s runs on the fallback kernel of %s on %s (no out or native kernel accepts it)%s",
+                 node.kind, who, rk.backend, where)
+    else:
+        log.debug("%s -> %s %s kernel on %s (%s)%s", node.kind, rk.kernel.op, rk.kind, rk.backend, who, where)
 
 
 def resolve_graph(graph, table: KernelTable, backends: Sequence[str] = ("cpu",),
@@ -280,17 +309,26 @@ def resolve_graph(graph, table: KernelTable, backends: Sequence[str] = ("cpu",),
         rk = resolve_node(node, table, backends, kinds=kinds)
         if rk is not None:
             resolved[node] = rk
+            if rk.kind == "fallback" or log.isEnabledFor(logging.DEBUG):
+                _log_choice(node, rk)
             continue
         schema = node_schema(node, table)
         op = node_op(node, schema)
         dts = dispatch_dtypes(node)
         alts = _alternatives(op, dts, table, backends)
-        if schema is None:
+        shown = str(schema) if schema is not None else node.kind
+        out_only = _out_form_only(node, schema, table)
+        if out_only is not None:
+            alts, shown = (out_only,), f"{node.kind}({', '.join(str(v.type) for v in node.inputs)})"
+        elif schema is None:
             alts = (_schema_problem(node, table), *alts)
-        missing.append(Unsupported(node, op, str(schema) if schema is not None else node.kind, dts,
-                                   _source(node), alts))
+        missing.append(Unsupported(node, op, shown, dts, _source(node), alts))
     if missing:
         head = (f"{len(missing)} node(s) have no kernel on backend(s) {', '.join(backends)}:")
-        hint = "hint: install or enable a plugin that provides them (srcore list-ops shows what is installed)"
-        raise UnsupportedOpError("\n".join([head, *(m.describe() for m in missing), hint]), missing)
+        exc = UnsupportedOpError("\n".join([head, *(m.describe() for m in missing)]), missing)
+        if all(m.alternatives and m.alternatives[0].startswith(("no overload of", "its ")) for m in missing):
+            exc.hint = "the nodes' arguments fit no overload: 'srcore list-ops --op NAME' lists each op's overloads"
+        else:
+            exc.hint = "install or enable a plugin that provides them ('srcore list-ops' shows what is installed)"
+        raise exc
     return resolved

@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import time
 from typing import Any
 
 from ..errors import SrcoreError, SrcoreFormatError
 from ..model import Model, collect_params, required_ops, specs_from_json, specs_to_json
 from .safetensors_io import Container, canonical_json, encode_header, raw_bytes, tensor_layout, write_file
+
+log = logging.getLogger("srcore.format")
 
 FORMAT_NAME = "srcore.srm"
 FORMAT_VERSION = "1"
@@ -47,8 +51,10 @@ def save(model: Model, path: str | os.PathLike, *, producer: str | None = None) 
     for name, arr in collect_params(model.graph).items():  # the graph's arrays are the truth
         params.setdefault(name, arr)
     model.validate()
+    engines_md, engine_arrays = _engines_out(getattr(model, "engines", None) or {}, params, path)
+    stored = {**params, **engine_arrays}
     try:
-        entries, order = tensor_layout(params)
+        entries, order = tensor_layout(stored)
     except TypeError as exc:
         raise SrcoreError(f"cannot save {os.fspath(path)}: {exc}") from exc
     text = print_graph(model.graph)
@@ -60,7 +66,7 @@ def save(model: Model, path: str | os.PathLike, *, producer: str | None = None) 
         raise SrcoreError(f"cannot save {os.fspath(path)}: the graph's IR text does not parse back: {exc}") from exc
     data_hash = hashlib.sha256()
     for name in order:
-        data_hash.update(raw_bytes(params[name]))
+        data_hash.update(raw_bytes(stored[name]))
     md = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -73,9 +79,60 @@ def save(model: Model, path: str | os.PathLike, *, producer: str | None = None) 
         "required_ops": json.dumps(required_ops(model.graph)),
         "data_sha256": data_hash.hexdigest(),
     }
+    if engines_md:
+        md["engines"] = canonical_json(engines_md)
     header: dict[str, Any] = {"__metadata__": md, **entries}
     md["header_sha256"] = _header_digest(header)
-    write_file(path, encode_header(header), params, order)
+    write_file(path, encode_header(header), stored, order)
+
+
+#: tensor names of serialized engines' arrays: ``engine/<n>/<name>``
+_ENGINE_PREFIX = "engine/"
+
+
+def _engines_out(engines: dict, params: dict, path) -> tuple[dict, dict]:
+    """The ``engines`` metadata (segment key -> backend, meta, array tensor names) and the arrays."""
+    md, arrays = {}, {}
+    for i, (key, data) in enumerate(sorted(engines.items())):
+        names = {}
+        for name, arr in sorted(data.arrays.items()):
+            tensor = f"{_ENGINE_PREFIX}{i}/{name}"
+            if tensor in params:
+                raise SrcoreError(f"cannot save {os.fspath(path)}: parameter {tensor!r} collides with an engine array")
+            names[name] = tensor
+            arrays[tensor] = arr
+        md[key] = {"backend": data.backend, "meta": data.meta, "arrays": names}
+    return md, arrays
+
+
+def _engines_in(c: Container, md: dict, params: dict) -> dict:
+    """The serialized engines of a file (their tensors leave ``params``); structure checked."""
+    from ..plugin.types import EngineData
+
+    raw = md.get("engines")
+    if raw is None:
+        return {}
+    try:
+        table = json.loads(raw)
+        if not isinstance(table, dict):
+            raise ValueError("not an object")
+        out = {}
+        for key, entry in table.items():
+            if not (isinstance(entry, dict) and isinstance(entry.get("backend"), str)
+                    and isinstance(entry.get("meta"), dict) and isinstance(entry.get("arrays"), dict)):
+                raise ValueError(f"engine {key[:16]}: expected backend, meta and arrays")
+            arrays = {}
+            for name, tensor in entry["arrays"].items():
+                if not (isinstance(tensor, str) and tensor.startswith(_ENGINE_PREFIX)) or tensor not in params:
+                    raise ValueError(f"engine {key[:16]}: array {name!r} names no tensor of the file ({tensor!r})")
+                arrays[name] = params[tensor]
+            out[key] = EngineData(entry["backend"], entry["meta"], arrays)
+    except (ValueError, TypeError) as exc:
+        c.fail(f"bad engines metadata: {exc}")
+    for entry in table.values():
+        for tensor in entry["arrays"].values():
+            params.pop(tensor, None)
+    return out
 
 
 def load(path: str | os.PathLike, *, verify: str = "header") -> Model:
@@ -87,6 +144,7 @@ def load(path: str | os.PathLike, *, verify: str = "header") -> Model:
     """
     if verify not in ("header", "full"):
         raise ValueError(f"verify must be 'header' or 'full', not {verify!r}")
+    t0 = time.perf_counter()
     c = Container(path)
     md = c.metadata
     if md.get("format") != FORMAT_NAME:
@@ -103,6 +161,7 @@ def load(path: str | os.PathLike, *, verify: str = "header") -> Model:
         if hashlib.sha256(c.data_view()).hexdigest() != md["data_sha256"]:
             c.fail("data checksum mismatch: the parameter data was modified or corrupted")
     params = {name: c.array(name) for name in c.entries}
+    engines = _engines_in(c, md, params)
     try:
         specs = specs_from_json(md["input_specs"])
         outputs = json.loads(md["output_names"])
@@ -114,11 +173,13 @@ def load(path: str | os.PathLike, *, verify: str = "header") -> Model:
     except (ValueError, TypeError) as exc:
         c.fail(f"bad model metadata: {exc}")
     graph = _parse(c, md["graph"], params)
-    model = Model(graph, params, specs, tuple(outputs), meta)
+    model = Model(graph, params, specs, tuple(outputs), meta, engines)
     try:
         model.validate()
     except SrcoreError as exc:
         c.fail(f"inconsistent model: {exc}")
+    log.info("read %s (%d parameters, verify=%s) in %.1f ms", os.fspath(path), len(params), verify,
+             (time.perf_counter() - t0) * 1e3)
     return model
 
 

@@ -19,6 +19,8 @@ arguments positional in schema order and ``node.schema`` set;
 """
 from __future__ import annotations
 
+import contextlib
+import logging
 import operator
 import os
 import re
@@ -66,11 +68,23 @@ def from_torch(module, example_inputs=None, *, dynamic_shapes=None, decompositio
     return Model(graph, conv.params, specs, default_output_names(len(graph.outputs)), meta)
 
 
+@contextlib.contextmanager
+def _quiet_logger(name: str):
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def _exported(torch, obj, example_inputs, dynamic_shapes):
     if isinstance(obj, (str, os.PathLike)):
         path = os.fspath(obj)
         try:
-            return torch.export.load(path), path
+            with _quiet_logger("torch.export"):  # it logs a traceback before raising; we report the error
+                return torch.export.load(path), path
         except Exception as exc:
             raise ConversionError(f"{path}: not a loadable torch.export file: {type(exc).__name__}: {exc}") from exc
     if isinstance(obj, torch.export.ExportedProgram):

@@ -243,6 +243,9 @@ class _Converter:
         out_of_place = self.mkldnn.out_of_place(n)
         node = g.create(out_of_place or kind, inputs, out_types, output_names=names,
                         source=tc.source_from_range(n.sourceRange()))
+        scope = _module_scope(n)
+        if scope:
+            node.meta["scope"] = scope
         for a in n.attributeNames():  # non-Constant attributes are rare (e.g. prim::profile); keep scalars
             k = n.kindOf(a)
             if k in ("i", "f", "s", "is", "fs", "ss"):
@@ -418,3 +421,29 @@ class _Converter:
                     break
         self.params[name] = value
         return name
+
+
+def _module_scope(n) -> str | None:
+    """The module hierarchy a frozen graph's node was called in (``b(Block).conv(Conv2d)``; the
+    method's own ``SELF(...)`` dropped): what ``Options.engine_fallback_modules`` matches."""
+    try:
+        hierarchy = n.getModuleHierarchy()
+    except (AttributeError, RuntimeError):   # an older torch, or a node without one
+        return None
+    parts = [p for p in _split_top(hierarchy) if p and not p.startswith("SELF(")]
+    return ".".join(parts) or None
+
+
+def _split_top(text: str) -> list[str]:
+    """``a(A).b(x.B)`` -> ``["a(A)", "b(x.B)"]``: split at dots outside parentheses."""
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch == "." and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+            continue
+        depth += ch == "("
+        depth -= ch == ")"
+        cur.append(ch)
+    parts.append("".join(cur))
+    return parts

@@ -126,6 +126,8 @@ def _print_node(n: Node, names: dict[int, str], depth: int, lines: list[str]) ->
     lhs = f"{outs} = " if outs else "= "
     args = ", ".join("%" + _name(v, names) for v in n.inputs)
     line = f"{ind}{lhs}{n.kind}{_attrs(n)}({args})"
+    if n.meta.get("scope"):   # the module hierarchy the node was called in (see srcore.ir.scope)
+        line += f", scope: {n.meta['scope']}"
     if n.source is not None and not n.source.in_text:   # a text position is the text's own
         line += f" # {n.source}"
     lines.append(line)

@@ -93,7 +93,7 @@ def render_svg(requests: Sequence[TensorRequest], plan: Plan, *, title: str = ""
 
 def render_png(requests: Sequence[TensorRequest], plan: Plan, path: str, *, title: str = "",
                labels: dict | None = None) -> None:
-    """The same picture as PNG (needs matplotlib)."""
+    """The same picture as PNG (needs matplotlib); ``path`` may be a binary file object."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -119,5 +119,5 @@ def render_png(requests: Sequence[TensorRequest], plan: Plan, path: str, *, titl
     ax.set_title(title or f"{plan.algorithm}: arena {plan.total_bytes:,} B")
     ax.legend(loc="upper right")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=100, format="png")
     plt.close(fig)

@@ -1,18 +1,23 @@
 """Partition a graph and build its engines, with automatic fallback; the partition report."""
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
 import attrs
 
 from ..dispatch.lazy import resolve_ref
-from ..errors import EngineBuildError, SrcoreError
+from ..errors import EngineBuildError, EngineOptionError, SrcoreError, SrcoreFormatError
 from ..ir.graph import Graph, Node
+from ..progress import progress
 from ..plugin.types import Segment
 from .extract import ENGINE_KIND, replace_with_engine, segment_graph
 from .fallback import SegmentFallback
+from .dependencies import program_order
 from .segments import Eligibility, boundary, find_candidates
+
+log = logging.getLogger("srcore.partition")
 
 
 @attrs.frozen
@@ -32,8 +37,12 @@ class SegmentReport:
     reason: str = ""
     build_seconds: float = 0.0
     describe: Any = attrs.field(default=None, eq=False, repr=False)  # the engine's describe(), if any
-    #: the engine itself (for its optional ``profile()`` and ``memory()``); None unless built
+    #: the engine itself (for its optional ``profile()``, ``memory()``, ``prepare()``, ``serialize()``)
     engine: Any = attrs.field(default=None, eq=False, repr=False)
+    #: the :class:`srcore.plugin.Segment` the engine was built from; None unless built
+    segment: Any = attrs.field(default=None, eq=False, repr=False)
+    #: True when the engine was loaded from the model's serialized engines (``srcore build``)
+    loaded: bool = False
 
     @property
     def description(self) -> str:
@@ -70,7 +79,7 @@ class PartitionReport:
         for s in self.segments:
             head = f"{s.name} [{s.backend}] {len(s.ops)} node(s): {s.status}"
             if s.status == "engine":
-                head += f" (built in {s.build_seconds * 1e3:.1f} ms)"
+                head += f" ({'loaded' if s.loaded else 'built'} in {s.build_seconds * 1e3:.1f} ms)"
             lines.append(head)
             lines.append("  ops: " + ", ".join(_count(s.ops)))
             if s.source:
@@ -99,11 +108,16 @@ def _node_text(n: Node) -> str:
     return f"{outs} = {n.kind}" if outs else n.kind
 
 
+#: engine options srcore itself interprets (not handed to builders): see StaticModule.warmup
+CORE_ENGINE_OPTIONS = frozenset({"profiles"})
+
+
 def partition_graph(graph: Graph, registry: Any, table: Any, options: Any,
-                    plugin_manager: Any = None) -> tuple[PartitionReport, dict]:
+                    plugin_manager: Any = None, stored: dict | None = None) -> tuple[PartitionReport, dict]:
     """Cut ``graph`` (in place) into engine segments for every engine backend in
     ``options.backends``; returns the report and ``{engine node: engine}``. ``plugin_manager``
-    (default: the process's) serves the segments' node-by-node fallbacks."""
+    (default: the process's) serves the segments' node-by-node fallbacks; ``stored``: the model's
+    serialized engines by segment key (``srcore build``), loaded instead of built."""
     engines: dict[Node, Any] = {}
     segments: list[SegmentReport] = []
     refused: list = []
@@ -113,15 +127,17 @@ def partition_graph(graph: Graph, registry: Any, table: Any, options: Any,
             continue
         what = f"the {backend} engine builder"
         supports = resolve_ref(eb.supports, provider=eb.provider, op=ENGINE_KIND, what=f"supports of {what}")
-        build = resolve_ref(eb.build, provider=eb.provider, op=ENGINE_KIND, what=f"build of {what}")
-        elig = Eligibility(graph, table, supports, backend, options.engine_fallback_ops)
+        elig = Eligibility(graph, table, supports, backend, options.engine_fallback_ops,
+                           options.engine_fallback_modules)
+        builder = _Builder(graph, backend, eb, options, plugin_manager, elig.chains,
+                           {k: d for k, d in (stored or {}).items() if d.backend == backend})
         runs, refusals = find_candidates(graph.block, elig)
         refused.extend((backend, r) for r in refusals if r.node.kind != ENGINE_KIND)
-        for run in runs:
+        for run in progress(runs, f"build {backend} engines", total=len(runs), unit="engine"):
             name = f"{backend}_engine_{sum(1 for s in segments if s.backend == backend)}"
-            whole = run.block is graph.block and len(run.nodes) == _n_compute(graph.block)
-            report, engine_node, engine = _build_one(graph, run.nodes, backend, name, build, options, whole,
-                                                     plugin_manager)
+            whole = run.block is graph.block and len(run.nodes) == _n_compute(graph.block, elig.chains)
+            report, engine_node, engine = builder.one(run.nodes, name, whole)
+            _log_segment(report)
             segments.append(report)
             if engine_node is not None:
                 engines[engine_node] = engine
@@ -134,39 +150,88 @@ def partition_graph(graph: Graph, registry: Any, table: Any, options: Any,
     return report, engines
 
 
-def _n_compute(block) -> int:
-    return sum(1 for n in block.nodes if n.kind != "prim::Constant")
+def _log_segment(r: SegmentReport) -> None:
+    if r.status == "engine":
+        log.info("%s: %d node(s) %s into an engine in %.1f ms", r.name, len(r.ops), "loaded" if r.loaded else "built",
+                 r.build_seconds * 1e3)
+    else:  # the nodes fall back to per-node kernels
+        log.info("%s: %d node(s) run node by node (%s): %s", r.name, len(r.ops), r.status, r.reason)
 
 
-def _build_one(graph, nodes, backend, name, build, options, whole: bool, plugin_manager=None):
-    ops = tuple(n.kind for n in nodes)
-    source = _src(nodes[0])
-    if len(nodes) < options.engine_min_block_size and not whole:
-        why = f"{len(nodes)} node(s) < Options.engine_min_block_size={options.engine_min_block_size}"
-        return SegmentReport(name, backend, ops, source, "too small", why), None, None
-    inputs, outputs = boundary(nodes)
-    if not outputs:
-        return SegmentReport(name, backend, ops, source, "fallback", "the segment's results are unused"), None, None
-    sub = segment_graph(nodes, inputs, outputs)
-    segment = Segment(name, backend, sub, options.engine_options, _fallback(sub, backend, options, plugin_manager))
-    t0 = time.perf_counter()
-    try:
-        engine = build(segment)
-    except EngineBuildError as exc:
-        return SegmentReport(name, backend, ops, source, "fallback", str(exc)), None, None
-    except SrcoreError as exc:
-        return SegmentReport(name, backend, ops, source, "fallback",
-                             f"{type(exc).__name__}: {exc}"), None, None
-    except Exception as exc:  # a builder bug: keep the model running on the other backends
-        return SegmentReport(name, backend, ops, source, "fallback",
-                             f"the builder failed: {type(exc).__name__}: {exc}"), None, None
-    if not callable(engine):
-        return SegmentReport(name, backend, ops, source, "fallback",
-                             f"the builder returned {type(engine).__name__}, not a callable engine"), None, None
-    seconds = time.perf_counter() - t0
-    describe = getattr(engine, "describe", None)
-    node = replace_with_engine(graph, nodes, inputs, outputs, backend=backend, name=name, subgraph=sub)
-    return SegmentReport(name, backend, ops, source, "engine", "", seconds, describe, engine), node, engine
+def _n_compute(block, chains) -> int:
+    """The nodes of ``block`` an engine would hold (not constants, not non-tensor chains)."""
+    return sum(1 for n in block.nodes if n.kind != "prim::Constant" and not chains.is_chain(n))
+
+
+@attrs.define
+class _Builder:
+    """Builds (or loads) the engines of one backend."""
+
+    graph: Graph
+    backend: str
+    eb: Any
+    options: Any
+    plugin_manager: Any
+    chains: Any
+    stored: dict
+
+    def one(self, nodes, name: str, whole: bool):
+        """``(report, engine node or None, engine or None)`` for one run of eligible nodes."""
+        backend, options = self.backend, self.options
+        ops = tuple(n.kind for n in nodes)
+        source = _src(nodes[0])
+
+        def refused(status, why):
+            return SegmentReport(name, backend, ops, source, status, why), None, None
+        if len(nodes) < options.engine_min_block_size and not whole:
+            return refused("too small", f"{len(nodes)} node(s) < Options.engine_min_block_size="
+                                        f"{options.engine_min_block_size}")
+        chain = self.chains.needed(nodes)
+        absorbed = frozenset(self.chains.absorbed(nodes, chain)) if chain else frozenset()
+        inputs, outputs = boundary(nodes, tuple(chain), absorbed)
+        if not outputs:
+            return refused("fallback", "the segment's results are unused")
+        sub = segment_graph(program_order([*nodes, *chain]) if chain else nodes, inputs, outputs)
+        segment = Segment(name, backend, sub, _builder_options(options),
+                          _fallback(sub, backend, options, self.plugin_manager))
+        t0 = time.perf_counter()
+        try:
+            engine, segment = self._make(segment)
+        except EngineBuildError as exc:
+            return refused("fallback", str(exc))
+        except (SrcoreFormatError, EngineOptionError):   # a corrupt serialized engine, a bad option: the user's
+            raise
+        except SrcoreError as exc:
+            return refused("fallback", f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # a builder bug: keep the model running on the other backends
+            return refused("fallback", f"the builder failed: {type(exc).__name__}: {exc}")
+        if not callable(engine):
+            return refused("fallback", f"the builder returned {type(engine).__name__}, not a callable engine")
+        seconds = time.perf_counter() - t0
+        describe = getattr(engine, "describe", None)
+        taken = tuple(n for n in chain if id(n) in absorbed)   # originals nothing else reads: they go
+        node = replace_with_engine(self.graph, nodes, inputs, outputs, backend=backend, name=name, subgraph=sub,
+                                   also=taken)
+        report = SegmentReport(name, backend, ops, source, "engine", "", seconds, describe, engine, segment,
+                               segment.stored is not None)
+        return report, node, engine
+
+    def _make(self, segment: Segment):
+        """The engine of ``segment``: loaded from the model's serialized engine for its key, if any
+        (the builder's ``load``), else built."""
+        data = self.stored.get(segment.key()) if self.stored and self.eb.load is not None else None
+        if data is not None:
+            segment = attrs.evolve(segment, stored=data)
+            load = resolve_ref(self.eb.load, provider=self.eb.provider, op=ENGINE_KIND,
+                               what=f"load of the {self.backend} engine builder")
+            return load(segment), segment
+        build = resolve_ref(self.eb.build, provider=self.eb.provider, op=ENGINE_KIND,
+                            what=f"build of the {self.backend} engine builder")
+        return build(segment), segment
+
+
+def _builder_options(options: Any) -> dict:
+    return {k: v for k, v in dict(options.engine_options).items() if k not in CORE_ENGINE_OPTIONS}
 
 
 def _fallback(sub: Graph, backend: str, options: Any, plugin_manager: Any) -> SegmentFallback | None:

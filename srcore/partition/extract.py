@@ -28,9 +28,11 @@ def segment_graph(nodes: tuple[Node, ...], inputs: list[Value], outputs: list[Va
 
 
 def replace_with_engine(graph: Graph, nodes: tuple[Node, ...], inputs: list[Value], outputs: list[Value],
-                        *, backend: str, name: str, subgraph: Graph) -> Node:
+                        *, backend: str, name: str, subgraph: Graph, also: tuple[Node, ...] = ()) -> Node:
     """Put one ``srcore::engine`` node where ``nodes`` were (they must be consecutive but for
-    constants), reading ``inputs`` and making values that stand for ``outputs``."""
+    constants and non-tensor chains), reading ``inputs`` and making values that stand for
+    ``outputs``; ``also``: chain nodes the segment took over, removed with ``nodes`` (every node
+    in program order, ``nodes`` and ``also`` together)."""
     eng = Node(graph, ENGINE_KIND)
     for v in inputs:
         eng.add_input(v)
@@ -42,8 +44,14 @@ def replace_with_engine(graph: Graph, nodes: tuple[Node, ...], inputs: list[Valu
     for old, new in zip(outputs, eng.outputs):
         old.replace_all_uses_with(new)
     names = [o.name for o in outputs]
-    for n in reversed(nodes):
+    for n in reversed(nodes if not also else _in_order(nodes, also)):
         n.destroy()
     for v, nm in zip(eng.outputs, names):
         graph.rename(v, nm)
     return eng
+
+
+def _in_order(nodes, also) -> list[Node]:
+    from .dependencies import program_order
+
+    return program_order([*nodes, *also])

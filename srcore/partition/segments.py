@@ -5,10 +5,10 @@ A node is *eligible* for an engine backend when the backend's builder says it
 in-place writes, and none of its values shares memory with a value something
 writes in place (an engine returns fresh arrays, so an alias the rest of the
 program relies on would silently break). A *segment* is a maximal run of
-eligible nodes in program order within one block (``prim::Constant`` nodes do
-not break a run: the segment gets its own copies). This is TRTorch's
-segmentation: what is not eligible stays in the graph and runs node by node on
-the next backends.
+eligible nodes in program order within one block (``prim::Constant`` nodes and
+the non-tensor chains of :mod:`.dependencies` do not break a run: the segment
+gets its own copies). This is TRTorch's segmentation: what is not eligible stays
+in the graph and runs node by node on the next backends.
 """
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ from ..dispatch.resolve import STRUCTURAL_KINDS, node_info, node_op, node_schema
 from ..ir.effects import VIEW_OPS, has_side_effects, mutated_inputs
 from ..ir.graph import Block, Graph, Node, Value
 from ..ir.types import TensorType
+from .dependencies import Chains
 from .extract import ENGINE_KIND
+from .scopes import ScopeMatcher
 
 
 @attrs.frozen
@@ -71,13 +73,15 @@ def _base(kind: str) -> str:
 class Eligibility:
     """Decides, node by node, whether one engine backend may take it (with the reason if not)."""
 
-    def __init__(self, graph: Graph, table: Any, supports: Callable[[Any], bool], backend: str,
-                 fallback_ops: tuple[str, ...] = ()):
+    def __init__(self, graph: Graph, table: Any, supports: Callable[[Any], Any], backend: str,
+                 fallback_ops: tuple[str, ...] = (), fallback_modules: tuple[str, ...] = ()):
         self.table = table
         self.supports = supports
         self.backend = backend
         self.fallback_ops = frozenset(fallback_ops)
+        self.fallback_modules = ScopeMatcher(fallback_modules)
         self.tainted = mutation_tainted(graph)
+        self.chains = Chains(graph, table)
 
     def check(self, node: Node) -> str | None:
         """None if ``node`` may go into an engine, else the reason it may not."""
@@ -89,15 +93,28 @@ class Eligibility:
         op = node_op(node, schema)
         if op in self.fallback_ops or _base(op) in self.fallback_ops:
             return "listed in Options.engine_fallback_ops"
+        module = self.fallback_modules.match(node.meta.get("scope"))
+        if module is not None:
+            return f"in module {module}, listed in Options.engine_fallback_modules"
         if mutated_inputs(node) or has_side_effects(node):
             return "writes in place or has side effects"
         if any(id(v) in self.tainted for v in (*node.inputs, *node.outputs)):
             return "shares memory with a value written in place"
+        info = node_info(node, schema, op)
+        derived = [i for i, (v, a) in enumerate(zip(node.inputs, info.args))
+                   if not a.is_constant and id(v) in self.chains.values]
+        if derived:
+            args = list(info.args)
+            for i in derived:
+                args[i] = attrs.evolve(args[i], derived=True)
+            info = attrs.evolve(info, args=tuple(args))
         try:
-            ok = self.supports(node_info(node, schema, op))
+            answer = self.supports(info)
         except Exception as exc:  # a builder's bug must not take the model down: run it elsewhere
             return f"{self.backend}'s supports() raised {type(exc).__name__}: {exc}"
-        if ok:
+        if isinstance(answer, str) and answer:   # a refusal that says why
+            return f"not supported by {self.backend}: {answer}"
+        if answer and not isinstance(answer, str):
             return None
         if any(_unknown_layout(v.type) for v in (*node.inputs, *node.outputs)):
             return (f"not supported by {self.backend}; the dtype or rank of its tensors is unknown (an op "
@@ -116,7 +133,7 @@ def find_candidates(block: Block, eligibility: Eligibility) -> tuple[list[Candid
     for b in _blocks(block):
         current: list[Node] = []
         for n in b.nodes:
-            if n.kind == "prim::Constant":
+            if n.kind == "prim::Constant" or eligibility.chains.is_chain(n):
                 continue
             reason = eligibility.check(n)
             if reason is None:
@@ -138,15 +155,26 @@ def _blocks(block: Block) -> Iterator[Block]:
             yield from _blocks(sub)
 
 
-def boundary(nodes: tuple[Node, ...]) -> tuple[list[Value], list[Value]]:
+def boundary(nodes: tuple[Node, ...], chain: tuple[Node, ...] = (),
+             absorbed: frozenset[int] = frozenset()) -> tuple[list[Value], list[Value]]:
     """A run's inputs (non-constant values read from outside it, first-use order) and outputs
-    (values it makes that anything outside it reads, including block returns)."""
-    inside = {id(n) for n in nodes}
-    made = {id(o) for n in nodes for o in n.outputs}
+    (values it makes that anything outside it reads, including block returns). ``chain``: the
+    chain nodes the segment gets copies of (their inputs are the segment's too); ``absorbed``:
+    ids of those whose originals go with the run (their reads are not outside reads)."""
+    inside = {id(n) for n in nodes} | set(absorbed)
+    made = {id(o) for n in (*nodes, *chain) for o in n.outputs}
     inputs: dict[int, Value] = {}
-    for n in nodes:
+    for n in _in_order(nodes, chain):
         for v in n.inputs:
             if id(v) not in made and v.node.kind != "prim::Constant":
                 inputs.setdefault(id(v), v)
     outputs = [o for n in nodes for o in n.outputs if any(id(u.user) not in inside for u in o.uses)]
     return list(inputs.values()), outputs
+
+
+def _in_order(nodes, chain) -> list[Node]:
+    if not chain:
+        return list(nodes)
+    from .dependencies import program_order
+
+    return program_order([*nodes, *chain])

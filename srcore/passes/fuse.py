@@ -28,6 +28,7 @@ from typing import Callable
 import attrs
 
 from ..ir.graph import Graph, Node, Value
+from ..ir.scope import joined
 from ..ir.types import TensorType
 from ._util import base_kind, const_or, is_mutated, replace_with_values, walk_blocks
 from .fuse_scalar import sum_gt
@@ -158,6 +159,9 @@ def fuse_ops(graph: Graph, *, fusions=None, applied: list[str] | None = None) ->
                     # (x.add_(...) after y = x + x) would be read after the write
                     continue
                 fused = graph.create(kind, inputs, [node.output.type], source=node.source)
+                scope = joined([*reversed(absorbed), node])
+                if scope:
+                    fused.meta["scope"] = scope
                 fused.insert_before(node)
                 name = node.output.name
                 replace_with_values(node, [fused.output])

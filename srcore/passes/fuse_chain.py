@@ -19,6 +19,7 @@ offset alone), so it does not reliably help; opt in with ``fuse_elementwise_chai
 from __future__ import annotations
 
 from ..ir.graph import Graph, Node, Value
+from ..ir.scope import joined
 from ..ir.types import TensorType
 from ._util import base_kind, const_or, is_const, is_mutated, replace_with_values, walk_blocks
 
@@ -143,6 +144,9 @@ def fuse_elementwise_chains(graph: Graph, *, min_steps: int = MIN_STEPS) -> bool
             last = steps[-1][0]
             prog = graph.insert_constant(";".join(parts), before=last)
             fused = graph.create("srcore::ew_chain", [x, prog] + operands, [last.output.type], source=last.source)
+            scope = joined(n for n, _, _ in steps)
+            if scope:
+                fused.meta["scope"] = scope
             fused.insert_before(last)
             name = last.output.name
             replace_with_values(last, [fused.output])

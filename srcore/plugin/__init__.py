@@ -12,8 +12,8 @@ op declarations, through the same hooks).
 """
 import pluggy
 
-from .types import (KERNEL_KINDS, ArgInfo, Const, Backend, DType, EngineBuilder, Kernel, NodeInfo, OpLibrary,
-                    PluginInfo, Segment, ShapeRule, Specialized, Subcommand)
+from .types import (KERNEL_KINDS, ArgInfo, Const, Backend, DType, EngineBuilder, EngineData, EngineOp, Kernel,
+                    NodeInfo, OpLibrary, PluginInfo, Segment, ShapeRule, Specialized, Subcommand)
 
 hookimpl = pluggy.HookimplMarker("srcore")
 
@@ -38,7 +38,8 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "hookimpl", "Kernel", "OpLibrary", "ShapeRule", "Backend", "DType", "EngineBuilder", "Subcommand",
+    "hookimpl", "Kernel", "OpLibrary", "ShapeRule", "Backend", "DType", "EngineBuilder", "EngineData", "EngineOp",
+    "Subcommand",
     "NodeInfo", "ArgInfo", "Specialized", "Const", "PluginInfo", "Segment", "KERNEL_KINDS",
     "TensorType", "ShapeContext", "AbstractValue", "ShapeError",
 ]

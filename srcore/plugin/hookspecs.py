@@ -113,7 +113,7 @@ class SrcoreSpecs:
 
             @hookimpl
             def srcore_engine_builders():
-                yield EngineBuilder("trt_like", supports="srcore_trt_like.support:supports",
+                yield EngineBuilder("trt_like", supports="srcore_trt_like.builder.support:supports",
                                     build="srcore_trt_like.engine:build",
                                     load="srcore_trt_like.engine:load")
         """

@@ -15,6 +15,7 @@ turns that off); the plugins themselves are imported afresh in every process.
 """
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -27,6 +28,8 @@ from ..errors import PluginError, RegistrationError
 from . import discovery
 from .hookspecs import HOOK_RECORDS, SrcoreSpecs
 from .types import Backend, DType, EngineBuilder, Kernel, OpLibrary, PluginInfo, Subcommand
+
+log = logging.getLogger("srcore.plugin")
 
 ENTRY_POINT_GROUP = "srcore.plugins"
 BUILTIN_NAME = "builtin"
@@ -199,6 +202,8 @@ class PluginManager:
     def _fail(self, report: PluginReport, hook: str, exc: BaseException) -> None:
         report.status = "failed"
         report.error = f"{hook}: {type(exc).__name__}: {exc}"
+        log.info("plugin %s (%s) failed: %s ('srcore plugins' lists every plugin)", report.name, report.info,
+                 report.error)
         self._reports.setdefault(report.name, report)
         if self._pm.get_plugin(report.name) is not None:
             self._pm.unregister(name=report.name)
@@ -238,6 +243,9 @@ class PluginManager:
                     t0 = time.perf_counter()
                     self._registry = build_registry(self)
                     self.timings["registry"] = time.perf_counter() - t0
+                    log.info("registry of %d plugin(s) built in %.1f ms: %d ops, %d kernels, backends %s",
+                             len(self._reports), self.timings["registry"] * 1e3, len(self._registry.declared),
+                             len(self._registry.kernel_table), ", ".join(sorted(self._registry.backends)))
                 registry = self._registry
         return registry
 

@@ -203,13 +203,17 @@ class ShapeRule:
 
 @attrs.frozen
 class EngineBuilder:
-    """An engine backend (trt_like): which nodes it supports, how to build and load engines."""
+    """An engine backend (trt_like): which nodes it supports, how to build and load engines.
+
+    ``ops`` (optional): a callable (or ``"module:attr"``) returning the engine's op table as
+    :class:`EngineOp` records (``srcore list-ops --engine BACKEND``)."""
 
     backend: str
     supports: ImplRef = attrs.field(eq=False)
     build: ImplRef = attrs.field(eq=False)
     load: ImplRef | None = attrs.field(default=None, eq=False)
     provider: PluginInfo | None = attrs.field(default=None, eq=False)
+    ops: ImplRef | None = attrs.field(default=None, eq=False)
 
     def provided_by(self, plugin: PluginInfo) -> "EngineBuilder":
         return _stamp(self, plugin)
@@ -239,6 +243,12 @@ class Segment:
     runs the segment's graph node by node on the backends after this one, thread-safe, with
     the engine's calling convention. An engine that plans per input signature calls it for
     a signature it cannot plan (a size no tactic takes) instead of failing.
+
+    Serialized engines: an engine may offer ``serialize() -> EngineData`` (what
+    ``StaticModule.save`` and ``srcore build`` write into the ``.srm``) and ``prepare(shapes)``
+    (build what a call with inputs of these shapes needs: optimization profiles,
+    ``StaticModule.warmup``). A model that carries an engine for a segment (same
+    :meth:`key`) is loaded through ``EngineBuilder.load(segment)`` with :attr:`stored` set.
     """
 
     name: str
@@ -246,10 +256,48 @@ class Segment:
     graph: Any = attrs.field(eq=False)
     options: tuple[tuple[str, Any], ...] = attrs.field(default=(), converter=lambda o: tuple(dict(o).items()))
     fallback: Callable[..., Any] | None = attrs.field(default=None, eq=False, repr=False)
+    #: the serialized engine the model carries for this segment (``EngineBuilder.load`` gets it)
+    stored: "EngineData | None" = attrs.field(default=None, eq=False, repr=False)
 
     def option(self, key: str, default: Any = None) -> Any:
         """The builder option ``key`` (``default`` when the user did not set it)."""
         return dict(self.options).get(key, default)
+
+    def key(self) -> str:
+        """What identifies this segment across processes and machines: a SHA-256 of the backend, the
+        segment graph's IR text and its constants' bytes (computed on each call: it reads every
+        weight). Engine caches and serialized engines are keyed by it."""
+        from ..partition.keys import segment_key
+
+        return segment_key(self.backend, self.graph)
+
+    def specialize(self, shapes) -> Any:
+        """The segment's graph for concrete input ``shapes`` (one per input): every value typed,
+        derived non-tensor values (``aten::size`` chains, see :class:`ArgInfo`) folded into
+        constants. Raises :class:`srcore.EngineBuildError` when the shapes do not fit."""
+        from ..partition.specialize import specialize
+
+        return specialize(self.graph, shapes)
+
+
+@attrs.frozen
+class EngineOp:
+    """One op an engine backend takes: the arguments it needs as constants (baked into the engine)
+    and what else it requires (ranks, values), for ``srcore list-ops --engine``."""
+
+    op: str
+    constants: tuple[str, ...] = ()
+    notes: str = ""
+
+
+@attrs.frozen
+class EngineData:
+    """A serialized engine: ``meta`` (JSON-able: str keys; lists, numbers, strings, bools, None)
+    and named numpy ``arrays``, written into a ``.srm`` file beside the model (no pickle)."""
+
+    backend: str
+    meta: dict = attrs.field(eq=False)
+    arrays: dict = attrs.field(factory=dict, eq=False, repr=False)
 
 
 @attrs.frozen
@@ -268,12 +316,19 @@ class Subcommand:
 
 @attrs.frozen
 class ArgInfo:
-    """What a matcher sees of one argument: its schema name, IR type, and value if constant."""
+    """What a matcher sees of one argument: its schema name, IR type, and value if constant.
+
+    ``derived`` (engine builders' ``supports`` only): not a constant, but known once the input
+    shapes are (computed from ``aten::size`` and constants by int and list ops, e.g. the ``shape``
+    of ``y.reshape(y.size(0), -1)``); a segment holding the node gets a copy of that computation,
+    which :meth:`Segment.specialize` folds into constants for concrete input shapes.
+    """
 
     name: str
     type: Any
     is_constant: bool = False
     value: Any = None
+    derived: bool = False
 
 
 @attrs.frozen

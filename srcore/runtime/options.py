@@ -83,6 +83,11 @@ class Options:
     engine_fallback_ops
         Ops never put into an engine (``"aten::softmax"`` names every overload; TRTorch's
         ``torch_executed_ops``).
+    engine_fallback_modules
+        Modules whose nodes never go into an engine (Torch-TensorRT's ``torch_executed_modules``):
+        a module path (``"layer1.0"``, every module under it too) or a class name (``"BasicBlock"``,
+        or qualified, ``"torchvision.models.resnet.BasicBlock"``), matched against the module
+        hierarchy the TorchScript frontend records on each node.
     require_full_compilation
         Raise :class:`srcore.EngineBuildError` unless every node is in an engine.
     engine_options
@@ -106,5 +111,6 @@ class Options:
     backends: tuple[str, ...] = attrs.field(default=("cpu",), converter=_names, validator=_all_str)
     engine_min_block_size: int = attrs.field(default=3, validator=_positive_int)
     engine_fallback_ops: tuple[str, ...] = attrs.field(default=(), converter=_names, validator=_all_str)
+    engine_fallback_modules: tuple[str, ...] = attrs.field(default=(), converter=_names, validator=_all_str)
     require_full_compilation: bool = False
     engine_options: tuple[tuple[str, object], ...] = attrs.field(default=(), converter=_items)

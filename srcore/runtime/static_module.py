@@ -10,6 +10,7 @@ need.
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any, Sequence
@@ -24,6 +25,8 @@ from .lru import LRU, MAX_SIGNATURES
 from .options import Options
 from .process import GraphProcessor, enumerate_values
 from .processed import BlockInfo
+
+log = logging.getLogger("srcore.runtime")
 
 
 @attrs.frozen
@@ -96,7 +99,8 @@ class StaticModule:
             from ..partition import partition_graph
             from ..partition.kernel import engine_kernels
 
-            self.partition, engines = partition_graph(graph, pm.registry, pm.kernel_table, options, pm)
+            self.partition, engines = partition_graph(graph, pm.registry, pm.kernel_table, options, pm,
+                                                      stored=getattr(model, "engines", None))
             fixed = engine_kernels(engines, pm.registry)
             clock.stage("partition")
         from ..dispatch import resolve_graph
@@ -133,6 +137,40 @@ class StaticModule:
         #: seconds spent in each load stage (plugins, schemas, passes, shapes, [partition,] dispatch, process,
         #: codegen)
         self.load_stages: dict[str, float] = clock.stages
+        profiles = dict(options.engine_options).get("profiles")
+        if profiles is not None:   # optimization profiles: the engines plan these shapes now
+            from .engines import parse_profiles, warmup
+
+            parsed = parse_profiles(profiles, self.input_specs, what="engine_options['profiles']")
+            if self.partition is not None:
+                warmup(self, parsed)
+            self.setup_time = time.perf_counter() - t0
+        if log.isEnabledFor(logging.INFO):
+            log.info("loaded %d nodes on %s (%s executor) in %.1f ms: %s", self.num_nodes,
+                     ",".join(options.backends), options.executor, self.setup_time * 1e3,
+                     ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in clock.stages.items()))
+
+    # -- engines ---------------------------------------------------------------------------
+    def warmup(self, *profiles, **shapes) -> list[tuple[str, tuple]]:
+        """Build the engines' plans for these input shapes now (TensorRT's optimization profiles),
+        so that the first call with them pays nothing: ``sm.warmup(x=(8, 3, 64, 64))``,
+        ``sm.warmup({"x": (1, 3, 64, 64)}, {"x": (8, 3, 64, 64)})`` or a min/opt/max range
+        (``srcore.runtime.engines``); an array stands for its shape. Returns the
+        ``(engine, input shapes)`` prepared; without engines, nothing happens."""
+        from .engines import parse_profiles, warmup
+
+        given = list(profiles) + ([shapes] if shapes else [])
+        if not given or self.partition is None:
+            return []
+        return warmup(self, parse_profiles(given, self.input_specs, what="warmup"))
+
+    def save(self, path, *, producer: str | None = None) -> list[str]:
+        """Write the model with the serialized plans of its engines (every input signature planned
+        so far, e.g. by :meth:`warmup`): loading that file rebuilds and times nothing on this
+        machine. Returns the names of the engines written (``srcore build``)."""
+        from .engines import save
+
+        return save(self, path, producer=producer)
 
     # -- runtimes ------------------------------------------------------------------------
     def runtime(self):

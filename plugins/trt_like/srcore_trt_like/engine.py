@@ -1,26 +1,34 @@
-"""Building and running trt_like engines.
+"""Building, loading and running trt_like engines.
 
-``build(segment)`` is the ``EngineBuilder`` entry point. For every concrete input
-signature the engine builds a plan: the segment's graph with concrete shapes becomes
-a network (``network.py``), pointwise runs are fused (``fusion.py``), each layer gets
-the fastest of its tactics (``tactics.py``), and the plan (``plan.py``) is one
-generated function over an arena. A segment whose input shapes are all static is
-planned at build time and the engine *is* that function; otherwise plans are made
-on first use of each signature (TensorRT's optimisation profiles, made lazily).
+``build(segment)`` and ``load(segment)`` are the ``EngineBuilder`` entry points. For every
+concrete input signature the engine has a plan: the segment's graph with concrete shapes becomes
+a network (``builder/convert.py``), pointwise runs are fused (``builder/fusion.py``), each layer
+gets the fastest of its tactics (``tactics/choose.py``), and the plan (``builder/plan.py``) is one
+generated function over an arena. A plan the model carries (``srcore build``) or the engine cache
+holds is restored instead (``store.py``). A segment whose input shapes are all static is planned
+at load and the engine *is* that function; otherwise plans are made for the optimization profiles
+(``prepare``) and on first use of any other signature.
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any
 
-from srcore.errors import EngineBuildError, KernelError
+from srcore.errors import EngineBuildError, EngineOptionError, KernelError, SrcoreFormatError
 from srcore.ir.types import TensorType
+from srcore.plugin import EngineData
 
-from .fusion import MAX_OPS, fuse_pointwise
-from .network import build_network
-from .plan import Plan
-from .tactics import choose_tactics
+from .builder.convert import build_network
+from .builder.fusion import MAX_OPS, fuse_conv_pool, fuse_pointwise
+from .builder.plan import Plan
+from .options import check_options
+from .serialize import FORMAT, dump_plan
+from .store import PlanStore
+from .tactics.choose import choose_tactics
+
+log = logging.getLogger("srcore.trt_like")
 
 #: plans kept per dynamic engine (input signatures); the oldest is dropped beyond this
 MAX_PLANS = 16
@@ -33,10 +41,14 @@ class Engine:
     """One segment compiled for trt_like; ``entry`` is the callable the runtime calls."""
 
     def __init__(self, segment):
+        self.segment = segment
         self.name = segment.name
         self.graph = segment.graph
-        self.options = dict(segment.options)
+        self.options = check_options(dict(segment.options))
+        self.store = PlanStore(segment, self.options)
         self.plans: dict[tuple, Plan] = {}
+        #: input signature -> where its plan came from: "built", "serialized" or "cache"
+        self.origin: dict[tuple, str] = {}
         #: the node-by-node runner of the segment (``Segment.fallback``), for signatures with no plan
         self.fallback = segment.fallback
         #: input signature -> why it has no plan (its calls go to ``fallback``)
@@ -45,7 +57,7 @@ class Engine:
         self._lock = threading.Lock()
         types = [v.type for v in self.graph.inputs]
         for v, t in zip(self.graph.inputs, types):
-            if not isinstance(t, TensorType) or t.dtype != "float32" or t.shape is None:
+            if not isinstance(t, TensorType) or t.shape is None or t.dtype != "float32" and not _shape_only(v):
                 raise EngineBuildError(f"{self.name}: input %{v.name} is {t}; engines take float32 tensors "
                                        f"of known rank")
         self.static = all(all(isinstance(d, int) for d in t.shape) for t in types)
@@ -53,11 +65,16 @@ class Engine:
             plan = self.plan_for(tuple(tuple(t.shape) for t in types))
             self.entry = plan.run
         else:
-            self._check_converts(types)
+            if not self.store.stored:
+                self._check_converts(types)
             self.entry = self._dynamic_entry()
+            for shapes in self.store.signatures():   # the profiles the engine was built for
+                self.prepare(shapes)
         self.entry.describe = self.describe
         self.entry.profile = self.profile
         self.entry.memory = self.memory
+        self.entry.prepare = self.prepare
+        self.entry.serialize = self.serialize
         self.entry.engine = self
 
     # -- plans ------------------------------------------------------------------------------
@@ -69,12 +86,36 @@ class Engine:
             plan = self.plans.get(shapes)
             if plan is None:
                 t0 = time.perf_counter()
-                plan = make_plan(self.graph, shapes, self.options, self.name)
-                self.build_seconds[shapes] = time.perf_counter() - t0
+                found = self.store.load(shapes)
+                if found is not None:
+                    plan, origin = found
+                else:
+                    plan, origin = make_plan(self.segment, shapes, self.options, self.name), "built"
+                    self.store.save(shapes, plan)
+                seconds = self.build_seconds[shapes] = time.perf_counter() - t0
+                log.info("%s: plan for inputs %s %s in %.1f ms (%d layers)", self.name, _sig(shapes),
+                         _ORIGIN[origin], seconds * 1e3, len(plan.steps))
                 if len(self.plans) >= MAX_PLANS:
-                    self.plans.pop(next(iter(self.plans)))
+                    old = next(iter(self.plans))
+                    self.plans.pop(old)
+                    self.origin.pop(old, None)
                 self.plans[shapes] = plan
+                self.origin[shapes] = origin
         return plan
+
+    def prepare(self, shapes) -> None:
+        """Make the plan for inputs of ``shapes`` now (an optimization profile), so that the first
+        call with them pays nothing; a signature no plan can be made for goes to the fallback."""
+        self.entry_for(tuple(tuple(int(d) for d in s) for s in shapes))
+
+    def serialize(self) -> EngineData:
+        """Every plan made so far, as a serialized engine (what ``srcore build`` writes)."""
+        plans, arrays = [], {}
+        for i, (shapes, plan) in enumerate(list(self.plans.items())):
+            meta, plan_arrays = dump_plan(plan, shapes, self.options)
+            plans.append(meta)
+            arrays.update((f"p{i}.{k}", a) for k, a in plan_arrays.items())
+        return EngineData("trt_like", {"format": FORMAT, "engine": self.name, "plans": plans}, arrays)
 
     def entry_for(self, shapes: tuple[tuple[int, ...], ...]):
         """What runs inputs of these ``shapes``: their plan, or, when no plan can be made (a
@@ -84,6 +125,8 @@ class Engine:
             return self.fallback
         try:
             return self.plan_for(shapes).run
+        except (SrcoreFormatError, EngineOptionError):   # a damaged stored plan, a bad option: the user's to see
+            raise
         except Exception as exc:   # any planning failure; a run-time error is the plan's to report
             why = f"{type(exc).__name__}: {exc}"
             if self.fallback is None:
@@ -100,15 +143,9 @@ class Engine:
         """Convert the segment once with every symbolic dim at a trial size, so that a converter
         refusing a node (an EngineBuildError) does so at load, where the partitioner falls back
         to cpu, not on the first run of some shape, where nothing can."""
-        from srcore.ops.shapes import propagate
-
-        g = self.graph.copy()
-        trial = [TensorType("float32", tuple(d if isinstance(d, int) else TRIAL_DIM for d in t.shape))
-                 for t in types]
-        for v, t in zip(g.inputs, trial):
-            v.type = t
+        trial = [tuple(d if isinstance(d, int) else TRIAL_DIM for d in t.shape) for t in types]
         try:
-            propagate(g, trial)
+            g = self.segment.specialize(trial)
         except Exception:   # the trial sizes do not fit this graph (a reshape, a cat): plans will tell
             return
         build_network(g)
@@ -157,9 +194,10 @@ class Engine:
             secs = self.build_seconds.get(shapes, 0.0)
             mem = plan.memory()
             lines.append(f"plan for inputs {sig}: {len(plan.steps)} layers, arena {plan.arena_bytes:,} bytes "
-                         f"(liveness lower bound {mem['lower_bound_bytes']:,}), built in {secs * 1e3:.1f} ms")
-            for layer, fn in plan.steps:
-                tactic = getattr(fn, "tactic", "view") if fn is not None else "view"
+                         f"(liveness lower bound {mem['lower_bound_bytes']:,}), "
+                         f"{_ORIGIN[self.origin.get(shapes, 'built')]} in {secs * 1e3:.1f} ms")
+            for step in plan.steps:
+                layer, tactic = step.layer, step.tactic
                 what = layer.kind
                 if layer.kind == "fused_pointwise":
                     what += f" ({len(layer.attrs['ops'])} ops: {_op_list(layer.attrs['ops'])})"
@@ -171,6 +209,13 @@ class Engine:
         if not self.plans and not self.unplanned:
             lines.append("dynamic shapes: plans are built on first use of each input signature")
         return "\n".join(lines)
+
+
+_ORIGIN = {"built": "built", "serialized": "loaded from the serialized engine", "cache": "loaded from the engine cache"}
+
+
+def _sig(shapes) -> str:
+    return ", ".join(f"({', '.join(map(str, s))})" for s in shapes)
 
 
 def _best_time(fn, inputs, rounds: int) -> float:
@@ -187,21 +232,19 @@ def _op_list(ops, limit: int = 6) -> str:
     return ", ".join(names[:limit]) + (", ..." if len(names) > limit else "")
 
 
-def make_plan(graph, shapes, options: dict[str, Any], name: str) -> Plan:
-    """The plan of ``graph`` for concrete input ``shapes``."""
-    from srcore.ops.shapes import propagate
+def _shape_only(v) -> bool:
+    """Whether the segment reads input ``v`` for its shape only (``aten::size``: a copied chain)."""
+    return bool(v.uses) and all(u.user.kind.split(".", 1)[0] in ("aten::size", "aten::dim", "aten::numel")
+                                for u in v.uses)
 
-    g = graph.copy()
-    types = [TensorType("float32", tuple(int(d) for d in s)) for s in shapes]
-    for v, t in zip(g.inputs, types):
-        v.type = t
-    propagate(g, types)
-    net = build_network(g)
+
+def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
+    """The plan of ``segment`` for concrete input ``shapes``."""
+    net = build_network(segment.specialize(shapes))
     fuse_pointwise(net, MAX_OPS if options.get("fusion", True) else 1)
     if options.get("fusion", True):
-        from .conv_pool import fuse_conv_pool
         fuse_conv_pool(net)
-    steps = choose_tactics(net, options)
+    steps = choose_tactics(net, options, name=name)
     return Plan(net, steps)
 
 
@@ -210,5 +253,7 @@ def build(segment):
     return Engine(segment).entry
 
 
-def load(data):
-    raise EngineBuildError("srcore-trt-like: engines are rebuilt at load (no serialized engines yet)")
+def load(segment):
+    """``EngineBuilder.load``: the engine of ``segment`` from the serialized engine it carries
+    (``segment.stored``); plans built for another machine or with other options are rebuilt."""
+    return Engine(segment).entry

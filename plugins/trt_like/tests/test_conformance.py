@@ -1,6 +1,6 @@
 """Differential conformance of trt_like engines against torch, op by op and on random pointwise DAGs.
 
-Every op the engine's ``supports()`` table lists (:data:`srcore_trt_like.support.SUPPORTED_OPS`)
+Every op the engine's ``supports()`` table lists (:data:`srcore_trt_like.builder.support.SUPPORT`)
 has cases here: one node (or a node between two pointwise ones, so layouts become
 intermediates) in a graph made from srcore's IR text, run through
 ``backends=("trt_like", "cpu")`` with ``engine_min_block_size=1`` and compared with
@@ -45,7 +45,8 @@ from hypothesis import strategies as st
 
 import srcore
 from srcore.ir.parser import parse_graph
-from srcore_trt_like import support, tactics
+from srcore_trt_like.builder import support
+from srcore_trt_like.tactics import choose as tactics
 
 TRT = ("trt_like", "cpu")
 EXHAUSTIVE = bool(os.environ.get("SRCORE_CONFORMANCE"))
@@ -188,7 +189,7 @@ def _with_tactic(name: str, make):
 
     def only(layer, net):
         every = orig(layer, net)
-        return [c for c in every if c[0] == name] or every
+        return [c for c in every if c.name == name] or every
     tactics.candidates = only
     try:
         return make()
@@ -204,7 +205,7 @@ def conv_tactic_names(case) -> list[str]:
     def record(layer, net):
         every = orig(layer, net)
         if layer.kind in ("conv", "conv_max_pool"):
-            names.extend(n for n, _ in every if n not in names)
+            names.extend(c.name for c in every if c.name not in names)
         return every
     tactics.candidates = record
     try:
@@ -842,7 +843,7 @@ def test_every_supported_op_has_cases():
     """Every op of the support table is exercised by an engine case."""
     covered = {c.op for c in CASES if c.engine}
     covered |= {c.op.split(".")[0] for c in CASES if c.engine}
-    missing = [op for op in support.SUPPORTED_OPS if op not in covered]
+    missing = [op for op in support.SUPPORT if op not in covered]
     assert not missing, missing
 
 
@@ -1106,7 +1107,7 @@ def test_conv_relu_max_pool_fused(kernel, stride, pad, ceil):
 
     def record(layer, net):
         every = orig(layer, net)
-        names.extend(n for n, _ in every if layer.kind == "conv_max_pool")
+        names.extend(c.name for c in every if layer.kind == "conv_max_pool")
         return every
     tactics.candidates = record
     try:

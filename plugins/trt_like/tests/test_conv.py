@@ -10,12 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from srcore.errors import SrcoreError
-from srcore_trt_like import conv
+from srcore_trt_like.conv import gemm as conv_gemm
 from srcore_trt_like.conv import (ConvSpec, DepthwiseDirectTactic, Gemm1x1Tactic, Im2colGemmTactic, WinogradTactic,
                                   conv_tactics)
 from srcore_trt_like.errors import TacticSpecError
-from srcore_trt_like.tactic_timing import time_tactics
-from srcore_trt_like.winograd_math import F2, F4, toom_cook, transform_weight
+from srcore_trt_like.tactics.timing import time_tactics
+from srcore_trt_like.kernels.winograd_math import F2, F4, toom_cook, transform_weight
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -106,7 +106,7 @@ def test_im2col_row_copies_in_chunks_match_torch(spec, seed, cap):
     """The row-copy gather (outputs wider than PLANNED_MAX_WIDTH), in chunks of 1 row up to the whole
     image; the small shapes above take the planned (indexed) gather."""
     x, w, b, res = _data(spec, seed)
-    with mock.patch.object(conv, "PLANNED_MAX_WIDTH", 0), mock.patch.object(conv, "COLS_CAP_BYTES", cap):
+    with mock.patch.object(conv_gemm, "PLANNED_MAX_WIDTH", 0), mock.patch.object(conv_gemm, "COLS_CAP_BYTES", cap):
         t = Im2colGemmTactic(spec, w, b)
     assert t.plan is None
     np.testing.assert_allclose(_run(t, x, res), _reference(spec, x, w, b, res), rtol=1e-5, atol=1e-5)

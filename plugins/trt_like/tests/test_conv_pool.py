@@ -10,10 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import srcore
-from srcore_trt_like import conv_pool
+from srcore_trt_like.tactics import conv_pool
 from srcore_trt_like.conv import ConvSpec
-from srcore_trt_like.conv_pool import PackedConvMaxPool
-from srcore_trt_like.pool import MaxPool2d
+from srcore_trt_like.conv import conv_pool as conv_conv_pool
+from srcore_trt_like.conv.conv_pool import PackedConvMaxPool
+from srcore_trt_like.conv.pool import MaxPool2d
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -53,7 +54,7 @@ def test_fused_conv_max_pool_matches_torch_at_one_and_two_threads(case, seed, ro
     want = _reference(spec, pool, x, w, b)
     got = []
     for nt in (1, 2):
-        with mock.patch.object(conv_pool, "ROWS_BYTES", rows):      # one conv row per GEMM, or many
+        with mock.patch.object(conv_conv_pool, "ROWS_BYTES", rows):      # one conv row per GEMM, or many
             t = PackedConvMaxPool(spec, w, b, pool, threads=nt)
         out = np.full(pool.out_shape, np.nan, np.float32)
         t(x, out)
@@ -68,18 +69,18 @@ def test_resnet_stem_fused_and_unfused_candidates_agree():
     x, w, b = _case(spec, 1)
     x[0, 1, 10, 10] = np.nan
     want = _reference(spec, pool, x, w, b)
-    from srcore_trt_like.network import Layer, Network
+    from srcore_trt_like.builder.network import Layer, Network
     net = Network()
     xi, yi = net.new_tensor(spec.x_shape), net.new_tensor(pool.out_shape)
     layer = Layer("conv_max_pool", [xi], [yi], dict(weight=w, bias=b, stride=spec.stride, padding=spec.padding,
                                                       dilation=(1, 1), groups=1, relu=True, residual=False,
                                                       pool=dict(kernel=(3, 3), stride=(2, 2), padding=(1, 1),
                                                                 ceil_mode=False), conv_shape=spec.out_shape))
-    from srcore_trt_like.tactics import materialize
     names = []
-    for name, fn in conv_pool.candidates(layer, net):
+    for cand in conv_pool.candidates(layer, net):
+        name = cand.name
         out = np.full(pool.out_shape, 7, np.float32)
-        materialize(fn)(x, out)
+        cand.build().fn(x, out)
         np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5, err_msg=name)
         assert np.array_equal(np.isnan(out), np.isnan(want)), name
         names.append(name)

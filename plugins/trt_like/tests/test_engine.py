@@ -189,12 +189,11 @@ def test_a_converter_refusal_falls_back_at_load_with_symbolic_dims_too(monkeypat
     EngineBuildError escaped to the caller instead of falling back (found by the zoo's
     bigru_encoder: ``tanh(W h) @ v`` with a 1-D ``v``); the load-time trial conversion catches it."""
     from srcore.errors import EngineBuildError
-    from srcore_trt_like import converters  # noqa: F401  (fills CONVERTERS)
-    from srcore_trt_like.network import CONVERTERS
+    from srcore_trt_like.builder import converters
 
     def refuse(v, c):
         raise EngineBuildError(f"{v.where()}: refused for the test")
-    monkeypatch.setitem(CONVERTERS, "aten::gelu", refuse)
+    monkeypatch.setattr(converters, "gelu", refuse)
     sm = load(CHAIN.replace("Float(batch, 32)", f"Float({batch_dim}, 32)"), engine_min_block_size=1)
     assert [s.status for s in sm.partition.segments] == ["fallback"]
     assert "refused for the test" in sm.partition.segments[0].reason
@@ -228,18 +227,17 @@ def test_a_failing_layer_is_named_with_its_source():
 
 
 def test_a_known_winner_is_the_only_conv_candidate_built(convnet, monkeypatch, tmp_path):
-    from srcore_trt_like import tactics
+    from srcore_trt_like.conv.spec import ConvTactic
 
     monkeypatch.setenv("SRCORE_CACHE_DIR", str(tmp_path))      # an empty timing cache
     m, x, model = convnet
     built = []
-    get = tactics.Lazy.get
+    init = ConvTactic.__init__
 
-    def counting(self):
-        if self._fn is None:
-            built.append(self)
-        return get(self)
-    monkeypatch.setattr(tactics.Lazy, "get", counting)
+    def counting(self, *args, **kwargs):     # a conv tactic lays its weights out when made
+        built.append(self)
+        init(self, *args, **kwargs)
+    monkeypatch.setattr(ConvTactic, "__init__", counting)
     first = srcore.StaticModule(model, backends=TRT)           # times every candidate, records winners
     n_timed = len(built)
     built.clear()

@@ -136,24 +136,24 @@ def test_addmm_bias_broadcasts_and_beta_0_ignores_it(bias, beta):
     np.testing.assert_allclose(sm(x), want.numpy(), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("text", [
-    ADDMM.format(bias=5, beta=1.0, alpha=0.0),      # alpha = 0: torch does not read mat1 @ mat2
-    """graph(%x : Float(3, 4), %v : Float(4)):
+@pytest.mark.parametrize("text,why", [
+    (ADDMM.format(bias=5, beta=1.0, alpha=0.0), "alpha=0 (torch does not read mat1 @ mat2 then)"),
+    ("""graph(%x : Float(3, 4), %v : Float(4)):
   %r : Tensor = aten::matmul(%x, %v)
   return (%r)
-""",                                                # matrix-vector products run outside engines
-    """graph(%x : Float(2, 6, 6)):
+""", "a matrix-vector product (self (3, 4) @ other (4))"),      # matrix-vector products run outside engines
+    ("""graph(%x : Float(2, 6, 6)):
   %k : int[] = prim::Constant[value=[2, 2]]()
   %r : Tensor = aten::avg_pool2d(%x, %k)
   return (%r)
-""",                                                # an unbatched (C, H, W) input: the pool layers are NCHW
+""", "self of shape (2, 6, 6) is not 4-D (the layers are batched NCHW)"),   # unbatched (C, H, W)
 ])
-def test_what_engines_cannot_take_is_refused_by_supports(text):
+def test_what_engines_cannot_take_is_refused_by_supports(text, why):
     """These were accepted by supports() and then refused by the builder (or its conv spec): the
     answer was right, but the report said 'fallback' with a builder error instead of 'not supported'."""
     sm = module(text, params={"b": np.ones(5, np.float32), "w": np.ones((4, 5), np.float32)})
     assert not sm.partition.engines
-    assert [r.reason for r in sm.partition.refused] == ["not supported by trt_like"], sm.partition.format()
+    assert [r.reason for r in sm.partition.refused] == [f"not supported by trt_like: {why}"], sm.partition.format()
 
 
 def test_log_softmax_of_large_values_keeps_its_precision():
@@ -178,9 +178,9 @@ def test_log_softmax_of_large_values_keeps_its_precision():
 def test_numpy_tactics_follow_torch(op, x, want, monkeypatch):
     """The numpy tactic of fused pointwise layers (chosen when it times fastest) computed sigmoid and
     silu in float64 and pow by np.power: not torch's float32 answers at the edges."""
-    from srcore_trt_like import tactics
-    orig = tactics.candidates
-    monkeypatch.setattr(tactics, "candidates", lambda l, n: [c for c in orig(l, n) if c[0] == "numpy"])
+    from srcore_trt_like.tactics import choose
+    orig = choose.candidates
+    monkeypatch.setattr(choose, "candidates", lambda l, n: [c for c in orig(l, n) if c.name == "numpy"])
     sm = module(f"""graph(%x : Float(1)):
   %e : float = prim::Constant[value=-0.5]()
   %r : Tensor = {op}

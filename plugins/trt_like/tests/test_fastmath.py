@@ -1,4 +1,4 @@
-"""srcore_trt_like.fastmath: accuracy in ulps against float64 references, torch's special values,
+"""srcore_trt_like.kernels.fastmath: accuracy in ulps against float64 references, torch's special values,
 and that a loop calling the functions vectorizes (no libm call left)."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import special
 
-from srcore_trt_like import fastmath as fm
+from srcore_trt_like.kernels import fastmath as fm
 
 F32 = np.float32
 NAMES = ("exp", "expm1", "log", "log1p", "tanh", "sigmoid", "erf")

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import srcore
 from srcore.ir.parser import parse_graph
-from srcore_trt_like import mkl_gemm
+from srcore_trt_like.kernels import mkl as mkl_gemm
 
 lib = mkl_gemm.library()
 pytestmark = pytest.mark.skipif(lib is None, reason="the optional mkl package is not installed")
@@ -103,8 +103,8 @@ def test_engine_gemm_layers_offer_mkl_and_the_option_turns_it_off():
 
 @pytest.mark.parametrize("shape,heads", [((1, 16, 3 * 32), 4), ((2, 9, 3 * 24), 3)])
 def test_mkl_attention_matches_the_numpy_layer(shape, heads):
-    from srcore_trt_like import compiled_gemm, layers_numpy
-    from srcore_trt_like.network import Layer, Network
+    from srcore_trt_like.builder.network import Layer, Network
+    from srcore_trt_like.tactics import mkl, numpy_layers
 
     net = Network()
     qkv = net.new_tensor(shape)
@@ -112,11 +112,11 @@ def test_mkl_attention_matches_the_numpy_layer(shape, heads):
     layer = Layer("attention", [qkv], [out], {"heads": heads, "scale": 0.3})
     x = np.random.default_rng(3).standard_normal(shape, dtype=np.float32)
     want = np.empty(net.shape(out), np.float32)
-    layers_numpy.attention(layer, net)(x, want)
-    ((name, fn),) = compiled_gemm.attention_candidates(layer, net)
+    numpy_layers.attention(layer, net)(x, want)
+    (cand,) = mkl.attention_candidates(layer, net)
     got = np.full(net.shape(out), np.nan, np.float32)
-    fn(x, got)
-    assert name == "mkl" and fn.blas == "mkl"
+    cand.build().fn(x, got)
+    assert cand.name == "mkl" and cand.blas == "mkl"
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 

@@ -10,13 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba import njit
 
-from srcore_trt_like import conv_packed, winograd_packed
-from srcore_trt_like import gemm_kernels as gk
-from srcore_trt_like import packed_kernels as pk
 from srcore_trt_like.conv import ConvSpec
-from srcore_trt_like.conv_packed import PackedGemmTactic
-from srcore_trt_like.winograd_packed import WinogradPackedTactic
-from srcore_trt_like.simd import vcopy_lanes, vstore, vtranspose16, vzero_lanes
+from srcore_trt_like.conv import packed as conv_packed
+from srcore_trt_like.conv import winograd_packed
+from srcore_trt_like.conv.packed import PackedGemmTactic
+from srcore_trt_like.conv.winograd_packed import WinogradPackedTactic
+from srcore_trt_like.kernels import gemm as gk
+from srcore_trt_like.kernels import packed as pk
+from srcore_trt_like.kernels.simd import vcopy_lanes, vstore, vtranspose16, vzero_lanes
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional

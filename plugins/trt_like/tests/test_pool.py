@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from srcore.errors import SrcoreError
 from srcore_trt_like.errors import TacticSpecError
-from srcore_trt_like.pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from srcore_trt_like.conv.pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -149,7 +149,7 @@ def test_vectorized_stride2_max_pool_on_wide_rows_with_nan(k, sh, W, H, ceil_mod
 
 
 def test_threaded_max_pool_matches_and_runs_from_two_python_threads():
-    from srcore_trt_like import packed_parallel
+    from srcore_trt_like.kernels import parallel as packed_parallel
 
     x = np.maximum(_x((2, 20, 30, 33), 5), 0)
     pool = MaxPool2d(x.shape, 3, 2, 1)

@@ -7,7 +7,8 @@ import pytest
 import srcore_trt_like as trt
 from srcore.ir.types import FLOAT, INT, TensorType
 from srcore.plugin import ArgInfo, EngineBuilder, NodeInfo, Specialized
-from srcore_trt_like import engine, kernels, support
+from srcore_trt_like import node_kernels as kernels
+from srcore_trt_like.builder import support
 
 F32 = TensorType("float32", (2, 3))
 
@@ -54,16 +55,21 @@ def test_supports_matrix_products_only_in_the_forms_the_converters_build():
     def addmm(self_c, mat2_c, self_t=b):
         return NodeInfo("aten::addmm", None, (ArgInfo("self", self_t, self_c, bv if self_c else None), ArgInfo("mat1", m),
                                               ArgInfo("mat2", w, mat2_c, wv if mat2_c else None)) + one, out)
-    assert support.supports(addmm(True, True))
-    assert not support.supports(addmm(True, False)) and not support.supports(addmm(False, True))
-    assert support.supports(addmm(True, True, TensorType("float32", (4, 5))))   # any self that broadcasts
+    assert support.supports(addmm(True, True)) is True
+    assert support.supports(addmm(True, False)) == ("argument 'mat2' is a computed tensor; the engine bakes it in "
+                                                    "(a weight) and needs a constant")
+    assert "argument 'self' is a computed tensor" in support.supports(addmm(False, True))
+    assert support.supports(addmm(True, True, TensorType("float32", (4, 5)))) is True   # any self that broadcasts
 
     def mm(op, a, b_, a_c=False, b_c=False):
         return NodeInfo(op, None, (ArgInfo("self", a, a_c), ArgInfo("other", b_, b_c)), out)
-    assert support.supports(mm("aten::matmul", m, w)) and support.supports(mm("aten::matmul", m, w, b_c=True))
-    assert not support.supports(mm("aten::matmul", m, w, a_c=True))
-    assert not support.supports(mm("aten::matmul", m, TensorType("float32", (3,))))
-    assert not support.supports(mm("aten::matmul", m, TensorType("float32", (2, 3, 5)), b_c=True))
+    assert support.supports(mm("aten::matmul", m, w)) is support.supports(mm("aten::matmul", m, w, b_c=True)) is True
+    assert support.supports(mm("aten::matmul", m, w, a_c=True)) == \
+        "self is a constant (only a constant right operand becomes a weight)"
+    assert support.supports(mm("aten::matmul", m, TensorType("float32", (3,)))) == \
+        "a matrix-vector product (self (4, 3) @ other (3))"
+    assert support.supports(mm("aten::matmul", m, TensorType("float32", (2, 3, 5)), b_c=True)) == \
+        "constant other of shape (2, 3, 5) is not 2-D"
 
 
 def test_add_out_with_alpha_and_the_matcher():
@@ -86,8 +92,19 @@ def test_supports_table_ops_on_float32_with_constant_arguments():
                      (F32,))
     pow_v = NodeInfo("aten::pow.Tensor_Scalar", None, (ArgInfo("self", F32), ArgInfo("exponent", FLOAT)), (F32,))
     cumsum = NodeInfo("aten::cumsum", None, (ArgInfo("self", F32), ArgInfo("dim", INT, True, 0)), (F32,))
-    assert support.supports(relu) and support.supports(pow_c)
-    assert not support.supports(relu64)      # engines compute in float32
-    assert not support.supports(unranked)    # a layer needs a known rank
-    assert not support.supports(pow_v)       # the exponent is baked into the kernel
-    assert not support.supports(cumsum)      # not in the table
+    assert support.supports(relu) is support.supports(pow_c) is True
+    # refusals say which argument, dtype or shape
+    assert support.supports(relu64) == "argument 'self' is float64; engines compute in float32"
+    assert support.supports(unranked) == "argument 'self' has no known rank"
+    assert support.supports(pow_v) == ("argument 'exponent' is computed from tensor data at run time; the engine "
+                                       "bakes it in and needs a constant or a value known from the input shapes")
+    pow_d = NodeInfo("aten::pow.Tensor_Scalar", None,
+                     (ArgInfo("self", F32), ArgInfo("exponent", FLOAT, derived=True)), (F32,))
+    assert support.supports(pow_d) is True   # known per input signature: each plan folds it
+    assert support.supports(cumsum) == ("aten::cumsum is not in the engine's op table "
+                                        "(srcore list-ops --engine trt_like)")
+    conv3d = NodeInfo("aten::max_pool2d", None, (ArgInfo("self", TensorType("float32", (3, 8, 8))),) + tuple(
+        ArgInfo(n, INT, True, v) for n, v in (("kernel_size", [2]), ("stride", [2]), ("padding", [0]),
+                                              ("dilation", [1]), ("ceil_mode", False))),
+        (TensorType("float32", (3, 4, 4)),))
+    assert support.supports(conv3d) == "self of shape (3, 8, 8) is not 4-D (the layers are batched NCHW)"

@@ -1,0 +1,44 @@
+"""Segment graph -> :class:`~.network.Network`: every node through the converter the op-support
+table (:mod:`.support`) names for it."""
+from __future__ import annotations
+
+from srcore.errors import EngineBuildError
+from srcore.ir.types import TensorType
+
+from . import converters
+from .network import Network
+from .nodes import Converter, NodeView
+from .support import converter_name
+
+
+def build_network(graph) -> Network:
+    """Convert a segment graph whose shapes are all concrete into a :class:`Network`."""
+    net = Network()
+    conv = Converter(net)
+    for v in graph.inputs:
+        t = v.type
+        if not isinstance(t, TensorType) or t.dtype != "float32" and v.uses:   # (unread: it gave a shape)
+            raise EngineBuildError(f"engine input %{v.name} is {t}, not a float32 tensor")
+        tid = net.new_tensor(_concrete(t, v), v.name or "")
+        conv.bind(v, tid)
+        net.inputs.append(tid)
+    for n in graph.nodes:
+        if n.kind == "prim::Constant":
+            continue
+        view = NodeView(n)
+        name = converter_name(view.op)
+        if name is None:
+            raise EngineBuildError(f"no trt_like converter for {view.where()}")
+        fn = getattr(converters, name)
+        for o in n.outputs:
+            _concrete(o.type, o)
+        fn(view, conv)
+    for v in graph.outputs:
+        net.outputs.append(conv.tensor(v))
+    return net
+
+
+def _concrete(t, v) -> tuple[int, ...]:
+    if not isinstance(t, TensorType) or t.shape is None or not all(isinstance(d, int) for d in t.shape):
+        raise EngineBuildError(f"value %{v.name} has no concrete shape ({t}): the engine needs static shapes")
+    return tuple(t.shape)

@@ -1,0 +1,371 @@
+"""Node -> layer converters, one small function per op family; the op-support table
+(:data:`.support.SUPPORT`) names the converter of every op.
+
+Pointwise layers carry ``op`` (the pointwise vocabulary of ``pointwise_ops.py``),
+``args`` (each ``("in", k)``: the layer's k-th input tensor, or ``("const", x)``: a
+float) and ``params`` (op parameters such as a clamp's bounds).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from srcore.errors import EngineBuildError
+
+from .nodes import Converter, NodeView
+
+
+# -- operands -------------------------------------------------------------------------------------
+def operand(v: NodeView, c: Converter, name: str, inputs: list[int]):
+    """An argument of a pointwise op as ``("in", k)`` (appending its tensor to ``inputs``) or
+    ``("const", float)``; a constant tensor of one element is a scalar, a bigger one a network constant."""
+    value = v.value(name)
+    if value.node.kind == "prim::Constant":
+        x = value.node.attrs.get("value")
+        if isinstance(x, np.ndarray):
+            if x.size == 1:
+                return ("const", float(x.reshape(())))
+            tid = c.net.constant(np.ascontiguousarray(x, dtype=np.float32))
+            inputs.append(tid)
+            return ("in", len(inputs) - 1)
+        if isinstance(x, (bool, int, float)):
+            return ("const", float(x))
+        raise EngineBuildError(f"{v.where()}: argument {name!r} is {type(x).__name__}, not a number or tensor")
+    inputs.append(c.tensor(value))
+    return ("in", len(inputs) - 1)
+
+
+def pointwise(v: NodeView, c: Converter, op: str, args, inputs, **params) -> int:
+    shape = v.out_shape()
+    return c.net.add("pointwise", inputs, shape, v.source, op=op, args=tuple(args), params=params)
+
+
+def _chain(v: NodeView, c: Converter, steps) -> int:
+    """Several pointwise layers in a row; each step is (op, args, inputs, params); ``("prev",)`` in
+    args stands for the previous step's result."""
+    prev = None
+    for op, args, inputs, params in steps:
+        ins = list(inputs)
+        real = []
+        for a in args:
+            if a == ("prev",):
+                ins.append(prev)
+                real.append(("in", len(ins) - 1))
+            else:
+                real.append(a)
+        prev = pointwise(v, c, op, real, ins, **params)
+    return prev
+
+
+# -- pointwise ------------------------------------------------------------------------------------
+def add_sub(v: NodeView, c: Converter) -> None:
+    sub = v.op.startswith("aten::sub")
+    alpha = float(v.const("alpha", 1))
+    ins: list[int] = []
+    a = operand(v, c, "self", ins)
+    b = operand(v, c, "other", ins)
+    if b[0] == "const":
+        b = ("const", b[1] * alpha)
+        alpha = 1.0
+    steps = []
+    if alpha != 1.0:
+        steps.append(("mul", (b, ("const", alpha)), ins, {}))
+        steps.append(("sub" if sub else "add", (a, ("prev",)), ins, {}))
+    else:
+        steps.append(("sub" if sub else "add", (a, b), ins, {}))
+    if v.op == "srcore::add_relu":
+        steps.append(("relu", (("prev",),), [], {}))
+    c.bind(v.node.outputs[0], _chain(v, c, steps))
+
+
+def rsub(v: NodeView, c: Converter) -> None:
+    """``other - alpha * self``."""
+    alpha = float(v.const("alpha", 1))
+    ins: list[int] = []
+    a = operand(v, c, "self", ins)
+    b = operand(v, c, "other", ins)
+    if alpha == 1.0:
+        out = pointwise(v, c, "sub", (b, a), ins)
+    else:
+        out = _chain(v, c, [("mul", (a, ("const", alpha)), ins, {}), ("sub", (b, ("prev",)), ins, {})])
+    c.bind(v.node.outputs[0], out)
+
+
+def binary(v: NodeView, c: Converter) -> None:
+    op = v.op.split("::", 1)[1].split(".", 1)[0]
+    ins: list[int] = []
+    a = operand(v, c, "self", ins)
+    b = operand(v, c, "other", ins)
+    c.bind(v.node.outputs[0], pointwise(v, c, op, (a, b), ins))
+
+
+def unary(v: NodeView, c: Converter) -> None:
+    ins: list[int] = []
+    a = operand(v, c, "self", ins)
+    # the pointwise op of the same name (aten::relu -> relu)
+    c.bind(v.node.outputs[0], pointwise(v, c, v.op.split("::", 1)[1], (a,), ins))
+
+
+def gelu(v: NodeView, c: Converter) -> None:
+    approx = v.const("approximate", "none")
+    ins: list[int] = []
+    a = operand(v, c, "self", ins)
+    c.bind(v.node.outputs[0], pointwise(v, c, "gelu_tanh" if approx == "tanh" else "gelu", (a,), ins))
+
+
+def clamp(v: NodeView, c: Converter) -> None:
+    if v.op == "aten::hardtanh":
+        lo, hi = v.const("min_val", -1.0), v.const("max_val", 1.0)
+    else:
+        lo, hi = v.const("min", None), v.const("max", None)
+    ins: list[int] = []
+    a = operand(v, c, "self", ins)
+    params = {"min": None if lo is None else float(lo), "max": None if hi is None else float(hi)}
+    c.bind(v.node.outputs[0], pointwise(v, c, "clamp", (a,), ins, **params))
+
+
+def leaky_relu(v: NodeView, c: Converter) -> None:
+    ins: list[int] = []
+    a = operand(v, c, "self", ins)
+    c.bind(v.node.outputs[0], pointwise(v, c, "leaky_relu", (a,), ins,
+                                        negative_slope=float(v.const("negative_slope", 0.01))))
+
+
+def elu(v: NodeView, c: Converter) -> None:
+    ins: list[int] = []
+    a = operand(v, c, "self", ins)
+    c.bind(v.node.outputs[0], pointwise(v, c, "elu", (a,), ins, alpha=float(v.const("alpha", 1.0)),
+                                        scale=float(v.const("scale", 1.0)),
+                                        input_scale=float(v.const("input_scale", 1.0))))
+
+
+def softplus(v: NodeView, c: Converter) -> None:
+    ins: list[int] = []
+    a = operand(v, c, "self", ins)
+    c.bind(v.node.outputs[0], pointwise(v, c, "softplus", (a,), ins, beta=float(v.const("beta", 1.0)),
+                                        threshold=float(v.const("threshold", 20.0))))
+
+
+def pow_scalar(v: NodeView, c: Converter) -> None:
+    ins: list[int] = []
+    a = operand(v, c, "self", ins)
+    c.bind(v.node.outputs[0], pointwise(v, c, "pow", (a,), ins, exponent=float(v.const("exponent"))))
+
+
+# -- layout (views inside the engine) ---------------------------------------------------------------
+def alias(v: NodeView, c: Converter) -> None:
+    x = c.tensor(v.node.inputs[0])
+    c.bind(v.node.outputs[0], c.net.add("reshape", [x], v.out_shape(), v.source))
+
+
+def permute(v: NodeView, c: Converter) -> None:
+    x = c.tensor(v.node.inputs[0])
+    nd = len(v.in_shape("self"))
+    if nd == 0:   # a 0-d tensor's transpose (dims 0 / -1) is itself
+        c.bind(v.node.outputs[0], c.net.add("reshape", [x], (), v.source))
+        return
+    if v.op == "aten::permute":
+        perm = [d % nd for d in v.const("dims")]
+    else:
+        perm = list(range(nd))
+        d0, d1 = v.const("dim0") % nd, v.const("dim1") % nd
+        perm[d0], perm[d1] = perm[d1], perm[d0]
+    c.bind(v.node.outputs[0], c.net.add("permute", [x], v.out_shape(), v.source, perm=tuple(perm)))
+
+
+def index(v: NodeView, c: Converter) -> None:
+    """A select or slice, copied out (contiguous) as a ``strided`` layer: ``x[key]``."""
+    shape = v.in_shape("self")
+    dim = v.const("dim") % len(shape)
+    if v.op == "aten::select.int":
+        i = v.const("index")
+        i = i + shape[dim] if i < 0 else i
+        sel = i
+    else:
+        sel = slice(*slice(v.const("start"), v.const("end"), v.const("step", 1)).indices(shape[dim]))
+    key = (slice(None),) * dim + (sel,)
+    x = c.tensor(v.node.inputs[0])
+    c.bind(v.node.outputs[0], c.net.add("strided", [x], v.out_shape(), v.source, key=key))
+
+
+# -- convolution and pooling --------------------------------------------------------------------------
+def _pair(x, n=2):
+    x = [int(i) for i in (x if isinstance(x, (list, tuple)) else [x])]
+    return tuple(x * n if len(x) == 1 else x)
+
+
+def conv(v: NodeView, c: Converter) -> None:
+    w = v.const("weight")
+    b = v.const("bias")
+    if not isinstance(w, np.ndarray) or w.ndim != 4:
+        raise EngineBuildError(f"{v.where()}: a 2-D conv needs a constant 4-D weight")
+    inputs = [c.tensor(v.value("input"))]
+    if v.op == "srcore::conv2d_add_relu":
+        inputs.append(c.tensor(v.value("other")))
+    attrs = dict(weight=np.asarray(w, np.float32), bias=None if b is None else np.asarray(b, np.float32),
+                 stride=_pair(v.const("stride")), padding=_pair(v.const("padding")),
+                 dilation=_pair(v.const("dilation")), groups=int(v.const("groups")),
+                 relu=v.op != "aten::conv2d" and v.op != "aten::_convolution",
+                 residual=v.op == "srcore::conv2d_add_relu")
+    c.bind(v.node.outputs[0], c.net.add("conv", inputs, v.out_shape(), v.source, **attrs))
+
+
+def max_pool(v: NodeView, c: Converter) -> None:
+    k = _pair(v.const("kernel_size"))
+    s = v.const("stride")
+    attrs = dict(kernel=k, stride=_pair(s) if s else k, padding=_pair(v.const("padding", 0)),
+                 dilation=_pair(v.const("dilation", 1)), ceil_mode=bool(v.const("ceil_mode", False)))
+    x = c.tensor(v.node.inputs[0])
+    c.bind(v.node.outputs[0], c.net.add("max_pool2d", [x], v.out_shape(), v.source, **attrs))
+
+
+def avg_pool(v: NodeView, c: Converter) -> None:
+    k = _pair(v.const("kernel_size"))
+    s = v.const("stride")
+    attrs = dict(kernel=k, stride=_pair(s) if s else k, padding=_pair(v.const("padding", 0)),
+                 ceil_mode=bool(v.const("ceil_mode", False)),
+                 count_include_pad=bool(v.const("count_include_pad", True)),
+                 divisor_override=v.const("divisor_override", None))
+    x = c.tensor(v.node.inputs[0])
+    c.bind(v.node.outputs[0], c.net.add("avg_pool2d", [x], v.out_shape(), v.source, **attrs))
+
+
+def adaptive_avg_pool(v: NodeView, c: Converter) -> None:
+    x = c.tensor(v.node.inputs[0])
+    out = v.out_shape()
+    c.bind(v.node.outputs[0], c.net.add("adaptive_avg_pool2d", [x], out, v.source, output_size=tuple(out[-2:])))
+
+
+# -- matrix products --------------------------------------------------------------------------------
+_LINEAR_ACT = {"aten::linear": "none", "srcore::linear_relu": "relu", "srcore::linear_silu": "silu",
+               "srcore::linear_tanh": "tanh", "srcore::linear_sigmoid": "sigmoid", "srcore::linear_gelu": "gelu"}
+
+
+def linear_layer(c: Converter, x: int, weight, bias, out_shape, source: str, act: str = "none") -> int:
+    """``act(x @ weight.T + bias)`` over the last dim of ``x``, ``weight`` (N, K) constant: a ``gemm``
+    layer, then the bias add and the activation as pointwise layers (fusion makes them one
+    epilogue kernel, with whatever pointwise work follows)."""
+    y = c.net.add("gemm", [x], out_shape, source, weight=np.asarray(weight, np.float32))
+    if bias is not None:
+        b = c.net.constant(np.ascontiguousarray(bias, np.float32))
+        y = c.net.add("pointwise", [y, b], out_shape, source, op="add", args=(("in", 0), ("in", 1)), params={})
+    if act != "none":
+        y = c.net.add("pointwise", [y], out_shape, source, op=act, args=(("in", 0),), params={})
+    return y
+
+
+def linear(v: NodeView, c: Converter) -> None:
+    w = v.const("weight")
+    if not isinstance(w, np.ndarray) or w.ndim != 2:
+        raise EngineBuildError(f"{v.where()}: a linear layer needs a constant 2-D weight")
+    act = _LINEAR_ACT[v.op]
+    if act == "gelu" and v.const("approximate", "none") == "tanh":
+        act = "gelu_tanh"
+    x = c.tensor(v.value("input"))
+    c.bind(v.node.outputs[0], linear_layer(c, x, w, v.const("bias"), v.out_shape(), v.source, act))
+
+
+def matmul(v: NodeView, c: Converter) -> None:
+    a, b = v.node.inputs[0], v.node.inputs[1]
+    if a.node.kind == "prim::Constant":
+        raise EngineBuildError(f"{v.where()}: a constant left operand is not supported")
+    if b.node.kind == "prim::Constant":
+        w = np.asarray(b.node.attrs.get("value"), np.float32)
+        if w.ndim != 2 or len(a.type.shape) < 1:
+            raise EngineBuildError(f"{v.where()}: a constant right operand must be 2-D")
+        c.bind(v.node.outputs[0], linear_layer(c, c.tensor(a), w.T, None, v.out_shape(), v.source))
+        return
+    if len(a.type.shape) < 2 or len(b.type.shape) < 2:
+        raise EngineBuildError(f"{v.where()}: matrix-vector products run outside engines")
+    c.bind(v.node.outputs[0], c.net.add("matmul", [c.tensor(a), c.tensor(b)], v.out_shape(), v.source))
+
+
+def addmm(v: NodeView, c: Converter) -> None:
+    """``beta * self + alpha * mat1 @ mat2`` with a constant ``mat2`` and ``self`` (a linear layer)."""
+    beta, alpha = float(v.const("beta", 1)), float(v.const("alpha", 1))
+    m2, bias = v.value("mat2"), v.value("self")
+    if m2.node.kind != "prim::Constant" or bias.node.kind != "prim::Constant":
+        raise EngineBuildError(f"{v.where()}: addmm needs constant mat2 and self")
+    w = np.asarray(m2.node.attrs.get("value"), np.float32).T * np.float32(alpha)
+    x = c.tensor(v.value("mat1"))
+    out_shape = v.out_shape()
+    y = linear_layer(c, x, w, None, out_shape, v.source)
+    if beta != 0:   # beta == 0: torch ignores self (its NaNs and infinities too)
+        # self broadcasts to the output: a (N,) row, a (1, N) or (M, 1) column, a full (M, N) or a scalar
+        b = np.asarray(bias.node.attrs.get("value"), np.float32) * np.float32(beta)
+        bid = c.net.constant(np.ascontiguousarray(b, np.float32))
+        y = c.net.add("pointwise", [y, bid], out_shape, v.source, op="add", args=(("in", 0), ("in", 1)), params={})
+    c.bind(v.node.outputs[0], y)
+
+
+# -- normalisation and reductions ----------------------------------------------------------------------
+def softmax(v: NodeView, c: Converter) -> None:
+    nd = len(v.in_shape("self"))
+    x = c.tensor(v.node.inputs[0])
+    kind = "log_softmax" if "log_softmax" in v.op else "softmax"
+    if nd == 0:   # a 0-d tensor (dim 0 / -1): the softmax of its one element, as a (1,) row
+        row = c.net.add("reshape", [x], (1,), v.source)
+        y = c.net.add(kind, [row], (1,), v.source, dim=0)
+        c.bind(v.node.outputs[0], c.net.add("reshape", [y], (), v.source))
+        return
+    c.bind(v.node.outputs[0], c.net.add(kind, [x], v.out_shape(), v.source, dim=v.const("dim") % nd))
+
+
+def layer_norm(v: NodeView, c: Converter) -> None:
+    shape = tuple(v.const("normalized_shape"))
+    x = c.tensor(v.node.inputs[0])
+    w, b = v.const("weight"), v.const("bias")
+    c.bind(v.node.outputs[0], layer_norm_layer(c, x, shape, w, b, float(v.const("eps", 1e-5)),
+                                               v.out_shape(), v.source))
+
+
+def layer_norm_layer(c: Converter, x: int, normalized_shape, w, b, eps: float, out_shape, source: str) -> int:
+    n = int(np.prod(normalized_shape))
+    return c.net.add("layer_norm", [x], out_shape, source, size=n, eps=eps,
+                     weight=None if w is None else np.asarray(w, np.float32).reshape(n),
+                     bias=None if b is None else np.asarray(b, np.float32).reshape(n))
+
+
+def mean(v: NodeView, c: Converter) -> None:
+    nd = len(v.in_shape("self"))
+    dims = v.const("dim")
+    x = c.tensor(v.node.inputs[0])
+    if nd == 0:   # the mean of a 0-d tensor (over no dim, or dim 0 / -1) is its value
+        c.bind(v.node.outputs[0], c.net.add("reshape", [x], (), v.source))
+        return
+    dims = tuple(range(nd)) if dims is None or len(dims) == 0 else tuple(sorted(d % nd for d in dims))
+    c.bind(v.node.outputs[0], c.net.add("mean", [x], v.out_shape(), v.source, dims=dims))
+
+
+# -- torch's fused encoder layer, as layers -----------------------------------------------------------
+def encoder_layer(v: NodeView, c: Converter) -> None:
+    """torch's eval ``TransformerEncoderLayer`` fast path, unmasked: linear layers, attention,
+    residual adds and layer norms, so the engine can fuse and time them like any others."""
+    src = c.tensor(v.value("src"))
+    shape = v.in_shape("src")
+    E, H = int(v.const("embed_dim")), int(v.const("num_heads"))
+    eps = float(v.const("eps"))
+    norm_first, use_gelu = bool(v.const("norm_first")), bool(v.const("use_gelu"))
+    k = {n: v.const(n) for n in ("qkv_weight", "qkv_bias", "proj_weight", "proj_bias", "norm_weight_1",
+                                 "norm_bias_1", "norm_weight_2", "norm_bias_2", "ffn_weight_1", "ffn_bias_1",
+                                 "ffn_weight_2", "ffn_bias_2")}
+    src_ = v.source
+    x = layer_norm_layer(c, src, (E,), k["norm_weight_1"], k["norm_bias_1"], eps, shape, src_) if norm_first \
+        else src
+    qkv = linear_layer(c, x, k["qkv_weight"], k["qkv_bias"], shape[:-1] + (3 * E,), src_)
+    att = c.net.add("attention", [qkv], shape, src_, heads=H, scale=1.0 / math.sqrt(E // H))
+    y = linear_layer(c, att, k["proj_weight"], k["proj_bias"], shape, src_)
+    x = c.net.add("pointwise", [y, src], shape, src_, op="add", args=(("in", 0), ("in", 1)), params={})
+    if not norm_first:
+        x = layer_norm_layer(c, x, (E,), k["norm_weight_1"], k["norm_bias_1"], eps, shape, src_)
+    res = x
+    h = layer_norm_layer(c, x, (E,), k["norm_weight_2"], k["norm_bias_2"], eps, shape, src_) if norm_first else x
+    F = np.asarray(k["ffn_weight_1"]).shape[0]
+    h = linear_layer(c, h, k["ffn_weight_1"], k["ffn_bias_1"], shape[:-1] + (F,), src_,
+                     "gelu" if use_gelu else "relu")
+    h = linear_layer(c, h, k["ffn_weight_2"], k["ffn_bias_2"], shape, src_)
+    x = c.net.add("pointwise", [h, res], shape, src_, op="add", args=(("in", 0), ("in", 1)), params={})
+    if not norm_first:
+        x = layer_norm_layer(c, x, (E,), k["norm_weight_2"], k["norm_bias_2"], eps, shape, src_)
+    c.bind(v.node.outputs[0], x)

@@ -1,0 +1,131 @@
+"""Fusion, the network rewrites before tactics are chosen.
+
+* :func:`fuse_pointwise`: runs of pointwise layers become one ``fused_pointwise`` layer (one
+  compiled kernel);
+* :func:`fuse_conv_pool`: a conv whose output only a max pool reads becomes one ``conv_max_pool``
+  layer (its tactics pool the conv's output while it is in cache, ``conv/conv_pool.py``).
+
+Pointwise runs:
+
+A run is a sequence of consecutive pointwise layers (execution order) with one output
+shape; it reads the run's external tensors and writes only the tensors something
+outside the run reads (or the engine returns). Consecutive keeps it safe: every
+external input is computed before the run, and nobody reads a member's result before
+the run has finished. Members' other intermediates never touch memory.
+"""
+from __future__ import annotations
+
+import attrs
+
+from .network import Layer, Network
+
+#: no more than this many ops in one kernel (compile time grows with the expression size)
+MAX_OPS = 128
+
+
+@attrs.frozen
+class FusedOp:
+    """One op of a fused group: ``args`` are ``("ext", k)`` (the group's k-th input),
+    ``("tmp", j)`` (the result of the group's op j) or ``("const", x)``."""
+
+    op: str
+    args: tuple
+    params: tuple[tuple[str, object], ...] = ()
+
+
+def fuse_pointwise(net: Network, max_ops: int = MAX_OPS) -> Network:
+    """Replace every run of pointwise layers by ``fused_pointwise`` layers of at most ``max_ops``
+    ops each (in place; ``max_ops=1``: one kernel per op, fusion off)."""
+    out: list[Layer] = []
+    run: list[Layer] = []
+    for layer in net.layers:
+        if layer.kind == "pointwise" and (not run or (_shape(net, layer) == _shape(net, run[0])
+                                                      and len(run) < max_ops)):
+            run.append(layer)
+            continue
+        if run:
+            out.append(_fuse(net, run))
+            run = []
+        if layer.kind == "pointwise":
+            run.append(layer)
+        else:
+            out.append(layer)
+    if run:
+        out.append(_fuse(net, run))
+    # the users of every tensor changed: compute the group outputs against the final list
+    net.layers = out
+    _trim_outputs(net)
+    return net
+
+
+def _shape(net: Network, layer: Layer) -> tuple[int, ...]:
+    return net.shape(layer.outputs[0])
+
+
+def _fuse(net: Network, run: list[Layer]) -> Layer:
+    made: dict[int, int] = {}           # tensor id -> index of the op making it
+    ext: list[int] = []                 # external input tensor ids, first-use order
+    ops: list[FusedOp] = []
+    for layer in run:
+        args = []
+        for a in layer.attrs["args"]:
+            if a[0] == "const":
+                args.append(("const", float(a[1])))
+                continue
+            tid = layer.inputs[a[1]]
+            if tid in made:
+                args.append(("tmp", made[tid]))
+            else:
+                if tid not in ext:
+                    ext.append(tid)
+                args.append(("ext", ext.index(tid)))
+        ops.append(FusedOp(layer.attrs["op"], tuple(args), tuple(sorted(layer.attrs.get("params", {}).items()))))
+        made[layer.outputs[0]] = len(ops) - 1
+    source = run[0].source
+    # every member's output for now; _trim_outputs keeps those read outside the group
+    return Layer("fused_pointwise", ext, [l.outputs[0] for l in run],
+                 {"ops": tuple(ops), "results": tuple(range(len(ops)))}, source)
+
+
+def _trim_outputs(net: Network) -> None:
+    read_by: dict[int, set[int]] = {}
+    for i, layer in enumerate(net.layers):
+        for t in layer.inputs:
+            read_by.setdefault(t, set()).add(i)
+    returned = set(net.outputs)
+    for i, layer in enumerate(net.layers):
+        if layer.kind != "fused_pointwise":
+            continue
+        keep = [(t, r) for t, r in zip(layer.outputs, layer.attrs["results"])
+                if t in returned or read_by.get(t, set()) - {i}]
+        if not keep:  # dead group (the graph's DCE should have removed it): keep its last result
+            keep = [(layer.outputs[-1], layer.attrs["results"][-1])]
+        layer.outputs = [t for t, _ in keep]
+        layer.attrs["results"] = tuple(r for _, r in keep)
+
+
+def fuse_conv_pool(net: Network) -> Network:
+    """Replace every ungrouped, residual-free conv whose output only a max pool reads (and the engine
+    does not return) by one ``conv_max_pool`` layer at the conv's place (in place)."""
+    readers: dict[int, list[Layer]] = {}
+    for layer in net.layers:
+        for t in layer.inputs:
+            readers.setdefault(t, []).append(layer)
+    drop: set[int] = set()
+    out = []
+    for layer in net.layers:
+        if id(layer) in drop:
+            continue
+        users = readers.get(layer.outputs[0], []) if layer.kind == "conv" else []
+        if (len(users) == 1 and users[0].kind == "max_pool2d" and not layer.attrs["residual"]
+                and layer.attrs["groups"] == 1 and users[0].attrs["dilation"] == (1, 1)
+                and layer.outputs[0] not in net.outputs):
+            pool = users[0]
+            attrs = dict(layer.attrs, pool={k: pool.attrs[k] for k in ("kernel", "stride", "padding", "ceil_mode")},
+                         conv_shape=net.shape(layer.outputs[0]))
+            out.append(Layer("conv_max_pool", list(layer.inputs), list(pool.outputs), attrs, layer.source))
+            drop.add(id(pool))
+            continue
+        out.append(layer)
+    net.layers = out
+    return net

@@ -1,0 +1,216 @@
+"""An execution plan: the network's layers as kernel calls (:class:`Step`: the tactic chosen for each)
+over planned buffers, as one generated Python function.
+
+Tensors are of four kinds: the engine's inputs (arguments), constants (bound once),
+results the engine returns (fresh arrays per call: the caller owns them) and
+intermediates, which live in one arena per thread, placed by srcore's greedy-by-size
+planner over their lifetimes (a ``reshape`` is a view of its base and extends the
+base's lifetime). The run function is straight-line code: for each layer,
+``kernel(*inputs, *outputs)``.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+import numpy as np
+
+from srcore.memory.planner import Lifetime, TensorRequest, lower_bound, make_planner, no_reuse_bytes
+
+import attrs
+
+from .network import Layer, Network
+
+F32 = np.dtype(np.float32)
+
+
+@attrs.frozen
+class Step:
+    """One layer of a plan: the tactic chosen for it and its kernel ``fn(*inputs, *outputs)``
+    (None for a view: a ``reshape``, tactic ``"view"``), in ``precision``."""
+
+    layer: Layer = attrs.field(eq=False)
+    tactic: str
+    fn: Callable[..., Any] | None = attrs.field(eq=False)
+    precision: str = "float32"
+    #: the weights the tactic laid out, by name (a serialized plan stores them)
+    layout: dict = attrs.field(factory=dict, eq=False, repr=False)
+
+
+class Plan:
+    """``plan(*inputs)`` runs the network; ``steps`` are its :class:`Step` s in order."""
+
+    def __init__(self, net: Network, steps: list[Step]):
+        self.net = net
+        self.steps = steps
+        self.root: dict[int, int] = {}       # tensor -> the tensor whose memory it uses
+        for layer in self.layers():
+            if layer.kind == "reshape":
+                src = layer.inputs[0]
+                self.root[layer.outputs[0]] = self.root.get(src, src)
+        self.fresh = self._fresh_roots()
+        self.copies = self._copies()
+        self.arena_bytes, self.offsets = self._plan_arena()
+        self._tls = threading.local()
+        self.run = self._generate()
+
+    def __call__(self, *inputs):
+        return self.run(*inputs)
+
+    def layers(self) -> list[Layer]:
+        return [s.layer for s in self.steps]
+
+    def profile(self, *inputs, rounds: int = 5) -> list[tuple[str, float]]:
+        """Each layer's best time over ``rounds`` runs, on private buffers (not the arena)."""
+        import time
+
+        net = self.net
+        vals: dict[int, np.ndarray] = dict(net.constants)
+        vals.update((t, np.ascontiguousarray(x, np.float32)) for t, x in zip(net.inputs, inputs))
+        best = [float("inf")] * len(self.steps)
+        for _ in range(rounds):
+            for i, step in enumerate(self.steps):
+                layer, fn = step.layer, step.fn
+                if fn is None:
+                    vals[layer.outputs[0]] = vals[layer.inputs[0]].reshape(net.shape(layer.outputs[0]))
+                    continue
+                for t in layer.outputs:
+                    if t not in vals:
+                        vals[t] = np.empty(net.shape(t), np.float32)
+                args = [vals[t] for t in (*layer.inputs, *layer.outputs)]
+                t0 = time.perf_counter()
+                fn(*args)
+                best[i] = min(best[i], time.perf_counter() - t0)
+        return [(f"{s.layer.kind} -> {'x'.join(map(str, net.shape(s.layer.outputs[0])))} [{s.tactic}]", best[i])
+                for i, s in enumerate(self.steps) if s.fn is not None]
+
+    def _diagnose(self, exc: BaseException, inputs: tuple) -> None:
+        """Re-run the layers one at a time on private buffers; raise a KernelError naming the first
+        that fails (its kind, chosen tactic, shapes and the node it came from)."""
+        from srcore.errors import KernelError
+
+        net = self.net
+        vals: dict[int, np.ndarray] = dict(net.constants)
+        vals.update((t, np.ascontiguousarray(x)) for t, x in zip(net.inputs, inputs))
+        for step in self.steps:
+            layer, fn = step.layer, step.fn
+            if fn is None:
+                vals[layer.outputs[0]] = vals[layer.inputs[0]].reshape(net.shape(layer.outputs[0]))
+                continue
+            for t in layer.outputs:
+                vals[t] = np.empty(net.shape(t), np.float32)
+            try:
+                fn(*(vals[t] for t in (*layer.inputs, *layer.outputs)))
+            except Exception as err:
+                ins = ", ".join(f"{vals[t].dtype}{list(vals[t].shape)}" for t in layer.inputs)
+                where = f" (from {layer.source})" if layer.source else ""
+                raise KernelError(f"engine layer {layer.kind} [{step.tactic}]{where} failed on "
+                                  f"inputs {ins}: {type(err).__name__}: {err}") from exc
+
+    # -- memory -----------------------------------------------------------------------------
+    def root_of(self, t: int) -> int:
+        return self.root.get(t, t)
+
+    def _fresh_roots(self) -> set[int]:
+        """Tensors allocated per call: the returned ones (or the bases they view), unless that base
+        is an input or a constant (those returns are copied, see ``copies``)."""
+        fixed = set(self.net.inputs) | set(self.net.constants)
+        return {self.root_of(t) for t in self.net.outputs if self.root_of(t) not in fixed}
+
+    def _copies(self) -> dict[int, int]:
+        """Returned tensors whose memory is an input's or a constant's: copied into a fresh array."""
+        fixed = set(self.net.inputs) | set(self.net.constants)
+        return {t: self.root_of(t) for t in self.net.outputs if self.root_of(t) in fixed}
+
+    def _plan_arena(self) -> tuple[int, dict[int, int]]:
+        fixed = set(self.net.inputs) | set(self.net.constants) | self.fresh
+        first: dict[int, int] = {}
+        last: dict[int, int] = {}
+        for i, layer in enumerate(self.layers()):
+            for t in layer.outputs:
+                r = self.root_of(t)
+                first.setdefault(r, i)
+                last[r] = max(last.get(r, i), i)
+            for t in layer.inputs:
+                r = self.root_of(t)
+                last[r] = max(last.get(r, i), i)
+        reqs = [TensorRequest(r, Lifetime(first[r], last[r]), self.net.tensors[r].size * 4)
+                for r in first if r not in fixed]
+        #: the arena's request set, for reports (liveness lower bound, no-reuse sum)
+        self.requests = reqs
+        if not reqs:
+            return 0, {}
+        plan = make_planner("precomputed_offsets").plan(reqs)
+        return plan.total_bytes, dict(plan.offsets)
+
+    def memory(self) -> dict[str, int]:
+        """The arena against the liveness lower bound and the no-reuse sum of its tensors."""
+        return {"arena_bytes": self.arena_bytes, "lower_bound_bytes": lower_bound(self.requests),
+                "no_reuse_bytes": no_reuse_bytes(self.requests), "tensors": len(self.requests)}
+
+    def _buffers(self) -> list[np.ndarray]:
+        """This thread's views of its arena, one per planned tensor (and per view of one)."""
+        arena = np.empty(max(self.arena_bytes, 1), np.uint8)
+        out = []
+        for t in self._planned:
+            r = self.root_of(t)
+            n = self.net.tensors[r].size
+            base = arena[self.offsets[r]:self.offsets[r] + 4 * n].view(np.float32)
+            out.append(base.reshape(self.net.shape(t)))
+        return out
+
+    # -- code ---------------------------------------------------------------------------------
+    def _generate(self):
+        net = self.net
+        g: dict[str, Any] = {"_empty": np.empty, "_f32": F32, "_asc": np.ascontiguousarray, "_copyto": np.copyto}
+        names: dict[int, str] = {}
+        for i, t in enumerate(net.inputs):
+            names[t] = f"x{i}"
+        for t, arr in net.constants.items():
+            names[t] = f"_c{t}"
+            g[names[t]] = arr
+        planned = [t for t in net.tensors if self.root_of(t) in self.offsets]
+        self._planned = planned
+        for t in planned:
+            names[t] = f"b{t}"
+        params = ", ".join(f"x{i}" for i in range(len(net.inputs)))
+        lines = [f"def run({params}):", "  try:"]
+        for i in range(len(net.inputs)):
+            # the kernels take native float32 C arrays: a non-contiguous view or a byte-swapped
+            # ('>f4') float32 array, which the runtime's dtype check accepts, is converted once
+            lines.append(f"    if not x{i}.flags.c_contiguous or x{i}.dtype != _f32: x{i} = _asc(x{i}, _f32)")
+        if planned:
+            lines.append("    try:")
+            lines.append("        _b = _tls.b")
+            lines.append("    except AttributeError:")
+            lines.append("        _b = _tls.b = _bufs()")
+            lines.append(f"    {', '.join(names[t] for t in planned)}, = _b")
+        g["_tls"] = self._tls
+        g["_bufs"] = self._buffers
+        for k, step in enumerate(self.steps):
+            layer, fn = step.layer, step.fn
+            if layer.kind == "reshape":
+                t = layer.outputs[0]
+                if t not in names:
+                    src = names[layer.inputs[0]]
+                    names[t] = f"v{t}"
+                    lines.append(f"    v{t} = {src}.reshape({net.shape(t)!r})")
+                continue
+            for t in layer.outputs:
+                if t not in names:
+                    names[t] = f"v{t}"
+                    lines.append(f"    v{t} = _empty({net.shape(t)!r}, _f32)")
+            g[f"_k{k}"] = fn
+            args = ", ".join(names[t] for t in (*layer.inputs, *layer.outputs))
+            lines.append(f"    _k{k}({args})")
+        for t, src in self.copies.items():
+            names[t] = f"r{t}"
+            lines.append(f"    r{t} = {names[src]}.reshape({net.shape(t)!r}).copy()")
+        outs = [names[t] for t in net.outputs]
+        lines.append(f"    return {outs[0]}" if len(outs) == 1 else f"    return ({', '.join(outs)},)")
+        # no cost on the happy path: a failing call is re-run layer by layer to name the culprit
+        lines += ["  except Exception as _e:", f"    _diagnose(_e, ({params}{',' if params else ''}))", "    raise"]
+        g["_diagnose"] = self._diagnose
+        self.source = "\n".join(lines) + "\n"
+        exec(compile(self.source, "<trt_like engine>", "exec"), g)
+        return g["run"]

@@ -1,0 +1,239 @@
+"""Which nodes a trt_like engine can hold: ONE op table (:data:`SUPPORT`) read by ``supports()``
+(the partitioner asks it at every load, before any engine is built: no numpy here) and by the
+network builder (:mod:`.convert`: each row names its converter in :mod:`.converters`).
+
+A node is supported when its op has a row, its tensors are float32 of known rank, the arguments
+the engine bakes in (strides, dims, weights of fused ops) are constants (non-tensor ones may also be
+*derived*: known from the input shapes, as ``y.size(0)``; each plan folds them), and the row's own
+check (shapes and values a converter cannot take) passes. ``supports()`` returns ``True`` or the
+reason it refuses, naming the argument, dtype or shape at fault.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import attrs
+
+from srcore.ir.types import TensorType
+from srcore.plugin import NodeInfo
+
+#: dtypes an engine computes in
+ENGINE_DTYPES = ("float32",)
+
+Check = Callable[[NodeInfo], "str | None"]
+
+
+@attrs.frozen
+class OpSupport:
+    """One op the engine takes: the arguments that must be constants, the converter (a function of
+    :mod:`.converters`) and an op-specific check returning why a node is refused (None: fine),
+    which ``notes`` says in words (``srcore list-ops --engine trt_like``)."""
+
+    op: str
+    converter: str
+    constants: tuple[str, ...] = ()
+    check: Check | None = attrs.field(default=None, eq=False)
+    notes: str = ""
+
+
+# -- op-specific checks (None: supported; else the reason) ------------------------------------------
+def _rank(node: NodeInfo, i: int) -> int:
+    return len(node.args[i].type.shape)   # a tensor of known rank (checked by _tensors_ok)
+
+
+def _shape(node: NodeInfo, i: int) -> str:
+    return "(" + ", ".join(map(str, node.args[i].type.shape)) + ")"
+
+
+def _dropout(node: NodeInfo):
+    return None if node.const("train", True) is False else "train=True (dropout in training mode is random)"
+
+
+def _convolution(node: NodeInfo):
+    if node.const("transposed") is not False:
+        return "transposed=True (a transposed convolution)"
+    n = len(node.const("stride"))
+    return None if n == 2 else f"a {n}-D convolution (the engine's conv layers are 2-D)"
+
+
+def _no_dtype(node: NodeInfo):
+    dtype = node.const("dtype", None)
+    return None if dtype is None else f"dtype={dtype!r} (a cast inside the op)"
+
+
+def _encoder(node: NodeInfo):
+    if node.const("mask", None) is not None:
+        return "argument 'mask' is given (masked attention)"
+    shape = node.args[0].type.shape
+    return None if len(shape) == 3 else f"src of shape {_shape(node, 0)} is not 3-D (batch, sequence, features)"
+
+
+def _nchw(node: NodeInfo):
+    # the conv and pool layers are NCHW; an unbatched (C, H, W) input runs on cpu
+    if len(node.args[0].type.shape) == 4:
+        return None
+    return f"{node.args[0].name} of shape {_shape(node, 0)} is not 4-D (the layers are batched NCHW)"
+
+
+def _matmul(node: NodeInfo):
+    # the converter's forms: x @ constant 2-D weight (a GEMM layer), or two computed operands
+    # of rank >= 2; matrix-vector products and a constant left operand run outside engines
+    a, b = node.args[0].name, node.args[1].name
+    if node.args[0].is_constant:
+        return f"{a} is a constant (only a constant right operand becomes a weight)"
+    if node.args[1].is_constant:
+        if _rank(node, 1) == 2 and _rank(node, 0) >= 1:
+            return None
+        return f"constant {b} of shape {_shape(node, 1)} is not 2-D"
+    if _rank(node, 0) >= 2 and _rank(node, 1) >= 2:
+        return None
+    return f"a matrix-vector product ({a} {_shape(node, 0)} @ {b} {_shape(node, 1)})"
+
+
+def _gelu(node: NodeInfo):
+    # another approximation is an error torch raises: the cpu kernel raises it (the engine computed erf's)
+    a = node.const("approximate", "none")
+    return None if a in ("none", "tanh") else f"approximate={a!r} (the engine computes 'none' and 'tanh')"
+
+
+def _addmm(node: NodeInfo):
+    # a linear layer: constant 2-D mat2 (self and mat2 constant: the constants); alpha == 0:
+    # torch does not read mat1 @ mat2 (its NaNs and infinities do not reach the result)
+    if node.const("alpha", 1) == 0:
+        return "alpha=0 (torch does not read mat1 @ mat2 then)"
+    return None if _rank(node, 2) == 2 else f"mat2 of shape {_shape(node, 2)} is not 2-D"
+
+
+# -- the table -------------------------------------------------------------------------------------
+def _rows(converter: str, ops: dict[str, tuple[str, ...]], check: Check | None = None) -> list[OpSupport]:
+    return [OpSupport(op, converter, consts, check, _NOTES.get(check, "")) for op, consts in ops.items()]
+
+
+_NOTES = {
+    _gelu: "approximate is 'none' or 'tanh'",
+    _dropout: "train=False (inference: the identity)",
+    _nchw: "a 4-D (N, C, H, W) input",
+    _convolution: "2-D, not transposed",
+    _matmul: "x @ a constant 2-D weight, or two computed operands of rank >= 2 (no matrix-vector products)",
+    _addmm: "alpha != 0, a 2-D mat2",
+    _no_dtype: "no dtype argument",
+    _encoder: "no mask, a 3-D src",
+}
+
+
+_UNARY = ("aten::neg", "aten::abs", "aten::exp", "aten::log", "aten::sqrt", "aten::rsqrt", "aten::reciprocal",
+          "aten::square", "aten::relu", "aten::relu6", "aten::sigmoid", "aten::tanh", "aten::silu",
+          "aten::hardswish", "aten::hardsigmoid", "aten::mish")
+_CONV_ARGS = ("weight", "bias", "stride", "padding", "dilation", "groups")
+_ENCODER_ARGS = ("embed_dim", "num_heads", "qkv_weight", "qkv_bias", "proj_weight", "proj_bias", "use_gelu",
+                 "norm_first", "eps", "norm_weight_1", "norm_bias_1", "norm_weight_2", "norm_bias_2",
+                 "ffn_weight_1", "ffn_bias_1", "ffn_weight_2", "ffn_bias_2", "mask", "mask_type")
+
+_TABLE: list[OpSupport] = [
+    # pointwise (fused into one compiled kernel per group)
+    *_rows("add_sub", {"aten::add.Tensor": ("alpha",), "aten::add.Scalar": ("other", "alpha"),
+                       "aten::sub.Tensor": ("alpha",), "aten::sub.Scalar": ("other", "alpha"),
+                       "srcore::add_relu": ("alpha",)}),
+    *_rows("rsub", {"aten::rsub.Tensor": ("alpha",), "aten::rsub.Scalar": ("other", "alpha")}),
+    *_rows("binary", {"aten::mul.Tensor": (), "aten::mul.Scalar": ("other",), "aten::div.Tensor": (),
+                      "aten::div.Scalar": ("other",), "aten::maximum": (), "aten::minimum": ()}),
+    *_rows("unary", {op: () for op in _UNARY}),
+    *_rows("gelu", {"aten::gelu": ("approximate",)}, _gelu),
+    *_rows("clamp", {"aten::hardtanh": ("min_val", "max_val"), "aten::clamp": ("min", "max")}),
+    *_rows("leaky_relu", {"aten::leaky_relu": ("negative_slope",)}),
+    *_rows("elu", {"aten::elu": ("alpha", "scale", "input_scale")}),
+    *_rows("softplus", {"aten::softplus": ("beta", "threshold")}),
+    *_rows("pow_scalar", {"aten::pow.Tensor_Scalar": ("exponent",)}),
+    # layout (views inside the engine) and copies
+    *_rows("alias", {"aten::contiguous": ("memory_format",), "aten::flatten.using_ints": ("start_dim", "end_dim"),
+                     "aten::view": ("size",), "aten::reshape": ("shape",)}),
+    *_rows("alias", {"aten::dropout": ("p", "train")}, _dropout),
+    *_rows("permute", {"aten::transpose.int": ("dim0", "dim1"), "aten::permute": ("dims",)}),
+    *_rows("index", {"aten::select.int": ("dim", "index"), "aten::slice.Tensor": ("dim", "start", "end", "step")}),
+    # convolution and pooling
+    *_rows("conv", {"aten::conv2d": _CONV_ARGS, "srcore::conv2d_relu": _CONV_ARGS,
+                    "srcore::conv2d_add_relu": _CONV_ARGS}, _nchw),
+    *_rows("conv", {"aten::_convolution": ("weight", "bias", "stride", "padding", "dilation", "transposed",
+                                           "output_padding", "groups")}, _convolution),
+    *_rows("max_pool", {"aten::max_pool2d": ("kernel_size", "stride", "padding", "dilation", "ceil_mode")}, _nchw),
+    *_rows("avg_pool", {"aten::avg_pool2d": ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+                                             "divisor_override")}, _nchw),
+    *_rows("adaptive_avg_pool", {"aten::adaptive_avg_pool2d": ("output_size",)}, _nchw),
+    # matrix products (a constant weight is laid out once)
+    *_rows("linear", {"aten::linear": ("weight", "bias"), "srcore::linear_relu": ("weight", "bias"),
+                      "srcore::linear_silu": ("weight", "bias"), "srcore::linear_tanh": ("weight", "bias"),
+                      "srcore::linear_sigmoid": ("weight", "bias")}),
+    *_rows("linear", {"srcore::linear_gelu": ("weight", "bias", "approximate")}, _gelu),
+    *_rows("matmul", {"aten::matmul": (), "aten::mm": (), "aten::bmm": ()}, _matmul),
+    *_rows("addmm", {"aten::addmm": ("self", "mat2", "beta", "alpha")}, _addmm),
+    # normalisation, reductions
+    *_rows("softmax", {"aten::softmax.int": ("dim", "dtype"), "aten::log_softmax.int": ("dim", "dtype")}, _no_dtype),
+    *_rows("layer_norm", {"aten::layer_norm": ("normalized_shape", "weight", "bias", "eps")}),
+    *_rows("mean", {"aten::mean.dim": ("dim", "keepdim", "dtype")}, _no_dtype),
+    *_rows("encoder_layer", {"aten::_transformer_encoder_layer_fwd": _ENCODER_ARGS}, _encoder),
+]
+
+#: op (base name or full overload) -> its row
+SUPPORT: dict[str, OpSupport] = {row.op: row for row in _TABLE}
+
+
+def lookup(op: str) -> OpSupport | None:
+    """The row of ``op`` (``aten::add.Tensor``), or of its base name (``aten::relu``)."""
+    return SUPPORT.get(op) or SUPPORT.get(op.split(".", 1)[0])
+
+
+def converter_name(op: str) -> str | None:
+    row = lookup(op)
+    return row.converter if row is not None else None
+
+
+def refusal(node: NodeInfo) -> str | None:
+    """Why ``node`` may not go into a trt_like engine (naming the argument, dtype or shape at
+    fault), or None if it may."""
+    row = SUPPORT.get(node.op)
+    if row is None:
+        return f"{node.op} is not in the engine's op table (srcore list-ops --engine trt_like)"
+    why = _tensors_refused(node)
+    if why:
+        return why
+    for a in node.args:
+        if a.name not in row.constants or a.is_constant:
+            continue
+        if isinstance(a.type, TensorType):
+            return f"argument {a.name!r} is a computed tensor; the engine bakes it in (a weight) and needs a constant"
+        if not a.derived:
+            return (f"argument {a.name!r} is computed from tensor data at run time; the engine bakes it in "
+                    f"and needs a constant or a value known from the input shapes")
+    if row.check is None:
+        return None
+    try:
+        return row.check(node)
+    except KeyError as exc:   # the check needs the value of an argument known only per signature
+        return f"{exc.args[0] if exc.args else exc}: the engine needs it to decide"
+
+
+def supports(node: NodeInfo) -> bool | str:
+    """``True`` if ``node`` may go into a trt_like engine, else the reason it may not."""
+    return refusal(node) or True
+
+
+def _tensors_refused(node: NodeInfo) -> str | None:
+    if not node.output_types or not isinstance(node.output_types[0], TensorType):
+        return f"its result is {node.output_types[0] if node.output_types else 'nothing'}, not a tensor"
+    named = [(f"argument {a.name!r}", a.type) for a in node.args]
+    several = len(node.output_types) > 1
+    named += [(f"result {i}" if several else "the result", t) for i, t in enumerate(node.output_types)]
+    for name, t in named:
+        if isinstance(t, TensorType):
+            if t.dtype not in ENGINE_DTYPES:
+                return f"{name} is {t.dtype or 'of unknown dtype'}; engines compute in {', '.join(ENGINE_DTYPES)}"
+            if t.shape is None:
+                return f"{name} has no known rank"
+    return None
+
+
+def engine_ops() -> list:
+    """The op table as :class:`srcore.plugin.EngineOp` records (``srcore list-ops --engine trt_like``)."""
+    from srcore.plugin import EngineOp
+
+    return [EngineOp(row.op, row.constants, row.notes) for row in _TABLE]

@@ -1,0 +1,151 @@
+"""Pooling for the trt_like engine: max_pool2d, avg_pool2d, adaptive_avg_pool2d (float32, NCHW).
+
+Each pool is an object built once per static shape and called as ``pool(x, out)`` (C-contiguous
+float32 arrays of the built shapes). Semantics are torch's: output sizes (``ceil_mode``: the last
+window must start inside the input or the left padding), max pooling treats padding as -inf
+(NaN propagates), avg pooling's divisor follows ``count_include_pad`` / ``divisor_override``.
+
+The windowed kernels are separable (max and sum are): per channel, each input row is reduced
+across the ``kw`` taps into a row of output width (for a column stride > 1 after splitting the
+row into its stride phases, so every tap is a contiguous, vectorised pass), then the output row
+across the ``kh`` rows. The kernels are numba ``nogil`` loops over a channel range.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import TacticSpecError
+from ..kernels import pool as _k
+from ..kernels.pool_vec import max_pool_s2
+from .spec import as_pair, as_shape4, check_array
+
+
+def _out_size(name, n, k, s, p, d, ceil_mode):
+    """torch's pooling_output_shape for one spatial dim."""
+    o = (n + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (o - 1) * s >= n + p:
+        o -= 1
+    if o < 1:
+        raise TacticSpecError(f"{name}: input size {n} with padding {p} is too small for kernel {k} "
+                              f"(dilation {d}): output size {o}")
+    return o
+
+
+class _WindowPool:
+    """Shared geometry and checks of the windowed pools."""
+    name = "pool"
+
+    def __init__(self, x_shape, kernel, stride, padding, dilation, ceil_mode, max_pad):
+        self.x_shape = as_shape4(x_shape)
+        self.kernel = as_pair("kernel")(kernel)
+        self.stride = self.kernel if stride is None or stride == () else as_pair("stride")(stride)
+        self.padding, self.dilation = as_pair("padding")(padding), as_pair("dilation")(dilation)
+        self.ceil_mode = bool(ceil_mode)
+        if min(self.x_shape) < 1:
+            raise TacticSpecError(f"{self.name}: x_shape {self.x_shape} has an empty dimension")
+        for field in ("kernel", "stride", "dilation"):
+            if min(getattr(self, field)) < 1:
+                raise TacticSpecError(f"{self.name}: {field} {getattr(self, field)} must be >= 1")
+        for p, limit in zip(self.padding, max_pad):
+            if p < 0 or p > limit:
+                raise TacticSpecError(f"{self.name}: padding {self.padding} must be between 0 and half the "
+                                      f"kernel size {self.kernel}, here at most {max_pad}")
+        H, W = self.x_shape[2:]
+        self.out_shape = self.x_shape[:2] + tuple(
+            _out_size(self.name, n, k, s, p, d, self.ceil_mode)
+            for n, k, s, p, d in zip((H, W), self.kernel, self.stride, self.padding, self.dilation))
+
+    def _check(self, x, out):
+        check_array(f"{self.name}: x", x, self.x_shape)
+        check_array(f"{self.name}: out", out, self.out_shape)
+
+    def _reduce(self, x, out, is_max):
+        (kh, kw), (sh, sw), (ph, pw), (dh, dw) = self.kernel, self.stride, self.padding, self.dilation
+        _k.pool_rows(x, is_max, kh, kw, sh, sw, ph, pw, dh, dw, out, 0, self.x_shape[1])
+
+
+class MaxPool2d(_WindowPool):
+    """torch's ``max_pool2d(x, kernel, stride, padding, dilation, ceil_mode)`` for one input shape."""
+    name = "max_pool2d"
+
+    def __init__(self, x_shape, kernel, stride=None, padding=0, dilation=1, ceil_mode=False):
+        k = as_pair("kernel")(kernel)
+        super().__init__(x_shape, kernel, stride, padding, dilation, ceil_mode, max_pad=tuple(ki // 2 for ki in k))
+
+    def __call__(self, x: np.ndarray, out: np.ndarray) -> None:
+        self._check(x, out)
+        self._max(x, out)
+
+    @property
+    def vectorized(self) -> bool:
+        """Column stride 2, no dilation: the 16-lane kernel of ``kernels/pool_vec.py`` applies."""
+        return self.stride[1] == 2 and self.dilation == (1, 1)
+
+    def _max(self, x, out) -> None:
+        if self.vectorized:
+            (kh, kw), (ph, pw) = self.kernel, self.padding
+            max_pool_s2(x, kh, kw, self.stride[0], ph, pw, out, 0, self.x_shape[1])
+        else:
+            self._reduce(x, out, True)
+
+
+class AvgPool2d(_WindowPool):
+    """torch's ``avg_pool2d(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)``."""
+    name = "avg_pool2d"
+
+    def __init__(self, x_shape, kernel, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        k = as_pair("kernel")(kernel)
+        super().__init__(x_shape, kernel, stride, padding, 1, ceil_mode, max_pad=tuple(ki // 2 for ki in k))
+        if divisor_override is not None and int(divisor_override) == 0:
+            raise TacticSpecError("avg_pool2d: divisor_override must not be 0")
+        self.divisor = self._divisors(bool(count_include_pad), divisor_override)
+
+    def _divisors(self, count_include_pad, divisor_override):
+        """The (Ho, Wo) divisor of every output, as torch computes it."""
+        if divisor_override is not None:
+            return np.full(self.out_shape[2:], float(divisor_override), np.float32)
+        per_dim = []
+        for n, o, k, s, p in zip(self.x_shape[2:], self.out_shape[2:], self.kernel, self.stride, self.padding):
+            start = np.arange(o) * s - p
+            end = np.minimum(start + k, n + p)
+            size = end - start                                   # the window, padding included
+            clipped = np.minimum(end, n) - np.maximum(start, 0)  # only the input's elements
+            per_dim.append(size if count_include_pad else clipped)
+        return np.multiply.outer(*per_dim).astype(np.float32)
+
+    def __call__(self, x: np.ndarray, out: np.ndarray) -> None:
+        self._check(x, out)
+        self._reduce(x, out, False)
+        _k.scale_planes(out, self.divisor, 0, self.x_shape[1])
+
+
+class AdaptiveAvgPool2d:
+    """torch's ``adaptive_avg_pool2d(x, output_size)``: window i of a dim spans
+    [floor(i * n / o), ceil((i + 1) * n / o))."""
+    name = "adaptive_avg_pool2d"
+
+    def __init__(self, x_shape, output_size):
+        self.x_shape = as_shape4(x_shape)
+        if min(self.x_shape) < 1:
+            raise TacticSpecError(f"{self.name}: x_shape {self.x_shape} has an empty dimension")
+        size = as_pair("output_size")(output_size)
+        if min(size) < 1:
+            raise TacticSpecError(f"{self.name}: output_size {size} must be >= 1")
+        self.out_shape = self.x_shape[:2] + size
+        (H, W), (Ho, Wo) = self.x_shape[2:], size
+        self.h0 = np.array([i * H // Ho for i in range(Ho)], np.int64)
+        self.h1 = np.array([-(-(i + 1) * H // Ho) for i in range(Ho)], np.int64)
+        self.w0 = np.array([j * W // Wo for j in range(Wo)], np.int64)
+        self.w1 = np.array([-(-(j + 1) * W // Wo) for j in range(Wo)], np.int64)
+
+    def __call__(self, x: np.ndarray, out: np.ndarray) -> None:
+        check_array(f"{self.name}: x", x, self.x_shape)
+        check_array(f"{self.name}: out", out, self.out_shape)
+        self._run(x, out)
+
+    def _run(self, x, out) -> None:
+        if self.out_shape[2:] == (1, 1):
+            _k.global_avg(x, out, 0, self.x_shape[1])
+        else:
+            _k.adaptive_avg(x, self.h0, self.h1, self.w0, self.w1, out, 0, self.x_shape[1])

@@ -1,0 +1,77 @@
+"""2-D convolution tactics of the trt_like engine: float32, NCHW, static shapes.
+
+``conv_tactics(spec, weight, bias)`` returns every tactic that computes ``spec``; the engine
+builder times them on the real shapes (:func:`srcore_trt_like.tactics.timing.time_tactics`)
+and keeps the fastest. Each is called as ``tactic(x, out, residual=None)`` and writes
+``relu?(conv(x) + bias (+ residual))`` into ``out``; the epilogue runs in the tactic's last pass
+(the output transform or depthwise row loop; after a BLAS GEMM, one pass over the output chunk
+the GEMM just wrote, while it is in cache).
+
+=================== ========================================================================
+``gemm_1x1``        1x1, unpadded, ungrouped: one GEMM on the input (stride: a gather first)
+``im2col_gemm``     any kernel, stride, padding, dilation, groups: numba column gather with the
+                    padding folded in, in chunks of output rows (~1 MiB of columns), one GEMM each
+``packed_gemm``     any ungrouped conv: im2col straight into the operand layout of the numba
+                    packed GEMM (explicit AVX-512 vectors), the weight packed once
+                    (``packed.py``, ``kernels/gemm.py``)
+``winograd_f4x4_packed``, ``winograd_f2x2_packed``  the same on the packed GEMM with vector
+                    transforms, in chunks of tile rows (``winograd_packed.py``)
+``winograd_f2x2``   3x3, stride 1, undilated, ungrouped: Winograd F(2x2, 3x3) (``winograd.py``)
+``winograd_f4x4``   the same shapes: Winograd F(4x4, 3x3)
+``depthwise_direct`` groups == in channels: a numba direct loop per output row
+=================== ========================================================================
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import TacticSpecError
+from ..kernels.winograd_math import F2, F4, transform_weight
+from .depthwise import DepthwiseDirectTactic
+from .gemm import Gemm1x1Tactic, Im2colGemmTactic
+from .packed import PackedGemmTactic
+from .spec import ConvSpec, ConvTactic
+from .winograd import WinogradTactic, winograd_applies
+from .winograd_packed import WinogradPackedTactic
+
+__all__ = ["ConvSpec", "ConvTactic", "Gemm1x1Tactic", "Im2colGemmTactic", "WinogradTactic", "WinogradPackedTactic",
+           "PackedGemmTactic", "DepthwiseDirectTactic", "conv_tactics", "conv_tactic_builders"]
+
+
+def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | None) -> list[tuple[str, object]]:
+    """``(name, build)`` for every tactic that computes ``spec`` (im2col_gemm always; the others where
+    they apply); ``build(layout=None)`` lays out the weights (or takes them from ``layout``, a
+    tactic's :meth:`~.spec.ConvTactic.layout`), so a builder that already knows its winner (the
+    timing cache, a serialized plan) constructs only that one."""
+    if not isinstance(spec, ConvSpec):
+        raise TacticSpecError(f"conv_tactics: spec must be a ConvSpec, got {type(spec).__name__}")
+    out: list[tuple[str, object]] = []
+    if spec.kernel == (1, 1) and spec.padding == (0, 0) and spec.groups == 1:
+        out.append((Gemm1x1Tactic.name, lambda layout=None: Gemm1x1Tactic(spec, weight, bias, layout)))
+    if winograd_applies(spec):
+        u: dict[int, np.ndarray] = {}
+
+        def transformed(m: int) -> np.ndarray:
+            # the float64 weight transform once per tile size, shared by the packed and OpenBLAS
+            # tactics (resnet's 512-channel layer: ~40 ms each)
+            if m not in u:
+                u[m] = transform_weight(np.asarray(weight), F4 if m == 4 else F2)
+            return u[m]
+        for m in (4, 2):
+            out.append((f"winograd_f{m}x{m}_packed",
+                        lambda layout=None, m=m: WinogradPackedTactic(
+                            spec, weight, bias, m=m, u=None if layout else transformed(m), layout=layout)))
+        for m in (4, 2):
+            out.append((f"winograd_f{m}x{m}", lambda layout=None, m=m: WinogradTactic(
+                spec, weight, bias, m=m, u=None if layout else transformed(m), layout=layout)))
+    if spec.groups > 1 and spec.groups == spec.x_shape[1]:
+        out.append((DepthwiseDirectTactic.name, lambda layout=None: DepthwiseDirectTactic(spec, weight, bias, layout)))
+    if spec.groups == 1:
+        out.append((PackedGemmTactic.name, lambda layout=None: PackedGemmTactic(spec, weight, bias, layout=layout)))
+    out.append((Im2colGemmTactic.name, lambda layout=None: Im2colGemmTactic(spec, weight, bias, layout)))
+    return out
+
+
+def conv_tactics(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | None) -> list[ConvTactic]:
+    """Every tactic that computes ``spec``, weights laid out (see :func:`conv_tactic_builders`)."""
+    return [build() for _, build in conv_tactic_builders(spec, weight, bias)]

@@ -1,0 +1,72 @@
+"""Winograd F(2x2, 3x3) and F(4x4, 3x3) tactics for 3x3, stride-1, undilated, ungrouped convs.
+
+``out = A^T [U . V] A`` per output tile, with ``U = G g G^T`` laid out once at construction
+((n*n, O, C), float64 then cast) and ``V = B^T d B`` built per call by a numba kernel that
+reads the unpadded input (padding folded into the gather). The n*n products of (O x C) by
+(C x tiles) are one ``np.matmul`` into a per-thread buffer; a numba kernel then applies A^T,
+the bias, the residual and the relu while it writes ``out`` (partial tiles cut there, so odd
+sizes need no extra copy). F(4x4) does 36 / (16 * 9) = 1/4 of the direct multiplies, F(2x2) 4/9.
+Accuracy (max|dy| / max|y| against a float64 conv): see ``winograd_math.py`` and
+``docs/trt-like.md``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernels import winograd as _k
+from .spec import ConvSpec, ConvTactic
+from ..errors import TacticSpecError
+from ..kernels.scratch import SCRATCH
+from .winograd_guard import DirectOnNonFinite
+from ..kernels.winograd_math import F2, F4, transform_weight
+
+
+def winograd_applies(spec: ConvSpec) -> bool:
+    """3x3, stride 1, dilation 1, groups 1 (any padding and size)."""
+    return spec.kernel == (3, 3) and spec.stride == (1, 1) and spec.dilation == (1, 1) and spec.groups == 1
+
+
+def require_winograd(name: str, spec: ConvSpec) -> None:
+    """Raise :class:`TacticSpecError` naming the tactic unless :func:`winograd_applies`."""
+    if not winograd_applies(spec):
+        raise TacticSpecError(
+            f"{name}: needs a 3x3 kernel, stride 1, dilation 1 and groups 1; got kernel {spec.kernel}, "
+            f"stride {spec.stride}, dilation {spec.dilation}, groups {spec.groups}")
+
+
+class WinogradTactic(DirectOnNonFinite, ConvTactic):
+    """Winograd F(m x m, 3 x 3), m = 2 or 4 (name ``winograd_f2x2`` / ``winograd_f4x4``)."""
+    uses_blas = True
+
+    def __init__(self, spec: ConvSpec, weight, bias, m: int = 4, u=None, layout=None):
+        if m not in (2, 4):
+            raise TacticSpecError(f"winograd: output tile m must be 2 or 4, got {m}")
+        self.name = f"winograd_f{m}x{m}"
+        super().__init__(spec, weight, bias, layout)
+        require_winograd(self.name, spec)
+        self._keep_direct(weight, bias)
+        self.m = m
+        mats = F4 if m == 4 else F2
+        # (n*n, O, C); ``u``: the same, already computed (conv_tactics shares it between tactics)
+        shape = (mats.n * mats.n, spec.out_channels, spec.x_shape[1])
+        self.u = self._laid_out("u", shape, lambda: transform_weight(np.asarray(weight), mats) if u is None else u)
+        self._input = _k.input_f4 if m == 4 else _k.input_f2
+        self._output = _k.output_f4 if m == 4 else _k.output_f2
+        N, C = spec.x_shape[:2]
+        _, O, Ho, Wo = self.out_shape
+        self.th, self.tw = -(-Ho // m), -(-Wo // m)
+        tiles = N * self.th * self.tw
+        self.v_shape = (mats.n * mats.n, C, tiles)
+        self.m_shape = (mats.n * mats.n, O, tiles)
+
+    def _run(self, x, out, residual):
+        if self._nonfinite(x):   # NaN / inf would spread over whole tiles: see winograd_guard
+            return self._run_direct(x, out, residual)
+        s = self.spec
+        C, O = s.x_shape[1], s.out_channels
+        v = SCRATCH.get("wino_v", self.v_shape)
+        mm = SCRATCH.get("wino_m", self.m_shape)
+        self._input(x, s.padding[0], s.padding[1], self.th, self.tw, v, 0, C)
+        np.matmul(self.u, v, out=mm)
+        res = out if residual is None else residual
+        self._output(mm, self.bias, res, residual is not None, s.relu, out, self.th, self.tw, 0, O)

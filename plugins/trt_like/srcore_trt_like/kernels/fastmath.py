@@ -1,0 +1,342 @@
+"""Vectorizable float32 math for numba kernels: exp, expm1, log, log1p, tanh, sigmoid, erf.
+
+numba has no SVML here, so ``math.exp`` and friends inside a numba loop are scalar libm calls
+and the loop does not vectorize. These versions are branch-free float32 code (range reduction,
+polynomials, selects, integer bit tricks) that LLVM's loop vectorizer turns into SIMD code.
+
+Each function is a numba *intrinsic*: calling ``fastmath.exp(x)`` (x a float32) in
+``@numba.njit`` code emits its LLVM instructions right there, with no call for LLVM to inline
+and nothing for numba to inline either (numba's ``inline="always"`` re-runs its front end per
+call site: 10 inlined tanh took 1.3 s to compile, 10 of these take ~0.1 s). The math is
+written once, as Python code over :class:`F32` values whose operators emit the instructions
+(``*_ir`` functions, which :mod:`.pointwise_ops` composes as well).
+
+Special values follow torch's float32 CPU kernels: NaN in, NaN out; ``exp(-inf) = 0``,
+``log(0) = -inf``, ``log(-1) = nan``, ``tanh(+-inf) = +-1``; denormal inputs and results are
+kept (no flush to zero). Measured accuracy against float64 references is in
+``docs/trt-like.md`` and asserted by ``tests/test_fastmath.py``.
+
+Sources: exp, log and tanh follow Cephes' float32 ``expf``/``logf``/``tanhf`` (Cody-Waite range
+reduction and their minimax polynomials); expm1 and log1p are derived from them; erf uses two
+minimax polynomials fitted for this module (relative error on [0, 1], ``erfc(x) * exp(x*x)``
+on [1, 4]). ``sigmoid`` is torch's own formula, ``1 / (1 + exp(-x))``, so that it underflows to
+0 below -88.7 as torch's does.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+from .jit import EXACT_JIT
+
+__all__ = ["exp", "expm1", "log", "log1p", "tanh", "sigmoid", "erf", "F32", "Cond", "where",
+           "float32_function", "jit_options"]
+
+_FLOAT = ir.FloatType()
+_I32 = ir.IntType(32)
+# FMA contraction only: nothing that assumes no NaN/inf or reassociates (Cody-Waite needs order)
+_FLAGS = ("contract",)
+
+
+def jit_options() -> dict:
+    """numba options of kernels calling these functions: IEEE division (no ZeroDivisionError) and
+    no fast-math, so a kernel's own +, -, *, / round exactly like torch's separate ops (these
+    functions put FMA contraction on their own instructions only)."""
+    return dict(EXACT_JIT)
+
+
+# -- a float32 expression builder ------------------------------------------------------------------
+class F32:
+    """A float32 LLVM value; arithmetic and comparison operators emit instructions through
+    ``builder`` (Python numbers are float32 constants; comparisons are ordered, ``!=`` is true
+    for NaN, as in Python)."""
+
+    __slots__ = ("builder", "value")
+
+    def __init__(self, builder: ir.IRBuilder, value: ir.Value):
+        self.builder = builder
+        self.value = value
+
+    def _op(self, other) -> ir.Value:
+        return other.value if isinstance(other, F32) else ir.Constant(_FLOAT, float(other))
+
+    def _bin(self, name: str, a, b) -> F32:
+        return F32(self.builder, getattr(self.builder, name)(a, b, flags=_FLAGS))
+
+    def __add__(self, o): return self._bin("fadd", self.value, self._op(o))
+    def __radd__(self, o): return self._bin("fadd", self._op(o), self.value)
+    def __sub__(self, o): return self._bin("fsub", self.value, self._op(o))
+    def __rsub__(self, o): return self._bin("fsub", self._op(o), self.value)
+    def __mul__(self, o): return self._bin("fmul", self.value, self._op(o))
+    def __rmul__(self, o): return self._bin("fmul", self._op(o), self.value)
+    def __truediv__(self, o): return self._bin("fdiv", self.value, self._op(o))
+    def __rtruediv__(self, o): return self._bin("fdiv", self._op(o), self.value)
+    def __neg__(self): return F32(self.builder, self.builder.fneg(self.value))
+    def __abs__(self): return self.call("llvm.fabs")
+
+    def _cmp(self, op: str, o) -> Cond:
+        return Cond(self.builder, self.builder.fcmp_ordered(op, self.value, self._op(o)))
+
+    def __lt__(self, o): return self._cmp("<", o)
+    def __le__(self, o): return self._cmp("<=", o)
+    def __gt__(self, o): return self._cmp(">", o)
+    def __ge__(self, o): return self._cmp(">=", o)
+    def __eq__(self, o): return self._cmp("==", o)
+
+    def __ne__(self, o):
+        return Cond(self.builder, self.builder.fcmp_unordered("!=", self.value, self._op(o)))
+
+    __hash__ = None
+
+    def call(self, llvm_intrinsic: str, *others) -> F32:
+        """``llvm_intrinsic`` (``"llvm.sqrt"``, ``"llvm.pow"``...) of self and ``others``."""
+        fn = self.builder.module.declare_intrinsic(llvm_intrinsic, [_FLOAT])
+        return F32(self.builder, self.builder.call(fn, [self.value, *(self._op(o) for o in others)]))
+
+    def is_nan(self) -> Cond:
+        return self != self
+
+
+class Cond:
+    """An i1 condition; ``|``, ``&`` and ``~`` combine conditions."""
+
+    __slots__ = ("builder", "value")
+
+    def __init__(self, builder: ir.IRBuilder, value: ir.Value):
+        self.builder = builder
+        self.value = value
+
+    def __or__(self, o): return Cond(self.builder, self.builder.or_(self.value, o.value))
+    def __and__(self, o): return Cond(self.builder, self.builder.and_(self.value, o.value))
+    def __invert__(self): return Cond(self.builder, self.builder.not_(self.value))
+
+
+def where(cond: Cond, a, b) -> F32:
+    """``a if cond else b`` as a select (both sides computed: what vectorized code does anyway)."""
+    b_ = cond.builder
+
+    def val(x):
+        return x.value if isinstance(x, F32) else ir.Constant(_FLOAT, float(x))
+
+    return F32(b_, b_.select(cond.value, val(a), val(b)))
+
+
+def _uncontracted(value: ir.Value) -> ir.Value:
+    """``value`` with FMA contraction off on the instructions making it (through selects): a
+    function's result is rounded to float32, as torch rounds every op's result. Otherwise LLVM
+    fuses its last multiply with the next function's first add once both are inlined in one
+    kernel (gelu then hardsigmoid: 1 ulp off, and another value than the same ops unfused)."""
+    stack, seen = [value], set()
+    while stack:
+        v = stack.pop()
+        if not isinstance(v, ir.Instruction) or id(v) in seen:
+            continue
+        seen.add(id(v))
+        if v.opname == "select":
+            stack.extend(v.operands[1:])
+        elif "contract" in getattr(v, "flags", ()):
+            v.flags = [f for f in v.flags if f != "contract"]
+    return value
+
+
+def float32_function(emit: Callable[..., F32]):
+    """A numba intrinsic of float32 arguments computing ``emit(*args)`` inline in the caller."""
+    nargs = emit.__code__.co_argcount
+
+    def typed(args):
+        if len(args) != nargs or any(a != types.float32 for a in args):
+            return None
+
+        def codegen(context, builder, signature, llvm_args):
+            return _uncontracted(emit(*(F32(builder, a) for a in llvm_args)).value)
+
+        return types.float32(*args), codegen
+
+    # intrinsic() reads the template's parameters: one explicit template per arity
+    if nargs == 1:
+        def template(typingctx, a):
+            return typed((a,))
+    elif nargs == 2:
+        def template(typingctx, a, b):
+            return typed((a, b))
+    elif nargs == 3:
+        def template(typingctx, a, b, c):
+            return typed((a, b, c))
+    elif nargs == 4:
+        def template(typingctx, a, b, c, d):
+            return typed((a, b, c, d))
+    else:
+        raise ValueError(f"{emit.__name__}: 1 to 4 float32 arguments, not {nargs}")
+    template.__name__ = template.__qualname__ = emit.__name__.removesuffix("_ir")
+    template.__doc__ = emit.__doc__
+    return intrinsic(template)
+
+
+# -- integer bit tricks -----------------------------------------------------------------------------
+def _scale_by_pow2(p: F32, k: F32) -> F32:
+    """``p * 2**k`` for a ``k`` holding an integer in [-150, 128]: two exact power-of-two factors
+    built from bits, so denormal and overflowing results round once, like ldexp."""
+    b = p.builder
+    k_int = b.fptosi(k.value, _I32)
+    half = b.ashr(k_int, ir.Constant(_I32, 1))
+    rest = b.sub(k_int, half)
+
+    def pow2(n):
+        return F32(b, b.bitcast(b.shl(b.add(n, ir.Constant(_I32, 127)), ir.Constant(_I32, 23)), _FLOAT))
+
+    return p * pow2(half) * pow2(rest)
+
+
+def _frexp(x: F32) -> tuple[F32, F32]:
+    """(mantissa in [0.5, 1), exponent as float32) of a positive normal float32."""
+    b = x.builder
+    bits = b.bitcast(x.value, _I32)
+    m = b.or_(b.and_(bits, ir.Constant(_I32, 0x007FFFFF)), ir.Constant(_I32, 0x3F000000))
+    e = b.sub(b.lshr(bits, ir.Constant(_I32, 23)), ir.Constant(_I32, 126))
+    return F32(b, b.bitcast(m, _FLOAT)), F32(b, b.sitofp(e, _FLOAT))
+
+
+def _horner(x: F32, coefficients) -> F32:
+    """c0 * x**n + ... + cn (highest power first)."""
+    p = coefficients[0] * x + coefficients[1]
+    for c in coefficients[2:]:
+        p = p * x + c
+    return p
+
+
+INF = float("inf")
+NAN = float("nan")
+
+# -- exp, expm1 -----------------------------------------------------------------------------------
+_ROUND_MAGIC = 12582912.0            # 1.5 * 2**23: adding it rounds |v| < 2**22 to an integer
+_LOG2E = 1.44269504088896341
+_LN2_HI = 0.693359375                # ln 2 = _LN2_HI + _LN2_LO, k * _LN2_HI exact (Cody-Waite)
+_LN2_LO = -2.12194440e-4
+_EXP_MAX_IN = 89.0                   # exp(89) overflows: everything above gives inf
+_EXP_MIN_IN = -104.0                 # exp(-104) rounds to 0: everything below gives 0
+# Cephes expf: exp(r) = 1 + r + r*r * P(r) on [-ln2/2, ln2/2]
+_EXP_P = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
+          5.0000001201e-1)
+
+
+def _exp_reduce(x: F32) -> tuple[F32, F32, F32]:
+    """(k, r, r*r*P(r)) with x = k*ln2 + r, x clamped to [-104, 89] first (NaN becomes 89; the
+    callers put it back)."""
+    x = where(x < _EXP_MAX_IN, x, _EXP_MAX_IN)
+    x = where(x > _EXP_MIN_IN, x, _EXP_MIN_IN)
+    k = (x * _LOG2E + _ROUND_MAGIC) - _ROUND_MAGIC
+    r = x - k * _LN2_HI
+    r = r - k * _LN2_LO
+    return k, r, _horner(r, _EXP_P) * (r * r)
+
+
+def exp_ir(x: F32) -> F32:
+    """e**x in float32 (< 1 ulp); inf above 88.72, denormals down to -103.3, then 0."""
+    k, r, q = _exp_reduce(x)
+    return where(x.is_nan(), x, _scale_by_pow2((q + r) + 1.0, k))
+
+
+def expm1_ir(x: F32) -> F32:
+    """e**x - 1 in float32, accurate near 0."""
+    k, r, q = _exp_reduce(x)
+    em1_r = q + r                                  # expm1(r): relative accuracy kept for small r
+    # 2**k * (1 + em1_r) - 1 = 2**k * em1_r + (2**k - 1), where 2**k - 1 is exact for k <= 24;
+    # above, -1 is below half an ulp of e**x
+    scale = _scale_by_pow2(F32(x.builder, ir.Constant(_FLOAT, 1.0)), where(k < 25.0, k, 24.0))
+    small = scale * em1_r + (scale - 1.0)
+    large = _scale_by_pow2(em1_r + 1.0, k)
+    return where(x.is_nan(), x, where(k < 25.0, small, large))
+
+
+# -- log, log1p -----------------------------------------------------------------------------------
+_SQRT_HALF = 0.707106781186547524
+_MIN_NORMAL = 1.17549435e-38
+# Cephes logf: log(1 + m) = m - m*m/2 + m**3 * P(m) for m in [sqrt(.5) - 1, sqrt(2) - 1]
+_LOG_P = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1,
+          -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1)
+
+
+def log_ir(x: F32) -> F32:
+    """Natural log in float32 (< 1 ulp); -inf at +-0, NaN below 0, denormal inputs handled."""
+    denormal = x < _MIN_NORMAL
+    m, e = _frexp(where(denormal, x * 8388608.0, x))   # scale denormals by 2**23
+    e = e - where(denormal, 23.0, 0.0)
+    below = m < _SQRT_HALF
+    e = where(below, e - 1.0, e)
+    m = where(below, m + m - 1.0, m - 1.0)
+    z = m * m
+    y = _horner(m, _LOG_P) * m * z
+    y = y + e * _LN2_LO
+    y = y - 0.5 * z
+    y = (m + y) + e * _LN2_HI
+    y = where(x < INF, y, x)                           # +inf and NaN pass through
+    return where(x > 0.0, y, where(x == 0.0, -INF, where(x.is_nan(), x, NAN)))
+
+
+def log1p_ir(x: F32) -> F32:
+    """log(1 + x) in float32, accurate near 0: log(w) + err / w with w = 1 + x rounded and err
+    its rounding error (TwoSum, exact)."""
+    w = x + 1.0
+    x_part = w - 1.0
+    one_part = w - x_part
+    err = (x - x_part) + (1.0 - one_part)
+    lw = log_ir(w)
+    y = where((err == 0.0) | (x == INF), lw, lw + err / w)
+    return where(w == 1.0, x, y)              # |x| < 2**-24: x itself (keeps -0.0 and denormals)
+
+
+# -- tanh, sigmoid --------------------------------------------------------------------------------
+# Cephes tanhf: tanh(x) = x + x**3 * P(x*x) for |x| < 0.625
+_TANH_P = (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1,
+           -3.33332819422e-1)
+
+
+def tanh_ir(x: F32) -> F32:
+    """tanh in float32: Cephes' polynomial below |x| = 0.625, 1 - 2 / (exp(2|x|) + 1) above."""
+    z = x * x
+    small = _horner(z, _TANH_P) * z * x + x
+    a = abs(x)
+    big = 1.0 - 2.0 / (exp_ir(a + a) + 1.0)
+    big = where(x > 0.0, big, -big)
+    return where(a >= 0.625, big, small)      # NaN takes the polynomial: NaN
+
+
+def sigmoid_ir(x: F32) -> F32:
+    """1 / (1 + exp(-x)) in float32: torch's formula, so 0 below -88.7 like torch."""
+    return 1.0 / (exp_ir(-x) + 1.0)
+
+
+# -- erf ------------------------------------------------------------------------------------------
+# erf(x) = x + x * S(x*x) on [0, 1]: S minimax in the relative error of erf (Lawson's iteration in
+# float64, then float32 coefficients rounded one at a time from the top, the rest refitted): 1.9e-9.
+# x + x*S rather than x*P keeps the rounding of the larger terms out of the result.
+_ERF_S = (7.853897113818675e-05, -0.000801020534709096, 0.005188329145312309, -0.026853812858462334,
+          0.1128358542919159, -0.3761262595653534, 0.12837916612625122)
+# erfc(x) * exp(x*x) = Q(x - 2.5) on [1, 4]: minimax in the absolute error of erfc, fitted the
+# same way: 2.4e-9
+_ERFC_Q = (0.0001068438432412222, 0.00022506613458972424, 0.000543326314073056, -0.0006611161516048014,
+           0.0023025020491331816, -0.00813225470483303, 0.02491462603211403, -0.07434218376874924,
+           0.21080760657787323)
+
+
+def erf_ir(x: F32) -> F32:
+    """The error function in float32: x + x * S(x*x) below |x| = 1, 1 - exp(-x*x) * Q(|x|) up to 4
+    (erf rounds to +-1 from 3.92 on)."""
+    small = x + x * _horner(x * x, _ERF_S)
+    a = abs(x)
+    a4 = where(a < 4.0, a, 4.0)
+    big = 1.0 - exp_ir(-(a4 * a4)) * _horner(a4 - 2.5, _ERFC_Q)
+    big = where(x > 0.0, big, -big)
+    return where(a >= 1.0, big, small)        # NaN takes the polynomial: NaN
+
+
+exp = float32_function(exp_ir)
+expm1 = float32_function(expm1_ir)
+log = float32_function(log_ir)
+log1p = float32_function(log1p_ir)
+tanh = float32_function(tanh_ir)
+sigmoid = float32_function(sigmoid_ir)
+erf = float32_function(erf_ir)

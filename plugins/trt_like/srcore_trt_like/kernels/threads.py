@@ -1,0 +1,134 @@
+"""Intra-op threads for the numba tactics: numba's ``parallel=True`` on the GNU OpenMP layer.
+
+* **Which layer.** ``omp`` (or ``tbb``): both accept parallel launches from several Python
+  threads at once (a ``RuntimePool`` calling one engine), unlike ``workqueue``, which aborts.
+  :func:`threads` asks numba for OpenMP before its parallel backend starts and checks what it
+  got; with ``workqueue`` every tactic stays on one thread.
+* **How many.** The intra-op thread count is what numpy's BLAS is set to when a tactic is
+  built (``OPENBLAS_NUM_THREADS``, ``threadpoolctl.threadpool_limits``), as for the cpu
+  backend's BLAS calls, at most ``NUMBA_NUM_THREADS``. A tactic built for one thread never
+  launches a parallel region (no cost at 1 thread).
+* **Per call.** numba's thread count is per calling thread; :func:`use` sets it (once per
+  Python thread and count) before a tactic launches its region. A region's work is split by
+  iteration index, not by the team size, so results do not depend on the team actually
+  running it.
+
+GNU OpenMP workers spin a little after each region (``GOMP_SPINCOUNT``), so the layers of one
+engine call, microseconds apart, find them awake. OpenBLAS's own (pthreads) workers spin far
+longer after a threaded call (``OPENBLAS_THREAD_TIMEOUT``, ~0.1 s), on the core the OpenMP team
+needs: a 2-thread OpenBLAS GEMM alternating with a 2-thread packed conv took 9.1 ms a pair
+instead of 2.1. So a conv tactic built for more than one thread that calls numpy's BLAS runs
+it on the calling thread (:func:`on_caller`, OpenBLAS's per-thread count), and so does every
+other candidate of an engine with such layers (``tactics._blas_on_caller``): the engine's
+threads are OpenMP's alone (MKL's GNU layer, when installed, is the same libgomp pool).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+
+import numba
+
+_state: dict = {}
+_lock = threading.Lock()
+_tls = threading.local()
+
+
+def _blas_threads() -> int:
+    """numpy's OpenBLAS thread count now (threadpoolctl), else the environment, else 1."""
+    ctl = _state.get("blas")
+    if ctl is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+            libs = [c for c in ThreadpoolController().lib_controllers
+                    if c.user_api == "blas" and "numpy" in str(c.filepath)]
+            ctl = libs[0] if libs else False
+        except Exception:  # threadpoolctl missing or failing: fall back to the environment
+            ctl = False
+        _state["blas"] = ctl
+    if ctl:
+        return max(1, int(ctl.num_threads))
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        try:
+            return max(1, int(os.environ[var]))
+        except (KeyError, ValueError):
+            continue
+    return 1
+
+
+def _layer_ok() -> bool:
+    """Start numba's parallel backend on OpenMP if nothing started it yet; whether the layer in use
+    takes concurrent launches."""
+    ok = _state.get("layer_ok")
+    if ok is None:
+        with _lock:
+            ok = _state.get("layer_ok")
+            if ok is None:
+                from numba.np.ufunc import parallel as _par
+                if not _par._is_initialized:
+                    numba.config.THREADING_LAYER = "omp"
+                try:
+                    _par._launch_threads()
+                    ok = numba.threading_layer() in ("omp", "tbb")
+                except Exception:  # no OpenMP runtime and no other layer: stay serial
+                    ok = False
+                _state["layer_ok"] = ok
+    return ok
+
+
+def count() -> int:
+    """The intra-op thread count for a tactic built now (1 when the layer cannot run concurrent
+    launches)."""
+    n = min(_blas_threads(), numba.config.NUMBA_NUM_THREADS)
+    return n if n > 1 and _layer_ok() else 1
+
+
+def use(n: int) -> None:
+    """Make numba's parallel regions launched from this thread use ``n`` threads (at most
+    ``NUMBA_NUM_THREADS``; the work is still cut in ``n`` parts)."""
+    if getattr(_tls, "n", 0) != n:
+        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+        _tls.n = n
+
+
+def split(total: int, t: int, nt: int, quantum: int = 1) -> tuple[int, int]:
+    """Part ``t`` of ``nt`` of ``range(total)`` in whole quanta (Python twin of the kernels' split)."""
+    q = -(-total // quantum)
+    return min(total, q * t // nt * quantum), min(total, q * (t + 1) // nt * quantum)
+
+
+def _set_local():
+    """numpy's ``openblas_set_num_threads_local`` (OpenBLAS >= 0.3.27: the calling thread's count,
+    returning the previous one), or None."""
+    fn = _state.get("set_local")
+    if fn is None:
+        fn = False
+        _blas_threads()
+        ctl = _state.get("blas")
+        if ctl:
+            try:
+                f = ctypes.CDLL(str(ctl.filepath)).openblas_set_num_threads_local
+                f.argtypes, f.restype = [ctypes.c_int], ctypes.c_int
+                fn = f
+            except (OSError, AttributeError):
+                pass
+        _state["set_local"] = fn
+    return fn
+
+
+def on_caller(run):
+    """``run`` with numpy's BLAS on the calling thread only (the previous count restored after), or
+    ``run`` itself when OpenBLAS cannot set a per-thread count."""
+    set_local = _set_local()
+    if not set_local:
+        return run
+
+    def call(*args):
+        prev = set_local(1)
+        try:
+            return run(*args)
+        finally:
+            set_local(prev)
+    call.__dict__.update(getattr(run, "__dict__", {}))      # weight_bytes, blas, ...
+    return call

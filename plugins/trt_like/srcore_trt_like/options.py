@@ -1,0 +1,57 @@
+"""The engine options of trt_like (``Options(engine_options={...})``, ``--engine-option KEY=VALUE``),
+checked when an engine is built: an unknown option or tactic name is an
+:class:`srcore.EngineOptionError` naming it and listing what is known."""
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from srcore.errors import EngineOptionError
+
+#: option -> what it takes (docs/trt-like.md has the table)
+OPTIONS = {
+    "fusion": "true/false: fuse pointwise runs (and a conv with the max pool that alone reads it)",
+    "timing": "true/false: time every applicable tactic per layer (false: the first, the usual winner)",
+    "timing_cache": "true/false: reuse and record tactic winners in the timing cache",
+    "mkl": "true/false: offer MKL's packed SGEMM when the mkl package is installed",
+    "exclude_tactics": "a list of tactic names never chosen",
+    "engine_cache": "true/false or a directory: keep plans in an engine cache keyed by segment, signature "
+                    "and machine",
+    "precision": "float32 (the precision engines compute in)",
+}
+_BOOLS = ("fusion", "timing", "timing_cache", "mkl")
+
+#: every tactic name the table can offer (conv algorithms, then the other families)
+CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "packed_gemm", "winograd_f4x4", "winograd_f2x2",
+                "winograd_f4x4_packed", "winograd_f2x2_packed", "depthwise_direct")
+OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl", "numba", "numpy")
+
+
+def tactic_names() -> list[str]:
+    return [*CONV_TACTICS, *(f"{c}+max_pool" for c in CONV_TACTICS), *OTHER_TACTICS]
+
+
+def check_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` if every key and value is one trt_like takes, else an EngineOptionError."""
+    for key, value in options.items():
+        if key not in OPTIONS:
+            close = difflib.get_close_matches(key, OPTIONS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise EngineOptionError(f"unknown trt_like engine option {key!r}{hint}; known: {', '.join(OPTIONS)}")
+        if key in _BOOLS and not isinstance(value, bool):
+            raise EngineOptionError(f"trt_like engine option {key}={value!r}: expected true or false")
+    excluded = options.get("exclude_tactics", ())
+    if isinstance(excluded, str) or not all(isinstance(n, str) for n in excluded):
+        raise EngineOptionError(f"trt_like engine option exclude_tactics={excluded!r}: expected a list of names")
+    known = tactic_names()
+    for name in excluded:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise EngineOptionError(f"exclude_tactics: unknown trt_like tactic {name!r}{hint}; "
+                                    f"tactics: {', '.join(known)}")
+    precision = options.get("precision", "float32")
+    if precision != "float32":
+        raise EngineOptionError(f"trt_like engine option precision={precision!r}: engines compute in float32 "
+                                f"(INT8 engines are not built yet)")
+    return options

@@ -1,0 +1,180 @@
+"""The op table of pointwise kernels, and the float32 scalar functions its templates call.
+
+One :class:`OpDef` per op: arity, named float parameters with their defaults, and a numba
+expression template. A generated kernel evaluates ``template.format(*operands, **params)``
+where each operand and parameter is the name of a float32 local or module constant, so a
+template may use an operand several times. The scalar functions below reproduce torch's
+float32 CPU formulas (the vectorized ATen kernels: same operation order, NaN propagation and
+infinities), with :mod:`.fastmath` for the transcendental parts.
+"""
+from __future__ import annotations
+
+import math
+
+import attrs
+
+from ..kernels.fastmath import F32, erf_ir, exp_ir, expm1_ir, float32_function, log1p_ir, tanh_ir, where
+
+_SQRT1_2 = math.sqrt(0.5)
+# torch's kBeta of the tanh GELU: M_SQRT2 * M_2_SQRTPI * 0.5 = sqrt(2 / pi)
+_GELU_TANH_BETA = math.sqrt(2.0) * (2.0 / math.sqrt(math.pi)) * 0.5
+_GELU_TANH_KAPPA = 0.044715
+
+
+def maximum_ir(a: F32, b: F32) -> F32:
+    return where((a < b) | b.is_nan(), b, a)           # NaN from either side, as torch
+
+
+def minimum_ir(a: F32, b: F32) -> F32:
+    return where((b < a) | b.is_nan(), b, a)
+
+
+def clamp_ir(x: F32, lo: F32, hi: F32) -> F32:
+    """torch.clamp: min(max(x, lo), hi) with NaN from any side (a NaN bound makes every result
+    NaN, as torch's); ``hi`` wins when lo > hi."""
+    # (a Python float bound, hardsigmoid's and hardswish's, is never NaN)
+    take_lo = (x < lo) | lo.is_nan() if isinstance(lo, F32) else x < lo
+    y = where(take_lo, lo, x)
+    take_hi = (y > hi) | hi.is_nan() if isinstance(hi, F32) else y > hi
+    return where(take_hi, hi, y)
+
+
+def relu_ir(x: F32) -> F32:
+    return where(x < 0.0, 0.0, x)                       # NaN and -0.0 pass through, as in torch
+
+
+def relu6_ir(x: F32) -> F32:
+    return where(x > 6.0, 6.0, where(x < 0.0, 0.0, x))
+
+
+def reciprocal_ir(x: F32) -> F32:
+    return 1.0 / x
+
+
+def rsqrt_ir(x: F32) -> F32:
+    return 1.0 / x.call("llvm.sqrt")
+
+
+def pow_ir(x: F32, e: F32) -> F32:
+    """torch.pow(Tensor, Scalar): the exponents torch special-cases take its formulas (and,
+    ``e`` being a constant, LLVM folds the selects and vectorizes); others call powf."""
+    y = x.call("llvm.pow", e)
+    for value, special in ((-2.0, 1.0 / (x * x)), (-1.0, 1.0 / x), (-0.5, 1.0 / x.call("llvm.sqrt")),
+                           (0.5, x.call("llvm.sqrt")), (3.0, x * x * x), (2.0, x * x), (1.0, x),
+                           (0.0, 1.0)):
+        y = where(e == value, special, y)
+    return y
+
+
+def leaky_relu_ir(x: F32, slope: F32) -> F32:
+    return where(x > 0.0, x, x * slope)
+
+
+def elu_ir(x: F32, alpha: F32, scale: F32, input_scale: F32) -> F32:
+    # torch: negcoef = alpha * scale in float32; x <= 0 ? expm1(x * input_scale) * negcoef : x * scale
+    return where(x <= 0.0, expm1_ir(x * input_scale) * (alpha * scale), x * scale)
+
+
+def gelu_ir(x: F32) -> F32:
+    return x * 0.5 * (1.0 + erf_ir(x * _SQRT1_2))
+
+
+def gelu_tanh_ir(x: F32) -> F32:
+    inner = _GELU_TANH_BETA * (x + _GELU_TANH_KAPPA * (x * x * x))
+    return 0.5 * x * (1.0 + tanh_ir(inner))
+
+
+def silu_ir(x: F32) -> F32:
+    return x / (1.0 + exp_ir(-x))
+
+
+def mish_ir(x: F32) -> F32:
+    return x * tanh_ir(log1p_ir(exp_ir(x)))
+
+
+def hardsigmoid_ir(x: F32) -> F32:
+    return clamp_ir(x + 3.0, 0.0, 6.0) / 6.0
+
+
+def hardswish_ir(x: F32) -> F32:
+    return x * clamp_ir(x + 3.0, 0.0, 6.0) / 6.0
+
+
+def softplus_ir(x: F32, beta: F32, threshold: F32) -> F32:
+    xb = x * beta
+    return where(xb > threshold, x, log1p_ir(exp_ir(xb)) / beta)
+
+
+maximum = float32_function(maximum_ir)
+minimum = float32_function(minimum_ir)
+clamp = float32_function(clamp_ir)
+relu = float32_function(relu_ir)
+relu6 = float32_function(relu6_ir)
+reciprocal = float32_function(reciprocal_ir)
+rsqrt = float32_function(rsqrt_ir)
+pow_scalar = float32_function(pow_ir)
+leaky_relu = float32_function(leaky_relu_ir)
+elu = float32_function(elu_ir)
+gelu = float32_function(gelu_ir)
+gelu_tanh = float32_function(gelu_tanh_ir)
+silu = float32_function(silu_ir)
+mish = float32_function(mish_ir)
+hardsigmoid = float32_function(hardsigmoid_ir)
+hardswish = float32_function(hardswish_ir)
+softplus = float32_function(softplus_ir)
+
+
+@attrs.frozen
+class OpDef:
+    """One pointwise op: ``arity`` float32 operands (tensors or scalars), float parameters
+    ``params`` (name, default; ``None``: required) and the numba expression computing it."""
+
+    name: str
+    arity: int
+    template: str
+    params: tuple[tuple[str, float | None], ...] = ()
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.params)
+
+
+_INF = math.inf
+
+#: every op a pointwise kernel can compute, by name
+OPS: dict[str, OpDef] = {d.name: d for d in (
+    OpDef("add", 2, "({0} + {1})"),
+    OpDef("sub", 2, "({0} - {1})"),
+    OpDef("mul", 2, "({0} * {1})"),
+    OpDef("div", 2, "({0} / {1})"),
+    OpDef("maximum", 2, "ops.maximum({0}, {1})"),
+    OpDef("minimum", 2, "ops.minimum({0}, {1})"),
+    OpDef("neg", 1, "(-{0})"),
+    OpDef("abs", 1, "abs({0})"),
+    OpDef("square", 1, "({0} * {0})"),
+    OpDef("sqrt", 1, "np.sqrt({0})"),
+    OpDef("rsqrt", 1, "ops.rsqrt({0})"),
+    OpDef("reciprocal", 1, "ops.reciprocal({0})"),
+    OpDef("pow", 1, "ops.pow_scalar({0}, {exponent})", (("exponent", None),)),
+    OpDef("exp", 1, "fm.exp({0})"),
+    OpDef("expm1", 1, "fm.expm1({0})"),
+    OpDef("log", 1, "fm.log({0})"),
+    OpDef("log1p", 1, "fm.log1p({0})"),
+    OpDef("erf", 1, "fm.erf({0})"),
+    OpDef("tanh", 1, "fm.tanh({0})"),
+    OpDef("sigmoid", 1, "fm.sigmoid({0})"),
+    OpDef("relu", 1, "ops.relu({0})"),
+    OpDef("relu6", 1, "ops.relu6({0})"),
+    OpDef("clamp", 1, "ops.clamp({0}, {min}, {max})", (("min", -_INF), ("max", _INF))),
+    OpDef("hardtanh", 1, "ops.clamp({0}, {min_val}, {max_val})", (("min_val", -1.0), ("max_val", 1.0))),
+    OpDef("leaky_relu", 1, "ops.leaky_relu({0}, {negative_slope})", (("negative_slope", 0.01),)),
+    OpDef("elu", 1, "ops.elu({0}, {alpha}, {scale}, {input_scale})",
+          (("alpha", 1.0), ("scale", 1.0), ("input_scale", 1.0))),
+    OpDef("gelu", 1, "ops.gelu({0})"),
+    OpDef("gelu_tanh", 1, "ops.gelu_tanh({0})"),
+    OpDef("silu", 1, "ops.silu({0})"),
+    OpDef("mish", 1, "ops.mish({0})"),
+    OpDef("hardsigmoid", 1, "ops.hardsigmoid({0})"),
+    OpDef("hardswish", 1, "ops.hardswish({0})"),
+    OpDef("softplus", 1, "ops.softplus({0}, {beta}, {threshold})", (("beta", 1.0), ("threshold", 20.0))),
+)}

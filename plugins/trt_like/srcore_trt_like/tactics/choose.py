@@ -1,0 +1,177 @@
+"""Tactic selection: for each layer, every implementation of the tactic table (:mod:`.table`) that
+applies, timed on the layer's real shapes; the fastest wins (TensorRT's builder does the same with
+its kernels).
+
+Timing is :func:`.timing.best_times`: every candidate runs once to warm up (compiled code loads,
+scratch grows), then a few rounds in a rotating order, keeping each one's best round (the least
+disturbed on a shared machine), plus the time its weights take to stream from memory. The
+winner is remembered in the timing cache (:mod:`.timing_cache`), so a later build of the same
+layer on the same machine and thread settings skips the timing. Engine options: ``timing=False``
+takes the first candidate (the table puts the usual winner first), ``timing_cache=False``
+ignores the cache, ``mkl=False`` leaves MKL's GEMM out and ``exclude_tactics=[names]`` any tactics
+by name (the last candidate standing is kept whatever the exclusions).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable
+
+import attrs
+import numpy as np
+
+from srcore.errors import EngineBuildError
+from srcore.progress import progress
+
+from ..builder.network import Layer, Network
+from ..builder.plan import Step
+from ..kernels import mkl as mkl_gemm
+from ..kernels import threads as _threads
+from . import table, timing_cache
+from .records import Candidate, Kernel
+from .timing import best_times
+
+log = logging.getLogger("srcore.trt_like")
+
+
+def candidates(layer: Layer, net: Network) -> list[Candidate]:
+    """Every implementation that applies to ``layer``, best guess first."""
+    out = table.candidates(layer, net)
+    if not out:
+        raise EngineBuildError(f"no trt_like implementation of a {layer.kind} layer ({layer.source})")
+    return out
+
+
+class StaleChoice(Exception):
+    """A stored tactic choice this process cannot honour (the tactic is not offered here)."""
+
+
+def choose_tactics(net: Network, options: dict[str, Any], *, name: str = "engine",
+                   chosen: list[tuple[str, dict]] | None = None) -> list[Step]:
+    """One :class:`Step` per layer, in order: the chosen tactic's name and kernel (views: none).
+
+    ``chosen`` (a serialized plan's): per layer that is not a view, the tactic's name and its
+    stored layout; nothing is timed and stored layouts are not laid out again (raises
+    :class:`StaleChoice` when a tactic is not among this process's candidates). ``name`` labels
+    the progress bar and the log."""
+    timing = options.get("timing", True) and chosen is None
+    cache = timing_cache.get() if options.get("timing_cache", True) and chosen is None else None
+    one_blas = _one_blas(options)
+    on_caller = _blas_on_caller(net, one_blas is not None)
+    stored = iter(chosen) if chosen is not None else None
+    steps = []
+    timed = 0
+    for layer in progress(net.layers, f"{name}: tactics", total=len(net.layers), unit="layer"):
+        if layer.kind == "reshape":
+            steps.append(Step(layer, "view", None))
+            continue
+        if stored is not None:
+            tactic, layout = next(stored, (None, None))
+        if all(net.tensors[t].size == 0 for t in layer.outputs):
+            # nothing to compute (a zero-size dim): kernels and compilers need not handle it
+            steps.append(Step(layer, "empty", _nothing))
+            continue
+        every = candidates(layer, net)
+        cands = [c for c in every if not excluded(c.name, options)] or every
+        if one_blas and any(c.blas == one_blas for c in cands):
+            cands = [c for c in cands if c.blas is None or c.blas == one_blas]
+        if on_caller:
+            cands = [c if c.blas in ("omp", "mkl") else _on_caller(on_caller, c) for c in cands]
+        if stored is not None:
+            by_name = {c.name: c for c in cands}
+            if tactic not in by_name:
+                raise StaleChoice(f"its {layer.kind} layer ({layer.source or 'no source'}) uses tactic {tactic!r}, "
+                                  f"which this process does not offer for it (offered: {', '.join(by_name)})")
+            c = by_name[tactic]
+            kernel = c.restore(layout) if layout and c.restore is not None else c.build()
+            steps.append(Step(layer, c.name, kernel.fn, c.precision, kernel.layout))
+            continue
+        chosen_c = cands[0]
+        if len(cands) > 1 and timing:
+            key = timing_cache.layer_key(layer, net, [c.name for c in cands])
+            known = cache.lookup(key) if cache is not None else None
+            by_name = {c.name: c for c in cands}
+            if known in by_name:
+                chosen_c = by_name[known]
+                log.debug("%s: %s %s: %s (timing cache)", name, layer.kind, _shape(net, layer), known)
+            else:
+                ranked = rank(cands, layer, net)
+                chosen_c = ranked[0][0]
+                timed += 1
+                log.debug("%s: %s %s: %s", name, layer.kind, _shape(net, layer),
+                          ", ".join(f"{c.name} {s * 1e3:.3f} ms" for c, s in ranked))
+                if cache is not None:
+                    cache.store(key, chosen_c.name)
+        kernel = chosen_c.build()
+        steps.append(Step(layer, chosen_c.name, kernel.fn, chosen_c.precision, kernel.layout))
+    if cache is not None:
+        cache.save()
+    if timed:
+        log.info("%s: timed the tactics of %d layer(s)", name, timed)
+    return steps
+
+
+def _shape(net: Network, layer: Layer) -> str:
+    return "x".join(map(str, net.shape(layer.outputs[0])))
+
+
+def _nothing(*arrays) -> None:
+    """The kernel of a layer whose outputs are empty."""
+
+
+def _one_blas(options: dict[str, Any]) -> str | None:
+    """With more than one intra-op thread and MKL available: ``"mkl"``, the one threaded BLAS the
+    engine's layers should use wherever they can. Two threaded BLAS in one engine fight: the
+    threads each leaves spinning after a call steal the cores the other needs (MKL's 2-thread
+    64x4096x4096 SGEMM alternating with numpy's: 6.6 -> 11.4 ms)."""
+    if not options.get("mkl", True) or mkl_gemm.intra_op_threads() <= 1:
+        return None
+    return "mkl" if mkl_gemm.library() is not None else None
+
+
+def _blas_on_caller(net: Network, mkl: bool = False):
+    """At more than one intra-op thread, an engine with layers that thread on numba's OpenMP pool
+    (:func:`.table.threaded`) or on MKL (``mkl``: its GNU layer is the same libgomp pool) keeps
+    OpenBLAS off its own threads: OpenBLAS's workers spin for ~0.1 s after a threaded call, on the
+    core the OpenMP team needs (a 2-thread OpenBLAS GEMM alternating with a 2-thread packed conv:
+    9.1 ms a pair instead of 2.1; transformer_block_explicit's attention products on OpenBLAS
+    between MKL GEMMs: 3.4 -> 16-60 ms). Returns the wrapper that runs a kernel with OpenBLAS on
+    the calling thread, or None."""
+    if _threads.count() <= 1:
+        return None
+    if mkl or any(table.threaded(layer, net) for layer in net.layers):
+        return _threads.on_caller
+    return None
+
+
+def _on_caller(wrap: Callable, cand: Candidate) -> Candidate:
+    def build() -> Kernel:
+        k = cand.build()
+        return attrs.evolve(k, fn=wrap(k.fn))
+
+    def restore(layout) -> Kernel:
+        k = cand.restore(layout)
+        return attrs.evolve(k, fn=wrap(k.fn))
+    return attrs.evolve(cand, build=build, restore=restore if cand.restore is not None else None)
+
+
+def excluded(name: str, options: dict[str, Any]) -> bool:
+    """Whether engine options rule tactic ``name`` out (``mkl=False``; ``exclude_tactics=[...]``)."""
+    if name.startswith("mkl") and not options.get("mkl", True):
+        return True
+    return name in options.get("exclude_tactics", ())
+
+
+def rank(cands: list[Candidate], layer: Layer, net: Network, seed: int = 0) -> list[tuple[Candidate, float]]:
+    """``(candidate, seconds)`` fastest first, timed on random data of the layer's shapes (constants
+    as they are); a candidate that raises is last (``inf``). Each is charged for streaming its
+    laid-out weights (a candidate that does not say streams the layer's constant attributes as given)."""
+    rng = np.random.default_rng(seed)
+    args = [net.constants[t] if t in net.constants else rng.standard_normal(net.shape(t)).astype(np.float32)
+            for t in layer.inputs]
+    args += [np.empty(net.shape(t), np.float32) for t in layer.outputs]
+    kernels = [c.build() for c in cands]
+    given = sum(a.nbytes for a in layer.attrs.values() if isinstance(a, np.ndarray))
+    best = best_times([(lambda fn=k.fn: fn(*args)) for k in kernels], skip_failures=True,
+                      weight_bytes=[given if k.weight_bytes is None else k.weight_bytes for k in kernels])
+    order = sorted(range(len(cands)), key=lambda i: best[i])
+    return [(cands[i], best[i]) for i in order]

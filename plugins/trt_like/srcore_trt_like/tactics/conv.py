@@ -1,0 +1,106 @@
+"""Convolution and pooling layers on the compiled tactics of the conv wing (:mod:`..conv`).
+
+Every conv tactic that applies to a layer becomes a candidate of its own (the builder times
+them all on the layer's shapes). The plan guarantees shapes, dtypes and contiguity, so the
+engine calls the tactics' unchecked ``_run`` (the checked ``__call__`` costs microseconds).
+"""
+from __future__ import annotations
+
+from ..builder.network import Layer, Network
+from ..conv.pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from ..conv.spec import ConvSpec
+from ..conv.tactics import conv_tactic_builders
+from ..kernels import parallel as _par
+from ..kernels import pool as _pool_kernels
+from ..kernels import threads as _threads
+from .records import Candidate, Kernel
+
+
+def conv_spec(layer: Layer, net: Network, *, residual: bool | None = None) -> ConvSpec:
+    """The :class:`ConvSpec` of a ``conv`` (or ``conv_max_pool``) layer."""
+    a = layer.attrs
+    w = a["weight"]
+    return ConvSpec(net.shape(layer.inputs[0]), w.shape[0], w.shape[2:], a["stride"], a["padding"], a["dilation"],
+                    a["groups"], relu=a["relu"], residual=a["residual"] if residual is None else residual)
+
+
+def conv_candidates(layer: Layer, net: Network) -> list[Candidate]:
+    """Every conv algorithm that applies; all run on numba's OpenMP pool or keep their BLAS on the
+    calling thread (see ``kernels/threads.py``)."""
+    a = layer.attrs
+    spec = conv_spec(layer, net)
+    return [Candidate(name, lambda build=build: _kernel(build(), a["residual"]), blas="omp",
+                      restore=lambda layout, build=build: _kernel(build(layout), a["residual"]))
+            for name, build in conv_tactic_builders(spec, a["weight"], a["bias"])]
+
+
+def _kernel(tactic, residual: bool) -> Kernel:
+    run = tactic._run
+    if residual:
+        def fn(x, res, y):
+            run(x, y, res)
+    else:
+        def fn(x, y):
+            run(x, y, None)
+    return Kernel(fn, tactic.weight_bytes, keep=tactic, layout=tactic.layout())
+
+
+def conv_threaded(layer: Layer, net: Network) -> bool:
+    """Whether the layer has a candidate on numba's OpenMP pool (``packed_gemm``: ungrouped)."""
+    return layer.attrs["groups"] == 1
+
+
+def max_pool_threaded(layer: Layer, net: Network) -> bool:
+    """Whether the max pool runs on numba's OpenMP pool at >1 thread (the stride-2 vector kernel)."""
+    return layer.attrs["stride"][1] == 2 and layer.attrs["dilation"] == (1, 1)
+
+
+def max_pool_fn(layer: Layer, net: Network):
+    """``(fn(x, out), blas)`` of the compiled max pool, or None when its shapes do not match."""
+    a = layer.attrs
+    pool = MaxPool2d(net.shape(layer.inputs[0]), a["kernel"], a["stride"], a["padding"], a["dilation"],
+                     a["ceil_mode"])
+    if pool.out_shape != net.shape(layer.outputs[0]):
+        return None
+    nt = _threads.count()
+    if nt > 1 and pool.vectorized:
+        (kh, kw), (ph, pw), sh = pool.kernel, pool.padding, pool.stride[0]
+
+        def run(x, out):
+            _threads.use(nt)
+            _par.max_pool_s2(x, kh, kw, sh, ph, pw, out, nt)
+        return run, "omp"
+
+    def run(x, out):
+        pool._max(x, out)
+    return run, None
+
+
+def max_pool2d(layer: Layer, net: Network) -> list[Candidate]:
+    made = max_pool_fn(layer, net)
+    if made is None:
+        return []
+    fn, blas = made
+    return [Candidate("numba", lambda: Kernel(fn), blas)]
+
+
+def avg_pool2d(layer: Layer, net: Network):
+    a = layer.attrs
+    pool = AvgPool2d(net.shape(layer.inputs[0]), a["kernel"], a["stride"], a["padding"], a["ceil_mode"],
+                     a["count_include_pad"], a["divisor_override"])
+    if pool.out_shape != net.shape(layer.outputs[0]):
+        return None
+    C = pool.x_shape[1]
+
+    def run(x, out):
+        pool._reduce(x, out, False)
+        _pool_kernels.scale_planes(out, pool.divisor, 0, C)
+    return run
+
+
+def adaptive_avg_pool2d(layer: Layer, net: Network):
+    pool = AdaptiveAvgPool2d(net.shape(layer.inputs[0]), layer.attrs["output_size"])
+
+    def run(x, out):
+        pool._run(x, out)
+    return run

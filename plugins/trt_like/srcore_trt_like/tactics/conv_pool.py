@@ -1,0 +1,64 @@
+"""``conv_max_pool`` layers (a conv whose output only a max pool reads, fused by
+``builder/fusion.py``): the fused ``packed_gemm_max_pool`` (:mod:`..conv.conv_pool`) and, as timed
+alternatives, every conv tactic followed by the pool through a per-thread buffer
+(``<conv tactic>+max_pool``)."""
+from __future__ import annotations
+
+from ..builder.network import Layer, Network
+from ..conv.conv_pool import PackedConvMaxPool
+from ..conv.pool import MaxPool2d
+from ..kernels.scratch import SCRATCH
+from .conv import conv_candidates, conv_spec, max_pool_fn
+from .records import Candidate, Kernel
+
+
+def candidates(layer: Layer, net: Network) -> list[Candidate]:
+    """The fused tactic and every conv tactic followed by the pool."""
+    a = layer.attrs
+    spec = conv_spec(layer, net, residual=False)
+    p = a["pool"]
+    pool = MaxPool2d(spec.out_shape, p["kernel"], p["stride"], p["padding"], 1, p["ceil_mode"])
+
+    def build_fused(layout=None) -> Kernel:
+        fused = PackedConvMaxPool(spec, a["weight"], a["bias"], pool, layout=layout)
+
+        def run_fused(x, y):
+            fused(x, y)
+        return Kernel(run_fused, fused.weight_bytes, keep=fused, layout=fused.layout())
+    out = [Candidate(PackedConvMaxPool.name, build_fused, blas="omp", restore=build_fused)]
+    conv_attrs = {k: v for k, v in a.items() if k not in ("pool", "conv_shape")}
+    conv_layer = Layer("conv", list(layer.inputs), [-1], conv_attrs)
+    tmp_net = _OneShape(net, a["conv_shape"])
+    pool_layer = Layer("max_pool2d", [-1], list(layer.outputs), dict(p, dilation=(1, 1)))
+
+    def build_split(conv: Candidate, layout=None) -> Kernel:
+        conv_kernel = conv.build() if layout is None else conv.restore(layout)
+        run_conv = conv_kernel.fn
+        run_pool, _ = max_pool_fn(pool_layer, tmp_net)
+
+        def run(x, y):
+            mid = SCRATCH.get("convpool_mid", a["conv_shape"])
+            run_conv(x, mid)
+            run_pool(mid, y)
+        return Kernel(run, conv_kernel.weight_bytes, keep=conv_kernel, layout=conv_kernel.layout)
+    for conv in conv_candidates(conv_layer, tmp_net):
+        out.append(Candidate(f"{conv.name}+max_pool", lambda conv=conv: build_split(conv), blas=conv.blas,
+                             restore=lambda layout, conv=conv: build_split(conv, layout)))
+    return out
+
+
+class _OneShape:
+    """The network seen by the unfused parts: tensor -1 is the conv's output."""
+
+    def __init__(self, net: Network, shape):
+        self._net, self._shape = net, tuple(shape)
+
+    def shape(self, t):
+        return self._shape if t == -1 else self._net.shape(t)
+
+    def __getattr__(self, name):
+        return getattr(self._net, name)
+
+
+def threaded(layer: Layer, net: Network) -> bool:
+    return True

@@ -1,0 +1,69 @@
+"""Layers on MKL (:mod:`..kernels.mkl`), candidates beside the numpy/OpenBLAS ones: GEMM layers on the
+packed SGEMM (packed when built), attention on plain ``cblas_sgemm`` with strided operands (no copies).
+Both run on MKL (``Candidate.blas == "mkl"``): at more than one intra-op thread the builder keeps an
+engine on one threaded BLAS (see :func:`.choose.choose_tactics`).
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..builder.network import Layer, Network
+from ..kernels import mkl as mkl_gemm
+from ..kernels.rows import softmax_rows
+from .records import Candidate, Kernel
+
+
+def gemm_candidates(layer: Layer, net: Network) -> list[Candidate]:
+    lib = mkl_gemm.library()
+    if lib is None:
+        return []
+    w = layer.attrs["weight"]
+    n, k = w.shape
+    if k == 0:   # an empty sum: the numpy tactic writes the zeros
+        return []
+    m = net.tensors[layer.inputs[0]].size // k
+
+    def build(layout=None) -> Kernel:
+        gemm = mkl_gemm.PackedGemm(lib, w, m, packed=(layout or {}).get("packed"))
+
+        def run(x, out):
+            gemm(x, out)      # (..., K) and (..., N) C-contiguous: the same memory as (M, K), (M, N)
+        return Kernel(run, gemm.weight_bytes, keep=gemm, layout={"packed": gemm.packed})
+    return [Candidate("mkl_packed", build, blas="mkl", restore=build)]
+
+
+def attention_candidates(layer: Layer, net: Network) -> list[Candidate]:
+    """Unmasked multi-head attention on a packed (B, L, 3E) qkv: per batch and head ``S = Q K^T``
+    and ``O_h = P V`` as ``cblas_sgemm`` on strided views of qkv (leading dimension 3E), O_h
+    written straight into its columns of the (L, E) output; softmax compiled."""
+    lib = mkl_gemm.library()
+    if lib is None:
+        return []
+    B, L, E3 = net.shape(layer.inputs[0])
+    E = E3 // 3
+    H = layer.attrs["heads"]
+    D = E // H
+    scale = np.float32(layer.attrs["scale"])
+    tls = threading.local()
+    sgemm = lib.cblas_sgemm
+    rm, nt, tr = mkl_gemm.ROW_MAJOR, mkl_gemm.NO_TRANS, mkl_gemm.TRANS
+
+    def run(qkv, out):
+        try:
+            s, p = tls.scratch
+        except AttributeError:
+            s, p = tls.scratch = np.empty((L, L), np.float32), np.empty((L, L), np.float32)
+        # per-head products are too small to split: waking a second thread costs more than it saves
+        mkl_gemm.set_threads(lib, 1)
+        sp, pp = s.ctypes.data, p.ctypes.data
+        for bi in range(B):
+            x = qkv[bi].ctypes.data
+            o = out[bi].ctypes.data
+            for h in range(H):
+                c = 4 * h * D
+                sgemm(rm, nt, tr, L, L, D, 1.0, x + c, E3, x + 4 * E + c, E3, 0.0, sp, L)
+                softmax_rows(s, p, scale)
+                sgemm(rm, nt, nt, L, D, L, 1.0, pp, L, x + 8 * E + c, E3, 0.0, o + c, E)
+    return [Candidate("mkl", lambda: Kernel(run), blas="mkl")]

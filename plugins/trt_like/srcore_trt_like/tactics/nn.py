@@ -1,0 +1,67 @@
+"""The compiled row tactics: softmax and log-softmax over the last dim, layer norm, and multi-head
+attention (BLAS products around the compiled softmax); see :mod:`..kernels.rows`."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..builder.network import Layer, Network
+from ..kernels.rows import layer_norm_rows, log_softmax_rows, softmax_rows
+
+f32 = np.float32
+
+
+def softmax(layer: Layer, net: Network):
+    """Softmax/log-softmax over the last dim (other dims: the numpy tactic); the plan never
+    hands a layer overlapping input and output."""
+    shape = net.shape(layer.inputs[0])
+    if layer.attrs["dim"] != len(shape) - 1:
+        return None
+    m = shape[-1]
+    one = f32(1.0)
+    if layer.kind == "log_softmax":
+        def run(x, out):
+            log_softmax_rows(x.reshape(-1, m), out.reshape(-1, m))
+    else:
+        def run(x, out):
+            softmax_rows(x.reshape(-1, m), out.reshape(-1, m), one)
+    return run
+
+
+def layer_norm(layer: Layer, net: Network):
+    n, eps = layer.attrs["size"], f32(layer.attrs["eps"])
+    w = layer.attrs["weight"] if layer.attrs["weight"] is not None else np.ones(n, f32)
+    b = layer.attrs["bias"] if layer.attrs["bias"] is not None else np.zeros(n, f32)
+    w, b = np.ascontiguousarray(w, f32), np.ascontiguousarray(b, f32)
+
+    def run(x, out):
+        layer_norm_rows(x.reshape(-1, n), w, b, eps, out.reshape(-1, n))
+    return run
+
+
+def attention(layer: Layer, net: Network):
+    """Per batch and head: ``S = q k^T`` (BLAS, into a per-thread scratch), the scaled softmax
+    in place (compiled), ``out[:, head] = P v`` (BLAS, written straight into the (L, E) layout)."""
+    B, L, E3 = net.shape(layer.inputs[0])
+    E = E3 // 3
+    H = layer.attrs["heads"]
+    D = E // H
+    scale = f32(layer.attrs["scale"])
+    tls = threading.local()
+
+    def run(qkv, out):
+        try:
+            s, p, t = tls.scratch
+        except AttributeError:
+            s, p, t = tls.scratch = np.empty((L, L), f32), np.empty((L, L), f32), np.empty((L, D), f32)
+        for bi in range(B):
+            x = qkv[bi]
+            o = out[bi]
+            for h in range(H):
+                c = h * D
+                np.dot(x[:, c:c + D], x[:, E + c:E + c + D].T, out=s)   # strided views: no copies
+                softmax_rows(s, p, scale)
+                np.dot(p, x[:, 2 * E + c:2 * E + c + D], out=t)
+                o[:, c:c + D] = t
+    return run

@@ -1,0 +1,213 @@
+"""numpy implementations of every layer kind: always-available tactics, and the reference the
+compiled tactics are tested against.
+
+Each factory takes ``(layer, net)`` and returns ``fn(*inputs, *outputs)`` writing its outputs.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..builder.network import Layer, Network
+from ..pointwise.reference import eval_ops
+
+
+def fused_pointwise(layer: Layer, net: Network):
+    ops, results = layer.attrs["ops"], layer.attrs["results"]
+    n_in = len(layer.inputs)
+
+    def run(*arrays):
+        vals = eval_ops(ops, arrays[:n_in])
+        for r, out in zip(results, arrays[n_in:]):
+            np.copyto(out, vals[r])
+    return run
+
+
+def gemm(layer: Layer, net: Network):
+    """``x @ W.T`` over the last dim, with W laid out (K, N) C-contiguous once (the fastest
+    OpenBLAS layout for ``np.dot`` into ``out=``)."""
+    wt = np.ascontiguousarray(layer.attrs["weight"].T)
+    K, N = wt.shape
+
+    def run(x, out):
+        o = out.reshape(-1, N)
+        np.dot(x.reshape(o.shape[0], K), wt, out=o)   # rows from out: x.reshape(-1, 0) is ambiguous when K == 0
+    return run
+
+
+def matmul(layer: Layer, net: Network):
+    def run(a, b, out):
+        np.matmul(a, b, out=out)
+    return run
+
+
+def permute(layer: Layer, net: Network):
+    perm = layer.attrs["perm"]
+
+    def run(x, out):
+        np.copyto(out, x.transpose(perm))
+    return run
+
+
+def strided(layer: Layer, net: Network):
+    key = layer.attrs["key"]
+
+    def run(x, out):
+        np.copyto(out, x[key])
+    return run
+
+
+def softmax(layer: Layer, net: Network):
+    dim, log = layer.attrs["dim"], layer.kind == "log_softmax"
+
+    def run(x, out):
+        m = np.max(x, axis=dim, keepdims=True)
+        np.subtract(x, m, out=out)
+        if log:
+            out -= np.log(np.sum(np.exp(out), axis=dim, keepdims=True))
+        else:
+            np.exp(out, out=out)
+            out /= np.sum(out, axis=dim, keepdims=True)
+    return run
+
+
+def layer_norm(layer: Layer, net: Network):
+    n, eps = layer.attrs["size"], layer.attrs["eps"]
+    w, b = layer.attrs["weight"], layer.attrs["bias"]
+
+    def run(x, out):
+        x2, o2 = x.reshape(-1, n), out.reshape(-1, n)
+        mu = x2.mean(axis=1, keepdims=True)
+        np.subtract(x2, mu, out=o2)
+        var = np.mean(np.square(o2), axis=1, keepdims=True)
+        o2 /= np.sqrt(var + np.float32(eps))
+        if w is not None:
+            o2 *= w
+        if b is not None:
+            o2 += b
+    return run
+
+
+def mean(layer: Layer, net: Network):
+    dims = layer.attrs["dims"]
+
+    def run(x, out):
+        np.copyto(out, np.mean(x, axis=dims).reshape(out.shape))
+    return run
+
+
+def attention(layer: Layer, net: Network):
+    """Unmasked multi-head attention on a packed (B, L, 3E) qkv tensor -> (B, L, E)."""
+    H, scale = layer.attrs["heads"], np.float32(layer.attrs["scale"])
+
+    def run(qkv, out):
+        B, L, E3 = qkv.shape
+        E = E3 // 3
+        D = E // H
+        q = qkv[..., :E].reshape(B, L, H, D).transpose(0, 2, 1, 3)
+        k = qkv[..., E:2 * E].reshape(B, L, H, D).transpose(0, 2, 3, 1)
+        v = qkv[..., 2 * E:].reshape(B, L, H, D).transpose(0, 2, 1, 3)
+        s = np.matmul(q, k) * scale
+        s -= s.max(axis=-1, keepdims=True)
+        np.exp(s, out=s)
+        s /= s.sum(axis=-1, keepdims=True)
+        np.copyto(out.reshape(B, L, H, D), np.matmul(s, v).transpose(0, 2, 1, 3))
+    return run
+
+
+def _pool_geometry(size, k, s, p, d, ceil_mode):
+    eff = d * (k - 1) + 1
+    num = size + 2 * p - eff
+    o = (num + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (o - 1) * s >= size + p:
+        o -= 1
+    return o
+
+
+def max_pool2d(layer: Layer, net: Network):
+    (kh, kw), (sh, sw) = layer.attrs["kernel"], layer.attrs["stride"]
+    (ph, pw), (dh, dw) = layer.attrs["padding"], layer.attrs["dilation"]
+
+    def run(x, out):
+        N, C, H, W = x.shape
+        Ho, Wo = out.shape[2:]
+        need_h = max((Ho - 1) * sh + dh * (kh - 1) + 1 - H - ph, 0)
+        need_w = max((Wo - 1) * sw + dw * (kw - 1) + 1 - W - pw, 0)
+        xp = np.pad(x, ((0, 0), (0, 0), (ph, need_h), (pw, need_w)), constant_values=-np.inf)
+        out.fill(-np.inf)
+        for i in range(kh):
+            for j in range(kw):
+                tap = xp[:, :, i * dh:i * dh + sh * (Ho - 1) + 1:sh, j * dw:j * dw + sw * (Wo - 1) + 1:sw]
+                np.maximum(out, tap, out=out)
+    return run
+
+
+def avg_pool2d(layer: Layer, net: Network):
+    (kh, kw), (sh, sw) = layer.attrs["kernel"], layer.attrs["stride"]
+    (ph, pw) = layer.attrs["padding"]
+    include_pad, div = layer.attrs["count_include_pad"], layer.attrs["divisor_override"]
+
+    def run(x, out):
+        N, C, H, W = x.shape
+        Ho, Wo = out.shape[2:]
+        eh, ew = max((Ho - 1) * sh + kh - H - ph, 0), max((Wo - 1) * sw + kw - W - pw, 0)
+        xp = np.pad(x, ((0, 0), (0, 0), (ph, eh), (pw, ew)))
+        ones = np.pad(np.ones((H, W), np.float32), ((ph, eh), (pw, ew)))
+        acc = np.zeros(out.shape, np.float32)
+        cnt = np.zeros((Ho, Wo), np.float32)
+        for i in range(kh):
+            for j in range(kw):
+                acc += xp[:, :, i:i + sh * (Ho - 1) + 1:sh, j:j + sw * (Wo - 1) + 1:sw]
+                cnt += ones[i:i + sh * (Ho - 1) + 1:sh, j:j + sw * (Wo - 1) + 1:sw]
+        if div:
+            np.divide(acc, np.float32(div), out=out)
+            return
+        if include_pad:  # the window clipped to the padded input (torch's rule)
+            hs = np.minimum(np.arange(Ho) * sh - ph + kh, H + ph) - (np.arange(Ho) * sh - ph)
+            ws = np.minimum(np.arange(Wo) * sw - pw + kw, W + pw) - (np.arange(Wo) * sw - pw)
+            cnt = np.outer(hs, ws).astype(np.float32)
+        np.divide(acc, cnt, out=out)
+    return run
+
+
+def adaptive_avg_pool2d(layer: Layer, net: Network):
+    oh, ow = layer.attrs["output_size"]
+
+    def run(x, out):
+        H, W = x.shape[2:]
+        for i in range(oh):
+            h0, h1 = (i * H) // oh, -((-(i + 1) * H) // oh)
+            for j in range(ow):
+                w0, w1 = (j * W) // ow, -((-(j + 1) * W) // ow)
+                out[:, :, i, j] = x[:, :, h0:h1, w0:w1].mean(axis=(2, 3))
+    return run
+
+
+def conv(layer: Layer, net: Network):
+    """im2col + one GEMM per group, then bias, residual and relu (the reference tactic)."""
+    w, b = layer.attrs["weight"], layer.attrs["bias"]
+    (sh, sw), (ph, pw), (dh, dw) = layer.attrs["stride"], layer.attrs["padding"], layer.attrs["dilation"]
+    G, relu, residual = layer.attrs["groups"], layer.attrs["relu"], layer.attrs["residual"]
+    O, Cg, kh, kw = w.shape
+    wg = w.reshape(G, O // G, Cg * kh * kw)
+
+    def run(x, *rest):
+        out = rest[-1]
+        N, C, H, W = x.shape
+        Ho, Wo = out.shape[2:]
+        xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+        cols = np.empty((N, G, Cg, kh, kw, Ho, Wo), np.float32)
+        xg = xp.reshape(N, G, Cg, H + 2 * ph, W + 2 * pw)
+        for i in range(kh):
+            for j in range(kw):
+                cols[:, :, :, i, j] = xg[:, :, :, i * dh:i * dh + sh * (Ho - 1) + 1:sh,
+                                         j * dw:j * dw + sw * (Wo - 1) + 1:sw]
+        cols = cols.reshape(N, G, Cg * kh * kw, Ho * Wo)
+        res = np.matmul(wg, cols).reshape(N, O, Ho, Wo)
+        if b is not None:
+            res += b.reshape(1, O, 1, 1)
+        if residual:
+            res += rest[0]
+        if relu:
+            np.maximum(res, 0, out=res)
+        np.copyto(out, res)
+    return run

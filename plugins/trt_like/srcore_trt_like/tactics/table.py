@@ -1,0 +1,66 @@
+"""THE tactic table: every implementation of every layer kind, as frozen records.
+
+For each layer kind the rows are in the order the builder offers them, the usual winner first
+(with ``timing=False`` the builder takes the first candidate): families of compiled tactics,
+then the single compiled kernel, then numpy (always applicable, and the reference the compiled
+tactics are tested against).
+"""
+from __future__ import annotations
+
+from ..builder.network import Layer, Network
+from . import conv, conv_pool, mkl, nn, numpy_layers, pointwise
+from .records import Candidate, Tactic, simple
+
+TACTICS: tuple[Tactic, ...] = (
+    Tactic("conv", "conv", conv.conv_candidates, threaded=conv.conv_threaded),
+    Tactic("conv", "numpy", simple("numpy", numpy_layers.conv)),
+    Tactic("conv_max_pool", "conv_max_pool", conv_pool.candidates, threaded=conv_pool.threaded),
+    Tactic("max_pool2d", "numba", conv.max_pool2d, threaded=conv.max_pool_threaded),
+    Tactic("max_pool2d", "numpy", simple("numpy", numpy_layers.max_pool2d)),
+    Tactic("avg_pool2d", "numba", simple("numba", conv.avg_pool2d)),
+    Tactic("avg_pool2d", "numpy", simple("numpy", numpy_layers.avg_pool2d)),
+    Tactic("adaptive_avg_pool2d", "numba", simple("numba", conv.adaptive_avg_pool2d)),
+    Tactic("adaptive_avg_pool2d", "numpy", simple("numpy", numpy_layers.adaptive_avg_pool2d)),
+    Tactic("gemm", "mkl_packed", mkl.gemm_candidates),
+    Tactic("gemm", "numpy", simple("numpy", numpy_layers.gemm, blas="openblas")),
+    Tactic("attention", "mkl", mkl.attention_candidates),
+    Tactic("attention", "numba", simple("numba", nn.attention, blas="openblas")),
+    Tactic("attention", "numpy", simple("numpy", numpy_layers.attention, blas="openblas")),
+    Tactic("fused_pointwise", "numba", simple("numba", pointwise.fused_pointwise)),
+    Tactic("fused_pointwise", "numpy", simple("numpy", numpy_layers.fused_pointwise)),
+    Tactic("softmax", "numba", simple("numba", nn.softmax)),
+    Tactic("softmax", "numpy", simple("numpy", numpy_layers.softmax)),
+    Tactic("log_softmax", "numba", simple("numba", nn.softmax)),
+    Tactic("log_softmax", "numpy", simple("numpy", numpy_layers.softmax)),
+    Tactic("layer_norm", "numba", simple("numba", nn.layer_norm)),
+    Tactic("layer_norm", "numpy", simple("numpy", numpy_layers.layer_norm)),
+    Tactic("matmul", "numpy", simple("numpy", numpy_layers.matmul)),
+    Tactic("permute", "numpy", simple("numpy", numpy_layers.permute)),
+    Tactic("strided", "numpy", simple("numpy", numpy_layers.strided)),
+    Tactic("mean", "numpy", simple("numpy", numpy_layers.mean)),
+)
+
+
+def for_kind(kind: str) -> tuple[Tactic, ...]:
+    """The table's rows for layers of ``kind``, in order."""
+    return _BY_KIND.get(kind, ())
+
+
+def candidates(layer: Layer, net: Network) -> list[Candidate]:
+    """Every implementation that applies to ``layer``, best guess first."""
+    return [c for t in for_kind(layer.kind) for c in t.candidates(layer, net)]
+
+
+def threaded(layer: Layer, net: Network) -> bool:
+    """Whether ``layer`` has candidates on numba's OpenMP pool at more than one intra-op thread."""
+    return any(t.threaded is not None and t.threaded(layer, net) for t in for_kind(layer.kind))
+
+
+def _by_kind() -> dict[str, tuple[Tactic, ...]]:
+    out: dict[str, list[Tactic]] = {}
+    for t in TACTICS:
+        out.setdefault(t.kind, []).append(t)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+_BY_KIND = _by_kind()

@@ -1,0 +1,133 @@
+"""The timing cache: which tactic won for a layer, so that rebuilding an engine skips the timing.
+
+Like TensorRT's timing cache: keyed by the layer (kind, shapes, constant attributes
+without their values, the candidates' names) and stored per machine and thread setting
+(CPU model, numpy and BLAS versions, the BLAS/OpenMP thread counts: the best convolution
+at 1 thread is not always the best at 2) in ``cache_root()/trt_like/timing-<machine>.json``.
+A corrupt or unreadable file is ignored (and rewritten); a read-only cache directory only
+means no reuse.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from srcore.cachedir import cache_root
+
+#: bump when the meaning of a key changes
+VERSION = 2
+_lock = threading.Lock()
+_caches: dict[Path, "TimingCache"] = {}
+
+
+def machine_tag() -> str:
+    """A short hash of what makes timings comparable: CPU, numpy/BLAS, thread settings."""
+    threads = tuple(os.environ.get(v, "") for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"))
+    tag = _tags.get(threads)
+    if tag is None:
+        tag = _tags[threads] = _machine_tag(threads)
+    return tag
+
+
+_tags: dict[tuple, str] = {}
+
+
+def _machine_tag(threads: tuple[str, ...]) -> str:
+    parts = [str(VERSION), cpu_name(), str(os.cpu_count()), np.__version__, blas_name(), *threads]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` says."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return cpu
+
+
+def blas_name() -> str:
+    try:
+        cfg = np.show_config(mode="dicts")  # numpy >= 1.25
+        blas = cfg.get("Build Dependencies", {}).get("blas", {})
+        return f"{blas.get('name', '')}-{blas.get('version', '')}"
+    except Exception:  # older numpy or an odd build: the numpy version stands in
+        return ""
+
+
+def layer_key(layer, net, names: list[str]) -> str:
+    """What identifies a layer's timing problem (not its weights' values)."""
+    def plain(v: Any):
+        if isinstance(v, np.ndarray):
+            return ["array", list(v.shape)]
+        if isinstance(v, (tuple, list)):
+            return [plain(x) for x in v]
+        if isinstance(v, dict):
+            return {str(k): plain(x) for k, x in sorted(v.items())}
+        if isinstance(v, slice):
+            return ["slice", v.start, v.stop, v.step]
+        if isinstance(v, (int, float, str, bool)) or v is None:
+            return v
+        return repr(v)
+    key = {"kind": layer.kind, "in": [list(net.shape(t)) for t in layer.inputs],
+           "out": [list(net.shape(t)) for t in layer.outputs], "attrs": plain(layer.attrs), "cands": names}
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
+
+
+class TimingCache:
+    """One machine's winners: ``lookup(key)`` / ``store(key, name)``, written back by ``save()``."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.entries: dict[str, str] = {}
+        self.dirty = False
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(data, dict) and isinstance(data.get("winners"), dict):
+                self.entries = {str(k): str(v) for k, v in data["winners"].items()}
+        except (OSError, ValueError):
+            pass
+
+    def lookup(self, key: str) -> str | None:
+        return self.entries.get(key)
+
+    def store(self, key: str, name: str) -> None:
+        with _lock:
+            if self.entries.get(key) != name:
+                self.entries[key] = name
+                self.dirty = True
+
+    def save(self) -> None:
+        with _lock:
+            if not self.dirty:
+                return
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_text(json.dumps({"version": VERSION, "winners": self.entries}, sort_keys=True),
+                               encoding="utf-8")
+                os.replace(tmp, self.path)
+                self.dirty = False
+            except OSError:  # a read-only cache directory: keep the winners in memory only
+                pass
+
+
+def get() -> TimingCache:
+    """The timing cache of this machine and thread setting (one object per process and path)."""
+    path = cache_root() / "trt_like" / f"timing-{machine_tag()}.json"
+    with _lock:
+        cache = _caches.get(path)
+        if cache is None:
+            cache = _caches[path] = TimingCache(path)
+    return cache
