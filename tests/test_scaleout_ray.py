@@ -171,7 +171,7 @@ def test_srcore_serve_batches_requests_and_a_bad_one_fails_alone(ray_cluster, mo
     assert status == 200 and ctype == "application/x-npz"
     np.testing.assert_allclose(np.load(io.BytesIO(body))["output0"], ry, rtol=1e-5, atol=1e-6)
     serve.delete("two")
-    assert main(["serve", model_path, "--detach"]) == 1
+    assert main(["serve", model_path, "--detach"]) == 2
     assert "give its --address" in capsys.readouterr().err
     import srcore.ray
 
