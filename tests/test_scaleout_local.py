@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 
+import jsonschema
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -13,6 +14,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import srcore
 from srcore.cli import main
+from srcore.cli.output import load_schema
 from srcore.scaleout.columns import ColumnInfo, ColumnMap, Rows
 from srcore.scaleout.job import BatchJob, LocalEngine, run_job
 from srcore.scaleout.shards import read_rows, read_table, scan
@@ -239,6 +241,7 @@ def test_srcore_batch_local_writes_parquet_and_reports_json(model_path, tmp_path
                "--input-column", "a=" + ",".join(A_COLS), "--output-column", "output0=pred", "--format", "json"])
     assert rc == 0
     report = json.loads(capsys.readouterr().out)
+    jsonschema.validate(report, load_schema("batch"))
     assert report["rows"] == 50 and report["batches"] == 7 and report["on"] == "local" and report["workers"] == 2
     got = read_table(str(tmp_path / "out.parquet"))
     assert list(got) == ["pred"]

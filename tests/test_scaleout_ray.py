@@ -12,6 +12,7 @@ import time
 import urllib.error
 import urllib.request
 
+import jsonschema
 import numpy as np
 import pytest
 import ray
@@ -19,6 +20,7 @@ import ray.data
 
 import srcore
 from srcore.cli import main
+from srcore.cli.output import load_schema
 from srcore.scaleout.job import BatchJob, run_job
 from srcore.scaleout.shards import read_table
 
@@ -137,7 +139,9 @@ def test_srcore_serve_batches_requests_and_a_bad_one_fails_alone(ray_cluster, mo
     assert main(["serve", model_path, "--address", ray_cluster, "--detach", "--name", "two", "--route-prefix",
                  "/two", "--port", str(serve_port), "--max-batch-size", "8", "--batch-wait-timeout-s", "0.5",
                  "--format", "json"]) == 0
-    url = json.loads(capsys.readouterr().out)["url"]
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, load_schema("serve"))
+    url = doc["url"]
     assert url == f"http://127.0.0.1:{serve_port}/two"
     with urllib.request.urlopen(url + "/health", timeout=30) as r:
         assert json.loads(r.read())["outputs"] == ["output0", "output1"]
