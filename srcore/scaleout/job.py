@@ -158,37 +158,8 @@ class BatchJob:
         for sh in shards:
             colmap.check_schema(sh.columns, sh.path)
         per_shard = output != "-" and (os.path.isdir(output) or output.endswith(("/", os.sep)))
-        if output_format is not None and output_format not in OUTPUT_FORMATS:
-            raise SrcoreError(f"output format {output_format!r}: choose one of {', '.join(OUTPUT_FORMATS)}")
-        if per_shard:
-            fmt = output_format          # None: each output in its input's format
-        elif output == "-":
-            fmt = output_format or "parquet"
-        else:
-            fmt = output_format or shard_format(output)
-            if fmt is None:
-                raise SrcoreError(f"{output}: say the output format with a .parquet or .npz suffix (or give a "
-                                  "directory, ending in '/', for one output file per input file)")
-        if per_shard:
-            stems = [os.path.splitext(os.path.basename(s.path))[0] for s in shards]
-            dup = sorted({x for x in stems if stems.count(x) > 1})
-            if dup:
-                raise SrcoreError(f"{output}: two inputs would write the same output file {dup[0]!r}; give one "
-                                  "output file instead of a directory")
-        else:
-            parent = os.path.dirname(os.path.abspath(output)) if output != "-" else "."
-            if not os.path.isdir(parent):
-                raise SrcoreError(f"{output}: the directory {parent} does not exist")
-        step = batch_size
-        k = colmap.fixed_batch
-        if k:
-            step = max(k, batch_size - batch_size % k)
-            bad = next((s for s in shards if s.rows % k), None)
-            if bad is not None:
-                raise SrcoreInputError(f"{bad.path}: {bad.rows} rows, but the model takes exactly {k} rows per "
-                                       "call (its inputs fix the first dimension)")
-        units = [Unit(i, sh.path, sh.format, a, min(a + step, sh.rows), sh.row_groups)
-                 for i, sh in enumerate(shards) for a in range(0, sh.rows, step)]
+        fmt = _output_format(output, output_format, per_shard, shards)
+        units = _units(shards, batch_size, colmap.fixed_batch)
         return cls(source, model, colmap, options or Options(), shards, units, output, fmt or "", per_shard)
 
     def work(self) -> Work:
@@ -202,8 +173,46 @@ class BatchJob:
         return os.path.join(self.output, os.path.splitext(os.path.basename(sh.path))[0] + _EXT[fmt])
 
 
+def _output_format(output: str, output_format: str | None, per_shard: bool, shards: list[Shard]) -> str | None:
+    """The output's format (None: per input file, each in its input's), after checking the output path."""
+    if output_format is not None and output_format not in OUTPUT_FORMATS:
+        raise SrcoreError(f"output format {output_format!r}: choose one of {', '.join(OUTPUT_FORMATS)}")
+    if per_shard:
+        stems = [os.path.splitext(os.path.basename(s.path))[0] for s in shards]
+        dup = sorted({x for x in stems if stems.count(x) > 1})
+        if dup:
+            raise SrcoreError(f"{output}: two inputs would write the same output file {dup[0]!r}; give one "
+                              "output file instead of a directory")
+        return output_format
+    if output == "-":
+        return output_format or "parquet"
+    parent = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(parent):
+        raise SrcoreError(f"{output}: the directory {parent} does not exist")
+    fmt = output_format or shard_format(output)
+    if fmt is None:
+        raise SrcoreError(f"{output}: say the output format with a .parquet or .npz suffix (or give a "
+                          "directory, ending in '/', for one output file per input file)")
+    return fmt
+
+
+def _units(shards: list[Shard], batch_size: int, fixed: int | None) -> list[Unit]:
+    """Every shard cut into units of ``batch_size`` rows (a multiple of the model's fixed row count)."""
+    step = batch_size
+    if fixed:
+        step = max(fixed, batch_size - batch_size % fixed)
+        bad = next((s for s in shards if s.rows % fixed), None)
+        if bad is not None:
+            raise SrcoreInputError(f"{bad.path}: {bad.rows} rows, but the model takes exactly {fixed} rows per "
+                                   "call (its inputs fix the first dimension)")
+    return [Unit(i, sh.path, sh.format, a, min(a + step, sh.rows), sh.row_groups)
+            for i, sh in enumerate(shards) for a in range(0, sh.rows, step)]
+
+
 @attrs.frozen
 class JobReport:
+    """What a finished job did: rows, units, files written, seconds (of which starting the engine)."""
+
     rows: int
     units: int
     outputs: tuple[str, ...]
