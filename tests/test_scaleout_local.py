@@ -278,6 +278,20 @@ def test_srcore_batch_errors_are_one_message_and_one_hint(model_path, tmp_path, 
     assert "Traceback" not in err
 
 
+def test_the_ray_data_predictor_appends_output_columns_to_a_numpy_batch(model_path):
+    from srcore.ray.data import Predictor   # the class map_batches instantiates, called here without Ray
+
+    predictor = Predictor(model_path, inputs={"a": A_COLS}, outputs={"output0": "pred"})
+    a, b = S.data(5, seed=9)
+    batch = {"id": np.arange(5), **{c: a[:, i] for i, c in enumerate(A_COLS)}, "b": b}
+    out = predictor(batch)
+    assert list(out) == ["id", *A_COLS, "b", "pred"] and out["b"] is b
+    np.testing.assert_allclose(out["pred"], S.two_by_two_reference(a, b)[0], rtol=1e-5, atol=1e-6)
+    paths = np.array(["s3://x/part-1.parquet"] * 5, dtype=object)
+    with pytest.raises(srcore.SrcoreInputError, match=r"s3://x/part-1.parquet rows 0-4: input 'b': dimension 1"):
+        predictor({**batch, "b": b[:, :2], "path": paths})
+
+
 # -- serving logic (the deployment's code, without Ray Serve) ---------------------------------------------------
 def _server(model):
     from srcore.ray.serving import ModelServer
