@@ -259,9 +259,10 @@ def main(argv=None) -> int:
 
     counts = [int(w) for w in args.workers.split(",")]
     out = Path(args.out)
+    load_before = os.getloadavg()   # other processes' load: on a shared machine it decides the 2-worker figures
     results = measure(args.models.split(","), counts, out, args.rounds)
-    results["machine"] = {"cpu": cpu_model(), "cores": os.cpu_count(), "loadavg_after": os.getloadavg(),
-                          "rounds": args.rounds}
+    results["machine"] = {"cpu": cpu_model(), "cores": os.cpu_count(), "loadavg_before": load_before,
+                          "loadavg_after": os.getloadavg(), "rounds": args.rounds}
     text = report(results, counts)
     print(text)
     (out / "scale_out.json").write_text(json.dumps(results, indent=1))
