@@ -27,6 +27,7 @@ __all__ = [
     "EngineOptionError",
     "SelectionError",
     "QuantizationError",
+    "ClusterError",
     "SrcoreWarning",
 ]
 
@@ -161,6 +162,14 @@ class EngineOptionError(SrcoreError):
 class SelectionError(SrcoreError):
     """A selective-build file (``srcore select``) that is malformed, stale or names what is not installed;
     names the file, the line and the op."""
+
+
+class ClusterError(SrcoreError):
+    """A Ray or Dask cluster that cannot be reached, starts no worker, or loses a job; names the
+    address and the cause (srcore.ray, srcore.dask, ``srcore batch``, ``srcore serve``)."""
+
+    hint = ("is the cluster up? --address takes Ray's HOST:6379, ray://HOST:10001 or auto, or Dask's "
+            "tcp://HOST:8786 (docs/scale-out.md)")
 
 
 class SrcoreWarning(UserWarning):
