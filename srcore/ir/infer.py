@@ -11,29 +11,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from .constants import type_of_constant
 from .types import (ANY, BOOL, DEVICE, FLOAT, INT, NONE, STR, TENSOR, DictType, ListType, OptionalType, TupleType,
                     Type)
 
-__all__ = ["infer_output_type", "infer_block_input_type", "type_of_constant", "schema_type_to_ir"]
+__all__ = ["infer_output_type", "infer_block_input_type", "schema_type_to_ir"]
 
 
-def type_of_constant(value: Any) -> Type:
-    """The IR type of a ``prim::Constant[value=...]`` literal."""
-    if value is None:
-        return NONE
-    if isinstance(value, bool):
-        return BOOL
-    if isinstance(value, int):
-        return INT
-    if isinstance(value, float):
-        return FLOAT
-    if isinstance(value, str):
-        return STR
-    if isinstance(value, list):
-        return ListType(type_of_constant(value[0]) if value else INT)
-    if isinstance(value, tuple):
-        return TupleType(tuple(type_of_constant(v) for v in value))
-    return TENSOR
+def _literal_type(value: Any) -> Type:
+    """The type of a ``prim::Constant[value=...]`` literal (:func:`srcore.ir.constants.type_of_constant`;
+    ``Tensor`` for a literal that has no other IR type)."""
+    try:
+        return type_of_constant(value)
+    except TypeError:
+        return TENSOR
 
 
 def infer_output_type(node, index: int, n_outputs: int) -> Type:
@@ -43,7 +34,7 @@ def infer_output_type(node, index: int, n_outputs: int) -> Type:
     if kind == "prim::Constant":
         if "tensor" in node.attrs or "param" in node.attrs:
             return TENSOR
-        return type_of_constant(node.attrs.get("value"))
+        return _literal_type(node.attrs.get("value"))
     if kind == "prim::ListConstruct":
         return ListType(ins[0] if ins and all(t == ins[0] for t in ins) else (TENSOR if not ins else ANY))
     if kind == "prim::TupleConstruct":
