@@ -120,6 +120,21 @@ def test_srcore_selection_in_the_environment_is_the_default_registry(digits_sele
     assert len(mods) < len(full_mods)
 
 
+def test_a_selective_load_never_builds_the_core_schema_registry(digits_selection, monkeypatch):
+    """The passes (lower_out_overloads, propagation) read the load's registry: a selection's small one."""
+    import srcore.ops.registry as registry
+
+    model = srcore.load(str(DIGITS))
+
+    def refuse():
+        raise AssertionError("the core schema registry was built during a selective load")
+
+    monkeypatch.setattr(registry, "_SHARED", [])
+    monkeypatch.setattr(registry, "default_registry", refuse)
+    sm = srcore.StaticModule(model, options=srcore.Options(selection=str(digits_selection)))
+    assert sm(np.zeros((1, 1, 8, 8), np.float32)).shape == (1, 10)
+
+
 # -- bad files ----------------------------------------------------------------------------------------------
 def _edit(path: Path, tmp_path: Path, old: str, new: str) -> Path:
     text = path.read_text()

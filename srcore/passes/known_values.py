@@ -86,11 +86,13 @@ def graph_signature(graph: Graph) -> tuple:
     return tuple((id(n), tuple(id(v) for v in n.inputs)) for n in graph.all_nodes())
 
 
-def fold_known_values(graph: Graph, *, known: dict | None = None, reuse: KnownValues | None = None) -> bool:
+def fold_known_values(graph: Graph, *, known: dict | None = None, reuse: KnownValues | None = None, rules=None,
+                      schemas=None) -> bool:
     """Redirect the uses of every value whose value propagation knows to a constant; True if changed.
 
     ``known`` (``Value -> value``, e.g. ``propagate(graph).known``) skips the propagation, as does
-    ``reuse`` while the graph is still the one it was made of.
+    ``reuse`` while the graph is still the one it was made of. ``rules``/``schemas``: what the
+    propagation reads (default: the process-wide registry's).
     """
     if known is None and reuse is not None:
         known = reuse.for_graph(graph)
@@ -106,7 +108,7 @@ def fold_known_values(graph: Graph, *, known: dict | None = None, reuse: KnownVa
         saved = [(v, v.type) for n in graph.all_nodes() for v in n.outputs] + [(v, v.type) for v in graph.inputs]
         saved += [(v, v.type) for b in _blocks(graph) for v in b.inputs]
         try:
-            known = propagate(graph).known
+            known = propagate(graph, rules=rules, schemas=schemas).known
         except ShapeError:  # a contradiction: leave it for the runtime to report
             return False
         finally:

@@ -106,7 +106,8 @@ class StaticModule:
         if options.optimize:
             from ..passes import prepare_for_static_runtime
 
-            graph = prepare_for_static_runtime(graph, input_types=input_types)
+            graph = prepare_for_static_runtime(graph, input_types=input_types, rules=registry.shape_rules,
+                                               schemas=schemas)
             _resolve_schemas(graph, schemas, self.model_schemas)
             clock.stage("passes")
         _set_input_types(graph, input_types)
