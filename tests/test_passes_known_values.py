@@ -157,6 +157,7 @@ def _count_propagations(monkeypatch):
     return calls
 
 
+@pytest.mark.one_pass
 def test_prepare_propagates_once_while_no_pass_changes_the_graph(monkeypatch):
     calls = _count_propagations(monkeypatch)
     g = parse_graph("graph(%x : Tensor):\n  %y : Tensor = aten::relu(%x)\n  return (%y)\n")
@@ -170,6 +171,7 @@ def test_prepare_propagates_once_while_no_pass_changes_the_graph(monkeypatch):
     assert "aten::size" not in kinds(out) and len(calls) == 2
 
 
+@pytest.mark.one_pass
 def test_known_values_are_not_reused_for_a_changed_graph():
     from srcore.ops.shapes import propagate
     from srcore.passes.known_values import KnownValues
