@@ -11,18 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from .constants import type_of_constant
+from .constants import type_of_constant as constant_type
 from .types import (ANY, BOOL, DEVICE, FLOAT, INT, NONE, STR, TENSOR, DictType, ListType, OptionalType, TupleType,
                     Type)
 
-__all__ = ["infer_output_type", "infer_block_input_type", "schema_type_to_ir"]
+__all__ = ["infer_output_type", "infer_block_input_type", "type_of_constant", "schema_type_to_ir"]
 
 
-def _literal_type(value: Any) -> Type:
-    """The type of a ``prim::Constant[value=...]`` literal (:func:`srcore.ir.constants.type_of_constant`;
-    ``Tensor`` for a literal that has no other IR type)."""
+def type_of_constant(value: Any) -> Type:
+    """The IR type of a ``prim::Constant[value=...]`` literal (a tensor literal is a ``Tensor``)."""
     try:
-        return type_of_constant(value)
+        return constant_type(value)
     except TypeError:
         return TENSOR
 
@@ -34,7 +33,7 @@ def infer_output_type(node, index: int, n_outputs: int) -> Type:
     if kind == "prim::Constant":
         if "tensor" in node.attrs or "param" in node.attrs:
             return TENSOR
-        return _literal_type(node.attrs.get("value"))
+        return type_of_constant(node.attrs.get("value"))
     if kind == "prim::ListConstruct":
         return ListType(ins[0] if ins and all(t == ins[0] for t in ins) else (TENSOR if not ins else ANY))
     if kind == "prim::TupleConstruct":
