@@ -8,8 +8,9 @@ Calibration data is given as
 * an iterable of batches, each a mapping ``{input name: array}``, a tuple of arrays (in input
   order) or one array (a single-input model).
 
-Names, dtypes and the fixed dims of every batch must match the model's input specs: a mismatch is
-a :class:`srcore.QuantizationError` naming the input (and the batch).
+Every input needs an array whose dtype and fixed dims match the model's input spec: a mismatch is a
+:class:`srcore.QuantizationError` naming the input (and the batch); arrays that are not inputs
+(labels, say) are ignored with a warning.
 """
 from __future__ import annotations
 
@@ -58,13 +59,19 @@ def _by_name(batch: Mapping[str, Any], specs, where: str) -> tuple[np.ndarray, .
     names = [s.name for s in specs]
     missing = [n for n in names if n not in batch]
     extra = [k for k in batch if k not in names]
-    if missing or extra:
+    if extra and not missing:  # labels and the like beside the inputs: say so, use the inputs
+        import warnings
+
+        from ..errors import SrcoreWarning
+
+        warnings.warn(f"calibration data{where}: ignoring {', '.join(map(repr, extra))} (not an input of the "
+                      f"model; its inputs: {', '.join(names)})", SrcoreWarning, stacklevel=3)
+    elif missing:
         parts = []
         if missing:
             parts.append(f"no array for input {', '.join(map(repr, missing))}")
         if extra:
-            parts.append(f"{', '.join(map(repr, extra))} {'is' if len(extra) == 1 else 'are'} not an input of the "
-                         "model")
+            parts.append(f"{', '.join(map(repr, extra))} {'is' if len(extra) == 1 else 'are'} not an input")
         raise QuantizationError(f"calibration data{where}: {'; '.join(parts)} (the model's inputs: "
                                 f"{', '.join(names)})")
     return tuple(_check_array(s.name, batch[s.name], s, where) for s in specs)
