@@ -54,6 +54,8 @@ class QuantizationReport:
     calibration_samples: int
     nodes: list[NodeReport]
     outputs: list[dict[str, Any]] = attrs.field(factory=list)
+    #: ``{graph input name: (scale, zero_point)}`` of the inputs quantized on entry
+    input_qparams: dict[str, tuple[float, int]] = attrs.field(factory=dict)
 
     @property
     def quantized(self) -> list[NodeReport]:
@@ -62,6 +64,7 @@ class QuantizationReport:
     def to_json(self) -> dict[str, Any]:
         return {"observer": self.observer, "calibration_batches": self.calibration_batches,
                 "calibration_samples": self.calibration_samples, "outputs": self.outputs,
+                "inputs": [{"name": k, "scale": s, "zero_point": z} for k, (s, z) in self.input_qparams.items()],
                 "nodes": [n.to_json() for n in self.nodes]}
 
 
@@ -234,4 +237,5 @@ def _report(graph, plans, act, qgraph, qval, env, batches, model, backends, obse
             source=str(n.source) if n.source is not None else None))
     outputs = [{"name": name, "max_abs_error": s.max, "rel_rms_error": s.rel()}
                for name, s in zip(model.output_names, out_stats)]
-    return QuantizationReport(observer, len(batches), n_samples, nodes, outputs)
+    inputs = {v.name: (float(act[id(v)].scale), int(act[id(v)].zero_point)) for v in graph.inputs if id(v) in act}
+    return QuantizationReport(observer, len(batches), n_samples, nodes, outputs, inputs)

@@ -167,19 +167,20 @@ class HistogramObserver(Observer):
         for i in range(levels, last + 1, step):
             p = h[:i].copy()
             p[i - 1] += h[i:].sum()            # clipped mass goes to the last bin
-            q = _quantize_distribution(h[:i], levels)
+            q = _quantize_distribution(h[:i], levels, p > 0)
             kl = _kl(p, q)
             if kl < best:
                 best, best_i = kl, i
         return best_i * width
 
 
-def _quantize_distribution(p: np.ndarray, levels: int) -> np.ndarray:
-    """``p`` merged into ``levels`` groups, each group's mass spread evenly over its non-empty bins."""
+def _quantize_distribution(p: np.ndarray, levels: int, nonzero: np.ndarray) -> np.ndarray:
+    """``p`` merged into ``levels`` groups, each group's mass spread evenly over its bins where
+    ``nonzero`` (those of the clipped distribution, whose last bin holds the clipped mass: so that
+    clipping costs what the quantized distribution misses there)."""
     n = len(p)
     edges = np.linspace(0, n, levels + 1).astype(int)
     starts = np.unique(edges[:-1][edges[:-1] < edges[1:]])       # the non-empty groups
-    nonzero = p > 0
     mass = np.add.reduceat(p, starts)
     count = np.add.reduceat(nonzero.astype(np.int64), starts)
     group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, n)))
@@ -187,14 +188,17 @@ def _quantize_distribution(p: np.ndarray, levels: int) -> np.ndarray:
     return np.where(nonzero, per_bin[group], 0.0)
 
 
-def _kl(p: np.ndarray, q: np.ndarray) -> float:
+def _kl(p: np.ndarray, q: np.ndarray, eps: float = 1e-4) -> float:
+    """KL(p || q) of the normalized histograms; a bin where ``p`` has mass and ``q`` none gets
+    ``eps`` of ``q``'s mass (as TensorRT's and MXNet's calibrators smooth), not an infinite cost."""
     ps, qs = p.sum(), q.sum()
     if ps == 0 or qs == 0:
         return math.inf
     p, q = p / ps, q / qs
     m = p > 0
-    if np.any(q[m] == 0):
-        return math.inf
+    holes = m & (q == 0)
+    if holes.any():
+        q = q * (1.0 - eps) + np.where(holes, eps / holes.sum(), 0.0)
     return float(np.sum(p[m] * np.log(p[m] / q[m])))
 
 
