@@ -106,9 +106,10 @@ def requantize(acc: np.ndarray, x_scale: float, w_scales: np.ndarray, bias, y_sc
     shape[axis] = -1
     act_w = F32(x_scale) * w_scales
     mult = (act_w / F32(y_scale)).reshape(shape)
-    raw = acc.astype(F32)   # a copy, or float(acc) of float64 integers: float32 as fbgemm's
-    if bias is not None:
-        raw += (np.asarray(bias, F32) / act_w).reshape(shape)
+    if bias is not None:   # float(acc) + bias / act_w, in float32: one new array either way
+        raw = np.add(acc.astype(F32, copy=False), (np.asarray(bias, F32) / act_w).reshape(shape), dtype=F32)
+    else:
+        raw = acc.astype(F32)   # a copy, or float(acc) of float64 integers: float32 as fbgemm's
     raw *= mult
     np.rint(raw, out=raw)
     if qdtype == "qint32":   # beyond float32's integers: add the zero point in float64
