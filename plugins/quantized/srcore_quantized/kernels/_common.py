@@ -28,6 +28,7 @@ def qinfo(qdtype: str):
     return QDTYPES[qdtype]
 
 
+@functools.lru_cache(maxsize=None)
 def storage(qdtype: str) -> np.dtype:
     return np.dtype(QDTYPES[qdtype].storage)
 

@@ -8,6 +8,8 @@ padding and dilation are torch's.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from srcore.plugin import KernelError
@@ -44,31 +46,36 @@ def conv_acc(xq: np.ndarray, x_zp: int, w, stride, padding, dilation, groups: in
     np.subtract(xq, F32(x_zp), out=inner, casting="unsafe")   # shifted first: padding stands for real zeros
     p = packed(w)
     bound = act_bound(x_zp, qdtype) * p.bmax
-    st = x.strides
-    win = np.lib.stride_tricks.as_strided(          # (N, C, *k, *out)
-        x, (N, C, *k, *out_sp),
-        (st[0], st[1], *(st[2 + i] * dilation[i] for i in range(n_sp)), *(st[2 + i] * stride[i] for i in range(n_sp))),
-        writeable=False)
-    m = int(np.prod(out_sp))
-    kk = int(np.prod(k))
+    m = math.prod(out_sp)
+    kk = math.prod(k)
+
+    def tap(idx, chans=slice(None)):
+        """The input each output position sees at kernel tap ``idx``: a strided slice (N, C, *out)."""
+        return x[(slice(None), chans) + tuple(slice(i * d, i * d + (o - 1) * st + 1, st)
+                                              for i, d, o, st in zip(idx, dilation, out_sp, stride))]
+    taps = list(np.ndindex(*k))
     if groups == C and cg == 1 and cout == C:       # depthwise: one multiply-add per kernel tap
-        taps = win
         acc = np.zeros((N, C, *out_sp), F32)
         wr = p.rows.reshape((C,) + tuple(k))
-        for idx in np.ndindex(*k):
-            acc += taps[(slice(None), slice(None)) + idx] * wr[(slice(None),) + idx].reshape((C,) + (1,) * n_sp)
-        return acc                                  # exact: kk * bound is far below 2^24
+        tmp = np.empty_like(acc)
+        for idx in taps:                            # exact: kk * bound is far below 2^24
+            np.multiply(tap(idx), wr[(slice(None),) + idx].reshape((C,) + (1,) * n_sp), out=tmp)
+            acc += tmp
+        return acc
+
+    def im2col(chans: slice, c: int) -> np.ndarray:
+        if kk == 1 and all(v == 1 for v in stride) and not any(padding):
+            return x[:, chans].reshape(N, c, m)     # a 1x1 convolution: no gathering
+        cols = np.empty((N, c, kk) + out_sp, F32)   # (N, K = c * kk, M): K ordered as the weight's
+        for t, idx in enumerate(taps):
+            cols[:, :, t] = tap(idx, chans)
+        return cols.reshape(N, c * kk, m)
     if groups == 1:
-        if kk == 1 and all(s == 1 for s in stride) and not any(padding):
-            cols = x.reshape(N, C, m)                 # a 1x1 convolution: no gathering
-        else:
-            cols = np.ascontiguousarray(win).reshape(N, C * kk, m)
-        return int_matmul(p.rows, cols, bound).reshape(N, cout, *out_sp)
+        return int_matmul(p.rows, im2col(slice(None), C), bound).reshape(N, cout, *out_sp)
     og = cout // groups
     acc = None
     for g in range(groups):
-        cols = np.ascontiguousarray(win[:, g * cg:(g + 1) * cg]).reshape(N, cg * kk, m)
-        part = int_matmul(p.rows[g * og:(g + 1) * og], cols, bound)
+        part = int_matmul(p.rows[g * og:(g + 1) * og], im2col(slice(g * cg, (g + 1) * cg), cg), bound)
         if acc is None:
             acc = np.empty((N, cout, m), part.dtype)
         acc[:, g * og:(g + 1) * og] = part
