@@ -182,5 +182,8 @@ def plan(graph: Graph, keep_float: Iterable[str] = (), float_dtype: dict[int, st
             else:
                 plans.append(NodePlan(node, "float", reason="its input is not quantized"))
             continue
-        plans.append(NodePlan(node, "float", reason="no quantized kernel for this op"))
+        if not any(isinstance(v.type, TensorType) for v in node.outputs):
+            plans.append(NodePlan(node, "float", reason="not a tensor op (scalars, lists, control flow)"))
+        else:
+            plans.append(NodePlan(node, "float", reason="no quantized kernel for this op"))
     return plans
