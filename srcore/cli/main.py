@@ -24,6 +24,7 @@ from . import errors as cli_errors
 
 #: core subcommand modules, in ``srcore --help`` order; a module that does not exist yet is skipped
 SUBCOMMANDS = ["convert", "run", "bench", "inspect", "check", "build", "quantize", "batch", "serve", "list_ops", "plugins",
+               "select",
                "demo"]
 
 
@@ -74,7 +75,7 @@ def _plugin_subcommands(taken: set[str]):
     out = []
     for name, sub in sorted(subs.items()):
         if name in taken:
-            pm._reject(pm.report(sub.provider.name), f"subcommand {name!r} is a core srcore command")
+            pm.reject(sub.provider.name, f"subcommand {name!r} is a core srcore command")
             continue
         out.append(sub)
     return out
