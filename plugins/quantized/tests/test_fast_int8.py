@@ -29,6 +29,8 @@ def same(got, ref):
     assert isinstance(got, QuantizedArray) and got.qparams == srq(ref).qparams
     np.testing.assert_array_equal(got.int_repr(), ref.int_repr().numpy())
 
+pytestmark = pytest.mark.one_pass   # kernels called directly: independent of the executor and planner
+
 
 @pytest.fixture(autouse=True, scope="module")
 def fbgemm():
@@ -38,8 +40,8 @@ def fbgemm():
     torch.backends.quantized.engine = old
 
 
-@settings(max_examples=25, deadline=None)
-@given(m=st.integers(1, 5), k=st.integers(1, 3000), n=st.integers(1, 5), amax=st.integers(1, 255),
+@settings(max_examples=15, deadline=None)
+@given(m=st.integers(1, 4), k=st.integers(1, 2000), n=st.integers(1, 5), amax=st.integers(1, 255),
        bmax=st.integers(1, 255), extreme=st.booleans(), seed=st.integers(0, 2 ** 31))
 def test_int_matmul_is_exact(m, k, n, amax, bmax, extreme, seed):
     rng = np.random.default_rng(seed)
