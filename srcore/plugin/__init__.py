@@ -31,6 +31,8 @@ _LAZY = {
     "add_scalar_qparams": ("srcore.ir.quant", "add_scalar_qparams"),
     "mul_scalar_qparams": ("srcore.ir.quant", "mul_scalar_qparams"),
     "SCALAR_TYPE_CODES": ("srcore.ir.types", "SCALAR_TYPE_CODES"),
+    "has_avx512_vnni": ("srcore.cpu_features", "has_avx512_vnni"),
+    "vector_bytes": ("srcore.cpu_features", "vector_bytes"),
 }
 
 
@@ -53,4 +55,6 @@ __all__ = [
     # what kernels need from the rest of srcore (plugins import only this module)
     "KernelError", "QuantizationError", "QuantizedArray", "QParams", "QDTYPES", "SCALAR_TYPE_CODES",
     "add_scalar_qparams", "mul_scalar_qparams",
+    # the CPU's features, for kernels that reproduce machine-dependent arithmetic (srcore.cpu_features)
+    "has_avx512_vnni", "vector_bytes",
 ]
