@@ -144,3 +144,41 @@ def lower(kind: str, inputs: list, make_const: Callable[[Any, Any], Any]) -> tup
     arith = [] if "_add" in op else [make_const(packed.arith, STR)]   # conv2d_add exists in oneDNN only
     return op, [*rest[:pos], packed.weight, packed.bias, *settings, *rest[pos:], *arith]
 
+
+
+# -- the layout torch holds a quantized conv's output in ------------------------------------------
+#: torch's 2-d quantized convolutions (srcore's forms), whose outputs torch holds channels-last
+_CONV2D = frozenset({"quantized::qconv2d", "quantized::qconv2d_relu", "quantized::qconv2d_add",
+                     "quantized::qconv2d_add_relu"})
+#: ops whose output torch lays out as their (first) input
+_KEEPS_LAYOUT = frozenset({"aten::relu", "aten::relu_", "aten::hardtanh", "aten::hardtanh_", "aten::clamp",
+                           "aten::clamp_", "aten::relu6", "aten::dropout", "aten::dropout_", "aten::contiguous",
+                           "quantized::add", "quantized::add_relu", "quantized::hardswish"})
+
+
+def channels_last_in_torch(value) -> bool:
+    """Whether torch holds ``value`` channels-last: a quantized 2-d conv's output, through ops that keep
+    their input's layout (``aten::contiguous`` of a quantized tensor keeps it: torch's quantized
+    tensors have no NCHW copy there)."""
+    for _ in range(256):
+        node = getattr(value, "node", None)
+        if node is None:
+            return False
+        if node.kind in _CONV2D:
+            return True
+        if node.kind.split(".")[0] not in _KEEPS_LAYOUT or not node.inputs:
+            return False
+        value = node.inputs[0]
+    return False
+
+
+def mean_kind(kind: str, inputs: list) -> str:
+    """``quantized::mean_channels_last`` for an ``aten::mean`` over both spatial dims of a quantized
+    2-d conv's output (torch's general path, see that op), else ``kind``."""
+    if kind != "aten::mean" or len(inputs) < 2 or not channels_last_in_torch(inputs[0]):
+        return kind
+    d = inputs[1].node
+    dims = d.attrs.get("value") if d.kind == "prim::Constant" else None
+    if not isinstance(dims, (list, tuple)) or sorted(int(x) % 4 for x in dims) != [2, 3]:
+        return kind
+    return "quantized::mean_channels_last"

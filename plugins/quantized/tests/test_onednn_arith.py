@@ -278,3 +278,57 @@ def test_elementwise_block_follows_atens_vector_width(monkeypatch):
     # and the real machine agrees with torch's choice here
     monkeypatch.undo()
     assert cpu_features.aten_capability() == torch.backends.cpu.get_cpu_capability().replace("ZVECTOR", "DEFAULT")
+
+
+def test_mean_of_a_conv_output_is_torchs_channels_last_path():
+    """torch holds a quantized conv's output channels-last, and its mean over (H, W) then takes the
+    float path, whose rounding at exact ties depends on ATen's summation order: the kernel against
+    torch on channels-last tensors, ties included, and the importer choosing it after a conv."""
+    from srcore_quantized.kernels import mean_cl, pool
+
+    ties = 0
+    differs_from_integer_path = 0
+    for seed in range(60):
+        g = torch.Generator().manual_seed(seed)
+        c = (1, 3, 5, 7, 8, 13, 16, 24, 32, 40, 64, 100)[seed % 12]
+        hw = ((4, 4), (8, 8), (7, 7), (2, 40), (1, 1))[seed % 5]
+        s, zp = float(torch.rand(1, generator=g)) * 0.1 + 1e-3, int(torch.randint(0, 128, (1,), generator=g))
+        q = torch.randint(0, 256, (1 + seed % 3, c, *hw), dtype=torch.uint8, generator=g)
+        x = torch._make_per_tensor_quantized_tensor(q, s, zp).contiguous(memory_format=torch.channels_last)
+        ref = x.mean((2, 3)).int_repr().numpy()
+        got = mean_cl.mean_channels_last_out(srq(x), [2, 3])
+        np.testing.assert_array_equal(got.int_repr(), ref, err_msg=f"seed {seed}")
+        n = hw[0] * hw[1]
+        ties += int((q.numpy().astype(np.int64).sum((2, 3)) % n * 2 == n).sum())
+        differs_from_integer_path += int((pool.mean_out(srq(x), [2, 3]).int_repr() != ref).sum())
+    assert ties > 20 and differs_from_integer_path > 0   # the ties are there, and the paths do differ on them
+
+
+def test_importer_takes_torchs_path_for_the_mean_of_a_conv(engine):
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.quant, self.dequant = tq.QuantStub(), tq.DeQuantStub()
+            self.conv, self.relu = nn.Conv2d(3, 16, 3, padding=1), nn.ReLU()
+
+        def forward(self, x):
+            x = self.quant(x)
+            return self.dequant(self.relu(self.conv(x)).mean((2, 3))), self.dequant(x.mean((2, 3)))
+
+    engine("fbgemm")
+    torch.manual_seed(0)
+    net = Net().eval()
+    net.qconfig = tq.get_default_qconfig("fbgemm")
+    tq.fuse_modules(net, [["conv", "relu"]], inplace=True)
+    tq.prepare(net, inplace=True)
+    net(torch.randn(4, 3, 8, 8))
+    tq.convert(net, inplace=True)
+    x = torch.randn(16, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        model = srcore.from_torchscript(net, (x,))
+        ref = [r.numpy() for r in net(x)]
+    kinds = [n.kind for n in model.graph.all_nodes() if "mean" in n.kind]
+    assert sorted(kinds) == ["aten::mean", "quantized::mean_channels_last"]   # the input's mean stays NCHW
+    for got, want in zip(srcore.StaticModule(model)(x.numpy()), ref):
+        np.testing.assert_array_equal(got, want)
