@@ -172,11 +172,15 @@ def channels_last_in_torch(value) -> bool:
     return False
 
 
-def mean_kind(kind: str, inputs: list) -> str:
-    """``quantized::mean_channels_last`` for an ``aten::mean`` over both spatial dims of a quantized
-    2-d conv's output (torch's general path, see that op), else ``kind``."""
-    if kind != "aten::mean" or len(inputs) < 2 or not channels_last_in_torch(inputs[0]):
+def channels_last_kind(kind: str, inputs: list) -> str:
+    """The op for torch node ``kind`` whose input torch holds channels-last and where that changes the
+    result: ``quantized::mean_channels_last`` for an ``aten::mean`` over both spatial dims of a
+    quantized 2-d conv's output, ``quantized::avg_pool2d_channels_last`` for an ``aten::avg_pool2d``
+    of one; ``kind`` otherwise."""
+    if kind not in ("aten::mean", "aten::avg_pool2d") or len(inputs) < 2 or not channels_last_in_torch(inputs[0]):
         return kind
+    if kind == "aten::avg_pool2d":
+        return "quantized::avg_pool2d_channels_last"
     d = inputs[1].node
     dims = d.attrs.get("value") if d.kind == "prim::Constant" else None
     if not isinstance(dims, (list, tuple)) or sorted(int(x) % 4 for x in dims) != [2, 3]:

@@ -284,7 +284,7 @@ def test_mean_of_a_conv_output_is_torchs_channels_last_path():
     """torch holds a quantized conv's output channels-last, and its mean over (H, W) then takes the
     float path, whose rounding at exact ties depends on ATen's summation order: the kernel against
     torch on channels-last tensors, ties included, and the importer choosing it after a conv."""
-    from srcore_quantized.kernels import mean_cl, pool
+    from srcore_quantized.kernels import channels_last, pool
 
     ties = 0
     differs_from_integer_path = 0
@@ -296,7 +296,7 @@ def test_mean_of_a_conv_output_is_torchs_channels_last_path():
         q = torch.randint(0, 256, (1 + seed % 3, c, *hw), dtype=torch.uint8, generator=g)
         x = torch._make_per_tensor_quantized_tensor(q, s, zp).contiguous(memory_format=torch.channels_last)
         ref = x.mean((2, 3)).int_repr().numpy()
-        got = mean_cl.mean_channels_last_out(srq(x), [2, 3])
+        got = channels_last.mean_channels_last_out(srq(x), [2, 3])
         np.testing.assert_array_equal(got.int_repr(), ref, err_msg=f"seed {seed}")
         n = hw[0] * hw[1]
         ties += int((q.numpy().astype(np.int64).sum((2, 3)) % n * 2 == n).sum())
@@ -304,7 +304,7 @@ def test_mean_of_a_conv_output_is_torchs_channels_last_path():
     assert ties > 20 and differs_from_integer_path > 0   # the ties are there, and the paths do differ on them
 
 
-def test_importer_takes_torchs_path_for_the_mean_of_a_conv(engine):
+def test_importer_takes_torchs_paths_for_a_conv_output(engine):
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
@@ -313,7 +313,9 @@ def test_importer_takes_torchs_path_for_the_mean_of_a_conv(engine):
 
         def forward(self, x):
             x = self.quant(x)
-            return self.dequant(self.relu(self.conv(x)).mean((2, 3))), self.dequant(x.mean((2, 3)))
+            y = self.relu(self.conv(x))
+            return (self.dequant(y.mean((2, 3))), self.dequant(x.mean((2, 3))),
+                    self.dequant(nn.functional.avg_pool2d(y, 2)), self.dequant(nn.functional.avg_pool2d(x, 2)))
 
     engine("fbgemm")
     torch.manual_seed(0)
@@ -328,7 +330,33 @@ def test_importer_takes_torchs_path_for_the_mean_of_a_conv(engine):
         warnings.simplefilter("ignore")
         model = srcore.from_torchscript(net, (x,))
         ref = [r.numpy() for r in net(x)]
-    kinds = [n.kind for n in model.graph.all_nodes() if "mean" in n.kind]
-    assert sorted(kinds) == ["aten::mean", "quantized::mean_channels_last"]   # the input's mean stays NCHW
+    kinds = [n.kind for n in model.graph.all_nodes() if "mean" in n.kind or "avg_pool" in n.kind]
+    assert sorted(kinds) == ["aten::avg_pool2d", "aten::mean", "quantized::avg_pool2d_channels_last",
+                             "quantized::mean_channels_last"]   # the quantized input's stay NCHW
     for got, want in zip(srcore.StaticModule(model)(x.numpy()), ref):
         np.testing.assert_array_equal(got, want)
+
+
+def test_avg_pool2d_of_a_conv_output_is_torchs_nhwc_kernel():
+    """torch's NHWC average pool rounds a tie before adding the zero point in whole vectors of
+    channels, after it in the rest; windows, padding, ceil mode, count_include_pad, divisor_override."""
+    from srcore_quantized.kernels import channels_last, pool
+
+    F = torch.nn.functional
+    compared = differs_from_contiguous = 0
+    for seed in range(48):
+        g = torch.Generator().manual_seed(seed)
+        c = (3, 8, 16, 40, 64, 7, 12, 1)[seed % 8]
+        s, zp = float(torch.rand(1, generator=g)) * 0.1 + 1e-3, int(torch.randint(0, 128, (1,), generator=g))
+        q = torch.randint(0, 256, (1 + seed % 2, c, 9, 8), dtype=torch.uint8, generator=g)
+        x = torch._make_per_tensor_quantized_tensor(q, s, zp).contiguous(memory_format=torch.channels_last)
+        k = ((2, 2), (3, 3), (3, 2), (1, 1))[seed % 4]
+        st = ((2, 2), (1, 1), (2, 1))[seed % 3]
+        pad = ((0, 0), (1, 1), (1, 0))[seed % 3] if min(k) >= 2 else (0, 0)
+        args = (list(k), list(st), list(pad), seed % 5 == 0, seed % 7 != 0, 5 if seed % 11 == 0 else None)
+        ref = F.avg_pool2d(x, *args).int_repr().numpy()
+        got = channels_last.avg_pool2d_channels_last_out(srq(x), *args)
+        np.testing.assert_array_equal(got.int_repr(), ref, err_msg=f"seed {seed}")
+        compared += ref.size
+        differs_from_contiguous += int((pool.avg_pool2d_out(srq(x), *args).int_repr() != ref).sum())
+    assert differs_from_contiguous > 0.01 * compared

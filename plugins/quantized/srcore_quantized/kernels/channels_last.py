@@ -1,6 +1,16 @@
-"""torch's mean over the spatial dims of a quantized tensor it holds channels-last (a convolution's output).
+"""torch's paths for a quantized tensor it holds channels-last (a 2-d convolution's output).
 
-torch's quantized convolutions return channels-last tensors, and ``aten::mean`` of one takes torch's
+torch's quantized convolutions return channels-last tensors, and some ops then round otherwise than
+on a contiguous tensor. The importer lowers those ops, where their input is a conv's output, to the
+``quantized::*_channels_last`` ops run here (docs/quantization.md).
+
+``avg_pool2d`` (torch's NHWC kernel): the channels in whole vectors of int32 lanes (8, or 16 under
+ATen's AVX512 capability) are requantized as ``nearbyint(acc * m) + zp`` (the tie rounded to even
+before the zero point is added), the remaining channels as ``nearbyint(zp + acc / (1 / m))``, with
+``acc = sum(q) - n * zp`` and ``m = s_in / s_out / divisor`` in float32. The contiguous kernel rounds
+``acc * m + zp``: a tie (frequent with 2x2 windows) can go either way.
+
+``mean`` over the spatial dims: torch's general path, not its integer fast path:
 general path, not its integer fast path: dequantize (``(q - zp) * scale``), a float32 sum over the
 spatial positions in ATen's order, a division by their count, ``quantize_per_tensor``. At exact ties
 (the integer sum an odd multiple of half the count) the float sum's rounding decides, so the order is
@@ -9,16 +19,15 @@ of 4 vectors of channels sum the positions in a cascade of 16-position levels (`
 then whole vectors and the remaining channels four-way interleaved (``row_sum``); with fewer channels
 than a vector holds, groups of 4 channels cascade and the rest interleave. The vector's width is the
 CPU's (ATen's AVX512 capability: 16 floats, else 8), so the result is torch's on the same machine.
-The importer uses this kernel (op ``quantized::mean_channels_last``) where torch's input is a
-convolution's output; see docs/quantization.md.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from srcore.plugin import KernelError, vector_bytes
+from srcore.plugin import QDTYPES, KernelError, vector_bytes
 
 from ._common import F32, buffer, dequant_scalar, ints, quant_tensor, require_per_tensor, wrap
+from .pool import avg_windows
 
 _LEVELS = 4   # multi_row_sum's cascade levels
 
@@ -104,4 +113,27 @@ def mean_channels_last_out(self, dim=None, keepdim=False, *, dtype=None, out=Non
     shape = (n, c) + ((1,) * (xq.ndim - 2) if keepdim else ())
     res = buffer(out, shape, xq.qdtype)
     quant_tensor(mean.reshape(shape), q.scale, q.zero_point, xq.qdtype, out=res)
+    return wrap(res, xq.qdtype, q)
+
+
+def avg_pool2d_channels_last_out(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+                                 divisor_override=None, *, out=None):
+    """``aten::avg_pool2d`` of a quantized (N, C, H, W) tensor torch holds channels-last."""
+    op = "quantized::avg_pool2d_channels_last"
+    xq = require_per_tensor(self, op)
+    if xq.ndim != 4:
+        raise KernelError(f"{op}: expects an (N, C, H, W) tensor, got shape {list(xq.shape)}")
+    info, q = QDTYPES[xq.qdtype], xq.qparams
+    s, size, divide = avg_windows(ints(xq), kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                  divisor_override)
+    m = F32(q.scale) / F32(q.scale) / divide.astype(F32)      # torch: input_scale / output_scale / divisor
+    acc = (s - size * q.zero_point).astype(F32)
+    vec = xq.shape[1] // (vector_bytes() // 4) * (vector_bytes() // 4)
+    r = np.empty(acc.shape, np.float64)
+    r[:, :vec] = np.rint(acc[:, :vec] * m)
+    r[:, :vec] += q.zero_point
+    r[:, vec:] = np.rint(F32(q.zero_point) + acc[:, vec:] * (F32(1) / (F32(1) / m)))
+    np.clip(r, info.qmin, info.qmax, out=r)
+    res = buffer(out, r.shape, xq.qdtype)
+    res[...] = r
     return wrap(res, xq.qdtype, q)
