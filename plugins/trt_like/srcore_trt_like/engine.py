@@ -25,7 +25,7 @@ from .builder.fusion import MAX_OPS, fuse_conv_pool, fuse_pointwise
 from .builder.plan import Plan
 from .options import check_options
 from .serialize import FORMAT, dump_plan
-from .store import PlanStore
+from .store import PlanStore, release_pages
 from .tactics.choose import choose_tactics
 
 log = logging.getLogger("srcore.trt_like")
@@ -64,6 +64,9 @@ class Engine:
         if self.static:
             plan = self.plan_for(tuple(tuple(t.shape) for t in types))
             self.entry = plan.run
+            # the tactics laid their weights out: the model file's pages of the raw ones are not
+            # read again (unless a tactic falls back to them), so they leave the resident set
+            release_pages(self.store.constants.values())
         else:
             if not self.store.stored:
                 self._check_converts(types)
@@ -112,7 +115,7 @@ class Engine:
         """Every plan made so far, as a serialized engine (what ``srcore build`` writes)."""
         plans, arrays = [], {}
         for i, (shapes, plan) in enumerate(list(self.plans.items())):
-            meta, plan_arrays = dump_plan(plan, shapes, self.options)
+            meta, plan_arrays = dump_plan(plan, shapes, self.options, constants=self.store.constants)
             plans.append(meta)
             arrays.update((f"p{i}.{k}", a) for k, a in plan_arrays.items())
         return EngineData("trt_like", {"format": FORMAT, "engine": self.name, "plans": plans}, arrays)

@@ -26,12 +26,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TacticSpecError
-from ..kernels.winograd_math import F2, F4, transform_weight
+from ..kernels.winograd_math import F2, F4
 from .depthwise import DepthwiseDirectTactic
 from .gemm import Gemm1x1Tactic, Im2colGemmTactic
 from .packed import PackedGemmTactic
 from .spec import ConvSpec, ConvTactic
-from .winograd import WinogradTactic, winograd_applies
+from .winograd import WinogradTactic, transform_weight, winograd_applies
 from .winograd_packed import WinogradPackedTactic
 
 __all__ = ["ConvSpec", "ConvTactic", "Gemm1x1Tactic", "Im2colGemmTactic", "WinogradTactic", "WinogradPackedTactic",

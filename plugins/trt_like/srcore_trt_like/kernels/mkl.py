@@ -126,7 +126,7 @@ class PackedGemm:
         if packed is not None:   # a serialized engine's (same MKL: the plan's compatibility record)
             if not isinstance(packed, np.ndarray) or packed.dtype != np.uint8 or packed.shape != (size,):
                 raise ValueError(f"MKL packed weight of {getattr(packed, 'shape', '?')} bytes, expected ({size},)")
-            self.packed = np.array(packed, copy=True)
+            self.packed = packed if packed.flags.writeable else np.array(packed, copy=True)
         else:
             self.packed = np.empty(size, np.uint8)
             # B = W^T: W row-major (N, K) read transposed, leading dimension K

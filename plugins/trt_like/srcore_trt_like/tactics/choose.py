@@ -26,6 +26,7 @@ from ..builder.network import Layer, Network
 from ..builder.plan import Step
 from ..kernels import mkl as mkl_gemm
 from ..kernels import threads as _threads
+from ..kernels.scratch import SCRATCH
 from . import table, timing_cache
 from .records import Candidate, Kernel
 from .timing import best_times
@@ -106,6 +107,7 @@ def choose_tactics(net: Network, options: dict[str, Any], *, name: str = "engine
     if cache is not None:
         cache.save()
     if timed:
+        SCRATCH.release()   # sized for the largest candidate timed; the winners regrow what they need
         log.info("%s: timed the tactics of %d layer(s)", name, timed)
     return steps
 
