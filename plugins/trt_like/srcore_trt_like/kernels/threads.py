@@ -84,6 +84,20 @@ def count() -> int:
     return n if n > 1 and _layer_ok() else 1
 
 
+#: a layer with less work than this (multiply-adds, or element operations) runs on one thread
+#: whatever the intra-op count: at ~50 GMAC/s that is ~0.5 ms of work, while a parallel region
+#: must wait for every thread of its team, and a thread whose core another process holds waits
+#: for a scheduler slice (milliseconds): a small CNN at 2 threads beside one busy process had a
+#: p90 9.5x its median, 1.0x at one thread (issue 17). Large layers still split.
+PARALLEL_MIN_WORK = 25_000_000
+
+
+def for_work(work: int) -> int:
+    """The threads a layer of ``work`` multiply-adds (or element operations) should use: the
+    intra-op count (:func:`count`) when it is at least :data:`PARALLEL_MIN_WORK`, else 1."""
+    return count() if work >= PARALLEL_MIN_WORK else 1
+
+
 def use(n: int) -> None:
     """Make numba's parallel regions launched from this thread use ``n`` threads (at most
     ``NUMBA_NUM_THREADS``; the work is still cut in ``n`` parts)."""

@@ -57,7 +57,9 @@ def choose_tactics(net: Network, options: dict[str, Any], *, name: str = "engine
     timing = options.get("timing", True) and chosen is None
     cache = timing_cache.get() if options.get("timing_cache", True) and chosen is None else None
     one_blas = _one_blas(options)
-    on_caller = _blas_on_caller(net, one_blas is not None)
+    threaded_mkl = one_blas is not None and any(
+        layer.kind in ("gemm", "attention") and _work(layer, net) >= _threads.PARALLEL_MIN_WORK for layer in net.layers)
+    on_caller = _blas_on_caller(net, threaded_mkl)
     stored = iter(chosen) if chosen is not None else None
     steps = []
     timed = 0
@@ -73,7 +75,7 @@ def choose_tactics(net: Network, options: dict[str, Any], *, name: str = "engine
             continue
         every = candidates(layer, net)
         cands = [c for c in every if not excluded(c.name, options)] or every
-        if one_blas and any(c.blas == one_blas for c in cands):
+        if one_blas and any(c.blas == one_blas for c in cands) and _work(layer, net) >= _threads.PARALLEL_MIN_WORK:
             cands = [c for c in cands if c.blas is None or c.blas == one_blas]
         if on_caller:
             cands = [c if c.blas in ("omp", "mkl") else _on_caller(on_caller, c) for c in cands]
@@ -114,6 +116,19 @@ def choose_tactics(net: Network, options: dict[str, Any], *, name: str = "engine
 
 def _shape(net: Network, layer: Layer) -> str:
     return "x".join(map(str, net.shape(layer.outputs[0])))
+
+
+def _work(layer: Layer, net: Network) -> float:
+    """Multiply-adds of a matrix-product layer (others: unbounded). Below the threading threshold a
+    product runs on one thread on either BLAS, so the one-BLAS rule has nothing to prevent and the
+    timing decides (MKL's call costs ~20 us more than OpenBLAS's on mlp_tiny's 1x64 @ 64x64)."""
+    if layer.kind == "gemm":
+        n, k = layer.attrs["weight"].shape
+        return net.tensors[layer.inputs[0]].size // max(k, 1) * n * k
+    if layer.kind == "attention":
+        B, L, E3 = net.shape(layer.inputs[0])
+        return 2 * B * L * L * (E3 // 3)
+    return float("inf")
 
 
 def _nothing(*arrays) -> None:
