@@ -34,6 +34,14 @@ _state: dict = {}
 _lock = threading.Lock()
 _tls = threading.local()
 
+# GNU OpenMP's workers (numba's parallel regions, MKL's GNU layer) spin after a region before they
+# sleep. When other processes want the cores, a spinning worker takes the slice its master needs
+# and every region waits for a descheduled thread: transformer_block at 2 threads on a loaded
+# 2-vCPU machine took 170-440 ms a call with the default policy, 10-120 ms with workers that sleep
+# at once (1 thread: 27 ms). So trt_like asks for passive waiting unless the user chose a policy;
+# libgomp reads it when it is first loaded (by numba's parallel layer or MKL, both after this).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 
 def _blas_threads() -> int:
     """numpy's OpenBLAS thread count now (threadpoolctl), else the environment, else 1."""
