@@ -23,7 +23,10 @@ SRCORE_RUNNERS = {
     "srcore_interp_precomputed": ("interpreter", "precomputed_offsets"),
 }
 PEER_RUNNERS = ("eager", "torchscript", "static_runtime", "ort", "onnx_reference", "numpy", "numpy_out")
-RUNNERS = (*PEER_RUNNERS, *SRCORE_RUNNERS, "trt_like")
+#: srcore on the ONNX file the ORT cells run (``srcore.from_onnx``), codegen + standard_resizing as the
+#: base srcore runner: the ratio of the two is what the ONNX frontend costs against from_torchscript
+ONNX_RUNNERS = ("srcore_onnx",)
+RUNNERS = (*PEER_RUNNERS, *SRCORE_RUNNERS, "trt_like", *ONNX_RUNNERS)
 
 
 class Skip(Exception):
@@ -106,11 +109,12 @@ def load_runner(model: str, runner: str, threads: int, art: Path, x, extra: dict
         impl = FLOORS[model](sd, x.shape)
         f = impl.plain if runner == "numpy" else impl.out
         return lambda: f(x)
-    if runner in SRCORE_RUNNERS or runner == "trt_like":
+    if runner in SRCORE_RUNNERS or runner in ("trt_like", "srcore_onnx"):
         import srcore
 
-        _require(art / "model.srm")
-        m = srcore.load(str(art / "model.srm"))
+        srm = art / ("model_onnx.srm" if runner == "srcore_onnx" else "model.srm")
+        _require(srm)
+        m = srcore.load(str(srm))
         if runner == "trt_like":
             builders = srcore.get_plugin_manager().registry.engine_builders
             names = set(builders) if isinstance(builders, dict) else {getattr(b, "backend", b) for b in builders}
@@ -118,7 +122,7 @@ def load_runner(model: str, runner: str, threads: int, art: Path, x, extra: dict
                 raise Skip("no engine builder for backend trt_like (plugin srcore-trt-like not installed?)")
             opts, backends = srcore.Options(), ("trt_like", "cpu")
         else:
-            ex, pl = SRCORE_RUNNERS[runner]
+            ex, pl = SRCORE_RUNNERS.get(runner, ("codegen", "standard_resizing"))
             opts, backends = srcore.Options(executor=ex, memory_planner_algorithm=pl), None
         sm = srcore.StaticModule(m, options=opts, backends=backends)
         rt = sm.runtime()

@@ -4,8 +4,9 @@
 ``eager_state.pt`` (state_dict), ``weights.npz`` (the same as numpy, for the
 numpy floor), ``model.pt`` (TorchScript: scripted, or traced where
 ``meta["torchscript"] == "trace"``), ``model.onnx`` (legacy exporter,
-``dynamo=False``: the scripted module for control_flow) and ``model.srm``
-(srcore, converted from the TorchScript module). A failed artifact leaves
+``dynamo=False``: the scripted module for control_flow), ``model.srm``
+(srcore, converted from the TorchScript module) and ``model_onnx.srm`` (srcore,
+converted from ``model.onnx`` with ``srcore.from_onnx``). A failed artifact leaves
 ``<name>.error`` with the message instead; the cells that need it are skipped.
 """
 from __future__ import annotations
@@ -57,6 +58,13 @@ def prepare(model: str, out: Path, *, force: bool = False) -> dict[str, str]:
         srcore.save(srcore.from_torchscript(torchscript(), inputs), str(p))
         status["srm_convert_s"] = f"{time.perf_counter() - t0:.2f}"
 
+    def make_onnx_srm(p):
+        import srcore
+
+        t0 = time.perf_counter()
+        srcore.save(srcore.from_onnx(str(art / "model.onnx")), str(p))
+        status["onnx_convert_s"] = f"{time.perf_counter() - t0:.2f}"
+
     steps = {
         "ref.npy": make_ref,
         "eager_state.pt": lambda p: torch.save(m.state_dict(), p),
@@ -64,6 +72,7 @@ def prepare(model: str, out: Path, *, force: bool = False) -> dict[str, str]:
         "model.pt": lambda p: torch.jit.save(torchscript(), str(p)),
         "model.onnx": make_onnx,
         "model.srm": make_srm,
+        "model_onnx.srm": make_onnx_srm,
     }
     for name, make in steps.items():
         path, err = art / name, art / (name + ".error")

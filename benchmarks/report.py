@@ -11,6 +11,7 @@ LABELS = {
     "srcore_codegen_precomputed": "srcore codegen/precomputed",
     "srcore_interp_standard": "srcore interp/standard",
     "srcore_interp_precomputed": "srcore interp/precomputed", "trt_like": "srcore trt_like",
+    "srcore_onnx": "srcore from_onnx",
 }
 
 

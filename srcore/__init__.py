@@ -6,6 +6,7 @@ The public API (see docs/api.md)::
     model = srcore.load("m.srm")
     model = srcore.from_torchscript(module_or_path, example_inputs=None)
     model = srcore.from_torch(module, example_inputs)
+    model = srcore.from_onnx("model.onnx")
     srcore.save(model, "m.srm")
     sm = srcore.StaticModule(model, options=srcore.Options(...), backends=("cpu",))
     out = sm(x)
@@ -47,11 +48,14 @@ _LAZY = {
     "save": "srcore.format.srm:save",
     "from_torchscript": "srcore.frontends.torchscript:from_torchscript",
     "from_torch": "srcore.frontends.torch_export:from_torch",
+    "from_onnx": "srcore.frontends.onnx_import:from_onnx",
     "StaticModule": "srcore.runtime.static_module:StaticModule",
     "StaticRuntime": "srcore.runtime.static_runtime:StaticRuntime",
     "RuntimePool": "srcore.runtime.pool:RuntimePool",
     "Options": "srcore.runtime.options:Options",
     "get_plugin_manager": "srcore.plugin.manager:get_plugin_manager",
+    "QuantizedArray": "srcore.qarray:QuantizedArray",
+    "QParams": "srcore.ir.quant:QParams",
 }
 _SUBMODULES = {"ir", "ops", "passes", "plugin", "dispatch", "runtime", "memory", "frontends", "format", "cli"}
 

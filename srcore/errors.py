@@ -25,6 +25,7 @@ __all__ = [
     "KernelError",
     "EngineBuildError",
     "EngineOptionError",
+    "QuantizationError",
     "SrcoreWarning",
 ]
 
@@ -133,6 +134,12 @@ class KernelError(SrcoreError):
     """
 
     node = None
+
+
+class QuantizationError(SrcoreError, ValueError):
+    """Invalid quantization parameters (a scale that is not positive and finite, a zero point
+    outside its dtype's range, an axis out of range) or a quantized value where a float one
+    belongs (or the reverse); names the value, node or input."""
 
 
 class EngineBuildError(SrcoreError):

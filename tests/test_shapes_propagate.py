@@ -4,6 +4,7 @@ from __future__ import annotations
 import pathlib
 import time
 
+import numpy as np
 import pytest
 import torch
 
@@ -178,6 +179,34 @@ graph(%x : Tensor):
     propagate(g, [T("float32", 2, 3)])
     assert value(g, "y").type == T("float32", 8, 3)
     assert value(g, "acc2").type == T("float32", None, 3)
+
+
+@pytest.mark.parametrize("trip", ["%n : int", None])
+def test_list_appended_in_a_loop_does_not_keep_its_first_length(trip):
+    """A list carried through a loop and appended to in the body (an ONNX Loop's scan output):
+    the append ran on the loop's initial list's abstract value in place, so after the loop the list
+    had one element and ``stack`` claimed a static dim of 1 for any trip count."""
+    header = "graph(%x : Tensor, %n : int):" if trip else "graph(%x : Tensor):\n  %n : int = prim::Constant[value=5]()"
+    g = srcore.parse_graph(header + """
+  %t : bool = prim::Constant[value=1]()
+  %0 : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %empty : Tensor[] = prim::ListConstruct()
+  %y : Tensor, %l : Tensor[] = prim::Loop(%n, %t, %x, %empty)
+    block0(%i : int, %acc : Tensor, %lst : Tensor[]):
+      %acc2 : Tensor = aten::add(%acc, %one, %one)
+      %lst2 : Tensor[] = aten::append(%lst, %acc2)
+      -> (%t, %acc2, %lst2)
+  %s : Tensor = aten::stack(%l, %0)
+  return (%y, %s)
+""")
+    propagate(g, [T("float32", 1), INT] if trip else [T("float32", 1)])
+    s = value(g, "s").type
+    assert s.shape is None or s.shape[0] in (None, 5)
+    sm = srcore.StaticModule(srcore.Model.from_graph(g))
+    x = np.zeros(1, np.float32)
+    out = sm(x, 5)[1] if trip else sm(x)[1]
+    np.testing.assert_array_equal(out.ravel(), [1, 2, 3, 4, 5])
 
 
 def test_contradictions_name_the_node_and_its_source():

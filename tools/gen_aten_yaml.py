@@ -1,8 +1,10 @@
 """Write ``srcore/ops/aten.yaml`` from torch's own schemas (needs torch; srcore never does at run time).
 
-The op list is the common inference set below plus every ``aten::`` op that
+The op list is the common inference set below (with every aten op Static Runtime has a kernel
+for, except backward and complex-only ops, and both names of each alias in
+``srcore/ops/aliases.yaml``) plus every ``aten::`` op that
 appears in the scripted and the traced graphs (frozen) of the benchmark models
-in ``/work/shared/bench/models.py``. Every overload of each name is written,
+in ``benchmarks/models.py`` (the public bench set). Every overload of each name is written,
 ``.out`` overloads included (they are ops too).
 
     python tools/gen_aten_yaml.py [--models PATH] [--check]
@@ -12,13 +14,14 @@ in ``/work/shared/bench/models.py``. Every overload of each name is written,
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.util
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "srcore" / "ops" / "aten.yaml"
-DEFAULT_MODELS = Path("/work/shared/bench/models.py")
+DEFAULT_MODELS = ROOT / "benchmarks" / "models.py"
 
 COMMON = """
 add sub mul div rsub neg abs exp log sqrt rsqrt pow reciprocal sign floor ceil round clamp clamp_min
@@ -55,6 +58,26 @@ argsort repeat_interleave pixel_shuffle pixel_unshuffle im2col col2im
 scatter_add scatter_add_ index_add index_add_ eye fill numpy_T __and__ __or__ __xor__ rms_norm outer glu cosine_similarity unfold meshgrid fmod max_pool3d max_pool3d_with_indices avg_pool3d adaptive_avg_pool3d atan2 index_fill tensor_split
 linalg_norm cdist pairwise_distance bucketize diag adaptive_max_pool1d grid_sampler grid_sampler_2d affine_grid_generator prelu rrelu softshrink hardshrink
 scalar_tensor diagonal native_group_norm _cdist_forward _native_batch_norm_legit _adaptive_avg_pool2d embedding_bag
+nonzero_static multi_margin_loss multilabel_margin_loss linalg_householder_product orgqr ormqr
+IntImplicit __range_length _add_relu _addmm_activation _autocast_to_full_precision
+_autocast_to_reduced_precision _conj _logcumsumexp _neg_view absolute absolute_ acos acos_ acosh acosh_
+addbmm addcdiv addmv addr adjoint alias angle arccos arccos_ arccosh arccosh_ arcsin arcsin_ arcsinh arcsinh_
+arctan arctan2 arctan2_ arctan_ arctanh arctanh_ asin asin_ asinh asinh_ atan atan2_ atan_ atanh atanh_
+bitwise_left_shift bitwise_right_shift cholesky_inverse cholesky_solve clip clip_ concat concatenate conj
+copysign cosh cpu cross deg2rad det diff digamma divide divide_ erfc erfinv exp2 fix fix_ fmax fmin frac gcd
+ger greater greater_ greater_equal greater_equal_ heaviside histc hypot i0 igamma igammac imag index_copy
+inner inverse isin isneginf isposinf kron lcm ldexp less less_ less_equal less_equal_ lgamma linalg_cond
+linalg_cross linalg_det linalg_diagonal linalg_inv linalg_matmul linalg_matrix_exp linalg_matrix_power
+linalg_solve linalg_solve_triangular linalg_tensorinv logaddexp logaddexp2 logcumsumexp logit mH mT matrix_H
+matrix_exp matrix_power moveaxis mse_loss msort multiply multiply_ mv mvlgamma nanquantile narrow_copy
+negative negative_ nextafter not_equal not_equal_ nuclear_norm polygamma positive quantile rad2deg ravel real
+renorm resolve_conj resolve_neg row_stack scatter_reduce sgn signbit sinc sinh soft_margin_loss
+special_digamma special_entr special_erf special_erfc special_erfcx special_erfinv special_exp2 special_expit
+special_expm1 special_gammainc special_gammaincc special_gammaln special_i0 special_i0e special_i1
+special_i1e special_log1p special_log_ndtr special_log_softmax special_logit special_logsumexp
+special_multigammaln special_ndtr special_ndtri special_polygamma special_psi special_round special_sinc
+special_softmax special_xlog1py special_xlogy special_zeta subtract subtract_ swapaxes  swapdims
+ take take_along_dim tan  true_divide true_divide_ vdot vstack wait xlogy is_floating_point
 """.split()
 
 
@@ -62,9 +85,13 @@ def model_ops(models_path: Path) -> tuple[set[str], set[str]]:
     """(aten op names, other op kinds) in the scripted/traced+frozen graphs of the bench models."""
     import torch
 
-    spec = importlib.util.spec_from_file_location("bench_models", models_path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    if models_path.resolve() == DEFAULT_MODELS:  # the project's package (it imports its siblings)
+        sys.path.insert(0, str(ROOT))
+        mod = importlib.import_module("benchmarks.models")
+    else:
+        spec = importlib.util.spec_from_file_location("bench_models", models_path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
     aten, other = set(), set()
     for name, (build, _meta) in sorted(mod.MODELS.items()):
         model, inputs = build()

@@ -2,6 +2,7 @@
 
     .venv/bin/pip install scikit-learn     # dev-time only: the demo itself needs neither sklearn nor torch
     .venv/bin/python examples/digits/train.py
+    .venv/bin/python examples/digits/train.py --convert-only   # re-convert the committed weights only
 
 Writes (all small, committed):
   digits.srm         the model, converted with srcore.from_torchscript (dynamic batch dim)
@@ -17,8 +18,6 @@ import sys
 
 import numpy as np
 import torch
-from sklearn.datasets import load_digits
-from sklearn.model_selection import train_test_split
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -32,6 +31,9 @@ BATCH = 32
 
 
 def data():
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
     digits = load_digits()
     x = (digits.images / 16.0).astype(np.float32)[:, None]   # [1797, 1, 8, 8], pixel values 0..16 -> [0, 1]
     y = digits.target.astype(np.int64)
@@ -62,9 +64,17 @@ def train(x_train, y_train) -> DigitsNet:
     return net.eval()
 
 
-def main() -> None:
-    x_train, x_test, y_train, y_test = data()
-    net = train(x_train, y_train)
+def main(argv: list[str]) -> None:
+    convert_only = "--convert-only" in argv
+    if convert_only:  # the committed weights and split: a new srcore converts the same network again
+        test = np.load(os.path.join(HERE, "digits_test.npz"))
+        x_test, y_test = test["x"], test["y"]
+        net = DigitsNet()
+        net.load_state_dict({k: torch.from_numpy(v) for k, v in np.load(os.path.join(HERE, "digits_torch.npz")).items()})
+        net.eval()
+    else:
+        x_train, x_test, y_train, y_test = data()
+        net = train(x_train, y_train)
     with torch.inference_mode():
         logits = net(torch.from_numpy(x_test)).numpy()
     acc = float((logits.argmax(1) == y_test).mean())
@@ -75,9 +85,10 @@ def main() -> None:
                                      "input x: float32 [batch, 1, 8, 8] in [0, 1]; output: 10 logits")
     srm = os.path.join(HERE, "digits.srm")
     srcore.save(model, srm)
-    np.savez_compressed(os.path.join(HERE, "digits_test.npz"), x=x_test, y=y_test)
-    np.savez_compressed(os.path.join(HERE, "digits_torch.npz"),
-                        **{k: v.detach().numpy() for k, v in net.state_dict().items()})
+    if not convert_only:
+        np.savez_compressed(os.path.join(HERE, "digits_test.npz"), x=x_test, y=y_test)
+        np.savez_compressed(os.path.join(HERE, "digits_torch.npz"),
+                            **{k: v.detach().numpy() for k, v in net.state_dict().items()})
 
     # the saved model must agree with torch before it is committed
     got = srcore.StaticModule(srcore.load(srm), backends=("cpu",))(x_test)
@@ -87,4 +98,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

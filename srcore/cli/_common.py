@@ -12,7 +12,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="a .srm file (also: .pt TorchScript, .pt2 torch.export, .ir text)")
     parser.add_argument("--backend", "--backends", action="extend", type=_backend_list, metavar="B[,B...]",
                         dest="backends", help="backend priority list, highest first (repeatable or "
-                        "comma-separated, e.g. --backend trt_like,cpu; default: cpu)")
+                        "comma-separated, e.g. --backend trt_like,cpu; default: quantized_cpu,cpu)")
     parser.add_argument("--executor", choices=("codegen", "interpreter"),
                         help="executor (default: codegen, or $SRCORE_EXECUTOR)")
     parser.add_argument("--planner", choices=("standard_resizing", "precomputed_offsets"),
@@ -131,7 +131,7 @@ def make_module(args, model, **overrides):
         opts["memory_planner_algorithm"] = args.planner
     opts.update(engine_settings(args))
     opts.update(overrides)
-    backends = tuple(args.backends) if args.backends else ("cpu",)
+    backends = tuple(args.backends) if args.backends else None   # Options' default
     return StaticModule(model, options=Options(**opts), backends=backends)
 
 
@@ -173,7 +173,14 @@ def random_inputs(module, seed: int = 0, dims: dict[str, int] | None = None,
             raise SrcoreInputError(f"input {s.name!r} is a scalar ({s.type}); give it with -i {s.name}=VALUE")
         shape = tuple(d if isinstance(d, int) else (dims or {}).get(str(d), 1) for d in (s.shape or ()))
         dtype = s.dtype or "float32"
-        if dtype.startswith("float"):
+        if dtype in ("quint8", "qint8", "qint32"):   # integers in range, unit scale, mid zero point
+            from ..ir.quant import QDTYPES, QParams
+            from ..qarray import QuantizedArray
+
+            q = QDTYPES[dtype]
+            lo, hi = max(q.qmin, -128), min(q.qmax, 255)
+            out.append(QuantizedArray(rng.integers(lo, hi + 1, shape), dtype, QParams(1.0, (lo + hi + 1) // 2)))
+        elif dtype.startswith("float"):
             out.append(rng.standard_normal(shape).astype(dtype))
         elif dtype == "bool":
             out.append(rng.integers(0, 2, shape).astype(bool))
@@ -195,6 +202,21 @@ def parse_inputs(module, items: list[str] | None, seed: int = 0) -> list[Any]:
             if not os.path.exists(value):
                 raise SrcoreInputError(f"-i {name}: {value}: no such file")
             given[name] = _load_npy(name, value)
+        elif value.endswith(".npz"):   # a quantized input: as `srcore run -o` writes one
+            if not os.path.exists(value):
+                raise SrcoreInputError(f"-i {name}: {value}: no such file")
+            import numpy as np
+
+            from ..qarray import from_npz
+
+            with np.load(value, allow_pickle=False) as entries:
+                if name not in entries:
+                    raise SrcoreInputError(f"-i {name}: {value} has no entry {name!r} (it has "
+                                           f"{', '.join(sorted(entries.files))})")
+                try:
+                    given[name] = from_npz(entries, name)
+                except SrcoreError as exc:
+                    raise SrcoreInputError(f"-i {name}: {value}: {exc}") from None
         else:
             try:
                 given[name] = ast.literal_eval(value)

@@ -1,4 +1,5 @@
-"""``srcore convert SRC -o MODEL.srm``: a TorchScript (``.pt``) or torch.export (``.pt2``) file -> ``.srm``."""
+"""``srcore convert SRC -o MODEL.srm``: a TorchScript (``.pt``), torch.export (``.pt2``) or ONNX (``.onnx``)
+file -> ``.srm``."""
 from __future__ import annotations
 
 import os
@@ -7,16 +8,16 @@ import time
 from ..errors import ConversionError
 
 NAME = "convert"
-HELP = "convert a torch.jit.save'd .pt or torch.export.save'd .pt2 file to a .srm model file"
+HELP = "convert a torch.jit.save'd .pt, a torch.export.save'd .pt2 or an .onnx file to a .srm model file"
 
-_FRONTENDS = {".pt": "torchscript", ".pth": "torchscript", ".jit": "torchscript", ".pt2": "export"}
+_FRONTENDS = {".pt": "torchscript", ".pth": "torchscript", ".jit": "torchscript", ".pt2": "export", ".onnx": "onnx"}
 
 
 def configure_parser(p) -> None:
-    p.add_argument("src", metavar="SRC", help="model file: .pt (TorchScript) or .pt2 (torch.export)")
+    p.add_argument("src", metavar="SRC", help="model file: .pt (TorchScript), .pt2 (torch.export) or .onnx")
     p.add_argument("-o", "--output", metavar="MODEL.srm", help="output file (default: SRC with suffix .srm; "
                    "'-': stdout, the summary then goes to stderr)")
-    p.add_argument("--frontend", choices=("auto", "torchscript", "export"), default="auto",
+    p.add_argument("--frontend", choices=("auto", "torchscript", "export", "onnx"), default="auto",
                    help="how to read SRC (default: from its suffix)")
     p.add_argument("--input", action="append", default=[], metavar="NAME=DTYPE:D0,D1,...", type=input_item,
                    help="TorchScript only: the dtype and shape of an input, in order, e.g. x=float32:1,64 "
@@ -100,7 +101,7 @@ def pick_frontend(src: str, frontend: str = "auto") -> str:
     if frontend == "auto":
         frontend = _FRONTENDS.get(os.path.splitext(src)[1].lower())
         if frontend is None:
-            raise ConversionError(f"{src}: unknown suffix; use --frontend torchscript|export "
+            raise ConversionError(f"{src}: unknown suffix; use --frontend torchscript|export|onnx "
                                   f"(known: {', '.join(sorted(_FRONTENDS))})")
     return frontend
 
@@ -147,13 +148,32 @@ def _read(src: str, frontend: str, dynamic, inputs):
         from ..frontends.torchscript import from_torchscript
 
         model = from_torchscript(src, inputs, dynamic_dims=dynamic or None)
+        _require_specs(src, model)
     else:
         if dynamic or inputs:
-            raise ConversionError("--input/--dynamic apply to TorchScript; a .pt2 file carries its input shapes")
-        from ..frontends.torch_export import from_torch
+            raise ConversionError(f"--input/--dynamic apply to TorchScript; a .{'pt2' if frontend == 'export' else 'onnx'}"
+                                  f" file carries its input shapes")
+        if frontend == "onnx":
+            from ..frontends.onnx_import import from_onnx
 
-        model = from_torch(src)
+            model = from_onnx(src)
+        else:
+            from ..frontends.torch_export import from_torch
+
+            model = from_torch(src)
     return model
+
+
+def _require_specs(src: str, model) -> None:
+    """A saved scripted module records no input dtypes and shapes: a model without them would fail
+    at run time deep inside some kernel, so conversion fails here and says how to give them."""
+    missing = [s.name for s in model.input_specs if s.dtype is None or s.shape is None]
+    if missing:
+        names = [s.name for s in model.input_specs]
+        raise ConversionError(
+            f"{src}: the file does not record the dtype and shape of input(s) {', '.join(missing)}; give every "
+            f"tensor input, in order ({', '.join(names)}), with --input NAME=DTYPE:D0,D1,..., e.g. --input "
+            f"{names[0]}=float32:1,3,224,224 (and --dynamic {names[0]}:0=batch for a symbolic dim)")
 
 
 def run(args) -> int:

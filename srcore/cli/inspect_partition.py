@@ -12,9 +12,10 @@ def partitioned_module(ctx):
         if not backend:
             module = ctx.module
         else:
+            from ..runtime.options import DEFAULT_BACKENDS
             from ._common import make_module
 
-            rest = [b for b in (ctx.args.backends or ["cpu"]) if b != backend]
+            rest = [b for b in (ctx.args.backends or DEFAULT_BACKENDS) if b != backend]
             ctx.args.backends, saved = [backend, *rest], ctx.args.backends
             try:
                 module = make_module(ctx.args, ctx.model)

@@ -17,10 +17,14 @@ def configure_parser(parser) -> None:
 
     add_model_arguments(parser)
     parser.add_argument("-i", "--input", action="append", metavar="NAME=FILE.npy", dest="inputs",
-                        help="an input (repeatable); inputs not given are random")
+                        help="an input (repeatable; a quantized one as the .npz that -o writes); inputs not "
+                             "given are random")
     parser.add_argument("-o", "--output", metavar="OUT.npz", help="write the outputs to an .npz file ('-': "
                         "stdout, the report then goes to stderr); nested outputs are flattened to NAME.0.1")
     parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of the random inputs")
+    parser.add_argument("--dequantize", action="store_true",
+                        help="write quantized outputs as their float32 values (default: their integers plus "
+                             "NAME.qdtype, NAME.scale, NAME.zero_point[, NAME.axis])")
     add_format_argument(parser, what="the outputs")
 
 
@@ -67,11 +71,19 @@ def run(args) -> int:
     outs = out if isinstance(out, tuple) else (out,)
     names = list(getattr(model, "output_names", ()) or ())
     names += [f"output{i}" for i in range(len(names), len(outs))]
+    from ..qarray import QuantizedArray, npz_entries
+
+    if args.dequantize:
+        outs = tuple(o.dequantize() if isinstance(o, QuantizedArray) else o for o in outs)
     leaves = [leaf for name, o in zip(names, outs) for leaf in flatten(name, o)]
     _warn_nonfinite(args.model, leaves)
     if args.format == "text":
         for name, o in zip(names, outs):
-            if isinstance(o, np.ndarray):
+            if isinstance(o, QuantizedArray):
+                flat = o.int_repr().reshape(-1)[:HEAD]
+                print(f"{name}: {o.qdtype}{list(o.shape)} ({o.qparams.describe()[:80]})  "
+                      f"{np.array2string(flat, separator=', ')}{' ...' if o.size > HEAD else ''}", file=out_stream)
+            elif isinstance(o, np.ndarray):
                 flat = o.reshape(-1)[:HEAD]
                 print(f"{name}: {o.dtype}{list(o.shape)}  {np.array2string(flat, precision=5, separator=', ')}"
                       f"{' ...' if o.size > HEAD else ''}", file=out_stream)
@@ -79,7 +91,12 @@ def run(args) -> int:
                 print(f"{name}: {o!r}", file=out_stream)
     saved = None
     if args.output:
-        arrays = {k: np.asarray(v) for k, v in leaves if v is not None and not _is_object(v)}
+        arrays = {}
+        for k, v in leaves:   # a quantized output: its integers and parameters (no pickle)
+            if isinstance(v, QuantizedArray):
+                arrays.update(npz_entries(k, v))
+            elif v is not None and not _is_object(v):
+                arrays[k] = np.asarray(v)
         with open_output(args.output, "-o", binary=True) as f:
             np.savez(f, **arrays)
         saved = sorted(arrays)

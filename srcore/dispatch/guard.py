@@ -31,10 +31,12 @@ def dtype_guard(fn: Callable[..., Any], kernel: Kernel, op: str) -> Callable[...
     who = f"{p.dist or p.name} {p.version or ''}".strip() if p is not None else "an unregistered plugin"
 
     def guarded(*args, **kwargs):
-        for x in _arrays((*args, *kwargs.values())):
-            if x.dtype.name not in allowed:
+        # not ``out``: a planned buffer holds a quantized value's stored integers (uint8 for quint8)
+        for x in _arrays((*args, *(v for k, v in kwargs.items() if k != "out"))):
+            name = getattr(x, "qdtype", None) or x.dtype.name   # a QuantizedArray: its quantized dtype
+            if name not in allowed:
                 raise KernelError(f"{op}: the {kernel.kind} kernel of {who} on {kernel.backend} lists dtypes "
-                                  f"({', '.join(kernel.dtypes)}) but got a {x.dtype.name} array (its dtype "
+                                  f"({', '.join(kernel.dtypes)}) but got a {name} array (its dtype "
                                   "was unknown when the model was loaded; give the inputs' dtypes)")
         return fn(*args, **kwargs)
 

@@ -18,7 +18,7 @@ from ..ir.effects import mutated_inputs
 from ..ir.types import ListType, OptionalType, TensorType, TupleType, Type
 from ..plugin.types import KERNEL_KINDS, ArgInfo, Kernel, NodeInfo, Specialized
 from .lazy import resolve_ref
-from .table import KernelTable, op_key
+from .table import STANDARD_DTYPES, KernelTable, op_key
 
 log = logging.getLogger("srcore.dispatch")
 
@@ -180,9 +180,13 @@ def resolve_node(node, table: KernelTable, backends: Sequence[str], dtypes: Sequ
     ``out, native, fallback``, tried in that order) can leave out out variants.
     A kernel is never chosen for a dtype it does not list: when some of the
     node's dtypes are unknown, the most general kernel that accepts the known
-    ones is chosen (``"*"``, then the longest dtype list) and, unless it accepts
-    any dtype, wrapped so that it checks the dtypes of its arrays on every call
-    (``ResolvedKernel.checks_dtypes``).
+    ones is chosen (``"*"``, then the most numpy dtypes, then the longest dtype
+    list): over all the backends when the known dtypes are numpy's (a float
+    model whose dtypes propagation could not tell keeps its cpu kernels when
+    quantized_cpu comes first), within each backend in order when one is a
+    plugin's (``aten::cat`` of a ``Tensor[]`` into a known ``quint8``) and, unless it
+    accepts any dtype, wrapped so that it checks the dtypes of its arrays on
+    every call (``ResolvedKernel.checks_dtypes``).
     Matchers and ``"module:attr"`` impls are imported here, only for
     candidates that reach them.
     """
@@ -198,23 +202,32 @@ def resolve_node(node, table: KernelTable, backends: Sequence[str], dtypes: Sequ
         return info[0]
 
     kinds = [k for k in KERNEL_KINDS if k in kinds]
-    for backend in backends:
-        for kind in kinds:
-            candidates = table.lookup(op, backend, kind)
-            if unknown:  # most general first: "*", then the kernel that lists the most dtypes
-                candidates = sorted(candidates, key=lambda k: ("*" not in k.dtypes, -len(k.dtypes)))
-            for kernel in candidates:
-                if not accepts_dtypes(kernel, dts):
-                    continue
-                resolved = _try_kernel(kernel, get_info, op)
-                if resolved is not None:
-                    if unknown and "*" not in kernel.dtypes:
-                        from .guard import dtype_guard
+    if unknown and all(d in STANDARD_DTYPES for d in dts):
+        # most general first ("*", then the most numpy dtypes, then the most dtypes), over all backends
+        candidates = [k for backend in backends for kind in kinds for k in table.lookup(op, backend, kind)]
+        candidates.sort(key=_generality)
+    else:  # backends in order; with an unknown dtype beside a plugin's (a quint8 output), the most general
+        candidates = [k for backend in backends for kind in kinds
+                      for k in (sorted(table.lookup(op, backend, kind), key=_generality) if unknown
+                                else table.lookup(op, backend, kind))]
+    for kernel in candidates:
+        if not accepts_dtypes(kernel, dts):
+            continue
+        resolved = _try_kernel(kernel, get_info, op)
+        if resolved is not None:
+            if unknown and "*" not in kernel.dtypes:
+                from .guard import dtype_guard
 
-                        resolved = attrs.evolve(resolved, fn=dtype_guard(resolved.fn, kernel, op),
-                                                checks_dtypes=True)
-                    return resolved
+                resolved = attrs.evolve(resolved, fn=dtype_guard(resolved.fn, kernel, op), checks_dtypes=True)
+            return resolved
     return None
+
+
+def _generality(kernel: Kernel) -> tuple:
+    """Sort key, most general first: ``"*"``, then the kernels listing the most numpy dtypes (an
+    unknown dtype is far more likely a numpy one than a plugin's, such as ``quint8``), then the most."""
+    standard = sum(1 for d in kernel.dtypes if d in STANDARD_DTYPES)
+    return ("*" not in kernel.dtypes, -standard, -len(kernel.dtypes))
 
 
 def _alternatives(op: str, dts: tuple[str, ...], table: KernelTable, backends: Sequence[str]) -> tuple[str, ...]:

@@ -20,13 +20,20 @@ import numpy as np
 
 from ..errors import SrcoreFormatError
 
-#: safetensors dtype names <-> numpy dtypes (bfloat16 has no numpy dtype, so srcore does not use it)
+#: safetensors dtype names <-> numpy dtypes; BF16 is ml_dtypes' bfloat16 when ml_dtypes is installed
+#: (srcore-cpu depends on it; the core does not)
 ST_TO_NP = {
     "BOOL": np.dtype(np.bool_), "U8": np.dtype(np.uint8), "I8": np.dtype(np.int8),
     "U16": np.dtype(np.uint16), "I16": np.dtype(np.int16), "F16": np.dtype(np.float16),
     "U32": np.dtype(np.uint32), "I32": np.dtype(np.int32), "F32": np.dtype(np.float32),
     "U64": np.dtype(np.uint64), "I64": np.dtype(np.int64), "F64": np.dtype(np.float64),
 }
+try:
+    import ml_dtypes
+
+    ST_TO_NP["BF16"] = np.dtype(ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover - ml_dtypes comes with srcore-cpu
+    pass
 NP_TO_ST = {v: k for k, v in ST_TO_NP.items()}
 MAX_HEADER = 100 * 1024 * 1024  # the reference implementation's limit
 
@@ -67,7 +74,7 @@ def raw_bytes(a: np.ndarray) -> memoryview | bytes:
             a.dtype.byteorder == "=" and np.little_endian):
         a = a.astype(a.dtype.newbyteorder("<"))
     a = np.ascontiguousarray(a)
-    return memoryview(a.reshape(-1)).cast("B") if a.size else b""
+    return memoryview(a.reshape(-1).view(np.uint8)) if a.size else b""  # uint8 view: bfloat16 has no buffer code
 
 
 def write_file(path: str | os.PathLike, header_bytes: bytes, arrays: Mapping[str, np.ndarray],

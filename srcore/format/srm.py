@@ -29,7 +29,10 @@ log = logging.getLogger("srcore.format")
 
 FORMAT_NAME = "srcore.srm"
 FORMAT_VERSION = "1"
-SUPPORTED_VERSIONS = {"1"}
+#: version 2: the graph has quantized values (types with ``scale=``/``zero_point=``, quantized parameters
+#: stored as their integers); a model without them is still written as version 1
+QUANTIZED_FORMAT_VERSION = "2"
+SUPPORTED_VERSIONS = {"1", "2"}
 _REQUIRED_KEYS = ("format", "format_version", "srcore_version", "producer", "graph", "input_specs",
                   "output_names", "required_ops", "metadata", "data_sha256", "header_sha256")
 
@@ -69,7 +72,7 @@ def save(model: Model, path: str | os.PathLike, *, producer: str | None = None) 
         data_hash.update(raw_bytes(stored[name]))
     md = {
         "format": FORMAT_NAME,
-        "format_version": FORMAT_VERSION,
+        "format_version": QUANTIZED_FORMAT_VERSION if _has_quantized(model.graph) else FORMAT_VERSION,
         "srcore_version": __version__,
         "producer": producer or model.metadata.get("producer", f"srcore {__version__}"),
         "graph": text,
@@ -173,6 +176,7 @@ def load(path: str | os.PathLike, *, verify: str = "header") -> Model:
     except (ValueError, TypeError) as exc:
         c.fail(f"bad model metadata: {exc}")
     graph = _parse(c, md["graph"], params)
+    params.update(collect_params(graph))  # quantized parameters: their integers with the type's qparams
     model = Model(graph, params, specs, tuple(outputs), meta, engines)
     try:
         model.validate()
@@ -192,6 +196,17 @@ def _parse(c: Container, text: str, params):
         c.fail(f"the graph does not parse: {exc}")
     except Exception as exc:  # a parser bug must still surface as a format problem of this file
         c.fail(f"the graph does not parse: {type(exc).__name__}: {exc}")
+
+
+def _has_quantized(graph) -> bool:
+    from ..ir.quant import is_quantized
+    from ..ir.types import TensorType
+
+    def quantized(v) -> bool:
+        return isinstance(v.type, TensorType) and is_quantized(v.type.dtype)
+
+    return any(quantized(v) for v in graph.inputs) or any(
+        quantized(o) for n in graph.all_nodes() for o in n.outputs)
 
 
 def read_metadata(path: str | os.PathLike) -> dict[str, str]:

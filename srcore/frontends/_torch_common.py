@@ -52,12 +52,48 @@ def tensor_to_numpy(t) -> np.ndarray:
     t = t.detach()
     if t.is_mkldnn:  # optimize_for_inference's weights: the same values in oneDNN's layout
         t = t.to_dense()
-    if t.is_quantized or t.layout.__repr__() != "torch.strided":
-        raise ValueError(f"cannot store a {t.layout} / quantized tensor as a parameter")
-    if t.dtype.is_complex or str(t.dtype) == "torch.bfloat16":
+    if t.is_quantized:
+        return quantized_array(t)
+    if t.layout.__repr__() != "torch.strided":
+        raise ValueError(f"cannot store a {t.layout} tensor as a parameter")
+    if t.dtype.is_complex:
         raise ValueError(f"parameter dtype {t.dtype} is not supported")
+    if str(t.dtype) == "torch.bfloat16":  # numpy has no bfloat16: ml_dtypes' (a dependency of srcore-cpu)
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise ValueError("a bfloat16 parameter needs the ml_dtypes package (pip install ml_dtypes)") from None
+        import torch
+        bits = t.cpu().contiguous().view(torch.int16).numpy()
+        return np.array(bits, copy=True, order="C").view(ml_dtypes.bfloat16)
     # np.array, not np.ascontiguousarray: the latter turns a 0-d tensor into shape (1,)
     return np.array(t.cpu().resolve_conj().resolve_neg().numpy(), copy=True, order="C")
+
+
+def quantized_array(t):
+    """A torch quantized tensor as a :class:`srcore.QuantizedArray` (its integers and parameters)."""
+    from ..ir.quant import QParams
+    from ..qarray import QuantizedArray
+
+    qdtype = {"torch.quint8": "quint8", "torch.qint8": "qint8", "torch.qint32": "qint32"}.get(str(t.dtype))
+    scheme = str(t.qscheme())
+    if qdtype is None or scheme not in ("torch.per_tensor_affine", "torch.per_channel_affine"):
+        raise ValueError(f"a {t.dtype} tensor quantized {scheme} has no srcore equivalent (quint8, qint8, qint32; "
+                         "per-tensor or per-channel affine)")
+    if scheme == "torch.per_tensor_affine":
+        q = QParams(t.q_scale(), t.q_zero_point())
+    else:
+        q = QParams(tuple(t.q_per_channel_scales().tolist()), tuple(t.q_per_channel_zero_points().tolist()),
+                    int(t.q_per_channel_axis()))
+    return QuantizedArray(np.array(t.int_repr().numpy(), copy=True, order="C"), qdtype, q)
+
+
+def array_type(a: np.ndarray) -> TensorType:
+    """The IR type of a parameter array (a QuantizedArray with its quantized dtype and parameters)."""
+    qdtype = getattr(a, "qdtype", None)
+    if qdtype is not None:
+        return TensorType(qdtype, a.shape, a.qparams)
+    return TensorType(str(a.dtype), a.shape)
 
 
 def ir_type(t) -> Type:
@@ -82,6 +118,10 @@ def ir_type(t) -> Type:
         return TupleType(tuple(ir_type(e) for e in t.elements()))
     if kind == "DictType":
         return DictType(ir_type(t.getKeyType()), ir_type(t.getValueType()))
+    if kind == "FutureType":
+        from ..ir.types import FutureType
+
+        return FutureType(ir_type(t.getElementType()))
     raise ValueError(f"type {t} ({kind}) has no srcore equivalent")
 
 
@@ -110,7 +150,9 @@ def source_from_range(text: str) -> SourceLocation | None:
             idx = s.find("~")
             col = idx if idx >= 0 else None
             break
-    return SourceLocation(m.group("file"), int(m.group("line")), col)
+    from ._paths import portable_path
+
+    return SourceLocation(portable_path(m.group("file")), int(m.group("line")), col)
 
 
 def python_constant(value: Any, torch) -> tuple[Any, Type]:

@@ -31,6 +31,7 @@ from ..ir.graph import Block, Graph, SourceLocation, Value
 from ..ir.types import BOOL, FLOAT, INT, ListType, OptionalType, TensorType, TupleType, Type
 from ..model import InputSpec, Model, default_output_names
 from . import _torch_common as tc
+from ._paths import portable_path
 
 INT64_MAX = 2**63 - 1
 #: operator.* on SymInts -> the TorchScript int ops
@@ -52,7 +53,11 @@ _RENAME = {"aten::sym_size": ("aten::size", "aten::size.int(Tensor self, int dim
 def from_torch(module, example_inputs=None, *, dynamic_shapes=None, decompositions: str = "auto") -> Model:
     """Convert an ``nn.Module`` (exported with ``example_inputs``), an ``ExportedProgram`` or a
     ``.pt2`` file to a ``Model``. ``decompositions``: ``"auto"`` (keep export's high-level
-    ops, functionalize only if needed) or ``"core"`` (core ATen)."""
+    ops, functionalize only if needed) or ``"core"`` (core ATen).
+
+    Symbolic dims are named after the ``torch.export.Dim``s in ``dynamic_shapes`` (a dict or a
+    tuple/list). An ExportedProgram or ``.pt2`` file does not record those names (torch keeps only
+    its own symbols, ``s77``): pass the ``dynamic_shapes`` it was exported with to name them."""
     torch = tc.import_torch()
     if decompositions not in ("auto", "core"):
         raise ValueError(f"decompositions must be 'auto' or 'core', not {decompositions!r}")
@@ -64,8 +69,24 @@ def from_torch(module, example_inputs=None, *, dynamic_shapes=None, decompositio
     conv = _Converter(torch, ep, source, _dim_names(torch, ep, dynamic_shapes))
     graph, specs = conv.convert()
     tc.canonicalize(graph)
-    meta = {"producer": f"srcore.from_torch (torch {torch.__version__})", "source": source}
-    return Model(graph, conv.params, specs, default_output_names(len(graph.outputs)), meta)
+    from ..passes.fold_qdq import fold_qdq
+
+    fold_qdq(graph)   # a PT2E-quantized model (prepare_pt2e / convert_pt2e): quantized values and ops
+    meta = {"producer": f"srcore.from_torch (torch {torch.__version__})",
+            "source": portable_path(source)}
+    return Model(graph, conv.params, specs, _output_names(ep, len(graph.outputs)), meta)
+
+
+def _output_names(ep, n: int) -> tuple[str, ...]:
+    """A top-level dict of tensors (string keys) names the outputs after its keys, as from_torchscript
+    does; anything else is ``output`` / ``output0``, ``output1``, ..."""
+    spec = getattr(ep.call_spec, "out_spec", None)
+    keys = list(getattr(spec, "context", None) or []) if spec is not None and spec.type is dict else []
+    leaves = getattr(spec, "children_specs", None) or []
+    if len(keys) == n and all(isinstance(k, str) for k in keys) and len(set(keys)) == n \
+            and all(c.is_leaf() for c in leaves):
+        return tuple(keys)
+    return default_output_names(n)
 
 
 @contextlib.contextmanager
@@ -96,13 +117,30 @@ def _exported(torch, obj, example_inputs, dynamic_shapes):
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
     was_training = obj.training
-    obj.eval()
+    mode = _Mode(obj)
     try:
         return torch.export.export(obj, tuple(example_inputs), dynamic_shapes=dynamic_shapes), type(obj).__name__
     except Exception as exc:
         raise ConversionError(f"torch.export failed on {type(obj).__name__}: {type(exc).__name__}: {exc}") from exc
     finally:
-        obj.train(was_training)
+        mode.restore(was_training)
+
+
+class _Mode:
+    """``eval()`` for the export, restored afterwards; a module that was exported already (PT2E's
+    ``convert_pt2e`` result) refuses train/eval and is taken as it is."""
+
+    def __init__(self, obj):
+        self.obj = obj
+        try:
+            obj.eval()
+            self.switched = True
+        except NotImplementedError:
+            self.switched = False
+
+    def restore(self, was_training: bool) -> None:
+        if self.switched:
+            self.obj.train(was_training)
 
 
 def _all_fx_nodes(gm):
@@ -120,21 +158,42 @@ def _is_mutating(n) -> bool:
 
 
 def _dim_names(torch, ep, dynamic_shapes) -> dict[str, str]:
-    """Export's shape symbols (``s77``) -> the user's ``Dim`` names (``batch``)."""
-    if not isinstance(dynamic_shapes, dict):
+    """Export's shape symbols (``s77``) -> the user's ``Dim`` names (``batch``).
+
+    ``dynamic_shapes`` as torch.export takes it: a dict by argument name or a tuple/list in argument
+    order, each entry a dict ``{dim: Dim}`` or a tuple/list with one ``Dim``/``None`` per dim. torch
+    keeps no ``Dim`` names in an ExportedProgram or a ``.pt2`` file: for those the caller passes the
+    same ``dynamic_shapes`` again to name the dims (see ``from_torch``).
+    """
+    if dynamic_shapes is None:
         return {}
     users = [n for n in ep.graph.nodes if n.op == "placeholder"
              and n.name in {s.arg.name for s in ep.graph_signature.input_specs if s.kind.name == "USER_INPUT"}]
-    out = {}
-    for name, dims in dynamic_shapes.items():
-        node = next((n for n in users if n.name == name), None)
-        val = node.meta.get("val") if node is not None else None
-        if val is None or not isinstance(dims, dict):
+    if isinstance(dynamic_shapes, dict):
+        by_name = {n.name: n for n in users}
+        unknown = sorted(set(dynamic_shapes) - set(by_name))
+        if unknown:
+            raise ConversionError(f"dynamic_shapes names unknown inputs {unknown} (inputs: {sorted(by_name)})")
+        pairs = [(by_name[k], v) for k, v in dynamic_shapes.items()]
+    elif isinstance(dynamic_shapes, (tuple, list)):
+        if len(dynamic_shapes) > len(users):
+            raise ConversionError(f"dynamic_shapes has {len(dynamic_shapes)} entries for {len(users)} inputs")
+        pairs = list(zip(users, dynamic_shapes))
+    else:
+        raise ConversionError(f"dynamic_shapes must be a dict or a tuple/list, not {type(dynamic_shapes).__name__}")
+    out: dict[str, str] = {}
+    for node, dims in pairs:
+        val = node.meta.get("val")
+        if val is None or dims is None:
             continue
-        for d, dim in dims.items():
+        items = dims.items() if isinstance(dims, dict) else enumerate(dims) if isinstance(dims, (tuple, list)) else ()
+        for d, dim in items:
+            name = getattr(dim, "__name__", None)
+            if not name or not isinstance(d, int) or not -val.dim() <= d < val.dim():
+                continue
             sym = val.shape[d]
-            if isinstance(sym, torch.SymInt) and getattr(dim, "__name__", None):
-                out[str(sym)] = dim.__name__
+            if isinstance(sym, torch.SymInt) and getattr(sym.node.expr, "is_Symbol", False):
+                out[str(sym.node.expr)] = name
     return out
 
 
@@ -144,7 +203,8 @@ _FILE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
 def _source(n) -> SourceLocation | None:
     # the innermost frame in a real file (frames of generated code, "<eval_with_key>", say nothing)
     found = [f for f in _FILE_LINE.findall(n.meta.get("stack_trace") or "") if not f[0].startswith("<")]
-    return SourceLocation(found[-1][0], int(found[-1][1])) if found else None
+
+    return SourceLocation(portable_path(found[-1][0]), int(found[-1][1])) if found else None
 
 
 class _Converter:

@@ -18,12 +18,13 @@ from ..errors import ConversionError
 from ..ir.graph import Block, Graph
 from ..ir.types import BOOL, DEVICE, NONE, ListType, OptionalType, TensorType, Type
 from ..model import Model, default_output_names
-from . import _mkldnn
+from . import _mkldnn, _quantized
 from . import _torch_common as tc
+from ._paths import portable_path
 
 #: node kinds that cannot run without a Python interpreter or module objects
 UNSUPPORTED = {"prim::CallMethod", "prim::CallFunction", "prim::PythonOp", "prim::SetAttr",
-               "prim::Enter", "prim::Exit", "prim::fork", "aten::wait", "prim::CreateObject",
+               "prim::Enter", "prim::Exit", "prim::CreateObject",
                "prim::ModuleContainerIndex", "prim::Closure", "prim::awaitable", "prim::rpc_async",
                "prim::IgnoredPythonOp", "prim::TypeCheck", "prim::profile", "prim::DifferentiableGraph"}
 
@@ -47,6 +48,7 @@ def from_torchscript(module_or_path, example_inputs=None, *,
         torch._C._jit_pass_inline(ts_graph)
         torch._C._jit_pass_dce(ts_graph)  # the now-unused function constants
         arg_names = [a.name for a in script.schema.arguments]
+        schema_args = list(script.schema.arguments)
     else:
         methods = script._c._method_names()
         if "forward" not in methods:
@@ -58,9 +60,12 @@ def from_torchscript(module_or_path, example_inputs=None, *,
         frozen = _frozen(torch, script, source)
         ts_graph = frozen.graph
         arg_names = [a.name for a in frozen.forward.schema.arguments]
+        schema_args = list(frozen.forward.schema.arguments)[1:]  # without self
     conv = _Converter(torch, source, frozen)
     graph = conv.convert(ts_graph, arg_names)
-    _flatten_tuple_return(graph)
+    if example_inputs is not None:
+        _bind_defaults(graph, schema_args, len(example_inputs), torch)
+    output_names = _flatten_return(graph)
     tc.canonicalize(graph)
     types = [v.type for v in graph.inputs]
     specs = tc.input_specs([v.name for v in graph.inputs], example_inputs, types, dynamic_dims, torch)
@@ -73,8 +78,9 @@ def from_torchscript(module_or_path, example_inputs=None, *,
             v.type = s.tensor_type() if s.dtype is not None else TensorType()
         elif s is not None and isinstance(v.type, TensorType) and s.dtype is not None:
             v.type = s.tensor_type()
-    meta = {"producer": f"srcore.from_torchscript (torch {torch.__version__})", "source": source}
-    return Model(graph, conv.params, specs, default_output_names(len(graph.outputs)), meta)
+    meta = {"producer": f"srcore.from_torchscript (torch {torch.__version__})",
+            "source": portable_path(source)}
+    return Model(graph, conv.params, specs, output_names, meta)
 
 
 #: the env value of a grad-mode context object (see ``_Converter.grad_mode``)
@@ -90,19 +96,51 @@ def _is_optional_tensor(t: Type) -> bool:
     return isinstance(t, OptionalType) and isinstance(t.elem, TensorType)
 
 
-def _flatten_tuple_return(graph: Graph) -> None:
-    """``return (a, b)`` -> two graph outputs, as torch.export gives (nested tuples stay)."""
+def _bind_defaults(graph: Graph, schema_args, n_examples: int, torch) -> None:
+    """Arguments after the example inputs that have a default (``src_mask=None``, ``is_causal=False``)
+    take it, as torch.export does with the same example inputs: the model then takes the inputs
+    it was shown, and its ``if mask is not None`` branches fold away."""
+    for i in range(len(graph.inputs) - 1, n_examples - 1, -1):
+        arg = schema_args[i] if i < len(schema_args) else None
+        if arg is None or not arg.has_default_value():
+            continue
+        try:
+            value, t = tc.python_constant(arg.default_value, torch)
+        except ValueError:
+            continue
+        v = graph.inputs[i]
+        c = graph.create("prim::Constant", (), (NONE if value is None else t,), {} if value is None else {"value": value})
+        first = graph.block.nodes.first
+        c.insert_before(first) if first is not None else graph.block.append(c)
+        v.replace_all_uses_with(c.output)
+        name = v.name
+        graph.block.erase_input(i)
+        graph.rename(c.output, name)
+
+
+def _flatten_return(graph: Graph) -> tuple[str, ...]:
+    """``return (a, b)`` -> two graph outputs ``output0``, ``output1``; ``return {"logits": a, "probs": b}``
+    (string keys) -> two graph outputs named ``logits`` and ``probs``: the structure and names
+    torch.export gives (nested tuples and other dicts stay). Returns the output names."""
     if len(graph.outputs) != 1:
-        return
+        return default_output_names(len(graph.outputs))
     v = graph.outputs[0]
-    if v.node.kind != "prim::TupleConstruct" or v.node.owning_block is not graph.block:
-        return
-    elems = list(v.node.inputs)
+    node = v.node
+    if node.owning_block is not graph.block or node.kind not in ("prim::TupleConstruct", "prim::DictConstruct"):
+        return default_output_names(1)
+    elems = list(node.inputs)
+    names = default_output_names(len(elems))
+    if node.kind == "prim::DictConstruct":
+        keys = [k.constant_value() if k.is_constant() else None for k in elems[0::2]]
+        if not keys or not all(isinstance(k, str) for k in keys) or len(set(keys)) != len(keys):
+            return default_output_names(1)
+        names, elems = tuple(keys), elems[1::2]
     graph.block.erase_output(0)
     for e in elems:
         graph.register_output(e)
     if not v.uses:
-        v.node.destroy()
+        node.destroy()
+    return names
 
 
 def _script_module(torch, obj, example_inputs):
@@ -234,10 +272,21 @@ class _Converter:
             for o in n.outputs():
                 self.env[o] = None
             return
+        if kind == "prim::fork":
+            self.fork(n, inputs_of=[self.env[v] for v in n.inputs()], dst=dst, g=g)
+            return
         if _mkldnn.is_mkldnn_kind(kind):  # torch.jit.optimize_for_inference's oneDNN layout
             self.mkldnn.lower(n, dst, g)
             return
         inputs = [self.env[v] for v in n.inputs()]
+        if any(isinstance(v, _quantized.Packed) for v in inputs):  # a quantized linear/conv: unpacked weights
+            try:
+                kind, inputs = _quantized.lower(kind, inputs, lambda value, t: self.literal(value, t, dst, g))
+            except ValueError as exc:
+                self.problems.append(f"{self.where(n)}: {exc}")
+                for o in n.outputs():
+                    self.env[o] = None
+                return
         out_types = [self.type_of(o, self.where(n)) for o in n.outputs()]
         names = [tc.clean_name(o.debugName()) for o in n.outputs()]
         out_of_place = self.mkldnn.out_of_place(n)
@@ -262,6 +311,25 @@ class _Converter:
             for bi in b.inputs():
                 self.env[bi] = nb.add_input(self.type_of(bi, self.where(n)), tc.clean_name(bi.debugName()))
             self.block(b, nb, g)
+
+    def fork(self, n, inputs_of, dst: Block, g: Graph) -> None:
+        """``torch.jit.fork(fn, *args)``: TorchScript holds ``fn``'s graph as the node's ``Subgraph``
+        attribute; srcore's ``prim::fork`` holds it as its block (inputs: the forked arguments),
+        which the runtime launches as a task that ``aten::wait`` joins."""
+        sub = n.g("Subgraph") if "Subgraph" in n.attributeNames() else None
+        if sub is None:
+            self.problems.append(f"{self.where(n)}: a fork without a subgraph")
+            self.env[n.output()] = None
+            return
+        out_t = self.type_of(n.output(), self.where(n))
+        node = g.create("prim::fork", inputs_of, [out_t], output_names=[tc.clean_name(n.output().debugName())],
+                        source=tc.source_from_range(n.sourceRange()))
+        dst.append(node)
+        body = node.add_block()
+        for si in sub.inputs():
+            self.env[si] = body.add_input(self.type_of(si, self.where(n)), tc.clean_name(si.debugName()))
+        self.block(sub, body, g)
+        self.env[n.output()] = node.output
 
     def lowered_node(self, kind: str, inputs, n, dst: Block, g: Graph):
         """A one-output node of ``kind`` standing for the torch node ``n`` (its type, name, source)."""
@@ -309,7 +377,7 @@ class _Converter:
                 continue
             arr = tc.tensor_to_numpy(x)
             name = self.param_name(f"{debug_name}.{i}", arr)
-            c = g.create("prim::Constant", (), (TensorType(str(arr.dtype), arr.shape),), {"value": arr, "param": name},
+            c = g.create("prim::Constant", (), (tc.array_type(arr),), {"value": arr, "param": name},
                          output_names=[tc.clean_name(name)], source=src)
             dst.append(c)
             elems.append(c.output)
@@ -321,6 +389,9 @@ class _Converter:
 
     def constant(self, n, dst: Block, g: Graph) -> None:
         o = n.output()
+        if n.hasAttribute("value") and n.kindOf("value") == "ival" and isinstance(n.ival("value"), self.torch.ScriptObject):
+            self.packed_params(n, n.ival("value"), o.debugName(), dst, g)
+            return
         t = self.type_of(o, self.where(n))
         attrs: dict[str, Any] = {}
         if n.hasAttribute("value") and n.kindOf("value") == "ival" and self.is_tensor_list(n.ival("value")):
@@ -340,7 +411,7 @@ class _Converter:
                 return
             if k == "t":
                 attrs = {"value": value, "param": self.param_name(o.debugName(), value)}
-                t = TensorType(str(value.dtype), value.shape)
+                t = tc.array_type(value)
             elif value is not None:
                 attrs = {"value": value}
         elif isinstance(t, OptionalType):  # a None typed as the optional it stands for
@@ -351,6 +422,35 @@ class _Converter:
                         source=tc.source_from_range(n.sourceRange()))
         dst.append(node)
         self.env[o] = node.output
+
+    def literal(self, value, t: Type, dst: Block, g: Graph):
+        """A new non-tensor constant (a value a lowering adds)."""
+        c = g.create("prim::Constant", (), (t,), {} if value is None else {"value": value})
+        dst.append(c)
+        return c.output
+
+    def packed_params(self, n, obj, debug_name: str, dst: Block, g: Graph) -> None:
+        """A packed quantized weight (``LinearPackedParamsBase``...): unpacked through torch into a
+        weight and a bias parameter, kept in ``env`` for the op that takes it."""
+        src = tc.source_from_range(n.sourceRange())
+        base = debug_name.removesuffix("._packed_params").removesuffix("._packed_params")
+
+        def constant(name: str, value):
+            if value is None:
+                c = g.create("prim::Constant", (), (NONE,), source=src)
+            else:
+                arr = tc.tensor_to_numpy(value)
+                pname = self.param_name(name, arr)
+                c = g.create("prim::Constant", (), (tc.array_type(arr),), {"value": arr, "param": pname},
+                             output_names=[tc.clean_name(pname)], source=src)
+            dst.append(c)
+            return c.output
+
+        try:
+            self.env[n.output()] = _quantized.unpack(self.torch, obj, base, constant)
+        except ValueError as exc:
+            self.problems.append(f"{self.where(n)} ({debug_name}): {exc}")
+            self.env[n.output()] = None
 
     def get_attr(self, n, dst: Block, g: Graph) -> None:
         ref: _ModuleRef = self.env[n.input()]
@@ -381,7 +481,7 @@ class _Converter:
                     self.attr_params[path] = self.param_name("self." + path, arr)
                 name = self.attr_params[path]
                 arr = self.params[name]
-                attrs, t = {"value": arr, "param": name}, TensorType(str(arr.dtype), arr.shape)
+                attrs, t = {"value": arr, "param": name}, tc.array_type(arr)
             else:
                 v, t = tc.python_constant(value, self.torch)
                 attrs = {} if v is None else {"value": v}

@@ -4,6 +4,7 @@
 and ``print_graph`` the text format; ``GraphBuilder`` builds graphs from
 Python; ``verify`` checks the invariants.
 """
+from .quant import QDTYPES, QParams, check_qparams, is_quantized
 from .graph import Block, Graph, Node, SourceLocation, Use, Value, clone_node, copy_block_into
 from .types import (ANY, BOOL, DEVICE, FLOAT, INT, NONE, NUMBER, STR, TENSOR, AnyType, BoolType,
                     DeviceType, DictType, FloatType, IntType, ListType, NoneType, NumberType,
@@ -14,6 +15,7 @@ __all__ = [
     "Type", "TensorType", "IntType", "FloatType", "BoolType", "StrType", "NoneType", "DeviceType",
     "NumberType", "AnyType", "ListType", "OptionalType", "TupleType", "DictType",
     "INT", "FLOAT", "BOOL", "STR", "NONE", "DEVICE", "NUMBER", "ANY", "TENSOR",
+    "QParams", "QDTYPES", "check_qparams", "is_quantized",
     "parse_graph", "print_graph", "GraphBuilder", "verify",
 ]
 

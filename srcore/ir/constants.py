@@ -39,5 +39,8 @@ def type_of_constant(value: Any) -> Type:
     dtype = getattr(value, "dtype", None)
     shape = getattr(value, "shape", None)
     if dtype is not None and shape is not None:
+        qdtype = getattr(value, "qdtype", None)   # a QuantizedArray: its quantized dtype and parameters
+        if qdtype is not None:
+            return TensorType(qdtype, tuple(int(d) for d in shape), value.qparams)
         return TensorType(str(dtype), tuple(int(d) for d in shape))
     raise TypeError(f"no IR type for constant {value!r} of type {type(value).__name__}")

@@ -11,8 +11,10 @@ from typing import Any, Mapping
 from .graph import Block, Graph, Node, SourceLocation, Value
 from .lexer import Lexer, Token
 from .syntax import MAX_DEPTH, TypeSyntax, coerce_constant
+from .quant import is_quantized, storage_dtype
 from .verify import BLOCK_OWNERS
-from .types import BOOL, FUNCTION, INT, NONE, AnyType, OptionalType, TensorType, Type
+from .infer import infer_block_input_type, infer_output_type
+from .types import BOOL, FUNCTION, INT, NONE, TENSOR, AnyType, OptionalType, TensorType, Type
 
 __all__ = ["parse_graph", "parse_source_location", "coerce_constant", "UNKNOWN_TENSOR"]
 
@@ -87,8 +89,8 @@ class _Parser(TypeSyntax):
         if tok.text != "graph":
             raise self.lx.error("expected 'graph'", tok)
         self.expect("(")
-        for name, t, tok in self.decl_list(")"):
-            self.define(tok, name, self.g.add_input(t, name))
+        for name, t, tok in self.decl_list(")"):  # torch types an untyped graph input as a Tensor
+            self.define(tok, name, self.g.add_input(TENSOR if t is None else t, name))
         self.expect(":")
         self.accept("COMMENT")
         self.end_of_line()
@@ -103,8 +105,8 @@ class _Parser(TypeSyntax):
         self.accept("COMMENT")
         return self.g
 
-    def decl_list(self, close: str) -> list[tuple[str, Type, Token]]:
-        """``%a : T, %b : T`` up to ``close`` (newlines allowed)."""
+    def decl_list(self, close: str) -> list[tuple[str, Type | None, Token]]:
+        """``%a : T, %b : T`` up to ``close`` (newlines allowed); an untyped ``%a`` has type None."""
         out = []
         self.skip_nl()
         if self.accept(close):
@@ -112,8 +114,7 @@ class _Parser(TypeSyntax):
         while True:
             self.skip_nl()
             tok = self.expect("VALUE", "a value name like %x")
-            self.expect(":")
-            out.append((tok.text, self.type_(), tok))
+            out.append((tok.text, self.type_() if self.accept(":") else None, tok))
             self.skip_nl()
             if self.accept(close):
                 return out
@@ -143,11 +144,13 @@ class _Parser(TypeSyntax):
         raise self.lx.error(f"undefined value %{tok.text}", tok)
 
     def define(self, tok: Token, name: str, value: Value) -> None:
-        if name in self.defined:
-            raise self.lx.error(f"value %{name} is defined twice", tok)
+        # torch's parser lets a later definition shadow an earlier one (Static Runtime's
+        # _scaled_mm test names an input and a constant %bias): later uses see the new value,
+        # which keeps the unique name the graph gave it
+        shadows = name in self.defined
         self.defined.add(name)
         self.scopes[-1][name] = value
-        if value.name != name:  # Graph._unique renamed it: keep the text's name
+        if value.name != name and not shadows:  # Graph._unique renamed it: keep the text's name
             self.g._names.discard(value.name)
             value.name = name
             self.g._names.add(name)
@@ -164,16 +167,17 @@ class _Parser(TypeSyntax):
             self.node(block)
 
     def node(self, block: Block) -> None:
-        outs: list[tuple[str, Type, Token]] = []
+        outs: list[tuple[str, Type | None, Token]] = []
         start = self.peek().pos
         if self.peek().kind == "VALUE":
             while True:
                 tok = self.expect("VALUE")
-                self.expect(":")
-                outs.append((tok.text, self.type_(), tok))
+                outs.append((tok.text, self.type_() if self.accept(":") else None, tok))
                 if not self.accept(","):
                     break
-        self.expect("=", "'='" if outs else "a node ('%x : T = kind(...)')")
+        # a node without outputs is written ``prim::RaiseException(%m)`` (torch) or ``= prim::...``
+        if outs or self.peek().kind != "IDENT":
+            self.expect("=", "'='" if outs else "a node ('%x : T = kind(...)')")
         ktok = self.expect("IDENT", "an operator name like aten::add")
         if "::" not in ktok.text:
             raise self.lx.error("an operator name needs a namespace (aten::add)", ktok)
@@ -208,7 +212,9 @@ class _Parser(TypeSyntax):
                 raise self.lx.error(f"{n.kind} cannot own blocks", tok)
             self.lx.next()
             self.sub_block(n)
-        for name, t, tok in outs:
+        for i, (name, t, tok) in enumerate(outs):
+            if t is None:  # torch's rule: the schema's return type, else what the node builds
+                t = infer_output_type(n, i, len(outs))
             self.define(tok, name, n.add_output(t, name))
         if n.kind == "prim::Constant":
             self.check_constant(n, ktok)
@@ -221,7 +227,9 @@ class _Parser(TypeSyntax):
         b = n.add_block()
         self.scopes.append({})
         self.expect("(")
-        for name, t, tok in self.decl_list(")"):
+        for i, (name, t, tok) in enumerate(self.decl_list(")")):
+            if t is None:
+                t = infer_block_input_type(n, i)
             self.define(tok, name, b.add_input(t, name))
         self.expect(":")
         self.accept("COMMENT")
@@ -317,7 +325,10 @@ class _Parser(TypeSyntax):
             if self.params is not None:
                 if name not in self.params:
                     raise self.lx.error(f"parameter {name!r} is not in the given params", tok)
-                n.attrs["value"] = self.params[name]
+                value = self.params[name]
+                if is_quantized(t.dtype):
+                    value = self.quantized_param(name, value, t, tok)
+                n.attrs["value"] = value
             return
         if "tensor" in n.attrs:
             if not isinstance(t, TensorType):
@@ -331,6 +342,26 @@ class _Parser(TypeSyntax):
             n.attrs["value"] = coerce_constant(n.attrs["value"], t)
         except TypeError as e:
             raise self.lx.error(f"constant does not match its type {t}: {e}", tok) from None
+
+    def quantized_param(self, name: str, value: Any, t: TensorType, tok: Token):
+        """A quantized parameter: its stored integers (as a file holds them) with the parameters of
+        its declared type."""
+        import numpy as np
+
+        from ..qarray import QuantizedArray
+
+        if t.qparams is None:
+            raise self.lx.error(f"quantized parameter {name!r} has no scale and zero point in its type {t}", tok)
+        want = storage_dtype(t.dtype)
+        if not isinstance(value, np.ndarray) or value.dtype != np.dtype(want):
+            got = value.dtype if isinstance(value, np.ndarray) else type(value).__name__
+            raise self.lx.error(f"quantized parameter {name!r} ({t.dtype}) must be stored as {want}, not {got}", tok)
+        if t.shape is not None and tuple(t.shape) != value.shape:
+            raise self.lx.error(f"parameter {name!r} has shape {value.shape}, its type says {t}", tok)
+        if isinstance(value, QuantizedArray) and value.qdtype == t.dtype and value.qparams == t.qparams:
+            return value
+        return QuantizedArray.wrap(value.view(np.ndarray), t.dtype, t.qparams)
+
 
 def _check_type(p: _Parser, tok: Token, what: str, v: Value, want: Type) -> None:
     if v.type != want and not isinstance(v.type, AnyType):

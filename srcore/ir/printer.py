@@ -14,9 +14,9 @@ import re
 from typing import Any
 
 from .graph import Block, Graph, Node, Value
-from .types import BOOL, ListType, OptionalType, TupleType, Type
+from .types import DTYPE_TO_TORCH, BOOL, DictType, ListType, OptionalType, TensorType, TupleType, Type, UnionType
 
-__all__ = ["print_graph", "print_node", "value_names", "format_literal"]
+__all__ = ["print_graph", "print_node", "value_names", "format_literal", "torch_type_str"]
 
 _INDENT = "  "
 _BAD_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.]")
@@ -68,13 +68,21 @@ def _clean(name: str | None) -> str | None:
     return name if name[0] != "." else "_" + name[1:]
 
 
-def print_graph(graph: Graph, *, _nested: bool = False) -> str:
-    """The canonical IR text of ``graph`` (ends with a newline)."""
+def print_graph(graph: Graph, *, dialect: str = "srcore", _nested: bool = False) -> str:
+    """The canonical IR text of ``graph`` (ends with a newline).
+
+    ``dialect="torch"`` writes types the way ``torch._C.parse_ir`` reads them: symbolic
+    dimensions as ``*``, a tensor of known dtype and unknown rank as ``Float(device=cpu)``
+    (torch then forgets the dtype), a shape without a dtype as ``Tensor``.
+    """
+    if dialect not in ("srcore", "torch"):
+        raise ValueError(f"dialect must be 'srcore' or 'torch', not {dialect!r}")
+    tstr = torch_type_str if dialect == "torch" else str
     names = value_names(graph)
     lines = []
-    decls = [_decl(v, names) for v in graph.inputs]
+    decls = [_decl(v, names, tstr) for v in graph.inputs]
     lines.append("graph(" + (",\n      ".join(decls)) + "):")
-    _print_block_body(graph.block, names, 1, lines)
+    _print_block_body(graph.block, names, 1, lines, tstr)
     outs = ", ".join("%" + _name(v, names) for v in graph.outputs)
     lines.append(f"{_INDENT}return ({outs})")
     text = "\n".join(lines) + "\n"
@@ -91,7 +99,7 @@ def print_graph(graph: Graph, *, _nested: bool = False) -> str:
                     sections[id(v)] = (n.kind, v)
                     todo.append(v)
     for kind, sub in sections.values():
-        text += f"with {kind} = " + print_graph(sub, _nested=True)
+        text += f"with {kind} = " + print_graph(sub, dialect=dialect, _nested=True)
     return text
 
 
@@ -111,30 +119,68 @@ def _name(v: Value, names: dict[int, str]) -> str:
     return n
 
 
-def _decl(v: Value, names: dict[int, str]) -> str:
-    return f"%{_name(v, names)} : {v.type}"
+def _decl(v: Value, names: dict[int, str], tstr=str) -> str:
+    return f"%{_name(v, names)} : {tstr(v.type)}"
 
 
-def _print_block_body(block: Block, names: dict[int, str], depth: int, lines: list[str]) -> None:
+def torch_type_str(t: Type) -> str:
+    """``t`` as torch's IR parser reads it (see ``print_graph(dialect="torch")``)."""
+    if isinstance(t, TensorType):
+        if t.dtype is None or t.dtype not in DTYPE_TO_TORCH:
+            return "Tensor"
+        name = DTYPE_TO_TORCH[t.dtype]
+        if t.shape is None:
+            return f"{name}(device=cpu)"
+        return f"{name}(" + ", ".join(str(d) if isinstance(d, int) else "*" for d in t.shape) + ")"
+    if isinstance(t, ListType):
+        return f"{torch_type_str(t.elem)}[]"
+    if isinstance(t, OptionalType):
+        return f"{torch_type_str(t.elem)}?"
+    if isinstance(t, TupleType):  # torch writes and reads a 1-tuple as (T)
+        return "(" + ", ".join(torch_type_str(e) for e in t.elems) + ")"
+    if isinstance(t, DictType):
+        return f"Dict({torch_type_str(t.key)}, {torch_type_str(t.value)})"
+    if isinstance(t, UnionType):
+        return "Union(" + ", ".join(torch_type_str(e) for e in t.elems) + ")"
+    return str(t)
+
+
+def _torch_constant_type(t: Type) -> str:
+    if not isinstance(t, TensorType) or t.shape is None or not all(isinstance(d, int) for d in t.shape):
+        return torch_type_str(t)  # sizes unknown: torch cannot read this constant back anyway
+    dtype = t.dtype if t.dtype in DTYPE_TO_TORCH else "float32"
+    strides, step = [], 1
+    for d in reversed(t.shape):
+        strides.insert(0, step)
+        step *= max(d, 1)
+    dims = "".join(f"{d}, " for d in t.shape)
+    return f"{DTYPE_TO_TORCH[dtype]}({dims}strides=[{', '.join(map(str, strides))}], requires_grad=0, device=cpu)"
+
+
+def _print_block_body(block: Block, names: dict[int, str], depth: int, lines: list[str], tstr=str) -> None:
     for n in block.nodes:
-        _print_node(n, names, depth, lines)
+        _print_node(n, names, depth, lines, tstr)
 
 
-def _print_node(n: Node, names: dict[int, str], depth: int, lines: list[str]) -> None:
+def _print_node(n: Node, names: dict[int, str], depth: int, lines: list[str], tstr=str) -> None:
     ind = _INDENT * depth
-    outs = ", ".join(_decl(o, names) for o in n.outputs)
-    lhs = f"{outs} = " if outs else "= "
+    torch_dialect = tstr is not str
+    if tstr is torch_type_str and n.kind == "prim::Constant" and "tensor" in n.attrs:
+        # torch reads a tensor constant ({0.5}, <Tensor>) only with dtype, sizes, strides and device
+        tstr = _torch_constant_type
+    outs = ", ".join(_decl(o, names, tstr) for o in n.outputs)
+    lhs = f"{outs} = " if outs else ""  # torch reads ``prim::RaiseException(%m)``, not ``= prim::...``
     args = ", ".join("%" + _name(v, names) for v in n.inputs)
     line = f"{ind}{lhs}{n.kind}{_attrs(n)}({args})"
-    if n.meta.get("scope"):   # the module hierarchy the node was called in (see srcore.ir.scope)
+    if n.meta.get("scope") and not torch_dialect:   # the module hierarchy (srcore.ir.scope); torch cannot read it
         line += f", scope: {n.meta['scope']}"
     if n.source is not None and not n.source.in_text:   # a text position is the text's own
         line += f" # {n.source}"
     lines.append(line)
     for i, b in enumerate(n.blocks):
-        params = ", ".join(_decl(v, names) for v in b.inputs)
+        params = ", ".join(_decl(v, names, tstr) for v in b.inputs)
         lines.append(f"{ind}{_INDENT}block{i}({params}):")
-        _print_block_body(b, names, depth + 2, lines)
+        _print_block_body(b, names, depth + 2, lines, tstr)
         rets = ", ".join("%" + _name(v, names) for v in b.outputs)
         lines.append(f"{ind}{_INDENT}{_INDENT}-> ({rets})")
 

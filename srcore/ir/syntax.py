@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import QuantizationError
 from .lexer import Lexer, Token
-from .types import (FutureType, BOOL, FLOAT, INT, NONE, SIMPLE_TYPES, TORCH_TO_DTYPE, ClassType, DeviceType,
+from .quant import check_qparams, qparams_from_kwargs
+from .types import (ANY, OPAQUE_TYPE_NAMES, FutureType, OpaqueType, UnionType, WrapperType, BOOL, FLOAT, INT, NONE, SIMPLE_TYPES, TORCH_TO_DTYPE, ClassType, DeviceType,
                     DictType, ListType, OptionalType, StrType, TensorType, TupleType, Type, AnyType, NumberType)
 
 _DIM_KWARGS = {"strides", "requires_grad", "device"}
+_QUANT_KWARGS = {"scale", "zero_point", "axis"}
 MAX_DEPTH = 200
 
 
@@ -64,6 +67,8 @@ class TypeSyntax:
             return tok.text
         if k == "IDENT" and tok.text in ("None", "True", "False"):
             return {"None": None, "True": True, "False": False}[tok.text]
+        if k == "IDENT" and tok.text == "annotate" and self.peek().kind == "(":
+            return self.annotated_literal(depth)
         if k == "IDENT":  # a type-valued attribute: prim::profile[profiled_type=Float(2, 3)]
             self.lx.seek(tok.pos)
             return self.type_(depth + 1)
@@ -81,6 +86,24 @@ class TypeSyntax:
                 break
             return items if k == "[" else tuple(items)
         raise self.lx.error("expected a constant (number, string, list, tuple, None)", tok)
+
+    def annotated_literal(self, depth: int) -> Any:
+        """torch's ``annotate(List[int], [])``: the value; the Python-style type is the value's own type."""
+        self.expect("(")
+        nest = 0
+        while True:  # skip the type: up to the ',' at bracket depth 0
+            tok = self.lx.next()
+            if tok.kind in ("[", "("):
+                nest += 1
+            elif tok.kind in ("]", ")"):
+                nest -= 1
+            elif tok.kind == "," and nest == 0:
+                break
+            elif tok.kind in ("EOF", "NL"):
+                raise self.lx.error("expected annotate(Type, value)", tok)
+        value = self.literal(depth + 1)
+        self.expect(")", "')' closing annotate(...)")
+        return value
 
     # -- types ----------------------------------------------------------------------
     def type_(self, depth: int = 0) -> Type:
@@ -120,15 +143,22 @@ class TypeSyntax:
             v = self.type_(depth + 1)
             self.expect(")")
             return DictType(k, v)
-        if name == "Future":
-            self.expect("(")
+        if name in ("Future", "Await", "RRef"):  # torch reads Future(T), prints Future[T]: take both
+            close = "]" if self.accept("[") else (self.expect("(", "'(' or '['") and ")")
             elem = self.type_(depth + 1)
-            self.expect(")")
-            return FutureType(elem)
+            self.expect(close)
+            return FutureType(elem) if name == "Future" else WrapperType(name, elem)
+        if name == "Union":
+            self.expect("(")
+            elems = [self.type_(depth + 1)]
+            while self.accept(","):
+                elems.append(self.type_(depth + 1))
+            self.expect(")", "',' or ')'")
+            return UnionType(tuple(elems))
         if name in TORCH_TO_DTYPE or name == "Tensor":
             dtype = TORCH_TO_DTYPE.get(name)
             if self.peek().kind == "(":
-                return TensorType(dtype, self.dims())
+                return self.tensor_type(dtype, tok)
             if name == "Tensor":
                 return TensorType()
             return TensorType(dtype, None)
@@ -136,25 +166,51 @@ class TypeSyntax:
             return SIMPLE_TYPES[name]
         if "." in name:  # __torch__.models.MLP: a class / module type
             return ClassType(name)
+        if name in OPAQUE_TYPE_NAMES:
+            return OpaqueType(name)
+        if _is_type_variable(name):  # a schema's type variable (t, t1, tVal): any type
+            return ANY
         raise self.lx.error(f"unknown type {name}", tok)
 
-    def dims(self) -> tuple | None:
-        """``(2, *, batch, strides=[..], requires_grad=0, device=cpu)`` or ``(...)``."""
+    def tensor_type(self, dtype: str | None, tok: Token) -> TensorType:
+        """A tensor type's parenthesised part: dims, then torch's keywords and quantization parameters
+        (``QUInt8(1, 8, scale=0.05, zero_point=64)``)."""
+        quant: dict = {}
+        dims = self.dims(quant)
+        if not quant:
+            return TensorType(dtype, dims)
+        try:
+            qparams = qparams_from_kwargs(quant)
+            check_qparams(dtype, qparams, dims)
+        except QuantizationError as exc:
+            raise self.lx.error(f"bad quantization parameters: {exc}", tok) from None
+        return TensorType(dtype, dims, qparams)
+
+    def dims(self, quant: dict | None = None) -> tuple | None:
+        """``(2, *, batch, strides=[..], requires_grad=0, device=cpu)`` or ``(...)``; quantization
+        keywords (``scale=``, ``zero_point=``, ``axis=``; after the dims or after ``...``) go into
+        ``quant`` when given."""
         self.expect("(")
         if self.accept("ELLIPSIS"):
+            if quant is not None and self.accept(","):
+                while True:
+                    self.quant_kwarg(self.expect("IDENT", "scale=, zero_point= or axis="), quant)
+                    if not self.accept(","):
+                        break
             self.expect(")")
             return None
         dims: list = []
         kwargs: set[str] = set()
         while not self.accept(")"):
             tok = self.lx.next()
-            if tok.kind == "IDENT" and self.peek().kind == "=" and tok.text in _DIM_KWARGS:
+            if tok.kind == "IDENT" and self.peek().kind == "=" and tok.text in _QUANT_KWARGS and quant is not None:
+                self.quant_kwarg(tok, quant)
+            elif tok.kind == "IDENT" and self.peek().kind == "=" and tok.text in _DIM_KWARGS:
                 self.lx.next()
                 kwargs.add(tok.text)
                 self.dim_kwarg(tok.text)
-            elif kwargs:
-                raise self.lx.error("dimensions must come before strides=/device=/requires_grad=",
-                                    tok)
+            elif kwargs or quant:
+                raise self.lx.error("dimensions must come before strides=/device=/requires_grad=/scale=", tok)
             elif tok.kind == "INT":
                 if int(tok.text) < 0:
                     raise self.lx.error("a dimension cannot be negative", tok)
@@ -181,6 +237,14 @@ class TypeSyntax:
             return None  # torch prints a tensor of unknown sizes as Float(requires_grad=0, ...)
         return tuple(dims)
 
+    def quant_kwarg(self, tok: Token, quant: dict) -> None:
+        if tok.text not in _QUANT_KWARGS:
+            raise self.lx.error("expected scale=, zero_point= or axis=", tok)
+        self.expect("=")
+        if tok.text in quant:
+            raise self.lx.error(f"{tok.text}= given twice", tok)
+        quant[tok.text] = self.literal()
+
     def dim_kwarg(self, key: str) -> None:
         if key == "device":
             self.expect("IDENT", "a device name")
@@ -188,6 +252,10 @@ class TypeSyntax:
                 self.expect("INT", "a device index")
         else:
             self.literal()
+
+
+def _is_type_variable(name: str) -> bool:
+    return name == "t" or (name[0] == "t" and len(name) > 1 and (name[1:].isdigit() or name[1].isupper()))
 
 
 def coerce_constant(value: Any, t: Type) -> Any:

@@ -7,6 +7,10 @@ A tensor type carries an optional dtype (numpy name, ``None`` = unknown) and
 an optional shape (``None`` = unknown rank). Each dimension is an ``int``
 (fixed), a ``str`` (a symbolic dimension such as ``"batch"``) or ``None``
 (unknown).
+
+A tensor of a quantized dtype (``quint8``, ``qint8``, ``qint32``) may also carry its quantization
+parameters (:class:`srcore.ir.quant.QParams`), printed after the dims:
+``QUInt8(1, 8, scale=0.05, zero_point=64)``.
 """
 from __future__ import annotations
 
@@ -14,6 +18,8 @@ import re
 from typing import Union
 
 import attrs
+
+from .quant import QParams
 
 Dim = Union[int, str, None]
 
@@ -69,11 +75,12 @@ def _dim_str(d: Dim) -> str:
 
 @attrs.frozen
 class TensorType(Type):
-    """A tensor, with what is known of its dtype and shape."""
+    """A tensor, with what is known of its dtype and shape (and, quantized, of its parameters)."""
 
     dtype: str | None = None
     shape: tuple[Dim, ...] | None = attrs.field(
         default=None, converter=lambda s: None if s is None else tuple(s))
+    qparams: QParams | None = None
 
     def is_tensor(self) -> bool:
         return True
@@ -89,15 +96,22 @@ class TensorType(Type):
                 and all(isinstance(d, int) for d in self.shape))
 
     def with_dtype(self, dtype: str | None) -> "TensorType":
-        return attrs.evolve(self, dtype=dtype)
+        """This type with another dtype (quantization parameters go unless it stays the same)."""
+        return attrs.evolve(self, dtype=dtype, qparams=self.qparams if dtype == self.dtype else None)
 
     def with_shape(self, shape) -> "TensorType":
         return attrs.evolve(self, shape=shape)
+
+    def with_qparams(self, qparams: QParams | None) -> "TensorType":
+        return attrs.evolve(self, qparams=qparams)
 
     def __str__(self) -> str:
         if self.dtype is None and self.shape is None:
             return "Tensor"
         name = DTYPE_TO_TORCH.get(self.dtype, self.dtype) if self.dtype else "Tensor"
+        if self.qparams is not None:
+            dims = "..., " if self.shape is None else "".join(f"{_dim_str(d)}, " for d in self.shape)
+            return f"{name}({dims}{self.qparams.describe()})"
         if self.shape is None:
             return f"{name}(...)"
         return f"{name}({', '.join(_dim_str(d) for d in self.shape)})"
@@ -125,6 +139,7 @@ ScalarTypeType = _simple("ScalarType")
 LayoutType = _simple("Layout")
 MemoryFormatType = _simple("MemoryFormat")
 GeneratorType = _simple("Generator")
+ComplexType = _simple("complex")
 FunctionType = _simple("Function")  # a TorchScript function constant (prim::Constant[name="f"])
 NoneType.__name__ = NoneType.__qualname__ = "NoneType"
 
@@ -175,6 +190,37 @@ class ClassType(Type):
 
 
 @attrs.frozen
+class UnionType(Type):
+    """``Union(A, B)``: a value of one of the element types (TorchScript prints ``T?`` for ``Union(T, None)``)."""
+
+    elems: tuple[Type, ...] = attrs.field(converter=tuple)
+
+    def __str__(self) -> str:
+        return "Union(" + ", ".join(str(e) for e in self.elems) + ")"
+
+
+@attrs.frozen
+class OpaqueType(Type):
+    """A TorchScript type srcore only carries (``Storage``, ``Stream``, ``Capsule``, ``QScheme``...)."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@attrs.frozen
+class WrapperType(Type):
+    """``Await(T)`` / ``RRef(T)``: a handle to a value of type ``elem``, opaque to srcore."""
+
+    name: str
+    elem: Type
+
+    def __str__(self) -> str:
+        return f"{self.name}({self.elem})"
+
+
+@attrs.frozen
 class FutureType(Type):
     """The result of ``prim::fork``: ``aten::wait`` turns it into a value of type ``elem``."""
 
@@ -198,6 +244,7 @@ LAYOUT = LayoutType()
 MEMORY_FORMAT = MemoryFormatType()
 GENERATOR = GeneratorType()
 FUNCTION = FunctionType()
+COMPLEX = ComplexType()
 TENSOR = TensorType()
 
 #: simple type names as they appear in IR text
@@ -205,8 +252,12 @@ SIMPLE_TYPES: dict[str, Type] = {
     "int": INT, "float": FLOAT, "bool": BOOL, "str": STR, "NoneType": NONE,
     "Device": DEVICE, "Scalar": NUMBER, "number": NUMBER, "Any": ANY,
     "ScalarType": SCALAR_TYPE, "Layout": LAYOUT, "MemoryFormat": MEMORY_FORMAT,
-    "Generator": GENERATOR, "Tensor": TENSOR, "Function": FUNCTION,
+    "Generator": GENERATOR, "Tensor": TENSOR, "Function": FUNCTION, "complex": COMPLEX,
+    # torch's spellings of the same types: ``None`` (its printer's NoneType), symbolic scalars
+    "None": NONE, "SymInt": INT, "SymFloat": FLOAT, "SymBool": BOOL,
 }
+#: TorchScript types that srcore carries without looking inside
+OPAQUE_TYPE_NAMES = ("Storage", "Stream", "Capsule", "QScheme", "Quantizer", "AnyClassType", "AnyEnumType")
 
 
 def contains_tensor(t: Type) -> bool:

@@ -8,10 +8,10 @@ from . import matching
 from .declarations import Declaration
 from .schema import FunctionSchema
 
-__all__ = ["SchemaRegistry", "default_registry", "core_declaration_files", "CORE_PROVIDER"]
+__all__ = ["SchemaRegistry", "default_registry", "cached_default_registry", "core_declaration_files", "CORE_PROVIDER"]
 
 CORE_PROVIDER = "srcore"
-CORE_FILES = ("aten.yaml", "prim.yaml", "srcore.yaml")
+CORE_FILES = ("aten.yaml", "aten_quantized.yaml", "prim.yaml", "srcore.yaml", "quantized.yaml")
 
 
 class SchemaRegistry:
@@ -130,3 +130,13 @@ def default_registry() -> SchemaRegistry:
     reg = SchemaRegistry()
     reg.add_declarations(load_schemas(core_declaration_files()), CORE_PROVIDER)
     return reg
+
+
+_SHARED: list[SchemaRegistry] = []
+
+
+def cached_default_registry() -> SchemaRegistry:
+    """One shared :func:`default_registry`, for read-only look-ups (never add to it)."""
+    if not _SHARED:
+        _SHARED.append(default_registry())
+    return _SHARED[0]

@@ -1,6 +1,8 @@
 """Graph passes and ``prepare_for_static_runtime`` (the default pipeline); see docs/passes.md."""
 from __future__ import annotations
 
+from .aliases import normalize_aliases
+from .out_overloads import lower_out_overloads
 from .constant_fold import default_evaluator, fold_constants
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
@@ -19,5 +21,6 @@ __all__ = [
     "PassManager", "Pass", "Fixpoint", "PassStats", "summarize",
     "eliminate_dead_code", "fold_constants", "default_evaluator", "peephole", "RULES",
     "eliminate_common_subexpressions", "inline_calls", "inline_constant_ifs", "simplify_loops",
-    "unroll_loops", "remove_training_ops", "fold_batch_norm", "fuse_ops", "FUSIONS",
+    "unroll_loops", "remove_training_ops", "fold_batch_norm", "fuse_ops", "FUSIONS", "normalize_aliases",
+    "lower_out_overloads",
 ]

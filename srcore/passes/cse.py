@@ -26,7 +26,9 @@ def _freeze(x: Any) -> Any:
     if isinstance(x, np.ndarray):  # tensors: equal when same dtype, shape, bytes
         if x.size > 4096:
             return ("tensor-id", id(x))
-        return ("tensor", str(x.dtype), tuple(x.shape), x.tobytes())
+        # a QuantizedArray: the same integers with other parameters are another value
+        return ("tensor", str(x.dtype), tuple(x.shape), x.tobytes(), getattr(x, "qdtype", None),
+                getattr(x, "qparams", None))
     if isinstance(x, float) and x != x:
         return ("nan",)
     return (type(x).__name__, x)

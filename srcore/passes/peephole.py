@@ -164,7 +164,8 @@ class _Unknown:
 
 
 def identity_op(node: Node):
-    return node.inputs[0]
+    from .training_ops import identity_observed
+    return None if identity_observed(node) else node.inputs[0]
 
 
 # -- static facts ------------------------------------------------------------------------------

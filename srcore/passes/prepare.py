@@ -2,7 +2,7 @@
 
 Order (see ``docs/passes.md``)::
 
-    inline_calls, remove_training_ops,
+    normalize_aliases, lower_out_overloads, inline_calls, remove_training_ops,
     fixpoint(inline_constant_ifs, fold_constants, fold_known_values, peephole, simplify_loops, unroll_loops,
              eliminate_dead_code, eliminate_common_subexpressions),
     fold_batch_norm, fuse_ops (if fuse), eliminate_dead_code
@@ -18,6 +18,8 @@ import attrs
 
 from ..ir.graph import Graph
 from ..ir.types import Type
+from .aliases import normalize_aliases
+from .out_overloads import lower_out_overloads
 from .constant_fold import DEFAULT_MAX_ELEMENTS, fold_constants
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
@@ -59,6 +61,8 @@ def default_pipeline(*, fuse: bool = True, inference: bool = True, evaluator=Non
         _named("eliminate_common_subexpressions", eliminate_common_subexpressions),
     ), max_iterations=max_iterations, name="simplify")
     passes: list = [
+        _named("normalize_aliases", normalize_aliases),
+        _named("lower_out_overloads", lower_out_overloads),
         _named("inline_calls", inline_calls, functions=functions or {}),
         _named("remove_training_ops", remove_training_ops, inference=inference),
         core,

@@ -23,10 +23,16 @@ DROPOUT_OPS = frozenset({"aten::dropout", "aten::feature_dropout", "aten::alpha_
 IDENTITY_OPS = frozenset({"aten::detach", "aten::detach_", "prim::profile", "prim::profile_ivalue"})
 
 
+def identity_observed(node: Node) -> bool:
+    """True when the graph compares the node's output by identity (``x.detach() is x`` is False in torch:
+    ``detach`` makes a new tensor object), so replacing it by its input would change the answer."""
+    return any(u.user.kind in ("aten::__is__", "aten::__isnot__") for o in node.outputs for u in o.uses)
+
+
 def _removable(node: Node, inference: bool) -> bool:
     kind = base_kind(node)
     if kind in IDENTITY_OPS:
-        return len(node.inputs) >= 1 and len(node.outputs) <= 1
+        return len(node.inputs) >= 1 and len(node.outputs) <= 1 and not identity_observed(node)
     if kind in DROPOUT_OPS and len(node.inputs) == 3:
         return inference or const_or(node.inputs[2], None) is False
     return False

@@ -12,17 +12,25 @@ op declarations, through the same hooks).
 """
 import pluggy
 
+from ..errors import KernelError, QuantizationError
 from .types import (KERNEL_KINDS, ArgInfo, Const, Backend, DType, EngineBuilder, EngineData, EngineOp, Kernel,
                     NodeInfo, OpLibrary, PluginInfo, Segment, ShapeRule, Specialized, Subcommand)
 
 hookimpl = pluggy.HookimplMarker("srcore")
 
-# what shape rules need, imported on first use (discovery imports this module: keep it cheap)
+# what shape rules and kernels need, imported on first use (discovery imports this module: it must
+# not load the IR or numpy)
 _LAZY = {
     "TensorType": ("srcore.ir.types", "TensorType"),
     "ShapeContext": ("srcore.ops.shapes.base", "Ctx"),
     "AbstractValue": ("srcore.ops.shapes.base", "A"),
     "ShapeError": ("srcore.errors", "ShapeError"),
+    "QuantizedArray": ("srcore.qarray", "QuantizedArray"),
+    "QParams": ("srcore.ir.quant", "QParams"),
+    "QDTYPES": ("srcore.ir.quant", "QDTYPES"),
+    "add_scalar_qparams": ("srcore.ir.quant", "add_scalar_qparams"),
+    "mul_scalar_qparams": ("srcore.ir.quant", "mul_scalar_qparams"),
+    "SCALAR_TYPE_CODES": ("srcore.ir.types", "SCALAR_TYPE_CODES"),
 }
 
 
@@ -42,4 +50,7 @@ __all__ = [
     "Subcommand",
     "NodeInfo", "ArgInfo", "Specialized", "Const", "PluginInfo", "Segment", "KERNEL_KINDS",
     "TensorType", "ShapeContext", "AbstractValue", "ShapeError",
+    # what kernels need from the rest of srcore (plugins import only this module)
+    "KernelError", "QuantizationError", "QuantizedArray", "QParams", "QDTYPES", "SCALAR_TYPE_CODES",
+    "add_scalar_qparams", "mul_scalar_qparams",
 ]

@@ -16,7 +16,8 @@ from . import hookimpl
 from .types import OpLibrary, ShapeRule
 
 #: (namespace, file in srcore/ops) of the core's declaration files
-CORE_LIBRARIES = (("aten", "aten.yaml"), ("prim", "prim.yaml"), ("srcore", "srcore.yaml"))
+CORE_LIBRARIES = (("aten", "aten.yaml"), ("aten", "aten_quantized.yaml"), ("prim", "prim.yaml"),
+                  ("srcore", "srcore.yaml"), ("quantized", "quantized.yaml"))
 
 
 @hookimpl

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import MemoryPlanError
+from ..ir.quant import storage_dtype
 from ..memory.planner import ALIGNMENT, Plan
 from ..memory.standard_resizing import grow
 from .lru import LRU
@@ -27,8 +28,10 @@ def aligned_slab(nbytes: int) -> np.ndarray:
 
 
 def make_view(slab: np.ndarray, offset: int, shape: tuple[int, ...], dtype: str) -> np.ndarray | None:
+    """A view of ``slab`` for a tensor of ``shape`` and ``dtype`` (a quantized dtype: its stored
+    integers, which its kernel wraps with their parameters); None for a dtype numpy does not know."""
     try:
-        dt = np.dtype(dtype)
+        dt = np.dtype(storage_dtype(dtype))
     except TypeError:
         return None  # a plugin dtype numpy does not know: its kernel allocates
     return np.ndarray(shape, dtype=dt, buffer=slab, offset=offset)

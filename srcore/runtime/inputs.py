@@ -51,15 +51,37 @@ class ScalarSpec:
 
 
 def as_arrays(values: list[Any], specs) -> list[Any]:
-    """Tensor inputs that are not numpy arrays (lists, torch tensors) become arrays."""
+    """Tensor inputs that are not numpy arrays (lists, torch tensors) become arrays; a torch
+    quantized tensor becomes a :class:`srcore.QuantizedArray`."""
     for i, (v, s) in enumerate(zip(values, specs)):
-        if type(v) is not np.ndarray and not isinstance(s, ScalarSpec):
+        if not isinstance(v, np.ndarray) and not isinstance(s, ScalarSpec):
+            if getattr(v, "is_quantized", False) is True:
+                values[i] = _from_torch_quantized(v, s.name)
+                continue
             try:
                 values[i] = np.asarray(v)
             except Exception as exc:
                 raise SrcoreInputError(f"input {s.name!r}: expected an array, got "
                                        f"{type(v).__name__} ({exc})") from None
     return values
+
+
+def _from_torch_quantized(t, name: str):
+    """A torch quantized tensor as a QuantizedArray (its integers and parameters; no copy of the data)."""
+    from ..ir.quant import QParams
+    from ..qarray import QuantizedArray
+
+    qdtype = {"torch.quint8": "quint8", "torch.qint8": "qint8", "torch.qint32": "qint32"}.get(str(t.dtype))
+    scheme = str(t.qscheme())
+    if qdtype is None or scheme not in ("torch.per_tensor_affine", "torch.per_channel_affine"):
+        raise SrcoreInputError(f"input {name!r}: a torch {t.dtype} tensor quantized {scheme} has no srcore "
+                               f"equivalent (quint8, qint8, qint32; per-tensor or per-channel affine)")
+    if scheme == "torch.per_tensor_affine":
+        qp = QParams(t.q_scale(), t.q_zero_point())
+    else:
+        qp = QParams(tuple(t.q_per_channel_scales().tolist()), tuple(t.q_per_channel_zero_points().tolist()),
+                     int(t.q_per_channel_axis()))
+    return QuantizedArray(t.int_repr().numpy(), qdtype, qp)
 
 
 def has_foreign_byte_order(values: Sequence[Any], tensor_flags: Sequence[bool]) -> bool:
@@ -79,7 +101,7 @@ def input_types(values: Sequence[Any], specs) -> list[Type]:
     out: list[Type] = []
     for v, s in zip(values, specs):
         if isinstance(v, np.ndarray):
-            out.append(TensorType(str(v.dtype), tuple(v.shape)))
+            out.append(TensorType(getattr(v, "qdtype", None) or str(v.dtype), tuple(v.shape)))
         elif isinstance(v, bool):
             out.append(BOOL)
         elif isinstance(v, int):
@@ -100,8 +122,7 @@ def check(values: Sequence[Any], specs) -> None:
             continue
         if not isinstance(v, np.ndarray):
             raise SrcoreInputError(f"input {s.name!r}: expected a tensor (numpy array), got {type(v).__name__}")
-        if s.dtype is not None and str(v.dtype) != s.dtype:
-            raise SrcoreInputError(f"input {s.name!r}: expected dtype {s.dtype}, got {v.dtype}")
+        _check_dtype(s, v)
         if s.shape is None:
             continue
         if v.ndim != len(s.shape):
@@ -119,6 +140,28 @@ def check(values: Sequence[Any], specs) -> None:
                     raise SrcoreInputError(
                         f"input {s.name!r}: dimension {axis} is the symbolic dim {want!r}, which is "
                         f"{seen[0]} in input {seen[1]!r}, but here it is {got}")
+
+
+def _check_dtype(s, v: np.ndarray) -> None:
+    """The input's dtype is the spec's; a quantized spec takes a QuantizedArray of that dtype, and a
+    plain spec never a QuantizedArray (its stored integers are not the values it stands for)."""
+    from ..ir.quant import is_quantized
+
+    qdtype = getattr(v, "qdtype", None)
+    if s.dtype is None:
+        return
+    if is_quantized(s.dtype):
+        if qdtype is None:
+            raise SrcoreInputError(f"input {s.name!r}: expected a quantized tensor ({s.dtype}), got a plain {v.dtype} "
+                                   f"array; pass a srcore.QuantizedArray (or a torch quantized tensor)")
+        if qdtype != s.dtype:
+            raise SrcoreInputError(f"input {s.name!r}: expected dtype {s.dtype}, got a quantized tensor of {qdtype}")
+        return
+    if qdtype is not None:
+        raise SrcoreInputError(f"input {s.name!r}: expected dtype {s.dtype}, got a quantized tensor ({qdtype}); "
+                               f"dequantize it first (QuantizedArray.dequantize())")
+    if str(v.dtype) != s.dtype:
+        raise SrcoreInputError(f"input {s.name!r}: expected dtype {s.dtype}, got {v.dtype}")
 
 
 def _check_scalar(name: str, v: Any, t: Type) -> None:

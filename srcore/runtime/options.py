@@ -6,6 +6,9 @@ import os
 import attrs
 
 _PLANNERS = ("standard_resizing", "precomputed_offsets")
+#: the default backend priority list: quantized nodes on quantized_cpu, the rest on cpu (a default
+#: backend that is not installed is left out; one asked for by name is an error)
+DEFAULT_BACKENDS = ("quantized_cpu", "cpu")
 _EXECUTORS = ("codegen", "interpreter")
 
 
@@ -74,7 +77,8 @@ class Options:
         Run :func:`srcore.passes.prepare_for_static_runtime` on the graph at load.
     backends
         Backend priority list used by static dispatch (the ``backends=`` argument of
-        ``StaticModule`` overrides it). A backend with an engine builder (``trt_like``)
+        ``StaticModule`` overrides it); default ``("quantized_cpu", "cpu")``: a node with a
+        quantized dtype runs on ``quantized_cpu``, the others on ``cpu``. A backend with an engine builder (``trt_like``)
         first takes the segments it supports as compiled engines; the rest runs node by
         node on the backends of the list (see docs/partitioning.md).
     engine_min_block_size
@@ -108,7 +112,7 @@ class Options:
                                 validator=_one_of(_EXECUTORS))
     check_inputs: bool = True
     optimize: bool = True
-    backends: tuple[str, ...] = attrs.field(default=("cpu",), converter=_names, validator=_all_str)
+    backends: tuple[str, ...] = attrs.field(default=DEFAULT_BACKENDS, converter=_names, validator=_all_str)
     engine_min_block_size: int = attrs.field(default=3, validator=_positive_int)
     engine_fallback_ops: tuple[str, ...] = attrs.field(default=(), converter=_names, validator=_all_str)
     engine_fallback_modules: tuple[str, ...] = attrs.field(default=(), converter=_names, validator=_all_str)

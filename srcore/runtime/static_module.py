@@ -22,7 +22,7 @@ from ..ir.types import TensorType, Type
 from ..memory.planner import TensorRequest, Lifetime, lower_bound, make_planner, no_reuse_bytes
 from .inputs import ScalarSpec
 from .lru import LRU, MAX_SIGNATURES
-from .options import Options
+from .options import DEFAULT_BACKENDS, Options
 from .process import GraphProcessor, enumerate_values
 from .processed import BlockInfo
 
@@ -71,10 +71,20 @@ class StaticModule:
 
         pm = plugin_manager or get_plugin_manager()
         self.plugin_manager = pm
+        if options.backends == DEFAULT_BACKENDS:
+            installed = tuple(b for b in DEFAULT_BACKENDS if b in pm.registry.backends)
+            if installed and installed != options.backends:
+                options = self.options = attrs.evolve(options, backends=installed)
         _check_backends(options.backends, pm.registry.backends)
         schemas = pm.schemas
         clock.stage("plugins")
         graph = graph.copy()
+        from ..passes.aliases import normalize_aliases
+
+        from ..passes.out_overloads import lower_out_overloads
+
+        normalize_aliases(graph)  # aten::absolute runs as aten::abs: one kernel, one rule (as NormalizeOps)
+        lower_out_overloads(graph)  # aten::sigmoid.out(x, out=b) runs as copy_(b, sigmoid(x))
         _resolve_schemas(graph, schemas)
         input_types = [s_type for s_type in (_spec_type(s) for s in specs)]
         clock.stage("schemas")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from ..errors import KernelError, SrcoreError
+from ..ir.types import DictType, ListType
 from .arena import BlockArena, aligned_slab, make_view
 from .inputs import ScalarSpec, as_arrays, bind, check, has_foreign_byte_order, input_types, to_native_byte_order
 from .static_module import _nbytes
@@ -43,6 +44,10 @@ class StaticRuntime:
         self.arenas = [BlockArena(module, b.index) for b in module.blocks]
         self._key: Any = None
         self._tensor_inputs = tuple(not isinstance(s, ScalarSpec) for s in module.input_specs)
+        # torch's Python API hands a scripted model copies of its list/dict inputs: a model that writes
+        # into one (``d[1] = a``) leaves the caller's unchanged, so srcore copies them too
+        self._container_inputs = tuple(i for i, s in enumerate(module.input_specs)
+                                       if isinstance(s, ScalarSpec) and isinstance(s.type, (ListType, DictType)))
         self._n_inputs = len(module.input_specs)
         self._single = len(module.top.outputs) == 1
         self._launch = _default_launch
@@ -92,6 +97,8 @@ class StaticRuntime:
             args = tuple(as_arrays(list(args), self.module.input_specs))
         if has_foreign_byte_order(args, self._tensor_inputs):
             args = to_native_byte_order(args, self._tensor_inputs)
+        if self._container_inputs:
+            args = tuple(_shallow_copy(v) if i in self._container_inputs else v for i, v in enumerate(args))
         key = self._key_of(args)
         if key != self._key:
             self._prepare(key, args)
@@ -170,8 +177,8 @@ class StaticRuntime:
 
     def _key_of(self, values) -> tuple:
         """The signature key of a run: (shape, dtype) of tensor inputs, the value of the others."""
-        return tuple((v.shape, v.dtype.num) if is_tensor else _value_key(v)
-                     for v, is_tensor in zip(values, self._tensor_inputs))
+        return tuple(((v.shape, v.dtype.num) if type(v) is np.ndarray else (v.shape, v.dtype.num, _qdtype(v)))
+                     if is_tensor else _value_key(v) for v, is_tensor in zip(values, self._tensor_inputs))
 
     def signature_of(self, values) -> tuple[Any, list]:
         """The signature key and the concrete input types of a run's (bound) inputs."""
@@ -200,8 +207,10 @@ class StaticRuntime:
         for i, (v, is_tensor) in enumerate(zip(values, self._tensor_inputs)):
             if self._key is None:
                 defaults[f"_s{i}"], defaults[f"_d{i}"] = _NEVER, _NEVER
-            elif is_tensor:
+            elif is_tensor and type(v) is np.ndarray:
                 defaults[f"_s{i}"], defaults[f"_d{i}"] = v.shape, v.dtype
+            elif is_tensor:  # a QuantizedArray: the slow path keys it by its quantized dtype too
+                defaults[f"_s{i}"], defaults[f"_d{i}"] = _NEVER, _NEVER
             elif isinstance(v, (list, tuple, dict)):
                 # `==` on containers of arrays is ambiguous: the slow path keys them by structure
                 defaults[f"_s{i}"], defaults[f"_d{i}"] = _NEVER, _NEVER
@@ -271,6 +280,10 @@ class _Never:
 _NEVER = _Never()
 
 
+def _qdtype(v) -> str | None:
+    return getattr(v, "qdtype", None)
+
+
 def _value_key(v):
     """The signature key of a non-tensor input: numbers as they are; lists, tuples and dicts (e.g.
     a ``List[Tensor]`` or ``Dict[str, Tensor]`` input) by structure, with each array's shape and
@@ -289,6 +302,15 @@ def _value_key(v):
 _MISSING = object()  # an input not passed positionally
 
 
+def _shallow_copy(v):
+    """A new list/dict holding the same elements (what torch's argument conversion gives a model)."""
+    if isinstance(v, dict):
+        return dict(v)
+    if isinstance(v, list):
+        return list(v)
+    return v
+
+
 def _make_fast_call(rt: "StaticRuntime"):
     """A generated entry point ``(self, *inputs)``: checks the signature of the last run inline,
     then calls the top block.
@@ -300,10 +322,14 @@ def _make_fast_call(rt: "StaticRuntime"):
     names = [f"a{i}" for i in range(n)]
     checks = []
     for i, is_tensor in enumerate(rt._tensor_inputs):
-        if is_tensor:
+        if i in rt._container_inputs:
+            checks.append("True")  # copied on every call by the slow path (see StaticRuntime.__init__)
+        elif is_tensor:
             checks.append(f"type(a{i}) is not _nd or a{i}.shape != _s{i} or a{i}.dtype is not _d{i}")
         else:
-            checks.append(f"type(a{i}) is not _d{i} or a{i} != _s{i}")
+            # an array given for a non-tensor input (a Tensor? graph input) takes the slow path: `!=` on
+            # arrays is elementwise
+            checks.append(f"type(a{i}) is not _d{i} or _d{i} is _nd or a{i} != _s{i}")
     params = "".join(f"{a}=_MISSING, " for a in names)
     kw = "".join(f", _s{i}=_NEVER, _d{i}=_NEVER" for i in range(n))
     call_args = ", ".join(names + (["_outs()"] if rt._has_outputs_arena else []))

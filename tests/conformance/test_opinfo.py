@@ -329,7 +329,10 @@ def write_doc(results, seconds):
               "No Tensor argument: TorchScript computes these on Python values in double precision, while",
               "`torch.ops.aten.<op>` on Python numbers goes through float32 tensors, so it is no reference",
               "(they are tested in the cpu plugin's scalar/prim tests): " + ", ".join(f"`{o}`" for o in scalar), ""]
-    DOC.write_text("\n".join(lines))
+    from conformance.static_runtime_coverage import MARKER
+    old = DOC.read_text() if DOC.exists() else ""
+    tail = "\n" + old[old.index(MARKER):] if MARKER in old else ""  # the Static Runtime section is kept
+    DOC.write_text("\n".join(lines) + tail)
 
 
 # ops of the conv/linalg/pool/norm/softmax/upsample/embedding families that must pass every sample

@@ -348,6 +348,16 @@ def test_pow_matcher_cheap_exponents(e, ufunc):
     assert E.binary_matcher(node_info("aten::pow.Tensor_Scalar", self=F32, exponent=3, outputs=(F32,))).fn is np.power
 
 
+@pytest.mark.parametrize("e", [np.array(2.0, np.float32), np.array([2.0, 3.0, 0.5], np.float32)])
+def test_pow_matcher_constant_tensor_exponent(e):
+    """A constant tensor exponent (an ONNX Pow's initializer) takes the generic path; the cheap-
+    exponent lookup hashed the array and raised TypeError at load."""
+    s = E.binary_matcher(node_info("aten::pow.Tensor_Tensor", self=F32, exponent=e, outputs=(F32,)))
+    assert s.fn is np.power and s.args == (0, 1)
+    x = np.abs(rand(2, 3)) + 0.1
+    np.testing.assert_allclose(s.fn(x, e), torch.pow(torch.from_numpy(x), torch.from_numpy(e)).numpy(), rtol=1e-6)
+
+
 def test_binary_matcher_scalars_and_comparisons():
     assert E.binary_matcher(node_info("aten::add.Scalar", self=F32, other=2, alpha=1, outputs=(F32,))).fn is np.add
     assert E.binary_matcher(node_info("aten::mul.Scalar", self=F32, other=FLOAT, outputs=(F32,))).fn is np.multiply
@@ -406,6 +416,7 @@ def test_unary_and_clamp_matchers():
     assert T.clamp_matcher(node_info("aten::clamp_max", self=I64, max=1, outputs=(I64,))) is T.clamp_max
 
 
+@pytest.mark.perf
 def test_fast_path_cost():
     """The generic add costs little more than the ufunc; the matcher's path is the ufunc itself."""
     a, b, out = rand(64, 64), rand(64, 64), np.empty((64, 64), np.float32)

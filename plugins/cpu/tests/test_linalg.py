@@ -161,3 +161,25 @@ def test_transposed_is_the_contiguous_transpose(shape):
     w = RNG.standard_normal(shape).astype(np.float32)
     t = K.transposed(w)
     assert t.flags.c_contiguous and np.array_equal(t, w.T)
+
+
+@pytest.mark.parametrize("op", ["addmm", "baddbmm", "addmv", "addbmm", "addr"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+@pytest.mark.parametrize("beta", [0.0, 1.0, 0.5])
+def test_alpha_zero_reads_the_product_exactly_as_torch(op, bad, beta):
+    """With alpha == 0, torch's BLAS-backed addmm / addmv / addbmm never read the product (a NaN or inf
+    in a matrix does not reach the result), while baddbmm and addr compute 0 * NaN = NaN."""
+    import srcore_cpu.kernels.linalg as L
+    import srcore_cpu.kernels.matrix as M
+
+    rng = np.random.default_rng(3)
+    shapes = {"addmm": ((2, 3), (2, 4), (4, 3)), "baddbmm": ((2, 2, 3), (2, 2, 4), (2, 4, 3)),
+              "addmv": ((2,), (2, 4), (4,)), "addbmm": ((2, 3), (5, 2, 4), (5, 4, 3)),
+              "addr": ((2, 3), (2,), (3,))}[op]
+    self_, a, b = (rng.standard_normal(s).astype(np.float32) for s in shapes)
+    a.flat[0] = bad
+    want = getattr(torch, op)(*(torch.from_numpy(x) for x in (self_, a, b)), beta=beta, alpha=0.0).numpy()
+    fn = getattr(L, op, None) or getattr(M, op)
+    got = fn(self_, a, b, beta=beta, alpha=0.0)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)

@@ -1,36 +1,23 @@
-"""srcore-quantized: backend ``quantized_cpu`` and the quantized dtypes.
+"""srcore-quantized: backend ``quantized_cpu``, kernels for the quantized dtypes.
 
-Declares the dtypes ``quint8``, ``qint8`` and ``qint32`` (affine per-tensor
-quantization: ``real = (q - zero_point) * scale``), the backend, the two
-conversion ops (in ``aten::``, with torch's schemas) and their kernels. No
-numpy here: kernels are ``"module:attr"`` strings.
+The data model (the dtypes ``quint8``, ``qint8``, ``qint32``, per-tensor and per-channel
+parameters as part of a value's type, :class:`srcore.QuantizedArray`) and the ops' declarations and
+shape rules are srcore's (``srcore/ops/quantized.yaml``, ``aten_quantized.yaml``); this plugin
+provides the kernels, with torch's x86 (fbgemm) semantics bit for bit. The kernel records are in
+:mod:`srcore_quantized.decl`; no numpy is imported here. See docs/quantization.md.
 """
 from __future__ import annotations
 
-from srcore.plugin import Backend, DType, Kernel, OpLibrary, hookimpl
+from srcore.plugin import Backend, DType, hookimpl
 
 BACKEND = "quantized_cpu"
 
-#: name -> (numpy storage dtype, qmin, qmax), as torch defines them
+#: name -> (numpy storage dtype, qmin, qmax), as torch defines them (and srcore.ir.quant.QDTYPES)
 QDTYPES = {
     "quint8": ("uint8", 0, 255),
     "qint8": ("int8", -128, 127),
     "qint32": ("int32", -(2 ** 31), 2 ** 31 - 1),
 }
-QUANTIZED = tuple(QDTYPES)
-FLOATS = ("float32", "float64")
-
-#: the ops this plugin implements, exactly as torch declares them
-SCHEMAS = (
-    "aten::quantize_per_tensor(Tensor self, float scale, int zero_point, ScalarType dtype) -> Tensor",
-    "aten::dequantize.self(Tensor self) -> Tensor",
-)
-
-_K = "srcore_quantized.kernels.convert:"
-KERNELS = [
-    Kernel("aten::quantize_per_tensor", BACKEND, "native", FLOATS + QUANTIZED, _K + "quantize_per_tensor"),
-    Kernel("aten::dequantize.self", BACKEND, "out", ("float32",) + QUANTIZED, _K + "dequantize_out"),
-]
 
 
 @hookimpl
@@ -41,14 +28,11 @@ def srcore_dtypes():
 
 @hookimpl
 def srcore_backends():
-    yield Backend(BACKEND, "numpy kernels on quantized tensors (srcore-quantized)")
-
-
-@hookimpl
-def srcore_op_libraries():
-    yield OpLibrary("aten", schemas=SCHEMAS)
+    yield Backend(BACKEND, "numpy kernels on quantized tensors, torch x86 (fbgemm) semantics (srcore-quantized)")
 
 
 @hookimpl
 def srcore_kernels():
+    from .decl import KERNELS
+
     yield from KERNELS

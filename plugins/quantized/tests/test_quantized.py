@@ -1,85 +1,123 @@
-"""srcore-quantized: records, and the conversion kernels against torch."""
+"""srcore-quantized as a plugin: its records, static dispatch of mixed graphs by dtype (default backends,
+no option), planned quantized intermediates, and a quantized graph run against torch."""
 from __future__ import annotations
+
+import importlib
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
 
+import srcore
 import srcore_quantized as q
-from srcore.errors import KernelError
+from srcore.ir import QParams
 from srcore.plugin import DType, Kernel
-from srcore_quantized.kernels.convert import dequantize_out, quantize_per_tensor
-from srcore_quantized.qarray import QuantizedArray
+from srcore.qarray import QuantizedArray
+from srcore_quantized.decl import KERNELS
 
 torch = pytest.importorskip("torch")
-TORCH_QDTYPES = {"quint8": torch.quint8, "qint8": torch.qint8, "qint32": torch.qint32}
-CODES = {"quint8": 13, "qint8": 12, "qint32": 14}
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+GRAPH = """graph(%x : Float(2, 8, 6, 6)):
+  %s : float = prim::Constant[value=0.05]()
+  %z : int = prim::Constant[value=64]()
+  %dt : int = prim::Constant[value=13]()
+  %q : Tensor = aten::quantize_per_tensor(%x, %s, %z, %dt)
+  %r : Tensor = aten::relu(%q)
+  %k : int[] = prim::Constant[value=[2, 2]]()
+  %pz : int[] = prim::Constant[value=[0, 0]]()
+  %d1 : int[] = prim::Constant[value=[1, 1]]()
+  %f : bool = prim::Constant[value=0]()
+  %p : Tensor = aten::max_pool2d(%r, %k, %k, %pz, %d1, %f)
+  %a : Tensor = quantized::add(%p, %p, %s, %z)
+  %c : float = prim::Constant[value=0.3]()
+  %as : Tensor = quantized::add_scalar(%a, %c)
+  %sg : Tensor = aten::sigmoid(%as)
+  %one : int = prim::Constant[value=1]()
+  %fl : Tensor = aten::flatten(%sg, %one, %one)
+  %d : Tensor = aten::dequantize(%fl)
+  %e : Tensor = aten::exp(%d)
+  return (%e, %fl)
+"""
 
 
-def test_records_declare_backend_dtypes_and_kernels():
+@pytest.mark.one_pass
+def test_records_declare_backend_dtypes_and_kernels_of_declared_ops():
     assert [d.name for d in q.srcore_dtypes()] == ["quint8", "qint8", "qint32"]
     assert all(isinstance(d, DType) and d.kind == "quantized" for d in q.srcore_dtypes())
     assert [b.name for b in q.srcore_backends()] == ["quantized_cpu"]
     kernels = list(q.srcore_kernels())
-    assert all(isinstance(k, Kernel) and k.backend == "quantized_cpu" for k in kernels)
-    assert {k.op for k in kernels} == {"aten::quantize_per_tensor", "aten::dequantize.self"}
+    assert kernels == KERNELS and all(isinstance(k, Kernel) and k.backend == "quantized_cpu" for k in kernels)
+    declared = srcore.get_plugin_manager().registry.declared
+    for k in kernels:
+        assert k.op in declared or k.op + "." in declared or any(d.startswith(k.op + ".") for d in declared), k.op
+        mod, _, attr = k.impl.partition(":")
+        assert callable(getattr(importlib.import_module(mod), attr)), k.impl
+        # a kernel that takes quantized values never accepts a node made only of float tensors
+        assert any(d in k.dtypes for d in ("quint8", "qint8", "qint32")), k.op
 
 
-@pytest.mark.filterwarnings("ignore:.*quantized tensor creation:UserWarning")
-@settings(max_examples=60, deadline=None)
-@given(x=arrays(np.float32, st.integers(1, 20), elements=st.floats(-100, 100, width=32)),
-       scale=st.floats(0.01, 4.0), zero_point=st.integers(-10, 10),
-       qdtype=st.sampled_from(["quint8", "qint8", "qint32"]))
-def test_quantize_and_dequantize_match_torch(x, scale, zero_point, qdtype):
-    if qdtype == "quint8":
-        zero_point = abs(zero_point)
-    expected = torch.quantize_per_tensor(torch.from_numpy(x), scale, zero_point, TORCH_QDTYPES[qdtype])
-    got = quantize_per_tensor(x, scale, zero_point, CODES[qdtype])
-    assert isinstance(got, QuantizedArray) and got.qdtype == qdtype
-    np.testing.assert_array_equal(got.int_repr(), expected.int_repr().numpy())
-    out = np.empty(x.shape, np.float32)
-    assert dequantize_out(got, out=out) is out
-    np.testing.assert_allclose(out, expected.dequantize().numpy(), rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(dequantize_out(got), out)
+def _reference(x):
+    t = torch.quantize_per_tensor(torch.from_numpy(x), 0.05, 64, torch.quint8)
+    t = torch.nn.functional.max_pool2d(torch.relu(t), 2)
+    t = torch.ops.quantized.add_scalar(torch.ops.quantized.add(t, t, 0.05, 64), 0.3)
+    t = torch.sigmoid(t).flatten(1, 1)
+    return np.exp(t.dequantize().numpy()), t   # the float tail on numpy, as cpu computes it
 
 
-def test_quantize_rejects_a_float_dtype_and_dequantize_a_plain_array():
-    with pytest.raises(KernelError, match="not a quantized dtype"):
-        quantize_per_tensor(np.ones(3, np.float32), 0.1, 0, 6)
-    with pytest.raises(KernelError, match="not a quantized tensor"):
-        dequantize_out(np.ones(3, np.uint8))
+def test_mixed_graph_dispatches_by_dtype_with_default_backends_and_plans_quantized_values():
+    torch.backends.quantized.engine = "fbgemm"
+    g = srcore.parse_graph(GRAPH)
+    sm = srcore.StaticModule(g)          # no backend option
+    assert sm.options.backends == ("quantized_cpu", "cpu")
+    backend = {pn.node.kind: pn.fn.backend for pn in sm.top.nodes}
+    assert backend.pop("aten::exp") == "cpu"
+    assert set(backend.values()) == {"quantized_cpu"}
+    types = {v.name: v.type for n in sm.graph.all_nodes() for v in n.outputs}
+    assert types["as"].qparams == QParams(0.05, 58) and types["sg"].qparams == QParams(1 / 256, 0)
+    x = np.random.default_rng(0).standard_normal((2, 8, 6, 6)).astype(np.float32)
+    e, fl = sm(x)
+    ref_e, ref_fl = _reference(x)
+    np.testing.assert_array_equal(e, ref_e)
+    assert isinstance(fl, QuantizedArray) and fl.qparams == QParams(1 / 256, 0)
+    np.testing.assert_array_equal(fl.int_repr(), ref_fl.int_repr().numpy())
+    report = sm.memory_report(x)[0]
+    assert report["managed_tensors"] >= 4            # quantized intermediates live in the arena
+    e2, fl2 = sm(x)                                  # the second run reuses the planned buffers
+    np.testing.assert_array_equal(fl2.int_repr(), fl.int_repr())
 
 
-def test_views_keep_quantization_parameters():
-    qa = quantize_per_tensor(np.arange(6, dtype=np.float32).reshape(2, 3), 0.5, 3, "quint8")
-    row = qa[1]
-    assert (row.scale, row.zero_point, row.qdtype) == (0.5, 3, "quint8")
-    np.testing.assert_allclose(dequantize_out(row), [3, 4, 5])
+def test_a_cpu_only_backend_list_names_the_quantized_nodes():
+    with pytest.raises(srcore.UnsupportedOpError) as err:
+        srcore.StaticModule(srcore.parse_graph(GRAPH), backends=("cpu",))
+    text = str(err.value)
+    assert "quantized::add" in text and "quint8" in text and "quantized_cpu" in text
 
 
-@pytest.mark.filterwarnings("ignore:.*quantized tensor creation:UserWarning")
-def test_dispatch_sends_quantized_nodes_to_quantized_cpu_and_runs_like_torch():
-    from srcore.dispatch import resolve_graph
-    from srcore.ir import Graph, TensorType
-    from srcore.plugin.manager import PluginManager
+def test_quantized_inputs_are_checked_against_the_spec():
+    g = srcore.parse_graph("""graph(%x : QUInt8(2, 3)):
+  %r : Tensor = aten::relu(%x)
+  %d : Tensor = aten::dequantize(%r)
+  return (%d)
+""")
+    sm = srcore.StaticModule(g)
+    qa = QuantizedArray(np.arange(6, dtype=np.uint8).reshape(2, 3), "quint8", QParams(0.5, 2))
+    np.testing.assert_array_equal(sm(qa), np.maximum(np.arange(6).reshape(2, 3) - 2, 0) * 0.5)
+    with pytest.raises(srcore.SrcoreInputError, match="expected a quantized tensor \\(quint8\\), got a plain uint8"):
+        sm(np.zeros((2, 3), np.uint8))   # the same shape and storage dtype: still refused
+    with pytest.raises(srcore.SrcoreInputError, match="expected dtype quint8, got a quantized tensor of qint8"):
+        sm(QuantizedArray(np.zeros((2, 3), np.int8), "qint8", QParams(0.5, 0)))
+    t = torch.quantize_per_tensor(torch.arange(6.0).reshape(2, 3), 0.5, 2, torch.quint8)
+    np.testing.assert_array_equal(sm(t), torch.relu(t).dequantize().numpy())   # a torch quantized tensor
+    f = srcore.StaticModule(srcore.parse_graph("graph(%x : Float(2)):\n  %r : Tensor = aten::relu(%x)\n  return (%r)\n"))
+    with pytest.raises(srcore.SrcoreInputError, match="got a quantized tensor \\(quint8\\)"):
+        f(QuantizedArray(np.zeros(2, np.uint8), "quint8", QParams(0.5, 2)))
 
-    pm = PluginManager().load(entry_points=False)
-    pm.register(q, "quantized", dist="srcore-quantized", version="test")
-    assert pm.report("quantized").status == "loaded" and not pm.report("quantized").errors
-    g = Graph()
-    x = g.add_input(TensorType("float32", (4,)), "x")
-    args = [g.insert_constant(v) for v in (0.25, 3, 13)]
-    qn = g.insert("aten::quantize_per_tensor", [x, *args], [TensorType("quint8", (4,))])
-    dq = g.insert("aten::dequantize", [qn.output], [TensorType("float32", (4,))])
-    dq.schema = pm.schemas.get("aten::dequantize.self")
-    qn.schema = pm.schemas.get("aten::quantize_per_tensor")
-    g.register_output(dq.output)
-    resolved = resolve_graph(g, pm.kernel_table, ["cpu", "quantized_cpu"])
-    assert {rk.backend for rk in resolved.values()} == {"quantized_cpu"}
-    data = np.array([-1.0, 0.1, 0.3, 70.0], np.float32)
-    qa = resolved[qn].fn(data, 0.25, 3, 13)
-    got = resolved[dq].fn(qa, out=np.empty(4, np.float32))
-    ref = torch.quantize_per_tensor(torch.from_numpy(data), 0.25, 3, torch.quint8).dequantize().numpy()
-    np.testing.assert_array_equal(got, ref)
+
+def test_a_node_of_unknown_dtype_keeps_the_most_general_kernel_over_all_backends():
+    """quantized_cpu comes first by default; a float node whose dtype propagation cannot tell must
+    still get cpu's (more general) kernel, and a quantized value reaching it is refused per call."""
+    g = srcore.parse_graph("graph(%x : Tensor):\n  %r : Tensor = aten::relu(%x)\n  return (%r)\n")
+    sm = srcore.StaticModule(g)
+    (pn,) = sm.top.nodes
+    assert pn.fn.backend == "cpu"
+    np.testing.assert_array_equal(sm(np.array([-1.0, 2.0], np.float32)), [0.0, 2.0])

@@ -6,8 +6,8 @@ lists of sizes, constants). See ``docs/shapes.md``.
 """
 from __future__ import annotations
 
-from . import (conv, creation, elementwise, fused, index, linalg, nn, pad, prim,  # noqa: F401  (register)
-               rearrange, recurrent, reduce, scalar, view)
+from . import (conv, creation, elementwise, fused, index, linalg, matrix, nn, pad, prim,  # noqa: F401
+               quantized, rearrange, recurrent, reduce, scalar, special, view)  # (importing registers the rules)
 from .base import RULES, UNKNOWN, A, Ctx, lookup, rule
 from .dtypes import promote_types, result_type
 from .interp import MAX_LOOP_ITERATIONS, PropagationResult, join_types, propagate

@@ -84,6 +84,12 @@ def lookup(qualified: str) -> Rule | None:
     fn = RULES.get(qualified)
     if fn is None:
         fn = RULES.get(base_name(qualified))
+    if fn is None:  # an alias (aten::absolute) has the rule of the op it names
+        from ..aliases import canonical
+
+        target = canonical(base_name(qualified))
+        if target != base_name(qualified):
+            fn = lookup(target + qualified[len(base_name(qualified)):])
     return fn
 
 

@@ -10,10 +10,12 @@ from typing import Any
 
 import attrs
 
-from ...errors import ShapeError
+from ...errors import QuantizationError, ShapeError
+from ...ir.quant import QDTYPES
 from ...ir.graph import Block, Graph, Node, Value
 from ...ir.types import INT, ListType, OptionalType, TensorType, TupleType, Type
 from .base import A, BOTTOM, Ctx, UNKNOWN, shape_error
+from .quantized import complete_qparams
 
 MAX_LOOP_ITERATIONS = 8
 #: loops with a known trip count up to this run exactly (precise carried shapes)
@@ -67,6 +69,14 @@ def _resolve(node: Node, schemas):
         return None
 
 
+def _lacks_qparams(r) -> bool:
+    """A quantized tensor (or list of them) whose rule gave no quantization parameters."""
+    t = r.type if isinstance(r, A) else r
+    if isinstance(t, ListType):
+        t = t.elem
+    return isinstance(t, TensorType) and t.dtype in QDTYPES and t.qparams is None
+
+
 def _default_tables():
     """The process-wide registry's shape rules (core + plugins) and schemas."""
     from ...plugin.manager import get_plugin_manager
@@ -80,9 +90,10 @@ def join_types(a: Type | None, b: Type | None) -> Type | None:
         return a
     if isinstance(a, TensorType) and isinstance(b, TensorType):
         dtype = a.dtype if a.dtype == b.dtype else None
+        qparams = a.qparams if dtype is not None and a.qparams == b.qparams else None
         if a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
-            return TensorType(dtype, None)
-        return TensorType(dtype, tuple(x if x == y else None for x, y in zip(a.shape, b.shape)))
+            return TensorType(dtype, None, qparams)
+        return TensorType(dtype, tuple(x if x == y else None for x, y in zip(a.shape, b.shape)), qparams)
     if isinstance(a, ListType) and isinstance(b, ListType):
         return ListType(join_types(a.elem, b.elem) or a.elem)
     if isinstance(a, TupleType) and isinstance(b, TupleType) and len(a.elems) == len(b.elems):
@@ -167,9 +178,12 @@ class Interpreter:
             return
         fn = entry.fn
         args = [self.get(v) for v in node.inputs]
+        ctx = Ctx(node, args, names, op)
         try:
-            outs = fn(Ctx(node, args, names, op))
+            outs = fn(ctx)
         except ShapeError:
+            raise
+        except QuantizationError:
             raise
         except Exception as e:  # a rule that trips over odd arguments: report it, do not crash
             raise shape_error(node, f"{_rule_of(entry)} failed: {type(e).__name__}: {e}", op) from e
@@ -181,6 +195,8 @@ class Interpreter:
                 return
             raise shape_error(node, f"{_rule_of(entry)} gives {len(outs)} outputs, the node has "
                               f"{len(node.outputs)}", op)
+        if any(_lacks_qparams(r) for r in outs):
+            outs = complete_qparams(ctx, outs)
         for o, r in zip(node.outputs, outs):
             a = r if isinstance(r, A) else A(r)
             if isinstance(a.type, TensorType) and a.type.dtype is None and isinstance(o.type, TensorType) \
@@ -188,6 +204,9 @@ class Interpreter:
                 a = A(TensorType(o.type.dtype, a.type.shape), a.known, a.elems)
             elif isinstance(o.type, OptionalType) and a.type is None:
                 a = A(o.type, a.known, a.elems)
+            if isinstance(a.type, TensorType) and a.type.qparams is None and isinstance(o.type, TensorType) \
+                    and o.type.qparams is not None and o.type.dtype == a.type.dtype:
+                a = A(a.type.with_qparams(o.type.qparams), a.known, a.elems)  # as declared (e.g. IR text)
             self.set(o, a)
 
     def _try_block(self, block: Block, inputs: list[A], lenient: bool):

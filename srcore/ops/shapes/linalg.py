@@ -72,7 +72,7 @@ def bmm(ctx: Ctx):
     return [tt(_dtype(ctx, a, b), (broadcast_dim(sa[0], sb[0], ctx.fail), sa[1], sb[2]))]
 
 
-@rule("aten::addmm", "aten::baddbmm", "aten::addbmm")
+@rule("aten::addmm", "aten::baddbmm", "aten::_addmm_activation")
 def addmm(ctx: Ctx):
     """``beta * self + alpha * (mat1 @ mat2)``; self broadcasts to the product."""
     base = "bmm" if ctx.op.startswith("aten::baddbmm") else "mm"
@@ -88,7 +88,7 @@ def addmm(ctx: Ctx):
     return [tt(result_type([s.dtype, prod.dtype]) if s.dtype and prod.dtype else prod.dtype, prod.shape)]
 
 
-@rule("aten::mv", "aten::dot", "aten::vdot", "aten::inner")
+@rule("aten::mv", "aten::dot", "aten::vdot")
 def mv(ctx: Ctx):
     a, b = ctx.tensor(0), ctx.tensor(1)
     return [tt(_dtype(ctx, a, b), matmul_shape(ctx, a.shape, b.shape))]

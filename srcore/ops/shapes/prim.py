@@ -34,8 +34,8 @@ def constant(ctx: Ctx):
             return [declared]
         return [A(NONE if declared is None else declared, None)]
     value = node.attrs["value"]
-    if hasattr(value, "dtype") and hasattr(value, "shape"):  # a tensor constant
-        return [TensorType(str(value.dtype), tuple(int(d) for d in value.shape))]
+    if hasattr(value, "dtype") and hasattr(value, "shape"):  # a tensor constant (quantized: with its qparams)
+        return [type_of_constant(value)]
     t = declared if declared is not None else type_of_constant(value)
     return [A(t, value, _constant_elems(value, t))]
 
@@ -166,7 +166,9 @@ def append(ctx: Ctx):
     tracked; elsewhere (a branch, a loop body) what was known of its length and elements is dropped."""
     lst, item = ctx.args[0], ctx.args[1]
     producer = ctx.node.inputs[0].node
-    if lst.elems is not None and producer.owning_block is ctx.node.owning_block:
+    # a block input (a loop-carried list) is not built in this block: its abstract value is the
+    # caller's, shared with the loop's initial list, and must not grow with each pass over the body
+    if lst.elems is not None and producer.owning_block is ctx.node.owning_block and producer.kind != "prim::Param":
         lst.elems.append(A(item.type, item.known, item.elems))
         if lst.known is not UNKNOWN and item.known is not UNKNOWN and not isinstance(item.type, TensorType):
             lst.known = list(lst.known) + [item.known]
@@ -206,3 +208,45 @@ def list_mutation(ctx: Ctx):
     target = ctx.args[0]
     target.known, target.elems = UNKNOWN, None
     return [A(o.type) for o in ctx.node.outputs]
+
+
+@rule("prim::IfThenElse")
+def if_then_else(ctx: Ctx):
+    from .interp import join
+    cond = ctx.known(0)
+    x, y = ctx.args[1], ctx.args[2]
+    if cond is True or cond is False:
+        a = x if cond else y
+        return [A(a.type, a.known, a.elems)]
+    return [join(x, y, ctx.node.outputs[0].type if ctx.node.outputs else None)]
+
+
+@rule("prim::tolist")
+def tolist(ctx: Ctx):
+    """The declared output type (``float[][]`` ...): TorchScript annotates it."""
+    return [A(o.type) for o in ctx.node.outputs]
+
+
+def _is_instance(t, candidate) -> bool | None:
+    """Does a value of IR type ``t`` pass ``isinstance(x, candidate)``? None when the types cannot tell."""
+    from ...ir.types import AnyType, OptionalType
+    if isinstance(t, AnyType) or isinstance(t, OptionalType):
+        return None
+    if isinstance(candidate, TensorType):
+        return isinstance(t, TensorType)
+    if isinstance(candidate, (ListType, TupleType)):
+        if not isinstance(t, type(candidate)):
+            return False
+        return True if isinstance(candidate, TupleType) or t.elem == candidate.elem else None
+    return type(t) is type(candidate)
+
+
+@rule("prim::isinstance")
+def isinstance_(ctx: Ctx):
+    """Known at load from the input's type (attribute ``types``): the constant folder then removes the node."""
+    verdicts = [_is_instance(ctx.args[0].type, c) for c in ctx.node.attrs.get("types", [])]
+    if any(v is True for v in verdicts):
+        return [A(BOOL, True)]
+    if verdicts and all(v is False for v in verdicts):
+        return [A(BOOL, False)]
+    return [A(BOOL)]

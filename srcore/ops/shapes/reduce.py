@@ -177,7 +177,7 @@ def argsort(ctx: Ctx):
     return [tt("int64", ctx.tensor(0).shape)]
 
 
-@rule("aten::cumsum", "aten::cumprod", "aten::cummax_values", "aten::logcumsumexp")
+@rule("aten::cumsum", "aten::cumprod", "aten::cummax_values", "aten::logcumsumexp", "aten::_logcumsumexp")
 def cumsum(ctx: Ctx):
     x = ctx.tensor(0)
     op = ctx.op.split("::")[1].split(".")[0]

@@ -308,7 +308,7 @@ def prim_shape(ctx: Ctx):
     return size(Ctx(ctx.node, ctx.args[:1], None, "aten::size"))
 
 
-@rule("prim::isinstance", "prim::type", "aten::wait", "prim::fork", "prim::DictConstruct")
+@rule("prim::type", "aten::wait", "prim::fork", "prim::DictConstruct")
 def declared_outputs(ctx: Ctx):
     """Opaque ops: their outputs keep their declared types."""
     return [o.type for o in ctx.node.outputs]

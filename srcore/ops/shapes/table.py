@@ -75,6 +75,13 @@ class ShapeRuleTable:
         entry = self._rules.get(qualified)
         if entry is None:
             entry = self._rules.get(base_name(qualified))
+        if entry is None:  # an alias (aten::absolute) has the rule of the op it names (srcore/ops/aliases.yaml)
+            from ..aliases import canonical
+
+            base = base_name(qualified)
+            target = canonical(base)
+            if target != base:
+                entry = self.lookup(target + qualified[len(base):])
         return entry
 
     def get(self, op: str) -> RuleEntry | None:

@@ -82,17 +82,30 @@ _INPLACE = [
   + [(f"aten::{n}_", n + "_", FLOATS) for n in _FLOATING] \
   + [(f"aten::{n}_", n + "_", NUMERIC) for n in _SAME]
 
+# float16 (numpy) and bfloat16 (ml_dtypes): each elementwise op computes in float32 and rounds once,
+# as torch's CPU kernels do
+_HALF = ("float16", "bfloat16")
+_HALF_OK = {"add", "sub", "rsub", "mul", "div", "minimum", "maximum", "eq", "ne", "lt", "le", "gt", "ge", "neg",
+            "abs", "exp", "log", "sqrt", "tanh", "sin", "cos", "floor", "ceil", "trunc", "round", "sign", "square",
+            "reciprocal", "erf", "log1p", "expm1", "log2", "log10", "pow", "where", "clamp", "masked_fill"}
+
+
+def _with_half(op: str, dtypes):
+    base = op.split("::", 1)[-1].split(".")[0].rstrip("_")
+    return tuple(dtypes) + _HALF if base in _HALF_OK and "float32" in dtypes else dtypes
+
+
 KERNELS: list[Kernel] = (
-    [_bin(op, impl, dt, matcher=m) for op, impl, dt, m in _BINARY]
-    + [_un(f"aten::{n}", n, NUMERIC, matcher=_UM) for n in _FLOATING if n != "rsqrt"]
+    [_bin(op, impl, _with_half(op, dt), matcher=m) for op, impl, dt, m in _BINARY]
+    + [_un(f"aten::{n}", n, _with_half(n, NUMERIC), matcher=_UM) for n in _FLOATING if n != "rsqrt"]
     + [_un("aten::rsqrt", "rsqrt", NUMERIC)]
-    + [_un(f"aten::{n}", n, NUMERIC, matcher=_UM) for n in _SAME]
+    + [_un(f"aten::{n}", n, _with_half(n, NUMERIC), matcher=_UM) for n in _SAME]
     + [_un("aten::round.decimals", "round", FLOATS),
        _un("aten::bitwise_not", "bitwise_not", _BITS),
        _un("aten::isnan", "isnan", ALL), _un("aten::isinf", "isinf", ALL),
        _un("aten::logical_not", "logical_not", ALL),
        _un("aten::nan_to_num", "nan_to_num", NUMERIC)]
     + [_un("prim::abs", "abs", NUMERIC, matcher=_UM)]
-    + [_ter(op, impl, dt, matcher=m) for op, impl, dt, m in _TERNARY]
+    + [_ter(op, impl, _with_half(op, dt), matcher=m) for op, impl, dt, m in _TERNARY]
     + [_inp(op, impl, dt, kind="native") for op, impl, dt in _INPLACE]
 )

@@ -30,11 +30,13 @@ _OPS = [  # (op, impl)
     ("aten::__contains__.str_list", "contains"),
     ("prim::DictConstruct", "dict_construct"), ("prim::shape", "shape"), ("prim::layout", "layout"),
     ("prim::is_cuda", "false"), ("prim::is_nested", "false"), ("prim::requires_grad", "false"),
-    ("aten::is_grad_enabled", "false"), ("aten::is_autocast_enabled", "false"), ("prim::data", "identity"),
+    ("aten::is_grad_enabled", "false"), ("aten::is_floating_point", "is_floating_point"), ("aten::is_autocast_enabled", "false"), ("prim::data", "identity"),
     ("prim::type", "device_type"), ("aten::mul_.t", "list_imul"),
     ("aten::sort.int", "list_sort"), ("aten::sort.float", "list_sort"), ("aten::sort.bool", "list_sort"),
     ("aten::sort.any", "list_sort"), ("aten::eq.Tensor_list", "tensor_list_eq"),
     ("aten::ne.Tensor_list", "tensor_list_ne"),
+    ("prim::IfThenElse", "if_then_else"), ("prim::tolist", "tolist"), ("aten::list", "str_list"),
+    ("aten::slice.str", "str_slice"),
 ] + [(f"aten::__getitem__.Dict_{k}", "dict_getitem") for k in _DICT_KEYS] \
   + [(f"aten::len.Dict_{k}", "len_") for k in _DICT_KEYS] \
   + [(f"aten::_set_item.{k}", "set_item") for k in _DICT_KEYS]

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from srcore.errors import KernelError
+
 from srcore.ir.types import BoolType, FloatType, IntType, TensorType
 from srcore.plugin import Const, NodeInfo, Specialized
 
@@ -75,11 +77,19 @@ def _trunc_div_int(a, b, out):
     return q
 
 
+def _int_divisor_check(self, other):
+    """torch raises on an integer division by zero (numpy would give 0 and a warning)."""
+    dt = result_type(self, other)
+    if dt.kind in "iub" and np.any(np.asarray(other) == 0):
+        raise KernelError("ZeroDivisionError")
+    return dt
+
+
 def div(self, other, *, rounding_mode=None, out=None):
     """``aten::div`` (Tensor, Scalar, *_mode): true, "trunc" or "floor" division."""
     if rounding_mode is None:
         return _apply(np.true_divide, self, other, out, floating=True)
-    dt = result_type(self, other)
+    dt = _int_divisor_check(self, other)
     if rounding_mode == "floor":
         return _apply(np.floor_divide, self, other, out)
     if rounding_mode != "trunc":
@@ -93,11 +103,13 @@ def div(self, other, *, rounding_mode=None, out=None):
 
 
 def floor_divide(self, other, *, out=None):
+    _int_divisor_check(self, other)
     return _apply(np.floor_divide, self, other, out)
 
 
 def remainder(self, other, *, out=None):
     """``aten::remainder`` (Tensor, Scalar, Scalar_Tensor): the sign of the divisor, like Python."""
+    _int_divisor_check(self, other)
     return _apply(np.remainder, self, other, out)
 
 
@@ -108,6 +120,7 @@ def atan2(self, other, *, out=None):
 
 def fmod(self, other, *, out=None):
     """``aten::fmod`` (Tensor, Scalar): C's fmod, the sign of the dividend (numpy's ``fmod`` too)."""
+    _int_divisor_check(self, other)
     return _apply(np.fmod, self, other, out)
 
 
@@ -179,6 +192,10 @@ _FAST = {
 }
 
 
+def _nonzero_constant(a) -> bool:
+    return a.is_constant and isinstance(a.value, (int, float)) and a.value != 0
+
+
 def _out_type(node: NodeInfo):
     t = node.output_types[0] if node.output_types else None
     if not isinstance(t, TensorType) or t.dtype is None or t.shape is None or len(t.shape) == 0:
@@ -234,6 +251,9 @@ def _fast_binary(node: NodeInfo):
             ufunc = np.floor_divide
     if kind == "float" and not out_t.dtype.startswith("float"):
         return None
+    if (base in ("aten::floor_divide", "aten::remainder") or ufunc is np.floor_divide) \
+            and not out_t.dtype.startswith("float") and not _nonzero_constant(node.args[1]):
+        return None  # the generic kernel checks for an integer division by zero
     operands = node.args[:2]
     tensor_dtypes = {a.type.dtype for a in operands if isinstance(a.type, TensorType)}
     if None in tensor_dtypes or not tensor_dtypes or len(tensor_dtypes) > 1:
@@ -252,7 +272,8 @@ def _fast_binary(node: NodeInfo):
         if not out_t.dtype.startswith("float"):
             return None  # integer negative powers must raise, like torch
         e = node.args[1]
-        if e.is_constant and not isinstance(e.value, bool) and e.value in _POW_FAST:
+        if e.is_constant and isinstance(e.value, (int, float)) and not isinstance(e.value, bool) \
+                and e.value in _POW_FAST:  # a constant tensor exponent (an array) is no such case
             return Specialized(_POW_FAST[e.value], args=(0,))  # as torch's CPU kernel does
     # a constant Python scalar becomes a numpy scalar of the computation's dtype once, at load:
     # numpy then skips converting it on every call (same values: NEP 50 casts it to that dtype)

@@ -141,8 +141,12 @@ def _scaled_add(self, prod, beta, alpha, out):
 
 
 def addmm(self, mat1, mat2, *, beta=1, alpha=1, out=None):
-    """``aten::addmm``: ``beta * self + alpha * (mat1 @ mat2)``."""
+    """``aten::addmm``: ``beta * self + alpha * (mat1 @ mat2)``. With ``alpha == 0`` torch's GEMM never
+    reads the product (a NaN in ``mat1`` does not reach the result), unlike ``baddbmm``'s."""
     prod = np.matmul(mat1, mat2, out=out)
+    if alpha == 0:
+        prod[...] = 0
+        return _scaled_add(self, prod, beta, 1, prod)
     return _scaled_add(self, prod, beta, alpha, prod)
 
 

@@ -77,6 +77,11 @@ def size(self, dim=None):
     return self.shape[dim]
 
 
+def is_floating_point(self):
+    """``aten::is_floating_point``: a float16/32/64 tensor (as torch: complex is not)."""
+    return self.dtype.kind == "f"
+
+
 def dim(self):
     return self.ndim
 
@@ -235,3 +240,31 @@ def tensor_list_eq(a, b):
 
 def tensor_list_ne(a, b):
     return not tensor_list_eq(a, b)
+
+
+def if_then_else(cond, x, y):
+    """``prim::IfThenElse``: ``x if cond else y``."""
+    return x if cond else y
+
+
+def tolist(self, dim, elem_type):
+    """``prim::tolist(self, dim, elem_type)``: nested Python lists (elem_type 0 int, 1 float, 2 bool)."""
+    if self.ndim != dim:
+        raise KernelError(f"Output annotation list dimension and runtime tensor dimension must match for "
+                          f"tolist() (got {dim} and {self.ndim})")
+    want = {0: "iu", 1: "f", 2: "b"}.get(elem_type, "")
+    if self.dtype.kind not in want:
+        names = {0: "int", 1: "float", 2: "bool"}
+        raise KernelError(f"Output annotation element type and runtime tensor element type must match for "
+                          f"tolist(): {names.get(elem_type, elem_type)} vs {self.dtype}")
+    return self.tolist()
+
+
+def str_list(t):
+    """``aten::list(str t)``: the characters of a string."""
+    return list(t)
+
+
+def str_slice(string, start=None, end=None, step=1):
+    """``aten::slice.str``: ``string[start:end:step]``."""
+    return string[start:end:step]

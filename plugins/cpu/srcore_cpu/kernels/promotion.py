@@ -7,6 +7,7 @@ tensor makes float32 (torch's default dtype), not float64. Kernels call
 """
 from __future__ import annotations
 
+import ml_dtypes  # registers numpy's bfloat16 (torch's BFloat16) and its ufunc loops
 import numpy as np
 
 from srcore.errors import KernelError
@@ -16,6 +17,11 @@ DEFAULT_FLOAT = np.dtype(np.float32)
 INT64 = np.dtype(np.int64)
 BOOL = np.dtype(np.bool_)
 _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def _category(dtype: np.dtype) -> int:
+    return 2 if dtype == BFLOAT16 else _CATEGORY[dtype.kind]
 
 
 def dtype_of_code(code: int | None, default=None) -> np.dtype | None:
@@ -35,13 +41,16 @@ def code_of_dtype(dtype) -> int:
 
 def category(dtype: np.dtype) -> int:
     """0 bool, 1 integer, 2 floating, 3 complex."""
-    return _CATEGORY[dtype.kind]
+    return _category(dtype)
 
 
 def promote_types(a: np.dtype, b: np.dtype) -> np.dtype:
     """torch.promote_types: like numpy within a category, the higher category across them."""
-    ca, cb = _CATEGORY[a.kind], _CATEGORY[b.kind]
+    ca, cb = _category(a), _category(b)
     if ca == cb or (ca >= 2 and cb >= 2):
+        if BFLOAT16 in (a, b) and a != b:  # torch: bfloat16 with float16 is float32; with wider, the wider
+            other = b if a == BFLOAT16 else a
+            return np.dtype(np.float32) if other.itemsize <= 2 else other
         return np.promote_types(a, b)
     return a if ca > cb else b
 
@@ -65,7 +74,7 @@ def _combine(higher, lower):
         return lower
     if lower is None:
         return higher
-    hc, lc = _CATEGORY[higher.kind], _CATEGORY[lower.kind]
+    hc, lc = _category(higher), _category(lower)
     if hc == 3 or hc == 2 and lc < 3:
         return higher
     if lc == 3 and hc == 2:
@@ -99,7 +108,7 @@ def result_type(*operands) -> np.dtype:
 
 def float_type(dtype: np.dtype) -> np.dtype:
     """The dtype of a floating op (exp, sigmoid, true divide) on ``dtype``: ints and bool -> float32."""
-    return dtype if dtype.kind in "fc" else DEFAULT_FLOAT
+    return dtype if dtype.kind in "fc" or dtype == BFLOAT16 else DEFAULT_FLOAT
 
 
 def as_array(r, dtype=None) -> np.ndarray:

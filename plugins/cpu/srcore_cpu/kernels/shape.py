@@ -260,6 +260,8 @@ def unbind(self, dim=0):
 
 
 def _cat_inputs(tensors):
+    if not len(tensors):
+        raise KernelError("torch.cat(): expected a non-empty list of Tensors")
     # torch's legacy rule: 1-d empty tensors are skipped in cat
     keep = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)]
     return keep or list(tensors[:1])
@@ -276,6 +278,8 @@ def cat(tensors, dim=0, *, out=None):
 
 
 def stack(tensors, dim=0, *, out=None):
+    if not len(tensors):
+        raise KernelError("stack expects a non-empty TensorList")
     d = _wrap(dim, tensors[0].ndim + 1)
     if out is None:
         return np.stack(tensors, axis=d, dtype=result_type(*tensors))

@@ -1,0 +1,151 @@
+"""What every quantized kernel shares: output buffers, parameters, and torch's rounding.
+
+Kernels follow srcore's calling convention (docs/architecture.md): out variants write the stored
+integers into ``out`` (a plain array from the planned arena, or ``None``: allocate) and return them
+wrapped as a :class:`QuantizedArray` with the output's parameters.
+
+Rounding is torch's x86 (fbgemm) backend's, bit for bit: float32 arithmetic, ``nearbyint`` (half to
+even). torch's elementwise quantized kernels run two code paths over one tensor: a vectorized one
+over whole blocks of ``2 * lanes`` elements and a scalar one over the rest, which round differently
+(e.g. ``dequantize`` as ``fma(q, scale, -scale * zp)`` vs ``(q - zp) * scale``); :func:`split_tail`
+gives the boundary so that kernels reproduce both.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from srcore.plugin import QDTYPES, KernelError, QParams, QuantizedArray
+
+F32 = np.float32
+
+#: elements per vectorized step of torch's quantized TensorIterator loops: 2 x the AVX2 lanes
+VEC_BLOCK = {"quint8": 64, "qint8": 64, "qint32": 16}
+
+
+def qinfo(qdtype: str):
+    return QDTYPES[qdtype]
+
+
+def storage(qdtype: str) -> np.dtype:
+    return np.dtype(QDTYPES[qdtype].storage)
+
+
+def require_quantized(x, op: str, what: str = "input") -> QuantizedArray:
+    if not isinstance(x, QuantizedArray):
+        raise KernelError(f"{op}: the {what} is not a quantized tensor (a plain {getattr(x, 'dtype', type(x))} "
+                          f"array has no scale or zero point)")
+    return x
+
+
+def require_per_tensor(x: QuantizedArray, op: str, what: str = "input") -> QuantizedArray:
+    require_quantized(x, op, what)
+    if x.qparams.axis is not None:
+        raise KernelError(f"{op}: the {what} is quantized per channel (axis {x.qparams.axis}); this op takes "
+                          f"per-tensor quantized tensors")
+    return x
+
+
+def ints(x: np.ndarray) -> np.ndarray:
+    """The stored integers of a quantized array, as a plain array view."""
+    return x.view(np.ndarray)
+
+
+def buffer(out, shape, qdtype: str) -> np.ndarray:
+    """The plain array to write a quantized result into: ``out`` (planned) or a new one."""
+    if out is None:
+        return np.empty(shape, storage(qdtype))
+    out = out.view(np.ndarray) if isinstance(out, QuantizedArray) else out
+    if out.shape != tuple(shape) or out.dtype != storage(qdtype):
+        raise KernelError(f"output buffer {out.dtype}{list(out.shape)} does not fit a {qdtype}{list(shape)} result")
+    return out
+
+
+def wrap(arr: np.ndarray, qdtype: str, qparams: QParams) -> QuantizedArray:
+    return QuantizedArray.wrap(arr, qdtype, qparams)
+
+
+def output_qparams(qdtype: str, scale, zero_point, op: str) -> QParams:
+    """Checked output parameters from a node's arguments (constants are checked at load already)."""
+    from srcore.plugin import QuantizationError
+
+    try:
+        q = QParams(scale, zero_point)
+        info = QDTYPES[qdtype]
+        if not info.qmin <= q.zero_point <= info.qmax:
+            raise QuantizationError(f"zero point {q.zero_point} is outside the range of {qdtype} "
+                                    f"[{info.qmin}, {info.qmax}]")
+    except QuantizationError as exc:
+        raise KernelError(f"{op}: {exc}") from None
+    return q
+
+
+def split_tail(n: int, qdtype: str) -> int:
+    """How many leading elements torch's vectorized loop handles (the rest go through its scalar path)."""
+    block = VEC_BLOCK[qdtype]
+    return (n // block) * block
+
+
+# -- torch's dequantize / quantize, both code paths ---------------------------------------------------
+def dequant_vec(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    """Vectorized path: ``fma(float(q), scale, scale * -zp)`` in float32 (one rounding: done in float64)."""
+    s = F32(scale)
+    premul = F32(s * F32(-zero_point))
+    return (q.astype(np.float64) * np.float64(s) + np.float64(premul)).astype(F32)
+
+
+def dequant_scalar(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    """Scalar path: ``float(scale) * (q - zp)``."""
+    return (q.astype(np.int64) - zero_point).astype(F32) * F32(scale)
+
+
+def quant_vec(x: np.ndarray, scale: float, zero_point: int, qdtype: str, out: np.ndarray | None = None) -> np.ndarray:
+    """Vectorized path: ``nearbyint(x * (1 / scale)) + zp``, clamped."""
+    info = QDTYPES[qdtype]
+    inv = F32(1.0) / F32(scale)
+    r = np.rint(x.astype(F32, copy=False) * inv).astype(np.float64)
+    r += zero_point
+    return _clamp_into(r, info, out)
+
+
+def quant_scalar(x: np.ndarray, scale: float, zero_point: int, qdtype: str, out: np.ndarray | None = None) -> np.ndarray:
+    """Scalar path (``at::native::quantize_val``): ``nearbyint(zp + x * (1 / scale))`` in float32
+    (the sum rounded to float32 before a tie is rounded to even), clamped."""
+    info = QDTYPES[qdtype]
+    inv = F32(1.0) / F32(scale)
+    r = np.rint(F32(zero_point) + x.astype(F32, copy=False) * inv).astype(np.float64)
+    return _clamp_into(r, info, out)
+
+
+def quant_tensor(x: np.ndarray, scale: float, zero_point: int, qdtype: str, out: np.ndarray | None = None) -> np.ndarray:
+    """``quantize_per_tensor`` (fbgemm's ``Quantize``): 8-bit dtypes as ``nearbyint(fma(x, 1 / scale, zp))``
+    in float32 (one rounding of the exact ``x * inv + zp``; done in float64, where the product of two
+    float32 values is exact); qint32 as ``quantize_val`` (:func:`quant_scalar`)."""
+    if qdtype == "qint32":
+        return quant_scalar(x, scale, zero_point, qdtype, out)
+    info = QDTYPES[qdtype]
+    inv = np.float64(F32(1.0) / F32(scale))
+    r = x.astype(np.float64) * inv
+    r += zero_point
+    r = np.rint(r.astype(F32)).astype(np.float64)
+    return _clamp_into(r, info, out)
+
+
+def _clamp_into(r: np.ndarray, info, out) -> np.ndarray:
+    np.clip(r, info.qmin, info.qmax, out=r)
+    if out is None:
+        return r.astype(info.storage)
+    out[...] = r
+    return out
+
+
+def elementwise(fn_vec, fn_scalar, n: int, qdtype: str, *arrays):
+    """Apply torch's two code paths over flat arrays: ``fn_vec`` on the vectorized blocks, ``fn_scalar``
+    on the tail; returns float64/float32 results concatenated (same as fn's)."""
+    k = split_tail(n, qdtype)
+    if k == n:
+        return fn_vec(*arrays)
+    if k == 0:
+        return fn_scalar(*arrays)
+    head = fn_vec(*(a[:k] for a in arrays))
+    tail = fn_scalar(*(a[k:] for a in arrays))
+    return np.concatenate([head, tail])

@@ -1,0 +1,160 @@
+"""Activations on quantized tensors: relu/relu6/hardtanh/clamp on the stored integers; leaky_relu,
+hardswish, sigmoid, hardsigmoid and tanh through dequantize -> f -> quantize with torch's rounding."""
+from __future__ import annotations
+
+import numpy as np
+
+from srcore.plugin import QDTYPES, QParams
+
+from ._common import (F32, buffer, dequant_scalar, dequant_vec, ints, output_qparams, quant_scalar, quant_vec,
+                      require_per_tensor, split_tail, wrap)
+
+
+def relu_out(self, *, out=None):
+    """``max(q, zero_point)``; the output keeps the input's parameters."""
+    x = require_per_tensor(self, "aten::relu")
+    res = buffer(out, x.shape, x.qdtype)
+    np.maximum(ints(x), x.qparams.zero_point, out=res)
+    return wrap(res, x.qdtype, x.qparams)
+
+
+def relu_(self):
+    x = require_per_tensor(self, "aten::relu_")
+    np.maximum(ints(x), x.qparams.zero_point, out=ints(x))
+    return x
+
+
+def _quantize_val(value: float, q: QParams, qdtype: str) -> int:
+    return int(quant_scalar(np.asarray([value], F32), q.scale, q.zero_point, qdtype)[0])
+
+
+def _clamp(x, lo, hi, out, op):
+    require_per_tensor(x, op)
+    q, qdtype = x.qparams, x.qdtype
+    info = QDTYPES[qdtype]
+    qlo = info.qmin if lo is None else _quantize_val(lo, q, qdtype)
+    qhi = info.qmax if hi is None else _quantize_val(hi, q, qdtype)
+    res = buffer(out, x.shape, qdtype)
+    np.clip(ints(x), qlo, qhi, out=res)
+    if lo is not None and hi is not None and qlo > qhi:
+        res[...] = qhi
+    return wrap(res, qdtype, q)
+
+
+def relu6_out(self, *, out=None):
+    """``clamp(q, zero_point, quantize(6))``."""
+    return _clamp(self, 0.0, 6.0, out, "aten::relu6")
+
+
+def quantized_relu6(qx, inplace=False):
+    res = relu6_out(qx)
+    if inplace:
+        ints(qx)[...] = ints(res)
+        return qx
+    return res
+
+
+def hardtanh_out(self, min_val=-1.0, max_val=1.0, *, out=None):
+    return _clamp(self, float(min_val), float(max_val), out, "aten::hardtanh")
+
+
+def clamp_out(self, min=None, max=None, *, out=None):
+    lo = None if min is None else float(np.asarray(min).reshape(-1)[0])
+    hi = None if max is None else float(np.asarray(max).reshape(-1)[0])
+    return _clamp(self, lo, hi, out, "aten::clamp")
+
+
+# -- dequantize -> f -> quantize -----------------------------------------------------------------------
+def _through_float(x, f, q_out: QParams, out, op: str):
+    """Apply float32 ``f`` with torch's vectorized path (fma dequantize) on whole blocks and its scalar
+    path on the tail. 8-bit inputs go through a 256-entry table per path."""
+    require_per_tensor(x, op)
+    qdtype, q_in = x.qdtype, x.qparams
+    flat = ints(x).reshape(-1)
+    res = buffer(out, x.shape, qdtype)
+    dst = res.reshape(-1)
+    k = split_tail(flat.size, qdtype)
+    info = QDTYPES[qdtype]
+    if info.qmax - info.qmin < 256:
+        levels = np.arange(info.qmin, info.qmax + 1)
+        idx = flat.astype(np.int64) - info.qmin
+        if k:
+            table = quant_vec(f(dequant_vec(levels, q_in.scale, q_in.zero_point)), q_out.scale, q_out.zero_point, qdtype)
+            dst[:k] = table[idx[:k]]
+        if k < flat.size:
+            table = quant_scalar(f(dequant_scalar(levels, q_in.scale, q_in.zero_point)), q_out.scale,
+                                 q_out.zero_point, qdtype)
+            dst[k:] = table[idx[k:]]
+    else:
+        if k:
+            quant_vec(f(dequant_vec(flat[:k], q_in.scale, q_in.zero_point)), q_out.scale, q_out.zero_point, qdtype,
+                      out=dst[:k])
+        if k < flat.size:
+            quant_scalar(f(dequant_scalar(flat[k:], q_in.scale, q_in.zero_point)), q_out.scale, q_out.zero_point,
+                         qdtype, out=dst[k:])
+    return wrap(res, qdtype, q_out)
+
+
+def _leaky(slope):
+    s = F32(slope)
+    return lambda v: np.where(v > 0, v, v * s).astype(F32)
+
+
+def leaky_relu_out(self, negative_slope=0.01, *, out=None):
+    """aten::leaky_relu of a quantized tensor: the output keeps the input's parameters."""
+    return _through_float(self, _leaky(float(negative_slope)), self.qparams, out, "aten::leaky_relu")
+
+
+def quantized_leaky_relu(qx, negative_slope, inplace, output_scale, output_zero_point):
+    q = output_qparams(qx.qdtype, output_scale, output_zero_point, "quantized::leaky_relu")
+    res = _through_float(qx, _leaky(float(negative_slope)), q, None, "quantized::leaky_relu")
+    if inplace and q == qx.qparams:
+        ints(qx)[...] = ints(res)
+        return qx
+    return res
+
+
+def _hardswish(v):
+    three, six = F32(3.0), F32(6.0)
+    return (v * np.minimum(np.maximum(v + three, F32(0.0)), six) / six).astype(F32)
+
+
+def hardswish_out(input, output_scale, output_zero_point, *, out=None):
+    """``x * min(max(x + 3, 0), 6) / 6`` in float32."""
+    q = output_qparams(input.qdtype, output_scale, output_zero_point, "quantized::hardswish")
+    return _through_float(input, _hardswish, q, out, "quantized::hardswish")
+
+
+def _sigmoid(v):
+    with np.errstate(over="ignore"):  # exp(-x) = inf for very negative x: sigmoid is 0, as in torch
+        return (F32(1.0) / (F32(1.0) + np.exp(-v))).astype(F32)
+
+
+def _hardsigmoid(v):
+    return (np.minimum(np.maximum(v + F32(3.0), F32(0.0)), F32(6.0)) / F32(6.0)).astype(F32)
+
+
+#: torch's fixed output parameters of sigmoid-like ops on quantized tensors
+FIXED = {"sigmoid": {"quint8": QParams(1.0 / 256, 0), "qint8": QParams(1.0 / 256, -128)},
+         "tanh": {"quint8": QParams(2.0 / 256, 128), "qint8": QParams(2.0 / 256, 0)}}
+
+
+def sigmoid_out(self, *, out=None):
+    """aten::sigmoid of a quantized tensor: output scale 1/256, zero point 0 (quint8) or -128 (qint8)."""
+    require_per_tensor(self, "aten::sigmoid")
+    return _through_float(self, _sigmoid, FIXED["sigmoid"][self.qdtype], out, "aten::sigmoid")
+
+
+def hardsigmoid_out(self, *, out=None):
+    require_per_tensor(self, "aten::hardsigmoid")
+    return _through_float(self, _hardsigmoid, FIXED["sigmoid"][self.qdtype], out, "aten::hardsigmoid")
+
+
+def tanh_out(self, *, out=None):
+    require_per_tensor(self, "aten::tanh")
+    return _through_float(self, lambda v: np.tanh(v).astype(F32), FIXED["tanh"][self.qdtype], out, "aten::tanh")
+
+
+def quantized_sigmoid_out(qx, output_scale, output_zero_point, *, out=None):
+    q = output_qparams(qx.qdtype, output_scale, output_zero_point, "quantized::sigmoid")
+    return _through_float(qx, _sigmoid, q, out, "quantized::sigmoid")

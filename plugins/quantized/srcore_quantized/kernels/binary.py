@@ -1,0 +1,195 @@
+"""quantized:: add, mul (tensor and scalar, +relu) and cat, as torch's x86 kernels compute them."""
+from __future__ import annotations
+
+import numpy as np
+
+from srcore.plugin import QDTYPES, KernelError, add_scalar_qparams, mul_scalar_qparams
+
+from ._common import (F32, buffer, dequant_scalar, dequant_vec, ints, output_qparams, quant_scalar, quant_tensor, quant_vec,
+                      require_per_tensor, split_tail, wrap)
+
+
+def _pair(qa, qb, op: str):
+    require_per_tensor(qa, op, "first input")
+    require_per_tensor(qb, op, "second input")
+    if qa.qdtype != qb.qdtype:
+        raise KernelError(f"{op}: operands must have the same dtype, got {qa.qdtype} and {qb.qdtype}")
+    a, b = ints(qa), ints(qb)
+    if a.shape != b.shape:
+        try:
+            b = np.broadcast_to(b, a.shape)
+        except ValueError:
+            raise KernelError(f"{op}: shapes {list(a.shape)} and {list(b.shape)} do not broadcast to the first") from None
+    return a.reshape(-1), np.ascontiguousarray(b).reshape(-1)
+
+
+def _add(qa, qb, scale, zero_point, relu: bool, out, op: str):
+    a, b = _pair(qa, qb, op)
+    qdtype = qa.qdtype
+    q = output_qparams(qdtype, scale, zero_point, op)
+    (sa, za), (sb, zb) = (qa.qparams.scale, qa.qparams.zero_point), (qb.qparams.scale, qb.qparams.zero_point)
+    res = buffer(out, qa.shape, qdtype)
+    flat = res.reshape(-1)
+    k = split_tail(a.size, qdtype)
+    if k:  # vectorized path: fma dequantize, round then add the zero point
+        c = dequant_vec(a[:k], sa, za) + dequant_vec(b[:k], sb, zb)
+        if relu:
+            np.maximum(c, F32(0), out=c)
+        quant_vec(c, q.scale, q.zero_point, qdtype, out=flat[:k])
+    if k < a.size:  # scalar path: (q - zp) * scale, zero point added before rounding
+        c = dequant_scalar(a[k:], sa, za) + dequant_scalar(b[k:], sb, zb)
+        if relu:
+            np.maximum(c, F32(0), out=c)
+        quant_scalar(c, q.scale, q.zero_point, qdtype, out=flat[k:])
+    return wrap(res, qdtype, q)
+
+
+def add_out(qa, qb, scale, zero_point, *, out=None):
+    """``quantize(dequantize(qa) + dequantize(qb))`` with torch's two rounding paths."""
+    return _add(qa, qb, scale, zero_point, False, out, "quantized::add")
+
+
+def add_relu_out(qa, qb, scale, zero_point, *, out=None):
+    return _add(qa, qb, scale, zero_point, True, out, "quantized::add_relu")
+
+
+def requantize_vec(c: np.ndarray, multiplier, zero_point: int) -> np.ndarray:
+    """Vectorized ``requantize_from_int``: ``nearbyint(float(c) * multiplier) + zp`` in float32."""
+    return np.rint(c.astype(F32) * F32(multiplier)).astype(np.float64) + zero_point
+
+
+def requantize_scalar(c: np.ndarray, multiplier, zero_point: int) -> np.ndarray:
+    """Scalar ``requantize_from_int``: ``zp + lrintf(float(c * (double)multiplier))``."""
+    return np.rint((c.astype(np.float64) * np.float64(F32(multiplier))).astype(F32)).astype(np.float64) + zero_point
+
+
+def _requantize_into(c: np.ndarray, multiplier, zero_point: int, qdtype: str, relu: bool, flat: np.ndarray) -> None:
+    info = QDTYPES[qdtype]
+    k = split_tail(c.size, qdtype)
+    r = np.empty(c.size, np.float64)
+    if k:
+        r[:k] = requantize_vec(c[:k], multiplier, zero_point)
+    if k < c.size:
+        r[k:] = requantize_scalar(c[k:], multiplier, zero_point)
+    np.clip(r, zero_point if relu else info.qmin, info.qmax, out=r)
+    flat[...] = r
+
+
+def _mul(qa, qb, scale, zero_point, relu: bool, out, op: str):
+    a, b = _pair(qa, qb, op)
+    qdtype = qa.qdtype
+    q = output_qparams(qdtype, scale, zero_point, op)
+    multiplier = F32(qa.qparams.scale) * F32(qb.qparams.scale) * (F32(1.0) / F32(q.scale))
+    c = (a.astype(np.int64) - qa.qparams.zero_point) * (b.astype(np.int64) - qb.qparams.zero_point)
+    res = buffer(out, qa.shape, qdtype)
+    _requantize_into(c, multiplier, q.zero_point, qdtype, relu, res.reshape(-1))
+    return wrap(res, qdtype, q)
+
+
+def mul_out(qa, qb, scale, zero_point, *, out=None):
+    """``requantize((qa - za) * (qb - zb), sa * sb / scale)``: integer products, one rounding."""
+    return _mul(qa, qb, scale, zero_point, False, out, "quantized::mul")
+
+
+def mul_relu_out(qa, qb, scale, zero_point, *, out=None):
+    return _mul(qa, qb, scale, zero_point, True, out, "quantized::mul_relu")
+
+
+def _scalar(b) -> float:
+    return float(np.asarray(b).reshape(-1)[0]) if isinstance(b, np.ndarray) else float(b)
+
+
+def _add_scalar(qa, b, relu: bool, out, op: str):
+    require_per_tensor(qa, op)
+    qdtype = qa.qdtype
+    c = _scalar(b)
+    q = add_scalar_qparams(qdtype, qa.qparams, c)
+    x = ints(qa).reshape(-1)
+    res = buffer(out, qa.shape, qdtype)
+    flat = res.reshape(-1)
+    s, z = qa.qparams.scale, qa.qparams.zero_point
+    c_q = int(np.rint(c / s))
+    if q.scale == s and q.zero_point == z - c_q:  # the zero point moved: the stored values stay
+        np.maximum(x, q.zero_point, out=flat) if relu else np.copyto(flat, x)
+    else:  # past the range's end: requantized to the grown scale
+        multiplier = F32(s) * (F32(1.0) / F32(q.scale))
+        _requantize_into(x.astype(np.int64) - z + c_q, multiplier, q.zero_point, qdtype, relu, flat)
+    return wrap(res, qdtype, q)
+
+
+def _mul_scalar(qa, b, relu: bool, out, op: str):
+    require_per_tensor(qa, op)
+    qdtype, info = qa.qdtype, QDTYPES[qa.qdtype]
+    c = _scalar(b)
+    q = mul_scalar_qparams(qdtype, qa.qparams, c)
+    x = ints(qa)
+    res = buffer(out, qa.shape, qdtype)
+    if c > 0:
+        np.maximum(x, qa.qparams.zero_point, out=res) if relu else np.copyto(res, x)
+    elif c == 0:
+        res[...] = 0
+    else:  # mirrored: q' = qmax - (q - qmin)
+        mirrored = (info.qmax + info.qmin) - x.astype(np.int64)
+        if relu:
+            np.maximum(mirrored, q.zero_point, out=mirrored)
+        res[...] = mirrored
+    return wrap(res, qdtype, q)
+
+
+def add_scalar_out(qa, b, *, out=None):
+    """``qa + b`` by torch's rule: the zero point moves by ``round(b / scale)``; past the range's end
+    the scale grows and the values are requantized."""
+    return _add_scalar(qa, b, False, out, "quantized::add_scalar")
+
+
+def add_scalar_relu_out(qa, b, *, out=None):
+    return _add_scalar(qa, b, True, out, "quantized::add_scalar_relu")
+
+
+def mul_scalar_out(qa, b, *, out=None):
+    """``qa * b`` by torch's rule: the scale times ``|b|`` (b < 0 mirrors the values, b = 0 zeroes them)."""
+    return _mul_scalar(qa, b, False, out, "quantized::mul_scalar")
+
+
+def mul_scalar_relu_out(qa, b, *, out=None):
+    return _mul_scalar(qa, b, True, out, "quantized::mul_scalar_relu")
+
+
+# -- cat ----------------------------------------------------------------------------------------------
+def _cat(qx, dim, scale, zero_point, relu: bool, out, op: str):
+    if not qx:
+        raise KernelError(f"{op}: expects a non-empty list of tensors")
+    for i, t in enumerate(qx):
+        require_per_tensor(t, op, f"input {i}")
+    qdtype = qx[0].qdtype
+    if any(t.qdtype != qdtype for t in qx):
+        raise KernelError(f"{op}: all inputs must have the same dtype, got {', '.join(t.qdtype for t in qx)}")
+    if scale is None:
+        q = qx[0].qparams
+    else:
+        q = output_qparams(qdtype, scale, zero_point, op)
+    shape = np.concatenate([np.empty(t.shape, np.bool_) for t in qx], axis=dim).shape
+    res = buffer(out, shape, qdtype)
+    if all(t.qparams == q for t in qx) and not relu:
+        np.concatenate([ints(t) for t in qx], axis=dim, out=res)
+    else:  # torch dequantizes every input, concatenates, and quantizes the result
+        real = np.concatenate([dequant_scalar(ints(t), t.qparams.scale, t.qparams.zero_point) for t in qx], axis=dim)
+        quant_tensor(real, q.scale, q.zero_point, qdtype, out=res)
+        if relu:
+            np.maximum(res, q.zero_point, out=res)
+    return wrap(res, qdtype, q)
+
+
+def cat_out(qx, dim, scale=None, zero_point=None, *, out=None):
+    """The inputs requantized to (scale, zero_point) (the first input's when None), concatenated."""
+    return _cat(list(qx), dim, scale, zero_point, False, out, "quantized::cat")
+
+
+def cat_relu_out(qx, dim, scale=None, zero_point=None, *, out=None):
+    return _cat(list(qx), dim, scale, zero_point, True, out, "quantized::cat_relu")
+
+
+def aten_cat_out(tensors, dim=0, *, out=None):
+    """``aten::cat`` of quantized tensors: torch requantizes to the first input's parameters."""
+    return _cat(list(tensors), dim, None, None, False, out, "aten::cat")
+

@@ -1,0 +1,72 @@
+"""quantized::qlinear (+relu) and the dynamic qlinear: fbgemm's int32 accumulation and requantization."""
+from __future__ import annotations
+
+import numpy as np
+
+from srcore.plugin import KernelError
+
+from ._common import buffer, ints, output_qparams, require_per_tensor, require_quantized, wrap
+from ._common import quant_tensor
+from .convert import choose_qparams
+from .gemm import dequantize_acc, requantize, shifted, weight_params
+
+
+def _check(x_shape, w, op):
+    if w.ndim != 2:
+        raise KernelError(f"{op}: the weight must be 2-D, got shape {list(w.shape)}")
+    if x_shape[-1] != w.shape[1]:
+        raise KernelError(f"{op}: input features {x_shape[-1]} do not match the weight {list(w.shape)}")
+
+
+def _acc(xq: np.ndarray, x_zp: int, w) -> np.ndarray:
+    _, w_zp = weight_params(w)
+    a = shifted(xq.reshape(-1, xq.shape[-1]), x_zp)
+    b = shifted(ints(w), w_zp[:, None])
+    return a @ b.T
+
+
+def _qlinear(X, W, B, Y_scale_i, Y_zero_point_i, relu, out, op):
+    require_per_tensor(X, op)
+    require_quantized(W, op, "weight")
+    _check(X.shape, W, op)
+    q = output_qparams(X.qdtype, Y_scale_i, Y_zero_point_i, op)
+    acc = _acc(ints(X), X.qparams.zero_point, W)
+    w_scales, _ = weight_params(W)
+    shape = X.shape[:-1] + (W.shape[0],)
+    res = buffer(out, shape, X.qdtype)
+    requantize(acc, X.qparams.scale, w_scales, B, q.scale, q.zero_point, X.qdtype, relu, res.reshape(acc.shape))
+    return wrap(res, X.qdtype, q)
+
+
+def qlinear_out(X, W, B, Y_scale_i, Y_zero_point_i, *, out=None):
+    """``quantized::linear`` with its packed weight unpacked: int32 accumulation, fbgemm requantization."""
+    return _qlinear(X, W, B, Y_scale_i, Y_zero_point_i, False, out, "quantized::qlinear")
+
+
+def qlinear_relu_out(X, W, B, Y_scale_i, Y_zero_point_i, *, out=None):
+    return _qlinear(X, W, B, Y_scale_i, Y_zero_point_i, True, out, "quantized::qlinear_relu")
+
+
+def _dynamic(X, W, B, reduce_range, relu, out, op):
+    require_quantized(W, op, "weight")
+    x = np.asarray(X, np.float32)
+    _check(x.shape, W, op)
+    lo, hi = (float(x.min()), float(x.max())) if x.size else (0.0, 0.0)
+    scale, zp = choose_qparams(lo, hi, 0, 255, bool(reduce_range))
+    xq = quant_tensor(x, scale, zp, "quint8")
+    acc = _acc(xq, zp, W)
+    w_scales, _ = weight_params(W)
+    res = dequantize_acc(acc, scale, w_scales, B, relu).reshape(x.shape[:-1] + (W.shape[0],))
+    if out is None:
+        return res
+    out[...] = res
+    return out
+
+
+def qlinear_dynamic_out(X, W, B, reduce_range=False, *, out=None):
+    """``quantized::linear_dynamic``: X quantized per call (quint8, from its min and max), float result."""
+    return _dynamic(X, W, B, reduce_range, False, out, "quantized::qlinear_dynamic")
+
+
+def qlinear_relu_dynamic_out(X, W, B, reduce_range=False, *, out=None):
+    return _dynamic(X, W, B, reduce_range, True, out, "quantized::qlinear_relu_dynamic")

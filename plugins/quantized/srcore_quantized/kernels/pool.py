@@ -1,0 +1,150 @@
+"""Pools and means of quantized tensors, on the stored integers (the output keeps the input's
+parameters): max_pool2d, avg_pool2d, adaptive_avg_pool2d, mean over the spatial dims."""
+from __future__ import annotations
+
+import numpy as np
+
+from srcore.plugin import QDTYPES, KernelError
+
+from ._common import F32, buffer, dequant_scalar, ints, quant_tensor, require_per_tensor, wrap
+
+
+def _pair(v, default=None):
+    if v is None or (isinstance(v, (list, tuple)) and len(v) == 0):
+        return default
+    v = list(v) if isinstance(v, (list, tuple)) else [v]
+    return (int(v[0]), int(v[-1]))
+
+
+def _out_size(n, k, s, p, d, ceil_mode):
+    num = n + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)
+    out = num // s + 1
+    if ceil_mode and (out - 1) * s >= n + p:
+        out -= 1
+    return out
+
+
+def _as_4d(x: np.ndarray):
+    if x.ndim == 3:
+        return x[None], True
+    if x.ndim != 4:
+        raise KernelError(f"expects a 3-D or 4-D input, got shape {list(x.shape)}")
+    return x, False
+
+
+def max_pool2d_out(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, *, out=None):
+    """The largest stored integer of each window (order-preserving: the real maximum)."""
+    xq = require_per_tensor(self, "aten::max_pool2d")
+    info = QDTYPES[xq.qdtype]
+    x, squeeze = _as_4d(ints(xq))
+    kh, kw = _pair(kernel_size)
+    sh, sw = _pair(stride, (kh, kw))
+    ph, pw = _pair(padding, (0, 0))
+    dh, dw = _pair(dilation, (1, 1))
+    H, W = x.shape[2:]
+    oh, ow = _out_size(H, kh, sh, ph, dh, ceil_mode), _out_size(W, kw, sw, pw, dw, ceil_mode)
+    if oh <= 0 or ow <= 0:
+        raise KernelError(f"aten::max_pool2d: output size {oh}x{ow} is too small for input {list(x.shape)}")
+    # pad with the lowest value so that padding never wins, far enough for ceil_mode's last window
+    need_h = (oh - 1) * sh + dh * (kh - 1) + 1 - H - ph
+    need_w = (ow - 1) * sw + dw * (kw - 1) + 1 - W - pw
+    xp = np.pad(x, [(0, 0), (0, 0), (ph, max(need_h, 0)), (pw, max(need_w, 0))], constant_values=info.qmin)
+    st = xp.strides
+    win = np.lib.stride_tricks.as_strided(xp, (*x.shape[:2], oh, ow, kh, kw),
+                                          (st[0], st[1], st[2] * sh, st[3] * sw, st[2] * dh, st[3] * dw),
+                                          writeable=False)
+    shape = (x.shape[0], x.shape[1], oh, ow)
+    res = buffer(out, shape[1:] if squeeze else shape, xq.qdtype)
+    np.max(win, axis=(4, 5), out=res[None] if squeeze else res)
+    return wrap(res, xq.qdtype, xq.qparams)
+
+
+def avg_pool2d_out(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+                   divisor_override=None, *, out=None):
+    """torch's quantized average: ``nearbyint((sum(q) - n * zp) * (s_in / s_out / divisor) + zp)`` in
+    float32 per window (s_in = s_out: the output keeps the input's parameters)."""
+    xq = require_per_tensor(self, "aten::avg_pool2d")
+    info, q = QDTYPES[xq.qdtype], xq.qparams
+    x, squeeze = _as_4d(ints(xq))
+    kh, kw = _pair(kernel_size)
+    sh, sw = _pair(stride, (kh, kw))
+    ph, pw = _pair(padding, (0, 0))
+    if divisor_override == 0:
+        raise KernelError("aten::avg_pool2d: divisor must be not zero")
+    H, W = x.shape[2:]
+    oh, ow = _out_size(H, kh, sh, ph, 1, ceil_mode), _out_size(W, kw, sw, pw, 1, ceil_mode)
+    hs = np.arange(oh) * sh - ph
+    ws = np.arange(ow) * sw - pw
+    he, we = np.minimum(hs + kh, H + ph), np.minimum(ws + kw, W + pw)
+    pool = (he - hs)[:, None] * (we - ws)[None, :]
+    hs0, ws0, he0, we0 = np.maximum(hs, 0), np.maximum(ws, 0), np.minimum(he, H), np.minimum(we, W)
+    size = (he0 - hs0)[:, None] * (we0 - ws0)[None, :]
+    # window sums from an integral image (exact in int64)
+    ii = np.zeros((*x.shape[:2], H + 1, W + 1), np.int64)
+    ii[:, :, 1:, 1:] = x.astype(np.int64).cumsum(2).cumsum(3)
+    s = (ii[:, :, he0[:, None], we0[None, :]] - ii[:, :, hs0[:, None], we0[None, :]]
+         - ii[:, :, he0[:, None], ws0[None, :]] + ii[:, :, hs0[:, None], ws0[None, :]])
+    divide = np.full_like(size, divisor_override) if divisor_override is not None else (pool if count_include_pad else size)
+    mult = (np.float64(q.scale) / np.float64(q.scale) / divide).astype(F32)
+    val = (s - size * q.zero_point).astype(F32) * mult + F32(q.zero_point)
+    r = np.clip(np.rint(val), info.qmin, info.qmax)
+    shape = (x.shape[0], x.shape[1], oh, ow)
+    res = buffer(out, shape[1:] if squeeze else shape, xq.qdtype)
+    (res[None] if squeeze else res)[...] = r
+    return wrap(res, xq.qdtype, q)
+
+
+def _window_bounds(out_len: int, in_len: int) -> tuple[np.ndarray, np.ndarray]:
+    """torch's adaptive windows: ``floor(i * in / out)`` to ``ceil((i + 1) * in / out)``, in float32."""
+    i = np.arange(out_len)
+    start = np.floor((i * in_len).astype(F32) / F32(out_len)).astype(np.int64)
+    end = np.ceil(((i + 1) * in_len).astype(F32) / F32(out_len)).astype(np.int64)
+    return start, end
+
+
+def adaptive_avg_pool2d_out(self, output_size, *, out=None):
+    """torch's quantized adaptive average pool (NCHW): ``nearbyint(sum(q) * ((1 / kH) / kW))`` per
+    window, in float32; the output keeps the input's parameters."""
+    xq = require_per_tensor(self, "aten::adaptive_avg_pool2d")
+    info, q = QDTYPES[xq.qdtype], xq.qparams
+    x, squeeze = _as_4d(ints(xq))
+    H, W = x.shape[2:]
+    size = list(output_size) if isinstance(output_size, (list, tuple)) else [output_size] * 2
+    oh, ow = [(H, W)[i] if v is None else int(v) for i, v in enumerate(size * (2 // len(size)))]
+    hs, he = _window_bounds(oh, H)
+    ws, we = _window_bounds(ow, W)
+    ii = np.zeros((*x.shape[:2], H + 1, W + 1), np.int64)
+    ii[:, :, 1:, 1:] = x.astype(np.int64).cumsum(2).cumsum(3)
+    s = (ii[:, :, he[:, None], we[None, :]] - ii[:, :, hs[:, None], we[None, :]]
+         - ii[:, :, he[:, None], ws[None, :]] + ii[:, :, hs[:, None], ws[None, :]])
+    recip = (F32(1.0) / (he - hs).astype(F32))[:, None] / (we - ws).astype(F32)[None, :]
+    r = np.rint(s.astype(F32) * recip)
+    np.clip(r, info.qmin, info.qmax, out=r)
+    shape = (x.shape[0], x.shape[1], oh, ow)
+    res = buffer(out, shape[1:] if squeeze else shape, xq.qdtype)
+    (res[None] if squeeze else res)[...] = r
+    return wrap(res, xq.qdtype, q)
+
+
+def mean_out(self, dim=None, keepdim=False, *, dtype=None, out=None):
+    """aten::mean of a quantized tensor, to the input's parameters. Over the innermost dims (the
+    spatial mean of NCHW) as torch's fast kernel: ``nearbyint(float(sum(q)) / n)`` on the stored
+    integers. Over other dims as torch's general path: the float mean of the dequantized values,
+    quantized (the float sum's order may differ from torch's: within one step at exact ties)."""
+    xq = require_per_tensor(self, "aten::mean")
+    q, info = xq.qparams, QDTYPES[xq.qdtype]
+    dims = list(range(xq.ndim)) if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0) else sorted(
+        d % xq.ndim for d in (dim if isinstance(dim, (list, tuple)) else [dim]))
+    axis = tuple(dims)
+    if dims == list(range(xq.ndim - len(dims), xq.ndim)):
+        n = int(np.prod([xq.shape[d] for d in dims])) if dims else 1
+        total = ints(xq).astype(np.int64).sum(axis=axis, keepdims=bool(keepdim))
+        r = np.clip(np.rint(total.astype(F32) / F32(n)), info.qmin, info.qmax)
+        res = buffer(out, np.shape(r), xq.qdtype)
+        res[...] = r
+        return wrap(res, xq.qdtype, q)
+    real = dequant_scalar(ints(xq), q.scale, q.zero_point)
+    m = np.mean(real, axis=axis, keepdims=bool(keepdim), dtype=F32)
+    res = buffer(out, np.shape(m), xq.qdtype)
+    quant_tensor(np.asarray(m, F32), q.scale, q.zero_point, xq.qdtype, out=res)
+    return wrap(res, xq.qdtype, q)

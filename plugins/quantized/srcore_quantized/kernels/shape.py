@@ -1,0 +1,123 @@
+"""Views and data movement of quantized tensors: the stored integers move, the parameters stay.
+
+Per-tensor parameters survive any rearrangement; a per-channel tensor is refused (its axis would
+have to follow the view), which torch's quantized activations never are.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from srcore.plugin import KernelError
+
+from ._common import buffer, ints, require_per_tensor, wrap
+from ._common import F32
+
+
+def _same(x, arr):
+    return wrap(arr, x.qdtype, x.qparams)
+
+
+def flatten(self, start_dim=0, end_dim=-1):
+    x = require_per_tensor(self, "aten::flatten")
+    a = ints(x)
+    if a.ndim == 0:
+        return _same(x, a.reshape(1))
+    s, e = start_dim % a.ndim, end_dim % a.ndim
+    shape = a.shape[:s] + (int(np.prod(a.shape[s:e + 1])),) + a.shape[e + 1:]
+    return _same(x, a.reshape(shape))
+
+
+def reshape(self, shape):
+    x = require_per_tensor(self, "aten::reshape")
+    return _same(x, ints(x).reshape(tuple(shape)))
+
+
+def permute(self, dims):
+    x = require_per_tensor(self, "aten::permute")
+    return _same(x, ints(x).transpose(tuple(dims)))
+
+
+def transpose(self, dim0, dim1):
+    x = require_per_tensor(self, "aten::transpose")
+    return _same(x, np.swapaxes(ints(x), dim0, dim1))
+
+
+def contiguous(self, memory_format=0):
+    x = require_per_tensor(self, "aten::contiguous")
+    return _same(x, np.ascontiguousarray(ints(x)))
+
+
+def clone_out(self, *, memory_format=None, out=None):
+    x = require_per_tensor(self, "aten::clone")
+    res = buffer(out, x.shape, x.qdtype)
+    res[...] = ints(x)
+    return _same(x, res)
+
+
+def squeeze(self, dim=None):
+    x = require_per_tensor(self, "aten::squeeze")
+    a = ints(x)
+    if dim is None:
+        return _same(x, a.squeeze())
+    dims = [d % max(a.ndim, 1) for d in (dim if isinstance(dim, (list, tuple)) else [dim])]
+    return _same(x, a.squeeze(tuple(d for d in dims if a.ndim and a.shape[d] == 1)))
+
+
+def unsqueeze(self, dim):
+    x = require_per_tensor(self, "aten::unsqueeze")
+    a = ints(x)
+    return _same(x, np.expand_dims(a, dim % (a.ndim + 1)))
+
+
+def slice_(self, dim=0, start=None, end=None, step=1):
+    x = require_per_tensor(self, "aten::slice")
+    a = ints(x)
+    idx = [slice(None)] * a.ndim
+    idx[dim] = slice(start, end, step)
+    return _same(x, a[tuple(idx)])
+
+
+def select(self, dim, index):
+    x = require_per_tensor(self, "aten::select")
+    return _same(x, np.take(ints(x), index, axis=dim))
+
+
+def identity(self, *args, **kwargs):
+    """dropout (inference), detach: the tensor itself."""
+    return self
+
+
+def _nearest_index(out_len: int, in_len: int, scale) -> np.ndarray:
+    """torch's ``nearest_idx``: the same size, exact doubling, else ``min(floor(i * s), in - 1)`` with
+    ``s = 1 / scale`` (given) or ``in / out``, in float32."""
+    i = np.arange(out_len)
+    if out_len == in_len:
+        return i
+    if out_len == 2 * in_len:
+        return i >> 1
+    s = F32(1.0 / scale) if scale is not None and scale > 0 else F32(in_len) / F32(out_len)
+    return np.minimum(np.floor(i.astype(F32) * s).astype(np.int64), in_len - 1)
+
+
+def upsample_nearest2d_out(self, output_size, scales_h=None, scales_w=None, *, out=None):
+    x = require_per_tensor(self, "aten::upsample_nearest2d")
+    a = ints(x)
+    if a.ndim != 4:
+        raise KernelError(f"aten::upsample_nearest2d: expects a 4-D input, got shape {list(a.shape)}")
+    oh, ow = (int(v) for v in output_size)
+    ih = _nearest_index(oh, a.shape[2], scales_h)
+    iw = _nearest_index(ow, a.shape[3], scales_w)
+    res = buffer(out, a.shape[:2] + (oh, ow), x.qdtype)
+    res[...] = a[:, :, ih[:, None], iw[None, :]]
+    return _same(x, res)
+
+
+def upsample_nearest2d_vec(input, output_size, scale_factors):
+    a = ints(require_per_tensor(input, "aten::upsample_nearest2d"))
+    if output_size is not None:
+        return upsample_nearest2d_out(input, output_size)
+    if scale_factors is None:
+        raise KernelError("aten::upsample_nearest2d: give output_size or scale_factors")
+    sh, sw = (float(s) for s in scale_factors)
+    size = (int(np.floor(a.shape[2] * sh)), int(np.floor(a.shape[3] * sw)))
+    return upsample_nearest2d_out(input, size, sh, sw)

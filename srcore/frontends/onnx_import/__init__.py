@@ -1,0 +1,56 @@
+"""ONNX -> srcore: ``from_onnx(path_or_model_proto)``.
+
+``load`` reads and checks the model (opset, external data, shape inference);
+``graph`` walks it node by node through the converter table in ``ops`` (one small
+converter per ONNX op, each emitting srcore's declared ``aten::``/``prim::`` ops);
+``backend`` makes srcore an ``onnx.backend.base.Backend``. The ``onnx`` package is
+imported only when a model is converted; a converted model runs without it.
+"""
+from __future__ import annotations
+
+import os
+
+from ...errors import ConversionError
+from ...model import InputSpec, Model
+
+__all__ = ["from_onnx"]
+
+
+def from_onnx(model, *, base_dir: str | os.PathLike | None = None) -> Model:
+    """Convert an ONNX model (a file path, its bytes, or an ``onnx.ModelProto``) to a ``Model``.
+
+    Inputs keep their ONNX names, dtypes and shapes (``dim_param`` dims are symbolic);
+    initializers become parameters; outputs keep their names. ``base_dir`` is where
+    external data files are found for a model given in memory (a file's own
+    directory by default). Everything the converter cannot map is listed in one
+    ``ConversionError``, one line per node with its name and op type.
+    """
+    from .graph import GraphConverter
+    from .load import load_model
+    from .ops import TABLE
+    from .recompose import recompose
+
+    loaded = load_model(model, base_dir)
+    conv = GraphConverter(TABLE, loaded.opset, loaded.source_name, loaded.read_tensor)
+    _, output_names = conv.convert_main(loaded.proto.graph, loaded.large_initializers.values())
+    if conv.problems:
+        lines = "\n".join(f"  - {p}" for p in conv.problems)
+        raise ConversionError(f"cannot convert {loaded.where}: {len(conv.problems)} unsupported "
+                              f"construct(s):\n{lines}")
+    graph = conv.graph
+    fired = recompose(graph)
+    params = conv.params
+    if fired:  # drop what the recomposed ops replaced, and the constants only they used
+        from ...model import collect_params
+        from ...passes.dce import eliminate_dead_code
+
+        eliminate_dead_code(graph)
+        params = collect_params(graph)
+    specs = tuple(InputSpec(v.name, v.type.dtype, v.type.shape) for v in graph.inputs)
+    import onnx
+
+    p = loaded.proto
+    producer = f"{p.producer_name} {p.producer_version}".strip() or "unknown"
+    meta = {"producer": f"srcore.from_onnx (onnx {onnx.__version__})", "source": loaded.source_name,
+            "onnx_producer": producer, "onnx_opset": str(loaded.original_opset)}
+    return Model(graph, params, specs, output_names, meta)

@@ -1,0 +1,226 @@
+"""Reading an ONNX model for conversion: the file, its checks, opset, external data.
+
+Every problem with the input is a ``ConversionError`` that names the file (and the
+tensor or node where it applies): a truncated or invalid file, an opset newer than
+the installed onnx package knows, external data that is missing or escapes the
+model's directory. Models older than opset 13 are upgraded with onnx's version
+converter; model-local functions are inlined; ONNX shape inference supplies the
+dtypes and shapes the converters read.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+
+from ...errors import ConversionError
+from .dtypes import dtype_of
+
+#: the oldest opset converted as it is; older models go through onnx's version converter
+MIN_OPSET = 13
+
+
+def import_onnx():
+    try:
+        import onnx
+    except ImportError as exc:  # pragma: no cover - onnx is an optional dependency
+        raise ConversionError("from_onnx needs the onnx package: pip install 'srcore[onnx]'") from exc
+    return onnx
+
+
+@attrs.define
+class LoadedModel:
+    """A checked, opset >= 13, shape-inferred ModelProto and where it came from."""
+
+    proto: Any
+    source_name: str           # the file's base name ("model.onnx"), or "<ModelProto>"
+    where: str                 # how errors name the model: the path as given, or "<ModelProto>"
+    base_dir: Path | None      # where external data files are looked up
+    opset: int                 # the default domain's opset after any upgrade
+    original_opset: int
+    large_initializers: dict = attrs.field(factory=dict)   # name -> TensorProto, set aside (see below)
+
+    def read_tensor(self, t) -> np.ndarray:
+        """A TensorProto's array (external data memory-mapped, read-only); ``ValueError`` if it cannot."""
+        return read_tensor(t, self.base_dir, self.where)
+
+
+def load_model(src, base_dir=None) -> LoadedModel:
+    """``src``: a path, bytes, or an ``onnx.ModelProto``; see the module docstring."""
+    onnx = import_onnx()
+    if isinstance(src, onnx.ModelProto):
+        proto, where, name = src, "<ModelProto>", "<ModelProto>"
+        copy = onnx.ModelProto()
+        copy.CopyFrom(proto)   # the caller's proto stays as it was (upgrades and inlining edit it)
+        proto = copy
+    elif isinstance(src, (bytes, bytearray, memoryview)):
+        proto, where, name = _parse(onnx, bytes(src), "<bytes>"), "<bytes>", "<bytes>"
+    elif isinstance(src, (str, os.PathLike)):
+        path = Path(os.fspath(src))
+        where, name = os.fspath(src), path.name
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise ConversionError(f"{where}: cannot read the ONNX file: {exc.strerror or exc}") from None
+        proto = _parse(onnx, data, where)
+        if base_dir is None:
+            base_dir = path.parent
+    else:
+        raise ConversionError(f"from_onnx takes a file path, bytes or an onnx.ModelProto, not {type(src).__name__}")
+    if not proto.HasField("graph") or not proto.ir_version:
+        raise ConversionError(f"{where}: not an ONNX model (no graph or IR version: an empty or truncated file?)")
+    original = opset = _default_opset(onnx, proto, where)
+    proto, big = _strip_large_initializers(onnx, proto)
+    if opset < MIN_OPSET:
+        proto = _upgrade(onnx, proto, opset, where)
+        opset = _default_opset(onnx, proto, where)
+    _check(onnx, proto, where)
+    if len(proto.functions):
+        try:
+            proto = onnx.inliner.inline_local_functions(proto)
+        except Exception as exc:  # noqa: BLE001 - any onnx failure is the model's
+            raise ConversionError(f"{where}: cannot inline the model's local functions: {exc}") from None
+    proto = _infer_shapes(onnx, proto)
+    return LoadedModel(proto, name, where, None if base_dir is None else Path(base_dir), opset, original, big)
+
+
+#: initializers with more elements than this are set aside while onnx checks and infers the model
+#: (both serialize the whole model: seconds for a large one); shape computations use small ones
+LARGE_INITIALIZER = 4096
+
+
+def _strip_large_initializers(onnx, proto):
+    """The model with its large (and external-data) main-graph initializers replaced by typed graph
+    inputs, and those initializers (their data untouched) by name."""
+    big = [t for t in proto.graph.initializer if int(np.prod(t.dims, dtype=np.int64)) > LARGE_INITIALIZER
+           or t.data_location == t.EXTERNAL]  # external data is checked where it is read
+    if not big:
+        return proto, {}
+    names = {t.name for t in big}
+    light = onnx.ModelProto()
+    _copy_fields(proto, light, skip="graph")
+    _copy_fields(proto.graph, light.graph, skip="initializer")
+    light.graph.initializer.extend(t for t in proto.graph.initializer if t.name not in names)
+    listed = {i.name for i in light.graph.input}
+    for t in big:
+        if t.name not in listed:
+            light.graph.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+    return light, {t.name: t for t in big}
+
+
+def _copy_fields(src, dst, skip: str) -> None:
+    """Copy every set field of a message but one (a field-wise copy: no large blob is touched)."""
+    for fd, value in src.ListFields():
+        if fd.name == skip:
+            continue
+        if fd.is_repeated:
+            getattr(dst, fd.name).extend(value)
+        elif fd.message_type is not None:
+            getattr(dst, fd.name).CopyFrom(value)
+        else:
+            setattr(dst, fd.name, value)
+
+
+def _parse(onnx, data: bytes, where: str):
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(data)
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError and kin
+        raise ConversionError(f"{where}: not a valid ONNX file (protobuf: {exc}); is it truncated or not "
+                              f"an ONNX model?") from None
+    return proto
+
+
+def _default_opset(onnx, proto, where: str) -> int:
+    versions = [o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")]
+    if not versions:
+        raise ConversionError(f"{where}: the model imports no opset of the default ONNX domain")
+    v = max(versions)
+    newest = onnx.defs.onnx_opset_version()
+    if v > newest:
+        raise ConversionError(f"{where}: opset {v} is newer than the newest the installed onnx "
+                              f"{onnx.__version__} knows ({newest}); upgrade onnx or export with opset <= {newest}")
+    if v < 1:
+        raise ConversionError(f"{where}: opset {v} is not a valid ONNX opset")
+    return v
+
+
+def _upgrade(onnx, proto, opset: int, where: str):
+    try:
+        up = onnx.version_converter.convert_version(proto, MIN_OPSET)
+        # the converter keeps an IR version < 4, whose rules (every initializer also a graph input) the
+        # initializers it adds (Pad's pads, ...) break; opset 13 goes with IR version 7
+        up.ir_version = max(up.ir_version, 7)
+        return up
+    except Exception as exc:  # noqa: BLE001 - the converter raises RuntimeError/ConvertError
+        raise ConversionError(f"{where}: opset {opset} is older than {MIN_OPSET} and onnx's version converter "
+                              f"cannot upgrade it: {exc}") from None
+
+
+def _check(onnx, proto, where: str) -> None:
+    try:
+        onnx.checker.check_model(proto)
+    except Exception as exc:  # noqa: BLE001 - ValidationError, and C++ errors for broken protos
+        msg = str(exc).strip().splitlines()
+        raise ConversionError(f"{where}: invalid ONNX model: {' '.join(m.strip() for m in msg[:6])}") from None
+
+
+def _infer_shapes(onnx, proto):
+    try:
+        return onnx.shape_inference.infer_shapes(proto, check_type=False, strict_mode=False, data_prop=True)
+    except Exception:  # noqa: BLE001 - inference is a help: converters then see unknown shapes
+        return proto
+
+
+def read_tensor(t, base_dir: Path | None, where: str) -> np.ndarray:
+    """A TensorProto as an array; external data is memory-mapped read-only."""
+    from onnx import numpy_helper
+
+    dtype = dtype_of(t.data_type)
+    shape = tuple(int(d) for d in t.dims)
+    if t.data_location == t.EXTERNAL:
+        return _external(t, np.dtype(dtype), shape, base_dir, where)
+    try:
+        arr = numpy_helper.to_array(t)
+    except Exception as exc:  # noqa: BLE001 - wrong byte counts and the like
+        raise ValueError(f"its data does not fit its type and shape {list(shape)}: {exc}") from None
+    if arr.dtype == np.dtype(dtype) and arr.flags.c_contiguous and arr.shape == shape:
+        return arr  # raw data: a read-only view of the proto's bytes, no copy
+    return np.array(arr, dtype=dtype, order="C")  # not ascontiguousarray: it makes a 0-d array 1-d
+
+
+def _external(t, dtype: np.dtype, shape, base_dir: Path | None, where: str) -> np.ndarray:
+    info = {e.key: e.value for e in t.external_data}
+    location = info.get("location", "")
+    if base_dir is None:
+        raise ValueError(f"its data is in the external file {location!r}, and no base_dir says where "
+                         f"(pass base_dir= with an in-memory model)")
+    rel = Path(location)
+    if not location or rel.is_absolute() or ".." in rel.parts:
+        raise ValueError(f"external data location {location!r} must be a relative path inside the model's "
+                         f"directory")
+    path = (base_dir / rel)
+    try:
+        resolved = path.resolve(strict=True)
+    except OSError:
+        raise ValueError(f"its external data file {str(path)!r} is missing") from None
+    if base_dir.resolve() not in resolved.parents:
+        raise ValueError(f"external data location {location!r} leaves the model's directory")
+    try:
+        offset = int(info.get("offset", 0))
+        length = int(info["length"]) if "length" in info else None
+    except ValueError:
+        raise ValueError(f"bad external data offset/length {info}") from None
+    need = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    size = resolved.stat().st_size
+    if length is not None and length != need:
+        raise ValueError(f"external data length {length} does not match its type and shape ({need} bytes)")
+    if offset < 0 or offset + need > size:
+        raise ValueError(f"external data file {str(path)!r} holds {size} bytes, the tensor needs {need} "
+                         f"from offset {offset} (truncated?)")
+    if need == 0:
+        return np.zeros(shape, dtype)
+    return np.memmap(resolved, dtype=dtype.newbyteorder("<"), mode="r", offset=offset, shape=shape)

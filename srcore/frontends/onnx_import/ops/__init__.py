@@ -1,0 +1,19 @@
+"""The converter table: ONNX op type -> ``OpConverter(fn, versions)``, one small converter per op.
+
+Each family module holds its own ``CONVERTERS`` dict; ``TABLE`` is their union, read
+once. A converter emits only ops srcore declares (``aten::``/``prim::``); an op version
+not listed in its entry is reported as unsupported rather than guessed at.
+"""
+from __future__ import annotations
+
+from . import control, elementwise, index, nn, reduce, shape
+from ._util import OpConverter
+
+TABLE: dict[str, OpConverter] = {}
+for _module in (elementwise, shape, nn, reduce, index, control):
+    _dup = set(TABLE) & set(_module.CONVERTERS)
+    if _dup:  # pragma: no cover - a programming error caught by the tests
+        raise RuntimeError(f"ONNX ops converted twice: {sorted(_dup)}")
+    TABLE.update(_module.CONVERTERS)
+
+__all__ = ["TABLE", "OpConverter"]

@@ -1,0 +1,273 @@
+"""from_onnx: reading files (initializers, external data, dim_param), what a converted graph holds,
+and bad input (truncated/invalid files, too-new opsets, missing external data, unsupported ops)
+as one SrcoreError naming the file and node. Values are checked against onnxruntime."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import srcore
+
+pytestmark = pytest.mark.one_pass
+
+
+def _mlp(opset: int = 17, batch="N", external: bool = False):
+    rng = np.random.default_rng(0)
+    w1 = rng.standard_normal((16, 8)).astype(np.float32)
+    b1 = rng.standard_normal(16).astype(np.float32)
+    w2 = rng.standard_normal((4, 16)).astype(np.float32)
+    nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], name="fc1", transB=1),
+             helper.make_node("Relu", ["h"], ["r"], name="act"),
+             helper.make_node("MatMul", ["r", "w2t"], ["y"], name="fc2")]
+    inits = [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(b1, "b1"),
+             numpy_helper.from_array(np.ascontiguousarray(w2.T), "w2t")]
+    g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 4])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _ort(model, *xs):
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, {i.name: x for i, x in zip(sess.get_inputs(), xs)})
+
+
+def test_file_with_symbolic_batch_matches_onnxruntime(tmp_path):
+    m = _mlp()
+    path = tmp_path / "mlp.onnx"
+    onnx.save(m, str(path))
+    model = srcore.from_onnx(str(path))
+    (spec,) = model.input_specs
+    assert (spec.name, spec.dtype, spec.shape) == ("x", "float32", ("N", 8))
+    assert model.output_names == ("y",)
+    assert set(model.params) == {"w1", "b1", "w2t"}
+    assert model.metadata["source"] == "mlp.onnx"  # the base name, never the converting machine's path
+    kinds = [n.kind for n in model.graph.nodes if n.kind != "prim::Constant"]
+    assert kinds == ["aten::linear", "aten::relu", "aten::matmul"]
+    sm = srcore.StaticModule(model)
+    for batch in (1, 5):
+        x = np.random.default_rng(batch).standard_normal((batch, 8)).astype(np.float32)
+        np.testing.assert_allclose(sm(x), _ort(m, x)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_model_proto_bytes_and_a_saved_srm_round_trip(tmp_path):
+    m = _mlp()
+    x = np.ones((2, 8), np.float32)
+    want = _ort(m, x)[0]
+    for src in (m, m.SerializeToString()):
+        model = srcore.from_onnx(src)
+        srcore.save(model, str(tmp_path / "m.srm"))
+        np.testing.assert_allclose(srcore.StaticModule(srcore.load(str(tmp_path / "m.srm")))(x), want,
+                                   rtol=1e-5, atol=1e-5)
+
+
+def test_external_data_is_read_and_memory_mapped(tmp_path):
+    m = _mlp()
+    onnx.save(m, str(tmp_path / "ext.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+              location="ext.data", size_threshold=0)
+    model = srcore.from_onnx(str(tmp_path / "ext.onnx"))
+    assert isinstance(model.params["w1"], np.memmap) and not model.params["w1"].flags.writeable
+    x = np.ones((3, 8), np.float32)
+    np.testing.assert_allclose(srcore.StaticModule(model)(x), _ort(_mlp(), x)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_missing_or_truncated_external_data_names_the_tensor(tmp_path):
+    m = _mlp()
+    path = tmp_path / "ext.onnx"
+    onnx.save(m, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location="ext.data",
+              size_threshold=0)
+    data = tmp_path / "ext.data"
+    data.write_bytes(data.read_bytes()[:100])
+    with pytest.raises(srcore.ConversionError, match=r"initializer 'w\w+'.*truncated"):
+        srcore.from_onnx(str(path))
+    data.unlink()
+    with pytest.raises(srcore.ConversionError, match=r"initializer 'w1'.*ext.data.* is missing"):
+        srcore.from_onnx(str(path))
+
+
+def test_an_attribute_no_converter_reads_is_reported(monkeypatch):
+    """A valid attribute the converter does not handle is never silently ignored."""
+    from srcore.frontends.onnx_import.ops import TABLE, elementwise
+
+    monkeypatch.setitem(TABLE, "LeakyRelu", TABLE["LeakyRelu"].__class__(elementwise.unary("aten::relu"),
+                                                                         TABLE["LeakyRelu"].versions))
+    g = helper.make_graph([helper.make_node("LeakyRelu", ["x"], ["y"], name="lr", alpha=0.2)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    with pytest.raises(srcore.ConversionError, match=r"LeakyRelu node 'lr': attribute alpha not supported"):
+        srcore.from_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+
+
+def test_external_data_outside_the_model_directory_is_refused(tmp_path):
+    m = _mlp()
+    for t in m.graph.initializer:
+        if t.name == "w1":
+            arr = numpy_helper.to_array(t)
+            (tmp_path / "secret.bin").write_bytes(arr.tobytes())
+            t.ClearField("raw_data")
+            t.data_location = TensorProto.EXTERNAL
+            t.external_data.add(key="location", value="../secret.bin")
+    sub = tmp_path / "model"
+    sub.mkdir()
+    onnx.save(m, str(sub / "m.onnx"))
+    with pytest.raises(srcore.ConversionError, match=r"'w1'.*must be a relative path inside"):
+        srcore.from_onnx(str(sub / "m.onnx"))
+
+
+def test_truncated_and_invalid_files_name_the_file(tmp_path):
+    good = _mlp().SerializeToString()
+    for name, data in [("trunc.onnx", good[: len(good) // 3]), ("empty.onnx", b""),
+                       ("text.onnx", b"this is not an onnx model\n" * 10)]:
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(srcore.ConversionError, match=name) as info:
+            srcore.from_onnx(str(path))
+        assert "Traceback" not in str(info.value)
+    with pytest.raises(srcore.ConversionError, match="cannot read"):
+        srcore.from_onnx(str(tmp_path / "nope.onnx"))
+
+
+def test_a_graph_that_uses_an_undefined_value_is_invalid(tmp_path):
+    m = _mlp()
+    m.graph.node[1].input[0] = "nowhere"
+    onnx.save(m, str(tmp_path / "bad.onnx"))
+    with pytest.raises(srcore.ConversionError, match=r"bad.onnx: invalid ONNX model.*nowhere"):
+        srcore.from_onnx(str(tmp_path / "bad.onnx"))
+
+
+def test_too_new_opset_is_refused():
+    m = _mlp()
+    m.opset_import[0].version = onnx.defs.onnx_opset_version() + 5
+    with pytest.raises(srcore.ConversionError, match=r"opset \d+ is newer than the newest"):
+        srcore.from_onnx(m)
+
+
+def test_old_opset_goes_through_the_version_converter():
+    g = helper.make_graph([helper.make_node("Unsqueeze", ["x"], ["u"], axes=[0]),
+                           helper.make_node("ReduceSum", ["u"], ["y"], axes=[2], keepdims=0)], "old",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)])
+    model = srcore.from_onnx(m)
+    assert model.metadata["onnx_opset"] == "11"
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_allclose(srcore.StaticModule(model)(x), x.sum(1)[None])
+
+
+def test_an_attribute_the_op_does_not_have_is_an_invalid_model():
+    g = helper.make_graph([helper.make_node("Softmax", ["x"], ["y"], name="soft", bogus=3)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    with pytest.raises(srcore.ConversionError, match=r"invalid ONNX model.*bogus.*soft"):
+        srcore.from_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+
+
+def test_every_unsupported_node_and_attribute_is_listed_at_once():
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="ok"),
+             helper.make_node("StringNormalizer", ["s"], ["s2"], name="strings"),
+             helper.make_node("MaxPool", ["a"], ["b"], name="pool", kernel_shape=[1], storage_order=1),
+             helper.make_node("Custom", ["b"], ["c"], name="mine", domain="com.example"),
+             helper.make_node("Relu", ["c"], ["y"], name="after")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4]),
+                                       helper.make_tensor_value_info("s", TensorProto.STRING, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)])
+    with pytest.raises(srcore.ConversionError) as info:
+        srcore.from_onnx(m)
+    msg = str(info.value)
+    assert "graph input 's': element type STRING is not supported" in msg
+    assert "MaxPool node 'pool': storage_order=1" in msg
+    assert "Custom node 'mine': domain 'com.example' is not supported" in msg
+    assert "StringNormalizer node 'strings': op not supported" in msg
+    assert "'after'" not in msg  # it only follows a reported node
+
+
+def test_converted_nodes_carry_the_onnx_node_as_their_source():
+    model = srcore.from_onnx(_mlp())
+    relu = next(n for n in model.graph.nodes if n.kind == "aten::relu")
+    assert str(relu.source) == "<ModelProto>:act:2"
+    assert relu.output.name == "r"
+
+
+def test_dim_param_dims_are_shared_symbols():
+    g = helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"])], "g",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["batch", "seq"]),
+                           helper.make_tensor_value_info("b", TensorProto.FLOAT, ["batch", 1])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq"])])
+    model = srcore.from_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    assert [s.shape for s in model.input_specs] == [("batch", "seq"), ("batch", 1)]
+    sm = srcore.StaticModule(model)
+    a, b = np.ones((2, 5), np.float32), np.full((2, 1), 2, np.float32)
+    np.testing.assert_allclose(sm(a, b), a + b)
+    with pytest.raises(srcore.SrcoreInputError, match="'b'"):
+        sm(a, np.ones((3, 1), np.float32))  # batch must agree between the inputs
+
+
+def _const(name, value):
+    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value, np.float32)))
+
+
+@pytest.mark.parametrize("half_first", [False, True])
+def test_exported_gelu_and_linear_are_put_back_together(half_first):
+    """torch's exporter writes gelu as Div/Erf/Add/Mul/Mul and a Linear on 3-D input as MatMul + Add:
+    from_onnx makes them aten::gelu and aten::linear again (one op each, fusable), same values."""
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((8, 6)).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+    gelu = [_const("s2", np.sqrt(2.0)), _const("one", 1.0), _const("half", 0.5),
+            helper.make_node("Div", ["h", "s2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
+            helper.make_node("Add", ["e", "one"], ["a"])]
+    gelu += ([helper.make_node("Mul", ["h", "half"], ["m"]), helper.make_node("Mul", ["m", "a"], ["y"])] if half_first
+             else [helper.make_node("Mul", ["h", "a"], ["m"]), helper.make_node("Mul", ["m", "half"], ["y"])])
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["mm"]), helper.make_node("Add", ["b", "mm"], ["h"]), *gelu]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5, 6])],
+                          [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    model = srcore.from_onnx(m)
+    kinds = [n.kind for n in model.graph.nodes if n.kind != "prim::Constant"]
+    assert kinds == ["aten::linear", "aten::gelu"]
+    assert set(model.params) == {"w.T", "b"}
+    x = rng.standard_normal((2, 5, 8)).astype(np.float32)
+    np.testing.assert_allclose(srcore.StaticModule(model)(x), _ort(m, x)[0], rtol=1e-5, atol=1e-6)
+
+
+def test_a_pattern_with_other_uses_is_left_alone():
+    nodes = [_const("s2", np.sqrt(2.0)), _const("one", 1.0), _const("half", 0.5),
+             helper.make_node("Div", ["x", "s2"], ["d"]), helper.make_node("Erf", ["d"], ["e"]),
+             helper.make_node("Add", ["e", "one"], ["a"]), helper.make_node("Mul", ["x", "a"], ["m"]),
+             helper.make_node("Mul", ["m", "half"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3]),
+                           helper.make_tensor_value_info("e", TensorProto.FLOAT, [3])])   # erf is an output too
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    model = srcore.from_onnx(m)
+    assert not any(n.kind == "aten::gelu" for n in model.graph.nodes)
+    x = np.array([-1.0, 0.5, 2.0], np.float32)
+    for got, want in zip(srcore.StaticModule(model)(x), _ort(m, x)):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("scaled", ["qk", "scores", "none"])
+def test_exported_attention_becomes_sdpa(scaled):
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2])]
+    if scaled == "qk":   # torch's exporter scales q and kᵀ by sqrt(scale) each
+        nodes += [_const("s", 0.125 ** 0.5), helper.make_node("Mul", ["q", "s"], ["qs"]),
+                  helper.make_node("Mul", ["kt", "s"], ["kts"]), helper.make_node("MatMul", ["qs", "kts"], ["sc"])]
+    elif scaled == "scores":
+        nodes += [_const("d", 8.0), helper.make_node("MatMul", ["q", "kt"], ["raw"]),
+                  helper.make_node("Div", ["raw", "d"], ["sc"])]
+    else:
+        nodes += [helper.make_node("MatMul", ["q", "kt"], ["sc"])]
+    nodes += [helper.make_node("Softmax", ["sc"], ["p"], axis=-1), helper.make_node("MatMul", ["p", "v"], ["y"])]
+    t = [1, 2, 5, 4]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, t) for n in "qkv"],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, t)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    model = srcore.from_onnx(m)
+    assert [n.kind for n in model.graph.nodes if n.kind != "prim::Constant"] == \
+        ["aten::scaled_dot_product_attention"]
+    q, k, v = (np.random.default_rng(i).standard_normal(t).astype(np.float32) for i in range(3))
+    np.testing.assert_allclose(srcore.StaticModule(model)(q, k, v), _ort(m, q, k, v)[0], rtol=1e-5, atol=1e-6)
