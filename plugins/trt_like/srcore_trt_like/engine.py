@@ -20,7 +20,7 @@ from srcore.errors import EngineBuildError, EngineOptionError, KernelError, Srco
 from srcore.ir.types import TensorType
 from srcore.plugin import EngineData
 
-from .builder.convert import build_network
+from .builder.convert import _per_tensor, build_network
 from .builder.fusion import MAX_OPS, fuse_conv_pool, fuse_pointwise
 from .builder.plan import Plan
 from .options import check_options
@@ -57,9 +57,10 @@ class Engine:
         self._lock = threading.Lock()
         types = [v.type for v in self.graph.inputs]
         for v, t in zip(self.graph.inputs, types):
-            if not isinstance(t, TensorType) or t.shape is None or t.dtype != "float32" and not _shape_only(v):
+            if (not isinstance(t, TensorType) or t.shape is None
+                    or t.dtype != "float32" and not _shape_only(v) and not _per_tensor(t)):
                 raise EngineBuildError(f"{self.name}: input %{v.name} is {t}; engines take float32 tensors "
-                                       f"of known rank")
+                                       f"(or 8-bit ones quantized per tensor) of known rank")
         self.static = all(all(isinstance(d, int) for d in t.shape) for t in types)
         if self.static:
             plan = self.plan_for(tuple(tuple(t.shape) for t in types))
@@ -205,7 +206,8 @@ class Engine:
                 if layer.kind == "fused_pointwise":
                     what += f" ({len(layer.attrs['ops'])} ops: {_op_list(layer.attrs['ops'])})"
                 shape = "x".join(map(str, plan.net.shape(layer.outputs[0])))
-                lines.append(f"  {what} -> {shape} [{tactic}]")
+                prec = "" if step.precision == "float32" else f", {step.precision}"
+                lines.append(f"  {what} -> {shape} [{tactic}{prec}]")
         for shapes, why in self.unplanned.items():
             sig = ", ".join(f"({', '.join(map(str, s))})" for s in shapes)
             lines.append(f"no plan for inputs {sig}: runs node by node on {self._fallback_backends()} ({why})")

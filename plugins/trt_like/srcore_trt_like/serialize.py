@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from srcore.errors import SrcoreFormatError
+from srcore.errors import QuantizationError, SrcoreFormatError
 
 from .builder.fusion import FusedOp
 from .builder.network import Layer, Network, Tensor
@@ -100,7 +100,7 @@ def dump_plan(plan: Plan, shapes, options: dict[str, Any], here: dict[str, Any] 
             entry["layout"] = {k: enc.array(np.asarray(v), f"l{i}.layout.{k}") for k, v in sorted(step.layout.items())}
         layers.append(entry)
     meta = {"format": FORMAT, "signature": [list(map(int, s)) for s in shapes],
-            "tensors": [[t.id, list(t.shape), t.name] for t in net.tensors.values()],
+            "tensors": [_tensor_entry(t) for t in net.tensors.values()],
             "inputs": list(net.inputs), "outputs": list(net.outputs),
             "constants": {str(t): enc.array(a, f"c{t}") for t, a in net.constants.items()},
             "layers": layers, "options": plan_options(options), "compat": compat() if here is None else here}
@@ -178,8 +178,9 @@ def load_network(meta: dict[str, Any], arrays: dict[str, np.ndarray], what: str,
             raise ValueError("its arrays do not match their checksum (modified or corrupted)")
         dec = _Decoder(arrays, constants or {})
         net = Network()
-        for tid, shape, name in meta["tensors"]:
-            net.tensors[int(tid)] = Tensor(int(tid), tuple(int(d) for d in shape), str(name))
+        for entry in meta["tensors"]:
+            tensor = _tensor(entry)
+            net.tensors[tensor.id] = tensor
         known = net.tensors.keys()
         net.inputs = [_tensor_id(t, known) for t in meta["inputs"]]
         net.outputs = [_tensor_id(t, known) for t in meta["outputs"]]
@@ -202,9 +203,30 @@ def load_network(meta: dict[str, Any], arrays: dict[str, np.ndarray], what: str,
         shapes = tuple(tuple(int(d) for d in s) for s in meta["signature"])
     except SrcoreFormatError:
         raise
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, QuantizationError) as exc:
         raise SrcoreFormatError(f"{what}: the stored plan is malformed: {type(exc).__name__}: {exc}") from None
     return net, choices, shapes
+
+
+def _tensor_entry(t: Tensor) -> list:
+    """``[id, shape, name]``; a quantized tensor adds ``[dtype, scale, zero_point]``."""
+    entry = [t.id, list(t.shape), t.name]
+    if t.dtype != "float32":
+        entry.append([t.dtype, float(t.qparams.scale), int(t.qparams.zero_point)])
+    return entry
+
+
+def _tensor(entry) -> Tensor:
+    if len(entry) == 3:
+        tid, shape, name = entry
+        return Tensor(int(tid), tuple(int(d) for d in shape), str(name))
+    tid, shape, name, (dtype, scale, zero_point) = entry
+    if dtype not in ("quint8", "qint8"):
+        raise ValueError(f"tensor {tid}: unknown dtype {dtype!r}")
+    from srcore.plugin import QParams
+
+    return Tensor(int(tid), tuple(int(d) for d in shape), str(name), str(dtype),
+                  QParams(float(scale), int(zero_point)))
 
 
 def _tensor_id(t, known) -> int:

@@ -114,6 +114,14 @@ def choose_tactics(net: Network, options: dict[str, Any], *, name: str = "engine
     return steps
 
 
+def _random(tensor, rng) -> np.ndarray:
+    """Random data for a timed input: normal floats, or a quantized tensor's integers over its range."""
+    if tensor.dtype == "float32":
+        return rng.standard_normal(tensor.shape).astype(np.float32)
+    info = np.iinfo(tensor.storage)
+    return rng.integers(info.min, info.max, tensor.shape, endpoint=True, dtype=tensor.storage)
+
+
 def _shape(net: Network, layer: Layer) -> str:
     return "x".join(map(str, net.shape(layer.outputs[0])))
 
@@ -183,9 +191,8 @@ def rank(cands: list[Candidate], layer: Layer, net: Network, seed: int = 0) -> l
     as they are); a candidate that raises is last (``inf``). Each is charged for streaming its
     laid-out weights (a candidate that does not say streams the layer's constant attributes as given)."""
     rng = np.random.default_rng(seed)
-    args = [net.constants[t] if t in net.constants else rng.standard_normal(net.shape(t)).astype(np.float32)
-            for t in layer.inputs]
-    args += [np.empty(net.shape(t), np.float32) for t in layer.outputs]
+    args = [net.constants[t] if t in net.constants else _random(net.tensors[t], rng) for t in layer.inputs]
+    args += [np.empty(net.shape(t), net.tensors[t].storage) for t in layer.outputs]
     kernels = [c.build() for c in cands]
     given = sum(a.nbytes for a in layer.attrs.values() if isinstance(a, np.ndarray))
     best = best_times([(lambda fn=k.fn: fn(*args)) for k in kernels], skip_failures=True,
