@@ -28,7 +28,8 @@ OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl", "numba", "numpy", 
 
 
 def tactic_names() -> list[str]:
-    return [*CONV_TACTICS, *(f"{c}+max_pool" for c in CONV_TACTICS), *OTHER_TACTICS]
+    return [*CONV_TACTICS, *(f"{c}+max_pool" for c in CONV_TACTICS), *OTHER_TACTICS,
+            *(f"int8_{c}" for c in CONV_TACTICS if not c.startswith("winograd"))]
 
 
 def check_options(options: dict[str, Any]) -> dict[str, Any]:

@@ -71,12 +71,18 @@ class Requant:
         self.lo = float(y_zero_point if relu else qmin)
         self.hi = float(qmax)
 
-    def __call__(self, acc: np.ndarray, out: np.ndarray) -> None:
-        """``acc`` (rows, channels) of exact integers (float32 or float64) -> ``out`` (same shape)."""
-        raw = acc.astype(F32, copy=acc.dtype != F32)
-        if self.bias is not None:
-            raw += self.bias
-        raw *= self.mult
+    def __call__(self, acc: np.ndarray, out: np.ndarray, channel_axis: int = -1) -> None:
+        """``acc`` (..., channels) of exact integers (float32 or float64) -> ``out`` (same shape);
+        ``channel_axis=1``: ``acc`` is NCHW. ``acc`` may be overwritten."""
+        raw = acc.astype(F32, copy=False) if acc.dtype != F32 else acc
+        bias, mult = self.bias, self.mult
+        if channel_axis != -1:
+            tail = (1,) * (acc.ndim - channel_axis - 1)
+            mult = mult.reshape(-1, *tail)
+            bias = None if bias is None else bias.reshape(-1, *tail)
+        if bias is not None:
+            raw += bias
+        raw *= mult
         np.rint(raw, out=raw)
         raw += F32(self.zp)           # an integer below 2^9 added to an integer: exact in float32
         np.clip(raw, self.lo, self.hi, out=raw)
