@@ -83,15 +83,25 @@ def test_quantized_models_run_in_int8_engines_bit_for_bit(name, kind):
 
 
 def test_ops_without_int8_layer_stay_on_quantized_cpu_with_a_reason():
-    model, _, x = _import("resnet_eager_x86", "frozen")
+    model, _, x = _import("dwsep_fx_x86", "frozen")
+    ref = srcore.StaticModule(model)
     sm = srcore.StaticModule(model, TRT)
     reasons = {r.node.split(" = ")[-1]: r.reason for r in sm.partition.refused}
-    assert reasons["aten::adaptive_avg_pool2d"] == ("not supported by trt_like: argument 'self' is quint8; engines "
-                                                    "compute in float32 (aten::adaptive_avg_pool2d has no int8 layer)")
+    assert reasons["aten::sigmoid"] == ("not supported by trt_like: argument 'self' is quint8; engines compute in "
+                                        "float32 (aten::sigmoid has no int8 layer)")
+    assert reasons["quantized::hardswish"].startswith("not supported by trt_like: quantized::hardswish is not in")
     on_q = {pn.fn.op for pn in sm.top.nodes if pn.fn is not None and pn.fn.backend == "quantized_cpu"}
-    assert "aten::adaptive_avg_pool2d" in on_q
+    assert {"aten::sigmoid", "quantized::hardswish"} <= on_q
+    np.testing.assert_array_equal(sm(x.numpy()), ref(x.numpy()))
+
+
+def test_a_quantized_resnet_is_one_int8_engine():
+    model, _, x = _import("resnet_eager_x86", "frozen")
+    sm = srcore.StaticModule(model, TRT)
+    assert [pn.fn.backend for pn in sm.top.nodes if pn.fn is not None] == ["trt_like"]
     desc = _engines(sm)[0].describe()
-    assert "qconv -> 2x16x8x8 [int8_" in desc and ", int8]" in desc
+    assert "qconv -> 2x16x8x8 [int8_" in desc and "qmean -> 2x16x1x1 [numpy, int8]" in desc
+    assert "dequantize -> " in desc and "qgemm -> " in desc
 
 
 def test_int8_plan_serializes_with_its_dtypes_and_reloads_bit_for_bit(tmp_path):
@@ -261,3 +271,20 @@ def test_int8_add_quantize_dequantize_match_quantized_cpu(seed, size, relu):
     t8.dequantize(Layer("dequantize", [0], [1], dict(x_q=(qa.scale, qa.zero_point))), None)[0].build().fn(
         a.view(np.ndarray), f)
     np.testing.assert_array_equal(f, ref_convert.dequantize_out(a))
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2 ** 31), h=st.integers(1, 9), w=st.integers(1, 9), zp=st.integers(0, 255))
+def test_int8_global_pool_and_mean_match_quantized_cpu(seed, h, w, zp):
+    from srcore_quantized.kernels import pool as ref_pool
+
+    rng = np.random.default_rng(seed)
+    x = QuantizedArray(rng.integers(0, 256, (2, 3, h, w)).astype(np.uint8), "quint8", QParams(0.05, zp))
+    y = np.empty((2, 3, 1, 1), np.uint8)
+    layer = Layer("qmean", [0], [1], dict(inner_shape=(h, w), mode="adaptive", range=(0, 255)))
+    t8.qmean(layer, None)[0].build().fn(x.view(np.ndarray), y)
+    np.testing.assert_array_equal(y, ref_pool.adaptive_avg_pool2d_out(x, [1, 1]).int_repr())
+    y = np.empty((2, 3), np.uint8)
+    layer = Layer("qmean", [0], [1], dict(inner_shape=(h, w), mode="mean", range=(0, 255)))
+    t8.qmean(layer, None)[0].build().fn(x.view(np.ndarray), y)
+    np.testing.assert_array_equal(y, ref_pool.mean_out(x, [2, 3]).int_repr())

@@ -245,6 +245,8 @@ def avg_pool(v: NodeView, c: Converter) -> None:
 def adaptive_avg_pool(v: NodeView, c: Converter) -> None:
     x = c.tensor(v.node.inputs[0])
     out = v.out_shape()
+    if c.net.tensors[x].dtype != "float32":
+        return qconverters.qmean(v, c, x, 2, "adaptive")
     c.bind(v.node.outputs[0], c.net.add("adaptive_avg_pool2d", [x], out, v.source, output_size=tuple(out[-2:])))
 
 
@@ -346,6 +348,10 @@ def mean(v: NodeView, c: Converter) -> None:
         c.bind(v.node.outputs[0], c.net.add("reshape", [x], (), v.source))
         return
     dims = tuple(range(nd)) if dims is None or len(dims) == 0 else tuple(sorted(d % nd for d in dims))
+    if c.net.tensors[x].dtype != "float32":
+        if dims != tuple(range(nd - len(dims), nd)):
+            raise EngineBuildError(f"{v.where()}: the int8 mean is over the innermost dims, not {dims}")
+        return qconverters.qmean(v, c, x, len(dims), "mean")
     c.bind(v.node.outputs[0], c.net.add("mean", [x], v.out_shape(), v.source, dims=dims))
 
 

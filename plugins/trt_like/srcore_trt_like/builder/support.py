@@ -132,6 +132,28 @@ def _qadd(node: NodeInfo):
     return None if tuple(a) == tuple(b) else f"qa {_shape(node, 0)} and qb {_shape(node, 1)} differ (no broadcasting)"
 
 
+def _quantized_input(node: NodeInfo) -> bool:
+    return node.args[0].type.dtype in INT8_DTYPES
+
+
+def _adaptive_pool(node: NodeInfo):
+    why = _nchw(node)
+    if why is None and _quantized_input(node) and tuple(node.output_types[0].shape[-2:]) != (1, 1):
+        return f"output_size={node.const('output_size')!r} on a quantized tensor (the int8 layer pools to 1x1)"
+    return why
+
+
+def _mean(node: NodeInfo):
+    why = _no_dtype(node)
+    if why is None and _quantized_input(node):
+        nd = _rank(node, 0)
+        dims = node.const("dim", None)
+        dims = sorted(d % nd for d in dims) if dims else list(range(nd))
+        if dims != list(range(nd - len(dims), nd)):
+            return f"dim={node.const('dim', None)!r} on a quantized tensor (the int8 mean is over the innermost dims)"
+    return why
+
+
 def _qmax_pool(node: NodeInfo):
     why = _nchw(node)
     if why is None and node.args[0].type.dtype in INT8_DTYPES and node.const("ceil_mode", False):
@@ -151,6 +173,8 @@ _NOTES = {
     _qconv: "int8: a 4-D qx, weights per tensor or per output channel",
     _qadd: "int8: equal shapes",
     _qmax_pool: "a 4-D (N, C, H, W) input; quantized: ceil_mode=False",
+    _adaptive_pool: "a 4-D (N, C, H, W) input; quantized: to 1x1",
+    _mean: "no dtype argument; quantized: over the innermost dims",
 }
 
 
@@ -195,7 +219,7 @@ _TABLE: list[OpSupport] = [
            int8=True),
     *_rows("avg_pool", {"aten::avg_pool2d": ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
                                              "divisor_override")}, _nchw),
-    *_rows("adaptive_avg_pool", {"aten::adaptive_avg_pool2d": ("output_size",)}, _nchw),
+    *_rows("adaptive_avg_pool", {"aten::adaptive_avg_pool2d": ("output_size",)}, _adaptive_pool, int8=True),
     # matrix products (a constant weight is laid out once)
     *_rows("linear", {"aten::linear": ("weight", "bias"), "srcore::linear_relu": ("weight", "bias"),
                       "srcore::linear_silu": ("weight", "bias"), "srcore::linear_tanh": ("weight", "bias"),
@@ -206,7 +230,7 @@ _TABLE: list[OpSupport] = [
     # normalisation, reductions
     *_rows("softmax", {"aten::softmax.int": ("dim", "dtype"), "aten::log_softmax.int": ("dim", "dtype")}, _no_dtype),
     *_rows("layer_norm", {"aten::layer_norm": ("normalized_shape", "weight", "bias", "eps")}),
-    *_rows("mean", {"aten::mean.dim": ("dim", "keepdim", "dtype")}, _no_dtype),
+    *_rows("mean", {"aten::mean.dim": ("dim", "keepdim", "dtype")}, _mean, int8=True),
     *_rows("encoder_layer", {"aten::_transformer_encoder_layer_fwd": _ENCODER_ARGS}, _encoder),
     # int8 layers (quantized segments: docs/trt-like.md, "INT8 engines")
     *_rows("quantize", {"aten::quantize_per_tensor": ("scale", "zero_point", "dtype"),

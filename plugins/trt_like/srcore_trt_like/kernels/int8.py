@@ -194,6 +194,26 @@ def add_kernel(a_params, b_params, y_params, qmin: int, qmax: int, relu: bool):
     return qadd
 
 
+def mean_kernel(inner_shape: tuple[int, ...], mode: str, qmin: int, qmax: int):
+    """The mean of the innermost dims on stored integers (the result keeps the input's parameters):
+    ``nearbyint(float32(sum) * ((1 / H) / W))`` as torch's quantized ``adaptive_avg_pool2d`` to 1x1,
+    or ``nearbyint(float32(sum) / n)`` as its fast ``mean`` (both in float32; the sums exact in int64)."""
+    n = int(np.prod(inner_shape))
+    if mode == "adaptive":
+        h, w = inner_shape
+        recip = (F32(1.0) / F32(h)) / F32(w)
+        scale = lambda s: s * recip   # noqa: E731
+    else:
+        scale = lambda s: s / F32(n)   # noqa: E731
+
+    def qmean(x, y):
+        s = x.reshape(-1, n).sum(axis=1, dtype=np.int64).astype(F32)
+        r = np.rint(scale(s))
+        np.clip(r, qmin, qmax, out=r)
+        y.reshape(-1)[...] = r
+    return qmean
+
+
 def max_pool_kernel(kernel, stride, padding, dilation, qmin: int):
     """Max pool over stored integers (monotonic in the real value: exact); padding never wins."""
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, stride, padding, dilation

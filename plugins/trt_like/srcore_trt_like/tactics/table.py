@@ -46,6 +46,7 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("qrelu", "numpy", int8.qrelu, precision=int8.INT8),
     Tactic("qadd", "numpy", int8.qadd, precision=int8.INT8),
     Tactic("qmax_pool2d", "numpy", int8.qmax_pool, precision=int8.INT8),
+    Tactic("qmean", "numpy", int8.qmean, precision=int8.INT8),
 )
 
 
