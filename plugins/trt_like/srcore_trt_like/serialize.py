@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from srcore.errors import QuantizationError, SrcoreFormatError
+from srcore.plugin import QuantizationError, SrcoreFormatError
 
 from .builder.fusion import FusedOp
 from .builder.network import Layer, Network, Tensor

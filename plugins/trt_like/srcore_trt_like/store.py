@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from srcore.errors import EngineOptionError, SrcoreFormatError
+from srcore.plugin import EngineOptionError, SrcoreFormatError
 
 from .builder.plan import Plan
 from .serialize import StalePlan, dump_plan, dumps, load_network, segment_constants, stale_reason
@@ -118,7 +118,7 @@ def _cache_dir(value) -> Path | None:
     if value in (False, None, "", 0):
         return None
     if value is True or value == 1:
-        from srcore.cachedir import cache_root
+        from srcore.plugin import cache_root
 
         return cache_root() / "trt_like" / "engines"
     if isinstance(value, (str, os.PathLike)):
@@ -143,7 +143,7 @@ def _stored_plans(data, name: str) -> dict[tuple, tuple[dict, dict]]:
 
 
 def _write_plan_file(path: Path, meta: dict, arrays: dict) -> None:
-    from srcore.format.safetensors_io import encode_header, tensor_layout, write_file
+    from srcore.plugin import encode_header, tensor_layout, write_file
 
     entries, order = tensor_layout(arrays)
     header = {"__metadata__": {"format": "srcore_trt_like.plan", "plan": dumps(meta)}, **entries}
@@ -153,7 +153,7 @@ def _write_plan_file(path: Path, meta: dict, arrays: dict) -> None:
 
 
 def _read_plan_file(path: Path) -> tuple[dict, dict]:
-    from srcore.format.safetensors_io import Container
+    from srcore.plugin import Container
 
     c = Container(path)
     md = c.metadata
@@ -177,6 +177,6 @@ def _owned(a):
 def release_pages(arrays) -> None:
     """Drop the resident pages of read-only file-mapped ``arrays`` (a stored plan's, once verified
     and copied; a model's raw weights, once laid out)."""
-    from srcore.format.safetensors_io import drop_resident_pages
+    from srcore.plugin import drop_resident_pages
 
     drop_resident_pages(arrays)

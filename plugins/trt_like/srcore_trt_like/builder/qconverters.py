@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.errors import EngineBuildError
+from srcore.plugin import EngineBuildError
 from srcore.plugin import QDTYPES
 
 from .nodes import Converter, NodeView
