@@ -43,7 +43,7 @@ _LAZY = {
                                                  "no_reuse_bytes")},
     # an engine's stored plans: safetensors files under the cache root
     **{n: ("srcore.format.safetensors_io", n) for n in ("Container", "encode_header", "tensor_layout",
-                                                        "write_file")},
+                                                        "write_file", "drop_resident_pages")},
     "cache_root": ("srcore.cachedir", "cache_root"),
     "progress": ("srcore.progress", "progress"),
     # quantized values and their parameters
