@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up .venv (python3.11) with srcore and its three plugins (editable), then run `srcore demo`.
+# Set up .venv (python3.11) with srcore and its plugins (editable), then run `srcore demo`.
 #   bash run.sh                  install if needed, then run the demo
 #   bash run.sh --install-only   install only (test.sh uses this with SRCORE_EXTRAS=test)
 # Idempotent: pip runs only when .venv is new or a pyproject.toml changed.
@@ -22,7 +22,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$digest" ]; then
     spec="."
     [ -n "$EXTRAS" ] && spec=".[$EXTRAS]"
     PYTHONWARNINGS=ignore "$PY" -m pip install --quiet --disable-pip-version-check --no-build-isolation "$TORCH_PIN" \
-        -e "$spec" -e plugins/cpu -e plugins/quantized -e plugins/trt_like
+        -e "$spec" -e plugins/cpu -e plugins/quantized -e plugins/trt_like -e plugins/openvino
     echo "$digest" > "$stamp"
 fi
 

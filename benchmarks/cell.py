@@ -22,11 +22,19 @@ SRCORE_RUNNERS = {
     "srcore_interp_standard": ("interpreter", "standard_resizing"),
     "srcore_interp_precomputed": ("interpreter", "precomputed_offsets"),
 }
-PEER_RUNNERS = ("eager", "torchscript", "static_runtime", "ort", "onnx_reference", "numpy", "numpy_out")
+PEER_RUNNERS = ("eager", "torchscript", "static_runtime", "ort", "onnx_reference", "numpy", "numpy_out",
+                "ov_onnx", "ov_onnx_bf16")
+#: srcore with an engine backend first: runner -> (backends, engine options)
+ENGINE_RUNNERS = {
+    "trt_like": (("trt_like", "cpu"), {}),
+    "openvino": (("openvino", "cpu"), {}),
+    "openvino_bf16": (("openvino", "cpu"), {"precision": "bf16"}),
+    "openvino_nan_unchecked": (("openvino", "cpu"), {"nan_checks": False}),
+}
 #: srcore on the ONNX file the ORT cells run (``srcore.from_onnx``), codegen + standard_resizing as the
 #: base srcore runner: the ratio of the two is what the ONNX frontend costs against from_torchscript
 ONNX_RUNNERS = ("srcore_onnx",)
-RUNNERS = (*PEER_RUNNERS, *SRCORE_RUNNERS, "trt_like", *ONNX_RUNNERS)
+RUNNERS = (*PEER_RUNNERS, *SRCORE_RUNNERS, *ENGINE_RUNNERS, *ONNX_RUNNERS)
 
 
 class Skip(Exception):
@@ -98,6 +106,8 @@ def load_runner(model: str, runner: str, threads: int, art: Path, x, extra: dict
         ev = ReferenceEvaluator(str(art / "model.onnx"))
         feed = {ev.input_names[0]: x}
         return lambda: ev.run(None, feed)
+    if runner in ("ov_onnx", "ov_onnx_bf16"):
+        return _ov_onnx(art, threads, x, extra, "bf16" if runner.endswith("bf16") else "f32")
     if runner in ("numpy", "numpy_out"):
         import numpy as np
 
@@ -109,26 +119,67 @@ def load_runner(model: str, runner: str, threads: int, art: Path, x, extra: dict
         impl = FLOORS[model](sd, x.shape)
         f = impl.plain if runner == "numpy" else impl.out
         return lambda: f(x)
-    if runner in SRCORE_RUNNERS or runner in ("trt_like", "srcore_onnx"):
+    if runner in SRCORE_RUNNERS or runner in ENGINE_RUNNERS or runner in ONNX_RUNNERS:
         import srcore
 
         srm = art / ("model_onnx.srm" if runner == "srcore_onnx" else "model.srm")
         _require(srm)
         m = srcore.load(str(srm))
-        if runner == "trt_like":
+        if runner in ENGINE_RUNNERS:
+            backends, engine_options = ENGINE_RUNNERS[runner]
             builders = srcore.get_plugin_manager().registry.engine_builders
             names = set(builders) if isinstance(builders, dict) else {getattr(b, "backend", b) for b in builders}
-            if "trt_like" not in names:
-                raise Skip("no engine builder for backend trt_like (plugin srcore-trt-like not installed?)")
-            opts, backends = srcore.Options(), ("trt_like", "cpu")
+            if backends[0] not in names:
+                raise Skip(f"no engine builder for backend {backends[0]} (its plugin is not installed?)")
+            opts = srcore.Options(engine_options=engine_options)
         else:
             ex, pl = SRCORE_RUNNERS.get(runner, ("codegen", "standard_resizing"))
             opts, backends = srcore.Options(executor=ex, memory_planner_algorithm=pl), None
+        if runner == "openvino_bf16":
+            from srcore_openvino.device import bf16_refusal
+
+            why = bf16_refusal()
+            if why is not None:
+                raise Skip(why)
         sm = srcore.StaticModule(m, options=opts, backends=backends)
+        if runner in ENGINE_RUNNERS:
+            extra["engines"] = [f"{s.name}: {s.status}{' (' + s.reason + ')' if s.reason else ''}"
+                                for s in sm.partition.segments]
         rt = sm.runtime()
         extra["_sm"], extra["_rt"] = sm, rt
         return lambda: rt(x)
     raise Skip(f"unknown runner {runner!r}")
+
+
+def _ov_onnx(art: Path, threads: int, x, extra: dict, precision: str):
+    """OpenVINO run directly on the model's ONNX file: the same compile settings and calling
+    convention as srcore's openvino engines (one infer request, the input shared, the output copied)."""
+    try:
+        import openvino as ov
+    except ImportError as e:
+        raise Skip(f"openvino not installed: {e}") from None
+    _require(art / "model.onnx")
+    if precision == "bf16":
+        from srcore_openvino.device import bf16_refusal
+
+        why = bf16_refusal()
+        if why is not None:
+            raise Skip(why)
+    try:
+        from srcore_openvino.engine import compile_config   # the settings srcore's engines use
+    except ImportError as e:
+        raise Skip(f"srcore-openvino not installed: {e}") from None
+    core = ov.Core()
+    model = core.read_model(str(art / "model.onnx"))
+    compiled = core.compile_model(model, "CPU", compile_config(precision, threads))
+    req = compiled.create_infer_request()
+    extra["openvino_version"] = ov.__version__
+
+    def call():
+        req.set_input_tensor(0, ov.Tensor(x, shared_memory=True))
+        req.infer()
+        return req.get_output_tensor(0).data.copy()
+    return call
 
 
 def _require(path: Path) -> None:
@@ -140,12 +191,14 @@ def _require(path: Path) -> None:
 
 def preimport(runner: str) -> None:
     mods = {"eager": "torch", "torchscript": "torch", "static_runtime": "torch", "ort": "onnxruntime",
-            "onnx_reference": "onnx.reference"}.get(runner, "srcore" if runner.startswith(("srcore", "trt")) else None)
-    if mods:
-        try:
-            __import__(mods)
-        except ImportError:
-            pass  # load_runner reports the skip
+            "onnx_reference": "onnx.reference", "ov_onnx": "openvino", "ov_onnx_bf16": "openvino"}.get(
+        runner, "srcore" if runner.startswith("srcore") or runner in ENGINE_RUNNERS else None)
+    for mod in (mods, "openvino" if runner.startswith("openvino") else None):
+        if mod:
+            try:
+                __import__(mod)
+            except ImportError:
+                pass  # load_runner reports the skip
 
 
 def blas_info() -> list[dict]:

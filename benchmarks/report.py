@@ -11,6 +11,8 @@ LABELS = {
     "srcore_codegen_precomputed": "srcore codegen/precomputed",
     "srcore_interp_standard": "srcore interp/standard",
     "srcore_interp_precomputed": "srcore interp/precomputed", "trt_like": "srcore trt_like",
+    "openvino": "srcore openvino", "openvino_bf16": "srcore openvino bf16", "ov_onnx": "OpenVINO (ONNX file)",
+    "ov_onnx_bf16": "OpenVINO bf16 (ONNX file)", "openvino_nan_unchecked": "srcore openvino nan_checks=False",
     "srcore_onnx": "srcore from_onnx",
 }
 
@@ -97,7 +99,8 @@ def plot_latency(report: dict, path: Path, threads: int = 1) -> None:
         ok = [c for c in cells if c["status"] == "ok"]
         names = [LABELS.get(c["runner"], c["runner"]) for c in ok]
         vals = [c["best_round_median_us"] / base for c in ok]
-        colors = ["tab:orange" if c["runner"].startswith("srcore") or c["runner"] == "trt_like" else "tab:blue"
+        colors = ["tab:orange" if c["runner"].startswith(("srcore", "openvino")) or c["runner"] == "trt_like"
+                  else "tab:blue"
                   for c in ok]
         y = range(len(ok))
         ax.barh(list(y), vals, color=colors)

@@ -26,7 +26,8 @@ from .report import format_table, plot_latency
 ROOT = Path(__file__).resolve().parent.parent
 # at 2 threads: the runners whose speed-up matters (onnx.reference and the interpreter add nothing new)
 RUNNERS_2T = ("eager", "torchscript", "static_runtime", "ort", "numpy_out",
-              "srcore_codegen_standard", "srcore_codegen_precomputed", "trt_like", "srcore_onnx")
+              "srcore_codegen_standard", "srcore_codegen_precomputed", "trt_like", "srcore_onnx", "openvino",
+              "openvino_bf16", "ov_onnx", "ov_onnx_bf16")
 SMOKE_MODELS = ("mlp_tiny", "elementwise_chain")
 
 

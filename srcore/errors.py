@@ -26,6 +26,7 @@ __all__ = [
     "EngineBuildError",
     "EngineOptionError",
     "QuantizationError",
+    "ClusterError",
     "SrcoreWarning",
 ]
 
@@ -155,6 +156,14 @@ class EngineOptionError(SrcoreError):
     """An engine option (``Options(engine_options=...)``, ``--engine-option``, a profile) that the
     engine builder or srcore does not know or refuses; names the option and what it accepts.
     Unlike :class:`EngineBuildError` it is not a reason to fall back: the load fails."""
+
+
+class ClusterError(SrcoreError):
+    """A Ray or Dask cluster that cannot be reached, starts no worker, or loses a job; names the
+    address and the cause (srcore.ray, srcore.dask, ``srcore batch``, ``srcore serve``)."""
+
+    hint = ("is the cluster up? --address takes Ray's HOST:6379, ray://HOST:10001 or auto, or Dask's "
+            "tcp://HOST:8786 (docs/scale-out.md)")
 
 
 class SrcoreWarning(UserWarning):

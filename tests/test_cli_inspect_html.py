@@ -164,10 +164,11 @@ def test_html_alone_writes_every_section_self_contained(tmp_path, capsys):
     for stage in sm.load_stages:
         assert re.search(rf"{stage}\s*[\d.]+ ms", head), stage
 
-    # the dispatch table shows where each node came from, a library's path shortened (in full as a tooltip)
+    # the dispatch table shows where each node came from (converted models store package-relative paths;
+    # an absolute one is shown from site-packages/ on, in full as a tooltip: the test below)
     src = {e["attrs"]["title"]: page.text(e) for e in page.find("td", **{"class": "muted"}) if "title" in e["attrs"]}
     full = str(next(pn.node.source for pn in sm.blocks[0].nodes if pn.node.kind == "srcore::conv2d_relu"))
-    assert "site-packages/torch/" in full and src[full] == "torch/" + full.split("site-packages/torch/")[1]
+    assert full.startswith("torch/nn/") and src[full] == full
     # the code section is the generated source, unchanged by the highlighting
     (code,) = page.find("pre", **{"class": "code"})
     gen = StaticModule(model, backends=("cpu",), options=srcore.Options(executor="codegen"))._codegen
@@ -296,3 +297,11 @@ def test_no_optimize_shows_the_graph_as_converted(tmp_path, capsys, cf_model):
     after, before = [page.text(e) for e in page.find("pre", **{"class": "ir"})]
     assert after == before == print_graph(_common.load_model(str(cf_model)).graph).rstrip("\n")
     assert "the pass pipeline did not run" in page.section("graph") and not page.find("tr", **{"class": "changed"})
+
+
+def test_an_absolute_library_path_is_shortened_with_the_full_path_as_tooltip():
+    from srcore.cli.inspect_html import _source_cell
+
+    cell = _source_cell("/venv/lib/python3.11/site-packages/torch/nn/functional.py:12:3")
+    assert cell == ('<td class="muted" title="/venv/lib/python3.11/site-packages/torch/nn/functional.py:12:3">'
+                    "torch/nn/functional.py:12:3</td>")

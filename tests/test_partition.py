@@ -284,7 +284,7 @@ def test_inspect_partition_shows_engines_layers_and_fallback(tmp_path, capsys):
                     .replace("aten::tanh(%d)", "aten::cumsum(%d, %one)"))
     assert main(["inspect", str(path), "--partition", "trt_like"]) == 0
     out = capsys.readouterr().out
-    assert "== partition (backends: trt_like, cpu" in out
+    assert "== partition (backends: trt_like, quantized_cpu, cpu;" in out   # the engine, then the default list
     assert "trt_like_engine_0 [trt_like] 4 node(s): engine" in out
     assert "fused_pointwise (4 ops: add, mul, sigmoid, mul)" in out          # the engine's layers
     assert "aten::cumsum: not supported by trt_like: aten::cumsum is not in the engine's op table" in out

@@ -120,19 +120,26 @@ def load_model(path: str):
     return load(path)
 
 
-def make_module(args, model, **overrides):
+def make_options(args, **overrides):
+    """The ``srcore.Options`` the model options ask for (backends included)."""
     from ..runtime.options import Options
-    from ..runtime.static_module import StaticModule
 
     opts = dict(optimize=not args.no_optimize)
     if args.executor:
         opts["executor"] = args.executor
     if args.planner:
         opts["memory_planner_algorithm"] = args.planner
+    if args.backends:   # else Options' default
+        opts["backends"] = tuple(args.backends)
     opts.update(engine_settings(args))
     opts.update(overrides)
-    backends = tuple(args.backends) if args.backends else None   # Options' default
-    return StaticModule(model, options=Options(**opts), backends=backends)
+    return Options(**opts)
+
+
+def make_module(args, model, **overrides):
+    from ..runtime.static_module import StaticModule
+
+    return StaticModule(model, options=make_options(args, **overrides))
 
 
 def engine_settings(args) -> dict[str, Any]:

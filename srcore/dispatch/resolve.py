@@ -191,6 +191,8 @@ def resolve_node(node, table: KernelTable, backends: Sequence[str], dtypes: Sequ
     candidates that reach them.
     """
     schema = node_schema(node, table)
+    if schema is None and _declared_overloads(node, table):
+        return None   # the op is declared but its inputs fit no overload: a kernel by name would guess
     op = node_op(node, schema)
     unknown = dtypes is None and has_unknown_dtypes(node)
     dts = dispatch_dtypes(node) if dtypes is None else tuple(dtypes)
@@ -221,6 +223,13 @@ def resolve_node(node, table: KernelTable, backends: Sequence[str], dtypes: Sequ
                 resolved = attrs.evolve(resolved, fn=dtype_guard(resolved.fn, kernel, op), checks_dtypes=True)
             return resolved
     return None
+
+
+def _declared_overloads(node, table: KernelTable) -> tuple:
+    registry = getattr(table, "schemas", None)
+    if registry is None or not hasattr(registry, "overloads"):
+        return ()
+    return tuple(registry.overloads(node.kind))
 
 
 def _generality(kernel: Kernel) -> tuple:
@@ -269,8 +278,9 @@ def _schema_problem(node, table: KernelTable) -> str:
         return "no schema is known for this op"
     overloads = registry.overloads(node.kind)
     if overloads:
-        return (f"its {len(node.inputs)} input(s) and {len(node.outputs)} output(s) fit none of the "
-                f"{len(overloads)} declared overload(s) (srcore list-ops --op '{node.kind}' lists them)")
+        return (f"no overload of {node.kind} takes these {len(node.inputs)} input(s) and "
+                f"{len(node.outputs)} output(s); the declared overloads take:"
+                + "".join(f"\n        {s}" for s in overloads))
     import difflib
 
     names = sorted({q.split(".", 1)[0] for q in registry.names()})
@@ -333,6 +343,8 @@ def resolve_graph(graph, table: KernelTable, backends: Sequence[str] = ("cpu",),
         out_only = _out_form_only(node, schema, table)
         if out_only is not None:
             alts, shown = (out_only,), f"{node.kind}({', '.join(str(v.type) for v in node.inputs)})"
+        elif schema is None and _declared_overloads(node, table):   # kernels by name do not matter here
+            alts = (_schema_problem(node, table),)
         elif schema is None:
             alts = (_schema_problem(node, table), *alts)
         missing.append(Unsupported(node, op, shown, dts, _source(node), alts))

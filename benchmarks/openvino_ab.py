@@ -1,0 +1,192 @@
+"""srcore's openvino engines beside OpenVINO run directly on the same model's ONNX file, ONNX Runtime,
+trt_like and the cpu plugin, interleaved in one process:
+
+    .venv/bin/python -m benchmarks.openvino_ab [--models ...] [--runners ...] [--threads 1] [--rounds 15]
+
+``benchmarks.run`` measures each (model, runner) cell in its own process, one after another: on a
+busy machine two cells can see different loads, and a ratio of two cells is then noise. Here every
+runner of a model is loaded in one process (the artifacts ``benchmarks.run`` prepares, the runners
+of ``benchmarks.cell``) and the runners take turns, round after round (rotating order, each ~50 ms
+of calls a round, each call timed); a runner's time in a round is its median call, a ratio is
+computed per round from the two runners' times in that round, and the median of those ratios is
+reported: a slow phase of the machine hits both sides of each ratio. Latencies are the medians
+(and the best) of the round medians. Outputs are checked against torch eager (``rel.err``). Each
+(model, threads) runs in a fresh process with the thread environment of ``benchmarks.run``
+(``OMP_NUM_THREADS`` etc.: a library loaded late, MKL under trt_like, would otherwise start a
+thread per core). Writes ``OUT/openvino_ab.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .cell import Skip, _to_np, load_runner, preimport
+from .machine import machine_facts
+from .models import MODELS
+from .prepare import prepare
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNNERS = ("openvino", "ov_onnx", "ort", "trt_like", "srcore_codegen_standard", "openvino_bf16", "ov_onnx_bf16",
+           "openvino_nan_unchecked")
+LABELS = {"openvino": "srcore openvino", "ov_onnx": "OpenVINO (ONNX)", "ort": "ONNX Runtime",
+          "trt_like": "srcore trt_like", "srcore_codegen_standard": "srcore cpu",
+          "openvino_bf16": "srcore openvino bf16", "ov_onnx_bf16": "OpenVINO bf16 (ONNX)",
+          "openvino_nan_unchecked": "srcore openvino, nan_checks=False"}
+
+
+def measure_model(model: str, runners, threads: int, art: Path, rounds: int, round_s: float) -> dict:
+    from threadpoolctl import threadpool_limits
+
+    x = np.load(art / "input.npy")
+    ref = np.load(art / "ref.npy")
+    limits = threadpool_limits(limits=threads)
+    calls, res = {}, {"model": model, "threads": threads, "runners": {}}
+    for r in runners:
+        preimport(r)
+        extra: dict = {}
+        try:
+            t0 = time.perf_counter()
+            f = load_runner(model, r, threads, art, x, extra)
+            load = time.perf_counter() - t0
+            y = _to_np(f())
+        except Skip as e:
+            res["runners"][r] = {"status": "skipped", "note": str(e)}
+            continue
+        err = float(np.abs(y.astype(np.float64) - ref).max() / max(np.abs(ref).max(), 1e-30))
+        res["runners"][r] = {"status": "ok", "load_ms": round(load * 1e3, 1), "max_rel_err": err,
+                             **{k: v for k, v in extra.items() if not k.startswith("_")}}
+        calls[r] = (f, extra)
+    for f, _ in calls.values():   # warm-up
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 0.2:
+            f()
+    names = list(calls)
+    per_call = {}
+    for r in names:
+        t0 = time.perf_counter()
+        calls[r][0]()
+        per_call[r] = time.perf_counter() - t0
+    n_calls = {r: max(1, min(2000, int(round_s / max(per_call[r], 1e-7)))) for r in names}
+    times: dict[str, list[float]] = {r: [] for r in names}
+    for k in range(rounds):
+        order = names[k % len(names):] + names[:k % len(names)]
+        for r in order:
+            f, n = calls[r][0], n_calls[r]
+            per = []
+            for _ in range(n):
+                t0 = time.perf_counter_ns()
+                f()
+                per.append(time.perf_counter_ns() - t0)
+            times[r].append(float(np.median(per)) * 1e-9)   # the round's median call, as benchmarks.run
+    del limits
+    for r in names:
+        t = np.array(times[r]) * 1e6
+        res["runners"][r].update(median_us=float(np.median(t)), best_round_us=float(t.min()),
+                                 rounds_us=[round(v, 2) for v in t])
+    res["ratios"] = paired_ratios(times)
+    return res
+
+
+def paired_ratios(times: dict[str, list[float]]) -> dict[str, float]:
+    """Medians of per-round ratios: openvino ÷ ov_onnx, and the fastest of srcore's backends ÷ ORT."""
+    out = {}
+    if "openvino" in times and "ov_onnx" in times:
+        out["openvino/ov_onnx"] = float(np.median(np.array(times["openvino"]) / np.array(times["ov_onnx"])))
+    if "openvino_nan_unchecked" in times and "ov_onnx" in times:
+        out["openvino_nan_unchecked/ov_onnx"] = float(np.median(np.array(times["openvino_nan_unchecked"])
+                                                                / np.array(times["ov_onnx"])))
+    if "openvino_bf16" in times and "ov_onnx_bf16" in times:
+        out["openvino_bf16/ov_onnx_bf16"] = float(np.median(np.array(times["openvino_bf16"])
+                                                            / np.array(times["ov_onnx_bf16"])))
+    ours = [r for r in ("openvino", "trt_like", "srcore_codegen_standard") if r in times]
+    if ours and "ort" in times:
+        fastest = min(ours, key=lambda r: np.median(times[r]))
+        out["fastest_srcore"] = fastest
+        out["fastest_srcore/ort"] = float(np.median(np.array(times[fastest]) / np.array(times["ort"])))
+        for r in ours:
+            out[f"{r}/ort"] = float(np.median(np.array(times[r]) / np.array(times["ort"])))
+    return out
+
+
+def _child(model: str, threads: int, args) -> dict:
+    from .run import child_env
+
+    cmd = [sys.executable, "-m", "benchmarks.openvino_ab", "--child", model, str(threads), "--runners", args.runners,
+           "--rounds", str(args.rounds), "--round-seconds", str(args.round_seconds), "--out", args.out]
+    p = subprocess.run(cmd, env=child_env(threads), capture_output=True, text=True, cwd=ROOT)
+    for line in p.stdout.splitlines():
+        if line.startswith("@@RESULT@@"):
+            return json.loads(line[len("@@RESULT@@"):])
+    raise RuntimeError(f"{model} t={threads}: no result (exit {p.returncode}): {p.stderr[-2000:]}")
+
+
+def fmt_us(us: float) -> str:
+    return f"{us / 1e3:.2f} ms" if us >= 1e3 else f"{us:.1f} µs"
+
+
+def markdown(report: dict) -> str:
+    runners = [r for r in RUNNERS if any(r in m["runners"] for m in report["models"])]
+    head = ["model", "threads", *[LABELS[r] for r in runners], "openvino ÷ OpenVINO (ONNX)", "fastest srcore ÷ ORT"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for m in report["models"]:
+        cells = []
+        for r in runners:
+            c = m["runners"].get(r)
+            cells.append(fmt_us(c["median_us"]) if c and c["status"] == "ok" else "–")
+        ra = m["ratios"]
+        a = f"{ra['openvino/ov_onnx']:.3f}x" if "openvino/ov_onnx" in ra else "–"
+        b = (f"{ra['fastest_srcore/ort']:.2f}x ({LABELS[ra['fastest_srcore']].replace('srcore ', '')})"
+             if "fastest_srcore/ort" in ra else "–")
+        lines.append("| " + " | ".join([m["model"], str(m["threads"]), *cells, a, b]) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.openvino_ab", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--runners", default=",".join(RUNNERS))
+    ap.add_argument("--threads", default="1")
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--round-seconds", type=float, default=0.05)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    ap.add_argument("--child", nargs=2, metavar=("MODEL", "THREADS"), help=argparse.SUPPRESS)
+    args = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    out = Path(args.out)
+    if args.child:
+        model, threads = args.child[0], int(args.child[1])
+        res = measure_model(model, args.runners.split(","), threads, out / "artifacts" / model, args.rounds,
+                            args.round_seconds)
+        print("@@RESULT@@" + json.dumps(res, default=str))
+        return 0
+    report = {"command": "python -m benchmarks.openvino_ab " + " ".join(sys.argv[1:] if argv is None else argv),
+              "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "machine": machine_facts(),
+              "models": []}
+    t_start = time.perf_counter()
+    for model in args.models.split(","):
+        prepare(model, out)
+        for threads in (int(t) for t in args.threads.split(",")):
+            if threads > 1 and not MODELS[model][1]["compute_bound"]:
+                continue
+            res = _child(model, threads, args)
+            res["loadavg_1m"] = os.getloadavg()[0]
+            report["models"].append(res)
+            print(f"[{model} t={threads}] " + ", ".join(
+                f"{r} {fmt_us(c['median_us'])}" if c["status"] == "ok" else f"{r} skipped"
+                for r, c in res["runners"].items()) + f"; ratios {res['ratios']}", flush=True)
+    report["wall_s"] = round(time.perf_counter() - t_start, 1)
+    (out / "openvino_ab.json").write_text(json.dumps(report, indent=1, default=str))
+    print()
+    print(markdown(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

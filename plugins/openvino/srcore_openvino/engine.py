@@ -1,0 +1,250 @@
+"""Building and running openvino engines.
+
+``build(segment)`` is the ``EngineBuilder`` entry point: the segment graph becomes one
+OpenVINO model (:mod:`.convert.model`), compiled once for the CPU device with the engine
+options (:mod:`.options`): symbolic dims stay dynamic, so one compiled model serves every
+input size. With ``timing`` on (the default) the engine is timed against the segment run
+node by node on the next backends (``Segment.fallback``) and refused when it is slower:
+OpenVINO's per-call overhead (tens of µs) does not pay off on a few small ops.
+
+At run time each calling thread has its own infer request. Inputs OpenVINO cannot take
+(an empty tensor, a size the model's constant shapes reject) run node by node on the next
+backends, like a signature trt_like has no plan for.
+"""
+from __future__ import annotations
+
+import threading
+import time
+import numpy as np
+
+from srcore import EngineBuildError, KernelError
+
+from . import device
+from .convert.model import build_model
+from .options import EngineOptions, intra_op_threads, parse
+
+#: the size a symbolic dim takes when the engine is timed at build
+TRIAL_DIM = 4
+#: seconds the build-time comparison may spend on one segment (after one warm-up call each),
+#: and the most calls of each side it makes
+TIMING_BUDGET = 0.25
+TIMING_CALLS = 50
+#: signatures remembered as running node by node (the oldest is dropped beyond this)
+MAX_UNPLANNED = 16
+
+
+class Engine:
+    """One segment compiled by OpenVINO; call it with the segment's inputs."""
+
+    def __init__(self, segment):
+        self.name = segment.name
+        self.fallback = segment.fallback
+        self.options: EngineOptions = parse(dict(segment.options))
+        ov = device.openvino()
+        self._tensor = ov.Tensor
+        if self.options.precision == "bf16":
+            why = device.bf16_refusal()
+            if why is not None:
+                raise EngineBuildError(why)
+        self.threads = self.options.threads or intra_op_threads()
+        t0 = time.perf_counter()
+        model, self.input_dims = build_model(segment.graph, self.name, ov, _opset(ov), self.options.nan_checks)
+        self.n_ops = len(model.get_ordered_ops())
+        self.config = compile_config(self.options.precision, self.threads)
+        self.cache_dir = self.options.cache_dir
+        if self.cache_dir is not None:
+            try:
+                self.cache_dir.mkdir(parents=True, exist_ok=True)
+                self.config["CACHE_DIR"] = str(self.cache_dir)
+            except OSError:   # a cache that cannot be written is no reason to refuse the segment
+                self.cache_dir = None
+        try:
+            self.compiled = device.core().compile_model(model, "CPU", self.config)
+        except Exception as exc:
+            raise EngineBuildError(f"OpenVINO failed to compile the segment: {type(exc).__name__}: "
+                                   f"{_last_line(exc)}") from exc
+        self.compile_seconds = time.perf_counter() - t0
+        self.n_inputs = len(self.input_dims)
+        self.n_outputs = len(self.compiled.outputs)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        #: input signature -> why it runs node by node (OpenVINO rejected it, or it is empty)
+        self.unplanned: dict[tuple, str] = {}
+        self.timed: tuple[float, float, tuple] | None = None
+        if self.options.timing and self.fallback is not None:
+            self._time_against_fallback()
+
+    # -- running ------------------------------------------------------------------------------
+    def _request(self):
+        req = getattr(self._local, "request", None)
+        if req is None:
+            req = self._local.request = self.compiled.create_infer_request()
+        return req
+
+    def __call__(self, *xs):
+        if len(xs) != self.n_inputs:
+            raise KernelError(f"{self.name}: {len(xs)} inputs, expected {self.n_inputs}")
+        if self.unplanned:
+            key = tuple(x.shape for x in xs)
+            if key in self.unplanned:
+                return self.fallback(*xs)
+        req = self._request()
+        tensor = self._tensor
+        keep = []   # OpenVINO reads the arrays in place: the copies made here must live until infer() returns
+        try:
+            for i, x in enumerate(xs):
+                if x.dtype != np.float32 or not x.flags.c_contiguous:
+                    x = np.ascontiguousarray(x, dtype=np.float32)
+                    keep.append(x)
+                if x.size == 0:
+                    raise _Empty()
+                req.set_input_tensor(i, tensor(x, shared_memory=True))
+            req.infer()
+        except Exception as exc:   # an empty input, or sizes the model's constant shapes reject
+            return self._not_in_openvino(xs, exc)
+        if self.n_outputs == 1:
+            return req.get_output_tensor(0).data.copy()
+        return tuple(req.get_output_tensor(i).data.copy() for i in range(self.n_outputs))
+
+    def _not_in_openvino(self, xs, exc):
+        sig = tuple(x.shape for x in xs)
+        why = "an empty input" if isinstance(exc, _Empty) else f"OpenVINO: {type(exc).__name__}: {_last_line(exc)}"
+        if self.fallback is None:
+            raise KernelError(f"{self.name}: inputs {_sig(sig)} do not run in OpenVINO ({why}) and there is no "
+                              f"fallback (Options.require_full_compilation, or no backend after openvino)") from exc
+        with self._lock:
+            if len(self.unplanned) >= MAX_UNPLANNED:
+                self.unplanned.pop(next(iter(self.unplanned)))
+            self.unplanned[sig] = why
+        return self.fallback(*xs)
+
+    # -- the build-time comparison with the next backend ------------------------------------------
+    def _trial_inputs(self) -> list[np.ndarray]:
+        rng = np.random.default_rng(0)
+        return [rng.standard_normal([TRIAL_DIM if d is None else d for d in dims]).astype(np.float32)
+                for dims in self.input_dims]
+
+    def _time_against_fallback(self) -> None:
+        """Alternate single calls of the engine and of the fallback on trial inputs (after a
+        warm-up call each: the fallback builds its runtime then) and compare their lower
+        quartiles, which a busy machine's stalls barely move."""
+        xs = self._trial_inputs()
+        ov_times, next_times = [], []
+        try:
+            with np.errstate(all="ignore"):
+                _timed(self, xs)
+                _timed(self.fallback, xs)
+                start = time.perf_counter()
+                while len(ov_times) < TIMING_CALLS and not self.unplanned:
+                    ov_times.append(_timed(self, xs))
+                    next_times.append(_timed(self.fallback, xs))
+                    if len(ov_times) >= 3 and time.perf_counter() - start > TIMING_BUDGET:
+                        break
+        except Exception:   # the trial sizes do not fit the segment (a constant reshape): keep the engine
+            ov_times = []
+        if self.unplanned or not ov_times:
+            self.unplanned.clear()
+            return
+        t_ov, t_next = float(np.percentile(ov_times, 25)), float(np.percentile(next_times, 25))
+        self.timed = (t_ov, t_next, tuple(x.shape for x in xs))
+        if t_ov > t_next:
+            raise EngineBuildError(
+                f"slower in OpenVINO ({_us(t_ov)} per call) than node by node on {self._next_backends()} "
+                f"({_us(t_next)}), timed at build on inputs {_sig(self.timed[2])}; "
+                f"engine_options={{'timing': False}} keeps such segments in OpenVINO")
+
+    def _next_backends(self) -> str:
+        return ", ".join(getattr(self.fallback, "backends", None) or ("the next backends",))
+
+    # -- reports ---------------------------------------------------------------------------------
+    def describe(self) -> str:
+        dyn = [i for i, dims in enumerate(self.input_dims) if None in dims]
+        ins = ", ".join("(" + ", ".join("?" if d is None else str(d) for d in dims) + ")" for dims in self.input_dims)
+        lines = [f"OpenVINO {device.openvino().__version__.split('-')[0]} on {device.device_name()}: precision "
+                 f"{self.options.precision}, {self.threads} thread(s), model cache "
+                 f"{self.cache_dir if self.cache_dir is not None else 'off'}"
+                 + ("" if self.options.nan_checks else ", nan_checks off (OpenVINO's NaN handling)"),
+                 f"inputs {ins}: one compiled model{' with dynamic dims' if dyn else ''}, {self.n_ops} OpenVINO ops, "
+                 f"built and compiled in {self.compile_seconds * 1e3:.1f} ms"]
+        layers = runtime_layers(self.compiled)
+        if layers:
+            lines.append("runs as: " + ", ".join(layers))
+        if self.timed is not None:
+            t_ov, t_next, shapes = self.timed
+            lines.append(f"timed at build on inputs {_sig(shapes)}: {_us(t_ov)} per call in OpenVINO, "
+                         f"{_us(t_next)} node by node on {self._next_backends()}")
+        for sig, why in list(self.unplanned.items()):
+            lines.append(f"inputs {_sig(sig)} run node by node on {self._next_backends()} ({why})")
+        return "\n".join(lines)
+
+
+def compile_config(precision: str, threads: int) -> dict:
+    """OpenVINO's CPU settings for an engine: one stream, latency-tuned, ``threads`` threads, no
+    CPU pinning. Pinned threads wait for their core when other processes use it: on a busy
+    2-core machine, mlp_tiny's call took 34 µs at the median but 3.9 ms at p90 pinned, 52 µs
+    unpinned (one process, alternating blocks of calls)."""
+    return {"INFERENCE_PRECISION_HINT": precision, "INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1,
+            "PERFORMANCE_HINT": "LATENCY", "ENABLE_CPU_PINNING": False}
+
+
+class _Empty(Exception):
+    """An input with no elements: OpenVINO's CPU plugin does not take them; the next backend does."""
+
+
+def _opset(ov):
+    """The opset module converters build with (14: MaxPool/AvgPool with torch's ceil rounding)."""
+    import openvino.opset14 as opset
+
+    return opset
+
+
+def runtime_layers(compiled, limit: int = 12) -> list[str]:
+    """What OpenVINO runs: ``"FullyConnected x3 [brgemm_avx2_FP32]"``, by execution order."""
+    counts: dict[tuple[str, str], int] = {}
+    try:
+        for op in compiled.get_runtime_model().get_ordered_ops():
+            rt = op.get_rt_info()
+            kind = _rt(rt, "layerType") or op.get_type_name()
+            if kind in ("Input", "Output", "Parameter", "Result", "Const", "Constant"):
+                continue
+            prim, prec = _rt(rt, "primitiveType"), _rt(rt, "runtimePrecision")
+            tag = prim if prec.lower() in prim.lower() else f"{prim} {prec}".strip()
+            counts[(kind, tag)] = counts.get((kind, tag), 0) + 1
+    except Exception:   # the runtime model is a debugging aid; an OpenVINO without it still runs
+        return []
+    out = [f"{k}{f' x{n}' if n > 1 else ''}{f' [{t}]' if t else ''}" for (k, t), n in counts.items()]
+    return out[:limit] + ([f"... {len(out) - limit} more kinds"] if len(out) > limit else [])
+
+
+def _rt(info, key: str) -> str:
+    return info[key].astype(str) if key in info else ""
+
+
+def _timed(fn, xs, calls: int = 1) -> float:
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn(*xs)
+    return (time.perf_counter() - t0) / calls
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:.1f} µs" if seconds < 1e-2 else f"{seconds * 1e3:.2f} ms"
+
+
+def _sig(shapes) -> str:
+    return ", ".join("(" + ", ".join(map(str, s)) + ")" for s in shapes)
+
+
+def _last_line(exc: Exception) -> str:
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else type(exc).__name__
+
+
+def build(segment) -> Engine:
+    """``EngineBuilder.build``: the compiled engine of ``segment`` (see :class:`srcore.plugin.Segment`)."""
+    return Engine(segment)
+
+
+def load(data):
+    raise EngineBuildError("srcore-openvino keeps no serialized engines: segments are rebuilt at load, and "
+                           "OpenVINO's model cache (engine option cache_dir) makes the compile step fast")

@@ -1,0 +1,31 @@
+"""benchmarks.openvino_ab's arithmetic: ratios are taken per round, then their median (so a slow
+phase of the machine, which hits both runners of a round, cancels out)."""
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.openvino_ab import markdown, paired_ratios
+
+pytestmark = pytest.mark.one_pass
+
+
+def test_ratios_are_medians_of_per_round_ratios():
+    # round 2 is a slow phase for everyone: per-round ratios stay 1.02 and 0.5
+    times = {"openvino": [1.02, 10.2, 1.02], "ov_onnx": [1.0, 10.0, 1.0], "ort": [2.0, 20.0, 2.0],
+             "trt_like": [1.5, 15.0, 1.5], "srcore_codegen_standard": [3.0, 30.0, 3.0]}
+    r = paired_ratios(times)
+    assert r["openvino/ov_onnx"] == pytest.approx(1.02)
+    assert r["fastest_srcore"] == "openvino" and r["fastest_srcore/ort"] == pytest.approx(0.51)
+    assert r["trt_like/ort"] == pytest.approx(0.75)
+    assert "openvino_bf16/ov_onnx_bf16" not in r
+
+
+def test_markdown_table():
+    report = {"models": [{"model": "mlp_tiny", "threads": 1, "ratios": {"openvino/ov_onnx": 1.02,
+                                                                         "fastest_srcore": "trt_like",
+                                                                         "fastest_srcore/ort": 0.75},
+                          "runners": {"openvino": {"status": "ok", "median_us": 12.34},
+                                      "ov_onnx": {"status": "ok", "median_us": 1234.5},
+                                      "openvino_bf16": {"status": "skipped", "note": "no bf16"}}}]}
+    text = markdown(report)
+    assert "| mlp_tiny | 1 | 12.3 µs | 1.23 ms | – | 1.020x | 0.75x (trt_like) |" in text, text
