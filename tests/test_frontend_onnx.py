@@ -271,3 +271,23 @@ def test_exported_attention_becomes_sdpa(scaled):
         ["aten::scaled_dot_product_attention"]
     q, k, v = (np.random.default_rng(i).standard_normal(t).astype(np.float32) for i in range(3))
     np.testing.assert_allclose(srcore.StaticModule(model)(q, k, v), _ort(m, q, k, v)[0], rtol=1e-5, atol=1e-6)
+
+
+def test_bfloat16_inputs_and_initializers_compute_as_torch():
+    import ml_dtypes
+    import torch
+
+    bf16 = ml_dtypes.bfloat16
+    rng = np.random.default_rng(3)
+    b = rng.standard_normal((2, 3)).astype(bf16)
+    nodes = [helper.make_node("Mul", ["x", "b"], ["m"]), helper.make_node("Add", ["m", "x"], ["s"]),
+             helper.make_node("Cast", ["s"], ["y"], to=TensorProto.FLOAT)]
+    g = helper.make_graph(nodes, "bf", [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [2, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+                          [numpy_helper.from_array(b, "b")])
+    model = srcore.from_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    assert model.input_specs[0].dtype == "bfloat16" and model.params["b"].dtype == bf16
+    x = rng.standard_normal((2, 3)).astype(bf16)
+    tx, tb = (torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16) for a in (x, b))
+    want = (tx * tb + tx).float().numpy()
+    np.testing.assert_array_equal(np.asarray(srcore.StaticModule(model)(x)), want)
