@@ -106,6 +106,12 @@ CASES = [
     ("QuantizeLinear", [np.arange(-12, 12, dtype=np.float32).reshape(2, 3, 4), np.array([0.5, 2.0, 3.0], np.float32),
                         np.array([0, 10, 250], np.uint8)], {"axis": 1}, TensorProto.UINT8),
     ("QuantizeLinear", [np.array([1.0, -2.0, 3.3], np.float32), np.array(0.5, np.float32)], {}, TensorProto.UINT8),
+    # blocked: blocks of 2 along axis 1 (the last one short); a float16 scale divides in float16
+    ("QuantizeLinear", [np.linspace(-9, 9, 10, dtype=np.float32).reshape(2, 5),
+                        np.array([[0.5, 1.0, 2.0], [3.0, 0.25, 1.5]], np.float32),
+                        np.array([[1, -2, 3], [0, 5, -7]], np.int8)], {"axis": 1, "block_size": 2}, TensorProto.INT8),
+    ("QuantizeLinear", [np.array([1001.0, 3.7, -2.5], np.float32), np.array(0.3, np.float16),
+                        np.array(0, np.int16)], {}, TensorProto.INT16),
     # DequantizeLinear: int32 without wrap-around, per axis (negative axis), float16 scale
     ("DequantizeLinear", [np.array([0, 3, 128, 255], np.uint8), np.array(2.0, np.float32), np.array(128, np.uint8)],
      {}, TensorProto.FLOAT),
@@ -114,6 +120,9 @@ CASES = [
     ("DequantizeLinear", [np.arange(24, dtype=np.int8).reshape(2, 3, 4), np.array([0.5, 2.0, 3.0, 1.5], np.float32),
                           np.array([0, -10, 100, 3], np.int8)], {"axis": -1}, TensorProto.FLOAT),
     ("DequantizeLinear", [np.array([-300, 5, 1270], np.int16), np.array(0.25, np.float16)], {}, TensorProto.FLOAT16),
+    ("DequantizeLinear", [np.arange(-6, 6, dtype=np.int8).reshape(4, 3), np.array([[0.5, 2.0, 3.0], [1.5, 0.1, 7.0]],
+                          np.float32), np.array([[0, 1, -1], [2, 3, 4]], np.int8)], {"axis": 0, "block_size": 3},
+     TensorProto.FLOAT),
 ]
 
 
@@ -145,12 +154,6 @@ def test_constant_parameters_quantize_to_quantized_values():
 
 
 def test_what_srcore_cannot_represent_names_the_node():
-    x = np.zeros((2, 4), np.float32)
-    m = _qdq_node("QuantizeLinear", [x, np.ones((2, 2), np.float32), np.zeros((2, 2), np.uint8)],
-                  {"axis": 1, "block_size": 2})
-    m.graph.node[0].name = "blocked_q"
-    with pytest.raises(srcore.ConversionError, match=r"blocked_q.*block_size"):
-        srcore.from_onnx(m)
     m = _qdq_node("QuantizeLinear", [np.zeros(4, np.float32), np.ones((), np.float32)],
                   {"output_dtype": TensorProto.UINT16}, TensorProto.UINT16)
     m.graph.node[0].name = "q16"

@@ -29,7 +29,8 @@ FULL = os.environ.get("SRCORE_ONNX_CONFORMANCE") == "1"
 DEFAULT_MODULES = ["add", "relu", "conv", "convtranspose", "gemm", "matmul", "globalaveragepool", "batch_normalization", "layernormalization", "softmax", "reshape",
                    "transpose", "concat", "slice", "gather", "split", "squeeze", "unsqueeze", "flatten",
                    "expand", "where", "clip", "reducesum", "reducemean", "cast", "pad", "topk", "argmax",
-                   "if_", "loop", "resize", "gelu", "erf", "pow", "sigmoid", "tanh", "div", "shape"]
+                   "if_", "loop", "resize", "gelu", "erf", "pow", "sigmoid", "tanh", "div", "shape",
+                   "reduceprod", "quantizelinear", "dequantizelinear"]
 
 #: the pass rate the default set must keep (supported dtypes; docs/onnx-conformance.md has the full run)
 MIN_PASS_RATE = 0.85

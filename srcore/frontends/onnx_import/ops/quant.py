@@ -16,7 +16,8 @@ turns ``DQ -> Conv/Gemm(DQ(W)) [-> Relu] -> Q`` and ``DQ + DQ -> Q`` into ``quan
 
 srcore quantizes as fbgemm does (``x * (1 / scale)``, then round half to even); ONNX divides. The
 two differ only for a value within float32 rounding of a tie: by one quantization step.
-Blocked quantization (``block_size``) and the float8/int4 types are not supported.
+Blocked quantization (``block_size``) repeats each parameter over its block (float arithmetic);
+the float8/int4/uint16 types are not supported.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from ....ir.quant import QDTYPES, QParams
 from ....ir.types import TensorType
 from ..context import NodeContext, Unsupported
 from ..dtypes import scalar_type
-from ._util import cast, norm_axis, table
+from ._util import cast, dim_item, norm_axis, table
 
 #: storage dtype -> srcore's quantized dtype
 _QDTYPE = {"uint8": "quint8", "int8": "qint8", "int32": "qint32"}
@@ -35,11 +36,12 @@ _RANGES = {"uint8": (0, 255), "int8": (-128, 127), "int16": (-(2 ** 15), 2 ** 15
 _ONNX_INT = {2: "uint8", 3: "int8", 5: "int16", 6: "int32"}
 
 
-def _common_attrs(cx: NodeContext) -> int:
-    """The attributes every version may carry; returns ``axis``."""
-    if int(cx.attr("block_size", 0)) != 0:
-        raise Unsupported("blocked quantization (block_size > 0)")
-    return int(cx.attr("axis", 1))
+def _common_attrs(cx: NodeContext) -> tuple[int, int]:
+    """The attributes every version may carry: ``(axis, block_size)``."""
+    block = int(cx.attr("block_size", 0))
+    if block < 0:
+        raise Unsupported(f"block_size={block}")
+    return int(cx.attr("axis", 1)), block
 
 
 def _per_tensor(cx: NodeContext, i: int) -> bool:
@@ -56,8 +58,14 @@ def _const_params(cx: NodeContext):
     return float(s.reshape(-1)[0]), int(z.reshape(-1)[0])
 
 
-def _broadcast(cx: NodeContext, v, axis: int, rank: int, i: int):
-    """A 1-D per-axis parameter reshaped to broadcast along ``axis`` of a rank-``rank`` tensor."""
+def _broadcast(cx: NodeContext, v, axis: int, rank: int, i: int, block: int = 0):
+    """Parameter ``i`` shaped to broadcast against input 0: a 1-D per-axis one along ``axis``, a
+    blocked one (input 0's shape with ``ceil(D / block)`` along ``axis``) repeated ``block`` times."""
+    if block:
+        if cx.rank(i) != rank:
+            raise Unsupported(f"blocked quantization with a parameter of rank {cx.rank(i)} for rank {rank}")
+        v = cx.op("aten::repeat_interleave", v, block, axis, None)
+        return cx.op("aten::narrow", v, axis, 0, dim_item(cx, 0, cx.x(0), axis))
     if _per_tensor(cx, i) or rank <= 1:
         return v
     shape = [1] * rank
@@ -66,12 +74,16 @@ def _broadcast(cx: NodeContext, v, axis: int, rank: int, i: int):
 
 
 def quantize_linear(cx: NodeContext):
-    axis = _common_attrs(cx)
+    axis, block = _common_attrs(cx)
     cx.attr("saturate", 1)   # applies to float8 outputs only
     out_code = int(cx.attr("output_dtype", 0))
     precision = int(cx.attr("precision", 0))
-    if precision not in (0, 1):
-        raise Unsupported(f"precision={precision} (only float32 arithmetic is supported)")
+    from ..dtypes import dtype_of
+
+    # the division's precision: the scale's type unless ``precision`` names one (Quantize-25+)
+    ddt = dtype_of(precision) if precision else cx.dtype(1)
+    if ddt not in ("float32", "float16", "bfloat16", "float64"):
+        raise Unsupported(f"dividing in {ddt}")
     zdt = cx.dtype(2) if cx.has(2) else _ONNX_INT.get(out_code, "uint8" if not out_code else None)
     if zdt not in _RANGES or (out_code and _ONNX_INT.get(out_code) != zdt):
         from ..dtypes import ONNX_TYPE_NAMES
@@ -80,18 +92,19 @@ def quantize_linear(cx: NodeContext):
                           f"int8, int16, int32)")
     cx.require_dtype(0, {"float32", "float16", "float64"}, "x")
     params = _const_params(cx)
-    if params is not None and zdt in ("uint8", "int8") and cx.dtype(0) == "float32":
+    if params is not None and zdt in ("uint8", "int8") and cx.dtype(0) == "float32" and ddt == "float32" \
+            and not block:
         scale, zp = params
         q = cx.op("aten::quantize_per_tensor", cx.x(0), scale, zp, scalar_type(_QDTYPE[zdt]),
                   types=[TensorType(_QDTYPE[zdt], cx.shape(0), QParams(scale, zp))])
         return cx.op("aten::int_repr", q)
     rank = cx.rank(0)
-    axis = 0 if _per_tensor(cx, 1) else norm_axis(axis, rank)   # ONNX ignores axis per tensor
-    x = cast(cx, cx.x(0), "float32")
-    s = _broadcast(cx, cast(cx, cx.x(1), "float32"), axis, rank, 1)
-    y = cx.op("aten::round", cx.op("aten::div", x, s))
+    axis = 0 if _per_tensor(cx, 1) and not block else norm_axis(axis, rank)   # ONNX ignores axis per tensor
+    x = cast(cx, cx.x(0), ddt)
+    s = _broadcast(cx, cast(cx, cx.x(1), ddt), axis, rank, 1, block)
+    y = cast(cx, cx.op("aten::round", cx.op("aten::div", x, s)), "float32")   # an integer: exact in float32
     if cx.has(2):
-        y = cx.op("aten::add", y, _broadcast(cx, cast(cx, cx.x(2), "float32"), axis, rank, 2))
+        y = cx.op("aten::add", y, _broadcast(cx, cast(cx, cx.x(2), "float32"), axis, rank, 2, block))
     lo, hi = _RANGES[zdt]
     return cast(cx, cx.op("aten::clamp", y, float(lo), float(hi)), zdt)
 
@@ -106,22 +119,23 @@ def _quantized_source(x, scale: float, zp: int):
 
 
 def dequantize_linear(cx: NodeContext):
-    axis = _common_attrs(cx)
+    axis, block = _common_attrs(cx)
     out_code = int(cx.attr("output_dtype", 0))
     xdt = cx.require_dtype(0, set(_RANGES), "x")
     sdt = cx.require_dtype(1, {"float32", "float16", "float64"}, "x_scale")
     if out_code not in (0, 1, 10, 11):
         raise Unsupported(f"output_dtype={out_code}")
     rank = cx.rank(0)
-    axis = 0 if _per_tensor(cx, 1) else norm_axis(axis, rank)
-    folded = _dequantize_quantized(cx, xdt, sdt, axis) if sdt == "float32" and out_code in (0, 1) else None
+    axis = 0 if _per_tensor(cx, 1) and not block else norm_axis(axis, rank)
+    folded = _dequantize_quantized(cx, xdt, sdt, axis) if sdt == "float32" and out_code in (0, 1) and not block \
+        else None
     if folded is not None:
         return folded
     wide = "int64" if xdt == "int32" else "int32"   # x - zero_point without wrapping around
     d = cast(cx, cx.x(0), wide)
     if cx.has(2):
-        d = cx.op("aten::sub", d, _broadcast(cx, cast(cx, cx.x(2), wide), axis, rank, 2))
-    y = cx.op("aten::mul", cast(cx, d, "float32"), _broadcast(cx, cast(cx, cx.x(1), "float32"), axis, rank, 1))
+        d = cx.op("aten::sub", d, _broadcast(cx, cast(cx, cx.x(2), wide), axis, rank, 2, block))
+    y = cx.op("aten::mul", cast(cx, d, "float32"), _broadcast(cx, cast(cx, cx.x(1), "float32"), axis, rank, 1, block))
     out = {0: sdt, 1: "float32", 10: "float16", 11: "float64"}[out_code]
     return y if out == "float32" else cast(cx, y, out)
 
@@ -177,5 +191,5 @@ def dequantize_constants(graph) -> int:
     return n
 
 
-_V = (10, 13, 19, 21, 23, 24, 25)
+_V = (10, 13, 19, 21, 23, 24, 25, 28)   # 28: more (sub-byte) types, the same arithmetic
 CONVERTERS = table(QuantizeLinear=(quantize_linear, *_V), DequantizeLinear=(dequantize_linear, *_V))

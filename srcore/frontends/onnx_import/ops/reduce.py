@@ -55,7 +55,11 @@ def reduce(kind: str):
         else:
             axes_all = axes
         if kind == "prod" and not all(isinstance(a, int) for a in axes_all):
-            raise Unsupported("ReduceProd over axes not known at conversion")
+            # axes known at run time: one keepdim product per axis (any order), then drop those dims
+            y = x
+            for a in axes_all:
+                y = cx.op("aten::prod", y, a, True, scalar_type(dt) if dt in INTS else None)
+            return y if keep else cx.op("aten::squeeze", y, _dims(cx, axes_all))
         axes_all = axes_all if all(isinstance(a, int) for a in axes_all) else _dims(cx, axes_all)
         if kind == "sum":
             if not keep and axes_all == list(range(cx.rank(0))) and axes_all:  # everything: `x.sum()`
