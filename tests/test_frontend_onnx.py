@@ -291,3 +291,26 @@ def test_bfloat16_inputs_and_initializers_compute_as_torch():
     tx, tb = (torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16) for a in (x, b))
     want = (tx * tb + tx).float().numpy()
     np.testing.assert_array_equal(np.asarray(srcore.StaticModule(model)(x)), want)
+
+
+@pytest.mark.parametrize("shape,attrs", [
+    ((1, 2, 7, 8), {"kernel_shape": [3, 2], "dilations": [2, 3], "strides": [1, 2]}),
+    ((1, 3, 6, 7), {"kernel_shape": [3, 3], "pads": [0, 2, 1, 0], "count_include_pad": 0}),
+    ((2, 2, 7, 6), {"kernel_shape": [2, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1}),
+    ((1, 2, 5, 6, 7), {"kernel_shape": [2, 2, 3], "dilations": [2, 1, 2], "strides": [2, 3, 1], "ceil_mode": 1,
+                       "count_include_pad": 1}),
+    ((1, 2, 9, 9), {"kernel_shape": [3, 3], "auto_pad": "SAME_LOWER", "strides": [2, 2]}),
+], ids=["dilated", "asym-pads-exclude", "ceil-pads", "3d-dilated-ceil-include", "same-lower"])
+def test_average_pool_beyond_torch_matches_onnx_reference(shape, attrs):
+    from onnx.reference import ReferenceEvaluator
+
+    x = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
+    node = helper.make_node("AveragePool", ["x"], ["y"], **attrs)
+    g = helper.make_graph([node], "p", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)])
+    want = ReferenceEvaluator(m).run(None, {"x": x})[0]
+    m.graph.output[0].CopyFrom(helper.make_tensor_value_info("y", TensorProto.FLOAT, want.shape))
+    got = np.asarray(srcore.StaticModule(srcore.from_onnx(m))(x))
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
