@@ -314,3 +314,18 @@ def test_average_pool_beyond_torch_matches_onnx_reference(shape, attrs):
     got = np.asarray(srcore.StaticModule(srcore.from_onnx(m))(x))
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("order", [0, 1])
+def test_max_pool_indices_are_onnx_flat_indices(order):
+    x = np.random.default_rng(5).standard_normal((2, 3, 5, 6)).astype(np.float32)
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                            storage_order=order)
+    g = helper.make_graph([node], "p", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 3, 3]),
+                           helper.make_tensor_value_info("i", TensorProto.INT64, [2, 3, 3, 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    y, i = srcore.StaticModule(srcore.from_onnx(m))(x)
+    want_y, want_i = _ort(m, x)
+    np.testing.assert_array_equal(np.asarray(y), want_y)
+    np.testing.assert_array_equal(np.asarray(i), want_i)

@@ -178,19 +178,41 @@ def max_pool(cx: NodeContext):
     n = cx.rank(0) - 2
     if n not in (1, 2, 3):
         raise Unsupported(f"{n}-D pooling")
-    if cx.attr("storage_order", 0) != 0:
-        raise Unsupported("storage_order=1")
+    order = cx.attr("storage_order", 0)
     kernel, strides, dil, ceil, begin, end = _pool_common(cx, n)
-    if len(cx.node.output) > 1 and cx.node.output[1]:
-        raise Unsupported("the Indices output")
     x = cx.x(0)
     half_ok = all(b <= ((k - 1) * d + 1) // 2 for b, k, d in zip(begin, kernel, dil))
+    if len(cx.node.output) > 1 and cx.node.output[1]:
+        if begin != end or not half_ok:
+            raise Unsupported("the Indices output with asymmetric or large pads")
+        y, idx = cx.op(f"aten::max_pool{n}d_with_indices", x, kernel, strides, begin, dil, ceil, n_out=2)
+        return y, _onnx_indices(cx, idx, n, order)
+    if order != 0:
+        raise Unsupported("storage_order=1 without the Indices output")
     if begin != end or not half_ok:
         if ceil:
             raise Unsupported("ceil_mode with asymmetric or large pads")
         x = cx.op("aten::constant_pad_nd", x, _torch_pad_list(begin, end), float("-inf"))
         begin = [0] * n
     return cx.op(f"aten::max_pool{n}d", x, kernel, strides, begin, dil, ceil)
+
+
+def _onnx_indices(cx: NodeContext, idx, n: int, order: int):
+    """torch's indices (flat within each (n, c) plane, row-major) as ONNX's: flat over the whole
+    tensor, the spatial part column-major with ``storage_order=1``."""
+    shape = cx.shape(0)
+    if shape is None or not all(isinstance(d, int) for d in shape):
+        raise Unsupported("the Indices output needs the input's shape known at conversion")
+    spatial = shape[2:]
+    plane = int(np.prod(spatial))
+    if order:
+        if n != 2:
+            raise Unsupported("storage_order=1 with other than 2-D pooling")
+        h, w = spatial
+        idx = cx.op("aten::add", cx.op("aten::mul", cx.op("aten::remainder", idx, w), h),
+                    cx.op("aten::floor_divide", idx, w))
+    base = (np.arange(shape[0] * shape[1], dtype=np.int64) * plane).reshape(shape[0], shape[1], *[1] * n)
+    return cx.op("aten::add", idx, cx.conv.param("max_pool_plane_offset", base, TensorType("int64", base.shape)))
 
 
 def average_pool(cx: NodeContext):
