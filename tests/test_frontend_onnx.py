@@ -329,3 +329,21 @@ def test_max_pool_indices_are_onnx_flat_indices(order):
     want_y, want_i = _ort(m, x)
     np.testing.assert_array_equal(np.asarray(y), want_y)
     np.testing.assert_array_equal(np.asarray(i), want_i)
+
+
+@pytest.mark.parametrize("reduction", ["mul", "max", "min"])
+def test_scatter_nd_reductions_with_duplicate_indices_match_onnx_reference(reduction):
+    from onnx.reference import ReferenceEvaluator
+
+    rng = np.random.default_rng(6)
+    data = rng.standard_normal((4, 3, 5)).astype(np.float32)
+    idx = np.array([[[1, 2], [3, -1]], [[1, 2], [0, 0]]], np.int64)      # (1, 2) twice, a negative index
+    upd = rng.standard_normal((2, 2, 5)).astype(np.float32)
+    node = helper.make_node("ScatterND", ["d", "i", "u"], ["y"], reduction=reduction)
+    g = helper.make_graph([node], "s", [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype),
+                                                                      a.shape) for n, a in (("d", data), ("u", upd))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, data.shape)],
+                          [numpy_helper.from_array(idx, "i")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    want = ReferenceEvaluator(m).run(None, {"d": data, "u": upd})[0]
+    np.testing.assert_allclose(np.asarray(srcore.StaticModule(srcore.from_onnx(m))(data, upd)), want, rtol=1e-6)
