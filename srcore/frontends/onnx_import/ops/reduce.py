@@ -117,17 +117,19 @@ def cumsum(cx: NodeContext):
     (axis,) = cx.int_items(1, "axis")
     if isinstance(axis, int):
         axis = norm_axis(axis, r)
-    elif exclusive:
-        raise Unsupported("exclusive=1 with an axis not known at conversion")
     x = cx.x(0)
     if reverse:
         x = cx.op("aten::flip", x, [axis])
     y = cx.op("aten::cumsum", x, axis, scalar_type(dt) if dt in INTS else None)
-    if exclusive:  # shift by one along the axis: [0, y0, y1, ...]
+    if exclusive and isinstance(axis, int):  # shift by one along the axis: [0, y0, y1, ...]
         n = dim_item(cx, 0, x, axis)
         y = cx.op("aten::narrow", y, axis, 0, n - 1 if isinstance(n, int) else cx.int_op("aten::sub", n, 1))
         pad = [0, 0] * (r - 1 - axis) + [1, 0]
         y = cx.op("aten::constant_pad_nd", y, pad, 0)
+    elif exclusive:  # the axis known at run time: a zero slice, then all but the last sums
+        n = cx.int_op("aten::sub", cx.int_op("aten::size", x, axis), 1)
+        zero = cx.op("aten::zeros_like", cx.op("aten::narrow", y, axis, 0, 1), None, None, None, None, None)
+        y = cx.op("aten::cat", [zero, cx.op("aten::narrow", y, axis, 0, n)], axis)
     if reverse:
         y = cx.op("aten::flip", y, [axis])
     return y
