@@ -1,6 +1,8 @@
 """Reductions: ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare, ArgMax/ArgMin, CumSum, TopK."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..context import NodeContext, Unsupported
 from ..dtypes import FLOATS, INTS, scalar_type
 from ._util import dim_item, norm_axis, table
@@ -45,7 +47,7 @@ def reduce(kind: str):
     def convert(cx: NodeContext):
         keep = bool(cx.attr("keepdims", 1))
         allowed = FLOATS if kind in ("mean", "l2", "log_sum", "log_sum_exp") else NUMERIC
-        dt = _dtype(cx, allowed)
+        dt = _dtype(cx, allowed | {"bool"} if kind in ("max", "min") else allowed)
         axes = _reduce_axes(cx)
         x = cx.x(0)
         if axes is None:
@@ -70,6 +72,9 @@ def reduce(kind: str):
         if kind in ("max", "min"):
             if not axes_all:
                 return cx.op("aten::clone", x, None)
+            empty = _empty_reduction(cx, dt, kind)
+            if empty is not None:
+                return empty
             return cx.op("aten::amax" if kind == "max" else "aten::amin", x, axes_all, keep)
         if kind == "prod":
             y = x
@@ -92,6 +97,25 @@ def reduce(kind: str):
             return cx.op("aten::logsumexp", x, axes_all, keep)
         raise AssertionError(kind)
     return convert
+
+
+def _empty_reduction(cx: NodeContext, dt: str, kind: str):
+    """ONNX's max/min of an empty set: the identity (the lowest / highest value of the dtype) at the
+    output's shape. It applies when the input is known empty and the output known not to be (every
+    output element then reduces nothing, whichever the axes); else None."""
+    shape = cx.shape(0)
+    out = cx.out_types[0] if cx.out_types else None
+    oshape = out.shape if out is not None and getattr(out, "shape", None) is not None else None
+    if shape is None or 0 not in shape or oshape is None or not all(isinstance(d, int) and d > 0 for d in oshape):
+        return None
+    if dt == "bool":
+        fill = kind == "min"
+    elif dt in FLOATS:
+        fill = float("-inf") if kind == "max" else float("inf")
+    else:
+        info = np.iinfo(dt)
+        fill = int(info.min if kind == "max" else info.max)
+    return cx.op("aten::full", list(oshape), fill, scalar_type(dt), None, None, None)
 
 
 def arg_reduce(kind: str):
