@@ -159,3 +159,21 @@ def test_what_srcore_cannot_represent_names_the_node():
     m.graph.node[0].name = "q16"
     with pytest.raises(srcore.ConversionError, match=r"q16.*(UINT16|uint16)"):
         srcore.from_onnx(m)
+
+
+def test_without_the_quantized_plugin_qdq_runs_as_float_arithmetic(tmp_path, monkeypatch):
+    from srcore.frontends.onnx_import.ops import quant
+
+    declared = quant.declared_ops() - {"aten::quantize_per_tensor", "aten::int_repr", "aten::dequantize"}
+    monkeypatch.setattr(quant, "declared_ops", lambda: declared)
+    path = _quantize(tmp_path, per_channel=False)
+    model = srcore.from_onnx(str(path))
+    assert not any(n.kind.startswith("quantized::") or "quantize" in n.kind for n in model.graph.all_nodes())
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    x = np.random.default_rng(3).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    want = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    proto = onnx.load(str(path))
+    step = float(next(numpy_helper.to_array(t) for t in proto.graph.initializer
+                      if t.name == next(n for n in proto.graph.node if n.output[0] == "y").input[1]))
+    np.testing.assert_allclose(np.asarray(srcore.StaticModule(model)(x)), want, rtol=0, atol=1.01 * step)

@@ -80,7 +80,7 @@ def render(results: list[oc.Result], seconds: float) -> str:
                      f"{c['error']} | {c['mismatch']} | {c['crash']} |")
     cats = collections.Counter(category(r) for r in mapped if r.status != "pass")
     lines += ["", f"Node tests of mapped ops: **{n_pass} of {len(mapped)} pass ({_pct(n_pass, len(mapped))})**; of "
-              f"those whose tensors have dtypes srcore has (not bfloat16, float8/4, int4/2, uint16/32/64, "
+              f"those whose tensors have dtypes srcore has (not float8/4, int4/2, uint16/32/64, "
               f"strings): **{sum(r.status == 'pass' for r in typed)} of {len(typed)} "
               f"({_pct(sum(r.status == 'pass' for r in typed), len(typed))})**. Wrong answers: "
               f"**{len(bad)}**.", "", "Why the other node tests of mapped ops do not pass:", ""]

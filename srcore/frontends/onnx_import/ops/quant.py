@@ -25,7 +25,7 @@ import numpy as np
 
 from ....ir.quant import QDTYPES, QParams
 from ....ir.types import TensorType
-from ..context import NodeContext, Unsupported
+from ..context import NodeContext, Unsupported, declared_ops
 from ..dtypes import scalar_type
 from ._util import cast, dim_item, norm_axis, table
 
@@ -42,6 +42,11 @@ def _common_attrs(cx: NodeContext) -> tuple[int, int]:
     if block < 0:
         raise Unsupported(f"block_size={block}")
     return int(cx.attr("axis", 1)), block
+
+
+def _quantized_ops() -> bool:
+    """Whether srcore's quantized ops are declared (plugin srcore-quantized); else float arithmetic."""
+    return {"aten::quantize_per_tensor", "aten::int_repr", "aten::dequantize"} <= declared_ops()
 
 
 def _per_tensor(cx: NodeContext, i: int) -> bool:
@@ -93,7 +98,7 @@ def quantize_linear(cx: NodeContext):
     cx.require_dtype(0, {"float32", "float16", "float64"}, "x")
     params = _const_params(cx)
     if params is not None and zdt in ("uint8", "int8") and cx.dtype(0) == "float32" and ddt == "float32" \
-            and not block:
+            and not block and _quantized_ops():
         scale, zp = params
         q = cx.op("aten::quantize_per_tensor", cx.x(0), scale, zp, scalar_type(_QDTYPE[zdt]),
                   types=[TensorType(_QDTYPE[zdt], cx.shape(0), QParams(scale, zp))])
@@ -142,7 +147,7 @@ def dequantize_linear(cx: NodeContext):
 
 def _dequantize_quantized(cx: NodeContext, xdt: str, sdt: str, axis: int):
     """``aten::dequantize`` of a quantized value (see the module docstring), or None."""
-    if xdt not in _QDTYPE:
+    if xdt not in _QDTYPE or not _quantized_ops():
         return None
     params = _const_params(cx)
     xc = cx.const(0)
