@@ -10,7 +10,6 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
@@ -21,25 +20,14 @@ from srcore.testing import onnx_conformance as oc
 pytestmark = pytest.mark.one_pass   # conversion checks: one small run each
 
 
-def _constant_inputs(model, inputs):
-    """The model with every input but the first an initializer (the values it is fed)."""
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    keep = m.graph.input[0]
-    for vi, arr in zip(list(m.graph.input)[1:], inputs[1:]):
-        m.graph.initializer.append(numpy_helper.from_array(np.asarray(arr), vi.name))
-    del m.graph.input[:]
-    m.graph.input.append(keep)
-    return m
-
-
 RESIZE_CASES = [c for c in oc.node_cases(["resize"]) if not c.expanded]
 
 
 @pytest.mark.parametrize("case", RESIZE_CASES, ids=[c.name for c in RESIZE_CASES])
 def test_onnx_suite_resize_cases_with_constant_parameters(case):
+    case = oc.with_constant_inputs(case)
     (inputs, outputs), = case.data_sets
-    m = _constant_inputs(case.model, inputs)
+    m = case.model
     policy = next((a.s.decode() for a in m.graph.node[0].attribute if a.name == "keep_aspect_ratio_policy"), "stretch")
     if policy != "stretch":
         with pytest.raises(srcore.ConversionError, match="keep_aspect_ratio_policy"):
