@@ -177,3 +177,17 @@ def test_without_the_quantized_plugin_qdq_runs_as_float_arithmetic(tmp_path, mon
     step = float(next(numpy_helper.to_array(t) for t in proto.graph.initializer
                       if t.name == next(n for n in proto.graph.node if n.output[0] == "y").input[1]))
     np.testing.assert_allclose(np.asarray(srcore.StaticModule(model)(x)), want, rtol=0, atol=1.01 * step)
+
+
+def test_a_negative_scale_follows_onnx_arithmetic_not_a_quantized_type():
+    x = np.array([1.0, -2.0, 0.0, 300.0], np.float32)
+    s = numpy_helper.from_array(np.array(-0.5, np.float32), "s")
+    z = numpy_helper.from_array(np.array(3, np.uint8), "z")
+    g = helper.make_graph([helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"])], "q",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                          [helper.make_tensor_value_info("y", TensorProto.UINT8, [4])], [s, z])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)])
+    want = ReferenceEvaluator(m).run(None, {"x": x})[0]
+    model = srcore.from_onnx(m)   # srcore's quantized types need a positive scale: float arithmetic
+    assert "aten::quantize_per_tensor" not in {n.kind for n in model.graph.all_nodes()}
+    np.testing.assert_array_equal(np.asarray(srcore.StaticModule(model)(x)), want)

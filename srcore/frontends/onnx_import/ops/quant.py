@@ -60,7 +60,10 @@ def _const_params(cx: NodeContext):
     z = cx.const(2) if cx.has(2) else np.zeros((), np.uint8)
     if s is None or z is None or s.size != 1 or z.size != 1 or s.dtype != np.float32:
         return None
-    return float(s.reshape(-1)[0]), int(z.reshape(-1)[0])
+    scale, zp = float(s.reshape(-1)[0]), int(z.reshape(-1)[0])
+    lo, hi = _RANGES.get(str(z.dtype), (0, -1))
+    # what srcore's quantized types can hold; anything else (a zero scale...) is ONNX's float arithmetic
+    return (scale, zp) if 0 < scale < float("inf") and lo <= zp <= hi else None
 
 
 def _broadcast(cx: NodeContext, v, axis: int, rank: int, i: int, block: int = 0):
