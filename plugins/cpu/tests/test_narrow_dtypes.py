@@ -74,6 +74,8 @@ def _cases(op: str, dt: str):
         args = [((x, y), {})]
     elif ov == "Scalar" and base in _BINARY:
         args = [((x, s), {})]
+    elif ov == "Tensor_Scalar":
+        args = [((x, s), {}), ((x, -1), {}), ((x, 70), {})]
     elif ov == "Scalar_Tensor":
         args = [((s, y), {})]
     elif ov in ("Tensor_mode", "Scalar_mode"):
@@ -88,7 +90,7 @@ def _cases(op: str, dt: str):
 
 _BINARY = {"add", "sub", "rsub", "mul", "div", "remainder", "fmod", "floor_divide", "minimum", "maximum", "eq",
            "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
-           "bitwise_xor", "pow", "max", "min"}
+           "bitwise_xor", "pow", "max", "min", "bitwise_left_shift", "bitwise_right_shift"}
 
 #: narrow claims covered elsewhere (the float16 unary math of the elementwise family: test_elementwise)
 ELSEWHERE = {"aten::IntImplicit"}
@@ -139,6 +141,21 @@ def test_narrow_dtype_matches_torch(kernel, dtype):
             for a in (np.asarray(g), b):
                 assert a.dtype == r.dtype and a.shape == r.shape, (kernel.op, dtype, a.dtype, r.dtype)
                 np.testing.assert_array_equal(a, r, err_msg=f"{kernel.op} {dtype}")
+
+
+@pytest.mark.parametrize("dt", ["int64", "int32", "int16", "int8", "uint8"])
+def test_shifts_by_any_amount_match_torch(dt):
+    """Amounts below 0 and at or above the width are where numpy and torch part ways."""
+    from srcore_cpu.kernels.elementwise import bitwise_left_shift, bitwise_right_shift
+
+    info = np.iinfo(dt)
+    x = np.array([info.min, -5 if info.min else 5, -1 if info.min else 1, 0, 1, 77, info.max], dt)
+    bits = np.dtype(dt).itemsize * 8
+    for amount in [np.full(x.shape, a, dt) for a in (0, 1, 3, bits - 1, bits, min(bits + 5, info.max))] \
+            + ([np.full(x.shape, -1, dt), np.full(x.shape, -70, dt)] if info.min else []):
+        for ours, name in ((bitwise_left_shift, "bitwise_left_shift"), (bitwise_right_shift, "bitwise_right_shift")):
+            want = getattr(torch.ops.aten, name).Tensor(torch.from_numpy(x), torch.from_numpy(amount)).numpy()
+            np.testing.assert_array_equal(ours(x, amount), want, err_msg=f"{name} {dt} by {amount[0]}")
 
 
 def test_every_narrow_claim_is_covered():

@@ -12,6 +12,7 @@ _inp = family("inplace")
 _BM = "binary_matcher"
 _UM = "unary_matcher"
 _BITS = INTS + SMALL_INTS + ("bool",)
+_SHIFT = INTS + SMALL_INTS
 
 _BINARY = [  # (op, impl, dtypes, matcher)
     ("aten::add.Tensor", "add", ALL, _BM), ("aten::add.Scalar", "add", ALL, _BM),
@@ -35,6 +36,8 @@ _BINARY = [  # (op, impl, dtypes, matcher)
     ("aten::bitwise_and.Scalar_Tensor", "bitwise_and", _BITS, None),
     ("aten::bitwise_or.Scalar_Tensor", "bitwise_or", _BITS, None),
     ("aten::bitwise_xor.Tensor", "bitwise_xor", _BITS, None), ("aten::bitwise_xor.Scalar", "bitwise_xor", _BITS, None),
+    *((f"aten::bitwise_{d}_shift.{ov}", f"bitwise_{d}_shift", _SHIFT, None)
+      for d in ("left", "right") for ov in ("Tensor", "Tensor_Scalar", "Scalar_Tensor")),
     ("aten::logical_and", "logical_and", ALL, _BM), ("aten::logical_or", "logical_or", ALL, _BM),
     ("aten::logical_xor", "logical_xor", ALL, _BM),
 ] + [(f"aten::{c}.{o}", c, ALL + ("uint8",), _BM) for c in ("eq", "ne", "lt", "le", "gt", "ge")
