@@ -347,3 +347,28 @@ def test_scatter_nd_reductions_with_duplicate_indices_match_onnx_reference(reduc
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
     want = ReferenceEvaluator(m).run(None, {"d": data, "u": upd})[0]
     np.testing.assert_allclose(np.asarray(srcore.StaticModule(srcore.from_onnx(m))(data, upd)), want, rtol=1e-6)
+
+
+def test_sequences_are_values_and_match_onnx_reference():
+    """SequenceInsert/SequenceErase leave their input sequence as it was (it is used again after)."""
+    from onnx.reference import ReferenceEvaluator
+
+    nodes = [helper.make_node("SplitToSequence", ["x"], ["s"], axis=1),                 # 4 parts of (2, 1)
+             helper.make_node("SequenceInsert", ["s", "x", "p"], ["s2"]),              # x in front
+             helper.make_node("SequenceErase", ["s2", "m"], ["s3"]),                   # drop the last
+             helper.make_node("SequenceAt", ["s", "m"], ["last"]),                     # s is unchanged
+             helper.make_node("SequenceLength", ["s3"], ["n"]),
+             helper.make_node("ConcatFromSequence", ["s3"], ["cat"], axis=1),
+             helper.make_node("ConcatFromSequence", ["s"], ["stk"], axis=0, new_axis=1)]
+    inits = [numpy_helper.from_array(np.array(0, np.int64), "p"), numpy_helper.from_array(np.array(-1, np.int64), "m")]
+    g = helper.make_graph(nodes, "seq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                          [helper.make_tensor_value_info("last", TensorProto.FLOAT, [2, 1]),
+                           helper.make_tensor_value_info("n", TensorProto.INT64, []),
+                           helper.make_tensor_value_info("cat", TensorProto.FLOAT, [2, 7]),
+                           helper.make_tensor_value_info("stk", TensorProto.FLOAT, [4, 2, 1])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    want = ReferenceEvaluator(m).run(None, {"x": x})
+    got = srcore.StaticModule(srcore.from_onnx(m))(x)
+    for g_, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g_), w)

@@ -58,8 +58,7 @@ def _model(x, attrs, scales=None, sizes=None, roi=None, axes=None, out_shape=Non
 
 _SWEEP = [  # (mode, coordinate transformation, nearest mode), scales or sizes
     (m, c, n, p) for (m, n), c, p in itertools.product(
-        [("nearest", "round_prefer_floor"), ("nearest", "round_prefer_ceil"), ("nearest", "floor"),
-         ("nearest", "ceil"), ("linear", "floor"), ("cubic", "floor")],
+        [("nearest", "round_prefer_floor"), ("nearest", "ceil"), ("linear", "floor"), ("cubic", "floor")],
         ["half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel", "half_pixel_symmetric",
          "tf_crop_and_resize"],
         [("scales", [1, 1, 1.7, 0.6]), ("sizes", [1, 2, 1, 9])])

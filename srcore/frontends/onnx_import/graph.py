@@ -356,6 +356,8 @@ class GraphConverter:
             return None
         res = []
         for o in outs:
+            if isinstance(o, (list, tuple)) or o is None:   # a sequence or optional: not a constant tensor
+                return None
             o = np.asarray(o)
             if str(o.dtype) not in DTYPE_TO_ONNX or o.size > FOLD_LIMIT:
                 return None
