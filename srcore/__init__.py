@@ -15,7 +15,7 @@ Attributes load on first use so that ``import srcore`` stays cheap.
 """
 from __future__ import annotations
 
-import importlib
+from ._lazy import lazy_getattr
 
 from .errors import *  # noqa: F401,F403  (the error tree is part of the facade)
 from .errors import __all__ as _error_names
@@ -62,15 +62,7 @@ _SUBMODULES = {"ir", "ops", "passes", "plugin", "dispatch", "runtime", "memory",
 __all__ = sorted([*_LAZY, *_error_names, "__version__"])
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        mod, _, attr = _LAZY[name].partition(":")
-        value = getattr(importlib.import_module(mod), attr)
-        globals()[name] = value
-        return value
-    if name in _SUBMODULES:
-        return importlib.import_module(f"srcore.{name}")
-    raise AttributeError(f"module 'srcore' has no attribute {name!r}")
+__getattr__ = lazy_getattr("srcore", _LAZY, globals(), _SUBMODULES)
 
 
 def __dir__():

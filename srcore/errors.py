@@ -25,6 +25,7 @@ __all__ = [
     "KernelError",
     "EngineBuildError",
     "EngineOptionError",
+    "SelectionError",
     "QuantizationError",
     "ClusterError",
     "SrcoreWarning",
@@ -156,6 +157,11 @@ class EngineOptionError(SrcoreError):
     """An engine option (``Options(engine_options=...)``, ``--engine-option``, a profile) that the
     engine builder or srcore does not know or refuses; names the option and what it accepts.
     Unlike :class:`EngineBuildError` it is not a reason to fall back: the load fails."""
+
+
+class SelectionError(SrcoreError):
+    """A selective-build file (``srcore select``) that is malformed, stale or names what is not installed;
+    names the file, the line and the op."""
 
 
 class ClusterError(SrcoreError):

@@ -77,6 +77,21 @@ class Model:
     metadata: dict[str, str] = attrs.field(factory=dict)
     #: serialized engines by segment key (``srcore.plugin.EngineData``; ``srcore build`` writes them)
     engines: dict[str, Any] = attrs.field(factory=dict)
+    #: the plugin distributions the model needs (``srcore.plugin.requirements.RequiredPlugins``), as
+    #: recorded in its ``.srm`` file; None for a model made in memory (``save`` records it)
+    plugins: Any = None
+    #: schemas of ops no installed plugin declares, recorded from torch by the converter (so that a
+    #: torch-backed fallback kernel can run them); kept in the ``.srm`` file
+    op_schemas: tuple = attrs.field(default=(), converter=tuple)
+
+    def undeclared_schemas(self, declared) -> tuple:
+        """The schemas of the graph's nodes (and ``op_schemas``) whose overload ``declared`` lacks, by name."""
+        found = {str(s.qualified_name): s for s in self.op_schemas}
+        for n in self.graph.all_nodes():
+            s = n.schema
+            if s is not None and s.qualified_name not in declared and s.qualified_name.rstrip(".") not in declared:
+                found.setdefault(s.qualified_name, s)
+        return tuple(found[q] for q in sorted(found) if q not in declared)
 
     @classmethod
     def from_graph(cls, graph: Graph, *, input_specs=None, output_names=None,

@@ -119,14 +119,14 @@ def test_plugins_table_and_json_show_failures(pm, capsys):
     pm.register(Failing(), "failing", dist="srcore-failing", version="0.1")
     code, out, _ = run(capsys, "plugins", "--format", "json")
     reports = {r["name"]: r for r in json.loads(out)}
-    assert code == 0 and list(reports) == ["builtin", "demo", "failing"]
+    assert code == 1 and list(reports) == ["builtin", "demo", "failing"]  # the listing, and exit 1: one failed
     assert reports["failing"] == {"name": "failing", "dist": "srcore-failing", "version": "0.1", "status": "failed",
                                   "error": "srcore_kernels: RuntimeError: kaboom", "hooks": ["srcore_kernels"],
                                   "errors": []}
     assert any("subcommand 'plugins' is a core srcore command" in e for e in reports["demo"]["errors"])
     code, out, _ = run(capsys, "plugins")
     row = next(line for line in out.splitlines() if line.startswith("failing"))
-    assert row.split()[:4] == ["failing", "srcore-failing", "0.1", "failed"] and "kaboom" in row
+    assert code == 1 and row.split()[:4] == ["failing", "srcore-failing", "0.1", "failed"] and "kaboom" in row
 
 
 def test_plugin_subcommand_runs_and_core_commands_win(pm, capsys):

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from srcore.ir.builder import GraphBuilder
-from srcore.ir.effects import has_side_effects, mutated_inputs
+from srcore.ir.alias import mutated_inputs
+from srcore.ir.effects import has_side_effects
 from srcore.ir.graph import SourceLocation
 from srcore.ir.parser import parse_graph
 from srcore.ir.printer import print_graph

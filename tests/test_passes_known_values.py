@@ -141,3 +141,45 @@ def test_scripted_transformer_encoder_layer_reduces_to_compute_and_matches_torch
     with torch.no_grad():
         ref = layer(x).numpy()
     np.testing.assert_allclose(np.asarray(y), ref, rtol=1e-5, atol=1e-5)
+
+
+def _count_propagations(monkeypatch):
+    import srcore.ops.shapes as shapes
+
+    calls = []
+    real = shapes.propagate
+
+    def counted(*args, **kwargs):
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(shapes, "propagate", counted)
+    return calls
+
+
+@pytest.mark.one_pass
+def test_prepare_propagates_once_while_no_pass_changes_the_graph(monkeypatch):
+    calls = _count_propagations(monkeypatch)
+    g = parse_graph("graph(%x : Tensor):\n  %y : Tensor = aten::relu(%x)\n  return (%y)\n")
+    prepare(g, input_types=[TensorType("float32", (2, 3))])
+    assert len(calls) == 1  # the typing before the passes; fold_known_values reuses it
+    # a fold changes the graph: the next round's fold_known_values propagates again, once
+    calls.clear()
+    g = parse_graph("graph(%x : Tensor):\n  %c0 : int = prim::Constant[value=0]()\n"
+                    "  %n : int = aten::size(%x, %c0)\n  %y : Tensor = aten::mul(%x, %n)\n  return (%y)\n")
+    out = prepare(g, input_types=[TensorType("float32", (2, 3))]).graph
+    assert "aten::size" not in kinds(out) and len(calls) == 2
+
+
+@pytest.mark.one_pass
+def test_known_values_are_not_reused_for_a_changed_graph():
+    from srcore.ops.shapes import propagate
+    from srcore.passes.known_values import KnownValues
+
+    g = parse_graph("graph(%x : Float(2, 3)):\n  %c0 : int = prim::Constant[value=0]()\n"
+                    "  %n : int = aten::size(%x, %c0)\n  return (%n)\n")
+    kv = KnownValues(g, propagate(g).known)
+    assert kv.for_graph(g) is kv.known
+    n = next(n for n in g.nodes if n.kind == "aten::size")
+    n.replace_input(1, g.insert_constant(1, INT, before=n))  # rewired: what was known of %n is stale
+    assert kv.for_graph(g) is None

@@ -9,8 +9,6 @@ the load warns and loses both. References are numpy written by hand.
 from __future__ import annotations
 
 import re
-
-import sys
 import types
 import warnings
 from pathlib import Path
@@ -21,14 +19,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import srcore
+from _example_plugin import import_example
 from srcore.dispatch import resolve_node
 from srcore.ir import Graph, TensorType
 from srcore.plugin import Kernel, OpLibrary, PluginInfo, ShapeRule, hookimpl
 from srcore.plugin.manager import PluginManager
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "examples" / "plugin-example"))
-import srcore_example  # noqa: E402
+srcore_example = import_example()
 
 RNG = np.random.default_rng(7)
 

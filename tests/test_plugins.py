@@ -17,8 +17,8 @@ import pytest
 import srcore
 from srcore.dispatch import resolve_node
 from srcore.ir import Graph, TensorType
-from srcore.plugin import (Backend, DType, EngineBuilder, Kernel, OpLibrary, PluginInfo, ShapeRule, Subcommand,
-                           hookimpl)
+from srcore.plugin import (Backend, Decomposition, DType, EngineBuilder, Kernel, OpLibrary, PluginInfo, ShapeRule,
+                           Subcommand, hookimpl)
 from srcore.plugin import manager as manager_mod
 from srcore.plugin.hookspecs import HOOK_RECORDS, SrcoreSpecs
 from srcore.plugin.manager import PluginManager, get_plugin_manager
@@ -305,6 +305,16 @@ def test_hook_srcore_shape_rules():
     assert not pm.report("p").errors
 
 
+def test_hook_srcore_decompositions():
+    twice = "graph(%self : Tensor):\n  %r : Tensor = aten::add(%self, %self)\n  return (%r)\n"
+    pm = _with(srcore_op_libraries=[LIB], srcore_decompositions=[Decomposition("t::f", twice),
+                                                                  Decomposition("t::nope", twice)])
+    table = pm.registry.decompositions
+    assert table.lookup("t::f").provider == PluginInfo("p", "srcore-p", "3.0")
+    assert table.lookup("aten::add.out").provider.name == "builtin"  # the core's, through the same hook
+    assert ["decomposition of undeclared op 't::nope'" in e for e in pm.report("p").errors] == [True]
+
+
 def test_hook_srcore_engine_builders():
     eb = EngineBuilder("tb", supports="m:supports", build="m:build")
     pm = _with(srcore_backends=[TB], srcore_engine_builders=[eb, EngineBuilder("nope", "m:s", "m:b")])
@@ -381,3 +391,24 @@ def test_the_registry_is_built_once_even_from_several_threads():
     for t in threads:
         t.join()
     assert len(calls) == 1 and all(r is seen[0] for r in seen)
+
+
+# -- the plugin API is the only door ------------------------------------------------------------------------
+def test_plugins_import_only_srcore_plugin():
+    """A plugin package (the three shipped ones, the example) imports srcore only through ``srcore.plugin``
+    (and the ``srcore`` facade): never ``srcore.ir``, ``srcore.memory``, ``srcore.ops``, ``srcore.cachedir``..."""
+    import ast
+
+    offenders = []
+    packages = [p for p in (ROOT / "plugins").glob("*/srcore_*") if p.is_dir()]
+    packages.append(ROOT / "examples" / "plugin-example" / "srcore_example")
+    assert len(packages) >= 4
+    for pkg in packages:
+        for f in pkg.rglob("*.py"):
+            for node in ast.walk(ast.parse(f.read_text(), str(f))):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                    [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+                for name in names:
+                    if name.startswith("srcore.") and name != "srcore.plugin":
+                        offenders.append(f"{f.relative_to(ROOT)}:{node.lineno}: {name}")
+    assert not offenders, "\n".join(offenders)

@@ -18,6 +18,8 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--planner", choices=("standard_resizing", "precomputed_offsets"),
                         help="memory planner algorithm (default: standard_resizing, or $SRCORE_MEMORY_PLANNER)")
     parser.add_argument("--no-optimize", action="store_true", help="skip the default pass pipeline")
+    parser.add_argument("--no-fallback", action="store_true",
+                        help="fail the load if a node needs a fallback kernel (Options(allow_fallback=False))")
     add_engine_arguments(parser)
 
 
@@ -124,7 +126,7 @@ def make_options(args, **overrides):
     """The ``srcore.Options`` the model options ask for (backends included)."""
     from ..runtime.options import Options
 
-    opts = dict(optimize=not args.no_optimize)
+    opts = dict(optimize=not args.no_optimize, allow_fallback=not getattr(args, "no_fallback", False))
     if args.executor:
         opts["executor"] = args.executor
     if args.planner:

@@ -201,10 +201,15 @@ def dispatch_html(ctx) -> str:
         body.append(
             f'<tr data-block="{r.block}" data-position="{r.position}" data-op="{escape(r.op)}" '
             f'data-kind="{escape(r.kind)}"><td class="num">{r.position}</td><td><code>{escape(outs)}</code></td>'
-            f"<td><code>{escape(r.op)}</code></td><td>{_kind(r.kind)}</td><td>{escape(r.backend)}</td>"
+            f"<td><code>{escape(r.op)}</code></td><td{_reason_attr(r)}>{_kind(r.kind)}</td><td>{escape(r.backend)}</td>"
             f"<td>{escape(r.plugin)}</td>{_source_cell(r.node.source)}</tr>")
     return (f"<p>Backends, highest priority first: {escape(', '.join(sm.options.backends))}. "
             f"{len(rows)} nodes: {legend}.</p><table>{head}{''.join(body)}{'</tbody>' if rows else ''}</table>")
+
+
+def _reason_attr(row) -> str:
+    reason = getattr(row, "reason", "")
+    return f' title="fell back: {escape(reason)}"' if reason else ""
 
 
 def memory_plan_html(ctx) -> str:

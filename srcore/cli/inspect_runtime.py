@@ -110,11 +110,14 @@ class DispatchRow:
     kind: str                       # "out", "native", "fallback", "structural" or "runtime"
     backend: str
     plugin: str
+    reason: str = ""                # for a fallback: why no out or native kernel was taken
 
 
 def dispatch_rows(sm) -> list[DispatchRow]:
     """Every processed node of every block of ``sm``, in block then position order."""
     rows = []
+    report = getattr(sm, "load_report", None)
+    reasons = {f.node: f.reason for f in (report.fallbacks if report is not None else ())}
     for b in sm.blocks:
         owner = _owner(b)
         for pn in b.nodes:
@@ -122,8 +125,9 @@ def dispatch_rows(sm) -> list[DispatchRow]:
             if fn is None:
                 rows.append(DispatchRow(b.index, owner, pn.position, pn.node, pn.node.kind, "runtime", "", ""))
             else:
+                reason = reasons.get(repr(pn.node).strip(), "") if fn.kind == "fallback" else ""
                 rows.append(DispatchRow(b.index, owner, pn.position, pn.node, fn.op, fn.kind, fn.backend or "",
-                                        fn.plugin or ""))
+                                        fn.plugin or "", reason))
     return rows
 
 
@@ -140,6 +144,12 @@ def render_dispatch(ctx) -> str:
                 lines.append(f"  {r.position:4d} {r.op:40s} (runtime)")
             else:
                 lines.append(f"  {r.position:4d} {r.op:40s} {r.kind:8s} {r.backend:10s} {r.plugin}")
+                if r.reason:
+                    lines.append(f"       fell back: {r.reason}")
+    decomposed = getattr(getattr(sm, "load_report", None), "decomposed", ())
+    if decomposed:
+        lines.append("decomposed at load (no out or native kernel on these backends):")
+        lines.extend(f"  {d.describe()}" for d in decomposed)
     return "\n".join(lines)
 
 

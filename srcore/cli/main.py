@@ -23,7 +23,8 @@ import warnings
 from . import errors as cli_errors
 
 #: core subcommand modules, in ``srcore --help`` order; a module that does not exist yet is skipped
-SUBCOMMANDS = ["convert", "run", "bench", "inspect", "check", "build", "batch", "serve", "list_ops", "plugins", "demo"]
+SUBCOMMANDS = ["convert", "run", "bench", "inspect", "check", "build", "batch", "serve", "list_ops", "plugins", "select",
+               "demo"]
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -73,7 +74,7 @@ def _plugin_subcommands(taken: set[str]):
     out = []
     for name, sub in sorted(subs.items()):
         if name in taken:
-            pm._reject(pm.report(sub.provider.name), f"subcommand {name!r} is a core srcore command")
+            pm.reject(sub.provider.name, f"subcommand {name!r} is a core srcore command")
             continue
         out.append(sub)
     return out

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 NAME = "plugins"
-HELP = "list installed plugins, their versions, and load or registration errors"
+HELP = "list installed plugins, their versions, and load or registration errors (exit 1 if any plugin failed)"
 
 
 def configure_parser(p) -> None:
@@ -41,4 +41,4 @@ def run(args) -> int:
         from ..errors import PluginError
 
         raise PluginError(f"building the registry failed: {build_error}")
-    return 0
+    return 1 if any(r.status == "failed" for r in reports) else 0

@@ -29,22 +29,22 @@ def import_ref(ref: str) -> Any:
     return obj
 
 
-def resolve_ref(ref: Any, *, provider: PluginInfo | None, op: str, what: str = "impl") -> Callable[..., Any]:
-    """A callable, or the import of a ``"module:attr"`` string; failures are :class:`PluginError`."""
-    if not isinstance(ref, str):
+def resolve_ref(ref: Any, *, provider: PluginInfo | None, op: str, what: str = "impl",
+                source: str | None = None) -> Callable[..., Any]:
+    """A callable, or the import of a ``"module:attr"`` string (or of an object's ``resolve_at_load()``);
+    failures are :class:`PluginError` naming the plugin, the op and, given ``source``, where the kernel
+    was declared."""
+    resolve = getattr(ref, "resolve_at_load", None)
+    if not isinstance(ref, str) and resolve is None:
         return ref
+    who = f"plugin {provider.name} ({provider})" if provider else "an unregistered kernel"
+    where = f" (declared at {source})" if source else ""
+    name = ref if isinstance(ref, str) else getattr(ref, "ref", ref)
     try:
-        obj = import_ref(ref)
+        obj = import_ref(ref) if isinstance(ref, str) else resolve()
     except Exception as exc:  # ImportError, AttributeError, or an error raised by the module itself
-        who = f"plugin {provider.name} ({provider})" if provider else "an unregistered kernel"
-        raise PluginError(f"{who}: cannot import {what} {ref!r} of the kernel for {op}: "
+        raise PluginError(f"{who}: cannot import {what} {name!r} of the kernel for {op}{where}: "
                           f"{type(exc).__name__}: {exc}") from exc
     if not callable(obj):
-        who = f"plugin {provider.name} ({provider})" if provider else "an unregistered kernel"
-        raise PluginError(f"{who}: {what} {ref!r} of the kernel for {op} is not callable")
+        raise PluginError(f"{who}: {what} {name!r} of the kernel for {op}{where} is not callable")
     return obj
-
-
-def is_imported(ref: str) -> bool:
-    """True if ``ref`` has already been imported (the cold-start benchmark checks this)."""
-    return ref in _cache

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Sequence
 import attrs
 
 from ..errors import UnsupportedOpError
-from ..ir.effects import mutated_inputs
+from ..ir.alias import mutated_inputs
 from ..ir.types import ListType, OptionalType, TensorType, TupleType, Type
 from ..plugin.types import KERNEL_KINDS, ArgInfo, Kernel, NodeInfo, Specialized
 from .lazy import resolve_ref
@@ -45,6 +45,8 @@ class ResolvedKernel:
     backend: str
     #: True when some of the node's dtypes were unknown at load: ``fn`` checks them on every call
     checks_dtypes: bool = False
+    #: for a ``fallback`` kernel: why no out or native kernel was taken
+    reason: str | None = None
 
 
 @attrs.frozen
@@ -156,9 +158,9 @@ def _constant_list(v) -> bool:
 
 def _try_kernel(kernel: Kernel, info_fn: Callable[[], NodeInfo], op: str) -> ResolvedKernel | None:
     if kernel.matcher is None:
-        fn = resolve_ref(kernel.impl, provider=kernel.provider, op=op)
+        fn = resolve_ref(kernel.impl, provider=kernel.provider, op=op, source=kernel.source)
         return ResolvedKernel(kernel, fn, None, kernel.kind, kernel.backend)
-    matcher = resolve_ref(kernel.matcher, provider=kernel.provider, op=op, what="matcher")
+    matcher = resolve_ref(kernel.matcher, provider=kernel.provider, op=op, what="matcher", source=kernel.source)
     answer = matcher(info_fn())
     if answer is None:
         return None
@@ -205,9 +207,10 @@ def resolve_node(node, table: KernelTable, backends: Sequence[str], dtypes: Sequ
 
     kinds = [k for k in KERNEL_KINDS if k in kinds]
     if unknown and all(d in STANDARD_DTYPES for d in dts):
-        # most general first ("*", then the most numpy dtypes, then the most dtypes), over all backends
+        # most general first ("*", then the most numpy dtypes, then the most dtypes), over all backends;
+        # a fallback kernel (any dtype, generic) only after every out and native kernel
         candidates = [k for backend in backends for kind in kinds for k in table.lookup(op, backend, kind)]
-        candidates.sort(key=_generality)
+        candidates.sort(key=lambda k: (k.kind == "fallback", _generality(k)))
     else:  # backends in order; with an unknown dtype beside a plugin's (a quint8 output), the most general
         candidates = [k for backend in backends for kind in kinds
                       for k in (sorted(table.lookup(op, backend, kind), key=_generality) if unknown
@@ -221,6 +224,8 @@ def resolve_node(node, table: KernelTable, backends: Sequence[str], dtypes: Sequ
                 from .guard import dtype_guard
 
                 resolved = attrs.evolve(resolved, fn=dtype_guard(resolved.fn, kernel, op), checks_dtypes=True)
+            if kernel.kind == "fallback":
+                resolved = attrs.evolve(resolved, reason=fallback_reason(node, op, dts, table, backends))
             return resolved
     return None
 
@@ -239,13 +244,34 @@ def _generality(kernel: Kernel) -> tuple:
     return ("*" not in kernel.dtypes, -standard, -len(kernel.dtypes))
 
 
-def _alternatives(op: str, dts: tuple[str, ...], table: KernelTable, backends: Sequence[str]) -> tuple[str, ...]:
+def fallback_reason(node, op: str, dts: tuple[str, ...], table: KernelTable, backends: Sequence[str]) -> str:
+    """Why a node got a fallback kernel: no out/native kernel at all, or none for its dtypes."""
+    others = [k for k in table.kernels_for(op) if k.kind != "fallback" and k.backend in backends]
+    where = ", ".join(backends)
+    if not others:
+        declared = getattr(table.schemas, "find", lambda q: None)(op) is not None
+        return (f"no out or native kernel for {op} on {where}"
+                + ("" if declared else " (an op srcore does not declare; its schema came with the model)"))
+    taken = "; ".join(dict.fromkeys(f"{k.kind} kernel of {_who(k)} on {k.backend} takes ({', '.join(k.dtypes)})"
+                                    for k in others))
+    return f"no out or native kernel for {op} takes dtypes ({', '.join(dts) or 'none'}): {taken}"
+
+
+def _who(k: Kernel) -> str:
+    p = k.provider
+    return f"{p.dist or p.name} {p.version or ''}".strip() if p else "?"
+
+
+def _alternatives(op: str, dts: tuple[str, ...], table: KernelTable, backends: Sequence[str],
+                  kinds: Sequence[str] = KERNEL_KINDS) -> tuple[str, ...]:
     lines = []
     for k in table.kernels_for(op):
-        p = k.provider
-        who = f"{p.dist or p.name} {p.version or ''}".strip() if p else "?"
+        who = _who(k)
         if k.backend not in backends:
             why = f"for backend {k.backend}"
+        elif k.kind not in kinds:
+            why = (f"on {k.backend}, but fallback kernels are off (Options(allow_fallback=False), --no-fallback)"
+                   if k.kind == "fallback" else f"on {k.backend}, but {k.kind} kernels are off for this load")
         elif not accepts_dtypes(k, dts):
             why = f"for dtypes ({', '.join(k.dtypes)}) on {k.backend}"
         else:
@@ -338,7 +364,7 @@ def resolve_graph(graph, table: KernelTable, backends: Sequence[str] = ("cpu",),
         schema = node_schema(node, table)
         op = node_op(node, schema)
         dts = dispatch_dtypes(node)
-        alts = _alternatives(op, dts, table, backends)
+        alts = _alternatives(op, dts, table, backends, kinds)
         shown = str(schema) if schema is not None else node.kind
         out_only = _out_form_only(node, schema, table)
         if out_only is not None:

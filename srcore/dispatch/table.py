@@ -27,6 +27,11 @@ def op_key(op: str) -> str:
     return op[:-1] if op.endswith(".") else op
 
 
+def wildcard_of(op: str) -> str:
+    """``"aten::*"`` for ``"aten::add.Tensor"``: the key of the namespace's generic kernels."""
+    return op.split("::", 1)[0] + "::*"
+
+
 def kernel_sort_key(kernel: Kernel) -> tuple[int, str]:
     """Higher priority first, then the plugin name (ties are deterministic)."""
     plugin = kernel.provider.name if kernel.provider is not None else ""
@@ -56,13 +61,17 @@ class KernelTable:
             self._index[key].sort(key=kernel_sort_key)
 
     def lookup(self, op: str, backend: str, kind: str) -> list[Kernel]:
-        """The kernels for one overload, backend and kind, best first."""
-        return list(self._index.get((op_key(op), backend, kind), ()))
+        """The kernels for one overload, backend and kind, best first; then its namespace's
+        generic (``"ns::*"``) kernels."""
+        op = op_key(op)
+        return [*self._index.get((op, backend, kind), ()), *self._index.get((wildcard_of(op), backend, kind), ())]
 
     def kernels_for(self, op: str) -> list[Kernel]:
-        """Every kernel of one overload, on every backend, in (backend, kind order, rank) order."""
-        ks = self._by_op.get(op_key(op), [])
-        return sorted(ks, key=lambda k: (k.backend, KERNEL_KINDS.index(k.kind), *kernel_sort_key(k)))
+        """Every kernel of one overload (its namespace's generic kernels included), on every backend,
+        in (backend, kind order, rank) order."""
+        op = op_key(op)
+        ks = [*self._by_op.get(op, []), *(self._by_op.get(wildcard_of(op), []) if not op.endswith("::*") else [])]
+        return sorted(ks, key=lambda k: (k.backend, KERNEL_KINDS.index(k.kind), k.is_wildcard, *kernel_sort_key(k)))
 
     def ops(self) -> list[str]:
         """The qualified names of every op with at least one kernel, sorted."""

@@ -45,8 +45,15 @@ def _header_digest(header: dict[str, Any]) -> str:
     return hashlib.sha256(canonical_json(h).encode("utf-8")).hexdigest()
 
 
-def save(model: Model, path: str | os.PathLike, *, producer: str | None = None) -> None:
-    """Write ``model`` to ``path`` as a ``.srm`` file (atomically)."""
+def save(model: Model, path: str | os.PathLike, *, producer: str | None = None,
+         backends: list[str] | tuple[str, ...] | None = None) -> None:
+    """Write ``model`` to ``path`` as a ``.srm`` file (atomically).
+
+    The file records which plugin distributions provide the op namespaces the graph uses
+    and the backends the model was prepared with (``backends``; default: every installed
+    backend with a kernel for one of its ops), so that a load without them can say what to
+    install.
+    """
     from .. import __version__
     from ..ir.printer import print_graph
 
@@ -80,6 +87,8 @@ def save(model: Model, path: str | os.PathLike, *, producer: str | None = None) 
         "output_names": json.dumps(list(model.output_names)),
         "metadata": canonical_json(model.metadata),
         "required_ops": json.dumps(required_ops(model.graph)),
+        "plugins": _required_plugins(model, backends).to_json(),
+        "schemas": json.dumps([str(sch) for sch in _undeclared(model)]),
         "data_sha256": data_hash.hexdigest(),
     }
     if engines_md:
@@ -175,9 +184,20 @@ def load(path: str | os.PathLike, *, verify: str = "header") -> Model:
             raise ValueError("metadata must map str to str")
     except (ValueError, TypeError) as exc:
         c.fail(f"bad model metadata: {exc}")
+    plugins = None
+    if "plugins" in md:  # files written before srcore recorded plugins have none
+        from ..plugin.requirements import RequiredPlugins
+
+        try:
+            plugins = RequiredPlugins.from_json(md["plugins"])
+        except (ValueError, TypeError) as exc:
+            c.fail(f"bad plugins metadata: {exc}")
+    op_schemas = ()
+    if md.get("schemas", "[]") != "[]":  # ops no plugin declared where the model was saved: torch's schemas
+        op_schemas = _schemas(c, md["schemas"])
     graph = _parse(c, md["graph"], params)
     params.update(collect_params(graph))  # quantized parameters: their integers with the type's qparams
-    model = Model(graph, params, specs, tuple(outputs), meta, engines)
+    model = Model(graph, params, specs, tuple(outputs), meta, engines, plugins=plugins, op_schemas=op_schemas)
     try:
         model.validate()
     except SrcoreError as exc:
@@ -185,6 +205,32 @@ def load(path: str | os.PathLike, *, verify: str = "header") -> Model:
     log.info("read %s (%d parameters, verify=%s) in %.1f ms", os.fspath(path), len(params), verify,
              (time.perf_counter() - t0) * 1e3)
     return model
+
+
+def _required_plugins(model: Model, backends):
+    from ..plugin.manager import get_plugin_manager
+    from ..plugin.requirements import required_plugins
+
+    return required_plugins(model.graph, get_plugin_manager().registry, backends, model.plugins)
+
+
+def _undeclared(model: Model) -> tuple:
+    from ..plugin.manager import get_plugin_manager
+
+    return model.undeclared_schemas(get_plugin_manager().registry.declared)
+
+
+def _schemas(c: Container, text: str) -> tuple:
+    from ..errors import SchemaError
+    from ..ops.schema import FunctionSchema
+
+    try:
+        texts = json.loads(text)
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            raise ValueError("schemas must be a JSON list of str")
+        return tuple(FunctionSchema.parse(t) for t in texts)
+    except (ValueError, SchemaError) as exc:
+        c.fail(f"bad schemas metadata: {exc}")
 
 
 def _parse(c: Container, text: str, params):

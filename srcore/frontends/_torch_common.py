@@ -259,7 +259,7 @@ def relax_views(graph) -> int:
     permute): without writes the two ops compute the same values, and reshape still views
     when it can. Returns the number of nodes changed.
     """
-    from ..passes._util import is_mutated
+    from ..ir.alias import is_mutated
 
     n_changed = 0
     for node in list(graph.all_nodes()):

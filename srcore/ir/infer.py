@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .constants import type_of_constant as constant_type
 from .types import (ANY, BOOL, DEVICE, FLOAT, INT, NONE, STR, TENSOR, DictType, ListType, OptionalType, TupleType,
                     Type)
 
@@ -18,22 +19,11 @@ __all__ = ["infer_output_type", "infer_block_input_type", "type_of_constant", "s
 
 
 def type_of_constant(value: Any) -> Type:
-    """The IR type of a ``prim::Constant[value=...]`` literal."""
-    if value is None:
-        return NONE
-    if isinstance(value, bool):
-        return BOOL
-    if isinstance(value, int):
-        return INT
-    if isinstance(value, float):
-        return FLOAT
-    if isinstance(value, str):
-        return STR
-    if isinstance(value, list):
-        return ListType(type_of_constant(value[0]) if value else INT)
-    if isinstance(value, tuple):
-        return TupleType(tuple(type_of_constant(v) for v in value))
-    return TENSOR
+    """The IR type of a ``prim::Constant[value=...]`` literal (a tensor literal is a ``Tensor``)."""
+    try:
+        return constant_type(value)
+    except TypeError:
+        return TENSOR
 
 
 def infer_output_type(node, index: int, n_outputs: int) -> Type:

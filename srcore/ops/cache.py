@@ -22,13 +22,13 @@ from .. import __version__
 from ..cachedir import cache_root
 from ..errors import DeclarationError
 from . import declarations
-from .declarations import Declaration
+from .declarations import Declaration, DispatchEntry
 from .schema import (AliasInfo, Argument, BaseType, Default, FunctionSchema, GenericType, ListType,
                      OptionalType, Return, SchemaType, TupleType)
 
 __all__ = ["load_schemas", "cache_dir", "clear_memory_cache", "encode", "decode", "FORMAT"]
 
-FORMAT = 2  # bump when the encoding below changes (2: shared type/argument/return tables)
+FORMAT = 3  # bump when the encoding below changes (2: shared type/argument/return tables; 3: dispatch etc.)
 Source = Union[str, os.PathLike, tuple[str, str]]  # or an importlib.resources Traversable
 
 #: per-process memo: cache key -> declarations (a file is decoded once per process)
@@ -188,7 +188,9 @@ def encode(decls: list[Declaration]) -> tuple:
         s = d.schema
         out.append((s.name, s.overload_name, tuple(tab.arg(a) for a in s.arguments),
                     tuple(tab.ret(r) for r in s.returns), s.is_vararg, s.is_varret,
-                    d.source, d.doc, d.tags, d.variants))
+                    d.source, d.doc, d.tags, d.variants,
+                    tuple((e.backends, e.kernel, e.dtypes, e.source) for e in d.dispatch), d.structured,
+                    d.structured_delegate, d.structured_inherits, d.python_module))
     return (FORMAT, tuple(tab.types), tuple(tab.args), tuple(tab.rets), tuple(out))
 
 
@@ -220,8 +222,11 @@ def decode(data: tuple) -> list[Declaration]:
     args = [Argument(n, types[t], None if d is None else Default(d[0], d[1]), k) for n, t, d, k in arg_rows]
     rets = [Return(n, types[t]) for n, t in ret_rows]
     out = []
-    for name, overload, ai, ri, vararg, varret, source, doc, tags, variants in entries:
+    for (name, overload, ai, ri, vararg, varret, source, doc, tags, variants, dispatch, structured, delegate,
+         inherits, module) in entries:
         schema = FunctionSchema(name, overload, tuple([args[i] for i in ai]), tuple([rets[i] for i in ri]),
                                 vararg, varret)
-        out.append(Declaration(schema, source, doc, tuple(tags), tuple(variants)))
+        entries_ = tuple(DispatchEntry(tuple(b), k, tuple(dt), src) for b, k, dt, src in dispatch)
+        out.append(Declaration(schema, source, doc, tuple(tags), tuple(variants), entries_, structured, delegate,
+                               inherits, module))
     return out

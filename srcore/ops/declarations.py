@@ -7,9 +7,28 @@
       tags: [pointwise]
       variants: function
 
-Accepted keys are ``func`` (required), ``doc``, ``tags`` and ``variants``; anything
+RFC-0020 lets plugins declare ops *and bind kernels* in native_functions.yaml
+form, so the keys of that file are accepted too::
+
+    - func: acosh(Tensor self) -> Tensor          # no namespace: the library's
+      variants: function, method
+      structured_delegate: acosh.out               # run by acosh.out's kernels (as out variants)
+
+    - func: acosh.out(Tensor self, *, Tensor(a!) out) -> Tensor(a!)
+      structured: True
+      structured_inherits: TensorIteratorBase
+      dispatch:
+        CPU, CUDA: acosh_out                        # backend(s) -> kernel
+
+A ``dispatch`` key is a comma list of backends (srcore's names, or torch's
+dispatch keys: ``CPU`` is ``cpu``, ``QuantizedCPU`` is ``quantized_cpu``); its
+value is a kernel, ``"module:attr"`` or a bare name in the declaring package,
+or a mapping ``{kernel: ..., dtypes: [...]}``. Accepted keys are ``func``
+(required), ``doc``, ``tags``, ``variants``, ``dispatch``, ``structured``,
+``structured_delegate``, ``structured_inherits`` and ``python_module``; anything
 else is an error naming ``file:line``, as is a schema that does not parse
-(``file:line:col``) or an operator overload declared twice.
+(``file:line:col``), an operator overload declared twice, or a
+``structured_delegate`` that names no out overload of the file.
 """
 from __future__ import annotations
 
@@ -21,11 +40,24 @@ import attrs
 from ..errors import DeclarationError, SchemaError
 from .schema import FunctionSchema
 
-__all__ = ["Declaration", "load_declarations", "parse_declarations", "ALLOWED_KEYS"]
+__all__ = ["Declaration", "DispatchEntry", "load_declarations", "parse_declarations", "ALLOWED_KEYS"]
 
-ALLOWED_KEYS = ("func", "doc", "tags", "variants")
+ALLOWED_KEYS = ("func", "doc", "tags", "variants", "dispatch", "structured", "structured_delegate",
+                "structured_inherits", "python_module")
+_DISPATCH_KEYS = ("kernel", "dtypes")
+_NAME_RE = r"[A-Za-z_][A-Za-z0-9_]*"
 _STR = "tag:yaml.org,2002:str"
 # yaml is imported on first parse: a start-up served by the schema cache never pays for it
+
+
+@attrs.frozen
+class DispatchEntry:
+    """One ``dispatch:`` line: backends (as written) -> kernel reference, with its dtypes and line."""
+
+    backends: tuple[str, ...]
+    kernel: str
+    dtypes: tuple[str, ...] = ("*",)
+    source: str = ""
 
 
 @attrs.frozen
@@ -37,6 +69,11 @@ class Declaration:
     doc: str | None = None
     tags: tuple[str, ...] = ()
     variants: tuple[str, ...] = ()
+    dispatch: tuple[DispatchEntry, ...] = ()
+    structured: bool = False
+    structured_delegate: str | None = None
+    structured_inherits: str | None = None
+    python_module: str | None = None
 
 
 def load_declarations(path_or_text: str | os.PathLike, *, source: str | None = None) -> list[Declaration]:
@@ -79,7 +116,27 @@ def parse_declarations(text: str, source: str) -> list[Declaration]:
             raise DeclarationError(f"{name} is declared twice (first at {seen[name]})", source=decl.source)
         seen[name] = decl.source
         out.append(decl)
+    _check_delegates(out)
     return out
+
+
+def _check_delegates(decls: list[Declaration]) -> None:
+    """A ``structured_delegate`` names an out overload of the same file (``acosh.out``)."""
+    by_name = {_unqualified(d.schema.qualified_name): d for d in decls}
+    for d in decls:
+        if d.structured_delegate is None:
+            continue
+        target = by_name.get(_unqualified(d.structured_delegate))
+        if target is None:
+            raise DeclarationError(f"structured_delegate {d.structured_delegate!r} of "
+                                   f"{d.schema.qualified_name} is not declared in this file", source=d.source)
+        if not target.schema.is_out:
+            raise DeclarationError(f"structured_delegate {d.structured_delegate!r} of {d.schema.qualified_name} "
+                                   "is not an out overload (it writes no '*, Tensor(a!) out')", source=d.source)
+
+
+def _unqualified(name: str) -> str:
+    return name.split("::", 1)[1] if "::" in name else name
 
 
 def _where(source: str, node, col: bool = False) -> str:
@@ -112,7 +169,73 @@ def _entry(node, source: str) -> Declaration:
     doc = _string(fields["doc"], "doc", source) if "doc" in fields else None
     tags = _names(fields.get("tags"), "tags", source)
     variants = _names(fields.get("variants"), "variants", source)
-    return Declaration(schema, _where(source, node), doc, tags, variants)
+    dispatch = _dispatch(fields["dispatch"], source) if "dispatch" in fields else ()
+    structured = _bool(fields["structured"], "structured", source) if "structured" in fields else False
+    delegate = inherits = module = None
+    if "structured_delegate" in fields:
+        delegate = _string(fields["structured_delegate"], "structured_delegate", source)
+        if dispatch:
+            raise DeclarationError("an op with a structured_delegate is run by its delegate's kernels: "
+                                   "give it no dispatch of its own", source=_where(source, fields["dispatch"]))
+    if "structured_inherits" in fields:
+        inherits = _string(fields["structured_inherits"], "structured_inherits", source)
+    if "python_module" in fields:
+        module = _string(fields["python_module"], "python_module", source)
+    if structured and not schema.is_out:
+        raise DeclarationError(f"structured: True on {schema.qualified_name}, which is not an out overload "
+                               "(the functional form names it with structured_delegate)",
+                               source=_where(source, fields["structured"]))
+    return Declaration(schema, _where(source, node), doc, tags, variants, dispatch, structured, delegate,
+                       inherits, module)
+
+
+def _bool(node, key: str, source: str) -> bool:
+    import yaml
+
+    if not isinstance(node, yaml.ScalarNode) or node.value not in ("True", "true", "False", "false"):
+        raise DeclarationError(f"{key!r} must be True or False", source=_where(source, node))
+    return node.value in ("True", "true")
+
+
+def _dispatch(node, source: str) -> tuple[DispatchEntry, ...]:
+    """``dispatch:`` as entries: ``CPU, CUDA: kernel`` or ``cpu: {kernel: mod:attr, dtypes: [float32]}``."""
+    import re
+
+    import yaml
+
+    if not isinstance(node, yaml.MappingNode):
+        raise DeclarationError("'dispatch' must map backends to kernels", source=_where(source, node))
+    entries = []
+    for key, value in node.value:
+        backends = tuple(b.strip() for b in _string(key, "dispatch backend", source).split(","))
+        bad = [b for b in backends if not re.fullmatch(_NAME_RE, b)]
+        if bad:
+            raise DeclarationError(f"bad backend name {bad[0]!r} in dispatch", source=_where(source, key, col=True))
+        dtypes: tuple[str, ...] = ("*",)
+        if isinstance(value, yaml.MappingNode):
+            fields = {}
+            for k, v in value.value:
+                name = k.value if isinstance(k, yaml.ScalarNode) else None
+                if name not in _DISPATCH_KEYS:
+                    raise DeclarationError(f"unknown key {name!r} in a dispatch entry (allowed: "
+                                           f"{', '.join(_DISPATCH_KEYS)})", source=_where(source, k))
+                fields[name] = v
+            if "kernel" not in fields:
+                raise DeclarationError("a dispatch entry needs a 'kernel'", source=_where(source, value))
+            kernel_node = fields["kernel"]
+            if "dtypes" in fields:
+                dtypes = _names(fields["dtypes"], "dtypes", source)
+                if not dtypes:
+                    raise DeclarationError("'dtypes' lists no dtype (use '*' for any)",
+                                           source=_where(source, fields["dtypes"]))
+        else:
+            kernel_node = value
+        kernel = _string(kernel_node, "kernel", source)
+        if not re.fullmatch(rf"{_NAME_RE}(\.{_NAME_RE})*(:{_NAME_RE}(\.{_NAME_RE})*)?", kernel):
+            raise DeclarationError(f"bad kernel reference {kernel!r}: expected 'module:attr' or a name in the "
+                                   "declaring package", source=_where(source, kernel_node, col=True))
+        entries.append(DispatchEntry(backends, kernel, dtypes, _where(source, key)))
+    return tuple(entries)
 
 
 def _string(node, key: str, source: str) -> str:

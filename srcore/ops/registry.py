@@ -128,7 +128,7 @@ def default_registry() -> SchemaRegistry:
     from .cache import load_schemas
 
     reg = SchemaRegistry()
-    reg.add_declarations(load_schemas(core_declaration_files()), CORE_PROVIDER)
+    reg.add_declarations(load_schemas(core_declaration_files()), "srcore")
     return reg
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import Any, Callable
 
 import attrs
 
@@ -113,11 +113,16 @@ CORE_ENGINE_OPTIONS = frozenset({"profiles"})
 
 
 def partition_graph(graph: Graph, registry: Any, table: Any, options: Any,
-                    plugin_manager: Any = None, stored: dict | None = None) -> tuple[PartitionReport, dict]:
+                    fallback_factory: Callable[[Graph, Any], Any] | None = None,
+                    stored: dict | None = None) -> tuple[PartitionReport, dict]:
     """Cut ``graph`` (in place) into engine segments for every engine backend in
-    ``options.backends``; returns the report and ``{engine node: engine}``. ``plugin_manager``
-    (default: the process's) serves the segments' node-by-node fallbacks; ``stored``: the model's
-    serialized engines by segment key (``srcore build``), loaded instead of built."""
+    ``options.backends``; returns the report and ``{engine node: engine}``.
+
+    ``fallback_factory(graph, options)`` loads a segment's graph for node-by-node execution on
+    the backends after the engine's (what ``Segment.fallback`` runs; a ``StaticModule`` in
+    practice: the partitioner builds none itself); without it, segments get no fallback.
+    ``stored``: the model's serialized engines by segment key (``srcore build``), loaded instead
+    of built."""
     engines: dict[Node, Any] = {}
     segments: list[SegmentReport] = []
     refused: list = []
@@ -129,7 +134,7 @@ def partition_graph(graph: Graph, registry: Any, table: Any, options: Any,
         supports = resolve_ref(eb.supports, provider=eb.provider, op=ENGINE_KIND, what=f"supports of {what}")
         elig = Eligibility(graph, table, supports, backend, options.engine_fallback_ops,
                            options.engine_fallback_modules)
-        builder = _Builder(graph, backend, eb, options, plugin_manager, elig.chains,
+        builder = _Builder(graph, backend, eb, options, fallback_factory, elig.chains,
                            {k: d for k, d in (stored or {}).items() if d.backend == backend})
         runs, refusals = find_candidates(graph.block, elig)
         refused.extend((backend, r) for r in refusals if r.node.kind != ENGINE_KIND)
@@ -171,7 +176,7 @@ class _Builder:
     backend: str
     eb: Any
     options: Any
-    plugin_manager: Any
+    fallback_factory: Any
     chains: Any
     stored: dict
 
@@ -193,7 +198,7 @@ class _Builder:
             return refused("fallback", "the segment's results are unused")
         sub = segment_graph(program_order([*nodes, *chain]) if chain else nodes, inputs, outputs)
         segment = Segment(name, backend, sub, _builder_options(options),
-                          _fallback(sub, backend, options, self.plugin_manager))
+                          _fallback(sub, backend, options, self.fallback_factory))
         t0 = time.perf_counter()
         try:
             engine, segment = self._make(segment)
@@ -234,13 +239,13 @@ def _builder_options(options: Any) -> dict:
     return {k: v for k, v in dict(options.engine_options).items() if k not in CORE_ENGINE_OPTIONS}
 
 
-def _fallback(sub: Graph, backend: str, options: Any, plugin_manager: Any) -> SegmentFallback | None:
+def _fallback(sub: Graph, backend: str, options: Any, factory: Any) -> SegmentFallback | None:
     """The node-by-node runner an engine may hand the signatures it cannot plan to: the
     segment on the backends after ``backend``; none if the user requires full compilation."""
     if options.require_full_compilation:
         return None
     rest = options.backends[options.backends.index(backend) + 1:]
-    return SegmentFallback(sub, attrs.evolve(options, backends=rest), plugin_manager) if rest else None
+    return SegmentFallback(sub, attrs.evolve(options, backends=rest), factory) if rest and factory else None
 
 
 def _src(n: Node) -> str | None:

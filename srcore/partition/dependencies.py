@@ -20,7 +20,8 @@ import functools
 from typing import Any
 
 from ..dispatch.resolve import STRUCTURAL_KINDS, node_schema
-from ..ir.effects import has_side_effects, mutated_inputs
+from ..ir.alias import mutated_inputs
+from ..ir.effects import has_side_effects
 from ..ir.graph import Block, Graph, Node, Value
 from ..ir.types import TensorType
 

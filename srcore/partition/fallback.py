@@ -9,45 +9,38 @@ whole nodes, here per signature.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Callable
 
 import attrs
 import numpy as np
 
 
 class SegmentFallback:
-    """``fallback(*inputs)``: the segment's graph run as a :class:`srcore.StaticModule` on
-    ``options.backends`` (built on first call; one runtime per calling thread).
+    """``fallback(*inputs)``: the segment's graph run node by node on ``options.backends``, as the
+    module ``load(graph, options)`` makes of it (built on first call; a runtime per calling thread,
+    from the module's ``runtime()``).
 
     Its results are fresh arrays like an engine's: one that shares memory with an input (a
     segment ending in a view) is copied, since the caller may reuse the input's buffer.
     """
 
-    def __init__(self, graph: Any, options: Any, plugin_manager: Any = None):
+    def __init__(self, graph: Any, options: Any, load: Callable[[Any, Any], Any]):
         self.graph = graph
-        self.plugin_manager = plugin_manager
+        self.load = load
         self.options = attrs.evolve(options, optimize=False, manage_output_tensors=False,
                                     require_full_compilation=False)
         self.backends = self.options.backends
         self._module = None
         self._lock = threading.Lock()
-        self._local = threading.local()
-
-    def _runtime(self):
-        rt = getattr(self._local, "runtime", None)
-        if rt is None:
-            from ..runtime.static_runtime import StaticRuntime
-
-            with self._lock:
-                if self._module is None:
-                    from ..runtime.static_module import StaticModule
-
-                    self._module = StaticModule(self.graph, self.options, plugin_manager=self.plugin_manager)
-            rt = self._local.runtime = StaticRuntime(self._module)
-        return rt
 
     def __call__(self, *inputs):
-        result = self._runtime()(*inputs)
+        module = self._module
+        if module is None:
+            with self._lock:
+                if self._module is None:
+                    self._module = self.load(self.graph, self.options)
+                module = self._module
+        result = module.runtime()(*inputs)
         if isinstance(result, tuple):
             return tuple(_own(r, inputs) for r in result)
         return _own(result, inputs)

@@ -17,7 +17,8 @@ from typing import Any, Callable, Iterator
 import attrs
 
 from ..dispatch.resolve import STRUCTURAL_KINDS, node_info, node_op, node_schema
-from ..ir.effects import VIEW_OPS, has_side_effects, mutated_inputs
+from ..ir.alias import mutated_inputs, mutated_values
+from ..ir.effects import has_side_effects
 from ..ir.graph import Block, Graph, Node, Value
 from ..ir.types import TensorType
 from .dependencies import Chains
@@ -41,31 +42,6 @@ class Refusal:
     reason: str
 
 
-def mutation_tainted(graph: Graph) -> set[int]:
-    """Ids of values written in place somewhere, and of every value that may alias one of them
-    (through view ops, in either direction)."""
-    written: list[Value] = []
-    edges: dict[int, list[Value]] = {}
-    for n in graph.all_nodes():
-        for i in mutated_inputs(n):
-            if i < len(n.inputs):
-                written.append(n.inputs[i])
-        if n.kind in VIEW_OPS or _base(n.kind) in VIEW_OPS:
-            for a in n.inputs:
-                for o in n.outputs:
-                    edges.setdefault(id(a), []).append(o)
-                    edges.setdefault(id(o), []).append(a)
-    tainted: set[int] = set()
-    stack = list(written)
-    while stack:
-        v = stack.pop()
-        if id(v) in tainted:
-            continue
-        tainted.add(id(v))
-        stack.extend(edges.get(id(v), ()))
-    return tainted
-
-
 def _base(kind: str) -> str:
     return kind.split(".", 1)[0]
 
@@ -80,7 +56,7 @@ class Eligibility:
         self.backend = backend
         self.fallback_ops = frozenset(fallback_ops)
         self.fallback_modules = ScopeMatcher(fallback_modules)
-        self.tainted = mutation_tainted(graph)
+        self.tainted = mutated_values(graph)  # written in place, or may alias such a value
         self.chains = Chains(graph, table)
 
     def check(self, node: Node) -> str | None:

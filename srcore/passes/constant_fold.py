@@ -15,7 +15,6 @@ kernel table when one is available (:func:`kernel_evaluator`).
 """
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable
 
 import numpy as np
@@ -23,8 +22,9 @@ import numpy as np
 from ..ir.constants import type_of_constant
 from ..ir.graph import Graph, Node
 from ..ir.types import AnyType, BoolType, FloatType, IntType, NumberType, TensorType, contains_tensor
-from ._util import (const_or, has_side_effects, inline_block, is_const, is_mutated, is_nondeterministic,
-                    mutated_inputs, replace_with_values, unique_param_name, walk_blocks)
+from ..ir.alias import is_mutated, mutated_inputs
+from ._util import (const_or, has_side_effects, inline_block, is_const, is_nondeterministic, replace_with_values,
+                    unique_param_name, walk_blocks)
 from .loops import never_runs
 from .scalar_eval import eval_scalar_op
 
@@ -79,13 +79,6 @@ def fold_constants(graph: Graph, *, evaluator: Evaluator | None = None,
                 if _fold_control(node) or _fold_node(node, evaluate, max_elements):
                     progress = changed = True
     return changed
-
-
-def constant_propagation(**kwargs) -> Callable[[Graph], bool]:
-    """``fold_constants`` with fixed options, named for a :class:`PassManager`."""
-    fn = functools.partial(fold_constants, **kwargs)
-    fn.__name__ = "fold_constants"  # type: ignore[attr-defined]
-    return fn
 
 
 def _fold_control(node: Node) -> bool:

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from ..ir.graph import Block, Graph, Node
-from ._util import (has_side_effects, is_const, is_nondeterministic, mutated_inputs, mutated_values,
-                    replace_with_values)
+from ..ir.alias import mutated_inputs, mutated_values
+from ._util import has_side_effects, is_const, is_nondeterministic, replace_with_values
 
 
 def _freeze(x: Any) -> Any:

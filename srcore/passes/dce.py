@@ -11,14 +11,15 @@ effects disappears.
 
 Mutation is handled conservatively: an in-place node is kept when any value
 that may share memory with the one it writes (views, in-place results, lists
-holding it: :func:`._util.alias_class`) is read later, is a block input, or
+holding it: :func:`srcore.ir.alias.alias_class`) is read later, is a block input, or
 is defined in an enclosing block (a loop may read it in the next iteration).
 """
 from __future__ import annotations
 
 from ..errors import PassError
 from ..ir.graph import Block, Graph, Node, Value
-from ._util import alias_class, has_side_effects, mutated_inputs
+from ..ir.alias import alias_class, mutated_inputs
+from ._util import has_side_effects
 
 
 class _Liveness:

@@ -30,7 +30,8 @@ import attrs
 from ..ir.graph import Graph, Node, Value
 from ..ir.scope import joined
 from ..ir.types import TensorType
-from ._util import base_kind, const_or, is_mutated, replace_with_values, walk_blocks
+from ..ir.alias import is_mutated
+from ._util import base_kind, const_or, replace_with_values, walk_blocks
 from .fuse_scalar import sum_gt
 
 RELU = ("aten::relu", "aten::relu_")

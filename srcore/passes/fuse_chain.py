@@ -21,7 +21,8 @@ from __future__ import annotations
 from ..ir.graph import Graph, Node, Value
 from ..ir.scope import joined
 from ..ir.types import TensorType
-from ._util import base_kind, const_or, is_const, is_mutated, replace_with_values, walk_blocks
+from ..ir.alias import is_mutated
+from ._util import base_kind, const_or, is_const, replace_with_values, walk_blocks
 
 UNARY = {"aten::relu": "relu", "aten::sigmoid": "sigmoid", "aten::tanh": "tanh"}
 BINARY = {"aten::add": "add", "aten::sub": "sub", "aten::mul": "mul", "aten::div": "div"}

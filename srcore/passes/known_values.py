@@ -24,7 +24,7 @@ from typing import Any
 from ..ir.graph import Graph
 from ..ir.types import (BoolType, DeviceType, FloatType, IntType, ListType, NoneType, NumberType, OptionalType,
                         ScalarTypeType, StrType, TensorType, TupleType, Type)
-from ._util import is_mutated
+from ..ir.alias import is_mutated
 
 #: nodes whose outputs are never redirected (already constants, or placeholders)
 _SKIP = frozenset({"prim::Constant", "prim::Uninitialized", "prim::Param", "prim::Return"})
@@ -67,11 +67,35 @@ def _blocks(graph: Graph):
     return walk_blocks(graph.block)
 
 
-def fold_known_values(graph: Graph, *, known: dict | None = None) -> bool:
+class KnownValues:
+    """What one propagation knew, and of which graph (:func:`graph_signature`): the pipeline reuses it
+    while no pass has changed the graph since, instead of propagating again."""
+
+    __slots__ = ("known", "signature")
+
+    def __init__(self, graph: Graph, known: dict):
+        self.known, self.signature = known, graph_signature(graph)
+
+    def for_graph(self, graph: Graph) -> dict | None:
+        return self.known if self.signature == graph_signature(graph) else None
+
+
+def graph_signature(graph: Graph) -> tuple:
+    """The graph's structure: every node and what it reads (a pass that adds, removes or rewires
+    anything changes it)."""
+    return tuple((id(n), tuple(id(v) for v in n.inputs)) for n in graph.all_nodes())
+
+
+def fold_known_values(graph: Graph, *, known: dict | None = None, reuse: KnownValues | None = None, rules=None,
+                      schemas=None) -> bool:
     """Redirect the uses of every value whose value propagation knows to a constant; True if changed.
 
-    ``known`` (``Value -> value``, e.g. ``propagate(graph).known``) skips the propagation.
+    ``known`` (``Value -> value``, e.g. ``propagate(graph).known``) skips the propagation, as does
+    ``reuse`` while the graph is still the one it was made of. ``rules``/``schemas``: what the
+    propagation reads (default: the process-wide registry's).
     """
+    if known is None and reuse is not None:
+        known = reuse.for_graph(graph)
     if known is None:
         try:
             from ..ops.shapes import propagate
@@ -84,7 +108,7 @@ def fold_known_values(graph: Graph, *, known: dict | None = None) -> bool:
         saved = [(v, v.type) for n in graph.all_nodes() for v in n.outputs] + [(v, v.type) for v in graph.inputs]
         saved += [(v, v.type) for b in _blocks(graph) for v in b.inputs]
         try:
-            known = propagate(graph).known
+            known = propagate(graph, rules=rules, schemas=schemas).known
         except ShapeError:  # a contradiction: leave it for the runtime to report
             return False
         finally:

@@ -22,11 +22,14 @@ def _functional_name(overload: str) -> str | None:
     return None
 
 
-def lower_out_overloads(graph: Graph) -> bool:
-    """Rewrite explicit out= calls in place; True if any changed."""
-    from ..ops.registry import cached_default_registry
+def lower_out_overloads(graph: Graph, schemas=None) -> bool:
+    """Rewrite explicit out= calls in place; True if any changed. ``schemas``: the ``SchemaRegistry``
+    to read overloads from (a load's registry); default: the core's declarations."""
+    if schemas is None:
+        from ..ops.registry import cached_default_registry
 
-    reg = cached_default_registry()
+        schemas = cached_default_registry()
+    reg = schemas
     changed = False
     for n in list(graph.all_nodes()):
         overloads = reg.overloads(n.kind)

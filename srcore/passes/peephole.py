@@ -16,8 +16,8 @@ import attrs
 
 from ..ir.graph import Graph, Node, Value
 from ..ir.types import (SCALAR_TYPE_CODES, AnyType, NoneType, OptionalType, TensorType)
-from ._util import base_kind, const_or, dtype_of, is_floating, is_mutated, replace_with_constant, \
-    replace_with_values, walk_blocks
+from ..ir.alias import is_mutated
+from ._util import base_kind, const_or, dtype_of, is_floating, replace_with_constant, replace_with_values, walk_blocks
 
 
 @attrs.frozen

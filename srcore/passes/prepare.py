@@ -26,7 +26,7 @@ from .dce import eliminate_dead_code
 from .fold_bn import fold_batch_norm
 from .fuse import fuse_ops
 from .inline import inline_calls, inline_constant_ifs
-from .known_values import fold_known_values
+from .known_values import KnownValues, fold_known_values
 from .loops import simplify_loops
 from .manager import Fixpoint, Pass, PassManager, PassStats
 from .peephole import peephole
@@ -48,12 +48,16 @@ def _named(name: str, fn: Callable, **kwargs) -> Pass:
 
 def default_pipeline(*, fuse: bool = True, inference: bool = True, evaluator=None,
                      max_fold_elements: int = DEFAULT_MAX_ELEMENTS, unroll_max_nodes: int = DEFAULT_MAX_NODES,
-                     functions: Mapping[str, Graph] | None = None, max_iterations: int = 10) -> list:
-    """The passes ``prepare_for_static_runtime`` runs, for a :class:`PassManager`."""
+                     functions: Mapping[str, Graph] | None = None, max_iterations: int = 10,
+                     known: KnownValues | None = None, rules=None, schemas=None) -> list:
+    """The passes ``prepare_for_static_runtime`` runs, for a :class:`PassManager`. ``known``: what the
+    propagation before the passes found, reused by ``fold_known_values`` until a pass changes the graph.
+    ``rules`` and ``schemas``: the shape rules and ``SchemaRegistry`` the passes read (a load's registry;
+    default: the process-wide one)."""
     core = Fixpoint((
         _named("inline_constant_ifs", inline_constant_ifs),
         _named("fold_constants", fold_constants, evaluator=evaluator, max_elements=max_fold_elements),
-        _named("fold_known_values", fold_known_values),
+        _named("fold_known_values", fold_known_values, reuse=known, rules=rules, schemas=schemas),
         _named("peephole", peephole),
         _named("simplify_loops", simplify_loops),
         _named("unroll_loops", unroll_loops, max_nodes=unroll_max_nodes),
@@ -62,7 +66,7 @@ def default_pipeline(*, fuse: bool = True, inference: bool = True, evaluator=Non
     ), max_iterations=max_iterations, name="simplify")
     passes: list = [
         _named("normalize_aliases", normalize_aliases),
-        _named("lower_out_overloads", lower_out_overloads),
+        _named("lower_out_overloads", lower_out_overloads, schemas=schemas),
         _named("inline_calls", inline_calls, functions=functions or {}),
         _named("remove_training_ops", remove_training_ops, inference=inference),
         core,
@@ -97,12 +101,11 @@ def _set_input_types(graph: Graph, input_types: Sequence[Type] | Mapping[str, Ty
                 v.type = t
 
 
-def _propagate(graph: Graph) -> None:
-    try:
-        from ..ops.shapes import propagate
-    except ImportError:  # shape propagation not available: the passes work with the types they have
-        return
-    propagate(graph)
+def _propagate(graph: Graph, rules, schemas) -> KnownValues | None:
+    """Type the graph from its input types; what it knew, for fold_known_values to reuse."""
+    from ..ops.shapes import propagate
+
+    return KnownValues(graph, propagate(graph, rules=rules, schemas=schemas).known)
 
 
 def prepare_for_static_runtime(graph: Graph, *, input_types=None, fuse: bool = True, inference: bool = True,
@@ -125,14 +128,14 @@ def prepare_for_static_runtime(graph: Graph, *, input_types=None, fuse: bool = T
 
 
 def prepare(graph: Graph, *, input_types=None, fuse: bool = True, inference: bool = True, evaluator=None,
-            verify: bool | None = None, propagate_shapes: bool = True, **options) -> PrepareResult:
+            verify: bool | None = None, propagate_shapes: bool = True, rules=None, schemas=None,
+            **options) -> PrepareResult:
     """Like :func:`prepare_for_static_runtime`, returning a :class:`PrepareResult`."""
     g = graph.copy()
     if input_types is not None:
         _set_input_types(g, input_types)
-    if propagate_shapes and (input_types is not None):
-        _propagate(g)
-    pm = PassManager(default_pipeline(fuse=fuse, inference=inference, evaluator=evaluator, **options),
-                     verify=verify)
+    known = _propagate(g, rules, schemas) if propagate_shapes and input_types is not None else None
+    pm = PassManager(default_pipeline(fuse=fuse, inference=inference, evaluator=evaluator, known=known, rules=rules,
+                                      schemas=schemas, **options), verify=verify)
     pm.run(g)
     return PrepareResult(g, pm.stats)

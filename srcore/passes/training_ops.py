@@ -11,9 +11,6 @@
 """
 from __future__ import annotations
 
-import functools
-from typing import Callable
-
 from ..ir.graph import Graph, Node
 from ._util import base_kind, const_or, replace_with_values, walk_blocks
 
@@ -47,9 +44,3 @@ def remove_training_ops(graph: Graph, *, inference: bool = True) -> bool:
                 replace_with_values(node, [node.inputs[0]] * len(node.outputs))
                 changed = True
     return changed
-
-
-def training_op_removal(**kwargs) -> Callable[[Graph], bool]:
-    fn = functools.partial(remove_training_ops, **kwargs)
-    fn.__name__ = "remove_training_ops"  # type: ignore[attr-defined]
-    return fn

@@ -10,9 +10,6 @@ not done.
 """
 from __future__ import annotations
 
-import functools
-from typing import Callable
-
 from ..ir.graph import Graph, Node, Value
 from ._util import clone_block_before, const_or, walk_blocks
 
@@ -57,12 +54,6 @@ def unroll_loops(graph: Graph, *, max_nodes: int = DEFAULT_MAX_NODES, max_trips:
             _unroll(node, trips)
             changed = True
     return changed
-
-
-def loop_unrolling(**kwargs) -> Callable[[Graph], bool]:
-    fn = functools.partial(unroll_loops, **kwargs)
-    fn.__name__ = "unroll_loops"  # type: ignore[attr-defined]
-    return fn
 
 
 def _unroll(node: Node, trips: int) -> None:

@@ -1,36 +1,57 @@
-"""The plugin API: the only module a plugin author imports.
+"""The plugin API: the only module a plugin imports.
 
 A plugin is a module (or object) with ``@hookimpl`` functions named after the
 hooks in :mod:`srcore.plugin.hookspecs`; each hook yields records from
 :mod:`srcore.plugin.types`. See docs/writing-a-plugin.md.
 
-For plugin authors: this module (``hookimpl`` and the records),
-``hookspecs.py`` (the hooks, with examples; docs/plugin-hooks.md) and
-``types.py`` (the records). Internal: ``manager.py`` (discovery, isolation,
-blocking, reports; ``get_plugin_manager()``) and ``builtin.py`` (srcore's own
-op declarations, through the same hooks).
+Besides ``hookimpl`` and the records, this module re-exports what kernels,
+shape rules and engine builders use from the rest of srcore, so that a plugin
+never imports ``srcore.ir``, ``srcore.memory``, ``srcore.ops`` or
+``srcore.cachedir`` (which may change): the error classes, IR tensor and
+scalar types with the dtype and ``ScalarType`` codes, what a shape rule
+sees (``ShapeContext``, ``AbstractValue``, ``UNKNOWN``), the memory planner
+an engine plans its intermediates with, the safetensors container an engine
+stores plans in, the cache root and the progress bar. Those load on first
+use: discovery imports this module, so it stays cheap.
+
+Internal: ``manager.py`` (discovery, isolation, blocking, reports;
+``get_plugin_manager()``), ``registry.py`` (the registry and its building),
+``builtin.py`` (srcore's own declarations, rules and decompositions, through
+the same hooks).
 """
 import pluggy
 
-from ..errors import KernelError, QuantizationError
-from .types import (KERNEL_KINDS, ArgInfo, Const, Backend, DType, EngineBuilder, EngineData, EngineOp, Kernel,
-                    NodeInfo, OpLibrary, PluginInfo, Segment, ShapeRule, Specialized, Subcommand)
+from ..errors import (EngineBuildError, EngineOptionError, KernelError, PluginError, QuantizationError, ShapeError,
+                      SrcoreError, SrcoreFormatError, SrcoreInputError)
+from .types import (KERNEL_KINDS, ArgInfo, Const, Backend, Decomposition, DType, EngineBuilder, EngineData, EngineOp,
+                    Kernel, NodeInfo, OpLibrary, PluginInfo, Segment, ShapeRule, Specialized, Subcommand)
 
 hookimpl = pluggy.HookimplMarker("srcore")
 
-# what shape rules and kernels need, imported on first use (discovery imports this module: it must
-# not load the IR or numpy)
+# what shape rules, kernels and engine builders need, imported on first use (discovery imports this
+# module: it must not load the IR or numpy)
 _LAZY = {
-    "TensorType": ("srcore.ir.types", "TensorType"),
+    # IR types and dtype codes (kernels that look at types, shape rules, engine builders)
+    **{n: ("srcore.ir.types", n) for n in ("TensorType", "BoolType", "FloatType", "IntType", "ListType",
+                                           "SCALAR_TYPE_CODES", "DTYPE_TO_SCALAR_TYPE_CODE")},
+    # what a shape rule sees
     "ShapeContext": ("srcore.ops.shapes.base", "Ctx"),
     "AbstractValue": ("srcore.ops.shapes.base", "A"),
-    "ShapeError": ("srcore.errors", "ShapeError"),
+    "UNKNOWN": ("srcore.ops.shapes.base", "UNKNOWN"),
+    # the memory planner an engine plans its intermediates with
+    **{n: ("srcore.memory.planner", n) for n in ("Lifetime", "TensorRequest", "lower_bound", "make_planner",
+                                                 "no_reuse_bytes")},
+    # an engine's stored plans: safetensors files under the cache root
+    **{n: ("srcore.format.safetensors_io", n) for n in ("Container", "encode_header", "tensor_layout",
+                                                        "write_file")},
+    "cache_root": ("srcore.cachedir", "cache_root"),
+    "progress": ("srcore.progress", "progress"),
+    # quantized values and their parameters
     "QuantizedArray": ("srcore.qarray", "QuantizedArray"),
     "QParams": ("srcore.ir.quant", "QParams"),
     "QDTYPES": ("srcore.ir.quant", "QDTYPES"),
     "add_scalar_qparams": ("srcore.ir.quant", "add_scalar_qparams"),
     "mul_scalar_qparams": ("srcore.ir.quant", "mul_scalar_qparams"),
-    "SCALAR_TYPE_CODES": ("srcore.ir.types", "SCALAR_TYPE_CODES"),
 }
 
 
@@ -46,11 +67,8 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "hookimpl", "Kernel", "OpLibrary", "ShapeRule", "Backend", "DType", "EngineBuilder", "EngineData", "EngineOp",
-    "Subcommand",
-    "NodeInfo", "ArgInfo", "Specialized", "Const", "PluginInfo", "Segment", "KERNEL_KINDS",
-    "TensorType", "ShapeContext", "AbstractValue", "ShapeError",
-    # what kernels need from the rest of srcore (plugins import only this module)
-    "KernelError", "QuantizationError", "QuantizedArray", "QParams", "QDTYPES", "SCALAR_TYPE_CODES",
-    "add_scalar_qparams", "mul_scalar_qparams",
+    "hookimpl", "Kernel", "OpLibrary", "ShapeRule", "Decomposition", "Backend", "DType", "EngineBuilder", "EngineData",
+    "EngineOp", "Subcommand", "NodeInfo", "ArgInfo", "Specialized", "Const", "PluginInfo", "Segment", "KERNEL_KINDS",
+    "SrcoreError", "KernelError", "EngineBuildError", "EngineOptionError", "PluginError", "ShapeError",
+    "SrcoreFormatError", "SrcoreInputError", "QuantizationError", *_LAZY,
 ]

@@ -2,7 +2,8 @@
 
 It declares the standard ``aten::``/``prim::`` (and ``srcore::``) ops from the
 declaration files shipped in :mod:`srcore.ops`, and yields the rules of
-:mod:`srcore.ops.shapes` (written there with ``@rule(...)``). It is essential:
+:mod:`srcore.ops.shapes` (written there with ``@rule(...)``) and the
+decompositions of :mod:`srcore.ops.decompositions`. It is essential:
 it cannot be blocked. Backends and kernels come from plugins (``cpu`` from
 srcore-cpu).
 """
@@ -13,7 +14,7 @@ import os
 import srcore.ops
 
 from . import hookimpl
-from .types import OpLibrary, ShapeRule
+from .types import Decomposition, OpLibrary, ShapeRule
 
 #: (namespace, file in srcore/ops) of the core's declaration files
 CORE_LIBRARIES = (("aten", "aten.yaml"), ("aten", "aten_quantized.yaml"), ("prim", "prim.yaml"),
@@ -39,3 +40,13 @@ def srcore_shape_rules():
         fns[id(fn)] = fn
     for key, ops in names.items():
         yield ShapeRule(ops, fns[key])
+
+
+@hookimpl
+def srcore_decompositions():
+    from srcore.ops.decompositions import DECOMPOSITIONS
+
+    for op, text in DECOMPOSITIONS.items():
+        yield Decomposition(op, text)
+    # every .out and in-place aten overload whose functional sibling is declared
+    yield Decomposition("aten::*", "srcore.ops.decompositions:out_or_inplace")

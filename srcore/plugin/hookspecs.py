@@ -11,7 +11,7 @@ from typing import Iterable
 
 import pluggy
 
-from .types import Backend, DType, EngineBuilder, Kernel, OpLibrary, ShapeRule, Subcommand
+from .types import Backend, Decomposition, DType, EngineBuilder, Kernel, OpLibrary, ShapeRule, Subcommand
 
 _hookspec = pluggy.HookspecMarker("srcore")
 
@@ -104,6 +104,27 @@ class SrcoreSpecs:
         yield from ()
 
     @_hookspec
+    def srcore_decompositions(self) -> Iterable[Decomposition]:
+        """Rewrite ops as small graphs of other ops, for backends that have no kernel for them.
+
+        At load, a node whose op has no out or native kernel on any listed backend is replaced by
+        its decomposition (then by the decomposition's own, up to a depth); the load report says so.
+        The core's decompositions come through this hook too (the builtin plugin).
+
+        **Example:**
+
+        .. code-block:: python
+
+            @hookimpl
+            def srcore_decompositions():
+                yield Decomposition("aten::__and__.Tensor",
+                                    "graph(%self : Tensor, %other : Tensor):\\n"
+                                    "  %r : Tensor = aten::bitwise_and(%self, %other)\\n"
+                                    "  return (%r)\\n")
+        """
+        yield from ()
+
+    @_hookspec
     def srcore_engine_builders(self) -> Iterable[EngineBuilder]:
         """Provide an engine backend: which nodes it supports, and how to build and load engines.
 
@@ -146,6 +167,7 @@ HOOK_RECORDS = {
     "srcore_backends": Backend,
     "srcore_kernels": Kernel,
     "srcore_shape_rules": ShapeRule,
+    "srcore_decompositions": Decomposition,
     "srcore_engine_builders": EngineBuilder,
     "srcore_subcommands": Subcommand,
 }

@@ -27,7 +27,8 @@ import pluggy
 from ..errors import PluginError, RegistrationError
 from . import discovery
 from .hookspecs import HOOK_RECORDS, SrcoreSpecs
-from .types import Backend, DType, EngineBuilder, Kernel, OpLibrary, PluginInfo, Subcommand
+from .registry import Registry
+from .types import PluginInfo
 
 log = logging.getLogger("srcore.plugin")
 
@@ -64,21 +65,6 @@ class PluginReport:
                 "error": self.error, "hooks": list(self.hooks), "errors": list(self.errors)}
 
 
-@attrs.frozen
-class Registry:
-    """Everything the loaded plugins provide, checked: the input of static dispatch."""
-
-    schemas: Any
-    kernel_table: Any
-    declared: dict[str, tuple[Any, PluginInfo]]  # qualified overload name -> (schema, who declared it)
-    op_libraries: tuple[OpLibrary, ...]
-    dtypes: dict[str, DType]
-    backends: dict[str, Backend]
-    engine_builders: dict[str, EngineBuilder]
-    subcommands: dict[str, Subcommand]
-    shape_rules: Any = None  # srcore.ops.shapes.table.ShapeRuleTable
-
-
 def __getattr__(name: str):
     # ``importlib.metadata`` costs ~15 ms to import and is only needed when the entry-point cache
     # misses (srcore.plugin.discovery); the name stays reachable for code that patches it (tests)
@@ -104,6 +90,7 @@ class PluginManager:
         self._blocked: set[str] = set()
         self._load_errors: dict[str, list[str]] = {}
         self._registry: Registry | None = None
+        self._selected: dict = {}  # selection path -> its registry (registry_for)
         self._loaded = False
         #: seconds spent in load() (discovery + imports) and in the last registry build
         self.timings: dict[str, float] = {}
@@ -119,7 +106,7 @@ class PluginManager:
         rep = self._reports.get(name)
         self._reports[name] = PluginReport(name, rep.dist if rep else None, rep.version if rep else None,
                                            "disabled")
-        self._registry = None
+        self._registry, self._selected = None, {}
 
     def is_blocked(self, name: str) -> bool:
         return name in self._blocked
@@ -134,7 +121,7 @@ class PluginManager:
             raise PluginError(f"a plugin named {name!r} is already registered ({self._reports[name].info})")
         report = PluginReport(name, dist, version, "loaded")
         self._reports[name] = report
-        self._registry = None
+        self._registry, self._selected = None, {}
         try:
             unknown = [a for a in dir(plugin) if a.startswith("srcore_") and callable(getattr(plugin, a, None))
                        and getattr(getattr(plugin, a), "srcore_impl", None) is not None
@@ -143,7 +130,7 @@ class PluginManager:
                 raise PluginError(f"unknown hook(s) {', '.join(unknown)}; known hooks: {', '.join(HOOK_RECORDS)}")
             self._pm.register(plugin, name=name)
         except Exception as exc:  # pluggy's PluginValidationError: a hookimpl with a bad signature
-            self._fail(report, "register", exc)
+            self.fail(name, "register", exc)
             return report
         report.hooks = tuple(sorted(h.name for h in self._pm.get_hookcallers(plugin) or ()))
         return report
@@ -152,7 +139,7 @@ class PluginManager:
         if self._pm.get_plugin(name) is not None:
             self._pm.unregister(name=name)
         self._reports.pop(name, None)
-        self._registry = None
+        self._registry, self._selected = None, {}
 
     def load(self, *, entry_points: bool = True) -> "PluginManager":
         """Register the builtin plugin, then (unless ``entry_points=False``) every installed plugin."""
@@ -185,7 +172,7 @@ class PluginManager:
             if ep.name in ESSENTIAL_PLUGINS or (first is not None and first.status != "failed"):
                 # two distributions with one entry-point name: the first (by distribution name) stays
                 if first is not None:
-                    self._reject(first, f"entry point {ep.name!r} of {dname} {dver or ''} ignored: "
+                    self.reject(first.name, f"entry point {ep.name!r} of {dname} {dver or ''} ignored: "
                                  "the name is taken", at_load=True)
                 continue
             try:
@@ -193,30 +180,39 @@ class PluginManager:
             except BaseException as exc:  # a plugin's import may raise anything, even SystemExit
                 if isinstance(exc, KeyboardInterrupt):
                     raise
-                rep = PluginReport(ep.name, dname, dver, "failed")
-                self._reports[ep.name] = rep
-                self._fail(rep, "import", exc)
+                self._reports[ep.name] = PluginReport(ep.name, dname, dver, "failed")
+                self.fail(ep.name, "import", exc)
                 continue
             self.register(obj, ep.name, dist=dname, version=dver)
 
-    def _fail(self, report: PluginReport, hook: str, exc: BaseException) -> None:
+    def fail(self, plugin: str, hook: str, exc: BaseException) -> None:
+        """Mark ``plugin`` failed in ``hook`` (nothing it provides is used); raises under strict mode."""
+        report = self._reports[plugin]
         report.status = "failed"
         report.error = f"{hook}: {type(exc).__name__}: {exc}"
         log.info("plugin %s (%s) failed: %s ('srcore plugins' lists every plugin)", report.name, report.info,
                  report.error)
-        self._reports.setdefault(report.name, report)
         if self._pm.get_plugin(report.name) is not None:
             self._pm.unregister(name=report.name)
         if self.strict:
             raise PluginError(f"plugin {report.name} ({report.info}) failed in {hook}: {exc}") from exc
 
-    def _reject(self, report: PluginReport, message: str, *, at_load: bool = False) -> None:
+    def reject(self, plugin: str, message: str, *, at_load: bool = False) -> None:
+        """Report one record of ``plugin`` as rejected (the rest of the plugin is used): a
+        ``RegistrationError`` in ``srcore plugins``, raised under strict mode. ``at_load``: a
+        rejection found while loading, kept across registry rebuilds (which recompute the others)."""
+        report = self._reports[plugin]
         err = RegistrationError(f"plugin {report.name} ({report.info}): {message}")
         report.errors.append(str(err))
-        if at_load:  # kept across registry rebuilds, which recompute the other errors
+        if at_load:
             self._load_errors.setdefault(report.name, []).append(str(err))
         if self.strict:
             raise err
+
+    def clear_rejections(self) -> None:
+        """Forget the rejections a registry build found (a rebuild finds them again)."""
+        for report in self._reports.values():
+            report.errors = list(self._load_errors.get(report.name, ()))
 
     # -- reading ----------------------------------------------------------------------------
     @property
@@ -233,21 +229,43 @@ class PluginManager:
 
     @property
     def registry(self) -> Registry:
-        """The checked registry (built on first use, rebuilt after register/block)."""
+        """The checked registry (built on first use, rebuilt after register/block); with
+        ``SRCORE_SELECTION=file`` the registry of that selection (:meth:`registry_for`)."""
         registry = self._registry
         if registry is None:
             with _lock:  # StaticModules may be built from several threads
                 if self._registry is None:
-                    from ..dispatch.build import build_registry
-
                     t0 = time.perf_counter()
-                    self._registry = build_registry(self)
+                    selection = os.environ.get("SRCORE_SELECTION", "")
+                    if selection:
+                        self._registry = self.registry_for(selection)
+                    else:
+                        from .registry import build_registry
+
+                        self._registry = build_registry(self)
+                        _warn_failures(self._reports.values())
                     self.timings["registry"] = time.perf_counter() - t0
                     log.info("registry of %d plugin(s) built in %.1f ms: %d ops, %d kernels, backends %s",
                              len(self._reports), self.timings["registry"] * 1e3, len(self._registry.declared),
                              len(self._registry.kernel_table), ", ".join(sorted(self._registry.backends)))
                 registry = self._registry
         return registry
+
+    def registry_for(self, selection: Any) -> Registry:
+        """The registry of a selective build: ``selection`` is a file written by ``srcore select``
+        (a path) or a ``srcore.plugin.selection.Selection``; built once per path."""
+        from .selection import Selection, build_selected_registry, read_selection
+
+        key = selection if isinstance(selection, Selection) else os.path.abspath(os.fspath(selection))
+        cache = self._selected
+        with _lock:
+            reg = cache.get(id(key) if isinstance(key, Selection) else key)
+            if reg is None:
+                sel = key if isinstance(key, Selection) else read_selection(key)
+                reg = build_selected_registry(self, sel)
+                _warn_failures(self._reports.values())
+                cache[id(key) if isinstance(key, Selection) else key] = reg
+        return reg
 
     @property
     def kernel_table(self):
@@ -257,7 +275,7 @@ class PluginManager:
     def schemas(self):
         return self.registry.schemas
 
-    def _impls(self, hook: str) -> Iterable:
+    def hookimpls(self, hook: str) -> Iterable:
         """The hookimpls of ``hook``, builtin first, then by plugin name."""
         impls = getattr(self._pm.hook, hook).get_hookimpls()
         return sorted(impls, key=lambda i: (i.plugin_name != BUILTIN_NAME, i.plugin_name))
@@ -265,6 +283,24 @@ class PluginManager:
 
 _default: PluginManager | None = None
 _lock = threading.RLock()
+_warned: set[tuple[str, str | None]] = set()
+
+
+def _warn_failures(reports) -> None:
+    """Warn about each failed plugin once per process (a load that touches its namespace names it
+    again, in its error or its load report)."""
+    failed = [r for r in reports if r.status == "failed" and (r.name, r.error) not in _warned]
+    if not failed:
+        return
+    import warnings
+
+    from ..errors import SrcoreWarning
+    from .requirements import describe_failure
+
+    for r in failed:
+        _warned.add((r.name, r.error))
+        warnings.warn(f"{describe_failure(r)}; its ops and kernels are unavailable (srcore plugins lists "
+                      "every plugin)", SrcoreWarning, stacklevel=4)
 
 
 def get_plugin_manager() -> PluginManager:

@@ -14,6 +14,8 @@ import attrs
 KERNEL_KINDS = ("out", "native", "fallback")
 
 _OP_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)?$")
+#: a kernel or shape rule may also serve a whole namespace: ``"aten::*"`` (a generic fallback)
+_OP_OR_WILDCARD_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*::(\*|[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)?)$")
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 
 ImplRef = Union[str, Callable[..., Any]]
@@ -131,7 +133,9 @@ class Backend:
 class Kernel:
     """An implementation of one op overload for one backend and a set of dtypes.
 
-    ``op`` is ``"ns::name"`` (the overload with an empty name) or ``"ns::name.overload"``.
+    ``op`` is ``"ns::name"`` (the overload with an empty name) or ``"ns::name.overload"``, or
+    ``"ns::*"``: every op of the namespace (a generic kernel, such as a fallback, whose matcher
+    decides node by node; tried after the kernels of the op itself).
     ``kind`` is ``"out"``, ``"native"`` or ``"fallback"``. ``impl`` and ``matcher``
     are callables or ``"module:attribute"`` strings imported only when a model
     uses the op. ``dtypes`` lists the dtype names the kernel accepts (``"*"``: any).
@@ -147,11 +151,14 @@ class Kernel:
     matcher: ImplRef | None = attrs.field(default=None, validator=_check_impl, eq=False)
     priority: int = 0
     provider: PluginInfo | None = attrs.field(default=None, eq=False)
+    #: where the kernel was bound (``ops.yaml:12`` for a ``dispatch:`` line), for error messages
+    source: str | None = attrs.field(default=None, eq=False)
 
     @op.validator
     def _check_op(self, attribute, value):
-        if not isinstance(value, str) or not _OP_RE.match(value):
-            raise ValueError(f"invalid op name {value!r}: expected 'namespace::name' or 'namespace::name.overload'")
+        if not isinstance(value, str) or not _OP_OR_WILDCARD_RE.match(value):
+            raise ValueError(f"invalid op name {value!r}: expected 'namespace::name', 'namespace::name.overload' "
+                             "or 'namespace::*'")
 
     @kind.validator
     def _check_kind(self, attribute, value):
@@ -164,8 +171,8 @@ class Kernel:
             raise ValueError(f"kernel for {self.op} lists no dtypes (use ('*',) for any)")
 
     @property
-    def qualified_op(self) -> str:
-        return self.op if "." in self.op.split("::", 1)[1] else self.op + "."
+    def is_wildcard(self) -> bool:
+        return self.op.endswith("::*")
 
     def provided_by(self, plugin: PluginInfo) -> "Kernel":
         return _stamp(self, plugin)
@@ -175,8 +182,9 @@ class Kernel:
 class ShapeRule:
     """The dtype/shape rule of some ops: ``rule(ctx) -> list`` of output types, one per output.
 
-    ``ops`` are qualified overload names (``"mylib::f.out"``) or base names
-    (``"mylib::f"``: every overload without a rule of its own). ``rule`` is a
+    ``ops`` are qualified overload names (``"mylib::f.out"``), base names
+    (``"mylib::f"``: every overload without a rule of its own) or ``"ns::*"``
+    (every op of the namespace without a rule of its own). ``rule`` is a
     callable or a ``"module:attribute"`` string imported on first use; it gets
     a :class:`srcore.plugin.ShapeContext` (``ctx.tensor(0, "self")``,
     ``ctx.known(1, "dim")``, ...) and returns one ``TensorType`` (or abstract
@@ -194,10 +202,52 @@ class ShapeRule:
         if not value:
             raise ValueError("a ShapeRule names no op")
         for op in value:
-            if not isinstance(op, str) or not _OP_RE.match(op):
-                raise ValueError(f"invalid op name {op!r}: expected 'namespace::name' or 'namespace::name.overload'")
+            if not isinstance(op, str) or not _OP_OR_WILDCARD_RE.match(op):
+                raise ValueError(f"invalid op name {op!r}: expected 'namespace::name', 'namespace::name.overload' "
+                                 "or 'namespace::*'")
 
     def provided_by(self, plugin: PluginInfo) -> "ShapeRule":
+        return _stamp(self, plugin)
+
+
+@attrs.frozen
+class Decomposition:
+    """An op rewritten as a small graph of other ops, used at load when no listed backend has an
+    out or native kernel for it (torch's decomposition table, as records).
+
+    ``graph`` is IR text whose inputs are the op's arguments in schema order and whose outputs
+    are its returns, e.g. for ``aten::__and__.Tensor``::
+
+        graph(%self : Tensor, %other : Tensor):
+          %r : Tensor = aten::bitwise_and(%self, %other)
+          return (%r)
+
+    or a callable (or ``"module:attribute"``) ``graph(schema, schemas) -> str | None`` that writes
+    it for the op's ``FunctionSchema`` (``schemas``: the registry's, to find sibling overloads),
+    None when it cannot; with ``op="ns::*"`` it is asked for every op of the namespace without a
+    decomposition of its own.
+    """
+
+    op: str = attrs.field()
+    graph: Any = attrs.field(eq=False)
+    provider: PluginInfo | None = attrs.field(default=None, eq=False)
+
+    @op.validator
+    def _check_op(self, attribute, value):
+        if not isinstance(value, str) or not _OP_OR_WILDCARD_RE.match(value):
+            raise ValueError(f"invalid op name {value!r}: expected 'namespace::name.overload' or 'namespace::*'")
+
+    @graph.validator
+    def _check_graph(self, attribute, value):
+        if not (callable(value) or isinstance(value, str)):
+            raise ValueError(f"a decomposition's graph is IR text, a callable or 'module:attribute', not {value!r}")
+
+    @property
+    def is_generator(self) -> bool:
+        """True if ``graph`` writes the IR text per op (a callable or a ``"module:attribute"``)."""
+        return callable(self.graph) or bool(_REF_RE.match(self.graph.strip()))
+
+    def provided_by(self, plugin: PluginInfo) -> "Decomposition":
         return _stamp(self, plugin)
 
 

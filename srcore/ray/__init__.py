@@ -16,7 +16,7 @@ Ray is imported when a function here is first called, not by ``import srcore.ray
 """
 from __future__ import annotations
 
-import importlib
+from .._lazy import lazy_getattr
 
 _LAZY = {
     "predict": "srcore.ray.data:predict",
@@ -31,13 +31,7 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        mod, _, attr = _LAZY[name].partition(":")
-        value = getattr(importlib.import_module(mod), attr)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'srcore.ray' has no attribute {name!r}")
+__getattr__ = lazy_getattr("srcore.ray", _LAZY, globals())
 
 
 def __dir__():

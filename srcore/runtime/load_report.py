@@ -48,21 +48,59 @@ class DtypeGuard:
         return f"{self.op}{where}: dtypes unknown at load; {self.kernel} checks them on every call"
 
 
+@attrs.frozen
+class Fallback:
+    """A node run by a ``fallback`` kernel (torch's, slowly), and why no faster kernel was taken."""
+
+    op: str
+    node: str
+    source: str | None
+    plugin: str
+    reason: str
+
+    def describe(self) -> str:
+        where = f" at {self.source}" if self.source else ""
+        return f"{self.op}{where} falls back to {self.plugin}'s fallback kernel: {self.reason}"
+
+
+@attrs.frozen
+class Decomposed:
+    """A node replaced by its decomposition (no out or native kernel on the listed backends)."""
+
+    op: str
+    source: str | None
+    into: tuple[str, ...]         # the ops of the decomposition
+    plugin: str                   # who gave the decomposition
+
+    def describe(self) -> str:
+        where = f" at {self.source}" if self.source else ""
+        return f"{self.op}{where} decomposed into {', '.join(self.into)} (decomposition of {self.plugin})"
+
+
 @attrs.define
 class LoadReport:
-    """Per load: nodes without a shape rule, nodes whose kernels check dtypes at run time."""
+    """Per load: failed plugins whose namespace the model touches, nodes without a shape rule, nodes
+    replaced by decompositions, nodes run by fallback kernels, nodes whose kernels check dtypes at run time."""
 
     missing_shape_rules: list[MissingShapeRule] = attrs.Factory(list)
     dtype_guards: list[DtypeGuard] = attrs.Factory(list)
+    failed_plugins: list[str] = attrs.Factory(list)  # "plugin mylib (...) failed to import: ..."
+    decomposed: list[Decomposed] = attrs.Factory(list)
+    fallbacks: list[Fallback] = attrs.Factory(list)
 
     def lines(self) -> list[str]:
-        return [e.describe() for e in (*self.missing_shape_rules, *self.dtype_guards)]
+        entries = (*self.missing_shape_rules, *self.decomposed, *self.fallbacks, *self.dtype_guards)
+        return [*self.failed_plugins, *(e.describe() for e in entries)]
 
     def __bool__(self) -> bool:
-        return bool(self.missing_shape_rules or self.dtype_guards)
+        return bool(self.missing_shape_rules or self.dtype_guards or self.failed_plugins or self.decomposed
+                    or self.fallbacks)
 
     def to_json(self) -> dict[str, Any]:
-        return {"missing_shape_rules": [attrs.asdict(e) for e in self.missing_shape_rules],
+        return {"failed_plugins": list(self.failed_plugins),
+                "missing_shape_rules": [attrs.asdict(e) for e in self.missing_shape_rules],
+                "decomposed": [attrs.asdict(e) for e in self.decomposed],
+                "fallbacks": [attrs.asdict(e) for e in self.fallbacks],
                 "dtype_guards": [attrs.asdict(e) for e in self.dtype_guards]}
 
 

@@ -42,6 +42,11 @@ def _positive_int(inst, attribute, value):
         raise SrcoreError(f"Options.{attribute.name}={value!r}: expected a whole number >= 1")
 
 
+def _selection(value):
+    """A path as ``str`` (Options stay hashable); a ``Selection`` object as it is."""
+    return os.fspath(value) if isinstance(value, (str, os.PathLike)) else value
+
+
 def _items(value) -> tuple:
     """A mapping (or pairs) as sorted ``(key, value)`` pairs: Options stay hashable."""
     return tuple(sorted(dict(value).items()))
@@ -97,6 +102,15 @@ class Options:
     engine_options
         Options handed to the engine builders (``Segment.option(key)``); each builder
         documents its own (trt_like: docs/trt-like.md).
+    selection
+        A selective build: a file written by ``srcore select`` (or its ``Selection``). The
+        module's registry then holds only the ops, kernels and rules that file lists, and a
+        model that needs anything else fails to load, naming it. Default: ``SRCORE_SELECTION``
+        if set, else every installed plugin's records.
+    allow_fallback
+        ``True`` (default): a node no out or native kernel (nor a decomposition) can run
+        gets a ``fallback`` kernel (srcore-cpu's torch fallback when torch is installed).
+        ``False``: such nodes fail the load (``srcore.UnsupportedOpError`` names them).
 
     The environment variables ``SRCORE_EXECUTOR`` and ``SRCORE_MEMORY_PLANNER`` change the
     defaults of ``executor`` and ``memory_planner_algorithm`` (the test suite runs once with
@@ -118,3 +132,5 @@ class Options:
     engine_fallback_modules: tuple[str, ...] = attrs.field(default=(), converter=_names, validator=_all_str)
     require_full_compilation: bool = False
     engine_options: tuple[tuple[str, object], ...] = attrs.field(default=(), converter=_items)
+    allow_fallback: bool = True
+    selection: object = attrs.field(default=None, converter=_selection, eq=False)

@@ -13,7 +13,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..errors import SrcoreError
-from ..ir.effects import mutated_inputs
+from ..ir.alias import mutated_inputs
 from ..ir.types import TensorType, contains_tensor
 from ..memory.liveness import NodeFacts, analyze
 from ..plugin.types import Const
@@ -161,8 +161,9 @@ class GraphProcessor:
             args = tuple(a for kw, a in full if kw is None)
             kwargs = tuple((kw, a) for kw, a in full if kw is not None)
         p = rk.kernel.provider
+        op = rk.kernel.op if not rk.kernel.is_wildcard or n.schema is None else n.schema.qualified_name
         return ProcessedFunction(rk.fn, rk.kind, args, kwargs, len(n.outputs), rk.backend,
-                                 (p.dist or p.name) if p else None, rk.kernel.op)
+                                 (p.dist or p.name) if p else None, op)
 
     def full_args(self, n) -> list[tuple[str | None, Arg]]:
         """(keyword or None, source) for every schema argument, defaults bound for missing ones."""
@@ -191,7 +192,7 @@ class GraphProcessor:
 
 def _written_constants(graph) -> set[int]:
     """``id``s of the constant arrays an in-place node of ``graph`` may write (through views)."""
-    from ..passes._util import alias_class
+    from ..ir.alias import alias_class
 
     out: set[int] = set()
     for n in graph.all_nodes():

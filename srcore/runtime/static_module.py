@@ -17,11 +17,12 @@ from typing import Any, Sequence
 
 import attrs
 
-from ..errors import ShapeError, SrcoreError, SrcoreInputError, UnknownBackendError
+from ..errors import ShapeError, SrcoreError, SrcoreInputError, UnknownBackendError, UnsupportedOpError
 from ..ir.types import TensorType, Type
 from ..memory.planner import TensorRequest, Lifetime, lower_bound, make_planner, no_reuse_bytes
 from .inputs import ScalarSpec
 from .lru import LRU, MAX_SIGNATURES
+from ..plugin.types import KERNEL_KINDS
 from .options import DEFAULT_BACKENDS, Options
 from .process import GraphProcessor, enumerate_values
 from .processed import BlockInfo
@@ -71,59 +72,90 @@ class StaticModule:
 
         pm = plugin_manager or get_plugin_manager()
         self.plugin_manager = pm
+        #: the registry this module was loaded with (a selective build's with ``Options.selection``)
+        self.registry = registry = pm.registry if options.selection is None else pm.registry_for(options.selection)
         if options.backends == DEFAULT_BACKENDS:
-            installed = tuple(b for b in DEFAULT_BACKENDS if b in pm.registry.backends)
+            installed = tuple(b for b in DEFAULT_BACKENDS if b in registry.backends)
             if installed and installed != options.backends:
                 options = self.options = attrs.evolve(options, backends=installed)
-        _check_backends(options.backends, pm.registry.backends)
-        schemas = pm.schemas
+        required = getattr(model, "plugins", None)  # what the model's file says it needs
+        _check_backends(options.backends, registry.backends, required)
+        schemas = registry.schemas
         clock.stage("plugins")
         graph = graph.copy()
         from ..passes.aliases import normalize_aliases
-
         from ..passes.out_overloads import lower_out_overloads
 
         normalize_aliases(graph)  # aten::absolute runs as aten::abs: one kernel, one rule (as NormalizeOps)
-        lower_out_overloads(graph)  # aten::sigmoid.out(x, out=b) runs as copy_(b, sigmoid(x))
-        _resolve_schemas(graph, schemas)
+        lower_out_overloads(graph, schemas)  # aten::sigmoid.out(x, out=b) runs as copy_(b, sigmoid(x))
+        #: schemas the model recorded for ops no installed plugin declares (torch's, from its converter)
+        self.model_schemas = _model_schemas(model, registry.declared)
+        _resolve_schemas(graph, schemas, self.model_schemas)
+        if registry.selection is not None:
+            _check_selected(graph, registry)
+        #: the model's graph as given, schemas resolved (before decompositions and passes)
+        self.source_graph = graph.copy()
+        from ..passes.decompose import decompose
+        from .load_report import LoadReport
+
+        #: what this load could not do at full strength (ops without a shape rule, decomposed ops,
+        #: fallbacks, dtypes checked at run time, failed plugins of the model's namespaces)
+        self.load_report = LoadReport(decomposed=decompose(graph, registry, options.backends))
         input_types = [s_type for s_type in (_spec_type(s) for s in specs)]
         clock.stage("schemas")
         if options.optimize:
             from ..passes import prepare_for_static_runtime
 
-            graph = prepare_for_static_runtime(graph, input_types=input_types)
-            _resolve_schemas(graph, schemas)
+            graph = prepare_for_static_runtime(graph, input_types=input_types, rules=registry.shape_rules,
+                                               schemas=schemas)
+            _resolve_schemas(graph, schemas, self.model_schemas)
             clock.stage("passes")
         _set_input_types(graph, input_types)
-        shapes = _propagate(graph, input_types, pm.registry)
+        shapes = _propagate(graph, input_types, registry)
         self.graph = graph
-        from .load_report import LoadReport, missing_shape_rules
+        from .load_report import missing_shape_rules
 
-        #: what this load could not do at full strength (ops without a shape rule, dtypes checked at run time)
-        self.load_report = LoadReport(missing_shape_rules(shapes.missing_rules, schemas))
+        self.load_report.missing_shape_rules.extend(missing_shape_rules(shapes.missing_rules, schemas))
         clock.stage("shapes")
         #: what the partitioner did (``srcore.partition.PartitionReport``); None without engine backends
         self.partition = None
         fixed = {}
-        if any(b in pm.registry.engine_builders for b in options.backends):
+        if any(b in registry.engine_builders for b in options.backends):
             from ..partition import partition_graph
             from ..partition.kernel import engine_kernels
 
-            self.partition, engines = partition_graph(graph, pm.registry, pm.kernel_table, options, pm,
-                                                      stored=getattr(model, "engines", None))
-            fixed = engine_kernels(engines, pm.registry)
+            self.partition, engines = partition_graph(
+                graph, registry, registry.kernel_table, options,
+                fallback_factory=lambda g, opts: StaticModule(g, opts, plugin_manager=pm),
+                stored=getattr(model, "engines", None))
+            fixed = engine_kernels(engines, registry)
             clock.stage("partition")
         from ..dispatch import resolve_graph
 
-        resolved = resolve_graph(graph, pm.kernel_table, options.backends, fixed=fixed)
+        failed = _failed_plugins(graph, pm, required)
+        try:
+            kinds = tuple(k for k in KERNEL_KINDS if options.allow_fallback or k != "fallback")
+            resolved = resolve_graph(graph, registry.kernel_table, options.backends, kinds=kinds, fixed=fixed)
+        except UnsupportedOpError as exc:
+            hints = _install_hints(graph, pm, registry, required, exc.missing)
+            if not hints:
+                raise
+            err = UnsupportedOpError("\n".join([str(exc), *hints]), exc.missing)
+            err.hint = hints[0]  # what to install, or the selection to redo, before the generic advice
+            raise err from None
+        #: the kernel static dispatch chose for every node ({node: ResolvedKernel}; ``srcore select`` reads it)
+        self.resolved_kernels = resolved
+        self.load_report.failed_plugins.extend(failed)
         self.load_report.dtype_guards.extend(_dtype_guards(resolved))
-        if self.load_report.missing_shape_rules:
+        self.load_report.fallbacks.extend(_fallbacks(resolved))
+        lost = [*self.load_report.failed_plugins,
+                *(e.describe() for e in self.load_report.missing_shape_rules)]
+        if lost:
             import warnings
 
             from ..errors import SrcoreWarning
 
-            warnings.warn("loading this model, srcore lost facts it needs:\n  "
-                          + "\n  ".join(e.describe() for e in self.load_report.missing_shape_rules),
+            warnings.warn("loading this model, srcore lost facts it needs:\n  " + "\n  ".join(lost),
                           SrcoreWarning, stacklevel=2)
         clock.stage("dispatch")
         proc = GraphProcessor(graph, resolved, plan_memory=options.enable_out_variant)
@@ -221,7 +253,7 @@ class StaticModule:
         g = self.graph.copy()
         _set_input_types(g, input_types)
         try:
-            _propagate(g, input_types, self.plugin_manager.registry)
+            _propagate(g, input_types, self.registry)
         except ShapeError as exc:
             raise SrcoreInputError(f"the inputs' shapes do not fit the model: {exc}") from None
         types = [v.type for v in enumerate_values(g)]
@@ -300,16 +332,37 @@ class _StageClock:
         self._t = now
 
 
-def _check_backends(wanted, known) -> None:
+def _check_backends(wanted, known, required=None) -> None:
     """Every backend asked for is installed: a typo must not read as "no kernel for any node"."""
     import difflib
+
+    from ..plugin.requirements import backend_hint
 
     for b in wanted:
         if b not in known:
             close = difflib.get_close_matches(b, list(known), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = backend_hint(required, b) or (f" (did you mean {close[0]!r}?)" if close else "")
             raise UnknownBackendError(f"unknown backend {b!r}{hint}; installed backends: "
                                       f"{', '.join(sorted(known)) or 'none'} (srcore plugins lists them)")
+
+
+def _failed_plugins(graph, pm, required) -> list[str]:
+    """Failed plugins whose namespace the graph touches, one line each (named on every such load)."""
+    from ..plugin.requirements import describe_failure, failed_plugins_touching, namespaces_of
+
+    return [describe_failure(r) for r in failed_plugins_touching(namespaces_of(graph), pm.reports, required)]
+
+
+def _install_hints(graph, pm, registry, required, missing=()) -> list[str]:
+    from ..plugin.requirements import install_hints, namespaces_of
+
+    hints = install_hints(required, namespaces_of(graph), registry, pm.reports)
+    if registry.selection is not None:
+        ops = sorted({m.op for m in missing})
+        hints.append(f"the registry is the selective build {registry.selection.source}: "
+                     f"{', '.join(ops)} {'is' if len(ops) == 1 else 'are'} not in it, or not for these dtypes "
+                     "(run srcore select with this model too)")
+    return hints
 
 
 def _unpack(model) -> tuple[Any, tuple, tuple[str, ...]]:
@@ -352,7 +405,7 @@ def _set_input_types(graph, types: Sequence[Type]) -> None:
         v.type = t
 
 
-def _resolve_schemas(graph, schemas) -> None:
+def _resolve_schemas(graph, schemas, model_schemas=None) -> None:
     from ..dispatch.resolve import STRUCTURAL_KINDS
 
     for n in graph.all_nodes():
@@ -360,7 +413,43 @@ def _resolve_schemas(graph, schemas) -> None:
             try:
                 n.schema = schemas.resolve(n)
             except SrcoreError:
-                pass  # dispatch reports the node as unsupported, with its kind and source
+                if model_schemas is not None and model_schemas.overloads(n.kind):
+                    try:
+                        n.schema = model_schemas.resolve(n)
+                    except SrcoreError:
+                        pass
+                # else dispatch reports the node as unsupported, with its kind and source
+
+
+def _check_selected(graph, registry) -> None:
+    """With a selective build, every op of the model as given must be in the selection: named here,
+    before the passes rewrite the graph into ops the user never wrote."""
+    from ..dispatch.resolve import STRUCTURAL_KINDS
+
+    missing = {}
+    for n in graph.all_nodes():
+        if n.kind not in STRUCTURAL_KINDS and n.schema is None and registry.shape_rules.get(n.kind) is None:
+            missing.setdefault(n.kind, str(n.source) if n.source else None)
+    if missing:
+        lines = [f"  {op}" + (f"  # {src}" if src else "") for op, src in sorted(missing.items())]
+        err = UnsupportedOpError("\n".join([f"{len(missing)} op(s) of this model are not in the selective build "
+                                             f"{registry.selection.source}:", *lines]))
+        err.hint = "run 'srcore select' with this model too (or load without the selection)"
+        raise err
+
+
+def _model_schemas(model, declared):
+    """A schema registry of the model's own recorded schemas (None if it has none)."""
+    recorded = getattr(model, "op_schemas", ())
+    if not recorded:
+        return None
+    from ..ops.registry import SchemaRegistry
+
+    reg = SchemaRegistry()
+    for s in recorded:
+        if s.qualified_name not in declared:
+            reg.add(s, provider="the model file (recorded from torch)")
+    return reg
 
 
 def _propagate(graph, input_types, registry):
@@ -370,6 +459,19 @@ def _propagate(graph, input_types, registry):
     for v, t in result.types.items():
         v.type = t
     return result
+
+
+def _fallbacks(resolved) -> list:
+    from .load_report import Fallback
+
+    return [Fallback(n.schema.qualified_name if n.schema is not None else n.kind, repr(n).strip(),
+                     str(n.source) if n.source else None, _who(rk), rk.reason or "")
+            for n, rk in resolved.items() if rk.kind == "fallback"]
+
+
+def _who(rk) -> str:
+    p = rk.kernel.provider
+    return f"{p.dist or p.name} {p.version or ''}".strip() if p is not None else "?"
 
 
 def _dtype_guards(resolved) -> list:

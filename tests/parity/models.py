@@ -25,7 +25,7 @@ class ZooCase:
     export_xfail: str | None = None    # the same, for the from_torch conversion only
     no_torchscript: str | None = None  # why TorchScript cannot take the model at all
     dim_range: Dict[str, Tuple[int, int]] | None = None  # (min, max) torch.export may assume for a dim
-    unsupported: str | None = None     # "op: why": srcore refuses the model at load (asserted, never run)
+    unsupported: str | None = None     # "op: why": no srcore kernel; refused at load with allow_fallback=False
 
 
 def _seed(s: int) -> None:

@@ -137,11 +137,12 @@ def test_not_exportable_zoo_model_gives_clear_conversion_error(cases, name):
 @pytest.mark.parametrize("frontend", FRONTENDS)
 @pytest.mark.parametrize("name", [n for n, c in ZOO.items() if c.unsupported])
 def test_unsupported_zoo_model_gives_clear_error(cases, converted, name, frontend):
-    """A model using an op srcore deliberately lacks converts, but loading it raises an
-    UnsupportedOpError naming the op and the source line of each node that uses it."""
+    """A model using an op srcore deliberately lacks converts, but loading it without the fallback
+    tier (which runs it through torch: tests/test_fallback.py) raises an UnsupportedOpError naming the
+    op and the source line of each node that uses it."""
     op = ZOO[name].unsupported.split(":")[0]
     with pytest.raises(srcore.UnsupportedOpError) as info:
-        build(converted(name, frontend), "codegen", "standard_resizing")
+        srcore.StaticModule(converted(name, frontend), options=srcore.Options(allow_fallback=False))
     lines = [ln for ln in str(info.value).splitlines() if ln.strip().startswith(op)]   # the node lines
     assert lines and all(re.search(r"# \S+\.py:\d+", ln) for ln in lines), str(info.value)
     assert any(m.schema.startswith(op) for m in info.value.missing), info.value.missing

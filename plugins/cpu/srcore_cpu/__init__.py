@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from srcore.plugin import Backend, Kernel, hookimpl
+from srcore.plugin import Backend, Kernel, ShapeRule, hookimpl
 
 BACKEND = Backend("cpu", "numpy kernels (srcore-cpu)")
 
@@ -43,3 +43,11 @@ def srcore_backends():
 @hookimpl
 def srcore_kernels():
     yield from declared_kernels()
+
+
+@hookimpl
+def srcore_shape_rules():
+    from .decl.torch_fallback import AVAILABLE
+
+    if AVAILABLE:  # ops that fall back to torch (and have no rule of their own) are typed by torch's meta kernels
+        yield ShapeRule(("aten::*",), "srcore_cpu.torch_fallback:meta_rule")

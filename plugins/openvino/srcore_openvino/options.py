@@ -48,7 +48,7 @@ KNOWN = tuple(f.name for f in attrs.fields(EngineOptions))
 def default_cache_dir() -> Path:
     """``<srcore cache root>/openvino`` (``$SRCORE_CACHE_DIR``, ``$XDG_CACHE_HOME/srcore`` or
     ``~/.cache/srcore``)."""
-    from srcore.cachedir import cache_root
+    from srcore.plugin import cache_root
 
     return cache_root() / "openvino"
 

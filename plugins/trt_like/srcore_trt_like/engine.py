@@ -16,8 +16,8 @@ import threading
 import time
 from typing import Any
 
-from srcore.errors import EngineBuildError, EngineOptionError, KernelError, SrcoreFormatError
-from srcore.ir.types import TensorType
+from srcore.plugin import EngineBuildError, EngineOptionError, KernelError, SrcoreFormatError
+from srcore.plugin import TensorType
 from srcore.plugin import EngineData
 
 from .builder.convert import build_network

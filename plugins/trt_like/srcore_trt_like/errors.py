@@ -1,7 +1,7 @@
 """Errors of the trt_like tactics: every one is a :class:`srcore.errors.SrcoreError`."""
 from __future__ import annotations
 
-from srcore.errors import SrcoreError
+from srcore.plugin import SrcoreError
 
 
 class TacticSpecError(SrcoreError):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from srcore.errors import EngineOptionError
+from srcore.plugin import EngineOptionError
 
 #: option -> what it takes (docs/trt-like.md has the table)
 OPTIONS = {

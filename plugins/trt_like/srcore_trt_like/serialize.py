@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from srcore.errors import SrcoreFormatError
+from srcore.plugin import SrcoreFormatError
 
 from .builder.fusion import FusedOp
 from .builder.network import Layer, Network, Tensor

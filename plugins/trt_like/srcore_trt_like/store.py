@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from srcore.errors import EngineOptionError, SrcoreFormatError
+from srcore.plugin import EngineOptionError, SrcoreFormatError
 
 from .builder.plan import Plan
 from .serialize import StalePlan, dump_plan, dumps, load_network, stale_reason
@@ -112,7 +112,7 @@ def _cache_dir(value) -> Path | None:
     if value in (False, None, "", 0):
         return None
     if value is True or value == 1:
-        from srcore.cachedir import cache_root
+        from srcore.plugin import cache_root
 
         return cache_root() / "trt_like" / "engines"
     if isinstance(value, (str, os.PathLike)):
@@ -137,7 +137,7 @@ def _stored_plans(data, name: str) -> dict[tuple, tuple[dict, dict]]:
 
 
 def _write_plan_file(path: Path, meta: dict, arrays: dict) -> None:
-    from srcore.format.safetensors_io import encode_header, tensor_layout, write_file
+    from srcore.plugin import encode_header, tensor_layout, write_file
 
     entries, order = tensor_layout(arrays)
     header = {"__metadata__": {"format": "srcore_trt_like.plan", "plan": dumps(meta)}, **entries}
@@ -147,7 +147,7 @@ def _write_plan_file(path: Path, meta: dict, arrays: dict) -> None:
 
 
 def _read_plan_file(path: Path) -> tuple[dict, dict]:
-    from srcore.format.safetensors_io import Container
+    from srcore.plugin import Container
 
     c = Container(path)
     md = c.metadata

@@ -75,11 +75,6 @@ def _combine(higher: str | None, lower: str | None) -> str | None:
     return promote_types(higher, lower)
 
 
-def wrapped_dtype(value_kind: str) -> str:
-    """The dtype a Python scalar takes part as: 'bool', 'int' -> int64, 'float' -> the default float."""
-    return {"bool": "bool", "int": "int64", "float": DEFAULT_FLOAT, "complex": "complex64"}[value_kind]
-
-
 def result_type(dim_dtypes, zero_dtypes=(), wrapped=()) -> str | None:
     """The promoted dtype of an op's operands, by tier. Any unknown dtype makes the result unknown."""
     tiers = []
@@ -91,5 +86,4 @@ def result_type(dim_dtypes, zero_dtypes=(), wrapped=()) -> str | None:
             acc = d if acc is None else promote_types(acc, d)
         tiers.append(acc)
     dim_r, zero_r, wrap_r = tiers
-    # a Python float takes part as the default float dtype (the caller passes wrapped_dtype())
     return _combine(dim_r, _combine(zero_r, wrap_r))

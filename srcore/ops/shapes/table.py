@@ -55,7 +55,8 @@ class RuleEntry:
 
 @attrs.define
 class ShapeRuleTable:
-    """Rules by qualified overload name or base name; :meth:`lookup` tries the overload, then the base."""
+    """Rules by qualified overload name, base name or namespace (``"ns::*"``); :meth:`lookup` tries them
+    in that order."""
 
     _rules: dict[str, RuleEntry] = attrs.field(factory=dict, alias="_rules")
 
@@ -72,6 +73,7 @@ class ShapeRuleTable:
         return None
 
     def lookup(self, qualified: str) -> RuleEntry | None:
+        """The rule of the overload, else of its base name, else its namespace's (``"ns::*"``)."""
         entry = self._rules.get(qualified)
         if entry is None:
             entry = self._rules.get(base_name(qualified))
@@ -82,6 +84,8 @@ class ShapeRuleTable:
             target = canonical(base)
             if target != base:
                 entry = self.lookup(target + qualified[len(base):])
+        if entry is None and "::" in qualified:  # a namespace's generic rule, last
+            entry = self._rules.get(qualified.split("::", 1)[0] + "::*")
         return entry
 
     def get(self, op: str) -> RuleEntry | None:

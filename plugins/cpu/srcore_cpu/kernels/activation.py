@@ -9,8 +9,8 @@ import math
 
 import numpy as np
 
-from srcore.errors import KernelError
-from srcore.ir.types import TensorType
+from srcore.plugin import KernelError
+from srcore.plugin import TensorType
 from srcore.plugin import NodeInfo, Specialized
 
 from .promotion import float_type

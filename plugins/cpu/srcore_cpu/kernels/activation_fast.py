@@ -21,7 +21,7 @@ import threading
 
 import numpy as np
 
-from srcore.errors import KernelError
+from srcore.plugin import KernelError
 
 
 # Numerical Recipes erfcc: erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z / 2), z >= 0

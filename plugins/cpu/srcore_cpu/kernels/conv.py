@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from srcore.errors import KernelError
+from srcore.plugin import KernelError
 from srcore.plugin import NodeInfo, Specialized
 
 from . import conv_small as _small

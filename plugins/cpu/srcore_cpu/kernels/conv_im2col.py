@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from srcore.errors import KernelError
+from srcore.plugin import KernelError
 
 from . import parallel as _par
 from .workspace import SharedWorkspace, pad_into

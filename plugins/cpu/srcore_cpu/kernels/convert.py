@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.errors import KernelError
+from srcore.plugin import KernelError
 
 from .promotion import dtype_of_code
 

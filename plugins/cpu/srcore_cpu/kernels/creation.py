@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from srcore.errors import KernelError
+from srcore.plugin import KernelError
 
 from .promotion import BOOL, DEFAULT_FLOAT, INT64, dtype_of_code, scalar_dtype
 

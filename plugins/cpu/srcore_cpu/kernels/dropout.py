@@ -1,7 +1,7 @@
 """Dropout variants: the identity at inference; training mode is refused."""
 from __future__ import annotations
 
-from srcore.errors import KernelError
+from srcore.plugin import KernelError
 from srcore.plugin import NodeInfo, Specialized
 
 

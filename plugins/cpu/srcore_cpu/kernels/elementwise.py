@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.errors import KernelError
-
-from srcore.ir.types import BoolType, FloatType, IntType, TensorType
+from srcore.plugin import BoolType, FloatType, IntType, KernelError, TensorType
 from srcore.plugin import Const, NodeInfo, Specialized
 
 from .promotion import as_array, float_type, result_type

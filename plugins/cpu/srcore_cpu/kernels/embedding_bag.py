@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.errors import KernelError
+from srcore.plugin import KernelError
 
 SUM, MEAN, MAX = 0, 1, 2
 

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from srcore.errors import KernelError
+from srcore.plugin import KernelError
 from srcore.plugin import NodeInfo, Specialized
 
 from . import activation_fast as _act_fast

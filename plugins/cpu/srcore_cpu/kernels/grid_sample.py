@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.errors import KernelError
+from srcore.plugin import KernelError
 
 _MODES = {0: "bilinear", 1: "nearest", 2: "bicubic"}
 _PADDING = {0: "zeros", 1: "border", 2: "reflection"}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.errors import KernelError
+from srcore.plugin import KernelError
 from srcore.plugin import NodeInfo, Specialized
 
 

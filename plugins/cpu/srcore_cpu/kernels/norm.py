@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from srcore.errors import KernelError
+from srcore.plugin import KernelError
 from srcore.plugin import NodeInfo, Specialized
 
 

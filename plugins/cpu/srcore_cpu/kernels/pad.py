@@ -7,7 +7,7 @@ values crop. numpy's ``np.pad`` modes ``reflect``, ``edge`` and ``wrap`` are tor
 from __future__ import annotations
 
 import numpy as np
-from srcore.errors import KernelError
+from srcore.plugin import KernelError
 
 _MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
 

@@ -12,7 +12,7 @@ import threading
 
 import numpy as np
 
-from srcore.errors import KernelError
+from srcore.plugin import KernelError
 from srcore.plugin import NodeInfo, Specialized
 
 from . import parallel as _par

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from srcore.errors import KernelError
-from srcore.ir.types import DTYPE_TO_SCALAR_TYPE_CODE
+from srcore.plugin import KernelError
+from srcore.plugin import DTYPE_TO_SCALAR_TYPE_CODE
 
 
 def list_construct(*elems):

@@ -10,8 +10,8 @@ from __future__ import annotations
 import ml_dtypes  # registers numpy's bfloat16 (torch's BFloat16) and its ufunc loops
 import numpy as np
 
-from srcore.errors import KernelError
-from srcore.ir.types import DTYPE_TO_SCALAR_TYPE_CODE, SCALAR_TYPE_CODES
+from srcore.plugin import KernelError
+from srcore.plugin import DTYPE_TO_SCALAR_TYPE_CODE, SCALAR_TYPE_CODES
 
 DEFAULT_FLOAT = np.dtype(np.float32)
 INT64 = np.dtype(np.int64)

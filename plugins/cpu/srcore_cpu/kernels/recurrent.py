@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.errors import KernelError
+from srcore.plugin import KernelError
 from srcore.plugin import NodeInfo
 
 #: mode -> gates per hidden unit
@@ -516,7 +516,7 @@ def recurrent_matcher(node: NodeInfo):
 
 def unsafe_chunk(self, chunks, dim=0):
     """``aten::unsafe_chunk`` (what a traced ``nn.LSTMCell``/``GRUCell`` splits its gates with): as
-    ``chunk``, but copies. srcore's alias analysis (``srcore.ir.effects.VIEW_OPS``) does not list the
+    ``chunk``, but copies. srcore's alias analysis (``srcore.ir.alias``) does not list the
     ``unsafe_*`` splits, so constant folding may fold their input while a later in-place gate
     activation writes through a view of it; fresh arrays keep the folded constant intact."""
     from .shape import chunk

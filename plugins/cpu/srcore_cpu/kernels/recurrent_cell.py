@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.errors import KernelError
+from srcore.plugin import KernelError
 from srcore.plugin import NodeInfo, Specialized
 
 from .recurrent import GATES, _dtype_of, _expit, _fail, _gru_candidate, _lstm_order, _mode_of, _states, _write

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.errors import KernelError
+from srcore.plugin import KernelError
 
 from .promotion import DEFAULT_FLOAT, INT64, as_array, dtype_of_code, float_type
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins as _b  # this module shadows min, max, sum, ...
 import math
 
-from srcore.errors import KernelError
+from srcore.plugin import KernelError
 
 
 def add(a, b):

@@ -11,7 +11,7 @@ import builtins as _b  # this module defines slice()
 
 import numpy as np
 
-from srcore.errors import KernelError
+from srcore.plugin import KernelError
 
 from .promotion import dtype_of_code, result_type
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.ir.types import SCALAR_TYPE_CODES
+from srcore.plugin import SCALAR_TYPE_CODES
 from srcore.plugin import NodeInfo, Specialized
 
 

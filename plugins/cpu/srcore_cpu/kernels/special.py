@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.special as sc
 
-from srcore.errors import KernelError
+from srcore.plugin import KernelError
 
 from .promotion import float_type, result_type
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.errors import KernelError
-from srcore.ir.types import TensorType
+from srcore.plugin import KernelError
+from srcore.plugin import TensorType
 from srcore.plugin import NodeInfo, Specialized
 
 from .promotion import as_array, result_type

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.ir.types import TensorType
+from srcore.plugin import TensorType
 from srcore.plugin import NodeInfo, Specialized
 
 from .promotion import as_array, float_type

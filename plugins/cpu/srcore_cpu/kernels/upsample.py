@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.errors import KernelError
+from srcore.plugin import KernelError
 
 
 def _ftype(x):

@@ -2,8 +2,8 @@
 table (:mod:`.support`) names for it."""
 from __future__ import annotations
 
-from srcore.errors import EngineBuildError
-from srcore.ir.types import TensorType
+from srcore.plugin import EngineBuildError
+from srcore.plugin import TensorType
 
 from . import converters
 from .network import Network

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from srcore.errors import EngineBuildError
+from srcore.plugin import EngineBuildError
 
 from .nodes import Converter, NodeView
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from srcore.errors import EngineBuildError
-from srcore.ir.types import TensorType
+from srcore.plugin import EngineBuildError
+from srcore.plugin import TensorType
 
 from .network import Network
 

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from srcore.memory.planner import Lifetime, TensorRequest, lower_bound, make_planner, no_reuse_bytes
+from srcore.plugin import Lifetime, TensorRequest, lower_bound, make_planner, no_reuse_bytes
 
 import attrs
 
@@ -87,7 +87,7 @@ class Plan:
     def _diagnose(self, exc: BaseException, inputs: tuple) -> None:
         """Re-run the layers one at a time on private buffers; raise a KernelError naming the first
         that fails (its kind, chosen tactic, shapes and the node it came from)."""
-        from srcore.errors import KernelError
+        from srcore.plugin import KernelError
 
         net = self.net
         vals: dict[int, np.ndarray] = dict(net.constants)

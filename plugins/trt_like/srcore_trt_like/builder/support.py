@@ -14,7 +14,7 @@ from typing import Callable
 
 import attrs
 
-from srcore.ir.types import TensorType
+from srcore.plugin import TensorType
 from srcore.plugin import NodeInfo
 
 #: dtypes an engine computes in

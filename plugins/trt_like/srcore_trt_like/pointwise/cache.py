@@ -18,8 +18,8 @@ import numba
 import numpy as np
 from numba import types
 
-from srcore.cachedir import cache_root
-from srcore.errors import SrcoreInputError
+from srcore.plugin import cache_root
+from srcore.plugin import SrcoreInputError
 
 from ..kernels import fastmath
 from .codegen import _plan_loops, generate_source

@@ -9,7 +9,7 @@ from typing import Union
 import attrs
 import numpy as np
 
-from srcore.errors import EngineBuildError
+from srcore.plugin import EngineBuildError
 
 from .ops import OPS
 

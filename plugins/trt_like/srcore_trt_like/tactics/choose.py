@@ -19,8 +19,8 @@ from typing import Any, Callable
 import attrs
 import numpy as np
 
-from srcore.errors import EngineBuildError
-from srcore.progress import progress
+from srcore.plugin import EngineBuildError
+from srcore.plugin import progress
 
 from ..builder.network import Layer, Network
 from ..builder.plan import Step

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from srcore.cachedir import cache_root
+from srcore.plugin import cache_root
 
 #: bump when the meaning of a key changes
 VERSION = 2

@@ -9,19 +9,15 @@ import importlib.util
 import os
 from typing import Any
 
+from ..dispatch.table import op_key
 from ..errors import RegistrationError
-from ..plugin.types import OpLibrary
-from .table import op_key
+from .types import OpLibrary
 
 
 def new_schema_registry() -> Any:
-    """A fresh ``srcore.ops.registry.SchemaRegistry`` (None while that module does not exist)."""
-    try:
-        from ..ops.registry import SchemaRegistry
-    except ModuleNotFoundError as exc:
-        if exc.name != "srcore.ops.registry":
-            raise
-        return None
+    """A fresh, empty ``srcore.ops.registry.SchemaRegistry``."""
+    from ..ops.registry import SchemaRegistry
+
     return SchemaRegistry()
 
 
@@ -38,49 +34,50 @@ def resource_path(lib: OpLibrary):
     return resources.files(package) / name
 
 
-def library_schemas(lib: OpLibrary) -> list[tuple[Any, str]]:
-    """``(schema, source)`` for every op the library declares; parse errors propagate."""
-    out: list[tuple[Any, str]] = []
+def library_declarations(lib: OpLibrary) -> list:
+    """Every declaration of the library (inline schemas too), names qualified with its namespace
+    (a YAML ``func: acosh(...)`` of library ``mylib`` declares ``mylib::acosh``); parse errors propagate."""
+    from ..ops.declarations import Declaration
+
+    out = []
     if lib.resource is not None:
         path = resource_path(lib)
         for decl in _load_declarations(path):
-            out.append((decl.schema, str(getattr(decl, "source", None) or path)))
+            out.append(_qualify(decl, lib.namespace))
     if lib.schemas:
         from ..ops.schema import FunctionSchema
 
         who = str(lib.provider) if lib.provider else lib.namespace
         for text in lib.schemas:
-            out.append((FunctionSchema.parse(text), f"{who} ({lib.namespace} op library)"))
+            out.append(Declaration(FunctionSchema.parse(text), f"{who} ({lib.namespace} op library)"))
     core = lib.provider is not None and lib.provider.name == "builtin"  # core files may mix aten/prim
-    for schema, source in () if core else out:
-        ns = schema_name(schema).split("::", 1)[0]
+    for decl in () if core else out:
+        ns = schema_name(decl.schema).split("::", 1)[0]
         if ns != lib.namespace:
-            raise RegistrationError(f"op library {lib.namespace!r} declares {schema_name(schema)!r}, "
-                                    f"which is outside its namespace ({source})")
+            raise RegistrationError(f"op library {lib.namespace!r} declares {schema_name(decl.schema)!r}, "
+                                    f"which is outside its namespace ({decl.source})")
     return out
 
 
-def _load_declarations(path) -> list:
-    """Parsed declarations of a ``- func:`` file: through the schema cache when it exists."""
-    try:
-        from ..ops.cache import load_schemas
-    except ModuleNotFoundError as exc:
-        if exc.name != "srcore.ops.cache":
-            raise
-        from ..ops.declarations import load_declarations
+def _qualify(decl, namespace: str):
+    """``acosh.out`` -> ``namespace::acosh.out`` (native_functions.yaml leaves the namespace out)."""
+    import attrs
 
-        return list(load_declarations(path, source=str(path)))
+    if "::" in decl.schema.name:
+        return decl
+    changes = {"schema": attrs.evolve(decl.schema, name=f"{namespace}::{decl.schema.name}")}
+    if decl.structured_delegate is not None and "::" not in decl.structured_delegate:
+        changes["structured_delegate"] = f"{namespace}::{decl.structured_delegate}"
+    return attrs.evolve(decl, **changes)
+
+
+def _load_declarations(path) -> list:
+    """Parsed declarations of a ``- func:`` file, through the schema cache."""
+    from ..ops.cache import load_schemas
+
     return list(load_schemas([path]))
 
 
 def schema_name(schema: Any) -> str:
     """The canonical qualified overload name of a parsed schema."""
     return op_key(schema.qualified_name)
-
-
-def registry_get(registry: Any, name: str) -> Any:
-    """The registered schema for a qualified overload name, or None."""
-    try:
-        return registry.get(op_key(name))
-    except KeyError:
-        return None

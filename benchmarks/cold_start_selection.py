@@ -1,0 +1,141 @@
+"""Cold start with a selective build vs the full registry: a fresh process to the first result.
+
+    python -m benchmarks.cold_start_selection [--models mlp_tiny,digits] [--runs 7] [--json FILE]
+
+For each model: ``srcore select`` writes a selection; then fresh processes run ``import srcore``,
+``srcore.load``, ``StaticModule`` and the first call, alternately with the full registry (the three
+plugins installed) and with ``SRCORE_SELECTION``. Reported per mode (median of ``--runs``, the two
+modes interleaved so that machine load hits both alike): process wall time, in-child time (from the
+child's first statement) and in-child CPU time (less disturbed by other processes), the registry build, modules imported, max RSS;
+and, in one more child per mode with ``tracemalloc`` on, the bytes allocated while the registry is
+built (``registry bytes``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DIGITS = ROOT / "examples" / "digits"
+
+CHILD = r"""
+import time, sys
+t0, c0 = time.perf_counter(), time.process_time()
+import numpy as np
+x = np.load({inp!r})
+t_in = time.perf_counter()
+import srcore
+m = srcore.load({srm!r})
+sm = srcore.StaticModule(m)
+y = sm(x)
+t_end, c_end = time.perf_counter(), time.process_time()
+pm = srcore.get_plugin_manager()
+import json
+
+
+def _hwm_mb():  # VmHWM: this process's peak RSS (ru_maxrss would count the parent's, inherited over exec)
+    with open("/proc/self/status") as f:
+        return next(int(ln.split()[1]) for ln in f if ln.startswith("VmHWM")) / 1024
+
+
+print("@@", json.dumps({{"in_child_ms": (t_end - t0) * 1e3, "cpu_ms": (c_end - c0) * 1e3, "srcore_ms": (t_end - t_in) * 1e3,
+                        "registry_ms": pm.timings.get("registry", 0) * 1e3, "plugins_ms": pm.timings.get("load", 0) * 1e3,
+                        "modules": len(sys.modules), "max_rss_mb": _hwm_mb(),
+                        "ops": len(sm.registry.declared), "kernels": len(sm.registry.kernel_table)}}))
+"""
+
+BYTES = r"""
+import tracemalloc
+import srcore
+pm = srcore.get_plugin_manager()
+tracemalloc.start()
+before = tracemalloc.get_traced_memory()[0]
+reg = pm.registry
+print("@@", tracemalloc.get_traced_memory()[0] - before)
+"""
+
+
+def _artifacts(model: str, out: Path) -> tuple[Path, Path]:
+    if model == "digits":
+        import numpy as np
+
+        (out / "artifacts" / "digits").mkdir(parents=True, exist_ok=True)
+        inp = out / "artifacts" / "digits" / "input.npy"
+        np.save(inp, np.load(DIGITS / "digits_test.npz")["x"][:1])
+        return DIGITS / "digits.srm", inp
+    from .prepare import prepare
+
+    prepare(model, out)
+    art = out / "artifacts" / model
+    return art / "model.srm", art / "input.npy"
+
+
+def _child(code: str, env: dict) -> tuple[float, dict | int]:
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=ROOT)
+    wall = (time.perf_counter() - t0) * 1e3
+    line = next((ln for ln in p.stdout.splitlines() if ln.startswith("@@")), None)
+    if line is None:
+        raise RuntimeError(p.stderr.strip()[-800:])
+    return wall, json.loads(line[2:])
+
+
+def measure(model: str, out: Path, runs: int) -> dict:
+    srm, inp = _artifacts(model, out)
+    selection = out / "artifacts" / model / "selection.yaml"
+    subprocess.run([sys.executable, "-c", "import sys; from srcore.cli import main; sys.exit(main())", "select",
+                    str(srm), "-o", str(selection)], check=True,
+                   cwd=ROOT, capture_output=True)
+    # bytecode caching on (a deployment has its .pyc files), no selection unless asked for
+    base = {k: v for k, v in os.environ.items() if k not in ("SRCORE_SELECTION", "PYTHONDONTWRITEBYTECODE")}
+    base.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    envs = {"full": base, "selection": {**base, "SRCORE_SELECTION": str(selection)}}
+    code = CHILD.format(inp=str(inp), srm=str(srm))
+    samples: dict[str, list] = {mode: [] for mode in envs}
+    for mode, env in envs.items():  # warm the schema and entry-point caches and the bytecode
+        _child(code, env)
+    for _ in range(runs):
+        for mode, env in envs.items():
+            samples[mode].append(_child(code, env))
+    result = {"selection": str(selection)}
+    for mode, ss in samples.items():
+        row = {"wall_ms": statistics.median(w for w, _ in ss)}
+        for key in ss[0][1]:
+            row[key] = statistics.median(d[key] for _, d in ss)
+        row["registry_bytes"] = _child(BYTES, envs[mode])[1]
+        result[mode] = row
+    return result
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.cold_start_selection", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", default="mlp_tiny,digits")
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    ap.add_argument("--json", help="write the results here")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = {}
+    cols = ("wall_ms", "in_child_ms", "cpu_ms", "registry_ms", "registry_bytes", "modules", "max_rss_mb", "ops", "kernels")
+    print(f"{'model':<10}{'mode':<11}" + "".join(f"{c:>15}" for c in cols))
+    for model in args.models.split(","):
+        results[model] = r = measure(model, out, args.runs)
+        for mode in ("full", "selection"):
+            print(f"{model:<10}{mode:<11}" + "".join(f"{r[mode][c]:>15,.1f}" if isinstance(r[mode][c], float)
+                                                     else f"{r[mode][c]:>15,}" for c in cols), flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
