@@ -397,7 +397,8 @@ def test_load_warnings_are_srcore_warning_lines_and_check_lists_them(capsys, tmp
 def _json_commands(relu_ir: Path):
     return {"run": ["run", relu_ir], "bench": ["bench", relu_ir, "--rounds", "1", "--runs", "2", "--per-op"],
             "inspect": ["inspect", relu_ir, "--graph", "--memory-plan", "--codegen", "--dispatch"],
-            "list-ops": ["list-ops", "--op", "aten::add*"], "plugins": ["plugins"], "check": ["check", relu_ir]}
+            "list-ops": ["list-ops", "--op", "aten::add*"], "plugins": ["plugins"], "check": ["check", relu_ir],
+            "select": ["select", relu_ir, "-o", relu_ir.parent / "selection.yaml"]}
 
 
 def test_every_reporting_subcommand_has_a_json_schema_that_its_output_fits(capsys, relu_ir):

@@ -76,11 +76,17 @@ def test_a_model_that_needs_anything_else_fails_naming_it(digits_selection):
 def test_select_on_the_command_line_writes_yaml_and_a_summary(tmp_path, capsys):
     model, reference = mlp_model()
     srcore.save(model, tmp_path / "mlp.srm")
-    assert main(["select", str(tmp_path / "mlp.srm"), str(DIGITS), "-o", "-", "--format", "json"]) == 0
-    out, err = capsys.readouterr()
-    summary = json.loads(err)  # the YAML went to stdout
+    assert main(["select", str(tmp_path / "mlp.srm"), str(DIGITS), "-o", "-"]) == 0
+    yaml_text, err = capsys.readouterr()   # the YAML on stdout, the summary line on stderr
+    assert "op overloads" in err and "op overloads" not in yaml_text
+    # -o - and --format json would both claim stdout
+    assert main(["select", str(DIGITS), "-o", "-", "--format", "json"]) == 2
+    capsys.readouterr()
+    assert main(["select", str(tmp_path / "mlp.srm"), str(DIGITS), "-o", str(tmp_path / "both.yaml"),
+                 "--format", "json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
     assert summary["models"] == [str(tmp_path / "mlp.srm"), str(DIGITS)] and summary["plugins"] == ["builtin", "cpu"]
-    (tmp_path / "both.yaml").write_text(out)
+    assert (tmp_path / "both.yaml").read_text() == yaml_text
     sel = read_selection(tmp_path / "both.yaml")
     assert {"aten::sigmoid", "aten::conv2d"} <= set(sel.op_names()) and len(sel.ops) == summary["ops"]
     x = np.random.default_rng(1).standard_normal((4, 8)).astype(np.float32)

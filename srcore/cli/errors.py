@@ -24,7 +24,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import (ConversionError, DeclarationError, EngineBuildError, EngineOptionError, GraphParseError,
-                      KernelError, MemoryPlanError, PassError, PluginError, QuantizationError, SchemaError, ShapeError, SrcoreError,
+                      KernelError, MemoryPlanError, PassError, PluginError, QuantizationError, SchemaError, SelectionError, ShapeError, SrcoreError,
                       SrcoreFormatError, SrcoreInputError, UnknownBackendError, UnsupportedOpError,
                       VerificationError)
 
@@ -69,6 +69,8 @@ HINTS: list[tuple[type, str]] = [
     (PassError, "--no-optimize skips the pass pipeline"),
     (QuantizationError, "docs/quantization.md describes quantized values, their parameters and what runs "
                         "on them"),
+    (SelectionError, "docs/selective-build.md describes selection files; 'srcore select' writes one for "
+                     "your models"),
     (KernelError, "SRCORE_DEBUG=1 shows the kernel's traceback"),
     (EngineOptionError, "docs/trt-like.md lists trt_like's engine options and the profile syntax"),
     (EngineBuildError, "put 'cpu' after the engine backend (--backend trt_like,cpu) to run refused segments "
