@@ -170,11 +170,12 @@ class StaticModule:
         self._plans: LRU = LRU(4 * MAX_SIGNATURES)
         self._lock = threading.Lock()
         clock.stage("process")
-        self._codegen = None
+        #: the generated Python the codegen executor runs (``srcore.runtime.codegen``); None with the interpreter
+        self.codegen = None
         if options.executor == "codegen":
             from .codegen import generate
 
-            self._codegen = generate(self)
+            self.codegen = generate(self)
             clock.stage("codegen")
         self._local = threading.local()   # this thread's runtime (sm(x), sm.runtime())
         #: inputs of the one signature the specs allow (every input a tensor of fixed shape and
