@@ -71,6 +71,8 @@ def _to_tensor(a):
     if isinstance(a, np.ndarray):
         if not a.flags.writeable or any(s < 0 for s in a.strides):  # mapped parameters, reversed views
             a = np.array(a)
+        if a.dtype.name == "bfloat16":   # ml_dtypes' bfloat16, which torch.from_numpy does not know: its bits
+            return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
         return torch.from_numpy(a)
     if isinstance(a, np.generic):
         return torch.from_numpy(np.asarray(a))
@@ -118,8 +120,10 @@ def _converter(t) -> Callable[[Any], Any] | None:
 def _from_torch(x):
     torch = _torch()
     if isinstance(x, torch.Tensor):
-        if x.dtype == torch.bfloat16:
-            raise KernelError("the torch fallback returned a bfloat16 tensor, which numpy cannot hold")
+        if x.dtype == torch.bfloat16:   # as ml_dtypes' bfloat16, the type srcore holds it in
+            import ml_dtypes
+
+            return x.detach().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
         return x.detach().numpy() if not x.is_conj() else x.resolve_conj().detach().numpy()
     if isinstance(x, tuple):
         return tuple(_from_torch(e) for e in x)
