@@ -44,7 +44,7 @@ _LAZY = {
                                                  "no_reuse_bytes")},
     # an engine's stored plans: safetensors files under the cache root
     **{n: f"srcore.format.safetensors_io:{n}" for n in ("Container", "encode_header", "tensor_layout",
-                                                        "write_file")},
+                                                        "write_file", "drop_resident_pages")},
     "cache_root": "srcore.cachedir:cache_root",
     "progress": "srcore.progress:progress",
     # quantized values and their parameters
@@ -53,6 +53,9 @@ _LAZY = {
     "QDTYPES": "srcore.ir.quant:QDTYPES",
     "add_scalar_qparams": "srcore.ir.quant:add_scalar_qparams",
     "mul_scalar_qparams": "srcore.ir.quant:mul_scalar_qparams",
+    # the CPU's features, for kernels that reproduce machine-dependent arithmetic (srcore.cpu_features)
+    "has_avx512_vnni": "srcore.cpu_features:has_avx512_vnni",
+    "vector_bytes": "srcore.cpu_features:vector_bytes",
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())
