@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import math
 
-from srcore.ir.types import TensorType
-from srcore.plugin import NodeInfo, Specialized
+from srcore.plugin import NodeInfo, Specialized, TensorType
 
 from . import parallel as _par
 
