@@ -839,11 +839,16 @@ def test_conv_cases_with_every_tactic(case):
             run_case(attrs.evolve(case, id=f"{case.id}[{name}]"), f"only:{name}")
 
 
+#: the converters of the int8-only rows: their ops take or make quantized tensors, which torch's aten
+#: float ops cannot check; test_int8.py checks them bit for bit against quantized_cpu
+INT8_ONLY = ("quantize", "dequantize", "qconv", "qlinear", "qadd")
+
+
 def test_every_supported_op_has_cases():
-    """Every op of the support table is exercised by an engine case."""
+    """Every op of the support table is exercised by an engine case (the int8-only ones in test_int8.py)."""
     covered = {c.op for c in CASES if c.engine}
     covered |= {c.op.split(".")[0] for c in CASES if c.engine}
-    missing = [op for op in support.SUPPORT if op not in covered]
+    missing = [op for op, row in support.SUPPORT.items() if op not in covered and row.converter not in INT8_ONLY]
     assert not missing, missing
 
 
