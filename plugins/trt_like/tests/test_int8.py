@@ -8,6 +8,7 @@ model where quantized_cpu itself is exact.
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import pathlib
@@ -45,7 +46,10 @@ def _zoo():
     return mod
 
 
-def _import(name: str, kind: str, **kwargs):
+@functools.lru_cache(maxsize=None)
+def _torchscript(name: str, kind: str):
+    """The zoo's quantized model as TorchScript (built once per session: quantizing and scripting
+    are most of these tests' time)."""
     qm = _zoo()
     model, x, engine = qm.build(name)
     torch.backends.quantized.engine = engine
@@ -56,6 +60,12 @@ def _import(name: str, kind: str, **kwargs):
         else:
             ts = torch.jit.script(model)
             ts = torch.jit.freeze(ts.eval()) if kind == "frozen" else ts
+    return ts, x, engine
+
+
+def _import(name: str, kind: str, **kwargs):
+    ts, x, engine = _torchscript(name, kind)
+    torch.backends.quantized.engine = engine
     return srcore.from_torchscript(ts, (x,), **kwargs), ts, x
 
 
