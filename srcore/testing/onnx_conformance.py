@@ -76,6 +76,27 @@ def node_cases(modules: Sequence[str] | None = None) -> list[Case]:
     return cases
 
 
+def with_constant_inputs(case: Case) -> Case | None:
+    """The node test with every input but the first made an initializer holding the value its (first)
+    data set feeds: the form exported models have, where axes, scales, pads or steps are constants.
+    None when it has fewer than two inputs or its data sets feed different such values."""
+    from onnx import numpy_helper
+
+    inputs, outputs = case.data_sets[0]
+    if len(inputs) < 2 or not all(isinstance(a, np.ndarray) for a in inputs[1:]):
+        return None
+    for other, _ in case.data_sets[1:]:
+        if any(not np.array_equal(a, b) for a, b in zip(inputs[1:], other[1:])):
+            return None
+    m = type(case.model)()
+    m.CopyFrom(case.model)
+    graph_inputs = list(m.graph.input)
+    for vi, arr in zip(graph_inputs[1:], inputs[1:]):
+        m.graph.initializer.append(numpy_helper.from_array(arr, vi.name))
+    del m.graph.input[1:]
+    return attrs.evolve(case, model=m, data_sets=[(list(i[:1]), o) for i, o in case.data_sets])
+
+
 MODEL_KINDS = ("simple", "pytorch-converted", "pytorch-operator")
 
 

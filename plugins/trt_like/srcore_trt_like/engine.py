@@ -103,6 +103,7 @@ class Engine:
                     old = next(iter(self.plans))
                     self.plans.pop(old)
                     self.origin.pop(old, None)
+                _warm(plan, shapes, self.name)
                 self.plans[shapes] = plan
                 self.origin[shapes] = origin
         return plan
@@ -235,6 +236,22 @@ def _best_time(fn, inputs, rounds: int) -> float:
 def _op_list(ops, limit: int = 6) -> str:
     names = [o.op for o in ops]
     return ", ".join(names[:limit]) + (", ..." if len(names) > limit else "")
+
+
+def _warm(plan: Plan, shapes, name: str) -> None:
+    """Run a new plan once on zeros, where it is made (at load for a static segment or a profile):
+    the first call of a numba kernel binds its compiled code (type matching, loading numba's
+    on-disk cache, or compiling a variant the tactic timing did not run, ~10-100 ms each), the
+    plan allocates its arena, and no model call pays for either. A failure here is left to the
+    first real call to report."""
+    import numpy as np
+
+    xs = [np.zeros(s, np.float32) for s in shapes]
+    try:
+        with np.errstate(all="ignore"):
+            plan.run(*xs)
+    except Exception as exc:  # noqa: BLE001 - the same error reaches the caller with real inputs
+        log.debug("%s: warm-up run failed: %s", name, exc)
 
 
 def _shape_only(v) -> bool:

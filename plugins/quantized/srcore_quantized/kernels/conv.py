@@ -13,7 +13,17 @@ from srcore.plugin import KernelError
 
 from ._common import (F32, buffer, dequant_scalar, ints, output_qparams, quant_scalar, require_per_tensor,
                       require_quantized, wrap)
+from . import onednn
 from .gemm import requantize, shifted, weight_params
+
+#: the arithmetic of torch's packed weights (the ops' ``arith`` argument, recorded by the importer)
+ARITHS = ("fbgemm", "onednn")
+
+
+def check_arith(arith: str, op: str) -> str:
+    if arith not in ARITHS:
+        raise KernelError(f"{op}: arith={arith!r} is not one of {', '.join(ARITHS)}")
+    return arith
 
 
 def _tuple(v, n: int) -> tuple[int, ...]:
@@ -58,7 +68,8 @@ def conv_acc(xq: np.ndarray, x_zp: int, w, stride, padding, dilation, groups: in
 
 
 def _qconv(qx, weight, bias, stride, padding, dilation, groups, output_scale, output_zero_point, relu, out, op,
-           qaccum=None):
+           qaccum=None, arith="fbgemm"):
+    check_arith(arith, op)
     require_per_tensor(qx, op)
     require_quantized(weight, op, "weight")
     n_sp = weight.ndim - 2
@@ -69,11 +80,16 @@ def _qconv(qx, weight, bias, stride, padding, dilation, groups, output_scale, ou
     w_scales, _ = weight_params(weight)
     accl = np.moveaxis(acc, 1, -1)   # channels last: requantize per output channel
     res = buffer(out, acc.shape, qx.qdtype)
+    if qaccum is None and arith == "onednn":
+        y = onednn.scaled(accl, qx.qparams.scale, w_scales, bias, "conv")
+        onednn.requantize(y, q.scale, q.zero_point, qx.qdtype, relu, np.moveaxis(res, 1, -1))
+        return wrap(res, qx.qdtype, q)
     if qaccum is None:
         requantize(accl, qx.qparams.scale, w_scales, bias, q.scale, q.zero_point, qx.qdtype, relu,
                    np.moveaxis(res, 1, -1))
         return wrap(res, qx.qdtype, q)
-    # conv2d_add: the convolution's float result plus dequantize(qaccum), quantized once
+    # conv2d_add (torch has it in oneDNN only, whatever ``arith`` says): the convolution's float
+    # result plus dequantize(qaccum), quantized once
     require_per_tensor(qaccum, op, "accumulator")
     act_w = F32(qx.qparams.scale) * w_scales
     y = accl.astype(F32) * act_w
@@ -86,16 +102,18 @@ def _qconv(qx, weight, bias, stride, padding, dilation, groups, output_scale, ou
     return wrap(res, qx.qdtype, q)
 
 
-def qconv_out(qx, weight, bias, stride, padding, dilation, groups, output_scale, output_zero_point, *, out=None):
-    """``quantized::conv{1,2}d`` with its packed weight unpacked."""
+def qconv_out(qx, weight, bias, stride, padding, dilation, groups, output_scale, output_zero_point,
+              arith="fbgemm", *, out=None):
+    """``quantized::conv{1,2}d`` with its packed weight unpacked; ``arith``: the requantization of
+    torch's packing, fbgemm's or oneDNN's (:mod:`.onednn`)."""
     return _qconv(qx, weight, bias, stride, padding, dilation, groups, output_scale, output_zero_point, False, out,
-                  "quantized::qconv")
+                  "quantized::qconv", arith=arith)
 
 
-def qconv_relu_out(qx, weight, bias, stride, padding, dilation, groups, output_scale, output_zero_point, *,
-                   out=None):
+def qconv_relu_out(qx, weight, bias, stride, padding, dilation, groups, output_scale, output_zero_point,
+                   arith="fbgemm", *, out=None):
     return _qconv(qx, weight, bias, stride, padding, dilation, groups, output_scale, output_zero_point, True, out,
-                  "quantized::qconv_relu")
+                  "quantized::qconv_relu", arith=arith)
 
 
 def qconv_add_out(qx, qaccum, weight, bias, stride, padding, dilation, groups, output_scale, output_zero_point, *,

@@ -8,6 +8,8 @@ from srcore.plugin import KernelError
 from ._common import buffer, ints, output_qparams, require_per_tensor, require_quantized, wrap
 from ._common import quant_tensor
 from .convert import choose_qparams
+from . import onednn
+from .conv import check_arith
 from .gemm import dequantize_acc, requantize, shifted, weight_params
 
 
@@ -25,7 +27,8 @@ def _acc(xq: np.ndarray, x_zp: int, w) -> np.ndarray:
     return a @ b.T
 
 
-def _qlinear(X, W, B, Y_scale_i, Y_zero_point_i, relu, out, op):
+def _qlinear(X, W, B, Y_scale_i, Y_zero_point_i, relu, out, op, arith):
+    check_arith(arith, op)
     require_per_tensor(X, op)
     require_quantized(W, op, "weight")
     _check(X.shape, W, op)
@@ -34,17 +37,22 @@ def _qlinear(X, W, B, Y_scale_i, Y_zero_point_i, relu, out, op):
     w_scales, _ = weight_params(W)
     shape = X.shape[:-1] + (W.shape[0],)
     res = buffer(out, shape, X.qdtype)
-    requantize(acc, X.qparams.scale, w_scales, B, q.scale, q.zero_point, X.qdtype, relu, res.reshape(acc.shape))
+    if arith == "onednn":
+        y = onednn.scaled(acc, X.qparams.scale, w_scales, B, "linear")
+        onednn.requantize(y, q.scale, q.zero_point, X.qdtype, relu, res.reshape(acc.shape))
+    else:
+        requantize(acc, X.qparams.scale, w_scales, B, q.scale, q.zero_point, X.qdtype, relu, res.reshape(acc.shape))
     return wrap(res, X.qdtype, q)
 
 
-def qlinear_out(X, W, B, Y_scale_i, Y_zero_point_i, *, out=None):
-    """``quantized::linear`` with its packed weight unpacked: int32 accumulation, fbgemm requantization."""
-    return _qlinear(X, W, B, Y_scale_i, Y_zero_point_i, False, out, "quantized::qlinear")
+def qlinear_out(X, W, B, Y_scale_i, Y_zero_point_i, arith="fbgemm", *, out=None):
+    """``quantized::linear`` with its packed weight unpacked: int32 accumulation, then fbgemm's or
+    oneDNN's requantization (``arith``, as torch packed the weight)."""
+    return _qlinear(X, W, B, Y_scale_i, Y_zero_point_i, False, out, "quantized::qlinear", arith)
 
 
-def qlinear_relu_out(X, W, B, Y_scale_i, Y_zero_point_i, *, out=None):
-    return _qlinear(X, W, B, Y_scale_i, Y_zero_point_i, True, out, "quantized::qlinear_relu")
+def qlinear_relu_out(X, W, B, Y_scale_i, Y_zero_point_i, arith="fbgemm", *, out=None):
+    return _qlinear(X, W, B, Y_scale_i, Y_zero_point_i, True, out, "quantized::qlinear_relu", arith)
 
 
 def _dynamic(X, W, B, reduce_range, relu, out, op):

@@ -340,6 +340,17 @@ def layer_norm_layer(c: Converter, x: int, normalized_shape, w, b, eps: float, o
                      bias=None if b is None else np.asarray(b, np.float32).reshape(n))
 
 
+def group_norm(v: NodeView, c: Converter) -> None:
+    shape = v.in_shape("input")
+    C, G = shape[1], int(v.const("num_groups"))
+    w, b = v.const("weight"), v.const("bias")
+    c.bind(v.node.outputs[0], c.net.add(
+        "group_norm", [c.tensor(v.node.inputs[0])], v.out_shape(), v.source, groups=G,
+        eps=float(v.const("eps", 1e-5)),
+        weight=None if w is None else np.asarray(w, np.float32).reshape(C),
+        bias=None if b is None else np.asarray(b, np.float32).reshape(C)))
+
+
 def mean(v: NodeView, c: Converter) -> None:
     nd = len(v.in_shape("self"))
     dims = v.const("dim")

@@ -94,6 +94,17 @@ def _matmul(node: NodeInfo):
     return f"a matrix-vector product ({a} {_shape(node, 0)} @ {b} {_shape(node, 1)})"
 
 
+def _group_norm(node: NodeInfo):
+    # (N, C, *) with C divisible by num_groups; anything else is an error torch raises (the cpu kernel does)
+    shape = node.args[0].type.shape
+    if len(shape) < 2 or not isinstance(shape[1], int):
+        return f"input of shape {_shape(node, 0)} has no known channel dim (N, C, ...)"
+    groups = node.const("num_groups")
+    if not isinstance(groups, int) or groups <= 0 or shape[1] % groups:
+        return f"{shape[1]} channels are not divisible into num_groups={groups}"
+    return None
+
+
 def _gelu(node: NodeInfo):
     # another approximation is an error torch raises: the cpu kernel raises it (the engine computed erf's)
     a = node.const("approximate", "none")
@@ -175,6 +186,7 @@ _NOTES = {
     _qmax_pool: "a 4-D (N, C, H, W) input; quantized: ceil_mode=False",
     _adaptive_pool: "a 4-D (N, C, H, W) input; quantized: to 1x1",
     _mean: "no dtype argument; quantized: over the innermost dims",
+    _group_norm: "(N, C, ...) input, C divisible by num_groups",
 }
 
 
@@ -230,6 +242,8 @@ _TABLE: list[OpSupport] = [
     # normalisation, reductions
     *_rows("softmax", {"aten::softmax.int": ("dim", "dtype"), "aten::log_softmax.int": ("dim", "dtype")}, _no_dtype),
     *_rows("layer_norm", {"aten::layer_norm": ("normalized_shape", "weight", "bias", "eps")}),
+    *_rows("group_norm", {"aten::group_norm": ("num_groups", "weight", "bias", "eps", "cudnn_enabled")},
+           _group_norm),
     *_rows("mean", {"aten::mean.dim": ("dim", "keepdim", "dtype")}, _mean, int8=True),
     *_rows("encoder_layer", {"aten::_transformer_encoder_layer_fwd": _ENCODER_ARGS}, _encoder),
     # int8 layers (quantized segments: docs/trt-like.md, "INT8 engines")

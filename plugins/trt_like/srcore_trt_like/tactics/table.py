@@ -34,6 +34,8 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("log_softmax", "numpy", simple("numpy", numpy_layers.softmax)),
     Tactic("layer_norm", "numba", simple("numba", nn.layer_norm)),
     Tactic("layer_norm", "numpy", simple("numpy", numpy_layers.layer_norm)),
+    Tactic("group_norm", "numba", simple("numba", nn.group_norm)),
+    Tactic("group_norm", "numpy", simple("numpy", numpy_layers.group_norm)),
     Tactic("matmul", "numpy", simple("numpy", numpy_layers.matmul)),
     Tactic("permute", "numpy", simple("numpy", numpy_layers.permute)),
     Tactic("strided", "numpy", simple("numpy", numpy_layers.strided)),
