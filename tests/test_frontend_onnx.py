@@ -372,3 +372,19 @@ def test_sequences_are_values_and_match_onnx_reference():
     got = srcore.StaticModule(srcore.from_onnx(m))(x)
     for g_, w in zip(got, want):
         np.testing.assert_array_equal(np.asarray(g_), w)
+
+
+def test_bfloat16_through_the_torch_fallback_matches_torch():
+    """Celu has no bfloat16 kernel of its own: the torch fallback runs it on ml_dtypes' bfloat16 bits."""
+    import ml_dtypes
+    import torch
+
+    x = np.random.default_rng(8).standard_normal((3, 4)).astype(ml_dtypes.bfloat16)
+    g = helper.make_graph([helper.make_node("Celu", ["x"], ["y"], alpha=0.7)], "c",
+                          [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [3, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [3, 4])])
+    model = srcore.from_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    got = np.asarray(srcore.StaticModule(model)(x))
+    want = torch.celu(torch.from_numpy(x.view(np.int16)).view(torch.bfloat16), 0.7)
+    assert got.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(got.view(np.int16), want.view(torch.int16).numpy())

@@ -73,3 +73,16 @@ def test_unsupported_cases_say_why(results):
             assert r.reason.split(":")[0] in {"ConversionError", "UnsupportedOpError", "KernelError", "ShapeError",
                                               "SrcoreInputError", "VerificationError", "PassError"}, r.reason
             assert len(r.reason) > 30, r.reason
+
+
+def test_compare_allows_two_units_in_the_last_place_of_half_precision_only():
+    import numpy as np
+
+    e16 = np.array([0.4949, -2.0, 0.0], np.float16)
+    two = e16 + 2 * np.spacing(e16)
+    three = e16 + 3 * np.spacing(e16)
+    assert oc.compare([two], [e16], 1e-6, 0.0) == ""
+    assert "3 of 3 values differ" in oc.compare([three], [e16], 1e-6, 0.0)
+    e32 = np.array([0.4949, -2.0], np.float32)
+    assert "values differ" in oc.compare([e32 + 2 * np.spacing(e32)], [e32], 0.0, 0.0)
+    assert oc.compare([np.array([np.nan], np.float16)], [np.array([np.nan], np.float16)], 0.0, 0.0) == ""

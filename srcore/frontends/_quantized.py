@@ -152,14 +152,15 @@ _CONV2D = frozenset({"quantized::qconv2d", "quantized::qconv2d_relu", "quantized
                      "quantized::qconv2d_add_relu"})
 #: ops whose output torch lays out as their (first) input
 _KEEPS_LAYOUT = frozenset({"aten::relu", "aten::relu_", "aten::hardtanh", "aten::hardtanh_", "aten::clamp",
-                           "aten::clamp_", "aten::relu6", "aten::dropout", "aten::dropout_", "aten::contiguous",
-                           "quantized::add", "quantized::add_relu", "quantized::hardswish"})
+                           "aten::clamp_", "aten::relu6", "aten::dropout", "aten::dropout_",
+                           "quantized::add", "quantized::add_relu", "quantized::hardswish", "aten::max_pool2d",
+                           "aten::quantized_max_pool2d", "aten::adaptive_avg_pool2d",
+                           "quantized::avg_pool2d_channels_last"})
 
 
 def channels_last_in_torch(value) -> bool:
     """Whether torch holds ``value`` channels-last: a quantized 2-d conv's output, through ops that keep
-    their input's layout (``aten::contiguous`` of a quantized tensor keeps it: torch's quantized
-    tensors have no NCHW copy there)."""
+    their input's layout (``aten::contiguous`` does not: it copies to NCHW)."""
     for _ in range(256):
         node = getattr(value, "node", None)
         if node is None:

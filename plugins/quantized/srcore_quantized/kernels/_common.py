@@ -13,6 +13,8 @@ gives the boundary so that kernels reproduce both.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from srcore.plugin import QDTYPES, KernelError, QParams, QuantizedArray, vector_bytes
@@ -34,6 +36,7 @@ def qinfo(qdtype: str):
     return QDTYPES[qdtype]
 
 
+@functools.lru_cache(maxsize=None)
 def storage(qdtype: str) -> np.dtype:
     return np.dtype(QDTYPES[qdtype].storage)
 
@@ -73,17 +76,28 @@ def wrap(arr: np.ndarray, qdtype: str, qparams: QParams) -> QuantizedArray:
 
 
 def output_qparams(qdtype: str, scale, zero_point, op: str) -> QParams:
-    """Checked output parameters from a node's arguments (constants are checked at load already)."""
+    """Checked output parameters from a node's arguments (constants are checked at load already);
+    the same arguments give the same (cached) object, so a node's call does not re-validate."""
     from srcore.plugin import QuantizationError
 
     try:
-        q = QParams(scale, zero_point)
-        info = QDTYPES[qdtype]
-        if not info.qmin <= q.zero_point <= info.qmax:
-            raise QuantizationError(f"zero point {q.zero_point} is outside the range of {qdtype} "
-                                    f"[{info.qmin}, {info.qmax}]")
+        try:
+            return _checked_qparams(qdtype, scale, zero_point)
+        except TypeError:   # unhashable arguments (a list, an array): checked each time
+            return _checked_qparams.__wrapped__(qdtype, scale, zero_point)
     except QuantizationError as exc:
         raise KernelError(f"{op}: {exc}") from None
+
+
+@functools.lru_cache(maxsize=4096)
+def _checked_qparams(qdtype: str, scale, zero_point) -> QParams:
+    from srcore.plugin import QuantizationError
+
+    q = QParams(scale, zero_point)
+    info = QDTYPES[qdtype]
+    if not info.qmin <= q.zero_point <= info.qmax:
+        raise QuantizationError(f"zero point {q.zero_point} is outside the range of {qdtype} "
+                                f"[{info.qmin}, {info.qmax}]")
     return q
 
 

@@ -48,14 +48,22 @@ def max_pool2d_out(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mod
     # pad with the lowest value so that padding never wins, far enough for ceil_mode's last window
     need_h = (oh - 1) * sh + dh * (kh - 1) + 1 - H - ph
     need_w = (ow - 1) * sw + dw * (kw - 1) + 1 - W - pw
-    xp = np.pad(x, [(0, 0), (0, 0), (ph, max(need_h, 0)), (pw, max(need_w, 0))], constant_values=info.qmin)
-    st = xp.strides
-    win = np.lib.stride_tricks.as_strided(xp, (*x.shape[:2], oh, ow, kh, kw),
-                                          (st[0], st[1], st[2] * sh, st[3] * sw, st[2] * dh, st[3] * dw),
-                                          writeable=False)
+    if ph or pw or need_h > 0 or need_w > 0:
+        xp = np.pad(x, [(0, 0), (0, 0), (ph, max(need_h, 0)), (pw, max(need_w, 0))], constant_values=info.qmin)
+    else:
+        xp = x
     shape = (x.shape[0], x.shape[1], oh, ow)
     res = buffer(out, shape[1:] if squeeze else shape, xq.qdtype)
-    np.max(win, axis=(4, 5), out=res[None] if squeeze else res)
+    dst = res[None] if squeeze else res
+    # one elementwise maximum per kernel tap over strided slices: much faster than a reduction over a
+    # strided 6-D window view
+    for i in range(kh):
+        for j in range(kw):
+            t = xp[:, :, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw]
+            if i == 0 and j == 0:
+                dst[...] = t
+            else:
+                np.maximum(dst, t, out=dst)
     return wrap(res, xq.qdtype, xq.qparams)
 
 
