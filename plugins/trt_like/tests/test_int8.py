@@ -8,6 +8,7 @@ model where quantized_cpu itself is exact.
 """
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import pathlib
@@ -45,7 +46,10 @@ def _zoo():
     return mod
 
 
-def _import(name: str, kind: str):
+@functools.lru_cache(maxsize=None)
+def _torchscript(name: str, kind: str):
+    """The zoo's quantized model as TorchScript (built once per session: quantizing and scripting
+    are most of these tests' time)."""
     qm = _zoo()
     model, x, engine = qm.build(name)
     torch.backends.quantized.engine = engine
@@ -56,7 +60,13 @@ def _import(name: str, kind: str):
         else:
             ts = torch.jit.script(model)
             ts = torch.jit.freeze(ts.eval()) if kind == "frozen" else ts
-    return srcore.from_torchscript(ts, (x,)), ts, x
+    return ts, x, engine
+
+
+def _import(name: str, kind: str, **kwargs):
+    ts, x, engine = _torchscript(name, kind)
+    torch.backends.quantized.engine = engine
+    return srcore.from_torchscript(ts, (x,), **kwargs), ts, x
 
 
 def _engines(sm):
@@ -102,6 +112,20 @@ def test_a_quantized_resnet_is_one_int8_engine():
     desc = _engines(sm)[0].describe()
     assert "qconv -> 2x16x8x8 [int8_" in desc and "qmean -> 2x16x1x1 [numpy, int8]" in desc
     assert "dequantize -> " in desc and "qgemm -> " in desc
+
+
+def test_int8_engine_with_a_symbolic_batch_plans_its_profiles():
+    model, _, x = _import("resnet_eager_x86", "frozen", dynamic_dims={"x": {0: "batch"}})
+    ref = srcore.StaticModule(model)
+    options = srcore.Options(backends=TRT.backends,
+                             engine_options={"profiles": {"x": {"min": (1, 3, 16, 16), "max": (3, 3, 16, 16)}}})
+    sm = srcore.StaticModule(model, options)
+    (engine,) = _engines(sm)
+    assert set(engine.engine.origin) == {((1, 3, 16, 16),), ((3, 3, 16, 16),)}   # planned at load
+    for b in (1, 2, 3):
+        xx = np.random.default_rng(b).standard_normal((b, 3, 16, 16)).astype(np.float32)
+        np.testing.assert_array_equal(sm(xx), ref(xx))
+    assert not engine.engine.unplanned
 
 
 def test_int8_plan_serializes_with_its_dtypes_and_reloads_bit_for_bit(tmp_path):

@@ -41,7 +41,7 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("strided", "numpy", simple("numpy", numpy_layers.strided)),
     Tactic("mean", "numpy", simple("numpy", numpy_layers.mean)),
     # int8 layers (quantized segments)
-    Tactic("qconv", "int8_gemm", int8.qconv_candidates, precision=int8.INT8),
+    Tactic("qconv", "int8_gemm", int8.qconv_candidates, threaded=conv.conv_threaded, precision=int8.INT8),
     Tactic("qgemm", "int8_gemm", int8.qgemm_candidates, precision=int8.INT8),
     Tactic("quantize", "numpy", int8.quantize, precision=int8.INT8),
     Tactic("dequantize", "numpy", int8.dequantize, precision=int8.INT8),
