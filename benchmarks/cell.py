@@ -111,7 +111,7 @@ def load_runner(model: str, runner: str, threads: int, art: Path, xs: list, name
         feed = _feed(list(ev.input_names), names, xs)
         return lambda: ev.run(None, feed)
     if runner in ("ov_onnx", "ov_onnx_bf16"):
-        return _ov_onnx(art, threads, x, extra, "bf16" if runner.endswith("bf16") else "f32")
+        return _ov_onnx(art, threads, xs, names, extra, "bf16" if runner.endswith("bf16") else "f32")
     if runner in ("numpy", "numpy_out"):
         import numpy as np
 
@@ -156,7 +156,7 @@ def load_runner(model: str, runner: str, threads: int, art: Path, xs: list, name
     raise Skip(f"unknown runner {runner!r}")
 
 
-def _ov_onnx(art: Path, threads: int, x, extra: dict, precision: str):
+def _ov_onnx(art: Path, threads: int, xs: list, names: list[str], extra: dict, precision: str):
     """OpenVINO run directly on the model's ONNX file: the same compile settings and calling
     convention as srcore's openvino engines (one infer request, the input shared, the output copied)."""
     try:
@@ -180,10 +180,15 @@ def _ov_onnx(art: Path, threads: int, x, extra: dict, precision: str):
     req = compiled.create_infer_request()
     extra["openvino_version"] = ov.__version__
 
+    feed = _feed([p.get_any_name() for p in compiled.inputs], names, xs)
+    tensors = [ov.Tensor(feed[p.get_any_name()], shared_memory=True) for p in compiled.inputs]
+    n_out = len(compiled.outputs)
+
     def call():
-        req.set_input_tensor(0, ov.Tensor(x, shared_memory=True))
+        for i, t in enumerate(tensors):
+            req.set_input_tensor(i, t)
         req.infer()
-        return req.get_output_tensor(0).data.copy()
+        return [req.get_output_tensor(i).data.copy() for i in range(n_out)]
     return call
 
 

@@ -131,6 +131,8 @@ class Model:
             name = n.attrs.get("param") if n.kind == CONSTANT else None
             if name is not None and name not in self.params:
                 raise SrcoreError(f"graph constant %{n.output.name} refers to unknown parameter {name!r}")
+            if name is not None:
+                _check_param_type(n, name, self.params[name])
         for k, v in self.metadata.items():
             if not isinstance(k, str) or not isinstance(v, str):
                 raise SrcoreError(f"model metadata must map str to str, got {k!r}: {v!r}")
@@ -140,6 +142,20 @@ class Model:
         ins = ", ".join(f"{s.name}: {s.dtype}{list(s.shape) if s.shape is not None else ''}"
                         for s in self.input_specs)
         return f"<Model ({ins}) -> {len(self.output_names)} outputs, {len(self.params)} params, {nbytes} bytes>"
+
+
+def _check_param_type(n, name: str, value) -> None:
+    """A parameter's array has the dtype and shape its graph constant declares (a tensor table
+    edited to another dtype or shape of the same byte size would otherwise load as that)."""
+    t = n.output.type
+    if not isinstance(t, TensorType) or t.qparams is not None or not isinstance(value, np.ndarray):
+        return
+    if t.dtype is not None and not t.dtype.startswith("q") and np.dtype(value.dtype).name != t.dtype:
+        raise SrcoreError(f"parameter {name!r} is {value.dtype.name} but graph constant %{n.output.name} "
+                          f"declares {t.dtype}")
+    if t.shape is not None and all(isinstance(d, int) for d in t.shape) and tuple(value.shape) != tuple(t.shape):
+        raise SrcoreError(f"parameter {name!r} has shape {list(value.shape)} but graph constant "
+                          f"%{n.output.name} declares {list(t.shape)}")
 
 
 def default_output_names(n: int) -> tuple[str, ...]:

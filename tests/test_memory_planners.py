@@ -1,13 +1,22 @@
-"""Property tests of the memory planners: no two live tensors overlap, bounds hold."""
+"""Property tests of the memory planners: no two live tensors overlap, bounds hold.
+
+The oracle is ``_plan_oracle`` (byte by byte, position by position), not the product's
+``check_plan``; a second group of tests shows that ``check_plan`` rejects what the oracle rejects.
+"""
 from __future__ import annotations
 
-from hypothesis import given, settings
+import pytest
+from _plan_oracle import assert_plan_sound, plan_violations
+from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
 from srcore.memory.planner import (ALIGNMENT, Lifetime, TensorRequest, align, check_plan, lower_bound,
                                    make_planner, no_reuse_bytes)
 from srcore.memory.precomputed_offsets import GreedyBySizePlanner
 from srcore.memory.standard_resizing import StorageGroupPlanner, grow
+
+#: the planners are built here by name: the suite's executor and planner settings change nothing
+pytestmark = pytest.mark.one_pass
 
 
 @st.composite
@@ -26,7 +35,7 @@ def requests(draw, max_tensors=30):
 @given(requests())
 def test_greedy_by_size_never_overlaps_live_tensors(reqs):
     plan = GreedyBySizePlanner().plan(reqs)
-    check_plan(reqs, plan)
+    assert_plan_sound(reqs, plan)
     assert lower_bound(reqs) <= plan.total_bytes <= no_reuse_bytes(reqs)
 
 
@@ -34,7 +43,7 @@ def test_greedy_by_size_never_overlaps_live_tensors(reqs):
 @given(requests())
 def test_storage_groups_never_overlap_live_tensors(reqs):
     plan = StorageGroupPlanner().plan(reqs)
-    check_plan(reqs, plan)
+    assert_plan_sound(reqs, plan)
     assert lower_bound(reqs) <= plan.total_bytes <= no_reuse_bytes(reqs)
     # members of one group never live at the same time
     by_key = {r.key: r for r in reqs}
@@ -54,7 +63,7 @@ def test_grow_keeps_groups_and_fits_bigger_sizes(reqs, factor):
         assert grown is None
     else:
         assert grown is not None and grown.groups == plan.groups
-        check_plan(bigger, grown)
+        assert_plan_sound(bigger, grown)
 
 
 def test_hand_derived_chain():
@@ -69,9 +78,71 @@ def test_hand_derived_chain():
 
 def test_alignment_and_unknown_planner():
     assert align(1) == ALIGNMENT and align(ALIGNMENT) == ALIGNMENT and align(0) == 0
-    import pytest
-
     from srcore import SrcoreError
 
     with pytest.raises(SrcoreError, match="unknown memory_planner_algorithm"):
         make_planner("nope")
+
+
+# -- the product's check_plan rejects bad plans (the oracle above decides what is bad) -----------
+def _req(key, start, end, nbytes):
+    return TensorRequest(key, Lifetime(start, end), nbytes)
+
+
+def _plan(offsets, total):
+    from srcore.memory.planner import Plan
+
+    return Plan(dict(offsets), total, "hand")
+
+
+def test_check_plan_rejects_live_tensors_sharing_bytes():
+    reqs = [_req(0, 0, 3, 128), _req(1, 2, 5, 128)]
+    # b starts inside a while both are alive at positions 2..3
+    bad = _plan({0: 0, 1: 64}, 192)
+    assert plan_violations(reqs, bad.offsets, bad.total_bytes)
+    with pytest.raises(ValueError, match="overlap"):
+        check_plan(reqs, bad)
+    # lifetimes touching at one position still count as alive together
+    touching = [_req(0, 0, 2, 64), _req(1, 2, 4, 64)]
+    with pytest.raises(ValueError, match="overlap"):
+        check_plan(touching, _plan({0: 0, 1: 0}, 64))
+    # the same bytes at disjoint times, and adjacent bytes at the same time, are fine
+    check_plan([_req(0, 0, 1, 128), _req(1, 2, 5, 128)], _plan({0: 0, 1: 0}, 128))
+    check_plan(reqs, _plan({0: 0, 1: 128}, 256))
+
+
+def test_check_plan_rejects_out_of_slab_and_misaligned_tensors():
+    reqs = [_req(0, 0, 1, 100)]
+    with pytest.raises(ValueError, match="outside the slab"):
+        check_plan(reqs, _plan({0: 64}, 128))          # ends at 164
+    with pytest.raises(ValueError, match="misaligned"):
+        check_plan(reqs, _plan({0: 32}, 256))
+    check_plan(reqs, _plan({0: 64}, 164))
+
+
+@st.composite
+def random_plans(draw):
+    reqs = []
+    for k in range(draw(st.integers(0, 6))):       # small, so that both verdicts are common
+        start = draw(st.integers(0, 6))
+        reqs.append(_req(k, start, start + draw(st.integers(0, 3)), draw(st.integers(0, 200))))
+    offsets = {r.key: ALIGNMENT * draw(st.integers(0, 12)) for r in reqs}
+    need = max((offsets[r.key] + r.nbytes for r in reqs), default=0)
+    total = draw(st.sampled_from([need, max(0, need - draw(st.integers(1, 200))), need + 64]))
+    return reqs, offsets, total
+
+
+@settings(max_examples=200, deadline=None)
+@given(random_plans())
+def test_check_plan_agrees_with_the_byte_oracle(case):
+    from srcore.memory.planner import Plan
+
+    reqs, offsets, total = case
+    bad = plan_violations(reqs, offsets, total)
+    note(f"oracle: {bad}")
+    event("bad plan" if bad else "good plan")
+    if bad:
+        with pytest.raises(ValueError):
+            check_plan(reqs, Plan(offsets, total, "random"))
+    else:
+        check_plan(reqs, Plan(offsets, total, "random"))

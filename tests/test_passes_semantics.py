@@ -26,6 +26,9 @@ FUSED = {
     "srcore::conv2d_add_relu": lambda x, w, b, other, s, p, d, g: F.relu(F.conv2d(x, w, b, s, p, d, g) + other),
     "srcore::linear_silu": lambda x, w, b: F.silu(F.linear(x, w, b)),
     "srcore::add_relu": lambda a, b, alpha=1: F.relu(a + alpha * b),
+    "srcore::linear_tanh": lambda x, w, b: torch.tanh(F.linear(x, w, b)),
+    "srcore::linear_sigmoid": lambda x, w, b: torch.sigmoid(F.linear(x, w, b)),
+    "srcore::sum_gt": lambda x, c: bool(x.sum() > c),
 }
 SCALAR = {"aten::add": operator.add, "aten::sub": operator.sub, "aten::mul": operator.mul,
           "aten::lt": operator.lt, "aten::gt": operator.gt, "aten::eq": operator.eq,

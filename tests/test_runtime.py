@@ -271,7 +271,7 @@ def test_runtime_pool_threads_match_single_thread_and_memory_is_stable():
 
 def test_codegen_source_is_straight_line():
     sm = chain_module(srcore.Options(executor="codegen"))
-    src = sm._codegen.source
+    src = sm.codegen.source
     assert "for " not in src and "while " not in src and "[" not in src.split("\n", 1)[1]
     assert src.count("\n    v") == 7
 

@@ -80,3 +80,33 @@ def check(kind, torch_fn, *args, n_out=1):
         refs = [refs[0]]
     assert got == [as_type(r) for r in refs], (kind, args, got, [as_type(r) for r in refs])
     return node
+
+
+def torch_rejects(torch_fn, *args) -> bool:
+    """True if torch refuses ``torch_fn`` on (tensors made for) ``args``."""
+    try:
+        torch_fn(*torch_args(args))
+    except (RuntimeError, TypeError):
+        return True
+    return False
+
+
+def assert_rejected(kind, *args):
+    """srcore refuses ``kind`` on ``args`` (which torch rejects) with a SrcoreError naming the op:
+    at shape propagation, when loading the graph (no kernel for these dtypes or this overload), or
+    at the first run; never with a result or a bare numpy error."""
+    import srcore
+    from srcore.model import Model
+
+    try:
+        node, _ = one_node(kind, *args)
+        sm = srcore.StaticModule(Model.from_graph(node.graph))
+        tensors = [t for t in torch_args(args) if isinstance(t, torch.Tensor)]
+        out = sm(*(t.numpy() for t in tensors))
+    except srcore.SrcoreError as e:
+        from srcore.ops.aliases import canonical
+
+        # an alias (aten::negative) is named as the op it was normalized to (aten::neg)
+        assert kind in str(e) or canonical(kind) in str(e), f"{kind}: the error does not name the node: {e}"
+        return
+    raise AssertionError(f"srcore accepts {kind}{tuple(args)}, which torch rejects: gives {out!r}")

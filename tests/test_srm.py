@@ -195,6 +195,13 @@ def _rewrite(data: bytes, edit, rehash=True) -> bytes:
     (lambda h: h["w"].update(data_offsets=[h["w"]["data_offsets"][0] - 8, h["w"]["data_offsets"][1] - 8]),
      "overlaps"),
     (lambda h: h["w"].update(shape=[3, 3]), "do not hold"),
+    # the table edited to another dtype or shape of the same byte size (checksum re-sealed): the
+    # bytes still "hold", but the graph declares w as Float(2, 3) and n as Long(3)
+    (lambda h: h["w"].update(dtype="I32"), "parameter 'w' is int32 but graph constant %.* declares float32"),
+    (lambda h: h["n"].update(dtype="F64"), "parameter 'n' is float64 but graph constant %.* declares int64"),
+    (lambda h: h["w"].update(shape=[3, 2]), r"parameter 'w' has shape \[3, 2\] but graph constant %.* declares \[2, 3\]"),
+    (lambda h: h["w"].update(shape=[6]), r"parameter 'w' has shape \[6\]"),
+    (lambda h: h["w"].update(dtype="I64", shape=[3]), "parameter 'w' is int64"),
     (lambda h: h["__metadata__"].update(graph="graph(%x : Float(2)):\n  %y = aten::add(%nope)\n"),
      "does not parse"),
     (lambda h: h["__metadata__"].update(graph="__import__('os').system('echo pwned')"), "does not parse"),

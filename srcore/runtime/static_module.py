@@ -115,6 +115,9 @@ class StaticModule:
         _set_input_types(graph, input_types)
         shapes = _propagate(graph, input_types, registry)
         self.graph = graph
+        #: the input types the graph's value types were propagated from: a run whose inputs have exactly
+        #: these types (static shapes) plans with them instead of propagating again
+        self._typed_for = tuple(input_types)
         from .load_report import missing_shape_rules
 
         self.load_report.missing_shape_rules.extend(missing_shape_rules(shapes.missing_rules, schemas))
@@ -170,11 +173,12 @@ class StaticModule:
         self._plans: LRU = LRU(4 * MAX_SIGNATURES)
         self._lock = threading.Lock()
         clock.stage("process")
-        self._codegen = None
+        #: the generated Python the codegen executor runs (``srcore.runtime.codegen``); None with the interpreter
+        self.codegen = None
         if options.executor == "codegen":
             from .codegen import generate
 
-            self._codegen = generate(self)
+            self.codegen = generate(self)
             clock.stage("codegen")
         self._local = threading.local()   # this thread's runtime (sm(x), sm.runtime())
         #: inputs of the one signature the specs allow (every input a tensor of fixed shape and
@@ -262,14 +266,17 @@ class StaticModule:
                 self._signatures[key] = info
         return info
 
-    def _compute_signature(self, input_types: Sequence[Type]) -> SignatureInfo:
-        g = self.graph.copy()
-        _set_input_types(g, input_types)
-        try:
-            _propagate(g, input_types, self.registry)
-        except ShapeError as exc:
-            raise SrcoreInputError(f"the inputs' shapes do not fit the model: {exc}") from None
-        types = [v.type for v in enumerate_values(g)]
+    def _compute_signature(self, input_types: Sequence[Type], *, reuse: bool = True) -> SignatureInfo:
+        if reuse and tuple(input_types) == self._typed_for:
+            types = [v.type for v in enumerate_values(self.graph)]  # the load propagated these very types
+        else:
+            g = self.graph.copy()
+            _set_input_types(g, input_types)
+            try:
+                _propagate(g, input_types, self.registry)
+            except ShapeError as exc:
+                raise SrcoreInputError(f"the inputs' shapes do not fit the model: {exc}") from None
+            types = [v.type for v in enumerate_values(g)]
         blocks = []
         for b in self.blocks:
             reqs, layouts = [], {}

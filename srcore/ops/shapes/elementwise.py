@@ -189,13 +189,30 @@ def binary(ctx: Ctx):
     if not any(ctx.is_tensor(i) for i in (0, 1)):
         from .scalar import scalar_binary
         return scalar_binary(ctx)
+    _no_bool_subtraction(ctx)
     return [tt(promote(ctx.args[:2]), _binary_shape(ctx))]
+
+
+_SUBTRACTIONS = {"sub", "subtract", "rsub"}
+
+
+def _no_bool_subtraction(ctx: Ctx) -> None:
+    """torch refuses subtraction with a bool tensor or a bool scalar (x - True): so does srcore,
+    instead of computing x - 1."""
+    if ctx.op.split("::")[1].split(".")[0].rstrip("_") not in _SUBTRACTIONS:
+        return
+    for a in ctx.args[:2]:
+        t = a.type
+        if (isinstance(t, TensorType) and t.dtype == "bool") or isinstance(t, BoolType) or isinstance(a.known, bool):
+            raise ctx.fail("subtraction with a bool operand is not supported (torch refuses it too); "
+                           "use logical_xor or bitwise_not instead")
 
 
 @rule(*[f"aten::{n}_" for n in BINARY + COMPARE + ["div", "true_divide", "atan2", "lerp", "addcmul",
                                                     "addcdiv", "where", "masked_fill", "clamp"]])
 def inplace_binary(ctx: Ctx):
     """In-place ops keep self's type; the other operand must broadcast to self."""
+    _no_bool_subtraction(ctx)
     t = ctx.tensor(0)
     shape = _binary_shape(ctx)
     if shape is not None and t.shape is not None and len(shape) != len(t.shape):
