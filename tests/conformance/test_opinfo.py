@@ -44,7 +44,11 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int
 
 def cpu_kernels():
     from srcore_cpu import declared_kernels
-    return [k for k in declared_kernels() if k.op.startswith("aten::") and k.backend == "cpu"]
+    # the compiled activations' impl is a factory their matcher calls with the node's constants; the
+    # numpy kernels of the same ops are checked here, the compiled ones against torch in
+    # plugins/cpu/tests/test_jit_pointwise.py
+    return [k for k in declared_kernels() if k.op.startswith("aten::") and k.backend == "cpu"
+            and not str(k.matcher).endswith(":pointwise_matcher")]
 
 
 def _overload(op: str):
@@ -220,6 +224,19 @@ def conformance(kernels, dtypes=None, max_samples=MAX_SAMPLES):
     """
     by = opinfos_by_name()
     results = {}
+    # torch's sample iterators look for the calling unittest.TestCase with inspect.stack(), which reads
+    # every frame's source file and scans sys.modules: minutes over thousands of calls in a large test
+    # process. There is no TestCase here (it would find None): skip the search.
+    from torch.testing._internal import common_utils
+
+    saved, common_utils.extract_test_fn = common_utils.extract_test_fn, lambda: None
+    try:
+        return _conformance(kernels, dtypes, max_samples, by, results)
+    finally:
+        common_utils.extract_test_fn = saved
+
+
+def _conformance(kernels, dtypes, max_samples, by, results):
     for k in kernels:
         overload = _overload(k.op)
         # TorchScript scalar/list ops (cos.Scalar, add.int, len.t) compute in double precision on
