@@ -251,3 +251,90 @@ def test_is_none_folds_only_what_the_types_decide(xt, op, a, value):
         assert applied == []
     else:
         assert returned_constant(g) is value
+
+
+SCALAR = """graph(%x : {xt}):
+  %c : {ct} = prim::Constant[value={c}]()
+  %y : {yt} = aten::{op}(%x, %c)
+  return (%y)
+"""
+
+
+@pytest.mark.parametrize("xt, ct, c, yt, op, fires", [
+    ("int", "int", "0", "int", "add", True),
+    ("int", "int", "1", "int", "add", False),
+    ("int", "int", "5", "int", "sub", False),
+    ("int", "int", "1", "int", "mul", True),
+    ("int", "int", "0", "int", "mul", False),
+    ("float", "float", "0.", "float", "add", True),
+    ("float", "int", "0", "float", "add", True),
+    ("float", "float", "1.", "float", "mul", True),
+    ("int", "float", "0.", "float", "add", False),      # int + 0.0 is a float
+    ("Scalar", "float", "0.", "Scalar", "add", False),  # a Scalar may be an int: + 0.0 makes it a float
+    ("int", "int", "1", "float", "div", False),         # int / 1 is a float
+    ("float", "int", "1", "float", "div", False),       # scalar true division: left to the scalar folder
+])
+def test_scalar_identities(xt, ct, c, yt, op, fires):
+    applied, g = rewrite(SCALAR.format(xt=xt, ct=ct, c=c, yt=yt, op=op))
+    assert bool(applied) == fires, applied
+    if fires:
+        assert g.outputs[0] is g.inputs[0]
+
+
+def test_transpose_dims_known_at_run_time_stay():
+    text = """graph(%x : Float(2, 3), %a : int):
+  %b : int = prim::Constant[value=1]()
+  %t : Tensor = aten::transpose(%x, %a, %b)
+  %y : Tensor = aten::transpose(%t, %a, %b)
+  %u : Tensor = aten::transpose(%y, %b, %a)
+  %z : Tensor = aten::relu(%u)
+  return (%z)
+"""
+    assert rewrite(text)[0] == []
+
+
+@pytest.mark.parametrize("args, fires", [
+    ('%x, %cuda, %d6, %f, %f, %n', False),                   # another device
+    ("%x, %d6, %n, %n, %n, %f, %t, %n", False),              # to.dtype_layout (copy=True)
+    ("%x, %d6, %n, %n, %n, %f, %f, %n", False),              # to.dtype_layout: not rewritten at all
+])
+def test_to_other_devices_and_overloads(args, fires):
+    text = TO.replace('  %cl : int', '  %cuda : Device = prim::Constant[value="cuda"]()\n  %cl : int')
+    applied, _ = rewrite(text.format(args=args))
+    assert ("x.to(x.dtype) -> x" in applied) == fires
+
+
+@pytest.mark.parametrize("xt, value", [("Float(2)", True), ("Double(2)", True), ("Long(2)", False),
+                                       ("Bool(2)", False), ("Tensor", None)])
+def test_is_floating_point_of_a_known_dtype(xt, value):
+    applied, g = rewrite(f"graph(%x : {xt}):\n  %y : bool = aten::is_floating_point(%x)\n  return (%y)\n")
+    if value is None:
+        assert applied == []
+    else:
+        assert returned_constant(g) is value
+
+
+def test_is_floating_point_of_complex_is_false():
+    g = parse_graph("graph(%x : Tensor):\n  %y : bool = aten::is_floating_point(%x)\n  return (%y)\n")
+    g.inputs[0].type = TensorType("complex64", (2,))
+    assert peephole(g) is True and returned_constant(g) is False
+
+
+def test_peephole_says_whether_it_changed_the_graph():
+    g = parse_graph("graph(%x : Float(2)):\n  %y : Float(2) = aten::relu(%x)\n  return (%y)\n")
+    assert peephole(g) is False
+
+
+def test_a_rule_that_does_not_match_lets_the_next_rule_of_its_op_try():
+    from srcore.passes.peephole import Rule, group_rules
+
+    def neg_neg(node):
+        inner = node.inputs[0].node
+        return inner.inputs[0] if inner.kind == "aten::neg" else None
+
+    table = group_rules([Rule("never", "aten::neg", lambda node: None), Rule("neg(neg(x)) -> x", "aten::neg", neg_neg)])
+    g = parse_graph("graph(%x : Float(2)):\n  %a : Float(2) = aten::neg(%x)\n  %b : Float(2) = aten::neg(%a)\n"
+                    "  return (%b)\n")
+    applied: list[str] = []
+    assert peephole(g, rules=table, applied=applied) is True
+    assert applied == ["neg(neg(x)) -> x"] and g.outputs[0] is g.inputs[0]
