@@ -1,8 +1,10 @@
 """One benchmark cell in a fresh process: ``python -m benchmarks.cell MODEL RUNNER THREADS ARTIFACTS_DIR``.
 
-Loads the runner's artifact (timed: file -> ready callable), checks its output
-against torch eager, resets the peak RSS, measures latency with the protocol of
-``srcore bench`` and prints one JSON object on stdout. Thread counts are fixed
+Loads the runner's artifact (timed: file -> ready callable), times the first call
+(``first_call_ms``: no call may pay for a build), checks every output against torch
+eager, resets the peak RSS, measures latency with the protocol of ``srcore bench``
+and prints one JSON object on stdout. Models take any number of inputs of any
+dtype (``artifacts.py``). Thread counts are fixed
 by the parent through the environment and here through torch / threadpoolctl /
 ORT options. Errors are reported as ``{"status": "error", "error": ...}``.
 """
@@ -15,6 +17,8 @@ import traceback
 from pathlib import Path
 
 from srcore.cli.bench import measure, peak_rss_kib, peak_rss_reset
+
+from .artifacts import flatten_outputs, load_inputs, load_refs, max_rel_err
 
 SRCORE_RUNNERS = {
     "srcore_codegen_standard": ("codegen", "standard_resizing"),
@@ -50,37 +54,38 @@ def _torch(threads: int):
     return torch, ctx
 
 
-def _to_np(y):
-    import numpy as np
+def _feed(input_names: list[str], names: list[str], xs: list) -> dict:
+    """``{name: array}`` for the inputs a session declares (ONNX may drop an unused one)."""
+    by = dict(zip(names, xs))
+    missing = [n for n in input_names if n not in by]
+    if missing:
+        raise RuntimeError(f"the ONNX model's inputs {missing} are not among the saved inputs {names}")
+    return {n: by[n] for n in input_names}
 
-    while isinstance(y, (tuple, list)):
-        y = y[0]
-    return y.numpy() if hasattr(y, "numpy") else np.asarray(y)
 
-
-def load_runner(model: str, runner: str, threads: int, art: Path, x, extra: dict):
+def load_runner(model: str, runner: str, threads: int, art: Path, xs: list, names: list[str], extra: dict):
     """Return a zero-argument callable that runs one inference (and returns the output)."""
     if runner == "eager":
         torch, ctx = _torch(threads)
-        from .models import MODELS
+        from .models import ALL_MODELS
 
-        m, _ = MODELS[model][0]()
+        m, _ = ALL_MODELS[model][0]()
         m.load_state_dict(torch.load(art / "eager_state.pt"))
         m.eval()
-        xt = torch.from_numpy(x)
+        ts = [torch.from_numpy(x) for x in xs]
         extra["_keep"] = ctx
-        return lambda: m(xt)
+        return lambda: m(*ts)
     if runner in ("torchscript", "static_runtime"):
         torch, ctx = _torch(threads)
         extra["_keep"] = ctx
         mod = torch.jit.load(str(art / "model.pt")).eval()
         frozen = torch.jit.freeze(mod)
-        xt = torch.from_numpy(x)
+        ts = [torch.from_numpy(x) for x in xs]
         if runner == "torchscript":
             f = torch.jit.optimize_for_inference(frozen)
-            return lambda: f(xt)
+            return lambda: f(*ts)
         sm = torch._C._jit_to_static_module(frozen._c)
-        return lambda: sm(xt)
+        return lambda: sm(*ts)
     if runner == "ort":
         try:
             import onnxruntime as ort
@@ -93,10 +98,9 @@ def load_runner(model: str, runner: str, threads: int, art: Path, x, extra: dict
         so.intra_op_num_threads = threads
         so.inter_op_num_threads = 1
         sess = ort.InferenceSession(str(art / "model.onnx"), so, providers=["CPUExecutionProvider"])
-        feed = {sess.get_inputs()[0].name: x}
-        outs = [sess.get_outputs()[0].name]
+        feed = _feed([i.name for i in sess.get_inputs()], names, xs)
         extra["ort_version"] = ort.__version__
-        return lambda: sess.run(outs, feed)
+        return lambda: sess.run(None, feed)
     if runner == "onnx_reference":
         try:
             from onnx.reference import ReferenceEvaluator
@@ -104,10 +108,10 @@ def load_runner(model: str, runner: str, threads: int, art: Path, x, extra: dict
             raise Skip(f"onnx not installed: {e}") from None
         _require(art / "model.onnx")
         ev = ReferenceEvaluator(str(art / "model.onnx"))
-        feed = {ev.input_names[0]: x}
+        feed = _feed(list(ev.input_names), names, xs)
         return lambda: ev.run(None, feed)
     if runner in ("ov_onnx", "ov_onnx_bf16"):
-        return _ov_onnx(art, threads, x, extra, "bf16" if runner.endswith("bf16") else "f32")
+        return _ov_onnx(art, threads, xs, names, extra, "bf16" if runner.endswith("bf16") else "f32")
     if runner in ("numpy", "numpy_out"):
         import numpy as np
 
@@ -116,6 +120,7 @@ def load_runner(model: str, runner: str, threads: int, art: Path, x, extra: dict
         if model not in FLOORS:
             raise Skip(f"no hand-written numpy version of {model}")
         sd = dict(np.load(art / "weights.npz"))
+        x = xs[0]
         impl = FLOORS[model](sd, x.shape)
         f = impl.plain if runner == "numpy" else impl.out
         return lambda: f(x)
@@ -147,11 +152,11 @@ def load_runner(model: str, runner: str, threads: int, art: Path, x, extra: dict
                                 for s in sm.partition.segments]
         rt = sm.runtime()
         extra["_sm"], extra["_rt"] = sm, rt
-        return lambda: rt(x)
+        return lambda: rt(*xs)
     raise Skip(f"unknown runner {runner!r}")
 
 
-def _ov_onnx(art: Path, threads: int, x, extra: dict, precision: str):
+def _ov_onnx(art: Path, threads: int, xs: list, names: list[str], extra: dict, precision: str):
     """OpenVINO run directly on the model's ONNX file: the same compile settings and calling
     convention as srcore's openvino engines (one infer request, the input shared, the output copied)."""
     try:
@@ -175,10 +180,15 @@ def _ov_onnx(art: Path, threads: int, x, extra: dict, precision: str):
     req = compiled.create_infer_request()
     extra["openvino_version"] = ov.__version__
 
+    feed = _feed([p.get_any_name() for p in compiled.inputs], names, xs)
+    tensors = [ov.Tensor(feed[p.get_any_name()], shared_memory=True) for p in compiled.inputs]
+    n_out = len(compiled.outputs)
+
     def call():
-        req.set_input_tensor(0, ov.Tensor(x, shared_memory=True))
+        for i, t in enumerate(tensors):
+            req.set_input_tensor(i, t)
         req.infer()
-        return req.get_output_tensor(0).data.copy()
+        return [req.get_output_tensor(i).data.copy() for i in range(n_out)]
     return call
 
 
@@ -211,28 +221,28 @@ def blas_info() -> list[dict]:
 
 
 def run_cell(model: str, runner: str, threads: int, art: Path, quick: bool) -> dict:
-    import numpy as np
 
     res: dict = {"model": model, "runner": runner, "threads": threads}
     extra: dict = {}
-    x = np.load(art / "input.npy")
-    ref = np.load(art / "ref.npy")
+    names, xs = load_inputs(art)
+    refs = load_refs(art)
     from threadpoolctl import threadpool_limits
 
     preimport(runner)  # load time is file -> ready callable, not the library's import
     limits = threadpool_limits(limits=threads)  # every BLAS / OpenMP pool loaded in this process
     t0 = time.perf_counter()
-    call = load_runner(model, runner, threads, art, x, extra)
+    call = load_runner(model, runner, threads, art, xs, names, extra)
     res["load_ms"] = (time.perf_counter() - t0) * 1e3
     peak_rss_reset()  # after load: the peak below is what inference adds
     base = peak_rss_kib()
     t0 = time.perf_counter()
-    y = _to_np(call())
+    ys = flatten_outputs(call())
     res["first_call_ms"] = (time.perf_counter() - t0) * 1e3
-    res["max_rel_err"] = float(np.abs(y.astype(np.float64) - ref).max() / max(np.abs(ref).max(), 1e-30))
+    res["max_rel_err"] = max_rel_err(ys, refs)
     t0 = time.perf_counter()
     call()
     dt = time.perf_counter() - t0
+    res["second_call_ms"] = dt * 1e3
     if quick:
         rounds, runs = 2, 3
     elif dt > 0.1:  # slow peers (onnx.reference on convolutions): fewer calls
@@ -246,7 +256,7 @@ def run_cell(model: str, runner: str, threads: int, art: Path, quick: bool) -> d
     del limits
     if "_sm" in extra:
         res["arena_bytes"] = extra["_rt"].arena_bytes
-        rows = extra["_sm"].memory_report(x)
+        rows = extra["_sm"].memory_report(*xs)
         res["memory"] = [{k: r[k] for k in ("block", "owner", "managed_tensors", "arena_bytes",
                                             "no_reuse_bytes", "lower_bound_bytes", "algorithm")} for r in rows]
     res.update({k: v for k, v in extra.items() if not k.startswith("_")})

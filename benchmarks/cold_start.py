@@ -28,7 +28,8 @@ from .models import MODELS
 from .prepare import prepare
 from .run import ROOT, child_env
 
-PRELUDE = "import time; t0 = time.perf_counter(); import numpy as np; x = np.load({inp!r})\n"
+PRELUDE = ("import time; t0 = time.perf_counter(); import numpy as np\n"
+           "with np.load({inp!r}) as z: xs = [z[k] for k in z.files]\n")
 CHILDREN = {
     "srcore": ("t_in = time.perf_counter()\n"
                "import srcore\n"
@@ -38,16 +39,16 @@ CHILDREN = {
                "t_sm = time.perf_counter()\n"
                "rt = sm.runtime()\n"
                "t_rt = time.perf_counter()\n"
-               "y = rt(x)\n"
+               "y = rt(*xs)\n"
                "t_call = time.perf_counter()\n"),
     "torchscript": ("import torch\n"
                     "torch.set_num_threads(1)\n"
                     "m = torch.jit.load({art!r} + '/model.pt').eval()\n"
-                    "with torch.inference_mode(): y = m(torch.from_numpy(x))\n"),
+                    "with torch.inference_mode(): y = m(*[torch.from_numpy(x) for x in xs])\n"),
     "ort": ("import onnxruntime as ort\n"
             "so = ort.SessionOptions(); so.intra_op_num_threads = 1\n"
             "s = ort.InferenceSession({art!r} + '/model.onnx', so, providers=['CPUExecutionProvider'])\n"
-            "y = s.run(None, {{s.get_inputs()[0].name: x}})\n"),
+            "y = s.run(None, dict(zip([i.name for i in s.get_inputs()], xs)))\n"),
 }
 EPILOGUE = "print('@@MS@@', (time.perf_counter() - t0) * 1e3)\n"
 #: per runner, run after the timed part: one ``@@STAGES@@ {json}`` line of milliseconds
@@ -62,7 +63,7 @@ REPORTS = {
 
 def once(runner: str, art: Path) -> tuple[float, float, dict[str, float]]:
     """(process wall ms, in-child ms, stage ms) of one fresh process."""
-    code = (PRELUDE.format(inp=str(art / "input.npy")) + CHILDREN[runner].format(art=str(art)) + EPILOGUE
+    code = (PRELUDE.format(inp=str(art / "inputs.npz")) + CHILDREN[runner].format(art=str(art)) + EPILOGUE
             + REPORTS.get(runner, "").format())
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-c", code], env=child_env(1), capture_output=True, text=True, cwd=ROOT)

@@ -2,7 +2,9 @@
 
 Same rules as ``models.py``: plain torch (no torchvision), fixed seeds, eval mode, float32, every
 builder returns ``(module, example_inputs)``. Batch-norm statistics are drawn (non-trivial), so
-folding does real work. ``FAMILIES`` maps a name to ``(builder, meta)`` like ``models.MODELS``.
+folding does real work. ``FAMILIES`` maps a name to ``(builder, meta)`` like ``models.MODELS``;
+``meta["small_inputs"]`` makes inputs of the same kinds at smaller sizes (fewer pixels, tokens,
+steps or samples), on which the parity tests check the same modules cheaply.
 
 - ``mobilenet_v3``: MobileNetV3-Small layout (depthwise 3x3/5x5, squeeze-excite with hardsigmoid,
   hardswish), 1x3x224x224.
@@ -286,8 +288,8 @@ class SamplingStep(nn.Module):
         self.k, self.p = k, p
 
     def forward(self, logits, penalty_ids):
-        # a repetition penalty on ids already emitted (gather / scatter-free: where + index mask)
-        seen = torch.zeros_like(logits, dtype=torch.bool).scatter(1, penalty_ids, True)
+        # a repetition penalty on ids already emitted: scatter a mark, where
+        seen = torch.zeros_like(logits).scatter(1, penalty_ids, 1.0) > 0.5
         logits = torch.where(seen, logits - 2.0, logits)
         top, idx = torch.topk(logits, self.k, dim=-1)
         probs = torch.softmax(top, dim=-1)
@@ -314,15 +316,16 @@ class AudioConv1d(nn.Module):
 
     def __init__(self, c: int = 128, d: int = 256):
         super().__init__()
-        spec = [(10, 5), (3, 2), (3, 2), (3, 2), (3, 2), (2, 2), (2, 2)]
-        self.convs = nn.ModuleList([nn.Conv1d(1 if i == 0 else c, c, k, s, bias=False) for i, (k, s) in enumerate(spec)])
+        spec = [(3, 2), (3, 2), (3, 2), (3, 2), (2, 2), (2, 2)]
+        self.conv0 = nn.Conv1d(1, c, 10, 5, bias=False)
+        self.convs = nn.ModuleList([nn.Conv1d(c, c, k, s, bias=False) for k, s in spec])
         self.norm = nn.GroupNorm(c, c)
         self.ln = nn.LayerNorm(c)
         self.proj = nn.Linear(c, d)
 
     def forward(self, wave):
-        x = F.gelu(self.norm(self.convs[0](wave)))
-        for conv in self.convs[1:]:
+        x = F.gelu(self.norm(self.conv0(wave)))
+        for conv in self.convs:
             x = F.gelu(conv(x))
         return self.proj(self.ln(x.transpose(1, 2)))
 
@@ -334,16 +337,32 @@ def build_audio_conv1d():
     return m.eval(), (torch.randn(1, 1, 16000),)
 
 
-def _meta(compute_bound: bool, torchscript: str = "script") -> dict:
-    return {"compute_bound": compute_bound, "torchscript": torchscript, "family": True}
+def _small_tokens(t: int = 32, pad: int = 8):
+    g = torch.Generator().manual_seed(123)
+    ids = torch.randint(1, 8000, (1, t), generator=g)
+    mask = torch.ones(1, t, dtype=torch.int64)
+    mask[:, t - pad:] = 0
+    ids[:, t - pad:] = 0
+    return ids, mask
+
+
+def _small(*shapes):
+    def make():
+        g = torch.Generator().manual_seed(123)
+        return tuple(torch.randn(s, generator=g) for s in shapes)
+    return make
+
+
+def _meta(compute_bound: bool, small, torchscript: str = "script") -> dict:
+    return {"compute_bound": compute_bound, "torchscript": torchscript, "family": True, "small_inputs": small}
 
 
 FAMILIES = {
-    "mobilenet_v3": (build_mobilenet_v3, _meta(True)),
-    "unet_small": (build_unet_small, _meta(True)),
-    "bert_encoder": (build_bert_encoder, _meta(True)),
-    "lstm_gru": (build_lstm_gru, _meta(True)),
-    "detection_head": (build_detection_head, _meta(True)),
-    "index_ops": (build_index_ops, _meta(False)),
-    "audio_conv1d": (build_audio_conv1d, _meta(True)),
+    "mobilenet_v3": (build_mobilenet_v3, _meta(True, _small((1, 3, 64, 64)))),
+    "unet_small": (build_unet_small, _meta(True, _small((1, 3, 32, 32)))),
+    "bert_encoder": (build_bert_encoder, _meta(True, _small_tokens)),
+    "lstm_gru": (build_lstm_gru, _meta(True, _small((1, 20, 40)))),
+    "detection_head": (build_detection_head, _meta(True, _small((1, 3, 64, 64)))),
+    "index_ops": (build_index_ops, _meta(False, lambda: build_index_ops()[1])),
+    "audio_conv1d": (build_audio_conv1d, _meta(True, _small((1, 1, 4000)))),
 }

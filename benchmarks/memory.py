@@ -11,20 +11,21 @@ import json
 import sys
 from pathlib import Path
 
-from .models import MODELS
+from .artifacts import load_inputs
+from .models import ALL_MODELS, MODELS
 from .prepare import prepare
 from .run import ROOT
 
 PLANNERS = ("standard_resizing", "precomputed_offsets")
 
 
-def memory_rows(srm: Path, x) -> dict[str, dict]:
+def memory_rows(srm: Path, xs: list) -> dict[str, dict]:
     import srcore
 
     model = srcore.load(str(srm))
     out = {}
     for pl in PLANNERS:
-        rows = srcore.StaticModule(model, options=srcore.Options(memory_planner_algorithm=pl)).memory_report(x)
+        rows = srcore.StaticModule(model, options=srcore.Options(memory_planner_algorithm=pl)).memory_report(*xs)
         tot = {k: sum(r[k] for r in rows) for k in ("arena_bytes", "lower_bound_bytes", "no_reuse_bytes",
                                                     "managed_tensors")}
         tot["blocks"] = len(rows)
@@ -45,10 +46,8 @@ def memory_rows(srm: Path, x) -> dict[str, dict]:
 
 
 def main(argv=None) -> int:
-    import numpy as np
-
     ap = argparse.ArgumentParser(prog="python -m benchmarks.memory")
-    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--models", default=",".join(MODELS), help=f"comma list of {','.join(ALL_MODELS)}")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     args = ap.parse_args(argv)
     out = Path(args.out)
@@ -59,7 +58,7 @@ def main(argv=None) -> int:
         prepare(m, out)
         art = out / "artifacts" / m
         try:
-            results[m] = memory_rows(art / "model.srm", np.load(art / "input.npy"))
+            results[m] = memory_rows(art / "model.srm", load_inputs(art)[1])
         except Exception as e:  # noqa: BLE001 - recorded
             results[m] = {"error": f"{type(e).__name__}: {e}"}
             print(f"{m:<28}error: {results[m]['error'][:100]}")

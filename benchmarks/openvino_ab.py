@@ -28,7 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .cell import Skip, _to_np, load_runner, preimport
+from .artifacts import flatten_outputs, load_inputs, load_refs, max_rel_err
+from .cell import Skip, load_runner, preimport
 from .machine import machine_facts
 from .models import MODELS
 from .prepare import prepare
@@ -45,8 +46,8 @@ LABELS = {"openvino": "srcore openvino", "ov_onnx": "OpenVINO (ONNX)", "ort": "O
 def measure_model(model: str, runners, threads: int, art: Path, rounds: int, round_s: float) -> dict:
     from threadpoolctl import threadpool_limits
 
-    x = np.load(art / "input.npy")
-    ref = np.load(art / "ref.npy")
+    names_in, xs = load_inputs(art)
+    refs = load_refs(art)
     limits = threadpool_limits(limits=threads)
     calls, res = {}, {"model": model, "threads": threads, "runners": {}}
     for r in runners:
@@ -54,13 +55,13 @@ def measure_model(model: str, runners, threads: int, art: Path, rounds: int, rou
         extra: dict = {}
         try:
             t0 = time.perf_counter()
-            f = load_runner(model, r, threads, art, x, extra)
+            f = load_runner(model, r, threads, art, xs, names_in, extra)
             load = time.perf_counter() - t0
-            y = _to_np(f())
+            ys = flatten_outputs(f())
         except Skip as e:
             res["runners"][r] = {"status": "skipped", "note": str(e)}
             continue
-        err = float(np.abs(y.astype(np.float64) - ref).max() / max(np.abs(ref).max(), 1e-30))
+        err = max_rel_err(ys, refs)
         res["runners"][r] = {"status": "ok", "load_ms": round(load * 1e3, 1), "max_rel_err": err,
                              **{k: v for k, v in extra.items() if not k.startswith("_")}}
         calls[r] = (f, extra)

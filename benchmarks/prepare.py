@@ -1,10 +1,12 @@
 """Artifacts of a benchmark model, made once in the parent and cached under ``OUT/artifacts/MODEL/``.
 
-``input.npy`` / ``ref.npy`` (the example input; torch eager's output),
+``inputs.npz`` / ``refs.npz`` (the example inputs, any count and dtype, named as ``forward``
+names them; torch eager's outputs, flattened: see ``artifacts.py``),
 ``eager_state.pt`` (state_dict), ``weights.npz`` (the same as numpy, for the
 numpy floor), ``model.pt`` (TorchScript: scripted, or traced where
 ``meta["torchscript"] == "trace"``), ``model.onnx`` (legacy exporter,
-``dynamo=False``: the scripted module for control_flow), ``model.srm``
+``dynamo=False``: the scripted module for control_flow; the dynamo exporter where the legacy one
+fails, noted in ``model.onnx.exporter``), ``model.srm``
 (srcore, converted from the TorchScript module) and ``model_onnx.srm`` (srcore,
 converted from ``model.onnx`` with ``srcore.from_onnx``). A failed artifact leaves
 ``<name>.error`` with the message instead; the cells that need it are skipped.
@@ -21,12 +23,14 @@ def prepare(model: str, out: Path, *, force: bool = False) -> dict[str, str]:
     import numpy as np
     import torch
 
-    from .models import MODELS
+    from .artifacts import flatten_outputs, input_names, save_inputs, save_refs
+    from .models import ALL_MODELS
 
     art = out / "artifacts" / model
     art.mkdir(parents=True, exist_ok=True)
-    build, meta = MODELS[model]
+    build, meta = ALL_MODELS[model]
     m, inputs = build()
+    names = input_names(m, len(inputs))
     status: dict[str, str] = {}
     ts_cache: dict[str, torch.jit.ScriptModule] = {}
 
@@ -41,15 +45,26 @@ def prepare(model: str, out: Path, *, force: bool = False) -> dict[str, str]:
                 ts_cache["m"] = torch.jit.script(m)
         return ts_cache["m"]
 
-    def make_ref(p):
-        np.save(art / "input.npy", inputs[0].numpy())
+    def make_refs(p):
+        save_inputs(art, names, [t.numpy() for t in inputs])
         with torch.inference_mode():
-            np.save(p, m(*inputs).numpy())
+            save_refs(art, flatten_outputs(m(*inputs)))
 
     def make_onnx(p):
         src = torchscript() if model == "control_flow" else m
-        torch.onnx.export(src, inputs, str(p), dynamo=False, input_names=["x"], output_names=["y"],
-                          opset_version=17)
+        with torch.inference_mode():
+            n_out = len(flatten_outputs(m(*inputs)))
+        outs = ["y"] if n_out == 1 else [f"y{i}" for i in range(n_out)]
+        try:
+            torch.onnx.export(src, inputs, str(p), dynamo=False, input_names=names, output_names=outs,
+                              opset_version=17)
+            exporter = "legacy (dynamo=False), opset 17"
+        except Exception as e:  # noqa: BLE001 - the dynamo exporter covers what the legacy one cannot
+            p.unlink(missing_ok=True)
+            torch.onnx.export(m, inputs, str(p), dynamo=True, input_names=names, output_names=outs,
+                              opset_version=18, external_data=False)
+            exporter = f"dynamo, opset 18 (the legacy exporter failed: {type(e).__name__}: {str(e)[:300]})"
+        (art / "model.onnx.exporter").write_text(exporter + "\n")
 
     def make_srm(p):
         import srcore
@@ -66,7 +81,7 @@ def prepare(model: str, out: Path, *, force: bool = False) -> dict[str, str]:
         status["onnx_convert_s"] = f"{time.perf_counter() - t0:.2f}"
 
     steps = {
-        "ref.npy": make_ref,
+        "refs.npz": make_refs,
         "eager_state.pt": lambda p: torch.save(m.state_dict(), p),
         "weights.npz": lambda p: np.savez(p, **{k: v.detach().numpy() for k, v in m.state_dict().items()}),
         "model.pt": lambda p: torch.jit.save(torchscript(), str(p)),

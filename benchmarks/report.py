@@ -37,10 +37,11 @@ def base_of(cells: list[dict]) -> float | None:
 
 
 def format_table(report: dict) -> str:
-    """Per (model, threads): best-round median, median, p90, srcore÷peer, load, peak RSS, error vs eager."""
+    """Per (model, threads): best-round median, median, p90, srcore÷peer, load, first call (and ÷ the
+    median), peak RSS, error vs eager."""
     lines = []
     head = (f"{'runner':<28}{'best-round':>11}{'median':>11}{'p90':>11}{'srcore÷it':>10}"
-            f"{'load':>10}{'ΔRSS':>9}{'rel.err':>9}")
+            f"{'load':>10}{'1st call':>11}{'1st÷med':>8}{'ΔRSS':>9}{'rel.err':>9}")
     for (model, threads), cells in groups(report).items():
         base = base_of(cells)
         lines += ["", f"== {model}, {threads} thread(s)  (srcore÷it < 1: srcore codegen/standard is faster)", head]
@@ -53,9 +54,12 @@ def format_table(report: dict) -> str:
             b = c["best_round_median_us"]
             ratio = f"{base / b:.2f}x" if base else "-"
             rss = c.get("peak_rss_increase_kib")
+            first = c.get("first_call_ms")
+            first_s = fmt_us(first * 1e3) if first is not None else "-"
+            first_r = f"{first * 1e3 / c['median_us']:.1f}x" if first is not None else "-"
             lines.append(f"{name:<28}{fmt_us(b):>11}{fmt_us(c['median_us']):>11}{fmt_us(c['p90_us']):>11}"
-                         f"{ratio:>10}{c['load_ms']:>8.0f}ms{(str(rss) + 'K') if rss is not None else '-':>9}"
-                         f"{c['max_rel_err']:>9.1e}")
+                         f"{ratio:>10}{c['load_ms']:>8.0f}ms{first_s:>11}{first_r:>8}"
+                         f"{(str(rss) + 'K') if rss is not None else '-':>9}{c['max_rel_err']:>9.1e}")
     return "\n".join(lines)
 
 
@@ -75,6 +79,26 @@ def markdown_tables(report: dict, threads: int = 1) -> str:
         rat.append(f"| {model} | " + " | ".join(
             f"{base / by[r]['best_round_median_us']:.2f}x" if r in by and base else "–" for r in runners) + " |")
     return "\n".join(lat) + "\n\nsrcore (codegen, standard_resizing) ÷ runner (< 1: srcore faster):\n\n" + "\n".join(rat)
+
+
+def first_call_table(report: dict, threads: int = 1) -> str:
+    """Markdown: per model and runner, load time, first call and first call ÷ the steady median."""
+    runners = [r for r in LABELS if any(c["runner"] == r and c["threads"] == threads and c["status"] == "ok"
+                                        for c in report["cells"])]
+    rows = ["| model | " + " | ".join(LABELS[r] for r in runners) + " |", "|---" * (len(runners) + 1) + "|"]
+    for (model, t), cells in groups(report).items():
+        if t != threads:
+            continue
+        by = {c["runner"]: c for c in cells if c["status"] == "ok"}
+
+        def cell(r):
+            c = by.get(r)
+            if c is None or c.get("first_call_ms") is None:
+                return "–"
+            return (f"{c['load_ms']:.0f} ms / {fmt_us(c['first_call_ms'] * 1e3)} "
+                    f"({c['first_call_ms'] * 1e3 / c['median_us']:.1f}x)")
+        rows.append(f"| {model} | " + " | ".join(cell(r) for r in runners) + " |")
+    return "\n".join(rows)
 
 
 TICKS = (0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100)
@@ -144,6 +168,8 @@ def main(argv=None) -> int:
         for t in sorted({c["threads"] for c in report["cells"]}):
             print(f"\n### {t} thread(s)\n")
             print(markdown_tables(report, t))
+            print(f"\nload / first call (first call ÷ steady median), {t} thread(s):\n")
+            print(first_call_table(report, t))
     if args.chart:
         plot_latency(report, Path(args.chart))
     return 0

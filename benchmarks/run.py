@@ -1,10 +1,12 @@
-"""THE side-by-side benchmark: ``python -m benchmarks.run [--models ...] [--runners ...] [--threads 1,2]
-[--smoke] [--out DIR]``.
+"""THE side-by-side benchmark: ``python -m benchmarks.run [--set seven|families|all] [--models ...]
+[--runners ...] [--threads 1,2] [--cold-cache] [--smoke] [--out DIR]``.
 
 One fresh process (``python -m benchmarks.cell``) per (model, runner, threads)
 cell; artifacts are prepared once per model in this process. Prints a table
-with ratios to srcore (codegen, standard_resizing), writes ``OUT/latest.json``
-and (unless ``--smoke`` / ``--no-chart``) ``docs/bench-latency.png``.
+with ratios to srcore (codegen, standard_resizing) and the first call beside
+the load time, writes ``OUT/latest.json`` (``latest_cold.json`` with
+``--cold-cache``: every cell starts with empty srcore and numba caches) and
+(unless ``--smoke`` / ``--no-chart``) ``docs/bench-latency.png``.
 """
 from __future__ import annotations
 
@@ -14,12 +16,13 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from .cell import RUNNERS
 from .machine import machine_facts
-from .models import MODELS
+from .models import ALL_MODELS, FAMILIES, MODELS
 from .prepare import prepare
 from .report import format_table, plot_latency
 
@@ -29,10 +32,17 @@ RUNNERS_2T = ("eager", "torchscript", "static_runtime", "ort", "numpy_out",
               "srcore_codegen_standard", "srcore_codegen_precomputed", "trt_like", "srcore_onnx", "openvino",
               "openvino_bf16", "ov_onnx", "ov_onnx_bf16")
 SMOKE_MODELS = ("mlp_tiny", "elementwise_chain")
+#: --set: the seven of bench-models.md, the wider set of architecture families, or both
+SETS = {"seven": list(MODELS), "families": list(FAMILIES), "all": list(ALL_MODELS)}
 
 
-def child_env(threads: int) -> dict[str, str]:
+def child_env(threads: int, cache_dir: str | None = None) -> dict[str, str]:
+    """The environment of a cell: intra-op threads fixed; with ``cache_dir``, srcore's and numba's
+    on-disk caches there (an empty directory: a cold start)."""
     env = dict(os.environ)
+    if cache_dir is not None:
+        env["SRCORE_CACHE_DIR"] = os.path.join(cache_dir, "srcore")
+        env["NUMBA_CACHE_DIR"] = os.path.join(cache_dir, "numba")
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env[var] = str(threads)
     # set here for old OpenBLAS builds, they slow a current one: unset both, in the children only
@@ -42,17 +52,19 @@ def child_env(threads: int) -> dict[str, str]:
     return env
 
 
-def run_cell(model: str, runner: str, threads: int, art: Path, quick: bool, timeout: float) -> dict:
+def run_cell(model: str, runner: str, threads: int, art: Path, quick: bool, timeout: float,
+             cold_cache: bool = False) -> dict:
     cmd = [sys.executable, "-m", "benchmarks.cell", model, runner, str(threads), str(art)]
     if quick:
         cmd.append("--quick")
     base = {"model": model, "runner": runner, "threads": threads}
     t0 = time.perf_counter()
-    try:
-        p = subprocess.run(cmd, env=child_env(threads), capture_output=True, text=True, timeout=timeout,
-                           cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return {**base, "status": "error", "error": f"timeout after {timeout:.0f} s"}
+    with tempfile.TemporaryDirectory(prefix="srcore-cold-") as tmp:
+        try:
+            p = subprocess.run(cmd, env=child_env(threads, tmp if cold_cache else None), capture_output=True,
+                               text=True, timeout=timeout, cwd=ROOT)
+        except subprocess.TimeoutExpired:
+            return {**base, "status": "error", "error": f"timeout after {timeout:.0f} s"}
     for line in p.stdout.splitlines():
         if line.startswith("@@RESULT@@"):
             res = json.loads(line[len("@@RESULT@@"):])
@@ -83,7 +95,7 @@ def merge_reports(old: dict, new: dict) -> dict:
         best = better(prev, c) if prev else c
         cells[key(c)] = {**best, "passes_best_round_us": [*passes, c.get("best_round_median_us")]}
     merged = {**old, "cells": sorted(cells.values(), key=lambda c: (
-        list(MODELS).index(c["model"]), c["threads"], list(RUNNERS).index(c["runner"])))}
+        list(ALL_MODELS).index(c["model"]), c["threads"], list(RUNNERS).index(c["runner"])))}
     merged["prepare"] = {**old.get("prepare", {}), **new["prepare"]}
     merged["command"] = old["command"] + " ; then " + new["command"]
     merged["wall_s"] = old.get("wall_s", 0) + new["wall_s"]
@@ -95,7 +107,7 @@ def plan_cells(models, runners, threads) -> list[tuple[str, str, int]]:
     cells = []
     for m in models:
         for t in threads:
-            if t > 1 and not MODELS[m][1]["compute_bound"]:
+            if t > 1 and not ALL_MODELS[m][1]["compute_bound"]:
                 continue
             for r in runners:
                 if t > 1 and r not in RUNNERS_2T:
@@ -106,7 +118,11 @@ def plan_cells(models, runners, threads) -> list[tuple[str, str, int]]:
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--models", default=None, help="comma list (default: all; --smoke: mlp_tiny,elementwise_chain)")
+    ap.add_argument("--set", default="all", choices=sorted(SETS),
+                    help="seven: the models of bench-models.md; families: the wider set (benchmarks/families.py); "
+                         "all: both (default)")
+    ap.add_argument("--models", default=None,
+                    help="comma list (default: those of --set; --smoke: mlp_tiny,elementwise_chain)")
     ap.add_argument("--runners", default=None, help=f"comma list of {','.join(RUNNERS)}")
     ap.add_argument("--threads", default="1,2", help="intra-op thread counts (>1 only for compute-bound models)")
     ap.add_argument("--smoke", action="store_true", help="few models, few calls, no charts")
@@ -118,14 +134,17 @@ def parse_args(argv):
                     help="run every cell N times (alternating order), keep each cell's least disturbed pass")
     ap.add_argument("--chart", default=str(ROOT / "docs" / "bench-latency.png"))
     ap.add_argument("--timeout", type=float, default=600.0, help="per-cell time limit, seconds")
+    ap.add_argument("--cold-cache", action="store_true",
+                    help="every cell with empty srcore and numba caches (first builds, first compiles); "
+                         "writes OUT/latest_cold.json")
     return ap.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    models = args.models.split(",") if args.models else list(SMOKE_MODELS if args.smoke else MODELS)
+    models = args.models.split(",") if args.models else list(SMOKE_MODELS if args.smoke else SETS[args.set])
     runners = args.runners.split(",") if args.runners else list(RUNNERS)
-    for name, known in ((models, MODELS), (runners, RUNNERS)):
+    for name, known in ((models, ALL_MODELS), (runners, RUNNERS)):
         bad = [n for n in name if n not in known]
         if bad:
             print(f"unknown: {', '.join(bad)} (known: {', '.join(known)})", file=sys.stderr)
@@ -136,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.perf_counter()
     report = {"command": "python -m benchmarks.run " + " ".join(sys.argv[1:] if argv is None else argv),
               "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-              "machine": machine_facts(), "smoke": args.smoke, "prepare": {}, "cells": []}
+              "machine": machine_facts(), "smoke": args.smoke, "cache": "cold" if args.cold_cache else "warm",
+              "prepare": {}, "cells": []}
     for m in models:
         t0 = time.perf_counter()
         report["prepare"][m] = prepare(m, out)
@@ -146,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     for i in range(args.passes):
         # alternate the order so that a slow phase of the machine does not always hit the same cells
         for m, r, t in (plan if i % 2 == 0 else plan[::-1]):
-            res = run_cell(m, r, t, out / "artifacts" / m, args.smoke, args.timeout)
+            res = run_cell(m, r, t, out / "artifacts" / m, args.smoke, args.timeout, args.cold_cache)
             res["loadavg_1m"] = os.getloadavg()[0]
             prev = best.get((m, r, t))
             passes = [*(prev or {}).get("passes_best_round_us", []), res.get("best_round_median_us")]
@@ -158,13 +178,13 @@ def main(argv: list[str] | None = None) -> int:
     report["wall_s"] = round(time.perf_counter() - t_start, 1)
     blas = next((c["blas"] for c in report["cells"] if c.get("blas")), [])
     report["machine"]["blas_runtime"] = blas
-    name = "smoke.json" if args.smoke else "latest.json"
+    name = "smoke.json" if args.smoke else "latest_cold.json" if args.cold_cache else "latest.json"
     if args.merge and (out / name).exists():
         report = merge_reports(json.loads((out / name).read_text()), report)
     (out / name).write_text(json.dumps(report, indent=1, default=str))
     print()
     print(format_table(report))
-    if not (args.smoke or args.no_chart):
+    if not (args.smoke or args.no_chart or args.cold_cache):
         plot_latency(report, Path(args.chart))
         print(f"chart: {args.chart}")
     print(f"results: {out / name} ({report['wall_s']} s)")

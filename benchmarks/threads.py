@@ -19,6 +19,7 @@ import threading
 import time
 from pathlib import Path
 
+from .artifacts import load_inputs
 from .prepare import prepare
 from .run import ROOT, child_env
 
@@ -41,8 +42,8 @@ def make_call(runner: str, art: Path, threads: int):
     so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1
     sess = ort.InferenceSession(str(art / "model.onnx"), so, providers=["CPUExecutionProvider"])
-    name = sess.get_inputs()[0].name
-    return lambda x: sess.run(None, {name: x})
+    names = [i.name for i in sess.get_inputs()]
+    return lambda *xs: sess.run(None, dict(zip(names, xs)))
 
 
 def _busy_seconds() -> float | None:
@@ -60,8 +61,8 @@ def _own_seconds() -> float:
     return t.user + t.system
 
 
-def throughput(call, x, threads: int, seconds: float) -> tuple[float, float | None]:
-    """Calls per second of ``threads`` threads calling ``call(x)`` for ``seconds`` (after a warm-up),
+def throughput(call, xs: list, threads: int, seconds: float) -> tuple[float, float | None]:
+    """Calls per second of ``threads`` threads calling ``call(*xs)`` for ``seconds`` (after a warm-up),
     and the cores other processes kept busy meanwhile (None without ``/proc/stat``): on a shared
     2-core machine one busy core elsewhere is enough to make 2 threads look like 1."""
     stop = threading.Event()
@@ -70,11 +71,11 @@ def throughput(call, x, threads: int, seconds: float) -> tuple[float, float | No
 
     def worker(i):
         for _ in range(2):
-            call(x)
+            call(*xs)
         go.wait()
         n = 0
         while not stop.is_set():
-            call(x)
+            call(*xs)
             n += 1
         counts[i] = n
 
@@ -94,14 +95,13 @@ def throughput(call, x, threads: int, seconds: float) -> tuple[float, float | No
 
 
 def child(model: str, runner: str, art: Path, thread_counts: list[int], seconds: float) -> dict:
-    import numpy as np
     from threadpoolctl import threadpool_limits
 
-    x = np.load(art / "input.npy")
+    _, xs = load_inputs(art)
     out: dict = {"others": {}}
     with threadpool_limits(limits=1):
         for t in thread_counts:
-            out[str(t)], out["others"][str(t)] = throughput(make_call(runner, art, t), x, t, seconds)
+            out[str(t)], out["others"][str(t)] = throughput(make_call(runner, art, t), xs, t, seconds)
     return out
 
 

@@ -56,8 +56,10 @@ _LAZY = {
     "get_plugin_manager": "srcore.plugin.manager:get_plugin_manager",
     "QuantizedArray": "srcore.qarray:QuantizedArray",
     "QParams": "srcore.ir.quant:QParams",
+    "quantize": "srcore.quantization.api:quantize",
 }
-_SUBMODULES = {"ir", "ops", "passes", "plugin", "dispatch", "runtime", "memory", "frontends", "format", "cli"}
+_SUBMODULES = {"ir", "ops", "passes", "plugin", "dispatch", "runtime", "memory", "frontends", "format", "cli",
+               "quantization"}
 
 __all__ = sorted([*_LAZY, *_error_names, "__version__"])
 

@@ -17,6 +17,7 @@ if str(ROOT) not in sys.path:  # benchmarks/ is a top-level package of the check
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import cell  # noqa: E402
+from benchmarks.artifacts import load_inputs, load_refs, max_rel_err, save_inputs, save_refs  # noqa: E402
 from benchmarks.models import MODELS  # noqa: E402
 from benchmarks.numpy_floor import FLOORS  # noqa: E402
 from _shared import require_shared  # noqa: E402
@@ -80,8 +81,8 @@ def test_numpy_floor_matches_torch_and_reference(name):
 def test_failing_cell_is_a_result_not_a_crash(tmp_path, capsys):
     art = tmp_path / "artifacts" / "mlp_tiny"
     art.mkdir(parents=True)
-    np.save(art / "input.npy", np.zeros((1, 64), np.float32))
-    np.save(art / "ref.npy", np.zeros((1, 10), np.float32))
+    save_inputs(art, ["x"], [np.zeros((1, 64), np.float32)])
+    save_refs(art, [np.zeros((1, 10), np.float32)])
     (art / "model.srm.error").write_text("ConversionError: no kernel for aten::foo")
     assert cell.main(["mlp_tiny", "srcore_codegen_standard", "1", str(art)]) == 0
     res = json.loads(capsys.readouterr().out.split("@@RESULT@@")[1])
@@ -141,3 +142,54 @@ def test_merge_keeps_the_least_disturbed_pass_of_each_cell():
     assert got["mlp_tiny"]["passes_best_round_us"] == [10.0, 12.0]
     assert got["mlp_wide"]["best_round_median_us"] == 80.0
     assert got["control_flow"]["status"] == "ok"  # a pass that worked beats one that failed
+
+
+@pytest.mark.one_pass  # every srcore cell names its executor and planner
+def test_several_inputs_of_any_dtype_through_every_kind_of_runner(tmp_path, capsys):
+    """index_ops takes float32 logits and int64 ids and returns four outputs (int64, float32, int64,
+    float32): its artifacts keep both inputs by forward's names, and the eager, TorchScript, Static
+    Runtime, ORT and srcore cells feed both and check all four outputs against torch eager."""
+    from benchmarks.prepare import prepare
+
+    status = prepare("index_ops", tmp_path)
+    art = tmp_path / "artifacts" / "index_ops"
+    names, xs = load_inputs(art)
+    assert names == ["logits", "penalty_ids"] and [x.dtype for x in xs] == [np.float32, np.int64]
+    refs = load_refs(art)
+    assert [r.dtype for r in refs] == [np.int64, np.float32, np.int64, np.float32]
+    for runner in ("eager", "torchscript", "static_runtime", "ort", "srcore_codegen_standard"):
+        assert cell.main(["index_ops", runner, "1", str(art), "--quick"]) == 0
+        res = json.loads(capsys.readouterr().out.split("@@RESULT@@")[1])
+        if runner == "ort" and res["status"] == "skipped":  # onnxruntime is in the bench extra only
+            assert "onnxruntime" in res["note"] or "model.onnx" in res["note"], res
+            continue
+        assert res["status"] == "ok", res
+        assert res["max_rel_err"] < 1e-5, (runner, res["max_rel_err"])
+        assert res["first_call_ms"] > 0 and res["second_call_ms"] > 0
+    assert status["model.onnx"] in ("ok", "cached") or importlib.util.find_spec("onnx") is None
+
+
+@pytest.mark.one_pass
+def test_max_rel_err_compares_every_output():
+    a = np.array([1.0, -2.0, 4.0], np.float32)
+    ids = np.array([3, 1], np.int64)
+    assert max_rel_err([a, ids], [a, ids]) == 0.0
+    assert max_rel_err([a + np.float32(0.04), ids], [a, ids]) == pytest.approx(0.01, rel=1e-5)
+    assert max_rel_err([a, ids + 1], [a, ids]) == float("inf")        # integers exactly
+    assert max_rel_err([a], [a, ids]) == float("inf")                 # an output missing
+    assert max_rel_err([a[:2], ids], [a, ids]) == float("inf")        # a shape differs
+    inf = np.array([-np.inf, 1.0], np.float32)
+    assert max_rel_err([inf], [inf]) == 0.0                            # masked scores match
+    assert max_rel_err([np.array([0.0, 1.0], np.float32)], [inf]) == float("inf")
+
+
+@pytest.mark.one_pass
+def test_sets_select_the_seven_the_families_or_both():
+    from benchmarks.models import FAMILIES, MODELS
+    from benchmarks.run import SETS, parse_args
+
+    assert SETS["seven"] == list(MODELS) and SETS["families"] == list(FAMILIES)
+    assert SETS["all"] == list(MODELS) + list(FAMILIES)
+    assert parse_args([]).set == "all" and parse_args(["--set", "families"]).set == "families"
+    assert {"mobilenet_v3", "unet_small", "bert_encoder", "lstm_gru", "detection_head", "index_ops",
+            "audio_conv1d"} <= set(FAMILIES)

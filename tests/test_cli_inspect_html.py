@@ -171,7 +171,7 @@ def test_html_alone_writes_every_section_self_contained(tmp_path, capsys):
     assert full.startswith("torch/nn/") and src[full] == full
     # the code section is the generated source, unchanged by the highlighting
     (code,) = page.find("pre", **{"class": "code"})
-    gen = StaticModule(model, backends=("cpu",), options=srcore.Options(executor="codegen"))._codegen
+    gen = StaticModule(model, backends=("cpu",), options=srcore.Options(executor="codegen")).codegen
     assert page.text(code) == gen.source.rstrip()   # generated for the section whatever the executor
     # the memory plan table has the StaticModule's figures, and one picture of the one block
     rows = sm.memory_report(*_common.random_inputs(sm))

@@ -244,3 +244,23 @@ def test_list_ops_lists_the_fallback_kernel(capsys):
     assert {e["overload"] for e in entries} >= {"", "out"}  # every aten overload: the torch fallback
     assert all([(k["backend"], k["kind"], k["plugin"]) for k in e["kernels"]] == [("cpu", "fallback", "srcore-cpu")]
                for e in entries)
+
+
+def test_the_torch_fallback_never_takes_quantized_values():
+    """A quantized tensor as a plain torch tensor loses its scale and zero point (found as constant folding
+    of a PT2E model's weight dequantize through the fallback: logits ~100x off). Loads on cpu alone refuse
+    the quantized nodes; constant folding leaves them to quantized_cpu; a call with one is a KernelError."""
+    from srcore.plugin import KernelError, QParams, QuantizedArray
+
+    from srcore_cpu import torch_fallback
+
+    q = QuantizedArray.wrap(np.array([[-3, 5], [7, 127]], np.int8), "qint8", QParams(0.5, 0))
+    g = Graph()
+    w = g.insert_constant(q)
+    g.register_output(g.insert("aten::dequantize", [w], [TensorType()]).output)
+    with pytest.raises(srcore.UnsupportedOpError, match=r"(?s)aten::dequantize.*kernel for backend quantized_cpu"):
+        srcore.StaticModule(g, backends=("cpu",), options=srcore.Options(optimize=False))
+    sm = srcore.StaticModule(g)   # folded or run, with the quantized kernel: 0.5 * q
+    np.testing.assert_array_equal(sm(), np.array([[-1.5, 2.5], [3.5, 63.5]], np.float32))
+    with pytest.raises(KernelError, match="quantized"):
+        torch_fallback._to_tensor(q)

@@ -271,3 +271,120 @@ def test_exported_attention_becomes_sdpa(scaled):
         ["aten::scaled_dot_product_attention"]
     q, k, v = (np.random.default_rng(i).standard_normal(t).astype(np.float32) for i in range(3))
     np.testing.assert_allclose(srcore.StaticModule(model)(q, k, v), _ort(m, q, k, v)[0], rtol=1e-5, atol=1e-6)
+
+
+def test_bfloat16_inputs_and_initializers_compute_as_torch():
+    import ml_dtypes
+    import torch
+
+    bf16 = ml_dtypes.bfloat16
+    rng = np.random.default_rng(3)
+    b = rng.standard_normal((2, 3)).astype(bf16)
+    nodes = [helper.make_node("Mul", ["x", "b"], ["m"]), helper.make_node("Add", ["m", "x"], ["s"]),
+             helper.make_node("Cast", ["s"], ["y"], to=TensorProto.FLOAT)]
+    g = helper.make_graph(nodes, "bf", [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [2, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+                          [numpy_helper.from_array(b, "b")])
+    model = srcore.from_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    assert model.input_specs[0].dtype == "bfloat16" and model.params["b"].dtype == bf16
+    x = rng.standard_normal((2, 3)).astype(bf16)
+    tx, tb = (torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16) for a in (x, b))
+    want = (tx * tb + tx).float().numpy()
+    np.testing.assert_array_equal(np.asarray(srcore.StaticModule(model)(x)), want)
+
+
+@pytest.mark.parametrize("shape,attrs", [
+    ((1, 2, 7, 8), {"kernel_shape": [3, 2], "dilations": [2, 3], "strides": [1, 2]}),
+    ((1, 3, 6, 7), {"kernel_shape": [3, 3], "pads": [0, 2, 1, 0], "count_include_pad": 0}),
+    ((2, 2, 7, 6), {"kernel_shape": [2, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1}),
+    ((1, 2, 5, 6, 7), {"kernel_shape": [2, 2, 3], "dilations": [2, 1, 2], "strides": [2, 3, 1], "ceil_mode": 1,
+                       "count_include_pad": 1}),
+    ((1, 2, 9, 9), {"kernel_shape": [3, 3], "auto_pad": "SAME_LOWER", "strides": [2, 2]}),
+], ids=["dilated", "asym-pads-exclude", "ceil-pads", "3d-dilated-ceil-include", "same-lower"])
+def test_average_pool_beyond_torch_matches_onnx_reference(shape, attrs):
+    from onnx.reference import ReferenceEvaluator
+
+    x = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
+    node = helper.make_node("AveragePool", ["x"], ["y"], **attrs)
+    g = helper.make_graph([node], "p", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)])
+    want = ReferenceEvaluator(m).run(None, {"x": x})[0]
+    m.graph.output[0].CopyFrom(helper.make_tensor_value_info("y", TensorProto.FLOAT, want.shape))
+    got = np.asarray(srcore.StaticModule(srcore.from_onnx(m))(x))
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("order", [0, 1])
+def test_max_pool_indices_are_onnx_flat_indices(order):
+    x = np.random.default_rng(5).standard_normal((2, 3, 5, 6)).astype(np.float32)
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+                            storage_order=order)
+    g = helper.make_graph([node], "p", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 3, 3]),
+                           helper.make_tensor_value_info("i", TensorProto.INT64, [2, 3, 3, 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    y, i = srcore.StaticModule(srcore.from_onnx(m))(x)
+    want_y, want_i = _ort(m, x)
+    np.testing.assert_array_equal(np.asarray(y), want_y)
+    np.testing.assert_array_equal(np.asarray(i), want_i)
+
+
+@pytest.mark.parametrize("reduction", ["mul", "max", "min"])
+def test_scatter_nd_reductions_with_duplicate_indices_match_onnx_reference(reduction):
+    from onnx.reference import ReferenceEvaluator
+
+    rng = np.random.default_rng(6)
+    data = rng.standard_normal((4, 3, 5)).astype(np.float32)
+    idx = np.array([[[1, 2], [3, -1]], [[1, 2], [0, 0]]], np.int64)      # (1, 2) twice, a negative index
+    upd = rng.standard_normal((2, 2, 5)).astype(np.float32)
+    node = helper.make_node("ScatterND", ["d", "i", "u"], ["y"], reduction=reduction)
+    g = helper.make_graph([node], "s", [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype),
+                                                                      a.shape) for n, a in (("d", data), ("u", upd))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, data.shape)],
+                          [numpy_helper.from_array(idx, "i")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    want = ReferenceEvaluator(m).run(None, {"d": data, "u": upd})[0]
+    np.testing.assert_allclose(np.asarray(srcore.StaticModule(srcore.from_onnx(m))(data, upd)), want, rtol=1e-6)
+
+
+def test_sequences_are_values_and_match_onnx_reference():
+    """SequenceInsert/SequenceErase leave their input sequence as it was (it is used again after)."""
+    from onnx.reference import ReferenceEvaluator
+
+    nodes = [helper.make_node("SplitToSequence", ["x"], ["s"], axis=1),                 # 4 parts of (2, 1)
+             helper.make_node("SequenceInsert", ["s", "x", "p"], ["s2"]),              # x in front
+             helper.make_node("SequenceErase", ["s2", "m"], ["s3"]),                   # drop the last
+             helper.make_node("SequenceAt", ["s", "m"], ["last"]),                     # s is unchanged
+             helper.make_node("SequenceLength", ["s3"], ["n"]),
+             helper.make_node("ConcatFromSequence", ["s3"], ["cat"], axis=1),
+             helper.make_node("ConcatFromSequence", ["s"], ["stk"], axis=0, new_axis=1)]
+    inits = [numpy_helper.from_array(np.array(0, np.int64), "p"), numpy_helper.from_array(np.array(-1, np.int64), "m")]
+    g = helper.make_graph(nodes, "seq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                          [helper.make_tensor_value_info("last", TensorProto.FLOAT, [2, 1]),
+                           helper.make_tensor_value_info("n", TensorProto.INT64, []),
+                           helper.make_tensor_value_info("cat", TensorProto.FLOAT, [2, 7]),
+                           helper.make_tensor_value_info("stk", TensorProto.FLOAT, [4, 2, 1])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    want = ReferenceEvaluator(m).run(None, {"x": x})
+    got = srcore.StaticModule(srcore.from_onnx(m))(x)
+    for g_, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g_), w)
+
+
+def test_bfloat16_through_the_torch_fallback_matches_torch():
+    """Celu has no bfloat16 kernel of its own: the torch fallback runs it on ml_dtypes' bfloat16 bits."""
+    import ml_dtypes
+    import torch
+
+    x = np.random.default_rng(8).standard_normal((3, 4)).astype(ml_dtypes.bfloat16)
+    g = helper.make_graph([helper.make_node("Celu", ["x"], ["y"], alpha=0.7)], "c",
+                          [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [3, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [3, 4])])
+    model = srcore.from_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    got = np.asarray(srcore.StaticModule(model)(x))
+    want = torch.celu(torch.from_numpy(x.view(np.int16)).view(torch.bfloat16), 0.7)
+    assert got.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(got.view(np.int16), want.view(torch.int16).numpy())

@@ -271,7 +271,7 @@ def test_runtime_pool_threads_match_single_thread_and_memory_is_stable():
 
 def test_codegen_source_is_straight_line():
     sm = chain_module(srcore.Options(executor="codegen"))
-    src = sm._codegen.source
+    src = sm.codegen.source
     assert "for " not in src and "while " not in src and "[" not in src.split("\n", 1)[1]
     assert src.count("\n    v") == 7
 
@@ -538,3 +538,23 @@ def test_list_and_dict_inputs_on_repeated_runs(options):
         w = rng.standard_normal(n).astype(np.float32)
         for _ in range(2):
             np.testing.assert_allclose(sm(xs, {"w": w}), np.stack(xs) * w, rtol=1e-6)
+
+
+def test_the_one_declared_signature_is_prepared_at_load_not_in_the_first_call(options, monkeypatch):
+    # every input of fixed shape and dtype: its shapes are propagated and its buffers planned when
+    # the module and the runtime are made, so the first call costs what any other does
+    static = Model.from_graph(parse_graph(CHAIN.replace("Float(batch, 64)", "Float(3, 64)")))
+    sm = srcore.StaticModule(static, options=options)
+    assert len(sm.declared_inputs) == 1 and sm.declared_inputs[0].shape == (3, 64)
+    rt = sm.runtime()
+
+    def no_propagation(*a):
+        raise AssertionError("shape propagation in a call")
+    monkeypatch.setattr(sm, "_compute_signature", no_propagation)
+    x = np.random.default_rng(0).standard_normal((3, 64)).astype(np.float32)
+    for _ in range(3):
+        np.testing.assert_allclose(rt(x), chain_ref(x), rtol=1e-5, atol=1e-6)
+    with pytest.raises(srcore.SrcoreInputError, match="dimension 0 must be 3"):
+        rt(np.zeros((4, 64), np.float32))
+    # a symbolic dim: nothing to prepare before the first call
+    assert srcore.StaticModule(Model.from_graph(parse_graph(CHAIN)), options=options).declared_inputs is None

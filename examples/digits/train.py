@@ -7,6 +7,7 @@
 Writes (all small, committed):
   digits.srm         the model, converted with srcore.from_torchscript (dynamic batch dim)
   digits_test.npz    the held-out split: x float32 [N, 1, 8, 8] in [0, 1], y int64 [N]
+  digits_calib.npz   256 training samples (x) to calibrate quantization with (srcore demo --quantized)
   digits_torch.npz   the torch state_dict (to time torch eager beside srcore in the demo)
 
 Deterministic: fixed split and seeds, single-threaded torch, deterministic algorithms.
@@ -87,6 +88,8 @@ def main(argv: list[str]) -> None:
     srcore.save(model, srm)
     if not convert_only:
         np.savez_compressed(os.path.join(HERE, "digits_test.npz"), x=x_test, y=y_test)
+        # calibration samples for ``srcore quantize`` / ``srcore demo --quantized``: from the training split
+        np.savez_compressed(os.path.join(HERE, "digits_calib.npz"), x=x_train[:256])
         np.savez_compressed(os.path.join(HERE, "digits_torch.npz"),
                             **{k: v.detach().numpy() for k, v in net.state_dict().items()})
 

@@ -34,6 +34,10 @@ def configure_parser(p) -> None:
     p.add_argument("--rounds", type=positive_int, default=3, help="timed rounds per latency figure (default 3)")
     p.add_argument("--runs", type=positive_int, default=None, help="calls per round (default: ~0.2 s worth)")
     p.add_argument("--no-torch", action="store_true", help="do not time torch even if it is installed")
+    p.add_argument("--quantized", action="store_true", help="also quantize the model (srcore.quantize) and show "
+                   "int8 beside float: accuracy, file size, latency")
+    p.add_argument("--calibration", metavar="FILE.npz", help="--quantized: calibration samples (default: "
+                   "MODEL_calib.npz beside MODEL)")
 
 
 def default_model_path() -> Path:
@@ -171,6 +175,10 @@ def _run_digits(pm, args) -> bool:
             rows.append((f"srcore ({executor})", _best(measure(lambda: r1(one), args.rounds, args.runs)),
                          _best(measure(lambda: rb(batch), args.rounds, args.runs))))
         torch_row = None if args.no_torch else _torch_row(path, one, batch, logits, args.rounds, args.runs)
+        quantized_ok = True
+        if getattr(args, "quantized", False):
+            quantized_ok, qrow = _quantized(path, model, x, y, acc, pm, args)
+            rows.append(qrow)
     if torch_row is not None:
         rows.append(torch_row)
     if limited:
@@ -186,7 +194,50 @@ def _run_digits(pm, args) -> bool:
         print("    (torch is not installed: pip install torch==2.13.0 to time it beside srcore)")
     print()
     print(f"next: srcore inspect {_show(path)} --dispatch --memory-plan --codegen")
-    return agree and acc >= MIN_ACCURACY
+    return agree and acc >= MIN_ACCURACY and quantized_ok
+
+
+#: how much held-out accuracy ``srcore demo --quantized`` lets quantization lose
+MAX_QUANTIZED_DROP = 0.005
+
+
+def _quantized(path: Path, model, x, y, acc: float, pm, args):
+    """Quantize the model with its calibration samples; print accuracy and size beside float's.
+    Returns (accuracy within MAX_QUANTIZED_DROP of float's, latency row)."""
+    import tempfile
+    import time
+
+    import srcore
+
+    from .bench import measure
+
+    calib = Path(args.calibration) if args.calibration else path.with_name(path.stem + "_calib.npz")
+    if not calib.exists():
+        exc = SrcoreError(f"{calib}: no such file (calibration samples for {path})")
+        exc.hint = "pass --calibration FILE.npz with one array per model input (x)"
+        raise exc
+    t0 = time.perf_counter()
+    qmodel = srcore.quantize(model, str(calib))
+    q_ms = (time.perf_counter() - t0) * 1e3
+    qsm = srcore.StaticModule(qmodel, plugin_manager=pm)
+    qrt = qsm.runtime()
+    qacc = float((qrt(x).argmax(1) == y).mean())
+    with tempfile.TemporaryDirectory(prefix="srcore-demo-") as tmp:
+        qpath = os.path.join(tmp, "q.srm")
+        srcore.save(qmodel, qpath)
+        qsize = os.path.getsize(qpath)
+    size = os.path.getsize(path)
+    backends = sorted({pn.fn.backend for b in qsm.blocks for pn in b.nodes if pn.fn is not None})
+    drop = acc - qacc
+    ok = drop <= MAX_QUANTIZED_DROP
+    print(f"  quantized (srcore.quantize, calibrated on {_show(calib)}, {q_ms:.0f} ms; nodes on "
+          f"{', '.join(backends)}): held-out accuracy {qacc:.4f} vs float {acc:.4f} "
+          f"({'-' if drop >= 0 else '+'}{abs(drop) * 100:.2f} points{'' if ok else ', MORE THAN 0.5'}), "
+          f"file {qsize / 1e3:.0f} kB vs {size / 1e3:.0f} kB")
+    r1, rb = qsm.runtime(), qsm.runtime().clone()
+    row = ("srcore int8 (codegen)", _best(measure(lambda: r1(x[:1]), args.rounds, args.runs)),
+           _best(measure(lambda: rb(x), args.rounds, args.runs)))
+    return ok, row
 
 
 @contextlib.contextmanager

@@ -82,7 +82,7 @@ CODEGEN_TITLE = "generated code (one function for the graph, one per prim::fork 
 def codegen_source(ctx) -> str:
     """The source the codegen executor runs (generated now when the executor is the interpreter)."""
     sm = ctx.module
-    gen = sm._codegen
+    gen = sm.codegen
     if gen is None:
         from ..runtime.codegen import generate
 

@@ -23,7 +23,8 @@ import warnings
 from . import errors as cli_errors
 
 #: core subcommand modules, in ``srcore --help`` order; a module that does not exist yet is skipped
-SUBCOMMANDS = ["convert", "run", "bench", "inspect", "check", "build", "batch", "serve", "list_ops", "plugins", "select",
+SUBCOMMANDS = ["convert", "run", "bench", "inspect", "check", "build", "quantize", "batch", "serve", "list_ops", "plugins",
+               "select",
                "demo"]
 
 

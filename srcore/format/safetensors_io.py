@@ -178,3 +178,27 @@ class Container:
         a = np.frombuffer(self.map, dtype=dt.newbyteorder("<") if dt.itemsize > 1 else dt,
                           count=count, offset=self.data_start + b)
         return a.reshape(shape)
+
+
+def drop_resident_pages(arrays) -> None:
+    """Drop this process's resident pages of ``arrays`` that are read-only views of a mapped file
+    (others are left alone): they stay in the page cache and fault back in if read again, but no
+    longer count in the resident set. For weights read once (hashed, laid out elsewhere)."""
+    page = mmap.PAGESIZE
+    for a in arrays:
+        if not isinstance(a, np.ndarray) or a.nbytes < page:
+            continue
+        base = a
+        while isinstance(base, np.ndarray) and base.base is not None:
+            base = base.base
+        if isinstance(base, memoryview):
+            base = base.obj
+        if not isinstance(base, mmap.mmap):
+            continue
+        start = np.frombuffer(base, np.uint8).ctypes.data
+        lo = (a.ctypes.data - start) // page * page
+        hi = min(-(-(a.ctypes.data - start + a.nbytes) // page) * page, len(base))
+        try:
+            base.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+        except (OSError, ValueError, AttributeError):   # not Linux, or a mapping that refuses: keep them
+            pass

@@ -5,15 +5,22 @@ A quantized linear or convolution in TorchScript takes its weight as an opaque o
 unpacks it through torch itself (``quantized::linear_unpack``, ``conv2d_unpack``, ``conv2d_stride``,
 ...) into a quantized weight parameter (with its scale and zero point, per channel or per tensor)
 and a float bias, and each op that took the object becomes srcore's form with plain tensors
-(``quantized::linear`` -> ``quantized::qlinear(X, W, B, scale, zero_point)``). Nothing is pickled.
+(``quantized::linear`` -> ``quantized::qlinear(X, W, B, scale, zero_point, arith)``). Nothing is pickled.
+
+``arith`` records whose requantization torch runs for the packed weight, which depends on the engine
+and on the machine that packed it: :func:`packed_arith` is torch's own rule (``qconv_prepack.cpp``,
+``should_use_onednn_quant`` in ``OnednnUtils.h``; ``qlinear_prepack.cpp``), evaluated on the machine
+that imports, where the model was packed or (a saved TorchScript file) re-packed at load.
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable
 
 import attrs
 
-from ..ir.types import INT, ListType
+from .. import cpu_features
+from ..ir.types import INT, STR, ListType
 
 LINEAR = "__torch__.torch.classes.quantized.LinearPackedParamsBase"
 CONV2D = "__torch__.torch.classes.quantized.Conv2dPackedParamsBase"
@@ -32,6 +39,7 @@ class Packed:
     dilation: tuple = ()
     groups: int = 1
     dims: int = 2                   # spatial dims of a convolution (1 or 2)
+    arith: str = "fbgemm"           # whose requantization torch runs for these weights (packed_arith)
 
 
 def class_name(obj) -> str:
@@ -39,6 +47,31 @@ def class_name(obj) -> str:
         return obj._type().qualified_name()
     except Exception:  # not a TorchScript class object
         return type(obj).__name__
+
+
+def symmetric(w) -> bool:
+    """torch's ``is_weight_symmetric_quant``: every zero point of the (quantized) weight is 0."""
+    import torch
+
+    if w.qscheme() in (torch.per_tensor_affine,):
+        return w.q_zero_point() == 0
+    if w.qscheme() in (torch.per_channel_affine,):
+        return bool((w.q_per_channel_zero_points() == 0).all())
+    return False
+
+
+def packed_arith(engine: str, kind: str, w, groups: int = 1, output_padding=()) -> str:
+    """Which library's arithmetic torch packs a quantized ``kind`` ("linear" or "conv") weight ``w`` for
+    with quantized engine ``engine``: "onednn" with engine onednn; with engine x86, "onednn" for a conv
+    on a CPU with AVX512-VNNI whose weights are symmetric, with groups <= 100 and no output padding
+    (torch checks the OS too: Linux only), fbgemm's otherwise; "fbgemm" for fbgemm (and qnnpack, whose
+    own arithmetic srcore does not reproduce)."""
+    if engine == "onednn":
+        return "onednn"
+    if engine == "x86" and kind == "conv" and sys.platform.startswith("linux") and cpu_features.has_avx512_vnni() \
+            and groups <= 100 and symmetric(w) and not any(output_padding):
+        return "onednn"
+    return "fbgemm"
 
 
 def unpack(torch, obj, name: str, constant: Callable[[str, Any], Any]) -> Packed:
@@ -49,7 +82,8 @@ def unpack(torch, obj, name: str, constant: Callable[[str, Any], Any]) -> Packed
         w, b = torch.ops.quantized.linear_unpack(obj)
         if not w.is_quantized:
             raise ValueError(f"{cls} holds a {w.dtype} weight (fp16 dynamic linear), which srcore does not support")
-        return Packed("linear", constant(f"{name}.weight", w), constant(f"{name}.bias", b))
+        return Packed("linear", constant(f"{name}.weight", w), constant(f"{name}.bias", b),
+                      arith=packed_arith(torch.backends.quantized.engine, "linear", w))
     if cls == CONV2D:
         if torch.ops.quantized.conv2d_transpose(obj):
             raise ValueError(f"{cls}: transposed convolutions are not supported")
@@ -60,8 +94,10 @@ def unpack(torch, obj, name: str, constant: Callable[[str, Any], Any]) -> Packed
         stride = tuple(torch.ops.quantized.conv2d_stride(obj))[-dims:]
         padding = tuple(torch.ops.quantized.conv2d_padding(obj))[-dims:]
         dilation = tuple(torch.ops.quantized.conv2d_dilation(obj))[-dims:]
+        groups = int(torch.ops.quantized.conv2d_groups(obj))
         return Packed("conv", constant(f"{name}.weight", w), constant(f"{name}.bias", b), stride, padding,
-                      dilation, int(torch.ops.quantized.conv2d_groups(obj)), dims)
+                      dilation, groups, dims, packed_arith(torch.backends.quantized.engine, "conv", w, groups,
+                                                           tuple(torch.ops.quantized.conv2d_output_padding(obj))))
     raise ValueError(f"packed parameters of type {cls} have no srcore equivalent (supported: "
                      f"{', '.join(c.rsplit('.', 1)[-1] for c in SUPPORTED)})")
 
@@ -94,8 +130,10 @@ def lower(kind: str, inputs: list, make_const: Callable[[Any, Any], Any]) -> tup
         raise ValueError(f"{kind} expects {want} packed parameters")
     rest = inputs[:pos] + inputs[pos + 1:]
     if want == "linear":
-        # (X, packed, scale, zp) -> (X, W, B, scale, zp); dynamic: (X, packed, reduce_range) -> (X, W, B, rr)
-        return op, [rest[0], packed.weight, packed.bias, *rest[1:]]
+        # (X, packed, scale, zp) -> (X, W, B, scale, zp, arith); dynamic: (X, packed, reduce_range) -> (X, W, B, rr)
+        if op.endswith("_dynamic"):  # always fbgemm's arithmetic (docs/quantization.md)
+            return op, [rest[0], packed.weight, packed.bias, *rest[1:]]
+        return op, [rest[0], packed.weight, packed.bias, *rest[1:], make_const(packed.arith, STR)]
     if len(rest) != pos + 2:   # the old conv2d(qx, w, stride, padding, dilation, groups, scale, zp) form
         raise ValueError(f"{kind} with {len(inputs)} inputs (the legacy form) is not supported")
     ints = ListType(INT)
@@ -103,5 +141,49 @@ def lower(kind: str, inputs: list, make_const: Callable[[Any, Any], Any]) -> tup
                 make_const(list(packed.dilation), ints), make_const(packed.groups, INT)]
     if packed.dims == 1 and not op.startswith("quantized::qconv1d"):
         raise ValueError(f"{kind} got 1-d convolution parameters")
-    return op, [*rest[:pos], packed.weight, packed.bias, *settings, *rest[pos:]]
+    arith = [] if "_add" in op else [make_const(packed.arith, STR)]   # conv2d_add exists in oneDNN only
+    return op, [*rest[:pos], packed.weight, packed.bias, *settings, *rest[pos:], *arith]
 
+
+
+# -- the layout torch holds a quantized conv's output in ------------------------------------------
+#: torch's 2-d quantized convolutions (srcore's forms), whose outputs torch holds channels-last
+_CONV2D = frozenset({"quantized::qconv2d", "quantized::qconv2d_relu", "quantized::qconv2d_add",
+                     "quantized::qconv2d_add_relu"})
+#: ops whose output torch lays out as their (first) input
+_KEEPS_LAYOUT = frozenset({"aten::relu", "aten::relu_", "aten::hardtanh", "aten::hardtanh_", "aten::clamp",
+                           "aten::clamp_", "aten::relu6", "aten::dropout", "aten::dropout_",
+                           "quantized::add", "quantized::add_relu", "quantized::hardswish", "aten::max_pool2d",
+                           "aten::quantized_max_pool2d", "aten::adaptive_avg_pool2d",
+                           "quantized::avg_pool2d_channels_last"})
+
+
+def channels_last_in_torch(value) -> bool:
+    """Whether torch holds ``value`` channels-last: a quantized 2-d conv's output, through ops that keep
+    their input's layout (``aten::contiguous`` does not: it copies to NCHW)."""
+    for _ in range(256):
+        node = getattr(value, "node", None)
+        if node is None:
+            return False
+        if node.kind in _CONV2D:
+            return True
+        if node.kind.split(".")[0] not in _KEEPS_LAYOUT or not node.inputs:
+            return False
+        value = node.inputs[0]
+    return False
+
+
+def channels_last_kind(kind: str, inputs: list) -> str:
+    """The op for torch node ``kind`` whose input torch holds channels-last and where that changes the
+    result: ``quantized::mean_channels_last`` for an ``aten::mean`` over both spatial dims of a
+    quantized 2-d conv's output, ``quantized::avg_pool2d_channels_last`` for an ``aten::avg_pool2d``
+    of one; ``kind`` otherwise."""
+    if kind not in ("aten::mean", "aten::avg_pool2d") or len(inputs) < 2 or not channels_last_in_torch(inputs[0]):
+        return kind
+    if kind == "aten::avg_pool2d":
+        return "quantized::avg_pool2d_channels_last"
+    d = inputs[1].node
+    dims = d.attrs.get("value") if d.kind == "prim::Constant" else None
+    if not isinstance(dims, (list, tuple)) or sorted(int(x) % 4 for x in dims) != [2, 3]:
+        return kind
+    return "quantized::mean_channels_last"

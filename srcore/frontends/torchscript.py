@@ -287,6 +287,7 @@ class _Converter:
                 for o in n.outputs():
                     self.env[o] = None
                 return
+        kind = _quantized.channels_last_kind(kind, inputs)   # torch's paths for a conv output (channels-last)
         out_types = [self.type_of(o, self.where(n)) for o in n.outputs()]
         names = [tc.clean_name(o.debugName()) for o in n.outputs()]
         out_of_place = self.mkldnn.out_of_place(n)

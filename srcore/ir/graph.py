@@ -133,12 +133,6 @@ class Node:
     def replace_input(self, index: int, value: Value) -> None:
         self._set_input(index, value)
 
-    def replace_input_with(self, old: Value, new: Value) -> None:
-        """Replace every occurrence of ``old`` among the inputs by ``new``."""
-        for i, v in enumerate(self.inputs):
-            if v is old:
-                self._set_input(i, new)
-
     def remove_input(self, index: int) -> None:
         for i in range(index, len(self.inputs)):
             self._drop_use(i)
@@ -483,15 +477,8 @@ class Graph:
         n.insert_before(before if before is not None else self._insert_point)
         return n.output
 
-    def set_insert_point(self, node: Node) -> None:
-        """New nodes from ``insert`` go just before ``node``."""
-        self._insert_point = node
-
     def inserting_before(self, node: Node) -> "_InsertPoint":
         return _InsertPoint(self, node)
-
-    def inserting_after(self, node: Node) -> "_InsertPoint":
-        return _InsertPoint(self, node.next)
 
     # -- names ---------------------------------------------------------------------------
     def _unique(self, name: str | None) -> str | None:

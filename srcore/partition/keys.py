@@ -6,6 +6,7 @@ import hashlib
 
 import numpy as np
 
+from ..format.safetensors_io import drop_resident_pages
 from ..ir.graph import Graph
 
 #: bump when the meaning of a key changes
@@ -27,4 +28,5 @@ def segment_key(backend: str, graph: Graph) -> str:
             a = np.ascontiguousarray(value)
             digest.update(f"{a.dtype.str}{a.shape}".encode())
             digest.update(a.reshape(-1).view(np.uint8))
+            drop_resident_pages((value,))   # read once for the key: not kept resident for it
     return digest.hexdigest()

@@ -199,3 +199,15 @@ def fold_qdq(graph: Graph) -> int:
     eliminate_dead_code(graph)
     return folded
 
+
+def fold_quantized(graph: Graph) -> int:
+    """Fold the QDQ patterns of a graph that already has srcore's quantize/dequantize ops (as
+    ``from_onnx`` makes them of ``QuantizeLinear``/``DequantizeLinear``); returns how many ops were folded."""
+    if not any(n.kind == "aten::quantize_per_tensor" for n in graph.all_nodes()):
+        return 0
+    folded = _fold(graph)
+    if folded:
+        from .dce import eliminate_dead_code
+
+        eliminate_dead_code(graph)
+    return folded

@@ -21,6 +21,7 @@ the same hooks).
 """
 import pluggy
 
+from .._lazy import lazy_getattr
 from ..errors import (EngineBuildError, EngineOptionError, KernelError, PluginError, QuantizationError, ShapeError,
                       SrcoreError, SrcoreFormatError, SrcoreInputError)
 from .types import (KERNEL_KINDS, ArgInfo, Const, Backend, Decomposition, DType, EngineBuilder, EngineData, EngineOp,
@@ -32,38 +33,32 @@ hookimpl = pluggy.HookimplMarker("srcore")
 # module: it must not load the IR or numpy)
 _LAZY = {
     # IR types and dtype codes (kernels that look at types, shape rules, engine builders)
-    **{n: ("srcore.ir.types", n) for n in ("TensorType", "BoolType", "FloatType", "IntType", "ListType",
+    **{n: f"srcore.ir.types:{n}" for n in ("TensorType", "BoolType", "FloatType", "IntType", "ListType",
                                            "SCALAR_TYPE_CODES", "DTYPE_TO_SCALAR_TYPE_CODE")},
     # what a shape rule sees
-    "ShapeContext": ("srcore.ops.shapes.base", "Ctx"),
-    "AbstractValue": ("srcore.ops.shapes.base", "A"),
-    "UNKNOWN": ("srcore.ops.shapes.base", "UNKNOWN"),
+    "ShapeContext": "srcore.ops.shapes.base:Ctx",
+    "AbstractValue": "srcore.ops.shapes.base:A",
+    "UNKNOWN": "srcore.ops.shapes.base:UNKNOWN",
     # the memory planner an engine plans its intermediates with
-    **{n: ("srcore.memory.planner", n) for n in ("Lifetime", "TensorRequest", "lower_bound", "make_planner",
+    **{n: f"srcore.memory.planner:{n}" for n in ("Lifetime", "TensorRequest", "lower_bound", "make_planner",
                                                  "no_reuse_bytes")},
     # an engine's stored plans: safetensors files under the cache root
-    **{n: ("srcore.format.safetensors_io", n) for n in ("Container", "encode_header", "tensor_layout",
-                                                        "write_file")},
-    "cache_root": ("srcore.cachedir", "cache_root"),
-    "progress": ("srcore.progress", "progress"),
+    **{n: f"srcore.format.safetensors_io:{n}" for n in ("Container", "encode_header", "tensor_layout",
+                                                        "write_file", "drop_resident_pages")},
+    "cache_root": "srcore.cachedir:cache_root",
+    "progress": "srcore.progress:progress",
     # quantized values and their parameters
-    "QuantizedArray": ("srcore.qarray", "QuantizedArray"),
-    "QParams": ("srcore.ir.quant", "QParams"),
-    "QDTYPES": ("srcore.ir.quant", "QDTYPES"),
-    "add_scalar_qparams": ("srcore.ir.quant", "add_scalar_qparams"),
-    "mul_scalar_qparams": ("srcore.ir.quant", "mul_scalar_qparams"),
+    "QuantizedArray": "srcore.qarray:QuantizedArray",
+    "QParams": "srcore.ir.quant:QParams",
+    "QDTYPES": "srcore.ir.quant:QDTYPES",
+    "add_scalar_qparams": "srcore.ir.quant:add_scalar_qparams",
+    "mul_scalar_qparams": "srcore.ir.quant:mul_scalar_qparams",
+    # the CPU's features, for kernels that reproduce machine-dependent arithmetic (srcore.cpu_features)
+    "has_avx512_vnni": "srcore.cpu_features:has_avx512_vnni",
+    "vector_bytes": "srcore.cpu_features:vector_bytes",
 }
 
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        module, attr = _LAZY[name]
-        value = getattr(importlib.import_module(module), attr)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 __all__ = [

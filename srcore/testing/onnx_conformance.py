@@ -7,7 +7,8 @@ their data (``simple``, ``pytorch-converted``, ``pytorch-operator``), and
 ``run_case`` runs one through :class:`~srcore.frontends.onnx_import.backend.SrcoreBackend`
 and classifies it:
 
-* ``pass``: every output has the expected shape, dtype and values (the case's rtol/atol);
+* ``pass``: every output has the expected shape, dtype and values (the case's rtol/atol; float16 and
+  bfloat16 two units in the last place more: onnx.reference rounds after every op, srcore once);
 * ``unsupported``: ``prepare`` raised an ``srcore.SrcoreError`` (conversion or load);
 * ``error``: running raised an ``srcore.SrcoreError`` (a clear error, not an answer);
 * ``mismatch``: a wrong answer (shape, dtype or values): never acceptable;
@@ -74,6 +75,27 @@ def node_cases(modules: Sequence[str] | None = None) -> list[Case]:
         op = ops.get(base) or (t.model.graph.node[0].op_type if len(t.model.graph.node) == 1 else "?")
         cases.append(Case(t.name, "node", op, expanded, t.model, list(t.data_sets), t.rtol, t.atol))
     return cases
+
+
+def with_constant_inputs(case: Case) -> Case | None:
+    """The node test with every input but the first made an initializer holding the value its (first)
+    data set feeds: the form exported models have, where axes, scales, pads or steps are constants.
+    None when it has fewer than two inputs or its data sets feed different such values."""
+    from onnx import numpy_helper
+
+    inputs, outputs = case.data_sets[0]
+    if len(inputs) < 2 or not all(isinstance(a, np.ndarray) for a in inputs[1:]):
+        return None
+    for other, _ in case.data_sets[1:]:
+        if any(not np.array_equal(a, b) for a, b in zip(inputs[1:], other[1:])):
+            return None
+    m = type(case.model)()
+    m.CopyFrom(case.model)
+    graph_inputs = list(m.graph.input)
+    for vi, arr in zip(graph_inputs[1:], inputs[1:]):
+        m.graph.initializer.append(numpy_helper.from_array(arr, vi.name))
+    del m.graph.input[1:]
+    return attrs.evolve(case, model=m, data_sets=[(list(i[:1]), o) for i, o in case.data_sets])
 
 
 MODEL_KINDS = ("simple", "pytorch-converted", "pytorch-operator")
@@ -177,11 +199,29 @@ def compare(outs: list, expected: list, rtol: float, atol: float) -> str:
         if e.dtype == object or e.dtype.kind in "biuSU":
             if not np.array_equal(o, e):
                 return f"output {i}: values differ at {int(np.sum(o != e))} of {e.size} positions"
-        elif not np.allclose(o, e, rtol=rtol, atol=atol, equal_nan=True):
-            bad = ~np.isclose(o, e, rtol=rtol, atol=atol, equal_nan=True)
-            return (f"output {i}: {int(bad.sum())} of {e.size} values differ "
-                    f"(max abs diff {float(np.nanmax(np.abs(o.astype(np.float64) - e.astype(np.float64)))):.3g})")
+        else:
+            why = _values_differ(o, e, rtol, atol)
+            if why:
+                return f"output {i}: {why}"
     return ""
+
+
+def _values_differ(o: np.ndarray, e: np.ndarray, rtol: float, atol: float) -> str:
+    """'' when float ``o`` is within ``atol + rtol·|e|`` of ``e`` (NaN == NaN, inf == inf), else how not.
+    float16/bfloat16: the expected values are onnx.reference's roundings after every op (srcore's
+    kernels compute in float32 and round once), and a case's rtol can be finer than the type
+    resolves: two units in the last place of each expected value more."""
+    if e.dtype.kind == "c":
+        return "" if np.allclose(o, e, rtol=rtol, atol=atol, equal_nan=True) else "complex values differ"
+    o64, e64 = o.astype(np.float64), e.astype(np.float64)
+    with np.errstate(invalid="ignore"):   # inf - inf: the equality test decides
+        tol = atol + rtol * np.abs(e64)
+        if e.dtype.itemsize <= 2:
+            tol = tol + 2 * np.abs(np.spacing(e)).astype(np.float64)
+        bad = ~((np.abs(o64 - e64) <= tol) | (np.isnan(o64) & np.isnan(e64)) | (o64 == e64))
+        if not bad.any():
+            return ""
+        return f"{int(bad.sum())} of {e.size} values differ (max abs diff {float(np.nanmax(np.abs(o64 - e64))):.3g})"
 
 
 def _reason(exc: Exception) -> str:

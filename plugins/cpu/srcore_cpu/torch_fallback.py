@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from srcore.plugin import SCALAR_TYPE_CODES, KernelError
+from srcore.plugin import QDTYPES, SCALAR_TYPE_CODES, KernelError
 
 #: torch's MemoryFormat and Layout codes, as TorchScript graphs carry them
 _MEMORY_FORMATS = ("contiguous_format", "preserve_format", "channels_last", "channels_last_3d")
@@ -65,9 +65,14 @@ def _type_name(t) -> tuple[str, str]:
 
 def _to_tensor(a):
     torch = _torch()
+    if getattr(a, "qparams", None) is not None:   # a QuantizedArray: as a plain tensor it would lose its scale
+        raise KernelError(f"the torch fallback does not take quantized tensors (a {a.qdtype} argument); "
+                          f"put quantized_cpu in the backend list")
     if isinstance(a, np.ndarray):
         if not a.flags.writeable or any(s < 0 for s in a.strides):  # mapped parameters, reversed views
             a = np.array(a)
+        if a.dtype.name == "bfloat16":   # ml_dtypes' bfloat16, which torch.from_numpy does not know: its bits
+            return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
         return torch.from_numpy(a)
     if isinstance(a, np.generic):
         return torch.from_numpy(np.asarray(a))
@@ -115,8 +120,10 @@ def _converter(t) -> Callable[[Any], Any] | None:
 def _from_torch(x):
     torch = _torch()
     if isinstance(x, torch.Tensor):
-        if x.dtype == torch.bfloat16:
-            raise KernelError("the torch fallback returned a bfloat16 tensor, which numpy cannot hold")
+        if x.dtype == torch.bfloat16:   # as ml_dtypes' bfloat16, the type srcore holds it in
+            import ml_dtypes
+
+            return x.detach().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
         return x.detach().numpy() if not x.is_conj() else x.resolve_conj().detach().numpy()
     if isinstance(x, tuple):
         return tuple(_from_torch(e) for e in x)
@@ -127,11 +134,18 @@ def _from_torch(x):
     return x
 
 
+def _is_quantized(t) -> bool:
+    if getattr(t, "dtype", None) in QDTYPES:
+        return True
+    return any(_is_quantized(e) for e in (getattr(t, "elems", None) or (getattr(t, "elem", None),)) if e is not None)
+
+
 def match(node):
     """The fallback for one node: ``torch.ops.aten.<op>`` with its arguments converted, or None to decline."""
     op = _overload(node.schema)
-    if op is None:
-        return None
+    if op is None or any(_is_quantized(t) for t in (*(a.type for a in node.args), *node.output_types)):
+        return None   # quantized values need their parameters: the quantized_cpu kernels, not torch's
+
     converters = []
     for a in node.schema.arguments:
         conv = _converter(a.type)

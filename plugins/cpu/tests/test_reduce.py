@@ -184,3 +184,31 @@ def test_topk_ties_select_distinct_indices(dtype, largest):
     np.testing.assert_array_equal(np.take_along_axis(x, idx, 1), ref.values.numpy())
     assert idx.dtype == np.int64
     assert not np.any(np.diff(np.sort(idx, axis=1), axis=1) == 0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "int32"])
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_selection_path_matches_torch_and_the_full_sort(dtype, largest):
+    # wide rows and a small k take the partition path; boundary ties (few distinct values) and NaN
+    # fall back to the full sort: either way the indices are the stable sort's (lower index first
+    # among equal values) and the values torch's
+    rng = np.random.default_rng(11)
+    cases = [((6, 400), -1, 1000, True), ((3, 200, 2), 1, 1000, True), ((500,), 0, 1000, True),
+             ((4, 300), 1, 3, False)]                                    # values 0..2: ties everywhere
+    if dtype.startswith("float"):
+        nan = (rng.standard_normal((5, 300)) * 1000).astype(dtype)
+        nan[1, 7] = np.nan
+        cases.append((nan, -1, None, False))
+    for shape, dim, spread, selects in cases:
+        x = shape if spread is None else (rng.integers(0, spread, shape) if spread < 10
+                                          else rng.standard_normal(shape) * spread).astype(dtype)
+        for k in (1, 7, x.shape[dim] // 4):
+            values, idx = R.topk(x, k, dim, largest)
+            full = np.take(R._sorted_indices(x, dim, largest), np.arange(k), axis=dim)
+            np.testing.assert_array_equal(idx, full)
+            ref = torch.topk(torch.from_numpy(x), k, dim, largest)
+            np.testing.assert_array_equal(values, ref.values.numpy())
+            if selects and k > 1:   # distinct values: the selection path answered
+                assert R._topk_partial(x, k, dim, largest) is not None
+            if spread is None:
+                assert R._topk_partial(x, k, dim, largest) is None

@@ -88,6 +88,8 @@ KERNELS: list[Kernel] = [
     _k("aten::adaptive_avg_pool2d", "pool:adaptive_avg_pool2d_out", Q),
     _k("aten::_adaptive_avg_pool2d", "pool:adaptive_avg_pool2d_out", Q),
     _k("aten::mean.dim", "pool:mean_out", Q),
+    _k("quantized::mean_channels_last", "channels_last:mean_channels_last_out", Q),
+    _k("quantized::avg_pool2d_channels_last", "channels_last:avg_pool2d_channels_last_out", Q),
     _k("aten::upsample_nearest2d", "shape:upsample_nearest2d_out", Q),
     _k("aten::upsample_nearest2d.vec", "shape:upsample_nearest2d_vec", Q, "native"),
     _k("aten::clone", "shape:clone_out", Q),

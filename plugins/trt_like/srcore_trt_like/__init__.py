@@ -12,6 +12,8 @@ The package is laid out in wings, each importing only the ones below it:
 * :mod:`.tactics`: the table of tactic records, their timing and ranking, the timing cache;
 * :mod:`.conv`: convolution and pooling tactics (specs, im2col/packed/Winograd algorithms);
 * :mod:`.pointwise`: fused pointwise kernels (expression model, code generator, kernel cache);
+* int8 layers of quantized segments: converters in :mod:`.builder.qconverters`, tactics in
+  :mod:`.tactics.int8`, arithmetic in :mod:`.kernels.int8`;
 * :mod:`.kernels`: the numba code (one set of JIT options, shared epilogues), MKL, threads and
   scratch.
 """
@@ -31,7 +33,10 @@ KERNELS = [
 
 @hookimpl
 def srcore_backends():
-    yield Backend(BACKEND, "TensorRT-like engines: fused segments in float32/float16 (srcore-trt-like)")
+    # what engines compute: float32 layers; int8 layers for quantized (quint8/qint8) segments. The two
+    # per-node kernels below (relu, add) also take float16 nodes one at a time (numpy).
+    yield Backend(BACKEND, "TensorRT-like engines: fused segments in float32, int8 layers for quantized "
+                           "segments (srcore-trt-like)")
 
 
 @hookimpl

@@ -20,12 +20,12 @@ from srcore.plugin import EngineBuildError, EngineOptionError, KernelError, Srco
 from srcore.plugin import TensorType
 from srcore.plugin import EngineData
 
-from .builder.convert import build_network
+from .builder.convert import _per_tensor, build_network
 from .builder.fusion import MAX_OPS, fuse_conv_pool, fuse_pointwise
 from .builder.plan import Plan
 from .options import check_options
 from .serialize import FORMAT, dump_plan
-from .store import PlanStore
+from .store import PlanStore, release_pages
 from .tactics.choose import choose_tactics
 
 log = logging.getLogger("srcore.trt_like")
@@ -57,13 +57,17 @@ class Engine:
         self._lock = threading.Lock()
         types = [v.type for v in self.graph.inputs]
         for v, t in zip(self.graph.inputs, types):
-            if not isinstance(t, TensorType) or t.shape is None or t.dtype != "float32" and not _shape_only(v):
+            if (not isinstance(t, TensorType) or t.shape is None
+                    or t.dtype != "float32" and not _shape_only(v) and not _per_tensor(t)):
                 raise EngineBuildError(f"{self.name}: input %{v.name} is {t}; engines take float32 tensors "
-                                       f"of known rank")
+                                       f"(or 8-bit ones quantized per tensor) of known rank")
         self.static = all(all(isinstance(d, int) for d in t.shape) for t in types)
         if self.static:
             plan = self.plan_for(tuple(tuple(t.shape) for t in types))
             self.entry = plan.run
+            # the tactics laid their weights out: the model file's pages of the raw ones are not
+            # read again (unless a tactic falls back to them), so they leave the resident set
+            release_pages(self.store.constants.values())
         else:
             if not self.store.stored:
                 self._check_converts(types)
@@ -99,6 +103,7 @@ class Engine:
                     old = next(iter(self.plans))
                     self.plans.pop(old)
                     self.origin.pop(old, None)
+                _warm(plan, shapes, self.name)
                 self.plans[shapes] = plan
                 self.origin[shapes] = origin
         return plan
@@ -112,7 +117,7 @@ class Engine:
         """Every plan made so far, as a serialized engine (what ``srcore build`` writes)."""
         plans, arrays = [], {}
         for i, (shapes, plan) in enumerate(list(self.plans.items())):
-            meta, plan_arrays = dump_plan(plan, shapes, self.options)
+            meta, plan_arrays = dump_plan(plan, shapes, self.options, constants=self.store.constants)
             plans.append(meta)
             arrays.update((f"p{i}.{k}", a) for k, a in plan_arrays.items())
         return EngineData("trt_like", {"format": FORMAT, "engine": self.name, "plans": plans}, arrays)
@@ -202,7 +207,8 @@ class Engine:
                 if layer.kind == "fused_pointwise":
                     what += f" ({len(layer.attrs['ops'])} ops: {_op_list(layer.attrs['ops'])})"
                 shape = "x".join(map(str, plan.net.shape(layer.outputs[0])))
-                lines.append(f"  {what} -> {shape} [{tactic}]")
+                prec = "" if step.precision == "float32" else f", {step.precision}"
+                lines.append(f"  {what} -> {shape} [{tactic}{prec}]")
         for shapes, why in self.unplanned.items():
             sig = ", ".join(f"({', '.join(map(str, s))})" for s in shapes)
             lines.append(f"no plan for inputs {sig}: runs node by node on {self._fallback_backends()} ({why})")
@@ -230,6 +236,22 @@ def _best_time(fn, inputs, rounds: int) -> float:
 def _op_list(ops, limit: int = 6) -> str:
     names = [o.op for o in ops]
     return ", ".join(names[:limit]) + (", ..." if len(names) > limit else "")
+
+
+def _warm(plan: Plan, shapes, name: str) -> None:
+    """Run a new plan once on zeros, where it is made (at load for a static segment or a profile):
+    the first call of a numba kernel binds its compiled code (type matching, loading numba's
+    on-disk cache, or compiling a variant the tactic timing did not run, ~10-100 ms each), the
+    plan allocates its arena, and no model call pays for either. A failure here is left to the
+    first real call to report."""
+    import numpy as np
+
+    xs = [np.zeros(s, np.float32) for s in shapes]
+    try:
+        with np.errstate(all="ignore"):
+            plan.run(*xs)
+    except Exception as exc:  # noqa: BLE001 - the same error reaches the caller with real inputs
+        log.debug("%s: warm-up run failed: %s", name, exc)
 
 
 def _shape_only(v) -> bool:

@@ -17,18 +17,19 @@ OPTIONS = {
     "exclude_tactics": "a list of tactic names never chosen",
     "engine_cache": "true/false or a directory: keep plans in an engine cache keyed by segment, signature "
                     "and machine",
-    "precision": "float32 (the precision engines compute in)",
+    "precision": "float32: float layers compute in float32 (a quantized segment's layers in int8 whatever this says)",
 }
 _BOOLS = ("fusion", "timing", "timing_cache", "mkl")
 
 #: every tactic name the table can offer (conv algorithms, then the other families)
 CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "packed_gemm", "winograd_f4x4", "winograd_f2x2",
                 "winograd_f4x4_packed", "winograd_f2x2_packed", "depthwise_direct")
-OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl", "numba", "numpy")
+OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl", "numba", "numpy", "int8_sgemm", "int8_dgemm")
 
 
 def tactic_names() -> list[str]:
-    return [*CONV_TACTICS, *(f"{c}+max_pool" for c in CONV_TACTICS), *OTHER_TACTICS]
+    return [*CONV_TACTICS, *(f"{c}+max_pool" for c in CONV_TACTICS), *OTHER_TACTICS,
+            *(f"int8_{c}" for c in CONV_TACTICS if not c.startswith("winograd"))]
 
 
 def check_options(options: dict[str, Any]) -> dict[str, Any]:
@@ -52,6 +53,7 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
                                     f"tactics: {', '.join(known)}")
     precision = options.get("precision", "float32")
     if precision != "float32":
-        raise EngineOptionError(f"trt_like engine option precision={precision!r}: engines compute in float32 "
-                                f"(INT8 engines are not built yet)")
+        raise EngineOptionError(f"trt_like engine option precision={precision!r}: engines compute in float32; "
+                                f"int8 layers are built from quantized models (docs/trt-like.md, 'INT8 engines'), "
+                                f"calibrating a float model inside the engine is not built yet")
     return options

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from srcore.plugin import SrcoreFormatError
+from srcore.plugin import QuantizationError, SrcoreFormatError
 
 from .builder.fusion import FusedOp
 from .builder.network import Layer, Network, Tensor
@@ -76,11 +76,20 @@ def stale_reason(meta: dict[str, Any], options: dict[str, Any], here: dict[str, 
 
 
 # -- plan -> (meta, arrays) ---------------------------------------------------------------------------
-def dump_plan(plan: Plan, shapes, options: dict[str, Any], here: dict[str, Any] | None = None):
-    """``(meta, arrays)`` of ``plan`` (built for input ``shapes`` with ``options``)."""
+def segment_constants(graph) -> dict[str, np.ndarray]:
+    """The array constants of a segment graph by value name (what a plan's weights refer to)."""
+    return {n.outputs[0].name: n.attrs["value"] for n in graph.all_nodes()
+            if n.kind == "prim::Constant" and isinstance(n.attrs.get("value"), np.ndarray) and n.outputs[0].name}
+
+
+def dump_plan(plan: Plan, shapes, options: dict[str, Any], here: dict[str, Any] | None = None,
+              constants: dict[str, np.ndarray] | None = None):
+    """``(meta, arrays)`` of ``plan`` (built for input ``shapes`` with ``options``). A layer attribute
+    that is one of the segment's ``constants`` (a weight as the model holds it) is stored as a
+    reference to it: the segment key covers those bytes, and the model file holds them once."""
     net = plan.net
     arrays: dict[str, np.ndarray] = {}
-    enc = _Encoder(arrays)
+    enc = _Encoder(arrays, constants or {})
     layers = []
     for i, step in enumerate(plan.steps):
         layer = step.layer
@@ -91,7 +100,7 @@ def dump_plan(plan: Plan, shapes, options: dict[str, Any], here: dict[str, Any] 
             entry["layout"] = {k: enc.array(np.asarray(v), f"l{i}.layout.{k}") for k, v in sorted(step.layout.items())}
         layers.append(entry)
     meta = {"format": FORMAT, "signature": [list(map(int, s)) for s in shapes],
-            "tensors": [[t.id, list(t.shape), t.name] for t in net.tensors.values()],
+            "tensors": [_tensor_entry(t) for t in net.tensors.values()],
             "inputs": list(net.inputs), "outputs": list(net.outputs),
             "constants": {str(t): enc.array(a, f"c{t}") for t, a in net.constants.items()},
             "layers": layers, "options": plan_options(options), "compat": compat() if here is None else here}
@@ -99,13 +108,16 @@ def dump_plan(plan: Plan, shapes, options: dict[str, Any], here: dict[str, Any] 
     return meta, arrays
 
 
-def arrays_digest(arrays: dict[str, np.ndarray]) -> str:
-    """SHA-256 of named arrays (names, dtypes, shapes and bytes, in name order)."""
+def arrays_digest(arrays: dict[str, np.ndarray], after=None) -> str:
+    """SHA-256 of named arrays (names, dtypes, shapes and bytes, in name order); ``after(array)`` is
+    called on each once hashed (a file's arrays: drop its pages from the resident set)."""
     digest = hashlib.sha256()
     for name in sorted(arrays):
         a = np.ascontiguousarray(arrays[name])
         digest.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
         digest.update(a.reshape(-1).view(np.uint8))
+        if after is not None:
+            after(arrays[name])
     return digest.hexdigest()
 
 
@@ -113,8 +125,9 @@ class _Encoder:
     """Layer attributes as JSON: arrays by name (into ``arrays``), tuples, slices, fused ops and
     non-finite floats marked."""
 
-    def __init__(self, arrays: dict[str, np.ndarray]):
+    def __init__(self, arrays: dict[str, np.ndarray], constants: dict[str, np.ndarray]):
         self.arrays = arrays
+        self.by_memory = {_memory(a): name for name, a in constants.items()}
 
     def array(self, a: np.ndarray, name: str) -> str:
         self.arrays[name] = np.ascontiguousarray(a)
@@ -122,7 +135,8 @@ class _Encoder:
 
     def value(self, v: Any, path: str) -> Any:
         if isinstance(v, np.ndarray):
-            return {"$array": self.array(v, path)}
+            ref = self._constant(v)
+            return {"$segment": ref} if ref is not None else {"$array": self.array(v, path)}
         if isinstance(v, (bool, int, str)) or v is None:
             return v
         if isinstance(v, (float, np.floating)):
@@ -142,20 +156,31 @@ class _Encoder:
             return {"$dict": [[k, self.value(x, f"{path}.{k}")] for k, x in v.items()]}
         raise TypeError(f"cannot serialize a layer attribute of type {type(v).__name__} ({path})")
 
+    def _constant(self, v: np.ndarray) -> str | None:
+        """The segment constant whose memory ``v`` is exactly (same address, dtype, shape, strides)."""
+        return self.by_memory.get(_memory(v))
+
+
+def _memory(a: np.ndarray) -> tuple:
+    return a.__array_interface__["data"][0], a.dtype.str, a.shape, a.strides
+
 
 # -- (meta, arrays) -> network and choices --------------------------------------------------------------
-def load_network(meta: dict[str, Any], arrays: dict[str, np.ndarray], what: str):
-    """``(network, [(tactic, layout) per layer that is not a view], input shapes)`` of a stored plan;
+def load_network(meta: dict[str, Any], arrays: dict[str, np.ndarray], what: str,
+                 constants: dict[str, np.ndarray] | None = None, release=None):
+    """``(network, [(tactic, layout) per layer that is not a view], input shapes)`` of a stored plan
+    (``constants``: the segment's, which layer attributes may refer to);
     :class:`srcore.SrcoreFormatError` naming ``what`` for anything malformed or modified."""
     try:
         if meta.get("format") != FORMAT:
             raise ValueError(f"plan format {meta.get('format')!r} (this trt_like reads {FORMAT})")
-        if arrays_digest(arrays) != meta.get("sha256"):
+        if arrays_digest(arrays, release) != meta.get("sha256"):
             raise ValueError("its arrays do not match their checksum (modified or corrupted)")
-        dec = _Decoder(arrays)
+        dec = _Decoder(arrays, constants or {})
         net = Network()
-        for tid, shape, name in meta["tensors"]:
-            net.tensors[int(tid)] = Tensor(int(tid), tuple(int(d) for d in shape), str(name))
+        for entry in meta["tensors"]:
+            tensor = _tensor(entry)
+            net.tensors[tensor.id] = tensor
         known = net.tensors.keys()
         net.inputs = [_tensor_id(t, known) for t in meta["inputs"]]
         net.outputs = [_tensor_id(t, known) for t in meta["outputs"]]
@@ -178,9 +203,30 @@ def load_network(meta: dict[str, Any], arrays: dict[str, np.ndarray], what: str)
         shapes = tuple(tuple(int(d) for d in s) for s in meta["signature"])
     except SrcoreFormatError:
         raise
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, QuantizationError) as exc:
         raise SrcoreFormatError(f"{what}: the stored plan is malformed: {type(exc).__name__}: {exc}") from None
     return net, choices, shapes
+
+
+def _tensor_entry(t: Tensor) -> list:
+    """``[id, shape, name]``; a quantized tensor adds ``[dtype, scale, zero_point]``."""
+    entry = [t.id, list(t.shape), t.name]
+    if t.dtype != "float32":
+        entry.append([t.dtype, float(t.qparams.scale), int(t.qparams.zero_point)])
+    return entry
+
+
+def _tensor(entry) -> Tensor:
+    if len(entry) == 3:
+        tid, shape, name = entry
+        return Tensor(int(tid), tuple(int(d) for d in shape), str(name))
+    tid, shape, name, (dtype, scale, zero_point) = entry
+    if dtype not in ("quint8", "qint8"):
+        raise ValueError(f"tensor {tid}: unknown dtype {dtype!r}")
+    from srcore.plugin import QParams
+
+    return Tensor(int(tid), tuple(int(d) for d in shape), str(name), str(dtype),
+                  QParams(float(scale), int(zero_point)))
 
 
 def _tensor_id(t, known) -> int:
@@ -191,8 +237,9 @@ def _tensor_id(t, known) -> int:
 
 
 class _Decoder:
-    def __init__(self, arrays: dict[str, np.ndarray]):
+    def __init__(self, arrays: dict[str, np.ndarray], constants: dict[str, np.ndarray]):
         self.arrays = arrays
+        self.constants = constants
 
     def array(self, name) -> np.ndarray:
         a = self.arrays.get(name)
@@ -212,6 +259,10 @@ class _Decoder:
         (tag, x), = v.items()
         if tag == "$array":
             return np.array(self.array(x), copy=True)   # own, writeable (the file's are read-only maps)
+        if tag == "$segment":
+            if x not in self.constants:
+                raise ValueError(f"the segment has no constant {x!r}")
+            return self.constants[x]
         if tag == "$float":
             if x not in ("nan", "inf", "-inf"):
                 raise ValueError(f"bad float {x!r}")

@@ -22,26 +22,31 @@ from typing import Any
 from srcore.plugin import EngineOptionError, SrcoreFormatError
 
 from .builder.plan import Plan
-from .serialize import StalePlan, dump_plan, dumps, load_network, stale_reason
+from .serialize import StalePlan, dump_plan, dumps, load_network, segment_constants, stale_reason
 from .tactics.choose import StaleChoice, choose_tactics
 
 log = logging.getLogger("srcore.trt_like")
 _write_lock = threading.Lock()
 
 
-def restore_plan(meta: dict[str, Any], arrays: dict, options: dict[str, Any], name: str, what: str) -> Plan:
+def restore_plan(meta: dict[str, Any], arrays: dict, options: dict[str, Any], name: str, what: str,
+                 constants: dict | None = None) -> Plan:
     """The plan a stored ``meta``/``arrays`` describes: nothing converted, fused or timed, no stored
     weight laid out again. Raises :class:`StalePlan` (rebuild) or :class:`srcore.SrcoreFormatError`."""
     why = stale_reason(meta, options)
     if why is not None:
         raise StalePlan(why)
-    net, choices, _ = load_network(meta, arrays, what)
+    net, choices, _ = load_network(meta, arrays, what, constants, release=lambda a: release_pages((a,)))
+    # each stored layout copied into writeable memory (the tactics take it as is), its file pages
+    # released right away: the peak is one layout more, not all of them twice
+    choices = [(tactic, {k: _owned(a) for k, a in layout.items()}) for tactic, layout in choices]
     try:
         steps = choose_tactics(net, options, name=name, chosen=choices)
     except StaleChoice as exc:
         raise StalePlan(str(exc)) from None
     except (KeyError, TypeError, ValueError, IndexError) as exc:   # attributes a tactic cannot read
         raise SrcoreFormatError(f"{what}: the stored plan is malformed: {type(exc).__name__}: {exc}") from None
+    release_pages(arrays.values())   # copied where needed: the file's pages are not read again
     return Plan(net, steps)
 
 
@@ -61,6 +66,7 @@ class PlanStore:
             self.stored = _stored_plans(segment.stored, self.name)
         self.cache_dir = _cache_dir(options.get("engine_cache", False))
         self._key: str | None = None
+        self.constants = segment_constants(segment.graph)
 
     def signatures(self) -> list[tuple]:
         """The input signatures of the stored plans (built for profiles or static shapes)."""
@@ -72,7 +78,7 @@ class PlanStore:
         if found is not None:
             what = f"serialized engine {self.name}, plan for inputs {_signature_text(shapes)}"
             try:
-                return restore_plan(*found, self.options, self.name, what), "serialized"
+                return restore_plan(*found, self.options, self.name, what, self.constants), "serialized"
             except StalePlan as exc:
                 log.warning("%s: the serialized plan for inputs %s is not used, %s; rebuilding it",
                             self.name, _signature_text(shapes), exc)
@@ -84,7 +90,7 @@ class PlanStore:
         what = f"engine cache file {path}"
         try:
             meta, arrays = _read_plan_file(path)
-            return restore_plan(meta, arrays, self.options, self.name, what), "cache"
+            return restore_plan(meta, arrays, self.options, self.name, what, self.constants), "cache"
         except (StalePlan, SrcoreFormatError) as exc:
             log.warning("%s: %s is not used (%s); rebuilding it", self.name, what, exc)
             return None
@@ -95,7 +101,7 @@ class PlanStore:
             return
         path = self._path(shapes)
         try:
-            meta, arrays = dump_plan(plan, shapes, self.options)
+            meta, arrays = dump_plan(plan, shapes, self.options, constants=self.constants)
             _write_plan_file(path, meta, arrays)
             log.info("%s: wrote %s", self.name, path)
         except (OSError, TypeError) as exc:
@@ -158,3 +164,19 @@ def _read_plan_file(path: Path) -> tuple[dict, dict]:
     except (KeyError, ValueError) as exc:
         c.fail(f"bad plan metadata: {exc}")
     return meta, {name: c.array(name) for name in c.entries}
+
+
+def _owned(a):
+    import numpy as np
+
+    out = np.array(a, copy=True, order="C")
+    release_pages((a,))
+    return out
+
+
+def release_pages(arrays) -> None:
+    """Drop the resident pages of read-only file-mapped ``arrays`` (a stored plan's, once verified
+    and copied; a model's raw weights, once laid out)."""
+    from srcore.plugin import drop_resident_pages
+
+    drop_resident_pages(arrays)

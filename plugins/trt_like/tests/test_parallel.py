@@ -141,3 +141,19 @@ def test_threaded_engines_keep_openblas_on_the_caller(monkeypatch):
     net.layers.append(Layer("max_pool2d", [y], [net.new_tensor((1, 4, 4, 4))],
                             {"stride": (2, 2), "dilation": (1, 1)}))       # the vector pool threads too
     assert tactics._blas_on_caller(net) is parallel.on_caller
+
+
+def test_small_layers_stay_on_one_thread(monkeypatch):
+    """A parallel region waits for its whole team; below PARALLEL_MIN_WORK a layer is not worth a
+    thread that a busy core may keep waiting (the tail latency of small models)."""
+    from srcore_trt_like.conv.tactics import conv_tactic_builders
+
+    monkeypatch.setattr(parallel, "count", lambda: 2)
+    small = ConvSpec((1, 8, 16, 16), 8, 3, padding=1)              # 0.15 M multiply-adds
+    big = ConvSpec((1, 64, 56, 56), 64, 3, padding=1)              # 116 M
+    assert small.macs < parallel.PARALLEL_MIN_WORK <= big.macs
+    rng = np.random.default_rng(0)
+    for spec, want in ((small, 1), (big, 2)):
+        w = rng.standard_normal(spec.weight_shape).astype(np.float32)
+        (build,) = [b for name, b in conv_tactic_builders(spec, w, None) if name == "packed_gemm"]
+        assert build().threads == want

@@ -10,6 +10,9 @@ import torch
 import srcore
 from srcore.partition import ENGINE_KIND
 
+# the partition and the engines do not depend on the executor or the memory planner
+pytestmark = pytest.mark.one_pass
+
 TRT = ("trt_like", "cpu")
 
 

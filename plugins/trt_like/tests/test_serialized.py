@@ -3,6 +3,7 @@ profiles (``engine_options={"profiles": ...}``, ``sm.warmup``) and what bad inpu
 from __future__ import annotations
 
 import logging
+import re
 
 import attrs
 import numpy as np
@@ -82,6 +83,10 @@ def test_a_built_model_loads_without_converting_timing_or_laying_out(net, built,
     m, _ = net
     model = srcore.load(built)
     assert len(model.engines) == 1 and not any(k.startswith("engine/") for k in model.params)
+    (data,) = model.engines.values()
+    # weights are the model's own (referred to, not stored twice); what is stored is what the tactics laid out
+    # and the network's own constants (a bias made a tensor)
+    assert data.arrays and all(".layout." in name or re.fullmatch(r"p\d+\.c\d+", name) for name in data.arrays)
     sm = srcore.StaticModule(model, backends=TRT)
     (seg,) = sm.partition.engines
     assert seg.loaded and seg.description.count("loaded from the serialized engine") == 2
@@ -222,3 +227,13 @@ def test_a_segment_key_names_graph_and_weights(net):
              and isinstance(n.attrs.get("value"), np.ndarray) and n.attrs["value"].ndim == 4)
     w.attrs["value"] = w.attrs["value"] + 1
     assert srcore.StaticModule(changed, backends=TRT).partition.engines[0].segment.key() != key
+
+
+def test_dropped_pages_of_a_mapped_file_read_back_the_same(built):
+    from srcore.format.safetensors_io import drop_resident_pages
+
+    model = srcore.load(built)
+    arrays = list(model.params.values()) + [a for d in model.engines.values() for a in d.arrays.values()]
+    copies = [a.copy() for a in arrays]
+    drop_resident_pages(arrays + [np.ones(10_000, np.float32)])      # an array not in a file: left alone
+    assert all(np.array_equal(a, c) for a, c in zip(arrays, copies))

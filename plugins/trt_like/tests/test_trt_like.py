@@ -94,7 +94,7 @@ def test_supports_table_ops_on_float32_with_constant_arguments():
     cumsum = NodeInfo("aten::cumsum", None, (ArgInfo("self", F32), ArgInfo("dim", INT, True, 0)), (F32,))
     assert support.supports(relu) is support.supports(pow_c) is True
     # refusals say which argument, dtype or shape
-    assert support.supports(relu64) == "argument 'self' is float64; engines compute in float32"
+    assert support.supports(relu64) == "argument 'self' is float64; engines compute in float32, quint8, qint8"
     assert support.supports(unranked) == "argument 'self' has no known rank"
     assert support.supports(pow_v) == ("argument 'exponent' is computed from tensor data at run time; the engine "
                                        "bakes it in and needs a constant or a value known from the input shapes")

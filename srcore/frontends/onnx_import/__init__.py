@@ -38,7 +38,11 @@ def from_onnx(model, *, base_dir: str | os.PathLike | None = None) -> Model:
         raise ConversionError(f"cannot convert {loaded.where}: {len(conv.problems)} unsupported "
                               f"construct(s):\n{lines}")
     graph = conv.graph
-    fired = recompose(graph)
+    from ...passes.fold_qdq import fold_quantized
+    from .ops.quant import dequantize_constants
+
+    # QDQ: quantized ops where Q/DQ pairs allow, float weights where not
+    fired = bool(recompose(graph)) | bool(fold_quantized(graph)) | bool(dequantize_constants(graph))
     params = conv.params
     if fired:  # drop what the recomposed ops replaced, and the constants only they used
         from ...model import collect_params

@@ -1,12 +1,14 @@
 """ONNX element types <-> srcore dtype names (numpy's) and torch ScalarType codes."""
 from __future__ import annotations
 
+import numpy as np
+
 from ...ir.types import DTYPE_TO_SCALAR_TYPE_CODE
 
 #: ``TensorProto.DataType`` code -> srcore dtype name, for the types srcore's kernels handle
 ONNX_TO_DTYPE: dict[int, str] = {
     1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64", 9: "bool",
-    10: "float16", 11: "float64",
+    10: "float16", 11: "float64", 16: "bfloat16",
 }
 DTYPE_TO_ONNX = {v: k for k, v in ONNX_TO_DTYPE.items()}
 
@@ -19,7 +21,7 @@ ONNX_TYPE_NAMES: dict[int, str] = {
     26: "INT2",
 }
 
-FLOATS = frozenset({"float16", "float32", "float64"})
+FLOATS = frozenset({"float16", "bfloat16", "float32", "float64"})
 INTS = frozenset({"uint8", "int8", "int16", "int32", "int64"})
 
 
@@ -35,6 +37,16 @@ def dtype_of(elem_type: int) -> str:
         name = ONNX_TYPE_NAMES.get(elem_type, str(elem_type))
         raise UnsupportedDtype(f"element type {name} is not supported (srcore handles "
                                f"{', '.join(ONNX_TYPE_NAMES[k] for k in sorted(ONNX_TO_DTYPE))})") from None
+
+
+def np_dtype(dtype: str) -> np.dtype:
+    """The numpy dtype of a dtype name; bfloat16 is ml_dtypes' (numpy has none; a dependency of
+    srcore-cpu, and onnx's own numpy_helper needs it)."""
+    if dtype == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(dtype)
 
 
 def scalar_type(dtype: str) -> int:

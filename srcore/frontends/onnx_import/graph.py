@@ -26,6 +26,8 @@ FAILED = object()
 #: ops never computed at conversion (random, or with effects the reference models differently)
 NO_FOLD = frozenset({"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial",
                      "Bernoulli", "Dropout", "If", "Loop", "Scan", "SequenceMap", "Constant", "Identity"})
+#: what a DequantizeLinear of a constant keeps as a quantized parameter instead of folding it
+QDQ_STORAGE = frozenset({"uint8", "int8", "int32"})
 #: the largest constant (elements) folded at conversion
 FOLD_LIMIT = 1 << 16
 
@@ -330,6 +332,8 @@ class GraphConverter:
         evaluator (ONNX's own semantics); None when it does not apply or fails (the converter runs)."""
         if node.op_type in NO_FOLD or any(a.type in (a.GRAPH, a.GRAPHS) for a in node.attribute):
             return None
+        if node.op_type == "DequantizeLinear" and vals and vals[0] is not None and vals[0].dtype in QDQ_STORAGE:
+            return None  # an integer weight stays quantized for fold_quantized (ops/quant.py)
         arrays = []
         for v in vals:
             if v is None:
@@ -352,6 +356,8 @@ class GraphConverter:
             return None
         res = []
         for o in outs:
+            if isinstance(o, (list, tuple)) or o is None:   # a sequence or optional: not a constant tensor
+                return None
             o = np.asarray(o)
             if str(o.dtype) not in DTYPE_TO_ONNX or o.size > FOLD_LIMIT:
                 return None
@@ -387,7 +393,7 @@ class GraphConverter:
         except (ValueError, UnsupportedDtype) as exc:
             raise Unsupported(f"{what}: {exc}") from None
 
-    def param(self, name: str, arr: np.ndarray) -> Value:
+    def param(self, name: str, arr: np.ndarray, t: TensorType | None = None) -> Value:
         """A named tensor constant at the top of the main graph (visible from every block)."""
         base = clean_name(name)
         pname, k = base, 0
@@ -395,8 +401,8 @@ class GraphConverter:
             k += 1
             pname = f"{base}.{k}"
         self.params[pname] = arr
-        node = self.graph.create("prim::Constant", (), (TensorType(str(arr.dtype), arr.shape),),
-                                 {"param": pname, "value": arr}, output_names=[pname])
+        t = TensorType(str(arr.dtype), arr.shape) if t is None else t
+        node = self.graph.create("prim::Constant", (), (t,), {"param": pname, "value": arr}, output_names=[pname])
         first = self.graph.block.nodes.first
         if first is None:
             self.graph.block.append(node)
@@ -404,6 +410,13 @@ class GraphConverter:
             node.insert_before(first)
         self.interp.run_node(node)
         return node.output
+
+    def quantized_param(self, name: str, stored: np.ndarray, qdtype: str, qparams) -> Value:
+        """A quantized parameter (``QuantizedArray``) from an integer initializer and its parameters."""
+        from ...qarray import QuantizedArray
+
+        qa = QuantizedArray(np.asarray(stored), qdtype, qparams)
+        return self.param(name, qa, TensorType(qdtype, qa.shape, qparams))
 
     def tensor_of(self, v: Val) -> Value:
         """The srcore tensor Value of ``v``, made on first use (constants become parameters)."""

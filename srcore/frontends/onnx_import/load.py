@@ -17,7 +17,7 @@ import attrs
 import numpy as np
 
 from ...errors import ConversionError
-from .dtypes import dtype_of
+from .dtypes import dtype_of, np_dtype
 
 #: the oldest opset converted as it is; older models go through onnx's version converter
 MIN_OPSET = 13
@@ -179,15 +179,15 @@ def read_tensor(t, base_dir: Path | None, where: str) -> np.ndarray:
     """A TensorProto as an array; external data is memory-mapped read-only."""
     from onnx import numpy_helper
 
-    dtype = dtype_of(t.data_type)
+    dtype = np_dtype(dtype_of(t.data_type))
     shape = tuple(int(d) for d in t.dims)
     if t.data_location == t.EXTERNAL:
-        return _external(t, np.dtype(dtype), shape, base_dir, where)
+        return _external(t, dtype, shape, base_dir, where)
     try:
         arr = numpy_helper.to_array(t)
     except Exception as exc:  # noqa: BLE001 - wrong byte counts and the like
         raise ValueError(f"its data does not fit its type and shape {list(shape)}: {exc}") from None
-    if arr.dtype == np.dtype(dtype) and arr.flags.c_contiguous and arr.shape == shape:
+    if arr.dtype == dtype and arr.flags.c_contiguous and arr.shape == shape:
         return arr  # raw data: a read-only view of the proto's bytes, no copy
     return np.array(arr, dtype=dtype, order="C")  # not ascontiguousarray: it makes a 0-d array 1-d
 

@@ -186,7 +186,7 @@ def max_pool(ctx: Ctx):
     return outs
 
 
-@rule("aten::avg_pool1d", "aten::avg_pool2d", "aten::avg_pool3d")
+@rule("aten::avg_pool1d", "aten::avg_pool2d", "aten::avg_pool3d", "quantized::avg_pool2d_channels_last")
 def avg_pool(ctx: Ctx):
     if ctx.known(6, "divisor_override", None) == 0:   # torch's check (the kernels divided by zero)
         raise ctx.fail("divisor must be not zero")

@@ -12,6 +12,10 @@ INTS = ("int64", "int32")
 NUMERIC = FLOATS + INTS
 ALL = NUMERIC + ("bool",)
 ANY = ("*",)
+#: the narrow integer types ONNX models carry (uint8 images, int8/int16 data): numpy computes them as
+#: torch does (wrapping arithmetic, the same promotion), so the integer kernels that need nothing
+#: wider take them too
+SMALL_INTS = ("int16", "int8", "uint8")
 
 
 def family(module: str):

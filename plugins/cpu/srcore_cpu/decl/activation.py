@@ -3,13 +3,13 @@ from __future__ import annotations
 
 from srcore.plugin import Kernel
 
-from . import FLOATS, NUMERIC, family
+from . import FLOATS, NUMERIC, SMALL_INTS, family
 
 _act = family("activation")
 _inp = family("inplace")
 
 _OPS = [  # (op, impl, dtypes, matcher)
-    ("aten::relu", "relu", NUMERIC, "activation_matcher"),
+    ("aten::relu", "relu", NUMERIC + SMALL_INTS, "activation_matcher"),
     ("aten::relu6", "relu6", NUMERIC, None),
     ("aten::hardtanh", "hardtanh", NUMERIC, None),
     ("aten::threshold", "threshold", NUMERIC, None),
@@ -19,7 +19,7 @@ _OPS = [  # (op, impl, dtypes, matcher)
     ("aten::hardsigmoid", "hardsigmoid", FLOATS, None),
     ("aten::hardswish", "hardswish", FLOATS, None),
     ("aten::leaky_relu", "leaky_relu", FLOATS, None),
-    ("aten::elu", "elu", FLOATS, None),
+    ("aten::elu", "elu", FLOATS + ("float16",), None),
     ("aten::softplus", "softplus", FLOATS, None),
     ("aten::mish", "mish", FLOATS, None),
     ("aten::log_sigmoid", "log_sigmoid", FLOATS, None),

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from srcore.plugin import Kernel
 
-from . import ALL, FLOATS, INTS, NUMERIC, family
+from . import ALL, FLOATS, INTS, NUMERIC, SMALL_INTS, family
 
 _bin = family("elementwise")
 _un = family("unary")
@@ -11,7 +11,8 @@ _ter = family("ternary")
 _inp = family("inplace")
 _BM = "binary_matcher"
 _UM = "unary_matcher"
-_BITS = INTS + ("bool",)
+_BITS = INTS + SMALL_INTS + ("bool",)
+_SHIFT = INTS + SMALL_INTS
 
 _BINARY = [  # (op, impl, dtypes, matcher)
     ("aten::add.Tensor", "add", ALL, _BM), ("aten::add.Scalar", "add", ALL, _BM),
@@ -35,6 +36,8 @@ _BINARY = [  # (op, impl, dtypes, matcher)
     ("aten::bitwise_and.Scalar_Tensor", "bitwise_and", _BITS, None),
     ("aten::bitwise_or.Scalar_Tensor", "bitwise_or", _BITS, None),
     ("aten::bitwise_xor.Tensor", "bitwise_xor", _BITS, None), ("aten::bitwise_xor.Scalar", "bitwise_xor", _BITS, None),
+    *((f"aten::bitwise_{d}_shift.{ov}", f"bitwise_{d}_shift", _SHIFT, None)
+      for d in ("left", "right") for ov in ("Tensor", "Tensor_Scalar", "Scalar_Tensor")),
     ("aten::logical_and", "logical_and", ALL, _BM), ("aten::logical_or", "logical_or", ALL, _BM),
     ("aten::logical_xor", "logical_xor", ALL, _BM),
 ] + [(f"aten::{c}.{o}", c, ALL + ("uint8",), _BM) for c in ("eq", "ne", "lt", "le", "gt", "ge")
@@ -87,7 +90,8 @@ _INPLACE = [
 _HALF = ("float16", "bfloat16")
 _HALF_OK = {"add", "sub", "rsub", "mul", "div", "minimum", "maximum", "eq", "ne", "lt", "le", "gt", "ge", "neg",
             "abs", "exp", "log", "sqrt", "tanh", "sin", "cos", "floor", "ceil", "trunc", "round", "sign", "square",
-            "reciprocal", "erf", "log1p", "expm1", "log2", "log10", "pow", "where", "clamp", "masked_fill"}
+            "reciprocal", "erf", "log1p", "expm1", "log2", "log10", "pow", "where", "clamp", "masked_fill",
+            "remainder", "fmod"}
 
 
 def _with_half(op: str, dtypes):
@@ -95,17 +99,34 @@ def _with_half(op: str, dtypes):
     return tuple(dtypes) + _HALF if base in _HALF_OK and "float32" in dtypes else dtypes
 
 
+#: ops whose integer kernels take the narrow integer types as well (checked against torch's OpInfo samples)
+_SMALL_OK = {"add", "sub", "rsub", "mul", "div", "floor_divide", "remainder", "fmod", "minimum", "maximum",
+             "max", "min", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "neg",
+             "abs", "sign", "where", "clamp", "clamp_min", "clamp_max", "masked_fill"}
+
+
+def _with_small(op: str, dtypes):
+    base = op.split("::", 1)[-1].split(".")[0].rstrip("_")
+    if base not in _SMALL_OK or "int64" not in dtypes:
+        return dtypes
+    return tuple(dtypes) + tuple(d for d in SMALL_INTS if d not in dtypes)
+
+
+def _dtypes(op: str, dtypes):
+    return _with_small(op, _with_half(op, dtypes))
+
+
 KERNELS: list[Kernel] = (
-    [_bin(op, impl, _with_half(op, dt), matcher=m) for op, impl, dt, m in _BINARY]
+    [_bin(op, impl, _dtypes(op, dt), matcher=m) for op, impl, dt, m in _BINARY]
     + [_un(f"aten::{n}", n, _with_half(n, NUMERIC), matcher=_UM) for n in _FLOATING if n != "rsqrt"]
     + [_un("aten::rsqrt", "rsqrt", NUMERIC)]
-    + [_un(f"aten::{n}", n, _with_half(n, NUMERIC), matcher=_UM) for n in _SAME]
+    + [_un(f"aten::{n}", n, _dtypes(n, NUMERIC), matcher=_UM) for n in _SAME]
     + [_un("aten::round.decimals", "round", FLOATS),
        _un("aten::bitwise_not", "bitwise_not", _BITS),
-       _un("aten::isnan", "isnan", ALL), _un("aten::isinf", "isinf", ALL),
+       _un("aten::isnan", "isnan", ALL + _HALF), _un("aten::isinf", "isinf", ALL + _HALF),
        _un("aten::logical_not", "logical_not", ALL),
        _un("aten::nan_to_num", "nan_to_num", NUMERIC)]
     + [_un("prim::abs", "abs", NUMERIC, matcher=_UM)]
-    + [_ter(op, impl, _with_half(op, dt), matcher=m) for op, impl, dt, m in _TERNARY]
+    + [_ter(op, impl, _dtypes(op, dt), matcher=m) for op, impl, dt, m in _TERNARY]
     + [_inp(op, impl, dt, kind="native") for op, impl, dt in _INPLACE]
 )

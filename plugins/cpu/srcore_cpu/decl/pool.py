@@ -9,7 +9,7 @@ FLOATS = ("float32", "float64")
 KERNELS: list[Kernel] = [
     # the matcher fixes the intra-op thread count at load (parallel.py)
     Kernel("aten::max_pool1d", "cpu", "out", FLOATS, _M + "max_pool1d", matcher=_M + "max_pool_matcher"),
-    Kernel("aten::max_pool2d", "cpu", "out", FLOATS, _M + "max_pool2d", matcher=_M + "max_pool_matcher"),
+    Kernel("aten::max_pool2d", "cpu", "out", FLOATS + ("int8", "uint8"), _M + "max_pool2d", matcher=_M + "max_pool_matcher"),
     Kernel("aten::max_pool3d", "cpu", "out", FLOATS, _M + "max_pool3d"),
     Kernel("aten::avg_pool1d", "cpu", "out", FLOATS, _M + "avg_pool1d"),
     Kernel("aten::avg_pool3d", "cpu", "out", FLOATS, _M + "avg_pool3d"),

@@ -7,7 +7,7 @@ from . import ANY, family
 
 _k = family("prim")
 
-_DICT_KEYS = ("str", "int", "bool", "float")   # Dict(<key>, t) overloads
+_DICT_KEYS = ("str", "int", "bool", "float", "Tensor")   # Dict(<key>, t) overloads (Tensor keys: by identity)
 
 _OPS = [  # (op, impl)
     ("prim::ListConstruct", "list_construct"), ("prim::ListUnpack", "list_unpack"),
@@ -27,7 +27,7 @@ _OPS = [  # (op, impl)
     ("aten::index.list_bool", "list_index"), ("aten::format", "format"),
     ("aten::__contains__.int", "contains"), ("aten::__contains__.float", "contains"),
     ("aten::__contains__.bool", "contains"), ("aten::__contains__.str", "contains"),
-    ("aten::__contains__.str_list", "contains"),
+    ("aten::__contains__.str_list", "contains"), ("aten::__contains__.Tensor", "contains"),
     ("prim::DictConstruct", "dict_construct"), ("prim::shape", "shape"), ("prim::layout", "layout"),
     ("prim::is_cuda", "false"), ("prim::is_nested", "false"), ("prim::requires_grad", "false"),
     ("aten::is_grad_enabled", "false"), ("aten::is_floating_point", "is_floating_point"), ("aten::is_autocast_enabled", "false"), ("prim::data", "identity"),

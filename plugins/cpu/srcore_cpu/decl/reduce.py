@@ -3,18 +3,20 @@ from __future__ import annotations
 
 from srcore.plugin import Kernel
 
-from . import ALL, FLOATS, NUMERIC, family
+from . import ALL, FLOATS, NUMERIC, SMALL_INTS, family
+
+_WIDE = ALL + SMALL_INTS
 
 _k = family("reduce")
 
 KERNELS: list[Kernel] = [
-    _k("aten::sum", "sum", ALL), _k("aten::sum.dim_IntList", "sum", ALL),
+    _k("aten::sum", "sum", _WIDE), _k("aten::sum.dim_IntList", "sum", _WIDE),
     _k("aten::mean", "mean", NUMERIC), _k("aten::mean.dim", "mean", NUMERIC),
-    _k("aten::prod", "prod", ALL), _k("aten::prod.dim_int", "prod", ALL),
-    _k("aten::amax", "amax", ALL), _k("aten::amin", "amin", ALL),
+    _k("aten::prod", "prod", _WIDE), _k("aten::prod.dim_int", "prod", _WIDE),
+    _k("aten::amax", "amax", _WIDE), _k("aten::amin", "amin", _WIDE),
     _k("aten::max", "max", ALL), _k("aten::min", "min", ALL),
-    _k("aten::max.dim", "max", ALL), _k("aten::min.dim", "min", ALL),
-    _k("aten::argmax", "argmax", ALL), _k("aten::argmin", "argmin", ALL),
+    _k("aten::max.dim", "max", _WIDE), _k("aten::min.dim", "min", _WIDE),
+    _k("aten::argmax", "argmax", _WIDE), _k("aten::argmin", "argmin", _WIDE),
     _k("aten::all", "all", ALL), _k("aten::all.dim", "all", ALL), _k("aten::all.dims", "all", ALL),
     _k("aten::any", "any", ALL), _k("aten::any.dim", "any", ALL), _k("aten::any.dims", "any", ALL),
     _k("aten::norm.Scalar", "norm", FLOATS), _k("aten::norm.ScalarOpt_dim", "norm", FLOATS),
@@ -22,7 +24,7 @@ KERNELS: list[Kernel] = [
     _k("aten::linalg_vector_norm", "linalg_vector_norm", FLOATS),
     _k("aten::std", "std", FLOATS), _k("aten::std.dim", "std", FLOATS), _k("aten::std.correction", "std", FLOATS),
     _k("aten::var", "var", FLOATS), _k("aten::var.dim", "var", FLOATS), _k("aten::var.correction", "var", FLOATS),
-    _k("aten::cumsum", "cumsum", ALL), _k("aten::cumprod", "cumprod", ALL),
+    _k("aten::cumsum", "cumsum", _WIDE), _k("aten::cumprod", "cumprod", ALL),
     _k("aten::median", "median", NUMERIC), _k("aten::median.dim", "median", NUMERIC),
     _k("aten::logsumexp", "logsumexp", NUMERIC),
     _k("aten::sort", "sort", NUMERIC), _k("aten::sort.stable", "sort", NUMERIC),

@@ -11,6 +11,10 @@ Constant-weight kernels (the matchers', :func:`make_conv`) pick a path per input
   a GEMM, or im2col, as ``conv_winograd.choose`` says from the number of tiles (measured
   crossovers); the weight is transformed when the size is first seen (at load for a static
   input shape);
+* grouped 1-D and 2-D float32 convs: a direct compiled loop (``conv_direct.py``, numba) for
+  depthwise ones (one input channel per group); with up to :data:`DIRECT_MAX_CG` channels per
+  group, the direct loop or the paths below, whichever is faster on this machine (``tactic.py``,
+  timed once at load for a static input shape);
 * everything else im2col; a kernel wider than twice its stride (the 7x7 stride-2 stem) copies
   its columns from column phases of the input instead of with strided inner loops.
 
@@ -39,12 +43,15 @@ from srcore.plugin import NodeInfo, Specialized
 from . import conv_small as _small
 from . import conv_winograd as _wg
 from . import parallel as _par
+from . import tactic as _tactic
 from .conv_im2col import _NO_WS, COLS_CAP_BYTES, SHARED_WS, conv_forward, conv_transpose_forward  # noqa: F401
 
 # a constant-weight conv is split over intra-op threads only from this many multiply-adds: a
 # hand-over to the pool's worker costs ~20-100 us, and resnet's 1x1 stride-2 convs (6.4 M MACs,
 # ~0.13 ms) measured 0.6-0.8x split
 PARALLEL_MIN_MACS = 20_000_000
+# grouped convs with at most this many input channels per group may take the direct loop
+DIRECT_MAX_CG = 16
 
 
 def _tup(v, nd):
@@ -185,10 +192,23 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
         shape = tuple(input_shape)
         if small is None or small.plan(shape, w.dtype) is None:   # (a small input never gets here)
             winograd_for(shape)
+    direct = None
+    if groups > 1 and nd in (1, 2) and w.dtype == np.float32 and w.shape[1] <= DIRECT_MAX_CG:
+        from .conv_direct import DirectConv   # imports numba: only models with grouped convs pay it
+
+        direct = DirectConv(w, b, stride, pads, dilation, groups, ws, threads)
 
     def conv_const(input, out=None):
         if input.size == 0:   # an empty batch: no algorithm to pick, the plain path returns at once
             return _batched(conv_forward, input, nd, out, w, b, stride, pads, dilation, groups, ws=ws)
+        if (direct is not None and input.ndim == nd + 2 and input.dtype == np.float32
+                and (out is None or (out.dtype == np.float32 and out.flags.c_contiguous))):
+            if out is None:
+                out = np.empty(direct.out_shape(input.shape), np.float32)
+            return direct(input, out)
+        return other_paths(input, out)
+
+    def other_paths(input, out=None):
         t = 1
         if threads > 1 and input.size // max(input.shape[-nd - 1], 1) * macs_per_pixel >= PARALLEL_MIN_MACS:
             t = threads
@@ -208,6 +228,17 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
                                     input.shape[3] + sum(pads[1]) - 2), w.dtype)
                 return _wg.conv3x3(input, gw, b, pads, out, ws, t)
         return _batched(conv_forward, input, nd, out, w, b, stride, pads, dilation, groups, ws=ws, threads=t)
+
+    if direct is not None and w.shape[1] > 1:
+        # several channels per group: the direct loop against im2col + GEMM, timed on this machine
+        shape = tuple(input_shape) if input_shape is not None else ()
+        if len(shape) == nd + 2 and all(isinstance(d, int) and d > 0 for d in shape):
+            x0 = np.zeros(shape, np.float32)
+            o0 = np.empty(direct.out_shape(shape), np.float32)
+            if _tactic.fastest({"direct": direct, "gemm": other_paths}, (x0, o0)) != "direct":
+                direct = None
+        else:
+            direct = None   # an unknown shape: the GEMM paths, which win at the larger sizes
     return conv_const
 
 

@@ -173,6 +173,35 @@ def bitwise_xor(self, other, *, out=None):
     return _apply(np.bitwise_xor, self, other, out)
 
 
+def _shift(self, other, out, left: bool):
+    dt = result_type(self, other)
+    a = np.asarray(self).astype(dt, copy=False)
+    b = np.asarray(other)
+    bits = dt.itemsize * 8
+    # torch: a shift by a negative amount or by the width or more gives 0, or for a right shift the
+    # sign fill (-1 for a negative signed value); numpy leaves those to the C compiler
+    bad = (b < 0) | (b >= bits)
+    safe = np.where(bad, 0, b).astype(dt, copy=False)
+    r = np.left_shift(a, safe) if left else np.right_shift(a, safe)
+    if bad.any():
+        fill = 0 if left or dt.kind == "u" else np.where(a < 0, dt.type(-1), dt.type(0))
+        r = np.where(bad, fill, r).astype(dt, copy=False)
+    if out is None:
+        return as_array(r)
+    np.copyto(out, r)
+    return out
+
+
+def bitwise_left_shift(self, other, *, out=None):
+    """``aten::bitwise_left_shift`` (wrapping, as torch; out-of-range amounts give 0)."""
+    return _shift(self, other, out, True)
+
+
+def bitwise_right_shift(self, other, *, out=None):
+    """``aten::bitwise_right_shift`` (arithmetic for signed; out-of-range amounts give the sign fill)."""
+    return _shift(self, other, out, False)
+
+
 # --- matcher -----------------------------------------------------------------------------------
 
 #: op base name -> (ufunc, kind): "arith" needs operands of the output dtype, "cmp" any equal dtypes

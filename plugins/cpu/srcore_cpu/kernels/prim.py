@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from srcore.plugin import KernelError
 from srcore.plugin import DTYPE_TO_SCALAR_TYPE_CODE
 
@@ -197,9 +199,59 @@ def format(self, *args):
     return _FIELD.sub(repl, self)
 
 
+class _ByIdentity:
+    """An array as a dict key: torch hashes and compares tensor keys by identity."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+    def __eq__(self, other):
+        return isinstance(other, _ByIdentity) and other.obj is self.obj
+
+
+def _key(k):
+    return _ByIdentity(k) if isinstance(k, np.ndarray) else k
+
+
+class ScriptDict(dict):
+    """A TorchScript dict: str/int/float/bool keys by value, tensor (array) keys by identity, as torch's."""
+
+    def __init__(self, items=()):
+        super().__init__((_key(k), v) for k, v in items)
+
+    def __getitem__(self, key):
+        return super().__getitem__(_key(key))
+
+    def __setitem__(self, key, value):
+        super().__setitem__(_key(key), value)
+
+    def __contains__(self, key):
+        return super().__contains__(_key(key))
+
+    def __iter__(self):
+        return (k.obj if isinstance(k, _ByIdentity) else k for k in super().__iter__())
+
+    def keys(self):
+        return list(self)
+
+    def items(self):
+        return list(zip(self, self.values()))
+
+    def copy(self):
+        return ScriptDict(self.items())
+
+    def __repr__(self):
+        return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in self.items()) + "}"
+
+
 def dict_construct(*kv):
     """``prim::DictConstruct``: a dict from alternating key, value inputs."""
-    return dict(zip(kv[0::2], kv[1::2]))
+    return ScriptDict(zip(kv[0::2], kv[1::2]))
 
 
 def shape(self):

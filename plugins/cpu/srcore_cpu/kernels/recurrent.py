@@ -32,7 +32,9 @@ GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 
 
 def _expit():
-    from scipy.special import expit  # scipy.special costs ~100 ms to import: only when a model runs
+    # scipy.special costs ~100 ms to import: only when a model has a recurrent node (the matcher
+    # imports it at load)
+    from scipy.special import expit
 
     return expit
 
@@ -495,6 +497,8 @@ def recurrent_matcher(node: NodeInfo):
     (several recurrent nodes never evict each other's). With a constant ``params`` (a frontend that
     folds the list) the weights are prepared right here, at load."""
     mode = _mode_of(node.op)
+    if mode in ("lstm", "gru"):
+        _expit()   # scipy.special (~0.1-2 s to import) now, at load, not in the first call
     cache = WeightCache()
     try:
         params = node.const("params", None)

@@ -280,12 +280,44 @@ def sort(self, dim=-1, descending=False, *, stable=None, out=None):
     return out
 
 
+#: topk selects with a partition (O(n)) and sorts only the k chosen when k is at most this share of
+#: the dim; a full stable sort of a 4000-wide row costs ~20x the selection (sampling's top-50 of a vocab)
+TOPK_PARTIAL_SHARE = 0.25
+
+
+def _topk_partial(x, k, dim, largest):
+    """The indices of ``topk`` by selection, in the full stable sort's order (value, then lower index
+    first among equal values), or None where the full sort is as cheap (large ``k``), where NaN is in
+    ``x`` (it sorts as the largest; comparisons cannot select it) or where values equal to the k-th
+    reach past it (the selection would pick among the ties arbitrarily)."""
+    n = x.shape[dim]
+    if not 0 < k <= n * TOPK_PARTIAL_SHARE or x.dtype.kind not in "fiu":
+        return None
+    if x.dtype.kind == "f" and np.isnan(x).any():
+        return None
+    rows = np.moveaxis(x, dim, -1).reshape(-1, n)
+    pos = n - k if largest else k - 1
+    part = np.argpartition(rows, pos, axis=-1)
+    cols = part[:, n - k:] if largest else part[:, :k]
+    kth = np.take_along_axis(rows, part[:, pos, None], axis=-1)
+    if ((rows >= kth) if largest else (rows <= kth)).sum(-1).max() != k:
+        return None
+    cols = np.sort(cols, axis=-1)                          # index order, so the stable sort breaks ties
+    vals = np.take_along_axis(rows, cols, axis=-1)
+    order = _sorted_indices(vals, -1, largest)
+    idx = np.take_along_axis(cols, order, axis=-1).astype(np.int64, copy=False)
+    lead = np.moveaxis(x, dim, -1).shape[:-1]
+    return np.moveaxis(idx.reshape(lead + (k,)), -1, dim)
+
+
 def topk(self, k, dim=-1, largest=True, sorted=True, *, out=None):
     """``aten::topk``: the ``k`` largest (or smallest) along ``dim``, in sorted order."""
     if self.ndim == 0:
         return sort(self, out=out)
-    idx = _sorted_indices(self, dim, largest)
-    idx = np.take(idx, np.arange(k), axis=dim)
+    idx = _topk_partial(self, k, dim, largest)
+    if idx is None:
+        idx = _sorted_indices(self, dim, largest)
+        idx = np.take(idx, np.arange(k), axis=dim)
     values = np.take_along_axis(self, idx, axis=dim)
     if out is None:
         return values, idx

@@ -93,9 +93,15 @@ def rsqrt(self, *, out=None):
 
 
 def erf(self, *, out=None):
-    """``aten::erf`` via ``scipy.special.erf``."""
+    """``aten::erf`` via ``scipy.special.erf`` (float16 computes in float32 and rounds once, as torch)."""
     from scipy.special import erf as _erf
 
+    if self.dtype == np.float16:
+        r = _erf(self, dtype=np.float32)
+        if out is None:
+            return as_array(r.astype(np.float16))
+        np.copyto(out, r, casting="unsafe")
+        return out
     if out is None:
         return as_array(_erf(self, dtype=float_type(self.dtype)))
     _erf(self, out=out)

@@ -6,26 +6,37 @@ wrapped as a :class:`QuantizedArray` with the output's parameters.
 
 Rounding is torch's x86 (fbgemm) backend's, bit for bit: float32 arithmetic, ``nearbyint`` (half to
 even). torch's elementwise quantized kernels run two code paths over one tensor: a vectorized one
-over whole blocks of ``2 * lanes`` elements and a scalar one over the rest, which round differently
+over whole blocks of ``2 * lanes`` elements (:func:`vec_block`: the lanes depend on the CPU) and a
+scalar one over the rest, which round differently
 (e.g. ``dequantize`` as ``fma(q, scale, -scale * zp)`` vs ``(q - zp) * scale``); :func:`split_tail`
 gives the boundary so that kernels reproduce both.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-from srcore.plugin import QDTYPES, KernelError, QParams, QuantizedArray
+from srcore.plugin import QDTYPES, KernelError, QParams, QuantizedArray, vector_bytes
 
 F32 = np.float32
 
-#: elements per vectorized step of torch's quantized TensorIterator loops: 2 x the AVX2 lanes
-VEC_BLOCK = {"quint8": 64, "qint8": 64, "qint32": 16}
+#: bytes per element of each quantized dtype's storage (lanes = vector bytes / this)
+_ELEMENT_BYTES = {"quint8": 1, "qint8": 1, "qint32": 4}
+
+
+def vec_block(qdtype: str) -> int:
+    """Elements per vectorized step of torch's quantized TensorIterator loops: 2 x the lanes of
+    ``Vectorized<qdtype>``, whose width is the CPU's (ATen's AVX512 capability: 64 bytes, else 32),
+    so 64 (AVX2) or 128 (AVX512) for 8-bit dtypes, 16 or 32 for qint32."""
+    return 2 * vector_bytes() // _ELEMENT_BYTES[qdtype]
 
 
 def qinfo(qdtype: str):
     return QDTYPES[qdtype]
 
 
+@functools.lru_cache(maxsize=None)
 def storage(qdtype: str) -> np.dtype:
     return np.dtype(QDTYPES[qdtype].storage)
 
@@ -65,23 +76,34 @@ def wrap(arr: np.ndarray, qdtype: str, qparams: QParams) -> QuantizedArray:
 
 
 def output_qparams(qdtype: str, scale, zero_point, op: str) -> QParams:
-    """Checked output parameters from a node's arguments (constants are checked at load already)."""
+    """Checked output parameters from a node's arguments (constants are checked at load already);
+    the same arguments give the same (cached) object, so a node's call does not re-validate."""
     from srcore.plugin import QuantizationError
 
     try:
-        q = QParams(scale, zero_point)
-        info = QDTYPES[qdtype]
-        if not info.qmin <= q.zero_point <= info.qmax:
-            raise QuantizationError(f"zero point {q.zero_point} is outside the range of {qdtype} "
-                                    f"[{info.qmin}, {info.qmax}]")
+        try:
+            return _checked_qparams(qdtype, scale, zero_point)
+        except TypeError:   # unhashable arguments (a list, an array): checked each time
+            return _checked_qparams.__wrapped__(qdtype, scale, zero_point)
     except QuantizationError as exc:
         raise KernelError(f"{op}: {exc}") from None
+
+
+@functools.lru_cache(maxsize=4096)
+def _checked_qparams(qdtype: str, scale, zero_point) -> QParams:
+    from srcore.plugin import QuantizationError
+
+    q = QParams(scale, zero_point)
+    info = QDTYPES[qdtype]
+    if not info.qmin <= q.zero_point <= info.qmax:
+        raise QuantizationError(f"zero point {q.zero_point} is outside the range of {qdtype} "
+                                f"[{info.qmin}, {info.qmax}]")
     return q
 
 
 def split_tail(n: int, qdtype: str) -> int:
     """How many leading elements torch's vectorized loop handles (the rest go through its scalar path)."""
-    block = VEC_BLOCK[qdtype]
+    block = vec_block(qdtype)
     return (n // block) * block
 
 

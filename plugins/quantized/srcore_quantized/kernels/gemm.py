@@ -1,18 +1,81 @@
 """Exact integer GEMM and fbgemm's requantization, shared by linear and conv.
 
-numpy has no int8 GEMM. The products of zero-point-shifted 8-bit values are integers below 2^16 in
-magnitude, so a float64 matmul (BLAS) sums them exactly for any realistic depth (exact while
-K * 2^16 < 2^53): the int32 accumulators fbgemm computes, with no int16 saturation (fbgemm's AVX2
-kernels saturate pairs of products at int16 when activations use all 8 bits; torch's x86 qconfigs
-keep activations to 7 bits (reduce_range) so that they never do; on VNNI CPUs fbgemm is exact too).
+numpy has no int8 GEMM. The operands are zero-point-shifted 8-bit integers (``|a| <= amax``,
+``|b| <= bmax``, at most 255), held in float32: a float32 matmul (SGEMM, BLAS) sums their products
+exactly as long as every partial sum stays below 2^24, which ``K * amax * bmax < 2^24`` guarantees
+whatever order BLAS adds in (K <= 518 for 8-bit activations and symmetric int8 weights). A deeper
+contraction is cut into equal chunks that each satisfy it, and the chunks' results (exact integers)
+are summed in float64 (exact to 2^53). The result is the int32 accumulator fbgemm computes, with no
+int16 saturation (fbgemm's AVX2 kernels saturate pairs of products at int16 when activations use
+all 8 bits; torch's x86 qconfigs keep activations to 7 bits (reduce_range) so that they never do;
+on VNNI CPUs fbgemm is exact too). Weights are shifted and converted once, at their first use
+(:func:`packed`), and kept with the weight.
 """
 from __future__ import annotations
 
+import attrs
 import numpy as np
 
 from srcore.plugin import QDTYPES
 
-from ._common import F32
+from ._common import F32, ints
+
+
+#: float32 sums integers exactly below this
+F32_EXACT = 1 << 24
+
+
+@attrs.frozen(eq=False)
+class PackedWeight:
+    """A quantized weight ready for :func:`int_matmul`: ``rows`` (out channels, K) float32 holds
+    ``q - zero_point`` (exact), ``bmax`` its largest magnitude, ``scales`` float32 per out channel."""
+
+    rows: np.ndarray
+    bmax: float
+    scales: np.ndarray
+
+
+def packed(w) -> PackedWeight:
+    """The weight's :class:`PackedWeight`, made at its first use and kept on the weight object
+    (weights are constants: the runtime passes the same object on every call)."""
+    p = getattr(w, "_srcore_packed", None)
+    if p is not None:
+        return p
+    scales, zps = weight_params(w)
+    rows = ints(w).reshape(w.shape[0], -1).astype(F32)
+    rows -= zps.astype(F32)[:, None]
+    p = PackedWeight(np.ascontiguousarray(rows), float(np.abs(rows).max()) if rows.size else 0.0, scales)
+    try:
+        w._srcore_packed = p
+    except AttributeError:  # a plain array: packed again on every call
+        pass
+    return p
+
+
+def act_bound(zero_point: int, qdtype: str) -> float:
+    """The largest ``|q - zero_point|`` of a ``qdtype`` value."""
+    info = QDTYPES[qdtype]
+    return float(max(zero_point - info.qmin, info.qmax - zero_point))
+
+
+def int_matmul(lhs: np.ndarray, rhs: np.ndarray, bound: float) -> np.ndarray:
+    """``lhs @ rhs`` of float32 integers whose products are at most ``bound`` in magnitude, exactly:
+    one SGEMM when ``K * bound < 2^24``, else K cut into equal chunks that are, summed in float64.
+    Returns float32 or float64 holding the exact integers."""
+    k = lhs.shape[-1]
+    step = max(1, int((F32_EXACT - 1) // max(bound, 1.0)))
+    if k <= step:
+        return np.matmul(lhs, rhs)
+    n = -(-k // step)
+    edges = [k * i // n for i in range(n + 1)]
+    acc = None
+    for k0, k1 in zip(edges[:-1], edges[1:]):
+        part = np.matmul(lhs[..., k0:k1], rhs[..., k0:k1, :])
+        if acc is None:
+            acc = part.astype(np.float64)
+        else:
+            acc += part
+    return acc
 
 
 def shifted(q: np.ndarray, zero_point) -> np.ndarray:
@@ -33,19 +96,28 @@ def weight_params(w) -> tuple[np.ndarray, np.ndarray]:
 
 
 def requantize(acc: np.ndarray, x_scale: float, w_scales: np.ndarray, bias, y_scale: float, y_zero_point: int,
-               qdtype: str, relu: bool, out: np.ndarray) -> np.ndarray:
-    """fbgemm's ``ReQuantizeOutput`` with a float bias: per output channel ``j`` (the last axis of
+               qdtype: str, relu: bool, out: np.ndarray, axis: int = -1) -> np.ndarray:
+    """fbgemm's ``ReQuantizeOutput`` with a float bias: per output channel ``j`` (axis ``axis`` of
     ``acc``), ``act_times_w = float(x_scale) * w_scale[j]``, ``raw = float(acc) + bias[j] / act_times_w``,
     ``y = nearbyint(raw * (act_times_w / y_scale)) + y_zero_point``, clamped (to ``y_zero_point`` from
     below with relu)."""
     info = QDTYPES[qdtype]
+    shape = [1] * acc.ndim
+    shape[axis] = -1
     act_w = F32(x_scale) * w_scales
-    mult = act_w / F32(y_scale)
-    raw = acc.astype(F32)
-    if bias is not None:
-        raw += np.asarray(bias, F32) / act_w
-    r = np.rint(raw * mult).astype(np.float64)
-    r += y_zero_point
+    mult = (act_w / F32(y_scale)).reshape(shape)
+    if bias is not None:   # float(acc) + bias / act_w, in float32: one new array either way
+        raw = np.add(acc.astype(F32, copy=False), (np.asarray(bias, F32) / act_w).reshape(shape), dtype=F32)
+    else:
+        raw = acc.astype(F32)   # a copy, or float(acc) of float64 integers: float32 as fbgemm's
+    raw *= mult
+    np.rint(raw, out=raw)
+    if qdtype == "qint32":   # beyond float32's integers: add the zero point in float64
+        r = raw.astype(np.float64)
+        r += y_zero_point
+    else:
+        r = raw
+        r += F32(y_zero_point)
     np.clip(r, y_zero_point if relu else info.qmin, info.qmax, out=r)
     out[...] = r
     return out

@@ -5,10 +5,11 @@ import numpy as np
 
 from srcore.plugin import KernelError
 
-from ._common import buffer, ints, output_qparams, require_per_tensor, require_quantized, wrap
-from ._common import quant_tensor
+from ._common import F32, buffer, ints, output_qparams, quant_tensor, require_per_tensor, require_quantized, wrap
 from .convert import choose_qparams
-from .gemm import dequantize_acc, requantize, shifted, weight_params
+from . import onednn
+from .conv import check_arith
+from .gemm import act_bound, dequantize_acc, int_matmul, packed, requantize
 
 
 def _check(x_shape, w, op):
@@ -18,33 +19,40 @@ def _check(x_shape, w, op):
         raise KernelError(f"{op}: input features {x_shape[-1]} do not match the weight {list(w.shape)}")
 
 
-def _acc(xq: np.ndarray, x_zp: int, w) -> np.ndarray:
-    _, w_zp = weight_params(w)
-    a = shifted(xq.reshape(-1, xq.shape[-1]), x_zp)
-    b = shifted(ints(w), w_zp[:, None])
-    return a @ b.T
+def _acc(xq: np.ndarray, x_zp: int, w, qdtype: str) -> np.ndarray:
+    """Exact int32 accumulators (as float32/float64 integers), shape (rows, out features)."""
+    p = packed(w)
+    a = xq.reshape(-1, xq.shape[-1]).astype(F32)
+    a -= F32(x_zp)
+    return int_matmul(a, p.rows.T, act_bound(x_zp, qdtype) * p.bmax)
 
 
-def _qlinear(X, W, B, Y_scale_i, Y_zero_point_i, relu, out, op):
+def _qlinear(X, W, B, Y_scale_i, Y_zero_point_i, relu, out, op, arith):
+    check_arith(arith, op)
     require_per_tensor(X, op)
     require_quantized(W, op, "weight")
     _check(X.shape, W, op)
     q = output_qparams(X.qdtype, Y_scale_i, Y_zero_point_i, op)
-    acc = _acc(ints(X), X.qparams.zero_point, W)
-    w_scales, _ = weight_params(W)
+    acc = _acc(ints(X), X.qparams.zero_point, W, X.qdtype)
+    w_scales = packed(W).scales
     shape = X.shape[:-1] + (W.shape[0],)
     res = buffer(out, shape, X.qdtype)
-    requantize(acc, X.qparams.scale, w_scales, B, q.scale, q.zero_point, X.qdtype, relu, res.reshape(acc.shape))
+    if arith == "onednn":
+        y = onednn.scaled(acc, X.qparams.scale, w_scales, B, "linear")
+        onednn.requantize(y, q.scale, q.zero_point, X.qdtype, relu, res.reshape(acc.shape))
+    else:
+        requantize(acc, X.qparams.scale, w_scales, B, q.scale, q.zero_point, X.qdtype, relu, res.reshape(acc.shape))
     return wrap(res, X.qdtype, q)
 
 
-def qlinear_out(X, W, B, Y_scale_i, Y_zero_point_i, *, out=None):
-    """``quantized::linear`` with its packed weight unpacked: int32 accumulation, fbgemm requantization."""
-    return _qlinear(X, W, B, Y_scale_i, Y_zero_point_i, False, out, "quantized::qlinear")
+def qlinear_out(X, W, B, Y_scale_i, Y_zero_point_i, arith="fbgemm", *, out=None):
+    """``quantized::linear`` with its packed weight unpacked: int32 accumulation, then fbgemm's or
+    oneDNN's requantization (``arith``, as torch packed the weight)."""
+    return _qlinear(X, W, B, Y_scale_i, Y_zero_point_i, False, out, "quantized::qlinear", arith)
 
 
-def qlinear_relu_out(X, W, B, Y_scale_i, Y_zero_point_i, *, out=None):
-    return _qlinear(X, W, B, Y_scale_i, Y_zero_point_i, True, out, "quantized::qlinear_relu")
+def qlinear_relu_out(X, W, B, Y_scale_i, Y_zero_point_i, arith="fbgemm", *, out=None):
+    return _qlinear(X, W, B, Y_scale_i, Y_zero_point_i, True, out, "quantized::qlinear_relu", arith)
 
 
 def _dynamic(X, W, B, reduce_range, relu, out, op):
@@ -54,8 +62,8 @@ def _dynamic(X, W, B, reduce_range, relu, out, op):
     lo, hi = (float(x.min()), float(x.max())) if x.size else (0.0, 0.0)
     scale, zp = choose_qparams(lo, hi, 0, 255, bool(reduce_range))
     xq = quant_tensor(x, scale, zp, "quint8")
-    acc = _acc(xq, zp, W)
-    w_scales, _ = weight_params(W)
+    acc = _acc(xq, zp, W, "quint8")
+    w_scales = packed(W).scales
     res = dequantize_acc(acc, scale, w_scales, B, relu).reshape(x.shape[:-1] + (W.shape[0],))
     if out is None:
         return res

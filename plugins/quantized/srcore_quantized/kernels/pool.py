@@ -48,24 +48,28 @@ def max_pool2d_out(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mod
     # pad with the lowest value so that padding never wins, far enough for ceil_mode's last window
     need_h = (oh - 1) * sh + dh * (kh - 1) + 1 - H - ph
     need_w = (ow - 1) * sw + dw * (kw - 1) + 1 - W - pw
-    xp = np.pad(x, [(0, 0), (0, 0), (ph, max(need_h, 0)), (pw, max(need_w, 0))], constant_values=info.qmin)
-    st = xp.strides
-    win = np.lib.stride_tricks.as_strided(xp, (*x.shape[:2], oh, ow, kh, kw),
-                                          (st[0], st[1], st[2] * sh, st[3] * sw, st[2] * dh, st[3] * dw),
-                                          writeable=False)
+    if ph or pw or need_h > 0 or need_w > 0:
+        xp = np.pad(x, [(0, 0), (0, 0), (ph, max(need_h, 0)), (pw, max(need_w, 0))], constant_values=info.qmin)
+    else:
+        xp = x
     shape = (x.shape[0], x.shape[1], oh, ow)
     res = buffer(out, shape[1:] if squeeze else shape, xq.qdtype)
-    np.max(win, axis=(4, 5), out=res[None] if squeeze else res)
+    dst = res[None] if squeeze else res
+    # one elementwise maximum per kernel tap over strided slices: much faster than a reduction over a
+    # strided 6-D window view
+    for i in range(kh):
+        for j in range(kw):
+            t = xp[:, :, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw]
+            if i == 0 and j == 0:
+                dst[...] = t
+            else:
+                np.maximum(dst, t, out=dst)
     return wrap(res, xq.qdtype, xq.qparams)
 
 
-def avg_pool2d_out(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
-                   divisor_override=None, *, out=None):
-    """torch's quantized average: ``nearbyint((sum(q) - n * zp) * (s_in / s_out / divisor) + zp)`` in
-    float32 per window (s_in = s_out: the output keeps the input's parameters)."""
-    xq = require_per_tensor(self, "aten::avg_pool2d")
-    info, q = QDTYPES[xq.qdtype], xq.qparams
-    x, squeeze = _as_4d(ints(xq))
+def avg_windows(x: np.ndarray, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    """Integer sums of each average-pool window of ``x`` (N, C, H, W), with the count of its input
+    elements and its divisor (torch's rules: padding counted or not, ``divisor_override``)."""
     kh, kw = _pair(kernel_size)
     sh, sw = _pair(stride, (kh, kw))
     ph, pw = _pair(padding, (0, 0))
@@ -85,6 +89,18 @@ def avg_pool2d_out(self, kernel_size, stride=(), padding=0, ceil_mode=False, cou
     s = (ii[:, :, he0[:, None], we0[None, :]] - ii[:, :, hs0[:, None], we0[None, :]]
          - ii[:, :, he0[:, None], ws0[None, :]] + ii[:, :, hs0[:, None], ws0[None, :]])
     divide = np.full_like(size, divisor_override) if divisor_override is not None else (pool if count_include_pad else size)
+    return s, size, divide
+
+
+def avg_pool2d_out(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+                   divisor_override=None, *, out=None):
+    """torch's quantized average: ``nearbyint((sum(q) - n * zp) * (s_in / s_out / divisor) + zp)`` in
+    float32 per window (s_in = s_out: the output keeps the input's parameters)."""
+    xq = require_per_tensor(self, "aten::avg_pool2d")
+    info, q = QDTYPES[xq.qdtype], xq.qparams
+    x, squeeze = _as_4d(ints(xq))
+    s, size, divide = avg_windows(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    oh, ow = s.shape[2:]
     mult = (np.float64(q.scale) / np.float64(q.scale) / divide).astype(F32)
     val = (s - size * q.zero_point).astype(F32) * mult + F32(q.zero_point)
     r = np.clip(np.rint(val), info.qmin, info.qmax)

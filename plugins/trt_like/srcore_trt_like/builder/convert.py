@@ -17,9 +17,10 @@ def build_network(graph) -> Network:
     conv = Converter(net)
     for v in graph.inputs:
         t = v.type
-        if not isinstance(t, TensorType) or t.dtype != "float32" and v.uses:   # (unread: it gave a shape)
-            raise EngineBuildError(f"engine input %{v.name} is {t}, not a float32 tensor")
-        tid = net.new_tensor(_concrete(t, v), v.name or "")
+        if not isinstance(t, TensorType) or t.dtype != "float32" and not _per_tensor(t) and v.uses:
+            # (an unread input gave a shape)
+            raise EngineBuildError(f"engine input %{v.name} is {t}, not a float32 tensor or one quantized per tensor")
+        tid = net.new_tensor(_concrete(t, v), v.name or "", *((t.dtype, t.qparams) if _per_tensor(t) else ()))
         conv.bind(v, tid)
         net.inputs.append(tid)
     for n in graph.nodes:
@@ -33,6 +34,10 @@ def build_network(graph) -> Network:
         for o in n.outputs:
             _concrete(o.type, o)
         fn(view, conv)
+        for o in n.outputs:   # a quantized result: its integers, with the parameters of its type
+            if _per_tensor(o.type) and id(o) in conv.ids:
+                tensor = net.tensors[conv.ids[id(o)]]
+                tensor.dtype, tensor.qparams = o.type.dtype, o.type.qparams
     for v in graph.outputs:
         net.outputs.append(conv.tensor(v))
     return net
@@ -42,3 +47,9 @@ def _concrete(t, v) -> tuple[int, ...]:
     if not isinstance(t, TensorType) or t.shape is None or not all(isinstance(d, int) for d in t.shape):
         raise EngineBuildError(f"value %{v.name} has no concrete shape ({t}): the engine needs static shapes")
     return tuple(t.shape)
+
+
+def _per_tensor(t) -> bool:
+    """Whether ``t`` is an 8-bit quantized tensor type with known per-tensor parameters."""
+    return (isinstance(t, TensorType) and t.dtype in ("quint8", "qint8") and t.qparams is not None
+            and t.qparams.axis is None)

@@ -13,7 +13,14 @@ import numpy as np
 
 from srcore.plugin import EngineBuildError
 
+from . import qconverters
 from .nodes import Converter, NodeView
+from .qconverters import dequantize, qadd, qconv, qlinear, quantize  # noqa: F401  (named by the op table)
+
+
+def _quantized(v: NodeView, c: Converter, name: str) -> bool:
+    value = v.value(name)
+    return value is not None and value.node.kind != "prim::Constant" and c.net.tensors[c.tensor(value)].dtype != "float32"
 
 
 # -- operands -------------------------------------------------------------------------------------
@@ -101,6 +108,8 @@ def binary(v: NodeView, c: Converter) -> None:
 
 
 def unary(v: NodeView, c: Converter) -> None:
+    if v.op == "aten::relu" and _quantized(v, c, "self"):
+        return qconverters.qrelu(v, c, c.tensor(v.value("self")))
     ins: list[int] = []
     a = operand(v, c, "self", ins)
     # the pointwise op of the same name (aten::relu -> relu)
@@ -217,6 +226,8 @@ def max_pool(v: NodeView, c: Converter) -> None:
     attrs = dict(kernel=k, stride=_pair(s) if s else k, padding=_pair(v.const("padding", 0)),
                  dilation=_pair(v.const("dilation", 1)), ceil_mode=bool(v.const("ceil_mode", False)))
     x = c.tensor(v.node.inputs[0])
+    if c.net.tensors[x].dtype != "float32":
+        return qconverters.qmax_pool(v, c, x, attrs)
     c.bind(v.node.outputs[0], c.net.add("max_pool2d", [x], v.out_shape(), v.source, **attrs))
 
 
@@ -234,6 +245,8 @@ def avg_pool(v: NodeView, c: Converter) -> None:
 def adaptive_avg_pool(v: NodeView, c: Converter) -> None:
     x = c.tensor(v.node.inputs[0])
     out = v.out_shape()
+    if c.net.tensors[x].dtype != "float32":
+        return qconverters.qmean(v, c, x, 2, "adaptive")
     c.bind(v.node.outputs[0], c.net.add("adaptive_avg_pool2d", [x], out, v.source, output_size=tuple(out[-2:])))
 
 
@@ -327,6 +340,17 @@ def layer_norm_layer(c: Converter, x: int, normalized_shape, w, b, eps: float, o
                      bias=None if b is None else np.asarray(b, np.float32).reshape(n))
 
 
+def group_norm(v: NodeView, c: Converter) -> None:
+    shape = v.in_shape("input")
+    C, G = shape[1], int(v.const("num_groups"))
+    w, b = v.const("weight"), v.const("bias")
+    c.bind(v.node.outputs[0], c.net.add(
+        "group_norm", [c.tensor(v.node.inputs[0])], v.out_shape(), v.source, groups=G,
+        eps=float(v.const("eps", 1e-5)),
+        weight=None if w is None else np.asarray(w, np.float32).reshape(C),
+        bias=None if b is None else np.asarray(b, np.float32).reshape(C)))
+
+
 def mean(v: NodeView, c: Converter) -> None:
     nd = len(v.in_shape("self"))
     dims = v.const("dim")
@@ -335,6 +359,10 @@ def mean(v: NodeView, c: Converter) -> None:
         c.bind(v.node.outputs[0], c.net.add("reshape", [x], (), v.source))
         return
     dims = tuple(range(nd)) if dims is None or len(dims) == 0 else tuple(sorted(d % nd for d in dims))
+    if c.net.tensors[x].dtype != "float32":
+        if dims != tuple(range(nd - len(dims), nd)):
+            raise EngineBuildError(f"{v.where()}: the int8 mean is over the innermost dims, not {dims}")
+        return qconverters.qmean(v, c, x, len(dims), "mean")
     c.bind(v.node.outputs[0], c.net.add("mean", [x], v.out_shape(), v.source, dims=dims))
 
 

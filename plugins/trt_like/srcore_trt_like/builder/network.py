@@ -13,18 +13,33 @@ from typing import Any
 import attrs
 import numpy as np
 
+from srcore.plugin import QDTYPES
+
 
 @attrs.define(eq=False)
 class Tensor:
-    """One value inside the engine: float32, C-contiguous, of a concrete shape."""
+    """One value inside the engine: C-contiguous, of a concrete shape; float32, or a quantized
+    dtype (``quint8``, ``qint8``: its stored integers, with per-tensor ``qparams``) in the int8
+    layers of a quantized segment."""
 
     id: int
     shape: tuple[int, ...]
     name: str = ""
+    dtype: str = "float32"
+    qparams: Any = None
 
     @property
     def size(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def storage(self) -> np.dtype:
+        """The numpy dtype of the tensor's memory (a quantized tensor's: its integers')."""
+        return np.dtype(np.float32) if self.dtype == "float32" else np.dtype(QDTYPES[self.dtype].storage)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.storage.itemsize
 
 
 @attrs.define(eq=False)
@@ -57,9 +72,9 @@ class Network:
         self.constants[tid] = np.array(array, dtype=np.float32, order="C", copy=True)
         return tid
 
-    def new_tensor(self, shape, name: str = "") -> int:
+    def new_tensor(self, shape, name: str = "", dtype: str = "float32", qparams: Any = None) -> int:
         tid = len(self.tensors)
-        self.tensors[tid] = Tensor(tid, tuple(int(d) for d in shape), name)
+        self.tensors[tid] = Tensor(tid, tuple(int(d) for d in shape), name, dtype, qparams)
         return tid
 
     def add(self, kind: str, inputs, out_shape, source: str = "", n_out: int = 1, **layer_attrs) -> int:

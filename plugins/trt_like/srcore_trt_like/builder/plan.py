@@ -66,7 +66,7 @@ class Plan:
 
         net = self.net
         vals: dict[int, np.ndarray] = dict(net.constants)
-        vals.update((t, np.ascontiguousarray(x, np.float32)) for t, x in zip(net.inputs, inputs))
+        vals.update((t, _plain(x, net.tensors[t])) for t, x in zip(net.inputs, inputs))
         best = [float("inf")] * len(self.steps)
         for _ in range(rounds):
             for i, step in enumerate(self.steps):
@@ -76,7 +76,7 @@ class Plan:
                     continue
                 for t in layer.outputs:
                     if t not in vals:
-                        vals[t] = np.empty(net.shape(t), np.float32)
+                        vals[t] = np.empty(net.shape(t), net.tensors[t].storage)
                 args = [vals[t] for t in (*layer.inputs, *layer.outputs)]
                 t0 = time.perf_counter()
                 fn(*args)
@@ -91,14 +91,14 @@ class Plan:
 
         net = self.net
         vals: dict[int, np.ndarray] = dict(net.constants)
-        vals.update((t, np.ascontiguousarray(x)) for t, x in zip(net.inputs, inputs))
+        vals.update((t, _plain(x, net.tensors[t])) for t, x in zip(net.inputs, inputs))
         for step in self.steps:
             layer, fn = step.layer, step.fn
             if fn is None:
                 vals[layer.outputs[0]] = vals[layer.inputs[0]].reshape(net.shape(layer.outputs[0]))
                 continue
             for t in layer.outputs:
-                vals[t] = np.empty(net.shape(t), np.float32)
+                vals[t] = np.empty(net.shape(t), net.tensors[t].storage)
             try:
                 fn(*(vals[t] for t in (*layer.inputs, *layer.outputs)))
             except Exception as err:
@@ -134,7 +134,7 @@ class Plan:
             for t in layer.inputs:
                 r = self.root_of(t)
                 last[r] = max(last.get(r, i), i)
-        reqs = [TensorRequest(r, Lifetime(first[r], last[r]), self.net.tensors[r].size * 4)
+        reqs = [TensorRequest(r, Lifetime(first[r], last[r]), self.net.tensors[r].nbytes)
                 for r in first if r not in fixed]
         #: the arena's request set, for reports (liveness lower bound, no-reuse sum)
         self.requests = reqs
@@ -154,8 +154,8 @@ class Plan:
         out = []
         for t in self._planned:
             r = self.root_of(t)
-            n = self.net.tensors[r].size
-            base = arena[self.offsets[r]:self.offsets[r] + 4 * n].view(np.float32)
+            root = self.net.tensors[r]
+            base = arena[self.offsets[r]:self.offsets[r] + root.nbytes].view(root.storage)
             out.append(base.reshape(self.net.shape(t)))
         return out
 
@@ -175,7 +175,12 @@ class Plan:
             names[t] = f"b{t}"
         params = ", ".join(f"x{i}" for i in range(len(net.inputs)))
         lines = [f"def run({params}):", "  try:"]
-        for i in range(len(net.inputs)):
+        for i, t in enumerate(net.inputs):
+            if net.tensors[t].dtype != "float32":
+                # a quantized input: its integers, once its parameters are the ones baked in
+                g[f"_qin{i}"] = _quantized_input(net.tensors[t])
+                lines.append(f"    x{i} = _qin{i}(x{i})")
+                continue
             # the kernels take native float32 C arrays: a non-contiguous view or a byte-swapped
             # ('>f4') float32 array, which the runtime's dtype check accepts, is converted once
             lines.append(f"    if not x{i}.flags.c_contiguous or x{i}.dtype != _f32: x{i} = _asc(x{i}, _f32)")
@@ -199,14 +204,22 @@ class Plan:
             for t in layer.outputs:
                 if t not in names:
                     names[t] = f"v{t}"
-                    lines.append(f"    v{t} = _empty({net.shape(t)!r}, _f32)")
+                    g[f"_d{t}"] = net.tensors[t].storage
+                    lines.append(f"    v{t} = _empty({net.shape(t)!r}, _d{t})")
             g[f"_k{k}"] = fn
             args = ", ".join(names[t] for t in (*layer.inputs, *layer.outputs))
             lines.append(f"    _k{k}({args})")
         for t, src in self.copies.items():
             names[t] = f"r{t}"
             lines.append(f"    r{t} = {names[src]}.reshape({net.shape(t)!r}).copy()")
-        outs = [names[t] for t in net.outputs]
+        outs = []
+        for t in net.outputs:
+            tensor = net.tensors[t]
+            if tensor.dtype == "float32":
+                outs.append(names[t])
+                continue
+            g[f"_qout{t}"] = _quantized_output(tensor)
+            outs.append(f"_qout{t}({names[t]})")
         lines.append(f"    return {outs[0]}" if len(outs) == 1 else f"    return ({', '.join(outs)},)")
         # no cost on the happy path: a failing call is re-run layer by layer to name the culprit
         lines += ["  except Exception as _e:", f"    _diagnose(_e, ({params}{',' if params else ''}))", "    raise"]
@@ -214,3 +227,34 @@ class Plan:
         self.source = "\n".join(lines) + "\n"
         exec(compile(self.source, "<trt_like engine>", "exec"), g)
         return g["run"]
+
+
+def _plain(x, tensor) -> np.ndarray:
+    """An engine input as the kernels take it (C-contiguous; a quantized one: its integers)."""
+    if tensor.dtype == "float32":
+        return np.ascontiguousarray(x, np.float32)
+    return np.ascontiguousarray(np.asarray(x).view(np.ndarray), tensor.storage)
+
+
+def _quantized_input(tensor):
+    """The check of a quantized engine input: a ``QuantizedArray`` of the dtype and parameters the
+    int8 layers were built for (they are baked into the requantization), as its integers."""
+    from srcore.plugin import KernelError
+
+    qdtype, qparams, storage = tensor.dtype, tensor.qparams, tensor.storage
+
+    def take(x):
+        if getattr(x, "qdtype", None) != qdtype or getattr(x, "qparams", None) != qparams:
+            got = f"{getattr(x, 'qdtype', None) or getattr(x, 'dtype', type(x).__name__)}"
+            raise KernelError(f"engine input {tensor.name or tensor.id}: expected {qdtype} with {qparams}, got "
+                              f"{got} with {getattr(x, 'qparams', None)} (the int8 layers bake the parameters in)")
+        x = x.view(np.ndarray)
+        return x if x.flags.c_contiguous else np.ascontiguousarray(x, storage)
+    return take
+
+
+def _quantized_output(tensor):
+    from srcore.plugin import QuantizedArray
+
+    qdtype, qparams = tensor.dtype, tensor.qparams
+    return lambda arr: QuantizedArray.wrap(arr, qdtype, qparams)

@@ -19,6 +19,8 @@ from srcore.plugin import NodeInfo
 
 #: dtypes an engine computes in
 ENGINE_DTYPES = ("float32",)
+#: the quantized dtypes of the int8 layers (per-tensor parameters known at load; weights may be per channel)
+INT8_DTYPES = ("quint8", "qint8")
 
 Check = Callable[[NodeInfo], "str | None"]
 
@@ -34,6 +36,8 @@ class OpSupport:
     constants: tuple[str, ...] = ()
     check: Check | None = attrs.field(default=None, eq=False)
     notes: str = ""
+    #: whether the op also takes 8-bit quantized tensors (an int8 layer; else float32 only)
+    int8: bool = False
 
 
 # -- op-specific checks (None: supported; else the reason) ------------------------------------------
@@ -90,6 +94,17 @@ def _matmul(node: NodeInfo):
     return f"a matrix-vector product ({a} {_shape(node, 0)} @ {b} {_shape(node, 1)})"
 
 
+def _group_norm(node: NodeInfo):
+    # (N, C, *) with C divisible by num_groups; anything else is an error torch raises (the cpu kernel does)
+    shape = node.args[0].type.shape
+    if len(shape) < 2 or not isinstance(shape[1], int):
+        return f"input of shape {_shape(node, 0)} has no known channel dim (N, C, ...)"
+    groups = node.const("num_groups")
+    if not isinstance(groups, int) or groups <= 0 or shape[1] % groups:
+        return f"{shape[1]} channels are not divisible into num_groups={groups}"
+    return None
+
+
 def _gelu(node: NodeInfo):
     # another approximation is an error torch raises: the cpu kernel raises it (the engine computed erf's)
     a = node.const("approximate", "none")
@@ -105,8 +120,56 @@ def _addmm(node: NodeInfo):
 
 
 # -- the table -------------------------------------------------------------------------------------
-def _rows(converter: str, ops: dict[str, tuple[str, ...]], check: Check | None = None) -> list[OpSupport]:
-    return [OpSupport(op, converter, consts, check, _NOTES.get(check, "")) for op, consts in ops.items()]
+def _rows(converter: str, ops: dict[str, tuple[str, ...]], check: Check | None = None,
+          int8: bool = False) -> list[OpSupport]:
+    return [OpSupport(op, converter, consts, check, _NOTES.get(check, ""), int8) for op, consts in ops.items()]
+
+
+def _qconv(node: NodeInfo):
+    if len(node.args[0].type.shape) != 4:
+        return f"qx of shape {_shape(node, 0)} is not 4-D (the layers are batched NCHW)"
+    return _weight_axis(node, 1)
+
+
+def _weight_axis(node: NodeInfo, i: int):
+    q = node.args[i].type.qparams
+    if q is not None and q.axis not in (None, 0):
+        return f"{node.args[i].name} is quantized per channel along axis {q.axis} (the int8 layers take axis 0)"
+    return None
+
+
+def _qadd(node: NodeInfo):
+    a, b = node.args[0].type.shape, node.args[1].type.shape
+    return None if tuple(a) == tuple(b) else f"qa {_shape(node, 0)} and qb {_shape(node, 1)} differ (no broadcasting)"
+
+
+def _quantized_input(node: NodeInfo) -> bool:
+    return node.args[0].type.dtype in INT8_DTYPES
+
+
+def _adaptive_pool(node: NodeInfo):
+    why = _nchw(node)
+    if why is None and _quantized_input(node) and tuple(node.output_types[0].shape[-2:]) != (1, 1):
+        return f"output_size={node.const('output_size')!r} on a quantized tensor (the int8 layer pools to 1x1)"
+    return why
+
+
+def _mean(node: NodeInfo):
+    why = _no_dtype(node)
+    if why is None and _quantized_input(node):
+        nd = _rank(node, 0)
+        dims = node.const("dim", None)
+        dims = sorted(d % nd for d in dims) if dims else list(range(nd))
+        if dims != list(range(nd - len(dims), nd)):
+            return f"dim={node.const('dim', None)!r} on a quantized tensor (the int8 mean is over the innermost dims)"
+    return why
+
+
+def _qmax_pool(node: NodeInfo):
+    why = _nchw(node)
+    if why is None and node.args[0].type.dtype in INT8_DTYPES and node.const("ceil_mode", False):
+        return "ceil_mode=True on a quantized tensor"
+    return why
 
 
 _NOTES = {
@@ -118,13 +181,21 @@ _NOTES = {
     _addmm: "alpha != 0, a 2-D mat2",
     _no_dtype: "no dtype argument",
     _encoder: "no mask, a 3-D src",
+    _qconv: "int8: a 4-D qx, weights per tensor or per output channel",
+    _qadd: "int8: equal shapes",
+    _qmax_pool: "a 4-D (N, C, H, W) input; quantized: ceil_mode=False",
+    _adaptive_pool: "a 4-D (N, C, H, W) input; quantized: to 1x1",
+    _mean: "no dtype argument; quantized: over the innermost dims",
+    _group_norm: "(N, C, ...) input, C divisible by num_groups",
 }
 
 
 _UNARY = ("aten::neg", "aten::abs", "aten::exp", "aten::log", "aten::sqrt", "aten::rsqrt", "aten::reciprocal",
-          "aten::square", "aten::relu", "aten::relu6", "aten::sigmoid", "aten::tanh", "aten::silu",
+          "aten::square", "aten::relu6", "aten::sigmoid", "aten::tanh", "aten::silu",
           "aten::hardswish", "aten::hardsigmoid", "aten::mish")
 _CONV_ARGS = ("weight", "bias", "stride", "padding", "dilation", "groups")
+_QCONV_ARGS = ("weight", "bias", "stride", "padding", "dilation", "groups", "output_scale", "output_zero_point")
+_QLINEAR_ARGS = ("W", "B", "Y_scale_i", "Y_zero_point_i")
 _ENCODER_ARGS = ("embed_dim", "num_heads", "qkv_weight", "qkv_bias", "proj_weight", "proj_bias", "use_gelu",
                  "norm_first", "eps", "norm_weight_1", "norm_bias_1", "norm_weight_2", "norm_bias_2",
                  "ffn_weight_1", "ffn_bias_1", "ffn_weight_2", "ffn_bias_2", "mask", "mask_type")
@@ -138,6 +209,7 @@ _TABLE: list[OpSupport] = [
     *_rows("binary", {"aten::mul.Tensor": (), "aten::mul.Scalar": ("other",), "aten::div.Tensor": (),
                       "aten::div.Scalar": ("other",), "aten::maximum": (), "aten::minimum": ()}),
     *_rows("unary", {op: () for op in _UNARY}),
+    *_rows("unary", {"aten::relu": ()}, int8=True),
     *_rows("gelu", {"aten::gelu": ("approximate",)}, _gelu),
     *_rows("clamp", {"aten::hardtanh": ("min_val", "max_val"), "aten::clamp": ("min", "max")}),
     *_rows("leaky_relu", {"aten::leaky_relu": ("negative_slope",)}),
@@ -146,8 +218,8 @@ _TABLE: list[OpSupport] = [
     *_rows("pow_scalar", {"aten::pow.Tensor_Scalar": ("exponent",)}),
     # layout (views inside the engine) and copies
     *_rows("alias", {"aten::contiguous": ("memory_format",), "aten::flatten.using_ints": ("start_dim", "end_dim"),
-                     "aten::view": ("size",), "aten::reshape": ("shape",)}),
-    *_rows("alias", {"aten::dropout": ("p", "train")}, _dropout),
+                     "aten::view": ("size",), "aten::reshape": ("shape",)}, int8=True),
+    *_rows("alias", {"aten::dropout": ("p", "train")}, _dropout, int8=True),
     *_rows("permute", {"aten::transpose.int": ("dim0", "dim1"), "aten::permute": ("dims",)}),
     *_rows("index", {"aten::select.int": ("dim", "index"), "aten::slice.Tensor": ("dim", "start", "end", "step")}),
     # convolution and pooling
@@ -155,10 +227,11 @@ _TABLE: list[OpSupport] = [
                     "srcore::conv2d_add_relu": _CONV_ARGS}, _nchw),
     *_rows("conv", {"aten::_convolution": ("weight", "bias", "stride", "padding", "dilation", "transposed",
                                            "output_padding", "groups")}, _convolution),
-    *_rows("max_pool", {"aten::max_pool2d": ("kernel_size", "stride", "padding", "dilation", "ceil_mode")}, _nchw),
+    *_rows("max_pool", {"aten::max_pool2d": ("kernel_size", "stride", "padding", "dilation", "ceil_mode")}, _qmax_pool,
+           int8=True),
     *_rows("avg_pool", {"aten::avg_pool2d": ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
                                              "divisor_override")}, _nchw),
-    *_rows("adaptive_avg_pool", {"aten::adaptive_avg_pool2d": ("output_size",)}, _nchw),
+    *_rows("adaptive_avg_pool", {"aten::adaptive_avg_pool2d": ("output_size",)}, _adaptive_pool, int8=True),
     # matrix products (a constant weight is laid out once)
     *_rows("linear", {"aten::linear": ("weight", "bias"), "srcore::linear_relu": ("weight", "bias"),
                       "srcore::linear_silu": ("weight", "bias"), "srcore::linear_tanh": ("weight", "bias"),
@@ -169,8 +242,19 @@ _TABLE: list[OpSupport] = [
     # normalisation, reductions
     *_rows("softmax", {"aten::softmax.int": ("dim", "dtype"), "aten::log_softmax.int": ("dim", "dtype")}, _no_dtype),
     *_rows("layer_norm", {"aten::layer_norm": ("normalized_shape", "weight", "bias", "eps")}),
-    *_rows("mean", {"aten::mean.dim": ("dim", "keepdim", "dtype")}, _no_dtype),
+    *_rows("group_norm", {"aten::group_norm": ("num_groups", "weight", "bias", "eps", "cudnn_enabled")},
+           _group_norm),
+    *_rows("mean", {"aten::mean.dim": ("dim", "keepdim", "dtype")}, _mean, int8=True),
     *_rows("encoder_layer", {"aten::_transformer_encoder_layer_fwd": _ENCODER_ARGS}, _encoder),
+    # int8 layers (quantized segments: docs/trt-like.md, "INT8 engines")
+    *_rows("quantize", {"aten::quantize_per_tensor": ("scale", "zero_point", "dtype"),
+                        "aten::quantize_per_tensor.tensor_qparams": ("scale", "zero_point", "dtype")}, int8=True),
+    *_rows("dequantize", {"aten::dequantize.self": ()}, int8=True),
+    *_rows("qconv", {"quantized::qconv2d": _QCONV_ARGS, "quantized::qconv2d_relu": _QCONV_ARGS}, _qconv, int8=True),
+    *_rows("qlinear", {"quantized::qlinear": _QLINEAR_ARGS, "quantized::qlinear_relu": _QLINEAR_ARGS},
+           lambda node: _weight_axis(node, 1), int8=True),
+    *_rows("qadd", {"quantized::add": ("scale", "zero_point"), "quantized::add_relu": ("scale", "zero_point")},
+           _qadd, int8=True),
 ]
 
 #: op (base name or full overload) -> its row
@@ -193,7 +277,7 @@ def refusal(node: NodeInfo) -> str | None:
     row = SUPPORT.get(node.op)
     if row is None:
         return f"{node.op} is not in the engine's op table (srcore list-ops --engine trt_like)"
-    why = _tensors_refused(node)
+    why = _tensors_refused(node, row)
     if why:
         return why
     for a in node.args:
@@ -217,18 +301,30 @@ def supports(node: NodeInfo) -> bool | str:
     return refusal(node) or True
 
 
-def _tensors_refused(node: NodeInfo) -> str | None:
+def _tensors_refused(node: NodeInfo, row: OpSupport) -> str | None:
     if not node.output_types or not isinstance(node.output_types[0], TensorType):
         return f"its result is {node.output_types[0] if node.output_types else 'nothing'}, not a tensor"
-    named = [(f"argument {a.name!r}", a.type) for a in node.args]
+    # an int8 row bakes its constant arguments in as numbers (quantize's scale and zero point tensors)
+    named = [(f"argument {a.name!r}", a.type, a.is_constant) for a in node.args
+             if not (row.int8 and a.is_constant and a.name in row.constants
+                     and not (isinstance(a.type, TensorType) and a.type.dtype in INT8_DTYPES))]
     several = len(node.output_types) > 1
-    named += [(f"result {i}" if several else "the result", t) for i, t in enumerate(node.output_types)]
-    for name, t in named:
-        if isinstance(t, TensorType):
-            if t.dtype not in ENGINE_DTYPES:
-                return f"{name} is {t.dtype or 'of unknown dtype'}; engines compute in {', '.join(ENGINE_DTYPES)}"
-            if t.shape is None:
-                return f"{name} has no known rank"
+    named += [(f"result {i}" if several else "the result", t, False) for i, t in enumerate(node.output_types)]
+    for name, t, const in named:
+        if not isinstance(t, TensorType):
+            continue
+        if t.dtype in INT8_DTYPES and row.int8:
+            # baked into the requantization: known per-tensor parameters (a constant weight: per channel too)
+            if t.qparams is None:
+                return f"{name} is {t.dtype} with parameters known only at run time (dynamic quantization)"
+            if t.qparams.axis is not None and not const:
+                return f"{name} is {t.dtype} quantized per channel; the int8 layers take per-tensor activations"
+        elif t.dtype not in ENGINE_DTYPES:
+            what = ", ".join(ENGINE_DTYPES + (INT8_DTYPES if row.int8 else ()))
+            more = "" if row.int8 else f" ({node.op} has no int8 layer)" if t.dtype in INT8_DTYPES else ""
+            return f"{name} is {t.dtype or 'of unknown dtype'}; engines compute in {what}{more}"
+        if t.shape is None:
+            return f"{name} has no known rank"
     return None
 
 

@@ -144,8 +144,7 @@ class ConvTactic:
 
     def _laid_out(self, name: str, shape: tuple[int, ...], make) -> np.ndarray:
         """The laid-out weight ``name`` of ``shape`` (float32): from the ``layout`` given at
-        construction (copied into writeable memory: a file's arrays are read-only maps), else
-        ``make()``."""
+        construction, else ``make()``."""
         given = self._given.pop(name, None)
         if given is None:
             arr = make()
@@ -153,7 +152,8 @@ class ConvTactic:
             if not isinstance(given, np.ndarray) or given.dtype != np.float32 or given.shape != tuple(shape):
                 got = f"{given.dtype} {given.shape}" if isinstance(given, np.ndarray) else type(given).__name__
                 raise TacticSpecError(f"{self.name}: stored layout {name!r} is {got}, expected float32 {tuple(shape)}")
-            arr = np.array(given, dtype=np.float32, order="C", copy=True)
+            # a file's arrays are read-only maps: those are copied; an own writeable one is taken
+            arr = given if given.flags.writeable and given.flags.c_contiguous else np.array(given, order="C")
         self._layout_names.append(name)
         return arr
 

@@ -26,12 +26,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TacticSpecError
-from ..kernels.winograd_math import F2, F4, transform_weight
+from ..kernels import threads as _threads
+from ..kernels.winograd_math import F2, F4
 from .depthwise import DepthwiseDirectTactic
 from .gemm import Gemm1x1Tactic, Im2colGemmTactic
 from .packed import PackedGemmTactic
 from .spec import ConvSpec, ConvTactic
-from .winograd import WinogradTactic, winograd_applies
+from .winograd import WinogradTactic, transform_weight, winograd_applies
 from .winograd_packed import WinogradPackedTactic
 
 __all__ = ["ConvSpec", "ConvTactic", "Gemm1x1Tactic", "Im2colGemmTactic", "WinogradTactic", "WinogradPackedTactic",
@@ -46,6 +47,7 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
     if not isinstance(spec, ConvSpec):
         raise TacticSpecError(f"conv_tactics: spec must be a ConvSpec, got {type(spec).__name__}")
     out: list[tuple[str, object]] = []
+    threads = _threads.for_work(spec.macs)   # small layers stay on one thread (see kernels/threads.py)
     if spec.kernel == (1, 1) and spec.padding == (0, 0) and spec.groups == 1:
         out.append((Gemm1x1Tactic.name, lambda layout=None: Gemm1x1Tactic(spec, weight, bias, layout)))
     if winograd_applies(spec):
@@ -60,14 +62,15 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
         for m in (4, 2):
             out.append((f"winograd_f{m}x{m}_packed",
                         lambda layout=None, m=m: WinogradPackedTactic(
-                            spec, weight, bias, m=m, u=None if layout else transformed(m), layout=layout)))
+                            spec, weight, bias, m=m, threads=threads, u=None if layout else transformed(m),
+                            layout=layout)))
         for m in (4, 2):
             out.append((f"winograd_f{m}x{m}", lambda layout=None, m=m: WinogradTactic(
                 spec, weight, bias, m=m, u=None if layout else transformed(m), layout=layout)))
     if spec.groups > 1 and spec.groups == spec.x_shape[1]:
         out.append((DepthwiseDirectTactic.name, lambda layout=None: DepthwiseDirectTactic(spec, weight, bias, layout)))
     if spec.groups == 1:
-        out.append((PackedGemmTactic.name, lambda layout=None: PackedGemmTactic(spec, weight, bias, layout=layout)))
+        out.append((PackedGemmTactic.name, lambda layout=None: PackedGemmTactic(spec, weight, bias, threads=threads, layout=layout)))
     out.append((Im2colGemmTactic.name, lambda layout=None: Im2colGemmTactic(spec, weight, bias, layout)))
     return out
 

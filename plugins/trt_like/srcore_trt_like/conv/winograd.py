@@ -18,7 +18,24 @@ from .spec import ConvSpec, ConvTactic
 from ..errors import TacticSpecError
 from ..kernels.scratch import SCRATCH
 from .winograd_guard import DirectOnNonFinite
-from ..kernels.winograd_math import F2, F4, transform_weight
+from ..kernels.winograd_math import F2, F4
+from ..kernels.winograd_math import transform_weight as _transform
+
+
+#: output channels transformed at a time: the float64 product of a 512x512 layer's F(4x4) transform
+#: was 75 MB at once (the engine's peak memory while it was built), 2.4 MB per chunk
+TRANSFORM_CHUNK = 16
+
+
+def transform_weight(w: np.ndarray, mats) -> np.ndarray:
+    """:func:`..kernels.winograd_math.transform_weight` (``(n*n, O, C)`` float32), a chunk of output
+    channels at a time so that its float64 intermediate stays small; the same values."""
+    w = np.asarray(w)
+    O, C = w.shape[:2]
+    u = np.empty((mats.n * mats.n, O, C), np.float32)
+    for o in range(0, O, TRANSFORM_CHUNK):
+        u[:, o:o + TRANSFORM_CHUNK] = _transform(w[o:o + TRANSFORM_CHUNK], mats)
+    return u
 
 
 def winograd_applies(spec: ConvSpec) -> bool:

@@ -21,9 +21,9 @@ from ..kernels import winograd_vec as _k
 from .spec import ConvSpec, ConvTactic
 from ..errors import TacticSpecError
 from ..kernels.scratch import SCRATCH
-from .winograd import require_winograd
+from .winograd import require_winograd, transform_weight
 from .winograd_guard import DirectOnNonFinite
-from ..kernels.winograd_math import F2, F4, transform_weight
+from ..kernels.winograd_math import F2, F4
 
 # bytes of V per chunk of tile rows: V and C^T of a chunk stay in L2 between the phases
 CHUNK_BYTES = 1 << 20

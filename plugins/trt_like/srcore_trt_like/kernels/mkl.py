@@ -117,7 +117,8 @@ class PackedGemm:
     """``out = x @ weight.T`` for ``x`` (M, K) and a constant ``weight`` (N, K), the weight packed
     once for this M. ``__call__(x, out)`` takes C-contiguous float32 arrays of those shapes."""
 
-    def __init__(self, lib, weight: np.ndarray, m: int, packed: np.ndarray | None = None):
+    def __init__(self, lib, weight: np.ndarray, m: int, packed: np.ndarray | None = None,
+                 threads: int | None = None):
         self.lib = lib
         w = np.ascontiguousarray(weight, np.float32)
         self.n, self.k = w.shape
@@ -126,7 +127,7 @@ class PackedGemm:
         if packed is not None:   # a serialized engine's (same MKL: the plan's compatibility record)
             if not isinstance(packed, np.ndarray) or packed.dtype != np.uint8 or packed.shape != (size,):
                 raise ValueError(f"MKL packed weight of {getattr(packed, 'shape', '?')} bytes, expected ({size},)")
-            self.packed = np.array(packed, copy=True)
+            self.packed = packed if packed.flags.writeable else np.array(packed, copy=True)
         else:
             self.packed = np.empty(size, np.uint8)
             # B = W^T: W row-major (N, K) read transposed, leading dimension K
@@ -137,11 +138,11 @@ class PackedGemm:
         self.weight_bytes = w.nbytes
         self._addr = self.packed.ctypes.data
         self._compute = lib.cblas_sgemm_compute
-        self._threads = lib.threads
+        self._threads = lib.threads if threads is None else max(1, min(int(threads), lib.threads))
 
     def __call__(self, x: np.ndarray, out: np.ndarray) -> None:
         if getattr(_tls, "threads", None) != self._threads:   # per calling thread, once
-            set_threads(self.lib)
+            set_threads(self.lib, self._threads)
         n, k = self.n, self.k
         self._compute(ROW_MAJOR, NO_TRANS, PACKED, self.m, n, k, x.ctypes.data, k, self._addr, n, 0.0,
                       out.ctypes.data, n)

@@ -1,4 +1,5 @@
-"""Compiled row kernels: softmax, log-softmax and layer norm over the rows of a 2-D view.
+"""Compiled row kernels: softmax, log-softmax and layer norm over the rows of a 2-D view, group
+norm over the (channels of a group x spatial) rows of a 3-D view.
 
 Each works on rows of a 2-D C-contiguous float32 view: one pass for the row statistics, one
 for the result, with :mod:`.fastmath`'s vectorizable ``exp``. ``layer_norm`` computes the
@@ -93,3 +94,32 @@ def layer_norm_rows(x, w, b, eps, out):
         rstd = f32(1.0) / np.sqrt(q * inv_m + eps)
         for j in range(m):
             orow[j] = (xr[j] - mu) * rstd * w[j] + b[j]
+
+
+@numba.njit(**ROWS_JIT)
+def group_norm_rows(x, w, b, eps, out):
+    """Group norm of ``x`` (N * G, C / G, S): each row's mean and biased variance over its
+    C / G x S values (two passes, float32, as layer norm), then ``x * a + c`` per channel with
+    ``a = rstd * w``, ``c = b - mean * a`` (torch's CPU kernel folds the affine the same way);
+    ``w``, ``b`` are (G, C / G)."""
+    n, cg, sp = x.shape
+    groups = w.shape[0]
+    inv = f32(1.0) / f32(cg * sp)
+    for r in range(n):
+        g = r % groups
+        s = f32(0.0)
+        for c in range(cg):
+            for j in range(sp):
+                s += x[r, c, j]
+        mu = s * inv
+        q = f32(0.0)
+        for c in range(cg):
+            for j in range(sp):
+                d = x[r, c, j] - mu
+                q += d * d
+        rstd = f32(1.0) / np.sqrt(q * inv + eps)
+        for c in range(cg):
+            a = rstd * w[g, c]
+            k = b[g, c] - mu * a
+            for j in range(sp):
+                out[r, c, j] = x[r, c, j] * a + k

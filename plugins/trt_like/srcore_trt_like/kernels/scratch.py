@@ -37,6 +37,11 @@ class Scratch(threading.local):
             self.bufs[key] = buf
         return buf[:math.prod(shape)].reshape(shape)
 
+    def release(self) -> None:
+        """Drop the calling thread's buffers (after timing every candidate, they are sized for the
+        largest; the winners' calls grow them back to what they need)."""
+        self.bufs = {}
+
     def nbytes(self) -> int:
         """Bytes held by the calling thread."""
         return sum(b.nbytes for b in self.bufs.values())

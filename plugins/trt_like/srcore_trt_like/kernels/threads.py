@@ -34,6 +34,14 @@ _state: dict = {}
 _lock = threading.Lock()
 _tls = threading.local()
 
+# GNU OpenMP's workers (numba's parallel regions, MKL's GNU layer) spin after a region before they
+# sleep. When other processes want the cores, a spinning worker takes the slice its master needs
+# and every region waits for a descheduled thread: transformer_block at 2 threads on a loaded
+# 2-vCPU machine took 170-440 ms a call with the default policy, 10-120 ms with workers that sleep
+# at once (1 thread: 27 ms). So trt_like asks for passive waiting unless the user chose a policy;
+# libgomp reads it when it is first loaded (by numba's parallel layer or MKL, both after this).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 
 def _blas_threads() -> int:
     """numpy's OpenBLAS thread count now (threadpoolctl), else the environment, else 1."""
@@ -82,6 +90,20 @@ def count() -> int:
     launches)."""
     n = min(_blas_threads(), numba.config.NUMBA_NUM_THREADS)
     return n if n > 1 and _layer_ok() else 1
+
+
+#: a layer with less work than this (multiply-adds, or element operations) runs on one thread
+#: whatever the intra-op count: at ~50 GMAC/s that is ~0.5 ms of work, while a parallel region
+#: must wait for every thread of its team, and a thread whose core another process holds waits
+#: for a scheduler slice (milliseconds): a small CNN at 2 threads beside one busy process had a
+#: p90 9.5x its median, 1.0x at one thread (issue 17). Large layers still split.
+PARALLEL_MIN_WORK = 25_000_000
+
+
+def for_work(work: int) -> int:
+    """The threads a layer of ``work`` multiply-adds (or element operations) should use: the
+    intra-op count (:func:`count`) when it is at least :data:`PARALLEL_MIN_WORK`, else 1."""
+    return count() if work >= PARALLEL_MIN_WORK else 1
 
 
 def use(n: int) -> None:

@@ -26,6 +26,7 @@ from ..builder.network import Layer, Network
 from ..builder.plan import Step
 from ..kernels import mkl as mkl_gemm
 from ..kernels import threads as _threads
+from ..kernels.scratch import SCRATCH
 from . import table, timing_cache
 from .records import Candidate, Kernel
 from .timing import best_times
@@ -56,7 +57,9 @@ def choose_tactics(net: Network, options: dict[str, Any], *, name: str = "engine
     timing = options.get("timing", True) and chosen is None
     cache = timing_cache.get() if options.get("timing_cache", True) and chosen is None else None
     one_blas = _one_blas(options)
-    on_caller = _blas_on_caller(net, one_blas is not None)
+    threaded_mkl = one_blas is not None and any(
+        layer.kind in ("gemm", "attention") and _work(layer, net) >= _threads.PARALLEL_MIN_WORK for layer in net.layers)
+    on_caller = _blas_on_caller(net, threaded_mkl)
     stored = iter(chosen) if chosen is not None else None
     steps = []
     timed = 0
@@ -72,7 +75,7 @@ def choose_tactics(net: Network, options: dict[str, Any], *, name: str = "engine
             continue
         every = candidates(layer, net)
         cands = [c for c in every if not excluded(c.name, options)] or every
-        if one_blas and any(c.blas == one_blas for c in cands):
+        if one_blas and any(c.blas == one_blas for c in cands) and _work(layer, net) >= _threads.PARALLEL_MIN_WORK:
             cands = [c for c in cands if c.blas is None or c.blas == one_blas]
         if on_caller:
             cands = [c if c.blas in ("omp", "mkl") else _on_caller(on_caller, c) for c in cands]
@@ -106,12 +109,34 @@ def choose_tactics(net: Network, options: dict[str, Any], *, name: str = "engine
     if cache is not None:
         cache.save()
     if timed:
+        SCRATCH.release()   # sized for the largest candidate timed; the winners regrow what they need
         log.info("%s: timed the tactics of %d layer(s)", name, timed)
     return steps
 
 
+def _random(tensor, rng) -> np.ndarray:
+    """Random data for a timed input: normal floats, or a quantized tensor's integers over its range."""
+    if tensor.dtype == "float32":
+        return rng.standard_normal(tensor.shape).astype(np.float32)
+    info = np.iinfo(tensor.storage)
+    return rng.integers(info.min, info.max, tensor.shape, endpoint=True, dtype=tensor.storage)
+
+
 def _shape(net: Network, layer: Layer) -> str:
     return "x".join(map(str, net.shape(layer.outputs[0])))
+
+
+def _work(layer: Layer, net: Network) -> float:
+    """Multiply-adds of a matrix-product layer (others: unbounded). Below the threading threshold a
+    product runs on one thread on either BLAS, so the one-BLAS rule has nothing to prevent and the
+    timing decides (MKL's call costs ~20 us more than OpenBLAS's on mlp_tiny's 1x64 @ 64x64)."""
+    if layer.kind == "gemm":
+        n, k = layer.attrs["weight"].shape
+        return net.tensors[layer.inputs[0]].size // max(k, 1) * n * k
+    if layer.kind == "attention":
+        B, L, E3 = net.shape(layer.inputs[0])
+        return 2 * B * L * L * (E3 // 3)
+    return float("inf")
 
 
 def _nothing(*arrays) -> None:
@@ -166,9 +191,8 @@ def rank(cands: list[Candidate], layer: Layer, net: Network, seed: int = 0) -> l
     as they are); a candidate that raises is last (``inf``). Each is charged for streaming its
     laid-out weights (a candidate that does not say streams the layer's constant attributes as given)."""
     rng = np.random.default_rng(seed)
-    args = [net.constants[t] if t in net.constants else rng.standard_normal(net.shape(t)).astype(np.float32)
-            for t in layer.inputs]
-    args += [np.empty(net.shape(t), np.float32) for t in layer.outputs]
+    args = [net.constants[t] if t in net.constants else _random(net.tensors[t], rng) for t in layer.inputs]
+    args += [np.empty(net.shape(t), net.tensors[t].storage) for t in layer.outputs]
     kernels = [c.build() for c in cands]
     given = sum(a.nbytes for a in layer.attrs.values() if isinstance(a, np.ndarray))
     best = best_times([(lambda fn=k.fn: fn(*args)) for k in kernels], skip_failures=True,

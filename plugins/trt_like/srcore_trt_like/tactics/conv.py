@@ -62,7 +62,8 @@ def max_pool_fn(layer: Layer, net: Network):
                      a["ceil_mode"])
     if pool.out_shape != net.shape(layer.outputs[0]):
         return None
-    nt = _threads.count()
+    N, C, Ho, Wo = pool.out_shape
+    nt = _threads.for_work(N * C * Ho * Wo * pool.kernel[0] * pool.kernel[1])
     if nt > 1 and pool.vectorized:
         (kh, kw), (ph, pw), sh = pool.kernel, pool.padding, pool.stride[0]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..builder.network import Layer, Network
 from ..conv.conv_pool import PackedConvMaxPool
 from ..conv.pool import MaxPool2d
+from ..kernels import threads as _threads
 from ..kernels.scratch import SCRATCH
 from .conv import conv_candidates, conv_spec, max_pool_fn
 from .records import Candidate, Kernel
@@ -20,7 +21,8 @@ def candidates(layer: Layer, net: Network) -> list[Candidate]:
     pool = MaxPool2d(spec.out_shape, p["kernel"], p["stride"], p["padding"], 1, p["ceil_mode"])
 
     def build_fused(layout=None) -> Kernel:
-        fused = PackedConvMaxPool(spec, a["weight"], a["bias"], pool, layout=layout)
+        fused = PackedConvMaxPool(spec, a["weight"], a["bias"], pool, threads=_threads.for_work(spec.macs),
+                                  layout=layout)
 
         def run_fused(x, y):
             fused(x, y)

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..builder.network import Layer, Network
 from ..kernels import mkl as mkl_gemm
+from ..kernels import threads as _threads
 from ..kernels.rows import softmax_rows
 from .records import Candidate, Kernel
 
@@ -25,8 +26,12 @@ def gemm_candidates(layer: Layer, net: Network) -> list[Candidate]:
         return []
     m = net.tensors[layer.inputs[0]].size // k
 
+    # a small product on one MKL thread: waking the team costs more than it saves, and a busy
+    # core makes it wait (see kernels/threads.py, PARALLEL_MIN_WORK)
+    threads = None if m * n * k >= _threads.PARALLEL_MIN_WORK else 1
+
     def build(layout=None) -> Kernel:
-        gemm = mkl_gemm.PackedGemm(lib, w, m, packed=(layout or {}).get("packed"))
+        gemm = mkl_gemm.PackedGemm(lib, w, m, packed=(layout or {}).get("packed"), threads=threads)
 
         def run(x, out):
             gemm(x, out)      # (..., K) and (..., N) C-contiguous: the same memory as (M, K), (M, N)

@@ -7,7 +7,7 @@ import threading
 import numpy as np
 
 from ..builder.network import Layer, Network
-from ..kernels.rows import layer_norm_rows, log_softmax_rows, softmax_rows
+from ..kernels.rows import group_norm_rows, layer_norm_rows, log_softmax_rows, softmax_rows
 
 f32 = np.float32
 
@@ -37,6 +37,26 @@ def layer_norm(layer: Layer, net: Network):
 
     def run(x, out):
         layer_norm_rows(x.reshape(-1, n), w, b, eps, out.reshape(-1, n))
+    return run
+
+
+def _group_affine(layer: Layer, C: int):
+    G = layer.attrs["groups"]
+    w = layer.attrs["weight"] if layer.attrs["weight"] is not None else np.ones(C, f32)
+    b = layer.attrs["bias"] if layer.attrs["bias"] is not None else np.zeros(C, f32)
+    return (np.ascontiguousarray(np.asarray(w, f32).reshape(G, C // G)),
+            np.ascontiguousarray(np.asarray(b, f32).reshape(G, C // G)))
+
+
+def group_norm(layer: Layer, net: Network):
+    shape = net.shape(layer.inputs[0])
+    N, C, G = shape[0], shape[1], layer.attrs["groups"]
+    rows = (N * G, C // G, int(np.prod(shape[2:], dtype=np.int64)))
+    w, b = _group_affine(layer, C)
+    eps = f32(layer.attrs["eps"])
+
+    def run(x, out):
+        group_norm_rows(x.reshape(rows), w, b, eps, out.reshape(rows))
     return run
 
 

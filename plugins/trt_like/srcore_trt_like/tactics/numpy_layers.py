@@ -87,6 +87,28 @@ def layer_norm(layer: Layer, net: Network):
     return run
 
 
+def group_norm(layer: Layer, net: Network):
+    shape = net.shape(layer.inputs[0])
+    N, C, G = shape[0], shape[1], layer.attrs["groups"]
+    eps = np.float32(layer.attrs["eps"])
+    w, b = layer.attrs["weight"], layer.attrs["bias"]
+    bshape = (1, C) + (1,) * (len(shape) - 2)
+    w = None if w is None else np.asarray(w, np.float32).reshape(bshape)
+    b = None if b is None else np.asarray(b, np.float32).reshape(bshape)
+
+    def run(x, out):
+        x3, o3 = x.reshape(N, G, -1), out.reshape(N, G, -1)
+        mu = x3.mean(axis=2, keepdims=True)
+        np.subtract(x3, mu, out=o3)
+        var = np.mean(np.square(o3), axis=2, keepdims=True)
+        o3 /= np.sqrt(var + eps)
+        if w is not None:
+            out *= w
+        if b is not None:
+            out += b
+    return run
+
+
 def mean(layer: Layer, net: Network):
     dims = layer.attrs["dims"]
 

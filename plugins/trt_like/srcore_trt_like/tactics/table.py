@@ -8,7 +8,7 @@ tactics are tested against).
 from __future__ import annotations
 
 from ..builder.network import Layer, Network
-from . import conv, conv_pool, mkl, nn, numpy_layers, pointwise
+from . import conv, conv_pool, int8, mkl, nn, numpy_layers, pointwise
 from .records import Candidate, Tactic, simple
 
 TACTICS: tuple[Tactic, ...] = (
@@ -34,10 +34,21 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("log_softmax", "numpy", simple("numpy", numpy_layers.softmax)),
     Tactic("layer_norm", "numba", simple("numba", nn.layer_norm)),
     Tactic("layer_norm", "numpy", simple("numpy", numpy_layers.layer_norm)),
+    Tactic("group_norm", "numba", simple("numba", nn.group_norm)),
+    Tactic("group_norm", "numpy", simple("numpy", numpy_layers.group_norm)),
     Tactic("matmul", "numpy", simple("numpy", numpy_layers.matmul)),
     Tactic("permute", "numpy", simple("numpy", numpy_layers.permute)),
     Tactic("strided", "numpy", simple("numpy", numpy_layers.strided)),
     Tactic("mean", "numpy", simple("numpy", numpy_layers.mean)),
+    # int8 layers (quantized segments)
+    Tactic("qconv", "int8_gemm", int8.qconv_candidates, threaded=conv.conv_threaded, precision=int8.INT8),
+    Tactic("qgemm", "int8_gemm", int8.qgemm_candidates, precision=int8.INT8),
+    Tactic("quantize", "numpy", int8.quantize, precision=int8.INT8),
+    Tactic("dequantize", "numpy", int8.dequantize, precision=int8.INT8),
+    Tactic("qrelu", "numpy", int8.qrelu, precision=int8.INT8),
+    Tactic("qadd", "numpy", int8.qadd, precision=int8.INT8),
+    Tactic("qmax_pool2d", "numpy", int8.qmax_pool, precision=int8.INT8),
+    Tactic("qmean", "numpy", int8.qmean, precision=int8.INT8),
 )
 
 

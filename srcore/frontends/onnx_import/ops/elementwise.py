@@ -285,6 +285,18 @@ def where(cx: NodeContext):
     return cx.op("aten::where", cx.x(0), cx.x(1), cx.x(2))
 
 
+def bit_shift(cx: NodeContext):
+    """BitShift: srcore's shifts give ONNX's results for amounts below 0 or past the width too (0, or
+    the sign fill of a right shift), as torch's do."""
+    direction = cx.attr("direction")
+    if direction not in ("LEFT", "RIGHT"):
+        raise Unsupported(f"direction={direction!r}")
+    dt = cx.require_dtype(0, INTS)
+    if cx.dtype(1) != dt:
+        raise Unsupported(f"X and Y of dtypes {dt} and {cx.dtype(1)}")
+    return cx.op(f"aten::bitwise_{direction.lower()}_shift", cx.x(0), cx.x(1))
+
+
 def cast_(cx: NodeContext):
     from ..dtypes import dtype_of
 
@@ -357,5 +369,6 @@ CONVERTERS = table(
     Xor=(logical("aten::logical_xor"), 7), Not=(logical("aten::logical_not", 1), 1),
     BitwiseAnd=(bitwise("aten::bitwise_and"), 18), BitwiseOr=(bitwise("aten::bitwise_or"), 18),
     BitwiseXor=(bitwise("aten::bitwise_xor"), 18), BitwiseNot=(bitwise("aten::bitwise_not", 1), 18),
+    BitShift=(bit_shift, 11, 28),
     Where=(where, 9, 16), Cast=(cast_, 13, 19, 21, 23, 24, 25, 28), CastLike=(cast_like, 15, 19, 21, 23, 24, 25),
 )

@@ -101,7 +101,7 @@ def scatter_elements(cx: NodeContext):
 
 def scatter_nd(cx: NodeContext):
     reduction = cx.attr("reduction", "none")
-    if reduction not in ("none", "add"):
+    if reduction not in ("none", "add", "mul", "max", "min"):
         raise Unsupported(f"reduction={reduction!r}")
     cx.require_dtype(1, {"int64"}, "indices")
     ishape = cx.shape(1)
@@ -110,7 +110,30 @@ def scatter_nd(cx: NodeContext):
     x, idx = cx.x(0), cx.x(1)
     parts = [cx.op("aten::remainder", cx.op("aten::select", idx, -1, j), dim_item(cx, 0, x, j))
              for j in range(ishape[-1])]
-    return cx.op("aten::index_put", x, parts, cx.x(2), reduction == "add")
+    if reduction in ("none", "add"):
+        return cx.op("aten::index_put", x, parts, cx.x(2), reduction == "add")
+    return _scatter_nd_reduce(cx, x, parts, ishape, {"mul": "prod", "max": "amax", "min": "amin"}[reduction])
+
+
+def _scatter_nd_reduce(cx: NodeContext, x, parts, ishape, reduce: str):
+    """ScatterND multiplying / keeping the max / min: ``scatter_reduce`` along the flattened indexed
+    dims (duplicate indices combine, as ONNX's reference applies them one after another)."""
+    shape = cx.shape(0)
+    k = ishape[-1]
+    if shape is None or not all(isinstance(d, int) for d in shape) or not all(isinstance(d, int) for d in ishape):
+        raise Unsupported("reduction with shapes not known at conversion")
+    lead, rest = shape[:k], list(shape[k:])
+    lin = None
+    for j, p in enumerate(parts):   # the row-major flat index of the first k dims
+        stride = int(np.prod(lead[j + 1:], dtype=np.int64))
+        term = p if stride == 1 else cx.op("aten::mul", p, stride)
+        lin = term if lin is None else cx.op("aten::add", lin, term)
+    m = int(np.prod(ishape[:-1], dtype=np.int64))
+    lin = cx.op("aten::expand", cx.op("aten::reshape", lin, [m] + [1] * len(rest)), [m, *rest], False)
+    flat = cx.op("aten::reshape", x, [int(np.prod(lead, dtype=np.int64)), *rest])
+    upd = cx.op("aten::reshape", cx.x(2), [m, *rest])
+    y = cx.op("aten::scatter_reduce", flat, 0, lin, upd, reduce, True)
+    return cx.op("aten::reshape", y, list(shape))
 
 
 def one_hot(cx: NodeContext):

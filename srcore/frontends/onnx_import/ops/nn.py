@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....ir.types import TensorType
 from ..context import NodeContext, Unsupported
 from ..dtypes import FLOATS
 from ..values import Val
@@ -177,19 +178,41 @@ def max_pool(cx: NodeContext):
     n = cx.rank(0) - 2
     if n not in (1, 2, 3):
         raise Unsupported(f"{n}-D pooling")
-    if cx.attr("storage_order", 0) != 0:
-        raise Unsupported("storage_order=1")
+    order = cx.attr("storage_order", 0)
     kernel, strides, dil, ceil, begin, end = _pool_common(cx, n)
-    if len(cx.node.output) > 1 and cx.node.output[1]:
-        raise Unsupported("the Indices output")
     x = cx.x(0)
     half_ok = all(b <= ((k - 1) * d + 1) // 2 for b, k, d in zip(begin, kernel, dil))
+    if len(cx.node.output) > 1 and cx.node.output[1]:
+        if begin != end or not half_ok:
+            raise Unsupported("the Indices output with asymmetric or large pads")
+        y, idx = cx.op(f"aten::max_pool{n}d_with_indices", x, kernel, strides, begin, dil, ceil, n_out=2)
+        return y, _onnx_indices(cx, idx, n, order)
+    if order != 0:
+        raise Unsupported("storage_order=1 without the Indices output")
     if begin != end or not half_ok:
         if ceil:
             raise Unsupported("ceil_mode with asymmetric or large pads")
         x = cx.op("aten::constant_pad_nd", x, _torch_pad_list(begin, end), float("-inf"))
         begin = [0] * n
     return cx.op(f"aten::max_pool{n}d", x, kernel, strides, begin, dil, ceil)
+
+
+def _onnx_indices(cx: NodeContext, idx, n: int, order: int):
+    """torch's indices (flat within each (n, c) plane, row-major) as ONNX's: flat over the whole
+    tensor, the spatial part column-major with ``storage_order=1``."""
+    shape = cx.shape(0)
+    if shape is None or not all(isinstance(d, int) for d in shape):
+        raise Unsupported("the Indices output needs the input's shape known at conversion")
+    spatial = shape[2:]
+    plane = int(np.prod(spatial))
+    if order:
+        if n != 2:
+            raise Unsupported("storage_order=1 with other than 2-D pooling")
+        h, w = spatial
+        idx = cx.op("aten::add", cx.op("aten::mul", cx.op("aten::remainder", idx, w), h),
+                    cx.op("aten::floor_divide", idx, w))
+    base = (np.arange(shape[0] * shape[1], dtype=np.int64) * plane).reshape(shape[0], shape[1], *[1] * n)
+    return cx.op("aten::add", idx, cx.conv.param("max_pool_plane_offset", base, TensorType("int64", base.shape)))
 
 
 def average_pool(cx: NodeContext):
@@ -199,17 +222,53 @@ def average_pool(cx: NodeContext):
         raise Unsupported(f"{n}-D pooling")
     kernel, strides, dil, ceil, begin, end = _pool_common(cx, n)
     include = bool(cx.attr("count_include_pad", 0))
-    if any(d != 1 for d in dil):
-        raise Unsupported("dilations with average pooling")
     x = cx.x(0)
     half_ok = all(b <= k // 2 for b, k in zip(begin, kernel))
+    if any(d != 1 for d in dil) or ((begin != end or not half_ok) and (not include or ceil)):
+        return _average_pool_as_conv(cx, n, kernel, strides, dil, ceil, begin, end, include)
     if begin != end or not half_ok:
-        if not include or ceil:
-            raise Unsupported("asymmetric or large pads without count_include_pad or with ceil_mode")
         x = cx.op("aten::constant_pad_nd", x, _torch_pad_list(begin, end), 0.0)
         begin = [0] * n
     extra = () if n == 1 else (None,)
     return cx.op(f"aten::avg_pool{n}d", x, kernel, strides, begin, ceil, include, *extra)
+
+
+def _average_pool_as_conv(cx: NodeContext, n, kernel, strides, dil, ceil, begin, end, include):
+    """What torch's avg_pool cannot take (dilations; asymmetric or large pads without
+    count_include_pad or with ceil_mode): a depthwise convolution with ones, divided by how many
+    positions each window counts (a constant: windows are boxes, so per-axis counts multiply)."""
+    shape = cx.shape(0)
+    if shape is None or not all(isinstance(d, int) for d in shape[1:]):
+        raise Unsupported("dilated or asymmetrically padded average pooling needs the channels and spatial dims "
+                          "known at conversion")
+    c, spatial = shape[1], shape[2:]
+    out_t = cx.out_types[0] if cx.out_types else None
+    known = out_t.shape if isinstance(out_t, TensorType) and out_t.shape is not None else None
+    outs, right, div = [], [], np.ones((), np.float64)
+    for a in range(n):
+        span = (kernel[a] - 1) * dil[a] + 1
+        full = spatial[a] + begin[a] + end[a] - span
+        o = (-(-full // strides[a]) if ceil else full // strides[a]) + 1
+        if ceil and (o - 1) * strides[a] >= spatial[a] + begin[a]:
+            o -= 1   # a last window starting in the end padding is dropped
+        if known is not None and isinstance(known[2 + a], int):
+            o = known[2 + a]
+        outs.append(o)
+        right.append(max((o - 1) * strides[a] + span - spatial[a] - begin[a], 0))
+        pos = np.arange(o)[:, None] * strides[a] - begin[a] + np.arange(kernel[a])[None, :] * dil[a]
+        lo, hi = (-begin[a], spatial[a] + end[a]) if include else (0, spatial[a])
+        cnt = ((pos >= lo) & (pos < hi)).sum(1).astype(np.float64)
+        div = np.multiply.outer(div, cnt)
+    dt = cx.dtype(0)
+    x = cx.op("aten::constant_pad_nd", cx.x(0), _torch_pad_list(begin, right), 0.0)
+    w = np.ones((c, 1, *kernel), dt)
+    wv = cx.conv.param("avg_pool_ones", w, TensorType(dt, w.shape))
+    y = cx.op(f"aten::conv{n}d", x, wv, None, strides, [0] * n, dil, c)
+    for a, o in enumerate(outs):   # windows past the last counted one (the right padding was rounded up)
+        if (spatial[a] + begin[a] + right[a] - (kernel[a] - 1) * dil[a] - 1) // strides[a] + 1 != o:
+            y = cx.op("aten::narrow", y, 2 + a, 0, o)
+    d = div.reshape(1, 1, *outs).astype(dt)
+    return cx.op("aten::div", y, cx.conv.param("avg_pool_count", d, TensorType(dt, d.shape)))
 
 
 def global_pool(kind: str):

@@ -1,6 +1,8 @@
 """Reductions: ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare, ArgMax/ArgMin, CumSum, TopK."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..context import NodeContext, Unsupported
 from ..dtypes import FLOATS, INTS, scalar_type
 from ._util import dim_item, norm_axis, table
@@ -45,7 +47,7 @@ def reduce(kind: str):
     def convert(cx: NodeContext):
         keep = bool(cx.attr("keepdims", 1))
         allowed = FLOATS if kind in ("mean", "l2", "log_sum", "log_sum_exp") else NUMERIC
-        dt = _dtype(cx, allowed)
+        dt = _dtype(cx, allowed | {"bool"} if kind in ("max", "min") else allowed)
         axes = _reduce_axes(cx)
         x = cx.x(0)
         if axes is None:
@@ -55,7 +57,11 @@ def reduce(kind: str):
         else:
             axes_all = axes
         if kind == "prod" and not all(isinstance(a, int) for a in axes_all):
-            raise Unsupported("ReduceProd over axes not known at conversion")
+            # axes known at run time: one keepdim product per axis (any order), then drop those dims
+            y = x
+            for a in axes_all:
+                y = cx.op("aten::prod", y, a, True, scalar_type(dt) if dt in INTS else None)
+            return y if keep else cx.op("aten::squeeze", y, _dims(cx, axes_all))
         axes_all = axes_all if all(isinstance(a, int) for a in axes_all) else _dims(cx, axes_all)
         if kind == "sum":
             if not keep and axes_all == list(range(cx.rank(0))) and axes_all:  # everything: `x.sum()`
@@ -66,6 +72,9 @@ def reduce(kind: str):
         if kind in ("max", "min"):
             if not axes_all:
                 return cx.op("aten::clone", x, None)
+            empty = _empty_reduction(cx, dt, kind)
+            if empty is not None:
+                return empty
             return cx.op("aten::amax" if kind == "max" else "aten::amin", x, axes_all, keep)
         if kind == "prod":
             y = x
@@ -88,6 +97,25 @@ def reduce(kind: str):
             return cx.op("aten::logsumexp", x, axes_all, keep)
         raise AssertionError(kind)
     return convert
+
+
+def _empty_reduction(cx: NodeContext, dt: str, kind: str):
+    """ONNX's max/min of an empty set: the identity (the lowest / highest value of the dtype) at the
+    output's shape. It applies when the input is known empty and the output known not to be (every
+    output element then reduces nothing, whichever the axes); else None."""
+    shape = cx.shape(0)
+    out = cx.out_types[0] if cx.out_types else None
+    oshape = out.shape if out is not None and getattr(out, "shape", None) is not None else None
+    if shape is None or 0 not in shape or oshape is None or not all(isinstance(d, int) and d > 0 for d in oshape):
+        return None
+    if dt == "bool":
+        fill = kind == "min"
+    elif dt in FLOATS:
+        fill = float("-inf") if kind == "max" else float("inf")
+    else:
+        info = np.iinfo(dt)
+        fill = int(info.min if kind == "max" else info.max)
+    return cx.op("aten::full", list(oshape), fill, scalar_type(dt), None, None, None)
 
 
 def arg_reduce(kind: str):
@@ -113,17 +141,19 @@ def cumsum(cx: NodeContext):
     (axis,) = cx.int_items(1, "axis")
     if isinstance(axis, int):
         axis = norm_axis(axis, r)
-    elif exclusive:
-        raise Unsupported("exclusive=1 with an axis not known at conversion")
     x = cx.x(0)
     if reverse:
         x = cx.op("aten::flip", x, [axis])
     y = cx.op("aten::cumsum", x, axis, scalar_type(dt) if dt in INTS else None)
-    if exclusive:  # shift by one along the axis: [0, y0, y1, ...]
+    if exclusive and isinstance(axis, int):  # shift by one along the axis: [0, y0, y1, ...]
         n = dim_item(cx, 0, x, axis)
         y = cx.op("aten::narrow", y, axis, 0, n - 1 if isinstance(n, int) else cx.int_op("aten::sub", n, 1))
         pad = [0, 0] * (r - 1 - axis) + [1, 0]
         y = cx.op("aten::constant_pad_nd", y, pad, 0)
+    elif exclusive:  # the axis known at run time: a zero slice, then all but the last sums
+        n = cx.int_op("aten::sub", cx.int_op("aten::size", x, axis), 1)
+        zero = cx.op("aten::zeros_like", cx.op("aten::narrow", y, axis, 0, 1), None, None, None, None, None)
+        y = cx.op("aten::cat", [zero, cx.op("aten::narrow", y, axis, 0, n)], axis)
     if reverse:
         y = cx.op("aten::flip", y, [axis])
     return y

@@ -1,0 +1,139 @@
+"""numba for the cpu plugin's compiled kernels: options, compilation at load, vectorizable float32 math.
+
+Imported only by the kernel modules that need it (``jit_pointwise``, ``conv_direct``), i.e. only when
+a model has such a node: a model without one never imports numba (cold start stays numpy + scipy).
+
+Compilation happens at load, never in a call: kernels are module-level ``numba.njit`` dispatchers
+with ``cache=True``, and :func:`compiled` compiles (or loads from numba's on-disk cache) the one
+signature a node needs when the matcher runs. The call then goes straight to the compiled entry.
+
+The math (:func:`exp`, :func:`sigmoid`, :func:`tanh`, :func:`phi`) is float32 code without libm
+calls, so LLVM's loop vectorizer turns a loop over it into SIMD code (numba has no SVML here: a
+``math.exp`` in a loop is a scalar call per element, ~10x slower). Special values follow torch's
+float32 CPU kernels where it matters: NaN in, NaN out; ``exp(+inf) = inf``, ``exp(-inf) = 0``.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+#: every kernel: releases the GIL (RuntimePool threads run in parallel), cached on disk, IEEE
+#: division (no ZeroDivisionError), and only FMA contraction from fast-math (no reassociation, no
+#: NaN/inf assumptions: the range reductions below depend on evaluation order)
+JIT = dict(nogil=True, cache=True, error_model="numpy", fastmath={"contract"})
+
+
+def compiled(dispatcher, signature: str):
+    """The compiled entry point of ``dispatcher`` for ``signature``, compiled now (or loaded from
+    numba's on-disk cache): matchers call this at load, so no call pays for a compilation, and a
+    call skips the dispatcher's type matching."""
+    args, _ = numba.core.sigutils.normalize_signature(signature)
+    dispatcher.compile(signature)
+    return dispatcher.overloads[tuple(args)].entry_point
+
+
+@intrinsic
+def _f32_to_bits(typingctx, x):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+    return types.int32(types.float32), codegen
+
+
+@intrinsic
+def _bits_to_f32(typingctx, i):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.FloatType())
+    return types.float32(types.int32), codegen
+
+
+_F = np.float32
+_LOG2E = _F(1.4426950408889634)
+# ln 2 split in two (Cody-Waite): n * _LN2_HI is exact for |n| < 2^9
+_LN2_HI = _F(0.693359375)
+_LN2_LO = _F(-2.12194440e-4)
+_EXP_HI = _F(88.72283)          # exp overflows float32 above this
+_EXP_LO = _F(-103.97208)        # below this exp rounds to 0 (denormal results are kept above it)
+_ROUND = _F(12582912.0)         # 1.5 * 2^23: x + _ROUND - _ROUND rounds x to an integer
+
+
+@numba.njit(inline="always", **JIT)
+def _pow2(n):
+    """``2.0 ** n`` for an integer-valued float32 ``n`` in [-64, 64] (exponent bits)."""
+    return _bits_to_f32((np.int32(n) + np.int32(127)) << np.int32(23))
+
+
+@numba.njit(inline="always", **JIT)
+def exp(x):
+    """float32 ``exp`` (Cephes ``expf``: Cody-Waite reduction, degree-5 minimax; ~1 ulp). The scale
+    2^n is applied in two halves, so n = 128 (x just below the overflow) and denormal results work."""
+    xc = x if x < _EXP_HI else _EXP_HI
+    xc = xc if xc > _EXP_LO else _EXP_LO
+    n = (xc * _LOG2E + _ROUND) - _ROUND
+    r = (xc - n * _LN2_HI) - n * _LN2_LO
+    p = _F(1.9875691500e-4)
+    p = p * r + _F(1.3981999507e-3)
+    p = p * r + _F(8.3334519073e-3)
+    p = p * r + _F(4.1665795894e-2)
+    p = p * r + _F(1.6666665459e-1)
+    p = p * r + _F(5.0000001201e-1)
+    p = p * (r * r) + r + _F(1.0)
+    h = (n * _F(0.5) + _ROUND) - _ROUND          # n = h + (n - h), both halves within [-64, 64]
+    y = (p * _pow2(h)) * _pow2(n - h)
+    y = y if x < _EXP_HI else _F(np.inf)
+    y = y if x > _EXP_LO else _F(0.0)
+    return y if x == x else x
+
+
+@numba.njit(inline="always", **JIT)
+def sigmoid(x):
+    """``1 / (1 + exp(-x))``, torch's formula (0 below -88.7, 1 above 17)."""
+    return _F(1.0) / (_F(1.0) + exp(-x))
+
+
+@numba.njit(inline="always", **JIT)
+def tanh(x):
+    """float32 ``tanh`` (Cephes ``tanhf``: an odd polynomial below 0.625, ``1 - 2 / (exp(2|x|) + 1)``
+    above; exact +-1 beyond 9)."""
+    a = abs(x)
+    z = x * x
+    p = _F(-5.70498872745e-3)
+    p = p * z + _F(2.06390887954e-2)
+    p = p * z + _F(-5.37397155531e-2)
+    p = p * z + _F(1.33314422036e-1)
+    p = p * z + _F(-3.33332819422e-1)
+    small = x + x * z * p
+    big = _F(1.0) - _F(2.0) / (exp(a + a) + _F(1.0))
+    big = big if x >= 0 else -big
+    return small if a < _F(0.625) else big
+
+
+# Numerical Recipes' erfcc: erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z / 2), z >= 0; fractional
+# error < 1.2e-7 for every z, so the far tail of Phi keeps its relative accuracy
+_NR = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806,
+       0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277)
+_C0, _C1, _C2, _C3, _C4, _C5, _C6, _C7, _C8, _C9 = (_F(c) for c in _NR)
+_INV_SQRT2 = _F(1.0 / math.sqrt(2.0))
+
+
+@numba.njit(inline="always", **JIT)
+def phi(x):
+    """The standard normal CDF ``Phi(x) = 0.5 erfc(-x / sqrt 2)`` (GELU's factor)."""
+    z = abs(x) * _INV_SQRT2
+    t = _F(1.0) / (_F(1.0) + _F(0.5) * z)
+    p = _C9
+    p = p * t + _C8
+    p = p * t + _C7
+    p = p * t + _C6
+    p = p * t + _C5
+    p = p * t + _C4
+    p = p * t + _C3
+    p = p * t + _C2
+    p = p * t + _C1
+    p = p * t + _C0
+    h = _F(0.5) * t * exp(p - z * z)
+    return h if x < 0 else _F(1.0) - h

@@ -1,0 +1,141 @@
+"""Activations as one compiled pass (numba): silu, gelu (erf and tanh), hardswish, hardsigmoid,
+leaky_relu, sigmoid, hardtanh / relu6, out of place and in place.
+
+The numpy kernels (``activation.py``) take 2-28 ufunc passes and temporaries: SiLU is ``expit``
+then a multiply (scalar libm ``exp`` per element), exact GELU ~28 passes, leaky_relu a multiply and
+a masked copy. Here each is one loop over the elements with vectorizable float32 math (``jit.py``),
+so it costs one read and one write of the tensor (262k elements, 1 thread: SiLU 2.9 -> 0.2 ms,
+leaky_relu 5.6 -> 0.04 ms, GELU 0.9 -> 0.6 ms; docs/performance-log.md).
+
+The matcher (``pointwise_match.py``, which does not import numba) takes float32 nodes of at least
+``MIN_ELEMENTS`` elements (or of unknown size) and compiles the kernel then (at load; numba's
+on-disk cache makes later loads cheap). Smaller nodes, other dtypes and non-contiguous arrays keep
+the numpy kernels: for a few thousand elements a ufunc pass costs about what the compiled call
+does, and a model made only of small nodes never imports numba (the cold start of ``mlp_tiny`` and
+friends stays numpy + scipy).
+
+Formulas follow torch's float32 CPU kernels (``x / (1 + exp(-x))`` for SiLU, ``x * min(max(x + 3,
+0), 6) / 6`` for hardswish, ...), NaN propagating through every clamp.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from . import activation as _A
+from . import jit as _J
+from . import parallel as _par
+from .jit import JIT
+
+_F = np.float32
+#: elements per part when a kernel is split over SRCORE_CPU_THREADS threads
+PART_MIN = 1 << 17
+_SIG = "void(float32[::1], float32[::1], float32, float32)"
+_SQRT_2_OVER_PI = _F(math.sqrt(2.0 / math.pi))
+
+
+@numba.njit(**JIT)
+def _silu(x, o, a, b):
+    for i in range(x.size):
+        v = x[i]
+        o[i] = v / (_F(1.0) + _J.exp(-v))
+
+
+@numba.njit(**JIT)
+def _sigmoid(x, o, a, b):
+    for i in range(x.size):
+        o[i] = _J.sigmoid(x[i])
+
+
+@numba.njit(**JIT)
+def _gelu_erf(x, o, a, b):
+    for i in range(x.size):
+        v = x[i]
+        o[i] = v * _J.phi(v)
+
+
+@numba.njit(**JIT)
+def _gelu_tanh(x, o, a, b):
+    for i in range(x.size):
+        v = x[i]
+        inner = _SQRT_2_OVER_PI * (v + _F(0.044715) * v * v * v)
+        o[i] = _F(0.5) * v * (_F(1.0) + _J.tanh(inner))
+
+
+@numba.njit(**JIT)
+def _hardsigmoid(x, o, a, b):
+    for i in range(x.size):
+        t = x[i] + _F(3.0)
+        t = _F(0.0) if t < _F(0.0) else t
+        t = _F(6.0) if t > _F(6.0) else t
+        o[i] = t / _F(6.0)
+
+
+@numba.njit(**JIT)
+def _hardswish(x, o, a, b):
+    for i in range(x.size):
+        v = x[i]
+        t = v + _F(3.0)
+        t = _F(0.0) if t < _F(0.0) else t
+        t = _F(6.0) if t > _F(6.0) else t
+        o[i] = v * t / _F(6.0)
+
+
+@numba.njit(**JIT)
+def _leaky_relu(x, o, a, b):
+    for i in range(x.size):
+        v = x[i]
+        o[i] = v if v > _F(0.0) else v * a
+
+
+@numba.njit(**JIT)
+def _hardtanh(x, o, a, b):
+    for i in range(x.size):
+        v = x[i]
+        v = a if v < a else v
+        o[i] = b if v > b else v
+
+
+#: op (or gelu's approximation) -> (compiled kernel, numpy kernel)
+KERNELS = {
+    "aten::silu": (_silu, _A.silu),
+    "aten::sigmoid": (_sigmoid, _A.sigmoid),
+    "aten::hardsigmoid": (_hardsigmoid, _A.hardsigmoid),
+    "aten::hardswish": (_hardswish, _A.hardswish),
+    "aten::leaky_relu": (_leaky_relu, _A.leaky_relu),
+    "aten::hardtanh": (_hardtanh, _A.hardtanh),
+    "aten::relu6": (_hardtanh, _A.relu6),
+    "gelu:none": (_gelu_erf, _A.gelu),
+    "gelu:tanh": (_gelu_tanh, _A.gelu),
+}
+
+
+def make_pointwise(kernel, a: float, b: float, fallback, threads: int = 1):
+    """``fn(x, out=None)``: ``kernel`` over contiguous float32 arrays (compiled now), ``fallback``
+    (a numpy kernel taking ``out=``) for anything else. ``out`` may be ``x`` itself."""
+    k = _J.compiled(kernel, _SIG)
+    fa, fb = _F(a), _F(b)
+
+    def run(x, out=None):
+        if out is None:
+            if x.dtype != np.float32 or not x.flags.c_contiguous:
+                return fallback(x)
+            out = np.empty(x.shape, np.float32)
+        elif (x.dtype != np.float32 or out.dtype != np.float32 or not x.flags.c_contiguous
+              or not out.flags.c_contiguous or out.shape != x.shape):
+            if np.shares_memory(x, out):   # the numpy kernels read x after writing out
+                np.copyto(out, fallback(x), casting="same_kind")
+                return out
+            return fallback(x, out=out)
+        xf, of = x.reshape(-1), out.reshape(-1)
+        n = xf.size
+        if threads > 1 and n >= 2 * PART_MIN:
+            chunks = _par.split(n, threads)
+            _par.run_parts(lambda i: k(xf[chunks[i][0]:chunks[i][1]], of[chunks[i][0]:chunks[i][1]], fa, fb),
+                           threads, threads)
+        else:
+            k(xf, of, fa, fb)
+        return out
+    return run

@@ -1,0 +1,83 @@
+"""The matcher of the compiled one-pass activations (``jit_pointwise.py``), kept apart so that
+matching a node does not import numba: only a node the compiled kernels take imports it.
+
+float32 in and out with at least :data:`MIN_ELEMENTS` elements (or an unknown count) and constant
+parameters: the compiled kernel, compiled now (at load). Anything else is declined and the numpy
+kernels take the node; those of sigmoid, silu, GELU and their in-place forms call
+``scipy.special`` (~0.1-2 s to import), which is imported here, at load, so that the first call
+does not pay for it.
+"""
+from __future__ import annotations
+
+import math
+
+from srcore.plugin import NodeInfo, Specialized, TensorType
+
+from . import parallel as _par
+
+#: below this many elements the numpy kernels are kept: for a few thousand elements a ufunc pass
+#: costs about what the compiled call does
+MIN_ELEMENTS = 16384
+#: op -> the constant arguments that become the kernel's ``a`` and ``b`` (schema names)
+PARAMS = {
+    "aten::silu": (), "aten::sigmoid": (), "aten::hardsigmoid": (), "aten::hardswish": (),
+    "aten::leaky_relu": ("negative_slope",), "aten::hardtanh": ("min_val", "max_val"), "aten::relu6": (),
+    "aten::gelu": ("approximate",),
+}
+#: ops whose numpy kernels import scipy.special when called
+_SCIPY_SPECIAL = ("aten::silu", "aten::sigmoid", "aten::gelu")
+
+
+def _size(t) -> int | None:
+    if not isinstance(t, TensorType) or t.shape is None or not all(isinstance(d, int) for d in t.shape):
+        return None
+    return math.prod(t.shape)
+
+
+def _decline(op: str):
+    if op in _SCIPY_SPECIAL:
+        import scipy.special  # noqa: F401 - loaded now for the numpy kernel's first call
+    return None
+
+
+def pointwise_matcher(node: NodeInfo):
+    """The compiled kernel for a large float32 node (see the module doc), or None. In-place ops
+    (``aten::silu_``, ...) write over their input and return it."""
+    name = node.op.split(".")[0]
+    inplace = name.endswith("_")
+    op = name[:-1] if inplace else name
+    src = node.args[0].type if node.args else None
+    dst = node.output_types[0] if node.output_types else None
+    if not (isinstance(src, TensorType) and isinstance(dst, TensorType)):
+        return _decline(op)
+    size = _size(dst)
+    if src.dtype != "float32" or dst.dtype != "float32" or (size is not None and size < MIN_ELEMENTS):
+        return _decline(op)
+    params = PARAMS[op]
+    if not all(node.is_const(p) for p in params):
+        return _decline(op)
+    consts = {p: node.const(p) for p in params}
+    key = op
+    a = b = 0.0
+    if op == "aten::gelu":
+        if consts["approximate"] not in ("none", "tanh"):
+            return _decline(op)   # the numpy kernel raises torch's error
+        key = "gelu:" + consts["approximate"]
+    elif op == "aten::relu6":
+        a, b = 0.0, 6.0
+    elif params:
+        a, b = ([float(v) for v in consts.values()] + [0.0, 0.0])[:2]
+
+    from . import jit_pointwise as JP   # numba: only for a node the compiled kernels take
+
+    kernel, numpy_kernel = JP.KERNELS[key]
+
+    def fallback(x, out=None):
+        return numpy_kernel(x, **consts, out=out)
+    fn = JP.make_pointwise(kernel, a, b, fallback, threads=_par.split_threads())
+    if inplace:
+        def run_inplace(self):
+            fn(self, out=self)
+            return self
+        return Specialized(run_inplace, args=(0,))
+    return Specialized(fn, args=(0,))

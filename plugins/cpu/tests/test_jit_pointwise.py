@@ -1,0 +1,151 @@
+"""Compiled one-pass activations (numba) vs torch: values, special values, in place, fallbacks,
+and the matcher's choices (float32 and large only; small or float64 nodes keep the numpy kernels)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from srcore.ir.types import TensorType  # noqa: E402
+from srcore.plugin import Specialized  # noqa: E402
+from srcore.testing import node_info  # noqa: E402
+from srcore_cpu.kernels import jit_pointwise as JP  # noqa: E402
+from srcore_cpu.kernels import pointwise_match as PM  # noqa: E402
+
+F = torch.nn.functional
+N = PM.MIN_ELEMENTS + 37            # large enough for the matcher; odd, so vector tails run
+BIG = TensorType("float32", (1, N))
+SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30, 88.5, -88.5, 100.0, -100.0, -3.0, 3.0, 6.5, -2.9999]
+
+CASES = [  # (op, constant args (schema order), torch reference)
+    ("aten::silu", {}, F.silu),
+    ("aten::sigmoid", {}, torch.sigmoid),
+    ("aten::gelu", {"approximate": "none"}, F.gelu),
+    ("aten::gelu", {"approximate": "tanh"}, lambda x: F.gelu(x, approximate="tanh")),
+    ("aten::hardsigmoid", {}, F.hardsigmoid),
+    ("aten::hardswish", {}, F.hardswish),
+    ("aten::leaky_relu", {"negative_slope": 0.2}, lambda x: F.leaky_relu(x, 0.2)),
+    ("aten::hardtanh", {"min_val": -2.0, "max_val": 0.5}, lambda x: F.hardtanh(x, -2.0, 0.5)),
+    ("aten::relu6", {}, F.relu6),
+]
+IDS = [f"{op.split('::')[1]}-{'-'.join(map(str, c.values()))}" for op, c, _ in CASES]
+
+
+def _kernel(op, consts, shape_type=BIG):
+    answer = PM.pointwise_matcher(node_info(op, self=shape_type, **consts, outputs=(shape_type,)))
+    assert isinstance(answer, Specialized)
+    return answer.fn
+
+
+def _input(seed=0):
+    x = (np.random.default_rng(seed).standard_normal(N) * 4).astype(np.float32)
+    x[:len(SPECIAL)] = SPECIAL
+    x[len(SPECIAL):len(SPECIAL) + 2000] = np.linspace(-12, 12, 2000)   # the range where the math bends
+    return x.reshape(1, N)
+
+
+def _assert_like_torch(got, want):
+    assert got.dtype == np.float32 and got.shape == want.shape
+    assert np.array_equal(np.isnan(got), np.isnan(want)), "NaN positions differ"
+    fin = np.isfinite(want)
+    assert np.array_equal(got[~fin], want[~fin], equal_nan=True), "infinities differ"
+    scale = np.abs(want[fin]).max()
+    err = np.abs(got[fin].astype(np.float64) - want[fin])
+    # every element within 2e-6 of itself, plus a floor of 1e-7 of the scale (tails that cancel)
+    assert (err <= 2e-6 * np.abs(want[fin]) + 1e-7 * scale).all(), float((err / (np.abs(want[fin]) + 1e-30)).max())
+
+
+@pytest.mark.one_pass   # kernel calls only
+@pytest.mark.parametrize("op,consts,ref", CASES, ids=IDS)
+def test_matches_torch_out_of_place_and_into_out(op, consts, ref):
+    fn = _kernel(op, consts)
+    x = _input()
+    want = ref(torch.from_numpy(x)).numpy()
+    _assert_like_torch(fn(x), want)
+    out = np.full_like(x, 7.0)
+    assert fn(x, out=out) is out
+    _assert_like_torch(out, want)
+
+
+@pytest.mark.one_pass   # kernel calls only
+@pytest.mark.parametrize("op,consts,ref", CASES, ids=IDS)
+def test_in_place_variant(op, consts, ref):
+    fn = _kernel(op + "_", consts)
+    x = _input(1)
+    want = ref(torch.from_numpy(x.copy())).numpy()
+    assert fn(x) is x
+    _assert_like_torch(x, want)
+    # a non-contiguous in-place target goes through the numpy kernel and a copy back
+    y = np.ascontiguousarray(np.stack([_input(2)[0], _input(3)[0]], 1))[:, 0]
+    want = ref(torch.from_numpy(y.copy())).numpy()
+    assert fn(y) is y
+    np.testing.assert_allclose(y, want, rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.one_pass   # kernel calls only
+def test_non_contiguous_and_float64_inputs_fall_back_to_numpy():
+    fn = _kernel("aten::silu", {})
+    x = (np.random.default_rng(4).standard_normal((300, 200)) * 3).astype(np.float32)
+    want = F.silu(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(fn(x.T), want.T, rtol=1e-5, atol=1e-6)        # transposed input
+    out = np.empty((200, 300), np.float32)
+    np.testing.assert_allclose(fn(x, out=out.T), want, rtol=1e-5, atol=1e-6)  # transposed out
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(fn(x64), F.silu(torch.from_numpy(x64)).numpy(), rtol=1e-12)
+
+
+@pytest.mark.one_pass   # kernel calls only
+def test_matcher_declines_small_float64_and_non_constant_arguments():
+    small = TensorType("float32", (1, 64))
+    assert PM.pointwise_matcher(node_info("aten::silu", self=small, outputs=(small,))) is None
+    f64 = TensorType("float64", (1, N))
+    assert PM.pointwise_matcher(node_info("aten::silu", self=f64, outputs=(f64,))) is None
+    slope = TensorType("float32", ())   # a runtime value, not a constant
+    assert PM.pointwise_matcher(node_info("aten::leaky_relu", self=BIG, negative_slope=slope,
+                                          outputs=(BIG,))) is None
+    assert PM.pointwise_matcher(node_info("aten::gelu", self=BIG, approximate="fast", outputs=(BIG,))) is None
+    dyn = TensorType("float32", ("n", 64))   # unknown size: compiled (the large case is the likely one)
+    assert isinstance(PM.pointwise_matcher(node_info("aten::silu", self=dyn, outputs=(dyn,))), Specialized)
+
+
+@pytest.mark.one_pass   # kernel calls only
+def test_split_over_threads_gives_the_same_result():
+    x = _input(5).reshape(-1)
+    x = np.concatenate([x] * 20)     # over 2 * PART_MIN elements
+    one = JP.make_pointwise(JP._gelu_erf, 0.0, 0.0, None, threads=1)(x)
+    two = JP.make_pointwise(JP._gelu_erf, 0.0, 0.0, None, threads=2)(x)
+    assert np.array_equal(one, two, equal_nan=True)
+
+
+def test_matching_a_small_node_imports_no_numba_and_loads_scipy_special():
+    code = ("import sys; from srcore.ir.types import TensorType; from srcore.testing import node_info; "
+            "from srcore_cpu.kernels.pointwise_match import pointwise_matcher as m; "
+            "t = TensorType('float32', (2, 8)); "
+            "assert m(node_info('aten::silu', self=t, outputs=(t,))) is None; "
+            "print('numba' in sys.modules, 'scipy.special' in sys.modules)")
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "True"]
+
+
+def test_a_model_dispatches_the_compiled_kernels_only_where_they_apply():
+    import srcore
+
+    class M(torch.nn.Module):
+        def forward(self, x, small):
+            return F.hardswish(F.silu(x)) + 1.0, F.silu(small)
+
+    x, small = torch.randn(1, 8, 64, 64), torch.randn(2, 16)
+    m = srcore.from_torchscript(torch.jit.script(M()), (x, small))
+    sm = srcore.StaticModule(m)
+    got = sm(x.numpy(), small.numpy())
+    want = M()(x, small)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w.numpy(), rtol=2e-6, atol=1e-6)
+    kernels = {pn.node.output.type.shape: getattr(pn.fn.fn, "__qualname__", "")
+               for b in sm.blocks for pn in b.nodes if pn.fn is not None and pn.node.kind == "aten::silu"}
+    assert kernels[(1, 8, 64, 64)] == "make_pointwise.<locals>.run"
+    assert kernels[(2, 16)] != "make_pointwise.<locals>.run"

@@ -1,0 +1,156 @@
+"""Tactics of the int8 layers (a quantized segment's): precision ``"int8"`` in their records.
+
+The conv and linear layers offer two exact GEMMs on shifted integers (:mod:`..kernels.int8`):
+``int8_sgemm`` (float32 BLAS over blocks of the depth whose sums provably stay below 2^24, the
+blocks added in float64) and ``int8_dgemm`` (float64 BLAS, exact in one call); the builder
+times them. Their laid-out weights (the
+shifted, transposed matrix) are what a serialized plan stores. The other int8 layers (quantize,
+dequantize, relu, add, max pool) have one numpy tactic each. A conv layer also offers the float
+conv wing's tactics on the shifted integers (``int8_packed_gemm``, ``int8_im2col_gemm``,
+``int8_gemm_1x1``, ``int8_depthwise_direct``), by blocks of input channels whose sums are exact in
+float32 (:func:`_float_conv_candidates`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..conv.spec import ConvSpec
+from ..conv.tactics import conv_tactic_builders
+from ..kernels import int8 as k8
+from .records import Candidate, Kernel
+
+INT8 = "int8"
+
+
+def _requant(a: dict) -> k8.Requant:
+    return k8.Requant(a["x_q"][0], a["w_scales"], a["bias"], a["y_q"][0], a["y_q"][1], *a["range"], a["relu"])
+
+
+def _shifted(a: dict) -> np.ndarray:
+    """The weight's integers minus its zero points (per output channel), exact in float64."""
+    w = a["weight"]
+    return w.astype(np.float64) - np.asarray(a["w_zero_points"], np.float64).reshape((-1,) + (1,) * (w.ndim - 1))
+
+
+def _gemm_layout(a: dict, dtype) -> np.ndarray:
+    return np.ascontiguousarray(_shifted(a).T, dtype)
+
+
+def _conv_layout(a: dict, dtype) -> np.ndarray:
+    w = _shifted(a)
+    g = a["groups"]
+    cout = w.shape[0]
+    wg = w.reshape(g, cout // g, -1)                  # (g, Cout/g, C/g*kh*kw)
+    return np.ascontiguousarray(wg.transpose(0, 2, 1), dtype)
+
+
+def _depth(a: dict, conv: bool) -> int:
+    w = a["weight"]
+    return int(np.prod(w.shape[1:])) if conv else int(w.shape[1])
+
+
+def _candidates(layer, conv: bool, net=None) -> list[Candidate]:
+    a = layer.attrs
+    layout_of = _conv_layout if conv else _gemm_layout
+    x_zp = a["x_q"][1]
+
+    shifted = _shifted(a)
+    depth = _depth(a, conv)
+
+    def make(w_t: np.ndarray) -> Kernel:
+        chunk = k8.float32_chunk(a["x_range"], shifted) if w_t.dtype == np.float32 else depth
+        if conv:
+            fn = k8.conv_kernel(w_t, a["groups"], tuple(a["weight"].shape[2:]), a["stride"], a["padding"],
+                                a["dilation"], x_zp, _requant(a), chunk)
+        else:
+            fn = k8.gemm_kernel(w_t, x_zp, _requant(a), chunk)
+        return Kernel(fn, w_t.nbytes, keep=w_t, layout={"w_t": w_t})
+
+    def tactic(name: str, dtype) -> Candidate:
+        def restore(layout: dict) -> Kernel:
+            w_t = layout["w_t"]
+            if w_t.dtype != dtype or w_t.shape != layout_of(a, dtype).shape:
+                raise ValueError(f"{name}: stored weights {w_t.dtype}{list(w_t.shape)} do not fit the layer")
+            return make(np.array(w_t, copy=True))
+        return Candidate(name, lambda: make(layout_of(a, dtype)), blas="openblas", precision=INT8, restore=restore)
+
+    out = [tactic("int8_sgemm", np.float32), tactic("int8_dgemm", np.float64)]
+    if conv and net is not None:
+        out = _float_conv_candidates(layer, net, shifted) + out
+    return out
+
+
+def _float_conv_candidates(layer, net, shifted: np.ndarray) -> list[Candidate]:
+    """The float32 conv tactics of the conv wing on the shifted integers: exact wherever every
+    partial sum stays below 2^24, so the input channels go in blocks small enough for that (the
+    blocks' results added in float64); Winograd's transforms are not integer sums and are left out.
+    Named ``int8_`` + the float tactic's name."""
+    a = layer.attrs
+    N, C, H, W = net.shape(layer.inputs[0])
+    cout, cg = shifted.shape[:2]
+    kh, kw = shifted.shape[2:]
+    g = a["groups"]
+    chunk = k8.float32_chunk(a["x_range"], shifted)
+    if g == 1:
+        per_block = max(1, chunk // (kh * kw))
+        blocks = [(c0, min(C, c0 + per_block)) for c0 in range(0, C, per_block)]
+    elif cg * kh * kw <= chunk:
+        blocks = [(0, C)]
+    else:
+        return []
+    if len(blocks) > 8:   # tiny blocks: the numpy GEMM's blocks are cheaper
+        return []
+    w32 = shifted.astype(np.float32)
+    builders = []
+    for c0, c1 in blocks:
+        spec = ConvSpec((N, c1 - c0, H, W), cout, (kh, kw), a["stride"], a["padding"], a["dilation"], g)
+        wb = np.ascontiguousarray(w32 if len(blocks) == 1 else w32[:, c0:c1])
+        builders.append({name: b for name, b in conv_tactic_builders(spec, wb, None)
+                         if not name.startswith("winograd")})
+    names = [n for n in builders[0] if all(n in b for b in builders)]
+    x_zp = np.float32(a["x_q"][1])
+    out_shape = net.shape(layer.outputs[0])
+
+    def make(name: str) -> Kernel:
+        tactics = [b[name]() for b in builders]
+        runs = [t._run for t in tactics]
+        requant = _requant(a)
+        one = len(blocks) == 1
+
+        def qconv_float(x, y):
+            xs = np.subtract(x, x_zp, dtype=np.float32)
+            acc = np.empty(out_shape, np.float32)
+            if one:
+                runs[0](xs, acc, None)
+            else:
+                total = np.zeros(out_shape, np.float64)
+                for run, (c0, c1) in zip(runs, blocks):
+                    run(np.ascontiguousarray(xs[:, c0:c1]), acc, None)
+                    total += acc
+                acc = total
+            requant(acc, y, channel_axis=1)
+        return Kernel(qconv_float, sum(t.weight_bytes or 0 for t in tactics), keep=tactics)
+
+    return [Candidate(f"int8_{name}", lambda name=name: make(name), blas="omp", precision=INT8) for name in names]
+
+
+def qconv_candidates(layer, net) -> list[Candidate]:
+    return _candidates(layer, conv=True, net=net)
+
+
+def qgemm_candidates(layer, net) -> list[Candidate]:
+    return _candidates(layer, conv=False)
+
+
+def _one(factory):
+    def candidates(layer, net) -> list[Candidate]:
+        return [Candidate("numpy", lambda: Kernel(factory(layer.attrs)), precision=INT8)]
+    return candidates
+
+
+quantize = _one(lambda a: k8.quantize_kernel(a["y_q"][0], a["y_q"][1], *a["range"]))
+dequantize = _one(lambda a: k8.dequantize_kernel(*a["x_q"]))
+qrelu = _one(lambda a: k8.relu_kernel(a["zero_point"]))
+qadd = _one(lambda a: k8.add_kernel(a["a_q"], a["b_q"], a["y_q"], *a["range"], a["relu"]))
+qmean = _one(lambda a: k8.mean_kernel(a["inner_shape"], a["mode"], *a["range"]))
+qmax_pool = _one(lambda a: k8.max_pool_kernel(a["kernel"], a["stride"], a["padding"], a["dilation"], a["qmin"]))

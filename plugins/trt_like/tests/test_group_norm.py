@@ -1,0 +1,69 @@
+"""group_norm in trt_like engines (compiled and numpy tactics) against torch: affine or not, 4-D and
+3-D inputs, eps, between convs (so a whole UNet-style block stays in one engine); and the refusal
+of a channel count the groups do not divide."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import srcore
+from srcore.ir.types import TensorType
+from srcore.testing import node_info
+from srcore_trt_like.builder.support import supports
+
+TRT = ("trt_like", "cpu")
+
+
+class Block(torch.nn.Module):
+    def __init__(self, affine: bool):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(4, 12, 3, padding=1)
+        self.gn = torch.nn.GroupNorm(3, 12, affine=affine)
+        self.gn2 = torch.nn.GroupNorm(12, 12, eps=1e-2)      # one channel per group (instance-norm-like)
+
+    def forward(self, x):
+        return self.gn2(torch.nn.functional.silu(self.gn(self.conv(x))))
+
+
+class Seq(torch.nn.Module):   # (N, C, L): audio models' group norm
+    def __init__(self):
+        super().__init__()
+        self.gn = torch.nn.GroupNorm(2, 6)
+
+    def forward(self, x):
+        return torch.relu(self.gn(x * 2.0))
+
+
+def _randomize(m):
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.add_(torch.randn_like(p) * 0.3)
+    return m.eval()
+
+
+@pytest.mark.parametrize("tactic", ["numba", "numpy"])
+@pytest.mark.parametrize("model,shape", [(lambda: Block(True), (2, 4, 9, 7)), (lambda: Block(False), (1, 4, 5, 5)),
+                                         (Seq, (3, 6, 40))], ids=["affine", "plain", "1d"])
+def test_group_norm_layer_matches_torch(model, shape, tactic):
+    m = _randomize(model())
+    x = torch.randn(shape) * 4 + 2
+    opts = srcore.Options(backends=TRT, engine_options={"exclude_tactics": ["numpy" if tactic == "numba" else "numba"]})
+    sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), (x,)), options=opts)
+    assert {n.kind for n in sm.graph.all_nodes()} <= {"srcore::engine", "prim::Constant"}, "all in one engine"
+    (seg,) = sm.partition.engines
+    assert "group_norm -> " in seg.description and f"[{tactic}]" in seg.description
+    with torch.no_grad():
+        want = m(x).numpy()
+    np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=2e-5)
+
+
+def test_channels_not_divisible_by_groups_are_refused():
+    t = TensorType("float32", (1, 10, 4, 4))
+    node = node_info("aten::group_norm", input=t, num_groups=4, weight=None, bias=None, eps=1e-5,
+                     cudnn_enabled=True, outputs=(t,))
+    assert "not divisible" in supports(node)
+    ok = node_info("aten::group_norm", input=t, num_groups=5, weight=None, bias=None, eps=1e-5,
+                   cudnn_enabled=True, outputs=(t,))
+    assert supports(ok) is True

@@ -1,0 +1,314 @@
+"""INT8 engines: quantized segments build into int8 layers (precision "int8" in the plan records)
+whose integers are the quantized_cpu backend's (itself torch's x86 backend, bit for bit); what has
+no int8 layer stays on quantized_cpu with a reason naming it.
+
+The reference of every comparison is srcore's quantized_cpu backend (tested bit for bit against
+``torch.ops.quantized`` in plugins/quantized/tests) and, for whole models, torch's quantized
+model where quantized_cpu itself is exact.
+"""
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import pathlib
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+import srcore
+from srcore.plugin import QParams, QuantizedArray
+from srcore_quantized.kernels import binary as ref_binary
+from srcore_quantized.kernels import conv as ref_conv
+from srcore_quantized.kernels import convert as ref_convert
+from srcore_quantized.kernels import linear as ref_linear
+from srcore_trt_like.builder.network import Layer, Network
+from srcore_trt_like.builder.plan import Plan
+from srcore_trt_like.tactics import int8 as t8
+from srcore_trt_like.tactics.choose import choose_tactics
+
+# engines are one node whatever the executor and memory planner
+pytestmark = [pytest.mark.one_pass, pytest.mark.filterwarnings("ignore::UserWarning"),
+              pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+
+TRT = srcore.Options(backends=("trt_like", "quantized_cpu", "cpu"))
+_ZOO = pathlib.Path(__file__).resolve().parents[3] / "tests" / "parity" / "quantized_models.py"
+
+
+def _zoo():
+    spec = importlib.util.spec_from_file_location("trt_int8_quantized_models", _ZOO)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@functools.lru_cache(maxsize=None)
+def _torchscript(name: str, kind: str):
+    """The zoo's quantized model as TorchScript (built once per session: quantizing and scripting
+    are most of these tests' time)."""
+    qm = _zoo()
+    model, x, engine = qm.build(name)
+    torch.backends.quantized.engine = engine
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        if kind == "trace":
+            ts = torch.jit.trace(model, x)
+        else:
+            ts = torch.jit.script(model)
+            ts = torch.jit.freeze(ts.eval()) if kind == "frozen" else ts
+    return ts, x, engine
+
+
+def _import(name: str, kind: str, **kwargs):
+    ts, x, engine = _torchscript(name, kind)
+    torch.backends.quantized.engine = engine
+    return srcore.from_torchscript(ts, (x,), **kwargs), ts, x
+
+
+def _engines(sm):
+    return [pn.fn.fn for pn in sm.top.nodes if pn.fn is not None and pn.fn.backend == "trt_like"]
+
+
+def _int8_layers(sm) -> list[str]:
+    return [f"{s.layer.kind}:{s.tactic}" for e in _engines(sm) for p in e.engine.plans.values() for s in p.steps
+            if s.precision == "int8"]
+
+
+@pytest.mark.parametrize("name, kind", [("resnet_eager_x86", "frozen"), ("mlp_fx_x86", "script")])
+def test_quantized_models_run_in_int8_engines_bit_for_bit(name, kind):
+    model, ts, x = _import(name, kind)
+    ref = srcore.StaticModule(model)                      # quantized_cpu + cpu
+    sm = srcore.StaticModule(model, TRT)
+    layers = _int8_layers(sm)
+    assert any(k.startswith(("qconv", "qgemm")) for k in layers), layers
+    rng = np.random.default_rng(0)
+    for xx in (x.numpy(), *(rng.standard_normal(x.shape).astype(np.float32) * s for s in (0.3, 4.0))):
+        np.testing.assert_array_equal(sm(xx), ref(xx))
+    with torch.no_grad():
+        np.testing.assert_array_equal(sm(x.numpy()), ts(x).numpy())   # quantized_cpu is exact on this input
+
+
+def test_ops_without_int8_layer_stay_on_quantized_cpu_with_a_reason():
+    model, _, x = _import("dwsep_fx_x86", "frozen")
+    ref = srcore.StaticModule(model)
+    sm = srcore.StaticModule(model, TRT)
+    reasons = {r.node.split(" = ")[-1]: r.reason for r in sm.partition.refused}
+    assert reasons["aten::sigmoid"] == ("not supported by trt_like: argument 'self' is quint8; engines compute in "
+                                        "float32 (aten::sigmoid has no int8 layer)")
+    assert reasons["quantized::hardswish"].startswith("not supported by trt_like: quantized::hardswish is not in")
+    on_q = {pn.fn.op for pn in sm.top.nodes if pn.fn is not None and pn.fn.backend == "quantized_cpu"}
+    assert {"aten::sigmoid", "quantized::hardswish"} <= on_q
+    np.testing.assert_array_equal(sm(x.numpy()), ref(x.numpy()))
+
+
+def test_a_quantized_resnet_is_one_int8_engine():
+    model, _, x = _import("resnet_eager_x86", "frozen")
+    sm = srcore.StaticModule(model, TRT)
+    assert [pn.fn.backend for pn in sm.top.nodes if pn.fn is not None] == ["trt_like"]
+    desc = _engines(sm)[0].describe()
+    assert "qconv -> 2x16x8x8 [int8_" in desc and "qmean -> 2x16x1x1 [numpy, int8]" in desc
+    assert "dequantize -> " in desc and "qgemm -> " in desc
+
+
+def test_int8_engine_with_a_symbolic_batch_plans_its_profiles():
+    model, _, x = _import("resnet_eager_x86", "frozen", dynamic_dims={"x": {0: "batch"}})
+    ref = srcore.StaticModule(model)
+    options = srcore.Options(backends=TRT.backends,
+                             engine_options={"profiles": {"x": {"min": (1, 3, 16, 16), "max": (3, 3, 16, 16)}}})
+    sm = srcore.StaticModule(model, options)
+    (engine,) = _engines(sm)
+    assert set(engine.engine.origin) == {((1, 3, 16, 16),), ((3, 3, 16, 16),)}   # planned at load
+    for b in (1, 2, 3):
+        xx = np.random.default_rng(b).standard_normal((b, 3, 16, 16)).astype(np.float32)
+        np.testing.assert_array_equal(sm(xx), ref(xx))
+    assert not engine.engine.unplanned
+
+
+def test_int8_plan_serializes_with_its_dtypes_and_reloads_bit_for_bit(tmp_path):
+    model, _, x = _import("mlp_fx_x86", "script")
+    sm = srcore.StaticModule(model, TRT)
+    path = tmp_path / "mlp.engine.srm"
+    sm.save(path)
+    loaded = srcore.StaticModule(srcore.load(path), TRT)
+    (engine,) = _engines(loaded)
+    assert set(engine.engine.origin.values()) == {"serialized"}
+    assert _int8_layers(loaded) == _int8_layers(sm)
+    xx = np.random.default_rng(1).standard_normal(x.shape).astype(np.float32)
+    np.testing.assert_array_equal(loaded(xx), sm(xx))
+
+
+def test_tampered_int8_tensor_dtype_is_a_format_error():
+    from srcore.errors import SrcoreFormatError
+    from srcore_trt_like.serialize import dump_plan, load_network
+
+    net, steps = _relu_net()
+    meta, arrays = dump_plan(Plan(net, steps), ((2, 3),), {})
+    meta = json.loads(json.dumps(meta))
+    meta["tensors"][0][3][0] = "qint4"
+    with pytest.raises(SrcoreFormatError, match="unknown dtype 'qint4'"):
+        load_network(meta, arrays, "plan 0")
+
+
+def _relu_net():
+    net = Network()
+    x = net.new_tensor((2, 3), "x", "quint8", QParams(0.1, 3))
+    y = net.add("qrelu", [x], (2, 3), "test", zero_point=3)
+    net.tensors[y].dtype, net.tensors[y].qparams = "quint8", QParams(0.1, 3)
+    net.inputs, net.outputs = [x], [y]
+    return net, choose_tactics(net, {"timing": False})
+
+
+def test_quantized_engine_input_must_have_the_parameters_baked_in():
+    from srcore.errors import KernelError
+
+    net, steps = _relu_net()
+    plan = Plan(net, steps)
+    q = QuantizedArray(np.array([[0, 3, 9], [2, 4, 255]], np.uint8), "quint8", QParams(0.1, 3))
+    y = plan(q)
+    assert isinstance(y, QuantizedArray) and y.qparams == QParams(0.1, 3)
+    np.testing.assert_array_equal(y.int_repr(), [[3, 3, 9], [3, 4, 255]])
+    with pytest.raises(KernelError, match=r"expected quint8 with .*0\.1.*got quint8 with .*0\.2"):
+        plan(QuantizedArray(q.int_repr(), "quint8", QParams(0.2, 3)))
+    with pytest.raises(KernelError, match="expected quint8"):
+        plan(np.zeros((2, 3), np.uint8))
+
+
+# -- layers against the quantized_cpu kernels, over shapes, parameters and data ------------------------------
+def _qweight(rng, shape, per_channel: bool, spread: int):
+    w = rng.integers(-spread, spread + 1, shape).astype(np.int8)
+    if per_channel:
+        q = QParams(tuple(float(s) for s in rng.uniform(1e-3, 2e-2, shape[0])),
+                    tuple(0 for _ in range(shape[0])), axis=0)
+    else:
+        q = QParams(float(rng.uniform(1e-3, 2e-2)), int(rng.integers(-5, 6)))
+    return QuantizedArray(w, "qint8", q)
+
+
+def _kernels(kind: str, layer, x_shape=None, y_shape=None):
+    net = None
+    if kind == "qconv":   # the float conv wing's tactics need the layer's shapes
+        net = Network()
+        net.new_tensor(x_shape, "x", "quint8", QParams(*layer.attrs["x_q"]))
+        net.new_tensor(y_shape, "y", "quint8", QParams(*layer.attrs["y_q"]))
+    cands = (t8.qconv_candidates if kind == "qconv" else t8.qgemm_candidates)(layer, net)
+    return {c.name: c.build().fn for c in cands}
+
+
+def _attrs(w, bias, xq, yq, relu, x_range):
+    q = w.qparams
+    n = w.shape[0]
+    scales = np.full(n, q.scale, np.float32) if q.axis is None else np.asarray(q.scale, np.float64).astype(np.float32)
+    zps = np.full(n, q.zero_point, np.int64) if q.axis is None else np.asarray(q.zero_point, np.int64)
+    return dict(weight=w.view(np.ndarray), w_scales=scales, w_zero_points=zps, bias=bias,
+                x_q=(xq.scale, xq.zero_point), y_q=(yq.scale, yq.zero_point), range=(0, 255), relu=relu,
+                x_range=x_range)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2 ** 31), c=st.sampled_from([1, 2, 5, 120]), groups=st.sampled_from([1, 2, 3]),
+       k=st.integers(1, 3), stride=st.integers(1, 2), pad=st.integers(0, 2), dil=st.integers(1, 2),
+       per_channel=st.booleans(), relu=st.booleans(), spread=st.sampled_from([3, 127]))
+# 120 channels of 3x3 with 8-bit weights: the float32 tactics sum the input channels in 2-3 blocks
+@example(seed=5, c=120, groups=1, k=3, stride=1, pad=1, dil=1, per_channel=True, relu=False, spread=127)
+def test_int8_conv_tactics_match_quantized_cpu(seed, c, groups, k, stride, pad, dil, per_channel, relu, spread):
+    rng = np.random.default_rng(seed)
+    cin, cout = c * groups, 2 * groups
+    h = w_ = 4 + (k - 1) * dil
+    xq = QParams(float(rng.uniform(0.01, 0.1)), int(rng.integers(0, 256)))
+    yq = QParams(float(rng.uniform(0.01, 0.5)), int(rng.integers(0, 256)))
+    x = QuantizedArray(rng.integers(0, 256, (2, cin, h, w_)).astype(np.uint8), "quint8", xq)
+    w = _qweight(rng, (cout, c, k, k), per_channel, spread)
+    bias = rng.standard_normal(cout).astype(np.float32) if seed % 3 else None
+    args = (w, bias, [stride] * 2, [pad] * 2, [dil] * 2, groups, yq.scale, yq.zero_point)
+    ref = (ref_conv.qconv_relu_out if relu else ref_conv.qconv_out)(x, *args)
+    attrs = _attrs(w, bias, xq, yq, relu, max(xq.zero_point, 255 - xq.zero_point))
+    attrs.update(stride=(stride,) * 2, padding=(pad,) * 2, dilation=(dil,) * 2, groups=groups)
+    kernels = _kernels("qconv", Layer("qconv", [0], [1], attrs), x.shape, ref.shape)
+    assert {"int8_sgemm", "int8_dgemm", "int8_im2col_gemm"} <= set(kernels)
+    assert ("int8_packed_gemm" in kernels) == (groups == 1)
+    for name, fn in kernels.items():
+        y = np.empty(ref.shape, np.uint8)
+        fn(x.view(np.ndarray), y)
+        np.testing.assert_array_equal(y, ref.int_repr(), err_msg=name)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2 ** 31), k=st.sampled_from([1, 7, 64, 300, 1100]), n=st.integers(1, 9),
+       per_channel=st.booleans(), relu=st.booleans())
+def test_int8_linear_tactics_match_quantized_cpu(seed, k, n, per_channel, relu):
+    rng = np.random.default_rng(seed)
+    xq = QParams(float(rng.uniform(0.01, 0.1)), int(rng.integers(0, 256)))
+    yq = QParams(float(rng.uniform(0.05, 2.0)), int(rng.integers(0, 256)))
+    x = QuantizedArray(rng.integers(0, 256, (3, k)).astype(np.uint8), "quint8", xq)
+    w = _qweight(rng, (n, k), per_channel, 127)
+    bias = rng.standard_normal(n).astype(np.float32)
+    ref = (ref_linear.qlinear_relu_out if relu else ref_linear.qlinear_out)(x, w, bias, yq.scale, yq.zero_point)
+    x_range = max(xq.zero_point, 255 - xq.zero_point)
+    kernels = _kernels("qgemm", Layer("qgemm", [0], [1], _attrs(w, bias, xq, yq, relu, x_range)))
+    assert set(kernels) == {"int8_sgemm", "int8_dgemm"}   # k = 1100: the float32 sums go in 3 blocks
+    for name, fn in kernels.items():
+        y = np.empty(ref.shape, np.uint8)
+        fn(x.view(np.ndarray), y)
+        np.testing.assert_array_equal(y, ref.int_repr(), err_msg=name)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2 ** 31), k=st.integers(1, 3000), n=st.integers(1, 5), xr=st.integers(1, 255),
+       wr=st.integers(1, 255))
+def test_blocked_float32_matmul_is_exact(seed, k, n, xr, wr):
+    from srcore_trt_like.kernels.int8 import float32_chunk, matmul_exact
+
+    rng = np.random.default_rng(seed)
+    a = rng.choice([-xr, xr, 0, 1], (3, k)).astype(np.int64)   # the extremes, where a float32 sum would round
+    w = rng.choice([-wr, wr, 0, -1], (k, n)).astype(np.int64)
+    chunk = float32_chunk(xr, w)
+    assert chunk * xr * int(np.abs(w).max()) < 2 ** 24
+    got = matmul_exact(a.astype(np.float32), w.astype(np.float32), chunk)
+    np.testing.assert_array_equal(got, a @ w)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2 ** 31), size=st.sampled_from([5, 64, 130, 1000]), relu=st.booleans())
+def test_int8_add_quantize_dequantize_match_quantized_cpu(seed, size, relu):
+    rng = np.random.default_rng(seed)
+    qa, qb, qy = (QParams(float(rng.uniform(0.01, 0.2)), int(rng.integers(0, 256))) for _ in range(3))
+    a = QuantizedArray(rng.integers(0, 256, size).astype(np.uint8), "quint8", qa)
+    b = QuantizedArray(rng.integers(0, 256, size).astype(np.uint8), "quint8", qb)
+    ref = (ref_binary.add_relu_out if relu else ref_binary.add_out)(a, b, qy.scale, qy.zero_point)
+    layer = Layer("qadd", [0, 1], [2], dict(a_q=(qa.scale, qa.zero_point), b_q=(qb.scale, qb.zero_point),
+                                            y_q=(qy.scale, qy.zero_point), range=(0, 255), relu=relu))
+    y = np.empty(size, np.uint8)
+    t8.qadd(layer, None)[0].build().fn(a.view(np.ndarray), b.view(np.ndarray), y)
+    np.testing.assert_array_equal(y, ref.int_repr())
+
+    # ties included: values on the half steps of the scale
+    x = (rng.integers(-300, 300, size) * (qy.scale / 2)).astype(np.float32)
+    refq = ref_convert.quantize_per_tensor_out(x, qy.scale, qy.zero_point, 13)
+    layer = Layer("quantize", [0], [1], dict(y_q=(qy.scale, qy.zero_point), range=(0, 255)))
+    t8.quantize(layer, None)[0].build().fn(x, y)
+    np.testing.assert_array_equal(y, refq.int_repr())
+    f = np.empty(size, np.float32)
+    t8.dequantize(Layer("dequantize", [0], [1], dict(x_q=(qa.scale, qa.zero_point))), None)[0].build().fn(
+        a.view(np.ndarray), f)
+    np.testing.assert_array_equal(f, ref_convert.dequantize_out(a))
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2 ** 31), h=st.integers(1, 9), w=st.integers(1, 9), zp=st.integers(0, 255))
+def test_int8_global_pool_and_mean_match_quantized_cpu(seed, h, w, zp):
+    from srcore_quantized.kernels import pool as ref_pool
+
+    rng = np.random.default_rng(seed)
+    x = QuantizedArray(rng.integers(0, 256, (2, 3, h, w)).astype(np.uint8), "quint8", QParams(0.05, zp))
+    y = np.empty((2, 3, 1, 1), np.uint8)
+    layer = Layer("qmean", [0], [1], dict(inner_shape=(h, w), mode="adaptive", range=(0, 255)))
+    t8.qmean(layer, None)[0].build().fn(x.view(np.ndarray), y)
+    np.testing.assert_array_equal(y, ref_pool.adaptive_avg_pool2d_out(x, [1, 1]).int_repr())
+    y = np.empty((2, 3), np.uint8)
+    layer = Layer("qmean", [0], [1], dict(inner_shape=(h, w), mode="mean", range=(0, 255)))
+    t8.qmean(layer, None)[0].build().fn(x.view(np.ndarray), y)
+    np.testing.assert_array_equal(y, ref_pool.mean_out(x, [2, 3]).int_repr())

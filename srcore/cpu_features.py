@@ -1,0 +1,54 @@
+"""What this machine's CPU can do, by feature test (never by vendor).
+
+PyTorch's quantized arithmetic depends on the CPU it runs on: with the ``x86`` engine a convolution's
+weights are packed for oneDNN instead of fbgemm when the CPU has AVX512-VNNI, and ATen's vectorized
+loops are twice as wide under its AVX512 capability. srcore reproduces torch on the machine it runs
+on, so importers and kernels ask here. :func:`cpu_features` is the single source (numpy's run-time
+detection); tests monkeypatch it to stand for another machine.
+"""
+from __future__ import annotations
+
+import functools
+import os
+
+
+@functools.lru_cache(maxsize=1)
+def _detected() -> frozenset[str]:
+    import numpy as np
+
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as features
+    except ImportError:  # numpy < 2
+        features = getattr(np.core._multiarray_umath, "__cpu_features__", {})
+    return frozenset(name for name, present in features.items() if present)
+
+
+def cpu_features() -> frozenset[str]:
+    """The CPU features present, in numpy's names (``'AVX2'``, ``'AVX512F'``, ``'AVX512VNNI'``, ...)."""
+    return _detected()
+
+
+def has_avx512_vnni() -> bool:
+    """AVX512-VNNI (``cpuinfo_has_x86_avx512vnni`` in torch): the x86 engine then prefers oneDNN convs."""
+    return "AVX512VNNI" in cpu_features()
+
+
+#: the features ATen requires for its AVX512 kernels (``cpuinfo`` avx512vl/bw/dq, fma3)
+_ATEN_AVX512 = ("AVX512F", "AVX512BW", "AVX512VL", "AVX512DQ", "FMA3")
+
+
+def aten_capability() -> str:
+    """The kernel set ATen picks here: ``"AVX512"``, ``"AVX2"`` or ``"DEFAULT"``, lowered as torch
+    lowers it by the ``ATEN_CPU_CAPABILITY`` environment variable."""
+    f = cpu_features()
+    best = "AVX512" if all(x in f for x in _ATEN_AVX512) else "AVX2" if {"AVX2", "FMA3"} <= f else "DEFAULT"
+    order = ("DEFAULT", "AVX2", "AVX512")
+    asked = os.environ.get("ATEN_CPU_CAPABILITY", "").upper()
+    if asked in order and order.index(asked) < order.index(best):
+        return asked
+    return best
+
+
+def vector_bytes() -> int:
+    """Bytes in one ``at::vec::Vectorized`` register: 64 under ATen's AVX512 capability, else 32."""
+    return 64 if aten_capability() == "AVX512" else 32

@@ -1,0 +1,129 @@
+"""LSTM, GRU, RNN onto torch's ``aten::lstm`` / ``gru`` / ``rnn_tanh`` / ``rnn_relu`` (``.input``).
+
+ONNX and torch hold the same weights in different gate orders (LSTM: ONNX i, o, f, c; torch
+i, f, g, o. GRU: ONNX z, r, h; torch r, z, n): each weight and bias is reordered, with numpy at
+conversion when it is an initializer (what exported models have), else with one
+``aten::index_select`` per tensor. ``direction="reverse"`` runs forward on the time-flipped
+sequence; ``layout=1`` is torch's ``batch_first``. What torch's cells cannot compute is refused:
+activations other than the defaults (RNN: Tanh or Relu), ``clip``, peepholes, ``input_forget``,
+GRU's ``linear_before_reset=0`` (torch applies the reset gate after the recurrent product, as
+ONNX's ``linear_before_reset=1``), and ``sequence_lens`` that are not all the full length.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ....ir.types import TensorType
+from ..context import NodeContext, Unsupported
+from ._util import dim_item, table
+
+#: ONNX gate blocks in torch's order, and the default activations per direction
+_GATES = {"LSTM": ([0, 2, 3, 1], ["sigmoid", "tanh", "tanh"]), "GRU": ([1, 0, 2], ["sigmoid", "tanh"]),
+          "RNN": ([0], None)}
+
+
+def _activations(cx: NodeContext, n_dir: int) -> str:
+    """The aten op for the node's activations (RNN: tanh or relu), refusing any other choice."""
+    acts = [a.lower() for a in cx.attr("activations", [])]
+    if cx.attr("activation_alpha", None) is not None or cx.attr("activation_beta", None) is not None:
+        raise Unsupported("activation_alpha/activation_beta")
+    op = cx.op_type
+    if op == "RNN":
+        acts = acts or ["tanh"] * n_dir
+        if len(set(acts)) != 1 or acts[0] not in ("tanh", "relu"):
+            raise Unsupported(f"activations {acts} (srcore has Tanh or Relu for every direction)")
+        return f"aten::rnn_{acts[0]}"
+    default = _GATES[op][1]
+    if acts and acts != default * n_dir:
+        raise Unsupported(f"activations {acts} (srcore has the defaults {default})")
+    return f"aten::{op.lower()}"
+
+
+def _weights(cx: NodeContext, i: int, d: int, n_gates: int, hidden: int, order, bias_half: int | None = None):
+    """Input ``i``'s direction ``d`` (for a bias: half ``bias_half``) in torch's gate order."""
+    rows = np.concatenate([np.arange(g * hidden, (g + 1) * hidden) for g in order])
+    c = cx.const(i)
+    if c is not None:
+        a = c[d]
+        if bias_half is not None:
+            a = a[bias_half * n_gates * hidden:(bias_half + 1) * n_gates * hidden]
+        a = np.ascontiguousarray(a[rows])
+        name = f"{cx.val(i).param_name or cx.val(i).name}.{d}" + (f".{bias_half}" if bias_half is not None else "")
+        return cx.conv.param(name, a, TensorType(str(a.dtype), a.shape))
+    w = cx.op("aten::select", cx.x(i), 0, d)
+    if bias_half is not None:
+        w = cx.op("aten::narrow", w, 0, bias_half * n_gates * hidden, n_gates * hidden)
+    idx = cx.conv.param(f"{cx.op_type.lower()}_gate_order", rows.astype(np.int64),
+                        TensorType("int64", rows.shape))
+    return cx.op("aten::index_select", w, 0, idx)
+
+
+def recurrent(cx: NodeContext):
+    op = cx.op_type
+    order = _GATES[op][0]
+    n_gates = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+    direction = cx.attr("direction", "forward")
+    if direction not in ("forward", "reverse", "bidirectional"):
+        raise Unsupported(f"direction={direction!r}")
+    n_dir = 2 if direction == "bidirectional" else 1
+    aten = _activations(cx, n_dir)
+    if cx.attr("clip", None) is not None:
+        raise Unsupported("clip")
+    if op == "LSTM" and cx.attr("input_forget", 0):
+        raise Unsupported("input_forget=1")
+    if op == "GRU" and not cx.attr("linear_before_reset", 0):
+        raise Unsupported("linear_before_reset=0 (torch's GRU computes linear_before_reset=1)")
+    if op == "LSTM" and cx.has(7):
+        raise Unsupported("peepholes (input P)")
+    batch_first = bool(cx.attr("layout", 0))
+    cx.require_dtype(0, {"float32", "float64"})
+    wshape = cx.shape(1)
+    hidden = cx.attr("hidden_size", None)
+    if hidden is None:
+        if wshape is None or not isinstance(wshape[1], int):
+            raise Unsupported("hidden_size is not given and W's shape is unknown")
+        hidden = wshape[1] // n_gates
+    x = cx.x(0)
+    seq_axis, batch_axis = (1, 0) if batch_first else (0, 1)
+    if cx.has(4):
+        lens = cx.const(4)
+        seq = cx.shape(0)[seq_axis] if cx.shape(0) is not None else None
+        if lens is None or not isinstance(seq, int) or not (np.asarray(lens) == seq).all():
+            raise Unsupported("sequence_lens other than the full length of every sequence")
+    params = []
+    has_b = cx.has(3)
+    for d in range(n_dir):
+        params += [_weights(cx, 1, d, n_gates, hidden, order), _weights(cx, 2, d, n_gates, hidden, order)]
+        if has_b:
+            params += [_weights(cx, 3, d, n_gates, hidden, order, 0), _weights(cx, 3, d, n_gates, hidden, order, 1)]
+    states = []
+    for i in ((5, 6) if op == "LSTM" else (5,)):
+        if cx.has(i):
+            s = cx.x(i)
+            states.append(cx.op("aten::permute", s, [1, 0, 2]) if batch_first else s)   # (dirs, batch, hidden)
+        else:
+            shape = [n_dir, dim_item(cx, 0, x, batch_axis), hidden]
+            states.append(cx.op("aten::zeros", cx.list_value(shape), None, None, None, None)
+                          if any(not isinstance(s, int) for s in shape) else
+                          cx.conv.param(f"{op.lower()}_zero_state", np.zeros(shape, cx.dtype(0)),
+                                        TensorType(cx.dtype(0), tuple(shape))))
+    reverse = direction == "reverse"
+    if reverse:
+        x = cx.op("aten::flip", x, [seq_axis])
+    hx = states if op == "LSTM" else states[0]
+    outs = cx.op(aten, x, hx, params, has_b, 1, 0.0, False, n_dir == 2, batch_first,
+                 n_out=3 if op == "LSTM" else 2)
+    y, finals = outs[0], list(outs[1:])
+    if reverse:
+        y = cx.op("aten::flip", y, [seq_axis])
+    # torch: (seq, batch, dirs * hidden); ONNX: (seq, dirs, batch, hidden), or (batch, seq, dirs, hidden)
+    lead = [dim_item(cx, 0, cx.x(0), 0), dim_item(cx, 0, cx.x(0), 1)]
+    y = cx.op("aten::reshape", y, cx.list_value([*lead, n_dir, hidden]))
+    if not batch_first:
+        y = cx.op("aten::permute", y, [0, 2, 1, 3])
+    if batch_first:
+        finals = [cx.op("aten::permute", f, [1, 0, 2]) for f in finals]
+    return (y, *finals)
+
+
+CONVERTERS = table(LSTM=(recurrent, 14, 22), GRU=(recurrent, 14, 22), RNN=(recurrent, 14, 22))

@@ -1,0 +1,141 @@
+"""Resize (opsets 11-19): every mode, coordinate transformation, nearest rounding, antialias, ``axes``.
+
+Resize is separable and, along one axis, linear in the data: output position ``j`` is a fixed
+weighted sum of input positions (plus, for ``tf_crop_and_resize``, the extrapolation value where
+the source lies outside the input). So each resized axis becomes one constant matrix ``M``
+(``in x out``) and offset ``c``, computed at conversion by onnx's reference implementation on the
+identity (``M = Resize(I) - Resize(0)``, ``c = Resize(0)``): the converted graph computes exactly
+ONNX's function, whatever the mode. ``nearest`` (one-hot columns) is ``aten::index_select`` with
+the chosen indices; ``linear``/``cubic`` a ``matmul`` with ``M`` along the axis.
+
+This needs the input's resized dims and ``scales``/``sizes``/``roi`` known at conversion (static
+image sizes: what detection and segmentation models have); ``keep_aspect_ratio_policy`` other than
+``stretch`` is not supported.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ....ir.types import TensorType
+from ..context import NodeContext, Unsupported
+from ._util import norm_axis, table
+
+_ATTRS = {"coordinate_transformation_mode": "half_pixel", "cubic_coeff_a": -0.75, "exclude_outside": 0,
+          "extrapolation_value": 0.0, "mode": "nearest", "nearest_mode": "round_prefer_floor", "antialias": 0}
+
+
+def _axis_map(cx: NodeContext, n_in: int, scale, size, roi_lo, roi_hi):
+    """(M, c) of one axis: onnx's reference Resize on a 2-D identity, resizing its last dim."""
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    attrs = {k: cx.attr(k, d) for k, d in _ATTRS.items() if cx.has_attr(k)}
+    node = helper.make_node("Resize", ["x", "roi", "scales"] if scale is not None else ["x", "roi", "", "sizes"],
+                            ["y"], **attrs)
+    inputs = [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [n_in, n_in])]
+    feeds = {}
+    roi = np.array([0.0, roi_lo, 1.0, roi_hi], np.float32)
+    inits = [helper.make_tensor("roi", TensorProto.FLOAT, roi.shape, roi)]
+    if scale is not None:
+        inits.append(helper.make_tensor("scales", TensorProto.FLOAT, [2], np.array([1.0, scale], np.float32)))
+    else:
+        inits.append(helper.make_tensor("sizes", TensorProto.INT64, [2], np.array([n_in, size], np.int64)))
+    g = helper.make_graph([node], "r", inputs, [helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19 if cx.version >= 19 else 18)])
+    ev = ReferenceEvaluator(model)
+    feeds["x"] = np.eye(n_in)
+    ident = np.asarray(ev.run(None, feeds)[0], np.float64)
+    feeds["x"] = np.zeros((n_in, n_in))
+    zero = np.asarray(ev.run(None, feeds)[0], np.float64)
+    return ident - zero, zero[0]
+
+
+def _per_axis(cx: NodeContext, r: int):
+    """[(axis, scale or None, size or None, roi_lo, roi_hi)] of the axes the node resizes."""
+    axes = cx.attr("axes", None) if cx.version >= 18 else None
+    axes = list(range(r)) if axes is None else [norm_axis(a, r, "axes") for a in axes]
+    if len(set(axes)) != len(axes):
+        raise Unsupported(f"repeated axes {axes}")
+    policy = cx.attr("keep_aspect_ratio_policy", "stretch") if cx.version >= 18 else "stretch"
+
+    def known(i, what):
+        if not cx.has(i):
+            return None
+        c = cx.const(i)
+        if c is None:
+            raise Unsupported(f"{what} must be known at conversion")
+        return None if c.size == 0 else np.asarray(c).reshape(-1)
+
+    roi, scales, sizes = known(1, "roi"), known(2, "scales"), known(3, "sizes")
+    if (scales is None) == (sizes is None):
+        raise Unsupported("exactly one of scales and sizes must be given")
+    given = scales if scales is not None else sizes
+    if len(given) != len(axes) or (roi is not None and len(roi) != 2 * len(axes)):
+        raise Unsupported(f"{len(given)} scales/sizes for {len(axes)} axes")
+    if sizes is not None and policy != "stretch":
+        raise Unsupported(f"keep_aspect_ratio_policy={policy!r}")
+    out = []
+    for i, a in enumerate(axes):
+        lo, hi = (float(roi[i]), float(roi[len(axes) + i])) if roi is not None else (0.0, 1.0)
+        out.append((a, float(scales[i]) if scales is not None else None,
+                    int(sizes[i]) if sizes is not None else None, lo, hi))
+    return out
+
+
+def resize(cx: NodeContext):
+    mode = cx.attr("mode", "nearest")
+    ctm = cx.attr("coordinate_transformation_mode", "half_pixel")
+    if mode not in ("nearest", "linear", "cubic"):
+        raise Unsupported(f"mode={mode!r}")
+    for k in ("cubic_coeff_a", "exclude_outside", "extrapolation_value", "nearest_mode", "antialias"):
+        cx.attr(k, None)
+    dt = cx.dtype(0)
+    if dt is None or (mode != "nearest" and dt not in ("float32", "float64")):
+        raise Unsupported(f"{mode} resizing of {dt} data")
+    r = cx.rank(0)
+    shape = cx.shape(0)
+    y = cx.x(0)
+    for a, scale, size, lo, hi in _per_axis(cx, r):
+        n_in = shape[a]
+        if not isinstance(n_in, int):
+            raise Unsupported(f"resizing dim {a}, which is not known at conversion")
+        trivial_roi = ctm != "tf_crop_and_resize" or (lo, hi) == (0.0, 1.0)
+        if trivial_roi and (scale == 1.0 or size == n_in):
+            continue   # the identity along this axis (the reference skips it too)
+        if n_in == 0:
+            raise Unsupported(f"resizing the empty dim {a}")
+        m, c = _axis_map(cx, n_in, scale, size, lo, hi)
+        y = _apply(cx, y, a, r, m, c, dt, mode)
+    return y
+
+
+def _apply(cx: NodeContext, y, a: int, r: int, m: np.ndarray, c: np.ndarray, dt: str, mode: str):
+    n_out = m.shape[1]
+    one_hot = np.isin(m, (0.0, 1.0)).all() and (m.sum(0) <= 1).all()
+    bshape = [1] * r
+    bshape[a] = n_out
+    if mode == "nearest" and one_hot:
+        idx = m.argmax(0).astype(np.int64)
+        out = cx.op("aten::index_select", y, a, _const(cx, idx, "resize_index"))
+        outside = m.sum(0) == 0   # tf_crop_and_resize: the extrapolation value, not data
+        if outside.any():
+            keep = _const(cx, (~outside).reshape(bshape), "resize_inside")
+            out = cx.op("aten::where", keep, out, _const(cx, c.astype(dt).reshape(bshape), "resize_extrapolated"))
+        return out
+    w = _const(cx, m.astype(dt), "resize_weights")
+    if a == r - 1:
+        out = cx.op("aten::matmul", y, w)
+    else:  # the axis last, the product, and back
+        perm = [d for d in range(r) if d != a] + [a]
+        back = [perm.index(d) for d in range(r)]
+        out = cx.op("aten::permute", cx.op("aten::matmul", cx.op("aten::permute", y, perm), w), back)
+    if np.any(c != 0):
+        out = cx.op("aten::add", out, _const(cx, c.astype(dt).reshape(bshape), "resize_extrapolated"))
+    return out
+
+
+def _const(cx: NodeContext, arr: np.ndarray, name: str):
+    return cx.conv.param(name, np.ascontiguousarray(arr), TensorType(str(arr.dtype), arr.shape))
+
+
+CONVERTERS = table(Resize=(resize, 11, 13, 18, 19))
