@@ -396,6 +396,7 @@ NO_FITTING_SAMPLE: dict[str, str] = {
     "aten::cdist": TORCH_REJECTS,
     "aten::embedding_bag": TORCH_REJECTS,
     "aten::embedding_bag.padding_idx": MISSING,
+    "aten::__getitem__.Dict_Tensor": TORCH_REJECTS,    # a TorchScript dict lookup
     "aten::eq.Tensor_list": TORCH_REJECTS,             # a TorchScript list comparison
     "aten::ne.Tensor_list": TORCH_REJECTS,             # (the same)
     "aten::fill.Tensor": TORCH_REJECTS,
