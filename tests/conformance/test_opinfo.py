@@ -44,11 +44,14 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int
 
 def cpu_kernels():
     from srcore_cpu import declared_kernels
-    # the compiled activations' impl is a factory their matcher calls with the node's constants; the
-    # numpy kernels of the same ops are checked here, the compiled ones against torch in
-    # plugins/cpu/tests/test_jit_pointwise.py
     return [k for k in declared_kernels() if k.op.startswith("aten::") and k.backend == "cpu"
-            and not str(k.matcher).endswith(":pointwise_matcher")]
+            and k.impl not in FACTORY_IMPLS]
+
+
+#: impls that are factories (their matcher builds the kernel for one node), not kernels: the compiled
+#: pointwise activations are tested with their matcher in plugins/cpu/tests/test_jit_pointwise.py, and
+#: the numpy kernels of the same ops are run here
+FACTORY_IMPLS = {"srcore_cpu.kernels.jit_pointwise:make_pointwise"}
 
 
 def _overload(op: str):
@@ -406,6 +409,7 @@ NO_FITTING_SAMPLE: dict[str, str] = {
     "aten::cdist": TORCH_REJECTS,
     "aten::embedding_bag": TORCH_REJECTS,
     "aten::embedding_bag.padding_idx": MISSING,
+    "aten::__getitem__.Dict_Tensor": TORCH_REJECTS,    # a TorchScript dict lookup
     "aten::eq.Tensor_list": TORCH_REJECTS,             # a TorchScript list comparison
     "aten::ne.Tensor_list": TORCH_REJECTS,             # (the same)
     "aten::fill.Tensor": TORCH_REJECTS,
