@@ -299,3 +299,19 @@ def test_a_distribution_finder_the_fingerprint_cannot_see_disables_the_cache(sit
     monkeypatch.setattr(sys, "meta_path", [*sys.meta_path, ExtraFinder])
     got, hit = discovery.discover(GROUP)
     assert not hit and as_tuples(got) == truth()
+
+
+def test_the_importlib_metadata_backport_keeps_the_cache(site, tmp_path):
+    """dask imports the importlib_metadata backport, whose finder reads sys.path as the stdlib's does:
+    the cache stays on, and its answer is still the backport's and the stdlib's."""
+    importlib_metadata = pytest.importorskip("importlib_metadata")
+    install(site, "srcore-bp", "1.0", {"bp": "bp_mod"})
+    finder = importlib_metadata.MetadataPathFinder()
+    sys.meta_path.append(finder)
+    try:
+        first, hit = discovery.discover(GROUP)
+        assert not hit and len(cache_files(tmp_path)) == 1
+        again, hit = discovery.discover(GROUP)
+        assert hit and as_tuples(again) == as_tuples(first) == truth()
+    finally:
+        sys.meta_path.remove(finder)

@@ -124,13 +124,23 @@ def fingerprint(paths: list[str] | None = None) -> tuple:
     return tuple(out)
 
 
-def _cacheable() -> bool:
-    """True if the fingerprint sees everything a scan would: only the standard PathFinder provides
-    distributions, and every ``sys.path`` entry is a plain string."""
+def _standard_finder(f) -> bool:
+    """The stdlib's PathFinder, or the ``importlib_metadata`` backport's MetadataPathFinder, which
+    importing dask (or anything using the backport) adds: both find distributions on ``sys.path``
+    alone, which the fingerprint covers."""
     from importlib.machinery import PathFinder
 
+    if f is PathFinder:
+        return True
+    cls = f if isinstance(f, type) else type(f)
+    return cls.__name__ == "MetadataPathFinder" and cls.__module__ == "importlib_metadata"
+
+
+def _cacheable() -> bool:
+    """True if the fingerprint sees everything a scan would: only finders that read ``sys.path``
+    provide distributions, and every ``sys.path`` entry is a plain string."""
     return (all(isinstance(p, str) for p in sys.path)
-            and all(f is PathFinder for f in sys.meta_path if getattr(f, "find_distributions", None) is not None))
+            and all(_standard_finder(f) for f in sys.meta_path if getattr(f, "find_distributions", None) is not None))
 
 
 def _patched() -> bool:
