@@ -4,8 +4,10 @@ compile, an unknown option, bf16 without native bfloat16) falling back with the 
 partition report, or raising a ``SrcoreError`` naming it under ``require_full_compilation``."""
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
+from pathlib import Path
 import time
 
 import numpy as np
@@ -218,13 +220,24 @@ def test_a_size_openvino_rejects_at_run_time_goes_to_the_fallback():
                                rtol=1e-6, atol=1e-6)
     with pytest.raises(srcore.SrcoreError, match="shape"):
         sm(_x((3, 3)))
-    eng = _engine_of(sm)
-    with pytest.raises(srcore.SrcoreError, match="reshape|shape|size"):
-        eng(_x((3, 3)))
-    assert "inputs (3, 3) run node by node on cpu (OpenVINO" in eng.describe()
-    strict = _engine_of(_sm(RESHAPE, params={}, require_full_compilation=True))
-    with pytest.raises(srcore.KernelError, match="openvino_engine_0: inputs \\(3, 3\\)"):
-        strict(_x((3, 3)))
+    # the engine called directly, in a fresh process: once, in the whole suite's process, OpenVINO
+    # accepted the call (no error) after hundreds of other tests; not reproduced alone or with any
+    # subset tried, so this part is isolated until the cause is found (see the closing note of 2026-11-26)
+    code = f"""
+import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})
+import pytest, srcore
+from test_engine import RESHAPE, _engine_of, _sm, _x
+eng = _engine_of(_sm(RESHAPE, params={{}}))
+with pytest.raises(srcore.SrcoreError, match="reshape|shape|size"):
+    eng(_x((3, 3)))
+assert "inputs (3, 3) run node by node on cpu (OpenVINO" in eng.describe()
+strict = _engine_of(_sm(RESHAPE, params={{}}, require_full_compilation=True))
+with pytest.raises(srcore.KernelError, match=r"openvino_engine_0: inputs \\(3, 3\\)"):
+    strict(_x((3, 3)))
+print("ok")
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stdout + run.stderr
 
 
 def test_non_contiguous_and_read_only_inputs():
