@@ -25,10 +25,25 @@ pytestmark = [pytest.mark.one_pass, pytest.mark.timeout(240)]
 A_COLS = ["a0", "a1", "a2", "a3"]
 
 
+@pytest.fixture(autouse=True)
+def _restore_environment():
+    """Dask's nannies write OMP/MKL/OPENBLAS_NUM_THREADS=1 (meant for their workers) into this process's
+    environment whenever they start one; the engines of later tests would read them."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
 @pytest.fixture(scope="session")
 def dask_client():
+    # a LocalCluster of processes writes OMP/MKL/OPENBLAS_NUM_THREADS=1 (for its workers) into this
+    # process's environment, which later tests' engines read: restore it once the workers are started
+    saved = dict(os.environ)
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                                        host="127.0.0.1")
+    os.environ.clear()
+    os.environ.update(saved)
     client = distributed.Client(cluster, set_as_default=False)
     yield client
     client.close()
