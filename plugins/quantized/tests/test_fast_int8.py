@@ -12,17 +12,8 @@ from srcore.ir import QParams
 from srcore.qarray import QuantizedArray
 from srcore_quantized.kernels import conv, linear
 from srcore_quantized.kernels.gemm import F32_EXACT, int_matmul, packed
+from _torch_quant import srq  # noqa: E402  (conftest.py puts this folder on sys.path)
 
-
-
-def srq(t) -> QuantizedArray:
-    qdtype = {torch.quint8: "quint8", torch.qint8: "qint8"}[t.dtype]
-    if t.qscheme() == torch.per_tensor_affine:
-        q = QParams(t.q_scale(), t.q_zero_point())
-    else:
-        q = QParams(tuple(t.q_per_channel_scales().tolist()), tuple(t.q_per_channel_zero_points().tolist()),
-                    t.q_per_channel_axis())
-    return QuantizedArray(t.int_repr().numpy(), qdtype, q)
 
 
 def same(got, ref):

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from srcore.ir.quant import QParams
 from srcore.qarray import QuantizedArray
 from srcore_quantized.kernels import activation, binary, conv, convert, linear, norm, pool, shape
+from _torch_quant import srq  # noqa: E402  (conftest.py puts this folder on sys.path)
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.one_pass, pytest.mark.filterwarnings("ignore::UserWarning"),
@@ -32,17 +33,6 @@ def fbgemm():
     torch.backends.quantized.engine = "fbgemm"
     yield
     torch.backends.quantized.engine = old
-
-
-def srq(t) -> QuantizedArray:
-    """A torch quantized tensor as a QuantizedArray."""
-    qdtype = {torch.quint8: "quint8", torch.qint8: "qint8", torch.qint32: "qint32"}[t.dtype]
-    if t.qscheme() == torch.per_tensor_affine:
-        q = QParams(t.q_scale(), t.q_zero_point())
-    else:
-        q = QParams(tuple(t.q_per_channel_scales().tolist()), tuple(t.q_per_channel_zero_points().tolist()),
-                    t.q_per_channel_axis())
-    return QuantizedArray(t.int_repr().numpy(), qdtype, q)
 
 
 def same(got, ref):

@@ -21,6 +21,7 @@ from srcore.frontends import _quantized
 from srcore.ir.quant import QParams
 from srcore.qarray import QuantizedArray
 from srcore_quantized.kernels import _common, conv, linear
+from _torch_quant import srq  # noqa: E402  (conftest.py puts this folder on sys.path)
 
 torch = pytest.importorskip("torch")
 nn, tq = torch.nn, torch.ao.quantization
@@ -42,16 +43,6 @@ def vnni(monkeypatch, on: bool):
     real = cpu_features._detected()
     monkeypatch.setattr(cpu_features, "cpu_features",
                         lambda: (real | {"AVX512VNNI"}) if on else (real - {"AVX512VNNI"}))
-
-
-def srq(t) -> QuantizedArray:
-    qdtype = {torch.quint8: "quint8", torch.qint8: "qint8"}[t.dtype]
-    if t.qscheme() == torch.per_tensor_affine:
-        q = QParams(t.q_scale(), t.q_zero_point())
-    else:
-        q = QParams(tuple(t.q_per_channel_scales().tolist()), tuple(t.q_per_channel_zero_points().tolist()),
-                    t.q_per_channel_axis())
-    return QuantizedArray(t.int_repr().numpy(), qdtype, q)
 
 
 def _case(seed):
