@@ -197,7 +197,7 @@ def pad(cx: NodeContext):
         value = scalar_arg(cx, 2, "constant_value") if cx.has(2) else 0
         return cx.op("aten::constant_pad_nd", x, cx.list_value(torch_pads), value)
     if not all(isinstance(p, int) for p in torch_pads):
-        raise Unsupported(f"mode={mode!r} with pads not known at conversion")
+        raise cx.not_constant([1], f"mode={mode!r} with pads not known at conversion")
     if any(p < 0 for p in torch_pads):
         raise Unsupported(f"negative pads with mode={mode!r}")
     if len(torch_pads) // 2 > 3 or r - first > r - 1:

@@ -368,8 +368,15 @@ def dropout(cx: NodeContext):
     cx.attr("seed", None)  # randomness only matters in training mode
     if cx.has(2):
         mode = cx.const(2)
-        if mode is None or bool(mode.reshape(-1)[0]):
-            raise Unsupported("training_mode must be a constant False")
+        if mode is None:
+            raise Unsupported("training_mode must be a constant")
+        if bool(mode.reshape(-1)[0]):
+            ratio = cx.const(1) if cx.has(1) else np.array(0.5)
+            if ratio is None:
+                raise Unsupported("ratio must be a constant in training mode")
+            if float(ratio.reshape(-1)[0]) != 0.0:
+                raise Unsupported("training_mode=True with a ratio > 0 drops random elements (srcore runs "
+                                  "inference; only ratio 0, which keeps every element, is supported)")
     x = cx.x(0)
     y = cx.op("aten::clone", x, None)
     if len(cx.node.output) > 1 and cx.node.output[1]:
