@@ -28,10 +28,14 @@ ST_TO_NP = {
     "U32": np.dtype(np.uint32), "I32": np.dtype(np.int32), "F32": np.dtype(np.float32),
     "U64": np.dtype(np.uint64), "I64": np.dtype(np.int64), "F64": np.dtype(np.float64),
 }
+#: ml_dtypes' types: F8_E4M3 and F8_E5M2 are safetensors' names (e4m3fn, e5m2); the fnuz variants and
+#: the 4-bit integers are srcore's, one byte per element as ml_dtypes holds them (I4 sign-extended)
+ML_DTYPE_NAMES = {"BF16": "bfloat16", "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2",
+                  "F8_E4M3FNUZ": "float8_e4m3fnuz", "F8_E5M2FNUZ": "float8_e5m2fnuz", "I4": "int4", "U4": "uint4"}
 try:
     import ml_dtypes
 
-    ST_TO_NP["BF16"] = np.dtype(ml_dtypes.bfloat16)
+    ST_TO_NP.update({k: np.dtype(getattr(ml_dtypes, v)) for k, v in ML_DTYPE_NAMES.items()})
 except ImportError:  # pragma: no cover - ml_dtypes comes with srcore-cpu
     pass
 NP_TO_ST = {v: k for k, v in ST_TO_NP.items()}
