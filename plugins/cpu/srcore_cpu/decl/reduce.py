@@ -28,5 +28,5 @@ KERNELS: list[Kernel] = [
     _k("aten::median", "median", NUMERIC), _k("aten::median.dim", "median", NUMERIC),
     _k("aten::logsumexp", "logsumexp", NUMERIC),
     _k("aten::sort", "sort", NUMERIC), _k("aten::sort.stable", "sort", NUMERIC),
-    _k("aten::topk", "topk", NUMERIC + SMALL_INTS + WIDE_UINTS),
+    _k("aten::topk", "topk", NUMERIC + WIDE_UINTS),
 ]
