@@ -105,8 +105,11 @@ def mod(cx: NodeContext):
 
 def pow_(cx: NodeContext):
     x_dt = cx.require_dtype(0, NUMERIC)
-    cx.require_dtype(1, NUMERIC)
-    y = cx.op("aten::pow", cx.x(0), cx.x(1))
+    y_dt = cx.require_dtype(1, NUMERIC)
+    e = cx.x(1)
+    if y_dt in ("uint16", "uint32", "uint64") and x_dt in FLOATS:   # no kernel mixes them: as numpy
+        e = cast(cx, e, "float64")                                  # promotes (then the base's dtype)
+    y = cx.op("aten::pow", cx.x(0), e)
     return y if cx.dtype(1) == x_dt else cast(cx, y, x_dt)  # ONNX: the base's dtype
 
 
