@@ -73,7 +73,11 @@ def from_onnx(model, *, base_dir: str | os.PathLike | None = None,
 
         eliminate_dead_code(graph)
         params = collect_params(graph)
-    specs = tuple(InputSpec(v.name, v.type.dtype, v.type.shape) for v in graph.inputs)
+    from ...ir.types import TensorType
+
+    # tensor inputs get specs; a sequence input (Tensor[]) is described by its IR type
+    specs = tuple(InputSpec(v.name, v.type.dtype, v.type.shape) for v in graph.inputs
+                  if isinstance(v.type, TensorType))
     import onnx
 
     p = loaded.proto

@@ -36,7 +36,7 @@ class SrcoreRep(BackendRep):
     def __init__(self, model, static_module):
         self.model = model
         self.sm = static_module
-        self.input_names = [s.name for s in model.input_specs]
+        self.input_names = [v.name for v in model.graph.inputs]   # sequence inputs have no InputSpec
         self.output_names = list(model.output_names)
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple:
@@ -50,7 +50,7 @@ class SrcoreRep(BackendRep):
             args = [inputs]
         else:
             args = list(inputs)
-        args = [np.asarray(a) for a in args]
+        args = [_as_input(a) for a in args]
         out = self.sm(*args)
         outs = out if isinstance(out, tuple) else (out,)
         return namedtupledict("Outputs", _tuple_names(self.output_names))(*outs)
@@ -71,13 +71,13 @@ class SpecializingRep(BackendRep):
             missing = [n for n in self.input_names if n not in inputs]
             if missing:
                 raise SrcoreInputError(f"missing inputs {missing} (the model takes {self.input_names})")
-            by_name = {n: np.asarray(inputs[n]) for n in self.input_names}
+            by_name = {n: _as_input(inputs[n]) for n in self.input_names}
         else:
             args = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
             if len(args) != len(self.input_names):
                 raise SrcoreInputError(f"{len(args)} inputs given, the model takes {len(self.input_names)} "
                                        f"({self.input_names})")
-            by_name = {n: np.asarray(a) for n, a in zip(self.input_names, args)}
+            by_name = {n: _as_input(a) for n, a in zip(self.input_names, args)}
         from . import NeedsConstantInputs
 
         while True:
@@ -99,6 +99,11 @@ class SpecializingRep(BackendRep):
         while len(self._reps) > SPECIALIZATIONS:
             self._reps.pop(next(iter(self._reps)))
         return rep.run({n: a for n, a in by_name.items() if n not in consts})
+
+
+def _as_input(a):
+    """An input as the runtime takes it: an array, or a list of arrays for a sequence input."""
+    return [np.asarray(x) for x in a] if isinstance(a, (list, tuple)) else np.asarray(a)
 
 
 def _tuple_names(names: Sequence[str]) -> list[str]:

@@ -166,12 +166,15 @@ class GraphConverter:
                 self.problems.append(f"graph input {vi.name!r}: {exc}")
                 scope.vals[vi.name] = FAILED
                 continue
-            if not isinstance(t, TensorType):
-                self.problems.append(f"graph input {vi.name!r}: a {t} input is not supported (tensors only)")
+            seq = isinstance(t, ListType) and isinstance(t.elem, TensorType)   # a sequence: a Tensor[] input
+            if not isinstance(t, TensorType) and not seq:
+                self.problems.append(f"graph input {vi.name!r}: a {t} input is not supported (tensors and "
+                                     f"sequences of tensors only)")
                 scope.vals[vi.name] = FAILED
                 continue
-            v = self.graph.add_input(t, clean_name(vi.name))
-            scope.vals[vi.name] = self.input_vals[vi.name] = Val(vi.name, t, tensor=v, block=self.graph.block)
+            v = self.graph.add_input(ListType(TensorType()) if seq else t, clean_name(vi.name))
+            scope.vals[vi.name] = self.input_vals[vi.name] = Val(vi.name, t, tensor=v, seq=seq,
+                                                                 block=self.graph.block)
             input_names.append(vi.name)
         self.convert_nodes(gp.node, scope)
         outs = self.outputs(gp, scope)
