@@ -34,7 +34,7 @@ DEFAULT_MODULES = ["add", "relu", "conv", "convtranspose", "gemm", "matmul", "gl
                    "reducemax", "reducemin", "bitshift", "gathernd", "dropout"]
 
 #: the pass rate the default set must keep (supported dtypes; docs/onnx-conformance.md has the full run)
-MIN_PASS_RATE = 0.85
+MIN_PASS_RATE = 0.97
 
 
 @pytest.fixture(scope="module")
