@@ -103,11 +103,8 @@ def fold_known_values(graph: Graph, *, known: dict | None = None, reuse: KnownVa
     if known is None and reuse is not None:
         known = reuse.for_graph(graph)
     if known is None:
-        try:
-            from ..ops.shapes import propagate
-        except ImportError:  # no shape propagation: nothing is known
-            return False
         from ..errors import ShapeError
+        from ..ops.shapes import propagate
 
         # propagation also sets every value's type: keep the graph's own types (the pass only
         # redirects uses), so that its effect does not depend on whether types were propagated before

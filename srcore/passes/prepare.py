@@ -119,8 +119,8 @@ def prepare_for_static_runtime(graph: Graph, *, input_types=None, fuse: bool = T
     """Run the default pipeline on a copy of ``graph`` and return the prepared copy.
 
     ``input_types`` (a list, or a mapping by input name) sets the graph inputs'
-    types first, and shapes are propagated (when ``srcore.ops.shapes`` is
-    available) so that shape-dependent rewrites can fire. ``report``, if given,
+    types first, and shapes are propagated so that shape-dependent rewrites
+    can fire. ``report``, if given,
     is a list extended with one :class:`PassStats` per pass run. ``verify``
     (default: ``SRCORE_DEBUG_PASSES``) checks the graph after every pass.
     Other keyword ``options`` go to :func:`default_pipeline`.
