@@ -32,7 +32,10 @@ def _copy_known(k: Any) -> Any:
 
 
 def _copy(a: A) -> A:
-    return A(a.type, _copy_known(a.known), None if a.elems is None else [_copy(e) for e in a.elems])
+    k = a.known
+    if a.elems is None and (k is UNKNOWN or type(k) in _SCALARS):   # most values: a tensor, a number
+        return A(a.type, k)
+    return A(a.type, _copy_known(k), None if a.elems is None else [_copy(e) for e in a.elems])
 
 
 def snapshot(args: list[A]) -> tuple[A, ...] | None:
