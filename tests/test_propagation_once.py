@@ -192,6 +192,21 @@ def test_a_change_of_facts_reaches_downstream_nodes():
     assert str(_node(g, "aten::tanh").outputs[0].type) == "Float(5, 3)"
 
 
+def test_facts_found_with_other_rules_are_not_reused():
+    from srcore.ops.shapes.table import ShapeRuleTable
+
+    g = parse_graph(CHAIN)
+    first = propagate(g)
+    registry = srcore.get_plugin_manager().registry
+    again = propagate(g, previous=first)
+    assert again.reused == 5
+    other = ShapeRuleTable()
+    for op in registry.shape_rules.names():
+        other.add(op, registry.shape_rules.get(op).ref)
+    res = propagate(g, rules=other, schemas=registry.schemas, previous=first)
+    assert (res.evaluated, res.reused) == (5, 0)
+
+
 def _fresh(g):
     c = g.copy()
     propagate(c)

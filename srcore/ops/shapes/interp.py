@@ -34,6 +34,8 @@ class PropagationResult:
     facts: dict = attrs.field(factory=dict, repr=False)
     evaluated: int = 0   # nodes whose rule ran
     reused: int = 0      # nodes whose facts came from ``previous``
+    #: (rules, schemas, strict) the facts were found with: another propagation reuses them only with the same
+    tables: tuple = attrs.field(default=(), repr=False)
 
     def type_of(self, v: Value) -> Type | None:
         return self.types.get(v)
@@ -358,14 +360,17 @@ def propagate(graph: Graph, input_types: list | None = None, *, strict: bool = F
     ``SchemaRegistry`` that resolves nodes without a schema) default to the process-wide
     plugin registry's: the core's rules and every installed plugin's.
 
-    ``previous``: an earlier propagation of this graph (before passes edited it): the rules run
-    again only for nodes that changed or whose inputs' facts did (``srcore.ops.shapes.reuse``);
-    ``evaluated`` and ``reused`` of the result count both."""
+    ``previous``: an earlier propagation of this graph (before passes edited it), with the same
+    rules, schemas and ``strict``: the rules run again only for nodes that changed or whose inputs'
+    facts did (``srcore.ops.shapes.reuse``); ``evaluated`` and ``reused`` of the result count both."""
     if rules is None or schemas is None:
         default_rules, default_schemas = _default_tables()
         rules = default_rules if rules is None else rules
         schemas = default_schemas if schemas is None else schemas
-    it = Interpreter(strict, rules, schemas, previous.facts if previous is not None else None)
+    tables = (rules, schemas, strict)
+    same_tables = previous is not None and len(previous.tables) == 3 and all(
+        a is b for a, b in zip(previous.tables, tables))
+    it = Interpreter(strict, rules, schemas, previous.facts if same_tables else None)
     if input_types is None:
         input_types = [v.type for v in graph.inputs]
     n_missing = len(graph.inputs) - len(input_types)
@@ -381,7 +386,7 @@ def propagate(graph: Graph, input_types: list | None = None, *, strict: bool = F
     except _Diverged:
         pass  # the graph always raises; the values computed so far keep their types
     res = PropagationResult(missing_rules=list(it.missing.values()), facts=it.facts, evaluated=it.evaluated,
-                            reused=it.reused)
+                            reused=it.reused, tables=tables)
     for v, a in it.state.items():
         res.types[v] = a.type
         k = _public_known(a)
