@@ -114,7 +114,7 @@ CORE_ENGINE_OPTIONS = frozenset({"profiles"})
 
 def partition_graph(graph: Graph, registry: Any, table: Any, options: Any,
                     fallback_factory: Callable[[Graph, Any], Any] | None = None,
-                    stored: dict | None = None) -> tuple[PartitionReport, dict]:
+                    stored: dict | None = None, known: dict | None = None) -> tuple[PartitionReport, dict]:
     """Cut ``graph`` (in place) into engine segments for every engine backend in
     ``options.backends``; returns the report and ``{engine node: engine}``.
 
@@ -122,7 +122,8 @@ def partition_graph(graph: Graph, registry: Any, table: Any, options: Any,
     the backends after the engine's (what ``Segment.fallback`` runs; a ``StaticModule`` in
     practice: the partitioner builds none itself); without it, segments get no fallback.
     ``stored``: the model's serialized engines by segment key (``srcore build``), loaded instead
-    of built."""
+    of built. ``known``: what the load's shape propagation knew (``Value -> value``), handed to
+    each segment (``Segment.known``) so that engines specialize without propagating again."""
     engines: dict[Node, Any] = {}
     segments: list[SegmentReport] = []
     refused: list = []
@@ -135,7 +136,7 @@ def partition_graph(graph: Graph, registry: Any, table: Any, options: Any,
         elig = Eligibility(graph, table, supports, backend, options.engine_fallback_ops,
                            options.engine_fallback_modules)
         builder = _Builder(graph, backend, eb, options, fallback_factory, elig.chains,
-                           {k: d for k, d in (stored or {}).items() if d.backend == backend})
+                           {k: d for k, d in (stored or {}).items() if d.backend == backend}, known)
         runs, refusals = find_candidates(graph.block, elig)
         refused.extend((backend, r) for r in refusals if r.node.kind != ENGINE_KIND)
         for run in progress(runs, f"build {backend} engines", total=len(runs), unit="engine"):
@@ -179,6 +180,7 @@ class _Builder:
     fallback_factory: Any
     chains: Any
     stored: dict
+    known: dict | None
 
     def one(self, nodes, name: str, whole: bool):
         """``(report, engine node or None, engine or None)`` for one run of eligible nodes."""
@@ -196,9 +198,12 @@ class _Builder:
         inputs, outputs = boundary(nodes, tuple(chain), absorbed)
         if not outputs:
             return refused("fallback", "the segment's results are unused")
-        sub = segment_graph(program_order([*nodes, *chain]) if chain else nodes, inputs, outputs)
+        members = program_order([*nodes, *chain]) if chain else nodes
+        sub = segment_graph(members, inputs, outputs)
+        known = None if self.known is None else {
+            o.name: self.known[o] for n in members for o in n.outputs if o in self.known}
         segment = Segment(name, backend, sub, _builder_options(options),
-                          _fallback(sub, backend, options, self.fallback_factory))
+                          _fallback(sub, backend, options, self.fallback_factory), known=known)
         t0 = time.perf_counter()
         try:
             engine, segment = self._make(segment)

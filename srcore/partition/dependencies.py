@@ -23,16 +23,13 @@ from ..dispatch.resolve import STRUCTURAL_KINDS, node_schema
 from ..ir.alias import mutated_inputs
 from ..ir.effects import has_side_effects
 from ..ir.graph import Block, Graph, Node, Value
+from ..ir.names import base_op as _base
 from ..ir.types import TensorType
 
 #: ops that read only a tensor's metadata (its shape), never its data
 SHAPE_QUERIES = frozenset({"aten::size", "aten::sym_size", "aten::dim", "aten::numel", "aten::len"})
 #: pure non-tensor ops that are still not folded per signature (their value is not a function of shapes)
 _NOT_DERIVED = frozenset({"prim::Uninitialized", "prim::RaiseException", "aten::warn", "prim::Print"})
-
-
-def _base(kind: str) -> str:
-    return kind.split(".", 1)[0]
 
 
 def _is_tensor(v: Value) -> bool:

@@ -308,6 +308,10 @@ class Segment:
     fallback: Callable[..., Any] | None = attrs.field(default=None, eq=False, repr=False)
     #: the serialized engine the model carries for this segment (``EngineBuilder.load`` gets it)
     stored: "EngineData | None" = attrs.field(default=None, eq=False, repr=False)
+    #: what the load's shape propagation knew of the graph's non-tensor values, by value name (None:
+    #: not given): :meth:`specialize` for the shapes the graph is typed with uses it instead of
+    #: propagating again
+    known: dict | None = attrs.field(default=None, eq=False, repr=False)
 
     def option(self, key: str, default: Any = None) -> Any:
         """The builder option ``key`` (``default`` when the user did not set it)."""
@@ -327,7 +331,7 @@ class Segment:
         constants. Raises :class:`srcore.EngineBuildError` when the shapes do not fit."""
         from ..partition.specialize import specialize
 
-        return specialize(self.graph, shapes)
+        return specialize(self.graph, shapes, known=self.known)
 
 
 @attrs.frozen

@@ -172,10 +172,6 @@ def hard_sigmoid(cx: NodeContext):
     return cx.op("aten::clamp", y, 0.0, 1.0)
 
 
-def hard_swish(cx: NodeContext):
-    return cx.op("aten::hardswish", cx.x(0))
-
-
 def softplus(cx: NodeContext):
     return cx.op("aten::softplus", cx.x(0), 1, 20)
 
