@@ -21,6 +21,7 @@ from srcore.plugin import TensorType
 from srcore.plugin import EngineData
 
 from .builder.convert import _per_tensor, build_network
+from .builder.network import DATA_DTYPES
 from .builder.fusion import MAX_OPS, fuse_conv_pool, fuse_pointwise
 from .builder.plan import Plan
 from .options import check_options
@@ -58,9 +59,10 @@ class Engine:
         types = [v.type for v in self.graph.inputs]
         for v, t in zip(self.graph.inputs, types):
             if (not isinstance(t, TensorType) or t.shape is None
-                    or t.dtype != "float32" and not _shape_only(v) and not _per_tensor(t)):
+                    or t.dtype != "float32" and not _shape_only(v) and not _per_tensor(t)
+                    and t.dtype not in DATA_DTYPES):
                 raise EngineBuildError(f"{self.name}: input %{v.name} is {t}; engines take float32 tensors "
-                                       f"(or 8-bit ones quantized per tensor) of known rank")
+                                       f"(or 8-bit ones quantized per tensor, or indices and masks) of known rank")
         self.static = all(all(isinstance(d, int) for d in t.shape) for t in types)
         if self.static:
             plan = self.plan_for(tuple(tuple(t.shape) for t in types))
@@ -246,7 +248,8 @@ def _warm(plan: Plan, shapes, name: str) -> None:
     first real call to report."""
     import numpy as np
 
-    xs = [np.zeros(s, np.float32) for s in shapes]
+    xs = [np.zeros(s, plan.net.tensors[t].storage if plan.net.tensors[t].dtype in DATA_DTYPES else np.float32)
+          for s, t in zip(shapes, plan.net.inputs)]
     try:
         with np.errstate(all="ignore"):
             plan.run(*xs)
