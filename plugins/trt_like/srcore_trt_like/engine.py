@@ -26,6 +26,7 @@ from .builder.fusion import MAX_OPS, fuse_conv_pool, fuse_pointwise
 from .builder.plan import Plan
 from .options import check_options
 from .serialize import FORMAT, dump_plan
+from .kernels.resident import release_compiler_code
 from .store import PlanStore, release_pages
 from .tactics.choose import choose_tactics
 
@@ -67,9 +68,6 @@ class Engine:
         if self.static:
             plan = self.plan_for(tuple(tuple(t.shape) for t in types))
             self.entry = plan.run
-            # the tactics laid their weights out: the model file's pages of the raw ones are not
-            # read again (unless a tactic falls back to them), so they leave the resident set
-            release_pages(self.store.constants.values())
         else:
             if not self.store.stored:
                 self._check_converts(types)
@@ -105,7 +103,12 @@ class Engine:
                     old = next(iter(self.plans))
                     self.plans.pop(old)
                     self.origin.pop(old, None)
+                # the raw weights are laid out: their file pages go before the warm-up run, which
+                # reads back only those a chosen tactic uses as they are (the peak was both at once)
+                release_pages(self.store.constants.values())
+                release_compiler_code()
                 _warm(plan, shapes, self.name)
+                release_compiler_code()   # the kernels are bound: LLVM's code is not needed to run them
                 self.plans[shapes] = plan
                 self.origin[shapes] = origin
         return plan

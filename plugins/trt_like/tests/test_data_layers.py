@@ -13,6 +13,9 @@ import srcore
 from srcore.partition import ENGINE_KIND
 from srcore_trt_like.builder.support import SUPPORT
 
+# the partition and the engines do not depend on the executor or the memory planner
+pytestmark = pytest.mark.one_pass
+
 TRT = ("trt_like", "cpu")
 
 
