@@ -97,7 +97,16 @@ def test_appended_tensors_become_a_list_construct_after_the_last_append():
   %p : Tensor = aten::pop(%l, %zero)
   %c : Tensor = aten::cat(%l, %one)
   return (%c)
-"""], ids=["read-between", "append-result-read", "popped"])
+""",
+    # the list escapes into a tuple (a write through it would change the frozen list)
+    """graph(%x : Float(2, 3)):
+  %one : int = prim::Constant[value=1]()
+  %l : Tensor[] = prim::ListConstruct()
+  %l1 : Tensor[] = aten::append(%l, %x)
+  %c : Tensor = aten::cat(%l, %one)
+  %t : (Tensor[], Tensor) = prim::TupleConstruct(%l, %c)
+  return (%t)
+"""], ids=["read-between", "append-result-read", "popped", "escapes-in-a-tuple"])
 def test_lists_whose_value_changes_after_a_read_are_kept(text):
     g = srcore.parse_graph(text)
     before = kinds(g)

@@ -11,7 +11,7 @@ after the last append, and drops the appends.
 """
 from __future__ import annotations
 
-from ..ir.alias import mutated_inputs
+from ..ir.alias import alias_class, mutated_inputs
 from ..ir.graph import RETURN, Graph, Node
 
 
@@ -47,7 +47,12 @@ def _freeze(graph: Graph, n: Node) -> bool:
             return False
         if not last.is_before(user) or u.offset in mutated_inputs(user):
             return False
+    # nothing else may share the list (a container holding it, a loop carrying it, a block returning
+    # it): a write through such an alias would change a list this rewrite made a constant
     elements = list(n.inputs) + [a.inputs[1] for a in order]
+    allowed = {id(lst)} | {id(a.outputs[0]) for a in order} | {id(e) for e in elements}   # (and what it holds)
+    if any(id(v) not in allowed for v in alias_class(lst)):
+        return False
     if all(e.node.kind == "prim::Constant" for e in elements):
         new = graph.insert_constant([e.node.attrs.get("value") for e in elements], lst.type, before=n)
     else:
