@@ -177,3 +177,16 @@ def test_the_op_table_lists_the_new_layers():
                "aten::embedding", "aten::gather", "aten::index_select", "aten::where.self", "aten::masked_fill.Scalar",
                "aten::cumsum", "aten::instance_norm", "aten::__interpolate"):
         assert op in SUPPORT, op
+
+
+def test_an_engine_with_index_and_mask_inputs_round_trips_through_a_serialized_plan(tmp_path):
+    """int64 / bool engine inputs and a constant index baked into a layer survive ``save`` and a
+    load that restores the plan instead of building it."""
+    torch.manual_seed(3)
+    inputs = _lookup_inputs()
+    sm, got, _ = _run(Lookup(), inputs)
+    path = tmp_path / "lookup.engine.srm"
+    sm.save(str(path))
+    loaded = srcore.StaticModule(srcore.load(str(path)), backends=TRT)
+    assert loaded.partition.engines and all(s.loaded for s in loaded.partition.engines), loaded.partition.format()
+    np.testing.assert_array_equal(loaded(*[t.numpy() for t in inputs]), got)
