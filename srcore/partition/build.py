@@ -15,6 +15,7 @@ from ..plugin.types import Segment
 from .extract import ENGINE_KIND, replace_with_engine, segment_graph
 from .fallback import SegmentFallback
 from .dependencies import program_order
+from .lists import freeze_appended_lists
 from .segments import Eligibility, boundary, find_candidates
 
 log = logging.getLogger("srcore.partition")
@@ -127,6 +128,8 @@ def partition_graph(graph: Graph, registry: Any, table: Any, options: Any,
     engines: dict[Node, Any] = {}
     segments: list[SegmentReport] = []
     refused: list = []
+    if any(registry.engine_builders.get(b) is not None for b in options.backends):
+        freeze_appended_lists(graph)   # an appended list would keep its reader out of engines
     for backend in options.backends:
         eb = registry.engine_builders.get(backend)
         if eb is None:

@@ -375,7 +375,9 @@ class ArgInfo:
     ``derived`` (engine builders' ``supports`` only): not a constant, but known once the input
     shapes are (computed from ``aten::size`` and constants by int and list ops, e.g. the ``shape``
     of ``y.reshape(y.size(0), -1)``); a segment holding the node gets a copy of that computation,
-    which :meth:`Segment.specialize` folds into constants for concrete input shapes.
+    which :meth:`Segment.specialize` folds into constants for concrete input shapes. A list of
+    tensors an engine node reads (``torch.cat([a, b])``) is copied into its segment the same way,
+    its tensors becoming segment inputs (see docs/partitioning.md, *Dependency resolution*).
     """
 
     name: str
@@ -383,6 +385,9 @@ class ArgInfo:
     is_constant: bool = False
     value: Any = None
     derived: bool = False
+    #: a list built in the graph (``prim::ListConstruct``, e.g. the ``tensors`` of ``aten::cat``): the
+    #: types of its elements; None for any other argument
+    elements: tuple | None = None
 
 
 @attrs.frozen
