@@ -140,3 +140,20 @@ def test_qconv1d_on_the_int8_gemm_matches_torch(monkeypatch):
     x = QuantizedArray(tx.int_repr().numpy(), "quint8", QParams(0.004, 50))
     w = QuantizedArray(tw.int_repr().numpy(), "qint8", QParams((0.003,) * 8, (0,) * 8, axis=0))
     assert np.array_equal(np.asarray(qconv.qconv_relu_out(x, w, b.numpy(), 2, 1, 2, 1, 0.05, 7)), ref)
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**31), c=st.integers(1, 12), k=st.sampled_from([1, 3, 5]), stride=st.sampled_from([1, 2]),
+       pad=st.integers(0, 2), dil=st.sampled_from([1, 2]), zp=st.integers(0, 255), wzp=st.booleans(),
+       relu=st.booleans())
+def test_depthwise_in_numba_matches_the_float_path(monkeypatch, seed, c, k, stride, pad, dil, zp, wzp, relu):
+    rng = np.random.default_rng(seed)
+    x = _qa(rng, (2, c, 11, 9), zp)
+    w = _qw(rng, (c, 1, k, k), wzp)
+    bias = rng.normal(0, 0.1, c).astype(np.float32)
+    op = qconv.qconv_relu_out if relu else qconv.qconv_out
+
+    def run(enabled):
+        monkeypatch.setattr(int8_gemm, "numba_enabled", lambda: enabled)
+        return np.asarray(op(x, w, bias, stride, pad, dil, c, 0.05, 10)).copy()
+    assert np.array_equal(run(True), run(False))

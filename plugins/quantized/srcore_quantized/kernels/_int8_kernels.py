@@ -193,3 +193,38 @@ def requantize_u8(c, ldc, out, s_img, s_row, s_ch, imgs, m, n, colsum, zw, rowsu
                     o = ob + j * s_ch
                     for i in range(i0, i1):
                         out[o + i * s_row] = tile[i - i0, j]
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def depthwise_requantize_u8(x, zx, w, zw, kh, kw, sh, sw, ph, pw, dh, dw, out, bias_div, mult, y_zp, lo, hi):
+    """A depthwise 2-d convolution (one filter per channel) of ``x`` (N, C, H, W) uint8 with ``w``
+    (C, kh * kw) int32, exact in int32 (``sum (x - zx)(w - zw[c])``; padding contributes real
+    zeros), then fbgemm's requantization as :func:`requantize_u8` into ``out`` (N, C, OH, OW)."""
+    n, c, h, wd = x.shape
+    oh, ow = out.shape[2], out.shape[3]
+    acc = np.empty(ow, np.int32)
+    yz = np.float32(y_zp)
+    flo = np.float32(lo)
+    fhi = np.float32(hi)
+    for b in range(n):
+        for ch in range(c):
+            bj = bias_div[ch]
+            mj = mult[ch]
+            for oy in range(oh):
+                acc[:] = 0
+                for i in range(kh):
+                    iy = oy * sh - ph + i * dh
+                    if iy < 0 or iy >= h:
+                        continue
+                    for j in range(kw):
+                        wv = np.int32(w[ch, i * kw + j] - zw[ch])
+                        off = j * dw - pw
+                        # the outputs whose input column is inside: ox * sw + off in [0, wd)
+                        lo_x = 0 if off >= 0 else (-off + sw - 1) // sw
+                        hi_x = min(ow, (wd - 1 - off) // sw + 1) if wd - 1 - off >= 0 else 0
+                        for ox in range(lo_x, hi_x):
+                            acc[ox] += (np.int32(x[b, ch, iy, ox * sw + off]) - zx) * wv
+                for ox in range(ow):
+                    v = ((np.float32(acc[ox]) + bj) * mj + _ROUND) - _ROUND + yz
+                    v = min(max(v, flo), fhi)
+                    out[b, ch, oy, ox] = np.uint8(v)

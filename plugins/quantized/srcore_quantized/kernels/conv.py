@@ -18,7 +18,7 @@ from ._common import (F32, buffer, dequant_scalar, ints, output_qparams, quant_s
                       require_quantized, wrap)
 from . import onednn
 from . import int8_gemm
-from .gemm import act_bound, int_matmul, packed, packed_int8, requantize
+from .gemm import act_bound, int_matmul, packed, packed_int8, requantize, weight_params
 
 #: the arithmetic of torch's packed weights (the ops' ``arith`` argument, recorded by the importer)
 ARITHS = ("fbgemm", "onednn")
@@ -172,6 +172,47 @@ def _int8_fused(qx, weight, bias, stride, padding, dilation, q, relu, out):
     return wrap(res, qx.qdtype, q)
 
 
+def _depthwise_fused(qx, w, bias, stride, padding, dilation, groups, q, relu, out):
+    """A depthwise conv2d (one filter per channel) in one numba pass: exact int32 sums per kernel tap
+    and fbgemm's requantization; None where it does not apply (then :func:`conv_acc`)."""
+    if w.ndim != 4 or qx.ndim != 4 or qx.qdtype != "quint8" or getattr(w, "qdtype", "") != "qint8":
+        return None
+    C = qx.shape[1]
+    if not (groups == C and w.shape[0] == C and w.shape[1] == 1) or not int8_gemm.numba_enabled():
+        return None
+    stride, padding, dilation = _tuple(stride, 2), _tuple(padding, 2), _tuple(dilation, 2)
+    k = w.shape[2:]
+    out_sp = tuple((s + 2 * p - d * (kk - 1) - 1) // st + 1
+                   for s, p, kk, st, d in zip(qx.shape[2:], padding, k, stride, dilation))
+    if any(o <= 0 for o in out_sp):
+        return None
+    from ._int8_kernels import depthwise_requantize_u8
+    from srcore.plugin import QDTYPES
+
+    p = packed(w)
+    scales, zps = weight_params(w)
+    wi = getattr(w, "_srcore_dw_int32", None)
+    if wi is None:
+        wi = np.ascontiguousarray(ints(w).reshape(C, -1).astype(np.int32))
+        try:
+            w._srcore_dw_int32 = wi
+        except AttributeError:
+            pass
+    act_w = F32(qx.qparams.scale) * p.scales
+    mult = (act_w / F32(q.scale)).astype(F32)
+    bias_div = (np.asarray(bias, F32) / act_w).astype(F32) if bias is not None else np.zeros(C, F32)
+    res = buffer(out, (qx.shape[0], C) + out_sp, qx.qdtype)
+    tgt = res if res.flags.c_contiguous else np.empty(res.shape, res.dtype)
+    x = np.ascontiguousarray(ints(qx))
+    info = QDTYPES["quint8"]
+    depthwise_requantize_u8(x, np.int32(qx.qparams.zero_point), wi, zps.astype(np.int32), k[0], k[1], stride[0],
+                            stride[1], padding[0], padding[1], dilation[0], dilation[1], tgt, bias_div, mult,
+                            int(q.zero_point), int(q.zero_point) if relu else info.qmin, info.qmax)
+    if tgt is not res:
+        res[...] = tgt
+    return wrap(res, qx.qdtype, q)
+
+
 def _qconv(qx, weight, bias, stride, padding, dilation, groups, output_scale, output_zero_point, relu, out, op,
            qaccum=None, arith="fbgemm"):
     check_arith(arith, op)
@@ -183,6 +224,10 @@ def _qconv(qx, weight, bias, stride, padding, dilation, groups, output_scale, ou
     q = output_qparams(qx.qdtype, output_scale, output_zero_point, op)
     if qaccum is None and arith == "fbgemm" and int(groups) == 1:
         done = _int8_fused(qx, weight, bias, stride, padding, dilation, q, relu, out)
+        if done is not None:
+            return done
+    if qaccum is None and arith == "fbgemm" and int(groups) > 1:
+        done = _depthwise_fused(qx, weight, bias, stride, padding, dilation, int(groups), q, relu, out)
         if done is not None:
             return done
     acc = conv_acc(ints(qx), qx.qparams.zero_point, weight, stride, padding, dilation, int(groups), qx.qdtype)

@@ -40,6 +40,17 @@ MAX_K = 33000
 _I16_MAX = 32767
 
 
+def numba_enabled() -> bool:
+    """numba kernels may run (numba installed and ``SRCORE_INT8_GEMM`` is not ``sgemm``)."""
+    if os.environ.get("SRCORE_INT8_GEMM", "").lower() == "sgemm":
+        return False
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def _simd_supported() -> bool:
     from srcore.cpu_features import cpu_features
 
