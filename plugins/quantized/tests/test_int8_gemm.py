@@ -17,7 +17,7 @@ from srcore_quantized.kernels import linear as qlinear
 
 pytestmark = [pytest.mark.one_pass,
               pytest.mark.skipif("AVX2" not in cpu_features(), reason="the int8 GEMM needs AVX2 (a feature test)")]
-SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def _ref(a, x_zp, w, zw):
