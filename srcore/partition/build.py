@@ -109,8 +109,9 @@ def _node_text(n: Node) -> str:
     return f"{outs} = {n.kind}" if outs else n.kind
 
 
-#: engine options srcore itself interprets (not handed to builders): see StaticModule.warmup
-CORE_ENGINE_OPTIONS = frozenset({"profiles"})
+#: engine options srcore itself interprets (not handed to builders): see StaticModule.warmup and
+#: srcore.quantization.engine_calibration
+CORE_ENGINE_OPTIONS = frozenset({"profiles", "calibration", "calibrator", "calibration_batch_size"})
 
 
 def partition_graph(graph: Graph, registry: Any, table: Any, options: Any,

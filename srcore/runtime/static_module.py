@@ -65,6 +65,10 @@ class StaticModule:
         options = options or Options()
         if backends is not None:
             options = attrs.evolve(options, backends=backends)
+        if options.engine_options:   # precision="int8" with calibration data: quantize a float model first
+            from ..quantization.engine_calibration import calibrate_for_engines
+
+            model, options = calibrate_for_engines(model, options)
         self.options = options
         self.model = model
         graph, specs, names = _unpack(model)
