@@ -1,0 +1,404 @@
+"""The .srm reader and writer against the written spec (docs/srm-format.md), byte by byte.
+
+Each file here is checked or tampered with by hand: the layout and both checksums are recomputed
+from the raw bytes with hashlib and json (not with srcore's helpers), and every tampered table or
+metadata entry is re-sealed (header checksum recomputed) so that the check under test is the one
+that fires; its error must name the file and the culprit.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+
+import numpy as np
+import pytest
+
+import srcore
+from srcore.format import srm
+from srcore.ir.parser import parse_graph
+from srcore.model import Model
+
+pytestmark = pytest.mark.one_pass
+
+
+def _model(params, metadata=None) -> Model:
+    text = ["graph(%x : Float(2, 3)):"]
+    acc = "%x"
+    for i, (name, a) in enumerate(params.items()):
+        dtype = {"float32": "Float", "float64": "Double", "int64": "Long", "int8": "Char", "uint8": "Byte",
+                 "float16": "Half", "int32": "Int", "bool": "Bool", "int16": "Short"}[a.dtype.name]
+        dims = ", ".join(str(d) for d in a.shape)
+        text.append(f'  %p{i} : {dtype}({dims}) = prim::Constant[param="{name}"]()')
+        text.append(f"  %a{i} : Float(2, 3) = aten::add(%x, %x, %one)" if i else
+                    "  %one : int = prim::Constant[value=1]()\n  %a0 : Float(2, 3) = aten::neg(%x)")
+        acc = f"%a{i}"
+    if not params:
+        text.append("  %a : Float(2, 3) = aten::neg(%x)")
+        acc = "%a"
+    text.append(f"  return ({acc})")
+    g = parse_graph("\n".join(text) + "\n", params=params)
+    return Model.from_graph(g, metadata=metadata or {})
+
+
+def _split(data: bytes):
+    n = int.from_bytes(data[:8], "little")
+    return n, json.loads(data[8:8 + n]), data[8 + n:]
+
+
+def _seal(header: dict) -> None:
+    """Recompute header_sha256 as the spec says: SHA-256 of the canonical JSON without that key."""
+    md = {k: v for k, v in header["__metadata__"].items() if k != "header_sha256"}
+    canon = json.dumps({**header, "__metadata__": md}, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    header["__metadata__"]["header_sha256"] = hashlib.sha256(canon.encode()).hexdigest()
+
+
+def _assemble(header: dict, body: bytes) -> bytes:
+    raw = json.dumps(header).encode()
+    raw += b" " * ((-(8 + len(raw))) % 8)
+    return len(raw).to_bytes(8, "little") + raw + body
+
+
+def _tampered(tmp_path, data: bytes, edit, seal=True, name="t.srm"):
+    _, header, body = _split(data)
+    edit(header)
+    if seal:
+        _seal(header)
+    p = tmp_path / name
+    p.write_bytes(_assemble(header, body))
+    return p
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory):
+    """A file with 8-, 4-, 2- and 1-byte parameters, names chosen so that sorting by name alone misaligns."""
+    params = {"a_u8": np.arange(3, dtype=np.uint8), "b_f16": np.ones(3, np.float16) / 3,
+              "c_f32": np.linspace(0, 1, 5).astype(np.float32), "d_i64": np.array([-(2**40), 7]),
+              "e_bool": np.array([True, False, True]), "f_f64": np.array([[np.pi, -0.0]])}
+    m = _model(params, metadata={"author": "\u00e9l\u00e8ve \u2603"})
+    p = tmp_path_factory.mktemp("srm") / "mixed.srm"
+    srcore.save(m, p, producer="hand")
+    return m, params, p.read_bytes()
+
+
+def test_layout_and_checksums_follow_the_spec(tmp_path, mixed):
+    m, params, data = mixed
+    n, header, body = _split(data)
+    assert (8 + n) % 8 == 0 and data[8:8 + n].rstrip(b" ") == data[8:8 + n].rstrip()
+    assert data[8:8 + n].decode("ascii")                  # canonical JSON is ASCII (escapes for non-ASCII)
+    md = header["__metadata__"]
+    assert md["data_sha256"] == hashlib.sha256(body).hexdigest()
+    expected = dict(header, __metadata__={k: v for k, v in md.items() if k != "header_sha256"})
+    canon = json.dumps(expected, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    assert md["header_sha256"] == hashlib.sha256(canon.encode()).hexdigest()
+    assert data[8:8 + n].rstrip(b" ").decode() == json.dumps(header, sort_keys=True, separators=(",", ":"))
+    # each tensor: its dtype name, shape, little-endian C-order bytes, naturally aligned, no holes
+    st = {"uint8": "U8", "float16": "F16", "float32": "F32", "int64": "I64", "bool": "BOOL", "float64": "F64"}
+    spans = sorted((e["data_offsets"], k) for k, e in header.items() if k != "__metadata__")
+    assert spans[0][0][0] == 0 and spans[-1][0][1] == len(body)
+    assert all(a[0][1] == b[0][0] for a, b in zip(spans, spans[1:]))
+    sizes = [params[k].dtype.itemsize for _, k in spans]
+    assert sizes == sorted(sizes, reverse=True)
+    for (b, e), k in spans:
+        a = params[k]
+        assert header[k]["dtype"] == st[a.dtype.name] and header[k]["shape"] == list(a.shape)
+        assert b % a.dtype.itemsize == 0 and body[b:e] == a.astype(a.dtype.newbyteorder("<")).tobytes()
+    assert md["producer"] == "hand" and md["srcore_version"] == srcore.__version__
+    assert md["format_version"] == "1" and json.loads(md["metadata"]) == m.metadata
+    (tmp_path / "m.srm").write_bytes(data)
+    loaded = srcore.load(tmp_path / "m.srm")
+    assert loaded.metadata == {"author": "\u00e9l\u00e8ve \u2603"}
+    for k, a in params.items():
+        assert loaded.params[k].dtype == a.dtype and loaded.params[k].tobytes() == a.tobytes()
+
+
+def test_producer_defaults(tmp_path):
+    m = _model({})
+    srcore.save(m, tmp_path / "a.srm")
+    assert srm.read_metadata(tmp_path / "a.srm")["producer"] == f"srcore {srcore.__version__}"
+    m.metadata = {"producer": "from torch"}
+    srcore.save(m, tmp_path / "b.srm")
+    assert srm.read_metadata(tmp_path / "b.srm")["producer"] == "from torch"
+
+
+def _entry(name, **change):
+    def edit(h):
+        h[name].update(change)
+    return edit
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda h: h.update(c_f32=[1, 2]), r"tensor 'c_f32': bad header entry"),
+    (lambda h: h["c_f32"].update(extra=1), r"tensor 'c_f32': bad header entry"),
+    (lambda h: h["c_f32"].pop("shape"), r"tensor 'c_f32': bad header entry"),
+    (_entry("c_f32", dtype=4), r"tensor 'c_f32': unknown dtype 4"),
+    (_entry("c_f32", dtype="f32"), r"tensor 'c_f32': unknown dtype 'f32'"),
+    (_entry("c_f32", shape=5), r"tensor 'c_f32': bad shape 5"),
+    (_entry("c_f32", shape=[5.0]), r"tensor 'c_f32': bad shape \[5.0\]"),
+    (_entry("c_f32", shape=[True, 5]), r"tensor 'c_f32': bad shape \[True, 5\]"),
+    (_entry("c_f32", shape=[-5, -1]), r"tensor 'c_f32': bad shape \[-5, -1\]"),
+    (_entry("c_f32", data_offsets="0:20"), r"tensor 'c_f32': bad shape \[5\] or data_offsets '0:20'"),
+    (_entry("c_f32", data_offsets=[16]), r"tensor 'c_f32': bad shape \[5\] or data_offsets \[16\]"),
+    (_entry("c_f32", data_offsets=[16, 36, 36]), r"data_offsets \[16, 36, 36\]"),
+    (_entry("c_f32", data_offsets=[16.0, 36]), r"data_offsets \[16.0, 36\]"),
+    (_entry("c_f32", data_offsets=[-4, 16]), r"data_offsets \[-4, 16\]"),
+    (_entry("c_f32", data_offsets=[36, 16]), r"tensor 'c_f32': data_offsets \[36, 16\] out of bounds"),
+    (_entry("c_f32", data_offsets=[10**6, 10**6 + 20]), r"out of bounds \(data section is \d+ bytes\)"),
+    (_entry("c_f32", shape=[4]), r"tensor 'c_f32': 20 bytes do not hold float32 of shape \[4\]"),
+    (_entry("c_f32", shape=[5, 1, 2]), r"tensor 'c_f32': 20 bytes do not hold float32 of shape \[5, 1, 2\]"),
+    (_entry("c_f32", shape=[0]), r"20 bytes do not hold float32 of shape \[0\]"),
+])
+def test_bad_tensor_table_entries_are_named(tmp_path, mixed, edit, match):
+    p = _tampered(tmp_path, mixed[2], edit)
+    with pytest.raises(srcore.SrcoreFormatError, match=match) as ei:
+        srcore.load(p)
+    assert str(ei.value).startswith(f"{p}: ")
+
+
+def test_holes_overlaps_and_coverage_are_named(tmp_path, mixed):
+    data = mixed[2]
+    _, header, _ = _split(data)
+    b, e = header["c_f32"]["data_offsets"]
+    # a gap before c_f32: the tensors before it end at b, c_f32 now starts 4 bytes later
+    p = _tampered(tmp_path, data + b"", lambda h: h["c_f32"].update(data_offsets=[b + 4, e + 4]))
+    with pytest.raises(srcore.SrcoreFormatError, match=rf"tensor '\w+': data_offsets \[\d+, \d+\] "
+                       rf"(leaves a hole at byte {b}|overlaps the previous tensor)"):
+        srcore.load(p)
+    # the whole file shifted by one tensor: the first one now starts past zero
+    first = min((v["data_offsets"][0], k) for k, v in header.items() if k != "__metadata__")[1]
+    p = _tampered(tmp_path, data, lambda h: h.pop(first))
+    with pytest.raises(srcore.SrcoreFormatError, match=r"leaves a hole at byte 0"):
+        srcore.load(p)
+    # the last tensor dropped: the others no longer cover the data section
+    last = max((v["data_offsets"][1], k) for k, v in header.items() if k != "__metadata__")[1]
+    p = _tampered(tmp_path, data, lambda h: h.pop(last))
+    with pytest.raises(srcore.SrcoreFormatError, match=r"data section is \d+ bytes but the tensors cover \d+"):
+        srcore.load(p)
+
+
+def _file(header: bytes, pad=0) -> bytes:
+    return len(header).to_bytes(8, "little") + header + b" " * pad
+
+
+@pytest.mark.parametrize("data, match", [
+    (b"\x07" * 7, "file is 7 bytes, too short to hold a header length"),
+    (b"", "file is 0 bytes"),
+    ((9).to_bytes(8, "little") + b"{}      ", "header length 9 exceeds the file size 16"),
+    ((2**62).to_bytes(8, "little") + b"{}", "header length 4611686018427387904 exceeds"),
+    (_file(b"\xff\xfe{}    "), "header is not valid JSON"),
+    (_file(b"{{      "), "header is not valid JSON"),
+    (_file(b"[1]     "), "header is not a JSON object"),
+    (_file(b"{}      "), "header has no __metadata__ mapping str to str"),
+    (_file(b'{"__metadata__":{"a":1}}'), "header has no __metadata__"),
+    (_file(b'{"__metadata__":{"a":"b"},"x":1}'), r"tensor 'x': bad header entry 1"),
+    (_file(b'{"__metadata__":[1, 2]}'), "header has no __metadata__"),
+    (_file(b'{"__metadata__":{"format":"x"}}'), "not a .srm file"),
+    (_file(b'{"__metadata__":{"format":"srcore.srm"}}'), "unsupported .srm format version None"),
+    (_file(b'{"__metadata__":{"format":"srcore.srm"}}', pad=3), "data section is 3 bytes but the tensors cover 0"),
+])
+def test_broken_containers_are_named(tmp_path, data, match):
+    p = tmp_path / "broken.srm"
+    p.write_bytes(data)
+    with pytest.raises(srcore.SrcoreFormatError, match=match) as ei:
+        srcore.load(p)
+    assert str(ei.value).startswith(f"{p}: ")
+
+
+def test_an_unreadable_path_is_a_format_error(tmp_path):
+    with pytest.raises(srcore.SrcoreFormatError, match=rf"^{tmp_path}: cannot read: "):
+        srcore.load(tmp_path)                      # a directory
+    with pytest.raises(srcore.SrcoreFormatError, match="cannot read"):
+        srm.read_metadata(tmp_path / "missing.srm")
+
+
+@pytest.mark.parametrize("key, value, match", [
+    ("output_names", '"output"', "bad model metadata: output_names must be a list of str"),
+    ("output_names", "[1]", "bad model metadata: output_names must be a list of str"),
+    ("output_names", "[", "bad model metadata"),
+    ("metadata", '["a"]', "bad model metadata: metadata must map str to str"),
+    ("metadata", '{"a": 1}', "bad model metadata: metadata must map str to str"),
+    ("input_specs", '{"x": 1}', "bad model metadata: input specs must be a JSON list"),
+    ("plugins", "not json", "bad plugins metadata"),
+    ("plugins", '{"extra": {}}', "bad plugins metadata: plugins must be an object"),
+    ("schemas", "{", "bad schemas metadata"),
+    ("schemas", '{"a": 1}', "bad schemas metadata: schemas must be a JSON list of str"),
+    ("schemas", "[1]", "bad schemas metadata: schemas must be a JSON list of str"),
+    ("schemas", '["not a schema"]', "bad schemas metadata"),
+    ("engines", "[1]", "bad engines metadata: not an object"),
+    ("engines", "{", "bad engines metadata"),
+    ("engines", '{"k": {"backend": "x", "meta": {}}}', "bad engines metadata: engine k: expected backend, meta"),
+    ("engines", '{"k": {"backend": 1, "meta": {}, "arrays": {}}}', "engine k: expected backend"),
+    ("engines", '{"k": {"backend": "x", "meta": [], "arrays": {}}}', "engine k: expected backend"),
+    ("engines", '{"k": {"backend": "x", "meta": {}, "arrays": []}}', "engine k: expected backend"),
+    ("engines", '{"k": 3}', "engine k: expected backend"),
+    ("engines", '{"0123456789abcdefXYZ": {"backend": "x", "meta": {}, "arrays": {"w": "engine/0/w"}}}',
+     r"engine 0123456789abcdef: array 'w' names no tensor of the file \('engine/0/w'\)"),
+    ("engines", '{"k": {"backend": "x", "meta": {}, "arrays": {"w": "c_f32"}}}', r"array 'w' names no tensor"),
+    ("engines", '{"k": {"backend": "x", "meta": {}, "arrays": {"w": 5}}}', r"array 'w' names no tensor"),
+])
+def test_bad_metadata_entries_are_named(tmp_path, mixed, key, value, match):
+    p = _tampered(tmp_path, mixed[2], lambda h: h["__metadata__"].update({key: value}))
+    with pytest.raises(srcore.SrcoreFormatError, match=match) as ei:
+        srcore.load(p)
+    assert str(ei.value).startswith(f"{p}: ")
+
+
+def test_an_unsealed_edit_is_caught_before_anything_else(tmp_path, mixed):
+    p = _tampered(tmp_path, mixed[2], lambda h: h["c_f32"].update(shape=[4]), seal=False)
+    with pytest.raises(srcore.SrcoreFormatError, match="do not hold"):   # the structure is checked first
+        srcore.load(p)
+    p = _tampered(tmp_path, mixed[2], lambda h: h["__metadata__"].update(metadata='{"a": "b"}'), seal=False)
+    with pytest.raises(srcore.SrcoreFormatError, match="header checksum mismatch"):
+        srcore.load(p)
+    p = _tampered(tmp_path, mixed[2], lambda h: h["__metadata__"].pop("plugins"), seal=False)
+    with pytest.raises(srcore.SrcoreFormatError, match="header checksum mismatch"):
+        srcore.load(p)
+
+
+def test_optional_metadata_may_be_absent(tmp_path, mixed):
+    def drop(h):
+        h["__metadata__"].pop("plugins")
+        h["__metadata__"].pop("schemas")
+    m = srcore.load(_tampered(tmp_path, mixed[2], drop))
+    assert m.plugins is None and m.op_schemas == () and m.engines == {}
+
+
+@pytest.mark.parametrize("missing", ["format_version", "srcore_version", "producer", "graph", "input_specs",
+                                     "output_names", "required_ops", "metadata", "data_sha256"])
+def test_each_required_key_is_required(tmp_path, mixed, missing):
+    p = _tampered(tmp_path, mixed[2], lambda h: h["__metadata__"].pop(missing))
+    with pytest.raises(srcore.SrcoreFormatError, match=("unsupported" if missing == "format_version"
+                                                        else f"header metadata lacks {missing}$")):
+        srcore.load(p)
+
+
+def test_header_checksum_key_is_required(tmp_path, mixed):
+    _, header, body = _split(mixed[2])
+    header["__metadata__"].pop("header_sha256")
+    p = tmp_path / "t.srm"
+    p.write_bytes(_assemble(header, body))
+    with pytest.raises(srcore.SrcoreFormatError, match="header metadata lacks header_sha256$"):
+        srcore.load(p)
+
+
+def test_engines_round_trip_and_are_not_parameters(tmp_path):
+    from srcore.plugin.types import EngineData
+
+    m = _model({"w": np.arange(6, dtype=np.float32).reshape(2, 3)})
+    blob = np.frombuffer(b"engine bytes", np.uint8)
+    m.engines = {"segB": EngineData("trt_like", {"n": 1, "names": ["a"]}, {"blob": blob, "scale": np.float64([2.5])}),
+                 "segA": EngineData("other", {}, {})}
+    p = tmp_path / "e.srm"
+    srcore.save(m, p)
+    _, header, _ = _split(p.read_bytes())
+    table = json.loads(header["__metadata__"]["engines"])
+    assert table == {"segA": {"backend": "other", "meta": {}, "arrays": {}},
+                     "segB": {"backend": "trt_like", "meta": {"n": 1, "names": ["a"]},
+                              "arrays": {"blob": "engine/1/blob", "scale": "engine/1/scale"}}}
+    for verify in ("header", "full"):
+        m2 = srcore.load(p, verify=verify)
+        assert set(m2.params) == {"w"}
+        assert set(m2.engines) == {"segA", "segB"}
+        e = m2.engines["segB"]
+        assert e.backend == "trt_like" and e.meta == {"n": 1, "names": ["a"]}
+        assert e.arrays["blob"].tobytes() == b"engine bytes" and e.arrays["scale"].tolist() == [2.5]
+        assert m2.engines["segA"].backend == "other" and m2.engines["segA"].arrays == {}
+    # a parameter whose name an engine array would take
+    m.params["engine/1/blob"] = np.zeros(1, np.float32)
+    with pytest.raises(srcore.SrcoreError, match=r"parameter 'engine/1/blob' collides with an engine array"):
+        srcore.save(m, tmp_path / "c.srm")
+
+
+def test_a_model_without_engines_writes_no_engines_key(tmp_path, mixed):
+    _, header, _ = _split(mixed[2])
+    assert "engines" not in header["__metadata__"]
+
+
+def test_undeclared_schemas_round_trip(tmp_path):
+    from srcore.ops.schema import FunctionSchema
+
+    s = FunctionSchema.parse("mylib::frob(Tensor self, int k=2) -> Tensor")
+    m = _model({})
+    m.op_schemas = (s,)
+    p = tmp_path / "s.srm"
+    srcore.save(m, p)
+    assert json.loads(srm.read_metadata(p)["schemas"]) == [str(s)]
+    assert [str(x) for x in srcore.load(p).op_schemas] == [str(s)]
+    srcore.save(_model({}), p)
+    assert srm.read_metadata(p)["schemas"] == "[]" and srcore.load(p).op_schemas == ()
+
+
+@pytest.mark.parametrize("where", ["input", "node"])
+def test_quantized_graphs_are_version_2_and_their_parameters_come_back_quantized(tmp_path, where):
+    from srcore.qarray import QuantizedArray
+
+    if where == "input":
+        text = """graph(%x : QUInt8(2, scale=0.1, zero_point=3)):
+  %y : Float(2) = aten::dequantize(%x)
+  return (%y)
+"""
+        params = {}
+    else:
+        text = """graph(%x : Float(2)):
+  %w : QInt8(2, scale=0.5, zero_point=-1) = prim::Constant[param="w"]()
+  %d : Float(2) = aten::dequantize(%w)
+  %y : Float(2) = aten::mul(%x, %d)
+  return (%y)
+"""
+        params = {"w": QuantizedArray(np.array([3, -4], np.int8), "qint8", (0.5, -1))}
+    p = tmp_path / "q.srm"
+    srcore.save(Model.from_graph(parse_graph(text, params=params)), p)
+    assert srm.read_metadata(p)["format_version"] == "2"
+    m = srcore.load(p, verify="full")
+    if params:
+        w = m.params["w"]
+        assert isinstance(w, QuantizedArray) and w.qdtype == "qint8" and w.tolist() == [3, -4]
+        assert (w.qparams.scale, w.qparams.zero_point) == (0.5, -1)
+        assert _split(p.read_bytes())[1]["w"]["dtype"] == "I8"
+
+
+def test_a_parser_crash_is_a_format_error_of_the_file(tmp_path, mixed, monkeypatch):
+    import srcore.ir.parser as parser
+
+    def crash(*a, **k):
+        raise KeyError("boom")
+    p = tmp_path / "m.srm"
+    p.write_bytes(mixed[2])
+    monkeypatch.setattr(parser, "parse_graph", crash)
+    with pytest.raises(srcore.SrcoreFormatError, match=r"the graph does not parse: KeyError: 'boom'") as ei:
+        srcore.load(p)
+    assert str(ei.value).startswith(f"{p}: ")
+
+
+def test_loading_logs_the_file_and_its_parameter_count(tmp_path, mixed, caplog):
+    p = tmp_path / "m.srm"
+    p.write_bytes(mixed[2])
+    with caplog.at_level(logging.INFO, logger="srcore.format"):
+        srcore.load(p, verify="full")
+    msg = [r.getMessage() for r in caplog.records if r.name == "srcore.format"]
+    assert len(msg) == 1 and msg[0].startswith(f"read {p} (6 parameters, verify=full) in ")
+
+
+def test_save_validates_the_model_first(tmp_path):
+    m = _model({})
+    m.output_names = ("a", "b")           # one graph output, two names
+    with pytest.raises(srcore.SrcoreError):
+        srcore.save(m, tmp_path / "v.srm")
+    assert not os.listdir(tmp_path)
+
+
+def test_a_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
+    from srcore.format import safetensors_io
+
+    def failing(a):
+        raise OSError("disk full")
+    m = _model({"w": np.ones(3, np.float32), "v": np.ones(2, np.int64)})
+    p = tmp_path / "f.srm"
+    srcore.save(m, p)
+    before = p.read_bytes()
+    monkeypatch.setattr(safetensors_io, "raw_bytes", failing)     # the write's, not the checksum's
+    m.params["w"] = np.zeros(3, np.float32)
+    with pytest.raises(OSError, match="disk full"):
+        srcore.save(m, p)
+    assert os.listdir(tmp_path) == ["f.srm"] and p.read_bytes() == before   # the old file untouched
