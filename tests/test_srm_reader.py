@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import mmap
 import os
 
 import numpy as np
@@ -402,3 +403,64 @@ def test_a_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         srcore.save(m, p)
     assert os.listdir(tmp_path) == ["f.srm"] and p.read_bytes() == before   # the old file untouched
+
+
+# -- drop_resident_pages: checked against the kernel's page table (/proc/self/pagemap) -------------
+def _present(addr: int, nbytes: int) -> list[bool]:
+    """For each page of [addr, addr + nbytes): is it mapped in this process (pagemap bit 63)."""
+    page = mmap.PAGESIZE
+    first, last = addr // page, (addr + nbytes - 1) // page
+    with open("/proc/self/pagemap", "rb") as f:
+        f.seek(first * 8)
+        raw = f.read((last - first + 1) * 8)
+    return [bool(int.from_bytes(raw[i:i + 8], "little") >> 63) for i in range(0, len(raw), 8)]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/pagemap"), reason="pagemap is Linux's")
+def test_dropped_pages_are_exactly_the_arrays_own(tmp_path):
+    from srcore.format.safetensors_io import drop_resident_pages
+
+    page = mmap.PAGESIZE
+    # three float64 tensors back to back in one file; the middle one shares a page with each neighbour
+    a = np.arange(3 * page // 8 + 5, dtype=np.float64)
+    b = np.arange(4 * page // 8 + 3, dtype=np.float64) * 2
+    c = np.arange(3 * page // 8, dtype=np.float64) * 3
+    m = _model({"a": a, "b": b, "c": c})
+    srcore.save(m, tmp_path / "p.srm")
+    params = srcore.load(tmp_path / "p.srm").params
+    la, lb, lc = (params[k] for k in "abc")
+    assert la.ctypes.data + la.nbytes == lb.ctypes.data and lb.ctypes.data + lb.nbytes == lc.ctypes.data
+    lo = lb.ctypes.data // page * page
+    hi = -(-(lb.ctypes.data + lb.nbytes) // page) * page
+    span_lo, span_hi = la.ctypes.data // page * page, lc.ctypes.data + lc.nbytes
+    assert float(la.sum() + lb.sum() + lc.sum()) == float(a.sum() + b.sum() + c.sum())   # all pages in
+    assert all(_present(span_lo, span_hi - span_lo))
+    drop_resident_pages([lb, np.ones(page, np.float64), "not an array"])   # the others: left alone
+    state = _present(span_lo, span_hi - span_lo)
+    for i, present in enumerate(state):
+        pg = span_lo + i * page
+        assert present == (not lo <= pg < hi), f"page {i}: present={present}, b's pages [{lo}, {hi})"
+    assert np.array_equal(lb, b) and np.array_equal(la, a) and np.array_equal(lc, c)   # read back the same
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/pagemap"), reason="pagemap is Linux's")
+def test_small_arrays_and_views_through_a_memoryview(tmp_path):
+    from srcore.format.safetensors_io import drop_resident_pages
+
+    page = mmap.PAGESIZE
+    p = tmp_path / "raw.bin"
+    p.write_bytes(np.arange(4 * page, dtype=np.uint8).tobytes())
+    with open(p, "rb") as f:
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    whole = np.frombuffer(memoryview(mm), np.uint8)              # its base is a memoryview of the map
+    start = whole.ctypes.data
+    one_page = whole[page:2 * page]                              # exactly one page: dropped
+    tiny = whole[3 * page:4 * page - 1]                          # less than a page: left alone
+    assert int(whole.astype(np.int64).sum()) >= 0 and all(_present(start, 4 * page))
+    drop_resident_pages([one_page, tiny])
+    assert _present(start, 4 * page) == [True, False, True, True]
+    drop_resident_pages([whole[2 * page + 1:]])                  # from inside page 2 to the end of the map
+    assert _present(start, 4 * page) == [True, False, False, False]
+    assert np.array_equal(whole, np.arange(4 * page, dtype=np.uint8))
+    del whole, one_page, tiny
+    mm.close()
