@@ -80,7 +80,8 @@ def test_alignment_and_unknown_planner():
     assert align(1) == ALIGNMENT and align(ALIGNMENT) == ALIGNMENT and align(0) == 0
     from srcore import SrcoreError
 
-    with pytest.raises(SrcoreError, match="unknown memory_planner_algorithm"):
+    with pytest.raises(SrcoreError, match="unknown memory_planner_algorithm 'nope'; choose one of "
+                       "standard_resizing, precomputed_offsets$"):
         make_planner("nope")
 
 
