@@ -187,7 +187,7 @@ def _file(header: bytes, pad=0) -> bytes:
     (b"\x07" * 7, "file is 7 bytes, too short to hold a header length"),
     (b"", "file is 0 bytes"),
     ((9).to_bytes(8, "little") + b"{}      ", "header length 9 exceeds the file size 16"),
-    ((2**62).to_bytes(8, "little") + b"{}", "header length 4611686018427387904 exceeds"),
+    ((2**62).to_bytes(8, "little") + b"{}", "header length 4611686018427387904 exceeds the limit of 104857600 bytes"),
     (_file(b"\xff\xfe{}    "), "header is not valid JSON"),
     (_file(b"{{      "), "header is not valid JSON"),
     (_file(b"[1]     "), "header is not a JSON object"),
@@ -205,6 +205,19 @@ def test_broken_containers_are_named(tmp_path, data, match):
     with pytest.raises(srcore.SrcoreFormatError, match=match) as ei:
         srcore.load(p)
     assert str(ei.value).startswith(f"{p}: ")
+
+
+def test_the_header_length_limit_is_the_reference_implementations(tmp_path):
+    """100 MiB, as safetensors: a longer header is refused before it is read, even if the file holds it."""
+    limit = 100 * 1024 * 1024
+    p = tmp_path / "sparse.srm"
+    for n, match in ((limit + 1, f"header length {limit + 1} exceeds the limit of {limit} bytes"),
+                     (limit, "header is not valid JSON")):        # read (sparse zeros), then rejected
+        with open(p, "wb") as f:
+            f.write(n.to_bytes(8, "little"))
+            f.truncate(8 + limit + 1)
+        with pytest.raises(srcore.SrcoreFormatError, match=match):
+            srcore.load(p)
 
 
 def test_an_unreadable_path_is_a_format_error(tmp_path):
