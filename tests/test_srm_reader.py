@@ -111,6 +111,11 @@ def test_layout_and_checksums_follow_the_spec(tmp_path, mixed):
     (tmp_path / "m.srm").write_bytes(data)
     loaded = srcore.load(tmp_path / "m.srm")
     assert loaded.metadata == {"author": "\u00e9l\u00e8ve \u2603"}
+    plugins = json.loads(md["plugins"])                  # aten ops are declared by srcore itself
+    assert [d["dist"] for d in plugins["namespaces"]["aten"]] == ["srcore"]
+    assert loaded.plugins is not None and [d.name for d in loaded.plugins.for_namespace("aten")] == ["srcore"]
+    assert json.loads(md["required_ops"]) == ["aten::add", "aten::neg", "prim::Constant"]
+    assert json.loads(md["output_names"]) == ["output"] and loaded.output_names == ("output",)
     for k, a in params.items():
         assert loaded.params[k].dtype == a.dtype and loaded.params[k].tobytes() == a.tobytes()
 
