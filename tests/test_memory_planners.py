@@ -177,18 +177,31 @@ def test_storage_groups_best_fit_then_the_largest_free_slot():
     # by start, then key. 3 (90 B) finds groups {0} (100 B) and {1} (300 B) free: the smallest that
     # holds it, {0}. 4 (400 B) finds only {1} free, too small: it joins it (slot grows to 400).
     # 5 (500 B) finds both free, neither holds it: the largest, {1, 4}. 6 (60 B) fits {0, 3}.
+    # At 6 all three slots are free (100, 500, 50): 7 (100 B) fits the 100 B slot exactly; 8 (40 B)
+    # then fits 500 or 50: the smaller, the third group. 9 (600 B) fits none: the largest, the second.
     reqs = [_req(0, 0, 1, 100), _req(1, 0, 1, 300), _req(2, 0, 5, 50), _req(3, 2, 3, 90),
-            _req(4, 2, 3, 400), _req(5, 4, 5, 500), _req(6, 4, 5, 60)]
+            _req(4, 2, 3, 400), _req(5, 4, 5, 500), _req(6, 4, 5, 60), _req(7, 6, 7, 100), _req(8, 6, 7, 40),
+            _req(9, 8, 9, 600)]
     plan = StorageGroupPlanner().plan(reqs)
-    assert plan.groups == ((0, 3, 6), (1, 4, 5), (2,)) and plan.slot_bytes == (100, 500, 50)
-    assert plan.offsets == {0: 0, 3: 0, 6: 0, 1: 128, 4: 128, 5: 128, 2: 640}
-    assert plan.total_bytes == 704 and plan.algorithm == "standard_resizing"
-    # a later run where only tensor 2 needs more: its slot grows, the slots after it move
+    assert plan.groups == ((0, 3, 6, 7), (1, 4, 5, 9), (2, 8)) and plan.slot_bytes == (100, 600, 50)
+    assert plan.offsets == {0: 0, 3: 0, 6: 0, 7: 0, 1: 128, 4: 128, 5: 128, 9: 128, 2: 768, 8: 768}
+    assert plan.total_bytes == 832 and plan.algorithm == "standard_resizing"
+    # a later run where 2 and 6 need more: their slots grow, the slots after them move
     grown = grow(plan, [_req(2, 0, 5, 70), _req(6, 4, 5, 128)])
-    assert grown.groups == plan.groups and grown.slot_bytes == (128, 500, 70)
-    assert grown.offsets == {0: 0, 3: 0, 6: 0, 1: 128, 4: 128, 5: 128, 2: 640}
-    assert grown.total_bytes == 768 and grown.algorithm == "standard_resizing"
+    assert grown.groups == plan.groups and grown.slot_bytes == (128, 600, 70)
+    assert grown.offsets == {0: 0, 3: 0, 6: 0, 7: 0, 1: 128, 4: 128, 5: 128, 9: 128, 2: 768, 8: 768}
+    assert grown.total_bytes == 896 and grown.algorithm == "standard_resizing"
     assert grow(plan, [_req(5, 4, 5, 500), _req(0, 0, 1, 1)]) is None      # fits as it is
+    # a tensor the run does not ask for needs nothing, even where its slot is empty
+    empty = StorageGroupPlanner().plan([_req(0, 0, 1, 0), _req(1, 0, 1, 64)])
+    assert empty.slot_bytes == (0, 64) and grow(empty, [_req(1, 0, 1, 64)]) is None
+
+
+def test_greedy_by_size_takes_the_lowest_of_equal_gaps():
+    # 0, 2, 4 live throughout, 1 and 3 only at 0..1: tensor 5 (5..9) sees two 128 B gaps
+    reqs = [_req(0, 0, 9, 128), _req(1, 0, 1, 128), _req(2, 0, 9, 128), _req(3, 0, 1, 128),
+            _req(4, 0, 9, 128), _req(5, 5, 9, 128)]
+    assert GreedyBySizePlanner().plan(reqs).offsets == {0: 0, 1: 128, 2: 256, 3: 384, 4: 512, 5: 128}
 
 
 def test_lower_bound_counts_aligned_bytes_alive_at_each_position():
