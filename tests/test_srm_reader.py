@@ -444,7 +444,7 @@ def test_dropped_pages_are_exactly_the_arrays_own(tmp_path):
     a = np.arange(3 * page // 8 + 5, dtype=np.float64)
     b = np.arange(4 * page // 8 + 3, dtype=np.float64) * 2
     c = np.arange(3 * page // 8, dtype=np.float64) * 3
-    m = _model({"a": a, "b": b, "c": c})
+    m = _model({"a": a, "b": b, "c": c, "u": np.arange(3, dtype=np.uint8)})   # u: the file's size is odd
     srcore.save(m, tmp_path / "p.srm")
     params = srcore.load(tmp_path / "p.srm").params
     la, lb, lc = (params[k] for k in "abc")
@@ -454,7 +454,8 @@ def test_dropped_pages_are_exactly_the_arrays_own(tmp_path):
     span_lo, span_hi = la.ctypes.data // page * page, lc.ctypes.data + lc.nbytes
     assert float(la.sum() + lb.sum() + lc.sum()) == float(a.sum() + b.sum() + c.sum())   # all pages in
     assert all(_present(span_lo, span_hi - span_lo))
-    drop_resident_pages([lb, np.ones(page, np.float64), "not an array"])   # the others: left alone
+    assert (tmp_path / "p.srm").stat().st_size % 2 == 1
+    drop_resident_pages(["not an array", np.ones(page, np.float64), params["u"], lb])   # only lb's pages go
     state = _present(span_lo, span_hi - span_lo)
     for i, present in enumerate(state):
         pg = span_lo + i * page
@@ -476,10 +477,27 @@ def test_small_arrays_and_views_through_a_memoryview(tmp_path):
     one_page = whole[page:2 * page]                              # exactly one page: dropped
     tiny = whole[3 * page:4 * page - 1]                          # less than a page: left alone
     assert int(whole.astype(np.int64).sum()) >= 0 and all(_present(start, 4 * page))
-    drop_resident_pages([one_page, tiny])
+    drop_resident_pages([tiny, one_page])
     assert _present(start, 4 * page) == [True, False, True, True]
     drop_resident_pages([whole[2 * page + 1:]])                  # from inside page 2 to the end of the map
     assert _present(start, 4 * page) == [True, False, False, False]
     assert np.array_equal(whole, np.arange(4 * page, dtype=np.uint8))
     del whole, one_page, tiny
     mm.close()
+
+
+def test_raw_bytes_are_little_endian_c_order_and_copy_only_when_needed():
+    from srcore.format.safetensors_io import raw_bytes
+
+    for dtype in ("<f8", "<f4", "<i2", "<f2", "u1", "?", "i1"):
+        a = np.arange(6).astype(dtype).reshape(2, 3)
+        raw = raw_bytes(a)
+        assert bytes(raw) == a.tobytes()
+        assert np.shares_memory(np.frombuffer(raw, np.uint8), a), dtype      # already so: no copy
+    for dtype in (">f8", ">f4", ">i2", ">f2", ">u2", ">i8"):
+        a = np.arange(6).astype(dtype).reshape(2, 3)
+        assert bytes(raw_bytes(a)) == a.astype(dtype.replace(">", "<")).tobytes(), dtype
+    f = np.asfortranarray(np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert bytes(raw_bytes(f)) == np.arange(6, dtype=np.float32).tobytes()
+    assert bytes(raw_bytes(np.array(2.5))) == np.float64(2.5).tobytes()
+    assert bytes(raw_bytes(np.zeros((0, 3), np.float32))) == b""
