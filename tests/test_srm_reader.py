@@ -200,6 +200,7 @@ def _file(header: bytes, pad=0) -> bytes:
 @pytest.mark.parametrize("data, match", [
     (b"\x07" * 7, "file is 7 bytes, too short to hold a header length"),
     (b"", "file is 0 bytes"),
+    ((0).to_bytes(8, "little"), "header is not valid JSON"),      # holds a length (0): not too short
     ((9).to_bytes(8, "little") + b"{}      ", "header length 9 exceeds the file size 16"),
     ((2**62).to_bytes(8, "little") + b"{}", "header length 4611686018427387904 exceeds the limit of 104857600 bytes"),
     (_file(b"\xff\xfe{}    "), "header is not valid JSON"),
