@@ -511,3 +511,29 @@ def test_raw_bytes_are_little_endian_c_order_and_copy_only_when_needed():
     assert bytes(raw_bytes(f)) == np.arange(6, dtype=np.float32).tobytes()
     assert bytes(raw_bytes(np.array(2.5))) == np.float64(2.5).tobytes()
     assert bytes(raw_bytes(np.zeros((0, 3), np.float32))) == b""
+
+
+def test_the_plugins_record_follows_backends_and_keeps_what_the_model_was_loaded_with(tmp_path):
+    from srcore.plugin.requirements import Dist, RequiredPlugins
+
+    g = parse_graph("""graph(%x : Float(2)):
+  %y : Float(2) = mylib::frob(%x)
+  %z : Float(2) = aten::neg(%y)
+  return (%z)
+""")
+    m = Model.from_graph(g)
+    # loaded from a file written where srcore-mylib and an npu backend were installed; they are not here
+    m.plugins = RequiredPlugins({"mylib": (Dist("srcore-mylib", "1.0"),)}, {"npu": Dist("srcore-npu", "2.0")})
+    p = tmp_path / "pl.srm"
+
+    def record(**kw):
+        srcore.save(m, p, **kw)
+        rec = json.loads(srm.read_metadata(p)["plugins"])
+        assert rec["namespaces"]["mylib"] == [{"dist": "srcore-mylib", "version": "1.0"}]
+        assert [d["dist"] for d in rec["namespaces"]["aten"]] == ["srcore"]
+        return rec["backends"]
+    default = record()                     # every installed backend with a kernel for aten::neg, and npu
+    assert default["npu"] == {"dist": "srcore-npu", "version": "2.0"} and default["cpu"]["dist"] == "srcore-cpu"
+    assert set(record(backends=("cpu",))) == {"cpu"}
+    assert record(backends=()) == {}
+
