@@ -262,6 +262,7 @@ def test_an_unreadable_path_is_a_format_error(tmp_path):
     ("engines", '{"k": {"backend": "x", "meta": [], "arrays": {}}}', "engine k: expected backend"),
     ("engines", '{"k": {"backend": "x", "meta": {}, "arrays": []}}', "engine k: expected backend"),
     ("engines", '{"k": 3}', "engine k: expected backend"),
+    ("engines", '{"0123456789abcdefXYZ": 3}', "engine 0123456789abcdef: expected backend"),
     ("engines", '{"0123456789abcdefXYZ": {"backend": "x", "meta": {}, "arrays": {"w": "engine/0/w"}}}',
      r"engine 0123456789abcdef: array 'w' names no tensor of the file \('engine/0/w'\)"),
     ("engines", '{"k": {"backend": "x", "meta": {}, "arrays": {"w": "c_f32"}}}', r"array 'w' names no tensor"),
@@ -537,3 +538,16 @@ def test_the_plugins_record_follows_backends_and_keeps_what_the_model_was_loaded
     assert set(record(backends=("cpu",))) == {"cpu"}
     assert record(backends=()) == {}
 
+
+
+def test_loaded_nodes_get_no_made_up_source(tmp_path):
+    """A node without a recorded source is not given a position in the file's embedded IR text."""
+    from srcore.ir import Graph, TensorType
+
+    g = Graph()
+    x = g.add_input(TensorType("float32", (2,)), "x")
+    n = g.create("aten::neg", (x,), (TensorType("float32", (2,)),))
+    g.block.append(n)
+    g.register_output(n.output)
+    srcore.save(Model.from_graph(g), tmp_path / "s.srm")
+    assert [nd.source for nd in srcore.load(tmp_path / "s.srm").graph.all_nodes()] == [None]
