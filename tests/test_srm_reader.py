@@ -211,7 +211,7 @@ def _file(header: bytes, pad=0) -> bytes:
     (_file(b'{"__metadata__":{"a":1}}'), "header has no __metadata__"),
     (_file(b'{"__metadata__":{"a":"b"},"x":1}'), r"tensor 'x': bad header entry 1"),
     (_file(b'{"__metadata__":[1, 2]}'), "header has no __metadata__"),
-    (_file(b'{"__metadata__":{"format":"x"}}'), "not a .srm file"),
+    (_file(b'{"__metadata__":{"format":"x"}}'), r"not a .srm file \(format 'x', expected 'srcore.srm'\)$"),
     (_file(b'{"__metadata__":{"format":"srcore.srm"}}'), "unsupported .srm format version None"),
     (_file(b'{"__metadata__":{"format":"srcore.srm"}}', pad=3), "data section is 3 bytes but the tensors cover 0"),
 ])
@@ -335,6 +335,15 @@ def test_engines_round_trip_and_are_not_parameters(tmp_path):
         assert e.backend == "trt_like" and e.meta == {"n": 1, "names": ["a"]}
         assert e.arrays["blob"].tobytes() == b"engine bytes" and e.arrays["scale"].tolist() == [2.5]
         assert m2.engines["segA"].backend == "other" and m2.engines["segA"].arrays == {}
+    # two engines may share a tensor (a hand-edited file): both get it
+    def share(h):
+        table = json.loads(h["__metadata__"]["engines"])
+        table["segA"]["arrays"] = {"same": "engine/1/blob"}
+        h["__metadata__"]["engines"] = json.dumps(table)
+    m3 = srcore.load(_tampered(tmp_path, p.read_bytes(), share, name="shared.srm"))
+    assert m3.engines["segA"].arrays["same"].tobytes() == b"engine bytes" and set(m3.params) == {"w"}
+    with pytest.raises(ValueError, match=r"^verify must be 'header' or 'full', not 'sometimes'$"):
+        srcore.load(p, verify="sometimes")
     # a parameter whose name an engine array would take
     m.params["engine/1/blob"] = np.zeros(1, np.float32)
     with pytest.raises(srcore.SrcoreError, match=r"parameter 'engine/1/blob' collides with an engine array"):
