@@ -212,7 +212,7 @@ def _file(header: bytes, pad=0) -> bytes:
     (_file(b'{"__metadata__":{"a":"b"},"x":1}'), r"tensor 'x': bad header entry 1"),
     (_file(b'{"__metadata__":[1, 2]}'), "header has no __metadata__"),
     (_file(b'{"__metadata__":{"format":"x"}}'), r"not a .srm file \(format 'x', expected 'srcore.srm'\)$"),
-    (_file(b'{"__metadata__":{"format":"srcore.srm"}}'), "unsupported .srm format version None"),
+    (_file(b'{"__metadata__":{"format":"srcore.srm"}}'), r"unsupported .srm format version None \(this srcore reads 1, 2\)$"),
     (_file(b'{"__metadata__":{"format":"srcore.srm"}}', pad=3), "data section is 3 bytes but the tensors cover 0"),
 ])
 def test_broken_containers_are_named(tmp_path, data, match):
@@ -280,7 +280,8 @@ def test_an_unsealed_edit_is_caught_before_anything_else(tmp_path, mixed):
     with pytest.raises(srcore.SrcoreFormatError, match="do not hold"):   # the structure is checked first
         srcore.load(p)
     p = _tampered(tmp_path, mixed[2], lambda h: h["__metadata__"].update(metadata='{"a": "b"}'), seal=False)
-    with pytest.raises(srcore.SrcoreFormatError, match="header checksum mismatch"):
+    with pytest.raises(srcore.SrcoreFormatError, match=f"^{re.escape(str(p))}: header checksum mismatch: "
+                       "the header was modified or corrupted$"):
         srcore.load(p)
     p = _tampered(tmp_path, mixed[2], lambda h: h["__metadata__"].pop("plugins"), seal=False)
     with pytest.raises(srcore.SrcoreFormatError, match="header checksum mismatch"):
@@ -302,6 +303,14 @@ def test_each_required_key_is_required(tmp_path, mixed, missing):
     with pytest.raises(srcore.SrcoreFormatError, match=("unsupported" if missing == "format_version"
                                                         else f"header metadata lacks {missing}$")):
         srcore.load(p)
+
+
+def test_every_missing_key_is_named(tmp_path, mixed):
+    def drop(h):
+        for k in ("producer", "graph", "metadata"):
+            h["__metadata__"].pop(k)
+    with pytest.raises(srcore.SrcoreFormatError, match="header metadata lacks producer, graph, metadata$"):
+        srcore.load(_tampered(tmp_path, mixed[2], drop))
 
 
 def test_header_checksum_key_is_required(tmp_path, mixed):
