@@ -305,6 +305,17 @@ def test_each_required_key_is_required(tmp_path, mixed, missing):
         srcore.load(p)
 
 
+def test_a_flipped_weight_bit_is_named_by_a_full_check(tmp_path, mixed):
+    bad = bytearray(mixed[2])
+    bad[-1] ^= 1
+    p = tmp_path / "flip.srm"
+    p.write_bytes(bytes(bad))
+    with pytest.raises(srcore.SrcoreFormatError, match=f"^{re.escape(str(p))}: data checksum mismatch: "
+                       "the parameter data was modified or corrupted$"):
+        srcore.load(p, verify="full")
+    assert srcore.load(p).params["e_bool"].tolist() == [True, False, False]   # "header" reads no weights
+
+
 def test_every_missing_key_is_named(tmp_path, mixed):
     def drop(h):
         for k in ("producer", "graph", "metadata"):
