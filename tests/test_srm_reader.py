@@ -434,10 +434,15 @@ def test_a_parser_crash_is_a_format_error_of_the_file(tmp_path, mixed, monkeypat
 def test_loading_logs_the_file_and_its_parameter_count(tmp_path, mixed, caplog):
     p = tmp_path / "m.srm"
     p.write_bytes(mixed[2])
+    import time
+
     with caplog.at_level(logging.INFO, logger="srcore.format"):
+        t0 = time.perf_counter()
         srcore.load(p, verify="full")
-    msg = [r.getMessage() for r in caplog.records if r.name == "srcore.format"]
-    assert len(msg) == 1 and msg[0].startswith(f"read {p} (6 parameters, verify=full) in ")
+        wall_ms = (time.perf_counter() - t0) * 1e3
+    records = [r for r in caplog.records if r.name == "srcore.format"]
+    assert len(records) == 1 and records[0].getMessage().startswith(f"read {p} (6 parameters, verify=full) in ")
+    assert 0 < records[0].args[-1] <= wall_ms          # the load's own time, in milliseconds
 
 
 def test_save_validates_the_model_first(tmp_path):
