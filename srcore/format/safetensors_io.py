@@ -140,7 +140,9 @@ class Container:
         except OSError as exc:
             raise SrcoreFormatError(f"{self.path}: cannot read: {exc}") from exc
         n = int.from_bytes(self.map[:8], "little")
-        if n > MAX_HEADER or 8 + n > size:
+        if n > MAX_HEADER:
+            self.fail(f"header length {n} exceeds the limit of {MAX_HEADER} bytes (not a .srm file)")
+        if 8 + n > size:
             self.fail(f"header length {n} exceeds the file size {size} (truncated or not a .srm file)")
         self.header_bytes = bytes(self.map[8:8 + n])
         self.data_start = 8 + n
