@@ -1,0 +1,105 @@
+"""fold_constants: what it folds (against hand-derived values and numpy), what it must leave alone, and the
+types of the constants it makes. Written against the mutants that survived the older tests
+(docs/testing.md#mutation-testing)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from srcore.ir import parse_graph
+from srcore.passes import fold_constants
+
+pytestmark = pytest.mark.one_pass
+
+
+def kinds(g):
+    return [n.kind for n in g.all_nodes() if n.kind != "prim::Constant"]
+
+
+def out_values(g):
+    return [o.node.attrs.get("value") if o.node.kind == "prim::Constant" else o.node.kind for o in g.outputs]
+
+
+def test_scalar_results_of_tensor_constants_fold_through_the_kernels():
+    """``numel``/``is_floating_point`` of a constant tensor: not in the scalar table, no tensor output, but a
+    tensor argument: the kernels evaluate them."""
+    w = np.zeros((3, 4), np.float32)
+    g = parse_graph("""graph():
+  %w : Float(3, 4) = prim::Constant[param="w"]()
+  %n : int = aten::numel(%w)
+  %f : bool = aten::is_floating_point(%w)
+  return (%n, %f)
+""", {"w": w})
+    assert fold_constants(g)
+    assert kinds(g) == []
+    n, f = out_values(g)
+    assert n == 12 and type(n) is int
+    assert f is True
+
+
+@pytest.mark.parametrize("answer", [2.5, True])
+def test_an_answer_of_the_wrong_type_for_an_int_output_is_not_folded(answer):
+    g = parse_graph("""graph():
+  %a : int = prim::Constant[value=4]()
+  %b : int = aten::neg(%a)
+  return (%b)
+""")
+    assert not fold_constants(g, evaluator=lambda n, a: [answer])
+    assert kinds(g) == ["aten::neg"]
+
+
+def test_a_list_of_tensors_stays_a_list_built_at_run_time():
+    w = np.arange(3, dtype=np.float32)
+    g = parse_graph("""graph():
+  %w : Float(3) = prim::Constant[param="w"]()
+  %l : Tensor[] = prim::ListConstruct(%w, %w)
+  %n : NoneType = prim::Constant()
+  %a : int = prim::Constant[value=0]()
+  %c : Float(6) = aten::cat(%l, %a)
+  return (%l)
+""", {"w": w})
+    assert not fold_constants(g)
+    assert kinds(g) == ["prim::ListConstruct", "aten::cat"]
+
+
+@pytest.mark.parametrize("n, folded", [(4, True), (5, False)])
+def test_lists_longer_than_max_elements_are_not_folded(n, folded):
+    items = "".join(f"  %i{k} : int = prim::Constant[value={k}]()\n" for k in range(n))
+    args = ", ".join(f"%i{k}" for k in range(n))
+    g = parse_graph(f"graph():\n{items}  %l : int[] = prim::ListConstruct({args})\n  return (%l)\n")
+    assert fold_constants(g, max_elements=4) is folded
+    assert out_values(g) == ([list(range(n))] if folded else ["prim::ListConstruct"])
+
+
+@pytest.mark.parametrize("n, folded", [(4, True), (5, False)])
+def test_the_size_limit_applies_inside_nested_lists(n, folded):
+    g = parse_graph(f"graph():\n  %inner : int[] = prim::Constant[value={list(range(n))}]()\n"
+                    "  %outer : int[][] = prim::ListConstruct(%inner)\n  return (%outer)\n")
+    fold_constants(g, max_elements=4)
+    assert out_values(g) == ([[list(range(n))]] if folded else ["prim::ListConstruct"])
+
+
+def test_folded_constants_carry_the_type_of_their_value():
+    """A tensor result is typed by its array (dtype and shape), whatever the declared type; a ``Scalar``
+    result by its Python type; an ``int`` result keeps its declared type."""
+    from srcore.ir.types import FLOAT, INT, TensorType
+
+    w = np.arange(6, dtype=np.float32).reshape(2, 3)
+    g = parse_graph("""graph():
+  %w : Float(2, 3) = prim::Constant[param="w"]()
+  %one : int = prim::Constant[value=1]()
+  %s : Tensor = aten::add(%w, %w, %one)
+  %r : Tensor = aten::select(%w, %one, %one)
+  %zero : int = prim::Constant[value=0]()
+  %t : Tensor = aten::select(%r, %zero, %one)
+  %e : Scalar = aten::ScalarImplicit(%t)
+  %d : int = aten::dim(%w)
+  return (%s, %e, %d)
+""", {"w": w})
+    assert fold_constants(g)
+    s, e, d = g.outputs
+    assert kinds(g) == []
+    assert s.type == TensorType("float32", (2, 3))
+    np.testing.assert_array_equal(s.node.attrs["value"], w + w)
+    assert e.type == FLOAT and e.node.attrs["value"] == 4.0
+    assert d.type == INT and d.node.attrs["value"] == 2
