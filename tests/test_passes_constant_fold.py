@@ -103,3 +103,48 @@ def test_folded_constants_carry_the_type_of_their_value():
     np.testing.assert_array_equal(s.node.attrs["value"], w + w)
     assert e.type == FLOAT and e.node.attrs["value"] == 4.0
     assert d.type == INT and d.node.attrs["value"] == 2
+
+
+def test_a_none_folded_into_an_optional_tensor_slot_is_typed_none():
+    from srcore.ir.types import NONE
+
+    g = parse_graph("""graph():
+  %n : NoneType = prim::Constant()
+  %t : (Tensor?, Tensor?) = prim::TupleConstruct(%n, %n)
+  %zero : int = prim::Constant[value=0]()
+  %o : Tensor? = prim::TupleIndex(%t, %zero)
+  return (%o)
+""")
+    assert fold_constants(g)
+    assert kinds(g) == [] and g.outputs[0].type == NONE and g.outputs[0].node.attrs.get("value") is None
+
+
+def test_inlining_a_constant_if_alone_counts_as_a_change():
+    g = parse_graph("""graph(%x : Float(3)):
+  %c : bool = prim::Constant[value=0]()
+  %y : Tensor = prim::If(%c)
+    block0():
+      %r : Tensor = aten::relu(%x)
+      -> (%r)
+    block1():
+      %s : Tensor = aten::neg(%x)
+      -> (%s)
+  return (%y)
+""")
+    assert fold_constants(g) is True
+    assert kinds(g) == ["aten::neg"]
+    assert fold_constants(g) is False
+
+
+def test_dropping_a_loop_that_never_runs_alone_counts_as_a_change():
+    g = parse_graph("""graph(%x : Float(3)):
+  %zero : int = prim::Constant[value=0]()
+  %t : bool = prim::Constant[value=1]()
+  %y : Tensor = prim::Loop(%zero, %t, %x)
+    block0(%i : int, %a : Tensor):
+      %b : Tensor = aten::neg(%a)
+      -> (%t, %b)
+  return (%y)
+""")
+    assert fold_constants(g) is True
+    assert kinds(g) == [] and g.outputs[0] is g.inputs[0]
