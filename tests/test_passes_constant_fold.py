@@ -148,3 +148,82 @@ def test_dropping_a_loop_that_never_runs_alone_counts_as_a_change():
 """)
     assert fold_constants(g) is True
     assert kinds(g) == [] and g.outputs[0] is g.inputs[0]
+
+
+def test_only_pure_nodes_without_blocks_are_offered_to_the_evaluator():
+    """Constant inputs are not enough: a loop (a block), a fresh buffer (``empty``), an in-place write, a
+    list appended to later, a raise, a constant itself: none is evaluated."""
+    w = np.ones(3, np.float32)
+    g = parse_graph("""graph():
+  %w : Float(3) = prim::Constant[param="w"]()
+  %n : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %three : int = prim::Constant[value=3]()
+  %t : bool = prim::Constant[value=1]()
+  %msg : str = prim::Constant[value="bad"]()
+  %y : int = prim::Loop(%three, %t, %one)
+    block0(%i : int, %a : int):
+      %b : int = aten::mul(%a, %three)
+      -> (%t, %b)
+  %sz : int[] = prim::ListConstruct(%three)
+  %e : Tensor = aten::empty(%sz, %n, %n, %n, %n, %n)
+  %l : int[] = prim::ListConstruct(%one)
+  %ap : int[] = aten::append(%l, %three)
+  %u : int = prim::Uninitialized()
+  %z : Tensor = aten::add_(%w, %w, %one)
+  %s : int = aten::add(%one, %three)
+  = prim::RaiseException(%msg, %n)
+  return (%y, %e, %l, %u, %z, %s)
+""", {"w": w})
+    seen = []
+
+    def evaluator(node, args):
+        seen.append(node.kind)
+        raise NotImplementedError
+
+    assert fold_constants(g, evaluator=evaluator) is False
+    # the loop body's mul reads the carried value: not constant either
+    assert sorted(seen) == ["aten::add", "prim::ListConstruct"]
+
+
+def test_a_folded_tensor_owns_contiguous_data_keeps_name_and_source_and_gets_a_free_param_name():
+    """``w.t()`` of a parameter is a view: the constant must be a C-contiguous copy (the parameter is
+    read-only and shared); the value keeps its name and source; the param name is ``<name>.folded``, or
+    ``.folded.N`` when taken."""
+    w = np.arange(6, dtype=np.float32).reshape(2, 3)
+    g = parse_graph("""graph():
+  %w : Float(2, 3) = prim::Constant[param="w"]()
+  %u : Float(3, 2) = prim::Constant[param="wt.folded"]()
+  %wt : Tensor = aten::t(%w)
+  return (%wt, %u)
+""", {"w": w, "wt.folded": np.zeros((3, 2), np.float32)}, filename="m.ir")
+    src = next(n for n in g.nodes if n.kind == "aten::t").source
+    assert fold_constants(g)
+    out = g.outputs[0]
+    value = out.node.attrs["value"]
+    np.testing.assert_array_equal(value, w.T)
+    assert value.flags.c_contiguous and not np.shares_memory(value, w)
+    assert out.name == "wt" and out.node.source == src is not None
+    assert out.node.attrs["param"] == "wt.folded.1"
+
+
+def test_an_unnamed_folded_tensor_is_called_folded():
+    from srcore.ir.graph import Graph
+    from srcore.ir.types import INT, TENSOR
+
+    g = Graph()
+    w = g.insert_constant(np.ones(2, np.float32))
+    one = g.insert_constant(1, INT)
+    s = g.insert("aten::add", [w, w, one], [TENSOR]).output
+    g.register_output(s)
+    assert fold_constants(g)
+    c = g.outputs[0].node
+    assert c.attrs["param"] == "folded.folded"
+    np.testing.assert_array_equal(c.attrs["value"], [2.0, 2.0])
+
+
+@pytest.mark.parametrize("answer", [[], [1, 2]])
+def test_an_answer_with_the_wrong_number_of_values_is_not_folded(answer):
+    g = parse_graph("graph():\n  %a : int = prim::Constant[value=4]()\n  %b : int = aten::neg(%a)\n  return (%b)\n")
+    assert fold_constants(g, evaluator=lambda n, a: answer) is False
+    assert kinds(g) == ["aten::neg"]
