@@ -291,3 +291,40 @@ def test_a_contradiction_in_the_types_is_left_for_the_runtime():
 """)
     assert fold_known_values(g) is False
     assert "aten::dim" in [n.kind for n in g.all_nodes()]
+
+
+@pytest.mark.one_pass
+def test_every_output_of_a_node_is_considered_on_its_own():
+    """An unused output, or one whose known value does not fit its type, does not stop the next output."""
+    g = parse_graph("""graph(%x : Float(2, 3)):
+  %l : int[] = aten::size(%x)
+  %a : int, %b : int = prim::ListUnpack(%l)
+  %c : int, %d : int = prim::ListUnpack(%l)
+  %t : (int, int) = prim::TupleConstruct(%b, %c)
+  %u : (int, int) = prim::TupleConstruct(%t, %d)
+  return (%u)
+""")
+    unpack1, unpack2 = [n for n in g.all_nodes() if n.kind == "prim::ListUnpack"]
+    a, b = unpack1.outputs
+    c, d = unpack2.outputs
+    # %a is unused; %c's "known" value is a symbol (a symbolic dim), which never fills an int slot
+    assert fold_known_values(g, known={a: 2, b: 3, c: "batch", d: 3})
+    tc = next(n for n in g.all_nodes() if n.kind == "prim::TupleConstruct")
+    assert tc.inputs[0].node.kind == "prim::Constant" and tc.inputs[0].node.attrs["value"] == 3
+    assert tc.inputs[1] is c
+    assert g.outputs[0].node.inputs[1].node.kind == "prim::Constant"
+
+
+@pytest.mark.one_pass
+def test_known_values_are_not_reused_once_a_node_is_replaced_by_another_reading_the_same_values():
+    from srcore.ops.shapes import propagate
+    from srcore.passes.known_values import KnownValues
+
+    g = parse_graph("graph(%x : Float(2, 3)):\n  %n : int = aten::dim(%x)\n  return (%n)\n")
+    kv = KnownValues(g, propagate(g).known)
+    old = g.outputs[0].node
+    new = g.create("aten::numel", [g.inputs[0]], [INT])
+    new.insert_before(old)
+    old.output.replace_all_uses_with(new.output)
+    old.destroy()
+    assert kv.for_graph(g) is None
