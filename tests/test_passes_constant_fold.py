@@ -161,7 +161,8 @@ def test_only_pure_nodes_without_blocks_are_offered_to_the_evaluator():
   %three : int = prim::Constant[value=3]()
   %t : bool = prim::Constant[value=1]()
   %msg : str = prim::Constant[value="bad"]()
-  %y : int = prim::Loop(%three, %t, %one)
+  %two : int = prim::Constant[value=2]()
+  %y : int = prim::Loop(%three, %t, %two)
     block0(%i : int, %a : int):
       %b : int = aten::mul(%a, %three)
       -> (%t, %b)
