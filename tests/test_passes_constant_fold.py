@@ -152,7 +152,8 @@ def test_dropping_a_loop_that_never_runs_alone_counts_as_a_change():
 
 def test_only_pure_nodes_without_blocks_are_offered_to_the_evaluator():
     """Constant inputs are not enough: a loop (a block), a fresh buffer (``empty``), an in-place write, a
-    list appended to later, a raise, a constant itself: none is evaluated."""
+    list appended to later, a raise, a time point (no inputs, but a side effect), a constant itself: none
+    is evaluated."""
     w = np.ones(3, np.float32)
     g = parse_graph("""graph():
   %w : Float(3) = prim::Constant[param="w"]()
@@ -173,8 +174,9 @@ def test_only_pure_nodes_without_blocks_are_offered_to_the_evaluator():
   %u : int = prim::Uninitialized()
   %z : Tensor = aten::add_(%w, %w, %one)
   %s : int = aten::add(%one, %three)
+  %tp : int = prim::TimePoint()
   = prim::RaiseException(%msg, %n)
-  return (%y, %e, %l, %u, %z, %s)
+  return (%y, %e, %l, %u, %z, %s, %tp)
 """, {"w": w})
     seen = []
 
