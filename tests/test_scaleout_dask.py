@@ -35,19 +35,30 @@ def _restore_environment():
     os.environ.update(saved)
 
 
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+ENVIRONMENT_BEFORE_THE_CLUSTER: dict = {}
+
+
 @pytest.fixture(scope="session")
 def dask_client():
-    # a LocalCluster of processes writes OMP/MKL/OPENBLAS_NUM_THREADS=1 (for its workers) into this
-    # process's environment, which later tests' engines read: restore it once the workers are started
-    saved = dict(os.environ)
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                       host="127.0.0.1")
-    os.environ.clear()
-    os.environ.update(saved)
+    import srcore.dask
+
+    # srcore's own local cluster (the one `srcore batch --on dask` starts), so the test below can check
+    # that starting it leaves this process's environment as it was
+    ENVIRONMENT_BEFORE_THE_CLUSTER.update({k: os.environ.get(k) for k in THREAD_VARIABLES})
+    default_client, cluster = srcore.dask.connect(workers=2)
+    default_client.close()
     client = distributed.Client(cluster, set_as_default=False)
     yield client
     client.close()
     cluster.close()
+
+
+def test_a_local_cluster_leaves_the_callers_environment_alone(dask_client):
+    """Dask's nannies set OMP/MKL/OPENBLAS_NUM_THREADS=1 for their workers in the parent process and
+    never undo it; srcore.dask.connect must undo it, or the caller's later thread pools run on one core."""
+    assert set(dask_client.run(lambda: os.environ.get("OMP_NUM_THREADS")).values()) == {"1"}
+    assert {k: os.environ.get(k) for k in THREAD_VARIABLES} == ENVIRONMENT_BEFORE_THE_CLUSTER
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """Connecting to Dask, and sending the model file to every worker once (a worker plugin)."""
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
@@ -21,6 +22,22 @@ def require_distributed():
     return distributed
 
 
+@contextlib.contextmanager
+def _environment_kept():
+    """Undo what starting local workers writes into this process's environment: Dask's nannies set
+    ``distributed.nanny.pre-spawn-environ`` (OMP/MKL/OPENBLAS_NUM_THREADS=1, ...) in the *parent*
+    before spawning, and never restore it, so every thread pool the caller starts afterwards (BLAS,
+    OpenMP, an engine) would run single-threaded. (A nanny that restarts a crashed worker later writes
+    them again; only the start is covered here.)"""
+    saved = dict(os.environ)
+    try:
+        yield
+    finally:
+        if os.environ != saved:
+            os.environ.clear()
+            os.environ.update(saved)
+
+
 def connect(address: str | None = None, workers: int | None = None, *, timeout: float = 10.0):
     """``(client, cluster)``: a client of the scheduler at ``address`` (``cluster`` None), or of a new
     local cluster of ``workers`` single-threaded worker processes on 127.0.0.1 (close both after use).
@@ -32,8 +49,9 @@ def connect(address: str | None = None, workers: int | None = None, *, timeout: 
             check_reachable(address, "Dask", SCHEDULER_PORT)
             client = distributed.Client(address, timeout=f"{timeout}s")
         else:
-            cluster = distributed.LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                                               processes=True, dashboard_address=None, host="127.0.0.1")
+            with _environment_kept():
+                cluster = distributed.LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
+                                                   processes=True, dashboard_address=None, host="127.0.0.1")
             client = distributed.Client(cluster, timeout=f"{timeout}s")
     except OSError as exc:
         if cluster is not None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from srcore.plugin import Kernel
 
-from . import ALL, FLOATS, NUMERIC, SMALL_INTS, family
+from . import ALL, FLOATS, NUMERIC, SMALL_INTS, WIDE_UINTS, family
 
 _WIDE = ALL + SMALL_INTS
 
@@ -28,5 +28,5 @@ KERNELS: list[Kernel] = [
     _k("aten::median", "median", NUMERIC), _k("aten::median.dim", "median", NUMERIC),
     _k("aten::logsumexp", "logsumexp", NUMERIC),
     _k("aten::sort", "sort", NUMERIC), _k("aten::sort.stable", "sort", NUMERIC),
-    _k("aten::topk", "topk", NUMERIC),
+    _k("aten::topk", "topk", NUMERIC + WIDE_UINTS),
 ]
