@@ -230,3 +230,29 @@ def test_an_answer_with_the_wrong_number_of_values_is_not_folded(answer):
     g = parse_graph("graph():\n  %a : int = prim::Constant[value=4]()\n  %b : int = aten::neg(%a)\n  return (%b)\n")
     assert fold_constants(g, evaluator=lambda n, a: answer) is False
     assert kinds(g) == ["aten::neg"]
+
+
+def test_the_constant_is_placed_where_the_node_was_and_keeps_the_declared_list_type():
+    """Folded in a loop body, the constant must come before its reader (the graph verifies); an empty
+    list keeps its declared element type (``float[]``: the value alone would say ``int[]``)."""
+    from srcore.ir.types import FLOAT, ListType
+    from srcore.ir.verify import verify
+
+    g = parse_graph("""graph(%x : Float(3)):
+  %three : int = prim::Constant[value=3]()
+  %t : bool = prim::Constant[value=1]()
+  %e : float[] = prim::ListConstruct()
+  %y : Tensor = prim::Loop(%three, %t, %x)
+    block0(%i : int, %a : Tensor):
+      %one : int = prim::Constant[value=1]()
+      %two : int = aten::add(%one, %one)
+      %b : Tensor = aten::mul(%a, %two)
+      -> (%t, %b)
+  return (%y, %e)
+""")
+    assert fold_constants(g)
+    verify(g)
+    body = next(n for n in g.nodes if n.kind == "prim::Loop").blocks[0]
+    mul = next(n for n in body.nodes if n.kind == "aten::mul")
+    assert mul.inputs[1].node.attrs["value"] == 2 and mul.inputs[1].node.owning_block is body
+    assert g.outputs[1].type == ListType(FLOAT) and g.outputs[1].node.attrs["value"] == []
