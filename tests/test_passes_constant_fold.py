@@ -256,3 +256,18 @@ def test_the_constant_is_placed_where_the_node_was_and_keeps_the_declared_list_t
     mul = next(n for n in body.nodes if n.kind == "aten::mul")
     assert mul.inputs[1].node.attrs["value"] == 2 and mul.inputs[1].node.owning_block is body
     assert g.outputs[1].type == ListType(FLOAT) and g.outputs[1].node.attrs["value"] == []
+
+
+def test_a_folded_contiguous_view_of_a_parameter_is_still_a_copy():
+    w = np.arange(6, dtype=np.float32).reshape(2, 3)
+    g = parse_graph("""graph():
+  %w : Float(2, 3) = prim::Constant[param="w"]()
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %r : Tensor = aten::select(%w, %zero, %one)
+  return (%r)
+""", {"w": w})
+    assert fold_constants(g)
+    value = g.outputs[0].node.attrs["value"]
+    np.testing.assert_array_equal(value, w[1])
+    assert not np.shares_memory(value, w)
