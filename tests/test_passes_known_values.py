@@ -9,7 +9,8 @@ from srcore.ir import parse_graph
 from srcore.ir.types import TensorType
 from srcore.passes import prepare
 from srcore.passes.known_values import fold_known_values, matches
-from srcore.ir.types import BOOL, INT, ListType, OptionalType
+from srcore.ir.types import (ANY, BOOL, DEVICE, FLOAT, INT, NONE, NUMBER, SCALAR_TYPE, STR, ListType, OptionalType,
+                              TupleType)
 
 
 def kinds(g):
@@ -182,4 +183,148 @@ def test_known_values_are_not_reused_for_a_changed_graph():
     assert kv.for_graph(g) is kv.known
     n = next(n for n in g.nodes if n.kind == "aten::size")
     n.replace_input(1, g.insert_constant(1, INT, before=n))  # rewired: what was known of %n is stale
+    assert kv.for_graph(g) is None
+
+
+@pytest.mark.one_pass
+@pytest.mark.parametrize("value, t, ok", [
+    (None, OptionalType(INT), True), (2, OptionalType(INT), True), ("s", OptionalType(INT), False),
+    (True, OptionalType(INT), False),
+    (True, BOOL, True), (0, BOOL, False), (None, BOOL, False),
+    (3, INT, True), (True, INT, False), (2.0, INT, False), ("batch", INT, False), (None, INT, False),
+    (6, SCALAR_TYPE, True), (False, SCALAR_TYPE, False), (6.0, SCALAR_TYPE, False),
+    (1.5, FLOAT, True), (1, FLOAT, False), (True, FLOAT, False),
+    (1, NUMBER, True), (1.5, NUMBER, True), (True, NUMBER, False), ("1", NUMBER, False),
+    ("a", STR, True), (1, STR, False), ("cpu", DEVICE, True), (None, DEVICE, False),
+    (None, NONE, True), (0, NONE, False), (False, NONE, False),
+    ([1, 2], ListType(INT), True), ([], ListType(INT), True), ((1, 2), ListType(INT), False),
+    ([1, "s"], ListType(INT), False), ([1, True], ListType(INT), False),
+    ((1, 2.0), TupleType([INT, FLOAT]), True), ((1,), TupleType([INT, FLOAT]), False),
+    ((1, 2.0, 3), TupleType([INT, FLOAT]), False), ((1, 2), TupleType([INT, FLOAT]), False),
+    ((2.0, 1), TupleType([INT, FLOAT]), False), ([1, 2.0], TupleType([INT, FLOAT]), False),
+    (1, TensorType(), False), (np.float32(1), TensorType(), False), (1, ANY, False),
+])
+def test_matches_accepts_exactly_the_plain_values_of_the_type(value, t, ok):
+    assert matches(value, t) is ok
+
+
+@pytest.mark.one_pass
+def test_known_optional_and_tuple_values_become_constants_of_their_concrete_type():
+    g = parse_graph("""graph(%x : Float(2, 3)):
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %n : int = aten::size(%x, %one)
+  %d : int = aten::dim(%x)
+  %t : (int, int) = prim::TupleConstruct(%n, %d)
+  %o : int? = aten::__getitem__(%t, %one)
+  %u : (int, (int, int)) = prim::TupleConstruct(%o, %t)
+  return (%u)
+""")
+    known = {v: val for v, val in [(g.outputs[0].node.inputs[0], 2), (g.outputs[0].node.inputs[1], (3, 2))]}
+    assert fold_known_values(g, known=known)
+    o, t = (v.node for v in g.outputs[0].node.inputs)
+    assert o.kind == t.kind == "prim::Constant"
+    assert o.attrs["value"] == 2 and o.outputs[0].type == INT           # int?, known 2: an int constant
+    assert t.attrs["value"] == (3, 2) and t.outputs[0].type == TupleType([INT, INT])
+
+
+@pytest.mark.one_pass
+def test_a_known_none_for_an_optional_is_a_none_constant():
+    g = parse_graph("""graph(%x : Float(2, 3)):
+  %none : NoneType = prim::Constant()
+  %l : int?[] = prim::ListConstruct(%none)
+  %zero : int = prim::Constant[value=0]()
+  %o : int? = aten::__getitem__(%l, %zero)
+  %u : (int?,) = prim::TupleConstruct(%o)
+  return (%u)
+""")
+    o = g.outputs[0].node.inputs[0]
+    assert fold_known_values(g, known={o: None})
+    c = g.outputs[0].node.inputs[0].node
+    assert c.kind == "prim::Constant" and c.attrs.get("value") is None and c.outputs[0].type == NONE
+
+
+@pytest.mark.one_pass
+def test_only_used_non_placeholder_values_are_replaced():
+    """Constants, ``prim::Uninitialized`` and unused values stay as they are even when known: replacing
+    them changes nothing but makes the pass report a change forever."""
+    g = parse_graph("""graph(%x : Float(2, 3)):
+  %c : int = prim::Constant[value=1]()
+  %u : int = prim::Uninitialized()
+  %d : int = aten::dim(%x)
+  %t : (int, int) = prim::TupleConstruct(%c, %u)
+  return (%t)
+""")
+    c, u = g.outputs[0].node.inputs
+    d = next(n for n in g.all_nodes() if n.kind == "aten::dim").output
+    before = [n.kind for n in g.all_nodes()]
+    assert fold_known_values(g, known={c: 1, u: 0, d: 2}) is False
+    assert [n.kind for n in g.all_nodes()] == before
+    assert g.outputs[0].node.inputs == [c, u]
+
+
+@pytest.mark.one_pass
+def test_replacing_constant_keeps_the_source_and_the_graph_keeps_its_types():
+    g = parse_graph("""graph(%x : Float(2, 3)):
+  %one : int = prim::Constant[value=1]()
+  %y : Tensor = aten::relu(%x)
+  %n : int = aten::size(%y, %one)
+  %z : Tensor = aten::mul(%y, %n)
+  return (%z)
+""", filename="model.ir")
+    size = next(n for n in g.all_nodes() if n.kind == "aten::size")
+    y = size.inputs[0]
+    assert fold_known_values(g) is True
+    c = next(n for n in g.all_nodes() if n.kind == "aten::mul").inputs[1].node
+    assert c.kind == "prim::Constant" and c.attrs["value"] == 3
+    assert c.source is not None and c.source == size.source
+    assert y.type == TensorType()  # propagation typed it Float(2, 3) on the way: the pass puts it back
+
+
+@pytest.mark.one_pass
+def test_a_contradiction_in_the_types_is_left_for_the_runtime():
+    g = parse_graph("""graph(%x : Float(2, 3), %w : Float(2, 3)):
+  %y : Tensor = aten::mm(%x, %w)
+  %d : int = aten::dim(%y)
+  %z : Tensor = aten::mul(%y, %d)
+  return (%z)
+""")
+    assert fold_known_values(g) is False
+    assert "aten::dim" in [n.kind for n in g.all_nodes()]
+
+
+@pytest.mark.one_pass
+def test_every_output_of_a_node_is_considered_on_its_own():
+    """An unused output, or one whose known value does not fit its type, does not stop the next output."""
+    g = parse_graph("""graph(%x : Float(2, 3)):
+  %l : int[] = aten::size(%x)
+  %a : int, %b : int = prim::ListUnpack(%l)
+  %c : int, %d : int = prim::ListUnpack(%l)
+  %t : (int, int) = prim::TupleConstruct(%b, %c)
+  %u : (int, int) = prim::TupleConstruct(%t, %d)
+  return (%u)
+""")
+    unpack1, unpack2 = [n for n in g.all_nodes() if n.kind == "prim::ListUnpack"]
+    a, b = unpack1.outputs
+    c, d = unpack2.outputs
+    # %a is unused; %c's "known" value is a symbol (a symbolic dim), which never fills an int slot
+    assert fold_known_values(g, known={a: 2, b: 3, c: "batch", d: 3})
+    tc = next(n for n in g.all_nodes() if n.kind == "prim::TupleConstruct")
+    assert tc.inputs[0].node.kind == "prim::Constant" and tc.inputs[0].node.attrs["value"] == 3
+    assert tc.inputs[1] is c
+    assert g.outputs[0].node.inputs[1].node.kind == "prim::Constant"
+
+
+@pytest.mark.one_pass
+def test_known_values_are_not_reused_once_a_node_is_replaced_by_another_reading_the_same_values():
+    from srcore.ops.shapes import propagate
+    from srcore.passes.known_values import KnownValues
+
+    g = parse_graph("graph(%x : Float(2, 3)):\n  %n : int = aten::dim(%x)\n  return (%n)\n")
+    kv = KnownValues(g, propagate(g).known)
+    old = g.outputs[0].node
+    new = g.create("aten::numel", [g.inputs[0]], [INT])
+    new.insert_before(old)
+    old.output.replace_all_uses_with(new.output)
+    old.destroy()
     assert kv.for_graph(g) is None
