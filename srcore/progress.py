@@ -44,9 +44,6 @@ class _NoBar:
     def update(self, n: int = 1) -> None:
         pass
 
-    def set_description_str(self, desc: str) -> None:
-        pass
-
     def close(self) -> None:
         pass
 

@@ -388,3 +388,29 @@ def test_bfloat16_through_the_torch_fallback_matches_torch():
     want = torch.celu(torch.from_numpy(x.view(np.int16)).view(torch.bfloat16), 0.7)
     assert got.dtype == ml_dtypes.bfloat16
     np.testing.assert_array_equal(got.view(np.int16), want.view(torch.int16).numpy())
+
+
+def test_sequence_graph_inputs_take_a_list_of_arrays():
+    """A ``seq(tensor)`` graph input is a ``Tensor[]`` input (no InputSpec: its IR type says it);
+    the backend passes a list of arrays; the caller's list is left as it was."""
+    from onnx.reference import ReferenceEvaluator
+
+    from srcore.frontends.onnx_import.backend import SrcoreBackend
+
+    seq_t = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+    g = helper.make_graph(
+        [helper.make_node("SequenceInsert", ["s", "x", "pos"], ["s2"]),
+         helper.make_node("ConcatFromSequence", ["s2"], ["y"], axis=0)],
+        "seq", [helper.make_value_info("s", seq_t), helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+                helper.make_tensor_value_info("pos", TensorProto.INT64, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    seq = [np.array([1.0, 2.0], np.float32), np.array([3.0], np.float32)]
+    x, pos = np.array([7.0, 8.0], np.float32), np.array(1)
+    want = ReferenceEvaluator(m).run(None, {"s": seq, "x": x, "pos": pos})[0]
+    model = srcore.from_onnx(m)
+    assert [s.name for s in model.input_specs] == ["x", "pos"]
+    np.testing.assert_array_equal(srcore.StaticModule(model)(seq, x, pos), want)
+    (y,) = SrcoreBackend.prepare(m).run([seq, x, pos])
+    np.testing.assert_array_equal(y, want)
+    assert len(seq) == 2

@@ -155,9 +155,9 @@ def test_constant_parameters_quantize_to_quantized_values():
 
 def test_what_srcore_cannot_represent_names_the_node():
     m = _qdq_node("QuantizeLinear", [np.zeros(4, np.float32), np.ones((), np.float32)],
-                  {"output_dtype": TensorProto.UINT16}, TensorProto.UINT16)
-    m.graph.node[0].name = "q16"
-    with pytest.raises(srcore.ConversionError, match=r"q16.*(UINT16|uint16)"):
+                  {"output_dtype": TensorProto.FLOAT4E2M1}, TensorProto.FLOAT4E2M1)
+    m.graph.node[0].name = "q4"
+    with pytest.raises(srcore.ConversionError, match=r"q4.*FLOAT4E2M1"):
         srcore.from_onnx(m)
 
 

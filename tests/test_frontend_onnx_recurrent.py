@@ -67,6 +67,39 @@ def test_matches_onnx_reference(op, direction, layout):
             np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("direction,layout", list(itertools.product(["forward", "reverse", "bidirectional"], [0, 1])))
+def test_gru_reset_gate_before_the_recurrent_product_matches_onnx_reference(direction, layout):
+    """linear_before_reset=0 (ONNX's default, not torch's cell): a loop over time of srcore ops."""
+    for const, bias, state in ((True, True, True), (False, layout == 0, direction != "reverse")):
+        m, feeds = _model("GRU", direction, layout, bias=bias, state=state, const=const)
+        want = ReferenceEvaluator(m).run(None, feeds)
+        model = srcore.from_onnx(m)
+        assert any(n.kind == "prim::Loop" for n in model.graph.all_nodes())
+        got = srcore.StaticModule(model)(*feeds.values())
+        for g, w in zip(got, want):
+            assert np.asarray(g).shape == w.shape
+            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("direction,layout", [("forward", 0), ("reverse", 1), ("bidirectional", 0)])
+def test_lstm_peepholes_match_onnx_reference(direction, layout):
+    """Peepholes (input P): torch's cell has none, so a loop over time of srcore ops."""
+    m, feeds = _model("LSTM", direction, layout)
+    nd = 2 if direction == "bidirectional" else 1
+    p = np.random.default_rng(5).standard_normal((nd, 3 * 4)).astype(np.float32)
+    node = m.graph.node[0]
+    while len(node.input) < 7:
+        node.input.append("")
+    node.input.append("P")
+    m.graph.initializer.append(numpy_helper.from_array(p, "P"))
+    want = ReferenceEvaluator(m).run(None, feeds)
+    got = srcore.StaticModule(srcore.from_onnx(m))(*feeds.values())
+    assert len(got) == 3
+    for g, w in zip(got, want):
+        assert np.asarray(g).shape == w.shape
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-5)
+
+
 def test_rnn_relu_and_full_sequence_lens():
     m, feeds = _model("RNN", "bidirectional", 0, attrs={"activations": ["Relu", "Relu"]})
     node = m.graph.node[0]
@@ -92,7 +125,7 @@ def test_rnn_relu_and_full_sequence_lens():
 
 
 @pytest.mark.parametrize("op,attrs,match", [
-    ("GRU", {}, "linear_before_reset=0"),
+    ("GRU", {"clip": 2.0}, "clip"),
     ("LSTM", {"clip": 2.0}, "clip"),
     ("RNN", {"activations": ["Sigmoid"]}, "activations"),
     ("LSTM", {"activations": ["Sigmoid", "Relu", "Tanh"]}, "activations"),

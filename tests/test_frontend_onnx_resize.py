@@ -1,8 +1,8 @@
 """from_onnx of Resize: every mode, coordinate transformation, nearest rounding, antialias, axes.
 
-The onnx suite's Resize node tests feed scales/sizes/roi at run time, which srcore does not take
-(they must be known at conversion); here every one of them runs with those inputs made
-initializers and must give the suite's expected output. A sweep over the attributes checks
+The onnx suite's Resize node tests feed scales/sizes/roi at run time, which srcore needs at
+conversion; here every one of them runs with those inputs made initializers and must give the
+suite's expected output (keep_aspect_ratio_policy too: nearest, by a gather map). A sweep over the attributes checks
 against onnx's reference implementation, and the refusals name the node.
 """
 from __future__ import annotations
@@ -28,14 +28,25 @@ def test_onnx_suite_resize_cases_with_constant_parameters(case):
     case = oc.with_constant_inputs(case)
     (inputs, outputs), = case.data_sets
     m = case.model
-    policy = next((a.s.decode() for a in m.graph.node[0].attribute if a.name == "keep_aspect_ratio_policy"), "stretch")
-    if policy != "stretch":
-        with pytest.raises(srcore.ConversionError, match="keep_aspect_ratio_policy"):
-            srcore.from_onnx(m)
-        return
     got = np.asarray(srcore.StaticModule(srcore.from_onnx(m))(inputs[0]))
     assert got.shape == outputs[0].shape and got.dtype == outputs[0].dtype
     np.testing.assert_allclose(got, outputs[0], rtol=case.rtol, atol=case.atol)
+
+
+@pytest.mark.parametrize("policy", ["not_larger", "not_smaller"])
+@pytest.mark.parametrize("nearest_mode", ["round_prefer_floor", "floor", "ceil"])
+def test_keep_aspect_ratio_policy_matches_the_reference_and_refuses_linear(policy, nearest_mode):
+    x = np.arange(2 * 3 * 5 * 7, dtype=np.float32).reshape(2, 3, 5, 7)
+    for sizes, axes in (([9, 4], [2, 3]), ([3, 11, 6], [1, 2, 3]), ([2, 3, 8, 2], None)):
+        attrs = {"mode": "nearest", "nearest_mode": nearest_mode, "keep_aspect_ratio_policy": policy,
+                 "coordinate_transformation_mode": "asymmetric"}
+        m = _model(x, attrs, sizes=sizes, axes=axes, out_shape=[None] * 4)
+        want = ReferenceEvaluator(m).run(None, {"x": x})[0]
+        got = srcore.StaticModule(srcore.from_onnx(m))(x)
+        np.testing.assert_array_equal(got, want)
+    m = _model(x, dict(attrs, mode="linear"), sizes=[9, 4], axes=[2, 3], out_shape=[None] * 4)
+    with pytest.raises(srcore.ConversionError, match="keep_aspect_ratio_policy with mode='linear'"):
+        srcore.from_onnx(m)
 
 
 def _model(x, attrs, scales=None, sizes=None, roi=None, axes=None, out_shape=None):

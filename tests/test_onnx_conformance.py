@@ -31,10 +31,10 @@ DEFAULT_MODULES = ["add", "relu", "conv", "convtranspose", "gemm", "matmul", "gl
                    "expand", "where", "clip", "reducesum", "reducemean", "cast", "pad", "topk", "argmax",
                    "if_", "loop", "resize", "gelu", "erf", "pow", "sigmoid", "tanh", "div", "shape",
                    "reduceprod", "quantizelinear", "dequantizelinear", "cumsum", "scatternd",
-                   "reducemax", "reducemin", "bitshift"]
+                   "reducemax", "reducemin", "bitshift", "gathernd", "dropout"]
 
 #: the pass rate the default set must keep (supported dtypes; docs/onnx-conformance.md has the full run)
-MIN_PASS_RATE = 0.85
+MIN_PASS_RATE = 0.97
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,8 @@ def test_unsupported_cases_say_why(results):
     for r in results:
         if r.status in ("unsupported", "error"):
             assert r.reason.split(":")[0] in {"ConversionError", "UnsupportedOpError", "KernelError", "ShapeError",
-                                              "SrcoreInputError", "VerificationError", "PassError"}, r.reason
+                                              "SrcoreInputError", "VerificationError", "PassError",
+                                              "NeedsConstantInputs"}, r.reason
             assert len(r.reason) > 30, r.reason
 
 

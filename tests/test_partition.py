@@ -281,13 +281,13 @@ def test_inspect_partition_shows_engines_layers_and_fallback(tmp_path, capsys):
 
     path = tmp_path / "chain.ir"
     path.write_text(CHAIN.replace("%x : Float(batch, 16)", "%x : Float(2, 16)")
-                    .replace("aten::tanh(%d)", "aten::cumsum(%d, %one)"))
+                    .replace("aten::tanh(%d)", "aten::logcumsumexp(%d, %one)"))
     assert main(["inspect", str(path), "--partition", "trt_like"]) == 0
     out = capsys.readouterr().out
     assert "== partition (backends: trt_like, quantized_cpu, cpu;" in out   # the engine, then the default list
     assert "trt_like_engine_0 [trt_like] 4 node(s): engine" in out
     assert "fused_pointwise (4 ops: add, mul, sigmoid, mul)" in out          # the engine's layers
-    assert "aten::cumsum: not supported by trt_like: aten::cumsum is not in the engine's op table" in out
+    assert "aten::logcumsumexp: not supported by trt_like: aten::logcumsumexp is not in the engine's op table" in out
     assert main(["inspect", str(path), "--partition", "cpu"]) != 0
     err = capsys.readouterr().err  # every installed engine backend is listed (openvino too, when installed)
     assert "--partition cpu: no engine builder for that backend (engine backends: " in err and "trt_like" in err

@@ -220,6 +220,26 @@ def test_the_core_rules_come_through_the_same_hook():
     assert all(rules.get(op).fn is fn and rules.get(op).provider.name == "builtin" for op, fn in RULES.items())
 
 
+@pytest.mark.one_pass
+def test_every_module_with_core_rules_is_loaded_with_them():
+    """The core's rule modules load on first use of ``RULES`` (a selective build imports only those its
+    rules name): ``RULE_MODULES`` must list every module of srcore/ops/shapes that defines a ``@rule``."""
+    import ast
+
+    import srcore.ops.shapes as shapes
+
+    folder = Path(shapes.__file__).parent
+    with_rules = set()
+    for f in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.FunctionDef) and any(
+                    isinstance(d, ast.Call) and getattr(d.func, "id", None) == "rule" for d in node.decorator_list):
+                with_rules.add(f.stem)
+    assert with_rules and with_rules <= set(shapes.RULE_MODULES), sorted(with_rules - set(shapes.RULE_MODULES))
+    rules = shapes.load_rules()
+    assert {fn.__module__.rsplit(".", 1)[1] for fn in rules.values()} == with_rules
+
+
 # -- dispatch never picks a kernel for a dtype it does not list ----------------------------------------------
 F64_ONLY = Kernel("aten::relu", "cpu", "out", ("float64",), lambda self, *, out=None: np.maximum(self, 0, out=out),
                   priority=10).provided_by(PluginInfo("example", "srcore-plugin-example", "dev"))

@@ -412,3 +412,45 @@ def test_plugins_import_only_srcore_plugin():
                     if name.startswith("srcore.") and name != "srcore.plugin":
                         offenders.append(f"{f.relative_to(ROOT)}:{node.lineno}: {name}")
     assert not offenders, "\n".join(offenders)
+
+
+#: (importing module, private module) pairs allowed across packages, with the reason
+PRIVATE_IMPORTS_ALLOWED = {
+    # the CLI's converter is the frontends' own command line: same torch import and the same error
+    ("srcore/cli/convert.py", "srcore.frontends._torch_common"),
+}
+
+
+def test_no_package_imports_another_packages_private_modules():
+    """``srcore.passes._util`` is the passes' own (constants live in ``srcore.ir.constants``, op names in
+    ``srcore.ir.names``, alias facts in ``srcore.ir.alias``); no package of srcore reaches into another's
+    private modules (``srcore.X._name``)."""
+    import ast
+
+    # only files that may import a private module need parsing: a dotted name with a private part,
+    # a private name in an import list, or a parenthesized import list
+    maybe = re.compile(r"^\s*(from|import)\s+([\w.]*\._|.*\bimport\s.*(\b_|\())", re.MULTILINE)
+    offenders = []
+    for f in sorted((ROOT / "srcore").rglob("*.py")):
+        text = f.read_text()
+        if not maybe.search(text):
+            continue
+        rel = f.relative_to(ROOT)
+        package = list(rel.with_suffix("").parts[:-1])
+        own = package[1] if len(package) > 1 else None
+        for node in ast.walk(ast.parse(text, str(f))):
+            if isinstance(node, ast.ImportFrom):
+                base = package[:len(package) - node.level + 1] if node.level else []
+                mod = ".".join(base + ([node.module] if node.module else []))
+                mods = [mod] + [f"{mod}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            else:
+                continue
+            for m in mods:
+                parts = m.split(".")
+                if len(parts) >= 3 and parts[0] == "srcore" and parts[1] != own and parts[2].startswith("_") \
+                        and not parts[2].startswith("__") \
+                        and (str(rel), ".".join(parts[:3])) not in PRIVATE_IMPORTS_ALLOWED:
+                    offenders.append(f"{rel}:{node.lineno}: {m}")
+    assert not offenders, "\n".join(offenders)

@@ -190,7 +190,7 @@ def _rewrite(data: bytes, edit, rehash=True) -> bytes:
     (lambda h: h["__metadata__"].update(format="other"), "not a .srm file"),
     (lambda h: h["__metadata__"].update(format_version="99"), "unsupported .srm format version '99'"),
     (lambda h: h["__metadata__"].pop("graph"), "lacks graph"),
-    (lambda h: h["w"].update(dtype="F8_E4M3"), "tensor 'w': unknown dtype 'F8_E4M3'"),
+    (lambda h: h["w"].update(dtype="F4"), "tensor 'w': unknown dtype 'F4'"),
     (lambda h: h["w"].update(data_offsets=[0, 10**9]), "out of bounds"),
     (lambda h: h["w"].update(data_offsets=[h["w"]["data_offsets"][0] - 8, h["w"]["data_offsets"][1] - 8]),
      "overlaps"),

@@ -27,8 +27,10 @@ RUNTIME_PARAM = ("known at conversion", "must be a constant")
 
 
 def category(r: oc.Result) -> str:
-    if r.status != "unsupported":
+    if r.status not in ("unsupported", "error"):
         return r.status
+    if "ratio > 0" in r.reason:
+        return "training-mode Dropout (random)"
     if DTYPE_GAP in r.reason:
         return "dtype srcore lacks"
     if "have no kernel" in r.reason:
@@ -71,7 +73,10 @@ def render(results: list[oc.Result], seconds: float, static: dict | None = None)
         "rtol/atol, for float16/bfloat16 plus two units in the last place: the expected values round after",
         "every op, srcore's kernels once); **unsupported** (`prepare` raised a `srcore.SrcoreError`: conversion or load, with the",
         "reason below); **error** (running raised a `srcore.SrcoreError`); **mismatch** (a wrong answer) and",
-        "**crash** (any other exception) must never happen.",
+        "**crash** (any other exception) must never happen. A model that needs graph inputs' values at",
+        "conversion (axes, pads, scales fed as inputs) is prepared per run, specialized on those values",
+        "([onnx.md](onnx.md), \"Inputs srcore needs at conversion\"): if it still cannot be converted, the",
+        "error comes from `run` (**error**).",
         "",
         "## Summary",
         "",
@@ -85,7 +90,7 @@ def render(results: list[oc.Result], seconds: float, static: dict | None = None)
                      f"{c['error']} | {c['mismatch']} | {c['crash']} |")
     cats = collections.Counter(category(r) for r in mapped if r.status != "pass")
     lines += ["", f"Node tests of mapped ops: **{n_pass} of {len(mapped)} pass ({_pct(n_pass, len(mapped))})**; of "
-              f"those whose tensors have dtypes srcore has (not float8/4, int4/2, uint16/32/64, "
+              f"those whose tensors have dtypes srcore has (not float4e2m1, float8e8m0, int2/uint2, "
               f"strings): **{sum(r.status == 'pass' for r in typed)} of {len(typed)} "
               f"({_pct(sum(r.status == 'pass' for r in typed), len(typed))})**. Wrong answers: "
               f"**{len(bad)}**.", "", "Why the other node tests of mapped ops do not pass:", ""]

@@ -31,6 +31,9 @@ def configure_parser(p) -> None:
     p.add_argument("--batch-size", type=positive_int, default=32, help="calibration batch size (default 32)")
     p.add_argument("--keep-float", action="append", default=[], metavar="OP_OR_NODE",
                    help="keep an op (aten::linear or linear) or a node (its output name) in float; repeatable")
+    p.add_argument("--full-range", action="store_true",
+                   help="activations on all 8 bits (0..255) instead of 7 (0..127, the default, as torch's x86 "
+                        "qconfigs: the AVX2 int8 GEMM then runs once per layer)")
     add_format_argument(p, what="the summary")
 
 
@@ -54,7 +57,8 @@ def run(args) -> int:
     model = load(args.model)
     qmodel, report = quantize(model, args.calibration, observer=args.observer, histogram_method=args.method,
                               percentile=args.percentile, averaging_constant=args.averaging_constant,
-                              keep_float=args.keep_float, batch_size=args.batch_size, with_report=True)
+                              keep_float=args.keep_float, batch_size=args.batch_size, with_report=True,
+                              reduce_range=not args.full_range)
     _save(qmodel, out)
     if args.report is not None:
         write_json(report.to_json(), args.report, "--report")

@@ -143,7 +143,8 @@ def node_info(node, schema=None, op: str | None = None) -> NodeInfo:
         value = v.node.attrs.get("value") if const else None
         if not const and _constant_list(v):
             const, value = True, [x.node.attrs.get("value") for x in v.node.inputs]
-        args.append(ArgInfo(name, v.type, const, value))
+        elements = tuple(x.type for x in v.node.inputs) if v.node.kind == "prim::ListConstruct" else None
+        args.append(ArgInfo(name, v.type, const, value, elements=elements))
     return NodeInfo(op or node_op(node, schema), schema, tuple(args), tuple(o.type for o in node.outputs),
                     _source(node))
 

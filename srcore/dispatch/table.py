@@ -19,6 +19,7 @@ from ..plugin.types import KERNEL_KINDS, Kernel
 STANDARD_DTYPES = frozenset({
     "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
     "uint8", "uint16", "uint32", "uint64", "bool", "complex64", "complex128",
+    "float8_e5m2", "float8_e4m3fn", "float8_e5m2fnuz", "float8_e4m3fnuz", "uint4", "int4",
 })
 
 

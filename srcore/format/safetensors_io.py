@@ -10,6 +10,7 @@ views on the map: no copy, no pickle, no code from the file.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import mmap
@@ -20,21 +21,51 @@ import numpy as np
 
 from ..errors import SrcoreFormatError
 
-#: safetensors dtype names <-> numpy dtypes; BF16 is ml_dtypes' bfloat16 when ml_dtypes is installed
-#: (srcore-cpu depends on it; the core does not)
+#: safetensors dtype names <-> numpy dtypes; the ML_DTYPE_NAMES ones are ml_dtypes' (:func:`st_dtype`,
+#: :func:`np_dtype`), imported only for a file or an array that has one (srcore-cpu depends on
+#: ml_dtypes; the core does not, and importing it costs a cold start ~10 ms)
 ST_TO_NP = {
     "BOOL": np.dtype(np.bool_), "U8": np.dtype(np.uint8), "I8": np.dtype(np.int8),
     "U16": np.dtype(np.uint16), "I16": np.dtype(np.int16), "F16": np.dtype(np.float16),
     "U32": np.dtype(np.uint32), "I32": np.dtype(np.int32), "F32": np.dtype(np.float32),
     "U64": np.dtype(np.uint64), "I64": np.dtype(np.int64), "F64": np.dtype(np.float64),
 }
-try:
-    import ml_dtypes
-
-    ST_TO_NP["BF16"] = np.dtype(ml_dtypes.bfloat16)
-except ImportError:  # pragma: no cover - ml_dtypes comes with srcore-cpu
-    pass
+#: ml_dtypes' types: F8_E4M3 and F8_E5M2 are safetensors' names (e4m3fn, e5m2); the fnuz variants and
+#: the 4-bit integers are srcore's, one byte per element as ml_dtypes holds them (I4 sign-extended)
+ML_DTYPE_NAMES = {"BF16": "bfloat16", "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2",
+                  "F8_E4M3FNUZ": "float8_e4m3fnuz", "F8_E5M2FNUZ": "float8_e5m2fnuz", "I4": "int4", "U4": "uint4"}
 NP_TO_ST = {v: k for k, v in ST_TO_NP.items()}
+
+
+@functools.cache
+def _ml_dtypes() -> dict[str, np.dtype]:
+    """ml_dtypes' dtypes by safetensors name, imported on first need (most models have none)."""
+    try:
+        import ml_dtypes
+    except ImportError:  # pragma: no cover - ml_dtypes comes with srcore-cpu
+        return {}
+    return {k: np.dtype(getattr(ml_dtypes, v)) for k, v in ML_DTYPE_NAMES.items()}
+
+
+def np_dtype(name: str) -> np.dtype | None:
+    """The numpy dtype of a safetensors dtype name (None if unknown)."""
+    dt = ST_TO_NP.get(name)
+    if dt is None and name in ML_DTYPE_NAMES:
+        dt = _ml_dtypes().get(name)
+    return dt
+
+
+def st_dtype(dt: np.dtype) -> str | None:
+    """The safetensors dtype name of a (native byte order) numpy dtype (None if it has none)."""
+    name = NP_TO_ST.get(dt)
+    if name is None and dt.name in _ML_NAMES_BY_NUMPY_NAME:
+        candidate = _ML_NAMES_BY_NUMPY_NAME[dt.name]
+        if _ml_dtypes().get(candidate) == dt:
+            return candidate
+    return name
+
+
+_ML_NAMES_BY_NUMPY_NAME = {v: k for k, v in ML_DTYPE_NAMES.items()}
 MAX_HEADER = 100 * 1024 * 1024  # the reference implementation's limit
 
 
@@ -54,9 +85,10 @@ def tensor_layout(arrays: Mapping[str, np.ndarray]) -> tuple[dict[str, dict], li
     for name in order:
         a = arrays[name]
         dt = a.dtype if a.dtype.isnative else a.dtype.newbyteorder("=")
-        if dt not in NP_TO_ST:
+        st = st_dtype(dt)
+        if st is None:
             raise TypeError(f"parameter {name!r}: dtype {a.dtype} cannot be stored in a .srm file")
-        entries[name] = {"dtype": NP_TO_ST[dt], "shape": [int(d) for d in a.shape],
+        entries[name] = {"dtype": st, "shape": [int(d) for d in a.shape],
                          "data_offsets": [pos, pos + int(a.nbytes)]}
         pos += int(a.nbytes)
     return entries, order
@@ -133,7 +165,7 @@ class Container:
                 continue
             if not isinstance(e, dict) or set(e) != {"dtype", "shape", "data_offsets"}:
                 self.fail(f"tensor {name!r}: bad header entry {e!r}")
-            dt = ST_TO_NP.get(e["dtype"]) if isinstance(e["dtype"], str) else None
+            dt = np_dtype(e["dtype"]) if isinstance(e["dtype"], str) else None
             if dt is None:
                 self.fail(f"tensor {name!r}: unknown dtype {e['dtype']!r}")
             shape, offs = e["shape"], e["data_offsets"]

@@ -305,7 +305,7 @@ def rename_convolution_mode(graph) -> int:
     """Traced ``padding="same"/"valid"`` convolutions: ``aten::_convolution_mode`` is
     ``aten::conv{1,2,3}d.padding`` (same arguments) for a weight of rank 3, 4, 5."""
     from ..ir.types import TensorType
-    from ..passes._util import const_or
+    from ..ir.constants import const_or
 
     n_changed = 0
     for node in list(graph.all_nodes()):

@@ -23,6 +23,7 @@ import functools
 import re
 
 from .graph import Graph, Node, Value
+from .names import base_op as _base
 
 __all__ = ["mutated_inputs", "alias_sources", "alias_class", "is_mutated", "mutated_values", "may_alias_inputs",
            "CONTAINER_MUTATORS", "VIEW_OPS", "CONTAINER_OPS", "KERNEL_ALIASES"]
@@ -52,11 +53,6 @@ UNPACK_OPS = frozenset({"prim::ListUnpack", "prim::TupleUnpack", "prim::TupleInd
 KERNEL_ALIASES = frozenset({"aten::dropout", "aten::feature_dropout", "aten::alpha_dropout", "aten::type_as"})
 
 _TYPE_VAR = re.compile(r"^(t\d*|K|V|Any)$")
-
-
-def _base(kind: str) -> str:
-    ns, _, name = kind.partition("::")
-    return f"{ns}::{name.split('.', 1)[0]}" if name else kind
 
 
 def mutated_inputs(node: Node) -> list[int]:

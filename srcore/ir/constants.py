@@ -6,10 +6,13 @@ lists and tuples of those, a device string (typed ``Device``), or a numpy array
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .types import (BOOL, FLOAT, INT, NONE, STR, ListType, OptionalType, TensorType, TupleType, Type,
                     ANY)
+
+if TYPE_CHECKING:
+    from .graph import Graph, Value
 
 
 def type_of_constant(value: Any) -> Type:
@@ -44,3 +47,40 @@ def type_of_constant(value: Any) -> Type:
             return TensorType(qdtype, tuple(int(d) for d in shape), value.qparams)
         return TensorType(str(dtype), tuple(int(d) for d in shape))
     raise TypeError(f"no IR type for constant {value!r} of type {type(value).__name__}")
+
+
+_MISSING = object()
+
+
+def const_or(value: Value, default: Any = _MISSING) -> Any:
+    """The constant value of ``value``, or ``default`` when it is not a known constant.
+
+    A parameter constant parsed without its data (``param=`` and no ``value``) is not known.
+    """
+    if is_const(value):
+        return value.node.attrs.get("value")
+    if default is _MISSING:
+        raise ValueError(f"%{value.name} is not a constant")
+    return default
+
+
+def is_const(value: Value) -> bool:
+    """True for a ``prim::Constant`` whose value is known.
+
+    Not known: a parameter parsed without its data (``param=`` only), an opaque
+    tensor dump (``tensor=``), a function value (``name=``/``graph=``). A constant
+    without attributes is ``None``.
+    """
+    n = value.node
+    return n.kind == "prim::Constant" and ("value" in n.attrs or not n.attrs)
+
+
+def unique_param_name(graph: "Graph", base: str) -> str:
+    """``base``, or ``base.N``, so that no tensor constant of ``graph`` already uses the name."""
+    taken = {n.attrs.get("param") for n in graph.all_nodes() if n.kind == "prim::Constant"}
+    if base not in taken:
+        return base
+    i = 1
+    while f"{base}.{i}" in taken:
+        i += 1
+    return f"{base}.{i}"

@@ -41,6 +41,16 @@ TORCH_TO_DTYPE = {
     "QUInt8": "quint8",
     "QInt8": "qint8",
     "QInt32": "qint32",
+    "UInt16": "uint16",
+    "UInt32": "uint32",
+    "UInt64": "uint64",
+    # ml_dtypes' numpy types (what onnx and JAX use): storage and casts, few kernels
+    "Float8_e5m2": "float8_e5m2",
+    "Float8_e4m3fn": "float8_e4m3fn",
+    "Float8_e5m2fnuz": "float8_e5m2fnuz",
+    "Float8_e4m3fnuz": "float8_e4m3fnuz",
+    "UInt4": "uint4",
+    "Int4": "int4",
 }
 DTYPE_TO_TORCH = {v: k for k, v in TORCH_TO_DTYPE.items()}
 
@@ -49,7 +59,15 @@ SCALAR_TYPE_CODES = {
     0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16",
     6: "float32", 7: "float64", 8: "complex32", 9: "complex64", 10: "complex128",
     11: "bool", 12: "qint8", 13: "quint8", 14: "qint32", 15: "bfloat16",
+    23: "float8_e5m2", 24: "float8_e4m3fn", 25: "float8_e5m2fnuz", 26: "float8_e4m3fnuz",
+    27: "uint16", 28: "uint32", 29: "uint64", 33: "uint4", 40: "int4",
 }
+#: the dtypes of ml_dtypes (numpy has none): ``np.dtype(name)`` resolves them once ml_dtypes is imported
+ML_DTYPES = frozenset({"bfloat16", "float8_e5m2", "float8_e4m3fn", "float8_e5m2fnuz", "float8_e4m3fnuz",
+                       "uint4", "int4"})
+#: storage-only dtypes: casts and data movement; arithmetic kernels reject them
+FLOAT8_DTYPES = frozenset({"float8_e5m2", "float8_e4m3fn", "float8_e5m2fnuz", "float8_e4m3fnuz"})
+INT4_DTYPES = frozenset({"uint4", "int4"})
 DTYPE_TO_SCALAR_TYPE_CODE = {v: k for k, v in SCALAR_TYPE_CODES.items()}
 
 

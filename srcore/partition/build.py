@@ -15,6 +15,7 @@ from ..plugin.types import Segment
 from .extract import ENGINE_KIND, replace_with_engine, segment_graph
 from .fallback import SegmentFallback
 from .dependencies import program_order
+from .lists import freeze_appended_lists
 from .segments import Eligibility, boundary, find_candidates
 
 log = logging.getLogger("srcore.partition")
@@ -108,13 +109,14 @@ def _node_text(n: Node) -> str:
     return f"{outs} = {n.kind}" if outs else n.kind
 
 
-#: engine options srcore itself interprets (not handed to builders): see StaticModule.warmup
-CORE_ENGINE_OPTIONS = frozenset({"profiles"})
+#: engine options srcore itself interprets (not handed to builders): see StaticModule.warmup and
+#: srcore.quantization.engine_calibration
+CORE_ENGINE_OPTIONS = frozenset({"profiles", "calibration", "calibrator", "calibration_batch_size"})
 
 
 def partition_graph(graph: Graph, registry: Any, table: Any, options: Any,
                     fallback_factory: Callable[[Graph, Any], Any] | None = None,
-                    stored: dict | None = None) -> tuple[PartitionReport, dict]:
+                    stored: dict | None = None, known: dict | None = None) -> tuple[PartitionReport, dict]:
     """Cut ``graph`` (in place) into engine segments for every engine backend in
     ``options.backends``; returns the report and ``{engine node: engine}``.
 
@@ -122,10 +124,13 @@ def partition_graph(graph: Graph, registry: Any, table: Any, options: Any,
     the backends after the engine's (what ``Segment.fallback`` runs; a ``StaticModule`` in
     practice: the partitioner builds none itself); without it, segments get no fallback.
     ``stored``: the model's serialized engines by segment key (``srcore build``), loaded instead
-    of built."""
+    of built. ``known``: what the load's shape propagation knew (``Value -> value``), handed to
+    each segment (``Segment.known``) so that engines specialize without propagating again."""
     engines: dict[Node, Any] = {}
     segments: list[SegmentReport] = []
     refused: list = []
+    if any(registry.engine_builders.get(b) is not None for b in options.backends):
+        freeze_appended_lists(graph)   # an appended list would keep its reader out of engines
     for backend in options.backends:
         eb = registry.engine_builders.get(backend)
         if eb is None:
@@ -135,7 +140,7 @@ def partition_graph(graph: Graph, registry: Any, table: Any, options: Any,
         elig = Eligibility(graph, table, supports, backend, options.engine_fallback_ops,
                            options.engine_fallback_modules)
         builder = _Builder(graph, backend, eb, options, fallback_factory, elig.chains,
-                           {k: d for k, d in (stored or {}).items() if d.backend == backend})
+                           {k: d for k, d in (stored or {}).items() if d.backend == backend}, known)
         runs, refusals = find_candidates(graph.block, elig)
         refused.extend((backend, r) for r in refusals if r.node.kind != ENGINE_KIND)
         for run in progress(runs, f"build {backend} engines", total=len(runs), unit="engine"):
@@ -179,6 +184,7 @@ class _Builder:
     fallback_factory: Any
     chains: Any
     stored: dict
+    known: dict | None
 
     def one(self, nodes, name: str, whole: bool):
         """``(report, engine node or None, engine or None)`` for one run of eligible nodes."""
@@ -196,9 +202,12 @@ class _Builder:
         inputs, outputs = boundary(nodes, tuple(chain), absorbed)
         if not outputs:
             return refused("fallback", "the segment's results are unused")
-        sub = segment_graph(program_order([*nodes, *chain]) if chain else nodes, inputs, outputs)
+        members = program_order([*nodes, *chain]) if chain else nodes
+        sub = segment_graph(members, inputs, outputs)
+        known = None if self.known is None else {
+            o.name: self.known[o] for n in members for o in n.outputs if o in self.known}
         segment = Segment(name, backend, sub, _builder_options(options),
-                          _fallback(sub, backend, options, self.fallback_factory))
+                          _fallback(sub, backend, options, self.fallback_factory), known=known)
         t0 = time.perf_counter()
         try:
             engine, segment = self._make(segment)

@@ -8,6 +8,12 @@ inputs are all derived (int arithmetic, ``prim::ListConstruct`` of ints, ``aten:
 Such a node is a *chain node*. In ``y.reshape(y.size(0), -1)`` with a symbolic batch, ``size`` and
 the ``ListConstruct`` are a chain; the ``reshape``'s ``shape`` argument is derived.
 
+A list of tensors built for one op (``prim::ListConstruct`` of tensors, read by ``aten::cat`` or
+``aten::stack``) is copied the same way: it is not a tensor op (no engine takes it on its own)
+and it must not split the run between the tensors and their ``cat``; a segment whose node reads
+it gets a copy, its tensors become segment inputs (or are made inside), and its value is not
+derived (it holds tensor data: nothing folds it).
+
 Chain nodes neither join nor break a run of engine nodes: a segment whose node reads a derived
 value gets copies of the chain that computes it (its tensor inputs, read for their shape only,
 become segment inputs), so that the engine is self-contained; the originals stay where they are
@@ -23,16 +29,13 @@ from ..dispatch.resolve import STRUCTURAL_KINDS, node_schema
 from ..ir.alias import mutated_inputs
 from ..ir.effects import has_side_effects
 from ..ir.graph import Block, Graph, Node, Value
+from ..ir.names import base_op as _base
 from ..ir.types import TensorType
 
 #: ops that read only a tensor's metadata (its shape), never its data
 SHAPE_QUERIES = frozenset({"aten::size", "aten::sym_size", "aten::dim", "aten::numel", "aten::len"})
 #: pure non-tensor ops that are still not folded per signature (their value is not a function of shapes)
 _NOT_DERIVED = frozenset({"prim::Uninitialized", "prim::RaiseException", "aten::warn", "prim::Print"})
-
-
-def _base(kind: str) -> str:
-    return kind.split(".", 1)[0]
 
 
 def _is_tensor(v: Value) -> bool:
@@ -46,6 +49,7 @@ class Chains:
     def __init__(self, graph: Graph, table: Any = None):
         self.nodes: set[int] = set()          # ids of chain nodes
         self.values: set[int] = set()         # ids of derived values made by chain nodes
+        self.copied: set[int] = set()         # ids of the values a segment copies in (derived, tensor lists)
         self._visit(graph.block, table)
 
     def _visit(self, block: Block, table: Any) -> None:
@@ -53,6 +57,10 @@ class Chains:
             if self._is_chain(n, table):
                 self.nodes.add(id(n))
                 self.values.update(id(o) for o in n.outputs)
+                self.copied.update(id(o) for o in n.outputs)
+            elif _is_tensor_list(n):
+                self.nodes.add(id(n))
+                self.copied.update(id(o) for o in n.outputs)
             for sub in n.blocks:
                 self._visit(sub, table)
 
@@ -90,7 +98,7 @@ class Chains:
         while stack:
             v = stack.pop()
             p = v.node
-            if id(v) not in self.values or id(p) in inside or id(p) in found:
+            if id(v) not in self.copied or id(p) in inside or id(p) in found:
                 continue
             found[id(p)] = p
             stack.extend(p.inputs)
@@ -105,6 +113,15 @@ class Chains:
             if all(id(u.user) in inside or id(u.user) in taken for o in n.outputs for u in o.uses):
                 taken.add(id(n))
         return taken
+
+
+def _is_tensor_list(n: Node) -> bool:
+    """A ``prim::ListConstruct`` of tensors that nothing writes to (an op's ``Tensor[]`` argument)."""
+    if n.kind != "prim::ListConstruct" or not n.inputs or len(n.outputs) != 1:
+        return False
+    if not all(isinstance(v.type, TensorType) for v in n.inputs):
+        return False
+    return not any(u.offset in mutated_inputs(u.user) for u in n.outputs[0].uses)
 
 
 def program_order(nodes) -> list[Node]:

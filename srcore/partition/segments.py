@@ -74,7 +74,8 @@ class Eligibility:
             return f"in module {module}, listed in Options.engine_fallback_modules"
         if mutated_inputs(node) or has_side_effects(node):
             return "writes in place or has side effects"
-        if any(id(v) in self.tainted for v in (*node.inputs, *node.outputs)):
+        # (the tensors of a list argument too: an engine reads them through its copy of the list)
+        if any(id(v) in self.tainted for v in (*node.inputs, *node.outputs, *_list_elements(node, self.chains))):
             return "shares memory with a value written in place"
         info = node_info(node, schema, op)
         derived = [i for i, (v, a) in enumerate(zip(node.inputs, info.args))
@@ -96,6 +97,11 @@ class Eligibility:
             return (f"not supported by {self.backend}; the dtype or rank of its tensors is unknown (an op "
                     "without a shape rule before it? see StaticModule.load_report)")
         return f"not supported by {self.backend}"
+
+
+def _list_elements(node: Node, chains: Chains) -> list[Value]:
+    """The tensors of the lists ``node`` reads that a segment would copy in."""
+    return [x for v in node.inputs if id(v) in chains.copied and id(v) not in chains.values for x in v.node.inputs]
 
 
 def _unknown_layout(t) -> bool:

@@ -1,15 +1,17 @@
-"""Helpers shared by the passes: randomness, constants, block inlining.
+"""Helpers shared by the passes: randomness, block inlining.
 
 Side effects come from :mod:`srcore.ir.effects`, writes and aliasing from
-:mod:`srcore.ir.alias`.
+:mod:`srcore.ir.alias`, constants from :mod:`srcore.ir.constants`.
 """
 from __future__ import annotations
 
 from typing import Any, Iterator
 
 from ..ir import effects as _effects
+from ..ir.constants import const_or, is_const, unique_param_name  # noqa: F401  (the passes' helpers)
 from ..ir.effects import SIDE_EFFECT_OPS
-from ..ir.graph import Block, Graph, Node, Value, clone_node
+from ..ir.graph import Block, Node, Value, clone_node
+from ..ir.names import base_op
 from ..ir.types import TensorType
 
 #: ops whose result is random (never folded, never merged by CSE)
@@ -40,32 +42,6 @@ def is_nondeterministic(node: Node) -> bool:
         train = const_or(node.inputs[-1], None) if node.inputs else None
         return train is not False
     return True
-
-
-_MISSING = object()
-
-
-def const_or(value: Value, default: Any = _MISSING) -> Any:
-    """The constant value of ``value``, or ``default`` when it is not a known constant.
-
-    A parameter constant parsed without its data (``param=`` and no ``value``) is not known.
-    """
-    if is_const(value):
-        return value.node.attrs.get("value")
-    if default is _MISSING:
-        raise ValueError(f"%{value.name} is not a constant")
-    return default
-
-
-def is_const(value: Value) -> bool:
-    """True for a ``prim::Constant`` whose value is known.
-
-    Not known: a parameter parsed without its data (``param=`` only), an opaque
-    tensor dump (``tensor=``), a function value (``name=``/``graph=``). A constant
-    without attributes is ``None``.
-    """
-    n = value.node
-    return n.kind == "prim::Constant" and ("value" in n.attrs or not n.attrs)
 
 
 def dtype_of(value: Value) -> str | None:
@@ -130,17 +106,5 @@ def clone_block_before(block: Block, anchor: Node, env: dict[int, Value]) -> lis
 
 
 def base_kind(node: Node) -> str:
-    """The op without its overload name: ``aten::add.Tensor`` -> ``aten::add``."""
-    ns, _, name = node.kind.partition("::")
-    return f"{ns}::{name.split('.', 1)[0]}" if name else node.kind
-
-
-def unique_param_name(graph: Graph, base: str) -> str:
-    """``base``, or ``base.N``, so that no tensor constant of ``graph`` already uses the name."""
-    taken = {n.attrs.get("param") for n in graph.all_nodes() if n.kind == "prim::Constant"}
-    if base not in taken:
-        return base
-    i = 1
-    while f"{base}.{i}" in taken:
-        i += 1
-    return f"{base}.{i}"
+    """The op of ``node`` without its overload name: ``aten::add.Tensor`` -> ``aten::add``."""
+    return base_op(node.kind)

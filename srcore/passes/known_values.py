@@ -68,16 +68,22 @@ def _blocks(graph: Graph):
 
 
 class KnownValues:
-    """What one propagation knew, and of which graph (:func:`graph_signature`): the pipeline reuses it
-    while no pass has changed the graph since, instead of propagating again."""
+    """What one propagation knew, and of which graph (:func:`graph_signature`): the pipeline reuses
+    ``known`` while no pass has changed the graph since, instead of propagating again; ``result``
+    (the ``PropagationResult``, if given) lets the propagation after a change re-run the rules only
+    where the graph changed."""
 
-    __slots__ = ("known", "signature")
+    __slots__ = ("known", "signature", "result")
 
-    def __init__(self, graph: Graph, known: dict):
-        self.known, self.signature = known, graph_signature(graph)
+    def __init__(self, graph: Graph, known: dict, result=None):
+        self.known, self.signature, self.result = known, graph_signature(graph), result
 
     def for_graph(self, graph: Graph) -> dict | None:
         return self.known if self.signature == graph_signature(graph) else None
+
+    def update(self, graph: Graph, result) -> None:
+        """Hold ``result``, a propagation of ``graph`` as it is now."""
+        self.known, self.signature, self.result = result.known, graph_signature(graph), result
 
 
 def graph_signature(graph: Graph) -> tuple:
@@ -97,18 +103,19 @@ def fold_known_values(graph: Graph, *, known: dict | None = None, reuse: KnownVa
     if known is None and reuse is not None:
         known = reuse.for_graph(graph)
     if known is None:
-        try:
-            from ..ops.shapes import propagate
-        except ImportError:  # no shape propagation: nothing is known
-            return False
         from ..errors import ShapeError
+        from ..ops.shapes import propagate
 
         # propagation also sets every value's type: keep the graph's own types (the pass only
         # redirects uses), so that its effect does not depend on whether types were propagated before
         saved = [(v, v.type) for n in graph.all_nodes() for v in n.outputs] + [(v, v.type) for v in graph.inputs]
         saved += [(v, v.type) for b in _blocks(graph) for v in b.inputs]
         try:
-            known = propagate(graph, rules=rules, schemas=schemas).known
+            result = propagate(graph, rules=rules, schemas=schemas,
+                               previous=reuse.result if reuse is not None else None)
+            known = result.known
+            if reuse is not None:
+                reuse.update(graph, result)
         except ShapeError:  # a contradiction: leave it for the runtime to report
             return False
         finally:

@@ -40,6 +40,10 @@ class PrepareResult:
 
     graph: Graph
     stats: list[PassStats]
+    #: the pipeline's latest shape propagation (a ``PropagationResult``; None without input types):
+    #: a propagation of the prepared graph given it as ``previous`` re-runs rules only where passes
+    #: changed the graph since
+    propagation: object = None
 
 
 def _named(name: str, fn: Callable, **kwargs) -> Pass:
@@ -105,7 +109,8 @@ def _propagate(graph: Graph, rules, schemas) -> KnownValues | None:
     """Type the graph from its input types; what it knew, for fold_known_values to reuse."""
     from ..ops.shapes import propagate
 
-    return KnownValues(graph, propagate(graph, rules=rules, schemas=schemas).known)
+    result = propagate(graph, rules=rules, schemas=schemas)
+    return KnownValues(graph, result.known, result)
 
 
 def prepare_for_static_runtime(graph: Graph, *, input_types=None, fuse: bool = True, inference: bool = True,
@@ -114,8 +119,8 @@ def prepare_for_static_runtime(graph: Graph, *, input_types=None, fuse: bool = T
     """Run the default pipeline on a copy of ``graph`` and return the prepared copy.
 
     ``input_types`` (a list, or a mapping by input name) sets the graph inputs'
-    types first, and shapes are propagated (when ``srcore.ops.shapes`` is
-    available) so that shape-dependent rewrites can fire. ``report``, if given,
+    types first, and shapes are propagated so that shape-dependent rewrites
+    can fire. ``report``, if given,
     is a list extended with one :class:`PassStats` per pass run. ``verify``
     (default: ``SRCORE_DEBUG_PASSES``) checks the graph after every pass.
     Other keyword ``options`` go to :func:`default_pipeline`.
@@ -138,4 +143,4 @@ def prepare(graph: Graph, *, input_types=None, fuse: bool = True, inference: boo
     pm = PassManager(default_pipeline(fuse=fuse, inference=inference, evaluator=evaluator, known=known, rules=rules,
                                       schemas=schemas, **options), verify=verify)
     pm.run(g)
-    return PrepareResult(g, pm.stats)
+    return PrepareResult(g, pm.stats, known.result if known is not None else None)

@@ -311,9 +311,3 @@ def get_plugin_manager() -> PluginManager:
             if _default is None:
                 _default = PluginManager().load()
     return _default
-
-
-def reset_plugin_manager() -> None:
-    """Forget the process-wide manager (the next ``get_plugin_manager()`` reloads)."""
-    global _default
-    _default = None

@@ -308,6 +308,10 @@ class Segment:
     fallback: Callable[..., Any] | None = attrs.field(default=None, eq=False, repr=False)
     #: the serialized engine the model carries for this segment (``EngineBuilder.load`` gets it)
     stored: "EngineData | None" = attrs.field(default=None, eq=False, repr=False)
+    #: what the load's shape propagation knew of the graph's non-tensor values, by value name (None:
+    #: not given): :meth:`specialize` for the shapes the graph is typed with uses it instead of
+    #: propagating again
+    known: dict | None = attrs.field(default=None, eq=False, repr=False)
 
     def option(self, key: str, default: Any = None) -> Any:
         """The builder option ``key`` (``default`` when the user did not set it)."""
@@ -327,7 +331,7 @@ class Segment:
         constants. Raises :class:`srcore.EngineBuildError` when the shapes do not fit."""
         from ..partition.specialize import specialize
 
-        return specialize(self.graph, shapes)
+        return specialize(self.graph, shapes, known=self.known)
 
 
 @attrs.frozen
@@ -371,7 +375,9 @@ class ArgInfo:
     ``derived`` (engine builders' ``supports`` only): not a constant, but known once the input
     shapes are (computed from ``aten::size`` and constants by int and list ops, e.g. the ``shape``
     of ``y.reshape(y.size(0), -1)``); a segment holding the node gets a copy of that computation,
-    which :meth:`Segment.specialize` folds into constants for concrete input shapes.
+    which :meth:`Segment.specialize` folds into constants for concrete input shapes. A list of
+    tensors an engine node reads (``torch.cat([a, b])``) is copied into its segment the same way,
+    its tensors becoming segment inputs (see docs/partitioning.md, *Dependency resolution*).
     """
 
     name: str
@@ -379,6 +385,9 @@ class ArgInfo:
     is_constant: bool = False
     value: Any = None
     derived: bool = False
+    #: a list built in the graph (``prim::ListConstruct``, e.g. the ``tensors`` of ``aten::cat``): the
+    #: types of its elements; None for any other argument
+    elements: tuple | None = None
 
 
 @attrs.frozen

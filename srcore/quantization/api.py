@@ -22,7 +22,10 @@ from .observers import OBSERVERS, make_observer
 from .plan import NodePlan, plan
 from .rewrite import apply
 
-QMIN, QMAX = 0, 255  # quint8 activations, full range (srcore's integer GEMM never saturates)
+QMIN, QMAX = 0, 255  # quint8 activations
+#: the top of the activations' range with ``reduce_range`` (7 bits, as torch's x86 qconfigs): the
+#: AVX2 int8 GEMM's vpmaddubsw then sums its pairs exactly in one pass (srcore_quantized int8_gemm)
+QMAX_REDUCED = 127
 
 
 @attrs.define
@@ -92,7 +95,8 @@ def _dequantized(a) -> np.ndarray:
 
 def quantize(model: Model, calibration: Any, *, observer: str = "histogram", histogram_method: str = "percentile",
              percentile: float = 99.99, averaging_constant: float = 0.01, keep_float: Iterable[str] = (),
-             batch_size: int = 32, backends: Sequence[str] | None = None, with_report: bool = False):
+             batch_size: int = 32, backends: Sequence[str] | None = None, with_report: bool = False,
+             reduce_range: bool = True):
     """Quantize ``model`` (post-training, static) using ``calibration`` data; returns the quantized
     :class:`srcore.Model` (and its :class:`QuantizationReport` with ``with_report=True``).
 
@@ -102,6 +106,9 @@ def quantize(model: Model, calibration: Any, *, observer: str = "histogram", his
     (``histogram_method`` ``entropy`` or ``percentile``, of ``percentile``) picks each activation's
     range. ``keep_float``: op names (``aten::linear``, ``linear``) or output value names of nodes
     to keep in float. ``backends`` run the float model at calibration (default: all installed).
+    ``reduce_range`` (default): activation ranges map to 0..127 (7 bits, torch's x86 qconfigs do the
+    same), which keeps the AVX2 int8 GEMM exact in one pass; ``False``: all 8 bits (0..255), half
+    the rounding error, and on CPUs without VNNI the GEMM runs twice per layer (exact either way).
     """
     from ..passes.dce import eliminate_dead_code
     from ..passes.fold_bn import fold_batch_norm
@@ -142,7 +149,7 @@ def quantize(model: Model, calibration: Any, *, observer: str = "histogram", his
     act: dict[int, QParams] = {}
     for v in _observed_values(plans):
         try:
-            act[id(v)] = observers[id(v)].qparams(QMIN, QMAX)
+            act[id(v)] = observers[id(v)].qparams(QMIN, QMAX_REDUCED if reduce_range else QMAX)
         except QuantizationError as exc:
             raise QuantizationError(f"value %{v.name} ({v.node.kind}): {exc}") from None
     for p in plans:  # a pass-through op keeps its input's parameters

@@ -22,7 +22,8 @@ import numpy as np
 
 from ..ir.graph import Graph, Node, Value
 from ..ir.types import TensorType
-from ..passes._util import base_kind, const_or, is_const
+from ..ir.constants import const_or, is_const
+from ..ir.names import base_op
 
 CONV = {"aten::conv1d": ("quantized::qconv1d", 1), "aten::conv2d": ("quantized::qconv2d", 2)}
 LINEAR = "aten::linear"
@@ -77,7 +78,7 @@ def _float_array(a: np.ndarray | None) -> bool:
 
 def anchor_problem(node: Node) -> tuple[str | None, str]:
     """(quantized op, "") when ``node`` is a conv/linear srcore can quantize, else (None, why not)."""
-    kind = base_kind(node)
+    kind = base_op(node.kind)
     if kind in CONV:
         op, dims = CONV[kind]
         w = _tensor_const(node.inputs[1])
@@ -106,7 +107,7 @@ def _single_relu(v: Value) -> Node | None:
 
 
 def _is_add(node: Node) -> bool:
-    if base_kind(node) != "aten::add" or len(node.inputs) < 2:
+    if base_op(node.kind) != "aten::add" or len(node.inputs) < 2:
         return False
     if not all(isinstance(v.type, TensorType) for v in node.inputs[:2]):
         return False
@@ -115,7 +116,7 @@ def _is_add(node: Node) -> bool:
 
 def keep_float_match(node: Node, keep: frozenset[str]) -> bool:
     """Whether ``--keep-float`` names this node: by op (``aten::linear``, ``linear``) or output name."""
-    kind = base_kind(node)
+    kind = base_op(node.kind)
     names = {node.kind, kind, kind.split("::")[-1]} | {v.name for v in node.outputs if v.name}
     return bool(names & keep)
 
@@ -174,7 +175,7 @@ def plan(graph: Graph, keep_float: Iterable[str] = (), float_dtype: dict[int, st
             else:
                 plans.append(NodePlan(node, "float", reason="an input is not quantized"))
             continue
-        if base_kind(node) in PASS_THROUGH:
+        if base_op(node.kind) in PASS_THROUGH:
             tensors = [v for v in node.inputs if isinstance(v.type, TensorType) and not is_const(v)]
             if id(node.inputs[0]) in quantized and tensors == [node.inputs[0]] and len(node.outputs) == 1:
                 quantized.add(id(node.output))

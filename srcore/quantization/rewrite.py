@@ -14,7 +14,8 @@ import numpy as np
 from ..ir.graph import Graph, Node, Value
 from ..ir.quant import QParams
 from ..ir.types import FLOAT, INT, TensorType
-from ..passes._util import base_kind, const_or, unique_param_name
+from ..ir.constants import const_or, unique_param_name
+from ..ir.names import base_op
 from ..qarray import QuantizedArray
 from .observers import quantize_weight, weight_qparams
 from .plan import NodePlan
@@ -95,7 +96,7 @@ def apply(graph: Graph, plans: list[NodePlan], act: Mapping[int, QParams]) -> di
     for p in plans:
         node = p.node
         if p.status == "quantized":
-            kind = base_kind(node)
+            kind = base_op(node.kind)
             q = act[id(p.out)]
             s = _constant(graph, float(q.scale), FLOAT, node)
             z = _constant(graph, int(q.zero_point), INT, node)

@@ -65,6 +65,10 @@ class StaticModule:
         options = options or Options()
         if backends is not None:
             options = attrs.evolve(options, backends=backends)
+        if options.engine_options:   # precision="int8" with calibration data: quantize a float model first
+            from ..quantization.engine_calibration import calibrate_for_engines
+
+            model, options = calibrate_for_engines(model, options)
         self.options = options
         self.model = model
         graph, specs, names = _unpack(model)
@@ -105,15 +109,16 @@ class StaticModule:
         self.load_report = LoadReport(decomposed=decompose(graph, registry, options.backends))
         input_types = [s_type for s_type in (_spec_type(s) for s in specs)]
         clock.stage("schemas")
+        earlier = None   # the passes' propagation: the one below re-runs rules only where they changed the graph
         if options.optimize:
-            from ..passes import prepare_for_static_runtime
+            from ..passes.prepare import prepare
 
-            graph = prepare_for_static_runtime(graph, input_types=input_types, rules=registry.shape_rules,
-                                               schemas=schemas)
+            prepared = prepare(graph, input_types=input_types, rules=registry.shape_rules, schemas=schemas)
+            graph, earlier = prepared.graph, prepared.propagation
             _resolve_schemas(graph, schemas, self.model_schemas)
             clock.stage("passes")
         _set_input_types(graph, input_types)
-        shapes = _propagate(graph, input_types, registry)
+        shapes = _propagate(graph, input_types, registry, previous=earlier)
         self.graph = graph
         #: the input types the graph's value types were propagated from: a run whose inputs have exactly
         #: these types (static shapes) plans with them instead of propagating again
@@ -132,7 +137,7 @@ class StaticModule:
             self.partition, engines = partition_graph(
                 graph, registry, registry.kernel_table, options,
                 fallback_factory=lambda g, opts: StaticModule(g, opts, plugin_manager=pm),
-                stored=getattr(model, "engines", None))
+                stored=getattr(model, "engines", None), known=shapes.known)
             fixed = engine_kernels(engines, registry)
             clock.stage("partition")
         from ..dispatch import resolve_graph
@@ -489,10 +494,11 @@ def _model_schemas(model, declared):
     return reg
 
 
-def _propagate(graph, input_types, registry):
+def _propagate(graph, input_types, registry, previous=None):
     from ..ops.shapes import propagate
 
-    result = propagate(graph, list(input_types), rules=registry.shape_rules, schemas=registry.schemas)
+    result = propagate(graph, list(input_types), rules=registry.shape_rules, schemas=registry.schemas,
+                       previous=previous)
     for v, t in result.types.items():
         v.type = t
     return result

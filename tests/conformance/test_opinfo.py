@@ -237,13 +237,19 @@ def conformance(kernels, dtypes=None, max_samples=MAX_SAMPLES):
     # torch's sample iterators look for the calling unittest.TestCase with inspect.stack(), which reads
     # every frame's source file and scans sys.modules: minutes over thousands of calls in a large test
     # process. There is no TestCase here (it would find None): skip the search.
+    # The name is bound in both modules (opinfo.core imports it by name): patch both.
     from torch.testing._internal import common_utils
+    from torch.testing._internal.opinfo import core as opinfo_core
 
-    saved, common_utils.extract_test_fn = common_utils.extract_test_fn, lambda: None
+    modules = (common_utils, opinfo_core)
+    saved = [m.extract_test_fn for m in modules]
+    for m in modules:
+        m.extract_test_fn = lambda: None
     try:
         return _conformance(kernels, dtypes, max_samples, by, results)
     finally:
-        common_utils.extract_test_fn = saved
+        for m, fn in zip(modules, saved):
+            m.extract_test_fn = fn
 
 
 def _conformance(kernels, dtypes, max_samples, by, results):

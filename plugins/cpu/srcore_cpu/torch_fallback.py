@@ -143,8 +143,13 @@ def _is_quantized(t) -> bool:
 def match(node):
     """The fallback for one node: ``torch.ops.aten.<op>`` with its arguments converted, or None to decline."""
     op = _overload(node.schema)
-    if op is None or any(_is_quantized(t) for t in (*(a.type for a in node.args), *node.output_types)):
+    from srcore.plugin import TensorType
+
+    types = (*(a.type for a in node.args), *node.output_types)
+    if op is None or any(_is_quantized(t) for t in types):
         return None   # quantized values need their parameters: the quantized_cpu kernels, not torch's
+    if any(isinstance(t, TensorType) and t.dtype in _TORCH_STORAGE_ONLY for t in types):
+        return None   # torch has these types but computes little on them: a clear "no kernel" at load
 
     converters = []
     for a in node.schema.arguments:
@@ -229,6 +234,9 @@ def _meta_types(ctx, op):
     return types
 
 
+#: dtypes torch stores but whose arithmetic it mostly lacks ("add_stub not implemented for UInt16")
+_TORCH_STORAGE_ONLY = frozenset({"uint16", "uint32", "uint64", "int4", "uint4", "float8_e5m2", "float8_e4m3fn",
+                                 "float8_e5m2fnuz", "float8_e4m3fnuz"})
 _TORCH_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
                            "uint8", "bool", "complex64", "complex128"})
 

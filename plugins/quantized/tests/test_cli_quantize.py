@@ -59,3 +59,16 @@ def test_bad_calibration_is_a_user_error_naming_the_input(tmp_path, capsys):
     assert "calibration input 'x'" in err and "float64" in err and err.count("hint:") == 1
     assert main(["quantize", MODEL, "--calibration", str(tmp_path / "none.npz"), "-o", str(tmp_path / "q.srm")]) == 1
     assert "no such file" in capsys.readouterr().err
+
+
+def test_activations_use_7_bits_unless_full_range(tmp_path, capsys):
+    """Default: each activation's observed range maps onto 0..127 (reduce_range); --full-range onto 0..255."""
+    maxima = {}
+    for flag in ([], ["--full-range"]):
+        rep = tmp_path / f"r{len(flag)}.json"
+        assert main(["quantize", MODEL, "--calibration", CALIB, "-o", str(tmp_path / f"q{len(flag)}.srm"),
+                     "--observer", "minmax", "--report", str(rep), *flag]) == 0
+        capsys.readouterr()
+        x = json.loads(rep.read_text())["inputs"][0]          # the input's range: [0, 1] (digits pixels)
+        maxima[bool(flag)] = (1.0 / x["scale"]) + x["zero_point"]
+    assert maxima[False] == pytest.approx(127, abs=0.01) and maxima[True] == pytest.approx(255, abs=0.01)

@@ -21,10 +21,12 @@ from srcore.plugin import TensorType
 from srcore.plugin import EngineData
 
 from .builder.convert import _per_tensor, build_network
+from .builder.network import DATA_DTYPES
 from .builder.fusion import MAX_OPS, fuse_conv_pool, fuse_pointwise
 from .builder.plan import Plan
 from .options import check_options
 from .serialize import FORMAT, dump_plan
+from .kernels.resident import release_compiler_code
 from .store import PlanStore, release_pages
 from .tactics.choose import choose_tactics
 
@@ -58,16 +60,14 @@ class Engine:
         types = [v.type for v in self.graph.inputs]
         for v, t in zip(self.graph.inputs, types):
             if (not isinstance(t, TensorType) or t.shape is None
-                    or t.dtype != "float32" and not _shape_only(v) and not _per_tensor(t)):
+                    or t.dtype != "float32" and not _shape_only(v) and not _per_tensor(t)
+                    and t.dtype not in DATA_DTYPES):
                 raise EngineBuildError(f"{self.name}: input %{v.name} is {t}; engines take float32 tensors "
-                                       f"(or 8-bit ones quantized per tensor) of known rank")
+                                       f"(or 8-bit ones quantized per tensor, or indices and masks) of known rank")
         self.static = all(all(isinstance(d, int) for d in t.shape) for t in types)
         if self.static:
             plan = self.plan_for(tuple(tuple(t.shape) for t in types))
             self.entry = plan.run
-            # the tactics laid their weights out: the model file's pages of the raw ones are not
-            # read again (unless a tactic falls back to them), so they leave the resident set
-            release_pages(self.store.constants.values())
         else:
             if not self.store.stored:
                 self._check_converts(types)
@@ -103,7 +103,12 @@ class Engine:
                     old = next(iter(self.plans))
                     self.plans.pop(old)
                     self.origin.pop(old, None)
+                # the raw weights are laid out: their file pages go before the warm-up run, which
+                # reads back only those a chosen tactic uses as they are (the peak was both at once)
+                release_pages(self.store.constants.values())
+                release_compiler_code()
                 _warm(plan, shapes, self.name)
+                release_compiler_code()   # the kernels are bound: LLVM's code is not needed to run them
                 self.plans[shapes] = plan
                 self.origin[shapes] = origin
         return plan
@@ -246,7 +251,8 @@ def _warm(plan: Plan, shapes, name: str) -> None:
     first real call to report."""
     import numpy as np
 
-    xs = [np.zeros(s, np.float32) for s in shapes]
+    xs = [np.zeros(s, plan.net.tensors[t].storage if plan.net.tensors[t].dtype in DATA_DTYPES else np.float32)
+          for s, t in zip(shapes, plan.net.inputs)]
     try:
         with np.errstate(all="ignore"):
             plan.run(*xs)

@@ -17,8 +17,10 @@ OPTIONS = {
     "exclude_tactics": "a list of tactic names never chosen",
     "engine_cache": "true/false or a directory: keep plans in an engine cache keyed by segment, signature "
                     "and machine",
-    "precision": "float32: float layers compute in float32 (a quantized segment's layers in int8 whatever this says)",
+    "precision": "float32 (default) or int8: float layers compute in float32, a quantized segment's in int8; "
+                 "int8 with 'calibration' data quantizes a float model first (srcore.quantize)",
 }
+PRECISIONS = ("float32", "int8")
 _BOOLS = ("fusion", "timing", "timing_cache", "mkl")
 
 #: every tactic name the table can offer (conv algorithms, then the other families)
@@ -52,8 +54,8 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
             raise EngineOptionError(f"exclude_tactics: unknown trt_like tactic {name!r}{hint}; "
                                     f"tactics: {', '.join(known)}")
     precision = options.get("precision", "float32")
-    if precision != "float32":
-        raise EngineOptionError(f"trt_like engine option precision={precision!r}: engines compute in float32; "
-                                f"int8 layers are built from quantized models (docs/trt-like.md, 'INT8 engines'), "
-                                f"calibrating a float model inside the engine is not built yet")
+    if precision not in PRECISIONS:
+        raise EngineOptionError(f"trt_like engine option precision={precision!r}: expected one of "
+                                f"{', '.join(PRECISIONS)} (engines compute in float32, quantized segments in int8; "
+                                f"docs/trt-like.md, 'INT8 engines')")
     return options

@@ -85,6 +85,13 @@ class In:
 
 
 @attrs.frozen
+class TList:
+    """A list of tensors built in the graph (``prim::ListConstruct``: ``aten::cat``'s ``tensors``)."""
+
+    items: tuple
+
+
+@attrs.frozen
 class Param:
     """A tensor constant (``prim::Constant[param=...]``)."""
 
@@ -113,6 +120,8 @@ def _const_line(name: str, v) -> str:
         return f'  %{name} : str = prim::Constant[value="{v}"]()'
     if isinstance(v, (list, tuple)) and all(isinstance(i, int) and not isinstance(i, bool) for i in v):
         return f"  %{name} : int[] = prim::Constant[value=[{', '.join(map(str, v))}]]()"
+    if isinstance(v, (list, tuple)) and all(isinstance(i, float) for i in v):
+        return f"  %{name} : float[] = prim::Constant[value=[{', '.join(map(repr, v))}]]()"
     raise TypeError(f"no constant for {v!r}")
 
 
@@ -141,6 +150,10 @@ def graph_text(calls: list[Call], pre: str | None = None, post: str | None = Non
         nonlocal prev
         if a is PREV:
             return prev
+        if isinstance(a, TList):
+            items = [val(x, k, f"{j}_{i}") for i, x in enumerate(a.items)]
+            body.append(f"  %l{k}_{j} : Tensor[] = prim::ListConstruct({', '.join('%' + n for n in items)})")
+            return f"l{k}_{j}"
         if isinstance(a, In):
             name = f"x{len(ins)}"
             ins.append(a.array)
@@ -269,6 +282,8 @@ def _check_bound(g, w, fin, tol, scale, what):
 def _torch(v):
     if isinstance(v, (In, Param)):
         return torch.from_numpy(np.array(v.array))      # a copy: torch must not see the engine's buffers
+    if isinstance(v, TList):
+        return [_torch(x) for x in v.items]
     if isinstance(v, tuple):
         return list(v)
     return v
@@ -788,9 +803,94 @@ def encoder_cases() -> list[Case]:
     return out
 
 
+def _ids(shape, high, seed, dtype=np.int64) -> In:
+    return In(np.random.default_rng(seed).integers(0, high, size=shape).astype(dtype))
+
+
+def _mask(shape, seed) -> In:
+    return In(np.random.default_rng(seed).random(shape) < 0.5)
+
+
+def _input_max(x, *rest):
+    """A blend of input values (bilinear) cancels: its error is relative to the inputs, not the result."""
+    return float(np.max(np.abs(x.array)))
+
+
+def _interp(x, size, scale, mode, align, recompute, antialias):
+    return torch.nn.functional.interpolate(x, size, scale, mode, align, recompute, antialias)
+
+
+def data_cases() -> list[Case]:
+    """cat, resizing, padding, lookups, selections, cumsum and instance norm (tactics/data.py)."""
+    out = []
+    for k, (shapes, dim) in enumerate([([(2, 3), (2, 4)], 1), ([(3, 2), (1, 2), (0, 2)], 0),
+                                       ([(2, 1, 3), (2, 2, 3), (2, 1, 3)], -2)]):
+        out.append(Case(f"cat-{shapes}-{dim}", "aten::cat",
+                        (TList(tuple(tin(s, 10 * k + i) for i, s in enumerate(shapes))), dim)))
+    x = tin((2, 3, 5, 4), 1)
+    out += [Case("upsample_nearest2d-size", "aten::upsample_nearest2d", (x, [7, 9], None, None)),
+            Case("upsample_nearest2d-down", "aten::upsample_nearest2d", (x, [3, 2], None, None)),
+            Case("upsample_nearest2d.vec", "aten::upsample_nearest2d.vec", (x, None, [2.0, 1.5]))]
+    for align in (False, True):
+        out += [Case(f"upsample_bilinear2d-{align}", "aten::upsample_bilinear2d",
+                     (tin((2, 3, 5, 4), 2, special=False), [7, 9], align, None, None), Tol(4, 8), scale=_input_max),
+                Case(f"upsample_bilinear2d.vec-{align}", "aten::upsample_bilinear2d.vec",
+                     (tin((1, 2, 4, 6), 3, special=False), None, align, [2.0, 2.0]), Tol(4, 8), scale=_input_max)]
+    xi = tin((1, 2, 4, 6), 4, special=False)
+    # (the IR picks the overload from the argument types; each row names the one its arguments select)
+    out += [Case("__interpolate-nearest-scale", "aten::__interpolate", (xi, None, 2.0, "nearest", None, None, False),
+                 ref=_interp),
+            Case("__interpolate.size_list-bilinear", "aten::__interpolate.size_list",
+                 (xi, [5, 9], None, "bilinear", True, None, False), Tol(4, 8), scale=_input_max, ref=_interp),
+            Case("__interpolate.scale_list-bilinear", "aten::__interpolate.scale_list",
+                 (xi, None, [2.0, 1.5], "bilinear", False, None, False), Tol(4, 8), scale=_input_max, ref=_interp),
+            Case("__interpolate.size_list_scale_list-nearest", "aten::__interpolate.size_list_scale_list",
+                 (xi, [3, 3], None, "nearest", None, None, False), ref=_interp),
+            Case("__interpolate-bicubic", "aten::__interpolate", (xi, None, 2.0, "bicubic", False, None, False),
+                 Tol(16, 16), engine=False, scale=_input_max, ref=_interp)]
+    out += [Case("constant_pad_nd", "aten::constant_pad_nd", (tin((2, 3, 4), 5), [1, 2, 0, 1], 0.5)),
+            Case("constant_pad_nd-all-dims", "aten::constant_pad_nd", (tin((2, 3), 6), [0, 1, 2, 0], -1.0)),
+            Case("constant_pad_nd-crop", "aten::constant_pad_nd", (tin((2, 3, 4), 5), [-1, 1], 0.0), engine=False),
+            Case("pad-constant", "aten::pad", (tin((2, 3, 4), 7), [1, 1], "constant", 2.0)),
+            Case("pad-reflect", "aten::pad", (tin((2, 3, 4), 7), [1, 1], "reflect", None), engine=False)]
+    out += [Case("embedding", "aten::embedding", (Param(data((10, 4), 8)), _ids((2, 3), 10, 9), -1, False, False)),
+            Case("embedding-int32", "aten::embedding", (Param(data((6, 3), 8)), _ids((5,), 6, 9, np.int32), -1,
+                                                        False, False)),
+            Case("gather", "aten::gather", (tin((3, 5), 10), 1, _ids((3, 2), 5, 11), False)),
+            Case("gather-dim0-smaller", "aten::gather", (tin((4, 5), 10), 0, _ids((2, 3), 4, 12), False)),
+            Case("index_select", "aten::index_select", (tin((4, 5), 13), 0, _ids((3,), 4, 14))),
+            Case("index_select-last", "aten::index_select", (tin((2, 3, 5), 13), -1, _ids((6,), 5, 15))),
+            Case("index_select-float-index", "aten::index_select", (tin((4, 5), 13), 0, tin((3,), 1)),
+                 engine=False, error=True)]
+    m = _mask((3, 4), 16)
+    out += [Case("where.self", "aten::where.self", (m, tin((3, 4), 17), tin((1, 4), 18))),
+            Case("where.ScalarOther", "aten::where.ScalarOther", (m, tin((3, 4), 17), 2.5)),
+            Case("where.ScalarSelf", "aten::where.ScalarSelf", (_mask((2, 1, 4), 3), -1.0, tin((3, 4), 17))),
+            Case("where.Scalar", "aten::where.Scalar", (m, 1.0, 0.0)),
+            Case("masked_fill.Scalar", "aten::masked_fill.Scalar", (tin((3, 4), 19), m, -7.5)),
+            Case("masked_fill.Scalar-broadcast", "aten::masked_fill.Scalar", (tin((3, 4), 19), _mask((4,), 20), 0.0)),
+            Case("masked_fill.Tensor", "aten::masked_fill.Tensor", (tin((3, 4), 19), m, In(np.array(3.0, np.float32))))]
+    for k, (shape, dim) in enumerate([((3, 5), 1), ((4, 3), 0), ((2, 3, 4), -1)]):
+        n = shape[dim]
+        out.append(Case(f"cumsum-{shape}-{dim}", "aten::cumsum", (tin(shape, 21 + k, special=False), dim, None),
+                        Tol(n, n), scale=lambda x, d, _: np.cumsum(np.abs(x.array.astype(np.float64)), axis=d)))
+    for k, (shape, affine) in enumerate([((2, 3, 4, 5), True), ((2, 4, 6), False)]):
+        c, n = shape[1], int(np.prod(shape[2:]))
+        w = Param(data((c,), 30 + k, special=False)) if affine else None
+        b = Param(data((c,), 40 + k, special=False)) if affine else None
+        out.append(Case(f"instance_norm-{shape}-{affine}", "aten::instance_norm",
+                        (tin(shape, 50 + k, special=False), w, b, None, None, True, 0.1, 1e-5, False),
+                        Tol(4 * n + 8, 4 * n + 8), scale=lambda x, w, b, *r: _gn_scale(x, x.array.shape[1], w, b)))
+    rm, rv = Param(data((3,), 60, special=False)), Param(np.abs(data((3,), 61, special=False)) + np.float32(0.5))
+    out.append(Case("instance_norm-running-stats", "aten::instance_norm",
+                    (tin((2, 3, 4), 62, special=False), None, None, rm, rv, False, 0.1, 1e-5, False), Tol(8, 16),
+                    scale=lambda x, *r: 2 * _input_max(x)))
+    return out
+
+
 def all_cases() -> list[Case]:
     return unary_cases() + binary_cases() + dtype_cases() + layout_cases() + reduction_cases() + matrix_cases() \
-        + conv_cases() + bad_input_cases() + encoder_cases()
+        + conv_cases() + bad_input_cases() + encoder_cases() + data_cases()
 
 
 CASES = [c for c in all_cases() if EXHAUSTIVE or not c.exhaustive]

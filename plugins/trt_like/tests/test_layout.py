@@ -95,4 +95,4 @@ def test_supports_reads_the_table_the_converters_follow():
     from srcore_trt_like.builder import converters, support
 
     assert all(callable(getattr(converters, row.converter, None)) for row in support.SUPPORT.values())
-    assert support.lookup("aten::cumsum") is None
+    assert support.lookup("aten::logcumsumexp") is None

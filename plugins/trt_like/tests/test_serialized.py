@@ -208,7 +208,8 @@ def test_a_profile_that_does_not_fit_the_inputs_is_an_error_naming_it(net, profi
     ({"timing": "no"}, r"timing='no': expected true or false"),
     ({"exclude_tactics": ["winograd_f4x4_pakced"]}, r"unknown trt_like tactic 'winograd_f4x4_pakced' \(did you "
                                                     r"mean 'winograd_f4x4_packed'\?\)"),
-    ({"precision": "int8"}, r"precision='int8': engines compute in float32"),
+    ({"precision": "fp16"}, r"precision='fp16': expected one of float32, int8"),
+    ({"precision": "int8"}, r"precision='int8' on a float model needs 'calibration' data"),
     ({"engine_cache": 3}, r"engine_cache=3: expected true/false or a directory path"),
 ])
 def test_an_unknown_engine_option_or_tactic_is_an_error_naming_it(net, options, message):

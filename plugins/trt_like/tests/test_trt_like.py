@@ -91,7 +91,7 @@ def test_supports_table_ops_on_float32_with_constant_arguments():
     pow_c = NodeInfo("aten::pow.Tensor_Scalar", None, (ArgInfo("self", F32), ArgInfo("exponent", FLOAT, True, 2.0)),
                      (F32,))
     pow_v = NodeInfo("aten::pow.Tensor_Scalar", None, (ArgInfo("self", F32), ArgInfo("exponent", FLOAT)), (F32,))
-    cumsum = NodeInfo("aten::cumsum", None, (ArgInfo("self", F32), ArgInfo("dim", INT, True, 0)), (F32,))
+    cumsum = NodeInfo("aten::logcumsumexp", None, (ArgInfo("self", F32), ArgInfo("dim", INT, True, 0)), (F32,))
     assert support.supports(relu) is support.supports(pow_c) is True
     # refusals say which argument, dtype or shape
     assert support.supports(relu64) == "argument 'self' is float64; engines compute in float32, quint8, qint8"
@@ -101,7 +101,7 @@ def test_supports_table_ops_on_float32_with_constant_arguments():
     pow_d = NodeInfo("aten::pow.Tensor_Scalar", None,
                      (ArgInfo("self", F32), ArgInfo("exponent", FLOAT, derived=True)), (F32,))
     assert support.supports(pow_d) is True   # known per input signature: each plan folds it
-    assert support.supports(cumsum) == ("aten::cumsum is not in the engine's op table "
+    assert support.supports(cumsum) == ("aten::logcumsumexp is not in the engine's op table "
                                         "(srcore list-ops --engine trt_like)")
     conv3d = NodeInfo("aten::max_pool2d", None, (ArgInfo("self", TensorType("float32", (3, 8, 8))),) + tuple(
         ArgInfo(n, INT, True, v) for n, v in (("kernel_size", [2]), ("stride", [2]), ("padding", [0]),

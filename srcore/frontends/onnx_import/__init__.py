@@ -9,34 +9,57 @@ imported only when a model is converted; a converted model runs without it.
 from __future__ import annotations
 
 import os
+from typing import Mapping
 
 from ...errors import ConversionError
 from ...model import InputSpec, Model
 
-__all__ = ["from_onnx"]
+__all__ = ["from_onnx", "NeedsConstantInputs"]
 
 
-def from_onnx(model, *, base_dir: str | os.PathLike | None = None) -> Model:
+class NeedsConstantInputs(ConversionError):
+    """A ``ConversionError`` where (some of) the nodes that cannot be converted need the values of
+    graph inputs at conversion (axes, pads, scales, a shape, ...): ``inputs`` names them. Converting
+    again with ``from_onnx(model, constant_inputs={name: array})`` specializes the model on those
+    values (what :class:`~.backend.SrcoreBackend` does on the first run)."""
+
+    def __init__(self, message: str, inputs: tuple[str, ...], model_inputs: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.inputs = tuple(inputs)               # the inputs wanted as constants
+        self.model_inputs = tuple(model_inputs)   # every graph input (not initializer), in order
+
+
+def from_onnx(model, *, base_dir: str | os.PathLike | None = None,
+              constant_inputs: Mapping[str, object] | None = None) -> Model:
     """Convert an ONNX model (a file path, its bytes, or an ``onnx.ModelProto``) to a ``Model``.
 
     Inputs keep their ONNX names, dtypes and shapes (``dim_param`` dims are symbolic);
     initializers become parameters; outputs keep their names. ``base_dir`` is where
     external data files are found for a model given in memory (a file's own
-    directory by default). Everything the converter cannot map is listed in one
-    ``ConversionError``, one line per node with its name and op type.
+    directory by default). ``constant_inputs`` (graph input name -> array) makes those
+    inputs constants of the converted model (it no longer takes them): for inputs that
+    carry what srcore needs at conversion (Unsqueeze's axes, Slice's starts, Pad's pads,
+    Resize's scales, ...). Everything the converter cannot map is listed in one
+    ``ConversionError``, one line per node with its name and op type; a
+    :class:`NeedsConstantInputs` when graph inputs' values would help.
     """
     from .graph import GraphConverter
     from .load import load_model
     from .ops import TABLE
     from .recompose import recompose
 
-    loaded = load_model(model, base_dir)
+    loaded = load_model(model, base_dir, constant_inputs)
     conv = GraphConverter(TABLE, loaded.opset, loaded.source_name, loaded.read_tensor)
-    _, output_names = conv.convert_main(loaded.proto.graph, loaded.large_initializers.values())
+    input_names, output_names = conv.convert_main(loaded.proto.graph, loaded.large_initializers.values())
     if conv.problems:
         lines = "\n".join(f"  - {p}" for p in conv.problems)
-        raise ConversionError(f"cannot convert {loaded.where}: {len(conv.problems)} unsupported "
-                              f"construct(s):\n{lines}")
+        msg = f"cannot convert {loaded.where}: {len(conv.problems)} unsupported construct(s):\n{lines}"
+        if conv.wanted_constants:
+            names = ", ".join(repr(n) for n in conv.wanted_constants)
+            raise NeedsConstantInputs(f"{msg}\n(the values of graph inputs {names} are needed at conversion: "
+                                      f"pass them as from_onnx(..., constant_inputs={{name: array}}))",
+                                      tuple(conv.wanted_constants), tuple(input_names))
+        raise ConversionError(msg)
     graph = conv.graph
     from ...passes.fold_qdq import fold_quantized
     from .ops.quant import dequantize_constants
@@ -50,7 +73,11 @@ def from_onnx(model, *, base_dir: str | os.PathLike | None = None) -> Model:
 
         eliminate_dead_code(graph)
         params = collect_params(graph)
-    specs = tuple(InputSpec(v.name, v.type.dtype, v.type.shape) for v in graph.inputs)
+    from ...ir.types import TensorType
+
+    # tensor inputs get specs; a sequence input (Tensor[]) is described by its IR type
+    specs = tuple(InputSpec(v.name, v.type.dtype, v.type.shape) for v in graph.inputs
+                  if isinstance(v.type, TensorType))
     import onnx
 
     p = loaded.proto

@@ -8,6 +8,14 @@
 Only the CPU device exists. ``prepare`` raises ``srcore.ConversionError`` /
 ``srcore.UnsupportedOpError`` for what srcore cannot run, ``run`` raises
 ``srcore.SrcoreInputError`` for inputs that contradict the model.
+
+A model that needs graph inputs' values at conversion (Unsqueeze's axes, Slice's starts, Pad's
+pads, Resize's scales fed as graph inputs; ``from_onnx`` raises
+:class:`~srcore.frontends.onnx_import.NeedsConstantInputs`) is prepared lazily: each run converts
+and loads it specialized on those inputs' values (``from_onnx(..., constant_inputs=...)``), and
+reuses that for later runs with the same values; other values make another specialization (the
+last :data:`SPECIALIZATIONS` are kept). A conversion that fails even with the values raises its
+``ConversionError`` from ``run``.
 """
 from __future__ import annotations
 
@@ -18,6 +26,9 @@ from onnx.backend.base import Backend, BackendRep, namedtupledict
 
 from ...errors import SrcoreInputError
 
+#: how many specializations (distinct values of the inputs needed at conversion) a rep keeps
+SPECIALIZATIONS = 4
+
 
 class SrcoreRep(BackendRep):
     """A prepared model: one ``StaticModule`` and its runtime."""
@@ -25,7 +36,7 @@ class SrcoreRep(BackendRep):
     def __init__(self, model, static_module):
         self.model = model
         self.sm = static_module
-        self.input_names = [s.name for s in model.input_specs]
+        self.input_names = [v.name for v in model.graph.inputs]   # sequence inputs have no InputSpec
         self.output_names = list(model.output_names)
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple:
@@ -39,10 +50,60 @@ class SrcoreRep(BackendRep):
             args = [inputs]
         else:
             args = list(inputs)
-        args = [np.asarray(a) for a in args]
+        args = [_as_input(a) for a in args]
         out = self.sm(*args)
         outs = out if isinstance(out, tuple) else (out,)
         return namedtupledict("Outputs", _tuple_names(self.output_names))(*outs)
+
+
+class SpecializingRep(BackendRep):
+    """A model converted per value of the inputs it needs at conversion (see the module docstring)."""
+
+    def __init__(self, model, constant_inputs: Sequence[str], input_names: Sequence[str], prepare):
+        self.model = model
+        self.constant_inputs = tuple(constant_inputs)
+        self.input_names = list(input_names)
+        self._prepare = prepare            # {name: array} -> SrcoreRep
+        self._reps: dict[tuple, SrcoreRep] = {}
+
+    def run(self, inputs: Any, **kwargs: Any) -> tuple:
+        if isinstance(inputs, dict):
+            missing = [n for n in self.input_names if n not in inputs]
+            if missing:
+                raise SrcoreInputError(f"missing inputs {missing} (the model takes {self.input_names})")
+            by_name = {n: _as_input(inputs[n]) for n in self.input_names}
+        else:
+            args = [inputs] if isinstance(inputs, np.ndarray) else list(inputs)
+            if len(args) != len(self.input_names):
+                raise SrcoreInputError(f"{len(args)} inputs given, the model takes {len(self.input_names)} "
+                                       f"({self.input_names})")
+            by_name = {n: _as_input(a) for n, a in zip(self.input_names, args)}
+        from . import NeedsConstantInputs
+
+        while True:
+            consts = {n: by_name[n] for n in self.constant_inputs}
+            key = tuple((n, a.dtype.str, a.shape, a.tobytes()) for n, a in consts.items())
+            rep = self._reps.pop(key, None)
+            if rep is not None:
+                break
+            try:
+                rep = self._prepare(consts)
+                break
+            except NeedsConstantInputs as exc:   # with these values, a node wants more (Dropout's ratio
+                more = [n for n in exc.inputs if n not in consts]   # once training_mode is known)
+                if not more:
+                    raise
+                self.constant_inputs += tuple(more)
+                self._reps.clear()
+        self._reps[key] = rep                  # most recently used last
+        while len(self._reps) > SPECIALIZATIONS:
+            self._reps.pop(next(iter(self._reps)))
+        return rep.run({n: a for n, a in by_name.items() if n not in consts})
+
+
+def _as_input(a):
+    """An input as the runtime takes it: an array, or a list of arrays for a sequence input."""
+    return [np.asarray(x) for x in a] if isinstance(a, (list, tuple)) else np.asarray(a)
 
 
 def _tuple_names(names: Sequence[str]) -> list[str]:
@@ -61,14 +122,26 @@ class SrcoreBackend(Backend):
     ``StaticModule`` (keyword arguments ``backends=`` and ``options=`` are passed to it)."""
 
     @classmethod
-    def prepare(cls, model, device: str = "CPU", **kwargs: Any) -> SrcoreRep:
+    def prepare(cls, model, device: str = "CPU", **kwargs: Any) -> SrcoreRep | SpecializingRep:
+        """A rep that runs ``model``: a :class:`SrcoreRep`, or a :class:`SpecializingRep` when the
+        model needs graph inputs' values at conversion."""
         import srcore
+
+        from . import NeedsConstantInputs
 
         if not cls.supports_device(device):
             raise srcore.SrcoreError(f"srcore runs on the CPU, not {device!r}")
-        m = srcore.from_onnx(model, base_dir=kwargs.pop("base_dir", None))
-        sm = srcore.StaticModule(m, options=kwargs.pop("options", None), backends=kwargs.pop("backends", None))
-        return SrcoreRep(m, sm)
+        base_dir, options, backends = kwargs.pop("base_dir", None), kwargs.pop("options", None), \
+            kwargs.pop("backends", None)
+
+        def load(constant_inputs=None) -> SrcoreRep:
+            m = srcore.from_onnx(model, base_dir=base_dir, constant_inputs=constant_inputs)
+            return SrcoreRep(m, srcore.StaticModule(m, options=options, backends=backends))
+
+        try:
+            return load()
+        except NeedsConstantInputs as exc:
+            return SpecializingRep(model, exc.inputs, exc.model_inputs, load)
 
     @classmethod
     def run_model(cls, model, inputs: Any, device: str = "CPU", **kwargs: Any) -> tuple:

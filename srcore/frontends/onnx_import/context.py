@@ -50,6 +50,7 @@ class NodeContext:
         self.source = source
         self._attrs = {a.name: a for a in node.attribute}
         self.read_attrs: set[str] = set()
+        self.unknown_inputs: list[str] = []  # graph inputs whose values this node asked for (see const)
 
     # -- attributes --------------------------------------------------------------------------
     def attr(self, name: str, default: Any = _REQUIRED) -> Any:
@@ -127,7 +128,22 @@ class NodeContext:
         if known is not None and v.ints is not None:
             arr = np.array(known, dtype=v.type.dtype or "int64" if isinstance(v.type, TensorType) else "int64")
             return arr.reshape(()) if v.scalar else arr
+        self.note_unknown(v)
         return None
+
+    def not_constant(self, inputs: Sequence[int], msg: str) -> Unsupported:
+        """The :class:`Unsupported` to raise when the values of ``inputs`` (indices) are needed at
+        conversion and are not known (their graph inputs are noted, see :meth:`note_unknown`)."""
+        for i in inputs:
+            if self.has(i):
+                self.note_unknown(self.vals[i])
+        return Unsupported(msg)
+
+    def note_unknown(self, v: Val) -> None:
+        """Record that this node wanted ``v``'s values at conversion: when ``v`` is a graph input and
+        the node cannot be converted, ``from_onnx`` names it (:class:`~.errors.NeedsConstantInputs`)."""
+        if self.conv.input_vals.get(v.name) is v and v.name not in self.unknown_inputs:
+            self.unknown_inputs.append(v.name)
 
     def ints(self, i: int, what: str) -> list[int]:
         """Input ``i`` as a list of Python ints; :class:`Unsupported` unless known at conversion."""

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir.types import DTYPE_TO_SCALAR_TYPE_CODE
+from ...ir.types import DTYPE_TO_SCALAR_TYPE_CODE, ML_DTYPES
 
 #: ``TensorProto.DataType`` code -> srcore dtype name, for the types srcore's kernels handle
 ONNX_TO_DTYPE: dict[int, str] = {
     1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64", 9: "bool",
-    10: "float16", 11: "float64", 16: "bfloat16",
+    10: "float16", 11: "float64", 16: "bfloat16", 4: "uint16", 12: "uint32", 13: "uint64",
+    17: "float8_e4m3fn", 18: "float8_e4m3fnuz", 19: "float8_e5m2", 20: "float8_e5m2fnuz", 21: "uint4", 22: "int4",
 }
 DTYPE_TO_ONNX = {v: k for k, v in ONNX_TO_DTYPE.items()}
 
@@ -22,7 +23,10 @@ ONNX_TYPE_NAMES: dict[int, str] = {
 }
 
 FLOATS = frozenset({"float16", "bfloat16", "float32", "float64"})
-INTS = frozenset({"uint8", "int8", "int16", "int32", "int64"})
+INTS = frozenset({"uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64"})
+#: ml_dtypes' storage types: Cast/CastLike, Q/DQ and data movement take them, arithmetic does not
+FLOAT8 = frozenset({"float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"})
+INT4 = frozenset({"uint4", "int4"})
 
 
 class UnsupportedDtype(ValueError):
@@ -42,10 +46,10 @@ def dtype_of(elem_type: int) -> str:
 def np_dtype(dtype: str) -> np.dtype:
     """The numpy dtype of a dtype name; bfloat16 is ml_dtypes' (numpy has none; a dependency of
     srcore-cpu, and onnx's own numpy_helper needs it)."""
-    if dtype == "bfloat16":
+    if dtype in ML_DTYPES:
         import ml_dtypes
 
-        return np.dtype(ml_dtypes.bfloat16)
+        return np.dtype(getattr(ml_dtypes, dtype))
     return np.dtype(dtype)
 
 

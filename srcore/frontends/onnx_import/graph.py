@@ -137,6 +137,9 @@ class GraphConverter:
         self.graph = self.builder.graph
         self.params: dict[str, np.ndarray] = {}
         self.problems: list[str] = []
+        self.input_vals: dict[str, Val] = {}          # the main graph's inputs, by ONNX name
+        #: graph inputs whose values a node that could not be converted needed at conversion
+        self.wanted_constants: list[str] = []
         self._schemas: dict[tuple[str, str], Any] = {}
         from ...ops.shapes.interp import Interpreter
         from ...plugin.manager import get_plugin_manager
@@ -163,12 +166,15 @@ class GraphConverter:
                 self.problems.append(f"graph input {vi.name!r}: {exc}")
                 scope.vals[vi.name] = FAILED
                 continue
-            if not isinstance(t, TensorType):
-                self.problems.append(f"graph input {vi.name!r}: a {t} input is not supported (tensors only)")
+            seq = isinstance(t, ListType) and isinstance(t.elem, TensorType)   # a sequence: a Tensor[] input
+            if not isinstance(t, TensorType) and not seq:
+                self.problems.append(f"graph input {vi.name!r}: a {t} input is not supported (tensors and "
+                                     f"sequences of tensors only)")
                 scope.vals[vi.name] = FAILED
                 continue
-            v = self.graph.add_input(t, clean_name(vi.name))
-            scope.vals[vi.name] = Val(vi.name, t, tensor=v, block=self.graph.block)
+            v = self.graph.add_input(ListType(TensorType()) if seq else t, clean_name(vi.name))
+            scope.vals[vi.name] = self.input_vals[vi.name] = Val(vi.name, t, tensor=v, seq=seq,
+                                                                 block=self.graph.block)
             input_names.append(vi.name)
         self.convert_nodes(gp.node, scope)
         outs = self.outputs(gp, scope)
@@ -309,6 +315,7 @@ class GraphConverter:
                     raise Unsupported(f"output {j} ({name!r}) is not supported")
                 bound[name] = self.bind(name, out, out_types[j])
         except (Unsupported, UnsupportedDtype) as exc:
+            self.wanted_constants.extend(n for n in cx.unknown_inputs if n not in self.wanted_constants)
             return fail(str(exc))
         except (IndexError, KeyError, TypeError, ValueError, ArithmeticError) as exc:
             # a converter that trips over an input it did not expect: still this node's problem, named
@@ -457,5 +464,6 @@ class GraphConverter:
         if shape == ():
             return [cx.int_op("aten::Int", t)]
         if shape is None or len(shape) != 1 or not isinstance(shape[0], int):
+            cx.note_unknown(v)
             raise Unsupported(f"{what} ({v.name!r}) must be a constant or a 1-D tensor of known length")
         return [cx.int_op("aten::Int", cx.op("aten::select", t, 0, k)) for k in range(shape[0])]

@@ -48,8 +48,9 @@ class LoadedModel:
         return read_tensor(t, self.base_dir, self.where)
 
 
-def load_model(src, base_dir=None) -> LoadedModel:
-    """``src``: a path, bytes, or an ``onnx.ModelProto``; see the module docstring."""
+def load_model(src, base_dir=None, constant_inputs=None) -> LoadedModel:
+    """``src``: a path, bytes, or an ``onnx.ModelProto``; see the module docstring. ``constant_inputs``:
+    graph input name -> array, made initializers (the model no longer takes them)."""
     onnx = import_onnx()
     if isinstance(src, onnx.ModelProto):
         proto, where, name = src, "<ModelProto>", "<ModelProto>"
@@ -73,6 +74,8 @@ def load_model(src, base_dir=None) -> LoadedModel:
     if not proto.HasField("graph") or not proto.ir_version:
         raise ConversionError(f"{where}: not an ONNX model (no graph or IR version: an empty or truncated file?)")
     original = opset = _default_opset(onnx, proto, where)
+    if constant_inputs:
+        proto = _bind_inputs(onnx, proto, constant_inputs, where)
     proto, big = _strip_large_initializers(onnx, proto)
     if opset < MIN_OPSET:
         proto = _upgrade(onnx, proto, opset, where)
@@ -85,6 +88,33 @@ def load_model(src, base_dir=None) -> LoadedModel:
             raise ConversionError(f"{where}: cannot inline the model's local functions: {exc}") from None
     proto = _infer_shapes(onnx, proto)
     return LoadedModel(proto, name, where, None if base_dir is None else Path(base_dir), opset, original, big)
+
+
+def _bind_inputs(onnx, proto, values, where: str):
+    """``proto`` with the named graph inputs made initializers holding ``values`` (a copy)."""
+    from onnx import numpy_helper
+
+    inputs = {vi.name: vi for vi in proto.graph.input}
+    inits = {t.name for t in proto.graph.initializer}
+    unknown = sorted(n for n in values if n not in inputs or n in inits)
+    if unknown:
+        raise ConversionError(f"{where}: constant_inputs names {unknown}, which are not graph inputs "
+                              f"(the model takes {[n for n in inputs if n not in inits]})")
+    out = onnx.ModelProto()
+    _copy_fields(proto, out, skip="graph")
+    _copy_fields(proto.graph, out.graph, skip="input")
+    out.graph.input.extend(vi for vi in proto.graph.input if vi.name not in values)
+    for name, value in values.items():
+        arr = np.asarray(value)
+        elem = inputs[name].type.tensor_type.elem_type
+        try:
+            want = np_dtype(dtype_of(elem)) if elem else arr.dtype
+        except ValueError as exc:
+            raise ConversionError(f"{where}: constant input {name!r}: {exc}") from None
+        if arr.dtype != want:
+            raise ConversionError(f"{where}: constant input {name!r} is {arr.dtype}, the model declares {want}")
+        out.graph.initializer.append(numpy_helper.from_array(arr, name))
+    return out
 
 
 #: initializers with more elements than this are set aside while onnx checks and infers the model

@@ -12,6 +12,7 @@ from typing import Any, Callable
 import attrs
 
 from ...errors import ShapeError
+from ...ir.names import base_op as base_name  # noqa: F401  (rules import it from here)
 from ...ir.types import (BOOL, FLOAT, INT, NONE, SCALAR_TYPE_CODES, BoolType, FloatType, IntType,
                          ListType, NoneType, NumberType, OptionalType, TensorType, TupleType, Type)
 from . import symbolic as sym
@@ -72,11 +73,6 @@ def rule(*names: str):
 def alias(target: str, *names: str) -> None:
     for n in names:
         RULES[n] = RULES[target]
-
-
-def base_name(qualified: str) -> str:
-    ns, _, rest = qualified.partition("::")
-    return f"{ns}::{rest.split('.', 1)[0]}" if rest else qualified
 
 
 def lookup(qualified: str) -> Rule | None:

@@ -16,6 +16,7 @@ from ...ir.graph import Block, Graph, Node, Value
 from ...ir.types import INT, ListType, OptionalType, TensorType, TupleType, Type
 from .base import A, BOTTOM, Ctx, UNKNOWN, shape_error
 from .quantized import complete_qparams
+from .reuse import NodeFacts, record, snapshot
 
 MAX_LOOP_ITERATIONS = 8
 #: loops with a known trip count up to this run exactly (precise carried shapes)
@@ -29,6 +30,12 @@ class PropagationResult:
     types: dict = attrs.field(factory=dict)        # Value -> Type
     known: dict = attrs.field(factory=dict)        # Value -> known Python value (non-tensors)
     missing_rules: list = attrs.field(factory=list)  # nodes whose op has no rule
+    #: per node, what its rule read and gave (``propagate(..., previous=this)`` reuses it)
+    facts: dict = attrs.field(factory=dict, repr=False)
+    evaluated: int = 0   # nodes whose rule ran
+    reused: int = 0      # nodes whose facts came from ``previous``
+    #: (rules, schemas, strict) the facts were found with: another propagation reuses them only with the same
+    tables: tuple = attrs.field(default=(), repr=False)
 
     def type_of(self, v: Value) -> Type | None:
         return self.types.get(v)
@@ -129,11 +136,14 @@ def _same_a(a: A, b: A) -> bool:
 
 
 class Interpreter:
-    def __init__(self, strict: bool, rules, schemas):
+    def __init__(self, strict: bool, rules, schemas, previous: dict | None = None):
         self.strict = strict
         self.rules, self.schemas = rules, schemas
         self.state: dict[Value, A] = {}
         self.missing: dict[int, Node] = {}
+        self.previous = previous or {}   # Node -> [NodeFacts] of an earlier propagation
+        self.facts: dict[Node, list[NodeFacts]] = {}
+        self.evaluated = self.reused = 0
 
     def get(self, v: Value) -> A:
         a = self.state.get(v)
@@ -178,6 +188,16 @@ class Interpreter:
             return
         fn = entry.fn
         args = [self.get(v) for v in node.inputs]
+        before = self._reusable(node, args)
+        if before is not None:
+            for o, a in zip(node.outputs, before.replay()):
+                self.set(o, a)
+            self._keep(node, before)
+            self.reused += 1
+            return
+        self.evaluated += 1
+        declared = [o.type for o in node.outputs]
+        read = snapshot(args)
         ctx = Ctx(node, args, names, op)
         try:
             outs = fn(ctx)
@@ -208,6 +228,22 @@ class Interpreter:
                     and o.type.qparams is not None and o.type.dtype == a.type.dtype:
                 a = A(a.type.with_qparams(o.type.qparams), a.known, a.elems)  # as declared (e.g. IR text)
             self.set(o, a)
+        if read is not None:
+            facts = record(node, read, args, declared, [self.state[o] for o in node.outputs])
+            if facts is not None:
+                self._keep(node, facts)
+
+    def _reusable(self, node: Node, args: list[A]) -> NodeFacts | None:
+        for f in self.previous.get(node, ()):
+            if f.fits(node, args):
+                return f
+        return None
+
+    def _keep(self, node: Node, facts: NodeFacts) -> None:
+        # one entry per distinct evaluation: a loop body's nodes see other facts on each trip
+        kept = self.facts.setdefault(node, [])
+        if facts not in kept:
+            kept.append(facts)
 
     def _try_block(self, block: Block, inputs: list[A], lenient: bool):
         """Run a block; None if it diverges (always raises), or on a shape error when ``lenient``."""
@@ -315,19 +351,26 @@ def _rule_of(entry) -> str:
 
 
 def propagate(graph: Graph, input_types: list | None = None, *, strict: bool = False, rules=None,
-              schemas=None) -> PropagationResult:
+              schemas=None, previous: PropagationResult | None = None) -> PropagationResult:
     """Set the type of every value in ``graph`` from its input types; return types, known values and
     the nodes without a rule. Raises ``srcore.ShapeError`` on a shape contradiction (naming the node
     and its source) and, when ``strict``, on an op without a rule.
 
     ``rules`` (a :class:`~srcore.ops.shapes.table.ShapeRuleTable`) and ``schemas`` (the
     ``SchemaRegistry`` that resolves nodes without a schema) default to the process-wide
-    plugin registry's: the core's rules and every installed plugin's."""
+    plugin registry's: the core's rules and every installed plugin's.
+
+    ``previous``: an earlier propagation of this graph (before passes edited it), with the same
+    rules, schemas and ``strict``: the rules run again only for nodes that changed or whose inputs'
+    facts did (``srcore.ops.shapes.reuse``); ``evaluated`` and ``reused`` of the result count both."""
     if rules is None or schemas is None:
         default_rules, default_schemas = _default_tables()
         rules = default_rules if rules is None else rules
         schemas = default_schemas if schemas is None else schemas
-    it = Interpreter(strict, rules, schemas)
+    tables = (rules, schemas, strict)
+    same_tables = previous is not None and len(previous.tables) == 3 and all(
+        a is b for a, b in zip(previous.tables, tables))
+    it = Interpreter(strict, rules, schemas, previous.facts if same_tables else None)
     if input_types is None:
         input_types = [v.type for v in graph.inputs]
     n_missing = len(graph.inputs) - len(input_types)
@@ -342,7 +385,8 @@ def propagate(graph: Graph, input_types: list | None = None, *, strict: bool = F
         it.run_block(graph.block, inputs)
     except _Diverged:
         pass  # the graph always raises; the values computed so far keep their types
-    res = PropagationResult(missing_rules=list(it.missing.values()))
+    res = PropagationResult(missing_rules=list(it.missing.values()), facts=it.facts, evaluated=it.evaluated,
+                            reused=it.reused, tables=tables)
     for v, a in it.state.items():
         res.types[v] = a.type
         k = _public_known(a)

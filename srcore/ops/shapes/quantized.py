@@ -14,7 +14,7 @@ from typing import Any
 from ...errors import QuantizationError
 from ...ir.quant import QDTYPES, QParams, add_scalar_qparams, check_qparams, is_quantized, mul_scalar_qparams
 from ...ir.types import FLOAT, INT, ListType, TensorType
-from .base import A, Ctx, UNKNOWN, dtype_code, rule, tt, where
+from .base import A, Ctx, UNKNOWN, base_name, dtype_code, rule, tt, where
 from .conv import _ints, conv_shape
 from .elementwise import broadcast_shapes
 
@@ -307,14 +307,9 @@ FIXED_QPARAMS: dict[str, dict[str, QParams]] = {
 }
 
 
-def _base(op: str) -> str:
-    ns, _, rest = op.partition("::")
-    return f"{ns}::{rest.split('.', 1)[0]}"
-
-
 def complete_qparams(ctx: Ctx, outs: list) -> list:
     """Fill in the parameters of quantized outputs a float op's rule left without (see the tables)."""
-    base = _base(ctx.op)
+    base = base_name(ctx.op)
     fixed = FIXED_QPARAMS.get(base)
     if fixed is None and base not in KEEPS_QPARAMS:
         return outs

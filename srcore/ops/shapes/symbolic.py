@@ -116,7 +116,3 @@ def equal(a: Dim, b: Dim) -> bool | None:
     if canon(a) == canon(b):
         return True
     return None
-
-
-def is_dim(x) -> bool:
-    return x is None or isinstance(x, str) or (isinstance(x, int) and not isinstance(x, bool))

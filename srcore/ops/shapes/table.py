@@ -60,10 +60,6 @@ class ShapeRuleTable:
 
     _rules: dict[str, RuleEntry] = attrs.field(factory=dict, alias="_rules")
 
-    @classmethod
-    def from_mapping(cls, rules: dict[str, Callable[..., Any]], provider: Any = None) -> "ShapeRuleTable":
-        return cls({op: RuleEntry(op, fn, provider) for op, fn in rules.items()})
-
     def add(self, op: str, ref: Any, provider: Any = None) -> RuleEntry | None:
         """Add a rule for ``op``; returns the entry already there instead if ``op`` has one."""
         old = self._rules.get(op)

@@ -16,6 +16,9 @@ ANY = ("*",)
 #: torch does (wrapping arithmetic, the same promotion), so the integer kernels that need nothing
 #: wider take them too
 SMALL_INTS = ("int16", "int8", "uint8")
+#: the wide unsigned types (ONNX has them, torch barely computes on them): numpy's wrapping arithmetic,
+#: comparisons, bit operations and sorting on them are ONNX's; only those kernels list them
+WIDE_UINTS = ("uint16", "uint32", "uint64")
 
 
 def family(module: str):

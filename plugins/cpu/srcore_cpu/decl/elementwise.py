@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from srcore.plugin import Kernel
 
-from . import ALL, FLOATS, INTS, NUMERIC, SMALL_INTS, family
+from . import ALL, FLOATS, INTS, NUMERIC, SMALL_INTS, WIDE_UINTS, family
 
 _bin = family("elementwise")
 _un = family("unary")
@@ -11,8 +11,8 @@ _ter = family("ternary")
 _inp = family("inplace")
 _BM = "binary_matcher"
 _UM = "unary_matcher"
-_BITS = INTS + SMALL_INTS + ("bool",)
-_SHIFT = INTS + SMALL_INTS
+_BITS = INTS + SMALL_INTS + WIDE_UINTS + ("bool",)
+_SHIFT = INTS + SMALL_INTS + WIDE_UINTS
 
 _BINARY = [  # (op, impl, dtypes, matcher)
     ("aten::add.Tensor", "add", ALL, _BM), ("aten::add.Scalar", "add", ALL, _BM),
@@ -109,7 +109,7 @@ def _with_small(op: str, dtypes):
     base = op.split("::", 1)[-1].split(".")[0].rstrip("_")
     if base not in _SMALL_OK or "int64" not in dtypes:
         return dtypes
-    return tuple(dtypes) + tuple(d for d in SMALL_INTS if d not in dtypes)
+    return tuple(dtypes) + tuple(d for d in SMALL_INTS + WIDE_UINTS if d not in dtypes)
 
 
 def _dtypes(op: str, dtypes):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from srcore.plugin import Kernel
 
-from . import ALL, FLOATS, NUMERIC, SMALL_INTS, family
+from . import ALL, FLOATS, NUMERIC, SMALL_INTS, WIDE_UINTS, family
 
 _WIDE = ALL + SMALL_INTS
 
@@ -28,7 +28,7 @@ KERNELS: list[Kernel] = [
     _k("aten::median", "median", NUMERIC), _k("aten::median.dim", "median", NUMERIC),
     _k("aten::logsumexp", "logsumexp", NUMERIC),
     _k("aten::sort", "sort", NUMERIC), _k("aten::sort.stable", "sort", NUMERIC),
-    _k("aten::topk", "topk", NUMERIC),
+    _k("aten::topk", "topk", NUMERIC + WIDE_UINTS),
     # the compiled heap selection (kernels/jit_topk.py) first; its matcher declines short rows,
     # other dtypes and non-constant k / dim / largest, which the numpy kernel above takes
     Kernel("aten::topk", "cpu", "out", ("float32", "float64", "int32", "int64"),

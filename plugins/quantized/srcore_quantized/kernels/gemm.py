@@ -52,6 +52,27 @@ def packed(w) -> PackedWeight:
     return p
 
 
+def packed_int8(w, conv_taps: int = 0):
+    """The weight packed for the AVX2 int8 GEMM (:mod:`.int8_gemm`), made at its first use and kept
+    on the weight object. ``conv_taps`` (the kernel's positions) reorders each row's depth from
+    torch's (channel, tap) to channels-last (tap, channel), the order the convolution gathers in."""
+    from . import int8_gemm
+
+    key = f"_srcore_packed_int8_{conv_taps}"
+    p = getattr(w, key, None)
+    if p is not None:
+        return p
+    rows = ints(w).reshape(w.shape[0], -1)
+    if conv_taps > 1:
+        rows = rows.reshape(w.shape[0], -1, conv_taps).transpose(0, 2, 1).reshape(w.shape[0], -1)
+    p = int8_gemm.pack(rows, weight_params(w)[1])
+    try:
+        setattr(w, key, p)
+    except AttributeError:  # a plain array: packed again on every call
+        pass
+    return p
+
+
 def act_bound(zero_point: int, qdtype: str) -> float:
     """The largest ``|q - zero_point|`` of a ``qdtype`` value."""
     info = QDTYPES[qdtype]

@@ -9,7 +9,8 @@ from ._common import F32, buffer, ints, output_qparams, quant_tensor, require_pe
 from .convert import choose_qparams
 from . import onednn
 from .conv import check_arith
-from .gemm import act_bound, dequantize_acc, int_matmul, packed, requantize
+from . import int8_gemm
+from .gemm import act_bound, dequantize_acc, int_matmul, packed, packed_int8, requantize
 
 
 def _check(x_shape, w, op):
@@ -19,8 +20,23 @@ def _check(x_shape, w, op):
         raise KernelError(f"{op}: input features {x_shape[-1]} do not match the weight {list(w.shape)}")
 
 
+def _rows(xq: np.ndarray, k: int, p8) -> np.ndarray:
+    """The activations as C-contiguous uint8 rows of ``p8.kp`` bytes (zero-padded depth)."""
+    a = xq.reshape(-1, k)
+    if p8.kp != k or not a.flags.c_contiguous:
+        pad = np.zeros((a.shape[0], p8.kp), np.uint8)
+        pad[:, :k] = a
+        a = pad
+    return a
+
+
 def _acc(xq: np.ndarray, x_zp: int, w, qdtype: str) -> np.ndarray:
-    """Exact int32 accumulators (as float32/float64 integers), shape (rows, out features)."""
+    """Exact int32 accumulators (int32, or float32/float64 integers), shape (rows, out features):
+    the AVX2 int8 GEMM where it applies (:mod:`.int8_gemm`), else SGEMM on shifted integers."""
+    k = xq.shape[-1]
+    if int8_gemm.applies(k, qdtype, getattr(w, "qdtype", "")):
+        p8 = packed_int8(w)
+        return int8_gemm.gemm(_rows(xq, k, p8), x_zp, p8)
     p = packed(w)
     a = xq.reshape(-1, xq.shape[-1]).astype(F32)
     a -= F32(x_zp)
@@ -33,9 +49,20 @@ def _qlinear(X, W, B, Y_scale_i, Y_zero_point_i, relu, out, op, arith):
     require_quantized(W, op, "weight")
     _check(X.shape, W, op)
     q = output_qparams(X.qdtype, Y_scale_i, Y_zero_point_i, op)
+    shape = X.shape[:-1] + (W.shape[0],)
+    k = X.shape[-1]
+    if arith == "fbgemm" and int8_gemm.applies(k, X.qdtype, getattr(W, "qdtype", "")):
+        # the int8 GEMM with the requantization fused into its epilogue
+        res = buffer(out, shape, X.qdtype)
+        tgt = res if res.flags.c_contiguous else np.empty(res.shape, res.dtype)
+        int8_gemm.gemm_requantize(_rows(ints(X), k, packed_int8(W)), X.qparams.zero_point, packed_int8(W),
+                                  X.qparams.scale, packed(W).scales, B, q.scale, q.zero_point, relu,
+                                  tgt, channels_first=False)
+        if tgt is not res:
+            res[...] = tgt
+        return wrap(res, X.qdtype, q)
     acc = _acc(ints(X), X.qparams.zero_point, W, X.qdtype)
     w_scales = packed(W).scales
-    shape = X.shape[:-1] + (W.shape[0],)
     res = buffer(out, shape, X.qdtype)
     if arith == "onednn":
         y = onednn.scaled(acc, X.qparams.scale, w_scales, B, "linear")

@@ -6,7 +6,7 @@ from srcore.plugin import EngineBuildError
 from srcore.plugin import TensorType
 
 from . import converters
-from .network import Network
+from .network import DATA_DTYPES, Network
 from .nodes import Converter, NodeView
 from .support import converter_name
 
@@ -17,15 +17,18 @@ def build_network(graph) -> Network:
     conv = Converter(net)
     for v in graph.inputs:
         t = v.type
-        if not isinstance(t, TensorType) or t.dtype != "float32" and not _per_tensor(t) and v.uses:
+        data = isinstance(t, TensorType) and t.dtype in DATA_DTYPES
+        if not isinstance(t, TensorType) or t.dtype != "float32" and not _per_tensor(t) and not data and v.uses:
             # (an unread input gave a shape)
-            raise EngineBuildError(f"engine input %{v.name} is {t}, not a float32 tensor or one quantized per tensor")
-        tid = net.new_tensor(_concrete(t, v), v.name or "", *((t.dtype, t.qparams) if _per_tensor(t) else ()))
+            raise EngineBuildError(f"engine input %{v.name} is {t}, not a float32 tensor, an index or mask "
+                                   "or one quantized per tensor")
+        extra = (t.dtype, t.qparams) if _per_tensor(t) else (t.dtype,) if data else ()
+        tid = net.new_tensor(_concrete(t, v), v.name or "", *extra)
         conv.bind(v, tid)
         net.inputs.append(tid)
     for n in graph.nodes:
-        if n.kind == "prim::Constant":
-            continue
+        if n.kind == "prim::Constant" or n.kind == "prim::ListConstruct":
+            continue   # (a list of tensors: the op reading it takes its elements, ``cat``)
         view = NodeView(n)
         name = converter_name(view.op)
         if name is None:

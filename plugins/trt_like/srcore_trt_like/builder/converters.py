@@ -397,3 +397,158 @@ def encoder_layer(v: NodeView, c: Converter) -> None:
     if not norm_first:
         x = layer_norm_layer(c, x, (E,), k["norm_weight_2"], k["norm_bias_2"], eps, shape, src_)
     c.bind(v.node.outputs[0], x)
+
+
+# -- data movement: concatenation, resizing, padding, lookups, selections --------------------------------
+def _dim(v: NodeView, name: str, rank: int) -> int:
+    d = int(v.const(name))
+    if not -max(rank, 1) <= d < max(rank, 1):
+        raise EngineBuildError(f"{v.where()}: dim {d} is out of range for rank {rank}")
+    return d % max(rank, 1)
+
+
+def cat(v: NodeView, c: Converter) -> None:
+    """``torch.cat``: the list is the segment's copy of its ``prim::ListConstruct``; each piece is
+    copied into its slice of the output (a ``cat`` layer)."""
+    lst = v.value("tensors")
+    if lst.node.kind != "prim::ListConstruct":
+        raise EngineBuildError(f"{v.where()}: argument 'tensors' is not a list built in the segment")
+    out = v.out_shape()
+    dim = _dim(v, "dim", len(out))
+    pieces = [x for x in lst.node.inputs]
+    ids = [c.tensor(x) for x in pieces]
+    sizes = tuple(c.net.shape(t)[dim] for t in ids)
+    c.bind(v.node.outputs[0], c.net.add("cat", ids, out, v.source, dim=dim, sizes=sizes))
+
+
+def resize(v: NodeView, c: Converter) -> None:
+    """Nearest or bilinear resizing of the last two dims (``upsample_*2d``, ``__interpolate``); the
+    index tables are made by the tactics from the shapes and the scales."""
+    op = v.op
+    out = v.out_shape()
+    if op.startswith("aten::__interpolate"):
+        mode = v.const("mode", "nearest")
+        align = bool(v.const("align_corners", None) or False)
+        sf = v.const("scale_factor", None)
+        recompute = v.const("recompute_scale_factor", None)
+        scales = None if sf is None or recompute else (list(sf) if isinstance(sf, (list, tuple)) else [sf])
+    else:
+        mode = "bilinear" if "bilinear" in op else "nearest"
+        align = bool(v.const("align_corners", False)) if mode == "bilinear" else False
+        if op.endswith(".vec"):
+            scales = v.const("scale_factors", None)
+            scales = None if scales is None or v.const("output_size", None) is not None else list(scales)
+        else:
+            scales = [v.const("scales_h", None), v.const("scales_w", None)]
+    if scales is not None and len(scales) == 1:
+        scales = scales * 2
+    scales = (None, None) if scales is None else tuple(None if s is None else float(s) for s in scales)
+    x = c.tensor(v.node.inputs[0])
+    c.bind(v.node.outputs[0], c.net.add("resize", [x], out, v.source, mode=mode, align_corners=align,
+                                        scales=scales))
+
+
+def pad(v: NodeView, c: Converter) -> None:
+    """Constant padding (``constant_pad_nd``, ``F.pad`` in constant mode): ``pad`` pairs from the last dim."""
+    p = [int(i) for i in v.const("pad")]
+    value = v.const("value", None)
+    x = c.tensor(v.node.inputs[0])
+    rank = len(c.net.shape(x))
+    widths = [(0, 0)] * rank
+    for k in range(len(p) // 2):
+        widths[rank - 1 - k] = (p[2 * k], p[2 * k + 1])
+    c.bind(v.node.outputs[0], c.net.add("pad", [x], v.out_shape(), v.source, widths=tuple(widths),
+                                        value=float(0.0 if value is None else value)))
+
+
+def _index_operand(v: NodeView, c: Converter, name: str):
+    """An index or mask argument: ``(tensor id, None)`` for a computed one (an engine input), or
+    ``(None, array)`` for a constant (baked into the layer)."""
+    value = v.value(name)
+    if value.node.kind == "prim::Constant":
+        return None, np.asarray(value.node.attrs.get("value"))
+    return c.tensor(value), None
+
+
+def _lookup(v: NodeView, c: Converter, kind: str, table: int, index_name: str, **attrs) -> None:
+    tid, const = _index_operand(v, c, index_name)
+    inputs = [table] + ([tid] if tid is not None else [])
+    c.bind(v.node.outputs[0], c.net.add(kind, inputs, v.out_shape(), v.source, index=const, **attrs))
+
+
+def embedding(v: NodeView, c: Converter) -> None:
+    w = v.const("weight")
+    if not isinstance(w, np.ndarray) or w.ndim != 2:
+        raise EngineBuildError(f"{v.where()}: an embedding needs a constant 2-D weight")
+    table = c.tensor(v.value("weight"))
+    _lookup(v, c, "index_select", table, "indices", dim=0)
+
+
+def index_select(v: NodeView, c: Converter) -> None:
+    x = c.tensor(v.value("self"))
+    _lookup(v, c, "index_select", x, "index", dim=_dim(v, "dim", len(c.net.shape(x))))
+
+
+def gather(v: NodeView, c: Converter) -> None:
+    x = c.tensor(v.value("self"))
+    _lookup(v, c, "gather", x, "index", dim=_dim(v, "dim", len(c.net.shape(x))))
+
+
+def _select_operand(v: NodeView, c: Converter, name: str, inputs: list[int]):
+    """A float operand of where / masked_fill: ``("in", k)`` or ``("const", x)`` (a scalar), as
+    :func:`operand` makes them."""
+    return operand(v, c, name, inputs)
+
+
+def where(v: NodeView, c: Converter) -> None:
+    ins: list[int] = []
+    a = _select_operand(v, c, "self", ins)
+    b = _select_operand(v, c, "other", ins)
+    cond, const = _index_operand(v, c, "condition")
+    c.bind(v.node.outputs[0], c.net.add("where", ins + ([cond] if cond is not None else []), v.out_shape(),
+                                        v.source, args=(a, b), mask=const))
+
+
+def masked_fill(v: NodeView, c: Converter) -> None:
+    ins: list[int] = []
+    a = _select_operand(v, c, "value", ins)
+    b = _select_operand(v, c, "self", ins)
+    cond, const = _index_operand(v, c, "mask")
+    c.bind(v.node.outputs[0], c.net.add("where", ins + ([cond] if cond is not None else []), v.out_shape(),
+                                        v.source, args=(a, b), mask=const))
+
+
+def cumsum(v: NodeView, c: Converter) -> None:
+    x = c.tensor(v.node.inputs[0])
+    rank = len(c.net.shape(x))
+    if rank == 0:
+        c.bind(v.node.outputs[0], c.net.add("reshape", [x], (), v.source))
+        return
+    c.bind(v.node.outputs[0], c.net.add("cumsum", [x], v.out_shape(), v.source, dim=_dim(v, "dim", rank)))
+
+
+def instance_norm(v: NodeView, c: Converter) -> None:
+    """Instance norm: a group norm with one channel per group (input statistics), or, with running
+    statistics (``use_input_stats=False``), a per-channel affine as pointwise layers."""
+    shape = v.in_shape("input")
+    C = shape[1]
+    w, b = v.const("weight"), v.const("bias")
+    eps = float(v.const("eps", 1e-5))
+    x = c.tensor(v.node.inputs[0])
+    if v.const("use_input_stats"):
+        c.bind(v.node.outputs[0], c.net.add(
+            "group_norm", [x], v.out_shape(), v.source, groups=C, eps=eps,
+            weight=None if w is None else np.asarray(w, np.float32).reshape(C),
+            bias=None if b is None else np.asarray(b, np.float32).reshape(C)))
+        return
+    mean = np.asarray(v.const("running_mean"), np.float32)
+    var = np.asarray(v.const("running_var"), np.float32)
+    scale = np.float32(1.0) / np.sqrt(var + np.float32(eps))
+    bshape = (C,) + (1,) * (len(shape) - 2)
+    a = scale * (np.ones(C, np.float32) if w is None else np.asarray(w, np.float32))
+    k = (np.zeros(C, np.float32) if b is None else np.asarray(b, np.float32)) - mean * a
+    out = v.out_shape()
+    aid, kid = c.net.constant(a.reshape(bshape)), c.net.constant(k.reshape(bshape))
+    y = c.net.add("pointwise", [x, aid], out, v.source, op="mul", args=(("in", 0), ("in", 1)), params={})
+    y = c.net.add("pointwise", [y, kid], out, v.source, op="add", args=(("in", 0), ("in", 1)), params={})
+    c.bind(v.node.outputs[0], y)

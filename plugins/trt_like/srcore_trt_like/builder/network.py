@@ -16,10 +16,15 @@ import numpy as np
 from srcore.plugin import QDTYPES
 
 
+#: the dtypes of index and mask tensors (the indices of a gather or an embedding, the condition of a
+#: where): engine inputs read by the layers that take them, never computed inside an engine
+DATA_DTYPES = ("int64", "int32", "bool")
+
+
 @attrs.define(eq=False)
 class Tensor:
-    """One value inside the engine: C-contiguous, of a concrete shape; float32, or a quantized
-    dtype (``quint8``, ``qint8``: its stored integers, with per-tensor ``qparams``) in the int8
+    """One value inside the engine: C-contiguous, of a concrete shape; float32, an index or mask
+    (:data:`DATA_DTYPES`: engine inputs only), or a quantized dtype (``quint8``, ``qint8``: its stored integers, with per-tensor ``qparams``) in the int8
     layers of a quantized segment."""
 
     id: int
@@ -35,7 +40,11 @@ class Tensor:
     @property
     def storage(self) -> np.dtype:
         """The numpy dtype of the tensor's memory (a quantized tensor's: its integers')."""
-        return np.dtype(np.float32) if self.dtype == "float32" else np.dtype(QDTYPES[self.dtype].storage)
+        if self.dtype == "float32":
+            return np.dtype(np.float32)
+        if self.dtype in DATA_DTYPES:
+            return np.dtype(self.dtype)
+        return np.dtype(QDTYPES[self.dtype].storage)
 
     @property
     def nbytes(self) -> int:

@@ -19,7 +19,7 @@ from srcore.plugin import Lifetime, TensorRequest, lower_bound, make_planner, no
 
 import attrs
 
-from .network import Layer, Network
+from .network import DATA_DTYPES, Layer, Network
 
 F32 = np.dtype(np.float32)
 
@@ -176,6 +176,10 @@ class Plan:
         params = ", ".join(f"x{i}" for i in range(len(net.inputs)))
         lines = [f"def run({params}):", "  try:"]
         for i, t in enumerate(net.inputs):
+            if net.tensors[t].dtype in DATA_DTYPES:   # indices and masks: native C arrays of their dtype
+                g[f"_d{i}"] = net.tensors[t].storage
+                lines.append(f"    if not x{i}.flags.c_contiguous or x{i}.dtype != _d{i}: x{i} = _asc(x{i}, _d{i})")
+                continue
             if net.tensors[t].dtype != "float32":
                 # a quantized input: its integers, once its parameters are the ones baked in
                 g[f"_qin{i}"] = _quantized_input(net.tensors[t])
@@ -231,8 +235,8 @@ class Plan:
 
 def _plain(x, tensor) -> np.ndarray:
     """An engine input as the kernels take it (C-contiguous; a quantized one: its integers)."""
-    if tensor.dtype == "float32":
-        return np.ascontiguousarray(x, np.float32)
+    if tensor.dtype == "float32" or tensor.dtype in DATA_DTYPES:
+        return np.ascontiguousarray(x, tensor.storage)
     return np.ascontiguousarray(np.asarray(x).view(np.ndarray), tensor.storage)
 
 

@@ -38,6 +38,9 @@ class OpSupport:
     notes: str = ""
     #: whether the op also takes 8-bit quantized tensors (an int8 layer; else float32 only)
     int8: bool = False
+    #: arguments that are not float32: ``((name, dtypes), ...)``, e.g. the indices of an embedding
+    #: (engine inputs or constants; an engine never computes them)
+    data_args: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 # -- op-specific checks (None: supported; else the reason) ------------------------------------------
@@ -119,10 +122,79 @@ def _addmm(node: NodeInfo):
     return None if _rank(node, 2) == 2 else f"mat2 of shape {_shape(node, 2)} is not 2-D"
 
 
+def _cat(node: NodeInfo):
+    a = node.arg("tensors")
+    if a.elements is None:
+        return "argument 'tensors' is not a list built in the graph (prim::ListConstruct)"
+    for i, t in enumerate(a.elements):
+        if not isinstance(t, TensorType) or t.dtype != "float32" or t.shape is None:
+            return f"tensors[{i}] is {t}, not a float32 tensor of known rank"
+    ranks = {len(t.shape) for t in a.elements}
+    return None if len(ranks) == 1 else f"tensors of ranks {sorted(ranks)} (torch's legacy empty 1-D case)"
+
+
+_RESIZE_MODES = ("nearest", "bilinear")
+
+
+def _resize(node: NodeInfo):
+    why = _nchw(node)
+    if why:
+        return why
+    if node.op.startswith("aten::__interpolate"):
+        mode = node.const("mode", "nearest")
+        if mode not in _RESIZE_MODES:
+            return f"mode={mode!r} (the engine resizes 'nearest' and 'bilinear')"
+        if node.const("antialias", False):
+            return "antialias=True"
+    if node.output_types[0].shape is None or not all(isinstance(d, int) for d in node.output_types[0].shape[-2:]):
+        return "its output size is known only at run time"
+    return None
+
+
+def _pad(node: NodeInfo):
+    pad = node.const("pad")
+    if not isinstance(pad, (list, tuple)) or len(pad) % 2 or len(pad) // 2 > _rank(node, 0):
+        return f"pad={pad!r} is not pairs for at most every dim"
+    mode = node.const("mode", "constant") if node.op.startswith("aten::pad") else "constant"
+    if mode != "constant":
+        return f"mode={mode!r} (the engine pads with a constant)"
+    if mode == "constant" and any(isinstance(p, int) and p < 0 for p in pad):
+        return f"pad={pad!r} has negative entries (a crop)"
+    return None
+
+
+def _embedding(node: NodeInfo):
+    w = node.args[0]
+    if not w.is_constant or not hasattr(w.value, "ndim") or w.value.ndim != 2:
+        return "argument 'weight' is not a constant 2-D table"
+    return None
+
+
+def _gather(node: NodeInfo):
+    if node.const("sparse_grad", False):
+        return "sparse_grad=True"
+    return None if _rank(node, 0) == _rank(node, 2) else \
+        f"index of shape {_shape(node, 2)} has another rank than self {_shape(node, 0)}"
+
+
+def _index_select(node: NodeInfo):
+    return None if _rank(node, 2) <= 1 else f"index of shape {_shape(node, 2)} is not 0-D or 1-D"
+
+
+def _instance_norm(node: NodeInfo):
+    shape = node.args[0].type.shape
+    if len(shape) < 3 or not isinstance(shape[1], int):
+        return f"input of shape {_shape(node, 0)} has no known channel dim (N, C, ...)"
+    if not node.const("use_input_stats") and (node.const("running_mean") is None or node.const("running_var") is None):
+        return "use_input_stats=False without running statistics"
+    return None
+
+
 # -- the table -------------------------------------------------------------------------------------
 def _rows(converter: str, ops: dict[str, tuple[str, ...]], check: Check | None = None,
-          int8: bool = False) -> list[OpSupport]:
-    return [OpSupport(op, converter, consts, check, _NOTES.get(check, ""), int8) for op, consts in ops.items()]
+          int8: bool = False, data_args: dict[str, tuple[str, ...]] | None = None) -> list[OpSupport]:
+    data = tuple((data_args or {}).items())
+    return [OpSupport(op, converter, consts, check, _NOTES.get(check, ""), int8, data) for op, consts in ops.items()]
 
 
 def _qconv(node: NodeInfo):
@@ -187,7 +259,15 @@ _NOTES = {
     _adaptive_pool: "a 4-D (N, C, H, W) input; quantized: to 1x1",
     _mean: "no dtype argument; quantized: over the innermost dims",
     _group_norm: "(N, C, ...) input, C divisible by num_groups",
+    _cat: "a list of float32 tensors of one rank built in the graph (prim::ListConstruct, copied into the segment)",
+    _resize: "a 4-D (N, C, H, W) input, mode 'nearest' or 'bilinear' (align_corners either), no antialias",
+    _pad: "mode 'constant', non-negative pads",
+    _embedding: "a constant 2-D weight; indices int64 or int32 (engine inputs or constants)",
+    _gather: "index int64 of self's rank",
+    _index_select: "a 0-D or 1-D int64 / int32 index",
+    _instance_norm: "(N, C, ...) input; running statistics when use_input_stats=False",
 }
+_INDEX = ("int64", "int32")
 
 
 _UNARY = ("aten::neg", "aten::abs", "aten::exp", "aten::log", "aten::sqrt", "aten::rsqrt", "aten::reciprocal",
@@ -244,7 +324,30 @@ _TABLE: list[OpSupport] = [
     *_rows("layer_norm", {"aten::layer_norm": ("normalized_shape", "weight", "bias", "eps")}),
     *_rows("group_norm", {"aten::group_norm": ("num_groups", "weight", "bias", "eps", "cudnn_enabled")},
            _group_norm),
+    *_rows("instance_norm", {"aten::instance_norm": ("weight", "bias", "running_mean", "running_var",
+                                                     "use_input_stats", "momentum", "eps", "cudnn_enabled")},
+           _instance_norm),
     *_rows("mean", {"aten::mean.dim": ("dim", "keepdim", "dtype")}, _mean, int8=True),
+    *_rows("cumsum", {"aten::cumsum": ("dim", "dtype")}, _no_dtype),
+    # data movement: concatenation, resizing, padding, lookups and selections
+    *_rows("cat", {"aten::cat": ("dim",)}, _cat),
+    *_rows("resize", {"aten::upsample_nearest2d": ("output_size", "scales_h", "scales_w"),
+                      "aten::upsample_nearest2d.vec": ("output_size", "scale_factors"),
+                      "aten::upsample_bilinear2d": ("output_size", "align_corners", "scales_h", "scales_w"),
+                      "aten::upsample_bilinear2d.vec": ("output_size", "align_corners", "scale_factors"),
+                      **{f"aten::__interpolate{o}": ("size", "scale_factor", "mode", "align_corners",
+                                                     "recompute_scale_factor", "antialias")
+                         for o in ("", ".size_list", ".scale_list", ".size_list_scale_list")}}, _resize),
+    *_rows("pad", {"aten::constant_pad_nd": ("pad", "value"), "aten::pad": ("pad", "mode", "value")}, _pad),
+    *_rows("embedding", {"aten::embedding": ("weight", "padding_idx", "scale_grad_by_freq", "sparse")}, _embedding,
+           data_args={"indices": _INDEX}),
+    *_rows("gather", {"aten::gather": ("dim", "sparse_grad")}, _gather, data_args={"index": ("int64",)}),
+    *_rows("index_select", {"aten::index_select": ("dim",)}, _index_select, data_args={"index": _INDEX}),
+    *_rows("where", {"aten::where.self": (), "aten::where.ScalarOther": ("other",),
+                     "aten::where.ScalarSelf": ("self",), "aten::where.Scalar": ("self", "other")},
+           data_args={"condition": ("bool",)}),
+    *_rows("masked_fill", {"aten::masked_fill.Scalar": ("value",), "aten::masked_fill.Tensor": ()},
+           data_args={"mask": ("bool",)}),
     *_rows("encoder_layer", {"aten::_transformer_encoder_layer_fwd": _ENCODER_ARGS}, _encoder),
     # int8 layers (quantized segments: docs/trt-like.md, "INT8 engines")
     *_rows("quantize", {"aten::quantize_per_tensor": ("scale", "zero_point", "dtype"),
@@ -305,9 +408,17 @@ def _tensors_refused(node: NodeInfo, row: OpSupport) -> str | None:
     if not node.output_types or not isinstance(node.output_types[0], TensorType):
         return f"its result is {node.output_types[0] if node.output_types else 'nothing'}, not a tensor"
     # an int8 row bakes its constant arguments in as numbers (quantize's scale and zero point tensors)
+    data = dict(row.data_args)
+    for a in node.args:
+        if a.name in data and isinstance(a.type, TensorType):
+            if a.type.dtype not in data[a.name]:
+                return f"argument {a.name!r} is {a.type.dtype or 'of unknown dtype'}; {node.op} takes {', '.join(data[a.name])}"
+            if a.type.shape is None:
+                return f"argument {a.name!r} has no known rank"
     named = [(f"argument {a.name!r}", a.type, a.is_constant) for a in node.args
-             if not (row.int8 and a.is_constant and a.name in row.constants
-                     and not (isinstance(a.type, TensorType) and a.type.dtype in INT8_DTYPES))]
+             if a.name not in data
+             and not (row.int8 and a.is_constant and a.name in row.constants
+                      and not (isinstance(a.type, TensorType) and a.type.dtype in INT8_DTYPES))]
     several = len(node.output_types) > 1
     named += [(f"result {i}" if several else "the result", t, False) for i, t in enumerate(node.output_types)]
     for name, t, const in named:

@@ -20,7 +20,7 @@ import attrs
 import numpy as np
 
 from srcore.plugin import EngineBuildError
-from srcore.plugin import progress
+from srcore.plugin import drop_resident_pages, progress
 
 from ..builder.network import Layer, Network
 from ..builder.plan import Step
@@ -106,6 +106,7 @@ def choose_tactics(net: Network, options: dict[str, Any], *, name: str = "engine
                     cache.store(key, chosen_c.name)
         kernel = chosen_c.build()
         steps.append(Step(layer, chosen_c.name, kernel.fn, chosen_c.precision, kernel.layout))
+        _release_raw(layer)
     if cache is not None:
         cache.save()
     if timed:
@@ -114,10 +115,22 @@ def choose_tactics(net: Network, options: dict[str, Any], *, name: str = "engine
     return steps
 
 
+def _release_raw(layer: Layer) -> None:
+    """The layer's raw weights are laid out (or read in place by its kernel): their pages of the model
+    file leave the resident set now rather than after the whole network, so that a build never
+    holds every raw weight and every laid-out one at once (they fault back in if a kernel reads
+    them as they are)."""
+    drop_resident_pages([v for v in layer.attrs.values() if isinstance(v, np.ndarray)])
+
+
 def _random(tensor, rng) -> np.ndarray:
     """Random data for a timed input: normal floats, or a quantized tensor's integers over its range."""
     if tensor.dtype == "float32":
         return rng.standard_normal(tensor.shape).astype(np.float32)
+    if tensor.dtype == "bool":
+        return rng.random(tensor.shape) < 0.5
+    if tensor.dtype in ("int64", "int32"):   # indices: 0 is in range of every dim an index reads
+        return np.zeros(tensor.shape, tensor.storage)
     info = np.iinfo(tensor.storage)
     return rng.integers(info.min, info.max, tensor.shape, endpoint=True, dtype=tensor.storage)
 

@@ -8,7 +8,7 @@ tactics are tested against).
 from __future__ import annotations
 
 from ..builder.network import Layer, Network
-from . import conv, conv_pool, int8, mkl, nn, numpy_layers, pointwise
+from . import conv, conv_pool, data, int8, mkl, nn, numpy_layers, pointwise
 from .records import Candidate, Tactic, simple
 
 TACTICS: tuple[Tactic, ...] = (
@@ -40,6 +40,15 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("permute", "numpy", simple("numpy", numpy_layers.permute)),
     Tactic("strided", "numpy", simple("numpy", numpy_layers.strided)),
     Tactic("mean", "numpy", simple("numpy", numpy_layers.mean)),
+    # data movement (tactics/data.py)
+    Tactic("cat", "numpy", simple("numpy", data.cat)),
+    Tactic("pad", "numpy", simple("numpy", data.pad)),
+    Tactic("resize", "numba", simple("numba", data.resize_compiled)),
+    Tactic("resize", "numpy", simple("numpy", data.resize)),
+    Tactic("index_select", "numpy", simple("numpy", data.index_select)),
+    Tactic("gather", "numpy", simple("numpy", data.gather)),
+    Tactic("where", "numpy", simple("numpy", data.where)),
+    Tactic("cumsum", "numpy", simple("numpy", data.cumsum)),
     # int8 layers (quantized segments)
     Tactic("qconv", "int8_gemm", int8.qconv_candidates, threaded=conv.conv_threaded, precision=int8.INT8),
     Tactic("qgemm", "int8_gemm", int8.qgemm_candidates, precision=int8.INT8),

@@ -39,6 +39,18 @@ def cast(cx: NodeContext, x: Value, dtype: str) -> Value:
     return cx.op("aten::to", x, scalar_type(dtype), *_TO_REST)
 
 
+#: the largest finite value of each float8 type (ml_dtypes' finfo)
+FLOAT8_MAX = {"float8_e4m3fn": 448.0, "float8_e4m3fnuz": 240.0, "float8_e5m2": 57344.0, "float8_e5m2fnuz": 57344.0}
+
+
+def saturate_float8(cx: NodeContext, x: Value, to: str) -> Value:
+    """``x`` (a float tensor) cast to the float8 type ``to`` saturating, as ONNX's Cast and
+    QuantizeLinear do by default: out-of-range values and infinities become the largest finite
+    value of their sign (as onnx's reference implementation does); NaN stays NaN."""
+    m = FLOAT8_MAX[to]
+    return cast(cx, cx.op("aten::clamp", x, -m, m), to)
+
+
 def dim_item(cx: NodeContext, i: int, x: Value, d: int) -> Any:
     """Input ``i``'s dim ``d`` (non-negative) as an int item: static from ONNX inference, else ``aten::size``."""
     shape = cx.shape(i)

@@ -5,10 +5,11 @@ import attrs
 import numpy as np
 
 from ..context import NodeContext, Unsupported
-from ..dtypes import FLOATS, INTS
-from ._util import broadcast_items, cast, int_binop, ints_val, scalar_arg, table
+from ..dtypes import FLOAT8, FLOATS, INT4, INTS
+from ._util import saturate_float8, broadcast_items, cast, int_binop, ints_val, scalar_arg, table
 
 NUMERIC = FLOATS | INTS
+UNSIGNED = frozenset({"uint8", "uint16", "uint32", "uint64"})
 
 
 def unary(kind: str, dtypes=NUMERIC):
@@ -104,8 +105,11 @@ def mod(cx: NodeContext):
 
 def pow_(cx: NodeContext):
     x_dt = cx.require_dtype(0, NUMERIC)
-    cx.require_dtype(1, NUMERIC)
-    y = cx.op("aten::pow", cx.x(0), cx.x(1))
+    y_dt = cx.require_dtype(1, NUMERIC)
+    e = cx.x(1)
+    if y_dt in ("uint16", "uint32", "uint64") and x_dt in FLOATS:   # no kernel mixes them: as numpy
+        e = cast(cx, e, "float64")                                  # promotes (then the base's dtype)
+    y = cx.op("aten::pow", cx.x(0), e)
     return y if cx.dtype(1) == x_dt else cast(cx, y, x_dt)  # ONNX: the base's dtype
 
 
@@ -166,10 +170,6 @@ def hard_sigmoid(cx: NodeContext):
     alpha, beta = float(cx.attr("alpha", 0.2)), float(cx.attr("beta", 0.5))
     y = cx.op("aten::add", cx.op("aten::mul", cx.x(0), alpha), beta, 1)
     return cx.op("aten::clamp", y, 0.0, 1.0)
-
-
-def hard_swish(cx: NodeContext):
-    return cx.op("aten::hardswish", cx.x(0))
 
 
 def softplus(cx: NodeContext):
@@ -301,45 +301,51 @@ def cast_(cx: NodeContext):
     from ..dtypes import dtype_of
 
     to = dtype_of(cx.attr("to"))
-    # saturate (Cast-19+) and round_mode (Cast-24+) apply only to float8/float4 targets, which srcore
-    # does not have (dtype_of above refuses them): read, nothing to do
-    cx.attr("saturate", 1)
-    cx.attr("round_mode", "up")
-    return _cast_to(cx, to)
+    saturate = bool(cx.attr("saturate", 1))
+    cx.attr("round_mode", "up")   # Cast-24+: only for float8e8m0/float4 targets, which srcore lacks
+    return _cast_to(cx, to, saturate)
 
 
 def cast_like(cx: NodeContext):
-    cx.attr("saturate", 1)
+    saturate = bool(cx.attr("saturate", 1))
     cx.attr("round_mode", "up")
     to = cx.dtype(1)
     if to is None:
         raise Unsupported("the dtype of target_type is unknown")
-    return _cast_to(cx, to)
+    return _cast_to(cx, to, saturate)
 
 
-def _cast_to(cx: NodeContext, to: str):
+def _cast_to(cx: NodeContext, to: str, saturate: bool = True):
+    """ONNX Cast: numpy's (ml_dtypes') conversion, after ONNX's rules for the narrow types: to float8
+    with ``saturate``, out-of-range values and infinities become the largest finite value; to int4/uint4,
+    floats truncate toward zero and values out of range wrap around (ml_dtypes' conversion)."""
     v = cx.val(0)
     src = cx.dtype(0)
     if src is None:
         raise Unsupported("the dtype of the input is unknown")
-    if src not in NUMERIC | {"bool"}:
+    if src not in NUMERIC | FLOAT8 | INT4 | {"bool"}:
         raise Unsupported(f"cast from {src}")
     if v.ints is not None and to in ("int64", "int32"):  # a shape value stays one
         return attrs.evolve(v, type=v.type.with_dtype(to), tensor=None)
-    return cast(cx, cx.x(0), to)
+    x = cx.x(0)
+    if to == src:
+        return cast(cx, x, to)
+    if to in FLOAT8 and saturate and src in FLOATS | FLOAT8:
+        return saturate_float8(cx, cast(cx, x, "float32") if src in FLOAT8 else x, to)
+    return cast(cx, x, to)
 
 
 def _unaries() -> dict:
     f = FLOATS
     spec = {
         # name: (aten op, versions, dtypes)
-        "Abs": ("aten::abs", (13,), NUMERIC), "Neg": ("aten::neg", (13,), NUMERIC - {"uint8"}),
+        "Abs": ("aten::abs", (13,), NUMERIC), "Neg": ("aten::neg", (13,), NUMERIC - UNSIGNED),
         "Exp": ("aten::exp", (13,), f), "Log": ("aten::log", (13,), f), "Sqrt": ("aten::sqrt", (13,), f),
         "Reciprocal": ("aten::reciprocal", (13,), f), "Floor": ("aten::floor", (13,), f),
         "Ceil": ("aten::ceil", (13,), f), "Round": ("aten::round", (11, 22), f),
         "Sign": ("aten::sign", (13,), NUMERIC), "Erf": ("aten::erf", (13,), f),
         "Sigmoid": ("aten::sigmoid", (13,), f), "Tanh": ("aten::tanh", (13,), f),
-        "Relu": ("aten::relu", (13, 14), NUMERIC - {"uint8"}),
+        "Relu": ("aten::relu", (13, 14), NUMERIC - UNSIGNED),
         "Sin": ("aten::sin", (7, 22), f), "Cos": ("aten::cos", (7, 22), f), "Tan": ("aten::tan", (7, 22), f),
         "Asin": ("aten::asin", (7, 22), f), "Acos": ("aten::acos", (7, 22), f),
         "Atan": ("aten::atan", (7, 22), f), "Sinh": ("aten::sinh", (9, 22), f),

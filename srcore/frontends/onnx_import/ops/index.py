@@ -6,7 +6,7 @@ import numpy as np
 
 from ..context import NodeContext, Unsupported
 from ..dtypes import FLOATS, INTS, scalar_type
-from ._util import dim_item, ints_val, norm_axis, scalar_arg, table
+from ._util import cast, dim_item, ints_val, norm_axis, scalar_arg, table
 
 INDEX = {"int32", "int64"}
 
@@ -69,18 +69,30 @@ def gather_elements(cx: NodeContext):
 
 
 def gather_nd(cx: NodeContext):
-    if cx.attr("batch_dims", 0) != 0:
-        raise Unsupported("batch_dims != 0")
-    cx.require_dtype(1, {"int64"}, "indices")
+    """``x[b..., idx[b..., m..., 0], ..., idx[b..., m..., k-1]]``: one advanced index per indexed dim
+    (negative indices wrapped), the ``batch_dims`` leading dims indexed by aranges that broadcast
+    along the indices' own leading dims."""
+    b = int(cx.attr("batch_dims", 0))
+    cx.require_dtype(1, {"int64", "int32"}, "indices")
     ishape = cx.shape(1)
     if ishape is None or not isinstance(ishape[-1], int):
         raise Unsupported("the last dim of the indices must be known at conversion")
+    if b < 0 or b >= len(ishape):
+        raise Unsupported(f"batch_dims={b} for indices of rank {len(ishape)}")
     x, idx = cx.x(0), cx.x(1)
+    if cx.dtype(1) != "int64":
+        idx = cast(cx, idx, "int64")
     k = ishape[-1]
+    rank = len(ishape) - 1            # the rank of each index tensor
     parts = []
+    for d in range(b):
+        shape = [1] * rank
+        shape[d] = -1
+        ar = cx.op("aten::arange", dim_item(cx, 0, x, d), scalar_type("int64"), None, None, None)
+        parts.append(cx.op("aten::reshape", ar, shape))
     for j in range(k):
         ij = cx.op("aten::select", idx, -1, j)
-        parts.append(cx.op("aten::remainder", ij, dim_item(cx, 0, x, j)))
+        parts.append(cx.op("aten::remainder", ij, dim_item(cx, 0, x, b + j)))
     return cx.op("aten::index", x, parts)
 
 
@@ -197,7 +209,7 @@ def pad(cx: NodeContext):
         value = scalar_arg(cx, 2, "constant_value") if cx.has(2) else 0
         return cx.op("aten::constant_pad_nd", x, cx.list_value(torch_pads), value)
     if not all(isinstance(p, int) for p in torch_pads):
-        raise Unsupported(f"mode={mode!r} with pads not known at conversion")
+        raise cx.not_constant([1], f"mode={mode!r} with pads not known at conversion")
     if any(p < 0 for p in torch_pads):
         raise Unsupported(f"negative pads with mode={mode!r}")
     if len(torch_pads) // 2 > 3 or r - first > r - 1:

@@ -154,7 +154,10 @@ def conv_transpose(cx: NodeContext):
     kind = f"aten::conv_transpose{n}d"
     if any(p >= max(s, d) for p, s, d in zip(out_pad, strides, dil)):
         raise Unsupported(f"output_padding {out_pad} must be smaller than stride or dilation")
-    y = cx.op(kind, cx.x(0), cx.x(1), bias, strides, sym, out_pad, group, dil)
+    if n == 3:   # torch has aten::conv_transpose3d, srcore declares the general op it lowers to
+        y = cx.op("aten::convolution", cx.x(0), cx.x(1), bias, strides, sym, dil, True, out_pad, group)
+    else:
+        y = cx.op(kind, cx.x(0), cx.x(1), bias, strides, sym, out_pad, group, dil)
     for i, (b, e, s) in enumerate(zip(begin, end, sym)):  # asymmetric pads: crop the rest
         if b > s or e > s:
             dim = 2 + i
@@ -292,11 +295,36 @@ def batch_norm(cx: NodeContext):
     eps = float(cx.attr("epsilon", 1e-5))
     momentum = float(cx.attr("momentum", 0.9))
     if cx.attr("training_mode", 0):
-        raise Unsupported("training_mode=1")
+        return _batch_norm_training(cx, eps, momentum)
     if sum(1 for o in cx.node.output if o) > 1:
         raise Unsupported("running mean/var outputs (training mode)")
     return cx.op("aten::batch_norm", cx.x(0), cx.x(1), cx.x(2), cx.x(3), cx.x(4), False, 1.0 - momentum, eps,
                  False)
+
+
+def _batch_norm_training(cx: NodeContext, eps: float, momentum: float):
+    """BatchNormalization-14/15 with ``training_mode=1``: normalized by the batch's own mean and
+    (biased) variance over every dim but the channels; the running mean/var outputs are
+    ``running * momentum + batch * (1 - momentum)``."""
+    if cx.version < 14:
+        raise Unsupported("training_mode before BatchNormalization-14 (saved mean/var outputs)")
+    r = cx.rank(0)
+    if r is None or r < 2:
+        raise Unsupported("training mode needs the input's rank (at least 2)")
+    x = cx.x(0)
+    dims = [0] + list(range(2, r))
+    mean = cx.op("aten::mean", x, dims, False, None)
+    var = cx.op("aten::var", x, dims, False, False)
+    y = cx.op("aten::batch_norm", x, cx.x(1), cx.x(2), mean, var, False, 0.0, eps, False)
+
+    def running(i, batch):
+        return cx.op("aten::add", cx.op("aten::mul", cx.x(i), momentum), cx.op("aten::mul", batch, 1.0 - momentum), 1)
+
+    outs = [y]
+    for j, (i, batch) in enumerate(((3, mean), (4, var)), start=1):
+        wanted = j < len(cx.node.output) and cx.node.output[j]
+        outs.append(running(i, batch) if wanted else None)
+    return tuple(outs)
 
 
 def instance_norm(cx: NodeContext):
@@ -368,8 +396,15 @@ def dropout(cx: NodeContext):
     cx.attr("seed", None)  # randomness only matters in training mode
     if cx.has(2):
         mode = cx.const(2)
-        if mode is None or bool(mode.reshape(-1)[0]):
-            raise Unsupported("training_mode must be a constant False")
+        if mode is None:
+            raise Unsupported("training_mode must be a constant")
+        if bool(mode.reshape(-1)[0]):
+            ratio = cx.const(1) if cx.has(1) else np.array(0.5)
+            if ratio is None:
+                raise Unsupported("ratio must be a constant in training mode")
+            if float(ratio.reshape(-1)[0]) != 0.0:
+                raise Unsupported("training_mode=True with a ratio > 0 drops random elements (srcore runs "
+                                  "inference; only ratio 0, which keeps every element, is supported)")
     x = cx.x(0)
     y = cx.op("aten::clone", x, None)
     if len(cx.node.output) > 1 and cx.node.output[1]:

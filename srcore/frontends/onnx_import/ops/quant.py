@@ -16,8 +16,10 @@ turns ``DQ -> Conv/Gemm(DQ(W)) [-> Relu] -> Q`` and ``DQ + DQ -> Q`` into ``quan
 
 srcore quantizes as fbgemm does (``x * (1 / scale)``, then round half to even); ONNX divides. The
 two differ only for a value within float32 rounding of a tie: by one quantization step.
-Blocked quantization (``block_size``) repeats each parameter over its block (float arithmetic);
-the float8/int4/uint16 types are not supported.
+Blocked quantization (``block_size``) repeats each parameter over its block (float arithmetic).
+uint16, int4 and uint4 are the same float arithmetic; float8 targets are ``x / scale + zero_point``
+cast to the float8 type (saturating unless ``saturate=0``), and float8 data dequantizes as
+``(x - zero_point) * scale`` in float32.
 """
 from __future__ import annotations
 
@@ -27,13 +29,16 @@ from ....ir.quant import QDTYPES, QParams
 from ....ir.types import TensorType
 from ..context import NodeContext, Unsupported, declared_ops
 from ..dtypes import scalar_type
-from ._util import cast, dim_item, norm_axis, table
+from ._util import FLOAT8_MAX, cast, dim_item, norm_axis, saturate_float8, table
 
 #: storage dtype -> srcore's quantized dtype
 _QDTYPE = {"uint8": "quint8", "int8": "qint8", "int32": "qint32"}
 #: the integer types ONNX QDQ carries that srcore computes (in float32 arithmetic when not 8-bit)
-_RANGES = {"uint8": (0, 255), "int8": (-128, 127), "int16": (-(2 ** 15), 2 ** 15 - 1), "int32": (-(2 ** 31), 2 ** 31 - 1)}
-_ONNX_INT = {2: "uint8", 3: "int8", 5: "int16", 6: "int32"}
+_RANGES = {"uint8": (0, 255), "int8": (-128, 127), "int16": (-(2 ** 15), 2 ** 15 - 1), "int32": (-(2 ** 31), 2 ** 31 - 1),
+           "uint16": (0, 2 ** 16 - 1), "int4": (-8, 7), "uint4": (0, 15)}
+_FLOAT8 = frozenset(FLOAT8_MAX)
+_ONNX_INT = {2: "uint8", 3: "int8", 5: "int16", 6: "int32", 4: "uint16", 22: "int4", 21: "uint4",
+             17: "float8_e4m3fn", 18: "float8_e4m3fnuz", 19: "float8_e5m2", 20: "float8_e5m2fnuz"}
 
 
 def _common_attrs(cx: NodeContext) -> tuple[int, int]:
@@ -83,7 +88,7 @@ def _broadcast(cx: NodeContext, v, axis: int, rank: int, i: int, block: int = 0)
 
 def quantize_linear(cx: NodeContext):
     axis, block = _common_attrs(cx)
-    cx.attr("saturate", 1)   # applies to float8 outputs only
+    saturate = bool(cx.attr("saturate", 1))   # applies to float8 outputs only
     out_code = int(cx.attr("output_dtype", 0))
     precision = int(cx.attr("precision", 0))
     from ..dtypes import dtype_of
@@ -93,11 +98,11 @@ def quantize_linear(cx: NodeContext):
     if ddt not in ("float32", "float16", "bfloat16", "float64"):
         raise Unsupported(f"dividing in {ddt}")
     zdt = cx.dtype(2) if cx.has(2) else _ONNX_INT.get(out_code, "uint8" if not out_code else None)
-    if zdt not in _RANGES or (out_code and _ONNX_INT.get(out_code) != zdt):
+    if (zdt not in _RANGES and zdt not in _FLOAT8) or (out_code and _ONNX_INT.get(out_code) != zdt):
         from ..dtypes import ONNX_TYPE_NAMES
 
         raise Unsupported(f"quantizing to {zdt or ONNX_TYPE_NAMES.get(out_code, out_code)} (srcore has uint8, "
-                          f"int8, int16, int32)")
+                          f"int8, uint16, int16, int32, int4, uint4 and the float8 types)")
     cx.require_dtype(0, {"float32", "float16", "float64"}, "x")
     params = _const_params(cx)
     if params is not None and zdt in ("uint8", "int8") and cx.dtype(0) == "float32" and ddt == "float32" \
@@ -110,6 +115,11 @@ def quantize_linear(cx: NodeContext):
     axis = 0 if _per_tensor(cx, 1) and not block else norm_axis(axis, rank)   # ONNX ignores axis per tensor
     x = cast(cx, cx.x(0), ddt)
     s = _broadcast(cx, cast(cx, cx.x(1), ddt), axis, rank, 1, block)
+    if zdt in _FLOAT8:   # no rounding to an integer: the float8 cast rounds
+        y = cast(cx, cx.op("aten::div", x, s), "float32")
+        if cx.has(2):
+            y = cx.op("aten::add", y, _broadcast(cx, cast(cx, cx.x(2), "float32"), axis, rank, 2, block))
+        return saturate_float8(cx, y, zdt) if saturate else cast(cx, y, zdt)
     y = cast(cx, cx.op("aten::round", cx.op("aten::div", x, s)), "float32")   # an integer: exact in float32
     if cx.has(2):
         y = cx.op("aten::add", y, _broadcast(cx, cast(cx, cx.x(2), "float32"), axis, rank, 2, block))
@@ -129,7 +139,7 @@ def _quantized_source(x, scale: float, zp: int):
 def dequantize_linear(cx: NodeContext):
     axis, block = _common_attrs(cx)
     out_code = int(cx.attr("output_dtype", 0))
-    xdt = cx.require_dtype(0, set(_RANGES), "x")
+    xdt = cx.require_dtype(0, set(_RANGES) | _FLOAT8, "x")
     sdt = cx.require_dtype(1, {"float32", "float16", "float64"}, "x_scale")
     if out_code not in (0, 1, 10, 11):
         raise Unsupported(f"output_dtype={out_code}")
@@ -139,7 +149,8 @@ def dequantize_linear(cx: NodeContext):
         else None
     if folded is not None:
         return folded
-    wide = "int64" if xdt == "int32" else "int32"   # x - zero_point without wrapping around
+    # x - zero_point without wrapping around (float8: exact in float32)
+    wide = "int64" if xdt == "int32" else "float32" if xdt in _FLOAT8 else "int32"
     d = cast(cx, cx.x(0), wide)
     if cx.has(2):
         d = cx.op("aten::sub", d, _broadcast(cx, cast(cx, cx.x(2), wide), axis, rank, 2, block))

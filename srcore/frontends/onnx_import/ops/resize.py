@@ -9,8 +9,9 @@ ONNX's function, whatever the mode. ``nearest`` (one-hot columns) is ``aten::ind
 the chosen indices; ``linear``/``cubic`` a ``matmul`` with ``M`` along the axis.
 
 This needs the input's resized dims and ``scales``/``sizes``/``roi`` known at conversion (static
-image sizes: what detection and segmentation models have); ``keep_aspect_ratio_policy`` other than
-``stretch`` is not supported.
+image sizes: what detection and segmentation models have). ``keep_aspect_ratio_policy`` other than
+``stretch`` (one scale for all the resized axes) is supported for ``nearest`` resizing of a static
+input: a gather map computed by the reference on the element indices.
 """
 from __future__ import annotations
 
@@ -94,6 +95,9 @@ def resize(cx: NodeContext):
         raise Unsupported(f"{mode} resizing of {dt} data")
     r = cx.rank(0)
     shape = cx.shape(0)
+    policy = cx.attr("keep_aspect_ratio_policy", "stretch") if cx.version >= 18 else "stretch"
+    if policy != "stretch" and cx.has(3) and cx.const(3) is not None and cx.const(3).size:
+        return _nearest_by_probe(cx, mode, ctm, shape)
     y = cx.x(0)
     for a, scale, size, lo, hi in _per_axis(cx, r):
         n_in = shape[a]
@@ -107,6 +111,48 @@ def resize(cx: NodeContext):
         m, c = _axis_map(cx, n_in, scale, size, lo, hi)
         y = _apply(cx, y, a, r, m, c, dt, mode)
     return y
+
+
+#: the largest input (elements) whose nearest-resize gather map is computed at conversion
+PROBE_LIMIT = 1 << 22
+
+
+def _nearest_by_probe(cx: NodeContext, mode: str, ctm: str, shape):
+    """``keep_aspect_ratio_policy`` not_larger/not_smaller (one scale for every resized axis, sizes
+    rounded from it): for ``nearest`` resizing of a fully static input, onnx's reference Resize run
+    at conversion on the element indices gives, per output element, the input element it copies;
+    the graph gathers those (a flat ``index_select``)."""
+    from onnx import helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    if mode != "nearest" or ctm == "tf_crop_and_resize":
+        raise Unsupported(f"keep_aspect_ratio_policy with mode={mode!r}, coordinate_transformation_mode={ctm!r}"
+                          " (srcore has it for nearest resizing)")
+    if shape is None or any(not isinstance(d, int) for d in shape):
+        raise Unsupported("keep_aspect_ratio_policy needs the input's shape known at conversion")
+    n = int(np.prod(shape, dtype=np.int64))
+    if n == 0 or n > PROBE_LIMIT:
+        raise Unsupported(f"keep_aspect_ratio_policy on an input of {n} elements")
+    attrs = {k: cx.attr(k, d) for k, d in _ATTRS.items() if cx.has_attr(k)}
+    for k in ("keep_aspect_ratio_policy", "axes"):
+        if cx.has_attr(k):
+            attrs[k] = cx.attr(k)
+    inits = [numpy_helper.from_array(np.asarray(cx.const(3), np.int64), "sizes")]
+    names = ["x", "", "", "sizes"]
+    if cx.has(1) and cx.const(1) is not None and cx.const(1).size:
+        inits.append(numpy_helper.from_array(np.asarray(cx.const(1), np.float32), "roi"))
+        names[1] = "roi"
+    node = helper.make_node("Resize", names, ["y"], **attrs)
+    g = helper.make_graph([node], "r", [helper.make_tensor_value_info("x", 11, list(shape))],
+                          [helper.make_tensor_value_info("y", 11, None)], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19 if cx.version >= 19 else 18)])
+    probe = np.arange(n, dtype=np.float64).reshape(shape)
+    src = np.asarray(ReferenceEvaluator(model).run(None, {"x": probe})[0])
+    if not np.array_equal(src, np.floor(src)) or src.min(initial=0) < 0 or src.max(initial=0) >= n:
+        raise Unsupported("the nearest resize does not copy input elements")
+    flat = cx.op("aten::reshape", cx.x(0), [-1])
+    out = cx.op("aten::index_select", flat, 0, _const(cx, src.astype(np.int64).reshape(-1), "resize_index"))
+    return cx.op("aten::reshape", out, [int(d) for d in src.shape])
 
 
 def _apply(cx: NodeContext, y, a: int, r: int, m: np.ndarray, c: np.ndarray, dt: str, mode: str):

@@ -213,7 +213,7 @@ def slice_(cx: NodeContext):
         raise Unsupported("starts, ends, axes and steps of different lengths")
     if not all(isinstance(a, int) for a in axes):
         if any(s < 0 for s in steps):
-            raise Unsupported("negative steps with axes not known at conversion")
+            raise cx.not_constant([3], "negative steps with axes not known at conversion")
     else:
         axes = [norm_axis(a, r) for a in axes]
     if 0 in steps:
@@ -229,7 +229,7 @@ def slice_(cx: NodeContext):
             continue
         dim = shape[axis] if shape is not None else None
         if not isinstance(dim, int) or not isinstance(start, int) or not isinstance(end, int):
-            raise Unsupported("a negative step needs the dim, start and end known at conversion")
+            raise cx.not_constant([1, 2], "a negative step needs the dim, start and end known at conversion")
         idx = range(*slice(start, end, step).indices(dim))
         if len(idx) == 0:
             y = cx.op("aten::slice", y, axis, 0, 0, 1)

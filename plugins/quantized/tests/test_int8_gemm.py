@@ -1,0 +1,159 @@
+"""The AVX2 int8 GEMM (``vpmaddubsw``/``vpmaddwd``, kernels/int8_gemm.py): exact int32 sums
+against int64 numpy, the int16-saturation split included; quantized linear and conv on it bit for
+bit with the float32-SGEMM path (itself bit for bit with torch, test_kernels.py / test_fast_int8.py)
+and with ``torch.ops.quantized``."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from srcore.cpu_features import cpu_features
+from srcore.plugin import QParams, QuantizedArray
+from srcore_quantized.kernels import conv as qconv
+from srcore_quantized.kernels import int8_gemm
+from srcore_quantized.kernels import linear as qlinear
+
+pytestmark = [pytest.mark.one_pass,
+              pytest.mark.skipif("AVX2" not in cpu_features(), reason="the int8 GEMM needs AVX2 (a feature test)")]
+SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def _ref(a, x_zp, w, zw):
+    return (a.astype(np.int64) - x_zp) @ (w.astype(np.int64) - np.asarray(zw, np.int64)[:, None]).T
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**31), m=st.integers(1, 23), k=st.integers(1, 300), n=st.integers(1, 40),
+       amax=st.sampled_from([1, 127, 128, 129, 255]), x_zp=st.integers(0, 255), wzp=st.booleans(),
+       outliers=st.integers(0, 3))
+@example(seed=0, m=9, k=260, n=33, amax=255, x_zp=255, wzp=False, outliers=0)   # every pair at the int16 limit
+@example(seed=1, m=40, k=100, n=20, amax=127, x_zp=3, wzp=False, outliers=2)    # a few rows above the limit
+def test_int8_gemm_is_exact(seed, m, k, n, amax, x_zp, wzp, outliers):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, amax + 1, (m, k)).astype(np.uint8)
+    a[rng.integers(0, m, outliers), rng.integers(0, k, outliers)] = 255   # as after percentile clipping
+    w = rng.integers(-128, 128, (n, k)).astype(np.int8)
+    if seed % 3 == 0:   # worst case: every product at its largest
+        a[:] = amax
+        w[:] = -128
+    zw = rng.integers(-128, 128, n) if wzp else np.zeros(n, np.int64)
+    p = int8_gemm.pack(w, zw)
+    ap = np.zeros((m, p.kp), np.uint8)
+    ap[:, :k] = a
+    got = int8_gemm.gemm(ap, x_zp, p)
+    assert got.dtype == np.int32 and np.array_equal(got, _ref(a, x_zp, w, zw))
+
+
+@pytest.fixture
+def both_paths(monkeypatch):
+    """Run a kernel once on the int8 GEMM and once on the float32-SGEMM path."""
+    def run(fn):
+        monkeypatch.setattr(int8_gemm, "faster_than_sgemm", lambda: True)
+        fast = fn()
+        monkeypatch.setattr(int8_gemm, "faster_than_sgemm", lambda: False)
+        slow = fn()
+        return fast, slow
+    return run
+
+
+def _qa(rng, shape, zp, hi=256):
+    return QuantizedArray(rng.integers(0, hi, shape).astype(np.uint8), "quint8", QParams(0.02, zp))
+
+
+def _qw(rng, shape, zp=False):
+    w = rng.integers(-128 if zp else -127, 128, shape).astype(np.int8)
+    scales = tuple(float(s) for s in rng.uniform(0.001, 0.01, shape[0]))
+    zps = tuple(int(z) for z in rng.integers(-4, 5, shape[0])) if zp else (0,) * shape[0]
+    return QuantizedArray(w, "qint8", QParams(scales, zps, axis=0))
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**31), c=st.integers(1, 19), cout=st.integers(1, 20), k=st.sampled_from([1, 2, 3]),
+       stride=st.sampled_from([1, 2]), pad=st.integers(0, 2), dil=st.sampled_from([1, 2]), zp=st.integers(0, 255),
+       hi=st.sampled_from([128, 256]), relu=st.booleans())
+def test_qconv_on_the_int8_gemm_matches_the_sgemm_path(both_paths, seed, c, cout, k, stride, pad, dil, zp, hi, relu):
+    rng = np.random.default_rng(seed)
+    x = _qa(rng, (2, c, 9, 8), zp, hi)
+    w = _qw(rng, (cout, c, k, k))
+    bias = rng.normal(0, 0.1, cout).astype(np.float32)
+    op = qconv.qconv_relu_out if relu else qconv.qconv_out
+    fast, slow = both_paths(lambda: np.asarray(op(x, w, bias, stride, pad, dil, 1, 0.05, 10)).copy())
+    assert np.array_equal(fast, slow)
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**31), rows=st.integers(1, 9), k=st.integers(1, 200), n=st.integers(1, 40),
+       zp=st.integers(0, 255), hi=st.sampled_from([128, 256]), wzp=st.booleans())
+def test_qlinear_on_the_int8_gemm_matches_the_sgemm_path(both_paths, seed, rows, k, n, zp, hi, wzp):
+    rng = np.random.default_rng(seed)
+    x = _qa(rng, (rows, k), zp, hi)
+    w = _qw(rng, (n, k), wzp)
+    bias = rng.normal(0, 0.1, n).astype(np.float32)
+    fast, slow = both_paths(lambda: np.asarray(qlinear.qlinear_out(x, w, bias, 0.07, 3)).copy())
+    assert np.array_equal(fast, slow)
+
+
+def test_qconv_and_qlinear_on_the_int8_gemm_match_torch(monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(int8_gemm, "faster_than_sgemm", lambda: True)
+    torch.backends.quantized.engine = "fbgemm"
+    rng = np.random.default_rng(5)
+    xf = torch.from_numpy(rng.uniform(-0.6, 0.67, (2, 13, 10, 10)).astype(np.float32))
+    tx = torch.quantize_per_tensor(xf, 0.01, 60, torch.quint8)     # in [0, 127]: fbgemm does not saturate
+    assert int(tx.int_repr().max()) <= 127
+    wf = torch.from_numpy(rng.normal(0, 0.1, (24, 13, 3, 3)).astype(np.float32))
+    tw = torch.quantize_per_channel(wf, torch.full((24,), 0.002, dtype=torch.double), torch.zeros(24, dtype=torch.long),
+                                    0, torch.qint8)
+    b = torch.from_numpy(rng.normal(0, 0.1, 24).astype(np.float32))
+    packed = torch.ops.quantized.conv2d_prepack(tw, b, [1, 1], [1, 1], [1, 1], 1)
+    ref = torch.ops.quantized.conv2d(tx, packed, 0.08, 5).int_repr().numpy()
+    x = QuantizedArray(tx.int_repr().numpy(), "quint8", QParams(0.01, 60))
+    w = QuantizedArray(tw.int_repr().numpy(), "qint8", QParams((0.002,) * 24, (0,) * 24, axis=0))
+    assert np.array_equal(np.asarray(qconv.qconv_out(x, w, b.numpy(), 1, 1, 1, 1, 0.08, 5)), ref)
+    lin_w = torch.quantize_per_channel(wf.reshape(24, -1)[:, :100].contiguous(),
+                                       torch.full((24,), 0.002, dtype=torch.double), torch.zeros(24, dtype=torch.long),
+                                       0, torch.qint8)
+    lx = torch.quantize_per_tensor(xf.reshape(-1)[:700].reshape(7, 100), 0.01, 60, torch.quint8)
+    ref = torch.ops.quantized.linear(lx, torch.ops.quantized.linear_prepack(lin_w, b), 0.08, 5).int_repr().numpy()
+    got = qlinear.qlinear_out(QuantizedArray(lx.int_repr().numpy(), "quint8", QParams(0.01, 60)),
+                              QuantizedArray(lin_w.int_repr().numpy(), "qint8",
+                                             QParams((0.002,) * 24, (0,) * 24, axis=0)), b.numpy(), 0.08, 5)
+    assert np.array_equal(np.asarray(got), ref)
+
+
+def test_qconv1d_on_the_int8_gemm_matches_torch(monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(int8_gemm, "faster_than_sgemm", lambda: True)
+    torch.backends.quantized.engine = "fbgemm"
+    rng = np.random.default_rng(8)
+    tx = torch.quantize_per_tensor(torch.from_numpy(rng.uniform(-0.2, 0.3, (2, 6, 21)).astype(np.float32)),
+                                   0.004, 50, torch.quint8)
+    assert int(tx.int_repr().max()) <= 127
+    tw = torch.quantize_per_channel(torch.from_numpy(rng.normal(0, 0.1, (8, 6, 3)).astype(np.float32)),
+                                    torch.full((8,), 0.003, dtype=torch.double), torch.zeros(8, dtype=torch.long), 0,
+                                    torch.qint8)
+    b = torch.from_numpy(rng.normal(0, 0.1, 8).astype(np.float32))
+    packed = torch.ops.quantized.conv1d_prepack(tw, b, [2], [1], [2], 1)
+    ref = torch.ops.quantized.conv1d_relu(tx, packed, 0.05, 7).int_repr().numpy()
+    x = QuantizedArray(tx.int_repr().numpy(), "quint8", QParams(0.004, 50))
+    w = QuantizedArray(tw.int_repr().numpy(), "qint8", QParams((0.003,) * 8, (0,) * 8, axis=0))
+    assert np.array_equal(np.asarray(qconv.qconv_relu_out(x, w, b.numpy(), 2, 1, 2, 1, 0.05, 7)), ref)
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**31), c=st.integers(1, 12), k=st.sampled_from([1, 3, 5]), stride=st.sampled_from([1, 2]),
+       pad=st.integers(0, 2), dil=st.sampled_from([1, 2]), zp=st.integers(0, 255), wzp=st.booleans(),
+       relu=st.booleans())
+def test_depthwise_in_numba_matches_the_float_path(monkeypatch, seed, c, k, stride, pad, dil, zp, wzp, relu):
+    rng = np.random.default_rng(seed)
+    x = _qa(rng, (2, c, 11, 9), zp)
+    w = _qw(rng, (c, 1, k, k), wzp)
+    bias = rng.normal(0, 0.1, c).astype(np.float32)
+    op = qconv.qconv_relu_out if relu else qconv.qconv_out
+
+    def run(enabled):
+        monkeypatch.setattr(int8_gemm, "numba_enabled", lambda: enabled)
+        return np.asarray(op(x, w, bias, stride, pad, dil, c, 0.05, 10)).copy()
+    assert np.array_equal(run(True), run(False))

@@ -1,0 +1,43 @@
+"""Compiled resizing of (planes, H, W) float32 arrays from precomputed index tables (one pass over
+the output: numpy's version makes two full-size temporaries per dim)."""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .jit import JIT
+
+f32 = np.float32
+
+
+@numba.njit(**JIT)
+def nearest_planes(x, h, w, out):
+    """``out[p, i, j] = x[p, h[i], w[j]]``."""
+    P, Ho, Wo = out.shape
+    for p in range(P):
+        for i in range(Ho):
+            row = x[p, h[i]]
+            o = out[p, i]
+            for j in range(Wo):
+                o[j] = row[w[j]]
+
+
+@numba.njit(**JIT)
+def bilinear_planes(x, h0, h1, lh, w0, w1, lw, out):
+    """Bilinear: the two rows blended by ``lh``, then the two columns by ``lw`` (ATen's order of
+    weights: ``(1 - l) * a + l * b`` per dim)."""
+    P, Ho, Wo = out.shape
+    W = x.shape[2]
+    tmp = np.empty(W, np.float32)
+    one = f32(1.0)
+    for p in range(P):
+        for i in range(Ho):
+            a, b = x[p, h0[i]], x[p, h1[i]]
+            l1 = lh[i]
+            l0 = one - l1
+            for k in range(W):
+                tmp[k] = a[k] * l0 + b[k] * l1
+            o = out[p, i]
+            for j in range(Wo):
+                m1 = lw[j]
+                o[j] = tmp[w0[j]] * (one - m1) + tmp[w1[j]] * m1

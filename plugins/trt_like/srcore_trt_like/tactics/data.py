@@ -1,0 +1,183 @@
+"""The data-movement layers: ``cat``, ``resize`` (nearest, bilinear), ``pad``, ``index_select``
+(embeddings too), ``gather``, ``where`` (masked_fill too) and ``cumsum``.
+
+numpy does these at memory speed (copies, takes, one select), so each has a numpy tactic; ``resize``,
+which numpy does in several passes over the output, also has a compiled one (:mod:`..kernels.resize`).
+Index tables are computed here from the layer's shapes and scales (never stored), as ATen's
+``UpSample.h`` does in float32. Indices read at run time are checked against the dim they index:
+torch raises for an index out of range, and numpy's ``take`` would wrap a negative one.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..builder.network import Layer, Network
+
+f32 = np.float32
+
+
+def cat(layer: Layer, net: Network):
+    dim, sizes = layer.attrs["dim"], layer.attrs["sizes"]
+    bounds = np.cumsum((0,) + tuple(sizes)).tolist()
+    keys = [(slice(None),) * dim + (slice(a, b),) for a, b in zip(bounds[:-1], bounds[1:])]
+
+    def run(*arrays):
+        out = arrays[-1]
+        for key, x in zip(keys, arrays[:-1]):
+            out[key] = x
+    return run
+
+
+def pad(layer: Layer, net: Network):
+    widths, value = layer.attrs["widths"], f32(layer.attrs["value"])
+    out_shape = net.shape(layer.outputs[0])
+    inner = tuple(slice(lo, n - hi) for (lo, hi), n in zip(widths, out_shape))
+
+    def run(x, out):
+        out.fill(value)
+        out[inner] = x
+    return run
+
+
+# -- resize ---------------------------------------------------------------------------------------------
+def _scale(n_in: int, n_out: int, scale, align_corners: bool):
+    """ATen's ``area_pixel_compute_scale`` in float32."""
+    if align_corners:
+        return f32((n_in - 1) / (n_out - 1)) if n_out > 1 else f32(0)
+    if scale is not None and scale > 0:
+        return f32(1.0 / scale)
+    return f32(n_in) / f32(n_out)
+
+
+def nearest_table(n_in: int, n_out: int, scale) -> np.ndarray:
+    """Source index of every output position (ATen's ``nearest_idx``: ``floor(dst * scale)``)."""
+    if n_in == n_out:
+        return np.arange(n_out, dtype=np.int64)
+    src = np.floor(np.arange(n_out, dtype=f32) * _scale(n_in, n_out, scale, False))
+    return np.minimum(src.astype(np.int64), n_in - 1)
+
+
+def linear_table(n_in: int, n_out: int, scale, align_corners: bool):
+    """``(i0, i1, w1)``: the two source taps of every output position and the weight of the second."""
+    s = _scale(n_in, n_out, scale, align_corners)
+    dst = np.arange(n_out, dtype=f32)
+    src = s * dst if align_corners else np.maximum(s * (dst + f32(0.5)) - f32(0.5), f32(0))
+    i0 = np.minimum(src.astype(np.int64), n_in - 1)
+    i1 = i0 + (i0 < n_in - 1)
+    w1 = np.clip(src - i0.astype(f32), 0, 1).astype(f32)
+    return i0, i1, w1
+
+
+def resize_tables(layer: Layer, net: Network):
+    (H, W), (Ho, Wo) = net.shape(layer.inputs[0])[-2:], net.shape(layer.outputs[0])[-2:]
+    sh, sw = layer.attrs["scales"]
+    if layer.attrs["mode"] == "nearest":
+        return nearest_table(H, Ho, sh), nearest_table(W, Wo, sw)
+    align = layer.attrs["align_corners"]
+    return linear_table(H, Ho, sh, align), linear_table(W, Wo, sw, align)
+
+
+def resize(layer: Layer, net: Network):
+    """numpy: one ``take`` per dim (nearest); for bilinear, the two taps of each dim weighted."""
+    th, tw = resize_tables(layer, net)
+    if layer.attrs["mode"] == "nearest":
+        def run(x, out):
+            np.take(np.take(x, th, axis=-2), tw, axis=-1, out=out)
+        return run
+    (h0, h1, lh), (w0, w1, lw) = th, tw
+    lh, lw = lh.reshape(-1, 1), lw
+    one = f32(1)
+
+    def run(x, out):
+        rows = np.take(x, h0, axis=-2) * (one - lh) + np.take(x, h1, axis=-2) * lh
+        np.add(np.take(rows, w0, axis=-1) * (one - lw), np.take(rows, w1, axis=-1) * lw, out=out)
+    return run
+
+
+def resize_compiled(layer: Layer, net: Network):
+    from ..kernels.resize import bilinear_planes, nearest_planes
+
+    th, tw = resize_tables(layer, net)
+    shape, out_shape = net.shape(layer.inputs[0]), net.shape(layer.outputs[0])
+    planes = (int(np.prod(shape[:-2], dtype=np.int64)),) + tuple(shape[-2:])
+    oplanes = (planes[0],) + tuple(out_shape[-2:])
+    if layer.attrs["mode"] == "nearest":
+        h, w = (np.ascontiguousarray(t, np.int64) for t in (th, tw))
+
+        def run(x, out):
+            nearest_planes(x.reshape(planes), h, w, out.reshape(oplanes))
+        return run
+    (h0, h1, lh), (w0, w1, lw) = th, tw
+
+    def run(x, out):
+        bilinear_planes(x.reshape(planes), h0, h1, lh, w0, w1, lw, out.reshape(oplanes))
+    return run
+
+
+# -- lookups -------------------------------------------------------------------------------------------------
+def _checked(index: np.ndarray, n: int, what: str) -> np.ndarray:
+    if index.size and (index.min() < 0 or index.max() >= n):
+        from srcore.plugin import KernelError
+
+        bad = index[(index < 0) | (index >= n)].flat[0]
+        raise KernelError(f"{what}: index {int(bad)} is out of range for a dim of size {n}")
+    return index
+
+
+def index_select(layer: Layer, net: Network):
+    """``x.index_select(dim, index)`` (an embedding: ``weight.index_select(0, indices)`` with the
+    indices' shape in front of the row)."""
+    dim, const = layer.attrs["dim"], layer.attrs["index"]
+    n = net.shape(layer.inputs[0])[dim]
+    what = layer.source or "index_select"
+    if const is not None:
+        const = _checked(np.asarray(const, np.int64), n, what)
+
+    def run(x, *rest):
+        out = rest[-1]
+        idx = const if const is not None else _checked(rest[0], n, what)
+        if dim == 0:
+            np.take(x, idx.reshape(-1), axis=0, out=out.reshape((idx.size,) + x.shape[1:]))
+        else:
+            np.take(x, idx.reshape(-1), axis=dim, out=out)
+    return run
+
+
+def gather(layer: Layer, net: Network):
+    dim, const = layer.attrs["dim"], layer.attrs["index"]
+    n = net.shape(layer.inputs[0])[dim]
+    what = layer.source or "gather"
+    if const is not None:
+        const = _checked(np.asarray(const, np.int64), n, what)
+
+    def run(x, *rest):
+        out = rest[-1]
+        idx = const if const is not None else _checked(rest[0], n, what)
+        # torch's gather reads only the index's extent of the other dims of x
+        xs = x[tuple(slice(0, s) if d != dim else slice(None) for d, s in enumerate(idx.shape))]
+        np.copyto(out, np.take_along_axis(xs, idx, axis=dim))
+    return run
+
+
+def where(layer: Layer, net: Network):
+    """``where(mask, a, b)``: ``a`` and ``b`` are ``("in", k)`` (the layer's k-th input) or
+    ``("const", x)``; the mask is the last input, or a constant."""
+    (a, b), const = layer.attrs["args"], layer.attrs["mask"]
+    n_ops = sum(1 for arg in (a, b) if arg[0] == "in")
+
+    def pick(arg, arrays):
+        return arrays[arg[1]] if arg[0] == "in" else f32(arg[1])
+
+    def run(*arrays):
+        out = arrays[-1]
+        mask = const if const is not None else arrays[n_ops]
+        np.copyto(out, np.where(mask, pick(a, arrays), pick(b, arrays)))
+    return run
+
+
+def cumsum(layer: Layer, net: Network):
+    dim = layer.attrs["dim"]
+
+    def run(x, out):
+        np.cumsum(x, axis=dim, out=out)
+    return run

@@ -1,0 +1,192 @@
+"""The data-movement layers of trt_like engines against torch: cat (its list copied into the
+segment), nearest / bilinear resizing (align_corners both, scales and sizes), constant padding,
+embedding, gather, index_select, where, masked_fill, cumsum, instance norm and softmax over any dim;
+each inside one engine with its neighbours, on the compiled and the numpy tactics."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import srcore
+from srcore.partition import ENGINE_KIND
+from srcore_trt_like.builder.support import SUPPORT
+
+# the partition and the engines do not depend on the executor or the memory planner
+pytestmark = pytest.mark.one_pass
+
+TRT = ("trt_like", "cpu")
+
+
+def _engine_ops(sm):
+    return [op for s in sm.partition.engines for op in s.ops]
+
+
+def _run(module, inputs, *, exclude=(), dynamic=None):
+    model = srcore.from_torchscript(torch.jit.script(module.eval()), inputs, dynamic_dims=dynamic)
+    sm = srcore.StaticModule(model, options=srcore.Options(
+        backends=TRT, engine_options={"timing": False, "exclude_tactics": list(exclude)}))
+    with torch.no_grad():
+        want = module(*inputs)
+    got = sm(*[t.numpy() for t in inputs])
+    return sm, got, want
+
+
+class UpCat(torch.nn.Module):
+    """A U-Net decoder step: upsample, cat with the skip, conv; pad and instance norm around it."""
+
+    def __init__(self, mode: str, align):
+        super().__init__()
+        self.mode, self.align = mode, align
+        self.conv = torch.nn.Conv2d(6, 4, 3, padding=1)
+        self.norm = torch.nn.InstanceNorm2d(4, affine=True)
+
+    def forward(self, x, skip):
+        y = torch.relu(x)
+        if self.mode == "nearest":
+            y = F.interpolate(y, size=(skip.shape[-2], skip.shape[-1])) if self.align else F.interpolate(y, scale_factor=2.0)
+        else:
+            y = F.interpolate(y, size=(skip.shape[-2], skip.shape[-1]), mode="bilinear", align_corners=self.align)
+        z = torch.cat([y, torch.sigmoid(skip)], 1)
+        z = F.pad(z, (1, 2, 0, 1), value=0.5)
+        return torch.tanh(self.norm(self.conv(z)))
+
+
+@pytest.mark.parametrize("exclude", [(), ("numba",)], ids=["compiled", "numpy"])
+@pytest.mark.parametrize("mode,align", [("nearest", False), ("nearest", True), ("bilinear", False),
+                                        ("bilinear", True)])
+def test_upsample_cat_pad_instance_norm_in_one_engine(mode, align, exclude):
+    torch.manual_seed(0)
+    m = UpCat(mode, align)
+    with torch.no_grad():
+        m.norm.weight.uniform_(0.5, 1.5)
+        m.norm.bias.uniform_(-0.2, 0.2)
+    x, skip = torch.randn(2, 3, 5, 7), torch.randn(2, 3, 10, 14)
+    sm, got, want = _run(m, (x, skip), exclude=exclude)
+    assert [n.kind for n in sm.graph.nodes if n.kind != "prim::Constant"] == [ENGINE_KIND], sm.partition.format()
+    ops = _engine_ops(sm)
+    assert "aten::cat" in ops and "aten::constant_pad_nd" in ops or "aten::pad" in ops, ops
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=2e-5)
+
+
+class Lookup(torch.nn.Module):
+    """Embeddings of int64 ids (engine inputs), index_select, gather and where / masked_fill on a
+    mask computed outside, cumsum and softmax over a middle dim."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(50, 8)
+
+    def forward(self, ids, keep, drop, gidx, logits):
+        e = torch.tanh(self.emb(ids))                          # (B, T, 8)
+        e = torch.where(keep, e, e * 0.5 - 1.0)                 # keep: (B, T, 1), broadcast
+        s = torch.softmax(e * 2.0, dim=1)                      # over T: not the last dim
+        c = torch.cumsum(s, dim=1)
+        r = torch.index_select(c, 2, torch.tensor([7, 0, 3]))
+        g = torch.gather(logits.exp(), 1, gidx)                 # (B, T) from (B, 10)
+        m = torch.log_softmax(g.masked_fill(drop, float("-inf")), dim=0)
+        return r.sum(-1) + m.sigmoid()
+
+
+def _lookup_inputs(b=3, t=6):
+    ids = torch.randint(0, 50, (b, t))
+    keep = torch.rand(b, t, 1) > 0.3
+    drop = torch.rand(b, t) > 0.7
+    drop[0] = False                                             # a column of -inf: NaN in torch and here
+    return ids, keep, drop, torch.randint(0, 10, (b, t)), torch.randn(b, 10)
+
+
+def test_lookups_where_cumsum_softmax_match_torch():
+    torch.manual_seed(1)
+    m = Lookup()
+    inputs = _lookup_inputs()
+    for exclude in ((), ("numba",)):
+        sm, got, want = _run(m, inputs, exclude=exclude)
+        ops = _engine_ops(sm)
+        for op in ("aten::embedding", "aten::where", "aten::softmax", "aten::cumsum", "aten::index_select",
+                   "aten::gather", "aten::masked_fill", "aten::log_softmax"):
+            assert op in ops, (op, sm.partition.format())
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_an_index_out_of_range_is_an_error_naming_the_layer():
+    torch.manual_seed(2)
+    inputs = _lookup_inputs(2, 4)
+    sm, _, _ = _run(Lookup(), inputs)
+    args = [t.numpy().copy() for t in inputs]
+    args[0][1, 2] = -1          # numpy's take would wrap it silently
+    with pytest.raises(srcore.SrcoreError, match="out of range"):
+        sm(*args)
+
+
+def test_a_cat_of_a_symbolic_batch_plans_per_signature():
+    class Net(torch.nn.Module):
+        def forward(self, a, b):
+            return torch.relu(torch.cat([torch.tanh(a), b * 2.0, a], dim=-1))
+    a, b = torch.randn(2, 3), torch.randn(2, 5)
+    sm, got, want = _run(Net(), (a, b), dynamic={"a": {0: "n"}, "b": {0: "n"}})
+    assert [n.kind for n in sm.graph.nodes if n.kind != "prim::Constant"] == [ENGINE_KIND], sm.partition.format()
+    for n in (1, 4):
+        a, b = torch.randn(n, 3), torch.randn(n, 5)
+        np.testing.assert_allclose(sm(a.numpy(), b.numpy()), Net()(a, b).numpy(), rtol=1e-6)
+
+
+def test_a_list_read_outside_the_engine_stays_for_its_other_reader():
+    """The segment copies the cat's list; a refused op reading the same list keeps the original."""
+    g = srcore.parse_graph("""graph(%x : Float(2, 3), %y : Float(2, 3)):
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::relu(%x)
+  %b : Tensor = aten::tanh(%y)
+  %l : Tensor[] = prim::ListConstruct(%a, %b)
+  %c : Tensor = aten::cat(%l, %one)
+  %d : Tensor = aten::sigmoid(%c)
+  %s : Tensor = aten::stack(%l, %one)
+  return (%d, %s)
+""")
+    sm = srcore.StaticModule(g, backends=TRT)
+    assert [s.ops for s in sm.partition.engines] == [("aten::relu", "aten::tanh", "aten::cat", "aten::sigmoid")]
+    kinds = [n.kind for n in sm.graph.nodes if n.kind != "prim::Constant"]
+    assert kinds == [ENGINE_KIND, "prim::ListConstruct", "aten::stack"], kinds
+    x, y = np.random.default_rng(0).standard_normal((2, 2, 3)).astype(np.float32)
+    d, s = sm(x, y)
+    a, b = np.maximum(x, 0), np.tanh(y)
+    np.testing.assert_allclose(d, 1 / (1 + np.exp(-np.concatenate([a, b], 1))), rtol=1e-6)
+    np.testing.assert_allclose(s, np.stack([a, b], 1), rtol=1e-6)
+
+
+def test_refusals_name_the_argument():
+    g = srcore.parse_graph("""graph(%x : Float(2, 3, 4, 4), %i : Float(2, 3), %j : Float(3)):
+  %m : str = prim::Constant[value="reflect"]()
+  %p : int[] = prim::Constant[value=[1, 1]]()
+  %z : float = prim::Constant[value=0.0]()
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::relu(%x)
+  %b : Tensor = aten::pad(%a, %p, %m, %z)
+  %c : Tensor = aten::index_select(%i, %one, %j)
+  return (%b, %c)
+""")
+    sm = srcore.StaticModule(g, options=srcore.Options(backends=TRT, engine_min_block_size=1))
+    reasons = {r.node.split(" = ")[1]: r.reason for r in sm.partition.refused}
+    assert "mode='reflect'" in reasons["aten::pad"]
+    assert "argument 'index' is float32; aten::index_select takes int64, int32" in reasons["aten::index_select"]
+
+
+def test_the_op_table_lists_the_new_layers():
+    for op in ("aten::cat", "aten::upsample_bilinear2d.vec", "aten::upsample_nearest2d", "aten::constant_pad_nd",
+               "aten::embedding", "aten::gather", "aten::index_select", "aten::where.self", "aten::masked_fill.Scalar",
+               "aten::cumsum", "aten::instance_norm", "aten::__interpolate"):
+        assert op in SUPPORT, op
+
+
+def test_an_engine_with_index_and_mask_inputs_round_trips_through_a_serialized_plan(tmp_path):
+    """int64 / bool engine inputs and a constant index baked into a layer survive ``save`` and a
+    load that restores the plan instead of building it."""
+    torch.manual_seed(3)
+    inputs = _lookup_inputs()
+    sm, got, _ = _run(Lookup(), inputs)
+    path = tmp_path / "lookup.engine.srm"
+    sm.save(str(path))
+    loaded = srcore.StaticModule(srcore.load(str(path)), backends=TRT)
+    assert loaded.partition.engines and all(s.loaded for s in loaded.partition.engines), loaded.partition.format()
+    np.testing.assert_array_equal(loaded(*[t.numpy() for t in inputs]), got)

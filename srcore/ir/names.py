@@ -1,0 +1,9 @@
+"""Op names: ``namespace::name.overload``."""
+from __future__ import annotations
+
+
+def base_op(kind: str) -> str:
+    """The op without its overload name: ``aten::add.Tensor`` -> ``aten::add`` (a name without a
+    namespace is returned as it is)."""
+    ns, _, name = kind.partition("::")
+    return f"{ns}::{name.split('.', 1)[0]}" if name else kind
