@@ -231,6 +231,18 @@ CASES = {
         "  %t : Float(3, 2) = aten::transpose(%x, %a, %b)\n  %u : Float(3, 2) = aten::neg(%t)\n"
         "  %y : Float(2, 3) = aten::t(%u)\n  %z : Float(2, 3) = aten::relu(%y)\n  return (%z)\n",
         (f32(2, 3),)),
+    # -- elementwise before a permute ------------------------------------------------------
+    "sigmoid of a permute whose result is written to later": Case(
+        "f(permute(x)) -> permute(f(x))",
+        "graph(%x : Float(2, 3, 4)):\n  %a : int = prim::Constant[value=0]()\n  %b : int = prim::Constant[value=2]()\n"
+        "  %c : int = prim::Constant[value=1]()\n  %d : int[] = prim::ListConstruct(%a, %b, %c)\n"
+        "  %p : Float(2, 4, 3) = aten::permute(%x, %d)\n  %y : Float(2, 4, 3) = aten::sigmoid(%p)\n"
+        "  %z : Float(2, 4, 3) = aten::relu(%y)\n  return (%z)\n",
+        "graph(%x : Float(2, 3, 4)):\n  %a : int = prim::Constant[value=0]()\n  %b : int = prim::Constant[value=2]()\n"
+        "  %c : int = prim::Constant[value=1]()\n  %d : int[] = prim::ListConstruct(%a, %b, %c)\n"
+        "  %p : Float(2, 4, 3) = aten::permute(%x, %d)\n  %y : Float(2, 4, 3) = aten::sigmoid(%p)\n"
+        "  %z : Float(2, 4, 3) = aten::relu_(%y)\n  return (%z)\n",
+        (f32(2, 3, 4),)),
     # -- contiguous, to ---------------------------------------------------------------------
     "contiguous of contiguous in another memory format": Case(
         "contiguous(contiguous(x)) -> contiguous(x)",

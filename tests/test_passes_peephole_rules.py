@@ -338,3 +338,38 @@ def test_a_rule_that_does_not_match_lets_the_next_rule_of_its_op_try():
     applied: list[str] = []
     assert peephole(g, rules=table, applied=applied) is True
     assert applied == ["neg(neg(x)) -> x"] and g.outputs[0] is g.inputs[0]
+
+
+PERM = """graph(%x : Float(2, 3, 4)):
+  %d0 : int = prim::Constant[value=0]()
+  %d1 : int = prim::Constant[value=2]()
+  %d2 : int = prim::Constant[value=1]()
+  %dims : int[] = prim::ListConstruct(%d0, %d1, %d2)
+  %p : Tensor = aten::permute(%x, %dims)
+  %s : Float(2, 4, 3) = aten::{op}
+  {more}
+  return (%s)
+"""
+
+
+@pytest.mark.parametrize("op, more, fires", [
+    ("sigmoid(%p)", "", True),
+    ("leaky_relu(%p, %slope)", "", True),                         # a constant extra argument
+    ("sigmoid(%p)", "%t : Tensor = aten::sigmoid_(%s)", False),    # the result is written to later
+    ("sigmoid(%p)", "%t : Tensor = aten::relu_(%x)", False),       # x is written to later
+    ("mul(%p, %p)", "", False),                                   # not a one-tensor elementwise op
+])
+def test_elementwise_of_permute_moves_before_the_permute(op, more, fires):
+    text = PERM.format(op=op, more=more)
+    if "%slope" in text:
+        text = text.replace("  %p : Tensor", "  %slope : float = prim::Constant[value=0.1]()\n  %p : Tensor")
+    applied, g = rewrite(text)
+    fired = [a for a in applied if a == "f(permute(x)) -> permute(f(x))"]
+    assert bool(fired) == fires
+    if fires:
+        last = g.outputs[0].node
+        assert last.kind == "aten::permute"
+        f = last.inputs[0].node
+        assert f.kind == "aten::" + op.split("(")[0] and f.inputs[0] is g.inputs[0]
+        assert f.output.type == TensorType("float32", (2, 3, 4))
+        assert g.outputs[0].type == TensorType("float32", (2, 4, 3))

@@ -69,6 +69,35 @@ def transpose_transpose(node: Node):
     return y
 
 
+# -- elementwise before layout --------------------------------------------------------------
+#: one-tensor elementwise ops (any other arguments constants) that commute with a permutation
+PERMUTE_COMMUTING = ("aten::sigmoid", "aten::tanh", "aten::relu", "aten::silu", "aten::exp", "aten::neg",
+                     "aten::abs", "aten::hardswish", "aten::hardsigmoid", "aten::gelu", "aten::leaky_relu")
+
+
+def unary_of_permute(node: Node):
+    """``f(permute(x, dims)) -> permute(f(x), dims)``: ``f`` then runs over ``x``'s contiguous memory
+    instead of a strided view (a detection head's ``view(...).permute(...).sigmoid()``), and the
+    permute stays a view; what follows sees the same values, shape and dtype."""
+    perm = _producer(node.inputs[0], "aten::permute")
+    if (perm is None or len(node.outputs) != 1 or len(perm.inputs) != 2
+            or any(v.node.kind != "prim::Constant" for v in node.inputs[1:])):
+        return None
+    x, out = perm.inputs[0], node.output
+    if not (isinstance(x.type, TensorType) and isinstance(out.type, TensorType)):
+        return None
+    if is_mutated(x) or is_mutated(perm.output) or is_mutated(out):
+        return None
+    g = node.graph
+    f = g.create(node.kind, [x, *node.inputs[1:]], [TensorType(out.type.dtype, x.type.shape)], source=node.source)
+    f.schema = node.schema
+    f.insert_before(node)
+    p = g.create(perm.kind, [f.output, perm.inputs[1]], [out.type], source=perm.source)
+    p.schema = perm.schema
+    p.insert_before(node)
+    return p.output
+
+
 # -- arithmetic identities ------------------------------------------------------------------
 def _identity_ok(node: Node, identity: int, true_div: bool = False) -> Value | None:
     x, other = node.inputs[0], node.inputs[1]
@@ -262,6 +291,7 @@ def isnot_none(node: Node):
 RULES_LIST = [
     Rule("t(t(x)) -> x", "aten::t", t_t),
     Rule("transpose(transpose(x, a, b), a, b) -> x", "aten::transpose", transpose_transpose),
+    *[Rule("f(permute(x)) -> permute(f(x))", op, unary_of_permute) for op in PERMUTE_COMMUTING],
     Rule("x + 0 -> x", "aten::add", add_zero),
     Rule("x - 0 -> x", "aten::sub", add_zero),
     Rule("x * 1 -> x", "aten::mul", mul_one),

@@ -43,9 +43,16 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int
 
 
 def cpu_kernels():
+    """The cpu plugin's aten kernels, each (op, impl) once: a compiled kernel declared ahead of the
+    numpy one (group_norm, upsample_bilinear2d, topk) names the numpy impl, which its matcher falls
+    back to; the compiled ones are tested with their matchers in plugins/cpu/tests/test_jit_*.py."""
     from srcore_cpu import declared_kernels
-    return [k for k in declared_kernels() if k.op.startswith("aten::") and k.backend == "cpu"
-            and k.impl not in FACTORY_IMPLS]
+    seen, out = set(), []
+    for k in declared_kernels():
+        if k.op.startswith("aten::") and k.backend == "cpu" and k.impl not in FACTORY_IMPLS and (k.op, k.impl) not in seen:
+            seen.add((k.op, k.impl))
+            out.append(k)
+    return out
 
 
 #: impls that are factories (their matcher builds the kernel for one node), not kernels: the compiled

@@ -342,3 +342,27 @@ def test_all_finite_sees_nan_and_both_infinities():
         y = x.copy()
         y[1, 2, 3, 0] = bad
         assert not WG.all_finite(y)
+
+
+@pytest.mark.parametrize("winner", ["winograd", "im2col"])
+def test_few_channels_time_winograd_against_im2col_at_load(monkeypatch, winner):
+    from srcore_cpu.kernels import tactic as TA
+
+    timed, wg_calls = [], []
+    monkeypatch.setattr(TA, "fastest", lambda cands, args, **kw: (timed.append(sorted(cands)), winner)[1])
+    real = WG.conv3x3
+    monkeypatch.setattr(WG, "conv3x3", lambda *a, **kw: (wg_calls.append(1), real(*a, **kw))[1])
+    monkeypatch.setattr(S, "SMALL_COLS_MAX", 0)
+    w = rng.standard_normal((16, 24, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(16).astype(np.float32)
+    fn = K.conv2d_matcher(_static_node(w, b, (1, 24, 32, 32))).fn
+    assert timed == [["im2col", "winograd"]]        # at load, for the static shape
+    wg_calls.clear()
+    x = rng.standard_normal((1, 24, 32, 32)).astype(np.float32)
+    _close(fn(x), _ref(x, w, b, 1))
+    assert len(wg_calls) == (winner == "winograd")
+    # enough channels: the rule alone, no timing
+    timed.clear()
+    w = rng.standard_normal((64, 64, 3, 3)).astype(np.float32)
+    K.conv2d_matcher(_static_node(w, None, (1, 64, 32, 32)))
+    assert timed == []

@@ -17,6 +17,12 @@ KERNELS: list[Kernel] = [
     Kernel("aten::layer_norm", "cpu", "out", FLOATS, _M + "layer_norm"),
     Kernel("aten::native_layer_norm", "cpu", "out", FLOATS, _M + "native_layer_norm"),
     Kernel("aten::rms_norm", "cpu", "out", FLOATS, _M + "rms_norm"),
+    # the compiled group norm (kernels/jit_norm.py) first; its matchers decline small or
+    # non-float32 nodes, which the numpy kernels below take
+    Kernel("aten::native_group_norm", "cpu", "out", ("float32",), _M + "native_group_norm",
+           matcher=_M + "native_group_norm_matcher", priority=2),
+    Kernel("aten::group_norm", "cpu", "out", ("float32",), _M + "group_norm",
+           matcher=_M + "group_norm_matcher", priority=2),
     Kernel("aten::native_group_norm", "cpu", "out", FLOATS, _M + "native_group_norm"),
     Kernel("aten::group_norm", "cpu", "out", FLOATS, _M + "group_norm"),
     Kernel("aten::instance_norm", "cpu", "out", FLOATS, _M + "instance_norm"),

@@ -29,4 +29,8 @@ KERNELS: list[Kernel] = [
     _k("aten::logsumexp", "logsumexp", NUMERIC),
     _k("aten::sort", "sort", NUMERIC), _k("aten::sort.stable", "sort", NUMERIC),
     _k("aten::topk", "topk", NUMERIC + WIDE_UINTS),
+    # the compiled heap selection (kernels/jit_topk.py) first; its matcher declines short rows,
+    # other dtypes and non-constant k / dim / largest, which the numpy kernel above takes
+    Kernel("aten::topk", "cpu", "out", ("float32", "float64", "int32", "int64"),
+           "srcore_cpu.kernels.reduce:topk", matcher="srcore_cpu.kernels.reduce:topk_matcher", priority=2),
 ]

@@ -10,6 +10,12 @@ FLOATS = ("float32", "float64")
 _OPS = ("nearest1d", "nearest2d", "nearest3d", "linear1d", "bilinear2d", "trilinear3d", "bicubic2d")
 
 KERNELS: list[Kernel] = [
+    # the compiled bilinear kernel (kernels/jit_upsample.py) first; its matcher declines small or
+    # non-float32 nodes, which the numpy kernels below take
+    Kernel(f"aten::upsample_bilinear2d{ov}", "cpu", "out", ("float32",), f"{_M}upsample_bilinear2d{impl}",
+           matcher=_M + "bilinear2d_matcher", priority=2)
+    for ov, impl in (("", ""), (".vec", "_vec"))
+] + [
     Kernel(f"aten::upsample_{op}{ov}", "cpu", "out", FLOATS, f"{_M}upsample_{op}{impl}")
     for op in _OPS for ov, impl in (("", ""), (".vec", "_vec"))
 ] + [

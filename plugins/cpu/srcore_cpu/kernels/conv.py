@@ -10,7 +10,8 @@ Constant-weight kernels (the matchers', :func:`make_conv`) pick a path per input
 * 3x3 stride-1 ungrouped 2-D convs: Winograd F(4x4, 3x3) or F(2x2, 3x3) with every transform
   a GEMM, or im2col, as ``conv_winograd.choose`` says from the number of tiles (measured
   crossovers); the weight is transformed when the size is first seen (at load for a static
-  input shape);
+  input shape); with few channels (:data:`WINOGRAD_TIMED_BELOW`) and a static shape, Winograd
+  against im2col is timed at load (``tactic.py``);
 * grouped 1-D and 2-D float32 convs: a direct compiled loop (``conv_direct.py``, numba) for
   depthwise ones (one input channel per group); with up to :data:`DIRECT_MAX_CG` channels per
   group, the direct loop or the paths below, whichever is faster on this machine (``tactic.py``,
@@ -52,6 +53,12 @@ from .conv_im2col import _NO_WS, COLS_CAP_BYTES, SHARED_WS, conv_forward, conv_t
 PARALLEL_MIN_MACS = 20_000_000
 # grouped convs with at most this many input channels per group may take the direct loop
 DIRECT_MAX_CG = 16
+# a 3x3 conv with fewer input or output channels than this and a static input shape takes Winograd
+# only if it times faster than im2col at load: its input transform costs per input channel and is
+# shared by only O outputs (1 thread, loaded machine, ms, F(4x4) / im2col: 16 -> 16ch 128x128
+# 19.5 / 13.8, 48 -> 16ch 128x128 43 / 35, 16 -> 32ch 64x64 7.2 / 4.5, 32 -> 32ch 64x64 9.5 / 10.0,
+# 96 -> 32ch 64x64 24 / 32)
+WINOGRAD_TIMED_BELOW = 64
 
 
 def _tup(v, nd):
@@ -178,12 +185,21 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
     gws = {}          # tile size m -> transformed weight
     by_shape = {}     # input shape -> (m, transformed weight); m == 0: im2col
 
-    def winograd_for(shape):
+    def winograd_for(shape, timed=False):
         N, _, H, W = shape
         Ho, Wo = H + sum(pads[0]) - 2, W + sum(pads[1]) - 2
         m = _wg.choose(N, C, O, Ho, Wo) if Ho > 0 and Wo > 0 else 0
         if m and m not in gws:
             gws[m] = _wg.transform_weight(w, m)
+        if m and timed and min(C, O) < WINOGRAD_TIMED_BELOW:
+            # few channels: Winograd's per-channel transforms against im2col, timed on this machine
+            x0, o0 = np.zeros(shape, w.dtype), np.empty((N, O, Ho, Wo), w.dtype)
+            way = _tactic.fastest({
+                "winograd": lambda x, o: _wg.conv3x3(x, gws[m], b, pads, o, ws),
+                "im2col": lambda x, o: _batched(conv_forward, x, nd, o, w, b, stride, pads, dilation, groups, ws=ws),
+            }, (x0, o0))
+            if way != "winograd":
+                m = 0
         if len(by_shape) >= _small.MAX_PLANS:   # dynamic shapes must not grow it forever
             by_shape.clear()
         return by_shape.setdefault(shape, (m, gws.get(m)))
@@ -191,7 +207,7 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
     if wino and input_shape is not None and len(input_shape) == 4 and all(isinstance(d, int) for d in input_shape):
         shape = tuple(input_shape)
         if small is None or small.plan(shape, w.dtype) is None:   # (a small input never gets here)
-            winograd_for(shape)
+            winograd_for(shape, timed=True)
     direct = None
     if groups > 1 and nd in (1, 2) and w.dtype == np.float32 and w.shape[1] <= DIRECT_MAX_CG:
         from .conv_direct import DirectConv   # imports numba: only models with grouped convs pay it

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from srcore.plugin import KernelError
-from srcore.plugin import NodeInfo, Specialized
+from srcore.plugin import NodeInfo, Specialized, TensorType
 
 
 def _chan(v, ndim):
@@ -195,7 +195,8 @@ def _group_norm(input, groups, weight, bias, eps, y):
     N, C = input.shape[:2]
     if C % groups:
         raise KernelError(f"group_norm: {C} channels do not split into {groups} groups")
-    target = y if y.flags.c_contiguous else np.empty_like(input)
+    # not empty_like: a non-contiguous input's layout would make the reshapes below copies
+    target = y if y.flags.c_contiguous else np.empty(input.shape, input.dtype)
     per_group = (C // groups) * math.prod(input.shape[2:])   # not -1: an empty batch has no size to infer
     _, mean, rstd = _normalize(input.reshape(N, groups, per_group), (2,), eps,
                                target.reshape(N, groups, per_group))
@@ -220,7 +221,8 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps, out=None):
     """``aten::native_group_norm`` (torch.export's core decomposition of group_norm): (output,
     mean, rstd), the statistics of shape (N, group)."""
     if out is None:
-        out = (np.empty_like(input), np.empty((N, group), input.dtype), np.empty((N, group), input.dtype))
+        out = (np.empty(input.shape, input.dtype), np.empty((N, group), input.dtype),
+               np.empty((N, group), input.dtype))
     mean, rstd = _group_norm(input, group, weight, bias, eps, out[0])
     np.copyto(out[1], mean)
     np.copyto(out[2], rstd)
@@ -240,3 +242,77 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
     if bias is not None:
         np.add(out, _chan(bias, input.ndim), out=out)
     return out
+
+
+# --- the compiled group norm (``jit_norm.py``, numba) for large float32 nodes ----------------------
+
+def _f32_node(node: NodeInfo) -> bool:
+    """float32 in and out, and (when known) at least ``MIN_ELEMENTS`` elements: smaller nodes keep
+    the numpy kernel (a model of small nodes never imports numba)."""
+    from .pointwise_match import MIN_ELEMENTS, _size
+
+    src = node.args[0].type if node.args else None
+    dst = node.output_types[0] if node.output_types else None
+    if not (isinstance(src, TensorType) and isinstance(dst, TensorType)):
+        return False
+    size = _size(dst)
+    return src.dtype == "float32" and dst.dtype == "float32" and (size is None or size >= MIN_ELEMENTS)
+
+
+def _jit_ready(x, groups, weight, bias, outs):
+    """Whether the compiled kernel takes these arrays (else the numpy kernel does)."""
+    if x.dtype != np.float32 or x.ndim < 2 or not x.flags.c_contiguous or x.size == 0 or groups <= 0:
+        return False
+    C = x.shape[1]
+    if C % groups:
+        return False
+    for v in (weight, bias):
+        if v is not None and (v.dtype != np.float32 or v.shape != (C,) or not v.flags.c_contiguous):
+            return False
+    return all(o.dtype == np.float32 and o.flags.c_contiguous for o in outs)
+
+
+def group_norm_matcher(node: NodeInfo):
+    """``aten::group_norm`` on large float32 tensors: the compiled kernel (compiled now), or None."""
+    if not (_f32_node(node) and node.is_const("num_groups") and node.is_const("eps")):
+        return None
+    from .jit_norm import GroupNorm
+
+    kernel = GroupNorm()
+    groups, eps = int(node.const("num_groups")), float(node.const("eps"))
+
+    def group_norm_jit(input, weight=None, bias=None, out=None):
+        if out is None:
+            out = np.empty(input.shape, input.dtype)
+        if out.shape != input.shape or not _jit_ready(input, groups, weight, bias, (out,)):
+            return group_norm(input, groups, weight, bias, eps, out=out)
+        C = input.shape[1]
+        stats = np.empty((2, input.shape[0] * groups), np.float32)
+        kernel(input, groups, np.ones(C, np.float32) if weight is None else weight,
+               np.zeros(C, np.float32) if bias is None else bias, eps, out, stats[0], stats[1])
+        return out
+    return Specialized(group_norm_jit, args=(0, 2, 3))
+
+
+def native_group_norm_matcher(node: NodeInfo):
+    """``aten::native_group_norm`` on large float32 tensors: the compiled kernel, or None."""
+    if not (_f32_node(node) and node.is_const("group") and node.is_const("eps")):
+        return None
+    from .jit_norm import GroupNorm
+
+    kernel = GroupNorm()
+    groups, eps = int(node.const("group")), float(node.const("eps"))
+
+    def native_group_norm_jit(input, weight, bias, N, C, HxW, out=None):
+        if out is None:
+            out = (np.empty(input.shape, input.dtype), np.empty((N, groups), input.dtype),
+                   np.empty((N, groups), input.dtype))
+        y, mean, rstd = out
+        if (y.shape != input.shape or mean.size != input.shape[0] * groups or rstd.size != mean.size
+                or not _jit_ready(input, groups, weight, bias, out)):
+            return native_group_norm(input, weight, bias, N, C, HxW, groups, eps, out=out)
+        Cn = input.shape[1]
+        kernel(input, groups, np.ones(Cn, np.float32) if weight is None else weight,
+               np.zeros(Cn, np.float32) if bias is None else bias, eps, y, mean, rstd)
+        return out
+    return Specialized(native_group_norm_jit, args=(0, 1, 2, 3, 4, 5))

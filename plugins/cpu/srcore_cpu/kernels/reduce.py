@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.plugin import KernelError
+from srcore.plugin import KernelError, NodeInfo, Specialized, TensorType
 
 from .promotion import DEFAULT_FLOAT, INT64, as_array, dtype_of_code, float_type
 
@@ -324,3 +324,58 @@ def topk(self, k, dim=-1, largest=True, sorted=True, *, out=None):
     np.copyto(out[0], values)
     np.copyto(out[1], idx)
     return out
+
+
+# --- the compiled topk (``jit_topk.py``, numba) ----------------------------------------------------
+
+#: rows shorter than this keep the numpy kernel (selection saves little on a short row)
+TOPK_JIT_MIN_ROW = 256
+_TOPK_JIT_DTYPES = ("float32", "float64", "int32", "int64")
+
+
+def topk_matcher(node: NodeInfo):
+    """``aten::topk`` with a constant ``k``, ``dim`` and ``largest`` on a float or int32/64 tensor whose
+    row length (along ``dim``) is unknown or at least :data:`TOPK_JIT_MIN_ROW`: the compiled
+    heap selection (compiled now); None otherwise (the numpy kernel)."""
+    src = node.args[0].type if node.args else None
+    if not (isinstance(src, TensorType) and src.dtype in _TOPK_JIT_DTYPES and src.shape is not None
+            and node.is_const("k") and node.is_const("dim") and node.is_const("largest")):   # (``all`` is aten::all here)
+        return None
+    nd = len(src.shape)
+    dim = node.const("dim")
+    if nd == 0 or not -nd <= dim < nd:
+        return None
+    n = src.shape[dim]
+    k = int(node.const("k"))
+    if isinstance(n, int) and (n < TOPK_JIT_MIN_ROW or not 0 < k <= n):
+        return None
+    from .jit_topk import topk_rows
+
+    kernel = topk_rows(src.dtype)
+    largest = bool(node.const("largest"))
+    dim %= nd
+
+    def topk_jit(self, sorted=True, out=None):
+        if self.dtype.name != src.dtype or self.ndim != nd or not 0 < k <= self.shape[dim]:
+            return topk(self, k, dim, largest, sorted, out=out)
+        n = self.shape[dim]
+        last = dim == nd - 1
+        rows = (self if last else np.moveaxis(self, dim, -1)).reshape(-1, n)
+        if not rows.flags.c_contiguous:
+            rows = np.ascontiguousarray(rows)
+        lead = self.shape[:dim] + self.shape[dim + 1:]
+        if out is None or not last or not (out[0].flags.c_contiguous and out[1].flags.c_contiguous):
+            vals = np.empty((rows.shape[0], k), self.dtype)
+            idx = np.empty((rows.shape[0], k), np.int64)
+        else:   # straight into the outs
+            kernel(rows, k, largest, out[0].reshape(-1, k), out[1].reshape(-1, k))
+            return out
+        kernel(rows, k, largest, vals, idx)
+        vals = np.moveaxis(vals.reshape(lead + (k,)), -1, dim)
+        idx = np.moveaxis(idx.reshape(lead + (k,)), -1, dim)
+        if out is None:
+            return vals, idx
+        np.copyto(out[0], vals)
+        np.copyto(out[1], idx)
+        return out
+    return Specialized(topk_jit, args=(0, 4))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.plugin import KernelError
+from srcore.plugin import KernelError, NodeInfo, Specialized
 
 
 def _ftype(x):
@@ -59,21 +59,28 @@ def nearest(x, osz, scales, exact=False, out=None):
     return x
 
 
+def linear_taps(n, o, scale, align_corners, ft):
+    """The two source indices and weights ``(i0, i1, l0, l1)`` of each of ``o`` outputs resampled
+    linearly from ``n`` inputs (ATen's ``area_pixel_compute_source_index``, in float type ``ft``)."""
+    sc = _scale(n, o, scale, align_corners, ft)
+    dst = np.arange(o, dtype=ft)
+    if align_corners:
+        src = sc * dst
+    else:
+        src = np.maximum(sc * (dst + ft.type(0.5)) - ft.type(0.5), ft.type(0))
+    i0 = np.minimum(src.astype(np.int64), n - 1)
+    i1 = i0 + (i0 < n - 1)
+    l1 = np.clip(src - i0.astype(ft), 0, 1).astype(ft)
+    l0 = (ft.type(1) - l1).astype(ft)
+    return i0, i1, l0, l1
+
+
 def linear(x, osz, align_corners, scales, out=None):
     """(Bi/tri)linear resize of the trailing dims, one separable pass per dim."""
     nd = len(osz)
     ft = _ftype(x)
     for i, (n, o, s) in enumerate(zip(x.shape[-nd:], osz, scales)):
-        sc = _scale(n, o, s, align_corners, ft)
-        dst = np.arange(o, dtype=ft)
-        if align_corners:
-            src = sc * dst
-        else:
-            src = np.maximum(sc * (dst + ft.type(0.5)) - ft.type(0.5), ft.type(0))
-        i0 = np.minimum(src.astype(np.int64), n - 1)
-        i1 = i0 + (i0 < n - 1)
-        l1 = np.clip(src - i0.astype(ft), 0, 1).astype(ft)
-        l0 = (ft.type(1) - l1).astype(ft)
+        i0, i1, l0, l1 = linear_taps(n, o, s, align_corners, ft)
         axis = x.ndim - nd + i
         bshape = (o,) + (1,) * (x.ndim - axis - 1)
         a = np.take(x, i0, axis=axis)
@@ -235,3 +242,34 @@ def __interpolate(input, size=None, scale_factor=None, mode="nearest", align_cor
     if mode == "bicubic" and nd == 2:
         return bicubic(input, osz, bool(align_corners), sc, out=out)
     raise KernelError(f"interpolate: mode {mode!r} is not supported for a {input.ndim}-D input")
+
+
+# --- the compiled bilinear kernel (``jit_upsample.py``, numba) for large float32 nodes -------------
+
+def bilinear2d_matcher(node: NodeInfo):
+    """``aten::upsample_bilinear2d`` (both overloads) on large float32 tensors: the compiled kernel
+    (compiled now), or None (the numpy kernel)."""
+    from .norm import _f32_node
+
+    if not _f32_node(node):
+        return None
+    from .jit_upsample import Bilinear2d
+
+    kernel = Bilinear2d()
+    vec = node.op.endswith(".vec")
+
+    def bilinear2d_jit(input, output_size, align_corners, s0=None, s1=None, out=None):
+        if vec:
+            osz, sc = _sizes(input, 2, output_size, s0)
+        else:
+            osz, sc = tuple(output_size), [s0, s1]
+        osz = tuple(int(v) for v in osz)
+        if (input.dtype != np.float32 or input.ndim != 4 or not input.flags.c_contiguous or input.size == 0
+                or min(osz) <= 0):
+            return linear(input, osz, align_corners, sc, out=out)
+        if out is None:
+            out = np.empty(input.shape[:2] + osz, np.float32)
+        elif out.dtype != np.float32 or not out.flags.c_contiguous or out.shape != input.shape[:2] + osz:
+            return linear(input, osz, align_corners, sc, out=out)
+        return kernel(input, osz, align_corners, sc, out)
+    return Specialized(bilinear2d_jit, args=(0, 1, 2, 3) if vec else (0, 1, 2, 3, 4))

@@ -1,0 +1,171 @@
+"""Compiled group norm and bilinear upsampling (numba) vs torch: values (shapes with tails, data far
+from zero), into ``out``, non-contiguous and float64 fallbacks, the matchers' choices, and a model
+through a StaticModule (both executors over the suite's two passes)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from srcore.ir.types import TensorType  # noqa: E402
+from srcore.plugin import Specialized  # noqa: E402
+from srcore.testing import node_info  # noqa: E402
+from srcore_cpu.kernels import norm as NK  # noqa: E402
+from srcore_cpu.kernels import upsample as UK  # noqa: E402
+
+F = torch.nn.functional
+T = torch.from_numpy
+rng = np.random.default_rng(0)
+
+
+def _gn(shape, groups, op="aten::group_norm"):
+    t = TensorType("float32", ("n",) + tuple(shape[1:]))   # an unknown size: the matcher compiles
+    if op == "aten::group_norm":
+        answer = NK.group_norm_matcher(node_info(op, input=t, num_groups=groups, weight=t, bias=t, eps=1e-5,
+                                                 cudnn_enabled=False, outputs=(t,)))
+    else:
+        answer = NK.native_group_norm_matcher(node_info(op, input=t, weight=t, bias=t, N=shape[0], C=shape[1],
+                                                        HxW=int(np.prod(shape[2:])), group=groups, eps=1e-5,
+                                                        outputs=(t, t, t)))
+    assert isinstance(answer, Specialized)
+    return answer.fn
+
+
+GN_CASES = [((1, 16, 128, 128), 8), ((2, 6, 5, 3), 3), ((3, 4, 7), 2), ((2, 12, 9, 1), 12), ((1, 8, 20000), 1)]
+
+
+@pytest.mark.one_pass   # kernel calls only
+@pytest.mark.parametrize("shape,groups", GN_CASES)
+@pytest.mark.parametrize("affine", [True, False])
+def test_group_norm_matches_torch(shape, groups, affine):
+    x = (rng.standard_normal(shape) * 3 + 50).astype(np.float32)   # far from zero: the variance cancels
+    C = shape[1]
+    w = rng.standard_normal(C).astype(np.float32) if affine else None
+    b = rng.standard_normal(C).astype(np.float32) if affine else None
+    want = F.group_norm(T(x).double(), groups, None if w is None else T(w).double(),
+                        None if b is None else T(b).double()).numpy()
+    fn = _gn(shape, groups)   # the kernel serves any shape: the matcher's type only picks it
+    got = fn(x, w, b)
+    assert got.dtype == np.float32 and got.shape == x.shape
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-4)
+    out = np.full_like(x, np.nan)
+    assert fn(x, w, b, out=out) is out
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=2e-4)
+
+
+@pytest.mark.one_pass   # kernel calls only
+def test_native_group_norm_statistics_and_fallbacks():
+    x = rng.standard_normal((2, 8, 6, 5)).astype(np.float32)
+    w, b = rng.standard_normal(8).astype(np.float32), rng.standard_normal(8).astype(np.float32)
+    want = [v.numpy() for v in torch.ops.aten.native_group_norm(T(x), T(w), T(b), 2, 8, 30, 4, 1e-5)]
+    fn = _gn(x.shape, 4, op="aten::native_group_norm")
+    for got, exp in zip(fn(x, w, b, 2, 8, 30), want):
+        np.testing.assert_allclose(got, exp, rtol=1e-5, atol=1e-5)
+    # non-contiguous input, float64, a non-contiguous weight: the numpy kernel, same values
+    xt = np.ascontiguousarray(x.transpose(0, 1, 3, 2)).transpose(0, 1, 3, 2)
+    assert not xt.flags.c_contiguous
+    for got, exp in zip(fn(xt, w, b, 2, 8, 30), want):
+        np.testing.assert_allclose(got, exp, rtol=1e-5, atol=1e-5)
+    wn = np.repeat(w, 2)[::2]
+    np.testing.assert_allclose(fn(x, wn, b, 2, 8, 30)[0], want[0], rtol=1e-5, atol=1e-5)
+    gfn = _gn(x.shape, 4)
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(gfn(x64, w.astype(np.float64), b.astype(np.float64)),
+                               F.group_norm(T(x64), 4, T(w).double(), T(b).double()).numpy(), rtol=1e-10)
+
+
+@pytest.mark.one_pass   # matcher choices only
+def test_group_norm_matcher_declines_small_float64_and_runtime_groups():
+    small = TensorType("float32", (1, 4, 4, 4))
+    kw = dict(weight=None, bias=None, eps=1e-5, cudnn_enabled=False)
+    assert NK.group_norm_matcher(node_info("aten::group_norm", input=small, num_groups=2, **kw,
+                                           outputs=(small,))) is None
+    f64 = TensorType("float64", (1, 16, 64, 64))
+    assert NK.group_norm_matcher(node_info("aten::group_norm", input=f64, num_groups=2, **kw, outputs=(f64,))) is None
+    big = TensorType("float32", (1, 16, 64, 64))
+    from srcore.ir.types import INT
+    assert NK.group_norm_matcher(node_info("aten::group_norm", input=big, num_groups=INT, **kw, outputs=(big,))) is None
+
+
+def _bilinear(vec=True):
+    t = TensorType("float32", (1, 64, 64, 64))
+    if vec:
+        answer = UK.bilinear2d_matcher(node_info("aten::upsample_bilinear2d.vec", input=t, output_size=None,
+                                                 align_corners=False, scale_factors=[2.0, 2.0], outputs=(t,)))
+    else:
+        answer = UK.bilinear2d_matcher(node_info("aten::upsample_bilinear2d", self=t, output_size=[4, 4],
+                                                 align_corners=False, scales_h=None, scales_w=None, outputs=(t,)))
+    assert isinstance(answer, Specialized)
+    return answer.fn
+
+
+UP_CASES = [  # (input shape, output size or None, scale factors, align_corners)
+    ((1, 32, 64, 64), None, [2.0, 2.0], True),
+    ((1, 32, 16, 16), None, [2.0, 2.0], False),
+    ((2, 3, 5, 7), (11, 4), None, False),     # up in height, down in width
+    ((2, 3, 5, 7), (11, 4), None, True),
+    ((1, 2, 1, 9), (3, 1), None, True),       # one row in, one column out
+    ((1, 2, 6, 6), None, [1.5, 0.75], False),
+]
+
+
+@pytest.mark.one_pass   # kernel calls only
+@pytest.mark.parametrize("shape,size,scales,ac", UP_CASES)
+def test_bilinear_matches_torch(shape, size, scales, ac):
+    x = rng.standard_normal(shape).astype(np.float32)
+    want = F.interpolate(T(x), size=size, scale_factor=scales, mode="bilinear", align_corners=ac).numpy()
+    fn = _bilinear()
+    got = fn(x, size, ac, scales)
+    assert got.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    out = np.full_like(want, np.nan)
+    assert fn(x, size, ac, scales, out=out) is out
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+    if size is not None:   # the classic overload
+        np.testing.assert_allclose(_bilinear(vec=False)(x, size, ac, None, None), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.one_pass   # kernel calls only
+def test_bilinear_non_contiguous_and_float64_fall_back():
+    x = rng.standard_normal((1, 4, 9, 6)).astype(np.float32)
+    want = F.interpolate(T(x), size=(12, 12), mode="bilinear", align_corners=False).numpy()
+    fn = _bilinear()
+    xc = np.ascontiguousarray(x.transpose(0, 1, 3, 2)).transpose(0, 1, 3, 2)
+    np.testing.assert_allclose(fn(xc, (12, 12), False, None), want, rtol=1e-5, atol=1e-6)
+    out = np.empty((1, 4, 12, 12), np.float32, order="F")
+    assert fn(x, (12, 12), False, None, out=out) is out
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(fn(x64, (12, 12), False, None),
+                               F.interpolate(T(x64), size=(12, 12), mode="bilinear").numpy(), rtol=1e-12)
+
+
+def test_a_unet_block_through_a_static_module():
+    import srcore
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gn = torch.nn.GroupNorm(4, 16)
+
+        def forward(self, x):
+            y = F.silu(self.gn(x))
+            return (F.interpolate(y, scale_factor=2.0, mode="bilinear", align_corners=False),
+                    F.interpolate(y, size=(50, 70), mode="bilinear", align_corners=True))
+
+    m = M().eval()
+    with torch.no_grad():
+        m.gn.weight.normal_()
+        m.gn.bias.normal_()
+    x = torch.randn(1, 16, 40, 40)
+    sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), (x,)))
+    with torch.no_grad():
+        want = m(x)
+    for got, w in zip(sm(x.numpy()), want):
+        np.testing.assert_allclose(got, w.numpy(), rtol=1e-4, atol=1e-5)
+    chosen = [(pn.node.kind, getattr(pn.fn.fn, "__qualname__", "")) for b in sm.blocks for pn in b.nodes
+              if pn.fn is not None]
+    assert ("aten::group_norm", "group_norm_matcher.<locals>.group_norm_jit") in chosen
+    ups = [q for k, q in chosen if k.startswith("aten::upsample_bilinear2d")]
+    assert ups == ["bilinear2d_matcher.<locals>.bilinear2d_jit"] * 2
