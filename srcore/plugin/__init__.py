@@ -54,6 +54,7 @@ _LAZY = {
     "add_scalar_qparams": "srcore.ir.quant:add_scalar_qparams",
     "mul_scalar_qparams": "srcore.ir.quant:mul_scalar_qparams",
     # the CPU's features, for kernels that reproduce machine-dependent arithmetic (srcore.cpu_features)
+    "cpu_features": "srcore.cpu_features:cpu_features",
     "has_avx512_vnni": "srcore.cpu_features:has_avx512_vnni",
     "vector_bytes": "srcore.cpu_features:vector_bytes",
 }

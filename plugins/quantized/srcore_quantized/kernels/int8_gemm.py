@@ -52,7 +52,7 @@ def numba_enabled() -> bool:
 
 
 def _simd_supported() -> bool:
-    from srcore.cpu_features import cpu_features
+    from srcore.plugin import cpu_features
 
     if os.environ.get("SRCORE_INT8_GEMM", "").lower() == "sgemm":
         return False
