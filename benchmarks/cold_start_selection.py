@@ -74,6 +74,12 @@ def _artifacts(model: str, out: Path) -> tuple[Path, Path]:
 
     prepare(model, out)
     art = out / "artifacts" / model
+    import numpy as np
+
+    with np.load(art / "inputs.npz") as feeds:   # what benchmarks.prepare writes, by input name
+        if len(feeds.files) != 1:
+            raise SystemExit(f"{model}: {len(feeds.files)} inputs; the cold-start child feeds one")
+        np.save(art / "input.npy", feeds[feeds.files[0]])
     return art / "model.srm", art / "input.npy"
 
 
