@@ -9,7 +9,10 @@ OpenVINO's per-call overhead (tens of µs) does not pay off on a few small ops.
 
 At run time each calling thread has its own infer request. Inputs OpenVINO cannot take
 (an empty tensor, a size the model's constant shapes reject) run node by node on the next
-backends, like a signature trt_like has no plan for.
+backends, like a signature trt_like has no plan for. A signature seen for the first time is
+checked against srcore's shape rules (``Segment.specialize``) before OpenVINO runs it: OpenVINO
+does not reject every size srcore's ops do (with one OpenMP thread its CPU plugin reshaped 9
+values to (2, 0) for ``reshape(x, [2, -1])``), and such a call must fail, never answer.
 """
 from __future__ import annotations
 
@@ -31,6 +34,8 @@ TIMING_BUDGET = 0.25
 TIMING_CALLS = 50
 #: signatures remembered as running node by node (the oldest is dropped beyond this)
 MAX_UNPLANNED = 16
+#: signatures remembered as checked against srcore's shape rules (forgotten all at once beyond this)
+MAX_CHECKED = 1024
 
 
 class Engine:
@@ -39,6 +44,9 @@ class Engine:
     def __init__(self, segment):
         self.name = segment.name
         self.fallback = segment.fallback
+        self._segment = segment
+        #: input signatures srcore's shape rules accepted (checked once each, before OpenVINO runs them)
+        self._checked: set[tuple] = set()
         self.options: EngineOptions = parse(dict(segment.options))
         ov = device.openvino()
         self._tensor = ov.Tensor
@@ -84,10 +92,18 @@ class Engine:
     def __call__(self, *xs):
         if len(xs) != self.n_inputs:
             raise KernelError(f"{self.name}: {len(xs)} inputs, expected {self.n_inputs}")
-        if self.unplanned:
-            key = tuple(x.shape for x in xs)
-            if key in self.unplanned:
-                return self.fallback(*xs)
+        key = tuple(x.shape for x in xs)
+        if self.unplanned and key in self.unplanned:
+            return self.fallback(*xs)
+        if key not in self._checked:
+            try:
+                self._segment.specialize(key)
+            except EngineBuildError as exc:   # sizes srcore's ops reject: the fallback raises their error
+                return self._not_in_openvino(xs, exc)
+            with self._lock:
+                if len(self._checked) >= MAX_CHECKED:
+                    self._checked.clear()
+                self._checked.add(key)
         req = self._request()
         tensor = self._tensor
         keep = []   # OpenVINO reads the arrays in place: the copies made here must live until infer() returns
@@ -108,7 +124,12 @@ class Engine:
 
     def _not_in_openvino(self, xs, exc):
         sig = tuple(x.shape for x in xs)
-        why = "an empty input" if isinstance(exc, _Empty) else f"OpenVINO: {type(exc).__name__}: {_last_line(exc)}"
+        if isinstance(exc, _Empty):
+            why = "an empty input"
+        elif isinstance(exc, EngineBuildError):
+            why = f"srcore's shape rules: {_last_line(exc)}"
+        else:
+            why = f"OpenVINO: {type(exc).__name__}: {_last_line(exc)}"
         if self.fallback is None:
             raise KernelError(f"{self.name}: inputs {_sig(sig)} do not run in OpenVINO ({why}) and there is no "
                               f"fallback (Options.require_full_compilation, or no backend after openvino)") from exc
