@@ -4,14 +4,15 @@
 # (interpreter, precomputed_offsets), so the whole suite passes with both executors and both planners.
 # Tests marked one_pass (independent of executor and planner: parsers, schemas, shape rules, ...) run
 # in the first pass only; tests marked perf (timing assertions) in neither: `pytest -m perf` runs them.
-# Each pass runs on every core this process may use, at most 4 (pytest-xdist: a test goes to whichever
-# worker is free; the tests of one local Ray or Dask cluster share a worker, xdist_group, so it starts
-# once); SRCORE_TEST_WORKERS=N sets the number of workers, 0 runs the tests in pytest's own process.
+# Each pass runs on every core this process may use, at most 4 (pytest-xdist, --dist loadscope: a test
+# module runs on one worker, in file order, so its module fixtures and a local Ray or Dask cluster start
+# once and its seeded random data is the same as in a one-process run); SRCORE_TEST_WORKERS=N sets the
+# number of workers, 0 runs the tests in pytest's own process.
 set -euo pipefail
 cd "$(dirname "$0")"
 SRCORE_EXTRAS=test bash run.sh --install-only
 workers="${SRCORE_TEST_WORKERS:-$(.venv/bin/python -c 'import os; print(max(1, min(4, len(os.sched_getaffinity(0)))))')}"
-parallel=(-n "$workers" --dist loadgroup)
+parallel=(-n "$workers" --dist loadscope)
 [ "$workers" = 0 ] && parallel=()
 .venv/bin/python -m pytest -q "${parallel[@]}" "$@"
 echo "== second pass: SRCORE_EXECUTOR=interpreter SRCORE_MEMORY_PLANNER=precomputed_offsets"

@@ -21,7 +21,8 @@ from srcore.scaleout.job import BatchJob, run_job
 
 import _scaleout as S
 
-# xdist_group: one worker runs them all, so the session's cluster starts once (test.sh runs pytest -n)
+# one worker runs them all, so the session's cluster starts once: test.sh's --dist loadscope keeps a
+# module on one worker; xdist_group does the same under --dist loadgroup
 pytestmark = [pytest.mark.one_pass, pytest.mark.timeout(240), pytest.mark.xdist_group("dask")]
 A_COLS = ["a0", "a1", "a2", "a3"]
 

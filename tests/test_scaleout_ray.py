@@ -26,7 +26,8 @@ from srcore.scaleout.shards import read_table
 
 import _scaleout as S
 
-# xdist_group: one worker runs them all, so the session's cluster starts once (test.sh runs pytest -n)
+# one worker runs them all, so the session's cluster starts once: test.sh's --dist loadscope keeps a
+# module on one worker; xdist_group does the same under --dist loadgroup
 pytestmark = [pytest.mark.one_pass, pytest.mark.timeout(240), pytest.mark.xdist_group("ray")]
 A_COLS = ["a0", "a1", "a2", "a3"]
 
