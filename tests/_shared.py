@@ -37,3 +37,20 @@ def require_shared(relative: str) -> Path:
             pytest.fail(msg)
         pytest.skip(msg)
     return path
+
+
+def bench_model_via_torchscript(name: str):
+    """``(model, inputs, reference)``: the bench model ``name`` of ``benchmarks/models.py`` through
+    TorchScript (traced or scripted, as its metadata says), its example inputs as numpy arrays and
+    torch eager's output on them."""
+    import torch
+
+    import srcore
+    from benchmarks.models import MODELS
+
+    build, meta = MODELS[name]
+    m, inputs = build()
+    with torch.no_grad():
+        ts = torch.jit.trace(m, inputs, check_trace=False) if meta["torchscript"] == "trace" else torch.jit.script(m)
+        ref = m(*inputs).numpy()
+    return srcore.from_torchscript(ts, inputs), [i.numpy() for i in inputs], ref

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 import srcore
-from benchmarks.models import MODELS
+from _shared import bench_model_via_torchscript
 from srcore.ir import parse_graph
 
 CHAIN = """graph(%x : Float({batch}, 16)):
@@ -36,18 +35,9 @@ def _count_propagations(monkeypatch):
     return calls
 
 
-def _torch_model(name):
-    build, meta = MODELS[name]
-    m, inputs = build()
-    with torch.no_grad():
-        ts = torch.jit.trace(m, inputs, check_trace=False) if meta["torchscript"] == "trace" else torch.jit.script(m)
-        ref = m(*inputs).numpy()
-    return srcore.from_torchscript(ts, inputs), [i.numpy() for i in inputs], ref
-
-
 @pytest.mark.parametrize("name", ["mlp_tiny", "control_flow"])
 def test_a_static_first_run_reuses_the_loads_types_and_plans_the_same(name, monkeypatch):
-    model, inputs, ref = _torch_model(name)
+    model, inputs, ref = bench_model_via_torchscript(name)
     calls = _count_propagations(monkeypatch)
     sm = srcore.StaticModule(model)
     assert len(calls) == 1  # the load's, after the passes

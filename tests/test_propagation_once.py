@@ -18,6 +18,7 @@ import pytest
 import torch
 
 import srcore
+from _shared import bench_model_via_torchscript
 import srcore.ops.shapes as shapes_pkg
 from srcore.ir.parser import parse_graph
 from srcore.ops.shapes import interp, propagate
@@ -103,22 +104,11 @@ def check_load(model, backends, calls, monkeypatch):
     return sm
 
 
-def _bench(name):
-    from benchmarks.models import MODELS
-
-    build, meta = MODELS[name]
-    m, inputs = build()
-    with torch.no_grad():
-        ts = torch.jit.trace(m, inputs, check_trace=False) if meta["torchscript"] == "trace" else torch.jit.script(m)
-        ref = m(*inputs).numpy()
-    return srcore.from_torchscript(ts, inputs), [i.numpy() for i in inputs], ref
-
-
 @pytest.mark.parametrize("name,backends", [("mlp_tiny", ("cpu",)), ("mlp_tiny", ("quantized_cpu", "cpu")),
                                            ("elementwise_chain", ("trt_like", "cpu")),
                                            ("control_flow", ("cpu",))])
 def test_a_bench_model_loads_with_one_full_propagation(name, backends, calls, monkeypatch):
-    model, inputs, ref = _bench(name)
+    model, inputs, ref = bench_model_via_torchscript(name)
     sm = check_load(model, backends, calls, monkeypatch)
     # the final propagation re-ran rules only for what the passes made (fused nodes, ...)
     final = calls.incremental[-1]
