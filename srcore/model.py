@@ -14,6 +14,7 @@ from typing import Any, Mapping
 import attrs
 import numpy as np
 
+from ._convert import to_tuple
 from .errors import SrcoreError
 from .ir.graph import Graph
 from .ir.types import Dim, TensorType
@@ -72,8 +73,8 @@ class Model:
 
     graph: Graph
     params: dict[str, np.ndarray] = attrs.field(factory=dict)
-    input_specs: tuple[InputSpec, ...] = attrs.field(default=(), converter=tuple)
-    output_names: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    input_specs: tuple[InputSpec, ...] = attrs.field(default=(), converter=to_tuple)
+    output_names: tuple[str, ...] = attrs.field(default=(), converter=to_tuple)
     metadata: dict[str, str] = attrs.field(factory=dict)
     #: serialized engines by segment key (``srcore.plugin.EngineData``; ``srcore build`` writes them)
     engines: dict[str, Any] = attrs.field(factory=dict)
@@ -82,7 +83,7 @@ class Model:
     plugins: Any = None
     #: schemas of ops no installed plugin declares, recorded from torch by the converter (so that a
     #: torch-backed fallback kernel can run them); kept in the ``.srm`` file
-    op_schemas: tuple = attrs.field(default=(), converter=tuple)
+    op_schemas: tuple = attrs.field(default=(), converter=to_tuple)
 
     def undeclared_schemas(self, declared) -> tuple:
         """The schemas of the graph's nodes (and ``op_schemas``) whose overload ``declared`` lacks, by name."""

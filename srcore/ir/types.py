@@ -19,6 +19,7 @@ from typing import Union
 
 import attrs
 
+from .._convert import to_tuple
 from .quant import QParams
 
 Dim = Union[int, str, None]
@@ -214,7 +215,7 @@ class OptionalType(Type):
 
 @attrs.frozen
 class TupleType(Type):
-    elems: tuple[Type, ...] = attrs.field(converter=tuple)
+    elems: tuple[Type, ...] = attrs.field(converter=to_tuple)
 
     def __str__(self) -> str:
         if len(self.elems) == 1:
@@ -245,7 +246,7 @@ class ClassType(Type):
 class UnionType(Type):
     """``Union(A, B)``: a value of one of the element types (TorchScript prints ``T?`` for ``Union(T, None)``)."""
 
-    elems: tuple[Type, ...] = attrs.field(converter=tuple)
+    elems: tuple[Type, ...] = attrs.field(converter=to_tuple)
 
     def __str__(self) -> str:
         return "Union(" + ", ".join(str(e) for e in self.elems) + ")"

@@ -15,6 +15,7 @@ from typing import Callable, Iterable, Union
 
 import attrs
 
+from .._convert import to_tuple
 from ..errors import PassError, SrcoreError
 from ..ir.graph import Graph
 
@@ -36,7 +37,7 @@ class Pass:
 class Fixpoint:
     """Run ``passes`` repeatedly until none reports a change (at most ``max_iterations`` rounds)."""
 
-    passes: tuple = attrs.field(converter=tuple)
+    passes: tuple = attrs.field(converter=to_tuple)
     max_iterations: int = 10
     name: str = "fixpoint"
 

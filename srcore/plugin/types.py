@@ -10,6 +10,8 @@ from typing import Any, Callable, Union
 
 import attrs
 
+from .._convert import to_tuple as _to_tuple
+
 #: the kernel kinds, in the order static dispatch tries them
 KERNEL_KINDS = ("out", "native", "fallback")
 
@@ -19,12 +21,6 @@ _OP_OR_WILDCARD_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*::(\*|[A-Za-z_][A-Za-z0
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 
 ImplRef = Union[str, Callable[..., Any]]
-
-
-def _to_tuple(value) -> tuple:
-    # not ``converter=tuple``: attrs inspects a converter's signature, and for a builtin that means
-    # parsing its text signature (~0.3 ms per field at import)
-    return tuple(value)
 
 
 def _check_name(kind: str):
