@@ -368,3 +368,78 @@ def test_a_list_made_inside_the_block_does_not_outlive_it():
     # h (1) is held by the list from the append (3) on; the list is last read by cat (4); last is never read
     assert proc.blocks[1].managed == (ManagedTensor(s(h.output), 1, 4), ManagedTensor(s(cat.output), 4, 4),
                                       ManagedTensor(s(last.output), 5, 5))
+
+
+# -- written for the survivors of the mutation run -----------------------------------------------------------
+def test_a_tensor_read_only_inside_a_branch_lives_until_the_branching_node():
+    g = Graph()
+    x = g.add_input(F, "x")
+    a = g.insert("t::a", [x], [F])
+    node = g.insert("prim::If", [g.add_input(BOOL, "c")], [F])
+    blk = node.add_block()
+    b = g.create("t::b", [a.output], [F])
+    blk.append(b)
+    blk.register_output(b.output)
+    other = node.add_block()
+    other.register_output(x)
+    z = g.insert("t::z", [x], [F])
+    g.register_output(z.output)
+    proc = GraphProcessor(g, resolve_all(g, kind="out"))
+    proc.run()
+    # a (1) is read inside the If (2); z (3) is returned
+    assert proc.blocks[0].managed == (ManagedTensor(proc.slot(a.output), 1, 2),)
+
+
+def test_a_positional_default_stays_positional():
+    g = Graph()
+    x = g.add_input(F, "x")
+    n = g.insert("t::f", [x], [F])
+    n.schema = schema("t::f(Tensor self, int k=3, *, int j=4) -> Tensor")
+    proc = GraphProcessor(g, resolve_all(g))
+    assert proc.full_args(n) == [(None, Arg(proc.slot(x))), (None, Arg(None, 3)), ("j", Arg(None, 4))]
+    fn = proc.function(n)
+    assert fn.args == (Arg(proc.slot(x)), Arg(None, 3)) and fn.kwargs == (("j", Arg(None, 4)),)
+
+
+def test_only_containers_of_tensors_count_as_filled():
+    g = Graph()
+    x = g.add_input(F, "x")
+    ints = g.add_input(ListType(INT), "ints")
+    tensors = g.add_input(ListType(F), "tensors")
+    app_int = g.insert("aten::append", [ints, g.insert_constant(1)], [ListType(INT)])
+    app_int.schema = schema("aten::append.int(int[](a!) self, int el) -> int[](a!)")
+    relu_ = g.insert("aten::relu_", [x], [F])
+    relu_.schema = schema("aten::relu_(Tensor(a!) self) -> Tensor(a!)")
+    app_t = g.insert("aten::append", [tensors, x], [ListType(F)])
+    app_t.schema = schema("aten::append.Tensor(Tensor[](a!) self, Tensor(c -> *) el) -> Tensor[](a!)")
+    assert _filled_containers(app_int) == [] and _filled_containers(relu_) == []
+    assert _filled_containers(app_t) == [tensors]
+
+
+def test_a_tensor_stored_into_a_loop_carried_list_outlives_the_body():
+    """``keep = []; acc = keep; for ...: acc.append(h(x)); acc = []``: at the first iteration the carried
+    ``acc`` is the outer list, so h must not be managed by the body (its buffer would be reused while
+    ``keep`` still lists it)."""
+    g = Graph()
+    x = g.add_input(F, "x")
+    keep = g.insert("prim::ListConstruct", [], [ListType(F)])
+    loop = g.insert("prim::Loop", [g.insert_constant(2), g.add_input(BOOL, "c"), keep.output], [ListType(F)])
+    body = loop.add_block()
+    body.add_input(INT, "i")
+    carried = body.add_input(ListType(F), "acc")
+    h = g.create("t::h", [x], [F])
+    body.append(h)
+    app = g.create("aten::append", [carried, h.output], [ListType(F)])
+    body.append(app)
+    fresh = g.create("prim::ListConstruct", [], [ListType(F)])
+    body.append(fresh)
+    tmp = g.create("t::tmp", [x], [F])
+    body.append(tmp)
+    body.register_output(g.inputs[1])
+    body.register_output(fresh.output)
+    cat = g.insert("t::cat", [keep.output], [F])
+    g.register_output(cat.output)
+    proc = GraphProcessor(g, resolve_all(g, kind="out", **{"aten::append": "native",
+                                                             "prim::ListConstruct": "native"}))
+    proc.run()
+    assert proc.blocks[1].managed == (ManagedTensor(proc.slot(tmp.output), 4, 4),)
