@@ -16,6 +16,7 @@ import pytest
 
 import srcore
 from srcore.dispatch import KernelTable, dispatch_dtypes, node_info, resolve_graph, resolve_node
+from srcore.dispatch import lazy
 from srcore.dispatch import resolve as R
 from srcore.dispatch.guard import dtype_guard
 from srcore.dispatch.table import kernel_sort_key, op_key, wildcard_of
@@ -185,10 +186,12 @@ def test_node_info_names_values_lists_and_source():
     grown = g.insert("prim::ListConstruct", parts, [ListType(INT)]).output
     g.insert("aten::append", [grown, k], [ListType(INT)])
     mixed = g.insert("prim::ListConstruct", [k, g.insert("t::n", [x], [INT]).output], [ListType(INT)]).output
-    n = g.insert("t::f", [x, k, fixed, grown, mixed, x], [F32, INT], source=SourceLocation("m.py", 7, 2))
-    schema = srcore.FunctionSchema.parse("t::f(Tensor self, int k, int[] a, int[] b, int[] c) -> (Tensor, int)")
+    attr = g.insert("t::attr", [], [F32], attrs={"value": 5}).output   # an attribute named value: not a constant
+    n = g.insert("t::f", [x, k, fixed, grown, mixed, attr], [F32, INT], source=SourceLocation("m.py", 7, 2))
+    schema = srcore.FunctionSchema.parse("t::f.ov(Tensor self, int k, int[] a, int[] b, int[] c) -> (Tensor, int)")
     info = node_info(n, schema)
-    assert info.op == "t::f" and info.schema is schema and info.source == "m.py:7:2"
+    assert info.op == "t::f.ov" and info.schema is schema and info.source == "m.py:7:2"
+    assert [a.type for a in info.args] == [F32, INT, ListType(INT), ListType(INT), ListType(INT), F32]
     assert [a.name for a in info.args] == ["self", "k", "a", "b", "c", "arg5"]
     assert [a.is_constant for a in info.args] == [False, True, True, False, False, False]
     assert [a.value for a in info.args] == [None, 2, [1, 3], None, None, None]
@@ -198,6 +201,7 @@ def test_node_info_names_values_lists_and_source():
     bare = node_info(n, None, op="t::other")
     assert bare.op == "t::other" and [a.name for a in bare.args] == [f"arg{i}" for i in range(6)]
     assert node_info(n).op == "t::f" and node_info(unary()[1]).source is None
+    assert node_info(n, schema, op="given").op == "given"
 
 
 # -- matchers ----------------------------------------------------------------------------------------------
@@ -206,12 +210,15 @@ def test_a_string_impl_is_imported_and_a_matcher_answer_taken_as_is(monkeypatch)
     mod.neg = recorder("lazy-neg")
     mod.match = lambda info: mod.neg if info.op == "t::f" else None
     monkeypatch.setitem(__import__("sys").modules, "srcore_test_dispatch_kernels", mod)
+    monkeypatch.setattr(lazy, "_cache", {})   # a name imported before (another run of this test) is cached
     _, n = unary()
     rk = resolve_node(n, table(K(impl="srcore_test_dispatch_kernels:neg")), ["cpu"])
     assert rk.fn is mod.neg and rk.specialized is None and rk.kind == "out" and rk.backend == "cpu"
     assert not rk.checks_dtypes and rk.reason is None
-    rk = resolve_node(n, table(K(kind="native", matcher="srcore_test_dispatch_kernels:match")), ["cpu"])
-    assert rk.fn is mod.neg and rk.specialized is None and rk.kind == "native"
+    k = K(backend="acc", kind="native", matcher="srcore_test_dispatch_kernels:match")
+    rk = resolve_node(n, table(k), ["acc"])
+    assert rk.fn is mod.neg and rk.specialized is None and rk.kind == "native" and rk.backend == "acc"
+    assert rk.kernel is k
     spec = Specialized(recorder("spec"), args=(0,))
     rk = resolve_node(n, table(K(backend="acc", kind="fallback", dtypes=("*",), matcher=lambda i: spec)), ["acc"])
     assert rk.specialized is spec and rk.fn is spec.fn and rk.kind == "fallback" and rk.backend == "acc"
@@ -374,7 +381,7 @@ def test_alternatives_say_why_each_kernel_was_not_taken():
     n = g.insert("t::f", [x], [F32], source=SourceLocation("m.py", 3))
     declined = K(plugin="d", matcher=lambda info: None)
     t = table(K(backend="gpu", plugin="g"), K(kind="native", dtypes=("float64",)), K(kind="fallback",
-              dtypes=("*",), plugin="fb"), declined, K(kind="native", dtypes=("float64",), plugin="p"))
+              dtypes=("*",), plugin="fb"), declined, K(kind="native", dtypes=("float64", "int8"), plugin="p"))
     with pytest.raises(srcore.UnsupportedOpError) as ei:
         resolve_graph(g, t, ["cpu"], kinds=("native", "out"))
     err = ei.value
@@ -385,6 +392,7 @@ def test_alternatives_say_why_each_kernel_was_not_taken():
         "no schema is known for this op",
         "srcore-d 1.0 has an out kernel on cpu, but its matcher declined this node",
         "srcore-p 1.0 has a native kernel for dtypes (float64) on cpu",
+        "srcore-p 1.0 has a native kernel for dtypes (float64, int8) on cpu",
         "srcore-fb 1.0 has a fallback kernel on cpu, but fallback kernels are off (Options(allow_fallback=False), "
         "--no-fallback)",
         "srcore-g 1.0 has an out kernel for backend gpu")
@@ -516,7 +524,7 @@ def test_every_missing_node_is_listed_with_a_mixed_hint():
 
 # -- the plugin hook API: a test plugin whose kernels record what ran --------------------------------------
 def test_a_plugins_kernels_are_chosen_by_dtype_and_run_through_a_static_module():
-    from srcore.plugin import Backend, OpLibrary, hookimpl
+    from srcore.plugin import Backend, OpLibrary, ShapeRule, hookimpl
     from srcore.plugin.manager import PluginManager
 
     def rec(name):
@@ -539,6 +547,10 @@ def test_a_plugins_kernels_are_chosen_by_dtype_and_run_through_a_static_module()
             yield Backend("tdb", "a test backend")
 
         @hookimpl
+        def srcore_shape_rules(self):
+            yield ShapeRule(("tdisp::f",), lambda ctx: [ctx.tensor(0, "self")])
+
+        @hookimpl
         def srcore_kernels(self):
             yield Kernel("tdisp::f", "tdb", "native", ("float32",), rec("f32-neg"))
             yield Kernel("tdisp::f", "tdb", "out", ("float64",), rec("f64-abs"))
@@ -550,8 +562,130 @@ def test_a_plugins_kernels_are_chosen_by_dtype_and_run_through_a_static_module()
                               ("int64", "Long", "any-abs")):
         g = srcore.parse_graph(f"graph(%x : {text}(3)):\n  %y : Tensor = tdisp::f(%x)\n  return (%y)\n")
         sm = srcore.StaticModule(g, options=srcore.Options(backends=("tdb",)), plugin_manager=pm)
+        (rk,) = sm.resolved_kernels.values()
+        assert not rk.checks_dtypes and rk.kind == {"f32-neg": "native", "f64-abs": "out"}.get(name, "fallback")
         RAN.clear()
         x = np.array([-1, 2, -3], dtype)
         got = sm(x)
         assert RAN == [name]
         np.testing.assert_array_equal(got, -x if name.endswith("neg") else np.abs(x))
+
+
+# -- kernels named by "module:attribute" -------------------------------------------------------------------
+def test_import_ref_follows_dotted_attributes_and_caches(monkeypatch):
+    mod = types.ModuleType("srcore_test_lazy_refs")
+    mod.ns = types.SimpleNamespace(inner=types.SimpleNamespace(fn=recorder("deep")))
+    monkeypatch.setitem(__import__("sys").modules, "srcore_test_lazy_refs", mod)
+    monkeypatch.setattr(lazy, "_cache", {})
+    assert lazy.import_ref("srcore_test_lazy_refs:ns.inner.fn") is mod.ns.inner.fn
+    assert lazy._cache == {"srcore_test_lazy_refs:ns.inner.fn": mod.ns.inner.fn}
+    mod.ns.inner.fn = None   # cached: not looked up again
+    assert lazy.import_ref("srcore_test_lazy_refs:ns.inner.fn").__name__ == "deep"
+    assert lazy.import_ref("srcore_test_lazy_refs:ns") is mod.ns
+
+
+def test_resolve_ref_passes_callables_imports_strings_and_names_every_failure(monkeypatch):
+    from srcore.dispatch.lazy import resolve_ref
+
+    mod = types.ModuleType("srcore_test_lazy_refs2")
+    mod.fn = recorder("fn")
+    mod.data = 3
+    monkeypatch.setitem(__import__("sys").modules, "srcore_test_lazy_refs2", mod)
+    monkeypatch.setattr(lazy, "_cache", {})
+    who = PluginInfo("lz", "srcore-lz", "0.3")
+    assert resolve_ref(np.negative, provider=None, op="t::f") is np.negative
+    assert resolve_ref("srcore_test_lazy_refs2:fn", provider=who, op="t::f") is mod.fn
+
+    class AtLoad:
+        ref = "pkg:thing"
+
+        def __init__(self, result):
+            self.result = result
+
+        def resolve_at_load(self):
+            if isinstance(self.result, Exception):
+                raise self.result
+            return self.result
+
+    assert resolve_ref(AtLoad(np.abs), provider=who, op="t::f") is np.abs
+    with pytest.raises(srcore.PluginError, match=r"^plugin lz \(srcore-lz 0.3\): cannot import impl 'pkg:thing' of "
+                       r"the kernel for t::g: KeyError: 'x'$") as ei:
+        resolve_ref(AtLoad(KeyError("x")), provider=who, op="t::g")
+    assert isinstance(ei.value.__cause__, KeyError)
+    with pytest.raises(srcore.PluginError, match=r"^an unregistered kernel: cannot import matcher "
+                       r"'srcore_test_lazy_refs2:nope' of the kernel for t::f \(declared at k.yaml:3\): "
+                       r"AttributeError: "):
+        resolve_ref("srcore_test_lazy_refs2:nope", provider=None, op="t::f", what="matcher", source="k.yaml:3")
+    with pytest.raises(srcore.PluginError, match=r"^plugin lz \(srcore-lz 0.3\): impl 'srcore_test_lazy_refs2:data' "
+                       r"of the kernel for t::f is not callable$"):
+        resolve_ref("srcore_test_lazy_refs2:data", provider=who, op="t::f")
+    with pytest.raises(srcore.PluginError, match=r"^an unregistered kernel: matcher 'pkg:thing' of the kernel for "
+                       r"t::f \(declared at here\) is not callable$"):
+        resolve_ref(AtLoad(5), provider=None, op="t::f", what="matcher", source="here")
+    no_ref = AtLoad(7)
+    del AtLoad.ref
+    with pytest.raises(srcore.PluginError, match=r"impl <.*AtLoad object at .*> of the kernel"):
+        resolve_ref(no_ref, provider=None, op="t::f")
+
+
+# -- written for the survivors of the mutation run -----------------------------------------------------------
+def test_an_impl_or_matcher_that_fails_to_import_names_plugin_op_and_declaration(monkeypatch):
+    monkeypatch.setattr(lazy, "_cache", {})
+    _, n = unary()
+    impl = K(impl="srcore_test_no_such_module:f", plugin="imp", version="0.4", source="kernels.yaml:12")
+    with pytest.raises(srcore.PluginError, match=r"^plugin imp \(srcore-imp 0.4\): cannot import impl "
+                       r"'srcore_test_no_such_module:f' of the kernel for t::f \(declared at kernels.yaml:12\): "
+                       r"ModuleNotFoundError"):
+        resolve_node(n, table(impl), ["cpu"])
+    matcher = K(matcher="srcore_test_no_such_module:m", plugin="mat", version="0.5", source="kernels.yaml:13")
+    with pytest.raises(srcore.PluginError, match=r"^plugin mat \(srcore-mat 0.5\): cannot import matcher "
+                       r"'srcore_test_no_such_module:m' of the kernel for t::f \(declared at kernels.yaml:13\): "
+                       r"ModuleNotFoundError"):
+        resolve_node(n, table(matcher), ["cpu"])
+
+
+def test_a_node_without_a_schema_dispatches_on_the_overload_its_registry_resolves():
+    reg = registry("t::f.one(Tensor self) -> Tensor", "t::f.two(Tensor self, Tensor other) -> Tensor")
+    _, n = unary()
+    t = table(K("t::f.one", name="one"), K("t::f", name="by-name"), K("t::f.two", name="two"), schemas=reg)
+    assert chosen(n, t) == "one"
+    seen = []
+    resolve_node(n, table(K("t::f.one", matcher=lambda info: seen.append(info)), schemas=reg), ["cpu"])
+    assert seen[0].op == "t::f.one" and seen[0].schema is reg.get("t::f.one")
+    assert [a.name for a in seen[0].args] == ["self"]
+
+
+def test_an_unsupported_node_with_a_schema_is_shown_with_it_and_its_overload():
+    reg = registry("t::f.one(Tensor self) -> Tensor")
+    g, n = unary()
+    t = table(K("t::f.one", backend="gpu", plugin="g"), K("t::f", backend="gpu", plugin="h"), schemas=reg)
+    with pytest.raises(srcore.UnsupportedOpError) as ei:
+        resolve_graph(g, t, ["cpu"])
+    (m,) = ei.value.missing
+    assert m.op == "t::f.one" and m.schema == "t::f.one(Tensor self) -> Tensor"
+    assert m.alternatives == ("srcore-g 1.0 has an out kernel for backend gpu",)
+
+
+def test_fallback_reason_counts_an_op_unknown_to_a_table_without_registry_as_undeclared():
+    g = Graph()
+    x = g.add_input(F32, "x")
+    n = g.insert("t::f", [x], [TensorType("int64", (2,))])
+    fb = K(kind="fallback", dtypes=("*",))
+    assert resolve_node(n, table(fb), ["cpu"]).reason == (
+        "no out or native kernel for t::f on cpu (an op srcore does not declare; its schema came with the model)")
+    assert resolve_node(n, table(fb, K(kind="native")), ["cpu"]).reason == (
+        "no out or native kernel for t::f takes dtypes (float32, int64): native kernel of srcore-p 1.0 on cpu "
+        "takes (float32)")
+
+
+def test_at_most_three_close_names_are_suggested_and_the_fallback_log_names_an_unknown_plugin(caplog):
+    reg = registry(*(f"t::{name}(Tensor self) -> Tensor" for name in ("abcd", "abce", "abcf", "abcg")))
+    g, n = unary("t::abc")
+    text = R._schema_problem(n, table(schemas=reg))
+    # equally close: difflib lists the names that sort last first
+    assert text.endswith("(did you mean t::abcg, t::abcf, t::abce?)"), text
+    with caplog.at_level(logging.INFO, logger="srcore.dispatch"):
+        R._log_choice(n, R.ResolvedKernel(Kernel("t::abc", "cpu", "fallback", ("*",), np.negative), np.negative,
+                                          None, "fallback", "cpu"))
+    assert [r.getMessage() for r in caplog.records] == [
+        "t::abc runs on the fallback kernel of ? on cpu (no out or native kernel accepts it)"]
