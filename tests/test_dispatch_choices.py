@@ -689,3 +689,15 @@ def test_at_most_three_close_names_are_suggested_and_the_fallback_log_names_an_u
                                           None, "fallback", "cpu"))
     assert [r.getMessage() for r in caplog.records] == [
         "t::abc runs on the fallback kernel of ? on cpu (no out or native kernel accepts it)"]
+
+
+def test_a_plugin_named_its_gets_the_install_hint():
+    """The overload hint was also given when the first alternative began with "its ", which nothing
+    writes but a plugin named ``its`` ("its 1.0 has an out kernel for backend gpu")."""
+    g, n = unary(schema="t::f(Tensor self) -> Tensor")
+    for dist in ("its", False):
+        t = table(K(backend="gpu", plugin="its", dist=dist))
+        with pytest.raises(srcore.UnsupportedOpError) as ei:
+            resolve_graph(g, t, ["cpu"])
+        assert ei.value.missing[0].alternatives == ("its 1.0 has an out kernel for backend gpu",)
+        assert ei.value.hint.startswith("install or enable a plugin")
