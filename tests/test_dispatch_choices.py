@@ -701,3 +701,10 @@ def test_a_plugin_named_its_gets_the_install_hint():
             resolve_graph(g, t, ["cpu"])
         assert ei.value.missing[0].alternatives == ("its 1.0 has an out kernel for backend gpu",)
         assert ei.value.hint.startswith("install or enable a plugin")
+
+
+def test_the_dtype_guard_passes_every_argument_on():
+    fn = dtype_guard(lambda *args, **kwargs: (args, kwargs), K(dtypes=("float32",)), "t::f")
+    f32 = np.zeros(2, np.float32)
+    args, kwargs = fn(f32, 2, alpha=3, out=f32)
+    assert args[0] is f32 and args[1] == 2 and kwargs == {"alpha": 3, "out": f32}
