@@ -4,7 +4,9 @@
 How a layer runs: the input projection of **every** timestep and both directions is one GEMM,
 ``x (N, I) @ W_ih_cat (I, D*G*H)`` plus the folded biases; each step then adds one small GEMM,
 ``h (B, H_out) @ W_hh^T``, into its slice of that projection and applies the gate activations in
-place (``scipy.special.expit``, as ``aten::sigmoid``, imported lazily). A padded ``(T, B, I)``
+place (``scipy.special.expit``, as ``aten::sigmoid``, imported lazily); float32 one-direction LSTM /
+GRU layers without a projection run those steps as one compiled loop instead (``jit_recurrent.py``,
+compiled at load when the matcher knows the input's dtype). A padded ``(T, B, I)``
 input runs both directions in lockstep (:func:`run_lockstep`: step ``i`` is forward time ``i``
 and reverse time ``T-1-i``, one numpy call per gate operation for both; 1.15-1.45x faster than a
 loop per direction). A packed sequence (:func:`run`) loops per direction over row ranges
