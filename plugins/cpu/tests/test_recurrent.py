@@ -526,6 +526,7 @@ def test_compiled_recurrence_matches_torch(mode, bias, batch_first):
         == [None]
 
 
+@pytest.mark.one_pass   # runs every executor and planner itself
 def test_compiled_recurrence_through_static_modules():
     """A float32 one-direction LSTM feeding a GRU (lstm_gru's shape, small), given states, through
     every executor and planner: the compiled loops (the matcher knows the dtype) against torch."""
