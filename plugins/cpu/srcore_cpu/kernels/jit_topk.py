@@ -10,7 +10,8 @@ those sifts were most of the time. So a row of at least :data:`_FILTER_MIN_RATIO
 without NaN is first cut down: the maxima of ``4k`` or more blocks of the row are k or more
 distinct elements, so the k-th best block maximum ``T`` is no better than the k-th best element,
 and every element of the top k is at least as good as ``T``. The heap then runs over only those
-candidates (in index order, so ties come out as before): on random logits ~1.2k of them.
+candidates (in index order, so ties come out as before): on random logits about 1.2 k of them
+(~60 for k = 50 of 4000).
 
 Order is torch's (and the numpy kernel's stable sort's): by value (NaN above everything for
 ``largest``, above everything for the smallest too, i.e. picked last), equal values by lower index
