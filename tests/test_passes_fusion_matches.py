@@ -235,3 +235,110 @@ def test_fusions_are_found_inside_blocks_and_only_the_given_table_is_used():
     assert "srcore::add_relu" not in kinds(g)
     g = parse_graph(text)
     assert fuse_ops(g, fusions=[f for f in FUSIONS if f.name == "add + relu"])
+
+
+# -- elementwise chains ------------------------------------------------------------------------------------
+def chain(body, head="%x : Float(3, 4), %a : Float(3, 4), %b : Float(4), %c : Float(1, 4), %d : Float(3, 4), "
+          "%e : Float(3, 4), %f : Float(3, 4)", ret="%y"):
+    return (f"graph({head}):\n  %one : int = prim::Constant[value=1]()\n  %two : int = prim::Constant[value=2]()\n"
+            "  %half : float = prim::Constant[value=0.5]()\n  %t : bool = prim::Constant[value=1]()\n"
+            + body + f"  return ({ret})\n")
+
+
+def fused_chain(text, **kw):
+    """(program, operand names) of the one ew_chain made, or None when nothing fused."""
+    g = parse_graph(text)
+    if not fuse_elementwise_chains(g, **kw):
+        assert "srcore::ew_chain" not in kinds(g)
+        return None
+    node = [n for n in g.all_nodes() if n.kind == "srcore::ew_chain"][0]   # the first, when a cut made two
+    return node.inputs[1].node.attrs["value"], [v.name for v in [node.inputs[0], *node.inputs[2:]]], g, node
+
+
+def test_a_chain_becomes_one_node_with_its_program_and_operands():
+    text = chain("  %p : Float(3, 4) = aten::mul(%x, %half), scope: m.a\n"
+                 "  %q : Float(3, 4) = aten::add(%p, %a, %one), scope: m.b\n"
+                 "  %r : Float(3, 4) = aten::tanh(%q)\n  %y : Float(3, 4) = aten::relu(%r), scope: m.c\n")
+    program, operands, g, node = fused_chain(text)
+    assert program == "mul:s:0.5;add:t:1;tanh;relu" and operands == ["x", "a"]
+    assert kinds(g) == ["srcore::ew_chain"] and node.output.name == "y" and node.output is g.outputs[0]
+    assert node.meta["scope"] == "m.a|m.b|m.c"
+
+
+@pytest.mark.parametrize("body, program, operands", [
+    # add and mul take the running value on either side (the first node's first operand starts the
+    # chain); the chain input itself is operand 0
+    ("  %p : Float(3, 4) = aten::mul(%a, %x)\n  %y : Float(3, 4) = aten::add(%b, %p, %one)\n",
+     "mul:t:1;add:t:2", ["a", "x", "b"]),
+    ("  %p : Float(3, 4) = aten::mul(%x, %x)\n  %y : Float(3, 4) = aten::sub(%p, %x, %one)\n",
+     "mul:t:0;sub:t:0", ["x"]),
+    ("  %p : Float(3, 4) = aten::add(%x, %a, %one)\n  %q : Float(3, 4) = aten::div(%p, %a)\n"
+     "  %y : Float(3, 4) = aten::mul(%q, %c)\n", "add:t:1;div:t:1;mul:t:2", ["x", "a", "c"]),
+    ("  %p : Float(3, 4) = aten::mul(%x, %two)\n  %y : Float(3, 4) = aten::sigmoid(%p)\n", "mul:s:2;sigmoid", ["x"]),
+    # five distinct operands: the chain is cut from its end to four
+    ("  %p : Float(3, 4) = aten::add(%x, %a, %one)\n  %q : Float(3, 4) = aten::add(%p, %b, %one)\n"
+     "  %r : Float(3, 4) = aten::add(%q, %c, %one)\n  %s : Float(3, 4) = aten::add(%r, %d, %one)\n"
+     "  %y : Float(3, 4) = aten::add(%s, %e, %one)\n", "add:t:1;add:t:2;add:t:3;add:t:4", ["x", "a", "b", "c", "d"]),
+    # after the cut, an operand only the removed steps read goes too
+    ("  %p : Float(3, 4) = aten::add(%x, %a, %one)\n  %q : Float(3, 4) = aten::add(%p, %b, %one)\n"
+     "  %r : Float(3, 4) = aten::add(%q, %c, %one)\n  %s : Float(3, 4) = aten::add(%r, %d, %one)\n"
+     "  %u : Float(3, 4) = aten::relu(%s)\n  %v : Float(3, 4) = aten::add(%u, %e, %one)\n"
+     "  %y : Float(3, 4) = aten::add(%v, %f, %one)\n",
+     "add:t:1;add:t:2;add:t:3;add:t:4;relu", ["x", "a", "b", "c", "d"]),
+])
+def test_chain_programs(body, program, operands):
+    got = fused_chain(chain(body, ret="%y" if "%u " not in body else "%y"))
+    assert got is not None
+    assert got[0] == program and got[1] == operands
+
+
+@pytest.mark.parametrize("body", [
+    "  %p : Float(3, 4) = aten::relu(%x)\n  %y : Float(3, 4) = aten::sub(%a, %p, %one)\n",     # p not first
+    "  %p : Float(3, 4) = aten::add(%x, %a, %two)\n  %y : Float(3, 4) = aten::relu(%p)\n",     # alpha 2
+    "  %p : Float(3, 4) = aten::add(%x, %a, %t)\n  %y : Float(3, 4) = aten::relu(%p)\n",       # alpha True
+    "  %p : Float(3, 4) = aten::mul(%x, %t)\n  %y : Float(3, 4) = aten::relu(%p)\n",           # a bool scalar
+    '  %m : str = prim::Constant[value="floor"]()\n'
+    "  %p : Float(3, 4) = aten::div(%x, %a, %m)\n  %y : Float(3, 4) = aten::relu(%p)\n",       # rounding mode
+    "  %p : Float(3, 4) = aten::neg(%x)\n  %y : Float(3, 4) = aten::relu(%p)\n",               # not a step op
+    "  %p : Float(3, 4) = aten::relu(%x)\n  %y : Double(3, 4) = aten::tanh(%p)\n",             # another type
+    "  %y : Float(3, 4) = aten::relu(%x)\n",                                                    # one step
+])
+def test_chain_near_misses(body):
+    assert fused_chain(chain(body)) is None
+
+
+@pytest.mark.parametrize("t", ["Float(n, 4)", "Long(3, 4)", "Half(3, 4)", "Tensor"])
+def test_chains_need_a_static_float_type(t):
+    body = f"  %p : {t} = aten::add(%x, %a, %one)\n  %y : {t} = aten::relu(%p)\n"
+    assert fused_chain(chain(body, head=f"%x : {t}, %a : {t}")) is None
+
+
+@pytest.mark.parametrize("operand, ok", [
+    ("Float(4)", True), ("Float(1, 4)", True), ("Float(3, 1)", True), ("Float(3, 4)", True),
+    ("Float(2, 3, 4)", False), ("Float(5)", False), ("Double(4)", False), ("Float(k)", False), ("Tensor", False),
+])
+def test_tensor_operands_must_broadcast_into_the_chain(operand, ok):
+    body = "  %p : Float(3, 4) = aten::mul(%x, %o)\n  %y : Float(3, 4) = aten::relu(%p)\n"
+    got = fused_chain(chain(body, head=f"%x : Float(3, 4), %o : {operand}"))
+    assert (got is not None) is ok
+    if ok:
+        assert got[0] == "mul:t:1;relu" and got[1] == ["x", "o"]
+
+
+def test_min_steps_and_the_chain_ends_at_a_value_used_twice_or_in_another_block():
+    two = "  %p : Float(3, 4) = aten::relu(%x)\n  %y : Float(3, 4) = aten::tanh(%p)\n"
+    assert fused_chain(chain(two), min_steps=3) is None
+    assert fused_chain(chain("  %y : Float(3, 4) = aten::relu(%x)\n"), min_steps=1)[0] == "relu"
+    # %p used twice: relu alone is one step (not enough), tanh then sigmoid fuse on their own
+    got = fused_chain(chain(two + "  %z : Float(3, 4) = aten::sigmoid(%y)\n  %w : Float(3, 4) = aten::neg(%p)\n",
+                            ret="%z, %w"))
+    assert got[0] == "tanh;sigmoid" and got[1] == ["p"]
+    nested = chain("  %p : Float(3, 4) = aten::relu(%x)\n  %y : Float(3, 4) = prim::If(%t)\n    block0():\n"
+                   "      %q : Float(3, 4) = aten::tanh(%p)\n      -> (%q)\n    block1():\n      -> (%p)\n")
+    assert fused_chain(nested) is None
+
+
+def test_no_chain_over_an_input_written_before_its_end():
+    body = ("  %p : Float(3, 4) = aten::add(%x, %a, %one)\n  %w : Float(3, 4) = aten::mul_(%a, %two)\n"
+            "  %y : Float(3, 4) = aten::relu(%p)\n")
+    assert fused_chain(chain(body)) is None
