@@ -64,7 +64,7 @@ def test_sum_gt_fuses_to_one_node_reading_x_and_the_constant(text, c):
 def test_sum_gt_near_misses_are_left_alone(text):
     g = parse_graph(text)
     before = kinds(g)
-    assert not fuse_ops(g)
+    assert fuse_ops(g) is False
     assert kinds(g) == before
 
 
@@ -160,11 +160,17 @@ def test_conv_add_relu_only_when_the_other_operand_cannot_grow_the_result(o, fus
     assert ("conv2d + add + relu" in applied) is fuses
 
 
-def test_conv_add_relu_with_a_symbolic_output_equal_to_the_operand_fuses():
-    text = conv_graph(ADD_RELU.format(lhs="%c", rhs="%o", relu="relu"), o="Float(n, 3, 3, 3)").replace(
-        "%c : Float(1, 3, 3, 3)", "%c : Float(n, 3, 3, 3)")
+@pytest.mark.parametrize("c, o, fuses", [
+    ("Float(n, 3, 3, 3)", "Float(n, 3, 3, 3)", True),
+    ("Float(n, 3, 3, 3)", "Float(n, 3, 3, 1)", True),    # the same symbol in the same place
+    ("Float(n, 3, 3, 3)", "Float(m, 3, 3, 1)", False),
+    ("Tensor", "Tensor", False),                         # equal, but nothing known of the shapes
+])
+def test_conv_add_relu_with_a_symbolic_conv_output(c, o, fuses):
+    text = conv_graph(ADD_RELU.format(lhs="%c", rhs="%o", relu="relu"), o=o).replace(
+        "%c : Float(1, 3, 3, 3)", f"%c : {c}")
     g, applied = fuse(text)
-    assert applied == ["conv2d + add + relu"]
+    assert (applied == ["conv2d + add + relu"]) is fuses
 
 
 @pytest.mark.parametrize("alpha, alpha_t", [("2", "int"), ("1", "bool"), ("1.5", "float")])
@@ -342,3 +348,35 @@ def test_no_chain_over_an_input_written_before_its_end():
     body = ("  %p : Float(3, 4) = aten::add(%x, %a, %one)\n  %w : Float(3, 4) = aten::mul_(%a, %two)\n"
             "  %y : Float(3, 4) = aten::relu(%p)\n")
     assert fused_chain(chain(body)) is None
+
+
+def test_conv_add_relu_of_a_second_conv_and_with_a_non_constant_alpha():
+    # both operands convs: the first cannot take the second (it would grow), the second takes the first
+    text = conv_graph(ADD_RELU.format(lhs="%c1", rhs="%c", relu="relu"),
+                      conv=CONV2D + CONV2D.replace("%c : Float(1, 3, 3, 3)", "%c1 : Float(3, 1, 1)")
+                      .replace("(%x, %w, %b,", "(%x, %w, %o,"), o="Float(3)")
+    g, applied = fuse(text)
+    assert applied == ["conv2d + add + relu"]
+    assert names(fused_node(g, "srcore::conv2d_add_relu")) == ["x", "w", "b", "c1", "s", "z", "s", "g"]
+    text = conv_graph(ADD_RELU.format(lhs="%c", rhs="%o", relu="relu").replace(", %alpha)", ", %k)")).replace(
+        "%p : float)", "%p : float, %k : int)")
+    g, applied = fuse(text)
+    assert "conv2d + add + relu" not in applied
+
+
+def test_a_fusion_refused_for_a_written_input_leaves_room_for_the_next_one():
+    """x is written later: conv2d + add + relu (which would read x at the relu) is refused, add + relu
+    (which reads the conv's output) is not."""
+    text = conv_graph(ADD_RELU.format(lhs="%c", rhs="%o", relu="relu")
+                      + "  %x2 : Float(1, 2, 5, 5) = aten::mul_(%x, %p)\n", ret="%y, %x2")
+    g, applied = fuse(text)
+    assert applied == ["add + relu"]
+    assert "aten::conv2d" in kinds(g)
+
+
+def test_the_fused_node_keeps_the_activation_source():
+    g = parse_graph(conv_graph(RELU), filename="net.ir")
+    relu = next(n for n in g.all_nodes() if n.kind == "aten::relu")
+    fuse_ops(g)
+    node = fused_node(g, "srcore::conv2d_relu")
+    assert node.source is not None and node.source == relu.source
