@@ -269,6 +269,11 @@ def test_a_chain_becomes_one_node_with_its_program_and_operands():
     assert program == "mul:s:0.5;add:t:1;tanh;relu" and operands == ["x", "a"]
     assert kinds(g) == ["srcore::ew_chain"] and node.output.name == "y" and node.output is g.outputs[0]
     assert node.meta["scope"] == "m.a|m.b|m.c"
+    g = parse_graph(text, filename="net.ir")
+    last = next(n for n in g.all_nodes() if n.kind == "aten::relu")
+    fuse_elementwise_chains(g)
+    node = next(n for n in g.all_nodes() if n.kind == "srcore::ew_chain")
+    assert node.source is not None and node.source == last.source      # the source of the last step
 
 
 @pytest.mark.parametrize("body, program, operands", [
@@ -380,3 +385,14 @@ def test_the_fused_node_keeps_the_activation_source():
     fuse_ops(g)
     node = fused_node(g, "srcore::conv2d_relu")
     assert node.source is not None and node.source == relu.source
+
+
+@pytest.mark.parametrize("step", [
+    "  %p : Float(3, 4) = aten::mul(%x, %s)\n",          # a scalar that is not a constant
+    "  %p : Float(3, 4) = aten::add(%x, %a, %k)\n",      # an alpha that is not a constant
+    "  %p : Float(3, 4) = aten::add(%x, %a)\n",          # no alpha at all
+])
+def test_chain_steps_need_constant_scalars_and_alpha(step):
+    text = chain(step + "  %y : Float(3, 4) = aten::relu(%p)\n",
+                 head="%x : Float(3, 4), %a : Float(3, 4), %s : float, %k : int")
+    assert fused_chain(text) is None
