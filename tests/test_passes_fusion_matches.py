@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from srcore.ir import parse_graph
+from srcore.ir.verify import verify
 from srcore.passes import fuse_ops
 from srcore.passes.fuse_chain import fuse_elementwise_chains
 
@@ -254,9 +255,11 @@ def chain(body, head="%x : Float(3, 4), %a : Float(3, 4), %b : Float(4), %c : Fl
 def fused_chain(text, **kw):
     """(program, operand names) of the one ew_chain made, or None when nothing fused."""
     g = parse_graph(text)
-    if not fuse_elementwise_chains(g, **kw):
+    changed = fuse_elementwise_chains(g, **kw)
+    if changed is False:
         assert "srcore::ew_chain" not in kinds(g)
         return None
+    assert changed is True
     node = [n for n in g.all_nodes() if n.kind == "srcore::ew_chain"][0]   # the first, when a cut made two
     return node.inputs[1].node.attrs["value"], [v.name for v in [node.inputs[0], *node.inputs[2:]]], g, node
 
@@ -269,6 +272,7 @@ def test_a_chain_becomes_one_node_with_its_program_and_operands():
     assert program == "mul:s:0.5;add:t:1;tanh;relu" and operands == ["x", "a"]
     assert kinds(g) == ["srcore::ew_chain"] and node.output.name == "y" and node.output is g.outputs[0]
     assert node.meta["scope"] == "m.a|m.b|m.c"
+    verify(g)                                   # the program constant comes before the fused node
     g = parse_graph(text, filename="net.ir")
     last = next(n for n in g.all_nodes() if n.kind == "aten::relu")
     fuse_elementwise_chains(g)
@@ -396,3 +400,24 @@ def test_chain_steps_need_constant_scalars_and_alpha(step):
     text = chain(step + "  %y : Float(3, 4) = aten::relu(%p)\n",
                  head="%x : Float(3, 4), %a : Float(3, 4), %s : float, %k : int")
     assert fused_chain(text) is None
+
+
+def test_every_chain_of_a_block_is_fused_and_a_chain_ends_where_a_block_begins():
+    # two chains in a row (the first over an input written later), then one cut by a block
+    text = chain("  %p : Float(3, 4) = aten::add(%x, %a, %one)\n  %q : Float(3, 4) = aten::relu(%p)\n"
+                 "  %w : Float(3, 4) = aten::mul_(%a, %two)\n"
+                 "  %r : Float(3, 4) = aten::mul(%d, %half)\n  %u : Float(3, 4) = aten::tanh(%r)\n"
+                 "  %v : Float(3, 4) = aten::sub(%e, %half, %one)\n  %z : Float(3, 4) = aten::sigmoid(%v)\n"
+                 "  %y : Float(3, 4) = prim::If(%t)\n    block0():\n"
+                 "      %k : Float(3, 4) = aten::relu(%z)\n      -> (%k)\n    block1():\n      -> (%f)\n",
+                 ret="%q, %u, %y")
+    g = parse_graph(text)
+    assert fuse_elementwise_chains(g) is True
+    programs = sorted(n.inputs[1].node.attrs["value"] for n in g.all_nodes() if n.kind == "srcore::ew_chain")
+    assert programs == ["mul:s:0.5;tanh", "sub:s:0.5;sigmoid"]
+    assert "aten::add" in kinds(g) and "aten::relu" in kinds(g)
+
+
+def test_a_chain_may_start_on_the_second_operand_of_add_or_mul():
+    got = fused_chain(chain("  %p : Float(3, 4) = aten::mul(%c, %x)\n  %y : Float(3, 4) = aten::relu(%p)\n"))
+    assert got[0] == "mul:t:1;relu" and got[1] == ["x", "c"]
