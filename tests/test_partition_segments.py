@@ -352,3 +352,53 @@ def test_segment_graph_and_engine_node_by_hand(table):
         (ENGINE_KIND, ["x", "w", "y"], ["b", "s"]), ("aten::tanh", ["b"], ["t"])]
     assert _names(g.outputs) == ["s", "t"]
     assert eng.outputs[0] is _by_out(g, "t").inputs[0] and g.outputs[0] is eng.outputs[1]
+
+
+CHAIN_KINDS = """graph(%x : Float(4, 6), %t : Tensor, %n0 : int):
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %true : bool = prim::Constant[value=1]()
+  %u : int = prim::Uninitialized()
+  %e : Tensor[] = prim::ListConstruct()
+  %il : int[] = prim::ListConstruct(%one)
+  %il2 : int[] = aten::append(%il, %zero)
+  %s : int = aten::Int(%x)
+  %s2 : int = aten::add(%s, %one)
+  %i3 : int = aten::add(%n0, %one)
+  %d : int = aten::dim(%t)
+  %d2 : int = aten::numel(%x)
+  %d3 : int = aten::mul(%d, %d2)
+  %tl : Tensor[] = prim::ListConstruct(%x, %t)
+  %tl2 : Tensor[] = prim::ListConstruct(%x, %x)
+  %tl3 : Tensor[] = aten::append(%tl2, %x)
+  %y : Float(4, 6) = prim::Loop(%one, %true, %x)
+    block0(%i : int, %h : Float(4, 6)):
+      %k : int = aten::size(%h, %zero)
+      %k1 : int = aten::sub(%k, %one)
+      %k2 : int = aten::mul(%k, %i)
+      -> (%true, %h)
+  return (%y, %il2, %s2, %d3, %tl, %tl3, %u, %e, %i3)
+"""
+
+
+def test_which_nodes_are_chains_and_what_they_make(table):
+    g = parse_graph(CHAIN_KINDS)
+    ch = Chains(g, table)
+    outs = {o.name: o for n in g.all_nodes() for o in n.outputs}
+    chain = {n.outputs[0].name for n in g.all_nodes() if ch.is_chain(n)}
+    # not: constants, Uninitialized, writers (append), reads of tensor data (Int) and what follows
+    # from them, a graph input int, a loop counter, control flow, a list something appends to
+    assert chain == {"e", "il", "d", "d2", "d3", "tl", "k", "k1"}
+    assert {k for k, v in outs.items() if id(v) in ch.values} == {"e", "il", "d", "d2", "d3", "k", "k1"}
+    assert {k for k, v in outs.items() if id(v) in ch.copied} == {"e", "il", "d", "d2", "d3", "tl", "k", "k1"}
+    assert ch.derived(outs["one"]) and ch.derived(outs["k1"])
+    assert not ch.derived(outs["s"]) and not ch.derived(outs["u"]) and not ch.derived(g.inputs[2])
+    assert not ch.derived(outs["tl"])       # tensor data: copied, never folded
+
+
+def test_program_order_across_blocks():
+    g = parse_graph(CHAIN_KINDS)
+    nodes = list(g.all_nodes())
+    shuffled = nodes[::-1][:3] + nodes[::-1][3:][::2] + nodes[::-1][4:][::2]
+    assert program_order(shuffled) == [n for n in nodes if n in shuffled]
+    assert program_order([]) == []
