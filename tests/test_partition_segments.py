@@ -166,13 +166,18 @@ def test_reasons_for_modules_engines_and_supports_answers(table):
                                            "e": "already in an engine"}
 
 
-UNKNOWN = """graph(%x : Float(2, 3), %y : Tensor, %z : Float(*, *)):
+UNKNOWN = """graph(%x : Float(2, 3), %y : Tensor, %z : Float(*, *), %v : Float(...), %w : Tensor(2, 3)):
+  %one : int = prim::Constant[value=1]()
   %a : Float(2, 3) = aten::relu(%x)
   %b : Tensor = aten::relu(%x)
   %c : Float(2, 3) = aten::relu(%y)
   %d : Float(2, 3) = aten::relu(%z)
   %e : Float(*, *) = aten::relu(%x)
-  return (%a, %b, %c, %d, %e)
+  %f : Float(2, 3) = aten::relu(%v)
+  %g : Float(2, 3) = aten::relu(%w)
+  %n : int = aten::size(%x, %one)
+  %h : Float(2, 3) = aten::add(%x, %n, %one)
+  return (%a, %b, %c, %d, %e, %f, %g, %h)
 """
 
 
@@ -180,8 +185,9 @@ def test_a_refusal_says_when_the_layout_of_a_tensor_is_unknown(table):
     long = ("not supported by te; the dtype or rank of its tensors is unknown (an op without a shape rule "
             "before it? see StaticModule.load_report)")
     r = _reasons(UNKNOWN, table, lambda info: False)
+    # unknown: no dtype (Tensor, Tensor(2, 3)) or no rank (Float(...)); Float(*, *) has both
     assert r == {"a": "not supported by te", "b": long, "c": long, "d": "not supported by te",
-                 "e": "not supported by te"}
+                 "e": "not supported by te", "f": long, "g": long, "h": "not supported by te"}
     assert set(_reasons(UNKNOWN, table).values()) == {None}
 
 
@@ -201,6 +207,28 @@ def test_values_written_in_place_and_side_effects_keep_nodes_out(table):
     shared = "shares memory with a value written in place"
     assert _reasons(INPLACE, table) == {"p": shared, "v": shared, "r": "writes in place or has side effects",
                                         "q": None, "w": None, "prim::Print": "writes in place or has side effects"}
+
+
+INPLACE_UPSTREAM = """graph(%x : Float(2, 3)):
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %p : Float(2, 3) = aten::tanh(%x)
+  %v : Float(2, 3) = aten::sigmoid(%p)
+  %w : Float(2, 3) = aten::exp(%v)
+  %n : int = aten::size(%p, %zero)
+  %y : Float(2, 3) = aten::add(%w, %n, %one)
+  %r : Float(2, 3) = aten::relu_(%p)
+  %z : Float(2, 3) = aten::mul(%y, %r)
+  return (%z)
+"""
+
+
+def test_only_what_a_node_reads_itself_counts_as_shared(table):
+    # w reads v, made from p (written in place) by a fresh op; y reads the size of p, which a
+    # segment computes from p's shape: neither reads p's memory
+    shared = "shares memory with a value written in place"
+    assert _reasons(INPLACE_UPSTREAM, table) == {"p": shared, "v": shared, "w": None, "y": None,
+                                                 "r": "writes in place or has side effects", "z": shared}
 
 
 STRUCT = """graph(%x : Float(2, 3)):
