@@ -287,3 +287,65 @@ def test_an_appended_list_is_frozen_only_when_an_engine_backend_partitions(table
     assert kinds(g) == [ENGINE_KIND] and report.refused == ()
     g, report, _ = run(text, table, te, backends=("cpu",))
     assert "aten::append" in kinds(g)
+
+
+def test_report_text_of_hand_made_reports():
+    built = SegmentReport("e1", "te", ("aten::mul", "aten::add", "aten::mul"), "m.py:3", "engine", build_seconds=0.25)
+    loaded = SegmentReport("e2", "te", ("aten::mul",), None, "engine", build_seconds=0.0125, loaded=True)
+    r = PartitionReport((built, loaded))
+    assert r.format() == "\n".join(["e1 [te] 3 node(s): engine (built in 250.0 ms)", "  ops: aten::mul x2, aten::add",
+                                    "  from: m.py:3", "e2 [te] 1 node(s): engine (loaded in 12.5 ms)",
+                                    "  ops: aten::mul"])
+    assert PartitionReport((), (Refused("te", "aten::warn", None, "side effects"),)).format() == \
+        "1 node(s) outside engines:\n  [te] aten::warn: side effects"
+
+
+NAMELESS = """graph(%x : Float(2, 8)):
+  %one : int = prim::Constant[value=1]()
+  %a : Float(2, 8) = aten::relu(%x)
+  %b : Float(2, 8) = aten::tanh(%a)
+  %v : Float(2), %i : Long(2) = aten::max(%b, %one)
+   = prim::Print(%i)
+  return (%v)
+"""
+
+
+def test_nodes_without_outputs_or_sources_in_the_report_and_the_full_compilation_error(table):
+    g = parse_graph(NAMELESS)
+    for n in g.nodes:
+        n.source = None
+    opts = srcore.Options(backends=("te", "cpu"), engine_min_block_size=3, require_full_compilation=True)
+    with pytest.raises(EngineBuildError) as exc:
+        partition_graph(g, Registry({"te": Builder("te", TE_OPS).eb}), table, opts)
+    assert str(exc.value) == "\n".join([
+        "Options(require_full_compilation=True), but not every node is in an engine:",
+        "  te_engine_0 (2 nodes): too small: 2 node(s) < Options.engine_min_block_size=3",
+        "  %v, %i = aten::max: not supported by te",
+        "  prim::Print: writes in place or has side effects"])
+
+
+def test_the_whole_graph_counts_without_its_chains(table):
+    text = """graph(%x : Float(batch, 4, 3)):
+  %zero : int = prim::Constant[value=0]()
+  %m1 : int = prim::Constant[value=-1]()
+  %a : Tensor = aten::relu(%x)
+  %n : int = aten::size(%a, %zero)
+  %l : int[] = prim::ListConstruct(%n, %m1)
+  %r : Tensor = aten::reshape(%a, %l)
+  return (%r)
+"""
+    te = Builder("te", ("aten::relu", "aten::reshape"))
+    g, report, _ = run(text, table, te, engine_min_block_size=3)
+    assert kinds(g) == [ENGINE_KIND] and [s.status for s in report.segments] == ["engine"]
+
+
+def test_each_segment_is_logged(table, caplog):
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="srcore.partition"):
+        _, report, _ = run(TWO_RUNS, table, Builder("te", TE_OPS), engine_min_block_size=3)
+    msgs = [r.getMessage() for r in caplog.records if r.name == "srcore.partition"]
+    seconds = report.segments[1].build_seconds
+    assert msgs == ["te_engine_0: 2 node(s) run node by node (too small): 2 node(s) < "
+                    "Options.engine_min_block_size=3",
+                    f"te_engine_1: 3 node(s) built into an engine in {seconds * 1e3:.1f} ms"]
