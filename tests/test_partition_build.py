@@ -95,6 +95,7 @@ def test_runs_become_named_engines_and_the_report_says_so(table):
         "te_engine_0", "te", ("aten::relu", "aten::sigmoid"), "engine", "")
     assert s1.ops == ("aten::tanh", "aten::add", "aten::relu") and s1.source == "<graph>:6:3"
     assert s0.segment is te.built[0] and s0.engine is engines[e0] and not s0.loaded
+    assert [(s.name, s.backend) for s in te.built] == [("te_engine_0", "te"), ("te_engine_1", "te")]
     assert s0.description == "te engine of 1 input(s)" and s1.description == "te engine of 2 input(s)"
     assert 0 <= s0.build_seconds < 60 and report.engines == (s0, s1)
     assert report.refused == (Refused("te", "%c = aten::exp", "<graph>:5:3", "not supported by te"),)
@@ -349,3 +350,51 @@ def test_each_segment_is_logged(table, caplog):
     assert msgs == ["te_engine_0: 2 node(s) run node by node (too small): 2 node(s) < "
                     "Options.engine_min_block_size=3",
                     f"te_engine_1: 3 node(s) built into an engine in {seconds * 1e3:.1f} ms"]
+
+
+def test_a_loaded_engine_is_logged_as_loaded(caplog):
+    import logging
+
+    from srcore.partition.build import _log_segment
+
+    with caplog.at_level(logging.INFO, logger="srcore.partition"):
+        _log_segment(SegmentReport("e2", "te", ("aten::mul", "aten::add"), None, "engine", build_seconds=0.25,
+                                   loaded=True))
+    assert [r.getMessage() for r in caplog.records] == ["e2: 2 node(s) loaded into an engine in 250.0 ms"]
+
+
+def test_a_builder_that_cannot_be_imported_is_named_in_the_reason(table):
+    from srcore.plugin.types import PluginInfo
+
+    who = PluginInfo("toy", "srcore-toy", "0.1")
+    te = Builder("te", TE_OPS, with_load=True)
+    te.eb = EngineBuilder("te", supports=te.eb.supports, build="t21_no_such_module:build",
+                          load="t21_no_such_module:load", provider=who)
+    _, report, _ = run(TWO_RUNS, table, te, engine_min_block_size=2)
+    first = report.segments[0]
+    assert first.status == "fallback" and first.reason == (
+        "PluginError: plugin toy (srcore-toy 0.1): cannot import build of the te engine builder "
+        "'t21_no_such_module:build' of the kernel for srcore::engine: ModuleNotFoundError: "
+        "No module named 't21_no_such_module'")
+    key = Builder("te", TE_OPS)
+    run(TWO_RUNS, table, key, engine_min_block_size=2)
+    _, report, _ = run(TWO_RUNS, table, te, engine_min_block_size=2,
+                       stored={key.built[0].key(): EngineData("te", {})})
+    assert report.segments[0].reason == (
+        "PluginError: plugin toy (srcore-toy 0.1): cannot import load of the te engine builder "
+        "'t21_no_such_module:load' of the kernel for srcore::engine: ModuleNotFoundError: "
+        "No module named 't21_no_such_module'")
+
+
+def test_a_supports_that_cannot_be_imported_fails_the_partition_naming_it(table):
+    from srcore.errors import PluginError
+    from srcore.plugin.types import PluginInfo
+
+    te = Builder("te", TE_OPS)
+    te.eb = EngineBuilder("te", supports="t21_no_such_module:supports", build=te.build,
+                          provider=PluginInfo("toy", "srcore-toy", "0.1"))
+    with pytest.raises(PluginError) as exc:
+        run(TWO_RUNS, table, te)
+    assert str(exc.value) == ("plugin toy (srcore-toy 0.1): cannot import supports of the te engine builder "
+                              "'t21_no_such_module:supports' of the kernel for srcore::engine: ModuleNotFoundError: "
+                              "No module named 't21_no_such_module'")
