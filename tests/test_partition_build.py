@@ -398,3 +398,16 @@ def test_a_supports_that_cannot_be_imported_fails_the_partition_naming_it(table)
     assert str(exc.value) == ("plugin toy (srcore-toy 0.1): cannot import supports of the te engine builder "
                               "'t21_no_such_module:supports' of the kernel for srcore::engine: ModuleNotFoundError: "
                               "No module named 't21_no_such_module'")
+
+
+def test_the_build_loop_has_a_progress_bar_per_backend(table, monkeypatch):
+    import srcore.partition.build as build
+
+    bars = []
+
+    def progress(items, desc, total=None, unit="step"):
+        bars.append((desc, total, unit))
+        return items
+    monkeypatch.setattr(build, "progress", progress)
+    run(TWO_RUNS, table, Builder("te", TE_OPS), engine_min_block_size=2)
+    assert bars == [("build te engines", 2, "engine")]
