@@ -399,13 +399,17 @@ CHAIN_KINDS = """graph(%x : Float(4, 6), %t : Tensor, %n0 : int):
   %tl : Tensor[] = prim::ListConstruct(%x, %t)
   %tl2 : Tensor[] = prim::ListConstruct(%x, %x)
   %tl3 : Tensor[] = aten::append(%tl2, %x)
+  %jl : int[] = prim::ListConstruct(%one)
+  %jl2 : int[] = aten::append(%jl, %zero)
+  %jn : int = aten::len(%jl)
+  %nl : int[] = prim::ListConstruct(%n0, %one)
   %y : Float(4, 6) = prim::Loop(%one, %true, %x)
     block0(%i : int, %h : Float(4, 6)):
       %k : int = aten::size(%h, %zero)
       %k1 : int = aten::sub(%k, %one)
       %k2 : int = aten::mul(%k, %i)
       -> (%true, %h)
-  return (%y, %il2, %s2, %d3, %tl, %tl3, %u, %e, %i3)
+  return (%y, %il2, %s2, %d3, %tl, %tl3, %u, %e, %i3, %jn, %nl)
 """
 
 
@@ -414,14 +418,29 @@ def test_which_nodes_are_chains_and_what_they_make(table):
     ch = Chains(g, table)
     outs = {o.name: o for n in g.all_nodes() for o in n.outputs}
     chain = {n.outputs[0].name for n in g.all_nodes() if ch.is_chain(n)}
-    # not: constants, Uninitialized, writers (append), reads of tensor data (Int) and what follows
-    # from them, a graph input int, a loop counter, control flow, a list something appends to
-    assert chain == {"e", "il", "d", "d2", "d3", "tl", "k", "k1"}
-    assert {k for k, v in outs.items() if id(v) in ch.values} == {"e", "il", "d", "d2", "d3", "k", "k1"}
-    assert {k for k, v in outs.items() if id(v) in ch.copied} == {"e", "il", "d", "d2", "d3", "tl", "k", "k1"}
+    # not: constants, Uninitialized, writers (append, even to a list nothing returns), lists something
+    # appends to and what reads them (len), reads of tensor data (Int) and what follows from them,
+    # a graph input int and a list of it, a loop counter, control flow
+    assert chain == {"e", "d", "d2", "d3", "tl", "k", "k1"}
+    derived = {"e", "d", "d2", "d3", "k", "k1"}
+    assert {k for k, v in outs.items() if id(v) in ch.values} == derived
+    assert {k for k, v in outs.items() if id(v) in ch.copied} == derived | {"tl"}
     assert ch.derived(outs["one"]) and ch.derived(outs["k1"])
     assert not ch.derived(outs["s"]) and not ch.derived(outs["u"]) and not ch.derived(g.inputs[2])
     assert not ch.derived(outs["tl"])       # tensor data: copied, never folded
+
+
+def test_a_tensor_made_from_derived_values_is_no_chain(table):
+    g = parse_graph("""graph(%x : Float(4, 6)):
+  %none : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %d : int = aten::dim(%x)
+  %zl : int[] = prim::ListConstruct(%d, %one)
+  %z : Tensor = aten::zeros(%zl, %none, %none, %none, %none)
+  return (%z)
+""")
+    ch = Chains(g, table)
+    assert {n.outputs[0].name for n in g.nodes if ch.is_chain(n)} == {"d", "zl"}
 
 
 def test_program_order_across_blocks():
