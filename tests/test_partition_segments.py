@@ -402,6 +402,7 @@ CHAIN_KINDS = """graph(%x : Float(4, 6), %t : Tensor, %n0 : int):
   %jl : int[] = prim::ListConstruct(%one)
   %jl2 : int[] = aten::append(%jl, %zero)
   %jn : int = aten::len(%jl)
+  %jp : int = aten::pop(%jl, %zero)
   %nl : int[] = prim::ListConstruct(%n0, %one)
   %y : Float(4, 6) = prim::Loop(%one, %true, %x)
     block0(%i : int, %h : Float(4, 6)):
@@ -409,7 +410,7 @@ CHAIN_KINDS = """graph(%x : Float(4, 6), %t : Tensor, %n0 : int):
       %k1 : int = aten::sub(%k, %one)
       %k2 : int = aten::mul(%k, %i)
       -> (%true, %h)
-  return (%y, %il2, %s2, %d3, %tl, %tl3, %u, %e, %i3, %jn, %nl)
+  return (%y, %il2, %s2, %d3, %tl, %tl3, %u, %e, %i3, %jn, %nl, %jp)
 """
 
 
@@ -418,7 +419,7 @@ def test_which_nodes_are_chains_and_what_they_make(table):
     ch = Chains(g, table)
     outs = {o.name: o for n in g.all_nodes() for o in n.outputs}
     chain = {n.outputs[0].name for n in g.all_nodes() if ch.is_chain(n)}
-    # not: constants, Uninitialized, writers (append, even to a list nothing returns), lists something
+    # not: constants, Uninitialized, writers (append, pop, even of a list nothing returns), lists something
     # appends to and what reads them (len), reads of tensor data (Int) and what follows from them,
     # a graph input int and a list of it, a loop counter, control flow
     assert chain == {"e", "d", "d2", "d3", "tl", "k", "k1"}
