@@ -376,6 +376,7 @@ def test_segment_graph_and_engine_node_by_hand(table):
     eng = replace_with_engine(g, run, inputs, outputs, backend="te", name="te_engine_0", subgraph=sub,
                               also=tuple(n for n in chain if id(n) in taken))
     assert eng.kind == ENGINE_KIND and eng.attrs == {"backend": "te", "name": "te_engine_0", "subgraph": sub}
+    assert eng.source is not None and eng.source == run[0].source   # where the run began
     assert [(n.kind, _names(n.inputs), _names(n.outputs)) for n in g.nodes if n.kind != "prim::Constant"] == [
         (ENGINE_KIND, ["x", "w", "y"], ["b", "s"]), ("aten::tanh", ["b"], ["t"])]
     assert _names(g.outputs) == ["s", "t"]
@@ -450,3 +451,17 @@ def test_program_order_across_blocks():
     shuffled = nodes[::-1][:3] + nodes[::-1][3:][::2] + nodes[::-1][4:][::2]
     assert program_order(shuffled) == [n for n in nodes if n in shuffled]
     assert program_order([]) == []
+
+
+def test_a_constant_read_twice_is_cloned_once():
+    g = parse_graph("""graph(%x : Float(2, 3)):
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::add(%x, %x, %one)
+  %b : Tensor = aten::sub(%a, %x, %one)
+  return (%b)
+""")
+    run = tuple(n for n in g.nodes if n.kind != "prim::Constant")
+    sub = segment_graph(run, list(g.inputs), list(g.outputs))
+    assert [(n.kind, _names(n.inputs)) for n in sub.nodes] == [
+        ("prim::Constant", []), ("aten::add", ["x", "x", "one"]), ("aten::sub", ["a", "x", "one"])]
+    assert sub.nodes[1].inputs[2] is sub.nodes[2].inputs[2] is sub.nodes[0].outputs[0]
