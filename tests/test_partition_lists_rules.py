@@ -123,3 +123,36 @@ def test_a_list_in_a_sub_block_is_frozen_there():
     assert [(n.kind, [v.name for v in n.inputs]) for n in b0.nodes] == [
         ("prim::ListConstruct", ["x", "x"]), ("aten::cat", [None, "one"])]
     assert b0.nodes[1].inputs[0] is b0.nodes[0].outputs[0]
+
+
+def test_the_frozen_constant_keeps_the_lists_declared_type():
+    g = srcore.parse_graph("""graph(%x : Float(2, 3)):
+  %one : int = prim::Constant[value=1]()
+  %half : float = prim::Constant[value=0.5]()
+  %s : Scalar[] = prim::ListConstruct()
+  %s1 : Scalar[] = aten::append(%s, %one)
+  %s2 : Scalar[] = aten::append(%s, %half)
+  return (%s)
+""")
+    assert freeze_appended_lists(g) == 1
+    (c,) = [n for n in g.nodes if n.attrs.get("value") == [1, 0.5]]
+    assert str(c.outputs[0].type) == "Scalar[]" and g.outputs[0] is c.outputs[0]
+
+
+def test_every_reader_is_checked_whatever_the_order_of_its_uses():
+    # a reader made after the return (as a pass would insert one) still sees the list before its
+    # last append: the list stays
+    g = srcore.parse_graph("""graph(%x : Float(2, 3)):
+  %one : int = prim::Constant[value=1]()
+  %l : Tensor[] = prim::ListConstruct()
+  %l1 : Tensor[] = aten::append(%l, %x)
+  %l2 : Tensor[] = aten::append(%l, %x)
+  return (%l)
+""")
+    lst = g.outputs[0]
+    last = [n for n in g.nodes if n.kind == "aten::append"][-1]
+    reader = g.create("aten::cat", (lst, next(n for n in g.nodes if n.kind == "prim::Constant").outputs[0]),
+                      (srcore.ir.types.TensorType(None, None),))
+    reader.insert_before(last)
+    before = body(g)
+    assert freeze_appended_lists(g) == 0 and body(g) == before
