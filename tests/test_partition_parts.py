@@ -30,6 +30,7 @@ pytestmark = pytest.mark.one_pass
     ("SELF(Net).fc(torch.nn.Linear)", [(("fc",), ("Linear",))]),          # SELF: the method's own module
     ("__module.layer1/__module.layer1.0", [(("layer1", "0"), ())]),       # a traced graph's scope
     ("__module", [((), ())]),
+    ("__module.layer1|head(Head)", [(("layer1",), ()), (("head",), ("Head",))]),
     ("a(A).b | | c", [(("a", "b"), ("A",)), (("c",), ())]),                # fused: parts joined by |
     ("", []),
 ])
@@ -95,6 +96,32 @@ def test_segment_key_is_the_documented_sha256():
     # a non-contiguous constant keys like its contiguous copy
     strided = np.arange(8, dtype=np.float32)[::2]
     assert segment_key("te", _keyed(strided)) == segment_key("te", _keyed(np.ascontiguousarray(strided)))
+
+
+TWO_PARAMS = """graph(%x : Float(4)):
+  %w : Float(4) = prim::Constant[param="w"]()
+  %one : int = prim::Constant[value=1]()
+  %a : Tensor = aten::add(%x, %w, %one)
+  %s : Float() = prim::Constant[param="s"]()
+  %y : Tensor = aten::mul(%a, %s)
+  return (%y)
+"""
+
+
+def test_every_array_constant_is_keyed_wherever_it_is():
+    def keyed(w, s):
+        g = parse_graph(TWO_PARAMS)
+        for n in g.nodes:
+            if n.attrs.get("param") in ("w", "s"):
+                n.attrs["value"] = {"w": w, "s": s}[n.attrs["param"]]
+        return g
+    w, s = np.arange(4, dtype=np.float32), np.array(2.0, np.float32)    # s: 0-d, after the first op
+    want = hashlib.sha256(f"srcore-segment/{KEY_VERSION}/te\n".encode())
+    want.update(print_graph(keyed(w, s)).encode())
+    want.update(b"<f4(4,)" + w.tobytes())
+    want.update(b"<f4(1,)" + s.tobytes())       # (np.ascontiguousarray makes it 1-d)
+    assert segment_key("te", keyed(w, s)) == want.hexdigest()
+    assert segment_key("te", keyed(w, np.array(3.0, np.float32))) != want.hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------
