@@ -250,3 +250,13 @@ def test_specialize_with_known_values_folds_without_propagating():
                    known={"n": 7})
     (shape,) = [n.inputs[1] for n in s.nodes if n.kind == "aten::reshape"]
     assert shape.node.attrs["value"] == [2, -1]
+
+
+def test_specialize_names_every_shape_of_a_signature_that_does_not_fit():
+    g = parse_graph("""graph(%x : Float(batch, 4), %y : Float(batch, 4)):
+  %one : int = prim::Constant[value=1]()
+  %z : Tensor = aten::add(%x, %y, %one)
+  return (%z)
+""")
+    with pytest.raises(EngineBuildError, match=r"^inputs of shapes \(2, 4\), \(3, 5\) do not fit the segment: "):
+        specialize(g, [(2, 4), (3, 5)])
