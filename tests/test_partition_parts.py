@@ -260,3 +260,17 @@ def test_specialize_names_every_shape_of_a_signature_that_does_not_fit():
 """)
     with pytest.raises(EngineBuildError, match=r"^inputs of shapes \(2, 4\), \(3, 5\) do not fit the segment: "):
         specialize(g, [(2, 4), (3, 5)])
+
+
+def test_specialize_keeps_a_non_tensor_input_as_it_is():
+    # an int read from outside the segment (a len the segment may not copy) has no shape: it
+    # stays an int, and the tensors computed with it keep their dtype
+    g = parse_graph("""graph(%x : Float(batch, 3), %n : int):
+  %a : Tensor = aten::relu(%x)
+  %y : Tensor = aten::mul(%a, %n)
+  %z : Tensor = aten::sigmoid(%y)
+  return (%z)
+""")
+    s = specialize(g, [(2, 3), ()])
+    assert [str(v.type) for v in s.inputs] == ["Float(2, 3)", "int"]
+    assert str(s.outputs[0].type) == "Float(2, 3)"
