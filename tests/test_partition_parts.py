@@ -274,3 +274,18 @@ def test_specialize_keeps_a_non_tensor_input_as_it_is():
     s = specialize(g, [(2, 3), ()])
     assert [str(v.type) for v in s.inputs] == ["Float(2, 3)", "int"]
     assert str(s.outputs[0].type) == "Float(2, 3)"
+    # first among the inputs: the tensors after it are typed all the same
+    g = parse_graph("""graph(%n : int, %x : Float(batch, 3)):
+  %a : Tensor = aten::relu(%x)
+  %y : Tensor = aten::mul(%a, %n)
+  return (%y)
+""")
+    s = specialize(g, [(), (4, 3)])
+    assert [str(v.type) for v in s.inputs] == ["int", "Float(4, 3)"] and str(s.outputs[0].type) == "Float(4, 3)"
+
+
+def test_specialize_takes_an_untyped_input_for_a_tensor_of_the_shape():
+    g = parse_graph(SYMBOLIC)
+    g.inputs[0].type = None
+    s = specialize(g, [(5, 4, 3)])
+    assert str(s.inputs[0].type) == "Tensor(5, 4, 3)"
