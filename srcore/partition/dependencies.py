@@ -26,11 +26,11 @@ import functools
 from typing import Any
 
 from ..dispatch.resolve import STRUCTURAL_KINDS, node_schema
-from ..ir.alias import mutated_inputs
+from ..ir.alias import mutated_inputs, mutated_values
 from ..ir.effects import has_side_effects
 from ..ir.graph import Block, Graph, Node, Value
 from ..ir.names import base_op as _base
-from ..ir.types import TensorType
+from ..ir.types import DictType, ListType, TensorType
 
 #: ops that read only a tensor's metadata (its shape), never its data
 SHAPE_QUERIES = frozenset({"aten::size", "aten::sym_size", "aten::dim", "aten::numel", "aten::len"})
@@ -50,6 +50,9 @@ class Chains:
         self.nodes: set[int] = set()          # ids of chain nodes
         self.values: set[int] = set()         # ids of derived values made by chain nodes
         self.copied: set[int] = set()         # ids of the values a segment copies in (derived, tensor lists)
+        # a list something writes in place (appended to in a loop) is known only when the program
+        # gets there: a copy of the node making it would compute another one
+        self._written = mutated_values(graph)
         self._visit(graph.block, table)
 
     def _visit(self, block: Block, table: Any) -> None:
@@ -67,7 +70,7 @@ class Chains:
     def _is_chain(self, n: Node, table: Any) -> bool:
         if n.kind == "prim::Constant" or n.blocks or n.kind in STRUCTURAL_KINDS or n.kind in _NOT_DERIVED:
             return False
-        if not n.outputs or any(_is_tensor(o) for o in n.outputs):
+        if not n.outputs or any(_is_tensor(o) or self._written_container(o) for o in n.outputs):
             return False
         if n.schema is None:
             node_schema(n, table)   # resolves it for mutated_inputs (side effects need the schema)
@@ -81,6 +84,10 @@ class Chains:
             elif not self.derived(v):
                 return False
         return True
+
+    def _written_container(self, v: Value) -> bool:
+        """A list or dict that something may write in place (numbers and strings are immutable)."""
+        return isinstance(v.type, (ListType, DictType)) and id(v) in self._written
 
     def derived(self, v: Value) -> bool:
         """True if ``v`` is known once the tensors' shapes are: a constant or a chain node's result."""
