@@ -9,7 +9,8 @@ import numpy as np
 #: adding and subtracting 1.5 * 2^23 rounds a float32 below 2^22 to the nearest integer, ties to even
 _ROUND = np.float32(12582912.0)
 
-from .simd8 import add_i32x8, bcast4_i8x32, dot4_u8s8, load_i8x32, store_i32x8, zero_i32x8
+from .simd8 import (add_i32x8, bcast4_i8x32, copy_bytes, dot4_u8s8, load_i8x32, requant8_u8, store_i32x8,
+                    zero_i32x8)
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -95,32 +96,24 @@ def im2col_u8(x, zp, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
         for oy in range(oh):
             for ox in range(ow):
                 o = row * kp
+                x0 = ox * sw - pw
+                inside_x = x0 >= 0 and x0 + (kw - 1) * dw < w
                 for i in range(kh):
                     iy = oy * sh - ph + i * dh
-                    x0 = ox * sw - pw
-                    if 0 <= iy < h and x0 >= 0 and x0 + (kw - 1) * dw < w:   # the kernel row inside
-                        s = ((b * h + iy) * w + x0) * c
-                        if dw == 1:                                       # its taps are one run
-                            cf[o:o + kw * c] = xf[s:s + kw * c]
-                            o += kw * c
-                        else:
-                            for j in range(kw):
-                                for ch in range(c):
-                                    cf[o + ch] = xf[s + ch]
-                                o += c
-                                s += dw * c
+                    if 0 <= iy < h and inside_x and dw == 1:     # the kernel row inside: one run
+                        copy_bytes(cf, o, xf, ((b * h + iy) * w + x0) * c, kw * c)
+                        o += kw * c
                         continue
                     for j in range(kw):
-                        ix = ox * sw - pw + j * dw
+                        ix = x0 + j * dw
                         if 0 <= iy < h and 0 <= ix < w:
-                            s = ((b * h + iy) * w + ix) * c
-                            cf[o:o + c] = xf[s:s + c]
+                            copy_bytes(cf, o, xf, ((b * h + iy) * w + ix) * c, c)
                         else:
-                            for ch in range(c):
-                                cf[o + ch] = zp
+                            for t in range(c):
+                                cf[o + t] = zp
                         o += c
-                if kp > depth:
-                    cf[row * kp + depth:row * kp + kp] = 0
+                for t in range(row * kp + depth, row * kp + kp):
+                    cf[t] = 0
                 row += 1
 
 
@@ -168,7 +161,9 @@ def requantize_u8(c, ldc, out, s_img, s_row, s_ch, imgs, m, n, colsum, zw, rowsu
     corr = np.empty(n, np.int32)
     for j in range(n):
         corr[j] = np.int32(za * colsum[j])
-    tile = np.empty((64, n), np.uint8)
+    rows_first = s_ch != 1
+    tile = np.empty(64 * n if rows_first else 0, np.uint8)
+    n8 = n // 8 * 8
     for b in range(imgs):
         for i0 in range(0, m, 64):
             i1 = min(m, i0 + 64)
@@ -176,23 +171,23 @@ def requantize_u8(c, ldc, out, s_img, s_row, s_ch, imgs, m, n, colsum, zw, rowsu
                 r = b * m + i
                 base = r * ldc
                 rc = np.int32(rowsum[r] - k * za) if has_rs else np.int32(0)
-                for j in range(n):
+                # channels-last output: straight into ``out``; else into the tile
+                dst, d0 = (tile, (i - i0) * n) if rows_first else (out, b * s_img + i * s_row)
+                for j in range(0, n8, 8):       # 8 channels in float32 lanes, the same operations
+                    requant8_u8(c, base + j, corr, zw, rc, bias_div, mult, j, yz, flo, fhi, dst, d0 + j)
+                for j in range(n8, n):
                     acc = c[base + j] - corr[j] - zw[j] * rc
                     # nearbyint by the 1.5 * 2^23 trick: exact below 2^22 in magnitude; beyond,
                     # the value clamps to lo or hi either way
                     v = ((np.float32(acc) + bias_div[j]) * mult[j] + _ROUND) - _ROUND + yz
                     v = min(max(v, flo), fhi)
-                    tile[i - i0, j] = np.uint8(v)
-            ob = b * s_img
-            if s_ch == 1:
-                for i in range(i0, i1):
-                    o = ob + i * s_row
-                    out[o:o + n] = tile[i - i0]
-            else:
+                    dst[d0 + j] = np.uint8(v)
+            if rows_first:
+                ob = b * s_img
                 for j in range(n):
                     o = ob + j * s_ch
                     for i in range(i0, i1):
-                        out[o + i * s_row] = tile[i - i0, j]
+                        out[o + i * s_row] = tile[(i - i0) * n + j]
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)

@@ -122,19 +122,6 @@ def _int8_rows(xq: np.ndarray, x_zp: int, w, stride, padding, dilation, out_sp):
     im2col_u8(x_cl, np.uint8(x_zp), k[0], k[1], stride[0], stride[1], padding[0], padding[1], dilation[0],
               dilation[1], out_sp[0], out_sp[1], cols)
     return cols, p8
-    # a few channels (an image): a strided copy per kernel tap beats numba's per-tap loop (measured
-    # 12.6 ms against ~3 for a 7x7 stride-2 conv of 3 x 224 x 224)
-    sp = x_cl.shape[1:3]
-    xp = np.full((N, sp[0] + 2 * padding[0], sp[1] + 2 * padding[1], C), np.uint8(x_zp), np.uint8)
-    xp[:, padding[0]:padding[0] + sp[0], padding[1]:padding[1] + sp[1]] = x_cl
-    depth = kk * C
-    if p8.kp != depth:
-        cols[:, depth:] = 0
-    taps = cols[:, :depth].reshape(N, out_sp[0], out_sp[1], k[0] * k[1], C)
-    for t, (i, j) in enumerate(np.ndindex(k[0], k[1])):
-        taps[:, :, :, t] = xp[:, i * dilation[0]:i * dilation[0] + (out_sp[0] - 1) * stride[0] + 1:stride[0],
-                              j * dilation[1]:j * dilation[1] + (out_sp[1] - 1) * stride[1] + 1:stride[1]]
-    return cols, p8
 
 
 def _conv_acc_int8(xq: np.ndarray, x_zp: int, w, stride, padding, dilation, out_sp) -> np.ndarray:

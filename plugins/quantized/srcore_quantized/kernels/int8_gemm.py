@@ -128,6 +128,9 @@ def scratch(name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
     return buf[:nbytes].view(dtype).reshape(shape)
 
 
+_scratch_buffer = scratch
+
+
 def _raw_gemm(a: np.ndarray, m: int, p: PackedInt8, name: str = "c") -> np.ndarray:
     c = scratch(name, (m, p.n_panels * NR), np.int32)
     rows = max(MR, (ROW_BLOCK_BYTES // max(p.kp, 1)) // MR * MR)
@@ -192,16 +195,15 @@ def gemm_requantize(a: np.ndarray, x_zp: int, p: PackedInt8, x_scale: float, w_s
     if not out.flags.c_contiguous:
         raise ValueError("gemm_requantize writes into a C-contiguous array")
     n = p.n
+    rows = out.size // n
+    # rows of channels (the GEMM's order, 8 channels per float32 vector); NCHW by one numpy
+    # transposing copy after (3x faster than scattering bytes along the rows)
+    flat = _scratch_buffer("requantized", (rows * n,), np.uint8) if channels_first else out.reshape(-1)
+    requantize_u8(c.reshape(-1), c.shape[1], flat, 0, n, 1, 1, rows, n, p.colsum, p.zero_points, rowsum, int(x_zp),
+                  p.k, bias_div, mult, int(y_zero_point), int(y_zero_point) if relu else info.qmin, info.qmax)
     if channels_first:
         imgs = out.shape[0]
-        m = out.size // (imgs * n) if imgs else 0
-        strides = (n * m, 1, m)
-    else:
-        imgs, m = 1, out.size // n
-        strides = (0, n, 1)
-    flat = out.reshape(-1)
-    requantize_u8(c.reshape(-1), c.shape[1], flat, *strides, imgs, m, n, p.colsum, p.zero_points, rowsum, int(x_zp),
-                  p.k, bias_div, mult, int(y_zero_point), int(y_zero_point) if relu else info.qmin, info.qmax)
+        np.copyto(out.reshape(imgs, n, -1), flat.reshape(imgs, -1, n).transpose(0, 2, 1))
     return out
 
 
