@@ -223,3 +223,16 @@ def depthwise_requantize_u8(x, zx, w, zw, kh, kw, sh, sw, ph, pw, dh, dw, out, b
                     v = ((np.float32(acc[ox]) + bj) * mj + _ROUND) - _ROUND + yz
                     v = min(max(v, flo), fhi)
                     out[b, ch, oy, ox] = np.uint8(v)
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def add_vec_u8(a, b, sa, pa, sb, pb, inv, zp, lo, hi, out):
+    """torch's vectorized ``quantized::add(_relu)`` path over flat 8-bit arrays (``binary._add``
+    does the same in numpy): each input dequantized as ``fma(float(q), s, s * -zp)`` rounded once
+    to float32 (the float64 product of an 8-bit integer and a float32 is exact), the float32 sum,
+    relu by clamping ``lo`` at ``zp``, then ``nearbyint(float32(c * inv)) + zp`` clamped."""
+    for i in range(a.shape[0]):
+        c = np.float32(np.float64(a[i]) * sa + pa) + np.float32(np.float64(b[i]) * sb + pb)
+        r = np.float64(np.rint(c * inv)) + zp
+        r = min(max(r, lo), hi)
+        out[i] = r
