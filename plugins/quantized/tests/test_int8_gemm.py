@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from srcore.cpu_features import cpu_features
 from srcore.plugin import QParams, QuantizedArray
 from srcore_quantized.kernels import conv as qconv
-from srcore_quantized.kernels import int8_gemm
+from srcore.plugin import int8_gemm
 from srcore_quantized.kernels import linear as qlinear
 
 pytestmark = [pytest.mark.one_pass,

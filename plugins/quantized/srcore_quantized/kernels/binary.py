@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.plugin import QDTYPES, KernelError, add_scalar_qparams, mul_scalar_qparams
+from srcore.plugin import QDTYPES, KernelError, add_scalar_qparams, int8_gemm, mul_scalar_qparams
 
-from . import int8_gemm
 from ._common import (F32, buffer, dequant_scalar, dequant_vec, ints, output_qparams, quant_scalar, quant_tensor, quant_vec,
                       require_per_tensor, split_tail, wrap)
 

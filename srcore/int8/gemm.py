@@ -1,5 +1,9 @@
 """An exact ``u8 x s8 -> s32`` GEMM on AVX2 (``vpmaddubsw``/``vpmaddwd``, :mod:`.simd8`), for
-quantized linear and convolution layers with ``quint8`` activations and ``qint8`` weights.
+quantized linear and convolution layers with ``quint8`` activations and ``qint8`` weights, with
+fbgemm's requantization fused (:func:`gemm_requantize`) and convolution windows gathered straight
+into its rows (:func:`conv_rows`). Plugins reach it as ``srcore.plugin.int8_gemm`` (quantized_cpu's
+kernels and trt_like's ``int8_simd`` tactic share it); numba is imported on first use only, so a
+plugin that calls it declares numba itself.
 
 Layout: the activations are rows of ``K`` bytes (``K`` padded to a multiple of 4 with zeros), the
 weight is packed once into panels of 16 output channels, ``(K / 4, 16, 4)`` bytes each, so that one
@@ -21,6 +25,7 @@ accumulator without its int16 saturation.
 from __future__ import annotations
 
 import functools
+import math
 import os
 import threading
 import time
@@ -28,7 +33,7 @@ import time
 import attrs
 import numpy as np
 
-from srcore.plugin import QDTYPES
+from ..ir.quant import QDTYPES
 
 #: panel width (output channels per packed panel) and micro-kernel rows
 NR = 16
@@ -52,7 +57,7 @@ def numba_enabled() -> bool:
 
 
 def _simd_supported() -> bool:
-    from srcore.plugin import cpu_features
+    from ..cpu_features import cpu_features
 
     if os.environ.get("SRCORE_INT8_GEMM", "").lower() == "sgemm":
         return False
@@ -67,7 +72,7 @@ def _simd_supported() -> bool:
 
 @functools.lru_cache(maxsize=1)
 def _kernels():
-    from ._int8_kernels import gemm_u8s8
+    from ._kernels import gemm_u8s8
     return gemm_u8s8
 
 
@@ -106,8 +111,9 @@ def pack(w_int8: np.ndarray, zero_points: np.ndarray) -> PackedInt8:
                       np.asarray(zero_points, np.int64).astype(np.int32).reshape(n))
 
 
-def applies(k: int, x_qdtype: str, w_qdtype: str) -> bool:
-    """Whether :func:`gemm` takes this layer (and the machine has the instructions and numba)."""
+def applies(k: int, x_qdtype: str = "quint8", w_qdtype: str = "qint8") -> bool:
+    """Whether :func:`gemm` takes a layer of depth ``k`` with these operand dtypes (``quint8``
+    activations, ``qint8`` weights) on this machine (the instructions, numba, and faster than SGEMM)."""
     return x_qdtype == "quint8" and w_qdtype == "qint8" and 0 < k <= MAX_K and faster_than_sgemm()
 
 
@@ -116,19 +122,15 @@ _local = threading.local()
 
 def scratch(name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
     """A per-thread reusable buffer (the GEMM's rows and int32 sums are large and die within the
-    call: fresh arrays would fault their pages in on every call)."""
+    call: fresh arrays would fault their pages in on every call). Valid until the next request of
+    the same name on the thread."""
     dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape)) * dtype.itemsize
-    bufs = getattr(_local, "bufs", None)
-    if bufs is None:
-        bufs = _local.bufs = {}
+    nbytes = math.prod(shape) * dtype.itemsize
+    bufs = _local.__dict__.setdefault("bufs", {})
     buf = bufs.get(name)
     if buf is None or buf.nbytes < nbytes:
         buf = bufs[name] = np.empty(max(nbytes, 1), np.uint8)
     return buf[:nbytes].view(dtype).reshape(shape)
-
-
-_scratch_buffer = scratch
 
 
 def _raw_gemm(a: np.ndarray, m: int, p: PackedInt8, name: str = "c") -> np.ndarray:
@@ -138,23 +140,27 @@ def _raw_gemm(a: np.ndarray, m: int, p: PackedInt8, name: str = "c") -> np.ndarr
     return c
 
 
-def _exact_raw(a: np.ndarray, p: PackedInt8, scratch: bool = False) -> np.ndarray:
+def _exact_raw(a: np.ndarray, p: PackedInt8, overwrite: bool = False) -> np.ndarray:
     """``sum_k a[m, k] * w[n, k]`` (no zero points), int32 ``(m, n_panels * 16)``, exact: one pass
     when every byte is at most ``p.lim``; else the bytes clamped to ``lim`` plus, for the rows that
     have larger ones (few, as after a percentile-clipped calibration), their excess (<= 127); else
-    (many such rows) ``128 * hi + lo`` in two passes. ``scratch``: ``a`` may be clamped in place."""
-    from ._int8_kernels import split_excess
+    (many such rows) ``128 * hi + lo`` in two passes. ``overwrite``: ``a`` may be clamped in place."""
+    from ._kernels import split_excess
 
     m = a.shape[0]
-    if not a.size or int(a.max()) <= p.lim:
+    if not a.size or p.lim >= 255:
         return _raw_gemm(a, m, p)
-    excess = np.empty((max(1, m // 4), a.shape[1]), np.uint8)
-    rows = np.empty(excess.shape[0], np.int64)
-    clamped = a if scratch else a.copy()
-    count = split_excess(clamped, p.lim, excess, rows)
+    if not overwrite:
+        if int(a.max()) <= p.lim:
+            return _raw_gemm(a, m, p)
+        a = a.copy()
+    excess = scratch("excess", (max(1, m // 4), a.shape[1]), np.uint8)
+    rows = scratch("excess_rows", (excess.shape[0],), np.int64)
+    count = split_excess(a, p.lim, excess, rows)    # one scan: the rows with bytes above lim
     if count >= 0:
-        c = _raw_gemm(clamped, m, p)
-        c[rows[:count]] += _raw_gemm(excess[:count], count, p, "c_excess")
+        c = _raw_gemm(a, m, p)
+        if count:
+            c[rows[:count]] += _raw_gemm(excess[:count], count, p, "c_excess")
         return c
     c = _raw_gemm(a & np.uint8(127), m, p)     # many rows: each byte as 128 * hi + lo
     c += _raw_gemm(a >> np.uint8(7), m, p, "c_hi") << 7
@@ -178,16 +184,16 @@ _NO_ROWSUM = np.zeros(0, np.int64)
 
 def gemm_requantize(a: np.ndarray, x_zp: int, p: PackedInt8, x_scale: float, w_scales: np.ndarray, bias,
                     y_scale: float, y_zero_point: int, relu: bool, out: np.ndarray, channels_first: bool,
-                    scratch: bool = False) -> np.ndarray:
+                    overwrite: bool = False) -> np.ndarray:
     """:func:`gemm` then fbgemm's requantization to ``quint8`` (as ``gemm.requantize``), fused:
     one pass from the raw int32 sums to ``out``, a C-contiguous uint8 array holding
     (rows, channels) or, ``channels_first``, (images, channels, positions) with the rows of ``a``
-    ordered (image, position). ``scratch``: ``a`` is the caller's buffer and may be changed."""
-    from ._int8_kernels import requantize_u8
+    ordered (image, position). ``overwrite``: ``a`` is the caller's scratch and may be changed."""
+    from ._kernels import requantize_u8
 
     f32 = np.float32
     rowsum = a.sum(axis=1, dtype=np.int64) if p.zero_points.any() else _NO_ROWSUM   # before any clamping
-    c = _exact_raw(a, p, scratch)
+    c = _exact_raw(a, p, overwrite)
     act_w = f32(x_scale) * np.asarray(w_scales, f32)
     mult = (act_w / f32(y_scale)).astype(f32)
     bias_div = (np.asarray(bias, f32) / act_w).astype(f32) if bias is not None else np.zeros(p.n, f32)
@@ -198,7 +204,7 @@ def gemm_requantize(a: np.ndarray, x_zp: int, p: PackedInt8, x_scale: float, w_s
     rows = out.size // n
     # rows of channels (the GEMM's order, 8 channels per float32 vector); NCHW by one numpy
     # transposing copy after (3x faster than scattering bytes along the rows)
-    flat = _scratch_buffer("requantized", (rows * n,), np.uint8) if channels_first else out.reshape(-1)
+    flat = scratch("requantized", (rows * n,), np.uint8) if channels_first else out.reshape(-1)
     requantize_u8(c.reshape(-1), c.shape[1], flat, 0, n, 1, 1, rows, n, p.colsum, p.zero_points, rowsum, int(x_zp),
                   p.k, bias_div, mult, int(y_zero_point), int(y_zero_point) if relu else info.qmin, info.qmax)
     if channels_first:
@@ -234,3 +240,44 @@ def faster_than_sgemm() -> bool:
     return best(lambda: gemm(a, 0, p)) < best(lambda: np.matmul(af, wf))
 
 
+
+
+def conv_rows(x_u8: np.ndarray, x_zp: int, p: PackedInt8, kernel, stride, padding, dilation, out_sp) -> np.ndarray:
+    """The rows :func:`gemm` multiplies for a groups-1 1-d or 2-d convolution of ``x_u8`` (N, C,
+    *spatial) uint8 by a weight packed from (Cout, C, *kernel) as (Cout, C * taps) with the depth in
+    (tap, channel) order: the input laid out channels-last once, its windows gathered (numba, one
+    ``memcpy`` per run) as rows of (tap, channel) bytes, positions in the padding at ``x_zp``
+    (padding stands for real zeros). A 1x1 stride-1 convolution's rows are its pixels. The rows
+    live in a per-thread scratch buffer (valid until the next call)."""
+    from ._kernels import im2col_u8
+
+    N, C = x_u8.shape[:2]
+    k = tuple(int(v) for v in kernel)
+    stride, padding, dilation = (tuple(int(v) for v in t) for t in (stride, padding, dilation))
+    out_sp = tuple(int(v) for v in out_sp)
+    src = np.moveaxis(x_u8, 1, -1)                                  # (N, *spatial, C)
+    if src.flags.c_contiguous:
+        x_cl = src
+    else:
+        x_cl = scratch("x_cl", src.shape, np.uint8)
+        np.copyto(x_cl, src)
+    m = N * int(np.prod(out_sp))
+    if all(v == 1 for v in k) and all(v == 1 for v in stride) and not any(padding) and p.kp == C:
+        return x_cl.reshape(m, C)
+    if len(k) == 1:                                                 # conv1d as a conv2d of height 1
+        x_cl, k, out_sp = x_cl[:, None], (1,) + k, (1,) + out_sp
+        stride, padding, dilation = (1,) + stride, (0,) + padding, (1,) + dilation
+    cols = scratch("cols", (m, p.kp), np.uint8)
+    im2col_u8(x_cl, np.uint8(x_zp), k[0], k[1], stride[0], stride[1], padding[0], padding[1], dilation[0],
+              dilation[1], out_sp[0], out_sp[1], cols)
+    return cols
+
+
+def linear_rows(x_u8: np.ndarray, p: PackedInt8) -> np.ndarray:
+    """The activations (..., K) as C-contiguous uint8 rows of ``p.kp`` bytes (zero-padded depth)."""
+    a = x_u8.reshape(-1, p.k)
+    if p.kp != p.k or not a.flags.c_contiguous:
+        pad = np.zeros((a.shape[0], p.kp), np.uint8)
+        pad[:, :p.k] = a
+        a = pad
+    return a
