@@ -9,7 +9,7 @@ import numpy as np
 #: adding and subtracting 1.5 * 2^23 rounds a float32 below 2^22 to the nearest integer, ties to even
 _ROUND = np.float32(12582912.0)
 
-from .simd8 import (add_i32x8, bcast4_i8x32, copy_bytes, dot4_u8s8, load_i8x32, requant8_u8, store_i32x8,
+from .simd8 import (add_i32x8, bcast4_i8x32, copy_bytes, dot4_u8s8, dpbusd, load_i8x32, requant8_u8, store_i32x8,
                     zero_i32x8)
 
 
@@ -75,6 +75,74 @@ def gemm_u8s8(a, kp, m, panels, n_panels, c, row_block):
                     x = bcast4_i8x32(a, a0 + 4 * q)
                     c00 = add_i32x8(c00, dot4_u8s8(x, b0))
                     c01 = add_i32x8(c01, dot4_u8s8(x, b1))
+                o = i * ldc + jp * 16
+                store_i32x8(c, o, c00)
+                store_i32x8(c, o + 8, c01)
+                i += 1
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def gemm_u8s8_vnni(a, kp, m, panels, n_panels, c, row_block):
+    """:func:`gemm_u8s8` with ``vpdpbusd`` (AVX512-VNNI): exact for every byte (no int16 step).
+    Compiled for AVX512-VNNI: call it only where the CPU has it."""
+    kq = kp // 4
+    ldc = n_panels * 16
+    for i0 in range(0, m, row_block):
+        i1 = min(m, i0 + row_block)
+        for jp in range(n_panels):
+            boff = jp * kq * 64
+            i = i0
+            while i + 4 <= i1:
+                c00 = zero_i32x8()
+                c01 = zero_i32x8()
+                c10 = zero_i32x8()
+                c11 = zero_i32x8()
+                c20 = zero_i32x8()
+                c21 = zero_i32x8()
+                c30 = zero_i32x8()
+                c31 = zero_i32x8()
+                a0 = i * kp
+                a1 = a0 + kp
+                a2 = a1 + kp
+                a3 = a2 + kp
+                for q in range(kq):
+                    b0 = load_i8x32(panels, boff + q * 64)
+                    b1 = load_i8x32(panels, boff + q * 64 + 32)
+                    x = bcast4_i8x32(a, a0 + 4 * q)
+                    c00 = dpbusd(c00, x, b0)
+                    c01 = dpbusd(c01, x, b1)
+                    x = bcast4_i8x32(a, a1 + 4 * q)
+                    c10 = dpbusd(c10, x, b0)
+                    c11 = dpbusd(c11, x, b1)
+                    x = bcast4_i8x32(a, a2 + 4 * q)
+                    c20 = dpbusd(c20, x, b0)
+                    c21 = dpbusd(c21, x, b1)
+                    x = bcast4_i8x32(a, a3 + 4 * q)
+                    c30 = dpbusd(c30, x, b0)
+                    c31 = dpbusd(c31, x, b1)
+                o = i * ldc + jp * 16
+                store_i32x8(c, o, c00)
+                store_i32x8(c, o + 8, c01)
+                o += ldc
+                store_i32x8(c, o, c10)
+                store_i32x8(c, o + 8, c11)
+                o += ldc
+                store_i32x8(c, o, c20)
+                store_i32x8(c, o + 8, c21)
+                o += ldc
+                store_i32x8(c, o, c30)
+                store_i32x8(c, o + 8, c31)
+                i += 4
+            while i < i1:
+                c00 = zero_i32x8()
+                c01 = zero_i32x8()
+                a0 = i * kp
+                for q in range(kq):
+                    b0 = load_i8x32(panels, boff + q * 64)
+                    b1 = load_i8x32(panels, boff + q * 64 + 32)
+                    x = bcast4_i8x32(a, a0 + 4 * q)
+                    c00 = dpbusd(c00, x, b0)
+                    c01 = dpbusd(c01, x, b1)
                 o = i * ldc + jp * 16
                 store_i32x8(c, o, c00)
                 store_i32x8(c, o + 8, c01)

@@ -1,4 +1,5 @@
-"""An exact ``u8 x s8 -> s32`` GEMM on AVX2 (``vpmaddubsw``/``vpmaddwd``, :mod:`.simd8`), for
+"""An exact ``u8 x s8 -> s32`` GEMM on AVX2 (``vpmaddubsw``/``vpmaddwd``, :mod:`.simd8`) or AVX512-VNNI
+(``vpdpbusd``, where the CPU has it: :func:`simd_path`), for
 quantized linear and convolution layers with ``quint8`` activations and ``qint8`` weights, with
 fbgemm's requantization fused (:func:`gemm_requantize`) and convolution windows gathered straight
 into its rows (:func:`conv_rows`). Plugins reach it as ``srcore.plugin.int8_gemm`` (quantized_cpu's
@@ -56,24 +57,45 @@ def numba_enabled() -> bool:
     return True
 
 
-def _simd_supported() -> bool:
-    from ..cpu_features import cpu_features
+#: the CPU features of ``vpdpbusd`` on 256-bit registers (AVX512-VNNI with VL), numpy's names
+VNNI_FEATURES = frozenset({"AVX512F", "AVX512BW", "AVX512VL", "AVX512VNNI"})
 
-    if os.environ.get("SRCORE_INT8_GEMM", "").lower() == "sgemm":
-        return False
-    if "AVX2" not in cpu_features():
-        return False
+
+def simd_path(features: frozenset[str] | None = None) -> str | None:
+    """The GEMM's instructions on this machine, by feature test (``srcore.cpu_features``, never the
+    vendor): ``"vnni"`` (``vpdpbusd``: exact for every byte in one pass), ``"avx2"``
+    (``vpmaddubsw`` + ``vpmaddwd``: bytes above the int16 limit take a second, small product), or
+    None (no AVX2, no numba, or ``SRCORE_INT8_GEMM=sgemm``). ``SRCORE_INT8_GEMM=avx2`` keeps a
+    VNNI machine on the AVX2 pair. ``features``: another machine's, for tests."""
+    env = os.environ.get("SRCORE_INT8_GEMM", "").lower()
+    if env == "sgemm":
+        return None
+    if features is None:
+        from ..cpu_features import cpu_features
+
+        features = cpu_features()
     try:
         import numba  # noqa: F401
     except ImportError:
-        return False
-    return True
+        return None
+    if VNNI_FEATURES <= features and env != "avx2":
+        return "vnni"
+    return "avx2" if "AVX2" in features else None
 
 
 @functools.lru_cache(maxsize=1)
-def _kernels():
-    from ._kernels import gemm_u8s8
-    return gemm_u8s8
+def _active_path() -> str | None:
+    return simd_path()
+
+
+def _simd_supported() -> bool:
+    return _active_path() is not None
+
+
+@functools.lru_cache(maxsize=2)
+def _kernels(path: str = "avx2"):
+    from ._kernels import gemm_u8s8, gemm_u8s8_vnni
+    return gemm_u8s8_vnni if path == "vnni" else gemm_u8s8
 
 
 @attrs.frozen(eq=False)
@@ -136,7 +158,7 @@ def scratch(name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
 def _raw_gemm(a: np.ndarray, m: int, p: PackedInt8, name: str = "c") -> np.ndarray:
     c = scratch(name, (m, p.n_panels * NR), np.int32)
     rows = max(MR, (ROW_BLOCK_BYTES // max(p.kp, 1)) // MR * MR)
-    _kernels()(a.reshape(-1), p.kp, m, p.panels, p.n_panels, c.reshape(-1), rows)
+    _kernels(_active_path())(a.reshape(-1), p.kp, m, p.panels, p.n_panels, c.reshape(-1), rows)
     return c
 
 
@@ -148,7 +170,7 @@ def _exact_raw(a: np.ndarray, p: PackedInt8, overwrite: bool = False) -> np.ndar
     from ._kernels import split_excess
 
     m = a.shape[0]
-    if not a.size or p.lim >= 255:
+    if not a.size or p.lim >= 255 or _active_path() == "vnni":     # vpdpbusd has no int16 step
         return _raw_gemm(a, m, p)
     if not overwrite:
         if int(a.max()) <= p.lim:

@@ -5,8 +5,8 @@ give numba functions register values (``<32 x i8>``, ``<8 x i32>``) and the one 
 that does 32 multiply-adds of 8-bit integers: ``vpmaddubsw`` (u8 x s8, adjacent pairs summed into
 saturating int16) then ``vpmaddwd`` against ones (pairs of int16 summed into int32). The int16
 step saturates when ``a0*b0 + a1*b1`` leaves [-32768, 32767]; callers keep their operands where
-it cannot (:mod:`.int8_gemm`). On AVX512-VNNI the pair is one ``vpdpbusd``; it is not used here
-(the machine this was written on has no AVX-512), and the AVX2 pair gives the same integers.
+it cannot (:mod:`.int8_gemm`). On AVX512-VNNI the pair is one ``vpdpbusd`` (:func:`dpbusd`, 4 products
+summed into each int32 lane without the int16 step: exact for every byte), used where the CPU has it.
 
 Indices are element offsets into 1-D arrays, unchecked (the kernels own their index arithmetic).
 numba's on-disk cache keys a kernel on its own module's source, not on this one's: after editing
@@ -180,3 +180,19 @@ def requant8_u8(typingctx, c, ci, corr, zw, rc, bias_div, mult, j, yz, lo, hi, d
         builder.store(q, builder.bitcast(_elem_ptr(context, builder, st[11], dv, di_), _V8I8.as_pointer()), align=1)
         return context.get_dummy_value()
     return types.none(c, ci, corr, zw, rc, bias_div, mult, j, yz, lo, hi, dst, di), codegen
+
+
+#: what :func:`dpbusd` needs: the function that calls it is compiled for these (it runs only where
+#: ``srcore.cpu_features`` reports them: :func:`srcore.int8.gemm.simd_path`)
+VNNI_FEATURES = '"target-features"="+avx2,+avx512f,+avx512bw,+avx512vl,+avx512vnni"'
+
+
+@intrinsic
+def dpbusd(typingctx, acc, a, b):
+    """``acc + `` per 32-bit lane ``sum(a[4i + j] * b[4i + j], j < 4)``, ``a`` unsigned and ``b``
+    signed bytes, exact (``vpdpbusd``, AVX512-VNNI with VL: no int16 saturation; the int32 sum
+    wraps). Marks its function as compiled for AVX512-VNNI."""
+    def codegen(context, builder, sig, args):
+        set.add(builder.function.attributes, VNNI_FEATURES)
+        return _call(builder, "llvm.x86.avx512.vpdpbusd.256", _V8I32, list(args))
+    return i32x8(acc, a, b), codegen
