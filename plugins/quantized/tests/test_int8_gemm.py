@@ -158,7 +158,6 @@ def test_depthwise_in_numba_matches_the_float_path(monkeypatch, seed, c, k, stri
     assert np.array_equal(run(True), run(False))
 
 
-@pytest.mark.one_pass
 def test_the_gemm_path_is_chosen_by_cpu_features(monkeypatch):
     monkeypatch.delenv("SRCORE_INT8_GEMM", raising=False)
     vnni = frozenset({"AVX", "AVX2", "FMA3"}) | int8_gemm.VNNI_FEATURES
@@ -173,7 +172,6 @@ def test_the_gemm_path_is_chosen_by_cpu_features(monkeypatch):
     assert int8_gemm.simd_path(vnni) is None
 
 
-@pytest.mark.one_pass
 def test_the_vnni_kernel_is_vpdpbusd_and_exact_where_it_runs():
     """Compiled here whatever the CPU (its function is compiled for AVX512-VNNI); run only where
     the CPU has it (not on the AVX2 machine this was written on: there the test checks the code)."""
