@@ -155,9 +155,17 @@ def scratch(name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
     return buf[:nbytes].view(dtype).reshape(shape)
 
 
+def _row_block(m: int, kp: int) -> int:
+    """Rows per block: about :data:`ROW_BLOCK_BYTES` of them, or all ``m`` when they are at most two
+    such blocks (a few deep rows, as a linear layer's batch: every block streams all the weight
+    panels, from memory when the weight is larger than the caches)."""
+    rows = max(MR, (ROW_BLOCK_BYTES // max(kp, 1)) // MR * MR)
+    return -(-m // MR) * MR if m <= 2 * rows else rows
+
+
 def _raw_gemm(a: np.ndarray, m: int, p: PackedInt8, name: str = "c") -> np.ndarray:
     c = scratch(name, (m, p.n_panels * NR), np.int32)
-    rows = max(MR, (ROW_BLOCK_BYTES // max(p.kp, 1)) // MR * MR)
+    rows = _row_block(m, p.kp)
     _kernels(_active_path())(a.reshape(-1), p.kp, m, p.panels, p.n_panels, c.reshape(-1), rows)
     return c
 
@@ -179,6 +187,14 @@ def _exact_raw(a: np.ndarray, p: PackedInt8, overwrite: bool = False) -> np.ndar
     excess = scratch("excess", (max(1, m // 4), a.shape[1]), np.uint8)
     rows = scratch("excess_rows", (excess.shape[0],), np.int64)
     count = split_excess(a, p.lim, excess, rows)    # one scan: the rows with bytes above lim
+    if count > 0 and m + count <= _row_block(m + count, p.kp):
+        # one block of rows: the excess rows join it, so that the weight streams once
+        both = scratch("a_excess", (m + count, a.shape[1]), np.uint8)
+        both[:m] = a
+        both[m:] = excess[:count]
+        c = _raw_gemm(both, m + count, p)
+        c[rows[:count]] += c[m:]
+        return c[:m]
     if count >= 0:
         c = _raw_gemm(a, m, p)
         if count:
