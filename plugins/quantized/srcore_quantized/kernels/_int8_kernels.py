@@ -56,3 +56,24 @@ def add_vec_u8(a, b, sa, pa, sb, pb, inv, zp, lo, hi, out):
         r = np.float64(np.rint(c * inv)) + zp
         r = min(max(r, lo), hi)
         out[i] = r
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def quantize_u8(x, inv, zp, lo, hi, out):
+    """fbgemm's ``Quantize`` over flat float32 ``x`` into 8-bit ``out`` (``_common.quant_tensor``
+    does the same in numpy): ``nearbyint(float32(x * inv + zp))`` with the product and sum in
+    float64 (exact: one rounding, as the fma), clamped. Returns False, having stopped, at a NaN
+    (the caller then takes numpy's path, whose conversion of NaN this does not reproduce)."""
+    for i in range(x.shape[0]):
+        r = np.rint(np.float32(np.float64(x[i]) * inv + zp))
+        if r != r:
+            return False
+        out[i] = min(max(r, lo), hi)
+    return True
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def dequantize_u8(q, zp, scale, out):
+    """torch's per-tensor ``dequantize``: ``float32(q - zp) * scale`` (``_common.dequant_scalar``)."""
+    for i in range(q.shape[0]):
+        out[i] = np.float32(np.int64(q[i]) - zp) * scale
