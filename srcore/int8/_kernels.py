@@ -186,31 +186,53 @@ def im2col_u8(x, zp, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
-def split_excess(a, lim, excess, rows):
-    """For each row of ``a`` (uint8, (m, kp)) with a byte above ``lim``: its index into ``rows``,
-    its excess over ``lim`` into the next row of ``excess``, and the row clamped to ``lim`` in
-    place. Returns how many rows, or -1 (``a`` untouched) if they are more than ``excess`` holds."""
+def clamp_excess(a, lim, at, excess):
+    """Every byte of ``a`` (uint8, (m, kp)) above ``lim``: its flat index into ``at``, its excess
+    over ``lim`` into ``excess``, and the byte clamped to ``lim`` in place. Returns how many, or -1
+    (``a`` untouched) if they are more than ``at`` holds. Rows without such a byte are passed over
+    by a max reduction (LLVM vectorizes it: no early exit)."""
     m, kp = a.shape
     count = 0
     for r in range(m):
         top = np.uint8(0)
-        for q in range(kp):            # a max reduction LLVM vectorizes (no early exit)
+        for q in range(kp):
             top = max(top, a[r, q])
         if top > lim:
-            if count == excess.shape[0]:
-                return -1
-            rows[count] = r
-            count += 1
-    for t in range(count):
-        r = rows[t]
+            for q in range(kp):
+                if a[r, q] > lim:
+                    count += 1
+    if count > at.shape[0]:
+        return -1
+    t = 0
+    for r in range(m):
+        top = np.uint8(0)
         for q in range(kp):
-            v = a[r, q]
-            if v > lim:
-                excess[t, q] = v - lim
-                a[r, q] = lim
-            else:
-                excess[t, q] = 0
+            top = max(top, a[r, q])
+        if top > lim:
+            for q in range(kp):
+                v = a[r, q]
+                if v > lim:
+                    at[t] = r * kp + q
+                    excess[t] = v - lim
+                    a[r, q] = lim
+                    t += 1
     return count
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def add_excess(c, ldc, panels, kp, n, at, excess, count):
+    """``c[r, j] += e * w[j, q]`` for each clamped byte (flat index ``r * kp + q``, excess ``e``) of
+    :func:`clamp_excess`: the products the clamping took away, exact in int32. ``panels``: the
+    packed weight (``w[j, q]`` at ``((j // 16) * kp / 4 + q // 4) * 64 + (j % 16) * 4 + q % 4``)."""
+    kq = kp // 4
+    for t in range(count):
+        r = at[t] // kp
+        q = at[t] - r * kp
+        e = np.int32(excess[t])
+        base = (q // 4) * 64 + q % 4
+        row = r * ldc
+        for j in range(n):
+            c[row + j] += e * np.int32(panels[((j // 16) * kq) * 64 + base + (j % 16) * 4])
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)

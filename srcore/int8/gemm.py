@@ -172,10 +172,11 @@ def _raw_gemm(a: np.ndarray, m: int, p: PackedInt8, name: str = "c") -> np.ndarr
 
 def _exact_raw(a: np.ndarray, p: PackedInt8, overwrite: bool = False) -> np.ndarray:
     """``sum_k a[m, k] * w[n, k]`` (no zero points), int32 ``(m, n_panels * 16)``, exact: one pass
-    when every byte is at most ``p.lim``; else the bytes clamped to ``lim`` plus, for the rows that
-    have larger ones (few, as after a percentile-clipped calibration), their excess (<= 127); else
-    (many such rows) ``128 * hi + lo`` in two passes. ``overwrite``: ``a`` may be clamped in place."""
-    from ._kernels import split_excess
+    when every byte is at most ``p.lim``; else the bytes above ``lim`` (few, as after a
+    percentile-clipped calibration) clamped to it and their excess times the weight added after,
+    byte by byte; else (more than 1/32 of the bytes) ``128 * hi + lo`` in two passes.
+    ``overwrite``: ``a`` may be clamped in place."""
+    from ._kernels import add_excess, clamp_excess
 
     m = a.shape[0]
     if not a.size or p.lim >= 255 or _active_path() == "vnni":     # vpdpbusd has no int16 step
@@ -184,23 +185,16 @@ def _exact_raw(a: np.ndarray, p: PackedInt8, overwrite: bool = False) -> np.ndar
         if int(a.max()) <= p.lim:
             return _raw_gemm(a, m, p)
         a = a.copy()
-    excess = scratch("excess", (max(1, m // 4), a.shape[1]), np.uint8)
-    rows = scratch("excess_rows", (excess.shape[0],), np.int64)
-    count = split_excess(a, p.lim, excess, rows)    # one scan: the rows with bytes above lim
-    if count > 0 and m + count <= _row_block(m + count, p.kp):
-        # one block of rows: the excess rows join it, so that the weight streams once
-        both = scratch("a_excess", (m + count, a.shape[1]), np.uint8)
-        both[:m] = a
-        both[m:] = excess[:count]
-        c = _raw_gemm(both, m + count, p)
-        c[rows[:count]] += c[m:]
-        return c[:m]
+    cap = max(256, a.size // 32)
+    at = scratch("excess_at", (cap,), np.int64)
+    excess = scratch("excess", (cap,), np.uint8)
+    count = clamp_excess(a, p.lim, at, excess)     # one scan
     if count >= 0:
         c = _raw_gemm(a, m, p)
         if count:
-            c[rows[:count]] += _raw_gemm(excess[:count], count, p, "c_excess")
+            add_excess(c.reshape(-1), c.shape[1], p.panels, p.kp, p.n, at, excess, count)
         return c
-    c = _raw_gemm(a & np.uint8(127), m, p)     # many rows: each byte as 128 * hi + lo
+    c = _raw_gemm(a & np.uint8(127), m, p)     # many: each byte as 128 * hi + lo
     c += _raw_gemm(a >> np.uint8(7), m, p, "c_hi") << 7
     return c
 
