@@ -29,7 +29,7 @@ def _ref(a, x_zp, w, zw):
        outliers=st.integers(0, 3))
 @example(seed=0, m=9, k=260, n=33, amax=255, x_zp=255, wzp=False, outliers=0)   # every pair at the int16 limit
 @example(seed=1, m=40, k=100, n=20, amax=127, x_zp=3, wzp=False, outliers=2)    # a few rows above the limit
-# more rows than two blocks of 128 kB: the excess rows in their own product
+# more rows than two blocks of 128 kB (the rows in blocks), a few bytes above the limit
 @example(seed=2, m=1000, k=300, n=20, amax=127, x_zp=5, wzp=True, outliers=3)
 def test_int8_gemm_is_exact(seed, m, k, n, amax, x_zp, wzp, outliers):
     rng = np.random.default_rng(seed)
