@@ -160,7 +160,7 @@ def _row_block(m: int, kp: int) -> int:
     such blocks (a few deep rows, as a linear layer's batch: every block streams all the weight
     panels, from memory when the weight is larger than the caches)."""
     rows = max(MR, (ROW_BLOCK_BYTES // max(kp, 1)) // MR * MR)
-    return -(-m // MR) * MR if m <= 2 * rows else rows
+    return max(MR, -(-m // MR) * MR) if m <= 2 * rows else rows
 
 
 def _raw_gemm(a: np.ndarray, m: int, p: PackedInt8, name: str = "c") -> np.ndarray:
@@ -223,6 +223,8 @@ def gemm_requantize(a: np.ndarray, x_zp: int, p: PackedInt8, x_scale: float, w_s
     ordered (image, position). ``overwrite``: ``a`` is the caller's scratch and may be changed."""
     from ._kernels import requantize_u8
 
+    if not out.size:
+        return out
     f32 = np.float32
     rowsum = a.sum(axis=1, dtype=np.int64) if p.zero_points.any() else _NO_ROWSUM   # before any clamping
     c = _exact_raw(a, p, overwrite)

@@ -195,3 +195,14 @@ def test_the_vnni_kernel_is_vpdpbusd_and_exact_where_it_runs():
     if int8_gemm.simd_path() == "vnni":
         _kernels.gemm_u8s8_vnni(*args)
         assert np.array_equal(c[:, :n], a.astype(np.int64) @ w.T.astype(np.int64))
+
+
+def test_an_empty_batch_on_the_int8_gemm(monkeypatch):
+    monkeypatch.setattr(int8_gemm, "faster_than_sgemm", lambda: True)
+    rng = np.random.default_rng(4)
+    w = _qw(rng, (8, 4, 3, 3))
+    y = qconv.qconv_out(_qa(rng, (0, 4, 5, 5), 3, 256), w, None, [1, 1], [1, 1], [1, 1], 1, 0.05, 2)
+    assert y.shape == (0, 8, 5, 5)
+    y = qlinear.qlinear_out(_qa(rng, (0, 20), 3, 256), _qw(rng, (8, 20)), None, 0.05, 2)
+    assert y.shape == (0, 8)
+    assert int8_gemm.gemm(np.zeros((0, 20), np.uint8), 3, int8_gemm.pack(np.ones((8, 20), np.int8), np.zeros(8))).shape == (0, 8)
