@@ -113,6 +113,16 @@ class PackedInt8:
     lim: int
     colsum: np.ndarray
     zero_points: np.ndarray
+    #: fbgemm's requantization constants of the calls so far, by their parameters (a layer's are
+    #: the same on every call: computing them took a fifth of a small conv's Python time)
+    requant: dict = attrs.field(factory=dict, repr=False)
+
+    @property
+    def has_zero_points(self) -> bool:
+        got = self.requant.get("has_zero_points")
+        if got is None:
+            got = self.requant["has_zero_points"] = bool(self.zero_points.any())
+        return got
 
 
 def pack(w_int8: np.ndarray, zero_points: np.ndarray) -> PackedInt8:
@@ -146,13 +156,21 @@ def scratch(name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
     """A per-thread reusable buffer (the GEMM's rows and int32 sums are large and die within the
     call: fresh arrays would fault their pages in on every call). Valid until the next request of
     the same name on the thread."""
-    dtype = np.dtype(dtype)
-    nbytes = math.prod(shape) * dtype.itemsize
     bufs = _local.__dict__.setdefault("bufs", {})
-    buf = bufs.get(name)
-    if buf is None or buf.nbytes < nbytes:
-        buf = bufs[name] = np.empty(max(nbytes, 1), np.uint8)
-    return buf[:nbytes].view(dtype).reshape(shape)
+    entry = bufs.get(name)           # (buffer, {(shape, dtype): view of it})
+    key = (shape, dtype)
+    if entry is not None:
+        view = entry[1].get(key)
+        if view is not None:
+            return view
+    dt = np.dtype(dtype)
+    nbytes = math.prod(shape) * dt.itemsize
+    if entry is None or entry[0].nbytes < nbytes:
+        entry = bufs[name] = (np.empty(max(nbytes, 1), np.uint8), {})
+    elif len(entry[1]) > 64:
+        entry[1].clear()
+    view = entry[1][key] = entry[0][:nbytes].view(dt).reshape(shape)
+    return view
 
 
 def _row_block(m: int, kp: int) -> int:
@@ -205,7 +223,7 @@ def gemm(a: np.ndarray, x_zp: int, p: PackedInt8) -> np.ndarray:
     c = _exact_raw(a, p)[:, :p.n].copy()      # out of the scratch buffer
     if x_zp:
         c -= np.int32(x_zp) * p.colsum
-    if p.zero_points.any():
+    if p.has_zero_points:
         rs = a.sum(axis=1, dtype=np.int32)[:, None]
         c -= p.zero_points * (rs - np.int32(p.k * x_zp))
     return c
@@ -226,11 +244,19 @@ def gemm_requantize(a: np.ndarray, x_zp: int, p: PackedInt8, x_scale: float, w_s
     if not out.size:
         return out
     f32 = np.float32
-    rowsum = a.sum(axis=1, dtype=np.int64) if p.zero_points.any() else _NO_ROWSUM   # before any clamping
+    rowsum = a.sum(axis=1, dtype=np.int64) if p.has_zero_points else _NO_ROWSUM   # before any clamping
     c = _exact_raw(a, p, overwrite)
-    act_w = f32(x_scale) * np.asarray(w_scales, f32)
-    mult = (act_w / f32(y_scale)).astype(f32)
-    bias_div = (np.asarray(bias, f32) / act_w).astype(f32) if bias is not None else np.zeros(p.n, f32)
+    key = (float(x_scale), float(y_scale), id(w_scales), id(bias))
+    got = p.requant.get(key)
+    if got is None:
+        act_w = f32(x_scale) * np.asarray(w_scales, f32)
+        mult = (act_w / f32(y_scale)).astype(f32)
+        bias_div = (np.asarray(bias, f32) / act_w).astype(f32) if bias is not None else np.zeros(p.n, f32)
+        if len(p.requant) > 8:
+            p.requant.clear()
+        # the arrays are kept with their constants: their ids stay theirs while the entry lives
+        got = p.requant[key] = (mult, bias_div, w_scales, bias)
+    mult, bias_div = got[0], got[1]
     info = QDTYPES["quint8"]
     if not out.flags.c_contiguous:
         raise ValueError("gemm_requantize writes into a C-contiguous array")
@@ -286,16 +312,14 @@ def conv_rows(x_u8: np.ndarray, x_zp: int, p: PackedInt8, kernel, stride, paddin
     from ._kernels import im2col_u8
 
     N, C = x_u8.shape[:2]
-    k = tuple(int(v) for v in kernel)
-    stride, padding, dilation = (tuple(int(v) for v in t) for t in (stride, padding, dilation))
-    out_sp = tuple(int(v) for v in out_sp)
+    k, stride, padding, dilation, out_sp = tuple(kernel), tuple(stride), tuple(padding), tuple(dilation), tuple(out_sp)
     src = np.moveaxis(x_u8, 1, -1)                                  # (N, *spatial, C)
     if src.flags.c_contiguous:
         x_cl = src
     else:
         x_cl = scratch("x_cl", src.shape, np.uint8)
         np.copyto(x_cl, src)
-    m = N * int(np.prod(out_sp))
+    m = N * math.prod(out_sp)
     if all(v == 1 for v in k) and all(v == 1 for v in stride) and not any(padding) and p.kp == C:
         return x_cl.reshape(m, C)
     if len(k) == 1:                                                 # conv1d as a conv2d of height 1
