@@ -52,6 +52,7 @@ class WinogradPackedTactic(DirectOnNonFinite, ConvTactic):
         _, O, Ho, Wo = self.out_shape
         self.th, self.tw = th, tw = -(-Ho // m), -(-Wo // m)
         self.threads = nt = _threads.count() if threads is None else max(1, int(threads))
+        self.governor = _threads.Governor(nt)
         rows = max(1, min(th, CHUNK_BYTES // (P * C * tw * 4)))
         per_image = -(-th // rows)
         if nt > 1 and N * per_image > 1:           # as many chunks per thread
@@ -80,11 +81,10 @@ class WinogradPackedTactic(DirectOnNonFinite, ConvTactic):
         usz = mb * C * 64
         pt, pl = s.padding
         if nt > 1:
-            _threads.use(nt)
             slots = nt if self.by_chunks else 1
             v = SCRATCH.get("wino_v", (slots, P * C * 6 * nb))
             ct = SCRATCH.get("wino_c", (slots, 6 * nb * ldc))
-            _par.winograd(self.m, x, self.chunks, pt, pl, tw, v, uf, usz, C, mb, ct, ldc, ps, P,
+            self.governor.run(_par.winograd, self.m, x, self.chunks, pt, pl, tw, v, uf, usz, C, mb, ct, ldc, ps, P,
                           self.bias, res, has_res, s.relu, out, nt, self.by_chunks)
             return
         v = SCRATCH.get("wino_v", (P * C * 6 * nb,))
