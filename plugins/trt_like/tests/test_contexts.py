@@ -92,3 +92,37 @@ def test_a_pool_of_runtimes_shares_one_context(monkeypatch):
     assert cs.made == 1 and own == [0, 0, 0, 0]
     (ctx,) = cs.free
     assert len(ctx.arenas) >= 1 and cs.nbytes() >= sum(n for n, _ in ctx.arenas.values()) > 0
+
+
+def test_steady_engine_calls_trigger_no_garbage_collection():
+    """A p90 suspect ruled out by count: a warm engine call leaves no container objects behind, so
+    thousands of calls with the collector on start no collection (gc.callbacks)."""
+    import gc
+    import sys
+
+    torch.manual_seed(1)
+    m = Net().eval()
+    x = torch.randn(1, 3, 16, 16)
+    sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), (x,)), backends=("trt_like", "cpu"))
+    xn = x.numpy()
+    for _ in range(50):
+        sm(xn)
+    started = []
+
+    def cb(phase, info):
+        if phase == "start":
+            started.append(info["generation"])
+    gc.collect()
+    was = gc.isenabled()
+    gc.enable()
+    gc.callbacks.append(cb)
+    blocks = sys.getallocatedblocks()
+    try:
+        for _ in range(3000):
+            sm(xn)
+    finally:
+        gc.callbacks.remove(cb)
+        if not was:
+            gc.disable()
+    assert started == []
+    assert sys.getallocatedblocks() - blocks < 200
