@@ -126,3 +126,31 @@ def test_steady_engine_calls_trigger_no_garbage_collection():
             gc.disable()
     assert started == []
     assert sys.getallocatedblocks() - blocks < 200
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork on this platform")
+def test_a_forked_child_starts_with_fresh_contexts():
+    """A context another thread held at the fork would never come back in the child."""
+    import os
+
+    from srcore_trt_like.kernels.contexts import CONTEXTS
+
+    held = threading.Event()
+    done = threading.Event()
+
+    def hold():
+        ctx = CONTEXTS.enter()
+        held.set()
+        done.wait(10)
+        CONTEXTS.leave(ctx)
+    t = threading.Thread(target=hold)
+    t.start()
+    held.wait(10)
+    pid = os.fork()
+    if pid == 0:   # the child: every context must be takeable again
+        ok = CONTEXTS.made == 0 and all(CONTEXTS.enter() is not None for _ in range(1))
+        os._exit(0 if ok else 1)
+    done.set()
+    t.join()
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0

@@ -106,5 +106,15 @@ class Contexts:
         return sum(c.nbytes() for c in list(self.free))
 
 
+    def _forked(self) -> None:
+        """In a forked child: only the forking thread exists, so contexts other threads held at the
+        fork would never come back; start afresh."""
+        self.free, self.made, self.waiting = [], 0, 0
+        self._cond = threading.Condition()
+        self._tls = threading.local()
+
+
 #: the process's contexts, shared by every engine
 CONTEXTS = Contexts()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=CONTEXTS._forked)
