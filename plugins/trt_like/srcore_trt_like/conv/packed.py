@@ -81,8 +81,9 @@ class PackedGemmTactic(ConvTactic):
             else:
                 xp = SCRATCH.get("packed_x", (nb, K, 6))
                 ct = SCRATCH.get("packed_c", (nb * 6, mb * 64))
-            self.governor.run(_par.conv, x, xph, self.pad, self.rows, kh, kw, sh, sw, ph, dh, self.joff, seg, wf, K, mb, xp, ct, step,
-                      self.bias, res, has_res, s.relu, out, nt, self.by_chunks, self.split_rows)
+            self.governor.run(_par.conv, x, xph, self.pad, self.rows, kh, kw, sh, sw, ph, dh, self.joff, seg, wf, K,
+                              mb, xp, ct, step, self.bias, res, has_res, s.relu, out, nt, self.by_chunks,
+                              self.split_rows)
             return
         for n in range(N):
             _k.split_phases(x, n, sw, self.pad, self.rows, xph, 0, C)

@@ -93,7 +93,7 @@ class WinogradPackedTactic(DirectOnNonFinite, ConvTactic):
             v = SCRATCH.get("wino_v", (slots, P * C * 6 * nb))
             ct = SCRATCH.get("wino_c", (slots, 6 * nb * ldc))
             self.governor.run(_par.winograd, self.m, x, self.chunks, pt, pl, tw, v, uf, usz, C, mb, ct, ldc, ps, P,
-                          self.bias, res, has_res, s.relu, out, nt, self.by_chunks)
+                              self.bias, res, has_res, s.relu, out, nt, self.by_chunks)
             return
         v = SCRATCH.get("wino_v", (P * C * 6 * nb,))
         ct = SCRATCH.get("wino_c", (6 * nb * ldc,))
