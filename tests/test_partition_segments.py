@@ -279,7 +279,7 @@ def test_supports_sees_which_arguments_are_derived(table):
 
 def test_chains_hold_derived_values_and_tensor_lists(table):
     g = parse_graph(DERIVED)
-    ch = Chains(g, table)
+    ch = Chains(g)
     chain_outs = {o.name for n in g.nodes if ch.is_chain(n) for o in n.outputs}
     assert chain_outs == {"n", "h", "l", "c", "t"}
     assert {v.name for n in g.nodes for v in n.outputs if id(v) in ch.values} == {"n", "h", "l", "c"}
@@ -328,13 +328,13 @@ def test_boundary_by_hand(table):
 def test_a_chain_read_outside_the_segment_is_not_absorbed(table):
     text = BOUNDARY.replace("return (%s, %t)", "%n2 : int = aten::mul(%n, %n)\n  return (%s, %t, %n2)")
     g = parse_graph(text)
-    ch = Chains(g, table)
+    ch = Chains(g)
     run = tuple(_by_out(g, x) for x in ("a", "b", "b2", "r", "s"))
     chain = ch.needed(run)
     assert _outs(chain) == ["n", "l"]
     assert ch.absorbed(run, chain) == {id(_by_out(g, "l"))}   # n is also read by n2
     g2 = parse_graph(BOUNDARY)
-    ch2 = Chains(g2, table)
+    ch2 = Chains(g2)
     run2 = tuple(_by_out(g2, x) for x in ("a", "b", "b2", "r", "s"))
     chain2 = ch2.needed(run2)
     assert ch2.absorbed(run2, chain2) == {id(n) for n in chain2}
@@ -356,7 +356,7 @@ def test_boundary_of_a_sub_block_run_lists_its_block_return(table):
 
 def test_segment_graph_and_engine_node_by_hand(table):
     g = parse_graph(BOUNDARY)
-    ch = Chains(g, table)
+    ch = Chains(g)
     run = tuple(_by_out(g, x) for x in ("a", "b", "b2", "r", "s"))
     chain = ch.needed(run)
     taken = frozenset(ch.absorbed(run, chain))
@@ -417,7 +417,7 @@ CHAIN_KINDS = """graph(%x : Float(4, 6), %t : Tensor, %n0 : int):
 
 def test_which_nodes_are_chains_and_what_they_make(table):
     g = parse_graph(CHAIN_KINDS)
-    ch = Chains(g, table)
+    ch = Chains(g)
     outs = {o.name: o for n in g.all_nodes() for o in n.outputs}
     chain = {n.outputs[0].name for n in g.all_nodes() if ch.is_chain(n)}
     # not: constants, Uninitialized, writers (append, pop, even of a list nothing returns), lists something
@@ -441,7 +441,7 @@ def test_a_tensor_made_from_derived_values_is_no_chain(table):
   %z : Tensor = aten::zeros(%zl, %none, %none, %none, %none)
   return (%z)
 """)
-    ch = Chains(g, table)
+    ch = Chains(g)
     assert {n.outputs[0].name for n in g.nodes if ch.is_chain(n)} == {"d", "zl"}
 
 
