@@ -125,7 +125,9 @@ def test_steady_engine_calls_trigger_no_garbage_collection():
         if not was:
             gc.disable()
     assert started == []
-    assert sys.getallocatedblocks() - blocks < 200
+    # a leak of one object a call would leave 3000 blocks; a few hundred come and go with the
+    # interpreter's own caches (a CI run saw exactly 200)
+    assert sys.getallocatedblocks() - blocks < 750
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork on this platform")
