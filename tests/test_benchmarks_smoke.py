@@ -193,3 +193,23 @@ def test_sets_select_the_seven_the_families_or_both():
     assert parse_args([]).set == "all" and parse_args(["--set", "families"]).set == "families"
     assert {"mobilenet_v3", "unet_small", "bert_encoder", "lstm_gru", "detection_head", "index_ops",
             "audio_conv1d"} <= set(FAMILIES)
+
+
+@pytest.mark.one_pass
+def test_families_ab_times_runners_in_one_process_and_checks_outputs(tmp_path, monkeypatch):
+    """``benchmarks.families_ab``: every runner's output checked, a best-round median each, ratios to
+    eager; a runner whose output is wrong stops the measurement."""
+    from benchmarks import families_ab
+
+    rows = families_ab.measure(["index_ops"], ["eager", "srcore_codegen_standard"], 2, tmp_path)
+    (row,) = rows
+    assert row["eager_us"] > 0 and row["srcore_codegen_standard_us"] > 0
+    assert row["srcore_codegen_standard/eager"] == pytest.approx(row["srcore_codegen_standard_us"] / row["eager_us"])
+    real = cell.load_runner
+
+    def wrong(model, runner, *a):
+        fn = real(model, runner, *a)
+        return (lambda: [o * 2 + 1 for o in cell.flatten_outputs(fn())]) if runner == "eager" else fn
+    monkeypatch.setattr(cell, "load_runner", wrong)
+    with pytest.raises(AssertionError, match="eager: wrong output"):
+        families_ab.measure(["index_ops"], ["eager"], 1, tmp_path)

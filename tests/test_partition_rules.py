@@ -121,6 +121,40 @@ def test_a_chain_read_outside_stays_there_and_the_engine_keeps_its_copy():
     assert n2 == 9
 
 
+APPENDED_IN_A_LOOP = """graph(%x : Float(2, 3), %k : int):
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %true : bool = prim::Constant[value=1]()
+  %l : int[] = prim::ListConstruct(%one)
+  %n1 : int = aten::len(%l)
+   = prim::Loop(%k, %true)
+    block0(%i : int):
+      %l2 : int[] = aten::append(%l, %zero)
+      -> (%true)
+  %n : int = aten::len(%l)
+  %a : Tensor = aten::relu(%x)
+  %y : Tensor = aten::mul(%a, %n)
+  %z : Tensor = aten::sigmoid(%y)
+  return (%z, %n1)
+"""
+
+
+def test_a_list_written_in_place_is_not_copied_into_a_segment():
+    """The list's length is known only once the loop has run: a segment that copied the list's
+    construction (and the len reading it) would see one element instead of 1 + k."""
+    toy = toy_with("aten::relu", "aten::mul.Scalar", "aten::sigmoid")
+    sm = load(toy, APPENDED_IN_A_LOOP, engine_min_block_size=1)
+    (seg,) = toy.built
+    assert [n.kind for n in seg.graph.nodes if n.kind != "prim::Constant"] == ["aten::relu", "aten::mul",
+                                                                               "aten::sigmoid"]
+    assert [v.name for v in seg.graph.inputs] == ["x", "n"]
+    x = np.random.default_rng(5).standard_normal((2, 3)).astype(np.float32)
+    for k in (0, 3):
+        z, n1 = sm(x, k)
+        np.testing.assert_allclose(z, 1 / (1 + np.exp(-np.maximum(x, 0) * (1 + k))), rtol=1e-6)
+        assert n1 == 1
+
+
 def test_a_value_read_from_tensor_data_is_not_derived():
     toy = toy_with("aten::relu", "aten::sum", "aten::tanh")
 

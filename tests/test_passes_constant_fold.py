@@ -271,3 +271,29 @@ def test_a_folded_contiguous_view_of_a_parameter_is_still_a_copy():
     value = g.outputs[0].node.attrs["value"]
     np.testing.assert_array_equal(value, w[1])
     assert not np.shares_memory(value, w)
+
+
+class _Refuse(Exception):
+    pass
+
+
+@pytest.mark.parametrize("answer", ["cannot", [1, 2], [2.5], [1 + 2j]],
+                         ids=["not implemented", "two values for one output", "float for int", "no IR type"])
+def test_a_node_left_unfolded_is_not_a_change_and_is_offered_once(answer):
+    """Every way of leaving a node (the evaluator gives up, too many values, a value of the wrong type,
+    one no constant can hold) answers "unchanged": counted as a change, the sweep would offer the same
+    node forever."""
+    calls = []
+
+    def evaluate(node, args):
+        calls.append(node.kind)
+        if len(calls) > 1:
+            raise _Refuse("offered again: the first refusal was counted as a change")
+        if answer == "cannot":
+            raise NotImplementedError
+        return answer
+
+    g = parse_graph("graph():\n  %a : int = prim::Constant[value=4]()\n  %b : int = aten::neg(%a)\n  return (%b)\n")
+    assert fold_constants(g, evaluator=evaluate) is False
+    assert calls == ["aten::neg"]
+    assert kinds(g) == ["aten::neg"]

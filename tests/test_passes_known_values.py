@@ -328,3 +328,110 @@ def test_known_values_are_not_reused_once_a_node_is_replaced_by_another_reading_
     old.output.replace_all_uses_with(new.output)
     old.destroy()
     assert kv.for_graph(g) is None
+
+
+@pytest.mark.one_pass
+def test_rewiring_an_input_to_a_value_already_there_invalidates_the_known_values():
+    """No node added or removed, one input redirected: the reuse signature must still change."""
+    from srcore.ops.shapes import propagate
+    from srcore.passes.known_values import KnownValues
+
+    g = parse_graph("graph(%x : Float(2, 3)):\n  %c0 : int = prim::Constant[value=0]()\n"
+                    "  %c1 : int = prim::Constant[value=1]()\n"
+                    "  %n : int = aten::size(%x, %c0)\n  return (%n, %c1)\n")
+    kv = KnownValues(g, propagate(g).known)
+    n = next(n for n in g.nodes if n.kind == "aten::size")
+    n.replace_input(1, next(v for v in g.outputs if v is not n.output))
+    assert kv.for_graph(g) is None
+    assert fold_known_values(g, reuse=kv)
+    assert g.outputs[0].node.attrs["value"] == 3   # dim 1 of (2, 3), not the stale 2
+
+
+@pytest.mark.one_pass
+def test_a_reused_propagation_feeds_the_next_one_after_a_change():
+    """``reuse`` holds the last propagation: after a change, the next propagation starts from it and
+    re-runs the rules only where the graph changed (``reused`` counts the rest)."""
+    from srcore.ops.shapes import propagate
+    from srcore.passes.known_values import KnownValues
+
+    g = parse_graph("graph(%x : Float(2, 3)):\n  %c0 : int = prim::Constant[value=0]()\n"
+                    "  %a : Float(2, 3) = aten::relu(%x)\n  %b : Float(2, 3) = aten::tanh(%a)\n"
+                    "  %n : int = aten::size(%b, %c0)\n  return (%n, %b)\n")
+    first = propagate(g)
+    kv = KnownValues(g, first.known, first)
+    g.insert_constant(7, INT, before=g.nodes[-1])   # a change that touches no fact of the others
+    assert fold_known_values(g, reuse=kv)
+    assert kv.result is not first and kv.result.reused > 0
+    assert g.outputs[0].node.attrs["value"] == 2
+
+
+@pytest.mark.one_pass
+def test_the_rules_and_schemas_given_are_the_ones_propagation_reads():
+    """A private op known only to the given tables: its value folds with them; the process-wide
+    tables know nothing of it, and an empty rule table knows nothing at all."""
+    from srcore.ops.registry import SchemaRegistry
+    from srcore.ops.shapes.base import A
+    from srcore.ops.shapes.table import ShapeRuleTable
+
+    schemas = SchemaRegistry()
+    schemas.add("mutpass::answer.v(Tensor self) -> int")
+    rules = ShapeRuleTable()
+    rules.add("mutpass::answer.v", lambda ctx: [A(INT, 42)])
+    text = ("graph(%x : Float(2, 3)):\n  %n : int = mutpass::answer(%x)\n  %c0 : int = prim::Constant[value=0]()\n"
+            "  %d : int = aten::size(%x, %c0)\n  return (%n, %d)\n")
+
+    def folded(**tables):
+        g = parse_graph(text)
+        fold_known_values(g, **tables)
+        return [o.node.attrs.get("value") if o.node.kind == "prim::Constant" else None for o in g.outputs]
+
+    assert folded(rules=rules, schemas=schemas) == [42, None]
+    assert folded() == [None, 2]
+    assert folded(rules=ShapeRuleTable()) == [None, None]
+
+
+@pytest.mark.one_pass
+def test_a_mutated_list_output_does_not_stop_the_next_output_of_its_node():
+    g = parse_graph("""graph(%t : (int[], int)):
+  %one : int = prim::Constant[value=1]()
+  %l : int[], %n : int = prim::TupleUnpack(%t)
+  %a : int[] = aten::append(%l, %one)
+  return (%l, %n)
+""")
+    unpack = next(n for n in g.all_nodes() if n.kind == "prim::TupleUnpack")
+    assert fold_known_values(g, known={unpack.outputs[0]: [1], unpack.outputs[1]: 2})
+    assert g.outputs[0] is unpack.outputs[0]                     # the list changes: it stays
+    c = g.outputs[1].node
+    assert c.kind == "prim::Constant" and c.attrs["value"] == 2 and c.outputs[0].type == INT
+
+
+@pytest.mark.one_pass
+def test_the_constant_has_the_declared_type_and_sits_before_its_node_in_its_block():
+    """A ScalarType is an int and a Device a str in Python: the constant keeps the declared type. Inside a
+    branch the constant goes where the node was (the graph still verifies)."""
+    from srcore.ir.types import BoolType
+    from srcore.ir.verify import verify
+
+    g = parse_graph("""graph(%x : Float(2, 3), %b : bool):
+  %one : int = prim::Constant[value=1]()
+  %dt : ScalarType = prim::dtype(%x)
+  %dev : Device = prim::device(%x)
+  %y : int = prim::If(%b)
+    block0():
+      %n : int = aten::size(%x, %one)
+      -> (%n)
+    block1():
+      -> (%one)
+  return (%dt, %dev, %y)
+""")
+    assert g.inputs[1].type == BoolType()
+    assert fold_known_values(g)
+    verify(g)
+    dt, dev = (v.node for v in g.outputs[:2])
+    assert dt.kind == dev.kind == "prim::Constant"
+    assert dt.attrs["value"] == 6 and dt.outputs[0].type == SCALAR_TYPE    # torch.float32
+    assert dev.attrs["value"] == "cpu" and dev.outputs[0].type == DEVICE
+    (branch,) = [n for n in g.all_nodes() if n.kind == "prim::If"]
+    block = branch.blocks[0]
+    assert [n.kind for n in block.nodes] == ["prim::Constant", "aten::size"]
+    assert block.outputs[0].node is block.nodes[0] and block.nodes[0].attrs["value"] == 3

@@ -378,7 +378,7 @@ def resolve_graph(graph, table: KernelTable, backends: Sequence[str] = ("cpu",),
     if missing:
         head = (f"{len(missing)} node(s) have no kernel on backend(s) {', '.join(backends)}:")
         exc = UnsupportedOpError("\n".join([head, *(m.describe() for m in missing)]), missing)
-        if all(m.alternatives and m.alternatives[0].startswith(("no overload of", "its ")) for m in missing):
+        if all(m.alternatives and m.alternatives[0].startswith("no overload of") for m in missing):
             exc.hint = "the nodes' arguments fit no overload: 'srcore list-ops --op NAME' lists each op's overloads"
         else:
             exc.hint = "install or enable a plugin that provides them ('srcore list-ops' shows what is installed)"

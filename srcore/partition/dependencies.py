@@ -23,14 +23,12 @@ folds the chain into constants for each signature (:func:`srcore.partition.speci
 from __future__ import annotations
 
 import functools
-from typing import Any
-
-from ..dispatch.resolve import STRUCTURAL_KINDS, node_schema
-from ..ir.alias import mutated_inputs
+from ..dispatch.resolve import STRUCTURAL_KINDS
+from ..ir.alias import mutated_inputs, mutated_values
 from ..ir.effects import has_side_effects
 from ..ir.graph import Block, Graph, Node, Value
 from ..ir.names import base_op as _base
-from ..ir.types import TensorType
+from ..ir.types import DictType, ListType, TensorType
 
 #: ops that read only a tensor's metadata (its shape), never its data
 SHAPE_QUERIES = frozenset({"aten::size", "aten::sym_size", "aten::dim", "aten::numel", "aten::len"})
@@ -46,15 +44,18 @@ def _is_tensor(v: Value) -> bool:
 class Chains:
     """The chain nodes of a graph and the derived values they make (computed once, at partitioning)."""
 
-    def __init__(self, graph: Graph, table: Any = None):
+    def __init__(self, graph: Graph):
         self.nodes: set[int] = set()          # ids of chain nodes
         self.values: set[int] = set()         # ids of derived values made by chain nodes
         self.copied: set[int] = set()         # ids of the values a segment copies in (derived, tensor lists)
-        self._visit(graph.block, table)
+        # a list something writes in place (appended to in a loop) is known only when the program
+        # gets there: a copy of the node making it would compute another one
+        self._written = mutated_values(graph)
+        self._visit(graph.block)
 
-    def _visit(self, block: Block, table: Any) -> None:
+    def _visit(self, block: Block) -> None:
         for n in block.nodes:
-            if self._is_chain(n, table):
+            if self._is_chain(n):
                 self.nodes.add(id(n))
                 self.values.update(id(o) for o in n.outputs)
                 self.copied.update(id(o) for o in n.outputs)
@@ -62,15 +63,14 @@ class Chains:
                 self.nodes.add(id(n))
                 self.copied.update(id(o) for o in n.outputs)
             for sub in n.blocks:
-                self._visit(sub, table)
+                self._visit(sub)
 
-    def _is_chain(self, n: Node, table: Any) -> bool:
-        if n.kind == "prim::Constant" or n.blocks or n.kind in STRUCTURAL_KINDS or n.kind in _NOT_DERIVED:
+    def _is_chain(self, n: Node) -> bool:
+        # (STRUCTURAL_KINDS holds prim::Constant: a constant is derived without being a chain node)
+        if n.blocks or n.kind in STRUCTURAL_KINDS or n.kind in _NOT_DERIVED:
             return False
-        if not n.outputs or any(_is_tensor(o) for o in n.outputs):
+        if not n.outputs or any(_is_tensor(o) or self._written_container(o) for o in n.outputs):
             return False
-        if n.schema is None:
-            node_schema(n, table)   # resolves it for mutated_inputs (side effects need the schema)
         if mutated_inputs(n) or has_side_effects(n):
             return False
         query = _base(n.kind) in SHAPE_QUERIES
@@ -81,6 +81,10 @@ class Chains:
             elif not self.derived(v):
                 return False
         return True
+
+    def _written_container(self, v: Value) -> bool:
+        """A list or dict that something may write in place (numbers and strings are immutable)."""
+        return isinstance(v.type, (ListType, DictType)) and id(v) in self._written
 
     def derived(self, v: Value) -> bool:
         """True if ``v`` is known once the tensors' shapes are: a constant or a chain node's result."""
@@ -126,4 +130,4 @@ def _is_tensor_list(n: Node) -> bool:
 
 def program_order(nodes) -> list[Node]:
     """``nodes`` sorted in program order (they may sit in nested blocks)."""
-    return sorted(nodes, key=functools.cmp_to_key(lambda a, b: -1 if a.is_before(b) else (1 if b.is_before(a) else 0)))
+    return sorted(nodes, key=functools.cmp_to_key(lambda a, b: b.is_before(a) - a.is_before(b)))

@@ -27,6 +27,6 @@ def segment_key(backend: str, graph: Graph) -> str:
         if isinstance(value, np.ndarray):
             a = np.ascontiguousarray(value)
             digest.update(f"{a.dtype.str}{a.shape}".encode())
-            digest.update(a.reshape(-1).view(np.uint8))
+            digest.update(a)   # its bytes, in C order (hashlib reads the contiguous buffer)
             drop_resident_pages((value,))   # read once for the key: not kept resident for it
     return digest.hexdigest()

@@ -57,7 +57,7 @@ class Eligibility:
         self.fallback_ops = frozenset(fallback_ops)
         self.fallback_modules = ScopeMatcher(fallback_modules)
         self.tainted = mutated_values(graph)  # written in place, or may alias such a value
-        self.chains = Chains(graph, table)
+        self.chains = Chains(graph)
 
     def check(self, node: Node) -> str | None:
         """None if ``node`` may go into an engine, else the reason it may not."""

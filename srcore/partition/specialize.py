@@ -33,6 +33,9 @@ def specialize(graph: Graph, shapes: Sequence[Sequence[int]], known: Mapping[str
     types = []
     for v, s in zip(g.inputs, shapes):
         t = v.type
+        if t is not None and not isinstance(t, TensorType):
+            types.append(t)   # a number or list read from outside the segment: it has no shape
+            continue
         dtype = t.dtype if isinstance(t, TensorType) else None
         types.append(TensorType(dtype, tuple(int(d) for d in s)))
     for v, t in zip(g.inputs, types):

@@ -24,7 +24,7 @@ from .rewrite import apply
 
 QMIN, QMAX = 0, 255  # quint8 activations
 #: the top of the activations' range with ``reduce_range`` (7 bits, as torch's x86 qconfigs): the
-#: AVX2 int8 GEMM's vpmaddubsw then sums its pairs exactly in one pass (srcore_quantized int8_gemm)
+#: AVX2 int8 GEMM's vpmaddubsw then sums its pairs exactly in one pass (srcore.int8.gemm)
 QMAX_REDUCED = 127
 
 

@@ -117,8 +117,9 @@ class GraphProcessor:
             facts.append(self.facts(n, fn, position, inputs, outputs))
         out_slots = tuple(self.slot(v) for v in block.outputs)
         # a tensor stored into a container defined outside this block (e.g. `outs.append(h)` in a
-        # loop body) outlives the block: count the container as one of its outputs
-        defined = {id(v) for v in block.inputs} | {id(o) for n in block.nodes for o in n.outputs}
+        # loop body) outlives the block: count the container as one of its outputs. A block input
+        # counts as outside: a loop-carried list is, at the first iteration, the loop's input list
+        defined = {id(o) for n in block.nodes for o in n.outputs}
         stored_outside = tuple(self.slot(v) for n in block.nodes for v in _filled_containers(n)
                                if id(v) not in defined)
         live = analyze(facts, out_slots + stored_outside, position + 1)

@@ -137,3 +137,44 @@ def assert_close(got: list, want: list, what: str = "") -> None:
             assert err <= RTOL, f"{what} output {i}: max relative error {err:.3g} > {RTOL}"
             bad = elementwise_misses(g, w)
             assert bad is None, f"{what} output {i}: {bad}"
+
+
+_BENCH_CASES: dict = {}
+
+
+def bench_case(name: str):
+    """``(module, torch inputs, srcore model)`` for the bench model ``name`` through TorchScript
+    (traced with grad off or scripted, as its metadata says) and a ``.srm`` round trip; made once
+    per process."""
+    if name not in _BENCH_CASES:
+        from benchmarks.models import MODELS
+
+        builder, meta = MODELS[name]
+        m, inputs = builder()
+        src = m
+        if meta["torchscript"] == "trace":
+            with torch.no_grad():
+                src = torch.jit.trace(m, inputs, check_trace=False)
+        _BENCH_CASES[name] = (m, inputs, round_trip(srcore.from_torchscript(src, inputs)))
+    return _BENCH_CASES[name]
+
+
+def zoo_case(name: str):
+    """``(module, torch inputs, other input sets, srcore model)`` for the zoo model ``name`` through
+    TorchScript (scripted or traced, as the case says, with its dynamic dims) and a ``.srm`` round trip."""
+    from parity_models import ZOO
+
+    case = ZOO[name]
+    m, inputs, others = case.build()
+    src = torch.jit.script(m) if case.torchscript == "script" else torch.jit.trace(m, inputs)
+    return m, inputs, others, round_trip(srcore.from_torchscript(src, inputs, dynamic_dims=case.dynamic))
+
+
+def assert_matches_torch(sm: srcore.StaticModule, module, inputs, others, what: str) -> None:
+    """``sm`` answers as torch eager does on ``inputs`` (twice: the second run reuses the arena)
+    and on every other input set."""
+    want = torch_outputs(module, inputs)
+    assert_close(run(sm, inputs), want, what)
+    assert_close(run(sm, inputs), want, what + ", run 2")
+    for i, other in enumerate(others):
+        assert_close(run(sm, other), torch_outputs(module, other), f"{what}, input set {i + 2}")

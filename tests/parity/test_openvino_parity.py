@@ -14,10 +14,9 @@ from __future__ import annotations
 import os
 
 import pytest
-import torch
 
 import srcore
-from _harness import assert_close, round_trip, run, torch_outputs
+from _harness import assert_matches_torch, bench_case, zoo_case
 from benchmarks.models import MODELS
 from parity_models import ZOO
 
@@ -34,21 +33,6 @@ def _options(**kw):
     return srcore.Options(backends=BACKENDS, engine_min_block_size=1, engine_options={"timing": False}, **kw)
 
 
-@pytest.fixture(scope="module")
-def bench():
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            builder, meta = MODELS[name]
-            m, inputs = builder()
-            src = m
-            if meta["torchscript"] == "trace":
-                with torch.no_grad():
-                    src = torch.jit.trace(m, inputs, check_trace=False)
-            cache[name] = (m, inputs, round_trip(srcore.from_torchscript(src, inputs)))
-        return cache[name]
-    return get
 
 
 #: engines the partitioner must make of each bench model (control_flow: one per loop/branch body)
@@ -61,12 +45,10 @@ def _bench_params():
 
 
 @pytest.mark.parametrize("name", _bench_params())
-def test_bench_model_through_openvino(bench, name):
-    m, inputs, model = bench(name)
+def test_bench_model_through_openvino(name):
+    m, inputs, model = bench_case(name)
     sm = srcore.StaticModule(model, options=_options())
-    want = torch_outputs(m, inputs)
-    assert_close(run(sm, inputs), want, f"{name} via openvino")
-    assert_close(run(sm, inputs), want, f"{name} via openvino, run 2")
+    assert_matches_torch(sm, m, inputs, (), f"{name} via openvino")
     failed = [s for s in sm.partition.segments if s.status != "engine"]
     assert not failed, sm.partition.format()
     if name in EXPECTED_ENGINES:
@@ -91,17 +73,9 @@ def _zoo_params():
 
 @pytest.mark.parametrize("name", _zoo_params())
 def test_zoo_model_through_openvino(name):
-    case = ZOO[name]
-    m, inputs, others = case.build()
-    src = torch.jit.script(m) if case.torchscript == "script" else torch.jit.trace(m, inputs)
-    model = round_trip(srcore.from_torchscript(src, inputs, dynamic_dims=case.dynamic))
+    m, inputs, others, model = zoo_case(name)
     sm = srcore.StaticModule(model, options=_options())
-    want = torch_outputs(m, inputs)
-    what = f"{name} via openvino"
-    assert_close(run(sm, inputs), want, what)
-    assert_close(run(sm, inputs), want, what + ", run 2")
-    for i, other in enumerate(others):
-        assert_close(run(sm, other), torch_outputs(m, other), f"{what}, input set {i + 2}")
+    assert_matches_torch(sm, m, inputs, others, f"{name} via openvino")
     failed = [s for s in sm.partition.segments if s.status == "fallback"]
     if name in LIST_LEAVES:
         assert all("is not a tensor the engine makes" in s.reason for s in failed), sm.partition.format()

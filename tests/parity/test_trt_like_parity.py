@@ -9,10 +9,9 @@ and every fallback boundary of the zoo is exercised.
 from __future__ import annotations
 
 import pytest
-import torch
 
 import srcore
-from _harness import assert_close, round_trip, run, torch_outputs
+from _harness import assert_matches_torch, bench_case, zoo_case
 from benchmarks.models import MODELS
 from parity_models import ZOO
 
@@ -23,21 +22,6 @@ def _options(**kw):
     return srcore.Options(backends=BACKENDS, engine_min_block_size=1, **kw)
 
 
-@pytest.fixture(scope="module")
-def bench():
-    cache = {}
-
-    def get(name):
-        if name not in cache:
-            builder, meta = MODELS[name]
-            m, inputs = builder()
-            src = m
-            if meta["torchscript"] == "trace":
-                with torch.no_grad():
-                    src = torch.jit.trace(m, inputs, check_trace=False)
-            cache[name] = (m, inputs, round_trip(srcore.from_torchscript(src, inputs)))
-        return cache[name]
-    return get
 
 
 #: what the partitioner must make of each bench model: engines, and nodes left to cpu
@@ -46,12 +30,10 @@ EXPECTED_ENGINES = {"mlp_tiny": 1, "elementwise_chain": 1, "mlp_wide": 1, "resne
 
 
 @pytest.mark.parametrize("name", list(MODELS))
-def test_bench_model_through_trt_like(bench, name):
-    m, inputs, model = bench(name)
+def test_bench_model_through_trt_like(name):
+    m, inputs, model = bench_case(name)
     sm = srcore.StaticModule(model, options=_options())
-    want = torch_outputs(m, inputs)
-    assert_close(run(sm, inputs), want, f"{name} via trt_like")
-    assert_close(run(sm, inputs), want, f"{name} via trt_like, run 2")
+    assert_matches_torch(sm, m, inputs, (), f"{name} via trt_like")
     engines = sm.partition.engines
     if name in EXPECTED_ENGINES:
         assert len(engines) == EXPECTED_ENGINES[name], sm.partition.format()
@@ -69,16 +51,8 @@ def _zoo_params():
 
 @pytest.mark.parametrize("name", _zoo_params())
 def test_zoo_model_through_trt_like(name):
-    case = ZOO[name]
-    m, inputs, others = case.build()
-    src = torch.jit.script(m) if case.torchscript == "script" else torch.jit.trace(m, inputs)
-    model = round_trip(srcore.from_torchscript(src, inputs, dynamic_dims=case.dynamic))
+    m, inputs, others, model = zoo_case(name)
     sm = srcore.StaticModule(model, options=_options())
-    want = torch_outputs(m, inputs)
-    what = f"{name} via trt_like"
-    assert_close(run(sm, inputs), want, what)
-    assert_close(run(sm, inputs), want, what + ", run 2")
-    for i, other in enumerate(others):
-        assert_close(run(sm, other), torch_outputs(m, other), f"{what}, input set {i + 2}")
+    assert_matches_torch(sm, m, inputs, others, f"{name} via trt_like")
     failed = [s for s in sm.partition.segments if s.status == "fallback"]
     assert not failed, "\n".join(f"{s.name}: {s.reason}" for s in failed)

@@ -32,6 +32,17 @@ def test_embedding(idx_shape, wdtype, idtype):
     np.testing.assert_array_equal(buf, exp)
 
 
+def test_embedding_index_out_of_range_is_an_error_as_in_torch():
+    w = RNG.standard_normal((10, 4)).astype(np.float32)
+    for bad in (-1, 10):
+        idx = np.array([[0, bad]], np.int64)
+        with pytest.raises(IndexError):
+            torch.embedding(T(w), T(idx))
+        with pytest.raises(srcore.KernelError, match=f"embedding: index {bad} is out of range"):
+            K.embedding(w, idx)
+    assert K.embedding(w, np.zeros((0, 3), np.int64)).shape == (0, 3, 4)
+
+
 @pytest.mark.parametrize("op", ["dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout"])
 def test_dropout_eval_is_identity(op):
     x = RNG.standard_normal((2, 3, 4)).astype(np.float32)

@@ -102,3 +102,23 @@ def test_a_sampling_step_through_a_static_module():
               if pn.fn is not None and pn.node.kind == "aten::topk"]
     # the rows of 500 take the compiled kernel; the columns of 4 stay with numpy
     assert sorted(chosen) == ["topk", "topk_matcher.<locals>.topk_jit"]
+
+
+@pytest.mark.one_pass   # kernel calls only
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_rows_cut_to_candidates_keep_torch_order(largest, dtype):
+    """Rows long enough to be cut to candidates first (block extremes, ``_FILTER_MIN_RATIO``): every
+    element tied, sorted either way, few distinct values, a best element in the last partial block,
+    and one NaN (that row not cut); the result is the same as the full stable order."""
+    n, k = 1003, 12            # 1003 = 20 blocks of 50 and a partial block of 3
+    rows = [np.full(n, 3), np.arange(n), np.arange(n)[::-1], rng.integers(-2, 3, n),
+            rng.integers(-1000, 1000, n)]
+    x = np.stack(rows).astype(dtype)
+    x[4, -1] = 5000 if largest else -5000
+    _check(x, k, 1, largest, ties=True)
+    _check(np.ascontiguousarray(x[:, ::-1]), k, 1, largest, ties=True)
+    if dtype == "float32":
+        y = x.copy()
+        y[3, 7] = np.nan
+        _check(y, k, 1, largest, ties=True)

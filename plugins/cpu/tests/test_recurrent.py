@@ -179,8 +179,8 @@ def test_lstm_data_with_projection():
 # matchers
 
 
-def rnn_node(op, params_const=None):
-    t = TensorType("float32")
+def rnn_node(op, params_const=None, dtype="float32"):
+    t = TensorType(dtype)
     args = [ArgInfo("input", t, False, None), ArgInfo("hx", ListType(t) if "lstm" in op else t, False, None),
             ArgInfo("params", ListType(t), params_const is not None, params_const),
             ArgInfo("has_biases", None, True, True), ArgInfo("num_layers", None, True, 1),
@@ -488,3 +488,60 @@ def test_scripted_lstm_weights_are_prepared_at_load():
     x = np.random.default_rng(0).standard_normal((2, 7, 6)).astype(np.float32)
     with torch.no_grad():
         np.testing.assert_allclose(sm(x), net(torch.from_numpy(x)).numpy(), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.one_pass   # kernel calls only
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("mode", ["lstm", "gru"])
+def test_compiled_recurrence_matches_torch(mode, bias, batch_first):
+    """The matcher of a float32 LSTM / GRU gives the compiled loop (jit_recurrent.py): against torch
+    for 1 and 2 layers, hidden sizes on and off its 4-row GEMV blocks, one and several steps and
+    batch rows, zero and given states, a non-contiguous input; float64 keeps the numpy loop."""
+    rng = np.random.default_rng(11)
+    # (hidden 6: one 4-row GEMV block and two single rows; torch's LSTM takes ~0.1 s a call here)
+    for layers, hidden in ((2, 6), (1, 1)):
+        torch.manual_seed(layers + hidden)
+        m = MODULES[mode](4, hidden, num_layers=layers, bias=bias, batch_first=batch_first).eval()
+        node = rnn_node(f"aten::{mode}.input")
+        k = R.recurrent_matcher(node)
+        jit = [c.cell_contents for c in k.__closure__ if isinstance(c.cell_contents, dict)]
+        assert jit and set(jit[0]) == {"lstm", "gru"}
+        for seq, batch in ((1, 1), (9, 3)):
+            shape = (batch, seq, 4) if batch_first else (seq, batch, 4)
+            x = rng.standard_normal(shape[::-1]).astype(np.float32).T   # a transposed view
+            assert not x.flags.c_contiguous or seq * batch == 1
+            for given in ((False, True) if seq > 1 else (False,)):
+                states = random_states(mode, m, batch, np.float32, rng) if given else None
+                d0 = (layers, batch, hidden)
+                hx = states if states is not None else (
+                    (np.zeros(d0, np.float32), np.zeros(d0, np.float32)) if mode == "lstm" else np.zeros(d0, np.float32))
+                got = k(x, list(hx) if mode == "lstm" else hx, flat_params(m), bias, layers, 0.0, False, False,
+                        batch_first)
+                want = reference(mode, m, np.ascontiguousarray(x), states)
+                for g, w in zip(got, want):
+                    close(g, w, np.float32)
+    k64 = R.recurrent_matcher(rnn_node(f"aten::{mode}.input", dtype="float64"))
+    assert [c.cell_contents for c in k64.__closure__ if c.cell_contents is None or isinstance(c.cell_contents, dict)] \
+        == [None]
+
+
+@pytest.mark.one_pass   # runs every executor and planner itself
+def test_compiled_recurrence_through_static_modules():
+    """A float32 one-direction LSTM feeding a GRU (lstm_gru's shape, small), given states, through
+    every executor and planner: the compiled loops (the matcher knows the dtype) against torch."""
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = torch.nn.LSTM(4, 7, num_layers=2, batch_first=True)
+            self.gru = torch.nn.GRU(7, 5, batch_first=True)
+
+        def forward(self, x, h0, c0):
+            y, (h, c) = self.lstm(x, (h0, c0))
+            z, g = self.gru(y)
+            return z, h, c, g
+
+    torch.manual_seed(3)
+    net = Net().eval()
+    inputs = (torch.randn(2, 6, 4), torch.randn(2, 2, 7), torch.randn(2, 2, 7))
+    _check_all_runtimes(srcore.from_torchscript(torch.jit.script(net), inputs), net, inputs)

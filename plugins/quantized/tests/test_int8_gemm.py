@@ -10,9 +10,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from srcore.cpu_features import cpu_features
-from srcore.plugin import QParams, QuantizedArray
+from srcore.plugin import QParams, QuantizedArray, int8_gemm
 from srcore_quantized.kernels import conv as qconv
-from srcore_quantized.kernels import int8_gemm
 from srcore_quantized.kernels import linear as qlinear
 
 pytestmark = [pytest.mark.one_pass,
@@ -30,6 +29,8 @@ def _ref(a, x_zp, w, zw):
        outliers=st.integers(0, 3))
 @example(seed=0, m=9, k=260, n=33, amax=255, x_zp=255, wzp=False, outliers=0)   # every pair at the int16 limit
 @example(seed=1, m=40, k=100, n=20, amax=127, x_zp=3, wzp=False, outliers=2)    # a few rows above the limit
+# more rows than two blocks of 128 kB (the rows in blocks), a few bytes above the limit
+@example(seed=2, m=1000, k=300, n=20, amax=127, x_zp=5, wzp=True, outliers=3)
 def test_int8_gemm_is_exact(seed, m, k, n, amax, x_zp, wzp, outliers):
     rng = np.random.default_rng(seed)
     a = rng.integers(0, amax + 1, (m, k)).astype(np.uint8)
@@ -157,3 +158,51 @@ def test_depthwise_in_numba_matches_the_float_path(monkeypatch, seed, c, k, stri
         monkeypatch.setattr(int8_gemm, "numba_enabled", lambda: enabled)
         return np.asarray(op(x, w, bias, stride, pad, dil, c, 0.05, 10)).copy()
     assert np.array_equal(run(True), run(False))
+
+
+def test_the_gemm_path_is_chosen_by_cpu_features(monkeypatch):
+    monkeypatch.delenv("SRCORE_INT8_GEMM", raising=False)
+    vnni = frozenset({"AVX", "AVX2", "FMA3"}) | int8_gemm.VNNI_FEATURES
+    assert int8_gemm.simd_path(frozenset({"AVX", "AVX2", "FMA3"})) == "avx2"
+    assert int8_gemm.simd_path(vnni) == "vnni"
+    # vpdpbusd on ymm registers needs AVX512VL too
+    assert int8_gemm.simd_path(frozenset({"AVX2", "AVX512F", "AVX512BW", "AVX512VNNI"})) == "avx2"
+    assert int8_gemm.simd_path(frozenset({"SSE42", "AVX"})) is None
+    monkeypatch.setenv("SRCORE_INT8_GEMM", "avx2")
+    assert int8_gemm.simd_path(vnni) == "avx2"
+    monkeypatch.setenv("SRCORE_INT8_GEMM", "sgemm")
+    assert int8_gemm.simd_path(vnni) is None
+
+
+def test_the_vnni_kernel_is_vpdpbusd_and_exact_where_it_runs():
+    """Compiled here whatever the CPU (its function is compiled for AVX512-VNNI); run only where
+    the CPU has it (not on the AVX2 machine this was written on: there the test checks the code)."""
+    import numba
+    from srcore.int8 import _kernels
+
+    rng = np.random.default_rng(3)
+    m, k, n = 9, 136, 40
+    a = rng.integers(0, 256, (m, k), dtype=np.uint8)      # bytes above the AVX2 pair's limit too
+    w = rng.integers(-128, 128, (n, k), dtype=np.int8)
+    p = int8_gemm.pack(w, np.zeros(n))
+    c = np.zeros((m, p.n_panels * 16), np.int32)
+    args = (a.reshape(-1), p.kp, m, p.panels, p.n_panels, c.reshape(-1), 8)
+    sig = tuple(numba.typeof(v) for v in args)
+    fresh = numba.njit(nogil=True, boundscheck=False)(_kernels.gemm_u8s8_vnni.py_func)   # the cache keeps no asm
+    fresh.compile(sig)
+    asm = fresh.inspect_asm(sig)
+    assert "vpdpbusd" in asm and "vpmaddubsw" not in asm
+    if int8_gemm.simd_path() == "vnni":
+        _kernels.gemm_u8s8_vnni(*args)
+        assert np.array_equal(c[:, :n], a.astype(np.int64) @ w.T.astype(np.int64))
+
+
+def test_an_empty_batch_on_the_int8_gemm(monkeypatch):
+    monkeypatch.setattr(int8_gemm, "faster_than_sgemm", lambda: True)
+    rng = np.random.default_rng(4)
+    w = _qw(rng, (8, 4, 3, 3))
+    y = qconv.qconv_out(_qa(rng, (0, 4, 5, 5), 3, 256), w, None, [1, 1], [1, 1], [1, 1], 1, 0.05, 2)
+    assert y.shape == (0, 8, 5, 5)
+    y = qlinear.qlinear_out(_qa(rng, (0, 20), 3, 256), _qw(rng, (8, 20)), None, 0.05, 2)
+    assert y.shape == (0, 8)
+    assert int8_gemm.gemm(np.zeros((0, 20), np.uint8), 3, int8_gemm.pack(np.ones((8, 20), np.int8), np.zeros(8))).shape == (0, 8)

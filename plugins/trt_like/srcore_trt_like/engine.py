@@ -26,6 +26,7 @@ from .builder.fusion import MAX_OPS, fuse_conv_pool, fuse_pointwise
 from .builder.plan import Plan
 from .options import check_options
 from .serialize import FORMAT, dump_plan
+from .kernels.contexts import CONTEXTS
 from .kernels.resident import release_compiler_code
 from .store import PlanStore, release_pages
 from .tactics.choose import choose_tactics
@@ -273,7 +274,7 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
     if options.get("fusion", True):
         fuse_conv_pool(net)
     steps = choose_tactics(net, options, name=name)
-    return Plan(net, steps)
+    return Plan(net, steps, CONTEXTS)
 
 
 def build(segment):

@@ -15,6 +15,8 @@ OPTIONS = {
     "timing_cache": "true/false: reuse and record tactic winners in the timing cache",
     "mkl": "true/false: offer MKL's packed SGEMM when the mkl package is installed",
     "exclude_tactics": "a list of tactic names never chosen",
+    "memory_tolerance": "a fraction (default 0.05): a tactic within this much of the fastest that holds fewer "
+                        "weight bytes wins (0: the fastest always)",
     "engine_cache": "true/false or a directory: keep plans in an engine cache keyed by segment, signature "
                     "and machine",
     "precision": "float32 (default) or int8: float layers compute in float32, a quantized segment's in int8; "
@@ -53,6 +55,10 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise EngineOptionError(f"exclude_tactics: unknown trt_like tactic {name!r}{hint}; "
                                     f"tactics: {', '.join(known)}")
+    tol = options.get("memory_tolerance", 0.05)
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 <= tol <= 1:
+        raise EngineOptionError(f"trt_like engine option memory_tolerance={tol!r}: expected a fraction from 0 to 1 "
+                                f"(0.05: a tactic within 5% of the fastest that holds fewer weight bytes wins)")
     precision = options.get("precision", "float32")
     if precision not in PRECISIONS:
         raise EngineOptionError(f"trt_like engine option precision={precision!r}: expected one of "

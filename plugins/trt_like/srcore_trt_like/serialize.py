@@ -26,12 +26,13 @@ from srcore.plugin import QuantizationError, SrcoreFormatError
 from .builder.fusion import FusedOp
 from .builder.network import DATA_DTYPES, Layer, Network, Tensor
 from .builder.plan import Plan
+from .tactics.choose import MEMORY_TOLERANCE
 
 #: bump when the stored form changes meaning
 FORMAT = 1
 
 #: the engine options a plan depends on (a stored plan built with others is rebuilt)
-PLAN_OPTIONS = ("fusion", "timing", "mkl", "exclude_tactics")
+PLAN_OPTIONS = ("fusion", "timing", "mkl", "exclude_tactics", "memory_tolerance")
 
 
 class StalePlan(Exception):
@@ -58,7 +59,8 @@ def compat() -> dict[str, Any]:
 def plan_options(options: dict[str, Any]) -> dict[str, Any]:
     """The plan-shaping engine options, as stored (defaults filled in)."""
     return {"fusion": bool(options.get("fusion", True)), "timing": bool(options.get("timing", True)),
-            "mkl": bool(options.get("mkl", True)), "exclude_tactics": sorted(options.get("exclude_tactics", ()))}
+            "mkl": bool(options.get("mkl", True)), "exclude_tactics": sorted(options.get("exclude_tactics", ())),
+            "memory_tolerance": float(options.get("memory_tolerance", MEMORY_TOLERANCE))}
 
 
 def stale_reason(meta: dict[str, Any], options: dict[str, Any], here: dict[str, Any] | None = None) -> str | None:

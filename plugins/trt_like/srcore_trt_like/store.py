@@ -22,6 +22,7 @@ from typing import Any
 from srcore.plugin import EngineOptionError, SrcoreFormatError
 
 from .builder.plan import Plan
+from .kernels.contexts import CONTEXTS
 from .serialize import StalePlan, dump_plan, dumps, load_network, segment_constants, stale_reason
 from .tactics.choose import StaleChoice, choose_tactics
 
@@ -47,7 +48,7 @@ def restore_plan(meta: dict[str, Any], arrays: dict, options: dict[str, Any], na
     except (KeyError, TypeError, ValueError, IndexError) as exc:   # attributes a tactic cannot read
         raise SrcoreFormatError(f"{what}: the stored plan is malformed: {type(exc).__name__}: {exc}") from None
     release_pages(arrays.values())   # copied where needed: the file's pages are not read again
-    return Plan(net, steps)
+    return Plan(net, steps, CONTEXTS)
 
 
 def _signature_text(shapes) -> str:

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import srcore
-from srcore.plugin import QParams, QuantizedArray
+from srcore.plugin import QParams, QuantizedArray, int8_gemm
 from srcore_quantized.kernels import binary as ref_binary
 from srcore_quantized.kernels import conv as ref_conv
 from srcore_quantized.kernels import convert as ref_convert
@@ -188,14 +188,18 @@ def _qweight(rng, shape, per_channel: bool, spread: int):
     return QuantizedArray(w, "qint8", q)
 
 
-def _kernels(kind: str, layer, x_shape=None, y_shape=None):
-    net = None
-    if kind == "qconv":   # the float conv wing's tactics need the layer's shapes
-        net = Network()
-        net.new_tensor(x_shape, "x", "quint8", QParams(*layer.attrs["x_q"]))
-        net.new_tensor(y_shape, "y", "quint8", QParams(*layer.attrs["y_q"]))
+def _kernels(kind: str, layer, x_shape, y_shape):
+    # the float conv wing's tactics need the layer's shapes, int8_simd the input's dtype
+    net = Network()
+    net.new_tensor(x_shape, "x", "quint8", QParams(*layer.attrs["x_q"]))
+    net.new_tensor(y_shape, "y", "quint8", QParams(*layer.attrs["y_q"]))
     cands = (t8.qconv_candidates if kind == "qconv" else t8.qgemm_candidates)(layer, net)
     return {c.name: c.build().fn for c in cands}
+
+
+def _simd_expected(depth: int, groups: int = 1) -> set[str]:
+    """``int8_simd`` where srcore's int8 GEMM runs here (AVX2 and numba; groups 1)."""
+    return {"int8_simd"} if groups == 1 and int8_gemm.applies(depth) else set()
 
 
 def _attrs(w, bias, xq, yq, relu, x_range):
@@ -231,6 +235,7 @@ def test_int8_conv_tactics_match_quantized_cpu(seed, c, groups, k, stride, pad, 
     attrs.update(stride=(stride,) * 2, padding=(pad,) * 2, dilation=(dil,) * 2, groups=groups)
     kernels = _kernels("qconv", Layer("qconv", [0], [1], attrs), x.shape, ref.shape)
     assert {"int8_sgemm", "int8_dgemm"} <= set(kernels)
+    assert ("int8_simd" in kernels) == bool(_simd_expected(c * k * k, groups))
     # the float conv wing's tactics only where a group's whole depth (or, ungrouped, a block of input
     # channels) keeps float32 sums exact: a grouped conv deeper than that has the two GEMMs only
     from srcore_trt_like.kernels.int8 import float32_chunk
@@ -257,8 +262,9 @@ def test_int8_linear_tactics_match_quantized_cpu(seed, k, n, per_channel, relu):
     bias = rng.standard_normal(n).astype(np.float32)
     ref = (ref_linear.qlinear_relu_out if relu else ref_linear.qlinear_out)(x, w, bias, yq.scale, yq.zero_point)
     x_range = max(xq.zero_point, 255 - xq.zero_point)
-    kernels = _kernels("qgemm", Layer("qgemm", [0], [1], _attrs(w, bias, xq, yq, relu, x_range)))
-    assert set(kernels) == {"int8_sgemm", "int8_dgemm"}   # k = 1100: the float32 sums go in 3 blocks
+    kernels = _kernels("qgemm", Layer("qgemm", [0], [1], _attrs(w, bias, xq, yq, relu, x_range)), x.shape, ref.shape)
+    # k = 1100: the float32 sums go in 3 blocks
+    assert set(kernels) == {"int8_sgemm", "int8_dgemm"} | _simd_expected(k)
     for name, fn in kernels.items():
         y = np.empty(ref.shape, np.uint8)
         fn(x.view(np.ndarray), y)

@@ -162,7 +162,9 @@ def index_select(self, dim, index, *, out=None):
             return r
         np.copyto(out, r)
         return out
-    return np.take(self, idx, axis=_dim(dim, self.ndim), out=out)
+    # the bounds are checked above, so "clip" changes nothing; with ``out`` numpy's default "raise"
+    # first takes into a temporary copy (13.5 against 4.6 us for 8 rows of 4000 floats)
+    return np.take(self, idx, axis=_dim(dim, self.ndim), out=out, mode="clip")
 
 
 def _key(indices):

@@ -4,7 +4,9 @@
 How a layer runs: the input projection of **every** timestep and both directions is one GEMM,
 ``x (N, I) @ W_ih_cat (I, D*G*H)`` plus the folded biases; each step then adds one small GEMM,
 ``h (B, H_out) @ W_hh^T``, into its slice of that projection and applies the gate activations in
-place (``scipy.special.expit``, as ``aten::sigmoid``, imported lazily). A padded ``(T, B, I)``
+place (``scipy.special.expit``, as ``aten::sigmoid``, imported lazily); float32 one-direction LSTM /
+GRU layers without a projection run those steps as one compiled loop instead (``jit_recurrent.py``,
+compiled at load when the matcher knows the input's dtype). A padded ``(T, B, I)``
 input runs both directions in lockstep (:func:`run_lockstep`: step ``i`` is forward time ``i``
 and reverse time ``T-1-i``, one numpy call per gate operation for both; 1.15-1.45x faster than a
 loop per direction). A packed sequence (:func:`run`) loops per direction over row ranges
@@ -307,6 +309,10 @@ def run(prep: Prepared, x2d, steps, batch, h0, c0=None, op=""):
     return x2d, h_n, c_n
 
 
+def whr_none(layer) -> bool:
+    return layer.whrT_stack is None
+
+
 def _bmm(a, b, out):
     """``a @ b`` into ``out`` for stacks of D matrices (``np.dot`` on the 2-D ones when D == 1)."""
     if a.shape[0] == 1:
@@ -315,11 +321,12 @@ def _bmm(a, b, out):
         np.matmul(a, b, out=out)
 
 
-def run_lockstep(prep: Prepared, x2d, t, batch, h0, c0=None, op=""):
+def run_lockstep(prep: Prepared, x2d, t, batch, h0, c0=None, op="", jit=None):
     """:func:`run` for a padded ``(T, B)`` input, both directions in lockstep: step ``i`` runs the
     forward direction at time ``i`` and the reverse one at ``T-1-i`` with one numpy call per gate
     operation for both (the reverse projection is stored time-reversed, so step ``i`` is one
-    ``(D, B, G*H)`` view). Returns ``(out (T, B, D*H_out), h_n, c_n)``."""
+    ``(D, B, G*H)`` view). Returns ``(out (T, B, D*H_out), h_n, c_n)``. ``jit`` (``jit_recurrent.kernels()``):
+    float32 unidirectional LSTM / GRU layers without a projection run their steps compiled."""
     mode, hidden, hout, d = prep.mode, prep.hidden, prep.out_size, prep.num_dirs
     x2d, h_n, c_n = _start(prep, x2d, batch, h0, c0, op)
     dt = x2d.dtype
@@ -332,6 +339,18 @@ def run_lockstep(prep: Prepared, x2d, t, batch, h0, c0=None, op=""):
         xp = np.dot(x2d, layer.wihT)                     # every step, every direction: one GEMM
         if layer.bias is not None:
             np.add(xp, layer.bias, out=xp)
+        if (jit is not None and d == 1 and dt == np.float32 and mode in jit and whr_none(layer)
+                and xp.flags.c_contiguous):
+            ys1 = np.empty((t, batch, hout), dt)
+            hs1 = h_n[li]
+            if mode == "lstm":
+                jit["lstm"](xp.reshape(t, batch, gh), layer.dirs[0].whhT, hs1, c_n[li], ys1)
+            else:
+                bhn1 = layer.dirs[0].bhn
+                jit["gru"](xp.reshape(t, batch, gh), layer.dirs[0].whhT,
+                           np.zeros(hidden, dt) if bhn1 is None else bhn1, hs1, ys1)
+            x2d = ys1.reshape(t * batch, hout)
+            continue
         if d == 1:
             gates = xp.reshape(t, 1, batch, gh)
         else:  # (T, D, B, G*H); the reverse direction time-reversed
@@ -421,7 +440,7 @@ def _dtype_of(op, x):
 
 
 def _run_input(mode, cache, input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
-               batch_first, out):
+               batch_first, out, jit=None):
     op = f"aten::{mode}.input"
     _check_eval(op, train, dropout)
     if input.ndim != 3:
@@ -433,7 +452,7 @@ def _run_input(mode, cache, input, hx, params, has_biases, num_layers, dropout, 
     t, b, i = xt.shape
     x2d = np.ascontiguousarray(xt).reshape(t * b, i)
     h0, c0 = _states(op, mode, hx)
-    y, h_n, c_n = run_lockstep(prep, x2d, t, b, h0, c0, op)
+    y, h_n, c_n = run_lockstep(prep, x2d, t, b, h0, c0, op, jit)
     if batch_first:
         y = np.ascontiguousarray(y.transpose(1, 0, 2))
     return _write(out, (y, h_n) if c_n is None else (y, h_n, c_n))
@@ -456,11 +475,11 @@ def _run_data(mode, cache, data, batch_sizes, hx, params, has_biases, num_layers
     return _write(out, (y, h_n) if c_n is None else (y, h_n, c_n))
 
 
-def _make_input(mode, cache):
+def _make_input(mode, cache, jit=None):
     def rnn_input(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first,
                   out=None):
         return _run_input(mode, cache, input, hx, params, has_biases, num_layers, dropout, train,
-                          bidirectional, batch_first, out)
+                          bidirectional, batch_first, out, jit)
     rnn_input.__name__ = f"{mode}_input"
     rnn_input.__doc__ = f"``aten::{mode}.input``: (output, h_n{', c_n' if mode == 'lstm' else ''})."
     return rnn_input
@@ -511,7 +530,15 @@ def recurrent_matcher(node: NodeInfo):
                       node.const("bidirectional"), dtype, node.op)
         except (KeyError, KernelError, TypeError):
             pass  # not all flags constant, or bad weights: the kernel reports it at run time
-    return (_make_data if node.op.endswith(".data") else _make_input)(mode, cache)
+    if node.op.endswith(".data"):
+        return _make_data(mode, cache)
+    jit = None
+    src = node.args[0].type if node.args else None
+    if mode in ("lstm", "gru") and getattr(src, "dtype", None) == "float32":
+        from .jit_recurrent import kernels   # imports numba: only models with float32 LSTM / GRU
+
+        jit = kernels()
+    return _make_input(mode, cache, jit)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -355,8 +355,10 @@ def topk_matcher(node: NodeInfo):
     largest = bool(node.const("largest"))
     dim %= nd
 
+    want = np.dtype(src.dtype)
+
     def topk_jit(self, sorted=True, out=None):
-        if self.dtype.name != src.dtype or self.ndim != nd or not 0 < k <= self.shape[dim]:
+        if self.dtype != want or self.ndim != nd or not 0 < k <= self.shape[dim]:
             return topk(self, k, dim, largest, sorted, out=out)
         n = self.shape[dim]
         last = dim == nd - 1
@@ -371,8 +373,9 @@ def topk_matcher(node: NodeInfo):
             kernel(rows, k, largest, out[0].reshape(-1, k), out[1].reshape(-1, k))
             return out
         kernel(rows, k, largest, vals, idx)
-        vals = np.moveaxis(vals.reshape(lead + (k,)), -1, dim)
-        idx = np.moveaxis(idx.reshape(lead + (k,)), -1, dim)
+        vals, idx = vals.reshape(lead + (k,)), idx.reshape(lead + (k,))
+        if not last:
+            vals, idx = np.moveaxis(vals, -1, dim), np.moveaxis(idx, -1, dim)
         if out is None:
             return vals, idx
         np.copyto(out[0], vals)

@@ -1,205 +1,20 @@
-"""numba code of :mod:`.int8_gemm` (imported on first use: numba is imported only by models that
-run it). See :mod:`.int8_gemm` for the layout and the exactness argument."""
+"""numba kernels of quantized_cpu that follow torch's x86 arithmetic (the depthwise convolution and
+``quantized::add``'s vectorized path); imported on first use. The int8 GEMM itself is srcore's
+(``srcore.plugin.int8_gemm``)."""
 from __future__ import annotations
 
 import numba
 import numpy as np
 
-
 #: adding and subtracting 1.5 * 2^23 rounds a float32 below 2^22 to the nearest integer, ties to even
 _ROUND = np.float32(12582912.0)
-
-from .simd8 import add_i32x8, bcast4_i8x32, dot4_u8s8, load_i8x32, store_i32x8, zero_i32x8
-
-
-@numba.njit(cache=True, nogil=True, boundscheck=False)
-def gemm_u8s8(a, kp, m, panels, n_panels, c, row_block):
-    """``c[i, j] = sum_k a[i, k] * w[j, k]`` (int32, ``c`` rows of ``n_panels * 16``) for ``a``
-    uint8 ``(m, kp)`` flat and ``panels`` the packed int8 weight, saturating pairs at int16."""
-    kq = kp // 4
-    ldc = n_panels * 16
-    for i0 in range(0, m, row_block):
-        i1 = min(m, i0 + row_block)
-        for jp in range(n_panels):
-            boff = jp * kq * 64
-            i = i0
-            while i + 4 <= i1:
-                c00 = zero_i32x8()
-                c01 = zero_i32x8()
-                c10 = zero_i32x8()
-                c11 = zero_i32x8()
-                c20 = zero_i32x8()
-                c21 = zero_i32x8()
-                c30 = zero_i32x8()
-                c31 = zero_i32x8()
-                a0 = i * kp
-                a1 = a0 + kp
-                a2 = a1 + kp
-                a3 = a2 + kp
-                for q in range(kq):
-                    b0 = load_i8x32(panels, boff + q * 64)
-                    b1 = load_i8x32(panels, boff + q * 64 + 32)
-                    x = bcast4_i8x32(a, a0 + 4 * q)
-                    c00 = add_i32x8(c00, dot4_u8s8(x, b0))
-                    c01 = add_i32x8(c01, dot4_u8s8(x, b1))
-                    x = bcast4_i8x32(a, a1 + 4 * q)
-                    c10 = add_i32x8(c10, dot4_u8s8(x, b0))
-                    c11 = add_i32x8(c11, dot4_u8s8(x, b1))
-                    x = bcast4_i8x32(a, a2 + 4 * q)
-                    c20 = add_i32x8(c20, dot4_u8s8(x, b0))
-                    c21 = add_i32x8(c21, dot4_u8s8(x, b1))
-                    x = bcast4_i8x32(a, a3 + 4 * q)
-                    c30 = add_i32x8(c30, dot4_u8s8(x, b0))
-                    c31 = add_i32x8(c31, dot4_u8s8(x, b1))
-                o = i * ldc + jp * 16
-                store_i32x8(c, o, c00)
-                store_i32x8(c, o + 8, c01)
-                o += ldc
-                store_i32x8(c, o, c10)
-                store_i32x8(c, o + 8, c11)
-                o += ldc
-                store_i32x8(c, o, c20)
-                store_i32x8(c, o + 8, c21)
-                o += ldc
-                store_i32x8(c, o, c30)
-                store_i32x8(c, o + 8, c31)
-                i += 4
-            while i < i1:
-                c00 = zero_i32x8()
-                c01 = zero_i32x8()
-                a0 = i * kp
-                for q in range(kq):
-                    b0 = load_i8x32(panels, boff + q * 64)
-                    b1 = load_i8x32(panels, boff + q * 64 + 32)
-                    x = bcast4_i8x32(a, a0 + 4 * q)
-                    c00 = add_i32x8(c00, dot4_u8s8(x, b0))
-                    c01 = add_i32x8(c01, dot4_u8s8(x, b1))
-                o = i * ldc + jp * 16
-                store_i32x8(c, o, c00)
-                store_i32x8(c, o + 8, c01)
-                i += 1
-
-
-@numba.njit(cache=True, nogil=True, boundscheck=False)
-def im2col_u8(x, zp, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
-    """Windows of the channels-last uint8 input ``x`` (N, H, W, C, C-contiguous) as rows of
-    ``cols`` (N * oh * ow, kp, C-contiguous): row = (image, oy, ox), columns (tap, channel),
-    positions outside the input at ``zp`` (real zero), columns beyond kh * kw * C zero."""
-    n, h, w, c = x.shape
-    kp = cols.shape[1]
-    depth = kh * kw * c
-    xf = x.reshape(-1)
-    cf = cols.reshape(-1)
-    row = 0
-    for b in range(n):
-        for oy in range(oh):
-            for ox in range(ow):
-                o = row * kp
-                for i in range(kh):
-                    iy = oy * sh - ph + i * dh
-                    x0 = ox * sw - pw
-                    if 0 <= iy < h and x0 >= 0 and x0 + (kw - 1) * dw < w:   # the kernel row inside
-                        s = ((b * h + iy) * w + x0) * c
-                        if dw == 1:                                       # its taps are one run
-                            cf[o:o + kw * c] = xf[s:s + kw * c]
-                            o += kw * c
-                        else:
-                            for j in range(kw):
-                                for ch in range(c):
-                                    cf[o + ch] = xf[s + ch]
-                                o += c
-                                s += dw * c
-                        continue
-                    for j in range(kw):
-                        ix = ox * sw - pw + j * dw
-                        if 0 <= iy < h and 0 <= ix < w:
-                            s = ((b * h + iy) * w + ix) * c
-                            cf[o:o + c] = xf[s:s + c]
-                        else:
-                            for ch in range(c):
-                                cf[o + ch] = zp
-                        o += c
-                if kp > depth:
-                    cf[row * kp + depth:row * kp + kp] = 0
-                row += 1
-
-
-@numba.njit(cache=True, nogil=True, boundscheck=False)
-def split_excess(a, lim, excess, rows):
-    """For each row of ``a`` (uint8, (m, kp)) with a byte above ``lim``: its index into ``rows``,
-    its excess over ``lim`` into the next row of ``excess``, and the row clamped to ``lim`` in
-    place. Returns how many rows, or -1 (``a`` untouched) if they are more than ``excess`` holds."""
-    m, kp = a.shape
-    count = 0
-    for r in range(m):
-        top = np.uint8(0)
-        for q in range(kp):            # a max reduction LLVM vectorizes (no early exit)
-            top = max(top, a[r, q])
-        if top > lim:
-            if count == excess.shape[0]:
-                return -1
-            rows[count] = r
-            count += 1
-    for t in range(count):
-        r = rows[t]
-        for q in range(kp):
-            v = a[r, q]
-            if v > lim:
-                excess[t, q] = v - lim
-                a[r, q] = lim
-            else:
-                excess[t, q] = 0
-    return count
-
-
-@numba.njit(cache=True, nogil=True, boundscheck=False)
-def requantize_u8(c, ldc, out, s_img, s_row, s_ch, imgs, m, n, colsum, zw, rowsum, za, k, bias_div, mult, y_zp,
-                  lo, hi):
-    """fbgemm's requantization fused with the zero-point corrections: for image ``b``, row ``i``,
-    channel ``j`` (``r = b * m + i``), ``acc = c[r * ldc + j] - za * colsum[j] - zw[j] * (rowsum[r]
-    - k * za)``, ``y = clamp(nearbyint((float32(acc) + bias_div[j]) * mult[j]) + y_zp, lo, hi)``,
-    all in float32 as fbgemm's ``ReQuantizeOutput``, into ``out`` (flat uint8) at ``b * s_img +
-    i * s_row + j * s_ch``. Tiles of 64 rows are computed along the channels (contiguous reads)
-    and then written in ``out``'s order (runs along rows for NCHW)."""
-    has_rs = rowsum.shape[0] > 0
-    yz = np.float32(y_zp)
-    flo = np.float32(lo)
-    fhi = np.float32(hi)
-    corr = np.empty(n, np.int32)
-    for j in range(n):
-        corr[j] = np.int32(za * colsum[j])
-    tile = np.empty((64, n), np.uint8)
-    for b in range(imgs):
-        for i0 in range(0, m, 64):
-            i1 = min(m, i0 + 64)
-            for i in range(i0, i1):
-                r = b * m + i
-                base = r * ldc
-                rc = np.int32(rowsum[r] - k * za) if has_rs else np.int32(0)
-                for j in range(n):
-                    acc = c[base + j] - corr[j] - zw[j] * rc
-                    # nearbyint by the 1.5 * 2^23 trick: exact below 2^22 in magnitude; beyond,
-                    # the value clamps to lo or hi either way
-                    v = ((np.float32(acc) + bias_div[j]) * mult[j] + _ROUND) - _ROUND + yz
-                    v = min(max(v, flo), fhi)
-                    tile[i - i0, j] = np.uint8(v)
-            ob = b * s_img
-            if s_ch == 1:
-                for i in range(i0, i1):
-                    o = ob + i * s_row
-                    out[o:o + n] = tile[i - i0]
-            else:
-                for j in range(n):
-                    o = ob + j * s_ch
-                    for i in range(i0, i1):
-                        out[o + i * s_row] = tile[i - i0, j]
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
 def depthwise_requantize_u8(x, zx, w, zw, kh, kw, sh, sw, ph, pw, dh, dw, out, bias_div, mult, y_zp, lo, hi):
     """A depthwise 2-d convolution (one filter per channel) of ``x`` (N, C, H, W) uint8 with ``w``
     (C, kh * kw) int32, exact in int32 (``sum (x - zx)(w - zw[c])``; padding contributes real
-    zeros), then fbgemm's requantization as :func:`requantize_u8` into ``out`` (N, C, OH, OW)."""
+    zeros), then fbgemm's requantization as srcore.int8 gemm_requantize into ``out`` (N, C, OH, OW)."""
     n, c, h, wd = x.shape
     oh, ow = out.shape[2], out.shape[3]
     acc = np.empty(ow, np.int32)
@@ -228,3 +43,37 @@ def depthwise_requantize_u8(x, zx, w, zw, kh, kw, sh, sw, ph, pw, dh, dw, out, b
                     v = ((np.float32(acc[ox]) + bj) * mj + _ROUND) - _ROUND + yz
                     v = min(max(v, flo), fhi)
                     out[b, ch, oy, ox] = np.uint8(v)
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def add_vec_u8(a, b, sa, pa, sb, pb, inv, zp, lo, hi, out):
+    """torch's vectorized ``quantized::add(_relu)`` path over flat 8-bit arrays (``binary._add``
+    does the same in numpy): each input dequantized as ``fma(float(q), s, s * -zp)`` rounded once
+    to float32 (the float64 product of an 8-bit integer and a float32 is exact), the float32 sum,
+    relu by clamping ``lo`` at ``zp``, then ``nearbyint(float32(c * inv)) + zp`` clamped."""
+    for i in range(a.shape[0]):
+        c = np.float32(np.float64(a[i]) * sa + pa) + np.float32(np.float64(b[i]) * sb + pb)
+        r = np.float64(np.rint(c * inv)) + zp
+        r = min(max(r, lo), hi)
+        out[i] = r
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def quantize_u8(x, inv, zp, lo, hi, out):
+    """fbgemm's ``Quantize`` over flat float32 ``x`` into 8-bit ``out`` (``_common.quant_tensor``
+    does the same in numpy): ``nearbyint(float32(x * inv + zp))`` with the product and sum in
+    float64 (exact: one rounding, as the fma), clamped. Returns False, having stopped, at a NaN
+    (the caller then takes numpy's path, whose conversion of NaN this does not reproduce)."""
+    for i in range(x.shape[0]):
+        r = np.rint(np.float32(np.float64(x[i]) * inv + zp))
+        if r != r:
+            return False
+        out[i] = min(max(r, lo), hi)
+    return True
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def dequantize_u8(q, zp, scale, out):
+    """torch's per-tensor ``dequantize``: ``float32(q - zp) * scale`` (``_common.dequant_scalar``)."""
+    for i in range(q.shape[0]):
+        out[i] = np.float32(np.int64(q[i]) - zp) * scale

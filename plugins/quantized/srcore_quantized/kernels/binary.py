@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.plugin import QDTYPES, KernelError, add_scalar_qparams, mul_scalar_qparams
+from srcore.plugin import QDTYPES, KernelError, add_scalar_qparams, int8_gemm, mul_scalar_qparams
 
 from ._common import (F32, buffer, dequant_scalar, dequant_vec, ints, output_qparams, quant_scalar, quant_tensor, quant_vec,
                       require_per_tensor, split_tail, wrap)
@@ -31,7 +31,15 @@ def _add(qa, qb, scale, zero_point, relu: bool, out, op: str):
     res = buffer(out, qa.shape, qdtype)
     flat = res.reshape(-1)
     k = split_tail(a.size, qdtype)
-    if k:  # vectorized path: fma dequantize, round then add the zero point
+    if k and qdtype in ("quint8", "qint8") and int8_gemm.numba_enabled():   # the same in one numba pass
+        from ._int8_kernels import add_vec_u8
+
+        info = QDTYPES[qdtype]
+        fa, fb = F32(sa), F32(sb)
+        add_vec_u8(a[:k], b[:k], np.float64(fa), np.float64(F32(fa * F32(-za))), np.float64(fb),
+                   np.float64(F32(fb * F32(-zb))), F32(1.0) / F32(q.scale), np.float64(q.zero_point),
+                   np.float64(q.zero_point if relu else info.qmin), np.float64(info.qmax), flat[:k])
+    elif k:  # vectorized path: fma dequantize, round then add the zero point
         c = dequant_vec(a[:k], sa, za) + dequant_vec(b[:k], sb, zb)
         if relu:
             np.maximum(c, F32(0), out=c)

@@ -12,12 +12,11 @@ import math
 
 import numpy as np
 
-from srcore.plugin import KernelError
+from srcore.plugin import KernelError, int8_gemm
 
 from ._common import (F32, buffer, dequant_scalar, ints, output_qparams, quant_scalar, require_per_tensor,
                       require_quantized, wrap)
 from . import onednn
-from . import int8_gemm
 from .gemm import act_bound, int_matmul, packed, packed_int8, requantize, weight_params
 
 #: the arithmetic of torch's packed weights (the ops' ``arith`` argument, recorded by the importer)
@@ -96,45 +95,10 @@ def conv_acc(xq: np.ndarray, x_zp: int, w, stride, padding, dilation, groups: in
 
 
 def _int8_rows(xq: np.ndarray, x_zp: int, w, stride, padding, dilation, out_sp):
-    """The rows the AVX2 int8 GEMM multiplies for a groups-1 convolution, and the weight packed
-    for them: the uint8 input laid out channels-last once, its windows gathered (numba) as rows of
-    (tap, channel) bytes, positions in the padding at the zero point (padding stands for real
-    zeros). A 1x1 stride-1 convolution's rows are its pixels."""
-    from ._int8_kernels import im2col_u8
-
-    N, C = xq.shape[:2]
-    k = tuple(w.shape[2:])
-    kk = math.prod(k)
-    p8 = packed_int8(w, kk)
-    src = np.moveaxis(xq, 1, -1)                                    # (N, *spatial, C)
-    if src.flags.c_contiguous:
-        x_cl = src
-    else:
-        x_cl = int8_gemm.scratch("x_cl", src.shape, np.uint8)
-        np.copyto(x_cl, src)
-    m = N * math.prod(out_sp)
-    if kk == 1 and all(v == 1 for v in stride) and not any(padding) and p8.kp == C:
-        return x_cl.reshape(m, C), p8
-    if len(k) == 1:                                                 # conv1d as a conv2d of height 1
-        x_cl, k, out_sp = x_cl[:, None], (1,) + k, (1,) + tuple(out_sp)
-        stride, padding, dilation = (1,) + tuple(stride), (0,) + tuple(padding), (1,) + tuple(dilation)
-    cols = int8_gemm.scratch("cols", (m, p8.kp), np.uint8)
-    im2col_u8(x_cl, np.uint8(x_zp), k[0], k[1], stride[0], stride[1], padding[0], padding[1], dilation[0],
-              dilation[1], out_sp[0], out_sp[1], cols)
-    return cols, p8
-    # a few channels (an image): a strided copy per kernel tap beats numba's per-tap loop (measured
-    # 12.6 ms against ~3 for a 7x7 stride-2 conv of 3 x 224 x 224)
-    sp = x_cl.shape[1:3]
-    xp = np.full((N, sp[0] + 2 * padding[0], sp[1] + 2 * padding[1], C), np.uint8(x_zp), np.uint8)
-    xp[:, padding[0]:padding[0] + sp[0], padding[1]:padding[1] + sp[1]] = x_cl
-    depth = kk * C
-    if p8.kp != depth:
-        cols[:, depth:] = 0
-    taps = cols[:, :depth].reshape(N, out_sp[0], out_sp[1], k[0] * k[1], C)
-    for t, (i, j) in enumerate(np.ndindex(k[0], k[1])):
-        taps[:, :, :, t] = xp[:, i * dilation[0]:i * dilation[0] + (out_sp[0] - 1) * stride[0] + 1:stride[0],
-                              j * dilation[1]:j * dilation[1] + (out_sp[1] - 1) * stride[1] + 1:stride[1]]
-    return cols, p8
+    """The rows the int8 GEMM multiplies for a groups-1 convolution (``int8_gemm.conv_rows``) and
+    the weight packed for them."""
+    p8 = packed_int8(w, math.prod(w.shape[2:]))
+    return int8_gemm.conv_rows(xq, x_zp, p8, w.shape[2:], stride, padding, dilation, out_sp), p8
 
 
 def _conv_acc_int8(xq: np.ndarray, x_zp: int, w, stride, padding, dilation, out_sp) -> np.ndarray:
@@ -166,7 +130,7 @@ def _int8_fused(qx, weight, bias, stride, padding, dilation, q, relu, out):
     tgt = res if res.flags.c_contiguous else np.empty(res.shape, res.dtype)
     int8_gemm.gemm_requantize(cols, qx.qparams.zero_point, p8, qx.qparams.scale, packed(w).scales, bias,
                               q.scale, q.zero_point, relu, tgt, channels_first=True,
-                              scratch=not np.may_share_memory(cols, qx))
+                              overwrite=not np.may_share_memory(cols, qx))
     if tgt is not res:
         res[...] = tgt
     return wrap(res, qx.qdtype, q)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.plugin import QDTYPES, SCALAR_TYPE_CODES, KernelError, QParams, QuantizationError, QuantizedArray
+from srcore.plugin import QDTYPES, SCALAR_TYPE_CODES, KernelError, QParams, QuantizationError, QuantizedArray, int8_gemm
 
 from ._common import F32, buffer, dequant_scalar, ints, quant_tensor, require_quantized, wrap
 
@@ -40,8 +40,23 @@ def quantize_per_tensor_out(self, scale, zero_point, dtype, *, out=None):
         raise KernelError(f"{op}: zero point {q.zero_point} is outside the range of {qdtype} [{info.qmin}, {info.qmax}]")
     x = _float_input(self, op)
     res = buffer(out, x.shape, qdtype)
-    quant_tensor(x, q.scale, q.zero_point, qdtype, out=res)
+    if not _quantize_numba(x, q, qdtype, res):
+        quant_tensor(x, q.scale, q.zero_point, qdtype, out=res)
     return wrap(res, qdtype, q)
+
+
+def _quantize_numba(x: np.ndarray, q, qdtype: str, res: np.ndarray) -> bool:
+    """``quant_tensor``'s 8-bit arithmetic in one numba pass; False where it does not apply (then
+    numpy's passes: other dtypes, no numba, non-contiguous arrays, a NaN)."""
+    if qdtype not in ("quint8", "qint8") or not int8_gemm.numba_enabled():
+        return False
+    if not (x.flags.c_contiguous and res.flags.c_contiguous):
+        return False
+    from ._int8_kernels import quantize_u8
+
+    info = QDTYPES[qdtype]
+    inv = np.float64(F32(1.0) / F32(q.scale))
+    return quantize_u8(x.reshape(-1), inv, np.float64(q.zero_point), F32(info.qmin), F32(info.qmax), res.reshape(-1))
 
 
 def quantize_per_channel_out(self, scales, zero_points, axis, dtype, *, out=None):
@@ -125,8 +140,16 @@ def dequantize_out(self, *, out=None):
         out[...] = x
         return out
     q = self.qparams
+    qi = ints(self)
+    if (q.axis is None and self.qdtype in ("quint8", "qint8") and qi.flags.c_contiguous and int8_gemm.numba_enabled()
+            and (out is None or out.flags.c_contiguous and out.dtype == F32 and out.shape == qi.shape)):
+        from ._int8_kernels import dequantize_u8   # dequant_scalar's arithmetic in one numba pass
+
+        real = np.empty(qi.shape, F32) if out is None else out
+        dequantize_u8(qi.reshape(-1), np.int64(q.zero_point), F32(q.scale), real.reshape(-1))
+        return real
     if q.axis is None:
-        real = dequant_scalar(ints(self), q.scale, q.zero_point)
+        real = dequant_scalar(qi, q.scale, q.zero_point)
     else:
         real = self.dequantize()
     if out is None:

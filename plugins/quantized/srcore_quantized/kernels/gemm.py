@@ -53,10 +53,10 @@ def packed(w) -> PackedWeight:
 
 
 def packed_int8(w, conv_taps: int = 0):
-    """The weight packed for the AVX2 int8 GEMM (:mod:`.int8_gemm`), made at its first use and kept
+    """The weight packed for the int8 GEMM (``srcore.plugin.int8_gemm``), made at its first use and kept
     on the weight object. ``conv_taps`` (the kernel's positions) reorders each row's depth from
     torch's (channel, tap) to channels-last (tap, channel), the order the convolution gathers in."""
-    from . import int8_gemm
+    from srcore.plugin import int8_gemm
 
     key = f"_srcore_packed_int8_{conv_taps}"
     p = getattr(w, key, None)

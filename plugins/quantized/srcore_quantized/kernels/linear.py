@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.plugin import KernelError
+from srcore.plugin import KernelError, int8_gemm
 
 from ._common import F32, buffer, ints, output_qparams, quant_tensor, require_per_tensor, require_quantized, wrap
 from .convert import choose_qparams
 from . import onednn
 from .conv import check_arith
-from . import int8_gemm
 from .gemm import act_bound, dequantize_acc, int_matmul, packed, packed_int8, requantize
 
 
@@ -21,18 +20,12 @@ def _check(x_shape, w, op):
 
 
 def _rows(xq: np.ndarray, k: int, p8) -> np.ndarray:
-    """The activations as C-contiguous uint8 rows of ``p8.kp`` bytes (zero-padded depth)."""
-    a = xq.reshape(-1, k)
-    if p8.kp != k or not a.flags.c_contiguous:
-        pad = np.zeros((a.shape[0], p8.kp), np.uint8)
-        pad[:, :k] = a
-        a = pad
-    return a
+    return int8_gemm.linear_rows(xq, p8)
 
 
 def _acc(xq: np.ndarray, x_zp: int, w, qdtype: str) -> np.ndarray:
     """Exact int32 accumulators (int32, or float32/float64 integers), shape (rows, out features):
-    the AVX2 int8 GEMM where it applies (:mod:`.int8_gemm`), else SGEMM on shifted integers."""
+    the int8 GEMM where it applies (``srcore.plugin.int8_gemm``), else SGEMM on shifted integers."""
     k = xq.shape[-1]
     if int8_gemm.applies(k, qdtype, getattr(w, "qdtype", "")):
         p8 = packed_int8(w)

@@ -3,7 +3,8 @@ over planned buffers, as one generated Python function.
 
 Tensors are of four kinds: the engine's inputs (arguments), constants (bound once),
 results the engine returns (fresh arrays per call: the caller owns them) and
-intermediates, which live in one arena per thread, placed by srcore's greedy-by-size
+intermediates, which live in one arena per execution context (``kernels/contexts.py``: lent
+per call, at most one per core; per thread for a plan under 64 KiB), placed by srcore's greedy-by-size
 planner over their lifetimes (a ``reshape`` is a view of its base and extends the
 base's lifetime). The run function is straight-line code: for each layer,
 ``kernel(*inputs, *outputs)``.
@@ -22,6 +23,8 @@ import attrs
 from .network import DATA_DTYPES, Layer, Network
 
 F32 = np.dtype(np.float32)
+#: plans with an arena at least this large run in an execution context (kernels/contexts.py)
+CONTEXT_MIN_BYTES = 64 << 10
 
 
 @attrs.frozen
@@ -40,9 +43,11 @@ class Step:
 class Plan:
     """``plan(*inputs)`` runs the network; ``steps`` are its :class:`Step` s in order."""
 
-    def __init__(self, net: Network, steps: list[Step]):
+    def __init__(self, net: Network, steps: list[Step], contexts=None):
         self.net = net
         self.steps = steps
+        #: where calls take their arena and scratch (``kernels.contexts.Contexts``); None: per thread
+        self.contexts = contexts
         self.root: dict[int, int] = {}       # tensor -> the tensor whose memory it uses
         for layer in self.layers():
             if layer.kind == "reshape":
@@ -159,6 +164,12 @@ class Plan:
             out.append(base.reshape(self.net.shape(t)))
         return out
 
+    def _context_buffers(self, ctx) -> list[np.ndarray]:
+        """The buffers of this plan in execution context ``ctx`` (made at its first call there)."""
+        bufs = self._buffers()
+        ctx.arenas[self._key] = (max(self.arena_bytes, 1), bufs)
+        return bufs
+
     # -- code ---------------------------------------------------------------------------------
     def _generate(self):
         net = self.net
@@ -188,7 +199,17 @@ class Plan:
             # the kernels take native float32 C arrays: a non-contiguous view or a byte-swapped
             # ('>f4') float32 array, which the runtime's dtype check accepts, is converted once
             lines.append(f"    if not x{i}.flags.c_contiguous or x{i}.dtype != _f32: x{i} = _asc(x{i}, _f32)")
-        if planned:
+        # a plan with an arena worth sharing runs in an execution context (kernels/contexts.py:
+        # arena and scratch lent per call, at most one set per core); a tiny one keeps its
+        # arena per thread and saves the context's ~1 µs
+        in_context = self.contexts is not None and self.arena_bytes >= CONTEXT_MIN_BYTES
+        if planned and in_context:
+            lines.append("    try:")
+            lines.append("        _b = _ctx.arenas[_key][1]")
+            lines.append("    except KeyError:")
+            lines.append("        _b = _arena(_ctx)")
+            lines.append(f"    {', '.join(names[t] for t in planned)}, = _b")
+        elif planned:
             lines.append("    try:")
             lines.append("        _b = _tls.b")
             lines.append("    except AttributeError:")
@@ -196,6 +217,10 @@ class Plan:
             lines.append(f"    {', '.join(names[t] for t in planned)}, = _b")
         g["_tls"] = self._tls
         g["_bufs"] = self._buffers
+        g["_key"] = self._key = object()
+        g["_arena"] = self._context_buffers
+        if in_context:
+            g["_enter"], g["_leave"] = self.contexts.enter, self.contexts.leave
         for k, step in enumerate(self.steps):
             layer, fn = step.layer, step.fn
             if layer.kind == "reshape":
@@ -227,6 +252,9 @@ class Plan:
         lines.append(f"    return {outs[0]}" if len(outs) == 1 else f"    return ({', '.join(outs)},)")
         # no cost on the happy path: a failing call is re-run layer by layer to name the culprit
         lines += ["  except Exception as _e:", f"    _diagnose(_e, ({params}{',' if params else ''}))", "    raise"]
+        if in_context:
+            lines[1:2] = ["  _ctx = _enter()", "  try:"]
+            lines += ["  finally:", "    _leave(_ctx)"]
         g["_diagnose"] = self._diagnose
         self.source = "\n".join(lines) + "\n"
         exec(compile(self.source, "<trt_like engine>", "exec"), g)

@@ -33,6 +33,7 @@ class PackedConvMaxPool:
         self.pool = pool
         self.out_shape = pool.out_shape
         self.threads = _threads.count() if threads is None else max(1, int(threads))
+        self.governor = _threads.Governor(self.threads)
         c = self.conv
         Hc, Wc = spec.out_shape[2:]
         row_bytes = Wc * (c.K + 64 * c.mb) * 4
@@ -62,9 +63,8 @@ class PackedConvMaxPool:
         nt = self.threads
         bufs = [SCRATCH.get(f"convpool_{i}", (nt,) + shp) for i, shp in enumerate(self.shapes)]
         if nt > 1:
-            _threads.use(nt)
-            _par.conv_pool(x, xph, c.pad, c.rows, kh, kw, sh, sw, ph, dh, c.joff, c.seg, Hc, Wc, wf, c.K, c.mb,
-                           self.step, self.geom, *bufs, c.bias, s.relu, out, nt)
+            self.governor.run(_par.conv_pool, x, xph, c.pad, c.rows, kh, kw, sh, sw, ph, dh, c.joff, c.seg, Hc, Wc,
+                              wf, c.K, c.mb, self.step, self.geom, *bufs, c.bias, s.relu, out, nt)
             return
         xp, ct, hm, stage = (b[0] for b in bufs)
         Hp = self.out_shape[2]

@@ -50,6 +50,7 @@ class PackedGemmTactic(ConvTactic):
         self.rows = np.unique(h[(h >= 0) & (h < H)]).astype(np.int64)       # input rows some tap reads
         self.joff = _k.tap_offsets(kw, sw, pw, dw, pad, L)
         self.threads = nt = _threads.count() if threads is None else max(1, int(threads))
+        self.governor = _threads.Governor(nt)
         self.step = max(1, min(nb, CHUNK_BYTES // (K * 24))) if self.wp.nbytes <= CHUNK_BYTES else nb
         # threaded: whole chunks per thread when there are enough of them (as many per thread), else
         # the phases split; the GEMM by weight row blocks when there are enough (each thread streams
@@ -74,15 +75,15 @@ class PackedGemmTactic(ConvTactic):
         xph = SCRATCH.get("packed_phases", self.xph_shape)
         nt = self.threads
         if nt > 1:
-            _threads.use(nt)
             if self.by_chunks:
                 xp = SCRATCH.get("packed_x", (nt, step, K, 6))
                 ct = SCRATCH.get("packed_c", (nt, step * 6, mb * 64))
             else:
                 xp = SCRATCH.get("packed_x", (nb, K, 6))
                 ct = SCRATCH.get("packed_c", (nb * 6, mb * 64))
-            _par.conv(x, xph, self.pad, self.rows, kh, kw, sh, sw, ph, dh, self.joff, seg, wf, K, mb, xp, ct, step,
-                      self.bias, res, has_res, s.relu, out, nt, self.by_chunks, self.split_rows)
+            self.governor.run(_par.conv, x, xph, self.pad, self.rows, kh, kw, sh, sw, ph, dh, self.joff, seg, wf, K,
+                              mb, xp, ct, step, self.bias, res, has_res, s.relu, out, nt, self.by_chunks,
+                              self.split_rows)
             return
         for n in range(N):
             _k.split_phases(x, n, sw, self.pad, self.rows, xph, 0, C)

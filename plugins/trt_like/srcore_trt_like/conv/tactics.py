@@ -62,7 +62,9 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
         for m in (4, 2):
             out.append((f"winograd_f{m}x{m}_packed",
                         lambda layout=None, m=m: WinogradPackedTactic(
-                            spec, weight, bias, m=m, threads=threads, u=None if layout else transformed(m),
+                            # U when another candidate made it already; else transformed and packed
+                            # by channel blocks, without the whole U (see WinogradPackedTactic)
+                            spec, weight, bias, m=m, threads=threads, u=None if layout else u.get(m),
                             layout=layout)))
         for m in (4, 2):
             out.append((f"winograd_f{m}x{m}", lambda layout=None, m=m: WinogradTactic(

@@ -42,16 +42,25 @@ class WinogradPackedTactic(DirectOnNonFinite, ConvTactic):
         self.m = m
         mats = F4 if m == 4 else F2
         self.points = P = mats.n * mats.n
-        def pack():
-            v = transform_weight(np.asarray(weight), mats) if u is None else u      # (n*n, O, C)
-            return np.ascontiguousarray(np.stack([_g.pack_weight(up) for up in v]))  # (n*n, MB, C, 64)
         O, C = spec.out_channels, spec.x_shape[1]
+
+        def pack():
+            # (n*n, MB, C, 64), written a 64-channel block at a time: the transformed weights of a
+            # whole layer (U, as large again) and a list of packed points (again) were all alive
+            # at once, 108 MiB for resnet's 512-channel F(4x4) layer: the peak of its engine's build
+            up = np.empty((P, -(-O // _g.MR), C, _g.MR), np.float32)
+            for b, o in enumerate(range(0, O, _g.MR)):
+                v = transform_weight(np.asarray(weight[o:o + _g.MR]), mats) if u is None else u[:, o:o + _g.MR]
+                for p in range(P):
+                    up[p, b] = _g.pack_weight(v[p])[0]
+            return up
         self.up = self._laid_out("up", (P, -(-O // _g.MR), C, _g.MR), pack)
         self.mb = self.up.shape[1]
         N, C = spec.x_shape[:2]
         _, O, Ho, Wo = self.out_shape
         self.th, self.tw = th, tw = -(-Ho // m), -(-Wo // m)
         self.threads = nt = _threads.count() if threads is None else max(1, int(threads))
+        self.governor = _threads.Governor(nt)
         rows = max(1, min(th, CHUNK_BYTES // (P * C * tw * 4)))
         per_image = -(-th // rows)
         if nt > 1 and N * per_image > 1:           # as many chunks per thread
@@ -80,12 +89,11 @@ class WinogradPackedTactic(DirectOnNonFinite, ConvTactic):
         usz = mb * C * 64
         pt, pl = s.padding
         if nt > 1:
-            _threads.use(nt)
             slots = nt if self.by_chunks else 1
             v = SCRATCH.get("wino_v", (slots, P * C * 6 * nb))
             ct = SCRATCH.get("wino_c", (slots, 6 * nb * ldc))
-            _par.winograd(self.m, x, self.chunks, pt, pl, tw, v, uf, usz, C, mb, ct, ldc, ps, P,
-                          self.bias, res, has_res, s.relu, out, nt, self.by_chunks)
+            self.governor.run(_par.winograd, self.m, x, self.chunks, pt, pl, tw, v, uf, usz, C, mb, ct, ldc, ps, P,
+                              self.bias, res, has_res, s.relu, out, nt, self.by_chunks)
             return
         v = SCRATCH.get("wino_v", (P * C * 6 * nb,))
         ct = SCRATCH.get("wino_c", (6 * nb * ldc,))

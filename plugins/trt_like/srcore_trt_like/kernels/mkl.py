@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from . import threads as _threads
+
 # cblas enums (mkl_cblas.h)
 ROW_MAJOR, NO_TRANS, TRANS, PACKED = 101, 111, 112, 151
 A_MATRIX, B_MATRIX = 161, 162
@@ -139,10 +141,21 @@ class PackedGemm:
         self._addr = self.packed.ctypes.data
         self._compute = lib.cblas_sgemm_compute
         self._threads = lib.threads if threads is None else max(1, min(int(threads), lib.threads))
+        # MKL's team waits for a busy core like numba's: the same run-time choice (threads.Governor)
+        self.governor = _threads.Governor(self._threads)
 
     def __call__(self, x: np.ndarray, out: np.ndarray) -> None:
-        if getattr(_tls, "threads", None) != self._threads:   # per calling thread, once
-            set_threads(self.lib, self._threads)
         n, k = self.n, self.k
+        if self._threads == 1:
+            if getattr(_tls, "threads", None) != 1:   # per calling thread, once
+                set_threads(self.lib, 1)
+            self._compute(ROW_MAJOR, NO_TRANS, PACKED, self.m, n, k, x.ctypes.data, k, self._addr, n, 0.0,
+                          out.ctypes.data, n)
+            return
+        gov = self.governor
+        team = gov.team()
+        set_threads(self.lib, team)
+        t0 = gov.clock()
         self._compute(ROW_MAJOR, NO_TRANS, PACKED, self.m, n, k, x.ctypes.data, k, self._addr, n, 0.0,
                       out.ctypes.data, n)
+        gov.record(team, gov.clock() - t0)

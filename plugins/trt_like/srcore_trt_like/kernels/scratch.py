@@ -5,7 +5,8 @@ soon as the call returns, so one set of flat buffers per thread, grown to the
 largest request and handed out as views, costs the largest tactic's scratch
 instead of the sum over layers. It is a ``threading.local``: concurrent calls
 from several Python threads (one runtime each) never share memory, and no
-lock is taken per call.
+lock is taken per call. Inside an engine call the set is the call's execution
+context's (``contexts.py``: at most one per core, reused by every thread).
 
 Contract: a view from :meth:`Scratch.get` is valid until the next ``get`` of
 the same role on the same thread; tactics use it within one call only.
@@ -22,7 +23,10 @@ class Scratch(threading.local):
     """Flat float32 buffers keyed by role (``"wino_v"``, ``"cols"``...), grown on demand."""
 
     def __init__(self):
-        self.bufs: dict[str, np.ndarray] = {}
+        #: the thread's own buffers; ``bufs`` is the set in use: these, or an engine call's context's
+        #: (``contexts.py``) while the thread runs one
+        self.own: dict[str, np.ndarray] = {}
+        self.bufs: dict[str, np.ndarray] = self.own
 
     def get(self, role: str, shape: tuple[int, ...], dtype=np.float32) -> np.ndarray:
         """A C-contiguous ``shape`` view of the role's buffer (previous contents arbitrary)."""
@@ -40,7 +44,7 @@ class Scratch(threading.local):
     def release(self) -> None:
         """Drop the calling thread's buffers (after timing every candidate, they are sized for the
         largest; the winners' calls grow them back to what they need)."""
-        self.bufs = {}
+        self.bufs.clear()
 
     def nbytes(self) -> int:
         """Bytes held by the calling thread."""

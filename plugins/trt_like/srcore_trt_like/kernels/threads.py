@@ -27,6 +27,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+import time
 
 import numba
 
@@ -112,6 +113,80 @@ def use(n: int) -> None:
     if getattr(_tls, "n", 0) != n:
         numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
         _tls.n = n
+
+
+#: a region on its team that took this many times its best team time waited for a thread
+WAIT_RATIO = 1.5
+#: the longest run of calls a layer stays on its calling thread after a wait (then it tries its
+#: team again): with the hold doubling at every wait, a core that stays busy costs one waiting
+#: call in 128 (well outside a p90), and a core that frees up is used again within 128 calls
+MAX_HOLD = 128
+
+#: process-wide counts (tests, ``benchmarks.tail``): regions run on their team, regions run on the
+#: calling thread alone because their layer waited recently, waits seen
+COUNTS = {"team": 0, "solo": 0, "waits": 0}
+
+
+class Governor:
+    """Whether a layer's next parallel region runs on its team of ``n`` threads or on the calling
+    thread alone, measured at run time (one per layer, shared by every thread calling it).
+
+    A region must wait for every thread of its team; a thread whose core another process holds
+    waits for a scheduler slice (milliseconds against a layer's fraction of one). Each call's
+    duration is recorded per team size: the first runs on one thread (the layer's own time
+    alone), then on the team; a team run slower than the layer alone, or more than
+    :data:`WAIT_RATIO` times the team's best, *waited*, and the layer then stays on the calling
+    thread for ``hold`` calls, ``hold`` doubling at each further wait (at most :data:`MAX_HOLD`)
+    and halving after each team run that did not wait. The parts of the work do not depend on
+    the team, so results are bit-identical whichever it picks. Races between threads only blur
+    the heuristic (plain int updates under the GIL)."""
+
+    __slots__ = ("n", "best", "hold", "backoff", "clock")
+
+    def __init__(self, n: int, clock=time.perf_counter_ns):
+        self.n = max(1, int(n))
+        self.best = [0, 0]          # best ns alone, on the team (0: not seen)
+        self.hold = 1               # calls left alone: the first call measures the layer alone
+        self.backoff = 1
+        self.clock = clock
+
+    def team(self) -> int:
+        """The threads for the next region (``n`` or 1)."""
+        if self.n == 1:
+            return 1
+        if self.hold > 0:
+            self.hold -= 1
+            COUNTS["solo"] += 1
+            return 1
+        COUNTS["team"] += 1
+        return self.n
+
+    def record(self, team: int, ns: int) -> bool:
+        """Record a region of ``team`` threads that took ``ns``; whether it waited."""
+        i = 1 if team > 1 else 0
+        best = self.best[i]
+        if best == 0 or ns < best:
+            self.best[i] = ns
+        if i == 0:
+            return False
+        alone = self.best[0]
+        if (best and ns > WAIT_RATIO * best) or (alone and ns > alone):
+            COUNTS["waits"] += 1
+            self.hold = self.backoff
+            self.backoff = min(2 * self.backoff, MAX_HOLD)
+            return True
+        self.backoff = max(1, self.backoff // 2)
+        return False
+
+    def run(self, region, *args):
+        """``region(*args)`` (a numba parallel region cut in ``n`` parts) with numba's team set to
+        the threads this governor picks, timed and recorded."""
+        team = self.team()
+        use(team)
+        t0 = self.clock()
+        out = region(*args)
+        self.record(team, self.clock() - t0)
+        return out
 
 
 def split(total: int, t: int, nt: int, quantum: int = 1) -> tuple[int, int]:

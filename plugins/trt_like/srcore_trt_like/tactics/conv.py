@@ -67,9 +67,10 @@ def max_pool_fn(layer: Layer, net: Network):
     if nt > 1 and pool.vectorized:
         (kh, kw), (ph, pw), sh = pool.kernel, pool.padding, pool.stride[0]
 
+        governor = _threads.Governor(nt)
+
         def run(x, out):
-            _threads.use(nt)
-            _par.max_pool_s2(x, kh, kw, sh, ph, pw, out, nt)
+            governor.run(_par.max_pool_s2, x, kh, kw, sh, ph, pw, out, nt)
         return run, "omp"
 
     def run(x, out):

@@ -136,10 +136,11 @@ def index_select(layer: Layer, net: Network):
     def run(x, *rest):
         out = rest[-1]
         idx = const if const is not None else _checked(rest[0], n, what)
+        # checked above, so "clip" changes nothing; numpy's default "raise" buffers ``out`` first
         if dim == 0:
-            np.take(x, idx.reshape(-1), axis=0, out=out.reshape((idx.size,) + x.shape[1:]))
+            np.take(x, idx.reshape(-1), axis=0, out=out.reshape((idx.size,) + x.shape[1:]), mode="clip")
         else:
-            np.take(x, idx.reshape(-1), axis=dim, out=out)
+            np.take(x, idx.reshape(-1), axis=dim, out=out, mode="clip")
     return run
 
 

@@ -8,11 +8,16 @@ shifted, transposed matrix) are what a serialized plan stores. The other int8 la
 dequantize, relu, add, max pool) have one numpy tactic each. A conv layer also offers the float
 conv wing's tactics on the shifted integers (``int8_packed_gemm``, ``int8_im2col_gemm``,
 ``int8_gemm_1x1``, ``int8_depthwise_direct``), by blocks of input channels whose sums are exact in
-float32 (:func:`_float_conv_candidates`).
+float32 (:func:`_float_conv_candidates`). Where srcore's exact int8 GEMM applies (``quint8``
+input, ``qint8`` weights, groups 1, AVX2 and numba: ``srcore.plugin.int8_gemm``, the kernel
+quantized_cpu runs), conv and linear layers also offer ``int8_simd``: ``vpmaddubsw`` on the bytes,
+fbgemm's requantization fused, the same integers.
 """
 from __future__ import annotations
 
 import numpy as np
+
+from srcore.plugin import int8_gemm
 
 from ..conv.spec import ConvSpec
 from ..conv.tactics import conv_tactic_builders
@@ -77,7 +82,50 @@ def _candidates(layer, conv: bool, net=None) -> list[Candidate]:
     out = [tactic("int8_sgemm", np.float32), tactic("int8_dgemm", np.float64)]
     if conv and net is not None:
         out = _float_conv_candidates(layer, net, shifted) + out
-    return out
+    simd = _simd_candidate(layer, conv, net)
+    return out + ([simd] if simd is not None else [])
+
+
+def _simd_candidate(layer, conv: bool, net) -> Candidate | None:
+    """``int8_simd``: srcore's exact int8 GEMM (``srcore.plugin.int8_gemm``) with the gathering of
+    windows and fbgemm's requantization around it, where it applies (None elsewhere)."""
+    a = layer.attrs
+    w = a["weight"]
+    x_dtype = net.tensors[layer.inputs[0]].dtype if net is not None else None
+    if x_dtype != "quint8" or w.dtype != np.int8 or tuple(a["range"]) != (0, 255):
+        return None
+    if conv and (a["groups"] != 1 or w.ndim != 4):
+        return None
+    taps = int(np.prod(w.shape[2:])) if conv else 1
+    if not int8_gemm.applies(int(np.prod(w.shape[1:]))):
+        return None
+    (x_scale, x_zp), (y_scale, y_zp) = a["x_q"], a["y_q"]
+    w_scales, bias, relu = a["w_scales"], a["bias"], a["relu"]
+
+    def make() -> Kernel:
+        rows = w.reshape(w.shape[0], -1)
+        if taps > 1:        # torch's (channel, tap) depth as the (tap, channel) the windows are gathered in
+            rows = rows.reshape(w.shape[0], -1, taps).transpose(0, 2, 1).reshape(w.shape[0], -1)
+        p8 = int8_gemm.pack(rows, a["w_zero_points"])
+
+        def run(x, y, cols):
+            tgt = y if y.flags.c_contiguous else np.empty(y.shape, y.dtype)
+            int8_gemm.gemm_requantize(cols, x_zp, p8, x_scale, w_scales, bias, y_scale, y_zp, relu, tgt,
+                                      channels_first=conv, overwrite=not np.may_share_memory(cols, x))
+            if tgt is not y:
+                y[...] = tgt
+
+        if conv:
+            def qconv_simd(x, y):
+                run(x, y, int8_gemm.conv_rows(x, x_zp, p8, w.shape[2:], a["stride"], a["padding"], a["dilation"],
+                                              y.shape[2:]))
+            return Kernel(qconv_simd, p8.panels.nbytes, keep=p8)
+
+        def qgemm_simd(x, y):
+            run(x, y, int8_gemm.linear_rows(x, p8))
+        return Kernel(qgemm_simd, p8.panels.nbytes, keep=p8)
+
+    return Candidate("int8_simd", make, precision=INT8)
 
 
 def _float_conv_candidates(layer, net, shifted: np.ndarray) -> list[Candidate]:
@@ -139,7 +187,7 @@ def qconv_candidates(layer, net) -> list[Candidate]:
 
 
 def qgemm_candidates(layer, net) -> list[Candidate]:
-    return _candidates(layer, conv=False)
+    return _candidates(layer, conv=False, net=net)
 
 
 def _one(factory):

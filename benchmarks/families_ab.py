@@ -1,0 +1,103 @@
+"""Runners of the wider set side by side in one process, rounds alternating:
+``python -m benchmarks.families_ab [--models a,b] [--runners eager,ort,srcore_codegen_standard,trt_like]
+[--rounds 15]``.
+
+``benchmarks.run`` times every (model, runner) cell in its own process, one after the other; on a
+machine that other jobs load, two cells of a model land in different phases of that load and
+their ratio moves by up to 2x between runs of the same code. Here all runners of a model are
+loaded in one process (one thread: OMP/BLAS/MKL and torch, ORT's intra-op threads) and timed in
+rounds whose order rotates, each runner's output checked against the reference first; each
+runner's best-round median is printed with its ratio to torch eager and to ONNX Runtime. The
+artifacts are ``benchmarks.prepare``'s, as for ``benchmarks.run``.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_RUNNERS = ("eager", "ort", "srcore_codegen_standard", "trt_like")
+
+
+def measure(models, runners, rounds: int, out: Path) -> list[dict]:
+    from threadpoolctl import threadpool_limits
+
+    from .artifacts import flatten_outputs, load_inputs, load_refs, max_rel_err
+    from .cell import Skip, load_runner
+    from .prepare import prepare
+
+    rows = []
+    with threadpool_limits(1):
+        for name in models:
+            prepare(name, out)
+            art = out / "artifacts" / name
+            names, xs = load_inputs(art)
+            refs = load_refs(art)
+            calls, keep = {}, []
+            for r in runners:
+                extra: dict = {}
+                try:
+                    fn = load_runner(name, r, 1, art, xs, names, extra)
+                except Skip as why:
+                    print(f"{name} {r}: skipped ({why})", flush=True)
+                    continue
+                err = max_rel_err(flatten_outputs(fn()), refs)
+                if not err <= 1e-3:
+                    raise AssertionError(f"{name} {r}: wrong output (max relative error {err:.2e})")
+                calls[r] = fn
+                keep.append(extra)
+            t0 = time.perf_counter()
+            next(iter(calls.values()))()
+            n = max(3, min(2000, int(0.05 / max(time.perf_counter() - t0, 1e-6))))
+            best = {r: float("inf") for r in calls}
+            order = list(calls)
+            gc.disable()
+            try:
+                for i in range(rounds):
+                    for r in order[i % len(order):] + order[:i % len(order)]:
+                        fn, times = calls[r], []
+                        for _ in range(n):
+                            t = time.perf_counter_ns()
+                            fn()
+                            times.append(time.perf_counter_ns() - t)
+                        times.sort()
+                        best[r] = min(best[r], times[len(times) // 2] / 1e3)
+            finally:
+                gc.enable()
+            row = {"model": name, **{f"{r}_us": v for r, v in best.items()}}
+            line = [f"{name:16s}"] + [f"{r} {v:9.1f} µs" for r, v in best.items()]
+            for peer in ("eager", "ort"):
+                if peer in best:
+                    for r in best:
+                        if r not in ("eager", "ort"):
+                            row[f"{r}/{peer}"] = best[r] / best[peer]
+                            line.append(f"{r}÷{peer} {best[r] / best[peer]:.2f}x")
+            print("   ".join(line), flush=True)
+            rows.append(row)
+    return rows
+
+
+def main(argv=None) -> int:
+    from .families import FAMILIES
+
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.families_ab", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", default=",".join(FAMILIES))
+    ap.add_argument("--runners", default=",".join(DEFAULT_RUNNERS))
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    args = ap.parse_args(argv)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = "1"
+    import torch
+
+    torch.set_num_threads(1)
+    measure(args.models.split(","), args.runners.split(","), args.rounds, Path(args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,280 @@
+"""numba code of :mod:`.gemm` (imported on first use: numba is imported only by what runs it). See
+:mod:`.gemm` for the layout and the exactness argument."""
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+#: adding and subtracting 1.5 * 2^23 rounds a float32 below 2^22 to the nearest integer, ties to even
+_ROUND = np.float32(12582912.0)
+
+from .simd8 import (add_i32x8, bcast4_i8x32, copy_bytes, dot4_u8s8, dpbusd, load_i8x32, requant8_u8, store_i32x8,
+                    zero_i32x8)
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def gemm_u8s8(a, kp, m, panels, n_panels, c, row_block):
+    """``c[i, j] = sum_k a[i, k] * w[j, k]`` (int32, ``c`` rows of ``n_panels * 16``) for ``a``
+    uint8 ``(m, kp)`` flat and ``panels`` the packed int8 weight, saturating pairs at int16."""
+    kq = kp // 4
+    ldc = n_panels * 16
+    for i0 in range(0, m, row_block):
+        i1 = min(m, i0 + row_block)
+        for jp in range(n_panels):
+            boff = jp * kq * 64
+            i = i0
+            while i + 4 <= i1:
+                c00 = zero_i32x8()
+                c01 = zero_i32x8()
+                c10 = zero_i32x8()
+                c11 = zero_i32x8()
+                c20 = zero_i32x8()
+                c21 = zero_i32x8()
+                c30 = zero_i32x8()
+                c31 = zero_i32x8()
+                a0 = i * kp
+                a1 = a0 + kp
+                a2 = a1 + kp
+                a3 = a2 + kp
+                for q in range(kq):
+                    b0 = load_i8x32(panels, boff + q * 64)
+                    b1 = load_i8x32(panels, boff + q * 64 + 32)
+                    x = bcast4_i8x32(a, a0 + 4 * q)
+                    c00 = add_i32x8(c00, dot4_u8s8(x, b0))
+                    c01 = add_i32x8(c01, dot4_u8s8(x, b1))
+                    x = bcast4_i8x32(a, a1 + 4 * q)
+                    c10 = add_i32x8(c10, dot4_u8s8(x, b0))
+                    c11 = add_i32x8(c11, dot4_u8s8(x, b1))
+                    x = bcast4_i8x32(a, a2 + 4 * q)
+                    c20 = add_i32x8(c20, dot4_u8s8(x, b0))
+                    c21 = add_i32x8(c21, dot4_u8s8(x, b1))
+                    x = bcast4_i8x32(a, a3 + 4 * q)
+                    c30 = add_i32x8(c30, dot4_u8s8(x, b0))
+                    c31 = add_i32x8(c31, dot4_u8s8(x, b1))
+                o = i * ldc + jp * 16
+                store_i32x8(c, o, c00)
+                store_i32x8(c, o + 8, c01)
+                o += ldc
+                store_i32x8(c, o, c10)
+                store_i32x8(c, o + 8, c11)
+                o += ldc
+                store_i32x8(c, o, c20)
+                store_i32x8(c, o + 8, c21)
+                o += ldc
+                store_i32x8(c, o, c30)
+                store_i32x8(c, o + 8, c31)
+                i += 4
+            while i < i1:
+                c00 = zero_i32x8()
+                c01 = zero_i32x8()
+                a0 = i * kp
+                for q in range(kq):
+                    b0 = load_i8x32(panels, boff + q * 64)
+                    b1 = load_i8x32(panels, boff + q * 64 + 32)
+                    x = bcast4_i8x32(a, a0 + 4 * q)
+                    c00 = add_i32x8(c00, dot4_u8s8(x, b0))
+                    c01 = add_i32x8(c01, dot4_u8s8(x, b1))
+                o = i * ldc + jp * 16
+                store_i32x8(c, o, c00)
+                store_i32x8(c, o + 8, c01)
+                i += 1
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def gemm_u8s8_vnni(a, kp, m, panels, n_panels, c, row_block):
+    """:func:`gemm_u8s8` with ``vpdpbusd`` (AVX512-VNNI): exact for every byte (no int16 step).
+    Compiled for AVX512-VNNI: call it only where the CPU has it."""
+    kq = kp // 4
+    ldc = n_panels * 16
+    for i0 in range(0, m, row_block):
+        i1 = min(m, i0 + row_block)
+        for jp in range(n_panels):
+            boff = jp * kq * 64
+            i = i0
+            while i + 4 <= i1:
+                c00 = zero_i32x8()
+                c01 = zero_i32x8()
+                c10 = zero_i32x8()
+                c11 = zero_i32x8()
+                c20 = zero_i32x8()
+                c21 = zero_i32x8()
+                c30 = zero_i32x8()
+                c31 = zero_i32x8()
+                a0 = i * kp
+                a1 = a0 + kp
+                a2 = a1 + kp
+                a3 = a2 + kp
+                for q in range(kq):
+                    b0 = load_i8x32(panels, boff + q * 64)
+                    b1 = load_i8x32(panels, boff + q * 64 + 32)
+                    x = bcast4_i8x32(a, a0 + 4 * q)
+                    c00 = dpbusd(c00, x, b0)
+                    c01 = dpbusd(c01, x, b1)
+                    x = bcast4_i8x32(a, a1 + 4 * q)
+                    c10 = dpbusd(c10, x, b0)
+                    c11 = dpbusd(c11, x, b1)
+                    x = bcast4_i8x32(a, a2 + 4 * q)
+                    c20 = dpbusd(c20, x, b0)
+                    c21 = dpbusd(c21, x, b1)
+                    x = bcast4_i8x32(a, a3 + 4 * q)
+                    c30 = dpbusd(c30, x, b0)
+                    c31 = dpbusd(c31, x, b1)
+                o = i * ldc + jp * 16
+                store_i32x8(c, o, c00)
+                store_i32x8(c, o + 8, c01)
+                o += ldc
+                store_i32x8(c, o, c10)
+                store_i32x8(c, o + 8, c11)
+                o += ldc
+                store_i32x8(c, o, c20)
+                store_i32x8(c, o + 8, c21)
+                o += ldc
+                store_i32x8(c, o, c30)
+                store_i32x8(c, o + 8, c31)
+                i += 4
+            while i < i1:
+                c00 = zero_i32x8()
+                c01 = zero_i32x8()
+                a0 = i * kp
+                for q in range(kq):
+                    b0 = load_i8x32(panels, boff + q * 64)
+                    b1 = load_i8x32(panels, boff + q * 64 + 32)
+                    x = bcast4_i8x32(a, a0 + 4 * q)
+                    c00 = dpbusd(c00, x, b0)
+                    c01 = dpbusd(c01, x, b1)
+                o = i * ldc + jp * 16
+                store_i32x8(c, o, c00)
+                store_i32x8(c, o + 8, c01)
+                i += 1
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def im2col_u8(x, zp, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, cols):
+    """Windows of the channels-last uint8 input ``x`` (N, H, W, C, C-contiguous) as rows of
+    ``cols`` (N * oh * ow, kp, C-contiguous): row = (image, oy, ox), columns (tap, channel),
+    positions outside the input at ``zp`` (real zero), columns beyond kh * kw * C zero."""
+    n, h, w, c = x.shape
+    kp = cols.shape[1]
+    depth = kh * kw * c
+    xf = x.reshape(-1)
+    cf = cols.reshape(-1)
+    row = 0
+    for b in range(n):
+        for oy in range(oh):
+            for ox in range(ow):
+                o = row * kp
+                x0 = ox * sw - pw
+                inside_x = x0 >= 0 and x0 + (kw - 1) * dw < w
+                for i in range(kh):
+                    iy = oy * sh - ph + i * dh
+                    if 0 <= iy < h and inside_x and dw == 1:     # the kernel row inside: one run
+                        copy_bytes(cf, o, xf, ((b * h + iy) * w + x0) * c, kw * c)
+                        o += kw * c
+                        continue
+                    for j in range(kw):
+                        ix = x0 + j * dw
+                        if 0 <= iy < h and 0 <= ix < w:
+                            copy_bytes(cf, o, xf, ((b * h + iy) * w + ix) * c, c)
+                        else:
+                            for t in range(c):
+                                cf[o + t] = zp
+                        o += c
+                for t in range(row * kp + depth, row * kp + kp):
+                    cf[t] = 0
+                row += 1
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def clamp_excess(a, lim, at, excess):
+    """Every byte of ``a`` (uint8, (m, kp)) above ``lim``: its flat index into ``at``, its excess
+    over ``lim`` into ``excess``, and the byte clamped to ``lim`` in place. Returns how many, or -1
+    (``a`` untouched) if they are more than ``at`` holds. Rows without such a byte are passed over
+    by a max reduction (LLVM vectorizes it: no early exit)."""
+    m, kp = a.shape
+    count = 0
+    for r in range(m):
+        top = np.uint8(0)
+        for q in range(kp):
+            top = max(top, a[r, q])
+        if top > lim:
+            for q in range(kp):
+                if a[r, q] > lim:
+                    count += 1
+    if count > at.shape[0]:
+        return -1
+    t = 0
+    for r in range(m):
+        top = np.uint8(0)
+        for q in range(kp):
+            top = max(top, a[r, q])
+        if top > lim:
+            for q in range(kp):
+                v = a[r, q]
+                if v > lim:
+                    at[t] = r * kp + q
+                    excess[t] = v - lim
+                    a[r, q] = lim
+                    t += 1
+    return count
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def add_excess(c, ldc, panels, kp, n, at, excess, count):
+    """``c[r, j] += e * w[j, q]`` for each clamped byte (flat index ``r * kp + q``, excess ``e``) of
+    :func:`clamp_excess`: the products the clamping took away, exact in int32. ``panels``: the
+    packed weight (``w[j, q]`` at ``((j // 16) * kp / 4 + q // 4) * 64 + (j % 16) * 4 + q % 4``)."""
+    kq = kp // 4
+    for t in range(count):
+        r = at[t] // kp
+        q = at[t] - r * kp
+        e = np.int32(excess[t])
+        base = (q // 4) * 64 + q % 4
+        row = r * ldc
+        for j in range(n):
+            c[row + j] += e * np.int32(panels[((j // 16) * kq) * 64 + base + (j % 16) * 4])
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def requantize_u8(c, ldc, out, s_img, s_row, s_ch, imgs, m, n, colsum, zw, rowsum, za, k, bias_div, mult, y_zp,
+                  lo, hi):
+    """fbgemm's requantization fused with the zero-point corrections: for image ``b``, row ``i``,
+    channel ``j`` (``r = b * m + i``), ``acc = c[r * ldc + j] - za * colsum[j] - zw[j] * (rowsum[r]
+    - k * za)``, ``y = clamp(nearbyint((float32(acc) + bias_div[j]) * mult[j]) + y_zp, lo, hi)``,
+    all in float32 as fbgemm's ``ReQuantizeOutput``, into ``out`` (flat uint8) at ``b * s_img +
+    i * s_row + j * s_ch``. Tiles of 64 rows are computed along the channels (contiguous reads)
+    and then written in ``out``'s order (runs along rows for NCHW)."""
+    has_rs = rowsum.shape[0] > 0
+    yz = np.float32(y_zp)
+    flo = np.float32(lo)
+    fhi = np.float32(hi)
+    corr = np.empty(n, np.int32)
+    for j in range(n):
+        corr[j] = np.int32(za * colsum[j])
+    rows_first = s_ch != 1
+    tile = np.empty(64 * n if rows_first else 0, np.uint8)
+    n8 = n // 8 * 8
+    for b in range(imgs):
+        for i0 in range(0, m, 64):
+            i1 = min(m, i0 + 64)
+            for i in range(i0, i1):
+                r = b * m + i
+                base = r * ldc
+                rc = np.int32(rowsum[r] - k * za) if has_rs else np.int32(0)
+                # channels-last output: straight into ``out``; else into the tile
+                dst, d0 = (tile, (i - i0) * n) if rows_first else (out, b * s_img + i * s_row)
+                for j in range(0, n8, 8):       # 8 channels in float32 lanes, the same operations
+                    requant8_u8(c, base + j, corr, zw, rc, bias_div, mult, j, yz, flo, fhi, dst, d0 + j)
+                for j in range(n8, n):
+                    acc = c[base + j] - corr[j] - zw[j] * rc
+                    # nearbyint by the 1.5 * 2^23 trick: exact below 2^22 in magnitude; beyond,
+                    # the value clamps to lo or hi either way
+                    v = ((np.float32(acc) + bias_div[j]) * mult[j] + _ROUND) - _ROUND + yz
+                    v = min(max(v, flo), fhi)
+                    dst[d0 + j] = np.uint8(v)
+            if rows_first:
+                ob = b * s_img
+                for j in range(n):
+                    o = ob + j * s_ch
+                    for i in range(i0, i1):
+                        out[o + i * s_row] = tile[(i - i0) * n + j]

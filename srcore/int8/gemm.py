@@ -1,0 +1,341 @@
+"""An exact ``u8 x s8 -> s32`` GEMM on AVX2 (``vpmaddubsw``/``vpmaddwd``, :mod:`.simd8`) or AVX512-VNNI
+(``vpdpbusd``, where the CPU has it: :func:`simd_path`), for
+quantized linear and convolution layers with ``quint8`` activations and ``qint8`` weights, with
+fbgemm's requantization fused (:func:`gemm_requantize`) and convolution windows gathered straight
+into its rows (:func:`conv_rows`). Plugins reach it as ``srcore.plugin.int8_gemm`` (quantized_cpu's
+kernels and trt_like's ``int8_simd`` tactic share it); numba is imported on first use only, so a
+plugin that calls it declares numba itself.
+
+Layout: the activations are rows of ``K`` bytes (``K`` padded to a multiple of 4 with zeros), the
+weight is packed once into panels of 16 output channels, ``(K / 4, 16, 4)`` bytes each, so that one
+32-byte load holds 4 consecutive depths of 8 channels. The micro-kernel keeps a 4 x 16 block of
+int32 accumulators in 8 registers; per 4 depths it broadcasts 4 activation bytes per row and does
+two ``vpmaddubsw`` + ``vpmaddwd`` per row. Rows are taken in blocks whose bytes stay in L2.
+
+Exactness. ``vpmaddubsw`` adds two products in saturating int16: exact while every activation
+byte is at most ``lim`` (from the weight: ``lim * (w[2i]+ + w[2i+1]+) <= 32767`` and
+``lim * (w[2i]- + w[2i+1]-) <= 32768``; 129 for symmetric int8 weights in [-127, 127], so 7-bit
+activations, torch's ``reduce_range`` and ``srcore.quantize``'s default, always are). Otherwise
+the bytes are clamped to ``lim`` and the rows with larger ones get their excess (<= 127) in a
+second, small product; when such rows are many, each byte is split as ``128 * hi + lo`` and the
+GEMM runs twice. Zero points are applied afterwards, exactly, in
+int32: ``sum((a - za)(w - zw)) = sum(a w) - za * colsum(w) - zw * rowsum(a) + K za zw``, which
+stays in int32 for ``K <= 33000`` (larger: the caller's SGEMM path). The result is fbgemm's int32
+accumulator without its int16 saturation.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import os
+import threading
+import time
+
+import attrs
+import numpy as np
+
+from ..ir.quant import QDTYPES
+
+#: panel width (output channels per packed panel) and micro-kernel rows
+NR = 16
+MR = 4
+#: activation bytes of one block of rows (kept in L2 while every weight panel passes over it)
+ROW_BLOCK_BYTES = 1 << 17
+#: the largest depth whose accumulators and zero-point corrections stay in int32
+MAX_K = 33000
+_I16_MAX = 32767
+
+
+def numba_enabled() -> bool:
+    """numba kernels may run (numba installed and ``SRCORE_INT8_GEMM`` is not ``sgemm``)."""
+    if os.environ.get("SRCORE_INT8_GEMM", "").lower() == "sgemm":
+        return False
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+#: the CPU features of ``vpdpbusd`` on 256-bit registers (AVX512-VNNI with VL), numpy's names
+VNNI_FEATURES = frozenset({"AVX512F", "AVX512BW", "AVX512VL", "AVX512VNNI"})
+
+
+def simd_path(features: frozenset[str] | None = None) -> str | None:
+    """The GEMM's instructions on this machine, by feature test (``srcore.cpu_features``, never the
+    vendor): ``"vnni"`` (``vpdpbusd``: exact for every byte in one pass), ``"avx2"``
+    (``vpmaddubsw`` + ``vpmaddwd``: bytes above the int16 limit take a second, small product), or
+    None (no AVX2, no numba, or ``SRCORE_INT8_GEMM=sgemm``). ``SRCORE_INT8_GEMM=avx2`` keeps a
+    VNNI machine on the AVX2 pair. ``features``: another machine's, for tests."""
+    env = os.environ.get("SRCORE_INT8_GEMM", "").lower()
+    if env == "sgemm":
+        return None
+    if features is None:
+        from ..cpu_features import cpu_features
+
+        features = cpu_features()
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return None
+    if VNNI_FEATURES <= features and env != "avx2":
+        return "vnni"
+    return "avx2" if "AVX2" in features else None
+
+
+@functools.lru_cache(maxsize=1)
+def _active_path() -> str | None:
+    return simd_path()
+
+
+def _simd_supported() -> bool:
+    return _active_path() is not None
+
+
+@functools.lru_cache(maxsize=2)
+def _kernels(path: str = "avx2"):
+    from ._kernels import gemm_u8s8, gemm_u8s8_vnni
+    return gemm_u8s8_vnni if path == "vnni" else gemm_u8s8
+
+
+@attrs.frozen(eq=False)
+class PackedInt8:
+    """A ``qint8`` weight packed for :func:`gemm`: ``panels`` int8 ``(n_panels, kp/4, 16, 4)``
+    flat, ``n`` output channels, ``k`` depth (``kp`` padded to 4), ``lim`` the largest activation
+    byte whose pair sums stay in int16 with these weights (128 at least), ``colsum`` int32 per
+    channel, ``zero_points`` int32 per channel."""
+
+    panels: np.ndarray
+    n: int
+    k: int
+    kp: int
+    n_panels: int
+    lim: int
+    colsum: np.ndarray
+    zero_points: np.ndarray
+    #: fbgemm's requantization constants of the calls so far, by their parameters (a layer's are
+    #: the same on every call: computing them took a fifth of a small conv's Python time)
+    requant: dict = attrs.field(factory=dict, repr=False)
+
+    @property
+    def has_zero_points(self) -> bool:
+        got = self.requant.get("has_zero_points")
+        if got is None:
+            got = self.requant["has_zero_points"] = bool(self.zero_points.any())
+        return got
+
+
+def pack(w_int8: np.ndarray, zero_points: np.ndarray) -> PackedInt8:
+    """Pack a ``(n, K)`` int8 weight (rows = output channels)."""
+    n, k = w_int8.shape
+    kp = -(-k // 4) * 4
+    n_panels = -(-n // NR)
+    wp = np.zeros((n_panels * NR, kp), np.int8)
+    wp[:n, :k] = w_int8
+    panels = np.ascontiguousarray(wp.reshape(n_panels, NR, kp // 4, 4).transpose(0, 2, 1, 3)).ravel()
+    w32 = wp.astype(np.int32)
+    pos, neg = np.maximum(w32, 0), np.maximum(-w32, 0)
+    # a pair a0*w0 + a1*w1 (a <= amax) lies in [-amax * pneg, amax * ppos]; int16 holds [-32768, 32767]
+    ppos = int((pos[:, 0::2] + pos[:, 1::2]).max(initial=0))
+    pneg = int((neg[:, 0::2] + neg[:, 1::2]).max(initial=0))
+    lim = min(255, _I16_MAX // max(ppos, 1), (_I16_MAX + 1) // max(pneg, 1))
+    return PackedInt8(panels, n, k, kp, n_panels, lim, w_int8.astype(np.int32).sum(axis=1, dtype=np.int32),
+                      np.asarray(zero_points, np.int64).astype(np.int32).reshape(n))
+
+
+def applies(k: int, x_qdtype: str = "quint8", w_qdtype: str = "qint8") -> bool:
+    """Whether :func:`gemm` takes a layer of depth ``k`` with these operand dtypes (``quint8``
+    activations, ``qint8`` weights) on this machine (the instructions, numba, and faster than SGEMM)."""
+    return x_qdtype == "quint8" and w_qdtype == "qint8" and 0 < k <= MAX_K and faster_than_sgemm()
+
+
+_local = threading.local()
+
+
+def scratch(name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
+    """A per-thread reusable buffer (the GEMM's rows and int32 sums are large and die within the
+    call: fresh arrays would fault their pages in on every call). Valid until the next request of
+    the same name on the thread."""
+    bufs = _local.__dict__.setdefault("bufs", {})
+    entry = bufs.get(name)           # (buffer, {(shape, dtype): view of it})
+    key = (shape, dtype)
+    if entry is not None:
+        view = entry[1].get(key)
+        if view is not None:
+            return view
+    dt = np.dtype(dtype)
+    nbytes = math.prod(shape) * dt.itemsize
+    if entry is None or entry[0].nbytes < nbytes:
+        entry = bufs[name] = (np.empty(max(nbytes, 1), np.uint8), {})
+    elif len(entry[1]) > 64:
+        entry[1].clear()
+    view = entry[1][key] = entry[0][:nbytes].view(dt).reshape(shape)
+    return view
+
+
+def _row_block(m: int, kp: int) -> int:
+    """Rows per block: about :data:`ROW_BLOCK_BYTES` of them, or all ``m`` when they are at most two
+    such blocks (a few deep rows, as a linear layer's batch: every block streams all the weight
+    panels, from memory when the weight is larger than the caches)."""
+    rows = max(MR, (ROW_BLOCK_BYTES // max(kp, 1)) // MR * MR)
+    return max(MR, -(-m // MR) * MR) if m <= 2 * rows else rows
+
+
+def _raw_gemm(a: np.ndarray, m: int, p: PackedInt8, name: str = "c") -> np.ndarray:
+    c = scratch(name, (m, p.n_panels * NR), np.int32)
+    rows = _row_block(m, p.kp)
+    _kernels(_active_path())(a.reshape(-1), p.kp, m, p.panels, p.n_panels, c.reshape(-1), rows)
+    return c
+
+
+def _exact_raw(a: np.ndarray, p: PackedInt8, overwrite: bool = False) -> np.ndarray:
+    """``sum_k a[m, k] * w[n, k]`` (no zero points), int32 ``(m, n_panels * 16)``, exact: one pass
+    when every byte is at most ``p.lim``; else the bytes above ``lim`` (few, as after a
+    percentile-clipped calibration) clamped to it and their excess times the weight added after,
+    byte by byte; else (more than 1/32 of the bytes) ``128 * hi + lo`` in two passes.
+    ``overwrite``: ``a`` may be clamped in place."""
+    from ._kernels import add_excess, clamp_excess
+
+    m = a.shape[0]
+    if not a.size or p.lim >= 255 or _active_path() == "vnni":     # vpdpbusd has no int16 step
+        return _raw_gemm(a, m, p)
+    if not overwrite:
+        if int(a.max()) <= p.lim:
+            return _raw_gemm(a, m, p)
+        a = a.copy()
+    cap = max(256, a.size // 32)
+    at = scratch("excess_at", (cap,), np.int64)
+    excess = scratch("excess", (cap,), np.uint8)
+    count = clamp_excess(a, p.lim, at, excess)     # one scan
+    if count >= 0:
+        c = _raw_gemm(a, m, p)
+        if count:
+            add_excess(c.reshape(-1), c.shape[1], p.panels, p.kp, p.n, at, excess, count)
+        return c
+    c = _raw_gemm(a & np.uint8(127), m, p)     # many: each byte as 128 * hi + lo
+    c += _raw_gemm(a >> np.uint8(7), m, p, "c_hi") << 7
+    return c
+
+
+def gemm(a: np.ndarray, x_zp: int, p: PackedInt8) -> np.ndarray:
+    """Exact ``sum_k (a[m, k] - x_zp) * (w[n, k] - zw[n])`` as int32 ``(m, n)``, for ``a`` uint8
+    ``(m, kp)`` (C-contiguous, columns beyond ``p.k`` zero)."""
+    c = _exact_raw(a, p)[:, :p.n].copy()      # out of the scratch buffer
+    if x_zp:
+        c -= np.int32(x_zp) * p.colsum
+    if p.has_zero_points:
+        rs = a.sum(axis=1, dtype=np.int32)[:, None]
+        c -= p.zero_points * (rs - np.int32(p.k * x_zp))
+    return c
+
+
+_NO_ROWSUM = np.zeros(0, np.int64)
+
+
+def gemm_requantize(a: np.ndarray, x_zp: int, p: PackedInt8, x_scale: float, w_scales: np.ndarray, bias,
+                    y_scale: float, y_zero_point: int, relu: bool, out: np.ndarray, channels_first: bool,
+                    overwrite: bool = False) -> np.ndarray:
+    """:func:`gemm` then fbgemm's requantization to ``quint8`` (as ``gemm.requantize``), fused:
+    one pass from the raw int32 sums to ``out``, a C-contiguous uint8 array holding
+    (rows, channels) or, ``channels_first``, (images, channels, positions) with the rows of ``a``
+    ordered (image, position). ``overwrite``: ``a`` is the caller's scratch and may be changed."""
+    from ._kernels import requantize_u8
+
+    if not out.size:
+        return out
+    f32 = np.float32
+    rowsum = a.sum(axis=1, dtype=np.int64) if p.has_zero_points else _NO_ROWSUM   # before any clamping
+    c = _exact_raw(a, p, overwrite)
+    key = (float(x_scale), float(y_scale), id(w_scales), id(bias))
+    got = p.requant.get(key)
+    if got is None:
+        act_w = f32(x_scale) * np.asarray(w_scales, f32)
+        mult = (act_w / f32(y_scale)).astype(f32)
+        bias_div = (np.asarray(bias, f32) / act_w).astype(f32) if bias is not None else np.zeros(p.n, f32)
+        if len(p.requant) > 8:
+            p.requant.clear()
+        # the arrays are kept with their constants: their ids stay theirs while the entry lives
+        got = p.requant[key] = (mult, bias_div, w_scales, bias)
+    mult, bias_div = got[0], got[1]
+    info = QDTYPES["quint8"]
+    if not out.flags.c_contiguous:
+        raise ValueError("gemm_requantize writes into a C-contiguous array")
+    n = p.n
+    rows = out.size // n
+    # rows of channels (the GEMM's order, 8 channels per float32 vector); NCHW by one numpy
+    # transposing copy after (3x faster than scattering bytes along the rows)
+    flat = scratch("requantized", (rows * n,), np.uint8) if channels_first else out.reshape(-1)
+    requantize_u8(c.reshape(-1), c.shape[1], flat, 0, n, 1, 1, rows, n, p.colsum, p.zero_points, rowsum, int(x_zp),
+                  p.k, bias_div, mult, int(y_zero_point), int(y_zero_point) if relu else info.qmin, info.qmax)
+    if channels_first:
+        imgs = out.shape[0]
+        np.copyto(out.reshape(imgs, n, -1), flat.reshape(imgs, -1, n).transpose(0, 2, 1))
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def faster_than_sgemm() -> bool:
+    """This path where the CPU has AVX2 (a feature test) and, timed once per process on a
+    layer-sized product, it beats float32 SGEMM on the same integers; ``SRCORE_INT8_GEMM=sgemm``
+    turns it off, ``=simd`` skips the timing."""
+    if not _simd_supported():
+        return False
+    if os.environ.get("SRCORE_INT8_GEMM", "").lower() == "simd":
+        return True
+    rng = np.random.default_rng(0)
+    m, k, n = 196, 576, 64
+    a = rng.integers(0, 128, (m, k), dtype=np.uint8)
+    w = rng.integers(-127, 128, (n, k), dtype=np.int8)
+    p = pack(w, np.zeros(n))
+    af, wf = a.astype(np.float32), np.ascontiguousarray(w.T.astype(np.float32))
+
+    def best(fn) -> float:
+        fn()
+        ts = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+        return min(ts)
+    return best(lambda: gemm(a, 0, p)) < best(lambda: np.matmul(af, wf))
+
+
+
+
+def conv_rows(x_u8: np.ndarray, x_zp: int, p: PackedInt8, kernel, stride, padding, dilation, out_sp) -> np.ndarray:
+    """The rows :func:`gemm` multiplies for a groups-1 1-d or 2-d convolution of ``x_u8`` (N, C,
+    *spatial) uint8 by a weight packed from (Cout, C, *kernel) as (Cout, C * taps) with the depth in
+    (tap, channel) order: the input laid out channels-last once, its windows gathered (numba, one
+    ``memcpy`` per run) as rows of (tap, channel) bytes, positions in the padding at ``x_zp``
+    (padding stands for real zeros). A 1x1 stride-1 convolution's rows are its pixels. The rows
+    live in a per-thread scratch buffer (valid until the next call)."""
+    from ._kernels import im2col_u8
+
+    N, C = x_u8.shape[:2]
+    k, stride, padding, dilation, out_sp = tuple(kernel), tuple(stride), tuple(padding), tuple(dilation), tuple(out_sp)
+    src = np.moveaxis(x_u8, 1, -1)                                  # (N, *spatial, C)
+    if src.flags.c_contiguous:
+        x_cl = src
+    else:
+        x_cl = scratch("x_cl", src.shape, np.uint8)
+        np.copyto(x_cl, src)
+    m = N * math.prod(out_sp)
+    if all(v == 1 for v in k) and all(v == 1 for v in stride) and not any(padding) and p.kp == C:
+        return x_cl.reshape(m, C)
+    if len(k) == 1:                                                 # conv1d as a conv2d of height 1
+        x_cl, k, out_sp = x_cl[:, None], (1,) + k, (1,) + out_sp
+        stride, padding, dilation = (1,) + stride, (0,) + padding, (1,) + dilation
+    cols = scratch("cols", (m, p.kp), np.uint8)
+    im2col_u8(x_cl, np.uint8(x_zp), k[0], k[1], stride[0], stride[1], padding[0], padding[1], dilation[0],
+              dilation[1], out_sp[0], out_sp[1], cols)
+    return cols
+
+
+def linear_rows(x_u8: np.ndarray, p: PackedInt8) -> np.ndarray:
+    """The activations (..., K) as C-contiguous uint8 rows of ``p.kp`` bytes (zero-padded depth)."""
+    a = x_u8.reshape(-1, p.k)
+    if p.kp != p.k or not a.flags.c_contiguous:
+        pad = np.zeros((a.shape[0], p.kp), np.uint8)
+        pad[:, :p.k] = a
+        a = pad
+    return a
