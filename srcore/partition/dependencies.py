@@ -23,6 +23,7 @@ folds the chain into constants for each signature (:func:`srcore.partition.speci
 from __future__ import annotations
 
 import functools
+
 from ..dispatch.resolve import STRUCTURAL_KINDS
 from ..ir.alias import mutated_inputs, mutated_values
 from ..ir.effects import has_side_effects
