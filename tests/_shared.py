@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,22 @@ def bench_model_via_torchscript(name: str):
         ts = torch.jit.trace(m, inputs, check_trace=False) if meta["torchscript"] == "trace" else torch.jit.script(m)
         ref = m(*inputs).numpy()
     return srcore.from_torchscript(ts, inputs), [i.numpy() for i in inputs], ref
+
+
+def run_in_threads(work, n: int) -> None:
+    """Call ``work(k)`` for ``k`` in ``range(n)``, each in a thread of its own, all at once; the first
+    exception any of them raised is raised here, in the test's thread."""
+    errors: list[BaseException] = []
+
+    def guarded(k):
+        try:
+            work(k)
+        except BaseException as exc:  # a thread's failure would otherwise only be printed
+            errors.append(exc)
+    threads = [threading.Thread(target=guarded, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]

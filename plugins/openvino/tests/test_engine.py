@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 import time
 
@@ -334,20 +333,12 @@ def test_an_unwritable_cache_dir_runs_without_a_cache(tmp_path):
 
 
 def test_engines_are_called_from_several_threads_at_once():
+    from _shared import run_in_threads   # here: a child process imports this module without tests/ on its path
+
     sm = _sm(DYN)
     xs = [_x((n + 1, 16), n) for n in range(8)]
     want = [_want(x) for x in xs]
-    errors = []
-
     def work(k):
-        try:
-            for _ in range(20):
-                np.testing.assert_allclose(sm(xs[k]), want[k], rtol=1e-5, atol=1e-5)
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors[0]
+        for _ in range(20):
+            np.testing.assert_allclose(sm(xs[k]), want[k], rtol=1e-5, atol=1e-5)
+    run_in_threads(work, 8)

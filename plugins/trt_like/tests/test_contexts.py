@@ -14,6 +14,7 @@ from srcore_trt_like import store as trt_store
 from srcore_trt_like.builder import plan as plan_mod
 from srcore_trt_like.kernels.contexts import Contexts
 from srcore_trt_like.kernels.scratch import SCRATCH
+from _shared import run_in_threads
 
 pytestmark = pytest.mark.one_pass
 
@@ -73,22 +74,14 @@ def test_a_pool_of_runtimes_shares_one_context(monkeypatch):
     with torch.no_grad():
         np.testing.assert_allclose(want[0], m(torch.from_numpy(xs[0])).numpy(), rtol=1e-4, atol=1e-5)
     pool = srcore.RuntimePool(sm, size=4)
-    errors, own = [], []
+    own = []
 
     def work(k):
-        try:
-            for i in range(15):
-                j = (k + i) % len(xs)
-                np.testing.assert_array_equal(pool.run(xs[j]), want[j])
-            own.append(len(SCRATCH.own))
-        except Exception as exc:  # reported by the main thread
-            errors.append(exc)
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors[0]
+        for i in range(15):
+            j = (k + i) % len(xs)
+            np.testing.assert_array_equal(pool.run(xs[j]), want[j])
+        own.append(len(SCRATCH.own))
+    run_in_threads(work, 4)
     assert cs.made == 1 and own == [0, 0, 0, 0]
     (ctx,) = cs.free
     assert len(ctx.arenas) >= 1 and cs.nbytes() >= sum(n for n, _ in ctx.arenas.values()) > 0

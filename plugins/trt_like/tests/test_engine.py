@@ -2,7 +2,6 @@
 plans per input signature, fresh outputs, read-only inputs, threads, builder options."""
 from __future__ import annotations
 
-import threading
 
 import numpy as np
 import pytest
@@ -11,6 +10,7 @@ import torch
 import srcore
 from srcore.ir.parser import parse_graph
 from srcore.partition import ENGINE_KIND
+from _shared import run_in_threads
 
 TRT = ("trt_like", "cpu")
 
@@ -140,21 +140,11 @@ def test_runtimes_in_threads_share_the_engine(convnet):
     rng = np.random.default_rng(1)
     xs = [rng.standard_normal((2, 3, 12, 12), dtype=np.float32) for _ in range(8)]
     want = [sm(v).copy() for v in xs]
-    errors = []
-
     def work(k):
-        try:
-            for i in range(20):
-                j = (k + i) % len(xs)
-                np.testing.assert_array_equal(pool.run(xs[j]), want[j])
-        except Exception as exc:  # reported by the main thread
-            errors.append(exc)
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors[0]
+        for i in range(20):
+            j = (k + i) % len(xs)
+            np.testing.assert_array_equal(pool.run(xs[j]), want[j])
+    run_in_threads(work, 4)
 
 
 def test_builder_options_timing_and_fusion(convnet):

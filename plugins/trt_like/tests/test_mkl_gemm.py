@@ -2,7 +2,6 @@
 in float64, per-thread thread counts, and the engine choosing it (or not) by timing and options."""
 from __future__ import annotations
 
-import threading
 
 import numpy as np
 import pytest
@@ -12,6 +11,7 @@ from hypothesis import strategies as st
 import srcore
 from srcore.ir.parser import parse_graph
 from srcore_trt_like.kernels import mkl as mkl_gemm
+from _shared import run_in_threads
 
 lib = mkl_gemm.library()
 pytestmark = pytest.mark.skipif(lib is None, reason="the optional mkl package is not installed")
@@ -42,23 +42,13 @@ def test_packed_weight_is_a_copy_and_calls_from_threads_agree():
         gemm(x, o)
         first.append(o)
     assert np.abs(first[0]).max() > 0
-    errors = []
-
     def work(k):
-        try:
-            o = np.empty((33, 96), np.float32)
-            for i in range(30):
-                j = (k + i) % len(xs)
-                gemm(xs[j], o)
-                np.testing.assert_array_equal(o, first[j])
-        except Exception as exc:  # reported by the main thread
-            errors.append(exc)
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors[0]
+        o = np.empty((33, 96), np.float32)
+        for i in range(30):
+            j = (k + i) % len(xs)
+            gemm(xs[j], o)
+            np.testing.assert_array_equal(o, first[j])
+    run_in_threads(work, 4)
 
 
 MLP = """graph(%x : Float(48, 256)):
