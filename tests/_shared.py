@@ -11,6 +11,7 @@ import subprocess
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,3 +75,27 @@ def run_in_threads(work, n: int) -> None:
         t.join()
     if errors:
         raise errors[0]
+
+
+def pointwise_chain(width: int) -> str:
+    """IR text of a seven-node pointwise chain on ``Float(batch, width)``; :func:`pointwise_chain_ref`
+    computes it in numpy."""
+    return f"""graph(%x : Float(batch, {width})):
+  %one : int = prim::Constant[value=1]()
+  %half : float = prim::Constant[value=0.5]()
+  %a : Tensor = aten::add(%x, %x, %one)
+  %b : Tensor = aten::mul(%a, %half)
+  %c : Tensor = aten::sigmoid(%b)
+  %d : Tensor = aten::mul(%c, %x)
+  %e : Tensor = aten::tanh(%d)
+  %f : Tensor = aten::relu(%e)
+  %g : Tensor = aten::sub(%f, %a, %one)
+  return (%g)
+"""
+
+
+def pointwise_chain_ref(x: np.ndarray) -> np.ndarray:
+    """What :func:`pointwise_chain`'s graph returns for ``x``."""
+    a = x + x
+    c = 1 / (1 + np.exp(-a * 0.5))
+    return np.maximum(np.tanh(c * x), 0) - a

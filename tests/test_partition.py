@@ -16,6 +16,8 @@ from srcore.partition import ENGINE_KIND
 from srcore.plugin import Backend, EngineBuilder, hookimpl
 from srcore.plugin.manager import PluginManager
 
+from _shared import pointwise_chain, pointwise_chain_ref
+
 COMBOS = [(e, p) for e in ("codegen", "interpreter") for p in ("standard_resizing", "precomputed_offsets")]
 
 
@@ -71,24 +73,8 @@ def options(request):
     return srcore.Options(executor=executor, memory_planner_algorithm=planner, backends=("te", "cpu"))
 
 
-CHAIN = """graph(%x : Float(batch, 16)):
-  %one : int = prim::Constant[value=1]()
-  %half : float = prim::Constant[value=0.5]()
-  %a : Tensor = aten::add(%x, %x, %one)
-  %b : Tensor = aten::mul(%a, %half)
-  %c : Tensor = aten::sigmoid(%b)
-  %d : Tensor = aten::mul(%c, %x)
-  %e : Tensor = aten::tanh(%d)
-  %f : Tensor = aten::relu(%e)
-  %g : Tensor = aten::sub(%f, %a, %one)
-  return (%g)
-"""
-
-
-def chain_ref(x):
-    a = x + x
-    c = 1 / (1 + np.exp(-a * 0.5))
-    return np.maximum(np.tanh(c * x), 0) - a
+CHAIN = pointwise_chain(16)
+chain_ref = pointwise_chain_ref
 
 
 def engine_nodes(sm):

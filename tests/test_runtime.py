@@ -11,6 +11,8 @@ import srcore
 from srcore.ir.parser import parse_graph
 from srcore.model import InputSpec, Model
 
+from _shared import pointwise_chain, pointwise_chain_ref
+
 COMBOS = [(e, p) for e in ("codegen", "interpreter") for p in ("standard_resizing", "precomputed_offsets")]
 
 
@@ -20,24 +22,8 @@ def options(request):
     return srcore.Options(executor=executor, memory_planner_algorithm=planner)
 
 
-CHAIN = """graph(%x : Float(batch, 64)):
-  %one : int = prim::Constant[value=1]()
-  %half : float = prim::Constant[value=0.5]()
-  %a : Tensor = aten::add(%x, %x, %one)
-  %b : Tensor = aten::mul(%a, %half)
-  %c : Tensor = aten::sigmoid(%b)
-  %d : Tensor = aten::mul(%c, %x)
-  %e : Tensor = aten::tanh(%d)
-  %f : Tensor = aten::relu(%e)
-  %g : Tensor = aten::sub(%f, %a, %one)
-  return (%g)
-"""
-
-
-def chain_ref(x):
-    a = x + x
-    c = 1 / (1 + np.exp(-a * 0.5))
-    return np.maximum(np.tanh(c * x), 0) - a
+CHAIN = pointwise_chain(64)
+chain_ref = pointwise_chain_ref
 
 
 def chain_module(options, **kw):
