@@ -45,6 +45,9 @@ from hypothesis import strategies as st
 
 import srcore
 from srcore.ir.parser import parse_graph
+from srcore.testing.op_cases import (GraphText, In, Param, TList, call_aten, compare_specials, constant_line,
+                                     raise_worst, tin, to_torch)
+from srcore.testing.op_cases import random_values as data
 from srcore_trt_like.builder import support
 from srcore_trt_like.tactics import choose as tactics
 
@@ -52,83 +55,9 @@ TRT = ("trt_like", "cpu")
 EXHAUSTIVE = bool(os.environ.get("SRCORE_CONFORMANCE"))
 EPS = 2.0 ** -23                       # one float32 ulp, relative
 TINY = float(np.finfo(np.float32).smallest_subnormal)
-SPECIALS = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e30, -1e30, 1e-40, -1e-40, 88.8, -88.8, 104.0,
-                     -104.0, 20.0, -20.0, 9.0, -9.0, 1e-8, 3.0, -3.0, 6.0], np.float32)
-DTYPE_NAMES = {np.dtype(np.float32): "Float", np.dtype(np.float64): "Double", np.dtype(np.int64): "Long",
-               np.dtype(np.int32): "Int", np.dtype(np.bool_): "Bool", np.dtype(np.float16): "Half"}
-
-
-# -- inputs ---------------------------------------------------------------------------------------
-def data(shape, seed: int, dtype=np.float32, special: bool = True, positive: bool = False) -> np.ndarray:
-    """Random values of ``shape`` (normal, scale 3), with special values sprinkled in."""
-    rng = np.random.default_rng(seed)
-    if np.dtype(dtype) == np.bool_:
-        return np.asarray(rng.random(shape) < 0.5)
-    if np.dtype(dtype).kind in "iu":
-        return np.asarray(rng.integers(-5, 6, size=shape), dtype=dtype)
-    x = (rng.standard_normal(shape) * 3).astype(np.float32)
-    if special and x.size:
-        flat = x.reshape(-1)
-        k = min(flat.size, len(SPECIALS), max(1, flat.size // 3))
-        flat[rng.choice(flat.size, k, replace=False)] = rng.choice(SPECIALS, k, replace=False)
-    if positive:
-        x = np.abs(x) + np.float32(0.1)
-    with np.errstate(over="ignore"):
-        return np.asarray(x, dtype=dtype)
-
-
-@attrs.frozen
-class In:
-    """A graph input: ``array`` is what the module is called with (it may be a non-contiguous view)."""
-
-    array: np.ndarray
-
-
-@attrs.frozen
-class TList:
-    """A list of tensors built in the graph (``prim::ListConstruct``: ``aten::cat``'s ``tensors``)."""
-
-    items: tuple
-
-
-@attrs.frozen
-class Param:
-    """A tensor constant (``prim::Constant[param=...]``)."""
-
-    array: np.ndarray
-
-
-def tin(shape, seed=0, dtype=np.float32, transposed=False, **kw) -> In:
-    """An input of ``shape``; ``transposed``: a non-contiguous view (the transpose of a C array)."""
-    if transposed and len(shape) >= 2:
-        base = data(tuple(reversed(shape)), seed, dtype, **kw)
-        return In(base.T)
-    return In(data(shape, seed, dtype, **kw))
 
 
 # -- graphs ----------------------------------------------------------------------------------------
-def _const_line(name: str, v) -> str:
-    if v is None:
-        return f"  %{name} : NoneType = prim::Constant()"
-    if isinstance(v, bool):
-        return f"  %{name} : bool = prim::Constant[value={int(v)}]()"
-    if isinstance(v, int):
-        return f"  %{name} : int = prim::Constant[value={v}]()"
-    if isinstance(v, float):
-        return f"  %{name} : float = prim::Constant[value={v!r}]()"
-    if isinstance(v, str):
-        return f'  %{name} : str = prim::Constant[value="{v}"]()'
-    if isinstance(v, (list, tuple)) and all(isinstance(i, int) and not isinstance(i, bool) for i in v):
-        return f"  %{name} : int[] = prim::Constant[value=[{', '.join(map(str, v))}]]()"
-    if isinstance(v, (list, tuple)) and all(isinstance(i, float) for i in v):
-        return f"  %{name} : float[] = prim::Constant[value=[{', '.join(map(repr, v))}]]()"
-    raise TypeError(f"no constant for {v!r}")
-
-
-def _ttype(a: np.ndarray) -> str:
-    return f"{DTYPE_NAMES[a.dtype]}({', '.join(map(str, a.shape))})"
-
-
 @attrs.frozen
 class Call:
     """One node: ``kind`` (``aten::add``) on ``args`` (In, Param or Python constants)."""
@@ -138,52 +67,26 @@ class Call:
 
 
 def graph_text(calls: list[Call], pre: str | None = None, post: str | None = None):
-    """IR text of ``calls`` chained (``Call.args`` may hold :data:`PREV`, the previous node's
-    result), optionally with a pointwise ``pre``/``post`` op around the first/last node; returns
-    (text, params, runtime inputs)."""
-    ins: list[np.ndarray] = []
-    params: dict[str, np.ndarray] = {}
-    head, body = [], []
-    prev = None
-
-    def val(a, k, j):
-        nonlocal prev
-        if a is PREV:
-            return prev
-        if isinstance(a, TList):
-            items = [val(x, k, f"{j}_{i}") for i, x in enumerate(a.items)]
-            body.append(f"  %l{k}_{j} : Tensor[] = prim::ListConstruct({', '.join('%' + n for n in items)})")
-            return f"l{k}_{j}"
-        if isinstance(a, In):
-            name = f"x{len(ins)}"
-            ins.append(a.array)
-            head.append(f"%{name} : {_ttype(a.array)}")
-            if pre is not None and len(ins) == 1:
-                body.append(f"  %{name}p : Tensor = {pre}(%{name})")
-                return f"{name}p"
-            return name
-        if isinstance(a, Param):
-            name = f"w{len(params)}"
-            params[name] = a.array
-            body.append(f'  %{name} : {_ttype(a.array)} = prim::Constant[param="{name}"]()')
-            return name
-        name = f"c{k}_{j}"
-        body.append(_const_line(name, a))
+    """IR text of ``calls``, the last one the output, optionally with a pointwise ``pre``/``post`` op
+    around the first input / the output; returns (text, params, runtime inputs)."""
+    def wrap_first(name: str) -> str:
+        if pre is not None and len(g.inputs) == 1:
+            g.line(f"  %{name}p : Tensor = {pre}(%{name})")
+            return f"{name}p"
         return name
 
+    g = GraphText(on_input=wrap_first)
+    prev = None
     for k, call in enumerate(calls):
-        names = [val(a, k, j) for j, a in enumerate(call.args)]
-        body.append(f"  %y{k} : Tensor = {call.kind}({', '.join('%' + n for n in names)})")
+        names = [g.value(a, f"{k}_{j}") for j, a in enumerate(call.args)]
+        g.line(f"  %y{k} : Tensor = {call.kind}({', '.join('%' + n for n in names)})")
         prev = f"y{k}"
     out = prev
     if post is not None:
-        body.append(f"  %z : Tensor = {post}(%{prev})")
+        g.line(f"  %z : Tensor = {post}(%{prev})")
         out = "z"
-    text = f"graph({', '.join(head)}):\n" + "\n".join(body) + f"\n  return (%{out})\n"
-    return text, params, ins
+    return g.text([f"%{out}"]), g.params, g.inputs
 
-
-PREV = object()
 
 
 def module(text, params, tactic_mode: str = "first", fusion: bool = True, **options) -> srcore.StaticModule:
@@ -247,46 +150,17 @@ EXACT = Tol()
 
 
 def assert_close(got, want, tol: Tol, scale=None, what: str = ""):
-    want = np.asarray(want)
-    got = np.asarray(got)
-    assert got.shape == want.shape, f"{what}: shape {got.shape} != torch's {want.shape}"
-    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != torch's {want.dtype}"
-    if want.dtype.kind not in "fc":
-        np.testing.assert_array_equal(got, want, err_msg=what)
+    checked = compare_specials(got, want, what)
+    if checked is None:
         return
-    g, w = got.astype(np.float64), want.astype(np.float64)
-    nan_g, nan_w = np.isnan(g), np.isnan(w)
-    bad = nan_g != nan_w
-    assert not bad.any(), f"{what}: NaN at other places: got {got[bad][:5]}, torch {want[bad][:5]}"
-    inf_w = np.isinf(w)
-    bad = (np.isinf(g) | inf_w) & ~((g == w) | nan_w)
-    assert not bad.any(), f"{what}: infinities differ: got {got[bad][:5]}, torch {want[bad][:5]}"
-    fin = np.isfinite(w)
+    g, w, fin = checked
     with np.errstate(all="ignore"):
-        _check_bound(g, w, fin, tol, scale, what)
-
-
-def _check_bound(g, w, fin, tol, scale, what):
-    s = np.zeros(w.shape) if scale is None or not tol.abs_ulps else \
-        np.broadcast_to(np.asarray(scale, np.float64), w.shape)
-    s = np.where(np.isfinite(s), s, 0.0)
-    bound = tol.ulps * EPS * np.abs(w) + tol.abs_ulps * EPS * s + (tol.ulps + tol.abs_ulps) * TINY
-    err = np.abs(g - w)
-    bad = fin & (err > bound)
-    if bad.any():
-        i = np.argmax(np.where(bad, err - bound, -np.inf))
-        raise AssertionError(f"{what}: {int(bad.sum())} value(s) off by more than {tol}: worst got "
-                             f"{g.reshape(-1)[i]!r}, torch {w.reshape(-1)[i]!r} (bound {bound.reshape(-1)[i]:.3g})")
-
-
-def _torch(v):
-    if isinstance(v, (In, Param)):
-        return torch.from_numpy(np.array(v.array))      # a copy: torch must not see the engine's buffers
-    if isinstance(v, TList):
-        return [_torch(x) for x in v.items]
-    if isinstance(v, tuple):
-        return list(v)
-    return v
+        s = np.zeros(w.shape) if scale is None or not tol.abs_ulps else \
+            np.broadcast_to(np.asarray(scale, np.float64), w.shape)
+        s = np.where(np.isfinite(s), s, 0.0)
+        bound = tol.ulps * EPS * np.abs(w) + tol.abs_ulps * EPS * s + (tol.ulps + tol.abs_ulps) * TINY
+        err = np.abs(g - w)
+        raise_worst(fin & (err > bound), err, bound, g, w, tol, what)
 
 
 def _mag(v):
@@ -322,10 +196,10 @@ class Case:
 
     def reference(self):
         if self.ref is not None:
-            return self.ref(*[_torch(a) for a in self.args])
+            return self.ref(*[to_torch(a) for a in self.args])
         ns, name = self.op.split("::", 1)
         base, _, ov = name.partition(".")
-        return call_aten(getattr(getattr(torch.ops.aten, base), ov or "default"), [_torch(a) for a in self.args])
+        return call_aten(getattr(getattr(torch.ops.aten, base), ov or "default"), [to_torch(a) for a in self.args])
 
     def error_scale(self, out_shape):
         if self.scale is not None:
@@ -340,18 +214,6 @@ class Case:
             except ValueError:   # not broadcastable to the output (a reduction's input): no scale
                 return None
         return s if s.shape == tuple(out_shape) else None
-
-
-def call_aten(fn, args):
-    """``fn`` (an aten overload) on ``args`` given positionally, as the IR passes them (keyword-only
-    arguments by name)."""
-    pos, kw = [], {}
-    for a, v in zip(fn._schema.arguments, args):
-        if a.kwarg_only:
-            kw[a.name] = v
-        else:
-            pos.append(v)
-    return fn(*pos, **kw)
 
 
 def abs_op(fn):
@@ -1036,7 +898,7 @@ def dag_text(shapes, nodes, outputs) -> str:
     for k, (kind, ops, extra, _) in enumerate(nodes):
         args = [f"%{names[o]}" for o in ops]
         for j, e in enumerate(extra):
-            body.append(_const_line(f"c{k}_{j}", e))
+            body.append(constant_line(f"c{k}_{j}", e))
             args.append(f"%c{k}_{j}")
         body.append(f"  %n{k} : Tensor = {kind}({', '.join(args)})")
         names.append(f"n{k}")
