@@ -125,3 +125,41 @@ def test_linear_flat_2d_path(op, matcher, act, extra, with_bias, dtype):
     strided = np.full((5, 3), np.nan, dtype).T
     assert spec.fn(x, out=strided) is strided
     np.testing.assert_allclose(strided, exp, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("op,matcher,act,extra", [
+    ("srcore::linear_silu", K.linear_silu_matcher, F.silu, {}),
+    ("srcore::linear_gelu", K.linear_gelu_matcher, F.gelu, {"approximate": "none"}),
+    ("srcore::linear_gelu", K.linear_gelu_matcher, lambda t: F.gelu(t, approximate="tanh"), {"approximate": "tanh"}),
+])
+@pytest.mark.parametrize("rank", [2, 3])
+def test_linear_act_large_float32_output_uses_the_compiled_pass(op, matcher, act, extra, rank, monkeypatch):
+    """A float32 output of at least MIN_ELEMENTS elements gets its activation from jit_pointwise
+    (one compiled pass) instead of the numpy form; same values as torch, into a strided ``out`` too."""
+    from srcore.ir.types import TensorType
+    from srcore.plugin import NodeInfo
+    from srcore_cpu.kernels import jit_pointwise as JP, pointwise_match
+
+    x = rand(*((2, 64, 96) if rank == 3 else (128, 96)))
+    x.reshape(-1, 96)[:3, 0] = [np.nan, 40.0, -40.0]     # NaN and saturated rows
+    w, b = rand(160, 96) * np.float32(0.3), rand(160)
+    exp = act(F.linear(T(x), T(w), T(b))).numpy()
+    calls, real = [], JP.make_pointwise
+
+    def spy(kernel, *a, **k):
+        calls.append(kernel)
+        return real(kernel, *a, **k)
+    monkeypatch.setattr(JP, "make_pointwise", spy)
+    info = node(op, input="<var>", weight=w, bias=b, **extra)
+    out_type = TensorType("float32", exp.shape)
+    assert out_type.shape is not None and np.prod(exp.shape) >= pointwise_match.MIN_ELEMENTS
+    spec = matcher(NodeInfo(info.op, None, info.args, (out_type,)))
+    key = "aten::silu" if op.endswith("silu") else f"gelu:{extra['approximate']}"
+    assert calls == [JP.KERNELS[key][0]]
+    both(spec.fn, exp, x, tol=2e-5)
+    strided = np.full(exp.shape[::-1], np.nan, np.float32).T
+    assert spec.fn(x, out=strided) is strided
+    np.testing.assert_allclose(strided, exp, rtol=2e-5, atol=2e-5)
+    small = matcher(NodeInfo(info.op, None, info.args, (TensorType("float32", (2, 160)),)))
+    float64 = matcher(NodeInfo(info.op, None, info.args, (TensorType("float64", exp.shape),)))
+    assert isinstance(small, Specialized) and isinstance(float64, Specialized) and len(calls) == 1

@@ -110,6 +110,22 @@ def test_matcher_declines_small_float64_and_non_constant_arguments():
 
 
 @pytest.mark.one_pass   # kernel calls only
+@pytest.mark.parametrize("threads", [1, 2])
+def test_writing_over_the_input_gives_the_out_of_place_values(threads):
+    """An in-place call runs a block at a time through scratch (an overlapping output would send
+    the compiled loop to its scalar path): the same bits as out of place, over blocks, a partial
+    last block and thread parts."""
+    assert N > 2 * JP.BLOCK and N % JP.BLOCK
+    x = np.concatenate([_input(6).reshape(-1)] * (6 if threads > 1 else 1))
+    for key in ("gelu:none", "aten::silu", "aten::hardswish"):
+        fn = JP.make_pointwise(JP.KERNELS[key][0], 0.0, 0.0, None, threads=threads)
+        want = fn(x)
+        y = x.copy()
+        assert fn(y, out=y) is y
+        assert np.array_equal(y, want, equal_nan=True), key
+
+
+@pytest.mark.one_pass   # kernel calls only
 def test_split_over_threads_gives_the_same_result():
     x = _input(5).reshape(-1)
     x = np.concatenate([x] * 20)     # over 2 * PART_MIN elements

@@ -13,6 +13,7 @@ from srcore.plugin import NodeInfo
 
 from . import activation_fast as _act_fast
 from . import linalg as _linalg
+from .pointwise_match import compiled_inplace
 
 
 _relu_ = _linalg.relu_
@@ -57,14 +58,24 @@ def linear_gelu(input, weight, bias=None, approximate="none", out=None):
 
 def _linear_act_matcher(act, generic):
     """Constant weights: the pre-transposed linear with ``act`` applied in place; else ``generic``
-    (never None: a declining matcher makes dispatch skip the kernel)."""
+    (never None: a declining matcher makes dispatch skip the kernel). SiLU and GELU on a large
+    float32 output run as one compiled pass (:func:`.pointwise_match.compiled_inplace`): their
+    numpy forms take several passes and cost up to a third of the linear's GEMM."""
     def matcher(node: NodeInfo):
+        if not (node.is_const("weight") and node.is_const("bias")):
+            return generic
+        out_type = node.output_types[0] if node.output_types else None
+        if act is _silu_:
+            return _linalg._linear_fast(node, compiled_inplace("aten::silu", out_type) or act) or generic
         if act is not _gelu_:
             return _linalg._linear_fast(node, act) or generic
         if not node.is_const("approximate"):
             return generic
         approximate = node.const("approximate")
-        return _linalg._linear_fast(node, lambda out: _gelu_(out, approximate)) or generic
+        compiled = None
+        if approximate in ("none", "tanh"):   # anything else: the numpy form raises torch's error
+            compiled = compiled_inplace(f"gelu:{approximate}", out_type, approximate=approximate)
+        return _linalg._linear_fast(node, compiled or (lambda out: _gelu_(out, approximate))) or generic
     return matcher
 
 

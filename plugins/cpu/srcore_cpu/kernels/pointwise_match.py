@@ -81,3 +81,27 @@ def pointwise_matcher(node: NodeInfo):
             return self
         return Specialized(run_inplace, args=(0,))
     return Specialized(fn, args=(0,))
+
+
+def compiled_inplace(key: str, out_type, **consts):
+    """``act_(out) -> out``: the compiled kernel ``key`` of :data:`jit_pointwise.KERNELS`
+    (``"aten::silu"``, ``"gelu:none"``, ...) applied in place on a float32 ``out`` of at least
+    :data:`MIN_ELEMENTS` elements (or an unknown count), for fused nodes whose activation runs on
+    their own output; ``consts`` are the numpy kernel's arguments (non-contiguous ``out``). None for
+    anything else, without importing numba."""
+    if not isinstance(out_type, TensorType) or out_type.dtype != "float32":
+        return None
+    size = _size(out_type)
+    if size is not None and size < MIN_ELEMENTS:
+        return None
+    from . import jit_pointwise as JP
+
+    kernel, numpy_kernel = JP.KERNELS[key]
+
+    def fallback(x, out=None):
+        return numpy_kernel(x, **consts, out=out)
+    fn = JP.make_pointwise(kernel, 0.0, 0.0, fallback, threads=_par.split_threads())
+
+    def act_(out):
+        return fn(out, out=out)
+    return act_
