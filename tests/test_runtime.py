@@ -544,3 +544,29 @@ def test_the_one_declared_signature_is_prepared_at_load_not_in_the_first_call(op
         rt(np.zeros((4, 64), np.float32))
     # a symbolic dim: nothing to prepare before the first call
     assert srcore.StaticModule(Model.from_graph(parse_graph(CHAIN)), options=options).declared_inputs is None
+
+
+def test_a_static_model_s_first_call_on_the_loading_thread_builds_nothing(options, monkeypatch):
+    """The loading thread's runtime (entry point, arenas, buffers) is made at load for a model of
+    static shapes: ``sm(x)`` then neither creates a runtime nor plans; another thread builds its own."""
+    from srcore.runtime import static_runtime
+
+    static = Model.from_graph(parse_graph(CHAIN.replace("Float(batch, 64)", "Float(3, 64)")))
+    sm = srcore.StaticModule(static, options=options)
+    loaded = sm._local.rt
+    made = []
+    monkeypatch.setattr(static_runtime.StaticRuntime, "_prepare", lambda *a: made.append("prepare"))
+    monkeypatch.setattr(sm, "plan_for", lambda *a: made.append("plan"))
+    x = np.random.default_rng(1).standard_normal((3, 64)).astype(np.float32)
+    np.testing.assert_allclose(sm(x), chain_ref(x), rtol=1e-5, atol=1e-6)
+    assert sm.runtime() is loaded and made == []
+    monkeypatch.undo()
+    other = []
+    thread = threading.Thread(target=lambda: other.append((sm.runtime(), sm(x))))
+    thread.start()
+    thread.join()
+    assert other[0][0] is not loaded
+    np.testing.assert_allclose(other[0][1], chain_ref(x), rtol=1e-5, atol=1e-6)
+    # a symbolic dim: the runtime waits for the first call
+    assert getattr(srcore.StaticModule(Model.from_graph(parse_graph(CHAIN)), options=options)._local, "rt",
+                   None) is None

@@ -197,6 +197,11 @@ class StaticModule:
                 clock.stage("signature")
             except SrcoreError:   # the first call with these inputs reports it, as for any other
                 self.declared_inputs = None
+        if self.declared_inputs is not None:
+            # and this thread's runtime (entry point, arenas, the signature's buffers): the first
+            # call made from here is then a steady call (other threads build theirs on first use)
+            self.runtime()
+            clock.stage("runtime")
         self.setup_time = time.perf_counter() - t0
         #: seconds spent in each load stage (plugins, schemas, passes, shapes, [partition,] dispatch, process,
         #: codegen)
