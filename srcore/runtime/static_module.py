@@ -359,12 +359,12 @@ class _StageClock:
 
 def _check_backends(wanted, known, required=None) -> None:
     """Every backend asked for is installed: a typo must not read as "no kernel for any node"."""
-    import difflib
-
-    from ..plugin.requirements import backend_hint
-
     for b in wanted:
         if b not in known:
+            import difflib  # only for the error: ~5 ms of imports at start-up otherwise
+
+            from ..plugin.requirements import backend_hint
+
             close = difflib.get_close_matches(b, list(known), n=1)
             hint = backend_hint(required, b) or (f" (did you mean {close[0]!r}?)" if close else "")
             raise UnknownBackendError(f"unknown backend {b!r}{hint}; installed backends: "
