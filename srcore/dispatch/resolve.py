@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import attrs
 
+from .._repr import shared_repr
 from ..errors import UnsupportedOpError
 from ..ir.alias import mutated_inputs
 from ..ir.types import ListType, OptionalType, TensorType, TupleType, Type
@@ -35,6 +36,7 @@ STRUCTURAL_KINDS = frozenset({
 
 
 @attrs.frozen
+@shared_repr
 class ResolvedKernel:
     """The outcome of dispatch for one node: call ``fn`` (or ``specialized``) the ``kind`` way."""
 
@@ -50,6 +52,7 @@ class ResolvedKernel:
 
 
 @attrs.frozen
+@shared_repr
 class Unsupported:
     """One node nobody can run on the requested backends, and who could run it elsewhere."""
 

@@ -24,6 +24,7 @@ from typing import Any, Iterable
 import attrs
 import pluggy
 
+from .._repr import shared_repr
 from ..errors import PluginError, RegistrationError
 from . import discovery
 from .hookspecs import HOOK_RECORDS, SrcoreSpecs
@@ -39,6 +40,7 @@ ESSENTIAL_PLUGINS = frozenset({BUILTIN_NAME})
 
 
 @attrs.define
+@shared_repr
 class PluginReport:
     """What ``srcore plugins`` shows for one plugin.
 

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 import attrs
 import numpy as np
 
+from .._repr import shared_repr
 from ..errors import ShapeError, SrcoreError, SrcoreInputError, UnknownBackendError, UnsupportedOpError
 from ..ir.types import TensorType, Type
 from ..memory.planner import TensorRequest, Lifetime, lower_bound, make_planner, no_reuse_bytes
@@ -33,6 +34,7 @@ log = logging.getLogger("srcore.runtime")
 
 
 @attrs.frozen
+@shared_repr
 class BlockSignature:
     """Concrete facts about one block for one input signature."""
 
@@ -41,6 +43,7 @@ class BlockSignature:
 
 
 @attrs.frozen
+@shared_repr
 class SignatureInfo:
     """Concrete facts about the whole graph for one input signature."""
 
