@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 import time
 from typing import Any
 
+from .._lazylog import LazyLogger
 from ..errors import SrcoreError, SrcoreFormatError
 from ..model import Model, collect_params, required_ops, specs_from_json, specs_to_json
 from .safetensors_io import Container, canonical_json, encode_header, raw_bytes, tensor_layout, write_file
 
-log = logging.getLogger("srcore.format")
+log = LazyLogger("srcore.format")
 
 FORMAT_NAME = "srcore.srm"
 FORMAT_VERSION = "1"

@@ -15,7 +15,6 @@ turns that off); the plugins themselves are imported afresh in every process.
 """
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import time
@@ -24,6 +23,7 @@ from typing import Any, Iterable
 import attrs
 import pluggy
 
+from .._lazylog import LazyLogger
 from .._repr import shared_repr
 from ..errors import PluginError, RegistrationError
 from . import discovery
@@ -31,7 +31,7 @@ from .hookspecs import HOOK_RECORDS, SrcoreSpecs
 from .registry import Registry
 from .types import PluginInfo
 
-log = logging.getLogger("srcore.plugin")
+log = LazyLogger("srcore.plugin")
 
 ENTRY_POINT_GROUP = "srcore.plugins"
 BUILTIN_NAME = "builtin"

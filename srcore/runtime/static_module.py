@@ -10,7 +10,6 @@ need.
 """
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from typing import Any, Sequence
@@ -18,6 +17,7 @@ from typing import Any, Sequence
 import attrs
 import numpy as np
 
+from .._lazylog import INFO, LazyLogger
 from .._repr import shared_repr
 from ..errors import ShapeError, SrcoreError, SrcoreInputError, UnknownBackendError, UnsupportedOpError
 from ..ir.types import TensorType, Type
@@ -30,7 +30,7 @@ from .options import DEFAULT_BACKENDS, Options
 from .process import GraphProcessor, enumerate_values
 from .processed import BlockInfo
 
-log = logging.getLogger("srcore.runtime")
+log = LazyLogger("srcore.runtime")
 
 
 @attrs.frozen
@@ -212,7 +212,7 @@ class StaticModule:
             if self.partition is not None:
                 warmup(self, parsed)
             self.setup_time = time.perf_counter() - t0
-        if log.isEnabledFor(logging.INFO):
+        if log.isEnabledFor(INFO):
             log.info("loaded %d nodes on %s (%s executor) in %.1f ms: %s", self.num_nodes,
                      ",".join(options.backends), options.executor, self.setup_time * 1e3,
                      ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in clock.stages.items()))
