@@ -1,7 +1,7 @@
 """What a cold start imports: a fresh process that loads the digits model and runs it once, with the full
 registry and with a selection (its parse cached by an earlier start), leaves out the modules it does not need (the JIT compilers and scipy of
 other plugins' kernels, yaml, and the standard-library modules srcore used to pull in at start-up:
-logging, difflib, importlib.resources with tempfile and zipfile), and srcore's loggers still log."""
+logging, difflib, importlib.resources with tempfile and zipfile, hashlib with OpenSSL), and srcore's loggers still log."""
 from __future__ import annotations
 
 import json
@@ -32,7 +32,7 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 NOT_AT_START = ("numba", "llvmlite", "scipy", "yaml", "torch", "logging", "difflib", "importlib.resources",
-                "tempfile", "zipfile")
+                "tempfile", "zipfile", "hashlib")
 
 
 def _child(**env) -> subprocess.CompletedProcess:
@@ -85,3 +85,17 @@ def test_lazy_logger_records_name_the_caller_and_honour_levels(caplog):
     assert [(r.levelno, r.getMessage()) for r in caplog.records[1:]] == [
         (logging.DEBUG, "now shown"), (logging.WARNING, "warned"), (logging.ERROR, "failed")]
     assert caplog.records[-1].exc_info[0] is ValueError
+
+
+@pytest.mark.parametrize("size", [0, 1, 55, 56, 64, 1000, 70_000])
+def test_the_small_data_sha256_is_hashlibs(size):
+    import hashlib
+
+    from srcore._digest import small_sha256
+
+    data = os.urandom(size)
+    assert small_sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
+    h = small_sha256()
+    for i in range(0, size, 7):
+        h.update(data[i:i + 7])
+    assert h.digest() == hashlib.sha256(data).digest()
