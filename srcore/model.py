@@ -15,6 +15,7 @@ import attrs
 import numpy as np
 
 from ._convert import to_tuple
+from ._repr import shared_repr
 from .errors import SrcoreError
 from .ir.graph import Graph
 from .ir.types import Dim, TensorType
@@ -36,6 +37,7 @@ def _check_dim(inst, attr, shape) -> None:
 
 
 @attrs.frozen
+@shared_repr
 class InputSpec:
     """One tensor input of a model: its name, dtype (numpy name; ``None`` when unknown) and
     shape (``None`` = unknown rank; each dim an ``int``, a symbolic ``str`` such as

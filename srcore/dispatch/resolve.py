@@ -8,11 +8,12 @@ decline wins. See docs/static-dispatch.md.
 """
 from __future__ import annotations
 
-import logging
 from typing import Any, Callable, Iterable, Sequence
 
 import attrs
 
+from .._lazylog import DEBUG, LazyLogger
+from .._repr import shared_repr
 from ..errors import UnsupportedOpError
 from ..ir.alias import mutated_inputs
 from ..ir.types import ListType, OptionalType, TensorType, TupleType, Type
@@ -20,7 +21,7 @@ from ..plugin.types import KERNEL_KINDS, ArgInfo, Kernel, NodeInfo, Specialized
 from .lazy import resolve_ref
 from .table import STANDARD_DTYPES, KernelTable, op_key
 
-log = logging.getLogger("srcore.dispatch")
+log = LazyLogger("srcore.dispatch")
 
 #: node kinds the runtime executes itself; they never need a kernel
 STRUCTURAL_KINDS = frozenset({
@@ -35,6 +36,7 @@ STRUCTURAL_KINDS = frozenset({
 
 
 @attrs.frozen
+@shared_repr
 class ResolvedKernel:
     """The outcome of dispatch for one node: call ``fn`` (or ``specialized``) the ``kind`` way."""
 
@@ -50,6 +52,7 @@ class ResolvedKernel:
 
 
 @attrs.frozen
+@shared_repr
 class Unsupported:
     """One node nobody can run on the requested backends, and who could run it elsewhere."""
 
@@ -359,7 +362,7 @@ def resolve_graph(graph, table: KernelTable, backends: Sequence[str] = ("cpu",),
         rk = resolve_node(node, table, backends, kinds=kinds)
         if rk is not None:
             resolved[node] = rk
-            if rk.kind == "fallback" or log.isEnabledFor(logging.DEBUG):
+            if rk.kind == "fallback" or log.isEnabledFor(DEBUG):
                 _log_choice(node, rk)
             continue
         schema = node_schema(node, table)

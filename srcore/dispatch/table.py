@@ -13,6 +13,7 @@ from typing import Any, Iterable, Iterator
 
 import attrs
 
+from .._repr import shared_repr
 from ..plugin.types import KERNEL_KINDS, Kernel
 
 #: dtype names every backend understands without a plugin declaring them (numpy's)
@@ -40,6 +41,7 @@ def kernel_sort_key(kernel: Kernel) -> tuple[int, str]:
 
 
 @attrs.define
+@shared_repr
 class KernelTable:
     """Kernels by ``(op, backend, kind)``; ``schemas`` is the op registry they were checked against."""
 

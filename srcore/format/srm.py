@@ -14,18 +14,18 @@ keeps loading O(header); ``verify="full"`` also hashes the data section (about
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import logging
 import os
 import time
 from typing import Any
 
+from .._digest import small_sha256
+from .._lazylog import LazyLogger
 from ..errors import SrcoreError, SrcoreFormatError
 from ..model import Model, collect_params, required_ops, specs_from_json, specs_to_json
 from .safetensors_io import Container, canonical_json, encode_header, raw_bytes, tensor_layout, write_file
 
-log = logging.getLogger("srcore.format")
+log = LazyLogger("srcore.format")
 
 FORMAT_NAME = "srcore.srm"
 FORMAT_VERSION = "1"
@@ -42,7 +42,7 @@ def _header_digest(header: dict[str, Any]) -> str:
     md = dict(h["__metadata__"])
     md.pop("header_sha256", None)
     h["__metadata__"] = md
-    return hashlib.sha256(canonical_json(h).encode("utf-8")).hexdigest()
+    return small_sha256(canonical_json(h).encode("utf-8")).hexdigest()
 
 
 def save(model: Model, path: str | os.PathLike, *, producer: str | None = None,
@@ -74,6 +74,8 @@ def save(model: Model, path: str | os.PathLike, *, producer: str | None = None,
         parse_graph(text, params=params, locate=False)
     except SrcoreError as exc:
         raise SrcoreError(f"cannot save {os.fspath(path)}: the graph's IR text does not parse back: {exc}") from exc
+    import hashlib
+
     data_hash = hashlib.sha256()
     for name in order:
         data_hash.update(raw_bytes(stored[name]))
@@ -170,6 +172,8 @@ def load(path: str | os.PathLike, *, verify: str = "header") -> Model:
     if _header_digest(c.header) != md["header_sha256"]:
         c.fail("header checksum mismatch: the header was modified or corrupted")
     if verify == "full":
+        import hashlib
+
         if hashlib.sha256(c.data_view()).hexdigest() != md["data_sha256"]:
             c.fail("data checksum mismatch: the parameter data was modified or corrupted")
     params = {name: c.array(name) for name in c.entries}

@@ -15,6 +15,7 @@ from typing import Any, Iterator, Sequence
 
 import attrs
 
+from .._repr import shared_repr
 from .types import Type
 
 PARAM = "prim::Param"
@@ -22,6 +23,7 @@ RETURN = "prim::Return"
 
 
 @attrs.frozen
+@shared_repr
 class SourceLocation:
     """Where a node came from (``# file:line:col`` in IR text).
 
@@ -44,6 +46,7 @@ class SourceLocation:
 
 
 @attrs.frozen
+@shared_repr
 class Use:
     """One use of a value: ``user.inputs[offset] is value``."""
 

@@ -14,10 +14,12 @@ import re
 
 import attrs
 
+from .._repr import shared_repr
 from ..errors import GraphParseError
 
 
 @attrs.frozen
+@shared_repr
 class Token:
     kind: str
     text: str

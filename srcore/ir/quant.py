@@ -14,10 +14,12 @@ from typing import Any, Sequence
 
 import attrs
 
+from .._repr import shared_repr
 from ..errors import QuantizationError
 
 
 @attrs.frozen
+@shared_repr
 class QDType:
     """A quantized dtype: its name, the numpy dtype of its stored integers and their range."""
 
@@ -81,6 +83,7 @@ def _zero_points(value) -> int | tuple[int, ...]:
 
 
 @attrs.frozen
+@shared_repr
 class QParams:
     """Affine quantization parameters: ``real = (q - zero_point) * scale``.
 

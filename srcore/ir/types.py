@@ -20,6 +20,7 @@ from typing import Union
 import attrs
 
 from .._convert import to_tuple
+from .._repr import shared_repr
 from .quant import QParams
 
 Dim = Union[int, str, None]
@@ -93,6 +94,7 @@ def _dim_str(d: Dim) -> str:
 
 
 @attrs.frozen
+@shared_repr
 class TensorType(Type):
     """A tensor, with what is known of its dtype and shape (and, quantized, of its parameters)."""
 
@@ -198,6 +200,7 @@ NoneType.__name__ = NoneType.__qualname__ = "NoneType"
 
 
 @attrs.frozen
+@shared_repr
 class ListType(Type):
     elem: Type
 
@@ -206,6 +209,7 @@ class ListType(Type):
 
 
 @attrs.frozen
+@shared_repr
 class OptionalType(Type):
     elem: Type
 
@@ -214,6 +218,7 @@ class OptionalType(Type):
 
 
 @attrs.frozen
+@shared_repr
 class TupleType(Type):
     elems: tuple[Type, ...] = attrs.field(converter=to_tuple)
 
@@ -224,6 +229,7 @@ class TupleType(Type):
 
 
 @attrs.frozen
+@shared_repr
 class DictType(Type):
     key: Type
     value: Type
@@ -233,6 +239,7 @@ class DictType(Type):
 
 
 @attrs.frozen
+@shared_repr
 class ClassType(Type):
     """A TorchScript class or module (``__torch__.models.MLP``); opaque to srcore."""
 
@@ -243,6 +250,7 @@ class ClassType(Type):
 
 
 @attrs.frozen
+@shared_repr
 class UnionType(Type):
     """``Union(A, B)``: a value of one of the element types (TorchScript prints ``T?`` for ``Union(T, None)``)."""
 
@@ -253,6 +261,7 @@ class UnionType(Type):
 
 
 @attrs.frozen
+@shared_repr
 class OpaqueType(Type):
     """A TorchScript type srcore only carries (``Storage``, ``Stream``, ``Capsule``, ``QScheme``...)."""
 
@@ -263,6 +272,7 @@ class OpaqueType(Type):
 
 
 @attrs.frozen
+@shared_repr
 class WrapperType(Type):
     """``Await(T)`` / ``RRef(T)``: a handle to a value of type ``elem``, opaque to srcore."""
 
@@ -274,6 +284,7 @@ class WrapperType(Type):
 
 
 @attrs.frozen
+@shared_repr
 class FutureType(Type):
     """The result of ``prim::fork``: ``aten::wait`` turns it into a value of type ``elem``."""
 

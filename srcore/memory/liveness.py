@@ -13,8 +13,10 @@ from typing import Iterable, Sequence
 
 import attrs
 
+from .._repr import shared_repr
 
 @attrs.frozen
+@shared_repr
 class NodeFacts:
     """What liveness needs to know of one node at block position ``position``."""
 
@@ -25,6 +27,7 @@ class NodeFacts:
 
 
 @attrs.frozen
+@shared_repr
 class Liveness:
     """Managed slots with their lifetimes, and the fresh slots that escape the block."""
 

@@ -13,6 +13,8 @@ from typing import Protocol, Sequence
 
 import attrs
 
+from .._repr import shared_repr
+
 #: every tensor starts on a multiple of this many bytes (cache line; SIMD loads)
 ALIGNMENT = 64
 
@@ -22,6 +24,7 @@ def align(nbytes: int, alignment: int = ALIGNMENT) -> int:
 
 
 @attrs.frozen
+@shared_repr
 class Lifetime:
     """A managed tensor's live range in node positions, both ends inclusive."""
 
@@ -33,6 +36,7 @@ class Lifetime:
 
 
 @attrs.frozen
+@shared_repr
 class TensorRequest:
     """One managed tensor for one signature: which value, when alive, how many bytes."""
 
@@ -42,6 +46,7 @@ class TensorRequest:
 
 
 @attrs.frozen
+@shared_repr
 class Plan:
     """Offsets into one slab of ``total_bytes``; ``offsets[key]`` for each request."""
 

@@ -11,7 +11,6 @@ is reparsed; a corrupt or unreadable cache file is ignored and rewritten.
 """
 from __future__ import annotations
 
-import hashlib
 import marshal
 import os
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Iterable, Union
 
 from .. import __version__
+from .._digest import small_sha256
 from ..cachedir import cache_root
 from ..errors import DeclarationError
 from . import declarations
@@ -73,7 +73,7 @@ def _load_one(src: Source) -> list[Declaration]:
     name, text = _read(src)
     if not _enabled():
         return declarations.parse_declarations(text, name)
-    h = hashlib.sha256()
+    h = small_sha256()
     for part in (name, "\0", text, "\0", __version__, f"\0{FORMAT}\0{sys.version_info[:2]}"):
         h.update(part.encode("utf-8", "surrogatepass"))
     key = h.hexdigest()

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import attrs
 
+from .._repr import shared_repr
 from ..errors import DeclarationError, SchemaError
 from .schema import FunctionSchema
 
@@ -51,6 +52,7 @@ _STR = "tag:yaml.org,2002:str"
 
 
 @attrs.frozen
+@shared_repr
 class DispatchEntry:
     """One ``dispatch:`` line: backends (as written) -> kernel reference, with its dtypes and line."""
 
@@ -61,6 +63,7 @@ class DispatchEntry:
 
 
 @attrs.frozen
+@shared_repr
 class Declaration:
     """One declared op overload and where it was declared (``file:line``)."""
 

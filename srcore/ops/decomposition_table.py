@@ -9,12 +9,14 @@ from typing import Any
 
 import attrs
 
+from .._repr import shared_repr
 from ..errors import PluginError, SrcoreError
 
 _STRUCTURAL = ("prim::Constant", "prim::If", "prim::Loop", "prim::Param", "prim::Return")
 
 
 @attrs.define
+@shared_repr
 class DecompositionTable:
     """Decompositions by op overload (or ``"ns::*"``), first provider wins; parsed graphs cached."""
 

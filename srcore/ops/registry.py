@@ -1,6 +1,7 @@
 """``SchemaRegistry``: every declared op overload, by qualified name, and overload resolution."""
 from __future__ import annotations
 
+import os
 from typing import Any, Iterable
 
 from ..errors import RegistrationError, VerificationError
@@ -113,7 +114,10 @@ def _who(provider: str | None, source: str | None) -> str:
 
 def core_declaration_files() -> list[str]:
     """Paths of the declaration files srcore ships (aten, prim, srcore fused ops)."""
-    from importlib import resources  # ~4 ms of imports (tempfile, zipfile...): not at start-up
+    here = os.path.dirname(__file__)
+    if all(os.path.isfile(os.path.join(here, name)) for name in CORE_FILES):
+        return [os.path.join(here, name) for name in CORE_FILES]  # no importlib.resources (~10 ms of imports)
+    from importlib import resources  # a zipped install
 
     root = resources.files("srcore.ops")
     return [str(root / name) for name in CORE_FILES]

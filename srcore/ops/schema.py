@@ -27,6 +27,7 @@ from typing import Any
 
 import attrs
 
+from .._repr import shared_repr
 
 __all__ = ["FunctionSchema", "Argument", "Return", "SchemaType", "BaseType", "OptionalType",
            "ListType", "TupleType", "GenericType", "AliasInfo", "Default"]
@@ -36,6 +37,7 @@ _MAX_DEPTH = 32  # nesting of types/defaults; deeper text is an error, not a Rec
 
 # -- types ---------------------------------------------------------------------------------
 @attrs.frozen
+@shared_repr
 class AliasInfo:
     """An alias annotation: ``(a)``, ``(a!)``, ``(a -> *)``, ``(*)``, ``(b|a)``."""
 
@@ -66,6 +68,7 @@ class SchemaType:
 
 
 @attrs.frozen
+@shared_repr
 class BaseType(SchemaType):
     """A named type: ``Tensor``, ``int``, ``Scalar``, ``t``, ``__torch__.x.Y`` ... with an alias."""
 
@@ -80,6 +83,7 @@ class BaseType(SchemaType):
 
 
 @attrs.frozen
+@shared_repr
 class OptionalType(SchemaType):
     """``T?``."""
 
@@ -94,6 +98,7 @@ class OptionalType(SchemaType):
 
 
 @attrs.frozen
+@shared_repr
 class ListType(SchemaType):
     """``T[]`` or fixed-size ``T[N]``; ``alias`` is the list's own (``Tensor[](a)``)."""
 
@@ -109,6 +114,7 @@ class ListType(SchemaType):
 
 
 @attrs.frozen
+@shared_repr
 class TupleType(SchemaType):
     """``(T1, T2, ...)`` as used by prim ops."""
 
@@ -123,6 +129,7 @@ class TupleType(SchemaType):
 
 
 @attrs.frozen
+@shared_repr
 class GenericType(SchemaType):
     """A parameterised type: ``Dict(str, Tensor)``, ``Future(t)``, ``Union(int, str)``."""
 
@@ -147,6 +154,7 @@ ENUM_DEFAULTS: dict[str, int] = {
 
 
 @attrs.frozen
+@shared_repr
 class Default:
     """A default value: the Python ``value`` and its canonical ``text``."""
 
@@ -205,6 +213,7 @@ def value_text(v: Any) -> str:
 
 # -- arguments and the schema ---------------------------------------------------------------
 @attrs.frozen
+@shared_repr
 class Argument:
     """One argument: ``Tensor self``, ``Scalar alpha=1`` (``kwarg_only`` after ``*``)."""
 
@@ -223,6 +232,7 @@ class Argument:
 
 
 @attrs.frozen
+@shared_repr
 class Return:
     """One return: a type and an optional name."""
 
@@ -234,6 +244,7 @@ class Return:
 
 
 @attrs.frozen
+@shared_repr
 class FunctionSchema:
     """An op overload's signature, e.g. ``aten::add.Tensor(Tensor self, ...) -> Tensor``."""
 

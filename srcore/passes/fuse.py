@@ -27,6 +27,7 @@ from typing import Callable
 
 import attrs
 
+from .._repr import shared_repr
 from ..ir.graph import Graph, Node, Value
 from ..ir.scope import joined
 from ..ir.types import TensorType
@@ -120,6 +121,7 @@ def add_relu(act: Node):
 
 
 @attrs.frozen
+@shared_repr
 class Fusion:
     name: str
     op: str  # the last op of the chain, where matching starts

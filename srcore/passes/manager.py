@@ -16,6 +16,7 @@ from typing import Callable, Iterable, Union
 import attrs
 
 from .._convert import to_tuple
+from .._repr import shared_repr
 from ..errors import PassError, SrcoreError
 from ..ir.graph import Graph
 
@@ -23,6 +24,7 @@ PassFn = Callable[[Graph], "bool | None"]
 
 
 @attrs.frozen
+@shared_repr
 class Pass:
     """A named pass."""
 
@@ -34,6 +36,7 @@ class Pass:
 
 
 @attrs.frozen
+@shared_repr
 class Fixpoint:
     """Run ``passes`` repeatedly until none reports a change (at most ``max_iterations`` rounds)."""
 
@@ -43,6 +46,7 @@ class Fixpoint:
 
 
 @attrs.frozen
+@shared_repr
 class PassStats:
     """What one run of one pass did."""
 

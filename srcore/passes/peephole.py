@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import attrs
 
+from .._repr import shared_repr
 from ..ir.graph import Graph, Node, Value
 from ..ir.types import (SCALAR_TYPE_CODES, AnyType, NoneType, OptionalType, TensorType)
 from ..ir.alias import is_mutated
@@ -21,6 +22,7 @@ from ._util import base_kind, const_or, dtype_of, is_floating, replace_with_cons
 
 
 @attrs.frozen
+@shared_repr
 class Const:
     """A rewrite result: replace the node's output by this constant."""
 
@@ -28,6 +30,7 @@ class Const:
 
 
 @attrs.frozen
+@shared_repr
 class Rule:
     name: str
     op: str

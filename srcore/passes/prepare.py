@@ -16,6 +16,7 @@ from typing import Callable, Mapping, Sequence
 
 import attrs
 
+from .._repr import shared_repr
 from ..ir.graph import Graph
 from ..ir.types import Type
 from .aliases import normalize_aliases
@@ -35,6 +36,7 @@ from .unroll import DEFAULT_MAX_NODES, unroll_loops
 
 
 @attrs.define
+@shared_repr
 class PrepareResult:
     """The prepared graph and what each pass did."""
 

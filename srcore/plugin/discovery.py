@@ -25,7 +25,6 @@ the scan.
 """
 from __future__ import annotations
 
-import hashlib
 import marshal
 import os
 import re
@@ -34,6 +33,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
+from .._digest import small_sha256
 from ..cachedir import cache_root
 
 __all__ = ["CachedEntryPoint", "entry_points", "scan", "fingerprint", "cache_dir", "FORMAT"]
@@ -168,7 +168,7 @@ def _records(eps) -> tuple:
 def _cache_file(group: str, paths: list[str]) -> Path:
     from .. import __version__
 
-    h = hashlib.sha256()
+    h = small_sha256()
     for part in (group, sys.executable, *paths, __version__, f"{FORMAT}{sys.version_info[:2]}"):
         h.update(part.encode("utf-8", "surrogatepass") + b"\0")
     return cache_dir() / f"ep-{h.hexdigest()[:32]}.marshal"

@@ -15,7 +15,6 @@ turns that off); the plugins themselves are imported afresh in every process.
 """
 from __future__ import annotations
 
-import logging
 import os
 import threading
 import time
@@ -24,13 +23,15 @@ from typing import Any, Iterable
 import attrs
 import pluggy
 
+from .._lazylog import LazyLogger
+from .._repr import shared_repr
 from ..errors import PluginError, RegistrationError
 from . import discovery
 from .hookspecs import HOOK_RECORDS, SrcoreSpecs
 from .registry import Registry
 from .types import PluginInfo
 
-log = logging.getLogger("srcore.plugin")
+log = LazyLogger("srcore.plugin")
 
 ENTRY_POINT_GROUP = "srcore.plugins"
 BUILTIN_NAME = "builtin"
@@ -39,6 +40,7 @@ ESSENTIAL_PLUGINS = frozenset({BUILTIN_NAME})
 
 
 @attrs.define
+@shared_repr
 class PluginReport:
     """What ``srcore plugins`` shows for one plugin.
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 
+from .._repr import shared_repr
 from ..dispatch.table import STANDARD_DTYPES, KernelTable, op_key
 from ..errors import RegistrationError
 from .hookspecs import HOOK_RECORDS
@@ -23,6 +24,7 @@ from .types import Backend, DType, EngineBuilder, OpLibrary, PluginInfo, Subcomm
 
 
 @attrs.frozen
+@shared_repr
 class Registry:
     """Everything the loaded plugins provide, checked: the input of static dispatch."""
 

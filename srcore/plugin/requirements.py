@@ -15,10 +15,12 @@ from typing import Iterable, Sequence
 
 import attrs
 
+from .._repr import shared_repr
 from .types import PluginInfo
 
 
 @attrs.frozen
+@shared_repr
 class Dist:
     """A distribution and its version, as recorded in a model file."""
 
@@ -38,6 +40,7 @@ def _pairs(value) -> tuple:
 
 
 @attrs.frozen
+@shared_repr
 class RequiredPlugins:
     """``namespaces``: op namespace -> the distributions that declared the model's ops in it;
     ``backends``: backend -> the distribution that provides it."""

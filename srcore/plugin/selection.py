@@ -25,6 +25,7 @@ from typing import Any, Iterable, Sequence
 
 import attrs
 
+from .._repr import shared_repr
 from ..errors import SelectionError
 from .types import PluginInfo
 
@@ -34,6 +35,7 @@ FORMAT = 1
 
 
 @attrs.frozen
+@shared_repr
 class SelectedKernel:
     """A kernel record as static dispatch chose it (``op`` may be ``"ns::*"``: a generic kernel)."""
 
@@ -48,6 +50,7 @@ class SelectedKernel:
 
 
 @attrs.frozen
+@shared_repr
 class SelectedOp:
     """One op overload a selected model needs; ``plugin`` None: the model file brings its schema."""
 
@@ -62,6 +65,7 @@ class SelectedOp:
 
 
 @attrs.frozen
+@shared_repr
 class Selection:
     """What ``srcore select`` records; ``source`` names the file it was read from."""
 

@@ -155,12 +155,11 @@ def read_selection(path: str | os.PathLike) -> Selection:
 def _cache_file(source: str, data: bytes):
     if os.environ.get("SRCORE_NO_SCHEMA_CACHE", "") not in ("", "0"):
         return None
-    import hashlib
-
     from .. import __version__
+    from .._digest import small_sha256
     from ..cachedir import cache_root
 
-    h = hashlib.sha256(data)
+    h = small_sha256(data)
     h.update(f"\0{os.path.abspath(source)}\0{__version__}\0{FORMAT}".encode())
     return cache_root() / "selections" / f"{h.hexdigest()[:40]}.marshal"
 

@@ -11,6 +11,7 @@ from typing import Any, Callable, Union
 import attrs
 
 from .._convert import to_tuple as _to_tuple
+from .._repr import shared_repr
 
 #: the kernel kinds, in the order static dispatch tries them
 KERNEL_KINDS = ("out", "native", "fallback")
@@ -44,6 +45,7 @@ def _check_impl(inst, attribute, value):
 
 
 @attrs.frozen
+@shared_repr
 class PluginInfo:
     """Who provided a record: the plugin (entry point) name, its distribution and version."""
 
@@ -79,6 +81,7 @@ def _stamp(record, plugin: PluginInfo):
 
 
 @attrs.frozen
+@shared_repr
 class OpLibrary:
     """Op declarations of one namespace: schema strings, or a declaration file in a package.
 
@@ -100,6 +103,7 @@ class OpLibrary:
 
 
 @attrs.frozen
+@shared_repr
 class DType:
     """A dtype beyond numpy's, such as ``quint8`` (kind: float, int, bool, complex, quantized)."""
 
@@ -114,6 +118,7 @@ class DType:
 
 
 @attrs.frozen
+@shared_repr
 class Backend:
     """A backend name kernels can be registered for (``cpu``, ``quantized_cpu``, ...)."""
 
@@ -126,6 +131,7 @@ class Backend:
 
 
 @attrs.frozen
+@shared_repr
 class Kernel:
     """An implementation of one op overload for one backend and a set of dtypes.
 
@@ -175,6 +181,7 @@ class Kernel:
 
 
 @attrs.frozen
+@shared_repr
 class ShapeRule:
     """The dtype/shape rule of some ops: ``rule(ctx) -> list`` of output types, one per output.
 
@@ -207,6 +214,7 @@ class ShapeRule:
 
 
 @attrs.frozen
+@shared_repr
 class Decomposition:
     """An op rewritten as a small graph of other ops, used at load when no listed backend has an
     out or native kernel for it (torch's decomposition table, as records).
@@ -248,6 +256,7 @@ class Decomposition:
 
 
 @attrs.frozen
+@shared_repr
 class EngineBuilder:
     """An engine backend (trt_like): which nodes it supports, how to build and load engines.
 
@@ -266,6 +275,7 @@ class EngineBuilder:
 
 
 @attrs.frozen
+@shared_repr
 class Segment:
     """What an engine builder compiles: one subgraph cut out of a model by the partitioner.
 
@@ -331,6 +341,7 @@ class Segment:
 
 
 @attrs.frozen
+@shared_repr
 class EngineOp:
     """One op an engine backend takes: the arguments it needs as constants (baked into the engine)
     and what else it requires (ranks, values), for ``srcore list-ops --engine``."""
@@ -341,6 +352,7 @@ class EngineOp:
 
 
 @attrs.frozen
+@shared_repr
 class EngineData:
     """A serialized engine: ``meta`` (JSON-able: str keys; lists, numbers, strings, bools, None)
     and named numpy ``arrays``, written into a ``.srm`` file beside the model (no pickle)."""
@@ -351,6 +363,7 @@ class EngineData:
 
 
 @attrs.frozen
+@shared_repr
 class Subcommand:
     """A ``srcore SUBCOMMAND`` contributed by a plugin."""
 
@@ -365,6 +378,7 @@ class Subcommand:
 
 
 @attrs.frozen
+@shared_repr
 class ArgInfo:
     """What a matcher sees of one argument: its schema name, IR type, and value if constant.
 
@@ -387,6 +401,7 @@ class ArgInfo:
 
 
 @attrs.frozen
+@shared_repr
 class NodeInfo:
     """What a matcher sees of a node: op, schema, arguments (in schema order) and output types."""
 
@@ -431,6 +446,7 @@ class NodeInfo:
 
 
 @attrs.frozen
+@shared_repr
 class Const:
     """In a :class:`Specialized` call, a value bound at load instead of a node argument
     (e.g. a Python float constant converted once to ``numpy.float32``)."""
@@ -439,6 +455,7 @@ class Const:
 
 
 @attrs.frozen
+@shared_repr
 class Specialized:
     """A matcher's answer: call ``fn`` with only some of the node's arguments.
 

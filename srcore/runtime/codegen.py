@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from .._repr import shared_repr
 from .process import free_slots
 from .processed import BlockInfo, ProcessedNode
 
@@ -26,6 +27,7 @@ _LITERAL_TYPES = (bool, int, str, type(None))
 
 
 @attrs.frozen(eq=False)
+@shared_repr
 class GeneratedBlock:
     index: int
     name: str
@@ -41,6 +43,7 @@ class GeneratedBlock:
 
 
 @attrs.frozen(eq=False)
+@shared_repr
 class Generated:
     blocks: tuple[GeneratedBlock, ...]   # the blocks that are functions: the top one and fork bodies
     globals: dict[str, Any]

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 import attrs
 import numpy as np
 
+from .._repr import shared_repr
 from ..errors import SrcoreInputError
 from ..ir.types import (BOOL, FLOAT, INT, BoolType, FloatType, IntType, ListType, NoneType, OptionalType,
                         TensorType, Type)
@@ -41,6 +42,7 @@ _MISSING = object()
 
 
 @attrs.frozen
+@shared_repr
 class ScalarSpec:
     """The spec of an input that is not a tensor (an int, a float, a list...)."""
 

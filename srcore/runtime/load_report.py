@@ -10,10 +10,12 @@ from typing import Any
 
 import attrs
 
+from .._repr import shared_repr
 from ..ir.types import TensorType
 
 
 @attrs.frozen
+@shared_repr
 class MissingShapeRule:
     """A node whose op has no shape rule: the tensors computed from it lose their shapes."""
 
@@ -35,6 +37,7 @@ class MissingShapeRule:
 
 
 @attrs.frozen
+@shared_repr
 class DtypeGuard:
     """A node dispatched while some of its dtypes were unknown: its kernel checks them on every call."""
 
@@ -49,6 +52,7 @@ class DtypeGuard:
 
 
 @attrs.frozen
+@shared_repr
 class Fallback:
     """A node run by a ``fallback`` kernel (torch's, slowly), and why no faster kernel was taken."""
 
@@ -64,6 +68,7 @@ class Fallback:
 
 
 @attrs.frozen
+@shared_repr
 class Decomposed:
     """A node replaced by its decomposition (no out or native kernel on the listed backends)."""
 
@@ -78,6 +83,7 @@ class Decomposed:
 
 
 @attrs.define
+@shared_repr
 class LoadReport:
     """Per load: failed plugins whose namespace the model touches, nodes without a shape rule, nodes
     replaced by decompositions, nodes run by fallback kernels, nodes whose kernels check dtypes at run time."""

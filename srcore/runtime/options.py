@@ -5,6 +5,8 @@ import os
 
 import attrs
 
+from .._repr import shared_repr
+
 _PLANNERS = ("standard_resizing", "precomputed_offsets")
 #: the default backend priority list: quantized nodes on quantized_cpu, the rest on cpu (a default
 #: backend that is not installed is left out; one asked for by name is an error)
@@ -53,6 +55,7 @@ def _items(value) -> tuple:
 
 
 @attrs.frozen
+@shared_repr
 class Options:
     """Load- and run-time options of a :class:`srcore.StaticModule`.
 

@@ -12,10 +12,12 @@ from typing import Any, Callable
 
 import attrs
 
+from .._repr import shared_repr
 from ..dispatch.resolve import STRUCTURAL_KINDS  # noqa: F401  (the kinds the runtime runs itself)
 
 
 @attrs.frozen
+@shared_repr
 class Arg:
     """Where one kernel argument comes from: a value slot, or a constant bound at load."""
 
@@ -28,6 +30,7 @@ class Arg:
 
 
 @attrs.frozen(eq=False)
+@shared_repr
 class ProcessedFunction:
     """The kernel call of one node: ``fn(*args, **kwargs[, out=...])``."""
 
@@ -42,6 +45,7 @@ class ProcessedFunction:
 
 
 @attrs.frozen(eq=False)
+@shared_repr
 class ProcessedNode:
     """One node of a block: its function, input and output slots, and sub-blocks."""
 
@@ -62,6 +66,7 @@ class ProcessedNode:
 
 
 @attrs.frozen
+@shared_repr
 class ManagedTensor:
     """A tensor the block's memory planner owns: an out-variant output that never escapes."""
 
@@ -71,6 +76,7 @@ class ManagedTensor:
 
 
 @attrs.frozen(eq=False)
+@shared_repr
 class BlockInfo:
     """One block: its processed nodes, input/output slots, and managed tensors."""
 

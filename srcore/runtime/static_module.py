@@ -10,7 +10,6 @@ need.
 """
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from typing import Any, Sequence
@@ -18,6 +17,8 @@ from typing import Any, Sequence
 import attrs
 import numpy as np
 
+from .._lazylog import INFO, LazyLogger
+from .._repr import shared_repr
 from ..errors import ShapeError, SrcoreError, SrcoreInputError, UnknownBackendError, UnsupportedOpError
 from ..ir.types import TensorType, Type
 from ..memory.planner import TensorRequest, Lifetime, lower_bound, make_planner, no_reuse_bytes
@@ -29,10 +30,11 @@ from .options import DEFAULT_BACKENDS, Options
 from .process import GraphProcessor, enumerate_values
 from .processed import BlockInfo
 
-log = logging.getLogger("srcore.runtime")
+log = LazyLogger("srcore.runtime")
 
 
 @attrs.frozen
+@shared_repr
 class BlockSignature:
     """Concrete facts about one block for one input signature."""
 
@@ -41,6 +43,7 @@ class BlockSignature:
 
 
 @attrs.frozen
+@shared_repr
 class SignatureInfo:
     """Concrete facts about the whole graph for one input signature."""
 
@@ -214,7 +217,7 @@ class StaticModule:
             if self.partition is not None:
                 warmup(self, parsed)
             self.setup_time = time.perf_counter() - t0
-        if log.isEnabledFor(logging.INFO):
+        if log.isEnabledFor(INFO):
             log.info("loaded %d nodes on %s (%s executor) in %.1f ms: %s", self.num_nodes,
                      ",".join(options.backends), options.executor, self.setup_time * 1e3,
                      ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in clock.stages.items()))
@@ -364,12 +367,12 @@ class _StageClock:
 
 def _check_backends(wanted, known, required=None) -> None:
     """Every backend asked for is installed: a typo must not read as "no kernel for any node"."""
-    import difflib
-
-    from ..plugin.requirements import backend_hint
-
     for b in wanted:
         if b not in known:
+            import difflib  # only for the error: ~5 ms of imports at start-up otherwise
+
+            from ..plugin.requirements import backend_hint
+
             close = difflib.get_close_matches(b, list(known), n=1)
             hint = backend_hint(required, b) or (f" (did you mean {close[0]!r}?)" if close else "")
             raise UnknownBackendError(f"unknown backend {b!r}{hint}; installed backends: "

@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import attrs
 
+from ..._repr import shared_repr
 from ...errors import ShapeError
 from ...ir.names import base_op as base_name  # noqa: F401  (rules import it from here)
 from ...ir.types import (BOOL, FLOAT, INT, NONE, SCALAR_TYPE_CODES, BoolType, FloatType, IntType,
@@ -44,6 +45,7 @@ BOTTOM: Any = _Bottom()
 
 
 @attrs.define(slots=True, eq=False)
+@shared_repr
 class A:
     """An abstract value: type, known Python value (or UNKNOWN), element abstract values."""
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import attrs
 
+from ..._repr import shared_repr
 from ...errors import QuantizationError, ShapeError
 from ...ir.quant import QDTYPES
 from ...ir.graph import Block, Graph, Node, Value
@@ -24,6 +25,7 @@ MAX_UNROLL = 64
 
 
 @attrs.define(eq=False)
+@shared_repr
 class PropagationResult:
     """What ``propagate`` found. It also sets ``value.type`` on every value it reaches."""
 

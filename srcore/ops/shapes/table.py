@@ -11,11 +11,13 @@ from typing import Any, Callable, Iterable, Iterator
 
 import attrs
 
+from ..._repr import shared_repr
 from ...errors import PluginError
 from .base import base_name
 
 
 @attrs.define(eq=False)
+@shared_repr
 class RuleEntry:
     """One op name's rule: ``fn(ctx) -> list`` (imported on first use) and who provided it."""
 
@@ -54,6 +56,7 @@ class RuleEntry:
 
 
 @attrs.define
+@shared_repr
 class ShapeRuleTable:
     """Rules by qualified overload name, base name or namespace (``"ns::*"``); :meth:`lookup` tries them
     in that order."""

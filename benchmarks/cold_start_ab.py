@@ -1,0 +1,136 @@
+"""Cold start, A/B: an older commit against this checkout, in one interleaved run.
+
+    env -u PYTHONDONTWRITEBYTECODE python -m benchmarks.cold_start_ab --old COMMIT [--runs 25]
+        [--models mlp_tiny,digits] [--json FILE]
+
+Each round runs, for every model and registry (full: every installed plugin; selection:
+``SRCORE_SELECTION`` = the file ``srcore select`` writes for the model), one fresh child of each arm
+in turn, so that machine load hits both arms alike. A child is the ``benchmarks.cold_start_selection``
+child: import numpy, load the input, ``import srcore``, ``load``, ``StaticModule``, first call. The old
+arm is a ``git worktree add --detach`` of COMMIT (removed afterwards) put first on ``PYTHONPATH`` with
+its plugins (``plugins/cpu``, ``quantized``, ``trt_like``, ``openvino``), the new arm this checkout the
+same way; children start outside both checkouts, with bytecode caching on and one BLAS thread. Reported
+per row: in-child CPU ms (``time.process_time``: less disturbed by other processes than wall time) and
+srcore's share of it (after numpy and the input are loaded), median and best round, old -> new.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .cold_start_selection import _artifacts
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUGINS = ("cpu", "quantized", "trt_like", "openvino")
+
+CHILD = """import time
+c0 = time.process_time()
+import numpy as np
+x = np.load({inp!r})
+c1 = time.process_time()
+import srcore
+m = srcore.load({srm!r})
+y = srcore.StaticModule(m)(x)
+c2 = time.process_time()
+print("@@", (c2 - c0) * 1e3, (c2 - c1) * 1e3)
+"""
+
+
+def _env(arm: Path, selection: str | None) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("SRCORE_SELECTION", "PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
+    env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([str(arm)] + [str(arm / "plugins" / p) for p in PLUGINS]))
+    if selection:
+        env["SRCORE_SELECTION"] = selection
+    return env
+
+
+def _child(code: str, env: dict, cwd: str) -> tuple[float, float]:
+    p = subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True, text=True)
+    line = next((ln for ln in p.stdout.splitlines() if ln.startswith("@@")), None)
+    if line is None:
+        raise RuntimeError(p.stderr.strip()[-1500:])
+    total, share = (float(v) for v in line.split()[1:])
+    return total, share
+
+
+def run(old: Path, new: Path, models: list[str], runs: int, out: Path, cwd: str) -> dict:
+    cases = []
+    for model in models:
+        srm, inp = _artifacts(model, out)
+        selection = out / "artifacts" / model / "selection.yaml"
+        subprocess.run([sys.executable, "-c", "import sys; from srcore.cli.main import main; sys.exit(main())",
+                        "select", str(srm), "-o", str(selection)], check=True, cwd=ROOT, capture_output=True)
+        code = CHILD.format(inp=str(inp), srm=str(srm))
+        for mode, sel in (("full", None), ("selection", str(selection))):
+            for arm_name, arm in (("old", old), ("new", new)):
+                cases.append(((model, mode, arm_name), code, _env(arm, sel)))
+    for _, code, env in cases:  # warm the caches (entry points, schemas, selections) and the bytecode
+        _child(code, env, cwd)
+    samples: dict[tuple, list] = {key: [] for key, _, _ in cases}
+    for _ in range(runs):
+        for key, code, env in cases:
+            samples[key].append(_child(code, env, cwd))
+    result = {}
+    for model in models:
+        for mode in ("full", "selection"):
+            row = {}
+            for arm_name in ("old", "new"):
+                ss = samples[(model, mode, arm_name)]
+                row[arm_name] = {"cpu_ms_median": statistics.median(t for t, _ in ss), "cpu_ms_best": min(t for t, _ in ss),
+                                 "srcore_ms_median": statistics.median(s for _, s in ss),
+                                 "srcore_ms_best": min(s for _, s in ss)}
+            result[f"{model}/{mode}"] = row
+    return result
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.cold_start_ab", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--old", required=True, help="the commit to compare against (a git revision)")
+    ap.add_argument("--models", default="mlp_tiny,digits")
+    ap.add_argument("--runs", type=int, default=25)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    ap.add_argument("--json", help="write the results here")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="srcore-ab-") as tmp:
+        old = Path(tmp) / "old"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(old), args.old], check=True,
+                       capture_output=True)
+        try:
+            rev = subprocess.run(["git", "-C", str(old), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                 text=True).stdout.strip()
+            new_rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                     text=True).stdout.strip()
+            cwd = Path(tmp) / "cwd"
+            cwd.mkdir()
+            result = run(old, ROOT, args.models.split(","), args.runs, out, str(cwd))
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], capture_output=True)
+    print(f"old {rev} vs new {new_rev} (this checkout{', with uncommitted changes' if _dirty() else ''}), "
+          f"{args.runs} interleaved rounds; in-child CPU ms and srcore's share (after numpy and the input)")
+    print(f"{'model/registry':<20}{'CPU median':>20}{'CPU best':>20}{'srcore median':>20}{'srcore best':>20}")
+    for key, row in result.items():
+        cells = [f"{row['old'][c]:.0f} -> {row['new'][c]:.0f}"
+                 for c in ("cpu_ms_median", "cpu_ms_best", "srcore_ms_median", "srcore_ms_best")]
+        print(f"{key:<20}" + "".join(f"{c:>20}" for c in cells))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"old": rev, "new": new_rev, "runs": args.runs, "rows": result}, indent=1))
+    return 0
+
+
+def _dirty() -> bool:
+    return bool(subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True).stdout.strip())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

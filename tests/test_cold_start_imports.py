@@ -1,0 +1,101 @@
+"""What a cold start imports: a fresh process that loads the digits model and runs it once, with the full
+registry and with a selection (its parse cached by an earlier start), leaves out the modules it does not need (the JIT compilers and scipy of
+other plugins' kernels, yaml, and the standard-library modules srcore used to pull in at start-up:
+logging, difflib, importlib.resources with tempfile and zipfile, hashlib with OpenSSL), and srcore's loggers still log."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from srcore._lazylog import DEBUG, INFO, LazyLogger
+from srcore.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[1]
+DIGITS = ROOT / "examples" / "digits" / "digits.srm"
+
+pytestmark = pytest.mark.one_pass
+
+CHILD = f"""
+import json, sys
+import numpy as np
+import srcore
+m = srcore.load({str(DIGITS)!r})
+y = srcore.StaticModule(m)(np.zeros((1, 1, 8, 8), np.float32))
+assert y.shape == (1, 10)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+NOT_AT_START = ("numba", "llvmlite", "scipy", "yaml", "torch", "logging", "difflib", "importlib.resources",
+                "tempfile", "zipfile", "hashlib")
+
+
+def _child(**env) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in {**os.environ, **env}.items() if v is not None}
+    return subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, check=True)
+
+
+@pytest.fixture(scope="module")
+def selection(tmp_path_factory):
+    path = tmp_path_factory.mktemp("sel") / "digits.yaml"
+    assert main(["select", str(DIGITS), "-o", str(path)]) == 0
+    _child(SRCORE_SELECTION=str(path))  # the first start parses the file (yaml) and caches the parse
+    return str(path)
+
+
+@pytest.mark.parametrize("mode", ["full", "selection"])
+def test_a_first_run_leaves_out_what_it_does_not_need(mode, selection):
+    out = _child(SRCORE_SELECTION=selection if mode == "selection" else None, SRCORE_LOG=None)
+    modules = set(json.loads(out.stdout.splitlines()[-1]))
+    assert "srcore.runtime.static_module" in modules  # the child did load and run the model
+    loaded = {m for m in modules for top in NOT_AT_START if m == top or m.startswith(top + ".")}
+    assert not loaded, f"imported on a {mode} cold start: {sorted(loaded)}"
+
+
+def test_srcore_log_still_shows_the_load_path_records(selection):
+    """SRCORE_LOG configures logging at ``import srcore``: the records of the lazily-logging modules appear."""
+    err = _child(SRCORE_SELECTION=selection, SRCORE_LOG="info").stderr
+    assert "read " in err and "digits.srm" in err, err          # srcore.format (srm.py)
+    assert "loaded " in err and "nodes on" in err, err          # srcore.runtime (static_module.py)
+    assert "registry of" in err, err                            # srcore.plugin (manager.py)
+
+
+def test_lazy_logger_records_name_the_caller_and_honour_levels(caplog):
+    log = LazyLogger("srcore.test_lazylog")
+    with caplog.at_level(logging.INFO, logger="srcore.test_lazylog"):
+        log.info("seen %d", 1); line = sys._getframe().f_lineno  # noqa: E702 (the line of the call)
+        log.debug("hidden at INFO")
+        assert log.isEnabledFor(INFO) and not log.isEnabledFor(DEBUG)
+    [rec] = caplog.records
+    assert (rec.getMessage(), rec.levelno, rec.name) == ("seen 1", logging.INFO, "srcore.test_lazylog")
+    assert (rec.funcName, rec.lineno, Path(rec.pathname).name) == (
+        "test_lazy_logger_records_name_the_caller_and_honour_levels", line, "test_cold_start_imports.py")
+    with caplog.at_level(logging.DEBUG, logger="srcore.test_lazylog"):
+        log.debug("now %s", "shown")
+        log.warning("warned")
+        try:
+            raise ValueError("boom")
+        except ValueError:
+            log.exception("failed")
+    assert [(r.levelno, r.getMessage()) for r in caplog.records[1:]] == [
+        (logging.DEBUG, "now shown"), (logging.WARNING, "warned"), (logging.ERROR, "failed")]
+    assert caplog.records[-1].exc_info[0] is ValueError
+
+
+@pytest.mark.parametrize("size", [0, 1, 55, 56, 64, 1000, 70_000])
+def test_the_small_data_sha256_is_hashlibs(size):
+    import hashlib
+
+    from srcore._digest import small_sha256
+
+    data = os.urandom(size)
+    assert small_sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
+    h = small_sha256()
+    for i in range(0, size, 7):
+        h.update(data[i:i + 7])
+    assert h.digest() == hashlib.sha256(data).digest()
