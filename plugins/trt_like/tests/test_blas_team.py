@@ -8,6 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from srcore_trt_like.builder.network import Layer, Network
+from srcore_trt_like.conv import ConvSpec, conv_tactic_builders
+from srcore_trt_like.conv import gemm as conv_gemm
 from srcore_trt_like.kernels import blas_team
 from srcore_trt_like.kernels import threads as parallel
 from srcore_trt_like.tactics import choose
@@ -100,3 +102,38 @@ def test_one_thread_offers_no_team_and_a_stored_team_tactic_restores(monkeypatch
     monkeypatch.setattr(parallel, "count", lambda: 2)
     (step,) = choose.choose_tactics(net, {}, chosen=[("numpy_split", {})])
     assert step.tactic == "numpy_split"
+
+
+CONVS = [ConvSpec((1, 24, 13, 11), 40, 3, 1, 1, relu=True, residual=True),    # winograd + im2col (planned)
+         ConvSpec((2, 8, 70, 70), 36, 3, 2, 1, relu=True)]                   # im2col by row chunks
+
+
+@pytest.mark.parametrize("spec", CONVS)
+def test_team_conv_tactics_are_bit_identical_on_any_team(spec, monkeypatch):
+    """The BLAS conv tactics on the team: the same bits on 1 or 2 threads, and torch's conv."""
+    import torch
+
+    monkeypatch.setattr(parallel, "count", lambda: 2)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 0)
+    monkeypatch.setattr(conv_gemm, "COLS_CAP_BYTES", 40000)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(spec.x_shape, np.float32)
+    w = (rng.standard_normal(spec.weight_shape) / np.sqrt(np.prod(spec.weight_shape[1:]))).astype(np.float32)
+    b = rng.standard_normal(spec.out_channels).astype(np.float32)
+    res = rng.standard_normal(spec.out_shape, np.float32) if spec.residual else None
+    ref = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b),
+                                     spec.stride, spec.padding, spec.dilation).numpy()
+    ref = np.maximum(ref + (res if res is not None else 0), 0)
+    team = [(name, build) for name, build in conv_tactic_builders(spec, w, b) if name.endswith("_team")]
+    assert {n for n, _ in team} >= {"im2col_gemm_team"}
+    for name, build in team:
+        t = build()
+        outs = []
+        for size in (1, 2, 1, 2):
+            t.governor.hold, t.governor.best = (0 if size > 1 else 1), [0, 0]   # force the team's size
+            out = np.full(t.out_shape, np.nan, np.float32)
+            t(x, out, res)
+            outs.append(out)
+        for out in outs[1:]:
+            np.testing.assert_array_equal(out, outs[0], err_msg=name)
+        np.testing.assert_allclose(outs[0], ref, rtol=1e-4, atol=2e-4 * np.abs(ref).max(), err_msg=name)

@@ -117,3 +117,41 @@ class SplitGemm:
             a, b = ranges[i]
             np.matmul(x2, blocks[i], out=o[:, a:b])
         team(self.threads).run(part, len(ranges), size)
+
+
+def ranges(total: int, count: int = TARGET_PARTS, quantum: int = 1) -> list[tuple[int, int]]:
+    """``range(total)`` cut in at most ``count`` non-empty parts of whole quanta (a function of the
+    shape alone, never of the team)."""
+    cuts = [_threads.split(total, t, count, quantum) for t in range(count)]
+    return [(a, b) for a, b in cuts if b > a]
+
+
+class TeamParts:
+    """For a conv tactic calling numpy's BLAS: its work in fixed parts (:meth:`_parts`), run one
+    after the other, or, built with ``team > 1``, on a governed team of that many threads (the
+    team's size decided once per call, the same parts either way)."""
+
+    team_threads = 1
+
+    def _init_team(self, team: int) -> None:
+        self.team_threads = team = max(1, int(team))
+        if team > 1:
+            self.governor = _threads.Governor(team)
+            self._size = threading.local()
+            inner = self._run
+
+            def run(x, out, residual):
+                gov = self.governor
+                size = self._size.n = gov.team()
+                t0 = gov.clock()
+                inner(x, out, residual)
+                gov.record(size, gov.clock() - t0)
+            self._run = run
+
+    def _parts(self, fn, count: int) -> None:
+        size = getattr(self._size, "n", 1) if self.team_threads > 1 else 1
+        if size <= 1 or count <= 1:
+            for i in range(count):
+                fn(i)
+        else:
+            team(self.team_threads).run(fn, count, size)
