@@ -10,6 +10,10 @@ layer on the same machine and thread settings skips the timing. Engine options: 
 takes the first candidate (the table puts the usual winner first), ``timing_cache=False``
 ignores the cache, ``mkl=False`` leaves MKL's GEMM out and ``exclude_tactics=[names]`` any tactics
 by name (the last candidate standing is kept whatever the exclusions).
+
+At more than one intra-op thread the engine runs on one of two thread pools, the OpenMP pool or
+the OpenBLAS team; the large layers that have a team candidate are timed on both, and the pool
+that took less in total wins (:func:`_choose_pool`).
 """
 from __future__ import annotations
 
@@ -126,16 +130,17 @@ def choose_tactics(net: Network, options: dict[str, Any], *, name: str = "engine
 #: the engine's intra-op threads (more than one) are numba's OpenMP pool, MKL's on the same
 #: libgomp, with numpy's OpenBLAS on the calling thread ...
 POOL = "pool"
-#: ... or, for its large GEMMs, a team of Python threads each running OpenBLAS on one thread on
-#: fixed parts of the weight (:mod:`..kernels.blas_team`)
+#: ... or, for its large GEMMs and convs, a team of Python threads each running OpenBLAS on one
+#: thread on fixed parts of the layer (:mod:`..kernels.blas_team`)
 BLAS = "blas"
 
 
 class _Pools:
     """An engine's candidates under each pool (:data:`POOL`, :data:`BLAS`) at more than one intra-op
     thread. Which is faster depends on the machine (MKL's packed SGEMM at 2 threads took 39 ms
-    where OpenBLAS on one thread took 30 on mlp_wide's 4096x4096 layer on an AVX2 AMD EPYC; on
-    Intel MKL wins), so the builder times both (:func:`_choose_pool`), never guesses by vendor."""
+    where OpenBLAS on one thread took 30 on mlp_wide's 4096x4096 layer on an AVX2 AMD EPYC, and
+    the AVX-512 packed conv 2-3x OpenBLAS's time; on Intel both win), so the builder times both
+    (:func:`_choose_pool`), never guesses by vendor."""
 
     def __init__(self, net: Network, options: dict[str, Any]):
         self.net, self.options = net, options
