@@ -137,3 +137,19 @@ def test_team_conv_tactics_are_bit_identical_on_any_team(spec, monkeypatch):
         for out in outs[1:]:
             np.testing.assert_array_equal(out, outs[0], err_msg=name)
         np.testing.assert_allclose(outs[0], ref, rtol=1e-4, atol=2e-4 * np.abs(ref).max(), err_msg=name)
+
+
+def test_real_timing_at_two_threads_keeps_the_faster_pool(monkeypatch, caplog):
+    """Timed for real at 2 threads: the team's candidate runs on its team while it is timed, and the
+    engine's tactic is on the pool the log reports as faster."""
+    import logging
+    import re
+
+    monkeypatch.setattr(parallel, "count", lambda: 2)
+    before = parallel.COUNTS["team"]
+    with caplog.at_level(logging.INFO, logger="srcore.trt_like"):
+        (step,) = choose.choose_tactics(_gemm_net(), {"timing_cache": False})
+    assert parallel.COUNTS["team"] > before
+    (msg,) = [r.getMessage() for r in caplog.records if "large enough to split" in r.getMessage()]
+    pool_ms, team_ms = map(float, re.findall(r"([\d.]+) ms", msg))
+    assert (step.tactic == "numpy_split") == (team_ms < pool_ms), (msg, step.tactic)
