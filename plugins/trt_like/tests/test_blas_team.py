@@ -153,3 +153,28 @@ def test_real_timing_at_two_threads_keeps_the_faster_pool(monkeypatch, caplog):
     (msg,) = [r.getMessage() for r in caplog.records if "large enough to split" in r.getMessage()]
     pool_ms, team_ms = map(float, re.findall(r"([\d.]+) ms", msg))
     assert (step.tactic == "numpy_split") == (team_ms < pool_ms), (msg, step.tactic)
+
+
+def test_a_forked_child_makes_its_own_team():
+    import os
+
+    blas_team.team(2).run(lambda i: None, 2, 2)             # the parent's team exists
+    pid = os.fork()
+    if pid == 0:                                            # child: would hang on the parent's queues
+        try:
+            seen = []
+            blas_team.team(2).run(seen.append, 4, 2)
+            os._exit(0 if sorted(seen) == [0, 1, 2, 3] else 1)
+        finally:
+            os._exit(2)
+    import signal
+    import time
+
+    deadline = time.monotonic() + 30
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0:   # a child stuck on dead workers: kill, fail
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung on the parent's team")
+        time.sleep(0.01)
+    assert os.WEXITSTATUS(done[1]) == 0

@@ -10,6 +10,7 @@ team, so the results are bit-identical whichever threads run them. The workers b
 """
 from __future__ import annotations
 
+import os
 import queue
 import threading
 
@@ -75,6 +76,8 @@ class Team:
 
 _teams: dict[int, Team] = {}
 _lock = threading.Lock()
+# a forked child has none of the parent's worker threads: it makes its own teams
+os.register_at_fork(after_in_child=_teams.clear)
 
 
 def team(size: int) -> Team:
