@@ -116,5 +116,7 @@ def test_at_two_threads_layers_with_an_mkl_candidate_use_it(monkeypatch):
     monkeypatch.setenv("MKL_NUM_THREADS", "2")
     sm = srcore.StaticModule(g, options=srcore.Options(backends=("trt_like", "cpu"),
                                                        engine_options={"timing_cache": False}))
-    assert sm.partition.engines[0].description.count("[mkl_packed]") == 2   # no OpenBLAS GEMM left
+    desc = sm.partition.engines[0].description
+    # MKL on the OpenMP pool, or (at >1 OpenBLAS thread, timed faster) the OpenBLAS team: never both
+    assert desc.count("[mkl_packed]") == 2 or desc.count("[numpy_split]") == 2, desc
     np.testing.assert_allclose(sm(x), want, rtol=1e-4, atol=1e-4)

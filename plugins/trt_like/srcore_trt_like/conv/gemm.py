@@ -7,6 +7,7 @@ import numpy as np
 
 from ..errors import TacticSpecError
 from ..kernels import conv as _k
+from ..kernels.blas_team import TeamParts, ranges
 from ..kernels.scratch import SCRATCH
 from .spec import ConvSpec, ConvTactic
 
@@ -50,7 +51,7 @@ class Gemm1x1Tactic(ConvTactic):
             _k.epilogue(out3, res3, residual is not None, self.bias, s.relu, n, 0, P, 0, O)
 
 
-class Im2colGemmTactic(ConvTactic):
+class Im2colGemmTactic(TeamParts, ConvTactic):
     """Any conv: per image (and chunk of output rows), gather the (C/g * kh * kw, rows * Wo) columns
     with zeros for the padding (numba), one GEMM per group into ``out``, then the epilogue.
 
@@ -62,7 +63,11 @@ class Im2colGemmTactic(ConvTactic):
     name = "im2col_gemm"
     uses_blas = True
 
-    def __init__(self, spec: ConvSpec, weight, bias, layout=None):
+    def __init__(self, spec: ConvSpec, weight, bias, layout=None, team: int = 1):
+        if team > 1:
+            if spec.groups != 1:
+                raise TacticSpecError(f"im2col_gemm_team: needs groups 1, got {spec.groups}")
+            self.name = "im2col_gemm_team"
         super().__init__(spec, weight, bias, layout)
         g, O = spec.groups, spec.out_channels
         kk = spec.x_shape[1] // g * spec.kernel[0] * spec.kernel[1]
@@ -77,6 +82,8 @@ class Im2colGemmTactic(ConvTactic):
             self.rows = Ho
         else:
             self.rows = max(1, min(Ho, COLS_CAP_BYTES // (4 * K * Wo)))
+        self._cparts, self._oparts = ranges(C), ranges(O, quantum=16)
+        self._init_team(team)
 
     def _run(self, x, out, residual):
         s = self.spec
@@ -93,12 +100,34 @@ class Im2colGemmTactic(ConvTactic):
                 p0, p1 = ho0 * Wo, ho1 * Wo
                 if self.plan is not None:
                     cols = SCRATCH.get("cols", (C, kh * kw, p1 - p0))
+                    if self.team_threads > 1:
+                        self._team_chunk(lambda c0, c1: _k.im2col_planned(x, n, self.plan, cols, c0, c1),
+                                         cols, out3, res3, residual is not None, n, p0, p1)
+                        continue
                     _k.im2col_planned(x, n, self.plan, cols, 0, C)
                 else:
                     cols = SCRATCH.get("cols", (C, kh, kw, p1 - p0))
+                    if self.team_threads > 1:
+                        self._team_chunk(lambda c0, c1: _k.im2col(x, n, kh, kw, sh, sw, ph, pw, dh, dw, ho0, ho1, Wo,
+                                                                  cols, c0, c1),
+                                         cols, out3, res3, residual is not None, n, p0, p1)
+                        continue
                     _k.im2col(x, n, kh, kw, sh, sw, ph, pw, dh, dw, ho0, ho1, Wo, cols, 0, C)
                 if g == 1:
                     np.matmul(self.w[0], cols.reshape(K, p1 - p0), out=out3[n, :, p0:p1])
                 else:
                     np.matmul(self.w, cols.reshape(g, K // g, p1 - p0), out=outg[n, :, :, p0:p1])
                 _k.epilogue(out3, res3, residual is not None, self.bias, s.relu, n, p0, p1, 0, O)
+
+    def _team_chunk(self, gather, cols, out3, res3, has_res, n, p0, p1):
+        """One chunk of output rows in parts: the columns by input channels, then the product and
+        the epilogue by 16s of output channels."""
+        cp, op, w, s = self._cparts, self._oparts, self.w[0], self.spec
+        self._parts(lambda i: gather(*cp[i]), len(cp))
+        colsk = cols.reshape(w.shape[1], p1 - p0)
+
+        def product(i):
+            o0, o1 = op[i]
+            np.matmul(w[o0:o1], colsk, out=out3[n, o0:o1, p0:p1])
+            _k.epilogue(out3, res3, has_res, self.bias, s.relu, n, p0, p1, o0, o1)
+        self._parts(product, len(op))

@@ -19,6 +19,9 @@ the GEMM just wrote, while it is in cache).
 ``winograd_f2x2``   3x3, stride 1, undilated, ungrouped: Winograd F(2x2, 3x3) (``winograd.py``)
 ``winograd_f4x4``   the same shapes: Winograd F(4x4, 3x3)
 ``depthwise_direct`` groups == in channels: a numba direct loop per output row
+``im2col_gemm_team``, ``winograd_f4x4_team``, ``winograd_f2x2_team``  at more than one intra-op
+                    thread, large layers: the BLAS tactics in fixed parts on the OpenBLAS team
+                    (``kernels/blas_team.py``)
 =================== ========================================================================
 """
 from __future__ import annotations
@@ -48,6 +51,9 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
         raise TacticSpecError(f"conv_tactics: spec must be a ConvSpec, got {type(spec).__name__}")
     out: list[tuple[str, object]] = []
     threads = _threads.for_work(spec.macs)   # small layers stay on one thread (see kernels/threads.py)
+    # the BLAS tactics split over the OpenBLAS team (kernels/blas_team.py), where OpenBLAS takes a
+    # per-thread count
+    team = threads if threads > 1 and _threads._set_local() else 1
     if spec.kernel == (1, 1) and spec.padding == (0, 0) and spec.groups == 1:
         out.append((Gemm1x1Tactic.name, lambda layout=None: Gemm1x1Tactic(spec, weight, bias, layout)))
     if winograd_applies(spec):
@@ -69,11 +75,17 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
         for m in (4, 2):
             out.append((f"winograd_f{m}x{m}", lambda layout=None, m=m: WinogradTactic(
                 spec, weight, bias, m=m, u=None if layout else transformed(m), layout=layout)))
+        if team > 1:
+            for m in (4, 2):
+                out.append((f"winograd_f{m}x{m}_team", lambda layout=None, m=m: WinogradTactic(
+                    spec, weight, bias, m=m, u=None if layout else transformed(m), layout=layout, team=team)))
     if spec.groups > 1 and spec.groups == spec.x_shape[1]:
         out.append((DepthwiseDirectTactic.name, lambda layout=None: DepthwiseDirectTactic(spec, weight, bias, layout)))
     if spec.groups == 1:
         out.append((PackedGemmTactic.name, lambda layout=None: PackedGemmTactic(spec, weight, bias, threads=threads, layout=layout)))
     out.append((Im2colGemmTactic.name, lambda layout=None: Im2colGemmTactic(spec, weight, bias, layout)))
+    if team > 1 and spec.groups == 1:
+        out.append(("im2col_gemm_team", lambda layout=None: Im2colGemmTactic(spec, weight, bias, layout, team=team)))
     return out
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from ..kernels import winograd as _k
 from .spec import ConvSpec, ConvTactic
 from ..errors import TacticSpecError
+from ..kernels.blas_team import TeamParts, ranges
 from ..kernels.scratch import SCRATCH
 from .winograd_guard import DirectOnNonFinite
 from ..kernels.winograd_math import F2, F4
@@ -51,14 +52,16 @@ def require_winograd(name: str, spec: ConvSpec) -> None:
             f"stride {spec.stride}, dilation {spec.dilation}, groups {spec.groups}")
 
 
-class WinogradTactic(DirectOnNonFinite, ConvTactic):
-    """Winograd F(m x m, 3 x 3), m = 2 or 4 (name ``winograd_f2x2`` / ``winograd_f4x4``)."""
+class WinogradTactic(TeamParts, DirectOnNonFinite, ConvTactic):
+    """Winograd F(m x m, 3 x 3), m = 2 or 4 (name ``winograd_f2x2`` / ``winograd_f4x4``). With
+    ``team > 1`` (name ``..._team``): the input transform in parts of input channels, the products
+    one per point, the output transform in parts of output channels, each phase on the team."""
     uses_blas = True
 
-    def __init__(self, spec: ConvSpec, weight, bias, m: int = 4, u=None, layout=None):
+    def __init__(self, spec: ConvSpec, weight, bias, m: int = 4, u=None, layout=None, team: int = 1):
         if m not in (2, 4):
             raise TacticSpecError(f"winograd: output tile m must be 2 or 4, got {m}")
-        self.name = f"winograd_f{m}x{m}"
+        self.name = f"winograd_f{m}x{m}" + ("_team" if team > 1 else "")
         super().__init__(spec, weight, bias, layout)
         require_winograd(self.name, spec)
         self._keep_direct(weight, bias)
@@ -75,6 +78,8 @@ class WinogradTactic(DirectOnNonFinite, ConvTactic):
         tiles = N * self.th * self.tw
         self.v_shape = (mats.n * mats.n, C, tiles)
         self.m_shape = (mats.n * mats.n, O, tiles)
+        self._cparts, self._oparts = ranges(C), ranges(O)
+        self._init_team(team)
 
     def _run(self, x, out, residual):
         if self._nonfinite(x):   # NaN / inf would spread over whole tiles: see winograd_guard
@@ -83,7 +88,14 @@ class WinogradTactic(DirectOnNonFinite, ConvTactic):
         C, O = s.x_shape[1], s.out_channels
         v = SCRATCH.get("wino_v", self.v_shape)
         mm = SCRATCH.get("wino_m", self.m_shape)
+        res = out if residual is None else residual
+        if self.team_threads > 1:
+            pt, pl, th, tw, u, cp, op = s.padding[0], s.padding[1], self.th, self.tw, self.u, self._cparts, self._oparts
+            self._parts(lambda i: self._input(x, pt, pl, th, tw, v, *cp[i]), len(cp))
+            self._parts(lambda p: np.matmul(u[p], v[p], out=mm[p]), len(u))
+            self._parts(lambda i: self._output(mm, self.bias, res, residual is not None, s.relu, out, th, tw, *op[i]),
+                        len(op))
+            return
         self._input(x, s.padding[0], s.padding[1], self.th, self.tw, v, 0, C)
         np.matmul(self.u, v, out=mm)
-        res = out if residual is None else residual
         self._output(mm, self.bias, res, residual is not None, s.relu, out, self.th, self.tw, 0, O)

@@ -10,9 +10,14 @@ layer on the same machine and thread settings skips the timing. Engine options: 
 takes the first candidate (the table puts the usual winner first), ``timing_cache=False``
 ignores the cache, ``mkl=False`` leaves MKL's GEMM out and ``exclude_tactics=[names]`` any tactics
 by name (the last candidate standing is kept whatever the exclusions).
+
+At more than one intra-op thread the engine runs on one of two thread pools, the OpenMP pool or
+the OpenBLAS team; the large layers that have a team candidate are timed on both, and the pool
+that took less in total wins (:func:`_choose_pool`).
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 from typing import Any, Callable
@@ -29,6 +34,7 @@ from ..kernels import mkl as mkl_gemm
 from ..kernels import threads as _threads
 from ..kernels.scratch import SCRATCH
 from . import table, timing_cache
+from .blas_team import BLAS_TEAM
 from .records import Candidate, Kernel
 from .timing import best_times
 
@@ -58,10 +64,10 @@ def choose_tactics(net: Network, options: dict[str, Any], *, name: str = "engine
     timing = options.get("timing", True) and chosen is None
     tolerance = float(options.get("memory_tolerance", MEMORY_TOLERANCE))
     cache = timing_cache.get() if options.get("timing_cache", True) and chosen is None else None
-    one_blas = _one_blas(options)
-    threaded_mkl = one_blas is not None and any(
-        layer.kind in ("gemm", "attention") and _work(layer, net) >= _threads.PARALLEL_MIN_WORK for layer in net.layers)
-    on_caller = _blas_on_caller(net, threaded_mkl)
+    pools = _Pools(net, options)
+    pool, pre_ranked = POOL, {}
+    if timing and pools.contested:
+        pool, pre_ranked = _choose_pool(pools, cache, name)
     stored = iter(chosen) if chosen is not None else None
     steps = []
     timed = 0
@@ -75,14 +81,10 @@ def choose_tactics(net: Network, options: dict[str, Any], *, name: str = "engine
             # nothing to compute (a zero-size dim): kernels and compilers need not handle it
             steps.append(Step(layer, "empty", _nothing))
             continue
-        every = candidates(layer, net)
-        cands = [c for c in every if not excluded(c.name, options)] or every
-        if one_blas and any(c.blas == one_blas for c in cands) and _work(layer, net) >= _threads.PARALLEL_MIN_WORK:
-            cands = [c for c in cands if c.blas is None or c.blas == one_blas]
-        if on_caller:
-            cands = [c if c.blas in ("omp", "mkl") else _on_caller(on_caller, c) for c in cands]
         if stored is not None:
-            by_name = {c.name: c for c in cands}
+            # a stored plan names its tactics in the pool it was built for: offer both pools' names
+            by_name = {c.name: c for c in pools.candidates(layer, POOL)}
+            by_name.update((c.name, c) for c in pools.candidates(layer, BLAS) if c.name not in by_name)
             if tactic not in by_name:
                 raise StaleChoice(f"its {layer.kind} layer ({layer.source or 'no source'}) uses tactic {tactic!r}, "
                                   f"which this process does not offer for it (offered: {', '.join(by_name)})")
@@ -90,12 +92,19 @@ def choose_tactics(net: Network, options: dict[str, Any], *, name: str = "engine
             kernel = c.restore(layout) if layout and c.restore is not None else c.build()
             steps.append(Step(layer, c.name, kernel.fn, c.precision, kernel.layout))
             continue
+        cands = pools.candidates(layer, pool)
         chosen_c = cands[0]
         if len(cands) > 1 and timing:
             key = timing_cache.layer_key(layer, net, [c.name for c in cands] + [f"memory_tolerance={tolerance}"])
             known = cache.lookup(key) if cache is not None else None
             by_name = {c.name: c for c in cands}
-            if known in by_name:
+            times = pre_ranked.get(id(layer))
+            if times is not None:    # timed when the pool was chosen
+                ranked = [(by_name[n], t) for n, t in times if n in by_name]
+                chosen_c = lean(ranked, layer, tolerance)
+                if cache is not None:
+                    cache.store(key, chosen_c.name)
+            elif known in by_name:
                 chosen_c = by_name[known]
                 log.debug("%s: %s %s: %s (timing cache)", name, layer.kind, _shape(net, layer), known)
             else:
@@ -112,10 +121,87 @@ def choose_tactics(net: Network, options: dict[str, Any], *, name: str = "engine
         _release_raw(layer)
     if cache is not None:
         cache.save()
-    if timed:
+    if timed or pre_ranked:
         SCRATCH.release()   # sized for the largest candidate timed; the winners regrow what they need
-        log.info("%s: timed the tactics of %d layer(s)", name, timed)
+        log.info("%s: timed the tactics of %d layer(s)", name, timed + len(pre_ranked))
     return steps
+
+
+#: the engine's intra-op threads (more than one) are numba's OpenMP pool, MKL's on the same
+#: libgomp, with numpy's OpenBLAS on the calling thread ...
+POOL = "pool"
+#: ... or, for its large GEMMs and convs, a team of Python threads each running OpenBLAS on one
+#: thread on fixed parts of the layer (:mod:`..kernels.blas_team`)
+BLAS = "blas"
+
+
+class _Pools:
+    """An engine's candidates under each pool (:data:`POOL`, :data:`BLAS`) at more than one intra-op
+    thread. Which is faster depends on the machine (MKL's packed SGEMM at 2 threads took 39 ms
+    where OpenBLAS on one thread took 30 on mlp_wide's 4096x4096 layer on an AVX2 AMD EPYC, and
+    the AVX-512 packed conv 2-3x OpenBLAS's time; on Intel both win), so the builder times both
+    (:func:`_choose_pool`), never guesses by vendor."""
+
+    def __init__(self, net: Network, options: dict[str, Any]):
+        self.net, self.options = net, options
+        self.threads = _threads.count()
+        self.one_blas = _one_blas(options)
+        threaded_mkl = self.one_blas is not None and any(
+            layer.kind in ("gemm", "attention") and _work(layer, net) >= _threads.PARALLEL_MIN_WORK
+            for layer in net.layers)
+        self.on_caller = _blas_on_caller(net, threaded_mkl)
+        #: the layers with a candidate on the Python team (large products at >1 thread)
+        self.contested = [layer for layer in net.layers if layer.kind != "reshape"
+                          and not all(net.tensors[t].size == 0 for t in layer.outputs)
+                          and any(c.blas == BLAS_TEAM for c in self._every(layer))]
+
+    def _every(self, layer: Layer) -> list[Candidate]:
+        every = candidates(layer, self.net)
+        return [c for c in every if not excluded(c.name, self.options)] or every
+
+    def candidates(self, layer: Layer, pool: str) -> list[Candidate]:
+        """``layer``'s candidates when the engine runs on ``pool``."""
+        every = self._every(layer)
+        team = [c for c in every if c.blas == BLAS_TEAM]
+        if pool == BLAS and team:
+            return team
+        cands = [c for c in every if c.blas != BLAS_TEAM] or every
+        if self.one_blas and any(c.blas == self.one_blas for c in cands) \
+                and _work(layer, self.net) >= _threads.PARALLEL_MIN_WORK:
+            cands = [c for c in cands if c.blas is None or c.blas == self.one_blas]
+        # on the team, OpenBLAS stays off its own threads everywhere: they spin after a call
+        wrap = self.on_caller if pool == POOL else _threads.on_caller
+        if wrap:
+            cands = [c if c.blas in ("omp", "mkl", BLAS_TEAM) else _on_caller(wrap, c) for c in cands]
+        return cands
+
+
+def _choose_pool(pools: _Pools, cache, name: str) -> tuple[str, dict[int, list[tuple[str, float]]]]:
+    """The pool the engine runs on: the one whose contested layers took less time in total, each
+    layer at its fastest candidate on that pool, every pool timed as a block (one pool's spinning
+    threads must not slow the other's timing). Returns the pool and, per contested layer (by id),
+    the ``(candidate name, seconds)`` timed on it (empty when the timing cache knew the pool)."""
+    net = pools.net
+    key = "pool:" + hashlib.sha256("|".join(
+        timing_cache.layer_key(layer, net, [c.name for c in pools.candidates(layer, p)])
+        for layer in pools.contested for p in (POOL, BLAS)).encode()).hexdigest()[:24]
+    known = cache.lookup(key) if cache is not None else None
+    if known in (POOL, BLAS):
+        log.debug("%s: thread pool %s (timing cache)", name, known)
+        return known, {}
+    times: dict[str, dict[int, list[tuple[str, float]]]] = {}
+    for pool in (POOL, BLAS):
+        times[pool] = {}
+        for layer in pools.contested:
+            ranked = rank(pools.candidates(layer, pool), layer, net)
+            times[pool][id(layer)] = [(c.name, s) for c, s in ranked]
+    total = {p: sum(r[0][1] for r in times[p].values()) for p in times}
+    pool = BLAS if total[BLAS] < total[POOL] else POOL
+    log.info("%s: %d layer(s) large enough to split: %.3f ms on the OpenMP pool, %.3f ms on the OpenBLAS "
+             "team -> %s", name, len(pools.contested), total[POOL] * 1e3, total[BLAS] * 1e3, pool)
+    if cache is not None:
+        cache.store(key, pool)
+    return pool, times[pool]
 
 
 def _release_raw(layer: Layer) -> None:

@@ -13,6 +13,7 @@ from ..conv.tactics import conv_tactic_builders
 from ..kernels import parallel as _par
 from ..kernels import pool as _pool_kernels
 from ..kernels import threads as _threads
+from .blas_team import BLAS_TEAM
 from .records import Candidate, Kernel
 
 
@@ -29,7 +30,8 @@ def conv_candidates(layer: Layer, net: Network) -> list[Candidate]:
     calling thread (see ``kernels/threads.py``)."""
     a = layer.attrs
     spec = conv_spec(layer, net)
-    return [Candidate(name, lambda build=build: _kernel(build(), a["residual"]), blas="omp",
+    return [Candidate(name, lambda build=build: _kernel(build(), a["residual"]),
+                      blas=BLAS_TEAM if name.endswith("_team") else "omp",
                       restore=lambda layout, build=build: _kernel(build(layout), a["residual"]))
             for name, build in conv_tactic_builders(spec, a["weight"], a["bias"])]
 

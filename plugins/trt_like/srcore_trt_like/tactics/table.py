@@ -8,7 +8,7 @@ tactics are tested against).
 from __future__ import annotations
 
 from ..builder.network import Layer, Network
-from . import conv, conv_pool, data, int8, mkl, nn, numpy_layers, pointwise
+from . import blas_team, conv, conv_pool, data, int8, mkl, nn, numpy_layers, pointwise
 from .records import Candidate, Tactic, simple
 
 TACTICS: tuple[Tactic, ...] = (
@@ -23,6 +23,7 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("adaptive_avg_pool2d", "numpy", simple("numpy", numpy_layers.adaptive_avg_pool2d)),
     Tactic("gemm", "mkl_packed", mkl.gemm_candidates),
     Tactic("gemm", "numpy", simple("numpy", numpy_layers.gemm, blas="openblas")),
+    Tactic("gemm", "numpy_split", blas_team.gemm_candidates),
     Tactic("attention", "mkl", mkl.attention_candidates),
     Tactic("attention", "numba", simple("numba", nn.attention, blas="openblas")),
     Tactic("attention", "numpy", simple("numpy", numpy_layers.attention, blas="openblas")),

@@ -1,0 +1,160 @@
+"""A GEMM split in fixed column parts, each part one single-threaded OpenBLAS call, run by a team of
+Python threads (numpy releases the GIL inside BLAS).
+
+Why not OpenBLAS's own threads: a threaded OpenBLAS SGEMM does not give the bits of the
+single-threaded one (64x1024 @ 1024x512 and every benchmark shape differ), so a layer whose team
+shrinks at run time (:class:`.threads.Governor`, beside a busy core) would change its results
+from call to call. Here the parts depend only on the weight's shape (:func:`parts`), never on the
+team, so the results are bit-identical whichever threads run them. The workers block on a queue
+(no spinning: nothing to steal a core another pool or process needs).
+"""
+from __future__ import annotations
+
+import os
+import queue
+import threading
+
+import numpy as np
+
+from . import threads as _threads
+
+#: columns of a part are a multiple of this (OpenBLAS's SGEMM register blocks are 4-16 wide)
+PART_QUANTUM = 64
+#: a weight is cut in about this many parts: enough to balance 2-8 threads, each part still a
+#: full-width GEMM (the per-call cost, ~10 us, is far below a part's milliseconds)
+TARGET_PARTS = 8
+
+
+def parts(n: int) -> list[tuple[int, int]]:
+    """The column ranges of an ``n``-column weight: a function of ``n`` alone."""
+    share = -(-n // TARGET_PARTS)
+    width = max(PART_QUANTUM, -(-share // PART_QUANTUM) * PART_QUANTUM)
+    return [(a, min(n, a + width)) for a in range(0, n, width)]
+
+
+class Team:
+    """``size - 1`` daemon worker threads (OpenBLAS on one thread each) and the calling thread."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._queues = [queue.SimpleQueue() for _ in range(size - 1)]
+        for q in self._queues:
+            threading.Thread(target=self._work, args=(q,), daemon=True, name="srcore-blas-team").start()
+
+    @staticmethod
+    def _work(q: queue.SimpleQueue) -> None:
+        set_local = _threads._set_local()
+        if set_local:
+            set_local(1)
+        while True:
+            fn, lo, hi, done, errors = q.get()
+            try:
+                for i in range(lo, hi):
+                    fn(i)
+            except BaseException as exc:  # handed to the caller, which re-raises it
+                errors.append(exc)
+            done.put(None)
+
+    def run(self, fn, count: int, team: int) -> None:
+        """``fn(i)`` for ``i`` in ``range(count)`` on ``team`` threads (the caller one of them), in
+        contiguous ranges; re-raises the first error."""
+        team = max(1, min(team, self.size, count))
+        bounds = [count * t // team for t in range(team + 1)]
+        done: queue.SimpleQueue = queue.SimpleQueue()
+        errors: list = []
+        for t in range(1, team):
+            self._queues[t - 1].put((fn, bounds[t], bounds[t + 1], done, errors))
+        try:
+            for i in range(bounds[0], bounds[1]):
+                fn(i)
+        finally:
+            for _ in range(team - 1):
+                done.get()
+        if errors:
+            raise errors[0]
+
+
+_teams: dict[int, Team] = {}
+_lock = threading.Lock()
+# a forked child has none of the parent's worker threads: it makes its own teams
+os.register_at_fork(after_in_child=_teams.clear)
+
+
+def team(size: int) -> Team:
+    """The process's team of ``size`` threads (made on first use)."""
+    t = _teams.get(size)
+    if t is None:
+        with _lock:
+            t = _teams.get(size)
+            if t is None:
+                t = _teams[size] = Team(size)
+    return t
+
+
+class SplitGemm:
+    """``out = x @ W.T`` for a constant ``W`` (N, K), its columns cut in :func:`parts`, each part's
+    weight laid out (K, part) C-contiguous; a call runs the parts on a governed team of ``threads``."""
+
+    def __init__(self, weight: np.ndarray, threads: int):
+        w = np.asarray(weight, np.float32)
+        self.n, self.k = w.shape
+        self.ranges = parts(self.n)
+        self.blocks = [np.ascontiguousarray(w[a:b].T) for a, b in self.ranges]
+        self.weight_bytes = sum(b.nbytes for b in self.blocks)
+        self.threads = max(1, int(threads))
+        self.governor = _threads.Governor(self.threads)
+        self._run = _threads.on_caller(self._run_parts)   # the caller's share on one OpenBLAS thread too
+
+    def __call__(self, x: np.ndarray, out: np.ndarray) -> None:
+        o = out.reshape(-1, self.n)
+        gov = self.governor
+        size = gov.team()
+        t0 = gov.clock()
+        self._run(x.reshape(o.shape[0], self.k), o, size)
+        gov.record(size, gov.clock() - t0)
+
+    def _run_parts(self, x2: np.ndarray, o: np.ndarray, size: int) -> None:
+        ranges, blocks = self.ranges, self.blocks
+
+        def part(i):
+            a, b = ranges[i]
+            np.matmul(x2, blocks[i], out=o[:, a:b])
+        team(self.threads).run(part, len(ranges), size)
+
+
+def ranges(total: int, count: int = TARGET_PARTS, quantum: int = 1) -> list[tuple[int, int]]:
+    """``range(total)`` cut in at most ``count`` non-empty parts of whole quanta (a function of the
+    shape alone, never of the team)."""
+    cuts = [_threads.split(total, t, count, quantum) for t in range(count)]
+    return [(a, b) for a, b in cuts if b > a]
+
+
+class TeamParts:
+    """For a conv tactic calling numpy's BLAS: its work in fixed parts (:meth:`_parts`), run one
+    after the other, or, built with ``team > 1``, on a governed team of that many threads (the
+    team's size decided once per call, the same parts either way)."""
+
+    team_threads = 1
+
+    def _init_team(self, team: int) -> None:
+        self.team_threads = team = max(1, int(team))
+        if team > 1:
+            self.governor = _threads.Governor(team)
+            self._size = threading.local()
+            inner = self._run
+
+            def run(x, out, residual):
+                gov = self.governor
+                size = self._size.n = gov.team()
+                t0 = gov.clock()
+                inner(x, out, residual)
+                gov.record(size, gov.clock() - t0)
+            self._run = run
+
+    def _parts(self, fn, count: int) -> None:
+        size = getattr(self._size, "n", 1) if self.team_threads > 1 else 1
+        if size <= 1 or count <= 1:
+            for i in range(count):
+                fn(i)
+        else:
+            team(self.team_threads).run(fn, count, size)

@@ -1,0 +1,180 @@
+"""The OpenBLAS team (kernels/blas_team.py) and the engine's choice between it and the OpenMP pool
+at more than one intra-op thread (tactics/choose.py)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from srcore_trt_like.builder.network import Layer, Network
+from srcore_trt_like.conv import ConvSpec, conv_tactic_builders
+from srcore_trt_like.conv import gemm as conv_gemm
+from srcore_trt_like.kernels import blas_team
+from srcore_trt_like.kernels import threads as parallel
+from srcore_trt_like.tactics import choose
+
+pytestmark = pytest.mark.one_pass
+
+
+@given(st.integers(1, 20000))
+@settings(max_examples=60, deadline=None)
+def test_parts_cover_the_columns_in_quanta(n):
+    parts = blas_team.parts(n)
+    assert parts[0][0] == 0 and parts[-1][1] == n
+    assert all(a[1] == b[0] for a, b in zip(parts, parts[1:]))
+    assert all(a % blas_team.PART_QUANTUM == 0 and b > a for a, b in parts)
+    assert len(parts) <= blas_team.TARGET_PARTS
+
+
+@pytest.mark.parametrize("shape", [(64, 300, 1000), (2, 5, 96, 130)])
+def test_split_gemm_is_bit_identical_on_any_team(shape):
+    """The parts depend on the weight alone: 1, 2 or 3 threads give the same bits, close to float64."""
+    assert parallel._set_local(), "numpy's OpenBLAS must take a per-thread count (>= 0.3.27)"
+    rng = np.random.default_rng(0)
+    *lead, k, n = shape
+    x = rng.standard_normal((*lead, k), np.float32)
+    w = rng.standard_normal((n, k), np.float32)
+    gemm = blas_team.SplitGemm(w, 3)
+    outs = []
+    for team in (1, 2, 3):
+        out = np.full((*lead, n), np.nan, np.float32)
+        gemm._run(x.reshape(-1, k), out.reshape(-1, n), team)
+        outs.append(out)
+    for out in outs[1:]:
+        np.testing.assert_array_equal(out, outs[0])
+    ref = x.astype(np.float64) @ w.T.astype(np.float64)
+    np.testing.assert_allclose(outs[0], ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+    before = dict(parallel.COUNTS)
+    out = np.empty((*lead, n), np.float32)
+    for _ in range(3):                  # through the governor: the first call alone, then the team
+        gemm(x, out)
+        np.testing.assert_array_equal(out, outs[0])
+    assert parallel.COUNTS["solo"] > before["solo"] and parallel.COUNTS["team"] > before["team"]
+
+
+def test_team_re_raises_a_workers_error():
+    def fn(i):
+        if i == 3:
+            raise ValueError("part 3")
+    with pytest.raises(ValueError, match="part 3"):
+        blas_team.team(2).run(fn, 4, 2)
+    blas_team.team(2).run(lambda i: None, 4, 2)     # the worker is still there
+
+
+def _gemm_net(m=64, k=512, n=1024):
+    net = Network()
+    x, y = net.new_tensor((m, k)), net.new_tensor((m, n))
+    w = np.random.default_rng(1).standard_normal((n, k)).astype(np.float32)
+    net.layers.append(Layer("gemm", [x], [y], {"weight": w}))
+    assert m * k * n >= parallel.PARALLEL_MIN_WORK
+    return net
+
+
+@pytest.mark.parametrize("team_faster", [True, False])
+def test_the_pool_timed_fastest_is_chosen(monkeypatch, team_faster):
+    """At 2 threads a large GEMM is timed on both pools; the engine keeps the pool (and the tactic)
+    that timed fastest. Timings are stubbed (the real ones are the benchmarks' business), each
+    candidate checked to be the real kernel on the real layer."""
+    monkeypatch.setattr(parallel, "count", lambda: 2)
+    fake = {"numpy_split": 1.0 if team_faster else 3.0, "numpy": 2.0, "mkl_packed": 2.5}
+    timed = []
+
+    def rank(cands, layer, net, seed=0):
+        timed.append([c.name for c in cands])
+        return sorted(((c, fake[c.name]) for c in cands), key=lambda p: p[1])
+    monkeypatch.setattr(choose, "rank", rank)
+    net = _gemm_net()
+    (step,) = choose.choose_tactics(net, {"timing_cache": False})
+    pool, team = timed          # the OpenMP pool's candidates (MKL's alone when MKL is threaded), the team's
+    assert team == ["numpy_split"] and "numpy_split" not in pool
+    assert step.tactic == ("numpy_split" if team_faster else min(pool, key=fake.get))
+    x = np.random.default_rng(2).standard_normal((64, 512)).astype(np.float32)
+    out = np.empty((64, 1024), np.float32)
+    step.fn(x, out)
+    np.testing.assert_allclose(out, x @ net.layers[0].attrs["weight"].T, rtol=1e-4, atol=1e-3)
+
+
+def test_one_thread_offers_no_team_and_a_stored_team_tactic_restores(monkeypatch):
+    net = _gemm_net()
+    monkeypatch.setattr(parallel, "count", lambda: 1)
+    assert "numpy_split" not in [c.name for c in choose.candidates(net.layers[0], net)]
+    monkeypatch.setattr(parallel, "count", lambda: 2)
+    (step,) = choose.choose_tactics(net, {}, chosen=[("numpy_split", {})])
+    assert step.tactic == "numpy_split"
+
+
+CONVS = [ConvSpec((1, 24, 13, 11), 40, 3, 1, 1, relu=True, residual=True),    # winograd + im2col (planned)
+         ConvSpec((2, 8, 70, 70), 36, 3, 2, 1, relu=True)]                   # im2col by row chunks
+
+
+@pytest.mark.parametrize("spec", CONVS)
+def test_team_conv_tactics_are_bit_identical_on_any_team(spec, monkeypatch):
+    """The BLAS conv tactics on the team: the same bits on 1 or 2 threads, and torch's conv."""
+    import torch
+
+    monkeypatch.setattr(parallel, "count", lambda: 2)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 0)
+    monkeypatch.setattr(conv_gemm, "COLS_CAP_BYTES", 40000)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(spec.x_shape, np.float32)
+    w = (rng.standard_normal(spec.weight_shape) / np.sqrt(np.prod(spec.weight_shape[1:]))).astype(np.float32)
+    b = rng.standard_normal(spec.out_channels).astype(np.float32)
+    res = rng.standard_normal(spec.out_shape, np.float32) if spec.residual else None
+    ref = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b),
+                                     spec.stride, spec.padding, spec.dilation).numpy()
+    ref = np.maximum(ref + (res if res is not None else 0), 0)
+    team = [(name, build) for name, build in conv_tactic_builders(spec, w, b) if name.endswith("_team")]
+    assert {n for n, _ in team} >= {"im2col_gemm_team"}
+    for name, build in team:
+        t = build()
+        outs = []
+        for size in (1, 2, 1, 2):
+            t.governor.hold, t.governor.best = (0 if size > 1 else 1), [0, 0]   # force the team's size
+            out = np.full(t.out_shape, np.nan, np.float32)
+            t(x, out, res)
+            outs.append(out)
+        for out in outs[1:]:
+            np.testing.assert_array_equal(out, outs[0], err_msg=name)
+        np.testing.assert_allclose(outs[0], ref, rtol=1e-4, atol=2e-4 * np.abs(ref).max(), err_msg=name)
+
+
+def test_real_timing_at_two_threads_keeps_the_faster_pool(monkeypatch, caplog):
+    """Timed for real at 2 threads: the team's candidate runs on its team while it is timed, and the
+    engine's tactic is on the pool the log reports as faster."""
+    import logging
+    import re
+
+    monkeypatch.setattr(parallel, "count", lambda: 2)
+    before = parallel.COUNTS["team"]
+    with caplog.at_level(logging.INFO, logger="srcore.trt_like"):
+        (step,) = choose.choose_tactics(_gemm_net(), {"timing_cache": False})
+    assert parallel.COUNTS["team"] > before
+    (msg,) = [r.getMessage() for r in caplog.records if "large enough to split" in r.getMessage()]
+    pool_ms, team_ms = map(float, re.findall(r"([\d.]+) ms", msg))
+    assert (step.tactic == "numpy_split") == (team_ms < pool_ms), (msg, step.tactic)
+
+
+def test_a_forked_child_makes_its_own_team():
+    import os
+
+    blas_team.team(2).run(lambda i: None, 2, 2)             # the parent's team exists
+    pid = os.fork()
+    if pid == 0:                                            # child: would hang on the parent's queues
+        try:
+            seen = []
+            blas_team.team(2).run(seen.append, 4, 2)
+            os._exit(0 if sorted(seen) == [0, 1, 2, 3] else 1)
+        finally:
+            os._exit(2)
+    import signal
+    import time
+
+    deadline = time.monotonic() + 30
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0:   # a child stuck on dead workers: kill, fail
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung on the parent's team")
+        time.sleep(0.01)
+    assert os.WEXITSTATUS(done[1]) == 0
