@@ -188,13 +188,38 @@ def test_the_vnni_kernel_is_vpdpbusd_and_exact_where_it_runs():
     c = np.zeros((m, p.n_panels * 16), np.int32)
     args = (a.reshape(-1), p.kp, m, p.panels, p.n_panels, c.reshape(-1), 8)
     sig = tuple(numba.typeof(v) for v in args)
-    fresh = numba.njit(nogil=True, boundscheck=False)(_kernels.gemm_u8s8_vnni.py_func)   # the cache keeps no asm
-    fresh.compile(sig)
-    asm = fresh.inspect_asm(sig)
-    assert "vpdpbusd" in asm and "vpmaddubsw" not in asm
+    for kernel, vnni in ((_kernels.gemm_u8s8_vnni, True), (_kernels.gemm_u8s8, False)):    # one factory
+        fresh = numba.njit(nogil=True, boundscheck=False)(kernel.py_func)   # the cache keeps no asm
+        fresh.compile(sig)
+        asm = fresh.inspect_asm(sig)
+        assert ("vpdpbusd" in asm, "vpmaddubsw" in asm) == (vnni, not vnni)
+        # the AVX2 kernel is not compiled for AVX-512 (numba pruned the vpdpbusd branch)
+        assert ("avx512vnni" in fresh.inspect_llvm(sig)) == vnni
     if int8_gemm.simd_path() == "vnni":
         _kernels.gemm_u8s8_vnni(*args)
         assert np.array_equal(c[:, :n], a.astype(np.int64) @ w.T.astype(np.int64))
+
+
+def test_both_gemm_kernels_load_from_numba_s_cache_in_a_new_process():
+    """The kernels come from one factory (a closure per multiply-accumulate step): numba's on-disk
+    cache keys a closure on its bytecode and cell values, so another process loads, not compiles."""
+    import subprocess
+    import sys
+
+    import numba
+    from srcore.int8 import _kernels
+
+    code = ("import numpy as np, numba\n"
+            "from srcore.int8 import _kernels\n"
+            "args = (np.zeros(16, np.uint8), 16, 1, np.zeros(256, np.int8), 1, np.zeros(64, np.int32), 8)\n"
+            "ks = (_kernels.gemm_u8s8, _kernels.gemm_u8s8_vnni)\n"
+            "for k in ks:\n    k.compile(tuple(numba.typeof(v) for v in args))\n"
+            "print(sum(sum(k.stats.cache_hits.values()) for k in ks), sum(sum(k.stats.cache_misses.values()) for k in ks))\n")
+    args = (np.zeros(16, np.uint8), 16, 1, np.zeros(256, np.int8), 1, np.zeros(64, np.int32), 8)
+    for k in (_kernels.gemm_u8s8, _kernels.gemm_u8s8_vnni):     # in the cache now (compiled or loaded)
+        k.compile(tuple(numba.typeof(v) for v in args))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["2", "0"]     # two loads, no compilation
 
 
 def test_an_empty_batch_on_the_int8_gemm(monkeypatch):
