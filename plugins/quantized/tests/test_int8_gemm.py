@@ -144,9 +144,10 @@ def test_qconv1d_on_the_int8_gemm_matches_torch(monkeypatch):
 
 
 @SETTINGS
-@given(seed=st.integers(0, 2**31), c=st.integers(1, 12), k=st.sampled_from([1, 3, 5]), stride=st.sampled_from([1, 2]),
+@given(seed=st.integers(0, 2**31), c=st.integers(1, 40), k=st.sampled_from([1, 3, 5]), stride=st.sampled_from([1, 2]),
        pad=st.integers(0, 2), dil=st.sampled_from([1, 2]), zp=st.integers(0, 255), wzp=st.booleans(),
        relu=st.booleans())
+@example(seed=1, c=37, k=3, stride=2, pad=1, dil=1, zp=255, wzp=True, relu=False)   # SIMD body and remainder
 def test_depthwise_in_numba_matches_the_float_path(monkeypatch, seed, c, k, stride, pad, dil, zp, wzp, relu):
     rng = np.random.default_rng(seed)
     x = _qa(rng, (2, c, 11, 9), zp)
