@@ -212,10 +212,12 @@ def test_both_gemm_kernels_load_from_numba_s_cache_in_a_new_process():
 
     code = ("import numpy as np, numba\n"
             "from srcore.int8 import _kernels\n"
-            "args = (np.zeros(16, np.uint8), 16, 1, np.zeros(256, np.int8), 1, np.zeros(64, np.int32), 8)\n"
+            "args = (np.zeros(16, np.uint8), 16, 1, np.zeros(256, np.int8), 1,\n"
+            "        np.zeros(64, np.int32), 8)\n"
             "ks = (_kernels.gemm_u8s8, _kernels.gemm_u8s8_vnni)\n"
             "for k in ks:\n    k.compile(tuple(numba.typeof(v) for v in args))\n"
-            "print(sum(sum(k.stats.cache_hits.values()) for k in ks), sum(sum(k.stats.cache_misses.values()) for k in ks))\n")
+            "print(sum(sum(k.stats.cache_hits.values()) for k in ks),\n"
+            "      sum(sum(k.stats.cache_misses.values()) for k in ks))\n")
     args = (np.zeros(16, np.uint8), 16, 1, np.zeros(256, np.int8), 1, np.zeros(64, np.int32), 8)
     for k in (_kernels.gemm_u8s8, _kernels.gemm_u8s8_vnni):     # in the cache now (compiled or loaded)
         k.compile(tuple(numba.typeof(v) for v in args))

@@ -3,8 +3,8 @@
 The input is shifted by its zero point before zero padding (padding stands for real zeros), the
 windows are gathered (im2col, float32) and contracted with the packed weight by
 :func:`gemm.int_matmul` (exact integer sums in SGEMM), then :func:`gemm.requantize` per output
-channel; a depthwise convolution is a multiply-add per kernel tap (channels-last, in numba where it runs). Groups (depthwise included), stride,
-padding and dilation are torch's.
+channel; a depthwise convolution is a multiply-add per kernel tap (channels-last, in numba where it
+runs). Groups (depthwise included), stride, padding and dilation are torch's.
 """
 from __future__ import annotations
 
