@@ -13,140 +13,93 @@ from .simd8 import (add_i32x8, bcast4_i8x32, copy_bytes, dot4_u8s8, dpbusd, load
                     zero_i32x8)
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
-def gemm_u8s8(a, kp, m, panels, n_panels, c, row_block):
-    """``c[i, j] = sum_k a[i, k] * w[j, k]`` (int32, ``c`` rows of ``n_panels * 16``) for ``a``
-    uint8 ``(m, kp)`` flat and ``panels`` the packed int8 weight, saturating pairs at int16."""
-    kq = kp // 4
-    ldc = n_panels * 16
-    for i0 in range(0, m, row_block):
-        i1 = min(m, i0 + row_block)
-        for jp in range(n_panels):
-            boff = jp * kq * 64
-            i = i0
-            while i + 4 <= i1:
-                c00 = zero_i32x8()
-                c01 = zero_i32x8()
-                c10 = zero_i32x8()
-                c11 = zero_i32x8()
-                c20 = zero_i32x8()
-                c21 = zero_i32x8()
-                c30 = zero_i32x8()
-                c31 = zero_i32x8()
-                a0 = i * kp
-                a1 = a0 + kp
-                a2 = a1 + kp
-                a3 = a2 + kp
-                for q in range(kq):
-                    b0 = load_i8x32(panels, boff + q * 64)
-                    b1 = load_i8x32(panels, boff + q * 64 + 32)
-                    x = bcast4_i8x32(a, a0 + 4 * q)
-                    c00 = add_i32x8(c00, dot4_u8s8(x, b0))
-                    c01 = add_i32x8(c01, dot4_u8s8(x, b1))
-                    x = bcast4_i8x32(a, a1 + 4 * q)
-                    c10 = add_i32x8(c10, dot4_u8s8(x, b0))
-                    c11 = add_i32x8(c11, dot4_u8s8(x, b1))
-                    x = bcast4_i8x32(a, a2 + 4 * q)
-                    c20 = add_i32x8(c20, dot4_u8s8(x, b0))
-                    c21 = add_i32x8(c21, dot4_u8s8(x, b1))
-                    x = bcast4_i8x32(a, a3 + 4 * q)
-                    c30 = add_i32x8(c30, dot4_u8s8(x, b0))
-                    c31 = add_i32x8(c31, dot4_u8s8(x, b1))
-                o = i * ldc + jp * 16
-                store_i32x8(c, o, c00)
-                store_i32x8(c, o + 8, c01)
-                o += ldc
-                store_i32x8(c, o, c10)
-                store_i32x8(c, o + 8, c11)
-                o += ldc
-                store_i32x8(c, o, c20)
-                store_i32x8(c, o + 8, c21)
-                o += ldc
-                store_i32x8(c, o, c30)
-                store_i32x8(c, o + 8, c31)
-                i += 4
-            while i < i1:
-                c00 = zero_i32x8()
-                c01 = zero_i32x8()
-                a0 = i * kp
-                for q in range(kq):
-                    b0 = load_i8x32(panels, boff + q * 64)
-                    b1 = load_i8x32(panels, boff + q * 64 + 32)
-                    x = bcast4_i8x32(a, a0 + 4 * q)
-                    c00 = add_i32x8(c00, dot4_u8s8(x, b0))
-                    c01 = add_i32x8(c01, dot4_u8s8(x, b1))
-                o = i * ldc + jp * 16
-                store_i32x8(c, o, c00)
-                store_i32x8(c, o + 8, c01)
-                i += 1
+@numba.njit(inline="always")
+def _mac(acc, x, b, vnni):
+    """``acc +`` per int32 lane the dot product of 4 bytes of ``x`` (u8) and ``b`` (s8)."""
+    if vnni:
+        return dpbusd(acc, x, b)
+    return add_i32x8(acc, dot4_u8s8(x, b))
 
 
-@numba.njit(cache=True, nogil=True, boundscheck=False)
-def gemm_u8s8_vnni(a, kp, m, panels, n_panels, c, row_block):
-    """:func:`gemm_u8s8` with ``vpdpbusd`` (AVX512-VNNI): exact for every byte (no int16 step).
-    Compiled for AVX512-VNNI: call it only where the CPU has it."""
-    kq = kp // 4
-    ldc = n_panels * 16
-    for i0 in range(0, m, row_block):
-        i1 = min(m, i0 + row_block)
-        for jp in range(n_panels):
-            boff = jp * kq * 64
-            i = i0
-            while i + 4 <= i1:
-                c00 = zero_i32x8()
-                c01 = zero_i32x8()
-                c10 = zero_i32x8()
-                c11 = zero_i32x8()
-                c20 = zero_i32x8()
-                c21 = zero_i32x8()
-                c30 = zero_i32x8()
-                c31 = zero_i32x8()
-                a0 = i * kp
-                a1 = a0 + kp
-                a2 = a1 + kp
-                a3 = a2 + kp
-                for q in range(kq):
-                    b0 = load_i8x32(panels, boff + q * 64)
-                    b1 = load_i8x32(panels, boff + q * 64 + 32)
-                    x = bcast4_i8x32(a, a0 + 4 * q)
-                    c00 = dpbusd(c00, x, b0)
-                    c01 = dpbusd(c01, x, b1)
-                    x = bcast4_i8x32(a, a1 + 4 * q)
-                    c10 = dpbusd(c10, x, b0)
-                    c11 = dpbusd(c11, x, b1)
-                    x = bcast4_i8x32(a, a2 + 4 * q)
-                    c20 = dpbusd(c20, x, b0)
-                    c21 = dpbusd(c21, x, b1)
-                    x = bcast4_i8x32(a, a3 + 4 * q)
-                    c30 = dpbusd(c30, x, b0)
-                    c31 = dpbusd(c31, x, b1)
-                o = i * ldc + jp * 16
-                store_i32x8(c, o, c00)
-                store_i32x8(c, o + 8, c01)
-                o += ldc
-                store_i32x8(c, o, c10)
-                store_i32x8(c, o + 8, c11)
-                o += ldc
-                store_i32x8(c, o, c20)
-                store_i32x8(c, o + 8, c21)
-                o += ldc
-                store_i32x8(c, o, c30)
-                store_i32x8(c, o + 8, c31)
-                i += 4
-            while i < i1:
-                c00 = zero_i32x8()
-                c01 = zero_i32x8()
-                a0 = i * kp
-                for q in range(kq):
-                    b0 = load_i8x32(panels, boff + q * 64)
-                    b1 = load_i8x32(panels, boff + q * 64 + 32)
-                    x = bcast4_i8x32(a, a0 + 4 * q)
-                    c00 = dpbusd(c00, x, b0)
-                    c01 = dpbusd(c01, x, b1)
-                o = i * ldc + jp * 16
-                store_i32x8(c, o, c00)
-                store_i32x8(c, o + 8, c01)
-                i += 1
+def _gemm_kernel(vnni: bool):
+    """The GEMM loop with its multiply-accumulate step: ``vpdpbusd`` if ``vnni`` else the AVX2 pair.
+    ``vnni`` is a closure constant: numba prunes the other branch (the AVX2 kernel holds no AVX-512
+    code and is not compiled for it), and its on-disk cache keys a closure on the bytecode and the
+    pickled cell values, so each variant loads from the cache in a new process."""
+
+    @numba.njit(cache=True, nogil=True, boundscheck=False)
+    def gemm(a, kp, m, panels, n_panels, c, row_block):
+        kq = kp // 4
+        ldc = n_panels * 16
+        for i0 in range(0, m, row_block):
+            i1 = min(m, i0 + row_block)
+            for jp in range(n_panels):
+                boff = jp * kq * 64
+                i = i0
+                while i + 4 <= i1:
+                    c00 = zero_i32x8()
+                    c01 = zero_i32x8()
+                    c10 = zero_i32x8()
+                    c11 = zero_i32x8()
+                    c20 = zero_i32x8()
+                    c21 = zero_i32x8()
+                    c30 = zero_i32x8()
+                    c31 = zero_i32x8()
+                    a0 = i * kp
+                    a1 = a0 + kp
+                    a2 = a1 + kp
+                    a3 = a2 + kp
+                    for q in range(kq):
+                        b0 = load_i8x32(panels, boff + q * 64)
+                        b1 = load_i8x32(panels, boff + q * 64 + 32)
+                        x = bcast4_i8x32(a, a0 + 4 * q)
+                        c00 = _mac(c00, x, b0, vnni)
+                        c01 = _mac(c01, x, b1, vnni)
+                        x = bcast4_i8x32(a, a1 + 4 * q)
+                        c10 = _mac(c10, x, b0, vnni)
+                        c11 = _mac(c11, x, b1, vnni)
+                        x = bcast4_i8x32(a, a2 + 4 * q)
+                        c20 = _mac(c20, x, b0, vnni)
+                        c21 = _mac(c21, x, b1, vnni)
+                        x = bcast4_i8x32(a, a3 + 4 * q)
+                        c30 = _mac(c30, x, b0, vnni)
+                        c31 = _mac(c31, x, b1, vnni)
+                    o = i * ldc + jp * 16
+                    store_i32x8(c, o, c00)
+                    store_i32x8(c, o + 8, c01)
+                    o += ldc
+                    store_i32x8(c, o, c10)
+                    store_i32x8(c, o + 8, c11)
+                    o += ldc
+                    store_i32x8(c, o, c20)
+                    store_i32x8(c, o + 8, c21)
+                    o += ldc
+                    store_i32x8(c, o, c30)
+                    store_i32x8(c, o + 8, c31)
+                    i += 4
+                while i < i1:
+                    c00 = zero_i32x8()
+                    c01 = zero_i32x8()
+                    a0 = i * kp
+                    for q in range(kq):
+                        b0 = load_i8x32(panels, boff + q * 64)
+                        b1 = load_i8x32(panels, boff + q * 64 + 32)
+                        x = bcast4_i8x32(a, a0 + 4 * q)
+                        c00 = _mac(c00, x, b0, vnni)
+                        c01 = _mac(c01, x, b1, vnni)
+                    o = i * ldc + jp * 16
+                    store_i32x8(c, o, c00)
+                    store_i32x8(c, o + 8, c01)
+                    i += 1
+    return gemm
+
+
+#: ``c[i, j] = sum_k a[i, k] * w[j, k]`` (int32, ``c`` rows of ``n_panels * 16``) for ``a`` uint8
+#: ``(m, kp)`` flat and ``panels`` the packed int8 weight, saturating pairs at int16 (AVX2)
+gemm_u8s8 = _gemm_kernel(False)
+#: the same with ``vpdpbusd`` (AVX512-VNNI): exact for every byte (no int16 step). Compiled for
+#: AVX512-VNNI: call it only where the CPU has it.
+gemm_u8s8_vnni = _gemm_kernel(True)
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)

@@ -144,9 +144,10 @@ def test_qconv1d_on_the_int8_gemm_matches_torch(monkeypatch):
 
 
 @SETTINGS
-@given(seed=st.integers(0, 2**31), c=st.integers(1, 12), k=st.sampled_from([1, 3, 5]), stride=st.sampled_from([1, 2]),
+@given(seed=st.integers(0, 2**31), c=st.integers(1, 40), k=st.sampled_from([1, 3, 5]), stride=st.sampled_from([1, 2]),
        pad=st.integers(0, 2), dil=st.sampled_from([1, 2]), zp=st.integers(0, 255), wzp=st.booleans(),
        relu=st.booleans())
+@example(seed=1, c=37, k=3, stride=2, pad=1, dil=1, zp=255, wzp=True, relu=False)   # SIMD body and remainder
 def test_depthwise_in_numba_matches_the_float_path(monkeypatch, seed, c, k, stride, pad, dil, zp, wzp, relu):
     rng = np.random.default_rng(seed)
     x = _qa(rng, (2, c, 11, 9), zp)
@@ -188,13 +189,40 @@ def test_the_vnni_kernel_is_vpdpbusd_and_exact_where_it_runs():
     c = np.zeros((m, p.n_panels * 16), np.int32)
     args = (a.reshape(-1), p.kp, m, p.panels, p.n_panels, c.reshape(-1), 8)
     sig = tuple(numba.typeof(v) for v in args)
-    fresh = numba.njit(nogil=True, boundscheck=False)(_kernels.gemm_u8s8_vnni.py_func)   # the cache keeps no asm
-    fresh.compile(sig)
-    asm = fresh.inspect_asm(sig)
-    assert "vpdpbusd" in asm and "vpmaddubsw" not in asm
+    for kernel, vnni in ((_kernels.gemm_u8s8_vnni, True), (_kernels.gemm_u8s8, False)):    # one factory
+        fresh = numba.njit(nogil=True, boundscheck=False)(kernel.py_func)   # the cache keeps no asm
+        fresh.compile(sig)
+        asm = fresh.inspect_asm(sig)
+        assert ("vpdpbusd" in asm, "vpmaddubsw" in asm) == (vnni, not vnni)
+        # the AVX2 kernel is not compiled for AVX-512 (numba pruned the vpdpbusd branch)
+        assert ("avx512vnni" in fresh.inspect_llvm(sig)) == vnni
     if int8_gemm.simd_path() == "vnni":
         _kernels.gemm_u8s8_vnni(*args)
         assert np.array_equal(c[:, :n], a.astype(np.int64) @ w.T.astype(np.int64))
+
+
+def test_both_gemm_kernels_load_from_numba_s_cache_in_a_new_process():
+    """The kernels come from one factory (a closure per multiply-accumulate step): numba's on-disk
+    cache keys a closure on its bytecode and cell values, so another process loads, not compiles."""
+    import subprocess
+    import sys
+
+    import numba
+    from srcore.int8 import _kernels
+
+    code = ("import numpy as np, numba\n"
+            "from srcore.int8 import _kernels\n"
+            "args = (np.zeros(16, np.uint8), 16, 1, np.zeros(256, np.int8), 1,\n"
+            "        np.zeros(64, np.int32), 8)\n"
+            "ks = (_kernels.gemm_u8s8, _kernels.gemm_u8s8_vnni)\n"
+            "for k in ks:\n    k.compile(tuple(numba.typeof(v) for v in args))\n"
+            "print(sum(sum(k.stats.cache_hits.values()) for k in ks),\n"
+            "      sum(sum(k.stats.cache_misses.values()) for k in ks))\n")
+    args = (np.zeros(16, np.uint8), 16, 1, np.zeros(256, np.int8), 1, np.zeros(64, np.int32), 8)
+    for k in (_kernels.gemm_u8s8, _kernels.gemm_u8s8_vnni):     # in the cache now (compiled or loaded)
+        k.compile(tuple(numba.typeof(v) for v in args))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["2", "0"]     # two loads, no compilation
 
 
 def test_an_empty_batch_on_the_int8_gemm(monkeypatch):
