@@ -154,6 +154,8 @@ def dtype_cases() -> list[Case]:
             out.append(Case(f"aten::exp-{name}", "aten::exp", (tin((2, 3), 1, dt),), Tol(4 * EPS), engine=False))
     out.append(Case("add-f32-i64", "aten::add.Tensor", (tin((2, 3), 1), tin((3,), 2, np.int64)), engine=False))
     out.append(Case("softmax-dtype", "aten::softmax.int", (tin((3, 5), 1), 1, 7), Tol(1e-6, 1e-6), engine=False))
+    out.append(Case("meshgrid-int64", "aten::meshgrid.indexing",
+                    (TList((tin((3,), 1, np.int64), tin((2,), 2, np.int64))), "ij"), engine=False, unpack=2))
     return out
 
 
@@ -398,6 +400,10 @@ def layout_cases() -> list[Case]:
     out.append(Case("split.sizes", "aten::split.sizes", (tin((5, 4), 1), [1, 3], 1), unpack=2))
     out.append(Case("split_with_sizes", "aten::split_with_sizes", (tin((6, 4), 1), [2, 4], 0), unpack=2))
     out.append(Case("unbind", "aten::unbind.int", (tin((2, 3, 4), 1), 1), unpack=3))
+    out.append(Case("meshgrid", "aten::meshgrid", (TList((tin((3,), 1), tin((4,), 2))),), unpack=2))
+    for idx in ("ij", "xy"):
+        out.append(Case(f"meshgrid-{idx}", "aten::meshgrid.indexing",
+                        (TList((tin((3,), 1), tin((), 2), tin((5,), 3))), idx), unpack=3))
     return out
 
 
