@@ -165,6 +165,8 @@ def _const_line(name: str, v) -> str:
         return f'  %{name} : str = prim::Constant[value="{v}"]()'
     if isinstance(v, (list, tuple)) and all(isinstance(i, int) and not isinstance(i, bool) for i in v):
         return f"  %{name} : int[] = prim::Constant[value=[{', '.join(map(str, v))}]]()"
+    if isinstance(v, (list, tuple)) and v and all(isinstance(i, float) for i in v):
+        return f"  %{name} : float[] = prim::Constant[value=[{', '.join(map(repr, v))}]]()"
     raise TypeError(f"no constant for {v!r}")
 
 
