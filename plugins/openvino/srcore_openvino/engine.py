@@ -56,8 +56,6 @@ class Engine:
                 raise EngineBuildError(why)
         self.threads = self.options.threads or intra_op_threads()
         t0 = time.perf_counter()
-        model, self.input_dims = build_model(segment.graph, self.name, ov, _opset(ov), self.options.nan_checks)
-        self.n_ops = len(model.get_ordered_ops())
         self.config = compile_config(self.options.precision, self.threads)
         self.cache_dir = self.options.cache_dir
         if self.cache_dir is not None:
@@ -66,11 +64,24 @@ class Engine:
                 self.config["CACHE_DIR"] = str(self.cache_dir)
             except OSError:   # a cache that cannot be written is no reason to refuse the segment
                 self.cache_dir = None
-        try:
-            self.compiled = device.core().compile_model(model, "CPU", self.config)
-        except Exception as exc:
-            raise EngineBuildError(f"OpenVINO failed to compile the segment: {type(exc).__name__}: "
-                                   f"{_last_line(exc)}") from exc
+        # softmax row checks of attention blocks are left to OpenVINO's fused attention kernel
+        # when it fuses them all (reduce._softmax); else the model is built again with the checks
+        deferred: list | None = [] if self.options.nan_checks else None
+        model, self.input_dims = build_model(segment.graph, self.name, ov, _opset(ov), self.options.nan_checks,
+                                             deferred)
+        self.compiled = self._compile(model)
+        #: how softmax rows torch makes NaN are handled: None (no softmax deferred), or a note
+        self.softmax_rows: str | None = None
+        if deferred:
+            if unfused_softmax(self.compiled):
+                model, _ = build_model(segment.graph, self.name, ov, _opset(ov), True, None)
+                self.compiled = self._compile(model)
+                self.softmax_rows = (f"{len(deferred)} attention softmax(es) not fused by OpenVINO: "
+                                     f"row checks built in")
+            else:
+                self.softmax_rows = (f"{len(deferred)} attention softmax(es) fused by OpenVINO "
+                                     f"(its kernel gives torch's NaN rows): no separate row check")
+        self.n_ops = len(model.get_ordered_ops())
         self.compile_seconds = time.perf_counter() - t0
         self.n_inputs = len(self.input_dims)
         self.n_outputs = len(self.compiled.outputs)
@@ -81,6 +92,13 @@ class Engine:
         self.timed: tuple[float, float, tuple] | None = None
         if self.options.timing and self.fallback is not None:
             self._time_against_fallback()
+
+    def _compile(self, model):
+        try:
+            return device.core().compile_model(model, "CPU", self.config)
+        except Exception as exc:
+            raise EngineBuildError(f"OpenVINO failed to compile the segment: {type(exc).__name__}: "
+                                   f"{_last_line(exc)}") from exc
 
     # -- running ------------------------------------------------------------------------------
     def _request(self):
@@ -187,6 +205,8 @@ class Engine:
                  + ("" if self.options.nan_checks else ", nan_checks off (OpenVINO's NaN handling)"),
                  f"inputs {ins}: one compiled model{' with dynamic dims' if dyn else ''}, {self.n_ops} OpenVINO ops, "
                  f"built and compiled in {self.compile_seconds * 1e3:.1f} ms"]
+        if self.softmax_rows is not None:
+            lines.append(self.softmax_rows)
         layers = runtime_layers(self.compiled)
         if layers:
             lines.append("runs as: " + ", ".join(layers))
@@ -235,6 +255,16 @@ def runtime_layers(compiled, limit: int = 12) -> list[str]:
         return []
     out = [f"{k}{f' x{n}' if n > 1 else ''}{f' [{t}]' if t else ''}" for (k, t), n in counts.items()]
     return out[:limit] + ([f"... {len(out) - limit} more kinds"] if len(out) > limit else [])
+
+
+def unfused_softmax(compiled) -> bool:
+    """Whether OpenVINO runs a Softmax layer of its own (one it did not fuse into an attention
+    kernel). Without a runtime model to read, assume so (the checked model is then built)."""
+    try:
+        return any(_rt(op.get_rt_info(), "layerType").lower() in ("softmax", "logsoftmax")
+                   for op in compiled.get_runtime_model().get_ordered_ops())
+    except Exception:
+        return True
 
 
 def _rt(info, key: str) -> str:

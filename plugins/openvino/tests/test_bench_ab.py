@@ -29,3 +29,15 @@ def test_markdown_table():
                                       "openvino_bf16": {"status": "skipped", "note": "no bf16"}}}]}
     text = markdown(report)
     assert "| mlp_tiny | 1 | 12.3 µs | 1.23 ms | – | 1.020x | 0.75x (trt_like) |" in text, text
+
+
+def test_a_wrong_runner_is_shown_not_timed_and_the_sets_cover_the_families():
+    from benchmarks.openvino_ab import SETS, tolerance
+    from benchmarks.families import FAMILIES
+
+    assert set(FAMILIES) <= set(SETS["all"]) and set(SETS["families"]) == set(FAMILIES)
+    assert tolerance("openvino") == 1e-3 and tolerance("openvino_bf16") > tolerance("openvino")
+    report = {"models": [{"model": "unet_small", "threads": 1, "ratios": {},
+                          "runners": {"openvino": {"status": "wrong", "max_rel_err": 0.25},
+                                      "ov_onnx": {"status": "ok", "median_us": 10.0}}}]}
+    assert "| unet_small | 1 | wrong (2.5e-01) | 10.0 µs | – | – |" in markdown(report), markdown(report)
