@@ -105,6 +105,8 @@ class Engine:
         req = getattr(self._local, "request", None)
         if req is None:
             req = self._local.request = self.compiled.create_infer_request()
+            #: per input: (address, shape, strides) of the array the request reads in place
+            self._local.bound = [None] * self.n_inputs
         return req
 
     def __call__(self, *xs):
@@ -123,6 +125,7 @@ class Engine:
                     self._checked.clear()
                 self._checked.add(key)
         req = self._request()
+        bound = self._local.bound
         tensor = self._tensor
         keep = []   # OpenVINO reads the arrays in place: the copies made here must live until infer() returns
         try:
@@ -130,11 +133,22 @@ class Engine:
                 if x.dtype != np.float32 or not x.flags.c_contiguous:
                     x = np.ascontiguousarray(x, dtype=np.float32)
                     keep.append(x)
+                    bound[i] = None
+                elif x.size == 0:
+                    raise _Empty()
+                else:
+                    # the request reads its input tensors in place: an array at the address, of the
+                    # shape, it already reads needs no new tensor (binding one costs ~20 µs a call)
+                    at = (x.__array_interface__["data"][0], x.shape)
+                    if bound[i] == at:
+                        continue
+                    bound[i] = at
                 if x.size == 0:
                     raise _Empty()
                 req.set_input_tensor(i, tensor(x, shared_memory=True))
             req.infer()
         except Exception as exc:   # an empty input, or sizes the model's constant shapes reject
+            self._local.bound = [None] * self.n_inputs
             return self._not_in_openvino(xs, exc)
         if self.n_outputs == 1:
             return req.get_output_tensor(0).data.copy()

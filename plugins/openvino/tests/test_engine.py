@@ -294,6 +294,20 @@ print("ok")
     assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stdout + run.stderr
 
 
+def test_an_input_array_bound_once_is_read_again_at_every_call():
+    """The engine binds an input array to its infer request once and skips the binding while the
+    same address and shape come back: data written into that array between calls is read."""
+    sm = _sm()
+    x = _x()
+    fresh = _x(seed=7)
+    first = sm(x).copy()
+    x[...] = fresh                     # same buffer, new values: no new binding, new answer
+    again = sm(x)
+    np.testing.assert_allclose(again, sm(fresh.copy()), rtol=1e-6, atol=1e-6)
+    assert not np.allclose(again, first)
+    np.testing.assert_allclose(sm(_x()), first, rtol=1e-6, atol=1e-6)   # another array: bound anew
+
+
 def test_non_contiguous_and_read_only_inputs():
     sm = _sm()
     x = np.asfortranarray(_x())
