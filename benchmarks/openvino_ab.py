@@ -167,6 +167,13 @@ def markdown(report: dict) -> str:
         b = (f"{ra['fastest_srcore/ort']:.2f}x ({LABELS[ra['fastest_srcore']].replace('srcore ', '')})"
              if "fastest_srcore/ort" in ra else "–")
         lines.append("| " + " | ".join([m["model"], str(m["threads"]), *cells, a, b]) + " |")
+    notes = {}   # why a runner was skipped (bf16 on a CPU without it: the refusal), once per runner and reason
+    for m in report["models"]:
+        for r, c in m["runners"].items():
+            if c.get("status") == "skipped":
+                notes.setdefault((r, c.get("note", "")), []).append(m["model"])
+    for (r, note), models in notes.items():
+        lines.append(f"\n{LABELS.get(r, r)} skipped on {len(models)} model(s): {note}")
     return "\n".join(lines)
 
 
