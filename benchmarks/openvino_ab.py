@@ -1,7 +1,8 @@
 """srcore's openvino engines beside OpenVINO run directly on the same model's ONNX file, ONNX Runtime,
 trt_like and the cpu plugin, interleaved in one process:
 
-    .venv/bin/python -m benchmarks.openvino_ab [--models ...] [--runners ...] [--threads 1] [--rounds 15]
+    .venv/bin/python -m benchmarks.openvino_ab [--set seven|families|all] [--models ...] [--runners ...]
+                                               [--threads 1] [--rounds 15]
 
 ``benchmarks.run`` measures each (model, runner) cell in its own process, one after another: on a
 busy machine two cells can see different loads, and a ratio of two cells is then noise. Here every
@@ -10,7 +11,10 @@ of ``benchmarks.cell``) and the runners take turns, round after round (rotating 
 of calls a round, each call timed); a runner's time in a round is its median call, a ratio is
 computed per round from the two runners' times in that round, and the median of those ratios is
 reported: a slow phase of the machine hits both sides of each ratio. Latencies are the medians
-(and the best) of the round medians. Outputs are checked against torch eager (``rel.err``). Each
+(and the best) of the round medians. Every runner's output is checked against torch eager before
+it is timed (``max_rel_err``): one further than ``TOLERANCE`` (float32; ``TOLERANCE_BF16`` for the
+bfloat16 runners) is reported as ``status: "wrong"`` and not timed. The default set is the seven
+models and the wider family set (``benchmarks/families.py``). Each
 (model, threads) runs in a fresh process with the thread environment of ``benchmarks.run``
 (``OMP_NUM_THREADS`` etc.: a library loaded late, MKL under trt_like, would otherwise start a
 thread per core). Writes ``OUT/openvino_ab.json``.
@@ -31,7 +35,7 @@ import numpy as np
 from .artifacts import flatten_outputs, load_inputs, load_refs, max_rel_err
 from .cell import Skip, load_runner, preimport
 from .machine import machine_facts
-from .models import MODELS
+from .models import ALL_MODELS, FAMILIES, MODELS
 from .prepare import prepare
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,6 +45,15 @@ LABELS = {"openvino": "srcore openvino", "ov_onnx": "OpenVINO (ONNX)", "ort": "O
           "trt_like": "srcore trt_like", "srcore_codegen_standard": "srcore cpu",
           "openvino_bf16": "srcore openvino bf16", "ov_onnx_bf16": "OpenVINO bf16 (ONNX)",
           "openvino_nan_unchecked": "srcore openvino, nan_checks=False"}
+
+SETS = {"seven": list(MODELS), "families": list(FAMILIES), "all": list(ALL_MODELS)}
+#: largest max. relative error (to the largest reference value) a timed runner may have
+TOLERANCE = 1e-3
+TOLERANCE_BF16 = 5e-2
+
+
+def tolerance(runner: str) -> float:
+    return TOLERANCE_BF16 if runner.endswith("bf16") else TOLERANCE
 
 
 def measure_model(model: str, runners, threads: int, art: Path, rounds: int, round_s: float) -> dict:
@@ -62,9 +75,11 @@ def measure_model(model: str, runners, threads: int, art: Path, rounds: int, rou
             res["runners"][r] = {"status": "skipped", "note": str(e)}
             continue
         err = max_rel_err(ys, refs)
-        res["runners"][r] = {"status": "ok", "load_ms": round(load * 1e3, 1), "max_rel_err": err,
+        ok = err <= tolerance(r)
+        res["runners"][r] = {"status": "ok" if ok else "wrong", "load_ms": round(load * 1e3, 1), "max_rel_err": err,
                              **{k: v for k, v in extra.items() if not k.startswith("_")}}
-        calls[r] = (f, extra)
+        if ok:
+            calls[r] = (f, extra)
     for f, _ in calls.values():   # warm-up
         t0 = time.perf_counter()
         while time.perf_counter() - t0 < 0.2:
@@ -141,18 +156,32 @@ def markdown(report: dict) -> str:
         cells = []
         for r in runners:
             c = m["runners"].get(r)
-            cells.append(fmt_us(c["median_us"]) if c and c["status"] == "ok" else "–")
+            if c and c["status"] == "ok":
+                cells.append(fmt_us(c["median_us"]))
+            elif c and c["status"] == "wrong":
+                cells.append(f"wrong ({c['max_rel_err']:.1e})")
+            else:
+                cells.append("–")
         ra = m["ratios"]
         a = f"{ra['openvino/ov_onnx']:.3f}x" if "openvino/ov_onnx" in ra else "–"
         b = (f"{ra['fastest_srcore/ort']:.2f}x ({LABELS[ra['fastest_srcore']].replace('srcore ', '')})"
              if "fastest_srcore/ort" in ra else "–")
         lines.append("| " + " | ".join([m["model"], str(m["threads"]), *cells, a, b]) + " |")
+    notes = {}   # why a runner was skipped (bf16 on a CPU without it: the refusal), once per runner and reason
+    for m in report["models"]:
+        for r, c in m["runners"].items():
+            if c.get("status") == "skipped":
+                notes.setdefault((r, c.get("note", "")), []).append(m["model"])
+    for (r, note), models in notes.items():
+        lines.append(f"\n{LABELS.get(r, r)} skipped on {len(models)} model(s): {note}")
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.openvino_ab", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--set", choices=sorted(SETS), default="all",
+                    help="the seven models, the wider family set or both (default); --models overrides")
+    ap.add_argument("--models", default=None)
     ap.add_argument("--runners", default=",".join(RUNNERS))
     ap.add_argument("--threads", default="1")
     ap.add_argument("--rounds", type=int, default=15)
@@ -171,16 +200,20 @@ def main(argv=None) -> int:
               "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "machine": machine_facts(),
               "models": []}
     t_start = time.perf_counter()
-    for model in args.models.split(","):
+    models = args.models.split(",") if args.models else SETS[args.set]
+    unknown = [m for m in models if m not in ALL_MODELS]
+    if unknown:
+        ap.error(f"unknown model(s) {unknown}; known: {', '.join(ALL_MODELS)}")
+    for model in models:
         prepare(model, out)
         for threads in (int(t) for t in args.threads.split(",")):
-            if threads > 1 and not MODELS[model][1]["compute_bound"]:
+            if threads > 1 and not ALL_MODELS[model][1]["compute_bound"]:
                 continue
             res = _child(model, threads, args)
             res["loadavg_1m"] = os.getloadavg()[0]
             report["models"].append(res)
             print(f"[{model} t={threads}] " + ", ".join(
-                f"{r} {fmt_us(c['median_us'])}" if c["status"] == "ok" else f"{r} skipped"
+                f"{r} {fmt_us(c['median_us'])}" if c["status"] == "ok" else f"{r} {c['status']}"
                 for r, c in res["runners"].items()) + f"; ratios {res['ratios']}", flush=True)
     report["wall_s"] = round(time.perf_counter() - t_start, 1)
     (out / "openvino_ab.json").write_text(json.dumps(report, indent=1, default=str))

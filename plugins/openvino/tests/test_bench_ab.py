@@ -29,3 +29,31 @@ def test_markdown_table():
                                       "openvino_bf16": {"status": "skipped", "note": "no bf16"}}}]}
     text = markdown(report)
     assert "| mlp_tiny | 1 | 12.3 µs | 1.23 ms | – | 1.020x | 0.75x (trt_like) |" in text, text
+
+
+def test_a_wrong_runner_is_shown_not_timed_and_the_sets_cover_the_families():
+    from benchmarks.openvino_ab import SETS, tolerance
+    from benchmarks.families import FAMILIES
+
+    assert set(FAMILIES) <= set(SETS["all"]) and set(SETS["families"]) == set(FAMILIES)
+    assert tolerance("openvino") == 1e-3 and tolerance("openvino_bf16") > tolerance("openvino")
+    report = {"models": [{"model": "unet_small", "threads": 1, "ratios": {},
+                          "runners": {"openvino": {"status": "wrong", "max_rel_err": 0.25},
+                                      "ov_onnx": {"status": "ok", "median_us": 10.0}}}]}
+    assert "| unet_small | 1 | wrong (2.5e-01) | 10.0 µs | – | – |" in markdown(report), markdown(report)
+
+
+def test_benchmarks_run_cells_do_not_time_a_wrong_openvino_answer(monkeypatch, tmp_path):
+    import numpy as np
+
+    import benchmarks.cell as cell
+
+    ref = np.ones((2, 3), np.float32)
+    monkeypatch.setattr(cell, "load_inputs", lambda art: (["x"], [ref]))
+    monkeypatch.setattr(cell, "load_refs", lambda art: [ref])
+    monkeypatch.setattr(cell, "preimport", lambda runner: None)
+    for runner, answer, status in (("openvino", ref * 1.01, "wrong"), ("openvino", ref, "ok"),
+                                   ("eager", ref * 1.01, "ok")):   # peers record their error only
+        monkeypatch.setattr(cell, "load_runner", lambda *a, y=answer: (lambda: y))
+        res = cell.run_cell("m", runner, 1, tmp_path, True)
+        assert res["status"] == status and ("best_round_median_us" in res) == (status == "ok"), res

@@ -154,6 +154,8 @@ def dtype_cases() -> list[Case]:
             out.append(Case(f"aten::exp-{name}", "aten::exp", (tin((2, 3), 1, dt),), Tol(4 * EPS), engine=False))
     out.append(Case("add-f32-i64", "aten::add.Tensor", (tin((2, 3), 1), tin((3,), 2, np.int64)), engine=False))
     out.append(Case("softmax-dtype", "aten::softmax.int", (tin((3, 5), 1), 1, 7), Tol(1e-6, 1e-6), engine=False))
+    out.append(Case("meshgrid-int64", "aten::meshgrid.indexing",
+                    (TList((tin((3,), 1, np.int64), tin((2,), 2, np.int64))), "ij"), engine=False, unpack=2))
     return out
 
 
@@ -398,6 +400,41 @@ def layout_cases() -> list[Case]:
     out.append(Case("split.sizes", "aten::split.sizes", (tin((5, 4), 1), [1, 3], 1), unpack=2))
     out.append(Case("split_with_sizes", "aten::split_with_sizes", (tin((6, 4), 1), [2, 4], 0), unpack=2))
     out.append(Case("unbind", "aten::unbind.int", (tin((2, 3, 4), 1), 1), unpack=3))
+    out += upsample_cases()
+    out.append(Case("meshgrid", "aten::meshgrid", (TList((tin((3,), 1), tin((4,), 2))),), unpack=2))
+    for idx in ("ij", "xy"):
+        out.append(Case(f"meshgrid-{idx}", "aten::meshgrid.indexing",
+                        (TList((tin((3,), 1), tin((), 2), tin((5,), 3))), idx), unpack=3))
+    return out
+
+
+def upsample_cases() -> list[Case]:
+    """F.interpolate's nearest and linear modes: power-of-2 and other scales (torch's float32 index
+    arithmetic decides the nearest pick), a given output size, shrinking, align_corners."""
+    out = []
+    lin = Tol(1e-6, 1e-6, of_terms=True)
+    for k, (shape, size, sf) in enumerate([((1, 2, 5, 6), None, [2.0, 2.0]), ((2, 1, 7, 5), None, [3.0, 1.5]),
+                                           ((1, 2, 9, 8), None, [0.5, 0.7]), ((1, 3, 4, 6), [7, 13], None),
+                                           ((1, 1, 6, 6), [6, 6], None)]):
+        out.append(Case(f"upsample_nearest2d.vec-{k}", "aten::upsample_nearest2d.vec", (tin(shape, k), size, sf)))
+        for align in (False, True):
+            out.append(Case(f"upsample_bilinear2d.vec-{k}-{align}", "aten::upsample_bilinear2d.vec",
+                            (tin(shape, k), size, align, sf), lin))
+    out.append(Case("upsample_nearest1d.vec", "aten::upsample_nearest1d.vec", (tin((2, 3, 7), 1), None, [2.5])))
+    out.append(Case("upsample_nearest3d.vec", "aten::upsample_nearest3d.vec", (tin((1, 2, 3, 4, 5), 1), None,
+                                                                               [2.0, 1.5, 0.6])))
+    out.append(Case("upsample_linear1d.vec", "aten::upsample_linear1d.vec", (tin((2, 3, 7), 1), None, False, [1.7]),
+                    lin))
+    out.append(Case("upsample_trilinear3d.vec", "aten::upsample_trilinear3d.vec",
+                    (tin((1, 2, 3, 4, 5), 1), None, True, [2.0, 1.5, 0.6]), lin))
+    out.append(Case("upsample_nearest2d", "aten::upsample_nearest2d", (tin((1, 2, 5, 6), 1), [11, 9], 2.2, 1.5)))
+    out.append(Case("upsample_bilinear2d", "aten::upsample_bilinear2d", (tin((1, 2, 5, 6), 1), [11, 9], False),
+                    lin))
+    out.append(Case("upsample_nearest1d", "aten::upsample_nearest1d", (tin((1, 2, 5), 1), [12])))
+    out.append(Case("upsample_linear1d", "aten::upsample_linear1d", (tin((1, 2, 5), 1), [12], True), lin))
+    out.append(Case("upsample_nearest3d", "aten::upsample_nearest3d", (tin((1, 1, 2, 3, 4), 1), [3, 5, 4])))
+    out.append(Case("upsample_trilinear3d", "aten::upsample_trilinear3d", (tin((1, 1, 2, 3, 4), 1), [3, 5, 4], False),
+                    lin))
     return out
 
 

@@ -135,6 +135,58 @@ def test_nan_checks_off_gives_openvinos_nan_handling():
     assert "nan_checks off" in _engine_of(fast_sm).describe()
 
 
+ATTENTION = """graph(%q : Float(1, 4, 32, 64), %k : Float(1, 4, 32, 64), %v : Float(1, 4, 32, 64), %m : Float(1, 1, 32, 32)):
+  %c2 : int = prim::Constant[value=-2]()
+  %c1 : int = prim::Constant[value=-1]()
+  %none : NoneType = prim::Constant()
+  %s : float = prim::Constant[value=0.125]()
+  %one : int = prim::Constant[value=1]()
+  %kt : Tensor = aten::transpose(%k, %c2, %c1)
+  %qk : Tensor = aten::matmul(%q, %kt)
+  %sc : Tensor = aten::mul(%qk, %s)
+  %b : Tensor = aten::add(%sc, %m, %one)
+  %p : Tensor = aten::softmax(%b, %c1, %none)
+  %y : Tensor = aten::matmul(%p, %v)
+  return (%y)
+"""
+
+
+def _attention_inputs():
+    """Scores rows torch makes NaN: a NaN, a row of +inf, a row all -inf (the mask), an overflow."""
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 4, 32, 64, generator=g) for _ in range(3))
+    m = torch.zeros(1, 1, 32, 32)
+    q[0, 0, 3, 5] = float("nan")
+    q[0, 1, 4, :] = float("inf")
+    m[0, 0, 7, :] = float("-inf")
+    m[0, 0, 9, :5] = float("-inf")
+    k[0, 2, 6, 1] = 1e30
+    q[0, 2, 10, 1] = 1e30
+    want = torch.matmul(torch.softmax(q @ k.transpose(-2, -1) * 0.125 + m, -1), v).numpy()
+    return [t.numpy() for t in (q, k, v, m)], want
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_attention_softmax_rows_are_torchs_fused_or_not(monkeypatch, fused):
+    """softmax(q @ k^T) @ v: the softmax row check is left out so OpenVINO can fuse the block into
+    its attention kernel, whose rows are torch's (NaN for a row holding NaN or +inf, or all -inf);
+    when OpenVINO does not fuse it (forced here), the model is built again with the checks."""
+    if not fused:
+        monkeypatch.setattr(engine, "unfused_softmax", lambda compiled: True)
+    xs, want = _attention_inputs()
+    sm = _sm(ATTENTION, params={})
+    e = _engine_of(sm)
+    got = sm(*xs)
+    assert np.isnan(want).any() and np.array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=1e-4, atol=1e-5)
+    layers = " ".join(engine.runtime_layers(e.compiled, 40))
+    if fused:
+        assert "fused by OpenVINO" in e.describe() and "Softmax" not in layers, e.describe()
+    else:
+        assert "row checks built in" in e.describe() and "Softmax" in layers, e.describe()
+
+
 # -- precision ------------------------------------------------------------------------------------------------
 def test_bf16_refusal_reasons():
     assert device.bf16_refusal(("FP32", "BF16", "INT8"), frozenset({"avx512_bf16"}), "X") is None
@@ -240,6 +292,20 @@ print("ok")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                          env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert run.returncode == 0 and run.stdout.strip().endswith("ok"), run.stdout + run.stderr
+
+
+def test_an_input_array_bound_once_is_read_again_at_every_call():
+    """The engine binds an input array to its infer request once and skips the binding while the
+    same address and shape come back: data written into that array between calls is read."""
+    sm = _sm()
+    x = _x()
+    fresh = _x(seed=7)
+    first = sm(x).copy()
+    x[...] = fresh                     # same buffer, new values: no new binding, new answer
+    again = sm(x)
+    np.testing.assert_allclose(again, sm(fresh.copy()), rtol=1e-6, atol=1e-6)
+    assert not np.allclose(again, first)
+    np.testing.assert_allclose(sm(_x()), first, rtol=1e-6, atol=1e-6)   # another array: bound anew
 
 
 def test_non_contiguous_and_read_only_inputs():

@@ -293,6 +293,48 @@ def _unbind(c):
     return [out(o.squeeze(p, i64(o, [d]))) for p in parts]
 
 
+def _meshgrid_ok(n) -> bool:
+    """Float32 1-D inputs (the list's element type says so) and a known ``indexing``."""
+    outs = n.output_types
+    elem = getattr(outs[0], "elem", None) if len(outs) == 1 else None
+    return getattr(elem, "dtype", None) == "float32" and n.const("indexing", "ij") in ("ij", "xy")
+
+
+@register("aten::meshgrid", "aten::meshgrid.indexing", consts=("indexing",), check=_meshgrid_ok)
+def _meshgrid(c):
+    """One tensor per 0-d or 1-d input, input ``i``'s values along dim ``i`` of the grid (``"xy"``
+    swaps the first two dims), broadcast to the grid. The inputs are a list made in the engine or
+    a constant list (a grid of ``arange``s, folded at load: detection heads' anchor grids)."""
+    o = c.o
+    v = c.value("tensors")
+    xs = c.env.get(id(v))
+    if not isinstance(xs, list):
+        from .table import constant_of
+
+        ok, values = constant_of(v)
+        if not ok or not isinstance(values, (list, tuple)) or not values:
+            c.fail("argument 'tensors' is neither a list made in the engine nor a constant list")
+        xs = [c.o.constant(np.ascontiguousarray(a, dtype=np.float32)).output(0) for a in values]
+    if any(rank(x) > 1 for x in xs):
+        c.fail("meshgrid of a tensor of rank > 1")
+    lens = [1 if rank(x) == 0 else dims(x)[0] for x in xs]
+    if any(n is None for n in lens):
+        c.fail("meshgrid of inputs of dynamic length")
+    pos = list(range(len(xs)))
+    if c.const("indexing", "ij") == "xy" and len(xs) >= 2:
+        pos[0], pos[1] = 1, 0
+    grid = [0] * len(xs)
+    for i, p in enumerate(pos):
+        grid[p] = lens[i]
+    res = []
+    for i, x in enumerate(xs):
+        shape = [1] * len(xs)
+        shape[pos[i]] = lens[i]
+        col = out(o.reshape(x, i64(o, shape), False))
+        res.append(out(o.broadcast(col, i64(o, grid))))
+    return res
+
+
 # -- broadcasting copies ------------------------------------------------------------------------------
 def _expand_ok(n) -> bool:
     size = n.const("size", None)

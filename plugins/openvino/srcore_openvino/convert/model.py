@@ -10,7 +10,7 @@ from typing import Any
 
 from srcore import EngineBuildError
 
-from .table import NAN_CHECKS, Ctx, rule_for
+from .table import DEFERRED_SOFTMAX, NAN_CHECKS, Ctx, rule_for
 
 
 def node_op(node) -> str:
@@ -31,13 +31,17 @@ def input_shape(value) -> list[int | None]:
     return [d if isinstance(d, int) else None for d in shape]
 
 
-def build_model(graph, name: str, ov: Any, o: Any, nan_checks: bool = True):
+def build_model(graph, name: str, ov: Any, o: Any, nan_checks: bool = True, deferred: list | None = None):
     """``(model, input dims)``: the OpenVINO model of segment ``graph`` (``ov`` = the openvino
-    module, ``o`` = the opset module converters use; ``nan_checks``: the engine option)."""
+    module, ``o`` = the opset module converters use; ``nan_checks``: the engine option).
+    ``deferred``: a list to collect the softmax nodes whose row check was left out because only
+    matmuls read them (see ``reduce._softmax``); None builds every check."""
     token = NAN_CHECKS.set(nan_checks)
+    token_d = DEFERRED_SOFTMAX.set(deferred)
     try:
         return _build(graph, name, ov, o)
     finally:
+        DEFERRED_SOFTMAX.reset(token_d)
         NAN_CHECKS.reset(token)
 
 

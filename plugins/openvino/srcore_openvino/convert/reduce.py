@@ -3,7 +3,8 @@ log_softmax and cumsum along one dim."""
 from __future__ import annotations
 
 from .pointwise import exp
-from .table import EngineBuildError, arg_shape, f32, i64, nan_checks, norm_dim, out, rank, rank_of, register
+from .table import (DEFERRED_SOFTMAX, EngineBuildError, arg_shape, f32, i64, nan_checks, norm_dim, out, rank,
+                    rank_of, register)
 
 
 def _dims_arg(n, name: str = "dim"):
@@ -186,6 +187,8 @@ def _along(fn):
 def _nan_rows(o, x, d, y):
     """``y`` (a softmax along ``d``) with NaN along every slice torch makes NaN: one holding a NaN
     or +inf (x - max is NaN there), or all -inf (max is -inf). OpenVINO gives 0 or -inf."""
+    if not nan_checks():
+        return y
     ax = i64(o, [d])
     bad = out(o.logical_or(out(o.is_nan(x)), out(o.is_inf(x, {"detect_negative": False}))))
     bad = out(o.reduce_logical_or(bad, ax, True))
@@ -193,8 +196,33 @@ def _nan_rows(o, x, d, y):
     return out(o.select(out(o.logical_or(bad, all_neg_inf)), f32(o, float("nan")), y))
 
 
-register("aten::softmax.int", consts=("dim", "dtype"), check=_dim1_ok)(
-    _along(lambda o, x, d: _nan_rows(o, x, d, out(o.softmax(x, d)))))
+def _feeds_only_matmuls(node, d: int, r: int) -> bool:
+    """The softmax (along the last dim) is read only as the left operand of matmuls inside the
+    segment: ``softmax(scores) @ v``, the attention pattern OpenVINO fuses into one kernel."""
+    v = node.outputs[0]
+    graph = node.graph
+    if d != r - 1 or not v.uses or any(v is o for o in getattr(graph, "outputs", ())):
+        return False
+    return all(u.user.kind in ("aten::matmul", "aten::bmm") and u.offset == 0 for u in v.uses)
+
+
+@register("aten::softmax.int", consts=("dim", "dtype"), check=_dim1_ok)
+def _softmax(c):
+    """Softmax with torch's NaN rows. The row check reads the scores a second time, which keeps
+    OpenVINO from fusing ``softmax(q @ k^T) @ v`` into its attention kernel; that kernel gives
+    torch's NaN rows by itself (a row holding NaN or +inf, or all -inf, comes out NaN through the
+    matmul). So a softmax read only by matmuls is left unchecked while a deferral is open
+    (:data:`DEFERRED_SOFTMAX`); the engine keeps that model only if OpenVINO fused every such
+    softmax, and otherwise builds it again with the checks."""
+    deferred = DEFERRED_SOFTMAX.get()
+
+    def fn(o, x, d):
+        y = out(o.softmax(x, d))
+        if deferred is not None and nan_checks() and _feeds_only_matmuls(c.node, d, rank(x)):
+            deferred.append(c.where())
+            return y
+        return _nan_rows(o, x, d, y)
+    return _along(fn)(c)
 register("aten::log_softmax.int", consts=("dim", "dtype"), check=_dim1_ok)(
     _along(lambda o, x, d: _nan_rows(o, x, d, out(o.log_softmax(x, d)))))
 register("aten::cumsum", consts=("dim", "dtype"), check=_dim1_ok)(

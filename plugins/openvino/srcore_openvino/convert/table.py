@@ -31,6 +31,11 @@ def nan_checks() -> bool:
     return NAN_CHECKS.get()
 
 
+#: while a model is built with softmax row checks deferred: the softmax nodes left unchecked
+#: because their only readers are matmuls (an attention block OpenVINO may fuse); None: no deferral
+DEFERRED_SOFTMAX: contextvars.ContextVar[list | None] = contextvars.ContextVar("deferred_softmax", default=None)
+
+
 @attrs.frozen
 class Rule:
     """How one op converts: ``consts`` must be constant arguments; ``check(node_info)`` may
