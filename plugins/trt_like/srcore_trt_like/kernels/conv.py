@@ -189,13 +189,13 @@ def depthwise_channels_last(x, wt, bias, res, has_res, relu, out, sh, sw, ph, pw
                 a = acc[wo]
                 for o in range(O):
                     a[o] = bias[o]
-            for i in range(KH):
-                r = ho * sh + i * dh
-                for j in range(KW):
-                    wrow = wt[i, j]
-                    for wo in range(Wo):
+            for wo in range(Wo):       # per pixel every tap: its accumulator row stays in L1
+                a = acc[wo]
+                for i in range(KH):
+                    r = ho * sh + i * dh
+                    for j in range(KW):
+                        wrow = wt[i, j]
                         src = xt[r, wo * sw + j * dw]
-                        a = acc[wo]
                         for o in range(O):
                             a[o] += wrow[o] * src[o]
             for o in range(O):
