@@ -125,6 +125,18 @@ def test_depthwise_channels_last_matches_torch_on_mobile_shapes(spec):
     np.testing.assert_allclose(got, _reference(spec, x, w, b, res), rtol=1e-5, atol=1e-5)
 
 
+def test_depthwise_channels_last_takes_its_stored_layout_back():
+    """A serialized plan rebuilds the tactic from its (KH, KW, O) weight; a wrong one is an error."""
+    spec = ConvSpec((1, 6, 5, 5), 12, 3, 1, 1, groups=6)
+    x, w, b, _ = _data(spec, 1)
+    t = DepthwiseChannelsLastTactic(spec, w, b)
+    assert t.layout()["w"].shape == (3, 3, 12)
+    again = DepthwiseChannelsLastTactic(spec, np.zeros_like(w), b, layout=t.layout())
+    np.testing.assert_array_equal(_run(again, x, None), _run(t, x, None))
+    with pytest.raises(TacticSpecError, match="depthwise_channels_last: stored layout 'w'"):
+        DepthwiseChannelsLastTactic(spec, w, b, layout={"w": np.zeros((12, 3, 3), np.float32)})
+
+
 def test_im2col_gather_paths_by_width():
     wide, narrow = ConvSpec((1, 3, 40, 70), 4, 3, 1, 1), ConvSpec((1, 3, 40, 20), 4, 3, 1, 1)
     assert Im2colGemmTactic(wide, _data(wide, 0)[1], None).plan is None
