@@ -193,13 +193,25 @@ def depthwise_channels_last(x, wt, bias, res, has_res, relu, out, sh, sw, ph, pw
                 a = acc[wo]
                 for o in range(O):
                     a[o] = bias[o]
-            for wo in range(Wo):       # per pixel every tap: its accumulator row stays in L1
-                a = acc[wo]
+            # two pixels at a time, every tap: each weight vector loaded once for both
+            for wo in range(0, Wo - 1, 2):
+                a, b = acc[wo], acc[wo + 1]
                 for i in range(KH):
                     r = ho * sh + i * dh
                     for j in range(KW):
                         wrow = wt[i, j]
-                        src = xt[r, wo * sw + j * dw]
+                        s0 = xt[r, wo * sw + j * dw]
+                        s1 = xt[r, (wo + 1) * sw + j * dw]
+                        for o in range(O):
+                            a[o] += wrow[o] * s0[o]
+                            b[o] += wrow[o] * s1[o]
+            if Wo % 2:
+                a = acc[Wo - 1]
+                for i in range(KH):
+                    r = ho * sh + i * dh
+                    for j in range(KW):
+                        wrow = wt[i, j]
+                        src = xt[r, (Wo - 1) * sw + j * dw]
                         for o in range(O):
                             a[o] += wrow[o] * src[o]
             for o in range(O):
