@@ -196,6 +196,19 @@ def test_sets_select_the_seven_the_families_or_both():
 
 
 @pytest.mark.one_pass
+def test_ort_profile_sums_ort_kernel_time_by_op_type_and_by_node(tmp_path):
+    """``benchmarks.ort_profile``: ORT's profiler events of the model's own ONNX file, per run."""
+    from benchmarks import ort_profile
+    from benchmarks.prepare import prepare
+
+    prepare("index_ops", tmp_path)
+    by_op, count, by_node = ort_profile.profile("index_ops", 3, tmp_path)
+    assert by_op and set(count) == set(by_op) and min(count.values()) >= 1
+    assert min(by_op.values()) >= 0 and sum(by_op.values()) > 0
+    assert sum(by_node.values()) == pytest.approx(sum(by_op.values()))
+    assert not list(tmp_path.glob("ort_profile_*"))          # the profiler's file is removed
+
+
 def test_families_ab_times_runners_in_one_process_and_checks_outputs(tmp_path, monkeypatch):
     """``benchmarks.families_ab``: every runner's output checked, a best-round median each, ratios to
     eager; a runner whose output is wrong stops the measurement."""

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from srcore.errors import SrcoreError
 from srcore_trt_like.conv import gemm as conv_gemm
-from srcore_trt_like.conv import (ConvSpec, DepthwiseDirectTactic, Gemm1x1Tactic, Im2colGemmTactic, WinogradTactic,
-                                  conv_tactics)
+from srcore_trt_like.conv import (ConvSpec, DepthwiseChannelsLastTactic, DepthwiseDirectTactic, Gemm1x1Tactic,
+                                  Im2colGemmTactic, WinogradTactic, conv_tactics)
 from srcore_trt_like.errors import TacticSpecError
 from srcore_trt_like.tactics.timing import time_tactics
 from srcore_trt_like.kernels.winograd_math import F2, F4, toom_cook, transform_weight
@@ -113,6 +113,30 @@ def test_im2col_row_copies_in_chunks_match_torch(spec, seed, cap):
     np.testing.assert_allclose(_run(t, x, res), _reference(spec, x, w, b, res), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("spec", [
+    ConvSpec((2, 21, 9, 9), 21, 5, 2, 2, groups=21, relu=True),               # MobileNetV3's 5x5 s2, odd channels
+    ConvSpec((1, 36, 14, 14), 36, 3, 1, 1, groups=36, residual=True),
+    ConvSpec((1, 13, 7, 10), 26, (3, 5), (1, 2), (2, 1), (2, 1), groups=13),  # channel multiplier 2, dilated
+])
+def test_depthwise_channels_last_matches_torch_on_mobile_shapes(spec):
+    """Channel counts that are no multiple of the vector width, batch 2, the channel multiplier."""
+    x, w, b, res = _data(spec, 3)
+    got = _run(DepthwiseChannelsLastTactic(spec, w, b), x, res)
+    np.testing.assert_allclose(got, _reference(spec, x, w, b, res), rtol=1e-5, atol=1e-5)
+
+
+def test_depthwise_channels_last_takes_its_stored_layout_back():
+    """A serialized plan rebuilds the tactic from its (KH, KW, O) weight; a wrong one is an error."""
+    spec = ConvSpec((1, 6, 5, 5), 12, 3, 1, 1, groups=6)
+    x, w, b, _ = _data(spec, 1)
+    t = DepthwiseChannelsLastTactic(spec, w, b)
+    assert t.layout()["w"].shape == (3, 3, 12)
+    again = DepthwiseChannelsLastTactic(spec, np.zeros_like(w), b, layout=t.layout())
+    np.testing.assert_array_equal(_run(again, x, None), _run(t, x, None))
+    with pytest.raises(TacticSpecError, match="depthwise_channels_last: stored layout 'w'"):
+        DepthwiseChannelsLastTactic(spec, w, b, layout={"w": np.zeros((12, 3, 3), np.float32)})
+
+
 def test_im2col_gather_paths_by_width():
     wide, narrow = ConvSpec((1, 3, 40, 70), 4, 3, 1, 1), ConvSpec((1, 3, 40, 20), 4, 3, 1, 1)
     assert Im2colGemmTactic(wide, _data(wide, 0)[1], None).plan is None
@@ -124,7 +148,8 @@ def test_conv_tactics_offers_what_applies():
     assert names(ConvSpec((1, 4, 8, 8), 4, 3, 1, 1)) == ["winograd_f4x4_packed", "winograd_f2x2_packed",
                                                          "winograd_f4x4", "winograd_f2x2", "packed_gemm", "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 6, 1, 2, 0)) == ["gemm_1x1", "packed_gemm", "im2col_gemm"]
-    assert names(ConvSpec((1, 4, 8, 8), 8, 3, 2, 1, groups=4)) == ["depthwise_direct", "im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 8, 3, 2, 1, groups=4)) == ["depthwise_direct", "depthwise_channels_last",
+                                                                   "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 4, 3, 2, 1)) == ["packed_gemm", "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 4, 1, 1, 1)) == ["packed_gemm", "im2col_gemm"]        # padded 1x1
 

@@ -8,7 +8,7 @@ to a spec: ``conv_tactics``/``conv_tactic_builders``), the algorithms :mod:`.gem
 from __future__ import annotations
 
 from .conv_pool import PackedConvMaxPool
-from .depthwise import DepthwiseDirectTactic
+from .depthwise import DepthwiseChannelsLastTactic, DepthwiseDirectTactic
 from .gemm import Gemm1x1Tactic, Im2colGemmTactic
 from .packed import PackedGemmTactic
 from .pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
@@ -18,5 +18,5 @@ from .winograd import WinogradTactic
 from .winograd_packed import WinogradPackedTactic
 
 __all__ = ["ConvSpec", "ConvTactic", "conv_tactics", "conv_tactic_builders", "Gemm1x1Tactic", "Im2colGemmTactic",
-           "PackedGemmTactic", "WinogradTactic", "WinogradPackedTactic", "DepthwiseDirectTactic",
+           "PackedGemmTactic", "WinogradTactic", "WinogradPackedTactic", "DepthwiseDirectTactic", "DepthwiseChannelsLastTactic",
            "PackedConvMaxPool", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d"]

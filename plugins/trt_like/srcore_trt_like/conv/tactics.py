@@ -19,6 +19,7 @@ the GEMM just wrote, while it is in cache).
 ``winograd_f2x2``   3x3, stride 1, undilated, ungrouped: Winograd F(2x2, 3x3) (``winograd.py``)
 ``winograd_f4x4``   the same shapes: Winograd F(4x4, 3x3)
 ``depthwise_direct`` groups == in channels: a numba direct loop per output row
+``depthwise_channels_last`` the same, vectorized over channels on a padded channels-last copy
 ``im2col_gemm_team``, ``winograd_f4x4_team``, ``winograd_f2x2_team``  at more than one intra-op
                     thread, large layers: the BLAS tactics in fixed parts on the OpenBLAS team
                     (``kernels/blas_team.py``)
@@ -31,7 +32,7 @@ import numpy as np
 from ..errors import TacticSpecError
 from ..kernels import threads as _threads
 from ..kernels.winograd_math import F2, F4
-from .depthwise import DepthwiseDirectTactic
+from .depthwise import DepthwiseChannelsLastTactic, DepthwiseDirectTactic
 from .gemm import Gemm1x1Tactic, Im2colGemmTactic
 from .packed import PackedGemmTactic
 from .spec import ConvSpec, ConvTactic
@@ -39,7 +40,7 @@ from .winograd import WinogradTactic, transform_weight, winograd_applies
 from .winograd_packed import WinogradPackedTactic
 
 __all__ = ["ConvSpec", "ConvTactic", "Gemm1x1Tactic", "Im2colGemmTactic", "WinogradTactic", "WinogradPackedTactic",
-           "PackedGemmTactic", "DepthwiseDirectTactic", "conv_tactics", "conv_tactic_builders"]
+           "PackedGemmTactic", "DepthwiseDirectTactic", "DepthwiseChannelsLastTactic", "conv_tactics", "conv_tactic_builders"]
 
 
 def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | None) -> list[tuple[str, object]]:
@@ -81,6 +82,8 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
                     spec, weight, bias, m=m, u=None if layout else transformed(m), layout=layout, team=team)))
     if spec.groups > 1 and spec.groups == spec.x_shape[1]:
         out.append((DepthwiseDirectTactic.name, lambda layout=None: DepthwiseDirectTactic(spec, weight, bias, layout)))
+        out.append((DepthwiseChannelsLastTactic.name,
+                    lambda layout=None: DepthwiseChannelsLastTactic(spec, weight, bias, layout)))
     if spec.groups == 1:
         out.append((PackedGemmTactic.name, lambda layout=None: PackedGemmTactic(spec, weight, bias, threads=threads, layout=layout)))
     out.append((Im2colGemmTactic.name, lambda layout=None: Im2colGemmTactic(spec, weight, bias, layout)))

@@ -160,3 +160,66 @@ def depthwise(x, w, bias, res, has_res, relu, out, sh, sw, ph, pw, dh, dw, o0, o
                             for wo in range(lo, hi):
                                 acc[wo] += wt * src[wo * sw + off]
                 _ep.row(acc, out[n, o, ho], res[n, o, ho], bias[o], has_res, relu, Wo)
+
+
+@njit(**JIT)
+def depthwise_channels_last(x, wt, bias, res, has_res, relu, out, sh, sw, ph, pw, dh, dw):
+    """The depthwise conv of :func:`depthwise` vectorized over channels instead of output columns:
+    per image the input is packed once, padded, to ``(Hp, Wp, O)`` (channel ``o`` holds input
+    channel ``o // mult``), then each tap of an output row is one multiply-add over the contiguous
+    channels of each pixel (``wt`` is (KH, KW, O)). Mobile nets' late layers have 7x7 or 14x14
+    planes and hundreds of channels: rows too short for a column loop, channels long enough.
+    The epilogue writes the row back to NCHW from the small (Wo, O) accumulator."""
+    N, O, Ho, Wo = out.shape
+    C, H, W = x.shape[1], x.shape[2], x.shape[3]
+    KH, KW = wt.shape[0], wt.shape[1]
+    mult = O // C
+    Hp, Wp = H + 2 * ph, W + 2 * pw
+    xt = np.empty((Hp, Wp, O), np.float32)      # the border zeroed once; the interior rewritten per image
+    xt[:ph] = _ZERO
+    xt[ph + H:] = _ZERO
+    xt[:, :pw] = _ZERO
+    xt[:, pw + W:] = _ZERO
+    acc = np.empty((Wo, O), np.float32)
+    for n in range(N):
+        for h in range(H):
+            drow = xt[h + ph]
+            for o in range(O):     # contiguous reads of the input row; the writes stay in one packed row
+                src = x[n, o // mult, h]
+                for w in range(W):
+                    drow[w + pw, o] = src[w]
+        for ho in range(Ho):
+            for wo in range(Wo):
+                a = acc[wo]
+                for o in range(O):
+                    a[o] = bias[o]
+            # two pixels at a time, every tap: each weight vector loaded once for both
+            for wo in range(0, Wo - 1, 2):
+                a, b = acc[wo], acc[wo + 1]
+                for i in range(KH):
+                    r = ho * sh + i * dh
+                    for j in range(KW):
+                        wrow = wt[i, j]
+                        s0 = xt[r, wo * sw + j * dw]
+                        s1 = xt[r, (wo + 1) * sw + j * dw]
+                        for o in range(O):
+                            a[o] += wrow[o] * s0[o]
+                            b[o] += wrow[o] * s1[o]
+            if Wo % 2:
+                a = acc[Wo - 1]
+                for i in range(KH):
+                    r = ho * sh + i * dh
+                    for j in range(KW):
+                        wrow = wt[i, j]
+                        src = xt[r, (Wo - 1) * sw + j * dw]
+                        for o in range(O):
+                            a[o] += wrow[o] * src[o]
+            for o in range(O):
+                orow = out[n, o, ho]
+                for wo in range(Wo):
+                    z = acc[wo, o]
+                    if has_res:
+                        z += res[n, o, ho, wo]
+                    if relu and z < _ZERO:
+                        z = _ZERO
+                    orow[wo] = z

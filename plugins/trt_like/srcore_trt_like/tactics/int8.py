@@ -7,9 +7,9 @@ times them. Their laid-out weights (the
 shifted, transposed matrix) are what a serialized plan stores. The other int8 layers (quantize,
 dequantize, relu, add, max pool) have one numpy tactic each. A conv layer also offers the float
 conv wing's tactics on the shifted integers (``int8_packed_gemm``, ``int8_im2col_gemm``,
-``int8_gemm_1x1``, ``int8_depthwise_direct``), by blocks of input channels whose sums are exact in
-float32 (:func:`_float_conv_candidates`). Where srcore's exact int8 GEMM applies (``quint8``
-input, ``qint8`` weights, groups 1, AVX2 and numba: ``srcore.plugin.int8_gemm``, the kernel
+``int8_gemm_1x1``, ``int8_depthwise_direct``, ``int8_depthwise_channels_last``), by blocks of input
+channels whose sums are exact in float32 (:func:`_float_conv_candidates`). Where srcore's exact
+int8 GEMM applies (``quint8`` input, ``qint8`` weights, groups 1, AVX2 and numba: ``srcore.plugin.int8_gemm``, the kernel
 quantized_cpu runs), conv and linear layers also offer ``int8_simd``: ``vpmaddubsw`` on the bytes,
 fbgemm's requantization fused, the same integers.
 """
