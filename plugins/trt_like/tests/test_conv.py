@@ -122,11 +122,13 @@ def test_im2col_gather_paths_by_width():
 def test_conv_tactics_offers_what_applies():
     names = lambda spec: [t.name for t in conv_tactics(spec, *_data(spec, 0)[1:3])]  # noqa: E731
     assert names(ConvSpec((1, 4, 8, 8), 4, 3, 1, 1)) == ["winograd_f4x4_packed", "winograd_f2x2_packed",
-                                                         "winograd_f4x4", "winograd_f2x2", "packed_gemm", "im2col_gemm"]
-    assert names(ConvSpec((1, 4, 8, 8), 6, 1, 2, 0)) == ["gemm_1x1", "packed_gemm", "im2col_gemm"]
+                                                         "winograd_f4x4", "winograd_f2x2", "simd_direct", "packed_gemm",
+                                                         "im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 6, 1, 2, 0)) == ["gemm_1x1", "simd_direct", "packed_gemm", "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 8, 3, 2, 1, groups=4)) == ["depthwise_direct", "im2col_gemm"]
-    assert names(ConvSpec((1, 4, 8, 8), 4, 3, 2, 1)) == ["packed_gemm", "im2col_gemm"]
-    assert names(ConvSpec((1, 4, 8, 8), 4, 1, 1, 1)) == ["packed_gemm", "im2col_gemm"]        # padded 1x1
+    assert names(ConvSpec((1, 4, 8, 8), 8, 3, 2, 1, groups=2)) == ["simd_direct", "im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 4, 3, 2, 1)) == ["simd_direct", "packed_gemm", "im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 4, 1, 1, 1)) == ["simd_direct", "packed_gemm", "im2col_gemm"]  # padded 1x1
 
 
 @pytest.mark.parametrize("shape", [(1, 64, 28, 28), (1, 128, 14, 14), (1, 256, 7, 7)])

@@ -19,6 +19,8 @@ the GEMM just wrote, while it is in cache).
 ``winograd_f2x2``   3x3, stride 1, undilated, ungrouped: Winograd F(2x2, 3x3) (``winograd.py``)
 ``winograd_f4x4``   the same shapes: Winograd F(4x4, 3x3)
 ``depthwise_direct`` groups == in channels: a numba direct loop per output row
+``simd_direct``     more than one input channel per group: srcore's explicit-SIMD direct conv
+                    (``srcore.plugin.simd_conv``; ``simd_direct.py``)
 =================== ========================================================================
 """
 from __future__ import annotations
@@ -31,12 +33,13 @@ from ..kernels.winograd_math import F2, F4
 from .depthwise import DepthwiseDirectTactic
 from .gemm import Gemm1x1Tactic, Im2colGemmTactic
 from .packed import PackedGemmTactic
+from .simd_direct import SimdDirectTactic, simd_direct_applies
 from .spec import ConvSpec, ConvTactic
 from .winograd import WinogradTactic, transform_weight, winograd_applies
 from .winograd_packed import WinogradPackedTactic
 
 __all__ = ["ConvSpec", "ConvTactic", "Gemm1x1Tactic", "Im2colGemmTactic", "WinogradTactic", "WinogradPackedTactic",
-           "PackedGemmTactic", "DepthwiseDirectTactic", "conv_tactics", "conv_tactic_builders"]
+           "PackedGemmTactic", "DepthwiseDirectTactic", "SimdDirectTactic", "conv_tactics", "conv_tactic_builders"]
 
 
 def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | None) -> list[tuple[str, object]]:
@@ -71,6 +74,8 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
                 spec, weight, bias, m=m, u=None if layout else transformed(m), layout=layout)))
     if spec.groups > 1 and spec.groups == spec.x_shape[1]:
         out.append((DepthwiseDirectTactic.name, lambda layout=None: DepthwiseDirectTactic(spec, weight, bias, layout)))
+    if simd_direct_applies(spec):
+        out.append((SimdDirectTactic.name, lambda layout=None: SimdDirectTactic(spec, weight, bias, layout, threads)))
     if spec.groups == 1:
         out.append((PackedGemmTactic.name, lambda layout=None: PackedGemmTactic(spec, weight, bias, threads=threads, layout=layout)))
     out.append((Im2colGemmTactic.name, lambda layout=None: Im2colGemmTactic(spec, weight, bias, layout)))
