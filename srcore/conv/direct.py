@@ -20,7 +20,7 @@ import numpy as np
 
 from ..cpu_features import cpu_features
 from ..errors import ShapeError
-from .simd import vadd, vbcast, vclamp, vfma, vload, vsplat, vstore
+from .simd import vbcast, vfma, vload, vsplat, vstore
 
 #: output channels per register block
 OC_BLOCK = 6
@@ -43,58 +43,45 @@ def fill_phases(x, n, sh, sw, pt, pl, xq, Hq, Wq):
     """Image ``n`` of ``x`` (N, C, H, W; any strides), zero-padded by ``pt`` rows on top and ``pl``
     columns on the left (and as far as ``xq`` reaches below and right), phase-split by the stride."""
     C, H, W = x.shape[1], x.shape[2], x.shape[3]
-    xq[:] = 0.0
+    # every element written once: the padding's zeros around the copied interior
     for c in range(C):
         for a in range(sh):
-            for i in range(Hq):
-                r = i * sh + a - pt
-                if r < 0 or r >= H:
-                    continue
-                for b in range(sw):
+            for b in range(sw):
+                j0 = min(Wq, max(0, (pl - b + sw - 1) // sw))
+                j1 = max(j0, min(Wq, (W - 1 + pl - b) // sw + 1))
+                for i in range(Hq):
                     base = (((c * sh + a) * sw + b) * Hq + i) * Wq
-                    j0 = max(0, (pl - b + sw - 1) // sw)
-                    j1 = min(Wq, (W - 1 + pl - b) // sw + 1)
+                    r = i * sh + a - pt
+                    if r < 0 or r >= H:
+                        for j in range(Wq):
+                            xq[base + j] = 0.0
+                        continue
+                    for j in range(j0):
+                        xq[base + j] = 0.0
+                    src = x[n, c, r]
                     for j in range(j0, j1):
-                        xq[base + j] = x[n, c, r, j * sw + b - pl]
-
-
-@numba.njit(**_JIT)
-def _put(out, res, has_res, lo, hi, base, j0, Wo, nl, v0, v1, tmp):
-    if j0 + 2 * nl <= Wo:
-        if has_res:
-            v0 = vadd(v0, vload(res, base + j0, v0))
-            v1 = vadd(v1, vload(res, base + j0 + nl, v1))
-        vstore(out, base + j0, vclamp(v0, lo, hi))
-        vstore(out, base + j0 + nl, vclamp(v1, lo, hi))
-    else:
-        vstore(tmp, 0, v0)
-        vstore(tmp, nl, v1)
-        for e in range(Wo - j0):
-            v = tmp[e]
-            if has_res:
-                v += res[base + j0 + e]
-            # (if, not max/min: a NaN stays NaN, as in the vector lanes and torch.clamp)
-            if v < lo:  # noqa: PLR1730
-                v = lo
-            if v > hi:  # noqa: PLR1730
-                v = hi
-            out[base + j0 + e] = v
+                        xq[base + j] = src[j * sw + b - pl]
+                    for j in range(j1, Wq):
+                        xq[base + j] = 0.0
 
 
 @numba.njit(**_JIT)
 def conv_tasks(xq, Wq, cstep, taps, wp, bp, cg, Og, nb_oc,
                out, res, has_res, lo, hi, n, O, Ho, Wo, tag, nl, t0, t1):
-    """Tasks ``t0 <= t < t1`` of image ``n``: task ``t`` is output row ``t % Ho`` of output-channel
-    block ``t // Ho`` (over groups x blocks). ``taps[k]``: offset in ``xq`` of tap ``k``'s input for
-    output pixel (0, 0) of channel 0; ``cstep`` the offset between channels. ``out``/``res`` flat."""
-    nt = taps.shape[0]
-    KK = cg * nt * 6
-    tmp = np.empty(2 * nl, np.float32)
+    """Tasks ``t0 <= t < t1`` of image ``n``: task ``t`` is channel block ``t % nb_oc`` of output row
+    ``t // nb_oc % Ho`` of group ``t // (nb_oc * Ho)``. ``taps[k]``: offset in ``xq`` of the input of
+    (channel, tap) pair ``k`` of a group for output pixel (0, 0); ``cstep`` the offset between channels. ``out``/``res`` flat."""
+    nt = taps.shape[0]   # (channel of the group, tap) pairs, flattened: one loop, no short inner one
+    KK = nt * 6
+    blk = np.empty(12 * nl, np.float32)
+    plane = Ho * Wo
     for t in range(t0, t1):
-        ho = t % Ho
-        gb = t // Ho
-        gi = gb // nb_oc
-        oc0 = (gb % nb_oc) * 6
+        # channel blocks innermost: consecutive tasks read the same input rows (in L1)
+        ob = t % nb_oc
+        ho = (t // nb_oc) % Ho
+        gi = t // (nb_oc * Ho)
+        gb = gi * nb_oc + ob
+        oc0 = ob * 6
         wb = gb * KK
         row = ((n * O + gi * Og + oc0) * Ho + ho) * Wo
         for j0 in range(0, Wo, 2 * nl):
@@ -106,44 +93,58 @@ def conv_tasks(xq, Wq, cstep, taps, wp, bp, cg, Og, nb_oc,
             a5 = vsplat(tag, bp[gb * 6 + 5])
             c0, c1, c2, c3, c4, c5 = a0, a1, a2, a3, a4, a5
             wi = wb
-            for ci in range(cg):
-                cbase = (gi * cg + ci) * cstep + ho * Wq + j0
-                for k in range(nt):
-                    xi = cbase + taps[k]
-                    x0 = vload(xq, xi, a0)
-                    x1 = vload(xq, xi + nl, a0)
-                    w = vbcast(wp, wi, a0)
-                    a0 = vfma(x0, w, a0)
-                    c0 = vfma(x1, w, c0)
-                    w = vbcast(wp, wi + 1, a0)
-                    a1 = vfma(x0, w, a1)
-                    c1 = vfma(x1, w, c1)
-                    w = vbcast(wp, wi + 2, a0)
-                    a2 = vfma(x0, w, a2)
-                    c2 = vfma(x1, w, c2)
-                    w = vbcast(wp, wi + 3, a0)
-                    a3 = vfma(x0, w, a3)
-                    c3 = vfma(x1, w, c3)
-                    w = vbcast(wp, wi + 4, a0)
-                    a4 = vfma(x0, w, a4)
-                    c4 = vfma(x1, w, c4)
-                    w = vbcast(wp, wi + 5, a0)
-                    a5 = vfma(x0, w, a5)
-                    c5 = vfma(x1, w, c5)
-                    wi += 6
-            left = Og - oc0
-            plane = Ho * Wo
-            _put(out, res, has_res, lo, hi, row, j0, Wo, nl, a0, c0, tmp)
-            if left > 1:
-                _put(out, res, has_res, lo, hi, row + plane, j0, Wo, nl, a1, c1, tmp)
-            if left > 2:
-                _put(out, res, has_res, lo, hi, row + 2 * plane, j0, Wo, nl, a2, c2, tmp)
-            if left > 3:
-                _put(out, res, has_res, lo, hi, row + 3 * plane, j0, Wo, nl, a3, c3, tmp)
-            if left > 4:
-                _put(out, res, has_res, lo, hi, row + 4 * plane, j0, Wo, nl, a4, c4, tmp)
-            if left > 5:
-                _put(out, res, has_res, lo, hi, row + 5 * plane, j0, Wo, nl, a5, c5, tmp)
+            base = gi * cg * cstep + ho * Wq + j0
+            for k in range(nt):
+                xi = base + taps[k]
+                x0 = vload(xq, xi, a0)
+                x1 = vload(xq, xi + nl, a0)
+                w = vbcast(wp, wi, a0)
+                a0 = vfma(x0, w, a0)
+                c0 = vfma(x1, w, c0)
+                w = vbcast(wp, wi + 1, a0)
+                a1 = vfma(x0, w, a1)
+                c1 = vfma(x1, w, c1)
+                w = vbcast(wp, wi + 2, a0)
+                a2 = vfma(x0, w, a2)
+                c2 = vfma(x1, w, c2)
+                w = vbcast(wp, wi + 3, a0)
+                a3 = vfma(x0, w, a3)
+                c3 = vfma(x1, w, c3)
+                w = vbcast(wp, wi + 4, a0)
+                a4 = vfma(x0, w, a4)
+                c4 = vfma(x1, w, c4)
+                w = vbcast(wp, wi + 5, a0)
+                a5 = vfma(x0, w, a5)
+                c5 = vfma(x1, w, c5)
+                wi += 6
+            # the block through a local buffer, then one plain loop (LLVM vectorizes it): a helper
+            # call per channel cost more than the block's FMAs (array reference counting)
+            vstore(blk, 0, a0)
+            vstore(blk, nl, c0)
+            vstore(blk, 2 * nl, a1)
+            vstore(blk, 3 * nl, c1)
+            vstore(blk, 4 * nl, a2)
+            vstore(blk, 5 * nl, c2)
+            vstore(blk, 6 * nl, a3)
+            vstore(blk, 7 * nl, c3)
+            vstore(blk, 8 * nl, a4)
+            vstore(blk, 9 * nl, c4)
+            vstore(blk, 10 * nl, a5)
+            vstore(blk, 11 * nl, c5)
+            width = min(2 * nl, Wo - j0)
+            for m in range(min(6, Og - oc0)):
+                o = row + m * plane + j0
+                src = m * 2 * nl
+                for e in range(width):
+                    v = blk[src + e]
+                    if has_res:
+                        v += res[o + e]
+                    # (if, not max/min: a NaN stays NaN, as torch.clamp)
+                    if v < lo:  # noqa: PLR1730
+                        v = lo
+                    if v > hi:  # noqa: PLR1730
+                        v = hi
+                    out[o + e] = v
 
 
 _POOLS: dict = {}
@@ -221,8 +222,9 @@ class SimdDirectConv:
         flat = out.reshape(-1)
         res = self._none if residual is None else residual.reshape(-1)
         tasks = self.g * self.nb_oc * Ho
-        taps = np.array([((ky * dh % sh) * sw + kx * dw % sw) * Hq * Wq + (ky * dh // sh) * Wq + kx * dw // sw
-                         for ky in range(kh) for kx in range(kw)], np.int64)
+        taps = np.array([ci * sh * sw * Hq * Wq + ((ky * dh % sh) * sw + kx * dw % sw) * Hq * Wq
+                         + (ky * dh // sh) * Wq + kx * dw // sw
+                         for ci in range(self.cg) for ky in range(kh) for kx in range(kw)], np.int64)
         for n in range(N):
             fill_phases(x4, n, sh, sw, self.pads[0][0], self.pads[1][0], xq, Hq, Wq)
             args = (xq, Wq, sh * sw * Hq * Wq, taps, self.wp, self.bp, self.cg, self.Og, self.nb_oc, flat, res, residual is not None, self.lo, self.hi, n, self.O, Ho, Wo, self.tag, nl)
