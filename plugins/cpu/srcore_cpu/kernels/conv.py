@@ -19,8 +19,8 @@ Constant-weight kernels (the matchers', :func:`make_conv`) pick a path per input
 * everything else im2col; a kernel wider than twice its stride (the 7x7 stride-2 stem) copies
   its columns from column phases of the input instead of with strided inner loops;
 * dense float32 1-D and 2-D convs (more than one input channel per group) with a static input
-  shape: srcore's explicit-SIMD direct conv (``srcore.plugin.simd_conv``) when it times faster
-  than the path chosen above for that shape, at load.
+  shape, with ``SRCORE_CPU_SIMD_CONV=1`` (read at load): srcore's explicit-SIMD direct conv
+  (``srcore.plugin.simd_conv``) when it times faster than the path chosen above for that shape.
 
 Scratch (padded input, columns, Winograd tiles) comes from :data:`SHARED_WS`, one per-thread
 workspace shared by every conv node of the process (``workspace.py``), so memory is the largest
@@ -38,6 +38,7 @@ Accuracy per algorithm: ``conv_winograd.py``. History: docs/performance-log.md.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -259,9 +260,12 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
                 direct = None
         else:
             direct = None   # an unknown shape: the GEMM paths, which win at the larger sizes
-    if static and nd in (1, 2) and w.dtype == np.float32 and w.shape[1] > 1 and shape[1] == C * groups:
+    if (static and nd in (1, 2) and w.dtype == np.float32 and w.shape[1] > 1 and shape[1] == C * groups
+            and os.environ.get("SRCORE_CPU_SIMD_CONV", "0") == "1"):
         # dense convs: srcore's explicit-SIMD direct conv (srcore.plugin.simd_conv) against the paths
-        # above, timed on this machine for this input shape; it serves that shape only
+        # above, timed on this machine for this input shape; it serves that shape only. Opt-in: it
+        # won no layer of the benchmark models on the AVX2 machine measured (performance.md), and
+        # the numba import and timing cost ~0.4 s of unet_small's load
         from srcore.plugin import simd_conv
 
         simd = simd_conv.SimdDirectConv(w, b, stride, pads, dilation, groups)
