@@ -20,7 +20,7 @@ import numpy as np
 
 from ..cpu_features import cpu_features
 from ..errors import ShapeError
-from .simd import vbcast, vfma, vload, vsplat, vstore
+from .simd import vadd, vbcast, vclamp, vfma, vload, vsplat, vstore
 
 #: output channels per register block
 OC_BLOCK = 6
@@ -135,6 +135,15 @@ def conv_tasks(xq, Wq, cstep, taps, wp, bp, cg, Og, nb_oc,
             for m in range(min(6, Og - oc0)):
                 o = row + m * plane + j0
                 src = m * 2 * nl
+                if width == 2 * nl:   # a whole block: vector epilogue (the scalar loop is not vectorized)
+                    v0 = vload(blk, src, a0)
+                    v1 = vload(blk, src + nl, a0)
+                    if has_res:
+                        v0 = vadd(v0, vload(res, o, a0))
+                        v1 = vadd(v1, vload(res, o + nl, a0))
+                    vstore(out, o, vclamp(v0, lo, hi))
+                    vstore(out, o + nl, vclamp(v1, lo, hi))
+                    continue
                 for e in range(width):
                     v = blk[src + e]
                     if has_res:
