@@ -281,3 +281,15 @@ def test_calls_with_arrays_that_contradict_the_spec_raise():
     t_nores = WinogradTactic(ConvSpec((1, 2, 6, 6), 3, 3, 1, 1), w, b)
     with pytest.raises(TacticSpecError, match="residual=False"):
         t_nores(x, out, res)
+
+
+def test_simd_direct_rebuilt_from_its_stored_layout_computes_the_same():
+    from srcore_trt_like.conv.simd_direct import SimdDirectTactic
+
+    spec = ConvSpec((2, 5, 13, 17), 7, 3, 2, 1, relu=True, residual=True)
+    x, w, b, res = _data(spec, 3)
+    t = SimdDirectTactic(spec, w, b)
+    again = SimdDirectTactic(spec, np.zeros_like(w), None, layout={k: v.copy() for k, v in t.layout().items()})
+    assert sorted(t.layout()) == ["bp", "wp"]
+    np.testing.assert_array_equal(_run(again, x, res), _run(t, x, res))
+    assert _rel_err(_run(t, x, res), _reference(spec, x, w, b, res)) < 1e-5
