@@ -263,9 +263,9 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
     if (static and nd in (1, 2) and w.dtype == np.float32 and w.shape[1] > 1 and shape[1] == C * groups
             and os.environ.get("SRCORE_CPU_SIMD_CONV", "0") == "1"):
         # dense convs: srcore's explicit-SIMD direct conv (srcore.plugin.simd_conv) against the paths
-        # above, timed on this machine for this input shape; it serves that shape only. Opt-in: it
-        # won no layer of the benchmark models on the AVX2 machine measured (performance.md), and
-        # the numba import and timing cost ~0.4 s of unet_small's load
+        # above, timed on this machine for this input shape; it serves that shape only. Opt-in: on
+        # the AVX2 machine measured it was at par or slower on the benchmark models' layers
+        # (performance.md), and the numba import and timing cost ~0.4 s of unet_small's load
         from srcore.plugin import simd_conv
 
         simd = simd_conv.SimdDirectConv(w, b, stride, pads, dilation, groups)
