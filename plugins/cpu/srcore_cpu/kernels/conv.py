@@ -17,7 +17,10 @@ Constant-weight kernels (the matchers', :func:`make_conv`) pick a path per input
   group, the direct loop or the paths below, whichever is faster on this machine (``tactic.py``,
   timed once at load for a static input shape);
 * everything else im2col; a kernel wider than twice its stride (the 7x7 stride-2 stem) copies
-  its columns from column phases of the input instead of with strided inner loops.
+  its columns from column phases of the input instead of with strided inner loops;
+* dense float32 1-D and 2-D convs (more than one input channel per group) with a static input
+  shape, with ``SRCORE_CPU_SIMD_CONV=1`` (read at load): srcore's explicit-SIMD direct conv
+  (``srcore.plugin.simd_conv``) when it times faster than the path chosen above for that shape.
 
 Scratch (padded input, columns, Winograd tiles) comes from :data:`SHARED_WS`, one per-thread
 workspace shared by every conv node of the process (``workspace.py``), so memory is the largest
@@ -35,6 +38,7 @@ Accuracy per algorithm: ``conv_winograd.py``. History: docs/performance-log.md.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -245,16 +249,39 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
                 return _wg.conv3x3(input, gw, b, pads, out, ws, t)
         return _batched(conv_forward, input, nd, out, w, b, stride, pads, dilation, groups, ws=ws, threads=t)
 
+    shape = tuple(input_shape) if input_shape is not None else ()
+    static = len(shape) == nd + 2 and all(isinstance(d, int) and d > 0 for d in shape)
     if direct is not None and w.shape[1] > 1:
         # several channels per group: the direct loop against im2col + GEMM, timed on this machine
-        shape = tuple(input_shape) if input_shape is not None else ()
-        if len(shape) == nd + 2 and all(isinstance(d, int) and d > 0 for d in shape):
+        if static:
             x0 = np.zeros(shape, np.float32)
             o0 = np.empty(direct.out_shape(shape), np.float32)
             if _tactic.fastest({"direct": direct, "gemm": other_paths}, (x0, o0)) != "direct":
                 direct = None
         else:
             direct = None   # an unknown shape: the GEMM paths, which win at the larger sizes
+    if (static and nd in (1, 2) and w.dtype == np.float32 and w.shape[1] > 1 and shape[1] == C * groups
+            and os.environ.get("SRCORE_CPU_SIMD_CONV", "0") == "1"):
+        # dense convs: srcore's explicit-SIMD direct conv (srcore.plugin.simd_conv) against the paths
+        # above, timed on this machine for this input shape; it serves that shape only. Opt-in: on
+        # the AVX2 machine measured it was at par or slower on the benchmark models' layers
+        # (performance.md), and the numba import and timing cost ~0.4 s of unet_small's load
+        from srcore.plugin import simd_conv
+
+        simd = simd_conv.SimdDirectConv(w, b, stride, pads, dilation, groups)
+        x0 = np.zeros(shape, np.float32)
+        o0 = np.empty(simd.out_shape(shape), np.float32)
+        if _tactic.fastest({"simd": lambda x, o: simd(x, o, threads=threads), "other": conv_const}, (x0, o0)) == "simd":
+            fallback = conv_const
+
+            def conv_simd(input, out=None):
+                if (input.shape == shape and input.dtype == np.float32
+                        and (out is None or (out.dtype == np.float32 and out.flags.c_contiguous))):
+                    if out is None:
+                        out = np.empty(o0.shape, np.float32)
+                    return simd(input, out, threads=threads)
+                return fallback(input, out)
+            return conv_simd
     return conv_const
 
 

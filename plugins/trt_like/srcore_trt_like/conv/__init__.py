@@ -12,11 +12,13 @@ from .depthwise import DepthwiseChannelsLastTactic, DepthwiseDirectTactic
 from .gemm import Gemm1x1Tactic, Im2colGemmTactic
 from .packed import PackedGemmTactic
 from .pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .simd_direct import SimdDirectTactic
 from .spec import ConvSpec, ConvTactic
 from .tactics import conv_tactic_builders, conv_tactics
 from .winograd import WinogradTactic
 from .winograd_packed import WinogradPackedTactic
 
 __all__ = ["ConvSpec", "ConvTactic", "conv_tactics", "conv_tactic_builders", "Gemm1x1Tactic", "Im2colGemmTactic",
-           "PackedGemmTactic", "WinogradTactic", "WinogradPackedTactic", "DepthwiseDirectTactic", "DepthwiseChannelsLastTactic",
+           "PackedGemmTactic", "WinogradTactic", "WinogradPackedTactic", "DepthwiseDirectTactic",
+           "DepthwiseChannelsLastTactic", "SimdDirectTactic",
            "PackedConvMaxPool", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d"]

@@ -23,6 +23,8 @@ the GEMM just wrote, while it is in cache).
 ``im2col_gemm_team``, ``winograd_f4x4_team``, ``winograd_f2x2_team``  at more than one intra-op
                     thread, large layers: the BLAS tactics in fixed parts on the OpenBLAS team
                     (``kernels/blas_team.py``)
+``simd_direct``     more than one input channel per group: srcore's explicit-SIMD direct conv
+                    (``srcore.plugin.simd_conv``; ``simd_direct.py``)
 =================== ========================================================================
 """
 from __future__ import annotations
@@ -35,12 +37,14 @@ from ..kernels.winograd_math import F2, F4
 from .depthwise import DepthwiseChannelsLastTactic, DepthwiseDirectTactic
 from .gemm import Gemm1x1Tactic, Im2colGemmTactic
 from .packed import PackedGemmTactic
+from .simd_direct import SimdDirectTactic, simd_direct_applies
 from .spec import ConvSpec, ConvTactic
 from .winograd import WinogradTactic, transform_weight, winograd_applies
 from .winograd_packed import WinogradPackedTactic
 
 __all__ = ["ConvSpec", "ConvTactic", "Gemm1x1Tactic", "Im2colGemmTactic", "WinogradTactic", "WinogradPackedTactic",
-           "PackedGemmTactic", "DepthwiseDirectTactic", "DepthwiseChannelsLastTactic", "conv_tactics", "conv_tactic_builders"]
+           "PackedGemmTactic", "DepthwiseDirectTactic", "DepthwiseChannelsLastTactic", "SimdDirectTactic",
+           "conv_tactics", "conv_tactic_builders"]
 
 
 def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | None) -> list[tuple[str, object]]:
@@ -84,6 +88,8 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
         out.append((DepthwiseDirectTactic.name, lambda layout=None: DepthwiseDirectTactic(spec, weight, bias, layout)))
         out.append((DepthwiseChannelsLastTactic.name,
                     lambda layout=None: DepthwiseChannelsLastTactic(spec, weight, bias, layout)))
+    if simd_direct_applies(spec):
+        out.append((SimdDirectTactic.name, lambda layout=None: SimdDirectTactic(spec, weight, bias, layout, threads)))
     if spec.groups == 1:
         out.append((PackedGemmTactic.name, lambda layout=None: PackedGemmTactic(spec, weight, bias, threads=threads, layout=layout)))
     out.append((Im2colGemmTactic.name, lambda layout=None: Im2colGemmTactic(spec, weight, bias, layout)))

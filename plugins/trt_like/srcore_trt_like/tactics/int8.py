@@ -154,7 +154,7 @@ def _float_conv_candidates(layer, net, shifted: np.ndarray) -> list[Candidate]:
         spec = ConvSpec((N, c1 - c0, H, W), cout, (kh, kw), a["stride"], a["padding"], a["dilation"], g)
         wb = np.ascontiguousarray(w32 if len(blocks) == 1 else w32[:, c0:c1])
         builders.append({name: b for name, b in conv_tactic_builders(spec, wb, None)
-                         if not name.startswith("winograd") and not name.endswith("_team")})
+                         if not name.startswith(("winograd", "simd")) and not name.endswith("_team")})
     names = [n for n in builders[0] if all(n in b for b in builders)]
     x_zp = np.float32(a["x_q"][1])
     out_shape = net.shape(layer.outputs[0])

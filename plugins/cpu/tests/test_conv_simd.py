@@ -1,0 +1,38 @@
+"""The cpu plugin's constant-weight convs on srcore's SIMD direct conv (``srcore.plugin.simd_conv``):
+with ``SRCORE_CPU_SIMD_CONV=1``, chosen by timing at load for a static input shape; forced here so
+the path runs, against torch; off by default."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from srcore_cpu.kernels import conv as _conv
+from srcore_cpu.kernels import tactic as _tactic
+
+pytestmark = pytest.mark.one_pass
+
+
+@pytest.mark.parametrize(("nd", "shape", "o", "k", "s", "p", "d", "g"), [
+    (2, (2, 5, 19, 23), 13, 3, 2, 1, 1, 1),
+    (2, (1, 8, 16, 30), 8, 3, 1, 2, 2, 2),
+    (1, (2, 6, 50), 10, 5, 2, 2, 1, 1),
+])
+def test_simd_path_matches_torch_and_other_shapes_fall_back(monkeypatch, nd, shape, o, k, s, p, d, g):
+    monkeypatch.setenv("SRCORE_CPU_SIMD_CONV", "1")
+    monkeypatch.setattr(_tactic, "fastest", lambda cands, args: "simd" if "simd" in cands else next(iter(cands)))
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((o, shape[1] // g) + (k,) * nd, np.float32)
+    b = rng.standard_normal(o).astype(np.float32)
+    fn = _conv.make_conv(nd, w, b, s, p, d, g, input_shape=shape)
+    assert fn.__name__ == "conv_simd"
+    ref_fn = F.conv1d if nd == 1 else F.conv2d
+    for sh in (shape, (1, *shape[1:-1], shape[-1] + 3)):   # the second shape takes the other paths
+        x = rng.standard_normal(sh, np.float32)
+        ref = ref_fn(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), s, p, d, g).numpy()
+        np.testing.assert_allclose(fn(x), ref, rtol=1e-5, atol=1e-4)
+
+
+def test_off_by_default(monkeypatch):
+    monkeypatch.delenv("SRCORE_CPU_SIMD_CONV", raising=False)
+    monkeypatch.setattr(_tactic, "fastest", lambda cands, args: "simd" if "simd" in cands else next(iter(cands)))
+    w = np.ones((4, 3, 3, 3), np.float32)
+    assert _conv.make_conv(2, w, None, 1, 1, 1, 1, input_shape=(1, 3, 20, 20)).__name__ != "conv_simd"

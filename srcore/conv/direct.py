@@ -1,0 +1,245 @@
+"""Explicit-SIMD float32 direct convolution (1-D and 2-D; stride, padding, dilation, groups).
+
+No im2col: the input of one image is copied once into a padded, stride-phase-split buffer
+``xq[c, a, b, i, j] = x_padded[c, i*sh + a, j*sw + b]``, so the inputs of ``lanes`` consecutive output
+pixels under one tap are contiguous at every stride and dilation. The micro-kernel holds a block of
+6 output channels x 2 vectors of output pixels (12 accumulators of 8 lanes on AVX2, 16 on AVX-512)
+in registers (:mod:`.simd`); per tap it loads 2 input vectors, broadcasts 6 weights (packed once at
+load into ``(groups, blocks, C/g, kh, kw, 6)``) and does 12 FMAs. The epilogue is fused: bias (the
+accumulators' start), an optional residual, a clamp (relu = ``[0, inf)``, relu6, hardtanh).
+
+Lanes come from the CPU's features (:func:`lanes`), never its vendor. Callers choose this kernel by
+timing it against their other tactics on the real shape.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ..cpu_features import cpu_features
+from ..errors import ShapeError
+from .simd import vadd, vbcast, vclamp, vfma, vload, vsplat, vstore
+
+#: output channels per register block
+OC_BLOCK = 6
+_JIT = {"cache": True, "nogil": True, "error_model": "numpy", "boundscheck": False}
+
+
+def lanes(features=None) -> int:
+    """float32 lanes of the widest vector the CPU runs: 16 with AVX-512F, else 8 (AVX2 or less:
+    LLVM lowers the 8-lane vectors to what the CPU has)."""
+    return 16 if "AVX512F" in (cpu_features() if features is None else features) else 8
+
+
+def _tag(nl: int) -> np.ndarray:
+    # the width tag of srcore.conv.simd: ndim 1 -> 8 lanes, ndim 2 -> 16
+    return np.zeros(1, np.float32) if nl == 8 else np.zeros((1, 1), np.float32)
+
+
+@numba.njit(**_JIT)
+def fill_phases(x, n, sh, sw, pt, pl, xq, Hq, Wq):
+    """Image ``n`` of ``x`` (N, C, H, W; any strides), zero-padded by ``pt`` rows on top and ``pl``
+    columns on the left (and as far as ``xq`` reaches below and right), phase-split by the stride."""
+    C, H, W = x.shape[1], x.shape[2], x.shape[3]
+    # every element written once: the padding's zeros around the copied interior
+    for c in range(C):
+        for a in range(sh):
+            for b in range(sw):
+                j0 = min(Wq, max(0, (pl - b + sw - 1) // sw))
+                j1 = max(j0, min(Wq, (W - 1 + pl - b) // sw + 1))
+                for i in range(Hq):
+                    base = (((c * sh + a) * sw + b) * Hq + i) * Wq
+                    r = i * sh + a - pt
+                    if r < 0 or r >= H:
+                        for j in range(Wq):
+                            xq[base + j] = 0.0
+                        continue
+                    for j in range(j0):
+                        xq[base + j] = 0.0
+                    src = x[n, c, r]
+                    for j in range(j0, j1):
+                        xq[base + j] = src[j * sw + b - pl]
+                    for j in range(j1, Wq):
+                        xq[base + j] = 0.0
+
+
+@numba.njit(**_JIT)
+def conv_tasks(xq, Wq, cstep, taps, wp, bp, cg, Og, nb_oc,
+               out, res, has_res, lo, hi, n, O, Ho, Wo, tag, nl, t0, t1):
+    """Tasks ``t0 <= t < t1`` of image ``n``: task ``t`` is channel block ``t % nb_oc`` of output row
+    ``t // nb_oc % Ho`` of group ``t // (nb_oc * Ho)``. ``taps[k]``: offset in ``xq`` of the input of
+    (channel, tap) pair ``k`` of a group for output pixel (0, 0); ``cstep`` the offset between channels. ``out``/``res`` flat."""
+    nt = taps.shape[0]   # (channel of the group, tap) pairs, flattened: one loop, no short inner one
+    KK = nt * 6
+    blk = np.empty(12 * nl, np.float32)
+    plane = Ho * Wo
+    for t in range(t0, t1):
+        # channel blocks innermost: consecutive tasks read the same input rows (in L1)
+        ob = t % nb_oc
+        ho = (t // nb_oc) % Ho
+        gi = t // (nb_oc * Ho)
+        gb = gi * nb_oc + ob
+        oc0 = ob * 6
+        wb = gb * KK
+        row = ((n * O + gi * Og + oc0) * Ho + ho) * Wo
+        for j0 in range(0, Wo, 2 * nl):
+            a0 = vsplat(tag, bp[gb * 6])
+            a1 = vsplat(tag, bp[gb * 6 + 1])
+            a2 = vsplat(tag, bp[gb * 6 + 2])
+            a3 = vsplat(tag, bp[gb * 6 + 3])
+            a4 = vsplat(tag, bp[gb * 6 + 4])
+            a5 = vsplat(tag, bp[gb * 6 + 5])
+            c0, c1, c2, c3, c4, c5 = a0, a1, a2, a3, a4, a5
+            wi = wb
+            base = gi * cg * cstep + ho * Wq + j0
+            for k in range(nt):
+                xi = base + taps[k]
+                x0 = vload(xq, xi, a0)
+                x1 = vload(xq, xi + nl, a0)
+                w = vbcast(wp, wi, a0)
+                a0 = vfma(x0, w, a0)
+                c0 = vfma(x1, w, c0)
+                w = vbcast(wp, wi + 1, a0)
+                a1 = vfma(x0, w, a1)
+                c1 = vfma(x1, w, c1)
+                w = vbcast(wp, wi + 2, a0)
+                a2 = vfma(x0, w, a2)
+                c2 = vfma(x1, w, c2)
+                w = vbcast(wp, wi + 3, a0)
+                a3 = vfma(x0, w, a3)
+                c3 = vfma(x1, w, c3)
+                w = vbcast(wp, wi + 4, a0)
+                a4 = vfma(x0, w, a4)
+                c4 = vfma(x1, w, c4)
+                w = vbcast(wp, wi + 5, a0)
+                a5 = vfma(x0, w, a5)
+                c5 = vfma(x1, w, c5)
+                wi += 6
+            # the block through a local buffer, then one plain loop (LLVM vectorizes it): a helper
+            # call per channel cost more than the block's FMAs (array reference counting)
+            vstore(blk, 0, a0)
+            vstore(blk, nl, c0)
+            vstore(blk, 2 * nl, a1)
+            vstore(blk, 3 * nl, c1)
+            vstore(blk, 4 * nl, a2)
+            vstore(blk, 5 * nl, c2)
+            vstore(blk, 6 * nl, a3)
+            vstore(blk, 7 * nl, c3)
+            vstore(blk, 8 * nl, a4)
+            vstore(blk, 9 * nl, c4)
+            vstore(blk, 10 * nl, a5)
+            vstore(blk, 11 * nl, c5)
+            width = min(2 * nl, Wo - j0)
+            for m in range(min(6, Og - oc0)):
+                o = row + m * plane + j0
+                src = m * 2 * nl
+                if width == 2 * nl:   # a whole block: vector epilogue (the scalar loop is not vectorized)
+                    v0 = vload(blk, src, a0)
+                    v1 = vload(blk, src + nl, a0)
+                    if has_res:
+                        v0 = vadd(v0, vload(res, o, a0))
+                        v1 = vadd(v1, vload(res, o + nl, a0))
+                    vstore(out, o, vclamp(v0, lo, hi))
+                    vstore(out, o + nl, vclamp(v1, lo, hi))
+                    continue
+                for e in range(width):
+                    v = blk[src + e]
+                    if has_res:
+                        v += res[o + e]
+                    # (if, not max/min: a NaN stays NaN, as torch.clamp)
+                    if v < lo:  # noqa: PLR1730
+                        v = lo
+                    if v > hi:  # noqa: PLR1730
+                        v = hi
+                    out[o + e] = v
+
+
+_POOLS: dict = {}
+
+
+def _pool(threads: int):
+    if threads not in _POOLS:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="srcore-simd-conv")
+    return _POOLS[threads]
+
+
+class SimdDirectConv:
+    """A conv with fixed weights on the SIMD direct kernel: ``conv(x, out, residual=None)`` writes
+    ``clamp(conv(x) + bias (+ residual), lo, hi)`` into ``out`` (C-contiguous float32).
+
+    ``weight`` is (O, C/groups, k) or (O, C/groups, kh, kw); ``pads`` per spatial dim, an int or a
+    (before, after) pair; ``lo``/``hi`` the fused clamp (``0, inf`` for relu). ``lanes_`` forces the
+    vector width (tests; default :func:`lanes`). ``x`` may be any float32 view.
+    """
+
+    def __init__(self, weight, bias, stride, pads, dilation, groups=1, lo=-math.inf, hi=math.inf, lanes_=None):
+        w = np.asarray(weight, np.float32)
+        self.nd = w.ndim - 2
+        if self.nd not in (1, 2):
+            raise ShapeError(f"SimdDirectConv: weight must be 3-D or 4-D, got shape {w.shape}")
+        two = lambda v: (tuple(v) if isinstance(v, (tuple, list)) else (v,) * self.nd)
+        stride, dilation, pads = two(stride), two(dilation), list(two(pads))
+        pads = [tuple(p) if isinstance(p, (tuple, list)) else (p, p) for p in pads]
+        if self.nd == 1:
+            w = w[:, :, None, :]
+            stride, dilation, pads = (1, *stride), (1, *dilation), [(0, 0), *pads]
+        O, cg, kh, kw = w.shape
+        g = int(groups)
+        if O % g:
+            raise ShapeError(f"SimdDirectConv: groups {g} must divide out channels {O}")
+        self.O, self.cg, self.g, self.Og = O, cg, g, O // g
+        self.kernel, self.stride, self.dilation, self.pads = (kh, kw), tuple(stride), tuple(dilation), pads
+        self.nb_oc = -(-self.Og // OC_BLOCK)
+        wp = np.zeros((g, self.nb_oc * OC_BLOCK, cg, kh, kw), np.float32)
+        wp[:, :self.Og] = w.reshape(g, self.Og, cg, kh, kw)
+        # (g, blocks, cg, kh, kw, 6): the 6 channels of one tap side by side, read in order
+        self.wp = np.ascontiguousarray(
+            wp.reshape(g, self.nb_oc, OC_BLOCK, cg, kh, kw).transpose(0, 1, 3, 4, 5, 2)).reshape(-1)
+        bp = np.zeros((g, self.nb_oc * OC_BLOCK), np.float32)
+        if bias is not None:
+            bp[:, :self.Og] = np.asarray(bias, np.float32).reshape(g, self.Og)
+        self.bp = bp.reshape(-1)
+        self.lo, self.hi = float(lo), float(hi)
+        self.nl = lanes() if lanes_ is None else int(lanes_)
+        self.tag = _tag(self.nl)
+        self._none = np.zeros(1, np.float32)
+
+    def out_shape(self, shape):
+        N, _, *sp = shape
+        if self.nd == 1:
+            sp = [1, *sp]
+        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
+        Ho = (sp[0] + sum(self.pads[0]) - dh * (kh - 1) - 1) // sh + 1
+        Wo = (sp[1] + sum(self.pads[1]) - dw * (kw - 1) - 1) // sw + 1
+        return (N, self.O, Wo) if self.nd == 1 else (N, self.O, Ho, Wo)
+
+    def __call__(self, x, out, residual=None, threads: int = 1):
+        x4 = x[:, :, None, :] if self.nd == 1 else x
+        N, C, H, W = x4.shape
+        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
+        o4 = out.reshape(self.out_shape(x.shape) if self.nd == 2 else (N, self.O, 1, out.shape[-1]))
+        Ho, Wo = o4.shape[2:]
+        nl = self.nl
+        Wr = -(-Wo // (2 * nl)) * 2 * nl
+        Hq = max(-(-(H + sum(self.pads[0])) // sh), Ho + (kh - 1) * dh // sh)
+        Wq = max(-(-(W + sum(self.pads[1])) // sw), Wr + (kw - 1) * dw // sw)
+        xq = np.empty(C * sh * sw * Hq * Wq, np.float32)
+        flat = out.reshape(-1)
+        res = self._none if residual is None else residual.reshape(-1)
+        tasks = self.g * self.nb_oc * Ho
+        taps = np.array([ci * sh * sw * Hq * Wq + ((ky * dh % sh) * sw + kx * dw % sw) * Hq * Wq
+                         + (ky * dh // sh) * Wq + kx * dw // sw
+                         for ci in range(self.cg) for ky in range(kh) for kx in range(kw)], np.int64)
+        for n in range(N):
+            fill_phases(x4, n, sh, sw, self.pads[0][0], self.pads[1][0], xq, Hq, Wq)
+            args = (xq, Wq, sh * sw * Hq * Wq, taps, self.wp, self.bp, self.cg, self.Og, self.nb_oc, flat, res, residual is not None, self.lo, self.hi, n, self.O, Ho, Wo, self.tag, nl)
+            if threads <= 1 or tasks < 2 * threads:
+                conv_tasks(*args, 0, tasks)
+            else:   # the kernel releases the GIL: rows split over a shared pool of Python threads
+                cuts = [tasks * i // threads for i in range(threads + 1)]
+                list(_pool(threads).map(lambda i, a=args, c=cuts: conv_tasks(*a, c[i], c[i + 1]), range(threads)))
+        return out

@@ -1,0 +1,127 @@
+"""float32 vectors for numba kernels: register values of LLVM type ``<L x float>``.
+
+numba has no vector types, and in a scalar loop LLVM kept a conv's accumulators in memory and did
+not vectorize (docs/performance-log.md, 2026-11-26). These intrinsics give a numba function vector
+values that stay in registers. The lane count ``L`` comes from a *width tag*, a float32 array whose
+``ndim`` says it: 1 -> 8 lanes (one AVX2 ``ymm``), 2 -> 16 lanes (one AVX-512 ``zmm``; on a CPU
+without AVX-512 LLVM splits it into two ``ymm``, still exact). Every other intrinsic takes its width
+from its vector operand. numba compiles for the host CPU, so FMAs are ``vfmadd`` where the CPU has
+FMA3. Indices are element offsets into 1-D arrays, unchecked (the kernels own their arithmetic).
+numba's on-disk cache keys a kernel on its own module's source: after editing this module, delete
+the ``__pycache__/*.nbi``/``*.nbc`` files of :mod:`.direct`.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic, models, register_model
+
+_F32 = ir.FloatType()
+_I32 = ir.IntType(32)
+
+
+class F32Vec(types.Type):
+    """numba type of a ``<lanes x float>`` register value."""
+
+    def __init__(self, lanes: int):
+        self.lanes = lanes
+        super().__init__(name=f"f32x{lanes}")
+
+
+f32x8, f32x16 = F32Vec(8), F32Vec(16)
+
+
+@register_model(F32Vec)
+class _F32VecModel(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, ir.VectorType(_F32, fe_type.lanes))
+
+
+def _vty(t: F32Vec):
+    return ir.VectorType(_F32, t.lanes)
+
+
+def _ptr(context, builder, arrty, arr, idx, idxty, pty):
+    data = context.make_array(arrty)(context, builder, value=arr).data
+    p = builder.gep(data, [context.cast(builder, idx, idxty, types.intp)])
+    return builder.bitcast(p, pty.as_pointer())
+
+
+def _splat(builder, x, vty):
+    v = builder.insert_element(ir.Constant(vty, ir.Undefined), x, ir.Constant(_I32, 0))
+    return builder.shuffle_vector(v, ir.Constant(vty, ir.Undefined), ir.Constant(ir.VectorType(_I32, vty.count), [0] * vty.count))
+
+
+def _tag_type(tag):
+    return f32x16 if getattr(tag, "ndim", 1) == 2 else f32x8
+
+
+@intrinsic
+def vsplat(typingctx, tag, x):
+    """``x`` (a float32 scalar) in every lane; the width from ``tag``."""
+    vt = _tag_type(tag)
+
+    def codegen(context, builder, sig, args):
+        return _splat(builder, context.cast(builder, args[1], sig.args[1], types.float32), _vty(vt))
+    return vt(tag, x), codegen
+
+
+@intrinsic
+def vload(typingctx, arr, idx, like):
+    """``arr[idx:idx + lanes]`` (float32 array, any alignment), as wide as ``like``."""
+    vt = like
+
+    def codegen(context, builder, sig, args):
+        return builder.load(_ptr(context, builder, sig.args[0], args[0], args[1], sig.args[1], _vty(vt)), align=4)
+    return vt(arr, idx, like), codegen
+
+
+@intrinsic
+def vbcast(typingctx, arr, idx, like):
+    """``arr[idx]`` in every lane (``vbroadcastss`` from memory), as wide as ``like``."""
+    vt = like
+
+    def codegen(context, builder, sig, args):
+        x = builder.load(_ptr(context, builder, sig.args[0], args[0], args[1], sig.args[1], _F32), align=4)
+        return _splat(builder, x, _vty(vt))
+    return vt(arr, idx, like), codegen
+
+
+@intrinsic
+def vfma(typingctx, a, b, c):
+    """``a * b + c`` per lane, one rounding (``llvm.fma``)."""
+    def codegen(context, builder, sig, args):
+        vty = _vty(sig.args[0])
+        name = f"llvm.fma.v{vty.count}f32"
+        fn = builder.module.globals.get(name) or ir.Function(builder.module, ir.FunctionType(vty, [vty] * 3), name)
+        return builder.call(fn, list(args))
+    return a(a, b, c), codegen
+
+
+@intrinsic
+def vadd(typingctx, a, b):
+    def codegen(context, builder, sig, args):
+        return builder.fadd(args[0], args[1])
+    return a(a, b), codegen
+
+
+@intrinsic
+def vclamp(typingctx, v, lo, hi):
+    """``min(max(v, lo), hi)`` per lane (NaN stays NaN, as ``np.clip``/``torch.clamp``)."""
+    def codegen(context, builder, sig, args):
+        vty = _vty(sig.args[0])
+        x = args[0]
+        lov = _splat(builder, context.cast(builder, args[1], sig.args[1], types.float32), vty)
+        hiv = _splat(builder, context.cast(builder, args[2], sig.args[2], types.float32), vty)
+        x = builder.select(builder.fcmp_ordered("<", x, lov), lov, x)
+        return builder.select(builder.fcmp_ordered(">", x, hiv), hiv, x)
+    return v(v, lo, hi), codegen
+
+
+@intrinsic
+def vstore(typingctx, arr, idx, v):
+    """``arr[idx:idx + lanes] = v`` (float32 array, any alignment)."""
+    def codegen(context, builder, sig, args):
+        builder.store(args[2], _ptr(context, builder, sig.args[0], args[0], args[1], sig.args[1], _vty(sig.args[2])), align=4)
+        return context.get_dummy_value()
+    return types.none(arr, idx, v), codegen

@@ -1,0 +1,93 @@
+"""srcore.conv.direct (``srcore.plugin.simd_conv``): the explicit-SIMD float32 direct conv against
+torch's conv1d/conv2d over shapes, strides, padding, dilation, groups, both vector widths."""
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from srcore import SrcoreError
+from srcore.plugin import simd_conv
+
+pytestmark = pytest.mark.one_pass
+
+
+@st.composite
+def convs(draw):
+    nd = draw(st.sampled_from([1, 2]))
+    g = draw(st.sampled_from([1, 1, 2, 3]))
+    cg, og = draw(st.integers(2, 9)), draw(st.integers(1, 14))
+    k = tuple(draw(st.integers(1, 4)) for _ in range(nd))
+    s = tuple(draw(st.integers(1, 3)) for _ in range(nd))
+    d = tuple(draw(st.integers(1, 2)) for _ in range(nd))
+    p = tuple(draw(st.integers(0, 2)) for _ in range(nd))
+    size = tuple(draw(st.integers(dd * (kk - 1) + 1 - 2 * pp if dd * (kk - 1) + 1 > 2 * pp else 1, 40))
+                 for kk, dd, pp in zip(k, d, p))
+    n = draw(st.integers(1, 2))
+    return nd, g, cg, og, k, s, d, p, size, n
+
+
+def _reference(x, w, b, s, p, d, g, res=None, lo=-math.inf, hi=math.inf):
+    f = F.conv1d if w.ndim == 3 else F.conv2d
+    y = f(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(w), torch.from_numpy(b), s, p, d, g)
+    if res is not None:
+        y = y + torch.from_numpy(res)
+    return torch.clamp(y, lo, hi).numpy()
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=convs(), seed=st.integers(0, 2**16), lanes=st.sampled_from([8, 16]),
+       act=st.sampled_from(["none", "relu", "relu6"]), residual=st.booleans(), transposed=st.booleans())
+def test_matches_torch(case, seed, lanes, act, residual, transposed):
+    nd, g, cg, og, k, s, d, p, size, n = case
+    rng = np.random.default_rng(seed)
+    C, O = g * cg, g * og
+    shape = (n, C, *size)
+    # a non-contiguous input: the last two axes swapped in memory
+    x = (np.swapaxes(rng.standard_normal(shape[:-2] + shape[:-3:-1], np.float32), -1, -2) if transposed and nd == 2
+         else rng.standard_normal(shape, np.float32)[..., ::1])
+    w = rng.standard_normal((O, cg, *k), np.float32)
+    b = rng.standard_normal(O).astype(np.float32)
+    lo, hi = {"none": (-math.inf, math.inf), "relu": (0.0, math.inf), "relu6": (0.0, 6.0)}[act]
+    conv = simd_conv.SimdDirectConv(w, b, s, p, d, g, lo=lo, hi=hi, lanes_=lanes)
+    out_shape = conv.out_shape(x.shape)
+    if min(out_shape[2:]) < 1:
+        return
+    res = rng.standard_normal(out_shape, np.float32) if residual else None
+    out = np.full(out_shape, np.nan, np.float32)
+    conv(x, out, res)
+    ref = _reference(x, w, b, s, p, d, g, res, lo, hi)
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-4 * math.sqrt(cg * math.prod(k)))
+
+
+def test_two_threads_asymmetric_padding_and_nan_like_torch():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 5, 23, 37), np.float32)
+    x[0, 1, 4, 7] = np.nan
+    w = rng.standard_normal((13, 5, 3, 3), np.float32)
+    b = rng.standard_normal(13).astype(np.float32)
+    conv = simd_conv.SimdDirectConv(w, b, (2, 1), ((1, 0), (2, 1)), 1, lo=0.0)
+    out = np.empty(conv.out_shape(x.shape), np.float32)
+    conv(x, out, threads=2)
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 0), (2, 1)))
+    ref = torch.relu(F.conv2d(torch.from_numpy(xp), torch.from_numpy(w), torch.from_numpy(b), (2, 1))).numpy()
+    assert out.shape == ref.shape
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-4, equal_nan=True)
+    assert np.isnan(out).any()
+
+
+def test_lanes_follow_cpu_features_not_vendor():
+    assert simd_conv.lanes({"AVX2", "FMA3"}) == 8
+    assert simd_conv.lanes({"AVX2", "FMA3", "AVX512F", "AVX512BW"}) == 16
+    assert simd_conv.lanes(set()) == 8
+    w = np.ones((2, 2, 3), np.float32)
+    assert simd_conv.SimdDirectConv(w, None, 1, 0, 1, lanes_=16).tag.ndim == 2
+    assert simd_conv.SimdDirectConv(w, None, 1, 0, 1, lanes_=8).tag.ndim == 1
+
+
+def test_bad_weight_rank_is_an_error():
+    with pytest.raises(SrcoreError, match="3-D or 4-D"):
+        simd_conv.SimdDirectConv(np.ones((2, 2), np.float32), None, 1, 0, 1)
