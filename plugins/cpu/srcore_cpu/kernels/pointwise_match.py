@@ -40,6 +40,26 @@ def _decline(op: str):
     return None
 
 
+def _large_float32(t) -> bool:
+    """A float32 tensor type of at least :data:`MIN_ELEMENTS` elements, or of an unknown count."""
+    if not isinstance(t, TensorType) or t.dtype != "float32":
+        return False
+    size = _size(t)
+    return size is None or size >= MIN_ELEMENTS
+
+
+def _compiled(key: str, consts: dict, a: float = 0.0, b: float = 0.0):
+    """``fn(x, out=None)``: the compiled kernel ``key`` of :data:`jit_pointwise.KERNELS`, with its
+    numpy kernel (called with ``consts``) for inputs it does not take."""
+    from . import jit_pointwise as JP   # numba: only for a node the compiled kernels take
+
+    kernel, numpy_kernel = JP.KERNELS[key]
+
+    def fallback(x, out=None):
+        return numpy_kernel(x, **consts, out=out)
+    return JP.make_pointwise(kernel, a, b, fallback, threads=_par.split_threads())
+
+
 def pointwise_matcher(node: NodeInfo):
     """The compiled kernel for a large float32 node (see the module doc), or None. In-place ops
     (``aten::silu_``, ...) write over their input and return it."""
@@ -48,10 +68,7 @@ def pointwise_matcher(node: NodeInfo):
     op = name[:-1] if inplace else name
     src = node.args[0].type if node.args else None
     dst = node.output_types[0] if node.output_types else None
-    if not (isinstance(src, TensorType) and isinstance(dst, TensorType)):
-        return _decline(op)
-    size = _size(dst)
-    if src.dtype != "float32" or dst.dtype != "float32" or (size is not None and size < MIN_ELEMENTS):
+    if not (isinstance(src, TensorType) and src.dtype == "float32" and _large_float32(dst)):
         return _decline(op)
     params = PARAMS[op]
     if not all(node.is_const(p) for p in params):
@@ -67,14 +84,7 @@ def pointwise_matcher(node: NodeInfo):
         a, b = 0.0, 6.0
     elif params:
         a, b = ([float(v) for v in consts.values()] + [0.0, 0.0])[:2]
-
-    from . import jit_pointwise as JP   # numba: only for a node the compiled kernels take
-
-    kernel, numpy_kernel = JP.KERNELS[key]
-
-    def fallback(x, out=None):
-        return numpy_kernel(x, **consts, out=out)
-    fn = JP.make_pointwise(kernel, a, b, fallback, threads=_par.split_threads())
+    fn = _compiled(key, consts, a, b)
     if inplace:
         def run_inplace(self):
             fn(self, out=self)
@@ -89,18 +99,9 @@ def compiled_inplace(key: str, out_type, **consts):
     :data:`MIN_ELEMENTS` elements (or an unknown count), for fused nodes whose activation runs on
     their own output; ``consts`` are the numpy kernel's arguments (non-contiguous ``out``). None for
     anything else, without importing numba."""
-    if not isinstance(out_type, TensorType) or out_type.dtype != "float32":
+    if not _large_float32(out_type):
         return None
-    size = _size(out_type)
-    if size is not None and size < MIN_ELEMENTS:
-        return None
-    from . import jit_pointwise as JP
-
-    kernel, numpy_kernel = JP.KERNELS[key]
-
-    def fallback(x, out=None):
-        return numpy_kernel(x, **consts, out=out)
-    fn = JP.make_pointwise(kernel, 0.0, 0.0, fallback, threads=_par.split_threads())
+    fn = _compiled(key, consts)
 
     def act_(out):
         return fn(out, out=out)
