@@ -53,6 +53,45 @@ def test_split_gemm_is_bit_identical_on_any_team(shape):
     assert parallel.COUNTS["solo"] > before["solo"] and parallel.COUNTS["team"] > before["team"]
 
 
+class _TwoPhases(blas_team.TeamParts):
+    """A tactic of two phases of 4 parts: the first a short transform (its team costs more than it
+    saves), the second a long product (its team halves it)."""
+
+    def __init__(self):
+        self._run = self._body
+        self._init_team(2)
+        self.phase_ran: list[list[int]] = [[], []]
+
+    def _body(self, x, out, residual):
+        for k in range(2):
+            self._parts(self._fns[k], 4)
+
+
+def test_each_phase_runs_on_the_team_only_where_its_own_timing_pays(monkeypatch):
+    """Injected durations (no wall clock): phase 0 alone 100, on the team 300; phase 1 alone 1000,
+    on the team 500. After the first (measuring) calls, phase 0 runs on the calling thread and
+    phase 1 on the team, in the same call."""
+    now = [0]
+    alone, teamed = (100, 1000), (300, 500)
+    t = _TwoPhases()
+    t._fns = [lambda i, k=k: now.__setitem__(0, now[0] + alone[k] // 4) for k in range(2)]
+
+    def fake_run(self, fn, count, size):        # the team: the phase's team duration, no threads
+        k = t._fns.index(fn)
+        t.phase_ran[k].append(size)
+        now[0] += teamed[k]
+    monkeypatch.setattr(blas_team.Team, "run", fake_run)
+    monkeypatch.setattr(parallel.Governor, "__init__",
+                        lambda self, n, clock=None, _init=parallel.Governor.__init__: _init(self, n, lambda: now[0]))
+    for _ in range(40):
+        t._run(None, None, None)
+    assert len(t.governors) == 2
+    assert t.governors[0].best == [100, 300] and t.governors[1].best == [1000, 500]
+    assert len(t.phase_ran[0]) <= 8            # tried on the team now and then (hold doubling), else alone
+    assert len(t.phase_ran[1]) == 39           # every call after the first, on 2 threads
+    assert set(t.phase_ran[1]) == {2}
+
+
 def test_team_re_raises_a_workers_error():
     def fn(i):
         if i == 3:
@@ -130,10 +169,11 @@ def test_team_conv_tactics_are_bit_identical_on_any_team(spec, monkeypatch):
         t = build()
         outs = []
         for size in (1, 2, 1, 2):
-            t.governor.hold, t.governor.best = (0 if size > 1 else 1), [0, 0]   # force the team's size
+            monkeypatch.setattr(parallel.Governor, "team", lambda self, size=size: size)  # every phase's team
             out = np.full(t.out_shape, np.nan, np.float32)
             t(x, out, res)
             outs.append(out)
+        assert len(t.governors) >= 2, name        # a governor per phase (gather / transforms, products, ...)
         for out in outs[1:]:
             np.testing.assert_array_equal(out, outs[0], err_msg=name)
         np.testing.assert_allclose(outs[0], ref, rtol=1e-4, atol=2e-4 * np.abs(ref).max(), err_msg=name)

@@ -55,7 +55,8 @@ def require_winograd(name: str, spec: ConvSpec) -> None:
 class WinogradTactic(TeamParts, DirectOnNonFinite, ConvTactic):
     """Winograd F(m x m, 3 x 3), m = 2 or 4 (name ``winograd_f2x2`` / ``winograd_f4x4``). With
     ``team > 1`` (name ``..._team``): the input transform in parts of input channels, the products
-    one per point, the output transform in parts of output channels, each phase on the team."""
+    in parts of points (one batched call each), the output transform in parts of output channels,
+    each phase on the team when its own timing says so (:class:`..kernels.blas_team.TeamParts`)."""
     uses_blas = True
 
     def __init__(self, spec: ConvSpec, weight, bias, m: int = 4, u=None, layout=None, team: int = 1):
@@ -78,7 +79,7 @@ class WinogradTactic(TeamParts, DirectOnNonFinite, ConvTactic):
         tiles = N * self.th * self.tw
         self.v_shape = (mats.n * mats.n, C, tiles)
         self.m_shape = (mats.n * mats.n, O, tiles)
-        self._cparts, self._oparts = ranges(C), ranges(O)
+        self._cparts, self._oparts, self._pparts = ranges(C), ranges(O), ranges(mats.n * mats.n)
         self._init_team(team)
 
     def _run(self, x, out, residual):
@@ -92,7 +93,11 @@ class WinogradTactic(TeamParts, DirectOnNonFinite, ConvTactic):
         if self.team_threads > 1:
             pt, pl, th, tw, u, cp, op = s.padding[0], s.padding[1], self.th, self.tw, self.u, self._cparts, self._oparts
             self._parts(lambda i: self._input(x, pt, pl, th, tw, v, *cp[i]), len(cp))
-            self._parts(lambda p: np.matmul(u[p], v[p], out=mm[p]), len(u))
+            # a few points per part, one batched call each (numpy loops over them without the GIL;
+            # each point is the same single GEMM whatever the batch, so the same bits)
+            pp = self._pparts
+            self._parts(lambda i: np.matmul(u[pp[i][0]:pp[i][1]], v[pp[i][0]:pp[i][1]],
+                                            out=mm[pp[i][0]:pp[i][1]]), len(pp))
             self._parts(lambda i: self._output(mm, self.bias, res, residual is not None, s.relu, out, th, tw, *op[i]),
                         len(op))
             return

@@ -130,31 +130,47 @@ def ranges(total: int, count: int = TARGET_PARTS, quantum: int = 1) -> list[tupl
 
 
 class TeamParts:
-    """For a conv tactic calling numpy's BLAS: its work in fixed parts (:meth:`_parts`), run one
-    after the other, or, built with ``team > 1``, on a governed team of that many threads (the
-    team's size decided once per call, the same parts either way)."""
+    """For a conv tactic calling numpy's BLAS: its work in phases of fixed parts (:meth:`_parts`), run
+    one after the other, or, built with ``team > 1``, each phase on a team of that many threads when
+    that phase's own timing says the team pays (the same parts either way).
+
+    Each phase of a call (gather, product, transforms, ...) has its own :class:`.threads.Governor`:
+    a phase of ~0.1 ms (a Winograd transform, im2col's gather of a small layer) costs more in
+    waking the team's thread and handing the GIL over (~40-100 us a phase on a 2-vCPU EPYC) than
+    its second thread saves, while the layer's product beside it halves; one governor per call
+    put both on the team or neither. Phases are counted per calling thread and call."""
 
     team_threads = 1
 
     def _init_team(self, team: int) -> None:
         self.team_threads = team = max(1, int(team))
         if team > 1:
-            self.governor = _threads.Governor(team)
-            self._size = threading.local()
+            #: one governor per phase of a call, in call order (made on first use)
+            self.governors: list[_threads.Governor] = []
+            self._phase = threading.local()
             inner = self._run
 
             def run(x, out, residual):
-                gov = self.governor
-                size = self._size.n = gov.team()
-                t0 = gov.clock()
+                self._phase.i = 0
                 inner(x, out, residual)
-                gov.record(size, gov.clock() - t0)
             self._run = run
 
     def _parts(self, fn, count: int) -> None:
-        size = getattr(self._size, "n", 1) if self.team_threads > 1 else 1
-        if size <= 1 or count <= 1:
+        if self.team_threads <= 1 or count <= 1:
             for i in range(count):
                 fn(i)
+            return
+        i = getattr(self._phase, "i", 0)
+        self._phase.i = i + 1
+        govs = self.governors
+        while len(govs) <= i:
+            govs.append(_threads.Governor(self.team_threads))
+        gov = govs[i]
+        size = gov.team()
+        t0 = gov.clock()
+        if size <= 1:
+            for k in range(count):
+                fn(k)
         else:
             team(self.team_threads).run(fn, count, size)
+        gov.record(size, gov.clock() - t0)
