@@ -92,6 +92,36 @@ def test_each_phase_runs_on_the_team_only_where_its_own_timing_pays(monkeypatch)
     assert set(t.phase_ran[1]) == {2}
 
 
+def test_a_worker_that_does_not_run_leaves_every_part_to_the_caller():
+    """Parts are taken from a shared counter: with the worker busy elsewhere (as when its core is
+    another process's), the caller runs all of them and returns without waiting for it; once free,
+    the worker takes its share again."""
+    import threading
+
+    t = blas_team.Team(2)
+    gate, started = threading.Event(), threading.Event()
+    t._queues[0].put((blas_team._Phase(1), lambda i: (started.set(), gate.wait(10))))
+    assert started.wait(10)
+    ran = []
+    t.run(lambda i: ran.append((i, threading.get_ident())), 8, 2)
+    assert sorted(i for i, _ in ran) == list(range(8))
+    assert {tid for _, tid in ran} == {threading.get_ident()}
+    gate.set()
+    ran.clear()
+    worker = threading.Event()
+
+    def part(i):                # the caller's first part waits until the worker has taken one
+        if threading.get_ident() != main:
+            worker.set()
+        elif not worker.is_set():
+            worker.wait(10)
+        ran.append((i, threading.get_ident()))
+    main = threading.get_ident()
+    t.run(part, 8, 2)
+    assert sorted(i for i, _ in ran) == list(range(8))
+    assert len({tid for _, tid in ran}) == 2
+
+
 def test_team_re_raises_a_workers_error():
     def fn(i):
         if i == 3:
