@@ -138,3 +138,35 @@ def test_mkl_gemm_that_waits_runs_on_one_mkl_thread():
         np.testing.assert_allclose(out, x @ w.T, rtol=1e-5, atol=1e-5)
     finally:
         lib.threads = lib_threads
+
+
+def test_simd_direct_on_two_threads_is_governed_and_bit_identical():
+    """The SIMD direct conv built for 2 threads (srcore's pool of Python threads): its first call
+    alone, then 2 threads until a call on them waits; the same bits whichever count ran it."""
+    from srcore_trt_like.conv.simd_direct import SimdDirectTactic
+
+    spec = ConvSpec((1, 8, 24, 24), 16, 3, 2, 1, relu=True)
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(spec.x_shape, np.float32)
+    w = rng.standard_normal(spec.weight_shape).astype(np.float32)
+    b = rng.standard_normal(spec.out_channels).astype(np.float32)
+    want = np.empty(spec.out_shape, np.float32)
+    SimdDirectTactic(spec, w, b, threads=1)(x, want, None)
+    t = SimdDirectTactic(spec, w, b, threads=2)
+    teams, real = [], t.conv
+    t.conv = lambda x_, out_, res_, threads: (teams.append(threads), real(x_, out_, res_, threads=threads))
+    durations = iter([ALONE, TEAM, TEAM, WAIT] + [ALONE] * 3)
+    now = [0]
+
+    def clock():                   # two reads per call: the second advances by the call's duration
+        now[0] += next(durations) if clock.end else 0
+        clock.end = not clock.end
+        return now[0]
+    clock.end = False
+    t.governor.clock = clock
+    for _ in range(6):
+        out = np.full(spec.out_shape, np.nan, np.float32)
+        t(x, out, None)
+        np.testing.assert_array_equal(out, want)
+    # alone (measures), team, team, team (waits: hold 1), alone, team
+    assert teams == [1, 2, 2, 2, 1, 2]
