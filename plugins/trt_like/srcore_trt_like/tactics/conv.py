@@ -26,14 +26,24 @@ def conv_spec(layer: Layer, net: Network, *, residual: bool | None = None) -> Co
 
 
 def conv_candidates(layer: Layer, net: Network) -> list[Candidate]:
-    """Every conv algorithm that applies; all run on numba's OpenMP pool or keep their BLAS on the
-    calling thread (see ``kernels/threads.py``)."""
+    """Every conv algorithm that applies, each labelled with its thread pool (:func:`conv_pool_of`)."""
     a = layer.attrs
     spec = conv_spec(layer, net)
-    return [Candidate(name, lambda build=build: _kernel(build(), a["residual"]),
-                      blas=BLAS_TEAM if name.endswith("_team") else "omp",
+    return [Candidate(name, lambda build=build: _kernel(build(), a["residual"]), blas=conv_pool_of(name),
                       restore=lambda layout, build=build: _kernel(build(layout), a["residual"]))
             for name, build in conv_tactic_builders(spec, a["weight"], a["bias"])]
+
+
+def conv_pool_of(name: str) -> str | None:
+    """The thread pool a conv tactic runs on at more than one thread: the OpenBLAS team (``..._team``),
+    numba's OpenMP pool (the packed tactics), or None: the calling thread (the OpenBLAS tactics keep
+    OpenBLAS on it, see ``ConvTactic``; ``simd_direct`` on srcore's own governed Python threads),
+    which either engine pool may use (:func:`.choose._Pools.candidates`)."""
+    if name.endswith("_team"):
+        return BLAS_TEAM
+    if name == "packed_gemm" or name.endswith("_packed"):
+        return "omp"
+    return None
 
 
 def _kernel(tactic, residual: bool) -> Kernel:
