@@ -40,6 +40,7 @@ __all__ = ["CachedEntryPoint", "entry_points", "scan", "fingerprint", "cache_dir
 
 FORMAT = 1  # bump when the file layout below changes
 _INFO_SUFFIXES = (".dist-info", ".egg-info")
+_SCANNED_SUFFIXES = (*_INFO_SUFFIXES, ".egg")
 # importlib.metadata.EntryPoint.pattern: "module", "module:attr.sub", with optional "[extras]"
 _VALUE_RE = re.compile(r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras>\[.*\])\s*)?$")
 
@@ -111,15 +112,15 @@ def fingerprint(paths: list[str] | None = None) -> tuple:
             out.append((p, None))
             continue
         infos = []
-        for n in sorted(names):
+        # filter before sorting: site-packages holds ~2,000 names, ~140 of them metadata directories
+        for n in sorted(n for n in names if n.lower().endswith(_SCANNED_SUFFIXES)):
             low = n.lower()
-            if low.endswith(_INFO_SUFFIXES) or low.endswith(".egg"):
-                d = os.path.join(p, n)
-                meta = "METADATA" if low.endswith(".dist-info") else "PKG-INFO"
-                infos.append((n, _stat(d), _stat(os.path.join(d, "entry_points.txt")),
-                              _stat(os.path.join(d, meta)),
-                              _stat(os.path.join(d, "EGG-INFO", "entry_points.txt")) if low.endswith(".egg")
-                              else None))
+            d = os.path.join(p, n)
+            meta = "METADATA" if low.endswith(".dist-info") else "PKG-INFO"
+            infos.append((n, _stat(d), _stat(os.path.join(d, "entry_points.txt")),
+                          _stat(os.path.join(d, meta)),
+                          _stat(os.path.join(d, "EGG-INFO", "entry_points.txt")) if low.endswith(".egg")
+                          else None))
         out.append((p, tuple(infos)))
     return tuple(out)
 

@@ -1,0 +1,185 @@
+"""The methods attrs generates for srcore's classes, compiled once and kept on disk like ``.pyc`` files.
+
+attrs writes the source of ``__init__``/``__eq__``/``__hash__``/``__repr__`` of every class when the
+class is defined and compiles it: for the ~90 classes on the path to a first result that was the
+largest part of srcore's own cold-start time (~25 ms of ~80 on the reference machine). The source
+only changes when a class or attrs changes, so the compiled code objects are cached in
+``$SRCORE_CACHE_DIR/attrs/`` (default ``~/.cache/srcore/attrs/``), one marshal file per attrs
+installation and Python bytecode tag, **keyed by the SHA-256 of the exact generated source text and its file name**:
+a hit is the code object ``compile`` would return for that text, so behaviour is unchanged; any
+change to a class produces a different text and a miss. Only classes of srcore and its plugins
+(modules ``srcore``/``srcore_*``) are served; other libraries' attrs classes are compiled as usual.
+
+Like the bytecode cache, nothing is written when ``sys.dont_write_bytecode`` is set
+(``PYTHONDONTWRITEBYTECODE``); ``SRCORE_NO_ATTRS_CACHE=1`` turns the cache off. A damaged file is
+ignored and rewritten; if attrs' internals differ from what this expects, attrs is left alone.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+__all__ = ["install", "cache_file"]
+
+_MAX_ENTRIES = 1000  # beyond this the file is rewritten with this process's entries only
+_codes: dict[bytes, object] = {}  # sha256(filename + "\0" + source) -> code object (read from the cache)
+_used: dict[bytes, object] = {}   # entries this process used (hits and new compilations)
+stats = {"hits": 0, "misses": 0}
+_dirty = False
+# attrs' __hash__: "return hash((\n<indent><hash of the script's file name>,\n..."
+_TYPE_HASH = re.compile(r"return hash\(\(\s*(-?\d+),")
+_PLACEHOLDER = "-7777777777777777777"  # as wide as any 64-bit hash
+
+
+def _enabled() -> bool:
+    return os.environ.get("SRCORE_NO_ATTRS_CACHE", "") in ("", "0")
+
+
+def _ours(filename: str) -> bool:
+    # attrs names the script "<attrs generated <what> <module>.<qualname>[-N]>"
+    return filename.startswith("<attrs generated ") and filename.rsplit(" ", 1)[-1].startswith(("srcore.", "srcore_"))
+
+
+def cache_file(make_module):
+    """The cache of this attrs installation (its ``attr/_make.py``: path, mtime, size) and Python."""
+    from ._digest import small_sha256
+    from .cachedir import cache_root
+
+    src = getattr(make_module, "__file__", None) or ""
+    try:
+        st = os.stat(src)
+        stamp = f"{src}\0{st.st_mtime_ns}\0{st.st_size}"
+    except OSError:
+        stamp = src
+    h = small_sha256()
+    h.update(stamp.encode("utf-8", "surrogatepass"))
+    return cache_root() / "attrs" / f"{sys.implementation.cache_tag}-{h.hexdigest()[:24]}.marshal"
+
+
+def _read(path) -> dict:
+    import marshal
+
+    try:
+        data = marshal.loads(path.read_bytes())
+    except Exception:  # missing, truncated, not marshal: a cold cache
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    code_type = type(_read.__code__)
+    return {k: v for k, v in data.items() if isinstance(k, bytes) and isinstance(v, code_type)}
+
+
+def _write(path) -> None:
+    if not _dirty or sys.dont_write_bytecode:
+        return
+    import marshal
+    import tempfile
+
+    entries = {**_read(path), **_used}
+    if len(entries) > _MAX_ENTRIES:  # stale versions of edited classes pile up during development
+        entries = dict(_used)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".marshal")
+        with os.fdopen(fd, "wb") as f:
+            f.write(marshal.dumps(entries))
+        os.replace(tmp, path)  # atomic: a concurrent start never reads half a file
+    except (OSError, ValueError):
+        pass  # an unwritable cache directory only costs the compilation
+
+
+def _swap_const(code, old: int, new: int):
+    """``code`` with the int constant ``old`` replaced by ``new``, in nested code objects too."""
+    consts = tuple(_swap_const(c, old, new) if isinstance(c, type(code))
+                   else new if type(c) is int and c == old else c for c in code.co_consts)
+    return code.replace(co_consts=consts)
+
+
+def _patch(make_module) -> None:
+    orig = getattr(make_module, "_compile_and_eval", None)
+    code = getattr(orig, "__code__", None)
+    if code is None or getattr(orig, "_srcore_cached", False):
+        return
+    if code.co_varnames[:4] != ("script", "globs", "locs", "filename"):
+        return  # an attrs whose internals we do not know: leave it alone
+    from ._digest import small_sha256
+
+    path = cache_file(make_module)
+    _codes.update(_read(path))
+
+    def compile_and_eval(script, globs, locs=None, filename=""):
+        global _dirty
+        if not _ours(filename):
+            return orig(script, globs, locs, filename)
+        # a __hash__ script embeds hash(<its file name>), which differs per process (PYTHONHASHSEED):
+        # it is cached with a placeholder and the process's own value is put back into the constants
+        # (the same bytecode; only the column offsets recorded for that literal, which cannot raise,
+        # may differ from a fresh compile)
+        m = _TYPE_HASH.search(script)
+        if m is not None:
+            lit = m.group(1)
+            script = script[:m.start(1)] + _PLACEHOLDER + script[m.end(1):]
+        key = small_sha256(f"{filename}\0{script}".encode("utf-8", "surrogatepass")).digest()
+        bytecode = _codes.get(key)
+        if bytecode is None:
+            bytecode = _codes[key] = compile(script, filename, "exec")
+            stats["misses"] += 1
+            _dirty = True
+        else:
+            stats["hits"] += 1
+        _used[key] = bytecode
+        if m is not None:
+            bytecode = _swap_const(bytecode, int(_PLACEHOLDER), int(lit))
+        eval(bytecode, globs, locs)
+
+    compile_and_eval._srcore_cached = True
+    make_module._compile_and_eval = compile_and_eval
+    import atexit
+
+    atexit.register(_write, path)
+
+
+class _AfterAttrsImport:
+    """A one-shot meta-path finder: when ``attr._make`` is imported, patch it right after it runs
+    (``import srcore`` itself does not import attrs, and must stay cheap)."""
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name != "attr._make":
+            return None
+        sys.meta_path.remove(cls)
+        from importlib.machinery import PathFinder
+
+        spec = PathFinder.find_spec(name, path)
+        loader = getattr(spec, "loader", None)
+        exec_module = getattr(loader, "exec_module", None)
+        if exec_module is None:
+            return spec
+
+        class _Loader:
+            def __getattr__(self, attr):
+                return getattr(loader, attr)
+
+            def create_module(self, spec):
+                return loader.create_module(spec)
+
+            def exec_module(self, module):
+                exec_module(module)
+                try:
+                    _patch(module)
+                except Exception:  # never break attrs over a cache
+                    pass
+
+        spec.loader = _Loader()
+        return spec
+
+
+def install() -> None:
+    """Serve srcore's attrs-generated methods from the cache (now, or when attrs is imported)."""
+    if not _enabled():
+        return
+    if "attr._make" in sys.modules:
+        _patch(sys.modules["attr._make"])
+    elif _AfterAttrsImport not in sys.meta_path:
+        sys.meta_path.insert(0, _AfterAttrsImport)

@@ -1,0 +1,143 @@
+"""The cache of attrs-generated methods (srcore/_attrs_code_cache.py): a second process compiles none of
+srcore's attrs methods and its objects behave exactly like those of a process without the cache
+(same repr, equality, hashing, validation errors); a damaged file is ignored; nothing is written under
+PYTHONDONTWRITEBYTECODE; a changed class source is a miss, never a stale hit."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+
+from srcore import _attrs_code_cache as cache
+
+pytestmark = pytest.mark.one_pass
+
+CHILD = r"""
+import json, sys
+import srcore
+from srcore.runtime.options import Options
+from srcore.ir.types import TensorType
+from srcore import _attrs_code_cache as c
+o = Options()
+t = TensorType.__name__
+try:
+    Options(executor=12345)
+    err = None
+except Exception as e:
+    err = type(e).__name__
+print(json.dumps({"stats": c.stats, "repr": repr(o), "eq": o == Options(), "hash_ok": hash(o) == hash(Options()),
+                  "err": err, "patched": getattr(sys.modules["attr._make"]._compile_and_eval, "_srcore_cached", False)}))
+"""
+
+
+def _run(tmp_path, **env_over):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "SRCORE_NO_ATTRS_CACHE")}
+    env.update(SRCORE_CACHE_DIR=str(tmp_path / "cache"), **env_over)
+    out = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def _files(tmp_path):
+    d = tmp_path / "cache" / "attrs"
+    return sorted(d.glob("*.marshal")) if d.is_dir() else []
+
+
+def test_second_process_compiles_nothing_and_behaves_the_same(tmp_path):
+    plain = _run(tmp_path, SRCORE_NO_ATTRS_CACHE="1")
+    assert not plain["patched"] and not _files(tmp_path)
+    first = _run(tmp_path)
+    assert first["patched"] and first["stats"]["misses"] > 10 and first["stats"]["hits"] == 0
+    assert len(_files(tmp_path)) == 1
+    second = _run(tmp_path)
+    assert second["stats"] == {"hits": first["stats"]["misses"], "misses": 0}
+    for key in ("repr", "eq", "hash_ok", "err"):
+        assert plain[key] == first[key] == second[key], key
+
+
+def test_damaged_cache_file_is_ignored_and_rewritten(tmp_path):
+    _run(tmp_path)
+    (f,) = _files(tmp_path)
+    f.write_bytes(b"\x00not marshal")
+    again = _run(tmp_path)
+    assert again["stats"]["hits"] == 0 and again["stats"]["misses"] > 10
+    assert _run(tmp_path)["stats"]["misses"] == 0
+
+
+def test_nothing_written_when_bytecode_writing_is_off(tmp_path):
+    res = _run(tmp_path, PYTHONDONTWRITEBYTECODE="1")
+    assert res["patched"] and res["stats"]["misses"] > 10
+    assert not _files(tmp_path)
+
+
+def _fake_attrs_make():
+    """A stand-in for ``attr._make`` with the function the cache wraps (same signature as attrs')."""
+    mod = types.ModuleType("fake_attr_make")
+
+    def _compile_and_eval(script, globs, locs=None, filename=""):
+        eval(compile(script, filename, "exec"), globs, locs)
+
+    mod._compile_and_eval = _compile_and_eval
+    mod.__file__ = __file__
+    return mod
+
+
+def test_changed_source_is_a_miss_and_other_libraries_are_not_served(tmp_path, monkeypatch):
+    monkeypatch.setenv("SRCORE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(cache, "_codes", {})
+    monkeypatch.setattr(cache, "_used", {})
+    monkeypatch.setattr(cache, "stats", {"hits": 0, "misses": 0})
+    monkeypatch.setattr("atexit.register", lambda *a, **k: None)
+    mod = _fake_attrs_make()
+    cache._patch(mod)
+    run = mod._compile_and_eval
+    name = "<attrs generated methods srcore.fake.Thing>"
+    for value, hits, misses in ((1, 0, 1), (2, 0, 2), (1, 1, 2)):  # same file name, new text: compiled
+        g: dict = {}
+        run(f"def f():\n    return {value}\n", g, None, name)
+        assert g["f"]() == value
+        assert cache.stats == {"hits": hits, "misses": misses}
+    g = {}
+    run("def f():\n    return 3\n", g, None, "<attrs generated methods otherlib.Thing>")
+    assert g["f"]() == 3 and cache.stats == {"hits": 1, "misses": 2}  # not ours: plain attrs path
+    cache._patch(mod)  # idempotent: no double wrapping
+    assert mod._compile_and_eval is run
+
+
+def test_unknown_attrs_internals_are_left_alone(tmp_path, monkeypatch):
+    monkeypatch.setenv("SRCORE_CACHE_DIR", str(tmp_path / "cache"))
+    mod = types.ModuleType("fake_attr_make")
+
+    def _compile_and_eval(src, g):  # a future attrs with another signature
+        exec(src, g)
+
+    mod._compile_and_eval = _compile_and_eval
+    cache._patch(mod)
+    assert mod._compile_and_eval is _compile_and_eval
+
+
+def test_hash_salt_of_each_process_is_used_and_code_equals_a_fresh_compile(tmp_path, monkeypatch):
+    """attrs salts ``__hash__`` with ``hash(file name)``, a per-process value: a hit must carry this
+    process's salt, and the bytecode must be the one compiling this process's script gives."""
+    monkeypatch.setenv("SRCORE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(cache, "_codes", {})
+    monkeypatch.setattr(cache, "_used", {})
+    monkeypatch.setattr(cache, "stats", {"hits": 0, "misses": 0})
+    monkeypatch.setattr("atexit.register", lambda *a, **k: None)
+    mod = _fake_attrs_make()
+    cache._patch(mod)
+    name = "<attrs generated methods srcore.fake.Hashed>"
+    for salt, hits in ((-1911751866363153269, 0), (2902247343053023545, 1), (4, 2), (-5, 3)):
+        script = f"def __hash__(self):\n        return hash((\n                {salt},\n                self.x,\n        ))\n"
+        g: dict = {}
+        mod._compile_and_eval(script, g, None, name)
+        fresh: dict = {}
+        eval(compile(script, name, "exec"), fresh)
+        got, want = g["__hash__"].__code__, fresh["__hash__"].__code__
+        for attr in ("co_code", "co_consts", "co_names", "co_varnames", "co_exceptiontable", "co_filename"):
+            assert getattr(got, attr, None) == getattr(want, attr, None), attr
+        assert g["__hash__"](types.SimpleNamespace(x=3)) == hash((salt, 3))
+        assert cache.stats["hits"] == hits
