@@ -29,10 +29,14 @@ SLOTS = 8
 
 
 @numba.njit(**_JIT)
-def fill_padded(x, C, H, W, sh, sw, pt, pl, xq, Hq, Wq):
+def fill_padded(x, C, H, W, sh, sw, pt, pl, xq, Hq, Wq, tag):
     """:func:`.direct.fill_phases` for one image ``x``, flat C-contiguous (C, H, W): unsigned flat
     indices, no row views (numba's negative-index checks kept the copy scalar, and per-row view
-    reference counting cost more than the copy on MobileNet's 7x7 and 14x14 planes)."""
+    reference counting cost more than the copy on MobileNet's 7x7 and 14x14 planes); at stride 1
+    rows copied in vectors of ``tag``'s width."""
+    zero = vsplat(tag, np.float32(0.0))
+    nl = 8 if tag.ndim == 1 else 16
+    nx, nq = np.uint64(x.shape[0]), np.uint64(xq.shape[0])
     for c in range(C):
         for a in range(sh):
             for b in range(sw):
@@ -49,8 +53,16 @@ def fill_padded(x, C, H, W, sh, sw, pt, pl, xq, Hq, Wq):
                         xq[base + np.uint64(j)] = 0.0
                     src = np.uint64((c * H + r) * W + b - pl)
                     if sw == 1:
-                        for j in range(j0, j1):
-                            xq[base + np.uint64(j)] = x[src + np.uint64(j)]
+                        # whole vectors: one that runs past the row writes into the right padding
+                        # (zeroed below) or the next row (written after); the array ends are guarded
+                        j = j0
+                        while j < j1:
+                            if src + np.uint64(j + nl) <= nx and base + np.uint64(j + nl) <= nq:
+                                vstore(xq, base + np.uint64(j), vload(x, src + np.uint64(j), zero))
+                            else:
+                                for e in range(j, j1):
+                                    xq[base + np.uint64(e)] = x[src + np.uint64(e)]
+                            j += nl
                     else:
                         for j in range(j0, j1):
                             xq[base + np.uint64(j)] = x[src + np.uint64(j * sw)]
@@ -76,6 +88,7 @@ def dw_tasks(xq, Wq, cstep, mult, taps, w, b, out, res, has_res, lo, hi, n, O, H
     q5 = (5 // cb) * Wq + (5 % cb) * nl
     q6 = (6 // cb) * Wq + (6 % cb) * nl
     q7 = (7 // cb) * Wq + (7 % cb) * nl
+    one_block = Wo <= cb * nl
     for o in range(t0, t1):
         cbase = (o // mult) * cstep
         obase = (n * O + o) * plane
@@ -113,7 +126,11 @@ def dw_tasks(xq, Wq, cstep, mult, taps, w, b, out, res, has_res, lo, hi, n, O, H
                     width = min(nl, Wo - col)
                     oi = obase + row * Wo + col
                     src = s * nl
-                    if width == nl:
+                    # a partial vector at a row's end is stored whole when what it spills over lies in
+                    # this plane's later rows, which this task writes afterwards: one column block per
+                    # row (else the next row's start is already written), no residual (``out`` may be
+                    # the residual's buffer)
+                    if width == nl or (one_block and not has_res and oi + nl <= obase + plane):
                         v = vload(blk, src, bv)
                         if has_res:
                             v = vadd(v, vload(res, oi, bv))
@@ -190,7 +207,7 @@ class SimdDepthwiseConv:
         res = self._none if residual is None else residual.reshape(-1)
         xc = np.ascontiguousarray(x, np.float32).reshape(N, -1)   # (a copy only for a strided view)
         for n in range(N):
-            fill_padded(xc[n], C, H, W, sh, sw, self.pads[0][0], self.pads[1][0], xq, Hq, Wq)
+            fill_padded(xc[n], C, H, W, sh, sw, self.pads[0][0], self.pads[1][0], xq, Hq, Wq, self.tag)
             args = (xq, Wq, sh * sw * Hq * Wq, self.O // C, taps, self.w, self.b, flat, res, residual is not None,
                     self.lo, self.hi, n, self.O, Ho, Wo, rb, cb, self.tag, nl)
             if threads <= 1 or self.O < 2 * threads:
