@@ -91,3 +91,24 @@ def test_bad_shapes_are_errors():
         conv(np.ones((1, 4, 5, 5), np.float32), np.empty((1, 6, 3, 3), np.float32))
     with pytest.raises(SrcoreError, match="stride"):
         simd_depthwise.SimdDepthwiseConv(np.ones((4, 1, 3, 3), np.float32), None, stride=0)
+
+
+def test_one_conv_on_several_input_sizes_and_from_two_threads():
+    """The per-shape plan and the kept per-thread buffer: larger then smaller planes, and two
+    threads calling one conv at once, each matching torch."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((12, 1, 3, 3), np.float32)
+    b = rng.standard_normal(12).astype(np.float32)
+    conv = simd_depthwise.SimdDepthwiseConv(w, b, 2, 1, 1, lo=0.0, hi=6.0)
+    xs = [rng.standard_normal((1, 12, hw, hw), np.float32) for hw in (33, 9, 20, 9, 33)]
+
+    def run(x):
+        out = np.empty(conv.out_shape(x.shape), np.float32)
+        return conv(x, out)
+    for x in xs:
+        np.testing.assert_allclose(run(x), _reference(x, w, b, 2, 1, 1, lo=0.0, hi=6.0), rtol=1e-5, atol=1e-4)
+    with ThreadPoolExecutor(2) as pool:
+        for x, got in zip(xs * 4, pool.map(run, xs * 4)):
+            np.testing.assert_allclose(got, _reference(x, w, b, 2, 1, 1, lo=0.0, hi=6.0), rtol=1e-5, atol=1e-4)

@@ -16,6 +16,7 @@ kernel by timing it against their other tactics on the real shape.
 from __future__ import annotations
 
 import math
+import threading
 
 import numba
 import numpy as np
@@ -26,6 +27,8 @@ from .simd import vadd, vclamp, vfma, vload, vsplat, vstore
 
 #: accumulators (vectors of output columns) per register block
 SLOTS = 8
+#: padded input buffers up to this many floats (1 MiB) are kept between calls
+KEEP_BUFFER_FLOATS = 1 << 18
 
 
 @numba.njit(**_JIT)
@@ -179,6 +182,8 @@ class SimdDepthwiseConv:
         self.nl = lanes() if lanes_ is None else int(lanes_)
         self.tag = _tag(self.nl)
         self._none = np.zeros(1, np.float32)
+        self._geometry: dict = {}
+        self._local = threading.local()
 
     def out_shape(self, shape):
         N, _, H, W = shape
@@ -187,12 +192,10 @@ class SimdDepthwiseConv:
         Wo = (W + sum(self.pads[1]) - dw * (kw - 1) - 1) // sw + 1
         return (N, self.O, Ho, Wo)
 
-    def __call__(self, x, out, residual=None, threads: int = 1):
-        N, C, H, W = x.shape
-        if self.O % C:
-            raise ShapeError(f"SimdDepthwiseConv: {self.O} output channels are not a multiple of "
-                             f"the input's {C} channels")
-        Ho, Wo = self.out_shape(x.shape)[2:]
+    def _plan(self, shape):
+        """Output size, register block, padded buffer size and tap offsets for input ``shape``."""
+        _, _, H, W = shape
+        Ho, Wo = self.out_shape(shape)[2:]
         (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
         nl = self.nl
         rb, cb = (SLOTS, 1) if Wo <= nl else (SLOTS // 2, 2)
@@ -200,9 +203,29 @@ class SimdDepthwiseConv:
         Hr, Wr = -(-Ho // rb) * rb, -(-Wo // (cb * nl)) * cb * nl
         Hq = max(-(-(H + sum(self.pads[0])) // sh), Hr + (kh - 1) * dh // sh)
         Wq = max(-(-(W + sum(self.pads[1])) // sw), Wr + (kw - 1) * dw // sw)
-        xq = np.empty(C * sh * sw * Hq * Wq, np.float32)
         taps = np.array([((ky * dh % sh) * sw + kx * dw % sw) * Hq * Wq + (ky * dh // sh) * Wq + kx * dw // sw
                          for ky in range(kh) for kx in range(kw)], np.int64)
+        return Ho, Wo, rb, cb, Hq, Wq, taps
+
+    def __call__(self, x, out, residual=None, threads: int = 1):
+        N, C, H, W = x.shape
+        if self.O % C:
+            raise ShapeError(f"SimdDepthwiseConv: {self.O} output channels are not a multiple of "
+                             f"the input's {C} channels")
+        geom = self._geometry.get(x.shape)
+        if geom is None:
+            geom = self._geometry[x.shape] = self._plan(x.shape)
+        Ho, Wo, rb, cb, Hq, Wq, taps = geom
+        (sh, sw), nl = self.stride, self.nl
+        # a small padded buffer is kept between calls, one per thread (a fresh one per call paid
+        # its page faults every time; callers may run one conv from several threads at once); a
+        # large one is not held between calls
+        size = C * sh * sw * Hq * Wq
+        xq = getattr(self._local, "xq", None)
+        if xq is None or xq.shape[0] < size:
+            xq = np.empty(size, np.float32)
+            if size <= KEEP_BUFFER_FLOATS:
+                self._local.xq = xq
         flat = out.reshape(-1)
         res = self._none if residual is None else residual.reshape(-1)
         xc = np.ascontiguousarray(x, np.float32).reshape(N, -1)   # (a copy only for a strided view)
