@@ -24,10 +24,11 @@ import time
 import numpy as np
 
 TACTIC_ORDER = ["gemm_1x1", "im2col_gemm", "packed_gemm", "winograd_f2x2", "winograd_f4x4", "winograd_f2x2_packed",
-                "winograd_f4x4_packed", "depthwise_direct", "depthwise_channels_last"]
+                "winograd_f4x4_packed", "depthwise_direct", "depthwise_channels_last",
+                "depthwise_simd"]
 SHORT = {"gemm_1x1": "1x1", "im2col_gemm": "im2col", "packed_gemm": "pk", "winograd_f2x2": "F2",
          "winograd_f4x4": "F4", "winograd_f2x2_packed": "F2pk", "winograd_f4x4_packed": "F4pk", "depthwise_direct": "dw",
-         "depthwise_channels_last": "dwcl"}
+         "depthwise_channels_last": "dwcl", "depthwise_simd": "dwsimd"}
 
 
 def _fold(conv, bn):

@@ -1,5 +1,6 @@
-"""srcore's explicit-SIMD float32 direct convolution, shared by the backends:
-``srcore.plugin.simd_conv`` is :mod:`srcore.conv.direct`. numba is imported on first use."""
-from . import direct
+"""srcore's explicit-SIMD float32 convolutions, shared by the backends: ``srcore.plugin.simd_conv``
+is :mod:`srcore.conv.direct` (dense and grouped), ``srcore.plugin.simd_depthwise``
+:mod:`srcore.conv.depthwise`. numba is imported on first use."""
+from . import depthwise, direct
 
-__all__ = ["direct"]
+__all__ = ["depthwise", "direct"]

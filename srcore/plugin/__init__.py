@@ -62,6 +62,8 @@ _LAZY = {
     "int8_gemm": "srcore.int8:gemm",
     # the explicit-SIMD float32 direct conv (srcore.conv.direct: SimdDirectConv, lanes); numba
     "simd_conv": "srcore.conv:direct",
+    # the explicit-SIMD float32 depthwise conv (srcore.conv.depthwise: SimdDepthwiseConv); numba
+    "simd_depthwise": "srcore.conv:depthwise",
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from srcore.errors import SrcoreError
 from srcore_trt_like.conv import gemm as conv_gemm
-from srcore_trt_like.conv import (ConvSpec, DepthwiseChannelsLastTactic, DepthwiseDirectTactic, Gemm1x1Tactic,
-                                  Im2colGemmTactic, WinogradTactic, conv_tactics)
+from srcore_trt_like.conv import (ConvSpec, DepthwiseChannelsLastTactic, DepthwiseDirectTactic, DepthwiseSimdTactic,
+                                  Gemm1x1Tactic, Im2colGemmTactic, WinogradTactic, conv_tactics)
 from srcore_trt_like.errors import TacticSpecError
 from srcore_trt_like.tactics.timing import time_tactics
 from srcore_trt_like.kernels.winograd_math import F2, F4, toom_cook, transform_weight
@@ -118,11 +118,22 @@ def test_im2col_row_copies_in_chunks_match_torch(spec, seed, cap):
     ConvSpec((1, 36, 14, 14), 36, 3, 1, 1, groups=36, residual=True),
     ConvSpec((1, 13, 7, 10), 26, (3, 5), (1, 2), (2, 1), (2, 1), groups=13),  # channel multiplier 2, dilated
 ])
-def test_depthwise_channels_last_matches_torch_on_mobile_shapes(spec):
+@pytest.mark.parametrize("tactic", [DepthwiseChannelsLastTactic, DepthwiseSimdTactic])
+def test_depthwise_tactics_match_torch_on_mobile_shapes(spec, tactic):
     """Channel counts that are no multiple of the vector width, batch 2, the channel multiplier."""
     x, w, b, res = _data(spec, 3)
-    got = _run(DepthwiseChannelsLastTactic(spec, w, b), x, res)
+    got = _run(tactic(spec, w, b), x, res)
     np.testing.assert_allclose(got, _reference(spec, x, w, b, res), rtol=1e-5, atol=1e-5)
+
+
+def test_depthwise_simd_takes_its_stored_layout_back_and_splits_channels():
+    """A serialized plan rebuilds the tactic from its (O, KH, KW) weight; 2 threads agree with 1."""
+    spec = ConvSpec((1, 10, 12, 12), 10, 3, 2, 1, groups=10, relu=True)
+    x, w, b, _ = _data(spec, 2)
+    t = DepthwiseSimdTactic(spec, w, b)
+    again = DepthwiseSimdTactic(spec, np.zeros_like(w), b, layout=t.layout(), threads=2)
+    np.testing.assert_array_equal(_run(again, x, None), _run(t, x, None))
+    np.testing.assert_allclose(_run(t, x, None), _reference(spec, x, w, b, None), rtol=1e-5, atol=1e-5)
 
 
 def test_depthwise_channels_last_takes_its_stored_layout_back():
@@ -150,7 +161,7 @@ def test_conv_tactics_offers_what_applies():
                                                           "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 6, 1, 2, 0)) == ["gemm_1x1", "simd_direct", "packed_gemm", "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 8, 3, 2, 1, groups=4)) == ["depthwise_direct", "depthwise_channels_last",
-                                                                   "im2col_gemm"]
+                                                                   "depthwise_simd", "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 8, 3, 2, 1, groups=2)) == ["simd_direct", "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 4, 3, 2, 1)) == ["simd_direct", "packed_gemm", "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 4, 1, 1, 1)) == ["simd_direct", "packed_gemm", "im2col_gemm"]  # padded 1x1

@@ -1,9 +1,12 @@
 """The depthwise conv tactics (groups == in channels): ``depthwise_direct``, a direct numba loop per
-output row vectorized over its columns, and ``depthwise_channels_last``, the same loop vectorized
-over channels on a padded channels-last copy of the input. Which is faster depends on the plane
-width against the channel count (wide early layers vs MobileNet's 7x7 / 14x14 late ones): the
-builder times both on the real shape."""
+output row vectorized over its columns; ``depthwise_channels_last``, the same loop vectorized over
+channels on a padded channels-last copy of the input; ``depthwise_simd``, srcore's explicit-SIMD
+depthwise kernel (``srcore.plugin.simd_depthwise``: 8 vectors of output pixels in registers). Which
+is fastest depends on the plane width against the channel count (wide early layers vs MobileNet's
+7x7 / 14x14 late ones): the builder times all three on the real shape."""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -51,3 +54,23 @@ class DepthwiseChannelsLastTactic(DepthwiseDirectTactic):
         res = out if residual is None else residual
         _k.depthwise_channels_last(x, self.w, self.bias, res, residual is not None, s.relu, out, s.stride[0],
                                    s.stride[1], s.padding[0], s.padding[1], s.dilation[0], s.dilation[1])
+
+
+class DepthwiseSimdTactic(DepthwiseDirectTactic):
+    """groups == in channels: srcore's explicit-SIMD depthwise kernel (:mod:`srcore.conv.depthwise`),
+    channels split over ``threads``; weights as (O, kh * kw)."""
+    name = "depthwise_simd"
+
+    def __init__(self, spec: ConvSpec, weight, bias, layout=None, threads: int = 1):
+        super().__init__(spec, weight, bias, layout)
+        from srcore.plugin import simd_depthwise
+
+        s = spec
+        self.conv = simd_depthwise.SimdDepthwiseConv(
+            np.zeros((s.out_channels, 1, *s.kernel), np.float32), self.bias, s.stride, s.padding, s.dilation,
+            lo=0.0 if s.relu else -math.inf)
+        self.conv.w = self.w.reshape(-1)
+        self.threads = threads
+
+    def _run(self, x, out, residual):
+        self.conv(x, out, residual, threads=self.threads)

@@ -20,6 +20,8 @@ the GEMM just wrote, while it is in cache).
 ``winograd_f4x4``   the same shapes: Winograd F(4x4, 3x3)
 ``depthwise_direct`` groups == in channels: a numba direct loop per output row
 ``depthwise_channels_last`` the same, vectorized over channels on a padded channels-last copy
+``depthwise_simd``  the same: srcore's explicit-SIMD depthwise kernel, 8 vectors of output pixels
+                    in registers (``srcore.plugin.simd_depthwise``), channels split over threads
 ``im2col_gemm_team``, ``winograd_f4x4_team``, ``winograd_f2x2_team``  at more than one intra-op
                     thread, large layers: the BLAS tactics in fixed parts on the OpenBLAS team
                     (``kernels/blas_team.py``)
@@ -34,7 +36,7 @@ import numpy as np
 from ..errors import TacticSpecError
 from ..kernels import threads as _threads
 from ..kernels.winograd_math import F2, F4
-from .depthwise import DepthwiseChannelsLastTactic, DepthwiseDirectTactic
+from .depthwise import DepthwiseChannelsLastTactic, DepthwiseDirectTactic, DepthwiseSimdTactic
 from .gemm import Gemm1x1Tactic, Im2colGemmTactic
 from .packed import PackedGemmTactic
 from .simd_direct import SimdDirectTactic, simd_direct_applies
@@ -43,7 +45,8 @@ from .winograd import WinogradTactic, transform_weight, winograd_applies
 from .winograd_packed import WinogradPackedTactic
 
 __all__ = ["ConvSpec", "ConvTactic", "Gemm1x1Tactic", "Im2colGemmTactic", "WinogradTactic", "WinogradPackedTactic",
-           "PackedGemmTactic", "DepthwiseDirectTactic", "DepthwiseChannelsLastTactic", "SimdDirectTactic",
+           "PackedGemmTactic", "DepthwiseDirectTactic", "DepthwiseChannelsLastTactic", "DepthwiseSimdTactic",
+           "SimdDirectTactic",
            "conv_tactics", "conv_tactic_builders"]
 
 
@@ -88,6 +91,8 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
         out.append((DepthwiseDirectTactic.name, lambda layout=None: DepthwiseDirectTactic(spec, weight, bias, layout)))
         out.append((DepthwiseChannelsLastTactic.name,
                     lambda layout=None: DepthwiseChannelsLastTactic(spec, weight, bias, layout)))
+        out.append((DepthwiseSimdTactic.name,
+                    lambda layout=None: DepthwiseSimdTactic(spec, weight, bias, layout, threads)))
     if simd_direct_applies(spec):
         out.append((SimdDirectTactic.name, lambda layout=None: SimdDirectTactic(spec, weight, bias, layout, threads)))
     if spec.groups == 1:

@@ -1,0 +1,241 @@
+"""Explicit-SIMD float32 depthwise convolution (groups == in channels; 2-D; stride, padding,
+dilation, a channel multiplier).
+
+One input channel per output channel leaves nothing to share across channels, so the register
+block is spatial: 8 accumulators of ``lanes`` output columns each, as 8 rows x 1 vector when the
+output rows fit one vector (MobileNet's 7x7 and 14x14 planes on AVX-512) or 4 rows x 2 vectors
+otherwise. Per tap the weight is broadcast once and each accumulator does one FMA on an unaligned
+load (:mod:`.simd`). The input of one image is copied once into the padded, stride-phase-split
+buffer of :func:`.direct.fill_phases` (:func:`fill_padded`), so at stride 2 the loads stay contiguous without im2col.
+Bias is the accumulators' start; an optional residual and a clamp (relu, relu6) are fused into the
+stores. Work is split by output channel, so more than one thread splits the channels.
+
+Lanes come from the CPU's features (:func:`.direct.lanes`), never its vendor; callers choose this
+kernel by timing it against their other tactics on the real shape.
+"""
+from __future__ import annotations
+
+import math
+import threading
+
+import numba
+import numpy as np
+
+from ..errors import ShapeError
+from .direct import _JIT, _pool, _tag, lanes
+from .simd import vadd, vclamp, vfma, vload, vsplat, vstore
+
+#: accumulators (vectors of output columns) per register block
+SLOTS = 8
+#: padded input buffers up to this many floats (1 MiB) are kept between calls
+KEEP_BUFFER_FLOATS = 1 << 18
+
+
+@numba.njit(**_JIT)
+def fill_padded(x, C, H, W, sh, sw, pt, pl, xq, Hq, Wq, tag):
+    """:func:`.direct.fill_phases` for one image ``x``, flat C-contiguous (C, H, W): unsigned flat
+    indices, no row views (numba's negative-index checks kept the copy scalar, and per-row view
+    reference counting cost more than the copy on MobileNet's 7x7 and 14x14 planes); at stride 1
+    rows copied in vectors of ``tag``'s width."""
+    zero = vsplat(tag, np.float32(0.0))
+    nl = 8 if tag.ndim == 1 else 16
+    nx, nq = np.uint64(x.shape[0]), np.uint64(xq.shape[0])
+    for c in range(C):
+        for a in range(sh):
+            for b in range(sw):
+                j0 = min(Wq, max(0, (pl - b + sw - 1) // sw))
+                j1 = max(j0, min(Wq, (W - 1 + pl - b) // sw + 1))
+                for i in range(Hq):
+                    base = np.uint64((((c * sh + a) * sw + b) * Hq + i) * Wq)
+                    r = i * sh + a - pt
+                    if r < 0 or r >= H:
+                        for j in range(Wq):
+                            xq[base + np.uint64(j)] = 0.0
+                        continue
+                    for j in range(j0):
+                        xq[base + np.uint64(j)] = 0.0
+                    src = np.uint64((c * H + r) * W + b - pl)
+                    if sw == 1:
+                        # whole vectors: one that runs past the row writes into the right padding
+                        # (zeroed below) or the next row (written after); the array ends are guarded
+                        j = j0
+                        while j < j1:
+                            if src + np.uint64(j + nl) <= nx and base + np.uint64(j + nl) <= nq:
+                                vstore(xq, base + np.uint64(j), vload(x, src + np.uint64(j), zero))
+                            else:
+                                for e in range(j, j1):
+                                    xq[base + np.uint64(e)] = x[src + np.uint64(e)]
+                            j += nl
+                    else:
+                        for j in range(j0, j1):
+                            xq[base + np.uint64(j)] = x[src + np.uint64(j * sw)]
+                    for j in range(j1, Wq):
+                        xq[base + np.uint64(j)] = 0.0
+
+
+@numba.njit(**_JIT)
+def dw_tasks(xq, Wq, cstep, mult, taps, w, b, out, res, has_res, lo, hi, n, O, Ho, Wo, rb, cb,
+             tag, nl, t0, t1):
+    """Output channels ``t0 <= o < t1`` of image ``n``. ``taps[k]``: offset in ``xq`` of tap ``k``'s
+    input for output pixel (0, 0) of input channel 0; ``cstep`` the offset between input channels;
+    ``w`` (O, taps) flat, ``b`` (O,). The block is ``rb`` rows x ``cb`` vectors (rb * cb == 8)."""
+    nt = taps.shape[0]
+    blk = np.empty(SLOTS * nl, np.float32)
+    plane = Ho * Wo
+    # the 8 slots' offsets in xq from the block's corner: slot s = row s // cb, vector s % cb
+    q0 = 0
+    q1 = (1 // cb) * Wq + (1 % cb) * nl
+    q2 = (2 // cb) * Wq + (2 % cb) * nl
+    q3 = (3 // cb) * Wq + (3 % cb) * nl
+    q4 = (4 // cb) * Wq + (4 % cb) * nl
+    q5 = (5 // cb) * Wq + (5 % cb) * nl
+    q6 = (6 // cb) * Wq + (6 % cb) * nl
+    q7 = (7 // cb) * Wq + (7 % cb) * nl
+    one_block = Wo <= cb * nl
+    for o in range(t0, t1):
+        cbase = (o // mult) * cstep
+        obase = (n * O + o) * plane
+        bv = vsplat(tag, b[o])
+        for r0 in range(0, Ho, rb):
+            for j0 in range(0, Wo, cb * nl):
+                a0, a1, a2, a3, a4, a5, a6, a7 = bv, bv, bv, bv, bv, bv, bv, bv
+                base = cbase + r0 * Wq + j0
+                for k in range(nt):
+                    xi = base + taps[k]
+                    wk = vsplat(tag, w[o * nt + k])
+                    a0 = vfma(vload(xq, xi + q0, bv), wk, a0)
+                    a1 = vfma(vload(xq, xi + q1, bv), wk, a1)
+                    a2 = vfma(vload(xq, xi + q2, bv), wk, a2)
+                    a3 = vfma(vload(xq, xi + q3, bv), wk, a3)
+                    a4 = vfma(vload(xq, xi + q4, bv), wk, a4)
+                    a5 = vfma(vload(xq, xi + q5, bv), wk, a5)
+                    a6 = vfma(vload(xq, xi + q6, bv), wk, a6)
+                    a7 = vfma(vload(xq, xi + q7, bv), wk, a7)
+                # the block through a local buffer, then per slot (row s // cb, vector s % cb) the
+                # epilogue where it lies inside the plane (no helper call: array reference counting)
+                vstore(blk, 0, a0)
+                vstore(blk, nl, a1)
+                vstore(blk, 2 * nl, a2)
+                vstore(blk, 3 * nl, a3)
+                vstore(blk, 4 * nl, a4)
+                vstore(blk, 5 * nl, a5)
+                vstore(blk, 6 * nl, a6)
+                vstore(blk, 7 * nl, a7)
+                for s in range(SLOTS):
+                    row = r0 + s // cb
+                    col = j0 + (s % cb) * nl
+                    if row >= Ho or col >= Wo:
+                        continue
+                    width = min(nl, Wo - col)
+                    oi = obase + row * Wo + col
+                    src = s * nl
+                    # a partial vector at a row's end is stored whole when what it spills over lies in
+                    # this plane's later rows, which this task writes afterwards: one column block per
+                    # row (else the next row's start is already written), no residual (``out`` may be
+                    # the residual's buffer)
+                    if width == nl or (one_block and not has_res and oi + nl <= obase + plane):
+                        v = vload(blk, src, bv)
+                        if has_res:
+                            v = vadd(v, vload(res, oi, bv))
+                        vstore(out, oi, vclamp(v, lo, hi))
+                        continue
+                    for e in range(width):
+                        z = blk[src + e]
+                        if has_res:
+                            z += res[oi + e]
+                        # (if, not max/min: a NaN stays NaN, as torch.clamp)
+                        if z < lo:  # noqa: PLR1730
+                            z = lo
+                        if z > hi:  # noqa: PLR1730
+                            z = hi
+                        out[oi + e] = z
+
+
+class SimdDepthwiseConv:
+    """A depthwise conv with fixed weights on the SIMD kernel: ``conv(x, out, residual=None,
+    threads=1)`` writes ``clamp(conv(x) + bias (+ residual), lo, hi)`` into ``out`` (C-contiguous
+    float32, (N, O, Ho, Wo)).
+
+    ``weight`` is (O, 1, kh, kw) with O a multiple of the input channels (output channel ``o``
+    reads input channel ``o // (O // C)``); ``pads`` an int, an (h, w) pair, or ((top, bottom),
+    (left, right)); ``lo``/``hi`` the fused clamp (``0, inf`` for relu). ``lanes_`` forces the vector
+    width (tests; default :func:`~.direct.lanes`). ``x`` may be any float32 (N, C, H, W) view.
+    """
+
+    def __init__(self, weight, bias, stride=1, pads=0, dilation=1, lo=-math.inf, hi=math.inf, lanes_=None):
+        w = np.asarray(weight, np.float32)
+        if w.ndim != 4 or w.shape[1] != 1:
+            raise ShapeError(f"SimdDepthwiseConv: weight must be (O, 1, kh, kw), got shape {w.shape}")
+        two = lambda v: tuple(int(i) for i in v) if isinstance(v, (tuple, list)) else (int(v),) * 2
+        self.stride, self.dilation = two(stride), two(dilation)
+        pads = list(pads) if isinstance(pads, (tuple, list)) else [pads, pads]
+        self.pads = [tuple(int(i) for i in p) if isinstance(p, (tuple, list)) else (int(p), int(p)) for p in pads]
+        if min(self.stride + self.dilation) < 1 or min(min(p) for p in self.pads) < 0:
+            raise ShapeError(f"SimdDepthwiseConv: bad stride {self.stride}, dilation {self.dilation} "
+                             f"or padding {self.pads}")
+        self.O, _, kh, kw = w.shape
+        self.kernel = (kh, kw)
+        self.w = np.ascontiguousarray(w.reshape(self.O, kh * kw)).reshape(-1)
+        self.b = (np.zeros(self.O, np.float32) if bias is None
+                  else np.ascontiguousarray(np.asarray(bias, np.float32).reshape(self.O)))
+        self.lo, self.hi = float(lo), float(hi)
+        self.nl = lanes() if lanes_ is None else int(lanes_)
+        self.tag = _tag(self.nl)
+        self._none = np.zeros(1, np.float32)
+        self._geometry: dict = {}
+        self._local = threading.local()
+
+    def out_shape(self, shape):
+        N, _, H, W = shape
+        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
+        Ho = (H + sum(self.pads[0]) - dh * (kh - 1) - 1) // sh + 1
+        Wo = (W + sum(self.pads[1]) - dw * (kw - 1) - 1) // sw + 1
+        return (N, self.O, Ho, Wo)
+
+    def _plan(self, shape):
+        """Output size, register block, padded buffer size and tap offsets for input ``shape``."""
+        _, _, H, W = shape
+        Ho, Wo = self.out_shape(shape)[2:]
+        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
+        nl = self.nl
+        rb, cb = (SLOTS, 1) if Wo <= nl else (SLOTS // 2, 2)
+        # the buffer covers whole register blocks (their extra rows/columns read zeros, never stored)
+        Hr, Wr = -(-Ho // rb) * rb, -(-Wo // (cb * nl)) * cb * nl
+        Hq = max(-(-(H + sum(self.pads[0])) // sh), Hr + (kh - 1) * dh // sh)
+        Wq = max(-(-(W + sum(self.pads[1])) // sw), Wr + (kw - 1) * dw // sw)
+        taps = np.array([((ky * dh % sh) * sw + kx * dw % sw) * Hq * Wq + (ky * dh // sh) * Wq + kx * dw // sw
+                         for ky in range(kh) for kx in range(kw)], np.int64)
+        return Ho, Wo, rb, cb, Hq, Wq, taps
+
+    def __call__(self, x, out, residual=None, threads: int = 1):
+        N, C, H, W = x.shape
+        if self.O % C:
+            raise ShapeError(f"SimdDepthwiseConv: {self.O} output channels are not a multiple of "
+                             f"the input's {C} channels")
+        geom = self._geometry.get(x.shape)
+        if geom is None:
+            geom = self._geometry[x.shape] = self._plan(x.shape)
+        Ho, Wo, rb, cb, Hq, Wq, taps = geom
+        (sh, sw), nl = self.stride, self.nl
+        # a small padded buffer is kept between calls, one per thread (a fresh one per call paid
+        # its page faults every time; callers may run one conv from several threads at once); a
+        # large one is not held between calls
+        size = C * sh * sw * Hq * Wq
+        xq = getattr(self._local, "xq", None)
+        if xq is None or xq.shape[0] < size:
+            xq = np.empty(size, np.float32)
+            if size <= KEEP_BUFFER_FLOATS:
+                self._local.xq = xq
+        flat = out.reshape(-1)
+        res = self._none if residual is None else residual.reshape(-1)
+        xc = np.ascontiguousarray(x, np.float32).reshape(N, -1)   # (a copy only for a strided view)
+        for n in range(N):
+            fill_padded(xc[n], C, H, W, sh, sw, self.pads[0][0], self.pads[1][0], xq, Hq, Wq, self.tag)
+            args = (xq, Wq, sh * sw * Hq * Wq, self.O // C, taps, self.w, self.b, flat, res, residual is not None,
+                    self.lo, self.hi, n, self.O, Ho, Wo, rb, cb, self.tag, nl)
+            if threads <= 1 or self.O < 2 * threads:
+                dw_tasks(*args, 0, self.O)
+            else:   # the kernel releases the GIL: channels split over a shared pool of Python threads
+                cuts = [self.O * i // threads for i in range(threads + 1)]
+                list(_pool(threads).map(lambda i, a=args, c=cuts: dw_tasks(*a, c[i], c[i + 1]), range(threads)))
+        return out
