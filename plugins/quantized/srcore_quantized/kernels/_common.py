@@ -76,7 +76,7 @@ def channels_last(x: np.ndarray):
     (the layout the int8 convolutions return), or None."""
     if x.ndim != 4:
         return None
-    t = np.moveaxis(x, 1, -1)
+    t = x.transpose(0, 2, 3, 1)      # not np.moveaxis: its argument checks cost more than this
     return t if t.flags.c_contiguous else None
 
 
@@ -90,7 +90,7 @@ def channels_last_buffer(out, shape, qdtype: str):
     if not res.flags.c_contiguous:
         return None
     mem = res.reshape(-1).reshape((shape[0],) + tuple(shape[2:]) + (shape[1],))
-    return np.moveaxis(mem, -1, 1), mem
+    return mem.transpose((0, mem.ndim - 1) + tuple(range(1, mem.ndim - 1))), mem
 
 
 def wrap(arr: np.ndarray, qdtype: str, qparams: QParams) -> QuantizedArray:
