@@ -313,7 +313,7 @@ def conv_rows(x_u8: np.ndarray, x_zp: int, p: PackedInt8, kernel, stride, paddin
 
     N, C = x_u8.shape[:2]
     k, stride, padding, dilation, out_sp = tuple(kernel), tuple(stride), tuple(padding), tuple(dilation), tuple(out_sp)
-    src = np.moveaxis(x_u8, 1, -1)                                  # (N, *spatial, C)
+    src = x_u8.transpose((0,) + tuple(range(2, x_u8.ndim)) + (1,))   # (N, *spatial, C)
     if src.flags.c_contiguous:
         x_cl = src
     else:

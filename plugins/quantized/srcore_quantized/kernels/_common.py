@@ -71,6 +71,28 @@ def buffer(out, shape, qdtype: str) -> np.ndarray:
     return out
 
 
+def channels_last(x: np.ndarray):
+    """The C-contiguous (N, H, W, C) array whose memory a 4-D (N, C, H, W) array ``x`` is a view of
+    (the layout the int8 convolutions return), or None."""
+    if x.ndim != 4:
+        return None
+    t = x.transpose(0, 2, 3, 1)      # not np.moveaxis: its argument checks cost more than this
+    return t if t.flags.c_contiguous else None
+
+
+def channels_last_buffer(out, shape, qdtype: str):
+    """``(result, memory)``: an (N, C, H, W)-shaped view ``result`` of a buffer (``out`` or new)
+    whose bytes hold it channels-last, ``memory`` the same bytes as a C-contiguous (N, H, W, C)
+    array; None where ``out`` is not C-contiguous. Quantized convolutions, adds and pools keep
+    chains of 4-D tensors channels-last this way (no transposes between them); every kernel reads
+    its inputs by shape and strides, so the layout is invisible to them."""
+    res = buffer(out, shape, qdtype)
+    if not res.flags.c_contiguous:
+        return None
+    mem = res.reshape(-1).reshape((shape[0],) + tuple(shape[2:]) + (shape[1],))
+    return mem.transpose((0, mem.ndim - 1) + tuple(range(1, mem.ndim - 1))), mem
+
+
 def wrap(arr: np.ndarray, qdtype: str, qparams: QParams) -> QuantizedArray:
     return QuantizedArray.wrap(arr, qdtype, qparams)
 

@@ -5,7 +5,8 @@ import numpy as np
 
 from srcore.plugin import QDTYPES, KernelError, add_scalar_qparams, int8_gemm, mul_scalar_qparams
 
-from ._common import (F32, buffer, dequant_scalar, dequant_vec, ints, output_qparams, quant_scalar, quant_tensor, quant_vec,
+from ._common import (F32, buffer, channels_last, channels_last_buffer, dequant_scalar, dequant_vec, ints,
+                      output_qparams, quant_scalar, quant_tensor, quant_vec,
                       require_per_tensor, split_tail, wrap)
 
 
@@ -23,7 +24,51 @@ def _pair(qa, qb, op: str):
     return a.reshape(-1), np.ascontiguousarray(b).reshape(-1)
 
 
+def _add_channels_last(qa, qb, q, relu: bool, out, op: str):
+    """:func:`_add` on two channels-last inputs of the same shape (two quantized convs' outputs),
+    in memory order into a channels-last result: elementwise, so only which elements take torch's
+    scalar path depends on the order, and those (the last ``numel % block`` in NCHW order) are
+    redone after. None where it does not apply."""
+    if not (isinstance(qa, np.ndarray) and isinstance(qb, np.ndarray)) or qa.shape != qb.shape:
+        return None
+    ma, mb = channels_last(ints(qa)), channels_last(ints(qb))
+    if ma is None or mb is None or qa.qdtype not in ("quint8", "qint8") or not int8_gemm.numba_enabled():
+        return None
+    cl = channels_last_buffer(out, qa.shape, qa.qdtype)
+    if cl is None:
+        return None
+    from ._int8_kernels import add_vec_u8
+
+    res, mem = cl
+    qdtype = qa.qdtype
+    info = QDTYPES[qdtype]
+    (sa, za), (sb, zb) = (qa.qparams.scale, qa.qparams.zero_point), (qb.qparams.scale, qb.qparams.zero_point)
+    n = qa.size
+    k = split_tail(n, qdtype)
+    tail = None
+    if k < n:   # torch's scalar path on the last elements in NCHW order (read before ``out`` is written)
+        idx = np.unravel_index(np.arange(k, n), qa.shape)
+        c = dequant_scalar(ints(qa)[idx], sa, za) + dequant_scalar(ints(qb)[idx], sb, zb)
+        if relu:
+            np.maximum(c, F32(0), out=c)
+        tail = quant_scalar(c, q.scale, q.zero_point, qdtype)
+    fa, fb = F32(sa), F32(sb)
+    add_vec_u8(ma.reshape(-1), mb.reshape(-1), np.float64(fa), np.float64(F32(fa * F32(-za))), np.float64(fb),
+               np.float64(F32(fb * F32(-zb))), F32(1.0) / F32(q.scale), np.float64(q.zero_point),
+               np.float64(q.zero_point if relu else info.qmin), np.float64(info.qmax), mem.reshape(-1))
+    if tail is not None:
+        res[idx] = tail
+    return wrap(res, qdtype, q)
+
+
 def _add(qa, qb, scale, zero_point, relu: bool, out, op: str):
+    if isinstance(qa, np.ndarray) and qa.ndim == 4:
+        require_per_tensor(qa, op, "first input")
+        require_per_tensor(qb, op, "second input")
+        if qa.qdtype == getattr(qb, "qdtype", None):
+            done = _add_channels_last(qa, qb, output_qparams(qa.qdtype, scale, zero_point, op), relu, out, op)
+            if done is not None:
+                return done
     a, b = _pair(qa, qb, op)
     qdtype = qa.qdtype
     q = output_qparams(qdtype, scale, zero_point, op)

@@ -14,8 +14,8 @@ import numpy as np
 
 from srcore.plugin import KernelError, int8_gemm
 
-from ._common import (F32, buffer, dequant_scalar, ints, output_qparams, quant_scalar, require_per_tensor,
-                      require_quantized, wrap)
+from ._common import (F32, buffer, channels_last_buffer, dequant_scalar, ints, output_qparams, quant_scalar,
+                      require_per_tensor, require_quantized, wrap)
 from . import onednn
 from .gemm import act_bound, int_matmul, packed, packed_int8, requantize, weight_params
 
@@ -126,13 +126,20 @@ def _int8_fused(qx, weight, bias, stride, padding, dilation, q, relu, out):
         return None                                                 # conv_acc reports it
     N, cout = qx.shape[0], w.shape[0]
     cols, p8 = _int8_rows(ints(qx), qx.qparams.zero_point, w, stride, padding, dilation, out_sp)
+    overwrite = not np.may_share_memory(cols, qx)
+    cl = channels_last_buffer(out, (N, cout) + out_sp, qx.qdtype)
+    if cl is not None:
+        # the GEMM's rows are (image, position) and its sums channels: requantized straight into
+        # the buffer channels-last, returned as an NCHW view (the next conv reads it without a copy)
+        res, mem = cl
+        int8_gemm.gemm_requantize(cols, qx.qparams.zero_point, p8, qx.qparams.scale, packed(w).scales, bias,
+                                  q.scale, q.zero_point, relu, mem, channels_first=False, overwrite=overwrite)
+        return wrap(res, qx.qdtype, q)
     res = buffer(out, (N, cout) + out_sp, qx.qdtype)
-    tgt = res if res.flags.c_contiguous else np.empty(res.shape, res.dtype)
+    tgt = np.empty(res.shape, res.dtype)
     int8_gemm.gemm_requantize(cols, qx.qparams.zero_point, p8, qx.qparams.scale, packed(w).scales, bias,
-                              q.scale, q.zero_point, relu, tgt, channels_first=True,
-                              overwrite=not np.may_share_memory(cols, qx))
-    if tgt is not res:
-        res[...] = tgt
+                              q.scale, q.zero_point, relu, tgt, channels_first=True, overwrite=overwrite)
+    res[...] = tgt
     return wrap(res, qx.qdtype, q)
 
 
@@ -165,16 +172,22 @@ def _depthwise_fused(qx, w, bias, stride, padding, dilation, groups, q, relu, ou
     act_w = F32(qx.qparams.scale) * p.scales
     mult = (act_w / F32(q.scale)).astype(F32)
     bias_div = (np.asarray(bias, F32) / act_w).astype(F32) if bias is not None else np.zeros(C, F32)
-    res = buffer(out, (qx.shape[0], C) + out_sp, qx.qdtype)
-    # channels-last in and out: every inner loop runs along the channels (SIMD for any stride); the
-    # two 8-bit transposes cost less than the strided loads of the NCHW loop (3-12x faster per layer)
+    # channels-last in and out: every inner loop runs along the channels (SIMD for any stride); an
+    # input from a quantized conv already is (no copy), the output is written channels-last into
+    # the buffer and returned as an NCHW view
     x = np.ascontiguousarray(np.moveaxis(ints(qx), 1, -1))
-    tgt = np.empty((qx.shape[0],) + out_sp + (C,), res.dtype)
+    cl = channels_last_buffer(out, (qx.shape[0], C) + out_sp, qx.qdtype)
+    if cl is not None and not np.may_share_memory(cl[1], x):
+        res, tgt = cl
+    else:
+        res = buffer(out, (qx.shape[0], C) + out_sp, qx.qdtype)
+        tgt = np.empty((qx.shape[0],) + out_sp + (C,), res.dtype)
     info = QDTYPES["quint8"]
     depthwise_nhwc_u8(x, np.int32(qx.qparams.zero_point), wt, k[0], k[1], stride[0], stride[1], padding[0],
                       padding[1], dilation[0], dilation[1], tgt, bias_div, mult, int(q.zero_point),
                       int(q.zero_point) if relu else info.qmin, info.qmax)
-    res[...] = np.moveaxis(tgt, -1, 1)
+    if not np.shares_memory(res, tgt):
+        res[...] = np.moveaxis(tgt, -1, 1)
     return wrap(res, qx.qdtype, q)
 
 

@@ -6,7 +6,8 @@ import numpy as np
 
 from srcore.plugin import QDTYPES, KernelError
 
-from ._common import F32, buffer, dequant_scalar, ints, quant_tensor, require_per_tensor, wrap
+from ._common import (F32, buffer, channels_last, channels_last_buffer, dequant_scalar, ints, quant_tensor,
+                      require_per_tensor, wrap)
 
 
 def _pair(v, default=None):
@@ -45,25 +46,37 @@ def max_pool2d_out(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mod
     oh, ow = _out_size(H, kh, sh, ph, dh, ceil_mode), _out_size(W, kw, sw, pw, dw, ceil_mode)
     if oh <= 0 or ow <= 0:
         raise KernelError(f"aten::max_pool2d: output size {oh}x{ow} is too small for input {list(x.shape)}")
+    shape = (x.shape[0], x.shape[1], oh, ow)
+    cl = None
+    if not squeeze and channels_last(x) is not None and (out is None or not np.may_share_memory(x, out)):
+        cl = channels_last_buffer(out, shape, xq.qdtype)    # a conv's output: the result channels-last too
+    if cl is not None:      # the same taps on the (N, H, W, C) memory: no transposing copies
+        res, dst = cl
+        src = channels_last(x)
+        sp = (1, 2)
+    else:
+        res = buffer(out, shape[1:] if squeeze else shape, xq.qdtype)
+        dst = res[None] if squeeze else res
+        src, sp = x, (2, 3)
     # pad with the lowest value so that padding never wins, far enough for ceil_mode's last window
     need_h = (oh - 1) * sh + dh * (kh - 1) + 1 - H - ph
     need_w = (ow - 1) * sw + dw * (kw - 1) + 1 - W - pw
+    xp = src
     if ph or pw or need_h > 0 or need_w > 0:
-        xp = np.pad(x, [(0, 0), (0, 0), (ph, max(need_h, 0)), (pw, max(need_w, 0))], constant_values=info.qmin)
-    else:
-        xp = x
-    shape = (x.shape[0], x.shape[1], oh, ow)
-    res = buffer(out, shape[1:] if squeeze else shape, xq.qdtype)
-    dst = res[None] if squeeze else res
+        pads = [(0, 0)] * 4
+        pads[sp[0]], pads[sp[1]] = (ph, max(need_h, 0)), (pw, max(need_w, 0))
+        xp = np.pad(src, pads, constant_values=info.qmin)
     # one elementwise maximum per kernel tap over strided slices: much faster than a reduction over a
     # strided 6-D window view
     for i in range(kh):
         for j in range(kw):
-            t = xp[:, :, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw]
+            t = [slice(None)] * 4
+            t[sp[0]] = slice(i * dh, i * dh + (oh - 1) * sh + 1, sh)
+            t[sp[1]] = slice(j * dw, j * dw + (ow - 1) * sw + 1, sw)
             if i == 0 and j == 0:
-                dst[...] = t
+                dst[...] = xp[tuple(t)]
             else:
-                np.maximum(dst, t, out=dst)
+                np.maximum(dst, xp[tuple(t)], out=dst)
     return wrap(res, xq.qdtype, xq.qparams)
 
 
