@@ -91,3 +91,24 @@ def test_lanes_follow_cpu_features_not_vendor():
 def test_bad_weight_rank_is_an_error():
     with pytest.raises(SrcoreError, match="3-D or 4-D"):
         simd_conv.SimdDirectConv(np.ones((2, 2), np.float32), None, 1, 0, 1)
+
+
+@settings(max_examples=30, deadline=None)
+@given(s=st.tuples(st.integers(1, 3), st.integers(1, 3)), p=st.tuples(st.integers(0, 3), st.integers(0, 3)),
+       hw=st.tuples(st.integers(1, 9), st.integers(1, 80)), extra=st.tuples(st.integers(0, 3), st.integers(0, 20)),
+       lanes=st.sampled_from([8, 16]), strided=st.booleans())
+def test_phase_copy_is_the_padded_input_split_by_stride(s, p, hw, extra, lanes, strided):
+    """The phase-split copy (vector rows at column stride 1 and 2, element by element otherwise and
+    at the edges) against numpy's pad and slicing, xq reaching past the input below and right."""
+    from srcore.conv.direct import _tag, fill_phases
+
+    (sh, sw), (pt, pl), (H, W) = s, p, hw
+    base = np.random.default_rng(H * 100 + W).standard_normal((2, 3, H, 2 * W if strided else W), np.float32)
+    x = base[..., ::2] if strided else base
+    Hq, Wq = -(-(H + pt) // sh) + extra[0], -(-(W + pl) // sw) + extra[1]
+    xq = np.full(3 * sh * sw * Hq * Wq, np.nan, np.float32)
+    fill_phases(x, 1, sh, sw, pt, pl, xq, Hq, Wq, _tag(lanes), lanes)
+    xp = np.zeros((3, Hq * sh, Wq * sw), np.float32)
+    xp[:, pt:pt + H, pl:pl + W] = x[1, :, :Hq * sh - pt, :Wq * sw - pl]
+    ref = np.stack([xp[:, a::sh, b::sw] for a in range(sh) for b in range(sw)], 1)
+    np.testing.assert_array_equal(xq.reshape(3, sh * sw, Hq, Wq), ref)

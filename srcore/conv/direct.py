@@ -20,7 +20,7 @@ import numpy as np
 
 from ..cpu_features import cpu_features
 from ..errors import ShapeError
-from .simd import vadd, vbcast, vclamp, vfma, vload, vsplat, vstore
+from .simd import vadd, vbcast, vclamp, veven, vfma, vload, vodd, vsplat, vstore
 
 #: output channels per register block
 OC_BLOCK = 6
@@ -39,27 +39,55 @@ def _tag(nl: int) -> np.ndarray:
 
 
 @numba.njit(**_JIT)
-def fill_phases(x, n, sh, sw, pt, pl, xq, Hq, Wq):
+def fill_phases(x, n, sh, sw, pt, pl, xq, Hq, Wq, tag, nl):
     """Image ``n`` of ``x`` (N, C, H, W; any strides), zero-padded by ``pt`` rows on top and ``pl``
-    columns on the left (and as far as ``xq`` reaches below and right), phase-split by the stride."""
+    columns on the left (and as far as ``xq`` reaches below and right), phase-split by the stride.
+    Rows with unit element stride are copied ``nl`` outputs at a time (stride 2: two vector loads
+    deinterleaved into the two column phases); the rest, and the edges, element by element."""
     C, H, W = x.shape[1], x.shape[2], x.shape[3]
+    vec = x.strides[3] == 4 and sw <= 2
+    probe = vsplat(tag, 0.0)
+    # the columns every phase b has inside the input: [J0, Jend)
+    J0, Jend = 0, Wq
+    for b in range(sw):
+        J0 = max(J0, min(Wq, max(0, (pl - b + sw - 1) // sw)))
+        Jend = min(Jend, max(0, min(Wq, (W - 1 + pl - b) // sw + 1)))
+    # whole vectors from J0, the last one ending at J1 (overlapping the one before: same values)
+    J1 = Jend
+    if not vec or J1 - J0 < nl:
+        J0, J1 = Wq, Wq
     # every element written once: the padding's zeros around the copied interior
     for c in range(C):
         for a in range(sh):
-            for b in range(sw):
-                j0 = min(Wq, max(0, (pl - b + sw - 1) // sw))
-                j1 = max(j0, min(Wq, (W - 1 + pl - b) // sw + 1))
-                for i in range(Hq):
-                    base = (((c * sh + a) * sw + b) * Hq + i) * Wq
-                    r = i * sh + a - pt
-                    if r < 0 or r >= H:
+            for i in range(Hq):
+                r = i * sh + a - pt
+                base0 = ((c * sh + a) * sw * Hq + i) * Wq
+                if r < 0 or r >= H:
+                    for b in range(sw):
+                        base = base0 + b * Hq * Wq
                         for j in range(Wq):
                             xq[base + j] = 0.0
-                        continue
+                    continue
+                src = x[n, c, r]
+                for jv in range(J0, J1, nl):
+                    j = min(jv, J1 - nl)
+                    s0 = j * sw - pl
+                    if sw == 1:
+                        vstore(xq, base0 + j, vload(src, s0, probe))
+                    else:
+                        v0 = vload(src, s0, probe)
+                        v1 = vload(src, s0 + nl, probe)
+                        vstore(xq, base0 + j, veven(v0, v1))
+                        vstore(xq, base0 + Hq * Wq + j, vodd(v0, v1))
+                for b in range(sw):
+                    base = base0 + b * Hq * Wq
+                    j0 = min(Wq, max(0, (pl - b + sw - 1) // sw))
+                    j1 = max(j0, min(Wq, (W - 1 + pl - b) // sw + 1))
                     for j in range(j0):
                         xq[base + j] = 0.0
-                    src = x[n, c, r]
-                    for j in range(j0, j1):
+                    for j in range(j0, min(j1, J0)):
+                        xq[base + j] = src[j * sw + b - pl]
+                    for j in range(max(j0, J1), j1):
                         xq[base + j] = src[j * sw + b - pl]
                     for j in range(j1, Wq):
                         xq[base + j] = 0.0
@@ -235,7 +263,7 @@ class SimdDirectConv:
                          + (ky * dh // sh) * Wq + kx * dw // sw
                          for ci in range(self.cg) for ky in range(kh) for kx in range(kw)], np.int64)
         for n in range(N):
-            fill_phases(x4, n, sh, sw, self.pads[0][0], self.pads[1][0], xq, Hq, Wq)
+            fill_phases(x4, n, sh, sw, self.pads[0][0], self.pads[1][0], xq, Hq, Wq, self.tag, nl)
             args = (xq, Wq, sh * sw * Hq * Wq, taps, self.wp, self.bp, self.cg, self.Og, self.nb_oc, flat, res, residual is not None, self.lo, self.hi, n, self.O, Ho, Wo, self.tag, nl)
             if threads <= 1 or tasks < 2 * threads:
                 conv_tasks(*args, 0, tasks)
