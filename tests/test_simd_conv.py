@@ -112,3 +112,17 @@ def test_phase_copy_is_the_padded_input_split_by_stride(s, p, hw, extra, lanes, 
     xp[:, pt:pt + H, pl:pl + W] = x[1, :, :Hq * sh - pt, :Wq * sw - pl]
     ref = np.stack([xp[:, a::sh, b::sw] for a in range(sh) for b in range(sw)], 1)
     np.testing.assert_array_equal(xq.reshape(3, sh * sw, Hq, Wq), ref)
+
+
+@pytest.mark.parametrize("size, stride, lanes", [((8, 8), 1, 8), ((15, 9), 2, 8), ((7, 5), 1, 16), ((16, 16), 2, 8)])
+def test_narrow_planes_two_rows_a_task_match_torch(size, stride, lanes):
+    """Output rows no wider than a vector go two to a register block (odd row counts included)."""
+    rng = np.random.default_rng(sum(size))
+    x = rng.standard_normal((2, 11, *size), np.float32)
+    w = rng.standard_normal((14, 11, 3, 3), np.float32)
+    b = rng.standard_normal(14).astype(np.float32)
+    conv = simd_conv.SimdDirectConv(w, b, stride, 1, 1, lo=0.0, lanes_=lanes)
+    res = rng.standard_normal(conv.out_shape(x.shape), np.float32)
+    out = np.full(res.shape, np.nan, np.float32)
+    conv(x, out, res, threads=2)
+    np.testing.assert_allclose(out, _reference(x, w, b, stride, 1, 1, 1, res, 0.0), rtol=1e-5, atol=1e-3)
