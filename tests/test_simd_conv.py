@@ -126,3 +126,23 @@ def test_narrow_planes_two_rows_a_task_match_torch(size, stride, lanes):
     out = np.full(res.shape, np.nan, np.float32)
     conv(x, out, res, threads=2)
     np.testing.assert_allclose(out, _reference(x, w, b, stride, 1, 1, 1, res, 0.0), rtol=1e-5, atol=1e-3)
+
+
+def test_one_conv_on_several_shapes_and_threads_matches_torch():
+    """The per-shape tap table and the per-thread phase buffer: shapes alternate, and two Python
+    threads call one conv object at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((10, 7, 3, 3), np.float32)
+    b = rng.standard_normal(10).astype(np.float32)
+    conv = simd_conv.SimdDirectConv(w, b, 2, 1, 1)
+    xs = [rng.standard_normal(s, np.float32) for s in [(1, 7, 30, 41), (2, 7, 9, 9), (1, 7, 30, 41), (1, 7, 64, 20)] * 2]
+
+    def run(x):
+        out = np.empty(conv.out_shape(x.shape), np.float32)
+        return conv(x, out), _reference(x, w, b, 2, 1, 1, 1)
+
+    with ThreadPoolExecutor(2) as pool:
+        for got, ref in pool.map(run, xs):
+            np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-3)

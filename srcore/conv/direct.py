@@ -14,6 +14,7 @@ timing it against their other tactics on the real shape.
 from __future__ import annotations
 
 import math
+import threading
 
 import numba
 import numpy as np
@@ -248,6 +249,8 @@ class SimdDirectConv:
         self._none = np.zeros(1, np.float32)
         #: two output rows a register block when a row fits one vector (False: never; A/B timing)
         self.row_pairs = True
+        self._geom: dict = {}
+        self._local = threading.local()
 
     def out_shape(self, shape):
         N, _, *sp = shape
@@ -258,25 +261,46 @@ class SimdDirectConv:
         Wo = (sp[1] + sum(self.pads[1]) - dw * (kw - 1) - 1) // sw + 1
         return (N, self.O, Wo) if self.nd == 1 else (N, self.O, Ho, Wo)
 
-    def __call__(self, x, out, residual=None, threads: int = 1):
-        x4 = x[:, :, None, :] if self.nd == 1 else x
-        N, C, H, W = x4.shape
+    def _geometry(self, shape):
+        """(Ho, Wo, pairs, Hq, Wq, taps, tasks) for an input of 4-D ``shape``: computed once per
+        shape (the tap table is a Python loop over channels x taps, ~0.1 ms at 64 channels)."""
+        key = (shape, self.row_pairs)
+        g = self._geom.get(key)
+        if g is not None:
+            return g
+        N, C, H, W = shape
         (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
-        o4 = out.reshape(self.out_shape(x.shape) if self.nd == 2 else (N, self.O, 1, out.shape[-1]))
-        Ho, Wo = o4.shape[2:]
+        Ho = (H + sum(self.pads[0]) - dh * (kh - 1) - 1) // sh + 1
+        Wo = (W + sum(self.pads[1]) - dw * (kw - 1) - 1) // sw + 1
         nl = self.nl
         pairs = self.row_pairs and Wo <= nl and Ho > 1
         Wr = nl if pairs else -(-Wo // (2 * nl)) * 2 * nl
         # (pairs: an odd last pair reads one row past the last output row's input)
         Hq = max(-(-(H + sum(self.pads[0])) // sh), Ho + (Ho % 2 if pairs else 0) + (kh - 1) * dh // sh)
         Wq = max(-(-(W + sum(self.pads[1])) // sw), Wr + (kw - 1) * dw // sw)
-        xq = np.empty(C * sh * sw * Hq * Wq, np.float32)
-        flat = out.reshape(-1)
-        res = self._none if residual is None else residual.reshape(-1)
         tasks = self.g * self.nb_oc * ((Ho + 1) // 2 if pairs else Ho)
         taps = np.array([ci * sh * sw * Hq * Wq + ((ky * dh % sh) * sw + kx * dw % sw) * Hq * Wq
                          + (ky * dh // sh) * Wq + kx * dw // sw
                          for ci in range(self.cg) for ky in range(kh) for kx in range(kw)], np.int64)
+        g = self._geom[key] = (Ho, Wo, pairs, Hq, Wq, taps, tasks)
+        return g
+
+    def _phase_buffer(self, size):
+        # one per thread, kept: a fresh np.empty of a large buffer faults its pages in on every call
+        buf = getattr(self._local, "xq", None)
+        if buf is None or buf.size < size:
+            buf = self._local.xq = np.empty(size, np.float32)
+        return buf[:size]
+
+    def __call__(self, x, out, residual=None, threads: int = 1):
+        x4 = x[:, :, None, :] if self.nd == 1 else x
+        N, C, H, W = x4.shape
+        sh, sw = self.stride
+        Ho, Wo, pairs, Hq, Wq, taps, tasks = self._geometry(x4.shape)
+        nl = self.nl
+        xq = self._phase_buffer(C * sh * sw * Hq * Wq)
+        flat = out.reshape(-1)
+        res = self._none if residual is None else residual.reshape(-1)
         for n in range(N):
             fill_phases(x4, n, sh, sw, self.pads[0][0], self.pads[1][0], xq, Hq, Wq, self.tag, nl)
             args = (xq, Wq, sh * sw * Hq * Wq, taps, self.wp, self.bp, self.cg, self.Og, self.nb_oc, flat, res,
