@@ -268,7 +268,7 @@ class SimdDirectConv:
         g = self._geom.get(key)
         if g is not None:
             return g
-        N, C, H, W = shape
+        _, _, H, W = shape
         (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
         Ho = (H + sum(self.pads[0]) - dh * (kh - 1) - 1) // sh + 1
         Wo = (W + sum(self.pads[1]) - dw * (kw - 1) - 1) // sw + 1
@@ -294,7 +294,7 @@ class SimdDirectConv:
 
     def __call__(self, x, out, residual=None, threads: int = 1):
         x4 = x[:, :, None, :] if self.nd == 1 else x
-        N, C, H, W = x4.shape
+        N, C = x4.shape[:2]
         sh, sw = self.stride
         Ho, Wo, pairs, Hq, Wq, taps, tasks = self._geometry(x4.shape)
         nl = self.nl
