@@ -91,3 +91,58 @@ def test_lanes_follow_cpu_features_not_vendor():
 def test_bad_weight_rank_is_an_error():
     with pytest.raises(SrcoreError, match="3-D or 4-D"):
         simd_conv.SimdDirectConv(np.ones((2, 2), np.float32), None, 1, 0, 1)
+
+
+@settings(max_examples=30, deadline=None)
+@given(s=st.tuples(st.integers(1, 3), st.integers(1, 3)), p=st.tuples(st.integers(0, 3), st.integers(0, 3)),
+       hw=st.tuples(st.integers(1, 9), st.integers(1, 80)), extra=st.tuples(st.integers(0, 3), st.integers(0, 20)),
+       lanes=st.sampled_from([8, 16]), strided=st.booleans())
+def test_phase_copy_is_the_padded_input_split_by_stride(s, p, hw, extra, lanes, strided):
+    """The phase-split copy (vector rows at column stride 1 and 2, element by element otherwise and
+    at the edges) against numpy's pad and slicing, xq reaching past the input below and right."""
+    from srcore.conv.direct import _tag, fill_phases
+
+    (sh, sw), (pt, pl), (H, W) = s, p, hw
+    base = np.random.default_rng(H * 100 + W).standard_normal((2, 3, H, 2 * W if strided else W), np.float32)
+    x = base[..., ::2] if strided else base
+    Hq, Wq = -(-(H + pt) // sh) + extra[0], -(-(W + pl) // sw) + extra[1]
+    xq = np.full(3 * sh * sw * Hq * Wq, np.nan, np.float32)
+    fill_phases(x, 1, sh, sw, pt, pl, xq, Hq, Wq, _tag(lanes), lanes)
+    xp = np.zeros((3, Hq * sh, Wq * sw), np.float32)
+    xp[:, pt:pt + H, pl:pl + W] = x[1, :, :Hq * sh - pt, :Wq * sw - pl]
+    ref = np.stack([xp[:, a::sh, b::sw] for a in range(sh) for b in range(sw)], 1)
+    np.testing.assert_array_equal(xq.reshape(3, sh * sw, Hq, Wq), ref)
+
+
+@pytest.mark.parametrize("size, stride, lanes", [((8, 8), 1, 8), ((15, 9), 2, 8), ((7, 5), 1, 16), ((16, 16), 2, 8)])
+def test_narrow_planes_two_rows_a_task_match_torch(size, stride, lanes):
+    """Output rows no wider than a vector go two to a register block (odd row counts included)."""
+    rng = np.random.default_rng(sum(size))
+    x = rng.standard_normal((2, 11, *size), np.float32)
+    w = rng.standard_normal((14, 11, 3, 3), np.float32)
+    b = rng.standard_normal(14).astype(np.float32)
+    conv = simd_conv.SimdDirectConv(w, b, stride, 1, 1, lo=0.0, lanes_=lanes)
+    res = rng.standard_normal(conv.out_shape(x.shape), np.float32)
+    out = np.full(res.shape, np.nan, np.float32)
+    conv(x, out, res, threads=2)
+    np.testing.assert_allclose(out, _reference(x, w, b, stride, 1, 1, 1, res, 0.0), rtol=1e-5, atol=1e-3)
+
+
+def test_one_conv_on_several_shapes_and_threads_matches_torch():
+    """The per-shape tap table and the per-thread phase buffer: shapes alternate, and two Python
+    threads call one conv object at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((10, 7, 3, 3), np.float32)
+    b = rng.standard_normal(10).astype(np.float32)
+    conv = simd_conv.SimdDirectConv(w, b, 2, 1, 1)
+    xs = [rng.standard_normal(s, np.float32) for s in [(1, 7, 30, 41), (2, 7, 9, 9), (1, 7, 30, 41), (1, 7, 64, 20)] * 2]
+
+    def run(x):
+        out = np.empty(conv.out_shape(x.shape), np.float32)
+        return conv(x, out), _reference(x, w, b, 2, 1, 1, 1)
+
+    with ThreadPoolExecutor(2) as pool:
+        for got, ref in pool.map(run, xs):
+            np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-3)

@@ -14,13 +14,14 @@ timing it against their other tactics on the real shape.
 from __future__ import annotations
 
 import math
+import threading
 
 import numba
 import numpy as np
 
 from ..cpu_features import cpu_features
 from ..errors import ShapeError
-from .simd import vadd, vbcast, vclamp, vfma, vload, vsplat, vstore
+from .simd import vadd, vbcast, vclamp, veven, vfma, vload, vodd, vsplat, vstore
 
 #: output channels per register block
 OC_BLOCK = 6
@@ -39,27 +40,55 @@ def _tag(nl: int) -> np.ndarray:
 
 
 @numba.njit(**_JIT)
-def fill_phases(x, n, sh, sw, pt, pl, xq, Hq, Wq):
+def fill_phases(x, n, sh, sw, pt, pl, xq, Hq, Wq, tag, nl):
     """Image ``n`` of ``x`` (N, C, H, W; any strides), zero-padded by ``pt`` rows on top and ``pl``
-    columns on the left (and as far as ``xq`` reaches below and right), phase-split by the stride."""
+    columns on the left (and as far as ``xq`` reaches below and right), phase-split by the stride.
+    Rows with unit element stride are copied ``nl`` outputs at a time (stride 2: two vector loads
+    deinterleaved into the two column phases); the rest, and the edges, element by element."""
     C, H, W = x.shape[1], x.shape[2], x.shape[3]
+    vec = x.strides[3] == 4 and sw <= 2
+    probe = vsplat(tag, 0.0)
+    # the columns every phase b has inside the input: [J0, Jend)
+    J0, Jend = 0, Wq
+    for b in range(sw):
+        J0 = max(J0, min(Wq, max(0, (pl - b + sw - 1) // sw)))
+        Jend = min(Jend, max(0, min(Wq, (W - 1 + pl - b) // sw + 1)))
+    # whole vectors from J0, the last one ending at J1 (overlapping the one before: same values)
+    J1 = Jend
+    if not vec or J1 - J0 < nl:
+        J0, J1 = Wq, Wq
     # every element written once: the padding's zeros around the copied interior
     for c in range(C):
         for a in range(sh):
-            for b in range(sw):
-                j0 = min(Wq, max(0, (pl - b + sw - 1) // sw))
-                j1 = max(j0, min(Wq, (W - 1 + pl - b) // sw + 1))
-                for i in range(Hq):
-                    base = (((c * sh + a) * sw + b) * Hq + i) * Wq
-                    r = i * sh + a - pt
-                    if r < 0 or r >= H:
+            for i in range(Hq):
+                r = i * sh + a - pt
+                base0 = ((c * sh + a) * sw * Hq + i) * Wq
+                if r < 0 or r >= H:
+                    for b in range(sw):
+                        base = base0 + b * Hq * Wq
                         for j in range(Wq):
                             xq[base + j] = 0.0
-                        continue
+                    continue
+                src = x[n, c, r]
+                for jv in range(J0, J1, nl):
+                    j = min(jv, J1 - nl)
+                    s0 = j * sw - pl
+                    if sw == 1:
+                        vstore(xq, base0 + j, vload(src, s0, probe))
+                    else:
+                        v0 = vload(src, s0, probe)
+                        v1 = vload(src, s0 + nl, probe)
+                        vstore(xq, base0 + j, veven(v0, v1))
+                        vstore(xq, base0 + Hq * Wq + j, vodd(v0, v1))
+                for b in range(sw):
+                    base = base0 + b * Hq * Wq
+                    j0 = min(Wq, max(0, (pl - b + sw - 1) // sw))
+                    j1 = max(j0, min(Wq, (W - 1 + pl - b) // sw + 1))
                     for j in range(j0):
                         xq[base + j] = 0.0
-                    src = x[n, c, r]
-                    for j in range(j0, j1):
+                    for j in range(j0, min(j1, J0)):
+                        xq[base + j] = src[j * sw + b - pl]
+                    for j in range(max(j0, J1), j1):
                         xq[base + j] = src[j * sw + b - pl]
                     for j in range(j1, Wq):
                         xq[base + j] = 0.0
@@ -67,24 +96,37 @@ def fill_phases(x, n, sh, sw, pt, pl, xq, Hq, Wq):
 
 @numba.njit(**_JIT)
 def conv_tasks(xq, Wq, cstep, taps, wp, bp, cg, Og, nb_oc,
-               out, res, has_res, lo, hi, n, O, Ho, Wo, tag, nl, t0, t1):
+               out, res, has_res, lo, hi, n, O, Ho, Wo, tag, nl, pairs, t0, t1):
     """Tasks ``t0 <= t < t1`` of image ``n``: task ``t`` is channel block ``t % nb_oc`` of output row
-    ``t // nb_oc % Ho`` of group ``t // (nb_oc * Ho)``. ``taps[k]``: offset in ``xq`` of the input of
-    (channel, tap) pair ``k`` of a group for output pixel (0, 0); ``cstep`` the offset between channels. ``out``/``res`` flat."""
+    ``t // nb_oc % Hr`` of group ``t // (nb_oc * Hr)``. ``taps[k]``: offset in ``xq`` of the input of
+    (channel, tap) pair ``k`` of a group for output pixel (0, 0); ``cstep`` the offset between channels.
+    ``out``/``res`` flat. With ``pairs`` (rows no wider than a vector) a task is two output rows, one
+    vector each, so narrow planes (8x8) fill the register block: ``Hr = ceil(Ho / 2)``; else ``Ho``."""
     nt = taps.shape[0]   # (channel of the group, tap) pairs, flattened: one loop, no short inner one
     KK = nt * 6
     blk = np.empty(12 * nl, np.float32)
     plane = Ho * Wo
+    Hr = (Ho + 1) // 2 if pairs else Ho
+    vstep = Wq if pairs else nl        # the second vector's input: the next row, or the next pixels
+    ostep = Wo if pairs else nl        # and its output
     for t in range(t0, t1):
         # channel blocks innermost: consecutive tasks read the same input rows (in L1)
         ob = t % nb_oc
-        ho = (t // nb_oc) % Ho
-        gi = t // (nb_oc * Ho)
+        ho = (t // nb_oc) % Hr
+        gi = t // (nb_oc * Hr)
+        if pairs:
+            ho *= 2
         gb = gi * nb_oc + ob
         oc0 = ob * 6
         wb = gb * KK
         row = ((n * O + gi * Og + oc0) * Ho + ho) * Wo
+        nm = min(6, Og - oc0)
         for j0 in range(0, Wo, 2 * nl):
+            if pairs:   # one row per vector; an odd last pair has its first row only
+                n0, n1 = Wo, Wo if ho + 1 < Ho else 0
+            else:
+                n0 = min(nl, Wo - j0)
+                n1 = min(nl, Wo - j0 - n0)
             a0 = vsplat(tag, bp[gb * 6])
             a1 = vsplat(tag, bp[gb * 6 + 1])
             a2 = vsplat(tag, bp[gb * 6 + 2])
@@ -97,7 +139,7 @@ def conv_tasks(xq, Wq, cstep, taps, wp, bp, cg, Og, nb_oc,
             for k in range(nt):
                 xi = base + taps[k]
                 x0 = vload(xq, xi, a0)
-                x1 = vload(xq, xi + nl, a0)
+                x1 = vload(xq, xi + vstep, a0)
                 w = vbcast(wp, wi, a0)
                 a0 = vfma(x0, w, a0)
                 c0 = vfma(x1, w, c0)
@@ -131,29 +173,27 @@ def conv_tasks(xq, Wq, cstep, taps, wp, bp, cg, Og, nb_oc,
             vstore(blk, 9 * nl, c4)
             vstore(blk, 10 * nl, a5)
             vstore(blk, 11 * nl, c5)
-            width = min(2 * nl, Wo - j0)
-            for m in range(min(6, Og - oc0)):
-                o = row + m * plane + j0
-                src = m * 2 * nl
-                if width == 2 * nl:   # a whole block: vector epilogue (the scalar loop is not vectorized)
-                    v0 = vload(blk, src, a0)
-                    v1 = vload(blk, src + nl, a0)
-                    if has_res:
-                        v0 = vadd(v0, vload(res, o, a0))
-                        v1 = vadd(v1, vload(res, o + nl, a0))
-                    vstore(out, o, vclamp(v0, lo, hi))
-                    vstore(out, o + nl, vclamp(v1, lo, hi))
-                    continue
-                for e in range(width):
-                    v = blk[src + e]
-                    if has_res:
-                        v += res[o + e]
-                    # (if, not max/min: a NaN stays NaN, as torch.clamp)
-                    if v < lo:  # noqa: PLR1730
-                        v = lo
-                    if v > hi:  # noqa: PLR1730
-                        v = hi
-                    out[o + e] = v
+            for m in range(nm):
+                for h in range(2):
+                    cnt = n0 if h == 0 else n1
+                    o = row + m * plane + j0 + h * ostep
+                    src = (2 * m + h) * nl
+                    if cnt == nl:   # a whole vector: vector epilogue (the scalar loop is not vectorized)
+                        v = vload(blk, src, a0)
+                        if has_res:
+                            v = vadd(v, vload(res, o, a0))
+                        vstore(out, o, vclamp(v, lo, hi))
+                        continue
+                    for e in range(cnt):
+                        v = blk[src + e]
+                        if has_res:
+                            v += res[o + e]
+                        # (if, not max/min: a NaN stays NaN, as torch.clamp)
+                        if v < lo:  # noqa: PLR1730
+                            v = lo
+                        if v > hi:  # noqa: PLR1730
+                            v = hi
+                        out[o + e] = v
 
 
 _POOLS: dict = {}
@@ -207,6 +247,10 @@ class SimdDirectConv:
         self.nl = lanes() if lanes_ is None else int(lanes_)
         self.tag = _tag(self.nl)
         self._none = np.zeros(1, np.float32)
+        #: two output rows a register block when a row fits one vector (False: never; A/B timing)
+        self.row_pairs = True
+        self._geom: dict = {}
+        self._local = threading.local()
 
     def out_shape(self, shape):
         N, _, *sp = shape
@@ -217,26 +261,50 @@ class SimdDirectConv:
         Wo = (sp[1] + sum(self.pads[1]) - dw * (kw - 1) - 1) // sw + 1
         return (N, self.O, Wo) if self.nd == 1 else (N, self.O, Ho, Wo)
 
-    def __call__(self, x, out, residual=None, threads: int = 1):
-        x4 = x[:, :, None, :] if self.nd == 1 else x
-        N, C, H, W = x4.shape
+    def _geometry(self, shape):
+        """(Ho, Wo, pairs, Hq, Wq, taps, tasks) for an input of 4-D ``shape``: computed once per
+        shape (the tap table is a Python loop over channels x taps, ~0.1 ms at 64 channels)."""
+        key = (shape, self.row_pairs)
+        g = self._geom.get(key)
+        if g is not None:
+            return g
+        _, _, H, W = shape
         (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
-        o4 = out.reshape(self.out_shape(x.shape) if self.nd == 2 else (N, self.O, 1, out.shape[-1]))
-        Ho, Wo = o4.shape[2:]
+        Ho = (H + sum(self.pads[0]) - dh * (kh - 1) - 1) // sh + 1
+        Wo = (W + sum(self.pads[1]) - dw * (kw - 1) - 1) // sw + 1
         nl = self.nl
-        Wr = -(-Wo // (2 * nl)) * 2 * nl
-        Hq = max(-(-(H + sum(self.pads[0])) // sh), Ho + (kh - 1) * dh // sh)
+        pairs = self.row_pairs and Wo <= nl and Ho > 1
+        Wr = nl if pairs else -(-Wo // (2 * nl)) * 2 * nl
+        # (pairs: an odd last pair reads one row past the last output row's input)
+        Hq = max(-(-(H + sum(self.pads[0])) // sh), Ho + (Ho % 2 if pairs else 0) + (kh - 1) * dh // sh)
         Wq = max(-(-(W + sum(self.pads[1])) // sw), Wr + (kw - 1) * dw // sw)
-        xq = np.empty(C * sh * sw * Hq * Wq, np.float32)
-        flat = out.reshape(-1)
-        res = self._none if residual is None else residual.reshape(-1)
-        tasks = self.g * self.nb_oc * Ho
+        tasks = self.g * self.nb_oc * ((Ho + 1) // 2 if pairs else Ho)
         taps = np.array([ci * sh * sw * Hq * Wq + ((ky * dh % sh) * sw + kx * dw % sw) * Hq * Wq
                          + (ky * dh // sh) * Wq + kx * dw // sw
                          for ci in range(self.cg) for ky in range(kh) for kx in range(kw)], np.int64)
+        g = self._geom[key] = (Ho, Wo, pairs, Hq, Wq, taps, tasks)
+        return g
+
+    def _phase_buffer(self, size):
+        # one per thread, kept: a fresh np.empty of a large buffer faults its pages in on every call
+        buf = getattr(self._local, "xq", None)
+        if buf is None or buf.size < size:
+            buf = self._local.xq = np.empty(size, np.float32)
+        return buf[:size]
+
+    def __call__(self, x, out, residual=None, threads: int = 1):
+        x4 = x[:, :, None, :] if self.nd == 1 else x
+        N, C = x4.shape[:2]
+        sh, sw = self.stride
+        Ho, Wo, pairs, Hq, Wq, taps, tasks = self._geometry(x4.shape)
+        nl = self.nl
+        xq = self._phase_buffer(C * sh * sw * Hq * Wq)
+        flat = out.reshape(-1)
+        res = self._none if residual is None else residual.reshape(-1)
         for n in range(N):
-            fill_phases(x4, n, sh, sw, self.pads[0][0], self.pads[1][0], xq, Hq, Wq)
-            args = (xq, Wq, sh * sw * Hq * Wq, taps, self.wp, self.bp, self.cg, self.Og, self.nb_oc, flat, res, residual is not None, self.lo, self.hi, n, self.O, Ho, Wo, self.tag, nl)
+            fill_phases(x4, n, sh, sw, self.pads[0][0], self.pads[1][0], xq, Hq, Wq, self.tag, nl)
+            args = (xq, Wq, sh * sw * Hq * Wq, taps, self.wp, self.bp, self.cg, self.Og, self.nb_oc, flat, res,
+                    residual is not None, self.lo, self.hi, n, self.O, Ho, Wo, self.tag, nl, pairs)
             if threads <= 1 or tasks < 2 * threads:
                 conv_tasks(*args, 0, tasks)
             else:   # the kernel releases the GIL: rows split over a shared pool of Python threads

@@ -125,3 +125,24 @@ def vstore(typingctx, arr, idx, v):
         builder.store(args[2], _ptr(context, builder, sig.args[0], args[0], args[1], sig.args[1], _vty(sig.args[2])), align=4)
         return context.get_dummy_value()
     return types.none(arr, idx, v), codegen
+
+
+def _half(builder, a, b, start):
+    n = a.type.count
+    return builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(_I32, n), [start + 2 * m for m in range(n)]))
+
+
+@intrinsic
+def veven(typingctx, a, b):
+    """Lanes 0, 2, 4, ... of the concatenation ``a ++ b`` (deinterleaves a stride-2 row)."""
+    def codegen(context, builder, sig, args):
+        return _half(builder, args[0], args[1], 0)
+    return a(a, b), codegen
+
+
+@intrinsic
+def vodd(typingctx, a, b):
+    """Lanes 1, 3, 5, ... of the concatenation ``a ++ b``."""
+    def codegen(context, builder, sig, args):
+        return _half(builder, args[0], args[1], 1)
+    return a(a, b), codegen
