@@ -39,6 +39,7 @@ def _blas_controller():
     if not _blas_looked:
         _blas_looked = True
         try:
+            import numpy  # noqa: F401 - its BLAS must be loaded for threadpoolctl to see it
             from threadpoolctl import ThreadpoolController
 
             libs = ThreadpoolController().select(user_api="blas").lib_controllers

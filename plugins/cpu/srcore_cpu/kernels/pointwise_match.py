@@ -59,14 +59,15 @@ def _compiled(key: str, consts: dict, a: float = 0.0, b: float = 0.0, size: int 
 
     def fallback(x, out=None):
         return numpy_kernel(x, **consts, out=out)
-    threads = _par.intra_op_threads()
-    if threads > 1 and size is not None:
-        one = JP.make_pointwise(kernel, a, b, fallback, threads=1)
-        if size < 2 * JP.PART_MIN:
-            return one
-        split = JP.make_pointwise(kernel, a, b, fallback, threads=threads)
-        return split if split_pays(one, split, size) else one
-    return JP.make_pointwise(kernel, a, b, fallback, threads=_par.split_threads())
+    if size is None:
+        return JP.make_pointwise(kernel, a, b, fallback, threads=_par.split_threads())
+    one = JP.make_pointwise(kernel, a, b, fallback, threads=1)
+    # below two parts nothing splits; only then is the BLAS thread count looked up (~0.1 s, once)
+    threads = _par.intra_op_threads() if size >= 2 * JP.PART_MIN else 1
+    if threads <= 1:
+        return one
+    split = JP.make_pointwise(kernel, a, b, fallback, threads=threads)
+    return split if split_pays(one, split, size) else one
 
 
 def split_pays(one, split, size: int, timer=None) -> bool:
