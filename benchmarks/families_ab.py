@@ -1,11 +1,11 @@
 """Runners of the wider set side by side in one process, rounds alternating:
 ``python -m benchmarks.families_ab [--models a,b] [--runners eager,ort,srcore_codegen_standard,trt_like]
-[--rounds 15]``.
+[--rounds 15] [--threads 1]``.
 
 ``benchmarks.run`` times every (model, runner) cell in its own process, one after the other; on a
 machine that other jobs load, two cells of a model land in different phases of that load and
 their ratio moves by up to 2x between runs of the same code. Here all runners of a model are
-loaded in one process (one thread: OMP/BLAS/MKL and torch, ORT's intra-op threads) and timed in
+loaded in one process (``--threads`` N: OMP/BLAS/MKL and torch, ORT's intra-op threads) and timed in
 rounds whose order rotates, each runner's output checked against the reference first; each
 runner's best-round median is printed with its ratio to torch eager and to ONNX Runtime. The
 artifacts are ``benchmarks.prepare``'s, as for ``benchmarks.run``.
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_RUNNERS = ("eager", "ort", "srcore_codegen_standard", "trt_like")
 
 
-def measure(models, runners, rounds: int, out: Path) -> list[dict]:
+def measure(models, runners, rounds: int, out: Path, threads: int = 1) -> list[dict]:
     from threadpoolctl import threadpool_limits
 
     from .artifacts import flatten_outputs, load_inputs, load_refs, max_rel_err
@@ -31,7 +31,7 @@ def measure(models, runners, rounds: int, out: Path) -> list[dict]:
     from .prepare import prepare
 
     rows = []
-    with threadpool_limits(1):
+    with threadpool_limits(threads):
         for name in models:
             prepare(name, out)
             art = out / "artifacts" / name
@@ -41,7 +41,7 @@ def measure(models, runners, rounds: int, out: Path) -> list[dict]:
             for r in runners:
                 extra: dict = {}
                 try:
-                    fn = load_runner(name, r, 1, art, xs, names, extra)
+                    fn = load_runner(name, r, threads, art, xs, names, extra)
                 except Skip as why:
                     print(f"{name} {r}: skipped ({why})", flush=True)
                     continue
@@ -68,8 +68,8 @@ def measure(models, runners, rounds: int, out: Path) -> list[dict]:
                         best[r] = min(best[r], times[len(times) // 2] / 1e3)
             finally:
                 gc.enable()
-            row = {"model": name, **{f"{r}_us": v for r, v in best.items()}}
-            line = [f"{name:16s}"] + [f"{r} {v:9.1f} µs" for r, v in best.items()]
+            row = {"model": name, "threads": threads, **{f"{r}_us": v for r, v in best.items()}}
+            line = [f"{name:16s} {threads}t"] + [f"{r} {v:9.1f} µs" for r, v in best.items()]
             for peer in ("eager", "ort"):
                 if peer in best:
                     for r in best:
@@ -88,14 +88,15 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default=",".join(FAMILIES))
     ap.add_argument("--runners", default=",".join(DEFAULT_RUNNERS))
     ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--threads", type=int, default=1, help="intra-op threads of every runner (default 1)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     args = ap.parse_args(argv)
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = "1"
+        os.environ[var] = str(args.threads)
     import torch
 
-    torch.set_num_threads(1)
-    measure(args.models.split(","), args.runners.split(","), args.rounds, Path(args.out))
+    torch.set_num_threads(args.threads)
+    measure(args.models.split(","), args.runners.split(","), args.rounds, Path(args.out), args.threads)
     return 0
 
 

@@ -134,6 +134,54 @@ def test_split_over_threads_gives_the_same_result():
     assert np.array_equal(one, two, equal_nan=True)
 
 
+@pytest.mark.one_pass   # kernel calls only
+@pytest.mark.parametrize("way", ["one", "split"])
+def test_at_two_intra_op_threads_the_split_is_chosen_by_timing_with_the_same_bits(monkeypatch, way):
+    """At 2 intra-op threads a large node's kernel splits over them only where the timing at load
+    (injected here) says it pays; either way its values are those of the 1-thread kernel."""
+    x = np.concatenate([_input(7).reshape(-1)] * 20)          # over 2 * PART_MIN elements, odd
+    big = TensorType("float32", (1, x.size))
+    monkeypatch.setattr(PM._par, "intra_op_threads", lambda: 1)
+    want = _kernel("aten::gelu", {"approximate": "none"}, big)(x.reshape(1, -1))
+    timed = []
+
+    def timer(candidates, args):
+        assert set(candidates) == {"one", "split"} and args[0].size == x.size
+        a = candidates["one"](args[0]).copy()
+        assert np.array_equal(a, candidates["split"](args[0])), "the split changed the values"
+        timed.append(way)
+        return way
+    monkeypatch.setattr(PM._par, "intra_op_threads", lambda: 2)
+    pays = PM.split_pays
+    monkeypatch.setattr(PM, "split_pays", lambda one, split, size: pays(one, split, size, timer))
+    fn = _kernel("aten::gelu", {"approximate": "none"}, big)
+    assert timed == [way]
+    calls = []
+    real = PM._par.run_parts
+    monkeypatch.setattr(PM._par, "run_parts", lambda *a: (calls.append(a[1:]), real(*a))[1])
+    got = fn(x.reshape(1, -1))
+    assert np.array_equal(got, want, equal_nan=True)
+    assert calls == ([(2, 2)] if way == "split" else [])
+    # a node below two parts is never timed nor split
+    timed.clear()
+    _kernel("aten::gelu", {"approximate": "none"}, TensorType("float32", (1, 2 * JP.PART_MIN - 1)))
+    assert timed == []
+
+
+@pytest.mark.one_pass   # kernel calls only
+def test_split_pays_times_both_kernels_on_this_machine():
+    """Without an injected timer, the real timing picks one of the two (both run)."""
+    ran = set()
+
+    def k(name):
+        def f(x, out):
+            ran.add(name)
+            out[:] = x
+        return f
+    assert PM.split_pays(k("one"), k("split"), 4096) in (True, False)
+    assert ran == {"one", "split"}
+
+
 def test_matching_a_small_node_imports_no_numba_and_loads_scipy_special():
     code = ("import sys; from srcore.ir.types import TensorType; from srcore.testing import node_info; "
             "from srcore_cpu.kernels.pointwise_match import pointwise_matcher as m; "

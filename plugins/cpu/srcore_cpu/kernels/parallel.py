@@ -39,6 +39,7 @@ def _blas_controller():
     if not _blas_looked:
         _blas_looked = True
         try:
+            import numpy  # noqa: F401 - its BLAS must be loaded for threadpoolctl to see it
             from threadpoolctl import ThreadpoolController
 
             libs = ThreadpoolController().select(user_api="blas").lib_controllers
@@ -70,6 +71,17 @@ def split_threads() -> int:
     except ValueError:
         n = 1
     return max(1, min(n, os.cpu_count() or 1, 64))
+
+
+def intra_op_threads() -> int:
+    """The threads a kernel built now may split over when its own timing says the split pays:
+    ``SRCORE_CPU_THREADS`` when set, else numpy's BLAS thread count (``OMP_NUM_THREADS`` /
+    ``OPENBLAS_NUM_THREADS``, threadpoolctl limits), i.e. the process's intra-op thread setting.
+    Unlike :func:`split_threads` this is for kernels that time the split against one thread at
+    load (``pointwise_match.py``): at 1 thread they never time or split."""
+    if os.environ.get(_ENV):
+        return split_threads()
+    return max(1, min(blas_threads(), os.cpu_count() or 1, 64))
 
 
 def split(n: int, parts: int) -> list[tuple[int, int]]:

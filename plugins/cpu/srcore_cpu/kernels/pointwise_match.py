@@ -48,16 +48,42 @@ def _large_float32(t) -> bool:
     return size is None or size >= MIN_ELEMENTS
 
 
-def _compiled(key: str, consts: dict, a: float = 0.0, b: float = 0.0):
+def _compiled(key: str, consts: dict, a: float = 0.0, b: float = 0.0, size: int | None = None):
     """``fn(x, out=None)``: the compiled kernel ``key`` of :data:`jit_pointwise.KERNELS`, with its
-    numpy kernel (called with ``consts``) for inputs it does not take."""
+    numpy kernel (called with ``consts``) for inputs it does not take. At more than one intra-op
+    thread (:func:`.parallel.intra_op_threads`) a node of ``size`` elements splits over them only
+    when :func:`split_pays` (timed now); an unknown size keeps ``SRCORE_CPU_THREADS`` (opt-in)."""
     from . import jit_pointwise as JP   # numba: only for a node the compiled kernels take
 
     kernel, numpy_kernel = JP.KERNELS[key]
 
     def fallback(x, out=None):
         return numpy_kernel(x, **consts, out=out)
-    return JP.make_pointwise(kernel, a, b, fallback, threads=_par.split_threads())
+    if size is None:
+        return JP.make_pointwise(kernel, a, b, fallback, threads=_par.split_threads())
+    one = JP.make_pointwise(kernel, a, b, fallback, threads=1)
+    # below two parts nothing splits; only then is the BLAS thread count looked up (~0.1 s, once)
+    threads = _par.intra_op_threads() if size >= 2 * JP.PART_MIN else 1
+    if threads <= 1:
+        return one
+    split = JP.make_pointwise(kernel, a, b, fallback, threads=threads)
+    return split if split_pays(one, split, size) else one
+
+
+def split_pays(one, split, size: int, timer=None) -> bool:
+    """Whether ``split`` (the kernel over the intra-op threads) beats ``one`` (the same kernel on
+    the caller) on ``size`` float32 elements, best of a few alternating calls each (``timer``:
+    ``tactic.fastest``'s signature, injectable for tests). The hand-over to the part pool costs
+    tens of microseconds and a second core that another job or OpenBLAS's spinning worker holds
+    gains nothing, so only this machine's timing can tell; both give the same bits."""
+    import numpy as np
+
+    from . import tactic as _tactic
+
+    x = np.linspace(-4.0, 4.0, size, dtype=np.float32)   # in the kernels' interesting range
+    out = np.empty_like(x)
+    way = (timer or _tactic.fastest)({"one": one, "split": split}, (x, out))
+    return way == "split"
 
 
 def pointwise_matcher(node: NodeInfo):
@@ -84,7 +110,7 @@ def pointwise_matcher(node: NodeInfo):
         a, b = 0.0, 6.0
     elif params:
         a, b = ([float(v) for v in consts.values()] + [0.0, 0.0])[:2]
-    fn = _compiled(key, consts, a, b)
+    fn = _compiled(key, consts, a, b, size=_size(dst))
     if inplace:
         def run_inplace(self):
             fn(self, out=self)
@@ -101,7 +127,7 @@ def compiled_inplace(key: str, out_type, **consts):
     anything else, without importing numba."""
     if not _large_float32(out_type):
         return None
-    fn = _compiled(key, consts)
+    fn = _compiled(key, consts, size=_size(out_type))
 
     def act_(out):
         return fn(out, out=out)
