@@ -11,6 +11,9 @@ import srcore
 
 pytestmark = pytest.mark.one_pass   # what runs in OpenVINO does not depend on the executor or the planner
 
+#: the converter table's recurrent overloads, all exercised here (test_conformance counts them covered)
+OPS = ("aten::lstm.input", "aten::gru.input")
+
 
 class _Rnn(torch.nn.Module):
     def __init__(self, kind, **kw):
@@ -89,4 +92,26 @@ def test_an_lstm_with_projections_runs_on_the_next_backend_with_torch_result():
     with torch.no_grad():
         want = m(x)
     for g, w in zip(sm(x.numpy()), want):
+        np.testing.assert_allclose(np.asarray(g), w.numpy(), rtol=1e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_nan_inf_and_huge_values_give_torch_results(kind):
+    """NaN, infinities and values near float32's limit in the input and the initial state: OpenVINO's
+    sequence ops put NaN and saturate where torch does."""
+    torch.manual_seed(0)
+    m = (_WithHC if kind == "LSTM" else _WithH)(kind, input_size=3, hidden_size=4, num_layers=2,
+                                                 bidirectional=True).eval()
+    x = torch.randn(6, 5, 3)
+    hx = [torch.randn(4, 5, 4) for _ in range(2 if kind == "LSTM" else 1)]
+    sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.trace(m, (x, *hx)), (x, *hx)), options=srcore.Options(
+        backends=("openvino", "cpu"), engine_min_block_size=1, require_full_compilation=True,
+        engine_options={"timing": False}))
+    x[1, 0, 0], x[2, 1, 1], x[3, 2, 2], x[4, 3, 0], x[0, 4, 1] = np.nan, np.inf, -np.inf, 3e38, -3e38
+    hx[0][0, 4, 0] = np.nan
+    with torch.no_grad():
+        want = m(x, *hx)
+    got = sm(x.numpy(), *[h.numpy() for h in hx])
+    assert any(np.isnan(w.numpy()).any() for w in want)
+    for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), w.numpy(), rtol=1e-5, atol=2e-6)
