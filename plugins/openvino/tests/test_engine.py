@@ -136,6 +136,26 @@ def test_nan_checks_off_gives_openvinos_nan_handling():
     assert "nan_checks off" in _engine_of(fast_sm).describe()
 
 
+RELU = """graph(%x : Float(2, 4)):
+  %a : Tensor = aten::mul(%x, %x)
+  %b : Tensor = aten::neg(%a)
+  %y : Tensor = aten::relu(%b)
+  return (%y)
+"""
+
+
+def test_relu_keeps_nan_by_default_and_is_openvinos_relu_without_nan_checks():
+    """torch's relu keeps NaN (an exp-computing Elu(0) in the engine); nan_checks=False makes it
+    OpenVINO's Relu, cheaper, which turns NaN into 0."""
+    x = _x((2, 4))
+    x[0, 1] = np.nan
+    want = torch.relu(-torch.from_numpy(x) ** 2).numpy()
+    np.testing.assert_array_equal(_sm(RELU, params={})(x), want)        # NaN kept, zeros elsewhere
+    fast = _sm(RELU, params={}, engine_options={"nan_checks": False})
+    got = fast(x)
+    np.testing.assert_array_equal(got, np.nan_to_num(want, nan=0.0))
+
+
 ATTENTION = """graph(%q : Float(1, 4, 32, 64), %k : Float(1, 4, 32, 64), %v : Float(1, 4, 32, 64), %m : Float(1, 1, 32, 32)):
   %c2 : int = prim::Constant[value=-2]()
   %c1 : int = prim::Constant[value=-1]()
