@@ -143,7 +143,7 @@ def _shorten_timing(monkeypatch) -> None:
 
 
 @pytest.mark.parametrize("path", _params())
-def test_python_examples_run(path: Path, tmp_path, monkeypatch):
+def test_python_examples_run(path: Path, tmp_path, monkeypatch, tmp_path_factory):
     blocks = [b for b in extract(path) if _runnable(b)]
     if any(re.search(r"^\s*(import torch|from torch)", b.code, re.M) for b in blocks):
         pytest.importorskip("torch")
@@ -151,6 +151,8 @@ def test_python_examples_run(path: Path, tmp_path, monkeypatch):
     shutil.copytree(ROOT / "examples" / "digits", tmp_path / "examples" / "digits",
                     ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.chdir(tmp_path)
+    # engines' plans and compiled models (trt_like, OpenVINO) go to a cache of this session, never to ~/.cache/srcore
+    monkeypatch.setenv("SRCORE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "srcore-cache"))
     _shorten_timing(monkeypatch)
     ns: dict = {"__name__": "__docs__", "ROOT": ROOT, "monkeypatch": monkeypatch}
     for b in blocks:

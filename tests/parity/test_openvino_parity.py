@@ -29,6 +29,12 @@ DEFAULT_ZOO = ("mobilenet_like", "conv1d_net", "norm_net", "activations", "sdpa"
                "llama_block")
 
 
+@pytest.fixture(autouse=True)
+def _cache_in_tmp(monkeypatch, tmp_path_factory):
+    """OpenVINO's compiled models go to a temporary cache, never to ~/.cache/srcore."""
+    monkeypatch.setenv("SRCORE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "srcore-cache"))
+
+
 def _options(**kw):
     return srcore.Options(backends=BACKENDS, engine_min_block_size=1, engine_options={"timing": False}, **kw)
 

@@ -8,7 +8,7 @@ the next backends. No numpy and no openvino here: the hooks only name
 """
 from __future__ import annotations
 
-from srcore.plugin import Backend, EngineBuilder, hookimpl
+from srcore.plugin import Backend, EngineBuilder, Subcommand, hookimpl
 
 BACKEND = "openvino"
 
@@ -22,3 +22,10 @@ def srcore_backends():
 def srcore_engine_builders():
     yield EngineBuilder(BACKEND, supports="srcore_openvino.support:supports",
                         build="srcore_openvino.engine:build", load="srcore_openvino.engine:load")
+
+
+@hookimpl
+def srcore_subcommands():
+    from . import cache_cli
+
+    yield Subcommand(cache_cli.NAME, cache_cli.SUMMARY, configure_parser=cache_cli.configure_parser, run=cache_cli.run)

@@ -22,7 +22,7 @@ import numpy as np
 
 from srcore import EngineBuildError, KernelError
 
-from . import device
+from . import cache, device
 from .convert.model import build_model
 from .options import EngineOptions, intra_op_threads, parse
 
@@ -61,7 +61,6 @@ class Engine:
         if self.cache_dir is not None:
             try:
                 self.cache_dir.mkdir(parents=True, exist_ok=True)
-                self.config["CACHE_DIR"] = str(self.cache_dir)
             except OSError:   # a cache that cannot be written is no reason to refuse the segment
                 self.cache_dir = None
         # softmax row checks of attention blocks are left to OpenVINO's fused attention kernel
@@ -94,11 +93,23 @@ class Engine:
             self._time_against_fallback()
 
     def _compile(self, model):
+        config = self.config
+        entry = None
+        if self.cache_dir is not None:
+            cache.name_by_position(model)
+            try:   # one cache entry per model, so that srcore can tell which blobs are in use (see .cache)
+                entry = cache.use_entry(self.cache_dir, cache.entry_key(model, config, device.openvino().__version__))
+                config = {**config, "CACHE_DIR": str(entry)}
+            except OSError:
+                entry = None
         try:
-            return device.core().compile_model(model, "CPU", self.config)
+            compiled = device.core().compile_model(model, "CPU", config)
         except Exception as exc:
             raise EngineBuildError(f"OpenVINO failed to compile the segment: {type(exc).__name__}: "
                                    f"{_last_line(exc)}") from exc
+        if entry is not None and self.options.cache_limit_mb is not None:
+            cache.evict(self.cache_dir, self.options.cache_limit_mb * 2**20, keep=entry)
+        return compiled
 
     # -- running ------------------------------------------------------------------------------
     def _request(self):

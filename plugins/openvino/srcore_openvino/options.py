@@ -17,6 +17,8 @@ import attrs
 
 from srcore import EngineBuildError
 
+from .cache import DEFAULT_LIMIT_MB
+
 NAMESPACE = "openvino"
 
 #: the precisions a user may ask for -> OpenVINO's inference precision hint
@@ -31,13 +33,15 @@ class EngineOptions:
     ``threads``: OpenVINO's inference threads (``None``: the process's intra-op thread count,
     as numpy's BLAS uses); ``cache_dir``: OpenVINO's compiled-model cache (``None``: off);
     ``timing``: time each engine against the next backend at build time and keep the faster;
-    ``nan_checks``: restore torch's NaN and inf results where OpenVINO's ops differ (False lets
+    ``cache_limit_mb``: the most the model cache may hold, least recently used entries removed
+    first (``None``: unbounded); ``nan_checks``: restore torch's NaN and inf results where OpenVINO's ops differ (False lets
     OpenVINO fuse attention and pooling as for an ONNX model, with its own NaN handling).
     """
 
     precision: str = "f32"
     threads: int | None = None
     cache_dir: Path | None = None
+    cache_limit_mb: int | None = DEFAULT_LIMIT_MB
     timing: bool = True
     nan_checks: bool = True
 
@@ -88,6 +92,11 @@ def parse(options: dict[str, Any]) -> EngineOptions:
         out["cache_dir"] = Path(cache)
     else:
         raise EngineBuildError(f"engine option cache_dir={cache!r}: a directory path, or None to disable the cache")
+    if "cache_limit_mb" in merged:
+        lim = merged["cache_limit_mb"]
+        if lim is not None and (isinstance(lim, bool) or not isinstance(lim, (int, float)) or lim < 0):
+            raise EngineBuildError(f"engine option cache_limit_mb={lim!r}: a size in MB >= 0 (or None: unbounded)")
+        out["cache_limit_mb"] = lim
     for flag in ("timing", "nan_checks"):
         if flag in merged:
             if not isinstance(merged[flag], bool):

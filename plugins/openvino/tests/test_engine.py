@@ -17,7 +17,7 @@ import torch
 import srcore
 from srcore.ir.parser import parse_graph
 from srcore.plugin import Segment
-from srcore_openvino import device, engine, options
+from srcore_openvino import cache, device, engine, options
 
 pytestmark = pytest.mark.one_pass   # what runs in OpenVINO does not depend on the executor or the planner
 
@@ -81,6 +81,7 @@ def test_a_whole_model_runs_as_one_engine():
     ({"threads": 0}, "threads=0"),
     ({"threads": "2"}, "threads='2'"),
     ({"cache_dir": 3}, "cache_dir=3"),
+    ({"cache_limit_mb": -1}, "cache_limit_mb=-1"),
     ({"timing": "yes"}, "timing='yes'"),
     ({"nan_checks": 0}, "nan_checks=0"),
     ({"openvino": ["threads", 1]}, "'openvino'"),
@@ -133,6 +134,26 @@ def test_nan_checks_off_gives_openvinos_nan_handling():
     assert np.isnan(want[1]).all()
     np.testing.assert_allclose(fast[[0, 2]], want[[0, 2]], rtol=1e-5, atol=1e-6)
     assert "nan_checks off" in _engine_of(fast_sm).describe()
+
+
+RELU = """graph(%x : Float(2, 4)):
+  %a : Tensor = aten::mul(%x, %x)
+  %b : Tensor = aten::neg(%a)
+  %y : Tensor = aten::relu(%b)
+  return (%y)
+"""
+
+
+def test_relu_keeps_nan_by_default_and_is_openvinos_relu_without_nan_checks():
+    """torch's relu keeps NaN (an exp-computing Elu(0) in the engine); nan_checks=False makes it
+    OpenVINO's Relu, cheaper, which turns NaN into 0."""
+    x = _x((2, 4))
+    x[0, 1] = np.nan
+    want = torch.relu(-torch.from_numpy(x) ** 2).numpy()
+    np.testing.assert_array_equal(_sm(RELU, params={})(x), want)        # NaN kept, zeros elsewhere
+    fast = _sm(RELU, params={}, engine_options={"nan_checks": False})
+    got = fast(x)
+    np.testing.assert_array_equal(got, np.nan_to_num(want, nan=0.0))
 
 
 ATTENTION = """graph(%q : Float(1, 4, 32, 64), %k : Float(1, 4, 32, 64), %v : Float(1, 4, 32, 64), %m : Float(1, 1, 32, 32)):
@@ -381,13 +402,80 @@ def test_the_model_cache_lives_under_srcore_cache_root(monkeypatch, tmp_path):
     monkeypatch.setenv("SRCORE_CACHE_DIR", str(tmp_path))
     eng = _engine_of(_sm())
     assert eng.options.cache_dir == tmp_path / "openvino"
-    assert any((tmp_path / "openvino").iterdir()), "OpenVINO wrote no cache entry"
-    again = _engine_of(_sm())            # same model: loaded from the cache
+    (entry,) = (tmp_path / "openvino").iterdir()          # one entry per model, holding OpenVINO's blob
+    assert entry.is_dir() and any(f.suffix == ".blob" for f in entry.iterdir()), list(entry.iterdir())
+    blobs = sorted(entry.iterdir())
+    again = _engine_of(_sm())            # same model: loaded from the cache, same entry, no new blob
     np.testing.assert_allclose(again(_x()), _want(_x()), rtol=1e-5, atol=1e-5)
+    assert list((tmp_path / "openvino").iterdir()) == [entry] and sorted(entry.iterdir()) == blobs
     off = tmp_path / "off"
     monkeypatch.setenv("SRCORE_CACHE_DIR", str(off))
     _sm(engine_options={"cache_dir": None})
     assert not (off / "openvino").exists()
+
+
+def _mlp_params_scaled(k):
+    return {n: v * k for n, v in _mlp_params().items()}
+
+
+def test_the_model_cache_drops_the_least_recently_used_models(tmp_path):
+    """cache_limit_mb bounds the cache: after each compile, the entries used longest ago go first,
+    never the one just used; a model built again is used again (its entry moves to the back)."""
+    root = tmp_path / "ov"
+    old_flat_blob = root / "0123abcd.blob"   # the flat layout of earlier versions counts, and goes first
+    root.mkdir()
+    old_flat_blob.write_bytes(b"x" * 16)
+    os.utime(old_flat_blob, (1, 1))
+    opts = {"cache_dir": str(root), "cache_limit_mb": None}
+
+    def build(k):
+        eng = _engine_of(_sm(params=_mlp_params_scaled(k), engine_options=opts))
+        if k == 1:
+            np.testing.assert_allclose(eng(_x()), _want(_x()), rtol=1e-5, atol=1e-5)
+        return {p.name for p in root.iterdir() if p.is_dir()}
+
+    first = build(1)
+    second = build(2) - first
+    third = build(3) - first - second
+    assert len(first) == len(second) == len(third) == 1 and old_flat_blob.exists()
+    entry_size = max(size for _, size, path in cache.entries(root) if path.is_dir())
+    for name, when in zip([*first, *second, *third], (10, 20, 30)):
+        os.utime(root / name, (when, when))
+    build(1)                                        # hit: model 1 is now the most recently used
+    # room for two entries: the flat blob and model 2 (used longest ago) go, 1 and 3 stay
+    opts["cache_limit_mb"] = (2 * entry_size + 8) / 2**20
+    build(3)
+    assert {p.name for p in root.iterdir()} == first | third
+    opts["cache_limit_mb"] = 0                      # nothing fits: only the entry in use stays
+    build(2)
+    assert {p.name for p in root.iterdir()} == second
+
+
+def test_cache_evict_keeps_the_entry_in_use_and_removes_oldest_first(tmp_path):
+    sizes = {"a": 300, "b": 200, "c": 100, "d": 50}
+    for i, (name, size) in enumerate(sizes.items()):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "x.blob").write_bytes(b"0" * size)
+        os.utime(tmp_path / name, (100 + i, 100 + i))       # a used longest ago
+    assert cache.evict(tmp_path, 650) == []
+    removed = cache.evict(tmp_path, 360, keep=tmp_path / "a")
+    assert [p.name for p in removed] == ["b", "c"]           # oldest first, until 300 + 50 <= 360
+    removed = cache.evict(tmp_path, 160, keep=tmp_path / "a")
+    assert [p.name for p in removed] == ["d"]                # a is in use: it stays, even above the bound
+    assert cache.clear(tmp_path) == (1, 300) and not any(tmp_path.iterdir())
+
+
+def test_srcore_openvino_cache_shows_and_clears_the_cache(tmp_path, capsys):
+    from srcore.cli import main
+
+    (tmp_path / "openvino" / "k").mkdir(parents=True)
+    (tmp_path / "openvino" / "k" / "m.blob").write_bytes(b"0" * 2**20)
+    assert main(["openvino-cache", "--dir", str(tmp_path / "openvino")]) == 0
+    out = capsys.readouterr().out
+    assert "1 entry, 1.0 MB" in out and "srcore openvino-cache --clear" in out
+    assert main(["openvino-cache", "--clear", "--dir", str(tmp_path / "openvino")]) == 0
+    assert "removed 1 entry (1.0 MB)" in capsys.readouterr().out
+    assert not any((tmp_path / "openvino").iterdir())
 
 
 def test_an_unwritable_cache_dir_runs_without_a_cache(tmp_path):

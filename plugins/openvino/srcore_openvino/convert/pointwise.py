@@ -49,7 +49,11 @@ def exp(o, x):
 def relu(o, x):
     """torch's relu as OpenVINO's Elu with alpha 0: x > 0 ? x : 0 * (exp(x) - 1) keeps NaN (OpenVINO's
     Relu, Clamp and Maximum turn it into 0) and gives 0 at -inf (PRelu with slope 0 gives NaN), and
-    OpenVINO fuses it into a preceding convolution or fully connected layer, as it does Relu."""
+    OpenVINO fuses it into a preceding convolution or fully connected layer, as it does Relu. The
+    exp that Elu computes for every element costs: mobilenet_v3's engine ran 7% slower than with
+    Relu (interleaved, 1 thread), so with ``nan_checks=False`` relu is OpenVINO's Relu."""
+    if not nan_checks():
+        return out(o.relu(x))
     return out(o.elu(x, 0.0))
 
 
