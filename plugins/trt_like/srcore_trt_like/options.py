@@ -38,8 +38,17 @@ def tactic_names() -> list[str]:
               if not c.startswith(("winograd", "simd")) and c != "depthwise_simd")]
 
 
+NAMESPACE = "trt_like"
+
+
 def check_options(options: dict[str, Any]) -> dict[str, Any]:
-    """``options`` if every key and value is one trt_like takes, else an EngineOptionError."""
+    """trt_like's options out of a segment's builder options, checked: the top-level keys, with
+    those under ``"trt_like"`` over them; other dict-valued keys are other builders' namespaces
+    (``{"openvino": {...}}``) and are ignored. An unknown key or a bad value is an EngineOptionError."""
+    own = options.get(NAMESPACE, {})
+    if not isinstance(own, dict):
+        raise EngineOptionError(f"engine option {NAMESPACE!r} must be a dict of trt_like options, not {own!r}")
+    options = {**{k: v for k, v in options.items() if k in OPTIONS or not isinstance(v, dict)}, **own}
     for key, value in options.items():
         if key not in OPTIONS:
             close = difflib.get_close_matches(key, OPTIONS, n=1)

@@ -211,11 +211,21 @@ def test_a_profile_that_does_not_fit_the_inputs_is_an_error_naming_it(net, profi
     ({"precision": "fp16"}, r"precision='fp16': expected one of float32, int8"),
     ({"precision": "int8"}, r"precision='int8' on a float model needs 'calibration' data"),
     ({"engine_cache": 3}, r"engine_cache=3: expected true/false or a directory path"),
+    ({"trt_like": {"fusoin": False}}, r"unknown trt_like engine option 'fusoin'"),
+    ({"trt_like": 3}, r"engine option 'trt_like' must be a dict of trt_like options, not 3"),
 ])
 def test_an_unknown_engine_option_or_tactic_is_an_error_naming_it(net, options, message):
     _, model = net
     with pytest.raises(srcore.EngineOptionError, match=message):
         srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options=options))
+
+
+def test_options_under_trt_like_win_and_other_builders_namespaces_are_ignored(net):
+    _, model = net
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options={
+        "fusion": True, "trt_like": {"fusion": False}, "openvino": {"precision": "bf16", "nan_checks": False}}))
+    engine = sm.partition.engines[0].describe.__self__
+    assert engine.options["fusion"] is False and "openvino" not in engine.options and "trt_like" not in engine.options
 
 
 def test_a_segment_key_names_graph_and_weights(net):
