@@ -1,15 +1,16 @@
-"""The builtin plugin's shape rules from a cached index, so that a full registry imports no rule module.
+"""The builtin plugin's shape rules from a cached index: a full registry imports no rule module it need not.
 
-Reading ``srcore.ops.shapes.RULES`` imports all 17 modules of the core's rules (~10 ms of a cold
-start), although a model uses a few. The index is JSON (never pickle) in
-``$SRCORE_CACHE_DIR/rules/``: one ``["module:qualname", [op, ...]]`` row per rule function, in
-``RULES`` order, keyed on srcore's version, the Python version and the name, mtime and size of every
-``srcore/ops/shapes/*.py``, so an edited rule module is a miss, never a stale index. A hit yields
-records whose rule is the ``"module:qualname"`` string (imported the first time a node of the op is
-propagated, like a selective build's), except for a rule that is not importable under its own name (a
-closure made by a factory): its module is imported and the function taken from ``RULES`` by op. A miss
-or a damaged file imports every module as before and writes the index for the next start.
-``SRCORE_NO_RULE_INDEX=1`` turns it off; nothing is written under ``PYTHONDONTWRITEBYTECODE``.
+Reading ``srcore.ops.shapes.RULES`` imports all 17 modules of the core's rules (~14 ms CPU of a
+loaded machine's full registry build, ``benchmarks/registry_phases``), although a model uses a few.
+The index is JSON (never pickle) in ``$SRCORE_CACHE_DIR/rules/``: one ``["module:qualname", module,
+[op, ...]]`` row per rule function, in ``RULES`` order, keyed on srcore's version, the Python version,
+the rule directory and the name, mtime and size of every ``srcore/ops/shapes/*.py``, so an edited,
+added or removed rule module is a miss, never a stale index. A hit yields records whose rule is the
+``"module:qualname"`` string (imported the first time a node of the op is propagated, like a selective
+build's), except for a rule with no importable name (a closure made by a factory; its row's ref is
+null): its module is imported and the function taken from ``RULES`` by op. A miss or a damaged file
+imports every module as before and writes the index for the next start. ``SRCORE_NO_RULE_INDEX=1``
+turns it off; nothing is written under ``PYTHONDONTWRITEBYTECODE``.
 """
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ def _key() -> list | None:
                        if e.name.endswith(".py"))
     except OSError:
         return None
-    return [FORMAT, __version__, list(sys.version_info[:2]), [list(f) for f in files]] if files else None
+    # the directory too: two checkouts sharing a cache never read each other's index
+    return [FORMAT, __version__, list(sys.version_info[:2]), [list(f) for f in files], str(shapes)] if files else None
 
 
 def index_path() -> Path:
