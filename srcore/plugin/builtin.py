@@ -31,15 +31,9 @@ def srcore_op_libraries():
 
 @hookimpl
 def srcore_shape_rules():
-    from srcore.ops.shapes import RULES
+    from .rule_index import core_shape_rules  # an index: no rule module imported until a model needs it
 
-    names: dict[int, list[str]] = {}  # one record per rule function, naming every op it serves
-    fns = {}
-    for op, fn in RULES.items():
-        names.setdefault(id(fn), []).append(op)
-        fns[id(fn)] = fn
-    for key, ops in names.items():
-        yield ShapeRule(ops, fns[key])
+    yield from core_shape_rules()
 
 
 @hookimpl

@@ -103,13 +103,13 @@ def _add_schemas(manager, records, registry, declared) -> tuple[list, dict[str, 
 
 def _library_kernels(manager, name, libs) -> list:
     """Kernels a plugin binds in its declaration files (``dispatch:``), stamped; problems rejected."""
-    from .yaml_kernels import library_kernels
-
     report = manager.report(name)
     out = []
     for lib, decls in libs:
         if not any(d.dispatch or d.structured_delegate for d in decls):
             continue
+        from .yaml_kernels import library_kernels  # only for a file that binds kernels: no shipped one does
+
         kernels, problems = library_kernels(lib, decls)
         for p in problems:
             manager.reject(name, p)
