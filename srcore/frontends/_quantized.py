@@ -150,10 +150,18 @@ def lower(kind: str, inputs: list, make_const: Callable[[Any, Any], Any]) -> tup
 #: torch's 2-d quantized convolutions (srcore's forms), whose outputs torch holds channels-last
 _CONV2D = frozenset({"quantized::qconv2d", "quantized::qconv2d_relu", "quantized::qconv2d_add",
                      "quantized::qconv2d_add_relu"})
+#: srcore's forms of torch's quantized add by the layouts torch holds its inputs in: (op, both inputs
+#: channels-last) -> the add whose scalar tail runs in memory (NHWC) order; (op, one of them) -> the add
+#: torch computes on its scalar path throughout (its vectorized loop needs one layout)
+_ADD_LAYOUTS = {("quantized::add", True): "quantized::add_channels_last",
+                ("quantized::add_relu", True): "quantized::add_relu_channels_last",
+                ("quantized::add", False): "quantized::add_mixed_layout",
+                ("quantized::add_relu", False): "quantized::add_relu_mixed_layout"}
 #: ops whose output torch lays out as their (first) input
 _KEEPS_LAYOUT = frozenset({"aten::relu", "aten::relu_", "aten::hardtanh", "aten::hardtanh_", "aten::clamp",
                            "aten::clamp_", "aten::relu6", "aten::dropout", "aten::dropout_",
-                           "quantized::add", "quantized::add_relu", "quantized::hardswish", "aten::max_pool2d",
+                           "quantized::add", "quantized::add_relu", *_ADD_LAYOUTS.values(), "quantized::hardswish",
+                           "aten::max_pool2d",
                            "aten::quantized_max_pool2d", "aten::adaptive_avg_pool2d",
                            "quantized::avg_pool2d_channels_last"})
 
@@ -177,7 +185,11 @@ def channels_last_kind(kind: str, inputs: list) -> str:
     """The op for torch node ``kind`` whose input torch holds channels-last and where that changes the
     result: ``quantized::mean_channels_last`` for an ``aten::mean`` over both spatial dims of a
     quantized 2-d conv's output, ``quantized::avg_pool2d_channels_last`` for an ``aten::avg_pool2d``
-    of one; ``kind`` otherwise."""
+    of one; for ``quantized::add(_relu)`` of two such outputs ``quantized::add(_relu)_channels_last``,
+    of one such output and an NCHW tensor ``quantized::add(_relu)_mixed_layout``; ``kind`` otherwise."""
+    if kind in ("quantized::add", "quantized::add_relu") and len(inputs) >= 2:
+        cl = [channels_last_in_torch(x) for x in inputs[:2]]
+        return _ADD_LAYOUTS[kind, all(cl)] if any(cl) else kind
     if kind not in ("aten::mean", "aten::avg_pool2d") or len(inputs) < 2 or not channels_last_in_torch(inputs[0]):
         return kind
     if kind == "aten::avg_pool2d":

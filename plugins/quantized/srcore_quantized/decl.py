@@ -39,6 +39,10 @@ KERNELS: list[Kernel] = [
     # quantized:: arithmetic
     _k("quantized::add", "binary:add_out", Q),
     _k("quantized::add_relu", "binary:add_relu_out", Q),
+    _k("quantized::add_channels_last", "binary:add_channels_last_out", Q),
+    _k("quantized::add_relu_channels_last", "binary:add_relu_channels_last_out", Q),
+    _k("quantized::add_mixed_layout", "binary:add_mixed_layout_out", Q),
+    _k("quantized::add_relu_mixed_layout", "binary:add_relu_mixed_layout_out", Q),
     _k("quantized::mul", "binary:mul_out", Q),
     _k("quantized::mul_relu", "binary:mul_relu_out", Q),
     *[_k(f"quantized::{op}", "binary:add_scalar_out", Q + F)

@@ -286,6 +286,26 @@ def test_blocked_float32_matmul_is_exact(seed, k, n, xr, wr):
     np.testing.assert_array_equal(got, a @ w)
 
 
+@pytest.mark.parametrize("layout", ["nchw", "channels_last", "mixed"])
+@pytest.mark.parametrize("shape", [(2, 8, 5, 7), (1, 5, 3, 5), (1, 1, 9, 9)])
+def test_int8_add_takes_torchs_path_for_the_inputs_layouts(layout, shape):
+    """Exact ties (output scale twice the inputs', odd zero point): torch's result depends on whether it
+    holds the inputs NCHW, both channels-last, or one of each (docs/quantization.md); the importer says
+    which (``quantized::add_channels_last`` / ``add_mixed_layout``), the int8 add follows it."""
+    rng = np.random.default_rng(sum(shape))
+    ta, tb = (torch._make_per_tensor_quantized_tensor(torch.from_numpy(rng.integers(0, 256, shape).astype(np.uint8)),
+                                                      0.5, zp) for zp in (3, 8))
+    cl = torch.channels_last
+    xa, xb = {"nchw": (ta, tb), "channels_last": (ta.contiguous(memory_format=cl), tb.contiguous(memory_format=cl)),
+              "mixed": (ta.contiguous(memory_format=cl), tb)}[layout]
+    want = torch.ops.quantized.add(xa, xb, 1.0, 3).int_repr().numpy()
+    layer = Layer("qadd", [0, 1], [2], dict(a_q=(0.5, 3), b_q=(0.5, 8), y_q=(1.0, 3), range=(0, 255), relu=False,
+                                            layout=layout))
+    y = np.empty(shape, np.uint8)
+    t8.qadd(layer, None)[0].build().fn(ta.int_repr().numpy(), tb.int_repr().numpy(), y)
+    np.testing.assert_array_equal(y, want)
+
+
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2 ** 31), size=st.sampled_from([5, 64, 130, 1000]), relu=st.booleans())
 def test_int8_add_quantize_dequantize_match_quantized_cpu(seed, size, relu):

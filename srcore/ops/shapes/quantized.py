@@ -152,7 +152,9 @@ def _same_dtype(ctx: Ctx, *positions) -> str | None:
     return dtype
 
 
-@rule("quantized::add", "quantized::add_relu", "quantized::mul", "quantized::mul_relu")
+@rule("quantized::add", "quantized::add_relu", "quantized::mul", "quantized::mul_relu",
+      "quantized::add_channels_last", "quantized::add_relu_channels_last", "quantized::add_mixed_layout",
+      "quantized::add_relu_mixed_layout")
 def binary(ctx: Ctx):
     a, b = ctx.tensor(0), ctx.tensor(1)
     dtype = _same_dtype(ctx, 0, 1)

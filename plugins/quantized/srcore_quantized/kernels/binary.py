@@ -24,11 +24,12 @@ def _pair(qa, qb, op: str):
     return a.reshape(-1), np.ascontiguousarray(b).reshape(-1)
 
 
-def _add_channels_last(qa, qb, q, relu: bool, out, op: str):
+def _add_channels_last(qa, qb, q, relu: bool, out, op: str, memory_tail: bool = False):
     """:func:`_add` on two channels-last inputs of the same shape (two quantized convs' outputs),
     in memory order into a channels-last result: elementwise, so only which elements take torch's
-    scalar path depends on the order, and those (the last ``numel % block`` in NCHW order) are
-    redone after. None where it does not apply."""
+    scalar path depends on the order, and those (the last ``numel % block`` in NCHW order, or in
+    memory order with ``memory_tail``: torch's on channels-last inputs) are redone after. None where
+    it does not apply."""
     if not (isinstance(qa, np.ndarray) and isinstance(qb, np.ndarray)) or qa.shape != qb.shape:
         return None
     ma, mb = channels_last(ints(qa)), channels_last(ints(qb))
@@ -46,7 +47,13 @@ def _add_channels_last(qa, qb, q, relu: bool, out, op: str):
     n = qa.size
     k = split_tail(n, qdtype)
     tail = None
-    if k < n:   # torch's scalar path on the last elements in NCHW order (read before ``out`` is written)
+    if k < n and memory_tail:
+        idx = np.unravel_index(np.arange(k, n), mem.shape)
+        c = dequant_scalar(ma[idx], sa, za) + dequant_scalar(mb[idx], sb, zb)
+        if relu:
+            np.maximum(c, F32(0), out=c)
+        tail = quant_scalar(c, q.scale, q.zero_point, qdtype)
+    elif k < n:   # torch's scalar path on the last elements in NCHW order (read before ``out`` is written)
         idx = np.unravel_index(np.arange(k, n), qa.shape)
         c = dequant_scalar(ints(qa)[idx], sa, za) + dequant_scalar(ints(qb)[idx], sb, zb)
         if relu:
@@ -57,7 +64,7 @@ def _add_channels_last(qa, qb, q, relu: bool, out, op: str):
                np.float64(F32(fb * F32(-zb))), F32(1.0) / F32(q.scale), np.float64(q.zero_point),
                np.float64(q.zero_point if relu else info.qmin), np.float64(info.qmax), mem.reshape(-1))
     if tail is not None:
-        res[idx] = tail
+        (mem if memory_tail else res)[idx] = tail
     return wrap(res, qdtype, q)
 
 
@@ -104,6 +111,67 @@ def add_out(qa, qb, scale, zero_point, *, out=None):
 
 def add_relu_out(qa, qb, scale, zero_point, *, out=None):
     return _add(qa, qb, scale, zero_point, True, out, "quantized::add_relu")
+
+
+def _layouts_differ(qa, qb) -> bool:
+    """Whether NCHW and channels-last order differ for these operands (torch's layout-specific paths
+    apply): 4-D, the same shape, more than one channel and more than one pixel."""
+    return (isinstance(qa, np.ndarray) and isinstance(qb, np.ndarray) and qa.ndim == 4
+            and qa.shape == qb.shape and qa.shape[1] > 1 and qa.shape[2] * qa.shape[3] > 1)
+
+
+def _add_in_channels_last(qa, qb, scale, zero_point, relu: bool, out, op: str):
+    """torch's add of two channels-last tensors: its vectorized loop runs in memory (NHWC) order, so
+    the scalar tail is the last ``numel % block`` elements of that order."""
+    if not _layouts_differ(qa, qb):
+        return _add(qa, qb, scale, zero_point, relu, out, op)
+    require_per_tensor(qa, op, "first input")
+    require_per_tensor(qb, op, "second input")
+    if qa.qdtype != getattr(qb, "qdtype", None):
+        raise KernelError(f"{op}: operands must have the same dtype, got {qa.qdtype} and {getattr(qb, 'qdtype', None)}")
+    q = output_qparams(qa.qdtype, scale, zero_point, op)
+    done = _add_channels_last(qa, qb, q, relu, out, op, memory_tail=True)
+    if done is not None:
+        return done
+    nhwc = [wrap(np.ascontiguousarray(ints(t).transpose(0, 2, 3, 1)).reshape(-1), t.qdtype, t.qparams) for t in (qa, qb)]
+    flat = ints(_add(*nhwc, scale, zero_point, relu, None, op))
+    res = buffer(out, qa.shape, qa.qdtype)
+    res[...] = flat.reshape(res.shape[0], res.shape[2], res.shape[3], res.shape[1]).transpose(0, 3, 1, 2)
+    return wrap(res, qa.qdtype, q)
+
+
+def _add_in_mixed_layout(qa, qb, scale, zero_point, relu: bool, out, op: str):
+    """torch's add of a channels-last and an NCHW tensor: no common contiguous order, so its loop
+    takes the scalar path (``(q - zp) * scale``, zero point added before rounding) on every element."""
+    if not _layouts_differ(qa, qb):
+        return _add(qa, qb, scale, zero_point, relu, out, op)
+    a, b = _pair(qa, qb, op)
+    qdtype = qa.qdtype
+    q = output_qparams(qdtype, scale, zero_point, op)
+    c = dequant_scalar(a, qa.qparams.scale, qa.qparams.zero_point) + dequant_scalar(b, qb.qparams.scale, qb.qparams.zero_point)
+    if relu:
+        np.maximum(c, F32(0), out=c)
+    res = buffer(out, qa.shape, qdtype)
+    quant_scalar(c, q.scale, q.zero_point, qdtype, out=res.reshape(-1))
+    return wrap(res, qdtype, q)
+
+
+def add_channels_last_out(qa, qb, scale, zero_point, *, out=None):
+    """``quantized::add`` as torch computes it when it holds both inputs channels-last (conv outputs)."""
+    return _add_in_channels_last(qa, qb, scale, zero_point, False, out, "quantized::add_channels_last")
+
+
+def add_relu_channels_last_out(qa, qb, scale, zero_point, *, out=None):
+    return _add_in_channels_last(qa, qb, scale, zero_point, True, out, "quantized::add_relu_channels_last")
+
+
+def add_mixed_layout_out(qa, qb, scale, zero_point, *, out=None):
+    """``quantized::add`` as torch computes it when it holds one input channels-last, the other NCHW."""
+    return _add_in_mixed_layout(qa, qb, scale, zero_point, False, out, "quantized::add_mixed_layout")
+
+
+def add_relu_mixed_layout_out(qa, qb, scale, zero_point, *, out=None):
+    return _add_in_mixed_layout(qa, qb, scale, zero_point, True, out, "quantized::add_relu_mixed_layout")
 
 
 def requantize_vec(c: np.ndarray, multiplier, zero_point: int) -> np.ndarray:

@@ -98,7 +98,12 @@ def qadd(v: NodeView, c: Converter) -> None:
     _, yq, rng = _out_params(v)
     c.bind(v.node.outputs[0], c.net.add("qadd", [a, b], v.out_shape(), v.source, a_q=_per_tensor(c, a, v, "qa"),
                                         b_q=_per_tensor(c, b, v, "qb"), y_q=yq, range=rng,
-                                        relu=v.op == "quantized::add_relu"))
+                                        relu=v.op.startswith("quantized::add_relu"), layout=_add_layout(v.op)))
+
+
+def _add_layout(op: str) -> str:
+    """Which of torch's loops the add follows: its inputs' layouts in torch, as the importer found them."""
+    return "channels_last" if op.endswith("_channels_last") else "mixed" if op.endswith("_mixed_layout") else "nchw"
 
 
 def qrelu(v: NodeView, c: Converter, x: int) -> None:

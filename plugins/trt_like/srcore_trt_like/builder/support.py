@@ -356,8 +356,9 @@ _TABLE: list[OpSupport] = [
     *_rows("qconv", {"quantized::qconv2d": _QCONV_ARGS, "quantized::qconv2d_relu": _QCONV_ARGS}, _qconv, int8=True),
     *_rows("qlinear", {"quantized::qlinear": _QLINEAR_ARGS, "quantized::qlinear_relu": _QLINEAR_ARGS},
            lambda node: _weight_axis(node, 1), int8=True),
-    *_rows("qadd", {"quantized::add": ("scale", "zero_point"), "quantized::add_relu": ("scale", "zero_point")},
-           _qadd, int8=True),
+    *_rows("qadd", {f"quantized::{op}": ("scale", "zero_point")
+                    for op in ("add", "add_relu", "add_channels_last", "add_relu_channels_last", "add_mixed_layout",
+                               "add_relu_mixed_layout")}, _qadd, int8=True),
 ]
 
 #: op (base name or full overload) -> its row

@@ -167,16 +167,28 @@ def relu_kernel(zero_point: int):
     return qrelu
 
 
-def add_kernel(a_params, b_params, y_params, qmin: int, qmax: int, relu: bool):
-    """``quantized::add(_relu)``: dequantize both, add, (relu), quantize, on torch's two code paths."""
+def add_kernel(a_params, b_params, y_params, qmin: int, qmax: int, relu: bool, layout: str = "nchw"):
+    """``quantized::add(_relu)``: dequantize both, add, (relu), quantize, on torch's two code paths;
+    ``layout`` says which elements torch puts on the scalar one: the last ``numel % block`` in NCHW
+    order (``nchw``), in NHWC order (``channels_last``: torch held both inputs so), or all (``mixed``).
+    Orders matter only for 4-D operands with more than one channel and pixel."""
     (sa, za), (sb, zb), (sy, zy) = a_params, b_params, y_params
     fa, fb = F32(sa), F32(sb)
     pa, pb = F64(F32(fa * F32(-za))), F64(F32(fb * F32(-zb)))
     inv = F32(1.0) / F32(sy)
 
     def qadd(a, b, y):
-        a, b, out = a.reshape(-1), b.reshape(-1), y.reshape(-1)
-        k = a.size // VEC_BLOCK * VEC_BLOCK
+        shape = a.shape
+        ordered = len(shape) == 4 and shape[1] > 1 and shape[2] * shape[3] > 1
+        if ordered and layout == "channels_last":
+            nhwc = np.empty((shape[0], shape[2], shape[3], shape[1]), y.dtype)
+            qadd_flat(a.transpose(0, 2, 3, 1).reshape(-1), b.transpose(0, 2, 3, 1).reshape(-1), nhwc.reshape(-1), False)
+            y[...] = nhwc.transpose(0, 3, 1, 2)
+        else:
+            qadd_flat(a.reshape(-1), b.reshape(-1), y.reshape(-1), ordered and layout == "mixed")
+
+    def qadd_flat(a, b, out, all_scalar: bool):
+        k = 0 if all_scalar else a.size // VEC_BLOCK * VEC_BLOCK
         if k:   # vectorized blocks: fma dequantize, round, then add the zero point
             c = (a[:k].astype(F64) * F64(fa) + pa).astype(F32) + (b[:k].astype(F64) * F64(fb) + pb).astype(F32)
             if relu:
