@@ -2,6 +2,8 @@
 
 * :func:`fuse_pointwise`: runs of pointwise layers become one ``fused_pointwise`` layer (one
   compiled kernel);
+* :func:`fuse_conv_activation`: a float conv whose output only a hardswish, hardsigmoid or SiLU
+  reads carries that activation (``attrs["activation"]``; the conv tactics apply it);
 * :func:`fuse_conv_pool`: a conv whose output only a max pool reads becomes one ``conv_max_pool``
   layer (its tactics pool the conv's output while it is in cache, ``conv/conv_pool.py``).
 
@@ -104,6 +106,37 @@ def _trim_outputs(net: Network) -> None:
         layer.attrs["results"] = tuple(r for _, r in keep)
 
 
+#: the pointwise ops a conv layer can carry as its ``activation`` (``kernels/activation.py``)
+CONV_ACTIVATIONS = frozenset({"hardswish", "hardsigmoid", "silu"})
+
+
+def fuse_conv_activation(net: Network) -> Network:
+    """Give every relu-free, residual-free conv whose output only one hardswish/hardsigmoid/SiLU
+    pointwise layer reads (and the engine does not return) that activation, and drop the pointwise
+    layer (in place). Runs before :func:`fuse_pointwise` (the pointwise layers are still single ops)."""
+    readers: dict[int, list[Layer]] = {}
+    for layer in net.layers:
+        for t in layer.inputs:
+            readers.setdefault(t, []).append(layer)
+    drop: set[int] = set()
+    for layer in net.layers:
+        if layer.kind != "conv" or layer.attrs["relu"] or layer.attrs["residual"] \
+                or layer.attrs.get("activation", "none") != "none" or layer.outputs[0] in net.outputs:
+            continue
+        users = readers.get(layer.outputs[0], [])
+        if len(users) != 1:
+            continue
+        act = users[0]
+        if (act.kind == "pointwise" and act.attrs["op"] in CONV_ACTIVATIONS and act.inputs == layer.outputs
+                and tuple(act.attrs["args"]) == (("in", 0),) and not act.attrs.get("params")
+                and net.shape(act.outputs[0]) == net.shape(layer.outputs[0])):
+            layer.attrs["activation"] = act.attrs["op"]
+            layer.outputs = list(act.outputs)
+            drop.add(id(act))
+    net.layers = [layer for layer in net.layers if id(layer) not in drop]
+    return net
+
+
 def fuse_conv_pool(net: Network) -> Network:
     """Replace every ungrouped, residual-free conv whose output only a max pool reads (and the engine
     does not return) by one ``conv_max_pool`` layer at the conv's place (in place)."""
@@ -119,6 +152,7 @@ def fuse_conv_pool(net: Network) -> Network:
         users = readers.get(layer.outputs[0], []) if layer.kind == "conv" else []
         if (len(users) == 1 and users[0].kind == "max_pool2d" and not layer.attrs["residual"]
                 and layer.attrs["groups"] == 1 and users[0].attrs["dilation"] == (1, 1)
+                and layer.attrs.get("activation", "none") == "none"
                 and layer.outputs[0] not in net.outputs):
             pool = users[0]
             attrs = dict(layer.attrs, pool={k: pool.attrs[k] for k in ("kernel", "stride", "padding", "ceil_mode")},

@@ -1,0 +1,49 @@
+"""In-place activations applied after a conv's store (the conv layer's ``activation`` epilogue):
+hardswish, hardsigmoid and SiLU with the pointwise wing's float32 formulas (torch's), so a fused
+conv gives the same bits as the conv followed by its ``fused_pointwise`` layer."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..pointwise import ops
+from .jit import EXACT_JIT
+
+# no contraction: the same rounding as the fused pointwise kernels (EXACT_JIT), cached on disk
+_JIT = dict(EXACT_JIT, cache=True)
+
+#: the activations a conv layer can carry (besides ``relu``, which its kernels fuse themselves)
+ACTIVATIONS = ("none", "hardswish", "hardsigmoid", "silu")
+
+
+@njit(**_JIT)
+def _hardswish(y):
+    for i in range(y.size):
+        y[i] = ops.hardswish(y[i])
+
+
+@njit(**_JIT)
+def _hardsigmoid(y):
+    for i in range(y.size):
+        y[i] = ops.hardsigmoid(y[i])
+
+
+@njit(**_JIT)
+def _silu(y):
+    for i in range(y.size):
+        y[i] = ops.silu(y[i])
+
+
+_KERNELS = {"hardswish": _hardswish, "hardsigmoid": _hardsigmoid, "silu": _silu}
+
+
+def in_place(name: str):
+    """``fn(y)`` applying activation ``name`` to the C-contiguous float32 array ``y`` in place
+    (``None`` for ``"none"``)."""
+    if name == "none":
+        return None
+    kernel = _KERNELS[name]
+
+    def apply(y: np.ndarray) -> None:
+        kernel(y.reshape(-1))
+    return apply
