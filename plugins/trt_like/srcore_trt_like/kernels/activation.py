@@ -1,5 +1,5 @@
 """In-place activations applied after a conv's store (the conv layer's ``activation`` epilogue):
-hardswish, hardsigmoid and SiLU with the pointwise wing's float32 formulas (torch's), so a fused
+hardswish, hardsigmoid, SiLU and sigmoid with the pointwise wing's float32 formulas (torch's), so a fused
 conv gives the same bits as the conv followed by its ``fused_pointwise`` layer."""
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ import numpy as np
 from numba import njit
 
 from ..pointwise import ops
+from . import fastmath as fm
 from .jit import EXACT_JIT
 
 # no contraction: the same rounding as the fused pointwise kernels (EXACT_JIT), cached on disk
 _JIT = dict(EXACT_JIT, cache=True)
 
 #: the activations a conv layer can carry (besides ``relu``, which its kernels fuse themselves)
-ACTIVATIONS = ("none", "hardswish", "hardsigmoid", "silu")
+ACTIVATIONS = ("none", "hardswish", "hardsigmoid", "silu", "sigmoid")
 
 
 @njit(**_JIT)
@@ -34,7 +35,13 @@ def _silu(y):
         y[i] = ops.silu(y[i])
 
 
-_KERNELS = {"hardswish": _hardswish, "hardsigmoid": _hardsigmoid, "silu": _silu}
+@njit(**_JIT)
+def _sigmoid(y):
+    for i in range(y.size):
+        y[i] = fm.sigmoid(y[i])
+
+
+_KERNELS = {"hardswish": _hardswish, "hardsigmoid": _hardsigmoid, "silu": _silu, "sigmoid": _sigmoid}
 
 
 def in_place(name: str):
