@@ -22,7 +22,8 @@ from srcore.plugin import EngineData
 
 from .builder.convert import _per_tensor, build_network
 from .builder.network import DATA_DTYPES
-from .builder.fusion import MAX_OPS, fuse_conv_pool, fuse_pointwise
+from .builder.fusion import (MAX_OPS, fuse_conv_activation, fuse_conv_pool, fuse_pointwise,
+                             fuse_squeeze_excite)
 from .builder.plan import Plan
 from .options import check_options
 from .serialize import FORMAT, dump_plan
@@ -212,6 +213,8 @@ class Engine:
                 what = layer.kind
                 if layer.kind == "fused_pointwise":
                     what += f" ({len(layer.attrs['ops'])} ops: {_op_list(layer.attrs['ops'])})"
+                elif layer.attrs.get("activation", "none") != "none":
+                    what += f" + {layer.attrs['activation']}"
                 shape = "x".join(map(str, plan.net.shape(layer.outputs[0])))
                 prec = "" if step.precision == "float32" else f", {step.precision}"
                 lines.append(f"  {what} -> {shape} [{tactic}{prec}]")
@@ -270,6 +273,9 @@ def _shape_only(v) -> bool:
 def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
     """The plan of ``segment`` for concrete input ``shapes``."""
     net = build_network(segment.specialize(shapes))
+    if options.get("fusion", True):
+        fuse_conv_activation(net)
+        fuse_squeeze_excite(net)
     fuse_pointwise(net, MAX_OPS if options.get("fusion", True) else 1)
     if options.get("fusion", True):
         fuse_conv_pool(net)

@@ -2,6 +2,11 @@
 
 * :func:`fuse_pointwise`: runs of pointwise layers become one ``fused_pointwise`` layer (one
   compiled kernel);
+* :func:`fuse_conv_activation`: a float conv whose output only a hardswish, hardsigmoid or SiLU
+  reads carries that activation (``attrs["activation"]``; the conv tactics apply it);
+* :func:`fuse_squeeze_excite`: global average pool -> 1x1 conv (+ relu/SiLU/hardswish) -> 1x1 conv
+  + hardsigmoid/sigmoid -> channel-wise scale of the pooled tensor becomes one ``squeeze_excite``
+  layer (``tactics/squeeze_excite.py``);
 * :func:`fuse_conv_pool`: a conv whose output only a max pool reads becomes one ``conv_max_pool``
   layer (its tactics pool the conv's output while it is in cache, ``conv/conv_pool.py``).
 
@@ -16,6 +21,7 @@ the run has finished. Members' other intermediates never touch memory.
 from __future__ import annotations
 
 import attrs
+import numpy as np
 
 from .network import Layer, Network
 
@@ -104,6 +110,95 @@ def _trim_outputs(net: Network) -> None:
         layer.attrs["results"] = tuple(r for _, r in keep)
 
 
+#: the pointwise ops a conv layer can carry as its ``activation`` (``kernels/activation.py``)
+CONV_ACTIVATIONS = frozenset({"hardswish", "hardsigmoid", "silu", "sigmoid"})
+
+
+def fuse_conv_activation(net: Network) -> Network:
+    """Give every relu-free, residual-free conv whose output only one hardswish/hardsigmoid/SiLU
+    pointwise layer reads (and the engine does not return) that activation, and drop the pointwise
+    layer (in place). Runs before :func:`fuse_pointwise` (the pointwise layers are still single ops)."""
+    readers: dict[int, list[Layer]] = {}
+    for layer in net.layers:
+        for t in layer.inputs:
+            readers.setdefault(t, []).append(layer)
+    drop: set[int] = set()
+    for layer in net.layers:
+        if layer.kind != "conv" or layer.attrs["relu"] or layer.attrs["residual"] \
+                or layer.attrs.get("activation", "none") != "none" or layer.outputs[0] in net.outputs:
+            continue
+        users = readers.get(layer.outputs[0], [])
+        if len(users) != 1:
+            continue
+        act = users[0]
+        if (act.kind == "pointwise" and act.attrs["op"] in CONV_ACTIVATIONS and act.inputs == layer.outputs
+                and tuple(act.attrs["args"]) == (("in", 0),) and not act.attrs.get("params")
+                and net.shape(act.outputs[0]) == net.shape(layer.outputs[0])):
+            layer.attrs["activation"] = act.attrs["op"]
+            layer.outputs = list(act.outputs)
+            drop.add(id(act))
+    net.layers = [layer for layer in net.layers if id(layer) not in drop]
+    return net
+
+
+def _fc(layer: Layer | None, x: int) -> bool:
+    """Whether ``layer`` is an ungrouped, residual-free 1x1 conv (stride 1, no padding) of ``x``."""
+    return (layer is not None and layer.kind == "conv" and layer.inputs == [x] and not layer.attrs["residual"]
+            and layer.attrs["groups"] == 1 and layer.attrs["weight"].shape[2:] == (1, 1)
+            and layer.attrs["stride"] == (1, 1) and layer.attrs["padding"] == (0, 0))
+
+
+def fuse_squeeze_excite(net: Network) -> Network:
+    """Replace every squeeze-excite block, ``x * gate(fc2(act(fc1(adaptive_avg_pool2d(x, 1)))))``
+    with 1x1 convs as the FCs (any channel counts), ``act`` none/relu/SiLU/hardswish and ``gate``
+    hardsigmoid/sigmoid (carried by fc2, see :func:`fuse_conv_activation`), whose intermediates
+    nothing else reads, by one ``squeeze_excite`` layer at the multiply's place (in place)."""
+    made = {t: layer for layer in net.layers for t in layer.outputs}
+    readers: dict[int, int] = {}
+    for layer in net.layers:
+        for t in layer.inputs:
+            readers[t] = readers.get(t, 0) + 1
+    only = lambda t: readers.get(t) == 1 and t not in net.outputs  # noqa: E731
+    drop: set[int] = set()
+    out = []
+    for layer in net.layers:
+        match = None
+        if (layer.kind == "pointwise" and layer.attrs["op"] == "mul" and len(layer.inputs) == 2
+                and tuple(layer.attrs["args"]) == (("in", 0), ("in", 1))):
+            for x, s in (layer.inputs, layer.inputs[::-1]):
+                xs, ss = net.shape(x), net.shape(s)
+                if len(xs) != 4 or ss != xs[:2] + (1, 1) or net.shape(layer.outputs[0]) != xs or not only(s):
+                    continue
+                fc2 = made.get(s)
+                if fc2 is None or fc2.kind != "conv" or fc2.attrs.get("activation") not in ("hardsigmoid", "sigmoid"):
+                    continue
+                h = fc2.inputs[0]
+                fc1 = made.get(h)
+                if not (_fc(fc2, h) and only(h) and fc1 is not None) or fc1.attrs.get("activation", "none") \
+                        not in ("none", "silu", "hardswish"):
+                    continue
+                p = fc1.inputs[0]
+                pool = made.get(p)
+                if (_fc(fc1, p) and only(p) and pool is not None and pool.kind == "adaptive_avg_pool2d"
+                        and pool.inputs == [x] and net.shape(p) == xs[:2] + (1, 1)):
+                    match = (x, pool, fc1, fc2)
+                    break
+        if match is None:
+            out.append(layer)
+            continue
+        x, pool, fc1, fc2 = match
+        act = "relu" if fc1.attrs["relu"] else fc1.attrs.get("activation", "none")
+        C, R = net.shape(x)[1], fc1.attrs["weight"].shape[0]
+        bias = lambda c, n: np.zeros(n, np.float32) if c.attrs["bias"] is None else c.attrs["bias"]  # noqa: E731
+        attrs = dict(w1=np.ascontiguousarray(fc1.attrs["weight"].reshape(R, C)), b1=bias(fc1, R), act=act,
+                     w2=np.ascontiguousarray(fc2.attrs["weight"].reshape(C, R)), b2=bias(fc2, C),
+                     gate=fc2.attrs["activation"])
+        drop.update((id(pool), id(fc1), id(fc2)))
+        out.append(Layer("squeeze_excite", [x], list(layer.outputs), attrs, layer.source))
+    net.layers = [layer for layer in out if id(layer) not in drop]
+    return net
+
+
 def fuse_conv_pool(net: Network) -> Network:
     """Replace every ungrouped, residual-free conv whose output only a max pool reads (and the engine
     does not return) by one ``conv_max_pool`` layer at the conv's place (in place)."""
@@ -119,6 +214,7 @@ def fuse_conv_pool(net: Network) -> Network:
         users = readers.get(layer.outputs[0], []) if layer.kind == "conv" else []
         if (len(users) == 1 and users[0].kind == "max_pool2d" and not layer.attrs["residual"]
                 and layer.attrs["groups"] == 1 and users[0].attrs["dilation"] == (1, 1)
+                and layer.attrs.get("activation", "none") == "none"
                 and layer.outputs[0] not in net.outputs):
             pool = users[0]
             attrs = dict(layer.attrs, pool={k: pool.attrs[k] for k in ("kernel", "stride", "padding", "ceil_mode")},

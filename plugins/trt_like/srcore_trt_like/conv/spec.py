@@ -6,6 +6,8 @@ import numpy as np
 
 from ..errors import TacticSpecError
 from ..kernels import threads as _threads
+from ..kernels import activation as _activation
+from ..kernels.activation import ACTIVATIONS
 
 
 def as_pair(name):
@@ -37,7 +39,8 @@ def as_shape4(v):
 @attrs.frozen
 class ConvSpec:
     """Everything static about one 2-D conv layer: float32, NCHW, symmetric padding, and the epilogue
-    ``out = relu?(conv(x) + bias (+ residual))``. Invalid specs raise :class:`TacticSpecError`."""
+    ``out = act(conv(x) + bias (+ residual))``, act relu (fused in the kernels' stores) or
+    ``activation`` (hardswish, hardsigmoid, silu: applied in place after the store). Invalid specs raise :class:`TacticSpecError`."""
     x_shape: tuple[int, int, int, int] = attrs.field(converter=as_shape4)
     out_channels: int = attrs.field(converter=int)
     kernel: tuple[int, int] = attrs.field(converter=as_pair("kernel"))
@@ -47,6 +50,8 @@ class ConvSpec:
     groups: int = attrs.field(default=1, converter=int)
     relu: bool = attrs.field(default=False, converter=bool)
     residual: bool = attrs.field(default=False, converter=bool)
+    #: applied after the epilogue, in place on the output (``kernels/activation.py``)
+    activation: str = attrs.field(default="none", kw_only=True)
 
     def __attrs_post_init__(self):
         N, C, H, W = self.x_shape
@@ -65,6 +70,10 @@ class ConvSpec:
         if not bad and min(self.out_shape[2:]) < 1:
             bad.append(f"the {self.kernel} kernel (dilation {self.dilation}) is larger than the padded "
                        f"input {(H + 2 * self.padding[0], W + 2 * self.padding[1])}: no output")
+        if self.activation not in ACTIVATIONS:
+            bad.append(f"activation {self.activation!r} is not one of {', '.join(ACTIVATIONS)}")
+        elif self.activation != "none" and self.relu:
+            bad.append(f"relu and activation {self.activation!r} both set")
         if bad:
             raise TacticSpecError("conv spec: " + "; ".join(bad))
 
@@ -97,7 +106,7 @@ def check_array(role, a, shape):
 class ConvTactic:
     """One implementation of a :class:`ConvSpec` with its weights laid out at construction.
 
-    ``tactic(x, out, residual=None)`` writes ``relu?(conv(x) + bias (+ residual))`` into ``out``;
+    ``tactic(x, out, residual=None)`` writes ``act(conv(x) + bias (+ residual))`` into ``out``;
     every array C-contiguous float32 of the spec's shapes (checked: a few microseconds a call).
     Subclasses set :attr:`name` and implement :meth:`_run`; those that call numpy's BLAS set
     :attr:`uses_blas`: built for more than one intra-op thread, they run it on the calling thread
@@ -129,6 +138,16 @@ class ConvTactic:
                      else np.ascontiguousarray(bias, dtype=np.float32))
         if self.uses_blas and _threads.count() > 1:
             self._run = _threads.on_caller(self._run)
+        act = _activation.in_place(spec.activation)
+        if act is not None:
+            # no kernel fuses these into its stores yet: one in-place pass over the output
+            # while it is still in cache, in the same layer (no separate pointwise layer)
+            run = self._run
+
+            def run_then_activate(x, out, residual):
+                run(x, out, residual)
+                act(out)
+            self._run = run_then_activate
 
     def __call__(self, x: np.ndarray, out: np.ndarray, residual: np.ndarray | None = None) -> None:
         check_array(f"{self.name}: x", x, self.spec.x_shape)
@@ -169,4 +188,5 @@ class ConvTactic:
     def __repr__(self):
         s = self.spec
         return (f"<{type(self).__name__} {self.name} x{s.x_shape} -> {self.out_shape} k{s.kernel} s{s.stride} "
-                f"p{s.padding} d{s.dilation} g{s.groups}{' +res' if s.residual else ''}{' relu' if s.relu else ''}>")
+                f"p{s.padding} d{s.dilation} g{s.groups}{' +res' if s.residual else ''}{' relu' if s.relu else ''}"
+                f"{' ' + s.activation if s.activation != 'none' else ''}>")

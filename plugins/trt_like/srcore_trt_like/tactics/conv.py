@@ -22,7 +22,8 @@ def conv_spec(layer: Layer, net: Network, *, residual: bool | None = None) -> Co
     a = layer.attrs
     w = a["weight"]
     return ConvSpec(net.shape(layer.inputs[0]), w.shape[0], w.shape[2:], a["stride"], a["padding"], a["dilation"],
-                    a["groups"], relu=a["relu"], residual=a["residual"] if residual is None else residual)
+                    a["groups"], relu=a["relu"], residual=a["residual"] if residual is None else residual,
+                    activation=a.get("activation", "none"))
 
 
 def conv_candidates(layer: Layer, net: Network) -> list[Candidate]:

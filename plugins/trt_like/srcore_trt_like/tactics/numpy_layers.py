@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..builder.network import Layer, Network
+from ..kernels import activation as _activation
 from ..pointwise.reference import eval_ops
 
 
@@ -209,6 +210,7 @@ def conv(layer: Layer, net: Network):
     w, b = layer.attrs["weight"], layer.attrs["bias"]
     (sh, sw), (ph, pw), (dh, dw) = layer.attrs["stride"], layer.attrs["padding"], layer.attrs["dilation"]
     G, relu, residual = layer.attrs["groups"], layer.attrs["relu"], layer.attrs["residual"]
+    act = _activation.in_place(layer.attrs.get("activation", "none"))
     O, Cg, kh, kw = w.shape
     wg = w.reshape(G, O // G, Cg * kh * kw)
 
@@ -232,4 +234,6 @@ def conv(layer: Layer, net: Network):
         if relu:
             np.maximum(res, 0, out=res)
         np.copyto(out, res)
+        if act is not None:
+            act(out)
     return run

@@ -1,0 +1,65 @@
+"""The fused squeeze-excite layer against torch: any channel counts and reduction ratios, relu /
+SiLU / hardswish / no activation inside, hardsigmoid or sigmoid as the gate, batch 1 and 2; and
+the blocks the pattern must leave alone."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srcore
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+nn = torch.nn
+INNER = {"relu": nn.ReLU, "silu": nn.SiLU, "hardswish": nn.Hardswish, "none": nn.Identity}
+GATE = {"hardsigmoid": nn.Hardsigmoid, "sigmoid": nn.Sigmoid}
+
+
+class SE(torch.nn.Module):
+    def __init__(self, c, r, inner, gate, bias=True, leak=False):
+        super().__init__()
+        self.pre = torch.nn.Conv2d(3, c, 3, padding=1)
+        self.fc1 = torch.nn.Conv2d(c, r, 1, bias=bias)
+        self.fc2 = torch.nn.Conv2d(r, c, 1)
+        self.inner, self.gate, self.leak = INNER[inner](), GATE[gate](), leak
+
+    def forward(self, x):
+        x = self.pre(x)
+        p = F.adaptive_avg_pool2d(x, 1)
+        y = x * self.gate(self.fc2(self.inner(self.fc1(p))))
+        return y + p if self.leak else y        # leak: the pooled tensor read twice, no fusion
+
+
+def _engine(m, x):
+    model = srcore.from_torchscript(torch.jit.script(m), (x,))
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=("trt_like", "cpu")))
+    return sm, "\n".join(e.description for e in sm.partition.engines)
+
+
+@pytest.mark.parametrize("c, r, inner, gate, n, bias", [
+    (16, 4, "relu", "hardsigmoid", 1, True),
+    (24, 8, "silu", "sigmoid", 2, True),
+    (40, 10, "hardswish", "hardsigmoid", 1, False),
+    (12, 12, "none", "sigmoid", 2, True),
+])
+def test_squeeze_excite_is_one_layer_and_matches_torch(c, r, inner, gate, n, bias):
+    torch.manual_seed(c)
+    m = SE(c, r, inner, gate, bias).eval()
+    x = 2 * torch.randn(n, 3, 9, 7)
+    sm, desc = _engine(m, x)
+    assert desc.count("squeeze_excite") == 1 and "adaptive_avg_pool2d" not in desc, desc
+    with torch.no_grad():
+        want = m(x).numpy()
+    np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_block_whose_pooled_tensor_is_read_elsewhere_is_not_fused():
+    torch.manual_seed(1)
+    m = SE(8, 2, "relu", "hardsigmoid", leak=True).eval()
+    x = torch.randn(1, 3, 6, 6)
+    sm, desc = _engine(m, x)
+    assert "squeeze_excite" not in desc and "adaptive_avg_pool2d" in desc, desc
+    with torch.no_grad():
+        want = m(x).numpy()
+    np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-5)
