@@ -448,8 +448,8 @@ def _warm_up(rt, declared: tuple[np.ndarray, ...], graph) -> bool:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             rt(*zeros)
-    except Exception:   # noqa: BLE001 - zeros may be invalid input (e.g. for an index); the first call reports it
-        pass
+    except Exception as exc:   # noqa: BLE001 - zeros may be invalid input (an index); the first call reports it
+        log.debug("warm-up run on zeros failed (left to the first call): %s", exc)
     return True
 
 
