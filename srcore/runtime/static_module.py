@@ -436,8 +436,7 @@ def _warm_up(rt, declared: tuple[np.ndarray, ...], graph) -> bool:
     is left to the first call. True if it ran."""
     import warnings
 
-    from ..ir.effects import SIDE_EFFECT_OPS
-    from ..passes._util import NONDETERMINISTIC_OPS
+    from ..ir.effects import NONDETERMINISTIC_OPS, SIDE_EFFECT_OPS
 
     if any(n.kind in SIDE_EFFECT_OPS or n.kind in NONDETERMINISTIC_OPS for n in graph.all_nodes()):
         return False
