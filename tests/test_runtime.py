@@ -4,6 +4,7 @@ from __future__ import annotations
 import gc
 import threading
 
+import attrs
 import numpy as np
 import pytest
 
@@ -570,3 +571,27 @@ def test_a_static_model_s_first_call_on_the_loading_thread_builds_nothing(option
     # a symbolic dim: the runtime waits for the first call
     assert getattr(srcore.StaticModule(Model.from_graph(parse_graph(CHAIN)), options=options)._local, "rt",
                    None) is None
+
+
+def test_a_static_model_s_arena_is_planned_written_and_warmed_at_load(options, monkeypatch):
+    """No call pays for a build: with static shapes the arena's slab exists at load (the first call
+    allocates none), and one warm-up run on zeros has gone through the kernels (Options.warm_up)."""
+    from srcore.runtime import arena
+
+    static = Model.from_graph(parse_graph(CHAIN.replace("Float(batch, 64)", "Float(3, 64)")))
+    sm = srcore.StaticModule(static, options=options)
+    rt = sm.runtime()
+    assert rt.arena_bytes >= 3 * 64 * 4 and "warm_up" in sm.load_stages
+    slabs = [a.slab for a in rt.arenas]
+
+    def no_slab(*a):
+        raise AssertionError("an arena slab allocated in a call")
+    monkeypatch.setattr(arena, "aligned_slab", no_slab)
+    x = np.random.default_rng(2).standard_normal((3, 64)).astype(np.float32)
+    for _ in range(2):
+        np.testing.assert_allclose(rt(x), chain_ref(x), rtol=1e-5, atol=1e-6)
+    assert all(a.slab is s for a, s in zip(rt.arenas, slabs))
+    monkeypatch.undo()
+    cold = srcore.StaticModule(static, options=attrs.evolve(options, warm_up=False))
+    assert "warm_up" not in cold.load_stages
+    np.testing.assert_allclose(cold(x), chain_ref(x), rtol=1e-5, atol=1e-6)

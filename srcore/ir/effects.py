@@ -18,7 +18,16 @@ from __future__ import annotations
 from .alias import may_alias_inputs, mutated_inputs
 from .graph import Node, Value, PARAM
 
-__all__ = ["has_side_effects", "SIDE_EFFECT_OPS"]
+__all__ = ["has_side_effects", "SIDE_EFFECT_OPS", "NONDETERMINISTIC_OPS"]
+
+#: ops whose result is random (never folded, never merged by CSE)
+NONDETERMINISTIC_OPS = frozenset({
+    "aten::rand", "aten::randn", "aten::rand_like", "aten::randn_like", "aten::randint",
+    "aten::randint_like", "aten::randperm", "aten::bernoulli", "aten::bernoulli_", "aten::multinomial",
+    "aten::normal", "aten::normal_", "aten::poisson", "aten::uniform_", "aten::rrelu",
+    "aten::rrelu_with_noise", "aten::dropout", "aten::feature_dropout", "aten::alpha_dropout",
+    "aten::feature_alpha_dropout", "aten::native_dropout", "aten::exponential_", "aten::geometric_",
+})
 
 SIDE_EFFECT_OPS = frozenset({
     "prim::Print", "prim::RaiseException", "aten::warn", "prim::SetAttr", "prim::Enter",

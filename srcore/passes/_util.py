@@ -9,19 +9,11 @@ from typing import Any, Iterator
 
 from ..ir import effects as _effects
 from ..ir.constants import const_or, is_const, unique_param_name  # noqa: F401  (the passes' helpers)
-from ..ir.effects import SIDE_EFFECT_OPS
+from ..ir.effects import NONDETERMINISTIC_OPS, SIDE_EFFECT_OPS
 from ..ir.graph import Block, Node, Value, clone_node
 from ..ir.names import base_op
 from ..ir.types import TensorType
 
-#: ops whose result is random (never folded, never merged by CSE)
-NONDETERMINISTIC_OPS = frozenset({
-    "aten::rand", "aten::randn", "aten::rand_like", "aten::randn_like", "aten::randint",
-    "aten::randint_like", "aten::randperm", "aten::bernoulli", "aten::bernoulli_", "aten::multinomial",
-    "aten::normal", "aten::normal_", "aten::poisson", "aten::uniform_", "aten::rrelu",
-    "aten::rrelu_with_noise", "aten::dropout", "aten::feature_dropout", "aten::alpha_dropout",
-    "aten::feature_alpha_dropout", "aten::native_dropout", "aten::exponential_", "aten::geometric_",
-})
 
 def has_side_effects(node: Node) -> bool:
     """True if ``node`` is observable beyond its outputs, its own writes aside.

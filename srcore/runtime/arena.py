@@ -58,6 +58,11 @@ class BlockArena:
     def nbytes(self) -> int:
         return 0 if self.slab is None else int(self.slab.nbytes)
 
+    def touch(self) -> None:
+        """Write the slab's pages now (a fresh slab's first writes fault its pages in, one by one)."""
+        if self.slab is not None:
+            self.slab.fill(0)
+
     def buffers(self, key: Any, bsig) -> dict[int, np.ndarray]:
         """slot -> view for this signature (a slot missing means: its kernel allocates)."""
         if self.pending is not None:

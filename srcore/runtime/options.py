@@ -78,6 +78,13 @@ class Options:
     executor
         ``"codegen"`` (default): one generated straight-line Python function per block.
         ``"interpreter"``: the reference loop over processed nodes.
+    warm_up
+        ``True`` (default): a model whose input specs fix one signature (every input a tensor of
+        fixed shape and dtype) is run once at load on zero inputs, after its buffers are planned
+        and their pages written, so that its first call costs what a steady one does (numpy's
+        and the kernels' first-use paths, cold pages). Skipped for graphs with random or
+        side-effecting ops (the warm-up would draw random numbers, print, raise...); a warm-up
+        that fails is ignored (the first call reports the error). ``False``: no warm-up run.
     check_inputs
         Check number, dtype, rank and shape of the inputs against the input specs, once
         per new input signature, raising :class:`srcore.SrcoreInputError`.
@@ -128,6 +135,7 @@ class Options:
     executor: str = attrs.field(factory=lambda: os.environ.get("SRCORE_EXECUTOR", "codegen"),
                                 validator=_one_of(_EXECUTORS))
     check_inputs: bool = True
+    warm_up: bool = True
     optimize: bool = True
     backends: tuple[str, ...] = attrs.field(default=DEFAULT_BACKENDS, converter=_names, validator=_all_str)
     engine_min_block_size: int = attrs.field(default=3, validator=_positive_int)

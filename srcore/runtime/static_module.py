@@ -203,8 +203,10 @@ class StaticModule:
         if self.declared_inputs is not None:
             # and this thread's runtime (entry point, arenas, the signature's buffers): the first
             # call made from here is then a steady call (other threads build theirs on first use)
-            self.runtime()
+            rt = self.runtime()
             clock.stage("runtime")
+            if options.warm_up and _warm_up(rt, self.declared_inputs, graph):
+                clock.stage("warm_up")
         self.setup_time = time.perf_counter() - t0
         #: seconds spent in each load stage (plugins, schemas, passes, shapes, [partition,] dispatch, process,
         #: codegen)
@@ -425,6 +427,29 @@ def _unpack(model) -> tuple[Any, tuple, tuple[str, ...]]:
     else:
         raise SrcoreError(f"StaticModule needs a srcore.Model or a srcore.ir.Graph, not {type(model).__name__}")
     return model_graph, tuple(specs), tuple(s.name for s in specs)
+
+
+def _warm_up(rt, declared: tuple[np.ndarray, ...], graph) -> bool:
+    """Run ``rt`` once on zero inputs of the declared signature, its arena's pages written first,
+    so that the first user call finds warm pages, caches and first-use paths (Options.warm_up).
+    Not for graphs whose run is observable (random, printing, raising, stateful ops); any error
+    is left to the first call. True if it ran."""
+    import warnings
+
+    from ..ir.effects import NONDETERMINISTIC_OPS, SIDE_EFFECT_OPS
+
+    if any(n.kind in SIDE_EFFECT_OPS or n.kind in NONDETERMINISTIC_OPS for n in graph.all_nodes()):
+        return False
+    for arena in rt.arenas:
+        arena.touch()
+    zeros = [np.zeros(a.shape, a.dtype) for a in declared]
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rt(*zeros)
+    except Exception as exc:   # noqa: BLE001 - zeros may be invalid input (an index); the first call reports it
+        log.debug("warm-up run on zeros failed (left to the first call): %s", exc)
+    return True
 
 
 def _declared_inputs(specs) -> tuple[np.ndarray, ...] | None:
