@@ -595,3 +595,45 @@ def test_a_static_model_s_arena_is_planned_written_and_warmed_at_load(options, m
     cold = srcore.StaticModule(static, options=attrs.evolve(options, warm_up=False))
     assert "warm_up" not in cold.load_stages
     np.testing.assert_allclose(cold(x), chain_ref(x), rtol=1e-5, atol=1e-6)
+
+
+WHILE = """graph(%x : Float(3, 4)):
+  %true : bool = prim::Constant[value=1]()
+  %big : int = prim::Constant[value=1000]()
+  %none : NoneType = prim::Constant()
+  %zero : int = prim::Constant[value=0]()
+  %y : Tensor = prim::Loop(%big, %true, %x)
+    block0(%i : int, %c : Tensor):
+      %s : Tensor = aten::sum(%c, %none)
+      %neg : Tensor = aten::lt(%s, %zero)
+      %cond : bool = aten::Bool(%neg)
+      %r : Tensor = aten::relu(%c)
+      -> (%cond, %r)
+  return (%y)
+"""
+RAISES = """graph(%x : Float(3, 4)):
+  %none : NoneType = prim::Constant()
+  %zero : int = prim::Constant[value=0]()
+  %msg : str = prim::Constant[value="positive"]()
+  %s : Tensor = aten::sum(%x, %none)
+  %pos : Tensor = aten::gt(%s, %zero)
+  %c : bool = aten::Bool(%pos)
+   = prim::If(%c)
+    block0():
+       = prim::RaiseException(%msg, %none)
+      -> ()
+    block1():
+      -> ()
+  %y : Tensor = aten::relu(%x)
+  return (%y)
+"""
+FOR = WHILE.replace("-> (%cond, %r)", "-> (%true, %r)")
+
+
+@pytest.mark.parametrize("text,warmed", [(WHILE, False), (RAISES, False), (FOR, True)],
+                         ids=["while_loop", "raises", "for_loop"])
+def test_the_warm_up_skips_graphs_whose_run_is_observable_or_may_not_end(options, text, warmed):
+    sm = srcore.StaticModule(Model.from_graph(parse_graph(text)), options=options)
+    assert ("warm_up" in sm.load_stages) is warmed
+    x = -np.ones((3, 4), np.float32)
+    np.testing.assert_array_equal(sm(x), np.zeros((3, 4), np.float32))

@@ -432,13 +432,13 @@ def _unpack(model) -> tuple[Any, tuple, tuple[str, ...]]:
 def _warm_up(rt, declared: tuple[np.ndarray, ...], graph) -> bool:
     """Run ``rt`` once on zero inputs of the declared signature, its arena's pages written first,
     so that the first user call finds warm pages, caches and first-use paths (Options.warm_up).
-    Not for graphs whose run is observable (random, printing, raising, stateful ops); any error
-    is left to the first call. True if it ran."""
+    Not for graphs whose run is observable (random, printing, raising, stateful ops) or may not end
+    on zeros (a while loop); any error is left to the first call. True if it ran."""
     import warnings
 
     from ..ir.effects import NONDETERMINISTIC_OPS, SIDE_EFFECT_OPS
 
-    if any(n.kind in SIDE_EFFECT_OPS or n.kind in NONDETERMINISTIC_OPS for n in graph.all_nodes()):
+    if any(n.kind in SIDE_EFFECT_OPS or n.kind in NONDETERMINISTIC_OPS or _while_loop(n) for n in graph.all_nodes()):
         return False
     for arena in rt.arenas:
         arena.touch()
@@ -450,6 +450,14 @@ def _warm_up(rt, declared: tuple[np.ndarray, ...], graph) -> bool:
     except Exception as exc:   # noqa: BLE001 - zeros may be invalid input (an index); the first call reports it
         log.debug("warm-up run on zeros failed (left to the first call): %s", exc)
     return True
+
+
+def _while_loop(node) -> bool:
+    """A ``prim::Loop`` whose continue condition is computed in its body: on zeros it may never end."""
+    if node.kind != "prim::Loop":
+        return False
+    cond = node.blocks[0].outputs[0]
+    return cond.node is None or cond.node.kind != "prim::Constant"
 
 
 def _declared_inputs(specs) -> tuple[np.ndarray, ...] | None:
