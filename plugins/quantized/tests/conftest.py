@@ -5,6 +5,20 @@ from __future__ import annotations
 import os
 import sys
 
+import pytest
+
 _HERE = os.path.dirname(__file__)
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
+
+
+@pytest.fixture(scope="module")
+def fbgemm():
+    """torch's quantized engine set to fbgemm (the x86 semantics srcore matches) for a module's
+    tests, the previous engine put back after them (``pytest.mark.usefixtures("fbgemm")``)."""
+    import torch
+
+    old = torch.backends.quantized.engine
+    torch.backends.quantized.engine = "fbgemm"
+    yield
+    torch.backends.quantized.engine = old

@@ -18,16 +18,8 @@ from _torch_quant import srq  # noqa: E402  (conftest.py puts this folder on sys
 
 torch = pytest.importorskip("torch")
 nn, tq = torch.nn, torch.ao.quantization
-pytestmark = [pytest.mark.filterwarnings("ignore::UserWarning")]
+pytestmark = [pytest.mark.filterwarnings("ignore::UserWarning"), pytest.mark.usefixtures("fbgemm")]
 CL = torch.channels_last
-
-
-@pytest.fixture(autouse=True, scope="module")
-def fbgemm():
-    old = torch.backends.quantized.engine
-    torch.backends.quantized.engine = "fbgemm"
-    yield
-    torch.backends.quantized.engine = old
 
 
 def _q(rng, shape, scale, zp, dtype):

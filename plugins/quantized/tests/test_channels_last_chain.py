@@ -17,15 +17,7 @@ from srcore_quantized.kernels._common import channels_last
 from _torch_quant import srq  # noqa: E402  (conftest.py puts this folder on sys.path)
 
 torch = pytest.importorskip("torch")
-pytestmark = [pytest.mark.one_pass, pytest.mark.filterwarnings("ignore::UserWarning")]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def fbgemm():
-    old = torch.backends.quantized.engine
-    torch.backends.quantized.engine = "fbgemm"
-    yield
-    torch.backends.quantized.engine = old
+pytestmark = [pytest.mark.one_pass, pytest.mark.filterwarnings("ignore::UserWarning"), pytest.mark.usefixtures("fbgemm")]
 
 
 def same(got, ref):

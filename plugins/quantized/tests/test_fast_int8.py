@@ -20,15 +20,8 @@ def same(got, ref):
     assert isinstance(got, QuantizedArray) and got.qparams == srq(ref).qparams
     np.testing.assert_array_equal(got.int_repr(), ref.int_repr().numpy())
 
-pytestmark = pytest.mark.one_pass   # kernels called directly: independent of the executor and planner
-
-
-@pytest.fixture(autouse=True, scope="module")
-def fbgemm():
-    old = torch.backends.quantized.engine
-    torch.backends.quantized.engine = "fbgemm"
-    yield
-    torch.backends.quantized.engine = old
+# kernels called directly: independent of the executor and planner
+pytestmark = [pytest.mark.one_pass, pytest.mark.usefixtures("fbgemm")]
 
 
 @settings(max_examples=15, deadline=None)

@@ -20,19 +20,11 @@ from _torch_quant import srq  # noqa: E402  (conftest.py puts this folder on sys
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.one_pass, pytest.mark.filterwarnings("ignore::UserWarning"),
-              pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+              pytest.mark.filterwarnings("ignore::DeprecationWarning"), pytest.mark.usefixtures("fbgemm")]
 F = torch.nn.functional
 TQ = {"quint8": torch.quint8, "qint8": torch.qint8, "qint32": torch.qint32}
 RANGE = {"quint8": (0, 255), "qint8": (-128, 127), "qint32": (-1000, 1000)}
 EXAMPLES = settings(max_examples=12, deadline=None)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def fbgemm():
-    old = torch.backends.quantized.engine
-    torch.backends.quantized.engine = "fbgemm"
-    yield
-    torch.backends.quantized.engine = old
 
 
 def same(got, ref):
