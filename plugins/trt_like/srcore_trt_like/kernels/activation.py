@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..pointwise import ops
 from . import fastmath as fm
 from .jit import EXACT_JIT
 
@@ -20,19 +19,19 @@ ACTIVATIONS = ("none", "hardswish", "hardsigmoid", "silu", "sigmoid")
 @njit(**_JIT)
 def _hardswish(y):
     for i in range(y.size):
-        y[i] = ops.hardswish(y[i])
+        y[i] = fm.hardswish(y[i])
 
 
 @njit(**_JIT)
 def _hardsigmoid(y):
     for i in range(y.size):
-        y[i] = ops.hardsigmoid(y[i])
+        y[i] = fm.hardsigmoid(y[i])
 
 
 @njit(**_JIT)
 def _silu(y):
     for i in range(y.size):
-        y[i] = ops.silu(y[i])
+        y[i] = fm.silu(y[i])
 
 
 @njit(**_JIT)

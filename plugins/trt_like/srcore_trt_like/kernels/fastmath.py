@@ -32,8 +32,8 @@ from numba.extending import intrinsic
 
 from .jit import EXACT_JIT
 
-__all__ = ["exp", "expm1", "log", "log1p", "tanh", "sigmoid", "erf", "F32", "Cond", "where",
-           "float32_function", "jit_options"]
+__all__ = ["exp", "expm1", "log", "log1p", "tanh", "sigmoid", "erf", "clamp", "silu", "hardsigmoid", "hardswish",
+           "F32", "Cond", "where", "float32_function", "jit_options"]
 
 _FLOAT = ir.FloatType()
 _I32 = ir.IntType(32)
@@ -340,3 +340,33 @@ log1p = float32_function(log1p_ir)
 tanh = float32_function(tanh_ir)
 sigmoid = float32_function(sigmoid_ir)
 erf = float32_function(erf_ir)
+
+
+# the activations a trt_like conv layer can carry (kernels/activation.py) and the pointwise wing
+# uses (pointwise/ops.py): one float32 formula each, torch's
+def clamp_ir(x: F32, lo: F32, hi: F32) -> F32:
+    """torch.clamp: min(max(x, lo), hi) with NaN from any side (a NaN bound makes every result
+    NaN, as torch's); ``hi`` wins when lo > hi."""
+    # (a Python float bound, hardsigmoid's and hardswish's, is never NaN)
+    take_lo = (x < lo) | lo.is_nan() if isinstance(lo, F32) else x < lo
+    y = where(take_lo, lo, x)
+    take_hi = (y > hi) | hi.is_nan() if isinstance(hi, F32) else y > hi
+    return where(take_hi, hi, y)
+
+
+def silu_ir(x: F32) -> F32:
+    return x / (1.0 + exp_ir(-x))
+
+
+def hardsigmoid_ir(x: F32) -> F32:
+    return clamp_ir(x + 3.0, 0.0, 6.0) / 6.0
+
+
+def hardswish_ir(x: F32) -> F32:
+    return x * clamp_ir(x + 3.0, 0.0, 6.0) / 6.0
+
+
+clamp = float32_function(clamp_ir)
+silu = float32_function(silu_ir)
+hardsigmoid = float32_function(hardsigmoid_ir)
+hardswish = float32_function(hardswish_ir)

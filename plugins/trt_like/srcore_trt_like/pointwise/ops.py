@@ -13,7 +13,8 @@ import math
 
 import attrs
 
-from ..kernels.fastmath import F32, erf_ir, exp_ir, expm1_ir, float32_function, log1p_ir, tanh_ir, where
+from ..kernels.fastmath import (F32, clamp, clamp_ir, erf_ir, exp_ir, expm1_ir, float32_function, hardsigmoid,  # noqa: F401
+                                hardsigmoid_ir, hardswish, hardswish_ir, log1p_ir, silu, silu_ir, tanh_ir, where)
 
 _SQRT1_2 = math.sqrt(0.5)
 # torch's kBeta of the tanh GELU: M_SQRT2 * M_2_SQRTPI * 0.5 = sqrt(2 / pi)
@@ -27,16 +28,6 @@ def maximum_ir(a: F32, b: F32) -> F32:
 
 def minimum_ir(a: F32, b: F32) -> F32:
     return where((b < a) | b.is_nan(), b, a)
-
-
-def clamp_ir(x: F32, lo: F32, hi: F32) -> F32:
-    """torch.clamp: min(max(x, lo), hi) with NaN from any side (a NaN bound makes every result
-    NaN, as torch's); ``hi`` wins when lo > hi."""
-    # (a Python float bound, hardsigmoid's and hardswish's, is never NaN)
-    take_lo = (x < lo) | lo.is_nan() if isinstance(lo, F32) else x < lo
-    y = where(take_lo, lo, x)
-    take_hi = (y > hi) | hi.is_nan() if isinstance(hi, F32) else y > hi
-    return where(take_hi, hi, y)
 
 
 def relu_ir(x: F32) -> F32:
@@ -84,20 +75,8 @@ def gelu_tanh_ir(x: F32) -> F32:
     return 0.5 * x * (1.0 + tanh_ir(inner))
 
 
-def silu_ir(x: F32) -> F32:
-    return x / (1.0 + exp_ir(-x))
-
-
 def mish_ir(x: F32) -> F32:
     return x * tanh_ir(log1p_ir(exp_ir(x)))
-
-
-def hardsigmoid_ir(x: F32) -> F32:
-    return clamp_ir(x + 3.0, 0.0, 6.0) / 6.0
-
-
-def hardswish_ir(x: F32) -> F32:
-    return x * clamp_ir(x + 3.0, 0.0, 6.0) / 6.0
 
 
 def softplus_ir(x: F32, beta: F32, threshold: F32) -> F32:
@@ -107,7 +86,6 @@ def softplus_ir(x: F32, beta: F32, threshold: F32) -> F32:
 
 maximum = float32_function(maximum_ir)
 minimum = float32_function(minimum_ir)
-clamp = float32_function(clamp_ir)
 relu = float32_function(relu_ir)
 relu6 = float32_function(relu6_ir)
 reciprocal = float32_function(reciprocal_ir)
@@ -117,10 +95,7 @@ leaky_relu = float32_function(leaky_relu_ir)
 elu = float32_function(elu_ir)
 gelu = float32_function(gelu_ir)
 gelu_tanh = float32_function(gelu_tanh_ir)
-silu = float32_function(silu_ir)
 mish = float32_function(mish_ir)
-hardsigmoid = float32_function(hardsigmoid_ir)
-hardswish = float32_function(hardswish_ir)
 softplus = float32_function(softplus_ir)
 
 
