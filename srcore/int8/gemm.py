@@ -239,13 +239,20 @@ def gemm_requantize(a: np.ndarray, x_zp: int, p: PackedInt8, x_scale: float, w_s
     one pass from the raw int32 sums to ``out``, a C-contiguous uint8 array holding
     (rows, channels) or, ``channels_first``, (images, channels, positions) with the rows of ``a``
     ordered (image, position). ``overwrite``: ``a`` is the caller's scratch and may be changed."""
-    from ._kernels import requantize_u8
-
     if not out.size:
         return out
-    f32 = np.float32
     rowsum = a.sum(axis=1, dtype=np.int64) if p.has_zero_points else _NO_ROWSUM   # before any clamping
     c = _exact_raw(a, p, overwrite)
+    return _requantize_sums(c, rowsum, x_zp, p, x_scale, w_scales, bias, y_scale, y_zero_point, relu, out,
+                            channels_first)
+
+
+def _requantize_sums(c, rowsum, x_zp, p: PackedInt8, x_scale, w_scales, bias, y_scale, y_zero_point, relu, out,
+                     channels_first):
+    """fbgemm's requantization of the raw sums ``c`` (int32 rows of ``n_panels * 16``) into ``out``."""
+    from ._kernels import requantize_u8
+
+    f32 = np.float32
     key = (float(x_scale), float(y_scale), id(w_scales), id(bias))
     got = p.requant.get(key)
     if got is None:
@@ -302,6 +309,39 @@ def faster_than_sgemm() -> bool:
 
 
 
+def _channels_last(x_u8: np.ndarray) -> np.ndarray:
+    """(N, C, *spatial) as a C-contiguous (N, *spatial, C) array: a view where the bytes already lie
+    so (a quantized conv's result), else a copy in a scratch buffer."""
+    src = x_u8.transpose((0,) + tuple(range(2, x_u8.ndim)) + (1,))
+    if src.flags.c_contiguous:
+        return src
+    x_cl = scratch("x_cl", src.shape, np.uint8)
+    np.copyto(x_cl, src)
+    return x_cl
+
+
+def _conv_geometry(x_cl: np.ndarray, kernel, stride, padding, dilation, out_sp):
+    """A 1-d convolution as a 2-d one of height 1: (x_cl, kernel, stride, padding, dilation, out_sp)."""
+    k, stride, padding, dilation, out_sp = tuple(kernel), tuple(stride), tuple(padding), tuple(dilation), tuple(out_sp)
+    if len(k) == 1:
+        x_cl, k, out_sp = x_cl[:, None], (1,) + k, (1,) + out_sp
+        stride, padding, dilation = (1,) + stride, (0,) + padding, (1,) + dilation
+    return x_cl, k, stride, padding, dilation, out_sp
+
+
+def _rows_of(x_cl: np.ndarray, x_zp: int, p: PackedInt8, k, stride, padding, dilation, out_sp) -> np.ndarray:
+    from ._kernels import im2col_u8
+
+    N, C = x_cl.shape[0], x_cl.shape[-1]
+    m = N * math.prod(out_sp)
+    if all(v == 1 for v in k) and all(v == 1 for v in stride) and not any(padding) and p.kp == C:
+        return x_cl.reshape(m, C)
+    cols = scratch("cols", (m, p.kp), np.uint8)
+    im2col_u8(x_cl, np.uint8(x_zp), k[0], k[1], stride[0], stride[1], padding[0], padding[1], dilation[0],
+              dilation[1], out_sp[0], out_sp[1], cols)
+    return cols
+
+
 def conv_rows(x_u8: np.ndarray, x_zp: int, p: PackedInt8, kernel, stride, padding, dilation, out_sp) -> np.ndarray:
     """The rows :func:`gemm` multiplies for a groups-1 1-d or 2-d convolution of ``x_u8`` (N, C,
     *spatial) uint8 by a weight packed from (Cout, C, *kernel) as (Cout, C * taps) with the depth in
@@ -309,26 +349,59 @@ def conv_rows(x_u8: np.ndarray, x_zp: int, p: PackedInt8, kernel, stride, paddin
     ``memcpy`` per run) as rows of (tap, channel) bytes, positions in the padding at ``x_zp``
     (padding stands for real zeros). A 1x1 stride-1 convolution's rows are its pixels. The rows
     live in a per-thread scratch buffer (valid until the next call)."""
-    from ._kernels import im2col_u8
+    x_cl, k, stride, padding, dilation, out_sp = _conv_geometry(_channels_last(x_u8), kernel, stride, padding,
+                                                                dilation, out_sp)
+    return _rows_of(x_cl, x_zp, p, k, stride, padding, dilation, out_sp)
 
-    N, C = x_u8.shape[:2]
-    k, stride, padding, dilation, out_sp = tuple(kernel), tuple(stride), tuple(padding), tuple(dilation), tuple(out_sp)
-    src = x_u8.transpose((0,) + tuple(range(2, x_u8.ndim)) + (1,))   # (N, *spatial, C)
-    if src.flags.c_contiguous:
-        x_cl = src
-    else:
-        x_cl = scratch("x_cl", src.shape, np.uint8)
-        np.copyto(x_cl, src)
+
+def conv_requantize(x_u8: np.ndarray, x_zp: int, p: PackedInt8, kernel, stride, padding, dilation, x_scale: float,
+                    w_scales: np.ndarray, bias, y_scale: float, y_zero_point: int, relu: bool, out: np.ndarray,
+                    channels_first: bool) -> np.ndarray:
+    """A whole groups-1 quantized convolution on the GEMM: :func:`conv_rows` then
+    :func:`gemm_requantize` into ``out`` ((N, *out, Cout) channels-last, or ``channels_first``
+    (N, Cout, *out)), with the exactness scan on the input rather than on the gathered rows (which
+    hold each input byte once per kernel tap): the input's bytes above ``p.lim`` are clamped in a
+    copy, the windows gathered from it, and each clamped byte's excess times the weight added to
+    every output position that reads it (:func:`._kernels.add_input_excess`). Where that does not
+    apply (padding at a zero point above ``lim``, weight zero points, rows smaller than the input
+    as in a strided 1x1 conv, or too many such bytes) the rows are scanned as in :func:`gemm_requantize`."""
+    if not out.size:
+        return out
+    n_sp = x_u8.ndim - 2
+    out_sp = out.shape[2:] if channels_first else out.shape[1:1 + n_sp]
+    x_cl, k, stride, padding, dilation, out_sp = _conv_geometry(_channels_last(x_u8), kernel, stride, padding,
+                                                                dilation, out_sp)
+    N, C = x_cl.shape[0], x_cl.shape[-1]
     m = N * math.prod(out_sp)
-    if all(v == 1 for v in k) and all(v == 1 for v in stride) and not any(padding) and p.kp == C:
-        return x_cl.reshape(m, C)
-    if len(k) == 1:                                                 # conv1d as a conv2d of height 1
-        x_cl, k, out_sp = x_cl[:, None], (1,) + k, (1,) + out_sp
-        stride, padding, dilation = (1,) + stride, (0,) + padding, (1,) + dilation
-    cols = scratch("cols", (m, p.kp), np.uint8)
-    im2col_u8(x_cl, np.uint8(x_zp), k[0], k[1], stride[0], stride[1], padding[0], padding[1], dilation[0],
-              dilation[1], out_sp[0], out_sp[1], cols)
-    return cols
+    simple = (p.lim >= 255 or _active_path() == "vnni" or p.has_zero_points or x_zp > p.lim
+              or m * p.kp < x_cl.size or not x_cl.size)
+    if not simple:
+        from ._kernels import add_input_excess, clamp_copy_u8
+
+        xf = x_cl.reshape(-1)
+        count = 0
+        if int(xf.max()) > p.lim:
+            hit = scratch("excess_mask", xf.shape, np.bool_)
+            np.greater(xf, p.lim, out=hit)
+            at = np.flatnonzero(hit)
+            count = at.size if at.size <= max(256, xf.size // 32) else -1
+            if count > 0:
+                excess = xf[at] - np.uint8(p.lim)
+                xc = scratch("x_clamped", x_cl.shape, np.uint8)
+                clamp_copy_u8(xf, p.lim, xc.reshape(-1))
+        if count >= 0:
+            rows = _rows_of(xc if count else x_cl, x_zp, p, k, stride, padding, dilation, out_sp)
+            c = _raw_gemm(rows, m, p)
+            if count:
+                H, W = x_cl.shape[1:3]
+                add_input_excess(c.reshape(-1), c.shape[1], p.panels, p.kp, p.n, at, excess, count, H, W, C, k[0],
+                                 k[1], stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1],
+                                 out_sp[0], out_sp[1])
+            return _requantize_sums(c, _NO_ROWSUM, x_zp, p, x_scale, w_scales, bias, y_scale, y_zero_point, relu,
+                                    out, channels_first)
+    rows = _rows_of(x_cl, x_zp, p, k, stride, padding, dilation, out_sp)
+    return gemm_requantize(rows, x_zp, p, x_scale, w_scales, bias, y_scale, y_zero_point, relu, out, channels_first,
+                           overwrite=not np.may_share_memory(rows, x_u8))
 
 
 def linear_rows(x_u8: np.ndarray, p: PackedInt8) -> np.ndarray:

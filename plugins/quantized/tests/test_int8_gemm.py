@@ -85,6 +85,35 @@ def test_qconv_on_the_int8_gemm_matches_the_sgemm_path(both_paths, seed, c, cout
 
 
 @SETTINGS
+@given(seed=st.integers(0, 2**31), c=st.integers(1, 24), cout=st.integers(1, 20), k=st.sampled_from([1, 3, 5]),
+       stride=st.sampled_from([1, 2]), pad=st.integers(0, 2), dil=st.sampled_from([1, 2]), zp=st.integers(0, 129),
+       outliers=st.sampled_from([0, 1, 5, 40, 400]), conv1d=st.booleans(), channels_first=st.booleans())
+@example(seed=3, c=16, cout=20, k=3, stride=1, pad=1, dil=1, zp=0, outliers=5, conv1d=False, channels_first=False)
+@example(seed=4, c=7, cout=9, k=5, stride=2, pad=2, dil=2, zp=129, outliers=40, conv1d=False, channels_first=True)
+def test_conv_requantize_scans_the_input_for_bytes_above_the_limit(both_paths, seed, c, cout, k, stride, pad, dil, zp,
+                                                                   outliers, conv1d, channels_first):
+    """The conv's exactness scan on its input (bytes above the int16 pair's limit clamped there, each
+    one's excess added to every output position whose window reads it, at its tap): bit for bit with
+    the SGEMM path, for few such bytes, none, and more than the scan holds (then the rows' scan)."""
+    rng = np.random.default_rng(seed)
+    shape = (2, c, 11) if conv1d else (2, c, 9, 8)
+    x = _qa(rng, shape, zp, 128)
+    flat = np.asarray(x).reshape(-1)
+    flat[rng.integers(0, flat.size, outliers)] = rng.integers(130, 256, outliers)   # as after percentile clipping
+    w = _qw(rng, (cout, c) + ((k,) if conv1d else (k, k)))
+    bias = rng.normal(0, 0.1, cout).astype(np.float32)
+    fast, slow = both_paths(lambda: np.asarray(qconv.qconv_out(x, w, bias, stride, pad, dil, 1, 0.05, 10)).copy())
+    assert np.array_equal(fast, slow)
+    # the function itself, into an NCHW or a channels-last target (trt_like's and quantized_cpu's)
+    p8 = qconv.packed_int8(w, k if conv1d else k * k)
+    n_sp = len(shape) - 2
+    tgt = np.empty(slow.shape if channels_first else (slow.shape[0],) + slow.shape[2:] + (cout,), np.uint8)
+    int8_gemm.conv_requantize(np.asarray(x), zp, p8, (k,) * n_sp, (stride,) * n_sp, (pad,) * n_sp, (dil,) * n_sp,
+                              0.02, qconv.packed(w).scales, bias, 0.05, 10, False, tgt, channels_first)
+    assert np.array_equal(tgt if channels_first else np.moveaxis(tgt, -1, 1), slow)
+
+
+@SETTINGS
 @given(seed=st.integers(0, 2**31), rows=st.integers(1, 9), k=st.integers(1, 200), n=st.integers(1, 40),
        zp=st.integers(0, 255), hi=st.sampled_from([128, 256]), wzp=st.booleans())
 def test_qlinear_on_the_int8_gemm_matches_the_sgemm_path(both_paths, seed, rows, k, n, zp, hi, wzp):

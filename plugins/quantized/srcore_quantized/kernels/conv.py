@@ -125,20 +125,20 @@ def _int8_fused(qx, weight, bias, stride, padding, dilation, q, relu, out):
     if any(o <= 0 for o in out_sp):
         return None                                                 # conv_acc reports it
     N, cout = qx.shape[0], w.shape[0]
-    cols, p8 = _int8_rows(ints(qx), qx.qparams.zero_point, w, stride, padding, dilation, out_sp)
-    overwrite = not np.may_share_memory(cols, qx)
+    p8 = packed_int8(w, math.prod(k))
+    xq, x_zp = ints(qx), qx.qparams.zero_point
     cl = channels_last_buffer(out, (N, cout) + out_sp, qx.qdtype)
     if cl is not None:
         # the GEMM's rows are (image, position) and its sums channels: requantized straight into
         # the buffer channels-last, returned as an NCHW view (the next conv reads it without a copy)
         res, mem = cl
-        int8_gemm.gemm_requantize(cols, qx.qparams.zero_point, p8, qx.qparams.scale, packed(w).scales, bias,
-                                  q.scale, q.zero_point, relu, mem, channels_first=False, overwrite=overwrite)
+        int8_gemm.conv_requantize(xq, x_zp, p8, k, stride, padding, dilation, qx.qparams.scale, packed(w).scales,
+                                  bias, q.scale, q.zero_point, relu, mem, channels_first=False)
         return wrap(res, qx.qdtype, q)
     res = buffer(out, (N, cout) + out_sp, qx.qdtype)
     tgt = np.empty(res.shape, res.dtype)
-    int8_gemm.gemm_requantize(cols, qx.qparams.zero_point, p8, qx.qparams.scale, packed(w).scales, bias,
-                              q.scale, q.zero_point, relu, tgt, channels_first=True, overwrite=overwrite)
+    int8_gemm.conv_requantize(xq, x_zp, p8, k, stride, padding, dilation, qx.qparams.scale, packed(w).scales, bias,
+                              q.scale, q.zero_point, relu, tgt, channels_first=True)
     res[...] = tgt
     return wrap(res, qx.qdtype, q)
 

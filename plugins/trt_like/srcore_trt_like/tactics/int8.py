@@ -117,8 +117,11 @@ def _simd_candidate(layer, conv: bool, net) -> Candidate | None:
 
         if conv:
             def qconv_simd(x, y):
-                run(x, y, int8_gemm.conv_rows(x, x_zp, p8, w.shape[2:], a["stride"], a["padding"], a["dilation"],
-                                              y.shape[2:]))
+                tgt = y if y.flags.c_contiguous else np.empty(y.shape, y.dtype)
+                int8_gemm.conv_requantize(x, x_zp, p8, w.shape[2:], a["stride"], a["padding"], a["dilation"], x_scale,
+                                          w_scales, bias, y_scale, y_zp, relu, tgt, channels_first=True)
+                if tgt is not y:
+                    y[...] = tgt
             return Kernel(qconv_simd, p8.panels.nbytes, keep=p8)
 
         def qgemm_simd(x, y):
