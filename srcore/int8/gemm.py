@@ -92,6 +92,13 @@ def _simd_supported() -> bool:
     return _active_path() is not None
 
 
+@functools.lru_cache(maxsize=1)
+def _kernel_module():
+    """:mod:`._kernels` (imported on first use: it imports numba)."""
+    from . import _kernels as module
+    return module
+
+
 @functools.lru_cache(maxsize=2)
 def _kernels(path: str = "avx2"):
     from ._kernels import gemm_u8s8, gemm_u8s8_vnni
@@ -234,7 +241,7 @@ _NO_ROWSUM = np.zeros(0, np.int64)
 
 def gemm_requantize(a: np.ndarray, x_zp: int, p: PackedInt8, x_scale: float, w_scales: np.ndarray, bias,
                     y_scale: float, y_zero_point: int, relu: bool, out: np.ndarray, channels_first: bool,
-                    overwrite: bool = False) -> np.ndarray:
+                    overwrite: bool = False, _plan=None) -> np.ndarray:
     """:func:`gemm` then fbgemm's requantization to ``quint8`` (as ``gemm.requantize``), fused:
     one pass from the raw int32 sums to ``out``, a C-contiguous uint8 array holding
     (rows, channels) or, ``channels_first``, (images, channels, positions) with the rows of ``a``
@@ -244,14 +251,11 @@ def gemm_requantize(a: np.ndarray, x_zp: int, p: PackedInt8, x_scale: float, w_s
     rowsum = a.sum(axis=1, dtype=np.int64) if p.has_zero_points else _NO_ROWSUM   # before any clamping
     c = _exact_raw(a, p, overwrite)
     return _requantize_sums(c, rowsum, x_zp, p, x_scale, w_scales, bias, y_scale, y_zero_point, relu, out,
-                            channels_first)
+                            channels_first, _plan)
 
 
-def _requantize_sums(c, rowsum, x_zp, p: PackedInt8, x_scale, w_scales, bias, y_scale, y_zero_point, relu, out,
-                     channels_first):
-    """fbgemm's requantization of the raw sums ``c`` (int32 rows of ``n_panels * 16``) into ``out``."""
-    from ._kernels import requantize_u8
-
+def _requant_constants(p: PackedInt8, x_scale, w_scales, bias, y_scale):
+    """fbgemm's float32 ``(multiplier, bias / (s_x s_w))`` per channel, kept on ``p`` by parameters."""
     f32 = np.float32
     key = (float(x_scale), float(y_scale), id(w_scales), id(bias))
     got = p.requant.get(key)
@@ -259,11 +263,22 @@ def _requantize_sums(c, rowsum, x_zp, p: PackedInt8, x_scale, w_scales, bias, y_
         act_w = f32(x_scale) * np.asarray(w_scales, f32)
         mult = (act_w / f32(y_scale)).astype(f32)
         bias_div = (np.asarray(bias, f32) / act_w).astype(f32) if bias is not None else np.zeros(p.n, f32)
-        if len(p.requant) > 8:
+        if len(p.requant) > 16:
             p.requant.clear()
         # the arrays are kept with their constants: their ids stay theirs while the entry lives
         got = p.requant[key] = (mult, bias_div, w_scales, bias)
-    mult, bias_div = got[0], got[1]
+    return got[0], got[1]
+
+
+def _requantize_sums(c, rowsum, x_zp, p: PackedInt8, x_scale, w_scales, bias, y_scale, y_zero_point, relu, out,
+                     channels_first, _plan=None):
+    """fbgemm's requantization of the raw sums ``c`` (int32 rows of ``n_panels * 16``) into ``out``."""
+    from ._kernels import requantize_u8
+
+    if _plan is not None:
+        mult, bias_div = _plan.mult, _plan.bias_div
+    else:
+        mult, bias_div = _requant_constants(p, x_scale, w_scales, bias, y_scale)
     info = QDTYPES["quint8"]
     if not out.flags.c_contiguous:
         raise ValueError("gemm_requantize writes into a C-contiguous array")
@@ -364,44 +379,133 @@ def conv_requantize(x_u8: np.ndarray, x_zp: int, p: PackedInt8, kernel, stride, 
     copy, the windows gathered from it, and each clamped byte's excess times the weight added to
     every output position that reads it (:func:`._kernels.add_input_excess`). Where that does not
     apply (padding at a zero point above ``lim``, weight zero points, rows smaller than the input
-    as in a strided 1x1 conv, or too many such bytes) the rows are scanned as in :func:`gemm_requantize`."""
+    as in a strided 1x1 conv, or too many such bytes) the rows are scanned as in :func:`gemm_requantize`.
+    The call's fixed work (geometry, requantization constants) is a :class:`ConvPlan`, made once per
+    input shape and parameters and kept with ``p``."""
     if not out.size:
         return out
-    n_sp = x_u8.ndim - 2
-    out_sp = out.shape[2:] if channels_first else out.shape[1:1 + n_sp]
-    x_cl, k, stride, padding, dilation, out_sp = _conv_geometry(_channels_last(x_u8), kernel, stride, padding,
-                                                                dilation, out_sp)
-    N, C = x_cl.shape[0], x_cl.shape[-1]
-    m = N * math.prod(out_sp)
-    simple = (p.lim >= 255 or _active_path() == "vnni" or p.has_zero_points or x_zp > p.lim
-              or m * p.kp < x_cl.size or not x_cl.size)
-    if not simple:
-        from ._kernels import add_input_excess, clamp_copy_u8
+    return conv_plan(x_u8.shape, x_zp, p, kernel, stride, padding, dilation, x_scale, w_scales, bias, y_scale,
+                     y_zero_point, relu, out.shape, channels_first).run(x_u8, out)
 
-        xf = x_cl.reshape(-1)
+
+def conv_plan(x_shape, x_zp: int, p: PackedInt8, kernel, stride, padding, dilation, x_scale: float, w_scales, bias,
+              y_scale: float, y_zero_point: int, relu: bool, out_shape, channels_first: bool) -> "ConvPlan":
+    """The :class:`ConvPlan` of these arguments, made at the first call and kept on ``p`` (a layer's
+    are the same on every call). ``w_scales`` and ``bias`` are kept by identity (the caller's
+    constants)."""
+    key = ("conv", tuple(x_shape), int(x_zp), float(x_scale), id(w_scales), id(bias), float(y_scale), int(y_zero_point),
+           bool(relu), tuple(kernel), tuple(stride), tuple(padding), tuple(dilation), tuple(out_shape),
+           bool(channels_first))
+    plan = p.requant.get(key)
+    if plan is None:
+        plan = _make_conv_plan(x_shape, x_zp, p, kernel, stride, padding, dilation, x_scale, w_scales, bias, y_scale,
+                               y_zero_point, relu, out_shape, channels_first)
+        if len(p.requant) > 16:
+            p.requant.clear()
+        p.requant[key] = plan
+    return plan
+
+
+@attrs.frozen(eq=False)
+class ConvPlan:
+    """One groups-1 convolution's fixed work, done once: its 2-d geometry (a conv1d as height 1),
+    the GEMM's rows ``m`` and row block, whether the rows are the input's pixels (1x1, stride 1) and
+    whether the exactness scan runs on the input (``scan``; else on the rows), and fbgemm's
+    requantization constants. :meth:`run` does the per-call work: the scan, the gathering, the GEMM,
+    the corrections and the requantization, no argument handling in between."""
+
+    p: PackedInt8
+    x_zp: int
+    k: tuple
+    stride: tuple
+    padding: tuple
+    dilation: tuple
+    out_sp: tuple
+    m: int
+    row_block: int
+    pixels_are_rows: bool
+    scan: bool
+    channels_first: bool
+    mult: np.ndarray
+    bias_div: np.ndarray
+    y_zp: int
+    lo: int
+    hi: int
+    relu: bool
+    keep: tuple        # w_scales, bias: their ids are in the plan's key
+
+    def run(self, x_u8: np.ndarray, out: np.ndarray) -> np.ndarray:
+        K = _kernel_module()
+        p = self.p
+        x_cl = _channels_last(x_u8)
+        if len(self.k) != x_cl.ndim - 2:
+            x_cl = x_cl[:, None]                                    # conv1d: height 1
         count = 0
-        if int(xf.max()) > p.lim:
-            hit = scratch("excess_mask", xf.shape, np.bool_)
-            np.greater(xf, p.lim, out=hit)
-            at = np.flatnonzero(hit)
-            count = at.size if at.size <= max(256, xf.size // 32) else -1
-            if count > 0:
-                excess = xf[at] - np.uint8(p.lim)
-                xc = scratch("x_clamped", x_cl.shape, np.uint8)
-                clamp_copy_u8(xf, p.lim, xc.reshape(-1))
-        if count >= 0:
-            rows = _rows_of(xc if count else x_cl, x_zp, p, k, stride, padding, dilation, out_sp)
-            c = _raw_gemm(rows, m, p)
-            if count:
-                H, W = x_cl.shape[1:3]
-                add_input_excess(c.reshape(-1), c.shape[1], p.panels, p.kp, p.n, at, excess, count, H, W, C, k[0],
-                                 k[1], stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1],
-                                 out_sp[0], out_sp[1])
-            return _requantize_sums(c, _NO_ROWSUM, x_zp, p, x_scale, w_scales, bias, y_scale, y_zero_point, relu,
-                                    out, channels_first)
-    rows = _rows_of(x_cl, x_zp, p, k, stride, padding, dilation, out_sp)
-    return gemm_requantize(rows, x_zp, p, x_scale, w_scales, bias, y_scale, y_zero_point, relu, out, channels_first,
-                           overwrite=not np.may_share_memory(rows, x_u8))
+        if self.scan:
+            xf = x_cl.reshape(-1)
+            if int(xf.max()) > p.lim:
+                hit = scratch("excess_mask", xf.shape, np.bool_)
+                np.greater(xf, p.lim, out=hit)
+                at = np.flatnonzero(hit)
+                count = at.size if at.size <= max(256, xf.size // 32) else -1
+                if count > 0:
+                    excess = xf[at] - np.uint8(p.lim)
+                    xc = scratch("x_clamped", x_cl.shape, np.uint8)
+                    K.clamp_copy_u8(xf, p.lim, xc.reshape(-1))
+                    x_cl = xc
+        if count < 0 or not self.scan:
+            rows = self._rows(x_cl)
+            return gemm_requantize(rows, self.x_zp, p, 0.0, self.keep[0], self.keep[1], 1.0, self.y_zp,
+                                   self.relu, out, self.channels_first,
+                                   overwrite=not np.may_share_memory(rows, x_u8), _plan=self)
+        rows = self._rows(x_cl)
+        c = scratch("c", (self.m, p.n_panels * NR), np.int32)
+        cf = c.reshape(-1)
+        _kernels(_active_path())(rows.reshape(-1), p.kp, self.m, p.panels, p.n_panels, cf, self.row_block)
+        if count:
+            H, W, C = x_cl.shape[1:]
+            k, s, pd, d, o = self.k, self.stride, self.padding, self.dilation, self.out_sp
+            K.add_input_excess(cf, c.shape[1], p.panels, p.kp, p.n, at, excess, count, H, W, C, k[0], k[1], s[0], s[1],
+                             pd[0], pd[1], d[0], d[1], o[0], o[1])
+        n = p.n
+        flat = scratch("requantized", (self.m * n,), np.uint8) if self.channels_first else out.reshape(-1)
+        K.requantize_u8(cf, c.shape[1], flat, 0, n, 1, 1, self.m, n, p.colsum, p.zero_points, _NO_ROWSUM, self.x_zp,
+                      p.k, self.bias_div, self.mult, self.y_zp, self.lo, self.hi)
+        if self.channels_first:
+            imgs = out.shape[0]
+            np.copyto(out.reshape(imgs, n, -1), flat.reshape(imgs, -1, n).transpose(0, 2, 1))
+        return out
+
+    def _rows(self, x_cl: np.ndarray) -> np.ndarray:
+        if self.pixels_are_rows:
+            return x_cl.reshape(self.m, self.p.kp)
+        k, s, pd, d, o = self.k, self.stride, self.padding, self.dilation, self.out_sp
+        cols = scratch("cols", (self.m, self.p.kp), np.uint8)
+        _kernel_module().im2col_u8(x_cl, np.uint8(self.x_zp), k[0], k[1], s[0], s[1], pd[0], pd[1], d[0], d[1], o[0], o[1], cols)
+        return cols
+
+
+def _make_conv_plan(x_shape, x_zp, p: PackedInt8, kernel, stride, padding, dilation, x_scale, w_scales, bias, y_scale,
+                    y_zero_point, relu, out_shape, channels_first) -> ConvPlan:
+    n_sp = len(x_shape) - 2
+    out_sp = tuple(out_shape[2:]) if channels_first else tuple(out_shape[1:1 + n_sp])
+    cl_shape = (x_shape[0],) + tuple(x_shape[2:]) + (x_shape[1],)
+    k, stride, padding, dilation, out_sp = (tuple(int(v) for v in t) for t in (kernel, stride, padding, dilation,
+                                                                                out_sp))
+    if len(k) == 1:
+        cl_shape, k, out_sp = (cl_shape[0], 1) + cl_shape[1:], (1,) + k, (1,) + out_sp
+        stride, padding, dilation = (1,) + stride, (0,) + padding, (1,) + dilation
+    C = cl_shape[-1]
+    m = cl_shape[0] * math.prod(out_sp)
+    size = math.prod(cl_shape)
+    scan = not (p.lim >= 255 or _active_path() == "vnni" or p.has_zero_points or x_zp > p.lim or m * p.kp < size
+                or not size)
+    mult, bias_div = _requant_constants(p, x_scale, w_scales, bias, y_scale)
+    lo = int(y_zero_point) if relu else QDTYPES["quint8"].qmin
+    return ConvPlan(p, int(x_zp), k, stride, padding, dilation, out_sp, m, _row_block(m, p.kp),
+                    all(v == 1 for v in k) and all(v == 1 for v in stride) and not any(padding) and p.kp == C,
+                    scan, bool(channels_first), mult, bias_div, int(y_zero_point), lo, QDTYPES["quint8"].qmax,
+                    bool(relu), (w_scales, bias))
 
 
 def linear_rows(x_u8: np.ndarray, p: PackedInt8) -> np.ndarray:

@@ -109,35 +109,67 @@ def _conv_acc_int8(xq: np.ndarray, x_zp: int, w, stride, padding, dilation, out_
     return np.moveaxis(acc.reshape((xq.shape[0],) + tuple(out_sp) + (p8.n,)), -1, 1)
 
 
+def _key(v):
+    return tuple(v) if isinstance(v, list) else v
+
+
+def _int8_geometry(qx, w, stride, padding, dilation):
+    """``(k, stride, padding, dilation, out_sp, packed weight)`` of a groups-1 conv on the int8 GEMM,
+    or None where that path does not apply; worked out once per input shape and kept on the weight
+    (a node's arguments are the same on every call)."""
+    cache = getattr(w, "_srcore_int8_geometry", None)
+    if cache is None:
+        cache = {}
+        try:
+            w._srcore_int8_geometry = cache
+        except AttributeError:
+            pass
+    key = (qx.shape, qx.qdtype, _key(stride), _key(padding), _key(dilation))
+    try:
+        got = cache.get(key, False)
+    except TypeError:             # unhashable arguments: worked out each time
+        got, cache = False, {}
+    if got is not False:
+        return got
+    got = None
+    n_sp = w.ndim - 2
+    if n_sp in (1, 2) and w.shape[1] == qx.shape[1] and int8_gemm.applies(math.prod(w.shape[1:]), qx.qdtype,
+                                                                          getattr(w, "qdtype", "")):
+        stride, padding, dilation = _tuple(stride, n_sp), _tuple(padding, n_sp), _tuple(dilation, n_sp)
+        k = tuple(w.shape[2:])
+        out_sp = tuple((s + 2 * p - d * (kk - 1) - 1) // st + 1
+                       for s, p, kk, st, d in zip(qx.shape[2:], padding, k, stride, dilation))
+        if all(o > 0 for o in out_sp):                              # else conv_acc reports it
+            got = (k, stride, padding, dilation, out_sp, packed_int8(w, math.prod(k)))
+    if len(cache) > 16:
+        cache.clear()
+    cache[key] = got
+    return got
+
+
 def _int8_fused(qx, weight, bias, stride, padding, dilation, q, relu, out):
     """The whole fbgemm conv on the int8 GEMM with the requantization in its epilogue, or None
     where that path does not apply (then :func:`conv_acc` and :func:`requantize`)."""
     w = weight
-    n_sp = w.ndim - 2
-    if n_sp not in (1, 2) or w.shape[1] != qx.shape[1] or q.zero_point is None:
+    if q.zero_point is None:
         return None
-    if not int8_gemm.applies(math.prod(w.shape[1:]), qx.qdtype, getattr(w, "qdtype", "")):
+    geo = _int8_geometry(qx, w, stride, padding, dilation)
+    if geo is None:
         return None
-    stride, padding, dilation = _tuple(stride, n_sp), _tuple(padding, n_sp), _tuple(dilation, n_sp)
-    k = w.shape[2:]
-    out_sp = tuple((s + 2 * p - d * (kk - 1) - 1) // st + 1
-                   for s, p, kk, st, d in zip(qx.shape[2:], padding, k, stride, dilation))
-    if any(o <= 0 for o in out_sp):
-        return None                                                 # conv_acc reports it
+    k, stride, padding, dilation, out_sp, p8 = geo
     N, cout = qx.shape[0], w.shape[0]
-    p8 = packed_int8(w, math.prod(k))
-    xq, x_zp = ints(qx), qx.qparams.zero_point
+    xq, qp = ints(qx), qx.qparams
     cl = channels_last_buffer(out, (N, cout) + out_sp, qx.qdtype)
     if cl is not None:
         # the GEMM's rows are (image, position) and its sums channels: requantized straight into
         # the buffer channels-last, returned as an NCHW view (the next conv reads it without a copy)
         res, mem = cl
-        int8_gemm.conv_requantize(xq, x_zp, p8, k, stride, padding, dilation, qx.qparams.scale, packed(w).scales,
+        int8_gemm.conv_requantize(xq, qp.zero_point, p8, k, stride, padding, dilation, qp.scale, packed(w).scales,
                                   bias, q.scale, q.zero_point, relu, mem, channels_first=False)
         return wrap(res, qx.qdtype, q)
     res = buffer(out, (N, cout) + out_sp, qx.qdtype)
     tgt = np.empty(res.shape, res.dtype)
-    int8_gemm.conv_requantize(xq, x_zp, p8, k, stride, padding, dilation, qx.qparams.scale, packed(w).scales, bias,
+    int8_gemm.conv_requantize(xq, qp.zero_point, p8, k, stride, padding, dilation, qp.scale, packed(w).scales, bias,
                               q.scale, q.zero_point, relu, tgt, channels_first=True)
     res[...] = tgt
     return wrap(res, qx.qdtype, q)
