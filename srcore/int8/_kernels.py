@@ -288,3 +288,39 @@ def add_input_excess(cm, ldc, panels, kp, n, at, excess, count, h, w, c, kh, kw,
                     cb = row + jp * 16
                     for lane in range(16):
                         cm[cb + lane] += e * np.int32(panels[pb + 4 * lane])
+
+
+_HIGH_BITS = np.uint64(0x8080808080808080)
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def find_excess(x, words, lim, at, excess):
+    """Every byte of ``x`` (flat uint8) above ``lim`` (>= 128): its index into ``at`` and its excess
+    over ``lim`` into ``excess``; returns how many, or -1 if more than ``at`` holds. ``words`` is
+    ``x``'s first ``len(x) // 8 * 8`` bytes as uint64: blocks of 8 words are screened by their high
+    bits (a byte above ``lim`` >= 128 has its top bit set; an OR over the block, vectorized), only
+    blocks with one are looked at byte by byte."""
+    cap = at.shape[0]
+    count = 0
+    nw = words.shape[0]
+    for w0 in range(0, nw, 8):
+        w1 = min(nw, w0 + 8)
+        acc = np.uint64(0)
+        for i in range(w0, w1):
+            acc |= words[i]
+        if acc & _HIGH_BITS:
+            for q in range(w0 * 8, w1 * 8):
+                if x[q] > lim:
+                    if count == cap:
+                        return -1
+                    at[count] = q
+                    excess[count] = x[q] - lim
+                    count += 1
+    for q in range(nw * 8, x.shape[0]):
+        if x[q] > lim:
+            if count == cap:
+                return -1
+            at[count] = q
+            excess[count] = x[q] - lim
+            count += 1
+    return count

@@ -443,16 +443,14 @@ class ConvPlan:
         count = 0
         if self.scan:
             xf = x_cl.reshape(-1)
-            if int(xf.max()) > p.lim:
-                hit = scratch("excess_mask", xf.shape, np.bool_)
-                np.greater(xf, p.lim, out=hit)
-                at = np.flatnonzero(hit)
-                count = at.size if at.size <= max(256, xf.size // 32) else -1
-                if count > 0:
-                    excess = xf[at] - np.uint8(p.lim)
-                    xc = scratch("x_clamped", x_cl.shape, np.uint8)
-                    K.clamp_copy_u8(xf, p.lim, xc.reshape(-1))
-                    x_cl = xc
+            cap = max(256, xf.size // 32)
+            at = scratch("excess_at", (cap,), np.int64)
+            excess = scratch("excess", (cap,), np.uint8)
+            count = K.find_excess(xf, xf[:xf.size // 8 * 8].view(np.uint64), p.lim, at, excess)
+            if count > 0:
+                xc = scratch("x_clamped", x_cl.shape, np.uint8)
+                K.clamp_copy_u8(xf, p.lim, xc.reshape(-1))
+                x_cl = xc
         if count < 0 or not self.scan:
             rows = self._rows(x_cl)
             return gemm_requantize(rows, self.x_zp, p, 0.0, self.keep[0], self.keep[1], 1.0, self.y_zp,
@@ -498,7 +496,7 @@ def _make_conv_plan(x_shape, x_zp, p: PackedInt8, kernel, stride, padding, dilat
     C = cl_shape[-1]
     m = cl_shape[0] * math.prod(out_sp)
     size = math.prod(cl_shape)
-    scan = not (p.lim >= 255 or _active_path() == "vnni" or p.has_zero_points or x_zp > p.lim or m * p.kp < size
+    scan = not (p.lim >= 255 or p.lim < 128 or _active_path() == "vnni" or p.has_zero_points or x_zp > p.lim or m * p.kp < size
                 or not size)
     mult, bias_div = _requant_constants(p, x_scale, w_scales, bias, y_scale)
     lo = int(y_zero_point) if relu else QDTYPES["quint8"].qmin

@@ -89,6 +89,7 @@ def test_qconv_on_the_int8_gemm_matches_the_sgemm_path(both_paths, seed, c, cout
        stride=st.sampled_from([1, 2]), pad=st.integers(0, 2), dil=st.sampled_from([1, 2]), zp=st.integers(0, 129),
        outliers=st.sampled_from([0, 1, 5, 40, 400]), conv1d=st.booleans(), channels_first=st.booleans())
 @example(seed=3, c=16, cout=20, k=3, stride=1, pad=1, dil=1, zp=0, outliers=5, conv1d=False, channels_first=False)
+@example(seed=5, c=3, cout=8, k=3, stride=1, pad=1, dil=1, zp=0, outliers=1, conv1d=False, channels_first=False)
 @example(seed=4, c=7, cout=9, k=5, stride=2, pad=2, dil=2, zp=129, outliers=40, conv1d=False, channels_first=True)
 def test_conv_requantize_scans_the_input_for_bytes_above_the_limit(both_paths, seed, c, cout, k, stride, pad, dil, zp,
                                                                    outliers, conv1d, channels_first):
@@ -101,7 +102,11 @@ def test_conv_requantize_scans_the_input_for_bytes_above_the_limit(both_paths, s
     x = _qa(rng, shape, zp, 128)
     flat = np.asarray(x).reshape(-1)
     flat[rng.integers(0, flat.size, outliers)] = rng.integers(130, 256, outliers)   # as after percentile clipping
+    if outliers:            # the first and the last byte too (the scan's first block and its tail)
+        flat[[0, -1]] = 255
     w = _qw(rng, (cout, c) + ((k,) if conv1d else (k, k)))
+    if seed % 2:            # every pair of products at its largest: a byte left unclamped saturates int16
+        np.asarray(w)[...] = 127
     bias = rng.normal(0, 0.1, cout).astype(np.float32)
     fast, slow = both_paths(lambda: np.asarray(qconv.qconv_out(x, w, bias, stride, pad, dil, 1, 0.05, 10)).copy())
     assert np.array_equal(fast, slow)

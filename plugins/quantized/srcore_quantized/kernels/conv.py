@@ -115,7 +115,7 @@ def _key(v):
 
 def _int8_geometry(qx, w, stride, padding, dilation):
     """``(k, stride, padding, dilation, out_sp, packed weight)`` of a groups-1 conv on the int8 GEMM,
-    or None where that path does not apply; worked out once per input shape and kept on the weight
+    or None where its shapes do not fit; worked out once per input shape and kept on the weight
     (a node's arguments are the same on every call)."""
     cache = getattr(w, "_srcore_int8_geometry", None)
     if cache is None:
@@ -133,8 +133,7 @@ def _int8_geometry(qx, w, stride, padding, dilation):
         return got
     got = None
     n_sp = w.ndim - 2
-    if n_sp in (1, 2) and w.shape[1] == qx.shape[1] and int8_gemm.applies(math.prod(w.shape[1:]), qx.qdtype,
-                                                                          getattr(w, "qdtype", "")):
+    if n_sp in (1, 2) and w.shape[1] == qx.shape[1]:
         stride, padding, dilation = _tuple(stride, n_sp), _tuple(padding, n_sp), _tuple(dilation, n_sp)
         k = tuple(w.shape[2:])
         out_sp = tuple((s + 2 * p - d * (kk - 1) - 1) // st + 1
@@ -154,7 +153,8 @@ def _int8_fused(qx, weight, bias, stride, padding, dilation, q, relu, out):
     if q.zero_point is None:
         return None
     geo = _int8_geometry(qx, w, stride, padding, dilation)
-    if geo is None:
+    # asked on every call, not kept with the geometry: the GEMM's choice is the process's (tests switch it)
+    if geo is None or not int8_gemm.applies(math.prod(w.shape[1:]), qx.qdtype, getattr(w, "qdtype", "")):
         return None
     k, stride, padding, dilation, out_sp, p8 = geo
     N, cout = qx.shape[0], w.shape[0]
