@@ -13,6 +13,11 @@ in turn), best-round medians and their ratios:
   ``onnxruntime.quantization.quantize_static`` (QDQ, per channel, uint8 activations, int8 weights)
   with the same calibration batches.
 
+Besides wall-clock medians, each round records the CPU time of the thread per call
+(``time.thread_time``, one thread everywhere): on a shared, loaded machine the wall clock counts
+the time other processes held the core, the CPU time does not (it still moves with cache and
+frequency effects). Both are reported, with the ratio ``cpu time int8/ort_int8``.
+
 Calibration: 4 batches of the model's bench input plus noise (seeded). Every runner's output is
 checked against torch float (relative max error printed). File sizes: ``.srm`` float and int8.
 """
@@ -192,15 +197,19 @@ def run_model(name: str, rounds: int, min_time: float, skip: set[str]) -> dict:
                 per = (time.perf_counter() - t0) / n
                 calls[k] = max(3, int(min_time / per))
             samples = {k: [] for k in runners}
+            cpu = {k: [] for k in runners}
             for _ in range(rounds):
                 for k, fn in runners.items():
                     ts = []
+                    c0 = time.thread_time_ns()
                     for _ in range(calls[k]):
                         t = time.perf_counter_ns()
                         fn()
                         ts.append(time.perf_counter_ns() - t)
                     samples[k].append(statistics.median(ts) / 1e6)
+                    cpu[k].append((time.thread_time_ns() - c0) / calls[k] / 1e6)
     best = {k: min(v) for k, v in samples.items()}
+    best_cpu = {k: min(v) for k, v in cpu.items()}
     pooled = {k: statistics.median(v) for k, v in samples.items()}
     ratios = {"int8/float_cpu": best["srcore_int8"] / best["srcore_float"]}
     if "ort_int8" in best:
@@ -209,7 +218,9 @@ def run_model(name: str, rounds: int, min_time: float, skip: set[str]) -> dict:
     if "torch_int8" in best:
         ratios["int8/torch_int8"] = best["srcore_int8"] / best["torch_int8"]
     ratios["file int8/float"] = sizes["srcore_int8"] / sizes["srcore_float"]
-    return {"model": name, "best_ms": best, "median_of_rounds_ms": pooled, "ratios": ratios,
+    if "ort_int8" in best_cpu:
+        ratios["cpu time int8/ort_int8"] = best_cpu["srcore_int8"] / best_cpu["ort_int8"]
+    return {"model": name, "best_ms": best, "median_of_rounds_ms": pooled, "best_cpu_ms": best_cpu, "ratios": ratios,
             "rel_error_vs_torch_float": errors, "bytes": sizes, **info}
 
 
@@ -219,6 +230,10 @@ def _table(results: list[dict]) -> str:
     for r in results:
         lines.append(f"{r['model']:14s} " + " ".join(
             f"{r['best_ms'][c]:>12.2f} ms" if c in r["best_ms"] else f"{'-':>15s}" for c in cols))
+    lines.append("CPU time of the thread per call (best round; what other processes took of the core left out):")
+    for r in results:
+        lines.append(f"{r['model']:14s} " + " ".join(
+            f"{r['best_cpu_ms'][c]:>12.2f} ms" if c in r["best_cpu_ms"] else f"{'-':>15s}" for c in cols))
     lines.append("")
     for r in results:
         lines.append(f"{r['model']}: " + ", ".join(f"{k} {v:.2f}x" for k, v in r["ratios"].items()))
