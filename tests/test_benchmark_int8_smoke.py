@@ -31,7 +31,7 @@ def test_int8_benchmark_smoke(monkeypatch):
     runners = {"srcore_float", "srcore_int8"} | ({"srcore_trt_like", "torch_int8", "ort_float", "ort_int8"}
                                                  if full else set())
     assert set(r["best_ms"]) == runners
-    # CPU time of the thread per call: positive, and not above the wall clock's (one thread each)
+    # the CPU time of the thread per call, beside the wall clock
     assert set(r["best_cpu_ms"]) == runners and all(0 < r["best_cpu_ms"][k] for k in runners)
     err = r["rel_error_vs_torch_float"]
     assert all(err[k] < 1e-5 for k in runners if "int8" not in k)

@@ -172,6 +172,13 @@ def test_pools_and_means(dims, k, s, data):
     same(pool.avg_pool2d_out(srq(x), [k, k], [s, s], [p, p], ceil, cip), F.avg_pool2d(x, k, s, p, ceil, cip))
     size = [data.draw(st.integers(1, x.shape[2])), data.draw(st.integers(1, x.shape[3]))]
     same(pool.adaptive_avg_pool2d_out(srq(x), size), F.adaptive_avg_pool2d(x, size))
+    # the global pool, on NCHW and on channels-last memory (a conv's output)
+    ref = F.adaptive_avg_pool2d(x, [1, 1])
+    same(pool.adaptive_avg_pool2d_out(srq(x), [1, 1]), ref)
+    xq = srq(x)
+    cl = QuantizedArray(np.ascontiguousarray(np.asarray(xq).transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2), xq.qdtype,
+                        xq.qparams)
+    same(pool.adaptive_avg_pool2d_out(cl, [1, 1]), ref)
     same(pool.mean_out(srq(x), [2, 3], True), x.mean((2, 3), keepdim=True))
     same(shape.upsample_nearest2d_out(srq(x), [x.shape[2] * 2, x.shape[3] + 3]),
          F.interpolate(x, size=[x.shape[2] * 2, x.shape[3] + 3], mode="nearest"))

@@ -142,10 +142,17 @@ def adaptive_avg_pool2d_out(self, output_size, *, out=None):
     oh, ow = [(H, W)[i] if v is None else int(v) for i, v in enumerate(size * (2 // len(size)))]
     hs, he = _window_bounds(oh, H)
     ws, we = _window_bounds(ow, W)
-    ii = np.zeros((*x.shape[:2], H + 1, W + 1), np.int64)
-    ii[:, :, 1:, 1:] = x.astype(np.int64).cumsum(2).cumsum(3)
-    s = (ii[:, :, he[:, None], we[None, :]] - ii[:, :, hs[:, None], we[None, :]]
-         - ii[:, :, he[:, None], ws[None, :]] + ii[:, :, hs[:, None], ws[None, :]])
+    if oh == 1 and ow == 1:
+        # a global pool (resnet's head): one sum per channel, over the memory as it lies (a conv's
+        # output is channels-last: summed along its rows, not through a strided int64 copy)
+        mem = channels_last(x)
+        s = (mem.sum(axis=(1, 2), dtype=np.int64)[:, :, None, None] if mem is not None
+             else x.sum(axis=(2, 3), dtype=np.int64, keepdims=True))
+    else:
+        ii = np.zeros((*x.shape[:2], H + 1, W + 1), np.int64)
+        ii[:, :, 1:, 1:] = x.astype(np.int64).cumsum(2).cumsum(3)
+        s = (ii[:, :, he[:, None], we[None, :]] - ii[:, :, hs[:, None], we[None, :]]
+             - ii[:, :, he[:, None], ws[None, :]] + ii[:, :, hs[:, None], ws[None, :]])
     recip = (F32(1.0) / (he - hs).astype(F32))[:, None] / (we - ws).astype(F32)[None, :]
     r = np.rint(s.astype(F32) * recip)
     np.clip(r, info.qmin, info.qmax, out=r)
