@@ -179,6 +179,7 @@ def test_pools_and_means(dims, k, s, data):
     cl = QuantizedArray(np.ascontiguousarray(np.asarray(xq).transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2), xq.qdtype,
                         xq.qparams)
     same(pool.adaptive_avg_pool2d_out(cl, [1, 1]), ref)
+    same(pool.max_pool2d_out(cl, [k, k], [s, s], [p, p], [d, d], ceil), F.max_pool2d(x, k, s, p, d, ceil))
     same(pool.mean_out(srq(x), [2, 3], True), x.mean((2, 3), keepdim=True))
     same(shape.upsample_nearest2d_out(srq(x), [x.shape[2] * 2, x.shape[3] + 3]),
          F.interpolate(x, size=[x.shape[2] * 2, x.shape[3] + 3], mode="nearest"))
