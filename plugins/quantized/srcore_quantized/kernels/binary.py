@@ -1,6 +1,8 @@
 """quantized:: add, mul (tensor and scalar, +relu) and cat, as torch's x86 kernels compute them."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from srcore.plugin import QDTYPES, KernelError, add_scalar_qparams, int8_gemm, mul_scalar_qparams
@@ -42,30 +44,43 @@ def _add_channels_last(qa, qb, q, relu: bool, out, op: str, memory_tail: bool = 
 
     res, mem = cl
     qdtype = qa.qdtype
-    info = QDTYPES[qdtype]
     (sa, za), (sb, zb) = (qa.qparams.scale, qa.qparams.zero_point), (qb.qparams.scale, qb.qparams.zero_point)
     n = qa.size
     k = split_tail(n, qdtype)
     tail = None
-    if k < n and memory_tail:
-        idx = np.unravel_index(np.arange(k, n), mem.shape)
-        c = dequant_scalar(ma[idx], sa, za) + dequant_scalar(mb[idx], sb, zb)
+    if k < n:   # torch's scalar path on the last elements, in memory or NCHW order (read before ``out`` is written)
+        idx = _tail_index(mem.shape if memory_tail else qa.shape, k, n)
+        ta, tb = (ma[idx], mb[idx]) if memory_tail else (ints(qa)[idx], ints(qb)[idx])
+        c = dequant_scalar(ta, sa, za) + dequant_scalar(tb, sb, zb)
         if relu:
             np.maximum(c, F32(0), out=c)
         tail = quant_scalar(c, q.scale, q.zero_point, qdtype)
-    elif k < n:   # torch's scalar path on the last elements in NCHW order (read before ``out`` is written)
-        idx = np.unravel_index(np.arange(k, n), qa.shape)
-        c = dequant_scalar(ints(qa)[idx], sa, za) + dequant_scalar(ints(qb)[idx], sb, zb)
-        if relu:
-            np.maximum(c, F32(0), out=c)
-        tail = quant_scalar(c, q.scale, q.zero_point, qdtype)
-    fa, fb = F32(sa), F32(sb)
-    add_vec_u8(ma.reshape(-1), mb.reshape(-1), np.float64(fa), np.float64(F32(fa * F32(-za))), np.float64(fb),
-               np.float64(F32(fb * F32(-zb))), F32(1.0) / F32(q.scale), np.float64(q.zero_point),
-               np.float64(q.zero_point if relu else info.qmin), np.float64(info.qmax), mem.reshape(-1))
+    add_vec_u8(ma.reshape(-1), mb.reshape(-1), *_add_constants(sa, za, sb, zb, q.scale, q.zero_point, relu, qdtype),
+               mem.reshape(-1))
     if tail is not None:
         (mem if memory_tail else res)[idx] = tail
     return wrap(res, qdtype, q)
+
+
+@functools.lru_cache(maxsize=64)
+def _tail_index(shape: tuple, k: int, n: int) -> tuple:
+    """The multi-indices of flat positions ``k .. n - 1`` of an array of ``shape`` (C order), kept:
+    a layer's add has the same shape on every call."""
+    idx = np.unravel_index(np.arange(k, n), shape)
+    for a in idx:
+        a.flags.writeable = False
+    return idx
+
+
+@functools.lru_cache(maxsize=512)
+def _add_constants(sa, za, sb, zb, scale, zero_point, relu: bool, qdtype: str) -> tuple:
+    """``add_vec_u8``'s float arguments (torch's vectorized path: ``fma(q, s, s * -zp)`` per input,
+    ``1 / scale``; the clamp bounds), computed once per parameters."""
+    info = QDTYPES[qdtype]
+    fa, fb = F32(sa), F32(sb)
+    return (np.float64(fa), np.float64(F32(fa * F32(-za))), np.float64(fb), np.float64(F32(fb * F32(-zb))),
+            F32(1.0) / F32(scale), np.float64(zero_point), np.float64(zero_point if relu else info.qmin),
+            np.float64(info.qmax))
 
 
 def _add(qa, qb, scale, zero_point, relu: bool, out, op: str):
@@ -86,11 +101,7 @@ def _add(qa, qb, scale, zero_point, relu: bool, out, op: str):
     if k and qdtype in ("quint8", "qint8") and int8_gemm.numba_enabled():   # the same in one numba pass
         from ._int8_kernels import add_vec_u8
 
-        info = QDTYPES[qdtype]
-        fa, fb = F32(sa), F32(sb)
-        add_vec_u8(a[:k], b[:k], np.float64(fa), np.float64(F32(fa * F32(-za))), np.float64(fb),
-                   np.float64(F32(fb * F32(-zb))), F32(1.0) / F32(q.scale), np.float64(q.zero_point),
-                   np.float64(q.zero_point if relu else info.qmin), np.float64(info.qmax), flat[:k])
+        add_vec_u8(a[:k], b[:k], *_add_constants(sa, za, sb, zb, q.scale, q.zero_point, relu, qdtype), flat[:k])
     elif k:  # vectorized path: fma dequantize, round then add the zero point
         c = dequant_vec(a[:k], sa, za) + dequant_vec(b[:k], sb, zb)
         if relu:
