@@ -1,7 +1,7 @@
 """srcore.plugin.builder_options: one builder's options out of a segment's, by the namespace convention
 (top level for every builder, the builder's own under its name and winning, other dicts ignored)."""
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 import srcore
 from srcore.plugin import builder_options
@@ -13,6 +13,7 @@ keys = st.sampled_from(KNOWN)
 values = st.one_of(st.integers(), st.booleans(), st.text(max_size=3), st.none())
 
 
+@settings(max_examples=40, deadline=None)
 @given(top=st.dictionaries(keys, values), own=st.dictionaries(keys, values),
        others=st.dictionaries(st.sampled_from(("openvino", "trt_like", "zz")), st.dictionaries(st.text(), values)))
 def test_own_keys_win_over_the_top_level_and_other_namespaces_are_ignored(top, own, others):
