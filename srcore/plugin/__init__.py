@@ -46,6 +46,8 @@ _LAZY = {
     **{n: f"srcore.format.safetensors_io:{n}" for n in ("Container", "encode_header", "tensor_layout",
                                                         "write_file", "drop_resident_pages")},
     "cache_root": "srcore.cachedir:cache_root",
+    # one engine builder's options out of a segment's (its namespace over the top-level keys)
+    "builder_options": "srcore.plugin.options:builder_options",
     "progress": "srcore.progress:progress",
     # quantized values and their parameters
     "QuantizedArray": "srcore.qarray:QuantizedArray",

@@ -5,7 +5,7 @@ options meant for this backend alone go under its name, ``{"openvino": {"precisi
 "bf16"}}``; top-level keys apply to every builder. Any key this backend does not know
 (top level or under ``"openvino"``) refuses the segment with a reason naming it: a typo
 must not silently run something else. Other dict-valued top-level keys are other
-builders' namespaces and are ignored.
+builders' namespaces and are ignored (``srcore.plugin.builder_options`` reads them).
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from srcore import EngineBuildError
+from srcore.plugin import builder_options
 
 from .cache import DEFAULT_LIMIT_MB
 
@@ -60,17 +61,7 @@ def default_cache_dir() -> Path:
 def parse(options: dict[str, Any]) -> EngineOptions:
     """The openvino options of ``options`` (a segment's builder options); raises
     :class:`srcore.EngineBuildError` naming the first unknown or invalid one."""
-    flat = {k: v for k, v in options.items() if not isinstance(v, dict)}
-    own = options.get(NAMESPACE, {})
-    if not isinstance(own, dict):
-        raise EngineBuildError(f"engine option {NAMESPACE!r} must be a dict of openvino options, not {own!r}")
-    merged = {**flat, **own}
-    for key in merged:
-        if key not in KNOWN:
-            where = f"engine_options[{NAMESPACE!r}]" if key in own else "engine_options"
-            raise EngineBuildError(
-                f"unknown engine option {key!r} in {where}: openvino knows {', '.join(KNOWN)} (options meant for "
-                f"another engine backend go under its name, e.g. engine_options={{'trt_like': {{...}}}})")
+    merged = builder_options(options, NAMESPACE, KNOWN, error=EngineBuildError)
     out = {}
     if "precision" in merged:
         p = merged["precision"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from srcore.plugin import EngineOptionError
+from srcore.plugin import EngineOptionError, builder_options
 
 #: option -> what it takes (docs/trt-like.md has the table)
 OPTIONS = {
@@ -45,15 +45,8 @@ def check_options(options: dict[str, Any]) -> dict[str, Any]:
     """trt_like's options out of a segment's builder options, checked: the top-level keys, with
     those under ``"trt_like"`` over them; other dict-valued keys are other builders' namespaces
     (``{"openvino": {...}}``) and are ignored. An unknown key or a bad value is an EngineOptionError."""
-    own = options.get(NAMESPACE, {})
-    if not isinstance(own, dict):
-        raise EngineOptionError(f"engine option {NAMESPACE!r} must be a dict of trt_like options, not {own!r}")
-    options = {**{k: v for k, v in options.items() if k in OPTIONS or not isinstance(v, dict)}, **own}
+    options = builder_options(options, NAMESPACE, OPTIONS)
     for key, value in options.items():
-        if key not in OPTIONS:
-            close = difflib.get_close_matches(key, OPTIONS, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise EngineOptionError(f"unknown trt_like engine option {key!r}{hint}; known: {', '.join(OPTIONS)}")
         if key in _BOOLS and not isinstance(value, bool):
             raise EngineOptionError(f"trt_like engine option {key}={value!r}: expected true or false")
     excluded = options.get("exclude_tactics", ())
