@@ -20,9 +20,10 @@ from srcore.plugin import TensorType
 
 from . import parallel as _par
 
-#: nodes below this many elements are never split: two parts of the compiled activations' minimum
-#: (``jit_pointwise.PART_MIN``); the hand-over to the part pool costs tens of microseconds
-MIN_SPLIT = 1 << 18
+#: nodes below this many elements are never split (nor timed): the hand-over to the part pool costs
+#: tens of microseconds. Lower than the compiled activations' 2^18 (one pass each): the numpy
+#: norms and softmax make 5-8 passes, so a BERT-base-like (1, 128, 256) layer norm (2^15) may pay
+MIN_SPLIT = 1 << 15
 
 
 def static_shape(t) -> tuple[int, ...] | None:
