@@ -8,6 +8,8 @@ from typing import Any
 
 from srcore.plugin import EngineOptionError
 
+from .tactics.names import int8_reuses
+
 #: option -> what it takes (docs/trt-like.md has the table)
 OPTIONS = {
     "fusion": "true/false: fuse pointwise runs (and a conv with the max pool that alone reads it)",
@@ -32,13 +34,6 @@ CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "im2col_gemm_team", "packed_gemm", "w
                 "depthwise_direct", "depthwise_channels_last", "depthwise_simd", "simd_direct", "pointwise_simd")
 OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl", "numba", "numpy", "numpy_split",
                  "int8_sgemm", "int8_dgemm", "int8_simd")
-
-
-def int8_reuses(conv_tactic: str) -> bool:
-    """Whether an int8 conv offers float conv tactic ``conv_tactic`` on its shifted integers (as
-    ``int8_<name>``; exact while the partial sums stay below 2^24): not Winograd (its transforms
-    are not integer sums), ``simd_direct`` or the OpenBLAS team variants."""
-    return not conv_tactic.startswith(("winograd", "simd")) and not conv_tactic.endswith("_team")
 
 
 def tactic_names() -> list[str]:

@@ -14,8 +14,9 @@ from srcore.plugin import EngineOptionError, QParams
 from srcore_trt_like.builder.network import Layer, Network
 from srcore_trt_like.conv import tactics as conv_tactics
 from srcore_trt_like.conv.spec import ConvSpec
-from srcore_trt_like.options import CONV_TACTICS, check_options, int8_reuses, tactic_names
+from srcore_trt_like.options import CONV_TACTICS, check_options, tactic_names
 from srcore_trt_like.tactics import int8 as t8
+from srcore_trt_like.tactics.names import int8_reuses
 
 pytestmark = pytest.mark.one_pass
 

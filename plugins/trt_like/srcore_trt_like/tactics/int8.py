@@ -22,7 +22,7 @@ from srcore.plugin import int8_gemm
 from ..conv.spec import ConvSpec
 from ..conv.tactics import conv_tactic_builders
 from ..kernels import int8 as k8
-from ..options import int8_reuses
+from .names import int8_reuses
 from .records import Candidate, Kernel
 
 INT8 = "int8"
