@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
+import torch.nn.functional as F
 
 from srcore.plugin import EngineOptionError, QParams
 from srcore_trt_like.builder.network import Layer, Network
@@ -86,3 +88,49 @@ def test_exclude_tactics_accepts_every_offered_name_and_names_an_unknown_one(mon
     with pytest.raises(EngineOptionError, match=r"unknown trt_like tactic 'int8_depthwise_smid' \(did you mean "
                                                 r"'int8_depthwise_simd'\?\)"):
         check_options({"exclude_tactics": ["int8_depthwise_smid"]})
+
+
+class _Mixed(torch.nn.Module):
+    """One engine with most layer kinds: conv + max pool, depthwise, squeeze-excite, pools, GEMMs,
+    layer norm, group norm, softmax."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.dw = torch.nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.fc1, self.fc2 = torch.nn.Conv2d(8, 4, 1), torch.nn.Conv2d(4, 8, 1)
+        self.gn = torch.nn.GroupNorm(2, 8)
+        self.ln = torch.nn.LayerNorm(8)
+        self.q, self.k, self.v = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
+        self.head = torch.nn.Linear(8, 5)
+
+    def forward(self, x):
+        x = F.max_pool2d(torch.relu(self.stem(x)), 2)
+        y = torch.relu(self.dw(x))
+        y = y * F.hardsigmoid(self.fc2(torch.relu(self.fc1(F.adaptive_avg_pool2d(y, 1)))))
+        y = self.gn(F.avg_pool2d(y, 2))
+        t = self.ln(y.flatten(2).transpose(1, 2))                     # (1, 4, 8) tokens
+        a = F.scaled_dot_product_attention(self.q(t), self.k(t), self.v(t))
+        return torch.softmax(self.head(a + t), -1), F.adaptive_avg_pool2d(y, 1).flatten(1)
+
+
+def test_every_candidate_an_engine_build_considers_is_a_known_name(monkeypatch):
+    import srcore
+    from srcore_trt_like.tactics import table
+
+    seen: dict[str, set[str]] = {}
+    offer = table.candidates
+
+    def record(layer, net):
+        out = offer(layer, net)
+        seen.setdefault(layer.kind, set()).update(c.name for c in out)
+        return out
+    monkeypatch.setattr(table, "candidates", record)
+    module = _Mixed().eval()
+    x = torch.randn(1, 3, 8, 8)
+    model = srcore.from_torchscript(torch.jit.script(module), (x,))
+    srcore.StaticModule(model, options=srcore.Options(backends=("trt_like", "cpu"),
+                                                      engine_options={"timing": False, "timing_cache": False}))
+    assert {"conv", "conv_max_pool", "squeeze_excite", "gemm", "layer_norm"} <= seen.keys(), seen.keys()
+    unknown = {kind: names - set(tactic_names()) for kind, names in seen.items()}
+    assert not any(unknown.values()), unknown
