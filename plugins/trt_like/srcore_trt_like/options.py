@@ -8,6 +8,8 @@ from typing import Any
 
 from srcore.plugin import EngineOptionError, builder_options
 
+from .tactics.names import int8_reuses
+
 #: option -> what it takes (docs/trt-like.md has the table)
 OPTIONS = {
     "fusion": "true/false: fuse pointwise runs (and a conv with the max pool that alone reads it)",
@@ -25,17 +27,18 @@ OPTIONS = {
 PRECISIONS = ("float32", "int8")
 _BOOLS = ("fusion", "timing", "timing_cache", "mkl")
 
-#: every tactic name the table can offer (conv algorithms, then the other families)
-CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "packed_gemm", "winograd_f4x4", "winograd_f2x2",
-                "winograd_f4x4_packed", "winograd_f2x2_packed", "depthwise_direct",
-                "depthwise_channels_last", "depthwise_simd", "simd_direct")
-OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl", "numba", "numpy", "int8_sgemm", "int8_dgemm")
+#: every tactic name the table can offer (conv algorithms, then the other families); a test builds
+#: the candidates of each family and checks every name is here (tests/test_tactic_names.py)
+CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "im2col_gemm_team", "packed_gemm", "winograd_f4x4", "winograd_f2x2",
+                "winograd_f4x4_team", "winograd_f2x2_team", "winograd_f4x4_packed", "winograd_f2x2_packed",
+                "depthwise_direct", "depthwise_channels_last", "depthwise_simd", "simd_direct", "pointwise_simd")
+OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl", "numba", "numpy", "numpy_split",
+                 "int8_sgemm", "int8_dgemm", "int8_simd")
 
 
 def tactic_names() -> list[str]:
     return [*CONV_TACTICS, *(f"{c}+max_pool" for c in CONV_TACTICS), *OTHER_TACTICS,
-            *(f"int8_{c}" for c in CONV_TACTICS
-              if not c.startswith(("winograd", "simd")) and c != "depthwise_simd")]
+            *(f"int8_{c}" for c in CONV_TACTICS if int8_reuses(c))]
 
 
 NAMESPACE = "trt_like"

@@ -22,6 +22,7 @@ from srcore.plugin import int8_gemm
 from ..conv.spec import ConvSpec
 from ..conv.tactics import conv_tactic_builders
 from ..kernels import int8 as k8
+from .names import int8_reuses
 from .records import Candidate, Kernel
 
 INT8 = "int8"
@@ -156,8 +157,7 @@ def _float_conv_candidates(layer, net, shifted: np.ndarray) -> list[Candidate]:
     for c0, c1 in blocks:
         spec = ConvSpec((N, c1 - c0, H, W), cout, (kh, kw), a["stride"], a["padding"], a["dilation"], g)
         wb = np.ascontiguousarray(w32 if len(blocks) == 1 else w32[:, c0:c1])
-        builders.append({name: b for name, b in conv_tactic_builders(spec, wb, None)
-                         if not name.startswith(("winograd", "simd")) and not name.endswith("_team")})
+        builders.append({name: b for name, b in conv_tactic_builders(spec, wb, None) if int8_reuses(name)})
     names = [n for n in builders[0] if all(n in b for b in builders)]
     x_zp = np.float32(a["x_q"][1])
     out_shape = net.shape(layer.outputs[0])
