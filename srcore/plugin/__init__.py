@@ -46,6 +46,8 @@ _LAZY = {
     **{n: f"srcore.format.safetensors_io:{n}" for n in ("Container", "encode_header", "tensor_layout",
                                                         "write_file", "drop_resident_pages")},
     "cache_root": "srcore.cachedir:cache_root",
+    # a plugin's kernel records from a cached index (its declaration modules not imported at start-up)
+    "cached_kernels": "srcore.plugin.record_cache:cached_kernels",
     "progress": "srcore.progress:progress",
     # quantized values and their parameters
     "QuantizedArray": "srcore.qarray:QuantizedArray",
