@@ -8,13 +8,20 @@
 # module runs on one worker, in file order, so its module fixtures and a local Ray or Dask cluster start
 # once and its seeded random data is the same as in a one-process run); SRCORE_TEST_WORKERS=N sets the
 # number of workers, 0 runs the tests in pytest's own process.
+# srcore's on-disk caches go to a temporary directory that both passes share (the second starts warm) and
+# that is removed at the end, never to ~/.cache/srcore (conftest.py; SRCORE_TEST_CACHE_DIR=DIR keeps DIR).
 set -euo pipefail
 cd "$(dirname "$0")"
 SRCORE_EXTRAS=test bash run.sh --install-only
 workers="${SRCORE_TEST_WORKERS:-$(.venv/bin/python -c 'import os; print(max(1, min(4, len(os.sched_getaffinity(0)))))')}"
 parallel=(-n "$workers" --dist loadscope)
 [ "$workers" = 0 ] && parallel=()
+if [ -z "${SRCORE_TEST_CACHE_DIR:-}" ]; then
+    SRCORE_TEST_CACHE_DIR="$(mktemp -d "${TMPDIR:-/tmp}/srcore-test-cache.XXXXXX")"
+    trap 'rm -rf "$SRCORE_TEST_CACHE_DIR"' EXIT
+fi
+export SRCORE_TEST_CACHE_DIR
 .venv/bin/python -m pytest -q "${parallel[@]}" "$@"
 echo "== second pass: SRCORE_EXECUTOR=interpreter SRCORE_MEMORY_PLANNER=precomputed_offsets"
-SRCORE_EXECUTOR=interpreter SRCORE_MEMORY_PLANNER=precomputed_offsets exec .venv/bin/python -m pytest -q \
+SRCORE_EXECUTOR=interpreter SRCORE_MEMORY_PLANNER=precomputed_offsets .venv/bin/python -m pytest -q \
     "${parallel[@]}" -m "not one_pass and not perf" "$@"

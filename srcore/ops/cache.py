@@ -15,6 +15,7 @@ import marshal
 import os
 import sys
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Iterable, Union
 
 from .. import __version__
@@ -26,13 +27,14 @@ from .declarations import Declaration, DispatchEntry
 from .schema import (AliasInfo, Argument, BaseType, Default, FunctionSchema, GenericType, ListType,
                      OptionalType, Return, SchemaType, TupleType)
 
-__all__ = ["load_schemas", "cache_dir", "clear_memory_cache", "encode", "decode", "FORMAT"]
+__all__ = ["load_schemas", "load_schemas_lazily", "CachedDeclarations", "cache_dir", "clear_memory_cache", "encode",
+           "decode", "FORMAT"]
 
 FORMAT = 3  # bump when the encoding below changes (2: shared type/argument/return tables; 3: dispatch etc.)
 Source = Union[str, os.PathLike, tuple[str, str]]  # or an importlib.resources Traversable
 
 #: per-process memo: cache key -> declarations (a file is decoded once per process)
-_memo: dict[str, list[Declaration]] = {}
+_memo: dict[str, "Sequence[Declaration]"] = {}
 
 
 def cache_dir() -> Path:
@@ -53,7 +55,7 @@ def load_schemas(sources: Iterable[Source]) -> list[Declaration]:
     """Declarations of every source, in order: a file path or a ``(name, text)`` pair each."""
     out: list[Declaration] = []
     for src in sources:
-        out.extend(_load_one(src))
+        out.extend(_load_one(src))  # a CachedDeclarations builds every row here
     return out
 
 
@@ -69,7 +71,13 @@ def _read(src: Source) -> tuple[str, str]:
         raise DeclarationError(f"cannot read declaration file: {e}", source=str(src)) from None
 
 
-def _load_one(src: Source) -> list[Declaration]:
+def load_schemas_lazily(src: Source) -> Sequence[Declaration]:
+    """The declarations of one source as a sequence; from the cache, a :class:`CachedDeclarations`
+    whose rows are built on first access (a fresh parse: the parsed list)."""
+    return _load_one(src)
+
+
+def _load_one(src: Source) -> Sequence[Declaration]:
     name, text = _read(src)
     if not _enabled():
         return declarations.parse_declarations(text, name)
@@ -79,23 +87,23 @@ def _load_one(src: Source) -> list[Declaration]:
     key = h.hexdigest()
     hit = _memo.get(key)
     if hit is not None:
-        return list(hit)
+        return hit
     path = cache_dir() / f"{key[:40]}.marshal"
     decls = _read_cache(path)
     if decls is None:
         decls = declarations.parse_declarations(text, name)
         _write_cache(path, decls)
     _memo[key] = decls
-    return list(decls)
+    return decls
 
 
-def _read_cache(path: Path) -> list[Declaration] | None:
+def _read_cache(path: Path) -> CachedDeclarations | None:
     try:
         data = path.read_bytes()
     except OSError:
         return None
     try:
-        return decode(marshal.loads(data))
+        return CachedDeclarations(marshal.loads(data))
     except Exception:  # any damage (truncation, bad tuples): treat as a miss and rewrite
         return None
 
@@ -196,10 +204,10 @@ def encode(decls: list[Declaration]) -> tuple:
 
 def decode(data: tuple) -> list[Declaration]:
     """Inverse of :func:`encode`; identical types, arguments and returns are shared objects."""
-    fmt, type_rows, arg_rows, ret_rows, entries = data
-    if fmt != FORMAT:
-        raise ValueError("cache format")
+    return list(CachedDeclarations(data))
 
+
+def _decode_tables(type_rows, arg_rows, ret_rows) -> tuple[list, list]:
     def alias(a):
         return None if a is None else AliasInfo(tuple(a[0]), a[1], None if a[2] is None else tuple(a[2]))
 
@@ -221,12 +229,64 @@ def decode(data: tuple) -> list[Declaration]:
         types.append(t)
     args = [Argument(n, types[t], None if d is None else Default(d[0], d[1]), k) for n, t, d, k in arg_rows]
     rets = [Return(n, types[t]) for n, t in ret_rows]
-    out = []
-    for (name, overload, ai, ri, vararg, varret, source, doc, tags, variants, dispatch, structured, delegate,
-         inherits, module) in entries:
+    return args, rets
+
+
+class CachedDeclarations(Sequence):
+    """One cached file's declarations, each built on first access.
+
+    A start-up with the full registry declares ~1,650 overloads and a model uses a handful: the
+    registry is keyed by :meth:`qualified_name` (read from the row) and builds a ``Declaration``
+    only when its schema is looked at. The shared type/argument/return tables are decoded here and
+    every row's shape and table indices are checked, so a damaged file still fails on read (a miss).
+    """
+
+    __slots__ = ("_args", "_rets", "_rows", "_built")
+
+    def __init__(self, data: tuple):
+        fmt, type_rows, arg_rows, ret_rows, rows = data
+        if fmt != FORMAT:
+            raise ValueError("cache format")
+        self._args, self._rets = _decode_tables(type_rows, arg_rows, ret_rows)
+        na, nr = len(self._args), len(self._rets)
+        for row in rows:
+            name, overload, ai, ri = row[:4]
+            if (len(row) != 15 or type(name) is not str or type(overload) is not str
+                    or (ai and not 0 <= min(ai) <= max(ai) < na) or (ri and not 0 <= min(ri) <= max(ri) < nr)):
+                raise ValueError("bad declaration row")
+        self._rows = rows
+        self._built: list = [None] * len(rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        d = self._built[i]
+        if d is None:
+            d = self._built[i] = self._build(self._rows[i])
+        return d
+
+    def names(self, i: int) -> tuple[str, str]:
+        """``(FunctionSchema.name, FunctionSchema.overload_name)`` of row ``i``, without building it."""
+        name, overload = self._rows[i][:2]
+        return name, overload
+
+    def source(self, i: int) -> str:
+        return self._rows[i][6]
+
+    def binds_kernels(self, i: int) -> bool:
+        """Whether row ``i`` has a ``dispatch:`` or ``structured_delegate:`` entry."""
+        row = self._rows[i]
+        return bool(row[10]) or row[12] is not None
+
+    def _build(self, row) -> Declaration:
+        (name, overload, ai, ri, vararg, varret, source, doc, tags, variants, dispatch, structured, delegate,
+         inherits, module) = row
+        args, rets = self._args, self._rets
         schema = FunctionSchema(name, overload, tuple([args[i] for i in ai]), tuple([rets[i] for i in ri]),
                                 vararg, varret)
-        entries_ = tuple(DispatchEntry(tuple(b), k, tuple(dt), src) for b, k, dt, src in dispatch)
-        out.append(Declaration(schema, source, doc, tuple(tags), tuple(variants), entries_, structured, delegate,
-                               inherits, module))
-    return out
+        entries = tuple(DispatchEntry(tuple(b), k, tuple(dt), src) for b, k, dt, src in dispatch)
+        return Declaration(schema, source, doc, tuple(tags), tuple(variants), entries, structured, delegate,
+                           inherits, module)

@@ -34,6 +34,7 @@ class SchemaRegistry:
         old = self._by_qname.get(q)
         if old is not None:
             old_schema, old_provider, old_source = old
+            old_schema = _built(old_schema)
             if old_schema == schema and old_provider == provider:
                 return old_schema
             raise RegistrationError(
@@ -42,6 +43,17 @@ class SchemaRegistry:
         self._by_qname[q] = (schema, provider, source)
         self._by_name.setdefault(schema.name, []).append(schema)
         return schema
+
+    def add_lazy(self, op: Any, provider: str | None = None) -> None:
+        """Register an overload whose schema is built on first look-up: ``op`` has ``qualified_name``,
+        ``name``, ``source`` and a ``schema`` property (``srcore.plugin.schemas.DeclaredOp``). The
+        caller has checked that the name is not taken."""
+        q = op.qualified_name
+        if q in self._by_qname:
+            raise RegistrationError(f"{q} is declared by {_who(provider, op.source)} and already by "
+                                    f"{_who(self._by_qname[q][1], self._by_qname[q][2])}")
+        self._by_qname[q] = (op, provider, op.source)
+        self._by_name.setdefault(op.name, []).append(op)
 
     def add_declarations(self, decls: Iterable[Declaration], provider: str | None = None) -> None:
         """Register every declaration (``load_declarations``/``load_schemas`` output)."""
@@ -53,11 +65,11 @@ class SchemaRegistry:
         entry = self._by_qname.get(qualified_name)
         if entry is None:
             raise KeyError(f"no schema {qualified_name!r} is declared")
-        return entry[0]
+        return _built(entry[0])
 
     def find(self, qualified_name: str) -> FunctionSchema | None:
         entry = self._by_qname.get(qualified_name)
-        return None if entry is None else entry[0]
+        return None if entry is None else _built(entry[0])
 
     def provider(self, qualified_name: str) -> str | None:
         return self._by_qname[qualified_name][1]
@@ -67,7 +79,7 @@ class SchemaRegistry:
 
     def overloads(self, name: str) -> list[FunctionSchema]:
         """Every overload of ``ns::name``, in declaration order."""
-        return list(self._by_name.get(name, ()))
+        return [_built(s) for s in self._by_name.get(name, ())]
 
     def names(self) -> list[str]:
         """Every qualified name, in declaration order."""
@@ -87,7 +99,7 @@ class SchemaRegistry:
         """
         kind = node.kind
         best, best_score = None, None
-        candidates = self._by_name.get(kind, ())
+        candidates = self.overloads(kind)
         for s in candidates:
             score = matching.match_score(node, s)
             if score is not None and (best_score is None or score < best_score):
@@ -105,6 +117,11 @@ class SchemaRegistry:
         listing = "\n  ".join(str(s) for s in candidates)
         raise VerificationError(f"{kind}({types}) with {outs} output(s){where} matches no schema; "
                                 f"candidates:\n  {listing}")
+
+
+def _built(entry) -> FunctionSchema:
+    """The schema of a registry entry (one added by ``add_lazy`` is built now)."""
+    return entry if isinstance(entry, FunctionSchema) else entry.schema
 
 
 def _who(provider: str | None, source: str | None) -> str:

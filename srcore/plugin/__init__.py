@@ -48,6 +48,8 @@ _LAZY = {
     "cache_root": "srcore.cachedir:cache_root",
     # one engine builder's options out of a segment's (its namespace over the top-level keys)
     "builder_options": "srcore.plugin.options:builder_options",
+    # a plugin's kernel records from a cached index (its declaration modules not imported at start-up)
+    "cached_kernels": "srcore.plugin.record_cache:cached_kernels",
     "progress": "srcore.progress:progress",
     # quantized values and their parameters
     "QuantizedArray": "srcore.qarray:QuantizedArray",

@@ -36,7 +36,7 @@ from typing import Any
 from .._digest import small_sha256
 from ..cachedir import cache_root
 
-__all__ = ["CachedEntryPoint", "entry_points", "scan", "fingerprint", "cache_dir", "FORMAT"]
+__all__ = ["CachedEntryPoint", "entry_points", "scan", "fingerprint", "installed_key", "cache_dir", "FORMAT"]
 
 FORMAT = 1  # bump when the file layout below changes
 _INFO_SUFFIXES = (".dist-info", ".egg-info")
@@ -208,6 +208,7 @@ def discover(group: str) -> tuple[list, bool]:
         return scan(group), False
     paths = _search_path()
     fp = fingerprint(paths)
+    _last_fingerprint[:] = [paths, fp]
     path = _cache_file(group, paths)
     records = _read(path, fp)
     if records is not None:
@@ -219,6 +220,21 @@ def discover(group: str) -> tuple[list, bool]:
     if fingerprint(paths) == fp:
         _write(path, fp, records)
     return eps, False
+
+
+_last_fingerprint: list = []  # [paths, fingerprint] of this process's last discovery
+
+
+def installed_key() -> str | None:
+    """A digest of the installed distributions (the fingerprint of ``sys.path``'s metadata directories):
+    any install, removal, upgrade or edit changes it. Reuses the fingerprint this process's discovery
+    took when ``sys.path`` has not changed since. None when a finder the fingerprint cannot see
+    provides distributions (see :func:`_cacheable`)."""
+    if not _cacheable():
+        return None
+    paths = _search_path()
+    fp = _last_fingerprint[1] if _last_fingerprint and _last_fingerprint[0] == paths else fingerprint(paths)
+    return small_sha256(marshal.dumps((paths, fp))).hexdigest()
 
 
 def entry_points(group: str) -> list:

@@ -11,6 +11,7 @@ dispatch (:mod:`srcore.dispatch`) only reads a finished :class:`Registry`.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -19,7 +20,7 @@ from .._repr import shared_repr
 from ..dispatch.table import STANDARD_DTYPES, KernelTable, op_key
 from ..errors import RegistrationError
 from .hookspecs import HOOK_RECORDS
-from .schemas import library_declarations, new_schema_registry, schema_name
+from .schemas import DeclaredOps, library_entries, new_schema_registry
 from .types import Backend, DType, EngineBuilder, OpLibrary, PluginInfo, Subcommand
 
 
@@ -30,7 +31,8 @@ class Registry:
 
     schemas: Any
     kernel_table: Any
-    declared: dict[str, tuple[Any, PluginInfo]]  # qualified overload name -> (schema, who declared it)
+    #: qualified overload name -> (schema, who declared it): a ``Mapping`` (``DeclaredOps`` builds a schema on look-up)
+    declared: Mapping[str, tuple[Any, PluginInfo]]
     op_libraries: tuple[OpLibrary, ...]
     dtypes: dict[str, DType]
     backends: dict[str, Backend]
@@ -66,7 +68,8 @@ def collect_records(manager, hooks=None) -> dict[str, dict[str, list]]:
 
 
 def _add_schemas(manager, records, registry, declared) -> tuple[list, dict[str, list]]:
-    """Declare every plugin's ops; returns the libraries and, per plugin, ``(library, declarations)``."""
+    """Declare every plugin's ops (``declared``: qualified name -> ``(DeclaredOp, PluginInfo)``; the
+    schemas are built on first look-up); returns the libraries and, per plugin, ``(library, ops)``."""
     libraries = []
     parsed_libs: dict[str, list] = {}
     for name in list(records):
@@ -75,27 +78,27 @@ def _add_schemas(manager, records, registry, declared) -> tuple[list, dict[str, 
         try:
             parsed, mine = [], []
             for lib in libs:
-                decls = library_declarations(lib)
-                mine.append((lib, decls))
-                for decl in decls:
-                    schema, source = decl.schema, decl.source
-                    qn = schema_name(schema)
+                ops = library_entries(lib)
+                mine.append((lib, ops))
+                for op in ops:
+                    qn = op.qualified_name
                     old = declared.get(qn)
-                    if old is not None and str(old[0]) != str(schema):
-                        raise RegistrationError(f"{qn} is already declared as {old[0]}; {source} declares {schema}")
+                    if old is not None and str(old[0].schema) != str(op.schema):  # builds the two only here
+                        raise RegistrationError(f"{qn} is already declared as {old[0].schema}; {op.source} "
+                                                f"declares {op.schema}")
                     if old is None:
-                        parsed.append((qn, schema, source))
+                        parsed.append(op)
         except Exception as exc:  # SchemaError/DeclarationError/RegistrationError, or a missing resource
             manager.fail(name, "srcore_op_libraries", exc)
             del records[name]
             continue
         info = report.info  # one record per plugin, not one per schema (~1,000 at start-up)
         provider = str(info)
-        for qn, schema, source in parsed:
-            if qn not in declared:
-                declared[qn] = (schema, info)
+        for op in parsed:
+            if op.qualified_name not in declared:
+                declared[op.qualified_name] = (op, info)
                 if registry is not None:
-                    registry.add(schema, provider=provider, source=source)
+                    registry.add_lazy(op, provider=provider)
         libraries.extend(libs)
         parsed_libs[name] = mine
     return libraries, parsed_libs
@@ -105,12 +108,12 @@ def _library_kernels(manager, name, libs) -> list:
     """Kernels a plugin binds in its declaration files (``dispatch:``), stamped; problems rejected."""
     report = manager.report(name)
     out = []
-    for lib, decls in libs:
-        if not any(d.dispatch or d.structured_delegate for d in decls):
+    for lib, ops in libs:
+        if not any(op.binds_kernels for op in ops):
             continue
         from .yaml_kernels import library_kernels  # only for a file that binds kernels: no shipped one does
 
-        kernels, problems = library_kernels(lib, decls)
+        kernels, problems = library_kernels(lib, [op.declaration for op in ops])
         for p in problems:
             manager.reject(name, p)
         out.extend(k.provided_by(report.info) for k in kernels)
@@ -230,5 +233,5 @@ def build_registry(manager):
                 engines[e.backend] = e
     rules = _shape_rules(manager, records, declared)
     decompositions = _decompositions(manager, records, declared)
-    return Registry(schemas, table, dict(sorted(declared.items())), tuple(libraries), dtypes, backends, engines,
+    return Registry(schemas, table, DeclaredOps(dict(sorted(declared.items()))), tuple(libraries), dtypes, backends, engines,
                     subcommands, rules, decompositions)

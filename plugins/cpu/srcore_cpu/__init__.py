@@ -11,6 +11,7 @@ list ``KERNELS``; every module of that package is picked up, in name order.
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 
 from srcore.plugin import Backend, Kernel, ShapeRule, hookimpl
@@ -24,15 +25,30 @@ EXTRA_KERNELS: list[Kernel] = []
 # ---------------------------------------------------------------------------------------------
 
 
-def declared_kernels() -> list[Kernel]:
-    """Every Kernel record of this plugin: each ``decl`` module's ``KERNELS``, then ``EXTRA_KERNELS``."""
+def _decl_kernels() -> list[Kernel]:
+    """Each ``decl`` module's ``KERNELS``, in module name order."""
     from . import decl
 
     kernels: list[Kernel] = []
     for mod in sorted(m.name for m in pkgutil.iter_modules(decl.__path__)):
         kernels.extend(importlib.import_module(f"{decl.__name__}.{mod}").KERNELS)
-    kernels.extend(EXTRA_KERNELS)
     return kernels
+
+
+def declared_kernels() -> list[Kernel]:
+    """Every Kernel record of this plugin: each ``decl`` module's ``KERNELS``, then ``EXTRA_KERNELS``.
+
+    The ``decl`` modules' records come from srcore's record cache (keyed on those files, this module,
+    the installed distributions and whether torch is importable), so a start-up imports none of them.
+    """
+    from srcore.plugin import cached_kernels
+
+    from .decl.torch_fallback import AVAILABLE  # the one decl module whose records depend on more than its text
+
+    here = os.path.dirname(__file__)
+    kernels = cached_kernels(__name__, _decl_kernels, sources=(os.path.join(here, "decl"), __file__),
+                             key=(AVAILABLE,))
+    return [*kernels, *EXTRA_KERNELS]
 
 
 @hookimpl

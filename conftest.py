@@ -1,0 +1,72 @@
+"""Shared set-up of the whole suite (``tests/`` and every ``plugins/*/tests/``): srcore's on-disk caches
+go to one temporary directory per test session, never to the user's ``~/.cache/srcore``.
+
+Everything srcore and its plugins cache on disk -- parsed schemas, plugin discovery, the rule index,
+kernel records, attrs code, selections, trt_like's generated kernels (and numba's cache of them),
+timing cache and engines, OpenVINO's compiled models -- lives under ``srcore.cachedir.cache_root()``,
+which reads ``$SRCORE_CACHE_DIR`` each time it is called. ``pytest_configure`` sets it before any test
+module is collected, so:
+
+- the whole session shares one root (``<session basetemp>/srcore-cache``; with pytest-xdist the
+  controller's basetemp, handed to every worker), so a cache filled by one test stays warm for the
+  next, as ``~/.cache/srcore`` did;
+- processes the tests start inherit it through the environment;
+- a test that sets its own ``SRCORE_CACHE_DIR`` (``monkeypatch.setenv``) keeps its own;
+- ``$SRCORE_TEST_CACHE_DIR``, when set, is the root instead (kept after the session): ``test.sh``
+  shares one root between its two passes so that the second pass starts warm, as before.
+
+A root the session made itself is removed when the session ends. ``tests/test_cache_isolation.py``
+checks that a model run under the suite writes nothing to the home directory's cache.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+_ROOT_KEY = pytest.StashKey[Path]()
+_MADE_KEY = pytest.StashKey[bool]()
+_WORKERINPUT = "srcore_cache_dir"
+
+
+@pytest.hookimpl(trylast=True)   # after pytest's tmpdir plugin has set up the session's basetemp
+def pytest_configure(config: pytest.Config) -> None:
+    root, made = _session_cache_root(config)
+    root.mkdir(parents=True, exist_ok=True)
+    config.stash[_ROOT_KEY] = root
+    config.stash[_MADE_KEY] = made
+    os.environ["SRCORE_CACHE_DIR"] = str(root)
+
+
+def _session_cache_root(config: pytest.Config) -> tuple[Path, bool]:
+    """``(root, made by this session)``."""
+    workerinput = getattr(config, "workerinput", None)   # an xdist worker: the controller's root
+    if workerinput is not None and _WORKERINPUT in workerinput:
+        return Path(workerinput[_WORKERINPUT]), False
+    given = os.environ.get("SRCORE_TEST_CACHE_DIR")
+    if given:
+        return Path(given).resolve(), False
+    factory = getattr(config, "_tmp_path_factory", None)
+    if factory is not None:
+        return factory.getbasetemp() / "srcore-cache", True
+    return Path(tempfile.mkdtemp(prefix="srcore-test-cache-")), True   # pytest run with -p no:tmpdir
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """pytest-xdist: a worker uses the controller's root (not one under its own basetemp)."""
+    node.workerinput[_WORKERINPUT] = str(node.config.stash[_ROOT_KEY])
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if config.stash.get(_MADE_KEY, False) and not hasattr(config, "workerinput"):
+        shutil.rmtree(config.stash[_ROOT_KEY], ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def srcore_session_cache_dir(pytestconfig: pytest.Config) -> Path:
+    """The session's srcore cache root (what ``$SRCORE_CACHE_DIR`` was set to at start-up)."""
+    return pytestconfig.stash[_ROOT_KEY]

@@ -1,0 +1,117 @@
+"""A plugin's kernel records from a cached, validated index: a start-up imports no declaration module.
+
+A plugin that declares hundreds of kernels in many modules (srcore-cpu: 931 records in 36
+``decl`` modules, ~10 ms CPU of every full-registry start) can serve them through
+:func:`cached_kernels`: the records are kept as data (``marshal`` of tuples of strings and ints,
+never pickle, never code) in ``$SRCORE_CACHE_DIR/records/``, one file per package, and rebuilt by the plugin's own ``build``
+function on a miss. The key holds srcore's version, the Python version, the plugin's ``sources``
+(files, or directories whose ``*.py`` files count; each one's path, mtime and size), the installed
+distributions (the entry-point fingerprint of :mod:`srcore.plugin.discovery`: any install, removal,
+upgrade or edit changes it) and the plugin's own ``key`` values (what else its records depend on).
+Every stored row goes through ``Kernel``'s validators again on read (a damaged row is a miss).
+A miss, a damaged file or a record that cannot be stored (an ``impl`` or ``matcher`` that is a
+callable, not a ``"module:attr"`` string) calls ``build`` and uses its records as they are.
+``SRCORE_NO_RECORD_CACHE=1`` turns it off; nothing is written under ``PYTHONDONTWRITEBYTECODE``.
+"""
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+from pathlib import Path
+from typing import Callable, Iterable
+
+from .types import Kernel
+
+__all__ = ["cached_kernels", "index_path"]
+
+FORMAT = 1
+
+
+def _enabled() -> bool:
+    return os.environ.get("SRCORE_NO_RECORD_CACHE", "") in ("", "0")
+
+
+def _stamp(path: str) -> tuple:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (path, None, None)
+    return (path, st.st_mtime_ns, st.st_size)
+
+
+def _sources_key(sources: Iterable) -> tuple:
+    out = []
+    for src in sources:
+        src = os.fspath(src)
+        if os.path.isdir(src):
+            out.append((src, tuple(sorted(_stamp(e.path) for e in os.scandir(src) if e.name.endswith(".py")))))
+        else:
+            out.append(_stamp(src))
+    return tuple(out)
+
+
+def _key(sources, extra) -> list:
+    from .. import __version__
+    from . import discovery
+
+    return (FORMAT, __version__, tuple(sys.version_info[:2]), _sources_key(sources), discovery.installed_key(),
+            tuple(extra))
+
+
+def index_path(package: str) -> Path:
+    from ..cachedir import cache_root
+
+    return cache_root() / "records" / f"{package}-{sys.implementation.cache_tag}.marshal"
+
+
+def _read(path: Path, key: tuple) -> list[Kernel] | None:
+    try:
+        fmt, stored, rows = marshal.loads(path.read_bytes())
+        if fmt != FORMAT or stored != key:
+            return None
+        # Kernel's validators check every stored row again
+        return [Kernel(op, backend, kind, dtypes, impl, matcher, priority, source=source)
+                for op, backend, kind, dtypes, impl, matcher, priority, source in rows]
+    except Exception:  # missing, truncated, not marshal, wrong shape: a miss
+        return None
+
+
+def _write(path: Path, key: tuple, kernels: list[Kernel]) -> None:
+    rows = []
+    for k in kernels:
+        if type(k) is not Kernel or not isinstance(k.impl, str) or not (k.matcher is None or isinstance(k.matcher, str)):
+            return  # a callable cannot be stored as data
+        rows.append((k.op, k.backend, k.kind, tuple(k.dtypes), k.impl, k.matcher, k.priority, k.source))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+        tmp.write_bytes(marshal.dumps((FORMAT, key, tuple(rows))))
+        os.replace(tmp, path)  # atomic: a concurrent start never reads half a file
+    except (OSError, ValueError):
+        pass  # a read-only cache directory (or an unmarshallable key value) only costs the build
+
+
+def cached_kernels(package: str, build: Callable[[], Iterable[Kernel]], *, sources: Iterable = (),
+                   key: Iterable = ()) -> list[Kernel]:
+    """``build()``'s kernel records, from the cache when nothing they depend on changed.
+
+    ``package`` names the cache file (the plugin's package name); ``sources`` are the files (or
+    directories of ``*.py`` files) ``build`` reads its records from; ``key`` holds plain values
+    (str, int, bool, None, tuples of them) of anything else they depend on (an optional library
+    being importable, an environment variable).
+    """
+    if not _enabled():
+        return list(build())
+    sources = list(sources)
+    k = _key(sources, key)
+    if k[4] is None:  # distributions the fingerprint cannot see: no cache
+        return list(build())
+    path = index_path(package)
+    hit = _read(path, k)
+    if hit is not None:
+        return hit
+    kernels = list(build())
+    if not sys.dont_write_bytecode and _key(sources, key) == k:  # nothing moved while building
+        _write(path, k, kernels)
+    return kernels

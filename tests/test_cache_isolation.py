@@ -1,0 +1,60 @@
+"""The suite keeps srcore's on-disk caches in one temporary root per session (the repository's
+``conftest.py``), never in the user's ``~/.cache/srcore``."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from srcore.cachedir import cache_root
+
+pytestmark = pytest.mark.one_pass
+
+ROOT = Path(__file__).resolve().parents[1]
+DIGITS = ROOT / "examples" / "digits" / "digits.srm"
+
+CHILD = f"""
+import json
+import numpy as np
+import srcore
+from srcore.cachedir import cache_root
+y = srcore.StaticModule(srcore.load({str(DIGITS)!r}))(np.zeros((1, 1, 8, 8), np.float32))
+assert y.shape == (1, 10)
+print(json.dumps(str(cache_root())))
+"""
+
+
+def _home_cache() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")) / "srcore"
+
+
+def test_the_session_cache_root_is_temporary(srcore_session_cache_dir, tmp_path_factory):
+    assert cache_root() == srcore_session_cache_dir == Path(os.environ["SRCORE_CACHE_DIR"])
+    assert srcore_session_cache_dir.is_dir()
+    home = _home_cache().resolve()
+    assert home != srcore_session_cache_dir.resolve() and home not in srcore_session_cache_dir.resolve().parents
+    if not os.environ.get("SRCORE_TEST_CACHE_DIR"):   # made by this session, in its basetemp (an xdist
+        base = tmp_path_factory.getbasetemp()          # worker's is a directory in the controller's)
+        assert srcore_session_cache_dir in (base / "srcore-cache", base.parent / "srcore-cache")
+
+
+def test_a_model_run_under_the_suite_writes_no_home_cache(tmp_path, srcore_session_cache_dir):
+    """A process the suite starts inherits the session's root: with the home directory (and so the
+    default ``~/.cache/srcore``) moved to an empty directory, loading and running a model writes
+    nothing there, and its caches land in the session's root."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home)}
+    for name in ("XDG_CACHE_HOME", "SRCORE_NO_SCHEMA_CACHE", "SRCORE_NO_PLUGIN_CACHE", "SRCORE_NO_RECORD_CACHE",
+                 "PYTHONDONTWRITEBYTECODE"):
+        env.pop(name, None)
+    out = subprocess.run([sys.executable, "-c", CHILD], env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert Path(json.loads(out.stdout.splitlines()[-1])) == srcore_session_cache_dir
+    assert not (home / ".cache" / "srcore").exists(), sorted(str(p) for p in home.rglob("*"))
+    assert any((srcore_session_cache_dir / "schemas").iterdir())
+    assert any((srcore_session_cache_dir / "plugins").iterdir())

@@ -1,0 +1,141 @@
+"""A plugin's kernel records from the record cache: the same records as its build, rebuilt on any change."""
+from __future__ import annotations
+
+import json
+import marshal
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from srcore.plugin import Kernel, record_cache
+from srcore.plugin import discovery
+
+pytestmark = pytest.mark.one_pass
+
+ROOT = Path(__file__).resolve().parents[1]
+DIGITS = ROOT / "examples" / "digits" / "digits.srm"
+
+
+def _fields(kernels):
+    return [(k.op, k.backend, k.kind, k.dtypes, k.impl, k.matcher, k.priority, k.source, k.provider) for k in kernels]
+
+
+@pytest.fixture
+def env(monkeypatch, tmp_path):
+    monkeypatch.setenv("SRCORE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("SRCORE_NO_RECORD_CACHE", raising=False)
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    src = tmp_path / "decl"
+    src.mkdir()
+    (src / "a.py").write_text("A = 1\n")
+    builds = []
+
+    def build():
+        builds.append(1)
+        return [Kernel("ex::f", "cpu", "out", ("float32",), "ex.kernels:f"),
+                Kernel("ex::g.out", "cpu", "native", ("*",), "ex.kernels:g", matcher="ex.kernels:m", priority=2,
+                       source="ops.yaml:3")]
+
+    return src, build, builds
+
+
+def test_a_second_call_serves_the_build_s_records_without_building(env):
+    src, build, builds = env
+    first = record_cache.cached_kernels("ex", build, sources=[src], key=(True,))
+    again = record_cache.cached_kernels("ex", build, sources=[src], key=(True,))
+    assert builds == [1] and _fields(again) == _fields(build()) == _fields(first)
+    assert record_cache.index_path("ex").is_file()
+
+
+@pytest.mark.parametrize("change", ["edit", "add", "key", "installed"])
+def test_anything_the_records_depend_on_changing_is_a_miss(env, change, monkeypatch):
+    src, build, builds = env
+    record_cache.cached_kernels("ex", build, sources=[src], key=(True,))
+    key = (True,)
+    if change == "edit":
+        (src / "a.py").write_text("A = 22\n")  # another size (and mtime)
+    elif change == "add":
+        (src / "b.py").write_text("")
+    elif change == "key":
+        key = (False,)
+    else:
+        monkeypatch.setattr(discovery, "installed_key", lambda: "another set of distributions")
+    record_cache.cached_kernels("ex", build, sources=[src], key=key)
+    assert builds == [1, 1]
+    record_cache.cached_kernels("ex", build, sources=[src], key=key)  # rewritten under the new key
+    assert builds == [1, 1]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "bad op", "bad row"])
+def test_a_damaged_file_is_a_miss_and_rewritten(env, damage):
+    src, build, builds = env
+    record_cache.cached_kernels("ex", build, sources=[src])
+    path = record_cache.index_path("ex")
+    if damage == "truncated":
+        path.write_bytes(path.read_bytes()[:-7])
+    else:
+        fmt, key, rows = marshal.loads(path.read_bytes())
+        row = ("not an op", *rows[0][1:]) if damage == "bad op" else rows[0][:3]
+        path.write_bytes(marshal.dumps((fmt, key, (row, *rows[1:]))))
+    got = record_cache.cached_kernels("ex", build, sources=[src])
+    assert builds == [1, 1] and _fields(got) == _fields(build()[:2])
+    record_cache.cached_kernels("ex", build, sources=[src])
+    assert builds == [1, 1, 1]
+
+
+def test_callable_kernels_are_never_stored(env):
+    src, _build, _ = env
+    calls = []
+
+    def build():
+        calls.append(1)
+        return [Kernel("ex::f", "cpu", "out", ("float32",), lambda *a: None)]
+
+    for _ in range(2):
+        assert callable(record_cache.cached_kernels("ex2", build, sources=[src])[0].impl)
+    assert calls == [1, 1] and not record_cache.index_path("ex2").exists()
+
+
+@pytest.mark.parametrize("off", ["env", "dont_write_bytecode"])
+def test_turned_off_builds_every_time(env, monkeypatch, off):
+    src, build, builds = env
+    if off == "env":
+        monkeypatch.setenv("SRCORE_NO_RECORD_CACHE", "1")
+    else:
+        monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    for _ in range(2):
+        record_cache.cached_kernels("ex", build, sources=[src])
+    assert builds == [1, 1] and not record_cache.index_path("ex").exists()
+
+
+def test_the_cpu_plugin_serves_its_declared_kernels_from_the_cache(env):
+    import srcore_cpu
+
+    first = srcore_cpu.declared_kernels()   # builds (imports every decl module) and writes the file
+    again = srcore_cpu.declared_kernels()
+    want = [*srcore_cpu._decl_kernels(), *srcore_cpu.EXTRA_KERNELS]
+    assert len(want) > 500 and _fields(first) == _fields(again) == _fields(want)
+    assert record_cache.index_path("srcore_cpu").is_file()
+
+
+CHILD = f"""
+import json, sys
+import numpy as np
+import srcore
+y = srcore.StaticModule(srcore.load({str(DIGITS)!r}))(np.zeros((1, 1, 8, 8), np.float32))
+assert y.shape == (1, 10)
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("srcore_cpu.decl."))))
+"""
+
+
+def test_a_warm_start_imports_no_kernel_declaration_module(tmp_path):
+    env = {**os.environ, "SRCORE_CACHE_DIR": str(tmp_path)}
+    for name in ("PYTHONDONTWRITEBYTECODE", "SRCORE_NO_RECORD_CACHE", "SRCORE_SELECTION"):
+        env.pop(name, None)
+    runs = [json.loads(subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True,
+                                      check=True).stdout.splitlines()[-1]) for _ in range(2)]
+    assert len(runs[0]) > 20  # the first start built the records (and filled the cache)
+    assert runs[1] == ["srcore_cpu.decl.torch_fallback"]  # whether torch is importable is part of the key
