@@ -210,7 +210,7 @@ def conv(layer: Layer, net: Network):
     w, b = layer.attrs["weight"], layer.attrs["bias"]
     (sh, sw), (ph, pw), (dh, dw) = layer.attrs["stride"], layer.attrs["padding"], layer.attrs["dilation"]
     G, relu, residual = layer.attrs["groups"], layer.attrs["relu"], layer.attrs["residual"]
-    act = _activation.in_place(layer.attrs.get("activation", "none"))
+    act = _activation.in_place(layer.attrs.get("activation", "none"), layer.attrs.get("negative_slope", 0.01))
     O, Cg, kh, kw = w.shape
     wg = w.reshape(G, O // G, Cg * kh * kw)
 
