@@ -15,7 +15,7 @@ from srcore.plugin import simd_depthwise
 
 pytestmark = pytest.mark.one_pass
 
-_ACTS = {"none": (-math.inf, math.inf), "relu": (0.0, math.inf), "relu6": (0.0, 6.0)}
+_ACTS = {"none": (-math.inf, math.inf), "relu": (0.0, math.inf), "relu6": (0.0, 6.0), "leaky": (-math.inf, math.inf)}
 
 
 @st.composite
@@ -28,11 +28,13 @@ def depthwise(draw):
     return draw(st.integers(1, 2)), draw(st.integers(1, 19)), draw(st.sampled_from([1, 1, 2])), k, s, d, p, size
 
 
-def _reference(x, w, b, s, p, d, res=None, lo=-math.inf, hi=math.inf):
+def _reference(x, w, b, s, p, d, res=None, lo=-math.inf, hi=math.inf, slope=None):
     y = F.conv2d(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(w), torch.from_numpy(b), s, p, d,
                  x.shape[1])
     if res is not None:
         y = y + torch.from_numpy(res)
+    if slope is not None:
+        y = F.leaky_relu(y, slope)
     return torch.clamp(y, lo, hi).numpy()
 
 
@@ -48,12 +50,13 @@ def test_matches_torch(case, seed, lanes, act, residual, transposed):
     w = rng.standard_normal((C * mult, 1, *k), np.float32)
     b = rng.standard_normal(C * mult).astype(np.float32)
     lo, hi = _ACTS[act]
-    conv = simd_depthwise.SimdDepthwiseConv(w, b, s, p, d, lo=lo, hi=hi, lanes_=lanes)
+    slope = 0.1 if act == "leaky" else None
+    conv = simd_depthwise.SimdDepthwiseConv(w, b, s, p, d, lo=lo, hi=hi, lanes_=lanes, negative_slope=slope)
     out_shape = conv.out_shape(x.shape)
     res = rng.standard_normal(out_shape, np.float32) if residual else None
     out = np.full(out_shape, np.nan, np.float32)
     conv(x, out, res)
-    np.testing.assert_allclose(out, _reference(x, w, b, s, p, d, res, lo, hi), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(out, _reference(x, w, b, s, p, d, res, lo, hi, slope), rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.parametrize("C, hw, k, s", [(21, 9, 5, 2), (40, 7, 3, 1), (13, 30, 3, 2)])
