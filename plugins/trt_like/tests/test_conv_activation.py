@@ -139,3 +139,34 @@ def test_1d_convs_run_in_engines_with_their_activations_like_torch():
         assert f"conv + {act} ->" in desc, desc
     assert desc.count("conv ->") == 2, desc       # c0 (a group norm reads it) and c3 (read twice)
     np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("act", sorted(ACTS))
+def test_a_tactic_fusing_the_activation_gives_the_bits_of_the_separate_pass(act):
+    """The GEMM tactics' epilogue (every activation) and the SIMD tactics' stores (leaky relu) against
+    the same tactic without the activation, then the in-place kernel the other tactics use."""
+    from srcore_trt_like.kernels.activation import in_place
+
+    fused = set()
+    for i, kw in enumerate(SPECS):
+        spec = ConvSpec(**kw, activation=act, **ACT_KW.get(act, {}))
+        plain = ConvSpec(**kw)
+        rng = np.random.default_rng(10 + i)
+        x = (3 * rng.standard_normal(spec.x_shape)).astype(np.float32)
+        w = (rng.standard_normal(spec.weight_shape) / np.sqrt(np.prod(spec.weight_shape[1:]))).astype(np.float32)
+        b = rng.standard_normal(spec.out_channels).astype(np.float32)
+        plains = dict(conv_tactic_builders(plain, w, b))
+        for name, build in conv_tactic_builders(spec, w, b):
+            tactic = build()
+            if act not in tactic.fused_activations:
+                continue
+            got = np.empty(spec.out_shape, np.float32)
+            tactic(x, got)
+            want = np.empty(spec.out_shape, np.float32)
+            plains[name]()(x, want)
+            in_place(act, spec.negative_slope)(want)
+            np.testing.assert_array_equal(got, want, err_msg=f"{name} {kw}")
+            fused.add(name)
+    assert {"gemm_1x1", "im2col_gemm"} <= fused, fused
+    if act == "leaky_relu":
+        assert {"simd_direct", "depthwise_simd"} <= fused, fused

@@ -58,6 +58,38 @@ def _leaky_relu(y, slope):
         y[i] = fm.leaky_relu(y[i], slope)
 
 
+#: the code of each activation in :func:`apply_span` (kernels fusing activations into their epilogue)
+CODES = {name: i for i, name in enumerate(ACTIVATIONS)}
+
+
+@njit(inline="always", **_JIT)
+def apply_span(y, p0, p1, code, slope):
+    """Activation ``code`` (:data:`CODES`; ``slope`` leaky relu's) in place on ``y[p0:p1]`` (1-D),
+    one loop per activation (each vectorizes): for a kernel's epilogue, on the span it just
+    stored, still in L1. The same formulas, so the same bits, as the in-place kernels above."""
+    if code == 1:
+        for i in range(p0, p1):
+            y[i] = fm.hardswish(y[i])
+    elif code == 2:
+        for i in range(p0, p1):
+            y[i] = fm.hardsigmoid(y[i])
+    elif code == 3:
+        for i in range(p0, p1):
+            y[i] = fm.silu(y[i])
+    elif code == 4:
+        for i in range(p0, p1):
+            y[i] = fm.sigmoid(y[i])
+    elif code == 5:
+        for i in range(p0, p1):
+            y[i] = fm.gelu(y[i])
+    elif code == 6:
+        for i in range(p0, p1):
+            y[i] = fm.gelu_tanh(y[i])
+    elif code == 7:
+        for i in range(p0, p1):
+            y[i] = fm.leaky_relu(y[i], slope)
+
+
 _KERNELS = {"hardswish": _hardswish, "hardsigmoid": _hardsigmoid, "silu": _silu, "sigmoid": _sigmoid,
             "gelu": _gelu, "gelu_tanh": _gelu_tanh}
 
