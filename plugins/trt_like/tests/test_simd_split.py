@@ -89,6 +89,9 @@ def test_offered_at_two_threads_beside_the_one_thread_tactic(monkeypatch):
     monkeypatch.setattr(parallel, "count", lambda: 2)
     assert {"simd_direct", "simd_direct_split"} <= set(names(dense))
     assert {"depthwise_simd", "depthwise_simd_split"} <= set(names(dw))
+    # every name offered at 2 threads can be named in exclude_tactics (the A/B of the split)
+    from srcore_trt_like.options import tactic_names
+    assert set(names(dense) + names(dw)) <= set(tactic_names())
     monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 10**12)   # small layers stay on one thread
     assert not any(n.endswith("_split") for n in names(dense) + names(dw))
 
