@@ -278,6 +278,11 @@ def _one_thread():
     return one
 
 
+# a child forked while another thread was in a region would inherit its depth and maybe its held
+# lock: it makes its own state
+os.register_at_fork(after_in_child=lambda: _state.pop("one_thread", None))
+
+
 def _held_count():
     """The process's OpenBLAS count saved while a region holds it at 1 (a process-wide count), else None."""
     one = _state.get("one_thread")
