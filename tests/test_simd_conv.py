@@ -150,3 +150,33 @@ def test_one_conv_on_several_shapes_and_threads_matches_torch():
     with ThreadPoolExecutor(2) as pool:
         for got, ref in pool.map(run, xs):
             np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-3)
+
+
+@pytest.mark.parametrize("stride, transposed", [(1, False), (2, True)])
+def test_bound_call_in_ranges_on_threads_gives_the_call_bits(stride, transposed):
+    """``bind``: each image's input fill by channel ranges and its tasks by ranges, ragged parts run
+    at once on threads (what a caller splitting the work does), write the bits of ``conv(x, out)``;
+    leaky relu and a residual in the stores."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(stride)
+    shape = (2, 11, 19, 21)
+    x = (np.swapaxes(rng.standard_normal((2, 11, 21, 19), np.float32), -1, -2) if transposed
+         else rng.standard_normal(shape, np.float32))
+    w = rng.standard_normal((14, 11, 3, 3), np.float32)
+    b = rng.standard_normal(14).astype(np.float32)
+    conv = simd_conv.SimdDirectConv(w, b, stride, 1, 1, negative_slope=0.1)
+    res = rng.standard_normal(conv.out_shape(x.shape), np.float32)
+    want = np.empty_like(res)
+    conv(x, want, res)
+    out = np.full_like(res, np.nan)
+    run = conv.bind(x, out, res)
+    assert (run.images, run.channels) == (2, 11)
+    cuts = lambda total: [(0, 1), (1, total // 3), (total // 3, total - 2), (total - 2, total)]
+    with ThreadPoolExecutor(4) as pool:
+        for n in range(run.images):
+            list(pool.map(lambda r, n=n: run.fill(n, *r), cuts(run.channels)[::-1]))
+            list(pool.map(lambda r, n=n: run.run_tasks(n, *r), cuts(run.tasks)[::-1]))
+    np.testing.assert_array_equal(out, want)
+    ref = _reference(x, w, b, stride, 1, 1, 1, res, slope=0.1)
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-3)

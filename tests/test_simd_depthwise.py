@@ -115,3 +115,32 @@ def test_one_conv_on_several_input_sizes_and_from_two_threads():
     with ThreadPoolExecutor(2) as pool:
         for x, got in zip(xs * 4, pool.map(run, xs * 4)):
             np.testing.assert_allclose(got, _reference(x, w, b, 2, 1, 1, lo=0.0, hi=6.0), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("stride, mult", [(1, 1), (2, 2)])
+def test_bound_call_in_ranges_on_threads_gives_the_call_bits(stride, mult):
+    """``bind``: each image's padded copy by channel ranges (rows of 13, so a range's last vector
+    runs past its rows) and its output channels by ranges, ragged parts run at once on threads,
+    write the bits of ``conv(x, out)``; leaky relu and a residual in the stores."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(stride)
+    x = rng.standard_normal((2, 10, 13, 13), np.float32)
+    w = rng.standard_normal((10 * mult, 1, 3, 3), np.float32)
+    b = rng.standard_normal(10 * mult).astype(np.float32)
+    conv = simd_depthwise.SimdDepthwiseConv(w, b, stride, 1, 1, negative_slope=0.2)
+    res = rng.standard_normal(conv.out_shape(x.shape), np.float32)
+    want = np.empty_like(res)
+    conv(x, want, res)
+    out = np.full_like(res, np.nan)
+    run = conv.bind(x, out, res)
+    assert (run.images, run.channels, run.tasks) == (2, 10, 10 * mult)
+    cuts = lambda total: [(0, 1), (1, total // 3), (total // 3, total - 2), (total - 2, total)]
+    with ThreadPoolExecutor(4) as pool:
+        for n in range(run.images):
+            list(pool.map(lambda r, n=n: run.fill(n, *r), cuts(run.channels)[::-1]))
+            list(pool.map(lambda r, n=n: run.run_tasks(n, *r), cuts(run.tasks)[::-1]))
+    np.testing.assert_array_equal(out, want)
+    ref = F.leaky_relu(F.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), stride, 1, 1, 10)
+                       + torch.from_numpy(res), 0.2).numpy()
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-4)

@@ -74,8 +74,8 @@ def fill_padded(x, C, H, W, sh, sw, pt, pl, xq, Hq, Wq, tag):
 
 
 @numba.njit(**_JIT)
-def dw_tasks(xq, Wq, cstep, mult, taps, w, b, out, res, has_res, leaky, slope, lo, hi, n, O, Ho, Wo, rb, cb,
-             tag, nl, t0, t1):
+def dw_tasks(xq, Wq, cstep, mult, taps, w, b, out, res, has_res, leaky, slope, lo, hi, O, Ho, Wo, rb, cb,
+             tag, nl, n, t0, t1):
     """Output channels ``t0 <= o < t1`` of image ``n``. ``taps[k]``: offset in ``xq`` of tap ``k``'s
     input for output pixel (0, 0) of input channel 0; ``cstep`` the offset between input channels;
     ``w`` (O, taps) flat, ``b`` (O,). The block is ``rb`` rows x ``cb`` vectors (rb * cb == 8)."""
@@ -197,35 +197,68 @@ class SimdDepthwiseConv:
                          for ky in range(kh) for kx in range(kw)], np.int64)
         return Ho, Wo, rb, cb, Hq, Wq, taps
 
+    def bind(self, x, out, residual=None) -> DepthwiseRun:
+        """This conv on input ``x`` into ``out`` (and ``residual``), as two steps per image that take a
+        range each (:class:`DepthwiseRun`): what :meth:`__call__` runs, and what a caller splitting the
+        work over its own threads runs part by part."""
+        return DepthwiseRun(self, x, out, residual)
+
     def __call__(self, x, out, residual=None, threads: int = 1):
+        run = self.bind(x, out, residual)
+        for n in range(run.images):
+            run.fill(n, 0, run.channels)
+            if threads <= 1 or run.tasks < 2 * threads:
+                run.run_tasks(n, 0, run.tasks)
+            else:   # the kernel releases the GIL: channels split over a shared pool of Python threads
+                cuts = [run.tasks * i // threads for i in range(threads + 1)]
+                list(_pool(threads).map(lambda i, n=n, c=cuts: run.run_tasks(n, c[i], c[i + 1]), range(threads)))
+        return out
+
+
+class DepthwiseRun:
+    """One call of a :class:`SimdDepthwiseConv`, per image ``n < images`` in two steps: :meth:`fill`
+    copies input channels ``[c0, c1)`` (of ``channels``) into the padded buffer (a channel's copy
+    writes only its own block of it: a vector that runs past a row's end stays inside the range's
+    slices, whose ends the kernel guards), then :meth:`run_tasks` computes output channels
+    ``[t0, t1)`` (of ``tasks``). Ranges of one step may run on different threads at once (the
+    kernels release the GIL); a channel's result does not depend on the range it ran in."""
+    __slots__ = ("_args", "_cstep", "_fill", "_grid", "_plane", "_x", "_xq", "channels", "images", "tasks")
+
+    def __init__(self, conv: SimdDepthwiseConv, x, out, residual):
         N, C, H, W = x.shape
-        if self.O % C:
-            raise ShapeError(f"SimdDepthwiseConv: {self.O} output channels are not a multiple of "
+        if conv.O % C:
+            raise ShapeError(f"SimdDepthwiseConv: {conv.O} output channels are not a multiple of "
                              f"the input's {C} channels")
-        geom = self._geometry.get(x.shape)
+        geom = conv._geometry.get(x.shape)
         if geom is None:
-            geom = self._geometry[x.shape] = self._plan(x.shape)
+            geom = conv._geometry[x.shape] = conv._plan(x.shape)
         Ho, Wo, rb, cb, Hq, Wq, taps = geom
-        (sh, sw), nl = self.stride, self.nl
+        sh, sw = conv.stride
+        self.images, self.channels, self.tasks = N, C, conv.O
+        self._plane, self._cstep = H * W, sh * sw * Hq * Wq
         # a small padded buffer is kept between calls, one per thread (a fresh one per call paid
         # its page faults every time; callers may run one conv from several threads at once); a
         # large one is not held between calls
-        size = C * sh * sw * Hq * Wq
-        xq = getattr(self._local, "xq", None)
+        size = C * self._cstep
+        xq = getattr(conv._local, "xq", None)
         if xq is None or xq.shape[0] < size:
             xq = np.empty(size, np.float32)
             if size <= KEEP_BUFFER_FLOATS:
-                self._local.xq = xq
-        flat = out.reshape(-1)
-        res = self._none if residual is None else residual.reshape(-1)
-        xc = np.ascontiguousarray(x, np.float32).reshape(N, -1)   # (a copy only for a strided view)
-        for n in range(N):
-            fill_padded(xc[n], C, H, W, sh, sw, self.pads[0][0], self.pads[1][0], xq, Hq, Wq, self.tag)
-            args = (xq, Wq, sh * sw * Hq * Wq, self.O // C, taps, self.w, self.b, flat, res, residual is not None,
-                    self.leaky, self.slope, self.lo, self.hi, n, self.O, Ho, Wo, rb, cb, self.tag, nl)
-            if threads <= 1 or self.O < 2 * threads:
-                dw_tasks(*args, 0, self.O)
-            else:   # the kernel releases the GIL: channels split over a shared pool of Python threads
-                cuts = [self.O * i // threads for i in range(threads + 1)]
-                list(_pool(threads).map(lambda i, a=args, c=cuts: dw_tasks(*a, c[i], c[i + 1]), range(threads)))
-        return out
+                conv._local.xq = xq
+        self._xq = xq
+        self._x = np.ascontiguousarray(x, np.float32).reshape(N, -1)   # (a copy only for a strided view)
+        self._fill = (H, W, sh, sw, conv.pads[0][0], conv.pads[1][0])
+        self._grid = (Hq, Wq, conv.tag)
+        res = conv._none if residual is None else residual.reshape(-1)
+        self._args = (xq, Wq, self._cstep, conv.O // C, taps, conv.w, conv.b, out.reshape(-1), res,
+                      residual is not None, conv.leaky, conv.slope, conv.lo, conv.hi, conv.O, Ho, Wo, rb, cb, conv.tag,
+                      conv.nl)
+
+    def fill(self, n: int, c0: int, c1: int):
+        """Input channels ``[c0, c1)`` of image ``n`` into the padded buffer."""
+        fill_padded(self._x[n, c0 * self._plane:c1 * self._plane], c1 - c0, *self._fill,
+                    self._xq[c0 * self._cstep:c1 * self._cstep], *self._grid)
+
+    def run_tasks(self, n: int, t0: int, t1: int):
+        """Output channels ``[t0, t1)`` of image ``n`` (its input filled)."""
+        dw_tasks(*self._args, n, t0, t1)

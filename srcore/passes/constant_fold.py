@@ -12,7 +12,7 @@ Lists of tensors are never constants, but an op reading a ``prim::ListConstruct`
 constant tensors is folded when what it makes can be: a tensor (``stack``, ``cat`` of
 constant tensors), or a list of tensors that only ``prim::ListUnpack`` nodes read
 (``meshgrid``, ``split``, ``unbind``): each unpacked tensor becomes a constant. So an
-anchor grid built from constant ``arange``\ s (``stack(meshgrid(...))``) is one constant.
+anchor grid built from constant ``arange`` calls (``stack(meshgrid(...))``) is one constant.
 
 The evaluator is a callable ``evaluate(node, args) -> list`` (one value per
 output) that raises ``NotImplementedError`` when it cannot; the default tries

@@ -28,14 +28,18 @@ _BOOLS = ("fusion", "timing", "timing_cache", "mkl")
 #: every tactic name the table can offer (conv algorithms, then the other families)
 CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "packed_gemm", "winograd_f4x4", "winograd_f2x2",
                 "winograd_f4x4_packed", "winograd_f2x2_packed", "depthwise_direct",
-                "depthwise_channels_last", "depthwise_simd", "simd_direct")
-OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl", "numba", "numpy", "int8_sgemm", "int8_dgemm")
+                "depthwise_channels_last", "depthwise_simd", "simd_direct",
+                # at more than one intra-op thread
+                "simd_direct_split", "depthwise_simd_split", "im2col_gemm_team", "winograd_f4x4_team",
+                "winograd_f2x2_team")
+OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl", "numba", "numpy", "numpy_split", "int8_sgemm",
+                 "int8_dgemm")
 
 
 def tactic_names() -> list[str]:
     return [*CONV_TACTICS, *(f"{c}+max_pool" for c in CONV_TACTICS), *OTHER_TACTICS,
             *(f"int8_{c}" for c in CONV_TACTICS
-              if not c.startswith(("winograd", "simd")) and c != "depthwise_simd")]
+              if not c.startswith(("winograd", "simd")) and not c.endswith("_team"))]   # as tactics/int8.py
 
 
 NAMESPACE = "trt_like"
