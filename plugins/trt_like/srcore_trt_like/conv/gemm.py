@@ -86,7 +86,7 @@ class Im2colGemmTactic(_GemmEpilogue, TeamParts, ConvTactic):
         kk = spec.x_shape[1] // g * spec.kernel[0] * spec.kernel[1]
         self.w = self._laid_out("w", (g, O // g, kk), lambda: np.ascontiguousarray(
             np.asarray(weight, np.float32).reshape(g, O // g, -1)))
-        (N, C, H, W), (kh, kw) = spec.x_shape, spec.kernel
+        (_, C, H, W), (kh, kw) = spec.x_shape, spec.kernel
         Ho, Wo = self.out_shape[2:]
         K = C * kh * kw
         self.plan = None

@@ -41,7 +41,7 @@ def im2col(x, n, kh, kw, sh, sw, ph, pw, dh, dw, ho0, ho1, wo_n, cols, c0, c1):
     ``sw`` phases (``x[..., q * sw + r]`` at ``[r, q]``), so every tap row is a contiguous copy:
     strided loads do not vectorise, and the split is one pass over the rows instead of ``kw``.
     """
-    C, H, W = x.shape[1], x.shape[2], x.shape[3]
+    H, W = x.shape[2], x.shape[3]
     h_lo = max(0, ho0 * sh - ph)
     h_hi = min(H, (ho1 - 1) * sh - ph + (kh - 1) * dh + 1)
     wq = (W + sw - 1) // sw

@@ -151,7 +151,7 @@ def max_pool2d(layer: Layer, net: Network):
     (ph, pw), (dh, dw) = layer.attrs["padding"], layer.attrs["dilation"]
 
     def run(x, out):
-        N, C, H, W = x.shape
+        H, W = x.shape[2:]
         Ho, Wo = out.shape[2:]
         need_h = max((Ho - 1) * sh + dh * (kh - 1) + 1 - H - ph, 0)
         need_w = max((Wo - 1) * sw + dw * (kw - 1) + 1 - W - pw, 0)
@@ -170,7 +170,7 @@ def avg_pool2d(layer: Layer, net: Network):
     include_pad, div = layer.attrs["count_include_pad"], layer.attrs["divisor_override"]
 
     def run(x, out):
-        N, C, H, W = x.shape
+        H, W = x.shape[2:]
         Ho, Wo = out.shape[2:]
         eh, ew = max((Ho - 1) * sh + kh - H - ph, 0), max((Wo - 1) * sw + kw - W - pw, 0)
         xp = np.pad(x, ((0, 0), (0, 0), (ph, eh), (pw, ew)))
@@ -216,7 +216,7 @@ def conv(layer: Layer, net: Network):
 
     def run(x, *rest):
         out = rest[-1]
-        N, C, H, W = x.shape
+        N, _, H, W = x.shape
         Ho, Wo = out.shape[2:]
         xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
         cols = np.empty((N, G, Cg, kh, kw, Ho, Wo), np.float32)
