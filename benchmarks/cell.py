@@ -31,6 +31,9 @@ PEER_RUNNERS = ("eager", "torchscript", "static_runtime", "ort", "onnx_reference
 #: srcore with an engine backend first: runner -> (backends, engine options)
 ENGINE_RUNNERS = {
     "trt_like": (("trt_like", "cpu"), {}),
+    # without the SIMD convs split over the intra-op threads (same as trt_like at 1 thread): A/B of the split
+    "trt_like_unsplit": (("trt_like", "cpu"), {"exclude_tactics": ["simd_direct_split", "depthwise_simd_split",
+                                                                   "simd_direct_split+max_pool"]}),
     "openvino": (("openvino", "cpu"), {}),
     "openvino_bf16": (("openvino", "cpu"), {"precision": "bf16"}),
     "openvino_nan_unchecked": (("openvino", "cpu"), {"nan_checks": False}),

@@ -48,7 +48,7 @@ def test_an_answer_of_the_wrong_type_for_an_int_output_is_not_folded(answer):
     assert kinds(g) == ["aten::neg"]
 
 
-def test_a_list_of_tensors_stays_a_list_built_at_run_time():
+def test_a_list_of_tensors_stays_a_list_built_at_run_time_and_a_cat_of_it_folds():
     w = np.arange(3, dtype=np.float32)
     g = parse_graph("""graph():
   %w : Float(3) = prim::Constant[param="w"]()
@@ -56,10 +56,66 @@ def test_a_list_of_tensors_stays_a_list_built_at_run_time():
   %n : NoneType = prim::Constant()
   %a : int = prim::Constant[value=0]()
   %c : Float(6) = aten::cat(%l, %a)
-  return (%l)
+  return (%l, %c)
 """, {"w": w})
+    assert fold_constants(g)
+    assert kinds(g) == ["prim::ListConstruct"]
+    assert g.outputs[1].node.kind == "prim::Constant" and g.outputs[1].name == "c"
+    np.testing.assert_array_equal(out_values(g)[1], np.concatenate([w, w]))
+
+
+def test_an_anchor_grid_of_constant_aranges_folds_through_meshgrid_and_its_unpack():
+    """YOLO's grid: ``stack(meshgrid(arange(h), arange(w)))``; the unpacked tensors become constants,
+    then the stack of them."""
+    h, w = np.arange(3, dtype=np.float32), np.arange(4, dtype=np.float32)
+    g = parse_graph("""graph(%x : Float(3, 4, 2)):
+  %h : Float(3) = prim::Constant[param="h"]()
+  %w : Float(4) = prim::Constant[param="w"]()
+  %ij : str = prim::Constant[value="ij"]()
+  %l : Tensor[] = prim::ListConstruct(%h, %w)
+  %m : Tensor[] = aten::meshgrid(%l, %ij)
+  %gy : Float(3, 4), %gx : Float(3, 4) = prim::ListUnpack(%m)
+  %l2 : Tensor[] = prim::ListConstruct(%gx, %gy)
+  %d : int = prim::Constant[value=-1]()
+  %grid : Float(3, 4, 2) = aten::stack(%l2, %d)
+  %one : int = prim::Constant[value=1]()
+  %y : Float(3, 4, 2) = aten::add(%x, %grid, %one)
+  return (%y, %gx)
+""", {"h": h, "w": w})
+    assert fold_constants(g)
+    assert [k for k in kinds(g) if k != "prim::ListConstruct"] == ["aten::add"]
+    gy, gx = np.meshgrid(h, w, indexing="ij")
+    add = next(n for n in g.all_nodes() if n.kind == "aten::add")
+    np.testing.assert_array_equal(add.inputs[1].node.attrs["value"], np.stack([gx, gy], -1))
+    np.testing.assert_array_equal(out_values(g)[1], gx)
+    assert g.outputs[1].name == "gx"
+
+
+def test_a_list_result_read_by_anything_but_an_unpack_is_not_folded():
+    h = np.arange(3, dtype=np.float32)
+    g = parse_graph("""graph():
+  %h : Float(3) = prim::Constant[param="h"]()
+  %ij : str = prim::Constant[value="ij"]()
+  %l : Tensor[] = prim::ListConstruct(%h, %h)
+  %m : Tensor[] = aten::meshgrid(%l, %ij)
+  return (%m)
+""", {"h": h})
     assert not fold_constants(g)
-    assert kinds(g) == ["prim::ListConstruct", "aten::cat"]
+    assert kinds(g) == ["prim::ListConstruct", "aten::meshgrid"]
+
+
+def test_a_list_of_tensors_the_program_mutates_is_not_read_as_constant():
+    w = np.arange(3, dtype=np.float32)
+    g = parse_graph("""graph(%x : Float(3)):
+  %w : Float(3) = prim::Constant[param="w"]()
+  %l : Tensor[] = prim::ListConstruct(%w, %w)
+  %l2 : Tensor[] = aten::append(%l, %x)
+  %a : int = prim::Constant[value=0]()
+  %c : Float(9) = aten::cat(%l, %a)
+  return (%c)
+""", {"w": w})
+    fold_constants(g)
+    assert "aten::cat" in kinds(g)
 
 
 @pytest.mark.parametrize("n, folded", [(4, True), (5, False)])

@@ -30,17 +30,19 @@ def convs(draw):
     return nd, g, cg, og, k, s, d, p, size, n
 
 
-def _reference(x, w, b, s, p, d, g, res=None, lo=-math.inf, hi=math.inf):
+def _reference(x, w, b, s, p, d, g, res=None, lo=-math.inf, hi=math.inf, slope=None):
     f = F.conv1d if w.ndim == 3 else F.conv2d
     y = f(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(w), torch.from_numpy(b), s, p, d, g)
     if res is not None:
         y = y + torch.from_numpy(res)
+    if slope is not None:
+        y = F.leaky_relu(y, slope)
     return torch.clamp(y, lo, hi).numpy()
 
 
 @settings(max_examples=40, deadline=None)
 @given(case=convs(), seed=st.integers(0, 2**16), lanes=st.sampled_from([8, 16]),
-       act=st.sampled_from(["none", "relu", "relu6"]), residual=st.booleans(), transposed=st.booleans())
+       act=st.sampled_from(["none", "relu", "relu6", "leaky"]), residual=st.booleans(), transposed=st.booleans())
 def test_matches_torch(case, seed, lanes, act, residual, transposed):
     nd, g, cg, og, k, s, d, p, size, n = case
     rng = np.random.default_rng(seed)
@@ -51,15 +53,17 @@ def test_matches_torch(case, seed, lanes, act, residual, transposed):
          else rng.standard_normal(shape, np.float32)[..., ::1])
     w = rng.standard_normal((O, cg, *k), np.float32)
     b = rng.standard_normal(O).astype(np.float32)
-    lo, hi = {"none": (-math.inf, math.inf), "relu": (0.0, math.inf), "relu6": (0.0, 6.0)}[act]
-    conv = simd_conv.SimdDirectConv(w, b, s, p, d, g, lo=lo, hi=hi, lanes_=lanes)
+    lo, hi = {"none": (-math.inf, math.inf), "relu": (0.0, math.inf), "relu6": (0.0, 6.0),
+              "leaky": (-math.inf, math.inf)}[act]
+    slope = 0.1 if act == "leaky" else None
+    conv = simd_conv.SimdDirectConv(w, b, s, p, d, g, lo=lo, hi=hi, lanes_=lanes, negative_slope=slope)
     out_shape = conv.out_shape(x.shape)
     if min(out_shape[2:]) < 1:
         return
     res = rng.standard_normal(out_shape, np.float32) if residual else None
     out = np.full(out_shape, np.nan, np.float32)
     conv(x, out, res)
-    ref = _reference(x, w, b, s, p, d, g, res, lo, hi)
+    ref = _reference(x, w, b, s, p, d, g, res, lo, hi, slope)
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-4 * math.sqrt(cg * math.prod(k)))
 
 
@@ -146,3 +150,33 @@ def test_one_conv_on_several_shapes_and_threads_matches_torch():
     with ThreadPoolExecutor(2) as pool:
         for got, ref in pool.map(run, xs):
             np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-3)
+
+
+@pytest.mark.parametrize("stride, transposed", [(1, False), (2, True)])
+def test_bound_call_in_ranges_on_threads_gives_the_call_bits(stride, transposed):
+    """``bind``: each image's input fill by channel ranges and its tasks by ranges, ragged parts run
+    at once on threads (what a caller splitting the work does), write the bits of ``conv(x, out)``;
+    leaky relu and a residual in the stores."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(stride)
+    shape = (2, 11, 19, 21)
+    x = (np.swapaxes(rng.standard_normal((2, 11, 21, 19), np.float32), -1, -2) if transposed
+         else rng.standard_normal(shape, np.float32))
+    w = rng.standard_normal((14, 11, 3, 3), np.float32)
+    b = rng.standard_normal(14).astype(np.float32)
+    conv = simd_conv.SimdDirectConv(w, b, stride, 1, 1, negative_slope=0.1)
+    res = rng.standard_normal(conv.out_shape(x.shape), np.float32)
+    want = np.empty_like(res)
+    conv(x, want, res)
+    out = np.full_like(res, np.nan)
+    run = conv.bind(x, out, res)
+    assert (run.images, run.channels) == (2, 11)
+    cuts = lambda total: [(0, 1), (1, total // 3), (total // 3, total - 2), (total - 2, total)]
+    with ThreadPoolExecutor(4) as pool:
+        for n in range(run.images):
+            list(pool.map(lambda r, n=n: run.fill(n, *r), cuts(run.channels)[::-1]))
+            list(pool.map(lambda r, n=n: run.run_tasks(n, *r), cuts(run.tasks)[::-1]))
+    np.testing.assert_array_equal(out, want)
+    ref = _reference(x, w, b, stride, 1, 1, 1, res, slope=0.1)
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-3)

@@ -15,7 +15,7 @@ from srcore.plugin import simd_depthwise
 
 pytestmark = pytest.mark.one_pass
 
-_ACTS = {"none": (-math.inf, math.inf), "relu": (0.0, math.inf), "relu6": (0.0, 6.0)}
+_ACTS = {"none": (-math.inf, math.inf), "relu": (0.0, math.inf), "relu6": (0.0, 6.0), "leaky": (-math.inf, math.inf)}
 
 
 @st.composite
@@ -28,11 +28,13 @@ def depthwise(draw):
     return draw(st.integers(1, 2)), draw(st.integers(1, 19)), draw(st.sampled_from([1, 1, 2])), k, s, d, p, size
 
 
-def _reference(x, w, b, s, p, d, res=None, lo=-math.inf, hi=math.inf):
+def _reference(x, w, b, s, p, d, res=None, lo=-math.inf, hi=math.inf, slope=None):
     y = F.conv2d(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(w), torch.from_numpy(b), s, p, d,
                  x.shape[1])
     if res is not None:
         y = y + torch.from_numpy(res)
+    if slope is not None:
+        y = F.leaky_relu(y, slope)
     return torch.clamp(y, lo, hi).numpy()
 
 
@@ -48,12 +50,13 @@ def test_matches_torch(case, seed, lanes, act, residual, transposed):
     w = rng.standard_normal((C * mult, 1, *k), np.float32)
     b = rng.standard_normal(C * mult).astype(np.float32)
     lo, hi = _ACTS[act]
-    conv = simd_depthwise.SimdDepthwiseConv(w, b, s, p, d, lo=lo, hi=hi, lanes_=lanes)
+    slope = 0.1 if act == "leaky" else None
+    conv = simd_depthwise.SimdDepthwiseConv(w, b, s, p, d, lo=lo, hi=hi, lanes_=lanes, negative_slope=slope)
     out_shape = conv.out_shape(x.shape)
     res = rng.standard_normal(out_shape, np.float32) if residual else None
     out = np.full(out_shape, np.nan, np.float32)
     conv(x, out, res)
-    np.testing.assert_allclose(out, _reference(x, w, b, s, p, d, res, lo, hi), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(out, _reference(x, w, b, s, p, d, res, lo, hi, slope), rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.parametrize("C, hw, k, s", [(21, 9, 5, 2), (40, 7, 3, 1), (13, 30, 3, 2)])
@@ -112,3 +115,32 @@ def test_one_conv_on_several_input_sizes_and_from_two_threads():
     with ThreadPoolExecutor(2) as pool:
         for x, got in zip(xs * 4, pool.map(run, xs * 4)):
             np.testing.assert_allclose(got, _reference(x, w, b, 2, 1, 1, lo=0.0, hi=6.0), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("stride, mult", [(1, 1), (2, 2)])
+def test_bound_call_in_ranges_on_threads_gives_the_call_bits(stride, mult):
+    """``bind``: each image's padded copy by channel ranges (rows of 13, so a range's last vector
+    runs past its rows) and its output channels by ranges, ragged parts run at once on threads,
+    write the bits of ``conv(x, out)``; leaky relu and a residual in the stores."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(stride)
+    x = rng.standard_normal((2, 10, 13, 13), np.float32)
+    w = rng.standard_normal((10 * mult, 1, 3, 3), np.float32)
+    b = rng.standard_normal(10 * mult).astype(np.float32)
+    conv = simd_depthwise.SimdDepthwiseConv(w, b, stride, 1, 1, negative_slope=0.2)
+    res = rng.standard_normal(conv.out_shape(x.shape), np.float32)
+    want = np.empty_like(res)
+    conv(x, want, res)
+    out = np.full_like(res, np.nan)
+    run = conv.bind(x, out, res)
+    assert (run.images, run.channels, run.tasks) == (2, 10, 10 * mult)
+    cuts = lambda total: [(0, 1), (1, total // 3), (total // 3, total - 2), (total - 2, total)]
+    with ThreadPoolExecutor(4) as pool:
+        for n in range(run.images):
+            list(pool.map(lambda r, n=n: run.fill(n, *r), cuts(run.channels)[::-1]))
+            list(pool.map(lambda r, n=n: run.run_tasks(n, *r), cuts(run.tasks)[::-1]))
+    np.testing.assert_array_equal(out, want)
+    ref = F.leaky_relu(F.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), stride, 1, 1, 10)
+                       + torch.from_numpy(res), 0.2).numpy()
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-4)

@@ -7,8 +7,8 @@ output rows fit one vector (MobileNet's 7x7 and 14x14 planes on AVX-512) or 4 ro
 otherwise. Per tap the weight is broadcast once and each accumulator does one FMA on an unaligned
 load (:mod:`.simd`). The input of one image is copied once into the padded, stride-phase-split
 buffer of :func:`.direct.fill_phases` (:func:`fill_padded`), so at stride 2 the loads stay contiguous without im2col.
-Bias is the accumulators' start; an optional residual and a clamp (relu, relu6) are fused into the
-stores. Work is split by output channel, so more than one thread splits the channels.
+Bias is the accumulators' start; an optional residual, leaky relu and a clamp (relu, relu6) are
+fused into the stores (:func:`.simd.store_epilogue`). Work is split by output channel, so more than one thread splits the channels.
 
 Lanes come from the CPU's features (:func:`.direct.lanes`), never its vendor; callers choose this
 kernel by timing it against their other tactics on the real shape.
@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from .direct import _JIT, _pool, _tag, lanes
-from .simd import vadd, vclamp, vfma, vload, vsplat, vstore
+from .simd import fptr, store_epilogue, vfma, vload, vsplat, vstore
 
 #: accumulators (vectors of output columns) per register block
 SLOTS = 8
@@ -74,13 +74,14 @@ def fill_padded(x, C, H, W, sh, sw, pt, pl, xq, Hq, Wq, tag):
 
 
 @numba.njit(**_JIT)
-def dw_tasks(xq, Wq, cstep, mult, taps, w, b, out, res, has_res, lo, hi, n, O, Ho, Wo, rb, cb,
-             tag, nl, t0, t1):
+def dw_tasks(xq, Wq, cstep, mult, taps, w, b, out, res, has_res, leaky, slope, lo, hi, O, Ho, Wo, rb, cb,
+             tag, nl, n, t0, t1):
     """Output channels ``t0 <= o < t1`` of image ``n``. ``taps[k]``: offset in ``xq`` of tap ``k``'s
     input for output pixel (0, 0) of input channel 0; ``cstep`` the offset between input channels;
     ``w`` (O, taps) flat, ``b`` (O,). The block is ``rb`` rows x ``cb`` vectors (rb * cb == 8)."""
     nt = taps.shape[0]
     blk = np.empty(SLOTS * nl, np.float32)
+    pblk, pout, pres = fptr(blk), fptr(out), fptr(res)   # the epilogue's operands (no reference counting)
     plane = Ho * Wo
     # the 8 slots' offsets in xq from the block's corner: slot s = row s // cb, vector s % cb
     q0 = 0
@@ -128,27 +129,12 @@ def dw_tasks(xq, Wq, cstep, mult, taps, w, b, out, res, has_res, lo, hi, n, O, H
                         continue
                     width = min(nl, Wo - col)
                     oi = obase + row * Wo + col
-                    src = s * nl
                     # a partial vector at a row's end is stored whole when what it spills over lies in
                     # this plane's later rows, which this task writes afterwards: one column block per
                     # row (else the next row's start is already written), no residual (``out`` may be
                     # the residual's buffer)
-                    if width == nl or (one_block and not has_res and oi + nl <= obase + plane):
-                        v = vload(blk, src, bv)
-                        if has_res:
-                            v = vadd(v, vload(res, oi, bv))
-                        vstore(out, oi, vclamp(v, lo, hi))
-                        continue
-                    for e in range(width):
-                        z = blk[src + e]
-                        if has_res:
-                            z += res[oi + e]
-                        # (if, not max/min: a NaN stays NaN, as torch.clamp)
-                        if z < lo:  # noqa: PLR1730
-                            z = lo
-                        if z > hi:  # noqa: PLR1730
-                            z = hi
-                        out[oi + e] = z
+                    whole = width == nl or (one_block and not has_res and oi + nl <= obase + plane)
+                    store_epilogue(pblk, s * nl, pout, oi, width, whole, pres, has_res, leaky, slope, lo, hi, bv)
 
 
 class SimdDepthwiseConv:
@@ -158,11 +144,13 @@ class SimdDepthwiseConv:
 
     ``weight`` is (O, 1, kh, kw) with O a multiple of the input channels (output channel ``o``
     reads input channel ``o // (O // C)``); ``pads`` an int, an (h, w) pair, or ((top, bottom),
-    (left, right)); ``lo``/``hi`` the fused clamp (``0, inf`` for relu). ``lanes_`` forces the vector
+    (left, right)); ``lo``/``hi`` the fused clamp (``0, inf`` for relu); ``negative_slope`` a fused
+    leaky relu (``None``: none). ``lanes_`` forces the vector
     width (tests; default :func:`~.direct.lanes`). ``x`` may be any float32 (N, C, H, W) view.
     """
 
-    def __init__(self, weight, bias, stride=1, pads=0, dilation=1, lo=-math.inf, hi=math.inf, lanes_=None):
+    def __init__(self, weight, bias, stride=1, pads=0, dilation=1, lo=-math.inf, hi=math.inf, lanes_=None,
+                 negative_slope=None):
         w = np.asarray(weight, np.float32)
         if w.ndim != 4 or w.shape[1] != 1:
             raise ShapeError(f"SimdDepthwiseConv: weight must be (O, 1, kh, kw), got shape {w.shape}")
@@ -179,6 +167,8 @@ class SimdDepthwiseConv:
         self.b = (np.zeros(self.O, np.float32) if bias is None
                   else np.ascontiguousarray(np.asarray(bias, np.float32).reshape(self.O)))
         self.lo, self.hi = float(lo), float(hi)
+        self.leaky = negative_slope is not None
+        self.slope = np.float32(negative_slope if self.leaky else 1.0)   # torch multiplies in float32
         self.nl = lanes() if lanes_ is None else int(lanes_)
         self.tag = _tag(self.nl)
         self._none = np.zeros(1, np.float32)
@@ -207,35 +197,68 @@ class SimdDepthwiseConv:
                          for ky in range(kh) for kx in range(kw)], np.int64)
         return Ho, Wo, rb, cb, Hq, Wq, taps
 
+    def bind(self, x, out, residual=None) -> DepthwiseRun:
+        """This conv on input ``x`` into ``out`` (and ``residual``), as two steps per image that take a
+        range each (:class:`DepthwiseRun`): what :meth:`__call__` runs, and what a caller splitting the
+        work over its own threads runs part by part."""
+        return DepthwiseRun(self, x, out, residual)
+
     def __call__(self, x, out, residual=None, threads: int = 1):
+        run = self.bind(x, out, residual)
+        for n in range(run.images):
+            run.fill(n, 0, run.channels)
+            if threads <= 1 or run.tasks < 2 * threads:
+                run.run_tasks(n, 0, run.tasks)
+            else:   # the kernel releases the GIL: channels split over a shared pool of Python threads
+                cuts = [run.tasks * i // threads for i in range(threads + 1)]
+                list(_pool(threads).map(lambda i, n=n, c=cuts: run.run_tasks(n, c[i], c[i + 1]), range(threads)))
+        return out
+
+
+class DepthwiseRun:
+    """One call of a :class:`SimdDepthwiseConv`, per image ``n < images`` in two steps: :meth:`fill`
+    copies input channels ``[c0, c1)`` (of ``channels``) into the padded buffer (a channel's copy
+    writes only its own block of it: a vector that runs past a row's end stays inside the range's
+    slices, whose ends the kernel guards), then :meth:`run_tasks` computes output channels
+    ``[t0, t1)`` (of ``tasks``). Ranges of one step may run on different threads at once (the
+    kernels release the GIL); a channel's result does not depend on the range it ran in."""
+    __slots__ = ("_args", "_cstep", "_fill", "_grid", "_plane", "_x", "_xq", "channels", "images", "tasks")
+
+    def __init__(self, conv: SimdDepthwiseConv, x, out, residual):
         N, C, H, W = x.shape
-        if self.O % C:
-            raise ShapeError(f"SimdDepthwiseConv: {self.O} output channels are not a multiple of "
+        if conv.O % C:
+            raise ShapeError(f"SimdDepthwiseConv: {conv.O} output channels are not a multiple of "
                              f"the input's {C} channels")
-        geom = self._geometry.get(x.shape)
+        geom = conv._geometry.get(x.shape)
         if geom is None:
-            geom = self._geometry[x.shape] = self._plan(x.shape)
+            geom = conv._geometry[x.shape] = conv._plan(x.shape)
         Ho, Wo, rb, cb, Hq, Wq, taps = geom
-        (sh, sw), nl = self.stride, self.nl
+        sh, sw = conv.stride
+        self.images, self.channels, self.tasks = N, C, conv.O
+        self._plane, self._cstep = H * W, sh * sw * Hq * Wq
         # a small padded buffer is kept between calls, one per thread (a fresh one per call paid
         # its page faults every time; callers may run one conv from several threads at once); a
         # large one is not held between calls
-        size = C * sh * sw * Hq * Wq
-        xq = getattr(self._local, "xq", None)
+        size = C * self._cstep
+        xq = getattr(conv._local, "xq", None)
         if xq is None or xq.shape[0] < size:
             xq = np.empty(size, np.float32)
             if size <= KEEP_BUFFER_FLOATS:
-                self._local.xq = xq
-        flat = out.reshape(-1)
-        res = self._none if residual is None else residual.reshape(-1)
-        xc = np.ascontiguousarray(x, np.float32).reshape(N, -1)   # (a copy only for a strided view)
-        for n in range(N):
-            fill_padded(xc[n], C, H, W, sh, sw, self.pads[0][0], self.pads[1][0], xq, Hq, Wq, self.tag)
-            args = (xq, Wq, sh * sw * Hq * Wq, self.O // C, taps, self.w, self.b, flat, res, residual is not None,
-                    self.lo, self.hi, n, self.O, Ho, Wo, rb, cb, self.tag, nl)
-            if threads <= 1 or self.O < 2 * threads:
-                dw_tasks(*args, 0, self.O)
-            else:   # the kernel releases the GIL: channels split over a shared pool of Python threads
-                cuts = [self.O * i // threads for i in range(threads + 1)]
-                list(_pool(threads).map(lambda i, a=args, c=cuts: dw_tasks(*a, c[i], c[i + 1]), range(threads)))
-        return out
+                conv._local.xq = xq
+        self._xq = xq
+        self._x = np.ascontiguousarray(x, np.float32).reshape(N, -1)   # (a copy only for a strided view)
+        self._fill = (H, W, sh, sw, conv.pads[0][0], conv.pads[1][0])
+        self._grid = (Hq, Wq, conv.tag)
+        res = conv._none if residual is None else residual.reshape(-1)
+        self._args = (xq, Wq, self._cstep, conv.O // C, taps, conv.w, conv.b, out.reshape(-1), res,
+                      residual is not None, conv.leaky, conv.slope, conv.lo, conv.hi, conv.O, Ho, Wo, rb, cb, conv.tag,
+                      conv.nl)
+
+    def fill(self, n: int, c0: int, c1: int):
+        """Input channels ``[c0, c1)`` of image ``n`` into the padded buffer."""
+        fill_padded(self._x[n, c0 * self._plane:c1 * self._plane], c1 - c0, *self._fill,
+                    self._xq[c0 * self._cstep:c1 * self._cstep], *self._grid)
+
+    def run_tasks(self, n: int, t0: int, t1: int):
+        """Output channels ``[t0, t1)`` of image ``n`` (its input filled)."""
+        dw_tasks(*self._args, n, t0, t1)

@@ -6,7 +6,8 @@ pixels under one tap are contiguous at every stride and dilation. The micro-kern
 6 output channels x 2 vectors of output pixels (12 accumulators of 8 lanes on AVX2, 16 on AVX-512)
 in registers (:mod:`.simd`); per tap it loads 2 input vectors, broadcasts 6 weights (packed once at
 load into ``(groups, blocks, C/g, kh, kw, 6)``) and does 12 FMAs. The epilogue is fused: bias (the
-accumulators' start), an optional residual, a clamp (relu = ``[0, inf)``, relu6, hardtanh).
+accumulators' start), an optional residual, leaky relu, a clamp (relu = ``[0, inf)``, relu6,
+hardtanh): :func:`.simd.store_epilogue`.
 
 Lanes come from the CPU's features (:func:`lanes`), never its vendor. Callers choose this kernel by
 timing it against their other tactics on the real shape.
@@ -21,7 +22,7 @@ import numpy as np
 
 from ..cpu_features import cpu_features
 from ..errors import ShapeError
-from .simd import vadd, vbcast, vclamp, veven, vfma, vload, vodd, vsplat, vstore
+from .simd import fptr, store_epilogue, vbcast, veven, vfma, vload, vodd, vsplat, vstore
 
 #: output channels per register block
 OC_BLOCK = 6
@@ -96,7 +97,7 @@ def fill_phases(x, n, sh, sw, pt, pl, xq, Hq, Wq, tag, nl):
 
 @numba.njit(**_JIT)
 def conv_tasks(xq, Wq, cstep, taps, wp, bp, cg, Og, nb_oc,
-               out, res, has_res, lo, hi, n, O, Ho, Wo, tag, nl, pairs, t0, t1):
+               out, res, has_res, leaky, slope, lo, hi, O, Ho, Wo, tag, nl, pairs, n, t0, t1):
     """Tasks ``t0 <= t < t1`` of image ``n``: task ``t`` is channel block ``t % nb_oc`` of output row
     ``t // nb_oc % Hr`` of group ``t // (nb_oc * Hr)``. ``taps[k]``: offset in ``xq`` of the input of
     (channel, tap) pair ``k`` of a group for output pixel (0, 0); ``cstep`` the offset between channels.
@@ -105,6 +106,7 @@ def conv_tasks(xq, Wq, cstep, taps, wp, bp, cg, Og, nb_oc,
     nt = taps.shape[0]   # (channel of the group, tap) pairs, flattened: one loop, no short inner one
     KK = nt * 6
     blk = np.empty(12 * nl, np.float32)
+    pblk, pout, pres = fptr(blk), fptr(out), fptr(res)   # the epilogue's operands (no reference counting)
     plane = Ho * Wo
     Hr = (Ho + 1) // 2 if pairs else Ho
     vstep = Wq if pairs else nl        # the second vector's input: the next row, or the next pixels
@@ -176,24 +178,8 @@ def conv_tasks(xq, Wq, cstep, taps, wp, bp, cg, Og, nb_oc,
             for m in range(nm):
                 for h in range(2):
                     cnt = n0 if h == 0 else n1
-                    o = row + m * plane + j0 + h * ostep
-                    src = (2 * m + h) * nl
-                    if cnt == nl:   # a whole vector: vector epilogue (the scalar loop is not vectorized)
-                        v = vload(blk, src, a0)
-                        if has_res:
-                            v = vadd(v, vload(res, o, a0))
-                        vstore(out, o, vclamp(v, lo, hi))
-                        continue
-                    for e in range(cnt):
-                        v = blk[src + e]
-                        if has_res:
-                            v += res[o + e]
-                        # (if, not max/min: a NaN stays NaN, as torch.clamp)
-                        if v < lo:  # noqa: PLR1730
-                            v = lo
-                        if v > hi:  # noqa: PLR1730
-                            v = hi
-                        out[o + e] = v
+                    store_epilogue(pblk, (2 * m + h) * nl, pout, row + m * plane + j0 + h * ostep, cnt, cnt == nl,
+                                   pres, has_res, leaky, slope, lo, hi, a0)
 
 
 _POOLS: dict = {}
@@ -209,14 +195,16 @@ def _pool(threads: int):
 
 class SimdDirectConv:
     """A conv with fixed weights on the SIMD direct kernel: ``conv(x, out, residual=None)`` writes
-    ``clamp(conv(x) + bias (+ residual), lo, hi)`` into ``out`` (C-contiguous float32).
+    ``clamp(leaky(conv(x) + bias (+ residual)), lo, hi)`` into ``out`` (C-contiguous float32).
 
     ``weight`` is (O, C/groups, k) or (O, C/groups, kh, kw); ``pads`` per spatial dim, an int or a
-    (before, after) pair; ``lo``/``hi`` the fused clamp (``0, inf`` for relu). ``lanes_`` forces the
-    vector width (tests; default :func:`lanes`). ``x`` may be any float32 view.
+    (before, after) pair; ``lo``/``hi`` the fused clamp (``0, inf`` for relu); ``negative_slope``
+    a fused leaky relu (``None``: none). ``lanes_`` forces the vector width (tests; default
+    :func:`lanes`). ``x`` may be any float32 view.
     """
 
-    def __init__(self, weight, bias, stride, pads, dilation, groups=1, lo=-math.inf, hi=math.inf, lanes_=None):
+    def __init__(self, weight, bias, stride, pads, dilation, groups=1, lo=-math.inf, hi=math.inf, lanes_=None,
+                 negative_slope=None):
         w = np.asarray(weight, np.float32)
         self.nd = w.ndim - 2
         if self.nd not in (1, 2):
@@ -244,6 +232,8 @@ class SimdDirectConv:
             bp[:, :self.Og] = np.asarray(bias, np.float32).reshape(g, self.Og)
         self.bp = bp.reshape(-1)
         self.lo, self.hi = float(lo), float(hi)
+        self.leaky = negative_slope is not None
+        self.slope = np.float32(negative_slope if self.leaky else 1.0)   # torch multiplies in float32
         self.nl = lanes() if lanes_ is None else int(lanes_)
         self.tag = _tag(self.nl)
         self._none = np.zeros(1, np.float32)
@@ -292,22 +282,50 @@ class SimdDirectConv:
             buf = self._local.xq = np.empty(size, np.float32)
         return buf[:size]
 
+    def bind(self, x, out, residual=None) -> DirectRun:
+        """This conv on input ``x`` into ``out`` (and ``residual``), as two steps per image that take a
+        range each (:class:`DirectRun`): what :meth:`__call__` runs, and what a caller splitting the
+        work over its own threads runs part by part."""
+        return DirectRun(self, x, out, residual)
+
     def __call__(self, x, out, residual=None, threads: int = 1):
-        x4 = x[:, :, None, :] if self.nd == 1 else x
-        N, C = x4.shape[:2]
-        sh, sw = self.stride
-        Ho, Wo, pairs, Hq, Wq, taps, tasks = self._geometry(x4.shape)
-        nl = self.nl
-        xq = self._phase_buffer(C * sh * sw * Hq * Wq)
-        flat = out.reshape(-1)
-        res = self._none if residual is None else residual.reshape(-1)
-        for n in range(N):
-            fill_phases(x4, n, sh, sw, self.pads[0][0], self.pads[1][0], xq, Hq, Wq, self.tag, nl)
-            args = (xq, Wq, sh * sw * Hq * Wq, taps, self.wp, self.bp, self.cg, self.Og, self.nb_oc, flat, res,
-                    residual is not None, self.lo, self.hi, n, self.O, Ho, Wo, self.tag, nl, pairs)
-            if threads <= 1 or tasks < 2 * threads:
-                conv_tasks(*args, 0, tasks)
+        run = self.bind(x, out, residual)
+        for n in range(run.images):
+            run.fill(n, 0, run.channels)
+            if threads <= 1 or run.tasks < 2 * threads:
+                run.run_tasks(n, 0, run.tasks)
             else:   # the kernel releases the GIL: rows split over a shared pool of Python threads
-                cuts = [tasks * i // threads for i in range(threads + 1)]
-                list(_pool(threads).map(lambda i, a=args, c=cuts: conv_tasks(*a, c[i], c[i + 1]), range(threads)))
+                cuts = [run.tasks * i // threads for i in range(threads + 1)]
+                list(_pool(threads).map(lambda i, n=n, c=cuts: run.run_tasks(n, c[i], c[i + 1]), range(threads)))
         return out
+
+
+class DirectRun:
+    """One call of a :class:`SimdDirectConv`, per image ``n < images`` in two steps: :meth:`fill`
+    copies input channels ``[c0, c1)`` (of ``channels``) into the calling thread's phase buffer (a
+    channel's copy writes only its own block of it), then :meth:`run_tasks` computes tasks ``[t0, t1)``
+    (of ``tasks``: output row x 6-channel block). Ranges of one step may run on different threads
+    at once (the kernels release the GIL); a task's result does not depend on the range it ran in."""
+    __slots__ = ("_args", "_cstep", "_fill", "_grid", "_x", "_xq", "channels", "images", "tasks")
+
+    def __init__(self, conv: SimdDirectConv, x, out, residual):
+        x4 = x[:, :, None, :] if conv.nd == 1 else x
+        self.images, self.channels = x4.shape[:2]
+        sh, sw = conv.stride
+        Ho, Wo, pairs, Hq, Wq, taps, self.tasks = conv._geometry(x4.shape)
+        self._cstep = cstep = sh * sw * Hq * Wq
+        self._x, self._xq = x4, conv._phase_buffer(self.channels * cstep)
+        self._fill = (sh, sw, conv.pads[0][0], conv.pads[1][0])
+        self._grid = (Hq, Wq, conv.tag, conv.nl)
+        res = conv._none if residual is None else residual.reshape(-1)
+        self._args = (self._xq, Wq, cstep, taps, conv.wp, conv.bp, conv.cg, conv.Og, conv.nb_oc, out.reshape(-1),
+                      res, residual is not None, conv.leaky, conv.slope, conv.lo, conv.hi, conv.O, Ho, Wo, conv.tag,
+                      conv.nl, pairs)
+
+    def fill(self, n: int, c0: int, c1: int):
+        """Input channels ``[c0, c1)`` of image ``n`` into the phase buffer."""
+        fill_phases(self._x[:, c0:c1], n, *self._fill, self._xq[c0 * self._cstep:c1 * self._cstep], *self._grid)
+
+    def run_tasks(self, n: int, t0: int, t1: int):
+        """Tasks ``[t0, t1)`` of image ``n`` (its input filled)."""
+        conv_tasks(*self._args, n, t0, t1)

@@ -7,11 +7,14 @@ values that stay in registers. The lane count ``L`` comes from a *width tag*, a 
 without AVX-512 LLVM splits it into two ``ymm``, still exact). Every other intrinsic takes its width
 from its vector operand. numba compiles for the host CPU, so FMAs are ``vfmadd`` where the CPU has
 FMA3. Indices are element offsets into 1-D arrays, unchecked (the kernels own their arithmetic).
-numba's on-disk cache keys a kernel on its own module's source: after editing this module, delete
-the ``__pycache__/*.nbi``/``*.nbc`` files of :mod:`.direct`.
+:func:`store_epilogue` is the kernels' one store loop (bias is the accumulators' start; residual,
+leaky relu and clamp here). numba's on-disk cache keys a kernel on its own module's source: after
+editing this module, delete the ``__pycache__/*.nbi``/``*.nbc`` files of :mod:`.direct` and
+:mod:`.depthwise`.
 """
 from __future__ import annotations
 
+import numba
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, models, register_model
@@ -42,7 +45,7 @@ def _vty(t: F32Vec):
 
 
 def _ptr(context, builder, arrty, arr, idx, idxty, pty):
-    data = context.make_array(arrty)(context, builder, value=arr).data
+    data = arr if isinstance(arrty, types.CPointer) else context.make_array(arrty)(context, builder, value=arr).data
     p = builder.gep(data, [context.cast(builder, idx, idxty, types.intp)])
     return builder.bitcast(p, pty.as_pointer())
 
@@ -68,7 +71,7 @@ def vsplat(typingctx, tag, x):
 
 @intrinsic
 def vload(typingctx, arr, idx, like):
-    """``arr[idx:idx + lanes]`` (float32 array, any alignment), as wide as ``like``."""
+    """``arr[idx:idx + lanes]`` (float32 array or :func:`fptr` pointer, any alignment), as wide as ``like``."""
     vt = like
 
     def codegen(context, builder, sig, args):
@@ -119,8 +122,20 @@ def vclamp(typingctx, v, lo, hi):
 
 
 @intrinsic
+def vleaky(typingctx, v, slope):
+    """``v if v > 0 else v * slope`` per lane (leaky relu as torch's: NaN and -0.0 pass through)."""
+    def codegen(context, builder, sig, args):
+        vty = _vty(sig.args[0])
+        x = args[0]
+        s = _splat(builder, context.cast(builder, args[1], sig.args[1], types.float32), vty)
+        pos = builder.fcmp_ordered(">", x, ir.Constant(vty, [0.0] * vty.count))
+        return builder.select(pos, x, builder.fmul(x, s))
+    return v(v, slope), codegen
+
+
+@intrinsic
 def vstore(typingctx, arr, idx, v):
-    """``arr[idx:idx + lanes] = v`` (float32 array, any alignment)."""
+    """``arr[idx:idx + lanes] = v`` (float32 array or :func:`fptr` pointer, any alignment)."""
     def codegen(context, builder, sig, args):
         builder.store(args[2], _ptr(context, builder, sig.args[0], args[0], args[1], sig.args[1], _vty(sig.args[2])), align=4)
         return context.get_dummy_value()
@@ -146,3 +161,43 @@ def vodd(typingctx, a, b):
     def codegen(context, builder, sig, args):
         return _half(builder, args[0], args[1], 1)
     return a(a, b), codegen
+
+
+@intrinsic
+def fptr(typingctx, arr):
+    """The data pointer of a float32 array, as a numba ``CPointer(float32)`` (indexable, and taken by
+    :func:`vload`/:func:`vstore`): helpers given pointers instead of arrays are inlined without
+    reference counting."""
+    def codegen(context, builder, sig, args):
+        return context.make_array(sig.args[0])(context, builder, value=args[0]).data
+    return types.CPointer(types.float32)(arr), codegen
+
+
+@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+def store_epilogue(blk, src, out, o, cnt, whole, res, has_res, leaky, slope, lo, hi, like):
+    """The SIMD conv kernels' store: ``out[o + e] = clamp(leaky?(blk[src + e] (+ res[o + e])), lo, hi)``
+    for ``e < cnt`` (``blk`` the register block spilled to a local buffer). ``whole``: store a whole
+    vector of ``like``'s width (its lanes past ``cnt`` must be the caller's to overwrite), else
+    element by element (LLVM does not vectorize that loop: whole vectors wherever possible).
+    ``blk``, ``out`` and ``res`` are :func:`fptr` pointers: inlined with arrays (numba IR inlining),
+    the helper reference-counted them at every stored vector, 1.3-2.8x the kernel's time."""
+    if whole:
+        v = vload(blk, src, like)
+        if has_res:
+            v = vadd(v, vload(res, o, like))
+        if leaky:
+            v = vleaky(v, slope)
+        vstore(out, o, vclamp(v, lo, hi))
+        return
+    for e in range(cnt):
+        z = blk[src + e]
+        if has_res:
+            z += res[o + e]
+        if leaky and not z > 0.0:
+            z = z * slope
+        # (if, not max/min: a NaN stays NaN, as torch.clamp)
+        if z < lo:  # noqa: PLR1730
+            z = lo
+        if z > hi:  # noqa: PLR1730
+            z = hi
+        out[o + e] = z

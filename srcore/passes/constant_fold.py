@@ -8,6 +8,12 @@ mutators, lists that someone mutates, and tensor results larger than
 branch taken; ``prim::Loop`` with 0 trips or a constant-false condition by its
 initial values.
 
+Lists of tensors are never constants, but an op reading a ``prim::ListConstruct`` of
+constant tensors is folded when what it makes can be: a tensor (``stack``, ``cat`` of
+constant tensors), or a list of tensors that only ``prim::ListUnpack`` nodes read
+(``meshgrid``, ``split``, ``unbind``): each unpacked tensor becomes a constant. So an
+anchor grid built from constant ``arange`` calls (``stack(meshgrid(...))``) is one constant.
+
 The evaluator is a callable ``evaluate(node, args) -> list`` (one value per
 output) that raises ``NotImplementedError`` when it cannot; the default tries
 the scalar/list table (:mod:`.scalar_eval`), then tensor ops through the
@@ -76,7 +82,8 @@ def fold_constants(graph: Graph, *, evaluator: Evaluator | None = None,
             for node in list(block.nodes):
                 if node.owning_block is None:  # removed with an enclosing node
                     continue
-                if _fold_control(node) or _fold_node(node, evaluate, max_elements):
+                if _fold_control(node) or _fold_node(node, evaluate, max_elements) \
+                        or _fold_through_lists(node, evaluate, max_elements):
                     progress = changed = True
     return changed
 
@@ -133,6 +140,80 @@ def _fold_node(node: Node, evaluate: Evaluator, max_elements: int) -> bool:
     names = [o.name for o in node.outputs]
     replace_with_values(node, values)
     for c, name in zip(values, names):
+        if name is not None:
+            node.graph.rename(c, name)
+    return True
+
+
+def _const_list(v) -> list | None:
+    """The elements of ``v`` when a ``prim::ListConstruct`` of known constants makes it and nothing
+    mutates it, else None."""
+    n = v.node
+    if n.kind != "prim::ListConstruct" or is_mutated(v) or not all(is_const(i) for i in n.inputs):
+        return None
+    return [const_or(i) for i in n.inputs]
+
+
+def _fold_through_lists(node: Node, evaluate: Evaluator, max_elements: int) -> bool:
+    """Fold ``node`` whose inputs are constants or constant lists of tensors (at least one): its
+    tensor and scalar outputs become constants, a list-of-tensors output (read only by
+    ``prim::ListUnpack`` nodes of its length) one constant per element; True if folded."""
+    if node.kind in NEVER_FOLD or node.kind == "prim::ListConstruct" or node.blocks or not node.outputs:
+        return False
+    args, lists = [], 0
+    for v in node.inputs:
+        if is_const(v):
+            args.append(const_or(v))
+            continue
+        elems = _const_list(v)
+        if elems is None:
+            return False
+        args.append(elems)
+        lists += 1
+    if not lists or is_nondeterministic(node) or mutated_inputs(node) or has_side_effects(node) \
+            or any(is_mutated(o) for o in node.outputs):
+        return False
+    try:
+        results = evaluate(node, args)
+    except NotImplementedError:
+        return False
+    if len(results) != len(node.outputs):
+        return False
+    plan = []   # (output, [(value to replace, result)])
+    for out, r in zip(node.outputs, results):
+        if isinstance(r, (list, tuple)) and any(_is_tensor(e) for e in r):
+            if not all(_is_tensor(e) and _small(e, max_elements) for e in r) or not out.uses or \
+                    any(u.user.kind != "prim::ListUnpack" or len(u.user.outputs) != len(r) for u in out.uses):
+                return False
+            plan.append((out, [(o, e) for u in out.uses for o, e in zip(u.user.outputs, r)]))
+        else:
+            r = _coerce(out.type, r)
+            if r is _MISMATCH or not _small(r, max_elements):
+                return False
+            plan.append((out, [(out, r)]))
+    made = []
+    for _, pairs in plan:
+        for old, r in pairs:
+            try:
+                t = _const_type(old.type, r)
+            except TypeError:
+                return False
+            made.append((old, r, t))
+    unpacks = {id(u.user): u.user for out, _ in plan for u in out.uses if u.user.kind == "prim::ListUnpack"}
+    names = []
+    for old, r, t in made:
+        if _is_tensor(r):
+            r = np.array(r, order="C", copy=True)
+        c = node.graph.insert_constant(r, t, before=node)
+        c.node.source = node.source
+        if _is_tensor(r):
+            c.node.attrs["param"] = unique_param_name(node.graph, f"{old.name or 'folded'}.folded")
+        names.append((c, old.name))
+        old.replace_all_uses_with(c)
+    for unpack in unpacks.values():
+        unpack.destroy()
+    node.destroy()
+    for c, name in names:
         if name is not None:
             node.graph.rename(c, name)
     return True

@@ -253,3 +253,34 @@ def test_a_forked_child_makes_its_own_team():
             pytest.fail("the forked child hung on the parent's team")
         time.sleep(0.01)
     assert os.WEXITSTATUS(done[1]) == 0
+
+
+def test_numpys_blas_count_is_left_as_found_by_the_team_and_by_overlapping_callers():
+    """numpy's OpenBLAS count can be the process's (``openblas_set_num_threads_local`` in its pthreads
+    build): a team's parts on one OpenBLAS thread, and two threads whose one-thread regions overlap
+    (entered A, B, left A, B: a plain save/restore per thread put B's saved 1 back), leave it as
+    the user set it, and with it the intra-op count later tactics are built for."""
+    import threading
+
+    from threadpoolctl import threadpool_limits
+
+    assert parallel._set_local(), "numpy's OpenBLAS must take a per-thread count (>= 0.3.27)"
+    a = np.ones((64, 64), np.float32)
+    with threadpool_limits(2, user_api="blas"):
+        assert parallel.count() == 2
+        blas_team.team(2).run(lambda i: a @ a, 4, 2)
+        assert parallel._blas_threads() == 2
+        a_in, b_in = threading.Event(), threading.Event()
+
+        def first():
+            a_in.set()
+            assert b_in.wait(10)
+        thread_a = threading.Thread(target=parallel.on_caller(first))
+        thread_a.start()
+        assert a_in.wait(10)
+
+        def second():
+            b_in.set()
+            thread_a.join(10)       # A leaves its region while B is in its own
+        parallel.on_caller(second)()
+        assert parallel._blas_threads() == 2 and parallel.count() == 2

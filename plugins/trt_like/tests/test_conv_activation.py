@@ -1,5 +1,6 @@
-"""hardswish / hardsigmoid / SiLU / sigmoid carried by a trt_like conv layer (``ConvSpec.activation``): every
-conv tactic against torch (float64) for each activation, the fusion pass's rule, and engines."""
+"""hardswish / hardsigmoid / SiLU / sigmoid / GELU / leaky relu carried by a trt_like conv layer
+(``ConvSpec.activation``): every conv tactic against torch (float64) for each activation, the fusion
+pass's rule, and engines (2-D convs, and 1-D convs as 2-D layers on views)."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,7 +14,11 @@ from srcore_trt_like.errors import TacticSpecError
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-ACTS = {"hardswish": F.hardswish, "hardsigmoid": F.hardsigmoid, "silu": F.silu, "sigmoid": torch.sigmoid}
+ACTS = {"hardswish": F.hardswish, "hardsigmoid": F.hardsigmoid, "silu": F.silu, "sigmoid": torch.sigmoid,
+        "gelu": F.gelu, "gelu_tanh": lambda y: F.gelu(y, approximate="tanh"),
+        "leaky_relu": lambda y: F.leaky_relu(y, 0.15)}
+#: the ConvSpec fields of each activation besides its name
+ACT_KW = {"leaky_relu": {"negative_slope": 0.15}}
 
 # shapes picked so that together they offer every conv tactic (asserted below)
 SPECS = [
@@ -35,7 +40,7 @@ def _reference(spec, x, w, b, act):
 def test_every_conv_tactic_applies_the_activation_like_torch(act):
     seen = set()
     for i, kw in enumerate(SPECS):
-        spec = ConvSpec(**kw, activation=act)
+        spec = ConvSpec(**kw, activation=act, **ACT_KW.get(act, {}))
         rng = np.random.default_rng(i)
         x = (3 * rng.standard_normal(spec.x_shape)).astype(np.float32)     # both sides of the kinks at +-3
         w = (rng.standard_normal(spec.weight_shape) / np.sqrt(np.prod(spec.weight_shape[1:]))).astype(np.float32)
@@ -53,8 +58,8 @@ def test_every_conv_tactic_applies_the_activation_like_torch(act):
 def test_a_spec_with_relu_and_an_activation_or_an_unknown_one_is_an_error():
     with pytest.raises(TacticSpecError, match="relu and activation"):
         ConvSpec((1, 2, 5, 5), 2, 3, relu=True, activation="silu")
-    with pytest.raises(TacticSpecError, match="'gelu' is not one of"):
-        ConvSpec((1, 2, 5, 5), 2, 3, activation="gelu")
+    with pytest.raises(TacticSpecError, match="'mish' is not one of"):
+        ConvSpec((1, 2, 5, 5), 2, 3, activation="mish")
 
 
 class Block(torch.nn.Module):
@@ -97,3 +102,71 @@ def test_engines_carry_the_activation_in_the_conv_and_match_torch():
         assert ("squeeze_excite" in desc) == fusion
         assert desc.count("fused_pointwise") == (1 if fusion else 7), desc
         np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-5)
+
+
+class Conv1dNet(torch.nn.Module):
+    """wav2vec-style 1-D convs: strided, padded, dilated, grouped, with and without bias; GELU (erf
+    and tanh), leaky relu and a group norm between; one conv output read twice (not fused)."""
+    def __init__(self):
+        super().__init__()
+        self.c0 = torch.nn.Conv1d(2, 12, 10, 5, bias=False)
+        self.norm = torch.nn.GroupNorm(4, 12)
+        self.c1 = torch.nn.Conv1d(12, 12, 3, 2, padding=1, groups=3)
+        self.c2 = torch.nn.Conv1d(12, 16, 3, 1, padding=2, dilation=2)
+        self.c3 = torch.nn.Conv1d(16, 8, 2, 2)
+
+    def forward(self, x):
+        y = F.gelu(self.norm(self.c0(x)))
+        y = F.gelu(self.c1(y), approximate="tanh")
+        y = F.leaky_relu(self.c2(y), 0.2)
+        z = self.c3(y)
+        return F.gelu(z) + z
+
+
+def test_1d_convs_run_in_engines_with_their_activations_like_torch():
+    torch.manual_seed(1)
+    m = Conv1dNet().eval()
+    x = torch.randn(2, 2, 203)
+    model = srcore.from_torchscript(torch.jit.script(m), (x,))
+    with torch.no_grad():
+        want = m(x).numpy()
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=("trt_like", "cpu")))
+    engines = [e for e in sm.partition.engines if e.backend == "trt_like"]
+    assert len(engines) == 1 and len(sm.partition.engines) == 1, [e.backend for e in sm.partition.engines]
+    desc = engines[0].description
+    # c1's and c2's activations read their convs through the (N, C, 1, L) -> (N, C, L) view
+    for act in ("gelu_tanh", "leaky_relu"):
+        assert f"conv + {act} ->" in desc, desc
+    assert desc.count("conv ->") == 2, desc       # c0 (a group norm reads it) and c3 (read twice)
+    np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("act", sorted(ACTS))
+def test_a_tactic_fusing_the_activation_gives_the_bits_of_the_separate_pass(act):
+    """The GEMM tactics' epilogue (every activation) and the SIMD tactics' stores (leaky relu) against
+    the same tactic without the activation, then the in-place kernel the other tactics use."""
+    from srcore_trt_like.kernels.activation import in_place
+
+    fused = set()
+    for i, kw in enumerate(SPECS):
+        spec = ConvSpec(**kw, activation=act, **ACT_KW.get(act, {}))
+        plain = ConvSpec(**kw)
+        rng = np.random.default_rng(10 + i)
+        x = (3 * rng.standard_normal(spec.x_shape)).astype(np.float32)
+        w = (rng.standard_normal(spec.weight_shape) / np.sqrt(np.prod(spec.weight_shape[1:]))).astype(np.float32)
+        b = rng.standard_normal(spec.out_channels).astype(np.float32)
+        plains = dict(conv_tactic_builders(plain, w, b))
+        for name, build in conv_tactic_builders(spec, w, b):
+            tactic = build()
+            if act not in tactic.fused_activations:
+                continue
+            got = np.empty(spec.out_shape, np.float32)
+            tactic(x, got)
+            want = np.empty(spec.out_shape, np.float32)
+            plains[name]()(x, want)
+            in_place(act, spec.negative_slope)(want)
+            np.testing.assert_array_equal(got, want, err_msg=f"{name} {kw}")
+            fused.add(name)
+    assert {"gemm_1x1", "im2col_gemm"} <= fused, fused
+    if act == "leaky_relu":
+        assert {"simd_direct", "depthwise_simd"} <= fused, fused

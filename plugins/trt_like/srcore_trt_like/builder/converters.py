@@ -205,19 +205,33 @@ def _pair(x, n=2):
 
 
 def conv(v: NodeView, c: Converter) -> None:
+    """A 2-D conv layer; a 1-D conv (3-D weight) is one on (N, C, 1, L) views of its input and
+    output (``reshape`` layers: no copies), its kernel, stride, padding and dilation (1, k)."""
     w = v.const("weight")
     b = v.const("bias")
-    if not isinstance(w, np.ndarray) or w.ndim != 4:
-        raise EngineBuildError(f"{v.where()}: a 2-D conv needs a constant 4-D weight")
-    inputs = [c.tensor(v.value("input"))]
+    if not isinstance(w, np.ndarray) or w.ndim not in (3, 4):
+        raise EngineBuildError(f"{v.where()}: a conv needs a constant 3-D (1-D conv) or 4-D (2-D conv) weight")
+    one_d = w.ndim == 3
+    x = c.tensor(v.value("input"))
+    out_shape = v.out_shape()
+    if one_d:
+        N, C, L = c.net.shape(x)
+        x = c.net.add("reshape", [x], (N, C, 1, L), v.source)
+        w = w[:, :, None, :]
+        out_shape = (out_shape[0], out_shape[1], 1, out_shape[2])
+    inputs = [x]
     if v.op == "srcore::conv2d_add_relu":
         inputs.append(c.tensor(v.value("other")))
-    attrs = dict(weight=np.asarray(w, np.float32), bias=None if b is None else np.asarray(b, np.float32),
-                 stride=_pair(v.const("stride")), padding=_pair(v.const("padding")),
-                 dilation=_pair(v.const("dilation")), groups=int(v.const("groups")),
-                 relu=v.op != "aten::conv2d" and v.op != "aten::_convolution",
+    pair = (lambda a: (0 if a == "padding" else 1, _pair(v.const(a), 1)[0])) if one_d else (lambda a: _pair(v.const(a)))
+    attrs = dict(weight=np.ascontiguousarray(w, np.float32), bias=None if b is None else np.asarray(b, np.float32),
+                 stride=pair("stride"), padding=pair("padding"), dilation=pair("dilation"),
+                 groups=int(v.const("groups")),
+                 relu=v.op not in ("aten::conv2d", "aten::conv1d", "aten::_convolution"),
                  residual=v.op == "srcore::conv2d_add_relu")
-    c.bind(v.node.outputs[0], c.net.add("conv", inputs, v.out_shape(), v.source, **attrs))
+    y = c.net.add("conv", inputs, out_shape, v.source, **attrs)
+    if one_d:
+        y = c.net.add("reshape", [y], v.out_shape(), v.source)
+    c.bind(v.node.outputs[0], y)
 
 
 def max_pool(v: NodeView, c: Converter) -> None:

@@ -2,8 +2,8 @@
 
 * :func:`fuse_pointwise`: runs of pointwise layers become one ``fused_pointwise`` layer (one
   compiled kernel);
-* :func:`fuse_conv_activation`: a float conv whose output only a hardswish, hardsigmoid or SiLU
-  reads carries that activation (``attrs["activation"]``; the conv tactics apply it);
+* :func:`fuse_conv_activation`: a float conv whose output only a hardswish, hardsigmoid, SiLU,
+  sigmoid, GELU or leaky relu reads carries that activation (``attrs["activation"]``; the conv tactics apply it);
 * :func:`fuse_squeeze_excite`: global average pool -> 1x1 conv (+ relu/SiLU/hardswish) -> 1x1 conv
   + hardsigmoid/sigmoid -> channel-wise scale of the pooled tensor becomes one ``squeeze_excite``
   layer (``tactics/squeeze_excite.py``);
@@ -111,13 +111,16 @@ def _trim_outputs(net: Network) -> None:
 
 
 #: the pointwise ops a conv layer can carry as its ``activation`` (``kernels/activation.py``)
-CONV_ACTIVATIONS = frozenset({"hardswish", "hardsigmoid", "silu", "sigmoid"})
+CONV_ACTIVATIONS = frozenset({"hardswish", "hardsigmoid", "silu", "sigmoid", "gelu", "gelu_tanh", "leaky_relu"})
 
 
 def fuse_conv_activation(net: Network) -> Network:
-    """Give every relu-free, residual-free conv whose output only one hardswish/hardsigmoid/SiLU
-    pointwise layer reads (and the engine does not return) that activation, and drop the pointwise
-    layer (in place). Runs before :func:`fuse_pointwise` (the pointwise layers are still single ops)."""
+    """Give every relu-free, residual-free conv whose output only one activation pointwise layer
+    (:data:`CONV_ACTIVATIONS`; leaky relu's slope goes to ``attrs["negative_slope"]``) reads (and
+    the engine does not return) that activation, and drop the pointwise layer (in place). The
+    activation may read the conv's output through a ``reshape`` nothing else reads (a 1-D conv's
+    (N, C, 1, L) -> (N, C, L) view): then the reshape makes the activation's output instead.
+    Runs before :func:`fuse_pointwise` (the pointwise layers are still single ops)."""
     readers: dict[int, list[Layer]] = {}
     for layer in net.layers:
         for t in layer.inputs:
@@ -130,12 +133,26 @@ def fuse_conv_activation(net: Network) -> Network:
         users = readers.get(layer.outputs[0], [])
         if len(users) != 1:
             continue
+        view = None
+        if users[0].kind == "reshape" and users[0].outputs[0] not in net.outputs:
+            view = users[0]
+            users = readers.get(view.outputs[0], [])
+            if len(users) != 1:
+                continue
         act = users[0]
-        if (act.kind == "pointwise" and act.attrs["op"] in CONV_ACTIVATIONS and act.inputs == layer.outputs
-                and tuple(act.attrs["args"]) == (("in", 0),) and not act.attrs.get("params")
-                and net.shape(act.outputs[0]) == net.shape(layer.outputs[0])):
+        src = view.outputs if view is not None else layer.outputs
+        params = dict(act.attrs.get("params") or {}) if act.kind == "pointwise" else {}
+        if (act.kind == "pointwise" and act.attrs["op"] in CONV_ACTIVATIONS and act.inputs == src
+                and tuple(act.attrs["args"]) == (("in", 0),)
+                and set(params) <= ({"negative_slope"} if act.attrs["op"] == "leaky_relu" else set())
+                and net.shape(act.outputs[0]) == net.shape(src[0])):
             layer.attrs["activation"] = act.attrs["op"]
-            layer.outputs = list(act.outputs)
+            if act.attrs["op"] == "leaky_relu":
+                layer.attrs["negative_slope"] = float(params.get("negative_slope", 0.01))
+            if view is not None:
+                view.outputs = list(act.outputs)
+            else:
+                layer.outputs = list(act.outputs)
             drop.add(id(act))
     net.layers = [layer for layer in net.layers if id(layer) not in drop]
     return net

@@ -60,7 +60,9 @@ def _convolution(node: NodeInfo):
     if node.const("transposed") is not False:
         return "transposed=True (a transposed convolution)"
     n = len(node.const("stride"))
-    return None if n == 2 else f"a {n}-D convolution (the engine's conv layers are 2-D)"
+    if n == 1:
+        return _ncl(node)
+    return None if n == 2 else f"a {n}-D convolution (the engine's conv layers are 1-D or 2-D)"
 
 
 def _no_dtype(node: NodeInfo):
@@ -73,6 +75,15 @@ def _encoder(node: NodeInfo):
         return "argument 'mask' is given (masked attention)"
     shape = node.args[0].type.shape
     return None if len(shape) == 3 else f"src of shape {_shape(node, 0)} is not 3-D (batch, sequence, features)"
+
+
+def _ncl(node: NodeInfo):
+    # a 1-D conv runs as a 2-D conv layer on an (N, C, 1, L) view; an unbatched (C, L) input runs on cpu
+    if len(node.args[0].type.shape) != 3:
+        return f"{node.args[0].name} of shape {_shape(node, 0)} is not 3-D (the 1-D conv layers are batched NCL)"
+    if isinstance(node.const("padding"), str):
+        return f"padding={node.const('padding')!r} (a string; the layers take explicit padding)"
+    return None
 
 
 def _nchw(node: NodeInfo):
@@ -248,7 +259,8 @@ _NOTES = {
     _gelu: "approximate is 'none' or 'tanh'",
     _dropout: "train=False (inference: the identity)",
     _nchw: "a 4-D (N, C, H, W) input",
-    _convolution: "2-D, not transposed",
+    _convolution: "1-D or 2-D, not transposed",
+    _ncl: "a 3-D (N, C, L) input, explicit padding",
     _matmul: "x @ a constant 2-D weight, or two computed operands of rank >= 2 (no matrix-vector products)",
     _addmm: "alpha != 0, a 2-D mat2",
     _no_dtype: "no dtype argument",
@@ -305,6 +317,7 @@ _TABLE: list[OpSupport] = [
     # convolution and pooling
     *_rows("conv", {"aten::conv2d": _CONV_ARGS, "srcore::conv2d_relu": _CONV_ARGS,
                     "srcore::conv2d_add_relu": _CONV_ARGS}, _nchw),
+    *_rows("conv", {"aten::conv1d": _CONV_ARGS}, _ncl),
     *_rows("conv", {"aten::_convolution": ("weight", "bias", "stride", "padding", "dilation", "transposed",
                                            "output_padding", "groups")}, _convolution),
     *_rows("max_pool", {"aten::max_pool2d": ("kernel_size", "stride", "padding", "dilation", "ceil_mode")}, _qmax_pool,

@@ -1,12 +1,14 @@
 """The BLAS conv tactics: ``gemm_1x1`` (one GEMM on the input) and ``im2col_gemm`` (numba column
 gather with the padding folded in, one GEMM per group and chunk of output rows), each with its
-epilogue in one pass over the chunk the GEMM just wrote."""
+epilogue (bias, residual, relu, the layer's activation) in one pass over the chunk the GEMM just
+wrote."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import TacticSpecError
 from ..kernels import conv as _k
+from ..kernels.activation import ACTIVATIONS, CODES
 from ..kernels.blas_team import TeamParts, ranges
 from ..kernels.scratch import SCRATCH
 from .spec import ConvSpec, ConvTactic
@@ -20,7 +22,16 @@ PLANNED_MAX_WIDTH = 32
 PLANNED_MAX_COLS_BYTES = 8 << 20
 
 
-class Gemm1x1Tactic(ConvTactic):
+class _GemmEpilogue:
+    """The GEMM tactics' epilogue applies every conv activation on the rows it has just written."""
+    fused_activations = ACTIVATIONS
+
+    def _init_activation(self, spec: ConvSpec):
+        self.act = CODES[spec.activation]
+        self.slope = np.float32(spec.negative_slope)
+
+
+class Gemm1x1Tactic(_GemmEpilogue, ConvTactic):
     """1x1 kernel, no padding, groups 1: ``out[n] = W @ x[n]`` (O x C by C x H*W); a strided conv
     first gathers the sampled pixels (numba) into a per-thread buffer."""
     name = "gemm_1x1"
@@ -28,6 +39,7 @@ class Gemm1x1Tactic(ConvTactic):
 
     def __init__(self, spec: ConvSpec, weight, bias, layout=None):
         super().__init__(spec, weight, bias, layout)
+        self._init_activation(spec)
         if spec.kernel != (1, 1) or spec.padding != (0, 0) or spec.groups != 1:
             raise TacticSpecError(f"gemm_1x1: needs a 1x1 kernel, padding 0 and groups 1; got kernel "
                                   f"{spec.kernel}, padding {spec.padding}, groups {spec.groups}")
@@ -48,10 +60,10 @@ class Gemm1x1Tactic(ConvTactic):
             if strided:
                 _k.subsample(x, n, s.stride[0], s.stride[1], Ho, Wo, xs, 0, C)
             np.matmul(self.w, xs if strided else x[n].reshape(C, P), out=out3[n])
-            _k.epilogue(out3, res3, residual is not None, self.bias, s.relu, n, 0, P, 0, O)
+            _k.epilogue(out3, res3, residual is not None, self.bias, s.relu, self.act, self.slope, n, 0, P, 0, O)
 
 
-class Im2colGemmTactic(TeamParts, ConvTactic):
+class Im2colGemmTactic(_GemmEpilogue, TeamParts, ConvTactic):
     """Any conv: per image (and chunk of output rows), gather the (C/g * kh * kw, rows * Wo) columns
     with zeros for the padding (numba), one GEMM per group into ``out``, then the epilogue.
 
@@ -69,11 +81,12 @@ class Im2colGemmTactic(TeamParts, ConvTactic):
                 raise TacticSpecError(f"im2col_gemm_team: needs groups 1, got {spec.groups}")
             self.name = "im2col_gemm_team"
         super().__init__(spec, weight, bias, layout)
+        self._init_activation(spec)
         g, O = spec.groups, spec.out_channels
         kk = spec.x_shape[1] // g * spec.kernel[0] * spec.kernel[1]
         self.w = self._laid_out("w", (g, O // g, kk), lambda: np.ascontiguousarray(
             np.asarray(weight, np.float32).reshape(g, O // g, -1)))
-        (N, C, H, W), (kh, kw) = spec.x_shape, spec.kernel
+        (_, C, H, W), (kh, kw) = spec.x_shape, spec.kernel
         Ho, Wo = self.out_shape[2:]
         K = C * kh * kw
         self.plan = None
@@ -117,7 +130,7 @@ class Im2colGemmTactic(TeamParts, ConvTactic):
                     np.matmul(self.w[0], cols.reshape(K, p1 - p0), out=out3[n, :, p0:p1])
                 else:
                     np.matmul(self.w, cols.reshape(g, K // g, p1 - p0), out=outg[n, :, :, p0:p1])
-                _k.epilogue(out3, res3, residual is not None, self.bias, s.relu, n, p0, p1, 0, O)
+                _k.epilogue(out3, res3, residual is not None, self.bias, s.relu, self.act, self.slope, n, p0, p1, 0, O)
 
     def _team_chunk(self, gather, cols, out3, res3, has_res, n, p0, p1):
         """One chunk of output rows in parts: the columns by input channels, then the product and
@@ -129,5 +142,5 @@ class Im2colGemmTactic(TeamParts, ConvTactic):
         def product(i):
             o0, o1 = op[i]
             np.matmul(w[o0:o1], colsk, out=out3[n, o0:o1, p0:p1])
-            _k.epilogue(out3, res3, has_res, self.bias, s.relu, n, p0, p1, o0, o1)
+            _k.epilogue(out3, res3, has_res, self.bias, s.relu, self.act, self.slope, n, p0, p1, o0, o1)
         self._parts(product, len(op))

@@ -32,7 +32,7 @@ class PackedGemmTactic(ConvTactic):
         super().__init__(spec, weight, bias, layout)
         if spec.groups != 1:
             raise TacticSpecError(f"packed_gemm: needs groups 1, got {spec.groups}")
-        (N, C, H, W), (kh, kw) = spec.x_shape, spec.kernel
+        (_, C, H, W), (kh, kw) = spec.x_shape, spec.kernel
         O, Ho, Wo = self.out_shape[1:]
         self.K = K = C * kh * kw
         self.wp = self._laid_out("wp", (-(-O // _g.MR), K, _g.MR),

@@ -1,7 +1,7 @@
 """The ``simd_direct`` conv tactic: srcore's explicit-SIMD float32 direct conv
 (``srcore.plugin.simd_conv``, :mod:`srcore.conv.direct`): no im2col, the stride folded into a
-phase-split copy of the input, 6 output channels x 2 vectors of pixels in registers, bias, residual
-and relu fused into the stores."""
+phase-split copy of the input, 6 output channels x 2 vectors of pixels in registers, bias, residual,
+relu and leaky relu fused into the stores."""
 from __future__ import annotations
 
 import math
@@ -24,6 +24,7 @@ class SimdDirectTactic(ConvTactic):
     """Any conv with more than one input channel per group, on the SIMD direct kernel; the weights
     packed once into its register-block layout (stored as ``wp``, ``bp``)."""
     name = "simd_direct"
+    fused_activations = ("leaky_relu",)
 
     def __init__(self, spec: ConvSpec, weight, bias, layout=None, threads: int = 1):
         super().__init__(spec, weight, bias, layout)
@@ -31,7 +32,9 @@ class SimdDirectTactic(ConvTactic):
             raise TacticSpecError(f"simd_direct: needs more than one input channel per group, got "
                                   f"{spec.x_shape[1]} channels in {spec.groups} groups")
         self.conv = simd_conv.SimdDirectConv(np.asarray(weight, np.float32), self.bias, spec.stride, spec.padding,
-                                             spec.dilation, spec.groups, lo=0.0 if spec.relu else -math.inf)
+                                             spec.dilation, spec.groups, lo=0.0 if spec.relu else -math.inf,
+                                             negative_slope=spec.negative_slope if spec.activation == "leaky_relu"
+                                             else None)
         self.wp = self._laid_out("wp", self.conv.wp.shape, lambda: self.conv.wp)
         self.bp = self._laid_out("bp", self.conv.bp.shape, lambda: self.conv.bp)
         self.conv.wp, self.conv.bp = self.wp, self.bp

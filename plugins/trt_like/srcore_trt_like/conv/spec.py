@@ -40,7 +40,10 @@ def as_shape4(v):
 class ConvSpec:
     """Everything static about one 2-D conv layer: float32, NCHW, symmetric padding, and the epilogue
     ``out = act(conv(x) + bias (+ residual))``, act relu (fused in the kernels' stores) or
-    ``activation`` (hardswish, hardsigmoid, silu: applied in place after the store). Invalid specs raise :class:`TacticSpecError`."""
+    ``activation`` (hardswish, hardsigmoid, silu, sigmoid, gelu, gelu_tanh, leaky_relu with
+    ``negative_slope``: fused into the stores by the tactics listing it in
+    :attr:`ConvTactic.fused_activations`, else applied in place after the store). Invalid specs
+    raise :class:`TacticSpecError`."""
     x_shape: tuple[int, int, int, int] = attrs.field(converter=as_shape4)
     out_channels: int = attrs.field(converter=int)
     kernel: tuple[int, int] = attrs.field(converter=as_pair("kernel"))
@@ -52,6 +55,8 @@ class ConvSpec:
     residual: bool = attrs.field(default=False, converter=bool)
     #: applied after the epilogue, in place on the output (``kernels/activation.py``)
     activation: str = attrs.field(default="none", kw_only=True)
+    #: leaky relu's slope below zero (read only with ``activation="leaky_relu"``)
+    negative_slope: float = attrs.field(default=0.01, converter=float, kw_only=True)
 
     def __attrs_post_init__(self):
         N, C, H, W = self.x_shape
@@ -118,6 +123,8 @@ class ConvTactic:
     """
     name = "conv"
     uses_blas = False
+    #: the activations the kernel applies in its own stores (no in-place pass after it)
+    fused_activations: tuple[str, ...] = ()
 
     def __init__(self, spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | None,
                  layout: dict[str, np.ndarray] | None = None):
@@ -138,9 +145,10 @@ class ConvTactic:
                      else np.ascontiguousarray(bias, dtype=np.float32))
         if self.uses_blas and _threads.count() > 1:
             self._run = _threads.on_caller(self._run)
-        act = _activation.in_place(spec.activation)
+        act = (None if spec.activation in self.fused_activations
+               else _activation.in_place(spec.activation, spec.negative_slope))
         if act is not None:
-            # no kernel fuses these into its stores yet: one in-place pass over the output
+            # a kernel that does not fuse it into its stores: one in-place pass over the output
             # while it is still in cache, in the same layer (no separate pointwise layer)
             run = self._run
 

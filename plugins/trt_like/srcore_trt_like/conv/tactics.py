@@ -21,7 +21,7 @@ the GEMM just wrote, while it is in cache).
 ``depthwise_direct`` groups == in channels: a numba direct loop per output row
 ``depthwise_channels_last`` the same, vectorized over channels on a padded channels-last copy
 ``depthwise_simd``  the same: srcore's explicit-SIMD depthwise kernel, 8 vectors of output pixels
-                    in registers (``srcore.plugin.simd_depthwise``), channels split over threads
+                    in registers (``srcore.plugin.simd_depthwise``)
 ``im2col_gemm_team``, ``winograd_f4x4_team``, ``winograd_f2x2_team``  at more than one intra-op
                     thread, large layers: the BLAS tactics in fixed parts on the OpenBLAS team
                     (``kernels/blas_team.py``)
@@ -29,6 +29,9 @@ the GEMM just wrote, while it is in cache).
                     (``srcore.plugin.simd_conv``; ``simd_direct.py``)
 ``pointwise_simd``  1x1, stride 1, unpadded, ungrouped: srcore's explicit-SIMD 1x1 kernel on the
                     NCHW input in place (``srcore.plugin.simd_pointwise``; ``simd_1x1.py``)
+``simd_direct_split``, ``depthwise_simd_split``  at more than one intra-op thread, large layers: the
+                    two SIMD kernels with their input copy and tasks in fixed parts on the thread
+                    team (``simd_split.py``; the bits of the one-thread tactic)
 =================== ========================================================================
 """
 from __future__ import annotations
@@ -43,13 +46,14 @@ from .gemm import Gemm1x1Tactic, Im2colGemmTactic
 from .packed import PackedGemmTactic
 from .simd_1x1 import Simd1x1Tactic, simd_1x1_applies
 from .simd_direct import SimdDirectTactic, simd_direct_applies
+from .simd_split import DepthwiseSimdSplitTactic, SimdDirectSplitTactic
 from .spec import ConvSpec, ConvTactic
 from .winograd import WinogradTactic, transform_weight, winograd_applies
 from .winograd_packed import WinogradPackedTactic
 
 __all__ = ["ConvSpec", "ConvTactic", "Gemm1x1Tactic", "Im2colGemmTactic", "WinogradTactic", "WinogradPackedTactic",
            "PackedGemmTactic", "DepthwiseDirectTactic", "DepthwiseChannelsLastTactic", "DepthwiseSimdTactic",
-           "SimdDirectTactic", "Simd1x1Tactic",
+           "SimdDirectTactic", "Simd1x1Tactic", "SimdDirectSplitTactic", "DepthwiseSimdSplitTactic",
            "conv_tactics", "conv_tactic_builders"]
 
 
@@ -96,10 +100,16 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
         out.append((DepthwiseDirectTactic.name, lambda layout=None: DepthwiseDirectTactic(spec, weight, bias, layout)))
         out.append((DepthwiseChannelsLastTactic.name,
                     lambda layout=None: DepthwiseChannelsLastTactic(spec, weight, bias, layout)))
-        out.append((DepthwiseSimdTactic.name,
-                    lambda layout=None: DepthwiseSimdTactic(spec, weight, bias, layout, threads)))
+        out.append((DepthwiseSimdTactic.name, lambda layout=None: DepthwiseSimdTactic(spec, weight, bias, layout)))
+        if threads > 1:
+            out.append((DepthwiseSimdSplitTactic.name,
+                        lambda layout=None: DepthwiseSimdSplitTactic(spec, weight, bias, layout, threads)))
     if simd_direct_applies(spec):
-        out.append((SimdDirectTactic.name, lambda layout=None: SimdDirectTactic(spec, weight, bias, layout, threads)))
+        # one thread, and split over the intra-op threads (simd_split.py): the timing picks
+        out.append((SimdDirectTactic.name, lambda layout=None: SimdDirectTactic(spec, weight, bias, layout)))
+        if threads > 1:
+            out.append((SimdDirectSplitTactic.name,
+                        lambda layout=None: SimdDirectSplitTactic(spec, weight, bias, layout, threads)))
     if spec.groups == 1:
         out.append((PackedGemmTactic.name, lambda layout=None: PackedGemmTactic(spec, weight, bias, threads=threads, layout=layout)))
     out.append((Im2colGemmTactic.name, lambda layout=None: Im2colGemmTactic(spec, weight, bias, layout)))

@@ -1,5 +1,5 @@
 """In-place activations applied after a conv's store (the conv layer's ``activation`` epilogue):
-hardswish, hardsigmoid, SiLU and sigmoid with the pointwise wing's float32 formulas (torch's), so a fused
+hardswish, hardsigmoid, SiLU, sigmoid, GELU (erf and tanh) and leaky relu with the pointwise wing's float32 formulas (torch's), so a fused
 conv gives the same bits as the conv followed by its ``fused_pointwise`` layer."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from .jit import EXACT_JIT
 _JIT = dict(EXACT_JIT, cache=True)
 
 #: the activations a conv layer can carry (besides ``relu``, which its kernels fuse themselves)
-ACTIVATIONS = ("none", "hardswish", "hardsigmoid", "silu", "sigmoid")
+ACTIVATIONS = ("none", "hardswish", "hardsigmoid", "silu", "sigmoid", "gelu", "gelu_tanh", "leaky_relu")
 
 
 @njit(**_JIT)
@@ -40,14 +40,71 @@ def _sigmoid(y):
         y[i] = fm.sigmoid(y[i])
 
 
-_KERNELS = {"hardswish": _hardswish, "hardsigmoid": _hardsigmoid, "silu": _silu, "sigmoid": _sigmoid}
+@njit(**_JIT)
+def _gelu(y):
+    for i in range(y.size):
+        y[i] = fm.gelu(y[i])
 
 
-def in_place(name: str):
-    """``fn(y)`` applying activation ``name`` to the C-contiguous float32 array ``y`` in place
-    (``None`` for ``"none"``)."""
+@njit(**_JIT)
+def _gelu_tanh(y):
+    for i in range(y.size):
+        y[i] = fm.gelu_tanh(y[i])
+
+
+@njit(**_JIT)
+def _leaky_relu(y, slope):
+    for i in range(y.size):
+        y[i] = fm.leaky_relu(y[i], slope)
+
+
+#: the code of each activation in :func:`apply_span` (kernels fusing activations into their epilogue)
+CODES = {name: i for i, name in enumerate(ACTIVATIONS)}
+
+
+@njit(inline="always", **_JIT)
+def apply_span(y, p0, p1, code, slope):
+    """Activation ``code`` (:data:`CODES`; ``slope`` leaky relu's) in place on ``y[p0:p1]`` (1-D),
+    one loop per activation (each vectorizes): for a kernel's epilogue, on the span it just
+    stored, still in L1. The same formulas, so the same bits, as the in-place kernels above."""
+    if code == 1:
+        for i in range(p0, p1):
+            y[i] = fm.hardswish(y[i])
+    elif code == 2:
+        for i in range(p0, p1):
+            y[i] = fm.hardsigmoid(y[i])
+    elif code == 3:
+        for i in range(p0, p1):
+            y[i] = fm.silu(y[i])
+    elif code == 4:
+        for i in range(p0, p1):
+            y[i] = fm.sigmoid(y[i])
+    elif code == 5:
+        for i in range(p0, p1):
+            y[i] = fm.gelu(y[i])
+    elif code == 6:
+        for i in range(p0, p1):
+            y[i] = fm.gelu_tanh(y[i])
+    elif code == 7:
+        for i in range(p0, p1):
+            y[i] = fm.leaky_relu(y[i], slope)
+
+
+_KERNELS = {"hardswish": _hardswish, "hardsigmoid": _hardsigmoid, "silu": _silu, "sigmoid": _sigmoid,
+            "gelu": _gelu, "gelu_tanh": _gelu_tanh}
+
+
+def in_place(name: str, negative_slope: float = 0.01):
+    """``fn(y)`` applying activation ``name`` (``negative_slope``: leaky relu's) to the C-contiguous
+    float32 array ``y`` in place (``None`` for ``"none"``)."""
     if name == "none":
         return None
+    if name == "leaky_relu":
+        slope = np.float32(negative_slope)
+
+        def leaky(y: np.ndarray) -> None:
+            _leaky_relu(y.reshape(-1), slope)
+        return leaky
     kernel = _KERNELS[name]
 
     def apply(y: np.ndarray) -> None:

@@ -54,11 +54,16 @@ class Team:
 
     @staticmethod
     def _work(q: queue.SimpleQueue) -> None:
-        set_local = _threads._set_local()
-        if set_local:
-            set_local(1)
         while True:
-            _Phase.take(*q.get())
+            phase, fn = q.get()
+            # OpenBLAS on one thread for the parts only: in numpy's OpenBLAS the count is the
+            # process's, and a worker that kept it at 1 left every later GEMM (and the intra-op
+            # count later tactics are built for) on one thread (kernels/threads.py, _OneThread)
+            token = _threads.blas_enter()
+            try:
+                _Phase.take(phase, fn)
+            finally:
+                _threads.blas_exit(token)
 
     def run(self, fn, count: int, team: int) -> None:
         """``fn(i)`` for each ``i`` in ``range(count)``, on up to ``team`` threads (the caller one of

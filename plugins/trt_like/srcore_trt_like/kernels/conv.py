@@ -9,6 +9,7 @@ import numpy as np
 from numba import njit
 
 from . import epilogue as _ep
+from .activation import apply_span
 from .jit import JIT
 
 _ZERO = np.float32(0.0)
@@ -40,7 +41,7 @@ def im2col(x, n, kh, kw, sh, sw, ph, pw, dh, dw, ho0, ho1, wo_n, cols, c0, c1):
     ``sw`` phases (``x[..., q * sw + r]`` at ``[r, q]``), so every tap row is a contiguous copy:
     strided loads do not vectorise, and the split is one pass over the rows instead of ``kw``.
     """
-    C, H, W = x.shape[1], x.shape[2], x.shape[3]
+    H, W = x.shape[2], x.shape[3]
     h_lo = max(0, ho0 * sh - ph)
     h_hi = min(H, (ho1 - 1) * sh - ph + (kh - 1) * dh + 1)
     wq = (W + sw - 1) // sw
@@ -121,12 +122,15 @@ def subsample(x, n, sh, sw, ho_n, wo_n, dst, c0, c1):
 
 
 @njit(**JIT)
-def epilogue(out, res, has_res, bias, relu, n, p0, p1, o0, o1):
-    """In place on ``out`` (N, O, P): ``out[n, o, p0:p1] = relu?(out + bias (+ res))``, o in [o0, o1)."""
+def epilogue(out, res, has_res, bias, relu, act, slope, n, p0, p1, o0, o1):
+    """In place on ``out`` (N, O, P): ``out[n, o, p0:p1] = act(relu?(out + bias (+ res)))``, o in
+    [o0, o1); ``act`` an :data:`.activation.CODES` code (0: none), ``slope`` leaky relu's."""
     for o in range(o0, o1):
         orow = out[n, o, p0:p1]
         rrow = res[n, o, p0:p1]
         _ep.row(orow, orow, rrow, bias[o], has_res, relu, p1 - p0)
+        if act != 0:
+            apply_span(orow, 0, p1 - p0, act, slope)
 
 
 @njit(**JIT)

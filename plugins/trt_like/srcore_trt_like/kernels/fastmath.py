@@ -24,6 +24,7 @@ on [1, 4]). ``sigmoid`` is torch's own formula, ``1 / (1 + exp(-x))``, so that i
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from llvmlite import ir
@@ -33,6 +34,7 @@ from numba.extending import intrinsic
 from .jit import EXACT_JIT
 
 __all__ = ["exp", "expm1", "log", "log1p", "tanh", "sigmoid", "erf", "clamp", "silu", "hardsigmoid", "hardswish",
+           "leaky_relu", "gelu", "gelu_tanh",
            "F32", "Cond", "where", "float32_function", "jit_options"]
 
 _FLOAT = ir.FloatType()
@@ -354,6 +356,25 @@ def clamp_ir(x: F32, lo: F32, hi: F32) -> F32:
     return where(take_hi, hi, y)
 
 
+_SQRT1_2 = math.sqrt(0.5)
+# torch's kBeta of the tanh GELU: M_SQRT2 * M_2_SQRTPI * 0.5 = sqrt(2 / pi)
+_GELU_TANH_BETA = math.sqrt(2.0) * (2.0 / math.sqrt(math.pi)) * 0.5
+_GELU_TANH_KAPPA = 0.044715
+
+
+def leaky_relu_ir(x: F32, slope: F32) -> F32:
+    return where(x > 0.0, x, x * slope)
+
+
+def gelu_ir(x: F32) -> F32:
+    return x * 0.5 * (1.0 + erf_ir(x * _SQRT1_2))
+
+
+def gelu_tanh_ir(x: F32) -> F32:
+    inner = _GELU_TANH_BETA * (x + _GELU_TANH_KAPPA * (x * x * x))
+    return 0.5 * x * (1.0 + tanh_ir(inner))
+
+
 def silu_ir(x: F32) -> F32:
     return x / (1.0 + exp_ir(-x))
 
@@ -370,3 +391,6 @@ clamp = float32_function(clamp_ir)
 silu = float32_function(silu_ir)
 hardsigmoid = float32_function(hardsigmoid_ir)
 hardswish = float32_function(hardswish_ir)
+leaky_relu = float32_function(leaky_relu_ir)
+gelu = float32_function(gelu_ir)
+gelu_tanh = float32_function(gelu_tanh_ir)

@@ -247,7 +247,6 @@ def vcopy_lanes(typingctx, src, s, dst, d, lane0, n):
     def codegen(context, builder, sig, args):
         _mark_512(builder)
         srcv, s_, dstv, d_, l0, n_ = args
-        ity = ir.IntType(64)
         l0 = context.cast(builder, l0, sig.args[4], types.int64)
         n_ = context.cast(builder, n_, sig.args[5], types.int64)
         s_ = context.cast(builder, s_, sig.args[1], types.int64)

@@ -69,9 +69,8 @@ def input_f4(x, n, pad_top, pad_left, tw, ty0, ty1, vf, psv, csv, ldv, c0, c1):
     faster but cost more than that to write: each channel's 6 values per block land a cache line
     apart.)
     """
-    C, H, W = x.shape[1], x.shape[2], x.shape[3]
+    H, W = x.shape[2], x.shape[3]
     ntr = ty1 - ty0
-    T = ntr * tw
     nh = (tw + 15) // 16              # 16-tile vectors per tile row
     nq = nh + 1                       # phase vectors: tile tx + 1 is read too
     hsz = 16 * ((ldv + 15) // 16) + 16
@@ -129,9 +128,8 @@ def input_f4(x, n, pad_top, pad_left, tw, ty0, ty1, vf, psv, csv, ldv, c0, c1):
 @njit(**JIT)
 def input_f2(x, n, pad_top, pad_left, tw, ty0, ty1, vf, psv, csv, ldv, c0, c1):
     """F(2x2): the packed V of 4x4 input tiles, point p = 4k + l (see :func:`input_f4`)."""
-    C, H, W = x.shape[1], x.shape[2], x.shape[3]
+    H, W = x.shape[2], x.shape[3]
     ntr = ty1 - ty0
-    T = ntr * tw
     nh = (tw + 15) // 16
     nq = nh + 1
     hsz = 16 * ((ldv + 15) // 16) + 16

@@ -13,13 +13,9 @@ import math
 
 import attrs
 
-from ..kernels.fastmath import (F32, clamp, clamp_ir, erf_ir, exp_ir, expm1_ir, float32_function, hardsigmoid,  # noqa: F401
-                                hardsigmoid_ir, hardswish, hardswish_ir, log1p_ir, silu, silu_ir, tanh_ir, where)
-
-_SQRT1_2 = math.sqrt(0.5)
-# torch's kBeta of the tanh GELU: M_SQRT2 * M_2_SQRTPI * 0.5 = sqrt(2 / pi)
-_GELU_TANH_BETA = math.sqrt(2.0) * (2.0 / math.sqrt(math.pi)) * 0.5
-_GELU_TANH_KAPPA = 0.044715
+from ..kernels.fastmath import (F32, clamp, clamp_ir, exp_ir, expm1_ir, float32_function, gelu,  # noqa: F401
+                                gelu_ir, gelu_tanh, gelu_tanh_ir, hardsigmoid, hardsigmoid_ir, hardswish,
+                                hardswish_ir, leaky_relu, leaky_relu_ir, log1p_ir, silu, silu_ir, tanh_ir, where)
 
 
 def maximum_ir(a: F32, b: F32) -> F32:
@@ -57,22 +53,9 @@ def pow_ir(x: F32, e: F32) -> F32:
     return y
 
 
-def leaky_relu_ir(x: F32, slope: F32) -> F32:
-    return where(x > 0.0, x, x * slope)
-
-
 def elu_ir(x: F32, alpha: F32, scale: F32, input_scale: F32) -> F32:
     # torch: negcoef = alpha * scale in float32; x <= 0 ? expm1(x * input_scale) * negcoef : x * scale
     return where(x <= 0.0, expm1_ir(x * input_scale) * (alpha * scale), x * scale)
-
-
-def gelu_ir(x: F32) -> F32:
-    return x * 0.5 * (1.0 + erf_ir(x * _SQRT1_2))
-
-
-def gelu_tanh_ir(x: F32) -> F32:
-    inner = _GELU_TANH_BETA * (x + _GELU_TANH_KAPPA * (x * x * x))
-    return 0.5 * x * (1.0 + tanh_ir(inner))
 
 
 def mish_ir(x: F32) -> F32:
@@ -91,10 +74,7 @@ relu6 = float32_function(relu6_ir)
 reciprocal = float32_function(reciprocal_ir)
 rsqrt = float32_function(rsqrt_ir)
 pow_scalar = float32_function(pow_ir)
-leaky_relu = float32_function(leaky_relu_ir)
 elu = float32_function(elu_ir)
-gelu = float32_function(gelu_ir)
-gelu_tanh = float32_function(gelu_tanh_ir)
 mish = float32_function(mish_ir)
 softplus = float32_function(softplus_ir)
 

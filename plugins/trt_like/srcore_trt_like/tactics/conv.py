@@ -23,7 +23,7 @@ def conv_spec(layer: Layer, net: Network, *, residual: bool | None = None) -> Co
     w = a["weight"]
     return ConvSpec(net.shape(layer.inputs[0]), w.shape[0], w.shape[2:], a["stride"], a["padding"], a["dilation"],
                     a["groups"], relu=a["relu"], residual=a["residual"] if residual is None else residual,
-                    activation=a.get("activation", "none"))
+                    activation=a.get("activation", "none"), negative_slope=a.get("negative_slope", 0.01))
 
 
 def conv_candidates(layer: Layer, net: Network) -> list[Candidate]:

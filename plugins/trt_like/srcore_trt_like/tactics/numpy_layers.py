@@ -151,7 +151,7 @@ def max_pool2d(layer: Layer, net: Network):
     (ph, pw), (dh, dw) = layer.attrs["padding"], layer.attrs["dilation"]
 
     def run(x, out):
-        N, C, H, W = x.shape
+        H, W = x.shape[2:]
         Ho, Wo = out.shape[2:]
         need_h = max((Ho - 1) * sh + dh * (kh - 1) + 1 - H - ph, 0)
         need_w = max((Wo - 1) * sw + dw * (kw - 1) + 1 - W - pw, 0)
@@ -170,7 +170,7 @@ def avg_pool2d(layer: Layer, net: Network):
     include_pad, div = layer.attrs["count_include_pad"], layer.attrs["divisor_override"]
 
     def run(x, out):
-        N, C, H, W = x.shape
+        H, W = x.shape[2:]
         Ho, Wo = out.shape[2:]
         eh, ew = max((Ho - 1) * sh + kh - H - ph, 0), max((Wo - 1) * sw + kw - W - pw, 0)
         xp = np.pad(x, ((0, 0), (0, 0), (ph, eh), (pw, ew)))
@@ -210,13 +210,13 @@ def conv(layer: Layer, net: Network):
     w, b = layer.attrs["weight"], layer.attrs["bias"]
     (sh, sw), (ph, pw), (dh, dw) = layer.attrs["stride"], layer.attrs["padding"], layer.attrs["dilation"]
     G, relu, residual = layer.attrs["groups"], layer.attrs["relu"], layer.attrs["residual"]
-    act = _activation.in_place(layer.attrs.get("activation", "none"))
+    act = _activation.in_place(layer.attrs.get("activation", "none"), layer.attrs.get("negative_slope", 0.01))
     O, Cg, kh, kw = w.shape
     wg = w.reshape(G, O // G, Cg * kh * kw)
 
     def run(x, *rest):
         out = rest[-1]
-        N, C, H, W = x.shape
+        N, _, H, W = x.shape
         Ho, Wo = out.shape[2:]
         xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
         cols = np.empty((N, G, Cg, kh, kw, Ho, Wo), np.float32)
