@@ -64,6 +64,8 @@ _LAZY = {
     "simd_conv": "srcore.conv:direct",
     # the explicit-SIMD float32 depthwise conv (srcore.conv.depthwise: SimdDepthwiseConv); numba
     "simd_depthwise": "srcore.conv:depthwise",
+    # the explicit-SIMD float32 1x1 conv (srcore.conv.pointwise: SimdPointwiseConv); numba
+    "simd_pointwise": "srcore.conv:pointwise",
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())

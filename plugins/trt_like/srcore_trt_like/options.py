@@ -28,7 +28,7 @@ _BOOLS = ("fusion", "timing", "timing_cache", "mkl")
 #: every tactic name the table can offer (conv algorithms, then the other families)
 CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "packed_gemm", "winograd_f4x4", "winograd_f2x2",
                 "winograd_f4x4_packed", "winograd_f2x2_packed", "depthwise_direct",
-                "depthwise_channels_last", "depthwise_simd", "simd_direct",
+                "depthwise_channels_last", "depthwise_simd", "simd_direct", "pointwise_simd",
                 # at more than one intra-op thread
                 "simd_direct_split", "depthwise_simd_split", "im2col_gemm_team", "winograd_f4x4_team",
                 "winograd_f2x2_team")

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from srcore.errors import SrcoreError
 from srcore_trt_like.conv import gemm as conv_gemm
 from srcore_trt_like.conv import (ConvSpec, DepthwiseChannelsLastTactic, DepthwiseDirectTactic, DepthwiseSimdTactic,
-                                  Gemm1x1Tactic, Im2colGemmTactic, WinogradTactic, conv_tactics)
+                                  Gemm1x1Tactic, Im2colGemmTactic, Simd1x1Tactic, WinogradTactic, conv_tactics)
 from srcore_trt_like.errors import TacticSpecError
 from srcore_trt_like.tactics.timing import time_tactics
 from srcore_trt_like.kernels.winograd_math import F2, F4, toom_cook, transform_weight
@@ -136,6 +136,26 @@ def test_depthwise_simd_takes_its_stored_layout_back_and_splits_channels():
     np.testing.assert_allclose(_run(t, x, None), _reference(spec, x, w, b, None), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("spec", [
+    ConvSpec((2, 40, 14, 14), 13, 1, residual=True),              # 14x14: a partial last vector, batch 2
+    ConvSpec((1, 96, 7, 7), 100, 1, relu=True),                   # MobileNetV3's 7x7 expand
+    ConvSpec((1, 5, 2, 3), 7, 1),                                 # smaller than one vector
+])
+def test_pointwise_simd_matches_torch_and_takes_its_stored_layout_back(spec):
+    x, w, b, res = _data(spec, 4)
+    t = Simd1x1Tactic(spec, w, b)
+    got = _run(t, x, res)
+    np.testing.assert_allclose(got, _reference(spec, x, w, b, res), rtol=1e-5, atol=1e-5)
+    again = Simd1x1Tactic(spec, np.zeros_like(w), b, layout=t.layout(), threads=2)
+    np.testing.assert_array_equal(_run(again, x, res), got)
+
+
+def test_pointwise_simd_needs_stride_1():
+    spec = ConvSpec((1, 4, 8, 8), 6, 1, 2, 0)
+    with pytest.raises(TacticSpecError, match="pointwise_simd: needs a 1x1 kernel, stride 1"):
+        Simd1x1Tactic(spec, *_data(spec, 0)[1:3])
+
+
 def test_depthwise_channels_last_takes_its_stored_layout_back():
     """A serialized plan rebuilds the tactic from its (KH, KW, O) weight; a wrong one is an error."""
     spec = ConvSpec((1, 6, 5, 5), 12, 3, 1, 1, groups=6)
@@ -160,6 +180,8 @@ def test_conv_tactics_offers_what_applies():
                                                           "winograd_f4x4", "winograd_f2x2", "simd_direct", "packed_gemm",
                                                           "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 6, 1, 2, 0)) == ["gemm_1x1", "simd_direct", "packed_gemm", "im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 6, 1)) == ["gemm_1x1", "pointwise_simd", "simd_direct", "packed_gemm",
+                                                   "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 8, 3, 2, 1, groups=4)) == ["depthwise_direct", "depthwise_channels_last",
                                                                    "depthwise_simd", "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 8, 3, 2, 1, groups=2)) == ["simd_direct", "im2col_gemm"]

@@ -47,7 +47,7 @@ def test_every_conv_tactic_applies_the_activation_like_torch(act):
             np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4, err_msg=f"{name} {kw}")
             seen.add(name)
     assert {"gemm_1x1", "im2col_gemm", "depthwise_direct", "depthwise_channels_last",
-            "depthwise_simd"} <= seen, seen
+            "depthwise_simd", "pointwise_simd"} <= seen, seen
 
 
 def test_a_spec_with_relu_and_an_activation_or_an_unknown_one_is_an_error():

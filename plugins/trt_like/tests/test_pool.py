@@ -72,6 +72,31 @@ def test_adaptive_avg_pool_matches_torch(shape, size):
     np.testing.assert_allclose(_run(pool, x), ref, rtol=1e-6, atol=1e-6)
 
 
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 2), c=st.integers(1, 5), h=st.integers(1, 9), w=st.integers(1, 9),
+       seed=st.integers(0, 2**16), offset=st.sampled_from([0.0, 100.0]))
+def test_global_avg_pool_matches_torch_for_planes_below_at_and_between_the_accumulators(n, c, h, w, seed, offset):
+    """The 1x1 adaptive pool sums each plane in 8 interleaved accumulators: planes of 1..81
+    elements cover the remainder loop alone, whole blocks of 8 and both together; an offset
+    checks the sums' rounding against torch's float32 mean and the float64 mean."""
+    x = _x((n, c, h, w), seed) + np.float32(offset)
+    ref = F.adaptive_avg_pool2d(torch.from_numpy(x), 1).numpy()
+    got = _run(AdaptiveAvgPool2d(x.shape, 1), x)
+    np.testing.assert_allclose(got, ref, rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(got, x.astype(np.float64).mean((2, 3), keepdims=True), rtol=2e-6, atol=1e-6)
+
+
+def test_global_avg_pool_propagates_nan_and_inf_from_any_accumulator():
+    x = _x((1, 3, 5, 5), 1)
+    x[0, 0, 2, 1] = np.nan            # element 11: accumulator 3
+    x[0, 1, 4, 4] = np.inf            # element 24: the remainder loop
+    x[0, 2, 0, 6 % 5] = -np.inf       # element 1: accumulator 1
+    got = _run(AdaptiveAvgPool2d(x.shape, 1), x)
+    ref = F.adaptive_avg_pool2d(torch.from_numpy(x), 1).numpy()
+    np.testing.assert_array_equal(got, ref)
+    assert np.isnan(got[0, 0, 0, 0]) and got[0, 1, 0, 0] == np.inf and got[0, 2, 0, 0] == -np.inf
+
+
 def test_max_pool_padding_is_minus_inf_and_nan_propagates():
     x = np.full((1, 1, 3, 3), -np.inf, np.float32)
     x[0, 0, 0, 0] = -5.0

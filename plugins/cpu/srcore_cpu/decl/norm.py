@@ -14,7 +14,7 @@ KERNELS: list[Kernel] = [
     Kernel("aten::_native_batch_norm_legit", "cpu", "out", FLOATS, _M + "_native_batch_norm_legit"),
     Kernel("aten::_native_batch_norm_legit.no_stats", "cpu", "out", FLOATS,
            _M + "_native_batch_norm_legit_no_stats"),
-    Kernel("aten::layer_norm", "cpu", "out", FLOATS, _M + "layer_norm"),
+    Kernel("aten::layer_norm", "cpu", "out", FLOATS, _M + "layer_norm", matcher=_M + "layer_norm_matcher"),
     Kernel("aten::native_layer_norm", "cpu", "out", FLOATS, _M + "native_layer_norm"),
     Kernel("aten::rms_norm", "cpu", "out", FLOATS, _M + "rms_norm"),
     # the compiled group norm (kernels/jit_norm.py) first; its matchers decline small or

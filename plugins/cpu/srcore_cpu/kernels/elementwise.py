@@ -306,7 +306,35 @@ def _fast_binary(node: NodeInfo):
     # numpy then skips converting it on every call (same values: NEP 50 casts it to that dtype)
     args = tuple(Const(np.dtype(ok_dtype).type(a.value)) if a.is_constant and not isinstance(a.type, TensorType)
                  else i for i, a in enumerate(operands))
-    return Specialized(ufunc, args=args)
+    return Specialized(_timed_split(ufunc, operands, out_t, args), args=args)
+
+
+def _timed_split(ufunc, operands, out_t, args):
+    """``ufunc``, or at more than one intra-op thread for a large float32 node of static shapes,
+    the ufunc over blocks of the output's leading rows when that times faster now
+    (``row_split.py``; the same bits: each element is one correctly rounded operation)."""
+    if ufunc not in _SPLITTABLE or out_t.dtype != "float32":
+        return ufunc
+    from . import row_split as RS
+
+    threads = RS.split_threads_for(out_t)
+    if threads <= 1:
+        return ufunc
+    shapes = [RS.static_shape(a.type) if isinstance(a.type, TensorType) else () for a in operands]
+    if any(s is None for s in shapes):
+        return ufunc
+    split = RS.split_binary(ufunc, RS.static_shape(out_t), shapes, threads)
+    if split is None:
+        return ufunc
+    # (away from zero: a divisor)
+    xs = [np.abs(RS.sample(s, i)) + np.float32(1.0) if isinstance(args[i], int) else args[i].value
+          for i, s in enumerate(shapes)]
+    y = np.empty(RS.static_shape(out_t), np.float32)
+    return split if RS.split_pays(lambda a, b, out: ufunc(a, b, out=out), split, (*xs, y)) else ufunc
+
+
+#: the ufuncs row_split may cut (see row_split.SPLITTABLE_UFUNCS)
+_SPLITTABLE = (np.add, np.subtract, np.multiply, np.divide, np.maximum, np.minimum)
 
 
 #: constant exponents with a cheaper ufunc (x**2 is 3x faster as np.square)

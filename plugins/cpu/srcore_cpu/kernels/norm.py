@@ -272,14 +272,60 @@ def _jit_ready(x, groups, weight, bias, outs):
     return all(o.dtype == np.float32 and o.flags.c_contiguous for o in outs)
 
 
+def _group_norm_kernel(node: NodeInfo, groups: int, eps: float):
+    """The compiled group norm (:class:`.jit_norm.GroupNorm`), compiled now; at more than one
+    intra-op thread, for a large node of static shape, split over them by blocks of samples or
+    groups where that times faster now (``row_split.py``; the same bits)."""
+    from . import row_split as RS
+    from .jit_norm import GroupNorm
+
+    kernel = GroupNorm()
+    t = node.output_types[0]
+    threads = RS.split_threads_for(t)
+    shape = RS.static_shape(t)
+    if threads <= 1 or len(shape) < 2 or groups <= 0 or shape[1] % groups:
+        return kernel
+    split = RS.split_group_norm(kernel, threads)
+    N, C = shape[:2]
+    x, y = RS.sample(shape), np.empty(shape, np.float32)
+    w, b = np.ones(C, np.float32), np.zeros(C, np.float32)
+    mean, rstd = np.empty(N * groups, np.float32), np.empty(N * groups, np.float32)
+    return split if RS.split_pays(kernel, split, (x, groups, w, b, eps, y, mean, rstd)) else kernel
+
+
+def layer_norm_matcher(node: NodeInfo):
+    """``aten::layer_norm``: at more than one intra-op thread, a large float32 node of static shape
+    with constant ``normalized_shape`` and ``eps`` gets the kernel split over the rows before the
+    normalized dims where that times faster now (``row_split.py``; the same bits); else the
+    kernel itself (never None: a declining matcher makes dispatch skip the kernel)."""
+    from . import row_split as RS
+
+    if not (node.is_const("normalized_shape") and node.is_const("eps")):
+        return layer_norm
+    t = node.output_types[0] if node.output_types else None
+    threads = RS.split_threads_for(t)
+    if threads <= 1:
+        return layer_norm
+    ns, eps = tuple(int(d) for d in node.const("normalized_shape")), float(node.const("eps"))
+    shape = RS.static_shape(t)
+    split = RS.split_layer_norm(layer_norm, shape, ns, eps, threads)
+    if split is None:
+        return layer_norm
+
+    def one(x, weight=None, bias=None, out=None):
+        return layer_norm(x, ns, weight, bias, eps, out=out)
+    x, y = RS.sample(shape), np.empty(shape, np.float32)
+    w, b = np.ones(ns, np.float32), np.zeros(ns, np.float32)
+    fn = split if RS.split_pays(one, split, (x, w, b, y)) else one
+    return Specialized(fn, args=(0, 2, 3))
+
+
 def group_norm_matcher(node: NodeInfo):
     """``aten::group_norm`` on large float32 tensors: the compiled kernel (compiled now), or None."""
     if not (_f32_node(node) and node.is_const("num_groups") and node.is_const("eps")):
         return None
-    from .jit_norm import GroupNorm
-
-    kernel = GroupNorm()
     groups, eps = int(node.const("num_groups")), float(node.const("eps"))
+    kernel = _group_norm_kernel(node, groups, eps)
 
     def group_norm_jit(input, weight=None, bias=None, out=None):
         if out is None:
@@ -298,10 +344,8 @@ def native_group_norm_matcher(node: NodeInfo):
     """``aten::native_group_norm`` on large float32 tensors: the compiled kernel, or None."""
     if not (_f32_node(node) and node.is_const("group") and node.is_const("eps")):
         return None
-    from .jit_norm import GroupNorm
-
-    kernel = GroupNorm()
     groups, eps = int(node.const("group")), float(node.const("eps"))
+    kernel = _group_norm_kernel(node, groups, eps)
 
     def native_group_norm_jit(input, weight, bias, N, C, HxW, out=None):
         if out is None:

@@ -30,6 +30,8 @@ the GEMM just wrote, while it is in cache).
 ``simd_direct_split``, ``depthwise_simd_split``  at more than one intra-op thread, large layers: the
                     two SIMD kernels with their input copy and tasks in fixed parts on the thread
                     team (``simd_split.py``; the bits of the one-thread tactic)
+``pointwise_simd``  1x1, stride 1, unpadded, ungrouped: srcore's explicit-SIMD 1x1 kernel on the
+                    NCHW input in place (``srcore.plugin.simd_pointwise``; ``simd_1x1.py``)
 =================== ========================================================================
 """
 from __future__ import annotations
@@ -42,6 +44,7 @@ from ..kernels.winograd_math import F2, F4
 from .depthwise import DepthwiseChannelsLastTactic, DepthwiseDirectTactic, DepthwiseSimdTactic
 from .gemm import Gemm1x1Tactic, Im2colGemmTactic
 from .packed import PackedGemmTactic
+from .simd_1x1 import Simd1x1Tactic, simd_1x1_applies
 from .simd_direct import SimdDirectTactic, simd_direct_applies
 from .simd_split import DepthwiseSimdSplitTactic, SimdDirectSplitTactic
 from .spec import ConvSpec, ConvTactic
@@ -50,7 +53,7 @@ from .winograd_packed import WinogradPackedTactic
 
 __all__ = ["ConvSpec", "ConvTactic", "Gemm1x1Tactic", "Im2colGemmTactic", "WinogradTactic", "WinogradPackedTactic",
            "PackedGemmTactic", "DepthwiseDirectTactic", "DepthwiseChannelsLastTactic", "DepthwiseSimdTactic",
-           "SimdDirectTactic", "SimdDirectSplitTactic", "DepthwiseSimdSplitTactic",
+           "SimdDirectTactic", "SimdDirectSplitTactic", "DepthwiseSimdSplitTactic", "Simd1x1Tactic",
            "conv_tactics", "conv_tactic_builders"]
 
 
@@ -68,6 +71,8 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
     team = threads if threads > 1 and _threads._set_local() else 1
     if spec.kernel == (1, 1) and spec.padding == (0, 0) and spec.groups == 1:
         out.append((Gemm1x1Tactic.name, lambda layout=None: Gemm1x1Tactic(spec, weight, bias, layout)))
+    if simd_1x1_applies(spec):
+        out.append((Simd1x1Tactic.name, lambda layout=None: Simd1x1Tactic(spec, weight, bias, layout, threads)))
     if winograd_applies(spec):
         u: dict[int, np.ndarray] = {}
 

