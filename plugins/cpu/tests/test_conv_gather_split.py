@@ -1,0 +1,104 @@
+"""The im2col conv's column copies and bias add split over the intra-op threads (``gather``):
+the bits of the unsplit path, close to torch, and chosen by timing at load only at > 1 thread."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from srcore_cpu.kernels import conv as C
+from srcore_cpu.kernels import conv_im2col as I
+from srcore_cpu.kernels import parallel as P
+
+pytestmark = pytest.mark.one_pass
+
+TORCH = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+
+# (x shape, weight shape, stride, padding, dilation, groups, bias): resnet's 7x7/2 stem (column
+# phases, 3 channels), 3x3 padded (several 2 MiB chunks), one input channel (split by taps), grouped,
+# dilated, batch 2, no bias, odd sizes, 1-D and 3-D
+CASES = [
+    ((1, 3, 64, 64), (16, 3, 7, 7), 2, 3, 1, 1, True),
+    ((1, 32, 60, 60), (24, 32, 3, 3), 1, 1, 1, 1, True),
+    ((1, 1, 40, 33), (8, 1, 5, 5), 1, 2, 1, 1, True),
+    ((2, 8, 21, 19), (12, 4, 3, 3), 2, 1, 2, 2, True),
+    ((1, 5, 17, 23), (7, 5, 3, 2), (1, 2), (1, 0), 1, 1, False),
+    ((1, 6, 50), (4, 6, 5), 1, 2, 1, 1, True),
+    ((1, 3, 9, 10, 11), (4, 3, 3, 3, 3), 1, 1, 1, 1, True),
+]
+
+
+def _args(case, seed=0):
+    xs, ws, stride, padding, dilation, groups, bias = case
+    nd = len(xs) - 2
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(xs, dtype=np.float32)
+    w = rng.standard_normal(ws, dtype=np.float32)
+    b = rng.standard_normal(ws[0], dtype=np.float32) if bias else None
+    return nd, x, w, b, C._tup(stride, nd), C._tup(padding, nd), C._tup(dilation, nd), groups
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("gather", [2, 3])
+def test_split_gather_has_the_bits_of_one_thread_and_matches_torch(case, gather):
+    nd, x, w, b, stride, padding, dilation, groups = _args(case)
+    pads = C._pads(padding, w.shape[2:], stride, dilation, nd)
+    one = I.conv_forward(x, w, b, stride, pads, dilation, groups)
+    split = I.conv_forward(x, w, b, stride, pads, dilation, groups, gather=gather)
+    np.testing.assert_array_equal(split, one)
+    t = torch.from_numpy
+    ref = TORCH[nd](t(x), t(w), None if b is None else t(b), stride, padding, dilation, groups).numpy()
+    np.testing.assert_allclose(split, ref, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(ref).max())))
+
+
+def test_split_gather_into_a_non_contiguous_out():
+    nd, x, w, b, stride, padding, dilation, groups = _args(CASES[1])
+    pads = C._pads(padding, w.shape[2:], stride, dilation, nd)
+    one = I.conv_forward(x, w, b, stride, pads, dilation, groups)
+    big = np.zeros((1, 2 * one.shape[1]) + one.shape[2:], np.float32)
+    out = big[:, ::2]
+    I.conv_forward(x, w, b, stride, pads, dilation, groups, out=out, gather=2)
+    np.testing.assert_array_equal(out, one)
+    assert not big[:, 1::2].any()
+
+
+def _make(case, monkeypatch, intra, choice, seen):
+    nd, x, w, b, stride, padding, dilation, groups = _args(case, seed=1)
+    monkeypatch.setattr(P, "intra_op_threads", lambda: intra)
+
+    def fastest(cands, args, **kw):
+        seen.append(sorted(cands))
+        for name in (choice, "im2col"):   # (a 3x3 conv's Winograd timing: im2col, to reach the gather)
+            if name in cands:
+                return name
+        return next(iter(cands))
+    monkeypatch.setattr(C._tactic, "fastest", fastest)
+    fn = C.make_conv(nd, w, b, stride, padding, dilation, groups, input_shape=x.shape)
+    return fn, x
+
+
+@pytest.mark.parametrize("choice", ["split", "one"])
+def test_make_conv_times_the_split_at_two_threads_and_keeps_the_bits(monkeypatch, choice):
+    case = CASES[1]
+    seen = []
+    fn, x = _make(case, monkeypatch, 2, choice, seen)
+    assert ["one", "split"] in seen
+    calls = []
+    real = I.conv_forward
+    monkeypatch.setattr(C, "conv_forward", lambda *a, **k: calls.append(k.get("gather")) or real(*a, **k))
+    got = fn(x)
+    assert calls == [2 if choice == "split" else 1]
+    nd, x1, w, b, stride, padding, dilation, groups = _args(case, seed=1)
+    pads = C._pads(padding, w.shape[2:], stride, dilation, nd)
+    np.testing.assert_array_equal(got, real(x1, w, b, stride, pads, dilation, groups))
+
+
+def test_one_thread_times_nothing_and_small_or_gemm_convs_are_not_timed(monkeypatch):
+    seen = []
+    _make(CASES[1], monkeypatch, 1, "split", seen)
+    assert ["one", "split"] not in seen           # 1 intra-op thread: no timing, no split
+    for case in [((1, 64, 28, 28), (64, 64, 1, 1), 1, 0, 1, 1, True),   # a GEMM on the input
+                 ((1, 4, 8, 8), (4, 4, 3, 3), 1, 1, 1, 1, True)]:      # a column matrix too small
+        _make(case, monkeypatch, 2, "split", seen)
+    assert ["one", "split"] not in seen
