@@ -7,11 +7,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import srcore
 from srcore_cpu.kernels import conv as C
 from srcore_cpu.kernels import conv_im2col as I
 from srcore_cpu.kernels import parallel as P
-
-pytestmark = pytest.mark.one_pass
 
 TORCH = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
 
@@ -39,6 +38,7 @@ def _args(case, seed=0):
     return nd, x, w, b, C._tup(stride, nd), C._tup(padding, nd), C._tup(dilation, nd), groups
 
 
+@pytest.mark.one_pass
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("gather", [2, 3])
 def test_split_gather_has_the_bits_of_one_thread_and_matches_torch(case, gather):
@@ -52,6 +52,7 @@ def test_split_gather_has_the_bits_of_one_thread_and_matches_torch(case, gather)
     np.testing.assert_allclose(split, ref, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(ref).max())))
 
 
+@pytest.mark.one_pass
 def test_split_gather_into_a_non_contiguous_out():
     nd, x, w, b, stride, padding, dilation, groups = _args(CASES[1])
     pads = C._pads(padding, w.shape[2:], stride, dilation, nd)
@@ -78,6 +79,7 @@ def _make(case, monkeypatch, intra, choice, seen):
     return fn, x
 
 
+@pytest.mark.one_pass
 @pytest.mark.parametrize("choice", ["split", "one"])
 def test_make_conv_times_the_split_at_two_threads_and_keeps_the_bits(monkeypatch, choice):
     case = CASES[1]
@@ -94,6 +96,7 @@ def test_make_conv_times_the_split_at_two_threads_and_keeps_the_bits(monkeypatch
     np.testing.assert_array_equal(got, real(x1, w, b, stride, pads, dilation, groups))
 
 
+@pytest.mark.one_pass
 def test_one_thread_times_nothing_and_small_or_gemm_convs_are_not_timed(monkeypatch):
     seen = []
     _make(CASES[1], monkeypatch, 1, "split", seen)
@@ -102,3 +105,29 @@ def test_one_thread_times_nothing_and_small_or_gemm_convs_are_not_timed(monkeypa
                  ((1, 4, 8, 8), (4, 4, 3, 3), 1, 1, 1, 1, True)]:      # a column matrix too small
         _make(case, monkeypatch, 2, "split", seen)
     assert ["one", "split"] not in seen
+
+
+def test_a_conv_model_at_two_threads_split_everywhere_matches_one_thread_bits(monkeypatch):
+    # the matcher hands the static input shape to make_conv: every im2col conv times (here: takes)
+    # the split, and the module's outputs are the 1-thread module's bits
+    m = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 7, 2, 3), torch.nn.ReLU(), torch.nn.Conv2d(16, 24, 3, 2, 1),
+                            torch.nn.Conv2d(24, 8, 5, 1, 2, groups=2)).eval()
+    args = (torch.randn(1, 3, 96, 96),)
+    ts = srcore.from_torchscript(torch.jit.script(m), args)
+    feed = args[0].numpy()
+
+    def fastest(cands, args, **kw):   # the same choices in both modules, but for the split
+        return next((n for n in ("split", "im2col", "gemm", "other") if n in cands), next(iter(cands)))
+    monkeypatch.setattr(C._tactic, "fastest", fastest)
+    monkeypatch.setattr(P, "intra_op_threads", lambda: 1)
+    want = srcore.StaticModule(ts)(feed)
+    want = want[0] if isinstance(want, (list, tuple)) else want
+    np.testing.assert_allclose(want, m(*args).detach().numpy(), rtol=1e-4, atol=1e-4)
+    monkeypatch.setattr(P, "intra_op_threads", lambda: 2)
+    gathers = []
+    real = I.conv_forward
+    monkeypatch.setattr(C, "conv_forward", lambda *a, **k: gathers.append(k.get("gather")) or real(*a, **k))
+    got = srcore.StaticModule(ts)(feed)
+    got = got[0] if isinstance(got, (list, tuple)) else got
+    assert gathers.count(2) >= 2, gathers      # the stem and the stride-2 conv run split
+    np.testing.assert_array_equal(got, want)
