@@ -131,3 +131,47 @@ def test_a_conv_model_at_two_threads_split_everywhere_matches_one_thread_bits(mo
     got = got[0] if isinstance(got, (list, tuple)) else got
     assert gathers.count(2) >= 2, gathers      # the stem and the stride-2 conv run split
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.one_pass
+@pytest.mark.parametrize("pays", [True, False])
+@pytest.mark.parametrize("add", [True, False])
+def test_fused_relu_epilogue_splits_where_timing_says_with_the_same_bits(monkeypatch, pays, add):
+    from srcore.ir.types import TensorType
+    from srcore.testing import node_info
+    from srcore_cpu.kernels import fused_conv as FU
+    from srcore_cpu.kernels import row_split as RS
+
+    shape = (2, 16, 32, 32)           # 2^15 elements: row_split.MIN_SPLIT
+    t = TensorType("float32", shape)
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((16, 8, 3, 3), dtype=np.float32)
+    b = rng.standard_normal(16, dtype=np.float32)
+    x = rng.standard_normal((2, 8, 32, 32), dtype=np.float32)
+    other = rng.standard_normal(shape, dtype=np.float32)
+    hp = dict(stride=[1, 1], padding=[1, 1], dilation=[1, 1], groups=1, outputs=(t,))
+
+    def build():
+        if add:
+            fn = FU.conv2d_add_relu_matcher(node_info("srcore::conv2d_add_relu", input=TensorType("float32", x.shape),
+                                                      weight=w, bias=b, other=t, **hp)).fn
+            return fn(x, other)
+        fn = FU.conv2d_relu_matcher(node_info("srcore::conv2d_relu", input=TensorType("float32", x.shape),
+                                              weight=w, bias=b, **hp)).fn
+        return fn(x)
+    monkeypatch.setattr(C._tactic, "fastest", lambda cands, args, **kw: "one" if "one" in cands else
+                        "im2col" if "im2col" in cands else next(iter(cands)))
+    monkeypatch.setattr(P, "intra_op_threads", lambda: 1)
+    want = build()
+    ref = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), padding=1)
+    ref = torch.relu(ref + torch.from_numpy(other) if add else ref).numpy()
+    np.testing.assert_allclose(want, ref, rtol=1e-4, atol=1e-4)
+    timed, rows = [], []
+    monkeypatch.setattr(P, "intra_op_threads", lambda: 2)
+    monkeypatch.setattr(RS, "split_pays", lambda one, split, args, timer=None: timed.append(1) or pays)
+    real = RS.run_rows
+    monkeypatch.setattr(RS, "run_rows", lambda body, n, threads: rows.append((n, threads)) or real(body, n, threads))
+    got = build()
+    assert timed == [1]
+    assert rows == ([(32, 2)] if pays else [])
+    np.testing.assert_array_equal(got, want)
