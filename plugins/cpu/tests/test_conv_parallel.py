@@ -1,6 +1,7 @@
 """Intra-op parallel conv and pool kernels (``parallel.py``) against torch and the 1-part path."""
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -277,3 +278,67 @@ def test_split_worthy_conv_with_few_columns_is_split_not_small(monkeypatch):
     got = C.make_conv(2, w, b, 1, 1, 1, 1)(x)
     np.testing.assert_allclose(got, _ref(x, w, b, 1, 1, 1, 1), rtol=0, atol=_tol(_ref(x, w, b, 1, 1, 1, 1)))
     assert calls and set(calls) == {2}
+
+
+
+class _ProcessWideCount:
+    """numpy's OpenBLAS as threadpoolctl sees it, with one count for the whole process (as
+    ``openblas_set_num_threads`` in pthreads OpenBLAS: whichever thread sets it, every thread's
+    next GEMM uses it)."""
+
+    def __init__(self, n):
+        self.num_threads = n
+
+    def set_num_threads(self, n):
+        self.num_threads = n
+
+
+def _blocked_run(pool, started, release, seen, ctl):
+    """``pool`` runs 2 parts on another thread that record the count and wait for ``release``."""
+    def part(i):
+        seen.append(ctl.num_threads)
+        if i == 0:
+            started.set()
+            release.wait(10)
+    t = threading.Thread(target=pool.run, args=(part, 2))
+    t.start()
+    assert started.wait(10)
+    return t
+
+
+def test_blas_count_is_the_users_while_another_thread_runs_parts(monkeypatch):
+    # a module loaded (intra_op_threads read) on one thread while another runtime's parts hold
+    # OpenBLAS at 1 must still see the user's 2, or it builds no splits
+    ctl = _ProcessWideCount(2)
+    monkeypatch.setattr(P, "_blas_controller", lambda: ctl)
+    started, release, seen = threading.Event(), threading.Event(), []
+    t = _blocked_run(P.PartPool(2), started, release, seen, ctl)
+    try:
+        assert ctl.num_threads == 1            # the parts' GEMMs run on one thread
+        assert P.blas_threads() == 2
+        assert P.intra_op_threads() == min(2, os.cpu_count() or 1)
+    finally:
+        release.set()
+        t.join(10)
+    assert seen == [1, 1] and ctl.num_threads == 2 and P.blas_threads() == 2
+
+
+def test_overlapping_part_runs_hold_one_blas_thread_until_the_last_leaves(monkeypatch):
+    ctl = _ProcessWideCount(2)
+    monkeypatch.setattr(P, "_blas_controller", lambda: ctl)
+    a = (threading.Event(), threading.Event(), [])
+    b = (threading.Event(), threading.Event(), [])
+    ta = _blocked_run(P.PartPool(2), *a, ctl)
+    tb = _blocked_run(P.PartPool(2), *b, ctl)   # two pools (e.g. an old, smaller one): both hold
+    try:
+        a[1].set()
+        ta.join(10)                             # the first one in leaves first
+        assert ctl.num_threads == 1             # b's parts still run: still one thread
+        assert P.blas_threads() == 2
+    finally:
+        a[1].set()
+        b[1].set()
+        ta.join(10)
+        tb.join(10)
+    assert a[2] == [1, 1] and b[2] == [1, 1]
+    assert ctl.num_threads == 2

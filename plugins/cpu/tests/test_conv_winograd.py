@@ -353,6 +353,9 @@ def test_few_channels_time_winograd_against_im2col_at_load(monkeypatch, winner):
     real = WG.conv3x3
     monkeypatch.setattr(WG, "conv3x3", lambda *a, **kw: (wg_calls.append(1), real(*a, **kw))[1])
     monkeypatch.setattr(S, "SMALL_COLS_MAX", 0)
+    from srcore_cpu.kernels import parallel as P
+
+    monkeypatch.setattr(P, "intra_op_threads", lambda: 1)   # (no im2col gather split to time)
     w = rng.standard_normal((16, 24, 3, 3)).astype(np.float32)
     b = rng.standard_normal(16).astype(np.float32)
     fn = K.conv2d_matcher(_static_node(w, b, (1, 24, 32, 32))).fn

@@ -63,6 +63,11 @@ DIRECT_MAX_CG = 16
 # 19.5 / 13.8, 48 -> 16ch 128x128 43 / 35, 16 -> 32ch 64x64 7.2 / 4.5, 32 -> 32ch 64x64 9.5 / 10.0,
 # 96 -> 32ch 64x64 24 / 32)
 WINOGRAD_TIMED_BELOW = 64
+# an im2col conv of static shape whose column matrix has at least this many elements gets its
+# column copies and bias add split over the intra-op threads (the GEMM left to BLAS's threads)
+# timed against one thread at load, at more than one intra-op thread only (conv_im2col.py,
+# ``gather``): below it the hand-over to the part pool (~20-100 us) is most of the copy
+GATHER_SPLIT_MIN = 1 << 17
 
 
 def _tup(v, nd):
@@ -228,6 +233,8 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
             return direct(input, out)
         return other_paths(input, out)
 
+    gather = {}       # input shape -> parts of the column copies, where timing at load chose a split
+
     def other_paths(input, out=None):
         t = 1
         if threads > 1 and input.size // max(input.shape[-nd - 1], 1) * macs_per_pixel >= PARALLEL_MIN_MACS:
@@ -247,7 +254,33 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
                     out = np.empty((input.shape[0], O, input.shape[2] + sum(pads[0]) - 2,
                                     input.shape[3] + sum(pads[1]) - 2), w.dtype)
                 return _wg.conv3x3(input, gw, b, pads, out, ws, t)
-        return _batched(conv_forward, input, nd, out, w, b, stride, pads, dilation, groups, ws=ws, threads=t)
+        return _batched(conv_forward, input, nd, out, w, b, stride, pads, dilation, groups, ws=ws, threads=t,
+                        gather=gather.get(input.shape, 1) if t == 1 else 1)
+
+    def _time_gather_split(shape):
+        """At more than one intra-op thread, an im2col conv of ``shape`` with a large column matrix
+        takes its split column copies where they time faster than one thread's (same bits)."""
+        if (shape[1] != C * groups or (groups == C and groups > 1)
+                or (groups == 1 and all(k == 1 for k in w.shape[2:]) and all(s == 1 for s in stride)
+                    and all(p == (0, 0) for p in pads))):
+            return          # the GEMM-on-the-input and depthwise paths gather nothing
+        osz = tuple((n + lo + hi - d * (k - 1) - 1) // s + 1
+                    for n, (lo, hi), d, k, s in zip(shape[2:], pads, dilation, w.shape[2:], stride))
+        if any(o <= 0 for o in osz) or shape[0] * C * math.prod(w.shape[2:]) * math.prod(osz) < GATHER_SPLIT_MIN:
+            return
+        if small is not None and small.plan(shape, w.dtype) is not None:
+            return
+        if wino and by_shape.get(shape, (0,))[0]:
+            return          # Winograd, not im2col
+        intra = _par.intra_op_threads()
+        if intra <= 1:
+            return
+        x0, o0 = np.zeros(shape, w.dtype), np.empty((shape[0], O) + osz, w.dtype)
+
+        def split(x, o):
+            return _batched(conv_forward, x, nd, o, w, b, stride, pads, dilation, groups, ws=ws, gather=intra)
+        if _tactic.fastest({"one": other_paths, "split": split}, (x0, o0)) == "split":
+            gather[shape] = intra
 
     shape = tuple(input_shape) if input_shape is not None else ()
     static = len(shape) == nd + 2 and all(isinstance(d, int) and d > 0 for d in shape)
@@ -260,6 +293,8 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
                 direct = None
         else:
             direct = None   # an unknown shape: the GEMM paths, which win at the larger sizes
+    if static and threads == 1 and direct is None:
+        _time_gather_split(shape)
     if (static and nd in (1, 2) and w.dtype == np.float32 and w.shape[1] > 1 and shape[1] == C * groups
             and os.environ.get("SRCORE_CPU_SIMD_CONV", "0") == "1"):
         # dense convs: srcore's explicit-SIMD direct conv (srcore.plugin.simd_conv) against the paths

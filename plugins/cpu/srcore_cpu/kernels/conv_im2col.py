@@ -65,10 +65,21 @@ def _tap_sources(xp, taps, dilation, stride, osz, ws, key):
     return out
 
 
-def _im2col_rows(xp, wm, tv, ks, tap_slices, stride0, osz, lo, hi, ws, key):
+def _gather_blocks(C, taps, gather):
+    """The column matrix's row blocks for ``gather`` parts: ``[(channel slice, taps), ...]``, by
+    input channels when there are at least ``gather`` of them, else by taps."""
+    if C >= gather:
+        return [(slice(*c), taps) for c in _par.split(C, gather)]
+    return [(slice(None), taps[lo:hi]) for lo, hi in _par.split(len(taps), min(gather, len(taps)))]
+
+
+def _im2col_rows(xp, wm, tv, ks, tap_slices, stride0, osz, lo, hi, ws, key, gather=1):
     """Output rows ``[lo, hi)``: columns in chunks of rows (each under :data:`COLS_CAP_BYTES`,
     resnet's 7x7 stem is 7 MiB in one piece) and one GEMM per chunk, which BLAS writes straight
-    into its rows of ``tv`` (a strided view, no copy)."""
+    into its rows of ``tv`` (a strided view, no copy). ``gather > 1`` copies each chunk's columns
+    in that many row blocks of the column matrix (input channels, or taps) on :mod:`.parallel`'s
+    pool, then runs the same GEMM on the caller with BLAS's own threads: a copy moves the same
+    values, so the bits are those of ``gather == 1``."""
     N, C = xp.shape[:2]
     rest = math.prod(osz[1:])
     row_bytes = N * C * math.prod(ks) * rest * xp.dtype.itemsize
@@ -78,8 +89,17 @@ def _im2col_rows(xp, wm, tv, ks, tap_slices, stride0, osz, lo, hi, ws, key):
     for r0 in range(lo, hi, step):
         r1 = min(r0 + step, hi)
         cols = ws.get(key, "cols", (N, C) + tuple(ks) + (r1 - r0,) + osz[1:], xp.dtype)
-        for idx, src, sl in tap_slices:
-            cols[full + idx] = src[full + _rows(sl, stride0, r0, r1)]
+        if gather > 1:
+            blocks = _gather_blocks(C, tap_slices, gather)
+
+            def part(i, r0=r0, r1=r1):
+                c, these = blocks[i]
+                for idx, src, sl in these:
+                    cols[(slice(None), c) + idx] = src[(slice(None), c) + _rows(sl, stride0, r0, r1)]
+            _par.run_parts(part, len(blocks), gather)
+        else:
+            for idx, src, sl in tap_slices:
+                cols[full + idx] = src[full + _rows(sl, stride0, r0, r1)]
         np.matmul(wm, cols.reshape(N, groups, K, -1), out=tv[:, :, :, r0:r1].reshape(N, groups, Og, -1))
 
 
@@ -87,6 +107,15 @@ def _add_bias(target, bias, nd, o=slice(None)):
     if bias is not None:
         t = target[:, o]
         np.add(t, bias[o].reshape((-1,) + (1,) * nd), out=t)
+
+
+def _add_bias_split(target, bias, nd, threads):
+    """:func:`_add_bias` in blocks of output channels over ``threads`` parts (the same adds)."""
+    O = target.shape[1]
+    if bias is None or O < threads:
+        return _add_bias(target, bias, nd)
+    chunks = _par.split(O, threads)
+    _par.run_parts(lambda i: _add_bias(target, bias, nd, slice(*chunks[i])), threads, threads)
 
 
 def _row_split_ok(rows, threads):
@@ -103,12 +132,14 @@ def _sum_of_nothing(out, bias):
     return out
 
 
-def conv_forward(x, w, bias, stride, pads, dilation, groups, out=None, ws=_NO_WS, threads=1):
+def conv_forward(x, w, bias, stride, pads, dilation, groups, out=None, ws=_NO_WS, threads=1, gather=1):
     """The forward convolution of a batched ``x`` (N, C, *spatial).
 
     ``threads > 1`` splits the work into that many parts on :mod:`.parallel`'s pool (output
     channels of a 1x1 conv; output rows, or output channels when there are too few rows, of an
-    im2col conv); the bias add is done by each part on its own slice.
+    im2col conv); the bias add is done by each part on its own slice. ``gather > 1`` (with
+    ``threads == 1``) splits only an im2col conv's column copies and its bias add over that many
+    parts and leaves each GEMM whole to BLAS's threads: the bits of ``gather == 1``.
     """
     nd = x.ndim - 2
     N, C = x.shape[:2]
@@ -207,7 +238,10 @@ def conv_forward(x, w, bias, stride, pads, dilation, groups, out=None, ws=_NO_WS
                 _par.run_parts(gemm, threads, threads)
                 bias = None
             else:
-                _im2col_rows(xp, wm, tv, ks, tap_slices, stride[0], osz, 0, osz[0], ws, key)
+                _im2col_rows(xp, wm, tv, ks, tap_slices, stride[0], osz, 0, osz[0], ws, key, gather)
+                if gather > 1:
+                    _add_bias_split(target, bias, nd, gather)
+                    bias = None
     _add_bias(target, bias, nd)
     if target is not out:
         np.copyto(out, target)

@@ -6,7 +6,11 @@ persistent worker threads the others. numpy releases the GIL in its loops and
 BLAS calls on large arrays, so the parts run on separate cores.
 
 While the parts run, OpenBLAS is set to one thread (and put back after), so
-the parts' GEMMs do not compete for OpenBLAS's workers. That does not stop a
+the parts' GEMMs do not compete for OpenBLAS's workers. numpy's OpenBLAS count is
+process-wide (``openblas_set_num_threads``), so overlapping part runs (pools of
+runtimes on other threads) share one hold: the first in saves the count and sets
+1, the last out restores it, and :func:`blas_threads` reports the saved count
+meanwhile (a module loaded on another thread then still sees the user's setting). That does not stop a
 worker still spinning after an earlier threaded call, which is the likely
 reason a split measured slower in a process that also runs 2-thread BLAS
 calls (docs/performance.md, "Thread scaling work").
@@ -51,10 +55,34 @@ def _blas_controller():
     return _blas
 
 
+_hold_lock = threading.Lock()
+_hold = {"depth": 0, "saved": 1}   # overlapping one-thread-BLAS regions of the part pools
+
+
+def _blas_one_thread_enter(ctl) -> None:
+    with _hold_lock:
+        if _hold["depth"] == 0:
+            _hold["saved"] = max(1, int(ctl.num_threads or 1))
+            if _hold["saved"] != 1:
+                ctl.set_num_threads(1)
+        _hold["depth"] += 1
+
+
+def _blas_one_thread_exit(ctl) -> None:
+    with _hold_lock:
+        _hold["depth"] -= 1
+        if _hold["depth"] == 0 and _hold["saved"] != 1:
+            ctl.set_num_threads(_hold["saved"])
+
+
 def blas_threads() -> int:
-    """numpy's BLAS thread count now (threadpoolctl; 1 without it). Kernels read it at load."""
+    """numpy's BLAS thread count as the user set it (threadpoolctl; 1 without it), also while a
+    part run holds OpenBLAS at one thread. Kernels read it at load."""
     ctl = _blas_controller()
-    n = ctl.num_threads if ctl is not None else 1
+    if ctl is None:
+        return 1
+    with _hold_lock:
+        n = _hold["saved"] if _hold["depth"] else ctl.num_threads
     return max(1, int(n or 1))
 
 
@@ -133,9 +161,8 @@ class PartPool:
             return
         try:
             ctl = _blas_controller()
-            prev = ctl.num_threads if ctl is not None else 1
-            if prev != 1:
-                ctl.set_num_threads(1)
+            if ctl is not None:
+                _blas_one_thread_enter(ctl)
             try:
                 used = self._workers[:parts - 1]
                 for i, w in enumerate(used, 1):
@@ -158,8 +185,8 @@ class PartPool:
                 if err is not None:
                     raise err
             finally:
-                if prev != 1:
-                    ctl.set_num_threads(prev)
+                if ctl is not None:
+                    _blas_one_thread_exit(ctl)
         finally:
             self.busy.release()
 
@@ -191,9 +218,12 @@ def run_parts(fn, parts: int, threads: int) -> None:
 
 def _after_fork():
     # the workers do not exist in a forked child: start a new pool there when needed
-    global _pool, _pool_lock
+    global _pool, _pool_lock, _hold_lock
     _pool = None
     _pool_lock = threading.Lock()
+    # the parent's part runs are not the child's: its count is whatever OpenBLAS has now
+    _hold_lock = threading.Lock()
+    _hold.update(depth=0, saved=1)
 
 
 if hasattr(os, "register_at_fork"):
