@@ -10,32 +10,18 @@ from numba import njit
 from ..builder.network import Layer, Network
 from ..kernels import activation as _activation
 from ..kernels.jit import JIT
+from ..kernels.pool import row_sum8
 
 
 @njit(**JIT)
 def _pool(x, p):
-    """``p[n, c] = mean(x[n, c])`` (``x`` as (N, C, H*W)): float32 sums in 8 interleaved
-    accumulators, added pairwise at the end. One running sum is a chain of dependent adds (~4
-    cycles each, and without reassociation LLVM keeps it scalar): mobilenet_v3's 16x56x56 block
-    pooled in 93 us, 12.5 us this way (and closer to the float64 mean)."""
+    """``p[n, c] = mean(x[n, c])`` (``x`` as (N, C, H*W)), each plane by ``row_sum8``: with one
+    running sum mobilenet_v3's 16x56x56 block pooled in 93 us, 12.5 us this way."""
     N, C, P = x.shape
     inv = np.float32(1.0) / np.float32(P)
-    P8 = P - P % 8
     for n in range(N):
         for c in range(C):
-            a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = np.float32(0.0)
-            for i in range(0, P8, 8):
-                a0 += x[n, c, i]
-                a1 += x[n, c, i + 1]
-                a2 += x[n, c, i + 2]
-                a3 += x[n, c, i + 3]
-                a4 += x[n, c, i + 4]
-                a5 += x[n, c, i + 5]
-                a6 += x[n, c, i + 6]
-                a7 += x[n, c, i + 7]
-            for i in range(P8, P):
-                a0 += x[n, c, i]
-            p[n, c] = (((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))) * inv
+            p[n, c] = row_sum8(x, n, c, P) * inv
 
 
 @njit(**JIT)
