@@ -22,7 +22,7 @@ import numba
 import numpy as np
 
 from ..errors import ShapeError
-from .direct import _JIT, _pool, _tag, lanes
+from .direct import _JIT, _tag, lanes, run_bound
 from .simd import fptr, store_epilogue, vfma, vload, vsplat, vstore
 
 #: accumulators (vectors of output columns) per register block
@@ -204,14 +204,7 @@ class SimdDepthwiseConv:
         return DepthwiseRun(self, x, out, residual)
 
     def __call__(self, x, out, residual=None, threads: int = 1):
-        run = self.bind(x, out, residual)
-        for n in range(run.images):
-            run.fill(n, 0, run.channels)
-            if threads <= 1 or run.tasks < 2 * threads:
-                run.run_tasks(n, 0, run.tasks)
-            else:   # the kernel releases the GIL: channels split over a shared pool of Python threads
-                cuts = [run.tasks * i // threads for i in range(threads + 1)]
-                list(_pool(threads).map(lambda i, n=n, c=cuts: run.run_tasks(n, c[i], c[i + 1]), range(threads)))
+        run_bound(self.bind(x, out, residual), threads)   # channels split over the threads
         return out
 
 

@@ -193,6 +193,19 @@ def _pool(threads: int):
     return _POOLS[threads]
 
 
+def run_bound(run, threads: int):
+    """Every image of a bound conv call (:class:`DirectRun`, :class:`DepthwiseRun`): its input copy
+    on the caller, then its tasks, split over a shared pool of Python threads when there are enough
+    (the kernels release the GIL)."""
+    for n in range(run.images):
+        run.fill(n, 0, run.channels)
+        if threads <= 1 or run.tasks < 2 * threads:
+            run.run_tasks(n, 0, run.tasks)
+        else:
+            cuts = [run.tasks * i // threads for i in range(threads + 1)]
+            list(_pool(threads).map(lambda i, n=n, c=cuts: run.run_tasks(n, c[i], c[i + 1]), range(threads)))
+
+
 class SimdDirectConv:
     """A conv with fixed weights on the SIMD direct kernel: ``conv(x, out, residual=None)`` writes
     ``clamp(leaky(conv(x) + bias (+ residual)), lo, hi)`` into ``out`` (C-contiguous float32).
@@ -289,14 +302,7 @@ class SimdDirectConv:
         return DirectRun(self, x, out, residual)
 
     def __call__(self, x, out, residual=None, threads: int = 1):
-        run = self.bind(x, out, residual)
-        for n in range(run.images):
-            run.fill(n, 0, run.channels)
-            if threads <= 1 or run.tasks < 2 * threads:
-                run.run_tasks(n, 0, run.tasks)
-            else:   # the kernel releases the GIL: rows split over a shared pool of Python threads
-                cuts = [run.tasks * i // threads for i in range(threads + 1)]
-                list(_pool(threads).map(lambda i, n=n, c=cuts: run.run_tasks(n, c[i], c[i + 1]), range(threads)))
+        run_bound(self.bind(x, out, residual), threads)   # rows split over the threads
         return out
 
 
