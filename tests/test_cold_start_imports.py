@@ -1,7 +1,8 @@
 """What a cold start imports: a fresh process that loads the digits model and runs it once, with the full
 registry and with a selection (its parse cached by an earlier start), leaves out the modules it does not need (the JIT compilers and scipy of
 other plugins' kernels, yaml, and the standard-library modules srcore used to pull in at start-up:
-logging, difflib, importlib.resources with tempfile and zipfile, hashlib with OpenSSL), and srcore's loggers still log."""
+logging, difflib, importlib.resources with tempfile and zipfile, hashlib with OpenSSL; ml_dtypes, which a model
+without its dtypes does not need), and srcore's loggers still log."""
 from __future__ import annotations
 
 import json
@@ -11,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from srcore._lazylog import DEBUG, INFO, LazyLogger
@@ -32,7 +34,7 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 NOT_AT_START = ("numba", "llvmlite", "scipy", "yaml", "torch", "logging", "difflib", "importlib.resources",
-                "tempfile", "zipfile", "hashlib")
+                "tempfile", "zipfile", "hashlib", "ml_dtypes")
 
 
 def _child(**env) -> subprocess.CompletedProcess:
@@ -55,6 +57,46 @@ def test_a_first_run_leaves_out_what_it_does_not_need(mode, selection):
     assert "srcore.runtime.static_module" in modules  # the child did load and run the model
     loaded = {m for m in modules for top in NOT_AT_START if m == top or m.startswith(top + ".")}
     assert not loaded, f"imported on a {mode} cold start: {sorted(loaded)}"
+
+
+BFLOAT16_CHILD = """
+import json, sys
+import numpy as np
+import srcore
+g = srcore.parse_graph('''graph(%x : Float(2, 3)):
+  %bf : int = prim::Constant[value=15]()
+  %f32 : int = prim::Constant[value=6]()
+  %f : bool = prim::Constant[value=0]()
+  %n : NoneType = prim::Constant()
+  %b : Tensor = aten::to(%x, %bf, %f, %f, %n)
+  %one : int = prim::Constant[value=1]()
+  %m : Tensor = aten::mul(%b, %b)
+  %s : Tensor = aten::add(%m, %b, %one)
+  %y : Tensor = aten::to(%s, %f32, %f, %f, %n)
+  return (%y)''')
+before = "ml_dtypes" in sys.modules
+sm = srcore.StaticModule(g)
+y = sm(np.array(X, np.float32))
+arena = [v.dtype.name for views in sm.runtime().arenas[0].views.values() for v in views.values()]
+print(json.dumps([before, y.tolist(), arena]))
+"""
+X = [[1.0, 3.14159, -2.5], [100.3, 0.001, 7.77]]
+
+
+def test_a_model_computing_in_bfloat16_still_gets_ml_dtypes():
+    """The cpu kernels no longer import ml_dtypes at import: a float32 model that computes in bfloat16
+    (``x.to(torch.bfloat16)``) gets it at load when its graph holds such a tensor (in a fresh process),
+    so its arena still plans the bfloat16 intermediates."""
+    import ml_dtypes
+
+    out = subprocess.run([sys.executable, "-c", BFLOAT16_CHILD.replace("np.array(X,", f"np.array({X!r},")],
+                         capture_output=True, text=True, check=True)
+    before, y, arena = json.loads(out.stdout.splitlines()[-1])
+    assert before is False
+    assert arena and set(arena) == {"bfloat16"}  # the intermediates are planned in the arena, not left to kernels
+    b = np.array(X, np.float32).astype(ml_dtypes.bfloat16)
+    ref = (b * b + b).astype(np.float32)  # ml_dtypes' own bfloat16 arithmetic: each op rounded once
+    np.testing.assert_array_equal(np.array(y, np.float32), ref)
 
 
 def test_srcore_log_still_shows_the_load_path_records(selection):

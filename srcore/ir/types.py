@@ -324,6 +324,19 @@ SIMPLE_TYPES: dict[str, Type] = {
 OPAQUE_TYPE_NAMES = ("Storage", "Stream", "Capsule", "QScheme", "Quantizer", "AnyClassType", "AnyEnumType")
 
 
+def holds_ml_dtype(t: Type) -> bool:
+    """True if a value of type ``t`` is or holds a tensor of one of :data:`ML_DTYPES`."""
+    if isinstance(t, TensorType):
+        return t.dtype in ML_DTYPES
+    if isinstance(t, (ListType, OptionalType)):
+        return holds_ml_dtype(t.elem)
+    if isinstance(t, (TupleType, UnionType)):
+        return any(holds_ml_dtype(e) for e in t.elems)
+    if isinstance(t, DictType):
+        return holds_ml_dtype(t.value)
+    return False
+
+
 def contains_tensor(t: Type) -> bool:
     """True if a value of type ``t`` is or holds a tensor."""
     if isinstance(t, TensorType):

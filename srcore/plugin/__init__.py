@@ -34,7 +34,7 @@ hookimpl = pluggy.HookimplMarker("srcore")
 _LAZY = {
     # IR types and dtype codes (kernels that look at types, shape rules, engine builders)
     **{n: f"srcore.ir.types:{n}" for n in ("TensorType", "BoolType", "FloatType", "IntType", "ListType",
-                                           "SCALAR_TYPE_CODES", "DTYPE_TO_SCALAR_TYPE_CODE")},
+                                           "SCALAR_TYPE_CODES", "DTYPE_TO_SCALAR_TYPE_CODE", "ML_DTYPES")},
     # what a shape rule sees
     "ShapeContext": "srcore.ops.shapes.base:Ctx",
     "AbstractValue": "srcore.ops.shapes.base:A",

@@ -10,6 +10,7 @@ need.
 """
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from typing import Any, Sequence
@@ -542,7 +543,25 @@ def _propagate(graph, input_types, registry, previous=None):
                        previous=previous)
     for v, t in result.types.items():
         v.type = t
+    _register_ml_dtypes([*input_types, *result.types.values()])
     return result
+
+
+def _register_ml_dtypes(types) -> None:
+    """Import ml_dtypes if the graph holds a tensor of one of its dtypes (bfloat16, float8, int4): it
+    registers them with numpy, and the arenas, kernels and engines allocate them by name. Only then:
+    its import is ~5-10 ms of a cold start most models do not need."""
+    if "ml_dtypes" in sys.modules:
+        return
+    from ..ir.types import holds_ml_dtype
+
+    if any(holds_ml_dtype(t) for t in types if t is not None):
+        import importlib
+
+        try:
+            importlib.import_module("ml_dtypes")
+        except ImportError:  # not a core dependency (srcore-cpu brings it): such tensors are then left to their kernels
+            pass
 
 
 def _fallbacks(resolved) -> list:

@@ -7,21 +7,26 @@ tensor makes float32 (torch's default dtype), not float64. Kernels call
 """
 from __future__ import annotations
 
-import ml_dtypes  # registers numpy's bfloat16 (torch's BFloat16) and its ufunc loops
+import importlib
+
 import numpy as np
 
 from srcore.plugin import KernelError
-from srcore.plugin import DTYPE_TO_SCALAR_TYPE_CODE, SCALAR_TYPE_CODES
+from srcore.plugin import DTYPE_TO_SCALAR_TYPE_CODE, ML_DTYPES, SCALAR_TYPE_CODES
 
 DEFAULT_FLOAT = np.dtype(np.float32)
 INT64 = np.dtype(np.int64)
 BOOL = np.dtype(np.bool_)
 _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
-BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+# bfloat16 is ml_dtypes' (numpy has none), recognised by name: ml_dtypes (~5-10 ms of a cold start) is
+# imported only when a dtype code asks for one of its types (below) or the load sees one
+# (srcore imports it then); an array of such a dtype cannot exist before it is imported
+def _is_bf16(dtype: np.dtype) -> bool:
+    return dtype.kind == "V" and dtype.name == "bfloat16"  # kind first: a cheap attribute, "V" for ml_dtypes'
 
 
 def _category(dtype: np.dtype) -> int:
-    return 2 if dtype == BFLOAT16 else _CATEGORY[dtype.kind]
+    return 2 if _is_bf16(dtype) else _CATEGORY[dtype.kind]
 
 
 def dtype_of_code(code: int | None, default=None) -> np.dtype | None:
@@ -29,7 +34,10 @@ def dtype_of_code(code: int | None, default=None) -> np.dtype | None:
     if code is None:
         return default
     try:
-        return np.dtype(SCALAR_TYPE_CODES[code])
+        name = SCALAR_TYPE_CODES[code]
+        if name in ML_DTYPES:
+            importlib.import_module("ml_dtypes")  # registers bfloat16, the float8s and int4s with numpy
+        return np.dtype(name)
     except (KeyError, TypeError) as exc:
         raise KernelError(f"unsupported ScalarType code {code!r} on backend cpu") from exc
 
@@ -48,8 +56,8 @@ def promote_types(a: np.dtype, b: np.dtype) -> np.dtype:
     """torch.promote_types: like numpy within a category, the higher category across them."""
     ca, cb = _category(a), _category(b)
     if ca == cb or (ca >= 2 and cb >= 2):
-        if BFLOAT16 in (a, b) and a != b:  # torch: bfloat16 with float16 is float32; with wider, the wider
-            other = b if a == BFLOAT16 else a
+        if (_is_bf16(a) or _is_bf16(b)) and a != b:  # torch: bfloat16 with float16 is float32; with wider, the wider
+            other = b if _is_bf16(a) else a
             return np.dtype(np.float32) if other.itemsize <= 2 else other
         return np.promote_types(a, b)
     return a if ca > cb else b
@@ -108,7 +116,7 @@ def result_type(*operands) -> np.dtype:
 
 def float_type(dtype: np.dtype) -> np.dtype:
     """The dtype of a floating op (exp, sigmoid, true divide) on ``dtype``: ints and bool -> float32."""
-    return dtype if dtype.kind in "fc" or dtype == BFLOAT16 else DEFAULT_FLOAT
+    return dtype if dtype.kind in "fc" or _is_bf16(dtype) else DEFAULT_FLOAT
 
 
 def as_array(r, dtype=None) -> np.ndarray:
