@@ -104,13 +104,14 @@ def check_plan(requests: Sequence[TensorRequest], plan: Plan) -> None:
 
 def make_planner(name: str) -> MemoryPlanner:
     """The planner called ``name``: ``standard_resizing`` or ``precomputed_offsets``."""
-    from .precomputed_offsets import GreedyBySizePlanner
-    from .standard_resizing import StorageGroupPlanner
+    if name == "standard_resizing":  # only the planner asked for is imported
+        from .standard_resizing import StorageGroupPlanner
 
-    planners = {"standard_resizing": StorageGroupPlanner, "precomputed_offsets": GreedyBySizePlanner}
-    try:
-        return planners[name]()
-    except KeyError:
-        from ..errors import SrcoreError
+        return StorageGroupPlanner()
+    if name == "precomputed_offsets":
+        from .precomputed_offsets import GreedyBySizePlanner
 
-        raise SrcoreError(f"unknown memory_planner_algorithm {name!r}; choose one of {', '.join(planners)}") from None
+        return GreedyBySizePlanner()
+    from ..errors import SrcoreError
+
+    raise SrcoreError(f"unknown memory_planner_algorithm {name!r}; choose one of standard_resizing, precomputed_offsets")

@@ -15,7 +15,6 @@ from ..ir.types import DictType, ListType
 from .arena import BlockArena, aligned_slab, make_view
 from .inputs import ScalarSpec, as_arrays, bind, check, has_foreign_byte_order, input_types, to_native_byte_order
 from .static_module import _nbytes
-from .interpreter import BlockRunner
 
 if TYPE_CHECKING:
     import concurrent.futures
@@ -59,6 +58,8 @@ class StaticRuntime:
             self._top = self._fns[0]
             self._runner = None
         else:
+            from .interpreter import BlockRunner  # the interpreter executor only (codegen is the default)
+
             self._fns = None
             self._runner = BlockRunner(module, self)
             self._top = self._runner.run_top

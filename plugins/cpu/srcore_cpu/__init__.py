@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import pkgutil
 
 from srcore.plugin import Backend, Kernel, ShapeRule, hookimpl
 
@@ -27,6 +26,8 @@ EXTRA_KERNELS: list[Kernel] = []
 
 def _decl_kernels() -> list[Kernel]:
     """Each ``decl`` module's ``KERNELS``, in module name order."""
+    import pkgutil  # only when the record cache misses
+
     from . import decl
 
     kernels: list[Kernel] = []
