@@ -9,7 +9,8 @@ in turn, so that machine load hits both arms alike. A child is the ``benchmarks.
 child: import numpy, load the input, ``import srcore``, ``load``, ``StaticModule``, first call. The old
 arm is a ``git worktree add --detach`` of COMMIT (removed afterwards) put first on ``PYTHONPATH`` with
 its plugins (``plugins/cpu``, ``quantized``, ``trt_like``, ``openvino``), the new arm this checkout the
-same way; children start outside both checkouts, with bytecode caching on and one BLAS thread. Reported
+same way; children start outside both checkouts, with bytecode caching on, one BLAS thread and one
+``SRCORE_CACHE_DIR`` per arm (filled by each arm's warm-up child). Reported
 per row: in-child CPU ms (``time.process_time``: less disturbed by other processes than wall time) and
 srcore's share of it (after numpy and the input are loaded), median and best round, the CPU ms of the
 plugin registry's build (the child builds it right after ``import srcore``, before ``load``, which
@@ -48,9 +49,12 @@ print("@@", (c2 - c0) * 1e3, (c2 - c1) * 1e3, cr * 1e3)
 """
 
 
-def _env(arm: Path, selection: str | None) -> dict:
+def _env(arm: Path, selection: str | None, cache: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("SRCORE_SELECTION", "PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
-    env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
+    # each arm its own cache directory: some caches are one file per package (the plugins' kernel records,
+    # the rule index) keyed on the arm's sources, and two arms sharing it would overwrite each other's
+    # entries and both pay a miss on every start
+    env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", SRCORE_CACHE_DIR=str(cache),
                PYTHONPATH=os.pathsep.join([str(arm)] + [str(arm / "plugins" / p) for p in PLUGINS]))
     if selection:
         env["SRCORE_SELECTION"] = selection
@@ -78,7 +82,7 @@ def run(old: Path, new: Path, models: list[str], runs: int, out: Path, cwd: str)
         code = CHILD.format(inp=str(inp), srm=str(srm))
         for mode, sel in (("full", None), ("selection", str(selection))):
             for arm_name, arm in (("old", old), ("new", new)):
-                cases.append(((model, mode, arm_name), code, _env(arm, sel)))
+                cases.append(((model, mode, arm_name), code, _env(arm, sel, Path(cwd).parent / f"cache-{arm_name}")))
     for _, code, env in cases:  # warm the caches (entry points, schemas, selections) and the bytecode
         _child(code, env, cwd)
     samples: dict[tuple, list] = {key: [] for key, _, _ in cases}
