@@ -1,0 +1,218 @@
+"""Where a cold start's time goes, phase by phase, beside the interpreter's and numpy's own start.
+
+    env -u PYTHONDONTWRITEBYTECODE python -m benchmarks.cold_start_phases [--models mlp_tiny,digits] [--runs 9]
+        [--json FILE]
+
+For each model and registry (full: every installed plugin; selection: ``SRCORE_SELECTION`` = the file
+``srcore select`` writes), ``--runs`` fresh processes run the ``benchmarks.cold_start_selection`` child
+split into phases: numpy (its import and ``np.load`` of the input), ``import srcore.plugin`` (attrs,
+pluggy, the record types), plugin discovery (``get_plugin_manager``: entry points, the plugin modules),
+the registry build, ``srcore.load`` (the ``.srm`` read and IR parse), importing the runtime, each load
+stage of ``StaticModule`` and the first call. Each phase's CPU time (``time.process_time``) is reported,
+median and best of the runs; a second set of children with a meta-path hook that times every module's
+import says how much of each phase is importing code, and how the imports split by package. The same
+rounds also start ``python -c pass`` and ``python -c "import numpy"``: the floor below srcore (process
+wall time). Children run interleaved (so machine load hits all alike), from a directory outside the
+checkout, with bytecode caching on and one BLAS thread; one warm-up child per case fills the caches.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .cold_start_selection import _artifacts
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CHILD = r"""
+import sys, time, json
+P = time.process_time
+HOOK = {hook}
+imports = {{}}    # top-level package -> CPU ms importing its modules after numpy (own code, finders included)
+phase_imports = {{}}
+state = {{"phase": "numpy"}}
+stack = []
+if HOOK:
+    class _Timed:
+        @classmethod
+        def find_spec(cls, name, path=None, target=None):
+            c = P()
+            spec = None
+            for f in sys.meta_path:
+                fs = getattr(f, "find_spec", None) if f is not cls else None
+                if fs is not None:
+                    spec = fs(name, path, target)
+                    if spec is not None:
+                        break
+            found = P() - c
+            loader = getattr(spec, "loader", None)
+            if loader is None or not hasattr(loader, "exec_module"):
+                return spec
+            run = loader.exec_module
+
+            class _Loader:
+                def __getattr__(self, a):
+                    return getattr(loader, a)
+
+                def create_module(self, s):   # an extension module's dlopen happens here
+                    nonlocal found
+                    c0 = P()
+                    try:
+                        return loader.create_module(s)
+                    finally:
+                        found += P() - c0
+
+                def exec_module(self, module):
+                    stack.append(0.0)   # the time of this module's own nested imports
+                    c0 = P()
+                    try:
+                        run(module)
+                    finally:
+                        dt = P() - c0
+                        nested = stack.pop()
+                        top = name.split(".")[0]   # its own code and its finders, charged to its package
+                        if state["phase"] != "numpy":   # what srcore's start imports (numpy's own: the floor)
+                            imports[top] = imports.get(top, 0.0) + (dt - nested + found) * 1e3
+                        if stack:
+                            stack[-1] += dt + found
+                        else:   # an outermost import: charged (nested ones included) to the phase
+                            ph = state["phase"]
+                            phase_imports[ph] = phase_imports.get(ph, 0.0) + (dt + found) * 1e3
+
+            spec.loader = _Loader()
+            return spec
+
+    sys.meta_path.insert(0, _Timed)
+phases = {{}}
+c = P()
+
+
+def mark(name, nxt):
+    global c
+    now = P()
+    phases[name] = (now - c) * 1e3
+    c = now
+    state["phase"] = nxt
+
+
+import numpy as np
+x = np.load({inp!r})
+mark("numpy", "srcore.plugin")
+import srcore.plugin
+mark("srcore.plugin", "discovery")
+pm = srcore.get_plugin_manager()
+mark("discovery", "registry")
+pm.registry
+mark("registry", "load")
+m = srcore.load({srm!r})
+mark("load", "runtime import")
+import srcore.runtime.static_module as S, types
+S.time = types.SimpleNamespace(perf_counter=P)   # StaticModule's stage clock in CPU time
+mark("runtime import", "StaticModule")
+sm = srcore.StaticModule(m)
+mark("StaticModule", "first call")
+y = sm(x)
+mark("first call", "-")
+print("@@", json.dumps({{"phases": phases, "stages": {{k: v * 1e3 for k, v in sm.load_stages.items()}},
+                        "imports": imports, "phase_imports": phase_imports, "modules": len(sys.modules)}}))
+"""
+
+FLOORS = {"python -c pass": "pass", 'python -c "import numpy"': "import numpy"}
+
+
+def _run(args: list[str], env: dict, cwd: str) -> tuple[float, dict | None]:
+    t0 = time.perf_counter()
+    p = subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True)
+    wall = (time.perf_counter() - t0) * 1e3
+    if p.returncode:
+        raise RuntimeError(p.stderr.strip()[-1500:])
+    line = next((ln for ln in p.stdout.splitlines() if ln.startswith("@@")), None)
+    return wall, (json.loads(line[2:]) if line else None)
+
+
+def measure(models: list[str], runs: int, out: Path, cwd: str) -> dict:
+    base = {k: v for k, v in os.environ.items() if k not in ("SRCORE_SELECTION", "PYTHONDONTWRITEBYTECODE")}
+    base.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    cases = []
+    for model in models:
+        srm, inp = _artifacts(model, out)
+        selection = out / "artifacts" / model / "selection.yaml"
+        subprocess.run([sys.executable, "-c", "import sys; from srcore.cli.main import main; sys.exit(main())",
+                        "select", str(srm), "-o", str(selection)], check=True, cwd=ROOT, capture_output=True)
+        for mode, env in (("full", base), ("selection", {**base, "SRCORE_SELECTION": str(selection)})):
+            for hook in (False, True):
+                code = CHILD.format(inp=str(inp), srm=str(srm), hook=hook)
+                cases.append(((model, mode, hook), [sys.executable, "-c", code], env))
+    for name, stmt in FLOORS.items():
+        cases.append(((name, None, False), [sys.executable, "-c", stmt], base))
+    for _, args, env in cases:   # warm the caches and the bytecode
+        _run(args, env, cwd)
+    samples: dict = {key: [] for key, _, _ in cases}
+    for _ in range(runs):
+        for key, args, env in cases:
+            samples[key].append(_run(args, env, cwd))
+    result: dict = {"floors": {name: statistics.median(w for w, _ in samples[(name, None, False)]) for name in FLOORS}}
+    for model in models:
+        for mode in ("full", "selection"):
+            plain, hooked = samples[(model, mode, False)], samples[(model, mode, True)]
+            row: dict = {"wall_ms_median": statistics.median(w for w, _ in plain),
+                         "modules": plain[0][1]["modules"], "phases": {}, "stages": {}, "imports": {}}
+            for ph in plain[0][1]["phases"]:
+                vals = [d["phases"][ph] for _, d in plain]
+                row["phases"][ph] = {"median": statistics.median(vals), "best": min(vals),
+                                     "imports_best": min(d["phase_imports"].get(ph, 0.0) for _, d in hooked)}
+            for st in plain[0][1]["stages"]:
+                vals = [d["stages"].get(st, 0.0) for _, d in plain]
+                row["stages"][st] = {"median": statistics.median(vals), "best": min(vals)}
+            tops = {t for _, d in hooked for t in d["imports"]}
+            row["imports"] = {t: min(d["imports"].get(t, 0.0) for _, d in hooked) for t in tops}
+            result[f"{model}/{mode}"] = row
+    return result
+
+
+def report(result: dict, runs: int) -> None:
+    f = result["floors"]
+    print(f"process wall ms, median of {runs}: " + ", ".join(f"{k} {v:.0f}" for k, v in f.items()))
+    for key, row in result.items():
+        if key == "floors":
+            continue
+        print(f"\n{key}: process wall median {row['wall_ms_median']:.0f} ms, {row['modules']} modules; CPU ms:")
+        print(f"  {'phase':<26}{'median':>9}{'best':>9}{'imports (best)':>16}")
+        for ph, v in row["phases"].items():
+            print(f"  {ph:<26}{v['median']:>9.1f}{v['best']:>9.1f}{v['imports_best']:>16.1f}")
+            if ph == "StaticModule":
+                for st, s in row["stages"].items():
+                    print(f"    {st:<24}{s['median']:>9.1f}{s['best']:>9.1f}")
+        total = sum(row["imports"].values())
+        top = sorted(row["imports"].items(), key=lambda kv: -kv[1])[:8]
+        print(f"  imports after numpy's, by package (best, CPU ms; {total:.0f} in all): "
+              + ", ".join(f"{k} {v:.1f}" for k, v in top))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.cold_start_phases", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", default="mlp_tiny,digits")
+    ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    ap.add_argument("--json", help="write the results here")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="srcore-phases-") as cwd:
+        result = measure(args.models.split(","), args.runs, out, cwd)
+    report(result, args.runs)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
