@@ -139,3 +139,21 @@ def test_a_warm_start_imports_no_kernel_declaration_module(tmp_path):
                                       check=True).stdout.splitlines()[-1]) for _ in range(2)]
     assert len(runs[0]) > 20  # the first start built the records (and filled the cache)
     assert runs[1] == ["srcore_cpu.decl.torch_fallback"]  # whether torch is importable is part of the key
+
+
+def test_two_environments_sharing_a_cache_directory_keep_their_own_entries(env, monkeypatch):
+    """The file is per environment (sys.prefix, srcore's directory): two venvs (or checkouts) sharing
+    ``$SRCORE_CACHE_DIR`` used to overwrite each other's single file and miss on every alternate start."""
+    src, build, builds = env
+    prefix = sys.prefix
+    record_cache.cached_kernels("ex", build, sources=[src])
+    here = record_cache.index_path("ex")
+    monkeypatch.setattr(sys, "prefix", prefix + "-other-venv")
+    there = record_cache.index_path("ex")
+    assert there != here and there.parent == here.parent
+    record_cache.cached_kernels("ex", build, sources=[src])   # the other environment: its own miss
+    assert here.is_file() and there.is_file() and builds == [1, 1]
+    record_cache.cached_kernels("ex", build, sources=[src])   # ... then its own hit
+    monkeypatch.setattr(sys, "prefix", prefix)
+    record_cache.cached_kernels("ex", build, sources=[src])   # and the first one's entry is still there
+    assert builds == [1, 1]

@@ -98,3 +98,12 @@ def test_list_ops_same_with_and_without_the_index(tmp_path):
     with_index = subprocess.run(cmd, env=env, capture_output=True, text=True)
     assert without.returncode == with_index.returncode == 0, without.stderr + with_index.stderr
     assert with_index.stdout == without.stdout and len(without.stdout.splitlines()) > 100
+
+
+def test_two_installations_sharing_a_cache_directory_keep_their_own_index(cache, monkeypatch):
+    """The index file is per srcore installation: two checkouts (or environments) sharing
+    ``$SRCORE_CACHE_DIR`` used to overwrite each other's single file and miss on every alternate start."""
+    here = rule_index.index_path()
+    monkeypatch.setattr(srcore.ops, "__file__", "/elsewhere/srcore/ops/__init__.py")
+    there = rule_index.index_path()
+    assert there != here and there.parent == here.parent

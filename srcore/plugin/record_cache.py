@@ -3,7 +3,7 @@
 A plugin that declares hundreds of kernels in many modules (srcore-cpu: 931 records in 36
 ``decl`` modules, ~10 ms CPU of every full-registry start) can serve them through
 :func:`cached_kernels`: the records are kept as data (``marshal`` of tuples of strings and ints,
-never pickle, never code) in ``$SRCORE_CACHE_DIR/records/``, one file per package, and rebuilt by the plugin's own ``build``
+never pickle, never code) in ``$SRCORE_CACHE_DIR/records/``, one file per package and environment, and rebuilt by the plugin's own ``build``
 function on a miss. The key holds srcore's version, the Python version, the plugin's ``sources``
 (files, or directories whose ``*.py`` files count; each one's path, mtime and size), the installed
 distributions (the entry-point fingerprint of :mod:`srcore.plugin.discovery`: any install, removal,
@@ -60,9 +60,14 @@ def _key(sources, extra) -> list:
 
 
 def index_path(package: str) -> Path:
+    """One file per package and environment (``sys.prefix`` and srcore's directory, hashed into the
+    name): two environments or checkouts sharing a cache directory would otherwise overwrite each
+    other's entry on every start."""
+    from .._digest import small_sha256
     from ..cachedir import cache_root
 
-    return cache_root() / "records" / f"{package}-{sys.implementation.cache_tag}.marshal"
+    where = f"{sys.prefix}\0{os.path.dirname(os.path.dirname(__file__))}".encode("utf-8", "surrogatepass")
+    return cache_root() / "records" / f"{package}-{sys.implementation.cache_tag}-{small_sha256(where).hexdigest()[:12]}.marshal"
 
 
 def _read(path: Path, key: tuple) -> list[Kernel] | None:

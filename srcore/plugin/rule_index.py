@@ -46,7 +46,12 @@ def _key() -> list | None:
 
 
 def index_path() -> Path:
-    return cache_root() / "rules" / f"core-{sys.implementation.cache_tag}.json"
+    """One file per srcore installation (its directory, hashed into the name): two checkouts or
+    environments sharing a cache directory would otherwise overwrite each other's index on every start."""
+    from .._digest import small_sha256
+
+    here = small_sha256(os.path.dirname(srcore.ops.__file__).encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return cache_root() / "rules" / f"core-{sys.implementation.cache_tag}-{here}.json"
 
 
 def _read(key: list) -> list | None:
