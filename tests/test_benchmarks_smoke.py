@@ -226,3 +226,18 @@ def test_families_ab_times_runners_in_one_process_and_checks_outputs(tmp_path, m
     monkeypatch.setattr(cell, "load_runner", wrong)
     with pytest.raises(AssertionError, match="eager: wrong output"):
         families_ab.measure(["index_ops"], ["eager"], 1, tmp_path)
+
+
+@pytest.mark.one_pass
+def test_engine_threads_reports_layers_and_the_cpu_of_each_thread(tmp_path):
+    """``benchmarks.engine_threads``: a trt_like engine's layers with their tactics, and CPU time per
+    call by thread, the calling thread's covering the call's own work."""
+    pytest.importorskip("srcore_trt_like")
+    from benchmarks import engine_threads
+
+    r = engine_threads.cell("mlp_tiny", 1, 20, tmp_path)
+    assert r["median_ms"] > 0 and r["best_ms"] <= r["median_ms"]
+    assert r["layers"] and all("[" in label and ms > 0 for label, ms in r["layers"])
+    (caller,) = [ms for name, ms in r["cpu_ms_per_call"].items() if name.startswith("caller")]
+    assert 0 < caller
+    assert r["governors"] == {"team": 0, "solo": 0, "waits": 0}      # one thread: no team regions

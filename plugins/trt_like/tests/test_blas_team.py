@@ -212,6 +212,47 @@ def test_team_conv_tactics_are_bit_identical_on_any_team(spec, monkeypatch):
         np.testing.assert_allclose(outs[0], ref, rtol=1e-4, atol=2e-4 * np.abs(ref).max(), err_msg=name)
 
 
+def test_every_candidate_of_a_team_engine_keeps_openblas_on_one_thread(monkeypatch):
+    """On the team's engine every candidate of a contested layer (the team's, and those on the calling
+    thread, the plain numpy conv among them) calls numpy's BLAS with OpenBLAS at one thread: a
+    threaded OpenBLAS call leaves its worker spinning ~0.1 s on the core the team needs (resnet_small
+    at 2 threads: 40 ms of CPU per 50 ms call on that worker, and the team's governors ran every team
+    tactic on the caller). Seen from inside each np.matmul, with numpy's real OpenBLAS at 2 threads."""
+    from threadpoolctl import ThreadpoolController, threadpool_limits
+
+    ctl = [c for c in ThreadpoolController().lib_controllers if c.user_api == "blas" and "numpy" in str(c.filepath)]
+    assert ctl and parallel._set_local(), "numpy's OpenBLAS with a settable count is a test dependency"
+    spec = ConvSpec((1, 64, 28, 28), 64, 3, 1, 1, relu=True)
+    assert spec.macs >= parallel.PARALLEL_MIN_WORK
+    rng = np.random.default_rng(4)
+    net = Network()
+    tx, ty = net.new_tensor(spec.x_shape), net.new_tensor(spec.out_shape)
+    w = (0.1 * rng.standard_normal(spec.weight_shape)).astype(np.float32)
+    b = rng.standard_normal(64).astype(np.float32)
+    net.layers.append(Layer("conv", [tx], [ty], dict(weight=w, bias=b, stride=(1, 1), padding=(1, 1),
+                                                     dilation=(1, 1), groups=1, relu=True, residual=False)))
+    seen: list[int] = []
+    matmul = np.matmul
+
+    def spy(*args, **kwargs):
+        seen.append(ctl[0].num_threads)
+        return matmul(*args, **kwargs)
+    x = rng.standard_normal(spec.x_shape, np.float32)
+    with threadpool_limits(2, user_api="blas"):
+        assert parallel.count() == 2
+        pools = choose._Pools(net, {})
+        assert pools.contested
+        cands = pools.candidates(net.layers[0], choose.BLAS)
+        assert "numpy" in [c.name for c in cands]
+        monkeypatch.setattr(np, "matmul", spy)
+        for c in cands:
+            seen.clear()
+            out = np.empty(spec.out_shape, np.float32)
+            c.build().fn(x, out)
+            assert all(n == 1 for n in seen), (c.name, seen)
+        assert ctl[0].num_threads == 2        # the user's count is back after the calls
+
+
 def test_real_timing_at_two_threads_keeps_the_faster_pool(monkeypatch, caplog):
     """Timed for real at 2 threads: the team's candidate runs on its team while it is timed, and the
     engine's tactic is on the pool the log reports as faster."""

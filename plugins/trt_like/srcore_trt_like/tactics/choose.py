@@ -166,9 +166,13 @@ class _Pools:
         if pool == BLAS and team:
             # the team's tactics, and those that run on the calling thread (OpenBLAS on it): the
             # layer is never slower on the team's engine than its 1-thread tactics (resnet_small's
-            # stem took 5.8 ms on im2col_gemm_team where simd_direct took 4.3)
-            return team + [_on_caller(_threads.on_caller, c) if c.blas == "openblas" else c
-                           for c in every if c.blas in (None, "openblas")]
+            # stem took 5.8 ms on im2col_gemm_team where simd_direct took 4.3). Every one of them is
+            # held to one OpenBLAS thread, whatever its record says: the numpy conv (blas None, a
+            # plain np.matmul) ran OpenBLAS's own 2 threads, won two of resnet_small's 512-channel
+            # layers at build by using the second core, and left OpenBLAS's worker spinning ~0.1 s
+            # after each call on the core the team needs (40 ms of CPU per 50 ms engine call), so the
+            # team's governors saw waits and ran every team tactic on the caller
+            return team + [_on_caller(_threads.on_caller, c) for c in every if c.blas in (None, "openblas")]
         cands = [c for c in every if c.blas != BLAS_TEAM] or every
         if self.one_blas and any(c.blas == self.one_blas for c in cands) \
                 and _work(layer, self.net) >= _threads.PARALLEL_MIN_WORK:
@@ -199,6 +203,8 @@ def _choose_pool(pools: _Pools, cache, name: str) -> tuple[str, dict[int, list[t
         for layer in pools.contested:
             ranked = rank(pools.candidates(layer, pool), layer, net)
             times[pool][id(layer)] = [(c.name, s) for c, s in ranked]
+            log.debug("%s: %s %s on %s: %s", name, layer.kind, _shape(net, layer), pool,
+                      ", ".join(f"{c.name} {s * 1e3:.3f} ms" for c, s in ranked))
     total = {p: sum(r[0][1] for r in times[p].values()) for p in times}
     pool = BLAS if total[BLAS] < total[POOL] else POOL
     log.info("%s: %d layer(s) large enough to split: %.3f ms on the OpenMP pool, %.3f ms on the OpenBLAS "

@@ -13,7 +13,7 @@ from .records import Candidate, Tactic, simple
 
 TACTICS: tuple[Tactic, ...] = (
     Tactic("conv", "conv", conv.conv_candidates, threaded=conv.conv_threaded),
-    Tactic("conv", "numpy", simple("numpy", numpy_layers.conv)),
+    Tactic("conv", "numpy", simple("numpy", numpy_layers.conv, blas="openblas")),
     Tactic("conv_max_pool", "conv_max_pool", conv_pool.candidates, threaded=conv_pool.threaded),
     Tactic("max_pool2d", "numba", conv.max_pool2d, threaded=conv.max_pool_threaded),
     Tactic("max_pool2d", "numpy", simple("numpy", numpy_layers.max_pool2d)),
@@ -38,7 +38,7 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("layer_norm", "numpy", simple("numpy", numpy_layers.layer_norm)),
     Tactic("group_norm", "numba", simple("numba", nn.group_norm)),
     Tactic("group_norm", "numpy", simple("numpy", numpy_layers.group_norm)),
-    Tactic("matmul", "numpy", simple("numpy", numpy_layers.matmul)),
+    Tactic("matmul", "numpy", simple("numpy", numpy_layers.matmul, blas="openblas")),
     Tactic("permute", "numpy", simple("numpy", numpy_layers.permute)),
     Tactic("strided", "numpy", simple("numpy", numpy_layers.strided)),
     Tactic("mean", "numpy", simple("numpy", numpy_layers.mean)),

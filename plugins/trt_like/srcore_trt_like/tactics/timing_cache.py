@@ -21,8 +21,10 @@ import numpy as np
 
 from srcore.plugin import cache_root
 
-#: bump when the meaning of a key changes
-VERSION = 2
+#: bump when the meaning of a key changes, or when stored winners were timed wrongly (3: before
+#: 2026-11-27 the team's engine timed its candidates beside OpenBLAS's spinning worker, see
+#: ``choose._Pools.candidates``, and kept 1-thread winners at 2 threads)
+VERSION = 3
 _lock = threading.Lock()
 _caches: dict[Path, "TimingCache"] = {}
 
