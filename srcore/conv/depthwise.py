@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from .direct import _JIT, _tag, lanes, run_bound
-from .simd import fptr, store_epilogue, vfma, vload, vsplat, vstore
+from .simd import fptr, store_epilogue, vadd, vbcast, vclamp, vfma, vleaky, vload, vsplat, vstore
 
 #: accumulators (vectors of output columns) per register block
 SLOTS = 8
@@ -73,6 +73,29 @@ def fill_padded(x, C, H, W, sh, sw, pt, pl, xq, Hq, Wq, tag):
                         xq[base + np.uint64(j)] = 0.0
 
 
+@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+def _put(a, s, row, col, nl, Ho, Wo, obase, plane, one_block, pblk, pout, pres, has_res, leaky, slope, lo, hi):
+    """Slot ``s`` (accumulator ``a``, output pixel ``(row, col)`` and the ``nl - 1`` after it in its
+    row) as a whole vector straight from the register where it may be; returns the bit ``1 << s``
+    when it lies in the plane but may not (a row's end), having saved ``a`` at ``pblk[s * nl]`` for
+    the element-by-element store. A partial vector is stored whole when what it spills over lies in
+    this plane's later rows, which the task writes afterwards: one column block per row (else the
+    next row's start is already written), no residual (``out`` may be the residual's buffer)."""
+    if row >= Ho or col >= Wo:
+        return 0
+    oi = obase + row * Wo + col
+    if col + nl <= Wo or (one_block and not has_res and oi + nl <= obase + plane):
+        v = a
+        if has_res:
+            v = vadd(v, vload(pres, oi, a))
+        if leaky:
+            v = vleaky(v, slope)
+        vstore(pout, oi, vclamp(v, lo, hi))
+        return 0
+    vstore(pblk, s * nl, a)
+    return 1 << s
+
+
 @numba.njit(**_JIT)
 def dw_tasks(xq, Wq, cstep, mult, taps, w, b, out, res, has_res, leaky, slope, lo, hi, O, Ho, Wo, rb, cb,
              tag, nl, n, t0, t1):
@@ -81,21 +104,23 @@ def dw_tasks(xq, Wq, cstep, mult, taps, w, b, out, res, has_res, leaky, slope, l
     ``w`` (O, taps) flat, ``b`` (O,). The block is ``rb`` rows x ``cb`` vectors (rb * cb == 8)."""
     nt = taps.shape[0]
     blk = np.empty(SLOTS * nl, np.float32)
-    pblk, pout, pres = fptr(blk), fptr(out), fptr(res)   # the epilogue's operands (no reference counting)
+    # pointers, not arrays: no reference counting in the inlined helpers, no negative-index
+    # wraparound on the weight's index (it cost registers in the tap loop)
+    pblk, pout, pres, px, pw = fptr(blk), fptr(out), fptr(res), fptr(xq), fptr(w)
     plane = Ho * Wo
     # the 8 slots' offsets in xq from the block's corner: slot s = row s // cb, vector s % cb
-    q0 = 0
-    q1 = (1 // cb) * Wq + (1 % cb) * nl
-    q2 = (2 // cb) * Wq + (2 % cb) * nl
-    q3 = (3 // cb) * Wq + (3 % cb) * nl
-    q4 = (4 // cb) * Wq + (4 % cb) * nl
-    q5 = (5 // cb) * Wq + (5 % cb) * nl
-    q6 = (6 // cb) * Wq + (6 % cb) * nl
-    q7 = (7 // cb) * Wq + (7 % cb) * nl
+    # (and in the output: row d_s, column e_s), computed once: integer divisions in the epilogue
+    # cost more than a 3x3 block's FMAs
+    d1, d2, d3, d4, d5, d6, d7 = 1 // cb, 2 // cb, 3 // cb, 4 // cb, 5 // cb, 6 // cb, 7 // cb
+    e1, e2, e3 = (1 % cb) * nl, (2 % cb) * nl, (3 % cb) * nl
+    e4, e5, e6, e7 = (4 % cb) * nl, (5 % cb) * nl, (6 % cb) * nl, (7 % cb) * nl
+    q1, q2, q3, q4 = d1 * Wq + e1, d2 * Wq + e2, d3 * Wq + e3, d4 * Wq + e4
+    q5, q6, q7 = d5 * Wq + e5, d6 * Wq + e6, d7 * Wq + e7
     one_block = Wo <= cb * nl
     for o in range(t0, t1):
         cbase = (o // mult) * cstep
         obase = (n * O + o) * plane
+        wo = o * nt
         bv = vsplat(tag, b[o])
         for r0 in range(0, Ho, rb):
             for j0 in range(0, Wo, cb * nl):
@@ -103,38 +128,32 @@ def dw_tasks(xq, Wq, cstep, mult, taps, w, b, out, res, has_res, leaky, slope, l
                 base = cbase + r0 * Wq + j0
                 for k in range(nt):
                     xi = base + taps[k]
-                    wk = vsplat(tag, w[o * nt + k])
-                    a0 = vfma(vload(xq, xi + q0, bv), wk, a0)
-                    a1 = vfma(vload(xq, xi + q1, bv), wk, a1)
-                    a2 = vfma(vload(xq, xi + q2, bv), wk, a2)
-                    a3 = vfma(vload(xq, xi + q3, bv), wk, a3)
-                    a4 = vfma(vload(xq, xi + q4, bv), wk, a4)
-                    a5 = vfma(vload(xq, xi + q5, bv), wk, a5)
-                    a6 = vfma(vload(xq, xi + q6, bv), wk, a6)
-                    a7 = vfma(vload(xq, xi + q7, bv), wk, a7)
-                # the block through a local buffer, then per slot (row s // cb, vector s % cb) the
-                # epilogue where it lies inside the plane (no helper call: array reference counting)
-                vstore(blk, 0, a0)
-                vstore(blk, nl, a1)
-                vstore(blk, 2 * nl, a2)
-                vstore(blk, 3 * nl, a3)
-                vstore(blk, 4 * nl, a4)
-                vstore(blk, 5 * nl, a5)
-                vstore(blk, 6 * nl, a6)
-                vstore(blk, 7 * nl, a7)
-                for s in range(SLOTS):
-                    row = r0 + s // cb
-                    col = j0 + (s % cb) * nl
-                    if row >= Ho or col >= Wo:
-                        continue
-                    width = min(nl, Wo - col)
-                    oi = obase + row * Wo + col
-                    # a partial vector at a row's end is stored whole when what it spills over lies in
-                    # this plane's later rows, which this task writes afterwards: one column block per
-                    # row (else the next row's start is already written), no residual (``out`` may be
-                    # the residual's buffer)
-                    whole = width == nl or (one_block and not has_res and oi + nl <= obase + plane)
-                    store_epilogue(pblk, s * nl, pout, oi, width, whole, pres, has_res, leaky, slope, lo, hi, bv)
+                    wk = vbcast(pw, wo + k, bv)
+                    a0 = vfma(vload(px, xi, bv), wk, a0)
+                    a1 = vfma(vload(px, xi + q1, bv), wk, a1)
+                    a2 = vfma(vload(px, xi + q2, bv), wk, a2)
+                    a3 = vfma(vload(px, xi + q3, bv), wk, a3)
+                    a4 = vfma(vload(px, xi + q4, bv), wk, a4)
+                    a5 = vfma(vload(px, xi + q5, bv), wk, a5)
+                    a6 = vfma(vload(px, xi + q6, bv), wk, a6)
+                    a7 = vfma(vload(px, xi + q7, bv), wk, a7)
+                # the epilogue from the registers; the few slots at a row's end after them, through
+                # the buffer (one copy of that loop in the code: eight inlined copies cost more time)
+                pend = _put(a0, 0, r0, j0, nl, Ho, Wo, obase, plane, one_block, pblk, pout, pres, has_res, leaky, slope, lo, hi)
+                pend |= _put(a1, 1, r0 + d1, j0 + e1, nl, Ho, Wo, obase, plane, one_block, pblk, pout, pres, has_res, leaky, slope, lo, hi)
+                pend |= _put(a2, 2, r0 + d2, j0 + e2, nl, Ho, Wo, obase, plane, one_block, pblk, pout, pres, has_res, leaky, slope, lo, hi)
+                pend |= _put(a3, 3, r0 + d3, j0 + e3, nl, Ho, Wo, obase, plane, one_block, pblk, pout, pres, has_res, leaky, slope, lo, hi)
+                pend |= _put(a4, 4, r0 + d4, j0 + e4, nl, Ho, Wo, obase, plane, one_block, pblk, pout, pres, has_res, leaky, slope, lo, hi)
+                pend |= _put(a5, 5, r0 + d5, j0 + e5, nl, Ho, Wo, obase, plane, one_block, pblk, pout, pres, has_res, leaky, slope, lo, hi)
+                pend |= _put(a6, 6, r0 + d6, j0 + e6, nl, Ho, Wo, obase, plane, one_block, pblk, pout, pres, has_res, leaky, slope, lo, hi)
+                pend |= _put(a7, 7, r0 + d7, j0 + e7, nl, Ho, Wo, obase, plane, one_block, pblk, pout, pres, has_res, leaky, slope, lo, hi)
+                if pend:
+                    for s in range(SLOTS):
+                        if pend & (1 << s):
+                            row = r0 + s // cb
+                            col = j0 + (s % cb) * nl
+                            store_epilogue(pblk, s * nl, pout, obase + row * Wo + col, Wo - col, False, pres,
+                                           has_res, leaky, slope, lo, hi, bv)
 
 
 class SimdDepthwiseConv:
