@@ -5,9 +5,11 @@ One input channel per output channel leaves nothing to share across channels, so
 block is spatial: 8 accumulators of ``lanes`` output columns each, as 8 rows x 1 vector when the
 output rows fit one vector (MobileNet's 7x7 and 14x14 planes on AVX-512) or 4 rows x 2 vectors
 otherwise. Per tap the weight is broadcast once and each accumulator does one FMA on an unaligned
-load (:mod:`.simd`). The input of one image is copied once into the padded, stride-phase-split
-buffer of :func:`.direct.fill_phases` (:func:`fill_padded`), so at stride 2 the loads stay contiguous without im2col.
-Bias is the accumulators' start; an optional residual, leaky relu and a clamp (relu, relu6) are
+load (:mod:`.simd`). Each input channel is copied, just before its output channels are computed,
+into a small padded, stride-phase-split buffer (the layout of :func:`.direct.fill_phases`; zeroed
+once per call, so only the interior is copied: :func:`_copy_channel`, stride 2 deinterleaved with
+vector shuffles), which stays in cache while the kernel reads it; so at stride 2 the loads stay
+contiguous without im2col. Bias is the accumulators' start; an optional residual, leaky relu and a clamp (relu, relu6) are
 fused into the stores (:func:`.simd.store_epilogue`). Work is split by output channel, so more than one thread splits the channels.
 
 Lanes come from the CPU's features (:func:`.direct.lanes`), never its vendor; callers choose this
@@ -16,61 +18,58 @@ kernel by timing it against their other tactics on the real shape.
 from __future__ import annotations
 
 import math
-import threading
 
 import numba
 import numpy as np
 
 from ..errors import ShapeError
 from .direct import _JIT, _tag, lanes, run_bound
-from .simd import fptr, store_epilogue, vadd, vbcast, vclamp, vfma, vleaky, vload, vsplat, vstore
+from .simd import fptr, store_epilogue, vadd, vbcast, vclamp, veven, vfma, vleaky, vload, vodd, vsplat, vstore
 
 #: accumulators (vectors of output columns) per register block
 SLOTS = 8
-#: padded input buffers up to this many floats (1 MiB) are kept between calls
-KEEP_BUFFER_FLOATS = 1 << 18
 
 
-@numba.njit(**_JIT)
-def fill_padded(x, C, H, W, sh, sw, pt, pl, xq, Hq, Wq, tag):
-    """:func:`.direct.fill_phases` for one image ``x``, flat C-contiguous (C, H, W): unsigned flat
-    indices, no row views (numba's negative-index checks kept the copy scalar, and per-row view
-    reference counting cost more than the copy on MobileNet's 7x7 and 14x14 planes); at stride 1
-    rows copied in vectors of ``tag``'s width."""
-    zero = vsplat(tag, np.float32(0.0))
-    nl = 8 if tag.ndim == 1 else 16
-    nx, nq = np.uint64(x.shape[0]), np.uint64(xq.shape[0])
-    for c in range(C):
-        for a in range(sh):
-            for b in range(sw):
-                j0 = min(Wq, max(0, (pl - b + sw - 1) // sw))
-                j1 = max(j0, min(Wq, (W - 1 + pl - b) // sw + 1))
-                for i in range(Hq):
-                    base = np.uint64((((c * sh + a) * sw + b) * Hq + i) * Wq)
-                    r = i * sh + a - pt
-                    if r < 0 or r >= H:
-                        for j in range(Wq):
-                            xq[base + np.uint64(j)] = 0.0
-                        continue
-                    for j in range(j0):
-                        xq[base + np.uint64(j)] = 0.0
-                    src = np.uint64((c * H + r) * W + b - pl)
-                    if sw == 1:
-                        # whole vectors: one that runs past the row writes into the right padding
-                        # (zeroed below) or the next row (written after); the array ends are guarded
-                        j = j0
-                        while j < j1:
-                            if src + np.uint64(j + nl) <= nx and base + np.uint64(j + nl) <= nq:
-                                vstore(xq, base + np.uint64(j), vload(x, src + np.uint64(j), zero))
-                            else:
-                                for e in range(j, j1):
-                                    xq[base + np.uint64(e)] = x[src + np.uint64(e)]
-                            j += nl
-                    else:
-                        for j in range(j0, j1):
-                            xq[base + np.uint64(j)] = x[src + np.uint64(j * sw)]
-                    for j in range(j1, Wq):
-                        xq[base + np.uint64(j)] = 0.0
+@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+def _copy_channel(px, src0, H, W, sh, sw, pt, pl, pq, Hq, Wq, J0, J1, like, nl):
+    """The input plane at ``px[src0:src0 + H * W]`` into its stride phases
+    ``pq[((a * sw + b) * Hq + i) * Wq + j] = x_padded[i * sh + a, j * sw + b]``, **interior only**:
+    the cells that padding reaches are never written (the caller zeroes the buffer once, and every
+    channel has the same interior). Rows in whole vectors ending with one that overlaps the vector
+    before it (the same values); at stride 2 two vector loads deinterleaved into the two column
+    phases (``[J0, J1)``: the columns both phases have inside the row; empty when too narrow);
+    other strides and the edges element by element."""
+    for a in range(sh):
+        i0 = max(0, (pt - a + sh - 1) // sh)
+        i1 = min(Hq, (H - 1 + pt - a) // sh + 1)
+        for i in range(i0, i1):
+            src = src0 + (i * sh + a - pt) * W
+            base0 = (a * sw * Hq + i) * Wq
+            if sw == 1:
+                j1 = min(Wq, W + pl)
+                if j1 - pl >= nl:
+                    for jv in range(pl, j1, nl):
+                        j = min(jv, j1 - nl)
+                        vstore(pq, base0 + j, vload(px, src + j - pl, like))
+                else:
+                    for j in range(pl, j1):
+                        pq[base0 + j] = px[src + j - pl]
+                continue
+            if sw == 2:
+                for jv in range(J0, J1, nl):
+                    j = min(jv, J1 - nl)
+                    v0 = vload(px, src + 2 * j - pl, like)
+                    v1 = vload(px, src + 2 * j - pl + nl, like)
+                    vstore(pq, base0 + j, veven(v0, v1))
+                    vstore(pq, base0 + Hq * Wq + j, vodd(v0, v1))
+            for bb in range(sw):
+                base = base0 + bb * Hq * Wq
+                j0 = min(Wq, max(0, (pl - bb + sw - 1) // sw))
+                j1 = max(j0, min(Wq, (W - 1 + pl - bb) // sw + 1))
+                for j in range(j0, min(j1, J0)):
+                    pq[base + j] = px[src + j * sw + bb - pl]
+                for j in range(max(j0, J1), j1):
+                    pq[base + j] = px[src + j * sw + bb - pl]
 
 
 @numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
@@ -97,16 +96,21 @@ def _put(a, s, row, col, nl, Ho, Wo, obase, plane, one_block, pblk, pout, pres, 
 
 
 @numba.njit(**_JIT)
-def dw_tasks(xq, Wq, cstep, mult, taps, w, b, out, res, has_res, leaky, slope, lo, hi, O, Ho, Wo, rb, cb,
-             tag, nl, n, t0, t1):
-    """Output channels ``t0 <= o < t1`` of image ``n``. ``taps[k]``: offset in ``xq`` of tap ``k``'s
-    input for output pixel (0, 0) of input channel 0; ``cstep`` the offset between input channels;
-    ``w`` (O, taps) flat, ``b`` (O,). The block is ``rb`` rows x ``cb`` vectors (rb * cb == 8)."""
+def dw_tasks(x, H, W, sh, sw, pt, pl, Hq, Wq, J0, J1, mult, taps, w, b, out, res, has_res, leaky, slope, lo, hi,
+             O, Ho, Wo, rb, cb, tag, nl, n, t0, t1):
+    """Output channels ``t0 <= o < t1`` of image ``n`` of ``x`` ((N, C * H * W) C-contiguous).
+    Each input channel is first copied into this call's padded, stride-phase-split buffer of
+    ``sh * sw * Hq * Wq`` floats (:func:`_copy_channel`; zeroed once, so only the interior is
+    copied), which stays in L1/L2 while its output channels are computed. ``taps[k]``: offset in
+    that buffer of tap ``k``'s input for output pixel (0, 0); ``w`` (O, taps) flat, ``b`` (O,). The
+    block is ``rb`` rows x ``cb`` vectors (rb * cb == 8)."""
     nt = taps.shape[0]
     blk = np.empty(SLOTS * nl, np.float32)
+    xq = np.zeros(sh * sw * Hq * Wq, np.float32)
+    C = O // mult
     # pointers, not arrays: no reference counting in the inlined helpers, no negative-index
     # wraparound on the weight's index (it cost registers in the tap loop)
-    pblk, pout, pres, px, pw = fptr(blk), fptr(out), fptr(res), fptr(xq), fptr(w)
+    pblk, pout, pres, px, pw, pin = fptr(blk), fptr(out), fptr(res), fptr(xq), fptr(w), fptr(x)
     plane = Ho * Wo
     # the 8 slots' offsets in xq from the block's corner: slot s = row s // cb, vector s % cb
     # (and in the output: row d_s, column e_s), computed once: integer divisions in the epilogue
@@ -117,15 +121,18 @@ def dw_tasks(xq, Wq, cstep, mult, taps, w, b, out, res, has_res, leaky, slope, l
     q1, q2, q3, q4 = d1 * Wq + e1, d2 * Wq + e2, d3 * Wq + e3, d4 * Wq + e4
     q5, q6, q7 = d5 * Wq + e5, d6 * Wq + e6, d7 * Wq + e7
     one_block = Wo <= cb * nl
+    cur = -1
     for o in range(t0, t1):
-        cbase = (o // mult) * cstep
+        if o // mult != cur:
+            cur = o // mult
+            _copy_channel(pin, (n * C + cur) * H * W, H, W, sh, sw, pt, pl, px, Hq, Wq, J0, J1, vsplat(tag, 0.0), nl)
         obase = (n * O + o) * plane
         wo = o * nt
         bv = vsplat(tag, b[o])
         for r0 in range(0, Ho, rb):
             for j0 in range(0, Wo, cb * nl):
                 a0, a1, a2, a3, a4, a5, a6, a7 = bv, bv, bv, bv, bv, bv, bv, bv
-                base = cbase + r0 * Wq + j0
+                base = r0 * Wq + j0
                 for k in range(nt):
                     xi = base + taps[k]
                     wk = vbcast(pw, wo + k, bv)
@@ -192,7 +199,6 @@ class SimdDepthwiseConv:
         self.tag = _tag(self.nl)
         self._none = np.zeros(1, np.float32)
         self._geometry: dict = {}
-        self._local = threading.local()
 
     def out_shape(self, shape):
         N, _, H, W = shape
@@ -202,7 +208,8 @@ class SimdDepthwiseConv:
         return (N, self.O, Ho, Wo)
 
     def _plan(self, shape):
-        """Output size, register block, padded buffer size and tap offsets for input ``shape``."""
+        """Output size, register block, padded buffer size, vector copy columns and tap offsets for
+        input ``shape``."""
         _, _, H, W = shape
         Ho, Wo = self.out_shape(shape)[2:]
         (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
@@ -214,7 +221,14 @@ class SimdDepthwiseConv:
         Wq = max(-(-(W + sum(self.pads[1])) // sw), Wr + (kw - 1) * dw // sw)
         taps = np.array([((ky * dh % sh) * sw + kx * dw % sw) * Hq * Wq + (ky * dh // sh) * Wq + kx * dw // sw
                          for ky in range(kh) for kx in range(kw)], np.int64)
-        return Ho, Wo, rb, cb, Hq, Wq, taps
+        # stride 2: the columns [J0, J1) both column phases have inside the input, copied in
+        # deinterleaved vectors (none: J0 = J1 = Wq, every column element by element)
+        pl = self.pads[1][0]
+        J0 = max(min(Wq, max(0, (pl - b + sw - 1) // sw)) for b in range(sw))
+        J1 = min(max(0, min(Wq, (W - 1 + pl - b) // sw + 1)) for b in range(sw))
+        if sw != 2 or J1 - J0 < nl:
+            J0 = J1 = Wq
+        return Ho, Wo, rb, cb, Hq, Wq, J0, J1, taps
 
     def bind(self, x, out, residual=None) -> DepthwiseRun:
         """This conv on input ``x`` into ``out`` (and ``residual``), as two steps per image that take a
@@ -228,13 +242,13 @@ class SimdDepthwiseConv:
 
 
 class DepthwiseRun:
-    """One call of a :class:`SimdDepthwiseConv`, per image ``n < images`` in two steps: :meth:`fill`
-    copies input channels ``[c0, c1)`` (of ``channels``) into the padded buffer (a channel's copy
-    writes only its own block of it: a vector that runs past a row's end stays inside the range's
-    slices, whose ends the kernel guards), then :meth:`run_tasks` computes output channels
-    ``[t0, t1)`` (of ``tasks``). Ranges of one step may run on different threads at once (the
-    kernels release the GIL); a channel's result does not depend on the range it ran in."""
-    __slots__ = ("_args", "_cstep", "_fill", "_grid", "_plane", "_x", "_xq", "channels", "images", "tasks")
+    """One call of a :class:`SimdDepthwiseConv`, per image ``n < images``: :meth:`run_tasks` computes
+    output channels ``[t0, t1)`` (of ``tasks``), copying the input channels they read into its own
+    padded buffer first. Ranges may run on different threads at once (the kernel releases the GIL);
+    a channel's result does not depend on the range it ran in. The bound-call protocol of
+    :func:`.direct.run_bound` has a copy step before the tasks (:meth:`fill`, over ``channels``):
+    here it has nothing to do (``channels == 0``)."""
+    __slots__ = ("_args", "channels", "images", "tasks")
 
     def __init__(self, conv: SimdDepthwiseConv, x, out, residual):
         N, C, H, W = x.shape
@@ -244,33 +258,18 @@ class DepthwiseRun:
         geom = conv._geometry.get(x.shape)
         if geom is None:
             geom = conv._geometry[x.shape] = conv._plan(x.shape)
-        Ho, Wo, rb, cb, Hq, Wq, taps = geom
+        Ho, Wo, rb, cb, Hq, Wq, J0, J1, taps = geom
         sh, sw = conv.stride
-        self.images, self.channels, self.tasks = N, C, conv.O
-        self._plane, self._cstep = H * W, sh * sw * Hq * Wq
-        # a small padded buffer is kept between calls, one per thread (a fresh one per call paid
-        # its page faults every time; callers may run one conv from several threads at once); a
-        # large one is not held between calls
-        size = C * self._cstep
-        xq = getattr(conv._local, "xq", None)
-        if xq is None or xq.shape[0] < size:
-            xq = np.empty(size, np.float32)
-            if size <= KEEP_BUFFER_FLOATS:
-                conv._local.xq = xq
-        self._xq = xq
-        self._x = np.ascontiguousarray(x, np.float32).reshape(N, -1)   # (a copy only for a strided view)
-        self._fill = (H, W, sh, sw, conv.pads[0][0], conv.pads[1][0])
-        self._grid = (Hq, Wq, conv.tag)
+        self.images, self.channels, self.tasks = N, 0, conv.O
+        xc = np.ascontiguousarray(x, np.float32).reshape(N, -1)   # (a copy only for a strided view)
         res = conv._none if residual is None else residual.reshape(-1)
-        self._args = (xq, Wq, self._cstep, conv.O // C, taps, conv.w, conv.b, out.reshape(-1), res,
-                      residual is not None, conv.leaky, conv.slope, conv.lo, conv.hi, conv.O, Ho, Wo, rb, cb, conv.tag,
-                      conv.nl)
+        self._args = (xc, H, W, sh, sw, conv.pads[0][0], conv.pads[1][0], Hq, Wq, J0, J1, conv.O // C, taps,
+                      conv.w, conv.b, out.reshape(-1), res, residual is not None, conv.leaky, conv.slope, conv.lo,
+                      conv.hi, conv.O, Ho, Wo, rb, cb, conv.tag, conv.nl)
 
     def fill(self, n: int, c0: int, c1: int):
-        """Input channels ``[c0, c1)`` of image ``n`` into the padded buffer."""
-        fill_padded(self._x[n, c0 * self._plane:c1 * self._plane], c1 - c0, *self._fill,
-                    self._xq[c0 * self._cstep:c1 * self._cstep], *self._grid)
+        """Nothing: :meth:`run_tasks` copies the input channels it reads."""
 
     def run_tasks(self, n: int, t0: int, t1: int):
-        """Output channels ``[t0, t1)`` of image ``n`` (its input filled)."""
+        """Output channels ``[t0, t1)`` of image ``n``."""
         dw_tasks(*self._args, n, t0, t1)
