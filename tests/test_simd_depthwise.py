@@ -145,3 +145,24 @@ def test_bound_call_in_ranges_on_threads_gives_the_call_bits(stride, mult):
     ref = F.leaky_relu(F.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), stride, 1, 1, 10)
                        + torch.from_numpy(res), 0.2).numpy()
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-4)
+
+
+def test_masked_vector_load_and_store_touch_only_their_lanes():
+    """``vload_n`` / ``vstore_n`` (srcore.conv.simd), the depthwise copy's narrow rows and the
+    stores at a row's end: the first ``n`` lanes, zeros after them on load, nothing else written."""
+    import numba
+
+    from srcore.conv.simd import vadd, vload_n, vsplat, vstore_n
+
+    @numba.njit
+    def shifted_plus_one(a, out, n, tag):
+        vstore_n(out, 1, vadd(vload_n(a, 3, n, vsplat(tag, 0.0)), vsplat(tag, 1.0)), n)
+
+    for tag, lanes in ((np.zeros(1, np.float32), 8), (np.zeros((1, 1), np.float32), 16)):
+        for n in range(lanes + 1):
+            a = np.arange(3 + n, dtype=np.float32)       # nothing to read past a[3 + n - 1]
+            out = np.full(lanes + 2, -7.0, np.float32)
+            shifted_plus_one(a, out, n, tag)
+            want = np.full(lanes + 2, -7.0, np.float32)
+            want[1:1 + n] = a[3:3 + n] + 1
+            np.testing.assert_array_equal(out, want)

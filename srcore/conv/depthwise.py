@@ -10,7 +10,7 @@ into a small padded, stride-phase-split buffer (the layout of :func:`.direct.fil
 once per call, so only the interior is copied: :func:`_copy_channel`, stride 2 deinterleaved with
 vector shuffles), which stays in cache while the kernel reads it; so at stride 2 the loads stay
 contiguous without im2col. Bias is the accumulators' start; an optional residual, leaky relu and a clamp (relu, relu6) are
-fused into the stores (:func:`.simd.store_epilogue`). Work is split by output channel, so more than one thread splits the channels.
+fused into the stores (:func:`_put`; at a row's end a masked store). Work is split by output channel, so more than one thread splits the channels.
 
 Lanes come from the CPU's features (:func:`.direct.lanes`), never its vendor; callers choose this
 kernel by timing it against their other tactics on the real shape.
@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from .direct import _JIT, _tag, lanes, run_bound
-from .simd import fptr, store_epilogue, vadd, vbcast, vclamp, veven, vfma, vleaky, vload, vodd, vsplat, vstore
+from .simd import fptr, vadd, vbcast, vclamp, veven, vfma, vleaky, vload, vload_n, vodd, vsplat, vstore, vstore_n
 
 #: accumulators (vectors of output columns) per register block
 SLOTS = 8
@@ -51,17 +51,32 @@ def _copy_channel(px, src0, H, W, sh, sw, pt, pl, pq, Hq, Wq, J0, J1, like, nl):
                     for jv in range(pl, j1, nl):
                         j = min(jv, j1 - nl)
                         vstore(pq, base0 + j, vload(px, src + j - pl, like))
-                else:
-                    for j in range(pl, j1):
-                        pq[base0 + j] = px[src + j - pl]
+                elif j1 > pl:   # a row narrower than a vector
+                    vstore_n(pq, base0 + pl, vload_n(px, src, j1 - pl, like), j1 - pl)
                 continue
-            if sw == 2:
+            if sw == 2 and J1 - J0 >= nl:
                 for jv in range(J0, J1, nl):
                     j = min(jv, J1 - nl)
                     v0 = vload(px, src + 2 * j - pl, like)
                     v1 = vload(px, src + 2 * j - pl + nl, like)
                     vstore(pq, base0 + j, veven(v0, v1))
                     vstore(pq, base0 + Hq * Wq + j, vodd(v0, v1))
+            elif sw == 2 and J1 > J0:   # narrower than a vector: masked loads (nothing read past the row)
+                s0 = 2 * J0 - pl
+                v0 = vload_n(px, src + s0, min(nl, W - s0), like)
+                v1 = vload_n(px, src + s0 + nl, max(0, min(nl, W - s0 - nl)), like)
+                vstore_n(pq, base0 + J0, veven(v0, v1), J1 - J0)
+                vstore_n(pq, base0 + Hq * Wq + J0, vodd(v0, v1), J1 - J0)
+            if sw == 2:   # the edges (divisions by the constant 2: a run-time divisor cost more than the row)
+                for bb in range(2):
+                    base = base0 + bb * Hq * Wq
+                    j0 = min(Wq, max(0, (pl - bb + 1) // 2))
+                    j1 = max(j0, min(Wq, (W - 1 + pl - bb) // 2 + 1))
+                    for j in range(j0, min(j1, J0)):
+                        pq[base + j] = px[src + 2 * j + bb - pl]
+                    for j in range(max(j0, J1), j1):
+                        pq[base + j] = px[src + 2 * j + bb - pl]
+                continue
             for bb in range(sw):
                 base = base0 + bb * Hq * Wq
                 j0 = min(Wq, max(0, (pl - bb + sw - 1) // sw))
@@ -73,26 +88,28 @@ def _copy_channel(px, src0, H, W, sh, sw, pt, pl, pq, Hq, Wq, J0, J1, like, nl):
 
 
 @numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
-def _put(a, s, row, col, nl, Ho, Wo, obase, plane, one_block, pblk, pout, pres, has_res, leaky, slope, lo, hi):
-    """Slot ``s`` (accumulator ``a``, output pixel ``(row, col)`` and the ``nl - 1`` after it in its
-    row) as a whole vector straight from the register where it may be; returns the bit ``1 << s``
-    when it lies in the plane but may not (a row's end), having saved ``a`` at ``pblk[s * nl]`` for
-    the element-by-element store. A partial vector is stored whole when what it spills over lies in
-    this plane's later rows, which the task writes afterwards: one column block per row (else the
-    next row's start is already written), no residual (``out`` may be the residual's buffer)."""
+def _put(a, row, col, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi):
+    """A slot (accumulator ``a``, output pixel ``(row, col)`` and the ``nl - 1`` after it in its row)
+    into the output where it lies inside the plane, from the register: a whole vector, or at a
+    row's end a masked store of the row's part. A partial vector is stored whole when what it
+    spills over lies in this plane's later rows, which the task writes afterwards: one column block
+    per row (else the next row's start is already written), no residual (``out`` may be the
+    residual's buffer)."""
     if row >= Ho or col >= Wo:
-        return 0
+        return
     oi = obase + row * Wo + col
-    if col + nl <= Wo or (one_block and not has_res and oi + nl <= obase + plane):
-        v = a
-        if has_res:
-            v = vadd(v, vload(pres, oi, a))
-        if leaky:
-            v = vleaky(v, slope)
-        vstore(pout, oi, vclamp(v, lo, hi))
-        return 0
-    vstore(pblk, s * nl, a)
-    return 1 << s
+    width = min(nl, Wo - col)
+    whole = width == nl or (one_block and not has_res and oi + nl <= obase + plane)
+    v = a
+    if has_res:
+        v = vadd(v, vload_n(pres, oi, width, a))
+    if leaky:
+        v = vleaky(v, slope)
+    v = vclamp(v, lo, hi)
+    if whole:
+        vstore(pout, oi, v)
+    else:
+        vstore_n(pout, oi, v, width)
 
 
 @numba.njit(**_JIT)
@@ -105,12 +122,11 @@ def dw_tasks(x, H, W, sh, sw, pt, pl, Hq, Wq, J0, J1, mult, taps, w, b, out, res
     that buffer of tap ``k``'s input for output pixel (0, 0); ``w`` (O, taps) flat, ``b`` (O,). The
     block is ``rb`` rows x ``cb`` vectors (rb * cb == 8)."""
     nt = taps.shape[0]
-    blk = np.empty(SLOTS * nl, np.float32)
     xq = np.zeros(sh * sw * Hq * Wq, np.float32)
     C = O // mult
     # pointers, not arrays: no reference counting in the inlined helpers, no negative-index
     # wraparound on the weight's index (it cost registers in the tap loop)
-    pblk, pout, pres, px, pw, pin = fptr(blk), fptr(out), fptr(res), fptr(xq), fptr(w), fptr(x)
+    pout, pres, px, pw, pin = fptr(out), fptr(res), fptr(xq), fptr(w), fptr(x)
     plane = Ho * Wo
     # the 8 slots' offsets in xq from the block's corner: slot s = row s // cb, vector s % cb
     # (and in the output: row d_s, column e_s), computed once: integer divisions in the epilogue
@@ -121,6 +137,7 @@ def dw_tasks(x, H, W, sh, sw, pt, pl, Hq, Wq, J0, J1, mult, taps, w, b, out, res
     q1, q2, q3, q4 = d1 * Wq + e1, d2 * Wq + e2, d3 * Wq + e3, d4 * Wq + e4
     q5, q6, q7 = d5 * Wq + e5, d6 * Wq + e6, d7 * Wq + e7
     one_block = Wo <= cb * nl
+    overlap = not has_res and Wo >= cb * nl
     cur = -1
     for o in range(t0, t1):
         if o // mult != cur:
@@ -130,7 +147,11 @@ def dw_tasks(x, H, W, sh, sw, pt, pl, Hq, Wq, J0, J1, mult, taps, w, b, out, res
         wo = o * nt
         bv = vsplat(tag, b[o])
         for r0 in range(0, Ho, rb):
-            for j0 in range(0, Wo, cb * nl):
+            for jb in range(0, Wo, cb * nl):
+                # a row's last column block ends at its end, overlapping the one before (the same
+                # values stored twice) instead of ending in partial vectors; not with a residual
+                # (``out`` may be its buffer: the overlap would read outputs as residual)
+                j0 = Wo - cb * nl if overlap and jb + cb * nl > Wo else jb
                 a0, a1, a2, a3, a4, a5, a6, a7 = bv, bv, bv, bv, bv, bv, bv, bv
                 base = r0 * Wq + j0
                 for k in range(nt):
@@ -144,23 +165,15 @@ def dw_tasks(x, H, W, sh, sw, pt, pl, Hq, Wq, J0, J1, mult, taps, w, b, out, res
                     a5 = vfma(vload(px, xi + q5, bv), wk, a5)
                     a6 = vfma(vload(px, xi + q6, bv), wk, a6)
                     a7 = vfma(vload(px, xi + q7, bv), wk, a7)
-                # the epilogue from the registers; the few slots at a row's end after them, through
-                # the buffer (one copy of that loop in the code: eight inlined copies cost more time)
-                pend = _put(a0, 0, r0, j0, nl, Ho, Wo, obase, plane, one_block, pblk, pout, pres, has_res, leaky, slope, lo, hi)
-                pend |= _put(a1, 1, r0 + d1, j0 + e1, nl, Ho, Wo, obase, plane, one_block, pblk, pout, pres, has_res, leaky, slope, lo, hi)
-                pend |= _put(a2, 2, r0 + d2, j0 + e2, nl, Ho, Wo, obase, plane, one_block, pblk, pout, pres, has_res, leaky, slope, lo, hi)
-                pend |= _put(a3, 3, r0 + d3, j0 + e3, nl, Ho, Wo, obase, plane, one_block, pblk, pout, pres, has_res, leaky, slope, lo, hi)
-                pend |= _put(a4, 4, r0 + d4, j0 + e4, nl, Ho, Wo, obase, plane, one_block, pblk, pout, pres, has_res, leaky, slope, lo, hi)
-                pend |= _put(a5, 5, r0 + d5, j0 + e5, nl, Ho, Wo, obase, plane, one_block, pblk, pout, pres, has_res, leaky, slope, lo, hi)
-                pend |= _put(a6, 6, r0 + d6, j0 + e6, nl, Ho, Wo, obase, plane, one_block, pblk, pout, pres, has_res, leaky, slope, lo, hi)
-                pend |= _put(a7, 7, r0 + d7, j0 + e7, nl, Ho, Wo, obase, plane, one_block, pblk, pout, pres, has_res, leaky, slope, lo, hi)
-                if pend:
-                    for s in range(SLOTS):
-                        if pend & (1 << s):
-                            row = r0 + s // cb
-                            col = j0 + (s % cb) * nl
-                            store_epilogue(pblk, s * nl, pout, obase + row * Wo + col, Wo - col, False, pres,
-                                           has_res, leaky, slope, lo, hi, bv)
+                # the epilogue from the registers
+                _put(a0, r0, j0, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi)
+                _put(a1, r0 + d1, j0 + e1, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi)
+                _put(a2, r0 + d2, j0 + e2, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi)
+                _put(a3, r0 + d3, j0 + e3, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi)
+                _put(a4, r0 + d4, j0 + e4, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi)
+                _put(a5, r0 + d5, j0 + e5, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi)
+                _put(a6, r0 + d6, j0 + e6, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi)
+                _put(a7, r0 + d7, j0 + e7, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi)
 
 
 class SimdDepthwiseConv:
@@ -222,11 +235,12 @@ class SimdDepthwiseConv:
         taps = np.array([((ky * dh % sh) * sw + kx * dw % sw) * Hq * Wq + (ky * dh // sh) * Wq + kx * dw // sw
                          for ky in range(kh) for kx in range(kw)], np.int64)
         # stride 2: the columns [J0, J1) both column phases have inside the input, copied in
-        # deinterleaved vectors (none: J0 = J1 = Wq, every column element by element)
+        # deinterleaved vectors (masked when fewer than a vector; none: J0 = J1 = Wq, every column
+        # element by element)
         pl = self.pads[1][0]
         J0 = max(min(Wq, max(0, (pl - b + sw - 1) // sw)) for b in range(sw))
         J1 = min(max(0, min(Wq, (W - 1 + pl - b) // sw + 1)) for b in range(sw))
-        if sw != 2 or J1 - J0 < nl:
+        if sw != 2 or J1 <= J0:
             J0 = J1 = Wq
         return Ho, Wo, rb, cb, Hq, Wq, J0, J1, taps
 
