@@ -15,7 +15,8 @@ from srcore.plugin import simd_depthwise
 
 pytestmark = pytest.mark.one_pass
 
-_ACTS = {"none": (-math.inf, math.inf), "relu": (0.0, math.inf), "relu6": (0.0, 6.0), "leaky": (-math.inf, math.inf)}
+_ACTS = {"none": (-math.inf, math.inf), "relu": (0.0, math.inf), "relu6": (0.0, 6.0), "leaky": (-math.inf, math.inf),
+         "hardswish": (-math.inf, math.inf), "hardsigmoid": (-math.inf, math.inf), "relu_hardswish": (0.0, math.inf)}
 
 
 @st.composite
@@ -28,14 +29,17 @@ def depthwise(draw):
     return draw(st.integers(1, 2)), draw(st.integers(1, 19)), draw(st.sampled_from([1, 1, 2])), k, s, d, p, size
 
 
-def _reference(x, w, b, s, p, d, res=None, lo=-math.inf, hi=math.inf, slope=None):
+def _reference(x, w, b, s, p, d, res=None, lo=-math.inf, hi=math.inf, slope=None, act=None):
     y = F.conv2d(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(w), torch.from_numpy(b), s, p, d,
                  x.shape[1])
     if res is not None:
         y = y + torch.from_numpy(res)
     if slope is not None:
         y = F.leaky_relu(y, slope)
-    return torch.clamp(y, lo, hi).numpy()
+    y = torch.clamp(y, lo, hi)
+    if act is not None:
+        y = getattr(F, act)(y)
+    return y.numpy()
 
 
 @settings(max_examples=40, deadline=None)
@@ -51,12 +55,14 @@ def test_matches_torch(case, seed, lanes, act, residual, transposed):
     b = rng.standard_normal(C * mult).astype(np.float32)
     lo, hi = _ACTS[act]
     slope = 0.1 if act == "leaky" else None
-    conv = simd_depthwise.SimdDepthwiseConv(w, b, s, p, d, lo=lo, hi=hi, lanes_=lanes, negative_slope=slope)
+    after = act.split("_")[-1] if act.endswith(("hardswish", "hardsigmoid")) else None
+    conv = simd_depthwise.SimdDepthwiseConv(w, b, s, p, d, lo=lo, hi=hi, lanes_=lanes, negative_slope=slope,
+                                            activation=after)
     out_shape = conv.out_shape(x.shape)
     res = rng.standard_normal(out_shape, np.float32) if residual else None
     out = np.full(out_shape, np.nan, np.float32)
     conv(x, out, res)
-    np.testing.assert_allclose(out, _reference(x, w, b, s, p, d, res, lo, hi, slope), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(out, _reference(x, w, b, s, p, d, res, lo, hi, slope, after), rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.parametrize("C, hw, k, s", [(21, 9, 5, 2), (40, 7, 3, 1), (13, 30, 3, 2)])
@@ -94,10 +100,12 @@ def test_bad_shapes_are_errors():
         conv(np.ones((1, 4, 5, 5), np.float32), np.empty((1, 6, 3, 3), np.float32))
     with pytest.raises(SrcoreError, match="stride"):
         simd_depthwise.SimdDepthwiseConv(np.ones((4, 1, 3, 3), np.float32), None, stride=0)
+    with pytest.raises(SrcoreError, match="activation 'gelu'"):
+        simd_depthwise.SimdDepthwiseConv(np.ones((4, 1, 3, 3), np.float32), None, activation="gelu")
 
 
 def test_one_conv_on_several_input_sizes_and_from_two_threads():
-    """The per-shape plan and the kept per-thread buffer: larger then smaller planes, and two
+    """The per-shape plan and the per-call buffer: larger then smaller planes, and two
     threads calling one conv at once, each matching torch."""
     from concurrent.futures import ThreadPoolExecutor
 

@@ -24,10 +24,13 @@ import numpy as np
 
 from ..errors import ShapeError
 from .direct import _JIT, _tag, lanes, run_bound
-from .simd import fptr, vadd, vbcast, vclamp, veven, vfma, vleaky, vload, vload_n, vodd, vsplat, vstore, vstore_n
+from .simd import (fptr, vadd, vbcast, vclamp, vdiv, veven, vfma, vleaky, vload, vload_n, vmul, vodd, vsplat, vstore,
+                   vstore_n)
 
 #: accumulators (vectors of output columns) per register block
 SLOTS = 8
+#: the activations the stores apply after the clamp (a code per name: its index)
+ACTIVATIONS = ("none", "hardswish", "hardsigmoid")
 
 
 @numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
@@ -88,7 +91,7 @@ def _copy_channel(px, src0, H, W, sh, sw, pt, pl, pq, Hq, Wq, J0, J1, like, nl):
 
 
 @numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
-def _put(a, row, col, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi):
+def _put(a, row, col, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi, act, c3, c6):
     """A slot (accumulator ``a``, output pixel ``(row, col)`` and the ``nl - 1`` after it in its row)
     into the output where it lies inside the plane, from the register: a whole vector, or at a
     row's end a masked store of the row's part. A partial vector is stored whole when what it
@@ -106,6 +109,9 @@ def _put(a, row, col, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, 
     if leaky:
         v = vleaky(v, slope)
     v = vclamp(v, lo, hi)
+    if act != 0:   # torch's float32 formulas, op for op (no contraction): the bits of the separate pass
+        t = vclamp(vadd(v, c3), 0.0, 6.0)
+        v = vdiv(vmul(v, t) if act == 1 else t, c6)
     if whole:
         vstore(pout, oi, v)
     else:
@@ -114,13 +120,14 @@ def _put(a, row, col, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, 
 
 @numba.njit(**_JIT)
 def dw_tasks(x, H, W, sh, sw, pt, pl, Hq, Wq, J0, J1, mult, taps, w, b, out, res, has_res, leaky, slope, lo, hi,
-             O, Ho, Wo, rb, cb, tag, nl, n, t0, t1):
+             act, O, Ho, Wo, rb, cb, tag, nl, n, t0, t1):
     """Output channels ``t0 <= o < t1`` of image ``n`` of ``x`` ((N, C * H * W) C-contiguous).
     Each input channel is first copied into this call's padded, stride-phase-split buffer of
     ``sh * sw * Hq * Wq`` floats (:func:`_copy_channel`; zeroed once, so only the interior is
     copied), which stays in L1/L2 while its output channels are computed. ``taps[k]``: offset in
     that buffer of tap ``k``'s input for output pixel (0, 0); ``w`` (O, taps) flat, ``b`` (O,). The
-    block is ``rb`` rows x ``cb`` vectors (rb * cb == 8)."""
+    block is ``rb`` rows x ``cb`` vectors (rb * cb == 8); ``act`` the activation after the clamp
+    (:data:`ACTIVATIONS`' index; ``c3``, ``c6``: 3 and 6 in every lane)."""
     nt = taps.shape[0]
     xq = np.zeros(sh * sw * Hq * Wq, np.float32)
     C = O // mult
@@ -137,6 +144,7 @@ def dw_tasks(x, H, W, sh, sw, pt, pl, Hq, Wq, J0, J1, mult, taps, w, b, out, res
     q1, q2, q3, q4 = d1 * Wq + e1, d2 * Wq + e2, d3 * Wq + e3, d4 * Wq + e4
     q5, q6, q7 = d5 * Wq + e5, d6 * Wq + e6, d7 * Wq + e7
     one_block = Wo <= cb * nl
+    c3, c6 = vsplat(tag, 3.0), vsplat(tag, 6.0)   # the activations' constants
     overlap = not has_res and Wo >= cb * nl
     cur = -1
     for o in range(t0, t1):
@@ -166,14 +174,14 @@ def dw_tasks(x, H, W, sh, sw, pt, pl, Hq, Wq, J0, J1, mult, taps, w, b, out, res
                     a6 = vfma(vload(px, xi + q6, bv), wk, a6)
                     a7 = vfma(vload(px, xi + q7, bv), wk, a7)
                 # the epilogue from the registers
-                _put(a0, r0, j0, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi)
-                _put(a1, r0 + d1, j0 + e1, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi)
-                _put(a2, r0 + d2, j0 + e2, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi)
-                _put(a3, r0 + d3, j0 + e3, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi)
-                _put(a4, r0 + d4, j0 + e4, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi)
-                _put(a5, r0 + d5, j0 + e5, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi)
-                _put(a6, r0 + d6, j0 + e6, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi)
-                _put(a7, r0 + d7, j0 + e7, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi)
+                _put(a0, r0, j0, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi, act, c3, c6)
+                _put(a1, r0 + d1, j0 + e1, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi, act, c3, c6)
+                _put(a2, r0 + d2, j0 + e2, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi, act, c3, c6)
+                _put(a3, r0 + d3, j0 + e3, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi, act, c3, c6)
+                _put(a4, r0 + d4, j0 + e4, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi, act, c3, c6)
+                _put(a5, r0 + d5, j0 + e5, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi, act, c3, c6)
+                _put(a6, r0 + d6, j0 + e6, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi, act, c3, c6)
+                _put(a7, r0 + d7, j0 + e7, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi, act, c3, c6)
 
 
 class SimdDepthwiseConv:
@@ -184,12 +192,13 @@ class SimdDepthwiseConv:
     ``weight`` is (O, 1, kh, kw) with O a multiple of the input channels (output channel ``o``
     reads input channel ``o // (O // C)``); ``pads`` an int, an (h, w) pair, or ((top, bottom),
     (left, right)); ``lo``/``hi`` the fused clamp (``0, inf`` for relu); ``negative_slope`` a fused
-    leaky relu (``None``: none). ``lanes_`` forces the vector
+    leaky relu (``None``: none); ``activation`` ``"hardswish"`` or ``"hardsigmoid"`` after the
+    clamp, with torch's float32 formulas (``None``: none). ``lanes_`` forces the vector
     width (tests; default :func:`~.direct.lanes`). ``x`` may be any float32 (N, C, H, W) view.
     """
 
     def __init__(self, weight, bias, stride=1, pads=0, dilation=1, lo=-math.inf, hi=math.inf, lanes_=None,
-                 negative_slope=None):
+                 negative_slope=None, activation=None):
         w = np.asarray(weight, np.float32)
         if w.ndim != 4 or w.shape[1] != 1:
             raise ShapeError(f"SimdDepthwiseConv: weight must be (O, 1, kh, kw), got shape {w.shape}")
@@ -206,6 +215,9 @@ class SimdDepthwiseConv:
         self.b = (np.zeros(self.O, np.float32) if bias is None
                   else np.ascontiguousarray(np.asarray(bias, np.float32).reshape(self.O)))
         self.lo, self.hi = float(lo), float(hi)
+        if (activation or "none") not in ACTIVATIONS:
+            raise ShapeError(f"SimdDepthwiseConv: activation {activation!r} is not one of {', '.join(ACTIVATIONS)}")
+        self.act = ACTIVATIONS.index(activation or "none")
         self.leaky = negative_slope is not None
         self.slope = np.float32(negative_slope if self.leaky else 1.0)   # torch multiplies in float32
         self.nl = lanes() if lanes_ is None else int(lanes_)
@@ -279,7 +291,7 @@ class DepthwiseRun:
         res = conv._none if residual is None else residual.reshape(-1)
         self._args = (xc, H, W, sh, sw, conv.pads[0][0], conv.pads[1][0], Hq, Wq, J0, J1, conv.O // C, taps,
                       conv.w, conv.b, out.reshape(-1), res, residual is not None, conv.leaky, conv.slope, conv.lo,
-                      conv.hi, conv.O, Ho, Wo, rb, cb, conv.tag, conv.nl)
+                      conv.hi, conv.act, conv.O, Ho, Wo, rb, cb, conv.tag, conv.nl)
 
     def fill(self, n: int, c0: int, c1: int):
         """Nothing: :meth:`run_tasks` copies the input channels it reads."""

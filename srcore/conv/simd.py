@@ -109,6 +109,20 @@ def vadd(typingctx, a, b):
 
 
 @intrinsic
+def vmul(typingctx, a, b):
+    def codegen(context, builder, sig, args):
+        return builder.fmul(args[0], args[1])
+    return a(a, b), codegen
+
+
+@intrinsic
+def vdiv(typingctx, a, b):
+    def codegen(context, builder, sig, args):
+        return builder.fdiv(args[0], args[1])
+    return a(a, b), codegen
+
+
+@intrinsic
 def vclamp(typingctx, v, lo, hi):
     """``min(max(v, lo), hi)`` per lane (NaN stays NaN, as ``np.clip``/``torch.clamp``)."""
     def codegen(context, builder, sig, args):
