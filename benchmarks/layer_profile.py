@@ -2,8 +2,9 @@
 process, interleaved, one thread: ``python -m benchmarks.layer_profile MODEL [--rounds 12]``.
 
 Each round runs ORT (profiler on) ``--calls`` times, then times every layer of trt_like's engine
-once on its own (``Plan.profile``); a layer's or node's figure is its minimum over all rounds (the
-least disturbed on a shared machine; per-node means moved 3x with the load). Both lists are printed
+on its own as many times (``Plan.profile``); a layer's or node's figure is its minimum over all
+its samples (the least disturbed on a shared machine; per-node means moved 3x with the load), the
+same number of samples on both sides. Both lists are printed
 in execution order with their sums; ORT's nodes are its own after its graph transformers (NCHWc
 convs with fused activations, ``ReorderInput``/``ReorderOutput``), so layers are matched by hand.
 Artifacts come from ``benchmarks.prepare`` (made if missing). Build the engine with a fresh
@@ -50,7 +51,7 @@ def profile(model: str, out: Path, rounds: int, calls: int):
             sess.run(None, feeds)
         for e, eng in enumerate(engines):
             # an engine's inputs are the model's when it is the whole model (the usual case here)
-            for i, (label, sec) in enumerate(eng.profile(*xs, rounds=1)):
+            for i, (label, sec) in enumerate(eng.profile(*xs, rounds=calls)):
                 old = best.get((e, i))
                 best[(e, i)] = (label, min(sec, old[1]) if old else sec)
     path = sess.end_profiling()
