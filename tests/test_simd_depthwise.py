@@ -15,7 +15,8 @@ from srcore.plugin import simd_depthwise
 
 pytestmark = pytest.mark.one_pass
 
-_ACTS = {"none": (-math.inf, math.inf), "relu": (0.0, math.inf), "relu6": (0.0, 6.0), "leaky": (-math.inf, math.inf)}
+_ACTS = {"none": (-math.inf, math.inf), "relu": (0.0, math.inf), "relu6": (0.0, 6.0), "leaky": (-math.inf, math.inf),
+         "hardswish": (-math.inf, math.inf), "hardsigmoid": (-math.inf, math.inf), "relu_hardswish": (0.0, math.inf)}
 
 
 @st.composite
@@ -28,14 +29,17 @@ def depthwise(draw):
     return draw(st.integers(1, 2)), draw(st.integers(1, 19)), draw(st.sampled_from([1, 1, 2])), k, s, d, p, size
 
 
-def _reference(x, w, b, s, p, d, res=None, lo=-math.inf, hi=math.inf, slope=None):
+def _reference(x, w, b, s, p, d, res=None, lo=-math.inf, hi=math.inf, slope=None, act=None):
     y = F.conv2d(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(w), torch.from_numpy(b), s, p, d,
                  x.shape[1])
     if res is not None:
         y = y + torch.from_numpy(res)
     if slope is not None:
         y = F.leaky_relu(y, slope)
-    return torch.clamp(y, lo, hi).numpy()
+    y = torch.clamp(y, lo, hi)
+    if act is not None:
+        y = getattr(F, act)(y)
+    return y.numpy()
 
 
 @settings(max_examples=40, deadline=None)
@@ -51,12 +55,14 @@ def test_matches_torch(case, seed, lanes, act, residual, transposed):
     b = rng.standard_normal(C * mult).astype(np.float32)
     lo, hi = _ACTS[act]
     slope = 0.1 if act == "leaky" else None
-    conv = simd_depthwise.SimdDepthwiseConv(w, b, s, p, d, lo=lo, hi=hi, lanes_=lanes, negative_slope=slope)
+    after = act.split("_")[-1] if act.endswith(("hardswish", "hardsigmoid")) else None
+    conv = simd_depthwise.SimdDepthwiseConv(w, b, s, p, d, lo=lo, hi=hi, lanes_=lanes, negative_slope=slope,
+                                            activation=after)
     out_shape = conv.out_shape(x.shape)
     res = rng.standard_normal(out_shape, np.float32) if residual else None
     out = np.full(out_shape, np.nan, np.float32)
     conv(x, out, res)
-    np.testing.assert_allclose(out, _reference(x, w, b, s, p, d, res, lo, hi, slope), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(out, _reference(x, w, b, s, p, d, res, lo, hi, slope, after), rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.parametrize("C, hw, k, s", [(21, 9, 5, 2), (40, 7, 3, 1), (13, 30, 3, 2)])
@@ -94,10 +100,12 @@ def test_bad_shapes_are_errors():
         conv(np.ones((1, 4, 5, 5), np.float32), np.empty((1, 6, 3, 3), np.float32))
     with pytest.raises(SrcoreError, match="stride"):
         simd_depthwise.SimdDepthwiseConv(np.ones((4, 1, 3, 3), np.float32), None, stride=0)
+    with pytest.raises(SrcoreError, match="activation 'gelu'"):
+        simd_depthwise.SimdDepthwiseConv(np.ones((4, 1, 3, 3), np.float32), None, activation="gelu")
 
 
 def test_one_conv_on_several_input_sizes_and_from_two_threads():
-    """The per-shape plan and the kept per-thread buffer: larger then smaller planes, and two
+    """The per-shape plan and the per-call buffer: larger then smaller planes, and two
     threads calling one conv at once, each matching torch."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -119,9 +127,10 @@ def test_one_conv_on_several_input_sizes_and_from_two_threads():
 
 @pytest.mark.parametrize("stride, mult", [(1, 1), (2, 2)])
 def test_bound_call_in_ranges_on_threads_gives_the_call_bits(stride, mult):
-    """``bind``: each image's padded copy by channel ranges (rows of 13, so a range's last vector
-    runs past its rows) and its output channels by ranges, ragged parts run at once on threads,
-    write the bits of ``conv(x, out)``; leaky relu and a residual in the stores."""
+    """``bind``: each image's output channels by ragged ranges run at once on threads (each copies
+    the input channels it reads into its own buffer; with a channel multiplier a range may start
+    or end inside an input channel's outputs) write the bits of ``conv(x, out)``; leaky relu and a
+    residual in the stores. There is no copy step ahead of the tasks (``channels == 0``)."""
     from concurrent.futures import ThreadPoolExecutor
 
     rng = np.random.default_rng(stride)
@@ -134,13 +143,34 @@ def test_bound_call_in_ranges_on_threads_gives_the_call_bits(stride, mult):
     conv(x, want, res)
     out = np.full_like(res, np.nan)
     run = conv.bind(x, out, res)
-    assert (run.images, run.channels, run.tasks) == (2, 10, 10 * mult)
+    assert (run.images, run.channels, run.tasks) == (2, 0, 10 * mult)
     cuts = lambda total: [(0, 1), (1, total // 3), (total // 3, total - 2), (total - 2, total)]
     with ThreadPoolExecutor(4) as pool:
         for n in range(run.images):
-            list(pool.map(lambda r, n=n: run.fill(n, *r), cuts(run.channels)[::-1]))
+            run.fill(n, 0, run.channels)
             list(pool.map(lambda r, n=n: run.run_tasks(n, *r), cuts(run.tasks)[::-1]))
     np.testing.assert_array_equal(out, want)
     ref = F.leaky_relu(F.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), stride, 1, 1, 10)
                        + torch.from_numpy(res), 0.2).numpy()
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-4)
+
+
+def test_masked_vector_load_and_store_touch_only_their_lanes():
+    """``vload_n`` / ``vstore_n`` (srcore.conv.simd), the depthwise copy's narrow rows and the
+    stores at a row's end: the first ``n`` lanes, zeros after them on load, nothing else written."""
+    import numba
+
+    from srcore.conv.simd import vadd, vload_n, vsplat, vstore_n
+
+    @numba.njit
+    def shifted_plus_one(a, out, n, tag):
+        vstore_n(out, 1, vadd(vload_n(a, 3, n, vsplat(tag, 0.0)), vsplat(tag, 1.0)), n)
+
+    for tag, lanes in ((np.zeros(1, np.float32), 8), (np.zeros((1, 1), np.float32), 16)):
+        for n in range(lanes + 1):
+            a = np.arange(3 + n, dtype=np.float32)       # nothing to read past a[3 + n - 1]
+            out = np.full(lanes + 2, -7.0, np.float32)
+            shifted_plus_one(a, out, n, tag)
+            want = np.full(lanes + 2, -7.0, np.float32)
+            want[1:1 + n] = a[3:3 + n] + 1
+            np.testing.assert_array_equal(out, want)

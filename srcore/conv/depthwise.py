@@ -5,10 +5,12 @@ One input channel per output channel leaves nothing to share across channels, so
 block is spatial: 8 accumulators of ``lanes`` output columns each, as 8 rows x 1 vector when the
 output rows fit one vector (MobileNet's 7x7 and 14x14 planes on AVX-512) or 4 rows x 2 vectors
 otherwise. Per tap the weight is broadcast once and each accumulator does one FMA on an unaligned
-load (:mod:`.simd`). The input of one image is copied once into the padded, stride-phase-split
-buffer of :func:`.direct.fill_phases` (:func:`fill_padded`), so at stride 2 the loads stay contiguous without im2col.
-Bias is the accumulators' start; an optional residual, leaky relu and a clamp (relu, relu6) are
-fused into the stores (:func:`.simd.store_epilogue`). Work is split by output channel, so more than one thread splits the channels.
+load (:mod:`.simd`). Each input channel is copied, just before its output channels are computed,
+into a small padded, stride-phase-split buffer (the layout of :func:`.direct.fill_phases`; zeroed
+once per call, so only the interior is copied: :func:`_copy_channel`, stride 2 deinterleaved with
+vector shuffles), which stays in cache while the kernel reads it; so at stride 2 the loads stay
+contiguous without im2col. Bias is the accumulators' start; an optional residual, leaky relu and a clamp (relu, relu6) are
+fused into the stores (:func:`_put`; at a row's end a masked store). Work is split by output channel, so more than one thread splits the channels.
 
 Lanes come from the CPU's features (:func:`.direct.lanes`), never its vendor; callers choose this
 kernel by timing it against their other tactics on the real shape.
@@ -16,125 +18,170 @@ kernel by timing it against their other tactics on the real shape.
 from __future__ import annotations
 
 import math
-import threading
 
 import numba
 import numpy as np
 
 from ..errors import ShapeError
 from .direct import _JIT, _tag, lanes, run_bound
-from .simd import fptr, store_epilogue, vfma, vload, vsplat, vstore
+from .simd import (fptr, vadd, vbcast, vclamp, vdiv, veven, vfma, vleaky, vload, vload_n, vmul, vodd, vsplat, vstore,
+                   vstore_n)
 
 #: accumulators (vectors of output columns) per register block
 SLOTS = 8
-#: padded input buffers up to this many floats (1 MiB) are kept between calls
-KEEP_BUFFER_FLOATS = 1 << 18
+#: the activations the stores apply after the clamp (a code per name: its index)
+ACTIVATIONS = ("none", "hardswish", "hardsigmoid")
+
+
+@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+def _copy_channel(px, src0, H, W, sh, sw, pt, pl, pq, Hq, Wq, J0, J1, like, nl):
+    """The input plane at ``px[src0:src0 + H * W]`` into its stride phases
+    ``pq[((a * sw + b) * Hq + i) * Wq + j] = x_padded[i * sh + a, j * sw + b]``, **interior only**:
+    the cells that padding reaches are never written (the caller zeroes the buffer once, and every
+    channel has the same interior). Rows in whole vectors ending with one that overlaps the vector
+    before it (the same values); at stride 2 two vector loads deinterleaved into the two column
+    phases (``[J0, J1)``: the columns both phases have inside the row; empty when too narrow);
+    other strides and the edges element by element."""
+    for a in range(sh):
+        i0 = max(0, (pt - a + sh - 1) // sh)
+        i1 = min(Hq, (H - 1 + pt - a) // sh + 1)
+        for i in range(i0, i1):
+            src = src0 + (i * sh + a - pt) * W
+            base0 = (a * sw * Hq + i) * Wq
+            if sw == 1:
+                j1 = min(Wq, W + pl)
+                if j1 - pl >= nl:
+                    for jv in range(pl, j1, nl):
+                        j = min(jv, j1 - nl)
+                        vstore(pq, base0 + j, vload(px, src + j - pl, like))
+                elif j1 > pl:   # a row narrower than a vector
+                    vstore_n(pq, base0 + pl, vload_n(px, src, j1 - pl, like), j1 - pl)
+                continue
+            if sw == 2 and J1 - J0 >= nl:
+                for jv in range(J0, J1, nl):
+                    j = min(jv, J1 - nl)
+                    v0 = vload(px, src + 2 * j - pl, like)
+                    v1 = vload(px, src + 2 * j - pl + nl, like)
+                    vstore(pq, base0 + j, veven(v0, v1))
+                    vstore(pq, base0 + Hq * Wq + j, vodd(v0, v1))
+            elif sw == 2 and J1 > J0:   # narrower than a vector: masked loads (nothing read past the row)
+                s0 = 2 * J0 - pl
+                v0 = vload_n(px, src + s0, min(nl, W - s0), like)
+                v1 = vload_n(px, src + s0 + nl, max(0, min(nl, W - s0 - nl)), like)
+                vstore_n(pq, base0 + J0, veven(v0, v1), J1 - J0)
+                vstore_n(pq, base0 + Hq * Wq + J0, vodd(v0, v1), J1 - J0)
+            if sw == 2:   # the edges (divisions by the constant 2: a run-time divisor cost more than the row)
+                for bb in range(2):
+                    base = base0 + bb * Hq * Wq
+                    j0 = min(Wq, max(0, (pl - bb + 1) // 2))
+                    j1 = max(j0, min(Wq, (W - 1 + pl - bb) // 2 + 1))
+                    for j in range(j0, min(j1, J0)):
+                        pq[base + j] = px[src + 2 * j + bb - pl]
+                    for j in range(max(j0, J1), j1):
+                        pq[base + j] = px[src + 2 * j + bb - pl]
+                continue
+            for bb in range(sw):
+                base = base0 + bb * Hq * Wq
+                j0 = min(Wq, max(0, (pl - bb + sw - 1) // sw))
+                j1 = max(j0, min(Wq, (W - 1 + pl - bb) // sw + 1))
+                for j in range(j0, min(j1, J0)):
+                    pq[base + j] = px[src + j * sw + bb - pl]
+                for j in range(max(j0, J1), j1):
+                    pq[base + j] = px[src + j * sw + bb - pl]
+
+
+@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+def _put(a, row, col, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi, act, c3, c6):
+    """A slot (accumulator ``a``, output pixel ``(row, col)`` and the ``nl - 1`` after it in its row)
+    into the output where it lies inside the plane, from the register: a whole vector, or at a
+    row's end a masked store of the row's part. A partial vector is stored whole when what it
+    spills over lies in this plane's later rows, which the task writes afterwards: one column block
+    per row (else the next row's start is already written), no residual (``out`` may be the
+    residual's buffer)."""
+    if row >= Ho or col >= Wo:
+        return
+    oi = obase + row * Wo + col
+    width = min(nl, Wo - col)
+    whole = width == nl or (one_block and not has_res and oi + nl <= obase + plane)
+    v = a
+    if has_res:
+        v = vadd(v, vload_n(pres, oi, width, a))
+    if leaky:
+        v = vleaky(v, slope)
+    v = vclamp(v, lo, hi)
+    if act != 0:   # torch's float32 formulas, op for op (no contraction): the bits of the separate pass
+        t = vclamp(vadd(v, c3), 0.0, 6.0)
+        v = vdiv(vmul(v, t) if act == 1 else t, c6)
+    if whole:
+        vstore(pout, oi, v)
+    else:
+        vstore_n(pout, oi, v, width)
 
 
 @numba.njit(**_JIT)
-def fill_padded(x, C, H, W, sh, sw, pt, pl, xq, Hq, Wq, tag):
-    """:func:`.direct.fill_phases` for one image ``x``, flat C-contiguous (C, H, W): unsigned flat
-    indices, no row views (numba's negative-index checks kept the copy scalar, and per-row view
-    reference counting cost more than the copy on MobileNet's 7x7 and 14x14 planes); at stride 1
-    rows copied in vectors of ``tag``'s width."""
-    zero = vsplat(tag, np.float32(0.0))
-    nl = 8 if tag.ndim == 1 else 16
-    nx, nq = np.uint64(x.shape[0]), np.uint64(xq.shape[0])
-    for c in range(C):
-        for a in range(sh):
-            for b in range(sw):
-                j0 = min(Wq, max(0, (pl - b + sw - 1) // sw))
-                j1 = max(j0, min(Wq, (W - 1 + pl - b) // sw + 1))
-                for i in range(Hq):
-                    base = np.uint64((((c * sh + a) * sw + b) * Hq + i) * Wq)
-                    r = i * sh + a - pt
-                    if r < 0 or r >= H:
-                        for j in range(Wq):
-                            xq[base + np.uint64(j)] = 0.0
-                        continue
-                    for j in range(j0):
-                        xq[base + np.uint64(j)] = 0.0
-                    src = np.uint64((c * H + r) * W + b - pl)
-                    if sw == 1:
-                        # whole vectors: one that runs past the row writes into the right padding
-                        # (zeroed below) or the next row (written after); the array ends are guarded
-                        j = j0
-                        while j < j1:
-                            if src + np.uint64(j + nl) <= nx and base + np.uint64(j + nl) <= nq:
-                                vstore(xq, base + np.uint64(j), vload(x, src + np.uint64(j), zero))
-                            else:
-                                for e in range(j, j1):
-                                    xq[base + np.uint64(e)] = x[src + np.uint64(e)]
-                            j += nl
-                    else:
-                        for j in range(j0, j1):
-                            xq[base + np.uint64(j)] = x[src + np.uint64(j * sw)]
-                    for j in range(j1, Wq):
-                        xq[base + np.uint64(j)] = 0.0
-
-
-@numba.njit(**_JIT)
-def dw_tasks(xq, Wq, cstep, mult, taps, w, b, out, res, has_res, leaky, slope, lo, hi, O, Ho, Wo, rb, cb,
-             tag, nl, n, t0, t1):
-    """Output channels ``t0 <= o < t1`` of image ``n``. ``taps[k]``: offset in ``xq`` of tap ``k``'s
-    input for output pixel (0, 0) of input channel 0; ``cstep`` the offset between input channels;
-    ``w`` (O, taps) flat, ``b`` (O,). The block is ``rb`` rows x ``cb`` vectors (rb * cb == 8)."""
+def dw_tasks(x, H, W, sh, sw, pt, pl, Hq, Wq, J0, J1, mult, taps, w, b, out, res, has_res, leaky, slope, lo, hi,
+             act, O, Ho, Wo, rb, cb, tag, nl, n, t0, t1):
+    """Output channels ``t0 <= o < t1`` of image ``n`` of ``x`` ((N, C * H * W) C-contiguous).
+    Each input channel is first copied into this call's padded, stride-phase-split buffer of
+    ``sh * sw * Hq * Wq`` floats (:func:`_copy_channel`; zeroed once, so only the interior is
+    copied), which stays in L1/L2 while its output channels are computed. ``taps[k]``: offset in
+    that buffer of tap ``k``'s input for output pixel (0, 0); ``w`` (O, taps) flat, ``b`` (O,). The
+    block is ``rb`` rows x ``cb`` vectors (rb * cb == 8); ``act`` the activation after the clamp
+    (:data:`ACTIVATIONS`' index; ``c3``, ``c6``: 3 and 6 in every lane)."""
     nt = taps.shape[0]
-    blk = np.empty(SLOTS * nl, np.float32)
-    pblk, pout, pres = fptr(blk), fptr(out), fptr(res)   # the epilogue's operands (no reference counting)
+    xq = np.zeros(sh * sw * Hq * Wq, np.float32)
+    C = O // mult
+    # pointers, not arrays: no reference counting in the inlined helpers, no negative-index
+    # wraparound on the weight's index (it cost registers in the tap loop)
+    pout, pres, px, pw, pin = fptr(out), fptr(res), fptr(xq), fptr(w), fptr(x)
     plane = Ho * Wo
     # the 8 slots' offsets in xq from the block's corner: slot s = row s // cb, vector s % cb
-    q0 = 0
-    q1 = (1 // cb) * Wq + (1 % cb) * nl
-    q2 = (2 // cb) * Wq + (2 % cb) * nl
-    q3 = (3 // cb) * Wq + (3 % cb) * nl
-    q4 = (4 // cb) * Wq + (4 % cb) * nl
-    q5 = (5 // cb) * Wq + (5 % cb) * nl
-    q6 = (6 // cb) * Wq + (6 % cb) * nl
-    q7 = (7 // cb) * Wq + (7 % cb) * nl
+    # (and in the output: row d_s, column e_s), computed once: integer divisions in the epilogue
+    # cost more than a 3x3 block's FMAs
+    d1, d2, d3, d4, d5, d6, d7 = 1 // cb, 2 // cb, 3 // cb, 4 // cb, 5 // cb, 6 // cb, 7 // cb
+    e1, e2, e3 = (1 % cb) * nl, (2 % cb) * nl, (3 % cb) * nl
+    e4, e5, e6, e7 = (4 % cb) * nl, (5 % cb) * nl, (6 % cb) * nl, (7 % cb) * nl
+    q1, q2, q3, q4 = d1 * Wq + e1, d2 * Wq + e2, d3 * Wq + e3, d4 * Wq + e4
+    q5, q6, q7 = d5 * Wq + e5, d6 * Wq + e6, d7 * Wq + e7
     one_block = Wo <= cb * nl
+    c3, c6 = vsplat(tag, 3.0), vsplat(tag, 6.0)   # the activations' constants
+    overlap = not has_res and Wo >= cb * nl
+    cur = -1
     for o in range(t0, t1):
-        cbase = (o // mult) * cstep
+        if o // mult != cur:
+            cur = o // mult
+            _copy_channel(pin, (n * C + cur) * H * W, H, W, sh, sw, pt, pl, px, Hq, Wq, J0, J1, vsplat(tag, 0.0), nl)
         obase = (n * O + o) * plane
+        wo = o * nt
         bv = vsplat(tag, b[o])
         for r0 in range(0, Ho, rb):
-            for j0 in range(0, Wo, cb * nl):
+            for jb in range(0, Wo, cb * nl):
+                # a row's last column block ends at its end, overlapping the one before (the same
+                # values stored twice) instead of ending in partial vectors; not with a residual
+                # (``out`` may be its buffer: the overlap would read outputs as residual)
+                j0 = Wo - cb * nl if overlap and jb + cb * nl > Wo else jb
                 a0, a1, a2, a3, a4, a5, a6, a7 = bv, bv, bv, bv, bv, bv, bv, bv
-                base = cbase + r0 * Wq + j0
+                base = r0 * Wq + j0
                 for k in range(nt):
                     xi = base + taps[k]
-                    wk = vsplat(tag, w[o * nt + k])
-                    a0 = vfma(vload(xq, xi + q0, bv), wk, a0)
-                    a1 = vfma(vload(xq, xi + q1, bv), wk, a1)
-                    a2 = vfma(vload(xq, xi + q2, bv), wk, a2)
-                    a3 = vfma(vload(xq, xi + q3, bv), wk, a3)
-                    a4 = vfma(vload(xq, xi + q4, bv), wk, a4)
-                    a5 = vfma(vload(xq, xi + q5, bv), wk, a5)
-                    a6 = vfma(vload(xq, xi + q6, bv), wk, a6)
-                    a7 = vfma(vload(xq, xi + q7, bv), wk, a7)
-                # the block through a local buffer, then per slot (row s // cb, vector s % cb) the
-                # epilogue where it lies inside the plane (no helper call: array reference counting)
-                vstore(blk, 0, a0)
-                vstore(blk, nl, a1)
-                vstore(blk, 2 * nl, a2)
-                vstore(blk, 3 * nl, a3)
-                vstore(blk, 4 * nl, a4)
-                vstore(blk, 5 * nl, a5)
-                vstore(blk, 6 * nl, a6)
-                vstore(blk, 7 * nl, a7)
-                for s in range(SLOTS):
-                    row = r0 + s // cb
-                    col = j0 + (s % cb) * nl
-                    if row >= Ho or col >= Wo:
-                        continue
-                    width = min(nl, Wo - col)
-                    oi = obase + row * Wo + col
-                    # a partial vector at a row's end is stored whole when what it spills over lies in
-                    # this plane's later rows, which this task writes afterwards: one column block per
-                    # row (else the next row's start is already written), no residual (``out`` may be
-                    # the residual's buffer)
-                    whole = width == nl or (one_block and not has_res and oi + nl <= obase + plane)
-                    store_epilogue(pblk, s * nl, pout, oi, width, whole, pres, has_res, leaky, slope, lo, hi, bv)
+                    wk = vbcast(pw, wo + k, bv)
+                    a0 = vfma(vload(px, xi, bv), wk, a0)
+                    a1 = vfma(vload(px, xi + q1, bv), wk, a1)
+                    a2 = vfma(vload(px, xi + q2, bv), wk, a2)
+                    a3 = vfma(vload(px, xi + q3, bv), wk, a3)
+                    a4 = vfma(vload(px, xi + q4, bv), wk, a4)
+                    a5 = vfma(vload(px, xi + q5, bv), wk, a5)
+                    a6 = vfma(vload(px, xi + q6, bv), wk, a6)
+                    a7 = vfma(vload(px, xi + q7, bv), wk, a7)
+                # the epilogue from the registers
+                _put(a0, r0, j0, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi, act, c3, c6)
+                _put(a1, r0 + d1, j0 + e1, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi, act, c3, c6)
+                _put(a2, r0 + d2, j0 + e2, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi, act, c3, c6)
+                _put(a3, r0 + d3, j0 + e3, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi, act, c3, c6)
+                _put(a4, r0 + d4, j0 + e4, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi, act, c3, c6)
+                _put(a5, r0 + d5, j0 + e5, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi, act, c3, c6)
+                _put(a6, r0 + d6, j0 + e6, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi, act, c3, c6)
+                _put(a7, r0 + d7, j0 + e7, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi, act, c3, c6)
 
 
 class SimdDepthwiseConv:
@@ -145,12 +192,13 @@ class SimdDepthwiseConv:
     ``weight`` is (O, 1, kh, kw) with O a multiple of the input channels (output channel ``o``
     reads input channel ``o // (O // C)``); ``pads`` an int, an (h, w) pair, or ((top, bottom),
     (left, right)); ``lo``/``hi`` the fused clamp (``0, inf`` for relu); ``negative_slope`` a fused
-    leaky relu (``None``: none). ``lanes_`` forces the vector
+    leaky relu (``None``: none); ``activation`` ``"hardswish"`` or ``"hardsigmoid"`` after the
+    clamp, with torch's float32 formulas (``None``: none). ``lanes_`` forces the vector
     width (tests; default :func:`~.direct.lanes`). ``x`` may be any float32 (N, C, H, W) view.
     """
 
     def __init__(self, weight, bias, stride=1, pads=0, dilation=1, lo=-math.inf, hi=math.inf, lanes_=None,
-                 negative_slope=None):
+                 negative_slope=None, activation=None):
         w = np.asarray(weight, np.float32)
         if w.ndim != 4 or w.shape[1] != 1:
             raise ShapeError(f"SimdDepthwiseConv: weight must be (O, 1, kh, kw), got shape {w.shape}")
@@ -167,13 +215,15 @@ class SimdDepthwiseConv:
         self.b = (np.zeros(self.O, np.float32) if bias is None
                   else np.ascontiguousarray(np.asarray(bias, np.float32).reshape(self.O)))
         self.lo, self.hi = float(lo), float(hi)
+        if (activation or "none") not in ACTIVATIONS:
+            raise ShapeError(f"SimdDepthwiseConv: activation {activation!r} is not one of {', '.join(ACTIVATIONS)}")
+        self.act = ACTIVATIONS.index(activation or "none")
         self.leaky = negative_slope is not None
         self.slope = np.float32(negative_slope if self.leaky else 1.0)   # torch multiplies in float32
         self.nl = lanes() if lanes_ is None else int(lanes_)
         self.tag = _tag(self.nl)
         self._none = np.zeros(1, np.float32)
         self._geometry: dict = {}
-        self._local = threading.local()
 
     def out_shape(self, shape):
         N, _, H, W = shape
@@ -183,7 +233,8 @@ class SimdDepthwiseConv:
         return (N, self.O, Ho, Wo)
 
     def _plan(self, shape):
-        """Output size, register block, padded buffer size and tap offsets for input ``shape``."""
+        """Output size, register block, padded buffer size, vector copy columns and tap offsets for
+        input ``shape``."""
         _, _, H, W = shape
         Ho, Wo = self.out_shape(shape)[2:]
         (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
@@ -195,7 +246,15 @@ class SimdDepthwiseConv:
         Wq = max(-(-(W + sum(self.pads[1])) // sw), Wr + (kw - 1) * dw // sw)
         taps = np.array([((ky * dh % sh) * sw + kx * dw % sw) * Hq * Wq + (ky * dh // sh) * Wq + kx * dw // sw
                          for ky in range(kh) for kx in range(kw)], np.int64)
-        return Ho, Wo, rb, cb, Hq, Wq, taps
+        # stride 2: the columns [J0, J1) both column phases have inside the input, copied in
+        # deinterleaved vectors (masked when fewer than a vector; none: J0 = J1 = Wq, every column
+        # element by element)
+        pl = self.pads[1][0]
+        J0 = max(min(Wq, max(0, (pl - b + sw - 1) // sw)) for b in range(sw))
+        J1 = min(max(0, min(Wq, (W - 1 + pl - b) // sw + 1)) for b in range(sw))
+        if sw != 2 or J1 <= J0:
+            J0 = J1 = Wq
+        return Ho, Wo, rb, cb, Hq, Wq, J0, J1, taps
 
     def bind(self, x, out, residual=None) -> DepthwiseRun:
         """This conv on input ``x`` into ``out`` (and ``residual``), as two steps per image that take a
@@ -209,13 +268,13 @@ class SimdDepthwiseConv:
 
 
 class DepthwiseRun:
-    """One call of a :class:`SimdDepthwiseConv`, per image ``n < images`` in two steps: :meth:`fill`
-    copies input channels ``[c0, c1)`` (of ``channels``) into the padded buffer (a channel's copy
-    writes only its own block of it: a vector that runs past a row's end stays inside the range's
-    slices, whose ends the kernel guards), then :meth:`run_tasks` computes output channels
-    ``[t0, t1)`` (of ``tasks``). Ranges of one step may run on different threads at once (the
-    kernels release the GIL); a channel's result does not depend on the range it ran in."""
-    __slots__ = ("_args", "_cstep", "_fill", "_grid", "_plane", "_x", "_xq", "channels", "images", "tasks")
+    """One call of a :class:`SimdDepthwiseConv`, per image ``n < images``: :meth:`run_tasks` computes
+    output channels ``[t0, t1)`` (of ``tasks``), copying the input channels they read into its own
+    padded buffer first. Ranges may run on different threads at once (the kernel releases the GIL);
+    a channel's result does not depend on the range it ran in. The bound-call protocol of
+    :func:`.direct.run_bound` has a copy step before the tasks (:meth:`fill`, over ``channels``):
+    here it has nothing to do (``channels == 0``)."""
+    __slots__ = ("_args", "channels", "images", "tasks")
 
     def __init__(self, conv: SimdDepthwiseConv, x, out, residual):
         N, C, H, W = x.shape
@@ -225,33 +284,18 @@ class DepthwiseRun:
         geom = conv._geometry.get(x.shape)
         if geom is None:
             geom = conv._geometry[x.shape] = conv._plan(x.shape)
-        Ho, Wo, rb, cb, Hq, Wq, taps = geom
+        Ho, Wo, rb, cb, Hq, Wq, J0, J1, taps = geom
         sh, sw = conv.stride
-        self.images, self.channels, self.tasks = N, C, conv.O
-        self._plane, self._cstep = H * W, sh * sw * Hq * Wq
-        # a small padded buffer is kept between calls, one per thread (a fresh one per call paid
-        # its page faults every time; callers may run one conv from several threads at once); a
-        # large one is not held between calls
-        size = C * self._cstep
-        xq = getattr(conv._local, "xq", None)
-        if xq is None or xq.shape[0] < size:
-            xq = np.empty(size, np.float32)
-            if size <= KEEP_BUFFER_FLOATS:
-                conv._local.xq = xq
-        self._xq = xq
-        self._x = np.ascontiguousarray(x, np.float32).reshape(N, -1)   # (a copy only for a strided view)
-        self._fill = (H, W, sh, sw, conv.pads[0][0], conv.pads[1][0])
-        self._grid = (Hq, Wq, conv.tag)
+        self.images, self.channels, self.tasks = N, 0, conv.O
+        xc = np.ascontiguousarray(x, np.float32).reshape(N, -1)   # (a copy only for a strided view)
         res = conv._none if residual is None else residual.reshape(-1)
-        self._args = (xq, Wq, self._cstep, conv.O // C, taps, conv.w, conv.b, out.reshape(-1), res,
-                      residual is not None, conv.leaky, conv.slope, conv.lo, conv.hi, conv.O, Ho, Wo, rb, cb, conv.tag,
-                      conv.nl)
+        self._args = (xc, H, W, sh, sw, conv.pads[0][0], conv.pads[1][0], Hq, Wq, J0, J1, conv.O // C, taps,
+                      conv.w, conv.b, out.reshape(-1), res, residual is not None, conv.leaky, conv.slope, conv.lo,
+                      conv.hi, conv.act, conv.O, Ho, Wo, rb, cb, conv.tag, conv.nl)
 
     def fill(self, n: int, c0: int, c1: int):
-        """Input channels ``[c0, c1)`` of image ``n`` into the padded buffer."""
-        fill_padded(self._x[n, c0 * self._plane:c1 * self._plane], c1 - c0, *self._fill,
-                    self._xq[c0 * self._cstep:c1 * self._cstep], *self._grid)
+        """Nothing: :meth:`run_tasks` copies the input channels it reads."""
 
     def run_tasks(self, n: int, t0: int, t1: int):
-        """Output channels ``[t0, t1)`` of image ``n`` (its input filled)."""
+        """Output channels ``[t0, t1)`` of image ``n``."""
         dw_tasks(*self._args, n, t0, t1)

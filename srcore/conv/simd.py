@@ -109,6 +109,20 @@ def vadd(typingctx, a, b):
 
 
 @intrinsic
+def vmul(typingctx, a, b):
+    def codegen(context, builder, sig, args):
+        return builder.fmul(args[0], args[1])
+    return a(a, b), codegen
+
+
+@intrinsic
+def vdiv(typingctx, a, b):
+    def codegen(context, builder, sig, args):
+        return builder.fdiv(args[0], args[1])
+    return a(a, b), codegen
+
+
+@intrinsic
 def vclamp(typingctx, v, lo, hi):
     """``min(max(v, lo), hi)`` per lane (NaN stays NaN, as ``np.clip``/``torch.clamp``)."""
     def codegen(context, builder, sig, args):
@@ -140,6 +154,48 @@ def vstore(typingctx, arr, idx, v):
         builder.store(args[2], _ptr(context, builder, sig.args[0], args[0], args[1], sig.args[1], _vty(sig.args[2])), align=4)
         return context.get_dummy_value()
     return types.none(arr, idx, v), codegen
+
+
+def _lanes_below(builder, context, n, nty, count):
+    """The ``<count x i1>`` mask of lanes ``< n``."""
+    i32v = ir.VectorType(_I32, count)
+    nv = _splat(builder, context.cast(builder, n, nty, types.int32), i32v)
+    return builder.icmp_signed("<", ir.Constant(i32v, list(range(count))), nv)
+
+
+def _masked(builder, name, ret, argtys):
+    fn = builder.module.globals.get(name)
+    return fn or ir.Function(builder.module, ir.FunctionType(ret, argtys), name)
+
+
+@intrinsic
+def vload_n(typingctx, arr, idx, n, like):
+    """``arr[idx:idx + n]`` in the first ``n`` lanes (``0 <= n <= lanes``), zeros in the rest, as wide
+    as ``like``; nothing past ``arr[idx + n - 1]`` is read (a masked load: ``vmaskmovps``)."""
+    vt = like
+
+    def codegen(context, builder, sig, args):
+        vty = _vty(vt)
+        ptr = _ptr(context, builder, sig.args[0], args[0], args[1], sig.args[1], vty)
+        mask = _lanes_below(builder, context, args[2], sig.args[2], vty.count)
+        fn = _masked(builder, f"llvm.masked.load.v{vty.count}f32.p0v{vty.count}f32", vty,
+                     [vty.as_pointer(), _I32, mask.type, vty])
+        return builder.call(fn, [ptr, ir.Constant(_I32, 4), mask, ir.Constant(vty, [0.0] * vty.count)])
+    return vt(arr, idx, n, like), codegen
+
+
+@intrinsic
+def vstore_n(typingctx, arr, idx, v, n):
+    """``arr[idx:idx + n] = v[:n]`` (``0 <= n <= lanes``); nothing else is written (a masked store)."""
+    def codegen(context, builder, sig, args):
+        vty = _vty(sig.args[2])
+        ptr = _ptr(context, builder, sig.args[0], args[0], args[1], sig.args[1], vty)
+        mask = _lanes_below(builder, context, args[3], sig.args[3], vty.count)
+        fn = _masked(builder, f"llvm.masked.store.v{vty.count}f32.p0v{vty.count}f32", ir.VoidType(),
+                     [vty, vty.as_pointer(), _I32, mask.type])
+        builder.call(fn, [args[2], ptr, ir.Constant(_I32, 4), mask])
+        return context.get_dummy_value()
+    return types.none(arr, idx, v, n), codegen
 
 
 def _half(builder, a, b, start):

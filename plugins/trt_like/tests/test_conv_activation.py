@@ -170,3 +170,25 @@ def test_a_tactic_fusing_the_activation_gives_the_bits_of_the_separate_pass(act)
     assert {"gemm_1x1", "im2col_gemm"} <= fused, fused
     if act == "leaky_relu":
         assert {"simd_direct", "depthwise_simd"} <= fused, fused
+
+
+@pytest.mark.parametrize("act", ["hardswish", "hardsigmoid"])
+def test_depthwise_simd_fuses_hard_activations_into_its_stores_with_the_separate_pass_bits(act):
+    """``depthwise_simd`` applies hardswish / hardsigmoid in its vector stores (no pass after it):
+    the same bits as the same kernel without them followed by the in-place activation."""
+    from srcore_trt_like.conv.depthwise import DepthwiseSimdTactic
+    from srcore_trt_like.kernels import activation as _activation
+
+    assert act in DepthwiseSimdTactic.fused_activations
+    for kw in (SPECS[2], SPECS[3]):
+        rng = np.random.default_rng(7)
+        plain = ConvSpec(**kw)
+        x = (3 * rng.standard_normal(plain.x_shape)).astype(np.float32)
+        w = rng.standard_normal(plain.weight_shape).astype(np.float32)
+        b = rng.standard_normal(plain.out_channels).astype(np.float32)
+        want = np.empty(plain.out_shape, np.float32)
+        DepthwiseSimdTactic(plain, w, b)(x, want)
+        _activation.in_place(act, 0.0)(want)
+        out = np.full(plain.out_shape, np.nan, np.float32)
+        DepthwiseSimdTactic(ConvSpec(**kw, activation=act), w, b)(x, out)
+        np.testing.assert_array_equal(out, want)

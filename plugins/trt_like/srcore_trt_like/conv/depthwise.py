@@ -60,7 +60,8 @@ class DepthwiseSimdTactic(DepthwiseDirectTactic):
     """groups == in channels: srcore's explicit-SIMD depthwise kernel (:mod:`srcore.conv.depthwise`),
     channels split over ``threads``; weights as (O, kh * kw)."""
     name = "depthwise_simd"
-    fused_activations = ("leaky_relu",)
+    # (in the kernel's vector stores, with the separate pass's formulas: the same bits)
+    fused_activations = ("leaky_relu", "hardswish", "hardsigmoid")
 
     def __init__(self, spec: ConvSpec, weight, bias, layout=None, threads: int = 1):
         super().__init__(spec, weight, bias, layout)
@@ -69,7 +70,8 @@ class DepthwiseSimdTactic(DepthwiseDirectTactic):
         s = spec
         self.conv = simd_depthwise.SimdDepthwiseConv(
             np.zeros((s.out_channels, 1, *s.kernel), np.float32), self.bias, s.stride, s.padding, s.dilation,
-            lo=0.0 if s.relu else -math.inf, negative_slope=s.negative_slope if s.activation == "leaky_relu" else None)
+            lo=0.0 if s.relu else -math.inf, negative_slope=s.negative_slope if s.activation == "leaky_relu" else None,
+            activation=s.activation if s.activation in ("hardswish", "hardsigmoid") else None)
         self.conv.w = self.w.reshape(-1)
         self.threads = threads
 

@@ -6,7 +6,8 @@ srcore's kernels (``srcore.plugin.simd_conv`` / ``simd_depthwise``) do each imag
 padded, phase-split copy of the input and the register-block tasks; a bound call (``conv.bind``,
 the one the kernels' own ``__call__`` runs) takes the range of each: the copy a channel range (a
 channel's copy never writes outside its own block of the buffer), the tasks a task range (output
-row x channel block for the direct conv, output channels for the depthwise one). Here both steps run
+row x channel block for the direct conv, output channels for the depthwise one; the depthwise
+kernel copies each input channel inside its tasks, so its copy step is empty). Here both steps run
 in fixed parts (a function of the shape alone) on the process's thread team
 (:mod:`..kernels.blas_team`: the calling thread takes parts too, a worker that wakes late finds
 less left), each step on the team only when its own timing says so

@@ -1,0 +1,89 @@
+"""trt_like's per-layer profile beside ONNX Runtime's per-node profile of the same model, in one
+process, interleaved, one thread: ``python -m benchmarks.layer_profile MODEL [--rounds 12]``.
+
+Each round runs ORT (profiler on) ``--calls`` times, then times every layer of trt_like's engine
+on its own as many times (``Plan.profile``); a layer's or node's figure is its minimum over all
+its samples (the least disturbed on a shared machine; per-node means moved 3x with the load), the
+same number of samples on both sides. Both lists are printed
+in execution order with their sums; ORT's nodes are its own after its graph transformers (NCHWc
+convs with fused activations, ``ReorderInput``/``ReorderOutput``), so layers are matched by hand.
+Artifacts come from ``benchmarks.prepare`` (made if missing). Build the engine with a fresh
+``SRCORE_CACHE_DIR`` after kernel changes: the timing cache keeps winners timed on older kernels.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def profile(model: str, out: Path, rounds: int, calls: int):
+    """(trt_like ``[(layer, µs)]``, ORT ``[(node, op type, µs)]``), minima over the rounds."""
+    import onnxruntime as ort
+
+    import srcore
+
+    from .artifacts import load_inputs
+    from .cell import _feed
+    from .prepare import prepare
+
+    prepare(model, out)
+    art = out / "artifacts" / model
+    names, xs = load_inputs(art)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = so.inter_op_num_threads = 1
+    so.enable_profiling = True
+    so.profile_file_prefix = str(out / f"layer_profile_{model}")
+    sess = ort.InferenceSession(str(art / "model.onnx"), so, providers=["CPUExecutionProvider"])
+    feeds = _feed([i.name for i in sess.get_inputs()], names, xs)
+    sm = srcore.StaticModule(srcore.load(str(art / "model.srm")), options=srcore.Options(backends=("trt_like", "cpu")))
+    sm(*xs)
+    engines = [pn.fn.fn for b in sm.blocks for pn in b.nodes if pn.fn is not None and hasattr(pn.fn.fn, "profile")]
+    if not engines:
+        raise SystemExit(f"{model}: no trt_like engine in the module")
+    best: dict[tuple[int, int], tuple[str, float]] = {}
+    for _ in range(rounds):
+        for _ in range(calls):
+            sess.run(None, feeds)
+        for e, eng in enumerate(engines):
+            # an engine's inputs are the model's when it is the whole model (the usual case here)
+            for i, (label, sec) in enumerate(eng.profile(*xs, rounds=calls)):
+                old = best.get((e, i))
+                best[(e, i)] = (label, min(sec, old[1]) if old else sec)
+    path = sess.end_profiling()
+    try:
+        events = [ev for ev in json.loads(Path(path).read_text())
+                  if ev.get("cat") == "Node" and ev["name"].endswith("_kernel_time")]
+    finally:
+        os.remove(path)
+    nodes: dict[str, list] = collections.OrderedDict()
+    for ev in events:
+        name = ev["name"][:-len("_kernel_time")]
+        cur = nodes.setdefault(name, [ev["args"]["op_name"], float("inf")])
+        cur[1] = min(cur[1], float(ev["dur"]))
+    return ([(label, sec * 1e6) for _, (label, sec) in sorted(best.items())],
+            [(name, op, us) for name, (op, us) in nodes.items()])
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("model")
+    ap.add_argument("--rounds", type=int, default=12)
+    ap.add_argument("--calls", type=int, default=10, help="ORT runs per round")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    a = ap.parse_args(argv)
+    layers, nodes = profile(a.model, a.out, a.rounds, a.calls)
+    print(f"{a.model}: trt_like, 1 thread, sum of per-layer minima {sum(us for _, us in layers):.0f} us")
+    for label, us in layers:
+        print(f"  {us:7.0f}  {label}")
+    print(f"{a.model}: ONNX Runtime, 1 thread, sum of per-node minima {sum(us for *_, us in nodes):.0f} us")
+    for name, op, us in nodes:
+        print(f"  {us:7.0f}  {name[:70]:<70} {op}")
+
+
+if __name__ == "__main__":
+    main()
