@@ -157,3 +157,22 @@ def test_two_environments_sharing_a_cache_directory_keep_their_own_entries(env, 
     monkeypatch.setattr(sys, "prefix", prefix)
     record_cache.cached_kernels("ex", build, sources=[src])   # and the first one's entry is still there
     assert builds == [1, 1]
+
+
+def test_sources_fingerprint_follows_every_python_file_below_a_directory(tmp_path):
+    pkg = tmp_path / "pkg"
+    (pkg / "sub" / "__pycache__").mkdir(parents=True)
+    (pkg / "a.py").write_text("A = 1\n")
+    (pkg / "sub" / "b.py").write_text("B = 1\n")
+    first = record_cache.sources_fingerprint([pkg])
+    assert record_cache.sources_fingerprint([pkg]) == first
+    # compiled files and other suffixes are not the code
+    (pkg / "sub" / "__pycache__" / "b.cpython-311.py").write_text("x")
+    (pkg / "notes.txt").write_text("x")
+    assert record_cache.sources_fingerprint([pkg]) == first
+    # an edit of a nested module (size and mtime change) is a new fingerprint
+    (pkg / "sub" / "b.py").write_text("B = 22\n")
+    edited = record_cache.sources_fingerprint([pkg])
+    assert edited != first
+    (pkg / "sub" / "c.py").write_text("")
+    assert record_cache.sources_fingerprint([pkg]) not in (first, edited)

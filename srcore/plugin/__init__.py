@@ -50,6 +50,8 @@ _LAZY = {
     "builder_options": "srcore.plugin.options:builder_options",
     # a plugin's kernel records from a cached index (its declaration modules not imported at start-up)
     "cached_kernels": "srcore.plugin.record_cache:cached_kernels",
+    # a hash of source files' stamps, for caches whose content depends on the code
+    "sources_fingerprint": "srcore.plugin.record_cache:sources_fingerprint",
     "progress": "srcore.progress:progress",
     # quantized values and their parameters
     "QuantizedArray": "srcore.qarray:QuantizedArray",

@@ -23,7 +23,7 @@ from typing import Callable, Iterable
 
 from .types import Kernel
 
-__all__ = ["cached_kernels", "index_path"]
+__all__ = ["cached_kernels", "index_path", "sources_fingerprint"]
 
 FORMAT = 1
 
@@ -49,6 +49,24 @@ def _sources_key(sources: Iterable) -> tuple:
         else:
             out.append(_stamp(src))
     return tuple(out)
+
+
+def sources_fingerprint(sources: Iterable) -> str:
+    """A short hash of the ``*.py`` files under ``sources`` (directories, walked recursively, or files):
+    each one's path, mtime and size. Any edit, checkout or reinstall changes it; for caches of results
+    that depend on the code (a timing cache's winners), not only on the package versions."""
+    import hashlib
+
+    stamps = []
+    for src in sources:
+        src = os.fspath(src)
+        if not os.path.isdir(src):
+            stamps.append(_stamp(src))
+            continue
+        for root, dirs, files in os.walk(src):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            stamps.extend(_stamp(os.path.join(root, f)) for f in sorted(files) if f.endswith(".py"))
+    return hashlib.sha256(repr(stamps).encode()).hexdigest()[:16]
 
 
 def _key(sources, extra) -> list:

@@ -3,7 +3,9 @@
 Like TensorRT's timing cache: keyed by the layer (kind, shapes, constant attributes
 without their values, the candidates' names) and stored per machine and thread setting
 (CPU model, numpy and BLAS versions, the BLAS/OpenMP thread counts: the best convolution
-at 1 thread is not always the best at 2) in ``cache_root()/trt_like/timing-<machine>.json``.
+at 1 thread is not always the best at 2) and code (the stamps of srcore's and this plugin's
+source files: a winner timed against an older kernel is not reused once the kernel changes)
+in ``cache_root()/trt_like/timing-<machine>.json``.
 A corrupt or unreadable file is ignored (and rewritten); a read-only cache directory only
 means no reuse.
 """
@@ -19,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from srcore.plugin import cache_root
+import srcore
+from srcore.plugin import cache_root, sources_fingerprint
 
 #: bump when the meaning of a key changes, or when stored winners were timed wrongly (3: before
 #: 2026-11-27 the team's engine timed its candidates beside OpenBLAS's spinning worker, see
@@ -30,7 +33,7 @@ _caches: dict[Path, "TimingCache"] = {}
 
 
 def machine_tag() -> str:
-    """A short hash of what makes timings comparable: CPU, numpy/BLAS, thread settings."""
+    """A short hash of what makes timings comparable: CPU, numpy/BLAS, the kernels' code, thread settings."""
     threads = tuple(os.environ.get(v, "") for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"))
     tag = _tags.get(threads)
     if tag is None:
@@ -42,7 +45,8 @@ _tags: dict[tuple, str] = {}
 
 
 def _machine_tag(threads: tuple[str, ...]) -> str:
-    parts = [str(VERSION), cpu_name(), str(os.cpu_count()), np.__version__, blas_name(), *threads]
+    code = sources_fingerprint([Path(srcore.__file__).parent, Path(__file__).parents[1]])
+    parts = [str(VERSION), cpu_name(), str(os.cpu_count()), np.__version__, blas_name(), code, *threads]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
