@@ -19,6 +19,7 @@ pytestmark = pytest.mark.one_pass
 ])
 def test_simd_path_matches_torch_and_other_shapes_fall_back(monkeypatch, nd, shape, o, k, s, p, d, g, way):
     monkeypatch.delenv("SRCORE_CPU_SIMD_CONV", raising=False)   # on by default
+    monkeypatch.setattr(_conv._small, "SMALL_COLS_MAX", 0)   # (small inputs keep their gather + GEMM)
     # the chosen layout at half the other paths' time (inside the margin)
     monkeypatch.setattr(_tactic, "timings", lambda cands, args, **kw: {k: 0.5 if k == way else 1.0 for k in cands})
     rng = np.random.default_rng(0)
@@ -35,6 +36,7 @@ def test_simd_path_matches_torch_and_other_shapes_fall_back(monkeypatch, nd, sha
 
 def test_off_with_the_variable_at_0(monkeypatch):
     monkeypatch.setenv("SRCORE_CPU_SIMD_CONV", "0")
+    monkeypatch.setattr(_conv._small, "SMALL_COLS_MAX", 0)
     monkeypatch.setattr(_tactic, "timings", lambda cands, args, **kw: {k: 0.5 if k == "simd" else 1.0 for k in cands})
     w = np.ones((4, 3, 3, 3), np.float32)
     assert _conv.make_conv(2, w, None, 1, 1, 1, 1, input_shape=(1, 3, 20, 20)).__name__ != "conv_simd"
@@ -48,6 +50,7 @@ def test_off_with_the_variable_at_0(monkeypatch):
 def test_the_simd_conv_must_win_by_the_margin(monkeypatch, simd_s, rows_s, other_s, want):
     monkeypatch.delenv("SRCORE_CPU_SIMD_CONV", raising=False)
     times = {"simd": simd_s, "simd_rows": rows_s, "other": other_s}
+    monkeypatch.setattr(_conv._small, "SMALL_COLS_MAX", 0)
     monkeypatch.setattr(_tactic, "timings", lambda cands, args, **kw: {k: times[k] for k in cands})
     w = np.random.default_rng(1).standard_normal((6, 4, 3, 3)).astype(np.float32)
     fn = _conv.make_conv(2, w, None, 2, 1, 1, 1, input_shape=(1, 4, 17, 20))
@@ -55,3 +58,10 @@ def test_the_simd_conv_must_win_by_the_margin(monkeypatch, simd_s, rows_s, other
     x = np.random.default_rng(2).standard_normal((1, 4, 17, 20)).astype(np.float32)
     ref = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), None, 2, 1).numpy()
     np.testing.assert_allclose(fn(x), ref, rtol=1e-5, atol=1e-4)
+
+
+def test_small_inputs_keep_their_gather_and_gemm(monkeypatch):
+    monkeypatch.delenv("SRCORE_CPU_SIMD_CONV", raising=False)
+    monkeypatch.setattr(_tactic, "timings", lambda cands, args, **kw: {k: 0.1 if k == "simd" else 1.0 for k in cands})
+    w = np.ones((4, 3, 3, 3), np.float32)
+    assert _conv.make_conv(2, w, None, 1, 1, 1, 1, input_shape=(1, 3, 8, 8)).__name__ == "conv_const"

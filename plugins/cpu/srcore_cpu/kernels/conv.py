@@ -297,7 +297,10 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
     if static and threads == 1 and direct is None:
         _time_gather_split(shape)
     if (static and nd in (1, 2) and w.dtype == np.float32 and w.shape[1] > 1 and shape[1] == C * groups
-            and os.environ.get("SRCORE_CPU_SIMD_CONV", "1") != "0"):
+            and os.environ.get("SRCORE_CPU_SIMD_CONV", "1") != "0"
+            and (small is None or small.plan(shape, w.dtype) is None)):
+        # (not where one gather + GEMM serves a small input: a few microseconds, and a cold start
+        # that must not import numba, tests/test_cold_start_imports.py)
         # dense convs: srcore's explicit-SIMD direct conv (srcore.plugin.simd_conv), its input copy
         # as channel planes or row-interleaved, against the paths above, timed on this machine for
         # this input shape; it serves that shape only. On by default since it won on unet_small's
