@@ -211,6 +211,7 @@ def test_ort_profile_sums_ort_kernel_time_by_op_type_and_by_node(tmp_path):
     assert not list(tmp_path.glob("ort_profile_*"))          # the profiler's file is removed
 
 
+@pytest.mark.one_pass  # the runners name their executor and planner
 def test_families_ab_times_runners_in_one_process_and_checks_outputs(tmp_path, monkeypatch):
     """``benchmarks.families_ab``: every runner's output checked, a best-round median each, ratios to
     eager; a runner whose output is wrong stops the measurement."""
