@@ -2,7 +2,9 @@
 
 No im2col: the input of one image is copied once into a padded, stride-phase-split buffer
 ``xq[c, a, b, i, j] = x_padded[c, i*sh + a, j*sw + b]``, so the inputs of ``lanes`` consecutive output
-pixels under one tap are contiguous at every stride and dilation. The micro-kernel holds a block of
+pixels under one tap are contiguous at every stride and dilation (or, ``rows_interleaved``, into
+``xq[i, c, a, b, j]``: the rows of all channels one output row reads side by side, for long rows
+or many channels; the caller times both). The micro-kernel holds a block of
 6 output channels x 2 vectors of output pixels (12 accumulators of 8 lanes on AVX2, 16 on AVX-512)
 in registers (:mod:`.simd`); per tap it loads 2 input vectors, broadcasts 6 weights (packed once at
 load into ``(groups, blocks, C/g, kh, kw, 6)``) and does 12 FMAs. The epilogue is fused: bias (the
