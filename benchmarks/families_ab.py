@@ -9,6 +9,12 @@ loaded in one process (``--threads`` N: OMP/BLAS/MKL and torch, ORT's intra-op t
 rounds whose order rotates, each runner's output checked against the reference first; each
 runner's best-round median is printed with its ratio to torch eager and to ONNX Runtime. The
 artifacts are ``benchmarks.prepare``'s, as for ``benchmarks.run``.
+
+A runner named ``R+nosimd`` is runner ``R`` loaded with ``SRCORE_CPU_SIMD_CONV=0`` (the cpu
+plugin without its SIMD direct conv: A/B in one process). ``--cpu-time`` times each call in CPU
+time of the process (``time.process_time_ns``) instead of wall time: on a machine other jobs keep
+busy, the time a call waits for a core drops out (only the cache and memory contention stays);
+meaningful at 1 thread (at more it sums the threads' time).
 """
 from __future__ import annotations
 
@@ -23,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_RUNNERS = ("eager", "ort", "srcore_codegen_standard", "trt_like")
 
 
-def measure(models, runners, rounds: int, out: Path, threads: int = 1) -> list[dict]:
+def measure(models, runners, rounds: int, out: Path, threads: int = 1, cpu_time: bool = False) -> list[dict]:
     from threadpoolctl import threadpool_limits
 
     from .artifacts import flatten_outputs, load_inputs, load_refs, max_rel_err
@@ -40,11 +46,20 @@ def measure(models, runners, rounds: int, out: Path, threads: int = 1) -> list[d
             calls, keep = {}, []
             for r in runners:
                 extra: dict = {}
+                base, nosimd = (r[:-len("+nosimd")], True) if r.endswith("+nosimd") else (r, False)
+                before = os.environ.get("SRCORE_CPU_SIMD_CONV")
+                if nosimd:
+                    os.environ["SRCORE_CPU_SIMD_CONV"] = "0"
                 try:
-                    fn = load_runner(name, r, threads, art, xs, names, extra)
+                    fn = load_runner(name, base, threads, art, xs, names, extra)
                 except Skip as why:
                     print(f"{name} {r}: skipped ({why})", flush=True)
                     continue
+                finally:
+                    if nosimd:
+                        os.environ.pop("SRCORE_CPU_SIMD_CONV", None)
+                        if before is not None:
+                            os.environ["SRCORE_CPU_SIMD_CONV"] = before
                 err = max_rel_err(flatten_outputs(fn()), refs)
                 if not err <= 1e-3:
                     raise AssertionError(f"{name} {r}: wrong output (max relative error {err:.2e})")
@@ -55,15 +70,16 @@ def measure(models, runners, rounds: int, out: Path, threads: int = 1) -> list[d
             n = max(3, min(2000, int(0.05 / max(time.perf_counter() - t0, 1e-6))))
             best = {r: float("inf") for r in calls}
             order = list(calls)
+            clock = time.process_time_ns if cpu_time else time.perf_counter_ns
             gc.disable()
             try:
                 for i in range(rounds):
                     for r in order[i % len(order):] + order[:i % len(order)]:
                         fn, times = calls[r], []
                         for _ in range(n):
-                            t = time.perf_counter_ns()
+                            t = clock()
                             fn()
-                            times.append(time.perf_counter_ns() - t)
+                            times.append(clock() - t)
                         times.sort()
                         best[r] = min(best[r], times[len(times) // 2] / 1e3)
             finally:
@@ -90,13 +106,16 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--threads", type=int, default=1, help="intra-op threads of every runner (default 1)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time calls in process CPU time (1 thread; loaded machines)")
     args = ap.parse_args(argv)
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(args.threads)
     import torch
 
     torch.set_num_threads(args.threads)
-    measure(args.models.split(","), args.runners.split(","), args.rounds, Path(args.out), args.threads)
+    measure(args.models.split(","), args.runners.split(","), args.rounds, Path(args.out), args.threads,
+            args.cpu_time)
     return 0
 
 

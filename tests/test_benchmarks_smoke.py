@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -209,6 +211,7 @@ def test_ort_profile_sums_ort_kernel_time_by_op_type_and_by_node(tmp_path):
     assert not list(tmp_path.glob("ort_profile_*"))          # the profiler's file is removed
 
 
+@pytest.mark.one_pass  # the runners name their executor and planner
 def test_families_ab_times_runners_in_one_process_and_checks_outputs(tmp_path, monkeypatch):
     """``benchmarks.families_ab``: every runner's output checked, a best-round median each, ratios to
     eager; a runner whose output is wrong stops the measurement."""
@@ -218,6 +221,10 @@ def test_families_ab_times_runners_in_one_process_and_checks_outputs(tmp_path, m
     (row,) = rows
     assert row["eager_us"] > 0 and row["srcore_codegen_standard_us"] > 0
     assert row["srcore_codegen_standard/eager"] == pytest.approx(row["srcore_codegen_standard_us"] / row["eager_us"])
+    # a runner loaded without the cpu plugin's SIMD conv, timed in CPU time; the variable restored
+    monkeypatch.delenv("SRCORE_CPU_SIMD_CONV", raising=False)
+    (row,) = families_ab.measure(["index_ops"], ["srcore_codegen_standard+nosimd"], 1, tmp_path, cpu_time=True)
+    assert row["srcore_codegen_standard+nosimd_us"] > 0 and "SRCORE_CPU_SIMD_CONV" not in os.environ
     real = cell.load_runner
 
     def wrong(model, runner, *a):

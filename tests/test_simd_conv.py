@@ -42,8 +42,9 @@ def _reference(x, w, b, s, p, d, g, res=None, lo=-math.inf, hi=math.inf, slope=N
 
 @settings(max_examples=40, deadline=None)
 @given(case=convs(), seed=st.integers(0, 2**16), lanes=st.sampled_from([8, 16]),
-       act=st.sampled_from(["none", "relu", "relu6", "leaky"]), residual=st.booleans(), transposed=st.booleans())
-def test_matches_torch(case, seed, lanes, act, residual, transposed):
+       act=st.sampled_from(["none", "relu", "relu6", "leaky"]), residual=st.booleans(), transposed=st.booleans(),
+       rows=st.booleans())
+def test_matches_torch(case, seed, lanes, act, residual, transposed, rows):
     nd, g, cg, og, k, s, d, p, size, n = case
     rng = np.random.default_rng(seed)
     C, O = g * cg, g * og
@@ -56,7 +57,8 @@ def test_matches_torch(case, seed, lanes, act, residual, transposed):
     lo, hi = {"none": (-math.inf, math.inf), "relu": (0.0, math.inf), "relu6": (0.0, 6.0),
               "leaky": (-math.inf, math.inf)}[act]
     slope = 0.1 if act == "leaky" else None
-    conv = simd_conv.SimdDirectConv(w, b, s, p, d, g, lo=lo, hi=hi, lanes_=lanes, negative_slope=slope)
+    conv = simd_conv.SimdDirectConv(w, b, s, p, d, g, lo=lo, hi=hi, lanes_=lanes, negative_slope=slope,
+                                    rows_interleaved=rows)
     out_shape = conv.out_shape(x.shape)
     if min(out_shape[2:]) < 1:
         return
@@ -118,14 +120,15 @@ def test_phase_copy_is_the_padded_input_split_by_stride(s, p, hw, extra, lanes, 
     np.testing.assert_array_equal(xq.reshape(3, sh * sw, Hq, Wq), ref)
 
 
-@pytest.mark.parametrize("size, stride, lanes", [((8, 8), 1, 8), ((15, 9), 2, 8), ((7, 5), 1, 16), ((16, 16), 2, 8)])
-def test_narrow_planes_two_rows_a_task_match_torch(size, stride, lanes):
+@pytest.mark.parametrize("size, stride, lanes, rows", [((8, 8), 1, 8, False), ((15, 9), 2, 8, False), ((7, 5), 1, 16, True),
+                                                       ((16, 16), 2, 8, False), ((9, 8), 2, 8, True)])
+def test_narrow_planes_two_rows_a_task_match_torch(size, stride, lanes, rows):
     """Output rows no wider than a vector go two to a register block (odd row counts included)."""
     rng = np.random.default_rng(sum(size))
     x = rng.standard_normal((2, 11, *size), np.float32)
     w = rng.standard_normal((14, 11, 3, 3), np.float32)
     b = rng.standard_normal(14).astype(np.float32)
-    conv = simd_conv.SimdDirectConv(w, b, stride, 1, 1, lo=0.0, lanes_=lanes)
+    conv = simd_conv.SimdDirectConv(w, b, stride, 1, 1, lo=0.0, lanes_=lanes, rows_interleaved=rows)
     res = rng.standard_normal(conv.out_shape(x.shape), np.float32)
     out = np.full(res.shape, np.nan, np.float32)
     conv(x, out, res, threads=2)
@@ -152,8 +155,9 @@ def test_one_conv_on_several_shapes_and_threads_matches_torch():
             np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-3)
 
 
-@pytest.mark.parametrize("stride, transposed", [(1, False), (2, True)])
-def test_bound_call_in_ranges_on_threads_gives_the_call_bits(stride, transposed):
+@pytest.mark.parametrize("stride, transposed, rows", [(1, False, False), (2, True, False), (2, False, True),
+                                                      (1, True, True)])
+def test_bound_call_in_ranges_on_threads_gives_the_call_bits(stride, transposed, rows):
     """``bind``: each image's input fill by channel ranges and its tasks by ranges, ragged parts run
     at once on threads (what a caller splitting the work does), write the bits of ``conv(x, out)``;
     leaky relu and a residual in the stores."""
@@ -165,7 +169,7 @@ def test_bound_call_in_ranges_on_threads_gives_the_call_bits(stride, transposed)
          else rng.standard_normal(shape, np.float32))
     w = rng.standard_normal((14, 11, 3, 3), np.float32)
     b = rng.standard_normal(14).astype(np.float32)
-    conv = simd_conv.SimdDirectConv(w, b, stride, 1, 1, negative_slope=0.1)
+    conv = simd_conv.SimdDirectConv(w, b, stride, 1, 1, negative_slope=0.1, rows_interleaved=rows)
     res = rng.standard_normal(conv.out_shape(x.shape), np.float32)
     want = np.empty_like(res)
     conv(x, want, res)

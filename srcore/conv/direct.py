@@ -2,7 +2,9 @@
 
 No im2col: the input of one image is copied once into a padded, stride-phase-split buffer
 ``xq[c, a, b, i, j] = x_padded[c, i*sh + a, j*sw + b]``, so the inputs of ``lanes`` consecutive output
-pixels under one tap are contiguous at every stride and dilation. The micro-kernel holds a block of
+pixels under one tap are contiguous at every stride and dilation (or, ``rows_interleaved``, into
+``xq[i, c, a, b, j]``: the rows of all channels one output row reads side by side, for long rows
+or many channels; the caller times both). The micro-kernel holds a block of
 6 output channels x 2 vectors of output pixels (12 accumulators of 8 lanes on AVX2, 16 on AVX-512)
 in registers (:mod:`.simd`); per tap it loads 2 input vectors, broadcasts 6 weights (packed once at
 load into ``(groups, blocks, C/g, kh, kw, 6)``) and does 12 FMAs. The epilogue is fused: bias (the
@@ -41,11 +43,10 @@ def _tag(nl: int) -> np.ndarray:
 
 
 @numba.njit(**_JIT)
-def fill_phases(x, n, sh, sw, pt, pl, xq, Hq, Wq, tag, nl):
-    """Image ``n`` of ``x`` (N, C, H, W; any strides), zero-padded by ``pt`` rows on top and ``pl``
-    columns on the left (and as far as ``xq`` reaches below and right), phase-split by the stride.
-    Rows with unit element stride are copied ``nl`` outputs at a time (stride 2: two vector loads
-    deinterleaved into the two column phases); the rest, and the edges, element by element."""
+def fill_strided(x, n, sh, sw, pt, pl, xq, off, cs, as_, bs, is_, Hq, Wq, tag, nl):
+    """:func:`fill_phases` into any layout of the phase-split copy: element ``[c, a, b, i, j]`` at
+    ``off + c*cs + a*as_ + b*bs + i*is_ + j``. With ``is_`` the largest stride (row-interleaved:
+    ``[i, c, a, b, j]``) the input rows one output row reads, of every channel, lie side by side."""
     C, H, W = x.shape[1], x.shape[2], x.shape[3]
     vec = x.strides[3] == 4 and sw <= 2
     probe = vsplat(tag, 0.0)
@@ -63,10 +64,10 @@ def fill_phases(x, n, sh, sw, pt, pl, xq, Hq, Wq, tag, nl):
         for a in range(sh):
             for i in range(Hq):
                 r = i * sh + a - pt
-                base0 = ((c * sh + a) * sw * Hq + i) * Wq
+                base0 = off + c * cs + a * as_ + i * is_
                 if r < 0 or r >= H:
                     for b in range(sw):
-                        base = base0 + b * Hq * Wq
+                        base = base0 + b * bs
                         for j in range(Wq):
                             xq[base + j] = 0.0
                     continue
@@ -80,9 +81,9 @@ def fill_phases(x, n, sh, sw, pt, pl, xq, Hq, Wq, tag, nl):
                         v0 = vload(src, s0, probe)
                         v1 = vload(src, s0 + nl, probe)
                         vstore(xq, base0 + j, veven(v0, v1))
-                        vstore(xq, base0 + Hq * Wq + j, vodd(v0, v1))
+                        vstore(xq, base0 + bs + j, vodd(v0, v1))
                 for b in range(sw):
-                    base = base0 + b * Hq * Wq
+                    base = base0 + b * bs
                     j0 = min(Wq, max(0, (pl - b + sw - 1) // sw))
                     j1 = max(j0, min(Wq, (W - 1 + pl - b) // sw + 1))
                     for j in range(j0):
@@ -96,11 +97,21 @@ def fill_phases(x, n, sh, sw, pt, pl, xq, Hq, Wq, tag, nl):
 
 
 @numba.njit(**_JIT)
-def conv_tasks(xq, Wq, cstep, taps, wp, bp, cg, Og, nb_oc,
+def fill_phases(x, n, sh, sw, pt, pl, xq, Hq, Wq, tag, nl):
+    """Image ``n`` of ``x`` (N, C, H, W; any strides), zero-padded by ``pt`` rows on top and ``pl``
+    columns on the left (and as far as ``xq`` reaches below and right), phase-split by the stride.
+    Rows with unit element stride are copied ``nl`` outputs at a time (stride 2: two vector loads
+    deinterleaved into the two column phases); the rest, and the edges, element by element."""
+    fill_strided(x, n, sh, sw, pt, pl, xq, 0, sh * sw * Hq * Wq, sw * Hq * Wq, Hq * Wq, Wq, Hq, Wq, tag, nl)
+
+
+@numba.njit(**_JIT)
+def conv_tasks(xq, rstep, cstep, taps, wp, bp, cg, Og, nb_oc,
                out, res, has_res, leaky, slope, lo, hi, O, Ho, Wo, tag, nl, pairs, n, t0, t1):
     """Tasks ``t0 <= t < t1`` of image ``n``: task ``t`` is channel block ``t % nb_oc`` of output row
     ``t // nb_oc % Hr`` of group ``t // (nb_oc * Hr)``. ``taps[k]``: offset in ``xq`` of the input of
-    (channel, tap) pair ``k`` of a group for output pixel (0, 0); ``cstep`` the offset between channels.
+    (channel, tap) pair ``k`` of a group for output pixel (0, 0); ``cstep`` the offset between channels,
+    ``rstep`` between rows of a phase.
     ``out``/``res`` flat. With ``pairs`` (rows no wider than a vector) a task is two output rows, one
     vector each, so narrow planes (8x8) fill the register block: ``Hr = ceil(Ho / 2)``; else ``Ho``."""
     nt = taps.shape[0]   # (channel of the group, tap) pairs, flattened: one loop, no short inner one
@@ -109,7 +120,7 @@ def conv_tasks(xq, Wq, cstep, taps, wp, bp, cg, Og, nb_oc,
     pblk, pout, pres = fptr(blk), fptr(out), fptr(res)   # the epilogue's operands (no reference counting)
     plane = Ho * Wo
     Hr = (Ho + 1) // 2 if pairs else Ho
-    vstep = Wq if pairs else nl        # the second vector's input: the next row, or the next pixels
+    vstep = rstep if pairs else nl     # the second vector's input: the next row, or the next pixels
     ostep = Wo if pairs else nl        # and its output
     for t in range(t0, t1):
         # channel blocks innermost: consecutive tasks read the same input rows (in L1)
@@ -137,7 +148,7 @@ def conv_tasks(xq, Wq, cstep, taps, wp, bp, cg, Og, nb_oc,
             a5 = vsplat(tag, bp[gb * 6 + 5])
             c0, c1, c2, c3, c4, c5 = a0, a1, a2, a3, a4, a5
             wi = wb
-            base = gi * cg * cstep + ho * Wq + j0
+            base = gi * cg * cstep + ho * rstep + j0
             for k in range(nt):
                 xi = base + taps[k]
                 x0 = vload(xq, xi, a0)
@@ -213,11 +224,12 @@ class SimdDirectConv:
     ``weight`` is (O, C/groups, k) or (O, C/groups, kh, kw); ``pads`` per spatial dim, an int or a
     (before, after) pair; ``lo``/``hi`` the fused clamp (``0, inf`` for relu); ``negative_slope``
     a fused leaky relu (``None``: none). ``lanes_`` forces the vector width (tests; default
-    :func:`lanes`). ``x`` may be any float32 view.
+    :func:`lanes`). ``rows_interleaved``: the layout of the input copy (:attr:`rows_interleaved`;
+    same bits either way). ``x`` may be any float32 view.
     """
 
     def __init__(self, weight, bias, stride, pads, dilation, groups=1, lo=-math.inf, hi=math.inf, lanes_=None,
-                 negative_slope=None):
+                 negative_slope=None, rows_interleaved=False):
         w = np.asarray(weight, np.float32)
         self.nd = w.ndim - 2
         if self.nd not in (1, 2):
@@ -252,6 +264,11 @@ class SimdDirectConv:
         self._none = np.zeros(1, np.float32)
         #: two output rows a register block when a row fits one vector (False: never; A/B timing)
         self.row_pairs = True
+        #: the phase-split copy row-interleaved, ``[row, channel, phase, col]``: the input rows of
+        #: all channels a task reads side by side (False: channel planes, ``[channel, phase, row,
+        #: col]``). Faster with many channels on large planes (96 -> 32 at 64x64, 192 -> 64 at
+        #: 32x32: 0.8-0.9x), slower with few (16 channels at 128x128: 1.2x): callers time both
+        self.rows_interleaved = bool(rows_interleaved)
         self._geom: dict = {}
         self._local = threading.local()
 
@@ -265,13 +282,15 @@ class SimdDirectConv:
         return (N, self.O, Wo) if self.nd == 1 else (N, self.O, Ho, Wo)
 
     def _geometry(self, shape):
-        """(Ho, Wo, pairs, Hq, Wq, taps, tasks) for an input of 4-D ``shape``: computed once per
-        shape (the tap table is a Python loop over channels x taps, ~0.1 ms at 64 channels)."""
-        key = (shape, self.row_pairs)
+        """(Ho, Wo, pairs, Hq, Wq, taps, tasks, strides) for an input of 4-D ``shape``: computed once
+        per shape (the tap table is a Python loop over channels x taps, ~0.1 ms at 64 channels).
+        ``strides``: (channel, phase row, phase column, row) steps of the phase-split copy, as
+        :attr:`rows_interleaved` lays it out."""
+        key = (shape, self.row_pairs, self.rows_interleaved)
         g = self._geom.get(key)
         if g is not None:
             return g
-        _, _, H, W = shape
+        _, C, H, W = shape
         (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
         Ho = (H + sum(self.pads[0]) - dh * (kh - 1) - 1) // sh + 1
         Wo = (W + sum(self.pads[1]) - dw * (kw - 1) - 1) // sw + 1
@@ -282,10 +301,13 @@ class SimdDirectConv:
         Hq = max(-(-(H + sum(self.pads[0])) // sh), Ho + (Ho % 2 if pairs else 0) + (kh - 1) * dh // sh)
         Wq = max(-(-(W + sum(self.pads[1])) // sw), Wr + (kw - 1) * dw // sw)
         tasks = self.g * self.nb_oc * ((Ho + 1) // 2 if pairs else Ho)
-        taps = np.array([ci * sh * sw * Hq * Wq + ((ky * dh % sh) * sw + kx * dw % sw) * Hq * Wq
-                         + (ky * dh // sh) * Wq + kx * dw // sw
+        if self.rows_interleaved:   # [i, c, a, b, j]
+            cs, as_, bs, rs = sh * sw * Wq, sw * Wq, Wq, C * sh * sw * Wq
+        else:                       # [c, a, b, i, j]
+            cs, as_, bs, rs = sh * sw * Hq * Wq, sw * Hq * Wq, Hq * Wq, Wq
+        taps = np.array([ci * cs + (ky * dh % sh) * as_ + (kx * dw % sw) * bs + (ky * dh // sh) * rs + kx * dw // sw
                          for ci in range(self.cg) for ky in range(kh) for kx in range(kw)], np.int64)
-        g = self._geom[key] = (Ho, Wo, pairs, Hq, Wq, taps, tasks)
+        g = self._geom[key] = (Ho, Wo, pairs, Hq, Wq, taps, tasks, (cs, as_, bs, rs))
         return g
 
     def _phase_buffer(self, size):
@@ -318,19 +340,19 @@ class DirectRun:
         x4 = x[:, :, None, :] if conv.nd == 1 else x
         self.images, self.channels = x4.shape[:2]
         sh, sw = conv.stride
-        Ho, Wo, pairs, Hq, Wq, taps, self.tasks = conv._geometry(x4.shape)
-        self._cstep = cstep = sh * sw * Hq * Wq
-        self._x, self._xq = x4, conv._phase_buffer(self.channels * cstep)
+        Ho, Wo, pairs, Hq, Wq, taps, self.tasks, strides = conv._geometry(x4.shape)
+        self._cstep = cstep = strides[0]
+        self._x, self._xq = x4, conv._phase_buffer(self.channels * sh * sw * Hq * Wq)
         self._fill = (sh, sw, conv.pads[0][0], conv.pads[1][0])
-        self._grid = (Hq, Wq, conv.tag, conv.nl)
+        self._grid = (*strides[1:], Hq, Wq, conv.tag, conv.nl)
         res = conv._none if residual is None else residual.reshape(-1)
-        self._args = (self._xq, Wq, cstep, taps, conv.wp, conv.bp, conv.cg, conv.Og, conv.nb_oc, out.reshape(-1),
-                      res, residual is not None, conv.leaky, conv.slope, conv.lo, conv.hi, conv.O, Ho, Wo, conv.tag,
-                      conv.nl, pairs)
+        self._args = (self._xq, strides[3], cstep, taps, conv.wp, conv.bp, conv.cg, conv.Og, conv.nb_oc,
+                      out.reshape(-1), res, residual is not None, conv.leaky, conv.slope, conv.lo, conv.hi, conv.O,
+                      Ho, Wo, conv.tag, conv.nl, pairs)
 
     def fill(self, n: int, c0: int, c1: int):
         """Input channels ``[c0, c1)`` of image ``n`` into the phase buffer."""
-        fill_phases(self._x[:, c0:c1], n, *self._fill, self._xq[c0 * self._cstep:c1 * self._cstep], *self._grid)
+        fill_strided(self._x[:, c0:c1], n, *self._fill, self._xq, c0 * self._cstep, self._cstep, *self._grid)
 
     def run_tasks(self, n: int, t0: int, t1: int):
         """Tasks ``[t0, t1)`` of image ``n`` (its input filled)."""

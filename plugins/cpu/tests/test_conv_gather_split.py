@@ -74,6 +74,7 @@ def _make(case, monkeypatch, intra, choice, seen):
             if name in cands:
                 return name
         return next(iter(cands))
+    monkeypatch.setenv("SRCORE_CPU_SIMD_CONV", "0")   # (the SIMD conv's own timing: test_conv_simd.py)
     monkeypatch.setattr(C._tactic, "fastest", fastest)
     fn = C.make_conv(nd, w, b, stride, padding, dilation, groups, input_shape=x.shape)
     return fn, x
@@ -118,6 +119,7 @@ def test_a_conv_model_at_two_threads_split_everywhere_matches_one_thread_bits(mo
 
     def fastest(cands, args, **kw):   # the same choices in both modules, but for the split
         return next((n for n in ("split", "im2col", "gemm", "other") if n in cands), next(iter(cands)))
+    monkeypatch.setenv("SRCORE_CPU_SIMD_CONV", "0")   # (the SIMD conv's own timing: test_conv_simd.py)
     monkeypatch.setattr(C._tactic, "fastest", fastest)
     monkeypatch.setattr(P, "intra_op_threads", lambda: 1)
     want = srcore.StaticModule(ts)(feed)
@@ -159,6 +161,7 @@ def test_fused_relu_epilogue_splits_where_timing_says_with_the_same_bits(monkeyp
         fn = FU.conv2d_relu_matcher(node_info("srcore::conv2d_relu", input=TensorType("float32", x.shape),
                                               weight=w, bias=b, **hp)).fn
         return fn(x)
+    monkeypatch.setenv("SRCORE_CPU_SIMD_CONV", "0")   # (the SIMD conv's own timing: test_conv_simd.py)
     monkeypatch.setattr(C._tactic, "fastest", lambda cands, args, **kw: "one" if "one" in cands else
                         "im2col" if "im2col" in cands else next(iter(cands)))
     monkeypatch.setattr(P, "intra_op_threads", lambda: 1)

@@ -1,6 +1,6 @@
 """The cpu plugin's constant-weight convs on srcore's SIMD direct conv (``srcore.plugin.simd_conv``):
-with ``SRCORE_CPU_SIMD_CONV=1``, chosen by timing at load for a static input shape; forced here so
-the path runs, against torch; off by default."""
+chosen by timing at load for a static input shape (either layout of its input copy); forced here so
+each path runs, against torch; ``SRCORE_CPU_SIMD_CONV=0`` turns it off."""
 import numpy as np
 import pytest
 import torch
@@ -11,19 +11,22 @@ from srcore_cpu.kernels import tactic as _tactic
 pytestmark = pytest.mark.one_pass
 
 
-@pytest.mark.parametrize(("nd", "shape", "o", "k", "s", "p", "d", "g"), [
-    (2, (2, 5, 19, 23), 13, 3, 2, 1, 1, 1),
-    (2, (1, 8, 16, 30), 8, 3, 1, 2, 2, 2),
-    (1, (2, 6, 50), 10, 5, 2, 2, 1, 1),
+@pytest.mark.parametrize(("nd", "shape", "o", "k", "s", "p", "d", "g", "way"), [
+    (2, (2, 5, 19, 23), 13, 3, 2, 1, 1, 1, "simd"),
+    (2, (2, 5, 19, 23), 13, 3, 2, 1, 1, 1, "simd_rows"),
+    (2, (1, 8, 16, 30), 8, 3, 1, 2, 2, 2, "simd_rows"),
+    (1, (2, 6, 50), 10, 5, 2, 2, 1, 1, "simd"),
 ])
-def test_simd_path_matches_torch_and_other_shapes_fall_back(monkeypatch, nd, shape, o, k, s, p, d, g):
-    monkeypatch.setenv("SRCORE_CPU_SIMD_CONV", "1")
-    monkeypatch.setattr(_tactic, "fastest", lambda cands, args: "simd" if "simd" in cands else next(iter(cands)))
+def test_simd_path_matches_torch_and_other_shapes_fall_back(monkeypatch, nd, shape, o, k, s, p, d, g, way):
+    monkeypatch.delenv("SRCORE_CPU_SIMD_CONV", raising=False)   # on by default
+    monkeypatch.setattr(_conv._small, "SMALL_COLS_MAX", 0)   # (small inputs keep their gather + GEMM)
+    # the chosen layout at half the other paths' time (inside the margin)
+    monkeypatch.setattr(_tactic, "timings", lambda cands, args, **kw: {k: 0.5 if k == way else 1.0 for k in cands})
     rng = np.random.default_rng(0)
     w = rng.standard_normal((o, shape[1] // g) + (k,) * nd, np.float32)
     b = rng.standard_normal(o).astype(np.float32)
     fn = _conv.make_conv(nd, w, b, s, p, d, g, input_shape=shape)
-    assert fn.__name__ == "conv_simd"
+    assert fn.__name__ == "conv_simd" and fn.tactic == way
     ref_fn = F.conv1d if nd == 1 else F.conv2d
     for sh in (shape, (1, *shape[1:-1], shape[-1] + 3)):   # the second shape takes the other paths
         x = rng.standard_normal(sh, np.float32)
@@ -31,8 +34,34 @@ def test_simd_path_matches_torch_and_other_shapes_fall_back(monkeypatch, nd, sha
         np.testing.assert_allclose(fn(x), ref, rtol=1e-5, atol=1e-4)
 
 
-def test_off_by_default(monkeypatch):
-    monkeypatch.delenv("SRCORE_CPU_SIMD_CONV", raising=False)
-    monkeypatch.setattr(_tactic, "fastest", lambda cands, args: "simd" if "simd" in cands else next(iter(cands)))
+def test_off_with_the_variable_at_0(monkeypatch):
+    monkeypatch.setenv("SRCORE_CPU_SIMD_CONV", "0")
+    monkeypatch.setattr(_conv._small, "SMALL_COLS_MAX", 0)
+    monkeypatch.setattr(_tactic, "timings", lambda cands, args, **kw: {k: 0.5 if k == "simd" else 1.0 for k in cands})
     w = np.ones((4, 3, 3, 3), np.float32)
     assert _conv.make_conv(2, w, None, 1, 1, 1, 1, input_shape=(1, 3, 20, 20)).__name__ != "conv_simd"
+
+
+@pytest.mark.parametrize(("simd_s", "rows_s", "other_s", "want"), [
+    (0.92, 0.95, 1.0, "conv_const"),      # faster, but by less than the margin: the other paths stay
+    (0.95, 0.80, 1.0, "simd_rows"),
+    (0.70, 0.80, 1.0, "simd"),
+])
+def test_the_simd_conv_must_win_by_the_margin(monkeypatch, simd_s, rows_s, other_s, want):
+    monkeypatch.delenv("SRCORE_CPU_SIMD_CONV", raising=False)
+    times = {"simd": simd_s, "simd_rows": rows_s, "other": other_s}
+    monkeypatch.setattr(_conv._small, "SMALL_COLS_MAX", 0)
+    monkeypatch.setattr(_tactic, "timings", lambda cands, args, **kw: {k: times[k] for k in cands})
+    w = np.random.default_rng(1).standard_normal((6, 4, 3, 3)).astype(np.float32)
+    fn = _conv.make_conv(2, w, None, 2, 1, 1, 1, input_shape=(1, 4, 17, 20))
+    assert getattr(fn, "tactic", fn.__name__) == want
+    x = np.random.default_rng(2).standard_normal((1, 4, 17, 20)).astype(np.float32)
+    ref = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), None, 2, 1).numpy()
+    np.testing.assert_allclose(fn(x), ref, rtol=1e-5, atol=1e-4)
+
+
+def test_small_inputs_keep_their_gather_and_gemm(monkeypatch):
+    monkeypatch.delenv("SRCORE_CPU_SIMD_CONV", raising=False)
+    monkeypatch.setattr(_tactic, "timings", lambda cands, args, **kw: {k: 0.1 if k == "simd" else 1.0 for k in cands})
+    w = np.ones((4, 3, 3, 3), np.float32)
+    assert _conv.make_conv(2, w, None, 1, 1, 1, 1, input_shape=(1, 3, 8, 8)).__name__ == "conv_const"

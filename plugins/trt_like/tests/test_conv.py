@@ -177,16 +177,19 @@ def test_im2col_gather_paths_by_width():
 def test_conv_tactics_offers_what_applies():
     names = lambda spec: [t.name for t in conv_tactics(spec, *_data(spec, 0)[1:3])]  # noqa: E731
     assert names(ConvSpec((1, 4, 8, 8), 4, 3, 1, 1)) == ["winograd_f4x4_packed", "winograd_f2x2_packed",
-                                                          "winograd_f4x4", "winograd_f2x2", "simd_direct", "packed_gemm",
-                                                          "im2col_gemm"]
-    assert names(ConvSpec((1, 4, 8, 8), 6, 1, 2, 0)) == ["gemm_1x1", "simd_direct", "packed_gemm", "im2col_gemm"]
-    assert names(ConvSpec((1, 4, 8, 8), 6, 1)) == ["gemm_1x1", "pointwise_simd", "simd_direct", "packed_gemm",
-                                                   "im2col_gemm"]
+                                                          "winograd_f4x4", "winograd_f2x2", "simd_direct",
+                                                          "simd_direct_rows", "packed_gemm", "im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 6, 1, 2, 0)) == ["gemm_1x1", "simd_direct", "simd_direct_rows", "packed_gemm",
+                                                         "im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 6, 1)) == ["gemm_1x1", "pointwise_simd", "simd_direct", "simd_direct_rows",
+                                                   "packed_gemm", "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 8, 3, 2, 1, groups=4)) == ["depthwise_direct", "depthwise_channels_last",
                                                                    "depthwise_simd", "im2col_gemm"]
-    assert names(ConvSpec((1, 4, 8, 8), 8, 3, 2, 1, groups=2)) == ["simd_direct", "im2col_gemm"]
-    assert names(ConvSpec((1, 4, 8, 8), 4, 3, 2, 1)) == ["simd_direct", "packed_gemm", "im2col_gemm"]
-    assert names(ConvSpec((1, 4, 8, 8), 4, 1, 1, 1)) == ["simd_direct", "packed_gemm", "im2col_gemm"]  # padded 1x1
+    assert names(ConvSpec((1, 4, 8, 8), 8, 3, 2, 1, groups=2)) == ["simd_direct", "simd_direct_rows", "im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 4, 3, 2, 1)) == ["simd_direct", "simd_direct_rows", "packed_gemm",
+                                                         "im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 4, 1, 1, 1)) == ["simd_direct", "simd_direct_rows", "packed_gemm",
+                                                         "im2col_gemm"]  # padded 1x1
 
 
 @pytest.mark.parametrize("shape", [(1, 64, 28, 28), (1, 128, 14, 14), (1, 256, 7, 7)])
@@ -342,7 +345,7 @@ def test_calls_with_arrays_that_contradict_the_spec_raise():
 
 
 def test_simd_direct_rebuilt_from_its_stored_layout_computes_the_same():
-    from srcore_trt_like.conv.simd_direct import SimdDirectTactic
+    from srcore_trt_like.conv.simd_direct import SimdDirectRowsTactic, SimdDirectTactic
 
     spec = ConvSpec((2, 5, 13, 17), 7, 3, 2, 1, relu=True, residual=True)
     x, w, b, res = _data(spec, 3)
@@ -350,4 +353,7 @@ def test_simd_direct_rebuilt_from_its_stored_layout_computes_the_same():
     again = SimdDirectTactic(spec, np.zeros_like(w), None, layout={k: v.copy() for k, v in t.layout().items()})
     assert sorted(t.layout()) == ["bp", "wp"]
     np.testing.assert_array_equal(_run(again, x, res), _run(t, x, res))
+    # the row-interleaved input copy: the same weights layout, the same bits
+    rows = SimdDirectRowsTactic(spec, np.zeros_like(w), None, layout={k: v.copy() for k, v in t.layout().items()})
+    np.testing.assert_array_equal(_run(rows, x, res), _run(t, x, res))
     assert _rel_err(_run(t, x, res), _reference(spec, x, w, b, res)) < 1e-5

@@ -19,8 +19,9 @@ Constant-weight kernels (the matchers', :func:`make_conv`) pick a path per input
 * everything else im2col; a kernel wider than twice its stride (the 7x7 stride-2 stem) copies
   its columns from column phases of the input instead of with strided inner loops;
 * dense float32 1-D and 2-D convs (more than one input channel per group) with a static input
-  shape, with ``SRCORE_CPU_SIMD_CONV=1`` (read at load): srcore's explicit-SIMD direct conv
-  (``srcore.plugin.simd_conv``) when it times faster than the path chosen above for that shape.
+  shape (unless ``SRCORE_CPU_SIMD_CONV=0``, read at load): srcore's explicit-SIMD direct conv
+  (``srcore.plugin.simd_conv``, either layout of its input copy) when it times faster than the path
+  chosen above for that shape.
 
 Scratch (padded input, columns, Winograd tiles) comes from :data:`SHARED_WS`, one per-thread
 workspace shared by every conv node of the process (``workspace.py``), so memory is the largest
@@ -296,17 +297,31 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
     if static and threads == 1 and direct is None:
         _time_gather_split(shape)
     if (static and nd in (1, 2) and w.dtype == np.float32 and w.shape[1] > 1 and shape[1] == C * groups
-            and os.environ.get("SRCORE_CPU_SIMD_CONV", "0") == "1"):
-        # dense convs: srcore's explicit-SIMD direct conv (srcore.plugin.simd_conv) against the paths
-        # above, timed on this machine for this input shape; it serves that shape only. Opt-in: on
-        # the AVX2 machine measured it was at par or slower on the benchmark models' layers
-        # (performance.md), and the numba import and timing cost ~0.4 s of unet_small's load
+            and os.environ.get("SRCORE_CPU_SIMD_CONV", "1") != "0"
+            and (small is None or small.plan(shape, w.dtype) is None)):
+        # (not where one gather + GEMM serves a small input: a few microseconds, and a cold start
+        # that must not import numba, tests/test_cold_start_imports.py)
+        # dense convs: srcore's explicit-SIMD direct conv (srcore.plugin.simd_conv), its input copy
+        # as channel planes or row-interleaved, against the paths above, timed on this machine for
+        # this input shape; it serves that shape only. On by default since it won on unet_small's
+        # and detection_head's layers (cpu / eager 1.35 -> 1.10 and 0.87 -> 0.80, CPU time,
+        # performance.md); SRCORE_CPU_SIMD_CONV=0 turns it off (the numba import and the timing
+        # cost ~0.1 s a layer at load)
         from srcore.plugin import simd_conv
 
         simd = simd_conv.SimdDirectConv(w, b, stride, pads, dilation, groups)
         x0 = np.zeros(shape, np.float32)
         o0 = np.empty(simd.out_shape(shape), np.float32)
-        if _tactic.fastest({"simd": lambda x, o: simd(x, o, threads=threads), "other": conv_const}, (x0, o0)) == "simd":
+
+        def layout(rows):
+            def run(x, o):
+                simd.rows_interleaved = rows
+                return simd(x, o, threads=threads)
+            return run
+        t = _tactic.timings({"simd": layout(False), "simd_rows": layout(True), "other": conv_const}, (x0, o0))
+        way = min((n for n in ("simd", "simd_rows") if n in t), key=t.get, default=None)
+        if way is not None and ("other" not in t or t[way] <= SIMD_MARGIN * t["other"]):
+            simd.rows_interleaved = way == "simd_rows"
             fallback = conv_const
 
             def conv_simd(input, out=None):
@@ -316,8 +331,15 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
                         out = np.empty(o0.shape, np.float32)
                     return simd(input, out, threads=threads)
                 return fallback(input, out)
+            conv_simd.tactic = way
             return conv_simd
     return conv_const
+
+
+# the SIMD direct conv replaces a conv's other paths only where it times this much faster: on a
+# loaded machine a plain "fastest" picked it for resnet_small's layers where it was no faster, and
+# the model ran 1.06x slower (performance.md)
+SIMD_MARGIN = 0.9
 
 
 def make_conv_transpose(nd, weight, bias, stride, padding, output_padding, groups, dilation):

@@ -15,6 +15,12 @@ def fastest(candidates: dict, args: tuple, rounds: int = 5, budget_s: float = 0.
     """The name of the fastest of ``candidates`` (name -> callable) on ``args``; every candidate runs
     once first (warm-up, and a candidate that raises is dropped). Fewer rounds when one call takes
     more than ``budget_s / rounds``."""
+    best = timings(candidates, args, rounds=rounds, budget_s=budget_s)
+    return min(best, key=best.get) if best else None
+
+
+def timings(candidates: dict, args: tuple, rounds: int = 5, budget_s: float = 0.05) -> dict:
+    """``{name: best seconds}`` of the candidates that ran (see :func:`fastest`)."""
     best: dict = {}
     for name, fn in candidates.items():
         try:
@@ -24,11 +30,11 @@ def fastest(candidates: dict, args: tuple, rounds: int = 5, budget_s: float = 0.
         except Exception:  # noqa: BLE001 - a candidate that cannot run this shape is not chosen
             continue
     if len(best) <= 1:
-        return next(iter(best), None)
+        return best
     rounds = max(1, min(rounds, int(budget_s / max(min(best.values()), 1e-7))))
     for _ in range(rounds):
         for name in list(best):
             t0 = time.perf_counter()
             candidates[name](*args)
             best[name] = min(best[name], time.perf_counter() - t0)
-    return min(best, key=best.get)
+    return best

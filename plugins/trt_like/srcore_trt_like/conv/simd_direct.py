@@ -25,6 +25,8 @@ class SimdDirectTactic(ConvTactic):
     packed once into its register-block layout (stored as ``wp``, ``bp``)."""
     name = "simd_direct"
     fused_activations = ("leaky_relu",)
+    #: the layout of the kernel's input copy (``SimdDirectConv.rows_interleaved``)
+    rows_interleaved = False
 
     def __init__(self, spec: ConvSpec, weight, bias, layout=None, threads: int = 1):
         super().__init__(spec, weight, bias, layout)
@@ -34,7 +36,7 @@ class SimdDirectTactic(ConvTactic):
         self.conv = simd_conv.SimdDirectConv(np.asarray(weight, np.float32), self.bias, spec.stride, spec.padding,
                                              spec.dilation, spec.groups, lo=0.0 if spec.relu else -math.inf,
                                              negative_slope=spec.negative_slope if spec.activation == "leaky_relu"
-                                             else None)
+                                             else None, rows_interleaved=self.rows_interleaved)
         self.wp = self._laid_out("wp", self.conv.wp.shape, lambda: self.conv.wp)
         self.bp = self._laid_out("bp", self.conv.bp.shape, lambda: self.conv.bp)
         self.conv.wp, self.conv.bp = self.wp, self.bp
@@ -51,3 +53,11 @@ class SimdDirectTactic(ConvTactic):
         t0 = gov.clock()
         self.conv(x, out, residual, threads=size)
         gov.record(size, gov.clock() - t0)
+
+
+class SimdDirectRowsTactic(SimdDirectTactic):
+    """:class:`SimdDirectTactic` with the input copy row-interleaved (the input rows of all channels
+    one output row reads side by side): faster with many channels on large planes, slower with
+    few; the same weights layout and bits, timed against it at build."""
+    name = "simd_direct_rows"
+    rows_interleaved = True

@@ -27,6 +27,7 @@ the GEMM just wrote, while it is in cache).
                     (``kernels/blas_team.py``)
 ``simd_direct``     more than one input channel per group: srcore's explicit-SIMD direct conv
                     (``srcore.plugin.simd_conv``; ``simd_direct.py``)
+``simd_direct_rows`` the same with its input copy row-interleaved (many channels, large planes)
 ``pointwise_simd``  1x1, stride 1, unpadded, ungrouped: srcore's explicit-SIMD 1x1 kernel on the
                     NCHW input in place (``srcore.plugin.simd_pointwise``; ``simd_1x1.py``)
 ``simd_direct_split``, ``depthwise_simd_split``  at more than one intra-op thread, large layers: the
@@ -45,7 +46,7 @@ from .depthwise import DepthwiseChannelsLastTactic, DepthwiseDirectTactic, Depth
 from .gemm import Gemm1x1Tactic, Im2colGemmTactic
 from .packed import PackedGemmTactic
 from .simd_1x1 import Simd1x1Tactic, simd_1x1_applies
-from .simd_direct import SimdDirectTactic, simd_direct_applies
+from .simd_direct import SimdDirectRowsTactic, SimdDirectTactic, simd_direct_applies
 from .simd_split import DepthwiseSimdSplitTactic, SimdDirectSplitTactic
 from .spec import ConvSpec, ConvTactic
 from .winograd import WinogradTactic, transform_weight, winograd_applies
@@ -53,7 +54,8 @@ from .winograd_packed import WinogradPackedTactic
 
 __all__ = ["ConvSpec", "ConvTactic", "Gemm1x1Tactic", "Im2colGemmTactic", "WinogradTactic", "WinogradPackedTactic",
            "PackedGemmTactic", "DepthwiseDirectTactic", "DepthwiseChannelsLastTactic", "DepthwiseSimdTactic",
-           "SimdDirectTactic", "Simd1x1Tactic", "SimdDirectSplitTactic", "DepthwiseSimdSplitTactic",
+           "SimdDirectTactic", "SimdDirectRowsTactic", "Simd1x1Tactic", "SimdDirectSplitTactic",
+           "DepthwiseSimdSplitTactic",
            "conv_tactics", "conv_tactic_builders"]
 
 
@@ -107,6 +109,7 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
     if simd_direct_applies(spec):
         # one thread, and split over the intra-op threads (simd_split.py): the timing picks
         out.append((SimdDirectTactic.name, lambda layout=None: SimdDirectTactic(spec, weight, bias, layout)))
+        out.append((SimdDirectRowsTactic.name, lambda layout=None: SimdDirectRowsTactic(spec, weight, bias, layout)))
         if threads > 1:
             out.append((SimdDirectSplitTactic.name,
                         lambda layout=None: SimdDirectSplitTactic(spec, weight, bias, layout, threads)))
