@@ -6,8 +6,9 @@ Two figures, in one process (short: ~10-30 s):
 
 * **control**: the same single-threaded OpenBLAS work (40 GEMMs) twice, one after the other and on
   two Python threads at once (numpy releases the GIL), best and median of 10 rounds. Its ratio is
-  the most any 2-thread engine can gain here and now: ~1.9-2.0 on an idle 2-core machine, ~1.0
-  when other processes hold the cores (then a 1 -> 2 thread figure measures the load, not srcore).
+  the most any 2-thread engine can gain here and now: near 2 on idle cores (not yet measured idle),
+  1.01-1.08 in the median round beside five other jobs on 2 cores (2026-11-27): then a 1 -> 2
+  thread figure measures the load, not srcore.
 * **hand-over**: the OpenBLAS team's region (``kernels/blas_team.Team.run``, as the team tactics
   call it) over ``--parts`` parts of one small GEMM each (``--part-rows`` x 64 @ 64 x 64), after a
   GEMM alone on the caller (a layer between two team phases): the region's wall time against the
