@@ -248,3 +248,17 @@ def test_engine_threads_reports_layers_and_the_cpu_of_each_thread(tmp_path):
     (caller,) = [ms for name, ms in r["cpu_ms_per_call"].items() if name.startswith("caller")]
     assert 0 < caller
     assert r["governors"] == {"team": 0, "solo": 0, "waits": 0}      # one thread: no team regions
+
+
+@pytest.mark.one_pass
+def test_team_handover_reports_the_control_and_the_team_region():
+    """``benchmarks.team_handover``: the machine's own 2-thread control and the team region's cost and
+    join latency, from a few calls."""
+    pytest.importorskip("srcore_trt_like")
+    from benchmarks import team_handover
+
+    c = team_handover.control(rounds=2, gemms=1)
+    assert c["seq_ms"] > 0 and c["par_ms"] > 0 and c["best"] == pytest.approx(c["seq_ms"] / c["par_ms"])
+    h = team_handover.handover(calls=5, part_rows=64, parts=4)
+    assert h["alone_us"] > 0 and h["region_us"] > 0 and 0 <= h["joined"] <= 1
+    assert (h["join_us"] > 0) == (h["joined"] > 0)      # nan (no join) compares False
