@@ -122,3 +122,9 @@ def test_rows_cut_to_candidates_keep_torch_order(largest, dtype):
         y = x.copy()
         y[3, 7] = np.nan
         _check(y, k, 1, largest, ties=True)
+        # infinities (masked logits) through the NaN-free block extremes (compiled with ``nnan``)
+        z = x.copy()
+        z[1, ::3] = -np.inf
+        z[2, 5] = np.inf
+        z[0, 100:400] = -np.inf if largest else np.inf
+        _check(z, k, 1, largest, ties=True)

@@ -36,14 +36,27 @@ def _int_acc(x, dtype):
     return d
 
 
+def _reduce_acc(x, dtype):
+    """``_int_acc`` for ``ufunc.reduce``, whose own accumulator for bool and signed ints is already
+    int64 (np.int_ here): asking for it takes the casting path, ~3x the call on a small tensor."""
+    if dtype is None and x.dtype.kind in "bi" and _NATIVE_INT64:
+        return None
+    return _int_acc(x, dtype)
+
+
+_NATIVE_INT64 = np.dtype(np.int_) == INT64
+
+
 def _reduce(fn, x, axis, keepdim, out, **kw):
+    # ``fn`` is a ufunc's reduce where there is one (np.add.reduce, not np.sum): numpy's np.sum /
+    # np.max wrappers add ~3 us of Python per call, as much as the reduction of a small tensor
     r = fn(x, axis=axis, keepdims=keepdim, out=out, **kw)
     return out if out is not None else as_array(r)
 
 
 def sum(self, dim=None, keepdim=False, *, dtype=None, out=None):
     """``aten::sum`` / ``sum.dim_IntList``."""
-    return _reduce(np.sum, self, _axis(dim, self), keepdim, out, dtype=_int_acc(self, dtype))
+    return _reduce(np.add.reduce, self, _axis(dim, self), keepdim, out, dtype=_reduce_acc(self, dtype))
 
 
 def mean(self, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -56,15 +69,15 @@ def mean(self, dim=None, keepdim=False, *, dtype=None, out=None):
 
 def prod(self, dim=None, keepdim=False, *, dtype=None, out=None):
     """``aten::prod`` / ``prod.dim_int``."""
-    return _reduce(np.prod, self, _axis(dim, self), keepdim, out, dtype=_int_acc(self, dtype))
+    return _reduce(np.multiply.reduce, self, _axis(dim, self), keepdim, out, dtype=_reduce_acc(self, dtype))
 
 
 def amax(self, dim=(), keepdim=False, *, out=None):
-    return _reduce(np.max, self, _axis(dim, self), keepdim, out)
+    return _reduce(np.maximum.reduce, self, _axis(dim, self), keepdim, out)
 
 
 def amin(self, dim=(), keepdim=False, *, out=None):
-    return _reduce(np.min, self, _axis(dim, self), keepdim, out)
+    return _reduce(np.minimum.reduce, self, _axis(dim, self), keepdim, out)
 
 
 def all(self, dim=None, keepdim=False, *, out=None):
@@ -116,11 +129,11 @@ def _max_min(vfn, ifn, self, dim, keepdim, out):
 
 def max(self, dim=None, keepdim=False, *, out=None):
     """``aten::max`` (all -> Tensor) / ``max.dim`` (-> (values, indices))."""
-    return _max_min(np.max, np.argmax, self, dim, keepdim, out)
+    return _max_min(np.maximum.reduce, np.argmax, self, dim, keepdim, out)
 
 
 def min(self, dim=None, keepdim=False, *, out=None):
-    return _max_min(np.min, np.argmin, self, dim, keepdim, out)
+    return _max_min(np.minimum.reduce, np.argmin, self, dim, keepdim, out)
 
 
 def linalg_vector_norm(self, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -129,17 +142,17 @@ def linalg_vector_norm(self, ord=2, dim=None, keepdim=False, *, dtype=None, out=
     axis = _axis(dim, x)
     a = np.abs(x, out=np.empty(x.shape, x.dtype))  # an array even for 0-d x (the ufunc would give a scalar)
     if ord == float("inf"):
-        return _reduce(np.max, a, axis, keepdim, out)
+        return _reduce(np.maximum.reduce, a, axis, keepdim, out)
     if ord == float("-inf"):
-        return _reduce(np.min, a, axis, keepdim, out)
+        return _reduce(np.minimum.reduce, a, axis, keepdim, out)
     if ord == 0:
-        return _reduce(np.sum, a != 0, axis, keepdim, out, dtype=a.dtype)
+        return _reduce(np.add.reduce, a != 0, axis, keepdim, out, dtype=a.dtype)
     if ord == 1:
-        return _reduce(np.sum, a, axis, keepdim, out)
+        return _reduce(np.add.reduce, a, axis, keepdim, out)
     if ord == 2:
-        r = _reduce(np.sum, np.square(a, out=a), axis, keepdim, out)
+        r = _reduce(np.add.reduce, np.square(a, out=a), axis, keepdim, out)
         return as_array(np.sqrt(r, out=r))
-    r = _reduce(np.sum, np.power(a, ord, out=a), axis, keepdim, out)
+    r = _reduce(np.add.reduce, np.power(a, ord, out=a), axis, keepdim, out)
     return as_array(np.power(r, 1.0 / ord, out=r))
 
 

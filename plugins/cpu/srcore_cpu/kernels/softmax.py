@@ -8,15 +8,16 @@ from srcore.plugin import NodeInfo, Specialized
 
 
 def _softmax_into(x, dim, out):
+    # ufunc.reduce, not np.max / np.sum: their Python wrappers cost as much as a small row's work
     if x.size == 0:
         return out
     if x.ndim == 0:
         out[...] = 1.0
         return out
-    m = np.max(x, axis=dim, keepdims=True)
+    m = np.maximum.reduce(x, axis=dim, keepdims=True)
     np.subtract(x, m, out=out)
     np.exp(out, out=out)
-    np.divide(out, np.sum(out, axis=dim, keepdims=True), out=out)
+    np.divide(out, np.add.reduce(out, axis=dim, keepdims=True), out=out)
     return out
 
 
@@ -26,9 +27,9 @@ def _log_softmax_into(x, dim, out):
     if x.ndim == 0:
         out[...] = 0.0
         return out
-    m = np.max(x, axis=dim, keepdims=True)
+    m = np.maximum.reduce(x, axis=dim, keepdims=True)
     np.subtract(x, m, out=out)
-    lse = np.log(np.sum(np.exp(out), axis=dim, keepdims=True))
+    lse = np.log(np.add.reduce(np.exp(out), axis=dim, keepdims=True))
     np.subtract(out, lse, out=out)
     return out
 
