@@ -420,6 +420,48 @@ def _block_excess(cm, ldc, r0, r1, panels, kp, n, at, excess, count, h, w, c, kh
                         cm[cb + lane] += e * np.int32(panels[pb + 4 * lane])
 
 
+@numba.njit(inline="always")
+def _add_row(out, d0, nout, r, npos, other, addf, addi):
+    """``quantized::add(_relu)`` of one row of a convolution's requantized bytes (``out[d0:d0 +
+    nout]``, output row ``r`` = (image, position)) and ``other``, in place, as
+    ``binary.add_out`` and its layout variants compute it: torch's vectorized path (``add_vec_u8``'s
+    arithmetic) except on the elements its loop leaves to the scalar path (``(q - zp) * scale`` in
+    float32, ``nearbyint(zp + c * inv)``): ``addi[0]`` 1: the last ``numel % 64`` (from
+    ``addi[1]``) in NCHW order, 2: in memory (NHWC) order, 3: every element. ``addi[2:5]``:
+    ``other``'s strides (image, position, channel) in elements; ``addf``: the vectorized path's
+    ``sa, pa, sb, pb, inv, zp, lo, hi``, then the scalar path's ``sa, za, sb, zb``."""
+    mode = addi[0]
+    kvec = addi[1]
+    b = r // npos
+    pos = r - b * npos
+    ob = b * addi[2] + pos * addi[3]
+    sc = addi[4]
+    if mode == 3:
+        jt = 0
+    elif mode == 2:
+        jt = kvec - d0
+    else:           # NCHW index (b * nout + j) * npos + pos >= kvec
+        jt = -((pos - kvec) // npos) - b * nout
+    jt = min(max(jt, 0), nout)
+    sa, pa, sb, pb = addf[0], addf[1], addf[2], addf[3]
+    inv = np.float32(addf[4])
+    zp, lo, hi = addf[5], addf[6], addf[7]
+    for j in range(jt):
+        cv = np.float32(np.float64(out[d0 + j]) * sa + pa) + np.float32(np.float64(other[ob + j * sc]) * sb + pb)
+        v = np.float64(np.rint(cv * inv)) + zp
+        out[d0 + j] = min(max(v, lo), hi)
+    if jt < nout:
+        ssa, sza, ssb, szb = np.float32(addf[8]), np.int64(addf[9]), np.float32(addf[10]), np.int64(addf[11])
+        fzp = np.float32(zp)
+        relu = addi[5] != 0
+        for j in range(jt, nout):
+            cv = np.float32(np.int64(out[d0 + j]) - sza) * ssa + np.float32(np.int64(other[ob + j * sc]) - szb) * ssb
+            if relu:
+                cv = max(cv, np.float32(0))
+            v = np.float64(np.rint(fzp + cv * inv))
+            out[d0 + j] = min(max(v, addf[12]), hi)
+
+
 #: the integer arguments of :func:`conv_layer_u8` (``ConvPlan.geo``), by position
 CONV_GEO = ("n", "h", "w", "c", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "oh", "ow", "kp", "n_panels", "nout",
             "row_block", "x_zp", "y_zp", "lo", "hi", "lim", "pixels_are_rows", "scan")
@@ -435,7 +477,7 @@ def _conv_kernel(vnni: bool):
     number of clamped bytes, or -1 (nothing written) when they are more than ``at`` holds."""
 
     @numba.njit(cache=True, nogil=True, boundscheck=False)
-    def conv(x, xc, at, excess, cols, panels, c, corr, zw, bias_div, mult, geo, out):
+    def conv(x, xc, at, excess, cols, panels, c, corr, zw, bias_div, mult, geo, out, other, addf, addi):
         n, h, w, cch = geo[0], geo[1], geo[2], geo[3]
         kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = geo[4], geo[5], geo[6], geo[7], geo[8], geo[9], geo[10], geo[11], \
             geo[12], geo[13]
@@ -446,6 +488,7 @@ def _conv_kernel(vnni: bool):
         fhi = np.float32(geo[21])
         lim = geo[22]
         pixels = geo[23] != 0
+        amode = addi[0] if addi.shape[0] else 0
         count = 0
         if geo[24] != 0:
             count = _scan_input(x, lim, at, excess)
@@ -488,6 +531,8 @@ def _conv_kernel(vnni: bool):
                     v = ((np.float32(acc) + bias_div[j]) * mult[j] + _ROUND) - _ROUND + yz
                     v = min(max(v, flo), fhi)
                     out[d0 + j] = np.uint8(v)
+                if amode:
+                    _add_row(out, d0, nout, r0 + i, oh * ow, other, addf, addi)
         return count
     return conv
 

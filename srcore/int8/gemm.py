@@ -451,7 +451,7 @@ class ConvPlan:
                 return done
         return self._run_steps(x_u8, out)
 
-    def _run_fused(self, x_u8: np.ndarray, out: np.ndarray):
+    def _run_fused(self, x_u8: np.ndarray, out: np.ndarray, other=None, addf=None, addi=None):
         """:meth:`run` in one compiled call; None (nothing written) where the input's bytes above
         ``lim`` are more than the scan holds or ``out`` cannot take it (then the steps one by one)."""
         p = self.p
@@ -468,7 +468,9 @@ class ConvPlan:
             bufs = self.buffers[threading.get_ident()] = self._scratch(xf.size)
         _, at, excess, xc, cols, c = bufs
         count = _conv_layer(_active_path())(xf, xc, at, excess, cols, p.panels, c, self.corr, p.zero_points,
-                                            self.bias_div, self.mult, geo, tgt)
+                                            self.bias_div, self.mult, geo, tgt,
+                                            _NO_EXCESS if other is None else other, _NO_ADDF if addf is None else addf,
+                                            _NO_AT if addi is None else addi)
         if count < 0:
             return None
         if self.channels_first:
@@ -581,6 +583,55 @@ def _make_conv_plan(x_shape, x_zp, p: PackedInt8, kernel, stride, padding, dilat
 
 _NO_AT = np.zeros(0, np.int64)
 _NO_EXCESS = np.zeros(0, np.uint8)
+_NO_ADDF = np.zeros(0, np.float64)
+
+#: ``_kernels._add_row``'s modes: which elements take torch's scalar path of ``quantized::add``
+ADD_TAIL_NCHW, ADD_TAIL_MEMORY, ADD_ALL_SCALAR = 1, 2, 3
+
+
+def conv_add_requantize(x_u8: np.ndarray, x_zp: int, p: PackedInt8, kernel, stride, padding, dilation,
+                        x_scale: float, w_scales, bias, conv_scale: float, conv_zero_point: int, conv_relu: bool,
+                        other: np.ndarray, other_scale: float, other_zero_point: int, scale: float,
+                        zero_point: int, relu: bool, mode: int, kvec: int, out: np.ndarray,
+                        channels_first: bool):
+    """A groups-1 2-d :func:`conv_requantize` (to ``conv_scale``, ``conv_zero_point``) and then, in
+    its epilogue, ``quantized::add(_relu)`` of that byte and ``other`` (uint8, the conv's output
+    shape (N, C, H, W), any memory layout) to ``scale``, ``zero_point``: torch's vectorized path
+    except on the elements ``mode`` leaves to its scalar path (:data:`ADD_TAIL_NCHW`: the NCHW
+    positions from ``kvec`` on, :data:`ADD_TAIL_MEMORY`: the channels-last ones,
+    :data:`ADD_ALL_SCALAR`). Returns ``out``, or None (nothing written) where the one-call
+    convolution does not apply (the caller then runs the two ops)."""
+    if not out.size or not x_u8.size:
+        return None
+    plan = conv_plan(x_u8.shape, x_zp, p, kernel, stride, padding, dilation, x_scale, w_scales, bias, conv_scale,
+                     conv_zero_point, conv_relu, out.shape, channels_first)
+    if plan.geo is None or len(plan.k) != 2 or x_u8.ndim != 4 or np.may_share_memory(out, other):
+        return None
+    if other.dtype != np.uint8:
+        return None
+    N, C, H, W = other.shape
+    sn, sc, sh, sw = other.strides
+    if min(other.strides) < 0 or not (H == 1 or W == 1 or sh == W * sw):
+        other = np.ascontiguousarray(other)
+        sn, sc, sh, sw = other.strides
+    st = (sn, sw if W > 1 else sh, sc)          # image, position (oy * W + ox), channel
+    # the bytes ``other`` spans, flat, from its first element on
+    span = 1 + sum(s * (d - 1) for s, d in zip(other.strides, other.shape))
+    flat = np.lib.stride_tricks.as_strided(other, (span,), (1,), writeable=False)
+    info = QDTYPES["quint8"]
+    key = ("add", float(conv_scale), int(conv_zero_point), float(other_scale), int(other_zero_point), float(scale),
+           int(zero_point), bool(relu), int(mode), int(kvec), st)
+    got = plan.buffers.get(key)
+    if got is None:
+        f32 = np.float32
+        fa, fb = f32(conv_scale), f32(other_scale)
+        addf = np.array([np.float64(fa), np.float64(f32(fa * f32(-conv_zero_point))), np.float64(fb),
+                         np.float64(f32(fb * f32(-other_zero_point))), np.float64(f32(1.0) / f32(scale)), zero_point,
+                         zero_point if relu else info.qmin, info.qmax, np.float64(fa), conv_zero_point,
+                         np.float64(fb), other_zero_point, info.qmin], np.float64)
+        addi = np.array([mode, kvec, st[0], st[1], st[2], relu], np.int64)
+        got = plan.buffers[key] = (addf, addi)
+    return plan._run_fused(x_u8, out, flat, *got)
 
 
 @functools.lru_cache(maxsize=2)

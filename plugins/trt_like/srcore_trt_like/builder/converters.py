@@ -15,7 +15,7 @@ from srcore.plugin import EngineBuildError
 
 from . import qconverters
 from .nodes import Converter, NodeView
-from .qconverters import dequantize, qadd, qconv, qlinear, quantize  # noqa: F401  (named by the op table)
+from .qconverters import dequantize, qadd, qconv, qconv_then_add, qlinear, quantize  # noqa: F401  (named by the op table)
 
 
 def _quantized(v: NodeView, c: Converter, name: str) -> bool:
