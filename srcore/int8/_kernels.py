@@ -421,6 +421,20 @@ def _block_excess(cm, ldc, r0, r1, panels, kp, n, at, excess, count, h, w, c, kh
 
 
 @numba.njit(inline="always")
+def _add_vec_run(out, d0, other, o0, count, sa, pa, sb, pb, inv, zp, lo, hi):
+    """``add_vec_u8``'s arithmetic on ``out[d0:d0 + count]`` and ``other[o0:o0 + count]``, in place."""
+    a = out[d0:d0 + count]
+    b = other[o0:o0 + count]
+    flo, fhi, fzp = np.float32(lo - zp), np.float32(hi - zp), np.float32(zp)
+    for j in range(count):
+        cv = np.float32(np.float64(a[j]) * sa + pa) + np.float32(np.float64(b[j]) * sb + pb)
+        # nearbyint by the 1.5 * 2^23 trick (vectorizes; np.rint is a libm call): exact below 2^22
+        # in magnitude, and beyond it the value clamps to lo or hi either way
+        v = (cv * inv + _ROUND) - _ROUND
+        a[j] = min(max(v, flo), fhi) + fzp
+
+
+@numba.njit(inline="always")
 def _add_row(out, d0, nout, r, npos, other, addf, addi):
     """``quantized::add(_relu)`` of one row of a convolution's requantized bytes (``out[d0:d0 +
     nout]``, output row ``r`` = (image, position)) and ``other``, in place, as
@@ -446,10 +460,13 @@ def _add_row(out, d0, nout, r, npos, other, addf, addi):
     sa, pa, sb, pb = addf[0], addf[1], addf[2], addf[3]
     inv = np.float32(addf[4])
     zp, lo, hi = addf[5], addf[6], addf[7]
-    for j in range(jt):
-        cv = np.float32(np.float64(out[d0 + j]) * sa + pa) + np.float32(np.float64(other[ob + j * sc]) * sb + pb)
-        v = np.float64(np.rint(cv * inv)) + zp
-        out[d0 + j] = min(max(v, lo), hi)
+    if sc == 1:         # other channels-last (a conv's, add's or pool's output): contiguous, vectorized
+        _add_vec_run(out, d0, other, ob, jt, sa, pa, sb, pb, inv, zp, lo, hi)
+    else:
+        for j in range(jt):
+            cv = np.float32(np.float64(out[d0 + j]) * sa + pa) + np.float32(np.float64(other[ob + j * sc]) * sb + pb)
+            v = np.float64(np.rint(cv * inv)) + zp
+            out[d0 + j] = min(max(v, lo), hi)
     if jt < nout:
         ssa, sza, ssb, szb = np.float32(addf[8]), np.int64(addf[9]), np.float32(addf[10]), np.int64(addf[11])
         fzp = np.float32(zp)
