@@ -330,6 +330,9 @@ def find_excess(x, words, lim, at, excess):
 def _gather_rows(xf, h, w, c, zp, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, r0, r1, cf, kp):
     """:func:`im2col_u8` for the rows ``r0 .. r1 - 1`` only, into ``cf`` from its start."""
     depth = kh * kw * c
+    run = kw * c
+    xsize = xf.shape[0]
+    csize = cf.shape[0]
     for row in range(r0, r1):
         ox = row % ow
         oy = (row // ow) % oh
@@ -340,8 +343,15 @@ def _gather_rows(xf, h, w, c, zp, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, r0, r1
         for i in range(kh):
             iy = oy * sh - ph + i * dh
             if 0 <= iy < h and inside_x and dw == 1:     # the kernel row inside: one run
-                copy_bytes(cf, o, xf, ((b * h + iy) * w + x0) * c, kw * c)
-                o += kw * c
+                so = ((b * h + iy) * w + x0) * c
+                if run <= 32 and so + 32 <= xsize and o + 32 <= csize:
+                    # a short run (a stem's 3 channels: 21 bytes) as one 32-byte move: a memcpy call
+                    # of a variable length cost more than the bytes; the bytes past the run are
+                    # written over by the next run, the row's zero tail or the next row
+                    copy_bytes(cf, o, xf, so, 32)
+                else:
+                    copy_bytes(cf, o, xf, so, run)
+                o += run
                 continue
             for j in range(kw):
                 ix = x0 + j * dw

@@ -490,7 +490,8 @@ class ConvPlan:
         else:
             at, excess, xc = _NO_AT, _NO_EXCESS, _NO_EXCESS
         rb = int(geo[17])
-        cols = _NO_EXCESS if geo[23] else scratch("cols", (rb * p.kp,), np.uint8)
+        # 32 bytes of slack: _gather_rows moves short runs 32 bytes at a time
+        cols = _NO_EXCESS if geo[23] else scratch("cols", (rb * p.kp + 32,), np.uint8)
         c = scratch("c", (rb * p.n_panels * NR,), np.int32)
         return (getattr(_local, "generation", 0), at, excess, xc, cols, c)
 
