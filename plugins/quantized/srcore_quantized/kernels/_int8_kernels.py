@@ -78,38 +78,3 @@ def dequantize_u8(q, zp, scale, out):
     """torch's per-tensor ``dequantize``: ``float32(q - zp) * scale`` (``_common.dequant_scalar``)."""
     for i in range(q.shape[0]):
         out[i] = np.float32(np.int64(q[i]) - zp) * scale
-
-
-@numba.njit(cache=True, nogil=True, boundscheck=False)
-def max_pool_cl(x, h, w, c, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, low, out):
-    """``max_pool2d`` over channels-last memory: ``x`` flat (N, H, W, C), ``out`` flat (N, OH, OW, C)
-    (8-bit integers, either sign). Each output pixel's C bytes are the elementwise maximum of the
-    C-byte rows of its window's pixels inside the input (taps in the padding are passed over: torch
-    pads with the lowest value, ``low``, which a window of padding only gets); the loops over
-    channels are contiguous (``vpmaxub`` / ``vpmaxsb``: numpy's maximum per tap over strided
-    slices took 2-3x as long on resnet_small's 112x112x64 pool)."""
-    n = x.shape[0] // (h * w * c)
-    for b in range(n):
-        for oy in range(oh):
-            for ox in range(ow):
-                o = ((b * oh + oy) * ow + ox) * c
-                first = True
-                for i in range(kh):
-                    iy = oy * sh - ph + i * dh
-                    if iy < 0 or iy >= h:
-                        continue
-                    for j in range(kw):
-                        ix = ox * sw - pw + j * dw
-                        if ix < 0 or ix >= w:
-                            continue
-                        s = ((b * h + iy) * w + ix) * c
-                        if first:
-                            for ch in range(c):
-                                out[o + ch] = x[s + ch]
-                            first = False
-                        else:
-                            for ch in range(c):
-                                out[o + ch] = max(out[o + ch], x[s + ch])
-                if first:
-                    for ch in range(c):
-                        out[o + ch] = low

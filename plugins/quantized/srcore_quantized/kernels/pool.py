@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.plugin import QDTYPES, KernelError, int8_gemm
+from srcore.plugin import QDTYPES, KernelError
 
 from ._common import (F32, buffer, channels_last, channels_last_buffer, dequant_scalar, ints, quant_tensor,
                       require_per_tensor, wrap)
@@ -50,14 +50,6 @@ def max_pool2d_out(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mod
     cl = None
     if not squeeze and channels_last(x) is not None and (out is None or not np.may_share_memory(x, out)):
         cl = channels_last_buffer(out, shape, xq.qdtype)    # a conv's output: the result channels-last too
-    if cl is not None and xq.qdtype in ("quint8", "qint8") and int8_gemm.numba_enabled():
-        res, dst = cl        # channels-last in and out: one numba pass, no padded copy
-        from ._int8_kernels import max_pool_cl
-
-        C = x.shape[1]
-        max_pool_cl(channels_last(x).reshape(-1), H, W, C, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow,
-                    dst.dtype.type(info.qmin), dst.reshape(-1))
-        return wrap(res, xq.qdtype, xq.qparams)
     if cl is not None:      # the same taps on the (N, H, W, C) memory: no transposing copies
         res, dst = cl
         src = channels_last(x)
