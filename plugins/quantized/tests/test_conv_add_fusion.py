@@ -50,9 +50,9 @@ def test_conv_then_add_is_torchs(monkeypatch, seed, c, cout, hw, k, stride, scal
     pad = k // 2
     tx = torch._make_per_tensor_quantized_tensor(torch.from_numpy(rng.integers(0, 128, (2, c, hw, hw + 1))
                                                                   .astype(np.uint8)), 0.02, 7)
-    tw = torch.quantize_per_channel(torch.from_numpy(rng.normal(0, 0.1, (cout, c, k, k)).astype(np.float32)),
-                                    torch.from_numpy(rng.uniform(0.001, 0.003, cout)), torch.zeros(cout, dtype=torch.long),
-                                    0, torch.qint8)
+    wf = torch.from_numpy(rng.normal(0, 0.1, (cout, c, k, k)).astype(np.float32))
+    tw = torch.quantize_per_channel(wf, torch.from_numpy(rng.uniform(0.001, 0.003, cout)),
+                                    torch.zeros(cout, dtype=torch.long), 0, torch.qint8)
     b = torch.from_numpy(rng.normal(0, 0.1, cout).astype(np.float32))
     oh, ow = (hw + 2 * pad - k) // stride + 1, (hw + 1 + 2 * pad - k) // stride + 1
     zc, zb, zo = zps[0], zps[1], zps[2] | 1          # odd output zero point: exact ties differ by path

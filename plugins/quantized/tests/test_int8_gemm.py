@@ -121,9 +121,11 @@ def test_conv_requantize_scans_the_input_for_bytes_above_the_limit(both_paths, s
 
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**31), c=st.integers(1, 20), cout=st.integers(1, 40), k=st.sampled_from([1, 3]),
-       stride=st.sampled_from([1, 2]), pad=st.integers(0, 1), zp=st.integers(0, 128), outliers=st.sampled_from([0, 3, 30]),
+       stride=st.sampled_from([1, 2]), pad=st.integers(0, 1), zp=st.integers(0, 128),
+       outliers=st.sampled_from([0, 3, 30]),
        block=st.sampled_from([64, 1000, 1 << 17]), channels_first=st.booleans())
-@example(seed=0, c=16, cout=16, k=1, stride=1, pad=0, zp=3, outliers=30, block=64, channels_first=False)   # pixels as rows
+# pixels as rows
+@example(seed=0, c=16, cout=16, k=1, stride=1, pad=0, zp=3, outliers=30, block=64, channels_first=False)
 def test_one_call_conv_layer_in_row_blocks(monkeypatch, seed, c, cout, k, stride, pad, zp, outliers, block,
                                            channels_first):
     """The whole layer in one compiled call (``_kernels.conv_layer_u8``: scan, gathering, GEMM,
