@@ -368,7 +368,11 @@ STRUCTURAL = {"detach(x) -> x", "size(static) -> constant", "dim(known rank) -> 
               "is_floating_point(known dtype) -> constant", "TupleUnpack(TupleConstruct(xs)) -> xs",
               "TupleIndex(TupleConstruct(xs), i) -> xs[i]", "x is not None (known type) -> constant",
               "linear + relu_", "conv2d + add + relu_", "conv2d + relu_", "linear + gelu", "linear + silu",
-              "linear + tanh", "linear + sigmoid"}
+              "linear + tanh", "linear + sigmoid",
+              # quantized graphs: their near misses (the conv used twice) and the values with and
+              # without the fusion in plugins/quantized/tests/test_conv_add_fusion.py
+              *(f"quantized conv2d + {op.split('::')[1]}"
+                for op in __import__("srcore.passes.fuse", fromlist=["QADDS"]).QADDS)}
 
 
 def test_every_rule_has_a_near_miss_or_a_reason():

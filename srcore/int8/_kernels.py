@@ -324,3 +324,247 @@ def find_excess(x, words, lim, at, excess):
             excess[count] = x[q] - lim
             count += 1
     return count
+
+
+@numba.njit(inline="always")
+def _gather_rows(xf, h, w, c, zp, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, r0, r1, cf, kp):
+    """:func:`im2col_u8` for the rows ``r0 .. r1 - 1`` only, into ``cf`` from its start."""
+    depth = kh * kw * c
+    run = kw * c
+    xsize = xf.shape[0]
+    csize = cf.shape[0]
+    for row in range(r0, r1):
+        ox = row % ow
+        oy = (row // ow) % oh
+        b = row // (ow * oh)
+        o = (row - r0) * kp
+        x0 = ox * sw - pw
+        inside_x = x0 >= 0 and x0 + (kw - 1) * dw < w
+        for i in range(kh):
+            iy = oy * sh - ph + i * dh
+            if 0 <= iy < h and inside_x and dw == 1:     # the kernel row inside: one run
+                so = ((b * h + iy) * w + x0) * c
+                if run <= 32 and so + 32 <= xsize and o + 32 <= csize:
+                    # a short run (a stem's 3 channels: 21 bytes) as one 32-byte move: a memcpy call
+                    # of a variable length cost more than the bytes; the bytes past the run are
+                    # written over by the next run, the row's zero tail or the next row
+                    copy_bytes(cf, o, xf, so, 32)
+                else:
+                    copy_bytes(cf, o, xf, so, run)
+                o += run
+                continue
+            for j in range(kw):
+                ix = x0 + j * dw
+                if 0 <= iy < h and 0 <= ix < w:
+                    copy_bytes(cf, o, xf, ((b * h + iy) * w + ix) * c, c)
+                else:
+                    for t in range(c):
+                        cf[o + t] = zp
+                o += c
+        base = (row - r0) * kp
+        for t in range(base + depth, base + kp):
+            cf[t] = 0
+
+
+@numba.njit(inline="always")
+def _scan_input(x, lim, at, excess):
+    """:func:`find_excess` with the screening as an OR over 64-byte blocks (LLVM vectorizes it)."""
+    cap = at.shape[0]
+    count = 0
+    size = x.shape[0]
+    for q0 in range(0, size, 64):
+        q1 = min(size, q0 + 64)
+        acc = np.uint8(0)
+        for q in range(q0, q1):
+            acc |= x[q]
+        if acc & np.uint8(128):
+            for q in range(q0, q1):
+                if x[q] > lim:
+                    if count == cap:
+                        return -1
+                    at[count] = q
+                    excess[count] = x[q] - lim
+                    count += 1
+    return count
+
+
+@numba.njit(inline="always")
+def _block_excess(cm, ldc, r0, r1, panels, kp, n, at, excess, count, h, w, c, kh, kw, sh, sw, ph, pw, dh, dw, oh,
+                  ow):
+    """:func:`add_input_excess` for the output rows ``r0 .. r1 - 1`` only (``cm`` holds them from
+    its start)."""
+    kq = kp // 4
+    n_panels = -(-n // 16)
+    for t in range(count):
+        f = at[t]
+        ch = f % c
+        pix = f // c
+        ix = pix % w
+        iy = (pix // w) % h
+        b = pix // (w * h)
+        e = np.int32(excess[t])
+        for i in range(kh):
+            ty = iy + ph - i * dh
+            if ty < 0 or ty % sh:
+                continue
+            oy = ty // sh
+            if oy >= oh:
+                continue
+            for j in range(kw):
+                tx = ix + pw - j * dw
+                if tx < 0 or tx % sw:
+                    continue
+                ox = tx // sw
+                if ox >= ow:
+                    continue
+                r = (b * oh + oy) * ow + ox
+                if r < r0 or r >= r1:
+                    continue
+                q = (i * kw + j) * c + ch
+                base = (q // 4) * 64 + q % 4
+                row = (r - r0) * ldc
+                for jp in range(n_panels):
+                    pb = jp * kq * 64 + base
+                    cb = row + jp * 16
+                    for lane in range(16):
+                        cm[cb + lane] += e * np.int32(panels[pb + 4 * lane])
+
+
+@numba.njit(inline="always")
+def _add_vec_run(out, d0, other, o0, count, sa, pa, sb, pb, inv, zp, lo, hi):
+    """``add_vec_u8``'s arithmetic on ``out[d0:d0 + count]`` and ``other[o0:o0 + count]``, in place."""
+    a = out[d0:d0 + count]
+    b = other[o0:o0 + count]
+    flo, fhi, fzp = np.float32(lo - zp), np.float32(hi - zp), np.float32(zp)
+    for j in range(count):
+        cv = np.float32(np.float64(a[j]) * sa + pa) + np.float32(np.float64(b[j]) * sb + pb)
+        # nearbyint by the 1.5 * 2^23 trick (vectorizes; np.rint is a libm call): exact below 2^22
+        # in magnitude, and beyond it the value clamps to lo or hi either way
+        v = (cv * inv + _ROUND) - _ROUND
+        a[j] = min(max(v, flo), fhi) + fzp
+
+
+@numba.njit(inline="always")
+def _add_row(out, d0, nout, r, npos, other, addf, addi):
+    """``quantized::add(_relu)`` of one row of a convolution's requantized bytes (``out[d0:d0 +
+    nout]``, output row ``r`` = (image, position)) and ``other``, in place, as
+    ``binary.add_out`` and its layout variants compute it: torch's vectorized path (``add_vec_u8``'s
+    arithmetic) except on the elements its loop leaves to the scalar path (``(q - zp) * scale`` in
+    float32, ``nearbyint(zp + c * inv)``): ``addi[0]`` 1: the last ``numel % 64`` (from
+    ``addi[1]``) in NCHW order, 2: in memory (NHWC) order, 3: every element. ``addi[2:5]``:
+    ``other``'s strides (image, position, channel) in elements; ``addf``: the vectorized path's
+    ``sa, pa, sb, pb, inv, zp, lo, hi``, then the scalar path's ``sa, za, sb, zb``."""
+    mode = addi[0]
+    kvec = addi[1]
+    b = r // npos
+    pos = r - b * npos
+    ob = b * addi[2] + pos * addi[3]
+    sc = addi[4]
+    if mode == 3:
+        jt = 0
+    elif mode == 2:
+        jt = kvec - d0
+    else:           # NCHW index (b * nout + j) * npos + pos >= kvec
+        jt = -((pos - kvec) // npos) - b * nout
+    jt = min(max(jt, 0), nout)
+    sa, pa, sb, pb = addf[0], addf[1], addf[2], addf[3]
+    inv = np.float32(addf[4])
+    zp, lo, hi = addf[5], addf[6], addf[7]
+    if sc == 1:         # other channels-last (a conv's, add's or pool's output): contiguous, vectorized
+        _add_vec_run(out, d0, other, ob, jt, sa, pa, sb, pb, inv, zp, lo, hi)
+    else:
+        for j in range(jt):
+            cv = np.float32(np.float64(out[d0 + j]) * sa + pa) + np.float32(np.float64(other[ob + j * sc]) * sb + pb)
+            v = np.float64(np.rint(cv * inv)) + zp
+            out[d0 + j] = min(max(v, lo), hi)
+    if jt < nout:
+        ssa, sza, ssb, szb = np.float32(addf[8]), np.int64(addf[9]), np.float32(addf[10]), np.int64(addf[11])
+        fzp = np.float32(zp)
+        relu = addi[5] != 0
+        for j in range(jt, nout):
+            cv = np.float32(np.int64(out[d0 + j]) - sza) * ssa + np.float32(np.int64(other[ob + j * sc]) - szb) * ssb
+            if relu:
+                cv = max(cv, np.float32(0))
+            v = np.float64(np.rint(fzp + cv * inv))
+            out[d0 + j] = min(max(v, addf[12]), hi)
+
+
+#: the integer arguments of :func:`conv_layer_u8` (``ConvPlan.geo``), by position
+CONV_GEO = ("n", "h", "w", "c", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "oh", "ow", "kp", "n_panels", "nout",
+            "row_block", "x_zp", "y_zp", "lo", "hi", "lim", "pixels_are_rows", "scan")
+
+
+def _conv_kernel(vnni: bool):
+    """One whole groups-1 convolution (``gemm.ConvPlan``) in one compiled call: the exactness scan
+    of the input (bytes above ``lim`` clamped in a copy, ``scan``), then per block of
+    ``row_block`` output rows the windows gathered (or the pixels themselves), the GEMM, the
+    clamped bytes' corrections for those rows and fbgemm's requantization into ``out``
+    (channels-last uint8, rows of ``nout``) while the block's sums are in cache. ``geo``: int64,
+    :data:`CONV_GEO`. ``corr``: ``x_zp * colsum`` per channel; no weight zero points. Returns the
+    number of clamped bytes, or -1 (nothing written) when they are more than ``at`` holds."""
+
+    @numba.njit(cache=True, nogil=True, boundscheck=False)
+    def conv(x, xc, at, excess, cols, panels, c, corr, zw, bias_div, mult, geo, out, other, addf, addi):
+        n, h, w, cch = geo[0], geo[1], geo[2], geo[3]
+        kh, kw, sh, sw, ph, pw, dh, dw, oh, ow = geo[4], geo[5], geo[6], geo[7], geo[8], geo[9], geo[10], geo[11], \
+            geo[12], geo[13]
+        kp, n_panels, nout, row_block = geo[14], geo[15], geo[16], geo[17]
+        zp = np.uint8(geo[18])
+        yz = np.float32(geo[19])
+        flo = np.float32(geo[20])
+        fhi = np.float32(geo[21])
+        lim = geo[22]
+        pixels = geo[23] != 0
+        amode = addi[0] if addi.shape[0] else 0
+        count = 0
+        if geo[24] != 0:
+            count = _scan_input(x, lim, at, excess)
+            if count < 0:
+                return -1
+        src = x
+        if count > 0:
+            u = np.uint8(lim)
+            for q in range(x.shape[0]):
+                v = x[q]
+                xc[q] = v if v < u else u
+            src = xc
+        m = n * oh * ow
+        ldc = n_panels * 16
+        n8 = nout // 8 * 8
+        for r0 in range(0, m, row_block):
+            r1 = min(m, r0 + row_block)
+            rb = r1 - r0
+            if pixels:
+                if vnni:
+                    gemm_u8s8_vnni(src[r0 * kp:r1 * kp], kp, rb, panels, n_panels, c, rb)
+                else:
+                    gemm_u8s8(src[r0 * kp:r1 * kp], kp, rb, panels, n_panels, c, rb)
+            else:
+                _gather_rows(src, h, w, cch, zp, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, r0, r1, cols, kp)
+                if vnni:
+                    gemm_u8s8_vnni(cols, kp, rb, panels, n_panels, c, rb)
+                else:
+                    gemm_u8s8(cols, kp, rb, panels, n_panels, c, rb)
+            if count > 0:
+                _block_excess(c, ldc, r0, r1, panels, kp, nout, at, excess, count, h, w, cch, kh, kw, sh, sw, ph, pw,
+                              dh, dw, oh, ow)
+            for i in range(rb):
+                base = i * ldc
+                d0 = (r0 + i) * nout
+                for j in range(0, n8, 8):       # 8 channels in float32 lanes, as requantize_u8
+                    requant8_u8(c, base + j, corr, zw, 0, bias_div, mult, j, yz, flo, fhi, out, d0 + j)
+                for j in range(n8, nout):
+                    acc = c[base + j] - corr[j]
+                    v = ((np.float32(acc) + bias_div[j]) * mult[j] + _ROUND) - _ROUND + yz
+                    v = min(max(v, flo), fhi)
+                    out[d0 + j] = np.uint8(v)
+                if amode:
+                    _add_row(out, d0, nout, r0 + i, oh * ow, other, addf, addi)
+        return count
+    return conv
+
+
+#: one groups-1 convolution in one call (AVX2 GEMM; ``conv_layer_u8_vnni``: ``vpdpbusd``, compiled
+#: for AVX512-VNNI: call it only where the CPU has it)
+conv_layer_u8 = _conv_kernel(False)
+conv_layer_u8_vnni = _conv_kernel(True)

@@ -41,6 +41,8 @@ NR = 16
 MR = 4
 #: activation bytes of one block of rows (kept in L2 while every weight panel passes over it)
 ROW_BLOCK_BYTES = 1 << 17
+#: int32 sums of one block of rows in the one-call convolution (requantized while in L2)
+C_BLOCK_BYTES = 1 << 17
 #: the largest depth whose accumulators and zero-point corrections stay in int32
 MAX_K = 33000
 _I16_MAX = 32767
@@ -174,6 +176,7 @@ def scratch(name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
     nbytes = math.prod(shape) * dt.itemsize
     if entry is None or entry[0].nbytes < nbytes:
         entry = bufs[name] = (np.empty(max(nbytes, 1), np.uint8), {})
+        _local.generation = getattr(_local, "generation", 0) + 1     # views kept by plans are stale
     elif len(entry[1]) > 64:
         entry[1].clear()
     view = entry[1][key] = entry[0][:nbytes].view(dt).reshape(shape)
@@ -433,8 +436,66 @@ class ConvPlan:
     hi: int
     relu: bool
     keep: tuple        # w_scales, bias: their ids are in the plan's key
+    #: the whole layer in one compiled call (``_kernels.conv_layer_u8``): its integer arguments
+    #: (``_kernels.CONV_GEO``) and ``x_zp * colsum``; None where it does not apply (weight zero
+    #: points, or a zero point above ``lim`` read as padding)
+    geo: np.ndarray | None = None
+    corr: np.ndarray | None = None
+    #: :meth:`_scratch`'s buffers per thread
+    buffers: dict = attrs.field(factory=dict, repr=False)
 
     def run(self, x_u8: np.ndarray, out: np.ndarray) -> np.ndarray:
+        if self.geo is not None:
+            done = self._run_fused(x_u8, out)
+            if done is not None:
+                return done
+        return self._run_steps(x_u8, out)
+
+    def _run_fused(self, x_u8: np.ndarray, out: np.ndarray, other=None, addf=None, addi=None):
+        """:meth:`run` in one compiled call; None (nothing written) where the input's bytes above
+        ``lim`` are more than the scan holds or ``out`` cannot take it (then the steps one by one)."""
+        p = self.p
+        xf = _channels_last(x_u8).reshape(-1)
+        geo = self.geo
+        if self.channels_first:
+            tgt = scratch("requantized", (self.m * p.n,), np.uint8)
+        elif out.flags.c_contiguous and not np.may_share_memory(out, x_u8):
+            tgt = out.reshape(-1)
+        else:
+            return None
+        bufs = self.buffers.get(threading.get_ident())
+        if bufs is None or bufs[0] != getattr(_local, "generation", 0):
+            bufs = self.buffers[threading.get_ident()] = self._scratch(xf.size)
+        _, at, excess, xc, cols, c = bufs
+        count = _conv_layer(_active_path())(xf, xc, at, excess, cols, p.panels, c, self.corr, p.zero_points,
+                                            self.bias_div, self.mult, geo, tgt,
+                                            _NO_EXCESS if other is None else other, _NO_ADDF if addf is None else addf,
+                                            _NO_AT if addi is None else addi)
+        if count < 0:
+            return None
+        if self.channels_first:
+            imgs, n = out.shape[0], p.n
+            np.copyto(out.reshape(imgs, n, -1), tgt.reshape(imgs, -1, n).transpose(0, 2, 1))
+        return out
+
+    def _scratch(self, size: int) -> tuple:
+        """The per-thread buffers of :meth:`_run_fused` with the scratch generation they belong to
+        (kept by the plan per thread: fetching them by name on every call cost as much as a small
+        layer's kernel)."""
+        p, geo = self.p, self.geo
+        if geo[24]:
+            cap = max(256, size // 32)
+            at, excess = scratch("excess_at", (cap,), np.int64), scratch("excess", (cap,), np.uint8)
+            xc = scratch("x_clamped", (size,), np.uint8)
+        else:
+            at, excess, xc = _NO_AT, _NO_EXCESS, _NO_EXCESS
+        rb = int(geo[17])
+        # 32 bytes of slack: _gather_rows moves short runs 32 bytes at a time
+        cols = _NO_EXCESS if geo[23] else scratch("cols", (rb * p.kp + 32,), np.uint8)
+        c = scratch("c", (rb * p.n_panels * NR,), np.int32)
+        return (getattr(_local, "generation", 0), at, excess, xc, cols, c)
+
+    def _run_steps(self, x_u8: np.ndarray, out: np.ndarray) -> np.ndarray:
         K = _kernel_module()
         p = self.p
         x_cl = _channels_last(x_u8)
@@ -500,10 +561,84 @@ def _make_conv_plan(x_shape, x_zp, p: PackedInt8, kernel, stride, padding, dilat
                 or not size)
     mult, bias_div = _requant_constants(p, x_scale, w_scales, bias, y_scale)
     lo = int(y_zero_point) if relu else QDTYPES["quint8"].qmin
-    return ConvPlan(p, int(x_zp), k, stride, padding, dilation, out_sp, m, _row_block(m, p.kp),
-                    all(v == 1 for v in k) and all(v == 1 for v in stride) and not any(padding) and p.kp == C,
-                    scan, bool(channels_first), mult, bias_div, int(y_zero_point), lo, QDTYPES["quint8"].qmax,
-                    bool(relu), (w_scales, bias))
+    hi = QDTYPES["quint8"].qmax
+    pixels = all(v == 1 for v in k) and all(v == 1 for v in stride) and not any(padding) and p.kp == C
+    row_block = _row_block(m, p.kp)
+    geo = corr = None
+    # one compiled call: the scan on the input whatever the geometry (a strided 1x1 conv's input is
+    # larger than its rows, but screened 64 bytes at a time); not with weight zero points (their
+    # row sums) nor where padding reads a zero point above lim (it would saturate the int16 pair)
+    scan_input = not (p.lim >= 255 or _active_path() == "vnni")
+    if size and not p.has_zero_points and p.lim >= 128 and not (scan_input and x_zp > p.lim and any(padding)):
+        # the block's int32 sums stay in L2 with its rows (requantized while there)
+        row_block = min(row_block, max(MR, (C_BLOCK_BYTES // (p.n_panels * NR * 4)) // MR * MR))
+        H, W = cl_shape[1], cl_shape[2]
+        geo = np.array([cl_shape[0], H, W, C, k[0], k[1], stride[0], stride[1], padding[0], padding[1], dilation[0],
+                        dilation[1], out_sp[0], out_sp[1], p.kp, p.n_panels, p.n, row_block, x_zp, y_zero_point, lo,
+                        hi, p.lim, pixels, scan_input], np.int64)
+        corr = (np.int64(x_zp) * p.colsum.astype(np.int64)).astype(np.int32)
+    return ConvPlan(p, int(x_zp), k, stride, padding, dilation, out_sp, m, row_block, pixels,
+                    scan, bool(channels_first), mult, bias_div, int(y_zero_point), lo, hi,
+                    bool(relu), (w_scales, bias), geo, corr)
+
+
+_NO_AT = np.zeros(0, np.int64)
+_NO_EXCESS = np.zeros(0, np.uint8)
+_NO_ADDF = np.zeros(0, np.float64)
+
+#: ``_kernels._add_row``'s modes: which elements take torch's scalar path of ``quantized::add``
+ADD_TAIL_NCHW, ADD_TAIL_MEMORY, ADD_ALL_SCALAR = 1, 2, 3
+
+
+def conv_add_requantize(x_u8: np.ndarray, x_zp: int, p: PackedInt8, kernel, stride, padding, dilation,
+                        x_scale: float, w_scales, bias, conv_scale: float, conv_zero_point: int, conv_relu: bool,
+                        other: np.ndarray, other_scale: float, other_zero_point: int, scale: float,
+                        zero_point: int, relu: bool, mode: int, kvec: int, out: np.ndarray,
+                        channels_first: bool):
+    """A groups-1 2-d :func:`conv_requantize` (to ``conv_scale``, ``conv_zero_point``) and then, in
+    its epilogue, ``quantized::add(_relu)`` of that byte and ``other`` (uint8, the conv's output
+    shape (N, C, H, W), any memory layout) to ``scale``, ``zero_point``: torch's vectorized path
+    except on the elements ``mode`` leaves to its scalar path (:data:`ADD_TAIL_NCHW`: the NCHW
+    positions from ``kvec`` on, :data:`ADD_TAIL_MEMORY`: the channels-last ones,
+    :data:`ADD_ALL_SCALAR`). Returns ``out``, or None (nothing written) where the one-call
+    convolution does not apply (the caller then runs the two ops)."""
+    if not out.size or not x_u8.size:
+        return None
+    plan = conv_plan(x_u8.shape, x_zp, p, kernel, stride, padding, dilation, x_scale, w_scales, bias, conv_scale,
+                     conv_zero_point, conv_relu, out.shape, channels_first)
+    if plan.geo is None or len(plan.k) != 2 or x_u8.ndim != 4 or np.may_share_memory(out, other):
+        return None
+    if other.dtype != np.uint8:
+        return None
+    N, C, H, W = other.shape
+    sn, sc, sh, sw = other.strides
+    if min(other.strides) < 0 or not (H == 1 or W == 1 or sh == W * sw):
+        other = np.ascontiguousarray(other)
+        sn, sc, sh, sw = other.strides
+    st = (sn, sw if W > 1 else sh, sc)          # image, position (oy * W + ox), channel
+    # the bytes ``other`` spans, flat, from its first element on
+    span = 1 + sum(s * (d - 1) for s, d in zip(other.strides, other.shape))
+    flat = np.lib.stride_tricks.as_strided(other, (span,), (1,), writeable=False)
+    info = QDTYPES["quint8"]
+    key = ("add", float(conv_scale), int(conv_zero_point), float(other_scale), int(other_zero_point), float(scale),
+           int(zero_point), bool(relu), int(mode), int(kvec), st)
+    got = plan.buffers.get(key)
+    if got is None:
+        f32 = np.float32
+        fa, fb = f32(conv_scale), f32(other_scale)
+        addf = np.array([np.float64(fa), np.float64(f32(fa * f32(-conv_zero_point))), np.float64(fb),
+                         np.float64(f32(fb * f32(-other_zero_point))), np.float64(f32(1.0) / f32(scale)), zero_point,
+                         zero_point if relu else info.qmin, info.qmax, np.float64(fa), conv_zero_point,
+                         np.float64(fb), other_zero_point, info.qmin], np.float64)
+        addi = np.array([mode, kvec, st[0], st[1], st[2], relu], np.int64)
+        got = plan.buffers[key] = (addf, addi)
+    return plan._run_fused(x_u8, out, flat, *got)
+
+
+@functools.lru_cache(maxsize=2)
+def _conv_layer(path: str):
+    from ._kernels import conv_layer_u8, conv_layer_u8_vnni
+    return conv_layer_u8_vnni if path == "vnni" else conv_layer_u8
 
 
 def linear_rows(x_u8: np.ndarray, p: PackedInt8) -> np.ndarray:

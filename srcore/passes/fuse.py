@@ -19,7 +19,11 @@ convolution (not transposed, 4-D weight); ``conv2d + add + relu`` only when
 the add's ``alpha`` is the constant 1 (either operand order) and ``other``
 cannot change the result's shape (its shape broadcasts into the conv output's,
 or the types are equal); ``add + relu`` (tensor + tensor) when no conv feeds
-it. ``relu_`` counts as ``relu``. The rules are the table :data:`FUSIONS`.
+it. ``relu_`` counts as ``relu``. Quantized graphs: ``quantized::qconv2d(_relu)`` (fbgemm) whose
+only use is a ``quantized::add(_relu)`` variant (plain, ``_channels_last``, ``_mixed_layout``) with
+an operand of the conv result's shape and dtype becomes ``quantized::qconv2d_then_add``
+(``srcore/ops/quantized.yaml``: both of torch's roundings, the add's loop order kept). The rules are
+the table :data:`FUSIONS`.
 """
 from __future__ import annotations
 
@@ -120,6 +124,44 @@ def add_relu(act: Node):
     return "srcore::add_relu", list(add.inputs), [add]
 
 
+#: quantized::add variants (torch's loop order, as the importer routes them) -> (relu, layout)
+QADDS = {"quantized::add": (False, "nchw"), "quantized::add_relu": (True, "nchw"),
+         "quantized::add_channels_last": (False, "channels_last"),
+         "quantized::add_relu_channels_last": (True, "channels_last"),
+         "quantized::add_mixed_layout": (False, "mixed_layout"),
+         "quantized::add_relu_mixed_layout": (True, "mixed_layout")}
+QCONV2D = ("quantized::qconv2d", "quantized::qconv2d_relu")
+
+
+def qconv_then_add(add: Node):
+    """``quantized::qconv2d(_relu)`` (fbgemm arithmetic) whose only use is a ``quantized::add``
+    variant with an operand of its own shape and dtype -> ``quantized::qconv2d_then_add``: the
+    kernel requantizes the conv's sums to the conv's parameters and adds in its epilogue, with
+    both of torch's roundings (the conv's, then the add's in the add's loop order)."""
+    relu, layout = QADDS[base_kind(add)]
+    if len(add.inputs) != 4:
+        return None
+    for conv_pos in (0, 1):
+        conv = _single_use_producer(add.inputs[conv_pos], QCONV2D)
+        if conv is None or len(conv.inputs) not in (9, 10):
+            continue
+        if len(conv.inputs) == 10 and const_or(conv.inputs[9], None) != "fbgemm":
+            continue
+        other, out = add.inputs[1 - conv_pos], conv.output
+        ot, ct = other.type, out.type
+        if other is out or not isinstance(ot, TensorType) or not isinstance(ct, TensorType):
+            continue
+        if ot.dtype != ct.dtype or ot.shape is None or ot.shape != ct.shape or len(ct.shape) != 4:
+            continue
+        g = add.graph
+        consts = [g.insert_constant(base_kind(conv) == "quantized::qconv2d_relu", before=add)]
+        tail = [g.insert_constant(relu, before=add), g.insert_constant(layout, before=add)]
+        i = conv.inputs
+        return ("quantized::qconv2d_then_add", [i[0], other, i[1], i[2], i[3], i[4], i[5], i[6], i[7], i[8]]
+                + consts + [add.inputs[2], add.inputs[3]] + tail, [conv])
+    return None
+
+
 @attrs.frozen
 @shared_repr
 class Fusion:
@@ -141,6 +183,7 @@ FUSIONS = [  # longer chains first
     Fusion("conv2d + relu", "aten::relu", conv_relu),
     Fusion("conv2d + relu_", "aten::relu_", conv_relu),
     Fusion("add + relu", "aten::relu", add_relu),
+    *(Fusion(f"quantized conv2d + {op.split('::')[1]}", op, qconv_then_add) for op in QADDS),
 ]
 
 

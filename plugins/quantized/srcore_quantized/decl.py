@@ -76,6 +76,7 @@ KERNELS: list[Kernel] = [
     *[_k(f"quantized::qconv{d}_relu", "conv:qconv_relu_out", Q8 + F) for d in ("1d", "2d")],
     _k("quantized::qconv2d_add", "conv:qconv_add_out", Q8 + F),
     _k("quantized::qconv2d_add_relu", "conv:qconv_add_relu_out", Q8 + F),
+    _k("quantized::qconv2d_then_add", "conv:qconv_then_add_out", Q8 + F),
     # aten ops on quantized tensors (the output keeps the input's parameters, or torch's fixed ones)
     _k("aten::relu", "activation:relu_out", Q),
     _k("aten::relu_", "activation:relu_", Q, "native"),

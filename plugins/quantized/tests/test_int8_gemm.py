@@ -119,6 +119,44 @@ def test_conv_requantize_scans_the_input_for_bytes_above_the_limit(both_paths, s
     assert np.array_equal(tgt if channels_first else np.moveaxis(tgt, -1, 1), slow)
 
 
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(seed=st.integers(0, 2**31), c=st.integers(1, 20), cout=st.integers(1, 40), k=st.sampled_from([1, 3]),
+       stride=st.sampled_from([1, 2]), pad=st.integers(0, 1), zp=st.integers(0, 128),
+       outliers=st.sampled_from([0, 3, 30]),
+       block=st.sampled_from([64, 1000, 1 << 17]), channels_first=st.booleans())
+# pixels as rows
+@example(seed=0, c=16, cout=16, k=1, stride=1, pad=0, zp=3, outliers=30, block=64, channels_first=False)
+def test_one_call_conv_layer_in_row_blocks(monkeypatch, seed, c, cout, k, stride, pad, zp, outliers, block,
+                                           channels_first):
+    """The whole layer in one compiled call (``_kernels.conv_layer_u8``: scan, gathering, GEMM,
+    corrections and requantization per block of rows), with blocks down to 4 rows (each clamped
+    byte's corrections land in the blocks that hold its output rows): bit for bit with the steps
+    one by one (``ConvPlan._run_steps``) and with the SGEMM path."""
+    monkeypatch.setattr(int8_gemm, "faster_than_sgemm", lambda: True)
+    monkeypatch.setattr(int8_gemm, "C_BLOCK_BYTES", block)
+    rng = np.random.default_rng(seed)
+    x = _qa(rng, (2, c, 7, 9), zp, 128)
+    flat = np.asarray(x).reshape(-1)
+    flat[rng.integers(0, flat.size, outliers)] = rng.integers(130, 256, outliers)
+    w = _qw(rng, (cout, c, k, k))
+    if seed % 2:
+        np.asarray(w)[...] = 127
+    bias = rng.normal(0, 0.1, cout).astype(np.float32)
+    p8 = qconv.packed_int8(w, k * k)
+    out_sp = tuple((s + 2 * pad - k) // stride + 1 for s in (7, 9))
+    shape = (2, cout) + out_sp if channels_first else (2,) + out_sp + (cout,)
+    plan = int8_gemm.conv_plan(x.shape, zp, p8, (k, k), (stride,) * 2, (pad,) * 2, (1, 1), 0.02, qconv.packed(w).scales,
+                               bias, 0.05, 10, True, shape, channels_first)
+    assert plan.geo is not None                 # no weight zero points: the one-call path applies
+    fused, steps = np.empty(shape, np.uint8), np.empty(shape, np.uint8)
+    assert plan._run_fused(np.asarray(x), fused) is fused
+    plan._run_steps(np.asarray(x), steps)
+    assert np.array_equal(fused, steps)
+    monkeypatch.setattr(int8_gemm, "faster_than_sgemm", lambda: False)
+    slow = np.asarray(qconv.qconv_relu_out(x, w, bias, stride, pad, 1, 1, 0.05, 10))
+    assert np.array_equal(fused if channels_first else np.moveaxis(fused, -1, 1), slow)
+
+
 @SETTINGS
 @given(seed=st.integers(0, 2**31), rows=st.integers(1, 9), k=st.integers(1, 200), n=st.integers(1, 40),
        zp=st.integers(0, 255), hi=st.sampled_from([128, 256]), wzp=st.booleans())

@@ -285,6 +285,20 @@ def qconv(ctx: Ctx):
     return [TensorType(dtype, shape, q)]
 
 
+@rule("quantized::qconv2d_then_add")
+def qconv_then_add(ctx: Ctx):
+    x, w = ctx.tensor(0), _weight(ctx, 2, (4,))
+    dtype = _same_dtype(ctx, 0, 1)
+    shape = conv_shape(ctx, x, w, _ints(ctx, 4, "stride", 2, 1), _ints(ctx, 5, "padding", 2, 0),
+                       _ints(ctx, 6, "dilation", 2, 1), ctx.known(7, "groups", 1))
+    other = ctx.tensor(1)
+    if shape is not None and other.shape is not None and tuple(other.shape) != tuple(shape):
+        raise ctx.fail(f"the add's other operand has shape {list(other.shape)}, the convolution's result "
+                       f"{list(shape)}")
+    q = known_qparams(ctx, dtype, shape, ctx.known(11, "output_scale"), ctx.known(12, "output_zero_point"))
+    return [TensorType(dtype, shape, q)]
+
+
 # -- quantization parameters of float ops that take quantized tensors ------------------------------
 #: aten ops whose quantized output has its (first) quantized input's parameters, as in torch
 KEEPS_QPARAMS = frozenset(f"aten::{n}" for n in (

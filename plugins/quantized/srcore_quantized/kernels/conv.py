@@ -289,3 +289,73 @@ def qconv_add_relu_out(qx, qaccum, weight, bias, stride, padding, dilation, grou
                        *, out=None):
     return _qconv(qx, weight, bias, stride, padding, dilation, groups, output_scale, output_zero_point, True, out,
                   "quantized::qconv2d_add_relu", qaccum)
+
+
+#: ``quantized::qconv2d_then_add``'s ``layout`` -> the add kernel of that loop order
+ADD_LAYOUTS = ("nchw", "channels_last", "mixed_layout")
+
+
+def qconv_then_add_out(qx, other, weight, bias, stride, padding, dilation, groups, conv_scale, conv_zero_point,
+                       conv_relu, output_scale, output_zero_point, relu=False, layout="nchw", *, out=None):
+    """``quantized::qconv2d_then_add`` (the fuse pass's conv -> add): the conv requantized to its own
+    parameters, then the add of that and ``other`` as ``binary.add_out`` (or its channels_last /
+    mixed_layout variant) computes it; on the int8 GEMM both in the conv's epilogue
+    (``int8_gemm.conv_add_requantize``), else the two kernels one after the other."""
+    op = "quantized::qconv2d_then_add"
+    if layout not in ADD_LAYOUTS:
+        raise KernelError(f"{op}: layout={layout!r} is not one of {', '.join(ADD_LAYOUTS)}")
+    done = _then_add_fused(qx, other, weight, bias, stride, padding, dilation, groups, conv_scale, conv_zero_point,
+                           bool(conv_relu), output_scale, output_zero_point, bool(relu), layout, out, op)
+    if done is not None:
+        return done
+    from . import binary
+
+    y = _qconv(qx, weight, bias, stride, padding, dilation, groups, conv_scale, conv_zero_point, bool(conv_relu), None,
+               op)
+    add = {"nchw": binary._add, "channels_last": binary._add_in_channels_last,
+           "mixed_layout": binary._add_in_mixed_layout}[layout]
+    return add(y, other, output_scale, output_zero_point, bool(relu), out, op)
+
+
+def _then_add_fused(qx, other, w, bias, stride, padding, dilation, groups, conv_scale, conv_zero_point, conv_relu,
+                    output_scale, output_zero_point, relu, layout, out, op):
+    """:func:`qconv_then_add_out` in the one-call conv's epilogue, or None where it does not apply."""
+    if int(groups) != 1 or qx.ndim != 4 or qx.qdtype != "quint8" or getattr(w, "qdtype", "") != "qint8":
+        return None
+    if getattr(other, "qdtype", None) != "quint8" or getattr(other.qparams, "axis", None) is not None:
+        return None
+    require_per_tensor(qx, op)
+    qc = output_qparams(qx.qdtype, conv_scale, conv_zero_point, op)
+    qy = output_qparams(qx.qdtype, output_scale, output_zero_point, op)
+    geo = _int8_geometry(qx, w, stride, padding, dilation)
+    if geo is None or not int8_gemm.applies(math.prod(w.shape[1:]), qx.qdtype, w.qdtype):
+        return None
+    k, stride, padding, dilation, out_sp, p8 = geo
+    N, cout = qx.shape[0], w.shape[0]
+    shape = (N, cout) + out_sp
+    if tuple(other.shape) != shape:
+        return None
+    from ._common import split_tail
+
+    differ = cout > 1 and out_sp[0] * out_sp[1] > 1
+    mode = (int8_gemm.ADD_ALL_SCALAR if layout == "mixed_layout" and differ else
+            int8_gemm.ADD_TAIL_MEMORY if layout == "channels_last" and differ else int8_gemm.ADD_TAIL_NCHW)
+    n = math.prod(shape)
+    xq, qp = ints(qx), qx.qparams
+    oq = other.qparams
+    cl = channels_last_buffer(out, shape, qx.qdtype)
+    if cl is not None:
+        res, tgt = cl
+        first = False
+    else:
+        res = buffer(out, shape, qx.qdtype)
+        tgt, first = np.empty(shape, res.dtype), True
+    done = int8_gemm.conv_add_requantize(xq, qp.zero_point, p8, k, stride, padding, dilation, qp.scale,
+                                         packed(w).scales, bias, qc.scale, qc.zero_point, conv_relu, ints(other),
+                                         oq.scale, oq.zero_point, qy.scale, qy.zero_point, relu, mode,
+                                         split_tail(n, qx.qdtype), tgt, first)
+    if done is None:
+        return None
+    if first:
+        res[...] = tgt
+    return wrap(res, qx.qdtype, qy)

@@ -15,7 +15,8 @@ from srcore.plugin import EngineBuildError
 
 from . import qconverters
 from .nodes import Converter, NodeView
-from .qconverters import dequantize, qadd, qconv, qlinear, quantize  # noqa: F401  (named by the op table)
+from .qconverters import (dequantize, qadd, qconv, qconv_then_add, qlinear,  # noqa: F401  (named by the op table)
+                          quantize)
 
 
 def _quantized(v: NodeView, c: Converter, name: str) -> bool:

@@ -101,6 +101,32 @@ def qadd(v: NodeView, c: Converter) -> None:
                                         relu=v.op.startswith("quantized::add_relu"), layout=_add_layout(v.op)))
 
 
+def qconv_then_add(v: NodeView, c: Converter) -> None:
+    """``quantized::qconv2d_then_add`` (the fuse pass's conv -> add) as its two layers: the conv to
+    its own parameters (an int8 tensor of the engine), then the add in the loop order of ``layout``."""
+    from srcore.plugin import QParams
+
+    x = c.tensor(v.value("qx"))
+    xq = _per_tensor(c, x, v, "input")
+    dtype, yq, rng = _out_params(v)
+    attrs = _weight(v, "weight")
+    if attrs["weight"].ndim != 4:
+        raise EngineBuildError(f"{v.where()}: a 2-D conv needs a 4-D weight")
+    cq = (float(v.const("conv_scale")), int(v.const("conv_zero_point")))
+    attrs.update(stride=_pair(v.const("stride")), padding=_pair(v.const("padding")),
+                 dilation=_pair(v.const("dilation")), groups=int(v.const("groups")),
+                 x_q=xq, y_q=cq, range=rng, relu=bool(v.const("conv_relu")), x_range=_x_range(c, x))
+    y = c.net.add("qconv", [x], v.out_shape(), v.source, **attrs)
+    c.net.tensors[y].dtype, c.net.tensors[y].qparams = dtype, QParams(*cq)
+    other = c.tensor(v.value("other"))
+    if c.net.shape(other) != c.net.shape(y):
+        raise EngineBuildError(f"{v.where()}: other of shape {c.net.shape(other)}, the conv's {c.net.shape(y)}")
+    layout = {"nchw": "nchw", "channels_last": "channels_last", "mixed_layout": "mixed"}[v.const("layout")]
+    c.bind(v.node.outputs[0], c.net.add("qadd", [y, other], v.out_shape(), v.source, a_q=cq,
+                                        b_q=_per_tensor(c, other, v, "other"), y_q=yq, range=rng,
+                                        relu=bool(v.const("relu")), layout=layout))
+
+
 def _add_layout(op: str) -> str:
     """Which of torch's loops the add follows: its inputs' layouts in torch, as the importer found them."""
     return "channels_last" if op.endswith("_channels_last") else "mixed" if op.endswith("_mixed_layout") else "nchw"

@@ -367,6 +367,10 @@ _TABLE: list[OpSupport] = [
                         "aten::quantize_per_tensor.tensor_qparams": ("scale", "zero_point", "dtype")}, int8=True),
     *_rows("dequantize", {"aten::dequantize.self": ()}, int8=True),
     *_rows("qconv", {"quantized::qconv2d": _QCONV_ARGS, "quantized::qconv2d_relu": _QCONV_ARGS}, _qconv, int8=True),
+    *_rows("qconv_then_add", {"quantized::qconv2d_then_add": ("weight", "bias", "stride", "padding", "dilation",
+                                                              "groups", "conv_scale", "conv_zero_point", "conv_relu",
+                                                              "output_scale", "output_zero_point", "relu", "layout")},
+           _qconv, int8=True),
     *_rows("qlinear", {"quantized::qlinear": _QLINEAR_ARGS, "quantized::qlinear_relu": _QLINEAR_ARGS},
            lambda node: _weight_axis(node, 1), int8=True),
     *_rows("qadd", {f"quantized::{op}": ("scale", "zero_point")
