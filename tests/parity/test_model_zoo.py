@@ -5,7 +5,11 @@ hold it (frozen with torch.jit.freeze, saved with torch.jit.save: the file conve
 run with the pass's default executor and planner; and frozen then torch.jit.optimize_for_inference'd
 ("optimized": oneDNN-layout nodes that the importer lowers back to ATen) on every input of the case
 (the first twice: the second run reuses the plan; symbolic dims: other sizes, same StaticModule).
-Floats: max relative error <= 1e-4; integer and bool outputs: exact."""
+Floats: max relative error <= 1e-4; integer and bool outputs: exact.
+
+The runs with an explicit executor and planner are the same in both passes of test.sh, so they run
+in the first only; by default each conversion runs two of the four combinations (both executors,
+both planners; which two alternates over the zoo), all four with ``SRCORE_TESTS_FULL=1``."""
 from __future__ import annotations
 
 import re
@@ -79,17 +83,31 @@ def converted(cases):
     return get
 
 
+def _default_combos(index: int, frontend: str) -> set:
+    """The two executor x planner combinations a conversion runs by default: both executors and both
+    planners, paired one way for even (model, frontend) positions and the other way for odd ones, so
+    each of the four combinations runs on half the zoo (all four with SRCORE_TESTS_FULL=1)."""
+    straight = {("codegen", "standard_resizing"), ("interpreter", "precomputed_offsets")}
+    assert straight <= set(COMBOS)
+    return straight if (index + FRONTENDS.index(frontend)) % 2 == 0 else set(COMBOS) - straight
+
+
 def _params():
+    """The explicit executor x planner runs do not depend on the pass (one_pass); "frozen" and
+    "optimized" run with the pass's own executor and planner, in both passes."""
     out = []
-    for name, case in ZOO.items():
+    for index, (name, case) in enumerate(ZOO.items()):
         if case.unsupported:
             continue
         for fe in FRONTENDS:
             if (fe == "export" and case.export) or (fe == "torchscript" and case.no_torchscript):
                 continue
             xfail = case.xfail or (case.export_xfail if fe == "export" else None)
+            default = _default_combos(index, fe)
             for ex, pl in COMBOS:
-                marks = [pytest.mark.xfail(reason=xfail, strict=True)] if xfail else []
+                marks = [pytest.mark.one_pass] + ([pytest.mark.xfail(reason=xfail, strict=True)] if xfail else [])
+                if (ex, pl) not in default:
+                    marks.append(pytest.mark.full)
                 out.append(pytest.param(name, fe, ex, pl, id=f"{name}-{fe}-{ex}-{pl}", marks=marks))
         if not case.no_torchscript:
             marks = [pytest.mark.xfail(reason=case.xfail, strict=True)] if case.xfail else []
@@ -125,6 +143,7 @@ def _flat(inputs) -> tuple:
     return tuple(torch.utils._pytree.tree_leaves(tuple(inputs)))
 
 
+@pytest.mark.one_pass   # a conversion error
 @pytest.mark.parametrize("name", [n for n, c in ZOO.items() if c.export])
 def test_not_exportable_zoo_model_gives_clear_conversion_error(cases, name):
     m, inputs, *_ = cases(name)
@@ -134,6 +153,7 @@ def test_not_exportable_zoo_model_gives_clear_conversion_error(cases, name):
     assert "torch.export failed" in msg and type(m).__name__ in msg and ZOO[name].export in msg
 
 
+@pytest.mark.one_pass   # an error at load, before any executor or planner
 @pytest.mark.parametrize("frontend", FRONTENDS)
 @pytest.mark.parametrize("name", [n for n, c in ZOO.items() if c.unsupported])
 def test_unsupported_zoo_model_gives_clear_error(cases, converted, name, frontend):
@@ -148,6 +168,7 @@ def test_unsupported_zoo_model_gives_clear_error(cases, converted, name, fronten
     assert any(m.schema.startswith(op) for m in info.value.missing), info.value.missing
 
 
+@pytest.mark.one_pass   # torch only
 def test_zoo_inputs_exercise_what_they_claim(cases):
     """The extra inputs really take other branches / trip counts / sizes (else the tests prove less)."""
     m, inputs, others, _ = cases("data_if")
@@ -162,6 +183,7 @@ def test_zoo_inputs_exercise_what_they_claim(cases):
         assert len({x[0].shape[dim] for x in [inputs, *others]}) >= 2, name
 
 
+@pytest.mark.one_pass   # conversion only
 def test_symbolic_dims_stay_symbolic(converted):
     """One StaticModule serves several batch sizes because the converted input specs are symbolic."""
     for name, frontend in (("size_arith", "torchscript"), ("size_arith", "export"),
@@ -179,6 +201,7 @@ CORE_DECOMPOSITION_CASES = ("bert_like", "pointnet", "gpt_block", "llama_block",
                             "spatial_transformer", "norm_net", "pools")
 
 
+@pytest.mark.one_pass   # an explicit executor and planner (build)
 @pytest.mark.parametrize("name", CORE_DECOMPOSITION_CASES)
 def test_zoo_model_core_decompositions_match_torch(cases, name):
     """``from_torch(..., decompositions="core")`` (core ATen: addmm, convolution, native norms,
