@@ -9,7 +9,9 @@ Floats: max relative error <= 1e-4; integer and bool outputs: exact.
 
 The runs with an explicit executor and planner are the same in both passes of test.sh, so they run
 in the first only; by default each conversion runs two of the four combinations (both executors,
-both planners; which two alternates over the zoo), all four with ``SRCORE_TESTS_FULL=1``."""
+both planners; which two alternates over the zoo), all four with ``SRCORE_TESTS_FULL=1``. The
+second pass runs "frozen" and "optimized" for ``parity_models.SECOND_PASS`` (one model per
+architecture family, and the graph shapes executors and planners treat differently)."""
 from __future__ import annotations
 
 import re
@@ -20,7 +22,7 @@ import torch
 
 import srcore
 from _harness import COMBOS, assert_close, build, frozen_file, round_trip, run, torch_outputs
-from parity_models import ZOO
+from parity_models import SECOND_PASS, ZOO
 
 FRONTENDS = ("torchscript", "export")
 #: "frozen": the TorchScript conversion of a torch.jit.freeze'd, torch.jit.save'd file
@@ -94,7 +96,8 @@ def _default_combos(index: int, frontend: str) -> set:
 
 def _params():
     """The explicit executor x planner runs do not depend on the pass (one_pass); "frozen" and
-    "optimized" run with the pass's own executor and planner, in both passes."""
+    "optimized" run with the pass's own executor and planner: every model in the first pass, the
+    models of ``SECOND_PASS`` (one per architecture family) in the second too."""
     out = []
     for index, (name, case) in enumerate(ZOO.items()):
         if case.unsupported:
@@ -110,10 +113,11 @@ def _params():
                     marks.append(pytest.mark.full)
                 out.append(pytest.param(name, fe, ex, pl, id=f"{name}-{fe}-{ex}-{pl}", marks=marks))
         if not case.no_torchscript:
-            marks = [pytest.mark.xfail(reason=case.xfail, strict=True)] if case.xfail else []
+            first_only = [] if name in SECOND_PASS else [pytest.mark.one_pass]
+            marks = first_only + ([pytest.mark.xfail(reason=case.xfail, strict=True)] if case.xfail else [])
             out.append(pytest.param(name, "frozen", *DEFAULT_COMBO, id=f"{name}-frozen", marks=marks))
             why = case.xfail or OPTIMIZE_FAILS.get(name)
-            marks = [pytest.mark.xfail(reason=why, strict=True)] if why else []
+            marks = first_only + ([pytest.mark.xfail(reason=why, strict=True)] if why else [])
             out.append(pytest.param(name, "optimized", *DEFAULT_COMBO, id=f"{name}-optimized", marks=marks))
     return out
 

@@ -52,7 +52,7 @@ from srcore_trt_like.builder import support
 from srcore_trt_like.tactics import choose as tactics
 
 TRT = ("trt_like", "cpu")
-EXHAUSTIVE = bool(os.environ.get("SRCORE_CONFORMANCE"))
+EXHAUSTIVE = bool(os.environ.get("SRCORE_CONFORMANCE")) or os.environ.get("SRCORE_TESTS_FULL") == "1"
 EPS = 2.0 ** -23                       # one float32 ulp, relative
 TINY = float(np.finfo(np.float32).smallest_subnormal)
 
