@@ -8,8 +8,9 @@ run with the pass's default executor and planner; and frozen then torch.jit.opti
 Floats: max relative error <= 1e-4; integer and bool outputs: exact.
 
 The runs with an explicit executor and planner are the same in both passes of test.sh, so they run
-in the first only; by default each conversion runs two of the four combinations (both executors,
-both planners; which two alternates over the zoo), all four with ``SRCORE_TESTS_FULL=1``. The
+in the first only; by default each model runs two of the four combinations that cover both
+executors and both planners (one per frontend; which two alternates over the zoo), every
+conversion all four with ``SRCORE_TESTS_FULL=1``. The
 second pass runs "frozen" and "optimized" for ``parity_models.SECOND_PASS`` (one model per
 architecture family, and the graph shapes executors and planners treat differently)."""
 from __future__ import annotations
@@ -85,13 +86,16 @@ def converted(cases):
     return get
 
 
-def _default_combos(index: int, frontend: str) -> set:
-    """The two executor x planner combinations a conversion runs by default: both executors and both
-    planners, paired one way for even (model, frontend) positions and the other way for odd ones, so
-    each of the four combinations runs on half the zoo (all four with SRCORE_TESTS_FULL=1)."""
-    straight = {("codegen", "standard_resizing"), ("interpreter", "precomputed_offsets")}
-    assert straight <= set(COMBOS)
-    return straight if (index + FRONTENDS.index(frontend)) % 2 == 0 else set(COMBOS) - straight
+def _default_combos(index: int, frontends: list, frontend: str) -> set:
+    """The executor x planner combinations a conversion runs by default. A model runs a pair that
+    covers both executors and both planners, (codegen, standard_resizing) + (interpreter,
+    precomputed_offsets) for even zoo positions and the other two for odd ones; with two frontends
+    each conversion takes one of the pair, with one it takes both. So every combination runs on
+    half the zoo's models (all four on every conversion with SRCORE_TESTS_FULL=1)."""
+    straight = [("codegen", "standard_resizing"), ("interpreter", "precomputed_offsets")]
+    assert set(straight) <= set(COMBOS)
+    pair = straight if index % 2 == 0 else [c for c in COMBOS if c not in straight]
+    return set(pair) if len(frontends) == 1 else {pair[frontends.index(frontend) % 2]}
 
 
 def _params():
@@ -102,11 +106,11 @@ def _params():
     for index, (name, case) in enumerate(ZOO.items()):
         if case.unsupported:
             continue
-        for fe in FRONTENDS:
-            if (fe == "export" and case.export) or (fe == "torchscript" and case.no_torchscript):
-                continue
+        frontends = [fe for fe in FRONTENDS
+                     if not ((fe == "export" and case.export) or (fe == "torchscript" and case.no_torchscript))]
+        for fe in frontends:
             xfail = case.xfail or (case.export_xfail if fe == "export" else None)
-            default = _default_combos(index, fe)
+            default = _default_combos(index, frontends, fe)
             for ex, pl in COMBOS:
                 marks = [pytest.mark.one_pass] + ([pytest.mark.xfail(reason=xfail, strict=True)] if xfail else [])
                 if (ex, pl) not in default:
