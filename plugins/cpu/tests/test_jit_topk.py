@@ -62,9 +62,7 @@ def test_ties_nan_and_signed_zeros_in_torch_order(largest):
 
 
 @pytest.mark.one_pass   # kernel calls only
-# each dtype is a numba compile of its own (~15 s): int64 by default, all with SRCORE_TESTS_FULL=1
-@pytest.mark.parametrize("dtype", [pytest.param("float64", marks=pytest.mark.full),
-                                   pytest.param("int32", marks=pytest.mark.full), "int64"])
+@pytest.mark.parametrize("dtype", ["float64", "int32", "int64"])
 def test_other_dtypes_and_a_non_contiguous_input(dtype):
     x = rng.integers(-50, 50, (300, 6)).astype(dtype)
     _check(x.T, 20, 1, True, ties=True)         # a transposed view
