@@ -17,6 +17,10 @@ module is collected, so:
 
 A root the session made itself is removed when the session ends. ``tests/test_cache_isolation.py``
 checks that a model run under the suite writes nothing to the home directory's cache.
+
+Tests marked ``full`` (the rest of a heavy parametrization whose representative part runs by
+default: other dtypes, tactics, executor x planner combinations, zoo models) are deselected unless
+``$SRCORE_TESTS_FULL`` is ``1`` (docs/testing.md, "The default run and SRCORE_TESTS_FULL").
 """
 from __future__ import annotations
 
@@ -30,6 +34,12 @@ import pytest
 _ROOT_KEY = pytest.StashKey[Path]()
 _MADE_KEY = pytest.StashKey[bool]()
 _WORKERINPUT = "srcore_cache_dir"
+FULL_VARIABLE = "SRCORE_TESTS_FULL"
+
+
+def full_run() -> bool:
+    """Whether this is the complete run (``SRCORE_TESTS_FULL=1``), not the default one."""
+    return os.environ.get(FULL_VARIABLE) == "1"
 
 
 @pytest.hookimpl(trylast=True)   # after pytest's tmpdir plugin has set up the session's basetemp
@@ -39,6 +49,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_ROOT_KEY] = root
     config.stash[_MADE_KEY] = made
     os.environ["SRCORE_CACHE_DIR"] = str(root)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    """The default run deselects the tests marked ``full`` (reported as deselected, not skipped)."""
+    if full_run():
+        return
+    kept, dropped = [], []
+    for item in items:
+        (dropped if item.get_closest_marker("full") is not None else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 def _session_cache_root(config: pytest.Config) -> tuple[Path, bool]:

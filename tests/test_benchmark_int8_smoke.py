@@ -26,7 +26,7 @@ def test_int8_benchmark_smoke(monkeypatch):
 
     net, _ = int8.build("dwsep_convnet")
     monkeypatch.setattr(int8, "build", lambda name: (net, (torch.randn(1, 3, 32, 32),)))   # a cheap input
-    full = os.environ.get("SRCORE_BENCH_INT8_FULL") == "1"
+    full = os.environ.get("SRCORE_BENCH_INT8_FULL") == "1" or os.environ.get("SRCORE_TESTS_FULL") == "1"
     r = int8.run_model("dwsep_convnet", rounds=1, min_time=0.01, skip=set() if full else {"trt_like", "torch", "ort"})
     runners = {"srcore_float", "srcore_int8"} | ({"srcore_trt_like", "torch_int8", "ort_float", "ort_int8"}
                                                  if full else set())

@@ -14,6 +14,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+#: the benchmark harness: each srcore runner names its executor and planner; the rest is torch, numpy and ONNX Runtime
+pytestmark = pytest.mark.one_pass
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # benchmarks/ is a top-level package of the checkout, not installed
     sys.path.insert(0, str(ROOT))
@@ -146,7 +149,6 @@ def test_merge_keeps_the_least_disturbed_pass_of_each_cell():
     assert got["control_flow"]["status"] == "ok"  # a pass that worked beats one that failed
 
 
-@pytest.mark.one_pass  # every srcore cell names its executor and planner
 def test_several_inputs_of_any_dtype_through_every_kind_of_runner(tmp_path, capsys):
     """index_ops takes float32 logits and int64 ids and returns four outputs (int64, float32, int64,
     float32): its artifacts keep both inputs by forward's names, and the eager, TorchScript, Static
@@ -171,7 +173,6 @@ def test_several_inputs_of_any_dtype_through_every_kind_of_runner(tmp_path, caps
     assert status["model.onnx"] in ("ok", "cached") or importlib.util.find_spec("onnx") is None
 
 
-@pytest.mark.one_pass
 def test_max_rel_err_compares_every_output():
     a = np.array([1.0, -2.0, 4.0], np.float32)
     ids = np.array([3, 1], np.int64)
@@ -185,7 +186,6 @@ def test_max_rel_err_compares_every_output():
     assert max_rel_err([np.array([0.0, 1.0], np.float32)], [inf]) == float("inf")
 
 
-@pytest.mark.one_pass
 def test_sets_select_the_seven_the_families_or_both():
     from benchmarks.models import FAMILIES, MODELS
     from benchmarks.run import SETS, parse_args
@@ -197,7 +197,6 @@ def test_sets_select_the_seven_the_families_or_both():
             "audio_conv1d"} <= set(FAMILIES)
 
 
-@pytest.mark.one_pass
 def test_ort_profile_sums_ort_kernel_time_by_op_type_and_by_node(tmp_path):
     """``benchmarks.ort_profile``: ORT's profiler events of the model's own ONNX file, per run."""
     from benchmarks import ort_profile

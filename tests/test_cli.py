@@ -16,6 +16,9 @@ from srcore.plugin import Backend, Kernel, OpLibrary, Subcommand, hookimpl
 from srcore.plugin import manager as manager_mod
 from srcore.plugin.manager import PluginManager
 
+#: the command line's arguments, listings, exit codes and messages: the executor and planner play no part
+pytestmark = pytest.mark.one_pass
+
 
 class Demo:
     """A plugin with two ops, kernels on two backends, and a subcommand."""

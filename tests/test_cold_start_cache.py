@@ -19,6 +19,9 @@ import pytest
 from srcore.plugin import discovery
 from srcore.plugin.manager import PluginManager
 
+#: plugin discovery and its cache: no model runs
+pytestmark = pytest.mark.one_pass
+
 GROUP = "srcore_test.cold_start"
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -104,6 +104,7 @@ def _commands(b: Block) -> list[tuple[int, str]]:
     return out
 
 
+@pytest.mark.one_pass   # parsing only
 def test_the_extractor_finds_blocks_and_markers(tmp_path):
     doc = tmp_path / "x.md"
     doc.write_text("text\n\n```python\na = 1\n```\n\n<!-- no-test -->\n```python\nboom(\n```\n\n"
@@ -129,6 +130,7 @@ def _params():
     return out
 
 
+@pytest.mark.one_pass   # parsing only
 def test_every_no_test_marker_gives_a_reason():
     bare = [f"{p.relative_to(ROOT)}:{b.line}" for p in DOC_FILES for b in extract(p) if b.skip and not b.reason]
     assert bare == [], "write <!-- no-test: why --> above these blocks"
@@ -194,6 +196,7 @@ def _inline_srcore_spans() -> list[tuple[str, str, list[str]]]:
     return out
 
 
+@pytest.mark.one_pass   # parsing only
 def test_flags_named_in_inline_srcore_commands_exist():
     """`srcore inspect MODEL --memory-plan-picture` in prose fails when the flag is not the command's."""
     from srcore.cli.main import build_parser
@@ -222,6 +225,7 @@ def parses(cmd: str) -> bool:
     return True
 
 
+@pytest.mark.one_pass   # parsing only
 def test_parses_rejects_unknown_flags_and_commands(capsys):
     assert parses("srcore inspect m.srm --dispatch --memory-plan --picture p.svg")
     assert parses("srcore inspect m.srm --partition trt_like")
@@ -231,6 +235,7 @@ def test_parses_rejects_unknown_flags_and_commands(capsys):
     assert not parses("srcore frobnicate m.srm")
 
 
+@pytest.mark.one_pass   # parsing only
 @pytest.mark.parametrize("where,cmd", _srcore_commands() or [("none", "")], ids=lambda v: v)
 def test_srcore_commands_in_shell_blocks_parse(where, cmd, capsys):
     if not cmd:

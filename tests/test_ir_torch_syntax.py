@@ -206,7 +206,7 @@ def test_opinfo_traced_graphs_parse_both_ways():
     """The graph torch prints for OpInfo samples (see ``_opinfo_graphs``; all with SRCORE_CONFORMANCE=1)."""
     import warnings
     n = 0
-    full = bool(os.environ.get("SRCORE_CONFORMANCE"))
+    full = bool(os.environ.get("SRCORE_CONFORMANCE")) or os.environ.get("SRCORE_TESTS_FULL") == "1"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for name, text in _opinfo_graphs(full):
@@ -233,7 +233,7 @@ def test_parity_model_graphs_parse_both_ways():
     n = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        full = bool(os.environ.get("SRCORE_CONFORMANCE"))
+        full = bool(os.environ.get("SRCORE_CONFORMANCE")) or os.environ.get("SRCORE_TESTS_FULL") == "1"
         for name, case in sorted(ZOO.items())[:: 1 if full else 3]:
             if case.no_torchscript:
                 continue

@@ -8,6 +8,9 @@ import srcore
 from srcore.ir import Graph, TensorType, INT
 from srcore.model import InputSpec, Model, bind_params, collect_params
 
+#: the Model class and its validation: no StaticModule is built
+pytestmark = pytest.mark.one_pass
+
 
 def _graph():
     g = Graph()

@@ -22,7 +22,7 @@ from srcore.testing import onnx_conformance as oc
 
 pytestmark = pytest.mark.one_pass
 
-FULL = os.environ.get("SRCORE_ONNX_CONFORMANCE") == "1"
+FULL = os.environ.get("SRCORE_ONNX_CONFORMANCE") == "1" or os.environ.get("SRCORE_TESTS_FULL") == "1"
 
 #: modules of onnx.backend.test.case.node: importing one builds only its cases
 #: (pooling comes from the model tests: its node-test modules take ~25 s to build their expected outputs)

@@ -3,7 +3,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from srcore.cli.main import main
+
+#: srcore inspect --graph prints graphs: nothing runs
+pytestmark = pytest.mark.one_pass
 
 SEED = (Path(__file__).parent / "golden/passes/prepare/seed_article.ir").read_text().split("# ---- after")[0]
 

@@ -18,6 +18,9 @@ from pathlib import Path
 
 import pytest
 
+#: a pip install of the example plugin and its discovery: the executor and planner play no part
+pytestmark = pytest.mark.one_pass
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "plugin-example"
 

@@ -27,7 +27,7 @@ from srcore.ops.shapes import interp, propagate
 pytestmark = pytest.mark.one_pass
 
 BACKEND_LISTS = [("cpu",), ("trt_like", "cpu"), ("quantized_cpu", "cpu")]
-FULL = bool(os.environ.get("SRCORE_CONFORMANCE"))
+FULL = bool(os.environ.get("SRCORE_CONFORMANCE")) or os.environ.get("SRCORE_TESTS_FULL") == "1"
 #: zoo models of the default run: a data-dependent If, a loop over a list, size arithmetic, list ops
 ZOO_SAMPLE = ("data_if", "rnn_loop", "size_arith", "list_stack", "split_chunk")
 

@@ -14,6 +14,9 @@ from srcore.format.safetensors_io import encode_header
 from srcore.ir import Graph, TensorType, print_graph
 from srcore.model import InputSpec, Model
 
+#: the .srm file format: written and read back, no StaticModule is built
+pytestmark = pytest.mark.one_pass
+
 DTYPES = ["float32", "float64", "float16", "int64", "int32", "int16", "int8", "uint8", "bool"]
 
 

@@ -103,7 +103,8 @@ def test_the_comparison_catches_a_wrong_conversion():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("SRCORE_TEST_ALL_FALLBACK"), reason="opt-in: SRCORE_TEST_ALL_FALLBACK=1")
+@pytest.mark.skipif(not (os.environ.get("SRCORE_TEST_ALL_FALLBACK") or os.environ.get("SRCORE_TESTS_FULL") == "1"),
+                    reason="opt-in: SRCORE_TEST_ALL_FALLBACK=1 or SRCORE_TESTS_FULL=1")
 def test_every_declared_aten_op_through_the_fallback_matches_torch():
     ops = [q for q in get_plugin_manager().registry.declared if q.startswith("aten::")]
     tried = _check(conformance(fallback_kernels(ops)))

@@ -788,3 +788,29 @@ ZOO: Dict[str, ZooCase] = {
 from zoo_realworld import REALWORLD  # noqa: E402
 
 ZOO.update(REALWORLD)
+
+#: the zoo models test.sh's second pass runs (the first runs all of them): one per architecture
+#: family, plus the graph shapes the executors and planners treat differently (branches, nested
+#: loops, lists built in loops, in-place writes, containers out, shape arithmetic)
+SECOND_PASS = (
+    "mobilenet_like",    # CNN (depthwise, dynamic batch)
+    "resnext_se",        # CNN with grouped convs and squeeze-excite
+    "unet_small",        # encoder-decoder (upsampling, skip concatenation)
+    "detection_head",    # detection (multi-scale outputs)
+    "tcn",               # 1-D temporal convs
+    "video_c3d",         # 3-D convs
+    "lstm_tagger",       # recurrent (nn.LSTM)
+    "gpt_block",         # decoder transformer (causal attention)
+    "bert_like",         # encoder transformer (embeddings, masks)
+    "pointnet",          # point sets
+    "graph_conv",        # graphs (scatter, index_add)
+    "dlrm_tiny",         # recommendation (embedding bags)
+    "norm_net",          # normalizations
+    "data_if",           # data-dependent branches
+    "nested_loops",      # nested loops, symbolic trip counts
+    "list_stack",        # lists built in a loop
+    "inplace_ops",       # in-place writes (aliasing: the planners)
+    "dict_out",          # container outputs
+    "size_arith",        # shape arithmetic
+)
+assert set(SECOND_PASS) <= set(ZOO), set(SECOND_PASS) - set(ZOO)

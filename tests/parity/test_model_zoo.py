@@ -5,7 +5,14 @@ hold it (frozen with torch.jit.freeze, saved with torch.jit.save: the file conve
 run with the pass's default executor and planner; and frozen then torch.jit.optimize_for_inference'd
 ("optimized": oneDNN-layout nodes that the importer lowers back to ATen) on every input of the case
 (the first twice: the second run reuses the plan; symbolic dims: other sizes, same StaticModule).
-Floats: max relative error <= 1e-4; integer and bool outputs: exact."""
+Floats: max relative error <= 1e-4; integer and bool outputs: exact.
+
+The runs with an explicit executor and planner are the same in both passes of test.sh, so they run
+in the first only; by default each model runs two of the four combinations that cover both
+executors and both planners (one per frontend; which two alternates over the zoo), every
+conversion all four with ``SRCORE_TESTS_FULL=1``. The
+second pass runs "frozen" and "optimized" for ``parity_models.SECOND_PASS`` (one model per
+architecture family, and the graph shapes executors and planners treat differently)."""
 from __future__ import annotations
 
 import re
@@ -16,7 +23,7 @@ import torch
 
 import srcore
 from _harness import COMBOS, assert_close, build, frozen_file, round_trip, run, torch_outputs
-from parity_models import ZOO
+from parity_models import SECOND_PASS, ZOO
 
 FRONTENDS = ("torchscript", "export")
 #: "frozen": the TorchScript conversion of a torch.jit.freeze'd, torch.jit.save'd file
@@ -79,23 +86,42 @@ def converted(cases):
     return get
 
 
+def _default_combos(index: int, frontends: list, frontend: str) -> set:
+    """The executor x planner combinations a conversion runs by default. A model runs a pair that
+    covers both executors and both planners, (codegen, standard_resizing) + (interpreter,
+    precomputed_offsets) for even zoo positions and the other two for odd ones; with two frontends
+    each conversion takes one of the pair, with one it takes both. So every combination runs on
+    half the zoo's models (all four on every conversion with SRCORE_TESTS_FULL=1)."""
+    straight = [("codegen", "standard_resizing"), ("interpreter", "precomputed_offsets")]
+    assert set(straight) <= set(COMBOS)
+    pair = straight if index % 2 == 0 else [c for c in COMBOS if c not in straight]
+    return set(pair) if len(frontends) == 1 else {pair[frontends.index(frontend) % 2]}
+
+
 def _params():
+    """The explicit executor x planner runs do not depend on the pass (one_pass); "frozen" and
+    "optimized" run with the pass's own executor and planner: every model in the first pass, the
+    models of ``SECOND_PASS`` (one per architecture family) in the second too."""
     out = []
-    for name, case in ZOO.items():
+    for index, (name, case) in enumerate(ZOO.items()):
         if case.unsupported:
             continue
-        for fe in FRONTENDS:
-            if (fe == "export" and case.export) or (fe == "torchscript" and case.no_torchscript):
-                continue
+        frontends = [fe for fe in FRONTENDS
+                     if not ((fe == "export" and case.export) or (fe == "torchscript" and case.no_torchscript))]
+        for fe in frontends:
             xfail = case.xfail or (case.export_xfail if fe == "export" else None)
+            default = _default_combos(index, frontends, fe)
             for ex, pl in COMBOS:
-                marks = [pytest.mark.xfail(reason=xfail, strict=True)] if xfail else []
+                marks = [pytest.mark.one_pass] + ([pytest.mark.xfail(reason=xfail, strict=True)] if xfail else [])
+                if (ex, pl) not in default:
+                    marks.append(pytest.mark.full)
                 out.append(pytest.param(name, fe, ex, pl, id=f"{name}-{fe}-{ex}-{pl}", marks=marks))
         if not case.no_torchscript:
-            marks = [pytest.mark.xfail(reason=case.xfail, strict=True)] if case.xfail else []
+            first_only = [] if name in SECOND_PASS else [pytest.mark.one_pass]
+            marks = first_only + ([pytest.mark.xfail(reason=case.xfail, strict=True)] if case.xfail else [])
             out.append(pytest.param(name, "frozen", *DEFAULT_COMBO, id=f"{name}-frozen", marks=marks))
             why = case.xfail or OPTIMIZE_FAILS.get(name)
-            marks = [pytest.mark.xfail(reason=why, strict=True)] if why else []
+            marks = first_only + ([pytest.mark.xfail(reason=why, strict=True)] if why else [])
             out.append(pytest.param(name, "optimized", *DEFAULT_COMBO, id=f"{name}-optimized", marks=marks))
     return out
 
@@ -125,6 +151,7 @@ def _flat(inputs) -> tuple:
     return tuple(torch.utils._pytree.tree_leaves(tuple(inputs)))
 
 
+@pytest.mark.one_pass   # a conversion error
 @pytest.mark.parametrize("name", [n for n, c in ZOO.items() if c.export])
 def test_not_exportable_zoo_model_gives_clear_conversion_error(cases, name):
     m, inputs, *_ = cases(name)
@@ -134,6 +161,7 @@ def test_not_exportable_zoo_model_gives_clear_conversion_error(cases, name):
     assert "torch.export failed" in msg and type(m).__name__ in msg and ZOO[name].export in msg
 
 
+@pytest.mark.one_pass   # an error at load, before any executor or planner
 @pytest.mark.parametrize("frontend", FRONTENDS)
 @pytest.mark.parametrize("name", [n for n, c in ZOO.items() if c.unsupported])
 def test_unsupported_zoo_model_gives_clear_error(cases, converted, name, frontend):
@@ -148,6 +176,7 @@ def test_unsupported_zoo_model_gives_clear_error(cases, converted, name, fronten
     assert any(m.schema.startswith(op) for m in info.value.missing), info.value.missing
 
 
+@pytest.mark.one_pass   # torch only
 def test_zoo_inputs_exercise_what_they_claim(cases):
     """The extra inputs really take other branches / trip counts / sizes (else the tests prove less)."""
     m, inputs, others, _ = cases("data_if")
@@ -162,6 +191,7 @@ def test_zoo_inputs_exercise_what_they_claim(cases):
         assert len({x[0].shape[dim] for x in [inputs, *others]}) >= 2, name
 
 
+@pytest.mark.one_pass   # conversion only
 def test_symbolic_dims_stay_symbolic(converted):
     """One StaticModule serves several batch sizes because the converted input specs are symbolic."""
     for name, frontend in (("size_arith", "torchscript"), ("size_arith", "export"),
@@ -179,6 +209,7 @@ CORE_DECOMPOSITION_CASES = ("bert_like", "pointnet", "gpt_block", "llama_block",
                             "spatial_transformer", "norm_net", "pools")
 
 
+@pytest.mark.one_pass   # an explicit executor and planner (build)
 @pytest.mark.parametrize("name", CORE_DECOMPOSITION_CASES)
 def test_zoo_model_core_decompositions_match_torch(cases, name):
     """``from_torch(..., decompositions="core")`` (core ATen: addmm, convolution, native norms,

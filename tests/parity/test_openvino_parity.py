@@ -21,7 +21,7 @@ from benchmarks.models import MODELS
 from parity_models import ZOO
 
 BACKENDS = ("openvino", "cpu")
-ALL = bool(os.environ.get("SRCORE_OPENVINO_PARITY"))
+ALL = bool(os.environ.get("SRCORE_OPENVINO_PARITY")) or os.environ.get("SRCORE_TESTS_FULL") == "1"
 #: the default run: every converter family (GEMM, conv + pools, attention both ways, norms,
 #: activations, layout and tensor lists, dynamic batch)
 DEFAULT_BENCH = ("mlp_tiny", "resnet_small", "transformer_block", "transformer_block_explicit")

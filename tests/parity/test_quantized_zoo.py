@@ -27,7 +27,7 @@ EXACT = {"resnet_eager_x86": "exact", "resnet_eager_qnnpack": "exact", "mlp_fx_q
 #: the default run: one import path per model (every path with SRCORE_QUANT_FULL=1)
 DEFAULT = {"resnet_eager_x86": "frozen", "resnet_eager_qnnpack": "trace", "mlp_fx_qnnpack": "script",
            "dwsep_fx_x86": "frozen", "attention_dynamic": "script"}
-FULL = os.environ.get("SRCORE_QUANT_FULL") == "1"
+FULL = os.environ.get("SRCORE_QUANT_FULL") == "1" or os.environ.get("SRCORE_TESTS_FULL") == "1"
 CASES = [(m, k) for m in qm.ZOO for k in ("script", "frozen", "trace")] if FULL else list(DEFAULT.items())
 
 

@@ -4,7 +4,8 @@ torch eager like the cpu-only runs do (max relative error <= 1e-4; ints exact), 
 input of the case, including other batch sizes (engines with symbolic dims plan per shape).
 
 ``engine_min_block_size=1`` puts every supported node into an engine, so every converter
-and every fallback boundary of the zoo is exercised.
+and every fallback boundary of the zoo is exercised. test.sh's second pass runs the bench models
+and the zoo's ``SECOND_PASS`` models (one per architecture family).
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 import srcore
 from _harness import assert_matches_torch, bench_case, zoo_case
 from benchmarks.models import MODELS
-from parity_models import ZOO
+from parity_models import SECOND_PASS, ZOO
 
 BACKENDS = ("trt_like", "cpu")
 
@@ -45,7 +46,8 @@ def _zoo_params():
     for name, case in ZOO.items():
         if case.no_torchscript or case.xfail or case.unsupported:
             continue
-        out.append(pytest.param(name, id=name))
+        # the second pass (the other executor and planner around the engines) runs one model per family
+        out.append(pytest.param(name, id=name, marks=() if name in SECOND_PASS else pytest.mark.one_pass))
     return out
 
 

@@ -11,6 +11,9 @@ from srcore.ir.types import TensorType  # noqa: E402
 from srcore.testing import check_kernel, node_info  # noqa: E402
 from srcore_cpu.kernels import activation as A  # noqa: E402
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 F = torch.nn.functional
 RNG = np.random.default_rng(1)
 

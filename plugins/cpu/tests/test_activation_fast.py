@@ -9,6 +9,9 @@ from scipy.special import ndtr  # noqa: E402
 
 from srcore_cpu.kernels import activation_fast as AF  # noqa: E402
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 
 def _ref(x):
     x64 = np.asarray(x, np.float64)

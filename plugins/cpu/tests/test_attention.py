@@ -11,6 +11,9 @@ torch = pytest.importorskip("torch")
 import srcore  # noqa: E402
 from srcore_cpu.kernels import attention as K  # noqa: E402
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 RNG = np.random.default_rng(0)
 F = torch.nn.functional
 aten = torch.ops.aten

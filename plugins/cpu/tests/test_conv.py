@@ -13,6 +13,9 @@ from srcore.plugin import Specialized  # noqa: E402
 from cpu_kernel_util import node  # noqa: E402
 from srcore_cpu.kernels import conv as K  # noqa: E402
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 F = torch.nn.functional
 RNG = np.random.default_rng(0)
 T = torch.from_numpy

@@ -11,6 +11,9 @@ torch = pytest.importorskip("torch")
 from srcore_cpu.kernels import conv as K  # noqa: E402
 from srcore_cpu.kernels import conv_im2col as IM  # noqa: E402
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 F = torch.nn.functional
 rng = np.random.default_rng(3)
 

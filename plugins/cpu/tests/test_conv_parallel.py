@@ -16,6 +16,9 @@ from srcore_cpu.kernels import conv_winograd as W
 from srcore_cpu.kernels import parallel as P
 from srcore_cpu.kernels import pool as PL
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 RNG = np.random.default_rng(7)
 
 

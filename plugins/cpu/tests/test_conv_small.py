@@ -16,6 +16,9 @@ from srcore_cpu.kernels import conv_small as S  # noqa: E402
 from srcore_cpu.kernels import conv_winograd as WG  # noqa: E402
 from srcore_cpu.kernels import pool as PL  # noqa: E402
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 F = torch.nn.functional
 rand = make_rand(np.random.default_rng(7))
 CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}

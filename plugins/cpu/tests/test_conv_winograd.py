@@ -21,6 +21,9 @@ from srcore_cpu.kernels import conv_winograd as WG  # noqa: E402
 from srcore_cpu.kernels import fused as FU  # noqa: E402
 from srcore_cpu.kernels.workspace import SharedWorkspace, pad_into  # noqa: E402
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 F = torch.nn.functional
 rng = np.random.default_rng(0)
 TILES = (2, 4)

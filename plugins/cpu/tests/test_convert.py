@@ -12,6 +12,9 @@ from srcore.errors import KernelError  # noqa: E402
 from srcore.testing import check_kernel  # noqa: E402
 from srcore_cpu.kernels import convert as V  # noqa: E402
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 RNG = np.random.default_rng(5)
 X = (RNG.standard_normal((2, 3)) * 3).astype(np.float32)
 

@@ -16,6 +16,9 @@ from srcore_cpu.kernels import linalg as L  # noqa: E402
 from srcore_cpu.kernels import norm as N  # noqa: E402
 from srcore_cpu.kernels import shape as V  # noqa: E402
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 RNG = np.random.default_rng(17)
 
 

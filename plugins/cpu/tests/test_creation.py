@@ -12,6 +12,9 @@ from srcore.errors import KernelError  # noqa: E402
 from srcore.testing import check_kernel  # noqa: E402
 from srcore_cpu.kernels import creation as C  # noqa: E402
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 CODES = {None: None, 6: torch.float32, 7: torch.float64, 4: torch.int64, 3: torch.int32, 11: torch.bool}
 
 

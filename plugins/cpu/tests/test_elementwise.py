@@ -22,6 +22,9 @@ from srcore_cpu.kernels import unary as U  # noqa: E402
 from srcore_cpu.kernels.promotion import result_type  # noqa: E402
 from cpu_kernel_util import make_rand  # noqa: E402
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 RNG = np.random.default_rng(0)
 rand = make_rand(RNG)
 

@@ -13,6 +13,9 @@ from srcore.plugin import ArgInfo, NodeInfo, Specialized  # noqa: E402
 from srcore_cpu.kernels import dropout as D  # noqa: E402
 from srcore_cpu.kernels import embedding as K  # noqa: E402
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 RNG = np.random.default_rng(0)
 T = torch.from_numpy
 

@@ -10,6 +10,9 @@ torch = pytest.importorskip("torch")
 from srcore.errors import KernelError  # noqa: E402
 from srcore_cpu.kernels import embedding_bag as EB  # noqa: E402
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 RNG = np.random.default_rng(18)
 W = RNG.standard_normal((10, 4)).astype(np.float32)
 IDX = np.array([1, 2, 0, 4, 5, 5, 9, 0], np.int64)

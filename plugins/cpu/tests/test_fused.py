@@ -13,6 +13,9 @@ from srcore.plugin import Specialized  # noqa: E402
 from cpu_kernel_util import node, make_rand, check_both as both  # noqa: E402
 from srcore_cpu.kernels import fused as K  # noqa: E402
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 RNG = np.random.default_rng(0)
 rand = make_rand(RNG)
 F = torch.nn.functional

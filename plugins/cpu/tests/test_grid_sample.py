@@ -12,6 +12,9 @@ from srcore.errors import KernelError  # noqa: E402
 from srcore.testing import check_kernel  # noqa: E402
 from srcore_cpu.kernels import grid_sample as G  # noqa: E402
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 RNG = np.random.default_rng(15)
 MODES = {"bilinear": 0, "nearest": 1}
 PADDING = {"zeros": 0, "border": 1, "reflection": 2}

@@ -11,6 +11,9 @@ from srcore.ir.types import TensorType  # noqa: E402
 from srcore.plugin import ArgInfo, NodeInfo, Specialized  # noqa: E402
 from srcore_cpu.kernels import linalg as K  # noqa: E402
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 RNG = np.random.default_rng(0)
 
 

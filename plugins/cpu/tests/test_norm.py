@@ -12,6 +12,9 @@ from srcore.plugin import Specialized  # noqa: E402
 from cpu_kernel_util import node, make_rand  # noqa: E402
 from srcore_cpu.kernels import norm as K  # noqa: E402
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 RNG = np.random.default_rng(0)
 rand = make_rand(RNG)
 aten = torch.ops.aten

@@ -14,6 +14,9 @@ from srcore.testing import check_kernel  # noqa: E402
 from srcore_cpu.kernels import index as I  # noqa: E402
 from srcore_cpu.kernels import view_scatter as V  # noqa: E402
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 F = torch.nn.functional
 RNG = np.random.default_rng(7)
 

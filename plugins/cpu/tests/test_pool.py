@@ -12,6 +12,9 @@ from srcore.plugin import Specialized  # noqa: E402
 from cpu_kernel_util import node  # noqa: E402
 from srcore_cpu.kernels import pool as K  # noqa: E402
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 RNG = np.random.default_rng(0)
 T = torch.from_numpy
 aten = torch.ops.aten

@@ -14,6 +14,9 @@ from srcore.testing import check_kernel  # noqa: E402
 from srcore_cpu.kernels import reduce as R  # noqa: E402
 from cpu_kernel_util import make_rand  # noqa: E402
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 RNG = np.random.default_rng(5)
 rand = make_rand(RNG, -3, 4)
 

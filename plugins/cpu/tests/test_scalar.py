@@ -11,6 +11,9 @@ from srcore.errors import KernelError  # noqa: E402
 from srcore_cpu.kernels import convert as V  # noqa: E402
 from srcore_cpu.kernels import scalar as S  # noqa: E402
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 A = torch.ops.aten
 PAIRS = [(7, 2), (-7, 2), (7, -2), (7.5, 2), (-7.5, 2.0), (3, 0.5), (0, 5), (6, 3)]
 

@@ -15,6 +15,9 @@ from srcore_cpu.kernels import index as X  # noqa: E402
 from srcore_cpu.kernels import scalar as S  # noqa: E402
 from srcore_cpu.kernels import shape as V  # noqa: E402
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 RNG = np.random.default_rng(11)
 
 

@@ -11,6 +11,9 @@ from srcore.errors import KernelError  # noqa: E402
 from srcore.testing import check_kernel  # noqa: E402
 from srcore_cpu.kernels import shape as S  # noqa: E402
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 RNG = np.random.default_rng(3)
 
 

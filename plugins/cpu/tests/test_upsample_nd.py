@@ -11,6 +11,9 @@ torch = pytest.importorskip("torch")
 from srcore_cpu.kernels import upsample as K  # noqa: E402
 from cpu_kernel_util import make_rand, check_both as both  # noqa: E402
 
+#: kernels are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 aten = torch.ops.aten
 T = torch.from_numpy
 F = torch.nn.functional

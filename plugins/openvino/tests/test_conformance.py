@@ -37,7 +37,7 @@ from srcore_openvino.convert import TABLE
 
 pytestmark = pytest.mark.one_pass   # the node under test runs inside an OpenVINO engine, whatever the executor
 
-EXHAUSTIVE = bool(os.environ.get("SRCORE_CONFORMANCE"))
+EXHAUSTIVE = bool(os.environ.get("SRCORE_CONFORMANCE")) or os.environ.get("SRCORE_TESTS_FULL") == "1"
 EPS = 2.0 ** -23
 TRANS = Tol(4e-6, 4e-6)            # single transcendental functions, of max(|torch|, 1)
 COMPOSITE = Tol(1e-5, 1e-5)        # activations built from several of them

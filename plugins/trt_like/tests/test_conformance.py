@@ -52,7 +52,7 @@ from srcore_trt_like.builder import support
 from srcore_trt_like.tactics import choose as tactics
 
 TRT = ("trt_like", "cpu")
-EXHAUSTIVE = bool(os.environ.get("SRCORE_CONFORMANCE"))
+EXHAUSTIVE = bool(os.environ.get("SRCORE_CONFORMANCE")) or os.environ.get("SRCORE_TESTS_FULL") == "1"
 EPS = 2.0 ** -23                       # one float32 ulp, relative
 TINY = float(np.finfo(np.float32).smallest_subnormal)
 
@@ -813,6 +813,7 @@ def run_case(case: Case, tactic_mode: str):
     assert_close(got, want.numpy(), tol, scale, case.id)
 
 
+@pytest.mark.one_pass   # one-op graphs: they check the engine's kernels (its own plan), not the executor or planner
 @pytest.mark.parametrize("tactic_mode", ["first", "numpy"])
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_op(case: Case, tactic_mode: str):
@@ -826,6 +827,7 @@ CONV_CASES = [c for c in CASES if c.op in ("aten::conv2d", "srcore::conv2d_relu"
               and c.engine and not c.error]
 
 
+@pytest.mark.one_pass   # one-op graphs: they check the engine's kernels (its own plan), not the executor or planner
 @pytest.mark.parametrize("case", CONV_CASES, ids=[c.id for c in CONV_CASES])
 def test_conv_cases_with_every_tactic(case):
     """The conv cases once per conv tactic that applies (im2col, packed GEMM, Winograd, 1x1,
@@ -926,6 +928,7 @@ def _as_tuple(r):
 
 
 # the default run draws the same examples every time (their kernels then come from the cache)
+@pytest.mark.one_pass   # one-op graphs: they check the engine's kernels (its own plan), not the executor or planner
 @settings(max_examples=400 if EXHAUSTIVE else 10, deadline=None, derandomize=not EXHAUSTIVE,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(dags())
@@ -1083,6 +1086,7 @@ def test_symbolic_batch_plans_per_signature():
         np.testing.assert_array_equal(a, a2)
 
 
+@pytest.mark.one_pass   # one-op graphs: they check the engine's kernels (its own plan), not the executor or planner
 @pytest.mark.parametrize("kernel, stride, pad, ceil", [(2, 2, 0, False), (3, 2, 1, False), (3, 2, 1, True),
                                                        (2, 1, 0, True), (3, 3, 1, True)])
 def test_conv_relu_max_pool_fused(kernel, stride, pad, ceil):

@@ -19,6 +19,9 @@ from srcore_trt_like.tactics.timing import time_tactics
 from srcore_trt_like.kernels.winograd_math import F2, F4, toom_cook, transform_weight
 
 torch = pytest.importorskip("torch")
+
+#: kernels and compiled programs are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
 F = torch.nn.functional
 
 

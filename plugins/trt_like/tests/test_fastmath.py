@@ -11,6 +11,9 @@ from scipy import special
 
 from srcore_trt_like.kernels import fastmath as fm
 
+#: kernels and compiled programs are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 F32 = np.float32
 NAMES = ("exp", "expm1", "log", "log1p", "tanh", "sigmoid", "erf")
 

@@ -20,6 +20,9 @@ from srcore_trt_like.kernels import packed as pk
 from srcore_trt_like.kernels.simd import vcopy_lanes, vstore, vtranspose16, vzero_lanes
 
 torch = pytest.importorskip("torch")
+
+#: kernels and compiled programs are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
 F = torch.nn.functional
 
 

@@ -14,6 +14,9 @@ from srcore_trt_like.conv.winograd_packed import WinogradPackedTactic
 from srcore_trt_like.kernels import threads as parallel
 from srcore_trt_like.tactics import choose as tactics
 
+#: kernels and compiled programs are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
+
 SPECS = [ConvSpec((1, 3, 40, 40), 64, 7, 2, 3, relu=True),                   # chunks per thread
          ConvSpec((2, 64, 9, 9), 520, 3, 1, 1, relu=True, residual=True),    # phased, GEMM by row blocks
          ConvSpec((1, 16, 14, 14), 40, 1, 2, 0)]                             # phased, GEMM by column blocks

@@ -24,6 +24,9 @@ from srcore_trt_like import pointwise as pw
 from srcore_trt_like.pointwise import Const, Input, Op, PointwiseError, Program, compile_program, op
 
 torch = pytest.importorskip("torch")
+
+#: kernels and compiled programs are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
 F = torch.nn.functional
 F32 = np.float32
 EPS = 2.0 ** -23   # one float32 ulp at 1.0

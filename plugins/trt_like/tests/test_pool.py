@@ -13,6 +13,9 @@ from srcore_trt_like.errors import TacticSpecError
 from srcore_trt_like.conv.pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 
 torch = pytest.importorskip("torch")
+
+#: kernels and compiled programs are called directly: the executor and the memory planner play no part
+pytestmark = pytest.mark.one_pass
 F = torch.nn.functional
 
 

@@ -10,6 +10,9 @@ from srcore.plugin import ArgInfo, EngineBuilder, NodeInfo, Specialized
 from srcore_trt_like import node_kernels as kernels
 from srcore_trt_like.builder import support
 
+#: kernels, the support table and matchers are called directly: no executor or memory planner
+pytestmark = pytest.mark.one_pass
+
 F32 = TensorType("float32", (2, 3))
 
 
