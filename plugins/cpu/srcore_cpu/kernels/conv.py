@@ -297,6 +297,7 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
     if static and threads == 1 and direct is None:
         _time_gather_split(shape)
     if (static and nd in (1, 2) and w.dtype == np.float32 and w.shape[1] > 1 and shape[1] == C * groups
+            and w.shape[0] % groups == 0   # else the paths above report the bad conv, naming the node
             and os.environ.get("SRCORE_CPU_SIMD_CONV", "1") != "0"
             and (small is None or small.plan(shape, w.dtype) is None)):
         # (not where one gather + GEMM serves a small input: a few microseconds, and a cold start
