@@ -256,38 +256,8 @@ def add_input_excess(cm, ldc, panels, kp, n, at, excess, count, h, w, c, kh, kw,
     (N, h, w, c) input, excess ``e``) is read by every output position whose window covers it, at
     tap ``(i, j)``: ``cm[row, :] += e * w[:, (i * kw + j) * c + channel]`` there (the GEMM's rows
     are (image, oy, ox), its depth (tap, channel)); whole panels at a time as :func:`add_excess`."""
-    kq = kp // 4
-    n_panels = -(-n // 16)
-    for t in range(count):
-        f = at[t]
-        ch = f % c
-        pix = f // c
-        ix = pix % w
-        iy = (pix // w) % h
-        b = pix // (w * h)
-        e = np.int32(excess[t])
-        for i in range(kh):
-            ty = iy + ph - i * dh
-            if ty < 0 or ty % sh:
-                continue
-            oy = ty // sh
-            if oy >= oh:
-                continue
-            for j in range(kw):
-                tx = ix + pw - j * dw
-                if tx < 0 or tx % sw:
-                    continue
-                ox = tx // sw
-                if ox >= ow:
-                    continue
-                q = (i * kw + j) * c + ch
-                base = (q // 4) * 64 + q % 4
-                row = ((b * oh + oy) * ow + ox) * ldc
-                for jp in range(n_panels):
-                    pb = jp * kq * 64 + base
-                    cb = row + jp * 16
-                    for lane in range(16):
-                        cm[cb + lane] += e * np.int32(panels[pb + 4 * lane])
+    _block_excess(cm, ldc, 0, len(cm) // ldc, panels, kp, n, at, excess, count, h, w, c, kh, kw, sh, sw, ph, pw,
+                  dh, dw, oh, ow)
 
 
 _HIGH_BITS = np.uint64(0x8080808080808080)
