@@ -45,6 +45,16 @@ def _input(seed=0):
     return x.reshape(1, N)
 
 
+def _torch_reference(ref, x):
+    """torch's answer, except at +inf for the exact GELU: there torch's vectorized AVX-512 loop
+    returns NaN while its AVX2 and scalar loops (and the limit) give +inf, so which one a test sees
+    depends on the CPU and on where the element falls; srcore returns the limit on every CPU."""
+    want = ref(torch.from_numpy(x.copy())).numpy()
+    if ref is F.gelu:
+        want = np.where(x == np.inf, np.float32(np.inf), want)
+    return want
+
+
 def _assert_like_torch(got, want):
     assert got.dtype == np.float32 and got.shape == want.shape
     assert np.array_equal(np.isnan(got), np.isnan(want)), "NaN positions differ"
@@ -61,7 +71,7 @@ def _assert_like_torch(got, want):
 def test_matches_torch_out_of_place_and_into_out(op, consts, ref):
     fn = _kernel(op, consts)
     x = _input()
-    want = ref(torch.from_numpy(x)).numpy()
+    want = _torch_reference(ref, x)
     _assert_like_torch(fn(x), want)
     out = np.full_like(x, 7.0)
     assert fn(x, out=out) is out
@@ -73,12 +83,12 @@ def test_matches_torch_out_of_place_and_into_out(op, consts, ref):
 def test_in_place_variant(op, consts, ref):
     fn = _kernel(op + "_", consts)
     x = _input(1)
-    want = ref(torch.from_numpy(x.copy())).numpy()
+    want = _torch_reference(ref, x)
     assert fn(x) is x
     _assert_like_torch(x, want)
     # a non-contiguous in-place target goes through the numpy kernel and a copy back
     y = np.ascontiguousarray(np.stack([_input(2)[0], _input(3)[0]], 1))[:, 0]
-    want = ref(torch.from_numpy(y.copy())).numpy()
+    want = _torch_reference(ref, y)
     assert fn(y) is y
     np.testing.assert_allclose(y, want, rtol=2e-5, atol=1e-6)
 
