@@ -11,6 +11,7 @@ dispatch (:mod:`srcore.dispatch`) only reads a finished :class:`Registry`.
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -56,6 +57,10 @@ def collect_records(manager, hooks=None) -> dict[str, dict[str, list]]:
                 continue
             try:
                 got = impl.function()
+                cached = sys.modules.get("srcore.plugin.record_cache")  # imported by a plugin that uses it
+                if cached is not None and isinstance(got, cached.CachedKernels) and hook == "srcore_kernels":
+                    records.setdefault(report.name, {})[hook] = got.with_provider(report.info)  # checked, stamped
+                    continue
                 items = [] if got is None else list(got)
                 for r in items:
                     if not isinstance(r, cls):
