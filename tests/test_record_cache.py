@@ -6,6 +6,7 @@ import marshal
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,51 @@ def test_a_hit_gives_the_registry_the_same_records_as_building_them(env, monkeyp
     served = table()
     assert len(built) > 900 and served == built
     assert {row[-1].name for row in served} >= {"cpu", "quantized"}
+
+
+def test_the_installed_key_ignores_path_entries_without_distributions(tmp_path, monkeypatch):
+    """Starting from another directory (``sys.path[0]``) is the same installation: the key, and the kernel
+    records cached under it, must not change; a directory holding a distribution's metadata does change it."""
+    monkeypatch.setattr(discovery, "_last_fingerprint", [])
+    base = discovery.installed_key()
+    empty, other = tmp_path / "scripts", tmp_path / "site"
+    empty.mkdir()
+    (empty / "app.py").write_text("")
+    monkeypatch.setattr(sys, "path", [str(empty), *sys.path])
+    assert base is not None and discovery.installed_key() == base
+    (other / "mydist-1.0.dist-info").mkdir(parents=True)
+    (other / "mydist-1.0.dist-info" / "METADATA").write_text("Name: mydist\nVersion: 1.0\n")
+    monkeypatch.setattr(sys, "path", [str(other), *sys.path])
+    assert discovery.installed_key() != base
+
+
+def test_starting_from_another_directory_still_hits_the_record_cache(tmp_path):
+    env = {**os.environ, "SRCORE_CACHE_DIR": str(tmp_path / "cache")}
+    for name in ("PYTHONDONTWRITEBYTECODE", "SRCORE_NO_RECORD_CACHE", "SRCORE_SELECTION"):
+        env.pop(name, None)
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    for d in dirs:
+        d.mkdir()
+    runs = [json.loads(subprocess.run([sys.executable, "-c", CHILD], env=env, cwd=d, capture_output=True, text=True,
+                                      check=True).stdout.splitlines()[-1]) for d in (*dirs, *dirs)]
+    assert len(runs[0]) > 20 and runs[1:] == [["srcore_cpu.decl.torch_fallback"]] * 3
+
+
+def test_installations_keep_their_own_files_and_old_ones_are_pruned(env, monkeypatch):
+    """A program started inside a source checkout sees its ``*.egg-info`` (another set of distributions):
+    each view keeps its own file, so alternating between them hits; files beyond KEEP are removed."""
+    src, build, builds = env
+    views = [f"installation {i}" for i in range(record_cache.KEEP + 2)]
+    for view in (views[0], views[1], views[0], views[1]):
+        monkeypatch.setattr(discovery, "installed_key", lambda view=view: view)
+        record_cache.cached_kernels("ex", build, sources=[src])
+    assert builds == [1, 1]
+    paths = []
+    for i, view in enumerate(views):
+        monkeypatch.setattr(discovery, "installed_key", lambda view=view: view)
+        record_cache.cached_kernels("ex", build, sources=[src])
+        paths.append(record_cache.index_path("ex"))
+        t = time.time_ns() + (i + 1) * 10**9  # newest last, whatever the file system's clock resolution
+        os.utime(paths[-1], ns=(t, t))
+    files = set(paths[0].parent.glob("ex-*.marshal"))
+    assert files == set(paths[-record_cache.KEEP:])  # the two oldest installations' files are gone

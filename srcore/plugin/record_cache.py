@@ -3,7 +3,8 @@
 A plugin that declares hundreds of kernels in many modules (srcore-cpu: 931 records in 36
 ``decl`` modules, ~10 ms CPU of every full-registry start) can serve them through
 :func:`cached_kernels`: the records are kept as data (``marshal`` of tuples of strings and ints,
-never pickle, never code) in ``$SRCORE_CACHE_DIR/records/``, one file per package and environment, and rebuilt by the plugin's own ``build``
+never pickle, never code) in ``$SRCORE_CACHE_DIR/records/``, one file per package, environment and set of
+installed distributions (``index_path``), and rebuilt by the plugin's own ``build``
 function on a miss. The key holds srcore's version, the Python version, the plugin's ``sources``
 (files, or directories whose ``*.py`` files count; each one's path, mtime and size), the installed
 distributions (the entry-point fingerprint of :mod:`srcore.plugin.discovery`: any install, removal,
@@ -81,14 +82,36 @@ def _key(sources, extra) -> list:
 
 
 def index_path(package: str) -> Path:
-    """One file per package and environment (``sys.prefix`` and srcore's directory, hashed into the
-    name): two environments or checkouts sharing a cache directory would otherwise overwrite each
-    other's entry on every start."""
+    """One file per package, environment (``sys.prefix`` and srcore's directory) and set of installed
+    distributions (:func:`srcore.plugin.discovery.installed_key`), hashed into the name: two
+    environments or checkouts sharing a cache directory, or two views of one environment (a program
+    started inside a source checkout sees its ``*.egg-info``, one started elsewhere does not), would
+    otherwise overwrite each other's entry and miss on every other start. Writing a file removes the
+    package's oldest ones beyond :data:`KEEP`."""
     from .._digest import small_sha256
     from ..cachedir import cache_root
+    from . import discovery
 
-    where = f"{sys.prefix}\0{os.path.dirname(os.path.dirname(__file__))}".encode("utf-8", "surrogatepass")
-    return cache_root() / "records" / f"{package}-{sys.implementation.cache_tag}-{small_sha256(where).hexdigest()[:12]}.marshal"
+    where = f"{sys.prefix}\0{os.path.dirname(os.path.dirname(__file__))}\0{discovery.installed_key()}"
+    tag = small_sha256(where.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return cache_root() / "records" / f"{package}-{sys.implementation.cache_tag}-{tag}.marshal"
+
+
+KEEP = 6  # files per package: environments and installations in use at the same time
+
+
+def _prune(path: Path) -> None:
+    """Remove the package's files beyond the :data:`KEEP` newest (installations that are gone); never
+    ``path``, the one just written."""
+    prefix = path.name.rsplit("-", 1)[0] + "-"
+    try:
+        files = sorted((f for f in path.parent.iterdir()
+                        if f.name.startswith(prefix) and f.suffix == ".marshal" and f.name != path.name),
+                       key=lambda f: f.stat().st_mtime_ns, reverse=True)
+        for f in files[KEEP - 1:]:
+            f.unlink()
+    except OSError:
+        pass  # a file another process removed first, a read-only directory
 
 
 class CachedKernels(Sequence):
@@ -135,7 +158,8 @@ def _write(path: Path, key: tuple, kernels: list[Kernel]) -> None:
         tmp.write_bytes(marshal.dumps((FORMAT, key, tuple(rows))))
         os.replace(tmp, path)  # atomic: a concurrent start never reads half a file
     except (OSError, ValueError):
-        pass  # a read-only cache directory (or an unmarshallable key value) only costs the build
+        return  # a read-only cache directory (or an unmarshallable key value) only costs the build
+    _prune(path)
 
 
 def cached_kernels(package: str, build: Callable[[], Iterable[Kernel]], *, sources: Iterable = (),
