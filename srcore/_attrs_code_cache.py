@@ -8,7 +8,9 @@ only changes when a class or attrs changes, so the compiled code objects are cac
 installation and Python bytecode tag, **keyed by the SHA-256 of the exact generated source text and its file name**:
 a hit is the code object ``compile`` would return for that text, so behaviour is unchanged; any
 change to a class produces a different text and a miss. Only classes of srcore and its plugins
-(modules ``srcore``/``srcore_*``) are served; other libraries' attrs classes are compiled as usual.
+(modules ``srcore``/``srcore_*``) and attrs' own (its validators and converters, ~15 classes built when
+attrs is imported, after this cache is installed; the file is per attrs installation) are served; other
+libraries' attrs classes are compiled as usual.
 
 Like the bytecode cache, nothing is written when ``sys.dont_write_bytecode`` is set
 (``PYTHONDONTWRITEBYTECODE``); ``SRCORE_NO_ATTRS_CACHE=1`` turns the cache off. A damaged file is
@@ -36,9 +38,12 @@ def _enabled() -> bool:
     return os.environ.get("SRCORE_NO_ATTRS_CACHE", "") in ("", "0")
 
 
+_SERVED = ("srcore.", "srcore_", "attr.", "attrs.")  # srcore, its plugins, attrs itself (its own file's key)
+
+
 def _ours(filename: str) -> bool:
     # attrs names the script "<attrs generated <what> <module>.<qualname>[-N]>"
-    return filename.startswith("<attrs generated ") and filename.rsplit(" ", 1)[-1].startswith(("srcore.", "srcore_"))
+    return filename.startswith("<attrs generated ") and filename.rsplit(" ", 1)[-1].startswith(_SERVED)
 
 
 def cache_file(make_module):

@@ -1,5 +1,5 @@
 """The cache of attrs-generated methods (srcore/_attrs_code_cache.py): a second process compiles none of
-srcore's attrs methods and its objects behave exactly like those of a process without the cache
+srcore's (or attrs' own) attrs methods and its objects behave exactly like those of a process without the cache
 (same repr, equality, hashing, validation errors); a damaged file is ignored; nothing is written under
 PYTHONDONTWRITEBYTECODE; a changed class source is a miss, never a stale hit."""
 from __future__ import annotations
@@ -29,7 +29,10 @@ try:
     err = None
 except Exception as e:
     err = type(e).__name__
-print(json.dumps({"stats": c.stats, "repr": repr(o), "eq": o == Options(), "hash_ok": hash(o) == hash(Options()),
+import attrs  # attrs' own validator classes are served from the cache too
+v = attrs.validators.instance_of(int)
+v_eq = v == attrs.validators.instance_of(int) and hash(v) == hash(attrs.validators.instance_of(int))
+print(json.dumps({"stats": c.stats, "repr": repr(o), "validator": repr(v), "v_eq": v_eq, "eq": o == Options(), "hash_ok": hash(o) == hash(Options()),
                   "err": err, "patched": getattr(sys.modules["attr._make"]._compile_and_eval, "_srcore_cached", False)}))
 """
 
@@ -54,8 +57,9 @@ def test_second_process_compiles_nothing_and_behaves_the_same(tmp_path):
     assert len(_files(tmp_path)) == 1
     second = _run(tmp_path)
     assert second["stats"] == {"hits": first["stats"]["misses"], "misses": 0}
-    for key in ("repr", "eq", "hash_ok", "err"):
+    for key in ("repr", "eq", "hash_ok", "err", "validator", "v_eq"):
         assert plain[key] == first[key] == second[key], key
+    assert second["v_eq"] and second["validator"].startswith("<instance_of validator")
 
 
 def test_damaged_cache_file_is_ignored_and_rewritten(tmp_path):

@@ -117,6 +117,18 @@ def test_a_new_directory_on_sys_path_rescans(site, tmp_path, monkeypatch):
     assert not hit and [e[0] for e in as_tuples(got)] == ["alpha", "gamma"]
 
 
+def test_a_directory_without_distributions_on_sys_path_is_the_same_installation(site, tmp_path, monkeypatch):
+    """A script's directory (``sys.path[0]``) holds no metadata: starting from another one is a hit."""
+    install(site, "srcore-alpha", "1.0", {"alpha": "alpha_mod:plugin"})
+    discovery.discover(GROUP)
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (scripts / "app.py").write_text("")
+    monkeypatch.syspath_prepend(str(scripts))
+    got, hit = discovery.discover(GROUP)
+    assert hit and as_tuples(got) == truth() == [("alpha", "alpha_mod:plugin", "srcore-alpha", "1.0")]
+
+
 @pytest.mark.parametrize("damage", [b"", b"not marshal at all", "truncate", "wrong_shape", "wrong_format"])
 def test_a_corrupt_cache_file_is_ignored_and_rewritten(site, tmp_path, damage):
     import marshal

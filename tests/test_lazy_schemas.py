@@ -91,3 +91,21 @@ def test_a_cache_file_whose_row_points_outside_its_tables_is_a_miss(monkeypatch,
     monkeypatch.setattr(declarations, "parse_declarations", lambda t, s: parses.append(s) or real(t, s))
     assert cache.load_schemas([("v2.yaml", V2)]) == good and parses == ["v2.yaml"]  # reparsed, rewritten
     cache.clear_memory_cache()
+
+
+def test_declared_ops_named_in_one_pass_match_the_fresh_parse(warm_cache):
+    """``DeclaredOp.all_of`` (the start-up path over cached rows) names each overload, its source and
+    whether it binds kernels as the parsed declaration does, and builds nothing."""
+    from srcore.plugin.schemas import DeclaredOp
+
+    for path in core_declaration_files():
+        rows = cache.load_schemas_lazily(path)
+        assert isinstance(rows, cache.CachedDeclarations)
+        ops = DeclaredOp.all_of(rows, "aten")
+        assert warm_cache == []
+        parsed = declarations.load_declarations(path)
+        assert [(o.qualified_name, o.source, o.binds_kernels) for o in ops] == [
+            (d.schema.qualified_name.removesuffix("."), d.source, bool(d.dispatch) or d.structured_delegate is not None)
+            for d in parsed]
+        assert [o.schema for o in ops] == [d.schema for d in parsed]
+        warm_cache.clear()

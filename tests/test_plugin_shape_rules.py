@@ -187,11 +187,14 @@ def test_a_rule_may_raise_a_shape_error_for_inputs_that_contradict_each_other():
 @pytest.mark.one_pass
 def test_rules_for_undeclared_or_already_covered_ops_are_rejected_one_by_one():
     same = lambda ctx: [ctx.tensor(0)]  # noqa: E731
-    pm = manager_with(same, ops=("t::f", "t::nope", "aten::relu", "t::f"))
+    # "aten::add" names no overload but is the base name of declared ones; "zz::*" is a namespace nobody declares
+    pm = manager_with(same, ops=("t::f", "t::nope", "aten::relu", "t::f", "aten::add", "zz::*"))
     rules = pm.registry.shape_rules  # records are checked when the registry is built
     errors = pm.report("bad").errors
     assert pm.report("bad").status == "loaded"
     assert any("shape rule for undeclared op 't::nope'" in e for e in errors), errors
+    assert any("shape rule for undeclared op 'zz::*'" in e for e in errors), errors
+    assert not any("undeclared op 'aten::add'" in e for e in errors), errors
     assert any("shape rule for aten::relu ignored: builtin (srcore" in e for e in errors), errors
     assert any("shape rule for t::f ignored: bad (srcore-bad 0.1) already gives one" in e for e in errors), errors
     assert rules.lookup("t::f").fn is same

@@ -454,3 +454,35 @@ def test_no_package_imports_another_packages_private_modules():
                         and (str(rel), ".".join(parts[:3])) not in PRIVATE_IMPORTS_ALLOWED:
                     offenders.append(f"{rel}:{node.lineno}: {m}")
     assert not offenders, "\n".join(offenders)
+
+
+def test_stamping_a_record_equals_evolving_it_with_the_provider():
+    """``provided_by`` copies the record's slots without running validators again: the copy must be what
+    ``attrs.evolve(record, provider=...)`` gives, field by field (eq=False fields included), for every
+    record type, and leave the original unstamped."""
+    import attrs
+
+    info = PluginInfo("p", "srcore-p", "1.2")
+    records = [
+        Kernel("aten::relu", "cpu", "native", ("float32", "int64"), "m.k:relu", matcher="m.k:match", priority=3,
+               source="ops.yaml:7"),
+        Kernel("aten::*", "cpu", "fallback", "*", lambda *a: None),
+        ShapeRule(("p::f", "p::g.out"), "m.r:rule"),
+        OpLibrary("p", schemas=("p::f(Tensor self) -> Tensor",)),
+        DType("qp8", "quantized", "uint8", {"scale": 1.0}),
+        Backend("pback", "a backend"),
+        EngineBuilder("pback", "m.e:supports", "m.e:build", ops="m.e:ops"),  # provider before another field
+        Decomposition("p::f", "m.d:decomp"),
+        Subcommand("psub", "a subcommand", lambda parser: None, lambda args: 0),
+    ]
+    for r in records:
+        stamped = r.provided_by(info)
+        ref = attrs.evolve(r, provider=info)
+        assert type(stamped) is type(r) and stamped.provider is info and r.provider is None
+        for a in attrs.fields(type(r)):  # the record's own values (evolve re-runs converters: equal values)
+            if a.name != "provider":
+                assert getattr(stamped, a.name) is getattr(r, a.name), (type(r).__name__, a.name)
+            assert getattr(stamped, a.name) == getattr(ref, a.name), (type(r).__name__, a.name)
+        assert stamped == ref and repr(stamped) == repr(ref)
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            stamped.provider = None

@@ -6,6 +6,7 @@ import marshal
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -69,7 +70,13 @@ def test_anything_the_records_depend_on_changing_is_a_miss(env, change, monkeypa
     assert builds == [1, 1]
 
 
-@pytest.mark.parametrize("damage", ["truncated", "bad op", "bad row"])
+#: a stored row with one field damaged (the row's fields: op, backend, kind, dtypes, impl, matcher, priority, source)
+_BAD_FIELDS = {"bad op": (0, "not an op"), "bad backend": (1, "c p u"), "bad kind": (2, "sometimes"),
+               "no dtypes": (3, ()), "dtypes not a tuple": (3, "float32"), "bad impl": (4, "no colon"),
+               "bad matcher": (5, 7), "priority not an int": (6, "2")}
+
+
+@pytest.mark.parametrize("damage", ["truncated", "bad row", *_BAD_FIELDS])
 def test_a_damaged_file_is_a_miss_and_rewritten(env, damage):
     src, build, builds = env
     record_cache.cached_kernels("ex", build, sources=[src])
@@ -78,8 +85,12 @@ def test_a_damaged_file_is_a_miss_and_rewritten(env, damage):
         path.write_bytes(path.read_bytes()[:-7])
     else:
         fmt, key, rows = marshal.loads(path.read_bytes())
-        row = ("not an op", *rows[0][1:]) if damage == "bad op" else rows[0][:3]
-        path.write_bytes(marshal.dumps((fmt, key, (row, *rows[1:]))))
+        if damage == "bad row":
+            row = rows[0][:3]
+        else:
+            i, value = _BAD_FIELDS[damage]
+            row = (*rows[1][:i], value, *rows[1][i + 1:])  # the second row has a matcher and a priority
+        path.write_bytes(marshal.dumps((fmt, key, (rows[0], row))))
     got = record_cache.cached_kernels("ex", build, sources=[src])
     assert builds == [1, 1] and _fields(got) == _fields(build()[:2])
     record_cache.cached_kernels("ex", build, sources=[src])
@@ -176,3 +187,73 @@ def test_sources_fingerprint_follows_every_python_file_below_a_directory(tmp_pat
     assert edited != first
     (pkg / "sub" / "c.py").write_text("")
     assert record_cache.sources_fingerprint([pkg]) not in (first, edited)
+
+
+def test_a_hit_gives_the_registry_the_same_records_as_building_them(env, monkeypatch):
+    """The registry builds a hit's records stamped in one pass (``CachedKernels.with_provider``, no
+    validators run again): its kernel table must hold exactly what the plugins' own records give."""
+    from srcore.plugin.manager import PluginManager
+
+    def table():
+        return _fields(PluginManager().load().registry.kernel_table)  # every field, the provider included
+
+    monkeypatch.setenv("SRCORE_NO_RECORD_CACHE", "1")
+    built = table()
+    monkeypatch.delenv("SRCORE_NO_RECORD_CACHE")
+    table()  # a miss: builds and writes the file
+    import srcore_cpu
+
+    hit = srcore_cpu.srcore_kernels()
+    assert isinstance(hit, record_cache.CachedKernels) and len(hit) > 500
+    assert hit.with_provider(None)[0] == hit[0] and hit[0].provider is None
+    served = table()
+    assert len(built) > 900 and served == built
+    assert {row[-1].name for row in served} >= {"cpu", "quantized"}
+
+
+def test_the_installed_key_ignores_path_entries_without_distributions(tmp_path, monkeypatch):
+    """Starting from another directory (``sys.path[0]``) is the same installation: the key, and the kernel
+    records cached under it, must not change; a directory holding a distribution's metadata does change it."""
+    monkeypatch.setattr(discovery, "_last_fingerprint", [])
+    base = discovery.installed_key()
+    empty, other = tmp_path / "scripts", tmp_path / "site"
+    empty.mkdir()
+    (empty / "app.py").write_text("")
+    monkeypatch.setattr(sys, "path", [str(empty), *sys.path])
+    assert base is not None and discovery.installed_key() == base
+    (other / "mydist-1.0.dist-info").mkdir(parents=True)
+    (other / "mydist-1.0.dist-info" / "METADATA").write_text("Name: mydist\nVersion: 1.0\n")
+    monkeypatch.setattr(sys, "path", [str(other), *sys.path])
+    assert discovery.installed_key() != base
+
+
+def test_starting_from_another_directory_still_hits_the_record_cache(tmp_path):
+    env = {**os.environ, "SRCORE_CACHE_DIR": str(tmp_path / "cache")}
+    for name in ("PYTHONDONTWRITEBYTECODE", "SRCORE_NO_RECORD_CACHE", "SRCORE_SELECTION"):
+        env.pop(name, None)
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    for d in dirs:
+        d.mkdir()
+    runs = [json.loads(subprocess.run([sys.executable, "-c", CHILD], env=env, cwd=d, capture_output=True, text=True,
+                                      check=True).stdout.splitlines()[-1]) for d in dirs]
+    assert len(runs[0]) > 20 and runs[1] == ["srcore_cpu.decl.torch_fallback"]
+
+
+def test_installations_keep_their_own_files_and_old_ones_are_pruned(env, monkeypatch):
+    """A program started inside a source checkout sees its ``*.egg-info`` (another set of distributions):
+    each view keeps its own file, so alternating between them hits; files beyond KEEP are removed."""
+    src, build, builds = env
+    views = [f"installation {i}" for i in range(record_cache.KEEP + 2)]
+    for view in (views[0], views[1], views[0], views[1]):
+        monkeypatch.setattr(discovery, "installed_key", lambda view=view: view)
+        record_cache.cached_kernels("ex", build, sources=[src])
+    assert builds == [1, 1]
+    paths = []
+    for i, view in enumerate(views):
+        monkeypatch.setattr(discovery, "installed_key", lambda view=view: view)
+        record_cache.cached_kernels("ex", build, sources=[src])
+        paths.append(record_cache.index_path("ex"))
+        t = time.time_ns() + (i + 1) * 10**9  # newest last, whatever the file system's clock resolution
+        os.utime(paths[-1], ns=(t, t))
+    files = set(paths[0].parent.glob("ex-*.marshal"))
+    assert files == set(paths[-record_cache.KEEP:])  # the two oldest installations' files are gone

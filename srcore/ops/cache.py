@@ -281,6 +281,11 @@ class CachedDeclarations(Sequence):
         row = self._rows[i]
         return bool(row[10]) or row[12] is not None
 
+    def summaries(self) -> list[tuple[str, str, str, bool]]:
+        """``(name, overload, source, binds_kernels)`` of every row, in order, building nothing (one pass:
+        a full-registry start-up names ~1,650 overloads this way)."""
+        return [(r[0], r[1], r[6], bool(r[10]) or r[12] is not None) for r in self._rows]
+
     def _build(self, row) -> Declaration:
         (name, overload, ai, ri, vararg, varret, source, doc, tags, variants, dispatch, structured, delegate,
          inherits, module) = row

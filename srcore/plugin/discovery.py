@@ -207,9 +207,10 @@ def discover(group: str) -> tuple[list, bool]:
     if not _enabled() or _patched() or not _cacheable():
         return scan(group), False
     paths = _search_path()
-    fp = fingerprint(paths)
-    _last_fingerprint[:] = [paths, fp]
-    path = _cache_file(group, paths)
+    full = fingerprint(paths)
+    _last_fingerprint[:] = [paths, full]
+    fp = _with_distributions(full)  # what a scan reads: the same from any working directory
+    path = _cache_file(group, [entry[0] for entry in fp])
     records = _read(path, fp)
     if records is not None:
         return [CachedEntryPoint(n, v, group, d, ver) for n, v, d, ver in records], True
@@ -217,9 +218,17 @@ def discover(group: str) -> tuple[list, bool]:
     records = _records(eps)
     # a distribution installed while we scanned would make the stored fingerprint describe the wrong
     # state: store only if nothing moved (otherwise the next start simply scans again)
-    if fingerprint(paths) == fp:
+    if _with_distributions(fingerprint(paths)) == fp:
         _write(path, fp, records)
     return eps, False
+
+
+def _with_distributions(fp: tuple) -> tuple:
+    """The fingerprint's entries that hold distribution metadata (or are zip files): a ``sys.path``
+    entry without any (the script's directory, the current directory of ``python -c``, a source
+    checkout) adds nothing to a scan, so starting a program from another directory is the same
+    installation, not a cache miss."""
+    return tuple(entry for entry in fp if entry[1])
 
 
 _last_fingerprint: list = []  # [paths, fingerprint] of this process's last discovery
@@ -229,12 +238,16 @@ def installed_key() -> str | None:
     """A digest of the installed distributions (the fingerprint of ``sys.path``'s metadata directories):
     any install, removal, upgrade or edit changes it. Reuses the fingerprint this process's discovery
     took when ``sys.path`` has not changed since. None when a finder the fingerprint cannot see
-    provides distributions (see :func:`_cacheable`)."""
+    provides distributions (see :func:`_cacheable`).
+
+    ``sys.path`` entries without distribution metadata are left out (:func:`_with_distributions`): with
+    them the key, and every cache keyed on it, changed whenever a program started from another
+    directory (the kernel-record cache then missed on every other start)."""
     if not _cacheable():
         return None
     paths = _search_path()
     fp = _last_fingerprint[1] if _last_fingerprint and _last_fingerprint[0] == paths else fingerprint(paths)
-    return small_sha256(marshal.dumps((paths, fp))).hexdigest()
+    return small_sha256(marshal.dumps(_with_distributions(fp))).hexdigest()
 
 
 def entry_points(group: str) -> list:

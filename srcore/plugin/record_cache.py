@@ -3,12 +3,15 @@
 A plugin that declares hundreds of kernels in many modules (srcore-cpu: 931 records in 36
 ``decl`` modules, ~10 ms CPU of every full-registry start) can serve them through
 :func:`cached_kernels`: the records are kept as data (``marshal`` of tuples of strings and ints,
-never pickle, never code) in ``$SRCORE_CACHE_DIR/records/``, one file per package and environment, and rebuilt by the plugin's own ``build``
+never pickle, never code) in ``$SRCORE_CACHE_DIR/records/``, one file per package, environment and set of
+installed distributions (``index_path``), and rebuilt by the plugin's own ``build``
 function on a miss. The key holds srcore's version, the Python version, the plugin's ``sources``
 (files, or directories whose ``*.py`` files count; each one's path, mtime and size), the installed
 distributions (the entry-point fingerprint of :mod:`srcore.plugin.discovery`: any install, removal,
 upgrade or edit changes it) and the plugin's own ``key`` values (what else its records depend on).
-Every stored row goes through ``Kernel``'s validators again on read (a damaged row is a miss).
+Every stored row goes through the checks of ``Kernel``'s validators again on read, in one pass (a
+damaged row is a miss); a hit is a :class:`CachedKernels` sequence whose records are built on first
+use, by the registry build directly with their plugin as provider (no second, stamped copy).
 A miss, a damaged file or a record that cannot be stored (an ``impl`` or ``matcher`` that is a
 callable, not a ``"module:attr"`` string) calls ``build`` and uses its records as they are.
 ``SRCORE_NO_RECORD_CACHE=1`` turns it off; nothing is written under ``PYTHONDONTWRITEBYTECODE``.
@@ -19,11 +22,12 @@ import marshal
 import os
 import sys
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Callable, Iterable
 
-from .types import Kernel
+from .types import Kernel, PluginInfo, kernel_rows_valid, kernels_from_rows
 
-__all__ = ["cached_kernels", "index_path", "sources_fingerprint"]
+__all__ = ["CachedKernels", "cached_kernels", "index_path", "sources_fingerprint"]
 
 FORMAT = 1
 
@@ -78,24 +82,66 @@ def _key(sources, extra) -> list:
 
 
 def index_path(package: str) -> Path:
-    """One file per package and environment (``sys.prefix`` and srcore's directory, hashed into the
-    name): two environments or checkouts sharing a cache directory would otherwise overwrite each
-    other's entry on every start."""
+    """One file per package, environment (``sys.prefix`` and srcore's directory) and set of installed
+    distributions (:func:`srcore.plugin.discovery.installed_key`), hashed into the name: two
+    environments or checkouts sharing a cache directory, or two views of one environment (a program
+    started inside a source checkout sees its ``*.egg-info``, one started elsewhere does not), would
+    otherwise overwrite each other's entry and miss on every other start. Writing a file removes the
+    package's oldest ones beyond :data:`KEEP`."""
     from .._digest import small_sha256
     from ..cachedir import cache_root
+    from . import discovery
 
-    where = f"{sys.prefix}\0{os.path.dirname(os.path.dirname(__file__))}".encode("utf-8", "surrogatepass")
-    return cache_root() / "records" / f"{package}-{sys.implementation.cache_tag}-{small_sha256(where).hexdigest()[:12]}.marshal"
+    where = f"{sys.prefix}\0{os.path.dirname(os.path.dirname(__file__))}\0{discovery.installed_key()}"
+    tag = small_sha256(where.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return cache_root() / "records" / f"{package}-{sys.implementation.cache_tag}-{tag}.marshal"
 
 
-def _read(path: Path, key: tuple) -> list[Kernel] | None:
+KEEP = 6  # files per package: environments and installations in use at the same time
+
+
+def _prune(path: Path) -> None:
+    """Remove the package's files beyond the :data:`KEEP` newest (installations that are gone); never
+    ``path``, the one just written."""
+    prefix = path.name.rsplit("-", 1)[0] + "-"
+    try:
+        files = sorted((f for f in path.parent.iterdir()
+                        if f.name.startswith(prefix) and f.suffix == ".marshal" and f.name != path.name),
+                       key=lambda f: f.stat().st_mtime_ns, reverse=True)
+        for f in files[KEEP - 1:]:
+            f.unlink()
+    except OSError:
+        pass  # a file another process removed first, a read-only directory
+
+
+class CachedKernels(Sequence):
+    """A plugin's kernel records from the cache (rows that passed ``Kernel``'s checks on read), built
+    on first use: :meth:`with_provider` builds them stamped with their plugin (what the registry build
+    calls), indexing or iterating builds them unstamped, as the plugin's ``build`` returned them."""
+
+    __slots__ = ("_rows", "_built")
+
+    def __init__(self, rows: tuple):
+        self._rows, self._built = rows, None
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, i):
+        if self._built is None:
+            self._built = kernels_from_rows(self._rows, None)
+        return self._built[i]
+
+    def with_provider(self, provider: PluginInfo) -> list[Kernel]:
+        return kernels_from_rows(self._rows, provider)
+
+
+def _read(path: Path, key: tuple) -> CachedKernels | None:
     try:
         fmt, stored, rows = marshal.loads(path.read_bytes())
-        if fmt != FORMAT or stored != key:
+        if fmt != FORMAT or stored != key or type(rows) is not tuple or not kernel_rows_valid(rows):
             return None
-        # Kernel's validators check every stored row again
-        return [Kernel(op, backend, kind, dtypes, impl, matcher, priority, source=source)
-                for op, backend, kind, dtypes, impl, matcher, priority, source in rows]
+        return CachedKernels(rows)
     except Exception:  # missing, truncated, not marshal, wrong shape: a miss
         return None
 
@@ -112,17 +158,19 @@ def _write(path: Path, key: tuple, kernels: list[Kernel]) -> None:
         tmp.write_bytes(marshal.dumps((FORMAT, key, tuple(rows))))
         os.replace(tmp, path)  # atomic: a concurrent start never reads half a file
     except (OSError, ValueError):
-        pass  # a read-only cache directory (or an unmarshallable key value) only costs the build
+        return  # a read-only cache directory (or an unmarshallable key value) only costs the build
+    _prune(path)
 
 
 def cached_kernels(package: str, build: Callable[[], Iterable[Kernel]], *, sources: Iterable = (),
-                   key: Iterable = ()) -> list[Kernel]:
+                   key: Iterable = ()) -> Sequence[Kernel]:
     """``build()``'s kernel records, from the cache when nothing they depend on changed.
 
     ``package`` names the cache file (the plugin's package name); ``sources`` are the files (or
     directories of ``*.py`` files) ``build`` reads its records from; ``key`` holds plain values
     (str, int, bool, None, tuples of them) of anything else they depend on (an optional library
-    being importable, an environment variable).
+    being importable, an environment variable). A ``srcore_kernels`` hook that returns the result as it
+    is (rather than yielding its items) lets the registry build the records stamped in one pass.
     """
     if not _enabled():
         return list(build())

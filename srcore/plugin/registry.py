@@ -11,6 +11,7 @@ dispatch (:mod:`srcore.dispatch`) only reads a finished :class:`Registry`.
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -56,6 +57,10 @@ def collect_records(manager, hooks=None) -> dict[str, dict[str, list]]:
                 continue
             try:
                 got = impl.function()
+                cached = sys.modules.get("srcore.plugin.record_cache")  # imported by a plugin that uses it
+                if cached is not None and isinstance(got, cached.CachedKernels) and hook == "srcore_kernels":
+                    records.setdefault(report.name, {})[hook] = got.with_provider(report.info)  # checked, stamped
+                    continue
                 items = [] if got is None else list(got)
                 for r in items:
                     if not isinstance(r, cls):
@@ -163,15 +168,19 @@ def _shape_rules(manager, records, declared):
     from ..ops.shapes.table import ShapeRuleTable
 
     table = ShapeRuleTable()
-    bases = {base_name(q) for q in declared}
+    bases = None  # base names of the ~1,650 declared overloads: only for a plugin rule naming no overload
     for name, hooks in records.items():
         for r in hooks.get("srcore_shape_rules", []):
             for op in r.ops:
                 op = op_key(op)
-                wildcard = op.endswith("::*") and any(q.startswith(op[:-1]) for q in declared)
-                if name != "builtin" and op not in declared and op not in bases and not wildcard:
-                    manager.reject(name, f"shape rule for undeclared op {op!r}: declare it in srcore_op_libraries")
-                    continue
+                if name != "builtin" and op not in declared and not (
+                        op.endswith("::*") and any(q.startswith(op[:-1]) for q in declared)):
+                    if bases is None:
+                        bases = {base_name(q) for q in declared}
+                    if op not in bases:
+                        manager.reject(name, f"shape rule for undeclared op {op!r}: declare it in "
+                                       "srcore_op_libraries")
+                        continue
                 old = table.add(op, r.rule, r.provider)
                 if old is not None:
                     manager.reject(name, f"shape rule for {op} ignored: {old.provider.name} ({old.provider}) "

@@ -62,6 +62,22 @@ class DeclaredOp:
     def of(cls, decl, namespace: str) -> "DeclaredOp":
         return cls((decl,), 0, namespace)
 
+    @classmethod
+    def all_of(cls, rows, namespace: str) -> list["DeclaredOp"]:
+        """One per row of cached declarations (``CachedDeclarations``), the same as ``cls(rows, i,
+        namespace)`` for each ``i`` but in one pass over the rows' summaries (~5x faster)."""
+        new, out = object.__new__, []
+        for i, (name, overload, source, binds) in enumerate(rows.summaries()):
+            op = new(cls)
+            op._rows, op._index, op._namespace, op._decl = rows, i, namespace, None
+            op.source, op.binds_kernels = source, binds
+            if "::" not in name:
+                name = f"{namespace}::{name}"
+            op.name = name
+            op.qualified_name = op_key(f"{name}.{overload}" if overload else name)
+            out.append(op)
+        return out
+
     @property
     def declaration(self):
         d = self._decl
@@ -83,7 +99,8 @@ def library_entries(lib: OpLibrary) -> list[DeclaredOp]:
         from ..ops.cache import load_schemas_lazily
 
         rows = load_schemas_lazily(resource_path(lib))
-        out.extend(DeclaredOp(rows, i, lib.namespace) for i in range(len(rows)))
+        out.extend(DeclaredOp.all_of(rows, lib.namespace) if hasattr(rows, "summaries")
+                   else (DeclaredOp(rows, i, lib.namespace) for i in range(len(rows))))
     if lib.schemas:
         from ..ops.declarations import Declaration
         from ..ops.schema import FunctionSchema

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Sequence
 
 from srcore.plugin import Backend, Kernel, ShapeRule, hookimpl
 
@@ -36,7 +37,7 @@ def _decl_kernels() -> list[Kernel]:
     return kernels
 
 
-def declared_kernels() -> list[Kernel]:
+def declared_kernels() -> Sequence[Kernel]:
     """Every Kernel record of this plugin: each ``decl`` module's ``KERNELS``, then ``EXTRA_KERNELS``.
 
     The ``decl`` modules' records come from srcore's record cache (keyed on those files, this module,
@@ -49,7 +50,7 @@ def declared_kernels() -> list[Kernel]:
     here = os.path.dirname(__file__)
     kernels = cached_kernels(__name__, _decl_kernels, sources=(os.path.join(here, "decl"), __file__),
                              key=(AVAILABLE,))
-    return [*kernels, *EXTRA_KERNELS]
+    return [*kernels, *EXTRA_KERNELS] if EXTRA_KERNELS else kernels
 
 
 @hookimpl
@@ -59,7 +60,7 @@ def srcore_backends():
 
 @hookimpl
 def srcore_kernels():
-    yield from declared_kernels()
+    return declared_kernels()  # as it is: a cache hit's records are built by the registry, already stamped
 
 
 @hookimpl
