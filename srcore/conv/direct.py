@@ -61,10 +61,12 @@ def _tag(nl: int) -> np.ndarray:
 
 
 @numba.njit(**_JIT)
-def fill_strided(x, n, sh, sw, pt, pl, xq, off, cs, as_, bs, is_, Hq, Wq, tag, nl):
+def fill_strided(x, n, sh, sw, pt, pl, xq, off, cs, as_, bs, is_, Hq, Wq, amask, tag, nl):
     """:func:`fill_phases` into any layout of the phase-split copy: element ``[c, a, b, i, j]`` at
     ``off + c*cs + a*as_ + b*bs + i*is_ + j``. With ``is_`` the largest stride (row-interleaved:
-    ``[i, c, a, b, j]``) the input rows one output row reads, of every channel, lie side by side."""
+    ``[i, c, a, b, j]``) the input rows one output row reads, of every channel, lie side by side.
+    Only the row phases ``a`` in the bit mask ``amask`` (those a tap reads: a 1x1 stride-2 conv reads
+    half the input's rows)."""
     C, H, W = x.shape[1], x.shape[2], x.shape[3]
     vec = x.strides[3] == 4 and sw <= 2
     probe = vsplat(tag, 0.0)
@@ -80,6 +82,8 @@ def fill_strided(x, n, sh, sw, pt, pl, xq, off, cs, as_, bs, is_, Hq, Wq, tag, n
     # every element written once: the padding's zeros around the copied interior
     for c in range(C):
         for a in range(sh):
+            if not (amask >> a) & 1:
+                continue
             for i in range(Hq):
                 r = i * sh + a - pt
                 base0 = off + c * cs + a * as_ + i * is_
@@ -120,7 +124,7 @@ def fill_phases(x, n, sh, sw, pt, pl, xq, Hq, Wq, tag, nl):
     columns on the left (and as far as ``xq`` reaches below and right), phase-split by the stride.
     Rows with unit element stride are copied ``nl`` outputs at a time (stride 2: two vector loads
     deinterleaved into the two column phases); the rest, and the edges, element by element."""
-    fill_strided(x, n, sh, sw, pt, pl, xq, 0, sh * sw * Hq * Wq, sw * Hq * Wq, Hq * Wq, Wq, Hq, Wq, tag, nl)
+    fill_strided(x, n, sh, sw, pt, pl, xq, 0, sh * sw * Hq * Wq, sw * Hq * Wq, Hq * Wq, Wq, Hq, Wq, -1, tag, nl)
 
 
 @numba.njit(**_JIT)
@@ -385,10 +389,12 @@ class SimdDirectConv:
         return g
 
     def _phase_buffer(self, size):
-        # one per thread, kept: a fresh np.empty of a large buffer faults its pages in on every call
+        # one per thread, kept: a fresh np.empty of a large buffer faults its pages in on every call;
+        # zeros: the row phases no tap reads are never filled, and a span's unused lanes may read them
+        # (finite values: no slow subnormal arithmetic on garbage)
         buf = getattr(self._local, "xq", None)
         if buf is None or buf.size < size:
-            buf = self._local.xq = np.empty(size, np.float32)
+            buf = self._local.xq = np.zeros(size, np.float32)
         return buf[:size]
 
     def bind(self, x, out, residual=None) -> DirectRun:
@@ -420,7 +426,10 @@ class DirectRun:
         self._cstep = cstep = strides[0]
         self._x, self._xq = x4, conv._phase_buffer(self.channels * sh * sw * Hq * Wq)
         self._fill = (sh, sw, conv.pads[0][0], conv.pads[1][0])
-        self._grid = (*strides[1:], Hq, Wq, conv.tag, conv.nl)
+        amask = 0
+        for ky in range(conv.kernel[0]):
+            amask |= 1 << (ky * conv.dilation[0] % sh)
+        self._grid = (*strides[1:], Hq, Wq, amask, conv.tag, conv.nl)
         res = conv._none if residual is None else residual.reshape(-1)
         self._args = (self._xq, strides[3], cstep, taps, conv.wp, conv.bp, conv.cg, conv.Og, conv.nb_oc,
                       out.reshape(-1), res, residual is not None, conv.leaky, conv.slope, conv.lo, conv.hi, conv.O,
