@@ -182,7 +182,9 @@ def test_conv_tactics_offers_what_applies():
 
     names = lambda spec: [t.name for t in conv_tactics(spec, *_data(spec, 0)[1:3])]  # noqa: E731
     # the oc-lanes block and the 8-lane kernel beside the widest: on a 16-lane CPU only
-    simd = ["simd_direct", "simd_direct_rows"] + (["simd_direct_oc", "simd_direct_8"] if simd_conv.lanes() == 16 else [])
+    simd = ["simd_direct", "simd_direct_rows"]
+    if simd_conv.lanes() == 16:
+        simd += ["simd_direct_oc", "simd_direct_8"]
     assert names(ConvSpec((1, 4, 8, 8), 4, 3, 1, 1)) == ["winograd_f4x4_packed", "winograd_f2x2_packed",
                                                           "winograd_f4x4", "winograd_f2x2", *simd,
                                                           "packed_gemm", "im2col_gemm"]
