@@ -43,8 +43,8 @@ def _reference(x, w, b, s, p, d, g, res=None, lo=-math.inf, hi=math.inf, slope=N
 @settings(max_examples=40, deadline=None)
 @given(case=convs(), seed=st.integers(0, 2**16), lanes=st.sampled_from([8, 16]),
        act=st.sampled_from(["none", "relu", "relu6", "leaky"]), residual=st.booleans(), transposed=st.booleans(),
-       rows=st.booleans())
-def test_matches_torch(case, seed, lanes, act, residual, transposed, rows):
+       rows=st.booleans(), oc=st.booleans())
+def test_matches_torch(case, seed, lanes, act, residual, transposed, rows, oc):
     nd, g, cg, og, k, s, d, p, size, n = case
     rng = np.random.default_rng(seed)
     C, O = g * cg, g * og
@@ -58,7 +58,7 @@ def test_matches_torch(case, seed, lanes, act, residual, transposed, rows):
               "leaky": (-math.inf, math.inf)}[act]
     slope = 0.1 if act == "leaky" else None
     conv = simd_conv.SimdDirectConv(w, b, s, p, d, g, lo=lo, hi=hi, lanes_=lanes, negative_slope=slope,
-                                    rows_interleaved=rows)
+                                    rows_interleaved=rows, oc_lanes=oc)
     out_shape = conv.out_shape(x.shape)
     if min(out_shape[2:]) < 1:
         return
@@ -184,3 +184,31 @@ def test_bound_call_in_ranges_on_threads_gives_the_call_bits(stride, transposed,
     np.testing.assert_array_equal(out, want)
     ref = _reference(x, w, b, stride, 1, 1, 1, res, slope=0.1)
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-3)
+
+
+@pytest.mark.parametrize("size, stride, dilation, lanes, oc", [
+    ((8, 8), 1, 1, 16, False), ((7, 7), 1, 1, 16, False), ((15, 16), 2, 1, 16, False), ((12, 10), 1, 2, 16, False),
+    ((9, 5), 1, 1, 8, False), ((8, 8), 1, 1, 16, True), ((15, 16), 2, 1, 16, True), ((12, 10), 1, 2, 8, True)])
+def test_flat_spans_and_oc_lanes_give_the_bits_of_row_blocks(size, stride, dilation, lanes, oc):
+    """Small planes: tasks over spans of the plane at the input's row pitch (FLAT), or with output
+    channels in the lanes (OC_LANES), against rows/pairs of rows (the same sums in the same order:
+    the same bits) and torch; residual, leaky relu and clamp in the epilogue, a partial channel block."""
+    from srcore.conv import direct
+
+    rng = np.random.default_rng(sum(size) + lanes)
+    x = rng.standard_normal((2, 9, *size), np.float32)
+    w = rng.standard_normal((37, 9, 3, 3), np.float32)
+    b = rng.standard_normal(37).astype(np.float32)
+    kw = dict(lo=-1.5, hi=2.0, lanes_=lanes, negative_slope=0.2)
+    conv = simd_conv.SimdDirectConv(w, b, stride, 1, dilation, oc_lanes=oc, **kw)
+    blocks = simd_conv.SimdDirectConv(w, b, stride, 1, dilation, **kw)
+    blocks.flat = False
+    assert conv._geometry(x.shape)[2] == (direct.OC_LANES if oc else direct.FLAT)
+    assert blocks._geometry(x.shape)[2] in (direct.ROWS, direct.PAIRS)
+    res = rng.standard_normal(conv.out_shape(x.shape), np.float32)
+    out, ref_out = np.full(res.shape, np.nan, np.float32), np.full(res.shape, np.nan, np.float32)
+    conv(x, out, res, threads=2)
+    blocks(x, ref_out, res)
+    np.testing.assert_array_equal(out, ref_out)
+    np.testing.assert_allclose(out, _reference(x, w, b, stride, 1, dilation, 1, res, -1.5, 2.0, 0.2), rtol=1e-5,
+                               atol=1e-3)

@@ -5,11 +5,15 @@ No im2col: the input of one image is copied once into a padded, stride-phase-spl
 pixels under one tap are contiguous at every stride and dilation (or, ``rows_interleaved``, into
 ``xq[i, c, a, b, j]``: the rows of all channels one output row reads side by side, for long rows
 or many channels; the caller times both). The micro-kernel holds a block of
-6 output channels x 2 vectors of output pixels (12 accumulators of 8 lanes on AVX2, 16 on AVX-512)
-in registers (:mod:`.simd`); per tap it loads 2 input vectors, broadcasts 6 weights (packed once at
-load into ``(groups, blocks, C/g, kh, kw, 6)``) and does 12 FMAs. The epilogue is fused: bias (the
-accumulators' start), an optional residual, leaky relu, a clamp (relu = ``[0, inf)``, relu6,
-hardtanh): :func:`.simd.store_epilogue`.
+6 output channels x 2 vectors of output pixels at 8 lanes (12 of AVX2's 16 registers), 8 channels
+at 16 (AVX-512: 16 of 32; against 6: 0.8-0.9x the time on Sapphire Rapids) in registers
+(:mod:`.simd`); per tap it loads 2 input vectors, broadcasts a weight per channel (packed once at
+load into ``(groups, blocks, C/g, kh, kw, 6 or 8)``) and does 12 or 16 FMAs. A task's pixels are
+part of an output row, two rows, or a span of the plane at the copy's row pitch, whichever keeps
+more lanes busy (:func:`conv_tasks`). The epilogue is fused: bias (the accumulators' start), an
+optional residual, leaky relu, a clamp (relu = ``[0, inf)``, relu6, hardtanh):
+:func:`.simd.store_epilogue`. ``oc_lanes``: output channels in the lanes instead
+(:mod:`.direct_oc`, small planes).
 
 Lanes come from the CPU's features (:func:`lanes`), never its vendor. Callers choose this kernel by
 timing it against their other tactics on the real shape.
@@ -24,10 +28,18 @@ import numpy as np
 
 from ..cpu_features import cpu_features
 from ..errors import ShapeError
-from .simd import fptr, store_epilogue, vbcast, veven, vfma, vload, vodd, vsplat, vstore
+from .direct_oc import PIXELS, conv_tasks_oc
+from .simd import fptr, store_epilogue, store_epilogue_n, vbcast, veven, vfma, vload, vodd, vsplat, vstore
 
-#: output channels per register block
+#: output channels per register block: 6 at 8 lanes (12 of AVX2's 16 ``ymm`` registers), 8 at 16
+#: (16 of AVX-512's 32 ``zmm``: fewer wasted channels at 16, 32, 64, and more FMAs per input load)
 OC_BLOCK = 6
+OC_BLOCK_16 = 8
+#: what a task of :func:`conv_tasks` covers: part of an output row, two rows, a span of the plane;
+#: or :func:`.direct_oc.conv_tasks_oc`'s task
+ROWS, PAIRS, FLAT, OC_LANES = 0, 1, 2, 3
+#: FLAT is taken where its share of busy lanes is this much above the rows'
+FLAT_GAIN = 1.05
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy", "boundscheck": False}
 
 
@@ -37,16 +49,30 @@ def lanes(features=None) -> int:
     return 16 if "AVX512F" in (cpu_features() if features is None else features) else 8
 
 
+def aligned(a: np.ndarray) -> np.ndarray:
+    """``a`` (a float32 1-D array) at a 64-byte boundary (itself if it is): the kernels load a
+    block's weights as whole vectors, and an unaligned 64-byte load spans two cache lines."""
+    if a.ctypes.data % 64 == 0 and a.flags.c_contiguous:
+        return a
+    raw = np.empty(a.size + 16, np.float32)
+    start = (-raw.ctypes.data) % 64 // 4
+    out = raw[start:start + a.size]
+    out[...] = a
+    return out
+
+
 def _tag(nl: int) -> np.ndarray:
     # the width tag of srcore.conv.simd: ndim 1 -> 8 lanes, ndim 2 -> 16
     return np.zeros(1, np.float32) if nl == 8 else np.zeros((1, 1), np.float32)
 
 
 @numba.njit(**_JIT)
-def fill_strided(x, n, sh, sw, pt, pl, xq, off, cs, as_, bs, is_, Hq, Wq, tag, nl):
+def fill_strided(x, n, sh, sw, pt, pl, xq, off, cs, as_, bs, is_, Hq, Wq, amask, tag, nl):
     """:func:`fill_phases` into any layout of the phase-split copy: element ``[c, a, b, i, j]`` at
     ``off + c*cs + a*as_ + b*bs + i*is_ + j``. With ``is_`` the largest stride (row-interleaved:
-    ``[i, c, a, b, j]``) the input rows one output row reads, of every channel, lie side by side."""
+    ``[i, c, a, b, j]``) the input rows one output row reads, of every channel, lie side by side.
+    Only the row phases ``a`` in the bit mask ``amask`` (those a tap reads: a 1x1 stride-2 conv reads
+    half the input's rows)."""
     C, H, W = x.shape[1], x.shape[2], x.shape[3]
     vec = x.strides[3] == 4 and sw <= 2
     probe = vsplat(tag, 0.0)
@@ -62,6 +88,8 @@ def fill_strided(x, n, sh, sw, pt, pl, xq, off, cs, as_, bs, is_, Hq, Wq, tag, n
     # every element written once: the padding's zeros around the copied interior
     for c in range(C):
         for a in range(sh):
+            if not (amask >> a) & 1:
+                continue
             for i in range(Hq):
                 r = i * sh + a - pt
                 base0 = off + c * cs + a * as_ + i * is_
@@ -102,53 +130,70 @@ def fill_phases(x, n, sh, sw, pt, pl, xq, Hq, Wq, tag, nl):
     columns on the left (and as far as ``xq`` reaches below and right), phase-split by the stride.
     Rows with unit element stride are copied ``nl`` outputs at a time (stride 2: two vector loads
     deinterleaved into the two column phases); the rest, and the edges, element by element."""
-    fill_strided(x, n, sh, sw, pt, pl, xq, 0, sh * sw * Hq * Wq, sw * Hq * Wq, Hq * Wq, Wq, Hq, Wq, tag, nl)
+    fill_strided(x, n, sh, sw, pt, pl, xq, 0, sh * sw * Hq * Wq, sw * Hq * Wq, Hq * Wq, Wq, Hq, Wq, -1, tag, nl)
 
 
 @numba.njit(**_JIT)
 def conv_tasks(xq, rstep, cstep, taps, wp, bp, cg, Og, nb_oc,
-               out, res, has_res, leaky, slope, lo, hi, O, Ho, Wo, tag, nl, pairs, n, t0, t1):
+               out, res, has_res, leaky, slope, lo, hi, O, Ho, Wo, tag, nl, mode, pix_inner, n, t0, t1):
     """Tasks ``t0 <= t < t1`` of image ``n``: task ``t`` is channel block ``t % nb_oc`` of output row
     ``t // nb_oc % Hr`` of group ``t // (nb_oc * Hr)``. ``taps[k]``: offset in ``xq`` of the input of
     (channel, tap) pair ``k`` of a group for output pixel (0, 0); ``cstep`` the offset between channels,
-    ``rstep`` between rows of a phase.
-    ``out``/``res`` flat. With ``pairs`` (rows no wider than a vector) a task is two output rows, one
-    vector each, so narrow planes (8x8) fill the register block: ``Hr = ceil(Ho / 2)``; else ``Ho``."""
+    ``rstep`` between rows of a phase. ``out``/``res`` flat.
+    ``mode`` (:data:`ROWS`, :data:`PAIRS`, :data:`FLAT`): a task is an output row (``Hr = Ho``); or,
+    rows no wider than a vector, two rows, one vector each, so narrow planes fill the register
+    block (``Hr = ceil(Ho / 2)``); or ``2 * nl`` consecutive positions of the output plane laid out
+    at the input's row pitch ``rstep`` (``Hr = ceil(Ho * rstep / (2 * nl))``): a tap's inputs are
+    contiguous across rows too, so lanes are lost only to the ``rstep - Wo`` padding columns (8x8 at
+    16 lanes: 80% of the lanes busy, against 50% two rows a block), stored row segment by segment.
+    ``pix_inner``: the order of tasks, rows (or spans) of a channel block consecutive, else the
+    channel blocks of a row."""
     nt = taps.shape[0]   # (channel of the group, tap) pairs, flattened: one loop, no short inner one
-    KK = nt * 6
-    blk = np.empty(12 * nl, np.float32)
+    wide = tag.ndim == 2   # (a type attribute: the 8-lane kernel compiles without the wide code)
+    OB = OC_BLOCK_16 if wide else OC_BLOCK
+    KK = nt * OB
+    blk = np.empty(2 * OB * nl, np.float32)
     pblk, pout, pres = fptr(blk), fptr(out), fptr(res)   # the epilogue's operands (no reference counting)
     plane = Ho * Wo
-    Hr = (Ho + 1) // 2 if pairs else Ho
-    vstep = rstep if pairs else nl     # the second vector's input: the next row, or the next pixels
-    ostep = Wo if pairs else nl        # and its output
+    flat = mode == FLAT
+    Hr = (Ho * rstep + 2 * nl - 1) // (2 * nl) if flat else (Ho + 1) // 2 if mode == PAIRS else Ho
+    vstep = rstep if mode == PAIRS else nl     # the second vector's input: the next row, or the next pixels
+    ostep = Wo if mode == PAIRS else nl        # and its output
     for t in range(t0, t1):
-        # channel blocks innermost: consecutive tasks read the same input rows (in L1)
-        ob = t % nb_oc
-        ho = (t // nb_oc) % Hr
+        # channel blocks innermost: consecutive tasks read the same input rows (in L1); or, weights
+        # larger than the input (pix_inner), rows: a block's weights stay in L2 for all rows
+        if pix_inner:
+            ho = t % Hr
+            ob = (t // Hr) % nb_oc
+        else:
+            ob = t % nb_oc
+            ho = (t // nb_oc) % Hr
         gi = t // (nb_oc * Hr)
-        if pairs:
+        if mode == PAIRS:
             ho *= 2
         gb = gi * nb_oc + ob
-        oc0 = ob * 6
+        oc0 = ob * OB
         wb = gb * KK
-        row = ((n * O + gi * Og + oc0) * Ho + ho) * Wo
-        nm = min(6, Og - oc0)
-        for j0 in range(0, Wo, 2 * nl):
-            if pairs:   # one row per vector; an odd last pair has its first row only
+        row = ((n * O + gi * Og + oc0) * Ho + (0 if flat else ho)) * Wo
+        nm = min(OB, Og - oc0)
+        for j0 in range(0, 1 if flat else Wo, 2 * nl):
+            if mode == PAIRS:   # one row per vector; an odd last pair has its first row only
                 n0, n1 = Wo, Wo if ho + 1 < Ho else 0
             else:
                 n0 = min(nl, Wo - j0)
                 n1 = min(nl, Wo - j0 - n0)
-            a0 = vsplat(tag, bp[gb * 6])
-            a1 = vsplat(tag, bp[gb * 6 + 1])
-            a2 = vsplat(tag, bp[gb * 6 + 2])
-            a3 = vsplat(tag, bp[gb * 6 + 3])
-            a4 = vsplat(tag, bp[gb * 6 + 4])
-            a5 = vsplat(tag, bp[gb * 6 + 5])
-            c0, c1, c2, c3, c4, c5 = a0, a1, a2, a3, a4, a5
+            bi = gb * OB
+            a0 = vsplat(tag, bp[bi])
+            a1 = vsplat(tag, bp[bi + 1])
+            a2 = vsplat(tag, bp[bi + 2])
+            a3 = vsplat(tag, bp[bi + 3])
+            a4 = vsplat(tag, bp[bi + 4])
+            a5 = vsplat(tag, bp[bi + 5])
+            a6 = vsplat(tag, bp[bi + 6] if wide else 0.0)
+            a7 = vsplat(tag, bp[bi + 7] if wide else 0.0)
+            c0, c1, c2, c3, c4, c5, c6, c7 = a0, a1, a2, a3, a4, a5, a6, a7
             wi = wb
-            base = gi * cg * cstep + ho * rstep + j0
+            base = gi * cg * cstep + (ho * 2 * nl if flat else ho * rstep + j0)
             for k in range(nt):
                 xi = base + taps[k]
                 x0 = vload(xq, xi, a0)
@@ -171,7 +216,14 @@ def conv_tasks(xq, rstep, cstep, taps, wp, bp, cg, Og, nb_oc,
                 w = vbcast(wp, wi + 5, a0)
                 a5 = vfma(x0, w, a5)
                 c5 = vfma(x1, w, c5)
-                wi += 6
+                if wide:
+                    w = vbcast(wp, wi + 6, a0)
+                    a6 = vfma(x0, w, a6)
+                    c6 = vfma(x1, w, c6)
+                    w = vbcast(wp, wi + 7, a0)
+                    a7 = vfma(x0, w, a7)
+                    c7 = vfma(x1, w, c7)
+                wi += OB
             # the block through a local buffer, then one plain loop (LLVM vectorizes it): a helper
             # call per channel cost more than the block's FMAs (array reference counting)
             vstore(blk, 0, a0)
@@ -186,11 +238,42 @@ def conv_tasks(xq, rstep, cstep, taps, wp, bp, cg, Og, nb_oc,
             vstore(blk, 9 * nl, c4)
             vstore(blk, 10 * nl, a5)
             vstore(blk, 11 * nl, c5)
+            if wide:
+                vstore(blk, 12 * nl, a6)
+                vstore(blk, 13 * nl, c6)
+                vstore(blk, 14 * nl, a7)
+                vstore(blk, 15 * nl, c7)
             for m in range(nm):
                 for h in range(2):
+                    src = (2 * m + h) * nl
+                    if flat:
+                        _store_flat(pblk, src, pout, row + m * plane, ho * 2 * nl + h * nl, nl, rstep, Wo, Ho,
+                                    pres, has_res, leaky, slope, lo, hi, a0)
+                        continue
                     cnt = n0 if h == 0 else n1
-                    store_epilogue(pblk, (2 * m + h) * nl, pout, row + m * plane + j0 + h * ostep, cnt, cnt == nl,
-                                   pres, has_res, leaky, slope, lo, hi, a0)
+                    o = row + m * plane + j0 + h * ostep
+                    if cnt == nl:
+                        store_epilogue(pblk, src, pout, o, nl, True, pres, has_res, leaky, slope, lo, hi, a0)
+                    elif cnt > 0:
+                        store_epilogue_n(pblk, src, pout, o, cnt, pres, has_res, leaky, slope, lo, hi, a0)
+
+
+@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+def _store_flat(blk, src, out, obase, q, nl, pitch, Wo, Ho, res, has_res, leaky, slope, lo, hi, like):
+    """The :data:`FLAT` store of the vector ``blk[src:src + nl]``, positions ``q, q + 1, ...`` of a
+    plane of rows ``pitch`` apart: each row segment inside the output (``column < Wo``, ``row < Ho``)
+    to ``out[obase + row * Wo + column]``, masked."""
+    i = q // pitch
+    j = q - i * pitch
+    e = 0
+    while e < nl and i < Ho:
+        seg = min(nl - e, pitch - j)
+        if j < Wo:
+            store_epilogue_n(blk, src + e, out, obase + i * Wo + j, min(seg, Wo - j), res, has_res, leaky, slope,
+                             lo, hi, like)
+        e += seg
+        i += 1
+        j = 0
 
 
 _POOLS: dict = {}
@@ -229,7 +312,7 @@ class SimdDirectConv:
     """
 
     def __init__(self, weight, bias, stride, pads, dilation, groups=1, lo=-math.inf, hi=math.inf, lanes_=None,
-                 negative_slope=None, rows_interleaved=False):
+                 negative_slope=None, rows_interleaved=False, oc_lanes=False):
         w = np.asarray(weight, np.float32)
         self.nd = w.ndim - 2
         if self.nd not in (1, 2):
@@ -246,24 +329,29 @@ class SimdDirectConv:
             raise ShapeError(f"SimdDirectConv: groups {g} must divide out channels {O}")
         self.O, self.cg, self.g, self.Og = O, cg, g, O // g
         self.kernel, self.stride, self.dilation, self.pads = (kh, kw), tuple(stride), tuple(dilation), pads
-        self.nb_oc = -(-self.Og // OC_BLOCK)
-        wp = np.zeros((g, self.nb_oc * OC_BLOCK, cg, kh, kw), np.float32)
+        self.nl = lanes() if lanes_ is None else int(lanes_)
+        #: output channels in the vector lanes (:mod:`.direct_oc`), else output pixels
+        self.oc_lanes = bool(oc_lanes)
+        ob = 2 * self.nl if self.oc_lanes else OC_BLOCK_16 if self.nl == 16 else OC_BLOCK
+        self.nb_oc = -(-self.Og // ob)
+        wp = np.zeros((g, self.nb_oc * ob, cg, kh, kw), np.float32)
         wp[:, :self.Og] = w.reshape(g, self.Og, cg, kh, kw)
-        # (g, blocks, cg, kh, kw, 6): the 6 channels of one tap side by side, read in order
-        self.wp = np.ascontiguousarray(
-            wp.reshape(g, self.nb_oc, OC_BLOCK, cg, kh, kw).transpose(0, 1, 3, 4, 5, 2)).reshape(-1)
-        bp = np.zeros((g, self.nb_oc * OC_BLOCK), np.float32)
+        # (g, blocks, cg, kh, kw, ob): the block's channels of one tap side by side, read in order
+        self.wp = aligned(wp.reshape(g, self.nb_oc, ob, cg, kh, kw).transpose(0, 1, 3, 4, 5, 2).reshape(-1))
+        bp = np.zeros((g, self.nb_oc * ob), np.float32)
         if bias is not None:
             bp[:, :self.Og] = np.asarray(bias, np.float32).reshape(g, self.Og)
         self.bp = bp.reshape(-1)
         self.lo, self.hi = float(lo), float(hi)
         self.leaky = negative_slope is not None
         self.slope = np.float32(negative_slope if self.leaky else 1.0)   # torch multiplies in float32
-        self.nl = lanes() if lanes_ is None else int(lanes_)
         self.tag = _tag(self.nl)
         self._none = np.zeros(1, np.float32)
         #: two output rows a register block when a row fits one vector (False: never; A/B timing)
         self.row_pairs = True
+        #: tasks over spans of the output plane at the input's row pitch (:data:`FLAT`) where that
+        #: keeps more lanes busy than rows do (:data:`FLAT_GAIN`); channel-plane copy only
+        self.flat = True
         #: the phase-split copy row-interleaved, ``[row, channel, phase, col]``: the input rows of
         #: all channels a task reads side by side (False: channel planes, ``[channel, phase, row,
         #: col]``). Faster with many channels on large planes (96 -> 32 at 64x64, 192 -> 64 at
@@ -282,11 +370,11 @@ class SimdDirectConv:
         return (N, self.O, Wo) if self.nd == 1 else (N, self.O, Ho, Wo)
 
     def _geometry(self, shape):
-        """(Ho, Wo, pairs, Hq, Wq, taps, tasks, strides) for an input of 4-D ``shape``: computed once
+        """(Ho, Wo, mode, Hq, Wq, taps, tasks, strides) for an input of 4-D ``shape``: computed once
         per shape (the tap table is a Python loop over channels x taps, ~0.1 ms at 64 channels).
         ``strides``: (channel, phase row, phase column, row) steps of the phase-split copy, as
         :attr:`rows_interleaved` lays it out."""
-        key = (shape, self.row_pairs, self.rows_interleaved)
+        key = (shape, self.row_pairs, self.rows_interleaved, self.flat)
         g = self._geom.get(key)
         if g is not None:
             return g
@@ -295,26 +383,41 @@ class SimdDirectConv:
         Ho = (H + sum(self.pads[0]) - dh * (kh - 1) - 1) // sh + 1
         Wo = (W + sum(self.pads[1]) - dw * (kw - 1) - 1) // sw + 1
         nl = self.nl
-        pairs = self.row_pairs and Wo <= nl and Ho > 1
-        Wr = nl if pairs else -(-Wo // (2 * nl)) * 2 * nl
-        # (pairs: an odd last pair reads one row past the last output row's input)
-        Hq = max(-(-(H + sum(self.pads[0])) // sh), Ho + (Ho % 2 if pairs else 0) + (kh - 1) * dh // sh)
-        Wq = max(-(-(W + sum(self.pads[1])) // sw), Wr + (kw - 1) * dw // sw)
-        tasks = self.g * self.nb_oc * ((Ho + 1) // 2 if pairs else Ho)
-        if self.rows_interleaved:   # [i, c, a, b, j]
+        ry, rx = (kh - 1) * dh // sh, (kw - 1) * dw // sw   # the farthest tap's row and column in a phase
+        Hin, Win = -(-(H + sum(self.pads[0])) // sh), -(-(W + sum(self.pads[1])) // sw)
+        mode = PAIRS if self.row_pairs and Wo <= nl and Ho > 1 else ROWS
+        Wr = nl if mode == PAIRS else -(-Wo // (2 * nl)) * 2 * nl
+        # the share of the vector lanes that compute an output, in blocks of rows and flat
+        busy = Ho * Wo / ((Ho + Ho % 2) * nl if mode == PAIRS else Ho * Wr)
+        Wf = max(Win, Wo + rx)
+        span = PIXELS if self.oc_lanes else 2 * nl
+        spans = -(-Ho * Wf // span)
+        if self.oc_lanes or (self.flat and not self.rows_interleaved and Ho * Wo / (spans * span) > FLAT_GAIN * busy):
+            mode, Wq = OC_LANES if self.oc_lanes else FLAT, Wf
+            # (the last span reads up to its last lane's farthest tap: rows below the output's input)
+            Hq = max(Hin, Ho + ry, -(-(spans * span + rx) // Wq) + ry)
+            tasks = self.g * self.nb_oc * spans
+        else:
+            # (pairs: an odd last pair reads one row past the last output row's input)
+            Hq = max(Hin, Ho + (Ho % 2 if mode == PAIRS else 0) + ry)
+            Wq = max(Win, Wr + rx)
+            tasks = self.g * self.nb_oc * ((Ho + 1) // 2 if mode == PAIRS else Ho)
+        if self.rows_interleaved and mode != OC_LANES:   # [i, c, a, b, j]
             cs, as_, bs, rs = sh * sw * Wq, sw * Wq, Wq, C * sh * sw * Wq
         else:                       # [c, a, b, i, j]
             cs, as_, bs, rs = sh * sw * Hq * Wq, sw * Hq * Wq, Hq * Wq, Wq
         taps = np.array([ci * cs + (ky * dh % sh) * as_ + (kx * dw % sw) * bs + (ky * dh // sh) * rs + kx * dw // sw
                          for ci in range(self.cg) for ky in range(kh) for kx in range(kw)], np.int64)
-        g = self._geom[key] = (Ho, Wo, pairs, Hq, Wq, taps, tasks, (cs, as_, bs, rs))
+        g = self._geom[key] = (Ho, Wo, mode, Hq, Wq, taps, tasks, (cs, as_, bs, rs))
         return g
 
     def _phase_buffer(self, size):
-        # one per thread, kept: a fresh np.empty of a large buffer faults its pages in on every call
+        # one per thread, kept: a fresh np.empty of a large buffer faults its pages in on every call;
+        # zeros: the row phases no tap reads are never filled, and a span's unused lanes may read them
+        # (finite values: no slow subnormal arithmetic on garbage)
         buf = getattr(self._local, "xq", None)
         if buf is None or buf.size < size:
-            buf = self._local.xq = np.empty(size, np.float32)
+            buf = self._local.xq = np.zeros(size, np.float32)
         return buf[:size]
 
     def bind(self, x, out, residual=None) -> DirectRun:
@@ -332,23 +435,29 @@ class DirectRun:
     """One call of a :class:`SimdDirectConv`, per image ``n < images`` in two steps: :meth:`fill`
     copies input channels ``[c0, c1)`` (of ``channels``) into the calling thread's phase buffer (a
     channel's copy writes only its own block of it), then :meth:`run_tasks` computes tasks ``[t0, t1)``
-    (of ``tasks``: output row x 6-channel block). Ranges of one step may run on different threads
+    (of ``tasks``: output rows or spans x channel block). Ranges of one step may run on different threads
     at once (the kernels release the GIL); a task's result does not depend on the range it ran in."""
-    __slots__ = ("_args", "_cstep", "_fill", "_grid", "_x", "_xq", "channels", "images", "tasks")
+    __slots__ = ("_args", "_cstep", "_fill", "_grid", "_kernel", "_x", "_xq", "channels", "images", "tasks")
 
     def __init__(self, conv: SimdDirectConv, x, out, residual):
         x4 = x[:, :, None, :] if conv.nd == 1 else x
         self.images, self.channels = x4.shape[:2]
         sh, sw = conv.stride
-        Ho, Wo, pairs, Hq, Wq, taps, self.tasks, strides = conv._geometry(x4.shape)
+        Ho, Wo, mode, Hq, Wq, taps, self.tasks, strides = conv._geometry(x4.shape)
+        # a group's weights larger than its input copy: the weights the one to keep in cache
+        pix_inner = conv.wp.size // conv.g > conv.cg * sh * sw * Hq * Wq
         self._cstep = cstep = strides[0]
         self._x, self._xq = x4, conv._phase_buffer(self.channels * sh * sw * Hq * Wq)
         self._fill = (sh, sw, conv.pads[0][0], conv.pads[1][0])
-        self._grid = (*strides[1:], Hq, Wq, conv.tag, conv.nl)
+        amask = 0
+        for ky in range(conv.kernel[0]):
+            amask |= 1 << (ky * conv.dilation[0] % sh)
+        self._grid = (*strides[1:], Hq, Wq, amask, conv.tag, conv.nl)
         res = conv._none if residual is None else residual.reshape(-1)
         self._args = (self._xq, strides[3], cstep, taps, conv.wp, conv.bp, conv.cg, conv.Og, conv.nb_oc,
                       out.reshape(-1), res, residual is not None, conv.leaky, conv.slope, conv.lo, conv.hi, conv.O,
-                      Ho, Wo, conv.tag, conv.nl, pairs)
+                      Ho, Wo, conv.tag, conv.nl) + (() if mode == OC_LANES else (mode,)) + (pix_inner,)
+        self._kernel = conv_tasks_oc if mode == OC_LANES else conv_tasks
 
     def fill(self, n: int, c0: int, c1: int):
         """Input channels ``[c0, c1)`` of image ``n`` into the phase buffer."""
@@ -356,4 +465,4 @@ class DirectRun:
 
     def run_tasks(self, n: int, t0: int, t1: int):
         """Tasks ``[t0, t1)`` of image ``n`` (its input filled)."""
-        conv_tasks(*self._args, n, t0, t1)
+        self._kernel(*self._args, n, t0, t1)

@@ -8,9 +8,9 @@ without AVX-512 LLVM splits it into two ``ymm``, still exact). Every other intri
 from its vector operand. numba compiles for the host CPU, so FMAs are ``vfmadd`` where the CPU has
 FMA3. Indices are element offsets into 1-D arrays, unchecked (the kernels own their arithmetic).
 :func:`store_epilogue` is the kernels' one store loop (bias is the accumulators' start; residual,
-leaky relu and clamp here). numba's on-disk cache keys a kernel on its own module's source: after
-editing this module, delete the ``__pycache__/*.nbi``/``*.nbc`` files of :mod:`.direct` and
-:mod:`.depthwise`.
+leaky relu and clamp here; :func:`store_epilogue_n` the same for a partial vector, masked).
+numba's on-disk cache keys a kernel on its own module's source: after editing this module,
+delete the ``__pycache__/*.nbi``/``*.nbc`` files of :mod:`.direct` and :mod:`.depthwise`.
 """
 from __future__ import annotations
 
@@ -257,3 +257,15 @@ def store_epilogue(blk, src, out, o, cnt, whole, res, has_res, leaky, slope, lo,
         if z > hi:  # noqa: PLR1730
             z = hi
         out[o + e] = z
+
+
+@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+def store_epilogue_n(blk, src, out, o, cnt, res, has_res, leaky, slope, lo, hi, like):
+    """:func:`store_epilogue` of ``0 < cnt <= lanes`` elements as one masked vector (nothing past
+    ``out[o + cnt - 1]`` read or written): the same bits as its element loop, without it."""
+    v = vload_n(blk, src, cnt, like)
+    if has_res:
+        v = vadd(v, vload_n(res, o, cnt, like))
+    if leaky:
+        v = vleaky(v, slope)
+    vstore_n(out, o, vclamp(v, lo, hi), cnt)

@@ -1,5 +1,6 @@
 """The cpu plugin's constant-weight convs on srcore's SIMD direct conv (``srcore.plugin.simd_conv``):
-chosen by timing at load for a static input shape (either layout of its input copy); forced here so
+chosen by timing at load for a static input shape (either layout of its input copy, or output
+channels in the lanes on a 16-lane CPU); forced here so
 each path runs, against torch; ``SRCORE_CPU_SIMD_CONV=0`` turns it off."""
 import numpy as np
 import pytest
@@ -16,8 +17,14 @@ pytestmark = pytest.mark.one_pass
     (2, (2, 5, 19, 23), 13, 3, 2, 1, 1, 1, "simd_rows"),
     (2, (1, 8, 16, 30), 8, 3, 1, 2, 2, 2, "simd_rows"),
     (1, (2, 6, 50), 10, 5, 2, 2, 1, 1, "simd"),
+    (2, (2, 5, 19, 23), 37, 3, 2, 1, 1, 1, "simd_oc"),
+    (2, (1, 8, 16, 30), 8, 3, 1, 2, 2, 2, "simd_oc"),
 ])
 def test_simd_path_matches_torch_and_other_shapes_fall_back(monkeypatch, nd, shape, o, k, s, p, d, g, way):
+    from srcore.plugin import simd_conv
+
+    if way == "simd_oc" and simd_conv.lanes() != 16:
+        pytest.skip("output channels in the lanes are a candidate on 16-lane CPUs only")
     monkeypatch.delenv("SRCORE_CPU_SIMD_CONV", raising=False)   # on by default
     monkeypatch.setattr(_conv._small, "SMALL_COLS_MAX", 0)   # (small inputs keep their gather + GEMM)
     # the chosen layout at half the other paths' time (inside the margin)
@@ -49,7 +56,7 @@ def test_off_with_the_variable_at_0(monkeypatch):
 ])
 def test_the_simd_conv_must_win_by_the_margin(monkeypatch, simd_s, rows_s, other_s, want):
     monkeypatch.delenv("SRCORE_CPU_SIMD_CONV", raising=False)
-    times = {"simd": simd_s, "simd_rows": rows_s, "other": other_s}
+    times = {"simd": simd_s, "simd_rows": rows_s, "simd_oc": 2.0, "other": other_s}
     monkeypatch.setattr(_conv._small, "SMALL_COLS_MAX", 0)
     monkeypatch.setattr(_tactic, "timings", lambda cands, args, **kw: {k: times[k] for k in cands})
     w = np.random.default_rng(1).standard_normal((6, 4, 3, 3)).astype(np.float32)

@@ -178,21 +178,23 @@ def test_im2col_gather_paths_by_width():
 
 
 def test_conv_tactics_offers_what_applies():
+    from srcore.plugin import simd_conv
+
     names = lambda spec: [t.name for t in conv_tactics(spec, *_data(spec, 0)[1:3])]  # noqa: E731
+    # the oc-lanes block and the 8-lane kernel beside the widest: on a 16-lane CPU only
+    simd = ["simd_direct", "simd_direct_rows"]
+    if simd_conv.lanes() == 16:
+        simd += ["simd_direct_oc", "simd_direct_8"]
     assert names(ConvSpec((1, 4, 8, 8), 4, 3, 1, 1)) == ["winograd_f4x4_packed", "winograd_f2x2_packed",
-                                                          "winograd_f4x4", "winograd_f2x2", "simd_direct",
-                                                          "simd_direct_rows", "packed_gemm", "im2col_gemm"]
-    assert names(ConvSpec((1, 4, 8, 8), 6, 1, 2, 0)) == ["gemm_1x1", "simd_direct", "simd_direct_rows", "packed_gemm",
-                                                         "im2col_gemm"]
-    assert names(ConvSpec((1, 4, 8, 8), 6, 1)) == ["gemm_1x1", "pointwise_simd", "simd_direct", "simd_direct_rows",
-                                                   "packed_gemm", "im2col_gemm"]
+                                                          "winograd_f4x4", "winograd_f2x2", *simd,
+                                                          "packed_gemm", "im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 6, 1, 2, 0)) == ["gemm_1x1", *simd, "packed_gemm", "im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 6, 1)) == ["gemm_1x1", "pointwise_simd", *simd, "packed_gemm", "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 8, 3, 2, 1, groups=4)) == ["depthwise_direct", "depthwise_channels_last",
                                                                    "depthwise_simd", "im2col_gemm"]
-    assert names(ConvSpec((1, 4, 8, 8), 8, 3, 2, 1, groups=2)) == ["simd_direct", "simd_direct_rows", "im2col_gemm"]
-    assert names(ConvSpec((1, 4, 8, 8), 4, 3, 2, 1)) == ["simd_direct", "simd_direct_rows", "packed_gemm",
-                                                         "im2col_gemm"]
-    assert names(ConvSpec((1, 4, 8, 8), 4, 1, 1, 1)) == ["simd_direct", "simd_direct_rows", "packed_gemm",
-                                                         "im2col_gemm"]  # padded 1x1
+    assert names(ConvSpec((1, 4, 8, 8), 8, 3, 2, 1, groups=2)) == [*simd, "im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 4, 3, 2, 1)) == [*simd, "packed_gemm", "im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 4, 1, 1, 1)) == [*simd, "packed_gemm", "im2col_gemm"]  # padded 1x1
 
 
 @pytest.mark.parametrize("shape", [(1, 64, 28, 28), (1, 128, 14, 14), (1, 256, 7, 7)])
@@ -359,4 +361,26 @@ def test_simd_direct_rebuilt_from_its_stored_layout_computes_the_same():
     # the row-interleaved input copy: the same weights layout, the same bits
     rows = SimdDirectRowsTactic(spec, np.zeros_like(w), None, layout={k: v.copy() for k, v in t.layout().items()})
     np.testing.assert_array_equal(_run(rows, x, res), _run(t, x, res))
+    assert _rel_err(_run(t, x, res), _reference(spec, x, w, b, res)) < 1e-5
+
+
+@pytest.mark.parametrize("name", ["simd_direct_oc", "simd_direct_8"])
+def test_simd_direct_widths_rebuilt_from_an_unaligned_layout_give_the_same_bits(name):
+    """The oc-lanes block and the 8-lane kernel (offered on 16-lane CPUs, constructible anywhere):
+    the bits of ``simd_direct`` (the same sums in the same order), also from a stored layout that
+    starts off a 64-byte line (the kernels' weights are realigned)."""
+    from srcore_trt_like.conv.simd_direct import SimdDirect8Tactic, SimdDirectOcTactic, SimdDirectTactic
+
+    cls = {"simd_direct_oc": SimdDirectOcTactic, "simd_direct_8": SimdDirect8Tactic}[name]
+    spec = ConvSpec((1, 6, 9, 11), 37, 3, 2, 1, relu=True, residual=True)
+    x, w, b, res = _data(spec, 4)
+    t = cls(spec, w, b)
+    shifted = {}
+    for k, v in t.layout().items():
+        raw = np.empty(v.size + 1, np.float32)
+        shifted[k] = raw[1:] if raw[1:].ctypes.data % 64 else raw[:-1]
+        shifted[k][...] = v
+    again = cls(spec, np.zeros_like(w), None, layout=shifted)
+    np.testing.assert_array_equal(_run(again, x, res), _run(t, x, res))
+    np.testing.assert_array_equal(_run(t, x, res), _run(SimdDirectTactic(spec, w, b), x, res))
     assert _rel_err(_run(t, x, res), _reference(spec, x, w, b, res)) < 1e-5

@@ -20,8 +20,8 @@ Constant-weight kernels (the matchers', :func:`make_conv`) pick a path per input
   its columns from column phases of the input instead of with strided inner loops;
 * dense float32 1-D and 2-D convs (more than one input channel per group) with a static input
   shape (unless ``SRCORE_CPU_SIMD_CONV=0``, read at load): srcore's explicit-SIMD direct conv
-  (``srcore.plugin.simd_conv``, either layout of its input copy) when it times faster than the path
-  chosen above for that shape.
+  (``srcore.plugin.simd_conv``, either layout of its input copy; on a 16-lane CPU also with output
+  channels in the vector lanes) when it times faster than the path chosen above for that shape.
 
 Scratch (padded input, columns, Winograd tiles) comes from :data:`SHARED_WS`, one per-thread
 workspace shared by every conv node of the process (``workspace.py``), so memory is the largest
@@ -319,9 +319,16 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
                 simd.rows_interleaved = rows
                 return simd(x, o, threads=threads)
             return run
-        t = _tactic.timings({"simd": layout(False), "simd_rows": layout(True), "other": conv_const}, (x0, o0))
-        way = min((n for n in ("simd", "simd_rows") if n in t), key=t.get, default=None)
+        ways = {"simd": layout(False), "simd_rows": layout(True)}
+        if simd.nl == 16:
+            # on a 16-lane CPU, output channels in the lanes too (small planes; its own weights)
+            simd_oc = simd_conv.SimdDirectConv(w, b, stride, pads, dilation, groups, oc_lanes=True)
+            ways["simd_oc"] = lambda x, o: simd_oc(x, o, threads=threads)
+        t = _tactic.timings({**ways, "other": conv_const}, (x0, o0))
+        way = min((n for n in ways if n in t), key=t.get, default=None)
         if way is not None and ("other" not in t or t[way] <= SIMD_MARGIN * t["other"]):
+            if way == "simd_oc":
+                simd = simd_oc
             simd.rows_interleaved = way == "simd_rows"
             fallback = conv_const
 

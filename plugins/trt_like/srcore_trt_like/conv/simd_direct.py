@@ -27,6 +27,10 @@ class SimdDirectTactic(ConvTactic):
     fused_activations = ("leaky_relu",)
     #: the layout of the kernel's input copy (``SimdDirectConv.rows_interleaved``)
     rows_interleaved = False
+    #: output channels in the vector lanes (``SimdDirectConv.oc_lanes``), else output pixels
+    oc_lanes = False
+    #: the vector width (``SimdDirectConv``'s ``lanes_``): None, the CPU's widest
+    lanes: int | None = None
 
     def __init__(self, spec: ConvSpec, weight, bias, layout=None, threads: int = 1):
         super().__init__(spec, weight, bias, layout)
@@ -36,10 +40,12 @@ class SimdDirectTactic(ConvTactic):
         self.conv = simd_conv.SimdDirectConv(np.asarray(weight, np.float32), self.bias, spec.stride, spec.padding,
                                              spec.dilation, spec.groups, lo=0.0 if spec.relu else -math.inf,
                                              negative_slope=spec.negative_slope if spec.activation == "leaky_relu"
-                                             else None, rows_interleaved=self.rows_interleaved)
+                                             else None, rows_interleaved=self.rows_interleaved,
+                                             oc_lanes=self.oc_lanes, lanes_=self.lanes)
         self.wp = self._laid_out("wp", self.conv.wp.shape, lambda: self.conv.wp)
         self.bp = self._laid_out("bp", self.conv.bp.shape, lambda: self.conv.bp)
-        self.conv.wp, self.conv.bp = self.wp, self.bp
+        # (a stored layout may come unaligned: the kernel's weight vectors want 64-byte lines)
+        self.conv.wp, self.conv.bp = simd_conv.aligned(self.wp), self.bp
         self.threads = threads
         # its rows split over srcore's pool of Python threads, each row on one thread whatever the
         # count (the same bits on 1 or 2): the team per call as its own timing says, as for every
@@ -61,3 +67,18 @@ class SimdDirectRowsTactic(SimdDirectTactic):
     few; the same weights layout and bits, timed against it at build."""
     name = "simd_direct_rows"
     rows_interleaved = True
+
+
+class SimdDirectOcTactic(SimdDirectTactic):
+    """:class:`SimdDirectTactic` with output channels in the vector lanes (``srcore.conv.direct_oc``):
+    no lanes lost on small planes (8x8, 7x7 at 16 lanes); offered at 16 lanes (at 8 its 24
+    accumulators spill)."""
+    name = "simd_direct_oc"
+    oc_lanes = True
+
+
+class SimdDirect8Tactic(SimdDirectTactic):
+    """:class:`SimdDirectTactic` at 8 lanes on a 16-lane CPU: half-width vectors waste fewer lanes on
+    narrow planes, and a CPU whose 512-bit units are two 256-bit halves may run them as fast."""
+    name = "simd_direct_8"
+    lanes = 8

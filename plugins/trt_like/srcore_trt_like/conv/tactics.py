@@ -28,6 +28,8 @@ the GEMM just wrote, while it is in cache).
 ``simd_direct``     more than one input channel per group: srcore's explicit-SIMD direct conv
                     (``srcore.plugin.simd_conv``; ``simd_direct.py``)
 ``simd_direct_rows`` the same with its input copy row-interleaved (many channels, large planes)
+``simd_direct_oc``  on a 16-lane CPU: the same with output channels in the vector lanes (small planes)
+``simd_direct_8``   on a 16-lane CPU: ``simd_direct`` at 8 lanes
 ``pointwise_simd``  1x1, stride 1, unpadded, ungrouped: srcore's explicit-SIMD 1x1 kernel on the
                     NCHW input in place (``srcore.plugin.simd_pointwise``; ``simd_1x1.py``)
 ``simd_direct_split``, ``depthwise_simd_split``  at more than one intra-op thread, large layers: the
@@ -39,6 +41,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from srcore.plugin import simd_conv
+
 from ..errors import TacticSpecError
 from ..kernels import threads as _threads
 from ..kernels.winograd_math import F2, F4
@@ -46,7 +50,8 @@ from .depthwise import DepthwiseChannelsLastTactic, DepthwiseDirectTactic, Depth
 from .gemm import Gemm1x1Tactic, Im2colGemmTactic
 from .packed import PackedGemmTactic
 from .simd_1x1 import Simd1x1Tactic, simd_1x1_applies
-from .simd_direct import SimdDirectRowsTactic, SimdDirectTactic, simd_direct_applies
+from .simd_direct import (SimdDirect8Tactic, SimdDirectOcTactic, SimdDirectRowsTactic, SimdDirectTactic,
+                          simd_direct_applies)
 from .simd_split import DepthwiseSimdSplitTactic, SimdDirectSplitTactic
 from .spec import ConvSpec, ConvTactic
 from .winograd import WinogradTactic, transform_weight, winograd_applies
@@ -54,7 +59,7 @@ from .winograd_packed import WinogradPackedTactic
 
 __all__ = ["ConvSpec", "ConvTactic", "Gemm1x1Tactic", "Im2colGemmTactic", "WinogradTactic", "WinogradPackedTactic",
            "PackedGemmTactic", "DepthwiseDirectTactic", "DepthwiseChannelsLastTactic", "DepthwiseSimdTactic",
-           "SimdDirectTactic", "SimdDirectRowsTactic", "Simd1x1Tactic", "SimdDirectSplitTactic",
+           "SimdDirectTactic", "SimdDirectRowsTactic", "SimdDirectOcTactic", "SimdDirect8Tactic", "Simd1x1Tactic", "SimdDirectSplitTactic",
            "DepthwiseSimdSplitTactic",
            "conv_tactics", "conv_tactic_builders"]
 
@@ -110,6 +115,9 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
         # one thread, and split over the intra-op threads (simd_split.py): the timing picks
         out.append((SimdDirectTactic.name, lambda layout=None: SimdDirectTactic(spec, weight, bias, layout)))
         out.append((SimdDirectRowsTactic.name, lambda layout=None: SimdDirectRowsTactic(spec, weight, bias, layout)))
+        if simd_conv.lanes() == 16:   # by the CPU's features: the oc-lanes block and the other width
+            out.append((SimdDirectOcTactic.name, lambda layout=None: SimdDirectOcTactic(spec, weight, bias, layout)))
+            out.append((SimdDirect8Tactic.name, lambda layout=None: SimdDirect8Tactic(spec, weight, bias, layout)))
         if threads > 1:
             out.append((SimdDirectSplitTactic.name,
                         lambda layout=None: SimdDirectSplitTactic(spec, weight, bias, layout, threads)))
