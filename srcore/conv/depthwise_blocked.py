@@ -90,10 +90,60 @@ def _rows(p, src, step, m, cnt, z):
 
 
 @numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
-def _put_pixels(p, dst, t, cnt):
-    """``t[j]`` to ``p[dst + 16 * j:]`` for ``j < cnt``."""
-    for j in range(cnt):   # (a switch on j: the tuple stays in registers)
-        vstore(p, dst + 16 * j, t[j])
+def _row3(p, r, w0, w1, w2, a0, a1, a2, a3, a4, a5, a6, a7):
+    """One kernel row of width 3 for 8 consecutive output pixels: the 10 input vectors at ``p[r:]``
+    each loaded once, 24 FMAs."""
+    v = vload(p, r, w0)
+    a0 = vfma(v, w0, a0)
+    v = vload(p, r + 16, w0)
+    a0, a1 = vfma(v, w1, a0), vfma(v, w0, a1)
+    v = vload(p, r + 32, w0)
+    a0, a1, a2 = vfma(v, w2, a0), vfma(v, w1, a1), vfma(v, w0, a2)
+    v = vload(p, r + 48, w0)
+    a1, a2, a3 = vfma(v, w2, a1), vfma(v, w1, a2), vfma(v, w0, a3)
+    v = vload(p, r + 64, w0)
+    a2, a3, a4 = vfma(v, w2, a2), vfma(v, w1, a3), vfma(v, w0, a4)
+    v = vload(p, r + 80, w0)
+    a3, a4, a5 = vfma(v, w2, a3), vfma(v, w1, a4), vfma(v, w0, a5)
+    v = vload(p, r + 96, w0)
+    a4, a5, a6 = vfma(v, w2, a4), vfma(v, w1, a5), vfma(v, w0, a6)
+    v = vload(p, r + 112, w0)
+    a5, a6, a7 = vfma(v, w2, a5), vfma(v, w1, a6), vfma(v, w0, a7)
+    v = vload(p, r + 128, w0)
+    a6, a7 = vfma(v, w2, a6), vfma(v, w1, a7)
+    v = vload(p, r + 144, w0)
+    a7 = vfma(v, w2, a7)
+    return a0, a1, a2, a3, a4, a5, a6, a7
+
+
+@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+def _row5(p, r, w0, w1, w2, w3, w4, a0, a1, a2, a3, a4, a5, a6, a7):
+    """One kernel row of width 5 for 8 consecutive output pixels: 12 input vectors, 40 FMAs."""
+    v = vload(p, r, w0)
+    a0 = vfma(v, w0, a0)
+    v = vload(p, r + 16, w0)
+    a0, a1 = vfma(v, w1, a0), vfma(v, w0, a1)
+    v = vload(p, r + 32, w0)
+    a0, a1, a2 = vfma(v, w2, a0), vfma(v, w1, a1), vfma(v, w0, a2)
+    v = vload(p, r + 48, w0)
+    a0, a1, a2, a3 = vfma(v, w3, a0), vfma(v, w2, a1), vfma(v, w1, a2), vfma(v, w0, a3)
+    v = vload(p, r + 64, w0)
+    a0, a1, a2, a3, a4 = vfma(v, w4, a0), vfma(v, w3, a1), vfma(v, w2, a2), vfma(v, w1, a3), vfma(v, w0, a4)
+    v = vload(p, r + 80, w0)
+    a1, a2, a3, a4, a5 = vfma(v, w4, a1), vfma(v, w3, a2), vfma(v, w2, a3), vfma(v, w1, a4), vfma(v, w0, a5)
+    v = vload(p, r + 96, w0)
+    a2, a3, a4, a5, a6 = vfma(v, w4, a2), vfma(v, w3, a3), vfma(v, w2, a4), vfma(v, w1, a5), vfma(v, w0, a6)
+    v = vload(p, r + 112, w0)
+    a3, a4, a5, a6, a7 = vfma(v, w4, a3), vfma(v, w3, a4), vfma(v, w2, a5), vfma(v, w1, a6), vfma(v, w0, a7)
+    v = vload(p, r + 128, w0)
+    a4, a5, a6, a7 = vfma(v, w4, a4), vfma(v, w3, a5), vfma(v, w2, a6), vfma(v, w1, a7)
+    v = vload(p, r + 144, w0)
+    a5, a6, a7 = vfma(v, w4, a5), vfma(v, w3, a6), vfma(v, w2, a7)
+    v = vload(p, r + 160, w0)
+    a6, a7 = vfma(v, w4, a6), vfma(v, w3, a7)
+    v = vload(p, r + 176, w0)
+    a7 = vfma(v, w4, a7)
+    return a0, a1, a2, a3, a4, a5, a6, a7
 
 
 @numba.njit(**_JIT)
@@ -102,7 +152,8 @@ def dwb_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, r
     """Channel blocks ``k0 <= k < k1`` (channels ``16k .. 16k + 15``) of image ``n`` of ``x``
     ((N * C * H * W,)); ``wc`` (blocks, KH * KW, 16) and ``bc`` (blocks * 16,) flat, zero past C;
     ``out``/``res`` (N * C * Ho * Wo,)."""
-    xb = np.zeros(Hp * Wp * LANES, np.float32)
+    # (slack: a row's block of 8 slots may read and write past a narrow plane's end)
+    xb = np.zeros((Hp * Wp + 2 * SLOTS + 8) * LANES, np.float32)
     P = Ho * Wo
     tb = np.zeros((-(-P // LANES) * LANES + LANES) * LANES, np.float32)
     px, pb, pt_, pw, pbias, pout, pres = fptr(x), fptr(xb), fptr(tb), fptr(wc), fptr(bc), fptr(out), fptr(res)
@@ -110,15 +161,21 @@ def dwb_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, r
     c3, c6 = vsplat(tag, 3.0), vsplat(tag, 6.0)
     nt = KH * KW
     HW = H * W
+    reuse = sw == 1 and dw == 1 and (KW == 3 or KW == 5)
     for k in range(k0, k1):
         c0 = k * LANES
         m = min(LANES, C - c0)
         # the block's input planes, transposed into the padded buffer's interior
-        for h in range(H):
-            for w0 in range(0, W, LANES):
-                cnt = min(LANES, W - w0)
-                t = _t16(_rows(px, (n * C + c0) * HW + h * W + w0, HW, m, cnt, z))
-                _put_pixels(pb, ((h + pt) * Wp + pl + w0) * LANES, t, cnt)
+        for p0 in range(0, HW, LANES):   # 16 pixels of the flat plane at a time (rows need not fill a vector)
+            cnt = min(LANES, HW - p0)
+            t = _t16(_rows(px, (n * C + c0) * HW + p0, HW, m, cnt, z))
+            h, w = p0 // W, p0 % W
+            for j in range(cnt):   # (a switch on j: the tuple stays in registers)
+                vstore(pb, ((h + pt) * Wp + pl + w) * LANES, t[j])
+                w += 1
+                if w == W:
+                    w = 0
+                    h += 1
         bv = vload(pbias, c0, z)
         wk = k * nt * LANES
         for ho in range(Ho):
@@ -133,6 +190,29 @@ def dwb_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, r
                 i4, i5 = (rbase + w4 * sw) * LANES, (rbase + w5 * sw) * LANES
                 i6, i7 = (rbase + w6 * sw) * LANES, (rbase + w7 * sw) * LANES
                 a0, a1, a2, a3, a4, a5, a6, a7 = bv, bv, bv, bv, bv, bv, bv, bv
+                if reuse:   # consecutive slots: each input vector loaded once for every tap of the row
+                    for ky in range(KH):
+                        r = i0 + ky * dh * Wp * LANES
+                        wr = wk + ky * KW * LANES
+                        if KW == 3:
+                            a0, a1, a2, a3, a4, a5, a6, a7 = _row3(pb, r, vload(pw, wr, z), vload(pw, wr + 16, z),
+                                                                   vload(pw, wr + 32, z), a0, a1, a2, a3, a4, a5, a6,
+                                                                   a7)
+                        else:
+                            a0, a1, a2, a3, a4, a5, a6, a7 = _row5(pb, r, vload(pw, wr, z), vload(pw, wr + 16, z),
+                                                                   vload(pw, wr + 32, z), vload(pw, wr + 48, z),
+                                                                   vload(pw, wr + 64, z), a0, a1, a2, a3, a4, a5, a6,
+                                                                   a7)
+                    ob = ho * Wo + j0   # (slots past the row land on later rows' pixels, rewritten after)
+                    vstore(pt_, ob * LANES, a0)
+                    vstore(pt_, (ob + 1) * LANES, a1)
+                    vstore(pt_, (ob + 2) * LANES, a2)
+                    vstore(pt_, (ob + 3) * LANES, a3)
+                    vstore(pt_, (ob + 4) * LANES, a4)
+                    vstore(pt_, (ob + 5) * LANES, a5)
+                    vstore(pt_, (ob + 6) * LANES, a6)
+                    vstore(pt_, (ob + 7) * LANES, a7)
+                    continue
                 for ky in range(KH):
                     for kx in range(KW):
                         off = (ky * dh * Wp + kx * dw) * LANES
