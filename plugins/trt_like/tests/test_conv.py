@@ -191,8 +191,9 @@ def test_conv_tactics_offers_what_applies():
                                                           "simd_direct_rows", "packed_gemm", "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 6, 1, 2, 0)) == ["gemm_1x1", "simd_direct", "simd_direct_rows", "packed_gemm",
                                                          "im2col_gemm"]
-    assert names(ConvSpec((1, 4, 8, 8), 6, 1)) == ["gemm_1x1", "pointwise_simd", "simd_direct", "simd_direct_rows",
-                                                   "packed_gemm", "im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 6, 1)) == ["gemm_1x1", "pointwise_simd",
+                                                   *(["pointwise_simd8"] if simd_depthwise.lanes() == 16 else []),
+                                                   "simd_direct", "simd_direct_rows", "packed_gemm", "im2col_gemm"]
     # the 8-lane depthwise kernel beside the 16-lane one where the CPU has AVX-512 (a feature test)
     simd8 = ["depthwise_simd8"] if simd_depthwise.lanes() == 16 else []
     assert names(ConvSpec((1, 4, 8, 8), 8, 3, 2, 1, groups=4)) == ["depthwise_direct", "depthwise_channels_last",

@@ -33,6 +33,7 @@ the GEMM just wrote, while it is in cache).
 ``simd_direct_rows`` the same with its input copy row-interleaved (many channels, large planes)
 ``pointwise_simd``  1x1, stride 1, unpadded, ungrouped: srcore's explicit-SIMD 1x1 kernel on the
                     NCHW input in place (``srcore.plugin.simd_pointwise``; ``simd_1x1.py``)
+``pointwise_simd8`` the same at 8 lanes, where the CPU's vectors are 16
 ``simd_direct_split``, ``depthwise_simd_split``  at more than one intra-op thread, large layers: the
                     two SIMD kernels with their input copy and tasks in fixed parts on the thread
                     team (``simd_split.py``; the bits of the one-thread tactic)
@@ -49,7 +50,7 @@ from .depthwise import (DepthwiseBlockedTactic, DepthwiseChannelsLastTactic, Dep
                         DepthwiseSimd8Tactic, DepthwiseSimdTactic)
 from .gemm import Gemm1x1Tactic, Im2colGemmTactic
 from .packed import PackedGemmTactic
-from .simd_1x1 import Simd1x1Tactic, simd_1x1_applies
+from .simd_1x1 import Simd1x1Lanes8Tactic, Simd1x1Tactic, simd_1x1_applies
 from .simd_direct import SimdDirectRowsTactic, SimdDirectTactic, simd_direct_applies
 from .simd_split import DepthwiseSimdSplitTactic, SimdDirectSplitTactic
 from .spec import ConvSpec, ConvTactic
@@ -59,7 +60,8 @@ from .winograd_packed import WinogradPackedTactic
 __all__ = ["ConvSpec", "ConvTactic", "Gemm1x1Tactic", "Im2colGemmTactic", "WinogradTactic", "WinogradPackedTactic",
            "PackedGemmTactic", "DepthwiseDirectTactic", "DepthwiseChannelsLastTactic", "DepthwiseSimdTactic",
            "DepthwiseSimd8Tactic", "DepthwiseBlockedTactic",
-           "SimdDirectTactic", "SimdDirectRowsTactic", "Simd1x1Tactic", "SimdDirectSplitTactic",
+           "SimdDirectTactic", "SimdDirectRowsTactic", "Simd1x1Tactic", "Simd1x1Lanes8Tactic",
+           "SimdDirectSplitTactic",
            "DepthwiseSimdSplitTactic",
            "conv_tactics", "conv_tactic_builders"]
 
@@ -85,6 +87,9 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
         out.append((Gemm1x1Tactic.name, lambda layout=None: Gemm1x1Tactic(spec, weight, bias, layout)))
     if simd_1x1_applies(spec):
         out.append((Simd1x1Tactic.name, lambda layout=None: Simd1x1Tactic(spec, weight, bias, layout, threads)))
+        if _simd_lanes() == 16:
+            out.append((Simd1x1Lanes8Tactic.name,
+                        lambda layout=None: Simd1x1Lanes8Tactic(spec, weight, bias, layout, threads)))
     if winograd_applies(spec):
         u: dict[int, np.ndarray] = {}
 
