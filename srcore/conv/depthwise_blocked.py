@@ -90,6 +90,27 @@ def _rows(p, src, step, m, cnt, z):
 
 
 @numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+def _put16(p, dst, t):
+    """The 16 vectors of ``t`` to ``p[dst:dst + 256]``, one after another."""
+    vstore(p, dst, t[0])
+    vstore(p, dst + 16, t[1])
+    vstore(p, dst + 32, t[2])
+    vstore(p, dst + 48, t[3])
+    vstore(p, dst + 64, t[4])
+    vstore(p, dst + 80, t[5])
+    vstore(p, dst + 96, t[6])
+    vstore(p, dst + 112, t[7])
+    vstore(p, dst + 128, t[8])
+    vstore(p, dst + 144, t[9])
+    vstore(p, dst + 160, t[10])
+    vstore(p, dst + 176, t[11])
+    vstore(p, dst + 192, t[12])
+    vstore(p, dst + 208, t[13])
+    vstore(p, dst + 224, t[14])
+    vstore(p, dst + 240, t[15])
+
+
+@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
 def _row3(p, r, w0, w1, w2, a0, a1, a2, a3, a4, a5, a6, a7):
     """One kernel row of width 3 for 8 consecutive output pixels: the 10 input vectors at ``p[r:]``
     each loaded once, 24 FMAs."""
@@ -146,6 +167,90 @@ def _row5(p, r, w0, w1, w2, w3, w4, a0, a1, a2, a3, a4, a5, a6, a7):
     return a0, a1, a2, a3, a4, a5, a6, a7
 
 
+@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+def _row3s2(p, r, w0, w1, w2, a0, a1, a2, a3, a4, a5, a6, a7):
+    """One kernel row of width 3 for 8 output pixels at stride 2: 17 input vectors, 24 FMAs."""
+    v = vload(p, r, w0)
+    a0 = vfma(v, w0, a0)
+    v = vload(p, r + 16, w0)
+    a0 = vfma(v, w1, a0)
+    v = vload(p, r + 32, w0)
+    a0, a1 = vfma(v, w2, a0), vfma(v, w0, a1)
+    v = vload(p, r + 48, w0)
+    a1 = vfma(v, w1, a1)
+    v = vload(p, r + 64, w0)
+    a1, a2 = vfma(v, w2, a1), vfma(v, w0, a2)
+    v = vload(p, r + 80, w0)
+    a2 = vfma(v, w1, a2)
+    v = vload(p, r + 96, w0)
+    a2, a3 = vfma(v, w2, a2), vfma(v, w0, a3)
+    v = vload(p, r + 112, w0)
+    a3 = vfma(v, w1, a3)
+    v = vload(p, r + 128, w0)
+    a3, a4 = vfma(v, w2, a3), vfma(v, w0, a4)
+    v = vload(p, r + 144, w0)
+    a4 = vfma(v, w1, a4)
+    v = vload(p, r + 160, w0)
+    a4, a5 = vfma(v, w2, a4), vfma(v, w0, a5)
+    v = vload(p, r + 176, w0)
+    a5 = vfma(v, w1, a5)
+    v = vload(p, r + 192, w0)
+    a5, a6 = vfma(v, w2, a5), vfma(v, w0, a6)
+    v = vload(p, r + 208, w0)
+    a6 = vfma(v, w1, a6)
+    v = vload(p, r + 224, w0)
+    a6, a7 = vfma(v, w2, a6), vfma(v, w0, a7)
+    v = vload(p, r + 240, w0)
+    a7 = vfma(v, w1, a7)
+    v = vload(p, r + 256, w0)
+    a7 = vfma(v, w2, a7)
+    return a0, a1, a2, a3, a4, a5, a6, a7
+
+
+@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+def _row5s2(p, r, w0, w1, w2, w3, w4, a0, a1, a2, a3, a4, a5, a6, a7):
+    """One kernel row of width 5 for 8 output pixels at stride 2: 19 input vectors, 40 FMAs."""
+    v = vload(p, r, w0)
+    a0 = vfma(v, w0, a0)
+    v = vload(p, r + 16, w0)
+    a0 = vfma(v, w1, a0)
+    v = vload(p, r + 32, w0)
+    a0, a1 = vfma(v, w2, a0), vfma(v, w0, a1)
+    v = vload(p, r + 48, w0)
+    a0, a1 = vfma(v, w3, a0), vfma(v, w1, a1)
+    v = vload(p, r + 64, w0)
+    a0, a1, a2 = vfma(v, w4, a0), vfma(v, w2, a1), vfma(v, w0, a2)
+    v = vload(p, r + 80, w0)
+    a1, a2 = vfma(v, w3, a1), vfma(v, w1, a2)
+    v = vload(p, r + 96, w0)
+    a1, a2, a3 = vfma(v, w4, a1), vfma(v, w2, a2), vfma(v, w0, a3)
+    v = vload(p, r + 112, w0)
+    a2, a3 = vfma(v, w3, a2), vfma(v, w1, a3)
+    v = vload(p, r + 128, w0)
+    a2, a3, a4 = vfma(v, w4, a2), vfma(v, w2, a3), vfma(v, w0, a4)
+    v = vload(p, r + 144, w0)
+    a3, a4 = vfma(v, w3, a3), vfma(v, w1, a4)
+    v = vload(p, r + 160, w0)
+    a3, a4, a5 = vfma(v, w4, a3), vfma(v, w2, a4), vfma(v, w0, a5)
+    v = vload(p, r + 176, w0)
+    a4, a5 = vfma(v, w3, a4), vfma(v, w1, a5)
+    v = vload(p, r + 192, w0)
+    a4, a5, a6 = vfma(v, w4, a4), vfma(v, w2, a5), vfma(v, w0, a6)
+    v = vload(p, r + 208, w0)
+    a5, a6 = vfma(v, w3, a5), vfma(v, w1, a6)
+    v = vload(p, r + 224, w0)
+    a5, a6, a7 = vfma(v, w4, a5), vfma(v, w2, a6), vfma(v, w0, a7)
+    v = vload(p, r + 240, w0)
+    a6, a7 = vfma(v, w3, a6), vfma(v, w1, a7)
+    v = vload(p, r + 256, w0)
+    a6, a7 = vfma(v, w4, a6), vfma(v, w2, a7)
+    v = vload(p, r + 272, w0)
+    a7 = vfma(v, w3, a7)
+    v = vload(p, r + 288, w0)
+    a7 = vfma(v, w4, a7)
+    return a0, a1, a2, a3, a4, a5, a6, a7
+
+
 @numba.njit(**_JIT)
 def dwb_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, res, has_res, leaky, slope, lo, hi,
               act, Ho, Wo, tag, n, k0, k1):
@@ -153,7 +258,7 @@ def dwb_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, r
     ((N * C * H * W,)); ``wc`` (blocks, KH * KW, 16) and ``bc`` (blocks * 16,) flat, zero past C;
     ``out``/``res`` (N * C * Ho * Wo,)."""
     # (slack: a row's block of 8 slots may read and write past a narrow plane's end)
-    xb = np.zeros((Hp * Wp + 2 * SLOTS + 8) * LANES, np.float32)
+    xb = np.zeros((Hp * Wp + 3 * SLOTS + 8) * LANES, np.float32)
     P = Ho * Wo
     tb = np.zeros((-(-P // LANES) * LANES + LANES) * LANES, np.float32)
     px, pb, pt_, pw, pbias, pout, pres = fptr(x), fptr(xb), fptr(tb), fptr(wc), fptr(bc), fptr(out), fptr(res)
@@ -161,7 +266,7 @@ def dwb_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, r
     c3, c6 = vsplat(tag, 3.0), vsplat(tag, 6.0)
     nt = KH * KW
     HW = H * W
-    reuse = sw == 1 and dw == 1 and (KW == 3 or KW == 5)
+    reuse = (sw == 1 or sw == 2) and dw == 1 and (KW == 3 or KW == 5)
     for k in range(k0, k1):
         c0 = k * LANES
         m = min(LANES, C - c0)
@@ -170,6 +275,9 @@ def dwb_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, r
             cnt = min(LANES, HW - p0)
             t = _t16(_rows(px, (n * C + c0) * HW + p0, HW, m, cnt, z))
             h, w = p0 // W, p0 % W
+            if cnt == LANES and w + LANES <= W:   # inside one row: 16 neighbours
+                _put16(pb, ((h + pt) * Wp + pl + w) * LANES, t)
+                continue
             for j in range(cnt):   # (a switch on j: the tuple stays in registers)
                 vstore(pb, ((h + pt) * Wp + pl + w) * LANES, t[j])
                 w += 1
@@ -190,19 +298,24 @@ def dwb_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, r
                 i4, i5 = (rbase + w4 * sw) * LANES, (rbase + w5 * sw) * LANES
                 i6, i7 = (rbase + w6 * sw) * LANES, (rbase + w7 * sw) * LANES
                 a0, a1, a2, a3, a4, a5, a6, a7 = bv, bv, bv, bv, bv, bv, bv, bv
-                if reuse:   # consecutive slots: each input vector loaded once for every tap of the row
+                if reuse:   # consecutive slots: each input vector loaded once for every tap of the row it meets
                     for ky in range(KH):
                         r = i0 + ky * dh * Wp * LANES
                         wr = wk + ky * KW * LANES
-                        if KW == 3:
-                            a0, a1, a2, a3, a4, a5, a6, a7 = _row3(pb, r, vload(pw, wr, z), vload(pw, wr + 16, z),
-                                                                   vload(pw, wr + 32, z), a0, a1, a2, a3, a4, a5, a6,
-                                                                   a7)
-                        else:
-                            a0, a1, a2, a3, a4, a5, a6, a7 = _row5(pb, r, vload(pw, wr, z), vload(pw, wr + 16, z),
-                                                                   vload(pw, wr + 32, z), vload(pw, wr + 48, z),
+                        w0, w1, w2 = vload(pw, wr, z), vload(pw, wr + 16, z), vload(pw, wr + 32, z)
+                        if KW == 3 and sw == 1:
+                            a0, a1, a2, a3, a4, a5, a6, a7 = _row3(pb, r, w0, w1, w2, a0, a1, a2, a3, a4, a5, a6, a7)
+                        elif KW == 3:
+                            a0, a1, a2, a3, a4, a5, a6, a7 = _row3s2(pb, r, w0, w1, w2, a0, a1, a2, a3, a4, a5, a6,
+                                                                     a7)
+                        elif sw == 1:
+                            a0, a1, a2, a3, a4, a5, a6, a7 = _row5(pb, r, w0, w1, w2, vload(pw, wr + 48, z),
                                                                    vload(pw, wr + 64, z), a0, a1, a2, a3, a4, a5, a6,
                                                                    a7)
+                        else:
+                            a0, a1, a2, a3, a4, a5, a6, a7 = _row5s2(pb, r, w0, w1, w2, vload(pw, wr + 48, z),
+                                                                     vload(pw, wr + 64, z), a0, a1, a2, a3, a4, a5,
+                                                                     a6, a7)
                     ob = ho * Wo + j0   # (slots past the row land on later rows' pixels, rewritten after)
                     vstore(pt_, ob * LANES, a0)
                     vstore(pt_, (ob + 1) * LANES, a1)
