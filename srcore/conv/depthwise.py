@@ -94,7 +94,9 @@ def _copy_channel(px, src0, H, W, sh, sw, pt, pl, pq, Hq, Wq, J0, J1, like, nl):
 def finish(v, pres, oi, width, has_res, leaky, slope, lo, hi, act, c3, c6):
     """The epilogue of an accumulator ``v`` bound for ``out[oi:oi + width]``: ``+ res[oi:oi + width]``
     (a masked load), leaky relu, the clamp, then hardswish / hardsigmoid (``act``: the index in
-    :data:`ACTIVATIONS`; ``c3``, ``c6``: 3 and 6 in every lane)."""
+    :data:`ACTIVATIONS`; ``c3``, ``c6``: 3 and 6 in every lane). Inlined into the kernels of
+    :mod:`.pointwise` and :mod:`.depthwise_blocked` too: numba's on-disk cache keys a kernel on its
+    own module's source, so after editing this function delete their ``__pycache__/*.nbi``/``*.nbc``."""
     if has_res:
         v = vadd(v, vload_n(pres, oi, width, v))
     if leaky:
