@@ -33,7 +33,8 @@ def _best(fn, rounds: int, calls: int) -> float:
 
 def main(argv=None) -> None:
     import torch
-    from srcore_trt_like.conv import ConvSpec, DepthwiseChannelsLastTactic, DepthwiseDirectTactic, DepthwiseSimdTactic
+    from srcore_trt_like.conv import (ConvSpec, DepthwiseBlockedTactic, DepthwiseChannelsLastTactic,
+                                      DepthwiseDirectTactic, DepthwiseSimd8Tactic, DepthwiseSimdTactic)
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
@@ -43,8 +44,8 @@ def main(argv=None) -> None:
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
     split = f" {'copy':>6} {'kernel':>7}" if a.split else ""
-    print(f"{'C':>5} {'HxW':>8} {'k':>2} {'s':>2} {'direct':>9} {'chan_last':>10} {'simd':>8} {'torch':>8}{split}"
-          f"   (us, 1 thread)")
+    print(f"{'C':>5} {'HxW':>8} {'k':>2} {'s':>2} {'direct':>9} {'chan_last':>10} {'simd':>8} {'simd8':>8} "
+          f"{'blocked':>8} {'torch':>8}{split}   (us, 1 thread)")
     for C, hw, k, s in LAYERS:
         spec = ConvSpec((1, C, hw, hw), C, k, s, k // 2, groups=C, relu=True)
         x = rng.standard_normal(spec.x_shape, np.float32)
@@ -52,14 +53,15 @@ def main(argv=None) -> None:
         b = rng.standard_normal(C, np.float32)
         out = np.empty(spec.out_shape, np.float32)
         times = [_best(lambda t=T(spec, w, b): t(x, out), a.rounds, a.calls)
-                 for T in (DepthwiseDirectTactic, DepthwiseChannelsLastTactic, DepthwiseSimdTactic)]
+                 for T in (DepthwiseDirectTactic, DepthwiseChannelsLastTactic, DepthwiseSimdTactic,
+                           DepthwiseSimd8Tactic, DepthwiseBlockedTactic)]
         xt, wt, bt = torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b)
         with torch.inference_mode():
             times.append(_best(lambda: torch.relu_(torch.nn.functional.conv2d(xt, wt, bt, s, k // 2, 1, C)),
                                a.rounds, a.calls))
         parts = "".join(f" {t:>6.0f}" for t in _simd_parts(spec, w, b, x, a.rounds, a.calls)) if a.split else ""
-        print(f"{C:>5} {hw:>4}x{hw:<3} {k:>2} {s:>2} {times[0]:>9.0f} {times[1]:>10.0f} {times[2]:>8.0f} {times[3]:>8.0f}"
-              f"{parts}")
+        print(f"{C:>5} {hw:>4}x{hw:<3} {k:>2} {s:>2} {times[0]:>9.0f} {times[1]:>10.0f} {times[2]:>8.0f} {times[3]:>8.0f} "
+              f"{times[4]:>8.0f} {times[5]:>8.0f}{parts}")
 
 
 def _simd_parts(spec, w, b, x, rounds: int, calls: int) -> tuple[float, float]:

@@ -17,28 +17,31 @@ from srcore.plugin import simd_pointwise
 pytestmark = pytest.mark.one_pass
 
 
-def _reference(x, w, b, res=None, lo=-math.inf, hi=math.inf):
+def _reference(x, w, b, res=None, lo=-math.inf, hi=math.inf, act=None):
     t = lambda a: torch.from_numpy(np.asarray(a, np.float64))  # noqa: E731
     y = F.conv2d(t(x), t(w)[:, :, None, None], t(b))
     if res is not None:
         y = y + t(res)
-    return torch.clamp(y, lo, hi).numpy()
+    y = torch.clamp(y, lo, hi)
+    return (getattr(F, act)(y) if act else y).numpy()
 
 
 @settings(max_examples=30, deadline=None)
-@given(C=st.integers(1, 40), O=st.integers(1, 20), H=st.integers(1, 9), W=st.integers(1, 37),
+@given(C=st.integers(1, 40), O=st.integers(1, 20), H=st.integers(1, 9), W=st.integers(1, 40),
        n=st.integers(1, 2), seed=st.integers(0, 2**16), lanes=st.sampled_from([8, 16]),
-       act=st.sampled_from(["none", "relu", "relu6"]), residual=st.sampled_from(["none", "separate", "in_place"]),
-       threads=st.sampled_from([1, 2]))
+       act=st.sampled_from(["none", "relu", "relu6", "hardswish", "hardsigmoid"]),
+       residual=st.sampled_from(["none", "separate", "in_place"]), threads=st.sampled_from([1, 2]))
 def test_matches_torch(C, O, H, W, n, seed, lanes, act, residual, threads):
+    """Planes from 1 pixel to several blocks of 4 vectors, the last vector partial or whole."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, C, H, W), np.float32)
     w = rng.standard_normal((O, C), np.float32)
     b = rng.standard_normal(O).astype(np.float32)
-    lo, hi = {"none": (-math.inf, math.inf), "relu": (0.0, math.inf), "relu6": (0.0, 6.0)}[act]
-    conv = simd_pointwise.SimdPointwiseConv(w, b, lo=lo, hi=hi, lanes_=lanes)
+    lo, hi = {"relu": (0.0, math.inf), "relu6": (0.0, 6.0)}.get(act, (-math.inf, math.inf))
+    after = act if act.startswith("hard") else None
+    conv = simd_pointwise.SimdPointwiseConv(w, b, lo=lo, hi=hi, lanes_=lanes, activation=after)
     res = None if residual == "none" else rng.standard_normal((n, O, H, W), np.float32)
-    want = _reference(x, w, b, res, lo, hi)
+    want = _reference(x, w, b, res, lo, hi, after)
     out = res if residual == "in_place" else np.full((n, O, H, W), np.nan, np.float32)
     conv(x, out, res, threads=threads)
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4 * math.sqrt(C))

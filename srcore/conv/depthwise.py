@@ -91,6 +91,24 @@ def _copy_channel(px, src0, H, W, sh, sw, pt, pl, pq, Hq, Wq, J0, J1, like, nl):
 
 
 @numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+def finish(v, pres, oi, width, has_res, leaky, slope, lo, hi, act, c3, c6):
+    """The epilogue of an accumulator ``v`` bound for ``out[oi:oi + width]``: ``+ res[oi:oi + width]``
+    (a masked load), leaky relu, the clamp, then hardswish / hardsigmoid (``act``: the index in
+    :data:`ACTIVATIONS`; ``c3``, ``c6``: 3 and 6 in every lane). Inlined into the kernels of
+    :mod:`.pointwise` and :mod:`.depthwise_blocked` too: numba's on-disk cache keys a kernel on its
+    own module's source, so after editing this function delete their ``__pycache__/*.nbi``/``*.nbc``."""
+    if has_res:
+        v = vadd(v, vload_n(pres, oi, width, v))
+    if leaky:
+        v = vleaky(v, slope)
+    v = vclamp(v, lo, hi)
+    if act != 0:   # torch's float32 formulas, op for op (no contraction): the bits of the separate pass
+        t = vclamp(vadd(v, c3), 0.0, 6.0)
+        v = vdiv(vmul(v, t) if act == 1 else t, c6)
+    return v
+
+
+@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
 def _put(a, row, col, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi, act, c3, c6):
     """A slot (accumulator ``a``, output pixel ``(row, col)`` and the ``nl - 1`` after it in its row)
     into the output where it lies inside the plane, from the register: a whole vector, or at a
@@ -103,15 +121,7 @@ def _put(a, row, col, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, 
     oi = obase + row * Wo + col
     width = min(nl, Wo - col)
     whole = width == nl or (one_block and not has_res and oi + nl <= obase + plane)
-    v = a
-    if has_res:
-        v = vadd(v, vload_n(pres, oi, width, a))
-    if leaky:
-        v = vleaky(v, slope)
-    v = vclamp(v, lo, hi)
-    if act != 0:   # torch's float32 formulas, op for op (no contraction): the bits of the separate pass
-        t = vclamp(vadd(v, c3), 0.0, 6.0)
-        v = vdiv(vmul(v, t) if act == 1 else t, c6)
+    v = finish(a, pres, oi, width, has_res, leaky, slope, lo, hi, act, c3, c6)
     if whole:
         vstore(pout, oi, v)
     else:

@@ -70,6 +70,8 @@ _LAZY = {
     "simd_conv": "srcore.conv:direct",
     # the explicit-SIMD float32 depthwise conv (srcore.conv.depthwise: SimdDepthwiseConv); numba
     "simd_depthwise": "srcore.conv:depthwise",
+    # the channel-blocked explicit-SIMD depthwise conv (srcore.conv.depthwise_blocked: BlockedDepthwiseConv)
+    "simd_depthwise_blocked": "srcore.conv:depthwise_blocked",
     # the explicit-SIMD float32 1x1 conv (srcore.conv.pointwise: SimdPointwiseConv); numba
     "simd_pointwise": "srcore.conv:pointwise",
 }

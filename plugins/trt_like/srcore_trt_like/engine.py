@@ -22,7 +22,7 @@ from srcore.plugin import EngineData
 
 from .builder.convert import _per_tensor, build_network
 from .builder.network import DATA_DTYPES
-from .builder.fusion import (MAX_OPS, fuse_conv_activation, fuse_conv_pool, fuse_pointwise,
+from .builder.fusion import (MAX_OPS, fuse_conv_activation, fuse_conv_add, fuse_conv_pool, fuse_pointwise,
                              fuse_squeeze_excite)
 from .builder.plan import Plan
 from .options import check_options
@@ -275,6 +275,7 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
     net = build_network(segment.specialize(shapes))
     if options.get("fusion", True):
         fuse_conv_activation(net)
+        fuse_conv_add(net)
         fuse_squeeze_excite(net)
     fuse_pointwise(net, MAX_OPS if options.get("fusion", True) else 1)
     if options.get("fusion", True):

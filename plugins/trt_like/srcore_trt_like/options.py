@@ -31,8 +31,9 @@ _BOOLS = ("fusion", "timing", "timing_cache", "mkl")
 #: the candidates of each family and checks every name is here (tests/test_tactic_names.py)
 CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "im2col_gemm_team", "packed_gemm", "winograd_f4x4", "winograd_f2x2",
                 "winograd_f4x4_team", "winograd_f2x2_team", "winograd_f4x4_packed", "winograd_f2x2_packed",
-                "depthwise_direct", "depthwise_channels_last", "depthwise_simd", "simd_direct", "simd_direct_rows",
-                "simd_direct_oc", "simd_direct_8", "pointwise_simd",
+                "depthwise_direct", "depthwise_channels_last", "depthwise_simd", "depthwise_simd8",
+                "depthwise_simd_blocked", "simd_direct", "simd_direct_rows", "simd_direct_oc", "simd_direct_8",
+                "pointwise_simd", "pointwise_simd8",
                 # at more than one intra-op thread, large layers
                 "simd_direct_split", "depthwise_simd_split")
 OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl", "numba", "numpy", "numpy_split",

@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 
 from srcore.errors import SrcoreError
 from srcore_trt_like.conv import gemm as conv_gemm
-from srcore_trt_like.conv import (ConvSpec, DepthwiseChannelsLastTactic, DepthwiseDirectTactic, DepthwiseSimdTactic,
+from srcore.plugin import simd_depthwise
+from srcore_trt_like.conv import (ConvSpec, DepthwiseBlockedTactic, DepthwiseChannelsLastTactic, DepthwiseDirectTactic,
+                                  DepthwiseSimd8Tactic, DepthwiseSimdTactic,
                                   Gemm1x1Tactic, Im2colGemmTactic, Simd1x1Tactic, WinogradTactic, conv_tactics)
 from srcore_trt_like.errors import TacticSpecError
 from srcore_trt_like.tactics.timing import time_tactics
@@ -121,10 +123,15 @@ def test_im2col_row_copies_in_chunks_match_torch(spec, seed, cap):
     ConvSpec((1, 36, 14, 14), 36, 3, 1, 1, groups=36, residual=True),
     ConvSpec((1, 13, 7, 10), 26, (3, 5), (1, 2), (2, 1), (2, 1), groups=13),  # channel multiplier 2, dilated
 ])
-@pytest.mark.parametrize("tactic", [DepthwiseChannelsLastTactic, DepthwiseSimdTactic])
+@pytest.mark.parametrize("tactic", [DepthwiseChannelsLastTactic, DepthwiseSimdTactic, DepthwiseSimd8Tactic,
+                                    DepthwiseBlockedTactic])
 def test_depthwise_tactics_match_torch_on_mobile_shapes(spec, tactic):
     """Channel counts that are no multiple of the vector width, batch 2, the channel multiplier."""
     x, w, b, res = _data(spec, 3)
+    if tactic is DepthwiseBlockedTactic and spec.out_channels != spec.x_shape[1]:
+        with pytest.raises(TacticSpecError, match="depthwise_simd_blocked: needs out channels == in channels"):
+            tactic(spec, w, b)
+        return
     got = _run(tactic(spec, w, b), x, res)
     np.testing.assert_allclose(got, _reference(spec, x, w, b, res), rtol=1e-5, atol=1e-5)
 
@@ -189,9 +196,16 @@ def test_conv_tactics_offers_what_applies():
                                                           "winograd_f4x4", "winograd_f2x2", *simd,
                                                           "packed_gemm", "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 6, 1, 2, 0)) == ["gemm_1x1", *simd, "packed_gemm", "im2col_gemm"]
-    assert names(ConvSpec((1, 4, 8, 8), 6, 1)) == ["gemm_1x1", "pointwise_simd", *simd, "packed_gemm", "im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 6, 1)) == ["gemm_1x1", "pointwise_simd",
+                                                   *(["pointwise_simd8"] if simd_depthwise.lanes() == 16 else []),
+                                                   *simd, "packed_gemm", "im2col_gemm"]
+    # the 8-lane depthwise kernel beside the 16-lane one where the CPU has AVX-512 (a feature test)
+    simd8 = ["depthwise_simd8"] if simd_depthwise.lanes() == 16 else []
     assert names(ConvSpec((1, 4, 8, 8), 8, 3, 2, 1, groups=4)) == ["depthwise_direct", "depthwise_channels_last",
-                                                                   "depthwise_simd", "im2col_gemm"]
+                                                                   "depthwise_simd", *simd8, "im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 4, 3, 2, 1, groups=4)) == ["depthwise_direct", "depthwise_channels_last",
+                                                                   "depthwise_simd", *simd8, "depthwise_simd_blocked",
+                                                                   "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 8, 3, 2, 1, groups=2)) == [*simd, "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 4, 3, 2, 1)) == [*simd, "packed_gemm", "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 4, 1, 1, 1)) == [*simd, "packed_gemm", "im2col_gemm"]  # padded 1x1

@@ -4,6 +4,9 @@
   compiled kernel);
 * :func:`fuse_conv_activation`: a float conv whose output only a hardswish, hardsigmoid, SiLU,
   sigmoid, GELU or leaky relu reads carries that activation (``attrs["activation"]``; the conv tactics apply it);
+* :func:`fuse_conv_add`: a float conv without activation whose output only an ``add`` of a tensor
+  of the same shape reads carries that tensor as its residual (MobileNetV2/V3's linear bottleneck;
+  the conv tactics add it in their stores);
 * :func:`fuse_squeeze_excite`: global average pool -> 1x1 conv (+ relu/SiLU/hardswish) -> 1x1 conv
   + hardsigmoid/sigmoid -> channel-wise scale of the pooled tensor becomes one ``squeeze_excite``
   layer (``tactics/squeeze_excite.py``);
@@ -155,6 +158,42 @@ def fuse_conv_activation(net: Network) -> Network:
                 layer.outputs = list(act.outputs)
             drop.add(id(act))
     net.layers = [layer for layer in net.layers if id(layer) not in drop]
+    return net
+
+
+def fuse_conv_add(net: Network) -> Network:
+    """Give every conv without relu, residual or activation whose output only one ``add`` pointwise
+    layer reads (and the engine does not return), the add's other operand a float32 tensor of the
+    same shape (not a constant, not the conv's output), that operand as its residual
+    (``inputs = [x, other]``, ``attrs["residual"]``): the conv moves to the add's place (its input is
+    computed before it, the other operand by then too) and makes the add's output. ``a + b`` is
+    ``b + a`` bit for bit, so the conv's ``acc + residual`` is the add's result. Runs after
+    :func:`fuse_conv_activation` and before :func:`fuse_pointwise` (in place)."""
+    readers: dict[int, list[Layer]] = {}
+    made = {t: layer for layer in net.layers for t in layer.outputs}
+    for layer in net.layers:
+        for t in layer.inputs:
+            readers.setdefault(t, []).append(layer)
+    moved: dict[int, Layer] = {}
+    for layer in net.layers:
+        if (layer.kind != "pointwise" or layer.attrs["op"] != "add" or len(layer.inputs) != 2
+                or tuple(layer.attrs["args"]) != (("in", 0), ("in", 1)) or layer.attrs.get("params")):
+            continue
+        for y, other in (layer.inputs, layer.inputs[::-1]):
+            conv = made.get(y)
+            if (conv is None or conv.kind != "conv" or conv.attrs["relu"]
+                    or conv.attrs["residual"] or conv.attrs.get("activation", "none") != "none"
+                    or y in net.outputs or len(readers.get(y, [])) != 1 or other == y or other in net.constants
+                    or net.tensors[other].dtype != "float32" or net.tensors[y].dtype != "float32"
+                    or not net.shape(other) == net.shape(y) == net.shape(layer.outputs[0])):
+                continue
+            conv.inputs = [conv.inputs[0], other]
+            conv.outputs = list(layer.outputs)
+            conv.attrs["residual"] = True
+            moved[id(layer)] = conv
+            break
+    convs = {id(c) for c in moved.values()}
+    net.layers = [moved.get(id(layer), layer) for layer in net.layers if id(layer) not in convs]
     return net
 
 

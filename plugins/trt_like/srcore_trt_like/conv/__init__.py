@@ -8,7 +8,8 @@ to a spec: ``conv_tactics``/``conv_tactic_builders``), the algorithms :mod:`.gem
 from __future__ import annotations
 
 from .conv_pool import PackedConvMaxPool
-from .depthwise import DepthwiseChannelsLastTactic, DepthwiseDirectTactic, DepthwiseSimdTactic
+from .depthwise import (DepthwiseBlockedTactic, DepthwiseChannelsLastTactic, DepthwiseDirectTactic,
+                        DepthwiseSimd8Tactic, DepthwiseSimdTactic)
 from .gemm import Gemm1x1Tactic, Im2colGemmTactic
 from .packed import PackedGemmTactic
 from .pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
@@ -21,7 +22,7 @@ from .winograd_packed import WinogradPackedTactic
 
 __all__ = ["ConvSpec", "ConvTactic", "conv_tactics", "conv_tactic_builders", "Gemm1x1Tactic", "Im2colGemmTactic",
            "PackedGemmTactic", "WinogradTactic", "WinogradPackedTactic", "DepthwiseDirectTactic",
-           "DepthwiseChannelsLastTactic", "DepthwiseSimdTactic", "SimdDirectTactic", "SimdDirectRowsTactic",
-           "SimdDirectOcTactic", "SimdDirect8Tactic",
+           "DepthwiseChannelsLastTactic", "DepthwiseSimdTactic", "DepthwiseSimd8Tactic", "DepthwiseBlockedTactic",
+           "SimdDirectTactic", "SimdDirectRowsTactic", "SimdDirectOcTactic", "SimdDirect8Tactic",
            "Simd1x1Tactic",
            "PackedConvMaxPool", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d"]

@@ -22,6 +22,9 @@ the GEMM just wrote, while it is in cache).
 ``depthwise_channels_last`` the same, vectorized over channels on a padded channels-last copy
 ``depthwise_simd``  the same: srcore's explicit-SIMD depthwise kernel, 8 vectors of output pixels
                     in registers (``srcore.plugin.simd_depthwise``)
+``depthwise_simd8`` the same at 8 lanes, where the CPU's vectors are 16
+``depthwise_simd_blocked`` the same with 16 channels of a pixel in a vector, NCHW in and out
+                    (``srcore.plugin.simd_depthwise_blocked``; out channels == in channels)
 ``im2col_gemm_team``, ``winograd_f4x4_team``, ``winograd_f2x2_team``  at more than one intra-op
                     thread, large layers: the BLAS tactics in fixed parts on the OpenBLAS team
                     (``kernels/blas_team.py``)
@@ -32,6 +35,7 @@ the GEMM just wrote, while it is in cache).
 ``simd_direct_8``   on a 16-lane CPU: ``simd_direct`` at 8 lanes
 ``pointwise_simd``  1x1, stride 1, unpadded, ungrouped: srcore's explicit-SIMD 1x1 kernel on the
                     NCHW input in place (``srcore.plugin.simd_pointwise``; ``simd_1x1.py``)
+``pointwise_simd8`` the same at 8 lanes, where the CPU's vectors are 16
 ``simd_direct_split``, ``depthwise_simd_split``  at more than one intra-op thread, large layers: the
                     two SIMD kernels with their input copy and tasks in fixed parts on the thread
                     team (``simd_split.py``; the bits of the one-thread tactic)
@@ -46,10 +50,11 @@ from srcore.plugin import simd_conv
 from ..errors import TacticSpecError
 from ..kernels import threads as _threads
 from ..kernels.winograd_math import F2, F4
-from .depthwise import DepthwiseChannelsLastTactic, DepthwiseDirectTactic, DepthwiseSimdTactic
+from .depthwise import (DepthwiseBlockedTactic, DepthwiseChannelsLastTactic, DepthwiseDirectTactic,
+                        DepthwiseSimd8Tactic, DepthwiseSimdTactic)
 from .gemm import Gemm1x1Tactic, Im2colGemmTactic
 from .packed import PackedGemmTactic
-from .simd_1x1 import Simd1x1Tactic, simd_1x1_applies
+from .simd_1x1 import Simd1x1Lanes8Tactic, Simd1x1Tactic, simd_1x1_applies
 from .simd_direct import (SimdDirect8Tactic, SimdDirectOcTactic, SimdDirectRowsTactic, SimdDirectTactic,
                           simd_direct_applies)
 from .simd_split import DepthwiseSimdSplitTactic, SimdDirectSplitTactic
@@ -59,9 +64,16 @@ from .winograd_packed import WinogradPackedTactic
 
 __all__ = ["ConvSpec", "ConvTactic", "Gemm1x1Tactic", "Im2colGemmTactic", "WinogradTactic", "WinogradPackedTactic",
            "PackedGemmTactic", "DepthwiseDirectTactic", "DepthwiseChannelsLastTactic", "DepthwiseSimdTactic",
-           "SimdDirectTactic", "SimdDirectRowsTactic", "SimdDirectOcTactic", "SimdDirect8Tactic", "Simd1x1Tactic", "SimdDirectSplitTactic",
+           "DepthwiseSimd8Tactic", "DepthwiseBlockedTactic",
+           "SimdDirectTactic", "SimdDirectRowsTactic", "SimdDirectOcTactic", "SimdDirect8Tactic",
+           "Simd1x1Tactic", "Simd1x1Lanes8Tactic", "SimdDirectSplitTactic",
            "DepthwiseSimdSplitTactic",
            "conv_tactics", "conv_tactic_builders"]
+
+
+def _simd_lanes() -> int:
+    from srcore.plugin import simd_depthwise
+    return simd_depthwise.lanes()
 
 
 def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | None) -> list[tuple[str, object]]:
@@ -80,6 +92,9 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
         out.append((Gemm1x1Tactic.name, lambda layout=None: Gemm1x1Tactic(spec, weight, bias, layout)))
     if simd_1x1_applies(spec):
         out.append((Simd1x1Tactic.name, lambda layout=None: Simd1x1Tactic(spec, weight, bias, layout, threads)))
+        if _simd_lanes() == 16:
+            out.append((Simd1x1Lanes8Tactic.name,
+                        lambda layout=None: Simd1x1Lanes8Tactic(spec, weight, bias, layout, threads)))
     if winograd_applies(spec):
         u: dict[int, np.ndarray] = {}
 
@@ -108,6 +123,12 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
         out.append((DepthwiseChannelsLastTactic.name,
                     lambda layout=None: DepthwiseChannelsLastTactic(spec, weight, bias, layout)))
         out.append((DepthwiseSimdTactic.name, lambda layout=None: DepthwiseSimdTactic(spec, weight, bias, layout)))
+        if _simd_lanes() == 16:   # the 8-lane kernel too (a feature test; the timing picks)
+            out.append((DepthwiseSimd8Tactic.name,
+                        lambda layout=None: DepthwiseSimd8Tactic(spec, weight, bias, layout)))
+        if spec.out_channels == spec.x_shape[1]:
+            out.append((DepthwiseBlockedTactic.name,
+                        lambda layout=None: DepthwiseBlockedTactic(spec, weight, bias, layout)))
         if threads > 1:
             out.append((DepthwiseSimdSplitTactic.name,
                         lambda layout=None: DepthwiseSimdSplitTactic(spec, weight, bias, layout, threads)))

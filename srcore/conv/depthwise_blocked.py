@@ -1,0 +1,462 @@
+"""Channel-blocked explicit-SIMD float32 depthwise convolution: one vector holds 16 channels of
+one pixel (ONNX Runtime's NCHWc layout), inside a kernel that takes and returns NCHW.
+
+The pixel-blocked kernel (:mod:`.depthwise`) puts a row of output pixels in a vector, so a 7x7
+plane fills 7 of 16 lanes and a 14x14 one 14; here every lane is busy at any plane width, and a
+stride-2 tap is a plain vector load (no phase split). Per block of 16 channels the input planes are
+transposed into a padded ``(Hp, Wp, 16)`` buffer (16x16 transposes in registers: 4 rounds of lane
+interleaves, :func:`_t16`; zeroed once per call, only the interior rewritten), 8 output pixels of a
+row are held in registers (per tap one weight vector, 8 loads, 8 FMAs; a row's last block overlaps
+the one before), their vectors go to a small pixel-major buffer, and that is transposed back to the
+NCHW planes with bias (the accumulators' start), residual, leaky relu, clamp and hardswish /
+hardsigmoid (torch's float32 formulas) in the stores. Channels past the last full block read zeros
+and are not stored. The transposes cost about a third of a cycle per element, so on large planes
+with few taps the pixel-blocked kernel is faster: callers time both on the real shape.
+
+16 lanes only (AVX-512; on a narrower CPU LLVM splits each vector in two, still exact); one input
+channel per output channel (no channel multiplier). Work is split by channel blocks.
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba.extending import intrinsic
+
+from ..errors import ShapeError
+from .depthwise import ACTIVATIONS, finish
+from .direct import _JIT, _tag, run_bound
+from .simd import fptr, vfma, vload, vload_n, vsplat, vstore, vstore_n
+
+#: channels per block (the vector's lanes)
+LANES = 16
+#: output pixels of a row per register block
+SLOTS = 8
+
+
+def _zip(builder, a, b, start):
+    n = a.type.count
+    idx = [start + m // 2 + (n if m % 2 else 0) for m in range(n)]
+    return builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(ir.IntType(32), n), idx))
+
+
+@intrinsic
+def vzip_lo(typingctx, a, b):
+    """``a0, b0, a1, b1, ...``: the low halves of ``a`` and ``b`` interleaved."""
+    def codegen(context, builder, sig, args):
+        return _zip(builder, args[0], args[1], 0)
+    return a(a, b), codegen
+
+
+@intrinsic
+def vzip_hi(typingctx, a, b):
+    """The high halves of ``a`` and ``b`` interleaved."""
+    def codegen(context, builder, sig, args):
+        return _zip(builder, args[0], args[1], a.lanes // 2)
+    return a(a, b), codegen
+
+
+@numba.njit(inline="always", nogil=True)
+def _round(r):
+    return (vzip_lo(r[0], r[8]), vzip_hi(r[0], r[8]), vzip_lo(r[1], r[9]), vzip_hi(r[1], r[9]),
+            vzip_lo(r[2], r[10]), vzip_hi(r[2], r[10]), vzip_lo(r[3], r[11]), vzip_hi(r[3], r[11]),
+            vzip_lo(r[4], r[12]), vzip_hi(r[4], r[12]), vzip_lo(r[5], r[13]), vzip_hi(r[5], r[13]),
+            vzip_lo(r[6], r[14]), vzip_hi(r[6], r[14]), vzip_lo(r[7], r[15]), vzip_hi(r[7], r[15]))
+
+
+@numba.njit(inline="always", nogil=True)
+def _t16(r):
+    """The 16x16 transpose of 16 vectors (row ``i`` lane ``j`` -> row ``j`` lane ``i``): four rounds
+    of interleaving row ``i`` with row ``i + 8`` (64 shuffles)."""
+    return _round(_round(_round(_round(r))))
+
+
+@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+def _rows(p, src, step, m, cnt, z):
+    """16 vectors: ``p[src + l * step:][:cnt]`` for rows ``l < m`` (masked), zeros for the rest."""
+    return (vload_n(p, src, cnt, z), vload_n(p, src + step, cnt, z) if m > 1 else z,
+            vload_n(p, src + 2 * step, cnt, z) if m > 2 else z, vload_n(p, src + 3 * step, cnt, z) if m > 3 else z,
+            vload_n(p, src + 4 * step, cnt, z) if m > 4 else z, vload_n(p, src + 5 * step, cnt, z) if m > 5 else z,
+            vload_n(p, src + 6 * step, cnt, z) if m > 6 else z, vload_n(p, src + 7 * step, cnt, z) if m > 7 else z,
+            vload_n(p, src + 8 * step, cnt, z) if m > 8 else z, vload_n(p, src + 9 * step, cnt, z) if m > 9 else z,
+            vload_n(p, src + 10 * step, cnt, z) if m > 10 else z,
+            vload_n(p, src + 11 * step, cnt, z) if m > 11 else z,
+            vload_n(p, src + 12 * step, cnt, z) if m > 12 else z,
+            vload_n(p, src + 13 * step, cnt, z) if m > 13 else z,
+            vload_n(p, src + 14 * step, cnt, z) if m > 14 else z,
+            vload_n(p, src + 15 * step, cnt, z) if m > 15 else z)
+
+
+@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+def _put16(p, dst, t):
+    """The 16 vectors of ``t`` to ``p[dst:dst + 256]``, one after another."""
+    vstore(p, dst, t[0])
+    vstore(p, dst + 16, t[1])
+    vstore(p, dst + 32, t[2])
+    vstore(p, dst + 48, t[3])
+    vstore(p, dst + 64, t[4])
+    vstore(p, dst + 80, t[5])
+    vstore(p, dst + 96, t[6])
+    vstore(p, dst + 112, t[7])
+    vstore(p, dst + 128, t[8])
+    vstore(p, dst + 144, t[9])
+    vstore(p, dst + 160, t[10])
+    vstore(p, dst + 176, t[11])
+    vstore(p, dst + 192, t[12])
+    vstore(p, dst + 208, t[13])
+    vstore(p, dst + 224, t[14])
+    vstore(p, dst + 240, t[15])
+
+
+@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+def _row3(p, r, w0, w1, w2, a0, a1, a2, a3, a4, a5, a6, a7):
+    """One kernel row of width 3 for 8 consecutive output pixels: the 10 input vectors at ``p[r:]``
+    each loaded once, 24 FMAs."""
+    v = vload(p, r, w0)
+    a0 = vfma(v, w0, a0)
+    v = vload(p, r + 16, w0)
+    a0, a1 = vfma(v, w1, a0), vfma(v, w0, a1)
+    v = vload(p, r + 32, w0)
+    a0, a1, a2 = vfma(v, w2, a0), vfma(v, w1, a1), vfma(v, w0, a2)
+    v = vload(p, r + 48, w0)
+    a1, a2, a3 = vfma(v, w2, a1), vfma(v, w1, a2), vfma(v, w0, a3)
+    v = vload(p, r + 64, w0)
+    a2, a3, a4 = vfma(v, w2, a2), vfma(v, w1, a3), vfma(v, w0, a4)
+    v = vload(p, r + 80, w0)
+    a3, a4, a5 = vfma(v, w2, a3), vfma(v, w1, a4), vfma(v, w0, a5)
+    v = vload(p, r + 96, w0)
+    a4, a5, a6 = vfma(v, w2, a4), vfma(v, w1, a5), vfma(v, w0, a6)
+    v = vload(p, r + 112, w0)
+    a5, a6, a7 = vfma(v, w2, a5), vfma(v, w1, a6), vfma(v, w0, a7)
+    v = vload(p, r + 128, w0)
+    a6, a7 = vfma(v, w2, a6), vfma(v, w1, a7)
+    v = vload(p, r + 144, w0)
+    a7 = vfma(v, w2, a7)
+    return a0, a1, a2, a3, a4, a5, a6, a7
+
+
+@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+def _row5(p, r, w0, w1, w2, w3, w4, a0, a1, a2, a3, a4, a5, a6, a7):
+    """One kernel row of width 5 for 8 consecutive output pixels: 12 input vectors, 40 FMAs."""
+    v = vload(p, r, w0)
+    a0 = vfma(v, w0, a0)
+    v = vload(p, r + 16, w0)
+    a0, a1 = vfma(v, w1, a0), vfma(v, w0, a1)
+    v = vload(p, r + 32, w0)
+    a0, a1, a2 = vfma(v, w2, a0), vfma(v, w1, a1), vfma(v, w0, a2)
+    v = vload(p, r + 48, w0)
+    a0, a1, a2, a3 = vfma(v, w3, a0), vfma(v, w2, a1), vfma(v, w1, a2), vfma(v, w0, a3)
+    v = vload(p, r + 64, w0)
+    a0, a1, a2, a3, a4 = vfma(v, w4, a0), vfma(v, w3, a1), vfma(v, w2, a2), vfma(v, w1, a3), vfma(v, w0, a4)
+    v = vload(p, r + 80, w0)
+    a1, a2, a3, a4, a5 = vfma(v, w4, a1), vfma(v, w3, a2), vfma(v, w2, a3), vfma(v, w1, a4), vfma(v, w0, a5)
+    v = vload(p, r + 96, w0)
+    a2, a3, a4, a5, a6 = vfma(v, w4, a2), vfma(v, w3, a3), vfma(v, w2, a4), vfma(v, w1, a5), vfma(v, w0, a6)
+    v = vload(p, r + 112, w0)
+    a3, a4, a5, a6, a7 = vfma(v, w4, a3), vfma(v, w3, a4), vfma(v, w2, a5), vfma(v, w1, a6), vfma(v, w0, a7)
+    v = vload(p, r + 128, w0)
+    a4, a5, a6, a7 = vfma(v, w4, a4), vfma(v, w3, a5), vfma(v, w2, a6), vfma(v, w1, a7)
+    v = vload(p, r + 144, w0)
+    a5, a6, a7 = vfma(v, w4, a5), vfma(v, w3, a6), vfma(v, w2, a7)
+    v = vload(p, r + 160, w0)
+    a6, a7 = vfma(v, w4, a6), vfma(v, w3, a7)
+    v = vload(p, r + 176, w0)
+    a7 = vfma(v, w4, a7)
+    return a0, a1, a2, a3, a4, a5, a6, a7
+
+
+@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+def _row3s2(p, r, w0, w1, w2, a0, a1, a2, a3, a4, a5, a6, a7):
+    """One kernel row of width 3 for 8 output pixels at stride 2: 17 input vectors, 24 FMAs."""
+    v = vload(p, r, w0)
+    a0 = vfma(v, w0, a0)
+    v = vload(p, r + 16, w0)
+    a0 = vfma(v, w1, a0)
+    v = vload(p, r + 32, w0)
+    a0, a1 = vfma(v, w2, a0), vfma(v, w0, a1)
+    v = vload(p, r + 48, w0)
+    a1 = vfma(v, w1, a1)
+    v = vload(p, r + 64, w0)
+    a1, a2 = vfma(v, w2, a1), vfma(v, w0, a2)
+    v = vload(p, r + 80, w0)
+    a2 = vfma(v, w1, a2)
+    v = vload(p, r + 96, w0)
+    a2, a3 = vfma(v, w2, a2), vfma(v, w0, a3)
+    v = vload(p, r + 112, w0)
+    a3 = vfma(v, w1, a3)
+    v = vload(p, r + 128, w0)
+    a3, a4 = vfma(v, w2, a3), vfma(v, w0, a4)
+    v = vload(p, r + 144, w0)
+    a4 = vfma(v, w1, a4)
+    v = vload(p, r + 160, w0)
+    a4, a5 = vfma(v, w2, a4), vfma(v, w0, a5)
+    v = vload(p, r + 176, w0)
+    a5 = vfma(v, w1, a5)
+    v = vload(p, r + 192, w0)
+    a5, a6 = vfma(v, w2, a5), vfma(v, w0, a6)
+    v = vload(p, r + 208, w0)
+    a6 = vfma(v, w1, a6)
+    v = vload(p, r + 224, w0)
+    a6, a7 = vfma(v, w2, a6), vfma(v, w0, a7)
+    v = vload(p, r + 240, w0)
+    a7 = vfma(v, w1, a7)
+    v = vload(p, r + 256, w0)
+    a7 = vfma(v, w2, a7)
+    return a0, a1, a2, a3, a4, a5, a6, a7
+
+
+@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+def _row5s2(p, r, w0, w1, w2, w3, w4, a0, a1, a2, a3, a4, a5, a6, a7):
+    """One kernel row of width 5 for 8 output pixels at stride 2: 19 input vectors, 40 FMAs."""
+    v = vload(p, r, w0)
+    a0 = vfma(v, w0, a0)
+    v = vload(p, r + 16, w0)
+    a0 = vfma(v, w1, a0)
+    v = vload(p, r + 32, w0)
+    a0, a1 = vfma(v, w2, a0), vfma(v, w0, a1)
+    v = vload(p, r + 48, w0)
+    a0, a1 = vfma(v, w3, a0), vfma(v, w1, a1)
+    v = vload(p, r + 64, w0)
+    a0, a1, a2 = vfma(v, w4, a0), vfma(v, w2, a1), vfma(v, w0, a2)
+    v = vload(p, r + 80, w0)
+    a1, a2 = vfma(v, w3, a1), vfma(v, w1, a2)
+    v = vload(p, r + 96, w0)
+    a1, a2, a3 = vfma(v, w4, a1), vfma(v, w2, a2), vfma(v, w0, a3)
+    v = vload(p, r + 112, w0)
+    a2, a3 = vfma(v, w3, a2), vfma(v, w1, a3)
+    v = vload(p, r + 128, w0)
+    a2, a3, a4 = vfma(v, w4, a2), vfma(v, w2, a3), vfma(v, w0, a4)
+    v = vload(p, r + 144, w0)
+    a3, a4 = vfma(v, w3, a3), vfma(v, w1, a4)
+    v = vload(p, r + 160, w0)
+    a3, a4, a5 = vfma(v, w4, a3), vfma(v, w2, a4), vfma(v, w0, a5)
+    v = vload(p, r + 176, w0)
+    a4, a5 = vfma(v, w3, a4), vfma(v, w1, a5)
+    v = vload(p, r + 192, w0)
+    a4, a5, a6 = vfma(v, w4, a4), vfma(v, w2, a5), vfma(v, w0, a6)
+    v = vload(p, r + 208, w0)
+    a5, a6 = vfma(v, w3, a5), vfma(v, w1, a6)
+    v = vload(p, r + 224, w0)
+    a5, a6, a7 = vfma(v, w4, a5), vfma(v, w2, a6), vfma(v, w0, a7)
+    v = vload(p, r + 240, w0)
+    a6, a7 = vfma(v, w3, a6), vfma(v, w1, a7)
+    v = vload(p, r + 256, w0)
+    a6, a7 = vfma(v, w4, a6), vfma(v, w2, a7)
+    v = vload(p, r + 272, w0)
+    a7 = vfma(v, w3, a7)
+    v = vload(p, r + 288, w0)
+    a7 = vfma(v, w4, a7)
+    return a0, a1, a2, a3, a4, a5, a6, a7
+
+
+@numba.njit(**_JIT)
+def dwb_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, res, has_res, leaky, slope, lo, hi,
+              act, Ho, Wo, tag, n, k0, k1):
+    """Channel blocks ``k0 <= k < k1`` (channels ``16k .. 16k + 15``) of image ``n`` of ``x``
+    ((N * C * H * W,)); ``wc`` (blocks, KH * KW, 16) and ``bc`` (blocks * 16,) flat, zero past C;
+    ``out``/``res`` (N * C * Ho * Wo,)."""
+    # (slack: a row's block of 8 slots may read and write past a narrow plane's end)
+    xb = np.zeros((Hp * Wp + 3 * SLOTS + 8) * LANES, np.float32)
+    P = Ho * Wo
+    tb = np.zeros((-(-P // LANES) * LANES + LANES) * LANES, np.float32)
+    px, pb, pt_, pw, pbias, pout, pres = fptr(x), fptr(xb), fptr(tb), fptr(wc), fptr(bc), fptr(out), fptr(res)
+    z = vsplat(tag, 0.0)
+    c3, c6 = vsplat(tag, 3.0), vsplat(tag, 6.0)
+    nt = KH * KW
+    HW = H * W
+    reuse = (sw == 1 or sw == 2) and dw == 1 and (KW == 3 or KW == 5)
+    for k in range(k0, k1):
+        c0 = k * LANES
+        m = min(LANES, C - c0)
+        # the block's input planes, transposed into the padded buffer's interior
+        for p0 in range(0, HW, LANES):   # 16 pixels of the flat plane at a time (rows need not fill a vector)
+            cnt = min(LANES, HW - p0)
+            t = _t16(_rows(px, (n * C + c0) * HW + p0, HW, m, cnt, z))
+            h, w = p0 // W, p0 % W
+            if cnt == LANES and w + LANES <= W:   # inside one row: 16 neighbours
+                _put16(pb, ((h + pt) * Wp + pl + w) * LANES, t)
+                continue
+            for j in range(cnt):   # (a switch on j: the tuple stays in registers)
+                vstore(pb, ((h + pt) * Wp + pl + w) * LANES, t[j])
+                w += 1
+                if w == W:
+                    w = 0
+                    h += 1
+        bv = vload(pbias, c0, z)
+        wk = k * nt * LANES
+        for ho in range(Ho):
+            rbase = ho * sh * Wp
+            for jb in range(0, Wo, SLOTS):
+                j0 = max(0, min(jb, Wo - SLOTS))
+                # the 8 slots' pixels (clamped to the row: a row narrower than the block repeats its last)
+                w1, w2, w3 = min(j0 + 1, Wo - 1), min(j0 + 2, Wo - 1), min(j0 + 3, Wo - 1)
+                w4, w5, w6, w7 = min(j0 + 4, Wo - 1), min(j0 + 5, Wo - 1), min(j0 + 6, Wo - 1), min(j0 + 7, Wo - 1)
+                i0 = (rbase + j0 * sw) * LANES
+                i1, i2, i3 = (rbase + w1 * sw) * LANES, (rbase + w2 * sw) * LANES, (rbase + w3 * sw) * LANES
+                i4, i5 = (rbase + w4 * sw) * LANES, (rbase + w5 * sw) * LANES
+                i6, i7 = (rbase + w6 * sw) * LANES, (rbase + w7 * sw) * LANES
+                a0, a1, a2, a3, a4, a5, a6, a7 = bv, bv, bv, bv, bv, bv, bv, bv
+                if reuse:   # consecutive slots: each input vector loaded once for every tap of the row it meets
+                    for ky in range(KH):
+                        r = i0 + ky * dh * Wp * LANES
+                        wr = wk + ky * KW * LANES
+                        w0, w1, w2 = vload(pw, wr, z), vload(pw, wr + 16, z), vload(pw, wr + 32, z)
+                        if KW == 3 and sw == 1:
+                            a0, a1, a2, a3, a4, a5, a6, a7 = _row3(pb, r, w0, w1, w2, a0, a1, a2, a3, a4, a5, a6, a7)
+                        elif KW == 3:
+                            a0, a1, a2, a3, a4, a5, a6, a7 = _row3s2(pb, r, w0, w1, w2, a0, a1, a2, a3, a4, a5, a6,
+                                                                     a7)
+                        elif sw == 1:
+                            a0, a1, a2, a3, a4, a5, a6, a7 = _row5(pb, r, w0, w1, w2, vload(pw, wr + 48, z),
+                                                                   vload(pw, wr + 64, z), a0, a1, a2, a3, a4, a5, a6,
+                                                                   a7)
+                        else:
+                            a0, a1, a2, a3, a4, a5, a6, a7 = _row5s2(pb, r, w0, w1, w2, vload(pw, wr + 48, z),
+                                                                     vload(pw, wr + 64, z), a0, a1, a2, a3, a4, a5,
+                                                                     a6, a7)
+                    ob = ho * Wo + j0   # (slots past the row land on later rows' pixels, rewritten after)
+                    vstore(pt_, ob * LANES, a0)
+                    vstore(pt_, (ob + 1) * LANES, a1)
+                    vstore(pt_, (ob + 2) * LANES, a2)
+                    vstore(pt_, (ob + 3) * LANES, a3)
+                    vstore(pt_, (ob + 4) * LANES, a4)
+                    vstore(pt_, (ob + 5) * LANES, a5)
+                    vstore(pt_, (ob + 6) * LANES, a6)
+                    vstore(pt_, (ob + 7) * LANES, a7)
+                    continue
+                for ky in range(KH):
+                    for kx in range(KW):
+                        off = (ky * dh * Wp + kx * dw) * LANES
+                        wv = vload(pw, wk + (ky * KW + kx) * LANES, z)
+                        a0 = vfma(vload(pb, i0 + off, z), wv, a0)
+                        a1 = vfma(vload(pb, i1 + off, z), wv, a1)
+                        a2 = vfma(vload(pb, i2 + off, z), wv, a2)
+                        a3 = vfma(vload(pb, i3 + off, z), wv, a3)
+                        a4 = vfma(vload(pb, i4 + off, z), wv, a4)
+                        a5 = vfma(vload(pb, i5 + off, z), wv, a5)
+                        a6 = vfma(vload(pb, i6 + off, z), wv, a6)
+                        a7 = vfma(vload(pb, i7 + off, z), wv, a7)
+                ob = ho * Wo
+                vstore(pt_, (ob + j0) * LANES, a0)
+                vstore(pt_, (ob + w1) * LANES, a1)
+                vstore(pt_, (ob + w2) * LANES, a2)
+                vstore(pt_, (ob + w3) * LANES, a3)
+                vstore(pt_, (ob + w4) * LANES, a4)
+                vstore(pt_, (ob + w5) * LANES, a5)
+                vstore(pt_, (ob + w6) * LANES, a6)
+                vstore(pt_, (ob + w7) * LANES, a7)
+        # back to the NCHW planes, 16 pixels of 16 channels at a time, the epilogue in the stores
+        for p0 in range(0, P, LANES):
+            cnt = min(LANES, P - p0)
+            t = _t16(_rows(pt_, p0 * LANES, LANES, LANES, LANES, z))
+            for l in range(m):
+                oi = (n * C + c0 + l) * P + p0
+                v = finish(t[l], pres, oi, cnt, has_res, leaky, slope, lo, hi, act, c3, c6)
+                if cnt == LANES:
+                    vstore(pout, oi, v)
+                else:
+                    vstore_n(pout, oi, v, cnt)
+
+
+class BlockedDepthwiseConv:
+    """A depthwise conv (one input channel per output channel) with fixed weights on the
+    channel-blocked kernel: ``conv(x, out, residual=None, threads=1)`` writes
+    ``act(clamp(leaky(conv(x) + bias (+ residual)), lo, hi))`` into ``out`` (C-contiguous float32
+    (N, C, Ho, Wo)); the arguments as :class:`.depthwise.SimdDepthwiseConv`'s. ``x`` may be any
+    float32 (N, C, H, W) view."""
+
+    def __init__(self, weight, bias, stride=1, pads=0, dilation=1, lo=-math.inf, hi=math.inf, negative_slope=None,
+                 activation=None):
+        w = np.asarray(weight, np.float32)
+        if w.ndim != 4 or w.shape[1] != 1:
+            raise ShapeError(f"BlockedDepthwiseConv: weight must be (C, 1, kh, kw), got shape {w.shape}")
+        two = lambda v: tuple(int(i) for i in v) if isinstance(v, (tuple, list)) else (int(v),) * 2
+        self.stride, self.dilation = two(stride), two(dilation)
+        pads = list(pads) if isinstance(pads, (tuple, list)) else [pads, pads]
+        self.pads = [tuple(int(i) for i in p) if isinstance(p, (tuple, list)) else (int(p), int(p)) for p in pads]
+        if min(self.stride + self.dilation) < 1 or min(min(p) for p in self.pads) < 0:
+            raise ShapeError(f"BlockedDepthwiseConv: bad stride {self.stride}, dilation {self.dilation} "
+                             f"or padding {self.pads}")
+        if (activation or "none") not in ACTIVATIONS:
+            raise ShapeError(f"BlockedDepthwiseConv: activation {activation!r} is not one of {', '.join(ACTIVATIONS)}")
+        self.C, _, kh, kw = w.shape
+        self.kernel = (kh, kw)
+        self.w = w
+        self.b = (np.zeros(self.C, np.float32) if bias is None
+                  else np.ascontiguousarray(np.asarray(bias, np.float32).reshape(self.C)))
+        self.lo, self.hi = float(lo), float(hi)
+        self.act = ACTIVATIONS.index(activation or "none")
+        self.leaky = negative_slope is not None
+        self.slope = np.float32(negative_slope if self.leaky else 1.0)
+        self.tag = _tag(LANES)
+        self._none = np.zeros(1, np.float32)
+
+    @property
+    def w(self) -> np.ndarray:
+        """The weight as (C, 1, kh, kw); the kernel reads :attr:`wc`, (blocks, kh * kw, 16)."""
+        return self._w
+
+    @w.setter
+    def w(self, w):
+        self._w = np.asarray(w, np.float32).reshape(self.C, 1, *self.kernel)
+        nb = -(-self.C // LANES)
+        wc = np.zeros((nb * LANES, self.kernel[0] * self.kernel[1]), np.float32)
+        wc[:self.C] = self._w.reshape(self.C, -1)
+        self.wc = np.ascontiguousarray(wc.reshape(nb, LANES, -1).transpose(0, 2, 1)).reshape(-1)
+
+    @property
+    def b(self) -> np.ndarray:
+        return self._b
+
+    @b.setter
+    def b(self, b):
+        self._b = b
+        self.bc = np.zeros(-(-self.C // LANES) * LANES, np.float32)
+        self.bc[:self.C] = b
+
+    def out_shape(self, shape):
+        N, _, H, W = shape
+        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
+        Ho = (H + sum(self.pads[0]) - dh * (kh - 1) - 1) // sh + 1
+        Wo = (W + sum(self.pads[1]) - dw * (kw - 1) - 1) // sw + 1
+        return (N, self.C, Ho, Wo)
+
+    def bind(self, x, out, residual=None) -> BlockedRun:
+        """This conv on ``x`` into ``out`` as per-image task ranges (channel blocks): the bound-call
+        protocol of :func:`.direct.run_bound`."""
+        return BlockedRun(self, x, out, residual)
+
+    def __call__(self, x, out, residual=None, threads: int = 1):
+        run_bound(self.bind(x, out, residual), threads)
+        return out
+
+
+class BlockedRun:
+    """One call of a :class:`BlockedDepthwiseConv`: :meth:`run_tasks` computes channel blocks
+    ``[t0, t1)`` of image ``n`` (each range with its own buffers, so ranges may run at once);
+    :meth:`fill` has nothing to do (``channels == 0``: each block transposes its own input)."""
+    __slots__ = ("_args", "channels", "images", "tasks")
+
+    def __init__(self, conv: BlockedDepthwiseConv, x, out, residual):
+        N, C, H, W = x.shape
+        if C != conv.C:
+            raise ShapeError(f"BlockedDepthwiseConv: input has {C} channels, the weight {conv.C}")
+        _, _, Ho, Wo = conv.out_shape(x.shape)
+        (kh, kw), (sh, sw), (dh, dw) = conv.kernel, conv.stride, conv.dilation
+        (pt, pb), (pl, pr) = conv.pads
+        Hp = max(H + pt + pb, (Ho - 1) * sh + (kh - 1) * dh + 1)
+        Wp = max(W + pl + pr, (Wo - 1) * sw + (kw - 1) * dw + 1)
+        self.images, self.channels, self.tasks = N, 0, -(-C // LANES)
+        xc = np.ascontiguousarray(x, np.float32).reshape(-1)
+        res = conv._none if residual is None else residual.reshape(-1)
+        self._args = (xc, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, kh, kw, conv.wc, conv.bc, out.reshape(-1), res,
+                      residual is not None, conv.leaky, conv.slope, conv.lo, conv.hi, conv.act, Ho, Wo, conv.tag)
+
+    def fill(self, n: int, c0: int, c1: int):
+        """Nothing: :meth:`run_tasks` transposes the input it reads."""
+
+    def run_tasks(self, n: int, t0: int, t1: int):
+        """Channel blocks ``[t0, t1)`` of image ``n``."""
+        dwb_tasks(*self._args, n, t0, t1)
