@@ -190,6 +190,38 @@ def out(node):
     return node.output(0)
 
 
+#: the rt_info key (``ov::NonconvertibleDivide``) that keeps OpenVINO from turning a Divide into a
+#: multiplication by the divisor's reciprocal (``ConvertDivide``), which is off by an ulp a fifth
+#: of the time and wrong where the reciprocal overflows or is subnormal (on AVX-512, 1e-30 / 1e-40
+#: gave inf and -0 / 1e-40 NaN; torch: 1e10 and -0)
+EXACT_DIVIDE = "nonconvertable_divide_0"
+
+
+def divide(o, a, b):
+    """``a / b`` as torch computes it, IEEE division (:data:`EXACT_DIVIDE`), unless ``a`` is a
+    constant: OpenVINO's CPU plugin fuses such a Divide into the layer computing ``b`` (a Reduce,
+    a FullyConnected) as ``b / a`` (2.5 / sum(x) came out as sum(x) / 2.5), so ``c / b`` is left
+    to OpenVINO's ``c * b^-1`` (exact for the ``1 / b`` converters make; ``b^-1`` is IEEE's)."""
+    node = o.divide(a, b)
+    if a.get_node().get_type_name() != "Constant":
+        node.get_rt_info()[EXACT_DIVIDE] = ""
+    return node.output(0)
+
+
+#: the divisors whose float32 reciprocal is a normal number: a Divide by a constant that OpenVINO
+#: fuses into the layer before it becomes a multiplication by the reciprocal whatever the rt_info
+#: says (within an ulp), so constant divisors outside this range run elsewhere
+RECIPROCAL_NORMAL = (2.0 ** -126, 2.0 ** 126)
+
+
+def constant_divisor_ok(v) -> bool:
+    """Whether dividing by the constant ``v`` (a scalar or an array) is safe as a multiplication
+    by its reciprocal: every finite nonzero value within :data:`RECIPROCAL_NORMAL`."""
+    a = np.abs(np.asarray(v, dtype=np.float32))
+    a = a[np.isfinite(a) & (a != 0)]
+    return bool(((a >= RECIPROCAL_NORMAL[0]) & (a <= RECIPROCAL_NORMAL[1])).all())
+
+
 def norm_dim(d: int, r: int, what: str = "dim") -> int:
     if not -max(r, 1) <= d < max(r, 1):
         raise EngineBuildError(f"{what} {d} out of range for rank {r}")
