@@ -67,13 +67,13 @@ class Engine:
         # when it fuses them all (reduce._softmax); else the model is built again with the checks
         deferred: list | None = [] if self.options.nan_checks else None
         model, self.input_dims = build_model(segment.graph, self.name, ov, _opset(ov), self.options.nan_checks,
-                                             deferred)
+                                             deferred, self.options.precision)
         self.compiled = self._compile(model)
         #: how softmax rows torch makes NaN are handled: None (no softmax deferred), or a note
         self.softmax_rows: str | None = None
         if deferred:
             if unfused_softmax(self.compiled):
-                model, _ = build_model(segment.graph, self.name, ov, _opset(ov), True, None)
+                model, _ = build_model(segment.graph, self.name, ov, _opset(ov), True, None, self.options.precision)
                 self.compiled = self._compile(model)
                 self.softmax_rows = (f"{len(deferred)} attention softmax(es) not fused by OpenVINO: "
                                      f"row checks built in")

@@ -288,6 +288,34 @@ def test_bf16_runs_in_bfloat16_within_the_stated_error():
     assert 0 < err < BF16_REL_ERR, err
 
 
+CONV_RELU = """graph(%x : Float(1, 3, 4, 4)):
+  %w : Float(3, 1, 1, 1) = prim::Constant[param="w"]()
+  %s : int[] = prim::Constant[value=[1, 1]]()
+  %p : int[] = prim::Constant[value=[0, 0]]()
+  %g : int = prim::Constant[value=3]()
+  %n : NoneType = prim::Constant()
+  %h : Tensor = aten::conv2d(%x, %w, %n, %s, %p, %s, %g)
+  %y : Tensor = aten::relu(%h)
+  return (%y)
+"""
+
+
+@pytest.mark.parametrize("precision", ["f32", pytest.param("bf16", marks=pytest.mark.skipif(
+    not NATIVE_BF16, reason="this CPU has no native bfloat16"))])
+def test_a_relu_fused_after_a_convolution_keeps_nan_and_zeroes_minus_inf(precision):
+    """relu's form differs by precision (Elu(0) in f32, a Select in bf16): both give torch's NaN,
+    inf and 0 at -inf behind a convolution (depthwise, 1x1, weights 1: the conv's output is its input)."""
+    x = _x((1, 3, 4, 4))
+    x[0, 0, 1, 1], x[0, 1, 2, 2], x[0, 2, 3, 0] = np.nan, -np.inf, np.inf
+    w = np.ones((3, 1, 1, 1), np.float32)
+    sm = _sm(CONV_RELU, {"w": w}, engine_options={"precision": precision})
+    assert sm.partition.segments[0].status == "engine", sm.partition.format()
+    got = sm(x)
+    want = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), groups=3)).numpy()
+    assert np.array_equal(np.isnan(got), np.isnan(want)) and got[0, 1, 2, 2] == 0 and got[0, 2, 3, 0] == np.inf
+    np.testing.assert_allclose(got, want, rtol=1e-2 if precision == "bf16" else 1e-6, atol=1e-6)
+
+
 def test_bf16_is_refused_on_a_cpu_without_the_feature(monkeypatch):
     """A feature test, not a vendor test: without AVX512_BF16 in ``srcore.cpu_features`` (stood for
     here by monkeypatching), bf16 falls back to cpu with the reason, and is an error under

@@ -31,6 +31,11 @@ def nan_checks() -> bool:
     return NAN_CHECKS.get()
 
 
+#: the engine's precision ("f32" or "bf16"; set by the model builder): where the faster form of a
+#: check depends on it (``pointwise.relu``)
+PRECISION: contextvars.ContextVar[str] = contextvars.ContextVar("precision", default="f32")
+
+
 #: while a model is built with softmax row checks deferred: the softmax nodes left unchecked
 #: because their only readers are matmuls (an attention block OpenVINO may fuse); None: no deferral
 DEFERRED_SOFTMAX: contextvars.ContextVar[list | None] = contextvars.ContextVar("deferred_softmax", default=None)
