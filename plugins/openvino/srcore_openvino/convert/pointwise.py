@@ -46,18 +46,21 @@ def exp(o, x):
     return keep_nan(o, x, out(o.exp(x)))
 
 
-def relu(o, x):
+def relu(o, x, after_conv: bool = False):
     """torch's relu, which keeps NaN (OpenVINO's Relu, Clamp and Maximum turn it into 0) and gives
-    0 at -inf (PRelu with slope 0 gives NaN). In float32, OpenVINO's Elu with alpha 0 (x > 0 ? x :
-    0 * (exp(x) - 1)), fused into a preceding convolution or fully connected layer as Relu is. In
-    bfloat16, where AMX makes the convolution 3x faster, the exp Elu computes per element weighs
-    more: ``Select(x < 0, 0, x)`` (a pass of its own) took 0.86x the time of Elu on resnet_small,
-    0.98x on mobilenet_v3 and 1.00x on unet_small, but 1.01x, 0.97x and 1.02x in float32 (CPU
-    time, 1 thread, Sapphire Rapids). With ``nan_checks=False`` relu is OpenVINO's Relu (0.80x
-    and 0.93x of Elu on resnet_small in bf16 and f32)."""
+    0 at -inf (PRelu with slope 0 gives NaN): OpenVINO's Elu with alpha 0 (x > 0 ? x : 0 * (exp(x)
+    - 1)), fused into a preceding convolution or fully connected layer as Relu is. Behind a
+    convolution (``after_conv``: srcore's conv2d_relu and conv2d_add_relu) in bfloat16, where AMX
+    makes the convolution 3x faster, the exp Elu computes per element weighs more:
+    ``Select(x < 0, 0, x)``, a pass of its own, took 0.86x the time of Elu on resnet_small, 0.98x
+    on mobilenet_v3 and 1.00x on unet_small (float32: 1.01x, 0.97x, 1.02x; CPU time, 1 thread,
+    Sapphire Rapids). Behind a fully connected layer Elu stays (the Select's pass made
+    transformer_block_explicit's bf16 engine 1.26x OpenVINO on its ONNX file). With
+    ``nan_checks=False`` relu is OpenVINO's Relu (0.80x and 0.93x of Elu on resnet_small in bf16
+    and f32)."""
     if not nan_checks():
         return out(o.relu(x))
-    if PRECISION.get() == "bf16":
+    if after_conv and PRECISION.get() == "bf16":
         # Less, not Greater: ordered on every ISA (see clamp)
         return out(o.select(out(o.less(x, f32(o, 0.0))), f32(o, 0.0), x))
     return out(o.elu(x, 0.0))
