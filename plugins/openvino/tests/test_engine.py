@@ -469,6 +469,21 @@ TINY = """graph(%x : Float(1, 8)):
 """
 
 
+def test_the_build_time_timing_reads_cpu_time_at_one_thread_and_wall_time_at_more():
+    """At 1 thread a call's CPU time leaves out the waits of a busy machine; with more threads CPU
+    time would sum them, so wall time is read."""
+    from threadpoolctl import threadpool_limits
+
+    g = srcore.StaticModule(parse_graph(MLP, params=_mlp_params()), backends=("cpu",)).graph
+
+    def fallback(*xs):
+        return np.zeros((4, 8), np.float32)
+    with threadpool_limits(limits=1):
+        for threads, clock in ((1, "CPU time"), (2, "wall time")):
+            with pytest.raises(srcore.EngineBuildError, match=f"timed at build \\({clock}\\)"):
+                engine.build(Segment("s", "openvino", g, {"cache_dir": None, "threads": threads}, fallback))
+
+
 def test_a_segment_slower_in_openvino_than_on_cpu_stays_on_cpu():
     """Three pointwise ops on 8 values: numpy takes a few µs, an OpenVINO call tens."""
     sm = _sm(TINY, params={}, engine_options={"timing": True})
@@ -484,14 +499,16 @@ def test_a_segment_faster_in_openvino_is_kept_and_its_timing_reported():
     """The decision itself, against a stand-in next backend of known speed."""
     g = srcore.StaticModule(parse_graph(MLP, params=_mlp_params()), backends=("cpu",)).graph   # schemas resolved
 
-    def slow_fallback(*xs):
-        time.sleep(0.003)
+    def slow_fallback(*xs):     # 3 ms of work (CPU time, which the timing reads at 1 thread, or wall time)
+        t0, c0 = time.perf_counter(), time.process_time()
+        while time.perf_counter() - t0 < 0.003 or time.process_time() - c0 < 0.003:
+            pass
         return np.zeros((4, 8), np.float32)
     eng = engine.build(Segment("s", "openvino", g, {"cache_dir": None}, slow_fallback))
     assert eng.timed is not None
     t_ov, t_next, shapes = eng.timed
     assert t_ov < t_next and t_next >= 0.003 and shapes == ((4, 16),)
-    assert "timed at build on inputs (4, 16)" in eng.describe()
+    assert "on inputs (4, 16)" in eng.describe() and "timed at build (" in eng.describe()
     with pytest.raises(srcore.EngineBuildError, match="slower in OpenVINO"):
         engine.build(Segment("s", "openvino", g, {"cache_dir": None}, lambda *xs: np.zeros((4, 8), np.float32)))
 
