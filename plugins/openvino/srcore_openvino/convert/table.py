@@ -203,12 +203,16 @@ EXACT_DIVIDE = "nonconvertable_divide_0"
 
 
 def divide(o, a, b):
-    """``a / b`` as torch computes it, IEEE division (:data:`EXACT_DIVIDE`), unless ``a`` is a
-    constant: OpenVINO's CPU plugin fuses such a Divide into the layer computing ``b`` (a Reduce,
-    a FullyConnected) as ``b / a`` (2.5 / sum(x) came out as sum(x) / 2.5), so ``c / b`` is left
-    to OpenVINO's ``c * b^-1`` (exact for the ``1 / b`` converters make; ``b^-1`` is IEEE's)."""
+    """``a / b``: IEEE division, torch's quotient (:data:`EXACT_DIVIDE`), where ``b`` is computed at
+    run time (its reciprocal may overflow or be subnormal). Not where either is a constant:
+    OpenVINO's CPU plugin fuses a Divide of a constant numerator into the layer computing the
+    divisor with the operands swapped (2.5 / sum(x) came out as sum(x) / 2.5), so ``c / b``
+    (rsqrt, reciprocal, rms_norm's ``1 / sqrt(...)``) stays OpenVINO's ``c * b^-1`` (``b^-1`` is
+    IEEE's: exact for c = 1); and ``a / c`` is ``a * (1 / c)`` (within an ulp; a constant divisor
+    without a normal reciprocal is refused, :func:`constant_divisor_ok`), which OpenVINO fuses into
+    the layer before it (an attention's scaling: marking it cost bert_encoder's bf16 engine 3 %)."""
     node = o.divide(a, b)
-    if a.get_node().get_type_name() != "Constant":
+    if "Constant" not in (a.get_node().get_type_name(), b.get_node().get_type_name()):
         node.get_rt_info()[EXACT_DIVIDE] = ""
     return node.output(0)
 
