@@ -67,6 +67,12 @@ def test_bench_model_through_openvino(name):
 #: zoo models whose engines cannot all be built: a Tensor[] that a node outside the engine reads
 #: (the partitioner cuts segments by node; see docs/openvino.md), so one segment falls back
 LIST_LEAVES = {"split_chunk", "lstm_tagger", "bigru_encoder", "pointnet", "yolo_detect"}
+#: why else a segment of these may fall back (yolo_detect's anchor grids: a meshgrid of aranges
+#: sized at run time)
+OTHER_FALLBACKS = {"yolo_detect": ("meshgrid of inputs of dynamic length",)}
+#: zoo models with nothing an engine takes: float64 or integer work, control flow, in-place
+#: aliasing, ops outside the table (every node refused, with its reason)
+NO_ENGINE = {"stock_encoder", "int_ops", "double_net", "missing_ops", "one_hot_infer", "fpn_neck", "double_conv"}
 
 
 def _zoo_params():
@@ -86,10 +92,14 @@ def test_zoo_model_through_openvino(name):
     assert_matches_torch(sm, m, inputs, others, f"{name} via openvino")
     failed = [s for s in sm.partition.segments if s.status == "fallback"]
     if name in LIST_LEAVES:
-        assert all("is not a tensor the engine makes" in s.reason for s in failed), sm.partition.format()
+        ok = ("is not a tensor the engine makes", *OTHER_FALLBACKS.get(name, ()))
+        assert all(any(r in s.reason for r in ok) for s in failed), sm.partition.format()
     else:
         assert not failed, "\n".join(f"{s.name}: {s.reason}" for s in failed)
-    assert sm.partition.engines, sm.partition.format()
+    if name in NO_ENGINE:
+        assert not sm.partition.engines and all(r.reason for r in sm.partition.refused), sm.partition.format()
+    else:
+        assert sm.partition.engines, sm.partition.format()
 
 
 def _native_bf16() -> bool:
