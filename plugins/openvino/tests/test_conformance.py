@@ -150,6 +150,9 @@ def binary_cases() -> list[Case]:
         out.append(Case(f"div.Scalar-{s}", "aten::div.Scalar", (tin((3, 4), 11), s), engine=False))
     out.append(Case("div.Tensor-param-subnormal", "aten::div.Tensor",
                     (tin((2, 3), 1), Param(np.array([2.0, 1e-39, 3.0], np.float32))), engine=False))
+    out.append(Case("celu-subnormal-alpha", "aten::celu", (tin((2, 3), 1), 1e-38), COMPOSITE, engine=False))
+    out.append(Case("softplus-subnormal-beta", "aten::softplus", (tin((2, 3), 1), 1e-40, 20.0), COMPOSITE,
+                    engine=False))
     out.append(Case("pow.Tensor_Tensor", "aten::pow.Tensor_Tensor",
                     (tin((3, 4), 1, positive=True, special=False), tin((4,), 2, special=False)), TRANS))
     return out

@@ -136,7 +136,8 @@ def _conv_selu(c):
     return out(o.selu(c.x("self"), f32(o, 1.6732632423543772), f32(o, 1.0507009873554805)))
 
 
-@register("aten::celu", consts=("alpha",), check=lambda n: n.const("alpha", 1.0) != 0)
+@register("aten::celu", consts=("alpha",), check=lambda n: constant_divisor_ok(n.const("alpha", 1.0))
+          and n.const("alpha", 1.0) != 0)
 def _conv_celu(c):
     o, x = c.o, c.x("self")
     alpha = float(c.const("alpha", 1.0))
@@ -144,7 +145,8 @@ def _conv_celu(c):
     return out(o.select(out(o.greater(x, f32(o, 0.0))), x, neg))
 
 
-@register("aten::softplus", consts=("beta", "threshold"), check=lambda n: float(n.const("threshold", 20.0)) <= 88.0)
+@register("aten::softplus", consts=("beta", "threshold"),
+          check=lambda n: float(n.const("threshold", 20.0)) <= 88.0 and constant_divisor_ok(n.const("beta", 1.0)))
 def _conv_softplus(c):
     """torch: x where beta * x > threshold, else log1p(exp(beta * x)) / beta (a threshold above 88
     lets torch's exp overflow to inf where OpenVINO's fused SoftPlus does not: such nodes run
