@@ -17,7 +17,10 @@ bfloat16 runners) is reported as ``status: "wrong"`` and not timed. The default 
 models and the wider family set (``benchmarks/families.py``). Each
 (model, threads) runs in a fresh process with the thread environment of ``benchmarks.run``
 (``OMP_NUM_THREADS`` etc.: a library loaded late, MKL under trt_like, would otherwise start a
-thread per core). Writes ``OUT/openvino_ab.json``.
+thread per core). ``--cpu-time`` times each call in CPU time of the process
+(``time.process_time_ns``, as ``benchmarks.families_ab``) instead of wall time: on a machine other
+jobs keep busy, a wall-clock call also counts the time its thread waited for a core (at 1 thread;
+at 2 threads CPU time sums both). Writes ``OUT/openvino_ab.json``.
 """
 from __future__ import annotations
 
@@ -56,7 +59,8 @@ def tolerance(runner: str) -> float:
     return TOLERANCE_BF16 if runner.endswith("bf16") else TOLERANCE
 
 
-def measure_model(model: str, runners, threads: int, art: Path, rounds: int, round_s: float) -> dict:
+def measure_model(model: str, runners, threads: int, art: Path, rounds: int, round_s: float,
+                  cpu_time: bool = False) -> dict:
     from threadpoolctl import threadpool_limits
 
     names_in, xs = load_inputs(art)
@@ -92,15 +96,16 @@ def measure_model(model: str, runners, threads: int, art: Path, rounds: int, rou
         per_call[r] = time.perf_counter() - t0
     n_calls = {r: max(1, min(2000, int(round_s / max(per_call[r], 1e-7)))) for r in names}
     times: dict[str, list[float]] = {r: [] for r in names}
+    clock = time.process_time_ns if cpu_time else time.perf_counter_ns
     for k in range(rounds):
         order = names[k % len(names):] + names[:k % len(names)]
         for r in order:
             f, n = calls[r][0], n_calls[r]
             per = []
             for _ in range(n):
-                t0 = time.perf_counter_ns()
+                t0 = clock()
                 f()
-                per.append(time.perf_counter_ns() - t0)
+                per.append(clock() - t0)
             times[r].append(float(np.median(per)) * 1e-9)   # the round's median call, as benchmarks.run
     del limits
     for r in names:
@@ -137,6 +142,8 @@ def _child(model: str, threads: int, args) -> dict:
 
     cmd = [sys.executable, "-m", "benchmarks.openvino_ab", "--child", model, str(threads), "--runners", args.runners,
            "--rounds", str(args.rounds), "--round-seconds", str(args.round_seconds), "--out", args.out]
+    if args.cpu_time:
+        cmd.append("--cpu-time")
     p = subprocess.run(cmd, env=child_env(threads), capture_output=True, text=True, cwd=ROOT)
     for line in p.stdout.splitlines():
         if line.startswith("@@RESULT@@"):
@@ -157,7 +164,8 @@ def markdown(report: dict) -> str:
         for r in runners:
             c = m["runners"].get(r)
             if c and c["status"] == "ok":
-                cells.append(fmt_us(c["median_us"]))
+                # bf16's error (against torch eager's float32, relative to the largest value) beside its time
+                cells.append(fmt_us(c["median_us"]) + (f" ({c['max_rel_err']:.1e})" if r.endswith("bf16") else ""))
             elif c and c["status"] == "wrong":
                 cells.append(f"wrong ({c['max_rel_err']:.1e})")
             else:
@@ -187,13 +195,15 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--round-seconds", type=float, default=0.05)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time calls in the process's CPU time instead of wall time (a loaded machine)")
     ap.add_argument("--child", nargs=2, metavar=("MODEL", "THREADS"), help=argparse.SUPPRESS)
     args = ap.parse_args(sys.argv[1:] if argv is None else argv)
     out = Path(args.out)
     if args.child:
         model, threads = args.child[0], int(args.child[1])
         res = measure_model(model, args.runners.split(","), threads, out / "artifacts" / model, args.rounds,
-                            args.round_seconds)
+                            args.round_seconds, args.cpu_time)
         print("@@RESULT@@" + json.dumps(res, default=str))
         return 0
     report = {"command": "python -m benchmarks.openvino_ab " + " ".join(sys.argv[1:] if argv is None else argv),

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 
 import srcore
-from _harness import assert_matches_torch, bench_case, zoo_case
+from _harness import assert_matches_torch, bench_case, max_rel_err, run, torch_outputs, zoo_case
 from benchmarks.models import MODELS
 from parity_models import ZOO
 
@@ -36,7 +37,8 @@ def _cache_in_tmp(monkeypatch, tmp_path_factory):
 
 
 def _options(**kw):
-    return srcore.Options(backends=BACKENDS, engine_min_block_size=1, engine_options={"timing": False}, **kw)
+    engine_options = {"timing": False, **kw.pop("engine_options", {})}
+    return srcore.Options(backends=BACKENDS, engine_min_block_size=1, engine_options=engine_options, **kw)
 
 
 
@@ -65,6 +67,12 @@ def test_bench_model_through_openvino(name):
 #: zoo models whose engines cannot all be built: a Tensor[] that a node outside the engine reads
 #: (the partitioner cuts segments by node; see docs/openvino.md), so one segment falls back
 LIST_LEAVES = {"split_chunk", "lstm_tagger", "bigru_encoder", "pointnet", "yolo_detect"}
+#: why else a segment of these may fall back (yolo_detect's anchor grids: a meshgrid of aranges
+#: sized at run time)
+OTHER_FALLBACKS = {"yolo_detect": ("meshgrid of inputs of dynamic length",)}
+#: zoo models with nothing an engine takes: float64 or integer work, control flow, in-place
+#: aliasing, ops outside the table (every node refused, with its reason)
+NO_ENGINE = {"stock_encoder", "int_ops", "double_net", "missing_ops", "one_hot_infer", "fpn_neck", "double_conv"}
 
 
 def _zoo_params():
@@ -84,7 +92,40 @@ def test_zoo_model_through_openvino(name):
     assert_matches_torch(sm, m, inputs, others, f"{name} via openvino")
     failed = [s for s in sm.partition.segments if s.status == "fallback"]
     if name in LIST_LEAVES:
-        assert all("is not a tensor the engine makes" in s.reason for s in failed), sm.partition.format()
+        ok = ("is not a tensor the engine makes", *OTHER_FALLBACKS.get(name, ()))
+        assert all(any(r in s.reason for r in ok) for s in failed), sm.partition.format()
     else:
         assert not failed, "\n".join(f"{s.name}: {s.reason}" for s in failed)
-    assert sm.partition.engines, sm.partition.format()
+    if name in NO_ENGINE:
+        assert not sm.partition.engines and all(r.reason for r in sm.partition.refused), sm.partition.format()
+    else:
+        assert sm.partition.engines, sm.partition.format()
+
+
+def _native_bf16() -> bool:
+    try:
+        from srcore_openvino.device import bf16_refusal
+
+        return bf16_refusal() is None
+    except Exception:   # OpenVINO missing: the float32 tests above say so
+        return False
+
+
+#: bfloat16 engines against torch's float32, max |error| / max |torch| per output: the issue
+#: measured 1e-3 to 4e-3 (mlp_wide, resnet_small, transformer_block_explicit); on Sapphire Rapids
+#: (AMX-BF16) these give 1.5e-3 (both transformers), 2.5e-3 (resnet_small), 5.4e-3 (mlp_tiny).
+#: Outputs stay float32.
+BF16_RTOL = 2e-2
+
+
+@pytest.mark.skipif(not _native_bf16(), reason="no native bfloat16 on this CPU (refusal: plugins/openvino/tests)")
+@pytest.mark.parametrize("name", [pytest.param(n, id=n) for n in DEFAULT_BENCH])
+def test_bench_model_through_openvino_bf16(name):
+    m, inputs, model = bench_case(name)
+    sm = srcore.StaticModule(model, options=_options(engine_options={"precision": "bf16"}))
+    failed = [s for s in sm.partition.segments if s.status != "engine"]
+    assert not failed, sm.partition.format()
+    for got, want in zip(run(sm, inputs), torch_outputs(m, inputs), strict=True):
+        assert got.dtype == want.dtype == np.float32
+        err = max_rel_err(got, want)
+        assert err <= BF16_RTOL, f"{name} bf16: max relative error {err:.3g} > {BF16_RTOL}"

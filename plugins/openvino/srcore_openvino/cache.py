@@ -37,6 +37,8 @@ def entry_key(model, config: dict, version: str) -> str:
             h.update(memoryview(op.get_data()).cast("B"))
         else:
             h.update(repr(sorted(op.get_attributes().items(), key=lambda kv: kv[0])).encode())
+            # rt_info steers OpenVINO's transformations (convert.table.EXACT_DIVIDE)
+            h.update(repr(sorted(op.get_rt_info().keys())).encode())
     return h.hexdigest()
 
 

@@ -44,38 +44,32 @@ def device_name() -> str:
         return "CPU"
 
 
-def cpu_flags() -> frozenset[str] | None:
-    """The CPU feature flags of ``/proc/cpuinfo`` (None where there is no such file)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return frozenset(line.split(":", 1)[1].split())
-    except OSError:
-        return None
-    return None
+#: the CPU features (``srcore.plugin.cpu_features``, numpy's names) under which bfloat16 is computed
+#: natively: AVX512_BF16's dot products (Intel from Cooper Lake, AMD from Zen 4; every CPU with AMX-BF16
+#: has it too). Elsewhere OpenVINO would emulate bfloat16, slower than float32.
+NATIVE_BF16_FEATURES = ("AVX512BF16",)
 
 
-NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
-
-
-def bf16_refusal(caps: tuple[str, ...] | None = None, flags: frozenset[str] | None = ...,
+def bf16_refusal(caps: tuple[str, ...] | None = None, features: frozenset[str] | None = None,
                  name: str | None = None) -> str | None:
     """None if this CPU computes bfloat16 natively, else why ``precision="bf16"`` is refused.
 
-    Native means: OpenVINO's CPU device lists ``BF16`` among its optimization capabilities
-    and, where the kernel tells (``/proc/cpuinfo``), the CPU has ``avx512_bf16`` or
-    ``amx_bf16`` (elsewhere bfloat16 would be emulated, slower than float32).
+    A feature test, never a vendor test: OpenVINO's CPU device must list ``BF16`` among its
+    optimization capabilities and the CPU must have one of :data:`NATIVE_BF16_FEATURES`
+    (``srcore.plugin.cpu_features``, which tests monkeypatch to stand for another machine).
     """
     caps = capabilities() if caps is None else caps
-    flags = cpu_flags() if flags is ... else flags
-    has_flag = flags is None or any(f in flags for f in NATIVE_BF16_FLAGS)
-    if "BF16" in caps and has_flag:
+    if features is None:
+        from srcore import plugin
+
+        features = plugin.cpu_features()
+    has_feature = any(f in features for f in NATIVE_BF16_FEATURES)
+    if "BF16" in caps and has_feature:
         return None
     why = []
     if "BF16" not in caps:
         why.append(f"OpenVINO's CPU device offers {', '.join(caps) or 'no precision'} but not BF16")
-    if not has_flag:
-        why.append("the CPU has neither avx512_bf16 nor amx_bf16")
+    if not has_feature:
+        why.append(f"the CPU lacks {' and '.join(NATIVE_BF16_FEATURES)}")
     return (f"precision 'bf16' needs native bfloat16; on this CPU ({name or device_name()}) "
             + " and ".join(why) + ": use precision 'f32'")

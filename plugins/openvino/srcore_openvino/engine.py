@@ -67,13 +67,13 @@ class Engine:
         # when it fuses them all (reduce._softmax); else the model is built again with the checks
         deferred: list | None = [] if self.options.nan_checks else None
         model, self.input_dims = build_model(segment.graph, self.name, ov, _opset(ov), self.options.nan_checks,
-                                             deferred)
+                                             deferred, self.options.precision)
         self.compiled = self._compile(model)
         #: how softmax rows torch makes NaN are handled: None (no softmax deferred), or a note
         self.softmax_rows: str | None = None
         if deferred:
             if unfused_softmax(self.compiled):
-                model, _ = build_model(segment.graph, self.name, ov, _opset(ov), True, None)
+                model, _ = build_model(segment.graph, self.name, ov, _opset(ov), True, None, self.options.precision)
                 self.compiled = self._compile(model)
                 self.softmax_rows = (f"{len(deferred)} attention softmax(es) not fused by OpenVINO: "
                                      f"row checks built in")
@@ -89,6 +89,7 @@ class Engine:
         #: input signature -> why it runs node by node (OpenVINO rejected it, or it is empty)
         self.unplanned: dict[tuple, str] = {}
         self.timed: tuple[float, float, tuple] | None = None
+        self.timing_clock = "wall time"
         if self.options.timing and self.fallback is not None:
             self._time_against_fallback()
 
@@ -116,7 +117,7 @@ class Engine:
         req = getattr(self._local, "request", None)
         if req is None:
             req = self._local.request = self.compiled.create_infer_request()
-            #: per input: (address, shape, strides) of the array the request reads in place
+            #: per input: (array, shape, address) of the array the request reads in place
             self._local.bound = [None] * self.n_inputs
         return req
 
@@ -149,11 +150,17 @@ class Engine:
                     raise _Empty()
                 else:
                     # the request reads its input tensors in place: an array at the address, of the
-                    # shape, it already reads needs no new tensor (binding one costs ~20 µs a call)
-                    at = (x.__array_interface__["data"][0], x.shape)
-                    if bound[i] == at:
+                    # shape, it already reads needs no new tensor (binding one costs 2.5-20 µs a call).
+                    # The same array object is the common case and the cheap test (reading the
+                    # address through __array_interface__ costs 1-2 µs)
+                    b = bound[i]
+                    if b is not None and b[0] is x and b[1] == x.shape:
                         continue
-                    bound[i] = at
+                    at = x.__array_interface__["data"][0]
+                    if b is not None and b[2] == at and b[1] == x.shape:
+                        bound[i] = (x, x.shape, at)
+                        continue
+                    bound[i] = (x, x.shape, at)
                 if x.size == 0:
                     raise _Empty()
                 req.set_input_tensor(i, tensor(x, shared_memory=True))
@@ -194,14 +201,20 @@ class Engine:
         which a busy machine's stalls do not move."""
         xs = self._trial_inputs()
         ov_times, next_times = [], []
+        # one thread on both sides: CPU time, which leaves out the time a call waits for a core on
+        # a busy machine (in wall time detection_head's engine took 19.7 ms at its best call against
+        # cpu's 14.6 at load ~6, and fell back; its CPU time is 3.7 ms against 6.8). With more
+        # threads CPU time would sum them: wall time, best calls
+        clock = time.process_time if self.threads == 1 and intra_op_threads() == 1 else time.perf_counter
+        self.timing_clock = "CPU time" if clock is time.process_time else "wall time"
         try:
             with np.errstate(all="ignore"):
                 _timed(self, xs)
                 _timed(self.fallback, xs)
                 start = time.perf_counter()
                 while len(ov_times) < TIMING_CALLS and not self.unplanned:
-                    ov_times.append(_timed(self, xs))
-                    next_times.append(_timed(self.fallback, xs))
+                    ov_times.append(_timed(self, xs, clock))
+                    next_times.append(_timed(self.fallback, xs, clock))
                     if len(ov_times) >= 3 and time.perf_counter() - start > TIMING_BUDGET:
                         break
         except Exception:   # the trial sizes do not fit the segment (a constant reshape): keep the engine
@@ -217,7 +230,7 @@ class Engine:
         if t_ov > t_next:
             raise EngineBuildError(
                 f"slower in OpenVINO ({_us(t_ov)} per call) than node by node on {self._next_backends()} "
-                f"({_us(t_next)}), timed at build on inputs {_sig(self.timed[2])}; "
+                f"({_us(t_next)}), timed at build ({self.timing_clock}) on inputs {_sig(self.timed[2])}; "
                 f"engine_options={{'timing': False}} keeps such segments in OpenVINO")
 
     def _next_backends(self) -> str:
@@ -240,7 +253,7 @@ class Engine:
             lines.append("runs as: " + ", ".join(layers))
         if self.timed is not None:
             t_ov, t_next, shapes = self.timed
-            lines.append(f"timed at build on inputs {_sig(shapes)}: {_us(t_ov)} per call in OpenVINO, "
+            lines.append(f"timed at build ({self.timing_clock}) on inputs {_sig(shapes)}: {_us(t_ov)} per call in OpenVINO, "
                          f"{_us(t_next)} node by node on {self._next_backends()}")
         for sig, why in list(self.unplanned.items()):
             lines.append(f"inputs {_sig(sig)} run node by node on {self._next_backends()} ({why})")
@@ -299,11 +312,10 @@ def _rt(info, key: str) -> str:
     return info[key].astype(str) if key in info else ""
 
 
-def _timed(fn, xs, calls: int = 1) -> float:
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn(*xs)
-    return (time.perf_counter() - t0) / calls
+def _timed(fn, xs, clock=time.perf_counter) -> float:
+    t0 = clock()
+    fn(*xs)
+    return clock() - t0
 
 
 def _us(seconds: float) -> str:

@@ -31,6 +31,13 @@ def test_markdown_table():
     assert "| mlp_tiny | 1 | 12.3 µs | 1.23 ms | – | 1.020x | 0.75x (trt_like) |" in text, text
 
 
+def test_markdown_shows_bf16_times_with_their_error():
+    report = {"models": [{"model": "resnet_small", "threads": 1, "ratios": {},
+                          "runners": {"openvino_bf16": {"status": "ok", "median_us": 2500.0, "max_rel_err": 2.5e-3},
+                                      "openvino": {"status": "ok", "median_us": 9000.0, "max_rel_err": 1e-6}}}]}
+    assert "| resnet_small | 1 | 9.00 ms | 2.50 ms (2.5e-03) | – | – |" in markdown(report), markdown(report)
+
+
 def test_a_wrong_runner_is_shown_not_timed_and_the_sets_cover_the_families():
     from benchmarks.openvino_ab import SETS, tolerance
     from benchmarks.families import FAMILIES

@@ -120,12 +120,12 @@ def _conv_padding(c):
 
 @register("srcore::conv2d_relu", consts=_CONV, check=_conv_ok)
 def _conv_relu(c):
-    return relu(c.o, conv_nd(c, c.x("input")))
+    return relu(c.o, conv_nd(c, c.x("input")), after_conv=True)
 
 
 @register("srcore::conv2d_add_relu", consts=_CONV, check=_conv_ok)
 def _conv_add_relu(c):
-    return relu(c.o, out(c.o.add(conv_nd(c, c.x("input")), c.x("other"))))
+    return relu(c.o, out(c.o.add(conv_nd(c, c.x("input")), c.x("other"))), after_conv=True)
 
 
 @register("aten::_convolution", consts=(*_CONV, "transposed", "output_padding"), check=_conv_ok)

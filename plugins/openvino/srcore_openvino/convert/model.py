@@ -10,7 +10,7 @@ from typing import Any
 
 from srcore import EngineBuildError
 
-from .table import DEFERRED_SOFTMAX, NAN_CHECKS, Ctx, rule_for
+from .table import DEFERRED_SOFTMAX, NAN_CHECKS, PRECISION, Ctx, rule_for
 
 
 def node_op(node) -> str:
@@ -31,16 +31,19 @@ def input_shape(value) -> list[int | None]:
     return [d if isinstance(d, int) else None for d in shape]
 
 
-def build_model(graph, name: str, ov: Any, o: Any, nan_checks: bool = True, deferred: list | None = None):
+def build_model(graph, name: str, ov: Any, o: Any, nan_checks: bool = True, deferred: list | None = None,
+                precision: str = "f32"):
     """``(model, input dims)``: the OpenVINO model of segment ``graph`` (``ov`` = the openvino
     module, ``o`` = the opset module converters use; ``nan_checks``: the engine option).
     ``deferred``: a list to collect the softmax nodes whose row check was left out because only
     matmuls read them (see ``reduce._softmax``); None builds every check."""
     token = NAN_CHECKS.set(nan_checks)
     token_d = DEFERRED_SOFTMAX.set(deferred)
+    token_p = PRECISION.set(precision)
     try:
         return _build(graph, name, ov, o)
     finally:
+        PRECISION.reset(token_p)
         DEFERRED_SOFTMAX.reset(token_d)
         NAN_CHECKS.reset(token)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .table import arg_shape, f32, i64, out, rank, rank_of, register
+from .table import arg_shape, divide, f32, i64, out, rank, rank_of, register
 
 
 def _affine(c, y, axis_from: int, name_w: str = "weight", name_b: str = "bias", per_channel: bool = False):
@@ -86,5 +86,5 @@ def _rms_norm(c):
     eps = c.const("eps", None)
     eps = float(np.finfo(np.float32).eps) if eps is None else float(eps)
     ms = out(o.reduce_mean(out(o.multiply(x, x)), i64(o, list(range(r - k, r))), True))
-    y = out(o.multiply(x, out(o.divide(f32(o, 1.0), out(o.sqrt(out(o.add(ms, f32(o, eps)))))))))
+    y = out(o.multiply(x, divide(o, f32(o, 1.0), out(o.sqrt(out(o.add(ms, f32(o, eps))))))))
     return _affine(c, y, r - k, name_b="__none__")

@@ -3,7 +3,7 @@ log_softmax and cumsum along one dim."""
 from __future__ import annotations
 
 from .pointwise import exp
-from .table import (DEFERRED_SOFTMAX, EngineBuildError, arg_shape, f32, i64, nan_checks, norm_dim, out, rank,
+from .table import (DEFERRED_SOFTMAX, EngineBuildError, arg_shape, divide, f32, i64, nan_checks, norm_dim, out, rank,
                     rank_of, register)
 
 
@@ -140,7 +140,7 @@ def _var(c):
     ss = out(o.reduce_sum(out(o.multiply(d, d)), i64(o, axes), keep))
     denom = max(n - _correction(c), 0.0)
     # torch: a non-positive denominator gives inf (or NaN for 0/0)
-    return out(o.divide(ss, f32(o, denom)))
+    return divide(o, ss, f32(o, denom))
 
 
 register("aten::var.dim", consts=("dim", "unbiased", "keepdim"), check=_static_reduced_ok)(_var)

@@ -31,6 +31,11 @@ def nan_checks() -> bool:
     return NAN_CHECKS.get()
 
 
+#: the engine's precision ("f32" or "bf16"; set by the model builder): where the faster form of a
+#: check depends on it (``pointwise.relu``)
+PRECISION: contextvars.ContextVar[str] = contextvars.ContextVar("precision", default="f32")
+
+
 #: while a model is built with softmax row checks deferred: the softmax nodes left unchecked
 #: because their only readers are matmuls (an attention block OpenVINO may fuse); None: no deferral
 DEFERRED_SOFTMAX: contextvars.ContextVar[list | None] = contextvars.ContextVar("deferred_softmax", default=None)
@@ -188,6 +193,42 @@ def dims(x) -> list[int | None]:
 
 def out(node):
     return node.output(0)
+
+
+#: the rt_info key (``ov::NonconvertibleDivide``) that keeps OpenVINO from turning a Divide into a
+#: multiplication by the divisor's reciprocal (``ConvertDivide``), which is off by an ulp a fifth
+#: of the time and wrong where the reciprocal overflows or is subnormal (on AVX-512, 1e-30 / 1e-40
+#: gave inf and -0 / 1e-40 NaN; torch: 1e10 and -0)
+EXACT_DIVIDE = "nonconvertable_divide_0"
+
+
+def divide(o, a, b):
+    """``a / b``: IEEE division, torch's quotient (:data:`EXACT_DIVIDE`), where ``b`` is computed at
+    run time (its reciprocal may overflow or be subnormal). Not where either is a constant:
+    OpenVINO's CPU plugin fuses a Divide of a constant numerator into the layer computing the
+    divisor with the operands swapped (2.5 / sum(x) came out as sum(x) / 2.5), so ``c / b``
+    (rsqrt, reciprocal, rms_norm's ``1 / sqrt(...)``) stays OpenVINO's ``c * b^-1`` (``b^-1`` is
+    IEEE's: exact for c = 1); and ``a / c`` is ``a * (1 / c)`` (within an ulp; a constant divisor
+    without a normal reciprocal is refused, :func:`constant_divisor_ok`), which OpenVINO fuses into
+    the layer before it (an attention's scaling: marking it cost bert_encoder's bf16 engine 3 %)."""
+    node = o.divide(a, b)
+    if "Constant" not in (a.get_node().get_type_name(), b.get_node().get_type_name()):
+        node.get_rt_info()[EXACT_DIVIDE] = ""
+    return node.output(0)
+
+
+#: the divisors whose float32 reciprocal is a normal number: a Divide by a constant that OpenVINO
+#: fuses into the layer before it becomes a multiplication by the reciprocal whatever the rt_info
+#: says (within an ulp), so constant divisors outside this range run elsewhere
+RECIPROCAL_NORMAL = (2.0 ** -126, 2.0 ** 126)
+
+
+def constant_divisor_ok(v) -> bool:
+    """Whether dividing by the constant ``v`` (a scalar or an array) is safe as a multiplication
+    by its reciprocal: every finite nonzero value within :data:`RECIPROCAL_NORMAL`."""
+    a = np.abs(np.asarray(v, dtype=np.float32))
+    a = a[np.isfinite(a) & (a != 0)]
+    return bool(((a >= RECIPROCAL_NORMAL[0]) & (a <= RECIPROCAL_NORMAL[1])).all())
 
 
 def norm_dim(d: int, r: int, what: str = "dim") -> int:
