@@ -9,8 +9,8 @@ import numpy as np
 #: adding and subtracting 1.5 * 2^23 rounds a float32 below 2^22 to the nearest integer, ties to even
 _ROUND = np.float32(12582912.0)
 
-from .simd8 import (add_i32x8, bcast4_i8x32, copy_bytes, dot4_u8s8, dpbusd, load_i8x32, requant8_u8, store_i32x8,
-                    zero_i32x8)
+from .simd8 import (add_i32x8, bcast4_i8x32, bcast4_i8x64, copy_bytes, dot4_u8s8, dpbusd, dpbusd512, load_i8x32,
+                    load_i8x64, requant8_u8, store_i32x8, store_i32x16, zero_i32x8, zero_i32x16)
 
 
 @numba.njit(inline="always")
@@ -100,6 +100,153 @@ gemm_u8s8 = _gemm_kernel(False)
 #: the same with ``vpdpbusd`` (AVX512-VNNI): exact for every byte (no int16 step). Compiled for
 #: AVX512-VNNI: call it only where the CPU has it.
 gemm_u8s8_vnni = _gemm_kernel(True)
+
+
+@numba.njit(inline="always")
+def _zmm_8x2(a, a0, kp, kq, panels, b0, b1, c, o, ldc):
+    """Rows ``a0 / kp .. + 7`` times panels at ``b0`` and ``b1``: 16 ``zmm`` accumulators, stored at ``c[o]``."""
+    c00 = zero_i32x16()
+    c01 = zero_i32x16()
+    c10 = zero_i32x16()
+    c11 = zero_i32x16()
+    c20 = zero_i32x16()
+    c21 = zero_i32x16()
+    c30 = zero_i32x16()
+    c31 = zero_i32x16()
+    c40 = zero_i32x16()
+    c41 = zero_i32x16()
+    c50 = zero_i32x16()
+    c51 = zero_i32x16()
+    c60 = zero_i32x16()
+    c61 = zero_i32x16()
+    c70 = zero_i32x16()
+    c71 = zero_i32x16()
+    for q in range(kq):
+        w0 = load_i8x64(panels, b0 + q * 64)
+        w1 = load_i8x64(panels, b1 + q * 64)
+        x = bcast4_i8x64(a, a0 + 0 * kp + 4 * q)
+        c00 = dpbusd512(c00, x, w0)
+        c01 = dpbusd512(c01, x, w1)
+        x = bcast4_i8x64(a, a0 + 1 * kp + 4 * q)
+        c10 = dpbusd512(c10, x, w0)
+        c11 = dpbusd512(c11, x, w1)
+        x = bcast4_i8x64(a, a0 + 2 * kp + 4 * q)
+        c20 = dpbusd512(c20, x, w0)
+        c21 = dpbusd512(c21, x, w1)
+        x = bcast4_i8x64(a, a0 + 3 * kp + 4 * q)
+        c30 = dpbusd512(c30, x, w0)
+        c31 = dpbusd512(c31, x, w1)
+        x = bcast4_i8x64(a, a0 + 4 * kp + 4 * q)
+        c40 = dpbusd512(c40, x, w0)
+        c41 = dpbusd512(c41, x, w1)
+        x = bcast4_i8x64(a, a0 + 5 * kp + 4 * q)
+        c50 = dpbusd512(c50, x, w0)
+        c51 = dpbusd512(c51, x, w1)
+        x = bcast4_i8x64(a, a0 + 6 * kp + 4 * q)
+        c60 = dpbusd512(c60, x, w0)
+        c61 = dpbusd512(c61, x, w1)
+        x = bcast4_i8x64(a, a0 + 7 * kp + 4 * q)
+        c70 = dpbusd512(c70, x, w0)
+        c71 = dpbusd512(c71, x, w1)
+    store_i32x16(c, o + 0 * ldc, c00)
+    store_i32x16(c, o + 0 * ldc + 16, c01)
+    store_i32x16(c, o + 1 * ldc, c10)
+    store_i32x16(c, o + 1 * ldc + 16, c11)
+    store_i32x16(c, o + 2 * ldc, c20)
+    store_i32x16(c, o + 2 * ldc + 16, c21)
+    store_i32x16(c, o + 3 * ldc, c30)
+    store_i32x16(c, o + 3 * ldc + 16, c31)
+    store_i32x16(c, o + 4 * ldc, c40)
+    store_i32x16(c, o + 4 * ldc + 16, c41)
+    store_i32x16(c, o + 5 * ldc, c50)
+    store_i32x16(c, o + 5 * ldc + 16, c51)
+    store_i32x16(c, o + 6 * ldc, c60)
+    store_i32x16(c, o + 6 * ldc + 16, c61)
+    store_i32x16(c, o + 7 * ldc, c70)
+    store_i32x16(c, o + 7 * ldc + 16, c71)
+
+
+@numba.njit(inline="always")
+def _zmm_8x1(a, a0, kp, kq, panels, b0, c, o, ldc):
+    """:func:`_zmm_8x2` with one panel (the last of an odd count)."""
+    c00 = zero_i32x16()
+    c10 = zero_i32x16()
+    c20 = zero_i32x16()
+    c30 = zero_i32x16()
+    c40 = zero_i32x16()
+    c50 = zero_i32x16()
+    c60 = zero_i32x16()
+    c70 = zero_i32x16()
+    for q in range(kq):
+        w0 = load_i8x64(panels, b0 + q * 64)
+        c00 = dpbusd512(c00, bcast4_i8x64(a, a0 + 0 * kp + 4 * q), w0)
+        c10 = dpbusd512(c10, bcast4_i8x64(a, a0 + 1 * kp + 4 * q), w0)
+        c20 = dpbusd512(c20, bcast4_i8x64(a, a0 + 2 * kp + 4 * q), w0)
+        c30 = dpbusd512(c30, bcast4_i8x64(a, a0 + 3 * kp + 4 * q), w0)
+        c40 = dpbusd512(c40, bcast4_i8x64(a, a0 + 4 * kp + 4 * q), w0)
+        c50 = dpbusd512(c50, bcast4_i8x64(a, a0 + 5 * kp + 4 * q), w0)
+        c60 = dpbusd512(c60, bcast4_i8x64(a, a0 + 6 * kp + 4 * q), w0)
+        c70 = dpbusd512(c70, bcast4_i8x64(a, a0 + 7 * kp + 4 * q), w0)
+    store_i32x16(c, o + 0 * ldc, c00)
+    store_i32x16(c, o + 1 * ldc, c10)
+    store_i32x16(c, o + 2 * ldc, c20)
+    store_i32x16(c, o + 3 * ldc, c30)
+    store_i32x16(c, o + 4 * ldc, c40)
+    store_i32x16(c, o + 5 * ldc, c50)
+    store_i32x16(c, o + 6 * ldc, c60)
+    store_i32x16(c, o + 7 * ldc, c70)
+
+
+@numba.njit(inline="always")
+def _zmm_1x2(a, a0, kq, panels, b0, b1, c, o):
+    c00 = zero_i32x16()
+    c01 = zero_i32x16()
+    for q in range(kq):
+        x = bcast4_i8x64(a, a0 + 4 * q)
+        c00 = dpbusd512(c00, x, load_i8x64(panels, b0 + q * 64))
+        c01 = dpbusd512(c01, x, load_i8x64(panels, b1 + q * 64))
+    store_i32x16(c, o, c00)
+    store_i32x16(c, o + 16, c01)
+
+
+@numba.njit(inline="always")
+def _zmm_1x1(a, a0, kq, panels, b0, c, o):
+    c00 = zero_i32x16()
+    for q in range(kq):
+        c00 = dpbusd512(c00, bcast4_i8x64(a, a0 + 4 * q), load_i8x64(panels, b0 + q * 64))
+    store_i32x16(c, o, c00)
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def gemm_u8s8_vnni512(a, kp, m, panels, n_panels, c, row_block):
+    """:data:`gemm_u8s8_vnni` on 512-bit registers: one ``zmm`` is a packed panel's 16 channels x 4
+    depths, the micro-kernel 8 rows x 2 panels (16 accumulators, the 2 panels' weights stay in L1
+    while the rows pass). Compiled for AVX512-VNNI: call it only where the CPU has it."""
+    kq = kp // 4
+    ldc = n_panels * 16
+    ps = kq * 64
+    for i0 in range(0, m, row_block):
+        i1 = min(m, i0 + row_block)
+        jp = 0
+        while jp < n_panels:
+            b0 = jp * ps
+            i = i0
+            if jp + 2 <= n_panels:
+                while i + 8 <= i1:
+                    _zmm_8x2(a, i * kp, kp, kq, panels, b0, b0 + ps, c, i * ldc + jp * 16, ldc)
+                    i += 8
+                while i < i1:
+                    _zmm_1x2(a, i * kp, kq, panels, b0, b0 + ps, c, i * ldc + jp * 16)
+                    i += 1
+                jp += 2
+            else:
+                while i + 8 <= i1:
+                    _zmm_8x1(a, i * kp, kp, kq, panels, b0, c, i * ldc + jp * 16, ldc)
+                    i += 8
+                while i < i1:
+                    _zmm_1x1(a, i * kp, kq, panels, b0, c, i * ldc + jp * 16)
+                    i += 1
+                jp += 1
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -464,7 +611,7 @@ CONV_GEO = ("n", "h", "w", "c", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", 
             "row_block", "x_zp", "y_zp", "lo", "hi", "lim", "pixels_are_rows", "scan")
 
 
-def _conv_kernel(vnni: bool):
+def _conv_kernel(vnni: bool, zmm: bool = False):
     """One whole groups-1 convolution (``gemm.ConvPlan``) in one compiled call: the exactness scan
     of the input (bytes above ``lim`` clamped in a copy, ``scan``), then per block of
     ``row_block`` output rows the windows gathered (or the pixels themselves), the GEMM, the
@@ -505,16 +652,16 @@ def _conv_kernel(vnni: bool):
             r1 = min(m, r0 + row_block)
             rb = r1 - r0
             if pixels:
-                if vnni:
-                    gemm_u8s8_vnni(src[r0 * kp:r1 * kp], kp, rb, panels, n_panels, c, rb)
-                else:
-                    gemm_u8s8(src[r0 * kp:r1 * kp], kp, rb, panels, n_panels, c, rb)
+                rows = src[r0 * kp:r1 * kp]
             else:
                 _gather_rows(src, h, w, cch, zp, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, r0, r1, cols, kp)
-                if vnni:
-                    gemm_u8s8_vnni(cols, kp, rb, panels, n_panels, c, rb)
-                else:
-                    gemm_u8s8(cols, kp, rb, panels, n_panels, c, rb)
+                rows = cols
+            if zmm:
+                gemm_u8s8_vnni512(rows, kp, rb, panels, n_panels, c, rb)
+            elif vnni:
+                gemm_u8s8_vnni(rows, kp, rb, panels, n_panels, c, rb)
+            else:
+                gemm_u8s8(rows, kp, rb, panels, n_panels, c, rb)
             if count > 0:
                 _block_excess(c, ldc, r0, r1, panels, kp, nout, at, excess, count, h, w, cch, kh, kw, sh, sw, ph, pw,
                               dh, dw, oh, ow)
@@ -534,7 +681,8 @@ def _conv_kernel(vnni: bool):
     return conv
 
 
-#: one groups-1 convolution in one call (AVX2 GEMM; ``conv_layer_u8_vnni``: ``vpdpbusd``, compiled
-#: for AVX512-VNNI: call it only where the CPU has it)
+#: one groups-1 convolution in one call (AVX2 GEMM; ``conv_layer_u8_vnni``: ``vpdpbusd`` on ``ymm``,
+#: ``conv_layer_u8_vnni512`` on ``zmm``, compiled for AVX512-VNNI: call them only where the CPU has it)
 conv_layer_u8 = _conv_kernel(False)
 conv_layer_u8_vnni = _conv_kernel(True)
+conv_layer_u8_vnni512 = _conv_kernel(True, True)

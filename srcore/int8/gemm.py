@@ -85,9 +85,47 @@ def simd_path(features: frozenset[str] | None = None) -> str | None:
     return "avx2" if "AVX2" in features else None
 
 
+#: the paths whose sums are exact for every byte (``vpdpbusd``: no int16 step)
+EXACT_PATHS = ("vnni", "vnni512")
+
+
 @functools.lru_cache(maxsize=1)
 def _active_path() -> str | None:
-    return simd_path()
+    """:func:`simd_path`, on VNNI CPUs with the register width chosen (:func:`vnni_width`)."""
+    path = simd_path()
+    return vnni_width() if path == "vnni" else path
+
+
+def vnni_width(timer=None) -> str:
+    """``"vnni512"`` (the ``zmm`` micro-kernel, 8 rows x 32 channels) or ``"vnni"`` (``ymm``, 4 x 16),
+    whichever multiplies a layer-sized product faster here, timed once per process in alternation
+    (where 512-bit ``vpdpbusd`` runs at the full rate, as on Intel's AVX-512 cores, ``zmm`` wins
+    1.8x; where it is split in two halves it may not); ``SRCORE_INT8_GEMM=vnni256`` or ``=vnni512``
+    picks one without timing. ``timer``: ``fn -> seconds`` for tests."""
+    env = os.environ.get("SRCORE_INT8_GEMM", "").lower()
+    if env in ("vnni256", "vnni512"):
+        return "vnni512" if env == "vnni512" else "vnni"
+    rng = np.random.default_rng(0)
+    m, k, n = 196, 576, 64
+    a = rng.integers(0, 256, (m, k), dtype=np.uint8).reshape(-1)
+    p = pack(rng.integers(-127, 128, (n, k), dtype=np.int8), np.zeros(n))
+    c = np.empty(m * p.n_panels * NR, np.int32)
+    rows = _row_block(m, p.kp)
+    cands = {path: functools.partial(_kernels(path), a, p.kp, m, p.panels, p.n_panels, c, rows)
+             for path in ("vnni512", "vnni")}
+    best = dict.fromkeys(cands, math.inf)
+    for fn in cands.values():
+        fn()                                    # compiled or loaded before it is timed
+    for _ in range(5):
+        for path, fn in cands.items():
+            best[path] = min(best[path], (timer or _seconds)(fn))
+    return min(best, key=best.get)
+
+
+def _seconds(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
 
 
 def _simd_supported() -> bool:
@@ -101,10 +139,10 @@ def _kernel_module():
     return module
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=3)
 def _kernels(path: str = "avx2"):
-    from ._kernels import gemm_u8s8, gemm_u8s8_vnni
-    return gemm_u8s8_vnni if path == "vnni" else gemm_u8s8
+    from . import _kernels as k
+    return {"vnni": k.gemm_u8s8_vnni, "vnni512": k.gemm_u8s8_vnni512}.get(path, k.gemm_u8s8)
 
 
 @attrs.frozen(eq=False)
@@ -207,7 +245,7 @@ def _exact_raw(a: np.ndarray, p: PackedInt8, overwrite: bool = False) -> np.ndar
     from ._kernels import add_excess, clamp_excess
 
     m = a.shape[0]
-    if not a.size or p.lim >= 255 or _active_path() == "vnni":     # vpdpbusd has no int16 step
+    if not a.size or p.lim >= 255 or _active_path() in EXACT_PATHS:     # vpdpbusd has no int16 step
         return _raw_gemm(a, m, p)
     if not overwrite:
         if int(a.max()) <= p.lim:
@@ -557,7 +595,7 @@ def _make_conv_plan(x_shape, x_zp, p: PackedInt8, kernel, stride, padding, dilat
     C = cl_shape[-1]
     m = cl_shape[0] * math.prod(out_sp)
     size = math.prod(cl_shape)
-    scan = not (p.lim >= 255 or p.lim < 128 or _active_path() == "vnni" or p.has_zero_points or x_zp > p.lim or m * p.kp < size
+    scan = not (p.lim >= 255 or p.lim < 128 or _active_path() in EXACT_PATHS or p.has_zero_points or x_zp > p.lim or m * p.kp < size
                 or not size)
     mult, bias_div = _requant_constants(p, x_scale, w_scales, bias, y_scale)
     lo = int(y_zero_point) if relu else QDTYPES["quint8"].qmin
@@ -568,7 +606,7 @@ def _make_conv_plan(x_shape, x_zp, p: PackedInt8, kernel, stride, padding, dilat
     # one compiled call: the scan on the input whatever the geometry (a strided 1x1 conv's input is
     # larger than its rows, but screened 64 bytes at a time); not with weight zero points (their
     # row sums) nor where padding reads a zero point above lim (it would saturate the int16 pair)
-    scan_input = not (p.lim >= 255 or _active_path() == "vnni")
+    scan_input = not (p.lim >= 255 or _active_path() in EXACT_PATHS)
     if size and not p.has_zero_points and p.lim >= 128 and not (scan_input and x_zp > p.lim and any(padding)):
         # the block's int32 sums stay in L2 with its rows (requantized while there)
         row_block = min(row_block, max(MR, (C_BLOCK_BYTES // (p.n_panels * NR * 4)) // MR * MR))
@@ -635,10 +673,10 @@ def conv_add_requantize(x_u8: np.ndarray, x_zp: int, p: PackedInt8, kernel, stri
     return plan._run_fused(x_u8, out, flat, *got)
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=3)
 def _conv_layer(path: str):
-    from ._kernels import conv_layer_u8, conv_layer_u8_vnni
-    return conv_layer_u8_vnni if path == "vnni" else conv_layer_u8
+    from . import _kernels as k
+    return {"vnni": k.conv_layer_u8_vnni, "vnni512": k.conv_layer_u8_vnni512}.get(path, k.conv_layer_u8)
 
 
 def linear_rows(x_u8: np.ndarray, p: PackedInt8) -> np.ndarray:

@@ -274,6 +274,44 @@ def test_the_vnni_kernel_is_vpdpbusd_and_exact_where_it_runs():
         assert np.array_equal(c[:, :n], a.astype(np.int64) @ w.T.astype(np.int64))
 
 
+def test_the_zmm_vnni_kernel_is_512_bit_vpdpbusd_and_exact_where_it_runs():
+    """8 rows x 2 panels, with the tails: 9 rows (a block of 8 and one row), 3 panels (a pair and
+    one), a depth not a multiple of 16 quads; bytes up to 255 and weights down to -128."""
+    import numba
+    from srcore.int8 import _kernels
+
+    rng = np.random.default_rng(5)
+    m, k, n = 9, 138, 40
+    a = np.zeros((m, -(-k // 4) * 4), np.uint8)
+    a[:, :k] = rng.integers(0, 256, (m, k), dtype=np.uint8)
+    w = rng.integers(-128, 128, (n, k), dtype=np.int8)
+    p = int8_gemm.pack(w, np.zeros(n))
+    c = np.full((m, p.n_panels * 16), -1, np.int32)
+    args = (a.reshape(-1), p.kp, m, p.panels, p.n_panels, c.reshape(-1), 8)
+    sig = tuple(numba.typeof(v) for v in args)
+    fresh = numba.njit(nogil=True, boundscheck=False)(_kernels.gemm_u8s8_vnni512.py_func)
+    fresh.compile(sig)
+    asm = fresh.inspect_asm(sig)
+    # zmm operands: LLVM did not split the 512-bit values in two ymm halves
+    assert any("vpdpbusd" in line and "zmm" in line for line in asm.splitlines())
+    if int8_gemm.simd_path() == "vnni":
+        _kernels.gemm_u8s8_vnni512(*args)
+        assert np.array_equal(c[:, :n], a[:, :k].astype(np.int64) @ w.T.astype(np.int64))
+
+
+def test_the_vnni_register_width_is_chosen_by_timing(monkeypatch):
+    """On a VNNI CPU the faster of the ymm and zmm kernels wins (timed here by a fake clock that
+    says which is faster); the environment picks one without timing."""
+    monkeypatch.delenv("SRCORE_INT8_GEMM", raising=False)
+    monkeypatch.setattr(int8_gemm, "_kernels", lambda path: lambda *args: path)     # nothing runs
+    for fast in ("vnni", "vnni512"):
+        assert int8_gemm.vnni_width(timer=lambda fn: 1.0 if fn() == fast else 2.0) == fast
+    monkeypatch.setenv("SRCORE_INT8_GEMM", "vnni256")
+    assert int8_gemm.vnni_width(timer=lambda fn: pytest.fail("timed")) == "vnni"
+    monkeypatch.setenv("SRCORE_INT8_GEMM", "vnni512")
+    assert int8_gemm.vnni_width(timer=lambda fn: pytest.fail("timed")) == "vnni512"
+
+
 def test_both_gemm_kernels_load_from_numba_s_cache_in_a_new_process():
     """The kernels come from one factory (a closure per multiply-accumulate step): numba's on-disk
     cache keys a closure on its bytecode and cell values, so another process loads, not compiles."""
