@@ -9,6 +9,7 @@ import numpy as np
 #: adding and subtracting 1.5 * 2^23 rounds a float32 below 2^22 to the nearest integer, ties to even
 _ROUND = np.float32(12582912.0)
 
+from . import amx as _amx
 from .simd8 import (add_i32x8, bcast4_i8x32, bcast4_i8x64, copy_bytes, dot4_u8s8, dpbusd, dpbusd512, load_i8x32,
                     load_i8x64, requant8_u8, store_i32x8, store_i32x16, zero_i32x8, zero_i32x16)
 
@@ -247,6 +248,46 @@ def gemm_u8s8_vnni512(a, kp, m, panels, n_panels, c, row_block):
                     _zmm_1x1(a, i * kp, kq, panels, b0, c, i * ldc + jp * 16)
                     i += 1
                 jp += 1
+
+
+_TILE_CONFIG = _amx.tile_config()
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def gemm_u8s8_amx(a, kp, m, panels, n_panels, c, row_block):
+    """:data:`gemm_u8s8_vnni` on AMX-INT8 tiles (:mod:`.amx`): blocks of 32 rows x 2 panels as four
+    16 x 16 int32 tiles, 64 depths per ``tdpbusd``; ``kp`` a multiple of 64 (``gemm.pack``'s
+    ``align``). Rows of a block beyond its whole tiles go to :func:`gemm_u8s8_vnni512`, a last odd
+    panel or tile of rows is a 2 x 2 step with one operand repeated (its results not stored).
+    Compiled for AMX: call it only where :func:`.amx.permitted`."""
+    ldc = n_panels * 16
+    ps = kp * 16
+    kt = kp // 64
+    _amx.load_config(_TILE_CONFIG)
+    for r0 in range(0, m, row_block):
+        r1 = min(m, r0 + row_block)
+        t1 = r0 + (r1 - r0) // 16 * 16
+        jp = 0
+        while jp < n_panels and t1 > r0:
+            pair = jp + 1 < n_panels
+            b0 = jp * ps
+            b1 = b0 + ps if pair else b0
+            i = r0
+            while i < t1:
+                two = i + 16 < t1
+                a0 = i * kp
+                a1 = a0 + 16 * kp if two else a0
+                _amx.zero_c()
+                for t in range(kt):
+                    _amx.dp_2x2(a, a0 + t * 64, a1 + t * 64, kp, panels, b0 + t * 1024, b1 + t * 1024)
+                o = i * ldc + jp * 16
+                mask = 1 | (2 if pair else 0) | (4 if two else 0) | (8 if two and pair else 0)
+                _amx.store_c(c, o, o + 16, o + 16 * ldc, o + 16 * ldc + 16, ldc, mask)
+                i += 32 if two else 16
+            jp += 2
+        if t1 < r1:
+            gemm_u8s8_vnni512(a[t1 * kp:r1 * kp], kp, r1 - t1, panels, n_panels, c[t1 * ldc:], r1 - t1)
+    _amx.release()
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -611,7 +652,7 @@ CONV_GEO = ("n", "h", "w", "c", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", 
             "row_block", "x_zp", "y_zp", "lo", "hi", "lim", "pixels_are_rows", "scan")
 
 
-def _conv_kernel(vnni: bool, zmm: bool = False):
+def _conv_kernel(vnni: bool, zmm: bool = False, amx: bool = False):
     """One whole groups-1 convolution (``gemm.ConvPlan``) in one compiled call: the exactness scan
     of the input (bytes above ``lim`` clamped in a copy, ``scan``), then per block of
     ``row_block`` output rows the windows gathered (or the pixels themselves), the GEMM, the
@@ -656,7 +697,9 @@ def _conv_kernel(vnni: bool, zmm: bool = False):
             else:
                 _gather_rows(src, h, w, cch, zp, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, r0, r1, cols, kp)
                 rows = cols
-            if zmm:
+            if amx:
+                gemm_u8s8_amx(rows, kp, rb, panels, n_panels, c, rb)
+            elif zmm:
                 gemm_u8s8_vnni512(rows, kp, rb, panels, n_panels, c, rb)
             elif vnni:
                 gemm_u8s8_vnni(rows, kp, rb, panels, n_panels, c, rb)
@@ -686,3 +729,5 @@ def _conv_kernel(vnni: bool, zmm: bool = False):
 conv_layer_u8 = _conv_kernel(False)
 conv_layer_u8_vnni = _conv_kernel(True)
 conv_layer_u8_vnni512 = _conv_kernel(True, True)
+#: the same on AMX tiles (:func:`gemm_u8s8_amx`): call it only where :func:`.amx.permitted`
+conv_layer_u8_amx = _conv_kernel(True, False, True)

@@ -258,7 +258,7 @@ def test_the_vnni_kernel_is_vpdpbusd_and_exact_where_it_runs():
     m, k, n = 9, 136, 40
     a = rng.integers(0, 256, (m, k), dtype=np.uint8)      # bytes above the AVX2 pair's limit too
     w = rng.integers(-128, 128, (n, k), dtype=np.int8)
-    p = int8_gemm.pack(w, np.zeros(n))
+    p = int8_gemm.pack(w, np.zeros(n), align=4)
     c = np.zeros((m, p.n_panels * 16), np.int32)
     args = (a.reshape(-1), p.kp, m, p.panels, p.n_panels, c.reshape(-1), 8)
     sig = tuple(numba.typeof(v) for v in args)
@@ -285,7 +285,7 @@ def test_the_zmm_vnni_kernel_is_512_bit_vpdpbusd_and_exact_where_it_runs():
     a = np.zeros((m, -(-k // 4) * 4), np.uint8)
     a[:, :k] = rng.integers(0, 256, (m, k), dtype=np.uint8)
     w = rng.integers(-128, 128, (n, k), dtype=np.int8)
-    p = int8_gemm.pack(w, np.zeros(n))
+    p = int8_gemm.pack(w, np.zeros(n), align=4)
     c = np.full((m, p.n_panels * 16), -1, np.int32)
     args = (a.reshape(-1), p.kp, m, p.panels, p.n_panels, c.reshape(-1), 8)
     sig = tuple(numba.typeof(v) for v in args)
@@ -299,17 +299,49 @@ def test_the_zmm_vnni_kernel_is_512_bit_vpdpbusd_and_exact_where_it_runs():
         assert np.array_equal(c[:, :n], a[:, :k].astype(np.int64) @ w.T.astype(np.int64))
 
 
-def test_the_vnni_register_width_is_chosen_by_timing(monkeypatch):
-    """On a VNNI CPU the faster of the ymm and zmm kernels wins (timed here by a fake clock that
-    says which is faster); the environment picks one without timing."""
+def test_the_vnni_kernel_is_chosen_by_timing(monkeypatch):
+    """On a VNNI CPU the fastest of the ymm, zmm and (where permitted) AMX kernels wins (timed here by
+    a fake clock that says which is faster); the environment picks one without timing, AMX only
+    where the operating system lends the tiles."""
     monkeypatch.delenv("SRCORE_INT8_GEMM", raising=False)
     monkeypatch.setattr(int8_gemm, "_kernels", lambda path: lambda *args: path)     # nothing runs
-    for fast in ("vnni", "vnni512"):
-        assert int8_gemm.vnni_width(timer=lambda fn: 1.0 if fn() == fast else 2.0) == fast
-    monkeypatch.setenv("SRCORE_INT8_GEMM", "vnni256")
-    assert int8_gemm.vnni_width(timer=lambda fn: pytest.fail("timed")) == "vnni"
-    monkeypatch.setenv("SRCORE_INT8_GEMM", "vnni512")
-    assert int8_gemm.vnni_width(timer=lambda fn: pytest.fail("timed")) == "vnni512"
+    for amx in (False, True):
+        monkeypatch.setattr(int8_gemm, "_amx_permitted", lambda amx=amx: amx)
+        for fast in ("vnni", "vnni512", "amx"):
+            got = int8_gemm.vnni_kernel(timer=lambda fn: 1.0 if fn() == fast else 2.0)
+            assert got == (fast if amx or fast != "amx" else got) and (amx or got != "amx")
+        for env, want in (("vnni256", "vnni"), ("vnni512", "vnni512"), ("amx", "amx")):
+            monkeypatch.setenv("SRCORE_INT8_GEMM", env)
+            if amx or env != "amx":
+                assert int8_gemm.vnni_kernel(timer=lambda fn: pytest.fail("timed")) == want
+            else:       # not permitted: timed among the others
+                assert int8_gemm.vnni_kernel(timer=lambda fn: 1.0 if fn() == "vnni" else 2.0) == "vnni"
+        monkeypatch.delenv("SRCORE_INT8_GEMM")
+
+
+def test_the_amx_kernel_is_tdpbusd_and_exact_where_it_runs():
+    """Blocks of 32 rows x 2 panels with every edge: 16-row and 9-row remainders (a single tile of
+    rows; the rest on the zmm kernel), an odd last panel, two row blocks; a depth padded to 64."""
+    import numba
+    from srcore.int8 import _kernels, amx
+
+    rng = np.random.default_rng(6)
+    m, k, n = 57, 150, 40
+    w = rng.integers(-128, 128, (n, k), dtype=np.int8)
+    p = int8_gemm.pack(w, np.zeros(n), align=64)
+    assert p.kp == 192
+    a = np.zeros((m, p.kp), np.uint8)
+    a[:, :k] = rng.integers(0, 256, (m, k), dtype=np.uint8)
+    c = np.full((m, p.n_panels * 16), -1, np.int32)
+    args = (a.reshape(-1), p.kp, m, p.panels, p.n_panels, c.reshape(-1), 48)
+    sig = tuple(numba.typeof(v) for v in args)
+    fresh = numba.njit(nogil=True, boundscheck=False)(_kernels.gemm_u8s8_amx.py_func)
+    fresh.compile(sig)
+    asm = fresh.inspect_asm(sig)
+    assert "tdpbusd" in asm and "ldtilecfg" in asm and "tilerelease" in asm
+    if int8_gemm.simd_path() == "vnni" and amx.permitted():
+        _kernels.gemm_u8s8_amx(*args)
+        assert np.array_equal(c[:, :n], a[:, :k].astype(np.int64) @ w.T.astype(np.int64))
 
 
 def test_both_gemm_kernels_load_from_numba_s_cache_in_a_new_process():
