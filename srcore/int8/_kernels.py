@@ -589,13 +589,13 @@ def _block_excess(cm, ldc, r0, r1, panels, kp, n, at, excess, count, h, w, c, kh
 
 
 @numba.njit(inline="always")
-def _add_vec_run(out, d0, other, o0, count, sa, pa, sb, pb, inv, zp, lo, hi):
-    """``add_vec_u8``'s arithmetic on ``out[d0:d0 + count]`` and ``other[o0:o0 + count]``, in place."""
+def _add_vec_run(out, d0, other, o0, step, count, sa, pa, sb, pb, inv, zp, lo, hi):
+    """``add_vec_u8``'s arithmetic on ``out[d0:d0 + count]`` and ``other[o0 + j * step]``, in place
+    (``step`` 1: contiguous, LLVM vectorizes it)."""
     a = out[d0:d0 + count]
-    b = other[o0:o0 + count]
     flo, fhi, fzp = np.float32(lo - zp), np.float32(hi - zp), np.float32(zp)
     for j in range(count):
-        cv = np.float32(np.float64(a[j]) * sa + pa) + np.float32(np.float64(b[j]) * sb + pb)
+        cv = np.float32(np.float64(a[j]) * sa + pa) + np.float32(np.float64(other[o0 + j * step]) * sb + pb)
         # nearbyint by the 1.5 * 2^23 trick (vectorizes; np.rint is a libm call): exact below 2^22
         # in magnitude, and beyond it the value clamps to lo or hi either way
         v = (cv * inv + _ROUND) - _ROUND
@@ -629,22 +629,20 @@ def _add_row(out, d0, nout, r, npos, other, addf, addi):
     inv = np.float32(addf[4])
     zp, lo, hi = addf[5], addf[6], addf[7]
     if sc == 1:         # other channels-last (a conv's, add's or pool's output): contiguous, vectorized
-        _add_vec_run(out, d0, other, ob, jt, sa, pa, sb, pb, inv, zp, lo, hi)
-    else:
-        for j in range(jt):
-            cv = np.float32(np.float64(out[d0 + j]) * sa + pa) + np.float32(np.float64(other[ob + j * sc]) * sb + pb)
-            v = np.float64(np.rint(cv * inv)) + zp
-            out[d0 + j] = min(max(v, lo), hi)
+        _add_vec_run(out, d0, other, ob, 1, jt, sa, pa, sb, pb, inv, zp, lo, hi)
+    else:               # strided (an NCHW other): the same arithmetic (np.rint was a libm call per element)
+        _add_vec_run(out, d0, other, ob, sc, jt, sa, pa, sb, pb, inv, zp, lo, hi)
     if jt < nout:
         ssa, sza, ssb, szb = np.float32(addf[8]), np.int64(addf[9]), np.float32(addf[10]), np.int64(addf[11])
         fzp = np.float32(zp)
-        relu = addi[5] != 0
+        floor = np.float32(0) if addi[5] != 0 else np.float32(-np.inf)       # relu
+        qlo, qhi = np.float32(addf[12]), np.float32(hi)
         for j in range(jt, nout):
             cv = np.float32(np.int64(out[d0 + j]) - sza) * ssa + np.float32(np.int64(other[ob + j * sc]) - szb) * ssb
-            if relu:
-                cv = max(cv, np.float32(0))
-            v = np.float64(np.rint(fzp + cv * inv))
-            out[d0 + j] = min(max(v, addf[12]), hi)
+            cv = max(cv, floor)
+            # nearbyint(zp + cv * inv) by the 1.5 * 2^23 trick (as _add_vec_run: np.rint is a libm call)
+            v = ((fzp + cv * inv) + _ROUND) - _ROUND
+            out[d0 + j] = min(max(v, qlo), qhi)
 
 
 #: the integer arguments of :func:`conv_layer_u8` (``ConvPlan.geo``), by position
