@@ -263,10 +263,23 @@ def gemm_u8s8_amx(a, kp, m, panels, n_panels, c, row_block):
     ldc = n_panels * 16
     ps = kp * 16
     kt = kp // 64
+    # a tile's 16 rows at a stride of a multiple of 1 kB share a few L1 sets (4 kB: one): such rows
+    # are first copied as 16 x 64-byte blocks, a tile a contiguous 1 kB (read once per panel pair)
+    relay = kp % 1024 == 0
+    ap = np.empty(min(row_block, m) * kp if relay else 0, np.uint8)
     _amx.load_config(_TILE_CONFIG)
     for r0 in range(0, m, row_block):
         r1 = min(m, r0 + row_block)
         t1 = r0 + (r1 - r0) // 16 * 16
+        if relay:
+            for i in range(r0, t1):
+                src = i * kp
+                dst = ((i - r0) // 16 * kt) * 1024 + (i - r0) % 16 * 64
+                for t in range(kt):
+                    copy_bytes(ap, dst + t * 1024, a, src + t * 64, 64)
+            src_a, lda, tstep, rstep, base = ap, 64, 1024, 16 * kp, r0
+        else:
+            src_a, lda, tstep, rstep, base = a, kp, 64, 16 * kp, 0
         jp = 0
         while jp < n_panels and t1 > r0:
             pair = jp + 1 < n_panels
@@ -275,11 +288,11 @@ def gemm_u8s8_amx(a, kp, m, panels, n_panels, c, row_block):
             i = r0
             while i < t1:
                 two = i + 16 < t1
-                a0 = i * kp
-                a1 = a0 + 16 * kp if two else a0
+                a0 = (i - base) * kp
+                a1 = a0 + rstep if two else a0
                 _amx.zero_c()
                 for t in range(kt):
-                    _amx.dp_2x2(a, a0 + t * 64, a1 + t * 64, kp, panels, b0 + t * 1024, b1 + t * 1024)
+                    _amx.dp_2x2(src_a, a0 + t * tstep, a1 + t * tstep, lda, panels, b0 + t * 1024, b1 + t * 1024)
                 o = i * ldc + jp * 16
                 mask = 1 | (2 if pair else 0) | (4 if two else 0) | (8 if two and pair else 0)
                 _amx.store_c(c, o, o + 16, o + 16 * ldc, o + 16 * ldc + 16, ldc, mask)

@@ -342,6 +342,13 @@ def test_the_amx_kernel_is_tdpbusd_and_exact_where_it_runs():
     if int8_gemm.simd_path() == "vnni" and amx.permitted():
         _kernels.gemm_u8s8_amx(*args)
         assert np.array_equal(c[:, :n], a[:, :k].astype(np.int64) @ w.T.astype(np.int64))
+        # a depth of a multiple of 1 kB: the rows are relaid as contiguous tiles first
+        w2 = rng.integers(-128, 128, (n, 1024), dtype=np.int8)
+        a2 = rng.integers(0, 256, (m, 1024), dtype=np.uint8)
+        p2 = int8_gemm.pack(w2, np.zeros(n), align=64)
+        c2 = np.full((m, p2.n_panels * 16), -1, np.int32)
+        _kernels.gemm_u8s8_amx(a2.reshape(-1), p2.kp, m, p2.panels, p2.n_panels, c2.reshape(-1), 48)
+        assert np.array_equal(c2[:, :n], a2.astype(np.int64) @ w2.T.astype(np.int64))
 
 
 def test_both_gemm_kernels_load_from_numba_s_cache_in_a_new_process():
