@@ -11,7 +11,7 @@ _ROUND = np.float32(12582912.0)
 
 from . import amx as _amx
 from .simd8 import (add_i32x8, bcast4_i8x32, bcast4_i8x64, copy_bytes, dot4_u8s8, dpbusd, dpbusd512, load_i8x32,
-                    load_i8x64, requant8_u8, store_i32x8, store_i32x16, zero_i32x8, zero_i32x16)
+                    load_i8x64, requant8_u8, store_i32x8, store_i32x16, zero_bytes, zero_i32x8, zero_i32x16)
 
 
 @numba.njit(inline="always")
@@ -533,8 +533,8 @@ def _gather_rows(xf, h, w, c, zp, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, r0, r1
                         cf[o + t] = zp
                 o += c
         base = (row - r0) * kp
-        for t in range(base + depth, base + kp):
-            cf[t] = 0
+        if kp > depth:
+            zero_bytes(cf, base + depth, kp - depth)
 
 
 @numba.njit(inline="always")

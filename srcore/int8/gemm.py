@@ -120,7 +120,7 @@ def vnni_kernel(timer=None) -> str:
     a = rng.integers(0, 256, (m, k), dtype=np.uint8).reshape(-1)
     p = pack(rng.integers(-127, 128, (n, k), dtype=np.int8), np.zeros(n), align=64)
     c = np.empty(m * p.n_panels * NR, np.int32)
-    rows = _row_block(m, p.kp, 16)
+    rows = _row_block(m, p.kp, 16, 1)
     paths = ("vnni512", "vnni", "amx") if _amx_permitted() else ("vnni512", "vnni")
     cands = {path: functools.partial(_kernels(path), a, p.kp, m, p.panels, p.n_panels, c, rows) for path in paths}
     best = dict.fromkeys(cands, math.inf)
@@ -158,6 +158,13 @@ def _kernels(path: str = "avx2"):
 def _rows_multiple() -> int:
     """Row blocks are multiples of this: the micro-kernel's rows, a tile's 16 on AMX."""
     return 16 if _active_path() == "amx" else MR
+
+
+def _block_scale() -> int:
+    """:data:`ROW_BLOCK_BYTES` and :data:`C_BLOCK_BYTES` times this: 4 on AMX, whose tiles take 16
+    rows at a time (blocks of 128 kB left a 49 x 4608 product in blocks of 16 rows, each streaming
+    the whole weight again; the CPUs with AMX have 2 MB of L2 per core)."""
+    return 4 if _active_path() == "amx" else 1
 
 
 @attrs.frozen(eq=False)
@@ -239,13 +246,13 @@ def scratch(name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
     return view
 
 
-def _row_block(m: int, kp: int, mr: int | None = None) -> int:
+def _row_block(m: int, kp: int, mr: int | None = None, scale: int | None = None) -> int:
     """Rows per block, a multiple of ``mr`` (:func:`_rows_multiple`): about :data:`ROW_BLOCK_BYTES` of
     them, or all ``m`` when they are at most two such blocks (a few deep rows, as a linear layer's
     batch: every block streams all the weight panels, from memory when the weight is larger than
     the caches)."""
     mr = mr or _rows_multiple()
-    rows = max(mr, (ROW_BLOCK_BYTES // max(kp, 1)) // mr * mr)
+    rows = max(mr, (ROW_BLOCK_BYTES * (scale or _block_scale()) // max(kp, 1)) // mr * mr)
     return max(mr, -(-m // mr) * mr) if m <= 2 * rows else rows
 
 
@@ -630,7 +637,7 @@ def _make_conv_plan(x_shape, x_zp, p: PackedInt8, kernel, stride, padding, dilat
     if size and not p.has_zero_points and p.lim >= 128 and not (scan_input and x_zp > p.lim and any(padding)):
         # the block's int32 sums stay in L2 with its rows (requantized while there)
         mr = _rows_multiple()
-        row_block = min(row_block, max(mr, (C_BLOCK_BYTES // (p.n_panels * NR * 4)) // mr * mr))
+        row_block = min(row_block, max(mr, (C_BLOCK_BYTES * _block_scale() // (p.n_panels * NR * 4)) // mr * mr))
         H, W = cl_shape[1], cl_shape[2]
         geo = np.array([cl_shape[0], H, W, C, k[0], k[1], stride[0], stride[1], padding[0], padding[1], dilation[0],
                         dilation[1], out_sp[0], out_sp[1], p.kp, p.n_panels, p.n, row_block, x_zp, y_zero_point, lo,

@@ -135,6 +135,17 @@ def copy_bytes(typingctx, dst, d, src, s, n):
     return types.none(dst, d, src, s, n), codegen
 
 
+
+@intrinsic
+def zero_bytes(typingctx, dst, d, n):
+    """``dst[d:d + n] = 0`` for a 1-byte array: one ``memset`` (a byte loop was a store per byte)."""
+    def codegen(context, builder, sig, args):
+        dv, di, nn = args
+        dp = _elem_ptr(context, builder, sig.args[0], dv, di)
+        cgutils.memset(builder, dp, context.cast(builder, nn, sig.args[2], types.intp), 0)
+        return context.get_dummy_value()
+    return types.none(dst, d, n), codegen
+
 _F32 = ir.FloatType()
 _V8F32 = ir.VectorType(_F32, 8)
 _V8I8 = ir.VectorType(_I8, 8)
