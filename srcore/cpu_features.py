@@ -49,6 +49,11 @@ def aten_capability() -> str:
     return best
 
 
-def vector_bytes() -> int:
-    """Bytes in one ``at::vec::Vectorized`` register: 64 under ATen's AVX512 capability, else 32."""
-    return 64 if aten_capability() == "AVX512" else 32
+def vector_bytes(avx512_kernel: bool = True) -> int:
+    """Bytes in one ``at::vec::Vectorized`` register of an ATen kernel: 64 under ATen's AVX512
+    capability for a kernel registered for it (``ALSO_REGISTER_AVX512_DISPATCH``: the quantized
+    channels-last avg_pool2d), else 32. ``avx512_kernel=False``: a kernel registered with plain
+    ``REGISTER_DISPATCH`` (quantized add and leaky_relu, the float sum of a channels-last mean), which
+    has no AVX512 build: ATen runs its AVX2 one on an AVX512 CPU (measured against torch 2.13 on a
+    Sapphire Rapids)."""
+    return 64 if avx512_kernel and aten_capability() == "AVX512" else 32

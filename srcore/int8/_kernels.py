@@ -9,8 +9,9 @@ import numpy as np
 #: adding and subtracting 1.5 * 2^23 rounds a float32 below 2^22 to the nearest integer, ties to even
 _ROUND = np.float32(12582912.0)
 
-from .simd8 import (add_i32x8, bcast4_i8x32, copy_bytes, dot4_u8s8, dpbusd, load_i8x32, requant8_u8, store_i32x8,
-                    zero_i32x8)
+from . import amx as _amx
+from .simd8 import (add_i32x8, bcast4_i8x32, bcast4_i8x64, copy_bytes, dot4_u8s8, dpbusd, dpbusd512, load_i8x32,
+                    load_i8x64, requant8_u8, store_i32x8, store_i32x16, zero_bytes, zero_i32x8, zero_i32x16)
 
 
 @numba.njit(inline="always")
@@ -100,6 +101,206 @@ gemm_u8s8 = _gemm_kernel(False)
 #: the same with ``vpdpbusd`` (AVX512-VNNI): exact for every byte (no int16 step). Compiled for
 #: AVX512-VNNI: call it only where the CPU has it.
 gemm_u8s8_vnni = _gemm_kernel(True)
+
+
+@numba.njit(inline="always")
+def _zmm_8x2(a, a0, kp, kq, panels, b0, b1, c, o, ldc):
+    """Rows ``a0 / kp .. + 7`` times panels at ``b0`` and ``b1``: 16 ``zmm`` accumulators, stored at ``c[o]``."""
+    c00 = zero_i32x16()
+    c01 = zero_i32x16()
+    c10 = zero_i32x16()
+    c11 = zero_i32x16()
+    c20 = zero_i32x16()
+    c21 = zero_i32x16()
+    c30 = zero_i32x16()
+    c31 = zero_i32x16()
+    c40 = zero_i32x16()
+    c41 = zero_i32x16()
+    c50 = zero_i32x16()
+    c51 = zero_i32x16()
+    c60 = zero_i32x16()
+    c61 = zero_i32x16()
+    c70 = zero_i32x16()
+    c71 = zero_i32x16()
+    for q in range(kq):
+        w0 = load_i8x64(panels, b0 + q * 64)
+        w1 = load_i8x64(panels, b1 + q * 64)
+        x = bcast4_i8x64(a, a0 + 0 * kp + 4 * q)
+        c00 = dpbusd512(c00, x, w0)
+        c01 = dpbusd512(c01, x, w1)
+        x = bcast4_i8x64(a, a0 + 1 * kp + 4 * q)
+        c10 = dpbusd512(c10, x, w0)
+        c11 = dpbusd512(c11, x, w1)
+        x = bcast4_i8x64(a, a0 + 2 * kp + 4 * q)
+        c20 = dpbusd512(c20, x, w0)
+        c21 = dpbusd512(c21, x, w1)
+        x = bcast4_i8x64(a, a0 + 3 * kp + 4 * q)
+        c30 = dpbusd512(c30, x, w0)
+        c31 = dpbusd512(c31, x, w1)
+        x = bcast4_i8x64(a, a0 + 4 * kp + 4 * q)
+        c40 = dpbusd512(c40, x, w0)
+        c41 = dpbusd512(c41, x, w1)
+        x = bcast4_i8x64(a, a0 + 5 * kp + 4 * q)
+        c50 = dpbusd512(c50, x, w0)
+        c51 = dpbusd512(c51, x, w1)
+        x = bcast4_i8x64(a, a0 + 6 * kp + 4 * q)
+        c60 = dpbusd512(c60, x, w0)
+        c61 = dpbusd512(c61, x, w1)
+        x = bcast4_i8x64(a, a0 + 7 * kp + 4 * q)
+        c70 = dpbusd512(c70, x, w0)
+        c71 = dpbusd512(c71, x, w1)
+    store_i32x16(c, o + 0 * ldc, c00)
+    store_i32x16(c, o + 0 * ldc + 16, c01)
+    store_i32x16(c, o + 1 * ldc, c10)
+    store_i32x16(c, o + 1 * ldc + 16, c11)
+    store_i32x16(c, o + 2 * ldc, c20)
+    store_i32x16(c, o + 2 * ldc + 16, c21)
+    store_i32x16(c, o + 3 * ldc, c30)
+    store_i32x16(c, o + 3 * ldc + 16, c31)
+    store_i32x16(c, o + 4 * ldc, c40)
+    store_i32x16(c, o + 4 * ldc + 16, c41)
+    store_i32x16(c, o + 5 * ldc, c50)
+    store_i32x16(c, o + 5 * ldc + 16, c51)
+    store_i32x16(c, o + 6 * ldc, c60)
+    store_i32x16(c, o + 6 * ldc + 16, c61)
+    store_i32x16(c, o + 7 * ldc, c70)
+    store_i32x16(c, o + 7 * ldc + 16, c71)
+
+
+@numba.njit(inline="always")
+def _zmm_8x1(a, a0, kp, kq, panels, b0, c, o, ldc):
+    """:func:`_zmm_8x2` with one panel (the last of an odd count)."""
+    c00 = zero_i32x16()
+    c10 = zero_i32x16()
+    c20 = zero_i32x16()
+    c30 = zero_i32x16()
+    c40 = zero_i32x16()
+    c50 = zero_i32x16()
+    c60 = zero_i32x16()
+    c70 = zero_i32x16()
+    for q in range(kq):
+        w0 = load_i8x64(panels, b0 + q * 64)
+        c00 = dpbusd512(c00, bcast4_i8x64(a, a0 + 0 * kp + 4 * q), w0)
+        c10 = dpbusd512(c10, bcast4_i8x64(a, a0 + 1 * kp + 4 * q), w0)
+        c20 = dpbusd512(c20, bcast4_i8x64(a, a0 + 2 * kp + 4 * q), w0)
+        c30 = dpbusd512(c30, bcast4_i8x64(a, a0 + 3 * kp + 4 * q), w0)
+        c40 = dpbusd512(c40, bcast4_i8x64(a, a0 + 4 * kp + 4 * q), w0)
+        c50 = dpbusd512(c50, bcast4_i8x64(a, a0 + 5 * kp + 4 * q), w0)
+        c60 = dpbusd512(c60, bcast4_i8x64(a, a0 + 6 * kp + 4 * q), w0)
+        c70 = dpbusd512(c70, bcast4_i8x64(a, a0 + 7 * kp + 4 * q), w0)
+    store_i32x16(c, o + 0 * ldc, c00)
+    store_i32x16(c, o + 1 * ldc, c10)
+    store_i32x16(c, o + 2 * ldc, c20)
+    store_i32x16(c, o + 3 * ldc, c30)
+    store_i32x16(c, o + 4 * ldc, c40)
+    store_i32x16(c, o + 5 * ldc, c50)
+    store_i32x16(c, o + 6 * ldc, c60)
+    store_i32x16(c, o + 7 * ldc, c70)
+
+
+@numba.njit(inline="always")
+def _zmm_1x2(a, a0, kq, panels, b0, b1, c, o):
+    c00 = zero_i32x16()
+    c01 = zero_i32x16()
+    for q in range(kq):
+        x = bcast4_i8x64(a, a0 + 4 * q)
+        c00 = dpbusd512(c00, x, load_i8x64(panels, b0 + q * 64))
+        c01 = dpbusd512(c01, x, load_i8x64(panels, b1 + q * 64))
+    store_i32x16(c, o, c00)
+    store_i32x16(c, o + 16, c01)
+
+
+@numba.njit(inline="always")
+def _zmm_1x1(a, a0, kq, panels, b0, c, o):
+    c00 = zero_i32x16()
+    for q in range(kq):
+        c00 = dpbusd512(c00, bcast4_i8x64(a, a0 + 4 * q), load_i8x64(panels, b0 + q * 64))
+    store_i32x16(c, o, c00)
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def gemm_u8s8_vnni512(a, kp, m, panels, n_panels, c, row_block):
+    """:data:`gemm_u8s8_vnni` on 512-bit registers: one ``zmm`` is a packed panel's 16 channels x 4
+    depths, the micro-kernel 8 rows x 2 panels (16 accumulators, the 2 panels' weights stay in L1
+    while the rows pass). Compiled for AVX512-VNNI: call it only where the CPU has it."""
+    kq = kp // 4
+    ldc = n_panels * 16
+    ps = kq * 64
+    for i0 in range(0, m, row_block):
+        i1 = min(m, i0 + row_block)
+        jp = 0
+        while jp < n_panels:
+            b0 = jp * ps
+            i = i0
+            if jp + 2 <= n_panels:
+                while i + 8 <= i1:
+                    _zmm_8x2(a, i * kp, kp, kq, panels, b0, b0 + ps, c, i * ldc + jp * 16, ldc)
+                    i += 8
+                while i < i1:
+                    _zmm_1x2(a, i * kp, kq, panels, b0, b0 + ps, c, i * ldc + jp * 16)
+                    i += 1
+                jp += 2
+            else:
+                while i + 8 <= i1:
+                    _zmm_8x1(a, i * kp, kp, kq, panels, b0, c, i * ldc + jp * 16, ldc)
+                    i += 8
+                while i < i1:
+                    _zmm_1x1(a, i * kp, kq, panels, b0, c, i * ldc + jp * 16)
+                    i += 1
+                jp += 1
+
+
+_TILE_CONFIG = _amx.tile_config()
+
+
+@numba.njit(cache=True, nogil=True, boundscheck=False)
+def gemm_u8s8_amx(a, kp, m, panels, n_panels, c, row_block):
+    """:data:`gemm_u8s8_vnni` on AMX-INT8 tiles (:mod:`.amx`): blocks of 32 rows x 2 panels as four
+    16 x 16 int32 tiles, 64 depths per ``tdpbusd``; ``kp`` a multiple of 64 (``gemm.pack``'s
+    ``align``). Rows of a block beyond its whole tiles go to :func:`gemm_u8s8_vnni512`, a last odd
+    panel or tile of rows is a 2 x 2 step with one operand repeated (its results not stored).
+    Compiled for AMX: call it only where :func:`.amx.permitted`."""
+    ldc = n_panels * 16
+    ps = kp * 16
+    kt = kp // 64
+    # a tile's 16 rows at a stride of a multiple of 1 kB share a few L1 sets (4 kB: one): such rows
+    # are first copied as 16 x 64-byte blocks, a tile a contiguous 1 kB (read once per panel pair)
+    relay = kp % 1024 == 0
+    ap = np.empty(min(row_block, m) * kp if relay else 0, np.uint8)
+    _amx.load_config(_TILE_CONFIG)
+    for r0 in range(0, m, row_block):
+        r1 = min(m, r0 + row_block)
+        t1 = r0 + (r1 - r0) // 16 * 16
+        if relay:
+            for i in range(r0, t1):
+                src = i * kp
+                dst = ((i - r0) // 16 * kt) * 1024 + (i - r0) % 16 * 64
+                for t in range(kt):
+                    copy_bytes(ap, dst + t * 1024, a, src + t * 64, 64)
+            src_a, lda, tstep, rstep, base = ap, 64, 1024, 16 * kp, r0
+        else:
+            src_a, lda, tstep, rstep, base = a, kp, 64, 16 * kp, 0
+        jp = 0
+        while jp < n_panels and t1 > r0:
+            pair = jp + 1 < n_panels
+            b0 = jp * ps
+            b1 = b0 + ps if pair else b0
+            i = r0
+            while i < t1:
+                two = i + 16 < t1
+                a0 = (i - base) * kp
+                a1 = a0 + rstep if two else a0
+                _amx.zero_c()
+                for t in range(kt):
+                    _amx.dp_2x2(src_a, a0 + t * tstep, a1 + t * tstep, lda, panels, b0 + t * 1024, b1 + t * 1024)
+                o = i * ldc + jp * 16
+                mask = 1 | (2 if pair else 0) | (4 if two else 0) | (8 if two and pair else 0)
+                _amx.store_c(c, o, o + 16, o + 16 * ldc, o + 16 * ldc + 16, ldc, mask)
+                i += 32 if two else 16
+            jp += 2
+        if t1 < r1:
+            gemm_u8s8_vnni512(a[t1 * kp:r1 * kp], kp, r1 - t1, panels, n_panels, c[t1 * ldc:], r1 - t1)
+    _amx.release()
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)
@@ -332,8 +533,8 @@ def _gather_rows(xf, h, w, c, zp, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, r0, r1
                         cf[o + t] = zp
                 o += c
         base = (row - r0) * kp
-        for t in range(base + depth, base + kp):
-            cf[t] = 0
+        if kp > depth:
+            zero_bytes(cf, base + depth, kp - depth)
 
 
 @numba.njit(inline="always")
@@ -401,13 +602,13 @@ def _block_excess(cm, ldc, r0, r1, panels, kp, n, at, excess, count, h, w, c, kh
 
 
 @numba.njit(inline="always")
-def _add_vec_run(out, d0, other, o0, count, sa, pa, sb, pb, inv, zp, lo, hi):
-    """``add_vec_u8``'s arithmetic on ``out[d0:d0 + count]`` and ``other[o0:o0 + count]``, in place."""
+def _add_vec_run(out, d0, other, o0, step, count, sa, pa, sb, pb, inv, zp, lo, hi):
+    """``add_vec_u8``'s arithmetic on ``out[d0:d0 + count]`` and ``other[o0 + j * step]``, in place
+    (``step`` 1: contiguous, LLVM vectorizes it)."""
     a = out[d0:d0 + count]
-    b = other[o0:o0 + count]
     flo, fhi, fzp = np.float32(lo - zp), np.float32(hi - zp), np.float32(zp)
     for j in range(count):
-        cv = np.float32(np.float64(a[j]) * sa + pa) + np.float32(np.float64(b[j]) * sb + pb)
+        cv = np.float32(np.float64(a[j]) * sa + pa) + np.float32(np.float64(other[o0 + j * step]) * sb + pb)
         # nearbyint by the 1.5 * 2^23 trick (vectorizes; np.rint is a libm call): exact below 2^22
         # in magnitude, and beyond it the value clamps to lo or hi either way
         v = (cv * inv + _ROUND) - _ROUND
@@ -441,22 +642,20 @@ def _add_row(out, d0, nout, r, npos, other, addf, addi):
     inv = np.float32(addf[4])
     zp, lo, hi = addf[5], addf[6], addf[7]
     if sc == 1:         # other channels-last (a conv's, add's or pool's output): contiguous, vectorized
-        _add_vec_run(out, d0, other, ob, jt, sa, pa, sb, pb, inv, zp, lo, hi)
-    else:
-        for j in range(jt):
-            cv = np.float32(np.float64(out[d0 + j]) * sa + pa) + np.float32(np.float64(other[ob + j * sc]) * sb + pb)
-            v = np.float64(np.rint(cv * inv)) + zp
-            out[d0 + j] = min(max(v, lo), hi)
+        _add_vec_run(out, d0, other, ob, 1, jt, sa, pa, sb, pb, inv, zp, lo, hi)
+    else:               # strided (an NCHW other): the same arithmetic (np.rint was a libm call per element)
+        _add_vec_run(out, d0, other, ob, sc, jt, sa, pa, sb, pb, inv, zp, lo, hi)
     if jt < nout:
         ssa, sza, ssb, szb = np.float32(addf[8]), np.int64(addf[9]), np.float32(addf[10]), np.int64(addf[11])
         fzp = np.float32(zp)
-        relu = addi[5] != 0
+        floor = np.float32(0) if addi[5] != 0 else np.float32(-np.inf)       # relu
+        qlo, qhi = np.float32(addf[12]), np.float32(hi)
         for j in range(jt, nout):
             cv = np.float32(np.int64(out[d0 + j]) - sza) * ssa + np.float32(np.int64(other[ob + j * sc]) - szb) * ssb
-            if relu:
-                cv = max(cv, np.float32(0))
-            v = np.float64(np.rint(fzp + cv * inv))
-            out[d0 + j] = min(max(v, addf[12]), hi)
+            cv = max(cv, floor)
+            # nearbyint(zp + cv * inv) by the 1.5 * 2^23 trick (as _add_vec_run: np.rint is a libm call)
+            v = ((fzp + cv * inv) + _ROUND) - _ROUND
+            out[d0 + j] = min(max(v, qlo), qhi)
 
 
 #: the integer arguments of :func:`conv_layer_u8` (``ConvPlan.geo``), by position
@@ -464,7 +663,7 @@ CONV_GEO = ("n", "h", "w", "c", "kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", 
             "row_block", "x_zp", "y_zp", "lo", "hi", "lim", "pixels_are_rows", "scan")
 
 
-def _conv_kernel(vnni: bool):
+def _conv_kernel(vnni: bool, zmm: bool = False, amx: bool = False):
     """One whole groups-1 convolution (``gemm.ConvPlan``) in one compiled call: the exactness scan
     of the input (bytes above ``lim`` clamped in a copy, ``scan``), then per block of
     ``row_block`` output rows the windows gathered (or the pixels themselves), the GEMM, the
@@ -505,16 +704,18 @@ def _conv_kernel(vnni: bool):
             r1 = min(m, r0 + row_block)
             rb = r1 - r0
             if pixels:
-                if vnni:
-                    gemm_u8s8_vnni(src[r0 * kp:r1 * kp], kp, rb, panels, n_panels, c, rb)
-                else:
-                    gemm_u8s8(src[r0 * kp:r1 * kp], kp, rb, panels, n_panels, c, rb)
+                rows = src[r0 * kp:r1 * kp]
             else:
                 _gather_rows(src, h, w, cch, zp, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, r0, r1, cols, kp)
-                if vnni:
-                    gemm_u8s8_vnni(cols, kp, rb, panels, n_panels, c, rb)
-                else:
-                    gemm_u8s8(cols, kp, rb, panels, n_panels, c, rb)
+                rows = cols
+            if amx:
+                gemm_u8s8_amx(rows, kp, rb, panels, n_panels, c, rb)
+            elif zmm:
+                gemm_u8s8_vnni512(rows, kp, rb, panels, n_panels, c, rb)
+            elif vnni:
+                gemm_u8s8_vnni(rows, kp, rb, panels, n_panels, c, rb)
+            else:
+                gemm_u8s8(rows, kp, rb, panels, n_panels, c, rb)
             if count > 0:
                 _block_excess(c, ldc, r0, r1, panels, kp, nout, at, excess, count, h, w, cch, kh, kw, sh, sw, ph, pw,
                               dh, dw, oh, ow)
@@ -534,7 +735,10 @@ def _conv_kernel(vnni: bool):
     return conv
 
 
-#: one groups-1 convolution in one call (AVX2 GEMM; ``conv_layer_u8_vnni``: ``vpdpbusd``, compiled
-#: for AVX512-VNNI: call it only where the CPU has it)
+#: one groups-1 convolution in one call (AVX2 GEMM; ``conv_layer_u8_vnni``: ``vpdpbusd`` on ``ymm``,
+#: ``conv_layer_u8_vnni512`` on ``zmm``, compiled for AVX512-VNNI: call them only where the CPU has it)
 conv_layer_u8 = _conv_kernel(False)
 conv_layer_u8_vnni = _conv_kernel(True)
+conv_layer_u8_vnni512 = _conv_kernel(True, True)
+#: the same on AMX tiles (:func:`gemm_u8s8_amx`): call it only where :func:`.amx.permitted`
+conv_layer_u8_amx = _conv_kernel(True, False, True)

@@ -85,9 +85,57 @@ def simd_path(features: frozenset[str] | None = None) -> str | None:
     return "avx2" if "AVX2" in features else None
 
 
+#: the paths whose sums are exact for every byte (``vpdpbusd``, ``tdpbusd``: no int16 step)
+EXACT_PATHS = ("vnni", "vnni512", "amx")
+#: what ``SRCORE_INT8_GEMM`` may force on a VNNI CPU (``vnni256``: the ``ymm`` kernel)
+_FORCED = {"vnni256": "vnni", "vnni512": "vnni512", "amx": "amx"}
+
+
 @functools.lru_cache(maxsize=1)
 def _active_path() -> str | None:
-    return simd_path()
+    """:func:`simd_path`, on VNNI CPUs with the kernel chosen (:func:`vnni_kernel`)."""
+    path = simd_path()
+    return vnni_kernel() if path == "vnni" else path
+
+
+def _amx_permitted() -> bool:
+    from . import amx
+
+    return amx.permitted()
+
+
+def vnni_kernel(timer=None) -> str:
+    """On a VNNI CPU: ``"vnni"`` (``vpdpbusd`` on ``ymm``, 4 rows x 16 channels), ``"vnni512"``
+    (``zmm``, 8 rows x 32 channels) or, where the CPU has AMX-INT8 and Linux lends the tile state
+    (``amx.permitted``), ``"amx"`` (``tdpbusd`` tiles, 32 rows x 32 channels): whichever multiplies
+    a layer-sized product fastest here, timed once per process in alternation. Intel's AVX-512 cores
+    run 512-bit ``vpdpbusd`` at the full rate, AMD's Zen 4 in two halves, and only some CPUs have AMX.
+    ``SRCORE_INT8_GEMM=vnni256``, ``=vnni512`` or ``=amx`` (where permitted) picks one without
+    timing. ``timer``: ``fn -> seconds`` for tests."""
+    env = _FORCED.get(os.environ.get("SRCORE_INT8_GEMM", "").lower())
+    if env is not None and (env != "amx" or _amx_permitted()):
+        return env
+    rng = np.random.default_rng(0)
+    m, k, n = 196, 576, 64
+    a = rng.integers(0, 256, (m, k), dtype=np.uint8).reshape(-1)
+    p = pack(rng.integers(-127, 128, (n, k), dtype=np.int8), np.zeros(n), align=64)
+    c = np.empty(m * p.n_panels * NR, np.int32)
+    rows = _row_block(m, p.kp, 16, 1)
+    paths = ("vnni512", "vnni", "amx") if _amx_permitted() else ("vnni512", "vnni")
+    cands = {path: functools.partial(_kernels(path), a, p.kp, m, p.panels, p.n_panels, c, rows) for path in paths}
+    best = dict.fromkeys(cands, math.inf)
+    for fn in cands.values():
+        fn()                                    # compiled or loaded before it is timed
+    for _ in range(5):
+        for path, fn in cands.items():
+            best[path] = min(best[path], (timer or _seconds)(fn))
+    return min(best, key=best.get)
+
+
+def _seconds(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
 
 
 def _simd_supported() -> bool:
@@ -101,10 +149,22 @@ def _kernel_module():
     return module
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=4)
 def _kernels(path: str = "avx2"):
-    from ._kernels import gemm_u8s8, gemm_u8s8_vnni
-    return gemm_u8s8_vnni if path == "vnni" else gemm_u8s8
+    from . import _kernels as k
+    return {"vnni": k.gemm_u8s8_vnni, "vnni512": k.gemm_u8s8_vnni512, "amx": k.gemm_u8s8_amx}.get(path, k.gemm_u8s8)
+
+
+def _rows_multiple() -> int:
+    """Row blocks are multiples of this: the micro-kernel's rows, a tile's 16 on AMX."""
+    return 16 if _active_path() == "amx" else MR
+
+
+def _block_scale() -> int:
+    """:data:`ROW_BLOCK_BYTES` and :data:`C_BLOCK_BYTES` times this: 4 on AMX, whose tiles take 16
+    rows at a time (blocks of 128 kB left a 49 x 4608 product in blocks of 16 rows, each streaming
+    the whole weight again; the CPUs with AMX have 2 MB of L2 per core)."""
+    return 4 if _active_path() == "amx" else 1
 
 
 @attrs.frozen(eq=False)
@@ -134,10 +194,13 @@ class PackedInt8:
         return got
 
 
-def pack(w_int8: np.ndarray, zero_points: np.ndarray) -> PackedInt8:
-    """Pack a ``(n, K)`` int8 weight (rows = output channels)."""
+def pack(w_int8: np.ndarray, zero_points: np.ndarray, align: int | None = None) -> PackedInt8:
+    """Pack a ``(n, K)`` int8 weight (rows = output channels), its depth padded to a multiple of
+    ``align`` (4, or 64 for AMX tiles: by default what this machine's kernel needs)."""
     n, k = w_int8.shape
-    kp = -(-k // 4) * 4
+    if align is None:
+        align = 64 if _active_path() == "amx" else 4
+    kp = -(-k // align) * align
     n_panels = -(-n // NR)
     wp = np.zeros((n_panels * NR, kp), np.int8)
     wp[:n, :k] = w_int8
@@ -183,12 +246,14 @@ def scratch(name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
     return view
 
 
-def _row_block(m: int, kp: int) -> int:
-    """Rows per block: about :data:`ROW_BLOCK_BYTES` of them, or all ``m`` when they are at most two
-    such blocks (a few deep rows, as a linear layer's batch: every block streams all the weight
-    panels, from memory when the weight is larger than the caches)."""
-    rows = max(MR, (ROW_BLOCK_BYTES // max(kp, 1)) // MR * MR)
-    return max(MR, -(-m // MR) * MR) if m <= 2 * rows else rows
+def _row_block(m: int, kp: int, mr: int | None = None, scale: int | None = None) -> int:
+    """Rows per block, a multiple of ``mr`` (:func:`_rows_multiple`): about :data:`ROW_BLOCK_BYTES` of
+    them, or all ``m`` when they are at most two such blocks (a few deep rows, as a linear layer's
+    batch: every block streams all the weight panels, from memory when the weight is larger than
+    the caches)."""
+    mr = mr or _rows_multiple()
+    rows = max(mr, (ROW_BLOCK_BYTES * (scale or _block_scale()) // max(kp, 1)) // mr * mr)
+    return max(mr, -(-m // mr) * mr) if m <= 2 * rows else rows
 
 
 def _raw_gemm(a: np.ndarray, m: int, p: PackedInt8, name: str = "c") -> np.ndarray:
@@ -207,7 +272,7 @@ def _exact_raw(a: np.ndarray, p: PackedInt8, overwrite: bool = False) -> np.ndar
     from ._kernels import add_excess, clamp_excess
 
     m = a.shape[0]
-    if not a.size or p.lim >= 255 or _active_path() == "vnni":     # vpdpbusd has no int16 step
+    if not a.size or p.lim >= 255 or _active_path() in EXACT_PATHS:     # vpdpbusd has no int16 step
         return _raw_gemm(a, m, p)
     if not overwrite:
         if int(a.max()) <= p.lim:
@@ -557,7 +622,7 @@ def _make_conv_plan(x_shape, x_zp, p: PackedInt8, kernel, stride, padding, dilat
     C = cl_shape[-1]
     m = cl_shape[0] * math.prod(out_sp)
     size = math.prod(cl_shape)
-    scan = not (p.lim >= 255 or p.lim < 128 or _active_path() == "vnni" or p.has_zero_points or x_zp > p.lim or m * p.kp < size
+    scan = not (p.lim >= 255 or p.lim < 128 or _active_path() in EXACT_PATHS or p.has_zero_points or x_zp > p.lim or m * p.kp < size
                 or not size)
     mult, bias_div = _requant_constants(p, x_scale, w_scales, bias, y_scale)
     lo = int(y_zero_point) if relu else QDTYPES["quint8"].qmin
@@ -568,10 +633,11 @@ def _make_conv_plan(x_shape, x_zp, p: PackedInt8, kernel, stride, padding, dilat
     # one compiled call: the scan on the input whatever the geometry (a strided 1x1 conv's input is
     # larger than its rows, but screened 64 bytes at a time); not with weight zero points (their
     # row sums) nor where padding reads a zero point above lim (it would saturate the int16 pair)
-    scan_input = not (p.lim >= 255 or _active_path() == "vnni")
+    scan_input = not (p.lim >= 255 or _active_path() in EXACT_PATHS)
     if size and not p.has_zero_points and p.lim >= 128 and not (scan_input and x_zp > p.lim and any(padding)):
         # the block's int32 sums stay in L2 with its rows (requantized while there)
-        row_block = min(row_block, max(MR, (C_BLOCK_BYTES // (p.n_panels * NR * 4)) // MR * MR))
+        mr = _rows_multiple()
+        row_block = min(row_block, max(mr, (C_BLOCK_BYTES * _block_scale() // (p.n_panels * NR * 4)) // mr * mr))
         H, W = cl_shape[1], cl_shape[2]
         geo = np.array([cl_shape[0], H, W, C, k[0], k[1], stride[0], stride[1], padding[0], padding[1], dilation[0],
                         dilation[1], out_sp[0], out_sp[1], p.kp, p.n_panels, p.n, row_block, x_zp, y_zero_point, lo,
@@ -635,10 +701,11 @@ def conv_add_requantize(x_u8: np.ndarray, x_zp: int, p: PackedInt8, kernel, stri
     return plan._run_fused(x_u8, out, flat, *got)
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=4)
 def _conv_layer(path: str):
-    from ._kernels import conv_layer_u8, conv_layer_u8_vnni
-    return conv_layer_u8_vnni if path == "vnni" else conv_layer_u8
+    from . import _kernels as k
+    return {"vnni": k.conv_layer_u8_vnni, "vnni512": k.conv_layer_u8_vnni512,
+            "amx": k.conv_layer_u8_amx}.get(path, k.conv_layer_u8)
 
 
 def linear_rows(x_u8: np.ndarray, p: PackedInt8) -> np.ndarray:

@@ -135,6 +135,17 @@ def copy_bytes(typingctx, dst, d, src, s, n):
     return types.none(dst, d, src, s, n), codegen
 
 
+
+@intrinsic
+def zero_bytes(typingctx, dst, d, n):
+    """``dst[d:d + n] = 0`` for a 1-byte array: one ``memset`` (a byte loop was a store per byte)."""
+    def codegen(context, builder, sig, args):
+        dv, di, nn = args
+        dp = _elem_ptr(context, builder, sig.args[0], dv, di)
+        cgutils.memset(builder, dp, context.cast(builder, nn, sig.args[2], types.intp), 0)
+        return context.get_dummy_value()
+    return types.none(dst, d, n), codegen
+
 _F32 = ir.FloatType()
 _V8F32 = ir.VectorType(_F32, 8)
 _V8I8 = ir.VectorType(_I8, 8)
@@ -196,3 +207,86 @@ def dpbusd(typingctx, acc, a, b):
         set.add(builder.function.attributes, VNNI_FEATURES)
         return _call(builder, "llvm.x86.avx512.vpdpbusd.256", _V8I32, list(args))
     return i32x8(acc, a, b), codegen
+
+
+# -- 512-bit registers (AVX512-VNNI): 16 channels x 4 depths of a packed panel in one register -------
+_V64I8 = ir.VectorType(_I8, 64)
+_V16I32 = ir.VectorType(_I32, 16)
+
+
+class I8x64(types.Type):
+    """numba type of a ``<64 x i8>`` register value."""
+
+    def __init__(self):
+        super().__init__(name="i8x64")
+
+
+class I32x16(types.Type):
+    """numba type of a ``<16 x i32>`` register value."""
+
+    def __init__(self):
+        super().__init__(name="i32x16")
+
+
+i8x64 = I8x64()
+i32x16 = I32x16()
+
+
+@register_model(I8x64)
+class _I8x64Model(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, _V64I8)
+
+
+@register_model(I32x16)
+class _I32x16Model(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, _V16I32)
+
+
+@intrinsic
+def load_i8x64(typingctx, arr, idx):
+    """The 64 bytes ``arr[idx:idx + 64]`` (any alignment)."""
+    def codegen(context, builder, sig, args):
+        p = builder.bitcast(_elem_ptr(context, builder, sig.args[0], *args), _V64I8.as_pointer())
+        return builder.load(p, align=1)
+    return i8x64(arr, idx), codegen
+
+
+@intrinsic
+def bcast4_i8x64(typingctx, arr, idx):
+    """The 4 bytes ``arr[idx:idx + 4]`` repeated 16 times (``vpbroadcastd`` to a ``zmm``)."""
+    def codegen(context, builder, sig, args):
+        p = builder.bitcast(_elem_ptr(context, builder, sig.args[0], *args), _I32.as_pointer())
+        x = builder.load(p, align=1)
+        v = builder.insert_element(ir.Constant(_V16I32, ir.Undefined), x, ir.Constant(_I32, 0))
+        v = builder.shuffle_vector(v, ir.Constant(_V16I32, ir.Undefined), ir.Constant(_V16I32, [0] * 16))
+        return builder.bitcast(v, _V64I8)
+    return i8x64(arr, idx), codegen
+
+
+@intrinsic
+def zero_i32x16(typingctx):
+    def codegen(context, builder, sig, args):
+        return ir.Constant(_V16I32, [0] * 16)
+    return i32x16(), codegen
+
+
+@intrinsic
+def store_i32x16(typingctx, arr, idx, v):
+    """``arr[idx:idx + 16] = v`` (int32 array, any alignment)."""
+    def codegen(context, builder, sig, args):
+        p = builder.bitcast(_elem_ptr(context, builder, sig.args[0], args[0], args[1]), _V16I32.as_pointer())
+        builder.store(args[2], p, align=1)
+        return context.get_dummy_value()
+    return types.none(arr, idx, v), codegen
+
+
+@intrinsic
+def dpbusd512(typingctx, acc, a, b):
+    """:func:`dpbusd` on 512-bit registers (16 int32 lanes: one packed panel's 16 channels; the
+    intrinsic keeps them whole, ``zmm``, even where LLVM prefers 256-bit vectors)."""
+    def codegen(context, builder, sig, args):
+        set.add(builder.function.attributes, VNNI_FEATURES)
+        return _call(builder, "llvm.x86.avx512.vpdpbusd.512", _V16I32, list(args))
+    return i32x16(acc, a, b), codegen

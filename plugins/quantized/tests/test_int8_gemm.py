@@ -258,7 +258,7 @@ def test_the_vnni_kernel_is_vpdpbusd_and_exact_where_it_runs():
     m, k, n = 9, 136, 40
     a = rng.integers(0, 256, (m, k), dtype=np.uint8)      # bytes above the AVX2 pair's limit too
     w = rng.integers(-128, 128, (n, k), dtype=np.int8)
-    p = int8_gemm.pack(w, np.zeros(n))
+    p = int8_gemm.pack(w, np.zeros(n), align=4)
     c = np.zeros((m, p.n_panels * 16), np.int32)
     args = (a.reshape(-1), p.kp, m, p.panels, p.n_panels, c.reshape(-1), 8)
     sig = tuple(numba.typeof(v) for v in args)
@@ -272,6 +272,83 @@ def test_the_vnni_kernel_is_vpdpbusd_and_exact_where_it_runs():
     if int8_gemm.simd_path() == "vnni":
         _kernels.gemm_u8s8_vnni(*args)
         assert np.array_equal(c[:, :n], a.astype(np.int64) @ w.T.astype(np.int64))
+
+
+def test_the_zmm_vnni_kernel_is_512_bit_vpdpbusd_and_exact_where_it_runs():
+    """8 rows x 2 panels, with the tails: 9 rows (a block of 8 and one row), 3 panels (a pair and
+    one), a depth not a multiple of 16 quads; bytes up to 255 and weights down to -128."""
+    import numba
+    from srcore.int8 import _kernels
+
+    rng = np.random.default_rng(5)
+    m, k, n = 9, 138, 40
+    a = np.zeros((m, -(-k // 4) * 4), np.uint8)
+    a[:, :k] = rng.integers(0, 256, (m, k), dtype=np.uint8)
+    w = rng.integers(-128, 128, (n, k), dtype=np.int8)
+    p = int8_gemm.pack(w, np.zeros(n), align=4)
+    c = np.full((m, p.n_panels * 16), -1, np.int32)
+    args = (a.reshape(-1), p.kp, m, p.panels, p.n_panels, c.reshape(-1), 8)
+    sig = tuple(numba.typeof(v) for v in args)
+    fresh = numba.njit(nogil=True, boundscheck=False)(_kernels.gemm_u8s8_vnni512.py_func)
+    fresh.compile(sig)
+    asm = fresh.inspect_asm(sig)
+    # zmm operands: LLVM did not split the 512-bit values in two ymm halves
+    assert any("vpdpbusd" in line and "zmm" in line for line in asm.splitlines())
+    if int8_gemm.simd_path() == "vnni":
+        _kernels.gemm_u8s8_vnni512(*args)
+        assert np.array_equal(c[:, :n], a[:, :k].astype(np.int64) @ w.T.astype(np.int64))
+
+
+def test_the_vnni_kernel_is_chosen_by_timing(monkeypatch):
+    """On a VNNI CPU the fastest of the ymm, zmm and (where permitted) AMX kernels wins (timed here by
+    a fake clock that says which is faster); the environment picks one without timing, AMX only
+    where the operating system lends the tiles."""
+    monkeypatch.delenv("SRCORE_INT8_GEMM", raising=False)
+    monkeypatch.setattr(int8_gemm, "_kernels", lambda path: lambda *args: path)     # nothing runs
+    for amx in (False, True):
+        monkeypatch.setattr(int8_gemm, "_amx_permitted", lambda amx=amx: amx)
+        for fast in ("vnni", "vnni512", "amx"):
+            got = int8_gemm.vnni_kernel(timer=lambda fn: 1.0 if fn() == fast else 2.0)
+            assert got == (fast if amx or fast != "amx" else got) and (amx or got != "amx")
+        for env, want in (("vnni256", "vnni"), ("vnni512", "vnni512"), ("amx", "amx")):
+            monkeypatch.setenv("SRCORE_INT8_GEMM", env)
+            if amx or env != "amx":
+                assert int8_gemm.vnni_kernel(timer=lambda fn: pytest.fail("timed")) == want
+            else:       # not permitted: timed among the others
+                assert int8_gemm.vnni_kernel(timer=lambda fn: 1.0 if fn() == "vnni" else 2.0) == "vnni"
+        monkeypatch.delenv("SRCORE_INT8_GEMM")
+
+
+def test_the_amx_kernel_is_tdpbusd_and_exact_where_it_runs():
+    """Blocks of 32 rows x 2 panels with every edge: 16-row and 9-row remainders (a single tile of
+    rows; the rest on the zmm kernel), an odd last panel, two row blocks; a depth padded to 64."""
+    import numba
+    from srcore.int8 import _kernels, amx
+
+    rng = np.random.default_rng(6)
+    m, k, n = 57, 150, 40
+    w = rng.integers(-128, 128, (n, k), dtype=np.int8)
+    p = int8_gemm.pack(w, np.zeros(n), align=64)
+    assert p.kp == 192
+    a = np.zeros((m, p.kp), np.uint8)
+    a[:, :k] = rng.integers(0, 256, (m, k), dtype=np.uint8)
+    c = np.full((m, p.n_panels * 16), -1, np.int32)
+    args = (a.reshape(-1), p.kp, m, p.panels, p.n_panels, c.reshape(-1), 48)
+    sig = tuple(numba.typeof(v) for v in args)
+    fresh = numba.njit(nogil=True, boundscheck=False)(_kernels.gemm_u8s8_amx.py_func)
+    fresh.compile(sig)
+    asm = fresh.inspect_asm(sig)
+    assert "tdpbusd" in asm and "ldtilecfg" in asm and "tilerelease" in asm
+    if int8_gemm.simd_path() == "vnni" and amx.permitted():
+        _kernels.gemm_u8s8_amx(*args)
+        assert np.array_equal(c[:, :n], a[:, :k].astype(np.int64) @ w.T.astype(np.int64))
+        # a depth of a multiple of 1 kB: the rows are relaid as contiguous tiles first
+        w2 = rng.integers(-128, 128, (n, 1024), dtype=np.int8)
+        a2 = rng.integers(0, 256, (m, 1024), dtype=np.uint8)
+        p2 = int8_gemm.pack(w2, np.zeros(n), align=64)
+        c2 = np.full((m, p2.n_panels * 16), -1, np.int32)
+        _kernels.gemm_u8s8_amx(a2.reshape(-1), p2.kp, m, p2.panels, p2.n_panels, c2.reshape(-1), 48)
+        assert np.array_equal(c2[:, :n], a2.astype(np.int64) @ w2.T.astype(np.int64))
 
 
 def test_both_gemm_kernels_load_from_numba_s_cache_in_a_new_process():

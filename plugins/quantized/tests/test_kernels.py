@@ -303,3 +303,20 @@ def test_kernels_write_into_the_planned_buffer_and_refuse_plain_arrays():
         activation.relu_out(np.ones(3, np.uint8))
     with pytest.raises(KernelError, match="outside the range of quint8"):
         binary.add_out(srq(x), srq(x), 0.1, 300)
+
+
+@pytest.mark.parametrize("channels, memory", [(1, torch.contiguous_format), (3, torch.channels_last),
+                                               (3, torch.contiguous_format)])
+@pytest.mark.parametrize("size", [[1, 1], [2, 1]])
+def test_adaptive_avg_pool_ties_take_the_kernel_of_the_memory_format(channels, memory, size):
+    """Windows whose mean of stored values is an exact half (118.5 = 3318 / 28 per 4 x 7 window):
+    torch's NHWC kernel (channels-last input, or one channel: torch counts it channels-last)
+    rounds ``zp + (sum - n zp) / n`` = 34 + 84.5 to 118, its NCHW kernel ``sum * (1 / kH / kW)``
+    (a float32 product just above the half) to 119."""
+    q = np.tile(np.repeat(np.array([119, 118], np.uint8), 14).reshape(4, 7), (2 if size == [2, 1] else 1, 1))
+    q = np.broadcast_to(q, (1, channels) + q.shape).copy()
+    x = torch._make_per_tensor_quantized_tensor(torch.from_numpy(q), 1.0, 34).contiguous(memory_format=memory)
+    ref = F.adaptive_avg_pool2d(x, size)
+    nhwc = channels == 1 or memory == torch.channels_last
+    assert (ref.int_repr().numpy() == (118 if nhwc else 119)).all()      # the two kernels differ here
+    same(pool.adaptive_avg_pool2d_out(srq(x), size), ref)

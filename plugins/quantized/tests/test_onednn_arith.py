@@ -255,17 +255,20 @@ def test_model_packed_with_engine_onednn_matches_torch(engine):
 
 
 def test_elementwise_block_follows_atens_vector_width(monkeypatch):
-    """torch's vectorized quantized loops step by 2 x Vectorized<T>::size(): 32-byte vectors without
-    ATen's AVX512 capability, 64-byte with it."""
+    """torch's vectorized quantized loops step by 2 x Vectorized<T>::size() of their AVX2 build on
+    every x86 CPU (no AVX512 build: 64 8-bit elements with or without AVX-512); the kernels registered
+    for AVX512 (the channels-last avg_pool2d) use 64-byte vectors under ATen's AVX512 capability."""
     monkeypatch.setattr(cpu_features, "cpu_features", lambda: frozenset({"AVX", "AVX2", "FMA3"}))
     assert [_common.vec_block(d) for d in ("quint8", "qint8", "qint32")] == [64, 64, 16]
     assert _common.split_tail(200, "quint8") == 192
+    assert cpu_features.vector_bytes() == 32
     monkeypatch.setattr(cpu_features, "cpu_features", lambda: frozenset(
         {"AVX", "AVX2", "FMA3", "AVX512F", "AVX512BW", "AVX512VL", "AVX512DQ"}))
-    assert [_common.vec_block(d) for d in ("quint8", "qint8", "qint32")] == [128, 128, 32]
-    assert _common.split_tail(200, "quint8") == 128
+    assert [_common.vec_block(d) for d in ("quint8", "qint8", "qint32")] == [64, 64, 16]
+    assert _common.split_tail(200, "quint8") == 192
+    assert cpu_features.vector_bytes() == 64 and cpu_features.vector_bytes(avx512_kernel=False) == 32
     monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")   # torch's own switch lowers it
-    assert _common.vec_block("quint8") == 64
+    assert cpu_features.vector_bytes() == 32
     # and the real machine agrees with torch's choice here
     monkeypatch.undo()
     assert cpu_features.aten_capability() == torch.backends.cpu.get_cpu_capability().replace("ZVECTOR", "DEFAULT")

@@ -6,7 +6,7 @@ wrapped as a :class:`QuantizedArray` with the output's parameters.
 
 Rounding is torch's x86 (fbgemm) backend's, bit for bit: float32 arithmetic, ``nearbyint`` (half to
 even). torch's elementwise quantized kernels run two code paths over one tensor: a vectorized one
-over whole blocks of ``2 * lanes`` elements (:func:`vec_block`: the lanes depend on the CPU) and a
+over whole blocks of ``2 * lanes`` elements (:func:`vec_block`) and a
 scalar one over the rest, which round differently
 (e.g. ``dequantize`` as ``fma(q, scale, -scale * zp)`` vs ``(q - zp) * scale``); :func:`split_tail`
 gives the boundary so that kernels reproduce both.
@@ -27,9 +27,9 @@ _ELEMENT_BYTES = {"quint8": 1, "qint8": 1, "qint32": 4}
 
 def vec_block(qdtype: str) -> int:
     """Elements per vectorized step of torch's quantized TensorIterator loops: 2 x the lanes of
-    ``Vectorized<qdtype>``, whose width is the CPU's (ATen's AVX512 capability: 64 bytes, else 32),
-    so 64 (AVX2) or 128 (AVX512) for 8-bit dtypes, 16 or 32 for qint32."""
-    return 2 * vector_bytes() // _ELEMENT_BYTES[qdtype]
+    ``Vectorized<qdtype>``; these kernels have no AVX512 build (``vector_bytes(avx512_kernel=False)``:
+    32 bytes on every x86 CPU), so 64 for 8-bit dtypes, 16 for qint32."""
+    return 2 * vector_bytes(avx512_kernel=False) // _ELEMENT_BYTES[qdtype]
 
 
 def qinfo(qdtype: str):

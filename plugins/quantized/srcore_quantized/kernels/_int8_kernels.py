@@ -63,14 +63,19 @@ def add_vec_u8(a, b, sa, pa, sb, pb, inv, zp, lo, hi, out):
 def quantize_u8(x, inv, zp, lo, hi, out):
     """fbgemm's ``Quantize`` over flat float32 ``x`` into 8-bit ``out`` (``_common.quant_tensor``
     does the same in numpy): ``nearbyint(float32(x * inv + zp))`` with the product and sum in
-    float64 (exact: one rounding, as the fma), clamped. Returns False, having stopped, at a NaN
-    (the caller then takes numpy's path, whose conversion of NaN this does not reproduce)."""
+    float64 (exact: one rounding, as the fma), clamped. Returns False where ``x`` holds a NaN (the
+    caller then takes numpy's path over all of ``out``, whose conversion of NaN this does not
+    reproduce). ``nearbyint`` by the 1.5 * 2^23 trick and the NaN test as a flag, not an early
+    exit: LLVM vectorizes the loop (``np.rint`` is a libm call per element: 3x slower on a
+    64 x 4096 activation)."""
+    bad = False
     for i in range(x.shape[0]):
-        r = np.rint(np.float32(np.float64(x[i]) * inv + zp))
-        if r != r:
-            return False
+        v = np.float32(np.float64(x[i]) * inv + zp)
+        bad |= v != v
+        # exact below 2^22 in magnitude; beyond, the value clamps to lo or hi either way
+        r = (v + _ROUND) - _ROUND
         out[i] = min(max(r, lo), hi)
-    return True
+    return not bad
 
 
 @numba.njit(cache=True, nogil=True, boundscheck=False)

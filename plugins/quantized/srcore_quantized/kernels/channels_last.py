@@ -17,8 +17,8 @@ spatial positions in ATen's order, a division by their count, ``quantize_per_ten
 reproduced: ATen's ``cascade_sum`` for an outer reduction (the channels contiguous), in which blocks
 of 4 vectors of channels sum the positions in a cascade of 16-position levels (``multi_row_sum``),
 then whole vectors and the remaining channels four-way interleaved (``row_sum``); with fewer channels
-than a vector holds, groups of 4 channels cascade and the rest interleave. The vector's width is the
-CPU's (ATen's AVX512 capability: 16 floats, else 8), so the result is torch's on the same machine.
+than a vector holds, groups of 4 channels cascade and the rest interleave. The vector holds 8 floats on
+every x86 CPU: ATen's sum has no AVX512 build (``vector_bytes(avx512_kernel=False)``).
 """
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ def mean_channels_last_out(self, dim=None, keepdim=False, *, dtype=None, out=Non
     n, c = xq.shape[:2]
     positions = int(np.prod(xq.shape[2:]))
     real = dequant_scalar(np.moveaxis(ints(xq), 1, -1).reshape(n, positions, c), q.scale, q.zero_point)
-    lanes = vector_bytes() // 4
+    lanes = vector_bytes(avx512_kernel=False) // 4     # ATen's float sum: its AVX2 build on AVX512 CPUs too
     sums = np.stack([outer_sum(real[i], lanes) for i in range(n)]) if n else np.zeros((0, c), F32)
     mean = sums / F32(positions)
     shape = (n, c) + ((1,) * (xq.ndim - 2) if keepdim else ())

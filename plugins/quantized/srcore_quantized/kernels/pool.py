@@ -132,8 +132,9 @@ def _window_bounds(out_len: int, in_len: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def adaptive_avg_pool2d_out(self, output_size, *, out=None):
-    """torch's quantized adaptive average pool (NCHW): ``nearbyint(sum(q) * ((1 / kH) / kW))`` per
-    window, in float32; the output keeps the input's parameters."""
+    """torch's quantized adaptive average pool: ``nearbyint(sum(q) * ((1 / kH) / kW))`` per window, in
+    float32 (a channels-last input, as torch's NHWC kernel: ``nearbyint(zp + (sum(q) - n zp) * ((1 /
+    kH) / kW))``); the output keeps the input's parameters."""
     xq = require_per_tensor(self, "aten::adaptive_avg_pool2d")
     info, q = QDTYPES[xq.qdtype], xq.qparams
     x, squeeze = _as_4d(ints(xq))
@@ -154,7 +155,13 @@ def adaptive_avg_pool2d_out(self, output_size, *, out=None):
         s = (ii[:, :, he[:, None], we[None, :]] - ii[:, :, hs[:, None], we[None, :]]
              - ii[:, :, he[:, None], ws[None, :]] + ii[:, :, hs[:, None], ws[None, :]])
     recip = (F32(1.0) / (he - hs).astype(F32))[:, None] / (we - ws).astype(F32)[None, :]
-    r = np.rint(s.astype(F32) * recip)
+    if channels_last(x) is not None:
+        # torch's NHWC kernel (its input channels-last, as with one channel): the zero point taken
+        # out of the sum and added back before rounding, ``nearbyint(zp + (sum - n zp) * recip)``
+        n = (he - hs)[:, None] * (we - ws)[None, :]
+        r = np.rint(F32(q.zero_point) + (s - n * q.zero_point).astype(F32) * recip)
+    else:
+        r = np.rint(s.astype(F32) * recip)
     np.clip(r, info.qmin, info.qmax, out=r)
     shape = (x.shape[0], x.shape[1], oh, ow)
     res = buffer(out, shape[1:] if squeeze else shape, xq.qdtype)
