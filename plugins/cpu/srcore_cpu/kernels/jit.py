@@ -37,6 +37,24 @@ def compiled(dispatcher, signature: str):
     return dispatcher.overloads[tuple(args)].entry_point
 
 
+# LLVM string attributes ("key"="value"); llvmlite's attribute set admits only the names it knows,
+# so they are added to the underlying set and emitted verbatim into the function's attributes
+_WIDE = ('"prefer-vector-width"="512"', '"min-legal-vector-width"="512"')
+
+
+@intrinsic
+def prefer_512(typingctx):
+    """Let LLVM vectorize the calling function with 512-bit vectors. Its tuning for AVX-512 Intel
+    cores (``prefer-256-bit``) keeps numba's loops on 256-bit ymm registers; on a CPU without
+    AVX-512 the wide vectors are split, same results. A kernel compiled both ways is chosen by
+    timing (``jit_recurrent.kernels``)."""
+    def codegen(context, builder, sig, args):
+        for a in _WIDE:
+            set.add(builder.function.attributes, a)
+        return context.get_dummy_value()
+    return types.none(), codegen
+
+
 @intrinsic
 def _f32_to_bits(typingctx, x):
     def codegen(context, builder, signature, args):
