@@ -14,8 +14,6 @@ LSTM projection (``proj_size``) take this path; the others keep the numpy loop.
 """
 from __future__ import annotations
 
-import time
-
 import numba
 import numpy as np
 
@@ -142,19 +140,6 @@ def _args(mode, hidden, rng):
     return gates, whhT, np.zeros(hidden, np.float32), h, ys
 
 
-def _fastest(fns, args) -> object:
-    """The fastest of ``fns`` on ``args`` (best of 7 alternating rounds of 3 calls; a tie keeps the first)."""
-    best = [float("inf")] * len(fns)
-    for _ in range(7):
-        for i, fn in enumerate(fns):
-            t0 = time.thread_time()     # CPU time: a loaded machine's waits drop out
-            for _ in range(3):
-                fn(*args)
-            best[i] = min(best[i], time.thread_time() - t0)
-    i = min(range(len(fns)), key=lambda j: (best[j] * (1.0 if j == 0 else 1.03), j))
-    return fns[i]
-
-
 def kernels(mode: str, hidden: int | None) -> dict:
     """``{mode: fn}``, the layer loop for ``mode`` (``"lstm"`` or ``"gru"``; :func:`kernel`), for
     ``run_lockstep``; ``hidden`` None (weights not known at load): LLVM's default vector width."""
@@ -173,5 +158,5 @@ def kernel(mode: str, hidden: int):
     if key not in _chosen:
         dispatchers, sig, _ = _VARIANTS[mode]
         fns = [_J.compiled(d, sig) for d in dispatchers]
-        _chosen[key] = _fastest(fns, _args(mode, hidden, np.random.default_rng(0)))
+        _chosen[key] = _J.fastest(fns, _args(mode, hidden, np.random.default_rng(0)))
     return _chosen[key]
