@@ -305,7 +305,7 @@ def layer_norm_matcher(node: NodeInfo):
     t = node.output_types[0] if node.output_types else None
     threads = RS.split_threads_for(t)
     if threads <= 1:
-        return layer_norm
+        return _layer_norm_jit(node) or layer_norm
     ns, eps = tuple(int(d) for d in node.const("normalized_shape")), float(node.const("eps"))
     shape = RS.static_shape(t)
     split = RS.split_layer_norm(layer_norm, shape, ns, eps, threads)
@@ -318,6 +318,40 @@ def layer_norm_matcher(node: NodeInfo):
     w, b = np.ones(ns, np.float32), np.zeros(ns, np.float32)
     fn = split if RS.split_pays(one, split, (x, w, b, y)) else one
     return Specialized(fn, args=(0, 2, 3))
+
+
+def _layer_norm_jit(node: NodeInfo):
+    """The compiled layer norm (:class:`.jit_norm.LayerNorm`, compiled now) for a float32 node of
+    at least ``MIN_ELEMENTS`` elements; arrays it does not take (other dtypes, non-contiguous, a
+    weight or bias of another shape) go to :func:`layer_norm`. None for other nodes."""
+    if not _f32_node(node):
+        return None
+    from .jit_norm import LayerNorm
+
+    ns, eps = tuple(int(d) for d in node.const("normalized_shape")), float(node.const("eps"))
+    E = math.prod(ns)
+    kernel = LayerNorm()
+    ones, zeros = np.ones(E, np.float32), np.zeros(E, np.float32)
+
+    def layer_norm_jit(input, weight=None, bias=None, out=None):
+        if out is None:
+            out = np.empty(input.shape, input.dtype)
+        if (E == 0 or input.shape[input.ndim - len(ns):] != ns or out.shape != input.shape
+                or not _ln_ready(input, E, weight, bias, out)):
+            return layer_norm(input, ns, weight, bias, eps, out=out)
+        kernel(input.reshape(-1, E), ones if weight is None else weight.reshape(E),
+               zeros if bias is None else bias.reshape(E), out.reshape(-1, E), eps)
+        return out
+    return Specialized(layer_norm_jit, args=(0, 2, 3))
+
+
+def _ln_ready(x, E, weight, bias, out) -> bool:
+    """Whether the compiled layer norm takes these arrays (else the numpy kernel does)."""
+    if x.dtype != np.float32 or not x.flags.c_contiguous or out.dtype != np.float32 or not out.flags.c_contiguous:
+        return False
+    if out.ctypes.data != x.ctypes.data and np.shares_memory(x, out):
+        return False
+    return all(v is None or (v.dtype == np.float32 and v.size == E and v.flags.c_contiguous) for v in (weight, bias))
 
 
 def group_norm_matcher(node: NodeInfo):
