@@ -81,10 +81,14 @@ def _linear_fast(node: NodeInfo, act_=None):
     b = node.const("bias")
     if not isinstance(w, np.ndarray) or w.ndim != 2:
         return None
-    wT = transposed(w)
     b = None if b is None else np.asarray(b)
     shape = getattr(node.arg("input").type, "shape", None)
-    dot = _mkl_or_numpy(shape, wT)
+    # MKL packs its own copy of the weight: the kernel's fallback np.dot reads a view of torch's
+    # (the same object: the MKL GEMM checks that it is given the weight it packed)
+    wT = w.T
+    dot = _mkl_gemm(shape, wT)
+    if dot is None:
+        wT, dot = transposed(w), np.dot
     if shape is not None and len(shape) == 2:
         return Specialized(_flat_linear_2d(wT, b, act_, dot), args=(0,))
     if isinstance(act_, np.ufunc):
@@ -106,14 +110,15 @@ def relu_(out):
     return np.maximum(out, 0, out=out)
 
 
-def _mkl_or_numpy(shape, wT):
-    """The GEMM of a constant-weight linear whose input has ``shape`` (None, or dims that may be
-    symbolic): MKL's where it timed faster at this shape (:mod:`.mkl_gemm`), else ``np.dot``."""
+def _mkl_gemm(shape, wT):
+    """MKL's GEMM (:mod:`.mkl_gemm`) of a constant-weight linear (``wT``: (in, out)) whose input
+    has ``shape`` (None, or dims that may be symbolic) where it timed faster at this shape, else
+    None."""
     if shape is None or len(shape) < 2 or not all(isinstance(d, int) for d in shape[:-1]):
-        return np.dot
+        return None
     from .mkl_gemm import gemm_for
 
-    return gemm_for(int(np.prod(shape[:-1])), wT) or np.dot
+    return gemm_for(int(np.prod(shape[:-1])), wT)
 
 
 def _flat_linear_2d(wT, b, act_, dot=np.dot):
