@@ -117,3 +117,52 @@ def test_linear_kernel_runs_the_packed_weight(monkeypatch):
     x = rand(2, 20, 64)
     np.testing.assert_allclose(spec.fn(x), torch_linear(x, w, b), **TOL)
     assert calls == [(40, 48, 64)]
+
+
+def test_matmul_rows_strided_operands():
+    """MKL's GEMM on operands with contiguous rows and other row strides (a block of columns of a
+    larger output, as the im2col conv writes): same as numpy; other layouts go to np.matmul."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1, user_api="blas"):
+        gemm = M.matmul_rows()
+    assert gemm is not None
+    a, b = rand(13, 21), rand(21, 40)
+    big = np.full((13, 50), np.nan, np.float32)
+    out = big[:, 5:45]
+    assert gemm(a, b[:, :40], out) is out
+    np.testing.assert_allclose(out, a @ b, **TOL)
+    assert np.isnan(big[:, :5]).all() and np.isnan(big[:, 45:]).all()
+    out2 = np.empty((13, 40), np.float32)
+    np.testing.assert_allclose(gemm(a, np.asfortranarray(b), out2), a @ b, **TOL)   # np.matmul
+    np.testing.assert_allclose(gemm(rand(40, 13).T, rand(40, 40)[:, ::1], out2.copy()).shape, (13, 40))
+
+
+@pytest.mark.parametrize("nd", [1, 2])
+def test_conv_with_mkl_gemm_matches_torch(monkeypatch, nd):
+    """A constant-weight strided conv whose im2col GEMM is MKL's (the timing forced to pick it):
+    the GEMM runs in the call, and the result is torch's."""
+    from threadpoolctl import threadpool_limits
+
+    from srcore_cpu.kernels import conv as C
+    from srcore_cpu.kernels import tactic
+
+    monkeypatch.setattr(tactic, "fastest", lambda cands, args, **kw: "mkl" if "mkl" in cands else next(iter(cands)))
+    monkeypatch.setenv("SRCORE_CPU_SIMD_CONV", "0")
+    calls = []
+    real = M.matmul_rows
+
+    def counting_rows():
+        gemm = real()
+        return lambda a, b, out: (calls.append(a.shape), gemm(a, b, out))[1]
+    monkeypatch.setattr(M, "matmul_rows", counting_rows)
+    shape = (1, 6, 9001) if nd == 1 else (1, 6, 129, 131)   # past conv_small.py: the im2col path
+    w, bias = rand(16, 6, *([3] * nd)), rand(16)
+    x = rand(*shape)
+    conv = torch.nn.functional.conv1d if nd == 1 else torch.nn.functional.conv2d
+    want = conv(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(bias), stride=2, padding=1).numpy()
+    with threadpool_limits(1, user_api="blas"):
+        fn = C.make_conv(nd, w, bias, 2, 1, 1, 1, input_shape=shape)
+        calls.clear()   # (the load-time timing ran it too)
+        np.testing.assert_allclose(fn(x), want, **TOL)
+    assert calls and all(c == (16, 6 * 3 ** nd) for c in calls)

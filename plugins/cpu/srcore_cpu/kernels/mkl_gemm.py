@@ -168,3 +168,33 @@ def gemm_for(m, wT: np.ndarray):
     if key not in _choices:
         _choices[key] = _mkl_faster(mkl_dot, m, wT)
     return mkl_dot if _choices[key] else None
+
+
+def _rows_ok(a, f32) -> bool:
+    """A float32 2-D array whose rows are contiguous (any row stride): ``cblas`` takes it as is."""
+    return a.dtype == f32 and a.ndim == 2 and a.strides[1] == 4 and a.strides[0] % 4 == 0 and a.strides[0] >= 0
+
+
+def matmul_rows():
+    """``gemm(a, b, out)``: ``out[...] = a @ b`` by ``cblas_sgemm`` for float32 2-D operands whose
+    rows are contiguous (row strides as leading dimensions: ``out`` may be a block of columns of a
+    larger matrix), else ``np.matmul``; None without MKL or at more than one BLAS thread. Callers
+    time it against their numpy path before using it (``conv.make_conv``)."""
+    from .parallel import blas_threads
+
+    lib = _load()
+    if lib is None or blas_threads() != 1:
+        return None
+    sgemm = lib.sgemm
+    f32 = np.dtype(np.float32)
+
+    def gemm(a, b, out):
+        m, k = a.shape
+        n = b.shape[1]
+        if (not (_rows_ok(a, f32) and _rows_ok(b, f32) and _rows_ok(out, f32)) or b.shape[0] != k
+                or out.shape != (m, n) or m == 0 or n == 0 or k == 0):
+            return np.matmul(a, b, out=out)
+        sgemm(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, m, n, k, 1.0, a.ctypes.data, max(a.strides[0] // 4, 1),
+              b.ctypes.data, max(b.strides[0] // 4, 1), 0.0, out.ctypes.data, max(out.strides[0] // 4, 1))
+        return out
+    return gemm
