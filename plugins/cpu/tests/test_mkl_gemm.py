@@ -166,3 +166,19 @@ def test_conv_with_mkl_gemm_matches_torch(monkeypatch, nd):
         calls.clear()   # (the load-time timing ran it too)
         np.testing.assert_allclose(fn(x), want, **TOL)
     assert calls and all(c == (16, 6 * 3 ** nd) for c in calls)
+
+
+def test_calls_leave_the_threads_mkl_count_alone():
+    """Each call runs MKL on one thread and puts the calling thread's MKL count back (trt_like's
+    MKL tactic in the same process sets its own)."""
+    lib = M._load()
+    w = rand(64, 32)
+    dot = M._make(lib, w, 16)
+    gemm = M.matmul_rows() or (lambda a, b, out: np.matmul(a, b, out=out))
+    prev = lib.local_threads(2)
+    try:
+        dot(rand(16, 64), w)
+        gemm(rand(8, 64), w, np.empty((8, 32), np.float32))
+        assert lib.local_threads(2) == 2
+    finally:
+        lib.local_threads(prev)

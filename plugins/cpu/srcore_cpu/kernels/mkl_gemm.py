@@ -10,10 +10,13 @@ runs (at load; CPU time of the thread, which other jobs on the machine disturb l
 time) and returns MKL's GEMM only when it was faster on this machine; otherwise the kernel keeps
 ``np.dot``.
 
-MKL runs its sequential threading layer (set before its first call), so it is only offered while
-numpy's BLAS runs on one thread (``parallel.blas_threads() == 1``): at 2 threads OpenBLAS keeps the
-second core. ``SRCORE_CPU_MKL=0`` turns it off. A process whose ``libmkl_rt`` already runs another
-threading layer (numpy built on MKL, say) gets no MKL GEMM here.
+It is only offered while numpy's BLAS runs on one thread (``parallel.blas_threads() == 1`` at
+load: at 2 threads OpenBLAS keeps the second core), and every call runs MKL on one thread: the
+calling thread's MKL count is set to 1 for the call and put back after (``MKL_Set_Num_Threads_Local``),
+so trt_like's MKL tactic in the same process keeps its own count. The threading layer is the one
+trt_like's ``kernels/mkl.py`` picks (GNU OpenMP where ``libgomp`` is found, else sequential), so
+whichever plugin loads ``libmkl_rt`` first, both agree; a process whose MKL already runs another
+layer (numpy built on MKL, say) gets no MKL GEMM here. ``SRCORE_CPU_MKL=0`` turns it off.
 """
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ import time
 import numpy as np
 
 _ENV = "SRCORE_CPU_MKL"
-_SEQUENTIAL = 1                     # MKL_THREADING_SEQUENTIAL
+_SEQUENTIAL, _GNU = 1, 3            # MKL_THREADING_SEQUENTIAL, MKL_THREADING_GNU
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112   # CblasRowMajor, CblasNoTrans, CblasTrans
 _B_MATRIX, _PACKED = 162, 151       # CblasBMatrix (what sgemm_pack packs), CblasPacked
 _MIN_MACS = 1 << 18                 # below this the ctypes call (~1-2 us) outweighs any gain: not timed
@@ -46,6 +49,7 @@ class _Mkl:
         self.pack_size = self._fn(lib.cblas_sgemm_pack_get_size, [i, i, i, i], size)
         self.pack = self._fn(lib.cblas_sgemm_pack, [i, i, i, i, i, i, f, p, i, p])
         self.compute = self._fn(lib.cblas_sgemm_compute, [i, i, i, i, i, i, p, i, p, i, f, p, i])
+        self.local_threads = self._fn(lib.MKL_Set_Num_Threads_Local, [i], i)
 
     @staticmethod
     def _fn(fn, argtypes, restype=None):
@@ -75,8 +79,9 @@ def _load():
             lib = ctypes.CDLL(path)
         except OSError:
             continue
+        layer = _GNU if ctypes.util.find_library("gomp") else _SEQUENTIAL   # as trt_like's kernels/mkl.py
         try:
-            if lib.MKL_Set_Threading_Layer(_SEQUENTIAL) != _SEQUENTIAL:
+            if lib.MKL_Set_Threading_Layer(layer) != layer:
                 return None
             _lib = _Mkl(lib)
         except AttributeError:
@@ -98,7 +103,7 @@ def _make(lib: _Mkl, wT, m: int):
     packed = np.empty(lib.pack_size(_B_MATRIX, m, n, k), np.uint8)
     lib.pack(_ROW_MAJOR, _B_MATRIX, trans, m, n, k, 1.0, w_ptr, ld, packed.ctypes.data)
     p_ptr = packed.ctypes.data
-    sgemm, compute = lib.sgemm, lib.compute
+    sgemm, compute, local = lib.sgemm, lib.compute, lib.local_threads
     f32 = np.dtype(np.float32)
 
     def mkl_dot(x2, wT_, out=None):
@@ -109,12 +114,18 @@ def _make(lib: _Mkl, wT, m: int):
             out = np.empty((rows, n), f32)
         elif out.dtype != f32 or out.shape != (rows, n) or not out.flags.c_contiguous:
             return np.dot(x2, wT_, out=out)
-        if rows == m:
-            compute(_ROW_MAJOR, _NO_TRANS, _PACKED, m, n, k, x2.ctypes.data, k, p_ptr, ld, 0.0, out.ctypes.data, n)
-        elif rows:
-            sgemm(_ROW_MAJOR, _NO_TRANS, trans, rows, n, k, 1.0, x2.ctypes.data, k, w_ptr, ld, 0.0, out.ctypes.data, n)
-        else:
+        if not rows:
             out.fill(0)
+            return out
+        prev = local(1)
+        try:
+            if rows == m:
+                compute(_ROW_MAJOR, _NO_TRANS, _PACKED, m, n, k, x2.ctypes.data, k, p_ptr, ld, 0.0, out.ctypes.data, n)
+            else:
+                sgemm(_ROW_MAJOR, _NO_TRANS, trans, rows, n, k, 1.0, x2.ctypes.data, k, w_ptr, ld, 0.0,
+                      out.ctypes.data, n)
+        finally:
+            local(prev)
         return out
     mkl_dot.packed = packed   # (kept alive with the kernel)
     return mkl_dot
@@ -185,7 +196,7 @@ def matmul_rows():
     lib = _load()
     if lib is None or blas_threads() != 1:
         return None
-    sgemm = lib.sgemm
+    sgemm, local = lib.sgemm, lib.local_threads
     f32 = np.dtype(np.float32)
 
     def gemm(a, b, out):
@@ -194,7 +205,11 @@ def matmul_rows():
         if (not (_rows_ok(a, f32) and _rows_ok(b, f32) and _rows_ok(out, f32)) or b.shape[0] != k
                 or out.shape != (m, n) or m == 0 or n == 0 or k == 0):
             return np.matmul(a, b, out=out)
-        sgemm(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, m, n, k, 1.0, a.ctypes.data, max(a.strides[0] // 4, 1),
-              b.ctypes.data, max(b.strides[0] // 4, 1), 0.0, out.ctypes.data, max(out.strides[0] // 4, 1))
+        prev = local(1)
+        try:
+            sgemm(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, m, n, k, 1.0, a.ctypes.data, max(a.strides[0] // 4, 1),
+                  b.ctypes.data, max(b.strides[0] // 4, 1), 0.0, out.ctypes.data, max(out.strides[0] // 4, 1))
+        finally:
+            local(prev)
         return out
     return gemm
