@@ -169,3 +169,62 @@ def test_a_unet_block_through_a_static_module():
     assert ("aten::group_norm", "group_norm_matcher.<locals>.group_norm_jit") in chosen
     ups = [q for k, q in chosen if k.startswith("aten::upsample_bilinear2d")]
     assert ups == ["bilinear2d_matcher.<locals>.bilinear2d_jit"] * 2
+
+
+def _ln(ns, eps=1e-5):
+    t = TensorType("float32", ("n", 7) + tuple(ns))   # an unknown size: the matcher compiles
+    answer = NK.layer_norm_matcher(node_info("aten::layer_norm", input=t, normalized_shape=list(ns), weight=t,
+                                             bias=t, eps=eps, cudnn_enable=False, outputs=(t,)))
+    assert isinstance(answer, Specialized) and answer.args == (0, 2, 3)
+    assert answer.fn(np.ones((1, 7) + tuple(ns), np.float64)).dtype == np.float64   # (callable as the node's)
+    return answer.fn
+
+
+@pytest.mark.one_pass   # kernel calls only
+@pytest.mark.parametrize("shape,ns", [((2, 7, 256), (256,)), ((1, 3, 37), (37,)), ((2, 3, 4, 5), (4, 5)),
+                                      ((4, 1), (1,))])
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_matches_torch(shape, ns, affine):
+    """The compiled layer norm: lengths on and off its 16 lanes, 2-D normalized shapes, data far from
+    zero, into a fresh array, into ``out`` and in place; torch in float64 as the reference."""
+    x = (rng.standard_normal(shape) * 3 + 50).astype(np.float32)
+    w = rng.standard_normal(ns).astype(np.float32) if affine else None
+    b = rng.standard_normal(ns).astype(np.float32) if affine else None
+    want = F.layer_norm(T(x).double(), ns, None if w is None else T(w).double(),
+                        None if b is None else T(b).double(), 1e-5).numpy()
+    fn = _ln(ns)
+    got = fn(x, w, b)
+    assert got.dtype == np.float32 and got.shape == x.shape
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-4)
+    out = np.full_like(x, np.nan)
+    assert fn(x, w, b, out=out) is out
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=2e-4)
+    same = x.copy()
+    assert fn(same, w, b, out=same) is same
+    np.testing.assert_allclose(same, want, rtol=1e-4, atol=2e-4)
+
+
+@pytest.mark.one_pass   # kernel calls only
+def test_layer_norm_fallbacks():
+    """Arrays the compiled kernel does not take go to the numpy kernel: a transposed view, float64, a
+    partly overlapping out; a small node keeps the numpy kernel itself."""
+    fn = _ln((6,))
+    x = rng.standard_normal((6, 10)).astype(np.float32).T          # (10, 6), not contiguous
+    w, b = rng.standard_normal(6).astype(np.float32), rng.standard_normal(6).astype(np.float32)
+    want = F.layer_norm(T(np.ascontiguousarray(x)), (6,), T(w), T(b)).numpy()
+    np.testing.assert_allclose(fn(x, w, b), want, rtol=1e-5, atol=1e-5)
+    x64 = np.ascontiguousarray(x, np.float64)
+    got64 = fn(x64, w.astype(np.float64), b.astype(np.float64))
+    assert got64.dtype == np.float64
+    np.testing.assert_allclose(got64, F.layer_norm(T(x64), (6,), T(w).double(), T(b).double()).numpy(), rtol=1e-10)
+    buf = np.ascontiguousarray(x).reshape(-1)
+    shifted = np.empty(buf.size + 6, np.float32)
+    shifted[:buf.size] = buf
+    src, dst = shifted[:buf.size].reshape(10, 6), shifted[6:].reshape(10, 6)   # overlap by all rows but one
+    want_shift = F.layer_norm(T(src.copy()), (6,), T(w), T(b)).numpy()
+    assert fn(src, w, b, out=dst) is dst
+    np.testing.assert_allclose(dst, want_shift, rtol=1e-5, atol=1e-5)
+    small = TensorType("float32", (2, 3))
+    assert NK.layer_norm_matcher(node_info("aten::layer_norm", input=small, normalized_shape=[3], weight=small,
+                                           bias=small, eps=1e-5, cudnn_enable=False, outputs=(small,))) \
+        is NK.layer_norm

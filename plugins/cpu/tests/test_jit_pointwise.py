@@ -223,3 +223,22 @@ def test_a_model_dispatches_the_compiled_kernels_only_where_they_apply():
                for b in sm.blocks for pn in b.nodes if pn.fn is not None and pn.node.kind == "aten::silu"}
     assert kernels[(1, 8, 64, 64)] == "make_pointwise.<locals>.run"
     assert kernels[(2, 16)] != "make_pointwise.<locals>.run"
+
+
+@pytest.mark.one_pass   # kernel calls only
+def test_wide_twins_match_torch():
+    """Each kernel of WIDE and its 512-bit twin (one is chosen by timing at load) against torch, on
+    the special values and the bending range; the chosen one is one of the two."""
+    from srcore_cpu.kernels import jit as J
+
+    x = _input(3).reshape(-1)
+    refs = {JP._gelu_erf: F.gelu}
+    assert set(JP.WIDE) == set(refs)
+    for narrow, wide in JP.WIDE.items():
+        want = _torch_reference(refs[narrow], x)
+        fns = [J.compiled(narrow, JP._SIG), J.compiled(wide, JP._SIG)]
+        for fn in fns:
+            out = np.full_like(x, np.nan)
+            fn(x, out, np.float32(0), np.float32(0))
+            _assert_like_torch(out, want)
+        assert JP._compiled(narrow) in fns

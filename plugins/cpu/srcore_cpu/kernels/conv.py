@@ -235,6 +235,7 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
         return other_paths(input, out)
 
     gather = {}       # input shape -> parts of the column copies, where timing at load chose a split
+    mkl = {}          # input shape -> MKL's im2col GEMM (mkl_gemm.matmul_rows), where timing at load chose it
 
     def other_paths(input, out=None):
         t = 1
@@ -256,7 +257,7 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
                                     input.shape[3] + sum(pads[1]) - 2), w.dtype)
                 return _wg.conv3x3(input, gw, b, pads, out, ws, t)
         return _batched(conv_forward, input, nd, out, w, b, stride, pads, dilation, groups, ws=ws, threads=t,
-                        gather=gather.get(input.shape, 1) if t == 1 else 1)
+                        gather=gather.get(input.shape, 1) if t == 1 else 1, gemm=mkl.get(input.shape))
 
     def _time_gather_split(shape):
         """At more than one intra-op thread, an im2col conv of ``shape`` with a large column matrix
@@ -296,6 +297,8 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
             direct = None   # an unknown shape: the GEMM paths, which win at the larger sizes
     if static and threads == 1 and direct is None:
         _time_gather_split(shape)
+    if static and threads == 1 and direct is None and w.dtype == np.float32 and groups == 1 and shape[0] == 1:
+        _time_mkl_gemm(shape, other_paths, mkl, w, nd, b, stride, pads, dilation, ws)
     if (static and nd in (1, 2) and w.dtype == np.float32 and w.shape[1] > 1 and shape[1] == C * groups
             and w.shape[0] % groups == 0   # else the paths above report the bad conv, naming the node
             and os.environ.get("SRCORE_CPU_SIMD_CONV", "1") != "0"
@@ -342,6 +345,33 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
             conv_simd.tactic = way
             return conv_simd
     return conv_const
+
+
+def _time_mkl_gemm(shape, other_paths, mkl, w, nd, b, stride, pads, dilation, ws):
+    """A single-sample ungrouped float32 conv of ``shape`` whose path is im2col takes MKL's GEMM
+    (``mkl_gemm.matmul_rows``) where that times faster than numpy's here (the torch eager models run
+    theirs on MKL; 1-D convs of audio_conv1d on an Intel Sapphire Rapids: performance.md)."""
+    from .mkl_gemm import matmul_rows
+
+    gemm = matmul_rows()
+    if gemm is None or shape[1] != w.shape[1]:
+        return
+    x0 = np.zeros(shape, np.float32)
+    o0 = other_paths(x0)
+
+    def with_mkl(x, o):
+        return _batched(conv_forward, x, nd, o, w, b, stride, pads, dilation, 1, ws=ws, gemm=gemm)
+    calls = []
+    real = gemm
+
+    def counting(a, bb, out):
+        calls.append(1)
+        return real(a, bb, out)
+    mkl[shape] = counting
+    other_paths(x0, o0)        # does this shape's path reach the im2col GEMM at all?
+    del mkl[shape]
+    if calls and _tactic.fastest({"numpy": other_paths, "mkl": with_mkl}, (x0, o0)) == "mkl":
+        mkl[shape] = gemm
 
 
 # the SIMD direct conv replaces a conv's other paths only where it times this much faster: on a

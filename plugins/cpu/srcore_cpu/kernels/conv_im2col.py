@@ -73,7 +73,7 @@ def _gather_blocks(C, taps, gather):
     return [(slice(None), taps[lo:hi]) for lo, hi in _par.split(len(taps), min(gather, len(taps)))]
 
 
-def _im2col_rows(xp, wm, tv, ks, tap_slices, stride0, osz, lo, hi, ws, key, gather=1):
+def _im2col_rows(xp, wm, tv, ks, tap_slices, stride0, osz, lo, hi, ws, key, gather=1, gemm=None):
     """Output rows ``[lo, hi)``: columns in chunks of rows (each under :data:`COLS_CAP_BYTES`,
     resnet's 7x7 stem is 7 MiB in one piece) and one GEMM per chunk, which BLAS writes straight
     into its rows of ``tv`` (a strided view, no copy). ``gather > 1`` copies each chunk's columns
@@ -100,7 +100,10 @@ def _im2col_rows(xp, wm, tv, ks, tap_slices, stride0, osz, lo, hi, ws, key, gath
         else:
             for idx, src, sl in tap_slices:
                 cols[full + idx] = src[full + _rows(sl, stride0, r0, r1)]
-        np.matmul(wm, cols.reshape(N, groups, K, -1), out=tv[:, :, :, r0:r1].reshape(N, groups, Og, -1))
+        if gemm is not None and N == 1 and groups == 1:   # MKL (mkl_gemm.matmul_rows), one matrix
+            gemm(wm[0], cols.reshape(K, -1), tv[0, 0, :, r0:r1].reshape(Og, -1))
+        else:
+            np.matmul(wm, cols.reshape(N, groups, K, -1), out=tv[:, :, :, r0:r1].reshape(N, groups, Og, -1))
 
 
 def _add_bias(target, bias, nd, o=slice(None)):
@@ -132,14 +135,15 @@ def _sum_of_nothing(out, bias):
     return out
 
 
-def conv_forward(x, w, bias, stride, pads, dilation, groups, out=None, ws=_NO_WS, threads=1, gather=1):
+def conv_forward(x, w, bias, stride, pads, dilation, groups, out=None, ws=_NO_WS, threads=1, gather=1, gemm=None):
     """The forward convolution of a batched ``x`` (N, C, *spatial).
 
     ``threads > 1`` splits the work into that many parts on :mod:`.parallel`'s pool (output
     channels of a 1x1 conv; output rows, or output channels when there are too few rows, of an
     im2col conv); the bias add is done by each part on its own slice. ``gather > 1`` (with
     ``threads == 1``) splits only an im2col conv's column copies and its bias add over that many
-    parts and leaves each GEMM whole to BLAS's threads: the bits of ``gather == 1``.
+    parts and leaves each GEMM whole to BLAS's threads: the bits of ``gather == 1``. ``gemm``
+    (``mkl_gemm.matmul_rows``): the one-thread im2col GEMM of a single-sample ungrouped conv.
     """
     nd = x.ndim - 2
     N, C = x.shape[:2]
@@ -238,7 +242,7 @@ def conv_forward(x, w, bias, stride, pads, dilation, groups, out=None, ws=_NO_WS
                 _par.run_parts(gemm, threads, threads)
                 bias = None
             else:
-                _im2col_rows(xp, wm, tv, ks, tap_slices, stride[0], osz, 0, osz[0], ws, key, gather)
+                _im2col_rows(xp, wm, tv, ks, tap_slices, stride[0], osz, 0, osz[0], ws, key, gather, gemm)
                 if gather > 1:
                     _add_bias_split(target, bias, nd, gather)
                     bias = None

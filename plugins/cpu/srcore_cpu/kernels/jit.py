@@ -15,6 +15,7 @@ float32 CPU kernels where it matters: NaN in, NaN out; ``exp(+inf) = inf``, ``ex
 from __future__ import annotations
 
 import math
+import time
 
 import numba
 import numpy as np
@@ -35,6 +36,38 @@ def compiled(dispatcher, signature: str):
     args, _ = numba.core.sigutils.normalize_signature(signature)
     dispatcher.compile(signature)
     return dispatcher.overloads[tuple(args)].entry_point
+
+
+# LLVM string attributes ("key"="value"); llvmlite's attribute set admits only the names it knows,
+# so they are added to the underlying set and emitted verbatim into the function's attributes
+_WIDE = ('"prefer-vector-width"="512"', '"min-legal-vector-width"="512"')
+
+
+@intrinsic
+def prefer_512(typingctx):
+    """Let LLVM vectorize the calling function with 512-bit vectors. Its tuning for AVX-512 Intel
+    cores (``prefer-256-bit``) keeps numba's loops on 256-bit ymm registers; on a CPU without
+    AVX-512 the wide vectors are split, same results. A kernel compiled both ways is chosen by
+    timing (:func:`fastest`)."""
+    def codegen(context, builder, sig, args):
+        for a in _WIDE:
+            set.add(builder.function.attributes, a)
+        return context.get_dummy_value()
+    return types.none(), codegen
+
+
+def fastest(fns, args, rounds: int = 7, reps: int = 3, margin: float = 1.03):
+    """The fastest of ``fns`` called on ``args``: best of ``rounds`` alternating rounds of ``reps``
+    calls, in CPU time of the thread (a loaded machine's waits for a core drop out). The first is
+    the default: another must beat it by ``margin``."""
+    best = [float("inf")] * len(fns)
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            t0 = time.thread_time()
+            for _ in range(reps):
+                fn(*args)
+            best[i] = min(best[i], time.thread_time() - t0)
+    return fns[min(range(len(fns)), key=lambda j: (best[j] * (1.0 if j == 0 else margin), j))]
 
 
 @intrinsic

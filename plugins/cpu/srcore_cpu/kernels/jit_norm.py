@@ -87,3 +87,81 @@ class GroupNorm:
         rows = x.reshape(N * C, -1) if N * C else x.reshape(0, 0)
         self.kernel(rows, weight, bias, y.reshape(rows.shape), mean.reshape(-1), rstd.reshape(-1),
                     C, groups, float(eps))
+
+
+# --- layer norm ---------------------------------------------------------------------------------
+_LANES = 16
+_LN_SIG = "void(float32[:, ::1], float32[::1], float32[::1], float32[:, ::1], float64)"
+_LN_SIG_INPLACE = "void(float32[:, ::1], float32[::1], float32[::1], float64)"
+
+
+@numba.njit(inline="always", **JIT)
+def _row_sum(row, shift, acc):
+    """``sum(row - shift)`` and ``sum((row - shift)^2)`` in float64, 16 independent lanes (a
+    vectorized loop without reassociating any one sum)."""
+    E = row.size
+    E16 = E - E % _LANES
+    for j in range(2 * _LANES):
+        acc[j] = 0.0
+    for i in range(0, E16, _LANES):
+        for j in range(_LANES):
+            d = np.float64(row[i + j]) - shift
+            acc[j] += d
+            acc[_LANES + j] += d * d
+    s = 0.0
+    q = 0.0
+    for j in range(_LANES):
+        s += acc[j]
+        q += acc[_LANES + j]
+    for i in range(E16, E):
+        d = np.float64(row[i]) - shift
+        s += d
+        q += d * d
+    return s, q
+
+
+@numba.njit(inline="always", **JIT)
+def _layer_norm_body(x, w, b, o, eps):
+    """Rows of ``x`` (R, E) normalized into ``o`` (may be ``x``): statistics in float64 around the
+    row's first element (as the group norm), then ``(x - mean) * rstd * w + b`` in float32."""
+    R, E = x.shape
+    acc = np.empty(2 * _LANES, np.float64)
+    for r in range(R):
+        row = x[r]
+        k = np.float64(row[0]) if E > 0 else 0.0
+        s, q = _row_sum(row, k, acc)
+        dm = s / E
+        var = q / E - dm * dm
+        if var < 0.0:
+            var = 0.0
+        mean = _F(k + dm)
+        rstd = _F(1.0 / np.sqrt(var + eps))
+        orow = o[r]
+        for i in range(E):
+            orow[i] = (row[i] - mean) * rstd * w[i] + b[i]
+
+
+@numba.njit(**JIT)
+def _layer_norm(x, w, b, o, eps):
+    _layer_norm_body(x, w, b, o, eps)
+
+
+@numba.njit(**JIT)
+def _layer_norm_inplace(x, w, b, eps):
+    # one array: LLVM vectorizes the write (for two that alias, its overlap check picks the scalar loop)
+    _layer_norm_body(x, w, b, x, eps)
+
+
+class LayerNorm:
+    """``run(x2, w, b, out2, eps)``: layer norm of the rows of 2-D float32 C-contiguous ``x2`` into
+    ``out2`` (``out2`` may be ``x2``); ``w``, ``b`` float32 (E,). Compiled now."""
+
+    def __init__(self):
+        self.kernel = _J.compiled(_layer_norm, _LN_SIG)
+        self.inplace = _J.compiled(_layer_norm_inplace, _LN_SIG_INPLACE)
+
+    def __call__(self, x2, w, b, out2, eps):
+        if out2.ctypes.data == x2.ctypes.data:
+            self.inplace(x2, w, b, float(eps))
+        else:
+            self.kernel(x2, w, b, out2, float(eps))

@@ -18,7 +18,8 @@ import numba
 import numpy as np
 
 from . import jit as _J
-from .jit import JIT, sigmoid, tanh
+from .jit import JIT, prefer_512, sigmoid, tanh
+from .recurrent import aligned
 
 _F = np.float32
 
@@ -41,13 +42,22 @@ def _gemv(h, b, whhT, acc):
         j += 1
 
 
-@numba.njit(**JIT)
-def _lstm_layer(gates, whhT, h, c, ys):
+@numba.njit(inline="always", **JIT)
+def _aligned_row(n):
+    """An uninitialized float32 row of ``n`` starting on a 64-byte boundary: a zmm load of it
+    never straddles two cache lines."""
+    buf = np.empty(n + 16, np.float32)
+    off = ((64 - (buf.ctypes.data & 63)) & 63) >> 2
+    return buf[off:off + n]
+
+
+@numba.njit(inline="always", **JIT)
+def _lstm_body(gates, whhT, h, c, ys):
     """``gates`` (T, B, 4H) the input projections (i, f, o, g; biases in), ``whhT`` (H, 4H), the
     states ``h``, ``c`` (B, H) updated in place, ``ys`` (T, B, H) every step's ``h``."""
     T, B, G = gates.shape
     H = G // 4
-    acc = np.empty(G, np.float32)
+    acc = _aligned_row(G)
     for t in range(T):
         for b in range(B):
             for g in range(G):
@@ -65,13 +75,13 @@ def _lstm_layer(gates, whhT, h, c, ys):
                 ys[t, b, u] = hu
 
 
-@numba.njit(**JIT)
-def _gru_layer(gates, whhT, bhn, h, ys):
+@numba.njit(inline="always", **JIT)
+def _gru_body(gates, whhT, bhn, h, ys):
     """``gates`` (T, B, 3H) the input projections (r, z, n; ``b_hh`` of r and z folded in),
     ``whhT`` (H, 3H), ``bhn`` (H,), the state ``h`` (B, H) updated in place, ``ys`` (T, B, H)."""
     T, B, G = gates.shape
     H = G // 3
-    acc = np.empty(G, np.float32)
+    acc = _aligned_row(G)
     for t in range(T):
         for b in range(B):
             for g in range(G):
@@ -86,13 +96,67 @@ def _gru_layer(gates, whhT, bhn, h, ys):
                 ys[t, b, u] = hu
 
 
+@numba.njit(**JIT)
+def _lstm_layer(gates, whhT, h, c, ys):
+    _lstm_body(gates, whhT, h, c, ys)
+
+
+@numba.njit(**JIT)
+def _lstm_layer_512(gates, whhT, h, c, ys):
+    prefer_512()
+    _lstm_body(gates, whhT, h, c, ys)
+
+
+@numba.njit(**JIT)
+def _gru_layer(gates, whhT, bhn, h, ys):
+    _gru_body(gates, whhT, bhn, h, ys)
+
+
+@numba.njit(**JIT)
+def _gru_layer_512(gates, whhT, bhn, h, ys):
+    prefer_512()
+    _gru_body(gates, whhT, bhn, h, ys)
+
+
 _LSTM_SIG = ("void(float32[:, :, ::1], float32[:, ::1], float32[:, ::1], float32[:, ::1], "
              "float32[:, :, ::1])")
 _GRU_SIG = ("void(float32[:, :, ::1], float32[:, ::1], float32[::1], float32[:, ::1], "
             "float32[:, :, ::1])")
+_VARIANTS = {"lstm": ((_lstm_layer, _lstm_layer_512), _LSTM_SIG, 4),
+             "gru": ((_gru_layer, _gru_layer_512), _GRU_SIG, 3)}
+_chosen: dict[tuple[str, int], object] = {}
+_STEPS = 32     # timesteps of the timing run: ~0.1 ms a call at hidden 128
 
 
-def kernels():
-    """``{"lstm": fn, "gru": fn}``, compiled now (or loaded from numba's cache): the matcher calls
-    this at load so that no call pays for a compilation."""
-    return {"lstm": _J.compiled(_lstm_layer, _LSTM_SIG), "gru": _J.compiled(_gru_layer, _GRU_SIG)}
+def _args(mode, hidden, rng):
+    g = _VARIANTS[mode][2] * hidden
+    gates = rng.standard_normal((_STEPS, 1, g), dtype=np.float32)
+    # laid out as recurrent.prepare lays out the weights (64-byte aligned)
+    whhT = aligned(rng.standard_normal((hidden, g), dtype=np.float32) * _F(1.0 / np.sqrt(hidden)), np.float32)
+    h = np.zeros((1, hidden), np.float32)
+    ys = np.empty((_STEPS, 1, hidden), np.float32)
+    if mode == "lstm":
+        return gates, whhT, h, np.zeros((1, hidden), np.float32), ys
+    return gates, whhT, np.zeros(hidden, np.float32), h, ys
+
+
+def kernels(mode: str, hidden: int | None) -> dict:
+    """``{mode: fn}``, the layer loop for ``mode`` (``"lstm"`` or ``"gru"``; :func:`kernel`), for
+    ``run_lockstep``; ``hidden`` None (weights not known at load): LLVM's default vector width."""
+    if hidden is None:
+        dispatchers, sig, _ = _VARIANTS[mode]
+        return {mode: _J.compiled(dispatchers[0], sig)}
+    return {mode: kernel(mode, hidden)}
+
+
+def kernel(mode: str, hidden: int):
+    """The compiled layer loop of ``mode`` (``"lstm"`` or ``"gru"``) for ``hidden`` units: LLVM's
+    default vector width or 512-bit vectors (:func:`.jit.prefer_512`), whichever ran a
+    ``hidden``-unit layer faster here (once per mode and size and process; the wide one must win
+    by 3%). Compiled now (or loaded from numba's cache): the matcher calls this at load."""
+    key = (mode, hidden)
+    if key not in _chosen:
+        dispatchers, sig, _ = _VARIANTS[mode]
+        fns = [_J.compiled(d, sig) for d in dispatchers]
+        _chosen[key] = _J.fastest(fns, _args(mode, hidden, np.random.default_rng(0)))
+    return _chosen[key]

@@ -20,14 +20,15 @@ def _arr(r, dtype):
     return r if isinstance(r, np.ndarray) else np.asarray(r, dtype=dtype)
 
 
-def _gemm(x, wT, out):
-    """``x @ wT`` for a 2-D C-contiguous ``wT``, flattening leading dims of ``x``."""
+def _gemm(x, wT, out, dot=np.dot):
+    """``x @ wT`` for a 2-D C-contiguous ``wT``, flattening leading dims of ``x``; ``dot`` is
+    ``np.dot`` or a kernel's MKL GEMM (:mod:`.mkl_gemm`, same calling convention)."""
     k, n = wT.shape
     if x.ndim == 2:
         if out is None:
-            return np.dot(x, wT)
+            return dot(x, wT)
         try:
-            return np.dot(x, wT, out=out)
+            return dot(x, wT, out=out)
         except ValueError:  # np.dot wants a C-contiguous out of the exact dtype
             return np.matmul(x, wT, out=out)
     if x.ndim == 1:
@@ -35,9 +36,9 @@ def _gemm(x, wT, out):
     lead = x.shape[:-1]
     x2 = x.reshape(-1, k)
     if out is None:
-        return np.dot(x2, wT).reshape(*lead, n)
+        return dot(x2, wT).reshape(*lead, n)
     if out.flags.c_contiguous:
-        np.dot(x2, wT, out=out.reshape(-1, n))
+        dot(x2, wT, out=out.reshape(-1, n))
         return out
     return np.matmul(x, wT, out=out)
 
@@ -80,10 +81,16 @@ def _linear_fast(node: NodeInfo, act_=None):
     b = node.const("bias")
     if not isinstance(w, np.ndarray) or w.ndim != 2:
         return None
-    wT = transposed(w)
     b = None if b is None else np.asarray(b)
-    if getattr(node.arg("input").type, "rank", None) == 2:
-        return Specialized(_flat_linear_2d(wT, b, act_), args=(0,))
+    shape = getattr(node.arg("input").type, "shape", None)
+    # MKL packs its own copy of the weight: the kernel's fallback np.dot reads a view of torch's
+    # (the same object: the MKL GEMM checks that it is given the weight it packed)
+    wT = w.T
+    dot = _mkl_gemm(shape, wT)
+    if dot is None:
+        wT, dot = transposed(w), np.dot
+    if shape is not None and len(shape) == 2:
+        return Specialized(_flat_linear_2d(wT, b, act_, dot), args=(0,))
     if isinstance(act_, np.ufunc):
         ufunc = act_
 
@@ -91,7 +98,7 @@ def _linear_fast(node: NodeInfo, act_=None):
             return ufunc(out, out=out)
 
     def linear_const(input, out=None):
-        out = _gemm(input, wT, out)
+        out = _gemm(input, wT, out, dot)
         if b is not None:
             np.add(out, b, out=out)
         return out if act_ is None else act_(out)
@@ -103,7 +110,18 @@ def relu_(out):
     return np.maximum(out, 0, out=out)
 
 
-def _flat_linear_2d(wT, b, act_):
+def _mkl_gemm(shape, wT):
+    """MKL's GEMM (:mod:`.mkl_gemm`) of a constant-weight linear (``wT``: (in, out)) whose input
+    has ``shape`` (None, or dims that may be symbolic) where it timed faster at this shape, else
+    None."""
+    if shape is None or len(shape) < 2 or not all(isinstance(d, int) for d in shape[:-1]):
+        return None
+    from .mkl_gemm import gemm_for
+
+    return gemm_for(int(np.prod(shape[:-1])), wT)
+
+
+def _flat_linear_2d(wT, b, act_, dot=np.dot):
     """``act_(x @ wT + b)`` for a 2-D ``x`` as one generated function (see :func:`_linear_fast`)."""
     lines = ["def linear_2d(input, out=None):",
              "    try:",
@@ -119,7 +137,7 @@ def _flat_linear_2d(wT, b, act_):
     elif act_ is not None:
         lines.append("    out = act(out)")
     lines.append("    return out")
-    env = {"dot": np.dot, "matmul": np.matmul, "add": np.add, "maximum": np.maximum,
+    env = {"dot": dot, "matmul": np.matmul, "add": np.add, "maximum": np.maximum,
            "zero": wT.dtype.type(0), "wT": wT, "b": b, "act": act_}
     exec(compile("\n".join(lines) + "\n", f"<srcore_cpu linear {wT.shape}>", "exec"), env)
     return env["linear_2d"]

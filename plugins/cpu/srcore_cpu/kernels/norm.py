@@ -304,20 +304,60 @@ def layer_norm_matcher(node: NodeInfo):
         return layer_norm
     t = node.output_types[0] if node.output_types else None
     threads = RS.split_threads_for(t)
-    if threads <= 1:
-        return layer_norm
     ns, eps = tuple(int(d) for d in node.const("normalized_shape")), float(node.const("eps"))
+    # the compiled kernel for large float32 nodes, at any thread count (a split runs the same
+    # kernel on blocks of rows: the bits of one thread)
+    kernel = _compiled_layer_norm(ns) if _f32_node(node) else layer_norm
+    if threads <= 1:
+        if kernel is layer_norm:
+            return layer_norm
+        return Specialized(lambda input, weight=None, bias=None, out=None: kernel(input, ns, weight, bias, eps,
+                                                                                  out=out), args=(0, 2, 3))
     shape = RS.static_shape(t)
-    split = RS.split_layer_norm(layer_norm, shape, ns, eps, threads)
+    split = RS.split_layer_norm(kernel, shape, ns, eps, threads)
     if split is None:
-        return layer_norm
+        return layer_norm if kernel is layer_norm else Specialized(
+            lambda input, weight=None, bias=None, out=None: kernel(input, ns, weight, bias, eps, out=out),
+            args=(0, 2, 3))
 
     def one(x, weight=None, bias=None, out=None):
-        return layer_norm(x, ns, weight, bias, eps, out=out)
+        return kernel(x, ns, weight, bias, eps, out=out)
     x, y = RS.sample(shape), np.empty(shape, np.float32)
     w, b = np.ones(ns, np.float32), np.zeros(ns, np.float32)
     fn = split if RS.split_pays(one, split, (x, w, b, y)) else one
     return Specialized(fn, args=(0, 2, 3))
+
+
+def _compiled_layer_norm(ns):
+    """``layer_norm_jit(input, normalized_shape, weight, bias, eps, out=None)`` (``layer_norm``'s
+    signature) for ``normalized_shape == ns``: the compiled layer norm (:class:`.jit_norm.LayerNorm`,
+    compiled now); arrays it does not take (other dtypes, non-contiguous, a weight or bias of
+    another shape) go to :func:`layer_norm`."""
+    from .jit_norm import LayerNorm
+
+    E = math.prod(ns)
+    run = LayerNorm()
+    ones, zeros = np.ones(E, np.float32), np.zeros(E, np.float32)
+
+    def layer_norm_jit(input, normalized_shape, weight=None, bias=None, eps=1e-5, out=None):
+        if out is None:
+            out = np.empty(input.shape, input.dtype)
+        if (E == 0 or tuple(normalized_shape) != ns or input.shape[input.ndim - len(ns):] != ns
+                or out.shape != input.shape or not _ln_ready(input, E, weight, bias, out)):
+            return layer_norm(input, normalized_shape, weight, bias, eps, out=out)
+        run(input.reshape(-1, E), ones if weight is None else weight.reshape(E),
+            zeros if bias is None else bias.reshape(E), out.reshape(-1, E), eps)
+        return out
+    return layer_norm_jit
+
+
+def _ln_ready(x, E, weight, bias, out) -> bool:
+    """Whether the compiled layer norm takes these arrays (else the numpy kernel does)."""
+    if x.dtype != np.float32 or not x.flags.c_contiguous or out.dtype != np.float32 or not out.flags.c_contiguous:
+        return False
+    if out.ctypes.data != x.ctypes.data and np.shares_memory(x, out):
+        return False
+    return all(v is None or (v.dtype == np.float32 and v.size == E and v.flags.c_contiguous) for v in (weight, bias))
 
 
 def group_norm_matcher(node: NodeInfo):
