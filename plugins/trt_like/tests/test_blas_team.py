@@ -155,7 +155,9 @@ def test_the_pool_timed_fastest_is_chosen(monkeypatch, team_faster):
     monkeypatch.setattr(choose, "rank", rank)
     net = _gemm_net()
     (step,) = choose.choose_tactics(net, {"timing_cache": False})
-    pool, team = timed          # the OpenMP pool's candidates (MKL's alone when MKL is threaded), the team's
+    # each pool timed twice, ABBA: the OpenMP pool's candidates (MKL's alone when MKL is threaded), the team's
+    pool, team, team2, pool2 = timed
+    assert (pool, team) == (pool2, team2)
     # on the team: its tactic and the one on the calling thread (never slower than 1 thread), no MKL
     assert team == ["numpy_split", "numpy"] and "numpy_split" not in pool
     best = {p: min(names, key=fake.get) for p, names in (("pool", pool), ("team", team))}
@@ -165,6 +167,56 @@ def test_the_pool_timed_fastest_is_chosen(monkeypatch, team_faster):
     out = np.empty((64, 1024), np.float32)
     step.fn(x, out)
     np.testing.assert_allclose(out, x @ net.layers[0].attrs["weight"].T, rtol=1e-4, atol=1e-3)
+
+
+def test_a_load_spike_in_one_pass_does_not_choose_the_pool(monkeypatch):
+    """The pools are timed in two ABBA passes and each candidate keeps its best: a pass in which the
+    faster pool's block was disturbed (here the team's first, 4x its time) does not hand the engine
+    to the slower pool, and the winner's tactic is the one fastest over both passes."""
+    monkeypatch.setattr(parallel, "count", lambda: 2)
+    passes = iter([{"numpy": 2.0, "mkl_packed": 2.5, "mkl": 2.5},          # pool
+                   {"numpy_split": 4.0, "numpy": 8.0},                     # team, disturbed
+                   {"numpy_split": 1.0, "numpy": 2.2},                     # team
+                   {"numpy": 2.1, "mkl_packed": 1.9, "mkl": 1.9}])         # pool
+    seen = []
+
+    def rank(cands, layer, net, seed=0):
+        times = next(passes)
+        seen.append(sorted(c.name for c in cands))
+        return sorted(((c, times[c.name]) for c in cands), key=lambda p: p[1])
+    monkeypatch.setattr(choose, "rank", rank)
+    assert choose.POOL_PASSES == (choose.POOL, choose.BLAS, choose.BLAS, choose.POOL)
+    (step,) = choose.choose_tactics(_gemm_net(), {"timing_cache": False})
+    assert len(seen) == 4 and step.tactic == "numpy_split"
+
+
+def test_a_governed_candidate_reaches_its_team_before_it_is_timed(monkeypatch):
+    """At 2 threads a governed kernel runs its first call on the calling thread alone (Governor): the
+    builder calls each candidate once before best_times (whose own warm-up is then the team's first
+    run), so no timed round pays the team's start; at 1 thread nothing extra runs."""
+    from srcore_trt_like.tactics.records import Candidate, Kernel
+
+    calls = []
+
+    def build():
+        gov = parallel.Governor(parallel.count())     # as a real tactic is built
+
+        def fn(x, out):
+            calls.append(gov.team())
+            out[...] = x @ w.T
+        return Kernel(fn)
+    net = _gemm_net()
+    w = net.layers[0].attrs["weight"]
+    before_timing = []
+    real = choose.best_times
+    monkeypatch.setattr(choose, "best_times", lambda fns, **kw: (before_timing.append(list(calls)), real(fns, **kw))[1])
+    for threads, expect in ((2, [1]), (1, [])):
+        monkeypatch.setattr(parallel, "count", lambda threads=threads: threads)
+        calls.clear()
+        before_timing.clear()
+        choose.rank([Candidate("governed", build)], net.layers[0], net)
+        assert before_timing == [expect]          # the solo call, then best_times' calls on the team
+        assert calls[len(expect):] == [threads] * (len(calls) - len(expect))
 
 
 def test_one_thread_offers_no_team_and_a_stored_team_tactic_restores(monkeypatch):
