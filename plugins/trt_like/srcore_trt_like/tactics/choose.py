@@ -4,7 +4,8 @@ its kernels).
 
 Timing is :func:`.timing.best_times`: every candidate runs once to warm up (compiled code loads,
 scratch grows), then a few rounds in a rotating order, keeping each one's best round (the least
-disturbed on a shared machine), plus the time its weights take to stream from memory. The
+disturbed on a shared machine; at one thread on the calling thread's own time, not the time other
+processes held its core), plus the time its weights take to stream from memory. The
 winner is remembered in the timing cache (:mod:`.timing_cache`), so a later build of the same
 layer on the same machine and thread settings skips the timing. Engine options: ``timing=False``
 takes the first candidate (the table puts the usual winner first), ``timing_cache=False``

@@ -1,6 +1,18 @@
 """The one timing algorithm of the builder: how candidate tactics are compared on a layer's real
 shapes (:func:`best_times`), used for the engine's layers (:func:`.choose.rank`) and for conv
-tactics on their own (:func:`time_tactics`, the benchmarks' entry point)."""
+tactics on their own (:func:`time_tactics`, the benchmarks' entry point).
+
+**Which clock.** A layer built for one intra-op thread runs on the calling thread alone, so its
+candidates are charged that thread's own time (``"cpu"``): its CPU time (``time.thread_time_ns``)
+plus any time it was blocked (asleep, waiting for another thread), but not the time it waited
+for a core another process held. On a shared machine that wait is noise, charged to whichever
+candidate happened to be running: at load ~7 on 2 vCPUs a 2 ms call's wall time was 1-6x its
+CPU time, and a build gave Winograd resnet_small's 256-channel 8x8 layer at 809 us where
+simd_direct_oc runs 600-700. The wait is Linux's per-thread ``run_delay`` (schedstat); where the
+kernel does not report it, a round is charged its CPU time, or its wall time if that was
+mostly spent off the CPU (:data:`OFF_THREAD`). Layers built for more threads are timed in wall
+time (``"wall"``): the team's work is on other threads, which the caller's clocks do not see.
+"""
 from __future__ import annotations
 
 import math
@@ -10,6 +22,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import TacticSpecError
+from ..kernels import threads as _threads
 
 # Bytes per second at which a layer's weights stream in during a whole-network run. Timing a layer
 # on its own leaves its weights in cache; in a network they are not (resnet_small's laid-out weights
@@ -20,21 +33,79 @@ WEIGHT_STREAM_BYTES_PER_S = 16e9
 
 #: timing rounds per layer (after one warm-up call of each candidate)
 ROUNDS = 3
+#: the least time one candidate's calls take in a round: a shorter call runs several times a round
+#: (its time is their mean), so that a round's reading is not one call's, at the mercy of one
+#: interrupt or a cache the previous candidate left cold; at most :data:`MAX_CALLS` calls
+MIN_ROUND_S = 1e-3
+MAX_CALLS = 64
+#: without ``run_delay``: a round on the ``"cpu"`` clock that used less than this fraction of its
+#: wall time on the CPU spent it blocked (or the machine was starved) and is charged its wall time
+OFF_THREAD = 0.1
+
+#: nanosecond clocks: wall time, the calling thread's CPU time
+WALL_CLOCK = time.perf_counter_ns
+CPU_CLOCK = time.thread_time_ns
+_SCHEDSTAT = "/proc/thread-self/schedstat"
+
+
+def run_delay() -> int | None:
+    """Nanoseconds the calling thread has waited for a core so far (Linux's schedstat), or None."""
+    try:
+        with open(_SCHEDSTAT, "rb") as f:
+            return int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def clock_for(threads: int) -> str:
+    """The clock to time a layer built for ``threads`` intra-op threads on (see the module doc)."""
+    return "cpu" if threads <= 1 else "wall"
+
+
+def _round(call: Callable[[], object], n: int, clock: str) -> float:
+    """Nanoseconds per call of ``n`` calls of ``call`` on ``clock``."""
+    if clock == "wall":
+        w0 = WALL_CLOCK()
+        for _ in range(n):
+            call()
+        return (WALL_CLOCK() - w0) / n
+    d0 = run_delay()
+    w0, c0 = WALL_CLOCK(), CPU_CLOCK()
+    for _ in range(n):
+        call()
+    c, w = CPU_CLOCK() - c0, WALL_CLOCK() - w0
+    if d0 is not None:
+        d1 = run_delay()
+        if d1 is not None:
+            return max(c, w - (d1 - d0)) / n
+    return (w if c < OFF_THREAD * w else c) / n
 
 
 def best_times(calls: list[Callable[[], object]], rounds: int = ROUNDS, *, skip_failures: bool = False,
                weight_bytes: list[int] | None = None,
-               bandwidth: float | None = WEIGHT_STREAM_BYTES_PER_S) -> list[float]:
+               bandwidth: float | None = WEIGHT_STREAM_BYTES_PER_S,
+               clock: str | None = None, min_round: float = MIN_ROUND_S) -> list[float]:
     """Seconds per call of each of ``calls``: one warm-up call each (compiled code loads, scratch
-    grows), then ``rounds`` rounds in which every call runs once, the order rotating per round so
-    no call always follows the same one; a call's time is its best round (the least disturbed on
-    a shared machine), plus ``weight_bytes[i]`` streamed in at ``bandwidth`` bytes/s (``None``: hot
-    timing only). With ``skip_failures`` a call that raises in its warm-up gets ``inf``
-    (a tactic that cannot run these shapes is just not chosen); otherwise it raises."""
-    ok = []
+    grows; a call shorter than ``min_round`` runs once more, timed, to set how many calls make
+    its round), then ``rounds`` rounds in which every candidate runs its calls, the order
+    rotating per round so no candidate always follows the same one; a candidate's time is its
+    best round (the least disturbed on a shared machine), plus ``weight_bytes[i]`` streamed in at
+    ``bandwidth`` bytes/s (``None``: hot timing only). ``clock``: ``"cpu"`` or ``"wall"`` (see
+    the module doc), by default :func:`clock_for` the intra-op thread count. With
+    ``skip_failures`` a call that raises in its warm-up gets ``inf`` (a tactic that cannot run
+    these shapes is just not chosen); otherwise it raises."""
+    clock = clock or clock_for(_threads.count())
+    if clock not in ("cpu", "wall"):
+        raise TacticSpecError(f"best_times: clock must be 'cpu' or 'wall', got {clock!r}")
+    min_ns = min_round * 1e9
+    ok, reps = [], [1] * len(calls)
     for i, call in enumerate(calls):
         try:
-            call()
+            t = _round(call, 1, clock)          # the warm-up
+            if t < min_ns:
+                t = _round(call, 1, clock)      # warm: how many such calls fill a round
+                if t < min_ns:
+                    reps[i] = min(MAX_CALLS, math.ceil(min_ns / max(t, 1)))
             ok.append(i)
         except Exception:
             if not skip_failures:
@@ -43,18 +114,15 @@ def best_times(calls: list[Callable[[], object]], rounds: int = ROUNDS, *, skip_
     for r in range(max(1, rounds)):
         for k in range(len(ok)):
             i = ok[(k + r) % len(ok)]
-            t0 = time.perf_counter()
-            calls[i]()
-            best[i] = min(best[i], time.perf_counter() - t0)
+            best[i] = min(best[i], _round(calls[i], reps[i], clock) * 1e-9)
     if weight_bytes is not None and bandwidth:
         best = [b + w / bandwidth for b, w in zip(best, weight_bytes)]
     return best
 
-
 def time_tactics(tactics, spec, rounds: int = ROUNDS, seed: int = 0,
                  weight_bandwidth: float | None = WEIGHT_STREAM_BYTES_PER_S) -> list[tuple[str, float]]:
     """``[(name, seconds), ...]`` fastest first: conv tactics (:mod:`srcore_trt_like.conv`) timed on
-    random inputs of ``spec`` by :func:`best_times` (``weight_bandwidth``: see there). Costs about
+    random inputs of ``spec`` by :func:`best_times` (``weight_bandwidth``: see there). Costs at least
     ``rounds + 1`` calls per tactic."""
     if not tactics:
         raise TacticSpecError("time_tactics: no tactics to time")
