@@ -249,6 +249,24 @@ def test_engine_threads_reports_layers_and_the_cpu_of_each_thread(tmp_path):
     assert r["governors"] == {"team": 0, "solo": 0, "waits": 0}      # one thread: no team regions
 
 
+@pytest.mark.full   # ~5 s: prepares mlp_tiny's artifacts and builds its engine
+def test_engine_gap_splits_a_call_into_glue_and_layers(tmp_path):
+    """``benchmarks.engine_gap``: the engine's plan, one entry per kernel layer, the no-op-kernel
+    glue cheaper than the call, and the numba kernels restored after the wrapper timing."""
+    pytest.importorskip("srcore_trt_like")
+    from benchmarks import engine_gap
+    from numba.core.registry import CPUDispatcher
+
+    import srcore_trt_like.tactics.squeeze_excite as se
+
+    row = engine_gap.measure("mlp_tiny", tmp_path, rounds=1)
+    assert row["layers"] == sum(s.fn is not None for s in row["_plan"].steps) > 0
+    assert 0 < row["glue"] < row["call"] and row["hot"] > 0 and row["in_sequence"] > 0
+    engine_gap.wrappers([row], rounds=1)
+    assert sum(n for n, _ in row["wrappers"].values()) == row["layers"]
+    assert isinstance(se._pool, CPUDispatcher)
+
+
 @pytest.mark.one_pass
 def test_team_handover_reports_the_control_and_the_team_region():
     """``benchmarks.team_handover``: the machine's own 2-thread control and the team region's cost and

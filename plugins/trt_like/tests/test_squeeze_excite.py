@@ -63,3 +63,34 @@ def test_a_block_whose_pooled_tensor_is_read_elsewhere_is_not_fused():
     with torch.no_grad():
         want = m(x).numpy()
     np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-5)
+
+
+def test_calls_on_two_threads_at_once_each_get_their_own_gates():
+    """The pooled means were one buffer per layer and the kernels release the GIL: two calls at
+    once mixed their gates. Each thread's results must be torch's for its own input."""
+    import threading
+
+    torch.manual_seed(3)
+    m = SE(64, 16, "relu", "hardsigmoid").eval()
+    xs = [3 * torch.randn(1, 3, 40, 40) for _ in range(2)]
+    model = srcore.from_torchscript(torch.jit.script(m), (xs[0],))
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=("trt_like", "cpu"),
+                                                           engine_options={"timing": False}))
+    assert "squeeze_excite" in sm.partition.engines[0].description
+    with torch.no_grad():
+        wants = [m(x).numpy() for x in xs]
+    bad = []
+
+    def call(i):
+        x = xs[i].numpy()
+        for _ in range(150):
+            got = sm(x)
+            if not np.allclose(got, wants[i], rtol=1e-4, atol=1e-5):
+                bad.append(i)
+                return
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad, f"calls on threads {sorted(set(bad))} got another call's gates"
