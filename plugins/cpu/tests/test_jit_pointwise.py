@@ -242,3 +242,28 @@ def test_wide_twins_match_torch():
             fn(x, out, np.float32(0), np.float32(0))
             _assert_like_torch(out, want)
         assert JP._compiled(narrow) in fns
+
+
+@pytest.mark.one_pass   # kernel calls only
+def test_exp_neg_against_float64():
+    """GELU's lean exp (jit.exp_neg): within 2 ulp of float64's exp wherever the result is a normal
+    float, 0 below that range and for NaN, and the same bits as the full exp there."""
+    import numba
+
+    from srcore_cpu.kernels import jit as J
+
+    @numba.njit
+    def both(a, o1, o2):
+        for i in range(a.size):
+            o1[i] = J.exp_neg(a[i])
+            o2[i] = J.exp(a[i])
+    a = np.concatenate([np.linspace(-110, 1e-3, 200001, dtype=np.float32),
+                        np.float32([0.0, -0.0, -87.33, -87.34, -np.inf, np.nan, 5.0])])
+    lean, full = np.empty_like(a), np.empty_like(a)
+    both(a, lean, full)
+    want = np.exp(a.astype(np.float64))
+    normal = want >= np.finfo(np.float32).tiny
+    ulp = np.spacing(want[normal].astype(np.float32)).astype(np.float64)
+    assert (np.abs(lean[normal] - want[normal]) <= 2 * ulp).all()
+    assert np.array_equal(lean[normal], full[normal])
+    assert (lean[~normal] == 0).all() and not np.isnan(lean).any()
