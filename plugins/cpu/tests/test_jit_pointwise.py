@@ -120,6 +120,25 @@ def test_matcher_declines_small_float64_and_non_constant_arguments():
 
 
 @pytest.mark.one_pass   # kernel calls only
+def test_scipy_backed_ops_take_the_compiled_kernel_from_fewer_elements():
+    """GELU, silu and sigmoid (numpy kernels on scipy.special, ~10x the compiled time) are compiled
+    from MIN_ELEMENTS_SCIPY elements; cheap activations keep numpy below MIN_ELEMENTS. The compiled
+    GELU of a mid-size node against torch."""
+    assert PM.MIN_ELEMENTS_SCIPY < PM.MIN_ELEMENTS
+    mid = TensorType("float32", (1, 128, 49))   # audio_conv1d's last GELU: 6272 elements
+    assert PM.MIN_ELEMENTS_SCIPY <= 6272 < PM.MIN_ELEMENTS
+    gelu = PM.pointwise_matcher(node_info("aten::gelu", self=mid, approximate="none", outputs=(mid,)))
+    assert isinstance(gelu, Specialized)
+    for op in ("aten::silu", "aten::sigmoid"):
+        assert isinstance(PM.pointwise_matcher(node_info(op, self=mid, outputs=(mid,))), Specialized)
+    assert PM.pointwise_matcher(node_info("aten::hardswish", self=mid, outputs=(mid,))) is None
+    tiny = TensorType("float32", (1, PM.MIN_ELEMENTS_SCIPY - 1))
+    assert PM.pointwise_matcher(node_info("aten::gelu", self=tiny, approximate="none", outputs=(tiny,))) is None
+    x = (np.random.default_rng(5).standard_normal((1, 128, 49)) * 4).astype(np.float32)
+    _assert_like_torch(gelu.fn(x), _torch_reference(F.gelu, x))
+
+
+@pytest.mark.one_pass   # kernel calls only
 @pytest.mark.parametrize("threads", [1, 2])
 def test_writing_over_the_input_gives_the_out_of_place_values(threads):
     """An in-place call runs a block at a time through scratch (an overlapping output would send
