@@ -74,6 +74,8 @@ _LAZY = {
     "simd_depthwise_blocked": "srcore.conv:depthwise_blocked",
     # the explicit-SIMD float32 1x1 conv (srcore.conv.pointwise: SimdPointwiseConv); numba
     "simd_pointwise": "srcore.conv:pointwise",
+    # Intel MKL's runtime through ctypes (srcore.blas.mkl: library(), pack_b, set_threads, swap_threads)
+    "mkl": "srcore.blas:mkl",
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())

@@ -120,6 +120,25 @@ def test_matcher_declines_small_float64_and_non_constant_arguments():
 
 
 @pytest.mark.one_pass   # kernel calls only
+def test_scipy_backed_ops_take_the_compiled_kernel_from_fewer_elements():
+    """GELU, silu and sigmoid (numpy kernels on scipy.special, ~10x the compiled time) are compiled
+    from MIN_ELEMENTS_SCIPY elements; cheap activations keep numpy below MIN_ELEMENTS. The compiled
+    GELU of a mid-size node against torch."""
+    assert PM.MIN_ELEMENTS_SCIPY < PM.MIN_ELEMENTS
+    mid = TensorType("float32", (1, 128, 49))   # audio_conv1d's last GELU: 6272 elements
+    assert PM.MIN_ELEMENTS_SCIPY <= 6272 < PM.MIN_ELEMENTS
+    gelu = PM.pointwise_matcher(node_info("aten::gelu", self=mid, approximate="none", outputs=(mid,)))
+    assert isinstance(gelu, Specialized)
+    for op in ("aten::silu", "aten::sigmoid"):
+        assert isinstance(PM.pointwise_matcher(node_info(op, self=mid, outputs=(mid,))), Specialized)
+    assert PM.pointwise_matcher(node_info("aten::hardswish", self=mid, outputs=(mid,))) is None
+    tiny = TensorType("float32", (1, PM.MIN_ELEMENTS_SCIPY - 1))
+    assert PM.pointwise_matcher(node_info("aten::gelu", self=tiny, approximate="none", outputs=(tiny,))) is None
+    x = (np.random.default_rng(5).standard_normal((1, 128, 49)) * 4).astype(np.float32)
+    _assert_like_torch(gelu.fn(x), _torch_reference(F.gelu, x))
+
+
+@pytest.mark.one_pass   # kernel calls only
 @pytest.mark.parametrize("threads", [1, 2])
 def test_writing_over_the_input_gives_the_out_of_place_values(threads):
     """An in-place call runs a block at a time through scratch (an overlapping output would send
@@ -242,3 +261,28 @@ def test_wide_twins_match_torch():
             fn(x, out, np.float32(0), np.float32(0))
             _assert_like_torch(out, want)
         assert JP._compiled(narrow) in fns
+
+
+@pytest.mark.one_pass   # kernel calls only
+def test_exp_neg_against_float64():
+    """GELU's lean exp (jit.exp_neg): within 2 ulp of float64's exp wherever the result is a normal
+    float, 0 below that range and for NaN, and the same bits as the full exp there."""
+    import numba
+
+    from srcore_cpu.kernels import jit as J
+
+    @numba.njit
+    def both(a, o1, o2):
+        for i in range(a.size):
+            o1[i] = J.exp_neg(a[i])
+            o2[i] = J.exp(a[i])
+    a = np.concatenate([np.linspace(-110, 1e-3, 200001, dtype=np.float32),
+                        np.float32([0.0, -0.0, -87.33, -87.34, -np.inf, np.nan, 5.0])])
+    lean, full = np.empty_like(a), np.empty_like(a)
+    both(a, lean, full)
+    want = np.exp(a.astype(np.float64))
+    normal = want >= np.finfo(np.float32).tiny
+    ulp = np.spacing(want[normal].astype(np.float32)).astype(np.float64)
+    assert (np.abs(lean[normal] - want[normal]) <= 2 * ulp).all()
+    assert np.array_equal(lean[normal], full[normal])
+    assert (lean[~normal] == 0).all() and not np.isnan(lean).any()

@@ -9,6 +9,7 @@ torch = pytest.importorskip("torch")
 
 from srcore.ir.types import TensorType  # noqa: E402
 from srcore.plugin import ArgInfo, NodeInfo, Specialized  # noqa: E402
+from srcore.plugin import mkl as core_mkl  # noqa: E402
 from srcore_cpu.kernels import linalg as K  # noqa: E402
 from srcore_cpu.kernels import mkl_gemm as M  # noqa: E402
 from srcore_cpu.kernels import parallel as P  # noqa: E402
@@ -101,10 +102,11 @@ def test_linear_kernel_runs_the_packed_weight(monkeypatch):
     class Counting:
         def __getattr__(self, name):
             fn = getattr(lib, name)
-            if name != "compute":
+            if name != "cblas_sgemm_compute":
                 return fn
             return lambda *a: (calls.append(a[3:6]), fn(*a))[1]
-    monkeypatch.setattr(M, "_lib", Counting())
+    counting = Counting()
+    monkeypatch.setattr(M, "_load", lambda: counting)
     monkeypatch.setattr(M, "_MIN_MACS", 1)
     monkeypatch.setattr(M, "_choices", {})
     monkeypatch.setattr(M, "_mkl_faster", lambda mkl_dot, m, w: True)
@@ -175,10 +177,10 @@ def test_calls_leave_the_threads_mkl_count_alone():
     w = rand(64, 32)
     dot = M._make(lib, w, 16)
     gemm = M.matmul_rows() or (lambda a, b, out: np.matmul(a, b, out=out))
-    prev = lib.local_threads(2)
+    prev = core_mkl.swap_threads(lib, 2)
     try:
         dot(rand(16, 64), w)
         gemm(rand(8, 64), w, np.empty((8, 32), np.float32))
-        assert lib.local_threads(2) == 2
+        assert core_mkl.swap_threads(lib, 2) == 2
     finally:
-        lib.local_threads(prev)
+        core_mkl.swap_threads(lib, prev)

@@ -13,84 +13,36 @@ time) and returns MKL's GEMM only when it was faster on this machine; otherwise 
 It is only offered while numpy's BLAS runs on one thread (``parallel.blas_threads() == 1`` at
 load: at 2 threads OpenBLAS keeps the second core), and every call runs MKL on one thread: the
 calling thread's MKL count is set to 1 for the call and put back after (``MKL_Set_Num_Threads_Local``),
-so trt_like's MKL tactic in the same process keeps its own count. The threading layer is the one
-trt_like's ``kernels/mkl.py`` picks (GNU OpenMP where ``libgomp`` is found, else sequential), so
-whichever plugin loads ``libmkl_rt`` first, both agree; a process whose MKL already runs another
-layer (numpy built on MKL, say) gets no MKL GEMM here. ``SRCORE_CPU_MKL=0`` turns it off.
+so trt_like's MKL tactic in the same process keeps its own count. Both plugins load MKL through
+srcore's :mod:`srcore.blas.mkl` (``srcore.plugin.mkl``), so they share its threading layer; a process
+whose MKL already runs another layer (numpy built on MKL, say) gets no MKL GEMM here. ``SRCORE_CPU_MKL=0`` turns it off.
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
-import sys
 import time
 
 import numpy as np
 
+from srcore.plugin import mkl as _mkl
+
 _ENV = "SRCORE_CPU_MKL"
-_SEQUENTIAL, _GNU = 1, 3            # MKL_THREADING_SEQUENTIAL, MKL_THREADING_GNU
-_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112   # CblasRowMajor, CblasNoTrans, CblasTrans
-_B_MATRIX, _PACKED = 162, 151       # CblasBMatrix (what sgemm_pack packs), CblasPacked
+_ROW_MAJOR, _NO_TRANS, _PACKED = _mkl.ROW_MAJOR, _mkl.NO_TRANS, _mkl.PACKED
 _MIN_MACS = 1 << 18                 # below this the ctypes call (~1-2 us) outweighs any gain: not timed
 _WIN = 0.97                         # MKL must be 3% faster: on a tie numpy's BLAS stays
 _choices: dict[tuple[int, int, int], bool] = {}
-_lib = None
-_looked = False
-
-
-class _Mkl:
-    """The ``cblas`` entry points used: ``sgemm``, and the packed-weight API (``sgemm_pack_get_size``,
-    ``sgemm_pack``, ``sgemm_compute``)."""
-
-    def __init__(self, lib):
-        p, i, f, size = ctypes.c_void_p, ctypes.c_int, ctypes.c_float, ctypes.c_size_t
-        self.sgemm = self._fn(lib.cblas_sgemm, [i, i, i, i, i, i, f, p, i, p, i, f, p, i])
-        self.pack_size = self._fn(lib.cblas_sgemm_pack_get_size, [i, i, i, i], size)
-        self.pack = self._fn(lib.cblas_sgemm_pack, [i, i, i, i, i, i, f, p, i, p])
-        self.compute = self._fn(lib.cblas_sgemm_compute, [i, i, i, i, i, i, p, i, p, i, f, p, i])
-        self.local_threads = self._fn(lib.MKL_Set_Num_Threads_Local, [i], i)
-
-    @staticmethod
-    def _fn(fn, argtypes, restype=None):
-        fn.argtypes, fn.restype = argtypes, restype
-        return fn
-
-
-def _library_paths():
-    lib = os.path.join(sys.prefix, "lib")
-    yield from (os.path.join(lib, f"libmkl_rt.so.{v}") for v in (3, 2))
-    found = ctypes.util.find_library("mkl_rt")
-    if found:
-        yield found
 
 
 def _load():
-    """MKL's entry points (:class:`_Mkl`) on its sequential layer, or None (not installed, or MKL
-    already runs with threads in this process)."""
-    global _lib, _looked
-    if _looked:
-        return _lib
-    _looked = True
+    """MKL's runtime (srcore's shared loader, :mod:`srcore.blas.mkl`), or None: not installed,
+    ``SRCORE_CPU_MKL=0``, or MKL already runs another threading layer in this process."""
     if os.environ.get(_ENV, "1") == "0":
         return None
-    for path in _library_paths():
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        layer = _GNU if ctypes.util.find_library("gomp") else _SEQUENTIAL   # as trt_like's kernels/mkl.py
-        try:
-            if lib.MKL_Set_Threading_Layer(layer) != layer:
-                return None
-            _lib = _Mkl(lib)
-        except AttributeError:
-            continue
-        break
-    return _lib
+    lib = _mkl.library()
+    return lib if lib is not None and lib.layer == lib.requested_layer else None
 
 
-def _make(lib: _Mkl, wT, m: int):
+def _make(lib, wT, m: int):
     """``mkl_dot(x2, wT_, out=None)``: ``x2 @ wT_`` into ``out`` (both 2-D) by MKL when ``wT_`` is
     ``wT``, the kernel's constant (k, n) weight (C- or Fortran-contiguous: a transposed view of
     torch's weight needs no copy), and the operands suit ``cblas`` (float32, C-contiguous); else
@@ -98,12 +50,10 @@ def _make(lib: _Mkl, wT, m: int):
     in the calls, 0.62-0.83x OpenBLAS's time on an Intel Sapphire Rapids); other row counts run
     ``cblas_sgemm``."""
     k, n = wT.shape
-    trans, ld = (_NO_TRANS, n) if wT.flags.c_contiguous else (_TRANS, k)
     w_ptr = wT.ctypes.data
-    packed = np.empty(lib.pack_size(_B_MATRIX, m, n, k), np.uint8)
-    lib.pack(_ROW_MAJOR, _B_MATRIX, trans, m, n, k, 1.0, w_ptr, ld, packed.ctypes.data)
+    packed, trans, ld = _mkl.pack_b(lib, wT, m)
     p_ptr = packed.ctypes.data
-    sgemm, compute, local = lib.sgemm, lib.compute, lib.local_threads
+    sgemm, compute, local = lib.cblas_sgemm, lib.cblas_sgemm_compute, lib.MKL_Set_Num_Threads_Local
     f32 = np.dtype(np.float32)
 
     def mkl_dot(x2, wT_, out=None):
@@ -117,7 +67,7 @@ def _make(lib: _Mkl, wT, m: int):
         if not rows:
             out.fill(0)
             return out
-        prev = local(1)
+        prev = local(1)   # (srcore.blas.mkl.swap_threads, inlined: a call per product)
         try:
             if rows == m:
                 compute(_ROW_MAJOR, _NO_TRANS, _PACKED, m, n, k, x2.ctypes.data, k, p_ptr, ld, 0.0, out.ctypes.data, n)
@@ -196,7 +146,7 @@ def matmul_rows():
     lib = _load()
     if lib is None or blas_threads() != 1:
         return None
-    sgemm, local = lib.sgemm, lib.local_threads
+    sgemm, local = lib.cblas_sgemm, lib.MKL_Set_Num_Threads_Local
     f32 = np.dtype(np.float32)
 
     def gemm(a, b, out):

@@ -1,7 +1,8 @@
 """The matcher of the compiled one-pass activations (``jit_pointwise.py``), kept apart so that
 matching a node does not import numba: only a node the compiled kernels take imports it.
 
-float32 in and out with at least :data:`MIN_ELEMENTS` elements (or an unknown count) and constant
+float32 in and out with at least :data:`MIN_ELEMENTS` elements (:data:`MIN_ELEMENTS_SCIPY` for sigmoid,
+silu and GELU; or an unknown count) and constant
 parameters: the compiled kernel, compiled now (at load). Anything else is declined and the numpy
 kernels take the node; those of sigmoid, silu, GELU and their in-place forms call
 ``scipy.special`` (~0.1-2 s to import), which is imported here, at load, so that the first call
@@ -18,6 +19,9 @@ from . import parallel as _par
 #: below this many elements the numpy kernels are kept: for a few thousand elements a ufunc pass
 #: costs about what the compiled call does
 MIN_ELEMENTS = 16384
+#: the ops whose numpy kernels call ``scipy.special`` (several passes and a scalar special function:
+#: ~10 ns an element, against ~0.3-1 ns compiled) take the compiled kernel from this many elements
+MIN_ELEMENTS_SCIPY = 1024
 #: op -> the constant arguments that become the kernel's ``a`` and ``b`` (schema names)
 PARAMS = {
     "aten::silu": (), "aten::sigmoid": (), "aten::hardsigmoid": (), "aten::hardswish": (),
@@ -40,12 +44,12 @@ def _decline(op: str):
     return None
 
 
-def _large_float32(t) -> bool:
-    """A float32 tensor type of at least :data:`MIN_ELEMENTS` elements, or of an unknown count."""
+def _large_float32(t, least: int = MIN_ELEMENTS) -> bool:
+    """A float32 tensor type of at least ``least`` elements, or of an unknown count."""
     if not isinstance(t, TensorType) or t.dtype != "float32":
         return False
     size = _size(t)
-    return size is None or size >= MIN_ELEMENTS
+    return size is None or size >= least
 
 
 def _compiled(key: str, consts: dict, a: float = 0.0, b: float = 0.0, size: int | None = None):
@@ -94,7 +98,8 @@ def pointwise_matcher(node: NodeInfo):
     op = name[:-1] if inplace else name
     src = node.args[0].type if node.args else None
     dst = node.output_types[0] if node.output_types else None
-    if not (isinstance(src, TensorType) and src.dtype == "float32" and _large_float32(dst)):
+    least = MIN_ELEMENTS_SCIPY if op in _SCIPY_SPECIAL else MIN_ELEMENTS
+    if not (isinstance(src, TensorType) and src.dtype == "float32" and _large_float32(dst, least)):
         return _decline(op)
     params = PARAMS[op]
     if not all(node.is_const(p) for p in params):
