@@ -2,15 +2,17 @@
 
 ``python -m benchmarks.engine_threads [--models resnet_small,unet_small] [--threads 1,2] [--calls 30]``
 
-Each (model, thread count) runs in a fresh process (``threadpool_limits(T)`` before the engine is
-built, as in ``benchmarks.families_ab``). Printed per cell: the load time; the whole call's median
-and best wall time; the CPU time per call of every thread of the process, from
-``/proc/self/task/*/schedstat`` (the calling thread, the OpenBLAS team's workers by their Python
-name, and threads Python does not know: OpenBLAS's own workers, OpenMP's), so a thread that spins
-(a busy worker beside an idle-looking call) or a second core left idle shows; the team's
-governor counts (regions run on the team, alone, waits); and per layer its tactic and best time
-alone (``Engine.profile``). Linux only (``/proc``). The build's own tactic log (every candidate's
-time on each pool) is ``--log``: the ``srcore.trt_like`` logger at DEBUG.
+Each (model, thread count) runs in a fresh process with the environment of a ``benchmarks.run`` cell
+(``OMP/MKL/OPENBLAS_NUM_THREADS=T``: MKL and OpenMP read their counts there) and
+``threadpool_limits(T)`` before the engine is built; the child prints the variables and the BLAS
+libraries' thread counts it saw. Printed per cell: the load time; the whole call's median and best wall
+time; the CPU time per call of every thread of the process, from ``/proc/self/task/*/schedstat`` (the
+calling thread, the OpenBLAS team's workers by their Python name, and threads Python does not know:
+OpenBLAS's own workers, OpenMP's), so a thread that spins (a busy worker beside an idle-looking call) or
+a second core left idle shows; the team's governor counts (regions run on the team, alone, waits); and
+per layer its tactic and best time alone (``Engine.profile``, on the inputs the engine really gets:
+``StaticModule.benchmark_individual_ops``). Linux only (``/proc``). The build's own tactic log (every
+candidate's time on each pool) is ``--log``: the ``srcore.trt_like`` logger at DEBUG.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def _cpu_ns() -> dict[int, int]:
@@ -38,16 +41,27 @@ def _cpu_ns() -> dict[int, int]:
     return out
 
 
+def engine_layers(sm, xs) -> list[tuple[str, float]]:
+    """``(layer [tactic], ms alone)`` of every engine of ``sm``, each profiled on the inputs it really
+    gets (not the model's: an engine may cover part of it, after an embedding say), by the per-op
+    timing of ``srcore bench --per-op``."""
+    ops = sm.benchmark_individual_ops(xs, warmup=1, runs=2)
+    return [layer for node in ops.nodes for layer in node.layers]
+
+
 def cell(model: str, threads: int, calls: int, out: Path) -> dict:
     """One (model, threads) cell in this process."""
     import numpy as np
-    from threadpoolctl import threadpool_limits
+    from threadpoolctl import threadpool_info, threadpool_limits
 
     from .artifacts import load_inputs
     from .prepare import prepare
 
     with threadpool_limits(threads):
         import srcore
+
+        # as the engine is built (its MKL tactics then set each call's count themselves)
+        blas = sorted({(lib["internal_api"], lib["num_threads"]) for lib in threadpool_info()})
 
         art = out / "artifacts" / model
         if not (art / "model.srm").exists():     # made once (torch), then read as they are
@@ -59,7 +73,7 @@ def cell(model: str, threads: int, calls: int, out: Path) -> dict:
         load_s = time.perf_counter() - t0
         for _ in range(3):
             rt(*xs)
-        from srcore_trt_like.kernels import threads as team_threads
+        from srcore_trt_like.kernels import mkl as trt_mkl, threads as team_threads
 
         counts0 = dict(team_threads.COUNTS)
         walls = []
@@ -81,20 +95,20 @@ def cell(model: str, threads: int, calls: int, out: Path) -> dict:
                 label = "caller" if tid == me else names.get(tid, "native (OpenBLAS / OpenMP)")
                 per_thread[f"{label} [{tid}]"] = round(ms, 3)
         counts = {k: team_threads.COUNTS[k] - counts0[k] for k in counts0}
-        layers = []
-        for b in sm.blocks:
-            for pn in b.nodes:
-                fn = getattr(pn.fn, "fn", None)
-                if fn is not None and hasattr(fn, "profile") and hasattr(fn, "engine"):
-                    layers += [(label, sec * 1e3) for label, sec in fn.profile(*xs, rounds=7)]
+        layers = engine_layers(sm, xs)
         return {"model": model, "threads": threads, "load_s": load_s,
                 "median_ms": float(np.median(walls)) * 1e3, "best_ms": min(walls) * 1e3,
-                "cpu_ms_per_call": per_thread, "governors": counts, "layers": layers}
+                "cpu_ms_per_call": per_thread, "governors": counts, "layers": layers,
+                "env": {v: os.environ.get(v) for v in THREAD_VARS}, "blas": blas,
+                "engine_mkl_threads": trt_mkl.intra_op_threads()}
 
 
 def show(r: dict) -> None:
     print(f"\n{r['model']} at {r['threads']} thread(s): load {r['load_s']:.1f} s, call median "
           f"{r['median_ms']:.2f} ms (best {r['best_ms']:.2f}); team regions {r['governors']}")
+    print("  " + " ".join(f"{v}={r['env'][v]}" for v in THREAD_VARS) + "; BLAS threads "
+          + ", ".join(f"{api} {n}" for api, n in r["blas"]) + f"; the engine's MKL tactics "
+          f"{r['engine_mkl_threads']}")
     for name, ms in sorted(r["cpu_ms_per_call"].items(), key=lambda p: -p[1]):
         print(f"  CPU {ms:8.2f} ms per call  {name}")
     for label, ms in r["layers"]:
@@ -118,11 +132,14 @@ def main(argv=None) -> None:
         model, threads = a.cell.rsplit(":", 1)
         print("RESULT " + json.dumps(cell(model, int(threads), a.calls, Path(a.out))), flush=True)
         return
+    from .run import child_env     # here: the child imports no torch it does not need
+
     for model in a.models.split(","):
         for threads in map(int, a.threads.split(",")):
             cmd = [sys.executable, "-m", "benchmarks.engine_threads", "--cell", f"{model}:{threads}",
                    "--calls", str(a.calls), "--out", a.out] + (["--log"] if a.log else [])
-            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=dict(os.environ))
+            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                                  env=child_env(threads))     # MKL and OpenMP read their counts at load
             lines = proc.stdout.splitlines()
             if a.log:
                 sys.stderr.write(proc.stderr)

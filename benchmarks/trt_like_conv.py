@@ -23,12 +23,26 @@ import time
 
 import numpy as np
 
-TACTIC_ORDER = ["gemm_1x1", "im2col_gemm", "packed_gemm", "winograd_f2x2", "winograd_f4x4", "winograd_f2x2_packed",
-                "winograd_f4x4_packed", "depthwise_direct", "depthwise_channels_last",
-                "depthwise_simd"]
-SHORT = {"gemm_1x1": "1x1", "im2col_gemm": "im2col", "packed_gemm": "pk", "winograd_f2x2": "F2",
-         "winograd_f4x4": "F4", "winograd_f2x2_packed": "F2pk", "winograd_f4x4_packed": "F4pk", "depthwise_direct": "dw",
-         "depthwise_channels_last": "dwcl", "depthwise_simd": "dwsimd"}
+#: words of a tactic name and their abbreviation in the tables' column heads, applied in order
+_ABBREV = (("winograd_f2x2", "F2"), ("winograd_f4x4", "F4"), ("depthwise_channels_last", "dwcl"),
+           ("depthwise_direct", "dw"), ("depthwise_", "dw"), ("pointwise_", "pw"), ("simd_direct", "sd"),
+           ("im2col_gemm", "im2col"), ("gemm_1x1", "1x1"), ("packed_gemm", "pk"), ("_packed", "pk"),
+           ("_blocked", "blk"), ("_rows", "rows"), ("_split", "split"), ("_team", "team"),
+           ("+max_pool", "+mp"))
+
+
+def tactic_order() -> list[str]:
+    """The conv tactics in trt_like's own order (``options.CONV_TACTICS``, then their max-pool
+    fusions), so a new tactic shows up here without an edit."""
+    from srcore_trt_like.options import CONV_TACTICS
+    return [*CONV_TACTICS, *(f"{c}+max_pool" for c in CONV_TACTICS)]
+
+
+def short(name: str) -> str:
+    """A tactic's column head: its name with the words of ``_ABBREV`` shortened (any name works)."""
+    for word, abbrev in _ABBREV:
+        name = name.replace(word, abbrev)
+    return name
 
 
 def _fold(conv, bn):
@@ -301,8 +315,10 @@ def _ms(s):
 
 
 def report(layers, tactics, best, disturbed, rounds, threads, markdown):
-    names = [n for n in TACTIC_ORDER if any(t.name == n for ts in tactics for t in ts)]
-    head = ["layer", "x", "k/s", "MMAC"] + [SHORT[n] for n in names] + ["best", "cpu", "torch", "best/cpu",
+    order = tactic_order()
+    offered = {t.name for ts in tactics for t in ts}
+    names = [n for n in order if n in offered] + sorted(offered - set(order))
+    head = ["layer", "x", "k/s", "MMAC"] + [short(n) for n in names] + ["best", "cpu", "torch", "best/cpu",
                                                                          "best/torch"]
     rows = []
     sums = {k: 0.0 for k in ["best", "best_openblas", "best_no_f4", "im2col_only", "cpu", "torch"]}
@@ -311,7 +327,7 @@ def report(layers, tactics, best, disturbed, rounds, threads, markdown):
         got = {t.name: best[(i, t.name)] for t in ts}
         name, t_best = min(got.items(), key=lambda p: p[1])
         no_f4 = min(v for k, v in got.items() if not k.startswith("winograd_f4x4"))
-        sums["best_openblas"] += min(v for k, v in got.items() if "packed" not in k)
+        sums["best_openblas"] += min(best[(i, t.name)] for t in ts if t.uses_blas)
         cpu, tor = best[(i, "cpu")], best[(i, "torch")]
         sums["best"] += t_best
         sums["best_no_f4"] += no_f4
@@ -320,7 +336,7 @@ def report(layers, tactics, best, disturbed, rounds, threads, markdown):
         sums["torch"] += tor
         rows.append([L["name"], "x".join(map(str, spec.x_shape[1:])),
                      f"{spec.kernel[0]}/{spec.stride[0]}{'+r' if spec.residual else ''}", f"{spec.macs / 1e6:.0f}"]
-                    + [_ms(got.get(n)) for n in names] + [SHORT[name], _ms(cpu), _ms(tor),
+                    + [_ms(got.get(n)) for n in names] + [short(name), _ms(cpu), _ms(tor),
                                                           f"{t_best / cpu:.2f}", f"{t_best / tor:.2f}"])
     print(f"\n## {threads} thread{'s' if threads > 1 else ''} (best-round median of {rounds} rounds, ms; "
           f"{disturbed} of {rounds} rounds had > 0.1 core busy elsewhere)\n")
@@ -328,7 +344,7 @@ def report(layers, tactics, best, disturbed, rounds, threads, markdown):
     print()
     tot = [["trt_like, fastest tactic per layer", _ms(sums["best"]), f"{sums['best'] / sums['torch']:.2f}",
             f"{sums['best'] / sums['cpu']:.2f}"],
-           ["trt_like, OpenBLAS tactics only (no packed_*)", _ms(sums["best_openblas"]),
+           ["trt_like, BLAS tactics only (uses_blas)", _ms(sums["best_openblas"]),
             f"{sums['best_openblas'] / sums['torch']:.2f}", f"{sums['best_openblas'] / sums['cpu']:.2f}"],
            ["trt_like without winograd_f4x4*", _ms(sums["best_no_f4"]), f"{sums['best_no_f4'] / sums['torch']:.2f}",
             f"{sums['best_no_f4'] / sums['cpu']:.2f}"],
@@ -381,9 +397,9 @@ def main(argv=None) -> int:
                           f"({totals[a][k] / totals[b][k]:.2f}x)" for k in ("best", "cpu", "torch")))
     if args.accuracy:
         rows = accuracy_rows(layers, tactics)
-        names = ["torch_f32"] + [n for n in TACTIC_ORDER if any(n in r for r in rows)]
+        names = ["torch_f32"] + [n for n in tactic_order() if any(n in r for r in rows)]
         print("\n## max|dy| / max|y| against torch's float64 conv (same inputs)\n")
-        _table(["layer"] + [SHORT.get(n, n) for n in names],
+        _table(["layer"] + [short(n) for n in names],
                [[L["name"]] + [f"{r[n]:.1e}" if n in r else "–" for n in names] for L, r in zip(layers, rows)],
                args.markdown)
     return 0
@@ -397,7 +413,7 @@ def _main_stack(layers, thread_counts, rounds, markdown):
         counts = {n: picks.count(n) for n in dict.fromkeys(picks)}
         cpu, tor = res[("cpu", th)][0], res[("torch", th)][0]
         rows.append([str(th), _ms(sec), _ms(cpu), _ms(tor), f"{sec / cpu:.2f}", f"{sec / tor:.2f}",
-                     " ".join(f"{SHORT[n]}:{c}" for n, c in counts.items())])
+                     " ".join(f"{short(n)}:{c}" for n, c in counts.items())])
     if len(thread_counts) > 1:
         a, b = thread_counts[:2]
         rows.append([f"{a}->{b}"] + [f"{res[(r, a)][0] / res[(r, b)][0]:.2f}x" for r in ("trt_like", "cpu", "torch")]

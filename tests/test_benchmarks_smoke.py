@@ -279,3 +279,73 @@ def test_team_handover_reports_the_control_and_the_team_region():
     h = team_handover.handover(calls=5, part_rows=64, parts=4)
     assert h["alone_us"] > 0 and h["region_us"] > 0 and 0 <= h["joined"] <= 1
     assert (h["join_us"] > 0) == (h["joined"] > 0)      # nan (no join) compares False
+
+
+@pytest.mark.one_pass
+def test_engine_threads_child_gets_the_thread_count_in_its_environment(tmp_path, capsys, monkeypatch):
+    """``benchmarks.engine_threads`` runs each cell with ``OMP/MKL/OPENBLAS_NUM_THREADS`` set (MKL and
+    OpenMP read them, ``threadpool_limits`` alone leaves the engine's MKL tactics on one thread)."""
+    pytest.importorskip("srcore_trt_like")
+    from benchmarks import engine_threads
+
+    for var in engine_threads.THREAD_VARS:
+        monkeypatch.delenv(var, raising=False)     # the child gets them from the parent, not by inheritance
+    engine_threads.main(["--models", "mlp_tiny", "--threads", "2", "--calls", "2", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "failed" not in out
+    assert "OMP_NUM_THREADS=2 MKL_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2" in out
+    assert "the engine's MKL tactics 2" in out
+
+
+@pytest.mark.one_pass
+def test_engine_threads_profiles_an_engine_on_its_own_inputs():
+    """An engine after an embedding lookup gets float activations, not the model's int64 ids (as in
+    bert_encoder): each engine's layers are profiled on the inputs it really receives."""
+    pytest.importorskip("srcore_trt_like")
+    import srcore
+    from benchmarks import engine_threads
+    from benchmarks.families import BertEncoder
+
+    torch.manual_seed(0)
+    m = BertEncoder(vocab=50, d=32, layers=1, heads=2, ff=64, max_len=16).eval()
+    ids, mask = torch.randint(1, 50, (1, 8)), torch.ones(1, 8, dtype=torch.int64)
+    sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.trace(m, (ids, mask)), (ids, mask)),
+                             backends=("trt_like", "cpu"), options=srcore.Options(engine_options={"timing": False}))
+    engines = [pn.fn.fn for b in sm.blocks for pn in b.nodes if pn.fn is not None and hasattr(pn.fn.fn, "profile")]
+    assert engines and any(pn.fn is not None and pn.fn.backend == "cpu" for b in sm.blocks for pn in b.nodes)
+    with pytest.raises(srcore.SrcoreInputError, match="int64"):     # the model's ids are no engine's input
+        [e.profile(ids.numpy(), mask.numpy()) for e in engines]
+    layers = engine_threads.engine_layers(sm, [ids.numpy(), mask.numpy()])
+    assert all(ms > 0 for _, ms in layers)
+    labels = [label for label, _ in layers]
+    assert any(label.startswith("layer_norm") for label in labels)
+    assert any(label.startswith("softmax") for label in labels)
+
+
+@pytest.mark.one_pass
+def test_trt_like_conv_tables_name_every_tactic_trt_like_offers(capsys):
+    """``benchmarks.trt_like_conv`` takes its tactic names from trt_like's own list: every conv tactic
+    (and its max-pool fusion) has a distinct column head, and a layer whose candidates include the
+    newest tactics prints with the fastest one named."""
+    pytest.importorskip("srcore_trt_like")
+    from srcore_trt_like.conv import conv_tactics
+    from srcore_trt_like.options import CONV_TACTICS
+
+    from benchmarks import trt_like_conv as tc
+
+    order = tc.tactic_order()
+    assert set(CONV_TACTICS) <= set(order)
+    assert len({tc.short(n) for n in order}) == len(order)
+    rng = np.random.default_rng(0)
+    layer = dict(name="l", x=rng.standard_normal((1, 16, 14, 14), dtype=np.float32),
+                 w=rng.standard_normal((32, 16, 3, 3), dtype=np.float32), b=np.zeros(32, np.float32),
+                 stride=(1, 1), padding=(1, 1), relu=True, residual=None)
+    ts = conv_tactics(tc._spec(layer), layer["w"], layer["b"])
+    names = [t.name for t in ts]
+    best = {(0, n): 1e-3 * (len(names) - k) for k, n in enumerate(names)}      # the last offered is fastest
+    best.update({(0, "cpu"): 2e-3, (0, "torch"): 4e-3})
+    tc.report([layer], [ts], best, 0, 1, 1, markdown=True)
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("| l |"))
+    assert row.split(" | ")[4 + len(names)] == tc.short(names[-1])
+    assert all(tc.short(n) in out.splitlines()[3] for n in names)
