@@ -281,6 +281,7 @@ def test_team_handover_reports_the_control_and_the_team_region():
     assert (h["join_us"] > 0) == (h["joined"] > 0)      # nan (no join) compares False
 
 
+@pytest.mark.full       # ~5 s: a 2-thread child process that builds an engine
 @pytest.mark.one_pass
 def test_engine_threads_child_gets_the_thread_count_in_its_environment(tmp_path, capsys, monkeypatch):
     """``benchmarks.engine_threads`` runs each cell with ``OMP/MKL/OPENBLAS_NUM_THREADS`` set (MKL and
@@ -297,6 +298,7 @@ def test_engine_threads_child_gets_the_thread_count_in_its_environment(tmp_path,
     assert "the engine's MKL tactics 2" in out
 
 
+@pytest.mark.full       # ~5 s: converts a small encoder and builds its engines
 @pytest.mark.one_pass
 def test_engine_threads_profiles_an_engine_on_its_own_inputs():
     """An engine after an embedding lookup gets float activations, not the model's int64 ids (as in
