@@ -332,18 +332,37 @@ def test_int8_add_quantize_dequantize_match_quantized_cpu(seed, size, relu):
     np.testing.assert_array_equal(f, ref_convert.dequantize_out(a))
 
 
-@settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 2 ** 31), h=st.integers(1, 9), w=st.integers(1, 9), zp=st.integers(0, 255))
-def test_int8_global_pool_and_mean_match_quantized_cpu(seed, h, w, zp):
-    from srcore_quantized.kernels import pool as ref_pool
+def _tied(rng, shape) -> np.ndarray:
+    """quint8 values whose sums over the last two dims are exact ties where the count is even
+    (``sum % n == n / 2``: the mean an odd multiple of one half)."""
+    n = shape[-1] * shape[-2]
+    x = rng.integers(0, 170, shape).astype(np.int64)
+    if n % 2 == 0:
+        flat = x.reshape(-1, n)
+        flat[:, 0] += (n // 2 - flat.sum(axis=1)) % n
+    return x.astype(np.uint8)
 
-    rng = np.random.default_rng(seed)
-    x = QuantizedArray(rng.integers(0, 256, (2, 3, h, w)).astype(np.uint8), "quint8", QParams(0.05, zp))
-    y = np.empty((2, 3, 1, 1), np.uint8)
-    layer = Layer("qmean", [0], [1], dict(inner_shape=(h, w), mode="adaptive", range=(0, 255)))
-    t8.qmean(layer, None)[0].build().fn(x.view(np.ndarray), y)
-    np.testing.assert_array_equal(y, ref_pool.adaptive_avg_pool2d_out(x, [1, 1]).int_repr())
-    y = np.empty((2, 3), np.uint8)
-    layer = Layer("qmean", [0], [1], dict(inner_shape=(h, w), mode="mean", range=(0, 255)))
-    t8.qmean(layer, None)[0].build().fn(x.view(np.ndarray), y)
-    np.testing.assert_array_equal(y, ref_pool.mean_out(x, [2, 3]).int_repr())
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2 ** 31), c=st.sampled_from([1, 3]), h=st.integers(1, 9), w=st.integers(1, 9),
+       zp=st.integers(0, 255))
+@example(seed=0, c=1, h=4, w=7, zp=3).via("the one-channel tie hypothesis found in quantized_cpu")
+def test_int8_global_pool_and_mean_match_torch_at_ties(seed, c, h, w, zp):
+    """The int8 mean layer against torch, on sums that are exact ties: the adaptive pool to 1x1 of
+    a contiguous tensor (NCHW kernel; NHWC kernel with one channel, as the converter picks) and of a
+    channels-last one (NHWC kernel), and the fast mean."""
+    x = _tied(np.random.default_rng(seed), (2, c, h, w))
+    tq = torch._make_per_tensor_quantized_tensor(torch.from_numpy(x), 0.05, zp)
+
+    def run(mode, shape):
+        y = np.empty(shape, np.uint8)
+        layer = Layer("qmean", [0], [1], dict(inner_shape=(h, w), mode=mode, range=(0, 255), zero_point=zp))
+        t8.qmean(layer, None)[0].build().fn(x, y)
+        return y
+
+    pool = torch.nn.functional.adaptive_avg_pool2d
+    np.testing.assert_array_equal(run("adaptive_nhwc" if c == 1 else "adaptive", (2, c, 1, 1)),
+                                  pool(tq, 1).int_repr().numpy())
+    np.testing.assert_array_equal(run("adaptive_nhwc", (2, c, 1, 1)),
+                                  pool(tq.contiguous(memory_format=torch.channels_last), 1).int_repr().numpy())
+    np.testing.assert_array_equal(run("mean", (2, c)), tq.mean((2, 3)).int_repr().numpy())

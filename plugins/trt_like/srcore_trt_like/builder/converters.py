@@ -261,7 +261,10 @@ def adaptive_avg_pool(v: NodeView, c: Converter) -> None:
     x = c.tensor(v.node.inputs[0])
     out = v.out_shape()
     if c.net.tensors[x].dtype != "float32":
-        return qconverters.qmean(v, c, x, 2, "adaptive")
+        # torch rounds as its NHWC kernel where it holds the input channels-last (the importer's
+        # form) and for one channel; as its NCHW kernel otherwise
+        nhwc = v.op.endswith("_channels_last") or c.net.shape(x)[-3] == 1
+        return qconverters.qmean(v, c, x, 2, "adaptive_nhwc" if nhwc else "adaptive")
     c.bind(v.node.outputs[0], c.net.add("adaptive_avg_pool2d", [x], out, v.source, output_size=tuple(out[-2:])))
 
 

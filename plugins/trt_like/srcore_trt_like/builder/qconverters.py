@@ -146,14 +146,15 @@ def qmax_pool(v: NodeView, c: Converter, x: int, attrs: dict) -> None:
 
 def qmean(v: NodeView, c: Converter, x: int, inner: int, mode: str) -> None:
     """The mean over the ``inner`` innermost dims of a quantized tensor, on its integers, to the
-    input's parameters: torch's ``adaptive_avg_pool2d`` to 1x1 (``mode="adaptive"``) or its fast
-    ``mean`` over innermost dims (``"mean"``)."""
+    input's parameters: torch's ``adaptive_avg_pool2d`` to 1x1 (``mode="adaptive"``, its NCHW
+    kernel; ``"adaptive_nhwc"``, its NHWC one) or its fast ``mean`` over innermost dims (``"mean"``)."""
     shape = c.net.shape(x)
-    if mode == "adaptive" and tuple(v.out_shape()[-2:]) != (1, 1):
+    if mode != "mean" and tuple(v.out_shape()[-2:]) != (1, 1):
         raise EngineBuildError(f"{v.where()}: the int8 adaptive average pool pools to 1x1, not {v.out_shape()[-2:]}")
     info = QDTYPES[c.net.tensors[x].dtype]
     c.bind(v.node.outputs[0], c.net.add("qmean", [x], v.out_shape(), v.source, inner_shape=tuple(shape[-inner:]),
-                                        mode=mode, range=(info.qmin, info.qmax)))
+                                        mode=mode, range=(info.qmin, info.qmax),
+                                        zero_point=_per_tensor(c, x, v, "input")[1]))
 
 
 def _x_range(c: Converter, x: int) -> int:

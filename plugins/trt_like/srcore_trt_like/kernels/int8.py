@@ -206,23 +206,24 @@ def add_kernel(a_params, b_params, y_params, qmin: int, qmax: int, relu: bool, l
     return qadd
 
 
-def mean_kernel(inner_shape: tuple[int, ...], mode: str, qmin: int, qmax: int):
-    """The mean of the innermost dims on stored integers (the result keeps the input's parameters):
-    ``nearbyint(float32(sum) * ((1 / H) / W))`` as torch's quantized ``adaptive_avg_pool2d`` to 1x1,
-    or ``nearbyint(float32(sum) / n)`` as its fast ``mean`` (both in float32; the sums exact in int64)."""
+def mean_kernel(inner_shape: tuple[int, ...], mode: str, zero_point: int, qmin: int, qmax: int):
+    """The mean of the innermost dims on stored integers (the result keeps the input's parameters),
+    rounded as torch (``srcore.plugin.int8_means``): its quantized ``adaptive_avg_pool2d`` to 1x1
+    (``mode`` ``"adaptive"``: the NCHW kernel, ``"adaptive_nhwc"``: the NHWC one) or its fast
+    ``mean`` (``"mean"``); the sums exact in int64."""
+    from srcore.plugin import int8_means
+
     n = int(np.prod(inner_shape))
-    if mode == "adaptive":
+    if mode == "mean":
+        scale = lambda s: int8_means.fast_mean(s, n, qmin, qmax)   # noqa: E731
+    else:
         h, w = inner_shape
         recip = (F32(1.0) / F32(h)) / F32(w)
-        scale = lambda s: s * recip   # noqa: E731
-    else:
-        scale = lambda s: s / F32(n)   # noqa: E731
+        nhwc = mode == "adaptive_nhwc"
+        scale = lambda s: int8_means.adaptive_avg(s, n, recip, zero_point, nhwc, qmin, qmax)   # noqa: E731
 
     def qmean(x, y):
-        s = x.reshape(-1, n).sum(axis=1, dtype=np.int64).astype(F32)
-        r = np.rint(scale(s))
-        np.clip(r, qmin, qmax, out=r)
-        y.reshape(-1)[...] = r
+        y.reshape(-1)[...] = scale(x.reshape(-1, n).sum(axis=1, dtype=np.int64))
     return qmean
 
 

@@ -204,5 +204,5 @@ dequantize = _one(lambda a: k8.dequantize_kernel(*a["x_q"]))
 qrelu = _one(lambda a: k8.relu_kernel(a["zero_point"]))
 qadd = _one(lambda a: k8.add_kernel(a["a_q"], a["b_q"], a["y_q"], *a["range"], a["relu"],
                                            a.get("layout", "nchw")))
-qmean = _one(lambda a: k8.mean_kernel(a["inner_shape"], a["mode"], *a["range"]))
+qmean = _one(lambda a: k8.mean_kernel(a["inner_shape"], a["mode"], a["zero_point"], *a["range"]))
 qmax_pool = _one(lambda a: k8.max_pool_kernel(a["kernel"], a["stride"], a["padding"], a["dilation"], a["qmin"]))
