@@ -89,6 +89,26 @@ class Requant:
         out[...] = raw
 
 
+class OnednnRequant:
+    """oneDNN's requantization (``srcore.plugin.int8_onednn``: ``float(acc) * (s_x s_w) + bias``,
+    ``nearbyint(y / s_y + zp)``, each step in float32 with ideep's round-tripped scales), for the
+    weights torch packed for oneDNN; called as :class:`Requant`. ``kind``: "conv" or "linear"."""
+
+    def __init__(self, x_scale: float, w_scales: np.ndarray, bias, y_scale: float, y_zero_point: int,
+                 y_dtype: str, relu: bool, kind: str):
+        from srcore.plugin import int8_onednn
+
+        self.onednn = int8_onednn
+        self.args = (x_scale, np.asarray(w_scales, F32), bias, kind)
+        self.out_args = (y_scale, y_zero_point, y_dtype, relu)
+
+    def __call__(self, acc: np.ndarray, out: np.ndarray, channel_axis: int = -1) -> None:
+        if channel_axis != -1:
+            acc, out = np.moveaxis(acc, channel_axis, -1), np.moveaxis(out, channel_axis, -1)
+        y = self.onednn.scaled(acc, *self.args)
+        self.onednn.requantize(y, *self.out_args, out)
+
+
 def gemm_kernel(w_t: np.ndarray, x_zero_point: int, requant: Requant, chunk: int):
     """A quantized linear layer: ``fn(x, y)``, ``x`` (..., K) stored integers, ``y`` (..., N);
     ``w_t`` (K, N) the shifted weights in the float type the products are summed in (float32: in
