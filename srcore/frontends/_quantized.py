@@ -163,7 +163,12 @@ _KEEPS_LAYOUT = frozenset({"aten::relu", "aten::relu_", "aten::hardtanh", "aten:
                            "quantized::add", "quantized::add_relu", *_ADD_LAYOUTS.values(), "quantized::hardswish",
                            "aten::max_pool2d",
                            "aten::quantized_max_pool2d", "aten::adaptive_avg_pool2d",
-                           "quantized::avg_pool2d_channels_last"})
+                           "quantized::avg_pool2d_channels_last", "quantized::adaptive_avg_pool2d_channels_last"})
+
+
+#: pools whose rounding follows the layout torch holds their input in -> the op for a channels-last one
+_POOLS_CL = {"aten::mean": "quantized::mean_channels_last", "aten::avg_pool2d": "quantized::avg_pool2d_channels_last",
+             "aten::adaptive_avg_pool2d": "quantized::adaptive_avg_pool2d_channels_last"}
 
 
 def channels_last_in_torch(value) -> bool:
@@ -185,15 +190,15 @@ def channels_last_kind(kind: str, inputs: list) -> str:
     """The op for torch node ``kind`` whose input torch holds channels-last and where that changes the
     result: ``quantized::mean_channels_last`` for an ``aten::mean`` over both spatial dims of a
     quantized 2-d conv's output, ``quantized::avg_pool2d_channels_last`` for an ``aten::avg_pool2d``
-    of one; for ``quantized::add(_relu)`` of two such outputs ``quantized::add(_relu)_channels_last``,
+    of one, ``quantized::adaptive_avg_pool2d_channels_last`` for an ``aten::adaptive_avg_pool2d``; for ``quantized::add(_relu)`` of two such outputs ``quantized::add(_relu)_channels_last``,
     of one such output and an NCHW tensor ``quantized::add(_relu)_mixed_layout``; ``kind`` otherwise."""
     if kind in ("quantized::add", "quantized::add_relu") and len(inputs) >= 2:
         cl = [channels_last_in_torch(x) for x in inputs[:2]]
         return _ADD_LAYOUTS[kind, all(cl)] if any(cl) else kind
-    if kind not in ("aten::mean", "aten::avg_pool2d") or len(inputs) < 2 or not channels_last_in_torch(inputs[0]):
+    if kind not in _POOLS_CL or len(inputs) < 2 or not channels_last_in_torch(inputs[0]):
         return kind
-    if kind == "aten::avg_pool2d":
-        return "quantized::avg_pool2d_channels_last"
+    if kind != "aten::mean":
+        return _POOLS_CL[kind]
     d = inputs[1].node
     dims = d.attrs.get("value") if d.kind == "prim::Constant" else None
     if not isinstance(dims, (list, tuple)) or sorted(int(x) % 4 for x in dims) != [2, 3]:

@@ -572,7 +572,7 @@ class ConvPlan:
             cap = max(256, xf.size // 32)
             at = scratch("excess_at", (cap,), np.int64)
             excess = scratch("excess", (cap,), np.uint8)
-            count = K.find_excess(xf, xf[:xf.size // 8 * 8].view(np.uint64), p.lim, at, excess)
+            count = K.find_excess(xf, p.lim, at, excess)
             if count > 0:
                 xc = scratch("x_clamped", x_cl.shape, np.uint8)
                 K.clamp_copy_u8(xf, p.lim, xc.reshape(-1))

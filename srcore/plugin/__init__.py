@@ -66,6 +66,10 @@ _LAZY = {
     # the exact int8 GEMM (u8 x s8 -> s32, fbgemm's requantization fused) of srcore.int8.gemm: the
     # module (numba, imported on its first call; a plugin calling it declares numba)
     "int8_gemm": "srcore.int8:gemm",
+    # torch's roundings of quantized means on exact integer sums (srcore.int8.means)
+    "int8_means": "srcore.int8:means",
+    # oneDNN's requantization of exact int32 sums (srcore.int8.onednn)
+    "int8_onednn": "srcore.int8:onednn",
     # the explicit-SIMD float32 direct conv (srcore.conv.direct: SimdDirectConv, lanes); numba
     "simd_conv": "srcore.conv:direct",
     # the explicit-SIMD float32 depthwise conv (srcore.conv.depthwise: SimdDepthwiseConv); numba

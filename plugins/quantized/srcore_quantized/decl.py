@@ -92,6 +92,7 @@ KERNELS: list[Kernel] = [
     _k("aten::avg_pool2d", "pool:avg_pool2d_out", Q),
     _k("aten::adaptive_avg_pool2d", "pool:adaptive_avg_pool2d_out", Q),
     _k("aten::_adaptive_avg_pool2d", "pool:adaptive_avg_pool2d_out", Q),
+    _k("quantized::adaptive_avg_pool2d_channels_last", "pool:adaptive_avg_pool2d_channels_last_out", Q),
     _k("aten::mean.dim", "pool:mean_out", Q),
     _k("quantized::mean_channels_last", "channels_last:mean_channels_last_out", Q),
     _k("quantized::avg_pool2d_channels_last", "channels_last:avg_pool2d_channels_last_out", Q),

@@ -219,11 +219,14 @@ def test_qconv1d_on_the_int8_gemm_matches_torch(monkeypatch):
 @SETTINGS
 @given(seed=st.integers(0, 2**31), c=st.integers(1, 40), k=st.sampled_from([1, 3, 5]), stride=st.sampled_from([1, 2]),
        pad=st.integers(0, 2), dil=st.sampled_from([1, 2]), zp=st.integers(0, 255), wzp=st.booleans(),
-       relu=st.booleans())
-@example(seed=1, c=37, k=3, stride=2, pad=1, dil=1, zp=255, wzp=True, relu=False)   # SIMD body and remainder
-def test_depthwise_in_numba_matches_the_float_path(monkeypatch, seed, c, k, stride, pad, dil, zp, wzp, relu):
+       relu=st.booleans(), wide=st.booleans())
+@example(seed=1, c=37, k=3, stride=2, pad=1, dil=1, zp=255, wzp=True, relu=False, wide=False)   # SIMD body and remainder
+# stride 1: runs of 64 / C interior pixels (4 of 16 channels, 21 of 3), the edges pixel by pixel
+@example(seed=2, c=16, k=3, stride=1, pad=1, dil=1, zp=3, wzp=False, relu=True, wide=True)
+@example(seed=3, c=3, k=5, stride=1, pad=2, dil=1, zp=200, wzp=True, relu=False, wide=True)
+def test_depthwise_in_numba_matches_the_float_path(monkeypatch, seed, c, k, stride, pad, dil, zp, wzp, relu, wide):
     rng = np.random.default_rng(seed)
-    x = _qa(rng, (2, c, 11, 9), zp)
+    x = _qa(rng, (2, c, 11, 70 if wide else 9), zp)
     w = _qw(rng, (c, 1, k, k), wzp)
     bias = rng.normal(0, 0.1, c).astype(np.float32)
     op = qconv.qconv_relu_out if relu else qconv.qconv_out

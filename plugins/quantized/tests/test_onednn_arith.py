@@ -311,7 +311,9 @@ def test_importer_takes_torchs_paths_for_a_conv_output(engine):
             return (self.dequant(y.mean((2, 3))), self.dequant(x.mean((2, 3))),
                     self.dequant(nn.functional.avg_pool2d(y, 2)), self.dequant(nn.functional.avg_pool2d(x, 2)),
                     self.dequant(nn.functional.max_pool2d(y, 2).mean((2, 3))),   # max pool keeps channels-last
-                    self.dequant(y.contiguous().mean((2, 3))))                    # .contiguous() does not
+                    self.dequant(y.contiguous().mean((2, 3))),                    # .contiguous() does not
+                    self.dequant(nn.functional.adaptive_avg_pool2d(y, 1)),
+                    self.dequant(nn.functional.adaptive_avg_pool2d(x, 1)))
 
     engine("fbgemm")
     torch.manual_seed(0)
@@ -327,7 +329,8 @@ def test_importer_takes_torchs_paths_for_a_conv_output(engine):
         model = srcore.from_torchscript(net, (x,))
         ref = [r.numpy() for r in net(x)]
     kinds = [n.kind for n in model.graph.all_nodes() if "mean" in n.kind or "avg_pool" in n.kind]
-    assert sorted(kinds) == ["aten::avg_pool2d", "aten::mean", "aten::mean", "quantized::avg_pool2d_channels_last",
+    assert sorted(kinds) == ["aten::adaptive_avg_pool2d", "aten::avg_pool2d", "aten::mean", "aten::mean",
+                             "quantized::adaptive_avg_pool2d_channels_last", "quantized::avg_pool2d_channels_last",
                              "quantized::mean_channels_last", "quantized::mean_channels_last"]
     for got, want in zip(srcore.StaticModule(model)(x.numpy()), ref):
         np.testing.assert_array_equal(got, want)

@@ -841,7 +841,7 @@ def test_conv_cases_with_every_tactic(case):
 
 #: the converters of the int8-only rows: their ops take or make quantized tensors, which torch's aten
 #: float ops cannot check; test_int8.py checks them bit for bit against quantized_cpu
-INT8_ONLY = ("quantize", "dequantize", "qconv", "qconv_then_add", "qlinear", "qadd")
+INT8_ONLY = ("quantize", "dequantize", "qconv", "qconv_then_add", "qlinear", "qadd", "qadaptive_avg_pool")
 
 
 def test_every_supported_op_has_cases():

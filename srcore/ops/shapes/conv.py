@@ -195,7 +195,7 @@ def avg_pool(ctx: Ctx):
 
 @rule("aten::adaptive_avg_pool1d", "aten::adaptive_avg_pool2d", "aten::adaptive_avg_pool3d",
       "aten::_adaptive_avg_pool2d", "aten::adaptive_max_pool1d", "aten::adaptive_max_pool2d",
-      "aten::adaptive_max_pool3d")
+      "aten::adaptive_max_pool3d", "quantized::adaptive_avg_pool2d_channels_last")
 def adaptive_pool(ctx: Ctx):
     x = ctx.tensor(0)
     n = _n_spatial(ctx.op)

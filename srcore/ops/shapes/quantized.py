@@ -313,7 +313,8 @@ KEEPS_QPARAMS = frozenset(f"aten::{n}" for n in (
     "stack", "chunk", "split", "unbind", "flip", "roll", "pad", "constant_pad_nd", "max", "min", "sort",
     "topk", "index_select", "gather", "masked_fill", "__getitem__", "unflatten", "movedim", "swapaxes",
     "to", "type_as", "copy_", "fill_", "identity",
-)) | {"quantized::mean_channels_last", "quantized::avg_pool2d_channels_last"}
+)) | {"quantized::mean_channels_last", "quantized::avg_pool2d_channels_last",
+     "quantized::adaptive_avg_pool2d_channels_last"}
 
 #: aten ops whose quantized output has fixed parameters, by dtype (torch's)
 FIXED_QPARAMS: dict[str, dict[str, QParams]] = {

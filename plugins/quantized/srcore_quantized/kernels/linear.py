@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 
 from srcore.plugin import KernelError, int8_gemm
+from srcore.plugin import int8_onednn as onednn
 
 from ._common import F32, buffer, ints, output_qparams, quant_tensor, require_per_tensor, require_quantized, wrap
 from .convert import choose_qparams
-from . import onednn
 from .conv import check_arith
 from .gemm import act_bound, dequantize_acc, int_matmul, packed, packed_int8, requantize
 

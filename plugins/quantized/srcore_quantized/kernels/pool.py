@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.plugin import QDTYPES, KernelError
+from srcore.plugin import QDTYPES, KernelError, int8_means
 
 from ._common import (F32, buffer, channels_last, channels_last_buffer, dequant_scalar, ints, quant_tensor,
                       require_per_tensor, wrap)
@@ -131,10 +131,10 @@ def _window_bounds(out_len: int, in_len: int) -> tuple[np.ndarray, np.ndarray]:
     return start, end
 
 
-def adaptive_avg_pool2d_out(self, output_size, *, out=None):
-    """torch's quantized adaptive average pool: ``nearbyint(sum(q) * ((1 / kH) / kW))`` per window, in
-    float32 (a channels-last input, as torch's NHWC kernel: ``nearbyint(zp + (sum(q) - n zp) * ((1 /
-    kH) / kW))``); the output keeps the input's parameters."""
+def adaptive_avg_pool2d_out(self, output_size, *, out=None, nhwc: bool | None = None):
+    """torch's quantized adaptive average pool, the output to the input's parameters, rounded as
+    ``int8_means.adaptive_avg``: NHWC's formula where torch holds the input channels-last (``nhwc``;
+    ``None``: as srcore holds it, or one channel)."""
     xq = require_per_tensor(self, "aten::adaptive_avg_pool2d")
     info, q = QDTYPES[xq.qdtype], xq.qparams
     x, squeeze = _as_4d(ints(xq))
@@ -143,10 +143,10 @@ def adaptive_avg_pool2d_out(self, output_size, *, out=None):
     oh, ow = [(H, W)[i] if v is None else int(v) for i, v in enumerate(size * (2 // len(size)))]
     hs, he = _window_bounds(oh, H)
     ws, we = _window_bounds(ow, W)
+    mem = channels_last(x)
     if oh == 1 and ow == 1:
         # a global pool (resnet's head): one sum per channel, over the memory as it lies (a conv's
         # output is channels-last: summed along its rows, not through a strided int64 copy)
-        mem = channels_last(x)
         s = (mem.sum(axis=(1, 2), dtype=np.int64)[:, :, None, None] if mem is not None
              else x.sum(axis=(2, 3), dtype=np.int64, keepdims=True))
     else:
@@ -155,18 +155,19 @@ def adaptive_avg_pool2d_out(self, output_size, *, out=None):
         s = (ii[:, :, he[:, None], we[None, :]] - ii[:, :, hs[:, None], we[None, :]]
              - ii[:, :, he[:, None], ws[None, :]] + ii[:, :, hs[:, None], ws[None, :]])
     recip = (F32(1.0) / (he - hs).astype(F32))[:, None] / (we - ws).astype(F32)[None, :]
-    if channels_last(x) is not None:
-        # torch's NHWC kernel (its input channels-last, as with one channel): the zero point taken
-        # out of the sum and added back before rounding, ``nearbyint(zp + (sum - n zp) * recip)``
-        n = (he - hs)[:, None] * (we - ws)[None, :]
-        r = np.rint(F32(q.zero_point) + (s - n * q.zero_point).astype(F32) * recip)
-    else:
-        r = np.rint(s.astype(F32) * recip)
-    np.clip(r, info.qmin, info.qmax, out=r)
+    n = (he - hs)[:, None] * (we - ws)[None, :]
+    r = int8_means.adaptive_avg(s, n, recip, q.zero_point, mem is not None if nhwc is None else nhwc,
+                                info.qmin, info.qmax)
     shape = (x.shape[0], x.shape[1], oh, ow)
     res = buffer(out, shape[1:] if squeeze else shape, xq.qdtype)
     (res[None] if squeeze else res)[...] = r
     return wrap(res, xq.qdtype, q)
+
+
+def adaptive_avg_pool2d_channels_last_out(self, output_size, *, out=None):
+    """``aten::adaptive_avg_pool2d`` of a quantized tensor torch holds channels-last (the importer's
+    ``quantized::adaptive_avg_pool2d_channels_last``): torch's NHWC kernel's rounding."""
+    return adaptive_avg_pool2d_out(self, output_size, out=out, nhwc=True)
 
 
 def mean_out(self, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -182,7 +183,7 @@ def mean_out(self, dim=None, keepdim=False, *, dtype=None, out=None):
     if dims == list(range(xq.ndim - len(dims), xq.ndim)):
         n = int(np.prod([xq.shape[d] for d in dims])) if dims else 1
         total = ints(xq).astype(np.int64).sum(axis=axis, keepdims=bool(keepdim))
-        r = np.clip(np.rint(total.astype(F32) / F32(n)), info.qmin, info.qmax)
+        r = int8_means.fast_mean(total, n, info.qmin, info.qmax)
         res = buffer(out, np.shape(r), xq.qdtype)
         res[...] = r
         return wrap(res, xq.qdtype, q)

@@ -261,8 +261,15 @@ def adaptive_avg_pool(v: NodeView, c: Converter) -> None:
     x = c.tensor(v.node.inputs[0])
     out = v.out_shape()
     if c.net.tensors[x].dtype != "float32":
-        return qconverters.qmean(v, c, x, 2, "adaptive")
+        # torch rounds a one-channel input as its NHWC kernel (it counts it channels-last)
+        return qconverters.qmean(v, c, x, 2, "adaptive_nhwc" if c.net.shape(x)[-3] == 1 else "adaptive")
     c.bind(v.node.outputs[0], c.net.add("adaptive_avg_pool2d", [x], out, v.source, output_size=tuple(out[-2:])))
+
+
+def qadaptive_avg_pool(v: NodeView, c: Converter) -> None:
+    """``quantized::adaptive_avg_pool2d_channels_last`` (the importer's form for an input torch holds
+    channels-last): to 1x1 as torch's NHWC kernel rounds."""
+    qconverters.qmean(v, c, c.tensor(v.node.inputs[0]), 2, "adaptive_nhwc")
 
 
 # -- matrix products --------------------------------------------------------------------------------

@@ -52,8 +52,12 @@ def _weight(v: NodeView, name: str) -> dict:
     else:
         raise EngineBuildError(f"{v.where()}: weight quantized per channel along axis {q.axis} (expected 0)")
     b = v.const({"quantized::qlinear": "B", "quantized::qlinear_relu": "B"}.get(v.op, "bias"))
+    # whose requantization torch runs: the library it packed the weight for (the importer's record)
+    arith = v.const("arith", "fbgemm") if "arith" in v.names else "fbgemm"
+    if arith not in ("fbgemm", "onednn"):
+        raise EngineBuildError(f"{v.where()}: arith={arith!r} is not fbgemm or onednn")
     return dict(weight=np.asarray(w).view(np.ndarray), w_scales=scales, w_zero_points=zps,
-                bias=None if b is None else np.asarray(b, np.float32))
+                bias=None if b is None else np.asarray(b, np.float32), arith=arith)
 
 
 def quantize(v: NodeView, c: Converter) -> None:
@@ -71,22 +75,22 @@ def dequantize(v: NodeView, c: Converter) -> None:
 def qconv(v: NodeView, c: Converter) -> None:
     x = c.tensor(v.value("qx"))
     xq = _per_tensor(c, x, v, "input")
-    _, yq, rng = _out_params(v)
+    dtype, yq, rng = _out_params(v)
     attrs = _weight(v, "weight")
     if attrs["weight"].ndim != 4:
         raise EngineBuildError(f"{v.where()}: a 2-D conv needs a 4-D weight")
     attrs.update(stride=_pair(v.const("stride")), padding=_pair(v.const("padding")),
                  dilation=_pair(v.const("dilation")), groups=int(v.const("groups")),
-                 x_q=xq, y_q=yq, range=rng, relu=v.op.endswith("_relu"), x_range=_x_range(c, x))
+                 x_q=xq, y_q=yq, range=rng, relu=v.op.endswith("_relu"), x_range=_x_range(c, x), y_dtype=dtype)
     c.bind(v.node.outputs[0], c.net.add("qconv", [x], v.out_shape(), v.source, **attrs))
 
 
 def qlinear(v: NodeView, c: Converter) -> None:
     x = c.tensor(v.value("X"))
     xq = _per_tensor(c, x, v, "input")
-    _, yq, rng = _out_params(v)
+    dtype, yq, rng = _out_params(v)
     attrs = _weight(v, "W")
-    attrs.update(x_q=xq, y_q=yq, range=rng, relu=v.op.endswith("_relu"), x_range=_x_range(c, x))
+    attrs.update(x_q=xq, y_q=yq, range=rng, relu=v.op.endswith("_relu"), x_range=_x_range(c, x), y_dtype=dtype)
     c.bind(v.node.outputs[0], c.net.add("qgemm", [x], v.out_shape(), v.source, **attrs))
 
 
@@ -146,14 +150,15 @@ def qmax_pool(v: NodeView, c: Converter, x: int, attrs: dict) -> None:
 
 def qmean(v: NodeView, c: Converter, x: int, inner: int, mode: str) -> None:
     """The mean over the ``inner`` innermost dims of a quantized tensor, on its integers, to the
-    input's parameters: torch's ``adaptive_avg_pool2d`` to 1x1 (``mode="adaptive"``) or its fast
-    ``mean`` over innermost dims (``"mean"``)."""
+    input's parameters: torch's ``adaptive_avg_pool2d`` to 1x1 (``mode="adaptive"``, its NCHW
+    kernel; ``"adaptive_nhwc"``, its NHWC one) or its fast ``mean`` over innermost dims (``"mean"``)."""
     shape = c.net.shape(x)
-    if mode == "adaptive" and tuple(v.out_shape()[-2:]) != (1, 1):
+    if mode != "mean" and tuple(v.out_shape()[-2:]) != (1, 1):
         raise EngineBuildError(f"{v.where()}: the int8 adaptive average pool pools to 1x1, not {v.out_shape()[-2:]}")
     info = QDTYPES[c.net.tensors[x].dtype]
     c.bind(v.node.outputs[0], c.net.add("qmean", [x], v.out_shape(), v.source, inner_shape=tuple(shape[-inner:]),
-                                        mode=mode, range=(info.qmin, info.qmax)))
+                                        mode=mode, range=(info.qmin, info.qmax),
+                                        zero_point=_per_tensor(c, x, v, "input")[1]))
 
 
 def _x_range(c: Converter, x: int) -> int:

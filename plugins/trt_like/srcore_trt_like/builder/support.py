@@ -325,6 +325,8 @@ _TABLE: list[OpSupport] = [
     *_rows("avg_pool", {"aten::avg_pool2d": ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
                                              "divisor_override")}, _nchw),
     *_rows("adaptive_avg_pool", {"aten::adaptive_avg_pool2d": ("output_size",)}, _adaptive_pool, int8=True),
+    *_rows("qadaptive_avg_pool", {"quantized::adaptive_avg_pool2d_channels_last": ("output_size",)}, _adaptive_pool,
+           int8=True),
     # matrix products (a constant weight is laid out once)
     *_rows("linear", {"aten::linear": ("weight", "bias"), "srcore::linear_relu": ("weight", "bias"),
                       "srcore::linear_silu": ("weight", "bias"), "srcore::linear_tanh": ("weight", "bias"),

@@ -89,6 +89,26 @@ class Requant:
         out[...] = raw
 
 
+class OnednnRequant:
+    """oneDNN's requantization (``srcore.plugin.int8_onednn``: ``float(acc) * (s_x s_w) + bias``,
+    ``nearbyint(y / s_y + zp)``, each step in float32 with ideep's round-tripped scales), for the
+    weights torch packed for oneDNN; called as :class:`Requant`. ``kind``: "conv" or "linear"."""
+
+    def __init__(self, x_scale: float, w_scales: np.ndarray, bias, y_scale: float, y_zero_point: int,
+                 y_dtype: str, relu: bool, kind: str):
+        from srcore.plugin import int8_onednn
+
+        self.onednn = int8_onednn
+        self.args = (x_scale, np.asarray(w_scales, F32), bias, kind)
+        self.out_args = (y_scale, y_zero_point, y_dtype, relu)
+
+    def __call__(self, acc: np.ndarray, out: np.ndarray, channel_axis: int = -1) -> None:
+        if channel_axis != -1:
+            acc, out = np.moveaxis(acc, channel_axis, -1), np.moveaxis(out, channel_axis, -1)
+        y = self.onednn.scaled(acc, *self.args)
+        self.onednn.requantize(y, *self.out_args, out)
+
+
 def gemm_kernel(w_t: np.ndarray, x_zero_point: int, requant: Requant, chunk: int):
     """A quantized linear layer: ``fn(x, y)``, ``x`` (..., K) stored integers, ``y`` (..., N);
     ``w_t`` (K, N) the shifted weights in the float type the products are summed in (float32: in
@@ -206,23 +226,24 @@ def add_kernel(a_params, b_params, y_params, qmin: int, qmax: int, relu: bool, l
     return qadd
 
 
-def mean_kernel(inner_shape: tuple[int, ...], mode: str, qmin: int, qmax: int):
-    """The mean of the innermost dims on stored integers (the result keeps the input's parameters):
-    ``nearbyint(float32(sum) * ((1 / H) / W))`` as torch's quantized ``adaptive_avg_pool2d`` to 1x1,
-    or ``nearbyint(float32(sum) / n)`` as its fast ``mean`` (both in float32; the sums exact in int64)."""
+def mean_kernel(inner_shape: tuple[int, ...], mode: str, zero_point: int, qmin: int, qmax: int):
+    """The mean of the innermost dims on stored integers (the result keeps the input's parameters),
+    rounded as torch (``srcore.plugin.int8_means``): its quantized ``adaptive_avg_pool2d`` to 1x1
+    (``mode`` ``"adaptive"``: the NCHW kernel, ``"adaptive_nhwc"``: the NHWC one) or its fast
+    ``mean`` (``"mean"``); the sums exact in int64."""
+    from srcore.plugin import int8_means
+
     n = int(np.prod(inner_shape))
-    if mode == "adaptive":
+    if mode == "mean":
+        scale = lambda s: int8_means.fast_mean(s, n, qmin, qmax)   # noqa: E731
+    else:
         h, w = inner_shape
         recip = (F32(1.0) / F32(h)) / F32(w)
-        scale = lambda s: s * recip   # noqa: E731
-    else:
-        scale = lambda s: s / F32(n)   # noqa: E731
+        nhwc = mode == "adaptive_nhwc"
+        scale = lambda s: int8_means.adaptive_avg(s, n, recip, zero_point, nhwc, qmin, qmax)   # noqa: E731
 
     def qmean(x, y):
-        s = x.reshape(-1, n).sum(axis=1, dtype=np.int64).astype(F32)
-        r = np.rint(scale(s))
-        np.clip(r, qmin, qmax, out=r)
-        y.reshape(-1)[...] = r
+        y.reshape(-1)[...] = scale(x.reshape(-1, n).sum(axis=1, dtype=np.int64))
     return qmean
 
 

@@ -28,7 +28,11 @@ from .records import Candidate, Kernel
 INT8 = "int8"
 
 
-def _requant(a: dict) -> k8.Requant:
+def _requant(a: dict, kind: str):
+    """The layer's requantization: fbgemm's, or oneDNN's where torch packed the weight for it."""
+    if a.get("arith", "fbgemm") == "onednn":
+        return k8.OnednnRequant(a["x_q"][0], a["w_scales"], a["bias"], a["y_q"][0], a["y_q"][1], a["y_dtype"],
+                                a["relu"], kind)
     return k8.Requant(a["x_q"][0], a["w_scales"], a["bias"], a["y_q"][0], a["y_q"][1], *a["range"], a["relu"])
 
 
@@ -67,9 +71,9 @@ def _candidates(layer, conv: bool, net=None) -> list[Candidate]:
         chunk = k8.float32_chunk(a["x_range"], shifted) if w_t.dtype == np.float32 else depth
         if conv:
             fn = k8.conv_kernel(w_t, a["groups"], tuple(a["weight"].shape[2:]), a["stride"], a["padding"],
-                                a["dilation"], x_zp, _requant(a), chunk)
+                                a["dilation"], x_zp, _requant(a, "conv"), chunk)
         else:
-            fn = k8.gemm_kernel(w_t, x_zp, _requant(a), chunk)
+            fn = k8.gemm_kernel(w_t, x_zp, _requant(a, "linear"), chunk)
         return Kernel(fn, w_t.nbytes, keep=w_t, layout={"w_t": w_t})
 
     def tactic(name: str, dtype) -> Candidate:
@@ -108,6 +112,8 @@ def _simd_candidate(layer, conv: bool, net) -> Candidate | None:
         if taps > 1:        # torch's (channel, tap) depth as the (tap, channel) the windows are gathered in
             rows = rows.reshape(w.shape[0], -1, taps).transpose(0, 2, 1).reshape(w.shape[0], -1)
         p8 = int8_gemm.pack(rows, a["w_zero_points"])
+        if a.get("arith", "fbgemm") == "onednn":
+            return _onednn_simd(a, p8, conv)
 
         def run(x, y, cols):
             tgt = y if y.flags.c_contiguous else np.empty(y.shape, y.dtype)
@@ -130,6 +136,25 @@ def _simd_candidate(layer, conv: bool, net) -> Candidate | None:
         return Kernel(qgemm_simd, p8.panels.nbytes, keep=p8)
 
     return Candidate("int8_simd", make, precision=INT8)
+
+
+def _onednn_simd(a: dict, p8, conv: bool) -> Kernel:
+    """``int8_simd`` for weights torch packed for oneDNN: the int8 GEMM's exact int32 sums (oneDNN's
+    own on a VNNI CPU, which has no int16 saturation), then oneDNN's requantization (not fused)."""
+    x_zp = a["x_q"][1]
+    requant = _requant(a, "conv" if conv else "linear")
+    if conv:
+        k = a["weight"].shape[2:]
+
+        def qconv_simd(x, y):
+            cols = int8_gemm.conv_rows(x, x_zp, p8, k, a["stride"], a["padding"], a["dilation"], y.shape[2:])
+            acc = int8_gemm.gemm(cols, x_zp, p8).reshape(y.shape[0], y.shape[2], y.shape[3], -1)
+            requant(acc, y.transpose(0, 2, 3, 1))
+        return Kernel(qconv_simd, p8.panels.nbytes, keep=p8)
+
+    def qgemm_simd(x, y):
+        requant(int8_gemm.gemm(int8_gemm.linear_rows(x, p8), x_zp, p8), y.reshape(-1, p8.n))
+    return Kernel(qgemm_simd, p8.panels.nbytes, keep=p8)
 
 
 def _float_conv_candidates(layer, net, shifted: np.ndarray) -> list[Candidate]:
@@ -165,7 +190,7 @@ def _float_conv_candidates(layer, net, shifted: np.ndarray) -> list[Candidate]:
     def make(name: str) -> Kernel:
         tactics = [b[name]() for b in builders]
         runs = [t._run for t in tactics]
-        requant = _requant(a)
+        requant = _requant(a, "conv")
         one = len(blocks) == 1
 
         def qconv_float(x, y):
@@ -204,5 +229,5 @@ dequantize = _one(lambda a: k8.dequantize_kernel(*a["x_q"]))
 qrelu = _one(lambda a: k8.relu_kernel(a["zero_point"]))
 qadd = _one(lambda a: k8.add_kernel(a["a_q"], a["b_q"], a["y_q"], *a["range"], a["relu"],
                                            a.get("layout", "nchw")))
-qmean = _one(lambda a: k8.mean_kernel(a["inner_shape"], a["mode"], *a["range"]))
+qmean = _one(lambda a: k8.mean_kernel(a["inner_shape"], a["mode"], a["zero_point"], *a["range"]))
 qmax_pool = _one(lambda a: k8.max_pool_kernel(a["kernel"], a["stride"], a["padding"], a["dilation"], a["qmin"]))

@@ -1,4 +1,5 @@
-"""oneDNN's requantization, for the convolutions and linears whose weights torch packs for oneDNN.
+"""oneDNN's requantization, for the convolutions and linears whose weights torch packs for oneDNN
+(``srcore.plugin.int8_onednn``: quantized_cpu's kernels and trt_like's int8 layers share it).
 
 torch packs a quantized conv's weights for oneDNN with engine ``onednn``, and with engine ``x86`` on a
 CPU with AVX512-VNNI when the weights are symmetric (the importer records which, as the ops' ``arith``
@@ -19,9 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.plugin import QDTYPES
+from ..ir.quant import QDTYPES
 
-from ._common import F32
+F32 = np.float32
 
 
 def _round_trip(scale) -> np.ndarray:
