@@ -66,6 +66,9 @@ _LAZY = {
     # the exact int8 GEMM (u8 x s8 -> s32, fbgemm's requantization fused) of srcore.int8.gemm: the
     # module (numba, imported on its first call; a plugin calling it declares numba)
     "int8_gemm": "srcore.int8:gemm",
+    # numba intrinsics on float32 vector register values (srcore.conv.simd: vsplat, vload, vstore, vadd,
+    # vmul, vfma, ...; the width from a tag array: ndim 1 -> 8 lanes, 2 -> 16); numba
+    "simd_vec": "srcore.conv:simd",
     # the explicit-SIMD float32 direct conv (srcore.conv.direct: SimdDirectConv, lanes); numba
     "simd_conv": "srcore.conv:direct",
     # the explicit-SIMD float32 depthwise conv (srcore.conv.depthwise: SimdDepthwiseConv); numba
