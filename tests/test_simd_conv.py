@@ -43,8 +43,8 @@ def _reference(x, w, b, s, p, d, g, res=None, lo=-math.inf, hi=math.inf, slope=N
 @settings(max_examples=40, deadline=None)
 @given(case=convs(), seed=st.integers(0, 2**16), lanes=st.sampled_from([8, 16]),
        act=st.sampled_from(["none", "relu", "relu6", "leaky"]), residual=st.booleans(), transposed=st.booleans(),
-       rows=st.booleans(), oc=st.booleans())
-def test_matches_torch(case, seed, lanes, act, residual, transposed, rows, oc):
+       rows=st.booleans(), oc=st.booleans(), tile=st.sampled_from([0, 0, 1, 17]))
+def test_matches_torch(case, seed, lanes, act, residual, transposed, rows, oc, tile):
     nd, g, cg, og, k, s, d, p, size, n = case
     rng = np.random.default_rng(seed)
     C, O = g * cg, g * og
@@ -58,7 +58,7 @@ def test_matches_torch(case, seed, lanes, act, residual, transposed, rows, oc):
               "leaky": (-math.inf, math.inf)}[act]
     slope = 0.1 if act == "leaky" else None
     conv = simd_conv.SimdDirectConv(w, b, s, p, d, g, lo=lo, hi=hi, lanes_=lanes, negative_slope=slope,
-                                    rows_interleaved=rows, oc_lanes=oc)
+                                    rows_interleaved=rows, oc_lanes=oc, row_tile=tile)
     out_shape = conv.out_shape(x.shape)
     if min(out_shape[2:]) < 1:
         return
@@ -212,3 +212,38 @@ def test_flat_spans_and_oc_lanes_give_the_bits_of_row_blocks(size, stride, dilat
     np.testing.assert_array_equal(out, ref_out)
     np.testing.assert_allclose(out, _reference(x, w, b, stride, 1, dilation, 1, res, -1.5, 2.0, 0.2), rtol=1e-5,
                                atol=1e-3)
+
+
+@pytest.mark.parametrize("length, tile, lanes, rows, threads", [
+    (1000, 64, 16, False, 1), (1000, 100, 16, True, 2), (333, 16, 8, False, 2), (77, 500, 16, False, 1)])
+def test_row_pieces_give_the_bits_of_whole_rows(length, tile, lanes, rows, threads):
+    """A long 1-D row cut into pieces of ``row_tile`` outputs (rounded up to two vectors; the last
+    piece partial, a partial channel block; a tile longer than the row: one piece) against whole-row
+    tasks (the same sums: the same bits) and torch, with a residual and the fused clamp; and a
+    2-D plane's rows cut the same way."""
+    from srcore.conv import direct
+
+    rng = np.random.default_rng(length + tile)
+    x = rng.standard_normal((2, 12, length), np.float32)
+    w = rng.standard_normal((21, 12, 3), np.float32)
+    b = rng.standard_normal(21).astype(np.float32)
+    kw = dict(lo=-1.0, hi=3.0, lanes_=lanes, rows_interleaved=rows)
+    pieces = simd_conv.SimdDirectConv(w, b, 2, 1, 1, row_tile=tile, **kw)
+    whole = simd_conv.SimdDirectConv(w, b, 2, 1, 1, **kw)
+    geo, geo_whole = pieces._geometry((2, 12, 1, length)), whole._geometry((2, 12, 1, length))
+    assert geo[2] == geo_whole[2] == direct.ROWS
+    wo = pieces.out_shape(x.shape)[-1]
+    assert geo[8] == min(wo, -(-tile // (2 * lanes)) * 2 * lanes) and geo[6] == geo_whole[6] * -(-wo // geo[8])
+    res = rng.standard_normal(pieces.out_shape(x.shape), np.float32)
+    out, ref_out = np.full(res.shape, np.nan, np.float32), np.full(res.shape, np.nan, np.float32)
+    pieces(x, out, res, threads=threads)
+    whole(x, ref_out, res)
+    np.testing.assert_array_equal(out, ref_out)
+    np.testing.assert_allclose(out, _reference(x, w, b, 2, 1, 1, 1, res, -1.0, 3.0), rtol=1e-5, atol=1e-3)
+    x2 = rng.standard_normal((1, 12, 5, length // 4), np.float32)
+    w2 = rng.standard_normal((21, 12, 3, 3), np.float32)
+    two = simd_conv.SimdDirectConv(w2, b, 1, 1, 1, row_tile=tile, **kw)
+    two.flat = False
+    out2 = np.full(two.out_shape(x2.shape), np.nan, np.float32)
+    two(x2, out2, threads=threads)
+    np.testing.assert_allclose(out2, _reference(x2, w2, b, 1, 1, 1, 1, None, -1.0, 3.0), rtol=1e-5, atol=1e-3)

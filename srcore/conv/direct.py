@@ -40,6 +40,10 @@ OC_BLOCK_16 = 8
 ROWS, PAIRS, FLAT, OC_LANES = 0, 1, 2, 3
 #: FLAT is taken where its share of busy lanes is this much above the rows'
 FLAT_GAIN = 1.05
+#: the :attr:`SimdDirectConv.row_tile` callers time on rows longer than it: audio_conv1d's 3199-sample
+#: 128-channel conv (1 KB of input copy an output) took 2110 us in whole rows, 1480-1570 us in pieces
+#: of 32-512 outputs at 16 lanes, the shorter rows the same either way (Sapphire Rapids, performance.md)
+ROW_TILE = 512
 _JIT = {"cache": True, "nogil": True, "error_model": "numpy", "boundscheck": False}
 
 
@@ -135,7 +139,7 @@ def fill_phases(x, n, sh, sw, pt, pl, xq, Hq, Wq, tag, nl):
 
 @numba.njit(**_JIT)
 def conv_tasks(xq, rstep, cstep, taps, wp, bp, cg, Og, nb_oc,
-               out, res, has_res, leaky, slope, lo, hi, O, Ho, Wo, tag, nl, mode, pix_inner, n, t0, t1):
+               out, res, has_res, leaky, slope, lo, hi, O, Ho, Wo, tag, nl, mode, tile, pix_inner, n, t0, t1):
     """Tasks ``t0 <= t < t1`` of image ``n``: task ``t`` is channel block ``t % nb_oc`` of output row
     ``t // nb_oc % Hr`` of group ``t // (nb_oc * Hr)``. ``taps[k]``: offset in ``xq`` of the input of
     (channel, tap) pair ``k`` of a group for output pixel (0, 0); ``cstep`` the offset between channels,
@@ -146,6 +150,9 @@ def conv_tasks(xq, rstep, cstep, taps, wp, bp, cg, Og, nb_oc,
     at the input's row pitch ``rstep`` (``Hr = ceil(Ho * rstep / (2 * nl))``): a tap's inputs are
     contiguous across rows too, so lanes are lost only to the ``rstep - Wo`` padding columns (8x8 at
     16 lanes: 80% of the lanes busy, against 50% two rows a block), stored row segment by segment.
+    ``tile`` (:data:`ROWS`; a multiple of ``2 * nl``): a task is ``tile`` outputs of a row (``Hr = Ho
+    * ceil(Wo / tile)``), so all channel blocks read a piece of a long row's input while it is in
+    cache (the whole row: ``tile >= Wo``).
     ``pix_inner``: the order of tasks, rows (or spans) of a channel block consecutive, else the
     channel blocks of a row."""
     nt = taps.shape[0]   # (channel of the group, tap) pairs, flattened: one loop, no short inner one
@@ -156,7 +163,8 @@ def conv_tasks(xq, rstep, cstep, taps, wp, bp, cg, Og, nb_oc,
     pblk, pout, pres = fptr(blk), fptr(out), fptr(res)   # the epilogue's operands (no reference counting)
     plane = Ho * Wo
     flat = mode == FLAT
-    Hr = (Ho * rstep + 2 * nl - 1) // (2 * nl) if flat else (Ho + 1) // 2 if mode == PAIRS else Ho
+    nck = (Wo + tile - 1) // tile if mode == ROWS else 1   # pieces of a row
+    Hr = (Ho * rstep + 2 * nl - 1) // (2 * nl) if flat else (Ho + 1) // 2 if mode == PAIRS else Ho * nck
     vstep = rstep if mode == PAIRS else nl     # the second vector's input: the next row, or the next pixels
     ostep = Wo if mode == PAIRS else nl        # and its output
     for t in range(t0, t1):
@@ -169,14 +177,19 @@ def conv_tasks(xq, rstep, cstep, taps, wp, bp, cg, Og, nb_oc,
             ob = t % nb_oc
             ho = (t // nb_oc) % Hr
         gi = t // (nb_oc * Hr)
+        jlo, jhi = 0, 1 if flat else Wo
         if mode == PAIRS:
             ho *= 2
+        elif nck > 1:
+            jlo = ho % nck * tile
+            jhi = min(Wo, jlo + tile)
+            ho //= nck
         gb = gi * nb_oc + ob
         oc0 = ob * OB
         wb = gb * KK
         row = ((n * O + gi * Og + oc0) * Ho + (0 if flat else ho)) * Wo
         nm = min(OB, Og - oc0)
-        for j0 in range(0, 1 if flat else Wo, 2 * nl):
+        for j0 in range(jlo, jhi, 2 * nl):
             if mode == PAIRS:   # one row per vector; an odd last pair has its first row only
                 n0, n1 = Wo, Wo if ho + 1 < Ho else 0
             else:
@@ -308,11 +321,11 @@ class SimdDirectConv:
     (before, after) pair; ``lo``/``hi`` the fused clamp (``0, inf`` for relu); ``negative_slope``
     a fused leaky relu (``None``: none). ``lanes_`` forces the vector width (tests; default
     :func:`lanes`). ``rows_interleaved``: the layout of the input copy (:attr:`rows_interleaved`;
-    same bits either way). ``x`` may be any float32 view.
+    same bits either way). ``row_tile``: :attr:`row_tile` (same bits). ``x`` may be any float32 view.
     """
 
     def __init__(self, weight, bias, stride, pads, dilation, groups=1, lo=-math.inf, hi=math.inf, lanes_=None,
-                 negative_slope=None, rows_interleaved=False, oc_lanes=False):
+                 negative_slope=None, rows_interleaved=False, oc_lanes=False, row_tile=0):
         w = np.asarray(weight, np.float32)
         self.nd = w.ndim - 2
         if self.nd not in (1, 2):
@@ -357,6 +370,10 @@ class SimdDirectConv:
         #: col]``). Faster with many channels on large planes (96 -> 32 at 64x64, 192 -> 64 at
         #: 32x32: 0.8-0.9x), slower with few (16 channels at 128x128: 1.2x): callers time both
         self.rows_interleaved = bool(rows_interleaved)
+        #: outputs of a row per task (0: the whole row), rounded up to ``2 * lanes``: the channel blocks
+        #: of a long row's piece run one after another while its input is in cache (a 1-D conv is one
+        #: row: without it each block streams the whole input copy). Callers time it
+        self.row_tile = int(row_tile)
         self._geom: dict = {}
         self._local = threading.local()
 
@@ -370,11 +387,11 @@ class SimdDirectConv:
         return (N, self.O, Wo) if self.nd == 1 else (N, self.O, Ho, Wo)
 
     def _geometry(self, shape):
-        """(Ho, Wo, mode, Hq, Wq, taps, tasks, strides) for an input of 4-D ``shape``: computed once
+        """(Ho, Wo, mode, Hq, Wq, taps, tasks, strides, tile) for an input of 4-D ``shape``: computed once
         per shape (the tap table is a Python loop over channels x taps, ~0.1 ms at 64 channels).
         ``strides``: (channel, phase row, phase column, row) steps of the phase-split copy, as
-        :attr:`rows_interleaved` lays it out."""
-        key = (shape, self.row_pairs, self.rows_interleaved, self.flat)
+        :attr:`rows_interleaved` lays it out; ``tile`` the outputs of a :data:`ROWS` task."""
+        key = (shape, self.row_pairs, self.rows_interleaved, self.flat, self.row_tile)
         g = self._geom.get(key)
         if g is not None:
             return g
@@ -402,13 +419,17 @@ class SimdDirectConv:
             Hq = max(Hin, Ho + (Ho % 2 if mode == PAIRS else 0) + ry)
             Wq = max(Win, Wr + rx)
             tasks = self.g * self.nb_oc * ((Ho + 1) // 2 if mode == PAIRS else Ho)
+        tile = -(-self.row_tile // (2 * nl)) * 2 * nl if mode == ROWS and self.row_tile > 0 else Wo
+        tile = max(1, min(tile, Wo))
+        if mode == ROWS:
+            tasks *= -(-Wo // tile)
         if self.rows_interleaved and mode != OC_LANES:   # [i, c, a, b, j]
             cs, as_, bs, rs = sh * sw * Wq, sw * Wq, Wq, C * sh * sw * Wq
         else:                       # [c, a, b, i, j]
             cs, as_, bs, rs = sh * sw * Hq * Wq, sw * Hq * Wq, Hq * Wq, Wq
         taps = np.array([ci * cs + (ky * dh % sh) * as_ + (kx * dw % sw) * bs + (ky * dh // sh) * rs + kx * dw // sw
                          for ci in range(self.cg) for ky in range(kh) for kx in range(kw)], np.int64)
-        g = self._geom[key] = (Ho, Wo, mode, Hq, Wq, taps, tasks, (cs, as_, bs, rs))
+        g = self._geom[key] = (Ho, Wo, mode, Hq, Wq, taps, tasks, (cs, as_, bs, rs), tile)
         return g
 
     def _phase_buffer(self, size):
@@ -443,7 +464,7 @@ class DirectRun:
         x4 = x[:, :, None, :] if conv.nd == 1 else x
         self.images, self.channels = x4.shape[:2]
         sh, sw = conv.stride
-        Ho, Wo, mode, Hq, Wq, taps, self.tasks, strides = conv._geometry(x4.shape)
+        Ho, Wo, mode, Hq, Wq, taps, self.tasks, strides, tile = conv._geometry(x4.shape)
         # a group's weights larger than its input copy: the weights the one to keep in cache
         pix_inner = conv.wp.size // conv.g > conv.cg * sh * sw * Hq * Wq
         self._cstep = cstep = strides[0]
@@ -456,7 +477,7 @@ class DirectRun:
         res = conv._none if residual is None else residual.reshape(-1)
         self._args = (self._xq, strides[3], cstep, taps, conv.wp, conv.bp, conv.cg, conv.Og, conv.nb_oc,
                       out.reshape(-1), res, residual is not None, conv.leaky, conv.slope, conv.lo, conv.hi, conv.O,
-                      Ho, Wo, conv.tag, conv.nl) + (() if mode == OC_LANES else (mode,)) + (pix_inner,)
+                      Ho, Wo, conv.tag, conv.nl) + (() if mode == OC_LANES else (mode, tile)) + (pix_inner,)
         self._kernel = conv_tasks_oc if mode == OC_LANES else conv_tasks
 
     def fill(self, n: int, c0: int, c1: int):

@@ -70,6 +70,9 @@ _LAZY = {
     "int8_means": "srcore.int8:means",
     # oneDNN's requantization of exact int32 sums (srcore.int8.onednn)
     "int8_onednn": "srcore.int8:onednn",
+    # numba intrinsics on float32 vector register values (srcore.conv.simd: vsplat, vload, vstore, vadd,
+    # vmul, vfma, ...; the width from a tag array: ndim 1 -> 8 lanes, 2 -> 16); numba
+    "simd_vec": "srcore.conv:simd",
     # the explicit-SIMD float32 direct conv (srcore.conv.direct: SimdDirectConv, lanes); numba
     "simd_conv": "srcore.conv:direct",
     # the explicit-SIMD float32 depthwise conv (srcore.conv.depthwise: SimdDepthwiseConv); numba

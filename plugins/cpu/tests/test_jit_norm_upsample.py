@@ -32,7 +32,8 @@ def _gn(shape, groups, op="aten::group_norm"):
     return answer.fn
 
 
-GN_CASES = [((1, 16, 128, 128), 8), ((2, 6, 5, 3), 3), ((3, 4, 7), 2), ((2, 12, 9, 1), 12), ((1, 8, 20000), 1)]
+GN_CASES = [((1, 16, 128, 128), 8), ((2, 6, 5, 3), 3), ((3, 4, 7), 2), ((2, 12, 9, 1), 12), ((1, 8, 20000), 1),
+            ((1, 128, 3199), 128)]
 
 
 @pytest.mark.one_pass   # kernel calls only
@@ -52,6 +53,20 @@ def test_group_norm_matches_torch(shape, groups, affine):
     out = np.full_like(x, np.nan)
     assert fn(x, w, b, out=out) is out
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=2e-4)
+
+
+@pytest.mark.one_pass   # kernel calls only
+@pytest.mark.parametrize("shape,groups", [((1, 4, 3199), 4), ((2, 6, 40, 50), 3), ((1, 2, 200000), 1)])
+def test_group_norm_with_a_far_first_element_matches_torch(shape, groups):
+    """Each group's first element 1e4 from the others (the statistics' shift): the float32 lane sums
+    around it would cancel; the second pass around the mean keeps torch's float64 values."""
+    x = (rng.standard_normal(shape) * 3 + 50).astype(np.float32)
+    per = shape[1] // groups
+    for n in range(shape[0]):
+        for g in range(groups):
+            x[n, g * per].reshape(-1)[0] = 1e4
+    want = F.group_norm(T(x).double(), groups).numpy()
+    np.testing.assert_allclose(_gn(shape, groups)(x, None, None), want, rtol=1e-4, atol=2e-4)
 
 
 @pytest.mark.one_pass   # kernel calls only

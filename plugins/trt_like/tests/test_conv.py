@@ -209,6 +209,9 @@ def test_conv_tactics_offers_what_applies():
     assert names(ConvSpec((1, 4, 8, 8), 8, 3, 2, 1, groups=2)) == [*simd, "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 4, 3, 2, 1)) == [*simd, "packed_gemm", "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 4, 1, 1, 1)) == [*simd, "packed_gemm", "im2col_gemm"]  # padded 1x1
+    # rows longer than ROW_TILE outputs: in pieces too (a 1-D conv is one long row)
+    long_row = ConvSpec((1, 4, 1, 2 * simd_conv.ROW_TILE + 10), 4, (1, 3), (1, 2), (0, 1))
+    assert names(long_row) == [simd[0], simd[1], "simd_direct_tiled", *simd[2:], "packed_gemm", "im2col_gemm"]
 
 
 @pytest.mark.parametrize("shape", [(1, 64, 28, 28), (1, 128, 14, 14), (1, 256, 7, 7)])
@@ -398,3 +401,17 @@ def test_simd_direct_widths_rebuilt_from_an_unaligned_layout_give_the_same_bits(
     np.testing.assert_array_equal(_run(again, x, res), _run(t, x, res))
     np.testing.assert_array_equal(_run(t, x, res), _run(SimdDirectTactic(spec, w, b), x, res))
     assert _rel_err(_run(t, x, res), _reference(spec, x, w, b, res)) < 1e-5
+
+
+def test_simd_direct_tiled_on_a_long_row_gives_simd_direct_bits():
+    """A 1-D conv's long row in pieces (``simd_direct_tiled``), with residual and relu, against whole-row
+    tasks (``simd_direct``: the same sums, the same bits) and float64 torch."""
+    from srcore_trt_like.conv import SimdDirectTactic, SimdDirectTiledTactic
+
+    spec = ConvSpec((1, 8, 1, 1500), 11, (1, 3), (1, 2), (0, 1), relu=True, residual=True)
+    x, w, b, res = _data(spec, 3)
+    tiled, whole = SimdDirectTiledTactic(spec, w, b), SimdDirectTactic(spec, w, b)
+    assert tiled.conv.row_tile > 0 and whole.conv.row_tile == 0
+    out = _run(tiled, x, res)
+    np.testing.assert_array_equal(out, _run(whole, x, res))
+    np.testing.assert_allclose(out, _reference(spec, x, w, b, res), rtol=1e-5, atol=1e-4)

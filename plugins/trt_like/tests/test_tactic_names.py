@@ -23,8 +23,9 @@ from srcore_trt_like.tactics.names import int8_reuses
 pytestmark = pytest.mark.one_pass
 
 #: (x_shape, out_channels, kernel, stride, padding, groups): 1x1 (stride 1 and 2), 3x3 dense
-#: (Winograd), 5x5 dense, grouped, depthwise 3x3 and 5x5 at stride 1 and 2, one input channel
-_CONVS = [((1, 8, 9, 9), 16, 1, 1, 0, 1), ((1, 8, 9, 9), 16, 1, 2, 0, 1), ((1, 8, 9, 9), 16, 3, 1, 1, 1),
+#: (Winograd), 5x5 dense, grouped, depthwise 3x3 and 5x5 at stride 1 and 2, one input channel, a long row
+_CONVS = [((1, 4, 1, 1100), 4, 3, 2, 1, 1),
+          ((1, 8, 9, 9), 16, 1, 1, 0, 1), ((1, 8, 9, 9), 16, 1, 2, 0, 1), ((1, 8, 9, 9), 16, 3, 1, 1, 1),
           ((1, 8, 9, 9), 4, 5, 2, 2, 1), ((1, 8, 9, 9), 8, 3, 1, 1, 2), ((1, 8, 9, 9), 8, 3, 1, 1, 8),
           ((1, 8, 9, 9), 8, 5, 2, 2, 8), ((1, 1, 9, 9), 4, 3, 1, 1, 1)]
 

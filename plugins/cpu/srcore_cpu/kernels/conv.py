@@ -317,12 +317,15 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
         x0 = np.zeros(shape, np.float32)
         o0 = np.empty(simd.out_shape(shape), np.float32)
 
-        def layout(rows):
+        def layout(rows, tile=0):
             def run(x, o):
-                simd.rows_interleaved = rows
+                simd.rows_interleaved, simd.row_tile = rows, tile
                 return simd(x, o, threads=threads)
             return run
         ways = {"simd": layout(False), "simd_rows": layout(True)}
+        if o0.shape[-1] > simd_conv.ROW_TILE:
+            # a long row in pieces, every channel block of a piece in turn (1-D convs: one row)
+            ways["simd_tiled"] = layout(False, simd_conv.ROW_TILE)
         if simd.nl == 16:
             # on a 16-lane CPU, output channels in the lanes too (small planes; its own weights)
             simd_oc = simd_conv.SimdDirectConv(w, b, stride, pads, dilation, groups, oc_lanes=True)
@@ -333,6 +336,7 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
             if way == "simd_oc":
                 simd = simd_oc
             simd.rows_interleaved = way == "simd_rows"
+            simd.row_tile = simd_conv.ROW_TILE if way == "simd_tiled" else 0
             fallback = conv_const
 
             def conv_simd(input, out=None):

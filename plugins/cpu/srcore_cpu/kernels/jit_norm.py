@@ -2,9 +2,11 @@
 
 The numpy kernel (``norm.py``) makes ~8 passes with temporaries (mean, subtract, square, mean,
 scale, weight, bias); on a U-Net's (1, 16, 128, 128) activation that was ~10x torch. Here each
-(sample, group) is one contiguous block: one pass accumulates the sum and the sum of squares in
-float64 around the block's first element (shifted data, so no catastrophic cancellation for
-data far from zero), then one vectorizable pass writes ``x * a[c] + s[c]`` with
+(sample, group) is one contiguous block: one pass accumulates the sum and the sum of squares
+around the block's first element (shifted data, so no catastrophic cancellation for data far from
+zero; a second pass around the mean where that element lies far from it) in float32 vector lanes
+(``simd_vec``) over chunks of 512 elements, float64 across chunks (float64 lanes throughout ran
+4x slower: 192 against 45 us on 128 x 3199, Sapphire Rapids), then one vectorizable pass writes ``x * a[c] + s[c]`` with
 ``a = rstd * weight``, ``s = bias - mean * a`` (torch's CPU kernel folds the same way).
 
 Compiled at load by the matcher (``norm_match.py``); float32, C-contiguous input and output only,
@@ -15,51 +17,78 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from srcore.plugin import simd_conv, simd_vec
+
 from . import jit as _J
 from .jit import JIT
 
+vadd, vfma, vload, vsplat, vstore = simd_vec.vadd, simd_vec.vfma, simd_vec.vload, simd_vec.vsplat, simd_vec.vstore
+
 _F = np.float32
-_SIG = ("void(float32[:, ::1], float32[::1], float32[::1], float32[:, ::1], float32[::1], float32[::1], "
-        "int64, int64, float64)")
+#: elements a float32 vector lane pair sums before the float64 total (16 per lane at 16 lanes)
+_CHUNK = 512
+
+
+def _sig(lanes: int) -> str:
+    tag = "float32[:, ::1]" if lanes == 16 else "float32[::1]"   # simd_vec's width tag
+    return ("void(float32[:, ::1], float32[::1], float32[::1], float32[:, ::1], float32[::1], float32[::1], "
+            f"int64, int64, float64, {tag}, int64)")
+
+
+@numba.njit(inline="always", **JIT)
+def _block_sums(xf, b0, b1, k, tag, nl, buf):
+    """``sum(x - k)`` and ``sum((x - k)^2)`` over ``xf[b0:b1]``: float32 vector lanes (the
+    differences in float32) over chunks of :data:`_CHUNK`, float64 across chunks."""
+    nk = vsplat(tag, -k)
+    z = vsplat(tag, 0.0)
+    s = q = 0.0
+    bv = b0 + (b1 - b0) // (2 * nl) * (2 * nl)
+    for c0 in range(b0, bv, _CHUNK):
+        s0, s1, q0, q1 = z, z, z, z
+        for i in range(c0, min(bv, c0 + _CHUNK), 2 * nl):
+            d0 = vadd(vload(xf, i, z), nk)
+            d1 = vadd(vload(xf, i + nl, z), nk)
+            s0 = vadd(s0, d0)
+            s1 = vadd(s1, d1)
+            q0 = vfma(d0, d0, q0)
+            q1 = vfma(d1, d1, q1)
+        vstore(buf, 0, vadd(s0, s1))
+        vstore(buf, nl, vadd(q0, q1))
+        for j in range(nl):
+            s += buf[j]
+            q += buf[nl + j]
+    for i in range(bv, b1):
+        d = np.float64(xf[i] - k)
+        s += d
+        q += d * d
+    return s, q
 
 
 @numba.njit(**JIT)
-def _group_norm(x, w, b, o, mean_out, rstd_out, C, groups, eps):
-    """``x``, ``o``: (N * C, S) rows; ``w``, ``b``: (C,); ``mean_out``, ``rstd_out``: (N * groups,)."""
+def _group_norm(x, w, b, o, mean_out, rstd_out, C, groups, eps, tag, nl):
+    """``x``, ``o``: (N * C, S) rows; ``w``, ``b``: (C,); ``mean_out``, ``rstd_out``: (N * groups,);
+    ``tag``, ``nl``: the vector width (``simd_vec``)."""
     rows, S = x.shape
     N = rows // C
     cpg = C // groups
     m = cpg * S
+    xf = x.reshape(-1)   # a group's rows are one contiguous block
+    buf = np.empty(2 * nl, np.float32)
     for n in range(N):
         for g in range(groups):
             r0 = n * C + g * cpg
-            k = np.float64(x[r0, 0]) if S > 0 else 0.0
-            s0 = s1 = s2 = s3 = 0.0
-            q0 = q1 = q2 = q3 = 0.0
-            for r in range(r0, r0 + cpg):
-                row = x[r]
-                S4 = S - S % 4
-                for i in range(0, S4, 4):
-                    d0 = np.float64(row[i]) - k
-                    d1 = np.float64(row[i + 1]) - k
-                    d2 = np.float64(row[i + 2]) - k
-                    d3 = np.float64(row[i + 3]) - k
-                    s0 += d0
-                    s1 += d1
-                    s2 += d2
-                    s3 += d3
-                    q0 += d0 * d0
-                    q1 += d1 * d1
-                    q2 += d2 * d2
-                    q3 += d3 * d3
-                for i in range(S4, S):
-                    d0 = np.float64(row[i]) - k
-                    s0 += d0
-                    q0 += d0 * d0
-            s = (s0 + s1) + (s2 + s3)
-            q = (q0 + q1) + (q2 + q3)
+            b0 = r0 * S
+            k = xf[b0] if m > 0 else _F(0.0)
+            s, q = _block_sums(xf, b0, b0 + m, k, tag, nl, buf)
             dm = s / m
             var = q / m - dm * dm
+            if dm * dm > var:
+                # the first element far from the mean: q / m - dm^2 cancels; again around the mean
+                # (the group is in cache)
+                k = _F(k + dm)
+                s, q = _block_sums(xf, b0, b0 + m, k, tag, nl, buf)
+                dm = s / m
+                var = q / m - dm * dm
             if var < 0.0:
                 var = 0.0
             mean = k + dm
@@ -80,13 +109,15 @@ class GroupNorm:
     """``run(x, groups, weight, bias, eps, y, mean, rstd)``: the compiled kernel, compiled now."""
 
     def __init__(self):
-        self.kernel = _J.compiled(_group_norm, _SIG)
+        self.lanes = simd_conv.lanes()
+        self.tag = np.zeros((1, 1) if self.lanes == 16 else 1, np.float32)
+        self.kernel = _J.compiled(_group_norm, _sig(self.lanes))
 
     def __call__(self, x, groups, weight, bias, eps, y, mean, rstd):
         N, C = x.shape[:2]
         rows = x.reshape(N * C, -1) if N * C else x.reshape(0, 0)
         self.kernel(rows, weight, bias, y.reshape(rows.shape), mean.reshape(-1), rstd.reshape(-1),
-                    C, groups, float(eps))
+                    C, groups, float(eps), self.tag, self.lanes)
 
 
 # --- layer norm ---------------------------------------------------------------------------------

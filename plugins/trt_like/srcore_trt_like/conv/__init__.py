@@ -14,7 +14,8 @@ from .gemm import Gemm1x1Tactic, Im2colGemmTactic
 from .packed import PackedGemmTactic
 from .pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .simd_1x1 import Simd1x1Tactic
-from .simd_direct import SimdDirect8Tactic, SimdDirectOcTactic, SimdDirectRowsTactic, SimdDirectTactic
+from .simd_direct import (SimdDirect8Tactic, SimdDirectOcTactic, SimdDirectRowsTactic, SimdDirectTactic,
+                          SimdDirectTiledTactic)
 from .spec import ConvSpec, ConvTactic
 from .tactics import conv_tactic_builders, conv_tactics
 from .winograd import WinogradTactic
@@ -24,5 +25,5 @@ __all__ = ["ConvSpec", "ConvTactic", "conv_tactics", "conv_tactic_builders", "Ge
            "PackedGemmTactic", "WinogradTactic", "WinogradPackedTactic", "DepthwiseDirectTactic",
            "DepthwiseChannelsLastTactic", "DepthwiseSimdTactic", "DepthwiseSimd8Tactic", "DepthwiseBlockedTactic",
            "SimdDirectTactic", "SimdDirectRowsTactic", "SimdDirectOcTactic", "SimdDirect8Tactic",
-           "Simd1x1Tactic",
+           "SimdDirectTiledTactic", "Simd1x1Tactic",
            "PackedConvMaxPool", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d"]

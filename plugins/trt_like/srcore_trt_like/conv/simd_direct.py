@@ -31,6 +31,8 @@ class SimdDirectTactic(ConvTactic):
     oc_lanes = False
     #: the vector width (``SimdDirectConv``'s ``lanes_``): None, the CPU's widest
     lanes: int | None = None
+    #: outputs of a row per task (``SimdDirectConv.row_tile``; 0: whole rows)
+    row_tile = 0
 
     def __init__(self, spec: ConvSpec, weight, bias, layout=None, threads: int = 1):
         super().__init__(spec, weight, bias, layout)
@@ -41,7 +43,7 @@ class SimdDirectTactic(ConvTactic):
                                              spec.dilation, spec.groups, lo=0.0 if spec.relu else -math.inf,
                                              negative_slope=spec.negative_slope if spec.activation == "leaky_relu"
                                              else None, rows_interleaved=self.rows_interleaved,
-                                             oc_lanes=self.oc_lanes, lanes_=self.lanes)
+                                             oc_lanes=self.oc_lanes, lanes_=self.lanes, row_tile=self.row_tile)
         self.wp = self._laid_out("wp", self.conv.wp.shape, lambda: self.conv.wp)
         self.bp = self._laid_out("bp", self.conv.bp.shape, lambda: self.conv.bp)
         # (a stored layout may come unaligned: the kernel's weight vectors want 64-byte lines)
@@ -67,6 +69,14 @@ class SimdDirectRowsTactic(SimdDirectTactic):
     few; the same weights layout and bits, timed against it at build."""
     name = "simd_direct_rows"
     rows_interleaved = True
+
+
+class SimdDirectTiledTactic(SimdDirectTactic):
+    """:class:`SimdDirectTactic` with a long row in pieces of ``simd_conv.ROW_TILE`` outputs, every channel
+    block of a piece in turn (its input copy in cache; a 1-D conv is one row); offered on rows longer
+    than that, the same bits."""
+    name = "simd_direct_tiled"
+    row_tile = simd_conv.ROW_TILE
 
 
 class SimdDirectOcTactic(SimdDirectTactic):

@@ -31,6 +31,7 @@ the GEMM just wrote, while it is in cache).
 ``simd_direct``     more than one input channel per group: srcore's explicit-SIMD direct conv
                     (``srcore.plugin.simd_conv``; ``simd_direct.py``)
 ``simd_direct_rows`` the same with its input copy row-interleaved (many channels, large planes)
+``simd_direct_tiled`` the same with rows longer than ``ROW_TILE`` in pieces (long 1-D convs)
 ``simd_direct_oc``  on a 16-lane CPU: the same with output channels in the vector lanes (small planes)
 ``simd_direct_8``   on a 16-lane CPU: ``simd_direct`` at 8 lanes
 ``pointwise_simd``  1x1, stride 1, unpadded, ungrouped: srcore's explicit-SIMD 1x1 kernel on the
@@ -56,7 +57,7 @@ from .gemm import Gemm1x1Tactic, Im2colGemmTactic
 from .packed import PackedGemmTactic
 from .simd_1x1 import Simd1x1Lanes8Tactic, Simd1x1Tactic, simd_1x1_applies
 from .simd_direct import (SimdDirect8Tactic, SimdDirectOcTactic, SimdDirectRowsTactic, SimdDirectTactic,
-                          simd_direct_applies)
+                          SimdDirectTiledTactic, simd_direct_applies)
 from .simd_split import DepthwiseSimdSplitTactic, SimdDirectSplitTactic
 from .spec import ConvSpec, ConvTactic
 from .winograd import WinogradTactic, transform_weight, winograd_applies
@@ -136,6 +137,9 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
         # one thread, and split over the intra-op threads (simd_split.py): the timing picks
         out.append((SimdDirectTactic.name, lambda layout=None: SimdDirectTactic(spec, weight, bias, layout)))
         out.append((SimdDirectRowsTactic.name, lambda layout=None: SimdDirectRowsTactic(spec, weight, bias, layout)))
+        if spec.out_shape[3] > simd_conv.ROW_TILE:
+            out.append((SimdDirectTiledTactic.name,
+                        lambda layout=None: SimdDirectTiledTactic(spec, weight, bias, layout)))
         if simd_conv.lanes() == 16:   # by the CPU's features: the oc-lanes block and the other width
             out.append((SimdDirectOcTactic.name, lambda layout=None: SimdDirectOcTactic(spec, weight, bias, layout)))
             out.append((SimdDirect8Tactic.name, lambda layout=None: SimdDirect8Tactic(spec, weight, bias, layout)))
