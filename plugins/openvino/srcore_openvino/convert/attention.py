@@ -82,7 +82,7 @@ def _encoder_layer(c):
 
     def ffn(t):
         hdn = linear(t, "ffn_weight_1", "ffn_bias_1")
-        hdn = gelu(o, hdn, "none") if c.const("use_gelu") else relu(o, hdn)
+        hdn = gelu(o, hdn, "none") if c.const("use_gelu") else relu(o, hdn, "linear")
         return linear(hdn, "ffn_weight_2", "ffn_bias_2")
 
     if c.const("norm_first"):

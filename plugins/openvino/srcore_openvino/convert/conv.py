@@ -120,12 +120,12 @@ def _conv_padding(c):
 
 @register("srcore::conv2d_relu", consts=_CONV, check=_conv_ok)
 def _conv_relu(c):
-    return relu(c.o, conv_nd(c, c.x("input")), after_conv=True)
+    return relu(c.o, conv_nd(c, c.x("input")), after="conv")
 
 
 @register("srcore::conv2d_add_relu", consts=_CONV, check=_conv_ok)
 def _conv_add_relu(c):
-    return relu(c.o, out(c.o.add(conv_nd(c, c.x("input")), c.x("other"))), after_conv=True)
+    return relu(c.o, out(c.o.add(conv_nd(c, c.x("input")), c.x("other"))), after="conv")
 
 
 @register("aten::_convolution", consts=(*_CONV, "transposed", "output_padding"), check=_conv_ok)
@@ -193,7 +193,7 @@ _MAXPOOL = ("kernel_size", "stride", "padding", "dilation", "ceil_mode")
 
 
 #: OpenVINO ops whose output is never -inf nor the lowest float (NaN passes through them): a max
-#: pool over one needs no -inf check. Elu is torch's relu here (alpha 0, see pointwise.relu).
+#: pool over one needs no -inf check. torch's relu is Maximum(0, x) or Elu with alpha 0 (pointwise.relu).
 _BOUNDED_BELOW = {"Relu", "Sigmoid", "HSigmoid", "Exp", "Abs", "HSwish", "SoftPlus"}
 _SAME_VALUES = {"Reshape", "Unsqueeze", "Squeeze"}
 
@@ -208,9 +208,16 @@ def _bounded_below(x) -> bool:
     lowest = float(np.finfo(np.float32).min)
     if kind == "Elu":   # alpha * (exp(x) - 1) >= -alpha
         return 0.0 <= float(node.get_attributes().get("alpha", -1.0)) < -lowest
+    if kind == "Maximum":   # pointwise.relu's Maximum(0, x)
+        return _is_zero(node.input_value(0)) or _is_zero(node.input_value(1))
     if kind == "Clamp":
         return float(node.get_attributes().get("min", -np.inf)) > lowest
     return kind in _BOUNDED_BELOW
+
+
+def _is_zero(v) -> bool:
+    node = v.get_node()
+    return node.get_type_name() == "Constant" and bool(np.all(node.get_data() == 0))
 
 
 @register("aten::max_pool1d", "aten::max_pool2d", "aten::max_pool3d", consts=_MAXPOOL, check=_pool_ok)

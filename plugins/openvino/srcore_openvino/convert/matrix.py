@@ -22,7 +22,7 @@ def _linear_ok(n) -> bool:
 
 
 register("aten::linear", check=_linear_ok)(lambda c: _linear(c))
-register("srcore::linear_relu", check=_linear_ok)(lambda c: _linear(c, relu))
+register("srcore::linear_relu", check=_linear_ok)(lambda c: _linear(c, lambda o, y: relu(o, y, "linear")))
 register("srcore::linear_silu", check=_linear_ok)(lambda c: _linear(c, lambda o, y: out(o.swish(y))))
 register("srcore::linear_tanh", check=_linear_ok)(lambda c: _linear(c, lambda o, y: out(o.tanh(y))))
 register("srcore::linear_sigmoid", check=_linear_ok)(lambda c: _linear(c, lambda o, y: out(o.sigmoid(y))))
