@@ -8,9 +8,11 @@ without AVX-512 LLVM splits it into two ``ymm``, still exact). Every other intri
 from its vector operand. numba compiles for the host CPU, so FMAs are ``vfmadd`` where the CPU has
 FMA3. Indices are element offsets into 1-D arrays, unchecked (the kernels own their arithmetic).
 :func:`store_epilogue` is the kernels' one store loop (bias is the accumulators' start; residual,
-leaky relu and clamp here; :func:`store_epilogue_n` the same for a partial vector, masked).
+leaky relu and clamp here; :func:`store_epilogue_n` the same for a partial vector, masked;
+:func:`epilogue1` one element's). :func:`task_coords` splits a task number into span, block, group.
 numba's on-disk cache keys a kernel on its own module's source: after editing this module,
-delete the ``__pycache__/*.nbi``/``*.nbc`` files of :mod:`.direct` and :mod:`.depthwise`.
+delete the ``__pycache__/*.nbi``/``*.nbc`` files of the kernels' modules (:mod:`.direct`,
+:mod:`.direct_oc`, :mod:`.depthwise`, ...).
 """
 from __future__ import annotations
 
@@ -249,14 +251,34 @@ def store_epilogue(blk, src, out, o, cnt, whole, res, has_res, leaky, slope, lo,
         z = blk[src + e]
         if has_res:
             z += res[o + e]
-        if leaky and not z > 0.0:
-            z = z * slope
-        # (if, not max/min: a NaN stays NaN, as torch.clamp)
-        if z < lo:  # noqa: PLR1730
-            z = lo
-        if z > hi:  # noqa: PLR1730
-            z = hi
-        out[o + e] = z
+        out[o + e] = epilogue1(z, leaky, slope, lo, hi)
+
+
+@numba.njit(inline="always", nogil=True, error_model="numpy")
+def epilogue1(z, leaky, slope, lo, hi):
+    """One element's epilogue after the residual: ``clamp(leaky?(z), lo, hi)``, as :func:`vleaky` and
+    :func:`vclamp` per lane (the kernels' element-by-element stores)."""
+    if leaky and not z > 0.0:
+        z = z * slope
+    # (if, not max/min: a NaN stays NaN, as torch.clamp)
+    if z < lo:  # noqa: PLR1730
+        z = lo
+    if z > hi:  # noqa: PLR1730
+        z = hi
+    return z
+
+
+@numba.njit(inline="always", nogil=True, error_model="numpy")
+def task_coords(t, nb_oc, spans, pix_inner):
+    """Task ``t`` of a conv kernel split into ``nb_oc`` output-channel blocks x ``spans`` pixel spans
+    per group: ``(span, block, group)``, channel blocks innermost unless ``pix_inner``."""
+    if pix_inner:
+        s = t % spans
+        ob = (t // spans) % nb_oc
+    else:
+        ob = t % nb_oc
+        s = (t // nb_oc) % spans
+    return s, ob, t // (nb_oc * spans)
 
 
 @numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
