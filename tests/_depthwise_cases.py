@@ -48,3 +48,22 @@ def reference(x, w, b, s, p, d, res=None, lo=-math.inf, hi=math.inf, slope=None,
     if act is not None:
         y = getattr(F, act)(y)
     return y.numpy()
+
+
+def check_case(make, case, seed, act, residual, transposed):
+    """A depthwise conv from ``make(w, b, stride, pads, dilation, lo, hi, slope, activation)`` on a
+    :func:`depthwise_cases` case (random data from ``seed``; ``transposed``: a non-contiguous input,
+    the last two axes swapped in memory) into a NaN-filled output, against :func:`reference`."""
+    n, C, mult, k, s, d, p, (H, W) = case
+    rng = np.random.default_rng(seed)
+    x = (np.swapaxes(rng.standard_normal((n, C, W, H), np.float32), -1, -2) if transposed
+         else rng.standard_normal((n, C, H, W), np.float32))
+    w = rng.standard_normal((C * mult, 1, *k), np.float32)
+    b = rng.standard_normal(C * mult).astype(np.float32)
+    lo, hi, slope, after = act_args(act)
+    conv = make(w, b, s, p, d, lo, hi, slope, after)
+    out_shape = conv.out_shape(x.shape)
+    res = rng.standard_normal(out_shape, np.float32) if residual else None
+    out = np.full(out_shape, np.nan, np.float32)
+    conv(x, out, res)
+    np.testing.assert_allclose(out, reference(x, w, b, s, p, d, res, lo, hi, slope, after), rtol=1e-5, atol=1e-4)

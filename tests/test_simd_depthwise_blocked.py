@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from srcore import SrcoreError
 from srcore.plugin import simd_depthwise_blocked
 
-from _depthwise_cases import ACTS, act_args, depthwise_cases, reference
+from _depthwise_cases import ACTS, check_case, depthwise_cases
 
 pytestmark = pytest.mark.one_pass
 
@@ -21,20 +21,9 @@ pytestmark = pytest.mark.one_pass
 @given(case=depthwise_cases(40, [1]), seed=st.integers(0, 2**16), act=st.sampled_from(sorted(ACTS)),
        residual=st.booleans(), transposed=st.booleans())
 def test_matches_torch(case, seed, act, residual, transposed):
-    n, C, _, k, s, d, p, (H, W) = case
-    rng = np.random.default_rng(seed)
-    x = (np.swapaxes(rng.standard_normal((n, C, W, H), np.float32), -1, -2) if transposed
-         else rng.standard_normal((n, C, H, W), np.float32))
-    w = rng.standard_normal((C, 1, *k), np.float32)
-    b = rng.standard_normal(C).astype(np.float32)
-    lo, hi, slope, after = act_args(act)
-    conv = simd_depthwise_blocked.BlockedDepthwiseConv(w, b, s, p, d, lo=lo, hi=hi, negative_slope=slope,
-                                                       activation=after)
-    out_shape = conv.out_shape(x.shape)
-    res = rng.standard_normal(out_shape, np.float32) if residual else None
-    out = np.full(out_shape, np.nan, np.float32)
-    conv(x, out, res)
-    np.testing.assert_allclose(out, reference(x, w, b, s, p, d, res, lo, hi, slope, after), rtol=1e-5, atol=1e-4)
+    check_case(lambda w, b, s, p, d, lo, hi, slope, after: simd_depthwise_blocked.BlockedDepthwiseConv(
+        w, b, s, p, d, lo=lo, hi=hi, negative_slope=slope, activation=after),
+        case, seed, act, residual, transposed)
 
 
 @pytest.mark.parametrize("C, hw, k, s", [(21, 9, 5, 2), (40, 7, 5, 1), (33, 30, 3, 2), (16, 14, 3, 1)])

@@ -22,40 +22,16 @@ import math
 
 import numba
 import numpy as np
-from llvmlite import ir
-from numba.extending import intrinsic
 
 from ..errors import ShapeError
 from .depthwise import check_args, finish, out_hw
 from .direct import _JIT, _tag, run_bound
-from .simd import fptr, vfma, vload, vload_n, vsplat, vstore, vstore_n
+from .simd import fptr, vfma, vload, vload_n, vsplat, vstore, vstore_n, vzip_hi, vzip_lo
 
 #: channels per block (the vector's lanes)
 LANES = 16
 #: output pixels of a row per register block
 SLOTS = 8
-
-
-def _zip(builder, a, b, start):
-    n = a.type.count
-    idx = [start + m // 2 + (n if m % 2 else 0) for m in range(n)]
-    return builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(ir.IntType(32), n), idx))
-
-
-@intrinsic
-def vzip_lo(typingctx, a, b):
-    """``a0, b0, a1, b1, ...``: the low halves of ``a`` and ``b`` interleaved."""
-    def codegen(context, builder, sig, args):
-        return _zip(builder, args[0], args[1], 0)
-    return a(a, b), codegen
-
-
-@intrinsic
-def vzip_hi(typingctx, a, b):
-    """The high halves of ``a`` and ``b`` interleaved."""
-    def codegen(context, builder, sig, args):
-        return _zip(builder, args[0], args[1], a.lanes // 2)
-    return a(a, b), codegen
 
 
 @numba.njit(inline="always", nogil=True)

@@ -200,25 +200,25 @@ def vstore_n(typingctx, arr, idx, v, n):
     return types.none(arr, idx, v, n), codegen
 
 
-def _half(builder, a, b, start):
-    n = a.type.count
-    return builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(_I32, n), [start + 2 * m for m in range(n)]))
+def _shuffle2(name, index, doc):
+    """An intrinsic of two same-width vectors ``a``, ``b`` -> lanes ``index(lanes)`` of ``a ++ b``."""
+    def impl(typingctx, a, b):
+        def codegen(context, builder, sig, args):
+            n = sig.args[0].lanes
+            return builder.shuffle_vector(args[0], args[1], ir.Constant(ir.VectorType(_I32, n), index(n)))
+        return a(a, b), codegen
+    impl.__name__ = impl.__qualname__ = name
+    impl.__doc__ = doc
+    return intrinsic(impl)
 
 
-@intrinsic
-def veven(typingctx, a, b):
-    """Lanes 0, 2, 4, ... of the concatenation ``a ++ b`` (deinterleaves a stride-2 row)."""
-    def codegen(context, builder, sig, args):
-        return _half(builder, args[0], args[1], 0)
-    return a(a, b), codegen
-
-
-@intrinsic
-def vodd(typingctx, a, b):
-    """Lanes 1, 3, 5, ... of the concatenation ``a ++ b``."""
-    def codegen(context, builder, sig, args):
-        return _half(builder, args[0], args[1], 1)
-    return a(a, b), codegen
+veven = _shuffle2("veven", lambda n: [2 * m for m in range(n)],
+                  "Lanes 0, 2, 4, ... of the concatenation ``a ++ b`` (deinterleaves a stride-2 row).")
+vodd = _shuffle2("vodd", lambda n: [2 * m + 1 for m in range(n)], "Lanes 1, 3, 5, ... of the concatenation ``a ++ b``.")
+vzip_lo = _shuffle2("vzip_lo", lambda n: [m // 2 + (n if m % 2 else 0) for m in range(n)],
+                    "``a0, b0, a1, b1, ...``: the low halves of ``a`` and ``b`` interleaved.")
+vzip_hi = _shuffle2("vzip_hi", lambda n: [n // 2 + m // 2 + (n if m % 2 else 0) for m in range(n)],
+                    "The high halves of ``a`` and ``b`` interleaved.")
 
 
 @intrinsic
