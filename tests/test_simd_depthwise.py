@@ -1,8 +1,6 @@
 """srcore.conv.depthwise (``srcore.plugin.simd_depthwise``): the explicit-SIMD float32 depthwise conv
 against torch's grouped conv2d over planes narrower and wider than a vector, strides 1-3, padding,
 dilation, kernels 1-5, channel multipliers, batch, non-contiguous inputs, both vector widths."""
-import math
-
 import numpy as np
 import pytest
 import torch
@@ -13,56 +11,18 @@ from hypothesis import strategies as st
 from srcore import SrcoreError
 from srcore.plugin import simd_depthwise
 
+from _depthwise_cases import ACTS, check_case, depthwise_cases, reference
+
 pytestmark = pytest.mark.one_pass
-
-_ACTS = {"none": (-math.inf, math.inf), "relu": (0.0, math.inf), "relu6": (0.0, 6.0), "leaky": (-math.inf, math.inf),
-         "hardswish": (-math.inf, math.inf), "hardsigmoid": (-math.inf, math.inf), "relu_hardswish": (0.0, math.inf)}
-
-
-@st.composite
-def depthwise(draw):
-    k = tuple(draw(st.sampled_from([1, 2, 3, 5])) for _ in range(2))
-    s = tuple(draw(st.integers(1, 3)) for _ in range(2))
-    d = tuple(draw(st.integers(1, 2)) for _ in range(2))
-    p = tuple(draw(st.integers(0, 2)) for _ in range(2))
-    size = tuple(draw(st.integers(max(1, dd * (kk - 1) + 1 - 2 * pp), 40)) for kk, dd, pp in zip(k, d, p))
-    return draw(st.integers(1, 2)), draw(st.integers(1, 19)), draw(st.sampled_from([1, 1, 2])), k, s, d, p, size
-
-
-def _reference(x, w, b, s, p, d, res=None, lo=-math.inf, hi=math.inf, slope=None, act=None):
-    y = F.conv2d(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(w), torch.from_numpy(b), s, p, d,
-                 x.shape[1])
-    if res is not None:
-        y = y + torch.from_numpy(res)
-    if slope is not None:
-        y = F.leaky_relu(y, slope)
-    y = torch.clamp(y, lo, hi)
-    if act is not None:
-        y = getattr(F, act)(y)
-    return y.numpy()
 
 
 @settings(max_examples=40, deadline=None)
-@given(case=depthwise(), seed=st.integers(0, 2**16), lanes=st.sampled_from([8, 16]),
-       act=st.sampled_from(sorted(_ACTS)), residual=st.booleans(), transposed=st.booleans())
+@given(case=depthwise_cases(19, [1, 1, 2]), seed=st.integers(0, 2**16), lanes=st.sampled_from([8, 16]),
+       act=st.sampled_from(sorted(ACTS)), residual=st.booleans(), transposed=st.booleans())
 def test_matches_torch(case, seed, lanes, act, residual, transposed):
-    n, C, mult, k, s, d, p, (H, W) = case
-    rng = np.random.default_rng(seed)
-    # a non-contiguous input: the last two axes swapped in memory
-    x = (np.swapaxes(rng.standard_normal((n, C, W, H), np.float32), -1, -2) if transposed
-         else rng.standard_normal((n, C, H, W), np.float32))
-    w = rng.standard_normal((C * mult, 1, *k), np.float32)
-    b = rng.standard_normal(C * mult).astype(np.float32)
-    lo, hi = _ACTS[act]
-    slope = 0.1 if act == "leaky" else None
-    after = act.split("_")[-1] if act.endswith(("hardswish", "hardsigmoid")) else None
-    conv = simd_depthwise.SimdDepthwiseConv(w, b, s, p, d, lo=lo, hi=hi, lanes_=lanes, negative_slope=slope,
-                                            activation=after)
-    out_shape = conv.out_shape(x.shape)
-    res = rng.standard_normal(out_shape, np.float32) if residual else None
-    out = np.full(out_shape, np.nan, np.float32)
-    conv(x, out, res)
-    np.testing.assert_allclose(out, _reference(x, w, b, s, p, d, res, lo, hi, slope, after), rtol=1e-5, atol=1e-4)
+    check_case(lambda w, b, s, p, d, lo, hi, slope, after: simd_depthwise.SimdDepthwiseConv(
+        w, b, s, p, d, lo=lo, hi=hi, lanes_=lanes, negative_slope=slope, activation=after),
+        case, seed, act, residual, transposed)
 
 
 @pytest.mark.parametrize("C, hw, k, s", [(21, 9, 5, 2), (40, 7, 3, 1), (13, 30, 3, 2)])
@@ -79,7 +39,7 @@ def test_mobile_layers_two_threads_asymmetric_padding_and_nan(C, hw, k, s):
     out = np.empty(conv.out_shape(x.shape), np.float32)
     conv(x, out, threads=2)
     xp = np.pad(x, ((0, 0), (0, 0), pads[0], pads[1]))
-    ref = _reference(xp, w, b, s, 0, 1, lo=0.0)
+    ref = reference(xp, w, b, s, 0, 1, lo=0.0)
     assert out.shape == ref.shape
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-4, equal_nan=True)
     assert np.isnan(out).any()
@@ -119,10 +79,10 @@ def test_one_conv_on_several_input_sizes_and_from_two_threads():
         out = np.empty(conv.out_shape(x.shape), np.float32)
         return conv(x, out)
     for x in xs:
-        np.testing.assert_allclose(run(x), _reference(x, w, b, 2, 1, 1, lo=0.0, hi=6.0), rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(run(x), reference(x, w, b, 2, 1, 1, lo=0.0, hi=6.0), rtol=1e-5, atol=1e-4)
     with ThreadPoolExecutor(2) as pool:
         for x, got in zip(xs * 4, pool.map(run, xs * 4)):
-            np.testing.assert_allclose(got, _reference(x, w, b, 2, 1, 1, lo=0.0, hi=6.0), rtol=1e-5, atol=1e-4)
+            np.testing.assert_allclose(got, reference(x, w, b, 2, 1, 1, lo=0.0, hi=6.0), rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.parametrize("stride, mult", [(1, 1), (2, 2)])

@@ -2,8 +2,6 @@
 float32 depthwise conv against torch's grouped conv2d: channel counts below, at and past a block of
 16, planes narrower and wider than a vector, strides, padding, dilation, kernels 1-5, batch, the
 fused epilogue, a residual that is the output buffer, non-contiguous inputs."""
-import math
-
 import numpy as np
 import pytest
 import torch
@@ -14,55 +12,18 @@ from hypothesis import strategies as st
 from srcore import SrcoreError
 from srcore.plugin import simd_depthwise_blocked
 
+from _depthwise_cases import ACTS, check_case, depthwise_cases
+
 pytestmark = pytest.mark.one_pass
-
-_ACTS = {"none": (-math.inf, math.inf), "relu": (0.0, math.inf), "relu6": (0.0, 6.0), "leaky": (-math.inf, math.inf),
-         "hardswish": (-math.inf, math.inf), "hardsigmoid": (-math.inf, math.inf)}
-
-
-@st.composite
-def depthwise(draw):
-    k = tuple(draw(st.sampled_from([1, 2, 3, 5])) for _ in range(2))
-    s = tuple(draw(st.integers(1, 3)) for _ in range(2))
-    d = tuple(draw(st.integers(1, 2)) for _ in range(2))
-    p = tuple(draw(st.integers(0, 2)) for _ in range(2))
-    size = tuple(draw(st.integers(max(1, dd * (kk - 1) + 1 - 2 * pp), 40)) for kk, dd, pp in zip(k, d, p))
-    return draw(st.integers(1, 2)), draw(st.integers(1, 40)), k, s, d, p, size
-
-
-def _reference(x, w, b, s, p, d, res=None, lo=-math.inf, hi=math.inf, slope=None, act=None):
-    y = F.conv2d(torch.from_numpy(np.ascontiguousarray(x)), torch.from_numpy(w), torch.from_numpy(b), s, p, d,
-                 x.shape[1])
-    if res is not None:
-        y = y + torch.from_numpy(res)
-    if slope is not None:
-        y = F.leaky_relu(y, slope)
-    y = torch.clamp(y, lo, hi)
-    if act is not None:
-        y = getattr(F, act)(y)
-    return y.numpy()
 
 
 @settings(max_examples=40, deadline=None)
-@given(case=depthwise(), seed=st.integers(0, 2**16), act=st.sampled_from(sorted(_ACTS)), residual=st.booleans(),
-       transposed=st.booleans())
+@given(case=depthwise_cases(40, [1]), seed=st.integers(0, 2**16), act=st.sampled_from(sorted(ACTS)),
+       residual=st.booleans(), transposed=st.booleans())
 def test_matches_torch(case, seed, act, residual, transposed):
-    n, C, k, s, d, p, (H, W) = case
-    rng = np.random.default_rng(seed)
-    x = (np.swapaxes(rng.standard_normal((n, C, W, H), np.float32), -1, -2) if transposed
-         else rng.standard_normal((n, C, H, W), np.float32))
-    w = rng.standard_normal((C, 1, *k), np.float32)
-    b = rng.standard_normal(C).astype(np.float32)
-    lo, hi = _ACTS[act]
-    slope = 0.1 if act == "leaky" else None
-    after = act if act in ("hardswish", "hardsigmoid") else None
-    conv = simd_depthwise_blocked.BlockedDepthwiseConv(w, b, s, p, d, lo=lo, hi=hi, negative_slope=slope,
-                                                       activation=after)
-    out_shape = conv.out_shape(x.shape)
-    res = rng.standard_normal(out_shape, np.float32) if residual else None
-    out = np.full(out_shape, np.nan, np.float32)
-    conv(x, out, res)
-    np.testing.assert_allclose(out, _reference(x, w, b, s, p, d, res, lo, hi, slope, after), rtol=1e-5, atol=1e-4)
+    check_case(lambda w, b, s, p, d, lo, hi, slope, after: simd_depthwise_blocked.BlockedDepthwiseConv(
+        w, b, s, p, d, lo=lo, hi=hi, negative_slope=slope, activation=after),
+        case, seed, act, residual, transposed)
 
 
 @pytest.mark.parametrize("C, hw, k, s", [(21, 9, 5, 2), (40, 7, 5, 1), (33, 30, 3, 2), (16, 14, 3, 1)])

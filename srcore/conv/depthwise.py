@@ -194,6 +194,32 @@ def dw_tasks(x, H, W, sh, sw, pt, pl, Hq, Wq, J0, J1, mult, taps, w, b, out, res
                 _put(a7, r0 + d7, j0 + e7, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi, act, c3, c6)
 
 
+def check_args(name, channels, weight, stride, pads, dilation, activation):
+    """The arguments the depthwise convs share, checked: ``(weight, stride, dilation, pads, act)``,
+    the weight float32 ``(channels, 1, kh, kw)``, stride and dilation ``(h, w)`` pairs, ``pads``
+    ``[(top, bottom), (left, right)]`` from an int, a pair or two pairs, ``act`` the index of
+    ``activation`` in :data:`ACTIVATIONS`; a :class:`ShapeError` naming ``name`` otherwise."""
+    w = np.asarray(weight, np.float32)
+    if w.ndim != 4 or w.shape[1] != 1:
+        raise ShapeError(f"{name}: weight must be ({channels}, 1, kh, kw), got shape {w.shape}")
+    two = lambda v: tuple(int(i) for i in v) if isinstance(v, (tuple, list)) else (int(v),) * 2
+    stride, dilation = two(stride), two(dilation)
+    pads = list(pads) if isinstance(pads, (tuple, list)) else [pads, pads]
+    pads = [tuple(int(i) for i in p) if isinstance(p, (tuple, list)) else (int(p), int(p)) for p in pads]
+    if min(stride + dilation) < 1 or min(min(p) for p in pads) < 0:
+        raise ShapeError(f"{name}: bad stride {stride}, dilation {dilation} or padding {pads}")
+    if (activation or "none") not in ACTIVATIONS:
+        raise ShapeError(f"{name}: activation {activation!r} is not one of {', '.join(ACTIVATIONS)}")
+    return w, stride, dilation, pads, ACTIVATIONS.index(activation or "none")
+
+
+def out_hw(shape, kernel, stride, pads, dilation):
+    """The output plane ``(Ho, Wo)`` of a conv on input ``shape`` (N, C, H, W)."""
+    (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
+    H, W = shape[2], shape[3]
+    return ((H + sum(pads[0]) - dh * (kh - 1) - 1) // sh + 1, (W + sum(pads[1]) - dw * (kw - 1) - 1) // sw + 1)
+
+
 class SimdDepthwiseConv:
     """A depthwise conv with fixed weights on the SIMD kernel: ``conv(x, out, residual=None,
     threads=1)`` writes ``clamp(conv(x) + bias (+ residual), lo, hi)`` into ``out`` (C-contiguous
@@ -209,25 +235,14 @@ class SimdDepthwiseConv:
 
     def __init__(self, weight, bias, stride=1, pads=0, dilation=1, lo=-math.inf, hi=math.inf, lanes_=None,
                  negative_slope=None, activation=None):
-        w = np.asarray(weight, np.float32)
-        if w.ndim != 4 or w.shape[1] != 1:
-            raise ShapeError(f"SimdDepthwiseConv: weight must be (O, 1, kh, kw), got shape {w.shape}")
-        two = lambda v: tuple(int(i) for i in v) if isinstance(v, (tuple, list)) else (int(v),) * 2
-        self.stride, self.dilation = two(stride), two(dilation)
-        pads = list(pads) if isinstance(pads, (tuple, list)) else [pads, pads]
-        self.pads = [tuple(int(i) for i in p) if isinstance(p, (tuple, list)) else (int(p), int(p)) for p in pads]
-        if min(self.stride + self.dilation) < 1 or min(min(p) for p in self.pads) < 0:
-            raise ShapeError(f"SimdDepthwiseConv: bad stride {self.stride}, dilation {self.dilation} "
-                             f"or padding {self.pads}")
+        w, self.stride, self.dilation, self.pads, self.act = check_args("SimdDepthwiseConv", "O", weight, stride,
+                                                                        pads, dilation, activation)
         self.O, _, kh, kw = w.shape
         self.kernel = (kh, kw)
         self.w = np.ascontiguousarray(w.reshape(self.O, kh * kw)).reshape(-1)
         self.b = (np.zeros(self.O, np.float32) if bias is None
                   else np.ascontiguousarray(np.asarray(bias, np.float32).reshape(self.O)))
         self.lo, self.hi = float(lo), float(hi)
-        if (activation or "none") not in ACTIVATIONS:
-            raise ShapeError(f"SimdDepthwiseConv: activation {activation!r} is not one of {', '.join(ACTIVATIONS)}")
-        self.act = ACTIVATIONS.index(activation or "none")
         self.leaky = negative_slope is not None
         self.slope = np.float32(negative_slope if self.leaky else 1.0)   # torch multiplies in float32
         self.nl = lanes() if lanes_ is None else int(lanes_)
@@ -236,11 +251,7 @@ class SimdDepthwiseConv:
         self._geometry: dict = {}
 
     def out_shape(self, shape):
-        N, _, H, W = shape
-        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
-        Ho = (H + sum(self.pads[0]) - dh * (kh - 1) - 1) // sh + 1
-        Wo = (W + sum(self.pads[1]) - dw * (kw - 1) - 1) // sw + 1
-        return (N, self.O, Ho, Wo)
+        return (shape[0], self.O, *out_hw(shape, self.kernel, self.stride, self.pads, self.dilation))
 
     def _plan(self, shape):
         """Output size, register block, padded buffer size, vector copy columns and tap offsets for

@@ -22,40 +22,16 @@ import math
 
 import numba
 import numpy as np
-from llvmlite import ir
-from numba.extending import intrinsic
 
 from ..errors import ShapeError
-from .depthwise import ACTIVATIONS, finish
+from .depthwise import check_args, finish, out_hw
 from .direct import _JIT, _tag, run_bound
-from .simd import fptr, vfma, vload, vload_n, vsplat, vstore, vstore_n
+from .simd import fptr, vfma, vload, vload_n, vsplat, vstore, vstore_n, vzip_hi, vzip_lo
 
 #: channels per block (the vector's lanes)
 LANES = 16
 #: output pixels of a row per register block
 SLOTS = 8
-
-
-def _zip(builder, a, b, start):
-    n = a.type.count
-    idx = [start + m // 2 + (n if m % 2 else 0) for m in range(n)]
-    return builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(ir.IntType(32), n), idx))
-
-
-@intrinsic
-def vzip_lo(typingctx, a, b):
-    """``a0, b0, a1, b1, ...``: the low halves of ``a`` and ``b`` interleaved."""
-    def codegen(context, builder, sig, args):
-        return _zip(builder, args[0], args[1], 0)
-    return a(a, b), codegen
-
-
-@intrinsic
-def vzip_hi(typingctx, a, b):
-    """The high halves of ``a`` and ``b`` interleaved."""
-    def codegen(context, builder, sig, args):
-        return _zip(builder, args[0], args[1], a.lanes // 2)
-    return a(a, b), codegen
 
 
 @numba.njit(inline="always", nogil=True)
@@ -108,6 +84,19 @@ def _put16(p, dst, t):
     vstore(p, dst + 208, t[13])
     vstore(p, dst + 224, t[14])
     vstore(p, dst + 240, t[15])
+
+
+@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+def _put8(p, px, a):
+    """The 8 slot vectors ``a`` to pixels ``px`` of the pixel-major buffer ``p``."""
+    vstore(p, px[0] * LANES, a[0])
+    vstore(p, px[1] * LANES, a[1])
+    vstore(p, px[2] * LANES, a[2])
+    vstore(p, px[3] * LANES, a[3])
+    vstore(p, px[4] * LANES, a[4])
+    vstore(p, px[5] * LANES, a[5])
+    vstore(p, px[6] * LANES, a[6])
+    vstore(p, px[7] * LANES, a[7])
 
 
 @numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
@@ -317,14 +306,8 @@ def dwb_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, r
                                                                      vload(pw, wr + 64, z), a0, a1, a2, a3, a4, a5,
                                                                      a6, a7)
                     ob = ho * Wo + j0   # (slots past the row land on later rows' pixels, rewritten after)
-                    vstore(pt_, ob * LANES, a0)
-                    vstore(pt_, (ob + 1) * LANES, a1)
-                    vstore(pt_, (ob + 2) * LANES, a2)
-                    vstore(pt_, (ob + 3) * LANES, a3)
-                    vstore(pt_, (ob + 4) * LANES, a4)
-                    vstore(pt_, (ob + 5) * LANES, a5)
-                    vstore(pt_, (ob + 6) * LANES, a6)
-                    vstore(pt_, (ob + 7) * LANES, a7)
+                    _put8(pt_, (ob, ob + 1, ob + 2, ob + 3, ob + 4, ob + 5, ob + 6, ob + 7),
+                          (a0, a1, a2, a3, a4, a5, a6, a7))
                     continue
                 for ky in range(KH):
                     for kx in range(KW):
@@ -339,14 +322,8 @@ def dwb_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, r
                         a6 = vfma(vload(pb, i6 + off, z), wv, a6)
                         a7 = vfma(vload(pb, i7 + off, z), wv, a7)
                 ob = ho * Wo
-                vstore(pt_, (ob + j0) * LANES, a0)
-                vstore(pt_, (ob + w1) * LANES, a1)
-                vstore(pt_, (ob + w2) * LANES, a2)
-                vstore(pt_, (ob + w3) * LANES, a3)
-                vstore(pt_, (ob + w4) * LANES, a4)
-                vstore(pt_, (ob + w5) * LANES, a5)
-                vstore(pt_, (ob + w6) * LANES, a6)
-                vstore(pt_, (ob + w7) * LANES, a7)
+                _put8(pt_, (ob + j0, ob + w1, ob + w2, ob + w3, ob + w4, ob + w5, ob + w6, ob + w7),
+                      (a0, a1, a2, a3, a4, a5, a6, a7))
         # back to the NCHW planes, 16 pixels of 16 channels at a time, the epilogue in the stores
         for p0 in range(0, P, LANES):
             cnt = min(LANES, P - p0)
@@ -369,25 +346,14 @@ class BlockedDepthwiseConv:
 
     def __init__(self, weight, bias, stride=1, pads=0, dilation=1, lo=-math.inf, hi=math.inf, negative_slope=None,
                  activation=None):
-        w = np.asarray(weight, np.float32)
-        if w.ndim != 4 or w.shape[1] != 1:
-            raise ShapeError(f"BlockedDepthwiseConv: weight must be (C, 1, kh, kw), got shape {w.shape}")
-        two = lambda v: tuple(int(i) for i in v) if isinstance(v, (tuple, list)) else (int(v),) * 2
-        self.stride, self.dilation = two(stride), two(dilation)
-        pads = list(pads) if isinstance(pads, (tuple, list)) else [pads, pads]
-        self.pads = [tuple(int(i) for i in p) if isinstance(p, (tuple, list)) else (int(p), int(p)) for p in pads]
-        if min(self.stride + self.dilation) < 1 or min(min(p) for p in self.pads) < 0:
-            raise ShapeError(f"BlockedDepthwiseConv: bad stride {self.stride}, dilation {self.dilation} "
-                             f"or padding {self.pads}")
-        if (activation or "none") not in ACTIVATIONS:
-            raise ShapeError(f"BlockedDepthwiseConv: activation {activation!r} is not one of {', '.join(ACTIVATIONS)}")
+        w, self.stride, self.dilation, self.pads, self.act = check_args("BlockedDepthwiseConv", "C", weight, stride,
+                                                                        pads, dilation, activation)
         self.C, _, kh, kw = w.shape
         self.kernel = (kh, kw)
         self.w = w
         self.b = (np.zeros(self.C, np.float32) if bias is None
                   else np.ascontiguousarray(np.asarray(bias, np.float32).reshape(self.C)))
         self.lo, self.hi = float(lo), float(hi)
-        self.act = ACTIVATIONS.index(activation or "none")
         self.leaky = negative_slope is not None
         self.slope = np.float32(negative_slope if self.leaky else 1.0)
         self.tag = _tag(LANES)
@@ -417,11 +383,7 @@ class BlockedDepthwiseConv:
         self.bc[:self.C] = b
 
     def out_shape(self, shape):
-        N, _, H, W = shape
-        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
-        Ho = (H + sum(self.pads[0]) - dh * (kh - 1) - 1) // sh + 1
-        Wo = (W + sum(self.pads[1]) - dw * (kw - 1) - 1) // sw + 1
-        return (N, self.C, Ho, Wo)
+        return (shape[0], self.C, *out_hw(shape, self.kernel, self.stride, self.pads, self.dilation))
 
     def bind(self, x, out, residual=None) -> BlockedRun:
         """This conv on ``x`` into ``out`` as per-image task ranges (channel blocks): the bound-call

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .simd import vbcast, vfma, vload, vsplat, vstore
+from .simd import epilogue1, task_coords, vbcast, vfma, vload, vsplat, vstore
 
 #: output positions per task (each one accumulator per channel vector)
 PIXELS = 12
@@ -38,13 +38,7 @@ def conv_tasks_oc(xq, pitch, cstep, taps, wp, bp, cg, Og, nb_oc,
     spans = (Ho * pitch + PIXELS - 1) // PIXELS
     probe = vsplat(tag, 0.0)
     for t in range(t0, t1):
-        if pix_inner:
-            s = t % spans
-            ob = (t // spans) % nb_oc
-        else:
-            ob = t % nb_oc
-            s = (t // nb_oc) % spans
-        gi = t // (nb_oc * spans)
+        s, ob, gi = task_coords(t, nb_oc, spans, pix_inner)
         gb = gi * nb_oc + ob
         oc0 = ob * B
         nm = min(B, Og - oc0)
@@ -134,11 +128,4 @@ def conv_tasks_oc(xq, pitch, cstep, taps, wp, bp, cg, Og, nb_oc,
                 z = blk[q * B + m]
                 if has_res:
                     z += res[o + m * plane]
-                if leaky and not z > 0.0:
-                    z = z * slope
-                # (if, not max/min: a NaN stays NaN, as torch.clamp)
-                if z < lo:  # noqa: PLR1730
-                    z = lo
-                if z > hi:  # noqa: PLR1730
-                    z = hi
-                out[o + m * plane] = z
+                out[o + m * plane] = epilogue1(z, leaky, slope, lo, hi)

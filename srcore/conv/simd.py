@@ -8,9 +8,11 @@ without AVX-512 LLVM splits it into two ``ymm``, still exact). Every other intri
 from its vector operand. numba compiles for the host CPU, so FMAs are ``vfmadd`` where the CPU has
 FMA3. Indices are element offsets into 1-D arrays, unchecked (the kernels own their arithmetic).
 :func:`store_epilogue` is the kernels' one store loop (bias is the accumulators' start; residual,
-leaky relu and clamp here; :func:`store_epilogue_n` the same for a partial vector, masked).
+leaky relu and clamp here; :func:`store_epilogue_n` the same for a partial vector, masked;
+:func:`epilogue1` one element's). :func:`task_coords` splits a task number into span, block, group.
 numba's on-disk cache keys a kernel on its own module's source: after editing this module,
-delete the ``__pycache__/*.nbi``/``*.nbc`` files of :mod:`.direct` and :mod:`.depthwise`.
+delete the ``__pycache__/*.nbi``/``*.nbc`` files of the kernels' modules (:mod:`.direct`,
+:mod:`.direct_oc`, :mod:`.depthwise`, ...).
 """
 from __future__ import annotations
 
@@ -198,25 +200,25 @@ def vstore_n(typingctx, arr, idx, v, n):
     return types.none(arr, idx, v, n), codegen
 
 
-def _half(builder, a, b, start):
-    n = a.type.count
-    return builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(_I32, n), [start + 2 * m for m in range(n)]))
+def _shuffle2(name, index, doc):
+    """An intrinsic of two same-width vectors ``a``, ``b`` -> lanes ``index(lanes)`` of ``a ++ b``."""
+    def impl(typingctx, a, b):
+        def codegen(context, builder, sig, args):
+            n = sig.args[0].lanes
+            return builder.shuffle_vector(args[0], args[1], ir.Constant(ir.VectorType(_I32, n), index(n)))
+        return a(a, b), codegen
+    impl.__name__ = impl.__qualname__ = name
+    impl.__doc__ = doc
+    return intrinsic(impl)
 
 
-@intrinsic
-def veven(typingctx, a, b):
-    """Lanes 0, 2, 4, ... of the concatenation ``a ++ b`` (deinterleaves a stride-2 row)."""
-    def codegen(context, builder, sig, args):
-        return _half(builder, args[0], args[1], 0)
-    return a(a, b), codegen
-
-
-@intrinsic
-def vodd(typingctx, a, b):
-    """Lanes 1, 3, 5, ... of the concatenation ``a ++ b``."""
-    def codegen(context, builder, sig, args):
-        return _half(builder, args[0], args[1], 1)
-    return a(a, b), codegen
+veven = _shuffle2("veven", lambda n: [2 * m for m in range(n)],
+                  "Lanes 0, 2, 4, ... of the concatenation ``a ++ b`` (deinterleaves a stride-2 row).")
+vodd = _shuffle2("vodd", lambda n: [2 * m + 1 for m in range(n)], "Lanes 1, 3, 5, ... of the concatenation ``a ++ b``.")
+vzip_lo = _shuffle2("vzip_lo", lambda n: [m // 2 + (n if m % 2 else 0) for m in range(n)],
+                    "``a0, b0, a1, b1, ...``: the low halves of ``a`` and ``b`` interleaved.")
+vzip_hi = _shuffle2("vzip_hi", lambda n: [n // 2 + m // 2 + (n if m % 2 else 0) for m in range(n)],
+                    "The high halves of ``a`` and ``b`` interleaved.")
 
 
 @intrinsic
@@ -249,14 +251,34 @@ def store_epilogue(blk, src, out, o, cnt, whole, res, has_res, leaky, slope, lo,
         z = blk[src + e]
         if has_res:
             z += res[o + e]
-        if leaky and not z > 0.0:
-            z = z * slope
-        # (if, not max/min: a NaN stays NaN, as torch.clamp)
-        if z < lo:  # noqa: PLR1730
-            z = lo
-        if z > hi:  # noqa: PLR1730
-            z = hi
-        out[o + e] = z
+        out[o + e] = epilogue1(z, leaky, slope, lo, hi)
+
+
+@numba.njit(inline="always", nogil=True, error_model="numpy")
+def epilogue1(z, leaky, slope, lo, hi):
+    """One element's epilogue after the residual: ``clamp(leaky?(z), lo, hi)``, as :func:`vleaky` and
+    :func:`vclamp` per lane (the kernels' element-by-element stores)."""
+    if leaky and not z > 0.0:
+        z = z * slope
+    # (if, not max/min: a NaN stays NaN, as torch.clamp)
+    if z < lo:  # noqa: PLR1730
+        z = lo
+    if z > hi:  # noqa: PLR1730
+        z = hi
+    return z
+
+
+@numba.njit(inline="always", nogil=True, error_model="numpy")
+def task_coords(t, nb_oc, spans, pix_inner):
+    """Task ``t`` of a conv kernel split into ``nb_oc`` output-channel blocks x ``spans`` pixel spans
+    per group: ``(span, block, group)``, channel blocks innermost unless ``pix_inner``."""
+    if pix_inner:
+        s = t % spans
+        ob = (t // spans) % nb_oc
+    else:
+        ob = t % nb_oc
+        s = (t // nb_oc) % spans
+    return s, ob, t // (nb_oc * spans)
 
 
 @numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
