@@ -29,7 +29,8 @@ import numpy as np
 from ..cpu_features import cpu_features
 from ..errors import ShapeError
 from .direct_oc import PIXELS, conv_tasks_oc
-from .simd import fptr, store_epilogue, store_epilogue_n, vbcast, veven, vfma, vload, vodd, vsplat, vstore
+from .simd import (fptr, store_epilogue, store_epilogue_n, task_coords, vbcast, veven, vfma, vload, vodd, vsplat,
+                   vstore)
 
 #: output channels per register block: 6 at 8 lanes (12 of AVX2's 16 ``ymm`` registers), 8 at 16
 #: (16 of AVX-512's 32 ``zmm``: fewer wasted channels at 16, 32, 64, and more FMAs per input load)
@@ -170,13 +171,7 @@ def conv_tasks(xq, rstep, cstep, taps, wp, bp, cg, Og, nb_oc,
     for t in range(t0, t1):
         # channel blocks innermost: consecutive tasks read the same input rows (in L1); or, weights
         # larger than the input (pix_inner), rows: a block's weights stay in L2 for all rows
-        if pix_inner:
-            ho = t % Hr
-            ob = (t // Hr) % nb_oc
-        else:
-            ob = t % nb_oc
-            ho = (t // nb_oc) % Hr
-        gi = t // (nb_oc * Hr)
+        ho, ob, gi = task_coords(t, nb_oc, Hr, pix_inner)
         jlo, jhi = 0, 1 if flat else Wo
         if mode == PAIRS:
             ho *= 2
