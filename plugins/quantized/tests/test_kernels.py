@@ -320,3 +320,17 @@ def test_adaptive_avg_pool_ties_take_the_kernel_of_the_memory_format(channels, m
     nhwc = channels == 1 or memory == torch.channels_last
     assert (ref.int_repr().numpy() == (118 if nhwc else 119)).all()      # the two kernels differ here
     same(pool.adaptive_avg_pool2d_out(srq(x), size), ref)
+
+
+@pytest.mark.parametrize("channels, want", [(1, 11), (3, 12)])
+def test_adaptive_avg_pool_reciprocals_of_each_kernel(channels, want):
+    """An 11 x 10 qint8 window (zero point -4) of 55 elevens and 55 twelves, mean 11.5: torch's NHWC
+    kernel (one channel) computes -4 + 1705 * (1/110 divided in double, rounded to float32) =
+    11.499999 -> 11; its NCHW kernel 1265 * ((1/11)/10 in float32, one bit larger) = 11.500001 -> 12.
+    (hypothesis found it: the NHWC formula had taken the NCHW kernel's reciprocal)."""
+    q = np.repeat(np.array([11, 12], np.int8), 55).reshape(11, 10)
+    x = torch._make_per_tensor_quantized_tensor(torch.from_numpy(np.broadcast_to(q, (1, channels, 11, 10)).copy()),
+                                                1.0, -4)
+    ref = F.adaptive_avg_pool2d(x, [1, 1])
+    assert (ref.int_repr().numpy() == want).all()
+    same(pool.adaptive_avg_pool2d_out(srq(x), [1, 1]), ref)

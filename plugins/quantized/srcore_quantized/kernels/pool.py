@@ -154,10 +154,8 @@ def adaptive_avg_pool2d_out(self, output_size, *, out=None, nhwc: bool | None = 
         ii[:, :, 1:, 1:] = x.astype(np.int64).cumsum(2).cumsum(3)
         s = (ii[:, :, he[:, None], we[None, :]] - ii[:, :, hs[:, None], we[None, :]]
              - ii[:, :, he[:, None], ws[None, :]] + ii[:, :, hs[:, None], ws[None, :]])
-    recip = (F32(1.0) / (he - hs).astype(F32))[:, None] / (we - ws).astype(F32)[None, :]
-    n = (he - hs)[:, None] * (we - ws)[None, :]
-    r = int8_means.adaptive_avg(s, n, recip, q.zero_point, mem is not None if nhwc is None else nhwc,
-                                info.qmin, info.qmax)
+    r = int8_means.adaptive_avg(s, (he - hs)[:, None], (we - ws)[None, :], q.zero_point,
+                                mem is not None if nhwc is None else nhwc, info.qmin, info.qmax)
     shape = (x.shape[0], x.shape[1], oh, ow)
     res = buffer(out, shape[1:] if squeeze else shape, xq.qdtype)
     (res[None] if squeeze else res)[...] = r

@@ -238,9 +238,8 @@ def mean_kernel(inner_shape: tuple[int, ...], mode: str, zero_point: int, qmin: 
         scale = lambda s: int8_means.fast_mean(s, n, qmin, qmax)   # noqa: E731
     else:
         h, w = inner_shape
-        recip = (F32(1.0) / F32(h)) / F32(w)
         nhwc = mode == "adaptive_nhwc"
-        scale = lambda s: int8_means.adaptive_avg(s, n, recip, zero_point, nhwc, qmin, qmax)   # noqa: E731
+        scale = lambda s: int8_means.adaptive_avg(s, h, w, zero_point, nhwc, qmin, qmax)   # noqa: E731
 
     def qmean(x, y):
         y.reshape(-1)[...] = scale(x.reshape(-1, n).sum(axis=1, dtype=np.int64))
