@@ -10,8 +10,8 @@ FMA3. Indices are element offsets into 1-D arrays, unchecked (the kernels own th
 :func:`store_epilogue` is the kernels' one store loop (bias is the accumulators' start; residual,
 leaky relu and clamp here; :func:`store_epilogue_n` the same for a partial vector, masked;
 :func:`epilogue1` one element's). :func:`task_coords` splits a task number into span, block, group.
-numba's on-disk cache keys a kernel on its own module's source: after editing this module,
-delete the ``__pycache__/*.nbi``/``*.nbc`` files of the kernels' modules (:mod:`.direct`,
+numba's on-disk cache keys a kernel on its own module's source: after editing this module or
+:mod:`srcore._vec_ir`, delete the ``__pycache__/*.nbi``/``*.nbc`` files of the kernels' modules (:mod:`.direct`,
 :mod:`.direct_oc`, :mod:`.depthwise`, ...).
 """
 from __future__ import annotations
@@ -19,42 +19,9 @@ from __future__ import annotations
 import numba
 from llvmlite import ir
 from numba import types
-from numba.extending import intrinsic, models, register_model
+from numba.extending import intrinsic
 
-_F32 = ir.FloatType()
-_I32 = ir.IntType(32)
-
-
-class F32Vec(types.Type):
-    """numba type of a ``<lanes x float>`` register value."""
-
-    def __init__(self, lanes: int):
-        self.lanes = lanes
-        super().__init__(name=f"f32x{lanes}")
-
-
-f32x8, f32x16 = F32Vec(8), F32Vec(16)
-
-
-@register_model(F32Vec)
-class _F32VecModel(models.PrimitiveModel):
-    def __init__(self, dmm, fe_type):
-        super().__init__(dmm, fe_type, ir.VectorType(_F32, fe_type.lanes))
-
-
-def _vty(t: F32Vec):
-    return ir.VectorType(_F32, t.lanes)
-
-
-def _ptr(context, builder, arrty, arr, idx, idxty, pty):
-    data = arr if isinstance(arrty, types.CPointer) else context.make_array(arrty)(context, builder, value=arr).data
-    p = builder.gep(data, [context.cast(builder, idx, idxty, types.intp)])
-    return builder.bitcast(p, pty.as_pointer())
-
-
-def _splat(builder, x, vty):
-    v = builder.insert_element(ir.Constant(vty, ir.Undefined), x, ir.Constant(_I32, 0))
-    return builder.shuffle_vector(v, ir.Constant(vty, ir.Undefined), ir.Constant(ir.VectorType(_I32, vty.count), [0] * vty.count))
+from .._vec_ir import F32 as _F32, I32 as _I32, declare, elem_ptr, f32x8, f32x16, splat
 
 
 def _tag_type(tag):
@@ -67,7 +34,7 @@ def vsplat(typingctx, tag, x):
     vt = _tag_type(tag)
 
     def codegen(context, builder, sig, args):
-        return _splat(builder, context.cast(builder, args[1], sig.args[1], types.float32), _vty(vt))
+        return splat(builder, context.cast(builder, args[1], sig.args[1], types.float32), vt.ir_type)
     return vt(tag, x), codegen
 
 
@@ -77,7 +44,7 @@ def vload(typingctx, arr, idx, like):
     vt = like
 
     def codegen(context, builder, sig, args):
-        return builder.load(_ptr(context, builder, sig.args[0], args[0], args[1], sig.args[1], _vty(vt)), align=4)
+        return builder.load(elem_ptr(context, builder, sig.args[0], args[0], args[1], sig.args[1], vt.ir_type), align=4)
     return vt(arr, idx, like), codegen
 
 
@@ -87,8 +54,8 @@ def vbcast(typingctx, arr, idx, like):
     vt = like
 
     def codegen(context, builder, sig, args):
-        x = builder.load(_ptr(context, builder, sig.args[0], args[0], args[1], sig.args[1], _F32), align=4)
-        return _splat(builder, x, _vty(vt))
+        x = builder.load(elem_ptr(context, builder, sig.args[0], args[0], args[1], sig.args[1], _F32), align=4)
+        return splat(builder, x, vt.ir_type)
     return vt(arr, idx, like), codegen
 
 
@@ -96,10 +63,9 @@ def vbcast(typingctx, arr, idx, like):
 def vfma(typingctx, a, b, c):
     """``a * b + c`` per lane, one rounding (``llvm.fma``)."""
     def codegen(context, builder, sig, args):
-        vty = _vty(sig.args[0])
+        vty = sig.args[0].ir_type
         name = f"llvm.fma.v{vty.count}f32"
-        fn = builder.module.globals.get(name) or ir.Function(builder.module, ir.FunctionType(vty, [vty] * 3), name)
-        return builder.call(fn, list(args))
+        return builder.call(declare(builder, name, vty, [vty] * 3), list(args))
     return a(a, b, c), codegen
 
 
@@ -128,10 +94,10 @@ def vdiv(typingctx, a, b):
 def vclamp(typingctx, v, lo, hi):
     """``min(max(v, lo), hi)`` per lane (NaN stays NaN, as ``np.clip``/``torch.clamp``)."""
     def codegen(context, builder, sig, args):
-        vty = _vty(sig.args[0])
+        vty = sig.args[0].ir_type
         x = args[0]
-        lov = _splat(builder, context.cast(builder, args[1], sig.args[1], types.float32), vty)
-        hiv = _splat(builder, context.cast(builder, args[2], sig.args[2], types.float32), vty)
+        lov = splat(builder, context.cast(builder, args[1], sig.args[1], types.float32), vty)
+        hiv = splat(builder, context.cast(builder, args[2], sig.args[2], types.float32), vty)
         x = builder.select(builder.fcmp_ordered("<", x, lov), lov, x)
         return builder.select(builder.fcmp_ordered(">", x, hiv), hiv, x)
     return v(v, lo, hi), codegen
@@ -141,9 +107,9 @@ def vclamp(typingctx, v, lo, hi):
 def vleaky(typingctx, v, slope):
     """``v if v > 0 else v * slope`` per lane (leaky relu as torch's: NaN and -0.0 pass through)."""
     def codegen(context, builder, sig, args):
-        vty = _vty(sig.args[0])
+        vty = sig.args[0].ir_type
         x = args[0]
-        s = _splat(builder, context.cast(builder, args[1], sig.args[1], types.float32), vty)
+        s = splat(builder, context.cast(builder, args[1], sig.args[1], types.float32), vty)
         pos = builder.fcmp_ordered(">", x, ir.Constant(vty, [0.0] * vty.count))
         return builder.select(pos, x, builder.fmul(x, s))
     return v(v, slope), codegen
@@ -153,7 +119,8 @@ def vleaky(typingctx, v, slope):
 def vstore(typingctx, arr, idx, v):
     """``arr[idx:idx + lanes] = v`` (float32 array or :func:`fptr` pointer, any alignment)."""
     def codegen(context, builder, sig, args):
-        builder.store(args[2], _ptr(context, builder, sig.args[0], args[0], args[1], sig.args[1], _vty(sig.args[2])), align=4)
+        p = elem_ptr(context, builder, sig.args[0], args[0], args[1], sig.args[1], sig.args[2].ir_type)
+        builder.store(args[2], p, align=4)
         return context.get_dummy_value()
     return types.none(arr, idx, v), codegen
 
@@ -161,13 +128,8 @@ def vstore(typingctx, arr, idx, v):
 def _lanes_below(builder, context, n, nty, count):
     """The ``<count x i1>`` mask of lanes ``< n``."""
     i32v = ir.VectorType(_I32, count)
-    nv = _splat(builder, context.cast(builder, n, nty, types.int32), i32v)
+    nv = splat(builder, context.cast(builder, n, nty, types.int32), i32v)
     return builder.icmp_signed("<", ir.Constant(i32v, list(range(count))), nv)
-
-
-def _masked(builder, name, ret, argtys):
-    fn = builder.module.globals.get(name)
-    return fn or ir.Function(builder.module, ir.FunctionType(ret, argtys), name)
 
 
 @intrinsic
@@ -177,10 +139,10 @@ def vload_n(typingctx, arr, idx, n, like):
     vt = like
 
     def codegen(context, builder, sig, args):
-        vty = _vty(vt)
-        ptr = _ptr(context, builder, sig.args[0], args[0], args[1], sig.args[1], vty)
+        vty = vt.ir_type
+        ptr = elem_ptr(context, builder, sig.args[0], args[0], args[1], sig.args[1], vty)
         mask = _lanes_below(builder, context, args[2], sig.args[2], vty.count)
-        fn = _masked(builder, f"llvm.masked.load.v{vty.count}f32.p0v{vty.count}f32", vty,
+        fn = declare(builder, f"llvm.masked.load.v{vty.count}f32.p0v{vty.count}f32", vty,
                      [vty.as_pointer(), _I32, mask.type, vty])
         return builder.call(fn, [ptr, ir.Constant(_I32, 4), mask, ir.Constant(vty, [0.0] * vty.count)])
     return vt(arr, idx, n, like), codegen
@@ -190,10 +152,10 @@ def vload_n(typingctx, arr, idx, n, like):
 def vstore_n(typingctx, arr, idx, v, n):
     """``arr[idx:idx + n] = v[:n]`` (``0 <= n <= lanes``); nothing else is written (a masked store)."""
     def codegen(context, builder, sig, args):
-        vty = _vty(sig.args[2])
-        ptr = _ptr(context, builder, sig.args[0], args[0], args[1], sig.args[1], vty)
+        vty = sig.args[2].ir_type
+        ptr = elem_ptr(context, builder, sig.args[0], args[0], args[1], sig.args[1], vty)
         mask = _lanes_below(builder, context, args[3], sig.args[3], vty.count)
-        fn = _masked(builder, f"llvm.masked.store.v{vty.count}f32.p0v{vty.count}f32", ir.VoidType(),
+        fn = declare(builder, f"llvm.masked.store.v{vty.count}f32.p0v{vty.count}f32", ir.VoidType(),
                      [vty, vty.as_pointer(), _I32, mask.type])
         builder.call(fn, [args[2], ptr, ir.Constant(_I32, 4), mask])
         return context.get_dummy_value()

@@ -21,7 +21,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from .simd8 import _call, _elem_ptr
+from .._vec_ir import I8 as _I8, I64 as _I64, call, elem_ptr
 
 _ARCH_REQ_XCOMP_PERM, _ARCH_GET_XCOMP_PERM, _XFEATURE_XTILEDATA, _SYS_ARCH_PRCTL = 0x1023, 0x1022, 18, 158
 
@@ -67,7 +67,6 @@ def tile_config() -> np.ndarray:
     return cfg
 
 
-_I8, _I64 = ir.IntType(8), ir.IntType(64)
 _VOID = ir.VoidType()
 
 
@@ -76,8 +75,7 @@ def _amx(builder):
 
 
 def _byte_ptr(context, builder, arrty, arr, idx, idxty):
-    p = _elem_ptr(context, builder, arrty, arr, context.cast(builder, idx, idxty, types.intp))
-    return builder.bitcast(p, _I8.as_pointer())
+    return elem_ptr(context, builder, arrty, arr, idx, idxty, _I8)
 
 
 def _tile(n: int):
@@ -89,7 +87,7 @@ def load_config(typingctx, cfg):
     """``ldtilecfg`` from a :func:`tile_config` array."""
     def codegen(context, builder, sig, args):
         _amx(builder)
-        _call(builder, "llvm.x86.ldtilecfg", _VOID, [_byte_ptr(context, builder, sig.args[0], args[0],
+        call(builder, "llvm.x86.ldtilecfg", _VOID, [_byte_ptr(context, builder, sig.args[0], args[0],
                                                                ir.Constant(_I64, 0), types.int64)])
         return context.get_dummy_value()
     return types.none(cfg), codegen
@@ -100,7 +98,7 @@ def release(typingctx):
     """``tilerelease``: the tile state back to its initial (unused) state."""
     def codegen(context, builder, sig, args):
         _amx(builder)
-        _call(builder, "llvm.x86.tilerelease", _VOID, [])
+        call(builder, "llvm.x86.tilerelease", _VOID, [])
         return context.get_dummy_value()
     return types.none(), codegen
 
@@ -111,7 +109,7 @@ def zero_c(typingctx):
     def codegen(context, builder, sig, args):
         _amx(builder)
         for t in range(4):
-            _call(builder, "llvm.x86.tilezero", _VOID, [_tile(t)])
+            call(builder, "llvm.x86.tilezero", _VOID, [_tile(t)])
         return context.get_dummy_value()
     return types.none(), codegen
 
@@ -126,14 +124,14 @@ def dp_2x2(typingctx, a, a0, a1, lda, b, b0, b1):
         st = sig.args
         stride = context.cast(builder, ldav, st[3], types.int64)
         for t, (off, ty) in ((4, (a0v, st[1])), (5, (a1v, st[2]))):
-            _call(builder, "llvm.x86.tileloadd64", _VOID,
+            call(builder, "llvm.x86.tileloadd64", _VOID,
                   [_tile(t), _byte_ptr(context, builder, st[0], av, off, ty), stride])
         for t, (off, ty) in ((6, (b0v, st[5])), (7, (b1v, st[6]))):
-            _call(builder, "llvm.x86.tileloadd64", _VOID,
+            call(builder, "llvm.x86.tileloadd64", _VOID,
                   [_tile(t), _byte_ptr(context, builder, st[4], bv, off, ty), ir.Constant(_I64, 64)])
         for r in range(2):
             for j in range(2):
-                _call(builder, "llvm.x86.tdpbusd", _VOID, [_tile(2 * r + j), _tile(4 + r), _tile(6 + j)])
+                call(builder, "llvm.x86.tdpbusd", _VOID, [_tile(2 * r + j), _tile(4 + r), _tile(6 + j)])
         return context.get_dummy_value()
     return types.none(a, a0, a1, lda, b, b0, b1), codegen
 
@@ -152,6 +150,6 @@ def store_c(typingctx, c, o00, o01, o10, o11, ldc, mask):
             bit = builder.icmp_unsigned("!=", builder.and_(m, ir.Constant(_I64, 1 << t)), ir.Constant(_I64, 0))
             with cgutils.if_likely(builder, bit):
                 p = _byte_ptr(context, builder, st[0], cv, args[1 + t], st[1 + t])
-                _call(builder, "llvm.x86.tilestored64", _VOID, [_tile(t), p, stride])
+                call(builder, "llvm.x86.tilestored64", _VOID, [_tile(t), p, stride])
         return context.get_dummy_value()
     return types.none(c, o00, o01, o10, o11, ldc, mask), codegen
