@@ -119,6 +119,7 @@ def best_times(calls: list[Callable[[], object]], rounds: int = ROUNDS, *, skip_
         best = [b + w / bandwidth for b, w in zip(best, weight_bytes)]
     return best
 
+
 def time_tactics(tactics, spec, rounds: int = ROUNDS, seed: int = 0,
                  weight_bandwidth: float | None = WEIGHT_STREAM_BYTES_PER_S) -> list[tuple[str, float]]:
     """``[(name, seconds), ...]`` fastest first: conv tactics (:mod:`srcore_trt_like.conv`) timed on
