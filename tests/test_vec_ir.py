@@ -24,3 +24,11 @@ def test_the_kernel_modules_share_the_instances():
     from srcore.int8 import simd8
     assert simd8.i8x64 is _vec_ir.i8x64 and simd8.i32x8 is _vec_ir.i32x8 and simd.f32x16 is _vec_ir.f32x16
     assert _vec_ir.VecType("f32", 8) is _vec_ir.f32x8
+
+
+def test_plugins_reach_the_helpers_through_srcore_plugin():
+    # plugins import srcore.plugin only; its lazy ``vec_ir`` is this module (numba loads on first use)
+    import srcore.plugin
+    assert srcore.plugin.vec_ir is _vec_ir and "vec_ir" in srcore.plugin.__all__
+    simd = pytest.importorskip("srcore_trt_like.kernels.simd")
+    assert simd.elem_ptr is _vec_ir.elem_ptr and simd.splat is _vec_ir.splat

@@ -81,6 +81,9 @@ _LAZY = {
     "simd_depthwise_blocked": "srcore.conv:depthwise_blocked",
     # the explicit-SIMD float32 1x1 conv (srcore.conv.pointwise: SimdPointwiseConv); numba
     "simd_pointwise": "srcore.conv:pointwise",
+    # the LLVM codegen helpers of numba SIMD intrinsics (srcore._vec_ir: elem_ptr, splat, declare, call, the
+    # vector register types); numba
+    "vec_ir": "srcore._vec_ir",
     # Intel MKL's runtime through ctypes (srcore.blas.mkl: library(), pack_b, set_threads, swap_threads)
     "mkl": "srcore.blas:mkl",
 }

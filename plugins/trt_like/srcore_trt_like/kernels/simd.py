@@ -15,7 +15,7 @@ wraparound checks: the kernels own their index arithmetic). On a CPU without AVX
 splits the vectors into what the CPU has; the results are the same.
 
 numba's on-disk cache keys a kernel on its own module's source, not on this one's: after
-editing this module, delete the ``__pycache__/*.nbi``/``*.nbc`` files of the kernel modules.
+editing this module or ``srcore._vec_ir``, delete the ``__pycache__/*.nbi``/``*.nbc`` files of the kernel modules.
 """
 from __future__ import annotations
 
@@ -23,10 +23,14 @@ from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, models, register_model
+from srcore.plugin import vec_ir
+
+# the core's codegen helpers (srcore.plugin.vec_ir): an element's address, a scalar in every lane
+elem_ptr, splat = vec_ir.elem_ptr, vec_ir.splat
 
 LANES = 16
 _VEC = ir.VectorType(ir.FloatType(), LANES)
-_I32 = ir.IntType(32)
+_I32 = vec_ir.I32
 _ATTRS = ('"prefer-vector-width"="512"', '"min-legal-vector-width"="512"')
 
 
@@ -53,17 +57,6 @@ def _mark_512(builder) -> None:
         set.add(builder.function.attributes, a)
 
 
-def _elem_ptr(context, builder, arrty, arr, idx):
-    data = context.make_array(arrty)(context, builder, value=arr).data
-    return builder.gep(data, [idx])
-
-
-def _splat(builder, x):
-    v = builder.insert_element(ir.Constant(_VEC, ir.Undefined), x, ir.Constant(_I32, 0))
-    return builder.shuffle_vector(v, ir.Constant(_VEC, ir.Undefined), ir.Constant(ir.VectorType(_I32, LANES),
-                                                                                  [0] * LANES))
-
-
 @intrinsic
 def prefer_512(typingctx):
     """Let LLVM vectorize the calling function with 512-bit vectors."""
@@ -78,7 +71,7 @@ def vload(typingctx, arr, idx):
     """``arr[idx:idx + 16]`` as a vector (any alignment)."""
     def codegen(context, builder, sig, args):
         _mark_512(builder)
-        p = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
+        p = elem_ptr(context, builder, sig.args[0], args[0], args[1])
         return builder.load(builder.bitcast(p, _VEC.as_pointer()), align=4)
     return f32x16(arr, idx), codegen
 
@@ -88,7 +81,7 @@ def vstore(typingctx, arr, idx, v):
     """``arr[idx:idx + 16] = v``."""
     def codegen(context, builder, sig, args):
         _mark_512(builder)
-        p = _elem_ptr(context, builder, sig.args[0], args[0], args[1])
+        p = elem_ptr(context, builder, sig.args[0], args[0], args[1])
         builder.store(args[2], builder.bitcast(p, _VEC.as_pointer()), align=4)
         return context.get_dummy_value()
     return types.none(arr, idx, v), codegen
@@ -99,8 +92,8 @@ def vsplat(typingctx, arr, idx):
     """``arr[idx]`` in every lane."""
     def codegen(context, builder, sig, args):
         _mark_512(builder)
-        x = builder.load(_elem_ptr(context, builder, sig.args[0], args[0], args[1]), align=4)
-        return _splat(builder, x)
+        x = builder.load(elem_ptr(context, builder, sig.args[0], args[0], args[1]), align=4)
+        return splat(builder, x, _VEC)
     return f32x16(arr, idx), codegen
 
 
@@ -196,7 +189,7 @@ def vtranspose16(typingctx, arr, idx, ld):
         rows = []
         for r in range(LANES):
             idx_r = builder.add(i0, builder.mul(ld_, ir.Constant(i0.type, r)))
-            p = _elem_ptr(context, builder, arrty, a, idx_r)
+            p = elem_ptr(context, builder, arrty, a, idx_r)
             rows.append(builder.load(builder.bitcast(p, _VEC.as_pointer()), align=4))
         return context.make_tuple(builder, ret, _transpose16(builder, rows))
     return ret(arr, idx, ld), codegen
@@ -207,7 +200,7 @@ def vsplat_value(typingctx, x):
     """The float32 scalar ``x`` in every lane."""
     def codegen(context, builder, sig, args):
         _mark_512(builder)
-        return _splat(builder, context.cast(builder, args[0], sig.args[0], types.float32))
+        return splat(builder, context.cast(builder, args[0], sig.args[0], types.float32), _VEC)
     return f32x16(x), codegen
 
 
@@ -253,8 +246,8 @@ def vcopy_lanes(typingctx, src, s, dst, d, lane0, n):
         d_ = context.cast(builder, d_, sig.args[3], types.int64)
         mask = _lane_mask(builder, l0, n_)
         load, store = _masked_fns(builder.module)
-        ps = builder.bitcast(_elem_ptr(context, builder, sig.args[0], srcv, builder.sub(s_, l0)), _VEC.as_pointer())
-        pd = builder.bitcast(_elem_ptr(context, builder, sig.args[2], dstv, d_), _VEC.as_pointer())
+        ps = builder.bitcast(elem_ptr(context, builder, sig.args[0], srcv, builder.sub(s_, l0)), _VEC.as_pointer())
+        pd = builder.bitcast(elem_ptr(context, builder, sig.args[2], dstv, d_), _VEC.as_pointer())
         v = builder.call(load, [ps, ir.Constant(_I32, 4), mask, ir.Constant(_VEC, [0.0] * LANES)])
         builder.call(store, [v, pd, ir.Constant(_I32, 4), mask])
         return context.get_dummy_value()
@@ -271,7 +264,7 @@ def vzero_lanes(typingctx, dst, d, lane0, n):
         n_ = context.cast(builder, n_, sig.args[3], types.int64)
         d_ = context.cast(builder, d_, sig.args[1], types.int64)
         _, store = _masked_fns(builder.module)
-        pd = builder.bitcast(_elem_ptr(context, builder, sig.args[0], dstv, d_), _VEC.as_pointer())
+        pd = builder.bitcast(elem_ptr(context, builder, sig.args[0], dstv, d_), _VEC.as_pointer())
         builder.call(store, [ir.Constant(_VEC, [0.0] * LANES), pd, ir.Constant(_I32, 4), _lane_mask(builder, l0, n_)])
         return context.get_dummy_value()
     return types.none(dst, d, lane0, n), codegen
@@ -301,7 +294,7 @@ def vstore_lanes(typingctx, arr, idx, v, n):
         arrv, i, vec, n_ = args
         n_ = context.cast(builder, n_, sig.args[3], types.int64)
         _, store = _masked_fns(builder.module)
-        p = builder.bitcast(_elem_ptr(context, builder, sig.args[0], arrv, i), _VEC.as_pointer())
+        p = builder.bitcast(elem_ptr(context, builder, sig.args[0], arrv, i), _VEC.as_pointer())
         builder.call(store, [vec, p, ir.Constant(_I32, 4), _lane_mask(builder, ir.Constant(ir.IntType(64), 0), n_)])
         return context.get_dummy_value()
     return types.none(arr, idx, v, n), codegen
@@ -315,7 +308,7 @@ def vload_lanes(typingctx, arr, idx, n):
         arrv, i, n_ = args
         n_ = context.cast(builder, n_, sig.args[2], types.int64)
         load, _ = _masked_fns(builder.module)
-        p = builder.bitcast(_elem_ptr(context, builder, sig.args[0], arrv, i), _VEC.as_pointer())
+        p = builder.bitcast(elem_ptr(context, builder, sig.args[0], arrv, i), _VEC.as_pointer())
         mask = _lane_mask(builder, ir.Constant(ir.IntType(64), 0), n_)
         return builder.call(load, [p, ir.Constant(_I32, 4), mask, ir.Constant(_VEC, [0.0] * LANES)])
     return f32x16(arr, idx, n), codegen
@@ -348,7 +341,7 @@ def _deinterleave_intrinsic(stride):
             i = context.cast(builder, i, sig.args[1], types.intp)
             vecs = []
             for r in range(stride):
-                p = _elem_ptr(context, builder, sig.args[0], arrv, builder.add(i, ir.Constant(i.type, LANES * r)))
+                p = elem_ptr(context, builder, sig.args[0], arrv, builder.add(i, ir.Constant(i.type, LANES * r)))
                 vecs.append(builder.load(builder.bitcast(p, _VEC.as_pointer()), align=4))
             return context.make_tuple(builder, ret, _deinterleave(builder, vecs, stride))
         return ret(arr, idx), codegen
@@ -366,7 +359,7 @@ def prefetch(typingctx, arr, idx):
     """Hint the cache line of ``arr[idx]`` into L2 (``llvm.prefetch``, read, locality 2); no effect on
     results, never faults."""
     def codegen(context, builder, sig, args):
-        p = builder.bitcast(_elem_ptr(context, builder, sig.args[0], args[0], args[1]), ir.IntType(8).as_pointer())
+        p = builder.bitcast(elem_ptr(context, builder, sig.args[0], args[0], args[1]), ir.IntType(8).as_pointer())
         fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [
             ir.IntType(8).as_pointer(), _I32, _I32, _I32]), "llvm.prefetch.p0")
         builder.call(fn, [p, ir.Constant(_I32, 0), ir.Constant(_I32, 2), ir.Constant(_I32, 1)])
