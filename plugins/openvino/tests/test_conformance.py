@@ -579,7 +579,7 @@ _POOL_AFTER = """graph(%x : Float(1, 3, 9, 9)):
   %k : int[] = prim::Constant[value=[3, 3]]()
   %s : int[] = prim::Constant[value=[2, 2]]()
   %p : int[] = prim::Constant[value=[1, 1]]()
-  %d : int[] = prim::Constant[value=[1, 1]]()
+  %d : int[] = prim::Constant[value=[{dil}, {dil}]]()
   %c : bool = prim::Constant[value={ceil}]()
   %a : Tensor = aten::{act}(%x)
   %y : Tensor = aten::max_pool2d(%a, %k, %s, %p, %d, %c)
@@ -587,29 +587,33 @@ _POOL_AFTER = """graph(%x : Float(1, 3, 9, 9)):
 """
 
 
-@pytest.mark.parametrize("ceil", [0, 1])
-def test_max_pool_after_relu_takes_the_short_nan_check_and_stays_exact(ceil):
-    """A max pool over a relu's output (never -inf) checks only for NaN windows: fewer OpenVINO ops
+@pytest.mark.parametrize("ceil,dil", [(0, 1), (1, 1), (0, 2)])
+def test_max_pool_after_relu_takes_the_short_nan_check_and_stays_exact(ceil, dil):
+    """A max pool over a relu's or hardswish's output (never -inf) checks only for NaN windows (a
+    pool of a NaN mask, dilated as the max pool): fewer OpenVINO ops
     than after tanh (which can give -1, not -inf, but is not known to), and torch's values exactly,
-    NaN windows and infinities included."""
+    NaN windows, windows holding NaN and +inf, and infinities included."""
     x = data((1, 3, 9, 9), 3)
     x[0, 0, :3, :3] = -np.inf          # a window of -inf (0 after relu, -1 after tanh)
-    x[0, 1, 4, 4], x[0, 2, 0, 8] = np.nan, np.inf
+    x[0, 1, 4, 4], x[0, 2, 0, 8], x[0, 2, 8, 0] = np.nan, np.inf, np.inf
+    x[0, 1, 3, 3], x[0, 2, 7, 1] = np.nan, np.inf    # odd positions: in the dilated windows too
+    x[0, 2, 0, 6] = np.nan             # in a window with the +inf at (0, 8): NaN
     n_ops = {}
-    for act in ("relu", "tanh"):
-        sm = srcore.StaticModule(srcore.parse_graph(_POOL_AFTER.replace("{act}", act).replace("{ceil}", str(ceil))),
+    for act in ("relu", "hardswish", "tanh"):
+        text = _POOL_AFTER.replace("{act}", act).replace("{ceil}", str(ceil)).replace("{dil}", str(dil))
+        sm = srcore.StaticModule(srcore.parse_graph(text),
                                  options=srcore.Options(backends=("openvino", "cpu"), engine_min_block_size=1,
                                                         engine_options={"timing": False, "cache_dir": None}))
         (seg,) = sm.partition.segments
         assert seg.status == "engine", sm.partition.format()
         n_ops[act] = seg.engine.n_ops
-        t = getattr(torch, act)(torch.from_numpy(x))
-        want = torch.nn.functional.max_pool2d(t, 3, 2, 1, 1, bool(ceil)).numpy()
+        t = getattr(torch.nn.functional, act)(torch.from_numpy(x))
+        want = torch.nn.functional.max_pool2d(t, 3, 2, 1, dil, bool(ceil)).numpy()
         got = sm(x)
         assert np.isnan(want).any()
         if act == "relu":
             assert np.isposinf(want).any() and np.array_equal(got, want, equal_nan=True), (got, want)
         else:   # OpenVINO's tanh is not torch's to the last bit; NaNs and infinities still exactly
-            g, w, finite = compare_specials(got, want, "max_pool2d(tanh)")
+            g, w, finite = compare_specials(got, want, f"max_pool2d({act})")
             np.testing.assert_allclose(g[finite], w[finite], rtol=1e-6, atol=1e-6)
-    assert n_ops["relu"] < n_ops["tanh"] - 4, n_ops
+    assert n_ops["relu"] < n_ops["tanh"] - 4 and n_ops["hardswish"] < n_ops["tanh"] - 4, n_ops
