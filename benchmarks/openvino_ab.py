@@ -2,7 +2,7 @@
 trt_like and the cpu plugin, interleaved in one process:
 
     .venv/bin/python -m benchmarks.openvino_ab [--set seven|families|all] [--models ...] [--runners ...]
-                                               [--threads 1] [--rounds 15]
+                                               [--threads 1[,2,...]] [--rounds 15] [--cpu-time]
 
 ``benchmarks.run`` measures each (model, runner) cell in its own process, one after another: on a
 busy machine two cells can see different loads, and a ratio of two cells is then noise. Here every
@@ -14,10 +14,10 @@ reported: a slow phase of the machine hits both sides of each ratio. Latencies a
 (and the best) of the round medians. Every runner's output is checked against torch eager before
 it is timed (``max_rel_err``): one further than ``TOLERANCE`` (float32; ``TOLERANCE_BF16`` for the
 bfloat16 runners) is reported as ``status: "wrong"`` and not timed. The default set is the seven
-models and the wider family set (``benchmarks/families.py``). Each
-(model, threads) runs in a fresh process with the thread environment of ``benchmarks.run``
-(``OMP_NUM_THREADS`` etc.: a library loaded late, MKL under trt_like, would otherwise start a
-thread per core). ``--cpu-time`` times each call in CPU time of the process
+models and the wider family set (``benchmarks/families.py``). Each (model, threads) of the
+``--threads`` list (above 1 thread, the compute-bound models only) runs in a fresh process with
+the thread environment of ``benchmarks.run`` (``OMP_NUM_THREADS`` etc.: a library loaded late,
+MKL under trt_like, would otherwise start a thread per core). ``--cpu-time`` times each call in CPU time of the process
 (``time.process_time_ns``, as ``benchmarks.families_ab``) instead of wall time: on a machine other
 jobs keep busy, a wall-clock call also counts the time its thread waited for a core (at 1 thread;
 at 2 threads CPU time sums both). Writes ``OUT/openvino_ab.json``.
@@ -191,7 +191,8 @@ def main(argv=None) -> int:
                     help="the seven models, the wider family set or both (default); --models overrides")
     ap.add_argument("--models", default=None)
     ap.add_argument("--runners", default=",".join(RUNNERS))
-    ap.add_argument("--threads", default="1")
+    ap.add_argument("--threads", default="1",
+                    help="thread counts, comma-separated (1,2); above 1 only the compute-bound models run")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--round-seconds", type=float, default=0.05)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
