@@ -99,8 +99,8 @@ def main(argv=None) -> int:
         compiled = core.compile_model(build(), "CPU", CONFIG)
         req = compiled.create_infer_request()
         calls[name] = (lambda req=req: (req.infer({0: x}), req.get_output_tensor(0).data.reshape(T, H))[1])
-        layers[name] = sorted({op.get_rt_info()["layerType"].astype(str) for op in compiled.get_runtime_model().get_ordered_ops()}
-                              - {"Const", "Input", "Output", "Reshape"})
+        kinds = {op.get_rt_info()["layerType"].astype(str) for op in compiled.get_runtime_model().get_ordered_ops()}
+        layers[name] = sorted(kinds - {"Const", "Input", "Output", "Reshape"})
     with tempfile.TemporaryDirectory() as d:
         path = str(Path(d) / "lstm.onnx")
         torch.onnx.export(lstm, (torch.from_numpy(x),), path, dynamo=False)

@@ -8,8 +8,9 @@ from typing import Any, Callable
 
 def lazy_getattr(module: str, table: dict[str, str], namespace: dict[str, Any],
                  submodules: frozenset[str] | set[str] = frozenset()) -> Callable[[str], Any]:
-    """A module ``__getattr__``: ``table`` maps a name to ``"package.module:attr"``, or to ``"package.module"`` for the
-    module itself (imported once, then kept in ``namespace``, the module's globals); a name in ``submodules`` is ``module.name``."""
+    """A module ``__getattr__``: ``table`` maps a name to ``"package.module:attr"``, or to
+    ``"package.module"`` for the module itself (imported once, then kept in ``namespace``, the
+    module's globals); a name in ``submodules`` is ``module.name``."""
     def __getattr__(name: str) -> Any:
         target = table.get(name)
         if target is not None:

@@ -98,7 +98,8 @@ def test_nan_cost_variants_build_what_they_say_and_restore_the_converters():
     t = torch.from_numpy(x)
     want = torch.nn.functional.max_pool2d(torch.relu(torch.nn.functional.conv2d(t, torch.from_numpy(w), padding=1)),
                                           2, 2).numpy()
-    shipped = [(m, a, getattr(m, a)) for m in (conv, matrix, attention) for a in ("relu", "nan_checks") if hasattr(m, a)]
+    shipped = [(m, a, getattr(m, a)) for m in (conv, matrix, attention)
+               for a in ("relu", "nan_checks") if hasattr(m, a)]
     built = {}
     for name in ("pool_unchecked", "relu_plain", "default"):
         with variant(name):
