@@ -5,8 +5,9 @@ MKL's own threads gain nothing on the engines' GEMMs on the 2-vCPU Sapphire Rapi
 its ``cblas_sgemm_compute`` of 64x4096 @ 4096x1024 took the CPU time of one thread (3.0 ms, MKL 2026.2,
 ``MKL_DYNAMIC`` on or off), and the 128-row products of bert_encoder likewise. Here the weight is cut
 in column blocks of whole 64s (a function of its shape alone, :func:`.blas_team.parts`), each block
-packed on its own, and a ``parallel=True`` region gives each thread a fixed range of blocks, each
-one ``cblas_sgemm_compute`` on one MKL thread (MKL runs sequentially inside an active OpenMP
+packed on its own, and in a ``parallel=True`` region the threads claim the blocks one at a time
+(:mod:`.atomics`: a worker that joins late leaves its blocks to the caller), each block one
+``cblas_sgemm_compute`` on one MKL thread (MKL runs sequentially inside an active OpenMP
 region; the calling thread is set to 1 for a region numba runs on the caller alone). The blocks'
 bits do not depend on which thread, or how many, ran them.
 
@@ -25,6 +26,7 @@ from numba.extending import intrinsic
 from srcore.plugin import mkl as _mkl
 
 from . import threads as _threads
+from .atomics import claim
 from .blas_team import parts
 from .jit import PARALLEL_JIT
 
@@ -67,16 +69,19 @@ def _one_thread(typingctx, fn):
 
 @njit(**PARALLEL_JIT)
 def split_compute(fn, one, m, k, n, x, packed, starts, widths, out, nt):
-    """``out[:, s:s+w] = x @ W[s:s+w].T`` for every block (``fn``: ``cblas_sgemm_compute``'s
-    address, ``one``: ``MKL_Set_Num_Threads_Local``'s) (its packed B at address ``packed[i]``,
-    first column ``starts[i]``, ``widths[i]`` columns), thread part ``t`` of ``nt`` taking the blocks
-    ``[t*P//nt, (t+1)*P//nt)``; ``x`` (m, k) and ``out`` (m, n) row-major, at addresses ``x``, ``out``."""
+    """``out[:, s:s+w] = x @ W[s:s+w].T`` for every block ``i``: its packed B at address ``packed[i]``,
+    first column ``starts[i]``, ``widths[i]`` columns; ``fn``: ``cblas_sgemm_compute``'s address,
+    ``one``: ``MKL_Set_Num_Threads_Local``'s; ``x`` (m, k) and ``out`` (m, n) row-major, at addresses
+    ``x``, ``out``. The ``nt`` threads claim the blocks one at a time (:mod:`.atomics`)."""
     nb = packed.shape[0]
+    nxt = np.zeros(1, np.int64)
     for t in prange(nt):
         _one_thread(one)
-        for i in range(t * nb // nt, (t + 1) * nb // nt):
+        i = claim(nxt)
+        while i < nb:
             w = widths[i]
             _compute(fn, m, w, k, x, k, packed[i], w, out + 4 * starts[i], n)
+            i = claim(nxt)
 
 
 class SplitPackedGemm:
