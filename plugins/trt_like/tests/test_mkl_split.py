@@ -89,6 +89,9 @@ def test_offered_above_one_thread_for_weights_of_several_blocks(monkeypatch):
     split.restore(built.layout).fn(x, b)
     np.testing.assert_array_equal(a, b)
     np.testing.assert_allclose(a, x @ layer.attrs["weight"].T, rtol=1e-4, atol=1e-4)
+    damaged = dict(built.layout, packed0=built.layout["packed0"][:-1])
+    with pytest.raises(ValueError, match="packed MKL blocks"):
+        split.restore(damaged)
 
 
 def test_an_engine_with_the_split_keeps_openblas_on_the_caller(monkeypatch):

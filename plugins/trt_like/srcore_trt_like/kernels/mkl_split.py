@@ -97,8 +97,14 @@ class SplitPackedGemm:
         ranges = parts(self.n)
         if packed is None:
             packed = [_mkl.pack_b(lib, w[a:b].T, m)[0] for a, b in ranges]
-        elif len(packed) != len(ranges):
-            raise ValueError(f"{len(packed)} packed MKL blocks, expected {len(ranges)}")
+        else:   # a serialized engine's (same MKL: the plan's compatibility record)
+            sizes = [lib.cblas_sgemm_pack_get_size(_mkl.B_MATRIX, m, b - a, self.k) for a, b in ranges]
+            if len(packed) != len(ranges) or any(
+                    not isinstance(p, np.ndarray) or p.dtype != np.uint8 or p.shape != (size,)
+                    for p, size in zip(packed, sizes)):
+                raise ValueError(f"packed MKL blocks of {[getattr(p, 'shape', '?') for p in packed]} bytes, "
+                                 f"expected {[(size,) for size in sizes]}")
+            packed = [p if p.flags.writeable else np.array(p, copy=True) for p in packed]
         self.packed = packed
         self.weight_bytes = w.nbytes
         self._addrs = np.array([p.ctypes.data for p in packed], np.int64)
