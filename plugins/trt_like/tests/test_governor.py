@@ -39,30 +39,17 @@ def test_a_core_that_stays_busy_costs_few_waiting_calls():
     gov = parallel.Governor(2)
     _drive(gov, 20, lambda i: TEAM)                     # quiet at first: best team time known
     teams, waits = _drive(gov, 2000, lambda i: WAIT)
-    # the first busy run is judged (the team was warm), then a cold run and a judged one after each hold
-    assert waits == (teams.count(2) + 1) // 2
+    assert waits == teams.count(2)
     assert 0 < waits <= 30
     assert gov.backoff == parallel.MAX_HOLD
 
 
 def test_a_team_slower_than_the_layer_alone_waited():
     """A team run slower than the same layer on one thread loses, even within WAIT_RATIO of the
-    team's best (the best may itself have been a slow run); the first team run is cold (its worker
-    just woke) and is not judged."""
+    team's best (the best may itself have been a slow run)."""
     gov = parallel.Governor(2)
-    teams, waits = _drive(gov, 4, lambda i: int(ALONE * 1.2))
-    assert teams[:3] == [1, 2, 2] and waits == 1 and teams[3] == 1
-
-
-def test_the_team_run_after_a_hold_is_not_judged():
-    """After a hold the worker has slept: its first team run may be late (not a wait), the next one
-    is judged. A worker that wakes late once per hold no longer keeps the layer off its team for good
-    (each hold longer than the workers' spin made the next team run cold again)."""
-    gov = parallel.Governor(2)
-    _drive(gov, 5, lambda i: TEAM)
-    gov.record(2, WAIT)                                   # one real wait: hold 1
-    teams, waits = _drive(gov, 6, lambda i: WAIT if i == 1 else TEAM)   # the cold run after the hold is slow
-    assert teams == [1, 2, 2, 2, 2, 2] and waits == 0
+    teams, waits = _drive(gov, 3, lambda i: int(ALONE * 1.2))
+    assert teams[:2] == [1, 2] and waits == 1 and teams[2] == 1
 
 
 def test_back_on_the_team_once_the_core_is_free():
@@ -117,11 +104,10 @@ def test_a_threaded_conv_that_waits_runs_alone_bit_identically():
         t(x, out, None)
         teams.append(parallel._tls.n)
         np.testing.assert_array_equal(out, want)
-    # alone (measures), team (cold, not judged), team (waits: hold 1), alone, team x2 (the second
-    # waits: hold 2), alone x2, team x2 (hold 4), alone ...
-    assert teams == [1, 2, 2, 1, 2, 2, 1, 1, 2, 2, 1, 1]
-    assert parallel.COUNTS["waits"] - before["waits"] == 3
-    assert parallel.COUNTS["solo"] - before["solo"] == 6
+    # alone (measures), team (waits: hold 1), alone, team (waits: hold 2), alone x2, team, alone x4, ...
+    assert teams == [1, 2, 1, 2, 1, 1, 2, 1, 1, 1, 1, 2]
+    assert parallel.COUNTS["waits"] - before["waits"] == 4
+    assert parallel.COUNTS["solo"] - before["solo"] == 8
 
 
 @pytest.mark.skipif(mkl_gemm.library() is None, reason="the optional mkl package is not installed")
@@ -140,7 +126,6 @@ def test_mkl_gemm_that_waits_runs_on_one_mkl_thread():
         real = mkl_gemm.set_threads
         g.governor.best = [ALONE, TEAM]
         g.governor.hold = 0
-        g.governor.cold = False
         g.governor.clock = iter([0, WAIT, 0, ALONE]).__next__
         out = np.empty((8, 64), np.float32)
         try:

@@ -159,22 +159,17 @@ class Governor:
     alone), then on the team; a team run slower than the layer alone, or more than
     :data:`WAIT_RATIO` times the team's best, *waited*, and the layer then stays on the calling
     thread for ``hold`` calls, ``hold`` doubling at each further wait (at most :data:`MAX_HOLD`)
-    and halving after each team run that did not wait. The first team run after a time without the
-    team (the first one, and the one after each hold) is *cold* and not judged: its worker has gone
-    to sleep (:data:`SPIN_COUNT`) and wakes late, and judging it kept ~0.1 ms layers off their team
-    for good (bert_encoder at 2 threads, 2026-11-27: 15 team runs, 15 waits, every hold longer than
-    the workers' spin, so the next team run was cold again). The parts of the work do not depend on
+    and halving after each team run that did not wait. The parts of the work do not depend on
     the team, so results are bit-identical whichever it picks. Races between threads only blur
     the heuristic (plain int updates under the GIL)."""
 
-    __slots__ = ("n", "best", "hold", "backoff", "cold", "clock")
+    __slots__ = ("n", "best", "hold", "backoff", "clock")
 
     def __init__(self, n: int, clock=time.perf_counter_ns):
         self.n = max(1, int(n))
         self.best = [0, 0]          # best ns alone, on the team (0: not seen)
         self.hold = 1               # calls left alone: the first call measures the layer alone
         self.backoff = 1
-        self.cold = True            # the next team run is not judged
         self.clock = clock
 
     def team(self) -> int:
@@ -196,15 +191,11 @@ class Governor:
             self.best[i] = ns
         if i == 0:
             return False
-        if self.cold:
-            self.cold = False
-            return False
         alone = self.best[0]
         if (best and ns > WAIT_RATIO * best) or (alone and ns > alone):
             COUNTS["waits"] += 1
             self.hold = self.backoff
             self.backoff = min(2 * self.backoff, MAX_HOLD)
-            self.cold = True
             return True
         self.backoff = max(1, self.backoff // 2)
         return False
