@@ -60,7 +60,7 @@ def test_concurrent_calls_of_one_split_gemm_agree():
     run_in_threads(work, 3)
 
 
-def _gemm_layer(n, k=64, m=16):
+def _gemm_layer(n, k=512, m=64):
     net = Network()
     x, y = net.new_tensor((m, k)), net.new_tensor((m, n))
     layer = Layer("gemm", [x], [y], {"weight": np.random.default_rng(2).standard_normal((n, k)).astype(np.float32)})
@@ -68,27 +68,29 @@ def _gemm_layer(n, k=64, m=16):
     return layer, net
 
 
-def test_offered_above_one_thread_for_weights_of_several_blocks(monkeypatch):
-    """At one thread only MKL's plain packed GEMM; at two the split too (a weight of one 64-column block
-    has nothing to split), and the plain one then stays on one MKL thread; a stored layout restores
-    the same kernel."""
-    layer, net = _gemm_layer(256)
+def test_offered_above_one_thread_for_large_weights_of_several_blocks(monkeypatch):
+    """At one thread only MKL's plain packed GEMM; at two the split too, for a product of at least
+    PARALLEL_MIN_WORK multiply-adds whose weight has more than one 64-column block, and the plain one
+    then stays on one MKL thread; a stored layout restores the same kernel, a damaged one is refused."""
+    layer, net = _gemm_layer(1024)
+    assert 64 * 512 * 1024 >= parallel.PARALLEL_MIN_WORK
     monkeypatch.setattr(parallel, "count", lambda: 1)
     assert [c.name for c in mkl_tactics.gemm_candidates(layer, net)] == ["mkl_packed"]
     monkeypatch.setattr(parallel, "count", lambda: 2)
     plain, split = mkl_tactics.gemm_candidates(layer, net)
     assert (plain.name, split.name, split.blas) == ("mkl_packed", "mkl_split", "mkl")
     assert plain.build().keep._threads == 1
-    narrow, narrow_net = _gemm_layer(64)
-    assert [c.name for c in mkl_tactics.gemm_candidates(narrow, narrow_net)] == ["mkl_packed"]
-    x = np.random.default_rng(3).standard_normal((16, 64)).astype(np.float32)
+    for n, m in ((64, 1024), (256, 16)):       # one block; several, but a small product (its tail)
+        small, small_net = _gemm_layer(n, m=m)
+        assert [c.name for c in mkl_tactics.gemm_candidates(small, small_net)] == ["mkl_packed"]
+    x = np.random.default_rng(3).standard_normal((64, 512)).astype(np.float32)
     built = split.build()
-    assert sorted(built.layout) == [f"packed{i}" for i in range(len(blas_team.parts(256)))]
-    a, b = np.empty((16, 256), np.float32), np.empty((16, 256), np.float32)
+    assert sorted(built.layout) == sorted(f"packed{i}" for i in range(len(blas_team.parts(1024))))
+    a, b = np.empty((64, 1024), np.float32), np.empty((64, 1024), np.float32)
     built.fn(x, a)
     split.restore(built.layout).fn(x, b)
     np.testing.assert_array_equal(a, b)
-    np.testing.assert_allclose(a, x @ layer.attrs["weight"].T, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(a, x @ layer.attrs["weight"].T, rtol=1e-4, atol=1e-3)
     damaged = dict(built.layout, packed0=built.layout["packed0"][:-1])
     with pytest.raises(ValueError, match="packed MKL blocks"):
         split.restore(damaged)
@@ -97,7 +99,7 @@ def test_offered_above_one_thread_for_weights_of_several_blocks(monkeypatch):
 def test_an_engine_with_the_split_keeps_openblas_on_the_caller(monkeypatch):
     """A split GEMM threads on the OpenMP pool: the engine's OpenBLAS candidates run on the calling
     thread (OpenBLAS's own workers spin after a threaded call, on the core the team needs)."""
-    layer, net = _gemm_layer(256)
+    layer, net = _gemm_layer(1024)
     monkeypatch.setattr(parallel, "count", lambda: 2)
     monkeypatch.setattr(choose, "_one_blas", lambda options: "mkl")
     pools = choose._Pools(net, {})

@@ -41,6 +41,7 @@ def _torch(kind, layer, x):
 @pytest.mark.parametrize("shape", [(3, 7, 33), (1, 4, 128, 128), (5, 1)])
 def test_split_rows_match_torch_with_the_same_bits_alone_and_on_the_team(monkeypatch, kind, shape):
     monkeypatch.setattr(parallel, "count", lambda: 2)
+    monkeypatch.setattr(nn, "ROW_WORK", parallel.PARALLEL_MIN_WORK)      # offered at these small sizes
     layer, net = _layer(kind, shape)
     (cand,) = nn.rows_split(layer, net)
     assert (cand.name, cand.blas) == ("numba_split", "omp")
@@ -58,17 +59,20 @@ def test_split_rows_match_torch_with_the_same_bits_alone_and_on_the_team(monkeyp
     np.testing.assert_allclose(outs[1], _torch(kind, layer, x), rtol=1e-5, atol=1e-5)
 
 
-def test_offered_above_one_thread_on_several_rows(monkeypatch):
-    layer, net = _layer("softmax", (4, 16))
+def test_offered_above_one_thread_on_large_layers_of_several_rows(monkeypatch):
+    big = (4, 1 << 19)                      # 2 M elements: ~0.6 ms of softmax
+    assert 4 * (1 << 19) * nn.ROW_WORK >= parallel.PARALLEL_MIN_WORK
+    layer, net = _layer("softmax", big)
     monkeypatch.setattr(parallel, "count", lambda: 1)
     assert nn.rows_split(layer, net) == [] and not table.threaded(layer, net)
     monkeypatch.setattr(parallel, "count", lambda: 2)
     assert [c.name for c in nn.rows_split(layer, net)] == ["numba_split"] and table.threaded(layer, net)
-    one_row, one_net = _layer("layer_norm", (1, 16))
-    assert nn.rows_split(one_row, one_net) == []
-    not_last, nl_net = _layer("softmax", (4, 16))
+    small, small_net = _layer("softmax", (4, 128, 128))       # bert's: 0.15 ms, stays whole
+    one_row, one_net = _layer("layer_norm", (1, 1 << 21))
+    not_last, nl_net = _layer("softmax", big)
     not_last.attrs["dim"] = 0
-    assert nn.rows_split(not_last, nl_net) == []
+    for lay, n in ((small, small_net), (one_row, one_net), (not_last, nl_net)):
+        assert nn.rows_split(lay, n) == []
 
 
 @pytest.mark.full      # compiles a parallel region of its own (~4 s)

@@ -35,7 +35,7 @@ def gemm_candidates(layer: Layer, net: Network) -> list[Candidate]:
     # VM, MKL 2026.2), and between the split's regions its threaded calls slowed them (128x256 @
     # 256x256 split: 53 us alone, 247 us beside MKL's threaded GEMMs, the governor then keeping it
     # on one thread)
-    threads = None if m * n * k >= _threads.PARALLEL_MIN_WORK and not splits(layer) else 1
+    threads = None if m * n * k >= _threads.PARALLEL_MIN_WORK and not splits(layer, net) else 1
 
     def build(layout=None) -> Kernel:
         gemm = mkl_gemm.PackedGemm(lib, w, m, packed=(layout or {}).get("packed"), threads=threads)
@@ -45,7 +45,7 @@ def gemm_candidates(layer: Layer, net: Network) -> list[Candidate]:
         return Kernel(run, gemm.weight_bytes, keep=gemm, layout={"packed": gemm.packed})
     out = [Candidate("mkl_packed", build, blas="mkl", restore=build)]
     team = _threads.count()
-    if splits(layer):
+    if splits(layer, net):
         def build_split(layout=None) -> Kernel:
             blocks = [layout[f"packed{i}"] for i in range(len(layout))] if layout else None
             gemm = SplitPackedGemm(lib, w, m, team, packed=blocks)
@@ -55,15 +55,20 @@ def gemm_candidates(layer: Layer, net: Network) -> list[Candidate]:
             return Kernel(run, gemm.weight_bytes, keep=gemm,
                           layout={f"packed{i}": b for i, b in enumerate(gemm.packed)})
         # MKL's own threads gain nothing on these products (kernels/mkl_split.py): its weight's column
-        # blocks on numba's OpenMP team instead, timed against the one above at any size
+        # blocks on numba's OpenMP team instead, timed against the one above
         out.append(Candidate("mkl_split", build_split, blas="mkl", restore=build_split))
     return out
 
 
-def splits(layer: Layer) -> bool:
-    """Whether GEMM ``layer`` has an ``mkl_split`` candidate: more than one intra-op thread and a
-    weight of more than one column block."""
-    return _threads.count() > 1 and len(parts(layer.attrs["weight"].shape[0])) > 1
+def splits(layer: Layer, net: Network) -> bool:
+    """Whether GEMM ``layer`` has an ``mkl_split`` candidate: more than one intra-op thread, a weight of
+    more than one column block, and at least :data:`..kernels.threads.PARALLEL_MIN_WORK` multiply-adds.
+    Offered at any size, bert_encoder's 0.1 ms products split too and gained (7.5 -> 6.4-6.9 ms a call
+    at 2 threads), but its tail did not hold: ``benchmarks.tail`` p90 1.08-1.81x the median alone and a
+    24 ms median beside a busy core (unsplit: 1.03-1.04x, 8.3 ms; Sapphire Rapids VM, 2026-11-27)."""
+    n, k = layer.attrs["weight"].shape
+    m = net.tensors[layer.inputs[0]].size // max(k, 1)
+    return _threads.count() > 1 and len(parts(n)) > 1 and m * n * k >= _threads.PARALLEL_MIN_WORK
 
 
 def attention_candidates(layer: Layer, net: Network) -> list[Candidate]:

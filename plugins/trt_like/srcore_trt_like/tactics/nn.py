@@ -46,8 +46,7 @@ def layer_norm(layer: Layer, net: Network):
 def rows_split(layer: Layer, net: Network) -> list[Candidate]:
     """At more than one intra-op thread, softmax (over the last dim) and layer norm with their rows
     split over numba's OpenMP team (``numba_split``, :mod:`..kernels.rows_split`), governed like the
-    other regions; timed against the one-thread kernel at any size (bert_encoder's 512 softmax rows
-    of 128 take ~0.15 ms on one thread)."""
+    other regions; timed against the one-thread kernel (:func:`split_rows`: large layers only)."""
     nt = _threads.count()
     if not split_rows(layer, net):
         return []
@@ -75,6 +74,13 @@ def rows_split(layer: Layer, net: Network) -> list[Candidate]:
     return [Candidate("numba_split", build, blas="omp")]
 
 
+#: element operations charged per element of a softmax or layer norm row against
+#: :data:`..kernels.threads.PARALLEL_MIN_WORK` (~0.3 ns an element here, as ~16 multiply-adds at
+#: ~50 GMAC/s): a split needs rows of ~1.6 M elements (~0.5 ms); bert_encoder's 4x128x128 softmax
+#: (0.15 ms) stays whole, as its small GEMMs do (see ``tactics.mkl.splits``: their tail)
+ROW_WORK = 16
+
+
 def split_rows(layer: Layer, net: Network) -> bool:
     """Whether ``layer`` has a ``numba_split`` candidate (the table's ``threaded``)."""
     shape = net.shape(layer.inputs[0])
@@ -82,7 +88,8 @@ def split_rows(layer: Layer, net: Network) -> bool:
         return False
     if layer.kind == "softmax" and layer.attrs["dim"] != len(shape) - 1:
         return False
-    return int(np.prod(shape[:-1], dtype=np.int64)) > 1
+    size = int(np.prod(shape, dtype=np.int64))
+    return size // shape[-1] > 1 and size * ROW_WORK >= _threads.PARALLEL_MIN_WORK
 
 
 def _group_affine(layer: Layer, C: int):
