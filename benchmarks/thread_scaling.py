@@ -21,13 +21,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def measure(models, runners, rounds: int, out: Path) -> None:
+def measure(models, runners, rounds: int, out: Path) -> list[dict]:
+    """Per model, every runner's best-round median at 1 and 2 threads (``{runner}_{t}t_us``), printed too."""
     from threadpoolctl import threadpool_limits
 
     from .artifacts import flatten_outputs, load_inputs, load_refs, max_rel_err
     from .cell import load_runner
     from .prepare import prepare
 
+    rows = []
     for name in models:
         prepare(name, out)
         art = out / "artifacts" / name
@@ -71,6 +73,8 @@ def measure(models, runners, rounds: int, out: Path) -> None:
                 if r != "ort":
                     line.append(f"{r}÷ort 2t {best[(r, 2)] / best[('ort', 2)]:.2f}x")
         print("   ".join(line), flush=True)
+        rows.append({"model": name, **{f"{r}_{t}t_us": v for (r, t), v in best.items()}})
+    return rows
 
 
 def main(argv=None) -> int:
