@@ -34,6 +34,8 @@ ENGINE_RUNNERS = {
     # without the SIMD convs split over the intra-op threads (same as trt_like at 1 thread): A/B of the split
     "trt_like_unsplit": (("trt_like", "cpu"), {"exclude_tactics": ["simd_direct_split", "depthwise_simd_split",
                                                                    "simd_direct_split+max_pool"]}),
+    # without MKL's GEMMs split by weight columns over the OpenMP team: A/B of the split
+    "trt_like_mkl_unsplit": (("trt_like", "cpu"), {"exclude_tactics": ["mkl_split"]}),
     "openvino": (("openvino", "cpu"), {}),
     "openvino_bf16": (("openvino", "cpu"), {"precision": "bf16"}),
     "openvino_nan_unchecked": (("openvino", "cpu"), {"nan_checks": False}),

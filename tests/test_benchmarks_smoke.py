@@ -234,6 +234,27 @@ def test_families_ab_times_runners_in_one_process_and_checks_outputs(tmp_path, m
         families_ab.measure(["index_ops"], ["eager"], 1, tmp_path)
 
 
+
+def test_thread_scaling_times_each_runner_at_one_and_two_threads_in_one_process(tmp_path, monkeypatch):
+    """``benchmarks.thread_scaling``: each runner loaded at 1 and at 2 threads (trt_like's intra-op count
+    read under ``threadpool_limits``), both outputs checked, a best-round median each."""
+    from benchmarks import thread_scaling
+    from srcore_trt_like.kernels import threads as trt_threads
+
+    seen = []
+    real = cell.load_runner
+
+    def load(model, runner, threads, *a):
+        seen.append((threads, trt_threads._blas_threads()))
+        return real(model, runner, threads, *a)
+    monkeypatch.setattr(cell, "load_runner", load)
+    (row,) = thread_scaling.measure(["mlp_tiny"], ["trt_like"], 1, tmp_path)
+    assert row["trt_like_1t_us"] > 0 and row["trt_like_2t_us"] > 0
+    assert seen == [(1, 1), (2, 2)]
+    monkeypatch.setattr(cell, "load_runner", lambda *a: (lambda: [np.zeros(1, np.float32)]))
+    with pytest.raises(AssertionError, match="trt_like at 1 threads: wrong output"):
+        thread_scaling.measure(["mlp_tiny"], ["trt_like"], 1, tmp_path)
+
 @pytest.mark.one_pass
 def test_engine_threads_reports_layers_and_the_cpu_of_each_thread(tmp_path):
     """``benchmarks.engine_threads``: a trt_like engine's layers with their tactics, and CPU time per

@@ -5,9 +5,10 @@
 * :mod:`.fastmath` (vectorizable float32 exp/log/tanh/erf) and :mod:`.simd` (16-lane vectors);
 * :mod:`.conv`, :mod:`.gemm`, :mod:`.packed`, :mod:`.winograd`, :mod:`.winograd_vec`,
   :mod:`.conv_pool`, :mod:`.pool`, :mod:`.pool_vec`, :mod:`.rows`: the kernels;
-  :mod:`.parallel`: their ``parallel=True`` drivers;
+  :mod:`.parallel`, :mod:`.rows_split`: their ``parallel=True`` drivers (:mod:`.atomics`: the
+  counter their threads claim parts from);
 * :mod:`.threads` (intra-op threads), :mod:`.scratch` (per-thread scratch) and :mod:`.mkl`
-  (Intel oneMKL's packed SGEMM, when installed).
+  (Intel oneMKL's packed SGEMM, when installed; :mod:`.mkl_split`: split by weight columns).
 
 numba caches each kernel on disk next to its module, keyed by that module's source only; a
 kernel calling a helper of another module here would keep stale machine code after an edit

@@ -39,23 +39,28 @@ def _row_max(xr, scale):
 
 
 @numba.njit(**ROWS_JIT)
+def softmax_row(xr, orow, scale):
+    """``orow = softmax(scale * xr)`` (one row: :func:`softmax_rows` and the split drivers)."""
+    m = xr.shape[0]
+    mx = _row_max(xr, scale)
+    if mx == f32(-np.inf):   # a row of -inf: exp(-inf - 0) = 0 and the sum 0, as torch (NaN)
+        mx = f32(0.0)
+    s = f32(0.0)
+    for j in range(m):
+        e = fastmath.exp(xr[j] * scale - mx)
+        orow[j] = e
+        s += e
+    inv = f32(1.0) / s
+    for j in range(m):
+        orow[j] *= inv
+
+
+@numba.njit(**ROWS_JIT)
 def softmax_rows(x, out, scale):
     """``out[r] = softmax(scale * x[r])`` for every row. ``out`` must not overlap ``x``: LLVM
     does not vectorize the loops when it cannot rule out the overlap (3x slower)."""
-    n, m = x.shape
-    for r in range(n):
-        xr, orow = x[r], out[r]
-        mx = _row_max(xr, scale)
-        if mx == f32(-np.inf):   # a row of -inf: exp(-inf - 0) = 0 and the sum 0, as torch (NaN)
-            mx = f32(0.0)
-        s = f32(0.0)
-        for j in range(m):
-            e = fastmath.exp(xr[j] * scale - mx)
-            orow[j] = e
-            s += e
-        inv = f32(1.0) / s
-        for j in range(m):
-            orow[j] *= inv
+    for r in range(x.shape[0]):
+        softmax_row(x[r], out[r], scale)
 
 
 @numba.njit(**ROWS_JIT)
@@ -77,23 +82,28 @@ def log_softmax_rows(x, out):
 
 
 @numba.njit(**ROWS_JIT)
+def layer_norm_row(xr, w, b, eps, orow):
+    """Layer norm of one row (:func:`layer_norm_rows` and the split drivers)."""
+    m = xr.shape[0]
+    inv_m = f32(1.0) / f32(m)
+    s = f32(0.0)
+    for j in range(m):
+        s += xr[j]
+    mu = s * inv_m
+    q = f32(0.0)
+    for j in range(m):
+        d = xr[j] - mu
+        q += d * d
+    rstd = f32(1.0) / np.sqrt(q * inv_m + eps)
+    for j in range(m):
+        orow[j] = (xr[j] - mu) * rstd * w[j] + b[j]
+
+
+@numba.njit(**ROWS_JIT)
 def layer_norm_rows(x, w, b, eps, out):
     """``(x - mean) / sqrt(var + eps) * w + b`` over each row (biased variance, two passes)."""
-    n, m = x.shape
-    inv_m = f32(1.0) / f32(m)
-    for r in range(n):
-        xr, orow = x[r], out[r]
-        s = f32(0.0)
-        for j in range(m):
-            s += xr[j]
-        mu = s * inv_m
-        q = f32(0.0)
-        for j in range(m):
-            d = xr[j] - mu
-            q += d * d
-        rstd = f32(1.0) / np.sqrt(q * inv_m + eps)
-        for j in range(m):
-            orow[j] = (xr[j] - mu) * rstd * w[j] + b[j]
+    for r in range(x.shape[0]):
+        layer_norm_row(x[r], w, b, eps, out[r])
 
 
 @numba.njit(**ROWS_JIT)

@@ -37,13 +37,32 @@ _state: dict = {}
 _lock = threading.Lock()
 _tls = threading.local()
 
+#: GNU OpenMP's workers spin this many ``pause`` loops after a region before they sleep (libgomp's
+#: ``GOMP_SPINCOUNT``; ~0.7 ms on the 2-vCPU Sapphire Rapids VM, where 1,000 loops take ~23 us)
+SPIN_COUNT = 30_000
+
 # GNU OpenMP's workers (numba's parallel regions, MKL's GNU layer) spin after a region before they
-# sleep. When other processes want the cores, a spinning worker takes the slice its master needs
-# and every region waits for a descheduled thread: transformer_block at 2 threads on a loaded
-# 2-vCPU machine took 170-440 ms a call with the default policy, 10-120 ms with workers that sleep
-# at once (1 thread: 27 ms). So trt_like asks for passive waiting unless the user chose a policy;
-# libgomp reads it when it is first loaded (by numba's parallel layer or MKL, both after this).
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# sleep: by default 300,000 loops (milliseconds). When other processes want the cores, a spinning
+# worker takes the slice its master needs and every region waits for a descheduled thread:
+# transformer_block at 2 threads on a loaded 2-vCPU machine took 170-440 ms a call with the default
+# policy, 10-120 ms with workers that sleep at once (1 thread: 27 ms). But a worker that sleeps at
+# once is woken by a futex for every region, tens to hundreds of microseconds late: a region of
+# 2 x 16 us took 0.57x of one thread, 2 x 65 us 1.20x (GOMP_SPINCOUNT=0); spinning 10,000 loops
+# 1.79x and 1.72x (Sapphire Rapids VM, high-priority autogroup, 2026-11-27). SPIN_COUNT covers the
+# gaps between an engine call's regions (bert_encoder's split GEMMs: ~0.4 ms of softmax, attention
+# products and permutes between them, where 10,000 loops let the worker fall asleep) and ends soon
+# after the call (libgomp drops the spin to 1,000 loops by itself when it manages more threads than
+# there are CPUs, a RuntimePool's). Unless the user chose a policy; libgomp reads both variables
+# when it is first loaded (by numba's parallel layer or MKL, after this).
+def wait_policy(environ) -> None:
+    """Set libgomp's wait policy and spin count in ``environ`` (``os.environ`` at import) unless the user
+    chose a policy (a spin count of the user's own is kept)."""
+    if "OMP_WAIT_POLICY" not in environ:
+        environ["OMP_WAIT_POLICY"] = "PASSIVE"
+        environ.setdefault("GOMP_SPINCOUNT", str(SPIN_COUNT))
+
+
+wait_policy(os.environ)
 
 
 def _blas_threads() -> int:

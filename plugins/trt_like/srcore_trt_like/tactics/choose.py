@@ -34,6 +34,7 @@ from ..builder.plan import Step
 from ..kernels import mkl as mkl_gemm
 from ..kernels import threads as _threads
 from ..kernels.scratch import SCRATCH
+from . import mkl as mkl_tactics
 from . import table, timing_cache
 from .blas_team import BLAS_TEAM
 from .records import Candidate, Kernel
@@ -149,6 +150,7 @@ class _Pools:
         self.one_blas = _one_blas(options)
         threaded_mkl = self.one_blas is not None and any(
             layer.kind in ("gemm", "attention") and _work(layer, net) >= _threads.PARALLEL_MIN_WORK
+            or layer.kind == "gemm" and mkl_tactics.splits(layer, net)
             for layer in net.layers)
         self.on_caller = _blas_on_caller(net, threaded_mkl)
         #: the layers with a candidate on the Python team (large products at >1 thread)

@@ -12,6 +12,8 @@ import numpy as np
 from ..builder.network import Layer, Network
 from ..kernels import mkl as mkl_gemm
 from ..kernels import threads as _threads
+from ..kernels.blas_team import parts
+from ..kernels.mkl_split import SplitPackedGemm
 from ..kernels.rows import softmax_rows
 from .records import Candidate, Kernel
 
@@ -27,8 +29,13 @@ def gemm_candidates(layer: Layer, net: Network) -> list[Candidate]:
     m = net.tensors[layer.inputs[0]].size // k
 
     # a small product on one MKL thread: waking the team costs more than it saves, and a busy
-    # core makes it wait (see kernels/threads.py, PARALLEL_MIN_WORK)
-    threads = None if m * n * k >= _threads.PARALLEL_MIN_WORK else 1
+    # core makes it wait (see kernels/threads.py, PARALLEL_MIN_WORK). Where the column split below
+    # is offered, on one MKL thread too: MKL's own 2 threads gained nothing on any engine product
+    # (64x4096 @ 4096x1024: 3.04 ms of CPU in 3.05 ms at 2 threads, 3.03 ms at 1; Sapphire Rapids
+    # VM, MKL 2026.2), and between the split's regions its threaded calls slowed them (128x256 @
+    # 256x256 split: 53 us alone, 247 us beside MKL's threaded GEMMs, the governor then keeping it
+    # on one thread)
+    threads = None if m * n * k >= _threads.PARALLEL_MIN_WORK and not splits(layer, net) else 1
 
     def build(layout=None) -> Kernel:
         gemm = mkl_gemm.PackedGemm(lib, w, m, packed=(layout or {}).get("packed"), threads=threads)
@@ -36,7 +43,32 @@ def gemm_candidates(layer: Layer, net: Network) -> list[Candidate]:
         def run(x, out):
             gemm(x, out)      # (..., K) and (..., N) C-contiguous: the same memory as (M, K), (M, N)
         return Kernel(run, gemm.weight_bytes, keep=gemm, layout={"packed": gemm.packed})
-    return [Candidate("mkl_packed", build, blas="mkl", restore=build)]
+    out = [Candidate("mkl_packed", build, blas="mkl", restore=build)]
+    team = _threads.count()
+    if splits(layer, net):
+        def build_split(layout=None) -> Kernel:
+            blocks = [layout[f"packed{i}"] for i in range(len(layout))] if layout else None
+            gemm = SplitPackedGemm(lib, w, m, team, packed=blocks)
+
+            def run(x, out):
+                gemm(x, out)
+            return Kernel(run, gemm.weight_bytes, keep=gemm,
+                          layout={f"packed{i}": b for i, b in enumerate(gemm.packed)})
+        # MKL's own threads gain nothing on these products (kernels/mkl_split.py): its weight's column
+        # blocks on numba's OpenMP team instead, timed against the one above
+        out.append(Candidate("mkl_split", build_split, blas="mkl", restore=build_split))
+    return out
+
+
+def splits(layer: Layer, net: Network) -> bool:
+    """Whether GEMM ``layer`` has an ``mkl_split`` candidate: more than one intra-op thread, a weight of
+    more than one column block, and at least :data:`..kernels.threads.PARALLEL_MIN_WORK` multiply-adds.
+    Offered at any size, bert_encoder's 0.1 ms products split too and gained (7.5 -> 6.4-6.9 ms a call
+    at 2 threads), but its tail did not hold: ``benchmarks.tail`` p90 1.08-1.81x the median alone and a
+    24 ms median beside a busy core (unsplit: 1.03-1.04x, 8.3 ms; Sapphire Rapids VM, 2026-11-27)."""
+    n, k = layer.attrs["weight"].shape
+    m = net.tensors[layer.inputs[0]].size // max(k, 1)
+    return _threads.count() > 1 and len(parts(n)) > 1 and m * n * k >= _threads.PARALLEL_MIN_WORK
 
 
 def attention_candidates(layer: Layer, net: Network) -> list[Candidate]:

@@ -7,7 +7,10 @@ import threading
 import numpy as np
 
 from ..builder.network import Layer, Network
+from ..kernels import threads as _threads
 from ..kernels.rows import group_norm_rows, layer_norm_rows, log_softmax_rows, softmax_rows
+from ..kernels.rows_split import layer_norm_split, softmax_split
+from .records import Candidate, Kernel
 
 f32 = np.float32
 
@@ -38,6 +41,55 @@ def layer_norm(layer: Layer, net: Network):
     def run(x, out):
         layer_norm_rows(x.reshape(-1, n), w, b, eps, out.reshape(-1, n))
     return run
+
+
+def rows_split(layer: Layer, net: Network) -> list[Candidate]:
+    """At more than one intra-op thread, softmax (over the last dim) and layer norm with their rows
+    split over numba's OpenMP team (``numba_split``, :mod:`..kernels.rows_split`), governed like the
+    other regions; timed against the one-thread kernel (:func:`split_rows`: large layers only)."""
+    nt = _threads.count()
+    if not split_rows(layer, net):
+        return []
+    if layer.kind == "softmax":
+        m, one = net.shape(layer.inputs[0])[-1], f32(1.0)
+
+        def build() -> Kernel:
+            gov = _threads.Governor(nt)
+
+            def run(x, out):
+                gov.run(softmax_split, x.reshape(-1, m), out.reshape(-1, m), one, nt)
+            return Kernel(run, keep=gov)
+    else:
+        n, eps = layer.attrs["size"], f32(layer.attrs["eps"])
+        w = layer.attrs["weight"] if layer.attrs["weight"] is not None else np.ones(n, f32)
+        b = layer.attrs["bias"] if layer.attrs["bias"] is not None else np.zeros(n, f32)
+        w, b = np.ascontiguousarray(w, f32), np.ascontiguousarray(b, f32)
+
+        def build() -> Kernel:
+            gov = _threads.Governor(nt)
+
+            def run(x, out):
+                gov.run(layer_norm_split, x.reshape(-1, n), w, b, eps, out.reshape(-1, n), nt)
+            return Kernel(run, keep=gov)
+    return [Candidate("numba_split", build, blas="omp")]
+
+
+#: element operations charged per element of a softmax or layer norm row against
+#: :data:`..kernels.threads.PARALLEL_MIN_WORK` (~0.3 ns an element here, as ~16 multiply-adds at
+#: ~50 GMAC/s): a split needs rows of ~1.6 M elements (~0.5 ms); bert_encoder's 4x128x128 softmax
+#: (0.15 ms) stays whole, as its small GEMMs do (see ``tactics.mkl.splits``: their tail)
+ROW_WORK = 16
+
+
+def split_rows(layer: Layer, net: Network) -> bool:
+    """Whether ``layer`` has a ``numba_split`` candidate (the table's ``threaded``)."""
+    shape = net.shape(layer.inputs[0])
+    if _threads.count() <= 1 or not shape or shape[-1] == 0:
+        return False
+    if layer.kind == "softmax" and layer.attrs["dim"] != len(shape) - 1:
+        return False
+    size = int(np.prod(shape, dtype=np.int64))
+    return size // shape[-1] > 1 and size * ROW_WORK >= _threads.PARALLEL_MIN_WORK
 
 
 def _group_affine(layer: Layer, C: int):
