@@ -57,6 +57,8 @@ def test_a_first_run_leaves_out_what_it_does_not_need(mode, selection):
     assert "srcore.runtime.static_module" in modules  # the child did load and run the model
     loaded = {m for m in modules for top in NOT_AT_START if m == top or m.startswith(top + ".")}
     assert not loaded, f"imported on a {mode} cold start: {sorted(loaded)}"
+    if mode == "selection":   # only the rule modules the selection names (the full registry reads them all)
+        assert "srcore.ops.shapes.conv" in modules and "srcore.ops.shapes.quantized" not in modules
 
 
 def test_the_mkl_gemm_kernels_import_without_subprocess():
