@@ -13,7 +13,7 @@ median and best of the runs; a second set of children with a meta-path hook that
 import says how much of each phase is importing code, how the imports split by package, and how many
 attrs classes the start builds in what CPU time. The same rounds also start ``python -c pass``,
 ``python -c "import numpy"`` and ``python -c "import numpy, attrs, pluggy"`` (srcore's run-time
-dependencies): the floor below srcore (process wall time). Children run interleaved (so machine load hits
+dependencies): the floor below srcore (process wall time, and whole-process CPU time). Children run interleaved (so machine load hits
 all alike), from a directory outside the checkout, with bytecode caching on and one BLAS thread; one
 warm-up child per case fills the caches.
 """
@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -147,15 +148,18 @@ print("@@", json.dumps({{"phases": phases, "stages": {{k: v * 1e3 for k, v in sm
                         "attrs_classes": attrs_classes}}))
 """
 
+_cpu = [0.0]   # the CPU ms of the last child _run ran (its exit included)
 FLOORS = {"python -c pass": "pass", 'python -c "import numpy"': "import numpy",
           # srcore's two other run-time dependencies on every start: the floor of any srcore start
           'python -c "import numpy, attrs, pluggy"': "import numpy, attrs, pluggy"}
 
 
 def _run(args: list[str], env: dict, cwd: str) -> tuple[float, dict | None]:
-    t0 = time.perf_counter()
+    t0, r0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True)
     wall = (time.perf_counter() - t0) * 1e3
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)   # the one child run since r0: its whole CPU time
+    _cpu[0] = (r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1e3
     if p.returncode:
         raise RuntimeError(p.stderr.strip()[-1500:])
     line = next((ln for ln in p.stdout.splitlines() if ln.startswith("@@")), None)
@@ -180,10 +184,13 @@ def measure(models: list[str], runs: int, out: Path, cwd: str) -> dict:
     for _, args, env in cases:   # warm the caches and the bytecode
         _run(args, env, cwd)
     samples: dict = {key: [] for key, _, _ in cases}
+    cpu: dict = {key: [] for key, _, _ in cases}
     for _ in range(runs):
         for key, args, env in cases:
             samples[key].append(_run(args, env, cwd))
-    result: dict = {"floors": {name: statistics.median(w for w, _ in samples[(name, None, False)]) for name in FLOORS}}
+            cpu[key].append(_cpu[0])
+    result: dict = {"floors": {name: statistics.median(w for w, _ in samples[(name, None, False)]) for name in FLOORS},
+                    "floors_cpu_best": {name: min(cpu[(name, None, False)]) for name in FLOORS}}
     for model in models:
         for mode in ("full", "selection"):
             plain, hooked = samples[(model, mode, False)], samples[(model, mode, True)]
@@ -205,10 +212,11 @@ def measure(models: list[str], runs: int, out: Path, cwd: str) -> dict:
 
 
 def report(result: dict, runs: int) -> None:
-    f = result["floors"]
-    print(f"process wall ms, median of {runs}: " + ", ".join(f"{k} {v:.0f}" for k, v in f.items()))
+    f, fc = result["floors"], result["floors_cpu_best"]
+    print(f"process wall ms, median of {runs} (whole-process CPU ms, best): "
+          + ", ".join(f"{k} {v:.0f} ({fc[k]:.1f})" for k, v in f.items()))
     for key, row in result.items():
-        if key == "floors":
+        if key in ("floors", "floors_cpu_best"):
             continue
         print(f"\n{key}: process wall median {row['wall_ms_median']:.0f} ms, {row['modules']} modules; CPU ms:")
         print(f"  {'phase':<26}{'median':>9}{'best':>9}{'imports (best)':>16}")
