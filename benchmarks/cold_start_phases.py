@@ -10,16 +10,19 @@ pluggy, the record types), plugin discovery (``get_plugin_manager``: entry point
 the registry build, ``srcore.load`` (the ``.srm`` read and IR parse), importing the runtime, each load
 stage of ``StaticModule`` and the first call. Each phase's CPU time (``time.process_time``) is reported,
 median and best of the runs; a second set of children with a meta-path hook that times every module's
-import says how much of each phase is importing code, and how the imports split by package. The same
-rounds also start ``python -c pass`` and ``python -c "import numpy"``: the floor below srcore (process
-wall time). Children run interleaved (so machine load hits all alike), from a directory outside the
-checkout, with bytecode caching on and one BLAS thread; one warm-up child per case fills the caches.
+import says how much of each phase is importing code, how the imports split by package, and how many
+attrs classes the start builds in what CPU time. The same rounds also start ``python -c pass``,
+``python -c "import numpy"`` and ``python -c "import numpy, attrs, pluggy"`` (srcore's run-time
+dependencies): the floor below srcore (process wall time, and whole-process CPU time). Children run interleaved (so machine load hits
+all alike), from a directory outside the checkout, with bytecode caching on and one BLAS thread; one
+warm-up child per case fills the caches.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -74,6 +77,8 @@ if HOOK:
                     c0 = P()
                     try:
                         run(module)
+                        if name in ("attr._make", "attr._next_gen"):
+                            _count_attrs_classes(module)
                     finally:
                         dt = P() - c0
                         nested = stack.pop()
@@ -89,7 +94,25 @@ if HOOK:
             spec.loader = _Loader()
             return spec
 
+    def _count_attrs_classes(module):
+        # attrs' class decorator, wrapped: how many classes the start builds after attrs' import (srcore's
+        # and its plugins'), and their CPU time (define/frozen call the attrs() bound in attr._next_gen)
+        build = module.attrs
+
+        def timed(maybe_cls=None, *args, **kwargs):
+            if maybe_cls is None:   # @define(...) with options: the class comes next
+                return lambda cls: timed(cls, *args, **kwargs)
+            c0 = P()
+            try:
+                return build(maybe_cls, *args, **kwargs)
+            finally:
+                attrs_classes[0] += 1
+                attrs_classes[1] += (P() - c0) * 1e3
+
+        module.attrs = timed
+
     sys.meta_path.insert(0, _Timed)
+attrs_classes = [0, 0.0]
 phases = {{}}
 c = P()
 
@@ -121,16 +144,22 @@ mark("StaticModule", "first call")
 y = sm(x)
 mark("first call", "-")
 print("@@", json.dumps({{"phases": phases, "stages": {{k: v * 1e3 for k, v in sm.load_stages.items()}},
-                        "imports": imports, "phase_imports": phase_imports, "modules": len(sys.modules)}}))
+                        "imports": imports, "phase_imports": phase_imports, "modules": len(sys.modules),
+                        "attrs_classes": attrs_classes}}))
 """
 
-FLOORS = {"python -c pass": "pass", 'python -c "import numpy"': "import numpy"}
+_cpu = [0.0]   # the CPU ms of the last child _run ran (its exit included)
+FLOORS = {"python -c pass": "pass", 'python -c "import numpy"': "import numpy",
+          # srcore's two other run-time dependencies on every start: the floor of any srcore start
+          'python -c "import numpy, attrs, pluggy"': "import numpy, attrs, pluggy"}
 
 
 def _run(args: list[str], env: dict, cwd: str) -> tuple[float, dict | None]:
-    t0 = time.perf_counter()
+    t0, r0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True)
     wall = (time.perf_counter() - t0) * 1e3
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)   # the one child run since r0: its whole CPU time
+    _cpu[0] = (r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1e3
     if p.returncode:
         raise RuntimeError(p.stderr.strip()[-1500:])
     line = next((ln for ln in p.stdout.splitlines() if ln.startswith("@@")), None)
@@ -155,10 +184,13 @@ def measure(models: list[str], runs: int, out: Path, cwd: str) -> dict:
     for _, args, env in cases:   # warm the caches and the bytecode
         _run(args, env, cwd)
     samples: dict = {key: [] for key, _, _ in cases}
+    cpu: dict = {key: [] for key, _, _ in cases}
     for _ in range(runs):
         for key, args, env in cases:
             samples[key].append(_run(args, env, cwd))
-    result: dict = {"floors": {name: statistics.median(w for w, _ in samples[(name, None, False)]) for name in FLOORS}}
+            cpu[key].append(_cpu[0])
+    result: dict = {"floors": {name: statistics.median(w for w, _ in samples[(name, None, False)]) for name in FLOORS},
+                    "floors_cpu_best": {name: min(cpu[(name, None, False)]) for name in FLOORS}}
     for model in models:
         for mode in ("full", "selection"):
             plain, hooked = samples[(model, mode, False)], samples[(model, mode, True)]
@@ -171,6 +203,8 @@ def measure(models: list[str], runs: int, out: Path, cwd: str) -> dict:
             for st in plain[0][1]["stages"]:
                 vals = [d["stages"].get(st, 0.0) for _, d in plain]
                 row["stages"][st] = {"median": statistics.median(vals), "best": min(vals)}
+            row["attrs_classes"] = {"count": hooked[0][1]["attrs_classes"][0],
+                                    "cpu_ms_best": min(d["attrs_classes"][1] for _, d in hooked)}
             tops = {t for _, d in hooked for t in d["imports"]}
             row["imports"] = {t: min(d["imports"].get(t, 0.0) for _, d in hooked) for t in tops}
             result[f"{model}/{mode}"] = row
@@ -178,10 +212,11 @@ def measure(models: list[str], runs: int, out: Path, cwd: str) -> dict:
 
 
 def report(result: dict, runs: int) -> None:
-    f = result["floors"]
-    print(f"process wall ms, median of {runs}: " + ", ".join(f"{k} {v:.0f}" for k, v in f.items()))
+    f, fc = result["floors"], result["floors_cpu_best"]
+    print(f"process wall ms, median of {runs} (whole-process CPU ms, best): "
+          + ", ".join(f"{k} {v:.0f} ({fc[k]:.1f})" for k, v in f.items()))
     for key, row in result.items():
-        if key == "floors":
+        if key in ("floors", "floors_cpu_best"):
             continue
         print(f"\n{key}: process wall median {row['wall_ms_median']:.0f} ms, {row['modules']} modules; CPU ms:")
         print(f"  {'phase':<26}{'median':>9}{'best':>9}{'imports (best)':>16}")
@@ -190,6 +225,9 @@ def report(result: dict, runs: int) -> None:
             if ph == "StaticModule":
                 for st, s in row["stages"].items():
                     print(f"    {st:<24}{s['median']:>9.1f}{s['best']:>9.1f}")
+        a = row["attrs_classes"]
+        print(f"  attrs classes built (srcore's): {a['count']}, {a['cpu_ms_best']:.1f} ms CPU (best; "
+              "inside the imports above)")
         total = sum(row["imports"].values())
         top = sorted(row["imports"].items(), key=lambda kv: -kv[1])[:8]
         print(f"  imports after numpy's, by package (best, CPU ms; {total:.0f} in all): "

@@ -57,6 +57,42 @@ def test_a_first_run_leaves_out_what_it_does_not_need(mode, selection):
     assert "srcore.runtime.static_module" in modules  # the child did load and run the model
     loaded = {m for m in modules for top in NOT_AT_START if m == top or m.startswith(top + ".")}
     assert not loaded, f"imported on a {mode} cold start: {sorted(loaded)}"
+    if mode == "selection":   # only the rule modules the selection names (the full registry reads them all)
+        assert "srcore.ops.shapes.conv" in modules and "srcore.ops.shapes.quantized" not in modules
+
+
+def test_records_a_plain_load_does_not_use_are_built_on_first_use():
+    """A load at full strength without engine backends builds neither the load report's entries nor the
+    engine records; the names still resolve, from their old modules too, to the same classes."""
+    code = f"""
+import json, sys
+import numpy as np
+import srcore
+m = srcore.load({str(DIGITS)!r})
+sm = srcore.StaticModule(m)
+sm(np.zeros((1, 1, 8, 8), np.float32))
+loaded = sorted(n for n in ("srcore.runtime.load_entries", "srcore.plugin.engine_types") if n in sys.modules)
+import srcore.plugin, srcore.plugin.types, srcore.runtime.load_report as lr
+from srcore.plugin import Segment
+from srcore.runtime.load_entries import Fallback
+same = [srcore.plugin.EngineData is srcore.plugin.types.EngineData, Segment is srcore.plugin.types.Segment,
+        lr.Fallback is Fallback, not sm.load_report]
+print(json.dumps([loaded, same]))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded, same = json.loads(out.stdout.splitlines()[-1])
+    assert loaded == [] and all(same)
+
+
+def test_the_mkl_gemm_kernels_import_without_subprocess():
+    """The constant-weight linear kernels (mlp_tiny's) import ``srcore.blas.mkl``; ``ctypes.util``, and
+    with it subprocess, shutil and tempfile, loads only when MKL is looked for (the first GEMM timed)."""
+    code = ("import json, sys; import srcore_cpu.kernels.fused, srcore_cpu.kernels.mkl_gemm; "
+            "print(json.dumps(sorted(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    modules = set(json.loads(out.stdout.splitlines()[-1]))
+    assert "srcore.blas.mkl" in modules
+    assert not modules & {"ctypes.util", "subprocess", "shutil", "tempfile"}, sorted(modules)
 
 
 BFLOAT16_CHILD = """

@@ -412,3 +412,15 @@ graph(%x : Tensor):
     res = propagate(g, [T("float32", 2)])
     assert [res.known[value(g, k)] for k in "csin"] == [3, 12, 1, -2.5]
     assert value(g, "s").type == INT
+
+
+@pytest.mark.parametrize("op", ["relu", "sigmoid", "tanh"])
+def test_float_op_rules_on_a_quantized_tensor_get_torchs_output_qparams(op):
+    """A float rule leaves a quantized output without parameters; propagation completes them (kept from
+    the input for relu, fixed for sigmoid and tanh) as torch's quantized kernels set them."""
+    g = srcore.parse_graph(f"graph(%x : QUInt8(2, 3, scale=0.05, zero_point=7)):\n"
+                           f"  %y : Tensor = aten::{op}(%x)\n  return (%y)\n")
+    propagate(g, [g.inputs[0].type])
+    q = value(g, "y").type.qparams
+    ref = getattr(torch, op)(torch.quantize_per_tensor(torch.zeros(2, 3), 0.05, 7, torch.quint8))
+    assert (float(q.scale), int(q.zero_point)) == (ref.q_scale(), ref.q_zero_point())

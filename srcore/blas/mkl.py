@@ -13,7 +13,6 @@ the plugins do not fight over them.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import sys
 import threading
@@ -49,7 +48,9 @@ def library_paths():
         pass
     lib = os.path.join(sys.prefix, "lib")
     yield from (p for p in (os.path.join(lib, f"libmkl_rt.so.{v}") for v in (3, 2)) if os.path.exists(p))
-    found = ctypes.util.find_library("mkl_rt")
+    from ctypes.util import find_library  # here: it imports subprocess, shutil and tempfile (~3 ms of a cold start)
+
+    found = find_library("mkl_rt")
     if found:
         yield found
 
@@ -73,7 +74,9 @@ def _load():
         except (OSError, AttributeError):   # not loadable, or not MKL's runtime
             continue
         # before any computational call: the threading layer is fixed by the first one
-        lib.requested_layer = THREADING_GNU if ctypes.util.find_library("gomp") else THREADING_SEQUENTIAL
+        from ctypes.util import find_library
+
+        lib.requested_layer = THREADING_GNU if find_library("gomp") else THREADING_SEQUENTIAL
         lib.layer = lib.MKL_Set_Threading_Layer(lib.requested_layer)
         lib.threads = intra_op_threads() if lib.requested_layer == THREADING_GNU else 1
         return lib

@@ -121,11 +121,11 @@ def _engines_out(engines: dict, params: dict, path) -> tuple[dict, dict]:
 
 def _engines_in(c: Container, md: dict, params: dict) -> dict:
     """The serialized engines of a file (their tensors leave ``params``); structure checked."""
-    from ..plugin.types import EngineData
-
     raw = md.get("engines")
     if raw is None:
         return {}
+    from ..plugin.engine_types import EngineData  # only for a file that carries engines
+
     try:
         table = json.loads(raw)
         if not isinstance(table, dict):

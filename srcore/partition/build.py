@@ -11,7 +11,7 @@ from ..dispatch.lazy import resolve_ref
 from ..errors import EngineBuildError, EngineOptionError, SrcoreError, SrcoreFormatError
 from ..ir.graph import Graph, Node
 from ..progress import progress
-from ..plugin.types import Segment
+from ..plugin.engine_types import Segment
 from .extract import ENGINE_KIND, replace_with_engine, segment_graph
 from .fallback import SegmentFallback
 from .dependencies import program_order

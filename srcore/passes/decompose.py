@@ -29,9 +29,7 @@ def _runnable(op: str, table, backends: Sequence[str]) -> bool:
 
 def decompose(graph, registry, backends: Sequence[str], *, max_depth: int = MAX_DEPTH) -> list:
     """Replace every node no backend of ``backends`` runs natively by its decomposition (in place);
-    returns a :class:`srcore.runtime.load_report.Decomposed` per replaced node (nested ones included)."""
-    from ..runtime.load_report import Decomposed
-
+    returns a :class:`srcore.runtime.load_entries.Decomposed` per replaced node (nested ones included)."""
     table = registry.decompositions
     if table is None or not len(table):
         return []
@@ -51,6 +49,8 @@ def decompose(graph, registry, backends: Sequence[str], *, max_depth: int = MAX_
             dgraph, rec = found
             into = _inline(node, dgraph, schema)
             p = rec.provider
+            from ..runtime.load_entries import Decomposed
+
             done.append(Decomposed(op, str(node_source) if (node_source := node.source) else None, into,
                                    f"{p.dist or p.name} {p.version or ''}".strip() if p else "?"))
             node.destroy()

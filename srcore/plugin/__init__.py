@@ -24,14 +24,16 @@ import pluggy
 from .._lazy import lazy_getattr
 from ..errors import (EngineBuildError, EngineOptionError, KernelError, PluginError, QuantizationError, ShapeError,
                       SrcoreError, SrcoreFormatError, SrcoreInputError)
-from .types import (KERNEL_KINDS, ArgInfo, Const, Backend, Decomposition, DType, EngineBuilder, EngineData, EngineOp,
-                    Kernel, NodeInfo, OpLibrary, PluginInfo, Segment, ShapeRule, Specialized, Subcommand)
+from .types import (KERNEL_KINDS, ArgInfo, Const, Backend, Decomposition, DType, EngineBuilder, Kernel, NodeInfo,
+                    OpLibrary, PluginInfo, ShapeRule, Specialized, Subcommand)
 
 hookimpl = pluggy.HookimplMarker("srcore")
 
 # what shape rules, kernels and engine builders need, imported on first use (discovery imports this
 # module: it must not load the IR or numpy)
 _LAZY = {
+    # the records of engine backends (srcore.plugin.engine_types: classes a start without engines never builds)
+    **{n: f"srcore.plugin.engine_types:{n}" for n in ("Segment", "EngineOp", "EngineData")},
     # IR types and dtype codes (kernels that look at types, shape rules, engine builders)
     **{n: f"srcore.ir.types:{n}" for n in ("TensorType", "BoolType", "FloatType", "IntType", "ListType",
                                            "SCALAR_TYPE_CODES", "DTYPE_TO_SCALAR_TYPE_CODE", "ML_DTYPES")},
@@ -92,8 +94,8 @@ __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 __all__ = [
-    "hookimpl", "Kernel", "OpLibrary", "ShapeRule", "Decomposition", "Backend", "DType", "EngineBuilder", "EngineData",
-    "EngineOp", "Subcommand", "NodeInfo", "ArgInfo", "Specialized", "Const", "PluginInfo", "Segment", "KERNEL_KINDS",
+    "hookimpl", "Kernel", "OpLibrary", "ShapeRule", "Decomposition", "Backend", "DType", "EngineBuilder",
+    "Subcommand", "NodeInfo", "ArgInfo", "Specialized", "Const", "PluginInfo", "KERNEL_KINDS",
     "SrcoreError", "KernelError", "EngineBuildError", "EngineOptionError", "PluginError", "ShapeError",
     "SrcoreFormatError", "SrcoreInputError", "QuantizationError", *_LAZY,
 ]

@@ -10,76 +10,15 @@ from typing import Any
 
 import attrs
 
+from .._lazy import lazy_getattr
 from .._repr import shared_repr
 from ..ir.types import TensorType
 
 
-@attrs.frozen
-@shared_repr
-class MissingShapeRule:
-    """A node whose op has no shape rule: the tensors computed from it lose their shapes."""
-
-    op: str
-    node: str
-    source: str | None
-    declared_by: str | None       # who declares the op (a plugin), if known
-    unknown_shapes: int           # tensors from this node on whose shape is unknown (not planned in the arena)
-    unknown_dtypes: int           # ... whose dtype is unknown (dispatch checks it at run time instead)
-
-    def describe(self) -> str:
-        who = f" (declared by {self.declared_by})" if self.declared_by else ""
-        where = f" at {self.source}" if self.source else ""
-        lost = [f"{self.unknown_shapes} tensor(s) from here on have unknown shapes: they are not planned "
-                "in the arena and engine backends do not take their nodes"]
-        if self.unknown_dtypes:
-            lost.append(f"{self.unknown_dtypes} have unknown dtypes: their kernels check dtypes at run time")
-        return f"no shape rule for {self.op}{who}{where}: " + "; ".join(lost)
-
-
-@attrs.frozen
-@shared_repr
-class DtypeGuard:
-    """A node dispatched while some of its dtypes were unknown: its kernel checks them on every call."""
-
-    op: str
-    node: str
-    source: str | None
-    kernel: str                   # "plugin (dist version) kind kernel on backend for dtypes (...)"
-
-    def describe(self) -> str:
-        where = f" at {self.source}" if self.source else ""
-        return f"{self.op}{where}: dtypes unknown at load; {self.kernel} checks them on every call"
-
-
-@attrs.frozen
-@shared_repr
-class Fallback:
-    """A node run by a ``fallback`` kernel (torch's, slowly), and why no faster kernel was taken."""
-
-    op: str
-    node: str
-    source: str | None
-    plugin: str
-    reason: str
-
-    def describe(self) -> str:
-        where = f" at {self.source}" if self.source else ""
-        return f"{self.op}{where} falls back to {self.plugin}'s fallback kernel: {self.reason}"
-
-
-@attrs.frozen
-@shared_repr
-class Decomposed:
-    """A node replaced by its decomposition (no out or native kernel on the listed backends)."""
-
-    op: str
-    source: str | None
-    into: tuple[str, ...]         # the ops of the decomposition
-    plugin: str                   # who gave the decomposition
-
-    def describe(self) -> str:
-        where = f" at {self.source}" if self.source else ""
-        return f"{self.op}{where} decomposed into {', '.join(self.into)} (decomposition of {self.plugin})"
+#: the entries: records built on first use (``srcore.runtime.load_entries``): a load at full strength,
+#: the common case, has none
+__getattr__ = lazy_getattr(__name__, {n: f"srcore.runtime.load_entries:{n}"
+                                     for n in ("MissingShapeRule", "DtypeGuard", "Fallback", "Decomposed")}, globals())
 
 
 @attrs.define
@@ -137,6 +76,8 @@ def missing_shape_rules(nodes, schemas=None) -> list[MissingShapeRule]:
     """Entries for the nodes propagation found without a rule (after it has run)."""
     out = []
     for n in nodes:
+        from .load_entries import MissingShapeRule
+
         tensors = _downstream_tensors(n)
         declared_by = None
         if schemas is not None and n.schema is not None:

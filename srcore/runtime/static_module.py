@@ -565,7 +565,9 @@ def _register_ml_dtypes(types) -> None:
 
 
 def _fallbacks(resolved) -> list:
-    from .load_report import Fallback
+    if not any(rk.kind == "fallback" for rk in resolved.values()):
+        return []
+    from .load_entries import Fallback
 
     return [Fallback(n.schema.qualified_name if n.schema is not None else n.kind, repr(n).strip(),
                      str(n.source) if n.source else None, _who(rk), rk.reason or "")
@@ -578,11 +580,11 @@ def _who(rk) -> str:
 
 
 def _dtype_guards(resolved) -> list:
-    from .load_report import DtypeGuard
-
     out = []
     for node, rk in resolved.items():
         if rk.checks_dtypes:
+            from .load_entries import DtypeGuard
+
             p = rk.kernel.provider
             who = f"{p.dist or p.name} {p.version or ''}".strip() if p is not None else "?"
             out.append(DtypeGuard(rk.kernel.op, repr(node).strip(), str(node.source) if node.source else None,

@@ -16,7 +16,6 @@ from ...ir.quant import QDTYPES
 from ...ir.graph import Block, Graph, Node, Value
 from ...ir.types import INT, ListType, OptionalType, TensorType, TupleType, Type
 from .base import A, BOTTOM, Ctx, UNKNOWN, shape_error
-from .quantized import complete_qparams
 from .reuse import NodeFacts, record, snapshot
 
 MAX_LOOP_ITERATIONS = 8
@@ -218,6 +217,8 @@ class Interpreter:
             raise shape_error(node, f"{_rule_of(entry)} gives {len(outs)} outputs, the node has "
                               f"{len(node.outputs)}", op)
         if any(_lacks_qparams(r) for r in outs):
+            from .quantized import complete_qparams  # here: a float model never needs the quantized rules
+
             outs = complete_qparams(ctx, outs)
         for o, r in zip(node.outputs, outs):
             a = r if isinstance(r, A) else A(r)
