@@ -9,12 +9,14 @@ from typing import Any, Callable
 def lazy_getattr(module: str, table: dict[str, str], namespace: dict[str, Any],
                  submodules: frozenset[str] | set[str] = frozenset()) -> Callable[[str], Any]:
     """A module ``__getattr__``: ``table`` maps a name to ``"package.module:attr"`` (imported once, then
-    kept in ``namespace``, the module's globals); a name in ``submodules`` is ``module.name``."""
+    kept in ``namespace``, the module's globals), or to ``"package.module:"`` for the module itself; a
+    name in ``submodules`` is ``module.name``."""
     def __getattr__(name: str) -> Any:
         target = table.get(name)
         if target is not None:
             mod, _, attr = target.partition(":")
-            value = getattr(importlib.import_module(mod), attr)
+            value = importlib.import_module(mod)
+            value = getattr(value, attr) if attr else value
             namespace[name] = value
             return value
         if name in submodules:
