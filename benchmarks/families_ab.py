@@ -11,7 +11,8 @@ runner's best-round median is printed with its ratio to torch eager and to ONNX 
 artifacts are ``benchmarks.prepare``'s, as for ``benchmarks.run``.
 
 A runner named ``R+nosimd`` is runner ``R`` loaded with ``SRCORE_CPU_SIMD_CONV=0`` (the cpu
-plugin without its SIMD direct conv: A/B in one process). ``--cpu-time`` times each call in CPU
+plugin without its SIMD direct conv: A/B in one process), ``R+nomkl`` with ``SRCORE_CPU_MKL=0``
+(the cpu plugin's GEMMs on numpy's BLAS only). ``--cpu-time`` times each call in CPU
 time of the process (``time.process_time_ns``) instead of wall time: on a machine other jobs keep
 busy, the time a call waits for a core drops out (only the cache and memory contention stays);
 meaningful at 1 thread (at more it sums the threads' time).
@@ -27,6 +28,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_RUNNERS = ("eager", "ort", "srcore_codegen_standard", "trt_like")
+#: runner name suffix -> the environment variable set (to "0") while that runner loads
+SUFFIX_OFF = {"+nosimd": "SRCORE_CPU_SIMD_CONV", "+nomkl": "SRCORE_CPU_MKL"}
 
 
 def measure(models, runners, rounds: int, out: Path, threads: int = 1, cpu_time: bool = False) -> list[dict]:
@@ -46,20 +49,21 @@ def measure(models, runners, rounds: int, out: Path, threads: int = 1, cpu_time:
             calls, keep = {}, []
             for r in runners:
                 extra: dict = {}
-                base, nosimd = (r[:-len("+nosimd")], True) if r.endswith("+nosimd") else (r, False)
-                before = os.environ.get("SRCORE_CPU_SIMD_CONV")
-                if nosimd:
-                    os.environ["SRCORE_CPU_SIMD_CONV"] = "0"
+                suffix = next((x for x in SUFFIX_OFF if r.endswith(x)), None)
+                base, var = (r[:-len(suffix)], SUFFIX_OFF[suffix]) if suffix else (r, None)
+                before = os.environ.get(var) if var else None
+                if var:
+                    os.environ[var] = "0"
                 try:
                     fn = load_runner(name, base, threads, art, xs, names, extra)
                 except Skip as why:
                     print(f"{name} {r}: skipped ({why})", flush=True)
                     continue
                 finally:
-                    if nosimd:
-                        os.environ.pop("SRCORE_CPU_SIMD_CONV", None)
+                    if var:
+                        os.environ.pop(var, None)
                         if before is not None:
-                            os.environ["SRCORE_CPU_SIMD_CONV"] = before
+                            os.environ[var] = before
                 err = max_rel_err(flatten_outputs(fn()), refs)
                 if not err <= 1e-3:
                     raise AssertionError(f"{name} {r}: wrong output (max relative error {err:.2e})")

@@ -2,6 +2,8 @@
 ``np.dot``, and constant-weight linears whose GEMM is MKL's (the timing forced to pick it)."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -63,28 +65,109 @@ def test_gemm_for_declines_what_it_cannot_time(monkeypatch):
     assert M.gemm_for(2, rand(16, 16)) is None              # too small to gain from a ctypes call
     assert M.gemm_for(64, wT.astype(np.float64)) is None
     assert M.gemm_for(64, rand(256, 512)[:, ::2]) is None   # neither C- nor Fortran-contiguous
-    monkeypatch.setattr(M, "_mkl_faster", lambda mkl_dot, m, w: True)
-    monkeypatch.setattr(P, "blas_threads", lambda: 2)
-    assert M.gemm_for(64, wT) is None                       # numpy's BLAS on 2 threads keeps them
+    timed = []
+    monkeypatch.setattr(M, "_mkl_faster", lambda mkl_dot, m, w, threads: timed.append(threads) or True)
+    monkeypatch.setattr(M, "_passive", [True])
+    for threads in (2, 1, 2):
+        monkeypatch.setattr(P, "blas_threads", lambda threads=threads: threads)
+        assert M.gemm_for(64, wT) is not None
+    assert timed == [2, 1]                                  # timed once per shape and thread count
+    monkeypatch.setattr(M, "_passive", [False])             # OpenMP's workers spin after a region:
+    assert M.gemm_for(64, wT) is None and M.matmul_rows() is None   # not at 2 threads
     monkeypatch.setattr(P, "blas_threads", lambda: 1)
-    assert M.gemm_for(64, wT) is not None
+    assert M.gemm_for(64, wT) is not None and M.matmul_rows() is not None
+
+
+@pytest.mark.parametrize("loaded, initial, env, sleep", [
+    (False, "", None, True),            # libgomp not loaded yet: PASSIVE asked for before it is
+    (False, "", "active", False),       # ... unless the user chose a policy
+    (True, "", None, False),            # loaded already (torch's copy) by a process started without
+    (True, "PASSIVE", "PASSIVE", True),
+])
+def test_threaded_mkl_only_where_openmp_workers_sleep(monkeypatch, loaded, initial, env, sleep):
+    monkeypatch.setattr(M, "_passive", [])
+    monkeypatch.setattr(M, "_gomp_loaded", lambda: loaded)
+    monkeypatch.setattr(M, "_initial_policy", lambda: initial)
+    if env is None:
+        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    else:
+        monkeypatch.setenv("OMP_WAIT_POLICY", env)
+    assert M._load() is not None
+    assert M.workers_sleep() is sleep
+    assert os.environ.get("OMP_WAIT_POLICY") == ("PASSIVE" if not loaded and env is None else env)
+
+
+def test_gemm_at_two_blas_threads_runs_mkl_on_two(monkeypatch):
+    """At 2 BLAS threads MKL's GEMM is timed and run on 2 threads (the calling thread's MKL count
+    set for the call, put back after), with torch's results."""
+    from threadpoolctl import threadpool_limits
+
+    lib, counts = M._load(), []
+
+    class Counting:
+        def __getattr__(self, name):
+            fn = getattr(lib, name)
+            return (lambda n: (counts.append(n), fn(n))[1]) if name == "MKL_Set_Num_Threads_Local" else fn
+    monkeypatch.setattr(M, "_load", lambda: Counting())
+    monkeypatch.setattr(M, "_choices", {})
+    monkeypatch.setattr(M, "_passive", [True])
+    monkeypatch.setattr(M, "_mkl_faster", lambda mkl_dot, m, w, threads: threads == 2)
+    w = rand(96, 128)
+    wT = w.T            # (the very weight object the kernel packed)
+    with threadpool_limits(2, user_api="blas"):
+        dot, gemm = M.gemm_for(64, wT), M.matmul_rows()
+    assert dot is not None and gemm.threads == 2
+    prev = core_mkl.swap_threads(lib, 1)
+    try:
+        x = rand(64, 128)
+        np.testing.assert_allclose(dot(x, wT), torch_linear(x, w), **TOL)
+        out = np.empty((64, 96), np.float32)
+        np.testing.assert_allclose(gemm(x, np.ascontiguousarray(w.T), out), x @ w.T, **TOL)
+        assert counts == [2, 1, 2, 1] and core_mkl.swap_threads(lib, 1) == 1
+    finally:
+        core_mkl.swap_threads(lib, prev)
+
+
+def test_threaded_timing_pauses_before_mkl(monkeypatch):
+    """At more than one thread MKL's rounds run back to back after a pause, then numpy's: an MKL
+    call right after numpy's (whose idle OpenBLAS worker spins on the core MKL needs) is slow, and
+    alternating rounds would charge MKL for it; at one thread rounds alternate."""
+    from srcore.plugin import clock
+
+    now, last = [0], [None]
+
+    def call(name, alone, after_other):
+        def run():
+            now[0] += after_other if last[0] not in (None, name) else alone
+            last[0] = name
+        return run
+    monkeypatch.setattr(clock, "WALL_CLOCK", lambda: now[0])
+    monkeypatch.setattr(M.time, "sleep", lambda s: last.__setitem__(0, None))   # workers idle
+    mkl, npy = call("mkl", 70, 200), call("np", 100, 100)
+    last[0] = "np"                       # (numpy's call just before, as in a model's load)
+    assert M._faster(mkl, npy, reps=2, rounds=3, threads=2)
+    # the same calls in alternating rounds (the one-thread way): MKL always runs after numpy
+    monkeypatch.setattr(clock, "CPU_CLOCK", lambda: now[0])
+    monkeypatch.setattr(clock, "run_delay", lambda: 0)
+    last[0] = "np"
+    assert not M._faster(mkl, npy, reps=1, rounds=3, threads=1)
 
 
 @pytest.mark.parametrize("xshape", [(40, 64), (2, 20, 64)])
 def test_linear_matcher_with_mkl(monkeypatch, xshape):
     """A linear whose input shape is known at load, MKL's GEMM chosen: same results as torch."""
     monkeypatch.setattr(M, "_choices", {})
-    monkeypatch.setattr(M, "_mkl_faster", lambda mkl_dot, m, w: True)
+    monkeypatch.setattr(M, "_mkl_faster", lambda mkl_dot, m, w, threads: True)
     monkeypatch.setattr(M, "_MIN_MACS", 1)
     w, b = rand(48, 64), rand(48)
     args = (ArgInfo("input", TensorType("float32", xshape), False, None), ArgInfo("weight", TensorType(), True, w),
             ArgInfo("bias", TensorType(), True, b))
     from threadpoolctl import threadpool_limits
 
-    with threadpool_limits(1, user_api="blas"):   # MKL is sequential: offered at 1 BLAS thread only
+    with threadpool_limits(1, user_api="blas"):
         spec = K.linear_matcher(NodeInfo("aten::linear", None, args, ()))
     assert isinstance(spec, Specialized)
-    assert M._choices == {(int(np.prod(xshape[:-1])), 64, 48): True}
+    assert M._choices == {(int(np.prod(xshape[:-1])), 64, 48, 1): True}
     x = rand(*xshape)
     np.testing.assert_allclose(spec.fn(x), torch_linear(x, w, b), **TOL)
     out = np.full(xshape[:-1] + (48,), np.nan, np.float32)
@@ -109,7 +192,7 @@ def test_linear_kernel_runs_the_packed_weight(monkeypatch):
     monkeypatch.setattr(M, "_load", lambda: counting)
     monkeypatch.setattr(M, "_MIN_MACS", 1)
     monkeypatch.setattr(M, "_choices", {})
-    monkeypatch.setattr(M, "_mkl_faster", lambda mkl_dot, m, w: True)
+    monkeypatch.setattr(M, "_mkl_faster", lambda mkl_dot, m, w, threads: True)
     w, b = rand(48, 64), rand(48)
     t = TensorType("float32", (2, 20, 64))
     args = (ArgInfo("input", t, False, None), ArgInfo("weight", TensorType(), True, w),
@@ -171,7 +254,7 @@ def test_conv_with_mkl_gemm_matches_torch(monkeypatch, nd):
 
 
 def test_calls_leave_the_threads_mkl_count_alone():
-    """Each call runs MKL on one thread and puts the calling thread's MKL count back (trt_like's
+    """Each call (built at one BLAS thread) runs MKL on one thread and puts the calling thread's MKL count back (trt_like's
     MKL tactic in the same process sets its own)."""
     lib = M._load()
     w = rand(64, 32)

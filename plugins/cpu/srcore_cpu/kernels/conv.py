@@ -317,26 +317,38 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
         x0 = np.zeros(shape, np.float32)
         o0 = np.empty(simd.out_shape(shape), np.float32)
 
-        def layout(rows, tile=0):
+        # at more than one intra-op thread each layout also split over them (rows of the output on
+        # srcore.conv's pool), timed in wall time against the other paths at that count
+        counts = sorted({threads, _par.intra_op_threads()})
+
+        def layout(rows, tile, n):
             def run(x, o):
                 simd.rows_interleaved, simd.row_tile = rows, tile
-                return simd(x, o, threads=threads)
+                return simd(x, o, threads=n)
             return run
-        ways = {"simd": layout(False), "simd_rows": layout(True)}
-        if o0.shape[-1] > simd_conv.ROW_TILE:
-            # a long row in pieces, every channel block of a piece in turn (1-D convs: one row)
-            ways["simd_tiled"] = layout(False, simd_conv.ROW_TILE)
+        ways, way_threads = {}, {}
+        for n in counts:
+            at = "" if n == threads else f"@{n}"
+            ways["simd" + at], ways["simd_rows" + at] = layout(False, 0, n), layout(True, 0, n)
+            if o0.shape[-1] > simd_conv.ROW_TILE:
+                # a long row in pieces, every channel block of a piece in turn (1-D convs: one row)
+                ways["simd_tiled" + at] = layout(False, simd_conv.ROW_TILE, n)
+            way_threads.update({k: n for k in ways if k not in way_threads})
+        simd_oc = None
         if simd.nl == 16:
             # on a 16-lane CPU, output channels in the lanes too (small planes; its own weights)
             simd_oc = simd_conv.SimdDirectConv(w, b, stride, pads, dilation, groups, oc_lanes=True)
-            ways["simd_oc"] = lambda x, o: simd_oc(x, o, threads=threads)
+            for n in counts:
+                way = "simd_oc" + ("" if n == threads else f"@{n}")
+                ways[way], way_threads[way] = (lambda x, o, n=n: simd_oc(x, o, threads=n)), n
         t = _tactic.timings({**ways, "other": conv_const}, (x0, o0))
         way = min((n for n in ways if n in t), key=t.get, default=None)
         if way is not None and ("other" not in t or t[way] <= SIMD_MARGIN * t["other"]):
-            if way == "simd_oc":
+            kind, run_threads = way.partition("@")[0], way_threads[way]
+            if kind == "simd_oc":
                 simd = simd_oc
-            simd.rows_interleaved = way == "simd_rows"
-            simd.row_tile = simd_conv.ROW_TILE if way == "simd_tiled" else 0
+            simd.rows_interleaved = kind == "simd_rows"
+            simd.row_tile = simd_conv.ROW_TILE if kind == "simd_tiled" else 0
             fallback = conv_const
 
             def conv_simd(input, out=None):
@@ -344,7 +356,7 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
                         and (out is None or (out.dtype == np.float32 and out.flags.c_contiguous))):
                     if out is None:
                         out = np.empty(o0.shape, np.float32)
-                    return simd(input, out, threads=threads)
+                    return simd(input, out, threads=run_threads)
                 return fallback(input, out)
             conv_simd.tactic = way
             return conv_simd
@@ -353,9 +365,10 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
 
 def _time_mkl_gemm(shape, other_paths, mkl, w, nd, b, stride, pads, dilation, ws):
     """A single-sample ungrouped float32 conv of ``shape`` whose path is im2col takes MKL's GEMM
-    (``mkl_gemm.matmul_rows``) where that times faster than numpy's here (the torch eager models run
-    theirs on MKL; 1-D convs of audio_conv1d on an Intel Sapphire Rapids: performance.md)."""
-    from .mkl_gemm import matmul_rows
+    (``mkl_gemm.matmul_rows``, on numpy's BLAS thread count) where that times faster than numpy's here
+    (the torch eager models run theirs on MKL; 1-D convs of audio_conv1d on an Intel Sapphire Rapids:
+    performance.md)."""
+    from .mkl_gemm import SETTLE_S, matmul_rows
 
     gemm = matmul_rows()
     if gemm is None or shape[1] != w.shape[1]:
@@ -374,7 +387,8 @@ def _time_mkl_gemm(shape, other_paths, mkl, w, nd, b, stride, pads, dilation, ws
     mkl[shape] = counting
     other_paths(x0, o0)        # does this shape's path reach the im2col GEMM at all?
     del mkl[shape]
-    if calls and _tactic.fastest({"numpy": other_paths, "mkl": with_mkl}, (x0, o0)) == "mkl":
+    settle = SETTLE_S if getattr(gemm, "threads", 1) > 1 else 0.0   # (threaded MKL after OpenBLAS: mkl_gemm.py)
+    if calls and _tactic.fastest({"numpy": other_paths, "mkl": with_mkl}, (x0, o0), settle_s=settle) == "mkl":
         mkl[shape] = gemm
 
 

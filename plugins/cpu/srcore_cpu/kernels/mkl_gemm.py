@@ -6,16 +6,28 @@ call. MKL packs a constant weight once, at load, for the row count the node has;
 Sapphire Rapids at 1 thread the packed products took 0.62-0.83x OpenBLAS's time for the family
 models' linears (M >= 64), but GEMVs (M = 1) 2.4x; see docs/performance.md. So nothing here is
 chosen by vendor: :func:`gemm_for` times both libraries on the node's own shape when the matcher
-runs (at load; CPU time of the thread, which other jobs on the machine disturb less than wall
-time) and returns MKL's GEMM only when it was faster on this machine; otherwise the kernel keeps
-``np.dot``.
+runs (at load) and returns MKL's GEMM only when it was faster on this machine; otherwise the
+kernel keeps ``np.dot``.
 
-It is only offered while numpy's BLAS runs on one thread (``parallel.blas_threads() == 1`` at
-load: at 2 threads OpenBLAS keeps the second core), and every call runs MKL on one thread: the
-calling thread's MKL count is set to 1 for the call and put back after (``MKL_Set_Num_Threads_Local``),
-so trt_like's MKL tactic in the same process keeps its own count. Both plugins load MKL through
-srcore's :mod:`srcore.blas.mkl` (``srcore.plugin.mkl``), so they share its threading layer; a process
-whose MKL already runs another layer (numpy built on MKL, say) gets no MKL GEMM here. ``SRCORE_CPU_MKL=0`` turns it off.
+**Threads.** MKL runs on as many threads as numpy's BLAS has when the kernel is built
+(``parallel.blas_threads()``, the process's intra-op count): each call sets the calling thread's
+MKL count for the call and puts it back after (``MKL_Set_Num_Threads_Local``), so trt_like's MKL
+tactic in the same process keeps its own count. At one thread both libraries are timed on the
+thread's own clock (``srcore.plugin.clock``), rounds alternating; at more, in wall time, MKL's
+rounds back to back after a pause (:data:`SETTLE_S`), then numpy's: OpenBLAS's idle worker spins
+~0.1 s after a threaded call on the core MKL's team needs, and alternating calls charged MKL for
+it (64x4096 @ 4096x4096 at 2 threads on the Sapphire Rapids: MKL 6.8 ms after a pause, 12.7
+alternating with OpenBLAS's 9.7). MKL's team is GNU OpenMP's (:mod:`srcore.blas.mkl`), whose
+workers by default spin after each region on the core OpenBLAS's and the part pool's threads
+need: bert_encoder at 2 threads with MKL's linears and OpenBLAS's attention products ran 99.8 ms
+a call that way, 6.8 ms with ``OMP_WAIT_POLICY=PASSIVE`` (workers sleep at once), 7.2 ms on
+OpenBLAS alone. So loading MKL here asks for passive workers unless the user chose a policy (as
+trt_like does), and MKL is offered at more than one thread only where the workers are known to
+sleep (:func:`workers_sleep`): libgomp reads the policy once, when it is loaded, and torch
+(imported first by its frontends) loads its own copy, which MKL then shares. Both plugins load MKL through srcore's
+:mod:`srcore.blas.mkl` (``srcore.plugin.mkl``), so they share its threading layer; a process whose
+MKL already runs another layer (numpy built on MKL, say) gets no MKL GEMM here.
+``SRCORE_CPU_MKL=0`` turns it off.
 """
 from __future__ import annotations
 
@@ -24,13 +36,45 @@ import time
 
 import numpy as np
 
+from srcore.plugin import clock as _clock
 from srcore.plugin import mkl as _mkl
 
 _ENV = "SRCORE_CPU_MKL"
 _ROW_MAJOR, _NO_TRANS, _PACKED = _mkl.ROW_MAJOR, _mkl.NO_TRANS, _mkl.PACKED
 _MIN_MACS = 1 << 18                 # below this the ctypes call (~1-2 us) outweighs any gain: not timed
 _WIN = 0.97                         # MKL must be 3% faster: on a tie numpy's BLAS stays
-_choices: dict[tuple[int, int, int], bool] = {}
+#: at more than one thread, the pause before MKL's timing rounds: OpenBLAS's workers spin for
+#: ~2^28 cycles (``OPENBLAS_THREAD_TIMEOUT``'s default, ~0.1 s) after a threaded call
+SETTLE_S = 0.12
+_choices: dict[tuple[int, int, int, int], bool] = {}
+_passive: list[bool] = []           # workers_sleep(), decided once, when MKL is first loaded
+
+
+def _gomp_loaded() -> bool:
+    try:
+        with open("/proc/self/maps") as f:
+            return any("libgomp" in line for line in f)
+    except OSError:
+        return True       # cannot tell: assume it is, with a policy this process may not know
+
+
+def _initial_policy() -> str:
+    """``OMP_WAIT_POLICY`` in the environment this process started with ("" if unset or unknown)."""
+    try:
+        with open("/proc/self/environ", "rb") as f:
+            for var in f.read().split(b"\0"):
+                if var.startswith(b"OMP_WAIT_POLICY="):
+                    return var.split(b"=", 1)[1].decode(errors="replace").strip().upper()
+    except OSError:
+        pass
+    return ""
+
+
+def workers_sleep() -> bool:
+    """Whether GNU OpenMP's workers (MKL's team) sleep at once after a region: libgomp loaded after
+    this process asked for ``OMP_WAIT_POLICY=PASSIVE`` (the default :func:`_load` sets), or already
+    loaded by a process started with it. Decided when MKL is first loaded."""
+    return bool(_passive and _passive[0])
 
 
 def _load():
@@ -38,17 +82,22 @@ def _load():
     ``SRCORE_CPU_MKL=0``, or MKL already runs another threading layer in this process."""
     if os.environ.get(_ENV, "1") == "0":
         return None
+    if not _passive:
+        if _gomp_loaded():
+            _passive.append(_initial_policy() == "PASSIVE")
+        else:   # libgomp reads it when it loads (see the module doc)
+            _passive.append(os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE").strip().upper() == "PASSIVE")
     lib = _mkl.library()
     return lib if lib is not None and lib.layer == lib.requested_layer else None
 
 
-def _make(lib, wT, m: int):
+def _make(lib, wT, m: int, threads: int = 1):
     """``mkl_dot(x2, wT_, out=None)``: ``x2 @ wT_`` into ``out`` (both 2-D) by MKL when ``wT_`` is
     ``wT``, the kernel's constant (k, n) weight (C- or Fortran-contiguous: a transposed view of
     torch's weight needs no copy), and the operands suit ``cblas`` (float32, C-contiguous); else
     ``np.dot``. The weight is packed once, here, for ``m`` rows (``cblas_sgemm_pack``: no packing
     in the calls, 0.62-0.83x OpenBLAS's time on an Intel Sapphire Rapids); other row counts run
-    ``cblas_sgemm``."""
+    ``cblas_sgemm``. Each call runs MKL on ``threads`` threads."""
     k, n = wT.shape
     w_ptr = wT.ctypes.data
     packed, trans, ld = _mkl.pack_b(lib, wT, m)
@@ -67,7 +116,7 @@ def _make(lib, wT, m: int):
         if not rows:
             out.fill(0)
             return out
-        prev = local(1)   # (srcore.blas.mkl.swap_threads, inlined: a call per product)
+        prev = local(threads)   # (srcore.blas.mkl.swap_threads, inlined: a call per product)
         try:
             if rows == m:
                 compute(_ROW_MAJOR, _NO_TRANS, _PACKED, m, n, k, x2.ctypes.data, k, p_ptr, ld, 0.0, out.ctypes.data, n)
@@ -81,19 +130,27 @@ def _make(lib, wT, m: int):
     return mkl_dot
 
 
-def _best(call, reps: int, rounds: int) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        t0 = time.thread_time()
-        for _ in range(reps):
+def _faster(mkl_call, np_call, reps: int, rounds: int, threads: int) -> bool:
+    """Whether ``mkl_call`` times :data:`_WIN` faster than ``np_call`` (both warmed up), each round
+    ``reps`` calls: at one thread on the thread's own clock, rounds alternating; at more in wall
+    time, MKL's rounds back to back after :data:`SETTLE_S`, then numpy's (see the module doc)."""
+    t = {mkl_call: float("inf"), np_call: float("inf")}
+    if threads == 1:
+        for _ in range(rounds):
+            for call in t:
+                t[call] = min(t[call], _clock.per_call_ns(call, reps, "cpu"))
+    else:
+        time.sleep(SETTLE_S)
+        for call in t:
             call()
-        best = min(best, time.thread_time() - t0)
-    return best
+            for _ in range(rounds):
+                t[call] = min(t[call], _clock.per_call_ns(call, reps, "wall"))
+    return t[mkl_call] < _WIN * t[np_call]
 
 
-def _mkl_faster(mkl_dot, m: int, wT: np.ndarray) -> bool:
+def _mkl_faster(mkl_dot, m: int, wT: np.ndarray, threads: int = 1) -> bool:
     """Time ``np.dot`` (on a C-contiguous weight, as the kernels would hold it) and ``mkl_dot`` on an
-    ``(m, k) x wT`` product, rounds alternating."""
+    ``(m, k) x wT`` product (:func:`_faster`)."""
     k, n = wT.shape
     x = np.random.default_rng(0).standard_normal((m, k), dtype=np.float32)
     out = np.empty((m, n), np.float32)
@@ -101,33 +158,34 @@ def _mkl_faster(mkl_dot, m: int, wT: np.ndarray) -> bool:
     np.dot(x, wc, out=out)
     mkl_dot(x, wT, out)
     reps = max(1, int(2e6 // (m * k * n) + 1))   # a round of ~2M multiply-adds or more
-    t_np = t_mkl = float("inf")
-    for _ in range(5 if m * k * n < 1 << 27 else 3):   # 3 rounds of a product over ~5 ms
-        t_np = min(t_np, _best(lambda: np.dot(x, wc, out=out), reps, 1))
-        t_mkl = min(t_mkl, _best(lambda: mkl_dot(x, wT, out), reps, 1))
-    return t_mkl < _WIN * t_np
+    rounds = 5 if m * k * n < 1 << 27 else 3     # 3 rounds of a product over ~5 ms
+    return _faster(lambda: mkl_dot(x, wT, out), lambda: np.dot(x, wc, out=out), reps, rounds, threads)
 
 
 def gemm_for(m, wT: np.ndarray):
     """MKL's ``x2 @ wT`` (``mkl_dot(x2, wT, out=None)``, :func:`_make`) for an ``(m, k)`` float32
     ``x2`` when it timed faster than ``np.dot`` here (once per shape and process), else None.
     ``wT``: float32 (k, n), C- or Fortran-contiguous. ``m`` None (unknown at load) or a product
-    below ``_MIN_MACS`` multiply-adds: None."""
+    below ``_MIN_MACS`` multiply-adds: None. Timed and run at numpy's BLAS thread count now (at more
+    than one only where :func:`workers_sleep`)."""
     from .parallel import blas_threads
 
     if (not isinstance(m, int) or m <= 0 or wT.dtype != np.float32 or wT.ndim != 2
             or not (wT.flags.c_contiguous or wT.flags.f_contiguous)):
         return None
     k, n = wT.shape
-    if m * k * n < _MIN_MACS or blas_threads() != 1:
+    if m * k * n < _MIN_MACS:
         return None
     lib = _load()
     if lib is None:
         return None
-    mkl_dot = _make(lib, wT, m)
-    key = (m, k, n)
+    threads = blas_threads()
+    if threads > 1 and not workers_sleep():
+        return None
+    mkl_dot = _make(lib, wT, m, threads)
+    key = (m, k, n, threads)
     if key not in _choices:
-        _choices[key] = _mkl_faster(mkl_dot, m, wT)
+        _choices[key] = _mkl_faster(mkl_dot, m, wT, threads)
     return mkl_dot if _choices[key] else None
 
 
@@ -139,12 +197,16 @@ def _rows_ok(a, f32) -> bool:
 def matmul_rows():
     """``gemm(a, b, out)``: ``out[...] = a @ b`` by ``cblas_sgemm`` for float32 2-D operands whose
     rows are contiguous (row strides as leading dimensions: ``out`` may be a block of columns of a
-    larger matrix), else ``np.matmul``; None without MKL or at more than one BLAS thread. Callers
-    time it against their numpy path before using it (``conv.make_conv``)."""
+    larger matrix), else ``np.matmul``; None without MKL. It runs MKL on numpy's BLAS thread count
+    now (``gemm.threads``; at more than one only where :func:`workers_sleep`). Callers time it
+    against their numpy path before using it (``conv.make_conv``)."""
     from .parallel import blas_threads
 
     lib = _load()
-    if lib is None or blas_threads() != 1:
+    if lib is None:
+        return None
+    threads = blas_threads()
+    if threads > 1 and not workers_sleep():
         return None
     sgemm, local = lib.cblas_sgemm, lib.MKL_Set_Num_Threads_Local
     f32 = np.dtype(np.float32)
@@ -155,11 +217,12 @@ def matmul_rows():
         if (not (_rows_ok(a, f32) and _rows_ok(b, f32) and _rows_ok(out, f32)) or b.shape[0] != k
                 or out.shape != (m, n) or m == 0 or n == 0 or k == 0):
             return np.matmul(a, b, out=out)
-        prev = local(1)
+        prev = local(threads)
         try:
             sgemm(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, m, n, k, 1.0, a.ctypes.data, max(a.strides[0] // 4, 1),
                   b.ctypes.data, max(b.strides[0] // 4, 1), 0.0, out.ctypes.data, max(out.strides[0] // 4, 1))
         finally:
             local(prev)
         return out
+    gemm.threads = threads
     return gemm
