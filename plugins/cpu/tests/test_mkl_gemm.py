@@ -2,8 +2,6 @@
 ``np.dot``, and constant-weight linears whose GEMM is MKL's (the timing forced to pick it)."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
@@ -67,63 +65,57 @@ def test_gemm_for_declines_what_it_cannot_time(monkeypatch):
     assert M.gemm_for(64, rand(256, 512)[:, ::2]) is None   # neither C- nor Fortran-contiguous
     timed = []
     monkeypatch.setattr(M, "_mkl_faster", lambda mkl_dot, m, w, threads: timed.append(threads) or True)
-    monkeypatch.setattr(M, "_passive", [True])
     for threads in (2, 1, 2):
         monkeypatch.setattr(P, "blas_threads", lambda threads=threads: threads)
         assert M.gemm_for(64, wT) is not None
     assert timed == [2, 1]                                  # timed once per shape and thread count
-    monkeypatch.setattr(M, "_passive", [False])             # OpenMP's workers spin after a region:
-    assert M.gemm_for(64, wT) is None and M.matmul_rows() is None   # not at 2 threads
-    monkeypatch.setattr(P, "blas_threads", lambda: 1)
-    assert M.gemm_for(64, wT) is not None and M.matmul_rows() is not None
 
 
-@pytest.mark.parametrize("loaded, initial, env, sleep", [
-    (False, "", None, True),            # libgomp not loaded yet: PASSIVE asked for before it is
-    (False, "", "active", False),       # ... unless the user chose a policy
-    (True, "", None, False),            # loaded already (torch's copy) by a process started without
-    (True, "PASSIVE", "PASSIVE", True),
-])
-def test_threaded_mkl_only_where_openmp_workers_sleep(monkeypatch, loaded, initial, env, sleep):
-    monkeypatch.setattr(M, "_passive", [])
-    monkeypatch.setattr(M, "_gomp_loaded", lambda: loaded)
-    monkeypatch.setattr(M, "_initial_policy", lambda: initial)
-    if env is None:
-        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    else:
-        monkeypatch.setenv("OMP_WAIT_POLICY", env)
-    assert M._load() is not None
-    assert M.workers_sleep() is sleep
-    assert os.environ.get("OMP_WAIT_POLICY") == ("PASSIVE" if not loaded and env is None else env)
+def test_column_blocks():
+    assert M._blocks(256, 1) == [(0, 256)]
+    assert M._blocks(48, 2) == [(0, 48)]                     # fewer than 2 groups of 16 a thread
+    assert M._blocks(200, 2) == [(0, 96), (96, 200)]         # 12 groups of 16 (+ 8 columns)
+    assert M._blocks(1000, 3) == [(0, 320), (320, 656), (656, 1000)]
 
 
-def test_gemm_at_two_blas_threads_runs_mkl_on_two(monkeypatch):
-    """At 2 BLAS threads MKL's GEMM is timed and run on 2 threads (the calling thread's MKL count
-    set for the call, put back after), with torch's results."""
+@pytest.mark.parametrize("layout", ["F", "C"])
+def test_gemm_at_two_blas_threads_splits_columns_over_the_part_pool(monkeypatch, layout):
+    """At 2 BLAS threads MKL's products run as 2 column blocks on the part pool, each a one-thread
+    MKL call (the calling thread's count put back), with torch's results: the packed weight (its
+    row count), plain cblas_sgemm (another), a transposed view or a C-contiguous weight, and the
+    im2col GEMM into a block of columns of a larger output."""
     from threadpoolctl import threadpool_limits
 
-    lib, counts = M._load(), []
+    lib, counts, parts = M._load(), [], []
 
     class Counting:
         def __getattr__(self, name):
             fn = getattr(lib, name)
             return (lambda n: (counts.append(n), fn(n))[1]) if name == "MKL_Set_Num_Threads_Local" else fn
+    real_parts = P.run_parts
+    monkeypatch.setattr(P, "run_parts", lambda fn, n, threads: (parts.append((n, threads)), real_parts(fn, n, threads)))
     monkeypatch.setattr(M, "_load", lambda: Counting())
     monkeypatch.setattr(M, "_choices", {})
-    monkeypatch.setattr(M, "_passive", [True])
     monkeypatch.setattr(M, "_mkl_faster", lambda mkl_dot, m, w, threads: threads == 2)
-    w = rand(96, 128)
-    wT = w.T            # (the very weight object the kernel packed)
+    w = rand(100, 72)                        # torch's (out, in): 100 outputs in blocks of 48 and 52
+    wT = w.T if layout == "F" else np.ascontiguousarray(w.T)
     with threadpool_limits(2, user_api="blas"):
         dot, gemm = M.gemm_for(64, wT), M.matmul_rows()
-    assert dot is not None and gemm.threads == 2
-    prev = core_mkl.swap_threads(lib, 1)
+    assert dot is not None and dot.parts == 2 and gemm.threads == 2
+    prev = core_mkl.swap_threads(lib, 3)
     try:
-        x = rand(64, 128)
-        np.testing.assert_allclose(dot(x, wT), torch_linear(x, w), **TOL)
-        out = np.empty((64, 96), np.float32)
-        np.testing.assert_allclose(gemm(x, np.ascontiguousarray(w.T), out), x @ w.T, **TOL)
-        assert counts == [2, 1, 2, 1] and core_mkl.swap_threads(lib, 1) == 1
+        for rows in (64, 9):
+            x = rand(rows, 72)
+            counts.clear()
+            np.testing.assert_allclose(dot(x, wT), torch_linear(x, w), **TOL)
+            # each part (caller and worker, in either order): one MKL thread, then its count put back
+            assert len(counts) == 4 and counts.count(1) >= 2 and 3 in counts
+        big = np.full((64, 140), np.nan, np.float32)
+        a = rand(64, 72)
+        assert gemm(a, np.ascontiguousarray(w.T), big[:, 20:120]) is not None
+        np.testing.assert_allclose(big[:, 20:120], a @ w.T, **TOL)
+        assert np.isnan(big[:, :20]).all() and np.isnan(big[:, 120:]).all()
+        assert parts == [(2, 2)] * 3 and core_mkl.swap_threads(lib, prev) == 3
     finally:
         core_mkl.swap_threads(lib, prev)
 

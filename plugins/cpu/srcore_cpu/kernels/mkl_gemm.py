@@ -9,25 +9,22 @@ chosen by vendor: :func:`gemm_for` times both libraries on the node's own shape 
 runs (at load) and returns MKL's GEMM only when it was faster on this machine; otherwise the
 kernel keeps ``np.dot``.
 
-**Threads.** MKL runs on as many threads as numpy's BLAS has when the kernel is built
-(``parallel.blas_threads()``, the process's intra-op count): each call sets the calling thread's
-MKL count for the call and puts it back after (``MKL_Set_Num_Threads_Local``), so trt_like's MKL
-tactic in the same process keeps its own count. At one thread both libraries are timed on the
-thread's own clock (``srcore.plugin.clock``), rounds alternating; at more, in wall time, MKL's
-rounds back to back after a pause (:data:`SETTLE_S`), then numpy's: OpenBLAS's idle worker spins
-~0.1 s after a threaded call on the core MKL's team needs, and alternating calls charged MKL for
-it (64x4096 @ 4096x4096 at 2 threads on the Sapphire Rapids: MKL 6.8 ms after a pause, 12.7
-alternating with OpenBLAS's 9.7). MKL's team is GNU OpenMP's (:mod:`srcore.blas.mkl`), whose
-workers by default spin after each region on the core OpenBLAS's and the part pool's threads
-need: bert_encoder at 2 threads with MKL's linears and OpenBLAS's attention products ran 99.8 ms
-a call that way, 6.8 ms with ``OMP_WAIT_POLICY=PASSIVE`` (workers sleep at once), 7.2 ms on
-OpenBLAS alone. So loading MKL here asks for passive workers unless the user chose a policy (as
-trt_like does), and MKL is offered at more than one thread only where the workers are known to
-sleep (:func:`workers_sleep`): libgomp reads the policy once, when it is loaded, and torch
-(imported first by its frontends) loads its own copy, which MKL then shares. Both plugins load MKL through srcore's
-:mod:`srcore.blas.mkl` (``srcore.plugin.mkl``), so they share its threading layer; a process whose
-MKL already runs another layer (numpy built on MKL, say) gets no MKL GEMM here.
-``SRCORE_CPU_MKL=0`` turns it off.
+**Threads.** At more than one intra-op thread (numpy's BLAS thread count when the kernel is
+built, ``parallel.blas_threads()``) a product is split by output columns over the plugin's part
+pool (``parallel.run_parts``: the caller and its workers), each part a one-thread MKL call on its
+own packed block of the weight. MKL's own team is not used: it is GNU OpenMP's, whose workers spin
+after each region (torch, imported first, loads libgomp with its default policy, which MKL then
+shares) on the core OpenBLAS's and the part pool's threads need: bert_encoder at 2 threads with
+MKL's team on the linears and OpenBLAS on the attention products ran 99.8 ms a call, 7.2 ms on
+OpenBLAS alone (6.8 ms with ``OMP_WAIT_POLICY=PASSIVE``, which a library cannot set once libgomp
+is loaded). Every MKL call runs on one thread of the calling thread's (``MKL_Set_Num_Threads_Local``,
+put back after), so trt_like's MKL tactic in the same process keeps its own count. At one thread
+both libraries are timed on the thread's own clock (``srcore.plugin.clock``), rounds alternating;
+at more in wall time, MKL's rounds back to back after a pause (:data:`SETTLE_S`), then numpy's:
+OpenBLAS's idle worker spins ~0.1 s after a threaded call on the core the part needs. Both plugins
+load MKL through srcore's :mod:`srcore.blas.mkl` (``srcore.plugin.mkl``); a process whose MKL already
+runs another threading layer (numpy built on MKL, say) gets no MKL GEMM here. ``SRCORE_CPU_MKL=0``
+turns it off.
 """
 from __future__ import annotations
 
@@ -47,34 +44,18 @@ _WIN = 0.97                         # MKL must be 3% faster: on a tie numpy's BL
 #: ~2^28 cycles (``OPENBLAS_THREAD_TIMEOUT``'s default, ~0.1 s) after a threaded call
 SETTLE_S = 0.12
 _choices: dict[tuple[int, int, int, int], bool] = {}
-_passive: list[bool] = []           # workers_sleep(), decided once, when MKL is first loaded
+#: a split's column blocks are multiples of this many columns (a cache line of float32)
+_COLS = 16
 
 
-def _gomp_loaded() -> bool:
-    try:
-        with open("/proc/self/maps") as f:
-            return any("libgomp" in line for line in f)
-    except OSError:
-        return True       # cannot tell: assume it is, with a policy this process may not know
-
-
-def _initial_policy() -> str:
-    """``OMP_WAIT_POLICY`` in the environment this process started with ("" if unset or unknown)."""
-    try:
-        with open("/proc/self/environ", "rb") as f:
-            for var in f.read().split(b"\0"):
-                if var.startswith(b"OMP_WAIT_POLICY="):
-                    return var.split(b"=", 1)[1].decode(errors="replace").strip().upper()
-    except OSError:
-        pass
-    return ""
-
-
-def workers_sleep() -> bool:
-    """Whether GNU OpenMP's workers (MKL's team) sleep at once after a region: libgomp loaded after
-    this process asked for ``OMP_WAIT_POLICY=PASSIVE`` (the default :func:`_load` sets), or already
-    loaded by a process started with it. Decided when MKL is first loaded."""
-    return bool(_passive and _passive[0])
+def _blocks(n: int, threads: int) -> list[tuple[int, int]]:
+    """``[(lo, hi), ...]``: ``n`` output columns in up to ``threads`` blocks of whole
+    :data:`_COLS`-column groups (one block when there are fewer than two groups a thread)."""
+    groups = n // _COLS
+    if threads <= 1 or groups < 2 * threads:
+        return [(0, n)]
+    cuts = [groups * i // threads * _COLS for i in range(threads)] + [n]
+    return list(zip(cuts[:-1], cuts[1:]))
 
 
 def _load():
@@ -82,11 +63,6 @@ def _load():
     ``SRCORE_CPU_MKL=0``, or MKL already runs another threading layer in this process."""
     if os.environ.get(_ENV, "1") == "0":
         return None
-    if not _passive:
-        if _gomp_loaded():
-            _passive.append(_initial_policy() == "PASSIVE")
-        else:   # libgomp reads it when it loads (see the module doc)
-            _passive.append(os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE").strip().upper() == "PASSIVE")
     lib = _mkl.library()
     return lib if lib is not None and lib.layer == lib.requested_layer else None
 
@@ -97,13 +73,33 @@ def _make(lib, wT, m: int, threads: int = 1):
     torch's weight needs no copy), and the operands suit ``cblas`` (float32, C-contiguous); else
     ``np.dot``. The weight is packed once, here, for ``m`` rows (``cblas_sgemm_pack``: no packing
     in the calls, 0.62-0.83x OpenBLAS's time on an Intel Sapphire Rapids); other row counts run
-    ``cblas_sgemm``. Each call runs MKL on ``threads`` threads."""
+    ``cblas_sgemm``. At ``threads`` > 1 the output's column blocks (:func:`_blocks`) run on the
+    part pool, each block's weight packed on its own."""
+    from . import parallel as _par
+
     k, n = wT.shape
-    w_ptr = wT.ctypes.data
-    packed, trans, ld = _mkl.pack_b(lib, wT, m)
-    p_ptr = packed.ctypes.data
+    blocks = _blocks(n, threads)
+    trans, ld = (_NO_TRANS, n) if wT.flags.c_contiguous else (_mkl.TRANS, k)   # (as pack_b reads it)
+    if len(blocks) == 1:
+        packs = [_mkl.pack_b(lib, wT, m)]
+    else:   # a column block of a C-contiguous weight is not contiguous: packed from a copy
+        packs = [_mkl.pack_b(lib, np.ascontiguousarray(wT[:, lo:hi]) if wT.flags.c_contiguous else wT[:, lo:hi], m)
+                 for lo, hi in blocks]
+    parts = [(lo, hi, wT[:, lo:].ctypes.data, p.ctypes.data, p_ld) for (lo, hi), (p, _, p_ld) in zip(blocks, packs)]
     sgemm, compute, local = lib.cblas_sgemm, lib.cblas_sgemm_compute, lib.MKL_Set_Num_Threads_Local
     f32 = np.dtype(np.float32)
+
+    def block(i, x_ptr, rows, o_ptr):
+        lo, hi, w_ptr, p_ptr, p_ld = parts[i]
+        prev = local(1)   # (srcore.blas.mkl.swap_threads, inlined: a call per product)
+        try:
+            if rows == m:
+                compute(_ROW_MAJOR, _NO_TRANS, _PACKED, m, hi - lo, k, x_ptr, k, p_ptr, p_ld, 0.0, o_ptr + 4 * lo, n)
+            else:
+                sgemm(_ROW_MAJOR, _NO_TRANS, trans, rows, hi - lo, k, 1.0, x_ptr, k, w_ptr, ld, 0.0,
+                      o_ptr + 4 * lo, n)
+        finally:
+            local(prev)
 
     def mkl_dot(x2, wT_, out=None):
         if wT_ is not wT or x2.dtype != f32 or x2.ndim != 2 or x2.shape[1] != k or not x2.flags.c_contiguous:
@@ -116,17 +112,14 @@ def _make(lib, wT, m: int, threads: int = 1):
         if not rows:
             out.fill(0)
             return out
-        prev = local(threads)   # (srcore.blas.mkl.swap_threads, inlined: a call per product)
-        try:
-            if rows == m:
-                compute(_ROW_MAJOR, _NO_TRANS, _PACKED, m, n, k, x2.ctypes.data, k, p_ptr, ld, 0.0, out.ctypes.data, n)
-            else:
-                sgemm(_ROW_MAJOR, _NO_TRANS, trans, rows, n, k, 1.0, x2.ctypes.data, k, w_ptr, ld, 0.0,
-                      out.ctypes.data, n)
-        finally:
-            local(prev)
+        x_ptr, o_ptr = x2.ctypes.data, out.ctypes.data
+        if len(parts) == 1:
+            block(0, x_ptr, rows, o_ptr)
+        else:
+            _par.run_parts(lambda i: block(i, x_ptr, rows, o_ptr), len(parts), threads)
         return out
-    mkl_dot.packed = packed   # (kept alive with the kernel)
+    mkl_dot.packs = packs   # (kept alive with the kernel)
+    mkl_dot.parts = len(parts)
     return mkl_dot
 
 
@@ -166,8 +159,7 @@ def gemm_for(m, wT: np.ndarray):
     """MKL's ``x2 @ wT`` (``mkl_dot(x2, wT, out=None)``, :func:`_make`) for an ``(m, k)`` float32
     ``x2`` when it timed faster than ``np.dot`` here (once per shape and process), else None.
     ``wT``: float32 (k, n), C- or Fortran-contiguous. ``m`` None (unknown at load) or a product
-    below ``_MIN_MACS`` multiply-adds: None. Timed and run at numpy's BLAS thread count now (at more
-    than one only where :func:`workers_sleep`)."""
+    below ``_MIN_MACS`` multiply-adds: None. Timed and run at numpy's BLAS thread count now."""
     from .parallel import blas_threads
 
     if (not isinstance(m, int) or m <= 0 or wT.dtype != np.float32 or wT.ndim != 2
@@ -180,8 +172,6 @@ def gemm_for(m, wT: np.ndarray):
     if lib is None:
         return None
     threads = blas_threads()
-    if threads > 1 and not workers_sleep():
-        return None
     mkl_dot = _make(lib, wT, m, threads)
     key = (m, k, n, threads)
     if key not in _choices:
@@ -197,19 +187,26 @@ def _rows_ok(a, f32) -> bool:
 def matmul_rows():
     """``gemm(a, b, out)``: ``out[...] = a @ b`` by ``cblas_sgemm`` for float32 2-D operands whose
     rows are contiguous (row strides as leading dimensions: ``out`` may be a block of columns of a
-    larger matrix), else ``np.matmul``; None without MKL. It runs MKL on numpy's BLAS thread count
-    now (``gemm.threads``; at more than one only where :func:`workers_sleep`). Callers time it
-    against their numpy path before using it (``conv.make_conv``)."""
-    from .parallel import blas_threads
+    larger matrix), else ``np.matmul``; None without MKL. At numpy's BLAS thread count now
+    (``gemm.threads``) > 1 the columns are split over the part pool, one-thread MKL calls (see the
+    module doc). Callers time it against their numpy path before using it (``conv.make_conv``)."""
+    from . import parallel as _par
 
     lib = _load()
     if lib is None:
         return None
-    threads = blas_threads()
-    if threads > 1 and not workers_sleep():
-        return None
+    threads = _par.blas_threads()
     sgemm, local = lib.cblas_sgemm, lib.MKL_Set_Num_Threads_Local
     f32 = np.dtype(np.float32)
+
+    def one(a, b, out):
+        m, k = a.shape
+        prev = local(1)
+        try:
+            sgemm(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, m, b.shape[1], k, 1.0, a.ctypes.data, max(a.strides[0] // 4, 1),
+                  b.ctypes.data, max(b.strides[0] // 4, 1), 0.0, out.ctypes.data, max(out.strides[0] // 4, 1))
+        finally:
+            local(prev)
 
     def gemm(a, b, out):
         m, k = a.shape
@@ -217,12 +214,12 @@ def matmul_rows():
         if (not (_rows_ok(a, f32) and _rows_ok(b, f32) and _rows_ok(out, f32)) or b.shape[0] != k
                 or out.shape != (m, n) or m == 0 or n == 0 or k == 0):
             return np.matmul(a, b, out=out)
-        prev = local(threads)
-        try:
-            sgemm(_ROW_MAJOR, _NO_TRANS, _NO_TRANS, m, n, k, 1.0, a.ctypes.data, max(a.strides[0] // 4, 1),
-                  b.ctypes.data, max(b.strides[0] // 4, 1), 0.0, out.ctypes.data, max(out.strides[0] // 4, 1))
-        finally:
-            local(prev)
+        blocks = _blocks(n, threads)
+        if len(blocks) == 1:
+            one(a, b, out)
+        else:
+            _par.run_parts(lambda i: one(a, b[:, blocks[i][0]:blocks[i][1]], out[:, blocks[i][0]:blocks[i][1]]),
+                           len(blocks), threads)
         return out
     gemm.threads = threads
     return gemm
