@@ -387,8 +387,9 @@ def _time_mkl_gemm(shape, other_paths, mkl, w, nd, b, stride, pads, dilation, ws
     mkl[shape] = counting
     other_paths(x0, o0)        # does this shape's path reach the im2col GEMM at all?
     del mkl[shape]
-    settle = SETTLE_S if getattr(gemm, "threads", 1) > 1 else 0.0   # (threaded MKL after OpenBLAS: mkl_gemm.py)
-    if calls and _tactic.fastest({"numpy": other_paths, "mkl": with_mkl}, (x0, o0), settle_s=settle) == "mkl":
+    # at more threads MKL first, after a pause: OpenBLAS's idle worker spins after numpy's calls
+    settle = SETTLE_S if getattr(gemm, "threads", 1) > 1 else 0.0
+    if calls and _tactic.fastest({"mkl": with_mkl, "numpy": other_paths}, (x0, o0), settle_s=settle) == "mkl":
         mkl[shape] = gemm
 
 

@@ -39,9 +39,10 @@ def default_clock() -> str:
 def timings(candidates: dict, args: tuple, rounds: int = 5, budget_s: float = 0.05, clock: str | None = None,
             settle_s: float = 0.0) -> dict:
     """``{name: best seconds}`` of the candidates that ran (see :func:`fastest`). ``clock``: ``"cpu"``
-    or ``"wall"`` (:mod:`srcore.clock`), by default :func:`default_clock`. ``settle_s`` > 0: each
-    candidate's rounds run back to back after a pause of that long, not alternating (for threaded
-    candidates of two libraries whose idle workers spin after a call: ``mkl_gemm.SETTLE_S``)."""
+    or ``"wall"`` (:mod:`srcore.clock`), by default :func:`default_clock`. ``settle_s`` > 0: after one
+    pause of that long, each candidate's rounds run back to back in the given order, not
+    alternating (for threaded candidates of two libraries, one of whose idle workers spin after a
+    call on the core the other needs: that one last; ``mkl_gemm.SETTLE_S``)."""
     from srcore.plugin import KernelError
 
     clock = _clock.check(clock or default_clock(), "tactic.timings", KernelError)
@@ -56,9 +57,9 @@ def timings(candidates: dict, args: tuple, rounds: int = 5, budget_s: float = 0.
     names = list(best)
     rounds = max(1, min(rounds, int(budget_s / max(min(best.values()), 1e-7))))
     if settle_s > 0:
+        time.sleep(settle_s)
         for name in names:
             fn = candidates[name]
-            time.sleep(settle_s)
             fn(*args)
             for _ in range(rounds):
                 best[name] = min(best[name], _clock.per_call_ns(lambda fn=fn: fn(*args), 1, clock) * 1e-9)
