@@ -79,11 +79,3 @@ def test_a_failing_candidate_is_dropped():
     assert tactic.fastest({"bad": bad, "ok": lambda x: None}, (1,), clock="cpu") == "ok"
     assert tactic.timings({"bad": bad}, (1,), clock="cpu") == {}
 
-
-def test_settle_runs_each_candidates_rounds_back_to_back_after_one_pause(monkeypatch):
-    order = []
-    monkeypatch.setattr(tactic.time, "sleep", lambda s: order.append(f"pause {s}"))
-    cands = {"a": lambda: order.append("a"), "b": lambda: order.append("b")}
-    tactic.timings(cands, (), rounds=2, clock="wall", settle_s=0.5)
-    # the warm-ups, a pause, then per candidate in order: one untimed call, its rounds
-    assert order == ["a", "b", "pause 0.5", "a", "a", "a", "b", "b", "b"]

@@ -368,7 +368,7 @@ def _time_mkl_gemm(shape, other_paths, mkl, w, nd, b, stride, pads, dilation, ws
     (``mkl_gemm.matmul_rows``, on numpy's BLAS thread count) where that times faster than numpy's here
     (the torch eager models run theirs on MKL; 1-D convs of audio_conv1d on an Intel Sapphire Rapids:
     performance.md)."""
-    from .mkl_gemm import SETTLE_S, matmul_rows
+    from .mkl_gemm import matmul_rows
 
     gemm = matmul_rows()
     if gemm is None or shape[1] != w.shape[1]:
@@ -387,9 +387,7 @@ def _time_mkl_gemm(shape, other_paths, mkl, w, nd, b, stride, pads, dilation, ws
     mkl[shape] = counting
     other_paths(x0, o0)        # does this shape's path reach the im2col GEMM at all?
     del mkl[shape]
-    # at more threads MKL first, after a pause: OpenBLAS's idle worker spins after numpy's calls
-    settle = SETTLE_S if getattr(gemm, "threads", 1) > 1 else 0.0
-    if calls and _tactic.fastest({"mkl": with_mkl, "numpy": other_paths}, (x0, o0), settle_s=settle) == "mkl":
+    if calls and _tactic.fastest({"numpy": other_paths, "mkl": with_mkl}, (x0, o0)) == "mkl":
         mkl[shape] = gemm
 
 

@@ -18,10 +18,15 @@ shares) on the core OpenBLAS's and the part pool's threads need: bert_encoder at
 MKL's team on the linears and OpenBLAS on the attention products ran 99.8 ms a call, 7.2 ms on
 OpenBLAS alone (6.8 ms with ``OMP_WAIT_POLICY=PASSIVE``, which a library cannot set once libgomp
 is loaded). Every MKL call runs on one thread of the calling thread's (``MKL_Set_Num_Threads_Local``,
-put back after), so trt_like's MKL tactic in the same process keeps its own count. At one thread
-both libraries are timed on the thread's own clock (``srcore.plugin.clock``), rounds alternating;
-at more in wall time, MKL's rounds back to back after a pause (:data:`SETTLE_S`), then numpy's:
-OpenBLAS's idle worker spins ~0.1 s after a threaded call on the core the part needs. Both plugins
+put back after), so trt_like's MKL tactic in the same process keeps its own count.
+
+**Timing.** Both libraries are timed in rounds alternating, on the thread's own clock
+(``srcore.plugin.clock``) at one thread, in wall time at more. At more, each MKL call then runs
+right after a threaded OpenBLAS call, whose idle worker spins (~0.1 s) on the core the split's
+second part needs; in a model whose other products stay on OpenBLAS that is every call's lot:
+timed after a pause instead, MKL won bert_encoder's linears and the model ran 1.6-1.8x slower
+(12.0-13.4 ms against 7.5-7.6, same process, loaded Sapphire Rapids). So MKL is kept only where it
+wins in that setting. Both plugins
 load MKL through srcore's :mod:`srcore.blas.mkl` (``srcore.plugin.mkl``); a process whose MKL already
 runs another threading layer (numpy built on MKL, say) gets no MKL GEMM here. ``SRCORE_CPU_MKL=0``
 turns it off.
@@ -29,7 +34,6 @@ turns it off.
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 
@@ -40,9 +44,6 @@ _ENV = "SRCORE_CPU_MKL"
 _ROW_MAJOR, _NO_TRANS, _PACKED = _mkl.ROW_MAJOR, _mkl.NO_TRANS, _mkl.PACKED
 _MIN_MACS = 1 << 18                 # below this the ctypes call (~1-2 us) outweighs any gain: not timed
 _WIN = 0.97                         # MKL must be 3% faster: on a tie numpy's BLAS stays
-#: at more than one thread, the pause before MKL's timing rounds: OpenBLAS's workers spin for
-#: ~2^28 cycles (``OPENBLAS_THREAD_TIMEOUT``'s default, ~0.1 s) after a threaded call
-SETTLE_S = 0.12
 _choices: dict[tuple[int, int, int, int], bool] = {}
 #: a split's column blocks are multiples of this many columns (a cache line of float32)
 _COLS = 16
@@ -124,20 +125,14 @@ def _make(lib, wT, m: int, threads: int = 1):
 
 
 def _faster(mkl_call, np_call, reps: int, rounds: int, threads: int) -> bool:
-    """Whether ``mkl_call`` times :data:`_WIN` faster than ``np_call`` (both warmed up), each round
-    ``reps`` calls: at one thread on the thread's own clock, rounds alternating; at more in wall
-    time, MKL's rounds back to back after :data:`SETTLE_S`, then numpy's (see the module doc)."""
+    """Whether ``mkl_call`` times :data:`_WIN` faster than ``np_call`` (both warmed up): rounds
+    alternating, each ``reps`` calls, on the thread's own clock at one thread, in wall time at more
+    (see the module doc)."""
+    clock = _clock.clock_for(threads)
     t = {mkl_call: float("inf"), np_call: float("inf")}
-    if threads == 1:
-        for _ in range(rounds):
-            for call in t:
-                t[call] = min(t[call], _clock.per_call_ns(call, reps, "cpu"))
-    else:
-        time.sleep(SETTLE_S)
+    for _ in range(rounds):
         for call in t:
-            call()
-            for _ in range(rounds):
-                t[call] = min(t[call], _clock.per_call_ns(call, reps, "wall"))
+            t[call] = min(t[call], _clock.per_call_ns(call, reps, clock))
     return t[mkl_call] < _WIN * t[np_call]
 
 

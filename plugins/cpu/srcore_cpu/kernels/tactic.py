@@ -15,17 +15,14 @@ part pool or BLAS's threads, invisible to the caller's clocks, so all are timed 
 """
 from __future__ import annotations
 
-import time
-
 from srcore.plugin import clock as _clock
 
 
-def fastest(candidates: dict, args: tuple, rounds: int = 5, budget_s: float = 0.05, clock: str | None = None,
-            settle_s: float = 0.0):
+def fastest(candidates: dict, args: tuple, rounds: int = 5, budget_s: float = 0.05, clock: str | None = None):
     """The name of the fastest of ``candidates`` (name -> callable) on ``args``; every candidate runs
     once first (warm-up, and a candidate that raises is dropped). Fewer rounds when one call takes
-    more than ``budget_s / rounds``. ``clock``, ``settle_s``: see :func:`timings`."""
-    best = timings(candidates, args, rounds=rounds, budget_s=budget_s, clock=clock, settle_s=settle_s)
+    more than ``budget_s / rounds``. ``clock``: see :func:`timings`."""
+    best = timings(candidates, args, rounds=rounds, budget_s=budget_s, clock=clock)
     return min(best, key=best.get) if best else None
 
 
@@ -36,13 +33,9 @@ def default_clock() -> str:
     return _clock.clock_for(intra_op_threads())
 
 
-def timings(candidates: dict, args: tuple, rounds: int = 5, budget_s: float = 0.05, clock: str | None = None,
-            settle_s: float = 0.0) -> dict:
+def timings(candidates: dict, args: tuple, rounds: int = 5, budget_s: float = 0.05, clock: str | None = None) -> dict:
     """``{name: best seconds}`` of the candidates that ran (see :func:`fastest`). ``clock``: ``"cpu"``
-    or ``"wall"`` (:mod:`srcore.clock`), by default :func:`default_clock`. ``settle_s`` > 0: after one
-    pause of that long, each candidate's rounds run back to back in the given order, not
-    alternating (for threaded candidates of two libraries, one of whose idle workers spin after a
-    call on the core the other needs: that one last; ``mkl_gemm.SETTLE_S``)."""
+    or ``"wall"`` (:mod:`srcore.clock`), by default :func:`default_clock`."""
     from srcore.plugin import KernelError
 
     clock = _clock.check(clock or default_clock(), "tactic.timings", KernelError)
@@ -56,14 +49,6 @@ def timings(candidates: dict, args: tuple, rounds: int = 5, budget_s: float = 0.
         return best
     names = list(best)
     rounds = max(1, min(rounds, int(budget_s / max(min(best.values()), 1e-7))))
-    if settle_s > 0:
-        time.sleep(settle_s)
-        for name in names:
-            fn = candidates[name]
-            fn(*args)
-            for _ in range(rounds):
-                best[name] = min(best[name], _clock.per_call_ns(lambda fn=fn: fn(*args), 1, clock) * 1e-9)
-        return best
     for r in range(rounds):
         for k in range(len(names)):
             name = names[(k + r) % len(names)]
