@@ -89,8 +89,11 @@ def test_at_two_intra_op_threads_the_split_layouts_are_candidates(monkeypatch, w
     monkeypatch.setattr(_conv._par, "intra_op_threads", lambda: 2)
     monkeypatch.setattr(_conv._small, "SMALL_COLS_MAX", 0)
     seen, runs = [], []
-    monkeypatch.setattr(_tactic, "timings",
-                        lambda cands, args, **kw: seen.append(set(cands)) or {k: 0.5 if k == way else 1.0 for k in cands})
+
+    def timings(cands, args, **kw):
+        seen.append(set(cands))
+        return {k: 0.5 if k == way else 1.0 for k in cands}
+    monkeypatch.setattr(_tactic, "timings", timings)
     real_call = simd_conv.SimdDirectConv.__call__
     monkeypatch.setattr(simd_conv.SimdDirectConv, "__call__",
                         lambda self, x, out, residual=None, threads=1: runs.append(threads) or real_call(
@@ -103,6 +106,6 @@ def test_at_two_intra_op_threads_the_split_layouts_are_candidates(monkeypatch, w
     assert fn.tactic == way
     x = rng.standard_normal((1, 8, 24, 20), np.float32)
     runs.clear()
-    np.testing.assert_allclose(fn(x), F.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), 1, 1).numpy(),
-                               rtol=1e-5, atol=1e-4)
+    ref = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), 1, 1).numpy()
+    np.testing.assert_allclose(fn(x), ref, rtol=1e-5, atol=1e-4)
     assert runs == [2 if way.endswith("@2") else 1]

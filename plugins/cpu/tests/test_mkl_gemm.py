@@ -241,7 +241,7 @@ def test_conv_with_mkl_gemm_matches_torch(monkeypatch, nd):
 
 
 def test_calls_leave_the_threads_mkl_count_alone():
-    """Each call (built at one BLAS thread) runs MKL on one thread and puts the calling thread's MKL count back (trt_like's
+    """Each call runs MKL on one thread and puts the calling thread's MKL count back (trt_like's
     MKL tactic in the same process sets its own)."""
     lib = M._load()
     w = rand(64, 32)

@@ -26,10 +26,11 @@ right after a threaded OpenBLAS call, whose idle worker spins (~0.1 s) on the co
 second part needs; in a model whose other products stay on OpenBLAS that is every call's lot:
 timed after a pause instead, MKL won bert_encoder's linears and the model ran 1.6-1.8x slower
 (12.0-13.4 ms against 7.5-7.6, same process, loaded Sapphire Rapids). So MKL is kept only where it
-wins in that setting. Both plugins
-load MKL through srcore's :mod:`srcore.blas.mkl` (``srcore.plugin.mkl``); a process whose MKL already
-runs another threading layer (numpy built on MKL, say) gets no MKL GEMM here. ``SRCORE_CPU_MKL=0``
-turns it off.
+wins in that setting.
+
+Both plugins load MKL through srcore's :mod:`srcore.blas.mkl` (``srcore.plugin.mkl``); a process
+whose MKL already runs another threading layer (numpy built on MKL, say) gets no MKL GEMM here.
+``SRCORE_CPU_MKL=0`` turns it off.
 """
 from __future__ import annotations
 
