@@ -120,24 +120,29 @@ def test_gemm_at_two_blas_threads_splits_columns_over_the_part_pool(monkeypatch,
         core_mkl.swap_threads(lib, prev)
 
 
-def test_threaded_timing_charges_mkl_for_following_openblas(monkeypatch):
-    """At more than one thread the libraries alternate in wall time, so each MKL call runs right
-    after a threaded OpenBLAS one (whose idle worker spins on the core MKL's second part needs), as
-    in a model whose other products stay on OpenBLAS: MKL is kept only where it wins even then."""
+def test_threaded_timing_times_the_split_while_openblas_sleeps(monkeypatch):
+    """At more than one thread MKL's split is timed first, after OpenBLAS's worker (woken by an
+    earlier threaded timing) went to sleep, then numpy's threaded BLAS, and that is noted: as in
+    a module whose products all run split. A tie keeps the split; a clearly slower one loses."""
     from srcore.plugin import clock
+    from srcore_cpu.kernels import tactic
 
-    now, last = [0], ["np"]
-
-    def call(name, alone, after_other):
-        def run():
-            now[0] += after_other if last[0] not in (None, name) else alone
-            last[0] = name
-        return run
+    now, log = [0], []
     monkeypatch.setattr(clock, "WALL_CLOCK", lambda: now[0])
     monkeypatch.setattr(clock, "CPU_CLOCK", lambda: 0)      # (the wall clock it must be)
     monkeypatch.setattr(clock, "run_delay", lambda: 0)
-    assert not M._faster(call("mkl", 70, 200), call("np", 100, 100), reps=1, rounds=3, threads=2)
-    assert M._faster(call("mkl", 70, 90), call("np", 100, 100), reps=1, rounds=3, threads=2)
+    monkeypatch.setattr(P, "wait_blas_idle", lambda: log.append("wait"))
+    monkeypatch.setattr(P, "note_threaded_blas", lambda: log.append("note"))
+    monkeypatch.setattr(tactic, "CLEAR", 10.0)
+
+    def call(name, t):
+        def run():
+            log.append(name)
+            now[0] += t
+        return run
+    assert M._faster(call("mkl", 100), call("np", 99), reps=1, rounds=3, threads=2)    # within 3 %: the split
+    assert log == ["wait", "mkl", "mkl", "mkl", "mkl", "np", "np", "np", "np", "note"]   # (warm-up + 3 rounds)
+    assert not M._faster(call("mkl", 100), call("np", 90), reps=1, rounds=3, threads=2)
 
 
 @pytest.mark.parametrize("xshape", [(40, 64), (2, 20, 64)])

@@ -79,3 +79,65 @@ def test_a_failing_candidate_is_dropped():
     assert tactic.fastest({"bad": bad, "ok": lambda x: None}, (1,), clock="cpu") == "ok"
     assert tactic.timings({"bad": bad}, (1,), clock="cpu") == {}
 
+
+
+def test_two_stages_clear_losers_get_one_round(monkeypatch):
+    """A candidate CLEAR-times slower than the best after the first round gets no more rounds; the
+    close ones get them all (and the faster of those still wins)."""
+    th = _FakeThread(monkeypatch)
+    runs = {"a": 0, "b": 0, "slow": 0}
+
+    def counted(name, ns):
+        inner = th.call(ns)
+
+        def call():
+            runs[name] += 1
+            inner()
+        return call
+    cands = {"a": counted("a", 100_000), "b": counted("b", 110_000), "slow": counted("slow", 400_000)}
+    assert tactic.fastest(cands, (), rounds=5, budget_s=1.0, clock="cpu") == "a"
+    assert runs == {"a": 6, "b": 6, "slow": 2}          # warm-up + 5 rounds; warm-up + 1 round
+    runs.update(a=0, b=0, slow=0)
+    del cands["b"]
+    tactic.timings(cands, (), rounds=5, budget_s=1.0, clock="cpu")
+    assert runs == {"a": 2, "b": 0, "slow": 2}          # one candidate left: timing stops
+
+
+def test_split_timed_while_openblas_sleeps_then_threaded_blas(monkeypatch):
+    """``split_vs_blas``: the split's rounds first, after OpenBLAS's worker went to sleep, then the
+    threaded BLAS's, cut short when the first round is CLEAR either way; then noted as threaded."""
+    from srcore_cpu.kernels import parallel
+
+    th = _FakeThread(monkeypatch)
+    log = []
+    monkeypatch.setattr(parallel, "wait_blas_idle", lambda: log.append("wait"))
+    monkeypatch.setattr(parallel, "note_threaded_blas", lambda: log.append("note"))
+
+    def call(name, ns):
+        inner = th.call(ns)
+
+        def run():
+            log.append(name)
+            inner()
+        return run
+    t = tactic.split_vs_blas(call("split", 100_000), call("blas", 120_000), rounds=3, budget_s=None)
+    assert t == pytest.approx((100e-6, 120e-6))
+    assert log == ["wait"] + ["split"] * 4 + ["blas"] * 4 + ["note"]
+    log.clear()
+    tactic.split_vs_blas(call("split", 100_000), call("blas", 400_000), rounds=3, budget_s=None)
+    assert log == ["wait"] + ["split"] * 4 + ["blas"] * 2 + ["note"]
+
+
+def test_wait_blas_idle_waits_out_the_spin_once(monkeypatch):
+    """Right after a threaded BLAS timing the next split sleeps the rest of BLAS_SPIN_S; after
+    that, or with no threaded timing since, it does not sleep."""
+    from srcore_cpu.kernels import parallel
+
+    now, slept = [100.0], []
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(time, "sleep", lambda s: (slept.append(s), now.__setitem__(0, now[0] + s)))
+    parallel.note_threaded_blas()
+    now[0] += 0.02
+    parallel.wait_blas_idle()
+    parallel.wait_blas_idle()
+    assert slept == [pytest.approx(parallel.BLAS_SPIN_S - 0.02)]

@@ -20,13 +20,16 @@ OpenBLAS alone (6.8 ms with ``OMP_WAIT_POLICY=PASSIVE``, which a library cannot 
 is loaded). Every MKL call runs on one thread of the calling thread's (``MKL_Set_Num_Threads_Local``,
 put back after), so trt_like's MKL tactic in the same process keeps its own count.
 
-**Timing.** Both libraries are timed in rounds alternating, on the thread's own clock
-(``srcore.plugin.clock``) at one thread, in wall time at more. At more, each MKL call then runs
-right after a threaded OpenBLAS call, whose idle worker spins (~0.1 s) on the core the split's
-second part needs; in a model whose other products stay on OpenBLAS that is every call's lot:
-timed after a pause instead, MKL won bert_encoder's linears and the model ran 1.6-1.8x slower
-(12.0-13.4 ms against 7.5-7.6, same process, loaded Sapphire Rapids). So MKL is kept only where it
-wins in that setting.
+**Timing.** At one thread both libraries are timed in rounds alternating, on the thread's own
+clock (``srcore.plugin.clock``). At more, the split against numpy's threaded BLAS in wall time
+(``tactic.split_vs_blas``): the split while OpenBLAS's idle worker sleeps, as in a module whose
+products all run on the part pool (the non-constant ones too: :mod:`.split_gemm`), where OpenBLAS
+is held at one thread and its worker never wakes; a tie goes to the split. Timed the other way
+(each MKL call right after a threaded OpenBLAS call, whose worker spins ~0.1 s on the core the
+split's second part needs), MKL lost mlp_wide's linears, which then all ran on OpenBLAS; timed
+after a pause while bert_encoder's attention products stayed on threaded OpenBLAS, MKL won its
+linears and the model ran 1.6-1.8x slower (12.0-13.4 ms against 7.5-7.6, loaded Sapphire Rapids):
+what splits its attention products now (performance.md).
 
 Both plugins load MKL through srcore's :mod:`srcore.blas.mkl` (``srcore.plugin.mkl``); a process
 whose MKL already runs another threading layer (numpy built on MKL, say) gets no MKL GEMM here.
@@ -126,9 +129,16 @@ def _make(lib, wT, m: int, threads: int = 1):
 
 
 def _faster(mkl_call, np_call, reps: int, rounds: int, threads: int) -> bool:
-    """Whether ``mkl_call`` times :data:`_WIN` faster than ``np_call`` (both warmed up): rounds
-    alternating, each ``reps`` calls, on the thread's own clock at one thread, in wall time at more
-    (see the module doc)."""
+    """Whether ``mkl_call`` should replace ``np_call`` (both warmed up). At one thread: rounds
+    alternating on the thread's own clock, MKL kept when :data:`_WIN` faster. At more: the split
+    against numpy's threaded BLAS (``tactic.split_vs_blas``: the split timed while OpenBLAS's
+    worker sleeps, as in a module whose products all run split), MKL kept unless :data:`_WIN`
+    slower: a threaded OpenBLAS call makes its worker spin on the core the next split needs."""
+    if threads > 1:
+        from .tactic import split_vs_blas
+
+        t_mkl, t_np = split_vs_blas(mkl_call, np_call, rounds=rounds, reps=reps, budget_s=None)
+        return _WIN * t_mkl <= t_np
     clock = _clock.clock_for(threads)
     t = {mkl_call: float("inf"), np_call: float("inf")}
     for _ in range(rounds):
@@ -144,8 +154,9 @@ def _mkl_faster(mkl_dot, m: int, wT: np.ndarray, threads: int = 1) -> bool:
     x = np.random.default_rng(0).standard_normal((m, k), dtype=np.float32)
     out = np.empty((m, n), np.float32)
     wc = wT if wT.flags.c_contiguous else np.ascontiguousarray(wT)
-    np.dot(x, wc, out=out)
     mkl_dot(x, wT, out)
+    if threads <= 1:   # (at more, split_vs_blas warms numpy's up after timing MKL)
+        np.dot(x, wc, out=out)
     reps = max(1, int(2e6 // (m * k * n) + 1))   # a round of ~2M multiply-adds or more
     rounds = 5 if m * k * n < 1 << 27 else 3     # 3 rounds of a product over ~5 ms
     return _faster(lambda: mkl_dot(x, wT, out), lambda: np.dot(x, wc, out=out), reps, rounds, threads)

@@ -12,10 +12,19 @@ the candidates run on the calling thread alone and are charged its own time (CPU
 blocked, not the time other processes held the core: on a loaded machine that is noise, and a
 candidate that sleeps or waits is still charged it); at more threads a candidate may run on the
 part pool or BLAS's threads, invisible to the caller's clocks, so all are timed in wall time.
+
+**Split against threaded BLAS** (:func:`split_vs_blas`). At more than one thread a product split
+over the part pool (one-thread BLAS in each part, OpenBLAS held at one thread meanwhile) is timed
+against numpy's threaded BLAS. After a threaded OpenBLAS call its idle worker spins ~0.1 s on the
+core the split's second part needs; a module whose products all run split never wakes it, so the
+split is timed first, once that worker sleeps, and the threaded BLAS after.
 """
 from __future__ import annotations
 
 from srcore.plugin import clock as _clock
+
+#: a first round this far apart decides (two-stage timing: clear losers get no more rounds)
+CLEAR = 1.5
 
 
 def fastest(candidates: dict, args: tuple, rounds: int = 5, budget_s: float = 0.05, clock: str | None = None):
@@ -54,4 +63,38 @@ def timings(candidates: dict, args: tuple, rounds: int = 5, budget_s: float = 0.
             name = names[(k + r) % len(names)]
             fn = candidates[name]
             best[name] = min(best[name], _clock.per_call_ns(lambda fn=fn: fn(*args), 1, clock) * 1e-9)
+        if r == 0:   # two stages: what is CLEAR-times slower after a round gets no more rounds
+            lead = min(best[n] for n in names)
+            names = [n for n in names if best[n] <= CLEAR * lead]
+            if len(names) <= 1:
+                break
     return best
+
+
+def split_vs_blas(split, blas, rounds: int = 5, reps: int = 1, budget_s: float | None = 0.05) -> tuple[float, float]:
+    """Best wall seconds per call of ``split`` (a part-pool candidate) and ``blas`` (numpy's threaded
+    BLAS), each round ``reps`` calls (see the module doc): the split's rounds first, once OpenBLAS's
+    worker sleeps (``parallel.wait_blas_idle``), then the threaded BLAS's, which stop after the
+    first round when that is :data:`CLEAR`-times either way. Fewer rounds when a round takes more
+    than ``budget_s / rounds`` (None: always ``rounds``)."""
+    from . import parallel as _par
+
+    def per_call():
+        return _clock.per_call_ns(fn, reps, "wall") * 1e-9
+    _par.wait_blas_idle()
+    fn = split
+    fn()                                        # warm-up (buffers, packing, the pool's workers)
+    t_split = per_call()
+    if budget_s is not None:
+        rounds = max(1, min(rounds, int(budget_s / max(t_split * reps, 1e-7))))
+    for _ in range(rounds - 1):
+        t_split = min(t_split, per_call())
+    fn = blas
+    fn()
+    t_blas = per_call()
+    for _ in range(rounds - 1):
+        if t_blas > CLEAR * t_split or CLEAR * t_blas < t_split:
+            break
+        t_blas = min(t_blas, per_call())
+    _par.note_threaded_blas()
+    return t_split, t_blas
