@@ -231,7 +231,9 @@ def test_conv_with_mkl_gemm_matches_torch(monkeypatch, nd):
 
     def counting_rows():
         gemm = real()
-        return lambda a, b, out: (calls.append(a.shape), gemm(a, b, out))[1]
+        counting = (lambda a, b, out: (calls.append(a.shape), gemm(a, b, out))[1])
+        counting.threads = gemm.threads
+        return counting
     monkeypatch.setattr(M, "matmul_rows", counting_rows)
     shape = (1, 6, 9001) if nd == 1 else (1, 6, 129, 131)   # past conv_small.py: the im2col path
     w, bias = rand(16, 6, *([3] * nd)), rand(16)
@@ -243,6 +245,39 @@ def test_conv_with_mkl_gemm_matches_torch(monkeypatch, nd):
         calls.clear()   # (the load-time timing ran it too)
         np.testing.assert_allclose(fn(x), want, **TOL)
     assert calls and all(c == (16, 6 * 3 ** nd) for c in calls)
+
+
+@pytest.mark.parametrize("mkl_t, chosen", [(1.0, True), (1.2, False)])
+def test_conv_mkl_gemm_at_two_threads_timed_split_against_threaded_blas(monkeypatch, mkl_t, chosen):
+    """At 2 BLAS threads the conv's MKL im2col GEMM (split on the part pool) is timed against the
+    numpy path by ``tactic.split_vs_blas`` (split first), kept on a tie, dropped when slower; the
+    result is torch's either way."""
+    from threadpoolctl import threadpool_limits
+
+    from srcore_cpu.kernels import conv as C
+    from srcore_cpu.kernels import tactic
+
+    timed, calls = [], []
+    monkeypatch.setattr(tactic, "split_vs_blas", lambda split, blas, **kw: (timed.append(1), (mkl_t, 1.0))[1])
+    monkeypatch.setenv("SRCORE_CPU_SIMD_CONV", "0")
+    real = M.matmul_rows
+
+    def counting_rows():
+        gemm = real()
+        counting = (lambda a, b, out: (calls.append(a.shape), gemm(a, b, out))[1])
+        counting.threads = gemm.threads
+        return counting
+    monkeypatch.setattr(M, "matmul_rows", counting_rows)
+    shape = (1, 6, 129, 131)
+    w, bias = rand(16, 6, 3, 3), rand(16)
+    x = rand(*shape)
+    want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(bias),
+                                      stride=2, padding=1).numpy()
+    with threadpool_limits(2, user_api="blas"):
+        fn = C.make_conv(2, w, bias, 2, 1, 1, 1, input_shape=shape)
+        calls.clear()
+        np.testing.assert_allclose(fn(x), want, **TOL)
+    assert timed == [1] and bool(calls) == chosen
 
 
 def test_calls_leave_the_threads_mkl_count_alone():

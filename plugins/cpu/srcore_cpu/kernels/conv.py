@@ -387,9 +387,18 @@ def _time_mkl_gemm(shape, other_paths, mkl, w, nd, b, stride, pads, dilation, ws
     mkl[shape] = counting
     other_paths(x0, o0)        # does this shape's path reach the im2col GEMM at all?
     del mkl[shape]
-    if calls and _tactic.fastest({"numpy": other_paths, "mkl": with_mkl}, (x0, o0)) == "mkl":
+    if not calls:
+        return
+    if gemm.threads > 1:   # split on the part pool against numpy's threaded BLAS (as mkl_gemm's linears)
+        t_mkl, t_np = _tactic.split_vs_blas(lambda: with_mkl(x0, o0), lambda: other_paths(x0, o0))
+        if _MKL_WIN * t_mkl <= t_np:
+            mkl[shape] = gemm
+    elif _tactic.fastest({"numpy": other_paths, "mkl": with_mkl}, (x0, o0)) == "mkl":
         mkl[shape] = gemm
 
+
+#: at more than one thread MKL's split im2col GEMM stays unless this much slower than numpy's threaded one
+_MKL_WIN = 0.97
 
 # the SIMD direct conv replaces a conv's other paths only where it times this much faster: on a
 # loaded machine a plain "fastest" picked it for resnet_small's layers where it was no faster, and
