@@ -294,3 +294,25 @@ def test_calls_leave_the_threads_mkl_count_alone():
         assert core_mkl.swap_threads(lib, 2) == 2
     finally:
         core_mkl.swap_threads(lib, prev)
+
+
+def test_conv_mkl_timing_skips_winograd_shapes(monkeypatch):
+    """A 3x3 stride-1 conv whose shape runs Winograd reaches no im2col GEMM: the MKL GEMM timing (and
+    its probe, a whole conv) is skipped; a stride-2 im2col conv is timed. Both give torch's result."""
+    from srcore_cpu.kernels import conv as C
+    from srcore_cpu.kernels import conv_winograd as WG
+
+    timed = []
+    real = C._time_mkl_gemm
+    monkeypatch.setattr(C, "_time_mkl_gemm", lambda shape, *a: (timed.append(shape), real(shape, *a))[1])
+    monkeypatch.setenv("SRCORE_CPU_SIMD_CONV", "0")
+    assert WG.choose(1, 64, 64, 16, 16)          # (Winograd's shape; 64 channels: not timed against im2col)
+    cases = [(rand(64, 64, 3, 3), (1, 64, 16, 16), 1, False),
+             (rand(16, 6, 3, 3), (1, 6, 129, 131), 2, True)]   # past conv_small.py: im2col
+    for w, shape, stride, want_timed in cases:
+        timed.clear()
+        x = rand(*shape)
+        fn = C.make_conv(2, w, None, stride, 1, 1, 1, input_shape=shape)
+        assert timed == ([shape] if want_timed else [])
+        want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=stride, padding=1).numpy()
+        np.testing.assert_allclose(fn(x), want, rtol=1e-3, atol=1e-3)

@@ -297,7 +297,10 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
             direct = None   # an unknown shape: the GEMM paths, which win at the larger sizes
     if static and threads == 1 and direct is None:
         _time_gather_split(shape)
-    if static and threads == 1 and direct is None and w.dtype == np.float32 and groups == 1 and shape[0] == 1:
+    if (static and threads == 1 and direct is None and w.dtype == np.float32 and groups == 1 and shape[0] == 1
+            # Winograd's and the small convs' shapes reach no im2col GEMM: no probe (a whole conv) needed
+            and not (wino and by_shape.get(shape, (0,))[0])
+            and (small is None or small.plan(shape, w.dtype) is None)):
         _time_mkl_gemm(shape, other_paths, mkl, w, nd, b, stride, pads, dilation, ws)
     if (static and nd in (1, 2) and w.dtype == np.float32 and w.shape[1] > 1 and shape[1] == C * groups
             and w.shape[0] % groups == 0   # else the paths above report the bad conv, naming the node
