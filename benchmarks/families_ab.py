@@ -11,7 +11,10 @@ runner's best-round median is printed with its ratio to torch eager and to ONNX 
 artifacts are ``benchmarks.prepare``'s, as for ``benchmarks.run``.
 
 A runner named ``R+nosimd`` is runner ``R`` loaded with ``SRCORE_CPU_SIMD_CONV=0`` (the cpu
-plugin without its SIMD direct conv: A/B in one process). ``--cpu-time`` times each call in CPU
+plugin without its SIMD direct conv: A/B in one process), ``R+nomkl`` with ``SRCORE_CPU_MKL=0``
+(the cpu plugin's GEMMs on numpy's BLAS only), ``R+nosplit`` with ``SRCORE_CPU_SPLIT_GEMM=0`` (its
+products of non-constant tensors never split over its part pool); suffixes chain
+(``R+nomkl+nosplit``: the cpu plugin's products all on numpy's threaded BLAS). ``--cpu-time`` times each call in CPU
 time of the process (``time.process_time_ns``) instead of wall time: on a machine other jobs keep
 busy, the time a call waits for a core drops out (only the cache and memory contention stays);
 meaningful at 1 thread (at more it sums the threads' time).
@@ -27,6 +30,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_RUNNERS = ("eager", "ort", "srcore_codegen_standard", "trt_like")
+#: runner name suffix -> the environment variable set (to "0") while that runner loads
+SUFFIX_OFF = {"+nosimd": "SRCORE_CPU_SIMD_CONV", "+nomkl": "SRCORE_CPU_MKL", "+nosplit": "SRCORE_CPU_SPLIT_GEMM"}
+
+
+def _strip_suffixes(runner: str) -> tuple[str, list[str]]:
+    """``(base runner, [variables to set to "0"])`` of a runner name with any :data:`SUFFIX_OFF`
+    suffixes (``R+nomkl+nosplit``)."""
+    found = []
+    while (suffix := next((x for x in SUFFIX_OFF if runner.endswith(x)), None)) is not None:
+        runner = runner[:-len(suffix)]
+        found.append(SUFFIX_OFF[suffix])
+    return runner, found
 
 
 def measure(models, runners, rounds: int, out: Path, threads: int = 1, cpu_time: bool = False) -> list[dict]:
@@ -46,20 +61,19 @@ def measure(models, runners, rounds: int, out: Path, threads: int = 1, cpu_time:
             calls, keep = {}, []
             for r in runners:
                 extra: dict = {}
-                base, nosimd = (r[:-len("+nosimd")], True) if r.endswith("+nosimd") else (r, False)
-                before = os.environ.get("SRCORE_CPU_SIMD_CONV")
-                if nosimd:
-                    os.environ["SRCORE_CPU_SIMD_CONV"] = "0"
+                base, off = _strip_suffixes(r)
+                before = {var: os.environ.get(var) for var in off}
+                os.environ.update({var: "0" for var in off})
                 try:
                     fn = load_runner(name, base, threads, art, xs, names, extra)
                 except Skip as why:
                     print(f"{name} {r}: skipped ({why})", flush=True)
                     continue
                 finally:
-                    if nosimd:
-                        os.environ.pop("SRCORE_CPU_SIMD_CONV", None)
-                        if before is not None:
-                            os.environ["SRCORE_CPU_SIMD_CONV"] = before
+                    for var, was in before.items():
+                        os.environ.pop(var, None)
+                        if was is not None:
+                            os.environ[var] = was
                 err = max_rel_err(flatten_outputs(fn()), refs)
                 if not err <= 1e-3:
                     raise AssertionError(f"{name} {r}: wrong output (max relative error {err:.2e})")

@@ -224,6 +224,17 @@ def test_families_ab_times_runners_in_one_process_and_checks_outputs(tmp_path, m
     monkeypatch.delenv("SRCORE_CPU_SIMD_CONV", raising=False)
     (row,) = families_ab.measure(["index_ops"], ["srcore_codegen_standard+nosimd"], 1, tmp_path, cpu_time=True)
     assert row["srcore_codegen_standard+nosimd_us"] > 0 and "SRCORE_CPU_SIMD_CONV" not in os.environ
+    # chained suffixes: each variable set while the runner loads, put back after
+    monkeypatch.setenv("SRCORE_CPU_MKL", "1")
+    assert families_ab._strip_suffixes("cpu+nomkl+nosplit") == ("cpu", ["SRCORE_CPU_SPLIT_GEMM", "SRCORE_CPU_MKL"])
+    seen = []
+    real_load = cell.load_runner
+    monkeypatch.setattr(cell, "load_runner", lambda *a: (seen.append((os.environ.get("SRCORE_CPU_MKL"),
+                                                                      os.environ.get("SRCORE_CPU_SPLIT_GEMM"))),
+                                                         real_load(*a))[1])
+    families_ab.measure(["index_ops"], ["srcore_codegen_standard+nomkl+nosplit"], 1, tmp_path)
+    assert seen == [("0", "0")] and os.environ["SRCORE_CPU_MKL"] == "1" and "SRCORE_CPU_SPLIT_GEMM" not in os.environ
+    monkeypatch.setattr(cell, "load_runner", real_load)
     real = cell.load_runner
 
     def wrong(model, runner, *a):

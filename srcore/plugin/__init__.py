@@ -11,7 +11,7 @@ never imports ``srcore.ir``, ``srcore.memory``, ``srcore.ops`` or
 scalar types with the dtype and ``ScalarType`` codes, what a shape rule
 sees (``ShapeContext``, ``AbstractValue``, ``UNKNOWN``), the memory planner
 an engine plans its intermediates with, the safetensors container an engine
-stores plans in, the cache root and the progress bar. Those load on first
+stores plans in, the cache root, the progress bar and the clock candidate kernels are timed on. Those load on first
 use: discovery imports this module, so it stays cheap.
 
 Internal: ``manager.py`` (discovery, isolation, blocking, reports;
@@ -88,6 +88,9 @@ _LAZY = {
     "vec_ir": "srcore._vec_ir",
     # Intel MKL's runtime through ctypes (srcore.blas.mkl: library(), pack_b, set_threads, swap_threads)
     "mkl": "srcore.blas:mkl",
+    # the clock candidate kernels are timed on (srcore.clock: per_call_ns, clock_for, run_delay): the
+    # calling thread's own time for one-thread candidates, wall time for threaded ones
+    "clock": "srcore.clock",
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY, globals())

@@ -74,3 +74,38 @@ def test_small_inputs_keep_their_gather_and_gemm(monkeypatch):
     monkeypatch.setattr(_tactic, "timings", lambda cands, args, **kw: {k: 0.1 if k == "simd" else 1.0 for k in cands})
     w = np.ones((4, 3, 3, 3), np.float32)
     assert _conv.make_conv(2, w, None, 1, 1, 1, 1, input_shape=(1, 3, 8, 8)).__name__ == "conv_const"
+
+
+@pytest.mark.parametrize("way", ["simd@2", "simd_rows@2", "simd_oc@2", "simd"])
+def test_at_two_intra_op_threads_the_split_layouts_are_candidates(monkeypatch, way):
+    """At 2 intra-op threads each layout is also timed split over them (srcore.conv's pool); the
+    chosen one runs with that count, with torch's results."""
+    from srcore.plugin import simd_conv
+
+    if way.startswith("simd_oc") and simd_conv.lanes() != 16:
+        pytest.skip("output channels in the lanes are a candidate on 16-lane CPUs only")
+    monkeypatch.delenv("SRCORE_CPU_SIMD_CONV", raising=False)
+    monkeypatch.delenv("SRCORE_CPU_THREADS", raising=False)
+    monkeypatch.setattr(_conv._par, "intra_op_threads", lambda: 2)
+    monkeypatch.setattr(_conv._small, "SMALL_COLS_MAX", 0)
+    seen, runs = [], []
+
+    def timings(cands, args, **kw):
+        seen.append(set(cands))
+        return {k: 0.5 if k == way else 1.0 for k in cands}
+    monkeypatch.setattr(_tactic, "timings", timings)
+    real_call = simd_conv.SimdDirectConv.__call__
+    monkeypatch.setattr(simd_conv.SimdDirectConv, "__call__",
+                        lambda self, x, out, residual=None, threads=1: runs.append(threads) or real_call(
+                            self, x, out, residual, threads=threads))
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((16, 8, 3, 3), np.float32)
+    b = rng.standard_normal(16).astype(np.float32)
+    fn = _conv.make_conv(2, w, b, 1, 1, 1, 1, input_shape=(1, 8, 24, 20))
+    assert {"simd", "simd@2", "simd_rows@2", "other"} <= seen[-1]
+    assert fn.tactic == way
+    x = rng.standard_normal((1, 8, 24, 20), np.float32)
+    runs.clear()
+    ref = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), 1, 1).numpy()
+    np.testing.assert_allclose(fn(x), ref, rtol=1e-5, atol=1e-4)
+    assert runs == [2 if way.endswith("@2") else 1]

@@ -353,6 +353,7 @@ def test_few_channels_time_winograd_against_im2col_at_load(monkeypatch, winner):
 
     timed, wg_calls = [], []
     monkeypatch.setenv("SRCORE_CPU_SIMD_CONV", "0")   # (the SIMD conv's own timing: test_conv_simd.py)
+    monkeypatch.setenv("SRCORE_CPU_MKL", "0")         # (im2col's MKL GEMM timing: test_mkl_gemm.py)
     monkeypatch.setattr(TA, "fastest", lambda cands, args, **kw: (timed.append(sorted(cands)), winner)[1])
     real = WG.conv3x3
     monkeypatch.setattr(WG, "conv3x3", lambda *a, **kw: (wg_calls.append(1), real(*a, **kw))[1])

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from srcore.plugin import clock
 from srcore_trt_like.errors import TacticSpecError
 from srcore_trt_like.tactics import timing
 from srcore_trt_like.tactics.timing import best_times, clock_for
@@ -35,9 +36,9 @@ class _FakeThread:
 
     def __init__(self, monkeypatch, schedstat=True):
         self.wall = self.cpu = self.delay = 0
-        monkeypatch.setattr(timing, "WALL_CLOCK", lambda: self.wall)
-        monkeypatch.setattr(timing, "CPU_CLOCK", lambda: self.cpu)
-        monkeypatch.setattr(timing, "run_delay", (lambda: self.delay) if schedstat else (lambda: None))
+        monkeypatch.setattr(clock, "WALL_CLOCK", lambda: self.wall)
+        monkeypatch.setattr(clock, "CPU_CLOCK", lambda: self.cpu)
+        monkeypatch.setattr(clock, "run_delay", (lambda: self.delay) if schedstat else (lambda: None))
 
     def call(self, run, wait_for_core=0, sleep=0):
         def call():

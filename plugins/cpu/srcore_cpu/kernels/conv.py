@@ -297,7 +297,10 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
             direct = None   # an unknown shape: the GEMM paths, which win at the larger sizes
     if static and threads == 1 and direct is None:
         _time_gather_split(shape)
-    if static and threads == 1 and direct is None and w.dtype == np.float32 and groups == 1 and shape[0] == 1:
+    if (static and threads == 1 and direct is None and w.dtype == np.float32 and groups == 1 and shape[0] == 1
+            # Winograd's and the small convs' shapes reach no im2col GEMM: no probe (a whole conv) needed
+            and not (wino and by_shape.get(shape, (0,))[0])
+            and (small is None or small.plan(shape, w.dtype) is None)):
         _time_mkl_gemm(shape, other_paths, mkl, w, nd, b, stride, pads, dilation, ws)
     if (static and nd in (1, 2) and w.dtype == np.float32 and w.shape[1] > 1 and shape[1] == C * groups
             and w.shape[0] % groups == 0   # else the paths above report the bad conv, naming the node
@@ -317,26 +320,38 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
         x0 = np.zeros(shape, np.float32)
         o0 = np.empty(simd.out_shape(shape), np.float32)
 
-        def layout(rows, tile=0):
+        # at more than one intra-op thread each layout also split over them (rows of the output on
+        # srcore.conv's pool), timed in wall time against the other paths at that count
+        counts = sorted({threads, _par.intra_op_threads()})
+
+        def layout(rows, tile, n):
             def run(x, o):
                 simd.rows_interleaved, simd.row_tile = rows, tile
-                return simd(x, o, threads=threads)
+                return simd(x, o, threads=n)
             return run
-        ways = {"simd": layout(False), "simd_rows": layout(True)}
-        if o0.shape[-1] > simd_conv.ROW_TILE:
-            # a long row in pieces, every channel block of a piece in turn (1-D convs: one row)
-            ways["simd_tiled"] = layout(False, simd_conv.ROW_TILE)
+        ways, way_threads = {}, {}
+        for n in counts:
+            at = "" if n == threads else f"@{n}"
+            ways["simd" + at], ways["simd_rows" + at] = layout(False, 0, n), layout(True, 0, n)
+            if o0.shape[-1] > simd_conv.ROW_TILE:
+                # a long row in pieces, every channel block of a piece in turn (1-D convs: one row)
+                ways["simd_tiled" + at] = layout(False, simd_conv.ROW_TILE, n)
+            way_threads.update({k: n for k in ways if k not in way_threads})
+        simd_oc = None
         if simd.nl == 16:
             # on a 16-lane CPU, output channels in the lanes too (small planes; its own weights)
             simd_oc = simd_conv.SimdDirectConv(w, b, stride, pads, dilation, groups, oc_lanes=True)
-            ways["simd_oc"] = lambda x, o: simd_oc(x, o, threads=threads)
+            for n in counts:
+                way = "simd_oc" + ("" if n == threads else f"@{n}")
+                ways[way], way_threads[way] = (lambda x, o, n=n: simd_oc(x, o, threads=n)), n
         t = _tactic.timings({**ways, "other": conv_const}, (x0, o0))
         way = min((n for n in ways if n in t), key=t.get, default=None)
         if way is not None and ("other" not in t or t[way] <= SIMD_MARGIN * t["other"]):
-            if way == "simd_oc":
+            kind, run_threads = way.partition("@")[0], way_threads[way]
+            if kind == "simd_oc":
                 simd = simd_oc
-            simd.rows_interleaved = way == "simd_rows"
-            simd.row_tile = simd_conv.ROW_TILE if way == "simd_tiled" else 0
+            simd.rows_interleaved = kind == "simd_rows"
+            simd.row_tile = simd_conv.ROW_TILE if kind == "simd_tiled" else 0
             fallback = conv_const
 
             def conv_simd(input, out=None):
@@ -344,7 +359,7 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
                         and (out is None or (out.dtype == np.float32 and out.flags.c_contiguous))):
                     if out is None:
                         out = np.empty(o0.shape, np.float32)
-                    return simd(input, out, threads=threads)
+                    return simd(input, out, threads=run_threads)
                 return fallback(input, out)
             conv_simd.tactic = way
             return conv_simd
@@ -353,8 +368,9 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
 
 def _time_mkl_gemm(shape, other_paths, mkl, w, nd, b, stride, pads, dilation, ws):
     """A single-sample ungrouped float32 conv of ``shape`` whose path is im2col takes MKL's GEMM
-    (``mkl_gemm.matmul_rows``) where that times faster than numpy's here (the torch eager models run
-    theirs on MKL; 1-D convs of audio_conv1d on an Intel Sapphire Rapids: performance.md)."""
+    (``mkl_gemm.matmul_rows``, on numpy's BLAS thread count) where that times faster than numpy's here
+    (the torch eager models run theirs on MKL; 1-D convs of audio_conv1d on an Intel Sapphire Rapids:
+    performance.md)."""
     from .mkl_gemm import matmul_rows
 
     gemm = matmul_rows()
@@ -374,9 +390,18 @@ def _time_mkl_gemm(shape, other_paths, mkl, w, nd, b, stride, pads, dilation, ws
     mkl[shape] = counting
     other_paths(x0, o0)        # does this shape's path reach the im2col GEMM at all?
     del mkl[shape]
-    if calls and _tactic.fastest({"numpy": other_paths, "mkl": with_mkl}, (x0, o0)) == "mkl":
+    if not calls:
+        return
+    if gemm.threads > 1:   # split on the part pool against numpy's threaded BLAS (as mkl_gemm's linears)
+        t_mkl, t_np = _tactic.split_vs_blas(lambda: with_mkl(x0, o0), lambda: other_paths(x0, o0))
+        if _MKL_WIN * t_mkl <= t_np:
+            mkl[shape] = gemm
+    elif _tactic.fastest({"numpy": other_paths, "mkl": with_mkl}, (x0, o0)) == "mkl":
         mkl[shape] = gemm
 
+
+#: at more than one thread MKL's split im2col GEMM stays unless this much slower than numpy's threaded one
+_MKL_WIN = 0.97
 
 # the SIMD direct conv replaces a conv's other paths only where it times this much faster: on a
 # loaded machine a plain "fastest" picked it for resnet_small's layers where it was no faster, and

@@ -15,13 +15,14 @@ float32 CPU kernels where it matters: NaN in, NaN out; ``exp(+inf) = inf``, ``ex
 from __future__ import annotations
 
 import math
-import time
 
 import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
+
+from srcore.plugin import clock as _clock
 
 #: every kernel: releases the GIL (RuntimePool threads run in parallel), cached on disk, IEEE
 #: division (no ZeroDivisionError), and only FMA contraction from fast-math (no reassociation, no
@@ -58,15 +59,13 @@ def prefer_512(typingctx):
 
 def fastest(fns, args, rounds: int = 7, reps: int = 3, margin: float = 1.03):
     """The fastest of ``fns`` called on ``args``: best of ``rounds`` alternating rounds of ``reps``
-    calls, in CPU time of the thread (a loaded machine's waits for a core drop out). The first is
-    the default: another must beat it by ``margin``."""
+    calls, on the calling thread's own clock (``srcore.plugin.clock``: a loaded machine's waits for
+    a core drop out, time blocked does not). The first is the default: another must beat it by
+    ``margin``."""
     best = [float("inf")] * len(fns)
     for _ in range(rounds):
         for i, fn in enumerate(fns):
-            t0 = time.thread_time()
-            for _ in range(reps):
-                fn(*args)
-            best[i] = min(best[i], time.thread_time() - t0)
+            best[i] = min(best[i], _clock.per_call_ns(lambda fn=fn: fn(*args), reps, "cpu"))
     return fns[min(range(len(fns)), key=lambda j: (best[j] * (1.0 if j == 0 else margin), j))]
 
 

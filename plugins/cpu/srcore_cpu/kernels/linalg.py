@@ -212,6 +212,27 @@ def bmm(self, mat2, out=None):
     return np.matmul(self, mat2, out=out)
 
 
+def _split_matcher(generic, other: str):
+    """A matcher for the product of ``self`` and ``other`` (constant or not): the part-pool split of
+    :mod:`.split_gemm` where it timed no slower (more than one BLAS thread, static float shapes),
+    else ``generic``."""
+    def matcher(node: NodeInfo):
+        a, b = node.arg("self").type, node.arg(other).type
+        dtype = getattr(a, "dtype", None)
+        if dtype != getattr(b, "dtype", None):
+            return generic
+        from .split_gemm import split_for
+
+        fn = split_for(getattr(a, "shape", None), getattr(b, "shape", None), dtype)
+        return generic if fn is None else Specialized(fn, args=(0, 1))
+    return matcher
+
+
+matmul_matcher = _split_matcher(matmul, "other")
+mm_matcher = _split_matcher(mm, "mat2")
+bmm_matcher = _split_matcher(bmm, "mat2")
+
+
 def dot(self, tensor, out=None):
     """``aten::dot`` of two 1-D tensors: a 0-d tensor."""
     if out is None:

@@ -86,6 +86,32 @@ def blas_threads() -> int:
     return max(1, int(n or 1))
 
 
+#: how long OpenBLAS's idle worker spins after a threaded call before it sleeps (its
+#: ``THREAD_TIMEOUT``, 2^28 TSC cycles: ~0.1 s at 2-3 GHz), a little more
+BLAS_SPIN_S = 0.12
+_last_threaded_blas = [float("-inf")]   # time.monotonic() of the last threaded BLAS timing here
+
+
+def note_threaded_blas() -> None:
+    """A load-time timing has just run numpy's BLAS on more than one thread: its idle worker now
+    spins on a core for :data:`BLAS_SPIN_S` (see :func:`wait_blas_idle`)."""
+    import time
+
+    _last_threaded_blas[0] = time.monotonic()
+
+
+def wait_blas_idle() -> None:
+    """Sleep until OpenBLAS's worker, woken by a threaded call timed here
+    (:func:`note_threaded_blas`), has gone to sleep: a part-pool candidate timed right after it
+    would be charged that spin, which a module whose products all run on the part pool (OpenBLAS
+    then held at one thread, its worker never woken) does not see."""
+    import time
+
+    left = _last_threaded_blas[0] + BLAS_SPIN_S - time.monotonic()
+    if left > 0:
+        time.sleep(left)
+
+
 def split_threads() -> int:
     """How many parts a kernel built now splits its work into: ``SRCORE_CPU_THREADS``, default 1.
 

@@ -2,24 +2,21 @@
 shapes (:func:`best_times`), used for the engine's layers (:func:`.choose.rank`) and for conv
 tactics on their own (:func:`time_tactics`, the benchmarks' entry point).
 
-**Which clock.** A layer built for one intra-op thread runs on the calling thread alone, so its
-candidates are charged that thread's own time (``"cpu"``): its CPU time (``time.thread_time_ns``)
-plus any time it was blocked (asleep, waiting for another thread), but not the time it waited
-for a core another process held. On a shared machine that wait is noise, charged to whichever
-candidate happened to be running: at load ~7 on 2 vCPUs a 2 ms call's wall time was 1-6x its
-CPU time, and a build gave Winograd resnet_small's 256-channel 8x8 layer at 809 us where
-simd_direct_oc runs 600-700. The wait is Linux's per-thread ``run_delay`` (schedstat); where the
-kernel does not report it, a round is charged its CPU time, or its wall time if that was
-mostly spent off the CPU (:data:`OFF_THREAD`). Layers built for more threads are timed in wall
-time (``"wall"``): the team's work is on other threads, which the caller's clocks do not see.
+**Which clock** (:mod:`srcore.clock`, ``srcore.plugin.clock``): a layer built for one intra-op
+thread runs on the calling thread alone, so its candidates are charged that thread's own time
+(``"cpu"``: CPU time plus blocked time, not the time another process held the core; at load ~7 on
+2 vCPUs a build on the wall clock gave Winograd resnet_small's 256-channel 8x8 layer at 809 us where
+simd_direct_oc runs 600-700). Layers built for more threads are timed in wall time (``"wall"``):
+the team's work is on other threads, which the caller's clocks do not see.
 """
 from __future__ import annotations
 
 import math
-import time
 from typing import Callable
 
 import numpy as np
+
+from srcore.plugin import clock as _clock
 
 from ..errors import TacticSpecError
 from ..kernels import threads as _threads
@@ -38,47 +35,11 @@ ROUNDS = 3
 #: interrupt or a cache the previous candidate left cold; at most :data:`MAX_CALLS` calls
 MIN_ROUND_S = 1e-3
 MAX_CALLS = 64
-#: without ``run_delay``: a round on the ``"cpu"`` clock that used less than this fraction of its
-#: wall time on the CPU spent it blocked (or the machine was starved) and is charged its wall time
-OFF_THREAD = 0.1
-
-#: nanosecond clocks: wall time, the calling thread's CPU time
-WALL_CLOCK = time.perf_counter_ns
-CPU_CLOCK = time.thread_time_ns
-_SCHEDSTAT = "/proc/thread-self/schedstat"
-
-
-def run_delay() -> int | None:
-    """Nanoseconds the calling thread has waited for a core so far (Linux's schedstat), or None."""
-    try:
-        with open(_SCHEDSTAT, "rb") as f:
-            return int(f.read().split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def clock_for(threads: int) -> str:
-    """The clock to time a layer built for ``threads`` intra-op threads on (see the module doc)."""
-    return "cpu" if threads <= 1 else "wall"
-
-
-def _round(call: Callable[[], object], n: int, clock: str) -> float:
-    """Nanoseconds per call of ``n`` calls of ``call`` on ``clock``."""
-    if clock == "wall":
-        w0 = WALL_CLOCK()
-        for _ in range(n):
-            call()
-        return (WALL_CLOCK() - w0) / n
-    d0 = run_delay()
-    w0, c0 = WALL_CLOCK(), CPU_CLOCK()
-    for _ in range(n):
-        call()
-    c, w = CPU_CLOCK() - c0, WALL_CLOCK() - w0
-    if d0 is not None:
-        d1 = run_delay()
-        if d1 is not None:
-            return max(c, w - (d1 - d0)) / n
-    return (w if c < OFF_THREAD * w else c) / n
+    """The clock to time a layer built for ``threads`` intra-op threads on (:mod:`srcore.clock`)."""
+    return _clock.clock_for(threads)
 
 
 def best_times(calls: list[Callable[[], object]], rounds: int = ROUNDS, *, skip_failures: bool = False,
@@ -94,16 +55,14 @@ def best_times(calls: list[Callable[[], object]], rounds: int = ROUNDS, *, skip_
     the module doc), by default :func:`clock_for` the intra-op thread count. With
     ``skip_failures`` a call that raises in its warm-up gets ``inf`` (a tactic that cannot run
     these shapes is just not chosen); otherwise it raises."""
-    clock = clock or clock_for(_threads.count())
-    if clock not in ("cpu", "wall"):
-        raise TacticSpecError(f"best_times: clock must be 'cpu' or 'wall', got {clock!r}")
+    clock = _clock.check(clock or clock_for(_threads.count()), "best_times", TacticSpecError)
     min_ns = min_round * 1e9
     ok, reps = [], [1] * len(calls)
     for i, call in enumerate(calls):
         try:
-            t = _round(call, 1, clock)          # the warm-up
+            t = _clock.per_call_ns(call, 1, clock)      # the warm-up
             if t < min_ns:
-                t = _round(call, 1, clock)      # warm: how many such calls fill a round
+                t = _clock.per_call_ns(call, 1, clock)  # warm: how many such calls fill a round
                 if t < min_ns:
                     reps[i] = min(MAX_CALLS, math.ceil(min_ns / max(t, 1)))
             ok.append(i)
@@ -114,7 +73,7 @@ def best_times(calls: list[Callable[[], object]], rounds: int = ROUNDS, *, skip_
     for r in range(max(1, rounds)):
         for k in range(len(ok)):
             i = ok[(k + r) % len(ok)]
-            best[i] = min(best[i], _round(calls[i], reps[i], clock) * 1e-9)
+            best[i] = min(best[i], _clock.per_call_ns(calls[i], reps[i], clock) * 1e-9)
     if weight_bytes is not None and bandwidth:
         best = [b + w / bandwidth for b, w in zip(best, weight_bytes)]
     return best

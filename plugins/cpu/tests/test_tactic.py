@@ -1,0 +1,143 @@
+"""The cpu plugin's load-time choices (:mod:`srcore_cpu.kernels.tactic`) are timed on the core's clock
+(``srcore.plugin.clock``): at one intra-op thread a candidate is charged its thread's own time (its
+CPU time and any time it sleeps or blocks, not the time another process held the core), at more
+threads wall time."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from srcore.plugin import KernelError, clock
+from srcore_cpu.kernels import tactic
+
+pytestmark = pytest.mark.one_pass
+
+
+def _burn(us: float) -> None:
+    """Use ``us`` microseconds of this thread's CPU time (however long that takes)."""
+    end = time.thread_time_ns() + int(us * 1e3)
+    while time.thread_time_ns() < end:
+        pass
+
+
+class _FakeThread:
+    """Clocks of a thread whose calls say how long they ran, waited for a core and slept (ns)."""
+
+    def __init__(self, monkeypatch, schedstat=True):
+        self.wall = self.cpu = self.delay = 0
+        monkeypatch.setattr(clock, "WALL_CLOCK", lambda: self.wall)
+        monkeypatch.setattr(clock, "CPU_CLOCK", lambda: self.cpu)
+        monkeypatch.setattr(clock, "run_delay", (lambda: self.delay) if schedstat else (lambda: None))
+
+    def call(self, run, wait_for_core=0, sleep=0):
+        def call():
+            self.cpu += run
+            self.delay += wait_for_core
+            self.wall += run + wait_for_core + sleep
+        return call
+
+
+def test_one_thread_choices_on_the_thread_clock_more_threads_on_the_wall(monkeypatch):
+    monkeypatch.setenv("SRCORE_CPU_THREADS", "1")
+    assert tactic.default_clock() == "cpu"
+    monkeypatch.setenv("SRCORE_CPU_THREADS", "2")
+    assert tactic.default_clock() == "wall"
+    with pytest.raises(KernelError, match="clock"):
+        tactic.timings({"a": lambda: None}, (), clock="process")
+
+
+@pytest.mark.parametrize("schedstat", [True, False])
+def test_time_the_core_was_held_elsewhere_is_not_charged(monkeypatch, schedstat):
+    th = _FakeThread(monkeypatch, schedstat)
+    # the faster candidate waits 0.7 ms for its core on every call (another process had it)
+    cands = {"fast": th.call(300_000, wait_for_core=700_000), "slow": th.call(500_000)}
+    assert tactic.timings(cands, (), clock="cpu") == pytest.approx({"fast": 300e-6, "slow": 500e-6})
+    assert tactic.fastest(cands, (), clock="cpu") == "fast"
+    assert tactic.fastest(cands, (), clock="wall") == "slow"
+
+
+@pytest.mark.parametrize("schedstat", [True, False])
+def test_a_candidate_that_sleeps_is_charged_its_sleep(monkeypatch, schedstat):
+    th = _FakeThread(monkeypatch, schedstat)
+    cands = {"sleeper": th.call(20_000, sleep=980_000), "busy": th.call(300_000)}
+    assert tactic.timings(cands, (), clock="cpu") == pytest.approx({"sleeper": 1000e-6, "busy": 300e-6})
+
+
+def test_a_real_sleep_does_not_win_at_one_thread(monkeypatch):
+    monkeypatch.setenv("SRCORE_CPU_THREADS", "1")
+    cands = {"sleeper": lambda: time.sleep(1e-3), "busy": lambda: _burn(300)}
+    t = tactic.timings(cands, (), rounds=3)
+    assert t["sleeper"] >= 1e-3 > t["busy"] >= 300e-6
+    assert tactic.fastest(cands, (), rounds=3) == "busy"
+
+
+def test_a_failing_candidate_is_dropped():
+    def bad(x):
+        raise ValueError(x)
+
+    assert tactic.fastest({"bad": bad, "ok": lambda x: None}, (1,), clock="cpu") == "ok"
+    assert tactic.timings({"bad": bad}, (1,), clock="cpu") == {}
+
+
+
+def test_two_stages_clear_losers_get_one_round(monkeypatch):
+    """A candidate CLEAR-times slower than the best after the first round gets no more rounds; the
+    close ones get them all (and the faster of those still wins)."""
+    th = _FakeThread(monkeypatch)
+    runs = {"a": 0, "b": 0, "slow": 0}
+
+    def counted(name, ns):
+        inner = th.call(ns)
+
+        def call():
+            runs[name] += 1
+            inner()
+        return call
+    cands = {"a": counted("a", 100_000), "b": counted("b", 110_000), "slow": counted("slow", 400_000)}
+    assert tactic.fastest(cands, (), rounds=5, budget_s=1.0, clock="cpu") == "a"
+    assert runs == {"a": 6, "b": 6, "slow": 2}          # warm-up + 5 rounds; warm-up + 1 round
+    runs.update(a=0, b=0, slow=0)
+    del cands["b"]
+    tactic.timings(cands, (), rounds=5, budget_s=1.0, clock="cpu")
+    assert runs == {"a": 2, "b": 0, "slow": 2}          # one candidate left: timing stops
+
+
+def test_split_timed_while_openblas_sleeps_then_threaded_blas(monkeypatch):
+    """``split_vs_blas``: the split's rounds first, after OpenBLAS's worker went to sleep, then the
+    threaded BLAS's, cut short when the first round is CLEAR either way; then noted as threaded."""
+    from srcore_cpu.kernels import parallel
+
+    th = _FakeThread(monkeypatch)
+    log = []
+    monkeypatch.setattr(parallel, "wait_blas_idle", lambda: log.append("wait"))
+    monkeypatch.setattr(parallel, "note_threaded_blas", lambda: log.append("note"))
+
+    def call(name, ns):
+        inner = th.call(ns)
+
+        def run():
+            log.append(name)
+            inner()
+        return run
+    t = tactic.split_vs_blas(call("split", 100_000), call("blas", 120_000), rounds=3, budget_s=None)
+    assert t == pytest.approx((100e-6, 120e-6))
+    assert log == ["wait"] + ["split"] * 4 + ["blas"] * 4 + ["note"]
+    log.clear()
+    tactic.split_vs_blas(call("split", 100_000), call("blas", 400_000), rounds=3, budget_s=None)
+    assert log == ["wait"] + ["split"] * 4 + ["blas"] * 2 + ["note"]
+
+
+def test_wait_blas_idle_waits_out_the_spin_once(monkeypatch):
+    """Right after a threaded BLAS timing the next split sleeps the rest of BLAS_SPIN_S; after
+    that, or with no threaded timing since, it does not sleep."""
+    from srcore_cpu.kernels import parallel
+
+    now, slept = [100.0], []
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(time, "sleep", lambda s: (slept.append(s), now.__setitem__(0, now[0] + s)))
+    parallel.note_threaded_blas()
+    now[0] += 0.02
+    parallel.wait_blas_idle()
+    parallel.wait_blas_idle()
+    assert slept == [pytest.approx(parallel.BLAS_SPIN_S - 0.02)]

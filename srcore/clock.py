@@ -1,0 +1,69 @@
+"""The clock a backend times its candidate kernels on, at build or load (``srcore.plugin.clock``).
+
+**Which clock.** Candidates that run on the calling thread alone are charged that thread's own time
+(``"cpu"``): its CPU time (``time.thread_time_ns``) plus any time it was blocked (asleep, waiting for
+another thread), but not the time it waited for a core another process held. On a shared machine
+that wait is noise, charged to whichever candidate happened to be running: at load ~7 on 2 vCPUs a
+2 ms call's wall time was 1-6x its CPU time (docs/performance.md, "Tactic timing on the thread's
+own clock"). The wait is Linux's per-thread ``run_delay`` (schedstat); where the kernel does not
+report it, a round is charged its CPU time, or its wall time if that was mostly spent off the CPU
+(:data:`OFF_THREAD`): a candidate that sleeps never looks free. Candidates that may use more
+threads (a part pool, BLAS's or OpenMP's team) are timed in wall time (``"wall"``): their work on
+other threads is invisible to the caller's clocks.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from .errors import SrcoreError
+
+#: without ``run_delay``: a round on the ``"cpu"`` clock that used less than this fraction of its
+#: wall time on the CPU spent it blocked (or the machine was starved) and is charged its wall time
+OFF_THREAD = 0.1
+CLOCKS = ("cpu", "wall")
+
+#: nanosecond clocks: wall time, the calling thread's CPU time
+WALL_CLOCK = time.perf_counter_ns
+CPU_CLOCK = time.thread_time_ns
+_SCHEDSTAT = "/proc/thread-self/schedstat"
+
+
+def run_delay() -> int | None:
+    """Nanoseconds the calling thread has waited for a core so far (Linux's schedstat), or None."""
+    try:
+        with open(_SCHEDSTAT, "rb") as f:
+            return int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def clock_for(threads: int) -> str:
+    """The clock for candidates that may run on ``threads`` threads (see the module doc)."""
+    return "cpu" if threads <= 1 else "wall"
+
+
+def check(clock: str, who: str, error: type[SrcoreError] = SrcoreError) -> str:
+    """``clock`` if it is one of :data:`CLOCKS`, else ``error`` naming ``who`` (the caller)."""
+    if clock not in CLOCKS:
+        raise error(f"{who}: clock must be 'cpu' or 'wall', got {clock!r}")
+    return clock
+
+
+def per_call_ns(call: Callable[[], object], n: int, clock: str) -> float:
+    """Nanoseconds per call of ``n`` calls of ``call`` on ``clock`` (``"cpu"`` or ``"wall"``)."""
+    if clock == "wall":
+        w0 = WALL_CLOCK()
+        for _ in range(n):
+            call()
+        return (WALL_CLOCK() - w0) / n
+    d0 = run_delay()
+    w0, c0 = WALL_CLOCK(), CPU_CLOCK()
+    for _ in range(n):
+        call()
+    c, w = CPU_CLOCK() - c0, WALL_CLOCK() - w0
+    if d0 is not None:
+        d1 = run_delay()
+        if d1 is not None:
+            return max(c, w - (d1 - d0)) / n
+    return (w if c < OFF_THREAD * w else c) / n
