@@ -17,7 +17,7 @@ from srcore.ir import parse_graph, print_graph
 from srcore.ir.types import TensorType
 from srcore.ir.verify import verify
 from srcore.passes import (eliminate_common_subexpressions, eliminate_dead_code, fold_batch_norm,
-                           fold_constants, fuse_ops, inline_calls, inline_constant_ifs, peephole,
+                           fold_constants, functionalize_inplace, fuse_ops, inline_calls, inline_constant_ifs, peephole,
                            prepare_for_static_runtime, remove_training_ops, simplify_loops, unroll_loops)
 
 #: independent of the executor and the memory planner: the second pass of test.sh deselects it
@@ -36,6 +36,7 @@ PASSES = {
     "loops": simplify_loops,
     "training_ops": remove_training_ops,
     "fold_bn": fold_batch_norm,
+    "functionalize": functionalize_inplace,
     "fuse": fuse_ops,
     "prepare": None,  # prepare_for_static_runtime: returns a new graph
 }

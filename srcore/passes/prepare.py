@@ -2,7 +2,7 @@
 
 Order (see ``docs/passes.md``)::
 
-    normalize_aliases, lower_out_overloads, inline_calls, remove_training_ops,
+    normalize_aliases, lower_out_overloads, inline_calls, remove_training_ops, functionalize_inplace,
     fixpoint(inline_constant_ifs, fold_constants, fold_known_values, peephole, simplify_loops, unroll_loops,
              eliminate_dead_code, eliminate_common_subexpressions),
     fold_batch_norm, fuse_ops (if fuse), eliminate_dead_code
@@ -25,6 +25,7 @@ from .constant_fold import DEFAULT_MAX_ELEMENTS, fold_constants
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .fold_bn import fold_batch_norm
+from .functionalize import functionalize_inplace
 from .fuse import fuse_ops
 from .inline import inline_calls, inline_constant_ifs
 from .known_values import KnownValues, fold_known_values
@@ -75,6 +76,7 @@ def default_pipeline(*, fuse: bool = True, inference: bool = True, evaluator=Non
         _named("lower_out_overloads", lower_out_overloads, schemas=schemas),
         _named("inline_calls", inline_calls, functions=functions or {}),
         _named("remove_training_ops", remove_training_ops, inference=inference),
+        _named("functionalize_inplace", functionalize_inplace, schemas=schemas),
         core,
         _named("fold_batch_norm", fold_batch_norm),
     ]
