@@ -14,6 +14,7 @@ from .loops import simplify_loops
 from .manager import Fixpoint, Pass, PassManager, PassStats, summarize
 from .peephole import RULES, peephole
 from .prepare import PrepareResult, default_pipeline, prepare, prepare_for_static_runtime
+from .scalar_operands import scalar_operands
 from .split_unpack import slice_unpacked_splits
 from .training_ops import remove_training_ops
 from .unroll import unroll_loops
@@ -24,5 +25,5 @@ __all__ = [
     "eliminate_dead_code", "fold_constants", "default_evaluator", "peephole", "RULES",
     "eliminate_common_subexpressions", "inline_calls", "inline_constant_ifs", "simplify_loops",
     "unroll_loops", "remove_training_ops", "fold_batch_norm", "fuse_ops", "FUSIONS", "normalize_aliases",
-    "lower_out_overloads", "functionalize_inplace", "slice_unpacked_splits",
+    "lower_out_overloads", "functionalize_inplace", "slice_unpacked_splits", "scalar_operands",
 ]
