@@ -164,3 +164,19 @@ def test_functional_batch_norm_from_export_matches_torch():
     kinds = [n.kind for n in sm.graph.all_nodes()]
     assert kinds.count("aten::_native_batch_norm_legit_no_training") == 1, kinds
     assert "aten::batch_norm" not in kinds, kinds
+
+
+def test_onnx_resize_to_another_tensors_size_with_a_dynamic_batch(tmp_path):
+    """``F.interpolate(p, size=c.shape[-2:])`` exported with a dynamic batch: Resize's ``sizes`` is
+    ``Concat(Shape(p)[:2], [16, 16])``, unknown at conversion only in p's own dims (left as they
+    are), which the converter refused ("sizes must be known at conversion")."""
+    m, (x,) = HELDOUT["fpn"].build()
+    f = str(tmp_path / "fpn.onnx")
+    with torch.no_grad():
+        torch.onnx.export(m, (x,), f, dynamo=False, opset_version=17, input_names=["x"],
+                          dynamic_axes={"x": {0: "batch"}})
+    model = srcore.from_onnx(f)
+    assert model.input_specs[0].shape[0] == "batch"
+    sm = srcore.StaticModule(model)
+    for inputs in ((x,), (torch.cat([x, -x, x * 2]),)):
+        assert_close(run(sm, inputs), torch_outputs(m, inputs), f"fpn via onnx, batch {inputs[0].shape[0]}")
