@@ -10,12 +10,14 @@ functional ops; so ``%y = aten::op_(%x, ...)`` becomes ``%y = aten::op(%x, ...)`
   container or control flow (not a graph or block input, nor a constant), and the in-place node
   is its only use: nothing reads ``%x`` after the write, or before it through an alias;
 * ``%x`` is floating point and every other tensor argument has its dtype, so the functional
-  op's type promotion gives ``%x``'s dtype, as the in-place op does.
+  op's type promotion gives ``%x``'s dtype, as the in-place op does; or ``%x`` is quantized and
+  the op takes no other tensor (an activation, which keeps ``%x``'s scale and zero point).
 """
 from __future__ import annotations
 
 from ..ir.alias import alias_sources, mutated_inputs
 from ..ir.graph import Graph, Node
+from ..ir.quant import is_quantized
 from ..ir.types import TensorType
 from ._util import dtype_of, has_side_effects, is_floating
 
@@ -31,9 +33,10 @@ def _fresh(node: Node) -> bool:
     if src.blocks or alias_sources(src) or has_side_effects(src) or len(x.uses) != 1:
         return False
     dtype = dtype_of(x)
-    if not is_floating(dtype):
-        return False
-    return all(dtype_of(v) == dtype for v in node.inputs[1:] if isinstance(v.type, TensorType))
+    others = [v for v in node.inputs[1:] if isinstance(v.type, TensorType)]
+    if is_quantized(dtype):  # ReLU6(inplace=True) after a quantized conv: an activation keeps x's qparams
+        return not others
+    return is_floating(dtype) and all(dtype_of(v) == dtype for v in others)
 
 
 def functionalize_inplace(graph: Graph, schemas=None) -> bool:
