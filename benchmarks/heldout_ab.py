@@ -3,7 +3,7 @@ side in one process, rounds alternating: ``python -m benchmarks.heldout_ab [--mo
 [--factory pkg.module:NAME] [--path script] [--rounds 9] [--cpu-time]``.
 
 No artifacts: each model is built by its factory (``NAME`` maps a model name to a callable giving
-``(module, example inputs)``, or to an object with such a ``build``), converted through ``--path``
+``(module, example inputs)``), converted through ``--path``
 (an import path of tests/parity/heldout_paths.py) and loaded by every runner: torch eager, ONNX
 Runtime (the model exported by torch.onnx's TorchScript exporter, all graph optimizations, sequential),
 srcore cpu (codegen, standard_resizing) and srcore trt_like + cpu. Every runner's output is checked
@@ -29,7 +29,7 @@ def _factories(spec: str) -> dict:
     sys.path[:0] = [str(ROOT / "tests" / "parity"), str(ROOT)]
     module, _, name = spec.partition(":")
     table = getattr(importlib.import_module(module), name)
-    return {k: getattr(v, "build", v) for k, v in table.items()}
+    return dict(table)
 
 
 def _runners(module, inputs, path: str, names) -> dict:

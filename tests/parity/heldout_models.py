@@ -2,16 +2,13 @@
 from the bench set and the parity zoo, to find what a model srcore has never seen breaks.
 
 Each builder returns ``(module in eval mode, example inputs)``: fixed seeds, small sizes (one
-torch call well under a millisecond to a few ms). ``HELDOUT`` maps a name to a :class:`Heldout`
-that says which import paths a model takes (``script``: torch.jit.script works on it) and
-whether it is conv/linear-heavy (``quantizable``).
+torch call well under a millisecond to a few ms); every model takes every import path.
 """
 from __future__ import annotations
 
 import math
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Tuple
 
-import attrs
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -483,27 +480,17 @@ def build_tcn_causal():
     return TCNCausal().eval(), (torch.randn(2, 1, 400),)
 
 
-@attrs.frozen
-class Heldout:
-    build: Callable[[], Tuple[nn.Module, tuple]]
-    #: import paths torch itself cannot take for this model, with why
-    skip: Dict[str, str] = attrs.field(factory=dict)
-    #: conv/linear-heavy (the quantized plugin applies)
-    quantizable: bool = False
-    #: ONNX input names (the ONNX exporter names them input.N otherwise)
-    names: Optional[Tuple[str, ...]] = None
-
-
-HELDOUT: Dict[str, Heldout] = {
-    "mobilenet_v2": Heldout(build_mobilenet_v2, quantizable=True),
-    "efficientnet_lite": Heldout(build_efficientnet_lite, quantizable=True),
-    "shufflenet_v2": Heldout(build_shufflenet_v2, quantizable=True),
-    "unet_transposed": Heldout(build_unet_transposed),
-    "bert_pooler": Heldout(build_bert_pooler, quantizable=True),
-    "bigru2": Heldout(build_bigru2),
-    "lstm_state": Heldout(build_lstm_state),
-    "yolo_head": Heldout(build_yolo_head),
-    "fpn": Heldout(build_fpn, quantizable=True),
-    "index_graph": Heldout(build_index_graph),
-    "tcn_causal": Heldout(build_tcn_causal, quantizable=True),
+#: name -> builder of ``(module in eval mode, example inputs)``
+HELDOUT: Dict[str, Callable[[], Tuple[nn.Module, tuple]]] = {
+    "mobilenet_v2": build_mobilenet_v2,
+    "efficientnet_lite": build_efficientnet_lite,
+    "shufflenet_v2": build_shufflenet_v2,
+    "unet_transposed": build_unet_transposed,
+    "bert_pooler": build_bert_pooler,
+    "bigru2": build_bigru2,
+    "lstm_state": build_lstm_state,
+    "yolo_head": build_yolo_head,
+    "fpn": build_fpn,
+    "index_graph": build_index_graph,
+    "tcn_causal": build_tcn_causal,
 }

@@ -61,7 +61,7 @@ def _cells():
 def test_heldout_model(name, path, backend, monkeypatch, tmp_path_factory):
     if backend == "openvino":  # OpenVINO's compiled models go to a temporary cache, never to ~/.cache/srcore
         monkeypatch.setenv("SRCORE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "srcore-cache"))
-    m, inputs = HELDOUT[name].build()
+    m, inputs = HELDOUT[name]()
     sm = srcore.StaticModule(convert(m, inputs, path), options=_options(backend))
     want = torch_outputs(m, inputs)
     what = f"{name} via {path} on {backend}"
@@ -76,7 +76,7 @@ def test_heldout_model(name, path, backend, monkeypatch, tmp_path_factory):
 
 
 def _trt_like(name: str, path: str):
-    m, inputs = HELDOUT[name].build()
+    m, inputs = HELDOUT[name]()
     sm = srcore.StaticModule(convert(m, inputs, path), options=_options("trt_like"))
     assert_close(run(sm, inputs), torch_outputs(m, inputs), f"{name} via {path} on trt_like")
     return sm
@@ -171,7 +171,7 @@ def test_onnx_resize_to_another_tensors_size_with_a_dynamic_batch(tmp_path):
     """``F.interpolate(p, size=c.shape[-2:])`` exported with a dynamic batch: Resize's ``sizes`` is
     ``Concat(Shape(p)[:2], [16, 16])``, unknown at conversion only in p's own dims (left as they
     are), which the converter refused ("sizes must be known at conversion")."""
-    m, (x,) = HELDOUT["fpn"].build()
+    m, (x,) = HELDOUT["fpn"]()
     f = str(tmp_path / "fpn.onnx")
     with torch.no_grad():
         torch.onnx.export(m, (x,), f, dynamo=False, opset_version=17, input_names=["x"],
@@ -192,7 +192,7 @@ def _fx_x86(name: str):
     from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
 
     torch.backends.quantized.engine = "x86"
-    m, inputs = HELDOUT[name].build()
+    m, inputs = HELDOUT[name]()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         prepared = prepare_fx(m, tq.get_default_qconfig_mapping("x86"), inputs)
