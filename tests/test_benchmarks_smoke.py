@@ -383,3 +383,26 @@ def test_trt_like_conv_tables_name_every_tactic_trt_like_offers(capsys):
     row = next(line for line in out.splitlines() if line.startswith("| l |"))
     assert row.split(" | ")[4 + len(names)] == tc.short(names[-1])
     assert all(tc.short(n) in out.splitlines()[3] for n in names)
+
+
+@pytest.mark.one_pass  # srcore's runners use the default executor and planner
+def test_heldout_ab_times_factory_models_and_checks_outputs():
+    """``benchmarks.heldout_ab``: models from a factory, each runner checked against eager before it
+    is timed (one whose output differs stops the measurement), ratios to eager and ORT."""
+    import torch
+
+    from benchmarks import heldout_ab
+
+    factories = heldout_ab._factories("heldout_models:HELDOUT")
+    (row,) = heldout_ab.measure(factories, ["index_graph"], ["eager", "ort", "srcore_cpu"], "script", 1, True)
+    assert min(row["eager_us"], row["ort_us"], row["srcore_cpu_us"]) > 0
+    assert row["srcore_cpu/ort"] == pytest.approx(row["srcore_cpu_us"] / row["ort_us"])
+
+    class ScriptedDiffers(torch.nn.Module):
+        def forward(self, x):
+            if torch.jit.is_scripting():
+                return x + 1.0
+            return x
+    with pytest.raises(AssertionError, match="srcore_cpu: wrong output"):
+        heldout_ab.measure({"m": lambda: (ScriptedDiffers(), (torch.ones(4, 4),))}, ["m"], ["eager", "srcore_cpu"],
+                           "script", 1, False)

@@ -17,8 +17,9 @@ from srcore.ir import parse_graph, print_graph
 from srcore.ir.types import TensorType
 from srcore.ir.verify import verify
 from srcore.passes import (eliminate_common_subexpressions, eliminate_dead_code, fold_batch_norm,
-                           fold_constants, fuse_ops, inline_calls, inline_constant_ifs, peephole,
-                           prepare_for_static_runtime, remove_training_ops, simplify_loops, unroll_loops)
+                           fold_constants, functionalize_inplace, fuse_ops, inline_calls, inline_constant_ifs,
+                           peephole, prepare_for_static_runtime, remove_training_ops, simplify_loops,
+                           slice_unpacked_splits, unroll_loops)
 
 #: independent of the executor and the memory planner: the second pass of test.sh deselects it
 pytestmark = pytest.mark.one_pass
@@ -36,6 +37,8 @@ PASSES = {
     "loops": simplify_loops,
     "training_ops": remove_training_ops,
     "fold_bn": fold_batch_norm,
+    "functionalize": functionalize_inplace,
+    "split_unpack": slice_unpacked_splits,
     "fuse": fuse_ops,
     "prepare": None,  # prepare_for_static_runtime: returns a new graph
 }

@@ -270,6 +270,22 @@ CASES = {
         "  %n : NoneType = prim::Constant()\n  %y : Float(2, 3) = aten::to(%x, %d, %f, %t, %n)\n"
         "  %z : Float(2, 3) = aten::relu_(%y)\n  return (%z, %x)\n",
         (f32(2, 3),)),
+    "clone written in place": Case(
+        "clone(x) -> x (never written)",
+        "graph(%x : Float(2, 3)):\n  %n : NoneType = prim::Constant()\n  %a : Float(2, 3) = aten::relu(%x)\n"
+        "  %y : Float(2, 3) = aten::clone(%a, %n)\n  %z : Float(2, 3) = aten::tanh(%y)\n  return (%z, %a)\n",
+        "graph(%x : Float(2, 3)):\n  %n : NoneType = prim::Constant()\n  %a : Float(2, 3) = aten::relu(%x)\n"
+        "  %y : Float(2, 3) = aten::clone(%a, %n)\n  %z : Float(2, 3) = aten::tanh_(%y)\n  return (%z, %a)\n",
+        (f32(2, 3),)),
+    "clone with a memory format": Case(
+        "clone(x) -> x (never written)",
+        "graph(%x : Float(1, 2, 3, 3)):\n  %n : NoneType = prim::Constant()\n"
+        "  %y : Float(1, 2, 3, 3) = aten::clone(%x, %n)\n  %z : Float(1, 2, 3, 3) = aten::sigmoid(%y)\n"
+        "  return (%z)\n",
+        "graph(%x : Float(1, 2, 3, 3)):\n  %m : int = prim::Constant[value=2]()\n"
+        "  %y : Float(1, 2, 3, 3) = aten::clone(%x, %m)\n  %z : Float(1, 2, 3, 3) = aten::sigmoid(%y)\n"
+        "  return (%z)\n",
+        (f32(1, 2, 3, 3),)),
     # -- lists and tuples -------------------------------------------------------------------
     "len of a list appended to": Case(
         "len(known list) -> constant",

@@ -40,6 +40,9 @@ class Packed:
     groups: int = 1
     dims: int = 2                   # spatial dims of a convolution (1 or 2)
     arith: str = "fbgemm"           # whose requantization torch runs for these weights (packed_arith)
+    #: makes the (C_out, C_in, 1, K) weight a (C_out, C_in, K) parameter when called: torch packs an
+    #: nn.quantized.Conv1d so (its ``quantized::conv1d`` reads the 2-d params as a 1 x K convolution)
+    weight_1d: Callable[[], Any] | None = attrs.field(default=None, eq=False)
 
 
 def class_name(obj) -> str:
@@ -95,9 +98,14 @@ def unpack(torch, obj, name: str, constant: Callable[[str, Any], Any]) -> Packed
         padding = tuple(torch.ops.quantized.conv2d_padding(obj))[-dims:]
         dilation = tuple(torch.ops.quantized.conv2d_dilation(obj))[-dims:]
         groups = int(torch.ops.quantized.conv2d_groups(obj))
+        w1 = None
+        if dims == 2 and w.shape[2] == 1 and (stride[0], padding[0], dilation[0]) == (1, 0, 1):
+            def w1(w=w):
+                return constant(f"{name}.weight_1d", w.squeeze(2))
         return Packed("conv", constant(f"{name}.weight", w), constant(f"{name}.bias", b), stride, padding,
                       dilation, groups, dims, packed_arith(torch.backends.quantized.engine, "conv", w, groups,
-                                                           tuple(torch.ops.quantized.conv2d_output_padding(obj))))
+                                                           tuple(torch.ops.quantized.conv2d_output_padding(obj))),
+                      w1)
     raise ValueError(f"packed parameters of type {cls} have no srcore equivalent (supported: "
                      f"{', '.join(c.rsplit('.', 1)[-1] for c in SUPPORTED)})")
 
@@ -137,6 +145,11 @@ def lower(kind: str, inputs: list, make_const: Callable[[Any, Any], Any]) -> tup
     if len(rest) != pos + 2:   # the old conv2d(qx, w, stride, padding, dilation, groups, scale, zp) form
         raise ValueError(f"{kind} with {len(inputs)} inputs (the legacy form) is not supported")
     ints = ListType(INT)
+    if op.startswith("quantized::qconv1d") and packed.dims == 2:
+        if packed.weight_1d is None:
+            raise ValueError(f"{kind} got 2-d convolution parameters that are no 1 x K convolution")
+        packed = attrs.evolve(packed, weight=packed.weight_1d(), stride=packed.stride[1:], padding=packed.padding[1:],
+                              dilation=packed.dilation[1:], dims=1)
     settings = [make_const(list(packed.stride), ints), make_const(list(packed.padding), ints),
                 make_const(list(packed.dilation), ints), make_const(packed.groups, INT)]
     if packed.dims == 1 and not op.startswith("quantized::qconv1d"):

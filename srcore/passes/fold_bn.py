@@ -10,6 +10,9 @@ mean, var are tensor constants; gamma, beta, b are tensor constants or
 are named ``<W param>.bnfold`` and ``<b param or W's name with .bias>.bnfold``.
 ``aten::linear(x, W, b)`` followed by batch norm folds the same way when the
 linear output is 2-D (``BatchNorm1d`` on ``(N, C)``).
+``aten::_native_batch_norm_legit_no_training(x, gamma, beta, mean, var, momentum, eps)``
+(what ``torch.export`` makes of an eval-mode ``BatchNorm``) folds the same way when its
+second and third outputs (empty tensors) are unused.
 """
 from __future__ import annotations
 
@@ -53,16 +56,20 @@ def fold_batch_norm(graph: Graph) -> bool:
     changed = False
     for block in list(walk_blocks(graph.block)):
         for node in list(block.nodes):
-            if base_kind(node) == "aten::batch_norm" and len(node.inputs) >= 8:
-                changed |= _fold(node)
+            kind = base_kind(node)
+            if kind == "aten::batch_norm" and len(node.inputs) >= 8:
+                changed |= _fold(node, const_or(node.inputs[5], None) is False, node.inputs[7])
+            elif (kind == "aten::_native_batch_norm_legit_no_training" and len(node.inputs) == 7
+                  and not any(o.uses for o in node.outputs[1:])):
+                changed |= _fold(node, True, node.inputs[6])
     return changed
 
 
-def _fold(bn: Node) -> bool:
+def _fold(bn: Node, inference: bool, eps_value: Value) -> bool:
     src = _source(bn)
-    if src is None or const_or(bn.inputs[5], None) is not False:
+    if src is None or not inference:
         return False
-    eps = const_or(bn.inputs[7], None)
+    eps = const_or(eps_value, None)
     W = _tensor(src.inputs[1])
     mean, var = _tensor(bn.inputs[3]), _tensor(bn.inputs[4])
     if not isinstance(eps, float) or W is None or mean is None or var is None:
@@ -92,5 +99,5 @@ def _fold(bn: Node) -> bool:
         const = g.insert_constant(value, before=src)
         const.node.attrs["param"] = unique_param_name(g, f"{name}.bnfold")
         src.replace_input(index, const)
-    replace_with_values(bn, [src.output])
+    replace_with_values(bn, [src.output])  # a _native_batch_norm's other outputs are unused
     return True

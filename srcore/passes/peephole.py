@@ -200,6 +200,18 @@ def identity_op(node: Node):
     return None if identity_observed(node) else node.inputs[0]
 
 
+def clone_unobserved(node: Node):
+    """``clone(x)`` (no memory format) is ``x`` when nothing writes either (torch.export makes an
+    eval-mode dropout a clone) and the copy is no graph output (two outputs, or an output and an
+    input, would share memory)."""
+    from .training_ops import identity_observed
+    x, out = node.inputs[0], node.output
+    if (len(node.inputs) != 2 or const_or(node.inputs[1], _Unknown) is not None or identity_observed(node)
+            or not _can_alias(x, out) or any(u.user.kind == "prim::Return" for u in out.uses)):
+        return None
+    return x
+
+
 # -- static facts ------------------------------------------------------------------------------
 def size_static(node: Node):
     t = node.inputs[0].type
@@ -302,6 +314,7 @@ RULES_LIST = [
     Rule("contiguous(contiguous(x)) -> contiguous(x)", "aten::contiguous", contiguous_contiguous),
     Rule("x.to(x.dtype) -> x", "aten::to", to_same_dtype),
     Rule("detach(x) -> x", "aten::detach", identity_op),
+    Rule("clone(x) -> x (never written)", "aten::clone", clone_unobserved),
     Rule("size(static) -> constant", "aten::size", size_static),
     Rule("dim(known rank) -> constant", "aten::dim", dim_static),
     Rule("len(known list) -> constant", "aten::len", len_known),

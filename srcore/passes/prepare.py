@@ -2,9 +2,9 @@
 
 Order (see ``docs/passes.md``)::
 
-    normalize_aliases, lower_out_overloads, inline_calls, remove_training_ops,
+    normalize_aliases, lower_out_overloads, inline_calls, remove_training_ops, functionalize_inplace,
     fixpoint(inline_constant_ifs, fold_constants, fold_known_values, peephole, simplify_loops, unroll_loops,
-             eliminate_dead_code, eliminate_common_subexpressions),
+             eliminate_dead_code, eliminate_common_subexpressions, slice_unpacked_splits, scalar_operands),
     fold_batch_norm, fuse_ops (if fuse), eliminate_dead_code
 
 The input graph is never modified: the pipeline runs on a copy, which is returned.
@@ -25,12 +25,15 @@ from .constant_fold import DEFAULT_MAX_ELEMENTS, fold_constants
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .fold_bn import fold_batch_norm
+from .functionalize import functionalize_inplace
 from .fuse import fuse_ops
 from .inline import inline_calls, inline_constant_ifs
 from .known_values import KnownValues, fold_known_values
 from .loops import simplify_loops
 from .manager import Fixpoint, Pass, PassManager, PassStats
 from .peephole import peephole
+from .scalar_operands import scalar_operands
+from .split_unpack import slice_unpacked_splits
 from .training_ops import remove_training_ops
 from .unroll import DEFAULT_MAX_NODES, unroll_loops
 
@@ -69,12 +72,15 @@ def default_pipeline(*, fuse: bool = True, inference: bool = True, evaluator=Non
         _named("unroll_loops", unroll_loops, max_nodes=unroll_max_nodes),
         _named("eliminate_dead_code", eliminate_dead_code),
         _named("eliminate_common_subexpressions", eliminate_common_subexpressions),
+        _named("slice_unpacked_splits", slice_unpacked_splits),
+        _named("scalar_operands", scalar_operands),
     ), max_iterations=max_iterations, name="simplify")
     passes: list = [
         _named("normalize_aliases", normalize_aliases),
         _named("lower_out_overloads", lower_out_overloads, schemas=schemas),
         _named("inline_calls", inline_calls, functions=functions or {}),
         _named("remove_training_ops", remove_training_ops, inference=inference),
+        _named("functionalize_inplace", functionalize_inplace, schemas=schemas),
         core,
         _named("fold_batch_norm", fold_batch_norm),
     ]

@@ -61,6 +61,15 @@ def test_nan_and_0d(kernel, ref):
     assert isinstance(r, np.ndarray) and r.shape == ()
 
 
+@pytest.mark.parametrize("slope", [0.0, 0.01, 1.0, 1.5, -0.5, -2.0])
+def test_leaky_relu_every_slope_with_nan_and_inf(slope):
+    """``max(x, s * x)`` for ``s <= 1``, ``min`` above: the same as torch's ``x if x > 0 else s * x``
+    for slopes above one and negative slopes too, NaN and infinities included."""
+    x = rand(4, 9)
+    x.flat[:5] = [np.nan, np.inf, -np.inf, 0.0, -0.0]
+    check_kernel(A.leaky_relu, F.leaky_relu, x, slope)
+
+
 @pytest.mark.parametrize("dtype", ["int64", "int32"])
 def test_relu_family_on_ints(dtype):
     x = rand(4, 4, dtype=dtype)

@@ -243,3 +243,37 @@ def test_layer_norm_fallbacks():
     assert NK.layer_norm_matcher(node_info("aten::layer_norm", input=small, normalized_shape=[3], weight=small,
                                            bias=small, eps=1e-5, cudnn_enable=False, outputs=(small,))) \
         is NK.layer_norm
+
+
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("shape", [(1, 8, 64, 40), (2, 3, 4100, 2), (1, 16, 1100)])
+def test_instance_norm_through_the_compiled_group_norm(shape, affine):
+    """InstanceNorm (input statistics) of a large float32 node runs the compiled group norm with
+    one group per channel: torch's values; small and float64 nodes keep the numpy kernel."""
+    import srcore
+
+    norm = (torch.nn.InstanceNorm2d if len(shape) == 4 else torch.nn.InstanceNorm1d)(shape[1], affine=affine)
+    with torch.no_grad():
+        if affine:
+            norm.weight.normal_()
+            norm.bias.normal_()
+    m = torch.nn.Sequential(norm).eval()
+    x = torch.randn(*shape) * 3 + 5
+    sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), (x,)))
+    with torch.no_grad():
+        np.testing.assert_allclose(sm(x.numpy()), m(x).numpy(), rtol=1e-4, atol=1e-4)
+    chosen = [getattr(pn.fn.fn, "__qualname__", "") for b in sm.blocks for pn in b.nodes
+              if pn.fn is not None and pn.node.kind == "aten::instance_norm"]
+    assert chosen == ["instance_norm_matcher.<locals>.instance_norm_jit"]
+
+
+def test_instance_norm_matcher_declines_small_and_running_stats():
+    kw = dict(weight=None, bias=None, running_mean=None, running_var=None, momentum=0.1, eps=1e-5,
+              cudnn_enabled=False)
+    big, small = TensorType("float32", (1, 8, 64, 64)), TensorType("float32", (1, 8, 4, 4))
+    assert NK.instance_norm_matcher(node_info("aten::instance_norm", input=small, use_input_stats=True, **kw,
+                                              outputs=(small,))) is None
+    assert NK.instance_norm_matcher(node_info("aten::instance_norm", input=big, use_input_stats=False, **kw,
+                                              outputs=(big,))) is None
+    assert isinstance(NK.instance_norm_matcher(node_info("aten::instance_norm", input=big, use_input_stats=True,
+                                                         **kw, outputs=(big,))), Specialized)

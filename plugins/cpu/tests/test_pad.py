@@ -31,6 +31,16 @@ def test_constant_pad_value_and_negative_crop():
         np.testing.assert_array_equal(K.constant_pad_nd(x, list(pads), value), ref)
 
 
+@pytest.mark.parametrize("pads", [(-2, -2), (-3, 2), (2, -3), (0, 3, -1, 0), (3, -1, 1, 1), (-1, 0, 0, -3)])
+def test_constant_pad_crops_and_pads_like_torch(pads):
+    """The fill-and-copy path (not np.pad): crops that meet, pads beyond a crop, an empty result."""
+    x = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    ref = F.pad(torch.from_numpy(x), pads, value=1.5).numpy()
+    np.testing.assert_array_equal(K.pad(x, list(pads), "constant", 1.5), ref)
+    out = np.full(ref.shape, np.nan, np.float32)
+    np.testing.assert_array_equal(K.constant_pad_nd(x, list(pads), 1.5, out=out), ref)
+
+
 @pytest.mark.parametrize("mode", ["circular", "replicate"])
 @pytest.mark.parametrize("pads", [(-2, 1), (1, -2), (-1, -1), (2, -1), (-1, 1, -2, 1), (1, -1, 0, -2)])
 def test_negative_pads_crop_first(mode, pads):

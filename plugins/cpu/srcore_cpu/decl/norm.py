@@ -23,6 +23,8 @@ KERNELS: list[Kernel] = [
            matcher=_M + "native_group_norm_matcher", priority=2),
     Kernel("aten::group_norm", "cpu", "out", ("float32",), _M + "group_norm",
            matcher=_M + "group_norm_matcher", priority=2),
+    Kernel("aten::instance_norm", "cpu", "out", ("float32",), _M + "instance_norm",
+           matcher=_M + "instance_norm_matcher", priority=2),
     Kernel("aten::native_group_norm", "cpu", "out", FLOATS, _M + "native_group_norm"),
     Kernel("aten::group_norm", "cpu", "out", FLOATS, _M + "group_norm"),
     Kernel("aten::instance_norm", "cpu", "out", FLOATS, _M + "instance_norm"),

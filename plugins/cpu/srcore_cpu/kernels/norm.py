@@ -380,6 +380,29 @@ def group_norm_matcher(node: NodeInfo):
     return Specialized(group_norm_jit, args=(0, 2, 3))
 
 
+def instance_norm_matcher(node: NodeInfo):
+    """``aten::instance_norm`` with input statistics on large float32 tensors of known channel count:
+    the compiled group norm with one group per channel (the same statistics), or None."""
+    t = node.output_types[0] if node.output_types else None
+    shape = getattr(t, "shape", None)
+    if not (_f32_node(node) and node.is_const("use_input_stats") and node.const("use_input_stats") is True
+            and node.is_const("eps") and shape is not None and len(shape) >= 3 and isinstance(shape[1], int)):
+        return None
+    groups, eps = shape[1], float(node.const("eps"))
+    kernel = _group_norm_kernel(node, groups, eps)
+
+    def instance_norm_jit(input, weight=None, bias=None, out=None):
+        if out is None:
+            out = np.empty(input.shape, input.dtype)
+        if out.shape != input.shape or not _jit_ready(input, groups, weight, bias, (out,)):
+            return instance_norm(input, weight, bias, None, None, True, 0.0, eps, out=out)
+        stats = np.empty((2, input.shape[0] * groups), np.float32)
+        kernel(input, groups, np.ones(groups, np.float32) if weight is None else weight,
+               np.zeros(groups, np.float32) if bias is None else bias, eps, out, stats[0], stats[1])
+        return out
+    return Specialized(instance_norm_jit, args=(0, 1, 2))
+
+
 def native_group_norm_matcher(node: NodeInfo):
     """``aten::native_group_norm`` on large float32 tensors: the compiled kernel, or None."""
     if not (_f32_node(node) and node.is_const("group") and node.is_const("eps")):

@@ -34,14 +34,31 @@ def _pad(x: np.ndarray, pad, mode: str, value, out):
                      for i in reversed(range(len(pad) // 2)))
         res = np.pad(x[(Ellipsis, *kept)], widths, mode="wrap")
     elif mode == "constant":
-        fill = 0 if value is None else value
-        res = np.pad(x, widths, mode="constant", constant_values=np.array(fill).astype(x.dtype))[tuple(crop)]
+        return _constant(x, pad, 0 if value is None else value, out)
     else:
         res = np.pad(x, widths, mode=_MODES[mode])[tuple(crop)]
     if out is None:
         return np.ascontiguousarray(res)
     np.copyto(out, res)
     return out
+
+
+def _constant(x: np.ndarray, pad, fill, out):
+    """Constant padding as a fill and one strided copy (``np.pad`` costs ~10x more on small tensors)."""
+    shape, src, dst = list(x.shape), [slice(None)] * x.ndim, [slice(None)] * x.ndim
+    for i in range(len(pad) // 2):
+        d = x.ndim - 1 - i
+        before, after, n = int(pad[2 * i]), int(pad[2 * i + 1]), x.shape[d]
+        shape[d] = n + before + after
+        if shape[d] < 0:
+            raise KernelError(f"pad ({before}, {after}) makes dimension {d} of size {n} negative")
+        lo, hi = max(-before, 0), n - max(-after, 0)  # what is kept of x
+        src[d] = slice(lo, max(hi, lo))
+        dst[d] = slice(max(before, 0), max(before, 0) + max(hi - lo, 0))
+    res = out if out is not None else np.empty(shape, x.dtype)
+    res.fill(np.array(fill).astype(x.dtype))
+    res[tuple(dst)] = x[tuple(src)]
+    return res
 
 
 def pad(self, pad, mode="constant", value=None, out=None):

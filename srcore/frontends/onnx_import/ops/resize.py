@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ....ir.constants import const_or
+from ....ir.graph import Value
 from ....ir.types import TensorType
 from ..context import NodeContext, Unsupported
 from ._util import norm_axis, table
@@ -67,20 +69,44 @@ def _per_axis(cx: NodeContext, r: int):
             raise Unsupported(f"{what} must be known at conversion")
         return None if c.size == 0 else np.asarray(c).reshape(-1)
 
-    roi, scales, sizes = known(1, "roi"), known(2, "scales"), known(3, "sizes")
-    if (scales is None) == (sizes is None):
+    roi, scales = known(1, "roi"), known(2, "scales")
+    own = cx.val(3).ints if scales is None and _own_sizes(cx) else None
+    sizes = None if own is not None else known(3, "sizes")
+    if own is None and (scales is None) == (sizes is None):
         raise Unsupported("exactly one of scales and sizes must be given")
-    given = scales if scales is not None else sizes
+    given = own if own is not None else scales if scales is not None else sizes
     if len(given) != len(axes) or (roi is not None and len(roi) != 2 * len(axes)):
         raise Unsupported(f"{len(given)} scales/sizes for {len(axes)} axes")
-    if sizes is not None and policy != "stretch":
+    if scales is None and policy != "stretch":
         raise Unsupported(f"keep_aspect_ratio_policy={policy!r}")
     out = []
     for i, a in enumerate(axes):
         lo, hi = (float(roi[i]), float(roi[len(axes) + i])) if roi is not None else (0.0, 1.0)
-        out.append((a, float(scales[i]) if scales is not None else None,
-                    int(sizes[i]) if sizes is not None else None, lo, hi))
+        if own is not None:  # x's own size along this axis: the identity (scale 1)
+            scale, size = (1.0, None) if isinstance(own[i], Value) else (None, int(own[i]))
+        else:
+            scale = float(scales[i]) if scales is not None else None
+            size = int(sizes[i]) if sizes is not None else None
+        out.append((a, scale, size, lo, hi))
     return out
+
+
+def _own_sizes(cx: NodeContext) -> bool:
+    """Whether ``sizes`` is not known at conversion but each of its items is a known int or
+    ``x``'s own size along that axis (``F.interpolate(y, size=z.shape[-2:])`` of an input with a
+    dynamic batch: ``Concat(Shape(y)[:2], ...)``), which leaves that axis as it is."""
+    if not cx.has(3) or cx.const(3) is not None:
+        return False
+    items = cx.val(3).ints
+    if items is None or (cx.attr("axes", None) if cx.version >= 18 else None) is not None:
+        return False
+    x = cx.x(0)
+    for a, it in enumerate(items):
+        if isinstance(it, Value) and not (it.node.kind == "aten::size" and len(it.node.inputs) == 2
+                                          and it.node.inputs[0] is x
+                                          and const_or(it.node.inputs[1], None) in (a, a - len(items))):
+            return False
+    return True
 
 
 def resize(cx: NodeContext):
@@ -101,11 +127,11 @@ def resize(cx: NodeContext):
     y = cx.x(0)
     for a, scale, size, lo, hi in _per_axis(cx, r):
         n_in = shape[a]
-        if not isinstance(n_in, int):
-            raise Unsupported(f"resizing dim {a}, which is not known at conversion")
         trivial_roi = ctm != "tf_crop_and_resize" or (lo, hi) == (0.0, 1.0)
         if trivial_roi and (scale == 1.0 or size == n_in):
-            continue   # the identity along this axis (the reference skips it too)
+            continue   # the identity along this axis (the reference skips it too), of any size
+        if not isinstance(n_in, int):
+            raise Unsupported(f"resizing dim {a}, which is not known at conversion")
         if n_in == 0:
             raise Unsupported(f"resizing the empty dim {a}")
         m, c = _axis_map(cx, n_in, scale, size, lo, hi)

@@ -1,0 +1,146 @@
+"""Models built by a factory (default: the held-out zoo, tests/parity/heldout_models.py) timed side by
+side in one process, rounds alternating: ``python -m benchmarks.heldout_ab [--models a,b]
+[--factory pkg.module:NAME] [--path script] [--rounds 9] [--cpu-time]``.
+
+No artifacts: each model is built by its factory (``NAME`` maps a model name to a callable giving
+``(module, example inputs)``), converted through ``--path``
+(an import path of tests/parity/heldout_paths.py) and loaded by every runner: torch eager, ONNX
+Runtime (the model exported by torch.onnx's TorchScript exporter, all graph optimizations, sequential),
+srcore cpu (codegen, standard_resizing) and srcore trt_like + cpu. Every runner's output is checked
+against eager before it is timed; each prints its best-round median and its ratio to eager and
+to ORT. 1 intra-op thread; ``--cpu-time`` times calls in process CPU time (a loaded machine).
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNNERS = ("eager", "ort", "srcore_cpu", "trt_like")
+
+
+def _factories(spec: str) -> dict:
+    sys.path[:0] = [str(ROOT / "tests" / "parity"), str(ROOT)]
+    module, _, name = spec.partition(":")
+    table = getattr(importlib.import_module(module), name)
+    return dict(table)
+
+
+def _runners(module, inputs, path: str, names) -> dict:
+    import numpy as np
+    import torch
+
+    import srcore
+    from heldout_paths import convert
+
+    xs = [t.numpy() for t in inputs]
+    calls = {}
+    for r in names:
+        if r == "eager":
+            def eager():
+                with torch.inference_mode():
+                    return module(*inputs)
+            calls[r] = eager
+        elif r == "ort":
+            import onnxruntime as ort
+
+            with tempfile.TemporaryDirectory() as d:
+                f = os.path.join(d, "m.onnx")
+                with torch.no_grad():
+                    torch.onnx.export(module, inputs, f, dynamo=False, opset_version=17)
+                so = ort.SessionOptions()
+                so.intra_op_num_threads = so.inter_op_num_threads = 1
+                so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+                sess = ort.InferenceSession(f, so, providers=["CPUExecutionProvider"])
+            feed = {i.name: x for i, x in zip(sess.get_inputs(), xs)}
+            calls[r] = lambda sess=sess, feed=feed: sess.run(None, feed)
+        else:
+            backends = ("cpu",) if r == "srcore_cpu" else ("trt_like", "cpu")
+            sm = srcore.StaticModule(convert(module, inputs, path), options=srcore.Options(backends=backends))
+            calls[r] = lambda sm=sm: sm(*xs)
+    want = _flat(calls["eager"]()) if "eager" in calls else None
+    for r, fn in calls.items():
+        if want is not None:
+            got = _flat(fn())
+            err = max(float(np.max(np.abs(np.asarray(g, np.float64) - w))) / (float(np.max(np.abs(w))) or 1.0)
+                      for g, w in zip(got, want))
+            if not err <= 1e-3:
+                raise AssertionError(f"{r}: wrong output (max relative error {err:.2e})")
+    return calls
+
+
+def _flat(out) -> list:
+    import numpy as np
+
+    if isinstance(out, (tuple, list)):
+        return [y for o in out for y in _flat(o)]
+    return [np.asarray(out.numpy() if hasattr(out, "numpy") else out, np.float64)]
+
+
+def measure(factories: dict, models, runners, path: str, rounds: int, cpu_time: bool) -> list[dict]:
+    rows = []
+    for name in models:
+        module, inputs = factories[name]()
+        calls = _runners(module, inputs, path, runners)
+        t0 = time.perf_counter()
+        next(iter(calls.values()))()
+        n = max(3, min(2000, int(0.05 / max(time.perf_counter() - t0, 1e-6))))
+        best = {r: float("inf") for r in calls}
+        order = list(calls)
+        clock = time.process_time_ns if cpu_time else time.perf_counter_ns
+        gc.disable()
+        try:
+            for i in range(rounds):
+                for r in order[i % len(order):] + order[:i % len(order)]:
+                    fn, times = calls[r], []
+                    for _ in range(n):
+                        t = clock()
+                        fn()
+                        times.append(clock() - t)
+                    times.sort()
+                    best[r] = min(best[r], times[len(times) // 2] / 1e3)
+        finally:
+            gc.enable()
+        row = {"model": name, **{f"{r}_us": v for r, v in best.items()}}
+        line = [f"{name:18s}"] + [f"{r} {v:8.1f} µs" for r, v in best.items()]
+        for peer in ("eager", "ort"):
+            for r in best:
+                if peer in best and r not in ("eager", "ort"):
+                    row[f"{r}/{peer}"] = best[r] / best[peer]
+                    line.append(f"{r}÷{peer} {best[r] / best[peer]:.2f}x")
+        print("  ".join(line), flush=True)
+        rows.append(row)
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.heldout_ab", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--factory", default="heldout_models:HELDOUT")
+    ap.add_argument("--models", default="")
+    ap.add_argument("--runners", default=",".join(RUNNERS))
+    ap.add_argument("--path", default="script", help="import path srcore's runners convert through")
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--cpu-time", action="store_true", help="time calls in process CPU time (loaded machines)")
+    args = ap.parse_args(argv)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = "1"
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(1)
+    factories = _factories(args.factory)
+    models = args.models.split(",") if args.models else list(factories)
+    with threadpool_limits(1):
+        measure(factories, models, args.runners.split(","), args.path, args.rounds, args.cpu_time)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
