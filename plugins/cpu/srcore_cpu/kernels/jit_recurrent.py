@@ -9,8 +9,9 @@ vectorized loops over the gates, four rows of ``W_hh^T`` a pass), then the gates
 projection of every step stays one GEMM (numpy's BLAS) before the loop, as in ``recurrent.py``.
 
 Gate layouts are ``Prepared``'s: LSTM ``i, f, o, g`` with both biases folded into the projection;
-GRU ``r, z, n`` with ``b_hn`` apart (``r`` multiplies it). Only unidirectional layers without an
-LSTM projection (``proj_size``) take this path; the others keep the numpy loop.
+GRU ``r, z, n`` with ``b_hn`` apart (``r`` multiplies it). Layers without an LSTM
+projection (``proj_size``) take this path, a direction at a time (``recurrent._compiled_layer``:
+the reverse one on its time-reversed projection); the others keep the numpy loop.
 """
 from __future__ import annotations
 
