@@ -538,27 +538,29 @@ def test_compiled_recurrence_matches_torch(mode, bias, batch_first, bidirectiona
 @pytest.mark.one_pass   # kernel calls only
 @pytest.mark.parametrize("mode", ["lstm", "gru"])
 def test_both_vector_widths_match_torch(mode):
-    """Both compiled layer loops of jit_recurrent.py (LLVM's default vectors and 512-bit ones; one
-    is chosen by timing at load) against torch: hidden 37 (remainders past the 16-lane vectors
-    and the 4-row GEMV blocks), 2 batch rows, given states."""
-    from srcore_cpu.kernels import jit as J
+    """Every compiled layer loop of jit_recurrent.py (LLVM's default vectors, 512-bit ones, 512-bit
+    with the GEMV in registers; one is chosen by timing at load) against torch: hidden 37 (gates
+    past the register blocks, the single vectors and the 16 lanes; rows past the 4-row GEMV
+    blocks), and hidden 40 (LSTM's 160 gates: one whole register block at 16 lanes), 2 batch rows,
+    given states."""
     from srcore_cpu.kernels import jit_recurrent as JR
 
     rng = np.random.default_rng(5)
-    torch.manual_seed(5)
-    m = MODULES[mode](5, 37).eval()
-    prep = R.prepare(mode, flat_params(m), True, 1, False, np.float32)
-    x = rng.standard_normal((9, 2, 5)).astype(np.float32)
-    states = random_states(mode, m, 2, np.float32, rng)
-    want = reference(mode, m, x, states)
-    h0, c0 = states if mode == "lstm" else (states, None)
-    dispatchers, sig, _ = JR._VARIANTS[mode]
-    assert len(dispatchers) == 2
-    for d in dispatchers:
-        got = R.run_lockstep(prep, x.reshape(18, 5), 9, 2, h0, c0, jit={mode: J.compiled(d, sig)})
-        for g, w in zip(got if mode == "lstm" else got[:2], want):
-            close(g, w, np.float32)
-    assert JR.kernel(mode, 37) in [J.compiled(d, sig) for d in dispatchers]
+    fns = JR.candidates(mode)
+    assert len(fns) == 3
+    for hidden in (37, 40):
+        torch.manual_seed(hidden)
+        m = MODULES[mode](5, hidden).eval()
+        prep = R.prepare(mode, flat_params(m), True, 1, False, np.float32)
+        x = rng.standard_normal((9, 2, 5)).astype(np.float32)
+        states = random_states(mode, m, 2, np.float32, rng)
+        want = reference(mode, m, x, states)
+        h0, c0 = states if mode == "lstm" else (states, None)
+        for fn in fns:
+            got = R.run_lockstep(prep, x.reshape(18, 5), 9, 2, h0, c0, jit={mode: fn})
+            for g, w in zip(got if mode == "lstm" else got[:2], want):
+                close(g, w, np.float32)
+    assert JR.kernel(mode, 37) in fns
 
 
 @pytest.mark.one_pass   # runs every executor and planner itself
