@@ -20,6 +20,9 @@ pytestmark = pytest.mark.one_pass
     (1, (2, 6, 1200), 10, 3, 2, 1, 1, 1, "simd_tiled"),   # 600 outputs: a long row in pieces
     (2, (2, 5, 19, 23), 37, 3, 2, 1, 1, 1, "simd_oc"),
     (2, (1, 8, 16, 30), 8, 3, 1, 2, 2, 2, "simd_oc"),
+    (1, (1, 1, 3000), 12, 10, 5, 0, 1, 1, "simd_tiled"),   # one input channel: audio_conv1d's first conv
+    (1, (2, 1, 90), 9, 4, 3, 1, 2, 1, "simd"),              # one channel, dilated
+    (2, (1, 1, 20, 21), 7, 3, 2, 1, 1, 1, "simd_rows"),     # a grayscale stem
 ])
 def test_simd_path_matches_torch_and_other_shapes_fall_back(monkeypatch, nd, shape, o, k, s, p, d, g, way):
     from srcore.plugin import simd_conv

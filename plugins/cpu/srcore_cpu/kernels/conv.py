@@ -18,7 +18,8 @@ Constant-weight kernels (the matchers', :func:`make_conv`) pick a path per input
   timed once at load for a static input shape);
 * everything else im2col; a kernel wider than twice its stride (the 7x7 stride-2 stem) copies
   its columns from column phases of the input instead of with strided inner loops;
-* dense float32 1-D and 2-D convs (more than one input channel per group) with a static input
+* dense float32 1-D and 2-D convs (more than one input channel per group, or one group: a
+  single-channel input) with a static input
   shape (unless ``SRCORE_CPU_SIMD_CONV=0``, read at load): srcore's explicit-SIMD direct conv
   (``srcore.plugin.simd_conv``, either layout of its input copy; on a 16-lane CPU also with output
   channels in the vector lanes) when it times faster than the path chosen above for that shape.
@@ -299,7 +300,8 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
         _time_gather_split(shape)
     if static and threads == 1 and direct is None and w.dtype == np.float32 and groups == 1 and shape[0] == 1:
         _time_mkl_gemm(shape, other_paths, mkl, w, nd, b, stride, pads, dilation, ws)
-    if (static and nd in (1, 2) and w.dtype == np.float32 and w.shape[1] > 1 and shape[1] == C * groups
+    if (static and nd in (1, 2) and w.dtype == np.float32 and (w.shape[1] > 1 or groups == 1)
+            and shape[1] == C * groups
             and w.shape[0] % groups == 0   # else the paths above report the bad conv, naming the node
             and os.environ.get("SRCORE_CPU_SIMD_CONV", "1") != "0"
             and (small is None or small.plan(shape, w.dtype) is None)):
