@@ -14,7 +14,6 @@ float32 CPU kernels where it matters: NaN in, NaN out; ``exp(+inf) = inf``, ``ex
 """
 from __future__ import annotations
 
-import math
 import time
 
 import numba
