@@ -77,3 +77,7 @@ def test_small_inputs_keep_their_gather_and_gemm(monkeypatch):
     monkeypatch.setattr(_tactic, "timings", lambda cands, args, **kw: {k: 0.1 if k == "simd" else 1.0 for k in cands})
     w = np.ones((4, 3, 3, 3), np.float32)
     assert _conv.make_conv(2, w, None, 1, 1, 1, 1, input_shape=(1, 3, 8, 8)).__name__ == "conv_const"
+    # unless its work is large (audio_conv1d's first conv, 4.1M multiply-adds, a small-input plan too)
+    w = np.ones((128, 1, 10), np.float32)
+    assert _conv._small.SmallConv(w, None, (5,), ((0, 0),), (1,), 1).plan((1, 1, 16000), np.float32) is not None
+    assert _conv.make_conv(1, w, None, 5, 0, 1, 1, input_shape=(1, 1, 16000)).__name__ == "conv_simd"

@@ -304,9 +304,10 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
             and shape[1] == C * groups
             and w.shape[0] % groups == 0   # else the paths above report the bad conv, naming the node
             and os.environ.get("SRCORE_CPU_SIMD_CONV", "1") != "0"
-            and (small is None or small.plan(shape, w.dtype) is None)):
-        # (not where one gather + GEMM serves a small input: a few microseconds, and a cold start
-        # that must not import numba, tests/test_cold_start_imports.py)
+            and (small is None or small.plan(shape, w.dtype) is None
+                 or _macs(shape, w, stride, pads, dilation) >= SIMD_SMALL_MIN_MACS)):
+        # (not where one gather + GEMM serves a small input, unless its work is large: a few
+        # microseconds, and a cold start that must not import numba, tests/test_cold_start_imports.py)
         # dense convs: srcore's explicit-SIMD direct conv (srcore.plugin.simd_conv), its input copy
         # as channel planes or row-interleaved, against the paths above, timed on this machine for
         # this input shape; it serves that shape only. On by default since it won on unet_small's
@@ -378,6 +379,19 @@ def _time_mkl_gemm(shape, other_paths, mkl, w, nd, b, stride, pads, dilation, ws
     del mkl[shape]
     if calls and _tactic.fastest({"numpy": other_paths, "mkl": with_mkl}, (x0, o0)) == "mkl":
         mkl[shape] = gemm
+
+
+#: a conv the small-input path serves (one gather + one GEMM) is timed against the SIMD direct conv
+#: from this many multiply-adds on: audio_conv1d's first conv (1 -> 128 channels, k10 s5, 16000
+#: samples, 4.1M) ran 115-120 us on the SIMD conv, 170-270 on the gather + GEMM (Sapphire Rapids)
+SIMD_SMALL_MIN_MACS = 1 << 20
+
+
+def _macs(shape, w, stride, pads, dilation) -> int:
+    """Multiply-adds of a conv of weight ``w`` on an input of ``shape`` (0 for an empty output)."""
+    osz = [(n + lo + hi - d * (k - 1) - 1) // s + 1
+           for n, (lo, hi), d, k, s in zip(shape[2:], pads, dilation, w.shape[2:], stride)]
+    return shape[0] * w.shape[0] * math.prod(w.shape[1:]) * math.prod(max(o, 0) for o in osz)
 
 
 # the SIMD direct conv replaces a conv's other paths only where it times this much faster: on a
