@@ -251,7 +251,8 @@ def test_wide_twins_match_torch():
     from srcore_cpu.kernels import jit as J
 
     x = _input(3).reshape(-1)
-    refs = {JP._gelu_erf: F.gelu}
+    refs = {JP._gelu_erf: F.gelu, JP._gelu_tanh: lambda t: F.gelu(t, approximate="tanh"), JP._silu: F.silu,
+            JP._sigmoid: torch.sigmoid}
     assert set(JP.WIDE) == set(refs)
     for narrow, wide in JP.WIDE.items():
         want = _torch_reference(refs[narrow], x)
