@@ -36,6 +36,8 @@ ENGINE_RUNNERS = {
                                                                    "simd_direct_split+max_pool"]}),
     # without MKL's GEMMs split by weight columns over the OpenMP team: A/B of the split
     "trt_like_mkl_unsplit": (("trt_like", "cpu"), {"exclude_tactics": ["mkl_split"]}),
+    # fused pointwise kernels at LLVM's default vector width only (no 512-bit twin): A/B of numba_512
+    "trt_like_narrow": (("trt_like", "cpu"), {"exclude_tactics": ["numba_512"]}),
     "openvino": (("openvino", "cpu"), {}),
     "openvino_bf16": (("openvino", "cpu"), {"precision": "bf16"}),
     "openvino_nan_unchecked": (("openvino", "cpu"), {"nan_checks": False}),

@@ -20,6 +20,9 @@ pytestmark = pytest.mark.one_pass
     (1, (2, 6, 1200), 10, 3, 2, 1, 1, 1, "simd_tiled"),   # 600 outputs: a long row in pieces
     (2, (2, 5, 19, 23), 37, 3, 2, 1, 1, 1, "simd_oc"),
     (2, (1, 8, 16, 30), 8, 3, 1, 2, 2, 2, "simd_oc"),
+    (1, (1, 1, 3000), 12, 10, 5, 0, 1, 1, "simd_tiled"),   # one input channel: audio_conv1d's first conv
+    (1, (2, 1, 90), 9, 4, 3, 1, 2, 1, "simd"),              # one channel, dilated
+    (2, (1, 1, 20, 21), 7, 3, 2, 1, 1, 1, "simd_rows"),     # a grayscale stem
 ])
 def test_simd_path_matches_torch_and_other_shapes_fall_back(monkeypatch, nd, shape, o, k, s, p, d, g, way):
     from srcore.plugin import simd_conv
@@ -74,6 +77,10 @@ def test_small_inputs_keep_their_gather_and_gemm(monkeypatch):
     monkeypatch.setattr(_tactic, "timings", lambda cands, args, **kw: {k: 0.1 if k == "simd" else 1.0 for k in cands})
     w = np.ones((4, 3, 3, 3), np.float32)
     assert _conv.make_conv(2, w, None, 1, 1, 1, 1, input_shape=(1, 3, 8, 8)).__name__ == "conv_const"
+    # unless its work is large (audio_conv1d's first conv, 4.1M multiply-adds, a small-input plan too)
+    w = np.ones((128, 1, 10), np.float32)
+    assert _conv._small.SmallConv(w, None, (5,), ((0, 0),), (1,), 1).plan((1, 1, 16000), np.float32) is not None
+    assert _conv.make_conv(1, w, None, 5, 0, 1, 1, input_shape=(1, 1, 16000)).__name__ == "conv_simd"
 
 
 @pytest.mark.parametrize("way", ["simd@2", "simd_rows@2", "simd_oc@2", "simd"])

@@ -491,18 +491,25 @@ def test_scripted_lstm_weights_are_prepared_at_load():
 
 
 @pytest.mark.one_pass   # kernel calls only
+@pytest.mark.parametrize("bidirectional", [False, True])
 @pytest.mark.parametrize("batch_first", [False, True])
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("mode", ["lstm", "gru"])
-def test_compiled_recurrence_matches_torch(mode, bias, batch_first):
-    """The matcher of a float32 LSTM / GRU gives the compiled loop (jit_recurrent.py): against torch
-    for 1 and 2 layers, hidden sizes on and off its 4-row GEMV blocks, one and several steps and
-    batch rows, zero and given states, a non-contiguous input; float64 keeps the numpy loop."""
+def test_compiled_recurrence_matches_torch(mode, bias, batch_first, bidirectional, monkeypatch):
+    """The matcher of a float32 LSTM / GRU gives the compiled loop (jit_recurrent.py), which every
+    layer takes (a bidirectional one a direction at a time): against torch for 1 and 2 layers,
+    hidden sizes on and off its 4-row GEMV blocks, one and several steps and batch rows, zero and
+    given states, a non-contiguous input; float64 keeps the numpy loop."""
     rng = np.random.default_rng(11)
+    compiled = []
+    real = R._compiled_layer
+    monkeypatch.setattr(R, "_compiled_layer", lambda *a: compiled.append(a[8]) or real(*a))
+    d = 2 if bidirectional else 1
     # (hidden 6: one 4-row GEMV block and two single rows; torch's LSTM takes ~0.1 s a call here)
     for layers, hidden in ((2, 6), (1, 1)):
         torch.manual_seed(layers + hidden)
-        m = MODULES[mode](4, hidden, num_layers=layers, bias=bias, batch_first=batch_first).eval()
+        m = MODULES[mode](4, hidden, num_layers=layers, bias=bias, batch_first=batch_first,
+                          bidirectional=bidirectional).eval()
         node = rnn_node(f"aten::{mode}.input")
         k = R.recurrent_matcher(node)
         jit = [c.cell_contents for c in k.__closure__ if isinstance(c.cell_contents, dict)]
@@ -513,11 +520,13 @@ def test_compiled_recurrence_matches_torch(mode, bias, batch_first):
             assert not x.flags.c_contiguous or seq * batch == 1
             for given in ((False, True) if seq > 1 else (False,)):
                 states = random_states(mode, m, batch, np.float32, rng) if given else None
-                d0 = (layers, batch, hidden)
+                d0 = (layers * d, batch, hidden)
                 hx = states if states is not None else (
                     (np.zeros(d0, np.float32), np.zeros(d0, np.float32)) if mode == "lstm" else np.zeros(d0, np.float32))
-                got = k(x, list(hx) if mode == "lstm" else hx, flat_params(m), bias, layers, 0.0, False, False,
-                        batch_first)
+                compiled.clear()
+                got = k(x, list(hx) if mode == "lstm" else hx, flat_params(m), bias, layers, 0.0, False,
+                        bidirectional, batch_first)
+                assert compiled == [d] * layers
                 want = reference(mode, m, np.ascontiguousarray(x), states)
                 for g, w in zip(got, want):
                     close(g, w, np.float32)
@@ -529,27 +538,29 @@ def test_compiled_recurrence_matches_torch(mode, bias, batch_first):
 @pytest.mark.one_pass   # kernel calls only
 @pytest.mark.parametrize("mode", ["lstm", "gru"])
 def test_both_vector_widths_match_torch(mode):
-    """Both compiled layer loops of jit_recurrent.py (LLVM's default vectors and 512-bit ones; one
-    is chosen by timing at load) against torch: hidden 37 (remainders past the 16-lane vectors
-    and the 4-row GEMV blocks), 2 batch rows, given states."""
-    from srcore_cpu.kernels import jit as J
+    """Every compiled layer loop of jit_recurrent.py (LLVM's default vectors, 512-bit ones, 512-bit
+    with the GEMV in registers; one is chosen by timing at load) against torch: hidden 37 (gates
+    past the register blocks, the single vectors and the 16 lanes; rows past the 4-row GEMV
+    blocks), and hidden 40 (LSTM's 160 gates: one whole register block at 16 lanes), 2 batch rows,
+    given states."""
     from srcore_cpu.kernels import jit_recurrent as JR
 
     rng = np.random.default_rng(5)
-    torch.manual_seed(5)
-    m = MODULES[mode](5, 37).eval()
-    prep = R.prepare(mode, flat_params(m), True, 1, False, np.float32)
-    x = rng.standard_normal((9, 2, 5)).astype(np.float32)
-    states = random_states(mode, m, 2, np.float32, rng)
-    want = reference(mode, m, x, states)
-    h0, c0 = states if mode == "lstm" else (states, None)
-    dispatchers, sig, _ = JR._VARIANTS[mode]
-    assert len(dispatchers) == 2
-    for d in dispatchers:
-        got = R.run_lockstep(prep, x.reshape(18, 5), 9, 2, h0, c0, jit={mode: J.compiled(d, sig)})
-        for g, w in zip(got if mode == "lstm" else got[:2], want):
-            close(g, w, np.float32)
-    assert JR.kernel(mode, 37) in [J.compiled(d, sig) for d in dispatchers]
+    fns = JR.candidates(mode)
+    assert len(fns) == 3
+    for hidden in (37, 40):
+        torch.manual_seed(hidden)
+        m = MODULES[mode](5, hidden).eval()
+        prep = R.prepare(mode, flat_params(m), True, 1, False, np.float32)
+        x = rng.standard_normal((9, 2, 5)).astype(np.float32)
+        states = random_states(mode, m, 2, np.float32, rng)
+        want = reference(mode, m, x, states)
+        h0, c0 = states if mode == "lstm" else (states, None)
+        for fn in fns:
+            got = R.run_lockstep(prep, x.reshape(18, 5), 9, 2, h0, c0, jit={mode: fn})
+            for g, w in zip(got if mode == "lstm" else got[:2], want):
+                close(g, w, np.float32)
+    assert JR.kernel(mode, 37) in fns
 
 
 @pytest.mark.one_pass   # runs every executor and planner itself

@@ -37,7 +37,7 @@ CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "im2col_gemm_team", "packed_gemm", "w
                 "pointwise_simd", "pointwise_simd8",
                 # at more than one intra-op thread, large layers
                 "simd_direct_split", "depthwise_simd_split")
-OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl_split", "mkl", "numba", "numba_split", "numpy",
+OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl_split", "mkl", "numba", "numba_512", "numba_split", "numpy",
                  "numpy_split",
                  "int8_sgemm", "int8_dgemm", "int8_simd")
 

@@ -209,6 +209,8 @@ def test_conv_tactics_offers_what_applies():
     assert names(ConvSpec((1, 4, 8, 8), 8, 3, 2, 1, groups=2)) == [*simd, "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 4, 3, 2, 1)) == [*simd, "packed_gemm", "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 4, 1, 1, 1)) == [*simd, "packed_gemm", "im2col_gemm"]  # padded 1x1
+    # one input channel, one group (a grayscale stem, audio's first 1-D conv): dense, so the SIMD conv too
+    assert names(ConvSpec((1, 1, 8, 8), 4, 3, 2, 1)) == [*simd, "packed_gemm", "im2col_gemm"]
     # rows longer than ROW_TILE outputs: in pieces too (a 1-D conv is one long row)
     long_row = ConvSpec((1, 4, 1, 2 * simd_conv.ROW_TILE + 10), 4, (1, 3), (1, 2), (0, 1))
     assert names(long_row) == [simd[0], simd[1], "simd_direct_tiled", *simd[2:], "packed_gemm", "im2col_gemm"]

@@ -192,3 +192,22 @@ def test_depthwise_simd_fuses_hard_activations_into_its_stores_with_the_separate
         out = np.full(plain.out_shape, np.nan, np.float32)
         DepthwiseSimdTactic(ConvSpec(**kw, activation=act), w, b)(x, out)
         np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.one_pass   # kernel calls only
+@pytest.mark.parametrize("act", ["silu", "sigmoid", "gelu", "gelu_tanh"])
+def test_wide_in_place_twins_give_the_same_bits_like_torch(act):
+    """The 512-bit twin of each transcendental in-place activation (one of the two is chosen by
+    timing) gives the bits of the default-width kernel on a sweep and special values, both close
+    to float64 torch; ``in_place`` uses one of them."""
+    from srcore_trt_like.kernels import activation as A
+
+    narrow = A._KERNELS[act]
+    x = np.concatenate([np.linspace(-20, 20, 100_003), [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40]]).astype(np.float32)
+    a, b = x.copy(), x.copy()
+    narrow(a)
+    A.WIDE[narrow](b)
+    np.testing.assert_array_equal(a.view(np.int32), b.view(np.int32))
+    want = ACTS[act](torch.from_numpy(x[:-6].astype(np.float64))).numpy()
+    np.testing.assert_allclose(a[:-6], want, rtol=2e-6, atol=1e-6)
+    assert A._fastest(narrow) in (narrow, A.WIDE[narrow])

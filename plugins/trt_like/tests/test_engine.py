@@ -61,6 +61,28 @@ def test_pointwise_chain_is_one_fused_kernel_and_matches_torch():
     assert len([n for n in eng.attrs["subgraph"].nodes if n.kind != "prim::Constant"]) == 6
 
 
+@pytest.mark.parametrize("avx512", [True, False])
+def test_a_large_pointwise_chain_offers_its_512_bit_kernel_where_the_cpu_has_avx512(monkeypatch, avx512):
+    """From WIDE_MIN_ELEMENTS on, a fused chain has the ``numba_512`` candidate too (on a CPU with
+    AVX-512: here without ``numba`` and timing, the builder takes it); it matches torch."""
+    from srcore_trt_like.tactics import pointwise
+
+    features = srcore.plugin.cpu_features()
+    monkeypatch.setattr(pointwise, "cpu_features", lambda: features if avx512 else features - {"AVX512F"})
+    batch = pointwise.WIDE_MIN_ELEMENTS // 32
+    sm = load(CHAIN.replace("batch", str(batch)),
+              engine_options={"timing": False, "timing_cache": False, "exclude_tactics": ["numba"]})
+    (seg,) = sm.partition.engines
+    wide = avx512 and "AVX512F" in features
+    assert ("fused_pointwise (6 ops" in seg.description
+            and ("[numba_512]" if wide else "[numpy]") in seg.description), seg.description
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((batch, 32), dtype=np.float32) * 3
+    y = rng.standard_normal(32, dtype=np.float32)
+    for g, w in zip(sm(x, y), chain_torch(torch.from_numpy(x), torch.from_numpy(y))):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_outputs_are_fresh_and_read_only_inputs_work():
     sm = load(CHAIN)
     x = np.linspace(-3, 3, 64, dtype=np.float32).reshape(2, 32)

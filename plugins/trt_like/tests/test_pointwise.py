@@ -514,3 +514,29 @@ def test_a_second_process_loads_the_kernel_without_compiling(tmp_path):
     assert (first["hits"], first["misses"]) == (0, 1)
     assert (second["hits"], second["misses"]) == (1, 0)
     assert first["path"] == second["path"]
+
+
+# -- 512-bit twins ----------------------------------------------------------------------------------
+def _assert_same_bits(program, arrays):
+    wide = compile_program(program, wide=True)
+    assert "prefer_512()" in wide.source
+    for got, want in zip(wide(*arrays), compile_program(program)(*arrays)):
+        np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))
+
+
+def test_the_512_bit_kernel_gives_the_default_widths_bits():
+    """``wide=True`` (the ``numba_512`` tactic) computes bit for bit like the default-width kernel
+    (whose ops are compared with torch above): GELU, SiLU and the binary ops on a per-channel loop
+    nest with interleaved streams, special values included."""
+    a, b, s = Input("a", (3, 7, 67)), Input("b", (7, 1)), Input("s", (3, 7, 67))
+    outs = [op(name, a, b) for name in BINARY] + [op("gelu", a), op("silu", op("mul", s, b))]
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal(i.shape).astype(F32) * 4 for i in (a, b, s)]
+    arrays[0][0, 0, :6] = arrays[2][0, 0, :6] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40]
+    _assert_same_bits(Program((a, b, s), outs), arrays)
+
+
+@pytest.mark.full
+def test_the_512_bit_kernel_gives_the_default_widths_bits_for_every_unary_op():
+    x = Input("x", _values().shape)
+    _assert_same_bits(Program((x,), [op(name, x, **params) for name, params, _, _ in UNARY]), [_values()])

@@ -18,7 +18,8 @@ Constant-weight kernels (the matchers', :func:`make_conv`) pick a path per input
   timed once at load for a static input shape);
 * everything else im2col; a kernel wider than twice its stride (the 7x7 stride-2 stem) copies
   its columns from column phases of the input instead of with strided inner loops;
-* dense float32 1-D and 2-D convs (more than one input channel per group) with a static input
+* dense float32 1-D and 2-D convs (more than one input channel per group, or one group: a
+  single-channel input) with a static input
   shape (unless ``SRCORE_CPU_SIMD_CONV=0``, read at load): srcore's explicit-SIMD direct conv
   (``srcore.plugin.simd_conv``, either layout of its input copy; on a 16-lane CPU also with output
   channels in the vector lanes) when it times faster than the path chosen above for that shape.
@@ -302,12 +303,14 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
             and not (wino and by_shape.get(shape, (0,))[0])
             and (small is None or small.plan(shape, w.dtype) is None)):
         _time_mkl_gemm(shape, other_paths, mkl, w, nd, b, stride, pads, dilation, ws)
-    if (static and nd in (1, 2) and w.dtype == np.float32 and w.shape[1] > 1 and shape[1] == C * groups
+    if (static and nd in (1, 2) and w.dtype == np.float32 and (w.shape[1] > 1 or groups == 1)
+            and shape[1] == C * groups
             and w.shape[0] % groups == 0   # else the paths above report the bad conv, naming the node
             and os.environ.get("SRCORE_CPU_SIMD_CONV", "1") != "0"
-            and (small is None or small.plan(shape, w.dtype) is None)):
-        # (not where one gather + GEMM serves a small input: a few microseconds, and a cold start
-        # that must not import numba, tests/test_cold_start_imports.py)
+            and (small is None or small.plan(shape, w.dtype) is None
+                 or _macs(shape, w, stride, pads, dilation) >= SIMD_SMALL_MIN_MACS)):
+        # (not where one gather + GEMM serves a small input, unless its work is large: a few
+        # microseconds, and a cold start that must not import numba, tests/test_cold_start_imports.py)
         # dense convs: srcore's explicit-SIMD direct conv (srcore.plugin.simd_conv), its input copy
         # as channel planes or row-interleaved, against the paths above, timed on this machine for
         # this input shape; it serves that shape only. On by default since it won on unet_small's
@@ -402,6 +405,19 @@ def _time_mkl_gemm(shape, other_paths, mkl, w, nd, b, stride, pads, dilation, ws
 
 #: at more than one thread MKL's split im2col GEMM stays unless this much slower than numpy's threaded one
 _MKL_WIN = 0.97
+
+#: a conv the small-input path serves (one gather + one GEMM) is timed against the SIMD direct conv
+#: from this many multiply-adds on: audio_conv1d's first conv (1 -> 128 channels, k10 s5, 16000
+#: samples, 4.1M) ran 115-120 us on the SIMD conv, 170-270 on the gather + GEMM (Sapphire Rapids)
+SIMD_SMALL_MIN_MACS = 1 << 20
+
+
+def _macs(shape, w, stride, pads, dilation) -> int:
+    """Multiply-adds of a conv of weight ``w`` on an input of ``shape`` (0 for an empty output)."""
+    osz = [(n + lo + hi - d * (k - 1) - 1) // s + 1
+           for n, (lo, hi), d, k, s in zip(shape[2:], pads, dilation, w.shape[2:], stride)]
+    return shape[0] * w.shape[0] * math.prod(w.shape[1:]) * math.prod(max(o, 0) for o in osz)
+
 
 # the SIMD direct conv replaces a conv's other paths only where it times this much faster: on a
 # loaded machine a plain "fastest" picked it for resnet_small's layers where it was no faster, and

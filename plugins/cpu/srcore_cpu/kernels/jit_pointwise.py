@@ -40,40 +40,72 @@ BLOCK = 8192
 _scratch = threading.local()
 
 
-@numba.njit(**JIT)
-def _silu(x, o, a, b):
+@numba.njit(inline="always", **JIT)
+def _silu_body(x, o):
     for i in range(x.size):
         v = x[i]
         o[i] = v / (_F(1.0) + _J.exp(-v))
 
 
 @numba.njit(**JIT)
-def _sigmoid(x, o, a, b):
+def _silu(x, o, a, b):
+    _silu_body(x, o)
+
+
+@numba.njit(inline="always", **JIT)
+def _sigmoid_body(x, o):
     for i in range(x.size):
         o[i] = _J.sigmoid(x[i])
 
 
 @numba.njit(**JIT)
-def _gelu_erf(x, o, a, b):
-    for i in range(x.size):
+def _sigmoid(x, o, a, b):
+    _sigmoid_body(x, o)
+
+
+@numba.njit(inline="always", **JIT)
+def _gelu_erf_body(x, o):
+    """``o = x * Phi(x)`` over four quarters of the array at once: each element's Phi is a chain of
+    ~40 dependent operations, and four independent chains per iteration keep both vector ports
+    busy where one left them waiting on latency (1.2x on Sapphire Rapids)."""
+    n = x.size
+    q = n // 4
+    for i in range(q):
+        v0 = x[i]
+        v1 = x[i + q]
+        v2 = x[i + 2 * q]
+        v3 = x[i + 3 * q]
+        o[i] = v0 * _J.phi(v0)
+        o[i + q] = v1 * _J.phi(v1)
+        o[i + 2 * q] = v2 * _J.phi(v2)
+        o[i + 3 * q] = v3 * _J.phi(v3)
+    for i in range(4 * q, n):
         v = x[i]
         o[i] = v * _J.phi(v)
+
+
+@numba.njit(**JIT)
+def _gelu_erf(x, o, a, b):
+    _gelu_erf_body(x, o)
 
 
 @numba.njit(**JIT)
 def _gelu_erf_512(x, o, a, b):
     prefer_512()
-    for i in range(x.size):
-        v = x[i]
-        o[i] = v * _J.phi(v)
+    _gelu_erf_body(x, o)
 
 
-@numba.njit(**JIT)
-def _gelu_tanh(x, o, a, b):
+@numba.njit(inline="always", **JIT)
+def _gelu_tanh_body(x, o):
     for i in range(x.size):
         v = x[i]
         inner = _SQRT_2_OVER_PI * (v + _F(0.044715) * v * v * v)
         o[i] = _F(0.5) * v * (_F(1.0) + _J.tanh(inner))
+
+
+@numba.njit(**JIT)
+def _gelu_tanh(x, o, a, b):
+    _gelu_tanh_body(x, o)
 
 
 @numba.njit(**JIT)
@@ -124,8 +156,27 @@ KERNELS = {
 }
 
 
+@numba.njit(**JIT)
+def _silu_512(x, o, a, b):
+    prefer_512()
+    _silu_body(x, o)
+
+
+@numba.njit(**JIT)
+def _sigmoid_512(x, o, a, b):
+    prefer_512()
+    _sigmoid_body(x, o)
+
+
+@numba.njit(**JIT)
+def _gelu_tanh_512(x, o, a, b):
+    prefer_512()
+    _gelu_tanh_body(x, o)
+
+
 #: kernels also compiled with 512-bit vectors (jit.prefer_512): the faster one here is used
-WIDE = {_gelu_erf: _gelu_erf_512}
+#: (409,600 elements, Sapphire Rapids: exact GELU 1.5x, tanh GELU 420 -> 290 us, SiLU 281 -> 219)
+WIDE = {_gelu_erf: _gelu_erf_512, _gelu_tanh: _gelu_tanh_512, _silu: _silu_512, _sigmoid: _sigmoid_512}
 _TIMING_ELEMENTS = 1 << 14
 _wide_chosen: dict = {}
 

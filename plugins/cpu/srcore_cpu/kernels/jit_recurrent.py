@@ -9,17 +9,22 @@ vectorized loops over the gates, four rows of ``W_hh^T`` a pass), then the gates
 projection of every step stays one GEMM (numpy's BLAS) before the loop, as in ``recurrent.py``.
 
 Gate layouts are ``Prepared``'s: LSTM ``i, f, o, g`` with both biases folded into the projection;
-GRU ``r, z, n`` with ``b_hn`` apart (``r`` multiplies it). Only unidirectional layers without an
-LSTM projection (``proj_size``) take this path; the others keep the numpy loop.
+GRU ``r, z, n`` with ``b_hn`` apart (``r`` multiplies it). Layers without an LSTM
+projection (``proj_size``) take this path, a direction at a time (``recurrent._compiled_layer``:
+the reverse one on its time-reversed projection); the others keep the numpy loop.
 """
 from __future__ import annotations
 
 import numba
 import numpy as np
 
+from srcore.plugin import simd_conv, simd_vec
+
 from . import jit as _J
 from .jit import JIT, prefer_512, sigmoid, tanh
 from .recurrent import aligned
+
+vfma, vload, vsplat, vstore = simd_vec.vfma, simd_vec.vload, simd_vec.vsplat, simd_vec.vstore
 
 _F = np.float32
 
@@ -42,6 +47,62 @@ def _gemv(h, b, whhT, acc):
         j += 1
 
 
+#: vectors of gates one pass of :func:`_gemv_regs` keeps in registers (8 zmm at 16 lanes)
+_REG_VECS = 8
+
+
+@numba.njit(inline="always", **JIT)
+def _gemv_regs(h, b, whhT, acc, tag, nl):
+    """``acc += h[b] @ whhT`` with the accumulators in vector registers (``simd_vec``, the width
+    from ``tag``, ``nl`` its lanes): a pass takes :data:`_REG_VECS` vectors of gates through every row of ``whhT``,
+    one broadcast of ``h[b, j]`` and a load and FMA per vector a row, and stores them once, where
+    :func:`_gemv` loads and stores ``acc`` for every four rows. A timed candidate: at hidden 128
+    it gained ~8% on an LSTM step, which is bound by reading ``whhT`` (256 KB) from L2."""
+    H, G = whhT.shape
+    w = whhT.reshape(H * G)
+    z = vsplat(tag, 0.0)
+    g0 = 0
+    while g0 + _REG_VECS * nl <= G:
+        a0 = vload(acc, g0, z)
+        a1 = vload(acc, g0 + nl, z)
+        a2 = vload(acc, g0 + 2 * nl, z)
+        a3 = vload(acc, g0 + 3 * nl, z)
+        a4 = vload(acc, g0 + 4 * nl, z)
+        a5 = vload(acc, g0 + 5 * nl, z)
+        a6 = vload(acc, g0 + 6 * nl, z)
+        a7 = vload(acc, g0 + 7 * nl, z)
+        for j in range(H):
+            hv = vsplat(tag, h[b, j])
+            r = j * G + g0
+            a0 = vfma(hv, vload(w, r, z), a0)
+            a1 = vfma(hv, vload(w, r + nl, z), a1)
+            a2 = vfma(hv, vload(w, r + 2 * nl, z), a2)
+            a3 = vfma(hv, vload(w, r + 3 * nl, z), a3)
+            a4 = vfma(hv, vload(w, r + 4 * nl, z), a4)
+            a5 = vfma(hv, vload(w, r + 5 * nl, z), a5)
+            a6 = vfma(hv, vload(w, r + 6 * nl, z), a6)
+            a7 = vfma(hv, vload(w, r + 7 * nl, z), a7)
+        vstore(acc, g0, a0)
+        vstore(acc, g0 + nl, a1)
+        vstore(acc, g0 + 2 * nl, a2)
+        vstore(acc, g0 + 3 * nl, a3)
+        vstore(acc, g0 + 4 * nl, a4)
+        vstore(acc, g0 + 5 * nl, a5)
+        vstore(acc, g0 + 6 * nl, a6)
+        vstore(acc, g0 + 7 * nl, a7)
+        g0 += _REG_VECS * nl
+    while g0 + nl <= G:
+        a0 = vload(acc, g0, z)
+        for j in range(H):
+            a0 = vfma(vsplat(tag, h[b, j]), vload(w, j * G + g0, z), a0)
+        vstore(acc, g0, a0)
+        g0 += nl
+    for j in range(H):
+        hj = h[b, j]
+        for g in range(g0, G):
+            acc[g] += hj * whhT[j, g]
+
+
 @numba.njit(inline="always", **JIT)
 def _aligned_row(n):
     """An uninitialized float32 row of ``n`` starting on a 64-byte boundary: a zmm load of it
@@ -52,9 +113,10 @@ def _aligned_row(n):
 
 
 @numba.njit(inline="always", **JIT)
-def _lstm_body(gates, whhT, h, c, ys):
+def _lstm_body(gates, whhT, h, c, ys, tag, nl):
     """``gates`` (T, B, 4H) the input projections (i, f, o, g; biases in), ``whhT`` (H, 4H), the
-    states ``h``, ``c`` (B, H) updated in place, ``ys`` (T, B, H) every step's ``h``."""
+    states ``h``, ``c`` (B, H) updated in place, ``ys`` (T, B, H) every step's ``h``; ``nl`` > 0:
+    the GEMV in registers of ``nl`` lanes (:func:`_gemv_regs`, ``tag`` their width), else :func:`_gemv`."""
     T, B, G = gates.shape
     H = G // 4
     acc = _aligned_row(G)
@@ -62,7 +124,10 @@ def _lstm_body(gates, whhT, h, c, ys):
         for b in range(B):
             for g in range(G):
                 acc[g] = gates[t, b, g]
-            _gemv(h, b, whhT, acc)
+            if nl > 0:
+                _gemv_regs(h, b, whhT, acc, tag, nl)
+            else:
+                _gemv(h, b, whhT, acc)
             for u in range(H):
                 ig = sigmoid(acc[u])
                 fg = sigmoid(acc[H + u])
@@ -76,9 +141,10 @@ def _lstm_body(gates, whhT, h, c, ys):
 
 
 @numba.njit(inline="always", **JIT)
-def _gru_body(gates, whhT, bhn, h, ys):
+def _gru_body(gates, whhT, bhn, h, ys, tag, nl):
     """``gates`` (T, B, 3H) the input projections (r, z, n; ``b_hh`` of r and z folded in),
-    ``whhT`` (H, 3H), ``bhn`` (H,), the state ``h`` (B, H) updated in place, ``ys`` (T, B, H)."""
+    ``whhT`` (H, 3H), ``bhn`` (H,), the state ``h`` (B, H) updated in place, ``ys`` (T, B, H);
+    ``tag``, ``nl``: as :func:`_lstm_body`'s."""
     T, B, G = gates.shape
     H = G // 3
     acc = _aligned_row(G)
@@ -86,7 +152,10 @@ def _gru_body(gates, whhT, bhn, h, ys):
         for b in range(B):
             for g in range(G):
                 acc[g] = _F(0.0)
-            _gemv(h, b, whhT, acc)
+            if nl > 0:
+                _gemv_regs(h, b, whhT, acc, tag, nl)
+            else:
+                _gemv(h, b, whhT, acc)
             for u in range(H):
                 r = sigmoid(gates[t, b, u] + acc[u])
                 z = sigmoid(gates[t, b, H + u] + acc[H + u])
@@ -97,39 +166,41 @@ def _gru_body(gates, whhT, bhn, h, ys):
 
 
 @numba.njit(**JIT)
-def _lstm_layer(gates, whhT, h, c, ys):
-    _lstm_body(gates, whhT, h, c, ys)
+def _lstm_layer(gates, whhT, h, c, ys, tag, nl):
+    _lstm_body(gates, whhT, h, c, ys, tag, nl)
 
 
 @numba.njit(**JIT)
-def _lstm_layer_512(gates, whhT, h, c, ys):
+def _lstm_layer_512(gates, whhT, h, c, ys, tag, nl):
     prefer_512()
-    _lstm_body(gates, whhT, h, c, ys)
+    _lstm_body(gates, whhT, h, c, ys, tag, nl)
 
 
 @numba.njit(**JIT)
-def _gru_layer(gates, whhT, bhn, h, ys):
-    _gru_body(gates, whhT, bhn, h, ys)
+def _gru_layer(gates, whhT, bhn, h, ys, tag, nl):
+    _gru_body(gates, whhT, bhn, h, ys, tag, nl)
 
 
 @numba.njit(**JIT)
-def _gru_layer_512(gates, whhT, bhn, h, ys):
+def _gru_layer_512(gates, whhT, bhn, h, ys, tag, nl):
     prefer_512()
-    _gru_body(gates, whhT, bhn, h, ys)
+    _gru_body(gates, whhT, bhn, h, ys, tag, nl)
 
 
-_LSTM_SIG = ("void(float32[:, :, ::1], float32[:, ::1], float32[:, ::1], float32[:, ::1], "
-             "float32[:, :, ::1])")
-_GRU_SIG = ("void(float32[:, :, ::1], float32[:, ::1], float32[::1], float32[:, ::1], "
-            "float32[:, :, ::1])")
-_VARIANTS = {"lstm": ((_lstm_layer, _lstm_layer_512), _LSTM_SIG, 4),
-             "gru": ((_gru_layer, _gru_layer_512), _GRU_SIG, 3)}
+def _sig(mode: str, lanes: int) -> str:
+    tag = "float32[:, ::1]" if lanes == 16 else "float32[::1]"   # simd_vec's width tag
+    state = "float32[:, ::1]" if mode == "lstm" else "float32[::1]"
+    return f"void(float32[:, :, ::1], float32[:, ::1], {state}, float32[:, ::1], float32[:, :, ::1], {tag}, int64)"
+
+
+_VARIANTS = {"lstm": ((_lstm_layer, _lstm_layer_512), 4), "gru": ((_gru_layer, _gru_layer_512), 3)}
+_candidates: dict[str, list] = {}
 _chosen: dict[tuple[str, int], object] = {}
 _STEPS = 32     # timesteps of the timing run: ~0.1 ms a call at hidden 128
 
 
 def _args(mode, hidden, rng):
-    g = _VARIANTS[mode][2] * hidden
+    g = _VARIANTS[mode][1] * hidden
     gates = rng.standard_normal((_STEPS, 1, g), dtype=np.float32)
     # laid out as recurrent.prepare lays out the weights (64-byte aligned)
     whhT = aligned(rng.standard_normal((hidden, g), dtype=np.float32) * _F(1.0 / np.sqrt(hidden)), np.float32)
@@ -140,23 +211,40 @@ def _args(mode, hidden, rng):
     return gates, whhT, np.zeros(hidden, np.float32), h, ys
 
 
+def candidates(mode: str) -> list:
+    """The layer loops of ``mode`` (``"lstm"`` or ``"gru"``), each ``fn(gates, whhT, h, c, ys)`` (LSTM)
+    or ``fn(gates, whhT, bhn, h, ys)`` (GRU), compiled now (or loaded from numba's cache): LLVM's
+    default vector width, 512-bit vectors (:func:`.jit.prefer_512`), and 512-bit with the GEMV in
+    registers at the CPU's vector width (:func:`_gemv_regs`); the first is the default."""
+    if mode not in _candidates:
+        (narrow, wide), _ = _VARIANTS[mode]
+        lanes = simd_conv.lanes()
+        tag = np.zeros((1, 1) if lanes == 16 else 1, np.float32)
+        sig = _sig(mode, lanes)
+        _candidates[mode] = [_bind(_J.compiled(narrow, sig), tag, 0), _bind(_J.compiled(wide, sig), tag, 0),
+                             _bind(_J.compiled(wide, sig), tag, lanes)]
+    return _candidates[mode]
+
+
+def _bind(fn, tag, nl):
+    def run(gates, whhT, a, b, ys):
+        fn(gates, whhT, a, b, ys, tag, nl)
+    return run
+
+
 def kernels(mode: str, hidden: int | None) -> dict:
     """``{mode: fn}``, the layer loop for ``mode`` (``"lstm"`` or ``"gru"``; :func:`kernel`), for
-    ``run_lockstep``; ``hidden`` None (weights not known at load): LLVM's default vector width."""
+    ``run_lockstep``; ``hidden`` None (weights not known at load): the default of :func:`candidates`."""
     if hidden is None:
-        dispatchers, sig, _ = _VARIANTS[mode]
-        return {mode: _J.compiled(dispatchers[0], sig)}
+        return {mode: candidates(mode)[0]}
     return {mode: kernel(mode, hidden)}
 
 
 def kernel(mode: str, hidden: int):
-    """The compiled layer loop of ``mode`` (``"lstm"`` or ``"gru"``) for ``hidden`` units: LLVM's
-    default vector width or 512-bit vectors (:func:`.jit.prefer_512`), whichever ran a
-    ``hidden``-unit layer faster here (once per mode and size and process; the wide one must win
-    by 3%). Compiled now (or loaded from numba's cache): the matcher calls this at load."""
+    """The layer loop of ``mode`` (``"lstm"`` or ``"gru"``) for ``hidden`` units: whichever of
+    :func:`candidates` ran a ``hidden``-unit layer fastest here (once per mode and size and process;
+    another than the default must win by 3%). The matcher calls this at load."""
     key = (mode, hidden)
     if key not in _chosen:
-        dispatchers, sig, _ = _VARIANTS[mode]
-        fns = [_J.compiled(d, sig) for d in dispatchers]
-        _chosen[key] = _J.fastest(fns, _args(mode, hidden, np.random.default_rng(0)))
+        _chosen[key] = _J.fastest(candidates(mode), _args(mode, hidden, np.random.default_rng(0)))
     return _chosen[key]

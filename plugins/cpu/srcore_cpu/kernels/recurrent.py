@@ -4,9 +4,9 @@
 How a layer runs: the input projection of **every** timestep and both directions is one GEMM,
 ``x (N, I) @ W_ih_cat (I, D*G*H)`` plus the folded biases; each step then adds one small GEMM,
 ``h (B, H_out) @ W_hh^T``, into its slice of that projection and applies the gate activations in
-place (``scipy.special.expit``, as ``aten::sigmoid``, imported lazily); float32 one-direction LSTM /
-GRU layers without a projection run those steps as one compiled loop instead (``jit_recurrent.py``,
-compiled at load when the matcher knows the input's dtype). A padded ``(T, B, I)``
+place (``scipy.special.expit``, as ``aten::sigmoid``, imported lazily); float32 LSTM / GRU
+layers without a projection run those steps as one compiled loop per direction instead
+(``jit_recurrent.py``, compiled at load when the matcher knows the input's dtype). A padded ``(T, B, I)``
 input runs both directions in lockstep (:func:`run_lockstep`: step ``i`` is forward time ``i``
 and reverse time ``T-1-i``, one numpy call per gate operation for both; 1.15-1.45x faster than a
 loop per direction). A packed sequence (:func:`run`) loops per direction over row ranges
@@ -339,12 +339,41 @@ def _bmm(a, b, out):
         np.matmul(a, b, out=out)
 
 
+def _compiled_layer(kernel, mode, layer, xp, t, batch, gh, hout, d, hs, cs):
+    """One layer's steps through the compiled loop (``jit_recurrent``), one direction after the
+    other: the reverse one reads its projection time-reversed (a copy) and its outputs are put back
+    in time order. ``xp`` (T*B, D*G*H) the projections, ``hs`` / ``cs`` (D, B, H) the states,
+    updated in place. Returns the layer's output as (T*B, D*H)."""
+    dt = xp.dtype
+    if d == 1:
+        ys = np.empty((t, batch, hout), dt)
+        _compiled_dir(kernel, mode, layer.dirs[0], xp.reshape(t, batch, gh), hs[0],
+                      None if cs is None else cs[0], ys)
+        return ys.reshape(t * batch, hout)
+    xp3 = xp.reshape(t, batch, d * gh)
+    y = np.empty((t, batch, d * hout), dt)
+    ys = np.empty((t, batch, hout), dt)
+    for k in range(d):
+        part = xp3[:, :, k * gh:(k + 1) * gh]
+        _compiled_dir(kernel, mode, layer.dirs[k], np.ascontiguousarray(part if k == 0 else part[::-1]),
+                      hs[k], None if cs is None else cs[k], ys)
+        y[:, :, k * hout:(k + 1) * hout] = ys if k == 0 else ys[::-1]
+    return y.reshape(t * batch, d * hout)
+
+
+def _compiled_dir(kernel, mode, dw, gates, h, c, ys):
+    if mode == "lstm":
+        kernel(gates, dw.whhT, h, c, ys)
+    else:
+        kernel(gates, dw.whhT, np.zeros(h.shape[-1], gates.dtype) if dw.bhn is None else dw.bhn, h, ys)
+
+
 def run_lockstep(prep: Prepared, x2d, t, batch, h0, c0=None, op="", jit=None):
     """:func:`run` for a padded ``(T, B)`` input, both directions in lockstep: step ``i`` runs the
     forward direction at time ``i`` and the reverse one at ``T-1-i`` with one numpy call per gate
     operation for both (the reverse projection is stored time-reversed, so step ``i`` is one
     ``(D, B, G*H)`` view). Returns ``(out (T, B, D*H_out), h_n, c_n)``. ``jit`` (``jit_recurrent.kernels()``):
-    float32 unidirectional LSTM / GRU layers without a projection run their steps compiled; its
+    float32 LSTM / GRU layers without a projection run their steps compiled, a direction at a time; its
     ``"dots"`` (optional) are the layers' input-projection GEMMs (``mkl_gemm.gemm_for``)."""
     mode, hidden, hout, d = prep.mode, prep.hidden, prep.out_size, prep.num_dirs
     x2d, h_n, c_n = _start(prep, x2d, batch, h0, c0, op)
@@ -361,17 +390,10 @@ def run_lockstep(prep: Prepared, x2d, t, batch, h0, c0=None, op="", jit=None):
             (x2d.shape[0], layer.wihT.shape[1]), dt))
         if layer.bias is not None:
             np.add(xp, layer.bias, out=xp)
-        if (jit is not None and d == 1 and dt == np.float32 and mode in jit and whr_none(layer)
+        if (jit is not None and dt == np.float32 and mode in jit and whr_none(layer)
                 and xp.flags.c_contiguous):
-            ys1 = np.empty((t, batch, hout), dt)
-            hs1 = h_n[li]
-            if mode == "lstm":
-                jit["lstm"](xp.reshape(t, batch, gh), layer.dirs[0].whhT, hs1, c_n[li], ys1)
-            else:
-                bhn1 = layer.dirs[0].bhn
-                jit["gru"](xp.reshape(t, batch, gh), layer.dirs[0].whhT,
-                           np.zeros(hidden, dt) if bhn1 is None else bhn1, hs1, ys1)
-            x2d = ys1.reshape(t * batch, hout)
+            x2d = _compiled_layer(jit[mode], mode, layer, xp, t, batch, gh, hout, d,
+                                  h_n[li * d:(li + 1) * d], None if c_n is None else c_n[li * d:(li + 1) * d])
             continue
         if d == 1:
             gates = xp.reshape(t, 1, batch, gh)

@@ -28,7 +28,7 @@ the GEMM just wrote, while it is in cache).
 ``im2col_gemm_team``, ``winograd_f4x4_team``, ``winograd_f2x2_team``  at more than one intra-op
                     thread, large layers: the BLAS tactics in fixed parts on the OpenBLAS team
                     (``kernels/blas_team.py``)
-``simd_direct``     more than one input channel per group: srcore's explicit-SIMD direct conv
+``simd_direct``     dense convs (more than one input channel per group, or one group): srcore's explicit-SIMD direct conv
                     (``srcore.plugin.simd_conv``; ``simd_direct.py``)
 ``simd_direct_rows`` the same with its input copy row-interleaved (many channels, large planes)
 ``simd_direct_tiled`` the same with rows longer than ``ROW_TILE`` in pieces (long 1-D convs)

@@ -139,13 +139,14 @@ class PointwiseKernel:
         return outs
 
 
-def compile_program(program: Program, *, streams: int | None = None) -> PointwiseKernel:
+def compile_program(program: Program, *, streams: int | None = None, wide: bool = False) -> PointwiseKernel:
     """Generate, cache and compile ``program``'s kernel (a cached kernel loads without compiling).
 
     ``streams`` trades compile time for speed on long op chains: the innermost loop computes
     that many independent element streams side by side (None: up to 4, fewer for short loops
     and big bodies; 128 ops on 1x256x14x14 compile in 1.3 / 3.0 / 6.8 s and run in
-    13.6 / 7.4 / 4.6 ms with 1 / 2 / 4 streams)."""
-    source = generate_source(program, streams)
+    13.6 / 7.4 / 4.6 ms with 1 / 2 / 4 streams). ``wide``: vectorized with 512-bit registers
+    (the same bits; a separate kernel)."""
+    source = generate_source(program, streams, wide)
     fn, path = _load(program, source)
     return PointwiseKernel(program, fn, source, path, _plan_loops(program).sizes)

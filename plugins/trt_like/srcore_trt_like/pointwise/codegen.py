@@ -1,7 +1,8 @@
 """A :class:`~.expr.Program` as Python source for numba: loops over the output with the dimensions
 every operand treats alike merged (one flat loop, or a per-channel nest), each value computed at
 the outermost loop where its operands are known, the innermost loop over interleaved element
-streams."""
+streams; optionally vectorized with 512-bit registers (``wide``: LLVM's tuning for AVX-512 Intel
+cores keeps a plain loop on 256-bit ones)."""
 from __future__ import annotations
 
 import functools
@@ -13,7 +14,7 @@ import attrs
 import numba
 import numpy as np
 
-from ..kernels import fastmath
+from ..kernels import fastmath, simd
 from . import ops as pointwise_ops
 from .expr import Const, Input, Node, Program
 from .ops import OPS
@@ -96,7 +97,7 @@ def _runtime_tag() -> str:
     functions it calls (intrinsics, emitted inline), numba's version, the jit options and the
     codegen version."""
     digest = hashlib.sha256()
-    for mod in (fastmath, pointwise_ops):
+    for mod in (fastmath, pointwise_ops, simd):
         digest.update(Path(mod.__file__).read_bytes())
     digest.update(repr((numba.__version__, sorted(fastmath.jit_options().items(), key=str),
                         CODEGEN_VERSION)).encode())
@@ -158,9 +159,11 @@ def _streams(extent: int, body_ops: int) -> int:
     return 1 << (streams.bit_length() - 1)   # a power of two
 
 
-def generate_source(program: Program, streams: int | None = None) -> str:
+def generate_source(program: Program, streams: int | None = None, wide: bool = False) -> str:
     """The Python source of the module defining ``kernel(*inputs, *outputs)`` for ``program``;
-    ``streams``: interleaved element streams of the innermost loop (None: up to 4, by size)."""
+    ``streams``: interleaved element streams of the innermost loop (None: up to 4, by size);
+    ``wide``: vectorized with 512-bit registers (:func:`~..kernels.simd.prefer_512`; the same
+    bits: every element's ops are the same, only more lanes run at once)."""
     loops = _plan_loops(program)
     n = len(loops.sizes)
     consts = _Consts()
@@ -171,6 +174,8 @@ def generate_source(program: Program, streams: int | None = None) -> str:
     code = [f"# inputs of shapes {', '.join(str(i.shape) for i in program.inputs) or 'none'}; "
             f"{n_out} output(s) of shape {program.shape}",
             f"def kernel({', '.join(args)}):"]
+    if wide:
+        code.append("    prefer_512()")
     code += [f"    a{k} = in{k}.reshape({loops.view(k)!r})" for k in range(len(program.inputs))]
     code += [f"    o{m} = out{m}.reshape({loops.sizes!r})" for m in range(n_out)]
     code += ["    " + s for s in body.lines(0, "0")]
@@ -199,5 +204,6 @@ def generate_source(program: Program, streams: int | None = None) -> str:
               "import numpy as np",
               "from srcore_trt_like.kernels import fastmath as fm",
               "from srcore_trt_like.pointwise import ops",
+              *(["from srcore_trt_like.kernels.simd import prefer_512"] if wide else []),
               "", *consts.lines, "", ""]
     return "\n".join(header + code) + "\n"

@@ -28,7 +28,7 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("attention", "numba", simple("numba", nn.attention, blas="openblas")),
     Tactic("attention", "numpy", simple("numpy", numpy_layers.attention, blas="openblas")),
     Tactic("squeeze_excite", "numba", simple("numba", squeeze_excite.squeeze_excite, blas="openblas")),
-    Tactic("fused_pointwise", "numba", simple("numba", pointwise.fused_pointwise)),
+    Tactic("fused_pointwise", "numba", pointwise.candidates),
     Tactic("fused_pointwise", "numpy", simple("numpy", numpy_layers.fused_pointwise)),
     Tactic("softmax", "numba", simple("numba", nn.softmax)),
     Tactic("softmax", "numba_split", nn.rows_split, threaded=nn.split_rows),
