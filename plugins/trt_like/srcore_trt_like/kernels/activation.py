@@ -1,5 +1,5 @@
 """In-place activations applied after a conv's store (the conv layer's ``activation`` epilogue):
-hardswish, hardsigmoid, SiLU, sigmoid, GELU (erf and tanh) and leaky relu with the pointwise wing's float32 formulas (torch's), so a fused
+hardswish, hardsigmoid, SiLU, sigmoid, GELU (erf and tanh), leaky relu and relu6 (``clamp(x, 0, 6)``) with the pointwise wing's float32 formulas (torch's), so a fused
 conv gives the same bits as the conv followed by its ``fused_pointwise`` layer."""
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ from .jit import EXACT_JIT
 _JIT = dict(EXACT_JIT, cache=True)
 
 #: the activations a conv layer can carry (besides ``relu``, which its kernels fuse themselves)
-ACTIVATIONS = ("none", "hardswish", "hardsigmoid", "silu", "sigmoid", "gelu", "gelu_tanh", "leaky_relu")
+ACTIVATIONS = ("none", "hardswish", "hardsigmoid", "silu", "sigmoid", "gelu", "gelu_tanh", "leaky_relu", "relu6")
+
+_ZERO, _SIX = np.float32(0.0), np.float32(6.0)
 
 
 @njit(**_JIT)
@@ -53,6 +55,12 @@ def _gelu_tanh(y):
 
 
 @njit(**_JIT)
+def _relu6(y):
+    for i in range(y.size):
+        y[i] = fm.clamp(y[i], _ZERO, _SIX)
+
+
+@njit(**_JIT)
 def _leaky_relu(y, slope):
     for i in range(y.size):
         y[i] = fm.leaky_relu(y[i], slope)
@@ -88,10 +96,13 @@ def apply_span(y, p0, p1, code, slope):
     elif code == 7:
         for i in range(p0, p1):
             y[i] = fm.leaky_relu(y[i], slope)
+    elif code == 8:
+        for i in range(p0, p1):
+            y[i] = fm.clamp(y[i], _ZERO, _SIX)
 
 
 _KERNELS = {"hardswish": _hardswish, "hardsigmoid": _hardsigmoid, "silu": _silu, "sigmoid": _sigmoid,
-            "gelu": _gelu, "gelu_tanh": _gelu_tanh}
+            "gelu": _gelu, "gelu_tanh": _gelu_tanh, "relu6": _relu6}
 
 
 def in_place(name: str, negative_slope: float = 0.01):
