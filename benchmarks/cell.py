@@ -34,6 +34,8 @@ ENGINE_RUNNERS = {
     # without the SIMD convs split over the intra-op threads (same as trt_like at 1 thread): A/B of the split
     "trt_like_unsplit": (("trt_like", "cpu"), {"exclude_tactics": ["simd_direct_split", "depthwise_simd_split",
                                                                    "simd_direct_split+max_pool"]}),
+    # without the NCHW16c layout between convs (builder/layout.py): A/B of the layout
+    "trt_like_nchw": (("trt_like", "cpu"), {"nchwc": False}),
     "openvino": (("openvino", "cpu"), {}),
     "openvino_bf16": (("openvino", "cpu"), {"precision": "bf16"}),
     "openvino_nan_unchecked": (("openvino", "cpu"), {"nan_checks": False}),

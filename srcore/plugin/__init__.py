@@ -81,6 +81,12 @@ _LAZY = {
     "simd_depthwise_blocked": "srcore.conv:depthwise_blocked",
     # the explicit-SIMD float32 1x1 conv (srcore.conv.pointwise: SimdPointwiseConv); numba
     "simd_pointwise": "srcore.conv:pointwise",
+    # the NCHW16c activation layout (srcore.conv.nchwc) and the 1x1 conv that writes it
+    # (srcore.conv.pointwise_blocked: BlockedPointwiseConv); numba
+    "nchwc": "srcore.conv:nchwc",
+    "simd_pointwise_blocked": "srcore.conv:pointwise_blocked",
+    # the dense conv from NCHW into NCHW16c (srcore.conv.dense_blocked: BlockedDenseConv); numba
+    "simd_dense_blocked": "srcore.conv:dense_blocked",
     # Intel MKL's runtime through ctypes (srcore.blas.mkl: library(), pack_b, set_threads, swap_threads)
     "mkl": "srcore.blas:mkl",
 }
