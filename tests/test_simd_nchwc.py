@@ -154,3 +154,29 @@ def test_bad_shapes_are_named():
         dense(np.ones((1, 3, 8, 8), np.float32), np.empty((1, 1, 8, 8, 16), np.float32))
     with pytest.raises(SrcoreError, match="no residual"):
         dense(np.ones((1, 3, 8, 8), np.float32), np.empty((1, 1, 4, 4, 16), np.float32), np.ones(1, np.float32))
+
+
+def test_a_call_on_the_same_arrays_reuses_its_binding_and_sees_new_values():
+    """The kernels keep their last bound call for the same array objects (an engine's arena): new
+    values in them are read, a non-contiguous input (copied when bound) is bound again every call."""
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((8, 1, 3, 3), np.float32)
+    conv = simd_depthwise_blocked.BlockedDepthwiseConv(w, None, 1, 1)
+    x = rng.standard_normal((1, 8, 6, 6), np.float32)
+    xt = np.swapaxes(rng.standard_normal((1, 8, 6, 6), np.float32), 2, 3)
+    out = np.empty((1, 8, 6, 6), np.float32)
+    for src in (x, xt):
+        for _ in range(2):
+            src[...] = rng.standard_normal(src.shape, np.float32)
+            conv(src, out)
+            np.testing.assert_allclose(out, reference(src, w, np.zeros(8, np.float32), (1, 1), (1, 1), (1, 1)),
+                                       rtol=1e-5, atol=1e-5)
+    wp = rng.standard_normal((20, 8), np.float32)
+    pw = simd_pointwise_blocked.BlockedPointwiseConv(wp, None)
+    xb = nchwc.to_blocked(x, 16)
+    ob = np.empty(pw.out_shape(x.shape), np.float32)
+    for _ in range(2):
+        xb[...] = nchwc.to_blocked(rng.standard_normal(x.shape, np.float32), 16)
+        pw(xb, ob)
+        want = np.einsum("oc,nchw->nohw", wp, nchwc.from_blocked(xb, 8))
+        np.testing.assert_allclose(nchwc.from_blocked(ob, 20), want, rtol=1e-4, atol=1e-4)

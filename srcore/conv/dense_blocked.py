@@ -170,6 +170,7 @@ class BlockedDenseConv:
         self.lo, self.hi = float(lo), float(hi)
         self.act = ACTIVATIONS.index(activation or "none")
         self.tag = _tag(LANES)
+        self._bound = nchwc.LastBind()
 
     def out_shape(self, shape):
         """The NCHW16c output shape for an (N, C, H, W) input ``shape``."""
@@ -179,7 +180,7 @@ class BlockedDenseConv:
     def bind(self, x, out, residual=None) -> _Run:
         if residual is not None:
             raise ShapeError("BlockedDenseConv: takes no residual")
-        return _Run(self, x, out)
+        return self._bound.get(lambda x, out, _: _Run(self, x, out), x, out, None)
 
     def __call__(self, x, out, residual=None, threads: int = 1):
         run_bound(self.bind(x, out, residual), threads)

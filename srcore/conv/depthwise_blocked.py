@@ -421,6 +421,7 @@ class BlockedDepthwiseConv:
         self._none = np.zeros(1, np.float32)
         self.blocked_in, self.blocked_out = bool(blocked_in), bool(blocked_out)
         self._local = threading.local()
+        self._bound = nchwc.LastBind()
 
     def buffers(self, rows: int, Wp: int, P: int) -> tuple[np.ndarray, np.ndarray]:
         """This thread's zeroed padded-input buffer (``rows`` padded rows) and pixel-major output
@@ -464,6 +465,9 @@ class BlockedDepthwiseConv:
     def bind(self, x, out, residual=None) -> BlockedRun:
         """This conv on ``x`` into ``out`` as per-image task ranges (channel blocks): the bound-call
         protocol of :func:`.direct.run_bound`."""
+        return self._bound.get(self._bind, x, out, residual)
+
+    def _bind(self, x, out, residual) -> BlockedRun:
         return BlockedRun(self, x, out, residual)
 
     def __call__(self, x, out, residual=None, threads: int = 1):

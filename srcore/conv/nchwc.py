@@ -34,6 +34,26 @@ def from_blocked(xb: np.ndarray, channels: int) -> np.ndarray:
     return np.ascontiguousarray(xb.transpose(0, 1, 4, 2, 3).reshape(N, nb * c, H, W)[:, :channels])
 
 
+class LastBind:
+    """A kernel's last bound call, reused when it is called again on the same arrays (the same
+    objects: an engine's arena buffers): binding checks and flattens them, ~3 us a layer, a tenth of a
+    small layer. One entry, read and replaced whole (calls on several threads stay correct)."""
+    __slots__ = ("_last",)
+
+    def __init__(self):
+        self._last = None
+
+    def get(self, make, x, out, residual):
+        last = self._last
+        if last is not None and last[0] is x and last[1] is out and last[2] is residual:
+            return last[3]
+        run = make(x, out, residual)
+        # (a bound call holds flat views of its arrays; of a non-contiguous one, a copy made now)
+        if x.flags.c_contiguous and out.flags.c_contiguous and (residual is None or residual.flags.c_contiguous):
+            self._last = (x, out, residual, run)
+        return run
+
+
 def check_blocked(who: str, x: np.ndarray, channels: int, c: int) -> tuple[int, int, int, int]:
     """The logical (N, C, H, W) of an NCHWc ``x`` of ``channels`` channels, or a :class:`ShapeError`."""
     if x.ndim != 5 or x.shape[4] != c or x.shape[1] != -(-channels // c) or not x.flags.c_contiguous:

@@ -359,6 +359,7 @@ class BlockedPointwiseConv:
         self.act = ACTIVATIONS.index(activation or "none")
         self.tag = _tag(LANES)
         self._none = np.zeros(1, np.float32)
+        self._bound = nchwc.LastBind()
 
     def out_shape(self, shape):
         """The output shape (NCHW16c, or NCHW without ``blocked_out``) for a logical (N, C, H, W) input."""
@@ -366,6 +367,9 @@ class BlockedPointwiseConv:
         return nchwc.blocked_shape(out, LANES) if self.blocked_out else out
 
     def bind(self, x, out, residual=None) -> _Run:
+        return self._bound.get(self._bind, x, out, residual)
+
+    def _bind(self, x, out, residual) -> _Run:
         return _Run(self, x, out, residual)
 
     def __call__(self, x, out, residual=None, threads: int = 1):
