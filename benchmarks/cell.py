@@ -44,6 +44,8 @@ ENGINE_RUNNERS = {
 #: base srcore runner: the ratio of the two is what the ONNX frontend costs against from_torchscript
 ONNX_RUNNERS = ("srcore_onnx",)
 RUNNERS = (*PEER_RUNNERS, *SRCORE_RUNNERS, *ENGINE_RUNNERS, *ONNX_RUNNERS)
+#: runners for an A/B in one process (``benchmarks.families_ab --runners``), left out of ``benchmarks.run``'s default
+AB_ONLY_RUNNERS = ("trt_like_nchw",)
 
 
 #: runners whose output must be within this of torch eager's (relative to its largest value) to be

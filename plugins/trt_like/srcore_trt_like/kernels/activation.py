@@ -1,6 +1,7 @@
 """In-place activations applied after a conv's store (the conv layer's ``activation`` epilogue):
-hardswish, hardsigmoid, SiLU, sigmoid, GELU (erf and tanh), leaky relu and relu6 (``clamp(x, 0, 6)``) with the pointwise wing's float32 formulas (torch's), so a fused
-conv gives the same bits as the conv followed by its ``fused_pointwise`` layer."""
+hardswish, hardsigmoid, SiLU, sigmoid, GELU (erf and tanh), leaky relu and relu6 (``clamp(x, 0, 6)``)
+with the pointwise wing's float32 formulas (torch's), so a fused conv gives the same bits as the conv
+followed by its ``fused_pointwise`` layer."""
 from __future__ import annotations
 
 import numpy as np

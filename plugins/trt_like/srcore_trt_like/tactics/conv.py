@@ -23,8 +23,9 @@ def conv_spec(layer: Layer, net: Network, *, residual: bool | None = None) -> Co
     a = layer.attrs
     w = a["weight"]
     # (a layer with an NCHW16c input, builder/layout.py, keeps its logical input shape in its attrs)
-    return ConvSpec(a.get("x_shape") or net.shape(layer.inputs[0]), w.shape[0], w.shape[2:], a["stride"], a["padding"], a["dilation"],
-                    a["groups"], relu=a["relu"], residual=a["residual"] if residual is None else residual,
+    return ConvSpec(a.get("x_shape") or net.shape(layer.inputs[0]), w.shape[0], w.shape[2:], a["stride"],
+                    a["padding"], a["dilation"], a["groups"], relu=a["relu"],
+                    residual=a["residual"] if residual is None else residual,
                     activation=a.get("activation", "none"), negative_slope=a.get("negative_slope", 0.01))
 
 
