@@ -56,7 +56,8 @@ def _nets():
           (6, 160, 3, 2, 3), (6, 320, 1, 1, 3)]
     b0 = [(1, 16, 1, 1, 3), (6, 24, 2, 2, 3), (6, 40, 2, 2, 5), (6, 80, 3, 2, 3), (6, 112, 3, 1, 5),
           (6, 192, 4, 2, 5), (6, 320, 1, 1, 3)]
-    return {"mobilenet_v2_like": lambda: net(v2, nn.ReLU6, False), "efficientnet_b0_like": lambda: net(b0, nn.SiLU, True)}
+    return {"mobilenet_v2_like": lambda: net(v2, nn.ReLU6, False),
+            "efficientnet_b0_like": lambda: net(b0, nn.SiLU, True)}
 
 
 def _best(fn, rounds_times):
