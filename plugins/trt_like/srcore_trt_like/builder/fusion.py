@@ -3,7 +3,8 @@
 * :func:`fuse_pointwise`: runs of pointwise layers become one ``fused_pointwise`` layer (one
   compiled kernel);
 * :func:`fuse_conv_activation`: a float conv whose output only a hardswish, hardsigmoid, SiLU,
-  sigmoid, GELU, leaky relu or relu6 (a clamp to [0, 6]) reads carries that activation (``attrs["activation"]``; the conv tactics apply it);
+  sigmoid, GELU, leaky relu or relu6 (a clamp to [0, 6]) reads carries that activation
+  (``attrs["activation"]``; the conv tactics apply it);
 * :func:`fuse_conv_add`: a float conv without activation whose output only an ``add`` of a tensor
   of the same shape reads carries that tensor as its residual (MobileNetV2/V3's linear bottleneck;
   the conv tactics add it in their stores);
