@@ -61,9 +61,12 @@ def _has(layers, text):
     return any(line.startswith(text + " [") and "nchw16c" in line for line in layers)
 
 
+ON = {"nchwc": True}   # the layout forced on (unset: each run's layout is timed, see test_layout_choice.py)
+
+
 def test_a_mobile_net_runs_blocked_between_its_stem_and_its_pool(mobile):
     m, model, x = mobile
-    sm = srcore.StaticModule(model, options=srcore.Options(backends=TRT))
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options=ON))
     layers = _layers(sm)
     # the dense stem (3 input channels) writes NCHW16c; the 1x1 / depthwise / squeeze-excite run stays
     # blocked (2 x 40 channels -> 3 blocks of 16); the last 1x1 conv writes the NCHW its pool reads
@@ -83,7 +86,7 @@ def test_a_mobile_net_runs_blocked_between_its_stem_and_its_pool(mobile):
 
 def test_a_saved_engine_with_blocked_tensors_loads_without_a_rebuild(mobile, tmp_path):
     m, model, x = mobile
-    sm = srcore.StaticModule(model, options=srcore.Options(backends=TRT))
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options=ON))
     path = tmp_path / "mobile.engine.srm"
     sm.save(path)
     loaded = srcore.StaticModule(srcore.load(path), backends=TRT)
@@ -112,7 +115,7 @@ def test_relu6_is_carried_by_the_convs_so_a_mobilenet_v2_block_stays_blocked():
     m = V2().eval()
     x = 4 * torch.randn(1, 3, 14, 14)
     sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), (x,)),
-                             options=srcore.Options(backends=TRT))
+                             options=srcore.Options(backends=TRT, engine_options=ON))
     layers = _layers(sm)
     relu6 = [line for line in layers if line.startswith("conv + relu6 -> 1x9x14x14x16 [") and "nchw16c" in line]
     assert len(relu6) == 2, layers                                      # the expand and depthwise convs

@@ -56,6 +56,13 @@ def _role(layer: Layer, net: Network) -> str | None:
 
 def assign_nchwc(net: Network) -> set[int]:
     """Mark the network's NCHW16c tensors and layers (in place, see the module); returns the tensors."""
+    blocked = nchwc_tensors(net)
+    apply_nchwc(net, blocked)
+    return blocked
+
+
+def nchwc_tensors(net: Network) -> set[int]:
+    """The tensors the layout may block (see the module); the network is not changed."""
     roles = {id(layer): _role(layer, net) for layer in net.layers}
     made = {t: layer for layer in net.layers for t in layer.outputs}
     readers: dict[int, list[tuple[Layer, int]]] = {}
@@ -88,8 +95,38 @@ def assign_nchwc(net: Network) -> set[int]:
             if drop & blocked:
                 blocked -= drop
                 changed = True
+    return blocked
+
+
+def nchwc_runs(net: Network, blocked: set[int]) -> list[tuple[set[int], list[Layer]]]:
+    """``blocked`` split into runs: ``(tensors, layers)`` joined by the layers that read or write them
+    (every blocked tensor of a layer is in its run, so a run can go back to NCHW on its own)."""
+    parent = {t: t for t in blocked}
+
+    def root(t: int) -> int:
+        while parent[t] != t:
+            parent[t] = parent[parent[t]]
+            t = parent[t]
+        return t
+    touching = []
     for layer in net.layers:
-        if roles[id(layer)] is None:
+        mine = [t for t in (*layer.inputs, *layer.outputs) if t in blocked]
+        if mine:
+            touching.append((layer, mine[0]))
+            for t in mine[1:]:
+                parent[root(t)] = root(mine[0])
+    runs: dict[int, tuple[set[int], list[Layer]]] = {}
+    for t in blocked:
+        runs.setdefault(root(t), (set(), []))[0].add(t)
+    for layer, t in touching:
+        runs[root(t)][1].append(layer)
+    return sorted(runs.values(), key=lambda run: net.layers.index(run[1][0]))
+
+
+def apply_nchwc(net: Network, blocked: set[int]) -> None:
+    """Mark ``blocked`` (from :func:`nchwc_tensors`, or whole runs of it) and the layers at them."""
+    for layer in net.layers:
+        if not layer.inputs or not layer.outputs:
             continue
         x, y = layer.inputs[0], layer.outputs[0]
         if x in blocked or y in blocked:
@@ -97,4 +134,12 @@ def assign_nchwc(net: Network) -> set[int]:
             layer.attrs["x_shape"] = net.shape(x)
     for t in blocked:
         net.tensors[t].shape = blocked_shape(net.tensors[t].shape)
-    return blocked
+
+
+def clear_nchwc(net: Network, tensors: set[int], layers: list[Layer], shapes: dict[int, tuple]) -> None:
+    """Undo :func:`apply_nchwc` for one run: its ``tensors`` back to their NCHW ``shapes``."""
+    for layer in layers:
+        layer.attrs.pop("nchwc", None)
+        layer.attrs.pop("x_shape", None)
+    for t in tensors:
+        net.tensors[t].shape = shapes[t]
