@@ -37,9 +37,12 @@ class RunChoice:
     nchw_s: float | None = None
 
     def describe(self) -> str:
-        times = "" if self.blocked_s is None else f": NCHW16c {self.blocked_s * 1e3:.3f} ms, NCHW {self.nchw_s * 1e3:.3f} ms"
-        how = "timed" if self.blocked_s is not None else "forced"
-        return f"NCHW16c run of {self.layers} layers ({self.label}) -> {'NCHW16c' if self.blocked else 'NCHW'}{times} [{how}]"
+        if self.blocked_s is None:
+            times, how = "", "forced"
+        else:
+            times, how = f": NCHW16c {self.blocked_s * 1e3:.3f} ms, NCHW {self.nchw_s * 1e3:.3f} ms", "timed"
+        layout = "NCHW16c" if self.blocked else "NCHW"
+        return f"NCHW16c run of {self.layers} layers ({self.label}) -> {layout}{times} [{how}]"
 
 
 def choose_layout(net: Network, options: dict[str, Any], name: str = "engine") -> tuple[list[Step], list[RunChoice]]:
@@ -68,8 +71,8 @@ def choose_layout(net: Network, options: dict[str, Any], name: str = "engine") -
     for tensors, layers in runs:
         a = [by_layer[id(layer)] for layer in layers]
         b = [by_layer_b[id(layer)] for layer in layers]
-        key = "nchwc:" + hashlib.sha256("|".join(
-            f"{keys[id(layer)]}:{sa.tactic}:{sb.tactic}" for layer, sa, sb in zip(layers, a, b)).encode()).hexdigest()[:24]
+        key = "nchwc:" + hashlib.sha256("|".join(f"{keys[id(layer)]}:{sa.tactic}:{sb.tactic}"
+                                                  for layer, sa, sb in zip(layers, a, b)).encode()).hexdigest()[:24]
         known = _parse(cache.lookup(key)) if cache is not None else None
         if known is not None:
             tb, tp = known
