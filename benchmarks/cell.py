@@ -38,6 +38,10 @@ ENGINE_RUNNERS = {
     "trt_like_mkl_unsplit": (("trt_like", "cpu"), {"exclude_tactics": ["mkl_split"]}),
     # fused pointwise kernels at LLVM's default vector width only (no 512-bit twin): A/B of numba_512
     "trt_like_narrow": (("trt_like", "cpu"), {"exclude_tactics": ["numba_512"]}),
+    # without the NCHW16c layout between convs (builder/layout.py): A/B of the layout
+    "trt_like_nchw": (("trt_like", "cpu"), {"nchwc": False}),
+    # the layout forced on wherever it applies (the default times it per run of layers)
+    "trt_like_nchwc": (("trt_like", "cpu"), {"nchwc": True}),
     "openvino": (("openvino", "cpu"), {}),
     "openvino_bf16": (("openvino", "cpu"), {"precision": "bf16"}),
     "openvino_nan_unchecked": (("openvino", "cpu"), {"nan_checks": False}),
@@ -46,6 +50,8 @@ ENGINE_RUNNERS = {
 #: base srcore runner: the ratio of the two is what the ONNX frontend costs against from_torchscript
 ONNX_RUNNERS = ("srcore_onnx",)
 RUNNERS = (*PEER_RUNNERS, *SRCORE_RUNNERS, *ENGINE_RUNNERS, *ONNX_RUNNERS)
+#: runners for an A/B in one process (``benchmarks.families_ab --runners``), left out of ``benchmarks.run``'s default
+AB_ONLY_RUNNERS = ("trt_like_nchw", "trt_like_nchwc")
 
 
 #: runners whose output must be within this of torch eager's (relative to its largest value) to be

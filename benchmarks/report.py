@@ -13,6 +13,8 @@ LABELS = {
     "srcore_interp_precomputed": "srcore interp/precomputed", "trt_like": "srcore trt_like",
     "trt_like_unsplit": "srcore trt_like, SIMD convs unsplit",
     "trt_like_narrow": "srcore trt_like, pointwise kernels without numba_512",
+    "trt_like_nchw": "srcore trt_like, no NCHW16c layout",
+    "trt_like_nchwc": "srcore trt_like, NCHW16c layout forced",
     "openvino": "srcore openvino", "openvino_bf16": "srcore openvino bf16", "ov_onnx": "OpenVINO (ONNX file)",
     "ov_onnx_bf16": "OpenVINO bf16 (ONNX file)", "openvino_nan_unchecked": "srcore openvino nan_checks=False",
     "srcore_onnx": "srcore from_onnx",

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .cell import RUNNERS
+from .cell import AB_ONLY_RUNNERS, RUNNERS
 from .machine import machine_facts
 from .models import ALL_MODELS, FAMILIES, MODELS
 from .prepare import prepare
@@ -143,7 +143,7 @@ def parse_args(argv):
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     models = args.models.split(",") if args.models else list(SMOKE_MODELS if args.smoke else SETS[args.set])
-    runners = args.runners.split(",") if args.runners else list(RUNNERS)
+    runners = args.runners.split(",") if args.runners else [r for r in RUNNERS if r not in AB_ONLY_RUNNERS]
     for name, known in ((models, ALL_MODELS), (runners, RUNNERS)):
         bad = [n for n in name if n not in known]
         if bad:

@@ -19,12 +19,14 @@ channel per output channel (no channel multiplier). Work is split by channel blo
 from __future__ import annotations
 
 import math
+import threading
 
 import numba
 import numpy as np
 
 from ..errors import ShapeError
 from .depthwise import check_args, finish, out_hw
+from . import nchwc
 from .direct import _JIT, _tag, run_bound
 from .simd import fptr, vfma, vload, vload_n, vsplat, vstore, vstore_n, vzip_hi, vzip_lo
 
@@ -97,6 +99,30 @@ def _put8(p, px, a):
     vstore(p, px[5] * LANES, a[5])
     vstore(p, px[6] * LANES, a[6])
     vstore(p, px[7] * LANES, a[7])
+
+
+@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+def _row_at(hp, xblk, ring, pt, H, Wp):
+    """Where padded row ``hp`` starts in the input buffer: the whole padded plane, or (``xblk``) the
+    ring of rows, with the zero row (index ``ring``) for rows outside the plane."""
+    if not xblk:
+        return hp * Wp * LANES
+    if hp < pt or hp >= H + pt:
+        return ring * Wp * LANES
+    return (hp % ring) * Wp * LANES
+
+
+@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+def _fin8(p, o, a, leaky, slope, lo, hi, act, c3, c6):
+    """The 8 slot vectors ``a`` (8 consecutive pixels) to ``p[o:]``, NCHW16c, the epilogue in the stores."""
+    vstore(p, o, finish(a[0], p, o, LANES, False, leaky, slope, lo, hi, act, c3, c6))
+    vstore(p, o + 16, finish(a[1], p, o, LANES, False, leaky, slope, lo, hi, act, c3, c6))
+    vstore(p, o + 32, finish(a[2], p, o, LANES, False, leaky, slope, lo, hi, act, c3, c6))
+    vstore(p, o + 48, finish(a[3], p, o, LANES, False, leaky, slope, lo, hi, act, c3, c6))
+    vstore(p, o + 64, finish(a[4], p, o, LANES, False, leaky, slope, lo, hi, act, c3, c6))
+    vstore(p, o + 80, finish(a[5], p, o, LANES, False, leaky, slope, lo, hi, act, c3, c6))
+    vstore(p, o + 96, finish(a[6], p, o, LANES, False, leaky, slope, lo, hi, act, c3, c6))
+    vstore(p, o + 112, finish(a[7], p, o, LANES, False, leaky, slope, lo, hi, act, c3, c6))
 
 
 @numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
@@ -242,25 +268,35 @@ def _row5s2(p, r, w0, w1, w2, w3, w4, a0, a1, a2, a3, a4, a5, a6, a7):
 
 @numba.njit(**_JIT)
 def dwb_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, res, has_res, leaky, slope, lo, hi,
-              act, Ho, Wo, tag, n, k0, k1):
+              act, Ho, Wo, tag, xblk, oblk, xb, tb, n, k0, k1):
     """Channel blocks ``k0 <= k < k1`` (channels ``16k .. 16k + 15``) of image ``n`` of ``x``
-    ((N * C * H * W,)); ``wc`` (blocks, KH * KW, 16) and ``bc`` (blocks * 16,) flat, zero past C;
-    ``out``/``res`` (N * C * Ho * Wo,)."""
-    # (slack: a row's block of 8 slots may read and write past a narrow plane's end)
-    xb = np.zeros((Hp * Wp + 3 * SLOTS + 8) * LANES, np.float32)
+    ((N * C * H * W,), or with ``xblk`` NCHW16c: (N * blocks * H * W * 16,)); ``wc`` (blocks, KH * KW,
+    16) and ``bc`` (blocks * 16,) flat, zero past C; ``out``/``res`` (N * C * Ho * Wo,), or with
+    ``oblk`` NCHW16c (every lane of the last block stored: the lanes past C hold the epilogue of 0).
+    ``xb``, ``tb``: the padded input and pixel-major output buffers (:meth:`BlockedDepthwiseConv.buffers`:
+    kept per thread; only ``xb``'s interior is ever written, so its border stays zero)."""
     P = Ho * Wo
-    tb = np.zeros((-(-P // LANES) * LANES + LANES) * LANES, np.float32)
+    ring = (KH - 1) * dh + 1 + sh   # padded rows in the ring (xblk; the zero row after them)
+    # straight into an NCHW16c output: where no slot spills past its row and no residual is read
+    # (a row's last block overlaps the one before; the residual may be the output's buffer)
+    direct = oblk and not has_res and Wo >= SLOTS
     px, pb, pt_, pw, pbias, pout, pres = fptr(x), fptr(xb), fptr(tb), fptr(wc), fptr(bc), fptr(out), fptr(res)
     z = vsplat(tag, 0.0)
     c3, c6 = vsplat(tag, 3.0), vsplat(tag, 6.0)
     nt = KH * KW
     HW = H * W
     reuse = (sw == 1 or sw == 2) and dw == 1 and (KW == 3 or KW == 5)
+    nb = -(-C // LANES)
     for k in range(k0, k1):
         c0 = k * LANES
         m = min(LANES, C - c0)
-        # the block's input planes, transposed into the padded buffer's interior
-        for p0 in range(0, HW, LANES):   # 16 pixels of the flat plane at a time (rows need not fill a vector)
+        # NCHW16c in: already pixel-major; each row is copied into a ring of padded rows just before
+        # the first output row that reads it (the ring stays in L1; a whole padded plane of a
+        # 112x112 input passed L2 and cost more than the taps); rows above and below the plane
+        # read a zero row. NCHW in: the plane transposed into the whole padded buffer first.
+        src = (n * nb + k) * HW * LANES
+        filled = 0
+        for p0 in range(0, HW if not xblk else 0, LANES):   # 16 pixels of the flat plane at a time
             cnt = min(LANES, HW - p0)
             t = _t16(_rows(px, (n * C + c0) * HW + p0, HW, m, cnt, z))
             h, w = p0 // W, p0 % W
@@ -276,20 +312,27 @@ def dwb_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, r
         bv = vload(pbias, c0, z)
         wk = k * nt * LANES
         for ho in range(Ho):
-            rbase = ho * sh * Wp
+            if xblk:
+                need = min(H, ho * sh + (KH - 1) * dh + 1 - pt)
+                while filled < need:
+                    d = (((filled + pt) % ring) * Wp + pl) * LANES
+                    s = src + filled * W * LANES
+                    for j in range(0, W * LANES, LANES):
+                        vstore(pb, d + j, vload(px, s + j, z))
+                    filled += 1
             for jb in range(0, Wo, SLOTS):
                 j0 = max(0, min(jb, Wo - SLOTS))
                 # the 8 slots' pixels (clamped to the row: a row narrower than the block repeats its last)
                 w1, w2, w3 = min(j0 + 1, Wo - 1), min(j0 + 2, Wo - 1), min(j0 + 3, Wo - 1)
                 w4, w5, w6, w7 = min(j0 + 4, Wo - 1), min(j0 + 5, Wo - 1), min(j0 + 6, Wo - 1), min(j0 + 7, Wo - 1)
-                i0 = (rbase + j0 * sw) * LANES
-                i1, i2, i3 = (rbase + w1 * sw) * LANES, (rbase + w2 * sw) * LANES, (rbase + w3 * sw) * LANES
-                i4, i5 = (rbase + w4 * sw) * LANES, (rbase + w5 * sw) * LANES
-                i6, i7 = (rbase + w6 * sw) * LANES, (rbase + w7 * sw) * LANES
+                i0 = j0 * sw * LANES
+                i1, i2, i3 = w1 * sw * LANES, w2 * sw * LANES, w3 * sw * LANES
+                i4, i5 = w4 * sw * LANES, w5 * sw * LANES
+                i6, i7 = w6 * sw * LANES, w7 * sw * LANES
                 a0, a1, a2, a3, a4, a5, a6, a7 = bv, bv, bv, bv, bv, bv, bv, bv
                 if reuse:   # consecutive slots: each input vector loaded once for every tap of the row it meets
                     for ky in range(KH):
-                        r = i0 + ky * dh * Wp * LANES
+                        r = _row_at(ho * sh + ky * dh, xblk, ring, pt, H, Wp) + i0
                         wr = wk + ky * KW * LANES
                         w0, w1, w2 = vload(pw, wr, z), vload(pw, wr + 16, z), vload(pw, wr + 32, z)
                         if KW == 3 and sw == 1:
@@ -306,12 +349,17 @@ def dwb_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, r
                                                                      vload(pw, wr + 64, z), a0, a1, a2, a3, a4, a5,
                                                                      a6, a7)
                     ob = ho * Wo + j0   # (slots past the row land on later rows' pixels, rewritten after)
+                    if direct:
+                        _fin8(pout, ((n * nb + k) * P + ob) * LANES, (a0, a1, a2, a3, a4, a5, a6, a7), leaky, slope,
+                              lo, hi, act, c3, c6)
+                        continue
                     _put8(pt_, (ob, ob + 1, ob + 2, ob + 3, ob + 4, ob + 5, ob + 6, ob + 7),
                           (a0, a1, a2, a3, a4, a5, a6, a7))
                     continue
                 for ky in range(KH):
+                    rb = _row_at(ho * sh + ky * dh, xblk, ring, pt, H, Wp)
                     for kx in range(KW):
-                        off = (ky * dh * Wp + kx * dw) * LANES
+                        off = rb + kx * dw * LANES
                         wv = vload(pw, wk + (ky * KW + kx) * LANES, z)
                         a0 = vfma(vload(pb, i0 + off, z), wv, a0)
                         a1 = vfma(vload(pb, i1 + off, z), wv, a1)
@@ -322,8 +370,20 @@ def dwb_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, r
                         a6 = vfma(vload(pb, i6 + off, z), wv, a6)
                         a7 = vfma(vload(pb, i7 + off, z), wv, a7)
                 ob = ho * Wo
+                if direct:
+                    _fin8(pout, ((n * nb + k) * P + ob + j0) * LANES, (a0, a1, a2, a3, a4, a5, a6, a7), leaky, slope,
+                          lo, hi, act, c3, c6)
+                    continue
                 _put8(pt_, (ob + j0, ob + w1, ob + w2, ob + w3, ob + w4, ob + w5, ob + w6, ob + w7),
                       (a0, a1, a2, a3, a4, a5, a6, a7))
+        if direct:
+            continue
+        if oblk:   # NCHW16c out: the pixel vectors as they are, the epilogue in the stores
+            ob = (n * nb + k) * P * LANES
+            for p in range(0, P * LANES, LANES):
+                vstore(pout, ob + p, finish(vload(pt_, p, z), pres, ob + p, LANES, has_res, leaky, slope, lo, hi,
+                                            act, c3, c6))
+            continue
         # back to the NCHW planes, 16 pixels of 16 channels at a time, the epilogue in the stores
         for p0 in range(0, P, LANES):
             cnt = min(LANES, P - p0)
@@ -342,10 +402,11 @@ class BlockedDepthwiseConv:
     channel-blocked kernel: ``conv(x, out, residual=None, threads=1)`` writes
     ``act(clamp(leaky(conv(x) + bias (+ residual)), lo, hi))`` into ``out`` (C-contiguous float32
     (N, C, Ho, Wo)); the arguments as :class:`.depthwise.SimdDepthwiseConv`'s. ``x`` may be any
-    float32 (N, C, H, W) view."""
+    float32 (N, C, H, W) view. With ``blocked_in`` / ``blocked_out`` the input / the output (and
+    residual) are in the NCHW16c layout instead (:mod:`.nchwc`: no transpose on that side)."""
 
     def __init__(self, weight, bias, stride=1, pads=0, dilation=1, lo=-math.inf, hi=math.inf, negative_slope=None,
-                 activation=None):
+                 activation=None, blocked_in=False, blocked_out=False):
         w, self.stride, self.dilation, self.pads, self.act = check_args("BlockedDepthwiseConv", "C", weight, stride,
                                                                         pads, dilation, activation)
         self.C, _, kh, kw = w.shape
@@ -358,6 +419,22 @@ class BlockedDepthwiseConv:
         self.slope = np.float32(negative_slope if self.leaky else 1.0)
         self.tag = _tag(LANES)
         self._none = np.zeros(1, np.float32)
+        self.blocked_in, self.blocked_out = bool(blocked_in), bool(blocked_out)
+        self._local = threading.local()
+        self._bound = nchwc.LastBind()
+
+    def buffers(self, rows: int, Wp: int, P: int) -> tuple[np.ndarray, np.ndarray]:
+        """This thread's zeroed padded-input buffer (``rows`` padded rows) and pixel-major output
+        buffer for these sizes, made once (zeroing a 114x114x16 buffer every call cost ~20 us of a
+        65 us layer)."""
+        key = (rows, Wp, P)
+        got = getattr(self._local, "bufs", None)
+        if got is None or got[0] != key:
+            # (slack: a row's block of 8 slots may read and write past a narrow plane's end)
+            got = (key, np.zeros((rows * Wp + 3 * SLOTS + 8) * LANES, np.float32),
+                   np.zeros((-(-P // LANES) * LANES + LANES) * LANES, np.float32))
+            self._local.bufs = got
+        return got[1], got[2]
 
     @property
     def w(self) -> np.ndarray:
@@ -388,6 +465,9 @@ class BlockedDepthwiseConv:
     def bind(self, x, out, residual=None) -> BlockedRun:
         """This conv on ``x`` into ``out`` as per-image task ranges (channel blocks): the bound-call
         protocol of :func:`.direct.run_bound`."""
+        return self._bound.get(self._bind, x, out, residual)
+
+    def _bind(self, x, out, residual) -> BlockedRun:
         return BlockedRun(self, x, out, residual)
 
     def __call__(self, x, out, residual=None, threads: int = 1):
@@ -399,13 +479,20 @@ class BlockedRun:
     """One call of a :class:`BlockedDepthwiseConv`: :meth:`run_tasks` computes channel blocks
     ``[t0, t1)`` of image ``n`` (each range with its own buffers, so ranges may run at once);
     :meth:`fill` has nothing to do (``channels == 0``: each block transposes its own input)."""
-    __slots__ = ("_args", "channels", "images", "tasks")
+    __slots__ = ("_args", "_conv", "_sizes", "channels", "images", "tasks")
 
     def __init__(self, conv: BlockedDepthwiseConv, x, out, residual):
-        N, C, H, W = x.shape
+        if conv.blocked_in:
+            N, C, H, W = nchwc.check_blocked("BlockedDepthwiseConv", x, conv.C, LANES)
+        else:
+            N, C, H, W = x.shape
         if C != conv.C:
             raise ShapeError(f"BlockedDepthwiseConv: input has {C} channels, the weight {conv.C}")
-        _, _, Ho, Wo = conv.out_shape(x.shape)
+        _, _, Ho, Wo = conv.out_shape((N, C, H, W))
+        want = nchwc.blocked_shape((N, C, Ho, Wo), LANES) if conv.blocked_out else (N, C, Ho, Wo)
+        if tuple(out.shape) != want or (residual is not None and tuple(residual.shape) != want):
+            raise ShapeError(f"BlockedDepthwiseConv: out / residual must be {want}, got {tuple(out.shape)} / "
+                             f"{None if residual is None else tuple(residual.shape)}")
         (kh, kw), (sh, sw), (dh, dw) = conv.kernel, conv.stride, conv.dilation
         (pt, pb), (pl, pr) = conv.pads
         Hp = max(H + pt + pb, (Ho - 1) * sh + (kh - 1) * dh + 1)
@@ -414,11 +501,15 @@ class BlockedRun:
         xc = np.ascontiguousarray(x, np.float32).reshape(-1)
         res = conv._none if residual is None else residual.reshape(-1)
         self._args = (xc, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, kh, kw, conv.wc, conv.bc, out.reshape(-1), res,
-                      residual is not None, conv.leaky, conv.slope, conv.lo, conv.hi, conv.act, Ho, Wo, conv.tag)
+                      residual is not None, conv.leaky, conv.slope, conv.lo, conv.hi, conv.act, Ho, Wo, conv.tag,
+                      conv.blocked_in, conv.blocked_out)
+        # the ring of padded rows and the zero row (NCHW16c in), else the whole padded plane
+        rows = (kh - 1) * dh + 2 + sh if conv.blocked_in else Hp
+        self._conv, self._sizes = conv, (rows, Wp, Ho * Wo)
 
     def fill(self, n: int, c0: int, c1: int):
         """Nothing: :meth:`run_tasks` transposes the input it reads."""
 
     def run_tasks(self, n: int, t0: int, t1: int):
         """Channel blocks ``[t0, t1)`` of image ``n``."""
-        dwb_tasks(*self._args, n, t0, t1)
+        dwb_tasks(*self._args, *self._conv.buffers(*self._sizes), n, t0, t1)

@@ -86,6 +86,12 @@ _LAZY = {
     # the LLVM codegen helpers of numba SIMD intrinsics (srcore._vec_ir: elem_ptr, splat, declare, call, the
     # vector register types); numba
     "vec_ir": "srcore._vec_ir",
+    # the NCHW16c activation layout (srcore.conv.nchwc) and the 1x1 conv that writes it
+    # (srcore.conv.pointwise_blocked: BlockedPointwiseConv); numba
+    "nchwc": "srcore.conv:nchwc",
+    "simd_pointwise_blocked": "srcore.conv:pointwise_blocked",
+    # the dense conv from NCHW into NCHW16c (srcore.conv.dense_blocked: BlockedDenseConv); numba
+    "simd_dense_blocked": "srcore.conv:dense_blocked",
     # Intel MKL's runtime through ctypes (srcore.blas.mkl: library(), pack_b, set_threads, swap_threads)
     "mkl": "srcore.blas:mkl",
     # the clock candidate kernels are timed on (srcore.clock: per_call_ns, clock_for, run_delay): the

@@ -30,7 +30,7 @@ from .serialize import FORMAT, dump_plan
 from .kernels.contexts import CONTEXTS
 from .kernels.resident import release_compiler_code
 from .store import PlanStore, release_pages
-from .tactics.choose import choose_tactics
+from .tactics.layout_choice import choose_layout
 
 log = logging.getLogger("srcore.trt_like")
 
@@ -208,6 +208,7 @@ class Engine:
             lines.append(f"plan for inputs {sig}: {len(plan.steps)} layers, arena {plan.arena_bytes:,} bytes "
                          f"(liveness lower bound {mem['lower_bound_bytes']:,}), "
                          f"{_ORIGIN[self.origin.get(shapes, 'built')]} in {secs * 1e3:.1f} ms")
+            lines += [f"  {run.describe()}" for run in plan.layout_runs]
             for step in plan.steps:
                 layer, tactic = step.layer, step.tactic
                 what = layer.kind
@@ -280,8 +281,10 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
     fuse_pointwise(net, MAX_OPS if options.get("fusion", True) else 1)
     if options.get("fusion", True):
         fuse_conv_pool(net)
-    steps = choose_tactics(net, options, name=name)
-    return Plan(net, steps, CONTEXTS)
+    steps, runs = choose_layout(net, options, name)
+    plan = Plan(net, steps, CONTEXTS)
+    plan.layout_runs = runs
+    return plan
 
 
 def build(segment):

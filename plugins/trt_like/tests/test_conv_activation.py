@@ -1,4 +1,4 @@
-"""hardswish / hardsigmoid / SiLU / sigmoid / GELU / leaky relu carried by a trt_like conv layer
+"""hardswish / hardsigmoid / SiLU / sigmoid / GELU / leaky relu / relu6 carried by a trt_like conv layer
 (``ConvSpec.activation``): every conv tactic against torch (float64) for each activation, the fusion
 pass's rule, and engines (2-D convs, and 1-D convs as 2-D layers on views)."""
 from __future__ import annotations
@@ -16,7 +16,7 @@ F = torch.nn.functional
 
 ACTS = {"hardswish": F.hardswish, "hardsigmoid": F.hardsigmoid, "silu": F.silu, "sigmoid": torch.sigmoid,
         "gelu": F.gelu, "gelu_tanh": lambda y: F.gelu(y, approximate="tanh"),
-        "leaky_relu": lambda y: F.leaky_relu(y, 0.15)}
+        "leaky_relu": lambda y: F.leaky_relu(y, 0.15), "relu6": F.relu6}
 #: the ConvSpec fields of each activation besides its name
 ACT_KW = {"leaky_relu": {"negative_slope": 0.15}}
 
@@ -170,6 +170,8 @@ def test_a_tactic_fusing_the_activation_gives_the_bits_of_the_separate_pass(act)
     assert {"gemm_1x1", "im2col_gemm"} <= fused, fused
     if act == "leaky_relu":
         assert {"simd_direct", "depthwise_simd"} <= fused, fused
+    if act == "relu6":   # (the SIMD kernels' clamp)
+        assert {"depthwise_simd", "depthwise_simd_blocked", "pointwise_simd"} <= fused, fused
 
 
 @pytest.mark.parametrize("act", ["hardswish", "hardsigmoid"])

@@ -13,8 +13,10 @@ import torch
 import torch.nn.functional as F
 
 from srcore.plugin import EngineOptionError, QParams
+from srcore_trt_like.builder.layout import STEM_CHANNELS
 from srcore_trt_like.builder.network import Layer, Network
 from srcore_trt_like.conv import tactics as conv_tactics
+from srcore_trt_like.conv.nchwc import nchwc_tactic_builders
 from srcore_trt_like.conv.spec import ConvSpec
 from srcore_trt_like.options import CONV_TACTICS, check_options, tactic_names
 from srcore_trt_like.tactics import int8 as t8
@@ -39,6 +41,10 @@ def _conv_names(monkeypatch, threads: int) -> set[str]:
         spec = ConvSpec(x_shape, cout, k, s, p, 1, g)
         weight = np.zeros((cout, x_shape[1] // g, k, k), np.float32)
         names |= {name for name, _ in conv_tactics.conv_tactic_builders(spec, weight, None)}
+        if (k, s, p, g) == (1, 1, 0, 1) or g == x_shape[1] == cout:   # layers the builder may keep in NCHW16c
+            names |= {name for name, _ in nchwc_tactic_builders(spec, weight, None, (True, True))}
+        elif g == 1 and x_shape[1] <= STEM_CHANNELS:                    # a stem writing NCHW16c
+            names |= {name for name, _ in nchwc_tactic_builders(spec, weight, None, (False, True))}
     return names
 
 

@@ -3,7 +3,8 @@
 * :func:`fuse_pointwise`: runs of pointwise layers become one ``fused_pointwise`` layer (one
   compiled kernel);
 * :func:`fuse_conv_activation`: a float conv whose output only a hardswish, hardsigmoid, SiLU,
-  sigmoid, GELU or leaky relu reads carries that activation (``attrs["activation"]``; the conv tactics apply it);
+  sigmoid, GELU, leaky relu or relu6 (a clamp to [0, 6]) reads carries that activation
+  (``attrs["activation"]``; the conv tactics apply it);
 * :func:`fuse_conv_add`: a float conv without activation whose output only an ``add`` of a tensor
   of the same shape reads carries that tensor as its residual (MobileNetV2/V3's linear bottleneck;
   the conv tactics add it in their stores);
@@ -115,6 +116,8 @@ def _trim_outputs(net: Network) -> None:
 
 #: the pointwise ops a conv layer can carry as its ``activation`` (``kernels/activation.py``)
 CONV_ACTIVATIONS = frozenset({"hardswish", "hardsigmoid", "silu", "sigmoid", "gelu", "gelu_tanh", "leaky_relu"})
+#: a clamp a conv carries as an activation: ``(min, max)`` -> its name (MobileNetV2's hardtanh(0, 6))
+CONV_CLAMPS = {(0.0, 6.0): "relu6"}
 
 
 def fuse_conv_activation(net: Network) -> Network:
@@ -145,12 +148,15 @@ def fuse_conv_activation(net: Network) -> Network:
         act = users[0]
         src = view.outputs if view is not None else layer.outputs
         params = dict(act.attrs.get("params") or {}) if act.kind == "pointwise" else {}
-        if (act.kind == "pointwise" and act.attrs["op"] in CONV_ACTIVATIONS and act.inputs == src
+        op = act.attrs.get("op") if act.kind == "pointwise" else None
+        if op == "clamp" and (params.get("min"), params.get("max")) in CONV_CLAMPS:
+            op, params = CONV_CLAMPS[params["min"], params["max"]], {}
+        if (act.kind == "pointwise" and op in (*CONV_ACTIVATIONS, *CONV_CLAMPS.values()) and act.inputs == src
                 and tuple(act.attrs["args"]) == (("in", 0),)
-                and set(params) <= ({"negative_slope"} if act.attrs["op"] == "leaky_relu" else set())
+                and set(params) <= ({"negative_slope"} if op == "leaky_relu" else set())
                 and net.shape(act.outputs[0]) == net.shape(src[0])):
-            layer.attrs["activation"] = act.attrs["op"]
-            if act.attrs["op"] == "leaky_relu":
+            layer.attrs["activation"] = op
+            if op == "leaky_relu":
                 layer.attrs["negative_slope"] = float(params.get("negative_slope", 0.01))
             if view is not None:
                 view.outputs = list(act.outputs)

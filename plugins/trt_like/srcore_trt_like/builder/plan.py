@@ -48,6 +48,8 @@ class Plan:
         self.steps = steps
         #: where calls take their arena and scratch (``kernels.contexts.Contexts``); None: per thread
         self.contexts = contexts
+        #: the NCHW16c runs and how each was decided (``tactics.layout_choice.RunChoice``; built plans only)
+        self.layout_runs: list = []
         self.root: dict[int, int] = {}       # tensor -> the tensor whose memory it uses
         for layer in self.layers():
             if layer.kind == "reshape":

@@ -64,7 +64,7 @@ class DepthwiseSimdTactic(DepthwiseDirectTactic):
     channels split over ``threads``; weights as (O, kh * kw)."""
     name = "depthwise_simd"
     # (in the kernel's vector stores, with the separate pass's formulas: the same bits)
-    fused_activations = ("leaky_relu", "hardswish", "hardsigmoid")
+    fused_activations = ("leaky_relu", "hardswish", "hardsigmoid", "relu6")
 
     #: the vector width (None: the CPU's widest, :func:`srcore.plugin.simd_depthwise.lanes`)
     lanes: int | None = None
@@ -115,6 +115,7 @@ class DepthwiseBlockedTactic(DepthwiseDirectTactic):
 
 def _epilogue(spec: ConvSpec) -> dict:
     """The SIMD depthwise kernels' fused epilogue arguments for ``spec``."""
-    return {"lo": 0.0 if spec.relu else -math.inf,
+    return {"lo": 0.0 if spec.relu or spec.activation == "relu6" else -math.inf,
+            "hi": 6.0 if spec.activation == "relu6" else math.inf,
             "negative_slope": spec.negative_slope if spec.activation == "leaky_relu" else None,
             "activation": spec.activation if spec.activation in ("hardswish", "hardsigmoid") else None}

@@ -22,7 +22,7 @@ class Simd1x1Tactic(ConvTactic):
     """1x1, stride 1, no padding, groups 1; the weight packed once into the kernel's
     (blocks, C, 6) layout (stored as ``wp``), output-channel blocks split over ``threads``."""
     name = "pointwise_simd"
-    fused_activations = ("hardswish", "hardsigmoid")
+    fused_activations = ("hardswish", "hardsigmoid", "relu6")
     #: the vector width (None: the CPU's widest)
     lanes: int | None = None
 
@@ -37,8 +37,9 @@ class Simd1x1Tactic(ConvTactic):
         O, C = spec.out_channels, spec.x_shape[1]
         w = np.asarray(weight, np.float32).reshape(O, C)
         self.conv = simd_pointwise.SimdPointwiseConv(
-            w, self.bias, lo=0.0 if spec.relu else -math.inf, lanes_=self.lanes,
-            activation=spec.activation if spec.activation in self.fused_activations else None)
+            w, self.bias, lo=0.0 if spec.relu or spec.activation == "relu6" else -math.inf,
+            hi=6.0 if spec.activation == "relu6" else math.inf, lanes_=self.lanes,
+            activation=spec.activation if spec.activation in ("hardswish", "hardsigmoid") else None)
         self.wp = self._laid_out("wp", self.conv.wp.shape, lambda: self.conv.wp)
         self.conv.wp = self.wp
         self.threads = threads

@@ -1,15 +1,17 @@
 """In-place activations applied after a conv's store (the conv layer's ``activation`` epilogue):
-hardswish, hardsigmoid, SiLU, sigmoid, GELU (erf and tanh) and leaky relu with the pointwise wing's float32 formulas (torch's), so a fused
-conv gives the same bits as the conv followed by its ``fused_pointwise`` layer. The transcendental
-ones (SiLU, sigmoid, both GELUs) are compiled twice, LLVM's default vector width and 512-bit
-vectors (the same bits), and the faster here is used (:func:`_fastest`)."""
+hardswish, hardsigmoid, SiLU, sigmoid, GELU (erf and tanh), leaky relu and relu6 (``clamp(x, 0, 6)``)
+with the pointwise wing's float32 formulas (torch's), so a fused conv gives the same bits as the conv
+followed by its ``fused_pointwise`` layer. The transcendental ones (SiLU, sigmoid, both GELUs) are
+compiled twice, LLVM's default vector width and 512-bit vectors (the same bits), and the faster here
+is used (:func:`_fastest`)."""
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 from numba import njit
+
+from srcore.plugin import clock
 
 from . import fastmath as fm
 from .jit import EXACT_JIT
@@ -19,7 +21,9 @@ from .simd import prefer_512
 _JIT = dict(EXACT_JIT, cache=True)
 
 #: the activations a conv layer can carry (besides ``relu``, which its kernels fuse themselves)
-ACTIVATIONS = ("none", "hardswish", "hardsigmoid", "silu", "sigmoid", "gelu", "gelu_tanh", "leaky_relu")
+ACTIVATIONS = ("none", "hardswish", "hardsigmoid", "silu", "sigmoid", "gelu", "gelu_tanh", "leaky_relu", "relu6")
+
+_ZERO, _SIX = np.float32(0.0), np.float32(6.0)
 
 
 @njit(**_JIT)
@@ -59,6 +63,12 @@ def _gelu_tanh(y):
 
 
 @njit(**_JIT)
+def _relu6(y):
+    for i in range(y.size):
+        y[i] = fm.clamp(y[i], _ZERO, _SIX)
+
+
+@njit(**_JIT)
 def _leaky_relu(y, slope):
     for i in range(y.size):
         y[i] = fm.leaky_relu(y[i], slope)
@@ -94,6 +104,9 @@ def apply_span(y, p0, p1, code, slope):
     elif code == 7:
         for i in range(p0, p1):
             y[i] = fm.leaky_relu(y[i], slope)
+    elif code == 8:
+        for i in range(p0, p1):
+            y[i] = fm.clamp(y[i], _ZERO, _SIX)
 
 
 @njit(**_JIT)
@@ -125,7 +138,7 @@ def _gelu_tanh_512(y):
 
 
 _KERNELS = {"hardswish": _hardswish, "hardsigmoid": _hardsigmoid, "silu": _silu, "sigmoid": _sigmoid,
-            "gelu": _gelu, "gelu_tanh": _gelu_tanh}
+            "gelu": _gelu, "gelu_tanh": _gelu_tanh, "relu6": _relu6}
 #: kernels with a 512-bit twin (Sapphire Rapids, 409,600 elements in place: the exact GELU 231 -> 168 us)
 WIDE = {_silu: _silu_512, _sigmoid: _sigmoid_512, _gelu: _gelu_512, _gelu_tanh: _gelu_tanh_512}
 _TIMING_ELEMENTS = 1 << 14
@@ -133,9 +146,9 @@ _chosen: dict = {}
 
 
 def _fastest(kernel):
-    """``kernel`` or its 512-bit twin (:data:`WIDE`), whichever ran faster here on 16k elements in
-    thread CPU time (best of 7 alternating rounds; the twin must win by 3%), once per kernel and
-    process. (A loop of its own: this wing imports no other, so not ``tactics.timing``.)"""
+    """``kernel`` or its 512-bit twin (:data:`WIDE`), whichever ran faster here on 16k elements on
+    the calling thread's own clock (``srcore.plugin.clock``; best of 7 alternating rounds after one
+    warm-up round; the twin must win by 3%), once per kernel and process."""
     if kernel not in WIDE:
         return kernel
     if kernel not in _chosen:
@@ -144,10 +157,9 @@ def _fastest(kernel):
         best = [math.inf, math.inf]
         for r in range(8):              # round 0 warms up (compiled code loads), 7 count
             for i, k in enumerate(pair):
-                t0 = time.thread_time_ns()
-                k(y)
+                t = clock.per_call_ns(lambda k=k: k(y), 1, "cpu")
                 if r:
-                    best[i] = min(best[i], time.thread_time_ns() - t0)
+                    best[i] = min(best[i], t)
         _chosen[kernel] = pair[1] if best[1] * 1.03 < best[0] else kernel
     return _chosen[kernel]
 

@@ -56,26 +56,39 @@ class StaleChoice(Exception):
 
 
 def choose_tactics(net: Network, options: dict[str, Any], *, name: str = "engine",
-                   chosen: list[tuple[str, dict]] | None = None) -> list[Step]:
+                   chosen: list[tuple[str, dict]] | None = None, keep: dict[int, Step] | None = None,
+                   pool: list[str] | None = None) -> list[Step]:
     """One :class:`Step` per layer, in order: the chosen tactic's name and kernel (views: none).
 
     ``chosen`` (a serialized plan's): per layer that is not a view, the tactic's name and its
     stored layout; nothing is timed and stored layouts are not laid out again (raises
     :class:`StaleChoice` when a tactic is not among this process's candidates). ``name`` labels
-    the progress bar and the log."""
+    the progress bar and the log. ``keep``: steps already chosen, by ``id(layer)``, taken as they are;
+    ``pool``: a one-item list, the thread pool (given: not chosen again; empty: filled in)."""
     timing = options.get("timing", True) and chosen is None
     tolerance = float(options.get("memory_tolerance", MEMORY_TOLERANCE))
     cache = timing_cache.get() if options.get("timing_cache", True) and chosen is None else None
     pools = _Pools(net, options)
-    pool, pre_ranked = POOL, {}
-    if timing and pools.contested:
-        pool, pre_ranked = _choose_pool(pools, cache, name)
+    pre_ranked: dict[int, list[tuple[str, float]]] = {}
+    if pool:
+        pool_name = pool[0]
+    else:
+        pool_name = POOL
+        if timing and pools.contested:
+            pool_name, pre_ranked = _choose_pool(pools, cache, name)
+        if pool is not None:
+            pool.append(pool_name)
+    pool = pool_name
+    keep = keep or {}
     stored = iter(chosen) if chosen is not None else None
     steps = []
     timed = 0
     for layer in progress(net.layers, f"{name}: tactics", total=len(net.layers), unit="layer"):
         if layer.kind == "reshape":
             steps.append(Step(layer, "view", None))
+            continue
+        if id(layer) in keep:
+            steps.append(keep[id(layer)])
             continue
         if stored is not None:
             tactic, layout = next(stored, (None, None))

@@ -7,6 +7,7 @@ engine calls the tactics' unchecked ``_run`` (the checked ``__call__`` costs mic
 from __future__ import annotations
 
 from ..builder.network import Layer, Network
+from ..conv.nchwc import nchwc_tactic_builders
 from ..conv.pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from ..conv.spec import ConvSpec
 from ..conv.tactics import conv_tactic_builders
@@ -21,8 +22,10 @@ def conv_spec(layer: Layer, net: Network, *, residual: bool | None = None) -> Co
     """The :class:`ConvSpec` of a ``conv`` (or ``conv_max_pool``) layer."""
     a = layer.attrs
     w = a["weight"]
-    return ConvSpec(net.shape(layer.inputs[0]), w.shape[0], w.shape[2:], a["stride"], a["padding"], a["dilation"],
-                    a["groups"], relu=a["relu"], residual=a["residual"] if residual is None else residual,
+    # (a layer with an NCHW16c input, builder/layout.py, keeps its logical input shape in its attrs)
+    return ConvSpec(a.get("x_shape") or net.shape(layer.inputs[0]), w.shape[0], w.shape[2:], a["stride"],
+                    a["padding"], a["dilation"], a["groups"], relu=a["relu"],
+                    residual=a["residual"] if residual is None else residual,
                     activation=a.get("activation", "none"), negative_slope=a.get("negative_slope", 0.01))
 
 
@@ -30,9 +33,11 @@ def conv_candidates(layer: Layer, net: Network) -> list[Candidate]:
     """Every conv algorithm that applies, each labelled with its thread pool (:func:`conv_pool_of`)."""
     a = layer.attrs
     spec = conv_spec(layer, net)
+    builders = (nchwc_tactic_builders(spec, a["weight"], a["bias"], a["nchwc"], _threads.for_work(spec.macs))
+                if "nchwc" in a else conv_tactic_builders(spec, a["weight"], a["bias"]))
     return [Candidate(name, lambda build=build: _kernel(build(), a["residual"]), blas=conv_pool_of(name),
                       restore=lambda layout, build=build: _kernel(build(layout), a["residual"]))
-            for name, build in conv_tactic_builders(spec, a["weight"], a["bias"])]
+            for name, build in builders]
 
 
 def conv_pool_of(name: str) -> str | None:

@@ -236,4 +236,24 @@ def conv(layer: Layer, net: Network):
         np.copyto(out, res)
         if act is not None:
             act(out)
+    if "nchwc" in layer.attrs:
+        return _nchwc(run, layer.attrs["nchwc"], layer.attrs["x_shape"][1], O)
     return run
+
+
+def _nchwc(run, blocked: tuple[bool, bool], in_channels: int, channels: int):
+    """``run`` (NCHW) on a layer with NCHW16c sides (``builder/layout.py``): reordered around it."""
+    from srcore.plugin import nchwc
+
+    x_in, y_in = blocked
+
+    def wrapped(x, *rest):
+        x = nchwc.from_blocked(x, in_channels) if x_in else x
+        if not y_in:
+            return run(x, *rest)
+        res = [nchwc.from_blocked(r, channels) for r in rest[:-1]]
+        N, _, H, W, _ = rest[-1].shape
+        out = np.empty((N, channels, H, W), np.float32)
+        run(x, *res, out)
+        np.copyto(rest[-1], nchwc.to_blocked(out, rest[-1].shape[4]))
+    return wrapped

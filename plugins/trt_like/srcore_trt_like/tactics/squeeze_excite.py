@@ -11,6 +11,7 @@ from ..builder.network import Layer, Network
 from ..kernels import activation as _activation
 from ..kernels.jit import JIT
 from ..kernels.pool import row_sum8
+from ..kernels.simd import LANES, vadd, vload, vmul, vstore, vzero
 
 
 @njit(**JIT)
@@ -34,6 +35,40 @@ def _scale(x, s, y):
                 y[n, c, i] = x[n, c, i] * g
 
 
+@njit(**JIT)
+def _pool_blocked(x, p, B, P, inv):
+    """:func:`_pool` on NCHW16c ``x`` (flat, (B, H*W, 16) of one image; ``p`` (B * 16,); ``inv`` 1 / (H*W) in
+    16 lanes): each lane summed
+    as :func:`row_sum8` sums a plane (8 interleaved sums added pairwise: the same bits), in vectors."""
+    P8 = P - P % 8
+    for b in range(B):
+        o = b * P * LANES
+        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = vzero()
+        for i in range(0, P8 * LANES, 8 * LANES):
+            a0 = vadd(a0, vload(x, o + i))
+            a1 = vadd(a1, vload(x, o + i + 16))
+            a2 = vadd(a2, vload(x, o + i + 32))
+            a3 = vadd(a3, vload(x, o + i + 48))
+            a4 = vadd(a4, vload(x, o + i + 64))
+            a5 = vadd(a5, vload(x, o + i + 80))
+            a6 = vadd(a6, vload(x, o + i + 96))
+            a7 = vadd(a7, vload(x, o + i + 112))
+        for i in range(P8 * LANES, P * LANES, LANES):
+            a0 = vadd(a0, vload(x, o + i))
+        total = vadd(vadd(vadd(a0, a1), vadd(a2, a3)), vadd(vadd(a4, a5), vadd(a6, a7)))
+        vstore(p, b * LANES, vmul(total, vload(inv, 0)))
+
+
+@njit(**JIT)
+def _scale_blocked(x, s, y, B, P):
+    """:func:`_scale` on NCHW16c ``x`` and ``y`` (flat, one image), ``s`` (B * 16,)."""
+    for b in range(B):
+        g = vload(s, b * LANES)
+        o = b * P * LANES
+        for i in range(o, o + P * LANES, LANES):
+            vstore(y, i, vmul(vload(x, i), g))
+
+
 def squeeze_excite(layer: Layer, net: Network):
     """``y = x * gate(W2 act(W1 mean_hw(x) + b1) + b2)`` (per image and channel)."""
     a = layer.attrs
@@ -41,6 +76,32 @@ def squeeze_excite(layer: Layer, net: Network):
     act = _activation.in_place(a["act"]) if a["act"] != "relu" else None
     relu = a["act"] == "relu"
     gate = _activation.in_place(a["gate"])
+    if "nchwc" in a:   # NCHW16c in and out (builder/layout.py): the padding channels' gate is 1
+        N, C = a["x_shape"][:2]
+        B, L = net.shape(layer.inputs[0])[1], net.shape(layer.inputs[0])[4]
+
+        P = int(np.prod(a["x_shape"][2:]))
+        inv = np.full(L, np.float32(1.0) / np.float32(P), np.float32)
+
+        def run_blocked(x, y):
+            xf, yf = x.reshape(N, -1), y.reshape(N, -1)
+            p = np.empty((N, B * L), np.float32)
+            for n in range(N):
+                _pool_blocked(xf[n], p[n], B, P, inv)
+            h = p[:, :C] @ w1t
+            h += b1
+            if relu:
+                np.maximum(h, 0, out=h)
+            elif act is not None:
+                act(h)
+            g = h @ w2t
+            g += b2
+            gate(g)
+            s = np.ones((N, B * L), np.float32)
+            s[:, :C] = g
+            for n in range(N):
+                _scale_blocked(xf[n], s[n], yf[n], B, P)
+        return run_blocked
     N, C = net.shape(layer.inputs[0])[:2]
 
     def run(x, y):

@@ -1,0 +1,120 @@
+"""The conv tactics of layers the builder keeps in the NCHW16c layout (``builder/layout.py``), whose
+input, output or both are channel-blocked: ``pointwise_nchw16c`` (1x1 with either side in either
+layout; ``srcore.plugin.simd_pointwise_blocked``) and ``depthwise_nchw16c`` (the channel-blocked
+depthwise kernel with either side in either layout; ``srcore.plugin.simd_depthwise_blocked``).
+``dense_nchw16c`` (a dense conv on few input channels, NCHW in, NCHW16c out;
+``srcore.plugin.simd_dense_blocked``). ``blocked = (input blocked, output blocked)``; the residual is in the
+output's layout."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import TacticSpecError
+from .depthwise import DepthwiseDirectTactic, _epilogue
+from .spec import ConvSpec, ConvTactic
+
+LANES = 16
+
+
+def _blocked(shape) -> tuple[int, ...]:
+    N, C, H, W = shape
+    return (N, -(-C // LANES), H, W, LANES)
+
+
+class PointwiseNchwcTactic(ConvTactic):
+    """1x1, stride 1, unpadded, ungrouped, each side in the layout ``blocked`` says; the weight packed
+    once into the kernel's (out blocks, in channels, 16) layout (stored as ``wq``)."""
+    name = "pointwise_nchw16c"
+    fused_activations = ("hardswish", "hardsigmoid", "relu6")
+
+    def __init__(self, spec: ConvSpec, weight, bias, blocked: tuple[bool, bool], layout=None, threads: int = 1):
+        super().__init__(spec, weight, bias, layout)
+        if spec.kernel != (1, 1) or spec.stride != (1, 1) or spec.padding != (0, 0) \
+                or spec.groups != 1:
+            raise TacticSpecError(f"{self.name}: needs a 1x1, stride 1, unpadded, ungrouped conv; "
+                                  f"got kernel {spec.kernel}, stride {spec.stride}, padding {spec.padding}, "
+                                  f"groups {spec.groups}, layouts {blocked}")
+        from srcore.plugin import simd_pointwise_blocked
+
+        O, C = spec.out_channels, spec.x_shape[1]
+        self.conv = simd_pointwise_blocked.BlockedPointwiseConv(
+            np.asarray(weight, np.float32).reshape(O, C), self.bias, **_clamp(spec),
+            activation=spec.activation if spec.activation in ("hardswish", "hardsigmoid") else None,
+            blocked_in=blocked[0], blocked_out=blocked[1])
+        self.wq = self._laid_out("wq", self.conv.wq.shape, lambda: self.conv.wq)
+        self.conv.wq = self.wq
+        self.x_shape = _blocked(spec.x_shape) if blocked[0] else spec.x_shape
+        self.out_shape = _blocked(spec.out_shape) if blocked[1] else spec.out_shape
+        self.threads = threads
+
+    def _run(self, x, out, residual):
+        self.conv(x, out, residual, threads=self.threads)
+
+
+class DepthwiseNchwcTactic(DepthwiseDirectTactic):
+    """groups == in channels == out channels on the channel-blocked depthwise kernel, each side in
+    the layout ``blocked`` says; weights as (O, kh * kw), packed by the kernel at construction."""
+    name = "depthwise_nchw16c"
+    fused_activations = ("leaky_relu", "hardswish", "hardsigmoid", "relu6")
+
+    def __init__(self, spec: ConvSpec, weight, bias, blocked: tuple[bool, bool], layout=None, threads: int = 1):
+        if spec.out_channels != spec.x_shape[1]:
+            raise TacticSpecError(f"{self.name}: needs out channels == in channels ({spec.x_shape[1]}), "
+                                  f"got {spec.out_channels}")
+        super().__init__(spec, weight, bias, layout)
+        from srcore.plugin import simd_depthwise_blocked
+
+        self.conv = simd_depthwise_blocked.BlockedDepthwiseConv(
+            self.w.reshape(spec.out_channels, 1, *spec.kernel), self.bias, spec.stride, spec.padding, spec.dilation,
+            blocked_in=blocked[0], blocked_out=blocked[1], **_epilogue(spec))
+        self.x_shape = _blocked(spec.x_shape) if blocked[0] else spec.x_shape
+        self.out_shape = _blocked(spec.out_shape) if blocked[1] else spec.out_shape
+        self.threads = threads
+
+    def _run(self, x, out, residual):
+        self.conv(x, out, residual, threads=self.threads)
+
+
+class DenseNchwcTactic(ConvTactic):
+    """An ungrouped conv, NCHW in, NCHW16c out, no residual (a mobile net's stem); the weight packed
+    once into the kernel's (out blocks, C, kh, kw, 16) layout (stored as ``wq``)."""
+    name = "dense_nchw16c"
+    fused_activations = ("hardswish", "hardsigmoid", "relu6")
+
+    def __init__(self, spec: ConvSpec, weight, bias, blocked: tuple[bool, bool], layout=None, threads: int = 1):
+        super().__init__(spec, weight, bias, layout)
+        if spec.groups != 1 or spec.residual or blocked != (False, True):
+            raise TacticSpecError(f"{self.name}: needs an ungrouped conv without residual, NCHW in and NCHW16c out; "
+                                  f"got groups {spec.groups}, residual {spec.residual}, layouts {blocked}")
+        from srcore.plugin import simd_dense_blocked
+
+        self.conv = simd_dense_blocked.BlockedDenseConv(
+            np.asarray(weight, np.float32), self.bias, spec.stride, spec.padding, spec.dilation, **_clamp(spec),
+            activation=spec.activation if spec.activation in ("hardswish", "hardsigmoid") else None)
+        self.wq = self._laid_out("wq", self.conv.wq.shape, lambda: self.conv.wq)
+        self.conv.wq = self.wq
+        self.out_shape = _blocked(spec.out_shape)
+        self.threads = threads
+
+    def _run(self, x, out, residual):
+        self.conv(x, out, None, threads=self.threads)
+
+
+def _clamp(spec: ConvSpec) -> dict:
+    """The clamp of relu / relu6 (``lo``, ``hi``), fused into the kernels' stores."""
+    return {"lo": 0.0 if spec.relu or spec.activation == "relu6" else -math.inf,
+            "hi": 6.0 if spec.activation == "relu6" else math.inf}
+
+
+def nchwc_tactic_builders(spec: ConvSpec, weight, bias, blocked: tuple[bool, bool], threads: int = 1):
+    """``(name, build)`` of the tactic for a conv layer with an NCHW16c side (one per layer kind)."""
+    if spec.groups == 1 and (spec.kernel, spec.stride, spec.padding) != ((1, 1), (1, 1), (0, 0)):
+        return [(DenseNchwcTactic.name, lambda layout=None: DenseNchwcTactic(
+            spec, weight, bias, blocked, layout, threads))]
+    if spec.groups == 1:
+        return [(PointwiseNchwcTactic.name, lambda layout=None: PointwiseNchwcTactic(
+            spec, weight, bias, blocked, layout, threads))]
+    return [(DepthwiseNchwcTactic.name, lambda layout=None: DepthwiseNchwcTactic(
+        spec, weight, bias, blocked, layout, threads))]

@@ -1,0 +1,156 @@
+"""The NCHW16c layout between an engine's 1x1, depthwise and squeeze-excite layers
+(``builder/layout.py``): which tensors a MobileNetV3-style net keeps blocked (from its 3-channel stem
+conv), where the runs end (a pool after; a dense conv on more channels before), relu6 fused so that
+a MobileNetV2 block stays blocked, the result against torch and against the same engine in NCHW
+(``engine_options={"nchwc": False}``), and a saved engine with blocked tensors loading without a rebuild."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srcore
+from srcore_trt_like.builder.layout import assign_nchwc
+from srcore_trt_like.builder.network import Network
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+F = nn.functional
+TRT = ("trt_like", "cpu")
+
+
+class Mobile(nn.Module):
+    """A dense stem, an inverted residual at stride 2, one at stride 1 with squeeze-excite and a
+    residual, a last 1x1 conv into a pool and a classifier."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1), nn.Hardswish())
+        self.a = nn.Sequential(nn.Conv2d(16, 40, 1), nn.ReLU(), nn.Conv2d(40, 40, 3, 2, 1, groups=40), nn.ReLU(),
+                               nn.Conv2d(40, 24, 1))
+        self.b = nn.Sequential(nn.Conv2d(24, 72, 1), nn.Hardswish(), nn.Conv2d(72, 72, 5, 1, 2, groups=72),
+                               nn.Hardswish())
+        self.fc1, self.fc2, self.proj = nn.Conv2d(72, 24, 1), nn.Conv2d(24, 72, 1), nn.Conv2d(72, 24, 1)
+        self.last = nn.Sequential(nn.Conv2d(24, 48, 1), nn.Hardswish())
+        self.fc = nn.Linear(48, 10)
+
+    def forward(self, x):
+        x = self.a(self.stem(x))
+        h = self.b(x)
+        g = F.hardsigmoid(self.fc2(F.relu(self.fc1(F.adaptive_avg_pool2d(h, 1)))))
+        x = self.last(self.proj(h * g) + x)
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+@pytest.fixture(scope="module")
+def mobile():
+    torch.manual_seed(0)
+    m = Mobile().eval()
+    x = torch.randn(2, 3, 32, 32)
+    return m, srcore.from_torchscript(torch.jit.script(m), (x,)), x
+
+
+def _layers(sm) -> list[str]:
+    """The engine's conv layers as ``describe()`` lists them, a conv's numpy reference (timed beside the
+    compiled tactic, it may win a tiny layer on a loaded machine) named as the NCHW16c one."""
+    lines = [line.strip() for line in sm.partition.engines[0].description.splitlines()[1:]]
+    return [line.replace("[numpy]", "[nchw16c reference]") if line.startswith("conv") else line for line in lines]
+
+
+def _has(layers, text):
+    """Whether a layer reads ``text`` up to its tactic, which is the NCHW16c one (or the reference)."""
+    return any(line.startswith(text + " [") and "nchw16c" in line for line in layers)
+
+
+ON = {"nchwc": True}   # the layout forced on (unset: each run's layout is timed, see test_layout_choice.py)
+
+
+def test_a_mobile_net_runs_blocked_between_its_stem_and_its_pool(mobile):
+    m, model, x = mobile
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options=ON))
+    layers = _layers(sm)
+    # the dense stem (3 input channels) writes NCHW16c; the 1x1 / depthwise / squeeze-excite run stays
+    # blocked (2 x 40 channels -> 3 blocks of 16); the last 1x1 conv writes the NCHW its pool reads
+    assert _has(layers, "conv + hardswish -> 2x1x16x16x16"), layers
+    assert _has(layers, "conv -> 2x3x16x16x16") and _has(layers, "conv -> 2x3x8x8x16"), layers
+    assert "squeeze_excite -> 2x5x8x8x16 [numba]" in layers
+    assert _has(layers, "conv + hardswish -> 2x48x8x8"), layers
+    assert sum("nchw16c" in line for line in layers) == 8, layers
+    with torch.no_grad():
+        want = m(x).numpy()
+    got = sm(x.numpy())
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    plain = srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options={"nchwc": False}))
+    assert not any("nchw16c" in line for line in _layers(plain))
+    np.testing.assert_allclose(got, plain(x.numpy()), rtol=1e-5, atol=1e-6)
+
+
+def test_a_saved_engine_with_blocked_tensors_loads_without_a_rebuild(mobile, tmp_path):
+    m, model, x = mobile
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options=ON))
+    path = tmp_path / "mobile.engine.srm"
+    sm.save(path)
+    loaded = srcore.StaticModule(srcore.load(path), backends=TRT)
+    assert "loaded from the serialized engine" in loaded.partition.engines[0].description
+    assert sum("nchw16c" in line for line in _layers(loaded)) == 8
+    np.testing.assert_array_equal(loaded(x.numpy()), sm(x.numpy()))
+
+
+class V2(nn.Module):
+    """MobileNetV2's inverted residual: ReLU6 (``hardtanh(0, 6)``) after the expand and depthwise convs."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 24, 3, 1, 1)
+        self.block = nn.Sequential(nn.Conv2d(24, 144, 1), nn.ReLU6(), nn.Conv2d(144, 144, 3, 1, 1, groups=144),
+                                   nn.ReLU6(), nn.Conv2d(144, 24, 1))
+        self.head = nn.Conv2d(24, 8, 3)
+
+    def forward(self, x):
+        x = self.stem(x)
+        return self.head(self.block(x) + x)
+
+
+def test_relu6_is_carried_by_the_convs_so_a_mobilenet_v2_block_stays_blocked():
+    torch.manual_seed(1)
+    m = V2().eval()
+    x = 4 * torch.randn(1, 3, 14, 14)
+    sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), (x,)),
+                             options=srcore.Options(backends=TRT, engine_options=ON))
+    layers = _layers(sm)
+    relu6 = [line for line in layers if line.startswith("conv + relu6 -> 1x9x14x14x16 [") and "nchw16c" in line]
+    assert len(relu6) == 2, layers                                      # the expand and depthwise convs
+    assert _has(layers, "conv -> 1x24x14x14"), layers                   # + the stem's output as residual
+    assert not any("fused_pointwise" in line for line in layers), layers
+    with torch.no_grad():
+        np.testing.assert_allclose(sm(x.numpy()), m(x).numpy(), rtol=1e-4, atol=1e-4)
+
+
+def _conv(net: Network, x: int, out_c: int, k: int = 1, groups: int = 1, residual: int | None = None) -> int:
+    N, C, H, W = net.shape(x)
+    w = np.zeros((out_c, C // groups, k, k), np.float32)
+    inputs = [x] if residual is None else [x, residual]
+    return net.add("conv", inputs, (N, out_c, H, W), weight=w, bias=None, stride=(1, 1), padding=(k // 2,) * 2,
+                   dilation=(1, 1), groups=groups, relu=False, residual=residual is not None)
+
+
+def test_the_layout_rules():
+    """Engine inputs and outputs stay NCHW; a tensor another kind of layer reads stays NCHW; a residual
+    takes its conv's output layout, so a blocked one makes the output blocked and the other way round."""
+    net = Network()
+    x = net.new_tensor((1, 24, 8, 8), "x")
+    net.inputs = [x]
+    e = _conv(net, x, 48)                  # reads the engine input (NCHW), writes blocked
+    d = _conv(net, e, 48, 3, groups=48)    # blocked -> blocked
+    p = _conv(net, d, 24)                  # blocked -> NCHW: the pool below reads it
+    q = _conv(net, p, 24, 3)               # a dense 3x3: not a member
+    r = _conv(net, q, 24, residual=p)      # its residual p is NCHW, so its output is NCHW too
+    y = net.add("adaptive_avg_pool2d", [r], (1, 24, 1, 1), output_size=(1, 1))
+    z = net.add("adaptive_avg_pool2d", [p], (1, 24, 1, 1), output_size=(1, 1))
+    net.outputs = [y, z]
+    blocked = assign_nchwc(net)
+    assert blocked == {e, d}
+    assert net.shape(e) == (1, 3, 8, 8, 16) and net.shape(p) == (1, 24, 8, 8)
+    by_out = {layer.outputs[0]: layer for layer in net.layers}
+    assert by_out[e].attrs["nchwc"] == (False, True) and by_out[d].attrs["nchwc"] == (True, True)
+    assert by_out[p].attrs["nchwc"] == (True, False) and by_out[p].attrs["x_shape"] == (1, 48, 8, 8)
+    assert "nchwc" not in by_out[q].attrs and "nchwc" not in by_out[r].attrs

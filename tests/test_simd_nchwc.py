@@ -1,0 +1,182 @@
+"""The NCHW16c layout (``srcore.plugin.nchwc``) and the kernels that read and write it: the 1x1 conv
+(``srcore.plugin.simd_pointwise_blocked``), the channel-blocked depthwise conv with either side
+blocked (``simd_depthwise_blocked``) and the dense conv from NCHW (``simd_dense_blocked``), against
+torch: channel counts below, at and past a block of 16, plane sizes that leave every pixel tail (12, 4,
+1), a residual in the output's layout, the fused epilogue, the same bits as the NCHW kernels, and
+bad shapes named."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from srcore import SrcoreError
+from srcore.plugin import (nchwc, simd_dense_blocked, simd_depthwise_blocked, simd_pointwise,
+                           simd_pointwise_blocked)
+
+from _depthwise_cases import ACTS, act_args, depthwise_cases, reference
+
+pytestmark = pytest.mark.one_pass
+
+
+def test_layout_round_trip_pads_with_zeros():
+    x = np.arange(2 * 20 * 3 * 5, dtype=np.float32).reshape(2, 20, 3, 5)
+    b = nchwc.to_blocked(x, 16)
+    assert b.shape == nchwc.blocked_shape(x.shape, 16) == (2, 2, 3, 5, 16)
+    assert b[1, 1, 2, 4, 3] == x[1, 19, 2, 4] and b[0, 0, 1, 2, 7] == x[0, 7, 1, 2]
+    assert not b[:, 1, :, :, 4:].any()
+    np.testing.assert_array_equal(nchwc.from_blocked(b, 20), x)
+
+
+def _pw_ref(x, w, b, res, lo, hi, act):
+    y = F.conv2d(torch.from_numpy(x), torch.from_numpy(w[:, :, None, None]), torch.from_numpy(b))
+    if res is not None:
+        y = y + torch.from_numpy(res)
+    y = torch.clamp(y, lo, hi)
+    return (getattr(F, act)(y) if act else y).numpy()
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 2), C=st.integers(1, 40), O=st.integers(1, 40), H=st.integers(1, 9), W=st.integers(1, 9),
+       blocked_in=st.booleans(), blocked_out=st.booleans(), residual=st.booleans(),
+       act=st.sampled_from(["none", "relu", "relu6", "hardswish", "hardsigmoid"]), seed=st.integers(0, 2**16))
+def test_pointwise_matches_torch_in_every_layout(n, C, O, H, W, blocked_in, blocked_out, residual, act, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, C, H, W), np.float32)
+    w = rng.standard_normal((O, C), np.float32)
+    b = rng.standard_normal(O).astype(np.float32)
+    res = rng.standard_normal((n, O, H, W), np.float32) if residual else None
+    lo, hi, _, after = act_args(act)
+    conv = simd_pointwise_blocked.BlockedPointwiseConv(w, b, lo, hi, after, blocked_in=blocked_in,
+                                                       blocked_out=blocked_out)
+    out = np.full(conv.out_shape(x.shape), np.nan, np.float32)
+    to = (lambda a: nchwc.to_blocked(a, 16)) if blocked_out else (lambda a: a)
+    conv(nchwc.to_blocked(x, 16) if blocked_in else x, out, None if res is None else to(res))
+    got = nchwc.from_blocked(out, O) if blocked_out else out
+    np.testing.assert_allclose(got, _pw_ref(x, w, b, res, lo, hi, after), rtol=1e-5, atol=1e-4)
+    if blocked_out:   # the padding channels hold the epilogue of 0: finite
+        assert np.isfinite(out).all()
+
+
+@pytest.mark.parametrize("C, O, hw", [(72, 24, 28), (96, 576, 7), (576, 96, 7), (16, 16, 4)])
+def test_pointwise_gives_the_nchw_kernels_bits_on_two_threads(C, O, hw):
+    """The sums run over the input channels in order from the bias, as srcore.conv.pointwise's."""
+    rng = np.random.default_rng(C)
+    x = rng.standard_normal((1, C, hw, hw), np.float32)
+    w = rng.standard_normal((O, C), np.float32)
+    b = rng.standard_normal(O).astype(np.float32)
+    want = np.empty((1, O, hw, hw), np.float32)
+    simd_pointwise.SimdPointwiseConv(w, b, lo=0.0)(x, want)
+    conv = simd_pointwise_blocked.BlockedPointwiseConv(w, b, lo=0.0)
+    out = np.empty(conv.out_shape(x.shape), np.float32)
+    conv(nchwc.to_blocked(x, 16), out, threads=2)
+    np.testing.assert_array_equal(nchwc.from_blocked(out, O), want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=depthwise_cases(40, [1]), seed=st.integers(0, 2**16), act=st.sampled_from(sorted(ACTS)),
+       residual=st.booleans(), blocked_in=st.booleans(), blocked_out=st.booleans())
+def test_depthwise_matches_torch_in_every_layout(case, seed, act, residual, blocked_in, blocked_out):
+    n, C, _, k, s, d, p, (H, W) = case
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, C, H, W), np.float32)
+    w = rng.standard_normal((C, 1, *k), np.float32)
+    b = rng.standard_normal(C).astype(np.float32)
+    lo, hi, slope, after = act_args(act)
+    conv = simd_depthwise_blocked.BlockedDepthwiseConv(w, b, s, p, d, lo=lo, hi=hi, negative_slope=slope,
+                                                       activation=after, blocked_in=blocked_in,
+                                                       blocked_out=blocked_out)
+    shape = conv.out_shape(x.shape)
+    res = rng.standard_normal(shape, np.float32) if residual else None
+    to = (lambda a: nchwc.to_blocked(a, 16)) if blocked_out else (lambda a: a)
+    out = np.full(to(np.zeros(shape, np.float32)).shape, np.nan, np.float32)
+    conv(nchwc.to_blocked(x, 16) if blocked_in else x, out, None if res is None else to(res))
+    got = nchwc.from_blocked(out, C) if blocked_out else out
+    np.testing.assert_allclose(got, reference(x, w, b, s, p, d, res, lo, hi, slope, after), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("C, hw, k, s", [(16, 112, 3, 2), (72, 56, 3, 2), (88, 28, 3, 1), (40, 7, 5, 1)])
+def test_depthwise_layouts_give_the_same_bits_on_two_threads(C, hw, k, s):
+    rng = np.random.default_rng(C)
+    x = rng.standard_normal((1, C, hw, hw), np.float32)
+    w = rng.standard_normal((C, 1, k, k), np.float32)
+    b = rng.standard_normal(C).astype(np.float32)
+    plain = simd_depthwise_blocked.BlockedDepthwiseConv(w, b, s, k // 2, activation="hardswish")
+    want = np.empty(plain.out_shape(x.shape), np.float32)
+    plain(x, want)
+    conv = simd_depthwise_blocked.BlockedDepthwiseConv(w, b, s, k // 2, activation="hardswish", blocked_in=True,
+                                                       blocked_out=True)
+    out = np.empty(nchwc.blocked_shape(want.shape, 16), np.float32)
+    for _ in range(2):   # the per-thread buffers are reused: a second call sees the first's
+        conv(nchwc.to_blocked(x, 16), out, threads=2)
+        np.testing.assert_array_equal(nchwc.from_blocked(out, C), want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 2), C=st.integers(1, 5), O=st.integers(1, 40),
+       k=st.tuples(*[st.sampled_from([1, 2, 3, 5])] * 2), s=st.tuples(*[st.integers(1, 3)] * 2),
+       d=st.tuples(*[st.integers(1, 2)] * 2), p=st.tuples(*[st.integers(0, 2)] * 2),
+       size=st.tuples(*[st.integers(1, 40)] * 2),
+       act=st.sampled_from(["none", "relu", "relu6", "hardswish", "hardsigmoid"]), seed=st.integers(0, 2**16))
+def test_dense_from_nchw_matches_torch(n, C, O, k, s, d, p, size, act, seed):
+    """Every pixel tail (12, 4, 1) and kernel rows and columns in the padding on either side."""
+    H, W = (max(sz, dd * (kk - 1) + 1 - 2 * pp) for sz, kk, dd, pp in zip(size, k, d, p))
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, C, H, W), np.float32)
+    w = rng.standard_normal((O, C, *k), np.float32)
+    b = rng.standard_normal(O).astype(np.float32)
+    lo, hi, _, after = act_args(act)
+    conv = simd_dense_blocked.BlockedDenseConv(w, b, s, p, d, lo, hi, after)
+    out = np.full(conv.out_shape(x.shape), np.nan, np.float32)
+    conv(x, out, threads=2)
+    y = torch.clamp(F.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), s, p, d), lo, hi)
+    want = (getattr(F, after)(y) if after else y).numpy()
+    np.testing.assert_allclose(nchwc.from_blocked(out, O), want, rtol=1e-5, atol=1e-4)
+
+
+def test_bad_shapes_are_named():
+    w = np.ones((20, 8), np.float32)
+    conv = simd_pointwise_blocked.BlockedPointwiseConv(w, None)
+    x = nchwc.to_blocked(np.ones((1, 8, 4, 4), np.float32), 16)
+    with pytest.raises(SrcoreError, match="BlockedPointwiseConv"):
+        conv(x[:, :, :, :, :8], np.empty((1, 2, 4, 4, 16), np.float32))
+    with pytest.raises(SrcoreError, match="out / residual"):
+        conv(x, np.empty((1, 20, 4, 4), np.float32))
+    with pytest.raises(SrcoreError, match="activation"):
+        simd_pointwise_blocked.BlockedPointwiseConv(w, None, activation="gelu")
+    dw = simd_depthwise_blocked.BlockedDepthwiseConv(np.ones((8, 1, 3, 3), np.float32), None, 1, 1,
+                                                     blocked_in=True)
+    with pytest.raises(SrcoreError, match="NCHW16c"):
+        dw(np.ones((1, 8, 4, 4), np.float32), np.empty((1, 8, 4, 4), np.float32))
+    dense = simd_dense_blocked.BlockedDenseConv(np.ones((8, 3, 3, 3), np.float32), None, 2, 1)
+    with pytest.raises(SrcoreError, match="BlockedDenseConv: out must be"):
+        dense(np.ones((1, 3, 8, 8), np.float32), np.empty((1, 1, 8, 8, 16), np.float32))
+    with pytest.raises(SrcoreError, match="no residual"):
+        dense(np.ones((1, 3, 8, 8), np.float32), np.empty((1, 1, 4, 4, 16), np.float32), np.ones(1, np.float32))
+
+
+def test_a_call_on_the_same_arrays_reuses_its_binding_and_sees_new_values():
+    """The kernels keep their last bound call for the same array objects (an engine's arena): new
+    values in them are read, a non-contiguous input (copied when bound) is bound again every call."""
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((8, 1, 3, 3), np.float32)
+    conv = simd_depthwise_blocked.BlockedDepthwiseConv(w, None, 1, 1)
+    x = rng.standard_normal((1, 8, 6, 6), np.float32)
+    xt = np.swapaxes(rng.standard_normal((1, 8, 6, 6), np.float32), 2, 3)
+    out = np.empty((1, 8, 6, 6), np.float32)
+    for src in (x, xt):
+        for _ in range(2):
+            src[...] = rng.standard_normal(src.shape, np.float32)
+            conv(src, out)
+            np.testing.assert_allclose(out, reference(src, w, np.zeros(8, np.float32), (1, 1), (1, 1), (1, 1)),
+                                       rtol=1e-5, atol=1e-5)
+    wp = rng.standard_normal((20, 8), np.float32)
+    pw = simd_pointwise_blocked.BlockedPointwiseConv(wp, None)
+    xb = nchwc.to_blocked(x, 16)
+    ob = np.empty(pw.out_shape(x.shape), np.float32)
+    for _ in range(2):
+        xb[...] = nchwc.to_blocked(rng.standard_normal(x.shape, np.float32), 16)
+        pw(xb, ob)
+        want = np.einsum("oc,nchw->nohw", wp, nchwc.from_blocked(xb, 8))
+        np.testing.assert_allclose(nchwc.from_blocked(ob, 20), want, rtol=1e-4, atol=1e-4)
