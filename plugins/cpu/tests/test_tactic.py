@@ -80,7 +80,6 @@ def test_a_failing_candidate_is_dropped():
     assert tactic.timings({"bad": bad}, (1,), clock="cpu") == {}
 
 
-
 def test_two_stages_clear_losers_get_one_round(monkeypatch):
     """A candidate CLEAR-times slower than the best after the first round gets no more rounds; the
     close ones get them all (and the faster of those still wins)."""

@@ -79,7 +79,6 @@ def _tup(v, nd):
     return v * nd if len(v) == 1 else v
 
 
-
 def _pads(padding, ks, stride, dilation, nd):
     """``[(lo, hi), ...]`` from an int list or torch's "same"/"valid"."""
     if isinstance(padding, str):
@@ -92,7 +91,6 @@ def _pads(padding, ks, stride, dilation, nd):
             return [(t // 2, t - t // 2) for t in total]
         raise KernelError(f"invalid padding string {padding!r}, expected 'same' or 'valid'")
     return [(p, p) for p in _tup(padding, nd)]
-
 
 
 def _batched(fn, x, nd, out, *args, **kw):
