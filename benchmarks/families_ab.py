@@ -33,6 +33,32 @@ DEFAULT_RUNNERS = ("eager", "ort", "srcore_codegen_standard", "trt_like")
 #: runner name suffix -> the environment variable set (to "0") while that runner loads
 SUFFIX_OFF = {"+nosimd": "SRCORE_CPU_SIMD_CONV", "+nomkl": "SRCORE_CPU_MKL", "+nosplit": "SRCORE_CPU_SPLIT_GEMM"}
 
+def interleaved_best(calls: dict, rounds: int, cpu_time: bool = False) -> dict:
+    """Per key of ``calls`` (zero-argument callables), the best over ``rounds`` rounds of the median
+    call time in µs; each round runs every callable ``n`` times (~50 ms of the first), the order
+    rotating between rounds so machine load hits all alike; ``cpu_time``: process CPU time, not wall."""
+    t0 = time.perf_counter()
+    next(iter(calls.values()))()
+    n = max(3, min(2000, int(0.05 / max(time.perf_counter() - t0, 1e-6))))
+    best = {k: float("inf") for k in calls}
+    order = list(calls)
+    clock = time.process_time_ns if cpu_time else time.perf_counter_ns
+    gc.disable()
+    try:
+        for i in range(rounds):
+            for k in order[i % len(order):] + order[:i % len(order)]:
+                fn, times = calls[k], []
+                for _ in range(n):
+                    t = clock()
+                    fn()
+                    times.append(clock() - t)
+                times.sort()
+                best[k] = min(best[k], times[len(times) // 2] / 1e3)
+    finally:
+        gc.enable()
+    return best
+
+
 
 def _strip_suffixes(runner: str) -> tuple[str, list[str]]:
     """``(base runner, [variables to set to "0"])`` of a runner name with any :data:`SUFFIX_OFF`
@@ -79,25 +105,7 @@ def measure(models, runners, rounds: int, out: Path, threads: int = 1, cpu_time:
                     raise AssertionError(f"{name} {r}: wrong output (max relative error {err:.2e})")
                 calls[r] = fn
                 keep.append(extra)
-            t0 = time.perf_counter()
-            next(iter(calls.values()))()
-            n = max(3, min(2000, int(0.05 / max(time.perf_counter() - t0, 1e-6))))
-            best = {r: float("inf") for r in calls}
-            order = list(calls)
-            clock = time.process_time_ns if cpu_time else time.perf_counter_ns
-            gc.disable()
-            try:
-                for i in range(rounds):
-                    for r in order[i % len(order):] + order[:i % len(order)]:
-                        fn, times = calls[r], []
-                        for _ in range(n):
-                            t = clock()
-                            fn()
-                            times.append(clock() - t)
-                        times.sort()
-                        best[r] = min(best[r], times[len(times) // 2] / 1e3)
-            finally:
-                gc.enable()
+            best = interleaved_best(calls, rounds, cpu_time)
             row = {"model": name, "threads": threads, **{f"{r}_us": v for r, v in best.items()}}
             line = [f"{name:16s} {threads}t"] + [f"{r} {v:9.1f} µs" for r, v in best.items()]
             for peer in ("eager", "ort"):

@@ -13,13 +13,13 @@ to ORT. 1 intra-op thread; ``--cpu-time`` times calls in process CPU time (a loa
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from .families_ab import interleaved_best
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNNERS = ("eager", "ort", "srcore_cpu", "trt_like")
@@ -89,25 +89,7 @@ def measure(factories: dict, models, runners, path: str, rounds: int, cpu_time: 
     for name in models:
         module, inputs = factories[name]()
         calls = _runners(module, inputs, path, runners)
-        t0 = time.perf_counter()
-        next(iter(calls.values()))()
-        n = max(3, min(2000, int(0.05 / max(time.perf_counter() - t0, 1e-6))))
-        best = {r: float("inf") for r in calls}
-        order = list(calls)
-        clock = time.process_time_ns if cpu_time else time.perf_counter_ns
-        gc.disable()
-        try:
-            for i in range(rounds):
-                for r in order[i % len(order):] + order[:i % len(order)]:
-                    fn, times = calls[r], []
-                    for _ in range(n):
-                        t = clock()
-                        fn()
-                        times.append(clock() - t)
-                    times.sort()
-                    best[r] = min(best[r], times[len(times) // 2] / 1e3)
-        finally:
-            gc.enable()
+        best = interleaved_best(calls, rounds, cpu_time)
         row = {"model": name, **{f"{r}_us": v for r, v in best.items()}}
         line = [f"{name:18s}"] + [f"{r} {v:8.1f} µs" for r, v in best.items()]
         for peer in ("eager", "ort"):

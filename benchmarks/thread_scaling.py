@@ -12,11 +12,11 @@ and the engine runners of ``benchmarks.cell`` (``trt_like``, ...).
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import sys
-import time
 from pathlib import Path
+
+from .families_ab import interleaved_best
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,24 +46,7 @@ def measure(models, runners, rounds: int, out: Path) -> list[dict]:
                     raise AssertionError(f"{name} {r} at {t} threads: wrong output (max relative error {err:.2e})")
                 calls[(r, t)] = fn
                 keep.append(extra)
-        t0 = time.perf_counter()
-        next(iter(calls.values()))()
-        n = max(3, min(2000, int(0.05 / max(time.perf_counter() - t0, 1e-6))))
-        best = {k: float("inf") for k in calls}
-        order = list(calls)
-        gc.disable()
-        try:
-            for i in range(rounds):
-                for k in order[i % len(order):] + order[:i % len(order)]:
-                    fn, times = calls[k], []
-                    for _ in range(n):
-                        t = time.perf_counter_ns()
-                        fn()
-                        times.append(time.perf_counter_ns() - t)
-                    times.sort()
-                    best[k] = min(best[k], times[len(times) // 2] / 1e3)
-        finally:
-            gc.enable()
+        best = interleaved_best(calls, rounds)
         line = [f"{name:16s}"]
         for r in runners:
             one, two = best[(r, 1)], best[(r, 2)]
