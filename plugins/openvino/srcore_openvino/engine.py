@@ -32,6 +32,10 @@ TRIAL_DIM = 4
 #: and the most calls of each side it makes
 TIMING_BUDGET = 0.25
 TIMING_CALLS = 50
+#: at more than one thread, how long the engine's block of timed calls runs at least: OpenBLAS's
+#: idle worker spins this long (~0.1 s) after a threaded call of the fallback, on the core
+#: OpenVINO's second thread needs (srcore_cpu's ``parallel.BLAS_SPIN_S``)
+SPIN_S = 0.15
 #: signatures remembered as running node by node (the oldest is dropped beyond this)
 MAX_UNPLANNED = 16
 #: signatures remembered as checked against srcore's shape rules (forgotten all at once beyond this)
@@ -196,9 +200,9 @@ class Engine:
                 for dims in self.input_dims]
 
     def _time_against_fallback(self) -> None:
-        """Alternate single calls of the engine and of the fallback on trial inputs (after a
-        warm-up call each: the fallback builds its runtime then) and compare their best calls,
-        which a busy machine's stalls do not move."""
+        """Time the engine and the fallback on trial inputs (after a warm-up call each: the
+        fallback builds its runtime then), alternating single calls at 1 thread, in blocks at more,
+        and compare their best calls, which a busy machine's stalls do not move."""
         xs = self._trial_inputs()
         ov_times, next_times = [], []
         # one thread on both sides: CPU time, which leaves out the time a call waits for a core on
@@ -211,12 +215,20 @@ class Engine:
             with np.errstate(all="ignore"):
                 _timed(self, xs)
                 _timed(self.fallback, xs)
-                start = time.perf_counter()
-                while len(ov_times) < TIMING_CALLS and not self.unplanned:
-                    ov_times.append(_timed(self, xs, clock))
-                    next_times.append(_timed(self.fallback, xs, clock))
-                    if len(ov_times) >= 3 and time.perf_counter() - start > TIMING_BUDGET:
-                        break
+                if self.threads == 1:
+                    start = time.perf_counter()
+                    while len(ov_times) < TIMING_CALLS and not self.unplanned:
+                        ov_times.append(_timed(self, xs, clock))
+                        next_times.append(_timed(self.fallback, xs, clock))
+                        if len(ov_times) >= 3 and time.perf_counter() - start > TIMING_BUDGET:
+                            break
+                else:
+                    # blocks, the engine's last and at least SPIN_S long: alternating single calls
+                    # timed each engine call while the fallback's OpenBLAS worker spun on the second
+                    # core, i.e. at 1-thread speed or worse (mlp_wide's engine at 2 threads: 25.6 ms
+                    # against cpu's 23.0, so it fell back and ran at cpu's 1-thread speed)
+                    next_times = self._block(self.fallback, xs, clock, 0.0)
+                    ov_times = self._block(self, xs, clock, SPIN_S)
         except Exception:   # the trial sizes do not fit the segment (a constant reshape): keep the engine
             ov_times = []
         if self.unplanned or not ov_times:
@@ -232,6 +244,18 @@ class Engine:
                 f"slower in OpenVINO ({_us(t_ov)} per call) than node by node on {self._next_backends()} "
                 f"({_us(t_next)}), timed at build ({self.timing_clock}) on inputs {_sig(self.timed[2])}; "
                 f"engine_options={{'timing': False}} keeps such segments in OpenVINO")
+
+    def _block(self, fn, xs, clock, at_least: float) -> list[float]:
+        """Calls of ``fn`` back to back: at least 3 and ``at_least`` seconds, at most
+        :data:`TIMING_CALLS` (unless ``at_least`` is not reached) or half :data:`TIMING_BUDGET`."""
+        times: list[float] = []
+        start = time.perf_counter()
+        while not self.unplanned:
+            times.append(_timed(fn, xs, clock))
+            spent = time.perf_counter() - start
+            if len(times) >= 3 and spent >= at_least and (len(times) >= TIMING_CALLS or spent > TIMING_BUDGET / 2):
+                break
+        return times
 
     def _next_backends(self) -> str:
         return ", ".join(getattr(self.fallback, "backends", None) or ("the next backends",))

@@ -513,6 +513,47 @@ def test_a_segment_faster_in_openvino_is_kept_and_its_timing_reported():
         engine.build(Segment("s", "openvino", g, {"cache_dir": None}, lambda *xs: np.zeros((4, 8), np.float32)))
 
 
+def test_at_two_threads_the_engine_is_timed_in_a_block_after_the_fallbacks_calls(monkeypatch):
+    """Alternating single calls timed each engine call while the fallback's threaded OpenBLAS
+    worker still spun on the second core (~0.1 s after its call): at 2 threads the engines of
+    resnet_small, mlp_wide and bert_encoder then lost to cpu and ran at its speed. At more than one
+    thread the fallback runs first, then the engine for at least SPIN_S."""
+    g = srcore.StaticModule(parse_graph(MLP, params=_mlp_params()), backends=("cpu",)).graph
+    calls = []
+    real = engine._timed
+
+    def recorded(fn, xs, clock=time.perf_counter):
+        t = real(fn, xs, clock)
+        calls.append(("ov" if isinstance(fn, engine.Engine) else "next", time.perf_counter()))
+        return t
+    monkeypatch.setattr(engine, "_timed", recorded)
+
+    def fallback(*xs):
+        return np.zeros((4, 8), np.float32)
+    with pytest.raises(srcore.EngineBuildError, match="slower in OpenVINO"):
+        engine.build(Segment("s", "openvino", g, {"cache_dir": None, "threads": 2}, fallback))
+    kinds = [k for k, _ in calls[2:]]              # after one warm-up call each
+    n_next = kinds.count("next")
+    assert n_next >= 3 and kinds == ["next"] * n_next + ["ov"] * (len(kinds) - n_next), kinds
+    ov_block = [t for k, t in calls[2 + n_next:]]
+    assert len(ov_block) >= 3 and ov_block[-1] - calls[1 + n_next][1] >= engine.SPIN_S
+    calls.clear()
+    with pytest.raises(srcore.EngineBuildError, match="slower in OpenVINO"):   # 1 thread: alternating
+        engine.build(Segment("s", "openvino", g, {"cache_dir": None, "threads": 1}, fallback))
+    assert [k for k, _ in calls[2:6]] == ["ov", "next", "ov", "next"]
+
+
+def test_two_threads_reach_the_compiled_model():
+    """``threads=2`` is OpenVINO's INFERENCE_NUM_THREADS, read back from the compiled model, with
+    and without the model cache."""
+    for cache_dir in (None, "default"):
+        eng = _engine_of(_sm(engine_options={"threads": 2, "cache_dir": cache_dir}))
+        assert eng.threads == 2 and eng.config["INFERENCE_NUM_THREADS"] == 2
+        assert int(eng.compiled.get_property("INFERENCE_NUM_THREADS")) == 2
+        assert int(eng.compiled.get_property("NUM_STREAMS")) == 1
+        assert "2 thread(s)" in eng.describe()
+
+
 # -- caching and threads ----------------------------------------------------------------------------------------
 def test_the_model_cache_lives_under_srcore_cache_root(monkeypatch, tmp_path):
     monkeypatch.setenv("SRCORE_CACHE_DIR", str(tmp_path))
