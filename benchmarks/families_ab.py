@@ -33,6 +33,14 @@ DEFAULT_RUNNERS = ("eager", "ort", "srcore_codegen_standard", "trt_like")
 #: runner name suffix -> the environment variable set (to "0") while that runner loads
 SUFFIX_OFF = {"+nosimd": "SRCORE_CPU_SIMD_CONV", "+nomkl": "SRCORE_CPU_MKL", "+nosplit": "SRCORE_CPU_SPLIT_GEMM"}
 
+
+def peer_ratios(best: dict) -> dict:
+    """``{"runner/peer": ratio}`` of every runner's time in ``best`` to each peer's (torch eager, ORT)
+    present there, peers first in that order."""
+    peers = [p for p in ("eager", "ort") if p in best]
+    return {f"{r}/{p}": best[r] / best[p] for p in peers for r in best if r not in ("eager", "ort")}
+
+
 def interleaved_best(calls: dict, rounds: int, cpu_time: bool = False) -> dict:
     """Per key of ``calls`` (zero-argument callables), the best over ``rounds`` rounds of the median
     call time in µs; each round runs every callable ``n`` times (~50 ms of the first), the order
@@ -57,7 +65,6 @@ def interleaved_best(calls: dict, rounds: int, cpu_time: bool = False) -> dict:
     finally:
         gc.enable()
     return best
-
 
 
 def _strip_suffixes(runner: str) -> tuple[str, list[str]]:
@@ -108,12 +115,9 @@ def measure(models, runners, rounds: int, out: Path, threads: int = 1, cpu_time:
             best = interleaved_best(calls, rounds, cpu_time)
             row = {"model": name, "threads": threads, **{f"{r}_us": v for r, v in best.items()}}
             line = [f"{name:16s} {threads}t"] + [f"{r} {v:9.1f} µs" for r, v in best.items()]
-            for peer in ("eager", "ort"):
-                if peer in best:
-                    for r in best:
-                        if r not in ("eager", "ort"):
-                            row[f"{r}/{peer}"] = best[r] / best[peer]
-                            line.append(f"{r}÷{peer} {best[r] / best[peer]:.2f}x")
+            ratios = peer_ratios(best)
+            row.update(ratios)
+            line += [f"{k.replace('/', '÷')} {v:.2f}x" for k, v in ratios.items()]
             print("   ".join(line), flush=True)
             rows.append(row)
     return rows

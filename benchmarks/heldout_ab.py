@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .families_ab import interleaved_best
+from .families_ab import interleaved_best, peer_ratios
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNNERS = ("eager", "ort", "srcore_cpu", "trt_like")
@@ -92,11 +92,9 @@ def measure(factories: dict, models, runners, path: str, rounds: int, cpu_time: 
         best = interleaved_best(calls, rounds, cpu_time)
         row = {"model": name, **{f"{r}_us": v for r, v in best.items()}}
         line = [f"{name:18s}"] + [f"{r} {v:8.1f} µs" for r, v in best.items()]
-        for peer in ("eager", "ort"):
-            for r in best:
-                if peer in best and r not in ("eager", "ort"):
-                    row[f"{r}/{peer}"] = best[r] / best[peer]
-                    line.append(f"{r}÷{peer} {best[r] / best[peer]:.2f}x")
+        ratios = peer_ratios(best)
+        row.update(ratios)
+        line += [f"{k.replace('/', '÷')} {v:.2f}x" for k, v in ratios.items()]
         print("  ".join(line), flush=True)
         rows.append(row)
     return rows
