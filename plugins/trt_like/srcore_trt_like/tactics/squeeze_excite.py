@@ -76,6 +76,20 @@ def squeeze_excite(layer: Layer, net: Network):
     act = _activation.in_place(a["act"]) if a["act"] != "relu" else None
     relu = a["act"] == "relu"
     gate = _activation.in_place(a["gate"])
+
+    def excite(p):
+        """The gates ``gate(W2 act(W1 p + b1) + b2)`` of pooled means ``p`` (N, C)."""
+        h = p @ w1t
+        h += b1
+        if relu:
+            np.maximum(h, 0, out=h)
+        elif act is not None:
+            act(h)
+        g = h @ w2t
+        g += b2
+        gate(g)
+        return g
+
     if "nchwc" in a:   # NCHW16c in and out (builder/layout.py): the padding channels' gate is 1
         N, C = a["x_shape"][:2]
         B, L = net.shape(layer.inputs[0])[1], net.shape(layer.inputs[0])[4]
@@ -88,17 +102,8 @@ def squeeze_excite(layer: Layer, net: Network):
             p = np.empty((N, B * L), np.float32)
             for n in range(N):
                 _pool_blocked(xf[n], p[n], B, P, inv)
-            h = p[:, :C] @ w1t
-            h += b1
-            if relu:
-                np.maximum(h, 0, out=h)
-            elif act is not None:
-                act(h)
-            g = h @ w2t
-            g += b2
-            gate(g)
             s = np.ones((N, B * L), np.float32)
-            s[:, :C] = g
+            s[:, :C] = excite(p[:, :C])
             for n in range(N):
                 _scale_blocked(xf[n], s[n], yf[n], B, P)
         return run_blocked
@@ -110,14 +115,5 @@ def squeeze_excite(layer: Layer, net: Network):
         # once and the kernels release the GIL (one shared buffer mixed two calls' gates)
         p = np.empty((N, C), np.float32)
         _pool(x3, p)
-        h = p @ w1t
-        h += b1
-        if relu:
-            np.maximum(h, 0, out=h)
-        elif act is not None:
-            act(h)
-        s = h @ w2t
-        s += b2
-        gate(s)
-        _scale(x3, s, y3)
+        _scale(x3, excite(p), y3)
     return run
