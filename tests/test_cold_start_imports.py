@@ -177,3 +177,30 @@ def test_the_small_data_sha256_is_hashlibs(size):
     for i in range(0, size, 7):
         h.update(data[i:i + 7])
     assert h.digest() == hashlib.sha256(data).digest()
+
+
+def test_a_selective_start_imports_only_the_plugins_the_selection_names(selection):
+    """With SRCORE_SELECTION the process-wide manager imports the selected plugins (digits: builtin and
+    cpu); asking for every plugin (``reports``) imports the others, whose subcommands then appear."""
+    code = f"""
+import json, sys
+import numpy as np
+import srcore
+sm = srcore.StaticModule(srcore.load({str(DIGITS)!r}))
+y = sm(np.zeros((1, 1, 8, 8), np.float32))
+tops = lambda: sorted(n for n in sys.modules if n.startswith("srcore_") and "." not in n)
+pm = srcore.get_plugin_manager()
+first = [tops(), [r.name for r in pm.loaded_reports()], sorted(pm.registry.subcommands)]
+every = [r.name for r in pm.reports]
+print(json.dumps([first, [tops(), every, sorted(pm.registry.subcommands)]]))
+"""
+    env = {**os.environ, "SRCORE_SELECTION": selection}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    (mods, loaded, subs), (mods_after, every, subs_after) = json.loads(out.stdout.splitlines()[-1])
+    assert mods == ["srcore_cpu"] and loaded == ["builtin", "cpu"] and subs == []
+    full = subprocess.run([sys.executable, "-c", "import json, srcore; pm = srcore.get_plugin_manager(); "
+                           "print(json.dumps([[r.name for r in pm.reports], sorted(pm.registry.subcommands)]))"],
+                          capture_output=True, text=True, check=True)
+    names, full_subs = json.loads(full.stdout.splitlines()[-1])
+    assert every == names and len(every) > 2 and set(mods_after) >= set(mods) and len(mods_after) == len(every) - 1
+    assert subs_after == full_subs

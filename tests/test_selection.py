@@ -192,3 +192,19 @@ def test_an_op_selected_from_a_plugin_that_is_not_installed_names_op_and_line(di
                        r"\(srcore-cpux 0.1.0\), which is not installed"):
         srcore.StaticModule(srcore.load(DIGITS), options=srcore.Options(selection=bad))
     assert _line_of(bad, f"  {first.op}:") == first.line
+
+
+def test_a_manager_loaded_for_some_plugins_imports_the_others_when_a_selection_names_them(digits_selection):
+    """``load(only=...)`` defers the other entry points; a selection naming one of them (digits': cpu) or
+    ``reports`` imports them, and the selective registry is the same as a fully loaded manager's."""
+    from srcore.plugin.manager import PluginManager
+
+    pm = PluginManager().load(only=())
+    assert [r.name for r in pm.loaded_reports()] == ["builtin"]
+    reg = pm.registry_for(digits_selection)
+    assert "cpu" in {r.name for r in pm.loaded_reports()}
+    full = PluginManager().load().registry_for(digits_selection)
+    assert sorted(reg.declared) == sorted(full.declared) and sorted(reg.backends) == sorted(full.backends)
+    assert {k.impl for k in reg.kernel_table} == {k.impl for k in full.kernel_table}
+    lazy = PluginManager().load(only=("cpu",))
+    assert [r.name for r in lazy.reports] == [r.name for r in PluginManager().load().reports]

@@ -67,6 +67,7 @@ def _plugin_subcommands(taken: set[str]):
         from ..plugin.manager import get_plugin_manager
 
         pm = get_plugin_manager()
+        pm.load_all()  # every installed plugin's subcommands, with SRCORE_SELECTION too
         subs = pm.registry.subcommands
     except Exception:  # reported by `srcore plugins`
         if _debug():

@@ -8,7 +8,10 @@ record, a bad schema) is reported with its name, version, hook and reason and
 the others still load. ``PluginManager()`` makes a fresh one (tests).
 
 Environment: ``SRCORE_DISABLE_PLUGINS=a,b`` blocks plugins by entry-point
-name (``builtin`` cannot be blocked); ``SRCORE_STRICT_PLUGINS=1`` turns every
+name (``builtin`` cannot be blocked); with ``SRCORE_SELECTION=file`` the
+process-wide manager imports only the plugins the selection names (its
+registry is built from them alone), and the others when something asks for
+every plugin (``reports``, ``load_all()``, a selection naming them); ``SRCORE_STRICT_PLUGINS=1`` turns every
 plugin failure into a raised :class:`srcore.PluginError`. The entry-point scan
 is cached on disk (``srcore.plugin.discovery``; ``SRCORE_NO_PLUGIN_CACHE=1``
 turns that off); the plugins themselves are imported afresh in every process.
@@ -18,7 +21,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any, Iterable
+from typing import Any, Collection, Iterable
 
 import attrs
 import pluggy
@@ -94,6 +97,7 @@ class PluginManager:
         self._registry: Registry | None = None
         self._selected: dict = {}  # selection path -> its registry (registry_for)
         self._loaded = False
+        self._deferred: list = []  # entry points a selective load left out (load_all imports them)
         #: seconds spent in load() (discovery + imports) and in the last registry build
         self.timings: dict[str, float] = {}
 
@@ -143,8 +147,9 @@ class PluginManager:
         self._reports.pop(name, None)
         self._registry, self._selected = None, {}
 
-    def load(self, *, entry_points: bool = True) -> "PluginManager":
-        """Register the builtin plugin, then (unless ``entry_points=False``) every installed plugin."""
+    def load(self, *, entry_points: bool = True, only: Collection[str] | None = None) -> "PluginManager":
+        """Register the builtin plugin, then (unless ``entry_points=False``) every installed plugin, or
+        with ``only`` the installed plugins of those names (:meth:`load_all` imports the others)."""
         if self._loaded:
             return self
         self._loaded = True
@@ -156,14 +161,29 @@ class PluginManager:
         for name in _env_list("SRCORE_DISABLE_PLUGINS") - ESSENTIAL_PLUGINS:
             self.block(name)
         if entry_points:
-            self.load_entry_points()
+            self.load_entry_points(only=only)
         self.timings["load"] = time.perf_counter() - t0
         return self
 
-    def load_entry_points(self, group: str = ENTRY_POINT_GROUP) -> None:
-        """Import every entry point of ``group``, sorted by name, each in its own try/except."""
-        eps = discovery.entry_points(group)  # cached scan; see srcore.plugin.discovery
-        for ep in sorted(eps, key=lambda e: (e.name, getattr(getattr(e, 'dist', None), 'name', '') or '')):
+    def load_entry_points(self, group: str = ENTRY_POINT_GROUP, *, only: Collection[str] | None = None) -> None:
+        """Import every entry point of ``group`` (with ``only``: those of these names; the others wait
+        for :meth:`load_all`), sorted by name, each in its own try/except."""
+        eps = sorted(discovery.entry_points(group),  # cached scan; see srcore.plugin.discovery
+                     key=lambda e: (e.name, getattr(getattr(e, 'dist', None), 'name', '') or ''))
+        if only is not None:
+            self._deferred.extend(ep for ep in eps if ep.name not in only)
+            eps = [ep for ep in eps if ep.name in only]
+        self._load_entry_points(eps)
+
+    def load_all(self) -> None:
+        """Import the plugins a selective :meth:`load` left out (nothing when there are none)."""
+        if self._deferred:
+            with _lock:
+                eps, self._deferred = self._deferred, []
+                self._load_entry_points(eps)
+
+    def _load_entry_points(self, eps) -> None:
+        for ep in eps:
             dist = getattr(ep, "dist", None)
             dname = dist.name if dist is not None else None
             dver = dist.version if dist is not None else None
@@ -219,10 +239,17 @@ class PluginManager:
     # -- reading ----------------------------------------------------------------------------
     @property
     def reports(self) -> list[PluginReport]:
-        """Every plugin seen, builtin first, then sorted by name."""
+        """Every plugin seen, builtin first, then sorted by name (imports those a selective load left out)."""
+        self.load_all()
+        return self.loaded_reports()
+
+    def loaded_reports(self) -> list[PluginReport]:
+        """Like :attr:`reports`, without importing the plugins a selective load left out."""
         return sorted(self._reports.values(), key=lambda r: (r.name != BUILTIN_NAME, r.name))
 
     def report(self, name: str) -> PluginReport:
+        if name not in self._reports:
+            self.load_all()
         return self._reports[name]
 
     @property
@@ -263,7 +290,9 @@ class PluginManager:
         with _lock:
             reg = cache.get(id(key) if isinstance(key, Selection) else key)
             if reg is None:
-                sel = key if isinstance(key, Selection) else read_selection(key)
+                sel = key if isinstance(key, Selection) else (_read_at_load.pop(key, None) or read_selection(key))
+                if not set(sel.plugins) <= self._reports.keys():
+                    self.load_all()  # a selection naming plugins a selective load left out
                 reg = build_selected_registry(self, sel)
                 _warn_failures(self._reports.values())
                 cache[id(key) if isinstance(key, Selection) else key] = reg
@@ -306,10 +335,30 @@ def _warn_failures(reports) -> None:
 
 
 def get_plugin_manager() -> PluginManager:
-    """The process-wide manager, loaded on first call."""
+    """The process-wide manager, loaded on first call (with ``SRCORE_SELECTION``: the plugins it names)."""
     global _default
     if _default is None:
         with _lock:
             if _default is None:
-                _default = PluginManager().load()
+                _default = PluginManager().load(only=_selected_plugins())
     return _default
+
+
+def _selected_plugins() -> frozenset[str] | None:
+    """The plugins ``SRCORE_SELECTION`` names (None without one, or if it cannot be read: then every
+    plugin loads, and building the registry reports the file's problem)."""
+    path = os.environ.get("SRCORE_SELECTION", "")
+    if not path:
+        return None
+    from ..errors import SelectionError
+    from .selection import read_selection
+
+    path = os.path.abspath(path)
+    try:
+        sel = _read_at_load[path] = read_selection(path)  # registry_for takes it from here
+    except SelectionError:
+        return None
+    return frozenset(sel.plugins)
+
+
+_read_at_load: dict = {}

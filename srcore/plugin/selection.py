@@ -245,7 +245,7 @@ def build_selected_registry(manager, sel: Selection):
     from .schemas import new_schema_registry
     from .types import Backend, Decomposition, DType, Kernel
 
-    infos = check_selection(sel, {r.name: r for r in manager.reports})
+    infos = check_selection(sel, {r.name: r for r in manager.loaded_reports()})
     schemas = new_schema_registry()
     declared: dict = {}
     parsed = _parse_schemas(sel)

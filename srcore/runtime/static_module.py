@@ -386,7 +386,8 @@ def _failed_plugins(graph, pm, required) -> list[str]:
     """Failed plugins whose namespace the graph touches, one line each (named on every such load)."""
     from ..plugin.requirements import describe_failure, failed_plugins_touching, namespaces_of
 
-    return [describe_failure(r) for r in failed_plugins_touching(namespaces_of(graph), pm.reports, required)]
+    # the plugins this manager loaded (a selective load's: those its registry is built from)
+    return [describe_failure(r) for r in failed_plugins_touching(namespaces_of(graph), pm.loaded_reports(), required)]
 
 
 def _install_hints(graph, pm, registry, required, missing=()) -> list[str]:
