@@ -95,10 +95,23 @@ def _write(path) -> None:
 
 
 def _swap_const(code, old: int, new: int):
-    """``code`` with the int constant ``old`` replaced by ``new``, in nested code objects too."""
-    consts = tuple(_swap_const(c, old, new) if isinstance(c, type(code))
-                   else new if type(c) is int and c == old else c for c in code.co_consts)
-    return code.replace(co_consts=consts)
+    """``code`` with the int constant ``old`` replaced by ``new``, in nested code objects too (only the
+    code objects that hold it are rebuilt: the others are returned as they are)."""
+    consts = code.co_consts
+    out = None
+    for i, c in enumerate(consts):
+        if type(c) is int and c == old:
+            swapped = new
+        elif type(c) is type(code):
+            swapped = _swap_const(c, old, new)
+            if swapped is c:
+                continue
+        else:
+            continue
+        if out is None:
+            out = list(consts)
+        out[i] = swapped
+    return code if out is None else code.replace(co_consts=tuple(out))
 
 
 def _patch(make_module) -> None:

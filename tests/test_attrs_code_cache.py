@@ -145,3 +145,20 @@ def test_hash_salt_of_each_process_is_used_and_code_equals_a_fresh_compile(tmp_p
             assert getattr(got, attr, None) == getattr(want, attr, None), attr
         assert g["__hash__"](types.SimpleNamespace(x=3)) == hash((salt, 3))
         assert cache.stats["hits"] == hits
+
+
+def test_swapping_the_salt_rebuilds_only_the_code_that_holds_it():
+    """A served script holds several methods; the salt is put back into ``__hash__``'s code only, and the
+    result is what compiling the script with the salt gives."""
+    text = ("def __init__(self, x):\n    self.x = x + 7\n"
+            "def __eq__(self, other):\n    return (self.x,) == (other.x,)\n"
+            "def __hash__(self):\n    return hash((\n        {salt},\n        self.x,\n    ))\n")
+    placeholder = int(cache._PLACEHOLDER)
+    code = compile(text.format(salt=cache._PLACEHOLDER), "<s>", "exec")
+    swapped = cache._swap_const(code, placeholder, 12345)
+    want = compile(text.format(salt=12345), "<s>", "exec")
+    by_name = lambda c: {k.co_name: k for k in c.co_consts if isinstance(k, types.CodeType)}  # noqa: E731
+    got, fresh, orig = by_name(swapped), by_name(want), by_name(code)
+    assert got["__hash__"].co_consts == fresh["__hash__"].co_consts and got["__hash__"].co_code == fresh["__hash__"].co_code
+    assert got["__init__"] is orig["__init__"] and got["__eq__"] is orig["__eq__"]
+    assert cache._swap_const(want, placeholder, 1) is want   # nothing to swap: the same object
