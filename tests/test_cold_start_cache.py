@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -127,6 +128,43 @@ def test_a_directory_without_distributions_on_sys_path_is_the_same_installation(
     monkeypatch.syspath_prepend(str(scripts))
     got, hit = discovery.discover(GROUP)
     assert hit and as_tuples(got) == truth() == [("alpha", "alpha_mod:plugin", "srcore-alpha", "1.0")]
+
+
+@pytest.mark.parametrize("change", [None, "upgrade", "edit_entry_points", "remove", "same_name_in_another_dist",
+                                    "same_name_in_a_new_directory", "another_name"])
+def test_entry_points_of_some_names_skip_the_fingerprint_until_what_they_depend_on_changes(site, tmp_path,
+                                                                                         monkeypatch, change):
+    """``entry_points(group, only=...)`` (a selective start) is checked by the stamps of the ``sys.path``
+    directories and of the named entry points' metadata: unchanged, no fingerprint is taken; after any
+    change that could alter the answer it falls back to the full check, and agrees with importlib.metadata."""
+    d = install(site, "srcore-alpha", "1.0", {"alpha": "alpha_mod:plugin"})
+    install(site, "srcore-beta", "0.3", {"beta": "beta_mod:plugin"})
+    discovery.discover(GROUP)  # a full check records the stamps
+    time.sleep(0.02)  # past the file system clock's tick: the change below gets a later mtime
+    taken = []
+    real = discovery.fingerprint
+    monkeypatch.setattr(discovery, "fingerprint", lambda *a, **k: taken.append(1) or real(*a, **k))
+    if change == "upgrade":
+        install(site, "srcore-alpha", "1.1", {"alpha": "alpha_mod:plugin"})
+    elif change == "edit_entry_points":  # in place, as a hand edit would
+        (d / "entry_points.txt").write_text(f"[{GROUP}]\nalpha = alpha_mod.v2:plugin\n")
+    elif change == "remove":
+        for f in d.iterdir():
+            f.unlink()
+        d.rmdir()
+    elif change == "same_name_in_another_dist":
+        install(site, "srcore-aardvark", "9.0", {"alpha": "aardvark_mod:plugin"})
+    elif change == "same_name_in_a_new_directory":
+        other = tmp_path / "other"
+        install(other, "srcore-gamma", "2.0", {"alpha": "gamma_mod:plugin"})
+        monkeypatch.syspath_prepend(str(other))
+    elif change == "another_name":  # in place too: it changes what the other names' entry points are only
+        (site / "srcore_beta-0.3.dist-info" / "entry_points.txt").write_text(f"[{GROUP}]\nbeta = beta_mod.v2:p\n")
+    got = discovery.entry_points(GROUP, only={"alpha"})
+    assert as_tuples(got) == [t for t in truth() if t[0] == "alpha"]
+    assert bool(taken) == (change not in (None, "another_name")), taken
+    assert [e[0] for e in as_tuples(discovery.entry_points(GROUP, only={"alpha", "beta"}))] == \
+        [t[0] for t in truth() if t[0] in ("alpha", "beta")]
 
 
 @pytest.mark.parametrize("damage", [b"", b"not marshal at all", "truncate", "wrong_shape", "wrong_format"])

@@ -15,6 +15,13 @@ any install, removal, upgrade or edit of a distribution changes it and the
 next start rescans. The plugins themselves are imported afresh every time:
 the cache holds names, so it can never serve a stale kernel.
 
+A start that needs only some entry points (a selective build names its plugins) can skip even the
+fingerprint: :func:`entry_points` with ``only=`` checks the ``stat`` of each ``sys.path`` directory (a
+distribution installed, removed or upgraded there adds or removes an entry, which changes the
+directory's mtime) and of the named entry points' own metadata files (an edit in place), against what
+they were at the last full fingerprint; anything else, or a directory that changed and holds
+metadata, falls back to the full fingerprint.
+
 The cache is not used (a plain scan runs) when ``SRCORE_NO_PLUGIN_CACHE=1``,
 when a finder other than the standard path finder can provide distributions or
 ``sys.path`` holds a non-string entry (the fingerprint would not see what they
@@ -31,14 +38,14 @@ import re
 import sys
 from importlib import import_module
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
 from .._digest import small_sha256
 from ..cachedir import cache_root
 
 __all__ = ["CachedEntryPoint", "entry_points", "scan", "fingerprint", "installed_key", "cache_dir", "FORMAT"]
 
-FORMAT = 1  # bump when the file layout below changes
+FORMAT = 2  # bump when the file layout below changes
 _INFO_SUFFIXES = (".dist-info", ".egg-info")
 _SCANNED_SUFFIXES = (*_INFO_SUFFIXES, ".egg")
 # importlib.metadata.EntryPoint.pattern: "module", "module:attr.sub", with optional "[extras]"
@@ -161,8 +168,10 @@ def _records(eps) -> tuple:
     out = []
     for ep in eps:
         dist = getattr(ep, "dist", None)
+        meta = getattr(dist, "_path", None)  # importlib.metadata.PathDistribution: its metadata directory
         out.append((ep.name, ep.value, getattr(dist, "name", None) if dist is not None else None,
-                    getattr(dist, "version", None) if dist is not None else None))
+                    getattr(dist, "version", None) if dist is not None else None,
+                    os.fspath(meta) if isinstance(meta, (str, os.PathLike)) else None))
     return tuple(out)
 
 
@@ -182,7 +191,7 @@ def _read(path: Path, fp: tuple):
         if fmt != FORMAT or stored_fp != fp:
             return None
         for r in records:  # damaged tuples must not reach the manager
-            if len(r) != 4 or not all(isinstance(x, str) or (x is None and i >= 2) for i, x in enumerate(r)):
+            if len(r) != 5 or not all(isinstance(x, str) or (x is None and i >= 2) for i, x in enumerate(r)):
                 return None
         return records
     except Exception:  # missing, truncated, not marshal, wrong shape: a miss
@@ -190,13 +199,17 @@ def _read(path: Path, fp: tuple):
 
 
 def _write(path: Path, fp: tuple, records: tuple) -> None:
+    _write_data(path, (FORMAT, fp, records))
+
+
+def _write_data(path: Path, data: tuple) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         import tempfile  # only when writing: ~2 ms of imports (shutil, random) a warm start skips
 
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".marshal")
         with os.fdopen(fd, "wb") as f:
-            f.write(marshal.dumps((FORMAT, fp, records)))
+            f.write(marshal.dumps(data))
         os.replace(tmp, path)  # atomic: a concurrent start never reads half a file
     except (OSError, ValueError):
         pass  # a read-only home only costs the scan
@@ -207,20 +220,103 @@ def discover(group: str) -> tuple[list, bool]:
     if not _enabled() or _patched() or not _cacheable():
         return scan(group), False
     paths = _search_path()
+    dirs = _dir_stamps(paths)  # before the fingerprint: a change while it is taken makes the next check miss
     full = fingerprint(paths)
     _last_fingerprint[:] = [paths, full]
     fp = _with_distributions(full)  # what a scan reads: the same from any working directory
     path = _cache_file(group, [entry[0] for entry in fp])
     records = _read(path, fp)
     if records is not None:
-        return [CachedEntryPoint(n, v, group, d, ver) for n, v, d, ver in records], True
+        _note_quick(group, dirs, fp, records)
+        return [CachedEntryPoint(n, v, group, d, ver) for n, v, d, ver, _ in records], True
     eps = scan(group)
     records = _records(eps)
     # a distribution installed while we scanned would make the stored fingerprint describe the wrong
     # state: store only if nothing moved (otherwise the next start simply scans again)
     if _with_distributions(fingerprint(paths)) == fp:
         _write(path, fp, records)
+        _note_quick(group, dirs, fp, records)
     return eps, False
+
+
+# -- the check of a start that needs only some entry points -----------------------------------------------
+def _dir_stamps(paths: list[str]) -> tuple:
+    return tuple((p, _stat(p)) for p in paths)
+
+
+def _meta_stamps(meta: str) -> tuple:
+    """What the fingerprint records of one metadata directory (itself, its entry points, its metadata)."""
+    low = meta.lower()
+    name = "METADATA" if low.endswith(".dist-info") else "PKG-INFO"
+    return (_stat(meta), _stat(os.path.join(meta, "entry_points.txt")), _stat(os.path.join(meta, name)))
+
+
+def _quick_file(group: str) -> Path:
+    from .. import __version__
+
+    h = small_sha256()
+    for part in (group, sys.executable, __version__, f"{FORMAT}{sys.version_info[:2]}"):
+        h.update(part.encode("utf-8", "surrogatepass") + b"\0")
+    return cache_dir() / f"quick-{h.hexdigest()[:32]}.marshal"
+
+
+def _note_quick(group: str, dirs: tuple, fp: tuple, records: tuple) -> None:
+    """After a full check: the stamps :func:`_quick` compares (rewritten only when they changed)."""
+    if not all(r[4] for r in records):
+        return  # an entry point whose metadata directory is unknown: the quick check cannot vouch for it
+    stamps = {os.path.join(p, n): (st, ep, meta) for p, infos in fp if infos and isinstance(infos[0], tuple)
+              for n, st, ep, meta, _ in infos}
+    rows = []
+    for r in records:
+        stamp = stamps.get(r[4])
+        if stamp is None:
+            return
+        rows.append((*r, stamp))
+    with_dists = {entry[0] for entry in fp}   # directories without any are checked by listing them
+    data = (FORMAT, tuple((p, st) for p, st in dirs if p in with_dists), tuple(rows))
+    path = _quick_file(group)
+    try:
+        if marshal.loads(path.read_bytes()) == data:
+            return
+    except Exception:
+        pass
+    _write_data(path, data)
+
+
+def _has_metadata(p: str) -> bool:
+    try:
+        return any(n.lower().endswith(_SCANNED_SUFFIXES) for n in os.listdir(p))
+    except OSError:
+        return False
+
+
+def _quick(group: str, only: Collection[str]) -> list | None:
+    """The entry points of ``group`` named in ``only``, if the stamps recorded at the last full check
+    say nothing they depend on changed; None otherwise."""
+    try:
+        fmt, dirs, rows = marshal.loads(_quick_file(group).read_bytes())
+        if fmt != FORMAT:
+            return None
+        known = dict(dirs)
+        paths = _search_path()
+        for p in paths:
+            if p in known:
+                if _stat(p) != known[p]:  # a distribution installed, removed or upgraded there
+                    return None
+            elif _has_metadata(p):  # a directory with distributions the last check did not see
+                return None
+        # the same directories hold distributions, in the same order (the first of two same-named wins)
+        if [p for p in paths if p in known] != [p for p, _ in dirs]:
+            return None
+        out = []
+        for name, value, dist, version, meta, stamp in rows:
+            if name in only:
+                if not isinstance(value, str) or _meta_stamps(meta) != tuple(stamp):
+                    return None
+                out.append(CachedEntryPoint(name, value, group, dist, version))
+        return out
+    except Exception:  # missing, damaged, or another layout: the full check
+        return None
 
 
 def _with_distributions(fp: tuple) -> tuple:
@@ -250,6 +346,13 @@ def installed_key() -> str | None:
     return small_sha256(marshal.dumps(_with_distributions(fp))).hexdigest()
 
 
-def entry_points(group: str) -> list:
-    """The entry points of ``group`` (``name``, ``value``, ``dist.name``, ``dist.version``, ``load()``)."""
+def entry_points(group: str, *, only: Collection[str] | None = None) -> list:
+    """The entry points of ``group`` (``name``, ``value``, ``dist.name``, ``dist.version``, ``load()``);
+    with ``only``, those of these names (checked by the stamps they depend on when the cache allows)."""
+    if only is not None:
+        if _enabled() and not _patched() and _cacheable():
+            eps = _quick(group, only)
+            if eps is not None:
+                return eps
+        return [ep for ep in discover(group)[0] if ep.name in only]
     return discover(group)[0]

@@ -97,7 +97,7 @@ class PluginManager:
         self._registry: Registry | None = None
         self._selected: dict = {}  # selection path -> its registry (registry_for)
         self._loaded = False
-        self._deferred: list = []  # entry points a selective load left out (load_all imports them)
+        self._deferred: list = []  # (group, names loaded) of selective loads: load_all imports the others
         #: seconds spent in load() (discovery + imports) and in the last registry build
         self.timings: dict[str, float] = {}
 
@@ -168,22 +168,22 @@ class PluginManager:
     def load_entry_points(self, group: str = ENTRY_POINT_GROUP, *, only: Collection[str] | None = None) -> None:
         """Import every entry point of ``group`` (with ``only``: those of these names; the others wait
         for :meth:`load_all`), sorted by name, each in its own try/except."""
-        eps = sorted(discovery.entry_points(group),  # cached scan; see srcore.plugin.discovery
-                     key=lambda e: (e.name, getattr(getattr(e, 'dist', None), 'name', '') or ''))
+        # a cached scan (see srcore.plugin.discovery); with ``only``, checked by what those depend on
+        eps = discovery.entry_points(group, only=only)
         if only is not None:
-            self._deferred.extend(ep for ep in eps if ep.name not in only)
-            eps = [ep for ep in eps if ep.name in only]
+            self._deferred.append((group, frozenset(only)))
         self._load_entry_points(eps)
 
     def load_all(self) -> None:
         """Import the plugins a selective :meth:`load` left out (nothing when there are none)."""
         if self._deferred:
             with _lock:
-                eps, self._deferred = self._deferred, []
-                self._load_entry_points(eps)
+                deferred, self._deferred = self._deferred, []
+                for group, only in deferred:
+                    self._load_entry_points([ep for ep in discovery.entry_points(group) if ep.name not in only])
 
     def _load_entry_points(self, eps) -> None:
-        for ep in eps:
+        for ep in sorted(eps, key=lambda e: (e.name, getattr(getattr(e, 'dist', None), 'name', '') or '')):
             dist = getattr(ep, "dist", None)
             dname = dist.name if dist is not None else None
             dver = dist.version if dist is not None else None
