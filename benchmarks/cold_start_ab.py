@@ -1,7 +1,7 @@
 """Cold start, A/B: an older commit against this checkout, in one interleaved run.
 
     env -u PYTHONDONTWRITEBYTECODE python -m benchmarks.cold_start_ab --old COMMIT [--runs 25]
-        [--models mlp_tiny,digits] [--json FILE]
+        [--models mlp_tiny,digits] [--prepared] [--json FILE]
 
 Each round runs, for every model and registry (full: every installed plugin; selection:
 ``SRCORE_SELECTION`` = the file ``srcore select`` writes for the model), one fresh child of each arm
@@ -16,7 +16,9 @@ srcore's share of it (after numpy and the input are loaded), median and best rou
 plugin registry's build (the child builds it right after ``import srcore``, before ``load``, which
 would otherwise build it), the process's wall time (median) and the time from spawning it to the first
 result (median and best: the cold-start goals' measure, the interpreter's start included, its exit not),
-old -> new.
+old -> new. ``--prepared``: both arms load the model saved prepared (``StaticModule.save(path,
+prepared=True)`` by this checkout, once per registry: a selective load's file is prepared under its
+selection), which a checkout that knows the record loads without running the passes.
 """
 from __future__ import annotations
 
@@ -74,15 +76,23 @@ def _child(code: str, env: dict, cwd: str) -> tuple[float, float, float, float, 
     return total, share, wall, registry, (t_result - spawned) * 1e3
 
 
-def run(old: Path, new: Path, models: list[str], runs: int, out: Path, cwd: str) -> dict:
+PREPARE = "import srcore; srcore.StaticModule(srcore.load({srm!r})).save({out!r}, prepared=True)"
+
+
+def run(old: Path, new: Path, models: list[str], runs: int, out: Path, cwd: str, prepared: bool = False) -> dict:
     cases = []
     for model in models:
         srm, inp = _artifacts(model, out)
         selection = out / "artifacts" / model / "selection.yaml"
         subprocess.run([sys.executable, "-c", "import sys; from srcore.cli.main import main; sys.exit(main())",
                         "select", str(srm), "-o", str(selection)], check=True, cwd=ROOT, capture_output=True)
-        code = CHILD.format(inp=str(inp), srm=str(srm))
         for mode, sel in (("full", None), ("selection", str(selection))):
+            loaded = srm
+            if prepared:  # prepared under the registry it is loaded with (the record names the backends)
+                loaded = srm.with_name(f"{srm.stem}.prepared-{mode}.srm")
+                subprocess.run([sys.executable, "-c", PREPARE.format(srm=str(srm), out=str(loaded))], check=True,
+                               env=_env(new, sel, Path(cwd).parent / "cache-new"), cwd=cwd, capture_output=True)
+            code = CHILD.format(inp=str(inp), srm=str(loaded))
             for arm_name, arm in (("old", old), ("new", new)):
                 cases.append(((model, mode, arm_name), code, _env(arm, sel, Path(cwd).parent / f"cache-{arm_name}")))
     for _, code, env in cases:  # warm the caches (entry points, schemas, selections) and the bytecode
@@ -117,6 +127,7 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default="mlp_tiny,digits")
     ap.add_argument("--runs", type=int, default=25)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    ap.add_argument("--prepared", action="store_true", help="both arms load the models saved prepared")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args(argv)
     out = Path(args.out)
@@ -132,11 +143,11 @@ def main(argv=None) -> int:
                                      text=True).stdout.strip()
             cwd = Path(tmp) / "cwd"
             cwd.mkdir()
-            result = run(old, ROOT, args.models.split(","), args.runs, out, str(cwd))
+            result = run(old, ROOT, args.models.split(","), args.runs, out, str(cwd), args.prepared)
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], capture_output=True)
     print(f"old {rev} vs new {new_rev} (this checkout{', with uncommitted changes' if _dirty() else ''}), "
-          f"{args.runs} interleaved rounds; in-child CPU ms and srcore's share (after numpy and the input), "
+          f"{args.runs} interleaved rounds{', models saved prepared' if args.prepared else ''}; in-child CPU ms and srcore's share (after numpy and the input), "
           f"process wall ms (spawn to exit), first result ms (spawn to the result in hand)")
     print(f"{'model/registry':<20}{'CPU median':>20}{'CPU best':>20}{'srcore median':>20}{'srcore best':>20}"
           f"{'registry median':>20}{'registry best':>20}{'wall median':>20}{'1st result median':>20}"

@@ -21,6 +21,7 @@ import numpy as np
 from .._lazylog import INFO, LazyLogger
 from .._repr import shared_repr
 from ..errors import ShapeError, SrcoreError, SrcoreInputError, UnknownBackendError, UnsupportedOpError
+from ..ir.graph import Graph
 from ..ir.types import TensorType, Type
 from ..memory.planner import TensorRequest, Lifetime, lower_bound, make_planner, no_reuse_bytes
 from .inputs import ScalarSpec
@@ -93,11 +94,17 @@ class StaticModule:
         schemas = registry.schemas
         clock.stage("plugins")
         graph = graph.copy()
-        from ..passes.aliases import normalize_aliases
-        from ..passes.out_overloads import lower_out_overloads
+        input_types = [s_type for s_type in (_spec_type(s) for s in specs)]
+        from .prepared import prepared_for
 
-        normalize_aliases(graph)  # aten::absolute runs as aten::abs: one kernel, one rule (as NormalizeOps)
-        lower_out_overloads(graph, schemas)  # aten::sigmoid.out(x, out=b) runs as copy_(b, sigmoid(x))
+        #: the model's graph was saved prepared for this load (``save(prepared=True)``): no pass runs
+        self.prepared_before = options.optimize and prepared_for(model, input_types, options.backends)
+        if not self.prepared_before:
+            from ..passes.aliases import normalize_aliases
+            from ..passes.out_overloads import lower_out_overloads
+
+            normalize_aliases(graph)  # aten::absolute runs as aten::abs: one kernel, one rule (as NormalizeOps)
+            lower_out_overloads(graph, schemas)  # aten::sigmoid.out(x, out=b) runs as copy_(b, sigmoid(x))
         #: schemas the model recorded for ops no installed plugin declares (torch's, from its converter)
         self.model_schemas = _model_schemas(model, registry.declared)
         _resolve_schemas(graph, schemas, self.model_schemas)
@@ -105,16 +112,18 @@ class StaticModule:
             _check_selected(graph, registry)
         #: the model's graph as given, schemas resolved (before decompositions and passes)
         self.source_graph = graph.copy()
-        from ..passes.decompose import decompose
         from .load_report import LoadReport
 
         #: what this load could not do at full strength (ops without a shape rule, decomposed ops,
         #: fallbacks, dtypes checked at run time, failed plugins of the model's namespaces)
-        self.load_report = LoadReport(decomposed=decompose(graph, registry, options.backends))
-        input_types = [s_type for s_type in (_spec_type(s) for s in specs)]
+        self.load_report = LoadReport()
+        if not self.prepared_before:   # a graph saved prepared decomposed nothing (srcore.runtime.prepared)
+            from ..passes.decompose import decompose
+
+            self.load_report.decomposed.extend(decompose(graph, registry, options.backends))
         clock.stage("schemas")
         earlier = None   # the passes' propagation: the one below re-runs rules only where they changed the graph
-        if options.optimize:
+        if options.optimize and not self.prepared_before:
             from ..passes.prepare import prepare
 
             prepared = prepare(graph, input_types=input_types, rules=registry.shape_rules, schemas=schemas)
@@ -239,10 +248,16 @@ class StaticModule:
             return []
         return warmup(self, parse_profiles(given, self.input_specs, what="warmup"))
 
-    def save(self, path, *, producer: str | None = None) -> list[str]:
+    def save(self, path, *, producer: str | None = None, prepared: bool = False) -> list[str]:
         """Write the model with the serialized plans of its engines (every input signature planned
         so far, e.g. by :meth:`warmup`): loading that file rebuilds and times nothing on this
-        machine. Returns the names of the engines written (``srcore build``)."""
+        machine. Returns the names of the engines written (``srcore build``).
+
+        ``prepared=True`` writes the graph as this load's passes left it instead, with a record that
+        lets a load with the same input types and backends skip the passes (``srcore.runtime.prepared``;
+        not for a load with engines, which rewrite the graph, nor one that decomposed ops)."""
+        if prepared:
+            return _save_prepared(self, path, producer)
         from .engines import save
 
         return save(self, path, producer=producer)
@@ -357,6 +372,24 @@ class StaticModule:
 
 
 # -- helpers -------------------------------------------------------------------------------------
+def _save_prepared(sm: StaticModule, path, producer: str | None) -> list[str]:
+    from ..format.srm import save
+    from ..model import Model, collect_params
+    from .prepared import KEY, record
+
+    why = ("it was loaded with optimize=False" if not sm.options.optimize
+           else "its engines rewrote the graph" if sm.partition is not None
+           else "it decomposed ops" if sm.load_report.decomposed else None)
+    if why is not None:
+        raise SrcoreError(f"cannot save {path} prepared: {why} (save the model itself: srcore.save)")
+    model = sm.model if not isinstance(sm.model, Graph) else Model.from_graph(sm.model)
+    graph = sm.graph.copy()
+    metadata = {**model.metadata, KEY: record(sm._typed_for, sm.options.backends)}
+    save(Model(graph, collect_params(graph), model.input_specs, model.output_names, metadata,
+               plugins=model.plugins, op_schemas=model.op_schemas), path, producer=producer)
+    return []
+
+
 class _StageClock:
     def __init__(self):
         self.stages: dict[str, float] = {}
