@@ -114,6 +114,57 @@ def _swap_const(code, old: int, new: int):
     return code if out is None else code.replace(co_consts=tuple(out))
 
 
+def _load(make_module) -> None:
+    """Read this attrs installation's cache (once) and have it written back at exit."""
+    if _loaded:
+        return
+    path = cache_file(make_module)
+    _loaded.append(path)
+    _codes.update(_read(path))
+    import atexit
+
+    atexit.register(_write, path)
+
+
+_loaded: list = []
+
+
+def _code(script: str, filename: str):
+    """The code object ``compile(script, filename, "exec")`` returns, from the cache when it holds it."""
+    global _dirty
+    from ._digest import small_sha256
+
+    # a __hash__ script embeds hash(<its file name>), which differs per process (PYTHONHASHSEED):
+    # it is cached with a placeholder and the process's own value is put back into the constants
+    # (the same bytecode; only the column offsets recorded for that literal, which cannot raise,
+    # may differ from a fresh compile)
+    m = _TYPE_HASH.search(script)
+    if m is not None:
+        lit = m.group(1)
+        script = script[:m.start(1)] + _PLACEHOLDER + script[m.end(1):]
+    key = small_sha256(f"{filename}\0{script}".encode("utf-8", "surrogatepass")).digest()
+    bytecode = _codes.get(key)
+    if bytecode is None:
+        bytecode = _codes[key] = compile(script, filename, "exec")
+        stats["misses"] += 1
+        _dirty = True
+    else:
+        stats["hits"] += 1
+    _used[key] = bytecode
+    if m is not None:
+        bytecode = _swap_const(bytecode, int(_PLACEHOLDER), int(lit))
+    return bytecode
+
+
+def _compile_served(source, filename, mode, *args, **kwargs):
+    """``compile`` as ``attr._make`` sees it while it runs: the methods of attrs' own classes (``Attribute``,
+    ``Factory``, ... built as the module runs, before :func:`_patch` can wrap ``_compile_and_eval``) come
+    from the cache too; anything else is compiled."""
+    if mode == "exec" and not args and not kwargs and isinstance(source, str) and _ours(filename):
+        return _code(source, filename)
+    return compile(source, filename, mode, *args, **kwargs)
+
+
 def _patch(make_module) -> None:
     orig = getattr(make_module, "_compile_and_eval", None)
     code = getattr(orig, "__code__", None)
@@ -121,41 +172,15 @@ def _patch(make_module) -> None:
         return
     if code.co_varnames[:4] != ("script", "globs", "locs", "filename"):
         return  # an attrs whose internals we do not know: leave it alone
-    from ._digest import small_sha256
-
-    path = cache_file(make_module)
-    _codes.update(_read(path))
+    _load(make_module)
 
     def compile_and_eval(script, globs, locs=None, filename=""):
-        global _dirty
         if not _ours(filename):
             return orig(script, globs, locs, filename)
-        # a __hash__ script embeds hash(<its file name>), which differs per process (PYTHONHASHSEED):
-        # it is cached with a placeholder and the process's own value is put back into the constants
-        # (the same bytecode; only the column offsets recorded for that literal, which cannot raise,
-        # may differ from a fresh compile)
-        m = _TYPE_HASH.search(script)
-        if m is not None:
-            lit = m.group(1)
-            script = script[:m.start(1)] + _PLACEHOLDER + script[m.end(1):]
-        key = small_sha256(f"{filename}\0{script}".encode("utf-8", "surrogatepass")).digest()
-        bytecode = _codes.get(key)
-        if bytecode is None:
-            bytecode = _codes[key] = compile(script, filename, "exec")
-            stats["misses"] += 1
-            _dirty = True
-        else:
-            stats["hits"] += 1
-        _used[key] = bytecode
-        if m is not None:
-            bytecode = _swap_const(bytecode, int(_PLACEHOLDER), int(lit))
-        eval(bytecode, globs, locs)
+        eval(_code(script, filename), globs, locs)
 
     compile_and_eval._srcore_cached = True
     make_module._compile_and_eval = compile_and_eval
-    import atexit
-
-    atexit.register(_write, path)
 
 
 class _AfterAttrsImport:
@@ -183,7 +208,18 @@ class _AfterAttrsImport:
                 return loader.create_module(spec)
 
             def exec_module(self, module):
-                exec_module(module)
+                # the module's own classes are built while it runs: ``compile`` resolves to a module
+                # global before the builtin, so one put there serves their methods from the cache
+                try:
+                    _load(module)
+                    module.compile = _compile_served
+                except Exception:  # never break attrs over a cache
+                    pass
+                try:
+                    exec_module(module)
+                finally:
+                    if getattr(module, "compile", None) is _compile_served:
+                        del module.compile
                 try:
                     _patch(module)
                 except Exception:  # never break attrs over a cache

@@ -162,3 +162,28 @@ def test_swapping_the_salt_rebuilds_only_the_code_that_holds_it():
     assert got["__hash__"].co_consts == fresh["__hash__"].co_consts and got["__hash__"].co_code == fresh["__hash__"].co_code
     assert got["__init__"] is orig["__init__"] and got["__eq__"] is orig["__eq__"]
     assert cache._swap_const(want, placeholder, 1) is want   # nothing to swap: the same object
+
+
+COMPILED = r"""
+import builtins, json
+seen = []
+real = builtins.compile
+builtins.compile = lambda src, name, *a, **k: seen.append(str(name)) or real(src, name, *a, **k)
+import srcore
+import attrs
+from srcore.runtime.options import Options
+a = attrs.fields(Options)[0]
+print(json.dumps([[n for n in seen if n.startswith("<attrs generated")], repr(a)[:10], a == a, hash(a) == hash(a)]))
+"""
+
+
+def test_attrs_own_classes_built_while_it_imports_are_served_too(tmp_path):
+    """``Attribute``, ``Factory``, ... get their methods while ``attr._make`` runs, before its
+    ``_compile_and_eval`` can be wrapped: a second process compiles none of them either."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "SRCORE_NO_ATTRS_CACHE")}
+    env["SRCORE_CACHE_DIR"] = str(tmp_path / "cache")
+    runs = [json.loads(subprocess.run([sys.executable, "-c", COMPILED], env=env, capture_output=True, text=True,
+                                      check=True).stdout.splitlines()[-1]) for _ in range(2)]
+    first, second = runs
+    assert "<attrs generated __repr__ attr._make.Attribute>" in first[0]
+    assert second[0] == [] and first[1:] == second[1:] == ["Attribute(", True, True]
