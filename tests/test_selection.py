@@ -208,3 +208,24 @@ def test_a_manager_loaded_for_some_plugins_imports_the_others_when_a_selection_n
     assert {k.impl for k in reg.kernel_table} == {k.impl for k in full.kernel_table}
     lazy = PluginManager().load(only=("cpu",))
     assert [r.name for r in lazy.reports] == [r.name for r in PluginManager().load().reports]
+
+
+def test_a_selection_keeps_the_decompositions_its_models_used(tmp_path):
+    """``aten::__and__.Tensor`` has no cpu kernel: it runs decomposed, with or without the selection (whose
+    registry has a decomposition table only because of it: the digits selection has none)."""
+    from srcore.ir import Graph, TensorType
+
+    g = Graph()
+    a, b = (g.add_input(TensorType("bool", (2, 3)), n) for n in "ab")
+    g.register_output(g.insert("aten::__and__", [a, b], [TensorType()]).output)
+    full = srcore.StaticModule(g)
+    assert [d.op for d in full.load_report.decomposed] == ["aten::__and__.Tensor"]
+    write_selection(collect([full]), tmp_path / "and.yaml")
+    sm = srcore.StaticModule(g, options=srcore.Options(selection=tmp_path / "and.yaml"))
+    assert [d.op for d in sm.load_report.decomposed] == ["aten::__and__.Tensor"]
+    x = np.array([[True, False, True], [False, False, True]])
+    y = np.array([[True, True, False], [False, True, True]])
+    np.testing.assert_array_equal(sm(x, y), x & y)
+    np.testing.assert_array_equal(full(x, y), x & y)
+    with pytest.raises(srcore.SrcoreError, match="decomposed ops"):
+        sm.save(tmp_path / "and.srm", prepared=True)

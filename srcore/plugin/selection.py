@@ -239,7 +239,6 @@ def to_yaml(sel: Selection) -> str:
 def build_selected_registry(manager, sel: Selection):
     """The registry of ``sel`` (plugins' engine builders and subcommands still come from their hooks)."""
     from ..dispatch.table import KernelTable
-    from ..ops.decomposition_table import DecompositionTable
     from ..ops.shapes.table import ShapeRuleTable
     from .registry import Registry, collect_records, unique_records
     from .schemas import new_schema_registry
@@ -252,7 +251,7 @@ def build_selected_registry(manager, sel: Selection):
     kernels: dict[tuple, tuple] = {}
     kernel_dtypes: dict[tuple, dict] = {}
     rules = ShapeRuleTable()
-    decompositions = DecompositionTable()
+    decompositions = None   # a table only when some op has one (most selections: none)
     for o in sel.ops:
         if o.plugin is not None:
             schema = parsed[o.op]
@@ -268,6 +267,10 @@ def build_selected_registry(manager, sel: Selection):
         if o.rule is not None:
             rules.add(o.rule[0], o.rule[1], infos[o.rule[2]])
         if o.decomposition is not None:
+            if decompositions is None:
+                from ..ops.decomposition_table import DecompositionTable
+
+                decompositions = DecompositionTable()
             decompositions.add(Decomposition(o.op, o.decomposition[0]).provided_by(infos[o.decomposition[1]]))
     for key, ref, plugin in sel.rules.values():
         rules.add(key, ref, infos[plugin])
