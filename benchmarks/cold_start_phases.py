@@ -1,7 +1,7 @@
 """Where a cold start's time goes, phase by phase, beside the interpreter's and numpy's own start.
 
     env -u PYTHONDONTWRITEBYTECODE python -m benchmarks.cold_start_phases [--models mlp_tiny,digits] [--runs 9]
-        [--json FILE]
+        [--prepared] [--json FILE]
 
 For each model and registry (full: every installed plugin; selection: ``SRCORE_SELECTION`` = the file
 ``srcore select`` writes), ``--runs`` fresh processes run the ``benchmarks.cold_start_selection`` child
@@ -15,7 +15,8 @@ attrs classes the start builds in what CPU time. The same rounds also start ``py
 ``python -c "import numpy"`` and ``python -c "import numpy, attrs, pluggy"`` (srcore's run-time
 dependencies): the floor below srcore (process wall time, and whole-process CPU time). Children run interleaved (so machine load hits
 all alike), from a directory outside the checkout, with bytecode caching on and one BLAS thread; one
-warm-up child per case fills the caches.
+warm-up child per case fills the caches. ``--prepared``: the models saved prepared
+(``StaticModule.save(path, prepared=True)``, once per registry), which load without the passes.
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from .cold_start_ab import PREPARE
 from .cold_start_selection import _artifacts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -166,7 +168,7 @@ def _run(args: list[str], env: dict, cwd: str) -> tuple[float, dict | None]:
     return wall, (json.loads(line[2:]) if line else None)
 
 
-def measure(models: list[str], runs: int, out: Path, cwd: str) -> dict:
+def measure(models: list[str], runs: int, out: Path, cwd: str, prepared: bool = False) -> dict:
     base = {k: v for k, v in os.environ.items() if k not in ("SRCORE_SELECTION", "PYTHONDONTWRITEBYTECODE")}
     base.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     cases = []
@@ -176,8 +178,13 @@ def measure(models: list[str], runs: int, out: Path, cwd: str) -> dict:
         subprocess.run([sys.executable, "-c", "import sys; from srcore.cli.main import main; sys.exit(main())",
                         "select", str(srm), "-o", str(selection)], check=True, cwd=ROOT, capture_output=True)
         for mode, env in (("full", base), ("selection", {**base, "SRCORE_SELECTION": str(selection)})):
+            loaded = srm
+            if prepared:  # saved prepared under the registry it is loaded with (benchmarks.cold_start_ab)
+                loaded = srm.with_name(f"{srm.stem}.prepared-{mode}.srm")
+                subprocess.run([sys.executable, "-c", PREPARE.format(srm=str(srm), out=str(loaded))], check=True,
+                               env=env, cwd=cwd, capture_output=True)
             for hook in (False, True):
-                code = CHILD.format(inp=str(inp), srm=str(srm), hook=hook)
+                code = CHILD.format(inp=str(inp), srm=str(loaded), hook=hook)
                 cases.append(((model, mode, hook), [sys.executable, "-c", code], env))
     for name, stmt in FLOORS.items():
         cases.append(((name, None, False), [sys.executable, "-c", stmt], base))
@@ -240,12 +247,13 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default="mlp_tiny,digits")
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    ap.add_argument("--prepared", action="store_true", help="load the models saved prepared (StaticModule.save)")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="srcore-phases-") as cwd:
-        result = measure(args.models.split(","), args.runs, out, cwd)
+        result = measure(args.models.split(","), args.runs, out, cwd, args.prepared)
     report(result, args.runs)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
