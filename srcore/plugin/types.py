@@ -17,7 +17,6 @@ from .._repr import shared_repr
 #: the kernel kinds, in the order static dispatch tries them
 KERNEL_KINDS = ("out", "native", "fallback")
 
-_OP_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)?$")
 #: a kernel or shape rule may also serve a whole namespace: ``"aten::*"`` (a generic fallback)
 _OP_OR_WILDCARD_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*::(\*|[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)?)$")
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
