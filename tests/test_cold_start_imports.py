@@ -61,6 +61,30 @@ def test_a_first_run_leaves_out_what_it_does_not_need(mode, selection):
         assert "srcore.ops.shapes.conv" in modules and "srcore.ops.shapes.quantized" not in modules
 
 
+def test_a_selective_start_builds_no_record_class_of_the_hooks_it_does_not_call(selection):
+    """Op libraries, dtypes, decompositions, engine builders and subcommands (srcore.plugin.hook_types) are
+    not built by a selective start; the names resolve to the same classes from every module exporting them."""
+    code = f"""
+import json, sys
+import numpy as np
+import srcore
+srcore.StaticModule(srcore.load({str(DIGITS)!r}))(np.zeros((1, 1, 8, 8), np.float32))
+before = "srcore.plugin.hook_types" in sys.modules
+import srcore.plugin as p, srcore.plugin.types as t, srcore.plugin.hook_types as h
+from srcore.plugin import Subcommand
+from srcore.plugin.hookspecs import HOOK_RECORDS, record_type
+names = ("OpLibrary", "DType", "Decomposition", "EngineBuilder", "Subcommand")
+same = all(getattr(p, n) is getattr(t, n) is getattr(h, n) for n in names) and Subcommand is h.Subcommand
+print(json.dumps([before, same, sorted(record_type(k).__name__ for k in HOOK_RECORDS)]))
+"""
+    env = {**os.environ, "SRCORE_SELECTION": selection}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    before, same, names = json.loads(out.stdout.splitlines()[-1])
+    assert before is False and same
+    assert names == sorted(["OpLibrary", "DType", "Backend", "Kernel", "ShapeRule", "Decomposition", "EngineBuilder",
+                            "Subcommand"])
+
+
 def test_records_a_plain_load_does_not_use_are_built_on_first_use():
     """A load at full strength without engine backends builds neither the load report's entries nor the
     engine records; the names still resolve, from their old modules too, to the same classes."""

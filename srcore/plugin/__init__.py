@@ -24,8 +24,7 @@ import pluggy
 from .._lazy import lazy_getattr
 from ..errors import (EngineBuildError, EngineOptionError, KernelError, PluginError, QuantizationError, ShapeError,
                       SrcoreError, SrcoreFormatError, SrcoreInputError)
-from .types import (KERNEL_KINDS, ArgInfo, Const, Backend, Decomposition, DType, EngineBuilder, Kernel, NodeInfo,
-                    OpLibrary, PluginInfo, ShapeRule, Specialized, Subcommand)
+from .types import KERNEL_KINDS, ArgInfo, Const, Backend, Kernel, NodeInfo, PluginInfo, ShapeRule, Specialized
 
 hookimpl = pluggy.HookimplMarker("srcore")
 
@@ -34,6 +33,9 @@ hookimpl = pluggy.HookimplMarker("srcore")
 _LAZY = {
     # the records of engine backends (srcore.plugin.engine_types: classes a start without engines never builds)
     **{n: f"srcore.plugin.engine_types:{n}" for n in ("Segment", "EngineOp", "EngineData")},
+    # the records of the hooks a selective start never calls (srcore.plugin.hook_types)
+    **{n: f"srcore.plugin.hook_types:{n}" for n in ("OpLibrary", "DType", "Decomposition", "EngineBuilder",
+                                                   "Subcommand")},
     # IR types and dtype codes (kernels that look at types, shape rules, engine builders)
     **{n: f"srcore.ir.types:{n}" for n in ("TensorType", "BoolType", "FloatType", "IntType", "ListType",
                                            "SCALAR_TYPE_CODES", "DTYPE_TO_SCALAR_TYPE_CODE", "ML_DTYPES")},

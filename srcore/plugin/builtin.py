@@ -14,7 +14,6 @@ import os
 import srcore.ops
 
 from . import hookimpl
-from .types import Decomposition, OpLibrary, ShapeRule
 
 #: (namespace, file in srcore/ops) of the core's declaration files
 CORE_LIBRARIES = (("aten", "aten.yaml"), ("aten", "aten_quantized.yaml"), ("prim", "prim.yaml"),
@@ -23,6 +22,8 @@ CORE_LIBRARIES = (("aten", "aten.yaml"), ("aten", "aten_quantized.yaml"), ("prim
 
 @hookimpl
 def srcore_op_libraries():
+    from .hook_types import OpLibrary  # a selective start calls no op-library hook: built on first use
+
     ops = os.path.dirname(srcore.ops.__file__)
     for namespace, name in CORE_LIBRARIES:
         if os.path.isfile(os.path.join(ops, name)):  # srcore.yaml is optional
@@ -39,6 +40,8 @@ def srcore_shape_rules():
 @hookimpl
 def srcore_decompositions():
     from srcore.ops.decompositions import DECOMPOSITIONS
+
+    from .hook_types import Decomposition
 
     for op, text in DECOMPOSITIONS.items():
         yield Decomposition(op, text)

@@ -7,11 +7,12 @@ Nothing is registered by side effect. Reference: docs/plugin-hooks.md.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import pluggy
 
-from .types import Backend, Decomposition, DType, EngineBuilder, Kernel, OpLibrary, ShapeRule, Subcommand
+if TYPE_CHECKING:
+    from .types import Backend, Decomposition, DType, EngineBuilder, Kernel, OpLibrary, ShapeRule, Subcommand
 
 _hookspec = pluggy.HookspecMarker("srcore")
 
@@ -162,12 +163,19 @@ class SrcoreSpecs:
 
 #: hook name -> the record type it yields, in the order the manager collects them
 HOOK_RECORDS = {
-    "srcore_op_libraries": OpLibrary,
-    "srcore_dtypes": DType,
-    "srcore_backends": Backend,
-    "srcore_kernels": Kernel,
-    "srcore_shape_rules": ShapeRule,
-    "srcore_decompositions": Decomposition,
-    "srcore_engine_builders": EngineBuilder,
-    "srcore_subcommands": Subcommand,
+    "srcore_op_libraries": "OpLibrary",
+    "srcore_dtypes": "DType",
+    "srcore_backends": "Backend",
+    "srcore_kernels": "Kernel",
+    "srcore_shape_rules": "ShapeRule",
+    "srcore_decompositions": "Decomposition",
+    "srcore_engine_builders": "EngineBuilder",
+    "srcore_subcommands": "Subcommand",
 }
+
+
+def record_type(hook: str) -> type:
+    """The record class ``hook`` yields (by name in ``HOOK_RECORDS``: some are built on first use)."""
+    from . import types
+
+    return getattr(types, HOOK_RECORDS[hook])

@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from .._repr import shared_repr
 from ..dispatch.table import STANDARD_DTYPES, KernelTable, op_key
 from ..errors import RegistrationError
-from .hookspecs import HOOK_RECORDS
+from .hookspecs import HOOK_RECORDS, record_type
 from .schemas import DeclaredOps, library_entries, new_schema_registry
-from .types import Backend, DType, EngineBuilder, OpLibrary, PluginInfo, Subcommand
+from .types import PluginInfo
+
+if TYPE_CHECKING:
+    from .types import Backend, DType, EngineBuilder, OpLibrary, Subcommand
 
 
 @attrs.frozen
@@ -48,9 +51,10 @@ class Registry:
 def collect_records(manager, hooks=None) -> dict[str, dict[str, list]]:
     """``{plugin: {hook: [records]}}`` for every hook (or the given ones), one plugin at a time."""
     records: dict[str, dict[str, list]] = {}
-    for hook, cls in HOOK_RECORDS.items():
+    for hook in HOOK_RECORDS:
         if hooks is not None and hook not in hooks:
             continue
+        cls = None  # the record class, resolved when a plugin implements the hook
         for impl in manager.hookimpls(hook):
             report = manager.report(impl.plugin_name)
             if report.status != "loaded":
@@ -62,6 +66,8 @@ def collect_records(manager, hooks=None) -> dict[str, dict[str, list]]:
                     records.setdefault(report.name, {})[hook] = got.with_provider(report.info)  # checked, stamped
                     continue
                 items = [] if got is None else list(got)
+                if items and cls is None:
+                    cls = record_type(hook)
                 for r in items:
                     if not isinstance(r, cls):
                         raise TypeError(f"yielded {r!r}; expected {cls.__name__} records")

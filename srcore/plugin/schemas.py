@@ -8,11 +8,12 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..dispatch.table import op_key
 from ..errors import RegistrationError
-from .types import OpLibrary
+if TYPE_CHECKING:
+    from .types import OpLibrary
 
 
 def new_schema_registry() -> Any:

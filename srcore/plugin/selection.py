@@ -242,7 +242,7 @@ def build_selected_registry(manager, sel: Selection):
     from ..ops.shapes.table import ShapeRuleTable
     from .registry import Registry, collect_records, unique_records
     from .schemas import new_schema_registry
-    from .types import Backend, Decomposition, DType, Kernel
+    from .types import Backend, Kernel
 
     infos = check_selection(sel, {r.name: r for r in manager.loaded_reports()})
     schemas = new_schema_registry()
@@ -271,6 +271,8 @@ def build_selected_registry(manager, sel: Selection):
                 from ..ops.decomposition_table import DecompositionTable
 
                 decompositions = DecompositionTable()
+            from .hook_types import Decomposition
+
             decompositions.add(Decomposition(o.op, o.decomposition[0]).provided_by(infos[o.decomposition[1]]))
     for key, ref, plugin in sel.rules.values():
         rules.add(key, ref, infos[plugin])
@@ -278,8 +280,12 @@ def build_selected_registry(manager, sel: Selection):
     table.add(Kernel(k.op, k.backend, k.kind, tuple(kernel_dtypes[key]), k.impl, matcher=k.matcher, priority=k.priority,
                      source=where).provided_by(infos[k.plugin]) for key, (k, where) in kernels.items())
     backends = {b: Backend(b, desc).provided_by(infos[p]) for b, (p, desc) in sel.backends.items()}
-    dtypes = {n: DType(n, d["kind"], d["storage"], d["params"]).provided_by(infos[d["plugin"]])
-              for n, d in sel.dtypes.items()}
+    dtypes = {}
+    if sel.dtypes:
+        from .hook_types import DType
+
+        dtypes = {n: DType(n, d["kind"], d["storage"], d["params"]).provided_by(infos[d["plugin"]])
+                  for n, d in sel.dtypes.items()}
     records = collect_records(manager, ("srcore_engine_builders", "srcore_subcommands"))
     engines = {}
     for hooks in records.values():
