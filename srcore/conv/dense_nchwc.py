@@ -2,22 +2,24 @@
 or NCHW: ONNX Runtime's NCHWc conv (MLAS ``MlasNchwcConvolution``), for the dense 3x3 convs of
 detection and segmentation backbones between NCHW16c layers.
 
-A vector holds 16 output channels of one pixel. A task is one output row of a group of up to 4
-output blocks (64 channels). Per input block of 16 channels, the input rows the row's taps read
-are copied into a small padded window (zero columns at the sides, so no tap is checked; rows in
-the top or bottom padding are skipped), then the row goes by register tiles of ``nb`` output
+A vector holds 16 output channels of one pixel. A task is a band of output rows (one on large
+planes, up to a whole small plane: :func:`band_rows`) of a group of up to 4 output blocks (64
+channels). Per input block of 16 channels, the input rows the band's taps read are copied into a
+small padded window (zero columns at the sides, so no tap is checked; kernel rows in the top or
+bottom padding are skipped), then each row goes by register tiles of ``nb`` output
 blocks x ``P`` pixels (4 x 6, 2 x 12 and 1 x 12 in 24 or 12 accumulators; 4 and 1 pixels at a
 row's end): per (tap, input channel) ``nb`` weight vectors and ``P`` broadcasts of the window for
 ``nb * P`` FMAs. The weights of a group for one input block (``nb`` x 16 x kh x kw vectors, 36 KB
-at 4 x 3x3) stay in L1 across the row. Partial sums over the input blocks wait in a per-thread row
+at 4 x 3x3) stay in L1 across the band. Partial sums over the input blocks wait in a per-thread row
 buffer; the last block's go through the epilogue (bias the accumulators' start; residual in the
 output's layout, leaky relu, clamp, hardswish / hardsigmoid: :func:`.depthwise.finish`) into the
-output: stored whole when blocked, else transposed into the NCHW planes. A window copy costs a
+output: stored whole when blocked, else transposed into the NCHW planes (16x16 register transposes,
+:func:`.depthwise_blocked._t16`). A window copy costs a
 few per cent of the taps it feeds (3 rows x W x 16 floats against 16 x 9 x nb x Wo FMAs).
 
 The tiles are generated (:func:`_tile_source`): one function per (blocks, pixels), called by
 :func:`dense_nchwc_tasks`. numba's on-disk cache keys the kernel on this module's
-source: after editing :mod:`.simd` or :func:`.depthwise.finish`, delete this module's
+source: after editing :mod:`.simd`, :func:`.depthwise.finish` or :mod:`.depthwise_blocked`'s transposes, delete this module's
 ``__pycache__/*.nbi``/``*.nbc``.
 """
 from __future__ import annotations
@@ -31,13 +33,16 @@ import numpy as np
 from ..errors import ShapeError
 from . import nchwc
 from .depthwise import check_args, finish, out_hw
-from .direct import _JIT, _tag, run_bound
-from .simd import fptr, vbcast, vfma, vload, vsplat, vstore
+from .direct import _JIT, _tag, aligned, run_bound
+from .depthwise_blocked import _rows, _t16
+from .simd import fptr, vbcast, vfma, vload, vsplat, vstore, vstore_n
 
 #: channels per block (the vector's lanes)
 LANES = 16
 #: (output blocks, pixels) of the register tiles: the widest of each block count first
 TILES = {4: (6, 4, 1), 2: (12, 4, 1), 1: (12, 4, 1)}
+#: the bytes of a task's input window and of its partial sums (4 blocks x its output rows) at most
+WINDOW_BYTES, SUMS_BYTES = 12 << 10, 16 << 10
 #: the widest tile's pixels at 4 and at 2 or 1 output blocks
 TILES_BIG = (TILES[4][0], TILES[2][0])
 
@@ -131,38 +136,42 @@ def _row_tile(nb, P, pw, px, psc, pb, pout, pres, wg, x0, xs, wrow, dwv, ky0, ky
 
 @numba.njit(**_JIT)
 def dense_nchwc_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Wp, KH, KW, wq, goff, gb0, gnb, bq, out, res, has_res, leaky,
-                      slope, lo, hi, act, O, Ho, Wo, tag, bin_, bout, xw, sc, tmp, n, t0, t1):
-    """Tasks ``t0 <= t < t1`` of image ``n``: output row ``t % Ho`` of block group ``t // Ho`` (blocks
-    ``gb0[g] .. gb0[g] + gnb[g]``, weights from ``goff[g]``: (input blocks, kh, kw, 16, nb, 16)).
-    ``x`` NCHW16c (``bin_``) or NCHW, flat; ``out`` (and ``res``) NCHW16c (``bout``) or NCHW, flat.
-    ``xw`` the window ((KH, Wp, 16), zero columns at the sides), ``sc`` the row buffer (4 * Wo * 16),
-    ``tmp`` 32 floats: this thread's."""
+                      slope, lo, hi, act, O, Ho, Wo, R, tag, bin_, bout, xw, sc, n, t0, t1):
+    """Tasks ``t0 <= t < t1`` of image ``n``: output rows ``k * R .. k * R + R`` (``k = t % bands``) of
+    block group ``g = t // bands`` (blocks ``gb0[g] .. gb0[g] + gnb[g]``, weights from ``goff[g]``:
+    (input blocks, kh, kw, 16, nb, 16)). ``x`` NCHW16c (``bin_``) or NCHW, flat; ``out`` (and ``res``)
+    NCHW16c (``bout``) or NCHW, flat. ``xw`` the window (the band's input rows, (rows, Wp, 16), zero
+    columns at the sides), ``sc`` the band's row buffer (4 * R * Wo * 16): this thread's."""
     z = vsplat(tag, np.float32(0.0))
     c3, c6 = vsplat(tag, 3.0), vsplat(tag, 6.0)
-    px, pw, pout, pb, pres, psc, ptmp = fptr(xw), fptr(wq), fptr(out), fptr(bq), fptr(res), fptr(sc), fptr(tmp)
+    px, pw, pout, pb, pres, psc = fptr(xw), fptr(wq), fptr(out), fptr(bq), fptr(res), fptr(sc)
     pin = fptr(x)
     ncb, nob = -(-C // LANES), -(-O // LANES)
-    wrow, srs, KK = Wp * LANES, Wo * LANES, KH * KW
+    bands = -(-Ho // R)
+    wrow, srs, KK = dh * Wp * LANES, R * Wo * LANES, KH * KW
     for t in range(t0, t1):
-        g, oy = t // Ho, t % Ho
+        g, oy0 = t // bands, (t % bands) * R
+        rows = min(R, Ho - oy0)
         b0, nb = gb0[g], gnb[g]
-        iy0 = oy * sh - pt
-        ky0 = min(KH, -(iy0 // dh)) if iy0 < 0 else 0
-        ky1 = max(ky0, min(KH, (H - 1 - iy0) // dh + 1))
+        iya = oy0 * sh - pt
+        # the input rows of the band that lie inside the plane, as window rows iy - iya
+        wr0, wr1 = max(0, -iya), min((rows - 1) * sh + (KH - 1) * dh + 1, H - iya)
+        big = TILES_BIG[0] if nb == 4 else TILES_BIG[1]
+        nbig, rest = Wo // big, Wo % big
+        if nb == 4 and nbig > 0 and 2 <= rest <= 3:
+            nbig = nbig - 1   # 4 + 4 (+ 1), not 2-3 single pixels
         for cb in range(ncb):
-            # the window: rows ky0 <= ky < ky1 of input block cb, from column pl on
-            for ky in range(ky0, ky1):
-                iy = iy0 + ky * dh
-                wi = (ky * Wp + pl) * LANES
+            for wr in range(wr0, wr1):
+                wi = (wr * Wp + pl) * LANES
                 if bin_:
-                    xi = ((n * ncb + cb) * H + iy) * W * LANES
+                    xi = ((n * ncb + cb) * H + iya + wr) * W * LANES
                     for e in range(0, W * LANES, LANES):
                         vstore(px, wi + e, vload(pin, xi + e, z))
                 else:
                     cn = min(LANES, C - cb * LANES)
                     for c in range(LANES):
                         if c < cn:
-                            xi = ((n * C + cb * LANES + c) * H + iy) * W
+                            xi = ((n * C + cb * LANES + c) * H + iya + wr) * W
                             for col in range(W):
                                 xw[wi + col * LANES + c] = x[xi + col]
                         else:   # (stale lanes of an earlier block: zero, as their weights)
@@ -170,33 +179,45 @@ def dense_nchwc_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Wp, KH, KW, wq, goff, 
                                 xw[wi + col * LANES + c] = 0.0
             wg = goff[g] + cb * KK * LANES * nb * LANES
             first, fin = cb == 0, cb == ncb - 1 and bout
-            big = TILES_BIG[0] if nb == 4 else TILES_BIG[1]
-            nbig, r = Wo // big, Wo % big
-            if nb == 4 and nbig > 0 and 2 <= r <= 3:
-                nbig, r = nbig - 1, r + big   # 4 + 4 (+ 1), not 2-3 single pixels
-            ox = 0
-            while ox < Wo:
-                P = big if ox < nbig * big else (4 if Wo - ox >= 4 else 1)
-                oi = ((n * nob + b0) * Ho + oy) * srs + ox * LANES
-                _row_tile(nb, P, pw, px, psc, pb, pout, pres, wg, ox * sw * LANES, sw * LANES, wrow, dw * LANES,
-                          ky0, ky1, KW, ox * LANES, srs, b0 * LANES, oi, Ho * srs, first, fin, has_res, leaky, slope,
-                          lo, hi, act, c3, c6, z)
-                ox += P
+            for r in range(rows):
+                # kernel rows ky0 <= ky < ky1 read inside the plane
+                iy0 = (oy0 + r) * sh - pt
+                ky0 = min(KH, -(iy0 // dh)) if iy0 < 0 else 0
+                ky1 = max(ky0, min(KH, (H - 1 - iy0) // dh + 1))
+                ox = 0
+                while ox < Wo:
+                    P = big if ox < nbig * big else (4 if Wo - ox >= 4 else 1)
+                    oi = ((n * nob + b0) * Ho + oy0 + r) * Wo * LANES + ox * LANES
+                    _row_tile(nb, P, pw, px, psc, pb, pout, pres, wg, (r * sh * Wp + ox * sw) * LANES, sw * LANES,
+                              wrow, dw * LANES, ky0, ky1, KW, (r * Wo + ox) * LANES, srs, b0 * LANES, oi,
+                              Ho * Wo * LANES, first, fin, has_res, leaky, slope, lo, hi, act, c3, c6, z)
+                    ox += P
         if not bout:
-            # the row buffer's sums through the epilogue into the NCHW planes (residual NCHW too)
+            # the band's sums back to the NCHW planes, 16 pixels of 16 channels at a time (the band's
+            # rows are whole, so its pixels are contiguous in a plane), the epilogue in the stores
+            Q = rows * Wo
             for j in range(nb):
-                ob = b0 + j
-                cn = min(LANES, O - ob * LANES)
-                for ox in range(Wo):
-                    oi = ((n * O + ob * LANES) * Ho + oy) * Wo + ox
-                    if has_res:
-                        for c in range(cn):
-                            tmp[c] = res[oi + c * Ho * Wo]
-                    v = finish(vload(psc, (j * Wo + ox) * LANES, z), ptmp, 0, LANES, has_res, leaky, slope, lo, hi,
-                               act, c3, c6)
-                    vstore(ptmp, LANES, v)
+                cn = min(LANES, O - (b0 + j) * LANES)
+                for p0 in range(0, Q, LANES):
+                    cnt = min(LANES, Q - p0)
+                    tr = _t16(_rows(psc, j * srs + p0 * LANES, LANES, cnt, LANES, z))
                     for c in range(cn):
-                        out[oi + c * Ho * Wo] = tmp[LANES + c]
+                        oi = ((n * O + (b0 + j) * LANES + c) * Ho + oy0) * Wo + p0
+                        v = finish(tr[c], pres, oi, cnt, has_res, leaky, slope, lo, hi, act, c3, c6)
+                        if cnt == LANES:
+                            vstore(pout, oi, v)
+                        else:
+                            vstore_n(pout, oi, v, cnt)
+
+
+def band_rows(Ho: int, Wo: int, Wp: int, sh: int, span: int) -> int:
+    """Output rows a task takes: as many as keep the window (the rows' input rows, ``span`` rows per
+    output row plus ``sh`` more for each next) within :data:`WINDOW_BYTES` and the row buffer within
+    :data:`SUMS_BYTES`, the bands as even as they can be. On small planes a group's weights for one
+    input block (36 KB at 4 blocks of 3x3) then serve several rows from L1, not one row each from L2."""
+    fit = 1 + max(0, (WINDOW_BYTES // (Wp * LANES * 4) - span) // sh)
+    fit = max(1, min(Ho, fit, SUMS_BYTES // (4 * Wo * LANES * 4)))
+    return -(-Ho // -(-Ho // fit))
 
 
 def block_groups(nob: int) -> list[tuple[int, int]]:
@@ -252,19 +273,28 @@ class NchwcDenseConv:
         self._local = threading.local()
         self._bound = nchwc.LastBind()
 
+    @property
+    def wq(self) -> np.ndarray:
+        """The packed weights, at a 64-byte boundary (a whole-vector load then stays in one cache line)."""
+        return self._wq
+
+    @wq.setter
+    def wq(self, wq):
+        self._wq = aligned(np.asarray(wq, np.float32).reshape(-1))
+
     def out_shape(self, shape):
         """The output shape (in the output's layout) for a logical (N, C, H, W) input ``shape``."""
         Ho, Wo = out_hw(shape, self.kernel, self.stride, self.pads, self.dilation)
         s = (shape[0], self.O, Ho, Wo)
         return nchwc.blocked_shape(s, LANES) if self.blocked_out else s
 
-    def buffers(self, window: int, Wo: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """This thread's zeroed window (``window`` floats), row buffer and epilogue scratch, made once
-        per size (only the window's interior is ever written, so its side columns stay zero)."""
+    def buffers(self, window: int, pixels: int) -> tuple[np.ndarray, np.ndarray]:
+        """This thread's zeroed window (``window`` floats) and row buffer (4 blocks of ``pixels``), made
+        once per size (only the window's interior is ever written, so its side columns stay zero)."""
         got = getattr(self._local, "bufs", None)
-        if got is None or got[0] != (window, Wo):
-            got = ((window, Wo), np.zeros(window, np.float32), np.zeros(4 * Wo * LANES, np.float32),
-                   np.zeros(2 * LANES, np.float32))
+        if got is None or got[0] != (window, pixels):
+            got = ((window, pixels), aligned(np.zeros(window, np.float32)),
+                   aligned(np.zeros(4 * pixels * LANES, np.float32)))
             self._local.bufs = got
         return got[1:]
 
@@ -278,7 +308,7 @@ class NchwcDenseConv:
 
 class _Run:
     """One call (the bound-call protocol of :func:`.direct.run_bound`): tasks are (block group,
-    output row) pairs; each range of them runs on its thread's own buffers."""
+    band of output rows) pairs; each range of them runs on its thread's own buffers."""
     __slots__ = ("_args", "_conv", "_sizes", "channels", "images", "tasks")
 
     def __init__(self, conv: NchwcDenseConv, x, out, residual):
@@ -299,12 +329,13 @@ class _Run:
         (pt, _), (pl, pr) = conv.pads
         Ho, Wo = out_hw((N, C, H, W), conv.kernel, conv.stride, conv.pads, conv.dilation)
         Wp = max(W + pl + pr, (Wo - 1) * sw + (kw - 1) * dw + 1)
-        self.images, self.channels, self.tasks = N, 0, len(conv.groups) * Ho
+        R = band_rows(Ho, Wo, Wp, sh, (kh - 1) * dh + 1)
+        self.images, self.channels, self.tasks = N, 0, len(conv.groups) * -(-Ho // R)
         res = conv._none if residual is None else residual.reshape(-1)
         self._args = (x.reshape(-1), C, H, W, sh, sw, dh, dw, pt, pl, Wp, kh, kw, conv.wq, conv.goff, conv.gb0,
                       conv.gnb, conv.bq, out.reshape(-1), res, residual is not None, conv.leaky, conv.slope, conv.lo,
-                      conv.hi, conv.act, conv.O, Ho, Wo, conv.tag, conv.blocked_in, conv.blocked_out)
-        self._conv, self._sizes = conv, (kh * Wp * LANES, Wo)
+                      conv.hi, conv.act, conv.O, Ho, Wo, R, conv.tag, conv.blocked_in, conv.blocked_out)
+        self._conv, self._sizes = conv, (((R - 1) * sh + (kh - 1) * dh + 1) * Wp * LANES, R * Wo)
 
     def fill(self, n: int, c0: int, c1: int):
         """Nothing: each task copies the input rows it reads."""

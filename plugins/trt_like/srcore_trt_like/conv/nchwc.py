@@ -118,8 +118,8 @@ class ConvNchwcTactic(ConvTactic):
         self.conv = simd_dense_nchwc.NchwcDenseConv(
             np.asarray(weight, np.float32), self.bias, spec.stride, spec.padding, spec.dilation, **_epilogue(spec),
             blocked_in=blocked[0], blocked_out=blocked[1])
-        self.wq = self._laid_out("wq", self.conv.wq.shape, lambda: self.conv.wq)
-        self.conv.wq = self.wq
+        self.conv.wq = self._laid_out("wq", self.conv.wq.shape, lambda: self.conv.wq)
+        self.wq = self.conv.wq   # (64-byte aligned by the kernel: a restored layout may not be)
         self.x_shape = _blocked(spec.x_shape) if blocked[0] else spec.x_shape
         self.out_shape = _blocked(spec.out_shape) if blocked[1] else spec.out_shape
         self.threads = threads
