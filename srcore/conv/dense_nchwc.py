@@ -41,6 +41,8 @@ from .simd import fptr, vbcast, vfma, vload, vsplat, vstore, vstore_n
 LANES = 16
 #: (output blocks, pixels) of the register tiles: the widest of each block count first
 TILES = {4: (6, 4, 1), 2: (12, 4, 1), 1: (12, 4, 1)}
+#: input channels a tile's inner loop takes per iteration
+UNROLL = 2
 #: the bytes of a task's input window and of its partial sums (4 blocks x its output rows) at most
 WINDOW_BYTES, SUMS_BYTES = 12 << 10, 16 << 10
 #: the widest tile's pixels at 4 and at 2 or 1 output blocks
@@ -70,13 +72,15 @@ def _tile_source(nb: int, P: int) -> str:
     L.append("        for kx in range(KW):")
     L.append("            xr = x0 + ky * wrow + kx * dwv")
     L.append(f"            wr = wg + (ky * KW + kx) * {LANES * nb * LANES}")
-    L.append(f"            for ic in range({LANES}):")
-    for j in range(nb):
-        L.append(f"                w{j} = vload(pw, wr + ic * {nb * LANES} + {j * LANES}, z)")
-    for p in range(P):
-        L.append(f"                v{p} = vbcast(px, xr + {p} * xs + ic, z)")
+    L.append(f"            for i2 in range(0, {LANES}, {UNROLL}):")
+    for u in range(UNROLL):
+        L.append(f"                ic = i2 + {u}")
         for j in range(nb):
-            L.append(f"                {acc[j][p]} = vfma(v{p}, w{j}, {acc[j][p]})")
+            L.append(f"                w{j} = vload(pw, wr + ic * {nb * LANES} + {j * LANES}, z)")
+        for p in range(P):
+            L.append(f"                v{p} = vbcast(px, xr + {p} * xs + ic, z)")
+            for j in range(nb):
+                L.append(f"                {acc[j][p]} = vfma(v{p}, w{j}, {acc[j][p]})")
     L.append("    if fin:")
     for j in range(nb):
         for p in range(P):
