@@ -6,7 +6,9 @@ A vector holds 16 output channels of one pixel. A task is a band of output rows 
 planes, up to a whole small plane: :func:`band_rows`) of a group of up to 4 output blocks (64
 channels). Per input block of 16 channels, the input rows the band's taps read are copied into a
 small padded window (zero columns at the sides, so no tap is checked; kernel rows in the top or
-bottom padding are skipped), then each row goes by register tiles of ``nb`` output
+bottom padding are skipped); from a blocked input only the columns of the tiles that reach the
+side padding are, the others read the input in place (the copy was 10-16% of a stride-2 layer).
+Each row goes by register tiles of ``nb`` output
 blocks x ``P`` pixels (4 x 6, 2 x 12 and 1 x 12 in 24 or 12 accumulators; 4 and 1 pixels at a
 row's end): per (tap, input channel) ``nb`` weight vectors and ``P`` broadcasts of the window for
 ``nb * P`` FMAs. The weights of a group for one input block (``nb`` x 16 x kh x kw vectors, 36 KB
@@ -152,7 +154,10 @@ def dense_nchwc_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Wp, KH, KW, wq, goff, 
     pin = fptr(x)
     ncb, nob = -(-C // LANES), -(-O // LANES)
     bands = -(-Ho // R)
-    wrow, srs, KK = dh * Wp * LANES, R * Wo * LANES, KH * KW
+    wrow, wrow_in, srs, KK = dh * Wp * LANES, dh * W * LANES, R * Wo * LANES, KH * KW
+    # output columns whose every tap lies inside the row
+    oxa = min(Wo, -(-pl // sw))
+    oxb = max(oxa, min(Wo, (W - 1 + pl - (KW - 1) * dw) // sw + 1))
     for t in range(t0, t1):
         g, oy0 = t // bands, (t % bands) * R
         rows = min(R, Ho - oy0)
@@ -164,12 +169,27 @@ def dense_nchwc_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Wp, KH, KW, wq, goff, 
         nbig, rest = Wo // big, Wo % big
         if nb == 4 and nbig > 0 and 2 <= rest <= 3:
             nbig = nbig - 1   # 4 + 4 (+ 1), not 2-3 single pixels
+        # a blocked input is read in place by the tiles whose taps all lie inside the row; the window
+        # holds only the input columns of the others: [0, cl) (the row's first tiles) and [cr, W)
+        lend, rbeg, ox = 0, Wp, 0
+        while ox < Wo:
+            P = big if ox < nbig * big else (4 if Wo - ox >= 4 else 1)
+            if not (bin_ and oxa <= ox and ox + P <= oxb):
+                if ox < oxa:
+                    lend = max(lend, (ox + P - 1) * sw + (KW - 1) * dw + 1)
+                else:
+                    rbeg = min(rbeg, ox * sw)
+            ox += P
+        cl = min(W, max(0, lend - pl))
+        cr = max(cl, min(W, max(0, rbeg - pl)))
         for cb in range(ncb):
             for wr in range(wr0, wr1):
                 wi = (wr * Wp + pl) * LANES
                 if bin_:
                     xi = ((n * ncb + cb) * H + iya + wr) * W * LANES
-                    for e in range(0, W * LANES, LANES):
+                    for e in range(0, cl * LANES, LANES):
+                        vstore(px, wi + e, vload(pin, xi + e, z))
+                    for e in range(cr * LANES, W * LANES, LANES):
                         vstore(px, wi + e, vload(pin, xi + e, z))
                 else:
                     cn = min(LANES, C - cb * LANES)
@@ -183,6 +203,7 @@ def dense_nchwc_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Wp, KH, KW, wq, goff, 
                                 xw[wi + col * LANES + c] = 0.0
             wg = goff[g] + cb * KK * LANES * nb * LANES
             first, fin = cb == 0, cb == ncb - 1 and bout
+            xin = ((n * ncb + cb) * H + iya) * W * LANES   # (the band's first input row, maybe above the plane)
             for r in range(rows):
                 # kernel rows ky0 <= ky < ky1 read inside the plane
                 iy0 = (oy0 + r) * sh - pt
@@ -192,9 +213,13 @@ def dense_nchwc_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Wp, KH, KW, wq, goff, 
                 while ox < Wo:
                     P = big if ox < nbig * big else (4 if Wo - ox >= 4 else 1)
                     oi = ((n * nob + b0) * Ho + oy0 + r) * Wo * LANES + ox * LANES
-                    _row_tile(nb, P, pw, px, psc, pb, pout, pres, wg, (r * sh * Wp + ox * sw) * LANES, sw * LANES,
-                              wrow, dw * LANES, ky0, ky1, KW, (r * Wo + ox) * LANES, srs, b0 * LANES, oi,
-                              Ho * Wo * LANES, first, fin, has_res, leaky, slope, lo, hi, act, c3, c6, z)
+                    if bin_ and oxa <= ox and ox + P <= oxb:   # in place
+                        src, x0, step = pin, xin + (r * sh * W + ox * sw - pl) * LANES, wrow_in
+                    else:
+                        src, x0, step = px, (r * sh * Wp + ox * sw) * LANES, wrow
+                    _row_tile(nb, P, pw, src, psc, pb, pout, pres, wg, x0, sw * LANES, step, dw * LANES, ky0, ky1, KW,
+                              (r * Wo + ox) * LANES, srs, b0 * LANES, oi, Ho * Wo * LANES, first, fin, has_res, leaky,
+                              slope, lo, hi, act, c3, c6, z)
                     ox += P
         if not bout:
             # the band's sums back to the NCHW planes, 16 pixels of 16 channels at a time (the band's

@@ -21,7 +21,7 @@ OPTIONS = {
                         "weight bytes wins (0: the fastest always)",
     "engine_cache": "true/false or a directory: keep plans in an engine cache keyed by segment, signature "
                     "and machine",
-    "nchwc": "true/false: force runs of 1x1 / depthwise / squeeze-excite layers into the NCHW16c layout or "
+    "nchwc": "true/false: force runs of conv / squeeze-excite layers into the NCHW16c layout or "
              "keep them in NCHW (unset: each run takes the faster layout, timed at build; builder/layout.py)",
     "precision": "float32 (default) or int8: float layers compute in float32, a quantized segment's in int8; "
                  "int8 with 'calibration' data quantizes a float model first (srcore.quantize)",
