@@ -1,6 +1,7 @@
 """The NCHW16c layout (``srcore.plugin.nchwc``) and the kernels that read and write it: the 1x1 conv
 (``srcore.plugin.simd_pointwise_blocked``), the channel-blocked depthwise conv with either side
-blocked (``simd_depthwise_blocked``) and the dense conv from NCHW (``simd_dense_blocked``), against
+blocked (``simd_depthwise_blocked``), the dense conv from NCHW (``simd_dense_blocked``) and the dense
+conv with either side blocked (``simd_dense_nchwc``), against
 torch: channel counts below, at and past a block of 16, plane sizes that leave every pixel tail (12, 4,
 1), a residual in the output's layout, the fused epilogue, the same bits as the NCHW kernels, and
 bad shapes named."""
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from srcore import SrcoreError
-from srcore.plugin import (nchwc, simd_dense_blocked, simd_depthwise_blocked, simd_pointwise,
+from srcore.plugin import (nchwc, simd_dense_blocked, simd_dense_nchwc, simd_depthwise_blocked, simd_pointwise,
                            simd_pointwise_blocked)
 
 from _depthwise_cases import ACTS, act_args, depthwise_cases, reference
@@ -135,6 +136,61 @@ def test_dense_from_nchw_matches_torch(n, C, O, k, s, d, p, size, act, seed):
     np.testing.assert_allclose(nchwc.from_blocked(out, O), want, rtol=1e-5, atol=1e-4)
 
 
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 2), C=st.integers(1, 40), O=st.integers(1, 80),
+       k=st.tuples(*[st.sampled_from([1, 2, 3, 5])] * 2), s=st.tuples(*[st.integers(1, 3)] * 2),
+       d=st.tuples(*[st.integers(1, 2)] * 2), p=st.tuples(*[st.integers(0, 2)] * 2),
+       size=st.tuples(*[st.integers(1, 30)] * 2), blocked_in=st.booleans(), blocked_out=st.booleans(),
+       residual=st.booleans(), act=st.sampled_from(["none", "relu", "relu6", "leaky", "hardswish", "hardsigmoid"]),
+       seed=st.integers(0, 2**16))
+def test_dense_nchwc_matches_torch_in_every_layout(n, C, O, k, s, d, p, size, blocked_in, blocked_out, residual, act,
+                                                   seed):
+    """Block groups of 4, 2 and 1 (up to 80 out channels), every pixel tile (12/6, 4, 1), input
+    channels not a multiple of 16, kernel rows and columns in the padding, either side blocked."""
+    H, W = (max(sz, dd * (kk - 1) + 1 - 2 * pp) for sz, kk, dd, pp in zip(size, k, d, p))
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, C, H, W), np.float32)
+    w = rng.standard_normal((O, C, *k), np.float32)
+    b = rng.standard_normal(O).astype(np.float32)
+    lo, hi, slope, after = act_args(act)
+    conv = simd_dense_nchwc.NchwcDenseConv(w, b, s, p, d, lo, hi, slope, after, blocked_in=blocked_in,
+                                           blocked_out=blocked_out)
+    out = np.full(conv.out_shape(x.shape), np.nan, np.float32)
+    y = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), s, p, d)
+    res = rng.standard_normal(tuple(y.shape), np.float32) if residual else None
+    to = (lambda a: nchwc.to_blocked(a, 16)) if blocked_out else (lambda a: a)
+    conv(nchwc.to_blocked(x, 16) if blocked_in else x, out, None if res is None else to(res), threads=2)
+    if res is not None:
+        y = y + torch.from_numpy(res)
+    if slope is not None:
+        y = F.leaky_relu(y, slope)
+    y = torch.clamp(y, lo, hi)
+    want = (getattr(F, after)(y) if after else y).numpy()
+    got = nchwc.from_blocked(out, O) if blocked_out else out
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+    if blocked_out:   # the padding channels hold the epilogue of 0 (+ the residual's padding: 0): finite
+        assert np.isfinite(out).all()
+
+
+@pytest.mark.parametrize("C, O, hw, s", [(16, 32, 60, 2), (32, 64, 30, 1), (64, 128, 16, 1), (40, 24, 9, 1)])
+def test_dense_nchwc_layouts_and_threads_give_the_same_bits(C, O, hw, s):
+    """The input's layout changes only where the taps are read (a blocked input in place, away from
+    the side padding; an NCHW one from the window) and the output's only the stores: the same sums in
+    the same order; two threads split the rows without changing them."""
+    rng = np.random.default_rng(C)
+    x = rng.standard_normal((2, C, hw, hw), np.float32)
+    w = rng.standard_normal((O, C, 3, 3), np.float32)
+    outs = []
+    for bi, bo in ((True, True), (False, True), (True, False), (False, False)):
+        conv = simd_dense_nchwc.NchwcDenseConv(w, None, s, 1, blocked_in=bi, blocked_out=bo)
+        out = np.empty(conv.out_shape(x.shape), np.float32)
+        for threads in (1, 2):
+            conv(nchwc.to_blocked(x, 16) if bi else x, out, threads=threads)
+            outs.append(nchwc.from_blocked(out, O) if bo else out.copy())
+    for got in outs[1:]:
+        np.testing.assert_array_equal(got, outs[0])
+
+
 def test_bad_shapes_are_named():
     w = np.ones((20, 8), np.float32)
     conv = simd_pointwise_blocked.BlockedPointwiseConv(w, None)
@@ -149,6 +205,11 @@ def test_bad_shapes_are_named():
                                                      blocked_in=True)
     with pytest.raises(SrcoreError, match="NCHW16c"):
         dw(np.ones((1, 8, 4, 4), np.float32), np.empty((1, 8, 4, 4), np.float32))
+    nc = simd_dense_nchwc.NchwcDenseConv(np.ones((8, 20, 3, 3), np.float32), None, 2, 1)
+    with pytest.raises(SrcoreError, match="NchwcDenseConv: an NCHW16c input of 20 channels"):
+        nc(np.ones((1, 20, 8, 8), np.float32), np.empty((1, 1, 4, 4, 16), np.float32))
+    with pytest.raises(SrcoreError, match=r"NchwcDenseConv: out / residual must be C-contiguous \(1, 1, 4, 4, 16\)"):
+        nc(np.ones((1, 2, 8, 8, 16), np.float32), np.empty((1, 8, 4, 4), np.float32))
     dense = simd_dense_blocked.BlockedDenseConv(np.ones((8, 3, 3, 3), np.float32), None, 2, 1)
     with pytest.raises(SrcoreError, match="BlockedDenseConv: out must be"):
         dense(np.ones((1, 3, 8, 8), np.float32), np.empty((1, 1, 8, 8, 16), np.float32))

@@ -94,6 +94,8 @@ _LAZY = {
     "simd_pointwise_blocked": "srcore.conv:pointwise_blocked",
     # the dense conv from NCHW into NCHW16c (srcore.conv.dense_blocked: BlockedDenseConv); numba
     "simd_dense_blocked": "srcore.conv:dense_blocked",
+    # the dense conv with either side NCHW16c (srcore.conv.dense_nchwc: NchwcDenseConv); numba
+    "simd_dense_nchwc": "srcore.conv:dense_nchwc",
     # Intel MKL's runtime through ctypes (srcore.blas.mkl: library(), pack_b, set_threads, swap_threads)
     "mkl": "srcore.blas:mkl",
     # the clock candidate kernels are timed on (srcore.clock: per_call_ns, clock_for, run_delay): the

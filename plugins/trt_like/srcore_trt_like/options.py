@@ -21,7 +21,7 @@ OPTIONS = {
                         "weight bytes wins (0: the fastest always)",
     "engine_cache": "true/false or a directory: keep plans in an engine cache keyed by segment, signature "
                     "and machine",
-    "nchwc": "true/false: force runs of 1x1 / depthwise / squeeze-excite layers into the NCHW16c layout or "
+    "nchwc": "true/false: force runs of conv / squeeze-excite layers into the NCHW16c layout or "
              "keep them in NCHW (unset: each run takes the faster layout, timed at build; builder/layout.py)",
     "precision": "float32 (default) or int8: float layers compute in float32, a quantized segment's in int8; "
                  "int8 with 'calibration' data quantizes a float model first (srcore.quantize)",
@@ -38,7 +38,7 @@ CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "im2col_gemm_team", "packed_gemm", "w
                 "simd_direct_tiled",
                 "pointwise_simd", "pointwise_simd8",
                 # layers in the NCHW16c layout (builder/layout.py)
-                "pointwise_nchw16c", "depthwise_nchw16c", "dense_nchw16c",
+                "pointwise_nchw16c", "depthwise_nchw16c", "dense_nchw16c", "conv_nchw16c",
                 # at more than one intra-op thread, large layers
                 "simd_direct_split", "depthwise_simd_split")
 OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl_split", "mkl", "numba", "numba_512", "numba_split", "numpy",

@@ -18,15 +18,15 @@ TRT = ("trt_like", "cpu")
 
 
 class Block(nn.Module):
-    """A stem into an inverted residual (1x1, depthwise, 1x1 + residual), a dense 3x3 conv that cuts the
-    run, then a second 1x1 / depthwise run into a pool."""
+    """A stem into an inverted residual (1x1, depthwise, 1x1 + residual), a grouped 3x3 conv that cuts
+    the run, then a second 1x1 / depthwise run into a pool."""
 
     def __init__(self):
         super().__init__()
         self.stem = nn.Conv2d(3, 16, 3, 1, 1)
         self.block = nn.Sequential(nn.Conv2d(16, 48, 1), nn.ReLU6(), nn.Conv2d(48, 48, 3, 1, 1, groups=48),
                                    nn.Hardswish(), nn.Conv2d(48, 16, 1))
-        self.dense = nn.Conv2d(16, 24, 3, 1, 1)
+        self.dense = nn.Conv2d(16, 24, 3, 1, 1, groups=2)
         self.tail = nn.Sequential(nn.Conv2d(24, 32, 1), nn.ReLU(), nn.Conv2d(32, 32, 3, 1, 1, groups=32))
 
     def forward(self, x):
@@ -73,8 +73,8 @@ def test_a_run_slower_blocked_goes_back_to_nchw(block, cache_dir, monkeypatch):
     model, x, want = block
     calls = _fake(monkeypatch, 2e-3, 1e-3)
     sm, text = _build(model)
-    # the block's run (1x1, depthwise, 1x1: its residual, the stem's output, is NCHW as the dense conv
-    # reads its output) and the tail's (1x1, depthwise into the NCHW engine output)
+    # the block's run (1x1, depthwise, 1x1: its residual, the stem's output, is NCHW as the grouped
+    # conv reads its output) and the tail's (1x1, depthwise into the NCHW engine output)
     assert calls == [3, 2], text
     assert "nchw16c" not in text and text.count("-> NCHW: NCHW16c 2.000 ms, NCHW 1.000 ms [timed]") == 2, text
     np.testing.assert_allclose(sm(x), want, rtol=1e-4, atol=1e-5)
@@ -112,13 +112,13 @@ def _conv(net: Network, x: int, out_c: int, k: int = 1, groups: int = 1) -> int:
 
 
 @pytest.mark.one_pass
-def test_runs_split_at_a_dense_conv_and_go_back_one_at_a_time():
+def test_runs_split_at_a_grouped_conv_and_go_back_one_at_a_time():
     net = Network()
     x = net.new_tensor((1, 24, 8, 8), "x")
     net.inputs = [x]
     a = _conv(net, x, 48)
-    b = _conv(net, a, 24)                  # blocked -> NCHW: the dense conv reads it
-    c = _conv(net, b, 24, 3)               # a dense 3x3 on 24 channels: not a member
+    b = _conv(net, a, 24)                  # blocked -> NCHW: the grouped conv reads it
+    c = _conv(net, b, 24, 3, groups=2)     # a grouped 3x3: not a member
     d = _conv(net, c, 32)
     e = _conv(net, d, 32, 3, groups=32)    # -> NCHW: the engine output
     net.outputs = [e]

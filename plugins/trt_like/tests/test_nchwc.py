@@ -119,7 +119,8 @@ def test_relu6_is_carried_by_the_convs_so_a_mobilenet_v2_block_stays_blocked():
     layers = _layers(sm)
     relu6 = [line for line in layers if line.startswith("conv + relu6 -> 1x9x14x14x16 [") and "nchw16c" in line]
     assert len(relu6) == 2, layers                                      # the expand and depthwise convs
-    assert _has(layers, "conv -> 1x24x14x14"), layers                   # + the stem's output as residual
+    assert _has(layers, "conv -> 1x2x14x14x16"), layers                 # + the stem's output as residual
+    assert _has(layers, "conv -> 1x8x12x12"), layers                    # the dense head reads it blocked
     assert not any("fused_pointwise" in line for line in layers), layers
     with torch.no_grad():
         np.testing.assert_allclose(sm(x.numpy()), m(x).numpy(), rtol=1e-4, atol=1e-4)
@@ -142,7 +143,7 @@ def test_the_layout_rules():
     e = _conv(net, x, 48)                  # reads the engine input (NCHW), writes blocked
     d = _conv(net, e, 48, 3, groups=48)    # blocked -> blocked
     p = _conv(net, d, 24)                  # blocked -> NCHW: the pool below reads it
-    q = _conv(net, p, 24, 3)               # a dense 3x3: not a member
+    q = _conv(net, p, 24, 3, groups=2)     # a grouped 3x3: not a member
     r = _conv(net, q, 24, residual=p)      # its residual p is NCHW, so its output is NCHW too
     y = net.add("adaptive_avg_pool2d", [r], (1, 24, 1, 1), output_size=(1, 1))
     z = net.add("adaptive_avg_pool2d", [p], (1, 24, 1, 1), output_size=(1, 1))
@@ -154,3 +155,44 @@ def test_the_layout_rules():
     assert by_out[e].attrs["nchwc"] == (False, True) and by_out[d].attrs["nchwc"] == (True, True)
     assert by_out[p].attrs["nchwc"] == (True, False) and by_out[p].attrs["x_shape"] == (1, 48, 8, 8)
     assert "nchwc" not in by_out[q].attrs and "nchwc" not in by_out[r].attrs
+
+
+class Head(nn.Module):
+    """detection_head's shape: dense 3x3 convs with leaky relu at strides 2 and 1 (channels not a
+    multiple of 16 among them), two scales, a 1x1 head on each, reshaped, permuted and joined."""
+
+    def __init__(self):
+        super().__init__()
+        act = nn.LeakyReLU(0.1)
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1), act, nn.Conv2d(16, 40, 3, 2, 1), act)
+        self.down = nn.Sequential(nn.Conv2d(40, 64, 3, 2, 1), act, nn.Conv2d(64, 64, 3, 1, 1), act)
+        self.heads = nn.ModuleList([nn.Conv2d(c, 18, 1) for c in (40, 64)])
+
+    def forward(self, x):
+        f = self.stem(x)
+        g = self.down(f)
+        outs = [h(t).view(t.shape[0], 3, 6, t.shape[2], t.shape[3]).permute(0, 1, 3, 4, 2).sigmoid().flatten(1, 3)
+                for h, t in zip(self.heads, (f, g))]
+        return torch.cat(outs, 1)
+
+
+def test_a_detection_head_runs_blocked_through_its_dense_convs():
+    torch.manual_seed(2)
+    m = Head().eval()
+    x = torch.randn(2, 3, 40, 40)
+    model = srcore.from_torchscript(torch.jit.script(m), (x,))
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options=ON))
+    layers = _layers(sm)
+    # the stem writes NCHW16c, the dense convs read and write it, the 1x1 heads write the NCHW the
+    # view / permute read
+    assert _has(layers, "conv + leaky_relu -> 2x1x20x20x16"), layers
+    assert _has(layers, "conv + leaky_relu -> 2x3x10x10x16"), layers
+    assert _has(layers, "conv + leaky_relu -> 2x4x5x5x16"), layers
+    assert _has(layers, "conv + sigmoid -> 2x18x10x10") and _has(layers, "conv + sigmoid -> 2x18x5x5"), layers
+    with torch.no_grad():
+        want = m(x).numpy()
+    got = sm(x.numpy())
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    plain = srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options={"nchwc": False}))
+    assert not any("nchw16c" in line for line in _layers(plain))
+    np.testing.assert_allclose(got, plain(x.numpy()), rtol=1e-5, atol=1e-5)

@@ -13,7 +13,6 @@ import torch
 import torch.nn.functional as F
 
 from srcore.plugin import EngineOptionError, QParams
-from srcore_trt_like.builder.layout import STEM_CHANNELS
 from srcore_trt_like.builder.network import Layer, Network
 from srcore_trt_like.conv import tactics as conv_tactics
 from srcore_trt_like.conv.nchwc import nchwc_tactic_builders
@@ -43,7 +42,7 @@ def _conv_names(monkeypatch, threads: int) -> set[str]:
         names |= {name for name, _ in conv_tactics.conv_tactic_builders(spec, weight, None)}
         if (k, s, p, g) == (1, 1, 0, 1) or g == x_shape[1] == cout:   # layers the builder may keep in NCHW16c
             names |= {name for name, _ in nchwc_tactic_builders(spec, weight, None, (True, True))}
-        elif g == 1 and x_shape[1] <= STEM_CHANNELS:                    # a stem writing NCHW16c
+        elif g == 1:                                                    # a dense conv, NCHW in (a stem) or not
             names |= {name for name, _ in nchwc_tactic_builders(spec, weight, None, (False, True))}
     return names
 

@@ -3,15 +3,14 @@ a float network are kept channel-blocked, as (N, ceil(C / 16), H, W, 16) with 16
 innermost (``srcore.plugin.nchwc``), instead of NCHW.
 
 A tensor is blocked when the layer that makes it can write the layout and every layer that reads it
-can read it: 1x1 convs (stride 1, unpadded, ungrouped), depthwise convs (one input channel per output
-channel) and ``squeeze_excite``; a dense conv on at most :data:`STEM_CHANNELS` input channels (an image
-net's first layer) may write it. It is never an engine input, output or constant. The 1x1 and
-depthwise convs read and write either layout, with three limits (applied until nothing changes): a
-residual is in its conv's output layout; a ``squeeze_excite`` reads and writes one layout; a stem
-conv reads NCHW and takes no residual. So the reorders happen only at a
-run's edges, inside the first and last layers' kernels (the depthwise kernel transposes NCHW in or
-out per channel block; the 1x1 kernel reads NCHW in place and transposes its register tile into
-NCHW planes), never as layers of their own.
+can read it: convs (ungrouped ones of any kernel, 1x1, depthwise: one input channel per output
+channel) and ``squeeze_excite``. It is never an engine input, output or constant. The convs read
+and write either layout, with two limits (applied until nothing changes): a residual is in its
+conv's output layout; a ``squeeze_excite`` reads and writes one layout. So the reorders happen only
+at a run's edges, inside the first and last layers' kernels (the dense kernel copies NCHW rows into
+its window and transposes its last row buffer into NCHW planes; the depthwise kernel transposes NCHW
+in or out per channel block; the 1x1 kernel reads NCHW in place and transposes its register tile
+into NCHW planes), never as layers of their own.
 
 Marked layers carry ``attrs["nchwc"] = (input blocked, output blocked)`` and ``attrs["x_shape"]``,
 the logical NCHW input shape; a blocked tensor's ``shape`` is its physical one, so the plan's arena
@@ -23,9 +22,6 @@ from .network import Layer, Network
 
 #: channels per block: the kernels' vector (16 float32 lanes; LLVM splits it on narrower CPUs)
 LANES = 16
-#: a dense conv on at most this many input channels may write NCHW16c (``srcore.conv.dense_blocked``:
-#: the input broadcast per tap, which pays where few channels give a vector of pixels little reuse)
-STEM_CHANNELS = 4
 
 
 def blocked_shape(shape) -> tuple[int, ...]:
@@ -34,8 +30,8 @@ def blocked_shape(shape) -> tuple[int, ...]:
 
 
 def _role(layer: Layer, net: Network) -> str | None:
-    """``"pw"`` (1x1), ``"dw"`` (depthwise), ``"stem"`` (NCHW in), ``"se"`` or None: how ``layer`` may take
-    part."""
+    """``"pw"`` (1x1), ``"dw"`` (depthwise), ``"dense"`` (any other ungrouped conv), ``"se"`` or None: how
+    ``layer`` may take part."""
     if layer.kind == "squeeze_excite":
         return "se" if len(net.shape(layer.inputs[0])) == 4 else None
     if layer.kind != "conv":
@@ -49,8 +45,8 @@ def _role(layer: Layer, net: Network) -> str | None:
         return "pw"
     if a["groups"] == xs[1] == O:   # (an activation its kernel does not fuse runs in place: any layout)
         return "dw"
-    if a["groups"] == 1 and xs[1] <= STEM_CHANNELS and not a["residual"]:
-        return "stem"
+    if a["groups"] == 1:
+        return "dense"
     return None
 
 
@@ -75,7 +71,7 @@ def nchwc_tensors(net: Network) -> set[int]:
         if (t in fixed or roles[id(producer)] is None or producer.outputs[0] != t
                 or net.tensors[t].dtype != "float32" or len(net.shape(t)) != 4 or not readers.get(t)):
             continue
-        if all(roles[id(r)] not in (None, "stem") and (i == 0 or (r.kind == "conv" and i == 1 and r.attrs["residual"]))
+        if all(roles[id(r)] is not None and (i == 0 or (r.kind == "conv" and i == 1 and r.attrs["residual"]))
                for r, i in readers[t]):
             blocked.add(t)
     changed = True
@@ -87,9 +83,9 @@ def nchwc_tensors(net: Network) -> set[int]:
                 continue
             x, y = layer.inputs[0], layer.outputs[0]
             linked = [x] if role == "se" else []
-            if role in ("pw", "dw") and layer.attrs["residual"]:
+            if role != "se" and layer.attrs["residual"]:
                 linked = [layer.inputs[1]]
-            drop: set[int] = {x} if role == "stem" else set()
+            drop: set[int] = set()
             if any((t in blocked) != (y in blocked) for t in linked):
                 drop.update([y, *linked])
             if drop & blocked:

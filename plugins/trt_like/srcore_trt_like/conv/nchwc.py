@@ -3,8 +3,9 @@ input, output or both are channel-blocked: ``pointwise_nchw16c`` (1x1 with eithe
 layout; ``srcore.plugin.simd_pointwise_blocked``) and ``depthwise_nchw16c`` (the channel-blocked
 depthwise kernel with either side in either layout; ``srcore.plugin.simd_depthwise_blocked``).
 ``dense_nchw16c`` (a dense conv on few input channels, NCHW in, NCHW16c out;
-``srcore.plugin.simd_dense_blocked``). ``blocked = (input blocked, output blocked)``; the residual is in the
-output's layout."""
+``srcore.plugin.simd_dense_blocked``) and ``conv_nchw16c`` (any dense conv, either side in either
+layout; ``srcore.plugin.simd_dense_nchwc``). ``blocked = (input blocked, output blocked)``; the residual
+is in the output's layout."""
 from __future__ import annotations
 
 import math
@@ -102,6 +103,31 @@ class DenseNchwcTactic(ConvTactic):
         self.conv(x, out, None, threads=self.threads)
 
 
+class ConvNchwcTactic(ConvTactic):
+    """An ungrouped conv, each side in the layout ``blocked`` says (ONNX Runtime's NCHWc conv); the
+    weight packed once into the kernel's per block group layout (stored as ``wq``)."""
+    name = "conv_nchw16c"
+    fused_activations = ("leaky_relu", "hardswish", "hardsigmoid", "relu6")
+
+    def __init__(self, spec: ConvSpec, weight, bias, blocked: tuple[bool, bool], layout=None, threads: int = 1):
+        super().__init__(spec, weight, bias, layout)
+        if spec.groups != 1:
+            raise TacticSpecError(f"{self.name}: needs an ungrouped conv, got groups {spec.groups}")
+        from srcore.plugin import simd_dense_nchwc
+
+        self.conv = simd_dense_nchwc.NchwcDenseConv(
+            np.asarray(weight, np.float32), self.bias, spec.stride, spec.padding, spec.dilation, **_epilogue(spec),
+            blocked_in=blocked[0], blocked_out=blocked[1])
+        self.conv.wq = self._laid_out("wq", self.conv.wq.shape, lambda: self.conv.wq)
+        self.wq = self.conv.wq   # (64-byte aligned by the kernel: a restored layout may not be)
+        self.x_shape = _blocked(spec.x_shape) if blocked[0] else spec.x_shape
+        self.out_shape = _blocked(spec.out_shape) if blocked[1] else spec.out_shape
+        self.threads = threads
+
+    def _run(self, x, out, residual):
+        self.conv(x, out, residual, threads=self.threads)
+
+
 def _clamp(spec: ConvSpec) -> dict:
     """The clamp of relu / relu6 (``lo``, ``hi``), fused into the kernels' stores."""
     return {"lo": 0.0 if spec.relu or spec.activation == "relu6" else -math.inf,
@@ -111,8 +137,12 @@ def _clamp(spec: ConvSpec) -> dict:
 def nchwc_tactic_builders(spec: ConvSpec, weight, bias, blocked: tuple[bool, bool], threads: int = 1):
     """``(name, build)`` of the tactic for a conv layer with an NCHW16c side (one per layer kind)."""
     if spec.groups == 1 and (spec.kernel, spec.stride, spec.padding) != ((1, 1), (1, 1), (0, 0)):
-        return [(DenseNchwcTactic.name, lambda layout=None: DenseNchwcTactic(
+        dense = [(ConvNchwcTactic.name, lambda layout=None: ConvNchwcTactic(
             spec, weight, bias, blocked, layout, threads))]
+        if blocked == (False, True) and not spec.residual:   # (the stem kernel: no input copy, wins on few channels)
+            dense.append((DenseNchwcTactic.name, lambda layout=None: DenseNchwcTactic(
+                spec, weight, bias, blocked, layout, threads)))
+        return dense
     if spec.groups == 1:
         return [(PointwiseNchwcTactic.name, lambda layout=None: PointwiseNchwcTactic(
             spec, weight, bias, blocked, layout, threads))]
