@@ -161,7 +161,8 @@ class Governor:
     thread for ``hold`` calls, ``hold`` doubling at each further wait (at most :data:`MAX_HOLD`)
     and halving after each team run that did not wait. The parts of the work do not depend on
     the team, so results are bit-identical whichever it picks. Races between threads only blur
-    the heuristic (plain int updates under the GIL)."""
+    the heuristic (plain int updates under the GIL). While the builder times candidates
+    (:class:`timing_on_team`) a held-off layer runs on its team all the same."""
 
     __slots__ = ("n", "best", "hold", "backoff", "clock")
 
@@ -176,7 +177,7 @@ class Governor:
         """The threads for the next region (``n`` or 1)."""
         if self.n == 1:
             return 1
-        if self.hold > 0:
+        if self.hold > 0 and not getattr(_tls, "timing", False):
             self.hold -= 1
             COUNTS["solo"] += 1
             return 1
@@ -209,6 +210,22 @@ class Governor:
         out = region(*args)
         self.record(team, self.clock() - t0)
         return out
+
+
+class timing_on_team:
+    """While the builder times candidates on this thread (a ``with`` block), every governed region
+    runs on its team, held off or not: a candidate is timed as what it is, a split kernel on its
+    threads (a round in which their core was taken is the timing's to detect and re-run,
+    :func:`..tactics.timing.best_times`), not as the calling thread's run its governor fell back to
+    after such a round. Its governor still records every run."""
+
+    def __enter__(self):
+        self.was = getattr(_tls, "timing", False)
+        _tls.timing = True
+        return self
+
+    def __exit__(self, *exc):
+        _tls.timing = self.was
 
 
 def split(total: int, t: int, nt: int, quantum: int = 1) -> tuple[int, int]:
