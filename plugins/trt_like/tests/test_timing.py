@@ -222,3 +222,28 @@ def test_an_untrusted_choice_is_taken_but_not_cached(monkeypatch, tmp_path, capl
         untrusted = 1 if cached is None else 0
         assert f"1 layer(s) timed while a core was taken" in caplog.text
         assert f"{untrusted} choice(s) still timed so are not kept in the timing cache" in caplog.text
+
+
+def test_the_wait_is_summed_over_the_threads_alive_before_and_after(monkeypatch):
+    """``wall_ns_waited``: each thread's run delay over the calls, a thread that started meanwhile
+    left out (its delay so far is not this round's); None without schedstat."""
+    reads = iter([{"1": 50, "2": 0, "3": 7}, {"1": 150, "2": 300, "4": 999}])
+    wall = iter([0, 1000])
+    monkeypatch.setattr(clock, "thread_delays", lambda: next(reads))
+    monkeypatch.setattr(clock, "WALL_CLOCK", lambda: next(wall))
+    assert clock.wall_ns_waited(lambda: None, 2) == (500.0, pytest.approx(0.4))
+    monkeypatch.setattr(clock, "thread_delays", lambda: None)
+    wall = iter([0, 1000])
+    assert clock.wall_ns_waited(lambda: None, 1) == (1000.0, None)
+
+
+def test_this_process_threads_are_read():
+    import os
+    import threading
+
+    if not os.path.exists("/proc/self/task"):
+        pytest.skip("no /proc")
+    seen = clock.thread_delays()
+    if seen is None:
+        pytest.skip("the kernel reports no schedstat")
+    assert str(threading.get_native_id()) in seen and all(d >= 0 for d in seen.values())
