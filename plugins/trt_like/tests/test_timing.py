@@ -217,10 +217,11 @@ def test_an_untrusted_choice_is_taken_but_not_cached(monkeypatch, tmp_path, capl
         with caplog.at_level("INFO", logger="srcore.trt_like"):
             (step,) = choose.choose_tactics(net, {}, name="t")
         assert step.tactic == winner
-        key = timing_cache.layer_key(net.layers[0], net, ["one", "split", f"memory_tolerance={choose.MEMORY_TOLERANCE}"])
+        names = ["one", "split", f"memory_tolerance={choose.MEMORY_TOLERANCE}"]
+        key = timing_cache.layer_key(net.layers[0], net, names)
         assert timing_cache.get().lookup(key) == cached
         untrusted = 1 if cached is None else 0
-        assert f"1 layer(s) timed while a core was taken" in caplog.text
+        assert "1 layer(s) timed while a core was taken" in caplog.text
         assert f"{untrusted} choice(s) still timed so are not kept in the timing cache" in caplog.text
 
 
