@@ -248,3 +248,12 @@ def test_this_process_threads_are_read():
     if seen is None:
         pytest.skip("the kernel reports no schedstat")
     assert str(threading.get_native_id()) in seen and all(d >= 0 for d in seen.values())
+
+
+def test_a_phase_governor_keeps_its_choice_while_timed():
+    """A phase of a multi-phase team tactic (``blas_team.TeamParts``) chooses team or caller by its
+    own timing, in the builder's timing too."""
+    gov = threads.Governor(2, timed_on_team=False)
+    gov.hold = 2
+    with threads.timing_on_team():
+        assert [gov.team() for _ in range(3)] == [1, 1, 2]

@@ -162,12 +162,16 @@ class Governor:
     and halving after each team run that did not wait. The parts of the work do not depend on
     the team, so results are bit-identical whichever it picks. Races between threads only blur
     the heuristic (plain int updates under the GIL). While the builder times candidates
-    (:class:`timing_on_team`) a held-off layer runs on its team all the same."""
+    (:class:`timing_on_team`) a held-off layer runs on its team all the same (unless built with
+    ``timed_on_team=False``)."""
 
-    __slots__ = ("n", "best", "hold", "backoff", "clock")
+    __slots__ = ("n", "best", "hold", "backoff", "clock", "timed_on_team")
 
-    def __init__(self, n: int, clock=time.perf_counter_ns):
+    def __init__(self, n: int, clock=time.perf_counter_ns, timed_on_team: bool = True):
         self.n = max(1, int(n))
+        #: whether it runs its region on the team while the builder times it (:class:`timing_on_team`);
+        #: a phase of a multi-phase tactic, whose governor chooses team or caller per phase, keeps its choice
+        self.timed_on_team = timed_on_team
         self.best = [0, 0]          # best ns alone, on the team (0: not seen)
         self.hold = 1               # calls left alone: the first call measures the layer alone
         self.backoff = 1
@@ -177,7 +181,7 @@ class Governor:
         """The threads for the next region (``n`` or 1)."""
         if self.n == 1:
             return 1
-        if self.hold > 0 and not getattr(_tls, "timing", False):
+        if self.hold > 0 and not (self.timed_on_team and getattr(_tls, "timing", False)):
             self.hold -= 1
             COUNTS["solo"] += 1
             return 1
