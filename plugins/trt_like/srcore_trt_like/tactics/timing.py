@@ -16,8 +16,8 @@ OpenBLAS worker, left spinning in the same process, moved resnet_small's 2-threa
 process's threads waited for a core (``run_delay``, :func:`srcore.clock.wall_ns_waited`); a round
 in which they waited :data:`TAKEN` of its time or more does not count as *clean*. A candidate
 with no clean round gets up to ``len(RETRY_PAUSES_S)`` more rounds, each after a pause (a
-spinning pool's threads go to sleep); governed kernels run on their team throughout
-(:class:`..kernels.threads.timing_on_team`). A choice is *trusted* when every candidate but the
+spinning pool's threads go to sleep); governed single-region kernels run on their team
+throughout (:class:`..kernels.threads.timing_on_team`). A choice is *trusted* when every candidate but the
 fastest had a clean round (a disturbed time is an upper bound: if the fastest's is one, it still
 won); an untrusted one is still taken, but the builder does not keep it in the timing cache and
 says so (:func:`watch`, :class:`Taken`).
