@@ -257,3 +257,21 @@ def test_a_phase_governor_keeps_its_choice_while_timed():
     gov.hold = 2
     with threads.timing_on_team():
         assert [gov.team() for _ in range(3)] == [1, 1, 2]
+
+
+def test_a_round_run_held_on_the_caller_is_re_run_on_the_team(monkeypatch):
+    """A governed split held on the calling thread after a wait runs there through the regular
+    rounds (its time: the one-thread run's, and no thread waits): those rounds are not clean, and
+    the re-run, on the team, gives the split's own time; the split wins, trusted."""
+    team = _FakeTeam(monkeypatch)
+    gov = threads.Governor(2)
+    gov.hold, gov.backoff = 10**6, threads.MAX_HOLD
+
+    def region():
+        team.wall += 300_000 if threads._tls.n == 2 else 500_000
+    monkeypatch.setattr(threads, "use", lambda n: setattr(threads._tls, "n", n))
+    split, one = (lambda: gov.run(region)), team.call(400_000)
+    with timing.watch() as found:
+        times = best_times([split, one], clock="wall", bandwidth=None, min_round=0)
+    assert times == pytest.approx([300e-6, 400e-6])
+    assert found == [timing.Taken(2, 1, 0)] and gov.hold > 0      # held again once the timing is over

@@ -145,8 +145,9 @@ WAIT_RATIO = 1.5
 MAX_HOLD = 128
 
 #: process-wide counts (tests, ``benchmarks.tail``): regions run on their team, regions run on the
-#: calling thread alone because their layer waited recently, waits seen
-COUNTS = {"team": 0, "solo": 0, "waits": 0}
+#: calling thread alone because their layer waited recently, waits seen; ``held``: the solo regions
+#: of single-region kernels (``timed_on_team``), which the builder's timing watches
+COUNTS = {"team": 0, "solo": 0, "waits": 0, "held": 0}
 
 
 class Governor:
@@ -184,6 +185,8 @@ class Governor:
         if self.hold > 0 and not (self.timed_on_team and getattr(_tls, "timing", False)):
             self.hold -= 1
             COUNTS["solo"] += 1
+            if self.timed_on_team:
+                COUNTS["held"] += 1
             return 1
         COUNTS["team"] += 1
         return self.n
@@ -217,11 +220,10 @@ class Governor:
 
 
 class timing_on_team:
-    """While the builder times candidates on this thread (a ``with`` block), every governed region
-    runs on its team, held off or not: a candidate is timed as what it is, a split kernel on its
-    threads (a round in which their core was taken is the timing's to detect and re-run,
-    :func:`..tactics.timing.best_times`), not as the calling thread's run its governor fell back to
-    after such a round. Its governor still records every run."""
+    """While the builder re-times candidates on this thread (a ``with`` block: the extra rounds of
+    :func:`..tactics.timing.best_times`), every governed single-region kernel runs on its team,
+    held off or not: what is timed is the split on its threads, not the calling thread's run its
+    governor fell back to after a wait. Its governor still records every run."""
 
     def __enter__(self):
         self.was = getattr(_tls, "timing", False)
