@@ -9,10 +9,13 @@ own clock"). The wait is Linux's per-thread ``run_delay`` (schedstat); where the
 report it, a round is charged its CPU time, or its wall time if that was mostly spent off the CPU
 (:data:`OFF_THREAD`): a candidate that sleeps never looks free. Candidates that may use more
 threads (a part pool, BLAS's or OpenMP's team) are timed in wall time (``"wall"``): their work on
-other threads is invisible to the caller's clocks.
+other threads is invisible to the caller's clocks. Such a round can still tell whether a core was
+taken meanwhile (:func:`wall_ns_waited`): the time the process's threads waited for one, summed
+from each thread's ``run_delay``.
 """
 from __future__ import annotations
 
+import os
 import time
 from typing import Callable
 
@@ -27,6 +30,7 @@ CLOCKS = ("cpu", "wall")
 WALL_CLOCK = time.perf_counter_ns
 CPU_CLOCK = time.thread_time_ns
 _SCHEDSTAT = "/proc/thread-self/schedstat"
+_TASKS = "/proc/self/task"
 
 
 def run_delay() -> int | None:
@@ -36,6 +40,40 @@ def run_delay() -> int | None:
             return int(f.read().split()[1])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def thread_delays() -> dict[str, int] | None:
+    """``run_delay`` (ns) of every thread of this process now, by thread id, or None where the kernel
+    does not report it."""
+    try:
+        tids = os.listdir(_TASKS)
+    except OSError:
+        return None
+    out = {}
+    for tid in tids:
+        try:
+            with open(f"{_TASKS}/{tid}/schedstat", "rb") as f:
+                out[tid] = int(f.read().split()[1])
+        except (OSError, ValueError, IndexError):   # the thread ended, or no schedstat
+            continue
+    return out or None
+
+
+def wall_ns_waited(call: Callable[[], object], n: int) -> tuple[float, float | None]:
+    """Wall nanoseconds per call of ``n`` calls of ``call``, and the fraction of that wall time the
+    process's threads waited for a core, summed over the threads alive before and after (None where
+    the kernel does not say): a threaded call whose second thread waited for its core, or whose
+    core a spinning thread of another pool held, shows it here, where its wall time cannot."""
+    d0 = thread_delays()
+    w0 = WALL_CLOCK()
+    for _ in range(n):
+        call()
+    w = WALL_CLOCK() - w0
+    d1 = thread_delays()
+    if d0 is None or d1 is None:
+        return w / n, None
+    waited = sum(max(0, d1[t] - d) for t, d in d0.items() if t in d1)
+    return w / n, waited / max(w, 1)
 
 
 def clock_for(threads: int) -> str:

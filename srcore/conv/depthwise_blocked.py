@@ -507,6 +507,17 @@ class BlockedRun:
         rows = (kh - 1) * dh + 2 + sh if conv.blocked_in else Hp
         self._conv, self._sizes = conv, (rows, Wp, Ho * Wo)
 
+    @property
+    def args(self) -> tuple:
+        """:func:`dwb_tasks`' arguments before ``(xb, tb, n, k0, k1)``: for a caller that runs the task
+        ranges its own way (an OpenMP region), each range with its own buffers, shaped as
+        :meth:`BlockedDepthwiseConv.buffers` makes them for :attr:`buffer_sizes`."""
+        return self._args
+
+    @property
+    def buffer_sizes(self) -> tuple[int, int, int]:
+        return self._sizes
+
     def fill(self, n: int, c0: int, c1: int):
         """Nothing: :meth:`run_tasks` transposes the input it reads."""
 

@@ -398,6 +398,12 @@ class _Run:
         self._args = (x.reshape(-1), conv.blocked_in, C, H * W, conv.wq, conv.bq, conv.nob, conv.O, conv.blocked_out,
                       out.reshape(-1), res, residual is not None, conv.lo, conv.hi, conv.act, conv.tag)
 
+    @property
+    def args(self) -> tuple:
+        """:func:`pwb_tasks`' arguments before ``(scr, n, b0, b1)``: for a caller that runs the task
+        ranges its own way (an OpenMP region), each range with its own 512-float zeroed ``scr``."""
+        return self._args
+
     def fill(self, n: int, c0: int, c1: int):
         """Nothing: the kernel reads its input in place."""
 

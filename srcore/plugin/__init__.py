@@ -98,7 +98,7 @@ _LAZY = {
     "simd_dense_nchwc": "srcore.conv:dense_nchwc",
     # Intel MKL's runtime through ctypes (srcore.blas.mkl: library(), pack_b, set_threads, swap_threads)
     "mkl": "srcore.blas:mkl",
-    # the clock candidate kernels are timed on (srcore.clock: per_call_ns, clock_for, run_delay): the
+    # the clock candidate kernels are timed on (srcore.clock: per_call_ns, wall_ns_waited, clock_for): the
     # calling thread's own time for one-thread candidates, wall time for threaded ones
     "clock": "srcore.clock",
 }

@@ -82,7 +82,8 @@ def test_each_phase_runs_on_the_team_only_where_its_own_timing_pays(monkeypatch)
         now[0] += teamed[k]
     monkeypatch.setattr(blas_team.Team, "run", fake_run)
     monkeypatch.setattr(parallel.Governor, "__init__",
-                        lambda self, n, clock=None, _init=parallel.Governor.__init__: _init(self, n, lambda: now[0]))
+                        lambda self, n, clock=None, timed_on_team=True, _init=parallel.Governor.__init__:
+                        _init(self, n, lambda: now[0], timed_on_team))
     for _ in range(40):
         t._run(None, None, None)
     assert len(t.governors) == 2

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from srcore.plugin import EngineOptionError, QParams
 from srcore_trt_like.builder.network import Layer, Network
 from srcore_trt_like.conv import tactics as conv_tactics
+from srcore_trt_like.conv import nchwc_split
 from srcore_trt_like.conv.nchwc import nchwc_tactic_builders
 from srcore_trt_like.conv.spec import ConvSpec
 from srcore_trt_like.options import CONV_TACTICS, check_options, tactic_names
@@ -24,17 +25,20 @@ from srcore_trt_like.tactics.names import int8_reuses
 pytestmark = pytest.mark.one_pass
 
 #: (x_shape, out_channels, kernel, stride, padding, groups): 1x1 (stride 1 and 2), 3x3 dense
-#: (Winograd), 5x5 dense, grouped, depthwise 3x3 and 5x5 at stride 1 and 2, one input channel, a long row
+#: (Winograd), 5x5 dense, grouped, depthwise 3x3 and 5x5 at stride 1 and 2, one input channel, a long
+#: row, 1x1 and depthwise over two channel blocks (the NCHW16c splits)
 _CONVS = [((1, 4, 1, 1100), 4, 3, 2, 1, 1),
           ((1, 8, 9, 9), 16, 1, 1, 0, 1), ((1, 8, 9, 9), 16, 1, 2, 0, 1), ((1, 8, 9, 9), 16, 3, 1, 1, 1),
           ((1, 8, 9, 9), 4, 5, 2, 2, 1), ((1, 8, 9, 9), 8, 3, 1, 1, 2), ((1, 8, 9, 9), 8, 3, 1, 1, 8),
-          ((1, 8, 9, 9), 8, 5, 2, 2, 8), ((1, 1, 9, 9), 4, 3, 1, 1, 1)]
+          ((1, 8, 9, 9), 8, 5, 2, 2, 8), ((1, 1, 9, 9), 4, 3, 1, 1, 1),
+          ((1, 8, 9, 9), 32, 1, 1, 0, 1), ((1, 32, 9, 9), 32, 3, 1, 1, 32)]
 
 
 def _conv_names(monkeypatch, threads: int) -> set[str]:
     monkeypatch.setattr(conv_tactics._threads, "for_work", lambda work: threads)
     # the team variants need OpenBLAS's per-thread count; only the names are built here
     monkeypatch.setattr(conv_tactics._threads, "_set_local", lambda: (lambda n: 1) if threads > 1 else None)
+    monkeypatch.setattr(nchwc_split._threads, "count", lambda: threads)
     names = set()
     for x_shape, cout, k, s, p, g in _CONVS:
         spec = ConvSpec(x_shape, cout, k, s, p, 1, g)
@@ -42,6 +46,7 @@ def _conv_names(monkeypatch, threads: int) -> set[str]:
         names |= {name for name, _ in conv_tactics.conv_tactic_builders(spec, weight, None)}
         if (k, s, p, g) == (1, 1, 0, 1) or g == x_shape[1] == cout:   # layers the builder may keep in NCHW16c
             names |= {name for name, _ in nchwc_tactic_builders(spec, weight, None, (True, True))}
+            names |= {name for name, _ in nchwc_split.nchwc_omp_builders(spec, weight, None, (True, True))}
         elif g == 1:                                                    # a dense conv, NCHW in (a stem) or not
             names |= {name for name, _ in nchwc_tactic_builders(spec, weight, None, (False, True))}
     return names

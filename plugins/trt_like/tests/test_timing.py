@@ -1,15 +1,20 @@
 """The builder's timing (:func:`best_times`): a one-thread layer's candidates are charged their
 thread's own time (not the time another process held the core, but any time they sleep), with
-enough calls a round."""
+enough calls a round; a threaded layer's rounds while a core was taken are re-run, and a choice
+still timed so is not trusted (not kept in the timing cache)."""
 from __future__ import annotations
 
 import time
 
+import numpy as np
 import pytest
 
 from srcore.plugin import clock
+from srcore_trt_like.builder.network import Layer, Network
 from srcore_trt_like.errors import TacticSpecError
-from srcore_trt_like.tactics import timing
+from srcore_trt_like.kernels import threads
+from srcore_trt_like.tactics import choose, timing, timing_cache
+from srcore_trt_like.tactics.records import Candidate, Kernel
 from srcore_trt_like.tactics.timing import best_times, clock_for
 
 pytestmark = pytest.mark.one_pass
@@ -92,3 +97,181 @@ def test_a_failing_candidate_is_last_or_raises():
     assert best_times([bad, lambda: _burn(10)], skip_failures=True, clock="cpu")[0] == float("inf")
     with pytest.raises(ValueError, match="no"):
         best_times([bad], clock="cpu")
+
+
+class _FakeTeam:
+    """The wall clock and the per-thread ``run_delay`` of a process whose threaded calls say how
+    long they ran and how long their second thread waited for its core (ns); no real pauses."""
+
+    def __init__(self, monkeypatch, schedstat=True):
+        self.wall = 0
+        self.delay = {"caller": 0, "worker": 0}
+        self.pauses = []
+        monkeypatch.setattr(clock, "WALL_CLOCK", lambda: self.wall)
+        monkeypatch.setattr(clock, "thread_delays", (lambda: dict(self.delay)) if schedstat else (lambda: None))
+        monkeypatch.setattr(timing.time, "sleep", self.pauses.append)
+
+    def call(self, run, worker_waits=()):
+        """A call of ``run`` ns; its i-th call's worker first waits ``worker_waits[i]`` ns (then 0)."""
+        waits = iter(worker_waits)
+
+        def call():
+            wait = next(waits, 0)
+            self.delay["worker"] += wait
+            self.wall += run + wait
+        return call
+
+
+def test_a_round_while_the_second_core_was_taken_is_re_run(monkeypatch):
+    """The split candidate's worker waits for its core through every regular round (warm-ups, 3
+    rounds); one pause later the core is free: the split is charged its clean round and wins, and
+    the re-timing is reported, trusted."""
+    team = _FakeTeam(monkeypatch)
+    split = team.call(300_000, worker_waits=[900_000] * 5)
+    one = team.call(500_000)
+    with timing.watch() as found:
+        times = best_times([split, one], clock="wall", bandwidth=None, min_round=0)
+    assert times == pytest.approx([300e-6, 500e-6])
+    assert found == [timing.Taken(candidates=2, retried=1, untrusted=0)] and timing.trusted(found)
+    assert team.pauses == [timing.RETRY_PAUSES_S[0]]
+
+
+def test_a_core_taken_through_every_retry_leaves_the_choice_untrusted(monkeypatch):
+    """The split's worker never gets its core: the one-thread candidate wins on the wall clock as
+    before, after every retry, and the choice is not trusted; a waiting *winner* alone would not matter."""
+    team = _FakeTeam(monkeypatch)
+    split, one = team.call(300_000, worker_waits=[900_000] * 99), team.call(500_000)
+    with timing.watch() as found:
+        times = best_times([split, one], clock="wall", bandwidth=None, min_round=0)
+    assert times == pytest.approx([1200e-6, 500e-6])
+    assert found == [timing.Taken(2, len(timing.RETRY_PAUSES_S), 1)] and not timing.trusted(found)
+    assert team.pauses == list(timing.RETRY_PAUSES_S)
+    # the fastest waited every round: its time is an upper bound that still beats the other
+    team = _FakeTeam(monkeypatch)
+    fast, slow = team.call(100_000, worker_waits=[50_000] * 99), team.call(500_000)
+    with timing.watch() as found:
+        assert best_times([fast, slow], clock="wall", bandwidth=None, min_round=0) == pytest.approx([150e-6, 500e-6])
+    assert timing.trusted(found) and found[0].retried == len(timing.RETRY_PAUSES_S)
+
+
+@pytest.mark.parametrize("schedstat", [True, False])
+def test_clean_rounds_or_no_schedstat_time_as_before(monkeypatch, schedstat):
+    """A wait under TAKEN of a round is noise, and where the kernel reports no run delay nothing can
+    be judged: no retry, nothing reported (the wall time stands)."""
+    team = _FakeTeam(monkeypatch, schedstat)
+    small = int(300_000 * timing.TAKEN / 2)
+    split, one = team.call(300_000, worker_waits=[small if schedstat else 900_000] * 99), team.call(500_000)
+    with timing.watch() as found:
+        best_times([split, one], clock="wall", bandwidth=None, min_round=0)
+    assert found == [] and team.pauses == []
+
+
+def test_one_thread_rounds_are_never_retried(monkeypatch):
+    """On the calling thread's own clock another thread's wait is not in the time: nothing to judge."""
+    team = _FakeTeam(monkeypatch)
+    monkeypatch.setattr(clock, "CPU_CLOCK", lambda: team.wall)
+    monkeypatch.setattr(clock, "run_delay", lambda: 0)
+    with timing.watch() as found:
+        best_times([team.call(300_000, worker_waits=[900_000] * 99)], clock="cpu", bandwidth=None, min_round=0)
+    assert found == [] and team.pauses == []
+
+
+def test_a_held_off_governor_runs_on_its_team_while_timed():
+    """A governed kernel held on the calling thread after a wait runs on its team while the builder
+    times it (what is timed is the split), and is held again after the timing."""
+    gov = threads.Governor(2)
+    gov.hold = 4
+    with threads.timing_on_team():
+        assert [gov.team() for _ in range(3)] == [2, 2, 2]
+    assert gov.hold == 4 and gov.team() == 1
+
+
+def test_an_untrusted_choice_is_taken_but_not_cached(monkeypatch, tmp_path, caplog):
+    """choose_tactics takes the winner of a layer timed while a core was taken (after re-timing)
+    but keeps it out of the timing cache and says so; a trusted one is cached."""
+    monkeypatch.setenv("SRCORE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(timing_cache, "_tags", {})
+    monkeypatch.setattr(timing_cache, "_caches", {})
+    net = Network()
+    tx, ty = net.new_tensor((4, 8)), net.new_tensor((4, 8))
+    net.inputs, net.outputs = [tx], [ty]
+    net.layers.append(Layer("relu", [tx], [ty], {}))
+    worker_waits = {}
+
+    def rank(cands, layer, net_, seed=0):
+        team = _FakeTeam(monkeypatch)
+        calls = [team.call(300_000, worker_waits[c.name]) if c.name == "split" else team.call(500_000)
+                 for c in cands]
+        times = best_times(calls, clock="wall", bandwidth=None, min_round=0)
+        return sorted(zip(cands, times), key=lambda p: p[1])
+
+    def relu(x, out):
+        np.maximum(x, 0, out=out)
+    cands = [Candidate("one", lambda: Kernel(relu)), Candidate("split", lambda: Kernel(relu))]
+    monkeypatch.setattr(choose, "candidates", lambda layer, net_: cands)
+    monkeypatch.setattr(choose, "rank", rank)
+    for waits, winner, cached in (([900_000] * 99, "one", None), ([900_000] * 5, "split", "split")):
+        worker_waits["split"] = waits
+        monkeypatch.setattr(timing_cache, "_caches", {})
+        caplog.clear()
+        with caplog.at_level("INFO", logger="srcore.trt_like"):
+            (step,) = choose.choose_tactics(net, {}, name="t")
+        assert step.tactic == winner
+        names = ["one", "split", f"memory_tolerance={choose.MEMORY_TOLERANCE}"]
+        key = timing_cache.layer_key(net.layers[0], net, names)
+        assert timing_cache.get().lookup(key) == cached
+        untrusted = 1 if cached is None else 0
+        assert "1 layer(s) timed while a core was taken" in caplog.text
+        assert f"{untrusted} choice(s) still timed so are not kept in the timing cache" in caplog.text
+
+
+def test_the_wait_is_summed_over_the_threads_alive_before_and_after(monkeypatch):
+    """``wall_ns_waited``: each thread's run delay over the calls, a thread that started meanwhile
+    left out (its delay so far is not this round's); None without schedstat."""
+    reads = iter([{"1": 50, "2": 0, "3": 7}, {"1": 150, "2": 300, "4": 999}])
+    wall = iter([0, 1000])
+    monkeypatch.setattr(clock, "thread_delays", lambda: next(reads))
+    monkeypatch.setattr(clock, "WALL_CLOCK", lambda: next(wall))
+    assert clock.wall_ns_waited(lambda: None, 2) == (500.0, pytest.approx(0.4))
+    monkeypatch.setattr(clock, "thread_delays", lambda: None)
+    wall = iter([0, 1000])
+    assert clock.wall_ns_waited(lambda: None, 1) == (1000.0, None)
+
+
+def test_this_process_threads_are_read():
+    import os
+    import threading
+
+    if not os.path.exists("/proc/self/task"):
+        pytest.skip("no /proc")
+    seen = clock.thread_delays()
+    if seen is None:
+        pytest.skip("the kernel reports no schedstat")
+    assert str(threading.get_native_id()) in seen and all(d >= 0 for d in seen.values())
+
+
+def test_a_phase_governor_keeps_its_choice_while_timed():
+    """A phase of a multi-phase team tactic (``blas_team.TeamParts``) chooses team or caller by its
+    own timing, in the builder's timing too."""
+    gov = threads.Governor(2, timed_on_team=False)
+    gov.hold = 2
+    with threads.timing_on_team():
+        assert [gov.team() for _ in range(3)] == [1, 1, 2]
+
+
+def test_a_round_run_held_on_the_caller_is_re_run_on_the_team(monkeypatch):
+    """A governed split held on the calling thread after a wait runs there through the regular
+    rounds (its time: the one-thread run's, and no thread waits): those rounds are not clean, and
+    the re-run, on the team, gives the split's own time; the split wins, trusted."""
+    team = _FakeTeam(monkeypatch)
+    gov = threads.Governor(2)
+    gov.hold, gov.backoff = 10**6, threads.MAX_HOLD
+
+    def region():
+        team.wall += 300_000 if threads._tls.n == 2 else 500_000
+    monkeypatch.setattr(threads, "use", lambda n: setattr(threads._tls, "n", n))
+    split, one = (lambda: gov.run(region)), team.call(400_000)
+    with timing.watch() as found:
+        times = best_times([split, one], clock="wall", bandwidth=None, min_round=0)
+    assert times == pytest.approx([300e-6, 400e-6])
+    assert found == [timing.Taken(2, 1, 0)] and gov.hold > 0      # held again once the timing is over

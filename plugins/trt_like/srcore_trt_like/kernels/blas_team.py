@@ -205,7 +205,9 @@ class TeamParts:
         self._phase.i = i + 1
         govs = self.governors
         while len(govs) <= i:
-            govs.append(_threads.Governor(self.team_threads))
+            # (timed as it runs: each phase on the team or the caller by its own timing, a
+            # short phase's hand-over costing more than its second thread saves)
+            govs.append(_threads.Governor(self.team_threads, timed_on_team=False))
         gov = govs[i]
         size = gov.team()
         t0 = gov.clock()

@@ -145,8 +145,9 @@ WAIT_RATIO = 1.5
 MAX_HOLD = 128
 
 #: process-wide counts (tests, ``benchmarks.tail``): regions run on their team, regions run on the
-#: calling thread alone because their layer waited recently, waits seen
-COUNTS = {"team": 0, "solo": 0, "waits": 0}
+#: calling thread alone because their layer waited recently, waits seen; ``held``: the solo regions
+#: of single-region kernels (``timed_on_team``), which the builder's timing watches
+COUNTS = {"team": 0, "solo": 0, "waits": 0, "held": 0}
 
 
 class Governor:
@@ -161,12 +162,17 @@ class Governor:
     thread for ``hold`` calls, ``hold`` doubling at each further wait (at most :data:`MAX_HOLD`)
     and halving after each team run that did not wait. The parts of the work do not depend on
     the team, so results are bit-identical whichever it picks. Races between threads only blur
-    the heuristic (plain int updates under the GIL)."""
+    the heuristic (plain int updates under the GIL). While the builder times candidates
+    (:class:`timing_on_team`) a held-off layer runs on its team all the same (unless built with
+    ``timed_on_team=False``)."""
 
-    __slots__ = ("n", "best", "hold", "backoff", "clock")
+    __slots__ = ("n", "best", "hold", "backoff", "clock", "timed_on_team")
 
-    def __init__(self, n: int, clock=time.perf_counter_ns):
+    def __init__(self, n: int, clock=time.perf_counter_ns, timed_on_team: bool = True):
         self.n = max(1, int(n))
+        #: whether it runs its region on the team while the builder times it (:class:`timing_on_team`);
+        #: a phase of a multi-phase tactic, whose governor chooses team or caller per phase, keeps its choice
+        self.timed_on_team = timed_on_team
         self.best = [0, 0]          # best ns alone, on the team (0: not seen)
         self.hold = 1               # calls left alone: the first call measures the layer alone
         self.backoff = 1
@@ -176,9 +182,11 @@ class Governor:
         """The threads for the next region (``n`` or 1)."""
         if self.n == 1:
             return 1
-        if self.hold > 0:
+        if self.hold > 0 and not (self.timed_on_team and getattr(_tls, "timing", False)):
             self.hold -= 1
             COUNTS["solo"] += 1
+            if self.timed_on_team:
+                COUNTS["held"] += 1
             return 1
         COUNTS["team"] += 1
         return self.n
@@ -209,6 +217,21 @@ class Governor:
         out = region(*args)
         self.record(team, self.clock() - t0)
         return out
+
+
+class timing_on_team:
+    """While the builder re-times candidates on this thread (a ``with`` block: the extra rounds of
+    :func:`..tactics.timing.best_times`), every governed single-region kernel runs on its team,
+    held off or not: what is timed is the split on its threads, not the calling thread's run its
+    governor fell back to after a wait. Its governor still records every run."""
+
+    def __enter__(self):
+        self.was = getattr(_tls, "timing", False)
+        _tls.timing = True
+        return self
+
+    def __exit__(self, *exc):
+        _tls.timing = self.was
 
 
 def split(total: int, t: int, nt: int, quantum: int = 1) -> tuple[int, int]:

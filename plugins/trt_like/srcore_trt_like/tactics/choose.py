@@ -7,7 +7,9 @@ scratch grows), then a few rounds in a rotating order, keeping each one's best r
 disturbed on a shared machine; at one thread on the calling thread's own time, not the time other
 processes held its core), plus the time its weights take to stream from memory. The
 winner is remembered in the timing cache (:mod:`.timing_cache`), so a later build of the same
-layer on the same machine and thread settings skips the timing. Engine options: ``timing=False``
+layer on the same machine and thread settings skips the timing, unless the choice was not
+trusted: timed in wall time (more than one thread) while a core was taken, even after re-timing
+(:mod:`.timing`); the build log says how many. Engine options: ``timing=False``
 takes the first candidate (the table puts the usual winner first), ``timing_cache=False``
 ignores the cache, ``mkl=False`` leaves MKL's GEMM out and ``exclude_tactics=[names]`` any tactics
 by name (the last candidate standing is kept whatever the exclusions).
@@ -36,6 +38,7 @@ from ..kernels import threads as _threads
 from ..kernels.scratch import SCRATCH
 from . import mkl as mkl_tactics
 from . import table, timing_cache
+from . import timing as _timing
 from .blas_team import BLAS_TEAM
 from .records import Candidate, Kernel
 from .timing import best_times
@@ -83,6 +86,8 @@ def choose_tactics(net: Network, options: dict[str, Any], *, name: str = "engine
     stored = iter(chosen) if chosen is not None else None
     steps = []
     timed = 0
+    taken: list[_timing.Taken] = []     # the layers timed while a core was taken
+    untrusted = 0
     for layer in progress(net.layers, f"{name}: tactics", total=len(net.layers), unit="layer"):
         if layer.kind == "reshape":
             steps.append(Step(layer, "view", None))
@@ -117,19 +122,27 @@ def choose_tactics(net: Network, options: dict[str, Any], *, name: str = "engine
             if times is not None:    # timed when the pool was chosen
                 ranked = [(by_name[n], t) for n, t in times if n in by_name]
                 chosen_c = lean(ranked, layer, tolerance)
-                if cache is not None:
+                if id(layer) in pools.untrusted:
+                    untrusted += 1
+                elif cache is not None:
                     cache.store(key, chosen_c.name)
             elif known in by_name:
                 chosen_c = by_name[known]
                 log.debug("%s: %s %s: %s (timing cache)", name, layer.kind, _shape(net, layer), known)
             else:
-                ranked = rank(cands, layer, net)
+                with _timing.watch() as found:
+                    ranked = rank(cands, layer, net)
                 chosen_c = lean(ranked, layer, tolerance)
                 timed += 1
+                taken += found
                 log.debug("%s: %s %s: %s -> %s", name, layer.kind, _shape(net, layer),
                           ", ".join(f"{c.name} {s * 1e3:.3f} ms ({_held(c, layer) / 2**20:.1f} MiB)"
                                     for c, s in ranked), chosen_c.name)
-                if cache is not None:
+                if not _timing.trusted(found):
+                    untrusted += 1
+                    log.debug("%s: %s %s: timed while a core was taken, not cached", name, layer.kind,
+                              _shape(net, layer))
+                elif cache is not None:
                     cache.store(key, chosen_c.name)
         kernel = chosen_c.build()
         steps.append(Step(layer, chosen_c.name, kernel.fn, chosen_c.precision, kernel.layout))
@@ -139,6 +152,10 @@ def choose_tactics(net: Network, options: dict[str, Any], *, name: str = "engine
     if timed or pre_ranked:
         SCRATCH.release()   # sized for the largest candidate timed; the winners regrow what they need
         log.info("%s: timed the tactics of %d layer(s)", name, timed + len(pre_ranked))
+    if taken or untrusted:
+        log.info("%s: %d layer(s) timed while a core was taken (this process's threads waiting for one "
+                 "%d%%+ of a round) were re-timed; %d choice(s) still timed so are not kept in the timing cache",
+                 name, len(taken), round(_timing.TAKEN * 100), untrusted)
     return steps
 
 
@@ -166,6 +183,8 @@ class _Pools:
             or layer.kind == "gemm" and mkl_tactics.splits(layer, net)
             for layer in net.layers)
         self.on_caller = _blas_on_caller(net, threaded_mkl)
+        #: ids of the contested layers whose timing on the chosen pool was not trusted (:mod:`.timing`)
+        self.untrusted: set[int] = set()
         #: the layers with a candidate on the Python team (large products at >1 thread)
         self.contested = [layer for layer in net.layers if layer.kind != "reshape"
                           and not all(net.tensors[t].size == 0 for t in layer.outputs)
@@ -223,9 +242,13 @@ def _choose_pool(pools: _Pools, cache, name: str) -> tuple[str, dict[int, list[t
         log.debug("%s: thread pool %s (timing cache)", name, known)
         return known, {}
     times: dict[str, dict[int, dict[str, float]]] = {POOL: {}, BLAS: {}}
+    doubt: dict[str, dict[int, int]] = {POOL: {}, BLAS: {}}   # untrusted passes per layer
     for pool in POOL_PASSES:
         for layer in pools.contested:
-            ranked = rank(pools.candidates(layer, pool), layer, net)
+            with _timing.watch() as found:
+                ranked = rank(pools.candidates(layer, pool), layer, net)
+            if not _timing.trusted(found):
+                doubt[pool][id(layer)] = doubt[pool].get(id(layer), 0) + 1
             seen = times[pool].setdefault(id(layer), {})
             for c, s in ranked:
                 seen[c.name] = min(s, seen.get(c.name, math.inf))
@@ -237,7 +260,10 @@ def _choose_pool(pools: _Pools, cache, name: str) -> tuple[str, dict[int, list[t
     pool = BLAS if total[BLAS] < total[POOL] else POOL
     log.info("%s: %d layer(s) large enough to split: %.3f ms on the OpenMP pool, %.3f ms on the OpenBLAS "
              "team -> %s", name, len(pools.contested), total[POOL] * 1e3, total[BLAS] * 1e3, pool)
-    if cache is not None:
+    # a layer is in doubt on a pool when no pass of it there was trusted (each candidate keeps its best pass)
+    in_doubt = {p: {i for i, n in by_layer.items() if n == POOL_PASSES.count(p)} for p, by_layer in doubt.items()}
+    pools.untrusted = in_doubt[pool]
+    if cache is not None and not in_doubt[POOL] | in_doubt[BLAS]:
         cache.store(key, pool)
     return pool, times[pool]
 

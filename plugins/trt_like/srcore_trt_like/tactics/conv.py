@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..builder.network import Layer, Network
 from ..conv.nchwc import nchwc_tactic_builders
+from ..conv.nchwc_split import nchwc_omp_builders
 from ..conv.pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from ..conv.spec import ConvSpec
 from ..conv.tactics import conv_tactic_builders
@@ -34,6 +35,7 @@ def conv_candidates(layer: Layer, net: Network) -> list[Candidate]:
     a = layer.attrs
     spec = conv_spec(layer, net)
     builders = (nchwc_tactic_builders(spec, a["weight"], a["bias"], a["nchwc"], _threads.for_work(spec.macs))
+                + nchwc_omp_builders(spec, a["weight"], a["bias"], a["nchwc"])
                 if "nchwc" in a else conv_tactic_builders(spec, a["weight"], a["bias"]))
     return [Candidate(name, lambda build=build: _kernel(build(), a["residual"]), blas=conv_pool_of(name),
                       restore=lambda layout, build=build: _kernel(build(layout), a["residual"]))
@@ -42,12 +44,12 @@ def conv_candidates(layer: Layer, net: Network) -> list[Candidate]:
 
 def conv_pool_of(name: str) -> str | None:
     """The thread pool a conv tactic runs on at more than one thread: the OpenBLAS team (``..._team``),
-    numba's OpenMP pool (the packed tactics), or None: the calling thread (the OpenBLAS tactics keep
+    numba's OpenMP pool (the packed tactics, ``..._omp``), or None: the calling thread (the OpenBLAS tactics keep
     OpenBLAS on it, see ``ConvTactic``; ``simd_direct`` on srcore's own governed Python threads),
     which either engine pool may use (:func:`.choose._Pools.candidates`)."""
     if name.endswith("_team"):
         return BLAS_TEAM
-    if name == "packed_gemm" or name.endswith("_packed"):
+    if name == "packed_gemm" or name.endswith(("_packed", "_omp")):
         return "omp"
     return None
 

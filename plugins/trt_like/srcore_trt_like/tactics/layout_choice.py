@@ -3,7 +3,8 @@ build, never by rule. Every layer gets its tactics in NCHW first; then the runs 
 their layers get theirs (the other layers' steps are kept); each run is then timed end to end in
 both layouts (its layers' chosen kernels in order, on private buffers, :func:`.timing.best_times`)
 and keeps the faster. The decision goes into the timing cache (keyed by the run's layers and the
-tactics chosen for them), so a rebuild does not time it again. Engine option ``nchwc``: true or
+tactics chosen for them), so a rebuild does not time it again, unless it was timed while a core was
+taken (:mod:`.timing`). Engine option ``nchwc``: true or
 false forces the layout on or off; unset, it is timed (with ``timing=False``: on).
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 from ..builder.layout import apply_nchwc, clear_nchwc, nchwc_runs, nchwc_tensors
 from ..builder.network import Layer, Network
 from ..builder.plan import Step
-from . import timing_cache
+from . import timing, timing_cache
 from .choose import _random, choose_tactics
 from .timing import best_times
 
@@ -74,15 +75,18 @@ def choose_layout(net: Network, options: dict[str, Any], name: str = "engine") -
         key = "nchwc:" + hashlib.sha256("|".join(f"{keys[id(layer)]}:{sa.tactic}:{sb.tactic}"
                                                   for layer, sa, sb in zip(layers, a, b)).encode()).hexdigest()[:24]
         known = _parse(cache.lookup(key)) if cache is not None else None
+        note = " (timing cache)"
         if known is not None:
             tb, tp = known
         else:
-            tb, tp = time_run(net, layers, b, a, shapes)
-            if cache is not None:
+            with timing.watch() as found:
+                tb, tp = time_run(net, layers, b, a, shapes)
+            note = "" if timing.trusted(found) else " (timed while a core was taken: not cached)"
+            if cache is not None and not note:
                 cache.store(key, f"{tb!r} {tp!r}")
         keep = tb < tp
         choices.append(RunChoice(len(layers), _label(net, layers, shapes), keep, tb, tp))
-        log.info("%s: %s%s", name, choices[-1].describe(), " (timing cache)" if known is not None else "")
+        log.info("%s: %s%s", name, choices[-1].describe(), note)
         if not keep:
             clear_nchwc(net, tensors, layers, shapes)
             by_layer_b.update((id(layer), s) for layer, s in zip(layers, a))

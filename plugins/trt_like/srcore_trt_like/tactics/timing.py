@@ -8,12 +8,33 @@ thread runs on the calling thread alone, so its candidates are charged that thre
 2 vCPUs a build on the wall clock gave Winograd resnet_small's 256-channel 8x8 layer at 809 us where
 simd_direct_oc runs 600-700). Layers built for more threads are timed in wall time (``"wall"``):
 the team's work is on other threads, which the caller's clocks do not see.
+
+**A taken core** (wall time only). A threaded candidate whose second thread waits for its core
+looks slow, and a one-thread candidate wins: on the 2-vCPU Sapphire Rapids VM the cpu runner's
+OpenBLAS worker, left spinning in the same process, moved resnet_small's 2-thread engine between
+16.5 and 20.9 ms by the timing cache it wrote. So each wall-time round also reads how long the
+process's threads waited for a core (``run_delay``, :func:`srcore.clock.wall_ns_waited`); a round
+in which they waited :data:`TAKEN` of its time or more does not count as *clean*. A candidate
+with no clean round gets up to ``len(RETRY_PAUSES_S)`` more rounds, each after a pause (a
+spinning pool's threads go to sleep), in which governed single-region kernels run on their
+team even if a wait put them on the calling thread (:class:`..kernels.threads.timing_on_team`; a
+regular round in which one ran held there is not clean either). The regular rounds time the
+kernels as they run, governors deciding: a whole NCHW16c run timed with every region forced on
+its team under load 7-9 took 10-52 ms against 2.8-7.4 ms governed, and mobilenet_v3 lost its
+blocked layout. A choice is *trusted* when every candidate but the
+fastest had a clean round (a disturbed time is an upper bound: if the fastest's is one, it still
+won); an untrusted one is still taken, but the builder does not keep it in the timing cache and
+says so (:func:`watch`, :class:`Taken`).
 """
 from __future__ import annotations
 
+import contextlib
 import math
-from typing import Callable
+import threading
+import time
+from typing import Callable, Iterator
 
+import attrs
 import numpy as np
 
 from srcore.plugin import clock as _clock
@@ -35,6 +56,49 @@ ROUNDS = 3
 #: interrupt or a cache the previous candidate left cold; at most :data:`MAX_CALLS` calls
 MIN_ROUND_S = 1e-3
 MAX_CALLS = 64
+#: a wall-time round in which the process's threads waited for a core this fraction of its time or
+#: more ran while a core was taken (not *clean*)
+TAKEN = 0.1
+#: the pauses before the extra rounds of a candidate with no clean round: OpenBLAS's idle workers
+#: spin ~0.1 s (``threads.py``), libgomp's ~1 ms, before they sleep
+RETRY_PAUSES_S = (0.005, 0.03, 0.1)
+
+
+@attrs.frozen
+class Taken:
+    """One :func:`best_times` in which a core was taken during some candidate's round."""
+
+    #: candidates timed (that did not fail)
+    candidates: int
+    #: extra rounds run for the candidates with no clean round
+    retried: int
+    #: candidates, the fastest aside, still without a clean round: the choice is not trusted
+    untrusted: int
+
+    @property
+    def trusted(self) -> bool:
+        return self.untrusted == 0
+
+
+_seen = threading.local()
+
+
+@contextlib.contextmanager
+def watch() -> Iterator[list[Taken]]:
+    """A list that collects a :class:`Taken` for every :func:`best_times` of this thread in the block
+    that found a core taken (blocks nest: each collects its own)."""
+    found: list[Taken] = []
+    stack = _seen.__dict__.setdefault("stack", [])
+    stack.append(found)
+    try:
+        yield found
+    finally:
+        stack.remove(found)
+
+
+def trusted(found: list[Taken]) -> bool:
+    """Whether the choices timed in a :func:`watch` block may be kept (none untrusted)."""
+    return all(t.trusted for t in found)
 
 
 def clock_for(threads: int) -> str:
@@ -52,10 +116,15 @@ def best_times(calls: list[Callable[[], object]], rounds: int = ROUNDS, *, skip_
     rotating per round so no candidate always follows the same one; a candidate's time is its
     best round (the least disturbed on a shared machine), plus ``weight_bytes[i]`` streamed in at
     ``bandwidth`` bytes/s (``None``: hot timing only). ``clock``: ``"cpu"`` or ``"wall"`` (see
-    the module doc), by default :func:`clock_for` the intra-op thread count. With
+    the module doc), by default :func:`clock_for` the intra-op thread count; in wall time, rounds
+    while a core was taken are re-run and reported (module doc, :func:`watch`). With
     ``skip_failures`` a call that raises in its warm-up gets ``inf`` (a tactic that cannot run
     these shapes is just not chosen); otherwise it raises."""
     clock = _clock.check(clock or clock_for(_threads.count()), "best_times", TacticSpecError)
+    return _best_times(calls, rounds, skip_failures, weight_bytes, bandwidth, clock, min_round)
+
+
+def _best_times(calls, rounds, skip_failures, weight_bytes, bandwidth, clock, min_round) -> list[float]:
     min_ns = min_round * 1e9
     ok, reps = [], [1] * len(calls)
     for i, call in enumerate(calls):
@@ -70,10 +139,38 @@ def best_times(calls: list[Callable[[], object]], rounds: int = ROUNDS, *, skip_
             if not skip_failures:
                 raise
     best = [math.inf] * len(calls)
+    # a round on the calling thread's own clock leaves out what other threads did: clean by construction
+    clean = [clock != "wall"] * len(calls)
+
+    def round_of(i: int) -> None:
+        if clock == "wall":
+            held = _threads.COUNTS["held"]
+            ns, waited = _clock.wall_ns_waited(calls[i], reps[i])
+            # a governed kernel held on the caller after a wait is no clean sample of the split either
+            clean[i] = clean[i] or (waited is None or waited < TAKEN) and _threads.COUNTS["held"] == held
+        else:
+            ns = _clock.per_call_ns(calls[i], reps[i], clock)
+        best[i] = min(best[i], ns * 1e-9)
+
     for r in range(max(1, rounds)):
         for k in range(len(ok)):
-            i = ok[(k + r) % len(ok)]
-            best[i] = min(best[i], _clock.per_call_ns(calls[i], reps[i], clock) * 1e-9)
+            round_of(ok[(k + r) % len(ok)])
+    retried = 0
+    for pause in RETRY_PAUSES_S:
+        again = [i for i in ok if not clean[i]]
+        if not again:
+            break
+        time.sleep(pause)
+        retried += 1
+        with _threads.timing_on_team():
+            for i in again:
+                calls[i]()              # untimed: the team's threads slept through the pause
+                round_of(i)
+    if retried:
+        fastest = min(ok, key=best.__getitem__)
+        taken = Taken(len(ok), retried, sum(1 for i in ok if not clean[i] and i != fastest))
+        for found in getattr(_seen, "stack", ()):
+            found.append(taken)
     if weight_bytes is not None and bandwidth:
         best = [b + w / bandwidth for b, w in zip(best, weight_bytes)]
     return best

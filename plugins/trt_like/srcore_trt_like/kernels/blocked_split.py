@@ -1,0 +1,50 @@
+"""srcore's NCHW16c 1x1 and depthwise kernels (``srcore.plugin.simd_pointwise_blocked`` /
+``simd_depthwise_blocked``) over numba's OpenMP team: one ``parallel=True`` region per image, part
+``t`` of ``nt`` taking the t-th range of output channel blocks (see ``threads.py`` for the layer).
+
+The layers of a mobile net are small (15-200 us each on the 2-vCPU Sapphire Rapids VM, 2-15 M
+multiply-adds, under :data:`.threads.PARALLEL_MIN_WORK`): too short for the Python team's hand-over
+(~0.1 ms, ``blas_team.py``), but libgomp's workers spin between an engine call's regions
+(``GOMP_SPINCOUNT``), so a region costs microseconds: in one process, rounds alternating
+(2026-11-27, load ~6), a 112 -> 672 1x1 at 14x14 took 200 -> 108 us, a 120-channel 5x5 depthwise at
+28x28 73 -> 45 us. A block's result does not depend on which thread computes it: the bits of the
+one-thread kernel.
+"""
+from __future__ import annotations
+
+from numba import njit, prange
+
+from srcore.plugin import simd_depthwise_blocked as _dwb
+from srcore.plugin import simd_pointwise_blocked as _pwb
+
+from .jit import PARALLEL_JIT
+from .parallel import _part
+
+_pwb_tasks, _dwb_tasks = _pwb.pwb_tasks, _dwb.dwb_tasks
+LANES = _dwb.LANES
+
+
+@njit(**PARALLEL_JIT)
+def pointwise(args, scr, n, nt):
+    """Image ``n`` of a bound :class:`BlockedPointwiseConv` call (its ``args``) in ``nt`` parts by
+    output blocks; ``scr`` (nt, 512): each part's tile, zeroed per call (stale floats there go
+    through the epilogue's arithmetic: subnormals cost a microcode assist each)."""
+    nob = args[6]
+    for t in prange(nt):
+        b0, b1 = _part(nob, t, nt, 1)
+        if b1 > b0:
+            s = scr[t]
+            s[:] = 0.0
+            _pwb_tasks(*args, s, n, b0, b1)
+
+
+@njit(**PARALLEL_JIT)
+def depthwise(args, xb, tb, n, nt):
+    """Image ``n`` of a bound :class:`BlockedDepthwiseConv` call (its ``args``) in ``nt`` parts by
+    channel blocks; ``xb``/``tb`` (nt, ...): each part's buffers (zeroed once: only their interior is
+    ever written)."""
+    blocks = (args[1] + LANES - 1) // LANES
+    for t in prange(nt):
+        k0, k1 = _part(blocks, t, nt, 1)
+        if k1 > k0:
+            _dwb_tasks(*args, xb[t], tb[t], n, k0, k1)

@@ -1,0 +1,85 @@
+"""The NCHW16c 1x1 and depthwise tactics split over the OpenMP team by output channel blocks
+(``conv/nchwc_split.py``): the bits of the one-thread tactic on a team of 1 or 2 (real threads),
+torch's conv, offered at more than one intra-op thread only, whatever the layer's size."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from srcore.conv.nchwc import from_blocked, to_blocked
+from srcore_trt_like.conv import ConvSpec
+from srcore_trt_like.conv.nchwc import LANES, DepthwiseNchwcTactic, PointwiseNchwcTactic
+from srcore_trt_like.conv.nchwc_split import (DepthwiseNchwcOmpTactic, PointwiseNchwcOmpTactic,
+                                              nchwc_omp_builders)
+from srcore_trt_like.kernels import threads as parallel
+from srcore_trt_like.options import tactic_names
+
+pytestmark = pytest.mark.one_pass
+
+CASES = [  # (spec, (input blocked, output blocked))
+    (ConvSpec((1, 24, 7, 9), 72, 1, 1, 0, relu=True), (True, True)),          # 5 output blocks, odd split
+    (ConvSpec((2, 40, 6, 5), 36, 1, 1, 0, residual=True), (True, True)),        # 2 images, residual, 3 blocks
+    (ConvSpec((1, 20, 5, 6), 40, 1, 1, 0, activation="hardswish"), (False, True)),
+    (ConvSpec((1, 48, 6, 7), 33, 1, 1, 0), (True, False)),                      # NCHW out: the tile per part
+    (ConvSpec((2, 40, 13, 11), 40, 5, 2, 2, groups=40, activation="hardswish"), (True, True)),
+    (ConvSpec((1, 36, 9, 9), 36, 3, 1, 1, groups=36, relu=True, residual=True), (True, True)),
+    (ConvSpec((1, 48, 10, 8), 48, 3, 1, 1, groups=48), (False, True)),
+    (ConvSpec((1, 32, 8, 8), 32, 3, 2, 1, groups=32, activation="relu6"), (True, False)),
+]
+
+
+def _data(spec, blocked, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(spec.x_shape, np.float32)
+    w = (rng.standard_normal(spec.weight_shape) / np.sqrt(np.prod(spec.weight_shape[1:]))).astype(np.float32)
+    b = rng.standard_normal(spec.out_channels).astype(np.float32)
+    res = rng.standard_normal(spec.out_shape, np.float32) if spec.residual else None
+    return x, w, b, res
+
+
+def _torch(spec, x, w, b, res):
+    import torch
+
+    y = torch.nn.functional.conv2d(torch.from_numpy(x).double(), torch.from_numpy(w).double(),
+                                   torch.from_numpy(b).double(), spec.stride, spec.padding, spec.dilation, spec.groups)
+    if res is not None:
+        y = y + torch.from_numpy(res).double()
+    if spec.relu:
+        y = y.relu()
+    act = {"hardswish": torch.nn.functional.hardswish, "relu6": torch.nn.functional.relu6}.get(spec.activation)
+    return (act(y) if act else y).numpy()
+
+
+@pytest.mark.parametrize("spec,blocked", CASES)
+def test_split_gives_the_one_thread_bits_on_any_team(spec, blocked, monkeypatch):
+    one_cls, split_cls = (PointwiseNchwcTactic, PointwiseNchwcOmpTactic) if spec.groups == 1 else \
+        (DepthwiseNchwcTactic, DepthwiseNchwcOmpTactic)
+    x, w, b, res = _data(spec, blocked)
+    xin = to_blocked(x, LANES) if blocked[0] else x
+    rin = res if res is None or not blocked[1] else to_blocked(res, LANES)
+    one = one_cls(spec, w, b, blocked)
+    want = np.empty(one.out_shape, np.float32)
+    one._run(xin, want, rin)
+    split = split_cls(spec, w, b, blocked, threads=2)
+    for size in (1, 2, 2, 1, 2):   # the region on the calling thread alone or on the team of 2
+        monkeypatch.setattr(parallel.Governor, "team", lambda self, size=size: size)
+        out = np.full(one.out_shape, np.nan, np.float32)
+        split._run(xin, out, rin)
+        np.testing.assert_array_equal(out, want)
+    got = from_blocked(want, spec.out_channels) if blocked[1] else want
+    ref = _torch(spec, x, w, b, res)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+
+
+def test_offered_at_two_threads_on_small_layers_beside_the_one_thread_tactic(monkeypatch):
+    small_pw, small_dw = ConvSpec((1, 16, 7, 7), 48, 1, 1, 0), ConvSpec((1, 48, 7, 7), 48, 3, 1, 1, groups=48)
+    one_block = ConvSpec((1, 16, 7, 7), 16, 1, 1, 0)
+    names = lambda spec: [n for n, _ in nchwc_omp_builders(spec, np.ones(spec.weight_shape, np.float32), None,
+                                                           (True, True))]
+    monkeypatch.setattr(parallel, "count", lambda: 1)
+    assert names(small_pw) == names(small_dw) == []
+    monkeypatch.setattr(parallel, "count", lambda: 2)
+    assert small_pw.macs < parallel.PARALLEL_MIN_WORK
+    assert names(small_pw) == ["pointwise_nchw16c_omp"] and names(small_dw) == ["depthwise_nchw16c_omp"]
+    assert names(one_block) == []             # one output block: nothing to split
+    assert {"pointwise_nchw16c_omp", "depthwise_nchw16c_omp"} <= set(tactic_names())
