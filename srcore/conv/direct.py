@@ -299,7 +299,8 @@ def exact_entry(dispatcher, args):
     """The compiled code of numba ``dispatcher`` for exactly the types of ``args``, callable without
     numba's dispatch (its type matching costs ~30 ns an argument: ~1 us of a 25-argument kernel
     call); ``dispatcher`` itself while no overload of exactly those types is compiled. Only for
-    calls whose arguments keep those types (a bound call's fixed arrays, int64 counters)."""
+    calls whose arguments keep those types (a bound call's fixed arrays, int64 counters). Finding
+    it types ``args`` in Python (~70 us for 25): worth it for a call made many times."""
     try:
         sig = tuple(dispatcher.typeof_pyval(a) for a in args)
     except Exception:   # noqa: BLE001 - an argument numba cannot type: its dispatch will say so
@@ -480,8 +481,8 @@ class DirectRun:
     channel's copy writes only its own block of it), then :meth:`run_tasks` computes tasks ``[t0, t1)``
     (of ``tasks``: output rows or spans x channel block). Ranges of one step may run on different threads
     at once (the kernels release the GIL); a task's result does not depend on the range it ran in."""
-    __slots__ = ("_args", "_cstep", "_fill", "_grid", "_kernel", "_serial", "_x", "_xq", "channels", "images",
-                 "tasks")
+    __slots__ = ("_args", "_cstep", "_fill", "_grid", "_kernel", "_serial", "_serial_calls", "_x", "_xq", "channels",
+                 "images", "tasks")
 
     def __init__(self, conv: SimdDirectConv, x, out, residual):
         x4 = x[:, :, None, :] if conv.nd == 1 else x
@@ -503,6 +504,7 @@ class DirectRun:
                       Ho, Wo, conv.tag, conv.nl) + (() if mode == OC_LANES else (mode, tile)) + (pix_inner,)
         self._kernel = conv_tasks_oc if mode == OC_LANES else conv_tasks
         self._serial = None
+        self._serial_calls = False
 
     def run_serial(self):
         """Every image on the calling thread, its whole input copy then all its tasks; from the second
@@ -517,9 +519,13 @@ class DirectRun:
         for n in range(self.images):
             fill(x, n, *fill_args)
             kernel(*args, n, 0, tasks)
-        if calls is None:   # (after a call: its overloads are compiled now)
-            self._serial = (exact_entry(fill_strided, (x, 0, *fill_args)),
-                            exact_entry(self._kernel, (*args, 0, 0, tasks)))
+        if calls is None:
+            # typing the arguments costs ~70 us: only for a run called again (a reused bound call:
+            # an engine's arena buffers, not a fresh output array), its overloads compiled by now
+            if self._serial_calls:
+                self._serial = (exact_entry(fill_strided, (x, 0, *fill_args)),
+                                exact_entry(self._kernel, (*args, 0, 0, tasks)))
+            self._serial_calls = True
 
     def fill(self, n: int, c0: int, c1: int):
         """Input channels ``[c0, c1)`` of image ``n`` into the phase buffer."""
