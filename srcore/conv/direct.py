@@ -309,6 +309,19 @@ def exact_entry(dispatcher, args):
     return dispatcher if cres is None else cres.entry_point
 
 
+def serial_kernel(run, kernel, args):
+    """What a bound call ``run`` (with an ``_entry`` slot, None when made) calls ``kernel`` through on
+    one thread: numba's dispatcher at its first run, :func:`exact_entry` of ``args`` (the full call's)
+    from its second (a reused bound call: an engine's arena buffers)."""
+    entry = run._entry
+    if entry is None:
+        run._entry = False
+        return kernel
+    if entry is False:
+        entry = run._entry = exact_entry(kernel, args)
+    return entry
+
+
 def run_bound(run, threads: int):
     """Every image of a bound conv call (:class:`DirectRun`, :class:`DepthwiseRun`): its input copy
     on the caller, then its tasks, split over a shared pool of Python threads when there are enough
