@@ -114,8 +114,15 @@ def group_norm(layer: Layer, net: Network):
 def mean(layer: Layer, net: Network):
     dims = layer.attrs["dims"]
 
+    count = 1
+    for d in dims:
+        count *= net.shape(layer.inputs[0])[d]
+    keep = len(net.shape(layer.outputs[0])) == len(net.shape(layer.inputs[0]))
+
     def run(x, out):
-        np.copyto(out, np.mean(x, axis=dims).reshape(out.shape))
+        # np.mean's arithmetic (a float32 sum, then a division by the count) without its ~4 us of Python
+        np.add.reduce(x, axis=dims, keepdims=keep, out=out)
+        np.true_divide(out, count, out=out)
     return run
 
 
