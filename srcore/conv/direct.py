@@ -303,10 +303,10 @@ def exact_entry(dispatcher, args):
     it types ``args`` in Python (~70 us for 25): worth it for a call made many times."""
     try:
         sig = tuple(dispatcher.typeof_pyval(a) for a in args)
-    except Exception:   # noqa: BLE001 - an argument numba cannot type: its dispatch will say so
+        cres = dispatcher.overloads.get(sig)
+        return dispatcher if cres is None else cres.entry_point
+    except Exception:   # noqa: BLE001 - an argument numba cannot type, another numba: its dispatch it is
         return dispatcher
-    cres = dispatcher.overloads.get(sig)
-    return dispatcher if cres is None else cres.entry_point
 
 
 def serial_kernel(run, kernel, args):

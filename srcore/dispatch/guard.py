@@ -28,7 +28,7 @@ def _numpy_dtypes(names):
     for name in names:
         try:
             yield np.dtype(name)
-        except TypeError:   # a quantized dtype: no numpy dtype of that name
+        except Exception:   # noqa: BLE001 - a quantized dtype, a wildcard: no numpy dtype of that name
             pass
 
 
