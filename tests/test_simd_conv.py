@@ -280,3 +280,22 @@ def test_reused_bound_call_reads_new_values_and_settings(oc):
     t.start()
     t.join()
     assert seen[0] is not conv.bind(x, out, res)
+
+
+def test_exact_entry_is_the_compiled_overload_or_the_dispatcher():
+    import numba
+
+    from srcore.conv.direct import exact_entry
+
+    @numba.njit
+    def pick(a, n):
+        return a[n] * 2.0
+
+    a = np.arange(4, dtype=np.float32)
+    assert exact_entry(pick, (a, 1)) is pick            # nothing compiled yet
+    assert pick(a, 1) == 2.0
+    entry = exact_entry(pick, (a, 1))
+    assert entry is not pick and entry(a, 3) == 6.0     # the compiled code, called directly
+    assert exact_entry(pick, (a.astype(np.float64), 1)) is pick   # other types: not compiled
+    plain = lambda *args: None   # noqa: E731 - not numba's: returned as it is
+    assert exact_entry(plain, (a,)) is plain
