@@ -327,6 +327,13 @@ def test_the_dtype_guard_checks_lists_and_keywords_but_not_out():
     with pytest.raises(srcore.KernelError, match="got a int64 array"):
         fn(f32, other=i64)
     assert fn.__name__ == "g" and fn.__wrapped__.__name__ == "g"
+    # plain arrays are matched by dtype object, anything else by name: a byte-swapped float32 is a
+    # float32, a uint8 subclass claiming a quantized dtype is not a uint8
+    assert fn(np.zeros(2, ">f4"), [np.zeros(2, ">f4")]) == "g"
+    q = np.zeros(2, np.uint8).view(type("QuantizedArray", (np.ndarray,), {}))
+    q.qdtype = "quint8"
+    with pytest.raises(srcore.KernelError, match="got a quint8 array"):
+        dtype_guard(recorder("u"), K(dtypes=("uint8",), kind="native"), "t::f")(q)
     anon = dtype_guard(lambda *a: "x", Kernel(
         "t::f", "cpu", "out", ("float32",), np.negative), "t::f")
     assert anon.__name__ == "<lambda>"

@@ -247,3 +247,55 @@ def test_row_pieces_give_the_bits_of_whole_rows(length, tile, lanes, rows, threa
     out2 = np.full(two.out_shape(x2.shape), np.nan, np.float32)
     two(x2, out2, threads=threads)
     np.testing.assert_allclose(out2, _reference(x2, w2, b, 1, 1, 1, 1, None, -1.0, 3.0), rtol=1e-5, atol=1e-3)
+
+
+@pytest.mark.parametrize("oc", [False, True])
+def test_reused_bound_call_reads_new_values_and_settings(oc):
+    """A second call on the same array objects reuses the bound call (and from then on the kernels'
+    compiled entry points): it reads the arrays' new values, follows a changed setting, and a call on
+    another thread binds its own (its own phase buffer)."""
+    import threading
+
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((12, 5, 3, 3), np.float32)
+    b = rng.standard_normal(12).astype(np.float32)
+    conv = simd_conv.SimdDirectConv(w, b, 1, 1, 1, lanes_=8, oc_lanes=oc)
+    x = np.empty((2, 5, 9, 11), np.float32)
+    res = np.empty((2, 12, 9, 11), np.float32)
+    out = np.empty((2, 12, 9, 11), np.float32)
+    for i in range(4):
+        x[...] = rng.standard_normal(x.shape, np.float32)
+        res[...] = rng.standard_normal(res.shape, np.float32)
+        conv.rows_interleaved = bool(i % 2) and not oc
+        conv(x, out, res)
+        np.testing.assert_allclose(out, _reference(x, w, b, 1, 1, 1, 1, res), rtol=1e-4, atol=1e-4)
+    assert conv.bind(x, out, res) is conv.bind(x, out, res)
+    # a fresh output array each call (an engine's returned tensor): the bound call is carried over
+    for _ in range(3):
+        fresh = np.empty_like(out)
+        conv(x, fresh, res)
+        np.testing.assert_allclose(fresh, _reference(x, w, b, 1, 1, 1, 1, res), rtol=1e-4, atol=1e-4)
+    seen = []
+    t = threading.Thread(target=lambda: seen.append(conv.bind(x, out, res)))
+    t.start()
+    t.join()
+    assert seen[0] is not conv.bind(x, out, res)
+
+
+def test_exact_entry_is_the_compiled_overload_or_the_dispatcher():
+    import numba
+
+    from srcore.conv.direct import exact_entry
+
+    @numba.njit
+    def pick(a, n):
+        return a[n] * 2.0
+
+    a = np.arange(4, dtype=np.float32)
+    assert exact_entry(pick, (a, 1)) is pick            # nothing compiled yet
+    assert pick(a, 1) == 2.0
+    entry = exact_entry(pick, (a, 1))
+    assert entry is not pick and entry(a, 3) == 6.0     # the compiled code, called directly
+    assert exact_entry(pick, (a.astype(np.float64), 1)) is pick   # other types: not compiled
+    plain = lambda *args: None   # noqa: E731 - not numba's: returned as it is
+    assert exact_entry(plain, (a,)) is plain

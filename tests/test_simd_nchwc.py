@@ -223,11 +223,12 @@ def test_a_call_on_the_same_arrays_reuses_its_binding_and_sees_new_values():
     rng = np.random.default_rng(5)
     w = rng.standard_normal((8, 1, 3, 3), np.float32)
     conv = simd_depthwise_blocked.BlockedDepthwiseConv(w, None, 1, 1)
-    x = rng.standard_normal((1, 8, 6, 6), np.float32)
-    xt = np.swapaxes(rng.standard_normal((1, 8, 6, 6), np.float32), 2, 3)
-    out = np.empty((1, 8, 6, 6), np.float32)
+    x = rng.standard_normal((2, 8, 6, 6), np.float32)
+    xt = np.swapaxes(rng.standard_normal((2, 8, 6, 6), np.float32), 2, 3)
+    out = np.empty((2, 8, 6, 6), np.float32)
+    # (from the second call on the same arrays a single-thread call skips numba's dispatch: four calls)
     for src in (x, xt):
-        for _ in range(2):
+        for _ in range(4):
             src[...] = rng.standard_normal(src.shape, np.float32)
             conv(src, out)
             np.testing.assert_allclose(out, reference(src, w, np.zeros(8, np.float32), (1, 1), (1, 1), (1, 1)),
@@ -236,8 +237,17 @@ def test_a_call_on_the_same_arrays_reuses_its_binding_and_sees_new_values():
     pw = simd_pointwise_blocked.BlockedPointwiseConv(wp, None)
     xb = nchwc.to_blocked(x, 16)
     ob = np.empty(pw.out_shape(x.shape), np.float32)
-    for _ in range(2):
+    for _ in range(4):
         xb[...] = nchwc.to_blocked(rng.standard_normal(x.shape, np.float32), 16)
         pw(xb, ob)
         want = np.einsum("oc,nchw->nohw", wp, nchwc.from_blocked(xb, 8))
         np.testing.assert_allclose(nchwc.from_blocked(ob, 20), want, rtol=1e-4, atol=1e-4)
+    wd = rng.standard_normal((20, 3, 3, 3), np.float32)
+    dense = simd_dense_blocked.BlockedDenseConv(wd, None, 2, 1)
+    xd = np.empty((2, 3, 9, 7), np.float32)
+    od = np.empty(dense.out_shape(xd.shape), np.float32)
+    for _ in range(4):
+        xd[...] = rng.standard_normal(xd.shape, np.float32)
+        dense(xd, od)
+        want = F.conv2d(torch.from_numpy(xd), torch.from_numpy(wd), stride=2, padding=1).numpy()
+        np.testing.assert_allclose(nchwc.from_blocked(od, 20), want, rtol=1e-4, atol=1e-4)

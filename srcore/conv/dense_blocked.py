@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import ShapeError
 from . import nchwc
 from .depthwise import ACTIVATIONS, finish, out_hw
-from .direct import _JIT, _tag, run_bound
+from .direct import _JIT, _tag, run_bound, serial_kernel
 from .simd import fptr, vbcast, vfma, vload, vsplat, vstore
 
 #: channels per block (the vector's lanes)
@@ -189,7 +189,7 @@ class BlockedDenseConv:
 
 class _Run:
     """One call (the bound-call protocol of :func:`.direct.run_bound`): tasks are output blocks."""
-    __slots__ = ("_args", "channels", "images", "tasks")
+    __slots__ = ("_args", "_entry", "channels", "images", "tasks")
 
     def __init__(self, conv: BlockedDenseConv, x, out):
         if x.ndim != 4 or x.shape[1] != conv.C or not x.flags.c_contiguous or x.dtype != np.float32:
@@ -201,11 +201,18 @@ class _Run:
         N, C, H, W = x.shape
         (kh, kw), (sh, sw), (dh, dw) = conv.kernel, conv.stride, conv.dilation
         self.images, self.channels, self.tasks = N, 0, conv.nob
+        self._entry = None
         self._args = (x.reshape(-1), C, H, W, sh, sw, dh, dw, conv.pads[0][0], conv.pads[1][0], kh, kw, conv.wq,
                       conv.bq, conv.nob, out.reshape(-1), want[2], want[3], conv.lo, conv.hi, conv.act, conv.tag)
 
     def fill(self, n: int, c0: int, c1: int):
         """Nothing: the kernel reads its input in place."""
+
+    def run_serial(self):
+        """Every image's tasks on the calling thread (:func:`.direct.serial_kernel`)."""
+        kernel = serial_kernel(self, dense_tasks, (*self._args, 0, 0, self.tasks))
+        for n in range(self.images):
+            kernel(*self._args, n, 0, self.tasks)
 
     def run_tasks(self, n: int, t0: int, t1: int):
         dense_tasks(*self._args, n, t0, t1)

@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import ShapeError
 from .depthwise import check_args, finish, out_hw
 from . import nchwc
-from .direct import _JIT, _tag, run_bound
+from .direct import _JIT, _tag, run_bound, serial_kernel
 from .simd import fptr, vfma, vload, vload_n, vsplat, vstore, vstore_n, vzip_hi, vzip_lo
 
 #: channels per block (the vector's lanes)
@@ -479,7 +479,7 @@ class BlockedRun:
     """One call of a :class:`BlockedDepthwiseConv`: :meth:`run_tasks` computes channel blocks
     ``[t0, t1)`` of image ``n`` (each range with its own buffers, so ranges may run at once);
     :meth:`fill` has nothing to do (``channels == 0``: each block transposes its own input)."""
-    __slots__ = ("_args", "_conv", "_sizes", "channels", "images", "tasks")
+    __slots__ = ("_args", "_conv", "_entry", "_sizes", "channels", "images", "tasks")
 
     def __init__(self, conv: BlockedDepthwiseConv, x, out, residual):
         if conv.blocked_in:
@@ -506,6 +506,14 @@ class BlockedRun:
         # the ring of padded rows and the zero row (NCHW16c in), else the whole padded plane
         rows = (kh - 1) * dh + 2 + sh if conv.blocked_in else Hp
         self._conv, self._sizes = conv, (rows, Wp, Ho * Wo)
+        self._entry = None
+
+    def run_serial(self):
+        """Every image's channel blocks on the calling thread (:func:`.direct.serial_kernel`)."""
+        args = (*self._args, *self._conv.buffers(*self._sizes))
+        kernel = serial_kernel(self, dwb_tasks, (*args, 0, 0, self.tasks))
+        for n in range(self.images):
+            kernel(*args, n, 0, self.tasks)
 
     @property
     def args(self) -> tuple:

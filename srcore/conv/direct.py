@@ -295,10 +295,40 @@ def _pool(threads: int):
     return _POOLS[threads]
 
 
+def exact_entry(dispatcher, args):
+    """The compiled code of numba ``dispatcher`` for exactly the types of ``args``, callable without
+    numba's dispatch (its type matching costs ~30 ns an argument: ~1 us of a 25-argument kernel
+    call); ``dispatcher`` itself while no overload of exactly those types is compiled. Only for
+    calls whose arguments keep those types (a bound call's fixed arrays, int64 counters). Finding
+    it types ``args`` in Python (~70 us for 25): worth it for a call made many times."""
+    try:
+        sig = tuple(dispatcher.typeof_pyval(a) for a in args)
+        cres = dispatcher.overloads.get(sig)
+        return dispatcher if cres is None else cres.entry_point
+    except Exception:   # noqa: BLE001 - an argument numba cannot type, another numba: its dispatch it is
+        return dispatcher
+
+
+def serial_kernel(run, kernel, args):
+    """What a bound call ``run`` (with an ``_entry`` slot, None when made) calls ``kernel`` through on
+    one thread: numba's dispatcher at its first run, :func:`exact_entry` of ``args`` (the full call's)
+    from its second (a reused bound call: an engine's arena buffers)."""
+    entry = run._entry
+    if entry is None:
+        run._entry = False
+        return kernel
+    if entry is False:
+        entry = run._entry = exact_entry(kernel, args)
+    return entry
+
+
 def run_bound(run, threads: int):
     """Every image of a bound conv call (:class:`DirectRun`, :class:`DepthwiseRun`): its input copy
     on the caller, then its tasks, split over a shared pool of Python threads when there are enough
     (the kernels release the GIL)."""
+    if threads <= 1 and hasattr(run, "run_serial"):
+        run.run_serial()
+        return
     for n in range(run.images):
         run.fill(n, 0, run.channels)
         if threads <= 1 or run.tasks < 2 * threads:
@@ -439,8 +469,26 @@ class SimdDirectConv:
     def bind(self, x, out, residual=None) -> DirectRun:
         """This conv on input ``x`` into ``out`` (and ``residual``), as two steps per image that take a
         range each (:class:`DirectRun`): what :meth:`__call__` runs, and what a caller splitting the
-        work over its own threads runs part by part."""
-        return DirectRun(self, x, out, residual)
+        work over its own threads runs part by part. The calling thread's last bound call is reused
+        for the same array objects and settings (an engine's arena buffers: binding costs ~2 us, a
+        small layer's whole work); it is per thread, as its phase buffer is."""
+        key = (self.row_pairs, self.rows_interleaved, self.flat, self.row_tile)
+        last = getattr(self._local, "last", None)
+        if (last is not None and last[0] is x and last[1] is out and last[2] is residual and last[3] == key
+                and last[4] is self.wp and last[5] is self.bp):
+            return last[6]
+        if (last is not None and last[0] is x and last[2] is residual and last[3] == key and last[4] is self.wp
+                and last[5] is self.bp and out.shape == last[1].shape and out.dtype == last[1].dtype
+                and out.flags.c_contiguous and out.flags.aligned):
+            # the same call into a fresh output array (a layer whose result the engine returns)
+            run = last[6].with_out(out)
+            self._local.last = (x, out, residual, key, self.wp, self.bp, run)
+            return run
+        run = DirectRun(self, x, out, residual)
+        # (a bound call holds a flat view of ``out``: of a non-contiguous one, a copy, so never reused)
+        if x.flags.c_contiguous and out.flags.c_contiguous and (residual is None or residual.flags.c_contiguous):
+            self._local.last = (x, out, residual, key, self.wp, self.bp, run)
+        return run
 
     def __call__(self, x, out, residual=None, threads: int = 1):
         run_bound(self.bind(x, out, residual), threads)   # rows split over the threads
@@ -453,7 +501,8 @@ class DirectRun:
     channel's copy writes only its own block of it), then :meth:`run_tasks` computes tasks ``[t0, t1)``
     (of ``tasks``: output rows or spans x channel block). Ranges of one step may run on different threads
     at once (the kernels release the GIL); a task's result does not depend on the range it ran in."""
-    __slots__ = ("_args", "_cstep", "_fill", "_grid", "_kernel", "_x", "_xq", "channels", "images", "tasks")
+    __slots__ = ("_args", "_cstep", "_fill", "_grid", "_kernel", "_serial", "_serial_calls", "_x", "_xq", "channels",
+                 "images", "tasks")
 
     def __init__(self, conv: SimdDirectConv, x, out, residual):
         x4 = x[:, :, None, :] if conv.nd == 1 else x
@@ -474,6 +523,39 @@ class DirectRun:
                       out.reshape(-1), res, residual is not None, conv.leaky, conv.slope, conv.lo, conv.hi, conv.O,
                       Ho, Wo, conv.tag, conv.nl) + (() if mode == OC_LANES else (mode, tile)) + (pix_inner,)
         self._kernel = conv_tasks_oc if mode == OC_LANES else conv_tasks
+        self._serial = None
+        self._serial_calls = False
+
+    def with_out(self, out) -> DirectRun:
+        """This call writing into ``out`` (C-contiguous and aligned, of the same shape and dtype as
+        its own output: the argument types, and so the compiled entry points, are the same)."""
+        run = object.__new__(DirectRun)
+        for name in DirectRun.__slots__:
+            setattr(run, name, getattr(self, name))
+        a = self._args
+        run._args = a[:9] + (out.reshape(-1),) + a[10:]
+        return run
+
+    def run_serial(self):
+        """Every image on the calling thread, its whole input copy then all its tasks; from the second
+        call the two kernels through their compiled entry points (:func:`exact_entry`)."""
+        fill_args = (*self._fill, self._xq, 0, self._cstep, *self._grid)
+        calls = self._serial
+        if calls is None:
+            fill, kernel = fill_strided, self._kernel
+        else:
+            fill, kernel = calls
+        x, args, tasks = self._x, self._args, self.tasks
+        for n in range(self.images):
+            fill(x, n, *fill_args)
+            kernel(*args, n, 0, tasks)
+        if calls is None:
+            # typing the arguments costs ~70 us: only for a run called again (a reused bound call:
+            # an engine's arena buffers, not a fresh output array), its overloads compiled by now
+            if self._serial_calls:
+                self._serial = (exact_entry(fill_strided, (x, 0, *fill_args)),
+                                exact_entry(self._kernel, (*args, 0, 0, tasks)))
+            self._serial_calls = True
 
     def fill(self, n: int, c0: int, c1: int):
         """Input channels ``[c0, c1)`` of image ``n`` into the phase buffer."""

@@ -22,7 +22,7 @@ from ..errors import ShapeError
 from . import nchwc
 from .depthwise import ACTIVATIONS, finish
 from .depthwise_blocked import _rows, _t16
-from .direct import _JIT, _tag, run_bound
+from .direct import _JIT, _tag, run_bound, serial_kernel
 from .simd import fptr, vbcast, vfma, vload, vsplat, vstore, vstore_n
 
 #: channels per block (the vector's lanes)
@@ -379,7 +379,7 @@ class BlockedPointwiseConv:
 
 class _Run:
     """One call (the bound-call protocol of :func:`.direct.run_bound`): tasks are output blocks."""
-    __slots__ = ("_args", "channels", "images", "tasks")
+    __slots__ = ("_args", "_entry", "channels", "images", "tasks")
 
     def __init__(self, conv: BlockedPointwiseConv, x, out, residual):
         if conv.blocked_in:
@@ -394,6 +394,7 @@ class _Run:
             raise ShapeError(f"BlockedPointwiseConv: out / residual must be {want}, got {tuple(out.shape)} / "
                              f"{None if residual is None else tuple(residual.shape)}")
         self.images, self.channels, self.tasks = N, 0, conv.nob
+        self._entry = None
         res = conv._none if residual is None else residual.reshape(-1)
         self._args = (x.reshape(-1), conv.blocked_in, C, H * W, conv.wq, conv.bq, conv.nob, conv.O, conv.blocked_out,
                       out.reshape(-1), res, residual is not None, conv.lo, conv.hi, conv.act, conv.tag)
@@ -406,6 +407,15 @@ class _Run:
 
     def fill(self, n: int, c0: int, c1: int):
         """Nothing: the kernel reads its input in place."""
+
+    def run_serial(self):
+        """Every image's tasks on the calling thread (:func:`.direct.serial_kernel`)."""
+        tile = np.zeros(2 * LANES * LANES, np.float32)   # (zeroed: see run_tasks)
+        kernel = serial_kernel(self, pwb_tasks, (*self._args, tile, 0, 0, self.tasks))
+        for n in range(self.images):
+            if n:
+                tile.fill(0.0)
+            kernel(*self._args, tile, n, 0, self.tasks)
 
     def run_tasks(self, n: int, t0: int, t1: int):
         # (the NCHW-out tile: per call, as calls and task ranges may run at once; zeroed, as the rows past a

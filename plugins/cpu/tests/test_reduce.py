@@ -215,3 +215,24 @@ def test_topk_selection_path_matches_torch_and_the_full_sort(dtype, largest):
                 assert R._topk_partial(x, k, dim, largest) is not None
             if spread is None:
                 assert R._topk_partial(x, k, dim, largest) is None
+
+
+@pytest.mark.parametrize("shape,dim,keepdim", [((3, 10), [1], True), ((3, 10), None, False),
+                                               ((2, 3, 4, 5), [2, 3], False), ((2, 3), [-1], False),
+                                               ((), None, False), ((0, 3), [0], True)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_mean_has_numpys_bits_and_torchs_values(shape, dim, keepdim, dtype):
+    """A float mean is a sum in the input's dtype divided by the count (np.mean's arithmetic, without
+    its Python): the same bits as np.mean, torch's values, into ``out`` too."""
+    x = np.random.default_rng(3).standard_normal(shape).astype(dtype)
+    axis = None if dim is None else tuple(dim)
+    with np.errstate(all="ignore"):
+        want = np.mean(x, axis=axis, keepdims=keepdim)
+        got = R.mean(x, dim, keepdim)
+        out = np.empty(np.shape(want), dtype)
+        into = R.mean(x, dim, keepdim, out=out)
+    assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True)
+    assert into is out and np.array_equal(out, want, equal_nan=True)
+    t = torch.from_numpy(x)
+    ref = torch.mean(t) if dim is None else torch.mean(t, dim, keepdim)
+    np.testing.assert_allclose(got, ref.numpy(), rtol=1e-6, equal_nan=True)

@@ -589,6 +589,20 @@ def conv_cases() -> list[Case]:
         out.append(Case(f"_convolution-1d-{k}", "aten::_convolution",
                         (*args[:6], False, [0], groups, False, False, True, True), Tol(2 * K, 2 * K),
                         scale=lambda *a: conv1(*a[:6], a[8])))
+    # transposed: one GEMM, then each tap added at the stride (or one strided copy when taps never overlap)
+    convt = abs_op(torch.ops.aten.conv_transpose2d.input)
+    for k, (xs, ws, bias, stride, pad, opad, dil, groups) in enumerate([
+            ((1, 4, 5, 6), (4, 3, 2, 2), True, [2, 2], [0, 0], [0, 0], [1, 1], 1),
+            ((2, 4, 5, 4), (4, 3, 3, 3), False, [2, 1], [1, 0], [1, 0], [1, 1], 1),
+            ((1, 6, 4, 4), (6, 2, 3, 2), True, [1, 2], [1, 1], [0, 1], [2, 1], 3),
+            ((0, 4, 5, 5), (4, 2, 2, 2), True, [2, 2], [0, 0], [0, 0], [1, 1], 1)]):
+        K = ws[0] // groups * ws[2] * ws[3] + 1
+        args = (tin(xs, k, special=False), p(ws, 60 + k), p((ws[1] * groups,), 65 + k) if bias else None, stride, pad,
+                opad, groups, dil)
+        out.append(Case(f"conv_transpose2d-{k}", "aten::conv_transpose2d.input", args, Tol(2 * K, 2 * K), scale=convt))
+        out.append(Case(f"_convolution-transposed-{k}", "aten::_convolution",
+                        (*args[:5], dil, True, opad, groups, False, False, True, True), Tol(2 * K, 2 * K),
+                        scale=lambda *a: convt(*a[:5], a[7], a[8], a[5])))
     out.append(Case("conv1d-2d-input", "aten::conv1d", (tin((3, 12), 4, special=False), p((2, 3, 3), 5), None,
                                                         [1], [1], [1], 1), Tol(20, 20), engine=False, scale=conv1))
     xs, ws = (1, 3, 6, 6), (4, 3, 3, 3)

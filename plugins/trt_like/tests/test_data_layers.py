@@ -190,3 +190,39 @@ def test_an_engine_with_index_and_mask_inputs_round_trips_through_a_serialized_p
     loaded = srcore.StaticModule(srcore.load(str(path)), backends=TRT)
     assert loaded.partition.engines and all(s.loaded for s in loaded.partition.engines), loaded.partition.format()
     np.testing.assert_array_equal(loaded(*[t.numpy() for t in inputs]), got)
+
+
+class UpTransposed(torch.nn.Module):
+    """A transposed conv between two convs (one engine), of the given geometry."""
+
+    def __init__(self, k, s, p, op, d, g):
+        super().__init__()
+        self.pre = torch.nn.Conv2d(4, 6, 3, padding=1)
+        self.up = torch.nn.ConvTranspose2d(6, 4, k, stride=s, padding=p, output_padding=op, dilation=d, groups=g)
+        self.post = torch.nn.Conv2d(4, 3, 1)
+
+    def forward(self, x):
+        return self.post(torch.relu(self.up(torch.relu(self.pre(x)))))
+
+
+@pytest.mark.parametrize("k,s,p,op,d,g", [(2, 2, 0, 0, 1, 1), (3, 2, 1, 1, 1, 1), (4, 2, 1, 0, 1, 2),
+                                          (3, 1, 0, 0, 2, 1), (3, 3, 2, 0, 1, 1)],
+                         ids=["apart", "overlap", "groups", "dilated", "cropped"])
+def test_conv_transpose_in_one_engine(k, s, p, op, d, g):
+    torch.manual_seed(1)
+    m = UpTransposed(k, s, p, op, d, g)
+    x = torch.randn(2, 4, 5, 7)
+    sm, got, want = _run(m, (x,))
+    assert [n.kind for n in sm.graph.nodes if n.kind != "prim::Constant"] == [ENGINE_KIND], sm.partition.format()
+    assert "aten::conv_transpose2d" in _engine_ops(sm)
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_unbatched_conv_transpose_stays_on_cpu_with_the_reason():
+    torch.manual_seed(2)
+    m = torch.nn.Sequential(torch.nn.Conv2d(4, 6, 3, padding=1), torch.nn.ReLU(), torch.nn.ConvTranspose2d(6, 4, 2, 2))
+    x = torch.randn(4, 5, 7)
+    sm, got, want = _run(m, (x,))
+    assert "aten::conv_transpose2d" not in _engine_ops(sm)
+    assert any("conv_transpose2d" in line and "not 4-D" in line for line in sm.partition.format().splitlines())
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-5)

@@ -17,16 +17,22 @@ GATE = {"hardsigmoid": nn.Hardsigmoid, "sigmoid": nn.Sigmoid}
 
 
 class SE(torch.nn.Module):
-    def __init__(self, c, r, inner, gate, bias=True, leak=False):
+    def __init__(self, c, r, inner, gate, bias=True, leak=False, pool="adaptive"):
         super().__init__()
         self.pre = torch.nn.Conv2d(3, c, 3, padding=1)
         self.fc1 = torch.nn.Conv2d(c, r, 1, bias=bias)
         self.fc2 = torch.nn.Conv2d(r, c, 1)
         self.inner, self.gate, self.leak = INNER[inner](), GATE[gate](), leak
+        self.pool = pool
 
     def forward(self, x):
         x = self.pre(x)
-        p = F.adaptive_avg_pool2d(x, 1)
+        if self.pool == "adaptive":
+            p = F.adaptive_avg_pool2d(x, 1)
+        elif self.pool == "mean":     # EfficientNet's form
+            p = x.mean((2, 3), keepdim=True)
+        else:                         # a mean over other dims: not a squeeze
+            p = x.mean((1, 3), keepdim=True).mean(2, keepdim=True).expand(-1, x.shape[1], -1, -1)
         y = x * self.gate(self.fc2(self.inner(self.fc1(p))))
         return y + p if self.leak else y        # leak: the pooled tensor read twice, no fusion
 
@@ -94,3 +100,23 @@ def test_calls_on_two_threads_at_once_each_get_their_own_gates():
     for t in threads:
         t.join()
     assert not bad, f"calls on threads {sorted(set(bad))} got another call's gates"
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_a_spatial_mean_squeezes_as_the_pool_does(n):
+    """``x.mean((2, 3), keepdim=True)`` (EfficientNet's squeeze) fuses like the adaptive pool; a mean
+    over other dims does not."""
+    torch.manual_seed(n)
+    m = SE(20, 5, "silu", "sigmoid", pool="mean").eval()
+    x = 2 * torch.randn(n, 3, 7, 9)
+    sm, desc = _engine(m, x)
+    assert desc.count("squeeze_excite") == 1 and "mean" not in desc.replace("squeeze_excite", ""), desc
+    with torch.no_grad():
+        want = m(x).numpy()
+    np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-5)
+    other = SE(8, 2, "relu", "sigmoid", pool="channels").eval()
+    sm, desc = _engine(other, x)
+    assert "squeeze_excite" not in desc, desc
+    with torch.no_grad():
+        want = other(x).numpy()
+    np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-5)

@@ -208,6 +208,9 @@ def _pair(x, n=2):
 def conv(v: NodeView, c: Converter) -> None:
     """A 2-D conv layer; a 1-D conv (3-D weight) is one on (N, C, 1, L) views of its input and
     output (``reshape`` layers: no copies), its kernel, stride, padding and dilation (1, k)."""
+    if v.op == "aten::_convolution" and v.const("transposed"):
+        conv_transpose(v, c)
+        return
     w = v.const("weight")
     b = v.const("bias")
     if not isinstance(w, np.ndarray) or w.ndim not in (3, 4):
@@ -233,6 +236,20 @@ def conv(v: NodeView, c: Converter) -> None:
     if one_d:
         y = c.net.add("reshape", [y], v.out_shape(), v.source)
     c.bind(v.node.outputs[0], y)
+
+
+def conv_transpose(v: NodeView, c: Converter) -> None:
+    """A 2-D transposed conv layer (``conv_transpose2d``; ``_convolution`` with transposed=True)."""
+    w = v.const("weight")
+    if not isinstance(w, np.ndarray) or w.ndim != 4:
+        raise EngineBuildError(f"{v.where()}: a transposed conv needs a constant 4-D weight")
+    b = v.const("bias")
+    x = c.tensor(v.value("input"))
+    attrs = dict(weight=np.ascontiguousarray(w, np.float32), bias=None if b is None else np.asarray(b, np.float32),
+                 stride=_pair(v.const("stride")), padding=_pair(v.const("padding")),
+                 output_padding=_pair(v.const("output_padding")), dilation=_pair(v.const("dilation")),
+                 groups=int(v.const("groups")))
+    c.bind(v.node.outputs[0], c.net.add("conv_transpose", [x], v.out_shape(), v.source, **attrs))
 
 
 def max_pool(v: NodeView, c: Converter) -> None:

@@ -211,8 +211,8 @@ def _fc(layer: Layer | None, x: int) -> bool:
 
 
 def fuse_squeeze_excite(net: Network) -> Network:
-    """Replace every squeeze-excite block, ``x * gate(fc2(act(fc1(adaptive_avg_pool2d(x, 1)))))``
-    with 1x1 convs as the FCs (any channel counts), ``act`` none/relu/SiLU/hardswish and ``gate``
+    """Replace every squeeze-excite block, ``x * gate(fc2(act(fc1(adaptive_avg_pool2d(x, 1)))))`` (or
+    ``x.mean((2, 3), keepdim=True)``, EfficientNet's form) with 1x1 convs as the FCs (any channel counts), ``act`` none/relu/SiLU/hardswish and ``gate``
     hardsigmoid/sigmoid (carried by fc2, see :func:`fuse_conv_activation`), whose intermediates
     nothing else reads, by one ``squeeze_excite`` layer at the multiply's place (in place)."""
     made = {t: layer for layer in net.layers for t in layer.outputs}
@@ -241,8 +241,9 @@ def fuse_squeeze_excite(net: Network) -> Network:
                     continue
                 p = fc1.inputs[0]
                 pool = made.get(p)
-                if (_fc(fc1, p) and only(p) and pool is not None and pool.kind == "adaptive_avg_pool2d"
-                        and pool.inputs == [x] and net.shape(p) == xs[:2] + (1, 1)):
+                if (_fc(fc1, p) and only(p) and pool is not None and pool.inputs == [x]
+                        and (pool.kind == "adaptive_avg_pool2d" or pool.kind == "mean" and pool.attrs["dims"] == (2, 3))
+                        and net.shape(p) == xs[:2] + (1, 1)):
                     match = (x, pool, fc1, fc2)
                     break
         if match is None:

@@ -57,12 +57,23 @@ def _dropout(node: NodeInfo):
 
 
 def _convolution(node: NodeInfo):
-    if node.const("transposed") is not False:
-        return "transposed=True (a transposed convolution)"
     n = len(node.const("stride"))
+    if node.const("transposed") is not False:
+        return _conv_transpose(node) if n == 2 else f"a {n}-D transposed convolution (the engine's are 2-D)"
     if n == 1:
         return _ncl(node)
     return None if n == 2 else f"a {n}-D convolution (the engine's conv layers are 1-D or 2-D)"
+
+
+def _conv_transpose(node: NodeInfo):
+    if len(node.args[0].type.shape) != 4:
+        return _nchw(node)
+    w = node.const("weight")
+    groups = node.const("groups")
+    if (getattr(w, "ndim", 0) != 4 or not isinstance(groups, int) or groups < 1 or w.shape[0] % groups
+            or node.args[0].type.shape[1] != w.shape[0]):
+        return f"weight of shape {getattr(w, 'shape', None)} and groups={groups!r} do not fit the input's channels"
+    return None
 
 
 def _no_dtype(node: NodeInfo):
@@ -259,7 +270,8 @@ _NOTES = {
     _gelu: "approximate is 'none' or 'tanh'",
     _dropout: "train=False (inference: the identity)",
     _nchw: "a 4-D (N, C, H, W) input",
-    _convolution: "1-D or 2-D, not transposed",
+    _convolution: "1-D or 2-D; transposed: 2-D",
+    _conv_transpose: "a 4-D (N, C, H, W) input, a constant weight (C, O / groups, kh, kw)",
     _ncl: "a 3-D (N, C, L) input, explicit padding",
     _matmul: "x @ a constant 2-D weight, or two computed operands of rank >= 2 (no matrix-vector products)",
     _addmm: "alpha != 0, a 2-D mat2",
@@ -320,6 +332,9 @@ _TABLE: list[OpSupport] = [
     *_rows("conv", {"aten::conv1d": _CONV_ARGS}, _ncl),
     *_rows("conv", {"aten::_convolution": ("weight", "bias", "stride", "padding", "dilation", "transposed",
                                            "output_padding", "groups")}, _convolution),
+    *_rows("conv_transpose", {"aten::conv_transpose2d.input": ("weight", "bias", "stride", "padding",
+                                                               "output_padding", "groups", "dilation")},
+           _conv_transpose),
     *_rows("max_pool", {"aten::max_pool2d": ("kernel_size", "stride", "padding", "dilation", "ceil_mode")}, _qmax_pool,
            int8=True),
     *_rows("avg_pool", {"aten::avg_pool2d": ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",

@@ -14,6 +14,7 @@ from .records import Candidate, Tactic, simple
 TACTICS: tuple[Tactic, ...] = (
     Tactic("conv", "conv", conv.conv_candidates, threaded=conv.conv_threaded),
     Tactic("conv", "numpy", simple("numpy", numpy_layers.conv, blas="openblas")),
+    Tactic("conv_transpose", "numpy", simple("numpy", numpy_layers.conv_transpose, blas="openblas")),
     Tactic("conv_max_pool", "conv_max_pool", conv_pool.candidates, threaded=conv_pool.threaded),
     Tactic("max_pool2d", "numba", conv.max_pool2d, threaded=conv.max_pool_threaded),
     Tactic("max_pool2d", "numpy", simple("numpy", numpy_layers.max_pool2d)),
