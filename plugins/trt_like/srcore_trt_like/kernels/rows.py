@@ -10,30 +10,41 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from . import fastmath
+from . import fastmath, simd
 from .jit import ROWS_JIT
 
 f32 = np.float32
 
 
+#: softmax's exponents below this give 0 without computing exp: exp(-87.33) is float32's smallest
+#: normal; below it ``fastmath.exp`` scales down into a subnormal, a microcode assist per element
+#: that made BERT's masked keys (scores - 10000) cost more than the rest of the row (torch's
+#: results below 1.2e-38 become 0)
+_EXP_FLOOR = f32(-87.33)
+
+
 @numba.njit(**ROWS_JIT)
-def _row_max(xr, scale):
-    """max(scale * xr); 16 running maxima so that LLVM vectorizes the scan (a plain select
-    reduction stays scalar without no-NaN flags)."""
-    acc = np.full(16, f32(-np.inf), dtype=np.float32)
+def _row_max(xr, scale, scratch):
+    """max(scale * xr), NaN-propagating; 16-lane vectors (LLVM does not vectorize a select
+    reduction without no-NaN flags: as a scalar scan the max cost more than the exp pass).
+    ``scratch`` (>= 16 floats) takes the lanes for the final scan."""
     m = xr.shape[0]
-    j = 0
-    while j + 16 <= m:
-        for lane in range(16):
-            v = xr[j + lane] * scale
-            acc[lane] = v if v > acc[lane] else acc[lane]
-        j += 16
     mx = f32(-np.inf)
-    for lane in range(16):
-        mx = acc[lane] if acc[lane] > mx else mx
+    j = 0
+    if m >= 16:
+        sv = simd.vsplat_value(scale)
+        acc = simd.vmul(simd.vload(xr, 0), sv)
+        j = 16
+        while j + 16 <= m:
+            acc = simd.vmax_nan(acc, simd.vmul(simd.vload(xr, j), sv))
+            j += 16
+        simd.vstore(scratch, 0, acc)
+        for lane in range(16):
+            v = scratch[lane]
+            mx = v if (v > mx or v != v) else mx
     while j < m:
         v = xr[j] * scale
-        mx = v if v > mx else mx
+        mx = v if (v > mx or v != v) else mx
         j += 1
     return mx
 
@@ -42,12 +53,15 @@ def _row_max(xr, scale):
 def softmax_row(xr, orow, scale):
     """``orow = softmax(scale * xr)`` (one row: :func:`softmax_rows` and the split drivers)."""
     m = xr.shape[0]
-    mx = _row_max(xr, scale)
+    mx = _row_max(xr, scale, orow) if m >= 16 else _row_max(xr, scale, xr)
     if mx == f32(-np.inf):   # a row of -inf: exp(-inf - 0) = 0 and the sum 0, as torch (NaN)
         mx = f32(0.0)
     s = f32(0.0)
     for j in range(m):
-        e = fastmath.exp(xr[j] * scale - mx)
+        t = xr[j] * scale - mx
+        e = fastmath.exp(t if t > _EXP_FLOOR else _EXP_FLOOR)
+        e = e if t > _EXP_FLOOR else f32(0.0)
+        e = e if t == t else t
         orow[j] = e
         s += e
     inv = f32(1.0) / s
@@ -68,7 +82,7 @@ def log_softmax_rows(x, out):
     n, m = x.shape
     for r in range(n):
         xr, orow = x[r], out[r]
-        mx = _row_max(xr, f32(1.0))
+        mx = _row_max(xr, f32(1.0), orow)
         if mx == f32(-np.inf):
             mx = f32(0.0)
         s = f32(0.0)
