@@ -52,8 +52,15 @@ def _row_max(xr, scale, scratch):
 @numba.njit(**ROWS_JIT)
 def softmax_row(xr, orow, scale):
     """``orow = softmax(scale * xr)`` (one row: :func:`softmax_rows` and the split drivers)."""
+    _softmax_row(xr, orow, scale, orow if xr.shape[0] >= 16 else xr)
+
+
+@numba.njit(**ROWS_JIT)
+def _softmax_row(xr, orow, scale, scratch):
+    """``orow = softmax(scale * xr)``; ``scratch`` (>= 16 floats, or unused for rows under 16) is
+    written before ``xr`` is read again: the caller's ``orow`` when it does not overlap ``xr``."""
     m = xr.shape[0]
-    mx = _row_max(xr, scale, orow) if m >= 16 else _row_max(xr, scale, xr)
+    mx = _row_max(xr, scale, scratch)
     if mx == f32(-np.inf):   # a row of -inf: exp(-inf - 0) = 0 and the sum 0, as torch (NaN)
         mx = f32(0.0)
     s = f32(0.0)
@@ -75,6 +82,24 @@ def softmax_rows(x, out, scale):
     does not vectorize the loops when it cannot rule out the overlap (3x slower)."""
     for r in range(x.shape[0]):
         softmax_row(x[r], out[r], scale)
+
+
+@numba.njit(**ROWS_JIT)
+def softmax_rows_biased(x, out, c, divide, bias, bias_step):
+    """``out[r] = softmax(x[r] / c + bias[r * bias_step])`` (``divide``) or ``x[r] * c + ...``:
+    attention's scaled scores plus an additive mask (``bias_step`` 0: one mask row for every row),
+    in torch's order (scale, add, then softmax). ``out`` may be ``x``."""
+    m = x.shape[1]
+    scratch = np.empty(16, np.float32)
+    for r in range(x.shape[0]):
+        xr, br, orow = x[r], bias[r * bias_step], out[r]
+        if divide:
+            for j in range(m):
+                orow[j] = xr[j] / c + br[j]
+        else:
+            for j in range(m):
+                orow[j] = xr[j] * c + br[j]
+        _softmax_row(orow, orow, f32(1.0), scratch)
 
 
 @numba.njit(**ROWS_JIT)
