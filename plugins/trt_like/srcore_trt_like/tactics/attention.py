@@ -3,8 +3,8 @@ separate (B, L, E) query, key and value projections with an optional additive ma
 
 Per batch and head: ``S = Q_h K_h^T`` on strided column blocks of the projections (no copies),
 ``softmax(S / c + mask)`` in one compiled pass per row (:func:`..kernels.rows.softmax_rows_biased`,
-in place), ``O_h = P V_h`` written straight into the head's columns of the (B, L, E) output. The
-products are ``cblas_sgemm`` on one MKL thread (``mkl``) or ``np.dot`` (``numpy``, numpy's BLAS):
+into a second buffer: in place, LLVM's loops took their scalar path, 3x slower), ``O_h = P V_h``
+written straight into the head's columns of the (B, L, E) output. The products are ``cblas_sgemm`` on one MKL thread (``mkl``) or ``np.dot`` (``numpy``, numpy's BLAS):
 each is 0.5-2 M multiply-adds, too small to split (see ``tactics/mkl.py``).
 """
 from __future__ import annotations
@@ -40,10 +40,11 @@ def _mask_rows(layer: Layer, net: Network, B: int, H: int, S: int):
 
 
 def _scratch(tls, L: int, S: int, D: int):
+    """This thread's scores, probabilities and head output buffers."""
     try:
         return tls.scratch
     except AttributeError:
-        tls.scratch = np.empty((L, S), f32), np.empty((L, D), f32)
+        tls.scratch = np.empty((L, S), f32), np.empty((L, S), f32), np.empty((L, D), f32)
         return tls.scratch
 
 
@@ -55,14 +56,14 @@ def heads_numpy(layer: Layer, net: Network):
 
     def run(q, k, v, *rest):
         mask, out = (rest[0], rest[1]) if len(rest) == 2 else (None, rest[0])
-        s, t = _scratch(tls, L, S, D)
+        s, p, t = _scratch(tls, L, S, D)
         for b in range(B):
             for h in range(H):
                 cols = slice(h * D, (h + 1) * D)
                 np.dot(q[b][:, cols], k[b][:, cols].T, out=s)
                 m, step = rows(mask, b, h)
-                softmax_rows_biased(s, s, c, divide, m, step)
-                np.dot(s, v[b][:, cols], out=t)
+                softmax_rows_biased(s, p, c, divide, m, step)
+                np.dot(p, v[b][:, cols], out=t)
                 out[b][:, cols] = t
     return run
 
@@ -80,15 +81,15 @@ def heads_mkl(layer: Layer, net: Network) -> list[Candidate]:
 
     def run(q, k, v, *rest):
         mask, out = (rest[0], rest[1]) if len(rest) == 2 else (None, rest[0])
-        s, _ = _scratch(tls, L, S, D)
+        s, p, _ = _scratch(tls, L, S, D)
         mkl_gemm.set_threads(lib, 1)
-        sp = s.ctypes.data
+        sp, pp = s.ctypes.data, p.ctypes.data
         for b in range(B):
             qp, kp, vp, op = q[b].ctypes.data, k[b].ctypes.data, v[b].ctypes.data, out[b].ctypes.data
             for h in range(H):
                 off = 4 * h * D
                 sgemm(rm, nt, tr, L, S, D, 1.0, qp + off, E, kp + off, E, 0.0, sp, S)
                 m, step = rows(mask, b, h)
-                softmax_rows_biased(s, s, c, divide, m, step)
-                sgemm(rm, nt, nt, L, D, S, 1.0, sp, S, vp + off, E, 0.0, op + off, E)
+                softmax_rows_biased(s, p, c, divide, m, step)
+                sgemm(rm, nt, nt, L, D, S, 1.0, pp, S, vp + off, E, 0.0, op + off, E)
     return [Candidate("mkl", lambda: Kernel(run), blas="mkl")]
