@@ -44,3 +44,21 @@ def test_log_softmax_rows_match_torch(m):
     want = torch.log_softmax(torch.from_numpy(x), -1).numpy()
     assert np.array_equal(np.isnan(out), np.isnan(want))
     np.testing.assert_allclose(out, want, rtol=2e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("m", [5, 16, 37, 128])
+@pytest.mark.parametrize("divide", [True, False])
+def test_softmax_rows_biased_match_torch(m, divide):
+    """Attention's scale, additive mask and softmax in one pass: one mask row for all rows (step 0)
+    and a row per row (step 1), torch's order (scale, add, softmax)."""
+    x = _rows(m)
+    c = np.float32(8.0 if divide else 0.125)
+    t = torch.from_numpy(x)
+    for bias in (_rows(m + 1)[4:5, :m].copy(), np.random.default_rng(m).standard_normal((9, m)).astype(np.float32)):
+        bias[:, : m // 4] = -10000.0                      # masked keys
+        out = np.full_like(x, -1.0)
+        rows.softmax_rows_biased(x, out, c, divide, bias, 1 if bias.shape[0] > 1 else 0)
+        scaled = t / float(c) if divide else t * float(c)
+        want = torch.softmax(scaled + torch.from_numpy(bias), -1).numpy()
+        assert np.array_equal(np.isnan(out), np.isnan(want))
+        np.testing.assert_allclose(out, want, rtol=2e-6, atol=1e-37)
