@@ -28,6 +28,7 @@ vadd, vload, vsplat, vstore = simd_vec.vadd, simd_vec.vload, simd_vec.vsplat, si
 
 _F = np.float32
 _SIG = "void(float32[:, ::1], float32[:, ::1], {tag}, int64)"
+_SIG_INPLACE = "void(float32[:, ::1], {tag}, int64)"
 
 
 @intrinsic
@@ -38,9 +39,9 @@ def _vmax(typingctx, a, b):
     return a(a, b), codegen
 
 
-@numba.njit(**JIT)
-def _softmax_rows(x, o, tag, nl):
-    """``o[r] = softmax(x[r])`` for every row; ``o`` may be ``x``. ``tag``, ``nl``: the vector width."""
+@numba.njit(inline="always", **JIT)
+def _softmax_body(x, o, tag, nl):
+    """``o[r] = softmax(x[r])`` for every row. ``tag``, ``nl``: the vector width."""
     R, D = x.shape
     Dv = D - D % nl
     z = vsplat(tag, 0.0)
@@ -77,6 +78,17 @@ def _softmax_rows(x, o, tag, nl):
             orow[i] = orow[i] * inv
 
 
+@numba.njit(**JIT)
+def _softmax_rows(x, o, tag, nl):
+    _softmax_body(x, o, tag, nl)
+
+
+@numba.njit(**JIT)
+def _softmax_rows_inplace(x, tag, nl):
+    # one array: LLVM vectorizes the loops (for two that alias, its overlap check picks the scalar loop)
+    _softmax_body(x, x, tag, nl)
+
+
 class Softmax:
     """``run(x2, out2)``: softmax of the rows of 2-D float32 C-contiguous ``x2`` into ``out2`` (which
     may be ``x2``). Compiled now, at the CPU's vector width (``simd_conv.lanes``)."""
@@ -86,6 +98,10 @@ class Softmax:
         self.tag = np.zeros((1, 1) if self.lanes == 16 else 1, np.float32)
         tag = "float32[:, ::1]" if self.lanes == 16 else "float32[::1]"
         self.kernel = _J.compiled(_softmax_rows, _SIG.format(tag=tag))
+        self.inplace = _J.compiled(_softmax_rows_inplace, _SIG_INPLACE.format(tag=tag))
 
     def __call__(self, x2, out2):
-        self.kernel(x2, out2, self.tag, self.lanes)
+        if out2.ctypes.data == x2.ctypes.data:
+            self.inplace(x2, self.tag, self.lanes)
+        else:
+            self.kernel(x2, out2, self.tag, self.lanes)
