@@ -132,12 +132,17 @@ def test_compiled_softmax_special_values_as_torch(compiled_calls):
     x[3, :20] = -np.inf          # partly masked: zeros there
     x[4] = 1e4                   # far from zero: the max keeps exp in range
     x[5, 39] = 80.0              # the max in the tail past the last full vector
+    x[6] = 0.0
+    x[6, 9] = 95.0               # exp(-95): subnormal results, as torch's
+    x[7, :30] -= 10000.0         # BERT's additive mask: 0 there
     spec = K.softmax_matcher(_f32_node((128, 40)))
-    got = spec.fn(np.tile(x, (16, 1)))[:8]
     want = torch.softmax(T(x), -1).numpy()
-    assert compiled_calls == [(128, 40)]
-    assert np.array_equal(np.isnan(got), np.isnan(want))
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    for inplace in (False, True):
+        xs = np.tile(x, (16, 1))
+        got = spec.fn(xs, out=xs if inplace else None)[:8]
+        assert np.array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=3e-44)    # ~20 subnormal ulps
+    assert compiled_calls == [(128, 40)] * 2
 
 
 def test_compiled_softmax_leaves_other_nodes_and_arrays_to_numpy(compiled_calls):

@@ -7,7 +7,10 @@ an explicit vector max (``simd_vec`` lanes): as a scalar loop LLVM does not vect
 reduction without no-NaN flags, and it cost more than the exp. The exp is ``jit.exp_neg`` (its
 argument is never positive): below -87 it gives 0 without computing a subnormal, where ``jit.exp``'s
 scaling multiplies down into one, a microcode assist per element that made BERT's masked keys
-(scores - 10000) cost 2x the whole row (a torch result below 1.6e-38 becomes 0 here). A NaN in a row
+(scores - 10000) cost 2x the whole row. Exponents in (-104, -87), whose results are subnormal
+(torch's too), are counted first; a row with any takes ``jit.exp`` throughout (rare: the assist
+is paid only where a result needs it; the row may be its own output, so it is decided before
+the first write). A NaN in a row
 makes its sum NaN, so the whole row is NaN, as torch's; a row of ``-inf`` gives NaN (0 / 0), as
 torch's.
 
@@ -27,6 +30,10 @@ from .jit import JIT
 vadd, vload, vsplat, vstore = simd_vec.vadd, simd_vec.vload, simd_vec.vsplat, simd_vec.vstore
 
 _F = np.float32
+#: exp_neg gives 0 below this (its results stay normal); between it and _EXP_LO the result is
+#: subnormal, below _EXP_LO 0
+_EXP_NEG_MIN = _F(-87.0)
+_EXP_LO = _F(-104.0)
 _SIG = "void(float32[:, ::1], float32[:, ::1], {tag}, int64)"
 _SIG_INPLACE = "void(float32[:, ::1], {tag}, int64)"
 
@@ -61,9 +68,17 @@ def _softmax_body(x, o, tag, nl):
             mx = xr[i] if xr[i] > mx else mx
         if mx == _F(-np.inf):   # a row of -inf: exp(-inf - 0) = 0, 0 / 0 = NaN as torch
             mx = _F(0.0)
+        sub = np.int32(0)   # (an integer count vectorizes without reassociation)
         for i in range(D):
             d = xr[i] - mx
-            orow[i] = _J.exp_neg(d, _F(0.0)) if d == d else d
+            sub += np.int32(1) if (d < _EXP_NEG_MIN and d > _EXP_LO) else np.int32(0)
+        if sub > 0:   # subnormal results (torch's too): the full exp on this row (rare)
+            for i in range(D):
+                orow[i] = _J.exp(xr[i] - mx)
+        else:
+            for i in range(D):
+                d = xr[i] - mx
+                orow[i] = _J.exp_neg(d, _F(0.0)) if d == d else d
         sv = z
         for i in range(0, Dv, nl):
             sv = vadd(sv, vload(orow, i, z))

@@ -16,11 +16,14 @@ from .jit import ROWS_JIT
 f32 = np.float32
 
 
-#: softmax's exponents below this give 0 without computing exp: exp(-87.33) is float32's smallest
-#: normal; below it ``fastmath.exp`` scales down into a subnormal, a microcode assist per element
-#: that made BERT's masked keys (scores - 10000) cost more than the rest of the row (torch's
-#: results below 1.2e-38 become 0)
+#: softmax's exponents at or below this skip exp in the vector pass: exp(-87.33) is about float32's
+#: smallest normal; below it ``fastmath.exp`` scales down into a subnormal, a microcode assist per
+#: element, and BERT's masked keys (scores - 10000, far below) made the row cost 1.8x. Those give 0
+#: there; the few in (:data:`_EXP_LO`, floor], whose results are subnormal (torch's too), are
+#: counted and computed afterwards one by one (rare: the assist is paid only where it is needed)
 _EXP_FLOOR = f32(-87.33)
+#: below this float32's exp is 0 (``fastmath.exp``: subnormals down to -103.3)
+_EXP_LO = f32(-104.0)
 
 
 @numba.njit(**ROWS_JIT)
@@ -64,6 +67,7 @@ def _softmax_row(xr, orow, scale, scratch):
     if mx == f32(-np.inf):   # a row of -inf: exp(-inf - 0) = 0 and the sum 0, as torch (NaN)
         mx = f32(0.0)
     s = f32(0.0)
+    sub = f32(0.0)
     for j in range(m):
         t = xr[j] * scale - mx
         e = fastmath.exp(t if t > _EXP_FLOOR else _EXP_FLOOR)
@@ -71,6 +75,16 @@ def _softmax_row(xr, orow, scale, scratch):
         e = e if t == t else t
         orow[j] = e
         s += e
+    for j in range(m):
+        t = xr[j] * scale - mx
+        sub += f32(1.0) if (t <= _EXP_FLOOR and t > _EXP_LO) else f32(0.0)
+    if sub > f32(0.0):
+        for j in range(m):
+            t = xr[j] * scale - mx
+            if t <= _EXP_FLOOR and t > _EXP_LO:
+                e = fastmath.exp(t)
+                orow[j] = e
+                s += e
     inv = f32(1.0) / s
     for j in range(m):
         orow[j] *= inv
@@ -85,27 +99,6 @@ def softmax_rows(x, out, scale):
 
 
 @numba.njit(**ROWS_JIT)
-def _softmax_in_place(o, scratch):
-    """``o = softmax(o)``, one array (two arguments that may alias would send LLVM's loops to
-    their scalar path: 3x slower); ``scratch``: >= 16 floats apart from ``o``."""
-    m = o.shape[0]
-    mx = _row_max(o, f32(1.0), scratch)
-    if mx == f32(-np.inf):
-        mx = f32(0.0)
-    s = f32(0.0)
-    for j in range(m):
-        t = o[j] - mx
-        e = fastmath.exp(t if t > _EXP_FLOOR else _EXP_FLOOR)
-        e = e if t > _EXP_FLOOR else f32(0.0)
-        e = e if t == t else t
-        o[j] = e
-        s += e
-    inv = f32(1.0) / s
-    for j in range(m):
-        o[j] *= inv
-
-
-@numba.njit(**ROWS_JIT)
 def softmax_rows_biased(x, out, c, divide, bias, bias_step):
     """``out[r] = softmax(x[r] / c + bias[r * bias_step])`` (``divide``) or ``x[r] * c + ...``:
     attention's scaled scores plus an additive mask (``bias_step`` 0: one mask row for every row),
@@ -113,14 +106,38 @@ def softmax_rows_biased(x, out, c, divide, bias, bias_step):
     m = x.shape[1]
     scratch = np.empty(16, np.float32)
     for r in range(x.shape[0]):
-        xr, br, orow = x[r], bias[r * bias_step], out[r]
+        xr, br, o = x[r], bias[r * bias_step], out[r]
         if divide:
             for j in range(m):
-                orow[j] = xr[j] / c + br[j]
+                o[j] = xr[j] / c + br[j]
         else:
             for j in range(m):
-                orow[j] = xr[j] * c + br[j]
-        _softmax_in_place(orow, scratch)
+                o[j] = xr[j] * c + br[j]
+        mx = _row_max(o, f32(1.0), scratch)
+        if mx == f32(-np.inf):
+            mx = f32(0.0)
+        # in place on the one array o (two arguments that may alias would send LLVM's loops to
+        # their scalar path); the subnormal fix-up below recomputes its exponents from x and bias
+        s = f32(0.0)
+        sub = f32(0.0)
+        for j in range(m):
+            t = o[j] - mx
+            e = fastmath.exp(t if t > _EXP_FLOOR else _EXP_FLOOR)
+            e = e if t > _EXP_FLOOR else f32(0.0)
+            e = e if t == t else t
+            o[j] = e
+            s += e
+            sub += f32(1.0) if (t <= _EXP_FLOOR and t > _EXP_LO) else f32(0.0)
+        if sub > f32(0.0):
+            for j in range(m):
+                t = (xr[j] / c + br[j] if divide else xr[j] * c + br[j]) - mx
+                if t <= _EXP_FLOOR and t > _EXP_LO:
+                    e = fastmath.exp(t)
+                    o[j] = e
+                    s += e
+        inv = f32(1.0) / s
+        for j in range(m):
+            o[j] *= inv
 
 
 @numba.njit(**ROWS_JIT)
