@@ -220,6 +220,17 @@ def test_layer_norm_matches_torch(shape, ns, affine):
 
 
 @pytest.mark.one_pass   # kernel calls only
+def test_layer_norm_rows_whose_first_element_lies_far_from_the_mean():
+    """The sums are taken around a row's first element, then again around the mean when that
+    element is far from it (else q / E - mean^2 cancels): outliers first, and constant rows."""
+    x = (rng.standard_normal((6, 256)) + 1000).astype(np.float32)
+    x[:3, 0] = [1e5, -3e4, 2e3]
+    x[4] = 7.0                                                     # variance 0: (x - mean) = 0
+    want = F.layer_norm(T(x).double(), (256,), None, None, 1e-5).numpy()
+    np.testing.assert_allclose(_ln((256,))(x, None, None), want, rtol=1e-4, atol=2e-4)
+
+
+@pytest.mark.one_pass   # kernel calls only
 def test_layer_norm_fallbacks():
     """Arrays the compiled kernel does not take go to the numpy kernel: a transposed view, float64, a
     partly overlapping out; a small node keeps the numpy kernel itself."""

@@ -175,7 +175,7 @@ def test_at_two_intra_op_threads_the_split_is_chosen_by_timing_with_the_same_bit
     timed = []
 
     def timer(candidates, args):
-        assert set(candidates) == {"one", "split"} and args[0].size == x.size
+        assert set(candidates) == {"one", "split"} and args[0].size in (x.size, 128 * 1024)
         a = candidates["one"](args[0]).copy()
         assert np.array_equal(a, candidates["split"](args[0])), "the split changed the values"
         timed.append(way)
@@ -191,10 +191,17 @@ def test_at_two_intra_op_threads_the_split_is_chosen_by_timing_with_the_same_bit
     got = fn(x.reshape(1, -1))
     assert np.array_equal(got, want, equal_nan=True)
     assert calls == ([(2, 2)] if way == "split" else [])
-    # a node below two parts is never timed nor split
+    # a node below SPLIT_MIN is never timed nor split; bert_encoder's (1, 128, 1024) GELU is
     timed.clear()
-    _kernel("aten::gelu", {"approximate": "none"}, TensorType("float32", (1, 2 * JP.PART_MIN - 1)))
+    _kernel("aten::gelu", {"approximate": "none"}, TensorType("float32", (1, JP.SPLIT_MIN - 1)))
     assert timed == []
+    bert = TensorType("float32", (1, 128, 1024))
+    fn = _kernel("aten::gelu", {"approximate": "none"}, bert)
+    assert timed == [way]
+    calls.clear()
+    xb = x[:128 * 1024].reshape(1, 128, 1024)
+    assert np.array_equal(fn(xb), want.reshape(-1)[:128 * 1024].reshape(1, 128, 1024), equal_nan=True)
+    assert calls == ([(2, 2)] if way == "split" else [])
 
 
 @pytest.mark.one_pass   # kernel calls only

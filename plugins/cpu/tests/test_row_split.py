@@ -77,6 +77,20 @@ def test_softmax_split_gives_the_same_bits(into, ref, shape, dim):
     _same(fn(x), want)
 
 
+@pytest.mark.parametrize("shape", [(1, 4, 128, 128), (3, 12, 17, 9), (4, 33, 40)])
+def test_compiled_softmax_split_gives_the_same_bits(monkeypatch, shape):
+    monkeypatch.setattr(RS._par, "intra_op_threads", lambda: 1)
+    t = TensorType("float32", shape)
+    into = SM._compiled_into(node_info("aten::softmax.int", self=t, dim=-1, dtype=None, outputs=(t,)), -1)
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32) * 4
+    want = into(x, -1, np.empty(shape, np.float32))
+    np.testing.assert_allclose(want, F.softmax(torch.from_numpy(x), -1).numpy(), rtol=1e-5, atol=1e-6)
+    calls = []
+    monkeypatch.setattr(RS._par, "run_parts", lambda fn, parts, threads: (calls.append(parts), [fn(i) for i in range(parts)]))
+    _same(RS.split_softmax(into, shape, -1, 2)(x), want)
+    assert calls == [2]
+
+
 @pytest.mark.parametrize("affine", [True, False])
 def test_layer_norm_split_gives_the_same_bits(affine):
     shape, ns = (3, 50, 4, 24), (4, 24)

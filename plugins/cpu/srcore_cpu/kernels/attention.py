@@ -206,11 +206,18 @@ def make_encoder_layer(embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, 
     wo, w1, w2 = (transposed(w) for w in (proj_weight, ffn_weight_1, ffn_weight_2))
     Fh = w1.shape[1]
     dot_qkv, dot_o, dot_1, dot_2 = (gemm_for(rows, w) or np.dot for w in (wqkv, wo, w1, w2))
-    ln_ = _ln_
-    if dt == np.float32:   # the compiled layer norm (jit_norm.py), in place
+    ln_, softmax_ = _ln_, _softmax_
+    if dt == np.float32:   # the compiled layer norm (jit_norm.py) and softmax (jit_softmax.py), in place
         from .jit_norm import LayerNorm
+        from .jit_softmax import Softmax
 
-        compiled_ln = LayerNorm()
+        compiled_ln, compiled_sm = LayerNorm(), Softmax()
+
+        def softmax_(s, stat):
+            if s.size:
+                s2 = s.reshape(-1, s.shape[-1])   # the scores scratch: C-contiguous
+                compiled_sm(s2, s2)
+            return s
         norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2 = (
             np.ascontiguousarray(a, dt).reshape(-1) for a in (norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2))
 
@@ -236,7 +243,7 @@ def make_encoder_layer(embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, 
         q, k, v = (qkv[:, i * E:(i + 1) * E].reshape(B, L, H, D).transpose(0, 2, 1, 3) for i in range(3))
         scores = ws.get(None, "scores", (B, H, L, L), dt)
         np.matmul(q, k.transpose(0, 1, 3, 2), out=scores)
-        _softmax_(scores, ws.get(None, "sstat", (B, H, L, 1), dt))
+        softmax_(scores, ws.get(None, "sstat", (B, H, L, 1), dt))
         attn = ws.get(None, "attn", (B, L, H, D), dt)
         np.matmul(scores, v, out=attn.transpose(0, 2, 1, 3))
         y = ws.get(None, "y", (T, E), dt)

@@ -121,66 +121,52 @@ class GroupNorm:
 
 
 # --- layer norm ---------------------------------------------------------------------------------
-_LANES = 16
-_LN_SIG = "void(float32[:, ::1], float32[::1], float32[::1], float32[:, ::1], float64)"
-_LN_SIG_INPLACE = "void(float32[:, ::1], float32[::1], float32[::1], float64)"
+def _ln_sig(lanes: int, inplace: bool) -> str:
+    tag = "float32[:, ::1]" if lanes == 16 else "float32[::1]"
+    out = "" if inplace else "float32[:, ::1], "
+    return f"void(float32[:, ::1], float32[::1], float32[::1], {out}float64, {tag}, int64)"
 
 
 @numba.njit(inline="always", **JIT)
-def _row_sum(row, shift, acc):
-    """``sum(row - shift)`` and ``sum((row - shift)^2)`` in float64, 16 independent lanes (a
-    vectorized loop without reassociating any one sum)."""
-    E = row.size
-    E16 = E - E % _LANES
-    for j in range(2 * _LANES):
-        acc[j] = 0.0
-    for i in range(0, E16, _LANES):
-        for j in range(_LANES):
-            d = np.float64(row[i + j]) - shift
-            acc[j] += d
-            acc[_LANES + j] += d * d
-    s = 0.0
-    q = 0.0
-    for j in range(_LANES):
-        s += acc[j]
-        q += acc[_LANES + j]
-    for i in range(E16, E):
-        d = np.float64(row[i]) - shift
-        s += d
-        q += d * d
-    return s, q
-
-
-@numba.njit(inline="always", **JIT)
-def _layer_norm_body(x, w, b, o, eps):
-    """Rows of ``x`` (R, E) normalized into ``o`` (may be ``x``): statistics in float64 around the
-    row's first element (as the group norm), then ``(x - mean) * rstd * w + b`` in float32."""
+def _layer_norm_body(x, w, b, o, eps, tag, nl):
+    """Rows of ``x`` (R, E) normalized into ``o`` (may be ``x``): each row's sums around its first
+    element in float32 vector lanes, float64 across chunks (:func:`_block_sums`, as the group norm;
+    again around the mean when that element lies far from it), then ``(x - mean) * rstd * w + b``
+    in float32. Float64 lanes per element took 1.6x as long (26 against 16 us CPU time on
+    bert_encoder's (128, 256) rows, Sapphire Rapids, loaded machine)."""
     R, E = x.shape
-    acc = np.empty(2 * _LANES, np.float64)
+    xf = x.reshape(-1)
+    buf = np.empty(2 * nl, np.float32)
     for r in range(R):
-        row = x[r]
-        k = np.float64(row[0]) if E > 0 else 0.0
-        s, q = _row_sum(row, k, acc)
+        b0 = r * E
+        k = xf[b0] if E > 0 else _F(0.0)
+        s, q = _block_sums(xf, b0, b0 + E, k, tag, nl, buf)
         dm = s / E
         var = q / E - dm * dm
+        if dm * dm > var:
+            k = _F(k + dm)
+            s, q = _block_sums(xf, b0, b0 + E, k, tag, nl, buf)
+            dm = s / E
+            var = q / E - dm * dm
         if var < 0.0:
             var = 0.0
         mean = _F(k + dm)
         rstd = _F(1.0 / np.sqrt(var + eps))
+        row = x[r]
         orow = o[r]
         for i in range(E):
             orow[i] = (row[i] - mean) * rstd * w[i] + b[i]
 
 
 @numba.njit(**JIT)
-def _layer_norm(x, w, b, o, eps):
-    _layer_norm_body(x, w, b, o, eps)
+def _layer_norm(x, w, b, o, eps, tag, nl):
+    _layer_norm_body(x, w, b, o, eps, tag, nl)
 
 
 @numba.njit(**JIT)
-def _layer_norm_inplace(x, w, b, eps):
+def _layer_norm_inplace(x, w, b, eps, tag, nl):
     # one array: LLVM vectorizes the write (for two that alias, its overlap check picks the scalar loop)
-    _layer_norm_body(x, w, b, x, eps)
+    _layer_norm_body(x, w, b, x, eps, tag, nl)
 
 
 class LayerNorm:
@@ -188,11 +174,13 @@ class LayerNorm:
     ``out2`` (``out2`` may be ``x2``); ``w``, ``b`` float32 (E,). Compiled now."""
 
     def __init__(self):
-        self.kernel = _J.compiled(_layer_norm, _LN_SIG)
-        self.inplace = _J.compiled(_layer_norm_inplace, _LN_SIG_INPLACE)
+        self.lanes = simd_conv.lanes()
+        self.tag = np.zeros((1, 1) if self.lanes == 16 else 1, np.float32)
+        self.kernel = _J.compiled(_layer_norm, _ln_sig(self.lanes, False))
+        self.inplace = _J.compiled(_layer_norm_inplace, _ln_sig(self.lanes, True))
 
     def __call__(self, x2, w, b, out2, eps):
         if out2.ctypes.data == x2.ctypes.data:
-            self.inplace(x2, w, b, float(eps))
+            self.inplace(x2, w, b, float(eps), self.tag, self.lanes)
         else:
-            self.kernel(x2, w, b, out2, float(eps))
+            self.kernel(x2, w, b, out2, float(eps), self.tag, self.lanes)

@@ -31,8 +31,12 @@ from . import parallel as _par
 from .jit import JIT, prefer_512
 
 _F = np.float32
-#: elements per part when a kernel is split over SRCORE_CPU_THREADS threads
+#: elements per part when a kernel is split over SRCORE_CPU_THREADS threads (opt-in, untimed)
 PART_MIN = 1 << 17
+#: the smallest static-shape node offered a split timed at load (``pointwise_match.split_pays``):
+#: bert_encoder's (1, 128, 1024) GELU (2^17 elements, ~65 us) sat on one thread at 2 threads under
+#: the untimed 2 * PART_MIN; the timing keeps one thread where the hand-over does not pay
+SPLIT_MIN = 1 << 16
 _SIG = "void(float32[::1], float32[::1], float32, float32)"
 _SQRT_2_OVER_PI = _F(math.sqrt(2.0 / math.pi))
 #: elements per block of a call that writes over its input (:func:`_over_input`)
@@ -194,9 +198,10 @@ def _compiled(kernel):
     return _wide_chosen[kernel]
 
 
-def make_pointwise(kernel, a: float, b: float, fallback, threads: int = 1):
+def make_pointwise(kernel, a: float, b: float, fallback, threads: int = 1, min_split: int = 2 * PART_MIN):
     """``fn(x, out=None)``: ``kernel`` over contiguous float32 arrays (compiled now), ``fallback``
-    (a numpy kernel taking ``out=``) for anything else. ``out`` may be ``x`` itself."""
+    (a numpy kernel taking ``out=``) for anything else. ``out`` may be ``x`` itself. At ``threads``
+    > 1 an array of at least ``min_split`` elements is split over them."""
     k = _compiled(kernel)
     fa, fb = _F(a), _F(b)
 
@@ -214,7 +219,7 @@ def make_pointwise(kernel, a: float, b: float, fallback, threads: int = 1):
         xf, of = x.reshape(-1), out.reshape(-1)
         part = _over_input if xf.ctypes.data == of.ctypes.data else k
         n = xf.size
-        if threads > 1 and n >= 2 * PART_MIN:
+        if threads > 1 and n >= min_split:
             chunks = _par.split(n, threads)
             _par.run_parts(lambda i: part(xf[chunks[i][0]:chunks[i][1]], of[chunks[i][0]:chunks[i][1]], fa, fb),
                            threads, threads)

@@ -66,11 +66,11 @@ def _compiled(key: str, consts: dict, a: float = 0.0, b: float = 0.0, size: int 
     if size is None:
         return JP.make_pointwise(kernel, a, b, fallback, threads=_par.split_threads())
     one = JP.make_pointwise(kernel, a, b, fallback, threads=1)
-    # below two parts nothing splits; only then is the BLAS thread count looked up (~0.1 s, once)
-    threads = _par.intra_op_threads() if size >= 2 * JP.PART_MIN else 1
+    # below SPLIT_MIN nothing splits; only then is the BLAS thread count looked up (~0.1 s, once)
+    threads = _par.intra_op_threads() if size >= JP.SPLIT_MIN else 1
     if threads <= 1:
         return one
-    split = JP.make_pointwise(kernel, a, b, fallback, threads=threads)
+    split = JP.make_pointwise(kernel, a, b, fallback, threads=threads, min_split=JP.SPLIT_MIN)
     return split if split_pays(one, split, size) else one
 
 

@@ -90,6 +90,48 @@ def _timed_split(node: NodeInfo, into, dim, one):
     return split if RS.split_pays(one, split, (x, y)) else one
 
 
+#: softmax nodes of at least this many float32 elements get the compiled kernel (``jit_softmax.py``);
+#: below, the numpy kernel (and no numba import: a small model's cold start stays numpy)
+MIN_COMPILED = 1 << 12
+
+
+def _compiled_into(node: NodeInfo, dim: int):
+    """``into(x, dim, out)`` running the compiled last-dim softmax (:class:`.jit_softmax.Softmax`,
+    compiled now) for a float32 node softmaxed over its last dim with at least :data:`MIN_COMPILED`
+    elements (or of unknown shape); None for any other node. Arrays the kernel does not take
+    (another dtype, non-contiguous, ``out`` overlapping ``x`` elsewhere, a dim that is not the last
+    of more than one element) go to the numpy kernel."""
+    import math
+
+    from . import row_split as RS
+
+    t = node.output_types[0] if node.output_types else None
+    src = node.args[0].type if node.args else None
+    if getattr(t, "dtype", None) != "float32" or getattr(src, "dtype", None) != "float32":
+        return None
+    shape = RS.static_shape(t)
+    nd = len(shape) if shape is not None else getattr(t, "rank", None)
+    if nd is None or nd == 0 or dim not in (-1, nd - 1):
+        return None
+    if shape is not None and math.prod(shape) < MIN_COMPILED:
+        return None
+    from .jit_softmax import Softmax
+
+    run = Softmax()
+
+    def softmax_jit(x, d, out):
+        # the split calls this on (rows, D, 1) blocks with d = 1: the trailing 1s are no dim of work
+        if (x.dtype == np.float32 and out.dtype == np.float32 and x.ndim > 0 and x.size > 0
+                and out.shape == x.shape and math.prod(x.shape[d % x.ndim + 1:]) == 1
+                and x.flags.c_contiguous and out.flags.c_contiguous
+                and (out.ctypes.data == x.ctypes.data or not np.shares_memory(x, out))):
+            D = x.shape[d]
+            run(x.reshape(-1, D), out.reshape(-1, D))
+            return out
+        return _softmax_into(x, d, out)
+    return softmax_jit
+
+
 def _matcher(into):
     """A constant dim (no dtype cast): bind it; else the generic kernel (a None would make dispatch skip it)."""
     def matcher(node: NodeInfo):
@@ -102,11 +144,13 @@ def _matcher(into):
             return _generic(node)
         dim = node.const("dim")
 
+        kernel = (_compiled_into(node, int(dim)) if into is _softmax_into else None) or into
+
         def softmax_dim(self, out=None):
             if out is None:
                 out = np.empty(self.shape, self.dtype)
-            return into(self, dim, out)
-        return Specialized(_timed_split(node, into, dim, softmax_dim), args=(0,))
+            return kernel(self, dim, out)
+        return Specialized(_timed_split(node, kernel, dim, softmax_dim), args=(0,))
     return matcher
 
 

@@ -10,30 +10,44 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from . import fastmath
+from . import fastmath, simd
 from .jit import ROWS_JIT
 
 f32 = np.float32
 
 
+#: softmax's exponents at or below this skip exp in the vector pass: exp(-87.33) is about float32's
+#: smallest normal; below it ``fastmath.exp`` scales down into a subnormal, a microcode assist per
+#: element, and BERT's masked keys (scores - 10000, far below) made the row cost 1.8x. Those give 0
+#: there; the few in (:data:`_EXP_LO`, floor], whose results are subnormal (torch's too), are
+#: counted and computed afterwards one by one (rare: the assist is paid only where it is needed)
+_EXP_FLOOR = f32(-87.33)
+#: below this float32's exp is 0 (``fastmath.exp``: subnormals down to -103.3)
+_EXP_LO = f32(-104.0)
+
+
 @numba.njit(**ROWS_JIT)
-def _row_max(xr, scale):
-    """max(scale * xr); 16 running maxima so that LLVM vectorizes the scan (a plain select
-    reduction stays scalar without no-NaN flags)."""
-    acc = np.full(16, f32(-np.inf), dtype=np.float32)
+def _row_max(xr, scale, scratch):
+    """max(scale * xr), NaN-propagating; 16-lane vectors (LLVM does not vectorize a select
+    reduction without no-NaN flags: as a scalar scan the max cost more than the exp pass).
+    ``scratch`` (>= 16 floats) takes the lanes for the final scan."""
     m = xr.shape[0]
-    j = 0
-    while j + 16 <= m:
-        for lane in range(16):
-            v = xr[j + lane] * scale
-            acc[lane] = v if v > acc[lane] else acc[lane]
-        j += 16
     mx = f32(-np.inf)
-    for lane in range(16):
-        mx = acc[lane] if acc[lane] > mx else mx
+    j = 0
+    if m >= 16:
+        sv = simd.vsplat_value(scale)
+        acc = simd.vmul(simd.vload(xr, 0), sv)
+        j = 16
+        while j + 16 <= m:
+            acc = simd.vmax_nan(acc, simd.vmul(simd.vload(xr, j), sv))
+            j += 16
+        simd.vstore(scratch, 0, acc)
+        for lane in range(16):
+            v = scratch[lane]
+            mx = v if (v > mx or v != v) else mx
     while j < m:
         v = xr[j] * scale
-        mx = v if v > mx else mx
+        mx = v if (v > mx or v != v) else mx
         j += 1
     return mx
 
@@ -41,15 +55,36 @@ def _row_max(xr, scale):
 @numba.njit(**ROWS_JIT)
 def softmax_row(xr, orow, scale):
     """``orow = softmax(scale * xr)`` (one row: :func:`softmax_rows` and the split drivers)."""
+    _softmax_row(xr, orow, scale, orow if xr.shape[0] >= 16 else xr)
+
+
+@numba.njit(**ROWS_JIT)
+def _softmax_row(xr, orow, scale, scratch):
+    """``orow = softmax(scale * xr)``; ``scratch`` (>= 16 floats, or unused for rows under 16) is
+    written before ``xr`` is read again: the caller's ``orow`` when it does not overlap ``xr``."""
     m = xr.shape[0]
-    mx = _row_max(xr, scale)
+    mx = _row_max(xr, scale, scratch)
     if mx == f32(-np.inf):   # a row of -inf: exp(-inf - 0) = 0 and the sum 0, as torch (NaN)
         mx = f32(0.0)
     s = f32(0.0)
+    sub = f32(0.0)
     for j in range(m):
-        e = fastmath.exp(xr[j] * scale - mx)
+        t = xr[j] * scale - mx
+        e = fastmath.exp(t if t > _EXP_FLOOR else _EXP_FLOOR)
+        e = e if t > _EXP_FLOOR else f32(0.0)
+        e = e if t == t else t
         orow[j] = e
         s += e
+    for j in range(m):
+        t = xr[j] * scale - mx
+        sub += f32(1.0) if (t <= _EXP_FLOOR and t > _EXP_LO) else f32(0.0)
+    if sub > f32(0.0):
+        for j in range(m):
+            t = xr[j] * scale - mx
+            if t <= _EXP_FLOOR and t > _EXP_LO:
+                e = fastmath.exp(t)
+                orow[j] = e
+                s += e
     inv = f32(1.0) / s
     for j in range(m):
         orow[j] *= inv
@@ -64,11 +99,53 @@ def softmax_rows(x, out, scale):
 
 
 @numba.njit(**ROWS_JIT)
+def softmax_rows_biased(x, out, c, divide, bias, bias_step):
+    """``out[r] = softmax(x[r] / c + bias[r * bias_step])`` (``divide``) or ``x[r] * c + ...``:
+    attention's scaled scores plus an additive mask (``bias_step`` 0: one mask row for every row),
+    in torch's order (scale, add, then softmax). ``out`` must not overlap ``x`` (3x slower)."""
+    m = x.shape[1]
+    scratch = np.empty(16, np.float32)
+    for r in range(x.shape[0]):
+        xr, br, o = x[r], bias[r * bias_step], out[r]
+        if divide:
+            for j in range(m):
+                o[j] = xr[j] / c + br[j]
+        else:
+            for j in range(m):
+                o[j] = xr[j] * c + br[j]
+        mx = _row_max(o, f32(1.0), scratch)
+        if mx == f32(-np.inf):
+            mx = f32(0.0)
+        # in place on the one array o (two arguments that may alias would send LLVM's loops to
+        # their scalar path); the subnormal fix-up below recomputes its exponents from x and bias
+        s = f32(0.0)
+        sub = f32(0.0)
+        for j in range(m):
+            t = o[j] - mx
+            e = fastmath.exp(t if t > _EXP_FLOOR else _EXP_FLOOR)
+            e = e if t > _EXP_FLOOR else f32(0.0)
+            e = e if t == t else t
+            o[j] = e
+            s += e
+            sub += f32(1.0) if (t <= _EXP_FLOOR and t > _EXP_LO) else f32(0.0)
+        if sub > f32(0.0):
+            for j in range(m):
+                t = (xr[j] / c + br[j] if divide else xr[j] * c + br[j]) - mx
+                if t <= _EXP_FLOOR and t > _EXP_LO:
+                    e = fastmath.exp(t)
+                    o[j] = e
+                    s += e
+        inv = f32(1.0) / s
+        for j in range(m):
+            o[j] *= inv
+
+
+@numba.njit(**ROWS_JIT)
 def log_softmax_rows(x, out):
     n, m = x.shape
     for r in range(n):
         xr, orow = x[r], out[r]
-        mx = _row_max(xr, f32(1.0))
+        mx = _row_max(xr, f32(1.0), orow)
         if mx == f32(-np.inf):
             mx = f32(0.0)
         s = f32(0.0)

@@ -8,7 +8,7 @@ tactics are tested against).
 from __future__ import annotations
 
 from ..builder.network import Layer, Network
-from . import blas_team, conv, conv_pool, data, int8, mkl, nn, numpy_layers, pointwise, squeeze_excite
+from . import attention, blas_team, conv, conv_pool, data, int8, mkl, nn, numpy_layers, pointwise, squeeze_excite
 from .records import Candidate, Tactic, simple
 
 TACTICS: tuple[Tactic, ...] = (
@@ -28,6 +28,8 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("attention", "mkl", mkl.attention_candidates),
     Tactic("attention", "numba", simple("numba", nn.attention, blas="openblas")),
     Tactic("attention", "numpy", simple("numpy", numpy_layers.attention, blas="openblas")),
+    Tactic("attention_heads", "mkl", attention.heads_mkl),
+    Tactic("attention_heads", "numpy", simple("numpy", attention.heads_numpy, blas="openblas")),
     Tactic("squeeze_excite", "numba", simple("numba", squeeze_excite.squeeze_excite, blas="openblas")),
     Tactic("fused_pointwise", "numba", pointwise.candidates),
     Tactic("fused_pointwise", "numpy", simple("numpy", numpy_layers.fused_pointwise)),

@@ -1,0 +1,95 @@
+"""The ``attention_heads`` tactics (:mod:`..builder.attention_fusion`): multi-head attention on
+separate (B, L, E) query, key and value projections with an optional additive mask.
+
+Per batch and head: ``S = Q_h K_h^T`` on strided column blocks of the projections (no copies),
+``softmax(S / c + mask)`` in one compiled pass per row (:func:`..kernels.rows.softmax_rows_biased`,
+into a second buffer: in place, LLVM's loops took their scalar path, 3x slower), ``O_h = P V_h``
+written straight into the head's columns of the (B, L, E) output. The products are ``cblas_sgemm`` on one MKL thread (``mkl``) or ``np.dot`` (``numpy``, numpy's BLAS):
+each is 0.5-2 M multiply-adds, too small to split (see ``tactics/mkl.py``).
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..builder.network import Layer, Network
+from ..kernels import mkl as mkl_gemm
+from ..kernels.rows import softmax_rows_biased
+from .records import Candidate, Kernel
+
+f32 = np.float32
+
+
+def _dims(layer: Layer, net: Network):
+    B, L, E = net.shape(layer.inputs[0])
+    S = net.shape(layer.inputs[1])[1]
+    H = layer.attrs["heads"]
+    return B, L, S, E, H, E // H
+
+
+def _mask_rows(layer: Layer, net: Network, B: int, H: int, S: int):
+    """``rows(mask, b, h) -> (rows, step)``: the mask's (rows, S) block for batch ``b``, head ``h``
+    and the row step (0: one row for every query); a zero row when the layer has no mask."""
+    if len(layer.inputs) < 4:
+        zero = np.zeros((1, S), f32)
+        return lambda mask, b, h: (zero, 0)
+    Bm, Hm, Lm, _ = net.shape(layer.inputs[3])
+    step = 1 if Lm > 1 else 0
+    return lambda mask, b, h: (mask[b if Bm > 1 else 0, h if Hm > 1 else 0], step)
+
+
+def _scratch(tls, L: int, S: int, D: int):
+    """This thread's scores, probabilities and head output buffers."""
+    try:
+        return tls.scratch
+    except AttributeError:
+        tls.scratch = np.empty((L, S), f32), np.empty((L, S), f32), np.empty((L, D), f32)
+        return tls.scratch
+
+
+def heads_numpy(layer: Layer, net: Network):
+    B, L, S, E, H, D = _dims(layer, net)
+    c, divide = f32(layer.attrs["scale"]), bool(layer.attrs["divide"])
+    rows = _mask_rows(layer, net, B, H, S)
+    tls = threading.local()
+
+    def run(q, k, v, *rest):
+        mask, out = (rest[0], rest[1]) if len(rest) == 2 else (None, rest[0])
+        s, p, t = _scratch(tls, L, S, D)
+        for b in range(B):
+            for h in range(H):
+                cols = slice(h * D, (h + 1) * D)
+                np.dot(q[b][:, cols], k[b][:, cols].T, out=s)
+                m, step = rows(mask, b, h)
+                softmax_rows_biased(s, p, c, divide, m, step)
+                np.dot(p, v[b][:, cols], out=t)
+                out[b][:, cols] = t
+    return run
+
+
+def heads_mkl(layer: Layer, net: Network) -> list[Candidate]:
+    lib = mkl_gemm.library()
+    if lib is None:
+        return []
+    B, L, S, E, H, D = _dims(layer, net)
+    c, divide = f32(layer.attrs["scale"]), bool(layer.attrs["divide"])
+    rows = _mask_rows(layer, net, B, H, S)
+    tls = threading.local()
+    sgemm = lib.cblas_sgemm
+    rm, nt, tr = mkl_gemm.ROW_MAJOR, mkl_gemm.NO_TRANS, mkl_gemm.TRANS
+
+    def run(q, k, v, *rest):
+        mask, out = (rest[0], rest[1]) if len(rest) == 2 else (None, rest[0])
+        s, p, _ = _scratch(tls, L, S, D)
+        mkl_gemm.set_threads(lib, 1)
+        sp, pp = s.ctypes.data, p.ctypes.data
+        for b in range(B):
+            qp, kp, vp, op = q[b].ctypes.data, k[b].ctypes.data, v[b].ctypes.data, out[b].ctypes.data
+            for h in range(H):
+                off = 4 * h * D
+                sgemm(rm, nt, tr, L, S, D, 1.0, qp + off, E, kp + off, E, 0.0, sp, S)
+                m, step = rows(mask, b, h)
+                softmax_rows_biased(s, p, c, divide, m, step)
+                sgemm(rm, nt, nt, L, D, S, 1.0, pp, S, vp + off, E, 0.0, op + off, E)
+    return [Candidate("mkl", lambda: Kernel(run), blas="mkl")]

@@ -1,0 +1,107 @@
+"""Written-out multi-head attention fused into one layer (builder/attention_fusion.py): BERT's
+form (separate projections, scores divided or multiplied, an additive mask) becomes
+``attention_heads`` (tactics/attention.py: MKL and numpy, each against torch), torch's packed
+in-projection form the packed ``attention`` layer; and attentions the pattern must leave alone."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import srcore
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+
+class Bert(nn.Module):
+    def __init__(self, d, heads, divide=True, leak=False):
+        super().__init__()
+        self.h, self.dh, self.divide, self.leak = heads, d // heads, divide, leak
+        self.q, self.k, self.v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
+
+    def split(self, x):
+        b, t, _ = x.shape
+        return x.view(b, t, self.h, self.dh).transpose(1, 2)
+
+    def forward(self, x, bias):
+        b, t, d = x.shape
+        s = torch.matmul(self.split(self.q(x)), self.split(self.k(x)).transpose(-1, -2))
+        s = s / math.sqrt(self.dh) if self.divide else s * (1.0 / math.sqrt(self.dh))
+        p = torch.softmax(s + bias, dim=-1)
+        y = torch.matmul(p, self.split(self.v(x))).transpose(1, 2).reshape(b, t, d) + 1.0
+        return (y, p) if self.leak else y     # leak: the probabilities are an output, no fusion
+
+
+class Packed(nn.Module):
+    """transformer_block_explicit's attention: one (B, L, 3E) projection taken apart."""
+
+    def __init__(self, d, heads):
+        super().__init__()
+        self.h, self.dh = heads, d // heads
+        self.qkv = nn.Linear(d, 3 * d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        qkv = self.qkv(x).reshape(b, t, 3, self.h, self.dh).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        p = torch.softmax(torch.matmul(q, k.transpose(-2, -1)) * (1.0 / math.sqrt(self.dh)), dim=-1)
+        return torch.matmul(p, v).transpose(1, 2).reshape(b, t, d) + 1.0
+
+
+def _engine(m, args, exclude=()):
+    model = srcore.from_torchscript(torch.jit.trace(m, args), args)
+    opts = srcore.Options(backends=("trt_like", "cpu"), engine_options={"exclude_tactics": list(exclude), "timing": False})
+    sm = srcore.StaticModule(model, options=opts)
+    return sm, "\n".join(e.description for e in sm.partition.engines)
+
+
+def _mask(shape, seed):
+    keep = torch.rand(shape, generator=torch.Generator().manual_seed(seed)) > 0.3
+    return (~keep).float() * -10000.0
+
+
+@pytest.mark.parametrize("B, L, d, heads, mask_shape, divide, tactic", [
+    (1, 40, 64, 4, (1, 1, 1, 40), True, "mkl"),      # BERT's padding mask, 40 keys: a vector and a tail
+    (1, 40, 64, 4, (1, 1, 1, 40), True, "numpy"),
+    (2, 17, 48, 3, (2, 1, 1, 17), False, "mkl"),     # a mask per batch entry; the scale multiplies
+    (2, 24, 32, 2, (1, 2, 24, 24), True, "numpy"),   # a mask per head and query row
+])
+def test_bert_attention_is_one_layer_and_matches_torch(B, L, d, heads, mask_shape, divide, tactic):
+    from srcore_trt_like.kernels import mkl
+
+    if tactic == "mkl" and mkl.library() is None:
+        pytest.skip("no MKL")
+    torch.manual_seed(L)
+    m = Bert(d, heads, divide).eval()
+    x, bias = torch.randn(B, L, d), _mask(mask_shape, L)
+    sm, desc = _engine(m, (x, bias), exclude=["numpy" if tactic == "mkl" else "mkl"])
+    assert f"attention_heads -> {B}x{L}x{d} [{tactic}]" in desc, desc
+    assert desc.count("attention_heads") == 1 and "softmax" not in desc and "permute" not in desc, desc
+    with torch.no_grad():
+        want = m(x, bias).numpy()
+    np.testing.assert_allclose(sm(x.numpy(), bias.numpy()), want, rtol=1e-4, atol=1e-5)
+
+
+def test_packed_attention_becomes_the_packed_layer():
+    torch.manual_seed(5)
+    m = Packed(64, 4).eval()
+    x = torch.randn(2, 20, 64)
+    sm, desc = _engine(m, (x,))
+    assert "attention" in desc and "softmax" not in desc and "strided" not in desc, desc
+    with torch.no_grad():
+        want = m(x).numpy()
+    np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-5)
+
+
+def test_an_attention_whose_probabilities_are_read_elsewhere_is_not_fused():
+    torch.manual_seed(6)
+    m = Bert(32, 2, leak=True).eval()
+    x, bias = torch.randn(1, 12, 32), _mask((1, 1, 1, 12), 6)
+    sm, desc = _engine(m, (x, bias))
+    assert "attention_heads" not in desc and "softmax" in desc, desc
+    with torch.no_grad():
+        want = m(x, bias)
+    for g, w in zip(sm(x.numpy(), bias.numpy()), want):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-4, atol=1e-5)

@@ -1,0 +1,66 @@
+"""The compiled row kernels (kernels/rows.py) against torch: softmax (scaled) and log-softmax rows
+with the values attention feeds them (masked keys at -10000, -inf, NaN, +inf, rows shorter than a
+vector, a tail past the last full vector)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from srcore_trt_like.kernels import rows
+
+pytestmark = pytest.mark.one_pass
+
+
+def _rows(m):
+    x = np.random.default_rng(m).standard_normal((9, m)).astype(np.float32) * 4
+    x[0, m // 2] = np.nan             # NaN row: all NaN
+    x[1] = -np.inf                    # every key masked: NaN (0 / 0), as torch
+    x[2, m - 1] = np.inf              # +inf: NaN (inf - inf)
+    x[3, : m // 2] = -np.inf          # partly masked: zeros there
+    x[4, m // 3:] -= 10000.0          # BERT's additive mask: exp far below float32's normals
+    x[5] = 1e4                        # far from zero
+    x[6, m - 1] = 90.0                # the max in the tail
+    x[7, : m // 2] = -95.0            # exp(x - max) around float32's smallest subnormals
+    x[8] = 0.0
+    x[8, m // 2] = 95.0               # exp(-95): subnormal results, as torch's
+    return x
+
+
+@pytest.mark.parametrize("m", [5, 16, 37, 128])
+@pytest.mark.parametrize("scale", [1.0, 0.125])
+def test_softmax_rows_match_torch(m, scale):
+    x = _rows(m)
+    out = np.full_like(x, -1.0)
+    rows.softmax_rows(x, out, np.float32(scale))
+    want = torch.softmax(torch.from_numpy(x) * scale, -1).numpy()
+    assert np.array_equal(np.isnan(out), np.isnan(want))
+    np.testing.assert_allclose(out, want, rtol=2e-6, atol=3e-44)   # ~20 subnormal ulps
+
+
+@pytest.mark.parametrize("m", [5, 16, 37, 128])
+def test_log_softmax_rows_match_torch(m):
+    x = _rows(m)[[0, 1, 2, 3, 5, 6, 8]]
+    out = np.full_like(x, -1.0)
+    rows.log_softmax_rows(x, out)
+    want = torch.log_softmax(torch.from_numpy(x), -1).numpy()
+    assert np.array_equal(np.isnan(out), np.isnan(want))
+    np.testing.assert_allclose(out, want, rtol=2e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("m", [5, 16, 37, 128])
+@pytest.mark.parametrize("divide", [True, False])
+def test_softmax_rows_biased_match_torch(m, divide):
+    """Attention's scale, additive mask and softmax in one pass: one mask row for all rows (step 0)
+    and a row per row (step 1), torch's order (scale, add, softmax)."""
+    x = _rows(m)
+    c = np.float32(8.0 if divide else 0.125)
+    t = torch.from_numpy(x)
+    for bias in (_rows(m + 1)[4:5, :m].copy(), np.random.default_rng(m).standard_normal((9, m)).astype(np.float32)):
+        bias[:, : m // 4] = -10000.0                      # masked keys
+        out = np.full_like(x, -1.0)
+        rows.softmax_rows_biased(x, out, c, divide, bias, 1 if bias.shape[0] > 1 else 0)
+        scaled = t / float(c) if divide else t * float(c)
+        want = torch.softmax(scaled + torch.from_numpy(bias), -1).numpy()
+        assert np.array_equal(np.isnan(out), np.isnan(want))
+        np.testing.assert_allclose(out, want, rtol=2e-6, atol=3e-44)   # ~20 subnormal ulps
