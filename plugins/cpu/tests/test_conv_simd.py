@@ -60,6 +60,8 @@ def test_off_with_the_variable_at_0(monkeypatch):
 ])
 def test_the_simd_conv_must_win_by_the_margin(monkeypatch, simd_s, rows_s, other_s, want):
     monkeypatch.delenv("SRCORE_CPU_SIMD_CONV", raising=False)
+    monkeypatch.delenv("SRCORE_CPU_THREADS", raising=False)
+    monkeypatch.setattr(_conv._par, "intra_op_threads", lambda: 1)
     times = {"simd": simd_s, "simd_rows": rows_s, "simd_oc": 2.0, "other": other_s}
     monkeypatch.setattr(_conv._small, "SMALL_COLS_MAX", 0)
     # other timed choices (numpy's or MKL's GEMM under im2col, where MKL loads) tie at 1 s
@@ -85,8 +87,8 @@ def test_small_inputs_keep_their_gather_and_gemm(monkeypatch):
 
 @pytest.mark.parametrize("way", ["simd@2", "simd_rows@2", "simd_oc@2", "simd"])
 def test_at_two_intra_op_threads_the_split_layouts_are_candidates(monkeypatch, way):
-    """At 2 intra-op threads each layout is also timed split over them (srcore.conv's pool); the
-    chosen one runs with that count, with torch's results."""
+    """At 2 intra-op threads each layout is also timed split over them (its tasks on the part pool);
+    the chosen one runs with that count, with torch's results."""
     from srcore.plugin import simd_conv
 
     if way.startswith("simd_oc") and simd_conv.lanes() != 16:
@@ -101,10 +103,9 @@ def test_at_two_intra_op_threads_the_split_layouts_are_candidates(monkeypatch, w
         seen.append(set(cands))
         return {k: 0.5 if k == way else 1.0 for k in cands}
     monkeypatch.setattr(_tactic, "timings", timings)
-    real_call = simd_conv.SimdDirectConv.__call__
-    monkeypatch.setattr(simd_conv.SimdDirectConv, "__call__",
-                        lambda self, x, out, residual=None, threads=1: runs.append(threads) or real_call(
-                            self, x, out, residual, threads=threads))
+    real_parts = _conv._par.run_parts
+    monkeypatch.setattr(_conv._par, "run_parts", lambda fn, parts, threads: runs.append(parts) or real_parts(
+        fn, parts, threads))
     rng = np.random.default_rng(4)
     w = rng.standard_normal((16, 8, 3, 3), np.float32)
     b = rng.standard_normal(16).astype(np.float32)
@@ -115,4 +116,41 @@ def test_at_two_intra_op_threads_the_split_layouts_are_candidates(monkeypatch, w
     runs.clear()
     ref = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), 1, 1).numpy()
     np.testing.assert_allclose(fn(x), ref, rtol=1e-5, atol=1e-4)
-    assert runs == [2 if way.endswith("@2") else 1]
+    assert runs == ([2] if way.endswith("@2") else [])
+
+
+@pytest.mark.parametrize(("times", "want", "parts"), [
+    ({"other": 1.0, "other@2": 1.0}, "other@2", [2]),      # a tie keeps the part-pool split
+    ({"other": 0.9, "other@2": 1.0}, "conv_const", []),    # threaded BLAS clearly faster
+    ({"other": 1.0, "other@2": 0.8, "simd@2": 0.75}, "other@2", [2]),   # the SIMD conv misses the margin
+    ({"other": 1.0, "other@2": 0.8, "simd@2": 0.7}, "simd@2", [2]),
+])
+def test_at_two_threads_the_other_paths_split_on_the_part_pool(monkeypatch, times, want, parts):
+    """At 2 intra-op threads the other paths (Winograd, im2col) are also timed split in 2 parts on the
+    part pool, after the candidates that do not call threaded BLAS; kept unless threaded BLAS is
+    3 % faster; the SIMD conv must beat the kept one by its margin; torch's results either way."""
+    monkeypatch.delenv("SRCORE_CPU_SIMD_CONV", raising=False)
+    monkeypatch.delenv("SRCORE_CPU_THREADS", raising=False)
+    monkeypatch.setattr(_conv._par, "intra_op_threads", lambda: 2)
+    monkeypatch.setattr(_conv._small, "SMALL_COLS_MAX", 0)
+    seen = []
+
+    def timings(cands, args, **kw):
+        seen.append((set(cands), kw.get("threaded_blas")))
+        return {k: times.get(k, 2.0) for k in cands}
+    monkeypatch.setattr(_tactic, "timings", timings)
+    runs = []
+    real_parts = _conv._par.run_parts
+    monkeypatch.setattr(_conv._par, "run_parts", lambda fn, n, threads: runs.append(n) or real_parts(fn, n, threads))
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((16, 16, 3, 3), np.float32)
+    b = rng.standard_normal(16).astype(np.float32)
+    shape = (1, 16, 24, 24)
+    fn = _conv.make_conv(2, w, b, 1, 1, 1, 1, input_shape=shape)
+    assert {"other", "other@2", "simd@2"} <= seen[-1][0] and seen[-1][1] == {"other"}
+    assert getattr(fn, "tactic", fn.__name__) == want
+    x = rng.standard_normal(shape, np.float32)
+    runs.clear()
+    ref = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), 1, 1).numpy()
+    np.testing.assert_allclose(fn(x), ref, rtol=1e-4, atol=1e-3)
+    assert sorted(set(runs)) == parts

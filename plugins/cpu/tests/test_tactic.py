@@ -140,3 +140,31 @@ def test_wait_blas_idle_waits_out_the_spin_once(monkeypatch):
     parallel.wait_blas_idle()
     parallel.wait_blas_idle()
     assert slept == [pytest.approx(parallel.BLAS_SPIN_S - 0.02)]
+
+
+def test_threaded_blas_candidates_timed_after_the_others_on_the_wall_clock(monkeypatch):
+    """``timings(..., threaded_blas=...)`` on the wall clock: the other candidates' rounds all come
+    first, after OpenBLAS's worker went to sleep, the threaded-BLAS ones after, then noted; every
+    candidate keeps its own best. On the cpu clock the rounds stay interleaved, with no wait."""
+    from srcore_cpu.kernels import parallel
+
+    th = _FakeThread(monkeypatch)
+    log = []
+    monkeypatch.setattr(parallel, "wait_blas_idle", lambda: log.append("wait"))
+    monkeypatch.setattr(parallel, "note_threaded_blas", lambda: log.append("note"))
+
+    def call(name, ns):
+        inner = th.call(ns)
+
+        def run():
+            log.append(name)
+            inner()
+        return run
+    cands = {"blas": call("blas", 100_000), "split": call("split", 90_000), "one": call("one", 110_000)}
+    t = tactic.timings(cands, (), rounds=2, budget_s=1.0, clock="wall", threaded_blas={"blas"})
+    assert t == pytest.approx({"blas": 100e-6, "split": 90e-6, "one": 110e-6})
+    assert log[0] == "wait" and log[-1] == "note"
+    assert set(log[1:7]) == {"split", "one"} and log[7:10] == ["blas"] * 3
+    log.clear()
+    tactic.timings(cands, (), rounds=2, budget_s=1.0, clock="cpu", threaded_blas={"blas"})
+    assert "wait" not in log and log[:3] == ["blas", "split", "one"]

@@ -236,9 +236,11 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
     gather = {}       # input shape -> parts of the column copies, where timing at load chose a split
     mkl = {}          # input shape -> MKL's im2col GEMM (mkl_gemm.matmul_rows), where timing at load chose it
 
-    def other_paths(input, out=None):
-        t = 1
-        if threads > 1 and input.size // max(input.shape[-nd - 1], 1) * macs_per_pixel >= PARALLEL_MIN_MACS:
+    def other_paths(input, out=None, split=1):
+        """The paths above; ``split > 1``: Winograd's or im2col's work in that many parts on the part
+        pool (one BLAS thread each), the choice made at load (the SIMD conv's timing below)."""
+        t = split
+        if t == 1 and threads > 1 and input.size // max(input.shape[-nd - 1], 1) * macs_per_pixel >= PARALLEL_MIN_MACS:
             t = threads
         if small is not None and t == 1:   # a conv worth splitting over threads is not small
             fn = plans.get((input.shape, input.dtype), False)
@@ -321,14 +323,14 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
         x0 = np.zeros(shape, np.float32)
         o0 = np.empty(simd.out_shape(shape), np.float32)
 
-        # at more than one intra-op thread each layout also split over them (rows of the output on
-        # srcore.conv's pool), timed in wall time against the other paths at that count
+        # at more than one intra-op thread each layout also split over them (its tasks, rows or spans
+        # of the output, on the part pool), timed in wall time against the other paths at that count
         counts = sorted({threads, _par.intra_op_threads()})
 
         def layout(rows, tile, n):
             def run(x, o):
                 simd.rows_interleaved, simd.row_tile = rows, tile
-                return simd(x, o, threads=n)
+                return _simd_run(simd, x, o, n)
             return run
         ways, way_threads = {}, {}
         for n in counts:
@@ -344,10 +346,20 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
             simd_oc = simd_conv.SimdDirectConv(w, b, stride, pads, dilation, groups, oc_lanes=True)
             for n in counts:
                 way = "simd_oc" + ("" if n == threads else f"@{n}")
-                ways[way], way_threads[way] = (lambda x, o, n=n: simd_oc(x, o, threads=n)), n
-        t = _tactic.timings({**ways, "other": conv_const}, (x0, o0))
+                ways[way], way_threads[way] = (lambda x, o, n=n: _simd_run(simd_oc, x, o, n)), n
+        others = {"other": conv_const}
+        if direct is None:
+            # the other paths split on the part pool too: a threaded BLAS call anywhere in a module
+            # leaves OpenBLAS's worker spinning ~0.1 s on the core every part-pool split then needs
+            others.update({f"other@{n}": (lambda x, o, n=n: other_paths(x, o, split=n)) for n in counts if n > 1})
+        t = _tactic.timings({**ways, **others}, (x0, o0), threaded_blas={"other"})
+        other = _other_choice(t)
         way = min((n for n in ways if n in t), key=t.get, default=None)
-        if way is not None and ("other" not in t or t[way] <= SIMD_MARGIN * t["other"]):
+        if other is not None and other != "other":
+            split_other = int(other.partition("@")[2])
+            conv_const = _with_split(other_paths, split_other, shape)
+            conv_const.tactic = other
+        if way is not None and (other is None or t[way] <= SIMD_MARGIN * t[other]):
             kind, run_threads = way.partition("@")[0], way_threads[way]
             if kind == "simd_oc":
                 simd = simd_oc
@@ -360,11 +372,37 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
                         and (out is None or (out.dtype == np.float32 and out.flags.c_contiguous))):
                     if out is None:
                         out = np.empty(o0.shape, np.float32)
-                    return simd(input, out, threads=run_threads)
+                    return _simd_run(simd, input, out, run_threads)
                 return fallback(input, out)
             conv_simd.tactic = way
             return conv_simd
     return conv_const
+
+
+def _other_choice(t: dict):
+    """Of the timed other paths in ``t`` (``"other"``: threaded BLAS; ``"other@N"``: split on the part
+    pool), the one to keep: the fastest split unless the threaded BLAS is :data:`_MKL_WIN` faster
+    (a tie keeps the split, as for MKL's split GEMMs); None when none ran."""
+    split = min((n for n in t if n.startswith("other@")), key=t.get, default=None)
+    if split is None or ("other" in t and t["other"] < _MKL_WIN * t[split]):
+        return "other" if "other" in t else None
+    return split
+
+
+def _with_split(other_paths, n: int, shape):
+    """``other_paths`` with its work split in ``n`` parts for inputs of ``shape`` (others as before)."""
+    def conv_split(input, out=None):
+        return other_paths(input, out, split=n if input.shape == shape else 1)
+    return conv_split
+
+
+def _simd_run(simd, x, out, threads: int):
+    """``simd`` (a ``SimdDirectConv``) on ``x`` into ``out``, its tasks split over ``threads`` on the
+    part pool (``parallel.run_bound``) when more than one."""
+    if threads <= 1:
+        return simd(x, out)
+    _par.run_bound(simd.bind(x, out), threads)
+    return out
 
 
 def _time_mkl_gemm(shape, other_paths, mkl, w, nd, b, stride, pads, dilation, ws):
