@@ -168,3 +168,27 @@ def test_threaded_blas_candidates_timed_after_the_others_on_the_wall_clock(monke
     log.clear()
     tactic.timings(cands, (), rounds=2, budget_s=1.0, clock="cpu", threaded_blas={"blas"})
     assert "wait" not in log and log[:3] == ["blas", "split", "one"]
+
+
+def test_millisecond_candidates_warm_up_before_their_rounds(monkeypatch):
+    """A candidate whose first call takes WARM_LONG_S or more is called again up to WARM_S / WARM_CALLS
+    before its rounds, its slow first calls not counted (a slow mode that lasts two calls no longer
+    loses it the choice); a short candidate gets one warm-up call."""
+    th = _FakeThread(monkeypatch)
+    calls = {"slow_start": 0, "steady": 0, "short": 0}
+
+    def cand(name, times_ns):
+        def run():
+            i = calls[name]
+            calls[name] += 1
+            th.call(times_ns[min(i, len(times_ns) - 1)])()
+        return run
+    cands = {"slow_start": cand("slow_start", [2_000_000, 2_000_000, 1_000_000]),
+             "steady": cand("steady", [1_200_000]), "short": cand("short", [100_000_000 // 1000])}
+    t = tactic.timings(cands, (), rounds=1, budget_s=1.0, clock="cpu")
+    assert min(t, key=t.get) == "short"
+    del cands["short"]
+    calls.update(slow_start=0, steady=0)
+    t = tactic.timings(cands, (), rounds=1, budget_s=1.0, clock="cpu")
+    assert t == pytest.approx({"slow_start": 1e-3, "steady": 1.2e-3})
+    assert calls == {"slow_start": 3, "steady": 5, "short": 2}   # warm-up to 4 ms or 4 calls, then 1 round
