@@ -296,6 +296,8 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
                 direct = None
         else:
             direct = None   # an unknown shape: the GEMM paths, which win at the larger sizes
+    if static and threads == 1 and direct is not None:
+        _time_direct_split(direct, shape)
     if static and threads == 1 and direct is None:
         _time_gather_split(shape)
     if (static and threads == 1 and direct is None and w.dtype == np.float32 and groups == 1 and shape[0] == 1
@@ -377,6 +379,25 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
             conv_simd.tactic = way
             return conv_simd
     return conv_const
+
+
+def _time_direct_split(direct, shape) -> None:
+    """At more than one intra-op thread, the direct grouped conv (``conv_direct.py``: mobilenet's
+    depthwise convs) on ``shape`` split by output rows over them on the part pool where that times
+    faster at load than one thread (the same bits); it keeps one thread otherwise."""
+    intra = _par.intra_op_threads()
+    if intra <= 1:
+        return
+    x0 = np.zeros(shape, np.float32)
+    o0 = np.empty(direct.out_shape(shape), np.float32)
+
+    def at(n):
+        def run(x, o):
+            direct.threads = n
+            return direct(x, o)
+        return run
+    way = _tactic.fastest({"one": at(1), "split": at(intra)}, (x0, o0))
+    direct.threads = intra if way == "split" else 1
 
 
 def _other_choice(t: dict):
