@@ -24,6 +24,12 @@ Constant-weight kernels (the matchers', :func:`make_conv`) pick a path per input
   (``srcore.plugin.simd_conv``, either layout of its input copy; on a 16-lane CPU also with output
   channels in the vector lanes) when it times faster than the path chosen above for that shape.
 
+At more than one intra-op thread (numpy's BLAS thread count, or ``SRCORE_CPU_THREADS``) the SIMD
+conv's layouts, the Winograd / im2col paths and the direct grouped conv are also timed split over
+the threads on the part pool (``parallel.py``; one BLAS thread a part), and the threaded-BLAS path
+after them, once OpenBLAS's spinning worker sleeps; a split is kept where it times faster (a tie
+against threaded BLAS keeps the split), one thread or threaded BLAS otherwise.
+
 Scratch (padded input, columns, Winograd tiles) comes from :data:`SHARED_WS`, one per-thread
 workspace shared by every conv node of the process (``workspace.py``), so memory is the largest
 node's scratch, not the sum; a ``RuntimePool`` thread has its own.
