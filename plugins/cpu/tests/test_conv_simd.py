@@ -154,3 +154,60 @@ def test_at_two_threads_the_other_paths_split_on_the_part_pool(monkeypatch, time
     ref = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), 1, 1).numpy()
     np.testing.assert_allclose(fn(x), ref, rtol=1e-4, atol=1e-3)
     assert sorted(set(runs)) == parts
+
+
+@pytest.mark.parametrize("add", [True, False])
+@pytest.mark.parametrize("simd_wins", [True, False])
+def test_fused_conv_relu_in_the_simd_convs_store(monkeypatch, add, simd_wins):
+    """srcore::conv2d_relu / conv2d_add_relu: where the SIMD conv wins, it adds ``other`` and clamps
+    at 0 in its own store (the separate epilogue never runs; a NaN stays NaN, as torch's relu);
+    an ``other`` it cannot take (non-contiguous) and the other paths get conv + epilogue;
+    torch's result every way."""
+    from srcore.ir.types import TensorType
+    from srcore.testing import node_info
+    from srcore_cpu.kernels import fused_conv as FU
+    from srcore_cpu.kernels import linalg
+
+    monkeypatch.delenv("SRCORE_CPU_SIMD_CONV", raising=False)
+    monkeypatch.delenv("SRCORE_CPU_THREADS", raising=False)
+    monkeypatch.setattr(_conv._par, "intra_op_threads", lambda: 1)
+    monkeypatch.setattr(_conv._small, "SMALL_COLS_MAX", 0)
+    timed = []
+
+    def timings(cands, args, **kw):
+        timed.append({k: cands[k](*args) is not None for k in cands})   # every candidate runs
+        return {k: (0.5 if k == "simd" else 1.0) if simd_wins else (0.5 if k == "other" else 1.0) for k in cands}
+    monkeypatch.setattr(_tactic, "timings", timings)
+    relus = []
+    real_relu = linalg.relu_
+    monkeypatch.setattr(FU, "_relu_", lambda o: relus.append(1) or real_relu(o))
+    rng = np.random.default_rng(8)
+    w = rng.standard_normal((16, 8, 3, 3), dtype=np.float32)
+    b = rng.standard_normal(16, dtype=np.float32)
+    x = rng.standard_normal((1, 8, 12, 11), dtype=np.float32)
+    x[0, 3, 5, 5] = np.nan
+    shape = (1, 16, 12, 11)
+    t = TensorType("float32", shape)
+    other = rng.standard_normal(shape, dtype=np.float32)
+    hp = dict(weight=w, bias=b, stride=[1, 1], padding=[1, 1], dilation=[1, 1], groups=1, outputs=(t,))
+    if add:
+        fn = FU.conv2d_add_relu_matcher(node_info("srcore::conv2d_add_relu", input=TensorType("float32", x.shape),
+                                                  other=t, **hp)).fn
+        run = lambda o: fn(x, o)   # noqa: E731
+    else:
+        fn = FU.conv2d_relu_matcher(node_info("srcore::conv2d_relu", input=TensorType("float32", x.shape), **hp)).fn
+        run = lambda o: fn(x)      # noqa: E731
+    assert timed
+    ref = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), padding=1)
+    ref = torch.relu(ref + torch.from_numpy(other) if add else ref).numpy()
+    relus.clear()
+    got = run(other)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-4)
+    assert np.isnan(got).sum() == np.isnan(ref).sum() > 0
+    assert relus == ([] if simd_wins else [1])
+    if add:
+        strided = np.empty((1, 16, 12, 22), np.float32)[..., ::2]
+        strided[...] = other
+        relus.clear()
+        np.testing.assert_allclose(run(strided), ref, rtol=1e-5, atol=1e-4)
+        assert relus == [1]

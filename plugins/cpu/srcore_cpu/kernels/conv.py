@@ -173,8 +173,13 @@ def _page_in(a):
     np.add.reduce(a.reshape(-1)[::max(1, 4096 // a.itemsize)])
 
 
-def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=None):
+def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=None, epilogue=None, add=False):
     """A ``fn(input, out=None)`` convolution with fixed weights; scratch from :data:`SHARED_WS`.
+
+    ``epilogue`` (``ep(out, other)``: relu of ``out`` (+ ``other`` when ``add``) in place, the fused
+    convs'): then ``fn(input, out=None, other=None)`` returns that relu; the SIMD direct conv, where
+    chosen, applies it in its own store (residual and clamp at 0: no pass over the output after it),
+    the other paths call ``epilogue``; the timing at load charges each path its epilogue.
 
     3x3 stride-1 ungrouped 2-D convs (float32/64) run Winograd F(4x4) or F(2x2), or im2col, as
     :func:`conv_winograd.choose` says for the input's shape: decided once per shape, the weight
@@ -327,9 +332,12 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
         # cost ~0.1 s a layer at load)
         from srcore.plugin import simd_conv
 
-        simd = simd_conv.SimdDirectConv(w, b, stride, pads, dilation, groups)
+        # a fused relu: the SIMD conv's clamp at 0 (NaN stays NaN, as torch's relu)
+        lo = 0.0 if epilogue is not None else -math.inf
+        simd = simd_conv.SimdDirectConv(w, b, stride, pads, dilation, groups, lo=lo)
         x0 = np.zeros(shape, np.float32)
         o0 = np.empty(simd.out_shape(shape), np.float32)
+        r0 = np.zeros(o0.shape, np.float32) if add else None   # the residual, for the timing
 
         # at more than one intra-op thread each layout also split over them (its tasks, rows or spans
         # of the output, on the part pool), timed in wall time against the other paths at that count
@@ -338,7 +346,7 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
         def layout(rows, tile, n):
             def run(x, o):
                 simd.rows_interleaved, simd.row_tile = rows, tile
-                return _simd_run(simd, x, o, n)
+                return _simd_run(simd, x, o, n, r0)
             return run
         ways, way_threads = {}, {}
         for n in counts:
@@ -351,15 +359,17 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
         simd_oc = None
         if simd.nl == 16:
             # on a 16-lane CPU, output channels in the lanes too (small planes; its own weights)
-            simd_oc = simd_conv.SimdDirectConv(w, b, stride, pads, dilation, groups, oc_lanes=True)
+            simd_oc = simd_conv.SimdDirectConv(w, b, stride, pads, dilation, groups, oc_lanes=True, lo=lo)
             for n in counts:
                 way = "simd_oc" + ("" if n == threads else f"@{n}")
-                ways[way], way_threads[way] = (lambda x, o, n=n: _simd_run(simd_oc, x, o, n)), n
-        others = {"other": conv_const}
+                ways[way], way_threads[way] = (lambda x, o, n=n: _simd_run(simd_oc, x, o, n, r0)), n
+        ep = epilogue or (lambda o, other=None: o)
+        others = {"other": lambda x, o: ep(conv_const(x, o), r0)}
         if direct is None:
             # the other paths split on the part pool too: a threaded BLAS call anywhere in a module
             # leaves OpenBLAS's worker spinning ~0.1 s on the core every part-pool split then needs
-            others.update({f"other@{n}": (lambda x, o, n=n: other_paths(x, o, split=n)) for n in counts if n > 1})
+            others.update({f"other@{n}": (lambda x, o, n=n: ep(other_paths(x, o, split=n), r0))
+                           for n in counts if n > 1})
         t = _tactic.timings({**ways, **others}, (x0, o0), threaded_blas={"other"})
         other = _other_choice(t)
         way = min((n for n in ways if n in t), key=t.get, default=None)
@@ -373,18 +383,32 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
                 simd = simd_oc
             simd.rows_interleaved = kind == "simd_rows"
             simd.row_tile = simd_conv.ROW_TILE if kind == "simd_tiled" else 0
-            fallback = conv_const
+            fallback = _with_epilogue(conv_const, epilogue)
 
-            def conv_simd(input, out=None):
+            def conv_simd(input, out=None, other=None):
                 if (input.shape == shape and input.dtype == np.float32
-                        and (out is None or (out.dtype == np.float32 and out.flags.c_contiguous))):
+                        and (out is None or (out.dtype == np.float32 and out.flags.c_contiguous))
+                        and (other is None if not add else (isinstance(other, np.ndarray) and other.shape == o0.shape
+                                                            and other.dtype == np.float32
+                                                            and other.flags.c_contiguous))):
                     if out is None:
                         out = np.empty(o0.shape, np.float32)
-                    return _simd_run(simd, input, out, run_threads)
-                return fallback(input, out)
+                    return _simd_run(simd, input, out, run_threads, other)
+                return fallback(input, out, other) if epilogue is not None else fallback(input, out)
             conv_simd.tactic = way
             return conv_simd
-    return conv_const
+    return _with_epilogue(conv_const, epilogue)
+
+
+def _with_epilogue(conv, epilogue):
+    """``conv`` itself, or with ``epilogue`` a ``fn(input, out=None, other=None)`` applying it after."""
+    if epilogue is None:
+        return conv
+
+    def conv_then_epilogue(input, out=None, other=None):
+        return epilogue(conv(input, out), other)
+    conv_then_epilogue.tactic = getattr(conv, "tactic", None)
+    return conv_then_epilogue
 
 
 def _time_direct_split(direct, shape) -> None:
@@ -423,12 +447,12 @@ def _with_split(other_paths, n: int, shape):
     return conv_split
 
 
-def _simd_run(simd, x, out, threads: int):
-    """``simd`` (a ``SimdDirectConv``) on ``x`` into ``out``, its tasks split over ``threads`` on the
-    part pool (``parallel.run_bound``) when more than one."""
+def _simd_run(simd, x, out, threads: int, residual=None):
+    """``simd`` (a ``SimdDirectConv``) on ``x`` (+ ``residual``) into ``out``, its tasks split over
+    ``threads`` on the part pool (``parallel.run_bound``) when more than one."""
     if threads <= 1:
-        return simd(x, out)
-    _par.run_bound(simd.bind(x, out), threads)
+        return simd(x, out, residual)
+    _par.run_bound(simd.bind(x, out, residual), threads)
     return out
 
 
