@@ -154,6 +154,11 @@ def test_at_two_threads_the_other_paths_split_on_the_part_pool(monkeypatch, time
     ref = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), 1, 1).numpy()
     np.testing.assert_allclose(fn(x), ref, rtol=1e-4, atol=1e-3)
     assert sorted(set(runs)) == parts
+    x2 = rng.standard_normal((1, 16, 9, 10), np.float32)   # another shape: the paths of one thread
+    runs.clear()
+    ref2 = F.conv2d(torch.from_numpy(x2), torch.from_numpy(w), torch.from_numpy(b), 1, 1).numpy()
+    np.testing.assert_allclose(fn(x2), ref2, rtol=1e-4, atol=1e-3)
+    assert runs == []
 
 
 @pytest.mark.parametrize("add", [True, False])

@@ -375,7 +375,7 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
         way = min((n for n in ways if n in t), key=t.get, default=None)
         if other is not None and other != "other":
             split_other = int(other.partition("@")[2])
-            conv_const = _with_split(other_paths, split_other, shape)
+            conv_const = _with_split(other_paths, split_other, shape, conv_const)
             conv_const.tactic = other
         if way is not None and (other is None or t[way] <= SIMD_MARGIN * t[other]):
             kind, run_threads = way.partition("@")[0], way_threads[way]
@@ -440,10 +440,12 @@ def _other_choice(t: dict):
     return split
 
 
-def _with_split(other_paths, n: int, shape):
-    """``other_paths`` with its work split in ``n`` parts for inputs of ``shape`` (others as before)."""
+def _with_split(other_paths, n: int, shape, conv):
+    """``other_paths`` with its work split in ``n`` parts for inputs of ``shape``, ``conv`` for others."""
     def conv_split(input, out=None):
-        return other_paths(input, out, split=n if input.shape == shape else 1)
+        if input.shape == shape:
+            return other_paths(input, out, split=n)
+        return conv(input, out)
     return conv_split
 
 
