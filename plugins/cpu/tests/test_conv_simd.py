@@ -124,11 +124,14 @@ def test_at_two_intra_op_threads_the_split_layouts_are_candidates(monkeypatch, w
     ({"other": 0.9, "other@2": 1.0}, "conv_const", []),    # threaded BLAS clearly faster
     ({"other": 1.0, "other@2": 0.8, "simd@2": 0.75}, "other@2", [2]),   # the SIMD conv misses the margin
     ({"other": 1.0, "other@2": 0.8, "simd@2": 0.7}, "simd@2", [2]),
+    # threaded BLAS faster than the split but not than the SIMD conv on the part pool: the SIMD conv
+    ({"other": 0.95, "other@2": 1.2, "simd@2": 0.96}, "simd@2", [2]),
 ])
 def test_at_two_threads_the_other_paths_split_on_the_part_pool(monkeypatch, times, want, parts):
     """At 2 intra-op threads the other paths (Winograd, im2col) are also timed split in 2 parts on the
-    part pool, after the candidates that do not call threaded BLAS; kept unless threaded BLAS is
-    3 % faster; the SIMD conv must beat the kept one by its margin; torch's results either way."""
+    part pool, after the candidates that do not call threaded BLAS; threaded BLAS kept only where 3 %
+    faster than every part-pool candidate; the SIMD conv must beat the split by its margin; torch's
+    results either way."""
     monkeypatch.delenv("SRCORE_CPU_SIMD_CONV", raising=False)
     monkeypatch.delenv("SRCORE_CPU_THREADS", raising=False)
     monkeypatch.setattr(_conv._par, "intra_op_threads", lambda: 2)

@@ -371,8 +371,8 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
             others.update({f"other@{n}": (lambda x, o, n=n: ep(other_paths(x, o, split=n), r0))
                            for n in counts if n > 1})
         t = _tactic.timings({**ways, **others}, (x0, o0), threaded_blas={"other"})
-        other = _other_choice(t)
         way = min((n for n in ways if n in t), key=t.get, default=None)
+        other = _other_choice(t, t.get(way))
         if other is not None and other != "other":
             split_other = int(other.partition("@")[2])
             conv_const = _with_split(other_paths, split_other, shape, conv_const)
@@ -430,13 +430,18 @@ def _time_direct_split(direct, shape) -> None:
     direct.threads = intra if way == "split" else 1
 
 
-def _other_choice(t: dict):
+def _other_choice(t: dict, simd_best=None):
     """Of the timed other paths in ``t`` (``"other"``: threaded BLAS; ``"other@N"``: split on the part
-    pool), the one to keep: the fastest split unless the threaded BLAS is :data:`_MKL_WIN` faster
-    (a tie keeps the split, as for MKL's split GEMMs); None when none ran."""
+    pool), the one the SIMD conv (best time ``simd_best``, None: none ran) is then weighed against:
+    threaded BLAS only where it is :data:`_MKL_WIN` faster than both the split and the SIMD conv (a
+    tie keeps the part pool, as for MKL's split GEMMs: the worker a threaded OpenBLAS call wakes
+    spins ~0.1 s on the core every split of the module needs), else the split; None when none ran."""
     split = min((n for n in t if n.startswith("other@")), key=t.get, default=None)
-    if split is None or ("other" in t and t["other"] < _MKL_WIN * t[split]):
+    if split is None:
         return "other" if "other" in t else None
+    pool = min(t[split], simd_best if simd_best is not None else math.inf)
+    if "other" in t and t["other"] < _MKL_WIN * pool:
+        return "other"
     return split
 
 
