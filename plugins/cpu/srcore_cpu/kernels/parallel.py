@@ -29,6 +29,7 @@ on who got the pool.
 from __future__ import annotations
 
 import _thread
+import contextlib
 import os
 import threading
 
@@ -73,6 +74,21 @@ def _blas_one_thread_exit(ctl) -> None:
         _hold["depth"] -= 1
         if _hold["depth"] == 0 and _hold["saved"] != 1:
             ctl.set_num_threads(_hold["saved"])
+
+
+@contextlib.contextmanager
+def one_blas_thread():
+    """numpy's BLAS held at one thread inside (as during a part run; nested holds share one): a
+    load-time probe that must not wake OpenBLAS's worker."""
+    ctl = _blas_controller()
+    if ctl is None:
+        yield
+        return
+    _blas_one_thread_enter(ctl)
+    try:
+        yield
+    finally:
+        _blas_one_thread_exit(ctl)
 
 
 def blas_threads() -> int:
