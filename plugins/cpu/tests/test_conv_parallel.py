@@ -347,6 +347,22 @@ def test_overlapping_part_runs_hold_one_blas_thread_until_the_last_leaves(monkey
     assert ctl.num_threads == 2
 
 
+def test_one_blas_thread_holds_one_and_shares_the_hold_with_part_runs(monkeypatch):
+    """``one_blas_thread()`` (the conv's load-time probe): one BLAS thread inside, the user's count
+    reported meanwhile and restored after, also around a part run inside it (one shared hold)."""
+    ctl = _ProcessWideCount(2)
+    monkeypatch.setattr(P, "_blas_controller", lambda: ctl)
+    seen = []
+    with P.one_blas_thread():
+        assert ctl.num_threads == 1 and P.blas_threads() == 2
+        P.PartPool(2).run(lambda i: seen.append(ctl.num_threads), 2)
+        assert ctl.num_threads == 1
+    assert seen == [1, 1] and ctl.num_threads == 2
+    with pytest.raises(ValueError), P.one_blas_thread():
+        raise ValueError
+    assert ctl.num_threads == 2
+
+
 @pytest.mark.parametrize("oc_lanes", [False, True])
 def test_run_bound_splits_the_simd_conv_tasks_on_the_part_pool(oc_lanes):
     """``parallel.run_bound``: a bound SIMD direct conv's tasks in two ranges, the first on the caller,
