@@ -101,3 +101,28 @@ def test_tactic_fastest_times_every_candidate_and_skips_failing_ones():
     assert calls["slow"] >= 2 and calls["fast"] >= 2
     assert fastest({"broken": broken, "fast": fast}, ()) == "fast"
     assert fastest({"broken": broken}, ()) is None
+
+
+@pytest.mark.parametrize("winner", ["one", "split"])
+def test_depthwise_split_over_two_intra_op_threads_where_it_times_faster(monkeypatch, winner):
+    """At 2 intra-op threads a depthwise conv of static shape is timed on one thread against split
+    by output rows on the part pool; the winner runs (parts seen or not), torch's result either way."""
+    monkeypatch.delenv("SRCORE_CPU_THREADS", raising=False)
+    monkeypatch.setattr(K._par, "intra_op_threads", lambda: 2)
+    seen = []
+
+    def fastest(cands, args, **kw):
+        seen.append(set(cands))
+        return winner
+    monkeypatch.setattr(K._tactic, "fastest", fastest)
+    parts = []
+    real = K._par.run_parts
+    monkeypatch.setattr(K._par, "run_parts", lambda fn, n, t: parts.append(n) or real(fn, n, t))
+    x = RNG.standard_normal((1, 16, 14, 13)).astype(np.float32)
+    w = RNG.standard_normal((16, 1, 3, 3)).astype(np.float32)
+    b = RNG.standard_normal(16).astype(np.float32)
+    fn = K.make_conv(2, w, b, [2, 2], [1, 1], [1, 1], 16, input_shape=x.shape)
+    assert {"one", "split"} in seen
+    parts.clear()
+    np.testing.assert_allclose(fn(x), _torch(x, w, b, 2, 1, 1, 16), rtol=1e-5, atol=1e-5)
+    assert parts == ([2] if winner == "split" else [])

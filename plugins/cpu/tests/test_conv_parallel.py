@@ -345,3 +345,54 @@ def test_overlapping_part_runs_hold_one_blas_thread_until_the_last_leaves(monkey
         tb.join(10)
     assert a[2] == [1, 1] and b[2] == [1, 1]
     assert ctl.num_threads == 2
+
+
+def test_one_blas_thread_holds_one_and_shares_the_hold_with_part_runs(monkeypatch):
+    """``one_blas_thread()`` (the conv's load-time probe): one BLAS thread inside, the user's count
+    reported meanwhile and restored after, also around a part run inside it (one shared hold)."""
+    ctl = _ProcessWideCount(2)
+    monkeypatch.setattr(P, "_blas_controller", lambda: ctl)
+    seen = []
+    with P.one_blas_thread():
+        assert ctl.num_threads == 1 and P.blas_threads() == 2
+        P.PartPool(2).run(lambda i: seen.append(ctl.num_threads), 2)
+        assert ctl.num_threads == 1
+    assert seen == [1, 1] and ctl.num_threads == 2
+    with pytest.raises(ValueError), P.one_blas_thread():
+        raise ValueError
+    assert ctl.num_threads == 2
+
+
+@pytest.mark.parametrize("oc_lanes", [False, True])
+def test_run_bound_splits_the_simd_conv_tasks_on_the_part_pool(oc_lanes):
+    """``parallel.run_bound``: a bound SIMD direct conv's tasks in two ranges, the first on the caller,
+    the second on a pool worker; every image; the bits of one thread, torch's result."""
+    from srcore.plugin import simd_conv
+
+    if oc_lanes and simd_conv.lanes() != 16:
+        pytest.skip("output channels in the lanes: 16-lane CPUs")
+    rng = np.random.default_rng(11)
+    w = rng.standard_normal((24, 8, 3, 3), dtype=np.float32)
+    b = rng.standard_normal(24, dtype=np.float32)
+    x = rng.standard_normal((2, 8, 13, 11), dtype=np.float32)
+    conv = simd_conv.SimdDirectConv(w, b, (1, 1), [(1, 1), (1, 1)], (1, 1), oc_lanes=oc_lanes)
+    one = conv(x, np.empty(conv.out_shape(x.shape), np.float32))
+    run = conv.bind(x, out := np.full(one.shape, np.nan, np.float32))
+    seen = []
+    real = run.run_tasks
+
+    class Spy:
+        images, channels, tasks = run.images, run.channels, run.tasks
+        fill = run.fill
+
+        def run_tasks(self, n, t0, t1):
+            seen.append((n, t0, t1, threading.get_ident()))
+            real(n, t0, t1)
+    P.run_bound(Spy(), 2)
+    assert np.array_equal(out, one)
+    ref = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), padding=1).numpy()
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-4)
+    for n in range(2):
+        ranges = sorted((t0, t1) for m, t0, t1, _ in seen if m == n)
+        assert ranges[0][0] == 0 and ranges[-1][1] == run.tasks and ranges[0][1] == ranges[1][0]
+    assert {tid for *_, tid in seen} - {threading.get_ident()}   # a range ran on a worker

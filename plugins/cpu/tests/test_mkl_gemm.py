@@ -304,7 +304,7 @@ def test_conv_mkl_timing_skips_winograd_shapes(monkeypatch):
 
     timed = []
     real = C._time_mkl_gemm
-    monkeypatch.setattr(C, "_time_mkl_gemm", lambda shape, *a: (timed.append(shape), real(shape, *a))[1])
+    monkeypatch.setattr(C, "_time_mkl_gemm", lambda shape, *a, **kw: (timed.append(shape), real(shape, *a, **kw))[1])
     monkeypatch.setenv("SRCORE_CPU_SIMD_CONV", "0")
     assert WG.choose(1, 64, 64, 16, 16)          # (Winograd's shape; 64 channels: not timed against im2col)
     cases = [(rand(64, 64, 3, 3), (1, 64, 16, 16), 1, False),

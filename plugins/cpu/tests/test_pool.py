@@ -217,3 +217,34 @@ def test_adaptive_max_pool1d_matches_torch(size):
     got = check_kernel(P.adaptive_max_pool1d, lambda t, *_: torch.nn.functional.adaptive_max_pool1d(t, size, True),
                        x, [size])
     assert got[1].dtype == np.int64
+
+
+@pytest.mark.parametrize("split_wins", [True, False])
+def test_max_pool_split_over_two_threads_where_it_times_faster(monkeypatch, split_wins):
+    """At 2 intra-op threads a large float32 max pool of static shape is timed split by channel on
+    the part pool against one thread; the winner runs, torch's result either way (another shape:
+    the plain kernel)."""
+    from srcore.ir.types import TensorType
+    from srcore.plugin import ArgInfo, NodeInfo
+    from srcore_cpu.kernels import row_split as RS
+
+    monkeypatch.delenv("SRCORE_CPU_THREADS", raising=False)
+    monkeypatch.setattr(K._par, "intra_op_threads", lambda: 2)
+    monkeypatch.setattr(K, "MAX_POOL_PARALLEL_MIN", 1000)
+    monkeypatch.setattr(RS, "split_pays", lambda one, split, args, timer=None: split_wins)
+    parts = []
+    real = K._par.run_parts
+    monkeypatch.setattr(K._par, "run_parts", lambda fn, n, t: parts.append(n) or real(fn, n, t))
+    shape = (1, 6, 15, 14)
+    hp = {"kernel_size": [3, 3], "stride": [2, 2], "padding": [1, 1], "dilation": [1, 1], "ceil_mode": False}
+    args = (ArgInfo("self", TensorType("float32", shape), False, None),) + tuple(
+        ArgInfo(n, TensorType(), True, v) for n, v in hp.items())
+    spec = K.max_pool_matcher(NodeInfo("aten::max_pool2d", None, args, ()))
+    assert isinstance(spec, Specialized) == split_wins
+    fn = spec.fn if split_wins else (lambda x, out=None: spec(x, *hp.values(), out=out))
+    x = rand(*shape)
+    parts.clear()
+    both(fn, aten.max_pool2d(T(x), *hp.values()).numpy(), x)
+    assert parts == ([2, 2] if split_wins else [])
+    x2 = rand(1, 6, 9, 9)
+    both(fn, aten.max_pool2d(T(x2), *hp.values()).numpy(), x2)

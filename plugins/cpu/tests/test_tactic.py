@@ -140,3 +140,107 @@ def test_wait_blas_idle_waits_out_the_spin_once(monkeypatch):
     parallel.wait_blas_idle()
     parallel.wait_blas_idle()
     assert slept == [pytest.approx(parallel.BLAS_SPIN_S - 0.02)]
+
+
+def test_threaded_blas_candidates_timed_after_the_others_on_the_wall_clock(monkeypatch):
+    """``timings(..., threaded_blas=...)`` on the wall clock: the other candidates' rounds all come
+    first, after OpenBLAS's worker went to sleep, the threaded-BLAS ones after, then noted; every
+    candidate keeps its own best. On the cpu clock the rounds stay interleaved, with no wait."""
+    from srcore_cpu.kernels import parallel
+
+    th = _FakeThread(monkeypatch)
+    log = []
+    monkeypatch.setattr(parallel, "wait_blas_idle", lambda: log.append("wait"))
+    monkeypatch.setattr(parallel, "note_threaded_blas", lambda: log.append("note"))
+
+    def call(name, ns):
+        inner = th.call(ns)
+
+        def run():
+            log.append(name)
+            inner()
+        return run
+    cands = {"blas": call("blas", 100_000), "split": call("split", 90_000), "one": call("one", 110_000)}
+    t = tactic.timings(cands, (), rounds=2, budget_s=1.0, clock="wall", threaded_blas={"blas"})
+    assert t == pytest.approx({"blas": 100e-6, "split": 90e-6, "one": 110e-6})
+    assert log[0] == "wait" and log[-1] == "note"
+    assert set(log[1:7]) == {"split", "one"} and log[7:10] == ["blas"] * 3
+    log.clear()
+    tactic.timings(cands, (), rounds=2, budget_s=1.0, clock="cpu", threaded_blas={"blas"})
+    assert "wait" not in log and log[:3] == ["blas", "split", "one"]
+
+
+def test_millisecond_candidates_warm_up_before_their_rounds(monkeypatch):
+    """A candidate whose first call takes WARM_LONG_S or more is called again up to WARM_S / WARM_CALLS
+    before its rounds, its slow first calls not counted (a slow mode that lasts two calls no longer
+    loses it the choice); a short candidate gets one warm-up call."""
+    th = _FakeThread(monkeypatch)
+    calls = {"slow_start": 0, "steady": 0, "short": 0}
+
+    def cand(name, times_ns):
+        def run():
+            i = calls[name]
+            calls[name] += 1
+            th.call(times_ns[min(i, len(times_ns) - 1)])()
+        return run
+    cands = {"slow_start": cand("slow_start", [2_000_000, 2_000_000, 1_000_000]),
+             "steady": cand("steady", [1_200_000]), "short": cand("short", [100_000_000 // 1000])}
+    t = tactic.timings(cands, (), rounds=1, budget_s=1.0, clock="cpu")
+    assert min(t, key=t.get) == "short"
+    del cands["short"]
+    calls.update(slow_start=0, steady=0)
+    t = tactic.timings(cands, (), rounds=1, budget_s=1.0, clock="cpu")
+    assert t == pytest.approx({"slow_start": 1e-3, "steady": 1.2e-3})
+    assert calls == {"slow_start": 3, "steady": 5, "short": 2}   # warm-up to 4 ms or 4 calls, then 1 round
+
+
+def test_two_passes_threaded_blas_candidates_of_every_kernel_after_all_the_others(monkeypatch):
+    """``tactic.deferred``: each kernel's part-pool / one-thread candidates are timed as it is built
+    (after the wait for OpenBLAS's worker, which nothing woke since), the threaded-BLAS ones of all the
+    queued kernels only at the first call of any of them (each after its ``before``), then one note;
+    each ``finish`` gets all its candidates' times and chooses as :func:`timings` would have; a kernel
+    dropped before that is not timed; later calls time nothing."""
+    import gc
+
+    from srcore_cpu.kernels import parallel
+
+    th = _FakeThread(monkeypatch)
+    log = []
+    monkeypatch.setattr(parallel, "wait_blas_idle", lambda: log.append("wait"))
+    monkeypatch.setattr(parallel, "note_threaded_blas", lambda: log.append("note"))
+
+    def call(name, ns):
+        inner = th.call(ns)
+
+        def run(*args):
+            log.append(name)
+            inner()
+        return run
+
+    def build(tag, blas_ns):
+        cands = {"split": call(f"{tag}.split", 90_000), "blas": call(f"{tag}.blas", blas_ns)}
+
+        def finish(best):
+            way = min(best, key=best.get)
+            log.append(f"{tag}.finish {sorted(best)}")
+            chosen = call(f"{tag}.run {way}", 1)
+            chosen.tactic = way
+            return chosen
+        return tactic.deferred(cands, lambda: (), {"blas"}, finish, before=lambda: log.append(f"{tag}.before"),
+                               rounds=2, budget_s=1.0)
+    a = build("a", 80_000)
+    dropped = build("d", 80_000)
+    b = build("b", 120_000)
+    assert log == ["wait"] + ["a.split"] * 3 + ["wait"] + ["d.split"] * 3 + ["wait"] + ["b.split"] * 3
+    assert a.tactic is None and a.chosen is None
+    del dropped
+    gc.collect()
+    log.clear()
+    b(1)                                        # the first call of any of them: the second pass, in order
+    assert log == (["a.before"] + ["a.blas"] * 3 + ["a.finish ['blas', 'split']"]
+                   + ["b.before"] + ["b.blas"] * 3 + ["b.finish ['blas', 'split']", "note", "b.run split"])
+    assert (a.tactic, b.tactic) == ("blas", "split")
+    log.clear()
+    a(1)
+    b(1)
+    assert log == ["a.run blas", "b.run split"]

@@ -24,6 +24,15 @@ Constant-weight kernels (the matchers', :func:`make_conv`) pick a path per input
   (``srcore.plugin.simd_conv``, either layout of its input copy; on a 16-lane CPU also with output
   channels in the vector lanes) when it times faster than the path chosen above for that shape.
 
+At more than one intra-op thread (numpy's BLAS thread count, or ``SRCORE_CPU_THREADS``) the SIMD
+conv's layouts, the Winograd / im2col paths and the direct grouped conv are also timed split over
+the threads on the part pool (``parallel.py``; one BLAS thread a part), and the threaded-BLAS path
+after them: in two passes over the module's convs (``tactic.deferred``), the part-pool and one-thread
+candidates as each conv is built, the threaded-BLAS ones (with the im2col copies' split and MKL's
+GEMM against numpy's threaded one) of all of them at the first call of any (the load's warm-up run),
+so OpenBLAS's spinning worker is waited out once, not once a conv; a split is kept where it times
+faster (a tie against threaded BLAS keeps the split), one thread or threaded BLAS otherwise.
+
 Scratch (padded input, columns, Winograd tiles) comes from :data:`SHARED_WS`, one per-thread
 workspace shared by every conv node of the process (``workspace.py``), so memory is the largest
 node's scratch, not the sum; a ``RuntimePool`` thread has its own.
@@ -167,8 +176,13 @@ def _page_in(a):
     np.add.reduce(a.reshape(-1)[::max(1, 4096 // a.itemsize)])
 
 
-def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=None):
+def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=None, epilogue=None, add=False):
     """A ``fn(input, out=None)`` convolution with fixed weights; scratch from :data:`SHARED_WS`.
+
+    ``epilogue`` (``ep(out, other)``: relu of ``out`` (+ ``other`` when ``add``) in place, the fused
+    convs'): then ``fn(input, out=None, other=None)`` returns that relu; the SIMD direct conv, where
+    chosen, applies it in its own store (residual and clamp at 0: no pass over the output after it),
+    the other paths call ``epilogue``; the timing at load charges each path its epilogue.
 
     3x3 stride-1 ungrouped 2-D convs (float32/64) run Winograd F(4x4) or F(2x2), or im2col, as
     :func:`conv_winograd.choose` says for the input's shape: decided once per shape, the weight
@@ -206,7 +220,7 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
             way = _tactic.fastest({
                 "winograd": lambda x, o: _wg.conv3x3(x, gws[m], b, pads, o, ws),
                 "im2col": lambda x, o: _batched(conv_forward, x, nd, o, w, b, stride, pads, dilation, groups, ws=ws),
-            }, (x0, o0))
+            }, (x0, o0))   # (both threaded; in the first pass: the split paths timed after depend on it)
             if way != "winograd":
                 m = 0
         if len(by_shape) >= _small.MAX_PLANS:   # dynamic shapes must not grow it forever
@@ -236,9 +250,11 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
     gather = {}       # input shape -> parts of the column copies, where timing at load chose a split
     mkl = {}          # input shape -> MKL's im2col GEMM (mkl_gemm.matmul_rows), where timing at load chose it
 
-    def other_paths(input, out=None):
-        t = 1
-        if threads > 1 and input.size // max(input.shape[-nd - 1], 1) * macs_per_pixel >= PARALLEL_MIN_MACS:
+    def other_paths(input, out=None, split=1):
+        """The paths above; ``split > 1``: Winograd's or im2col's work in that many parts on the part
+        pool (one BLAS thread each), the choice made at load (the SIMD conv's timing below)."""
+        t = split
+        if t == 1 and threads > 1 and input.size // max(input.shape[-nd - 1], 1) * macs_per_pixel >= PARALLEL_MIN_MACS:
             t = threads
         if small is not None and t == 1:   # a conv worth splitting over threads is not small
             fn = plans.get((input.shape, input.dtype), False)
@@ -280,7 +296,7 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
 
         def split(x, o):
             return _batched(conv_forward, x, nd, o, w, b, stride, pads, dilation, groups, ws=ws, gather=intra)
-        if _tactic.fastest({"one": other_paths, "split": split}, (x0, o0)) == "split":
+        if _tactic.fastest({"one": other_paths, "split": split}, (x0, o0), threaded_blas={"one", "split"}) == "split":
             gather[shape] = intra
 
     shape = tuple(input_shape) if input_shape is not None else ()
@@ -290,23 +306,35 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
         if static:
             x0 = np.zeros(shape, np.float32)
             o0 = np.empty(direct.out_shape(shape), np.float32)
-            if _tactic.fastest({"direct": direct, "gemm": other_paths}, (x0, o0)) != "direct":
+            if _tactic.fastest({"direct": direct, "gemm": other_paths}, (x0, o0), threaded_blas={"gemm"}) != "direct":
                 direct = None
         else:
             direct = None   # an unknown shape: the GEMM paths, which win at the larger sizes
+    if static and threads == 1 and direct is not None:
+        _time_direct_split(direct, shape)
+    simd_ok = (static and nd in (1, 2) and w.dtype == np.float32 and (w.shape[1] > 1 or groups == 1)
+               and shape[1] == C * groups
+               and w.shape[0] % groups == 0   # else the paths above report the bad conv, naming the node
+               and os.environ.get("SRCORE_CPU_SIMD_CONV", "1") != "0"
+               and (small is None or small.plan(shape, w.dtype) is None
+                    or _macs(shape, w, stride, pads, dilation) >= SIMD_SMALL_MIN_MACS))
+    # on the wall clock (more than one intra-op thread) the SIMD conv's choice takes two passes over the
+    # module's convs (tactic.deferred): the threaded-BLAS timings below wait for the second, in this order
+    two_pass = simd_ok and _tactic.default_clock() == "wall"
+    late = []
     if static and threads == 1 and direct is None:
-        _time_gather_split(shape)
+        if two_pass:
+            late.append(lambda: _time_gather_split(shape))
+        else:
+            _time_gather_split(shape)
     if (static and threads == 1 and direct is None and w.dtype == np.float32 and groups == 1 and shape[0] == 1
             # Winograd's and the small convs' shapes reach no im2col GEMM: no probe (a whole conv) needed
             and not (wino and by_shape.get(shape, (0,))[0])
             and (small is None or small.plan(shape, w.dtype) is None)):
-        _time_mkl_gemm(shape, other_paths, mkl, w, nd, b, stride, pads, dilation, ws)
-    if (static and nd in (1, 2) and w.dtype == np.float32 and (w.shape[1] > 1 or groups == 1)
-            and shape[1] == C * groups
-            and w.shape[0] % groups == 0   # else the paths above report the bad conv, naming the node
-            and os.environ.get("SRCORE_CPU_SIMD_CONV", "1") != "0"
-            and (small is None or small.plan(shape, w.dtype) is None
-                 or _macs(shape, w, stride, pads, dilation) >= SIMD_SMALL_MIN_MACS)):
+        finish_mkl = _time_mkl_gemm(shape, other_paths, mkl, w, nd, b, stride, pads, dilation, ws, defer=two_pass)
+        if finish_mkl is not None:
+            late.append(finish_mkl)
+    if simd_ok:
         # (not where one gather + GEMM serves a small input, unless its work is large: a few
         # microseconds, and a cold start that must not import numba, tests/test_cold_start_imports.py)
         # dense convs: srcore's explicit-SIMD direct conv (srcore.plugin.simd_conv), its input copy
@@ -317,71 +345,159 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
         # cost ~0.1 s a layer at load)
         from srcore.plugin import simd_conv
 
-        simd = simd_conv.SimdDirectConv(w, b, stride, pads, dilation, groups)
-        x0 = np.zeros(shape, np.float32)
-        o0 = np.empty(simd.out_shape(shape), np.float32)
+        # a fused relu: the SIMD conv's clamp at 0 (NaN stays NaN, as torch's relu)
+        lo = 0.0 if epilogue is not None else -math.inf
+        simd = simd_conv.SimdDirectConv(w, b, stride, pads, dilation, groups, lo=lo)
+        oshape = simd.out_shape(shape)
+        r0 = np.zeros(oshape, np.float32) if add else None   # the residual, for the timing
 
-        # at more than one intra-op thread each layout also split over them (rows of the output on
-        # srcore.conv's pool), timed in wall time against the other paths at that count
+        # at more than one intra-op thread each layout also split over them (its tasks, rows or spans
+        # of the output, on the part pool), timed in wall time against the other paths at that count
         counts = sorted({threads, _par.intra_op_threads()})
 
         def layout(rows, tile, n):
             def run(x, o):
                 simd.rows_interleaved, simd.row_tile = rows, tile
-                return simd(x, o, threads=n)
+                return _simd_run(simd, x, o, n, r0)
             return run
         ways, way_threads = {}, {}
         for n in counts:
             at = "" if n == threads else f"@{n}"
             ways["simd" + at], ways["simd_rows" + at] = layout(False, 0, n), layout(True, 0, n)
-            if o0.shape[-1] > simd_conv.ROW_TILE:
+            if oshape[-1] > simd_conv.ROW_TILE:
                 # a long row in pieces, every channel block of a piece in turn (1-D convs: one row)
                 ways["simd_tiled" + at] = layout(False, simd_conv.ROW_TILE, n)
             way_threads.update({k: n for k in ways if k not in way_threads})
         simd_oc = None
         if simd.nl == 16:
             # on a 16-lane CPU, output channels in the lanes too (small planes; its own weights)
-            simd_oc = simd_conv.SimdDirectConv(w, b, stride, pads, dilation, groups, oc_lanes=True)
+            simd_oc = simd_conv.SimdDirectConv(w, b, stride, pads, dilation, groups, oc_lanes=True, lo=lo)
             for n in counts:
                 way = "simd_oc" + ("" if n == threads else f"@{n}")
-                ways[way], way_threads[way] = (lambda x, o, n=n: simd_oc(x, o, threads=n)), n
-        t = _tactic.timings({**ways, "other": conv_const}, (x0, o0))
-        way = min((n for n in ways if n in t), key=t.get, default=None)
-        if way is not None and ("other" not in t or t[way] <= SIMD_MARGIN * t["other"]):
+                ways[way], way_threads[way] = (lambda x, o, n=n: _simd_run(simd_oc, x, o, n, r0)), n
+        ep = epilogue or (lambda o, other=None: o)
+        others = {"other": lambda x, o: ep(conv_const(x, o), r0)}
+        if direct is None:
+            # the other paths split on the part pool too: a threaded BLAS call anywhere in a module
+            # leaves OpenBLAS's worker spinning ~0.1 s on the core every part-pool split then needs
+            others.update({f"other@{n}": (lambda x, o, n=n: ep(other_paths(x, o, split=n), r0))
+                           for n in counts if n > 1})
+
+        def choose(t):
+            """The kernel the timings ``t`` choose."""
+            nonlocal conv_const, simd
+            way = min((n for n in ways if n in t), key=t.get, default=None)
+            other = _other_choice(t, t.get(way))
+            if other is not None and other != "other":
+                split_other = int(other.partition("@")[2])
+                conv_const = _with_split(other_paths, split_other, shape, conv_const)
+                conv_const.tactic = other
+            if way is None or (other is not None and t[way] > SIMD_MARGIN * t[other]):
+                return _with_epilogue(conv_const, epilogue)
             kind, run_threads = way.partition("@")[0], way_threads[way]
             if kind == "simd_oc":
                 simd = simd_oc
             simd.rows_interleaved = kind == "simd_rows"
             simd.row_tile = simd_conv.ROW_TILE if kind == "simd_tiled" else 0
-            fallback = conv_const
+            fallback = _with_epilogue(conv_const, epilogue)
 
-            def conv_simd(input, out=None):
+            def conv_simd(input, out=None, other=None):
                 if (input.shape == shape and input.dtype == np.float32
-                        and (out is None or (out.dtype == np.float32 and out.flags.c_contiguous))):
+                        and (out is None or (out.dtype == np.float32 and out.flags.c_contiguous))
+                        and (other is None if not add else (isinstance(other, np.ndarray) and other.shape == oshape
+                                                            and other.dtype == np.float32
+                                                            and other.flags.c_contiguous))):
                     if out is None:
-                        out = np.empty(o0.shape, np.float32)
-                    return simd(input, out, threads=run_threads)
-                return fallback(input, out)
+                        out = np.empty(oshape, np.float32)
+                    return _simd_run(simd, input, out, run_threads, other)
+                return fallback(input, out, other) if epilogue is not None else fallback(input, out)
             conv_simd.tactic = way
             return conv_simd
-    return conv_const
+
+        def zeros():
+            return np.zeros(shape, np.float32), np.empty(oshape, np.float32)
+        if two_pass:
+            return _tactic.deferred({**ways, **others}, zeros, {"other"}, choose,
+                                    before=lambda: [step() for step in late])
+        return choose(_tactic.timings({**ways, **others}, zeros(), threaded_blas={"other"}))
+    return _with_epilogue(conv_const, epilogue)
 
 
-def _time_mkl_gemm(shape, other_paths, mkl, w, nd, b, stride, pads, dilation, ws):
+def _with_epilogue(conv, epilogue):
+    """``conv`` itself, or with ``epilogue`` a ``fn(input, out=None, other=None)`` applying it after."""
+    if epilogue is None:
+        return conv
+
+    def conv_then_epilogue(input, out=None, other=None):
+        return epilogue(conv(input, out), other)
+    conv_then_epilogue.tactic = getattr(conv, "tactic", None)
+    return conv_then_epilogue
+
+
+def _time_direct_split(direct, shape) -> None:
+    """At more than one intra-op thread, the direct grouped conv (``conv_direct.py``: mobilenet's
+    depthwise convs) on ``shape`` split by output rows over them on the part pool where that times
+    faster at load than one thread (the same bits); it keeps one thread otherwise."""
+    intra = _par.intra_op_threads()
+    if intra <= 1:
+        return
+    x0 = np.zeros(shape, np.float32)
+    o0 = np.empty(direct.out_shape(shape), np.float32)
+
+    def at(n):
+        def run(x, o):
+            direct.threads = n
+            return direct(x, o)
+        return run
+    way = _tactic.fastest({"one": at(1), "split": at(intra)}, (x0, o0))
+    direct.threads = intra if way == "split" else 1
+
+
+def _other_choice(t: dict, simd_best=None):
+    """Of the timed other paths in ``t`` (``"other"``: threaded BLAS; ``"other@N"``: split on the part
+    pool), the one the SIMD conv (best time ``simd_best``, None: none ran) is then weighed against:
+    threaded BLAS only where it is :data:`_MKL_WIN` faster than both the split and the SIMD conv (a
+    tie keeps the part pool, as for MKL's split GEMMs: the worker a threaded OpenBLAS call wakes
+    spins ~0.1 s on the core every split of the module needs), else the split; None when none ran."""
+    split = min((n for n in t if n.startswith("other@")), key=t.get, default=None)
+    if split is None:
+        return "other" if "other" in t else None
+    pool = min(t[split], simd_best if simd_best is not None else math.inf)
+    if "other" in t and t["other"] < _MKL_WIN * pool:
+        return "other"
+    return split
+
+
+def _with_split(other_paths, n: int, shape, conv):
+    """``other_paths`` with its work split in ``n`` parts for inputs of ``shape``, ``conv`` for others."""
+    def conv_split(input, out=None):
+        if input.shape == shape:
+            return other_paths(input, out, split=n)
+        return conv(input, out)
+    return conv_split
+
+
+def _simd_run(simd, x, out, threads: int, residual=None):
+    """``simd`` (a ``SimdDirectConv``) on ``x`` (+ ``residual``) into ``out``, its tasks split over
+    ``threads`` on the part pool (``parallel.run_bound``) when more than one."""
+    if threads <= 1:
+        return simd(x, out, residual)
+    _par.run_bound(simd.bind(x, out, residual), threads)
+    return out
+
+
+def _time_mkl_gemm(shape, other_paths, mkl, w, nd, b, stride, pads, dilation, ws, defer=False):
     """A single-sample ungrouped float32 conv of ``shape`` whose path is im2col takes MKL's GEMM
     (``mkl_gemm.matmul_rows``, on numpy's BLAS thread count) where that times faster than numpy's here
     (the torch eager models run theirs on MKL; 1-D convs of audio_conv1d on an Intel Sapphire Rapids:
-    performance.md)."""
+    performance.md). ``defer`` (the first of :func:`tactic.deferred`'s passes): MKL's split timed now,
+    numpy's threaded BLAS by the returned function, which then decides (None: nothing left to time)."""
     from .mkl_gemm import matmul_rows
 
     gemm = matmul_rows()
     if gemm is None or shape[1] != w.shape[1]:
-        return
+        return None
     x0 = np.zeros(shape, np.float32)
-    o0 = other_paths(x0)
-
-    def with_mkl(x, o):
-        return _batched(conv_forward, x, nd, o, w, b, stride, pads, dilation, 1, ws=ws, gemm=gemm)
     calls = []
     real = gemm
 
@@ -389,16 +505,32 @@ def _time_mkl_gemm(shape, other_paths, mkl, w, nd, b, stride, pads, dilation, ws
         calls.append(1)
         return real(a, bb, out)
     mkl[shape] = counting
-    other_paths(x0, o0)        # does this shape's path reach the im2col GEMM at all?
+    with _par.one_blas_thread():   # a probe (and the output buffer): it must not wake OpenBLAS's worker
+        o0 = other_paths(x0)       # does this shape's path reach the im2col GEMM at all?
     del mkl[shape]
     if not calls:
-        return
+        return None
+
+    def with_mkl(x, o):
+        return _batched(conv_forward, x, nd, o, w, b, stride, pads, dilation, 1, ws=ws, gemm=gemm)
     if gemm.threads > 1:   # split on the part pool against numpy's threaded BLAS (as mkl_gemm's linears)
-        t_mkl, t_np = _tactic.split_vs_blas(lambda: with_mkl(x0, o0), lambda: other_paths(x0, o0))
-        if _MKL_WIN * t_mkl <= t_np:
-            mkl[shape] = gemm
-    elif _tactic.fastest({"numpy": other_paths, "mkl": with_mkl}, (x0, o0)) == "mkl":
+        if not defer:
+            t_mkl, t_np = _tactic.split_vs_blas(lambda: with_mkl(x0, o0), lambda: other_paths(x0, o0))
+            if _MKL_WIN * t_mkl <= t_np:
+                mkl[shape] = gemm
+            return None
+        _par.wait_blas_idle()
+        t_mkl, rounds = _tactic.split_rounds(lambda: with_mkl(x0, o0))
+        oshape = o0.shape
+
+        def finish():
+            x, o = np.zeros(shape, np.float32), np.empty(oshape, np.float32)
+            if _MKL_WIN * t_mkl <= _tactic.blas_rounds(lambda: other_paths(x, o), t_mkl, rounds):
+                mkl[shape] = gemm
+        return finish
+    if _tactic.fastest({"numpy": other_paths, "mkl": with_mkl}, (x0, o0)) == "mkl":
         mkl[shape] = gemm
+    return None
 
 
 #: at more than one thread MKL's split im2col GEMM stays unless this much slower than numpy's threaded one

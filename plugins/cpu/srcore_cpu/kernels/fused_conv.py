@@ -1,6 +1,7 @@
 """srcore:: fused convolutions (declared in ``srcore/ops/srcore.yaml``): conv2d + relu and
-conv2d + add + relu, the activation applied in place on ``out`` (split over the intra-op threads
-where timing at load says it pays, as ``row_split.py``)."""
+conv2d + add + relu. Where the SIMD direct conv runs a node, the add and relu happen in its store;
+else they are applied in place on ``out`` after the conv (split over the intra-op threads where
+timing at load says it pays, as ``row_split.py``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -23,12 +24,16 @@ def conv2d_add_relu(input, weight, bias, other, stride=1, padding=0, dilation=1,
     return _relu_(out)
 
 
-def _const_conv(node: NodeInfo):
+def _const_conv(node: NodeInfo, with_add: bool):
+    """The constant-weight conv with its epilogue: ``fn(input, out=None, other=None)``; None when the
+    weights or hyper-parameters are not constant."""
     names = ("weight", "bias", "stride", "padding", "dilation", "groups")
     if not all(node.is_const(n) for n in names) or not isinstance(node.const("weight"), np.ndarray):
         return None
-    # the input's static shape lets the conv pick its algorithm and transform its weight at load
-    return _conv.make_conv(2, *(node.const(n) for n in names), input_shape=_conv.static_input_shape(node))
+    # the input's static shape lets the conv pick its algorithm and transform its weight at load;
+    # the SIMD direct conv, where chosen, adds and clamps in its own store (no pass after it)
+    return _conv.make_conv(2, *(node.const(n) for n in names), input_shape=_conv.static_input_shape(node),
+                           epilogue=_epilogue(node, with_add), add=with_add)
 
 
 def _epilogue(node: NodeInfo, with_add: bool):
@@ -71,25 +76,21 @@ def _epilogue(node: NodeInfo, with_add: bool):
 def conv2d_relu_matcher(node: NodeInfo):
     """Constant weights and hyper-parameters: a workspace-owning conv, then relu in place; else the
     generic kernel (never None: a declining matcher makes dispatch skip the kernel)."""
-    conv = _const_conv(node)
+    conv = _const_conv(node, False)
     if conv is None:
         return conv2d_relu
 
-    epilogue = _epilogue(node, False)
-
     def conv2d_relu_const(input, out=None):
-        return epilogue(conv(input, out=out))
+        return conv(input, out)
     return Specialized(conv2d_relu_const, args=(0,))
 
 
 def conv2d_add_relu_matcher(node: NodeInfo):
     """Like :func:`conv2d_relu_matcher`, adding ``other`` before the relu."""
-    conv = _const_conv(node)
+    conv = _const_conv(node, True)
     if conv is None:
         return conv2d_add_relu
 
-    epilogue = _epilogue(node, True)
-
     def conv2d_add_relu_const(input, other, out=None):
-        return epilogue(conv(input, out=out), other)
+        return conv(input, out, other)
     return Specialized(conv2d_add_relu_const, args=(0, 3))

@@ -29,6 +29,7 @@ on who got the pool.
 from __future__ import annotations
 
 import _thread
+import contextlib
 import os
 import threading
 
@@ -73,6 +74,21 @@ def _blas_one_thread_exit(ctl) -> None:
         _hold["depth"] -= 1
         if _hold["depth"] == 0 and _hold["saved"] != 1:
             ctl.set_num_threads(_hold["saved"])
+
+
+@contextlib.contextmanager
+def one_blas_thread():
+    """numpy's BLAS held at one thread inside (as during a part run; nested holds share one): a
+    load-time probe that must not wake OpenBLAS's worker."""
+    ctl = _blas_controller()
+    if ctl is None:
+        yield
+        return
+    _blas_one_thread_enter(ctl)
+    try:
+        yield
+    finally:
+        _blas_one_thread_exit(ctl)
 
 
 def blas_threads() -> int:
@@ -240,6 +256,23 @@ def run_parts(fn, parts: int, threads: int) -> None:
             fn(i)
         return
     get_pool(threads).run(fn, parts)
+
+
+def run_bound(run, threads: int) -> None:
+    """A bound conv call of ``srcore.conv`` (``SimdDirectConv.bind``: ``images``, ``channels``,
+    ``tasks``, ``fill(n, c0, c1)``, ``run_tasks(n, t0, t1)``) with its tasks split in ``threads``
+    contiguous ranges on this pool, the caller running the first: ``srcore.conv``'s own split
+    (``run_bound`` there) hands every range to a ``ThreadPoolExecutor`` and waits, which on the
+    2-vCPU Sapphire Rapids VM under load made resnet_small's 3x3 convs 1.04-1.14x slower than one
+    thread, this 0.58-0.70x (docs/performance.md). The input copy stays on the caller."""
+    for n in range(run.images):
+        run.fill(n, 0, run.channels)
+        tasks = run.tasks
+        if threads <= 1 or tasks < 2 * threads:
+            run.run_tasks(n, 0, tasks)
+        else:
+            run_parts(lambda i, n=n: run.run_tasks(n, tasks * i // threads, tasks * (i + 1) // threads),
+                      threads, threads)
 
 
 def _after_fork():

@@ -18,20 +18,38 @@ over the part pool (one-thread BLAS in each part, OpenBLAS held at one thread me
 against numpy's threaded BLAS. After a threaded OpenBLAS call its idle worker spins ~0.1 s on the
 core the split's second part needs; a module whose products all run split never wakes it, so the
 split is timed first, once that worker sleeps, and the threaded BLAS after.
+
+**Two passes over a module's convs** (:func:`deferred`). Timed conv by conv, every conv's part-pool
+candidates waited ~0.1 s for the worker its predecessor's threaded-BLAS candidate had woken (~2 s of
+resnet_small's load at 2 threads). So the part-pool and one-thread candidates of every conv are timed
+as its kernel is built (the first pass: no threaded BLAS call runs in it, so one wait at most), and
+the threaded-BLAS ones of all of them, with each conv's choice, at the first call of any of them
+(the second pass, at load when the module's warm-up runs, else at the first call).
 """
 from __future__ import annotations
+
+import threading
+import weakref
 
 from srcore.plugin import clock as _clock
 
 #: a first round this far apart decides (two-stage timing: clear losers get no more rounds)
 CLEAR = 1.5
+#: a candidate whose first call takes at least WARM_LONG_S seconds is called again, up to WARM_CALLS
+#: calls or WARM_S seconds in all, before its rounds, and charged the last of those calls, not the
+#: first: audio_conv1d's 3199-sample conv on im2col + MKL ran its first calls at 1.8-2.3 ms, then
+#: 1.2-1.6 (Sapphire Rapids, thread CPU time), and a best of six calls could still hold the slow ones
+WARM_LONG_S = 0.5e-3
+WARM_S = 4e-3
+WARM_CALLS = 4
 
 
-def fastest(candidates: dict, args: tuple, rounds: int = 5, budget_s: float = 0.05, clock: str | None = None):
+def fastest(candidates: dict, args: tuple, rounds: int = 5, budget_s: float = 0.05, clock: str | None = None,
+            threaded_blas=()):
     """The name of the fastest of ``candidates`` (name -> callable) on ``args``; every candidate runs
     once first (warm-up, and a candidate that raises is dropped). Fewer rounds when one call takes
-    more than ``budget_s / rounds``. ``clock``: see :func:`timings`."""
-    best = timings(candidates, args, rounds=rounds, budget_s=budget_s, clock=clock)
+    more than ``budget_s / rounds``. ``clock``, ``threaded_blas``: see :func:`timings`."""
+    best = timings(candidates, args, rounds=rounds, budget_s=budget_s, clock=clock, threaded_blas=threaded_blas)
     return min(best, key=best.get) if best else None
 
 
@@ -42,19 +60,110 @@ def default_clock() -> str:
     return _clock.clock_for(intra_op_threads())
 
 
-def timings(candidates: dict, args: tuple, rounds: int = 5, budget_s: float = 0.05, clock: str | None = None) -> dict:
+def timings(candidates: dict, args: tuple, rounds: int = 5, budget_s: float = 0.05, clock: str | None = None,
+            threaded_blas=()) -> dict:
     """``{name: best seconds}`` of the candidates that ran (see :func:`fastest`). ``clock``: ``"cpu"``
-    or ``"wall"`` (:mod:`srcore.clock`), by default :func:`default_clock`."""
+    or ``"wall"`` (:mod:`srcore.clock`), by default :func:`default_clock`. ``threaded_blas``: names of
+    candidates that may call numpy's threaded BLAS; on the wall clock the others (part-pool splits,
+    one-thread kernels) are timed first, once OpenBLAS's worker sleeps, and these after, as
+    :func:`split_vs_blas` does: interleaved, a split ran beside the worker the threaded candidate had
+    just woken, spinning on the core its second part needs (resnet_small's 3x3 convs at 2 threads:
+    the SIMD conv split 1.79 ms against 1.74 one thread timed so, 1.05 against 1.77 alone). When all
+    of them are, their rounds stay interleaved; either way the worker they woke is noted
+    (``parallel.note_threaded_blas``) for the next part-pool timing to wait out."""
     from srcore.plugin import KernelError
 
     clock = _clock.check(clock or default_clock(), "tactic.timings", KernelError)
+    late = {k: fn for k, fn in candidates.items() if k in threaded_blas}
+    if clock == "wall" and late:
+        from . import parallel as _par
+
+        if len(late) == len(candidates):   # all threaded: the worker they wake is noted for the next split
+            best = _rounds(candidates, args, rounds, budget_s, clock, alone=False)
+        else:
+            _par.wait_blas_idle()
+            best = _rounds({k: fn for k, fn in candidates.items() if k not in late}, args, rounds, budget_s, clock)
+            best.update(_rounds(late, args, rounds, budget_s, clock))
+        _par.note_threaded_blas()
+        return best
+    return _rounds(candidates, args, rounds, budget_s, clock, alone=False)
+
+
+_queue: list = []                 # weak references to the second pass's jobs, in the order queued
+_queue_lock = threading.RLock()   # held for a whole second pass: a kernel's first call waits for it
+
+
+def deferred(candidates: dict, args, threaded_blas, finish, before=None, rounds: int = 5, budget_s: float = 0.05):
+    """A kernel chosen in two passes (the module doc): the candidates not in ``threaded_blas`` timed
+    now on the wall clock, once OpenBLAS's worker sleeps; at the second pass (:func:`run_deferred`,
+    which the returned kernel's first call runs) ``before()`` (the caller's own threaded-BLAS
+    choices, which those candidates depend on), the rounds of the ``threaded_blas`` ones, then
+    ``finish(best)`` (``{name: best seconds}`` of every candidate that ran, as :func:`timings`)
+    returns the kernel the returned one calls from then on (its ``tactic`` too). ``args``: a
+    callable returning the arguments, called in each pass (not kept in between)."""
+    from . import parallel as _par
+
+    _par.wait_blas_idle()
+    best = _rounds({k: fn for k, fn in candidates.items() if k not in threaded_blas}, args(), rounds, budget_s,
+                   "wall")
+    late = {k: fn for k, fn in candidates.items() if k in threaded_blas}
+
+    def job():
+        if before is not None:
+            before()
+        best.update(_rounds(late, args(), rounds, budget_s, "wall"))
+        fn = finish(best)
+        kernel.tactic = getattr(fn, "tactic", None)
+        kernel.chosen = fn
+
+    def kernel(*a, **kw):
+        fn = kernel.chosen
+        if fn is None:
+            run_deferred()
+            if kernel.chosen is None:   # (its own job, called from inside the second pass)
+                job()
+            fn = kernel.chosen
+        return fn(*a, **kw)
+    kernel.chosen = kernel.tactic = None   # the kernel finish returned, its tactic
+    kernel.job = job         # the queue holds it weakly: a kernel dropped before its first call is not timed
+    with _queue_lock:
+        _queue.append(weakref.ref(job))
+    return kernel
+
+
+def run_deferred() -> None:
+    """The second pass: every queued job (:func:`deferred`) in order, then OpenBLAS's worker noted
+    as woken (``parallel.note_threaded_blas``) once."""
+    with _queue_lock:
+        jobs = [j for j in (r() for r in _queue) if j is not None]
+        _queue.clear()
+        if not jobs:
+            return
+        from . import parallel as _par
+
+        try:
+            for j in jobs:
+                j()
+        finally:
+            _par.note_threaded_blas()
+
+
+def _rounds(candidates: dict, args: tuple, rounds: int, budget_s: float, clock: str, alone: bool = True) -> dict:
+    """:func:`timings`' rounds on ``clock`` (``alone``: a lone candidate gets its rounds too, a best of
+    several calls like the others', not one call)."""
     best: dict = {}
     for name, fn in candidates.items():
         try:
-            best[name] = _clock.per_call_ns(lambda fn=fn: fn(*args), 1, clock) * 1e-9
+            t = _clock.per_call_ns(lambda fn=fn: fn(*args), 1, clock) * 1e-9
         except Exception:  # noqa: BLE001 - a candidate that cannot run this shape is not chosen
             continue
-    if len(best) <= 1:
+        # a candidate of a millisecond or more warms up for WARM_S, the first call's time dropped
+        spent, calls = t, 1
+        while t >= WARM_LONG_S and spent < WARM_S and calls < WARM_CALLS:
+            t = _clock.per_call_ns(lambda fn=fn: fn(*args), 1, clock) * 1e-9
+            spent, calls = spent + t, calls + 1
+        best[name] = t
+    if not best or (len(best) == 1 and not alone):
         return best
     names = list(best)
     rounds = max(1, min(rounds, int(budget_s / max(min(best.values()), 1e-7))))
@@ -66,7 +175,7 @@ def timings(candidates: dict, args: tuple, rounds: int = 5, budget_s: float = 0.
         if r == 0:   # two stages: what is CLEAR-times slower after a round gets no more rounds
             lead = min(best[n] for n in names)
             names = [n for n in names if best[n] <= CLEAR * lead]
-            if len(names) <= 1:
+            if len(names) <= 1 and not (alone and len(best) == 1):
                 break
     return best
 
@@ -79,22 +188,32 @@ def split_vs_blas(split, blas, rounds: int = 5, reps: int = 1, budget_s: float |
     than ``budget_s / rounds`` (None: always ``rounds``)."""
     from . import parallel as _par
 
-    def per_call():
-        return _clock.per_call_ns(fn, reps, "wall") * 1e-9
     _par.wait_blas_idle()
-    fn = split
-    fn()                                        # warm-up (buffers, packing, the pool's workers)
-    t_split = per_call()
+    t_split, rounds = split_rounds(split, rounds, reps, budget_s)
+    t_blas = blas_rounds(blas, t_split, rounds, reps)
+    _par.note_threaded_blas()
+    return t_split, t_blas
+
+
+def split_rounds(split, rounds: int = 5, reps: int = 1, budget_s: float | None = 0.05) -> tuple[float, int]:
+    """:func:`split_vs_blas`' split half (no wait): its best wall seconds per call and the rounds
+    :func:`blas_rounds` then gets."""
+    split()                                     # warm-up (buffers, packing, the pool's workers)
+    t_split = _clock.per_call_ns(split, reps, "wall") * 1e-9
     if budget_s is not None:
         rounds = max(1, min(rounds, int(budget_s / max(t_split * reps, 1e-7))))
     for _ in range(rounds - 1):
-        t_split = min(t_split, per_call())
-    fn = blas
-    fn()
-    t_blas = per_call()
+        t_split = min(t_split, _clock.per_call_ns(split, reps, "wall") * 1e-9)
+    return t_split, rounds
+
+
+def blas_rounds(blas, t_split: float, rounds: int, reps: int = 1) -> float:
+    """:func:`split_vs_blas`' threaded-BLAS half (no note): its best wall seconds per call, cut
+    short when the first round is :data:`CLEAR`-times either way from ``t_split``."""
+    blas()
+    t_blas = _clock.per_call_ns(blas, reps, "wall") * 1e-9
     for _ in range(rounds - 1):
         if t_blas > CLEAR * t_split or CLEAR * t_blas < t_split:
             break
-        t_blas = min(t_blas, per_call())
-    _par.note_threaded_blas()
-    return t_split, t_blas
+        t_blas = min(t_blas, _clock.per_call_ns(blas, reps, "wall") * 1e-9)
+    return t_blas
