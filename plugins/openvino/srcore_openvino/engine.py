@@ -185,13 +185,13 @@ class Engine:
                 if x.size == 0:
                     raise _Empty()
                 req.set_input_tensor(i, tensor(x, shared_memory=True))
-            req.infer()
+            # OpenVINO's Python infer() copies every output into a new array (share_outputs=False): the
+            # engine returns those (copying the request's output tensors again cost a second memcpy)
+            outs = req.infer().to_tuple()
         except Exception as exc:   # an empty input, or sizes the model's constant shapes reject
             self._local.bound = [None] * self.n_inputs
             return self._not_in_openvino(xs, exc)
-        if self.n_outputs == 1:
-            return req.get_output_tensor(0).data.copy()
-        return tuple(req.get_output_tensor(i).data.copy() for i in range(self.n_outputs))
+        return outs[0] if self.n_outputs == 1 else outs
 
     def _outside(self, xs, why: str):
         if self.fallback is None:

@@ -428,6 +428,18 @@ def test_an_input_array_bound_once_is_read_again_at_every_call():
     np.testing.assert_allclose(sm(_x()), first, rtol=1e-6, atol=1e-6)   # another array: bound anew
 
 
+def test_an_engines_results_are_the_callers_own():
+    """The arrays an engine returns (OpenVINO's copies of its output tensors) are not the infer
+    request's buffers: the next call leaves them as they were."""
+    eng = _engine_of(_sm())
+    x, fresh = _x(), _x(seed=7)
+    y = eng(x)
+    kept = y.copy()
+    eng(fresh)
+    assert y.flags.writeable and np.array_equal(y, kept)
+    np.testing.assert_allclose(y, _want(x), rtol=1e-5, atol=1e-5)
+
+
 def test_non_contiguous_and_read_only_inputs():
     sm = _sm()
     x = np.asfortranarray(_x())
