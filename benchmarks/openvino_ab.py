@@ -28,9 +28,12 @@ second core for up to ~0.2 s (ONNX Runtime's workers, OpenBLAS's under the cpu p
 under trt_like), so the runner after it runs at about 1-thread speed (resnet_small at 2 threads:
 srcore openvino 1.07x OpenVINO on the ONNX file without ORT in the process, 1.19x with it). There
 (``--children auto``, the default) every runner gets a child process of its own, loaded one after
-another; the parent asks each child for its turn in the same rotating rounds, after ``--settle``
-seconds of quiet, and each turn starts with one untimed call. At 1 thread all runners share one
-child (``--children one``), as before.
+another; the parent asks each child for its turn in the same rotating rounds, and each turn
+starts with ``--settle`` seconds of untimed calls, long enough for the previous runner's pool to
+stop spinning. Untimed calls, not a pause: a process that idled 0.3 s before each block ran
+srcore's openvino engine at about 1-thread speed in every round in an earlier test (performance.md,
+"OpenVINO engines at 2 threads: what reaches OpenVINO"). At 1 thread all runners share one child
+(``--children one``), as before.
 """
 from __future__ import annotations
 
@@ -64,9 +67,9 @@ SETS = {"seven": list(MODELS), "families": list(FAMILIES), "all": list(ALL_MODEL
 #: largest max. relative error (to the largest reference value) a timed runner may have
 TOLERANCE = 1e-3
 TOLERANCE_BF16 = 5e-2
-#: seconds of quiet before each turn when every runner has a child of its own: an idle thread pool
-#: spins this long at most after its last call (Intel OpenMP's KMP_BLOCKTIME 0.2 s under MKL, OpenBLAS's
-#: workers ~0.1 s, ONNX Runtime's less)
+#: seconds of untimed calls that start each turn when every runner has a child of its own: an idle
+#: thread pool spins this long at most after its last call (Intel OpenMP's KMP_BLOCKTIME 0.2 s,
+#: OpenBLAS's workers ~0.1 s, ONNX Runtime's less), on the core the next runner's second thread needs
 SETTLE_S = 0.25
 
 
@@ -178,7 +181,7 @@ def serve(model: str, runner: str, threads: int, art: Path, cpu_time: bool) -> i
         msg = json.loads(line)
         if msg.get("cmd") != "time" or f is None:
             break
-        f()   # untimed: the caches are the other processes' after their turns
+        warm_up(f, float(msg.get("settle", 0.0)))   # untimed: other pools stop spinning, caches refill
         print(REPLY + json.dumps({"t": time_turn(f, int(msg["n"]), clock)}), flush=True)
     return 0
 
@@ -204,8 +207,8 @@ class RunnerChild:
         self._err.seek(0)
         raise RuntimeError(f"{self.name}: the child ended (exit {self.proc.returncode}): {self._err.read()[-2000:]}")
 
-    def turn(self, n: int) -> float:
-        self.proc.stdin.write(json.dumps({"cmd": "time", "n": n}) + "\n")
+    def turn(self, n: int, settle: float) -> float:
+        self.proc.stdin.write(json.dumps({"cmd": "time", "n": n, "settle": settle}) + "\n")
         self.proc.stdin.flush()
         return self.reply()["t"]
 
@@ -222,8 +225,9 @@ class RunnerChild:
 
 def measure_per_runner(model: str, threads: int, args) -> dict:
     """Every runner in a child of its own (loaded one after another: the openvino engines time
-    themselves at build), taking turns round after round with :data:`SETTLE_S` of quiet before
-    each turn, so that no runner's idle thread pool spins on a core the next one needs."""
+    themselves at build), taking turns round after round, each turn's timed calls after
+    ``args.settle`` seconds of untimed ones: by then the previous runner's idle pool has stopped
+    spinning on the core this one's second thread needs."""
     res = {"model": model, "threads": threads, "children": "per runner", "settle_s": args.settle, "runners": {}}
     started: list[RunnerChild] = []
     children: dict[str, RunnerChild] = {}
@@ -239,8 +243,7 @@ def measure_per_runner(model: str, threads: int, args) -> dict:
         times: dict[str, list[float]] = {r: [] for r in children}
         for order in rotations(list(children), args.rounds):
             for r in order:
-                time.sleep(args.settle)
-                times[r].append(children[r].turn(n_calls[r]))
+                times[r].append(children[r].turn(n_calls[r], args.settle))
     finally:
         for c in started:
             c.close()
@@ -339,7 +342,7 @@ def main(argv=None) -> int:
     ap.add_argument("--children", choices=("auto", "one", "per-runner"), default="auto",
                     help="all runners in one child, or each in its own (auto: one at 1 thread, per runner above)")
     ap.add_argument("--settle", type=float, default=SETTLE_S,
-                    help="seconds of quiet before each turn with a child per runner")
+                    help="seconds of untimed calls that start each turn with a child per runner")
     ap.add_argument("--child", nargs=2, metavar=("MODEL", "THREADS"), help=argparse.SUPPRESS)
     ap.add_argument("--serve", nargs=3, metavar=("MODEL", "THREADS", "RUNNER"), help=argparse.SUPPRESS)
     args = ap.parse_args(sys.argv[1:] if argv is None else argv)

@@ -129,7 +129,8 @@ def test_above_one_thread_each_runner_has_a_child_of_its_own():
 
 def test_a_runner_child_answers_turns_on_stdin(monkeypatch, capsys):
     """``serve``: one reply after loading (the check's report, the size of a call), then one per
-    turn asked on stdin, each a median of the calls it made; ``quit`` ends it."""
+    turn asked on stdin, each a median of its timed calls after at least one untimed call; ``quit``
+    ends it."""
     import io
     import json
 
@@ -141,7 +142,7 @@ def test_a_runner_child_answers_turns_on_stdin(monkeypatch, capsys):
     monkeypatch.setattr(ab, "load_checked", lambda *a: (lambda: calls.append(1), {"status": "ok"}, {}))
     ticks = iter(range(0, 10**9, 7))   # every clock reading 7 ns after the last: each call takes 7 ns
     monkeypatch.setattr(ab.time, "perf_counter_ns", lambda: next(ticks))
-    monkeypatch.setattr(ab.sys, "stdin", io.StringIO('{"cmd": "time", "n": 3}\n{"cmd": "time", "n": 5}\n'
+    monkeypatch.setattr(ab.sys, "stdin", io.StringIO('{"cmd": "time", "n": 3, "settle": 0.0}\n{"cmd": "time", "n": 5}\n'
                                                      '{"cmd": "quit"}\n{"cmd": "time", "n": 100}\n'))
     assert ab.serve("m", "ort", 2, None, cpu_time=False) == 0
     replies = [json.loads(ln[len(ab.REPLY):]) for ln in capsys.readouterr().out.splitlines()
@@ -153,15 +154,15 @@ def test_a_runner_child_answers_turns_on_stdin(monkeypatch, capsys):
 
 
 def test_per_runner_children_take_turns_and_ratios_pair_their_rounds(monkeypatch):
-    """``measure_per_runner`` with stand-in children: a skipped runner gets no child and no turn,
-    every other runner one turn a round after a quiet pause, and ratios pair each round's turns."""
+    """``measure_per_runner`` with stand-in children: a skipped runner gets no turn, every other
+    runner one turn a round that starts with ``settle`` seconds of untimed calls (no pause: an idle
+    gap slowed srcore's engine), and ratios pair each round's turns."""
     import argparse
 
     import benchmarks.openvino_ab as ab
 
     slow = {"openvino": [1.1, 11.0, 1.1], "ov_onnx": [1.0, 10.0, 1.0], "ort": [2.0, 20.0, 2.0]}
-    turns, sleeps, closed = [], [], []
-    clock = {"round": 0}
+    turns, closed = [], []
 
     class Child:
         def __init__(self, model, runner, threads, args):
@@ -172,21 +173,21 @@ def test_per_runner_children_take_turns_and_ratios_pair_their_rounds(monkeypatch
                 return {"report": {"status": "skipped", "note": "no bf16"}, "per_call": None}
             return {"report": {"status": "ok"}, "per_call": 0.01}
 
-        def turn(self, n):
-            turns.append((self.runner, n))
-            k = sum(1 for r, _ in turns if r == self.runner) - 1
+        def turn(self, n, settle):
+            turns.append((self.runner, n, settle))
+            k = sum(1 for r, _, _ in turns if r == self.runner) - 1
             return slow[self.runner][k]
 
         def close(self):
             closed.append(self.runner)
 
     monkeypatch.setattr(ab, "RunnerChild", Child)
-    monkeypatch.setattr(ab.time, "sleep", sleeps.append)
+    monkeypatch.setattr(ab.time, "sleep", lambda s: pytest.fail("a pause between turns"))
     args = argparse.Namespace(runners="openvino,ov_onnx,ov_onnx_bf16,ort", rounds=3, round_seconds=0.05, settle=0.25)
     res = ab.measure_per_runner("m", 2, args)
-    assert [r for r, _ in turns] == ["openvino", "ov_onnx", "ort", "ov_onnx", "ort", "openvino",
+    assert [r for r, _, _ in turns] == ["openvino", "ov_onnx", "ort", "ov_onnx", "ort", "openvino",
                                      "ort", "openvino", "ov_onnx"]
-    assert {n for _, n in turns} == {5} and sleeps == [0.25] * 9
+    assert {(n, settle) for _, n, settle in turns} == {(5, 0.25)}
     assert sorted(closed) == ["openvino", "ort", "ov_onnx", "ov_onnx_bf16"]
     assert res["runners"]["ov_onnx_bf16"]["status"] == "skipped" and res["children"] == "per runner"
     assert res["ratios"]["openvino/ov_onnx"] == pytest.approx(1.1)
