@@ -1,8 +1,9 @@
 """srcore's openvino engines beside OpenVINO run directly on the same model's ONNX file, ONNX Runtime,
-trt_like and the cpu plugin, interleaved in one process:
+trt_like and the cpu plugin, interleaved round after round:
 
     .venv/bin/python -m benchmarks.openvino_ab [--set seven|families|all] [--models ...] [--runners ...]
                                                [--threads 1[,2,...]] [--rounds 15] [--cpu-time]
+                                               [--children auto|one|per-runner] [--settle 0.25]
 
 ``benchmarks.run`` measures each (model, runner) cell in its own process, one after another: on a
 busy machine two cells can see different loads, and a ratio of two cells is then noise. Here every
@@ -21,6 +22,18 @@ MKL under trt_like, would otherwise start a thread per core). ``--cpu-time`` tim
 (``time.process_time_ns``, as ``benchmarks.families_ab``) instead of wall time: on a machine other
 jobs keep busy, a wall-clock call also counts the time its thread waited for a core (at 1 thread;
 at 2 threads CPU time sums both). Writes ``OUT/openvino_ab.json``.
+
+Above 1 thread one process is not fair: after its turn a runner's idle thread pool spins on the
+second core for up to ~0.2 s (ONNX Runtime's workers, OpenBLAS's under the cpu plugin, OpenMP's
+under trt_like), so the runner after it runs at about 1-thread speed (resnet_small at 2 threads:
+srcore openvino 1.07x OpenVINO on the ONNX file without ORT in the process, 1.19x with it). There
+(``--children auto``, the default) every runner gets a child process of its own, loaded one after
+another; the parent asks each child for its turn in the same rotating rounds, and each turn
+starts with ``--settle`` seconds of untimed calls, long enough for the previous runner's pool to
+stop spinning. Untimed calls, not a pause: a process that idled 0.3 s before each block ran
+srcore's openvino engine at about 1-thread speed in every round in an earlier test (performance.md,
+"OpenVINO engines at 2 threads: what reaches OpenVINO"). At 1 thread all runners share one child
+(``--children one``), as before.
 """
 from __future__ import annotations
 
@@ -30,6 +43,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -53,67 +67,187 @@ SETS = {"seven": list(MODELS), "families": list(FAMILIES), "all": list(ALL_MODEL
 #: largest max. relative error (to the largest reference value) a timed runner may have
 TOLERANCE = 1e-3
 TOLERANCE_BF16 = 5e-2
+#: seconds of untimed calls that start each turn when every runner has a child of its own: an idle
+#: thread pool spins this long at most after its last call (Intel OpenMP's KMP_BLOCKTIME 0.2 s,
+#: OpenBLAS's workers ~0.1 s, ONNX Runtime's less), on the core the next runner's second thread needs
+SETTLE_S = 0.25
 
 
 def tolerance(runner: str) -> float:
     return TOLERANCE_BF16 if runner.endswith("bf16") else TOLERANCE
 
 
+def load_checked(model: str, runner: str, threads: int, art: Path, xs, names_in, refs):
+    """``(call or None, report, extra)``: the runner loaded and its output checked against torch
+    eager; the call is None when it was skipped or is wrong (not timed). Keep ``extra`` alive."""
+    preimport(runner)
+    extra: dict = {}
+    try:
+        t0 = time.perf_counter()
+        f = load_runner(model, runner, threads, art, xs, names_in, extra)
+        load = time.perf_counter() - t0
+        ys = flatten_outputs(f())
+    except Skip as e:
+        return None, {"status": "skipped", "note": str(e)}, extra
+    err = max_rel_err(ys, refs)
+    ok = err <= tolerance(runner)
+    report = {"status": "ok" if ok else "wrong", "load_ms": round(load * 1e3, 1), "max_rel_err": err,
+              **{k: v for k, v in extra.items() if not k.startswith("_")}}
+    return (f if ok else None), report, extra
+
+
+def warm_up(f, seconds: float = 0.2) -> float:
+    """Calls for ``seconds``, then one timed call: its wall time in seconds (sizes the rounds)."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        f()
+    t0 = time.perf_counter()
+    f()
+    return time.perf_counter() - t0
+
+
+def n_calls_for(per_call: float, round_s: float) -> int:
+    return max(1, min(2000, int(round_s / max(per_call, 1e-7))))
+
+
+def time_turn(f, n: int, clock) -> float:
+    """One runner's turn of a round: the median of ``n`` timed calls, in seconds (as benchmarks.run)."""
+    per = []
+    for _ in range(n):
+        t0 = clock()
+        f()
+        per.append(clock() - t0)
+    return float(np.median(per)) * 1e-9
+
+
+def rotations(names: list[str], rounds: int):
+    """Each round's order: the runners rotated by one a round (no runner always goes first)."""
+    for k in range(rounds):
+        yield names[k % len(names):] + names[:k % len(names)]
+
+
+def finish(res: dict, times: dict[str, list[float]]) -> dict:
+    for r, ts in times.items():
+        t = np.array(ts) * 1e6
+        res["runners"][r].update(median_us=float(np.median(t)), best_round_us=float(t.min()),
+                                 rounds_us=[round(v, 2) for v in t])
+    res["ratios"] = paired_ratios(times)
+    return res
+
+
 def measure_model(model: str, runners, threads: int, art: Path, rounds: int, round_s: float,
                   cpu_time: bool = False) -> dict:
+    """Every runner in this process, taking turns (``--children one``)."""
     from threadpoolctl import threadpool_limits
 
     names_in, xs = load_inputs(art)
     refs = load_refs(art)
     limits = threadpool_limits(limits=threads)
-    calls, res = {}, {"model": model, "threads": threads, "runners": {}}
+    calls, keep, res = {}, [], {"model": model, "threads": threads, "children": "one", "runners": {}}
     for r in runners:
-        preimport(r)
-        extra: dict = {}
-        try:
-            t0 = time.perf_counter()
-            f = load_runner(model, r, threads, art, xs, names_in, extra)
-            load = time.perf_counter() - t0
-            ys = flatten_outputs(f())
-        except Skip as e:
-            res["runners"][r] = {"status": "skipped", "note": str(e)}
-            continue
-        err = max_rel_err(ys, refs)
-        ok = err <= tolerance(r)
-        res["runners"][r] = {"status": "ok" if ok else "wrong", "load_ms": round(load * 1e3, 1), "max_rel_err": err,
-                             **{k: v for k, v in extra.items() if not k.startswith("_")}}
-        if ok:
-            calls[r] = (f, extra)
-    for f, _ in calls.values():   # warm-up
-        t0 = time.perf_counter()
-        while time.perf_counter() - t0 < 0.2:
-            f()
-    names = list(calls)
-    per_call = {}
-    for r in names:
-        t0 = time.perf_counter()
-        calls[r][0]()
-        per_call[r] = time.perf_counter() - t0
-    n_calls = {r: max(1, min(2000, int(round_s / max(per_call[r], 1e-7)))) for r in names}
-    times: dict[str, list[float]] = {r: [] for r in names}
+        f, res["runners"][r], extra = load_checked(model, r, threads, art, xs, names_in, refs)
+        keep.append(extra)
+        if f is not None:
+            calls[r] = f
+    for f in calls.values():
+        warm_up(f, 0.2)
+    n_calls = {r: n_calls_for(warm_up(f, 0.0), round_s) for r, f in calls.items()}
+    times: dict[str, list[float]] = {r: [] for r in calls}
     clock = time.process_time_ns if cpu_time else time.perf_counter_ns
-    for k in range(rounds):
-        order = names[k % len(names):] + names[:k % len(names)]
+    for order in rotations(list(calls), rounds):
         for r in order:
-            f, n = calls[r][0], n_calls[r]
-            per = []
-            for _ in range(n):
-                t0 = clock()
-                f()
-                per.append(clock() - t0)
-            times[r].append(float(np.median(per)) * 1e-9)   # the round's median call, as benchmarks.run
+            times[r].append(time_turn(calls[r], n_calls[r], clock))
     del limits
-    for r in names:
-        t = np.array(times[r]) * 1e6
-        res["runners"][r].update(median_us=float(np.median(t)), best_round_us=float(t.min()),
-                                 rounds_us=[round(v, 2) for v in t])
-    res["ratios"] = paired_ratios(times)
-    return res
+    return finish(res, times)
+
+
+# -- one child per runner ---------------------------------------------------------------------------
+REPLY = "@@REPLY@@"
+
+
+def serve(model: str, runner: str, threads: int, art: Path, cpu_time: bool) -> int:
+    """A runner's child (``--children per-runner``): load and check it, then run the turns the
+    parent asks for on stdin (one JSON object a line), answering on stdout."""
+    from threadpoolctl import threadpool_limits
+
+    names_in, xs = load_inputs(art)
+    refs = load_refs(art)
+    limits = threadpool_limits(limits=threads)   # noqa: F841 (kept for the child's life)
+    f, report, extra = load_checked(model, runner, threads, art, xs, names_in, refs)
+    per_call = warm_up(f, 0.2) if f is not None else None
+    print(REPLY + json.dumps({"report": report, "per_call": per_call}, default=str), flush=True)
+    clock = time.process_time_ns if cpu_time else time.perf_counter_ns
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if msg.get("cmd") != "time" or f is None:
+            break
+        warm_up(f, float(msg.get("settle", 0.0)))   # untimed: other pools stop spinning, caches refill
+        print(REPLY + json.dumps({"t": time_turn(f, int(msg["n"]), clock)}), flush=True)
+    return 0
+
+
+class RunnerChild:
+    """A child process holding one runner (``serve``), asked for one turn at a time."""
+
+    def __init__(self, model: str, runner: str, threads: int, args):
+        from .run import child_env
+
+        cmd = [sys.executable, "-m", "benchmarks.openvino_ab", "--serve", model, str(threads), runner,
+               "--out", args.out] + (["--cpu-time"] if args.cpu_time else [])
+        self.name = f"{model} {runner} t={threads}"
+        self._err = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen(cmd, env=child_env(threads), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self._err, text=True, cwd=ROOT)
+
+    def reply(self) -> dict:
+        for line in self.proc.stdout:
+            if line.startswith(REPLY):
+                return json.loads(line[len(REPLY):])
+        self.proc.wait()
+        self._err.seek(0)
+        raise RuntimeError(f"{self.name}: the child ended (exit {self.proc.returncode}): {self._err.read()[-2000:]}")
+
+    def turn(self, n: int, settle: float) -> float:
+        self.proc.stdin.write(json.dumps({"cmd": "time", "n": n, "settle": settle}) + "\n")
+        self.proc.stdin.flush()
+        return self.reply()["t"]
+
+    def close(self) -> None:
+        try:
+            if self.proc.poll() is None:
+                self.proc.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
+                self.proc.stdin.close()
+                self.proc.wait(timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+        self._err.close()
+
+
+def measure_per_runner(model: str, threads: int, args) -> dict:
+    """Every runner in a child of its own (loaded one after another: the openvino engines time
+    themselves at build), taking turns round after round, each turn's timed calls after
+    ``args.settle`` seconds of untimed ones: by then the previous runner's idle pool has stopped
+    spinning on the core this one's second thread needs."""
+    res = {"model": model, "threads": threads, "children": "per runner", "settle_s": args.settle, "runners": {}}
+    started: list[RunnerChild] = []
+    children: dict[str, RunnerChild] = {}
+    n_calls: dict[str, int] = {}
+    try:
+        for r in args.runners.split(","):
+            c = RunnerChild(model, r, threads, args)
+            started.append(c)
+            first = c.reply()
+            res["runners"][r] = first["report"]
+            if first["per_call"] is not None:   # else skipped or wrong: not timed
+                children[r], n_calls[r] = c, n_calls_for(first["per_call"], args.round_seconds)
+        times: dict[str, list[float]] = {r: [] for r in children}
+        for order in rotations(list(children), args.rounds):
+            for r in order:
+                times[r].append(children[r].turn(n_calls[r], args.settle))
+    finally:
+        for c in started:
+            c.close()
+    return finish(res, times)
 
 
 def paired_ratios(times: dict[str, list[float]]) -> dict[str, float]:
@@ -149,6 +283,13 @@ def _child(model: str, threads: int, args) -> dict:
         if line.startswith("@@RESULT@@"):
             return json.loads(line[len("@@RESULT@@"):])
     raise RuntimeError(f"{model} t={threads}: no result (exit {p.returncode}): {p.stderr[-2000:]}")
+
+
+def per_runner(children: str, threads: int) -> bool:
+    """Whether each runner gets a child of its own: above 1 thread (``auto``) a runner's idle
+    thread pool spins on the core the next runner's second thread needs (ONNX Runtime's, OpenBLAS's
+    under the cpu plugin, OpenMP's under trt_like); at 1 thread none does."""
+    return children == "per-runner" or (children == "auto" and threads > 1)
 
 
 def fmt_us(us: float) -> str:
@@ -198,9 +339,17 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     ap.add_argument("--cpu-time", action="store_true",
                     help="time calls in the process's CPU time instead of wall time (a loaded machine)")
+    ap.add_argument("--children", choices=("auto", "one", "per-runner"), default="auto",
+                    help="all runners in one child, or each in its own (auto: one at 1 thread, per runner above)")
+    ap.add_argument("--settle", type=float, default=SETTLE_S,
+                    help="seconds of untimed calls that start each turn with a child per runner")
     ap.add_argument("--child", nargs=2, metavar=("MODEL", "THREADS"), help=argparse.SUPPRESS)
+    ap.add_argument("--serve", nargs=3, metavar=("MODEL", "THREADS", "RUNNER"), help=argparse.SUPPRESS)
     args = ap.parse_args(sys.argv[1:] if argv is None else argv)
     out = Path(args.out)
+    if args.serve:
+        model, threads, runner = args.serve[0], int(args.serve[1]), args.serve[2]
+        return serve(model, runner, threads, out / "artifacts" / model, args.cpu_time)
     if args.child:
         model, threads = args.child[0], int(args.child[1])
         res = measure_model(model, args.runners.split(","), threads, out / "artifacts" / model, args.rounds,
@@ -220,7 +369,8 @@ def main(argv=None) -> int:
         for threads in (int(t) for t in args.threads.split(",")):
             if threads > 1 and not ALL_MODELS[model][1]["compute_bound"]:
                 continue
-            res = _child(model, threads, args)
+            res = (measure_per_runner(model, threads, args) if per_runner(args.children, threads)
+                   else _child(model, threads, args))
             res["loadavg_1m"] = os.getloadavg()[0]
             report["models"].append(res)
             print(f"[{model} t={threads}] " + ", ".join(

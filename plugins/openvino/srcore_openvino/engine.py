@@ -40,6 +40,8 @@ SPIN_S = 0.15
 MAX_UNPLANNED = 16
 #: signatures remembered as checked against srcore's shape rules (forgotten all at once beyond this)
 MAX_CHECKED = 1024
+#: the values an int64 input may hold: OpenVINO's CPU plugin computes int64 in int32
+INT32_RANGE = (np.iinfo(np.int32).min, np.iinfo(np.int32).max)
 
 
 class Engine:
@@ -85,6 +87,12 @@ class Engine:
                 self.softmax_rows = (f"{len(deferred)} attention softmax(es) fused by OpenVINO "
                                      f"(its kernel gives torch's NaN rows): no separate row check")
         self.n_ops = len(model.get_ordered_ops())
+        #: each input's dtype (float32, or int64: see .convert.model)
+        self.input_dtypes = [np.dtype(np.int64) if p.get_element_type() == ov.Type.i64 else np.dtype(np.float32)
+                             for p in model.get_parameters()]
+        self._int_inputs = [i for i, dt in enumerate(self.input_dtypes) if dt.kind == "i"]
+        #: calls run on the next backends because an int64 input left int32's range
+        self.int_range_calls = 0
         self.compile_seconds = time.perf_counter() - t0
         self.n_inputs = len(self.input_dims)
         self.n_outputs = len(self.compiled.outputs)
@@ -140,14 +148,23 @@ class Engine:
                 if len(self._checked) >= MAX_CHECKED:
                     self._checked.clear()
                 self._checked.add(key)
+        for i in self._int_inputs:
+            x = xs[i]
+            if x.dtype.kind not in "biu":
+                raise KernelError(f"{self.name}: input {i} is {x.dtype}, expected an integer tensor (int64)")
+            if x.size and not _in_int32(x):
+                self.int_range_calls += 1   # OpenVINO would wrap it: this call runs node by node
+                return self._outside(xs, "an int64 input outside int32's range")
         req = self._request()
         bound = self._local.bound
         tensor = self._tensor
+        dtypes = self.input_dtypes
         keep = []   # OpenVINO reads the arrays in place: the copies made here must live until infer() returns
         try:
             for i, x in enumerate(xs):
-                if x.dtype != np.float32 or not x.flags.c_contiguous:
-                    x = np.ascontiguousarray(x, dtype=np.float32)
+                want = dtypes[i]
+                if x.dtype != want or not x.flags.c_contiguous:
+                    x = np.ascontiguousarray(x, dtype=want)
                     keep.append(x)
                     bound[i] = None
                 elif x.size == 0:
@@ -168,13 +185,19 @@ class Engine:
                 if x.size == 0:
                     raise _Empty()
                 req.set_input_tensor(i, tensor(x, shared_memory=True))
-            req.infer()
+            # OpenVINO's Python infer() copies every output into a new array (share_outputs=False): the
+            # engine returns those (copying the request's output tensors again cost a second memcpy)
+            outs = req.infer().to_tuple()
         except Exception as exc:   # an empty input, or sizes the model's constant shapes reject
             self._local.bound = [None] * self.n_inputs
             return self._not_in_openvino(xs, exc)
-        if self.n_outputs == 1:
-            return req.get_output_tensor(0).data.copy()
-        return tuple(req.get_output_tensor(i).data.copy() for i in range(self.n_outputs))
+        return outs[0] if self.n_outputs == 1 else outs
+
+    def _outside(self, xs, why: str):
+        if self.fallback is None:
+            raise KernelError(f"{self.name}: {why} does not run in OpenVINO and there is no fallback "
+                              f"(Options.require_full_compilation, or no backend after openvino)")
+        return self.fallback(*xs)
 
     def _not_in_openvino(self, xs, exc):
         sig = tuple(x.shape for x in xs)
@@ -196,8 +219,9 @@ class Engine:
     # -- the build-time comparison with the next backend ------------------------------------------
     def _trial_inputs(self) -> list[np.ndarray]:
         rng = np.random.default_rng(0)
-        return [rng.standard_normal([TRIAL_DIM if d is None else d for d in dims]).astype(np.float32)
-                for dims in self.input_dims]
+        shapes = [[TRIAL_DIM if d is None else d for d in dims] for dims in self.input_dims]
+        return [rng.integers(0, 2, s) if dt.kind == "i" else rng.standard_normal(s).astype(np.float32)
+                for s, dt in zip(shapes, self.input_dtypes)]
 
     def _time_against_fallback(self) -> None:
         """Time the engine and the fallback on trial inputs (after a warm-up call each: the
@@ -279,6 +303,9 @@ class Engine:
             t_ov, t_next, shapes = self.timed
             lines.append(f"timed at build ({self.timing_clock}) on inputs {_sig(shapes)}: {_us(t_ov)} per call in OpenVINO, "
                          f"{_us(t_next)} node by node on {self._next_backends()}")
+        if self.int_range_calls:
+            lines.append(f"{self.int_range_calls} call(s) ran node by node on {self._next_backends()}: an int64 "
+                         f"input outside int32's range (OpenVINO computes int64 in int32)")
         for sig, why in list(self.unplanned.items()):
             lines.append(f"inputs {_sig(sig)} run node by node on {self._next_backends()} ({why})")
         return "\n".join(lines)
@@ -334,6 +361,12 @@ def unfused_softmax(compiled) -> bool:
 
 def _rt(info, key: str) -> str:
     return info[key].astype(str) if key in info else ""
+
+
+def _in_int32(x: np.ndarray) -> bool:
+    if x.dtype.itemsize <= 4 and x.dtype.kind in "biu" and x.dtype != np.uint32:
+        return True
+    return INT32_RANGE[0] <= int(x.min()) and int(x.max()) <= INT32_RANGE[1]
 
 
 def _timed(fn, xs, clock=time.perf_counter) -> float:

@@ -116,3 +116,80 @@ def test_nan_cost_variants_build_what_they_say_and_restore_the_converters():
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)   # NaN where torch has it, as assert_allclose checks
     # relu_plain: the NaN becomes 0 in the conv's relu; pool_unchecked: the pool skips the NaNs
     assert not np.isnan(built["relu_plain"][1]).any() and not np.isnan(built["pool_unchecked"][1]).any()
+
+
+def test_above_one_thread_each_runner_has_a_child_of_its_own():
+    from benchmarks.openvino_ab import per_runner, rotations
+
+    assert not per_runner("auto", 1) and per_runner("auto", 2) and per_runner("per-runner", 1)
+    assert not per_runner("one", 2)
+    assert list(rotations(["a", "b", "c"], 4)) == [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"],
+                                                   ["a", "b", "c"]]
+
+
+def test_a_runner_child_answers_turns_on_stdin(monkeypatch, capsys):
+    """``serve``: one reply after loading (the check's report, the size of a call), then one per
+    turn asked on stdin, each a median of its timed calls after at least one untimed call; ``quit``
+    ends it."""
+    import io
+    import json
+
+    import benchmarks.openvino_ab as ab
+
+    calls = []
+    monkeypatch.setattr(ab, "load_inputs", lambda art: (["x"], []))
+    monkeypatch.setattr(ab, "load_refs", lambda art: [])
+    monkeypatch.setattr(ab, "load_checked", lambda *a: (lambda: calls.append(1), {"status": "ok"}, {}))
+    ticks = iter(range(0, 10**9, 7))   # every clock reading 7 ns after the last: each call takes 7 ns
+    monkeypatch.setattr(ab.time, "perf_counter_ns", lambda: next(ticks))
+    monkeypatch.setattr(ab.sys, "stdin", io.StringIO('{"cmd": "time", "n": 3, "settle": 0.0}\n{"cmd": "time", "n": 5}\n'
+                                                     '{"cmd": "quit"}\n{"cmd": "time", "n": 100}\n'))
+    assert ab.serve("m", "ort", 2, None, cpu_time=False) == 0
+    replies = [json.loads(ln[len(ab.REPLY):]) for ln in capsys.readouterr().out.splitlines()
+               if ln.startswith(ab.REPLY)]
+    assert replies[0]["report"] == {"status": "ok"} and replies[0]["per_call"] > 0
+    assert [r["t"] for r in replies[1:]] == pytest.approx([7e-9, 7e-9])
+    n_warm = len(calls) - (1 + 3) - (1 + 5)   # each turn: one untimed call, then n timed
+    assert n_warm >= 2, n_warm
+
+
+def test_per_runner_children_take_turns_and_ratios_pair_their_rounds(monkeypatch):
+    """``measure_per_runner`` with stand-in children: a skipped runner gets no turn, every other
+    runner one turn a round that starts with ``settle`` seconds of untimed calls (no pause: an idle
+    gap slowed srcore's engine), and ratios pair each round's turns."""
+    import argparse
+
+    import benchmarks.openvino_ab as ab
+
+    slow = {"openvino": [1.1, 11.0, 1.1], "ov_onnx": [1.0, 10.0, 1.0], "ort": [2.0, 20.0, 2.0]}
+    turns, closed = [], []
+
+    class Child:
+        def __init__(self, model, runner, threads, args):
+            self.runner = runner
+
+        def reply(self):
+            if self.runner == "ov_onnx_bf16":
+                return {"report": {"status": "skipped", "note": "no bf16"}, "per_call": None}
+            return {"report": {"status": "ok"}, "per_call": 0.01}
+
+        def turn(self, n, settle):
+            turns.append((self.runner, n, settle))
+            k = sum(1 for r, _, _ in turns if r == self.runner) - 1
+            return slow[self.runner][k]
+
+        def close(self):
+            closed.append(self.runner)
+
+    monkeypatch.setattr(ab, "RunnerChild", Child)
+    monkeypatch.setattr(ab.time, "sleep", lambda s: pytest.fail("a pause between turns"))
+    args = argparse.Namespace(runners="openvino,ov_onnx,ov_onnx_bf16,ort", rounds=3, round_seconds=0.05, settle=0.25)
+    res = ab.measure_per_runner("m", 2, args)
+    assert [r for r, _, _ in turns] == ["openvino", "ov_onnx", "ort", "ov_onnx", "ort", "openvino",
+                                     "ort", "openvino", "ov_onnx"]
+    assert {(n, settle) for _, n, settle in turns} == {(5, 0.25)}
+    assert sorted(closed) == ["openvino", "ort", "ov_onnx", "ov_onnx_bf16"]
+    assert res["runners"]["ov_onnx_bf16"]["status"] == "skipped" and res["children"] == "per runner"
+    assert res["ratios"]["openvino/ov_onnx"] == pytest.approx(1.1)
+    assert res["ratios"]["openvino/ort"] == pytest.approx(0.55)
+    assert res["runners"]["ort"]["best_round_us"] == pytest.approx(2e6)

@@ -428,6 +428,18 @@ def test_an_input_array_bound_once_is_read_again_at_every_call():
     np.testing.assert_allclose(sm(_x()), first, rtol=1e-6, atol=1e-6)   # another array: bound anew
 
 
+def test_an_engines_results_are_the_callers_own():
+    """The arrays an engine returns (OpenVINO's copies of its output tensors) are not the infer
+    request's buffers: the next call leaves them as they were."""
+    eng = _engine_of(_sm())
+    x, fresh = _x(), _x(seed=7)
+    y = eng(x)
+    kept = y.copy()
+    eng(fresh)
+    assert y.flags.writeable and np.array_equal(y, kept)
+    np.testing.assert_allclose(y, _want(x), rtol=1e-5, atol=1e-5)
+
+
 def test_non_contiguous_and_read_only_inputs():
     sm = _sm()
     x = np.asfortranarray(_x())
@@ -653,3 +665,49 @@ def test_engines_are_called_from_several_threads_at_once():
         for _ in range(20):
             np.testing.assert_allclose(sm(xs[k]), want[k], rtol=1e-5, atol=1e-5)
     run_in_threads(work, 8)
+
+
+# -- int64 inputs -------------------------------------------------------------------------------------------
+MASKED = """graph(%x : Float(2, 3), %mask : Long(2, 4)):
+  %n : NoneType = prim::Constant()
+  %one : int = prim::Constant[value=1]()
+  %f32 : int = prim::Constant[value=6]()
+  %i64 : int = prim::Constant[value=4]()
+  %no : bool = prim::Constant[value=0]()
+  %s : Tensor = aten::slice(%mask, %one, %one, %n, %one)
+  %u : Tensor = aten::unsqueeze(%s, %one)
+  %m : Tensor = aten::to(%s, %f32, %no, %no, %n)
+  %p : Tensor = aten::mul(%x, %m)
+  %y : Tensor = aten::tanh(%p)
+  %k : Tensor = aten::to(%x, %i64, %no, %no, %n)
+  return (%y, %u, %k)
+"""
+
+
+def _masked_want(x, mask):
+    s = torch.from_numpy(mask)[:, 1:]
+    return (torch.tanh(torch.from_numpy(x) * s.to(torch.float32)).numpy(), s.unsqueeze(1).numpy(),
+            torch.from_numpy(x).to(torch.int64).numpy())
+
+
+def test_an_int64_mask_is_sliced_and_made_float_inside_the_engine():
+    """An attention mask's ``mask[:, 1:].to(float32)`` joins the float ops' engine (an int64 engine
+    input; bert_encoder's mask split its engine in two, with a layer_norm between them on cpu), an
+    int64 result leaves it as int64, and ``x.to(int64)`` (OpenVINO would round, torch truncates)
+    stays outside. Values beyond int32's range, which OpenVINO's CPU plugin would wrap, run that call
+    on the next backend."""
+    sm = _sm(MASKED, params={}, engine_min_block_size=1)
+    (seg,) = sm.partition.engines
+    assert seg.ops == ("aten::slice", "aten::unsqueeze", "aten::to", "aten::mul", "aten::tanh"), sm.partition.format()
+    assert [r.node.split(" = ")[1] for r in sm.partition.refused] == ["aten::to"], sm.partition.format()
+    eng = seg.engine
+    assert sorted(str(d) for d in eng.input_dtypes) == ["float32", "int64"]
+    x = _x((2, 3)) * 3
+    for mask, outside in ((np.array([[9, 1, 0, -3], [7, 0, 2, 1]], np.int64), 0),
+                          (np.array([[0, 2**40 + 3, 1, -(2**35)], [1, 1, 0, 2]], np.int64), 1)):
+        y, u, k = sm(x, mask)
+        wy, wu, wk = _masked_want(x, mask)
+        np.testing.assert_allclose(y, wy, rtol=1e-6, atol=1e-6)
+        assert u.dtype == np.int64 and np.array_equal(u, wu) and np.array_equal(k, wk)
+        assert eng.int_range_calls == outside
+    assert "an int64 input outside int32's range" in sm.partition.format()

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .table import (EngineBuildError, arg_shape, dims, i64, norm_dim, out, rank, rank_of, register, shape_parts,
-                    static_dim)
+from .table import (INT_RULE_DTYPES, EngineBuildError, arg_shape, dims, i64, norm_dim, out, rank, rank_of, register,
+                    shape_parts, static_dim)
 
 INT64_MAX = np.iinfo(np.int64).max
 
@@ -64,7 +64,7 @@ def _reshape(c):
     return out(c.o.reshape(c.x("self"), i64(c.o, list(c.const("shape"))), False))
 
 
-@register("aten::unsqueeze", consts=("dim",), check=lambda n: _dim_ok(n, "dim", extra=1))
+@register("aten::unsqueeze", consts=("dim",), check=lambda n: _dim_ok(n, "dim", extra=1), tensor_dtypes=INT_RULE_DTYPES)
 def _unsqueeze(c):
     x = c.x("self")
     return out(c.o.unsqueeze(x, i64(c.o, norm_dim(c.const("dim"), rank(x) + 1))))
@@ -167,7 +167,7 @@ def _slice_ok(n) -> bool:
                                                       for k in ("start", "end"))
 
 
-@register("aten::slice.Tensor", consts=("dim", "start", "end", "step"), check=_slice_ok)
+@register("aten::slice.Tensor", consts=("dim", "start", "end", "step"), check=_slice_ok, tensor_dtypes=INT_RULE_DTYPES)
 def _slice(c):
     o, x = c.o, c.x("self")
     d = norm_dim(c.const("dim", 0), rank(x))

@@ -1,8 +1,14 @@
 """A segment graph as an OpenVINO model, built with OpenVINO's graph API (no file round trip).
 
-Every segment input becomes a float32 ``Parameter`` whose fixed dims stay fixed and whose
-symbolic (or unknown) dims are dynamic, so one compiled model serves every size; every node
-becomes the OpenVINO ops of its converter (:mod:`.table`); every segment output a ``Result``.
+Every segment input becomes a float32 (or int64, :data:`INT_TYPES`) ``Parameter`` whose fixed
+dims stay fixed and whose symbolic (or unknown) dims are dynamic, so one compiled model serves
+every size; every node becomes the OpenVINO ops of its converter (:mod:`.table`); every segment
+output a ``Result``.
+
+int64 tensors: OpenVINO's CPU plugin computes them in int32 (2**40 + 3 through an Unsqueeze came
+out as 3), so the few rules that take them (:data:`.table.INT_RULE_DTYPES`) only move or convert
+values that come in as engine inputs, and the engine runs a call whose int64 inputs leave int32's
+range on the next backends (``Engine.__call__``).
 """
 from __future__ import annotations
 
@@ -20,15 +26,23 @@ def node_op(node) -> str:
     return name[:-1] if name.endswith(".") else name
 
 
+#: the dtypes engine inputs and outputs may have besides float32 -> OpenVINO's element type name
+INT_TYPES = {"int64": "i64"}
+
+
 def input_shape(value) -> list[int | None]:
     """A segment input's dims (None: dynamic); an EngineBuildError for what is not a float32
-    tensor of known rank."""
+    or int64 tensor of known rank."""
     t = value.type
     dtype, shape = getattr(t, "dtype", None), getattr(t, "shape", None)
-    if dtype != "float32" or shape is None:
-        raise EngineBuildError(f"engine input %{value.name} is {t}: openvino engines take float32 tensors of "
-                               f"known rank")
+    if (dtype != "float32" and dtype not in INT_TYPES) or shape is None:
+        raise EngineBuildError(f"engine input %{value.name} is {t}: openvino engines take float32 (or int64) "
+                               f"tensors of known rank")
     return [d if isinstance(d, int) else None for d in shape]
+
+
+def _element_type(ov, value):
+    return getattr(ov.Type, INT_TYPES.get(value.type.dtype, "f32"))
 
 
 def build_model(graph, name: str, ov: Any, o: Any, nan_checks: bool = True, deferred: list | None = None,
@@ -55,7 +69,8 @@ def _build(graph, name: str, ov: Any, o: Any):
     for v in graph.inputs:
         shape = input_shape(v)
         shapes.append(shape)
-        p = o.parameter(ov.PartialShape([-1 if d is None else d for d in shape]), ov.Type.f32, name=v.name or None)
+        p = o.parameter(ov.PartialShape([-1 if d is None else d for d in shape]), _element_type(ov, v),
+                        name=v.name or None)
         params.append(p)
         env[id(v)] = p.output(0)
     constants: dict[int, Any] = {}
@@ -79,8 +94,9 @@ def _build(graph, name: str, ov: Any, o: Any):
         got = env.get(id(v))
         if got is None or isinstance(got, list):
             raise EngineBuildError(f"segment output %{v.name} ({v.type}) is not a tensor the engine makes")
-        if got.get_element_type() != ov.Type.f32:
-            raise EngineBuildError(f"segment output %{v.name} is {got.get_element_type()} in OpenVINO, not f32")
+        want = _element_type(ov, v) if getattr(v.type, "dtype", None) in INT_TYPES else ov.Type.f32
+        if got.get_element_type() != want:
+            raise EngineBuildError(f"segment output %{v.name} is {got.get_element_type()} in OpenVINO, not {want}")
         results.append(o.result(got))
     return ov.Model(results, params, name), shapes
 

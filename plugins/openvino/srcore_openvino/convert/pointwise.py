@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from .table import PRECISION, constant_divisor_ok, divide, f32, nan_checks, out, register
+from .table import INT_RULE_DTYPES, PRECISION, constant_divisor_ok, divide, f32, nan_checks, out, register
 
 
 def _unary(fn):
@@ -289,6 +289,19 @@ register("aten::dropout", consts=("p", "train"),
 register("aten::feature_dropout", consts=("p", "train"),
          check=lambda n: n.const("train", True) is False and 0.0 <= float(n.const("p", 0.5)) <= 1.0)(
     lambda c: c.x("input"))
-register("aten::to.dtype", consts=("dtype", "non_blocking", "copy", "memory_format"))(_identity)
+
+
+def _to_float_ok(n) -> bool:
+    """``x.to(float32)``: of a float32 tensor (nothing to do) or an int64 one (an attention mask)."""
+    return len(n.output_types) == 1 and getattr(n.output_types[0], "dtype", None) == "float32"
+
+
+@register("aten::to.dtype", consts=("dtype", "non_blocking", "copy", "memory_format"), check=_to_float_ok,
+          tensor_dtypes=INT_RULE_DTYPES)
+def _to_float(c):
+    x = c.x("self")
+    if x.get_element_type().is_integral():
+        return out(c.o.convert(x, "f32"))
+    return x
 
 

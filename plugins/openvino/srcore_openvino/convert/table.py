@@ -53,6 +53,12 @@ class Rule:
     tensor_dtypes: tuple[str, ...] = ("float32",)
 
 
+#: the tensor dtypes of a rule that also takes int64 (an attention mask sliced and made float inside
+#: the engine): only rules that move values or convert them to float32, so the values an engine's
+#: int64 tensors hold are its inputs' (which the engine keeps within int32's range, the precision
+#: OpenVINO's CPU plugin computes int64 in; see :mod:`.model`)
+INT_RULE_DTYPES = ("float32", "int64")
+
 #: op overload ("aten::add.Tensor", "aten::relu") -> its rule
 TABLE: dict[str, Rule] = {}
 
@@ -145,7 +151,8 @@ class Ctx:
             key = id(v)
             c = self._constants.get(key)
             if c is None:
-                c = self._constants[key] = self.o.constant(np.ascontiguousarray(value, dtype=np.float32)).output(0)
+                dtype = np.int64 if getattr(v.type, "dtype", None) == "int64" else np.float32
+                c = self._constants[key] = self.o.constant(np.ascontiguousarray(value, dtype=dtype)).output(0)
             return c
         self.fail(f"internal: %{v.name} has no OpenVINO value")
 
