@@ -147,7 +147,8 @@ def main(argv=None) -> int:
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], capture_output=True)
     print(f"old {rev} vs new {new_rev} (this checkout{', with uncommitted changes' if _dirty() else ''}), "
-          f"{args.runs} interleaved rounds{', models saved prepared' if args.prepared else ''}; in-child CPU ms and srcore's share (after numpy and the input), "
+          f"{args.runs} interleaved rounds{', models saved prepared' if args.prepared else ''}; "
+          f"in-child CPU ms and srcore's share (after numpy and the input), "
           f"process wall ms (spawn to exit), first result ms (spawn to the result in hand)")
     print(f"{'model/registry':<20}{'CPU median':>20}{'CPU best':>20}{'srcore median':>20}{'srcore best':>20}"
           f"{'registry median':>20}{'registry best':>20}{'wall median':>20}{'1st result median':>20}"

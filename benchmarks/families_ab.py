@@ -135,6 +135,12 @@ def main(argv=None) -> int:
     ap.add_argument("--cpu-time", action="store_true",
                     help="time calls in process CPU time (1 thread; loaded machines)")
     args = ap.parse_args(argv)
+    from .cell import RUNNERS
+
+    unknown = [r for r in args.runners.split(",") if _strip_suffixes(r)[0] not in RUNNERS]
+    if unknown:   # a typo would otherwise only print "skipped" among the timings
+        ap.error(f"unknown runner(s) {', '.join(unknown)}; known: {', '.join(RUNNERS)} "
+                 f"(suffixes {', '.join(SUFFIX_OFF)})")
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(args.threads)
     import torch

@@ -406,3 +406,15 @@ def test_heldout_ab_times_factory_models_and_checks_outputs():
     with pytest.raises(AssertionError, match="srcore_cpu: wrong output"):
         heldout_ab.measure({"m": lambda: (ScriptedDiffers(), (torch.ones(4, 4),))}, ["m"], ["eager", "srcore_cpu"],
                            "script", 1, False)
+
+
+def test_families_ab_refuses_an_unknown_runner_naming_it(capsys):
+    """A runner name that is no runner (the tables' "cpu" column is ``srcore_codegen_standard``) stops the
+    command before anything is timed, naming it and the known ones."""
+    from benchmarks import families_ab
+
+    with pytest.raises(SystemExit) as exc:
+        families_ab.main(["--models", "index_ops", "--runners", "eager,cpu+nomkl"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "unknown runner(s) cpu+nomkl" in err and "srcore_codegen_standard" in err

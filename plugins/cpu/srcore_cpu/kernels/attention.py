@@ -206,8 +206,9 @@ def make_encoder_layer(embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, 
     wo, w1, w2 = (transposed(w) for w in (proj_weight, ffn_weight_1, ffn_weight_2))
     Fh = w1.shape[1]
     dot_qkv, dot_o, dot_1, dot_2 = (gemm_for(rows, w) or np.dot for w in (wqkv, wo, w1, w2))
-    ln_, softmax_ = _ln_, _softmax_
-    if dt == np.float32:   # the compiled layer norm (jit_norm.py) and softmax (jit_softmax.py), in place
+    if dt != np.float32:
+        ln_, softmax_ = _ln_, _softmax_
+    else:   # the compiled layer norm (jit_norm.py) and softmax (jit_softmax.py), in place
         from .jit_norm import LayerNorm
         from .jit_softmax import Softmax
 

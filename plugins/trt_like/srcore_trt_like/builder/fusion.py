@@ -212,7 +212,8 @@ def _fc(layer: Layer | None, x: int) -> bool:
 
 def fuse_squeeze_excite(net: Network) -> Network:
     """Replace every squeeze-excite block, ``x * gate(fc2(act(fc1(adaptive_avg_pool2d(x, 1)))))`` (or
-    ``x.mean((2, 3), keepdim=True)``, EfficientNet's form) with 1x1 convs as the FCs (any channel counts), ``act`` none/relu/SiLU/hardswish and ``gate``
+    ``x.mean((2, 3), keepdim=True)``, EfficientNet's form) with 1x1 convs as the FCs (any channel
+    counts), ``act`` none/relu/SiLU/hardswish and ``gate``
     hardsigmoid/sigmoid (carried by fc2, see :func:`fuse_conv_activation`), whose intermediates
     nothing else reads, by one ``squeeze_excite`` layer at the multiply's place (in place)."""
     made = {t: layer for layer in net.layers for t in layer.outputs}

@@ -4,7 +4,8 @@ separate (B, L, E) query, key and value projections with an optional additive ma
 Per batch and head: ``S = Q_h K_h^T`` on strided column blocks of the projections (no copies),
 ``softmax(S / c + mask)`` in one compiled pass per row (:func:`..kernels.rows.softmax_rows_biased`,
 into a second buffer: in place, LLVM's loops took their scalar path, 3x slower), ``O_h = P V_h``
-written straight into the head's columns of the (B, L, E) output. The products are ``cblas_sgemm`` on one MKL thread (``mkl``) or ``np.dot`` (``numpy``, numpy's BLAS):
+written straight into the head's columns of the (B, L, E) output. The products are ``cblas_sgemm`` on
+one MKL thread (``mkl``) or ``np.dot`` (``numpy``, numpy's BLAS):
 each is 0.5-2 M multiply-adds, too small to split (see ``tactics/mkl.py``).
 """
 from __future__ import annotations
