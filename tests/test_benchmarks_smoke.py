@@ -266,6 +266,7 @@ def test_thread_scaling_times_each_runner_at_one_and_two_threads_in_one_process(
     with pytest.raises(AssertionError, match="trt_like at 1 threads: wrong output"):
         thread_scaling.measure(["mlp_tiny"], ["trt_like"], 1, tmp_path)
 
+
 @pytest.mark.one_pass
 def test_engine_threads_reports_layers_and_the_cpu_of_each_thread(tmp_path):
     """``benchmarks.engine_threads``: a trt_like engine's layers with their tactics, and CPU time per
@@ -278,7 +279,7 @@ def test_engine_threads_reports_layers_and_the_cpu_of_each_thread(tmp_path):
     assert r["layers"] and all("[" in label and ms > 0 for label, ms in r["layers"])
     (caller,) = [ms for name, ms in r["cpu_ms_per_call"].items() if name.startswith("caller")]
     assert 0 < caller
-    assert r["governors"] == {"team": 0, "solo": 0, "waits": 0}      # one thread: no team regions
+    assert r["governors"] == {"team": 0, "solo": 0, "waits": 0, "held": 0}   # one thread: no team regions
 
 
 @pytest.mark.full   # ~5 s: prepares mlp_tiny's artifacts and builds its engine
