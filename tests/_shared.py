@@ -99,3 +99,34 @@ def pointwise_chain_ref(x: np.ndarray) -> np.ndarray:
     a = x + x
     c = 1 / (1 + np.exp(-a * 0.5))
     return np.maximum(np.tanh(c * x), 0) - a
+
+
+def conv_case(spec, seed: int = 0):
+    """Seeded ``(x, weight, bias, residual or None)`` float32 data for a trt_like ``ConvSpec``."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(spec.x_shape, np.float32)
+    w = (rng.standard_normal(spec.weight_shape) / np.sqrt(np.prod(spec.weight_shape[1:]))).astype(np.float32)
+    b = rng.standard_normal(spec.out_channels).astype(np.float32)
+    res = rng.standard_normal(spec.out_shape, np.float32) if spec.residual else None
+    return x, w, b, res
+
+
+def conv_reference(spec, x, w, b, res) -> np.ndarray:
+    """torch's float64 conv of a ``ConvSpec`` with its residual, relu and activation (hardswish, relu6,
+    leaky relu): the reference for the SIMD conv kernels."""
+    import torch
+    import torch.nn.functional as F
+
+    y = F.conv2d(torch.from_numpy(x).double(), torch.from_numpy(w).double(), torch.from_numpy(b).double(),
+                 spec.stride, spec.padding, spec.dilation, spec.groups)
+    if res is not None:
+        y = y + torch.from_numpy(res).double()
+    if spec.relu:
+        y = y.relu()
+    if spec.activation == "hardswish":
+        y = F.hardswish(y)
+    elif spec.activation == "relu6":
+        y = F.relu6(y)
+    elif spec.activation == "leaky_relu":
+        y = F.leaky_relu(y, spec.negative_slope)
+    return y.numpy()

@@ -13,6 +13,7 @@ from srcore_trt_like.conv.nchwc_split import (DepthwiseNchwcOmpTactic, Pointwise
                                               nchwc_omp_builders)
 from srcore_trt_like.kernels import threads as parallel
 from srcore_trt_like.options import tactic_names
+from _shared import conv_case, conv_reference
 
 pytestmark = pytest.mark.one_pass
 
@@ -28,33 +29,11 @@ CASES = [  # (spec, (input blocked, output blocked))
 ]
 
 
-def _data(spec, blocked, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(spec.x_shape, np.float32)
-    w = (rng.standard_normal(spec.weight_shape) / np.sqrt(np.prod(spec.weight_shape[1:]))).astype(np.float32)
-    b = rng.standard_normal(spec.out_channels).astype(np.float32)
-    res = rng.standard_normal(spec.out_shape, np.float32) if spec.residual else None
-    return x, w, b, res
-
-
-def _torch(spec, x, w, b, res):
-    import torch
-
-    y = torch.nn.functional.conv2d(torch.from_numpy(x).double(), torch.from_numpy(w).double(),
-                                   torch.from_numpy(b).double(), spec.stride, spec.padding, spec.dilation, spec.groups)
-    if res is not None:
-        y = y + torch.from_numpy(res).double()
-    if spec.relu:
-        y = y.relu()
-    act = {"hardswish": torch.nn.functional.hardswish, "relu6": torch.nn.functional.relu6}.get(spec.activation)
-    return (act(y) if act else y).numpy()
-
-
 @pytest.mark.parametrize("spec,blocked", CASES)
 def test_split_gives_the_one_thread_bits_on_any_team(spec, blocked, monkeypatch):
     one_cls, split_cls = (PointwiseNchwcTactic, PointwiseNchwcOmpTactic) if spec.groups == 1 else \
         (DepthwiseNchwcTactic, DepthwiseNchwcOmpTactic)
-    x, w, b, res = _data(spec, blocked)
+    x, w, b, res = conv_case(spec)
     xin = to_blocked(x, LANES) if blocked[0] else x
     rin = res if res is None or not blocked[1] else to_blocked(res, LANES)
     one = one_cls(spec, w, b, blocked)
@@ -67,7 +46,7 @@ def test_split_gives_the_one_thread_bits_on_any_team(spec, blocked, monkeypatch)
         split._run(xin, out, rin)
         np.testing.assert_array_equal(out, want)
     got = from_blocked(want, spec.out_channels) if blocked[1] else want
-    ref = _torch(spec, x, w, b, res)
+    ref = conv_reference(spec, x, w, b, res)
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
 
 

@@ -12,6 +12,7 @@ from srcore_trt_like.conv.simd_direct import SimdDirectTactic
 from srcore_trt_like.conv.simd_split import DepthwiseSimdSplitTactic, SimdDirectSplitTactic
 from srcore_trt_like.kernels import threads as parallel
 from srcore_trt_like.tactics import choose
+from _shared import conv_case, conv_reference
 
 pytestmark = pytest.mark.one_pass
 
@@ -28,36 +29,11 @@ CASES = [  # (spec, depthwise)
 ]
 
 
-def _data(spec, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(spec.x_shape, np.float32)
-    w = (rng.standard_normal(spec.weight_shape) / np.sqrt(np.prod(spec.weight_shape[1:]))).astype(np.float32)
-    b = rng.standard_normal(spec.out_channels).astype(np.float32)
-    res = rng.standard_normal(spec.out_shape, np.float32) if spec.residual else None
-    return x, w, b, res
-
-
-def _torch(spec, x, w, b, res):
-    import torch
-
-    y = torch.nn.functional.conv2d(torch.from_numpy(x).double(), torch.from_numpy(w).double(),
-                                   torch.from_numpy(b).double(), spec.stride, spec.padding, spec.dilation, spec.groups)
-    if res is not None:
-        y = y + torch.from_numpy(res).double()
-    if spec.relu:
-        y = y.relu()
-    if spec.activation == "hardswish":
-        y = torch.nn.functional.hardswish(y)
-    if spec.activation == "leaky_relu":
-        y = torch.nn.functional.leaky_relu(y, spec.negative_slope)
-    return y.numpy()
-
-
 @pytest.mark.parametrize("spec,depthwise", CASES)
 def test_split_gives_the_one_thread_bits_on_any_team(spec, depthwise, monkeypatch):
     one_cls, split_cls = (DepthwiseSimdTactic, DepthwiseSimdSplitTactic) if depthwise else \
         (SimdDirectTactic, SimdDirectSplitTactic)
-    x, w, b, res = _data(spec)
+    x, w, b, res = conv_case(spec)
     want = np.empty(spec.out_shape, np.float32)
     one_cls(spec, w, b)(x, want, res)
     split = split_cls(spec, w, b, threads=2)
@@ -69,14 +45,14 @@ def test_split_gives_the_one_thread_bits_on_any_team(spec, depthwise, monkeypatc
     # a governor per phase of a call: the input copy and the tasks of each image (the depthwise
     # kernel copies each input channel inside its tasks: one phase)
     assert len(split.governors) == (1 if depthwise else 2) * spec.x_shape[0]
-    ref = _torch(spec, x, w, b, res)
+    ref = conv_reference(spec, x, w, b, res)
     np.testing.assert_allclose(want, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
 
 
 def test_split_runs_on_the_layout_of_the_one_thread_tactic():
     """A serialized plan stores the one-thread tactic's packed weights: the split takes them back."""
     spec = CASES[1][0]
-    x, w, b, res = _data(spec, 1)
+    x, w, b, res = conv_case(spec, 1)
     one = SimdDirectTactic(spec, w, b)
     want = np.empty(spec.out_shape, np.float32)
     one(x, want, res)
@@ -111,7 +87,7 @@ def test_the_builder_keeps_whichever_timed_faster(monkeypatch, split_faster):
     monkeypatch.setattr(parallel, "count", lambda: 2)
     monkeypatch.setattr(parallel, "PARALLEL_MIN_WORK", 0)
     spec = ConvSpec((1, 8, 12, 12), 12, 3, 1, 1, relu=True)
-    x, w, b, _ = _data(spec, 2)
+    x, w, b, _ = conv_case(spec, 2)
     net = Network()
     tx, ty = net.new_tensor(spec.x_shape), net.new_tensor(spec.out_shape)
     net.inputs, net.outputs = [tx], [ty]
@@ -127,5 +103,5 @@ def test_the_builder_keeps_whichever_timed_faster(monkeypatch, split_faster):
     assert step.tactic == fast
     out = np.empty(spec.out_shape, np.float32)
     step.fn(x, out)
-    ref = _torch(spec, x, w, b, None)
+    ref = conv_reference(spec, x, w, b, None)
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
