@@ -34,9 +34,8 @@ ENGINE_RUNNERS = {
     # without the SIMD convs split over the intra-op threads (same as trt_like at 1 thread): A/B of the split
     "trt_like_unsplit": (("trt_like", "cpu"), {"exclude_tactics": ["simd_direct_split", "depthwise_simd_split",
                                                                    "simd_direct_split+max_pool"]}),
-    # without the NCHW16c 1x1 / depthwise layers split over the OpenMP team: A/B of those splits
-    "trt_like_nchwc_unsplit": (("trt_like", "cpu"), {"exclude_tactics": ["pointwise_nchw16c_omp",
-                                                                         "depthwise_nchw16c_omp"]}),
+    # with the NCHW16c 1x1 / depthwise layers split over the OpenMP team offered (off by default): A/B of those
+    "trt_like_nchwc_split": (("trt_like", "cpu"), {"nchwc_split": True}),
     # without MKL's GEMMs split by weight columns over the OpenMP team: A/B of the split
     "trt_like_mkl_unsplit": (("trt_like", "cpu"), {"exclude_tactics": ["mkl_split"]}),
     # fused pointwise kernels at LLVM's default vector width only (no 512-bit twin): A/B of numba_512

@@ -23,11 +23,14 @@ OPTIONS = {
                     "and machine",
     "nchwc": "true/false: force runs of conv / squeeze-excite layers into the NCHW16c layout or "
              "keep them in NCHW (unset: each run takes the faster layout, timed at build; builder/layout.py)",
+    "nchwc_split": "true/false (default false): also offer the NCHW16c 1x1 and depthwise layers split over the "
+                   "OpenMP team at more than one intra-op thread (they won timed alone but lost in the model's "
+                   "sequence on a 2-vCPU Sapphire Rapids: docs/trt-like.md)",
     "precision": "float32 (default) or int8: float layers compute in float32, a quantized segment's in int8; "
                  "int8 with 'calibration' data quantizes a float model first (srcore.quantize)",
 }
 PRECISIONS = ("float32", "int8")
-_BOOLS = ("fusion", "timing", "timing_cache", "mkl", "nchwc")
+_BOOLS = ("fusion", "timing", "timing_cache", "mkl", "nchwc", "nchwc_split")
 
 #: every tactic name the table can offer (conv algorithms, then the other families); a test builds
 #: the candidates of each family and checks every name is here (tests/test_tactic_names.py)

@@ -62,3 +62,20 @@ def test_offered_at_two_threads_on_small_layers_beside_the_one_thread_tactic(mon
     assert names(small_pw) == ["pointwise_nchw16c_omp"] and names(small_dw) == ["depthwise_nchw16c_omp"]
     assert names(one_block) == []             # one output block: nothing to split
     assert {"pointwise_nchw16c_omp", "depthwise_nchw16c_omp"} <= set(tactic_names())
+
+
+def test_left_out_of_the_choice_unless_the_engine_option_asks_for_them():
+    """The builder offers the splits, but the choice leaves them out unless ``nchwc_split=True`` (they lost
+    in a model's sequence of layers); the option is a checked boolean like ``nchwc``."""
+    from srcore.plugin import EngineOptionError
+    from srcore_trt_like.options import check_options
+    from srcore_trt_like.tactics.choose import excluded
+
+    for name in ("pointwise_nchw16c_omp", "depthwise_nchw16c_omp"):
+        assert excluded(name, {}) and excluded(name, {"nchwc_split": False})
+        assert not excluded(name, {"nchwc_split": True})
+        assert excluded(name, {"nchwc_split": True, "exclude_tactics": [name]})
+    assert not excluded("pointwise_nchw16c", {})
+    check_options({"nchwc_split": True})
+    with pytest.raises(EngineOptionError, match="nchwc_split"):
+        check_options({"nchwc_split": "yes"})
