@@ -64,6 +64,18 @@ def _has(layers, text):
 ON = {"nchwc": True}   # the layout forced on (unset: each run's layout is timed, see test_layout_choice.py)
 
 
+def _matches_torch_and_the_nchw_engine(sm, m, model, x, atol_nchw):
+    """``sm`` (blocked layers) gives torch's result, and the engine with the layout off (which has no
+    blocked layer) gives ``sm``'s to ``atol_nchw``."""
+    with torch.no_grad():
+        want = m(x).numpy()
+    got = sm(x.numpy())
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    plain = srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options={"nchwc": False}))
+    assert not any("nchw16c" in line for line in _layers(plain))
+    np.testing.assert_allclose(got, plain(x.numpy()), rtol=1e-5, atol=atol_nchw)
+
+
 def test_a_mobile_net_runs_blocked_between_its_stem_and_its_pool(mobile):
     m, model, x = mobile
     sm = srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options=ON))
@@ -75,13 +87,7 @@ def test_a_mobile_net_runs_blocked_between_its_stem_and_its_pool(mobile):
     assert "squeeze_excite -> 2x5x8x8x16 [numba]" in layers
     assert _has(layers, "conv + hardswish -> 2x48x8x8"), layers
     assert sum("nchw16c" in line for line in layers) == 8, layers
-    with torch.no_grad():
-        want = m(x).numpy()
-    got = sm(x.numpy())
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
-    plain = srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options={"nchwc": False}))
-    assert not any("nchw16c" in line for line in _layers(plain))
-    np.testing.assert_allclose(got, plain(x.numpy()), rtol=1e-5, atol=1e-6)
+    _matches_torch_and_the_nchw_engine(sm, m, model, x, atol_nchw=1e-6)
 
 
 def test_a_saved_engine_with_blocked_tensors_loads_without_a_rebuild(mobile, tmp_path):
@@ -189,10 +195,4 @@ def test_a_detection_head_runs_blocked_through_its_dense_convs():
     assert _has(layers, "conv + leaky_relu -> 2x3x10x10x16"), layers
     assert _has(layers, "conv + leaky_relu -> 2x4x5x5x16"), layers
     assert _has(layers, "conv + sigmoid -> 2x18x10x10") and _has(layers, "conv + sigmoid -> 2x18x5x5"), layers
-    with torch.no_grad():
-        want = m(x).numpy()
-    got = sm(x.numpy())
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
-    plain = srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options={"nchwc": False}))
-    assert not any("nchw16c" in line for line in _layers(plain))
-    np.testing.assert_allclose(got, plain(x.numpy()), rtol=1e-5, atol=1e-5)
+    _matches_torch_and_the_nchw_engine(sm, m, model, x, atol_nchw=1e-5)
