@@ -5,7 +5,9 @@
 For each model: ``srcore select`` writes a selection; then fresh processes run ``import srcore``,
 ``srcore.load``, ``StaticModule`` and the first call, alternately with the full registry (the three
 plugins installed) and with ``SRCORE_SELECTION``. Reported per mode (median of ``--runs``, the two
-modes interleaved so that machine load hits both alike): process wall time, in-child time (from the
+modes interleaved so that machine load hits both alike; a third mode, ``prepared``, is the selection
+with the model saved prepared under it, ``StaticModule.save(path, prepared=True)``, so the load runs no
+pass): process wall time, in-child time (from the
 child's first statement) and in-child CPU time (less disturbed by other processes), first result (from
 spawning the process to the result in hand: the interpreter's start included, its exit not; what the
 cold-start goals measure), the registry build, modules imported, max RSS;
@@ -49,9 +51,11 @@ def _hwm_mb():  # VmHWM: this process's peak RSS (ru_maxrss would count the pare
 
 print("@@", json.dumps({{"t_result": t_result, "in_child_ms": (t_end - t0) * 1e3, "cpu_ms": (c_end - c0) * 1e3, "srcore_ms": (t_end - t_in) * 1e3,
                         "registry_ms": pm.timings.get("registry", 0) * 1e3, "plugins_ms": pm.timings.get("load", 0) * 1e3,
-                        "modules": len(sys.modules), "max_rss_mb": _hwm_mb(),
+                        "modules": len(sys.modules), "max_rss_mb": _hwm_mb(), "prepared_before": sm.prepared_before,
                         "ops": len(sm.registry.declared), "kernels": len(sm.registry.kernel_table)}}))
 """
+
+PREPARE = "import srcore; srcore.StaticModule(srcore.load({srm!r})).save({out!r}, prepared=True)"
 
 BYTES = r"""
 import tracemalloc
@@ -108,13 +112,17 @@ def measure(model: str, out: Path, runs: int) -> dict:
     base = {k: v for k, v in os.environ.items() if k not in ("SRCORE_SELECTION", "PYTHONDONTWRITEBYTECODE")}
     base.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     envs = {"full": base, "selection": {**base, "SRCORE_SELECTION": str(selection)}}
-    code = CHILD.format(inp=str(inp), srm=str(srm))
+    envs["prepared"] = envs["selection"]
+    prepared = srm.with_name(f"{srm.stem}.prepared-selection.srm")
+    subprocess.run([sys.executable, "-c", PREPARE.format(srm=str(srm), out=str(prepared))], env=envs["selection"],
+                   check=True, cwd=ROOT, capture_output=True)
+    codes = {mode: CHILD.format(inp=str(inp), srm=str(prepared if mode == "prepared" else srm)) for mode in envs}
     samples: dict[str, list] = {mode: [] for mode in envs}
     for mode, env in envs.items():  # warm the schema and entry-point caches and the bytecode
-        _child(code, env)
+        _child(codes[mode], env)
     for _ in range(runs):
         for mode, env in envs.items():
-            samples[mode].append(_child(code, env))
+            samples[mode].append(_child(codes[mode], env))
     result = {"selection": str(selection)}
     for mode, ss in samples.items():
         row = {"wall_ms": statistics.median(w for w, _ in ss)}
@@ -122,6 +130,7 @@ def measure(model: str, out: Path, runs: int) -> dict:
             row[key] = statistics.median(d[key] for _, d in ss)
         # the least disturbed start (on a loaded machine the medians measure the load)
         row["first_result_best_ms"] = min(d["first_result_ms"] for _, d in ss)
+        row["prepared_before"] = all(d["prepared_before"] for _, d in ss)
         row["registry_bytes"] = _child(BYTES, envs[mode])[1]
         result[mode] = row
     return result
@@ -143,7 +152,9 @@ def main(argv=None) -> int:
     print(f"{'model':<10}{'mode':<11}" + "".join(f"{c:>22}" for c in cols))
     for model in args.models.split(","):
         results[model] = r = measure(model, out, args.runs)
-        for mode in ("full", "selection"):
+        for mode in ("full", "selection", "prepared"):
+            if mode == "prepared" and not r[mode]["prepared_before"]:
+                print(f"{model}: the prepared model ran its passes again (its record did not match)")
             print(f"{model:<10}{mode:<11}" + "".join(f"{r[mode][c]:>22,.1f}" if isinstance(r[mode][c], float)
                                                      else f"{r[mode][c]:>22,}" for c in cols), flush=True)
     if args.json:
