@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[3]
 class AllOps(torch.nn.Module):
     """Every layer kind the segment compiles: sort (both directions, both dims), slices of an index,
     gather, index_select, scatter / scatter_add (on zeros_like), means (keepdim or not), compares
-    (tensor and scalar, broadcasting), where, masked_fill, cumsum and fused pointwise ops."""
+    (tensor and scalar, broadcasting), where, masked_fill, cumsum, fused pointwise ops and softmax."""
 
     def forward(self, x, idx, y):
         # x: (4, 7) float; idx: (4, 3) int64 into 7; y: (7,) float
@@ -41,7 +41,8 @@ class AllOps(torch.nn.Module):
         f = x.masked_fill(x <= 0.5, -1.0)
         cs = torch.cumsum(f, dim=1)
         pw = torch.sigmoid(w) * 2.0 + m
-        return v, o, va, oa, g, s, sa, sc, x.mean(0), c, cs, pw
+        p = torch.softmax(pw.masked_fill(c, float("-inf")), -1)
+        return v, o, va, oa, g, s, sa, sc, x.mean(0), c, cs, pw, p
 
 
 def _reference(x, idx, y):

@@ -16,12 +16,14 @@ written out of bounds).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import logging
 import math
 import sys
 import threading
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -29,9 +31,9 @@ from numba import types
 
 from ..builder.network import Layer, Network
 from ..builder.plan import Plan, Step
-from ..kernels import fastmath
+from ..kernels import fastmath, rows
 from ..pointwise.cache import _write_source
-from ..pointwise.codegen import _const_literal, _runtime_tag
+from ..pointwise.codegen import _Consts, _runtime_tag
 from ..pointwise.expr import Const, Input
 from ..pointwise.ops import OPS
 from . import pointwise as pointwise_tactics
@@ -41,8 +43,9 @@ log = logging.getLogger("srcore.trt_like")
 
 #: bump when the generated code changes meaning (part of every segment's source hash)
 SEGMENT_VERSION = 1
-#: a network is compiled whole only if no tensor is larger than this (elements) ...
-MAX_TENSOR = 1 << 14
+#: a network is compiled whole only if no tensor is larger than this (elements; the plan with the
+#: fewer passes over memory may still win on larger ones, timing decides) ...
+MAX_TENSOR = 1 << 18
 #: ... it has at most this many layers (compile time grows with the function) ...
 MAX_LAYERS = 64
 #: ... and sorts lines of at most this many elements (an insertion sort)
@@ -79,6 +82,8 @@ def _layer_refusal(layer: Layer, net: Network) -> str | None:
         return "a constant index or mask"
     if layer.kind == "sort" and net.shape(layer.inputs[0])[layer.attrs["dim"]] > MAX_SORT:
         return f"lines longer than {MAX_SORT}"
+    if layer.kind in ("softmax", "log_softmax") and layer.attrs["dim"] != len(net.shape(layer.inputs[0])) - 1:
+        return "not over the last dim"
     if layer.kind == "strided" and not all(isinstance(k, (int, slice)) for k in layer.attrs["key"]):
         return "an index key other than ints and slices"
     return None
@@ -98,6 +103,8 @@ class _Code:
         self.lines: list[str] = []
         self.depth = 1
         self._open: list[int] = []
+        #: float32 constants, module globals (numba takes no np.float32("inf") inside a function)
+        self.const = _Consts()
 
     def add(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
@@ -122,10 +129,10 @@ def _broadcast(names: list[str], shape, to) -> list[str]:
     return [("0" if s == 1 and to[lead + d] != 1 else names[lead + d]) for d, s in enumerate(shape)]
 
 
-def _operand(arg, layer: Layer, net: Network, names, to) -> str:
+def _operand(c: _Code, arg, layer: Layer, net: Network, names, to) -> str:
     kind, x = arg
     if kind != "in":
-        return _const_literal(float(x))
+        return c.const(float(x))
     t = layer.inputs[x]
     return f"t{t}[{_ix(_broadcast(names, net.shape(t), to))}]"
 
@@ -188,7 +195,7 @@ def _scatter(c: _Code, layer: Layer, net: Network) -> None:
     names = c.loops(net.shape(idx))
     c.add(f"j = t{idx}[{_ix(names)}]")
     _raise(c, f"j < 0 or j >= {n}", layer, n)
-    value = _const_literal(layer.attrs["value"]) if layer.attrs["value"] is not None else \
+    value = c.const(layer.attrs["value"]) if layer.attrs["value"] is not None else \
         f"t{layer.inputs[1]}[{_ix(names)}]"
     at = f"t{o}[{_ix(names[:dim] + ['j'] + names[dim + 1:])}]"
     c.add(f"{at} = {at} + {value}" if layer.attrs["add"] else f"{at} = {value}")
@@ -248,8 +255,8 @@ def _compare(c: _Code, layer: Layer, net: Network) -> None:
     (o,), (a, b) = layer.outputs, layer.attrs["args"]
     to = net.shape(o)
     names = c.loops(to)
-    c.add(f"t{o}[{_ix(names)}] = {_operand(a, layer, net, names, to)} {_CMP[layer.attrs['op']]} "
-          f"{_operand(b, layer, net, names, to)}")
+    c.add(f"t{o}[{_ix(names)}] = {_operand(c, a, layer, net, names, to)} {_CMP[layer.attrs['op']]} "
+          f"{_operand(c, b, layer, net, names, to)}")
     c.close()
 
 
@@ -258,8 +265,8 @@ def _where(c: _Code, layer: Layer, net: Network) -> None:
     mask = layer.inputs[-1]
     to = net.shape(o)
     names = c.loops(to)
-    c.add(f"t{o}[{_ix(names)}] = {_operand(a, layer, net, names, to)} if "
-          f"t{mask}[{_ix(_broadcast(names, net.shape(mask), to))}] else {_operand(b, layer, net, names, to)}")
+    c.add(f"t{o}[{_ix(names)}] = {_operand(c, a, layer, net, names, to)} if "
+          f"t{mask}[{_ix(_broadcast(names, net.shape(mask), to))}] else {_operand(c, b, layer, net, names, to)}")
     c.close()
 
 
@@ -284,7 +291,7 @@ def _fused_pointwise(c: _Code, layer: Layer, net: Network) -> None:
     value: dict = {}
     for node in program.nodes():
         if isinstance(node, Const):
-            value[node] = _const_literal(node.value)
+            value[node] = c.const(node.value)
         elif isinstance(node, Input):
             k = int(node.name[2:])
             t = layer.inputs[k]
@@ -292,12 +299,21 @@ def _fused_pointwise(c: _Code, layer: Layer, net: Network) -> None:
         else:
             d = OPS[node.name]
             v = f"p{len(value)}"
-            params = {p: _const_literal(x) for p, x in zip(d.param_names, node.params)}
+            params = {p: c.const(x) for p, x in zip(d.param_names, node.params)}
             c.add(f"{v} = {d.template.format(*(value[a] for a in node.args), **params)}")
             value[node] = v
     for out, res in zip(layer.outputs, program.outputs):
         c.add(f"t{out}[{_ix(names)}] = {value[res]}")
     c.close()
+
+
+def _softmax(c: _Code, layer: Layer, net: Network) -> None:
+    """The engine's compiled row kernels (:mod:`..kernels.rows`), called in place."""
+    (x,), (o,) = layer.inputs, layer.outputs
+    m = net.shape(x)[-1]
+    rows = net.tensors[x].size // m if m else 0
+    view = f"t{x}.reshape(({rows}, {m})), t{o}.reshape(({rows}, {m}))"
+    c.add(f"log_softmax_rows({view})" if layer.kind == "log_softmax" else f"softmax_rows({view}, np.float32(1.0))")
 
 
 def _reshape(c: _Code, layer: Layer, net: Network) -> None:
@@ -307,7 +323,7 @@ def _reshape(c: _Code, layer: Layer, net: Network) -> None:
 
 _EMIT = {"strided": _strided, "gather": _gather, "index_select": _index_select, "scatter": _scatter,
          "sort": _sort, "mean": _mean, "compare": _compare, "where": _where, "cumsum": _cumsum,
-         "fused_pointwise": _fused_pointwise, "reshape": _reshape}
+         "fused_pointwise": _fused_pointwise, "reshape": _reshape, "softmax": _softmax, "log_softmax": _softmax}
 
 
 def generate_source(layer: Layer, net: Network) -> str:
@@ -330,12 +346,20 @@ def generate_source(layer: Layer, net: Network) -> str:
         _EMIT[sub.kind](c, sub, net)
     args = ", ".join(f"t{t}" for t in (*layer.inputs, *layer.outputs))
     header = ["# srcore_trt_like compiled segment: generated, do not edit",
-              f"# runtime {_runtime_tag()} segment {SEGMENT_VERSION}",
+              f"# runtime {_runtime_tag()} rows {_rows_tag()} segment {SEGMENT_VERSION}",
               "import numpy as np",
               "from srcore_trt_like.kernels import fastmath as fm",
-              "from srcore_trt_like.pointwise import ops", "", "",
+              "from srcore_trt_like.kernels.rows import log_softmax_rows, softmax_rows",
+              "from srcore_trt_like.pointwise import ops", "", *c.const.lines, "", "",
               f"def segment({args}):"]
     return "\n".join(header + c.lines + ["    return", ""])
+
+
+@functools.cache
+def _rows_tag() -> str:
+    """The row kernels' code, which a cached segment calling them depends on (numba's cache does not
+    look at callees)."""
+    return hashlib.sha256(Path(rows.__file__).read_bytes()).hexdigest()[:16]
 
 
 def _sublayers(layer: Layer) -> list[Layer]:
