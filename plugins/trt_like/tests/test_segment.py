@@ -54,12 +54,18 @@ def _reference(x, idx, y):
     return out
 
 
+EXAMPLE = (torch.randn(4, 7), torch.randint(0, 7, (4, 3)), torch.randn(7))
+
+
+def _all_ops(**engine_options):
+    model = srcore.from_torchscript(torch.jit.script(AllOps().eval()), EXAMPLE)
+    return srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options={"timing": False,
+                                                                                           **engine_options}))
+
+
 @pytest.fixture(scope="module")
 def all_ops():
-    ex = (torch.randn(4, 7), torch.randint(0, 7, (4, 3)), torch.randn(7))
-    model = srcore.from_torchscript(torch.jit.script(AllOps().eval()), ex)
-    sm = srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options={"timing": False}))
-    return sm
+    return _all_ops()
 
 
 def _check(got, want):
@@ -102,6 +108,16 @@ def test_an_index_out_of_range_names_the_node(all_ops, bad):
     with pytest.raises(srcore.SrcoreError) as err:
         all_ops(x, idx, y)
     assert "gather at " in str(err.value) and "test_segment.py" in str(err.value), str(err.value)
+
+
+def test_a_compiled_segment_is_restored_from_the_engine_cache(all_ops, tmp_path):
+    """The segment layer serializes (its sub-layers are attributes) and loads with its kernel."""
+    _all_ops(engine_cache=str(tmp_path))
+    again = _all_ops(engine_cache=str(tmp_path))
+    text = again.partition.format()
+    assert "loaded from the engine cache" in text and "segment -> " in text, text
+    xs = [t.numpy() for t in EXAMPLE]
+    _check(again(*xs), _reference(*EXAMPLE))
 
 
 def _zoo(path: str, name: str):

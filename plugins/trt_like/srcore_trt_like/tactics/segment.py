@@ -23,6 +23,7 @@ import logging
 import math
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numba
@@ -419,12 +420,14 @@ def compile_small(net: Network, steps: list[Step], options: dict, name: str = "e
         log.debug("%s: not compiled whole: %s", name, why)
         return steps
     layer = segment_layer(net)
+    t0 = time.perf_counter()
     try:
         fn = compiled(layer, net)
     except numba.core.errors.NumbaError as exc:   # a generator gap: the layers stay as they are
         log.warning("%s: the compiled segment does not compile (%s); layer by layer", name,
                     str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
         return steps
+    log.info("%s: compiled whole (%d layers) in %.2f s", name, len(net.layers), time.perf_counter() - t0)
     one = [Step(layer, "numba", fn)]
     if options.get("timing", True):
         rng = np.random.default_rng(0)
