@@ -32,6 +32,7 @@ from .kernels.contexts import CONTEXTS
 from .kernels.resident import release_compiler_code
 from .store import PlanStore, release_pages
 from .tactics.layout_choice import choose_layout
+from .tactics.segment import compile_small
 
 log = logging.getLogger("srcore.trt_like")
 
@@ -284,6 +285,8 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
         fuse_conv_pool(net)
         fuse_attention(net)
     steps, runs = choose_layout(net, options, name)
+    if not runs:
+        steps = compile_small(net, steps, options, name, CONTEXTS)
     plan = Plan(net, steps, CONTEXTS)
     plan.layout_runs = runs
     return plan

@@ -762,6 +762,18 @@ def data_cases() -> list[Case]:
             Case("masked_fill.Scalar", "aten::masked_fill.Scalar", (tin((3, 4), 19), m, -7.5)),
             Case("masked_fill.Scalar-broadcast", "aten::masked_fill.Scalar", (tin((3, 4), 19), _mask((4,), 20), 0.0)),
             Case("masked_fill.Tensor", "aten::masked_fill.Tensor", (tin((3, 4), 19), m, In(np.array(3.0, np.float32))))]
+    rows = In(np.stack([np.random.default_rng(70 + r).permutation(5)[:2] for r in range(3)]).astype(np.int64))
+    out += [Case("scatter.src", "aten::scatter.src", (tin((3, 5), 71), 1, rows, tin((3, 4), 72))),
+            Case("scatter.value", "aten::scatter.value", (tin((3, 5), 71), -1, rows, 2.5)),
+            Case("scatter-dim0", "aten::scatter.src", (tin((4, 3), 73), 0,
+                                                       In(np.array([[3, 0, 1], [1, 2, 0]], np.int64)), tin((2, 3), 74))),
+            Case("scatter_add", "aten::scatter_add", (tin((3, 5), 75, special=False), 1, _ids((3, 4), 5, 76),
+                                                      tin((3, 4), 77, special=False)), Tol(2, 2)),
+            Case("zeros_like", "aten::zeros_like", (tin((2, 3), 78), None, None, None, None, None), pre="aten::relu")]
+    for op in ("lt", "le", "gt", "ge", "eq", "ne"):
+        x = In(np.array([[1.0, np.nan, -0.0, 2.0], [0.0, 3.0, np.inf, -1.0], [0.5, 0.5, -np.inf, np.nan]], np.float32))
+        out += [Case(f"{op}.Tensor", f"aten::{op}.Tensor", (x, In(np.array([0.0, np.nan, 0.0, 2.0], np.float32)))),
+                Case(f"{op}.Scalar", f"aten::{op}.Scalar", (x, 0.5))]
     for k, (shape, dim) in enumerate([((3, 5), 1), ((4, 3), 0), ((2, 3, 4), -1)]):
         n = shape[dim]
         out.append(Case(f"cumsum-{shape}-{dim}", "aten::cumsum", (tin(shape, 21 + k, special=False), dim, None),
@@ -855,7 +867,9 @@ def test_conv_cases_with_every_tactic(case):
 
 #: the converters of the int8-only rows: their ops take or make quantized tensors, which torch's aten
 #: float ops cannot check; test_int8.py checks them bit for bit against quantized_cpu
-INT8_ONLY = ("quantize", "dequantize", "qconv", "qconv_then_add", "qlinear", "qadd", "qadaptive_avg_pool")
+INT8_ONLY = ("quantize", "dequantize", "qconv", "qconv_then_add", "qlinear", "qadd", "qadaptive_avg_pool",
+             # two results (values, indices), which these one-output graphs cannot return: test_segment.py
+             "sort")
 
 
 def test_every_supported_op_has_cases():

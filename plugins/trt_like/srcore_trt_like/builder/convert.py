@@ -41,6 +41,8 @@ def build_network(graph) -> Network:
             if _per_tensor(o.type) and id(o) in conv.ids:
                 tensor = net.tensors[conv.ids[id(o)]]
                 tensor.dtype, tensor.qparams = o.type.dtype, o.type.qparams
+            elif isinstance(o.type, TensorType) and o.type.dtype in DATA_DTYPES and id(o) in conv.ids:
+                net.tensors[conv.ids[id(o)]].dtype = o.type.dtype   # an index or mask (sort, lt, slice)
     for v in graph.outputs:
         net.outputs.append(conv.tensor(v))
     return net

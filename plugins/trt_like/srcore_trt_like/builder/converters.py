@@ -591,3 +591,45 @@ def instance_norm(v: NodeView, c: Converter) -> None:
     y = c.net.add("pointwise", [x, aid], out, v.source, op="mul", args=(("in", 0), ("in", 1)), params={})
     y = c.net.add("pointwise", [y, kid], out, v.source, op="add", args=(("in", 0), ("in", 1)), params={})
     c.bind(v.node.outputs[0], y)
+
+
+# -- sorting, scattering, comparing -------------------------------------------------------------------
+def sort(v: NodeView, c: Converter) -> None:
+    """``sort`` as one layer of two outputs, the values and their int64 indices (ties in input order)."""
+    x = c.tensor(v.value("self"))
+    rank = len(c.net.shape(x))
+    values = c.net.add("sort", [x], v.out_shape(), v.source, n_out=2, dim=_dim(v, "dim", rank),
+                       descending=bool(v.const("descending", False)))
+    c.bind(v.node.outputs[0], values)
+    c.bind(v.node.outputs[1], values + 1)
+
+
+def scatter(v: NodeView, c: Converter) -> None:
+    """``scatter`` (a tensor or a number as the source) and ``scatter_add``: the result is ``self``
+    with the source's elements written (added) at the indices along ``dim``; inputs self, src (if
+    a tensor), the index last (or ``index``: a constant)."""
+    x = c.tensor(v.value("self"))
+    rank = len(c.net.shape(x))
+    index, const = _index_operand(v, c, "index")
+    ins = [x]
+    value = None
+    if v.op == "aten::scatter.value":
+        value = float(v.const("value"))
+    else:
+        ins.append(c.tensor(v.value("src")))
+    c.bind(v.node.outputs[0], c.net.add("scatter", ins + ([index] if index is not None else []), v.out_shape(),
+                                        v.source, dim=_dim(v, "dim", rank), add=v.op == "aten::scatter_add",
+                                        value=value, index=const))
+
+
+def zeros_like(v: NodeView, c: Converter) -> None:
+    c.bind(v.node.outputs[0], c.net.constant(np.zeros(v.out_shape(), np.float32)))
+
+
+def compare(v: NodeView, c: Converter) -> None:
+    """``a < b`` (``le``, ``gt``, ``ge``, ``eq``, ``ne``): a bool mask; operands as :func:`operand` makes them."""
+    ins: list[int] = []
+    a = operand(v, c, "self", ins)
+    b = operand(v, c, "other", ins)
+    op = v.op.split("::", 1)[1].split(".", 1)[0]
+    c.bind(v.node.outputs[0], c.net.add("compare", ins, v.out_shape(), v.source, op=op, args=(a, b)))

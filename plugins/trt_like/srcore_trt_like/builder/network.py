@@ -17,14 +17,15 @@ from srcore.plugin import QDTYPES
 
 
 #: the dtypes of index and mask tensors (the indices of a gather or an embedding, the condition of a
-#: where): engine inputs read by the layers that take them, never computed inside an engine
-DATA_DTYPES = ("int64", "int32", "bool")
+#: where): engine inputs, or made by the data layers (a sort's indices, a comparison's mask, a slice
+#: of an index), read by the layers that take them
+from .support import DATA_DTYPES  # noqa: E402
 
 
 @attrs.define(eq=False)
 class Tensor:
     """One value inside the engine: C-contiguous, of a concrete shape; float32, an index or mask
-    (:data:`DATA_DTYPES`: engine inputs only), or a quantized dtype (``quint8``, ``qint8``: its stored integers, with per-tensor ``qparams``) in the int8
+    (:data:`DATA_DTYPES`), or a quantized dtype (``quint8``, ``qint8``: its stored integers, with per-tensor ``qparams``) in the int8
     layers of a quantized segment."""
 
     id: int

@@ -241,12 +241,12 @@ class Plan:
             args = ", ".join(names[t] for t in (*layer.inputs, *layer.outputs))
             lines.append(f"    _k{k}({args})")
         for t, src in self.copies.items():
-            names[t] = f"r{t}"
             lines.append(f"    r{t} = {names[src]}.reshape({net.shape(t)!r}).copy()")
+            names[t] = f"r{t}"   # (after: a returned constant or input is its own source)
         outs = []
         for t in net.outputs:
             tensor = net.tensors[t]
-            if tensor.dtype == "float32":
+            if tensor.dtype == "float32" or tensor.dtype in DATA_DTYPES:
                 outs.append(names[t])
                 continue
             g[f"_qout{t}"] = _quantized_output(tensor)

@@ -19,6 +19,8 @@ from srcore.plugin import NodeInfo
 
 #: dtypes an engine computes in
 ENGINE_DTYPES = ("float32",)
+#: index and mask dtypes (the engine's data layers read and make them; see builder/network.py)
+DATA_DTYPES = ("int64", "int32", "bool")
 #: the quantized dtypes of the int8 layers (per-tensor parameters known at load; weights may be per channel)
 INT8_DTYPES = ("quint8", "qint8")
 
@@ -41,6 +43,11 @@ class OpSupport:
     #: arguments that are not float32: ``((name, dtypes), ...)``, e.g. the indices of an embedding
     #: (engine inputs or constants; an engine never computes them)
     data_args: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: results that are not float32: ``((position, dtypes), ...)`` (sort's indices, a comparison's
+    #: mask); such tensors stay inside the engine's index and mask layers or leave it as outputs
+    data_results: tuple[tuple[int, tuple[str, ...]], ...] = ()
+    #: the op copies its input as it is (a select or slice): index and mask tensors too
+    any_data: bool = False
 
 
 # -- op-specific checks (None: supported; else the reason) ------------------------------------------
@@ -213,10 +220,29 @@ def _instance_norm(node: NodeInfo):
 
 
 # -- the table -------------------------------------------------------------------------------------
+def _sort(node: NodeInfo):
+    return None if _rank(node, 0) >= 1 else "a 0-D tensor"
+
+
+def _scatter(node: NodeInfo):
+    ranks = {len(a.type.shape) for a in node.args if a.name in ("self", "index", "src") and isinstance(a.type, TensorType)}
+    return None if len(ranks) == 1 else f"self, index and src of ranks {sorted(ranks)} (torch needs one rank)"
+
+
+def _compare(node: NodeInfo):
+    for a in node.args[:2]:
+        if isinstance(a.type, TensorType) and a.type.dtype != "float32":
+            return f"argument {a.name!r} is {a.type.dtype}; the engine compares float32 tensors"
+    return None
+
+
 def _rows(converter: str, ops: dict[str, tuple[str, ...]], check: Check | None = None,
-          int8: bool = False, data_args: dict[str, tuple[str, ...]] | None = None) -> list[OpSupport]:
+          int8: bool = False, data_args: dict[str, tuple[str, ...]] | None = None,
+          data_results: dict[int, tuple[str, ...]] | None = None, any_data: bool = False) -> list[OpSupport]:
     data = tuple((data_args or {}).items())
-    return [OpSupport(op, converter, consts, check, _NOTES.get(check, ""), int8, data) for op, consts in ops.items()]
+    results = tuple((data_results or {}).items())
+    return [OpSupport(op, converter, consts, check, _NOTES.get(check, ""), int8, data, results, any_data)
+            for op, consts in ops.items()]
 
 
 def _qconv(node: NodeInfo):
@@ -290,6 +316,9 @@ _NOTES = {
     _gather: "index int64 of self's rank",
     _index_select: "a 0-D or 1-D int64 / int32 index",
     _instance_norm: "(N, C, ...) input; running statistics when use_input_stats=False",
+    _sort: "a float32 input of rank >= 1; indices int64 (ties in input order: torch's stable=True order)",
+    _scatter: "self, index (int64) and src of one rank; no reduce argument",
+    _compare: "float32 operands (a tensor and a tensor or a number); the result is a bool mask",
 }
 _INDEX = ("int64", "int32")
 
@@ -325,7 +354,8 @@ _TABLE: list[OpSupport] = [
                      "aten::view": ("size",), "aten::reshape": ("shape",)}, int8=True),
     *_rows("alias", {"aten::dropout": ("p", "train")}, _dropout, int8=True),
     *_rows("permute", {"aten::transpose.int": ("dim0", "dim1"), "aten::permute": ("dims",)}),
-    *_rows("index", {"aten::select.int": ("dim", "index"), "aten::slice.Tensor": ("dim", "start", "end", "step")}),
+    *_rows("index", {"aten::select.int": ("dim", "index"), "aten::slice.Tensor": ("dim", "start", "end", "step")},
+           any_data=True),
     # convolution and pooling
     *_rows("conv", {"aten::conv2d": _CONV_ARGS, "srcore::conv2d_relu": _CONV_ARGS,
                     "srcore::conv2d_add_relu": _CONV_ARGS}, _nchw),
@@ -378,6 +408,15 @@ _TABLE: list[OpSupport] = [
            data_args={"condition": ("bool",)}),
     *_rows("masked_fill", {"aten::masked_fill.Scalar": ("value",), "aten::masked_fill.Tensor": ()},
            data_args={"mask": ("bool",)}),
+    *_rows("sort", {"aten::sort": ("dim", "descending"), "aten::sort.stable": ("stable", "dim", "descending")},
+           _sort, data_results={1: ("int64",)}),
+    *_rows("scatter", {"aten::scatter.src": ("dim",), "aten::scatter.value": ("dim", "value"),
+                       "aten::scatter_add": ("dim",)}, _scatter, data_args={"index": ("int64",)}),
+    *_rows("zeros_like", {"aten::zeros_like": ("dtype", "layout", "device", "pin_memory", "memory_format")},
+           _no_dtype),
+    *_rows("compare", {f"aten::{op}.{form}": ("other",) if form == "Scalar" else ()
+                       for op in ("lt", "le", "gt", "ge", "eq", "ne") for form in ("Tensor", "Scalar")},
+           _compare, data_results={0: ("bool",)}),
     *_rows("encoder_layer", {"aten::_transformer_encoder_layer_fwd": _ENCODER_ARGS}, _encoder),
     # int8 layers (quantized segments: docs/trt-like.md, "INT8 engines")
     *_rows("quantize", {"aten::quantize_per_tensor": ("scale", "zero_point", "dtype"),
@@ -455,9 +494,20 @@ def _tensors_refused(node: NodeInfo, row: OpSupport) -> str | None:
              and not (row.int8 and a.is_constant and a.name in row.constants
                       and not (isinstance(a.type, TensorType) and a.type.dtype in INT8_DTYPES))]
     several = len(node.output_types) > 1
-    named += [(f"result {i}" if several else "the result", t, False) for i, t in enumerate(node.output_types)]
+    results = dict(row.data_results)
+    for i, t in enumerate(node.output_types):
+        name = f"result {i}" if several else "the result"
+        if i in results and isinstance(t, TensorType):
+            if t.dtype not in results[i]:
+                return f"{name} is {t.dtype or 'of unknown dtype'}; {node.op} makes {', '.join(results[i])}"
+            continue
+        named.append((name, t, False))
     for name, t, const in named:
         if not isinstance(t, TensorType):
+            continue
+        if row.any_data and t.dtype in DATA_DTYPES:
+            if t.shape is None:
+                return f"{name} has no known rank"
             continue
         if t.dtype in INT8_DTYPES and row.int8:
             # baked into the requantization: known per-tensor parameters (a constant weight: per channel too)

@@ -42,6 +42,7 @@ from . import timing as _timing
 from .blas_team import BLAS_TEAM
 from .records import Candidate, Kernel
 from .timing import best_times
+from .timing import random_input as _random
 
 log = logging.getLogger("srcore.trt_like")
 
@@ -274,18 +275,6 @@ def _release_raw(layer: Layer) -> None:
     holds every raw weight and every laid-out one at once (they fault back in if a kernel reads
     them as they are)."""
     drop_resident_pages([v for v in layer.attrs.values() if isinstance(v, np.ndarray)])
-
-
-def _random(tensor, rng) -> np.ndarray:
-    """Random data for a timed input: normal floats, or a quantized tensor's integers over its range."""
-    if tensor.dtype == "float32":
-        return rng.standard_normal(tensor.shape).astype(np.float32)
-    if tensor.dtype == "bool":
-        return rng.random(tensor.shape) < 0.5
-    if tensor.dtype in ("int64", "int32"):   # indices: 0 is in range of every dim an index reads
-        return np.zeros(tensor.shape, tensor.storage)
-    info = np.iinfo(tensor.storage)
-    return rng.integers(info.min, info.max, tensor.shape, endpoint=True, dtype=tensor.storage)
 
 
 def _shape(net: Network, layer: Layer) -> str:

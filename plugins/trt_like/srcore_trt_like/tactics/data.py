@@ -182,3 +182,65 @@ def cumsum(layer: Layer, net: Network):
     def run(x, out):
         np.cumsum(x, axis=dim, out=out)
     return run
+
+
+# -- sorting, scattering, comparing ------------------------------------------------------------------------
+def sort_keys(x: np.ndarray, dim: int, descending: bool) -> np.ndarray:
+    """The int64 indices that sort ``x`` along ``dim`` as torch's ``sort(stable=True)``: NaN above
+    everything, -0.0 equal to 0.0, ties in input order (descending too)."""
+    if descending:
+        # a stable ascending sort of -x, NaNs first (numpy puts them last, in input order)
+        nan = np.isnan(x)
+        key = np.where(nan, np.float32(-np.inf), -x)
+        order = np.argsort(key, axis=dim, kind="stable")
+        first = np.argsort(~np.take_along_axis(nan, order, axis=dim), axis=dim, kind="stable")
+        return np.take_along_axis(order, first, axis=dim)
+    return np.argsort(x, axis=dim, kind="stable")
+
+
+def sort(layer: Layer, net: Network):
+    dim, descending = layer.attrs["dim"], layer.attrs["descending"]
+
+    def run(x, values, indices):
+        np.copyto(indices, sort_keys(x, dim, descending))
+        np.copyto(values, np.take_along_axis(x, indices, axis=dim))
+    return run
+
+
+def scatter(layer: Layer, net: Network):
+    """``self.scatter(dim, index, src | value)`` / ``scatter_add``: ``self`` copied, then each
+    index element's source element written to (added at) its position along ``dim``."""
+    dim, add, value, const = (layer.attrs[k] for k in ("dim", "add", "value", "index"))
+    n = net.shape(layer.inputs[0])[dim]
+    what = layer.source or "scatter"
+    if const is not None:
+        const = _checked(np.asarray(const, np.int64), n, what)
+
+    def run(x, *rest):
+        out = rest[-1]
+        idx = const if const is not None else _checked(rest[-2], n, what)
+        np.copyto(out, x)
+        grid = list(np.indices(idx.shape, sparse=True))
+        src = f32(value) if value is not None else rest[0][tuple(slice(0, s) for s in idx.shape)]
+        grid[dim] = idx
+        if add:
+            np.add.at(out, tuple(grid), src)
+        else:
+            out[tuple(grid)] = src
+    return run
+
+
+_COMPARE = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
+            "ne": np.not_equal}
+
+
+def compare(layer: Layer, net: Network):
+    """``a < b`` and the like: a bool mask; ``a``, ``b`` as in :func:`where`."""
+    (a, b), fn = layer.attrs["args"], _COMPARE[layer.attrs["op"]]
+
+    def pick(arg, arrays):
+        return arrays[arg[1]] if arg[0] == "in" else f32(arg[1])
+
+    def run(*arrays):
+        fn(pick(a, arrays), pick(b, arrays), out=arrays[-1])
+    return run

@@ -8,7 +8,8 @@ tactics are tested against).
 from __future__ import annotations
 
 from ..builder.network import Layer, Network
-from . import attention, blas_team, conv, conv_pool, data, int8, mkl, nn, numpy_layers, pointwise, squeeze_excite
+from . import (attention, blas_team, conv, conv_pool, data, int8, mkl, nn, numpy_layers, pointwise, segment,
+               squeeze_excite)
 from .records import Candidate, Tactic, simple
 
 TACTICS: tuple[Tactic, ...] = (
@@ -56,6 +57,11 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("gather", "numpy", simple("numpy", data.gather)),
     Tactic("where", "numpy", simple("numpy", data.where)),
     Tactic("cumsum", "numpy", simple("numpy", data.cumsum)),
+    Tactic("sort", "numpy", simple("numpy", data.sort)),
+    Tactic("scatter", "numpy", simple("numpy", data.scatter)),
+    Tactic("compare", "numpy", simple("numpy", data.compare)),
+    # a small static network compiled whole (tactics/segment.py; chosen by timing the plan)
+    Tactic("segment", "numba", simple("numba", segment.compiled)),
     # int8 layers (quantized segments)
     Tactic("qconv", "int8_gemm", int8.qconv_candidates, threaded=conv.conv_threaded, precision=int8.INT8),
     Tactic("qgemm", "int8_gemm", int8.qgemm_candidates, precision=int8.INT8),

@@ -195,3 +195,15 @@ def time_tactics(tactics, spec, rounds: int = ROUNDS, seed: int = 0,
     best = best_times(calls, rounds, weight_bytes=[getattr(t, "weight_bytes", 0) for t in tactics],
                       bandwidth=weight_bandwidth)
     return sorted(zip(names, best), key=lambda p: p[1])
+
+
+def random_input(tensor, rng) -> np.ndarray:
+    """Random data for a timed input: normal floats, or a quantized tensor's integers over its range."""
+    if tensor.dtype == "float32":
+        return rng.standard_normal(tensor.shape).astype(np.float32)
+    if tensor.dtype == "bool":
+        return rng.random(tensor.shape) < 0.5
+    if tensor.dtype in ("int64", "int32"):   # indices: 0 is in range of every dim an index reads
+        return np.zeros(tensor.shape, tensor.storage)
+    info = np.iinfo(tensor.storage)
+    return rng.integers(info.min, info.max, tensor.shape, endpoint=True, dtype=tensor.storage)

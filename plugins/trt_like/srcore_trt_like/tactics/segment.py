@@ -1,0 +1,447 @@
+"""Small static networks compiled whole: one ``segment`` layer, one numba function for every layer.
+
+A network of small tensors (an index-heavy graph: sort, gather, scatter, a mean and a compare on
+3x10) spends its time in the Python around its kernels (1-6 us per numpy call), not in them. When
+every layer is of a kind below and every tensor small, :func:`compile_small` generates ONE function
+with the shapes as constants, a loop nest per layer (intermediates are local arrays), and times
+the plan that calls it against the layer-by-layer plan on the same inputs: the faster is kept, so
+large tensors keep their vector and BLAS kernels. The source is written to the kernel cache
+(:mod:`..pointwise.cache`) and compiled with ``cache=True``: a second load compiles nothing.
+
+Semantics are torch's: sort is ``sort(stable=True)`` (NaN above everything, ties in input order,
+descending too), mean and cumsum accumulate in float64 (ATen's CPU accumulate type), the pointwise
+ops use the pointwise kernels' formulas (:mod:`..pointwise.ops`). An index out of range raises
+``IndexError`` naming the node; the plan turns it into a ``KernelError`` (nothing is read or
+written out of bounds).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import logging
+import math
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numba
+import numpy as np
+from numba import types
+
+from ..builder.network import Layer, Network
+from ..builder.plan import Plan, Step
+from ..kernels import fastmath, rows
+from ..pointwise.cache import _write_source
+from ..pointwise.codegen import _Consts, _runtime_tag
+from ..pointwise.expr import Const, Input
+from ..pointwise.ops import OPS
+from . import pointwise as pointwise_tactics
+from .timing import best_times, random_input
+
+log = logging.getLogger("srcore.trt_like")
+
+#: bump when the generated code changes meaning (part of every segment's source hash)
+SEGMENT_VERSION = 1
+#: a network is compiled whole only if no tensor is larger than this (elements; the plan with the
+#: fewer passes over memory may still win on larger ones, timing decides) ...
+MAX_TENSOR = 1 << 18
+#: ... it has at most this many layers (compile time grows with the function) ...
+MAX_LAYERS = 64
+#: ... and sorts lines of at most this many elements (an insertion sort)
+MAX_SORT = 256
+
+_lock = threading.Lock()
+_loaded: dict[str, object] = {}
+
+
+# -- which networks --------------------------------------------------------------------------------
+def refusal(net: Network) -> str | None:
+    """Why ``net`` cannot be compiled whole (None: it can)."""
+    layers = [layer for layer in net.layers if layer.kind != "reshape"]
+    if len(layers) < 2:
+        return "fewer than two layers"
+    if len(net.layers) > MAX_LAYERS:
+        return f"more than {MAX_LAYERS} layers"
+    for t in net.tensors.values():
+        if t.size > MAX_TENSOR:
+            return f"tensor {t.id} has {t.size} elements (> {MAX_TENSOR})"
+        if t.dtype not in ("float32", "int64", "int32", "bool"):
+            return f"tensor {t.id} is {t.dtype}"
+    for layer in net.layers:
+        why = _layer_refusal(layer, net)
+        if why:
+            return f"{layer.kind} layer ({layer.source or 'no source'}): {why}"
+    return None
+
+
+def _layer_refusal(layer: Layer, net: Network) -> str | None:
+    if layer.kind not in _EMIT:
+        return "no compiled form"
+    if layer.attrs.get("index") is not None or layer.attrs.get("mask") is not None:
+        return "a constant index or mask"
+    if layer.kind == "sort" and net.shape(layer.inputs[0])[layer.attrs["dim"]] > MAX_SORT:
+        return f"lines longer than {MAX_SORT}"
+    if layer.kind in ("softmax", "log_softmax") and layer.attrs["dim"] != len(net.shape(layer.inputs[0])) - 1:
+        return "not over the last dim"
+    if layer.kind == "strided" and not all(isinstance(k, (int, slice)) for k in layer.attrs["key"]):
+        return "an index key other than ints and slices"
+    return None
+
+
+# -- code generation -------------------------------------------------------------------------------
+_NP = {"float32": "np.float32", "int64": "np.int64", "int32": "np.int32", "bool": "np.bool_"}
+
+
+def _ix(names) -> str:
+    names = list(names)
+    return ", ".join(names) if names else "()"
+
+
+class _Code:
+    def __init__(self):
+        self.lines: list[str] = []
+        self.depth = 1
+        self._open: list[int] = []
+        #: float32 constants, module globals (numba takes no np.float32("inf") inside a function)
+        self.const = _Consts()
+
+    def add(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    def loops(self, shape, prefix: str = "i") -> list[str]:
+        """Open a loop per dim of ``shape`` (closed by :meth:`close`); the index names."""
+        names = []
+        for d, n in enumerate(shape):
+            self.add(f"for {prefix}{d} in range({n}):")
+            self.depth += 1
+            names.append(f"{prefix}{d}")
+        self._open.append(len(shape))
+        return names
+
+    def close(self) -> None:
+        self.depth -= self._open.pop()
+
+
+def _broadcast(names: list[str], shape, to) -> list[str]:
+    """The index of an operand of ``shape`` broadcast to ``to`` at the loop indices ``names``."""
+    lead = len(to) - len(shape)
+    return [("0" if s == 1 and to[lead + d] != 1 else names[lead + d]) for d, s in enumerate(shape)]
+
+
+def _operand(c: _Code, arg, layer: Layer, net: Network, names, to) -> str:
+    kind, x = arg
+    if kind != "in":
+        return c.const(float(x))
+    t = layer.inputs[x]
+    return f"t{t}[{_ix(_broadcast(names, net.shape(t), to))}]"
+
+
+def _raise(c: _Code, cond: str, layer: Layer, n: int) -> None:
+    what = (layer.source or layer.kind).replace('"', "'")
+    c.add(f"if {cond}:")
+    c.add(f'    raise IndexError("{layer.kind} at {what}: an index is out of range for a dim of size {n}")')
+
+
+def _strided(c: _Code, layer: Layer, net: Network) -> None:
+    x, (o,) = layer.inputs[0], layer.outputs
+    shape, key = net.shape(x), layer.attrs["key"]
+    names = c.loops(net.shape(o))
+    src, k = [], 0
+    for d, n in enumerate(shape):
+        sel = key[d] if d < len(key) else slice(None)
+        if isinstance(sel, int):
+            src.append(str(sel % n if n else sel))
+            continue
+        start, _, step = sel.indices(n)
+        src.append(f"{start} + {step} * {names[k]}")
+        k += 1
+    c.add(f"t{o}[{_ix(names)}] = t{x}[{_ix(src)}]")
+    c.close()
+
+
+def _gather(c: _Code, layer: Layer, net: Network) -> None:
+    (x, idx), (o,), dim = layer.inputs, layer.outputs, layer.attrs["dim"]
+    n = net.shape(x)[dim]
+    names = c.loops(net.shape(o))
+    c.add(f"j = t{idx}[{_ix(names)}]")
+    _raise(c, f"j < 0 or j >= {n}", layer, n)
+    c.add(f"t{o}[{_ix(names)}] = t{x}[{_ix(names[:dim] + ['j'] + names[dim + 1:])}]")
+    c.close()
+
+
+def _index_select(c: _Code, layer: Layer, net: Network) -> None:
+    (x, idx), (o,), dim = layer.inputs, layer.outputs, layer.attrs["dim"]
+    shape = net.shape(x)
+    n, k = shape[dim], net.tensors[idx].size
+    view = shape[:dim] + (k,) + shape[dim + 1:]
+    c.add(f"ix = t{idx}.reshape({k})")
+    c.add(f"ov = t{o}.reshape({view!r})")
+    names = c.loops(view)
+    c.add(f"j = ix[{names[dim]}]")
+    _raise(c, f"j < 0 or j >= {n}", layer, n)
+    c.add(f"ov[{_ix(names)}] = t{x}[{_ix(names[:dim] + ['j'] + names[dim + 1:])}]")
+    c.close()
+
+
+def _scatter(c: _Code, layer: Layer, net: Network) -> None:
+    x, (o,), dim = layer.inputs[0], layer.outputs, layer.attrs["dim"]
+    idx = layer.inputs[-1]
+    shape = net.shape(x)
+    n = shape[dim]
+    names = c.loops(shape)
+    c.add(f"t{o}[{_ix(names)}] = t{x}[{_ix(names)}]")
+    c.close()
+    names = c.loops(net.shape(idx))
+    c.add(f"j = t{idx}[{_ix(names)}]")
+    _raise(c, f"j < 0 or j >= {n}", layer, n)
+    value = c.const(layer.attrs["value"]) if layer.attrs["value"] is not None else \
+        f"t{layer.inputs[1]}[{_ix(names)}]"
+    at = f"t{o}[{_ix(names[:dim] + ['j'] + names[dim + 1:])}]"
+    c.add(f"{at} = {at} + {value}" if layer.attrs["add"] else f"{at} = {value}")
+    c.close()
+
+
+def _sort(c: _Code, layer: Layer, net: Network) -> None:
+    """A stable insertion sort of each line (torch's ``stable=True`` order; NaN largest)."""
+    x, (vo, io), dim = layer.inputs[0], layer.outputs, layer.attrs["dim"]
+    shape = net.shape(x)
+    n = shape[dim]
+    outer = tuple(s for d, s in enumerate(shape) if d != dim)
+    # ``before(a, b)``: a strictly precedes b (an element moves left past those it precedes)
+    if layer.attrs["descending"]:
+        before = "(a > b) or (a != a and b == b)"
+    else:
+        before = "(a < b) or (b != b and a == a)"
+    names = c.loops(outer, "s")
+    line = names[:dim] + ["{}"] + names[dim:]
+    at = _ix(line)
+    c.add(f"for k in range({n}):")
+    c.add(f"    a = t{x}[{at.format('k')}]")
+    c.add("    m = k")
+    c.add("    while m > 0:")
+    c.add(f"        b = t{vo}[{at.format('m - 1')}]")
+    c.add(f"        if not ({before}):")
+    c.add("            break")
+    c.add(f"        t{vo}[{at.format('m')}] = b")
+    c.add(f"        t{io}[{at.format('m')}] = t{io}[{at.format('m - 1')}]")
+    c.add("        m -= 1")
+    c.add(f"    t{vo}[{at.format('m')}] = a")
+    c.add(f"    t{io}[{at.format('m')}] = k")
+    c.close()
+
+
+def _mean(c: _Code, layer: Layer, net: Network) -> None:
+    x, (o,), dims = layer.inputs[0], layer.outputs, layer.attrs["dims"]
+    shape = net.shape(x)
+    view = tuple(1 if d in dims else s for d, s in enumerate(shape))
+    count = math.prod(shape[d] for d in dims)
+    c.add(f"acc = np.zeros({view!r}, np.float64)")
+    names = c.loops(shape)
+    red = ["0" if d in dims else ix for d, ix in enumerate(names)]
+    c.add(f"acc[{_ix(red)}] += t{x}[{_ix(names)}]")
+    c.close()
+    c.add(f"ov = t{o}.reshape({view!r})")
+    names = c.loops(view)
+    # torch: the float32 sum divided by the count in float32
+    c.add(f"ov[{_ix(names)}] = np.float32(acc[{_ix(names)}]) / np.float32({count})")
+    c.close()
+
+
+_CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+
+
+def _compare(c: _Code, layer: Layer, net: Network) -> None:
+    (o,), (a, b) = layer.outputs, layer.attrs["args"]
+    to = net.shape(o)
+    names = c.loops(to)
+    c.add(f"t{o}[{_ix(names)}] = {_operand(c, a, layer, net, names, to)} {_CMP[layer.attrs['op']]} "
+          f"{_operand(c, b, layer, net, names, to)}")
+    c.close()
+
+
+def _where(c: _Code, layer: Layer, net: Network) -> None:
+    (o,), (a, b) = layer.outputs, layer.attrs["args"]
+    mask = layer.inputs[-1]
+    to = net.shape(o)
+    names = c.loops(to)
+    c.add(f"t{o}[{_ix(names)}] = {_operand(c, a, layer, net, names, to)} if "
+          f"t{mask}[{_ix(_broadcast(names, net.shape(mask), to))}] else {_operand(c, b, layer, net, names, to)}")
+    c.close()
+
+
+def _cumsum(c: _Code, layer: Layer, net: Network) -> None:
+    x, (o,), dim = layer.inputs[0], layer.outputs, layer.attrs["dim"]
+    shape = net.shape(x)
+    outer = tuple(s for d, s in enumerate(shape) if d != dim)
+    names = c.loops(outer, "s")
+    at = _ix(names[:dim] + ["k"] + names[dim:])
+    c.add("acc1 = 0.0")
+    c.add(f"for k in range({shape[dim]}):")
+    c.add(f"    acc1 += t{x}[{at}]")
+    c.add(f"    t{o}[{at}] = np.float32(acc1)")
+    c.close()
+
+
+def _fused_pointwise(c: _Code, layer: Layer, net: Network) -> None:
+    """The fused ops per element, with the pointwise kernels' op templates."""
+    program = pointwise_tactics._program(layer, net)
+    to = program.shape
+    names = c.loops(to)
+    value: dict = {}
+    for node in program.nodes():
+        if isinstance(node, Const):
+            value[node] = c.const(node.value)
+        elif isinstance(node, Input):
+            k = int(node.name[2:])
+            t = layer.inputs[k]
+            value[node] = f"t{t}[{_ix(_broadcast(names, net.shape(t), to))}]"
+        else:
+            d = OPS[node.name]
+            v = f"p{len(value)}"
+            params = {p: c.const(x) for p, x in zip(d.param_names, node.params)}
+            c.add(f"{v} = {d.template.format(*(value[a] for a in node.args), **params)}")
+            value[node] = v
+    for out, res in zip(layer.outputs, program.outputs):
+        c.add(f"t{out}[{_ix(names)}] = {value[res]}")
+    c.close()
+
+
+def _softmax(c: _Code, layer: Layer, net: Network) -> None:
+    """The engine's compiled row kernels (:mod:`..kernels.rows`), called in place."""
+    (x,), (o,) = layer.inputs, layer.outputs
+    m = net.shape(x)[-1]
+    rows = net.tensors[x].size // m if m else 0
+    view = f"t{x}.reshape(({rows}, {m})), t{o}.reshape(({rows}, {m}))"
+    c.add(f"log_softmax_rows({view})" if layer.kind == "log_softmax" else f"softmax_rows({view}, np.float32(1.0))")
+
+
+def _reshape(c: _Code, layer: Layer, net: Network) -> None:
+    (x,), (o,) = layer.inputs, layer.outputs
+    c.add(f"t{o} = t{x}.reshape({net.shape(o)!r})")
+
+
+_EMIT = {"strided": _strided, "gather": _gather, "index_select": _index_select, "scatter": _scatter,
+         "sort": _sort, "mean": _mean, "compare": _compare, "where": _where, "cumsum": _cumsum,
+         "fused_pointwise": _fused_pointwise, "reshape": _reshape, "softmax": _softmax, "log_softmax": _softmax}
+
+
+def generate_source(layer: Layer, net: Network) -> str:
+    """The module defining ``segment(*inputs, *outputs)`` for a ``segment`` layer."""
+    params = set(layer.inputs) | set(layer.outputs)
+    c = _Code()
+    for sub in _sublayers(layer):
+        c.add(f"# {sub.kind} {sub.attrs.get('op', '')}".rstrip())
+        for t in sub.outputs:
+            if t not in params and sub.kind != "reshape":
+                c.add(f"t{t} = np.empty({net.shape(t)!r}, {_NP[net.tensors[t].dtype]})")
+        if sub.kind == "reshape" and sub.outputs[0] in params:   # a returned view: copied out
+            (x,), (o,) = sub.inputs, sub.outputs
+            n = net.tensors[o].size
+            c.add(f"ov = t{o}.reshape({n})")
+            c.add(f"xv = t{x}.reshape({n})")
+            c.add(f"for k in range({n}):")
+            c.add("    ov[k] = xv[k]")
+            continue
+        _EMIT[sub.kind](c, sub, net)
+    args = ", ".join(f"t{t}" for t in (*layer.inputs, *layer.outputs))
+    header = ["# srcore_trt_like compiled segment: generated, do not edit",
+              f"# runtime {_runtime_tag()} rows {_rows_tag()} segment {SEGMENT_VERSION}",
+              "import numpy as np",
+              "from srcore_trt_like.kernels import fastmath as fm",
+              "from srcore_trt_like.kernels.rows import log_softmax_rows, softmax_rows",
+              "from srcore_trt_like.pointwise import ops", "", *c.const.lines, "", "",
+              f"def segment({args}):"]
+    return "\n".join(header + c.lines + ["    return", ""])
+
+
+@functools.cache
+def _rows_tag() -> str:
+    """The row kernels' code, which a cached segment calling them depends on (numba's cache does not
+    look at callees)."""
+    return hashlib.sha256(Path(rows.__file__).read_bytes()).hexdigest()[:16]
+
+
+def _sublayers(layer: Layer) -> list[Layer]:
+    return [Layer(kind, list(ins), list(outs), dict(attrs), source)
+            for kind, ins, outs, attrs, source in layer.attrs["layers"]]
+
+
+def _signature(layer: Layer, net: Network):
+    def array(t, readonly):
+        tensor = net.tensors[t]
+        return types.Array(numba.from_dtype(tensor.storage), len(tensor.shape), "C", readonly=readonly)
+    return types.void(*[array(t, True) for t in layer.inputs], *[array(t, False) for t in layer.outputs])
+
+
+def compiled(layer: Layer, net: Network):
+    """The ``segment`` layer's kernel: the generated function, loaded from the kernel cache."""
+    source = generate_source(layer, net)
+    digest = hashlib.sha256(source.encode()).hexdigest()[:32]
+    with _lock:
+        fn = _loaded.get(digest)
+        if fn is None:
+            path = _write_source(source, "seg_" + digest)
+            name = f"_srcore_trt_like_segment_{digest}"
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            sys.modules[name] = module
+            fn = _loaded[digest] = numba.njit(_signature(layer, net), cache=True,
+                                              **fastmath.jit_options())(module.segment)
+    return fn
+
+
+# -- the choice ----------------------------------------------------------------------------------
+def segment_layer(net: Network) -> Layer:
+    """Every layer of ``net`` as one ``segment`` layer: it reads the engine inputs and constants the
+    layers read and writes the engine outputs the layers make."""
+    made = {t for layer in net.layers for t in layer.outputs}
+    read = {t for layer in net.layers for t in layer.inputs}
+    fixed = set(net.inputs) | set(net.constants)
+    inputs = [t for t in (*net.inputs, *net.constants) if t in read]
+    outputs = list(dict.fromkeys(t for t in net.outputs if t in made and t not in fixed))
+    subs = tuple((layer.kind, tuple(layer.inputs), tuple(layer.outputs), dict(layer.attrs), layer.source)
+                 for layer in net.layers)
+    sources = [layer.source for layer in net.layers if layer.source]
+    return Layer("segment", inputs, outputs, {"layers": subs}, sources[0] if sources else "")
+
+
+def compile_small(net: Network, steps: list[Step], options: dict, name: str = "engine",
+                  contexts=None) -> list[Step]:
+    """``steps`` as they are, or one ``segment`` step when the network compiles whole and that
+    plan timed faster than the layer-by-layer one (engine option ``timing=False``: whenever it
+    compiles). The network's layers become the one layer when it wins."""
+    if not options.get("fusion", True) or _excluded(options):
+        return steps
+    why = refusal(net)
+    if why:
+        log.debug("%s: not compiled whole: %s", name, why)
+        return steps
+    layer = segment_layer(net)
+    t0 = time.perf_counter()
+    try:
+        fn = compiled(layer, net)
+    except numba.core.errors.NumbaError as exc:   # a generator gap: the layers stay as they are
+        log.warning("%s: the compiled segment does not compile (%s); layer by layer", name,
+                    str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+        return steps
+    log.info("%s: compiled whole (%d layers) in %.2f s", name, len(net.layers), time.perf_counter() - t0)
+    one = [Step(layer, "numba", fn)]
+    if options.get("timing", True):
+        rng = np.random.default_rng(0)
+        xs = [random_input(net.tensors[t], rng) for t in net.inputs]
+        plans = [Plan(net, steps, contexts), Plan(net, one, contexts)]
+        with np.errstate(all="ignore"):
+            times = best_times([lambda p=p: p.run(*xs) for p in plans], skip_failures=True)
+        log.info("%s: layer by layer %.1f us, compiled whole %.1f us", name, times[0] * 1e6, times[1] * 1e6)
+        if not times[1] < times[0]:
+            return steps
+    net.layers = [layer]
+    return one
+
+
+def _excluded(options: dict) -> bool:
+    return "segment" in options.get("exclude_tactics", ())
+

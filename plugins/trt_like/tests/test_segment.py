@@ -1,0 +1,186 @@
+"""Small static networks compiled whole (tactics/segment.py) against torch: every op kind of the
+compiled segment in ONE graph (one compile for the module) on values hypothesis draws (ties, NaNs,
+infinities, signed zeros), an index out of range, and the held-out index_graph and the benchmark's
+index_ops through ("trt_like", "cpu")."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import srcore
+
+pytestmark = pytest.mark.one_pass   # engines do not depend on the executor or the memory planner
+
+TRT = ("trt_like", "cpu")
+ROOT = Path(__file__).resolve().parents[3]
+
+
+class AllOps(torch.nn.Module):
+    """Every layer kind the segment compiles: sort (both directions, both dims), slices of an index,
+    gather, index_select, scatter / scatter_add (on zeros_like), means (keepdim or not), compares
+    (tensor and scalar, broadcasting), where, masked_fill, cumsum, fused pointwise ops and softmax."""
+
+    def forward(self, x, idx, y):
+        # x: (4, 7) float; idx: (4, 3) int64 into 7; y: (7,) float
+        v, o = torch.sort(x, dim=-1, descending=True)
+        va, oa = torch.sort(x, dim=0)
+        g = torch.gather(x, 1, idx)
+        s = torch.index_select(x, 1, idx[0])
+        sa = torch.zeros_like(x).scatter_add(1, idx, g)
+        sc = x.scatter(-1, idx[:, 1:2], 2.0)
+        m = x.mean(dim=-1, keepdim=True)
+        c = x > y
+        w = torch.where(c, x, y)
+        f = x.masked_fill(x <= 0.5, -1.0)
+        cs = torch.cumsum(f, dim=1)
+        pw = torch.sigmoid(w) * 2.0 + m
+        p = torch.softmax(pw.masked_fill(c, float("-inf")), -1)
+        return v, o, va, oa, g, s, sa, sc, x.mean(0), c, cs, pw, p
+
+
+def _reference(x, idx, y):
+    """AllOps in torch, its sorts with ``stable=True`` (the segment's order of ties; torch's default
+    sort leaves it unspecified)."""
+    out = list(AllOps()(x, idx, y))
+    out[0], out[1] = torch.sort(x, dim=-1, descending=True, stable=True)
+    out[2], out[3] = torch.sort(x, dim=0, stable=True)
+    return out
+
+
+EXAMPLE = (torch.randn(4, 7), torch.randint(0, 7, (4, 3)), torch.randn(7))
+
+
+def _all_ops(**engine_options):
+    model = srcore.from_torchscript(torch.jit.script(AllOps().eval()), EXAMPLE)
+    return srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options={"timing": False,
+                                                                                           **engine_options}))
+
+
+@pytest.fixture(scope="module")
+def all_ops():
+    return _all_ops()
+
+
+def _check(got, want):
+    for k, (g, w) in enumerate(zip(got, want)):
+        w = w.numpy()
+        assert g.dtype == w.dtype and g.shape == w.shape, (k, g.dtype, w.dtype, g.shape, w.shape)
+        if w.dtype == np.float32:
+            np.testing.assert_allclose(g, w, rtol=2e-6, atol=1e-6, equal_nan=True, err_msg=f"output {k}")
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=f"output {k}")
+
+
+def test_all_ops_are_one_compiled_segment(all_ops):
+    assert len(all_ops.partition.engines) == 1 and not all_ops.partition.refused, all_ops.partition.format()
+    text = all_ops.partition.format()
+    assert "segment -> " in text and "[numba]" in text, text
+
+
+# values with many ties and every special: the sort's order of equal elements and NaNs is checked
+SPECIAL = st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, 2.0, float("nan"), float("inf"), -float("inf")])
+FLOATS = st.one_of(SPECIAL, st.floats(-8, 8, width=32))
+
+
+@settings(max_examples=40, deadline=None)
+@given(x=hnp.arrays(np.float32, (4, 7), elements=FLOATS), y=hnp.arrays(np.float32, (7,), elements=FLOATS),
+       idx=hnp.arrays(np.int64, (4, 3), elements=st.integers(0, 6)))
+def test_every_op_kind_against_torch(all_ops, x, idx, y):
+    with np.errstate(all="ignore"):
+        got = all_ops(x, idx, y)
+    _check(got, _reference(*(torch.from_numpy(a) for a in (x, idx, y))))
+
+
+@pytest.mark.parametrize("bad", [7, -1])
+def test_an_index_out_of_range_names_the_node(all_ops, bad):
+    x, y = np.random.default_rng(0).standard_normal((4, 7), np.float32), np.zeros(7, np.float32)
+    idx = np.zeros((4, 3), np.int64)
+    idx[2, 2] = bad
+    with pytest.raises((IndexError, RuntimeError)):   # torch refuses it too
+        AllOps()(torch.from_numpy(x), torch.from_numpy(idx), torch.from_numpy(y))
+    with pytest.raises(srcore.SrcoreError) as err:
+        all_ops(x, idx, y)
+    assert "gather at " in str(err.value) and "test_segment.py" in str(err.value), str(err.value)
+
+
+def test_a_compiled_segment_is_restored_from_the_engine_cache(all_ops, tmp_path):
+    """The segment layer serializes (its sub-layers are attributes) and loads with its kernel."""
+    _all_ops(engine_cache=str(tmp_path))
+    again = _all_ops(engine_cache=str(tmp_path))
+    text = again.partition.format()
+    assert "loaded from the engine cache" in text and "segment -> " in text, text
+    xs = [t.numpy() for t in EXAMPLE]
+    _check(again(*xs), _reference(*EXAMPLE))
+
+
+def _zoo(path: str, name: str):
+    sys.path[:0] = [str(ROOT / path), str(ROOT)]
+    try:
+        import importlib
+
+        return importlib.import_module(name)
+    finally:
+        del sys.path[:2]
+
+
+def test_index_graph_is_one_compiled_segment():
+    models = _zoo("tests/parity", "heldout_models")
+    module, inputs = models.build_index_graph()
+    model = srcore.from_torchscript(torch.jit.script(module), inputs)
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=TRT))
+    assert len(sm.partition.engines) == 1 and not sm.partition.refused, sm.partition.format()
+    with torch.no_grad():
+        want = module(*inputs)
+    _check(sm(*[t.numpy() for t in inputs]), want)
+
+
+def test_index_ops_through_trt_like():
+    from benchmarks.families import build_index_ops
+
+    module, inputs = build_index_ops()
+    model = srcore.from_torchscript(torch.jit.script(module.eval()), inputs)
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=TRT))
+    with torch.no_grad():
+        want = module(*inputs)
+    got = sm(*[t.numpy() for t in inputs])
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-5)
+
+
+class Shaped(torch.nn.Module):
+    def __init__(self, dim: int, descending: bool):
+        super().__init__()
+        self.dim, self.descending = dim, descending
+
+    def forward(self, x, idx):
+        v, o = torch.sort(x, dim=self.dim, descending=self.descending)
+        g = torch.gather(x, self.dim, idx)
+        acc = torch.zeros_like(x).scatter_add(self.dim, idx, g)
+        return v, o, acc, torch.cumsum(x.masked_fill(x < x.mean(self.dim, keepdim=True), 0.0), self.dim)
+
+
+@pytest.mark.full   # a compile per shape
+@settings(max_examples=6, deadline=None)
+@given(data=st.data(), rank=st.integers(1, 3), descending=st.booleans())
+def test_random_shapes_and_dims(data, rank, descending):
+    shape = tuple(data.draw(st.lists(st.integers(1, 5), min_size=rank, max_size=rank)))
+    dim = data.draw(st.integers(-rank, rank - 1))
+    x = data.draw(hnp.arrays(np.float32, shape, elements=FLOATS))
+    ishape = tuple(data.draw(st.integers(1, s)) for s in shape)
+    idx = data.draw(hnp.arrays(np.int64, ishape, elements=st.integers(0, shape[dim] - 1)))
+    module = Shaped(dim, descending)
+    ins = (torch.from_numpy(x), torch.from_numpy(idx))
+    model = srcore.from_torchscript(torch.jit.script(module), ins)
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options={"timing": False}))
+    assert "segment -> " in sm.partition.format(), sm.partition.format()
+    want = list(module(*ins))
+    want[0], want[1] = torch.sort(ins[0], dim=dim, descending=descending, stable=True)
+    with np.errstate(all="ignore"):
+        _check(sm(x, idx), want)
