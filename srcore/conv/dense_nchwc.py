@@ -7,8 +7,9 @@ planes, up to a whole small plane: :func:`band_rows`) of a group of up to 4 outp
 channels). Per input block of 16 channels, the input rows the band's taps read are copied into a
 small padded window (zero columns at the sides, so no tap is checked; kernel rows in the top or
 bottom padding are skipped); from a blocked input only the columns of the tiles that reach the
-side padding are, the others read the input in place (the copy was 10-16% of a stride-2 layer).
-Each row goes by register tiles of ``nb`` output
+side padding are, the others read the input in place (the copy was 10-16% of a stride-2 layer);
+from NCHW 16 columns of the block's 16 channel rows at a time, through a 16x16 register transpose
+(element by element, the copy took a quarter of a stride-2 layer). Each row goes by register tiles of ``nb`` output
 blocks x ``P`` pixels (4 x 6, 2 x 12 and 1 x 12 in 24 or 12 accumulators; 4 and 1 pixels at a
 row's end): per (tap, input channel) ``nb`` weight vectors and ``P`` broadcasts of the window for
 ``nb * P`` FMAs. The weights of a group for one input block (``nb`` x 16 x kh x kw vectors, 36 KB
@@ -36,7 +37,7 @@ from ..errors import ShapeError
 from . import nchwc
 from .depthwise import check_args, finish, out_hw
 from .direct import _JIT, _tag, aligned, run_bound
-from .depthwise_blocked import _rows, _t16
+from .depthwise_blocked import _put16, _rows, _t16
 from .simd import fptr, vbcast, vfma, vload, vsplat, vstore, vstore_n
 
 #: channels per block (the vector's lanes)
@@ -192,15 +193,18 @@ def dense_nchwc_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Wp, KH, KW, wq, goff, 
                     for e in range(cr * LANES, W * LANES, LANES):
                         vstore(px, wi + e, vload(pin, xi + e, z))
                 else:
+                    # 16 columns of the block's channel rows at a time, transposed in registers (lanes
+                    # past C zero, as their weights); a row's last 16 overlap the ones before
                     cn = min(LANES, C - cb * LANES)
-                    for c in range(LANES):
-                        if c < cn:
-                            xi = ((n * C + cb * LANES + c) * H + iya + wr) * W
-                            for col in range(W):
-                                xw[wi + col * LANES + c] = x[xi + col]
-                        else:   # (stale lanes of an earlier block: zero, as their weights)
-                            for col in range(W):
-                                xw[wi + col * LANES + c] = 0.0
+                    xi = ((n * C + cb * LANES) * H + iya + wr) * W
+                    for c0 in range(0, W, LANES):
+                        if W >= LANES:
+                            c1 = min(c0, W - LANES)
+                            _put16(px, wi + c1 * LANES, _t16(_rows(pin, xi + c1, H * W, cn, LANES, z)))
+                        else:
+                            tr = _t16(_rows(pin, xi, H * W, cn, W, z))
+                            for j in range(W):
+                                vstore(px, wi + j * LANES, tr[j])
             wg = goff[g] + cb * KK * LANES * nb * LANES
             first, fin = cb == 0, cb == ncb - 1 and bout
             xin = ((n * ncb + cb) * H + iya) * W * LANES   # (the band's first input row, maybe above the plane)
