@@ -7,12 +7,15 @@ planes, up to a whole small plane: :func:`band_rows`) of a group of up to 4 outp
 channels). Per input block of 16 channels, the input rows the band's taps read are copied into a
 small padded window (zero columns at the sides, so no tap is checked; kernel rows in the top or
 bottom padding are skipped); from a blocked input only the columns of the tiles that reach the
-side padding are, the others read the input in place (the copy was 10-16% of a stride-2 layer).
-Each row goes by register tiles of ``nb`` output
+side padding are, the others read the input in place (the copy was 10-16% of a stride-2 layer);
+from NCHW 16 columns of the block's 16 channel rows at a time, through a 16x16 register transpose
+(element by element, the copy took a quarter of a stride-2 layer). Each row goes by register tiles of ``nb`` output
 blocks x ``P`` pixels (4 x 6, 2 x 12 and 1 x 12 in 24 or 12 accumulators; 4 and 1 pixels at a
 row's end): per (tap, input channel) ``nb`` weight vectors and ``P`` broadcasts of the window for
 ``nb * P`` FMAs. The weights of a group for one input block (``nb`` x 16 x kh x kw vectors, 36 KB
-at 4 x 3x3) stay in L1 across the band. Partial sums over the input blocks wait in a per-thread row
+at 4 x 3x3) stay in L1 across the band; in a group's first band the tiles prefetch the next
+block's into L2 (a slice each), so on small planes, where each block's weights serve one band,
+they do not wait on memory. Partial sums over the input blocks wait in a per-thread row
 buffer; the last block's go through the epilogue (bias the accumulators' start; residual in the
 output's layout, leaky relu, clamp, hardswish / hardsigmoid: :func:`.depthwise.finish`) into the
 output: stored whole when blocked, else transposed into the NCHW planes (16x16 register transposes,
@@ -36,8 +39,8 @@ from ..errors import ShapeError
 from . import nchwc
 from .depthwise import check_args, finish, out_hw
 from .direct import _JIT, _tag, aligned, run_bound
-from .depthwise_blocked import _rows, _t16
-from .simd import fptr, vbcast, vfma, vload, vsplat, vstore, vstore_n
+from .depthwise_blocked import _put16, _rows, _t16
+from .simd import fptr, prefetch, vbcast, vfma, vload, vsplat, vstore, vstore_n
 
 #: channels per block (the vector's lanes)
 LANES = 16
@@ -61,7 +64,7 @@ def _tile_source(nb: int, P: int) -> str:
     acc = [[f"a{j}_{p}" for p in range(P)] for j in range(nb)]
     flat = [a for row in acc for a in row]
     L = ["def _tile_%dx%d(pw, px, psc, pb, pout, pres, wg, x0, xs, wrow, dwv, ky0, ky1, KW, si, srs, bi, oi, obs, "
-         "first, fin, has_res, leaky, slope, lo, hi, act, c3, c6, z):" % (nb, P)]
+         "first, fin, has_res, leaky, slope, lo, hi, act, c3, c6, z, pfo, pfn):" % (nb, P)]
     L.append("    if first:")
     for j in range(nb):
         L.append(f"        b{j} = vload(pb, bi + {j * LANES}, z)")
@@ -74,6 +77,8 @@ def _tile_source(nb: int, P: int) -> str:
     L.append("        for kx in range(KW):")
     L.append("            xr = x0 + ky * wrow + kx * dwv")
     L.append(f"            wr = wg + (ky * KW + kx) * {LANES * nb * LANES}")
+    L.append("            for q in range(pfn):")
+    L.append(f"                prefetch(pw, pfo + ((ky * KW + kx) * pfn + q) * {LANES})")
     L.append(f"            for i2 in range(0, {LANES}, {UNROLL}):")
     for u in range(UNROLL):
         L.append(f"                ic = i2 + {u}")
@@ -106,38 +111,38 @@ for _nb, _ps in TILES.items():
 
 @_TILE
 def _row_tile(nb, P, pw, px, psc, pb, pout, pres, wg, x0, xs, wrow, dwv, ky0, ky1, KW, si, srs, bi, oi, obs, first,
-              fin, has_res, leaky, slope, lo, hi, act, c3, c6, z):
+              fin, has_res, leaky, slope, lo, hi, act, c3, c6, z, pfo, pfn):
     """The tile ``(nb, P)`` (one of :data:`TILES`)."""
     if nb == 4:
         if P == 6:
             _tile_4x6(pw, px, psc, pb, pout, pres, wg, x0, xs, wrow, dwv, ky0, ky1, KW, si, srs, bi, oi, obs, first,  # noqa: F821
-                      fin, has_res, leaky, slope, lo, hi, act, c3, c6, z)
+                      fin, has_res, leaky, slope, lo, hi, act, c3, c6, z, pfo, pfn)
         elif P == 4:
             _tile_4x4(pw, px, psc, pb, pout, pres, wg, x0, xs, wrow, dwv, ky0, ky1, KW, si, srs, bi, oi, obs, first,  # noqa: F821
-                      fin, has_res, leaky, slope, lo, hi, act, c3, c6, z)
+                      fin, has_res, leaky, slope, lo, hi, act, c3, c6, z, pfo, pfn)
         else:
             _tile_4x1(pw, px, psc, pb, pout, pres, wg, x0, xs, wrow, dwv, ky0, ky1, KW, si, srs, bi, oi, obs, first,  # noqa: F821
-                      fin, has_res, leaky, slope, lo, hi, act, c3, c6, z)
+                      fin, has_res, leaky, slope, lo, hi, act, c3, c6, z, pfo, pfn)
     elif nb == 2:
         if P == 12:
             _tile_2x12(pw, px, psc, pb, pout, pres, wg, x0, xs, wrow, dwv, ky0, ky1, KW, si, srs, bi, oi, obs, first,  # noqa: F821
-                       fin, has_res, leaky, slope, lo, hi, act, c3, c6, z)
+                       fin, has_res, leaky, slope, lo, hi, act, c3, c6, z, pfo, pfn)
         elif P == 4:
             _tile_2x4(pw, px, psc, pb, pout, pres, wg, x0, xs, wrow, dwv, ky0, ky1, KW, si, srs, bi, oi, obs, first,  # noqa: F821
-                      fin, has_res, leaky, slope, lo, hi, act, c3, c6, z)
+                      fin, has_res, leaky, slope, lo, hi, act, c3, c6, z, pfo, pfn)
         else:
             _tile_2x1(pw, px, psc, pb, pout, pres, wg, x0, xs, wrow, dwv, ky0, ky1, KW, si, srs, bi, oi, obs, first,  # noqa: F821
-                      fin, has_res, leaky, slope, lo, hi, act, c3, c6, z)
+                      fin, has_res, leaky, slope, lo, hi, act, c3, c6, z, pfo, pfn)
     else:
         if P == 12:
             _tile_1x12(pw, px, psc, pb, pout, pres, wg, x0, xs, wrow, dwv, ky0, ky1, KW, si, srs, bi, oi, obs, first,  # noqa: F821
-                       fin, has_res, leaky, slope, lo, hi, act, c3, c6, z)
+                       fin, has_res, leaky, slope, lo, hi, act, c3, c6, z, pfo, pfn)
         elif P == 4:
             _tile_1x4(pw, px, psc, pb, pout, pres, wg, x0, xs, wrow, dwv, ky0, ky1, KW, si, srs, bi, oi, obs, first,  # noqa: F821
-                      fin, has_res, leaky, slope, lo, hi, act, c3, c6, z)
+                      fin, has_res, leaky, slope, lo, hi, act, c3, c6, z, pfo, pfn)
         else:
             _tile_1x1(pw, px, psc, pb, pout, pres, wg, x0, xs, wrow, dwv, ky0, ky1, KW, si, srs, bi, oi, obs, first,  # noqa: F821
-                      fin, has_res, leaky, slope, lo, hi, act, c3, c6, z)
+                      fin, has_res, leaky, slope, lo, hi, act, c3, c6, z, pfo, pfn)
 
 
 @numba.njit(**_JIT)
@@ -180,6 +185,7 @@ def dense_nchwc_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Wp, KH, KW, wq, goff, 
                 else:
                     rbeg = min(rbeg, ox * sw)
             ox += P
+        ntile = nbig + (Wo - nbig * big) // 4 + (Wo - nbig * big) % 4
         cl = min(W, max(0, lend - pl))
         cr = max(cl, min(W, max(0, rbeg - pl)))
         for cb in range(ncb):
@@ -192,17 +198,27 @@ def dense_nchwc_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Wp, KH, KW, wq, goff, 
                     for e in range(cr * LANES, W * LANES, LANES):
                         vstore(px, wi + e, vload(pin, xi + e, z))
                 else:
+                    # 16 columns of the block's channel rows at a time, transposed in registers (lanes
+                    # past C zero, as their weights); a row's last 16 overlap the ones before
                     cn = min(LANES, C - cb * LANES)
-                    for c in range(LANES):
-                        if c < cn:
-                            xi = ((n * C + cb * LANES + c) * H + iya + wr) * W
-                            for col in range(W):
-                                xw[wi + col * LANES + c] = x[xi + col]
-                        else:   # (stale lanes of an earlier block: zero, as their weights)
-                            for col in range(W):
-                                xw[wi + col * LANES + c] = 0.0
+                    xi = ((n * C + cb * LANES) * H + iya + wr) * W
+                    for c0 in range(0, W, LANES):
+                        if W >= LANES:
+                            c1 = min(c0, W - LANES)
+                            _put16(px, wi + c1 * LANES, _t16(_rows(pin, xi + c1, H * W, cn, LANES, z)))
+                        else:
+                            tr = _t16(_rows(pin, xi, H * W, cn, W, z))
+                            for j in range(W):
+                                vstore(px, wi + j * LANES, tr[j])
             wg = goff[g] + cb * KK * LANES * nb * LANES
             first, fin = cb == 0, cb == ncb - 1 and bout
+            # the weights after this block's (the next block's, or the next group's) into L2 while it
+            # runs, a slice of their lines in each tile, in a group's first band (the later bands find
+            # them in L2): on small planes a block's 36 KB is read in one band, from memory (512 ->
+            # 512 at 7x7 on weights not in cache: 2.17 -> 1.46 ms)
+            blk = KK * LANES * nb * LANES
+            pfn = -(-nb * LANES // (rows * ntile)) if t == t0 or oy0 == 0 else 0
+            pfi = 0
             xin = ((n * ncb + cb) * H + iya) * W * LANES   # (the band's first input row, maybe above the plane)
             for r in range(rows):
                 # kernel rows ky0 <= ky < ky1 read inside the plane
@@ -213,13 +229,15 @@ def dense_nchwc_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Wp, KH, KW, wq, goff, 
                 while ox < Wo:
                     P = big if ox < nbig * big else (4 if Wo - ox >= 4 else 1)
                     oi = ((n * nob + b0) * Ho + oy0 + r) * Wo * LANES + ox * LANES
+                    pf = pfn if pfi * pfn < nb * LANES else 0
                     if bin_ and oxa <= ox and ox + P <= oxb:   # in place
                         src, x0, step = pin, xin + (r * sh * W + ox * sw - pl) * LANES, wrow_in
                     else:
                         src, x0, step = px, (r * sh * Wp + ox * sw) * LANES, wrow
                     _row_tile(nb, P, pw, src, psc, pb, pout, pres, wg, x0, sw * LANES, step, dw * LANES, ky0, ky1, KW,
                               (r * Wo + ox) * LANES, srs, b0 * LANES, oi, Ho * Wo * LANES, first, fin, has_res, leaky,
-                              slope, lo, hi, act, c3, c6, z)
+                              slope, lo, hi, act, c3, c6, z, wg + blk + pfi * pfn * KK * LANES, pf)
+                    pfi += 1
                     ox += P
         if not bout:
             # the band's sums back to the NCHW planes, 16 pixels of 16 channels at a time (the band's

@@ -184,6 +184,19 @@ vzip_hi = _shuffle2("vzip_hi", lambda n: [n // 2 + m // 2 + (n if m % 2 else 0) 
 
 
 @intrinsic
+def prefetch(typingctx, arr, idx):
+    """Hint the cache line of ``arr[idx]`` into L2 (``llvm.prefetch``, read, locality 2); no effect on
+    results, never faults."""
+    def codegen(context, builder, sig, args):
+        p = builder.bitcast(elem_ptr(context, builder, sig.args[0], args[0], args[1], sig.args[1]),
+                            ir.IntType(8).as_pointer())
+        fn = declare(builder, "llvm.prefetch.p0", ir.VoidType(), [ir.IntType(8).as_pointer(), _I32, _I32, _I32])
+        builder.call(fn, [p, ir.Constant(_I32, 0), ir.Constant(_I32, 2), ir.Constant(_I32, 1)])
+        return context.get_dummy_value()
+    return types.none(arr, idx), codegen
+
+
+@intrinsic
 def fptr(typingctx, arr):
     """The data pointer of a float32 array, as a numba ``CPointer(float32)`` (indexable, and taken by
     :func:`vload`/:func:`vstore`): helpers given pointers instead of arrays are inlined without

@@ -23,7 +23,7 @@ from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, models, register_model
-from srcore.plugin import vec_ir
+from srcore.plugin import simd_vec, vec_ir
 
 # the core's codegen helpers (srcore.plugin.vec_ir): an element's address, a scalar in every lane
 elem_ptr, splat = vec_ir.elem_ptr, vec_ir.splat
@@ -354,14 +354,5 @@ vdeinterleave2 = _deinterleave_intrinsic(2)
 vdeinterleave4 = _deinterleave_intrinsic(4)
 
 
-@intrinsic
-def prefetch(typingctx, arr, idx):
-    """Hint the cache line of ``arr[idx]`` into L2 (``llvm.prefetch``, read, locality 2); no effect on
-    results, never faults."""
-    def codegen(context, builder, sig, args):
-        p = builder.bitcast(elem_ptr(context, builder, sig.args[0], args[0], args[1]), ir.IntType(8).as_pointer())
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [
-            ir.IntType(8).as_pointer(), _I32, _I32, _I32]), "llvm.prefetch.p0")
-        builder.call(fn, [p, ir.Constant(_I32, 0), ir.Constant(_I32, 2), ir.Constant(_I32, 1)])
-        return context.get_dummy_value()
-    return types.none(arr, idx), codegen
+#: hint the cache line of ``arr[idx]`` into L2 (srcore's :func:`srcore.conv.simd.prefetch`)
+prefetch = simd_vec.prefetch
