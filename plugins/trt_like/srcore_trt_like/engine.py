@@ -278,6 +278,7 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
     if options.get("fusion", True):
         fuse_conv_activation(net)
         fuse_conv_add(net)
+        fuse_conv_activation(net)   # an activation after a residual add (a TCN block's relu)
         fuse_squeeze_excite(net)
     fuse_pointwise(net, MAX_OPS if options.get("fusion", True) else 1)
     if options.get("fusion", True):

@@ -2,12 +2,12 @@
 
 * :func:`fuse_pointwise`: runs of pointwise layers become one ``fused_pointwise`` layer (one
   compiled kernel);
-* :func:`fuse_conv_activation`: a float conv whose output only a hardswish, hardsigmoid, SiLU,
-  sigmoid, GELU, leaky relu or relu6 (a clamp to [0, 6]) reads carries that activation
-  (``attrs["activation"]``; the conv tactics apply it);
+* :func:`fuse_conv_activation`: a float conv whose output only a relu, hardswish, hardsigmoid,
+  SiLU, sigmoid, GELU, leaky relu or relu6 (a clamp to [0, 6]) reads carries that activation
+  (``attrs["relu"]`` / ``attrs["activation"]``; the conv tactics apply it, after a residual);
 * :func:`fuse_conv_add`: a float conv without activation whose output only an ``add`` of a tensor
-  of the same shape reads carries that tensor as its residual (MobileNetV2/V3's linear bottleneck;
-  the conv tactics add it in their stores);
+  of the same shape reads carries that tensor as its residual (MobileNetV2/V3's linear bottleneck,
+  a TCN's residual 1-D conv; the conv tactics add it in their stores);
 * :func:`fuse_squeeze_excite`: global average pool -> 1x1 conv (+ relu/SiLU/hardswish) -> 1x1 conv
   + hardsigmoid/sigmoid -> channel-wise scale of the pooled tensor becomes one ``squeeze_excite``
   layer (``tactics/squeeze_excite.py``);
@@ -121,19 +121,21 @@ CONV_CLAMPS = {(0.0, 6.0): "relu6"}
 
 
 def fuse_conv_activation(net: Network) -> Network:
-    """Give every relu-free, residual-free conv whose output only one activation pointwise layer
-    (:data:`CONV_ACTIVATIONS`; leaky relu's slope goes to ``attrs["negative_slope"]``) reads (and
-    the engine does not return) that activation, and drop the pointwise layer (in place). The
-    activation may read the conv's output through a ``reshape`` nothing else reads (a 1-D conv's
-    (N, C, 1, L) -> (N, C, L) view): then the reshape makes the activation's output instead.
-    Runs before :func:`fuse_pointwise` (the pointwise layers are still single ops)."""
+    """Give every conv without relu or activation whose output only one activation pointwise layer
+    (relu, :data:`CONV_ACTIVATIONS`; leaky relu's slope goes to ``attrs["negative_slope"]``) reads
+    (and the engine does not return) that activation, and drop the pointwise layer (in place); a
+    conv with a residual applies it after the add, as the add's reader did. The activation may read
+    the conv's output through a ``reshape`` nothing else reads (a 1-D conv's (N, C, 1, L) ->
+    (N, C, L) view): then the reshape makes the activation's output instead. Runs before
+    :func:`fuse_pointwise` (the pointwise layers are still single ops), and again after
+    :func:`fuse_conv_add` for the activation after a residual add."""
     readers: dict[int, list[Layer]] = {}
     for layer in net.layers:
         for t in layer.inputs:
             readers.setdefault(t, []).append(layer)
     drop: set[int] = set()
     for layer in net.layers:
-        if layer.kind != "conv" or layer.attrs["relu"] or layer.attrs["residual"] \
+        if layer.kind != "conv" or layer.attrs["relu"] \
                 or layer.attrs.get("activation", "none") != "none" or layer.outputs[0] in net.outputs:
             continue
         users = readers.get(layer.outputs[0], [])
@@ -151,11 +153,14 @@ def fuse_conv_activation(net: Network) -> Network:
         op = act.attrs.get("op") if act.kind == "pointwise" else None
         if op == "clamp" and (params.get("min"), params.get("max")) in CONV_CLAMPS:
             op, params = CONV_CLAMPS[params["min"], params["max"]], {}
-        if (act.kind == "pointwise" and op in (*CONV_ACTIVATIONS, *CONV_CLAMPS.values()) and act.inputs == src
-                and tuple(act.attrs["args"]) == (("in", 0),)
+        if (act.kind == "pointwise" and op in ("relu", *CONV_ACTIVATIONS, *CONV_CLAMPS.values())
+                and act.inputs == src and tuple(act.attrs["args"]) == (("in", 0),)
                 and set(params) <= ({"negative_slope"} if op == "leaky_relu" else set())
                 and net.shape(act.outputs[0]) == net.shape(src[0])):
-            layer.attrs["activation"] = op
+            if op == "relu":   # the conv's own relu (in every tactic's store; NaN stays NaN)
+                layer.attrs["relu"] = True
+            else:
+                layer.attrs["activation"] = op
             if op == "leaky_relu":
                 layer.attrs["negative_slope"] = float(params.get("negative_slope", 0.01))
             if view is not None:
@@ -173,33 +178,46 @@ def fuse_conv_add(net: Network) -> Network:
     same shape (not a constant, not the conv's output), that operand as its residual
     (``inputs = [x, other]``, ``attrs["residual"]``): the conv moves to the add's place (its input is
     computed before it, the other operand by then too) and makes the add's output. ``a + b`` is
-    ``b + a`` bit for bit, so the conv's ``acc + residual`` is the add's result. Runs after
+    ``b + a`` bit for bit, so the conv's ``acc + residual`` is the add's result. The add may read
+    a 1-D conv's output through its (N, C, 1, L) -> (N, C, L) ``reshape`` that nothing else reads:
+    then the residual comes through a new (N, C, 1, L) view of the other operand and the conv and
+    its view both move to the add's place, the view making the add's output. Runs after
     :func:`fuse_conv_activation` and before :func:`fuse_pointwise` (in place)."""
     readers: dict[int, list[Layer]] = {}
     made = {t: layer for layer in net.layers for t in layer.outputs}
     for layer in net.layers:
         for t in layer.inputs:
             readers.setdefault(t, []).append(layer)
-    moved: dict[int, Layer] = {}
+    moved: dict[int, list[Layer]] = {}
     for layer in net.layers:
         if (layer.kind != "pointwise" or layer.attrs["op"] != "add" or len(layer.inputs) != 2
                 or tuple(layer.attrs["args"]) != (("in", 0), ("in", 1)) or layer.attrs.get("params")):
             continue
         for y, other in (layer.inputs, layer.inputs[::-1]):
-            conv = made.get(y)
+            conv, view = made.get(y), None
+            if conv is not None and conv.kind == "reshape" and len(readers.get(conv.inputs[0], [])) == 1:
+                view, conv = conv, made.get(conv.inputs[0])
             if (conv is None or conv.kind != "conv" or conv.attrs["relu"]
                     or conv.attrs["residual"] or conv.attrs.get("activation", "none") != "none"
                     or y in net.outputs or len(readers.get(y, [])) != 1 or other == y or other in net.constants
                     or net.tensors[other].dtype != "float32" or net.tensors[y].dtype != "float32"
-                    or not net.shape(other) == net.shape(y) == net.shape(layer.outputs[0])):
+                    or not net.shape(other) == net.shape(y) == net.shape(layer.outputs[0])
+                    or view is not None and conv.outputs[0] in net.outputs):
                 continue
-            conv.inputs = [conv.inputs[0], other]
-            conv.outputs = list(layer.outputs)
             conv.attrs["residual"] = True
-            moved[id(layer)] = conv
+            if view is None:
+                conv.inputs = [conv.inputs[0], other]
+                conv.outputs = list(layer.outputs)
+                moved[id(layer)] = [conv]
+            else:
+                other4 = net.new_tensor(net.shape(conv.outputs[0]))
+                conv.inputs = [conv.inputs[0], other4]
+                view.outputs = list(layer.outputs)
+                moved[id(layer)] = [Layer("reshape", [other], [other4], {}, layer.source), conv, view]
             break
-    convs = {id(c) for c in moved.values()}
-    net.layers = [moved.get(id(layer), layer) for layer in net.layers if id(layer) not in convs]
+    gone = {id(x) for run in moved.values() for x in run}
+    net.layers = [x for layer in net.layers if id(layer) not in gone
+                  for x in moved.get(id(layer), [layer])]
     return net
 
 
