@@ -12,7 +12,10 @@
   + hardsigmoid/sigmoid -> channel-wise scale of the pooled tensor becomes one ``squeeze_excite``
   layer (``tactics/squeeze_excite.py``);
 * :func:`fuse_conv_pool`: a conv whose output only a max pool reads becomes one ``conv_max_pool``
-  layer (its tactics pool the conv's output while it is in cache, ``conv/conv_pool.py``).
+  layer (its tactics pool the conv's output while it is in cache, ``conv/conv_pool.py``);
+* :func:`fuse_pad_conv1d`: a zero ``pad`` of the last dim that only an unpadded stride-1 1-D conv
+  reads (F.pad's causal left padding) becomes that conv's own padding: a ``conv1d`` layer
+  (``tactics/conv1d.py``).
 
 Pointwise runs:
 
@@ -306,4 +309,44 @@ def fuse_conv_pool(net: Network) -> Network:
             continue
         out.append(layer)
     net.layers = out
+    return net
+
+
+def fuse_pad_conv1d(net: Network) -> Network:
+    """Fold every zero ``pad`` of the last dim only (widths >= 0) whose output only the
+    (N, C, L) -> (N, C, 1, L) ``reshape`` of an unpadded 1-D conv reads (and the engine does not
+    return) into that conv: it reads a new view of the pad's input and becomes a ``conv1d`` layer
+    with ``pads`` (left, right), which only ``tactics/conv1d.py`` runs (so only where that applies).
+    Runs after the conv fusions (in place)."""
+    from ..tactics import conv1d
+
+    readers: dict[int, list[Layer]] = {}
+    for layer in net.layers:
+        for t in layer.inputs:
+            readers.setdefault(t, []).append(layer)
+    drop: set[int] = set()
+    for pad in net.layers:
+        if pad.kind != "pad" or pad.attrs["value"] != 0.0 or pad.outputs[0] in net.outputs:
+            continue
+        widths = pad.attrs["widths"]
+        if any(w != (0, 0) for w in widths[:-1]) or min(widths[-1]) < 0 or len(widths) != 3:
+            continue
+        users = readers.get(pad.outputs[0], [])
+        if len(users) != 1 or users[0].kind != "reshape" or users[0].outputs[0] in net.outputs:
+            continue
+        view = users[0]
+        convs = readers.get(view.outputs[0], [])
+        if len(convs) != 1 or convs[0].kind != "conv" or convs[0].inputs[0] != view.outputs[0]:
+            continue
+        conv = convs[0]
+        if tuple(conv.attrs["padding"]) != (0, 0) or not conv1d.applies(conv, net):
+            continue
+        n, c, length = net.shape(pad.inputs[0])
+        x4 = net.new_tensor((n, c, 1, length))
+        view.inputs, view.outputs = [pad.inputs[0]], [x4]
+        conv.inputs = [x4, *conv.inputs[1:]]
+        conv.kind = "conv1d"
+        conv.attrs["pads"] = tuple(int(w) for w in widths[-1])
+        drop.add(id(pad))
+    net.layers = [layer for layer in net.layers if id(layer) not in drop]
     return net
