@@ -312,14 +312,35 @@ def fuse_conv_pool(net: Network) -> Network:
     return net
 
 
+#: output channels a block of ``tactics/conv1d.py``'s kernel keeps in registers
+CONV1D_OC_BLOCK = 4
+
+
+def conv1d_applies(layer: Layer, net: Network) -> bool:
+    """Whether ``tactics/conv1d.py`` (``conv1d_simd``) runs ``layer``: a float32 stride-1 1-D conv
+    (kernel height 1 on an (N, C, 1, L) input), no activation but relu, a group's output channels in
+    blocks of :data:`CONV1D_OC_BLOCK`; a ``conv`` layer (symmetric padding) or a ``conv1d`` one
+    (:func:`fuse_pad_conv1d`: a zero ``pad`` folded in, its ``pads`` (left, right))."""
+    a = layer.attrs
+    w = a.get("weight")
+    if layer.kind not in ("conv", "conv1d") or "nchwc" in a or not isinstance(w, np.ndarray) or w.ndim != 4 \
+            or w.shape[2] != 1:
+        return False
+    x = net.shape(layer.inputs[0])
+    groups = a["groups"]
+    return (len(x) == 4 and x[2] == 1 and tuple(a["stride"]) == (1, 1) and a["padding"][0] == 0
+            and a["dilation"][0] == 1 and a.get("activation", "none") == "none"
+            and net.tensors[layer.inputs[0]].dtype == "float32"
+            and w.shape[0] % groups == 0 and (w.shape[0] // groups) % CONV1D_OC_BLOCK == 0)
+
+
 def fuse_pad_conv1d(net: Network) -> Network:
     """Fold every zero ``pad`` of the last dim only (widths >= 0) whose output only the
     (N, C, L) -> (N, C, 1, L) ``reshape`` of an unpadded 1-D conv reads (and the engine does not
     return) into that conv: it reads a new view of the pad's input and becomes a ``conv1d`` layer
-    with ``pads`` (left, right), which only ``tactics/conv1d.py`` runs (so only where that applies).
+    with ``pads`` (left, right), which only ``tactics/conv1d.py`` runs (so only where
+    :func:`conv1d_applies`).
     Runs after the conv fusions (in place)."""
-    from ..tactics import conv1d
-
     readers: dict[int, list[Layer]] = {}
     for layer in net.layers:
         for t in layer.inputs:
@@ -339,7 +360,7 @@ def fuse_pad_conv1d(net: Network) -> Network:
         if len(convs) != 1 or convs[0].kind != "conv" or convs[0].inputs[0] != view.outputs[0]:
             continue
         conv = convs[0]
-        if tuple(conv.attrs["padding"]) != (0, 0) or not conv1d.applies(conv, net):
+        if tuple(conv.attrs["padding"]) != (0, 0) or not conv1d_applies(conv, net):
             continue
         n, c, length = net.shape(pad.inputs[0])
         x4 = net.new_tensor((n, c, 1, length))

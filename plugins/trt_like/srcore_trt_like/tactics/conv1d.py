@@ -17,6 +17,8 @@ import numpy as np
 
 from srcore.plugin import simd_conv, simd_vec
 
+from ..builder.fusion import CONV1D_OC_BLOCK as OC_BLOCK
+from ..builder.fusion import conv1d_applies as applies
 from ..builder.network import Layer, Network
 from ..kernels.jit import JIT
 from ..kernels.simd import prefer_512
@@ -26,8 +28,6 @@ vbcast, vclamp, vfma, vload, vload_n = simd_vec.vbcast, simd_vec.vclamp, simd_ve
 vadd, vsplat, vstore, vstore_n = simd_vec.vadd, simd_vec.vsplat, simd_vec.vstore, simd_vec.vstore_n
 fptr = simd_vec.fptr
 
-#: output channels a block keeps in registers
-OC_BLOCK = 4
 _INF = np.float32(np.inf)
 
 
@@ -132,24 +132,6 @@ def pack(weight: np.ndarray) -> np.ndarray:
     O, Cg, _, K = weight.shape
     return np.ascontiguousarray(weight[:, :, 0, :].reshape(O // OC_BLOCK, OC_BLOCK, Cg, K).transpose(0, 2, 3, 1),
                                 np.float32).reshape(-1)
-
-
-def applies(layer: Layer, net: Network) -> bool:
-    """A float32 stride-1 1-D conv (kernel height 1 on an (N, C, 1, L) input), no activation but
-    relu, output channels of a group in blocks of 4: a ``conv`` layer (symmetric padding), or a
-    ``conv1d`` one (``builder/fusion.py``'s ``fuse_pad_conv1d``: a zero ``pad`` folded in, its
-    ``pads`` (left, right))."""
-    a = layer.attrs
-    w = a.get("weight")
-    if layer.kind not in ("conv", "conv1d") or "nchwc" in a or not isinstance(w, np.ndarray) or w.ndim != 4 \
-            or w.shape[2] != 1:
-        return False
-    x = net.shape(layer.inputs[0])
-    groups = a["groups"]
-    return (len(x) == 4 and x[2] == 1 and tuple(a["stride"]) == (1, 1) and a["padding"][0] == 0
-            and a["dilation"][0] == 1 and a.get("activation", "none") == "none"
-            and net.tensors[layer.inputs[0]].dtype == "float32"
-            and w.shape[0] % groups == 0 and (w.shape[0] // groups) % OC_BLOCK == 0)
 
 
 def candidates(layer: Layer, net: Network) -> list[Candidate]:
