@@ -194,3 +194,21 @@ def test_grid_sampler_and_affine_grid_rules_match_torch():
           [2, 3, 4, 5], False)
     with pytest.raises(srcore.ShapeError, match="last dim must be 2"):
         one_node("aten::grid_sampler", T("float32", 2, 3, 5, 7), T("float32", 2, 4, 6, 3), 0, 0, False)
+
+
+@pytest.mark.one_pass
+def test_a_tensor_list_takes_its_elements_common_dtype():
+    """``prim::ListConstruct`` of tensors of one known dtype is a list of that dtype (an RNN's weight
+    list: its kernel is then chosen with the dtype known, no check per call); mixed or unknown
+    dtypes leave the element dtype unknown."""
+    from srcore.ir import Graph
+    from srcore.ir.types import TENSOR, ListType
+    from srcore.ops.shapes import propagate
+
+    for dtypes, want in ((("float32", "float32"), "float32"), (("float32", "float64"), None),
+                         (("float32", None), None)):
+        g = Graph()
+        elems = [g.add_input(T(d, 2, 3) if d else TENSOR) for d in dtypes]
+        out = g.insert("prim::ListConstruct", elems, [ListType(TENSOR)]).output
+        propagate(g)
+        assert isinstance(out.type, ListType) and out.type.elem.dtype == want, out.type

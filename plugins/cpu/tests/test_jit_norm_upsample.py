@@ -232,13 +232,19 @@ def test_layer_norm_rows_whose_first_element_lies_far_from_the_mean():
 
 @pytest.mark.one_pass   # kernel calls only
 def test_layer_norm_fallbacks():
-    """Arrays the compiled kernel does not take go to the numpy kernel: a transposed view, float64, a
-    partly overlapping out; a small node keeps the numpy kernel itself."""
+    """A transposed view is copied into ``out`` and normalized there; arrays the compiled kernel
+    does not take go to the numpy kernel: float64, a partly overlapping out; a node under
+    ``MIN_ELEMENTS_LAYER_NORM`` elements keeps the numpy kernel itself, one at it the compiled."""
     fn = _ln((6,))
     x = rng.standard_normal((6, 10)).astype(np.float32).T          # (10, 6), not contiguous
     w, b = rng.standard_normal(6).astype(np.float32), rng.standard_normal(6).astype(np.float32)
     want = F.layer_norm(T(np.ascontiguousarray(x)), (6,), T(w), T(b)).numpy()
     np.testing.assert_allclose(fn(x, w, b), want, rtol=1e-5, atol=1e-5)
+    before = x.copy()
+    out = np.full((10, 6), np.nan, np.float32)
+    assert fn(x, w, b, out=out) is out
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(x, before)                        # the input is left alone
     x64 = np.ascontiguousarray(x, np.float64)
     got64 = fn(x64, w.astype(np.float64), b.astype(np.float64))
     assert got64.dtype == np.float64
@@ -254,6 +260,12 @@ def test_layer_norm_fallbacks():
     assert NK.layer_norm_matcher(node_info("aten::layer_norm", input=small, normalized_shape=[3], weight=small,
                                            bias=small, eps=1e-5, cudnn_enable=False, outputs=(small,))) \
         is NK.layer_norm
+    rows = NK.MIN_ELEMENTS_LAYER_NORM // 64
+    for n, want_kernel in ((rows - 1, False), (rows, True)):
+        t = TensorType("float32", (n, 64))
+        got = NK.layer_norm_matcher(node_info("aten::layer_norm", input=t, normalized_shape=[64], weight=None,
+                                              bias=None, eps=1e-5, cudnn_enable=False, outputs=(t,)))
+        assert isinstance(got, Specialized) is want_kernel
 
 
 @pytest.mark.parametrize("affine", [True, False])

@@ -497,13 +497,15 @@ def test_scripted_lstm_weights_are_prepared_at_load():
 @pytest.mark.parametrize("mode", ["lstm", "gru"])
 def test_compiled_recurrence_matches_torch(mode, bias, batch_first, bidirectional, monkeypatch):
     """The matcher of a float32 LSTM / GRU gives the compiled loop (jit_recurrent.py), which every
-    layer takes (a bidirectional one a direction at a time): against torch for 1 and 2 layers,
-    hidden sizes on and off its 4-row GEMV blocks, one and several steps and batch rows, zero and
-    given states, a non-contiguous input; float64 keeps the numpy loop."""
+    layer takes (a bidirectional one a direction at a time, the reverse one walking time backwards
+    in place): against torch for 1 and 2 layers, hidden sizes on and off its 4-row GEMV blocks, one
+    and several steps and batch rows, zero and given states, a non-contiguous input, into fresh
+    arrays and into ``out`` buffers (NaN-filled: every element must be written); float64 keeps the
+    numpy loop."""
     rng = np.random.default_rng(11)
     compiled = []
     real = R._compiled_layer
-    monkeypatch.setattr(R, "_compiled_layer", lambda *a: compiled.append(a[8]) or real(*a))
+    monkeypatch.setattr(R, "_compiled_layer", lambda *a: compiled.append(len(a[2].dirs)) or real(*a))
     d = 2 if bidirectional else 1
     # (hidden 6: one 4-row GEMV block and two single rows; torch's LSTM takes ~0.1 s a call here)
     for layers, hidden in ((2, 6), (1, 1)):
@@ -524,11 +526,16 @@ def test_compiled_recurrence_matches_torch(mode, bias, batch_first, bidirectiona
                 hx = states if states is not None else (
                     (np.zeros(d0, np.float32), np.zeros(d0, np.float32)) if mode == "lstm" else np.zeros(d0, np.float32))
                 compiled.clear()
-                got = k(x, list(hx) if mode == "lstm" else hx, flat_params(m), bias, layers, 0.0, False,
+                args = (x, list(hx) if mode == "lstm" else hx, flat_params(m), bias, layers, 0.0, False,
                         bidirectional, batch_first)
+                got = k(*args)
                 assert compiled == [d] * layers
                 want = reference(mode, m, np.ascontiguousarray(x), states)
                 for g, w in zip(got, want):
+                    close(g, w, np.float32)
+                out = tuple(np.full(g.shape, np.nan, np.float32) for g in got)
+                assert all(a is b for a, b in zip(k(*args, out=out), out))
+                for g, w in zip(out, want):
                     close(g, w, np.float32)
     k64 = R.recurrent_matcher(rnn_node(f"aten::{mode}.input", dtype="float64"))
     assert [c.cell_contents for c in k64.__closure__ if c.cell_contents is None or isinstance(c.cell_contents, dict)] \
@@ -557,7 +564,7 @@ def test_both_vector_widths_match_torch(mode):
         want = reference(mode, m, x, states)
         h0, c0 = states if mode == "lstm" else (states, None)
         for fn in fns:
-            got = R.run_lockstep(prep, x.reshape(18, 5), 9, 2, h0, c0, jit={mode: fn})
+            got = R.run_compiled(prep, x, False, h0, c0, jit={mode: fn})
             for g, w in zip(got if mode == "lstm" else got[:2], want):
                 close(g, w, np.float32)
     assert JR.kernel(mode, 37) in fns

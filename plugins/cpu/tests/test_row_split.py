@@ -146,11 +146,15 @@ def test_matchers_split_a_large_node_only_where_timing_says(monkeypatch, pays):
         assert names == ["split_layer_norm.<locals>.fn", "split_softmax.<locals>.fn", "split_binary.<locals>.fn"]
     else:
         assert names[2] == "add" and "split" not in names[0] + names[1]
-    # a small node or 1 thread: nothing timed, the plain kernels
+    # a small node or 1 thread: nothing timed, the plain kernels (a small layer norm's compiled one)
     timed.clear()
-    small = TensorType("float32", (4, 768))
+    small = TensorType("float32", (1, 768))
     assert norm.layer_norm_matcher(node_info("aten::layer_norm", input=small, normalized_shape=[768], weight=w,
                                              bias=w, eps=1e-5, cudnn_enable=True, outputs=(small,))) is norm.layer_norm
+    small = TensorType("float32", (4, 768))
+    ln = norm.layer_norm_matcher(node_info("aten::layer_norm", input=small, normalized_shape=[768], weight=w,
+                                           bias=w, eps=1e-5, cudnn_enable=True, outputs=(small,)))
+    assert isinstance(ln, Specialized) and "split" not in ln.fn.__qualname__
     monkeypatch.setattr(RS._par, "intra_op_threads", lambda: 1)
     assert binary_matcher(node_info("aten::add.Tensor", self=t, other=w, alpha=1, outputs=(t,))).fn is np.add
     assert timed == []

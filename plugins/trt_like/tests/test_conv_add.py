@@ -66,3 +66,33 @@ def test_convs_the_fusion_must_leave_alone(kw):
     m = Bottleneck(16, nn.Conv2d(16, 16, 1), **kw).eval()
     desc = _check(m, torch.randn(1, 3, 7, 7))
     assert "fused_pointwise" in desc, desc
+
+
+class CausalBlock1d(nn.Module):
+    """A TCN block: causal dilated conv1d + relu, grouped 1x1 conv1d, residual add, relu."""
+
+    def __init__(self, c, dilation):
+        super().__init__()
+        self.pad = 2 * dilation
+        self.conv = nn.Conv1d(c, c, 3, dilation=dilation)
+        self.group = nn.Conv1d(c, c, 1, groups=4)
+
+    def forward(self, x):
+        y = torch.relu(self.conv(torch.nn.functional.pad(x, (self.pad, 0))))
+        return torch.relu(x + self.group(y))
+
+
+def test_1d_convs_take_relu_and_the_residual_add_through_their_views():
+    """A 1-D conv's relu and its residual add then relu (read through the (N, C, 1, L) -> (N, C, L)
+    view) go into the convs, and the causal left padding into the dilated conv (a ``conv1d``
+    layer): no pointwise or pad layer is left, and the engine matches torch."""
+    torch.manual_seed(4)
+    m = nn.Sequential(CausalBlock1d(8, 1), CausalBlock1d(8, 2)).eval()
+    x = torch.randn(2, 8, 37)
+    model = srcore.from_torchscript(torch.jit.script(m), (x,))
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=("trt_like", "cpu")))
+    desc = "\n".join(e.description for e in sm.partition.engines)
+    assert "fused_pointwise" not in desc and "pad" not in desc, desc
+    assert desc.count("conv1d -> ") == 2 and desc.count("conv -> ") == 2, desc
+    with torch.no_grad():
+        np.testing.assert_allclose(sm(x.numpy()), m(x).numpy(), rtol=1e-4, atol=1e-5)

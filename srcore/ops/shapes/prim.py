@@ -52,9 +52,13 @@ def _pack(ctx: Ctx, typ):
 
 @rule("prim::ListConstruct")
 def list_construct(ctx: Ctx):
+    """A list of tensors is typed by its elements' dtype when they all have the same known one (an
+    RNN's weight list: its kernel then needs no dtype check per call), else by none."""
     declared = ctx.node.outputs[0].type
     if isinstance(declared, ListType) and isinstance(declared.elem, TensorType) and ctx.args:
-        declared = ListType(TensorType())
+        dtypes = {a.type.dtype if isinstance(a.type, TensorType) and a.type.qparams is None else None
+                  for a in ctx.args}
+        declared = ListType(TensorType(dtypes.pop() if len(dtypes) == 1 else None))
     return _pack(ctx, declared)
 
 

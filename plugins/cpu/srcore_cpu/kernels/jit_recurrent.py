@@ -10,8 +10,10 @@ projection of every step stays one GEMM (numpy's BLAS) before the loop, as in ``
 
 Gate layouts are ``Prepared``'s: LSTM ``i, f, o, g`` with both biases folded into the projection;
 GRU ``r, z, n`` with ``b_hn`` apart (``r`` multiplies it). Layers without an LSTM
-projection (``proj_size``) take this path, a direction at a time (``recurrent._compiled_layer``:
-the reverse one on its time-reversed projection); the others keep the numpy loop.
+projection (``proj_size``) take this path, a direction a call (``recurrent.run_compiled``): each
+reads its columns of the layer's projection and adds its biases itself, the reverse one walks
+time backwards, and each writes its half of the layer's output in place, in the input's own
+order (batch-first through a transposed view): no copies between the GEMM and the loop.
 """
 from __future__ import annotations
 
@@ -113,17 +115,41 @@ def _aligned_row(n):
 
 
 @numba.njit(inline="always", **JIT)
-def _lstm_body(gates, whhT, h, c, ys, tag, nl):
-    """``gates`` (T, B, 4H) the input projections (i, f, o, g; biases in), ``whhT`` (H, 4H), the
-    states ``h``, ``c`` (B, H) updated in place, ``ys`` (T, B, H) every step's ``h``; ``nl`` > 0:
-    the GEMV in registers of ``nl`` lanes (:func:`_gemv_regs`, ``tag`` their width), else :func:`_gemv`."""
-    T, B, G = gates.shape
+def _gate_row(xp, r, goff, bias, row):
+    """``row = xp[r, goff:goff + G] + bias`` (through a slice: an index ``goff + g`` of unknown
+    sign costs a wraparound check per element, which kept the loop scalar)."""
+    src = xp[r, goff:goff + row.size]
+    for g in range(row.size):
+        row[g] = src[g] + bias[g]
+
+
+@numba.njit(inline="always", **JIT)
+def _put(h, b, y, r, yoff):
+    H = h.shape[1]
+    dst = y[r, yoff:yoff + H]
+    for u in range(H):
+        dst[u] = h[b, u]
+
+
+@numba.njit(inline="always", **JIT)
+def _lstm_body(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev, tag, nl):
+    """One direction of an LSTM layer: ``xp`` (T*B, *) the input projections, the row of time
+    ``t`` and batch row ``b`` at ``t * ts + b * bs`` (time- or batch-major: the input's own order),
+    this direction's (i, f, o, g) at columns ``goff:goff + 4H`` (``bias``, both biases, added here),
+    ``whhT`` (H, 4H), the states ``h``, ``c`` (B, H) updated in place, every step's ``h`` into its
+    row of ``y`` at columns ``yoff:yoff + H``; ``rev``: the steps from the last time to the first
+    (the reverse direction, in place in time order: no reversed copies). ``nl`` > 0: the GEMV in
+    registers of ``nl`` lanes (:func:`_gemv_regs`, ``tag`` their width), else :func:`_gemv`."""
+    B = h.shape[0]
+    T = xp.shape[0] // B
+    G = whhT.shape[1]
     H = G // 4
     acc = _aligned_row(G)
-    for t in range(T):
+    for s in range(T):
+        t = T - 1 - s if rev else s
         for b in range(B):
-            for g in range(G):
-                acc[g] = gates[t, b, g]
+            r = t * ts + b * bs
+            _gate_row(xp, r, goff, bias, acc)
             if nl > 0:
                 _gemv_regs(h, b, whhT, acc, tag, nl)
             else:
@@ -135,21 +161,26 @@ def _lstm_body(gates, whhT, h, c, ys, tag, nl):
                 gg = tanh(acc[3 * H + u])
                 cu = fg * c[b, u] + ig * gg
                 c[b, u] = cu
-                hu = og * tanh(cu)
-                h[b, u] = hu
-                ys[t, b, u] = hu
+                h[b, u] = og * tanh(cu)
+            _put(h, b, y, r, yoff)
 
 
 @numba.njit(inline="always", **JIT)
-def _gru_body(gates, whhT, bhn, h, ys, tag, nl):
-    """``gates`` (T, B, 3H) the input projections (r, z, n; ``b_hh`` of r and z folded in),
-    ``whhT`` (H, 3H), ``bhn`` (H,), the state ``h`` (B, H) updated in place, ``ys`` (T, B, H);
-    ``tag``, ``nl``: as :func:`_lstm_body`'s."""
-    T, B, G = gates.shape
+def _gru_body(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl):
+    """One direction of a GRU layer, as :func:`_lstm_body`: (r, z, n) at columns ``goff:goff + 3H``
+    of ``xp``, ``bias`` the input biases with ``b_hh`` of r and z folded in, ``bhn`` (H,) apart (r
+    multiplies it), the state ``h`` (B, H) updated in place."""
+    B = h.shape[0]
+    T = xp.shape[0] // B
+    G = whhT.shape[1]
     H = G // 3
     acc = _aligned_row(G)
-    for t in range(T):
+    row = _aligned_row(G)
+    for s in range(T):
+        t = T - 1 - s if rev else s
         for b in range(B):
+            q = t * ts + b * bs
+            _gate_row(xp, q, goff, bias, row)
             for g in range(G):
                 acc[g] = _F(0.0)
             if nl > 0:
@@ -157,40 +188,40 @@ def _gru_body(gates, whhT, bhn, h, ys, tag, nl):
             else:
                 _gemv(h, b, whhT, acc)
             for u in range(H):
-                r = sigmoid(gates[t, b, u] + acc[u])
-                z = sigmoid(gates[t, b, H + u] + acc[H + u])
-                n = tanh(gates[t, b, 2 * H + u] + r * (acc[2 * H + u] + bhn[u]))
-                hu = n + z * (h[b, u] - n)
-                h[b, u] = hu
-                ys[t, b, u] = hu
+                r = sigmoid(row[u] + acc[u])
+                z = sigmoid(row[H + u] + acc[H + u])
+                n = tanh(row[2 * H + u] + r * (acc[2 * H + u] + bhn[u]))
+                h[b, u] = n + z * (h[b, u] - n)
+            _put(h, b, y, q, yoff)
 
 
 @numba.njit(**JIT)
-def _lstm_layer(gates, whhT, h, c, ys, tag, nl):
-    _lstm_body(gates, whhT, h, c, ys, tag, nl)
+def _lstm_layer(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev, tag, nl):
+    _lstm_body(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev, tag, nl)
 
 
 @numba.njit(**JIT)
-def _lstm_layer_512(gates, whhT, h, c, ys, tag, nl):
+def _lstm_layer_512(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev, tag, nl):
     prefer_512()
-    _lstm_body(gates, whhT, h, c, ys, tag, nl)
+    _lstm_body(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev, tag, nl)
 
 
 @numba.njit(**JIT)
-def _gru_layer(gates, whhT, bhn, h, ys, tag, nl):
-    _gru_body(gates, whhT, bhn, h, ys, tag, nl)
+def _gru_layer(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl):
+    _gru_body(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl)
 
 
 @numba.njit(**JIT)
-def _gru_layer_512(gates, whhT, bhn, h, ys, tag, nl):
+def _gru_layer_512(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl):
     prefer_512()
-    _gru_body(gates, whhT, bhn, h, ys, tag, nl)
+    _gru_body(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl)
 
 
 def _sig(mode: str, lanes: int) -> str:
     tag = "float32[:, ::1]" if lanes == 16 else "float32[::1]"   # simd_vec's width tag
     state = "float32[:, ::1]" if mode == "lstm" else "float32[::1]"
-    return f"void(float32[:, :, ::1], float32[:, ::1], {state}, float32[:, ::1], float32[:, :, ::1], {tag}, int64)"
+    return (f"void(float32[:, ::1], int64, int64, int64, float32[::1], float32[:, ::1], {state}, "
+            f"float32[:, ::1], float32[:, ::1], int64, boolean, {tag}, int64)")
 
 
 _VARIANTS = {"lstm": ((_lstm_layer, _lstm_layer_512), 4), "gru": ((_gru_layer, _gru_layer_512), 3)}
@@ -201,19 +232,22 @@ _STEPS = 32     # timesteps of the timing run: ~0.1 ms a call at hidden 128
 
 def _args(mode, hidden, rng):
     g = _VARIANTS[mode][1] * hidden
-    gates = rng.standard_normal((_STEPS, 1, g), dtype=np.float32)
+    xp = rng.standard_normal((_STEPS, g), dtype=np.float32)
+    bias = np.zeros(g, np.float32)
     # laid out as recurrent.prepare lays out the weights (64-byte aligned)
     whhT = aligned(rng.standard_normal((hidden, g), dtype=np.float32) * _F(1.0 / np.sqrt(hidden)), np.float32)
     h = np.zeros((1, hidden), np.float32)
-    ys = np.empty((_STEPS, 1, hidden), np.float32)
+    y = np.empty((_STEPS, hidden), np.float32)
+    state = np.zeros((1, hidden), np.float32) if mode == "lstm" else np.zeros(hidden, np.float32)
     if mode == "lstm":
-        return gates, whhT, h, np.zeros((1, hidden), np.float32), ys
-    return gates, whhT, np.zeros(hidden, np.float32), h, ys
+        return xp, 1, 0, 0, bias, whhT, h, state, y, 0, False
+    return xp, 1, 0, 0, bias, whhT, state, h, y, 0, False
 
 
 def candidates(mode: str) -> list:
-    """The layer loops of ``mode`` (``"lstm"`` or ``"gru"``), each ``fn(gates, whhT, h, c, ys)`` (LSTM)
-    or ``fn(gates, whhT, bhn, h, ys)`` (GRU), compiled now (or loaded from numba's cache): LLVM's
+    """The layer loops of ``mode`` (``"lstm"`` or ``"gru"``), one direction a call, each
+    ``fn(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev)`` (LSTM) or ``fn(xp, ts, bs, goff, bias,
+    whhT, bhn, h, y, yoff, rev)`` (GRU; see :func:`_lstm_body`), compiled now (or loaded from numba's cache): LLVM's
     default vector width, 512-bit vectors (:func:`.jit.prefer_512`), and 512-bit with the GEMV in
     registers at the CPU's vector width (:func:`_gemv_regs`); the first is the default."""
     if mode not in _candidates:
@@ -227,8 +261,8 @@ def candidates(mode: str) -> list:
 
 
 def _bind(fn, tag, nl):
-    def run(gates, whhT, a, b, ys):
-        fn(gates, whhT, a, b, ys, tag, nl)
+    def run(xp, ts, bs, goff, bias, whhT, a, b, y, yoff, rev):
+        fn(xp, ts, bs, goff, bias, whhT, a, b, y, yoff, rev, tag, nl)
     return run
 
 

@@ -49,9 +49,11 @@ def _expit():
 
 
 class DirWeights:
-    """One direction of one layer: ``whhT (H_out, G*H)``, GRU's ``b_hn (H,)``, LSTM's ``whrT (H, P)``."""
+    """One direction of one layer: ``whhT (H_out, G*H)``, GRU's ``b_hn (H,)``, LSTM's ``whrT (H, P)``;
+    ``loop``: what the compiled loop takes for it, ``(its first column in the layer's projection,
+    its part of the folded bias, b_hn)``, zeros for a missing bias (set by :class:`LayerWeights`)."""
 
-    __slots__ = ("whhT", "bhn", "whrT")
+    __slots__ = ("whhT", "bhn", "whrT", "loop")
 
     def __init__(self, whhT, bhn, whrT):
         self.whhT, self.bhn, self.whrT = whhT, bhn, whrT
@@ -66,6 +68,10 @@ class LayerWeights:
 
     def __init__(self, wihT, bias, dirs):
         self.wihT, self.bias, self.dirs = wihT, bias, dirs
+        gh = dirs[0].whhT.shape[1]
+        for k, dw in enumerate(dirs):
+            dw.loop = (k * gh, np.zeros(gh, wihT.dtype) if bias is None else bias[k * gh:(k + 1) * gh],
+                       np.zeros(dw.whhT.shape[0], wihT.dtype) if dw.bhn is None else dw.bhn)
         self.whhT_stack = np.stack([dw.whhT for dw in dirs])
         self.whrT_stack = None if dirs[0].whrT is None else np.stack([dw.whrT for dw in dirs])
         self.bhn_stack = None if dirs[0].bhn is None else np.stack([dw.bhn[None] for dw in dirs])
@@ -178,12 +184,22 @@ def _projection_buffer(shape, dtype) -> np.ndarray:
     """A 64-byte aligned ``shape`` array of the calling thread's, reused by every layer and call (a
     layer's input projection is dead once its steps ran): an aligned allocation per layer cost
     ~3 us of a small LSTM's call (reading an array's address through ``ctypes``)."""
+    views = getattr(_SCRATCH, "views", None)
+    if views is None:
+        views = _SCRATCH.views = {}
+    view = views.get((shape, dtype))   # (making the view: ~1 us of a small layer's call)
+    if view is not None:
+        return view
+    if len(views) > 64:   # shapes that vary from call to call
+        views.clear()
     dt = np.dtype(dtype)
     nbytes = math.prod(shape) * dt.itemsize
     buf = getattr(_SCRATCH, "buf", None)
     if buf is None or buf.size < nbytes:
         buf = _SCRATCH.buf = _aligned_empty((max(nbytes, 64),), np.uint8)
-    return buf[:nbytes].view(dt).reshape(shape)
+        views.clear()
+    view = views[shape, dtype] = buf[:nbytes].view(dt).reshape(shape)
+    return view
 
 
 def aligned(a, dtype) -> np.ndarray:
@@ -270,9 +286,10 @@ def _rnn_step(mode, xg, hp, h):
         np.maximum(h, 0, out=h)
 
 
-def _start(prep: Prepared, x2d, batch, h0, c0, op):
+def _start(prep: Prepared, x2d, batch, h0, c0, op, out=None):
     """Check the input and the initial states against the weights; ``(x2d, h_n, c_n)`` in the
-    weights' dtype, the states copied (the kernel updates them in place)."""
+    weights' dtype, the states copied (the kernel updates them in place), into ``out``'s
+    ``(h_n[, c_n])`` buffers where they fit."""
     mode, hidden, hout, d = prep.mode, prep.hidden, prep.out_size, prep.num_dirs
     nl = len(prep.layers)
     dt = prep.layers[0].wihT.dtype
@@ -283,9 +300,17 @@ def _start(prep: Prepared, x2d, batch, h0, c0, op):
     _check_state(op, "hx[0]" if mode == "lstm" else "hx", h0, (nl * d, batch, hout))
     if c0 is not None:
         _check_state(op, "hx[1]", c0, (nl * d, batch, hidden))
-    h_n = np.array(h0, dtype=dt, copy=True, order="C")
-    c_n = None if c0 is None else np.array(c0, dtype=dt, copy=True, order="C")
+    h_n = _copy_into(h0, dt, None if out is None else out[0])
+    c_n = None if c0 is None else _copy_into(c0, dt, None if out is None or len(out) < 2 else out[1])
     return x2d, h_n, c_n
+
+
+def _copy_into(a, dt, buf):
+    if (isinstance(buf, np.ndarray) and buf.dtype == dt and buf.shape == a.shape and buf.flags.c_contiguous
+            and not np.may_share_memory(a, buf)):
+        np.copyto(buf, a)
+        return buf
+    return np.array(a, dtype=dt, copy=True, order="C")
 
 
 def run(prep: Prepared, x2d, steps, batch, h0, c0=None, op=""):
@@ -357,42 +382,70 @@ def _bmm(a, b, out):
         np.matmul(a, b, out=out)
 
 
-def _compiled_layer(kernel, mode, layer, xp, t, batch, gh, hout, d, hs, cs):
-    """One layer's steps through the compiled loop (``jit_recurrent``), one direction after the
-    other: the reverse one reads its projection time-reversed (a copy) and its outputs are put back
-    in time order. ``xp`` (T*B, D*G*H) the projections, ``hs`` / ``cs`` (D, B, H) the states,
-    updated in place. Returns the layer's output as (T*B, D*H)."""
-    dt = xp.dtype
-    if d == 1:
-        ys = np.empty((t, batch, hout), dt)
-        _compiled_dir(kernel, mode, layer.dirs[0], xp.reshape(t, batch, gh), hs[0],
-                      None if cs is None else cs[0], ys)
-        return ys.reshape(t * batch, hout)
-    xp3 = xp.reshape(t, batch, d * gh)
-    y = np.empty((t, batch, d * hout), dt)
-    ys = np.empty((t, batch, hout), dt)
-    for k in range(d):
-        part = xp3[:, :, k * gh:(k + 1) * gh]
-        _compiled_dir(kernel, mode, layer.dirs[k], np.ascontiguousarray(part if k == 0 else part[::-1]),
-                      hs[k], None if cs is None else cs[k], ys)
-        y[:, :, k * hout:(k + 1) * hout] = ys if k == 0 else ys[::-1]
-    return y.reshape(t * batch, d * hout)
+def _compiled_layer(kernel, mode, layer, xp, steps, y, hs, cs):
+    """One layer's directions through the compiled loop (``jit_recurrent``): ``xp`` (T*B, D*G*H)
+    the projections (biases not added), ``y`` (T*B, D*H_out) the output, both with the row of time
+    t, batch row b at ``t * steps[0] + b * steps[1]``; ``hs`` / ``cs`` (D, B, H) the states,
+    updated in place."""
+    hidden = hs.shape[-1]
+    ts, bs = steps
+    for k, dw in enumerate(layer.dirs):
+        goff, bias, bhn = dw.loop
+        if mode == "lstm":
+            kernel(xp, ts, bs, goff, bias, dw.whhT, hs[k], cs[k], y, k * hidden, k == 1)
+        else:
+            kernel(xp, ts, bs, goff, bias, dw.whhT, bhn, hs[k], y, k * hidden, k == 1)
 
 
-def _compiled_dir(kernel, mode, dw, gates, h, c, ys):
-    if mode == "lstm":
-        kernel(gates, dw.whhT, h, c, ys)
+def compiled_applies(prep: Prepared, jit, x) -> bool:
+    """Whether :func:`run_compiled` takes this call: float32 input and weights, a compiled loop for
+    the mode, no LSTM projection."""
+    return (jit is not None and prep.mode in jit and x.dtype == np.float32
+            and prep.layers[0].wihT.dtype == np.float32 and all(whr_none(layer) for layer in prep.layers))
+
+
+def run_compiled(prep: Prepared, x, batch_first: bool, h0, c0=None, op="", jit=None, out=None):
+    """:func:`run_lockstep` for a float32 ``x`` (T, B, I) (``batch_first``: (B, T, I)) where
+    :func:`compiled_applies`: per layer one GEMM of every step's input projection (``jit["dots"]``'s
+    where given) on the rows in the input's own order, then each direction's compiled loop. Writes
+    into ``out`` (output, h_n[, c_n]) where given. Returns ``(output, h_n, c_n)``."""
+    mode, hout, d = prep.mode, prep.out_size, prep.num_dirs
+    if batch_first:
+        batch, t = x.shape[0], x.shape[1]
+        steps = (1, t)
     else:
-        kernel(gates, dw.whhT, np.zeros(h.shape[-1], gates.dtype) if dw.bhn is None else dw.bhn, h, ys)
+        t, batch = x.shape[0], x.shape[1]
+        steps = (batch, 1)
+    rows = x.reshape(t * batch, x.shape[2]) if x.flags.c_contiguous else np.ascontiguousarray(x).reshape(
+        t * batch, x.shape[2])
+    rows, h_n, c_n = _start(prep, rows, batch, h0, c0, op, None if out is None else out[1:])
+    kernel, dots = jit[mode], jit.get("dots")
+    shape = (batch, t, d * hout) if batch_first else (t, batch, d * hout)
+    last = len(prep.layers) - 1
+    for li, layer in enumerate(prep.layers):
+        g = layer.wihT.shape[1]
+        # every step, every direction: one GEMM (numpy's, or MKL's where it timed faster at load)
+        xp = (np.dot if dots is None else dots[li])(rows, layer.wihT, out=_projection_buffer((t * batch, g), rows.dtype))
+        y = out[0] if li == last and out is not None and _fits(out[0], shape, rows) else np.empty(shape, np.float32)
+        _compiled_layer(kernel, mode, layer, xp, steps, y.reshape(t * batch, d * hout), h_n[li * d:(li + 1) * d],
+                        None if c_n is None else c_n[li * d:(li + 1) * d])
+        rows = y.reshape(t * batch, d * hout)
+    return y, h_n, c_n
+
+
+def _fits(a, shape, src) -> bool:
+    """Whether ``a`` can take a layer's output of ``shape`` straight (not overlapping ``src``)."""
+    return (isinstance(a, np.ndarray) and a.dtype == np.float32 and a.shape == shape and a.flags.c_contiguous
+            and not np.may_share_memory(a, src))
 
 
 def run_lockstep(prep: Prepared, x2d, t, batch, h0, c0=None, op="", jit=None):
     """:func:`run` for a padded ``(T, B)`` input, both directions in lockstep: step ``i`` runs the
     forward direction at time ``i`` and the reverse one at ``T-1-i`` with one numpy call per gate
     operation for both (the reverse projection is stored time-reversed, so step ``i`` is one
-    ``(D, B, G*H)`` view). Returns ``(out (T, B, D*H_out), h_n, c_n)``. ``jit`` (``jit_recurrent.kernels()``):
-    float32 LSTM / GRU layers without a projection run their steps compiled, a direction at a time; its
-    ``"dots"`` (optional) are the layers' input-projection GEMMs (``mkl_gemm.gemm_for``)."""
+    ``(D, B, G*H)`` view). Returns ``(out (T, B, D*H_out), h_n, c_n)``. ``jit``: its ``"dots"``
+    (optional) are the layers' input-projection GEMMs (``mkl_gemm.gemm_for``); float32 LSTM / GRU
+    layers without a projection take :func:`run_compiled` instead."""
     mode, hidden, hout, d = prep.mode, prep.hidden, prep.out_size, prep.num_dirs
     x2d, h_n, c_n = _start(prep, x2d, batch, h0, c0, op)
     dt = x2d.dtype
@@ -408,11 +461,6 @@ def run_lockstep(prep: Prepared, x2d, t, batch, h0, c0=None, op="", jit=None):
             (x2d.shape[0], layer.wihT.shape[1]), dt))
         if layer.bias is not None:
             np.add(xp, layer.bias, out=xp)
-        if (jit is not None and dt == np.float32 and mode in jit and whr_none(layer)
-                and xp.flags.c_contiguous):
-            x2d = _compiled_layer(jit[mode], mode, layer, xp, t, batch, gh, hout, d,
-                                  h_n[li * d:(li + 1) * d], None if c_n is None else c_n[li * d:(li + 1) * d])
-            continue
         if d == 1:
             gates = xp.reshape(t, 1, batch, gh)
         else:  # (T, D, B, G*H); the reverse direction time-reversed
@@ -510,10 +558,15 @@ def _run_input(mode, cache, input, hx, params, has_biases, num_layers, dropout, 
                         f"got shape {tuple(input.shape)}")
     dt = _dtype_of(op, input)
     prep = cache.get(mode, params, has_biases, num_layers, bidirectional, dt, op)
+    h0, c0 = _states(op, mode, hx)
+    if compiled_applies(prep, jit, input):
+        results = run_compiled(prep, input, batch_first, h0, c0, op, jit, out)
+        if out is not None and all(r is o for r, o in zip(results, out)):
+            return out
+        return _write(out, results if c0 is not None else results[:2])
     xt = input.transpose(1, 0, 2) if batch_first else input
     t, b, i = xt.shape
     x2d = np.ascontiguousarray(xt).reshape(t * b, i)
-    h0, c0 = _states(op, mode, hx)
     y, h_n, c_n = run_lockstep(prep, x2d, t, b, h0, c0, op, jit)
     if batch_first:
         y = np.ascontiguousarray(y.transpose(1, 0, 2))

@@ -185,7 +185,8 @@ def permute(v: NodeView, c: Converter) -> None:
 
 
 def index(v: NodeView, c: Converter) -> None:
-    """A select or slice, copied out (contiguous) as a ``strided`` layer: ``x[key]``."""
+    """A select or slice, copied out (contiguous) as a ``strided`` layer: ``x[key]``; a slice of the
+    whole dim (TorchScript's ``x[:, :, -1]`` slices dims 0 and 1 first) is a ``reshape`` view."""
     shape = v.in_shape("self")
     dim = v.const("dim") % len(shape)
     if v.op == "aten::select.int":
@@ -196,6 +197,9 @@ def index(v: NodeView, c: Converter) -> None:
         sel = slice(*slice(v.const("start"), v.const("end"), v.const("step", 1)).indices(shape[dim]))
     key = (slice(None),) * dim + (sel,)
     x = c.tensor(v.node.inputs[0])
+    if sel == slice(0, shape[dim], 1):
+        c.bind(v.node.outputs[0], c.net.add("reshape", [x], v.out_shape(), v.source))
+        return
     c.bind(v.node.outputs[0], c.net.add("strided", [x], v.out_shape(), v.source, key=key))
 
 

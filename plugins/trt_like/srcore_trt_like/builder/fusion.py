@@ -2,17 +2,20 @@
 
 * :func:`fuse_pointwise`: runs of pointwise layers become one ``fused_pointwise`` layer (one
   compiled kernel);
-* :func:`fuse_conv_activation`: a float conv whose output only a hardswish, hardsigmoid, SiLU,
-  sigmoid, GELU, leaky relu or relu6 (a clamp to [0, 6]) reads carries that activation
-  (``attrs["activation"]``; the conv tactics apply it);
+* :func:`fuse_conv_activation`: a float conv whose output only a relu, hardswish, hardsigmoid,
+  SiLU, sigmoid, GELU, leaky relu or relu6 (a clamp to [0, 6]) reads carries that activation
+  (``attrs["relu"]`` / ``attrs["activation"]``; the conv tactics apply it, after a residual);
 * :func:`fuse_conv_add`: a float conv without activation whose output only an ``add`` of a tensor
-  of the same shape reads carries that tensor as its residual (MobileNetV2/V3's linear bottleneck;
-  the conv tactics add it in their stores);
+  of the same shape reads carries that tensor as its residual (MobileNetV2/V3's linear bottleneck,
+  a TCN's residual 1-D conv; the conv tactics add it in their stores);
 * :func:`fuse_squeeze_excite`: global average pool -> 1x1 conv (+ relu/SiLU/hardswish) -> 1x1 conv
   + hardsigmoid/sigmoid -> channel-wise scale of the pooled tensor becomes one ``squeeze_excite``
   layer (``tactics/squeeze_excite.py``);
 * :func:`fuse_conv_pool`: a conv whose output only a max pool reads becomes one ``conv_max_pool``
-  layer (its tactics pool the conv's output while it is in cache, ``conv/conv_pool.py``).
+  layer (its tactics pool the conv's output while it is in cache, ``conv/conv_pool.py``);
+* :func:`fuse_pad_conv1d`: a zero ``pad`` of the last dim that only an unpadded stride-1 1-D conv
+  reads (F.pad's causal left padding) becomes that conv's own padding: a ``conv1d`` layer
+  (``tactics/conv1d.py``).
 
 Pointwise runs:
 
@@ -121,19 +124,21 @@ CONV_CLAMPS = {(0.0, 6.0): "relu6"}
 
 
 def fuse_conv_activation(net: Network) -> Network:
-    """Give every relu-free, residual-free conv whose output only one activation pointwise layer
-    (:data:`CONV_ACTIVATIONS`; leaky relu's slope goes to ``attrs["negative_slope"]``) reads (and
-    the engine does not return) that activation, and drop the pointwise layer (in place). The
-    activation may read the conv's output through a ``reshape`` nothing else reads (a 1-D conv's
-    (N, C, 1, L) -> (N, C, L) view): then the reshape makes the activation's output instead.
-    Runs before :func:`fuse_pointwise` (the pointwise layers are still single ops)."""
+    """Give every conv without relu or activation whose output only one activation pointwise layer
+    (relu, :data:`CONV_ACTIVATIONS`; leaky relu's slope goes to ``attrs["negative_slope"]``) reads
+    (and the engine does not return) that activation, and drop the pointwise layer (in place); a
+    conv with a residual applies it after the add, as the add's reader did. The activation may read
+    the conv's output through a ``reshape`` nothing else reads (a 1-D conv's (N, C, 1, L) ->
+    (N, C, L) view): then the reshape makes the activation's output instead. Runs before
+    :func:`fuse_pointwise` (the pointwise layers are still single ops), and again after
+    :func:`fuse_conv_add` for the activation after a residual add."""
     readers: dict[int, list[Layer]] = {}
     for layer in net.layers:
         for t in layer.inputs:
             readers.setdefault(t, []).append(layer)
     drop: set[int] = set()
     for layer in net.layers:
-        if layer.kind != "conv" or layer.attrs["relu"] or layer.attrs["residual"] \
+        if layer.kind != "conv" or layer.attrs["relu"] \
                 or layer.attrs.get("activation", "none") != "none" or layer.outputs[0] in net.outputs:
             continue
         users = readers.get(layer.outputs[0], [])
@@ -151,11 +156,14 @@ def fuse_conv_activation(net: Network) -> Network:
         op = act.attrs.get("op") if act.kind == "pointwise" else None
         if op == "clamp" and (params.get("min"), params.get("max")) in CONV_CLAMPS:
             op, params = CONV_CLAMPS[params["min"], params["max"]], {}
-        if (act.kind == "pointwise" and op in (*CONV_ACTIVATIONS, *CONV_CLAMPS.values()) and act.inputs == src
-                and tuple(act.attrs["args"]) == (("in", 0),)
+        if (act.kind == "pointwise" and op in ("relu", *CONV_ACTIVATIONS, *CONV_CLAMPS.values())
+                and act.inputs == src and tuple(act.attrs["args"]) == (("in", 0),)
                 and set(params) <= ({"negative_slope"} if op == "leaky_relu" else set())
                 and net.shape(act.outputs[0]) == net.shape(src[0])):
-            layer.attrs["activation"] = op
+            if op == "relu":   # the conv's own relu (in every tactic's store; NaN stays NaN)
+                layer.attrs["relu"] = True
+            else:
+                layer.attrs["activation"] = op
             if op == "leaky_relu":
                 layer.attrs["negative_slope"] = float(params.get("negative_slope", 0.01))
             if view is not None:
@@ -173,33 +181,46 @@ def fuse_conv_add(net: Network) -> Network:
     same shape (not a constant, not the conv's output), that operand as its residual
     (``inputs = [x, other]``, ``attrs["residual"]``): the conv moves to the add's place (its input is
     computed before it, the other operand by then too) and makes the add's output. ``a + b`` is
-    ``b + a`` bit for bit, so the conv's ``acc + residual`` is the add's result. Runs after
+    ``b + a`` bit for bit, so the conv's ``acc + residual`` is the add's result. The add may read
+    a 1-D conv's output through its (N, C, 1, L) -> (N, C, L) ``reshape`` that nothing else reads:
+    then the residual comes through a new (N, C, 1, L) view of the other operand and the conv and
+    its view both move to the add's place, the view making the add's output. Runs after
     :func:`fuse_conv_activation` and before :func:`fuse_pointwise` (in place)."""
     readers: dict[int, list[Layer]] = {}
     made = {t: layer for layer in net.layers for t in layer.outputs}
     for layer in net.layers:
         for t in layer.inputs:
             readers.setdefault(t, []).append(layer)
-    moved: dict[int, Layer] = {}
+    moved: dict[int, list[Layer]] = {}
     for layer in net.layers:
         if (layer.kind != "pointwise" or layer.attrs["op"] != "add" or len(layer.inputs) != 2
                 or tuple(layer.attrs["args"]) != (("in", 0), ("in", 1)) or layer.attrs.get("params")):
             continue
         for y, other in (layer.inputs, layer.inputs[::-1]):
-            conv = made.get(y)
+            conv, view = made.get(y), None
+            if conv is not None and conv.kind == "reshape" and len(readers.get(conv.inputs[0], [])) == 1:
+                view, conv = conv, made.get(conv.inputs[0])
             if (conv is None or conv.kind != "conv" or conv.attrs["relu"]
                     or conv.attrs["residual"] or conv.attrs.get("activation", "none") != "none"
                     or y in net.outputs or len(readers.get(y, [])) != 1 or other == y or other in net.constants
                     or net.tensors[other].dtype != "float32" or net.tensors[y].dtype != "float32"
-                    or not net.shape(other) == net.shape(y) == net.shape(layer.outputs[0])):
+                    or not net.shape(other) == net.shape(y) == net.shape(layer.outputs[0])
+                    or view is not None and conv.outputs[0] in net.outputs):
                 continue
-            conv.inputs = [conv.inputs[0], other]
-            conv.outputs = list(layer.outputs)
             conv.attrs["residual"] = True
-            moved[id(layer)] = conv
+            if view is None:
+                conv.inputs = [conv.inputs[0], other]
+                conv.outputs = list(layer.outputs)
+                moved[id(layer)] = [conv]
+            else:
+                other4 = net.new_tensor(net.shape(conv.outputs[0]))
+                conv.inputs = [conv.inputs[0], other4]
+                view.outputs = list(layer.outputs)
+                moved[id(layer)] = [Layer("reshape", [other], [other4], {}, layer.source), conv, view]
             break
-    convs = {id(c) for c in moved.values()}
-    net.layers = [moved.get(id(layer), layer) for layer in net.layers if id(layer) not in convs]
+    gone = {id(x) for run in moved.values() for x in run}
+    net.layers = [x for layer in net.layers if id(layer) not in gone
+                  for x in moved.get(id(layer), [layer])]
     return net
 
 
@@ -288,4 +309,65 @@ def fuse_conv_pool(net: Network) -> Network:
             continue
         out.append(layer)
     net.layers = out
+    return net
+
+
+#: output channels a block of ``tactics/conv1d.py``'s kernel keeps in registers
+CONV1D_OC_BLOCK = 4
+
+
+def conv1d_applies(layer: Layer, net: Network) -> bool:
+    """Whether ``tactics/conv1d.py`` (``conv1d_simd``) runs ``layer``: a float32 stride-1 1-D conv
+    (kernel height 1 on an (N, C, 1, L) input), no activation but relu, a group's output channels in
+    blocks of :data:`CONV1D_OC_BLOCK`; a ``conv`` layer (symmetric padding) or a ``conv1d`` one
+    (:func:`fuse_pad_conv1d`: a zero ``pad`` folded in, its ``pads`` (left, right))."""
+    a = layer.attrs
+    w = a.get("weight")
+    if layer.kind not in ("conv", "conv1d") or "nchwc" in a or not isinstance(w, np.ndarray) or w.ndim != 4 \
+            or w.shape[2] != 1:
+        return False
+    x = net.shape(layer.inputs[0])
+    groups = a["groups"]
+    return (len(x) == 4 and x[2] == 1 and tuple(a["stride"]) == (1, 1) and a["padding"][0] == 0
+            and a["dilation"][0] == 1 and a.get("activation", "none") == "none"
+            and net.tensors[layer.inputs[0]].dtype == "float32"
+            and w.shape[0] % groups == 0 and (w.shape[0] // groups) % CONV1D_OC_BLOCK == 0)
+
+
+def fuse_pad_conv1d(net: Network) -> Network:
+    """Fold every zero ``pad`` of the last dim only (widths >= 0) whose output only the
+    (N, C, L) -> (N, C, 1, L) ``reshape`` of an unpadded 1-D conv reads (and the engine does not
+    return) into that conv: it reads a new view of the pad's input and becomes a ``conv1d`` layer
+    with ``pads`` (left, right), which only ``tactics/conv1d.py`` runs (so only where
+    :func:`conv1d_applies`).
+    Runs after the conv fusions (in place)."""
+    readers: dict[int, list[Layer]] = {}
+    for layer in net.layers:
+        for t in layer.inputs:
+            readers.setdefault(t, []).append(layer)
+    drop: set[int] = set()
+    for pad in net.layers:
+        if pad.kind != "pad" or pad.attrs["value"] != 0.0 or pad.outputs[0] in net.outputs:
+            continue
+        widths = pad.attrs["widths"]
+        if any(w != (0, 0) for w in widths[:-1]) or min(widths[-1]) < 0 or len(widths) != 3:
+            continue
+        users = readers.get(pad.outputs[0], [])
+        if len(users) != 1 or users[0].kind != "reshape" or users[0].outputs[0] in net.outputs:
+            continue
+        view = users[0]
+        convs = readers.get(view.outputs[0], [])
+        if len(convs) != 1 or convs[0].kind != "conv" or convs[0].inputs[0] != view.outputs[0]:
+            continue
+        conv = convs[0]
+        if tuple(conv.attrs["padding"]) != (0, 0) or not conv1d_applies(conv, net):
+            continue
+        n, c, length = net.shape(pad.inputs[0])
+        x4 = net.new_tensor((n, c, 1, length))
+        view.inputs, view.outputs = [pad.inputs[0]], [x4]
+        conv.inputs = [x4, *conv.inputs[1:]]
+        conv.kind = "conv1d"
+        conv.attrs["pads"] = tuple(int(w) for w in widths[-1])
+        drop.add(id(pad))
+    net.layers = [layer for layer in net.layers if id(layer) not in drop]
     return net
