@@ -32,17 +32,20 @@ class NoSchedstat(RuntimeError):
 
 @attrs.define
 class CleanTally:
-    """Per key, the wall times (ns) of the clean calls and how many calls were timed."""
+    """Per key, the wall times (ns) of the clean calls and how many calls were timed (``seen``), and
+    the median wall time of all of them (``all_median_us``: what load does to the plain figure)."""
 
     max_wait: float = MAX_WAIT
     kept: dict[str, list[int]] = attrs.field(factory=dict)
     seen: dict[str, int] = attrs.field(factory=dict)
+    walls: dict[str, list[int]] = attrs.field(factory=dict)
 
     def add(self, key: str, wall_ns: int, waited_ns: int | None) -> bool:
         """Count one call of ``key``; keep its wall time if it was clean. Whether it was kept."""
         if waited_ns is None:
             raise NoSchedstat("no per-thread run delay on this kernel: clean calls cannot be told apart")
         self.seen[key] = self.seen.get(key, 0) + 1
+        self.walls.setdefault(key, []).append(wall_ns)
         clean = waited_ns < self.max_wait * wall_ns
         if clean:
             self.kept.setdefault(key, []).append(wall_ns)
@@ -56,8 +59,13 @@ class CleanTally:
         kept = self.kept.get(key)
         return statistics.median(kept) / 1e3 if kept else float("nan")
 
+    def all_median_us(self, key: str) -> float:
+        """Median wall time of all ``key``'s calls in µs, clean or not (nan without any)."""
+        walls = self.walls.get(key)
+        return statistics.median(walls) / 1e3 if walls else float("nan")
+
     def summary(self, key: str) -> str:
-        return f"{self.count(key)}/{self.seen.get(key, 0)} clean"
+        return f"{self.count(key)}/{self.seen.get(key, 0)} clean, all {self.all_median_us(key):.0f}"
 
 
 def clean_medians(calls: dict[str, Callable[[], object]], rounds: int, min_clean: int = 30,
@@ -65,7 +73,7 @@ def clean_medians(calls: dict[str, Callable[[], object]], rounds: int, min_clean
                   timed: Callable[[Callable[[], object]], tuple[int, int | None]] | None = None,
                   calls_per_round: int | None = None) -> CleanTally:
     """Time every callable of ``calls`` in rounds whose order rotates (each round ``n`` calls of each,
-    ~50 ms of the first), at least ``rounds`` rounds and then on until each has ``min_clean`` clean
+    ~0.1 s of the first), at least ``rounds`` rounds and then on until each has ``min_clean`` clean
     calls or ``max_rounds`` (default ``5 * rounds``) rounds ran. ``timed`` times one call as
     ``(wall ns, waited ns)`` (default :func:`srcore.clock.call_waited`; tests pass stand-in clocks)."""
     timed = timed or _clock.call_waited
@@ -73,10 +81,13 @@ def clean_medians(calls: dict[str, Callable[[], object]], rounds: int, min_clean
     tally = CleanTally(max_wait)
     order = list(calls)
     n = calls_per_round
-    if n is None:
-        t0 = time.perf_counter()
-        calls[order[0]]()
-        n = max(3, min(2000, int(0.05 / max(time.perf_counter() - t0, 1e-6))))
+    if n is None:   # ~0.1 s of the first callable on a free machine: the fastest of 3 calls
+        once = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            calls[order[0]]()
+            once.append(time.perf_counter() - t0)
+        n = max(3, min(2000, int(0.1 / max(min(once), 1e-6))))
     gc.disable()
     try:
         for i in range(max_rounds):

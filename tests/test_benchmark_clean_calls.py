@@ -21,7 +21,8 @@ def test_a_call_is_clean_below_the_wait_fraction():
     t = CleanTally(max_wait=0.02)
     assert t.add("a", 1000, 19) and not t.add("a", 1000, 20) and t.add("a", 3000, 0)
     assert not t.add("a", 500, 400)
-    assert t.count("a") == 2 and t.seen["a"] == 4 and t.summary("a") == "2/4 clean"
+    assert t.count("a") == 2 and t.seen["a"] == 4 and t.summary("a") == "2/4 clean, all 1"
+    assert t.all_median_us("a") == pytest.approx(1.0)     # of 500, 1000, 1000, 3000 ns, clean or not
     assert t.median_us("a") == pytest.approx(2.0)        # (1000 + 3000) / 2 ns
     assert t.median_us("b") != t.median_us("b")          # nan: no clean call
     with pytest.raises(NoSchedstat):
