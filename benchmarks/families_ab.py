@@ -20,9 +20,11 @@ busy, the time a call waits for a core drops out (only the cache and memory cont
 meaningful at 1 thread (at more it sums the threads' time). ``--clean`` times each call in wall
 time with the run delay of the process's threads and keeps only calls during which they waited for a
 core less than 2 % of the call (``benchmarks.clean_calls``): each runner's figure is then the median
-of its clean calls, printed with how many of how many calls were clean; rounds go on past
-``--rounds`` until every runner has ``--clean-min`` clean calls (at most 5x the rounds). For more
-than one thread on a loaded machine.
+of its kept calls (clean, and after a clean call of the same runner: warm caches), printed with how
+many of how many calls were kept and the median of all calls; rounds go on past ``--rounds`` until
+every runner has ``--clean-min`` kept calls (at most 5x the rounds). ``--priority`` runs the
+process in its own scheduler autogroup at nice -15 (most calls are then clean under load). For
+more than one thread on a loaded machine.
 """
 from __future__ import annotations
 
@@ -152,8 +154,16 @@ def main(argv=None) -> int:
                     help="time calls in process CPU time (1 thread; loaded machines)")
     ap.add_argument("--clean", action="store_true",
                     help="median of the calls no thread waited through for a core (2+ threads; loaded machines)")
-    ap.add_argument("--clean-min", type=int, default=30, help="clean calls wanted per runner (--clean)")
+    ap.add_argument("--clean-min", type=int, default=30, help="kept calls wanted per runner (--clean)")
+    ap.add_argument("--priority", action="store_true",
+                    help="run in an autogroup of its own at nice -15 (a new session; needs CAP_SYS_NICE)")
     args = ap.parse_args(argv)
+    if args.priority:
+        from .clean_calls import raise_priority
+
+        rc = raise_priority("benchmarks.families_ab", sys.argv[1:] if argv is None else list(argv))
+        if rc is not None:
+            return rc
     from .cell import RUNNERS
 
     unknown = [r for r in args.runners.split(",") if _strip_suffixes(r)[0] not in RUNNERS]

@@ -17,14 +17,15 @@ if str(ROOT) not in sys.path:  # benchmarks/ is a top-level package of the check
 from benchmarks.clean_calls import CleanTally, NoSchedstat, clean_medians  # noqa: E402
 
 
-def test_a_call_is_clean_below_the_wait_fraction():
+def test_a_call_is_kept_when_clean_and_warm():
     t = CleanTally(max_wait=0.02)
     assert t.add("a", 1000, 19) and not t.add("a", 1000, 20) and t.add("a", 3000, 0)
     assert not t.add("a", 500, 400)
-    assert t.count("a") == 2 and t.seen["a"] == 4 and t.summary("a") == "2/4 clean, all 1"
-    assert t.all_median_us("a") == pytest.approx(1.0)     # of 500, 1000, 1000, 3000 ns, clean or not
+    assert t.add("a", 9000, 0, warm=False)               # clean, but after a switch: not kept
+    assert t.count("a") == 2 and t.seen["a"] == 5 and t.summary("a") == "2/5 kept, all 1"
     assert t.median_us("a") == pytest.approx(2.0)        # (1000 + 3000) / 2 ns
-    assert t.median_us("b") != t.median_us("b")          # nan: no clean call
+    assert t.all_median_us("a") == pytest.approx(1.0)    # of 500, 1000, 1000, 3000, 9000 ns
+    assert t.median_us("b") != t.median_us("b")          # nan: no kept call
     with pytest.raises(NoSchedstat):
         t.add("a", 1000, None)
 
@@ -53,29 +54,58 @@ def test_call_waited_reads_the_threads_around_the_call_only(monkeypatch):
     assert clock.call_waited(lambda: None) == (7, None)
 
 
-def test_rounds_rotate_and_run_on_until_each_key_has_its_clean_calls():
-    """Stand-in timer: "fast" is clean every call; "slow" only every third. The rounds rotate the
-    order and continue past ``rounds`` until "slow" has ``min_clean`` clean calls."""
-    order, n_slow = [], [0]
+class Machine:
+    """Stand-in clocks: each call of a key advances the wall clock by its duration and thread "1"'s
+    run delay by the wait scripted for that call; ``gap_wait`` is added between calls (at the read
+    that opens the next call)."""
 
-    def timed(fn):
-        key = fn()
-        order.append(key)
-        if key == "slow":
-            n_slow[0] += 1
-            return 2000, 0 if n_slow[0] % 3 == 0 else 500
-        return 1000, 10
+    def __init__(self, durations, waits, gap_waits=()):
+        self.now, self.delay = 0, 0
+        self.durations, self.waits = durations, {k: list(v) for k, v in waits.items()}
+        self.gap_waits = list(gap_waits)
+        self.order, self.opening = [], True
 
-    calls = {"fast": lambda: "fast", "slow": lambda: "slow"}
-    tally = clean_medians(calls, rounds=2, min_clean=4, timed=timed, calls_per_round=2)
-    # rounds of 2 calls each: slow's 3rd, 6th, 9th, 12th calls are clean -> 6 rounds
-    assert order[:8] == ["fast", "fast", "slow", "slow", "slow", "slow", "fast", "fast"]
-    assert tally.seen == {"fast": 12, "slow": 12} and tally.count("slow") == 4
+    def delays(self):
+        if self.opening and self.gap_waits:
+            self.delay += self.gap_waits.pop(0)
+        self.opening = not self.opening
+        return {"1": self.delay}
+
+    def wall(self):
+        return self.now
+
+    def call(self, key):
+        def run():
+            self.order.append(key)
+            self.now += self.durations[key]
+            w = self.waits[key]
+            self.delay += w.pop(0) if w else 0
+        return run
+
+
+def test_rounds_rotate_keep_warm_clean_calls_and_run_on_until_enough():
+    """"fast" is clean every call, "slow" waits on every third: a call after a waited one is clean
+    but not kept, and a round's first call is never kept. The rounds rotate the order and run past
+    ``rounds`` until "slow" has ``min_clean`` kept calls."""
+    m = Machine({"fast": 1000, "slow": 2000}, {"fast": [], "slow": [0, 0, 500] * 20})
+    calls = {"fast": m.call("fast"), "slow": m.call("slow")}
+    tally = clean_medians(calls, rounds=2, min_clean=4, delays=m.delays, wall_clock=m.wall, calls_per_round=3)
+    assert m.order[:9] == ["fast"] * 3 + ["slow"] * 6 and m.order[9:12] == ["fast"] * 3
+    # each round of 3: slow's 1st call is the round's first, its 2nd kept, its 3rd waited -> 1 a round
+    assert tally.seen == {"fast": 12, "slow": 12} and tally.count("slow") == 4 and tally.count("fast") == 8
     assert tally.median_us("fast") == pytest.approx(1.0) and tally.median_us("slow") == pytest.approx(2.0)
 
 
-def test_rounds_stop_at_the_cap_without_enough_clean_calls():
-    tally = clean_medians({"a": lambda: None}, rounds=2, min_clean=5, max_rounds=3,
-                          timed=lambda fn: (1000, 1000), calls_per_round=4)
-    assert tally.seen == {"a": 12} and tally.count("a") == 0
+def test_a_wait_between_two_calls_makes_the_second_cold():
+    m = Machine({"a": 1000}, {"a": []}, gap_waits=[0, 0, 0, 300, 0])
+    tally = clean_medians({"a": m.call("a")}, rounds=1, min_clean=0, delays=m.delays, wall_clock=m.wall,
+                          calls_per_round=5)
+    # call 1: first of the round; call 4: 300 ns waited before it (30 %: not warm)
+    assert tally.seen == {"a": 5} and tally.count("a") == 3
 
+
+def test_rounds_stop_at_the_cap_without_enough_kept_calls():
+    m = Machine({"a": 1000}, {"a": [1000] * 99})
+    tally = clean_medians({"a": m.call("a")}, rounds=2, min_clean=5, max_rounds=3, delays=m.delays,
+                          wall_clock=m.wall, calls_per_round=4)
+    assert tally.seen == {"a": 12} and tally.count("a") == 0
