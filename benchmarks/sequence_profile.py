@@ -20,18 +20,9 @@ import time
 from pathlib import Path
 
 from .clean_calls import MAX_WAIT, clean_medians, raise_priority
+from .engine_gap import engine_plan
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _plan(extra: dict, xs):
-    """The plan of the runner's largest trt_like engine for the model's inputs (the whole model here)."""
-    sm = extra["_sm"]
-    engines = [pn.fn.fn for b in sm.blocks for pn in b.nodes if pn.fn is not None and hasattr(pn.fn.fn, "plan_for")]
-    if not engines:
-        raise SystemExit("no trt_like engine in the module")
-    plans = [e.plan_for(tuple(tuple(x.shape) for x in xs)) for e in engines]
-    return max(plans, key=lambda p: len(p.steps))
 
 
 def in_sequence(calls: dict, sequences: int, max_wait: float = MAX_WAIT) -> tuple[dict, dict]:
@@ -116,8 +107,12 @@ def main(argv=None) -> None:
     with threadpool_limits(a.threads):
         extras = {r: {} for r in runners}
         fns = {r: load_runner(a.model, r, a.threads, art, xs, names, extras[r]) for r in runners}
-        plans = {r: _plan(extras[r], xs) for r in runners}
-        steps = {r: plans[r].step_calls(*xs) for r in runners}
+        plans, steps = {}, {}
+        for r in runners:
+            plans[r], ins = engine_plan(extras[r]["_sm"], xs)
+            if plans[r] is None:
+                raise SystemExit(f"{a.model} {r}: no trt_like engine in the module")
+            steps[r] = plans[r].step_calls(*ins)
         for r in runners:   # compile and warm
             for _, fn, args in steps[r]:
                 fn(*args)
