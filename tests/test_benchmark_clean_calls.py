@@ -109,3 +109,24 @@ def test_rounds_stop_at_the_cap_without_enough_kept_calls():
     tally = clean_medians({"a": m.call("a")}, rounds=2, min_clean=5, max_rounds=3, delays=m.delays,
                           wall_clock=m.wall, calls_per_round=4)
     assert tally.seen == {"a": 12} and tally.count("a") == 0
+
+
+def test_a_sequence_counts_only_if_no_thread_waited_through_it(monkeypatch):
+    """``sequence_profile.in_sequence``: each runner's steps run in order per sequence, the runners
+    alternating; a sequence whose threads waited (thread "1"'s delay grew between the reads around
+    it) is counted but its layer times are not kept."""
+    from benchmarks.sequence_profile import in_sequence
+
+    ran, delay = [], [0]
+    reads = iter([0, 0, 0, 10**9, 0, 0, 0, 0])      # delay added at each read: runner b's 1st sequence waited
+
+    def delays():
+        delay[0] += next(reads)
+        return {"1": delay[0]}
+
+    monkeypatch.setattr(clock, "thread_delays", delays)
+    steps = {r: [(None, lambda r=r, i=i: ran.append(f"{r}{i}"), ()) for i in range(2)] for r in "ab"}
+    kept, counts = in_sequence(steps, sequences=2)
+    assert ran == ["a0", "a1", "b0", "b1"] * 2
+    assert counts == {"a": [2, 2], "b": [1, 2]}
+    assert [len(ts) for ts in kept["a"]] == [2, 2] and [len(ts) for ts in kept["b"]] == [1, 1]
