@@ -13,7 +13,7 @@ the caveats are the memory bandwidth and L3 other processes share, and that a lo
 often kept (the kept calls lean fast when a call's time varies). How many calls were kept is
 reported with every figure. At plain priority under load 10 few calls are kept (8 of 1,500 for
 ORT's mobilenet_v3); :func:`raise_priority` (``--priority``) runs the process in its own scheduler
-autogroup at nice -15, where most are (973 of 1,500).
+autogroup at nice -20 (-15 gave 973 of 1,500).
 """
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def clean_medians(calls: dict[str, Callable[[], object]], rounds: int, min_clean
             t0 = time.perf_counter()
             calls[order[0]]()
             once.append(time.perf_counter() - t0)
-        n = max(3, min(2000, int(0.1 / max(min(once), 1e-6))))
+        n = max(5, min(2000, int(0.1 / max(min(once), 1e-6))))
     gc.disable()
     try:
         for i in range(max_rounds):
@@ -121,7 +121,7 @@ def clean_medians(calls: dict[str, Callable[[], object]], rounds: int, min_clean
     return tally
 
 
-def raise_priority(module: str, argv: list[str], nice: int = -15) -> int | None:
+def raise_priority(module: str, argv: list[str], nice: int = -20) -> int | None:
     """Run ``python -m module *argv`` at high priority: this process when it leads its own session,
     else a child in a new one (whose return code is returned; None means go on here). The session's
     scheduler autogroup and the process are set to ``nice`` before any thread starts (threads inherit

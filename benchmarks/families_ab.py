@@ -23,7 +23,7 @@ core less than 2 % of the call (``benchmarks.clean_calls``): each runner's figur
 of its kept calls (clean, and after a clean call of the same runner: warm caches), printed with how
 many of how many calls were kept and the median of all calls; rounds go on past ``--rounds`` until
 every runner has ``--clean-min`` kept calls (at most 5x the rounds). ``--priority`` runs the
-process in its own scheduler autogroup at nice -15 (most calls are then clean under load). For
+process in its own scheduler autogroup at nice -20 (most calls are then clean under load). For
 more than one thread on a loaded machine.
 """
 from __future__ import annotations
@@ -156,7 +156,7 @@ def main(argv=None) -> int:
                     help="median of the calls no thread waited through for a core (2+ threads; loaded machines)")
     ap.add_argument("--clean-min", type=int, default=30, help="kept calls wanted per runner (--clean)")
     ap.add_argument("--priority", action="store_true",
-                    help="run in an autogroup of its own at nice -15 (a new session; needs CAP_SYS_NICE)")
+                    help="run in an autogroup of its own at nice -20 (a new session; needs CAP_SYS_NICE)")
     args = ap.parse_args(argv)
     if args.priority:
         from .clean_calls import raise_priority

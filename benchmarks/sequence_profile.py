@@ -84,7 +84,7 @@ def main(argv=None) -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--sequences", type=int, default=300, help="sequences run per runner")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
-    ap.add_argument("--priority", action="store_true", help="run at nice -15 in an autogroup of its own")
+    ap.add_argument("--priority", action="store_true", help="run at nice -20 in an autogroup of its own")
     a = ap.parse_args(argv)
     if a.priority:
         import sys
