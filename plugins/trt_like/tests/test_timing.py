@@ -275,3 +275,57 @@ def test_a_round_run_held_on_the_caller_is_re_run_on_the_team(monkeypatch):
         times = best_times([split, one], clock="wall", bandwidth=None, min_round=0)
     assert times == pytest.approx([300e-6, 400e-6])
     assert found == [timing.Taken(2, 1, 0)] and gov.hold > 0      # held again once the timing is over
+
+
+def test_in_sequence_rewrites_the_inputs_before_each_call_and_reads_the_outputs():
+    """``choose.in_sequence``: each wrapped call finds its non-constant inputs as the caller wrote
+    them (a kernel that scribbles over its input sees the original every time), then its outputs
+    are read; ``around`` does the writing and reading without the call."""
+    x, y = np.arange(6, dtype=np.float32), np.zeros(6, np.float32)
+    seen = []
+
+    def scribble():
+        seen.append(x.copy())
+        x[:] = -1
+        y[:] = np.nan     # read after the call: the sum of a NaN output is NaN, not an error
+    calls, around = choose.in_sequence([scribble, scribble], [x], [y])
+    for c in calls:
+        c()
+    assert len(seen) == 2 and all((s == np.arange(6)).all() for s in seen)
+    x[:] = 5
+    around()
+    assert (x == np.arange(6)).all() and seen == seen[:2]
+
+
+def test_at_two_threads_rank_charges_each_candidate_its_time_between_the_callers_writes_and_reads(monkeypatch):
+    """At more than one thread ``rank`` times every candidate wrapped by ``in_sequence`` and one
+    more call, the writes and reads alone, whose time it subtracts from each."""
+    net = Network()
+    tx, ty = net.new_tensor((4, 8)), net.new_tensor((4, 8))
+    net.inputs, net.outputs = [tx], [ty]
+    layer = Layer("relu", [tx], [ty], {})
+    net.layers.append(layer)
+    ran = []
+
+    def relu(name):
+        def fn(x, out):
+            ran.append(name)
+            np.maximum(x, 0, out=out)
+        return fn
+    cands = [Candidate("a", lambda: Kernel(relu("a"))), Candidate("b", lambda: Kernel(relu("b")))]
+    timed = []
+
+    def fake_best_times(calls, **kw):
+        timed.append(len(calls))
+        ran.clear()
+        for c in calls:
+            c()
+        return [5e-6, 3e-6, 1e-6][:len(calls)]
+    monkeypatch.setattr(threads, "count", lambda: 2)
+    monkeypatch.setattr(choose, "best_times", fake_best_times)
+    ranked = choose.rank(cands, layer, net)
+    assert timed == [3] and ran == ["a", "b"]          # the third call runs no kernel
+    assert [(c.name, t) for c, t in ranked] == [("b", pytest.approx(2e-6)), ("a", pytest.approx(4e-6))]
+    monkeypatch.setattr(threads, "count", lambda: 1)
+    ranked = choose.rank(cands, layer, net)
+    assert timed == [3, 2] and [t for _, t in ranked] == [pytest.approx(3e-6), pytest.approx(5e-6)]
