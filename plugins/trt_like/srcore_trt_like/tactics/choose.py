@@ -383,27 +383,6 @@ def lean(ranked: list[tuple[Candidate, float]], layer: Layer, tolerance: float) 
     return min(near, key=lambda c: _held(c, layer))
 
 
-def in_sequence(calls: list[Callable[[], object]], inputs: list[np.ndarray], outputs: list[np.ndarray]):
-    """``(calls, around)``: each call as a layer runs in a network at more than one thread, its
-    (non-constant) ``inputs`` just written by the calling thread (the layer before ran there) and its
-    ``outputs`` then read by it (as the next layer will), and ``around``, that writing and reading
-    alone, whose time the caller subtracts. Timed alone, a layer split over a team finds its input in
-    both cores' caches and leaves each part of its output where the next call writes it again; in a
-    network the other core must fetch the input from the caller's cache and the caller the other
-    part of the output: mobilenet_v3's 1x1 80-channel layer at 56x56 split over 2 threads took 113 us
-    in the engine's sequence against 76 us on one thread, equal alone (benchmarks.sequence_profile)."""
-    saved = [x.copy() for x in inputs]
-
-    def around(call=None):
-        for x, s in zip(inputs, saved):
-            np.copyto(x, s)
-        if call is not None:
-            call()
-        for y in outputs:
-            y.sum()
-    return [(lambda c=c: around(c)) for c in calls], around
-
-
 def rank(cands: list[Candidate], layer: Layer, net: Network, seed: int = 0) -> list[tuple[Candidate, float]]:
     """``(candidate, seconds)`` fastest first, timed on random data of the layer's shapes (constants
     as they are); a candidate that raises is last (``inf``). Each is charged for streaming its
@@ -422,14 +401,7 @@ def rank(cands: list[Candidate], layer: Layer, net: Network, seed: int = 0) -> l
             except Exception:   # best_times' warm-up skips it
                 pass
     given = sum(a.nbytes for a in layer.attrs.values() if isinstance(a, np.ndarray))
-    calls = [(lambda fn=k.fn: fn(*args)) for k in kernels]
-    weights = [given if k.weight_bytes is None else k.weight_bytes for k in kernels]
-    if _threads.count() > 1:
-        calls, around = in_sequence(calls, [a for t, a in zip(layer.inputs, args) if t not in net.constants],
-                                    args[len(layer.inputs):])
-        best = best_times(calls + [around], skip_failures=True, weight_bytes=weights + [0])
-        best = [b - best[-1] for b in best[:-1]]
-    else:
-        best = best_times(calls, skip_failures=True, weight_bytes=weights)
+    best = best_times([(lambda fn=k.fn: fn(*args)) for k in kernels], skip_failures=True,
+                      weight_bytes=[given if k.weight_bytes is None else k.weight_bytes for k in kernels])
     order = sorted(range(len(cands)), key=lambda i: best[i])
     return [(cands[i], best[i]) for i in order]

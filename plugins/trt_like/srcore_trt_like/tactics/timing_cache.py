@@ -28,10 +28,8 @@ from srcore.plugin import cache_root, sources_fingerprint
 #: 2026-11-27 the team's engine timed its candidates beside OpenBLAS's spinning worker, see
 #: ``choose._Pools.candidates``, and kept 1-thread winners at 2 threads; 4: before then a 1-thread
 #: layer's candidates were timed in wall time, one call a round, see ``timing``; 5: before then a
-#: threaded layer's winner was kept even when timed while a core was taken, see ``timing``; 6: before
-#: then a layer built for more threads was timed alone, not between the caller's writes and reads of
-#: its activations, see ``choose.in_sequence``)
-VERSION = 6
+#: threaded layer's winner was kept even when timed while a core was taken, see ``timing``)
+VERSION = 5
 _lock = threading.Lock()
 _caches: dict[Path, "TimingCache"] = {}
 
