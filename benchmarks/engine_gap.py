@@ -72,6 +72,12 @@ def _engine_plan(model: str, out: Path):
     art = out / "artifacts" / model
     _, xs = load_inputs(art)
     sm = srcore.StaticModule(srcore.load(str(art / "model.srm")), options=srcore.Options(backends=("trt_like", "cpu")))
+    return (sm, *engine_plan(sm, xs))
+
+
+def engine_plan(sm, xs) -> tuple:
+    """``(plan, its inputs)`` of the first trt_like engine of module ``sm`` on the inputs it gets from
+    one call of ``sm(*xs)``, or ``(None, None)`` without an engine."""
     caught: list[tuple] = []
 
     def spy(frame, event, arg):   # the first engine call's arguments (x0, x1, ...)
@@ -84,9 +90,9 @@ def _engine_plan(model: str, out: Path):
         sys.setprofile(None)
     engines = [pn.fn.fn for b in sm.blocks for pn in b.nodes if pn.fn is not None and hasattr(pn.fn.fn, "profile")]
     if not engines or not caught:
-        return sm, None, None
+        return None, None
     shapes = tuple(tuple(x.shape) for x in caught[0])
-    return sm, engines[0].engine.plans[shapes], caught[0]
+    return engines[0].engine.plans[shapes], caught[0]
 
 
 def _layer_args(plan, inputs) -> list[list | None]:

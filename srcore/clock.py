@@ -69,11 +69,28 @@ def wall_ns_waited(call: Callable[[], object], n: int) -> tuple[float, float | N
     for _ in range(n):
         call()
     w = WALL_CLOCK() - w0
-    d1 = thread_delays()
+    waited = delay_between(d0, thread_delays())
+    return w / n, None if waited is None else waited / max(w, 1)
+
+
+def delay_between(d0: dict[str, int] | None, d1: dict[str, int] | None) -> int | None:
+    """Nanoseconds the threads of :func:`thread_delays` reading ``d0`` waited for a core until
+    reading ``d1``, summed over the threads alive at both (one that started meanwhile has no
+    baseline; one that ended took its delay with it), or None if either read had no schedstat."""
     if d0 is None or d1 is None:
-        return w / n, None
-    waited = sum(max(0, d1[t] - d) for t, d in d0.items() if t in d1)
-    return w / n, waited / max(w, 1)
+        return None
+    return sum(max(0, d1[t] - d) for t, d in d0.items() if t in d1)
+
+
+def call_waited(call: Callable[[], object]) -> tuple[int, int | None]:
+    """Wall nanoseconds of one call of ``call`` and the nanoseconds the process's threads waited for
+    a core meanwhile (None without schedstat). The reads of the threads' delays lie outside the
+    timed span, and a wait during them is counted: the wait can only be overstated."""
+    d0 = thread_delays()
+    w0 = WALL_CLOCK()
+    call()
+    w = WALL_CLOCK() - w0
+    return w, delay_between(d0, thread_delays())
 
 
 def clock_for(threads: int) -> str:

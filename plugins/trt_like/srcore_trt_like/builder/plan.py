@@ -71,25 +71,36 @@ class Plan:
         """Each layer's best time over ``rounds`` runs, on private buffers (not the arena)."""
         import time
 
-        net = self.net
-        vals: dict[int, np.ndarray] = dict(net.constants)
-        vals.update((t, _plain(x, net.tensors[t])) for t, x in zip(net.inputs, inputs))
-        best = [float("inf")] * len(self.steps)
+        calls = self.step_calls(*inputs)
+        best = [float("inf")] * len(calls)
         for _ in range(rounds):
-            for i, step in enumerate(self.steps):
-                layer, fn = step.layer, step.fn
-                if fn is None:
-                    vals[layer.outputs[0]] = vals[layer.inputs[0]].reshape(net.shape(layer.outputs[0]))
-                    continue
-                for t in layer.outputs:
-                    if t not in vals:
-                        vals[t] = np.empty(net.shape(t), net.tensors[t].storage)
-                args = [vals[t] for t in (*layer.inputs, *layer.outputs)]
+            for i, (_, fn, args) in enumerate(calls):
                 t0 = time.perf_counter()
                 fn(*args)
                 best[i] = min(best[i], time.perf_counter() - t0)
-        return [(f"{s.layer.kind} -> {'x'.join(map(str, net.shape(s.layer.outputs[0])))} [{s.tactic}]", best[i])
-                for i, s in enumerate(self.steps) if s.fn is not None]
+        return [(self.label(s), best[i]) for i, (s, _, _) in enumerate(calls)]
+
+    def label(self, step: Step) -> str:
+        """``kind -> shape [tactic]`` of one of the plan's steps."""
+        return f"{step.layer.kind} -> {'x'.join(map(str, self.net.shape(step.layer.outputs[0])))} [{step.tactic}]"
+
+    def step_calls(self, *inputs) -> list[tuple[Step, Callable[..., Any], tuple]]:
+        """``(step, kernel, arguments)`` of each step with a kernel, in order, on private buffers (not
+        the arena): calling them in order runs the network, each call can be timed on its own."""
+        net = self.net
+        vals: dict[int, np.ndarray] = dict(net.constants)
+        vals.update((t, _plain(x, net.tensors[t])) for t, x in zip(net.inputs, inputs))
+        calls = []
+        for step in self.steps:
+            layer = step.layer
+            if step.fn is None:
+                vals[layer.outputs[0]] = vals[layer.inputs[0]].reshape(net.shape(layer.outputs[0]))
+                continue
+            for t in layer.outputs:
+                if t not in vals:
+                    vals[t] = np.empty(net.shape(t), net.tensors[t].storage)
+            calls.append((step, step.fn, tuple(vals[t] for t in (*layer.inputs, *layer.outputs))))
+        return calls
 
     def _diagnose(self, exc: BaseException, inputs: tuple) -> None:
         """Re-run the layers one at a time on private buffers; raise a KernelError naming the first
