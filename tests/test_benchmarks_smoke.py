@@ -348,13 +348,13 @@ def test_engine_threads_profiles_an_engine_on_its_own_inputs():
                              backends=("trt_like", "cpu"), options=srcore.Options(engine_options={"timing": False}))
     engines = [pn.fn.fn for b in sm.blocks for pn in b.nodes if pn.fn is not None and hasattr(pn.fn.fn, "profile")]
     assert engines and any(pn.fn is not None and pn.fn.backend == "cpu" for b in sm.blocks for pn in b.nodes)
-    with pytest.raises(srcore.SrcoreInputError, match="int64"):     # the model's ids are no engine's input
+    with pytest.raises(srcore.SrcoreInputError, match="int64|missing input"):  # the model's inputs are no engine's
         [e.profile(ids.numpy(), mask.numpy()) for e in engines]
     layers = engine_threads.engine_layers(sm, [ids.numpy(), mask.numpy()])
     assert all(ms > 0 for _, ms in layers)
     labels = [label for label, _ in layers]
     assert any(label.startswith("layer_norm") for label in labels)
-    assert any(label.startswith("softmax") for label in labels)
+    assert any(label.startswith(("softmax", "attention")) for label in labels)   # attention may be one fused layer
 
 
 @pytest.mark.one_pass
