@@ -125,6 +125,9 @@ class ConvTactic:
     uses_blas = False
     #: the activations the kernel applies in its own stores (no in-place pass after it)
     fused_activations: tuple[str, ...] = ()
+    #: whether :meth:`_run` is ``self.conv(x, out, residual, ...)`` on a conv of srcore's bound-call
+    #: protocol (``srcore.conv.direct.run_bound``), which :meth:`serial_calls` relies on
+    bound_run = False
 
     def __init__(self, spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | None,
                  layout: dict[str, np.ndarray] | None = None):
@@ -168,6 +171,17 @@ class ConvTactic:
 
     def _run(self, x, out, residual):
         raise NotImplementedError
+
+    def serial_calls(self, x, out, residual):
+        """The plain ``(fn, args)`` calls one :meth:`_run` on exactly these arrays makes on one thread
+        (the bound call's compiled entry points, no Python between them), for a caller that runs the
+        layer again on the same buffers; None where there are none yet (the entry points are found
+        at a bound call's second run) or never (threads, a pass after the kernel)."""
+        if (not self.bound_run or "_run" in vars(self) or getattr(self, "threads", 1) > 1
+                or not all(a.flags.c_contiguous for a in (x, out) + (() if residual is None else (residual,)))):
+            return None   # (a bound call holds a copy of a non-contiguous array, made at binding)
+        get = getattr(self.conv.bind(x, out, residual), "serial_calls", None)
+        return None if get is None else get()
 
     def _laid_out(self, name: str, shape: tuple[int, ...], make) -> np.ndarray:
         """The laid-out weight ``name`` of ``shape`` (float32): from the ``layout`` given at
