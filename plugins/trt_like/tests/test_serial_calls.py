@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from srcore.conv import nchwc
-from srcore_trt_like.conv.nchwc import DenseNchwcTactic, DepthwiseNchwcTactic, PointwiseNchwcTactic
+from srcore_trt_like.conv.nchwc import ConvNchwcTactic, DenseNchwcTactic, DepthwiseNchwcTactic, PointwiseNchwcTactic
 from srcore_trt_like.conv.simd_direct import SimdDirectTactic
 from srcore_trt_like.conv.spec import ConvSpec
 from srcore_trt_like.tactics.conv import _kernel
@@ -19,6 +19,7 @@ CASES = {   # name: (tactic, C, O, k, stride, groups, (input blocked, output blo
     "pointwise_nchw16c": (PointwiseNchwcTactic, 20, 24, 1, 1, 1, (True, False), True),
     "depthwise_nchw16c": (DepthwiseNchwcTactic, 24, 24, 3, 2, 24, (False, True), False),
     "dense_nchw16c": (DenseNchwcTactic, 3, 16, 3, 2, 1, (False, True), False),
+    "conv_nchw16c": (ConvNchwcTactic, 20, 18, 3, 1, 1, (True, True), True),
     "simd_direct": (SimdDirectTactic, 8, 12, 3, 1, 1, None, True),
 }
 

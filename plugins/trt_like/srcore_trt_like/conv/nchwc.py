@@ -110,6 +110,7 @@ class ConvNchwcTactic(ConvTactic):
     """An ungrouped conv, each side in the layout ``blocked`` says (ONNX Runtime's NCHWc conv); the
     weight packed once into the kernel's per block group layout (stored as ``wq``)."""
     name = "conv_nchw16c"
+    bound_run = True
     fused_activations = ("leaky_relu", "hardswish", "hardsigmoid", "relu6")
 
     def __init__(self, spec: ConvSpec, weight, bias, blocked: tuple[bool, bool], layout=None, threads: int = 1):

@@ -18,7 +18,7 @@ from ..conv.pool import MaxPool2d
 from ..kernels import pool_vec as _pv
 from ..kernels import threads as _threads
 from ..kernels.scratch import SCRATCH
-from .conv import conv_candidates, conv_spec, max_pool_fn
+from .conv import _kernel, conv_candidates, conv_spec, max_pool_fn
 from .records import Candidate, Kernel
 
 
@@ -70,7 +70,7 @@ def _blocked_candidates(a: dict, spec, pool: MaxPool2d) -> list[Candidate]:
 
     def build(conv, layout=None) -> Kernel:
         tactic = conv(layout)
-        run_conv = tactic._run
+        run_conv = _kernel(tactic, False).fn
         tls = threading.local()
 
         def run(x, y):
@@ -80,7 +80,7 @@ def _blocked_candidates(a: dict, spec, pool: MaxPool2d) -> list[Candidate]:
                 mid, lanes = tls.bufs
             except AttributeError:
                 mid, lanes = tls.bufs = SCRATCH.get("convpool_mid16c", mid_shape), np.empty(16, np.float32)
-            run_conv(x, mid, None)
+            run_conv(x, mid)
             _pv.max_pool_blocked(mid, kh, kw, sh, sw, ph, pw, y.reshape(-1), blocked_out, C, Ho, Wo, lanes)
         return Kernel(run, tactic.weight_bytes, keep=tactic, layout=tactic.layout())
     return [Candidate(f"{name}+max_pool16c", lambda conv=conv: build(conv),
