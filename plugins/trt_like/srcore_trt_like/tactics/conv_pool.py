@@ -75,11 +75,12 @@ def _blocked_candidates(a: dict, spec, pool: MaxPool2d) -> list[Candidate]:
 
         def run(x, y):
             # the same buffer objects every call: the conv kernels reuse their bound call for the
-            # same arrays (a new view each call cost ~6 µs of binding on shufflenet's stem)
-            try:
-                mid, lanes = tls.bufs
-            except AttributeError:
-                mid, lanes = tls.bufs = SCRATCH.get("convpool_mid16c", mid_shape), np.empty(16, np.float32)
+            # same arrays (a new view each call cost ~6 µs of binding on shufflenet's stem); kept
+            # per thread and scratch set (an engine call's execution context's, kernels/contexts.py)
+            got = getattr(tls, "bufs", None)
+            if got is None or got[0] is not SCRATCH.bufs:
+                got = tls.bufs = (SCRATCH.bufs, SCRATCH.get("convpool_mid16c", mid_shape), np.empty(16, np.float32))
+            _, mid, lanes = got
             run_conv(x, mid)
             _pv.max_pool_blocked(mid, kh, kw, sh, sw, ph, pw, y.reshape(-1), blocked_out, C, Ho, Wo, lanes)
         return Kernel(run, tactic.weight_bytes, keep=tactic, layout=tactic.layout())
