@@ -15,20 +15,22 @@ from srcore_trt_like.tactics.conv import _kernel
 
 torch = pytest.importorskip("torch")
 
-CASES = {   # name: (tactic, C, O, k, stride, groups, (input blocked, output blocked), residual)
-    "pointwise_nchw16c": (PointwiseNchwcTactic, 20, 24, 1, 1, 1, (True, False), True),
-    "depthwise_nchw16c": (DepthwiseNchwcTactic, 24, 24, 3, 2, 24, (False, True), False),
-    "dense_nchw16c": (DenseNchwcTactic, 3, 16, 3, 2, 1, (False, True), False),
-    "conv_nchw16c": (ConvNchwcTactic, 20, 18, 3, 1, 1, (True, True), True),
-    "simd_direct": (SimdDirectTactic, 8, 12, 3, 1, 1, None, True),
+CASES = {   # name: (tactic, C, O, k, stride, groups, (input blocked, output blocked), residual, activation)
+    "pointwise_nchw16c": (PointwiseNchwcTactic, 20, 24, 1, 1, 1, (True, False), True, "relu"),
+    "pointwise_nchw16c+silu": (PointwiseNchwcTactic, 20, 24, 1, 1, 1, (True, True), False, "silu"),
+    "depthwise_nchw16c": (DepthwiseNchwcTactic, 24, 24, 3, 2, 24, (False, True), False, "relu"),
+    "dense_nchw16c": (DenseNchwcTactic, 3, 16, 3, 2, 1, (False, True), False, "relu"),
+    "conv_nchw16c": (ConvNchwcTactic, 20, 18, 3, 1, 1, (True, True), True, "relu"),
+    "simd_direct": (SimdDirectTactic, 8, 12, 3, 1, 1, None, True, "relu"),
 }
 
 
 @pytest.mark.parametrize("name", CASES)
 def test_a_conv_layer_called_again_on_its_buffers_gives_torchs_result(name):
-    cls, C, O, k, s, g, blocked, residual = CASES[name]
+    cls, C, O, k, s, g, blocked, residual, act = CASES[name]
     rng = np.random.default_rng(0)
-    spec = ConvSpec((2, C, 9, 9), O, (k, k), (s, s), (k // 2, k // 2), (1, 1), g, relu=True, residual=residual)
+    spec = ConvSpec((2, C, 9, 9), O, (k, k), (s, s), (k // 2, k // 2), (1, 1), g, relu=act == "relu",
+                    residual=residual, activation="none" if act == "relu" else act)
     w = rng.standard_normal((O, C // g, k, k)).astype(np.float32)
     b = rng.standard_normal(O).astype(np.float32)
     tactic = cls(spec, w, b, blocked) if blocked else cls(spec, w, b)
@@ -50,7 +52,8 @@ def test_a_conv_layer_called_again_on_its_buffers_gives_torchs_result(name):
         else:
             fn(x, y)
         got = nchwc.from_blocked(y, O) if b_out else y
-        np.testing.assert_allclose(got, torch.relu(want).numpy(), rtol=1e-4, atol=1e-4, err_msg=f"call {call}")
+        want = torch.relu(want) if act == "relu" else torch.nn.functional.silu(want)
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-4, err_msg=f"call {call}")
     assert tactic.serial_calls(x, y, res) is not None   # (the calls above from the third ran them)
     wide = np.zeros(spec.x_shape[:3] + (spec.x_shape[3] + 1,), np.float32)[..., :-1] if not b_in else None
     if wide is not None:

@@ -150,6 +150,8 @@ class ConvTactic:
             self._run = _threads.on_caller(self._run)
         act = (None if spec.activation in self.fused_activations
                else _activation.in_place(spec.activation, spec.negative_slope))
+        #: the in-place activation pass after the kernel, when it wraps the class's own ``_run``
+        self._then = act if "_run" not in vars(self) else None
         if act is not None:
             # a kernel that does not fuse it into its stores: one in-place pass over the output
             # while it is still in cache, in the same layer (no separate pointwise layer)
@@ -177,11 +179,12 @@ class ConvTactic:
         (the bound call's compiled entry points, no Python between them), for a caller that runs the
         layer again on the same buffers; None where there are none yet (the entry points are found
         at a bound call's second run) or never (threads, a pass after the kernel)."""
-        if (not self.bound_run or "_run" in vars(self) or getattr(self, "threads", 1) > 1
+        if (not self.bound_run or ("_run" in vars(self) and self._then is None) or getattr(self, "threads", 1) > 1
                 or not all(a.flags.c_contiguous for a in (x, out) + (() if residual is None else (residual,)))):
             return None   # (a bound call holds a copy of a non-contiguous array, made at binding)
         get = getattr(self.conv.bind(x, out, residual), "serial_calls", None)
-        return None if get is None else get()
+        calls = None if get is None else get()
+        return calls if calls is None or self._then is None else (*calls, (self._then, (out,)))
 
     def _laid_out(self, name: str, shape: tuple[int, ...], make) -> np.ndarray:
         """The laid-out weight ``name`` of ``shape`` (float32): from the ``layout`` given at
