@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from srcore.conv import nchwc
+from srcore_trt_like.conv.depthwise import DepthwiseBlockedTactic, DepthwiseSimdTactic
 from srcore_trt_like.conv.nchwc import ConvNchwcTactic, DenseNchwcTactic, DepthwiseNchwcTactic, PointwiseNchwcTactic
+from srcore_trt_like.conv.simd_1x1 import Simd1x1Tactic
 from srcore_trt_like.conv.simd_direct import SimdDirectTactic
 from srcore_trt_like.conv.spec import ConvSpec
 from srcore_trt_like.tactics.conv import _kernel
@@ -22,6 +24,9 @@ CASES = {   # name: (tactic, C, O, k, stride, groups, (input blocked, output blo
     "dense_nchw16c": (DenseNchwcTactic, 3, 16, 3, 2, 1, (False, True), False, "relu"),
     "conv_nchw16c": (ConvNchwcTactic, 20, 18, 3, 1, 1, (True, True), True, "relu"),
     "simd_direct": (SimdDirectTactic, 8, 12, 3, 1, 1, None, True, "relu"),
+    "pointwise_simd": (Simd1x1Tactic, 20, 24, 1, 1, 1, None, True, "relu"),
+    "depthwise_simd": (DepthwiseSimdTactic, 24, 24, 3, 2, 24, None, False, "relu"),
+    "depthwise_simd_blocked": (DepthwiseBlockedTactic, 24, 24, 3, 1, 24, None, True, "relu"),
 }
 
 

@@ -1,6 +1,8 @@
 """What is static about one conv layer (:class:`ConvSpec`), and the base of every conv tactic."""
 from __future__ import annotations
 
+from functools import partial
+
 import attrs
 import numpy as np
 
@@ -182,7 +184,10 @@ class ConvTactic:
         if (not self.bound_run or ("_run" in vars(self) and self._then is None) or getattr(self, "threads", 1) > 1
                 or not all(a.flags.c_contiguous for a in (x, out) + (() if residual is None else (residual,)))):
             return None   # (a bound call holds a copy of a non-contiguous array, made at binding)
-        get = getattr(self.conv.bind(x, out, residual), "serial_calls", None)
+        conv = self.conv
+        # (the conv's own, or its bound call's: srcore.conv.pointwise has no bound call)
+        get = (partial(conv.serial_calls, x, out, residual) if hasattr(conv, "serial_calls")
+               else getattr(conv.bind(x, out, residual), "serial_calls", None))
         calls = None if get is None else get()
         return calls if calls is None or self._then is None else (*calls, (self._then, (out,)))
 
