@@ -3,7 +3,7 @@
 alternatives, every conv tactic followed by the pool through a per-thread buffer
 (``<conv tactic>+max_pool``). A layer with an NCHW16c side (``builder/layout.py``: a stem whose
 pooled output feeds a blocked run) runs its NCHW16c conv tactics into a blocked buffer and pools
-16 channels a vector op (``<conv tactic>+max_pool16c``)."""
+16 channels a vector op (``<conv tactic>+max_pool``)."""
 from __future__ import annotations
 
 import threading
@@ -84,7 +84,7 @@ def _blocked_candidates(a: dict, spec, pool: MaxPool2d) -> list[Candidate]:
             run_conv(x, mid)
             _pv.max_pool_blocked(mid, kh, kw, sh, sw, ph, pw, y.reshape(-1), blocked_out, C, Ho, Wo, lanes)
         return Kernel(run, tactic.weight_bytes, keep=tactic, layout=tactic.layout())
-    return [Candidate(f"{name}+max_pool16c", lambda conv=conv: build(conv),
+    return [Candidate(f"{name}+max_pool", lambda conv=conv: build(conv),
                       restore=lambda layout, conv=conv: build(conv, layout))
             for name, conv in nchwc_tactic_builders(spec, a["weight"], a["bias"], (a["nchwc"][0], True),
                                                     _threads.for_work(spec.macs))]
