@@ -214,5 +214,11 @@ class _Run:
         for n in range(self.images):
             kernel(*self._args, n, 0, self.tasks)
 
+    def serial_calls(self):
+        """:meth:`run_serial` as plain ``(fn, args)`` calls (see ``pointwise_blocked._Run.serial_calls``)."""
+        if not self._entry:
+            return None
+        return tuple((self._entry, (*self._args, n, 0, self.tasks)) for n in range(self.images))
+
     def run_tasks(self, n: int, t0: int, t1: int):
         dense_tasks(*self._args, n, t0, t1)

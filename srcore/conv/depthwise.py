@@ -23,7 +23,7 @@ import numba
 import numpy as np
 
 from ..errors import ShapeError
-from .direct import _JIT, _tag, lanes, run_bound
+from .direct import _JIT, _tag, exact_entry, lanes, run_bound
 from .simd import (fptr, vadd, vbcast, vclamp, vdiv, veven, vfma, vleaky, vload, vload_n, vmul, vodd, vsplat, vstore,
                    vstore_n)
 
@@ -320,3 +320,9 @@ class DepthwiseRun:
     def run_tasks(self, n: int, t0: int, t1: int):
         """Output channels ``[t0, t1)`` of image ``n``."""
         dw_tasks(*self._args, n, t0, t1)
+
+    def serial_calls(self):
+        """Every image's tasks as plain ``(fn, args)`` calls on the kernel's compiled entry point (for a
+        caller that makes this call again on the same C-contiguous arrays)."""
+        entry = exact_entry(dw_tasks, (*self._args, 0, 0, self.tasks))
+        return tuple((entry, (*self._args, n, 0, self.tasks)) for n in range(self.images))

@@ -515,6 +515,13 @@ class BlockedRun:
         for n in range(self.images):
             kernel(*args, n, 0, self.tasks)
 
+    def serial_calls(self):
+        """:meth:`run_serial` as plain ``(fn, args)`` calls (see ``pointwise_blocked._Run.serial_calls``)."""
+        if not self._entry:
+            return None
+        args = (*self._args, *self._conv.buffers(*self._sizes))
+        return tuple((self._entry, (*args, n, 0, self.tasks)) for n in range(self.images))
+
     @property
     def args(self) -> tuple:
         """:func:`dwb_tasks`' arguments before ``(xb, tb, n, k0, k1)``: for a caller that runs the task

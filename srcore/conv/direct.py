@@ -557,6 +557,16 @@ class DirectRun:
                                 exact_entry(self._kernel, (*args, 0, 0, tasks)))
             self._serial_calls = True
 
+    def serial_calls(self):
+        """:meth:`run_serial` as plain ``(fn, args)`` calls on the compiled entry points (see
+        ``pointwise_blocked._Run.serial_calls``); None until they are found (from the second run)."""
+        if self._serial is None:
+            return None
+        fill, kernel = self._serial
+        fill_args = (*self._fill, self._xq, 0, self._cstep, *self._grid)
+        return tuple(c for n in range(self.images)
+                     for c in ((fill, (self._x, n, *fill_args)), (kernel, (*self._args, n, 0, self.tasks))))
+
     def fill(self, n: int, c0: int, c1: int):
         """Input channels ``[c0, c1)`` of image ``n`` into the phase buffer."""
         fill_strided(self._x[:, c0:c1], n, *self._fill, self._xq, c0 * self._cstep, self._cstep, *self._grid)

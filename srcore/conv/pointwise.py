@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from .depthwise import ACTIVATIONS, finish
-from .direct import _JIT, _pool, _tag, lanes
+from .direct import _JIT, _pool, _tag, exact_entry, lanes
 from .simd import fptr, vbcast, vfma, vload, vload_n, vsplat, vstore, vstore_n
 
 #: output channels per register block
@@ -330,6 +330,18 @@ class SimdPointwiseConv:
         return (N, self.O, H, W)
 
     def __call__(self, x, out, residual=None, threads: int = 1):
+        N, nb, Pm, per_image = self._bound(x, out, residual)
+        for n in range(N):
+            args = per_image(n)
+            if threads <= 1 or nb < 2 * threads:
+                self._part(args, Pm, 0, nb)
+            else:   # the kernel releases the GIL: blocks of channels over a shared pool of Python threads
+                cuts = [nb * i // threads for i in range(threads + 1)]
+                list(_pool(threads).map(lambda i, a=args, c=cuts: self._part(a, Pm, c[i], c[i + 1]), range(threads)))
+        return out
+
+    def _bound(self, x, out, residual):
+        """``(N, output-channel blocks, Pm, per_image)``: ``per_image(n)`` the kernels' leading arguments."""
         N, C, H, W = x.shape
         if C != self.C:
             raise ShapeError(f"SimdPointwiseConv: input has {C} channels, the weight {self.C}")
@@ -338,16 +350,31 @@ class SimdPointwiseConv:
         Pm = P - P % self.nl if 0 < P % self.nl <= self.nl // 2 else P
         flat, xf = out.reshape(-1), x.reshape(-1)
         res = self._none if residual is None else residual.reshape(-1)
-        nb = len(self.bp) // OC_BLOCK
+
+        def per_image(n):
+            return (xf, self.wp, self.bp, flat, res, residual is not None, self.lo, self.hi, self.act, n, C, self.O, P)
+        return N, len(self.bp) // OC_BLOCK, Pm, per_image
+
+    def serial_calls(self, x, out, residual=None):
+        """One-thread ``self(x, out, residual)`` as plain ``(fn, args)`` calls on the kernels' compiled
+        entry points (:func:`.direct.exact_entry`), for a caller that makes it again on the same
+        C-contiguous arrays."""
+        N, nb, Pm, per_image = self._bound(x, out, residual)
+        calls = []
         for n in range(N):
-            args = (xf, self.wp, self.bp, flat, res, residual is not None, self.lo, self.hi, self.act, n, C, self.O,
-                    P)
-            if threads <= 1 or nb < 2 * threads:
-                self._part(args, Pm, 0, nb)
-            else:   # the kernel releases the GIL: blocks of channels over a shared pool of Python threads
-                cuts = [nb * i // threads for i in range(threads + 1)]
-                list(_pool(threads).map(lambda i, a=args, c=cuts: self._part(a, Pm, c[i], c[i + 1]), range(threads)))
-        return out
+            args = per_image(n)
+            if Pm:
+                a = (*args, Pm, self.tag, self.nl, 0, nb)
+                calls.append((exact_entry(pw_tasks, a), a))
+            if Pm < args[-1]:
+                a = self._tail_args(args, Pm, 0, nb)
+                calls.append((exact_entry(pw_tail, a), a))
+        return tuple(calls)
+
+    def _tail_args(self, args, Pm, b0, b1):
+        xf, _, _, flat, res, has_res, lo, hi, act, n, C, O, P = args
+        return (xf, self.wt.reshape(-1), self.wt.shape[1], self.bt, flat, res, has_res, lo, hi, act, n, C, O, P, Pm,
+                self.tag, self.nl, b0 * OC_BLOCK, min(b1 * OC_BLOCK, O))
 
     def _part(self, args, Pm, b0, b1):
         """Output-channel blocks ``[b0, b1)`` of one image: pixels ``[0, Pm)`` by pixel vectors, the rest
@@ -355,6 +382,4 @@ class SimdPointwiseConv:
         if Pm:
             pw_tasks(*args, Pm, self.tag, self.nl, b0, b1)
         if Pm < args[-1]:
-            xf, _, _, flat, res, has_res, lo, hi, act, n, C, O, P = args
-            pw_tail(xf, self.wt.reshape(-1), self.wt.shape[1], self.bt, flat, res, has_res, lo, hi, act, n, C, O, P,
-                    Pm, self.tag, self.nl, b0 * OC_BLOCK, min(b1 * OC_BLOCK, O))
+            pw_tail(*self._tail_args(args, Pm, b0, b1))

@@ -417,6 +417,16 @@ class _Run:
                 tile.fill(0.0)
             kernel(*self._args, tile, n, 0, self.tasks)
 
+    def serial_calls(self):
+        """:meth:`run_serial` as plain ``(fn, args)`` calls on its compiled entry point, for a caller
+        that makes this call again on the same buffers on one thread (:func:`.direct.serial_calls`);
+        None until the entry is found (from the second run)."""
+        if not self._entry:
+            return None
+        tile = np.zeros(2 * LANES * LANES, np.float32)
+        return tuple(c for n in range(self.images)
+                     for c in ((tile.fill, (0.0,)), (self._entry, (*self._args, tile, n, 0, self.tasks))))
+
     def run_tasks(self, n: int, t0: int, t1: int):
         # (the NCHW-out tile: per call, as calls and task ranges may run at once; zeroed, as the rows past a
         # block's pixels go through the epilogue's arithmetic too, and stale memory there held subnormal

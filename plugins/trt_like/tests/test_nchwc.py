@@ -196,3 +196,36 @@ def test_a_detection_head_runs_blocked_through_its_dense_convs():
     assert _has(layers, "conv + leaky_relu -> 2x4x5x5x16"), layers
     assert _has(layers, "conv + sigmoid -> 2x18x10x10") and _has(layers, "conv + sigmoid -> 2x18x5x5"), layers
     _matches_torch_and_the_nchw_engine(sm, m, model, x, atol_nchw=1e-5)
+
+
+class PoolStem(nn.Module):
+    """ShuffleNet's stem (a dense 3x3/2 conv, relu, a 3x3/2 max pool: one ``conv_max_pool`` layer) into
+    a 1x1 conv, then a dense conv and a ceil-mode max pool whose output a flatten reads; 20 and 8
+    channels fill part of a block."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 20, 3, 2, 1), nn.ReLU(), nn.MaxPool2d(3, 2, 1))
+        self.pw = nn.Conv2d(20, 24, 1)
+        self.down = nn.Sequential(nn.Conv2d(24, 8, 3, 1, 1), nn.MaxPool2d(2, 2, ceil_mode=True))
+
+    def forward(self, x):
+        return self.down(F.relu(self.pw(self.stem(x)))).flatten(1)
+
+
+def test_a_conv_with_its_max_pool_writes_and_reads_the_blocked_layout(tmp_path):
+    torch.manual_seed(3)
+    m = PoolStem().eval()
+    x = torch.randn(2, 3, 26, 26)
+    model = srcore.from_torchscript(torch.jit.script(m), (x,))
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options=ON))
+    layers = _layers(sm)
+    # the stem's conv writes a blocked buffer its pool reads; the second pool writes NCHW for the view
+    assert "conv_max_pool -> 2x2x7x7x16 [dense_nchw16c+max_pool]" in layers, layers
+    assert _has(layers, "conv -> 2x2x7x7x16"), layers
+    assert "conv_max_pool -> 2x8x4x4 [conv_nchw16c+max_pool]" in layers, layers
+    _matches_torch_and_the_nchw_engine(sm, m, model, x, atol_nchw=1e-5)
+    sm.save(tmp_path / "stem.engine.srm")
+    loaded = srcore.StaticModule(srcore.load(tmp_path / "stem.engine.srm"), backends=TRT)
+    assert "loaded from the serialized engine" in loaded.partition.engines[0].description
+    np.testing.assert_array_equal(loaded(x.numpy()), sm(x.numpy()))

@@ -4,7 +4,7 @@ innermost (``srcore.plugin.nchwc``), instead of NCHW.
 
 A tensor is blocked when the layer that makes it can write the layout and every layer that reads it
 can read it: convs (ungrouped ones of any kernel, 1x1, depthwise: one input channel per output
-channel) and ``squeeze_excite``. It is never an engine input, output or constant. The convs read
+channel), a dense conv with its max pool fused (``conv_max_pool``) and ``squeeze_excite``. It is never an engine input, output or constant. The convs read
 and write either layout, with two limits (applied until nothing changes): a residual is in its
 conv's output layout; a ``squeeze_excite`` reads and writes one layout. So the reorders happen only
 at a run's edges, inside the first and last layers' kernels (the dense kernel copies NCHW rows into
@@ -34,6 +34,9 @@ def _role(layer: Layer, net: Network) -> str | None:
     ``layer`` may take part."""
     if layer.kind == "squeeze_excite":
         return "se" if len(net.shape(layer.inputs[0])) == 4 else None
+    if layer.kind == "conv_max_pool":   # (pooled in the layout after its NCHW16c conv, tactics/conv_pool.py)
+        a = layer.attrs
+        return "dense" if a["groups"] == 1 and a["dilation"] == (1, 1) and a["weight"].ndim == 4 else None
     if layer.kind != "conv":
         return None
     a = layer.attrs

@@ -63,6 +63,7 @@ class DepthwiseSimdTactic(DepthwiseDirectTactic):
     """groups == in channels: srcore's explicit-SIMD depthwise kernel (:mod:`srcore.conv.depthwise`),
     channels split over ``threads``; weights as (O, kh * kw)."""
     name = "depthwise_simd"
+    bound_run = True
     # (in the kernel's vector stores, with the separate pass's formulas: the same bits)
     fused_activations = ("leaky_relu", "hardswish", "hardsigmoid", "relu6")
 
@@ -95,6 +96,7 @@ class DepthwiseBlockedTactic(DepthwiseDirectTactic):
     (:mod:`srcore.conv.depthwise_blocked`), channel blocks split over ``threads``; weights as
     (O, kh * kw), the kernel's (blocks, taps, 16) packing made from them at construction."""
     name = "depthwise_simd_blocked"
+    bound_run = True
     fused_activations = DepthwiseSimdTactic.fused_activations
 
     def __init__(self, spec: ConvSpec, weight, bias, layout=None, threads: int = 1):

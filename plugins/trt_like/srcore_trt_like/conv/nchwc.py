@@ -28,6 +28,7 @@ class PointwiseNchwcTactic(ConvTactic):
     """1x1, stride 1, unpadded, ungrouped, each side in the layout ``blocked`` says; the weight packed
     once into the kernel's (out blocks, in channels, 16) layout (stored as ``wq``)."""
     name = "pointwise_nchw16c"
+    bound_run = True
     fused_activations = ("hardswish", "hardsigmoid", "relu6")
 
     def __init__(self, spec: ConvSpec, weight, bias, blocked: tuple[bool, bool], layout=None, threads: int = 1):
@@ -58,6 +59,7 @@ class DepthwiseNchwcTactic(DepthwiseDirectTactic):
     """groups == in channels == out channels on the channel-blocked depthwise kernel, each side in
     the layout ``blocked`` says; weights as (O, kh * kw), packed by the kernel at construction."""
     name = "depthwise_nchw16c"
+    bound_run = True
     fused_activations = ("leaky_relu", "hardswish", "hardsigmoid", "relu6")
 
     def __init__(self, spec: ConvSpec, weight, bias, blocked: tuple[bool, bool], layout=None, threads: int = 1):
@@ -82,6 +84,7 @@ class DenseNchwcTactic(ConvTactic):
     """An ungrouped conv, NCHW in, NCHW16c out, no residual (a mobile net's stem); the weight packed
     once into the kernel's (out blocks, C, kh, kw, 16) layout (stored as ``wq``)."""
     name = "dense_nchw16c"
+    bound_run = True
     fused_activations = ("hardswish", "hardsigmoid", "relu6")
 
     def __init__(self, spec: ConvSpec, weight, bias, blocked: tuple[bool, bool], layout=None, threads: int = 1):
@@ -107,6 +110,7 @@ class ConvNchwcTactic(ConvTactic):
     """An ungrouped conv, each side in the layout ``blocked`` says (ONNX Runtime's NCHWc conv); the
     weight packed once into the kernel's per block group layout (stored as ``wq``)."""
     name = "conv_nchw16c"
+    bound_run = True
     fused_activations = ("leaky_relu", "hardswish", "hardsigmoid", "relu6")
 
     def __init__(self, spec: ConvSpec, weight, bias, blocked: tuple[bool, bool], layout=None, threads: int = 1):

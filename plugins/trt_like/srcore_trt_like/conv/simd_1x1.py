@@ -22,6 +22,7 @@ class Simd1x1Tactic(ConvTactic):
     """1x1, stride 1, no padding, groups 1; the weight packed once into the kernel's
     (blocks, C, 6) layout (stored as ``wp``), output-channel blocks split over ``threads``."""
     name = "pointwise_simd"
+    bound_run = True
     fused_activations = ("hardswish", "hardsigmoid", "relu6")
     #: the vector width (None: the CPU's widest)
     lanes: int | None = None

@@ -26,6 +26,7 @@ class SimdDirectTactic(ConvTactic):
     """Any dense conv (:func:`simd_direct_applies`) on the SIMD direct kernel; the weights
     packed once into its register-block layout (stored as ``wp``, ``bp``)."""
     name = "simd_direct"
+    bound_run = True
     fused_activations = ("leaky_relu",)
     #: the layout of the kernel's input copy (``SimdDirectConv.rows_interleaved``)
     rows_interleaved = False

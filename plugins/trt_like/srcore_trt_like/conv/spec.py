@@ -1,6 +1,8 @@
 """What is static about one conv layer (:class:`ConvSpec`), and the base of every conv tactic."""
 from __future__ import annotations
 
+from functools import partial
+
 import attrs
 import numpy as np
 
@@ -125,6 +127,9 @@ class ConvTactic:
     uses_blas = False
     #: the activations the kernel applies in its own stores (no in-place pass after it)
     fused_activations: tuple[str, ...] = ()
+    #: whether :meth:`_run` is ``self.conv(x, out, residual, ...)`` on a conv of srcore's bound-call
+    #: protocol (``srcore.conv.direct.run_bound``), which :meth:`serial_calls` relies on
+    bound_run = False
 
     def __init__(self, spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | None,
                  layout: dict[str, np.ndarray] | None = None):
@@ -147,6 +152,8 @@ class ConvTactic:
             self._run = _threads.on_caller(self._run)
         act = (None if spec.activation in self.fused_activations
                else _activation.in_place(spec.activation, spec.negative_slope))
+        #: the in-place activation pass after the kernel, when it wraps the class's own ``_run``
+        self._then = act if "_run" not in vars(self) else None
         if act is not None:
             # a kernel that does not fuse it into its stores: one in-place pass over the output
             # while it is still in cache, in the same layer (no separate pointwise layer)
@@ -168,6 +175,21 @@ class ConvTactic:
 
     def _run(self, x, out, residual):
         raise NotImplementedError
+
+    def serial_calls(self, x, out, residual):
+        """The plain ``(fn, args)`` calls one :meth:`_run` on exactly these arrays makes on one thread
+        (the bound call's compiled entry points, no Python between them), for a caller that runs the
+        layer again on the same buffers; None where there are none yet (the entry points are found
+        at a bound call's second run) or never (threads, a pass after the kernel)."""
+        if (not self.bound_run or ("_run" in vars(self) and self._then is None) or getattr(self, "threads", 1) > 1
+                or not all(a.flags.c_contiguous for a in (x, out) + (() if residual is None else (residual,)))):
+            return None   # (a bound call holds a copy of a non-contiguous array, made at binding)
+        conv = self.conv
+        # (the conv's own, or its bound call's: srcore.conv.pointwise has no bound call)
+        get = (partial(conv.serial_calls, x, out, residual) if hasattr(conv, "serial_calls")
+               else getattr(conv.bind(x, out, residual), "serial_calls", None))
+        calls = None if get is None else get()
+        return calls if calls is None or self._then is None else (*calls, (self._then, (out,)))
 
     def _laid_out(self, name: str, shape: tuple[int, ...], make) -> np.ndarray:
         """The laid-out weight ``name`` of ``shape`` (float32): from the ``layout`` given at

@@ -57,3 +57,33 @@ def max_pool_s2(x, kh, kw, sh, ph, pw, out, c0, c1):
                         if 0 <= h < H:
                             acc = vmax_nan(acc, vload(rows[h], 16 * v))
                     vstore_lanes(of, ho * Wo + 16 * v, acc, min(16, Wo - 16 * v))
+
+
+@njit(**JIT)
+def max_pool_blocked(x, kh, kw, sh, sw, ph, pw, out, blocked_out, C, Ho, Wo, lanes):
+    """Max pool of an NCHW16c tensor ``x`` (N, CB, H, W, 16): 16 channels a vector op, any stride.
+    ``out`` is flat: (N, CB, Ho, Wo, 16) when ``blocked_out``, else the C channels' NCHW planes
+    (through ``lanes``, 16 floats). Windows with no input element give -inf; NaN as torch's."""
+    N, CB, H, W = x.shape[0], x.shape[1], x.shape[2], x.shape[3]
+    xf = x.reshape(-1)
+    ninf = vsplat_value(_NEG_INF)
+    for n in range(N):
+        for cb in range(CB):
+            base = (n * CB + cb) * H
+            for ho in range(Ho):
+                h0 = ho * sh - ph
+                i0, i1 = max(0, -h0), min(kh, H - h0)
+                for wo in range(Wo):
+                    w0 = wo * sw - pw
+                    j0, j1 = max(0, -w0), min(kw, W - w0)
+                    acc = ninf
+                    for i in range(i0, i1):
+                        row = ((base + h0 + i) * W + w0) * 16
+                        for j in range(j0, j1):
+                            acc = vmax_nan(acc, vload(xf, row + 16 * j))
+                    if blocked_out:
+                        vstore(out, (((n * CB + cb) * Ho + ho) * Wo + wo) * 16, acc)
+                    else:
+                        vstore(lanes, 0, acc)
+                        for e in range(min(16, C - 16 * cb)):
+                            out[((n * C + 16 * cb + e) * Ho + ho) * Wo + wo] = lanes[e]

@@ -1,15 +1,24 @@
 """``conv_max_pool`` layers (a conv whose output only a max pool reads, fused by
 ``builder/fusion.py``): the fused ``packed_gemm_max_pool`` (:mod:`..conv.conv_pool`) and, as timed
 alternatives, every conv tactic followed by the pool through a per-thread buffer
-(``<conv tactic>+max_pool``)."""
+(``<conv tactic>+max_pool``). A layer with an NCHW16c side (``builder/layout.py``: a stem whose
+pooled output feeds a blocked run) runs its NCHW16c conv tactics into a blocked buffer and pools
+16 channels a vector op (``<conv tactic>+max_pool``)."""
 from __future__ import annotations
 
+import threading
+
+import numpy as np
+
+from ..builder.layout import blocked_shape
 from ..builder.network import Layer, Network
 from ..conv.conv_pool import PackedConvMaxPool
+from ..conv.nchwc import nchwc_tactic_builders
 from ..conv.pool import MaxPool2d
+from ..kernels import pool_vec as _pv
 from ..kernels import threads as _threads
 from ..kernels.scratch import SCRATCH
-from .conv import conv_candidates, conv_spec, max_pool_fn
+from .conv import _kernel, conv_candidates, conv_spec, max_pool_fn
 from .records import Candidate, Kernel
 
 
@@ -19,6 +28,8 @@ def candidates(layer: Layer, net: Network) -> list[Candidate]:
     spec = conv_spec(layer, net, residual=False)
     p = a["pool"]
     pool = MaxPool2d(spec.out_shape, p["kernel"], p["stride"], p["padding"], 1, p["ceil_mode"])
+    if "nchwc" in a:
+        return _blocked_candidates(a, spec, pool)
 
     def build_fused(layout=None) -> Kernel:
         fused = PackedConvMaxPool(spec, a["weight"], a["bias"], pool, threads=_threads.for_work(spec.macs),
@@ -47,6 +58,36 @@ def candidates(layer: Layer, net: Network) -> list[Candidate]:
         out.append(Candidate(f"{conv.name}+max_pool", lambda conv=conv: build_split(conv), blas=conv.blas,
                              restore=lambda layout, conv=conv: build_split(conv, layout)))
     return out
+
+
+def _blocked_candidates(a: dict, spec, pool: MaxPool2d) -> list[Candidate]:
+    """Each NCHW16c conv tactic (input in the layer's layout, output blocked) then the blocked pool."""
+    blocked_out = bool(a["nchwc"][1])
+    mid_shape = blocked_shape(a["conv_shape"])
+    # (plain ints: numba types a numpy scalar argument in microseconds)
+    kh, kw, sh, sw, ph, pw, C, Ho, Wo = map(int, (*pool.kernel, *pool.stride, *pool.padding, spec.out_channels,
+                                                 *pool.out_shape[2:]))
+
+    def build(conv, layout=None) -> Kernel:
+        tactic = conv(layout)
+        run_conv = _kernel(tactic, False).fn
+        tls = threading.local()
+
+        def run(x, y):
+            # the same buffer objects every call: the conv kernels reuse their bound call for the
+            # same arrays (a new view each call cost ~6 µs of binding on shufflenet's stem); kept
+            # per thread and scratch set (an engine call's execution context's, kernels/contexts.py)
+            got = getattr(tls, "bufs", None)
+            if got is None or got[0] is not SCRATCH.bufs:
+                got = tls.bufs = (SCRATCH.bufs, SCRATCH.get("convpool_mid16c", mid_shape), np.empty(16, np.float32))
+            _, mid, lanes = got
+            run_conv(x, mid)
+            _pv.max_pool_blocked(mid, kh, kw, sh, sw, ph, pw, y.reshape(-1), blocked_out, C, Ho, Wo, lanes)
+        return Kernel(run, tactic.weight_bytes, keep=tactic, layout=tactic.layout())
+    return [Candidate(f"{name}+max_pool", lambda conv=conv: build(conv),
+                      restore=lambda layout, conv=conv: build(conv, layout))
+            for name, conv in nchwc_tactic_builders(spec, a["weight"], a["bias"], (a["nchwc"][0], True),
+                                                    _threads.for_work(spec.macs))]
 
 
 class _OneShape:
