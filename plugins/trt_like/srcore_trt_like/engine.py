@@ -23,8 +23,8 @@ from srcore.plugin import EngineData
 from .builder.convert import _per_tensor, build_network
 from .builder.network import DATA_DTYPES
 from .builder.attention_fusion import fuse_attention
-from .builder.fusion import (MAX_OPS, fuse_conv_activation, fuse_conv_add, fuse_conv_pool, fuse_pointwise,
-                             fuse_squeeze_excite)
+from .builder.fusion import (MAX_OPS, fuse_conv_activation, fuse_conv_add, fuse_conv_pool, fuse_norm_activation,
+                             fuse_pointwise, fuse_squeeze_excite)
 from .builder.plan import Plan
 from .options import check_options
 from .serialize import FORMAT, dump_plan
@@ -277,6 +277,7 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
     net = build_network(segment.specialize(shapes))
     if options.get("fusion", True):
         fuse_conv_activation(net)
+        fuse_norm_activation(net)
         fuse_conv_add(net)
         fuse_squeeze_excite(net)
     fuse_pointwise(net, MAX_OPS if options.get("fusion", True) else 1)

@@ -5,6 +5,8 @@
 * :func:`fuse_conv_activation`: a float conv whose output only a hardswish, hardsigmoid, SiLU,
   sigmoid, GELU, leaky relu or relu6 (a clamp to [0, 6]) reads carries that activation
   (``attrs["activation"]``; the conv tactics apply it);
+* :func:`fuse_norm_activation`: the same for a group norm (instance norm) and those activations or
+  relu (its kernel applies it to each row it writes);
 * :func:`fuse_conv_add`: a float conv without activation whose output only an ``add`` of a tensor
   of the same shape reads carries that tensor as its residual (MobileNetV2/V3's linear bottleneck;
   the conv tactics add it in their stores);
@@ -127,14 +129,29 @@ def fuse_conv_activation(net: Network) -> Network:
     activation may read the conv's output through a ``reshape`` nothing else reads (a 1-D conv's
     (N, C, 1, L) -> (N, C, L) view): then the reshape makes the activation's output instead.
     Runs before :func:`fuse_pointwise` (the pointwise layers are still single ops)."""
+    return _fuse_activation(net, lambda x: x.kind == "conv" and not x.attrs["relu"] and not x.attrs["residual"],
+                            CONV_ACTIVATIONS)
+
+
+#: the activations a group norm (instance norm) layer carries: the conv's and relu
+NORM_ACTIVATIONS = CONV_ACTIVATIONS | {"relu"}
+
+
+def fuse_norm_activation(net: Network) -> Network:
+    """The same for a ``group_norm`` (torch's group and instance norms) and :data:`NORM_ACTIVATIONS`:
+    its kernel applies the activation to each channel's row as it writes it (U-Nets' norm + leaky
+    relu / SiLU / relu: one pass over the tensor instead of two)."""
+    return _fuse_activation(net, lambda x: x.kind == "group_norm", NORM_ACTIVATIONS)
+
+
+def _fuse_activation(net: Network, takes, activations) -> Network:
     readers: dict[int, list[Layer]] = {}
     for layer in net.layers:
         for t in layer.inputs:
             readers.setdefault(t, []).append(layer)
     drop: set[int] = set()
     for layer in net.layers:
-        if layer.kind != "conv" or layer.attrs["relu"] or layer.attrs["residual"] \
-                or layer.attrs.get("activation", "none") != "none" or layer.outputs[0] in net.outputs:
+        if not takes(layer) or layer.attrs.get("activation", "none") != "none" or layer.outputs[0] in net.outputs:
             continue
         users = readers.get(layer.outputs[0], [])
         if len(users) != 1:
@@ -151,7 +168,7 @@ def fuse_conv_activation(net: Network) -> Network:
         op = act.attrs.get("op") if act.kind == "pointwise" else None
         if op == "clamp" and (params.get("min"), params.get("max")) in CONV_CLAMPS:
             op, params = CONV_CLAMPS[params["min"], params["max"]], {}
-        if (act.kind == "pointwise" and op in (*CONV_ACTIVATIONS, *CONV_CLAMPS.values()) and act.inputs == src
+        if (act.kind == "pointwise" and op in (*activations, *CONV_CLAMPS.values()) and act.inputs == src
                 and tuple(act.attrs["args"]) == (("in", 0),)
                 and set(params) <= ({"negative_slope"} if op == "leaky_relu" else set())
                 and net.shape(act.outputs[0]) == net.shape(src[0])):

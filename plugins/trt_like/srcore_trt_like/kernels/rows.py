@@ -11,6 +11,7 @@ import numba
 import numpy as np
 
 from . import fastmath, simd
+from .activation import apply_span
 from .jit import ROWS_JIT
 
 f32 = np.float32
@@ -184,11 +185,12 @@ def layer_norm_rows(x, w, b, eps, out):
 
 
 @numba.njit(**ROWS_JIT)
-def group_norm_rows(x, w, b, eps, out):
+def group_norm_rows(x, w, b, eps, out, code, slope):
     """Group norm of ``x`` (N * G, C / G, S): each row's mean and biased variance over its
     C / G x S values (two passes, float32, as layer norm), then ``x * a + c`` per channel with
     ``a = rstd * w``, ``c = b - mean * a`` (torch's CPU kernel folds the affine the same way);
-    ``w``, ``b`` are (G, C / G)."""
+    ``w``, ``b`` are (G, C / G). Activation ``code`` (``activation.CODES``, ``slope`` leaky relu's)
+    is applied to each channel's values as they are written, still in L1."""
     n, cg, sp = x.shape
     groups = w.shape[0]
     inv = f32(1.0) / f32(cg * sp)
@@ -208,5 +210,8 @@ def group_norm_rows(x, w, b, eps, out):
         for c in range(cg):
             a = rstd * w[g, c]
             k = b[g, c] - mu * a
+            orow = out[r, c]
             for j in range(sp):
-                out[r, c, j] = x[r, c, j] * a + k
+                orow[j] = x[r, c, j] * a + k
+            if code != 0:
+                apply_span(orow, 0, sp, code, slope)

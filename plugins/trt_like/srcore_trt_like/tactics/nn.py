@@ -8,6 +8,7 @@ import numpy as np
 
 from ..builder.network import Layer, Network
 from ..kernels import threads as _threads
+from ..kernels.activation import CODES
 from ..kernels.rows import group_norm_rows, layer_norm_rows, log_softmax_rows, softmax_rows
 from ..kernels.rows_split import layer_norm_split, softmax_split
 from .records import Candidate, Kernel
@@ -106,9 +107,10 @@ def group_norm(layer: Layer, net: Network):
     rows = (N * G, C // G, int(np.prod(shape[2:], dtype=np.int64)))
     w, b = _group_affine(layer, C)
     eps = f32(layer.attrs["eps"])
+    code, slope = CODES[layer.attrs.get("activation", "none")], f32(layer.attrs.get("negative_slope", 0.01))
 
     def run(x, out):
-        group_norm_rows(x.reshape(rows), w, b, eps, out.reshape(rows))
+        group_norm_rows(x.reshape(rows), w, b, eps, out.reshape(rows), code, slope)
     return run
 
 
