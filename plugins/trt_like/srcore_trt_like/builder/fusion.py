@@ -14,7 +14,8 @@
   + hardsigmoid/sigmoid -> channel-wise scale of the pooled tensor becomes one ``squeeze_excite``
   layer (``tactics/squeeze_excite.py``);
 * :func:`fuse_conv_pool`: a conv whose output only a max pool reads becomes one ``conv_max_pool``
-  layer (its tactics pool the conv's output while it is in cache, ``conv/conv_pool.py``).
+  layer (its tactics pool the conv's output while it is in cache, ``conv/conv_pool.py``);
+* :func:`collapse_reshapes`: a chain of reshapes becomes one (before the attention fusion).
 
 Pointwise runs:
 
@@ -43,6 +44,29 @@ class FusedOp:
     op: str
     args: tuple
     params: tuple[tuple[str, object], ...] = ()
+
+
+def collapse_reshapes(net: Network) -> Network:
+    """A ``reshape`` of a ``reshape`` read only by reshapes (``.contiguous().view(...)`` after a
+    permute: an identity reshape, then the real one) reads the first one's input, and the first goes
+    (in place): the pattern matchers (attention) see one reshape."""
+    users = net.users()
+    producer = {t: x for x in net.layers for t in x.outputs}
+    drop: set[int] = set()
+    for layer in net.layers:
+        if layer.kind != "reshape":
+            continue
+        first = producer.get(layer.inputs[0])
+        t = layer.inputs[0]
+        if (first is not None and first.kind == "reshape" and t not in net.outputs
+                and all(u.kind == "reshape" for u in users[t])):
+            layer.inputs = [first.inputs[0]]
+            users[first.inputs[0]].append(layer)
+            users[t] = [u for u in users[t] if u is not layer]
+            if not users[t]:
+                drop.add(id(first))
+    net.layers = [x for x in net.layers if id(x) not in drop]
+    return net
 
 
 def fuse_pointwise(net: Network, max_ops: int = MAX_OPS) -> Network:

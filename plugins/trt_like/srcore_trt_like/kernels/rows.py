@@ -142,6 +142,49 @@ def softmax_rows_biased(x, out, c, divide, bias, bias_step):
 
 
 @numba.njit(**ROWS_JIT)
+def softmax_block_biased(x, out, c, divide, bias, bias_step, mxs):
+    """:func:`softmax_rows_biased` (the same formulas) for short rows (under 16: a row's loops never
+    fill a vector): the scaled, biased scores minus their row's max are written row by row, then
+    exponentiated in one pass over the whole C-contiguous block, which vectorizes. ``mxs`` (>= rows
+    floats) takes the row maxima."""
+    n, m = x.shape
+    for r in range(n):
+        xr, br, o = x[r], bias[r * bias_step], out[r]
+        mx = f32(-np.inf)
+        for j in range(m):
+            v = xr[j] / c + br[j] if divide else xr[j] * c + br[j]
+            o[j] = v
+            mx = v if (v > mx or v != v) else mx
+        if mx == f32(-np.inf):
+            mx = f32(0.0)
+        mxs[r] = mx
+        for j in range(m):
+            o[j] = o[j] - mx
+    flat = out.reshape(n * m)
+    sub = f32(0.0)
+    for i in range(n * m):
+        t = flat[i]
+        e = fastmath.exp(t if t > _EXP_FLOOR else _EXP_FLOOR)
+        e = e if t > _EXP_FLOOR else f32(0.0)
+        e = e if t == t else t
+        sub += f32(1.0) if (t <= _EXP_FLOOR and t > _EXP_LO) else f32(0.0)
+        flat[i] = e
+    for r in range(n):
+        xr, br, o = x[r], bias[r * bias_step], out[r]
+        if sub > f32(0.0):
+            for j in range(m):
+                t = (xr[j] / c + br[j] if divide else xr[j] * c + br[j]) - mxs[r]
+                if t <= _EXP_FLOOR and t > _EXP_LO:
+                    o[j] = fastmath.exp(t)
+        s = f32(0.0)
+        for j in range(m):
+            s += o[j]
+        inv = f32(1.0) / s
+        for j in range(m):
+            o[j] *= inv
+
+
+@numba.njit(**ROWS_JIT)
 def log_softmax_rows(x, out):
     n, m = x.shape
     for r in range(n):
