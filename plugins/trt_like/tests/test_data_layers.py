@@ -208,13 +208,15 @@ class UpTransposed(torch.nn.Module):
 @pytest.mark.parametrize("k,s,p,op,d,g", [(2, 2, 0, 0, 1, 1), (3, 2, 1, 1, 1, 1), (4, 2, 1, 0, 1, 2),
                                           (3, 1, 0, 0, 2, 1), (3, 3, 2, 0, 1, 1)],
                          ids=["apart", "overlap", "groups", "dilated", "cropped"])
-def test_conv_transpose_in_one_engine(k, s, p, op, d, g):
+@pytest.mark.parametrize("tactic", ["numba", "numpy"])
+def test_conv_transpose_in_one_engine(k, s, p, op, d, g, tactic):
     torch.manual_seed(1)
     m = UpTransposed(k, s, p, op, d, g)
     x = torch.randn(2, 4, 5, 7)
-    sm, got, want = _run(m, (x,))
+    sm, got, want = _run(m, (x,), exclude=["numpy" if tactic == "numba" else "numba"])
     assert [n.kind for n in sm.graph.nodes if n.kind != "prim::Constant"] == [ENGINE_KIND], sm.partition.format()
     assert "aten::conv_transpose2d" in _engine_ops(sm)
+    assert f"[{tactic}]" in sm.partition.engines[0].description.split("conv_transpose -> ")[1].splitlines()[0]
     np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-5)
 
 

@@ -8,12 +8,14 @@ tactics are tested against).
 from __future__ import annotations
 
 from ..builder.network import Layer, Network
-from . import attention, blas_team, conv, conv_pool, data, int8, mkl, nn, numpy_layers, pointwise, squeeze_excite
+from . import (attention, blas_team, conv, conv_pool, data, int8, mkl, nn, numpy_layers, pointwise, squeeze_excite,
+               transposed)
 from .records import Candidate, Tactic, simple
 
 TACTICS: tuple[Tactic, ...] = (
     Tactic("conv", "conv", conv.conv_candidates, threaded=conv.conv_threaded),
     Tactic("conv", "numpy", simple("numpy", numpy_layers.conv, blas="openblas")),
+    Tactic("conv_transpose", "numba", simple("numba", transposed.gemm_col2im, blas="openblas")),
     Tactic("conv_transpose", "numpy", simple("numpy", numpy_layers.conv_transpose, blas="openblas")),
     Tactic("conv_max_pool", "conv_max_pool", conv_pool.candidates, threaded=conv_pool.threaded),
     Tactic("max_pool2d", "numba", conv.max_pool2d, threaded=conv.max_pool_threaded),
