@@ -229,8 +229,9 @@ class UpTransposed(torch.nn.Module):
 
 
 @pytest.mark.parametrize("k,s,p,op,d,g", [(2, 2, 0, 0, 1, 1), (3, 2, 1, 1, 1, 1), (4, 2, 1, 0, 1, 2),
-                                          (3, 1, 0, 0, 2, 1), (3, 3, 2, 0, 1, 1)],
-                         ids=["apart", "overlap", "groups", "dilated", "cropped"])
+                                          (3, 1, 0, 0, 2, 1), (3, 3, 2, 0, 1, 1), (3, 3, 0, 0, 1, 2),
+                                          (2, 2, 0, 1, 1, 1)],
+                         ids=["apart", "overlap", "groups", "dilated", "cropped", "apart3", "apart_padded"])
 @pytest.mark.parametrize("tactic", ["numba", "numpy"])
 def test_conv_transpose_in_one_engine(k, s, p, op, d, g, tactic):
     torch.manual_seed(1)
