@@ -23,8 +23,8 @@ from srcore.plugin import EngineData
 from .builder.convert import _per_tensor, build_network
 from .builder.network import DATA_DTYPES
 from .builder.attention_fusion import fuse_attention
-from .builder.fusion import (MAX_OPS, fuse_conv_activation, fuse_conv_add, fuse_conv_pool, fuse_pad_conv1d,
-                             fuse_pointwise, fuse_squeeze_excite)
+from .builder.fusion import (MAX_OPS, collapse_reshapes, fuse_conv_activation, fuse_conv_add, fuse_conv_pool,
+                             fuse_norm_activation, fuse_pad_conv1d, fuse_pointwise, fuse_squeeze_excite)
 from .builder.plan import Plan
 from .options import check_options
 from .serialize import FORMAT, dump_plan
@@ -278,6 +278,7 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
     net = build_network(segment.specialize(shapes))
     if options.get("fusion", True):
         fuse_conv_activation(net)
+        fuse_norm_activation(net)
         fuse_conv_add(net)
         fuse_conv_activation(net)   # an activation after a residual add (a TCN block's relu)
         fuse_pad_conv1d(net)
@@ -285,6 +286,7 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
     fuse_pointwise(net, MAX_OPS if options.get("fusion", True) else 1)
     if options.get("fusion", True):
         fuse_conv_pool(net)
+        collapse_reshapes(net)
         fuse_attention(net)
     steps, runs = choose_layout(net, options, name)
     if not runs:

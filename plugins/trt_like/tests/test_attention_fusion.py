@@ -16,9 +16,9 @@ nn = torch.nn
 
 
 class Bert(nn.Module):
-    def __init__(self, d, heads, divide=True, leak=False):
+    def __init__(self, d, heads, divide=True, leak=False, contiguous=False):
         super().__init__()
-        self.h, self.dh, self.divide, self.leak = heads, d // heads, divide, leak
+        self.h, self.dh, self.divide, self.leak, self.contiguous = heads, d // heads, divide, leak, contiguous
         self.q, self.k, self.v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
 
     def split(self, x):
@@ -30,7 +30,9 @@ class Bert(nn.Module):
         s = torch.matmul(self.split(self.q(x)), self.split(self.k(x)).transpose(-1, -2))
         s = s / math.sqrt(self.dh) if self.divide else s * (1.0 / math.sqrt(self.dh))
         p = torch.softmax(s + bias, dim=-1)
-        y = torch.matmul(p, self.split(self.v(x))).transpose(1, 2).reshape(b, t, d) + 1.0
+        y = torch.matmul(p, self.split(self.v(x))).transpose(1, 2)
+        # HF BERT's .contiguous().view(): a reshape to the same shape, then the real one
+        y = (y.contiguous().view(y.size()[:-2] + (d,)) if self.contiguous else y.reshape(b, t, d)) + 1.0
         return (y, p) if self.leak else y     # leak: the probabilities are an output, no fusion
 
 
@@ -67,6 +69,8 @@ def _mask(shape, seed):
     (1, 40, 64, 4, (1, 1, 1, 40), True, "numpy"),
     (2, 17, 48, 3, (2, 1, 1, 17), False, "mkl"),     # a mask per batch entry; the scale multiplies
     (2, 24, 32, 2, (1, 2, 24, 24), True, "numpy"),   # a mask per head and query row
+    (2, 12, 32, 4, (2, 1, 1, 12), True, "numba"),    # short rows: the softmax as one block
+    (1, 20, 24, 2, (1, 2, 20, 20), False, "numba"),  # rows of 20: the row softmax
 ])
 def test_bert_attention_is_one_layer_and_matches_torch(B, L, d, heads, mask_shape, divide, tactic):
     from srcore_trt_like.kernels import mkl
@@ -74,9 +78,9 @@ def test_bert_attention_is_one_layer_and_matches_torch(B, L, d, heads, mask_shap
     if tactic == "mkl" and mkl.library() is None:
         pytest.skip("no MKL")
     torch.manual_seed(L)
-    m = Bert(d, heads, divide).eval()
+    m = Bert(d, heads, divide, contiguous=tactic == "numba").eval()
     x, bias = torch.randn(B, L, d), _mask(mask_shape, L)
-    sm, desc = _engine(m, (x, bias), exclude=["numpy" if tactic == "mkl" else "mkl"])
+    sm, desc = _engine(m, (x, bias), exclude=[t for t in ("mkl", "numpy", "numba") if t != tactic])
     assert f"attention_heads -> {B}x{L}x{d} [{tactic}]" in desc, desc
     assert desc.count("attention_heads") == 1 and "softmax" not in desc and "permute" not in desc, desc
     with torch.no_grad():

@@ -58,9 +58,12 @@ def test_softmax_rows_biased_match_torch(m, divide):
     t = torch.from_numpy(x)
     for bias in (_rows(m + 1)[4:5, :m].copy(), np.random.default_rng(m).standard_normal((9, m)).astype(np.float32)):
         bias[:, : m // 4] = -10000.0                      # masked keys
-        out = np.full_like(x, -1.0)
-        rows.softmax_rows_biased(x, out, c, divide, bias, 1 if bias.shape[0] > 1 else 0)
         scaled = t / float(c) if divide else t * float(c)
         want = torch.softmax(scaled + torch.from_numpy(bias), -1).numpy()
-        assert np.array_equal(np.isnan(out), np.isnan(want))
-        np.testing.assert_allclose(out, want, rtol=2e-6, atol=3e-44)   # ~20 subnormal ulps
+        step = 1 if bias.shape[0] > 1 else 0
+        for fn in (rows.softmax_rows_biased,   # the block form (short rows) too, at every width
+                   lambda *a: rows.softmax_block_biased(*a, np.empty(len(x), np.float32))):
+            out = np.full_like(x, -1.0)
+            fn(x, out, c, divide, bias, step)
+            assert np.array_equal(np.isnan(out), np.isnan(want))
+            np.testing.assert_allclose(out, want, rtol=2e-6, atol=3e-44)   # ~20 subnormal ulps

@@ -500,6 +500,9 @@ def pad(v: NodeView, c: Converter) -> None:
     widths = [(0, 0)] * rank
     for k in range(len(p) // 2):
         widths[rank - 1 - k] = (p[2 * k], p[2 * k + 1])
+    if not any(p):   # a U-Net's F.pad to the skip's size when the sizes already match: a view, no copy
+        c.bind(v.node.outputs[0], c.net.add("reshape", [x], v.out_shape(), v.source))
+        return
     c.bind(v.node.outputs[0], c.net.add("pad", [x], v.out_shape(), v.source, widths=tuple(widths),
                                         value=float(0.0 if value is None else value)))
 

@@ -5,6 +5,8 @@
 * :func:`fuse_conv_activation`: a float conv whose output only a relu, hardswish, hardsigmoid,
   SiLU, sigmoid, GELU, leaky relu or relu6 (a clamp to [0, 6]) reads carries that activation
   (``attrs["relu"]`` / ``attrs["activation"]``; the conv tactics apply it, after a residual);
+* :func:`fuse_norm_activation`: the same for a group norm (instance norm) and those activations
+  (its kernel applies it to each row it writes);
 * :func:`fuse_conv_add`: a float conv without activation whose output only an ``add`` of a tensor
   of the same shape reads carries that tensor as its residual (MobileNetV2/V3's linear bottleneck,
   a TCN's residual 1-D conv; the conv tactics add it in their stores);
@@ -16,6 +18,7 @@
 * :func:`fuse_pad_conv1d`: a zero ``pad`` of the last dim that only an unpadded stride-1 1-D conv
   reads (F.pad's causal left padding) becomes that conv's own padding: a ``conv1d`` layer
   (``tactics/conv1d.py``).
+* :func:`collapse_reshapes`: a chain of reshapes becomes one (before the attention fusion).
 
 Pointwise runs:
 
@@ -44,6 +47,29 @@ class FusedOp:
     op: str
     args: tuple
     params: tuple[tuple[str, object], ...] = ()
+
+
+def collapse_reshapes(net: Network) -> Network:
+    """A ``reshape`` of a ``reshape`` read only by reshapes (``.contiguous().view(...)`` after a
+    permute: an identity reshape, then the real one) reads the first one's input, and the first goes
+    (in place): the pattern matchers (attention) see one reshape."""
+    users = net.users()
+    producer = {t: x for x in net.layers for t in x.outputs}
+    drop: set[int] = set()
+    for layer in net.layers:
+        if layer.kind != "reshape":
+            continue
+        first = producer.get(layer.inputs[0])
+        t = layer.inputs[0]
+        if (first is not None and first.kind == "reshape" and t not in net.outputs
+                and all(u.kind == "reshape" for u in users[t])):
+            layer.inputs = [first.inputs[0]]
+            users[first.inputs[0]].append(layer)
+            users[t] = [u for u in users[t] if u is not layer]
+            if not users[t]:
+                drop.add(id(first))
+    net.layers = [x for x in net.layers if id(x) not in drop]
+    return net
 
 
 def fuse_pointwise(net: Network, max_ops: int = MAX_OPS) -> Network:
@@ -132,14 +158,31 @@ def fuse_conv_activation(net: Network) -> Network:
     (N, C, L) view): then the reshape makes the activation's output instead. Runs before
     :func:`fuse_pointwise` (the pointwise layers are still single ops), and again after
     :func:`fuse_conv_add` for the activation after a residual add."""
+    return _fuse_activation(net, lambda x: x.kind == "conv" and not x.attrs["relu"], NORM_ACTIVATIONS,
+                            own_relu=True)
+
+
+#: the activations a group norm (instance norm) or conv layer carries
+NORM_ACTIVATIONS = CONV_ACTIVATIONS | {"relu"}
+
+
+def fuse_norm_activation(net: Network) -> Network:
+    """The same for a ``group_norm`` (torch's group and instance norms) and :data:`NORM_ACTIVATIONS`:
+    its kernel applies the activation to each channel's row as it writes it (U-Nets' norm + leaky
+    relu / SiLU / relu: one pass over the tensor instead of two)."""
+    return _fuse_activation(net, lambda x: x.kind == "group_norm", NORM_ACTIVATIONS, own_relu=False)
+
+
+def _fuse_activation(net: Network, takes, activations, own_relu: bool) -> Network:
+    """``own_relu``: a relu goes to the layer's ``attrs["relu"]`` (a conv's own relu, in every
+    tactic's store) rather than to ``attrs["activation"]``."""
     readers: dict[int, list[Layer]] = {}
     for layer in net.layers:
         for t in layer.inputs:
             readers.setdefault(t, []).append(layer)
     drop: set[int] = set()
     for layer in net.layers:
-        if layer.kind != "conv" or layer.attrs["relu"] \
-                or layer.attrs.get("activation", "none") != "none" or layer.outputs[0] in net.outputs:
+        if not takes(layer) or layer.attrs.get("activation", "none") != "none" or layer.outputs[0] in net.outputs:
             continue
         users = readers.get(layer.outputs[0], [])
         if len(users) != 1:
@@ -156,11 +199,11 @@ def fuse_conv_activation(net: Network) -> Network:
         op = act.attrs.get("op") if act.kind == "pointwise" else None
         if op == "clamp" and (params.get("min"), params.get("max")) in CONV_CLAMPS:
             op, params = CONV_CLAMPS[params["min"], params["max"]], {}
-        if (act.kind == "pointwise" and op in ("relu", *CONV_ACTIVATIONS, *CONV_CLAMPS.values())
-                and act.inputs == src and tuple(act.attrs["args"]) == (("in", 0),)
+        if (act.kind == "pointwise" and op in (*activations, *CONV_CLAMPS.values()) and act.inputs == src
+                and tuple(act.attrs["args"]) == (("in", 0),)
                 and set(params) <= ({"negative_slope"} if op == "leaky_relu" else set())
                 and net.shape(act.outputs[0]) == net.shape(src[0])):
-            if op == "relu":   # the conv's own relu (in every tactic's store; NaN stays NaN)
+            if op == "relu" and own_relu:   # the conv's own relu (in every tactic's store; NaN stays NaN)
                 layer.attrs["relu"] = True
             else:
                 layer.attrs["activation"] = op

@@ -1,5 +1,6 @@
-"""In-place activations applied after a conv's store (the conv layer's ``activation`` epilogue):
-hardswish, hardsigmoid, SiLU, sigmoid, GELU (erf and tanh), leaky relu and relu6 (``clamp(x, 0, 6)``)
+"""In-place activations applied after a conv's store (the conv layer's ``activation`` epilogue) or a
+group norm's (its ``activation``): hardswish, hardsigmoid, SiLU, sigmoid, GELU (erf and tanh), leaky
+relu, relu6 (``clamp(x, 0, 6)``) and relu (the norm's; a conv fuses relu itself)
 with the pointwise wing's float32 formulas (torch's), so a fused conv gives the same bits as the conv
 followed by its ``fused_pointwise`` layer. The transcendental ones (SiLU, sigmoid, both GELUs) are
 compiled twice, LLVM's default vector width and 512-bit vectors (the same bits), and the faster here
@@ -20,8 +21,9 @@ from .simd import prefer_512
 # no contraction: the same rounding as the fused pointwise kernels (EXACT_JIT), cached on disk
 _JIT = dict(EXACT_JIT, cache=True)
 
-#: the activations a conv layer can carry (besides ``relu``, which its kernels fuse themselves)
-ACTIVATIONS = ("none", "hardswish", "hardsigmoid", "silu", "sigmoid", "gelu", "gelu_tanh", "leaky_relu", "relu6")
+#: the activations a layer can carry (a conv's ``relu`` is its kernels' own flag, not this one)
+ACTIVATIONS = ("none", "hardswish", "hardsigmoid", "silu", "sigmoid", "gelu", "gelu_tanh", "leaky_relu", "relu6",
+               "relu")
 
 _ZERO, _SIX = np.float32(0.0), np.float32(6.0)
 
@@ -69,6 +71,12 @@ def _relu6(y):
 
 
 @njit(**_JIT)
+def _relu(y):
+    for i in range(y.size):
+        y[i] = _ZERO if y[i] < _ZERO else y[i]   # NaN and -0.0 pass, as torch (pointwise/ops.py)
+
+
+@njit(**_JIT)
 def _leaky_relu(y, slope):
     for i in range(y.size):
         y[i] = fm.leaky_relu(y[i], slope)
@@ -107,6 +115,9 @@ def apply_span(y, p0, p1, code, slope):
     elif code == 8:
         for i in range(p0, p1):
             y[i] = fm.clamp(y[i], _ZERO, _SIX)
+    elif code == 9:
+        for i in range(p0, p1):
+            y[i] = _ZERO if y[i] < _ZERO else y[i]
 
 
 @njit(**_JIT)
@@ -138,7 +149,7 @@ def _gelu_tanh_512(y):
 
 
 _KERNELS = {"hardswish": _hardswish, "hardsigmoid": _hardsigmoid, "silu": _silu, "sigmoid": _sigmoid,
-            "gelu": _gelu, "gelu_tanh": _gelu_tanh, "relu6": _relu6}
+            "gelu": _gelu, "gelu_tanh": _gelu_tanh, "relu6": _relu6, "relu": _relu}
 #: kernels with a 512-bit twin (Sapphire Rapids, 409,600 elements in place: the exact GELU 231 -> 168 us)
 WIDE = {_silu: _silu_512, _sigmoid: _sigmoid_512, _gelu: _gelu_512, _gelu_tanh: _gelu_tanh_512}
 _TIMING_ELEMENTS = 1 << 14

@@ -11,6 +11,7 @@ import numba
 import numpy as np
 
 from . import fastmath, simd
+from .activation import apply_span
 from .jit import ROWS_JIT
 
 f32 = np.float32
@@ -141,6 +142,49 @@ def softmax_rows_biased(x, out, c, divide, bias, bias_step):
 
 
 @numba.njit(**ROWS_JIT)
+def softmax_block_biased(x, out, c, divide, bias, bias_step, mxs):
+    """:func:`softmax_rows_biased` (the same formulas) for short rows (under 16: a row's loops never
+    fill a vector): the scaled, biased scores minus their row's max are written row by row, then
+    exponentiated in one pass over the whole C-contiguous block, which vectorizes. ``mxs`` (>= rows
+    floats) takes the row maxima."""
+    n, m = x.shape
+    for r in range(n):
+        xr, br, o = x[r], bias[r * bias_step], out[r]
+        mx = f32(-np.inf)
+        for j in range(m):
+            v = xr[j] / c + br[j] if divide else xr[j] * c + br[j]
+            o[j] = v
+            mx = v if (v > mx or v != v) else mx
+        if mx == f32(-np.inf):
+            mx = f32(0.0)
+        mxs[r] = mx
+        for j in range(m):
+            o[j] = o[j] - mx
+    flat = out.reshape(n * m)
+    sub = f32(0.0)
+    for i in range(n * m):
+        t = flat[i]
+        e = fastmath.exp(t if t > _EXP_FLOOR else _EXP_FLOOR)
+        e = e if t > _EXP_FLOOR else f32(0.0)
+        e = e if t == t else t
+        sub += f32(1.0) if (t <= _EXP_FLOOR and t > _EXP_LO) else f32(0.0)
+        flat[i] = e
+    for r in range(n):
+        xr, br, o = x[r], bias[r * bias_step], out[r]
+        if sub > f32(0.0):
+            for j in range(m):
+                t = (xr[j] / c + br[j] if divide else xr[j] * c + br[j]) - mxs[r]
+                if t <= _EXP_FLOOR and t > _EXP_LO:
+                    o[j] = fastmath.exp(t)
+        s = f32(0.0)
+        for j in range(m):
+            s += o[j]
+        inv = f32(1.0) / s
+        for j in range(m):
+            o[j] *= inv
+
+
+@numba.njit(**ROWS_JIT)
 def log_softmax_rows(x, out):
     n, m = x.shape
     for r in range(n):
@@ -184,11 +228,12 @@ def layer_norm_rows(x, w, b, eps, out):
 
 
 @numba.njit(**ROWS_JIT)
-def group_norm_rows(x, w, b, eps, out):
+def group_norm_rows(x, w, b, eps, out, code, slope):
     """Group norm of ``x`` (N * G, C / G, S): each row's mean and biased variance over its
     C / G x S values (two passes, float32, as layer norm), then ``x * a + c`` per channel with
     ``a = rstd * w``, ``c = b - mean * a`` (torch's CPU kernel folds the affine the same way);
-    ``w``, ``b`` are (G, C / G)."""
+    ``w``, ``b`` are (G, C / G). Activation ``code`` (``activation.CODES``, ``slope`` leaky relu's)
+    is applied to each channel's values as they are written, still in L1."""
     n, cg, sp = x.shape
     groups = w.shape[0]
     inv = f32(1.0) / f32(cg * sp)
@@ -208,5 +253,8 @@ def group_norm_rows(x, w, b, eps, out):
         for c in range(cg):
             a = rstd * w[g, c]
             k = b[g, c] - mu * a
+            orow = out[r, c]
             for j in range(sp):
-                out[r, c, j] = x[r, c, j] * a + k
+                orow[j] = x[r, c, j] * a + k
+            if code != 0:
+                apply_span(orow, 0, sp, code, slope)

@@ -6,7 +6,9 @@ Per batch and head: ``S = Q_h K_h^T`` on strided column blocks of the projection
 into a second buffer: in place, LLVM's loops took their scalar path, 3x slower), ``O_h = P V_h``
 written straight into the head's columns of the (B, L, E) output. The products are ``cblas_sgemm`` on
 one MKL thread (``mkl``) or ``np.dot`` (``numpy``, numpy's BLAS):
-each is 0.5-2 M multiply-adds, too small to split (see ``tactics/mkl.py``).
+each is 0.5-2 M multiply-adds, too small to split (see ``tactics/mkl.py``). Small heads on short
+sequences are one compiled call for the whole layer (``numba``, :mod:`..kernels.heads`), where a
+BLAS call per head costs more than its arithmetic; the build's timing picks.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import numpy as np
 
 from ..builder.network import Layer, Network
 from ..kernels import mkl as mkl_gemm
+from ..kernels.heads import attention_heads
 from ..kernels.rows import softmax_rows_biased
 from .records import Candidate, Kernel
 
@@ -94,3 +97,23 @@ def heads_mkl(layer: Layer, net: Network) -> list[Candidate]:
                 softmax_rows_biased(s, p, c, divide, m, step)
                 sgemm(rm, nt, nt, L, D, S, 1.0, pp, S, vp + off, E, 0.0, op + off, E)
     return [Candidate("mkl", lambda: Kernel(run), blas="mkl")]
+
+
+def heads_numba(layer: Layer, net: Network):
+    B, L, S, E, H, D = _dims(layer, net)
+    c, divide = f32(layer.attrs["scale"]), bool(layer.attrs["divide"])
+    if len(layer.inputs) < 4:
+        zero, step = np.zeros((1, 1, 1, S), f32), 0
+    else:
+        zero, step = None, 1 if net.shape(layer.inputs[3])[2] > 1 else 0
+    tls = threading.local()
+
+    def run(q, k, v, *rest):
+        mask, out = (rest[0], rest[1]) if len(rest) == 2 else (zero, rest[0])
+        try:
+            kt, s, p, mxs = tls.scratch
+        except AttributeError:
+            kt, s, p, mxs = tls.scratch = (np.empty((D, S), f32), np.empty((L, S), f32), np.empty((L, S), f32),
+                                           np.empty(L, f32))
+        attention_heads(q, k, v, mask, step, c, divide, H, kt, s, p, mxs, out)
+    return run

@@ -8,7 +8,8 @@ import numpy as np
 
 from ..builder.network import Layer, Network
 from ..kernels import threads as _threads
-from ..kernels.rows import group_norm_rows, layer_norm_rows, log_softmax_rows, softmax_rows
+from ..kernels.activation import CODES
+from ..kernels.rows import group_norm_rows, layer_norm_rows, log_softmax_rows, softmax_block_biased, softmax_rows
 from ..kernels.rows_split import layer_norm_split, softmax_split
 from .records import Candidate, Kernel
 
@@ -26,6 +27,12 @@ def softmax(layer: Layer, net: Network):
     if layer.kind == "log_softmax":
         def run(x, out):
             log_softmax_rows(x.reshape(-1, m), out.reshape(-1, m))
+    elif m < 16:   # short rows: exponentiated as one block (vector loops)
+        rows = int(np.prod(shape[:-1], dtype=np.int64))
+        zero, mxs = np.zeros((1, m), f32), np.empty(rows, f32)
+
+        def run(x, out):
+            softmax_block_biased(x.reshape(rows, m), out.reshape(rows, m), one, False, zero, 0, mxs)
     else:
         def run(x, out):
             softmax_rows(x.reshape(-1, m), out.reshape(-1, m), one)
@@ -106,9 +113,10 @@ def group_norm(layer: Layer, net: Network):
     rows = (N * G, C // G, int(np.prod(shape[2:], dtype=np.int64)))
     w, b = _group_affine(layer, C)
     eps = f32(layer.attrs["eps"])
+    code, slope = CODES[layer.attrs.get("activation", "none")], f32(layer.attrs.get("negative_slope", 0.01))
 
     def run(x, out):
-        group_norm_rows(x.reshape(rows), w, b, eps, out.reshape(rows))
+        group_norm_rows(x.reshape(rows), w, b, eps, out.reshape(rows), code, slope)
     return run
 
 

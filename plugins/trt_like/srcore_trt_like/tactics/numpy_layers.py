@@ -97,6 +97,7 @@ def group_norm(layer: Layer, net: Network):
     bshape = (1, C) + (1,) * (len(shape) - 2)
     w = None if w is None else np.asarray(w, np.float32).reshape(bshape)
     b = None if b is None else np.asarray(b, np.float32).reshape(bshape)
+    act = _activation.in_place(layer.attrs.get("activation", "none"), layer.attrs.get("negative_slope", 0.01))
 
     def run(x, out):
         x3, o3 = x.reshape(N, G, -1), out.reshape(N, G, -1)
@@ -108,6 +109,8 @@ def group_norm(layer: Layer, net: Network):
             out *= w
         if b is not None:
             out += b
+        if act is not None:
+            act(out)
     return run
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..builder.network import Layer, Network
 from . import (attention, blas_team, conv, conv1d, conv_pool, data, int8, mkl, nn, numpy_layers, pointwise,
-               segment, squeeze_excite)
+               segment, squeeze_excite, transposed)
 from .records import Candidate, Tactic, simple
 
 TACTICS: tuple[Tactic, ...] = (
@@ -17,6 +17,7 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("conv", "conv1d_simd", conv1d.candidates),
     Tactic("conv1d", "conv1d_simd", conv1d.candidates),
     Tactic("conv", "numpy", simple("numpy", numpy_layers.conv, blas="openblas")),
+    Tactic("conv_transpose", "numba", simple("numba", transposed.gemm_col2im, blas="openblas")),
     Tactic("conv_transpose", "numpy", simple("numpy", numpy_layers.conv_transpose, blas="openblas")),
     Tactic("conv_max_pool", "conv_max_pool", conv_pool.candidates, threaded=conv_pool.threaded),
     Tactic("max_pool2d", "numba", conv.max_pool2d, threaded=conv.max_pool_threaded),
@@ -33,6 +34,7 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("attention", "numpy", simple("numpy", numpy_layers.attention, blas="openblas")),
     Tactic("attention_heads", "mkl", attention.heads_mkl),
     Tactic("attention_heads", "numpy", simple("numpy", attention.heads_numpy, blas="openblas")),
+    Tactic("attention_heads", "numba", simple("numba", attention.heads_numba)),
     Tactic("squeeze_excite", "numba", simple("numba", squeeze_excite.squeeze_excite, blas="openblas")),
     Tactic("fused_pointwise", "numba", pointwise.candidates),
     Tactic("fused_pointwise", "numpy", simple("numpy", numpy_layers.fused_pointwise)),
