@@ -604,6 +604,56 @@ def sort(v: NodeView, c: Converter) -> None:
     c.bind(v.node.outputs[1], values + 1)
 
 
+def topk(v: NodeView, c: Converter) -> None:
+    """``topk`` as one layer of two outputs, the k first of a stable sort's values and indices
+    (largest: descending, NaN first; ``sorted=False`` gets them sorted too)."""
+    x = c.tensor(v.value("self"))
+    rank = len(c.net.shape(x))
+    values = c.net.add("topk", [x], v.out_shape(), v.source, n_out=2, dim=_dim(v, "dim", rank),
+                       k=int(v.const("k")), largest=bool(v.const("largest", True)))
+    c.bind(v.node.outputs[0], values)
+    c.bind(v.node.outputs[1], values + 1)
+
+
+def argsort(v: NodeView, c: Converter) -> None:
+    """``argsort``: the indices of a :func:`sort` layer (its values unread)."""
+    x = c.tensor(v.value("self"))
+    rank = len(c.net.shape(x))
+    values = c.net.add("sort", [x], v.out_shape(), v.source, n_out=2, dim=_dim(v, "dim", rank),
+                       descending=bool(v.const("descending", False)))
+    c.net.tensors[values].dtype = c.net.tensors[x].dtype
+    c.bind(v.node.outputs[0], values + 1)
+
+
+def reduce(v: NodeView, c: Converter) -> None:
+    """``amax`` / ``amin`` (NaN propagates) and the ``sum`` of a mask (an int64 count) over dims."""
+    x = c.tensor(v.value("self"))
+    nd = len(c.net.shape(x))
+    dims = v.const("dim", None)
+    dims = tuple(range(nd)) if not dims else tuple(sorted({d % max(nd, 1) for d in dims} - {0} if nd == 0 else
+                                                          {d % nd for d in dims}))
+    op = "count" if v.op.startswith("aten::sum") else v.op.split("::", 1)[1][1:]   # amax -> max
+    c.bind(v.node.outputs[0], c.net.add("reduce", [x], v.out_shape(), v.source, op=op, dims=dims))
+
+
+def logical_not(v: NodeView, c: Converter) -> None:
+    c.bind(v.node.outputs[0], c.net.add("logical_not", [c.tensor(v.value("self"))], v.out_shape(), v.source))
+
+
+def argmax(v: NodeView, c: Converter) -> None:
+    """``argmax`` / ``argmin`` along a dim (none: of the flattened tensor): the first extreme
+    element's index, a NaN counting as the extreme (torch's rule)."""
+    x = c.tensor(v.value("self"))
+    shape = c.net.shape(x)
+    if v.const("dim", None) is None:
+        x = c.net.add("reshape", [x], (math.prod(shape),), v.source)
+        dim = 0
+    else:
+        dim = _dim(v, "dim", len(shape))
+    c.bind(v.node.outputs[0], c.net.add("argmax", [x], v.out_shape(), v.source, dim=dim,
+                                        largest=v.op == "aten::argmax"))
+
+
 def scatter(v: NodeView, c: Converter) -> None:
     """``scatter`` (a tensor or a number as the source) and ``scatter_add``: the result is ``self``
     with the source's elements written (added) at the indices along ``dim``; inputs self, src (if
