@@ -1,6 +1,7 @@
-"""The index-family layers (topk, argmax / argmin, argsort, amax / amin, the count of a mask, not,
-int64 gather, squeeze) against torch, compiled whole (ONE segment for the module) and layer by
-layer (the numpy tactics, segment excluded), on values hypothesis draws with ties and NaNs.
+"""The index-family layers (topk, argmax / argmin, argsort, max / min along a dim, amax / amin, the
+count, any and all of a mask, not, int64 gather, squeeze) against torch, compiled whole (ONE segment
+for the module) and layer by layer (the numpy tactics, segment excluded), on values hypothesis
+draws with ties and NaNs.
 
 torch leaves the order of equal elements in ``topk`` and in the default (unstable) ``sort`` /
 ``argsort`` unspecified, and its CPU kernels do not keep them in input order; the engine does
@@ -37,8 +38,11 @@ class IndexOps(torch.nn.Module):
         first = torch.gather(ti, 1, torch.argmax(top, -1, keepdim=True)).squeeze(1)
         keep = x > 0.5
         count = (~keep).sum(-1)
+        mx, mi = torch.max(x, 1)
+        mn, ni = torch.min(x, -2, keepdim=True)
         return (top, ti, low, li, am, an, af, order, iorder, picked, first, count, x.amax(-1),
-                x.amin(dim=(0, 1), keepdim=True), first.unsqueeze(0))
+                x.amin(dim=(0, 1), keepdim=True), first.unsqueeze(0), mx, mi, mn, ni, keep.any(-1),
+                keep.all(0, keepdim=True), keep.any())
 
 
 STABLE = {1: ("topk", -1, True, K), 3: ("topk", 0, False, 2), 7: ("argsort", 1, False, None)}

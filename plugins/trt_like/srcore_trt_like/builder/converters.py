@@ -625,15 +625,36 @@ def argsort(v: NodeView, c: Converter) -> None:
     c.bind(v.node.outputs[0], values + 1)
 
 
+_REDUCE = {"amax": "max", "amin": "min", "sum": "count", "any": "any", "all": "all"}
+
+
 def reduce(v: NodeView, c: Converter) -> None:
-    """``amax`` / ``amin`` (NaN propagates) and the ``sum`` of a mask (an int64 count) over dims."""
+    """``amax`` / ``amin`` (NaN propagates), the ``sum`` of a mask (an int64 count), ``any`` /
+    ``all`` of a mask, over dims (none: all)."""
     x = c.tensor(v.value("self"))
-    nd = len(c.net.shape(x))
-    dims = v.const("dim", None)
-    dims = tuple(range(nd)) if not dims else tuple(sorted({d % max(nd, 1) for d in dims} - {0} if nd == 0 else
-                                                          {d % nd for d in dims}))
-    op = "count" if v.op.startswith("aten::sum") else v.op.split("::", 1)[1][1:]   # amax -> max
-    c.bind(v.node.outputs[0], c.net.add("reduce", [x], v.out_shape(), v.source, op=op, dims=dims))
+    c.bind(v.node.outputs[0], c.net.add("reduce", [x], v.out_shape(), v.source,
+                                        op=_REDUCE[v.op.split("::", 1)[1].split(".", 1)[0]], dims=_dims(v, x)))
+
+
+def _dims(v: NodeView, x: int) -> tuple[int, ...]:
+    """The reduced dims, sorted and non-negative (``dim`` an int, a list, empty or absent: all)."""
+    nd = len(v.in_shape("self"))
+    dims = v.const("dim", None) if "dim" in v.names else None
+    if isinstance(dims, int):
+        dims = [dims]
+    if nd == 0:
+        return ()
+    return tuple(range(nd)) if not dims else tuple(sorted({d % nd for d in dims}))
+
+
+def max_dim(v: NodeView, c: Converter) -> None:
+    """``max(x, dim)`` / ``min``: the values (a reduce layer) and the first extreme's index."""
+    x = c.tensor(v.value("self"))
+    (dim,) = _dims(v, x)
+    op = v.op.split("::", 1)[1].split(".", 1)[0]
+    out = v.out_shape()
+    c.bind(v.node.outputs[0], c.net.add("reduce", [x], out, v.source, op=op, dims=(dim,)))
+    c.bind(v.node.outputs[1], c.net.add("argmax", [x], out, v.source, dim=dim, largest=op == "max"))
 
 
 def logical_not(v: NodeView, c: Converter) -> None:

@@ -232,9 +232,10 @@ def argmax(layer: Layer, net: Network):
 
 
 def reduce(layer: Layer, net: Network):
-    """``amax`` / ``amin`` (NaN propagates: numpy's max) or the int64 count of a mask, over ``dims``."""
+    """``amax`` / ``amin`` (NaN propagates: numpy's max), the int64 count of a mask or its
+    ``any`` / ``all``, over ``dims``."""
     dims, op = layer.attrs["dims"], layer.attrs["op"]
-    fn = {"max": np.max, "min": np.min}.get(op)
+    fn = {"max": np.max, "min": np.min, "any": np.any, "all": np.all}.get(op)
 
     def run(x, out):
         if fn is None:

@@ -300,13 +300,14 @@ def _argmax(c: _Code, layer: Layer, net: Network) -> None:
 
 
 def _reduce(c: _Code, layer: Layer, net: Network) -> None:
-    """``amax`` / ``amin`` (a NaN, once seen, stays) or the int64 count of a mask, over ``dims``."""
+    """``amax`` / ``amin`` (a NaN, once seen, stays), the int64 count of a mask or its ``any`` /
+    ``all``, over ``dims``."""
     x, (o,), dims, op = layer.inputs[0], layer.outputs, layer.attrs["dims"], layer.attrs["op"]
     shape = net.shape(x)
     view = tuple(1 if d in dims else s for d, s in enumerate(shape))
     a, r = _scalars(x)
     c.add(f"ov = t{o}.reshape({view!r})")
-    init = "0" if op == "count" else c.const(-math.inf if op == "max" else math.inf)
+    init = {"count": "0", "any": "False", "all": "True"}.get(op) or c.const(-math.inf if op == "max" else math.inf)
     names = c.loops(view)
     c.add(f"ov[{_ix(names)}] = {init}")
     c.close()
@@ -315,6 +316,9 @@ def _reduce(c: _Code, layer: Layer, net: Network) -> None:
     if op == "count":
         c.add(f"if t{x}[{_ix(names)}]:")
         c.add(f"    ov[{at}] += 1")
+    elif op in ("any", "all"):
+        c.add(f"if {'' if op == 'any' else 'not '}t{x}[{_ix(names)}]:")
+        c.add(f"    ov[{at}] = {op == 'any'}")
     else:
         c.add(f"{a} = t{x}[{_ix(names)}]")
         c.add(f"{r} = ov[{at}]")
