@@ -25,8 +25,8 @@ K = 4
 
 
 class IndexOps(torch.nn.Module):
-    def forward(self, x, ids):
-        # x: (3, 9) float; ids: (3, 5) int64
+    def forward(self, x, ids, z):
+        # x: (3, 9) float; ids: (3, 5) int64; z: (2, 48) float (lines of >= 8k: topk's cut)
         top, ti = torch.topk(x, 4, dim=-1)
         low, li = torch.topk(x, 2, dim=0, largest=False)
         am = torch.argmax(x, dim=-1, keepdim=True)
@@ -42,14 +42,14 @@ class IndexOps(torch.nn.Module):
         mn, ni = torch.min(x, -2, keepdim=True)
         return (top, ti, low, li, am, an, af, order, iorder, picked, first, count, x.amax(-1),
                 x.amin(dim=(0, 1), keepdim=True), first.unsqueeze(0), mx, mi, mn, ni, keep.any(-1),
-                keep.all(0, keepdim=True), keep.any())
+                keep.all(0, keepdim=True), keep.any(), *torch.topk(z, 3), *torch.topk(z, 5, largest=False))
 
 
 STABLE = {1: ("topk", -1, True, K), 3: ("topk", 0, False, 2), 7: ("argsort", 1, False, None)}
 
 
-def _reference(x, ids):
-    out = list(IndexOps()(x, ids))
+def _reference(x, ids, z):
+    out = list(IndexOps()(x, ids, z))
     for k, (_, dim, descending, n) in STABLE.items():
         v, i = torch.sort(x, dim=dim, descending=descending, stable=True)
         torch_values = out[k - 1] if n else torch.gather(x, dim, out[k])
@@ -62,10 +62,15 @@ def _reference(x, ids):
     out[9] = torch.gather(ids, 1, out[8][:, :2])
     first = torch.gather(out[1], 1, torch.argmax(out[0], -1, keepdim=True)).squeeze(1)
     out[10], out[14] = first, first.unsqueeze(0)
+    for k, n, descending in ((23, 3, True), (25, 5, False)):
+        v, i = torch.sort(z, dim=-1, descending=descending, stable=True)
+        np.testing.assert_array_equal(out[k - 1].numpy(), v[:, :n].numpy())
+        np.testing.assert_array_equal(torch.gather(z, 1, out[k]).numpy(), v[:, :n].numpy())
+        out[k] = i[:, :n]
     return out
 
 
-EXAMPLE = (torch.randn(3, 9), torch.randint(0, 4, (3, 5)))
+EXAMPLE = (torch.randn(3, 9), torch.randint(0, 4, (3, 5)), torch.randn(2, 48))
 
 
 def _module(**engine_options):
@@ -99,12 +104,18 @@ SPECIAL = st.sampled_from([0.0, -0.0, 1.0, -1.0, 0.5, 2.0, float("nan"), float("
 
 @settings(max_examples=40, deadline=None)
 @given(x=hnp.arrays(np.float32, (3, 9), elements=st.one_of(SPECIAL, st.floats(-4, 4, width=32))),
-       ids=hnp.arrays(np.int64, (3, 5), elements=st.integers(-3, 3)))
-def test_index_ops_against_torch(modules, x, ids):
-    want = _reference(torch.from_numpy(x), torch.from_numpy(ids))
+       ids=hnp.arrays(np.int64, (3, 5), elements=st.integers(-3, 3)),
+       # long lines: NaN-free (the cut) with many ties, or with a NaN somewhere (no cut)
+       z=hnp.arrays(np.float32, (2, 48), elements=st.one_of(st.sampled_from([0.0, -0.0, 1.0, 2.0, float("inf")]),
+                                                            st.floats(-4, 4, width=32))),
+       nan_at=st.none() | st.integers(0, 47))
+def test_index_ops_against_torch(modules, x, ids, z, nan_at):
+    if nan_at is not None:
+        z[1, nan_at] = np.nan
+    want = _reference(torch.from_numpy(x), torch.from_numpy(ids), torch.from_numpy(z))
     for sm in modules:
         with np.errstate(all="ignore"):
-            _check(sm(x, ids), want)
+            _check(sm(x, ids, z), want)
 
 
 def test_nonzero_stays_outside_the_engine():
