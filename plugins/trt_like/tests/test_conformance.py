@@ -778,6 +778,30 @@ def data_cases() -> list[Case]:
         n = shape[dim]
         out.append(Case(f"cumsum-{shape}-{dim}", "aten::cumsum", (tin(shape, 21 + k, special=False), dim, None),
                         Tol(n, n), scale=lambda x, d, _: np.cumsum(np.abs(x.array.astype(np.float64)), axis=d)))
+    # the index family: one-output ops (topk and max / min along a dim return two: test_segment_index.py)
+    nan = In(np.array([[1.0, np.nan, -0.0, 2.0, 0.0], [3.0, 3.0, np.inf, -1.0, np.nan],
+                       [0.5, np.nan, -np.inf, np.nan, 0.5]], np.float32))
+    mk = _mask((3, 4), 85)
+    out += [Case("argsort", "aten::argsort", (tin((3, 5), 80, special=False), -1, False)),
+            Case("argsort-descending-dim0", "aten::argsort", (tin((4, 3), 81, special=False), 0, True)),
+            Case("argsort.stable-nan-ties", "aten::argsort.stable", (nan, True, 1, True)),
+            Case("argsort.stable-int", "aten::argsort.stable", (_ids((3, 6), 3, 82), True, -1, False)),
+            Case("argmax", "aten::argmax", (nan, 1, False)),
+            Case("argmax-flat", "aten::argmax", (nan, None, False)),
+            Case("argmin-keepdim", "aten::argmin", (nan, 0, True)),
+            Case("amax", "aten::amax", (nan, [1], False)),
+            Case("amin-keepdim", "aten::amin", (nan, [0, 1], True)),
+            Case("sum-mask", "aten::sum.dim_IntList", (mk, [-1], False, None)),
+            Case("any.dim", "aten::any.dim", (mk, 1, False)),
+            Case("all.dim", "aten::all.dim", (mk, 0, True)),
+            Case("any.dims", "aten::any.dims", (mk, [0, 1], False)),
+            Case("all.dims", "aten::all.dims", (mk, [1], True)),
+            Case("any", "aten::any", (mk,)),
+            Case("all", "aten::all", (mk,)),
+            Case("bitwise_not", "aten::bitwise_not", (mk,)),
+            Case("logical_not", "aten::logical_not", (mk,)),
+            Case("squeeze.dim", "aten::squeeze.dim", (tin((3, 1, 4), 83), 1)),
+            Case("unsqueeze", "aten::unsqueeze", (tin((3, 4), 84), -1))]
     for k, (shape, affine) in enumerate([((2, 3, 4, 5), True), ((2, 4, 6), False)]):
         c, n = shape[1], int(np.prod(shape[2:]))
         w = Param(data((c,), 30 + k, special=False)) if affine else None
@@ -868,8 +892,9 @@ def test_conv_cases_with_every_tactic(case):
 #: the converters of the int8-only rows: their ops take or make quantized tensors, which torch's aten
 #: float ops cannot check; test_int8.py checks them bit for bit against quantized_cpu
 INT8_ONLY = ("quantize", "dequantize", "qconv", "qconv_then_add", "qlinear", "qadd", "qadaptive_avg_pool",
-             # two results (values, indices), which these one-output graphs cannot return: test_segment.py
-             "sort")
+             # two results (values, indices), which these one-output graphs cannot return: test_segment.py,
+             # test_segment_index.py
+             "sort", "topk", "max_dim")
 
 
 def test_every_supported_op_has_cases():
@@ -1050,19 +1075,19 @@ def test_in_place_op_between_engines():
 
 
 def test_an_op_with_several_outputs_between_engines():
-    """``aten::max.dim`` (values and Long indices) runs on cpu between two engines."""
+    """``aten::median.dim`` (values and Long indices; not an engine op) runs on cpu between two engines."""
     text = """graph(%x : Float(3, 4)):
   %d : int = prim::Constant[value=1]()
   %k : bool = prim::Constant[value=0]()
   %a : Tensor = aten::exp(%x)
-  %m : Tensor, %i : Tensor = aten::max(%a, %d, %k)
+  %m : Tensor, %i : Tensor = aten::median(%a, %d, %k)
   %r : Tensor = aten::neg(%m)
   return (%r, %i)
 """
     x = data((3, 4), 3)
     (r, i), _, sm = _run_both(text, x)
-    m, idx = torch.max(torch.exp(torch.from_numpy(x.copy())), 1)
-    assert_close(r, (-m).numpy(), Tol(5), what="neg(max)")
+    m, idx = torch.median(torch.exp(torch.from_numpy(x.copy())), 1)
+    assert_close(r, (-m).numpy(), Tol(5), what="neg(median)")
     fin = np.isfinite(m.numpy())    # ties between infinities may pick another index
     np.testing.assert_array_equal(i[fin], idx.numpy()[fin])
     assert sorted(engine_ops(sm)) == ["aten::exp", "aten::neg"], sm.partition.format()

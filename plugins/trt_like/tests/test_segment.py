@@ -141,6 +141,7 @@ def test_index_graph_is_one_compiled_segment():
     _check(sm(*[t.numpy() for t in inputs]), want)
 
 
+@pytest.mark.full   # a 19-layer segment (~3 s of CPU to compile); its layer kinds: test_segment_index.py
 def test_index_ops_through_trt_like():
     from benchmarks.families import build_index_ops
 

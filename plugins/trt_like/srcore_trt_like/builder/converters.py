@@ -611,6 +611,77 @@ def sort(v: NodeView, c: Converter) -> None:
     c.bind(v.node.outputs[1], values + 1)
 
 
+def topk(v: NodeView, c: Converter) -> None:
+    """``topk`` as one layer of two outputs, the k first of a stable sort's values and indices
+    (largest: descending, NaN first; ``sorted=False`` gets them sorted too)."""
+    x = c.tensor(v.value("self"))
+    rank = len(c.net.shape(x))
+    values = c.net.add("topk", [x], v.out_shape(), v.source, n_out=2, dim=_dim(v, "dim", rank),
+                       k=int(v.const("k")), largest=bool(v.const("largest", True)))
+    c.bind(v.node.outputs[0], values)
+    c.bind(v.node.outputs[1], values + 1)
+
+
+def argsort(v: NodeView, c: Converter) -> None:
+    """``argsort``: the indices of a :func:`sort` layer (its values unread)."""
+    x = c.tensor(v.value("self"))
+    rank = len(c.net.shape(x))
+    values = c.net.add("sort", [x], v.out_shape(), v.source, n_out=2, dim=_dim(v, "dim", rank),
+                       descending=bool(v.const("descending", False)))
+    c.net.tensors[values].dtype = c.net.tensors[x].dtype
+    c.bind(v.node.outputs[0], values + 1)
+
+
+_REDUCE = {"amax": "max", "amin": "min", "sum": "count", "any": "any", "all": "all"}
+
+
+def reduce(v: NodeView, c: Converter) -> None:
+    """``amax`` / ``amin`` (NaN propagates), the ``sum`` of a mask (an int64 count), ``any`` /
+    ``all`` of a mask, over dims (none: all)."""
+    x = c.tensor(v.value("self"))
+    c.bind(v.node.outputs[0], c.net.add("reduce", [x], v.out_shape(), v.source,
+                                        op=_REDUCE[v.op.split("::", 1)[1].split(".", 1)[0]], dims=_dims(v, x)))
+
+
+def _dims(v: NodeView, x: int) -> tuple[int, ...]:
+    """The reduced dims, sorted and non-negative (``dim`` an int, a list, empty or absent: all)."""
+    nd = len(v.in_shape("self"))
+    dims = v.const("dim", None) if "dim" in v.names else None
+    if isinstance(dims, int):
+        dims = [dims]
+    if nd == 0:
+        return ()
+    return tuple(range(nd)) if not dims else tuple(sorted({d % nd for d in dims}))
+
+
+def max_dim(v: NodeView, c: Converter) -> None:
+    """``max(x, dim)`` / ``min``: the values (a reduce layer) and the first extreme's index."""
+    x = c.tensor(v.value("self"))
+    (dim,) = _dims(v, x)
+    op = v.op.split("::", 1)[1].split(".", 1)[0]
+    out = v.out_shape()
+    c.bind(v.node.outputs[0], c.net.add("reduce", [x], out, v.source, op=op, dims=(dim,)))
+    c.bind(v.node.outputs[1], c.net.add("argmax", [x], out, v.source, dim=dim, largest=op == "max"))
+
+
+def logical_not(v: NodeView, c: Converter) -> None:
+    c.bind(v.node.outputs[0], c.net.add("logical_not", [c.tensor(v.value("self"))], v.out_shape(), v.source))
+
+
+def argmax(v: NodeView, c: Converter) -> None:
+    """``argmax`` / ``argmin`` along a dim (none: of the flattened tensor): the first extreme
+    element's index, a NaN counting as the extreme (torch's rule)."""
+    x = c.tensor(v.value("self"))
+    shape = c.net.shape(x)
+    if v.const("dim", None) is None:
+        x = c.net.add("reshape", [x], (math.prod(shape),), v.source)
+        dim = 0
+    else:
+        dim = _dim(v, "dim", len(shape))
+    c.bind(v.node.outputs[0], c.net.add("argmax", [x], v.out_shape(), v.source, dim=dim,
+                                        largest=v.op == "aten::argmax"))
+
+
 def scatter(v: NodeView, c: Converter) -> None:
     """``scatter`` (a tensor or a number as the source) and ``scatter_add``: the result is ``self``
     with the source's elements written (added) at the indices along ``dim``; inputs self, src (if

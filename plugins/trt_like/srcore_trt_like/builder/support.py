@@ -10,6 +10,8 @@ reason it refuses, naming the argument, dtype or shape at fault.
 """
 from __future__ import annotations
 
+import math
+
 from typing import Callable
 
 import attrs
@@ -224,6 +226,26 @@ def _sort(node: NodeInfo):
     return None if _rank(node, 0) >= 1 else "a 0-D tensor"
 
 
+def _arg_reduce(node: NodeInfo):
+    shape = node.args[0].type.shape
+    if not shape:
+        return "a 0-D tensor"
+    dim = node.const("dim", None)
+    n = math.prod(shape) if dim is None else shape[dim % len(shape)]
+    return None if n else "an empty dim (torch raises)"
+
+
+def _reduce(node: NodeInfo):
+    shape = node.args[0].type.shape
+    dims = node.const("dim", None) or range(len(shape))
+    return None if all(shape[d % len(shape)] for d in dims) or not shape else "over an empty dim (torch raises)"
+
+
+def _count(node: NodeInfo):
+    """``sum`` of a mask: the engine counts (sums of float32 stay with the cpu plugin)."""
+    return "a dtype argument" if node.const("dtype", None) is not None else None
+
+
 def _scatter(node: NodeInfo):
     ranks = {len(a.type.shape) for a in node.args if a.name in ("self", "index", "src") and isinstance(a.type, TensorType)}
     return None if len(ranks) == 1 else f"self, index and src of ranks {sorted(ranks)} (torch needs one rank)"
@@ -353,6 +375,7 @@ _TABLE: list[OpSupport] = [
     *_rows("alias", {"aten::contiguous": ("memory_format",), "aten::flatten.using_ints": ("start_dim", "end_dim"),
                      "aten::view": ("size",), "aten::reshape": ("shape",)}, int8=True),
     *_rows("alias", {"aten::dropout": ("p", "train")}, _dropout, int8=True),
+    *_rows("alias", {"aten::squeeze.dim": ("dim",), "aten::unsqueeze": ("dim",)}, any_data=True),
     *_rows("permute", {"aten::transpose.int": ("dim0", "dim1"), "aten::permute": ("dims",)}),
     *_rows("index", {"aten::select.int": ("dim", "index"), "aten::slice.Tensor": ("dim", "start", "end", "step")},
            any_data=True),
@@ -401,7 +424,9 @@ _TABLE: list[OpSupport] = [
     *_rows("pad", {"aten::constant_pad_nd": ("pad", "value"), "aten::pad": ("pad", "mode", "value")}, _pad),
     *_rows("embedding", {"aten::embedding": ("weight", "padding_idx", "scale_grad_by_freq", "sparse")}, _embedding,
            data_args={"indices": _INDEX}),
-    *_rows("gather", {"aten::gather": ("dim", "sparse_grad")}, _gather, data_args={"index": ("int64",)}),
+    *_rows("gather", {"aten::gather": ("dim", "sparse_grad")}, _gather,
+           data_args={"index": ("int64",), "self": ("float32", *DATA_DTYPES)},
+           data_results={0: ("float32", *DATA_DTYPES)}),
     *_rows("index_select", {"aten::index_select": ("dim",)}, _index_select, data_args={"index": _INDEX}),
     *_rows("where", {"aten::where.self": (), "aten::where.ScalarOther": ("other",),
                      "aten::where.ScalarSelf": ("self",), "aten::where.Scalar": ("self", "other")},
@@ -410,6 +435,21 @@ _TABLE: list[OpSupport] = [
            data_args={"mask": ("bool",)}),
     *_rows("sort", {"aten::sort": ("dim", "descending"), "aten::sort.stable": ("stable", "dim", "descending")},
            _sort, data_results={1: ("int64",)}),
+    *_rows("topk", {"aten::topk": ("k", "dim", "largest", "sorted")}, _sort, data_results={1: ("int64",)}),
+    *_rows("argsort", {"aten::argsort": ("dim", "descending"), "aten::argsort.stable": ("stable", "dim", "descending")},
+           _sort, data_args={"self": ("float32", "int64", "int32")}, data_results={0: ("int64",)}),
+    *_rows("reduce", {"aten::amax": ("dim", "keepdim"), "aten::amin": ("dim", "keepdim")}, _reduce),
+    *_rows("reduce", {"aten::sum.dim_IntList": ("dim", "keepdim", "dtype")}, _count,
+           data_args={"self": ("bool",)}, data_results={0: ("int64",)}),
+    *_rows("reduce", {"aten::any.dim": ("dim", "keepdim"), "aten::all.dim": ("dim", "keepdim"),
+                      "aten::any.dims": ("dim", "keepdim"), "aten::all.dims": ("dim", "keepdim"), "aten::any": (),
+                      "aten::all": ()}, data_args={"self": ("bool",)}, data_results={0: ("bool",)}),
+    *_rows("max_dim", {"aten::max.dim": ("dim", "keepdim"), "aten::min.dim": ("dim", "keepdim")}, _arg_reduce,
+           data_results={1: ("int64",)}),
+    *_rows("logical_not", {"aten::bitwise_not": (), "aten::logical_not": ()}, data_args={"self": ("bool",)},
+           data_results={0: ("bool",)}),
+    *_rows("argmax", {"aten::argmax": ("dim", "keepdim"), "aten::argmin": ("dim", "keepdim")}, _arg_reduce,
+           data_results={0: ("int64",)}),
     *_rows("scatter", {"aten::scatter.src": ("dim",), "aten::scatter.value": ("dim", "value"),
                        "aten::scatter_add": ("dim",)}, _scatter, data_args={"index": ("int64",)}),
     *_rows("zeros_like", {"aten::zeros_like": ("dtype", "layout", "device", "pin_memory", "memory_format")},

@@ -188,6 +188,10 @@ def cumsum(layer: Layer, net: Network):
 def sort_keys(x: np.ndarray, dim: int, descending: bool) -> np.ndarray:
     """The int64 indices that sort ``x`` along ``dim`` as torch's ``sort(stable=True)``: NaN above
     everything, -0.0 equal to 0.0, ties in input order (descending too)."""
+    if descending and not np.issubdtype(x.dtype, np.floating):
+        # integers: a stable ascending sort of the reversed line, reversed (ties back in input order)
+        n = x.shape[dim]
+        return n - 1 - np.flip(np.argsort(np.flip(x, dim), axis=dim, kind="stable"), dim)
     if descending:
         # a stable ascending sort of -x, NaNs first (numpy puts them last, in input order)
         nan = np.isnan(x)
@@ -204,6 +208,46 @@ def sort(layer: Layer, net: Network):
     def run(x, values, indices):
         np.copyto(indices, sort_keys(x, dim, descending))
         np.copyto(values, np.take_along_axis(x, indices, axis=dim))
+    return run
+
+
+def topk(layer: Layer, net: Network):
+    """The ``k`` first of :func:`sort_keys` (largest: descending); ties in input order."""
+    dim, k, largest = layer.attrs["dim"], layer.attrs["k"], layer.attrs["largest"]
+    first = (slice(None),) * dim + (slice(0, k),)
+
+    def run(x, values, indices):
+        np.copyto(indices, sort_keys(x, dim, largest)[first])
+        np.copyto(values, np.take_along_axis(x, indices, axis=dim))
+    return run
+
+
+def argmax(layer: Layer, net: Network):
+    """``argmax`` / ``argmin``: numpy's rule is torch's (the first extreme, the first NaN if any)."""
+    dim, fn = layer.attrs["dim"], np.argmax if layer.attrs["largest"] else np.argmin
+
+    def run(x, out):
+        np.copyto(out, fn(x, axis=dim).reshape(out.shape))
+    return run
+
+
+def reduce(layer: Layer, net: Network):
+    """``amax`` / ``amin`` (NaN propagates: numpy's max), the int64 count of a mask or its
+    ``any`` / ``all``, over ``dims``."""
+    dims, op = layer.attrs["dims"], layer.attrs["op"]
+    fn = {"max": np.max, "min": np.min, "any": np.any, "all": np.all}.get(op)
+
+    def run(x, out):
+        if fn is None:
+            np.copyto(out, np.count_nonzero(x, axis=dims).reshape(out.shape))
+        else:
+            np.copyto(out, fn(x, axis=dims).reshape(out.shape))
+    return run
+
+
+def logical_not(layer: Layer, net: Network):
+    def run(x, out):
+        np.logical_not(x, out=out)
     return run
 
 

@@ -43,13 +43,13 @@ from .timing import best_times, random_input
 log = logging.getLogger("srcore.trt_like")
 
 #: bump when the generated code changes meaning (part of every segment's source hash)
-SEGMENT_VERSION = 1
+SEGMENT_VERSION = 2
 #: a network is compiled whole only if no tensor is larger than this (elements; the plan with the
 #: fewer passes over memory may still win on larger ones, timing decides) ...
 MAX_TENSOR = 1 << 18
 #: ... it has at most this many layers (compile time grows with the function) ...
 MAX_LAYERS = 64
-#: ... and sorts lines of at most this many elements (an insertion sort)
+#: ... and sorts lines of at most this many elements (an insertion sort; topk: keeps at most this many)
 MAX_SORT = 256
 
 _lock = threading.Lock()
@@ -83,6 +83,8 @@ def _layer_refusal(layer: Layer, net: Network) -> str | None:
         return "a constant index or mask"
     if layer.kind == "sort" and net.shape(layer.inputs[0])[layer.attrs["dim"]] > MAX_SORT:
         return f"lines longer than {MAX_SORT}"
+    if layer.kind == "topk" and layer.attrs["k"] > MAX_SORT:
+        return f"k > {MAX_SORT}"
     if layer.kind in ("softmax", "log_softmax") and layer.attrs["dim"] != len(net.shape(layer.inputs[0])) - 1:
         return "not over the last dim"
     if layer.kind == "strided" and not all(isinstance(k, (int, slice)) for k in layer.attrs["key"]):
@@ -206,29 +208,163 @@ def _scatter(c: _Code, layer: Layer, net: Network) -> None:
 def _sort(c: _Code, layer: Layer, net: Network) -> None:
     """A stable insertion sort of each line (torch's ``stable=True`` order; NaN largest)."""
     x, (vo, io), dim = layer.inputs[0], layer.outputs, layer.attrs["dim"]
+    a, b = _scalars(x)
     shape = net.shape(x)
     n = shape[dim]
     outer = tuple(s for d, s in enumerate(shape) if d != dim)
-    # ``before(a, b)``: a strictly precedes b (an element moves left past those it precedes)
-    if layer.attrs["descending"]:
-        before = "(a > b) or (a != a and b == b)"
-    else:
-        before = "(a < b) or (b != b and a == a)"
+    before = _before(layer.attrs["descending"], a, b)
     names = c.loops(outer, "s")
     line = names[:dim] + ["{}"] + names[dim:]
     at = _ix(line)
     c.add(f"for k in range({n}):")
-    c.add(f"    a = t{x}[{at.format('k')}]")
+    c.add(f"    {a} = t{x}[{at.format('k')}]")
     c.add("    m = k")
     c.add("    while m > 0:")
-    c.add(f"        b = t{vo}[{at.format('m - 1')}]")
+    c.add(f"        {b} = t{vo}[{at.format('m - 1')}]")
     c.add(f"        if not ({before}):")
     c.add("            break")
-    c.add(f"        t{vo}[{at.format('m')}] = b")
+    c.add(f"        t{vo}[{at.format('m')}] = {b}")
     c.add(f"        t{io}[{at.format('m')}] = t{io}[{at.format('m - 1')}]")
     c.add("        m -= 1")
-    c.add(f"    t{vo}[{at.format('m')}] = a")
+    c.add(f"    t{vo}[{at.format('m')}] = {a}")
     c.add(f"    t{io}[{at.format('m')}] = k")
+    c.close()
+
+
+def _scalars(x: int) -> tuple[str, str]:
+    """Names of two scalars read from tensor ``x``, its own: numba gives a variable one type in the
+    whole function, and a float32 sort and an int64 one must not share theirs."""
+    return f"a{x}", f"b{x}"
+
+
+def _before(descending: bool, a: str, b: str) -> str:
+    """``a`` strictly precedes ``b`` in torch's order (NaN largest; equal elements keep their order)."""
+    if descending:
+        return f"({a} > {b}) or ({a} != {a} and {b} == {b})"
+    return f"({a} < {b}) or ({b} != {b} and {a} == {a})"
+
+
+def _topk(c: _Code, layer: Layer, net: Network) -> None:
+    """The k first of each line kept sorted while the line is read: an element that precedes the
+    k-th so far is inserted (after its equals), the k-th drops out. A line of 8k or more without
+    NaN is cut first (the cpu plugin's ``jit_topk``): the k-th best of its >= 4k block extremes
+    bounds the top k from below, and only the blocks and elements reaching it are read."""
+    x, (vo, io), dim, k = layer.inputs[0], layer.outputs, layer.attrs["dim"], layer.attrs["k"]
+    a, b = _scalars(x)
+    shape = net.shape(x)
+    n = shape[dim]
+    largest = layer.attrs["largest"]
+    outer = tuple(s for d, s in enumerate(shape) if d != dim)
+    before = _before(largest, a, b)
+    size = max(1, min(64, n // (4 * k))) if k else 1
+    cut = k and n >= 8 * k
+    nb = -(-n // size)
+    lo, nan, bm, v = f"lo{vo}", f"nan{vo}", f"bm{vo}", f"v{vo}"
+    worse = "<" if largest else ">"
+    if cut:
+        c.add(f"{bm} = np.empty({nb}, np.float32)")
+    names = c.loops(outer, "s")
+    at = _ix(names[:dim] + ["{}"] + names[dim:])
+    c.add(f"{nan} = {not cut}")
+    c.add(f"{lo} = t{x}[{at.format(0)}]")
+    if cut:
+        c.add(f"for q in range({n}):")
+        c.add(f"    if t{x}[{at.format('q')}] != t{x}[{at.format('q')}]:")
+        c.add(f"        {nan} = True")
+        c.add(f"if not {nan}:")
+        c.add(f"    for bk in range({nb}):")
+        c.add(f"        {b} = t{x}[{at.format(f'bk * {size}')}]")
+        c.add(f"        for q in range(bk * {size} + 1, min(bk * {size} + {size}, {n})):")
+        c.add(f"            {v} = t{x}[{at.format('q')}]")
+        c.add(f"            {b} = {v} if {v} {'>' if largest else '<'} {b} else {b}")
+        c.add(f"        {bm}[bk] = {b}")
+        c.add(f"    {lo} = np.partition({bm}, {nb - k if largest else k - 1})[{nb - k if largest else k - 1}]")
+    c.add("cnt = 0")
+    c.add(f"for bk in range({nb}):")
+    c.depth += 1
+    if cut:
+        c.add(f"if not {nan} and {bm}[bk] {worse} {lo}:")
+        c.add("    continue")
+    c.add(f"for q in range(bk * {size}, min(bk * {size} + {size}, {n})):")
+    c.add(f"    {a} = t{x}[{at.format('q')}]")
+    if cut:
+        c.add(f"    if not {nan} and {a} {worse} {lo}:")
+        c.add("        continue")
+    c.add(f"    if cnt == {k}:")
+    c.add(f"        {b} = t{vo}[{at.format(k - 1)}]")
+    c.add(f"        if not ({before}):")
+    c.add("            continue")
+    c.add(f"        m = {k - 1}")
+    c.add("    else:")
+    c.add("        m = cnt")
+    c.add("        cnt += 1")
+    c.add("    while m > 0:")
+    c.add(f"        {b} = t{vo}[{at.format('m - 1')}]")
+    c.add(f"        if not ({before}):")
+    c.add("            break")
+    c.add(f"        t{vo}[{at.format('m')}] = {b}")
+    c.add(f"        t{io}[{at.format('m')}] = t{io}[{at.format('m - 1')}]")
+    c.add("        m -= 1")
+    c.add(f"    t{vo}[{at.format('m')}] = {a}")
+    c.add(f"    t{io}[{at.format('m')}] = q")
+    c.depth -= 1
+    c.close()
+
+
+def _argmax(c: _Code, layer: Layer, net: Network) -> None:
+    """The first extreme of each line; the first NaN once one is seen (torch's rule)."""
+    x, (o,), dim = layer.inputs[0], layer.outputs, layer.attrs["dim"]
+    a, best = _scalars(x)
+    shape = net.shape(x)
+    outer = tuple(s for d, s in enumerate(shape) if d != dim)
+    view = tuple(1 if d == dim else s for d, s in enumerate(shape))
+    beats = f"{a} > {best}" if layer.attrs["largest"] else f"{a} < {best}"
+    c.add(f"ov = t{o}.reshape({view!r})")
+    names = c.loops(outer, "s")
+    at = _ix(names[:dim] + ["{}"] + names[dim:])
+    c.add(f"{best} = t{x}[{at.format(0)}]")
+    c.add("bi = 0")
+    c.add(f"for q in range(1, {shape[dim]}):")
+    c.add(f"    {a} = t{x}[{at.format('q')}]")
+    c.add(f"    if {best} == {best} and ({a} != {a} or {beats}):")
+    c.add(f"        {best} = {a}")
+    c.add("        bi = q")
+    c.add(f"ov[{at.format(0)}] = bi")
+    c.close()
+
+
+def _reduce(c: _Code, layer: Layer, net: Network) -> None:
+    """``amax`` / ``amin`` (a NaN, once seen, stays), the int64 count of a mask or its ``any`` /
+    ``all``, over ``dims``."""
+    x, (o,), dims, op = layer.inputs[0], layer.outputs, layer.attrs["dims"], layer.attrs["op"]
+    shape = net.shape(x)
+    view = tuple(1 if d in dims else s for d, s in enumerate(shape))
+    a, r = _scalars(x)
+    c.add(f"ov = t{o}.reshape({view!r})")
+    init = {"count": "0", "any": "False", "all": "True"}.get(op) or c.const(-math.inf if op == "max" else math.inf)
+    names = c.loops(view)
+    c.add(f"ov[{_ix(names)}] = {init}")
+    c.close()
+    names = c.loops(shape)
+    at = _ix("0" if d in dims else ix for d, ix in enumerate(names))
+    if op == "count":
+        c.add(f"if t{x}[{_ix(names)}]:")
+        c.add(f"    ov[{at}] += 1")
+    elif op in ("any", "all"):
+        c.add(f"if {'' if op == 'any' else 'not '}t{x}[{_ix(names)}]:")
+        c.add(f"    ov[{at}] = {op == 'any'}")
+    else:
+        c.add(f"{a} = t{x}[{_ix(names)}]")
+        c.add(f"{r} = ov[{at}]")
+        c.add(f"if {r} == {r} and ({a} != {a} or {a} {'>' if op == 'max' else '<'} {r}):")
+        c.add(f"    ov[{at}] = {a}")
+    c.close()
+
+
+def _logical_not(c: _Code, layer: Layer, net: Network) -> None:
+    (x,), (o,) = layer.inputs, layer.outputs
+    names = c.loops(net.shape(o))
+    c.add(f"t{o}[{_ix(names)}] = not t{x}[{_ix(names)}]")
     c.close()
 
 
@@ -323,7 +459,8 @@ def _reshape(c: _Code, layer: Layer, net: Network) -> None:
 
 
 _EMIT = {"strided": _strided, "gather": _gather, "index_select": _index_select, "scatter": _scatter,
-         "sort": _sort, "mean": _mean, "compare": _compare, "where": _where, "cumsum": _cumsum,
+         "sort": _sort, "topk": _topk, "argmax": _argmax, "reduce": _reduce,
+         "logical_not": _logical_not, "mean": _mean, "compare": _compare, "where": _where, "cumsum": _cumsum,
          "fused_pointwise": _fused_pointwise, "reshape": _reshape, "softmax": _softmax, "log_softmax": _softmax}
 
 

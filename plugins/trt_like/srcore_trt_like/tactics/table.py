@@ -62,6 +62,10 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("where", "numpy", simple("numpy", data.where)),
     Tactic("cumsum", "numpy", simple("numpy", data.cumsum)),
     Tactic("sort", "numpy", simple("numpy", data.sort)),
+    Tactic("topk", "numpy", simple("numpy", data.topk)),
+    Tactic("argmax", "numpy", simple("numpy", data.argmax)),
+    Tactic("reduce", "numpy", simple("numpy", data.reduce)),
+    Tactic("logical_not", "numpy", simple("numpy", data.logical_not)),
     Tactic("scatter", "numpy", simple("numpy", data.scatter)),
     Tactic("compare", "numpy", simple("numpy", data.compare)),
     # a small static network compiled whole (tactics/segment.py; chosen by timing the plan)
