@@ -772,6 +772,40 @@ def build_rnn_states():
                                 torch.tensor([7, 5, 2]))
 
 
+class Preprocess(nn.Module):
+    """Input preprocessing and masks: a uint8 image normalised (``float() / 255``, mean/std
+    buffers), uint8 arithmetic that wraps, ``where`` with Python numbers, int x float promotion,
+    ``masked_fill`` with a mask of higher rank than ``self`` (the result takes the mask's shape),
+    ``nan_to_num``, ``round``, a count over two dims."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("mean", torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1))
+        self.register_buffer("std", torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1))
+
+    def forward(self, img, x, i):
+        # img: (N, 3, H, W) uint8, x: (3, 6) float, i: (3, 6) int64
+        a = (img.float() / 255.0 - self.mean) / self.std
+        b = img - 128
+        c = img // 3 + img % 7
+        d = torch.where(x > 0, x, 0.0)
+        e = torch.where(i > 2, i, -1)
+        f = i * 0.5 + (i > 1)
+        g = x.clamp(min=-0.5) * 2 + 1
+        h = i.sum() / i.numel()
+        k = torch.full_like(x, 3) // 2
+        r = (x * 100).round() / 100
+        m = (img > 100).sum(dim=(2, 3))
+        n = x.masked_fill(i.unsqueeze(0) > 2, float("nan")).nan_to_num(0.0)
+        return a, b, c, d, e, f, g, h, k, r, m, n
+
+
+def build_preprocess():
+    _seed(221)
+    return Preprocess().eval(), (torch.randint(0, 256, (2, 3, 4, 5), dtype=torch.uint8), torch.randn(3, 6),
+                                 torch.randint(0, 5, (3, 6)))
+
+
 #: name -> builder of ``(module in eval mode, example inputs)``
 MODELS: Dict[str, Callable[[], Tuple[nn.Module, tuple]]] = {
     "resnext": build_resnext,
@@ -794,4 +828,5 @@ MODELS: Dict[str, Callable[[], Tuple[nn.Module, tuple]]] = {
     "video_r21d": build_video_r21d,
     "seg_head": build_seg_head,
     "rnn_states": build_rnn_states,
+    "preprocess": build_preprocess,
 }
