@@ -148,3 +148,40 @@ def test_fx_quantized_heldout2_model_matches_torch_bit_for_bit(name):
     finally:
         torch.backends.quantized.engine = before
     np.testing.assert_array_equal(sm(*[x.numpy() for x in inputs]), want)
+
+
+class BnAfterRelu(torch.nn.Module):
+    """Eval batch norms freezing cannot fold into a conv: bn-relu-conv order (DenseNet), BatchNorm1d
+    on (N, C) and (N, C, L)."""
+
+    def __init__(self):
+        super().__init__()
+        self.bn2d, self.conv = torch.nn.BatchNorm2d(4), torch.nn.Conv2d(4, 6, 3)
+        self.bn1d, self.bn_flat = torch.nn.BatchNorm1d(6), torch.nn.BatchNorm1d(6)
+
+    def forward(self, x):
+        y = self.conv(torch.relu(self.bn2d(x)))
+        z = self.bn1d(torch.relu(y.flatten(2)))
+        return self.bn_flat(torch.relu(z.mean(2)))
+
+
+@pytest.mark.parametrize("path", ["script", "trace"])
+def test_unfolded_batch_norm_runs_inside_trt_like_engines(path):
+    """trt_like had no ``aten::batch_norm``: DenseNet's unfolded batch norms (7) each cut its
+    engines and ran on cpu; now a per-channel affine from the running statistics."""
+    torch.manual_seed(0)
+    m = BnAfterRelu().eval()
+    with torch.no_grad():
+        for bn in (m.bn2d, m.bn1d, m.bn_flat):
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 2.0)
+            bn.weight.uniform_(0.5, 1.5)
+            bn.bias.uniform_(-0.3, 0.3)
+    x = torch.randn(2, 4, 7, 7)
+    model = convert(m, (x,), path)
+    kinds = [n.kind for n in model.graph.all_nodes()]
+    assert kinds.count("aten::batch_norm") == 3, kinds
+    sm = srcore.StaticModule(model, options=_options("trt_like"))
+    assert_close(run(sm, (x,)), torch_outputs(m, (x,)), f"batch norms via {path} on trt_like")
+    assert not [r for r in sm.partition.refused if "batch_norm" in r.node], sm.partition.format()
+    assert len(sm.partition.engines) == 1, sm.partition.format()

@@ -203,6 +203,17 @@ def _index_select(node: NodeInfo):
     return None if _rank(node, 2) <= 1 else f"index of shape {_shape(node, 2)} is not 0-D or 1-D"
 
 
+def _batch_norm(node: NodeInfo):
+    shape = node.args[0].type.shape
+    if len(shape) < 2 or not isinstance(shape[1], int):
+        return f"input of shape {_shape(node, 0)} has no known channel dim (N, C, ...)"
+    if node.const("training"):
+        return "training=True (batch statistics)"
+    if node.const("running_mean") is None or node.const("running_var") is None:
+        return "no running statistics"
+    return None
+
+
 def _instance_norm(node: NodeInfo):
     shape = node.args[0].type.shape
     if len(shape) < 3 or not isinstance(shape[1], int):
@@ -290,6 +301,7 @@ _NOTES = {
     _gather: "index int64 of self's rank",
     _index_select: "a 0-D or 1-D int64 / int32 index",
     _instance_norm: "(N, C, ...) input; running statistics when use_input_stats=False",
+    _batch_norm: "(N, C, ...) input; training=False with running statistics",
 }
 _INDEX = ("int64", "int32")
 
@@ -354,6 +366,8 @@ _TABLE: list[OpSupport] = [
     *_rows("layer_norm", {"aten::layer_norm": ("normalized_shape", "weight", "bias", "eps")}),
     *_rows("group_norm", {"aten::group_norm": ("num_groups", "weight", "bias", "eps", "cudnn_enabled")},
            _group_norm),
+    *_rows("batch_norm", {"aten::batch_norm": ("weight", "bias", "running_mean", "running_var", "training",
+                                               "momentum", "eps", "cudnn_enabled")}, _batch_norm),
     *_rows("instance_norm", {"aten::instance_norm": ("weight", "bias", "running_mean", "running_var",
                                                      "use_input_stats", "momentum", "eps", "cudnn_enabled")},
            _instance_norm),
