@@ -199,6 +199,17 @@ def channels_last_in_torch(value) -> bool:
     return False
 
 
+_SCALAR2 = frozenset({"quantized::add", "quantized::add_relu", "quantized::mul", "quantized::mul_relu"})
+
+
+def scalar_first(kind: str, scalar_in_front: bool, inputs: list) -> list:
+    """``quantized::add/mul(_relu).Scalar2(Scalar b, Tensor qa)`` (FX writes ``0.5 * q`` so) as the
+    ``.Scalar`` overload ``(qa, b)``: torch computes both the same way."""
+    if kind in _SCALAR2 and len(inputs) == 2 and scalar_in_front:
+        return [inputs[1], inputs[0]]
+    return inputs
+
+
 def channels_last_kind(kind: str, inputs: list) -> str:
     """The op for torch node ``kind`` whose input torch holds channels-last and where that changes the
     result: ``quantized::mean_channels_last`` for an ``aten::mean`` over both spatial dims of a

@@ -155,6 +155,35 @@ def source_from_range(text: str) -> SourceLocation | None:
     return SourceLocation(portable_path(m.group("file")), int(m.group("line")), col)
 
 
+#: ops whose Tensor operand at these positions also takes a Scalar (their ``.Scalar`` overloads):
+#: where torch.jit.trace records a Python number of ``x * 2.5`` as a wrapped-number tensor constant
+WRAPPED_SCALAR_USES = {
+    **{f"aten::{op}": (1,) for op in (
+        "add", "sub", "mul", "div", "rsub", "remainder", "fmod", "floor_divide", "true_divide",
+        "eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor",
+        "__and__", "__or__", "__xor__", "__lshift__", "__rshift__")},
+    "aten::pow": (0, 1),
+}
+
+
+def wrapped_scalar(value, uses, torch) -> Any:
+    """The Python number a 0-dim tensor constant stands for if it is a *wrapped number* (a traced
+    Python scalar: it takes part in type promotion as a scalar, so ``int_tensor * 2.5`` is float32,
+    not float64) and every use takes a Scalar there; else None. Tracing marks such tensors
+    (``TensorImpl::is_wrapped_number``), which Python cannot read: a wrapped number loses to a
+    0-dim float16 / int8 tensor in ``torch.result_type``, a real 0-dim float64 / int64 one wins."""
+    if value.dim() != 0 or value.dtype not in (torch.float64, torch.int64, torch.bool):
+        return None
+    if value.dtype == torch.bool or not uses:
+        return None  # a wrapped bool promotes like a bool tensor: nothing to change
+    probe = torch.zeros((), dtype=torch.float16 if value.dtype == torch.float64 else torch.int8)
+    if torch.result_type(probe, value) != probe.dtype:
+        return None
+    if not all(u.offset in WRAPPED_SCALAR_USES.get(u.user.kind(), ()) for u in uses):
+        return None
+    return value.item()
+
+
 def python_constant(value: Any, torch) -> tuple[Any, Type]:
     """A non-tensor Python/torch value -> (IR constant value, IR type)."""
     from ..ir.constants import type_of_constant

@@ -288,6 +288,7 @@ class _Converter:
                     self.env[o] = None
                 return
         kind = _quantized.channels_last_kind(kind, inputs)   # torch's paths for a conv output (channels-last)
+        inputs = _quantized.scalar_first(kind, len(inputs) == 2 and n.inputsAt(0).type().kind() != "TensorType", inputs)
         out_types = [self.type_of(o, self.where(n)) for o in n.outputs()]
         names = [tc.clean_name(o.debugName()) for o in n.outputs()]
         out_of_place = self.mkldnn.out_of_place(n)
@@ -410,7 +411,11 @@ class _Converter:
                 self.problems.append(f"{self.where(n)}: {exc}")
                 self.env[o] = None
                 return
-            if k == "t":
+            scalar = tc.wrapped_scalar(n.t("value"), o.uses(), self.torch) if k == "t" else None
+            if scalar is not None:
+                value, t = tc.python_constant(scalar, self.torch)
+                attrs = {"value": value}
+            elif k == "t":
                 attrs = {"value": value, "param": self.param_name(o.debugName(), value)}
                 t = tc.array_type(value)
             elif value is not None:

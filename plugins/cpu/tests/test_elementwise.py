@@ -145,6 +145,19 @@ def test_pow_negative_int_exponent_raises():
         E.pow(np.arange(3), -1)
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.int8])
+def test_pow_negative_int_exponent_tensor_matches_torch(dtype):
+    """Integers to a negative exponent *tensor* are torch's ``powi`` (0, or +-1 for base +-1):
+    numpy refuses them (``2 ** x`` of a traced model crashed)."""
+    base = np.array([[-3, -2, -1, 0], [1, 2, 3, 5]], dtype)
+    exp = np.array([-1, -2, 3, 0], dtype)
+    check_kernel(E.pow, torch.pow, base, exp)
+    check_kernel(E.pow, torch.pow, 2, exp)
+    check_kernel(E.pow, torch.pow, -1, np.array([-3, -2, 1, 4], dtype))
+    out = np.empty((2, 4), dtype)
+    np.testing.assert_array_equal(E.pow(base, exp, out=out), torch.pow(torch.from_numpy(base), torch.from_numpy(exp)).numpy())
+
+
 def test_remainder_scalar_tensor():
     b = nonzero(3, 4)
     check_kernel(E.remainder, torch.remainder, 5.5, b)

@@ -813,6 +813,13 @@ def data_cases() -> list[Case]:
     out.append(Case("instance_norm-running-stats", "aten::instance_norm",
                     (tin((2, 3, 4), 62, special=False), None, None, rm, rv, False, 0.1, 1e-5, False), Tol(8, 16),
                     scale=lambda x, *r: 2 * _input_max(x)))
+    # eval batch norm (one freezing could not fold): per-channel affine from the running statistics
+    for k, (shape, affine) in enumerate([((2, 3, 4, 5), True), ((4, 3), False), ((2, 3, 7), True)]):
+        w = Param(data((3,), 70 + k, special=False)) if affine else None
+        b = Param(data((3,), 75 + k, special=False)) if affine else None
+        out.append(Case(f"batch_norm-{shape}-{affine}", "aten::batch_norm",
+                        (tin(shape, 80 + k, special=False), w, b, rm, rv, False, 0.1, 1e-5, False), Tol(8, 16),
+                        scale=lambda x, *r: 4 * _input_max(x)))
     return out
 
 

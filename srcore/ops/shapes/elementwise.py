@@ -257,11 +257,9 @@ def where(ctx: Ctx):
 
 @rule("aten::masked_fill")
 def masked_fill(ctx: Ctx):
-    t = ctx.tensor(0)
-    shape = _binary_shape(ctx)
-    if shape is not None and t.shape is not None and len(shape) != len(t.shape):
-        raise ctx.fail(f"mask of shape {ctx.tensor(1).shape} does not broadcast to {t.shape}")
-    return [tt(t.dtype, shape)]
+    """Out of place, torch expands ``self`` and the mask against each other: a mask of higher rank
+    or larger dims gives a larger result (``x (3, 6)`` with a ``(1, 3, 6)`` mask: ``(1, 3, 6)``)."""
+    return [tt(ctx.tensor(0).dtype, _binary_shape(ctx))]
 
 
 @rule("aten::lerp", "aten::addcmul", "aten::addcdiv")

@@ -123,13 +123,31 @@ def fmod(self, other, *, out=None):
 
 
 def pow(self, exponent, *, out=None):
-    """``aten::pow`` (Tensor_Tensor, Tensor_Scalar, Scalar)."""
+    """``aten::pow`` (Tensor_Tensor, Tensor_Scalar, Scalar). Integers to a negative exponent tensor
+    give torch's ``powi``: 1 for base 1, +-1 for base -1, else 0 (numpy refuses); a negative Scalar
+    exponent of an integer tensor is refused, as torch does."""
+    dt = out.dtype if out is not None else result_type(self, exponent)
+    if dt.kind in "iu":
+        if not isinstance(exponent, np.ndarray):
+            if exponent < 0:
+                raise ValueError("Integers to negative integer powers are not allowed.")
+        elif (exponent < 0).any():
+            return _int_pow_negative(self, exponent, dt, out)
     if out is None:
-        dt = result_type(self, exponent)
-        if dt.kind in "iu" and not isinstance(exponent, np.ndarray) and exponent < 0:
-            raise ValueError("Integers to negative integer powers are not allowed.")
         return as_array(np.power(self, exponent, dtype=dt))
     np.power(self, exponent, out=out)
+    return out
+
+
+def _int_pow_negative(base, exponent: np.ndarray, dt, out):
+    neg = exponent < 0
+    r = np.power(base, np.where(neg, 0, exponent), dtype=dt)
+    b = np.asarray(base)
+    at_neg = np.where(b == 1, 1, np.where(b == -1, np.where(exponent % 2 == 0, 1, -1), 0))
+    r = np.where(neg, at_neg, r).astype(dt, copy=False)
+    if out is None:
+        return as_array(r)
+    out[...] = r
     return out
 
 

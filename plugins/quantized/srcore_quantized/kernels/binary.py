@@ -13,17 +13,45 @@ from ._common import (F32, buffer, channels_last, channels_last_buffer, dequant_
 
 
 def _pair(qa, qb, op: str):
+    """Both operands' stored integers broadcast against each other and flattened, the result's
+    shape, and the length of torch's inner loop (the whole tensor unless one operand broadcasts)."""
     require_per_tensor(qa, op, "first input")
     require_per_tensor(qb, op, "second input")
     if qa.qdtype != qb.qdtype:
         raise KernelError(f"{op}: operands must have the same dtype, got {qa.qdtype} and {qb.qdtype}")
     a, b = ints(qa), ints(qb)
-    if a.shape != b.shape:
-        try:
-            b = np.broadcast_to(b, a.shape)
-        except ValueError:
-            raise KernelError(f"{op}: shapes {list(a.shape)} and {list(b.shape)} do not broadcast to the first") from None
-    return a.reshape(-1), np.ascontiguousarray(b).reshape(-1)
+    if a.shape == b.shape:
+        return a.reshape(-1), b.reshape(-1), a.shape, a.size
+    try:
+        shape = np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise KernelError(f"{op}: shapes {list(a.shape)} and {list(b.shape)} do not broadcast") from None
+    row = _inner_loop(shape, a.shape, b.shape)
+    return (np.ascontiguousarray(np.broadcast_to(a, shape)).reshape(-1),
+            np.ascontiguousarray(np.broadcast_to(b, shape)).reshape(-1), shape, row)
+
+
+def _inner_loop(shape: tuple, *operands: tuple) -> int:
+    """The length of TensorIterator's innermost (coalesced) loop over a C-order result of ``shape``:
+    the trailing dims over which no operand switches between broadcast and not."""
+    pads = [(1,) * (len(shape) - len(s)) + tuple(s) for s in operands]
+    row, kinds = 1, None
+    for d in range(len(shape) - 1, -1, -1):
+        if shape[d] == 1:
+            continue
+        k = tuple(p[d] == 1 for p in pads)
+        if kinds is not None and k != kinds:
+            break
+        kinds, row = k, row * shape[d]
+    return row
+
+
+def _vector_part(n: int, row: int, qdtype: str):
+    """Which flat elements torch's vectorized loop handles, per inner loop of ``row`` elements:
+    a slice when there is one loop, else a boolean mask."""
+    if row >= n:
+        return slice(0, split_tail(n, qdtype))
+    return (np.arange(n) % row) < split_tail(row, qdtype)
 
 
 def _add_channels_last(qa, qb, q, relu: bool, out, op: str, memory_tail: bool = False):
@@ -91,12 +119,20 @@ def _add(qa, qb, scale, zero_point, relu: bool, out, op: str):
             done = _add_channels_last(qa, qb, output_qparams(qa.qdtype, scale, zero_point, op), relu, out, op)
             if done is not None:
                 return done
-    a, b = _pair(qa, qb, op)
+    a, b, shape, row = _pair(qa, qb, op)
     qdtype = qa.qdtype
     q = output_qparams(qdtype, scale, zero_point, op)
     (sa, za), (sb, zb) = (qa.qparams.scale, qa.qparams.zero_point), (qb.qparams.scale, qb.qparams.zero_point)
-    res = buffer(out, qa.shape, qdtype)
+    res = buffer(out, shape, qdtype)
     flat = res.reshape(-1)
+    if row < a.size:  # a broadcast operand: torch's vectorized path per inner loop, the scalar path on each tail
+        vec = _vector_part(a.size, row, qdtype)
+        for part, deq, qnt in ((vec, dequant_vec, quant_vec), (~vec, dequant_scalar, quant_scalar)):
+            c = deq(a[part], sa, za) + deq(b[part], sb, zb)
+            if relu:
+                np.maximum(c, F32(0), out=c)
+            flat[part] = qnt(c, q.scale, q.zero_point, qdtype)
+        return wrap(res, qdtype, q)
     k = split_tail(a.size, qdtype)
     if k and qdtype in ("quint8", "qint8") and int8_gemm.numba_enabled():   # the same in one numba pass
         from ._int8_kernels import add_vec_u8
@@ -156,7 +192,7 @@ def _add_in_mixed_layout(qa, qb, scale, zero_point, relu: bool, out, op: str):
     takes the scalar path (``(q - zp) * scale``, zero point added before rounding) on every element."""
     if not _layouts_differ(qa, qb):
         return _add(qa, qb, scale, zero_point, relu, out, op)
-    a, b = _pair(qa, qb, op)
+    a, b, _, _ = _pair(qa, qb, op)
     qdtype = qa.qdtype
     q = output_qparams(qdtype, scale, zero_point, op)
     c = dequant_scalar(a, qa.qparams.scale, qa.qparams.zero_point) + dequant_scalar(b, qb.qparams.scale, qb.qparams.zero_point)
@@ -195,26 +231,26 @@ def requantize_scalar(c: np.ndarray, multiplier, zero_point: int) -> np.ndarray:
     return np.rint((c.astype(np.float64) * np.float64(F32(multiplier))).astype(F32)).astype(np.float64) + zero_point
 
 
-def _requantize_into(c: np.ndarray, multiplier, zero_point: int, qdtype: str, relu: bool, flat: np.ndarray) -> None:
+def _requantize_into(c: np.ndarray, multiplier, zero_point: int, qdtype: str, relu: bool, flat: np.ndarray,
+                     row: int | None = None) -> None:
     info = QDTYPES[qdtype]
-    k = split_tail(c.size, qdtype)
+    vec = _vector_part(c.size, c.size if row is None else row, qdtype)
     r = np.empty(c.size, np.float64)
-    if k:
-        r[:k] = requantize_vec(c[:k], multiplier, zero_point)
-    if k < c.size:
-        r[k:] = requantize_scalar(c[k:], multiplier, zero_point)
+    r[vec] = requantize_vec(c[vec], multiplier, zero_point)
+    scalar = ~vec if isinstance(vec, np.ndarray) else slice(vec.stop, None)
+    r[scalar] = requantize_scalar(c[scalar], multiplier, zero_point)
     np.clip(r, zero_point if relu else info.qmin, info.qmax, out=r)
     flat[...] = r
 
 
 def _mul(qa, qb, scale, zero_point, relu: bool, out, op: str):
-    a, b = _pair(qa, qb, op)
+    a, b, shape, row = _pair(qa, qb, op)
     qdtype = qa.qdtype
     q = output_qparams(qdtype, scale, zero_point, op)
     multiplier = F32(qa.qparams.scale) * F32(qb.qparams.scale) * (F32(1.0) / F32(q.scale))
     c = (a.astype(np.int64) - qa.qparams.zero_point) * (b.astype(np.int64) - qb.qparams.zero_point)
-    res = buffer(out, qa.shape, qdtype)
-    _requantize_into(c, multiplier, q.zero_point, qdtype, relu, res.reshape(-1))
+    res = buffer(out, shape, qdtype)
+    _requantize_into(c, multiplier, q.zero_point, qdtype, relu, res.reshape(-1), row)
     return wrap(res, qdtype, q)
 
 

@@ -587,6 +587,18 @@ def instance_norm(v: NodeView, c: Converter) -> None:
             weight=None if w is None else np.asarray(w, np.float32).reshape(C),
             bias=None if b is None else np.asarray(b, np.float32).reshape(C)))
         return
+    _running_stats_affine(v, c, x, shape, w, b, eps)
+
+
+def batch_norm(v: NodeView, c: Converter) -> None:
+    """Eval batch norm (one torch.jit.freeze could not fold: after a relu, or bn-relu-conv order):
+    a per-channel affine from the running statistics, as pointwise layers."""
+    _running_stats_affine(v, c, c.tensor(v.node.inputs[0]), v.in_shape("input"), v.const("weight"),
+                          v.const("bias"), float(v.const("eps", 1e-5)))
+
+
+def _running_stats_affine(v: NodeView, c: Converter, x: int, shape, w, b, eps: float) -> None:
+    C = shape[1]
     mean = np.asarray(v.const("running_mean"), np.float32)
     var = np.asarray(v.const("running_var"), np.float32)
     scale = np.float32(1.0) / np.sqrt(var + np.float32(eps))

@@ -212,6 +212,17 @@ def _index_select(node: NodeInfo):
     return None if _rank(node, 2) <= 1 else f"index of shape {_shape(node, 2)} is not 0-D or 1-D"
 
 
+def _batch_norm(node: NodeInfo):
+    shape = node.args[0].type.shape
+    if len(shape) < 2 or not isinstance(shape[1], int):
+        return f"input of shape {_shape(node, 0)} has no known channel dim (N, C, ...)"
+    if node.const("training"):
+        return "training=True (batch statistics)"
+    if node.const("running_mean") is None or node.const("running_var") is None:
+        return "no running statistics"
+    return None
+
+
 def _instance_norm(node: NodeInfo):
     shape = node.args[0].type.shape
     if len(shape) < 3 or not isinstance(shape[1], int):
@@ -341,6 +352,7 @@ _NOTES = {
     _sort: "a float32 input of rank >= 1; indices int64 (ties in input order: torch's stable=True order)",
     _scatter: "self, index (int64) and src of one rank; no reduce argument",
     _compare: "float32 operands (a tensor and a tensor or a number); the result is a bool mask",
+    _batch_norm: "(N, C, ...) input; training=False with running statistics",
 }
 _INDEX = ("int64", "int32")
 
@@ -407,6 +419,8 @@ _TABLE: list[OpSupport] = [
     *_rows("layer_norm", {"aten::layer_norm": ("normalized_shape", "weight", "bias", "eps")}),
     *_rows("group_norm", {"aten::group_norm": ("num_groups", "weight", "bias", "eps", "cudnn_enabled")},
            _group_norm),
+    *_rows("batch_norm", {"aten::batch_norm": ("weight", "bias", "running_mean", "running_var", "training",
+                                               "momentum", "eps", "cudnn_enabled")}, _batch_norm),
     *_rows("instance_norm", {"aten::instance_norm": ("weight", "bias", "running_mean", "running_var",
                                                      "use_input_stats", "momentum", "eps", "cudnn_enabled")},
            _instance_norm),
