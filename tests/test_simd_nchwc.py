@@ -60,36 +60,6 @@ def test_pointwise_matches_torch_in_every_layout(n, C, O, H, W, blocked_in, bloc
         assert np.isfinite(out).all()
 
 
-@pytest.mark.parametrize("blocked_in, blocked_out, stride, threads",
-                         [(False, True, 2, 1), (True, True, 2, 2), (True, False, (1, 2), 1), (False, False, 3, 2)])
-def test_strided_pointwise_matches_torch_with_the_stride_1_kernels_bits(blocked_in, blocked_out, stride, threads):
-    """A strided 1x1 (a ResNet's downsample; odd planes): the pixels read, copied compact, through
-    the stride-1 kernel: its bits on a sliced copy and torch's values, a residual and relu fused; a
-    second call on the same arrays (the kept binding) reads their new values."""
-    rng = np.random.default_rng(7)
-    w = rng.standard_normal((72, 40), np.float32)
-    b = rng.standard_normal(72).astype(np.float32)
-    sh, sw = (stride, stride) if isinstance(stride, int) else stride
-    put = (lambda a: nchwc.to_blocked(a, 16)) if blocked_in else (lambda a: a)
-    to = (lambda a: nchwc.to_blocked(a, 16)) if blocked_out else (lambda a: a)
-    conv = simd_pointwise_blocked.BlockedPointwiseConv(w, b, lo=0.0, blocked_in=blocked_in, blocked_out=blocked_out,
-                                                       stride=stride)
-    flat = simd_pointwise_blocked.BlockedPointwiseConv(w, b, lo=0.0, blocked_in=blocked_in, blocked_out=blocked_out)
-    xin = put(np.zeros((2, 40, 15, 13), np.float32))
-    out = np.full(conv.out_shape((2, 40, 15, 13)), np.nan, np.float32)
-    res = to(rng.standard_normal((2, 72, -(-15 // sh), -(-13 // sw)), np.float32))
-    for _ in range(2):
-        x = rng.standard_normal((2, 40, 15, 13), np.float32)
-        xin[...] = put(x)
-        conv(xin, out, res, threads=threads)
-        ref = np.full(out.shape, np.nan, np.float32)
-        flat(put(np.ascontiguousarray(x[:, :, ::sh, ::sw])), ref, res)
-        np.testing.assert_array_equal(out, ref)
-        y = F.conv2d(torch.from_numpy(x), torch.from_numpy(w[:, :, None, None]), torch.from_numpy(b), stride=(sh, sw))
-        want = F.relu(y + torch.from_numpy(nchwc.from_blocked(res, 72) if blocked_out else res)).numpy()
-        np.testing.assert_allclose(nchwc.from_blocked(out, 72) if blocked_out else out, want, rtol=1e-5, atol=1e-4)
-
-
 @pytest.mark.parametrize("C, O, hw", [(72, 24, 28), (96, 576, 7), (576, 96, 7), (16, 16, 4)])
 def test_pointwise_gives_the_nchw_kernels_bits_on_two_threads(C, O, hw):
     """The sums run over the input channels in order from the bias, as srcore.conv.pointwise's."""

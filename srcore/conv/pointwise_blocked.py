@@ -1,5 +1,5 @@
-"""Explicit-SIMD float32 pointwise (1x1, unpadded, ungrouped) convolution writing the NCHW16c
-layout (:mod:`.nchwc`), from an NCHW16c or an NCHW input (a strided one through a compact copy).
+"""Explicit-SIMD float32 pointwise (1x1, stride 1, unpadded, ungrouped) convolution writing the NCHW16c
+layout (:mod:`.nchwc`), from an NCHW16c or an NCHW input.
 
 ONNX Runtime's NCHWc 1x1 kernel: a vector holds 16 output channels of one pixel, so a block of
 12 output pixels of two 16-channel output blocks is 24 accumulators; per input channel two weight
@@ -334,21 +334,14 @@ class BlockedPointwiseConv:
     ``conv(x, out, residual=None, threads=1)`` writes ``act(clamp(W @ x + bias (+ residual), lo, hi))``
     into ``out`` (N, ceil(O / 16), H, W, 16), or (N, O, H, W) without ``blocked_out`` (the residual in
     the output's layout); ``x`` is NCHW16c with ``blocked_in`` (the default), else a C-contiguous
-    (N, C, H, W) array. ``activation``: None, ``"hardswish"`` or ``"hardsigmoid"``. ``stride`` (an
-    int or a pair; a ResNet's 1x1 downsample): the pixels read are first copied into a compact
-    input, then the stride-1 kernel runs, its sums over every input channel in registers (the
-    dense NCHW16c kernel stores and reloads them every 16 input channels)."""
+    (N, C, H, W) array. ``activation``: None, ``"hardswish"`` or ``"hardsigmoid"``."""
 
-    def __init__(self, weight, bias, lo=-math.inf, hi=math.inf, activation=None, blocked_in=True, blocked_out=True,
-                 stride=1):
+    def __init__(self, weight, bias, lo=-math.inf, hi=math.inf, activation=None, blocked_in=True, blocked_out=True):
         w = np.asarray(weight, np.float32)
         if w.ndim == 4 and w.shape[2:] == (1, 1):
             w = w.reshape(w.shape[:2])
         if w.ndim != 2:
             raise ShapeError(f"BlockedPointwiseConv: weight must be (O, C) or (O, C, 1, 1), got shape {w.shape}")
-        self.stride = tuple(int(s) for s in stride) if isinstance(stride, (tuple, list)) else (int(stride),) * 2
-        if len(self.stride) != 2 or min(self.stride) < 1:
-            raise ShapeError(f"BlockedPointwiseConv: stride must be a positive int or pair, got {stride!r}")
         if (activation or "none") not in ACTIVATIONS:
             raise ShapeError(f"BlockedPointwiseConv: activation {activation!r} is not one of {', '.join(ACTIVATIONS)}")
         self.O, self.C = w.shape
@@ -370,8 +363,7 @@ class BlockedPointwiseConv:
 
     def out_shape(self, shape):
         """The output shape (NCHW16c, or NCHW without ``blocked_out``) for a logical (N, C, H, W) input."""
-        (sh, sw), (H, W) = self.stride, shape[2:]
-        out = (shape[0], self.O, (H - 1) // sh + 1, (W - 1) // sw + 1)
+        out = (shape[0], self.O, shape[2], shape[3])
         return nchwc.blocked_shape(out, LANES) if self.blocked_out else out
 
     def bind(self, x, out, residual=None) -> _Run:
@@ -387,7 +379,7 @@ class BlockedPointwiseConv:
 
 class _Run:
     """One call (the bound-call protocol of :func:`.direct.run_bound`): tasks are output blocks."""
-    __slots__ = ("_args", "_entry", "_strided", "_xs", "channels", "images", "tasks")
+    __slots__ = ("_args", "_entry", "channels", "images", "tasks")
 
     def __init__(self, conv: BlockedPointwiseConv, x, out, residual):
         if conv.blocked_in:
@@ -404,15 +396,8 @@ class _Run:
         self.images, self.channels, self.tasks = N, 0, conv.nob
         self._entry = None
         res = conv._none if residual is None else residual.reshape(-1)
-        sh, sw = conv.stride
-        self._strided, self._xs = None, x
-        if (sh, sw) != (1, 1):
-            # (the pixels a strided 1x1 reads, copied before each image's tasks: 4-17 us of 100-150)
-            self._strided = x[:, :, ::sh, ::sw]
-            self._xs = np.empty(self._strided.shape, np.float32)
-            H, W = self._xs.shape[2:4]
-        self._args = (self._xs.reshape(-1), conv.blocked_in, C, H * W, conv.wq, conv.bq, conv.nob, conv.O,
-                      conv.blocked_out, out.reshape(-1), res, residual is not None, conv.lo, conv.hi, conv.act, conv.tag)
+        self._args = (x.reshape(-1), conv.blocked_in, C, H * W, conv.wq, conv.bq, conv.nob, conv.O, conv.blocked_out,
+                      out.reshape(-1), res, residual is not None, conv.lo, conv.hi, conv.act, conv.tag)
 
     @property
     def args(self) -> tuple:
@@ -421,15 +406,10 @@ class _Run:
         return self._args
 
     def fill(self, n: int, c0: int, c1: int):
-        """A strided call's compact input of image ``n``; else nothing (the kernel reads its input in
-        place). A caller running :attr:`args` its own way calls it before each image's tasks."""
-        if self._strided is not None:
-            np.copyto(self._xs[n], self._strided[n])
+        """Nothing: the kernel reads its input in place."""
 
     def run_serial(self):
         """Every image's tasks on the calling thread (:func:`.direct.serial_kernel`)."""
-        if self._strided is not None:
-            np.copyto(self._xs, self._strided)
         tile = np.zeros(2 * LANES * LANES, np.float32)   # (zeroed: see run_tasks)
         kernel = serial_kernel(self, pwb_tasks, (*self._args, tile, 0, 0, self.tasks))
         for n in range(self.images):

@@ -25,16 +25,16 @@ def _blocked(shape) -> tuple[int, ...]:
 
 
 class PointwiseNchwcTactic(ConvTactic):
-    """1x1, unpadded, ungrouped, each side in the layout ``blocked`` says (a strided one, a ResNet's
-    downsample, through the kernel's compact copy of the pixels read); the weight packed once into
-    the kernel's (out blocks, in channels, 16) layout (stored as ``wq``)."""
+    """1x1, stride 1, unpadded, ungrouped, each side in the layout ``blocked`` says; the weight packed
+    once into the kernel's (out blocks, in channels, 16) layout (stored as ``wq``)."""
     name = "pointwise_nchw16c"
     fused_activations = ("hardswish", "hardsigmoid", "relu6")
 
     def __init__(self, spec: ConvSpec, weight, bias, blocked: tuple[bool, bool], layout=None, threads: int = 1):
         super().__init__(spec, weight, bias, layout)
-        if spec.kernel != (1, 1) or spec.padding != (0, 0) or spec.groups != 1:
-            raise TacticSpecError(f"{self.name}: needs a 1x1, unpadded, ungrouped conv; "
+        if spec.kernel != (1, 1) or spec.stride != (1, 1) or spec.padding != (0, 0) \
+                or spec.groups != 1:
+            raise TacticSpecError(f"{self.name}: needs a 1x1, stride 1, unpadded, ungrouped conv; "
                                   f"got kernel {spec.kernel}, stride {spec.stride}, padding {spec.padding}, "
                                   f"groups {spec.groups}, layouts {blocked}")
         from srcore.plugin import simd_pointwise_blocked
@@ -43,7 +43,7 @@ class PointwiseNchwcTactic(ConvTactic):
         self.conv = simd_pointwise_blocked.BlockedPointwiseConv(
             np.asarray(weight, np.float32).reshape(O, C), self.bias, **_clamp(spec),
             activation=spec.activation if spec.activation in ("hardswish", "hardsigmoid") else None,
-            blocked_in=blocked[0], blocked_out=blocked[1], stride=spec.stride)
+            blocked_in=blocked[0], blocked_out=blocked[1])
         self.wq = self._laid_out("wq", self.conv.wq.shape, lambda: self.conv.wq)
         self.conv.wq = self.wq
         self.x_shape = _blocked(spec.x_shape) if blocked[0] else spec.x_shape
@@ -141,9 +141,6 @@ def nchwc_tactic_builders(spec: ConvSpec, weight, bias, blocked: tuple[bool, boo
             spec, weight, bias, blocked, layout, threads))]
         if blocked == (False, True) and not spec.residual:   # (the stem kernel: no input copy, wins on few channels)
             dense.append((DenseNchwcTactic.name, lambda layout=None: DenseNchwcTactic(
-                spec, weight, bias, blocked, layout, threads)))
-        if (spec.kernel, spec.padding) == ((1, 1), (0, 0)):   # (a strided 1x1: timed against the dense kernel)
-            dense.append((PointwiseNchwcTactic.name, lambda layout=None: PointwiseNchwcTactic(
                 spec, weight, bias, blocked, layout, threads)))
         return dense
     if spec.groups == 1:
