@@ -16,7 +16,7 @@ import attrs
 
 from ..errors import ConversionError
 from ..ir.graph import Block, Graph
-from ..ir.types import BOOL, DEVICE, NONE, ListType, OptionalType, TensorType, Type
+from ..ir.types import NONE, ListType, OptionalType, TensorType, Type
 from ..model import Model, default_output_names
 from . import _mkldnn, _quantized
 from . import _torch_common as tc

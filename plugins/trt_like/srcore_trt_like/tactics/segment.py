@@ -581,4 +581,3 @@ def compile_small(net: Network, steps: list[Step], options: dict, name: str = "e
 
 def _excluded(options: dict) -> bool:
     return "segment" in options.get("exclude_tactics", ())
-
