@@ -73,46 +73,6 @@ def wall_ns_waited(call: Callable[[], object], n: int) -> tuple[float, float | N
     return w / n, None if waited is None else waited / max(w, 1)
 
 
-def thread_times() -> dict[str, tuple[int, int]] | None:
-    """``(on-CPU ns, run_delay ns)`` of every thread of this process now, by thread id, or None where the
-    kernel does not report them."""
-    try:
-        tids = os.listdir(_TASKS)
-    except OSError:
-        return None
-    out = {}
-    for tid in tids:
-        try:
-            with open(f"{_TASKS}/{tid}/schedstat", "rb") as f:
-                cpu, delay = f.read().split()[:2]
-            out[tid] = (int(cpu), int(delay))
-        except (OSError, ValueError):   # the thread ended, or no schedstat
-            continue
-    return out or None
-
-
-def runnable_between(t0: dict[str, tuple[int, int]] | None, t1: dict[str, tuple[int, int]] | None) -> int | None:
-    """Nanoseconds the threads of :func:`thread_times` reading ``t0`` were runnable (on a core or waiting
-    for one) until reading ``t1``, summed over the threads alive at both; None without schedstat. Over a
-    span of wall time ``w`` it is ``w`` times the mean number of threads that wanted a core: a thread
-    spinning for work counts, one asleep does not, and other processes' load does not add to it."""
-    if t0 is None or t1 is None:
-        return None
-    return sum(max(0, t1[t][0] - c) + max(0, t1[t][1] - d) for t, (c, d) in t0.items() if t in t1)
-
-
-def wall_ns_busy(call: Callable[[], object], n: int) -> tuple[float, float | None]:
-    """Wall nanoseconds per call of ``n`` calls of ``call`` back to back, and the mean number of the
-    process's threads that wanted a core meanwhile (:func:`runnable_between`; None without schedstat)."""
-    t0 = thread_times()
-    w0 = WALL_CLOCK()
-    for _ in range(n):
-        call()
-    w = WALL_CLOCK() - w0
-    ran = runnable_between(t0, thread_times())
-    return w / n, None if ran is None else ran / max(w, 1)
-
-
 def delay_between(d0: dict[str, int] | None, d1: dict[str, int] | None) -> int | None:
     """Nanoseconds the threads of :func:`thread_delays` reading ``d0`` waited for a core until
     reading ``d1``, summed over the threads alive at both (one that started meanwhile has no

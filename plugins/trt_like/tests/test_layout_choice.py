@@ -4,7 +4,6 @@ faked here, never measured in a test), the decision is served from the timing ca
 the runs are split where a layer of another kind cuts them, and results match torch either way."""
 from __future__ import annotations
 
-import attrs
 import numpy as np
 import pytest
 
@@ -62,7 +61,6 @@ def _fake(monkeypatch, blocked_s: float, nchw_s: float) -> list:
         calls.append(len(layers))
         return blocked_s, nchw_s
     monkeypatch.setattr(layout_choice, "time_run", fake)
-    monkeypatch.setattr(layout_choice, "_threads", _Threads(1))    # a run is timed alone at 1 thread
     return calls
 
 
@@ -134,116 +132,3 @@ def test_runs_split_at_a_grouped_conv_and_go_back_one_at_a_time():
     clear_nchwc(net, *runs[0], shapes)
     assert net.shape(a) == (1, 48, 8, 8) and "nchwc" not in by_out[a].attrs and "nchwc" not in by_out[b].attrs
     assert net.shape(d) == (1, 2, 8, 8, 16) and by_out[e].attrs["nchwc"] == (True, False)
-
-
-@pytest.mark.one_pass
-@pytest.mark.parametrize("tb, tp, bb, bp, keep", [
-    (1.0, 2.0, None, None, True),       # run alone (1 thread): the faster
-    (2.0, 1.0, None, None, False),
-    (1.0, 2.0, 1.9, 2.2, True),         # neither over the 2 cores (+0.5): the faster
-    (1.0, 2.0, 2.9, 2.0, False),        # NCHW16c faster but three busy threads on two cores: a loss
-    (2.0, 1.0, 2.0, 2.8, True),         # the other way round
-    (1.0, 2.0, 3.0, 2.9, True),         # both over: the faster
-])
-def test_a_plan_keeping_more_busy_threads_than_cores_loses(tb, tp, bb, bp, keep):
-    assert layout_choice.keeps_blocked(tb, tp, bb, bp, cores=2) is keep
-
-
-class _Threads:
-    """Stands in for ``kernels.threads`` in ``layout_choice``: the intra-op thread count."""
-
-    def __init__(self, n):
-        self.n = n
-
-    def count(self):
-        return self.n
-
-
-def _fake_engine(monkeypatch, blocked, nchw) -> list:
-    """``time_in_engine`` answering ``(seconds, busy threads)`` of each plan (recording the runs' sizes)."""
-    calls = []
-
-    def fake(net, steps, plain, tensors, shapes):
-        calls.append(len(plain))
-        return blocked, nchw
-    monkeypatch.setattr(layout_choice, "time_in_engine", fake)
-    monkeypatch.setattr(layout_choice, "_threads", _Threads(2))
-    monkeypatch.setattr(layout_choice.os, "sched_getaffinity", lambda pid: {0, 1})
-    return calls
-
-
-def test_at_two_threads_runs_are_timed_in_the_engine_and_busy_threads_decide(block, cache_dir, monkeypatch):
-    model, x, want = block
-    calls = _fake_engine(monkeypatch, (1e-3, 2.9), (2e-3, 2.0))
-    sm, text = _build(model)
-    assert calls == [3, 2], text
-    assert "nchw16c" not in text and text.count(
-        "-> NCHW: NCHW16c 1.000 ms, NCHW 2.000 ms, busy threads 2.90 / 2.00 [timed in sequence]") == 2, text
-    np.testing.assert_allclose(sm(x), want, rtol=1e-4, atol=1e-5)
-    calls = _fake_engine(monkeypatch, (1e-3, 2.0), (2e-3, 2.0))   # cached: decided by the busy threads
-    again, text2 = _build(model)
-    assert calls == [] and "nchw16c" not in text2, text2
-
-
-def test_too_close_in_the_engine_is_not_cached(block, cache_dir, monkeypatch):
-    model, x, want = block
-    _fake_engine(monkeypatch, (1.00e-3, 2.0), (1.02e-3, 2.0))
-    _, text = _build(model)
-    assert text.count("-> NCHW16c: NCHW16c 1.000 ms, NCHW 1.020 ms") == 2, text
-    calls = _fake_engine(monkeypatch, (2e-3, 2.0), (1e-3, 2.0))
-    _, text2 = _build(model)
-    assert calls == [3, 2] and "nchw16c" not in text2, text2
-
-
-class _StandInClock:
-    """``wall_ns_busy`` that runs the calls and answers scripted ``(ns, busy)`` readings in turn."""
-
-    def __init__(self, readings):
-        self.readings = list(readings)
-
-    def wall_ns_busy(self, call, n):
-        for _ in range(n):
-            call()
-        return self.readings.pop(0)
-
-
-def test_time_in_engine_alternates_the_plans_and_keeps_the_best_round(block, monkeypatch):
-    """Both plans of the block's first run are called over the whole engine (real kernels), rounds
-    alternating NCHW16c-first and NCHW-first; seconds: the best round, busy threads: the median."""
-    model, x, want = block
-    from srcore_trt_like import engine
-    built = []
-
-    def choose(net, options, name="engine"):
-        steps, runs = layout_choice.choose_layout(net, options, name)
-        built.append((net, steps))
-        return steps, runs
-    monkeypatch.setattr(engine, "choose_layout", choose)
-    _build(model, nchwc=True, timing_cache=False)
-    net, steps = built[0]
-    run_tensors = {t for t in net.tensors if len(net.shape(t)) == 5}
-    shapes = {t: net.shape(t) for t in run_tensors}
-    # the "NCHW" plan's run steps: stand-ins (the same kernels, not counted) for the blocked layers
-    plain = {id(s.layer): s for s in steps if "nchwc" in s.layer.attrs}
-    assert plain
-    ran = {id(s.layer): 0 for s in steps}
-
-    def counted(s):
-        def fn(*args):
-            ran[id(s.layer)] += 1
-            return s.fn(*args)
-        return attrs.evolve(s, fn=fn if s.fn is not None else None)
-    steps = [counted(s) for s in steps]
-    # rounds: (B, P), (P, B), (B, P), (P, B), (B, P): readings in that order
-    order = ["B", "P", "P", "B", "B", "P", "P", "B", "B", "P"]
-    ns = {"B": iter([3e6, 2e6, 4e6, 2.5e6, 5e6]), "P": iter([6e6, 1.5e6, 7e6, 8e6, 9e6])}
-    busy = {"B": iter([2.0, 3.0, 2.9, 2.8, 1.0]), "P": iter([1.9, 2.1, 2.0, 2.2, 2.3])}
-    stand_in = _StandInClock([(next(ns[k]), next(busy[k])) for k in order])
-    monkeypatch.setattr(layout_choice, "_clock", stand_in)
-    (tb, bb), (tp, bp) = layout_choice.time_in_engine(net, steps, plain, run_tensors, shapes)
-    assert (tb, bb) == (pytest.approx(2e-3), 2.8) and (tp, bp) == (pytest.approx(1.5e-3), 2.1)
-    # every kernel step ran in both plans: one settling call + SEQ_CALLS timed, per round
-    per_plan = layout_choice.SEQ_ROUNDS * (1 + layout_choice.SEQ_CALLS)
-    for s in steps:
-        if s.fn is not None:
-            assert ran[id(s.layer)] == (per_plan if id(s.layer) in plain else 2 * per_plan), s.tactic

@@ -275,32 +275,3 @@ def test_a_round_run_held_on_the_caller_is_re_run_on_the_team(monkeypatch):
         times = best_times([split, one], clock="wall", bandwidth=None, min_round=0)
     assert times == pytest.approx([300e-6, 400e-6])
     assert found == [timing.Taken(2, 1, 0)] and gov.hold > 0      # held again once the timing is over
-
-
-def test_busy_threads_sum_each_thread_s_cpu_and_wait_over_the_calls(monkeypatch):
-    """``wall_ns_busy``: threads that wanted a core (on one or waiting), summed over the threads alive
-    before and after, per wall time; a thread asleep adds nothing; None without schedstat."""
-    # thread 1 ran 800 ns and waited 200 (busy all 1000), 2 spun 500 and waited 500, 3 slept,
-    # 4 started meanwhile: 2 busy threads of 1000 ns, 500 ns a call
-    reads = iter([{"1": (0, 0), "2": (100, 0), "3": (5, 5)},
-                  {"1": (800, 200), "2": (600, 500), "3": (5, 5), "4": (900, 0)}])
-    wall = iter([0, 1000])
-    monkeypatch.setattr(clock, "thread_times", lambda: next(reads))
-    monkeypatch.setattr(clock, "WALL_CLOCK", lambda: next(wall))
-    assert clock.wall_ns_busy(lambda: None, 2) == (500.0, pytest.approx(2.0))
-    monkeypatch.setattr(clock, "thread_times", lambda: None)
-    wall = iter([0, 1000])
-    assert clock.wall_ns_busy(lambda: None, 1) == (1000.0, None)
-
-
-def test_this_process_thread_times_are_read():
-    import os
-    import threading
-
-    if not os.path.exists("/proc/self/task"):
-        pytest.skip("no /proc")
-    seen = clock.thread_times()
-    if seen is None:
-        pytest.skip("the kernel reports no schedstat")
-    cpu, delay = seen[str(threading.get_native_id())]
-    assert cpu > 0 and delay >= 0
