@@ -9,7 +9,6 @@ found have their own tests below.
 """
 from __future__ import annotations
 
-import importlib.util
 import warnings
 
 import numpy as np
@@ -19,13 +18,12 @@ import torch
 import srcore
 from _harness import assert_close, run, torch_outputs
 from heldout2_models import MODELS
-from heldout_paths import PATHS, convert
+from _zoo import cells, check_cell, options
+from heldout_paths import convert
 
 #: independent of the executor and the memory planner (the default ones run): test.sh's second pass skips it
 pytestmark = pytest.mark.one_pass
 
-BACKENDS = {"cpu": ("cpu",), "trt_like": ("trt_like", "cpu"), "openvino": ("openvino", "cpu")}
-HAVE_OPENVINO = importlib.util.find_spec("openvino") is not None
 
 #: (model, path) -> why torch's own exporter fails there (torch 2.13, TorchScript ONNX exporter, opset 17)
 TORCH_CANNOT_EXPORT = {
@@ -37,56 +35,19 @@ TORCH_CANNOT_EXPORT = {
 }
 
 
-def _options(backend: str) -> srcore.Options:
-    if backend == "cpu":
-        return srcore.Options(backends=BACKENDS["cpu"])
-    # tactic timing off: each engine takes its first applicable tactic (the parity is the point here)
-    return srcore.Options(backends=BACKENDS[backend], engine_min_block_size=1, engine_options={"timing": False})
-
-
 #: the models that run through the engine backends by default (an engine build costs seconds)
 TRT_LIKE_DEFAULT = ("ghostnet", "gpt2_block", "centernet_head", "seg_head")
 OPENVINO_DEFAULT = ("convnext", "swin_block")
-
-
-def _cells():
-    out = []
-    for i, name in enumerate(MODELS):
-        default = {(PATHS[i % 5], "cpu")}
-        if name in TRT_LIKE_DEFAULT:
-            default.add((PATHS[(i + 1) % 5], "trt_like"))
-        if name in OPENVINO_DEFAULT:
-            default.add((PATHS[(i + 3) % 5], "openvino"))
-        for path in PATHS:
-            for backend in BACKENDS:
-                marks = [] if (path, backend) in default else [pytest.mark.full]
-                if backend == "openvino":
-                    marks.append(pytest.mark.skipif(not HAVE_OPENVINO, reason="openvino is not installed"))
-                why = TORCH_CANNOT_EXPORT.get((name, path))
-                if why is not None:
-                    marks = [pytest.mark.full, pytest.mark.xfail(raises=torch.onnx.errors.OnnxExporterError,
-                                                                 strict=True, reason=why)]
-                out.append(pytest.param(name, path, backend, id=f"{name}-{path}-{backend}", marks=marks))
-    return out
 
 
 def test_every_cell_torch_cannot_export_is_listed_only_for_onnx():
     assert all(path == "onnx" and name in MODELS for name, path in TORCH_CANNOT_EXPORT)
 
 
-@pytest.mark.parametrize("name,path,backend", _cells())
+@pytest.mark.parametrize("name,path,backend",
+                         cells(MODELS, TRT_LIKE_DEFAULT, OPENVINO_DEFAULT, cannot_export=TORCH_CANNOT_EXPORT))
 def test_heldout2_model(name, path, backend, monkeypatch, tmp_path_factory):
-    if backend == "openvino":  # OpenVINO's compiled models go to a temporary cache, never to ~/.cache/srcore
-        monkeypatch.setenv("SRCORE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "srcore-cache"))
-    m, inputs = MODELS[name]()
-    sm = srcore.StaticModule(convert(m, inputs, path), options=_options(backend))
-    want = torch_outputs(m, inputs)
-    what = f"{name} via {path} on {backend}"
-    assert_close(run(sm, inputs), want, what)
-    assert_close(run(sm, inputs), want, what + ", run 2")
-    if backend != "cpu":
-        failed = [s for s in sm.partition.segments if s.status == "fallback"]
-        assert not failed, "\n".join(f"{s.name}: {s.reason}" for s in failed)
+    check_cell(MODELS[name], name, path, backend, monkeypatch, tmp_path_factory)
 
 
 # -- what the zoo found ---------------------------------------------------------------------
@@ -181,7 +142,7 @@ def test_unfolded_batch_norm_runs_inside_trt_like_engines(path):
     model = convert(m, (x,), path)
     kinds = [n.kind for n in model.graph.all_nodes()]
     assert kinds.count("aten::batch_norm") == 3, kinds
-    sm = srcore.StaticModule(model, options=_options("trt_like"))
+    sm = srcore.StaticModule(model, options=options("trt_like"))
     assert_close(run(sm, (x,)), torch_outputs(m, (x,)), f"batch norms via {path} on trt_like")
     assert not [r for r in sm.partition.refused if "batch_norm" in r.node], sm.partition.format()
     assert len(sm.partition.engines) == 1, sm.partition.format()

@@ -9,8 +9,6 @@ folded, chunk/split/unbind unpacked into views, export's eval dropout (a clone) 
 """
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 import torch
@@ -18,20 +16,11 @@ import torch
 import srcore
 from _harness import assert_close, run, torch_outputs
 from heldout_models import HELDOUT
-from heldout_paths import PATHS, convert
+from _zoo import cells, check_cell, options
+from heldout_paths import convert
 
 #: independent of the executor and the memory planner (the default ones run): test.sh's second pass skips it
 pytestmark = pytest.mark.one_pass
-
-BACKENDS = {"cpu": ("cpu",), "trt_like": ("trt_like", "cpu"), "openvino": ("openvino", "cpu")}
-HAVE_OPENVINO = importlib.util.find_spec("openvino") is not None
-
-
-def _options(backend: str) -> srcore.Options:
-    if backend == "cpu":
-        return srcore.Options(backends=BACKENDS["cpu"])
-    # tactic timing off: each engine takes its first applicable tactic (the parity is the point here)
-    return srcore.Options(backends=BACKENDS[backend], engine_min_block_size=1, engine_options={"timing": False})
 
 
 #: the models that run through the engine backends by default (an engine build costs seconds on a
@@ -40,36 +29,9 @@ TRT_LIKE_DEFAULT = ("unet_transposed", "bigru2", "yolo_head", "index_graph", "tc
 OPENVINO_DEFAULT = ("efficientnet_lite", "lstm_state")
 
 
-def _cells():
-    out = []
-    for i, name in enumerate(HELDOUT):
-        default = {(PATHS[i % 5], "cpu")}
-        if name in TRT_LIKE_DEFAULT:
-            default.add((PATHS[(i + 1) % 5], "trt_like"))
-        if name in OPENVINO_DEFAULT:
-            default.add((PATHS[(i + 3) % 5], "openvino"))
-        for path in PATHS:
-            for backend in BACKENDS:
-                marks = [] if (path, backend) in default else [pytest.mark.full]
-                if backend == "openvino":
-                    marks.append(pytest.mark.skipif(not HAVE_OPENVINO, reason="openvino is not installed"))
-                out.append(pytest.param(name, path, backend, id=f"{name}-{path}-{backend}", marks=marks))
-    return out
-
-
-@pytest.mark.parametrize("name,path,backend", _cells())
+@pytest.mark.parametrize("name,path,backend", cells(HELDOUT, TRT_LIKE_DEFAULT, OPENVINO_DEFAULT))
 def test_heldout_model(name, path, backend, monkeypatch, tmp_path_factory):
-    if backend == "openvino":  # OpenVINO's compiled models go to a temporary cache, never to ~/.cache/srcore
-        monkeypatch.setenv("SRCORE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "srcore-cache"))
-    m, inputs = HELDOUT[name]()
-    sm = srcore.StaticModule(convert(m, inputs, path), options=_options(backend))
-    want = torch_outputs(m, inputs)
-    what = f"{name} via {path} on {backend}"
-    assert_close(run(sm, inputs), want, what)
-    assert_close(run(sm, inputs), want, what + ", run 2")
-    if backend != "cpu":
-        failed = [s for s in sm.partition.segments if s.status == "fallback"]
-        assert not failed, "\n".join(f"{s.name}: {s.reason}" for s in failed)
+    check_cell(HELDOUT[name], name, path, backend, monkeypatch, tmp_path_factory)
 
 
 # -- what the zoo found ---------------------------------------------------------------------
@@ -77,7 +39,7 @@ def test_heldout_model(name, path, backend, monkeypatch, tmp_path_factory):
 
 def _trt_like(name: str, path: str):
     m, inputs = HELDOUT[name]()
-    sm = srcore.StaticModule(convert(m, inputs, path), options=_options("trt_like"))
+    sm = srcore.StaticModule(convert(m, inputs, path), options=options("trt_like"))
     assert_close(run(sm, inputs), torch_outputs(m, inputs), f"{name} via {path} on trt_like")
     return sm
 
@@ -113,7 +75,7 @@ def test_unpacked_splits_match_torch(path):
     x = torch.randn(2, 7)
     model = convert(Splits().eval(), (x,), path)
     for backend in ("cpu", "trt_like"):
-        sm = srcore.StaticModule(model, options=_options(backend))
+        sm = srcore.StaticModule(model, options=options(backend))
         assert_close(run(sm, (x,)), torch_outputs(Splits(), (x,)), f"splits via {path} on {backend}")
 
 
@@ -135,7 +97,7 @@ def test_observed_in_place_writes_keep_their_meaning(path):
     x = torch.randn(3, 4)
     model = convert(ObservedInPlace().eval(), (x,), path)
     for backend in ("cpu", "trt_like"):
-        sm = srcore.StaticModule(model, options=_options(backend))
+        sm = srcore.StaticModule(model, options=options(backend))
         assert_close(run(sm, (x,)), torch_outputs(ObservedInPlace(), (x,)), f"in place via {path} on {backend}")
     kinds = {n.kind for n in sm.graph.all_nodes()}
     assert "aten::sigmoid_" in kinds and "aten::mul_" in kinds and (path == "trace" or "aten::relu_" in kinds)

@@ -1,0 +1,63 @@
+"""What both held-out zoo tests share: the backends, the options each runs with, the test cells
+(model x import path x backend, most under ``full``) and the check of one cell against torch."""
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+import torch
+
+import srcore
+from _harness import assert_close, run, torch_outputs
+from heldout_paths import PATHS, convert
+
+BACKENDS = {"cpu": ("cpu",), "trt_like": ("trt_like", "cpu"), "openvino": ("openvino", "cpu")}
+HAVE_OPENVINO = importlib.util.find_spec("openvino") is not None
+
+
+def options(backend: str) -> srcore.Options:
+    if backend == "cpu":
+        return srcore.Options(backends=BACKENDS["cpu"])
+    # tactic timing off: each engine takes its first applicable tactic (the parity is the point here)
+    return srcore.Options(backends=BACKENDS[backend], engine_min_block_size=1, engine_options={"timing": False})
+
+
+def cells(models, trt_like_default=(), openvino_default=(), cannot_export=None) -> list:
+    """Every (model, path, backend) cell: by default each model on cpu through a path that rotates
+    over the zoo (every path covered), those named on trt_like or openvino through the next paths;
+    the rest under ``full``. ``cannot_export``: (model, path) -> why torch's exporter fails (strict
+    xfails under ``full``)."""
+    out = []
+    for i, name in enumerate(models):
+        default = {(PATHS[i % 5], "cpu")}
+        if name in trt_like_default:
+            default.add((PATHS[(i + 1) % 5], "trt_like"))
+        if name in openvino_default:
+            default.add((PATHS[(i + 3) % 5], "openvino"))
+        for path in PATHS:
+            for backend in BACKENDS:
+                marks = [] if (path, backend) in default else [pytest.mark.full]
+                if backend == "openvino":
+                    marks.append(pytest.mark.skipif(not HAVE_OPENVINO, reason="openvino is not installed"))
+                why = (cannot_export or {}).get((name, path))
+                if why is not None:
+                    marks = [pytest.mark.full, pytest.mark.xfail(raises=torch.onnx.errors.OnnxExporterError,
+                                                                 strict=True, reason=why)]
+                out.append(pytest.param(name, path, backend, id=f"{name}-{path}-{backend}", marks=marks))
+    return out
+
+
+def check_cell(factory, name: str, path: str, backend: str, monkeypatch, tmp_path_factory) -> None:
+    """Model ``factory()`` through ``path`` on ``backend`` matches torch eager twice; on an engine
+    backend no segment fell back."""
+    if backend == "openvino":  # OpenVINO's compiled models go to a temporary cache, never to ~/.cache/srcore
+        monkeypatch.setenv("SRCORE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "srcore-cache"))
+    m, inputs = factory()
+    sm = srcore.StaticModule(convert(m, inputs, path), options=options(backend))
+    want = torch_outputs(m, inputs)
+    what = f"{name} via {path} on {backend}"
+    assert_close(run(sm, inputs), want, what)
+    assert_close(run(sm, inputs), want, what + ", run 2")
+    if backend != "cpu":
+        failed = [s for s in sm.partition.segments if s.status == "fallback"]
+        assert not failed, "\n".join(f"{s.name}: {s.reason}" for s in failed)
