@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import ShapeError
 from . import nchwc
 from .depthwise import ACTIVATIONS, finish, out_hw
-from .direct import _JIT, _tag, run_bound, serial_kernel
+from .direct import _JIT, SerialTasks, _tag, run_bound
 from .simd import fptr, vbcast, vfma, vload, vsplat, vstore
 
 #: channels per block (the vector's lanes)
@@ -187,7 +187,7 @@ class BlockedDenseConv:
         return out
 
 
-class _Run:
+class _Run(SerialTasks):
     """One call (the bound-call protocol of :func:`.direct.run_bound`): tasks are output blocks."""
     __slots__ = ("_args", "_entry", "channels", "images", "tasks")
 
@@ -208,17 +208,8 @@ class _Run:
     def fill(self, n: int, c0: int, c1: int):
         """Nothing: the kernel reads its input in place."""
 
-    def run_serial(self):
-        """Every image's tasks on the calling thread (:func:`.direct.serial_kernel`)."""
-        kernel = serial_kernel(self, dense_tasks, (*self._args, 0, 0, self.tasks))
-        for n in range(self.images):
-            kernel(*self._args, n, 0, self.tasks)
-
-    def serial_calls(self):
-        """:meth:`run_serial` as plain ``(fn, args)`` calls (see ``pointwise_blocked._Run.serial_calls``)."""
-        if not self._entry:
-            return None
-        return tuple((self._entry, (*self._args, n, 0, self.tasks)) for n in range(self.images))
+    def tasks_kernel(self):
+        return dense_tasks
 
     def run_tasks(self, n: int, t0: int, t1: int):
         dense_tasks(*self._args, n, t0, t1)

@@ -38,7 +38,7 @@ import numpy as np
 from ..errors import ShapeError
 from . import nchwc
 from .depthwise import check_args, finish, out_hw
-from .direct import _JIT, _tag, aligned, run_bound, serial_kernel
+from .direct import _JIT, SerialTasks, _tag, aligned, run_bound
 from .depthwise_blocked import _put16, _rows, _t16
 from .simd import fptr, prefetch, vbcast, vfma, vload, vsplat, vstore, vstore_n
 
@@ -353,7 +353,7 @@ class NchwcDenseConv:
         return out
 
 
-class _Run:
+class _Run(SerialTasks):
     """One call (the bound-call protocol of :func:`.direct.run_bound`): tasks are (block group,
     band of output rows) pairs; each range of them runs on its thread's own buffers."""
     __slots__ = ("_args", "_conv", "_entry", "_sizes", "channels", "images", "tasks")
@@ -391,16 +391,8 @@ class _Run:
     def run_tasks(self, n: int, t0: int, t1: int):
         dense_nchwc_tasks(*self._args, *self._conv.buffers(*self._sizes), n, t0, t1)
 
-    def run_serial(self):
-        """Every image's tasks on the calling thread (:func:`.direct.serial_kernel`)."""
-        args = (*self._args, *self._conv.buffers(*self._sizes))
-        kernel = serial_kernel(self, dense_nchwc_tasks, (*args, 0, 0, self.tasks))
-        for n in range(self.images):
-            kernel(*args, n, 0, self.tasks)
+    def tasks_kernel(self):
+        return dense_nchwc_tasks
 
-    def serial_calls(self):
-        """:meth:`run_serial` as plain ``(fn, args)`` calls (see ``pointwise_blocked._Run.serial_calls``)."""
-        if not self._entry:
-            return None
-        args = (*self._args, *self._conv.buffers(*self._sizes))
-        return tuple((self._entry, (*args, n, 0, self.tasks)) for n in range(self.images))
+    def task_args(self) -> tuple:
+        return (*self._args, *self._conv.buffers(*self._sizes))

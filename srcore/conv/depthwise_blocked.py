@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import ShapeError
 from .depthwise import check_args, finish, out_hw
 from . import nchwc
-from .direct import _JIT, _tag, run_bound, serial_kernel
+from .direct import _JIT, SerialTasks, _tag, run_bound
 from .simd import fptr, vfma, vload, vload_n, vsplat, vstore, vstore_n, vzip_hi, vzip_lo
 
 #: channels per block (the vector's lanes)
@@ -475,7 +475,7 @@ class BlockedDepthwiseConv:
         return out
 
 
-class BlockedRun:
+class BlockedRun(SerialTasks):
     """One call of a :class:`BlockedDepthwiseConv`: :meth:`run_tasks` computes channel blocks
     ``[t0, t1)`` of image ``n`` (each range with its own buffers, so ranges may run at once);
     :meth:`fill` has nothing to do (``channels == 0``: each block transposes its own input)."""
@@ -508,19 +508,11 @@ class BlockedRun:
         self._conv, self._sizes = conv, (rows, Wp, Ho * Wo)
         self._entry = None
 
-    def run_serial(self):
-        """Every image's channel blocks on the calling thread (:func:`.direct.serial_kernel`)."""
-        args = (*self._args, *self._conv.buffers(*self._sizes))
-        kernel = serial_kernel(self, dwb_tasks, (*args, 0, 0, self.tasks))
-        for n in range(self.images):
-            kernel(*args, n, 0, self.tasks)
+    def tasks_kernel(self):
+        return dwb_tasks
 
-    def serial_calls(self):
-        """:meth:`run_serial` as plain ``(fn, args)`` calls (see ``pointwise_blocked._Run.serial_calls``)."""
-        if not self._entry:
-            return None
-        args = (*self._args, *self._conv.buffers(*self._sizes))
-        return tuple((self._entry, (*args, n, 0, self.tasks)) for n in range(self.images))
+    def task_args(self) -> tuple:
+        return (*self._args, *self._conv.buffers(*self._sizes))
 
     @property
     def args(self) -> tuple:

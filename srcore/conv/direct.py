@@ -322,6 +322,35 @@ def serial_kernel(run, kernel, args):
     return entry
 
 
+class SerialTasks:
+    """``run_serial`` and ``serial_calls`` of a bound call whose tasks kernel (:meth:`tasks_kernel`)
+    takes ``(*task_args(), n, t0, t1)`` for image ``n`` and needs no input copy (``_entry`` slot as
+    :func:`serial_kernel` reads it)."""
+    __slots__ = ()
+
+    def tasks_kernel(self):
+        raise NotImplementedError
+
+    def task_args(self) -> tuple:
+        return self._args
+
+    def run_serial(self):
+        """Every image's tasks on the calling thread (:func:`serial_kernel`)."""
+        args = self.task_args()
+        kernel = serial_kernel(self, self.tasks_kernel(), (*args, 0, 0, self.tasks))
+        for n in range(self.images):
+            kernel(*args, n, 0, self.tasks)
+
+    def serial_calls(self):
+        """:meth:`run_serial` as plain ``(fn, args)`` calls on the compiled entry point, for a caller
+        that makes this call again on the same buffers on one thread; None until the entry is found
+        (from the second run)."""
+        if not self._entry:
+            return None
+        args = self.task_args()
+        return tuple((self._entry, (*args, n, 0, self.tasks)) for n in range(self.images))
+
+
 def run_bound(run, threads: int):
     """Every image of a bound conv call (:class:`DirectRun`, :class:`DepthwiseRun`): its input copy
     on the caller, then its tasks, split over a shared pool of Python threads when there are enough
