@@ -219,6 +219,14 @@ def _sort(c: _Code, layer: Layer, net: Network) -> None:
     c.add(f"for k in range({n}):")
     c.add(f"    {a} = t{x}[{at.format('k')}]")
     c.add("    m = k")
+    _insert(c, a, b, before, vo, io, at, "k")
+    c.close()
+
+
+def _insert(c, a: str, b: str, before: str, vo: int, io: int, at: str, index: str) -> None:
+    """Insertion's inner loop: shift the entries after which value ``a`` goes (``before``: ``a``
+    comes before ``b``) one place up in values ``t{vo}`` and indices ``t{io}``, from place ``m``
+    down, then put ``a`` and ``index`` in the place left."""
     c.add("    while m > 0:")
     c.add(f"        {b} = t{vo}[{at.format('m - 1')}]")
     c.add(f"        if not ({before}):")
@@ -227,8 +235,7 @@ def _sort(c: _Code, layer: Layer, net: Network) -> None:
     c.add(f"        t{io}[{at.format('m')}] = t{io}[{at.format('m - 1')}]")
     c.add("        m -= 1")
     c.add(f"    t{vo}[{at.format('m')}] = {a}")
-    c.add(f"    t{io}[{at.format('m')}] = k")
-    c.close()
+    c.add(f"    t{io}[{at.format('m')}] = {index}")
 
 
 def _scalars(x: int) -> tuple[str, str]:
@@ -298,15 +305,7 @@ def _topk(c: _Code, layer: Layer, net: Network) -> None:
     c.add("    else:")
     c.add("        m = cnt")
     c.add("        cnt += 1")
-    c.add("    while m > 0:")
-    c.add(f"        {b} = t{vo}[{at.format('m - 1')}]")
-    c.add(f"        if not ({before}):")
-    c.add("            break")
-    c.add(f"        t{vo}[{at.format('m')}] = {b}")
-    c.add(f"        t{io}[{at.format('m')}] = t{io}[{at.format('m - 1')}]")
-    c.add("        m -= 1")
-    c.add(f"    t{vo}[{at.format('m')}] = {a}")
-    c.add(f"    t{io}[{at.format('m')}] = q")
+    _insert(c, a, b, before, vo, io, at, "q")
     c.depth -= 1
     c.close()
 
