@@ -149,6 +149,15 @@ CONV_ACTIVATIONS = frozenset({"hardswish", "hardsigmoid", "silu", "sigmoid", "ge
 CONV_CLAMPS = {(0.0, 6.0): "relu6"}
 
 
+def _readers(net: Network) -> dict[int, list[Layer]]:
+    """Tensor id -> the layers that read it, in network order."""
+    readers: dict[int, list[Layer]] = {}
+    for layer in net.layers:
+        for t in layer.inputs:
+            readers.setdefault(t, []).append(layer)
+    return readers
+
+
 def fuse_conv_activation(net: Network) -> Network:
     """Give every conv without relu or activation whose output only one activation pointwise layer
     (relu, :data:`CONV_ACTIVATIONS`; leaky relu's slope goes to ``attrs["negative_slope"]``) reads
@@ -176,10 +185,7 @@ def fuse_norm_activation(net: Network) -> Network:
 def _fuse_activation(net: Network, takes, activations, own_relu: bool) -> Network:
     """``own_relu``: a relu goes to the layer's ``attrs["relu"]`` (a conv's own relu, in every
     tactic's store) rather than to ``attrs["activation"]``."""
-    readers: dict[int, list[Layer]] = {}
-    for layer in net.layers:
-        for t in layer.inputs:
-            readers.setdefault(t, []).append(layer)
+    readers = _readers(net)
     drop: set[int] = set()
     for layer in net.layers:
         if not takes(layer) or layer.attrs.get("activation", "none") != "none" or layer.outputs[0] in net.outputs:
@@ -229,11 +235,8 @@ def fuse_conv_add(net: Network) -> Network:
     then the residual comes through a new (N, C, 1, L) view of the other operand and the conv and
     its view both move to the add's place, the view making the add's output. Runs after
     :func:`fuse_conv_activation` and before :func:`fuse_pointwise` (in place)."""
-    readers: dict[int, list[Layer]] = {}
+    readers = _readers(net)
     made = {t: layer for layer in net.layers for t in layer.outputs}
-    for layer in net.layers:
-        for t in layer.inputs:
-            readers.setdefault(t, []).append(layer)
     moved: dict[int, list[Layer]] = {}
     for layer in net.layers:
         if (layer.kind != "pointwise" or layer.attrs["op"] != "add" or len(layer.inputs) != 2
@@ -330,10 +333,7 @@ def fuse_squeeze_excite(net: Network) -> Network:
 def fuse_conv_pool(net: Network) -> Network:
     """Replace every ungrouped, residual-free conv whose output only a max pool reads (and the engine
     does not return) by one ``conv_max_pool`` layer at the conv's place (in place)."""
-    readers: dict[int, list[Layer]] = {}
-    for layer in net.layers:
-        for t in layer.inputs:
-            readers.setdefault(t, []).append(layer)
+    readers = _readers(net)
     drop: set[int] = set()
     out = []
     for layer in net.layers:
@@ -384,10 +384,7 @@ def fuse_pad_conv1d(net: Network) -> Network:
     with ``pads`` (left, right), which only ``tactics/conv1d.py`` runs (so only where
     :func:`conv1d_applies`).
     Runs after the conv fusions (in place)."""
-    readers: dict[int, list[Layer]] = {}
-    for layer in net.layers:
-        for t in layer.inputs:
-            readers.setdefault(t, []).append(layer)
+    readers = _readers(net)
     drop: set[int] = set()
     for pad in net.layers:
         if pad.kind != "pad" or pad.attrs["value"] != 0.0 or pad.outputs[0] in net.outputs:
