@@ -90,8 +90,9 @@ def test_where_masked_fill_and_clamp():
     check("aten::masked_fill", torch.masked_fill, T("float32", 2, 3), T("bool", 3), 0.0)
     check("aten::clamp", torch.clamp, T("int64", 2, 3), 0.5, None)
     check("aten::clamp", torch.clamp, T("float32", 2, 3), 0, 1)
+    check("aten::masked_fill", torch.masked_fill, T("float32", 3), T("bool", 2, 3), 0.0)  # torch broadcasts both
     with pytest.raises(srcore.ShapeError):
-        one_node("aten::masked_fill", T("float32", 3), T("bool", 2, 3), 0.0)
+        one_node("aten::masked_fill", T("float32", 3), T("bool", 2), 0.0)
 
 
 def test_symbolic_broadcast():

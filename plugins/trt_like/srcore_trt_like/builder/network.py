@@ -74,12 +74,13 @@ class Network:
     outputs: list[int] = attrs.field(factory=list)
     constants: dict[int, np.ndarray] = attrs.field(factory=dict)
 
-    def constant(self, array: np.ndarray) -> int:
+    def constant(self, array: np.ndarray, dtype: str = "float32") -> int:
         """A tensor holding a constant array (a non-scalar constant operand); always an own,
-        writeable float32 copy (parameters may be read-only memory maps of the model file,
-        which kernels compiled for writeable arrays reject)."""
-        tid = self.new_tensor(array.shape, "const")
-        self.constants[tid] = np.array(array, dtype=np.float32, order="C", copy=True)
+        writeable copy (parameters may be read-only memory maps of the model file, which kernels
+        compiled for writeable arrays reject), float32 unless ``dtype`` is one of the data dtypes
+        (an int64 index or a bool mask that a data layer reads)."""
+        tid = self.new_tensor(array.shape, "const", dtype if dtype in DATA_DTYPES else "float32")
+        self.constants[tid] = np.array(array, dtype=self.tensors[tid].storage, order="C", copy=True)
         return tid
 
     def new_tensor(self, shape, name: str = "", dtype: str = "float32", qparams: Any = None) -> int:

@@ -26,7 +26,8 @@ class Converter:
         if tid is not None:
             return tid
         if value.node.kind == "prim::Constant" and isinstance(value.node.attrs.get("value"), np.ndarray):
-            tid = self.ids[id(value)] = self.net.constant(value.node.attrs["value"])
+            array = value.node.attrs["value"]   # an integer or bool constant keeps its dtype (a data layer's index)
+            tid = self.ids[id(value)] = self.net.constant(array, str(array.dtype))
             return tid
         raise EngineBuildError(f"internal: value %{value.name} has no engine tensor")
 
