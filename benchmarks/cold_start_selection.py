@@ -113,7 +113,7 @@ def measure(model: str, out: Path, runs: int) -> dict:
     base.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     envs = {"full": base, "selection": {**base, "SRCORE_SELECTION": str(selection)}}
     envs["prepared"] = envs["selection"]
-    prepared = srm.with_name(f"{srm.stem}.prepared-selection.srm")
+    prepared = selection.with_name(f"{srm.stem}.prepared-selection.srm")   # beside the selection, never in examples/
     subprocess.run([sys.executable, "-c", PREPARE.format(srm=str(srm), out=str(prepared))], env=envs["selection"],
                    check=True, cwd=ROOT, capture_output=True)
     codes = {mode: CHILD.format(inp=str(inp), srm=str(prepared if mode == "prepared" else srm)) for mode in envs}
