@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -61,3 +63,34 @@ def check_cell(factory, name: str, path: str, backend: str, monkeypatch, tmp_pat
     if backend != "cpu":
         failed = [s for s in sm.partition.segments if s.status == "fallback"]
         assert not failed, "\n".join(f"{s.name}: {s.reason}" for s in failed)
+
+
+def fx_x86(factory):
+    """Model ``factory()`` after FX post-training static quantization (x86 qconfig, calibrated on
+    four seeded batches), scripted, and its example inputs (quantized engine x86 set by the caller)."""
+    import torch.ao.quantization as tq
+    from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
+
+    m, inputs = factory()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prepared = prepare_fx(m, tq.get_default_qconfig_mapping("x86"), inputs)
+        with torch.no_grad():
+            for s in range(4):
+                prepared(*[torch.randn(x.shape, generator=torch.Generator().manual_seed(s)) for x in inputs])
+        return torch.jit.script(convert_fx(prepared)), inputs
+
+
+def check_fx_quantized(factory) -> None:
+    """The FX-quantized model (:func:`fx_x86`) through srcore matches torch bit for bit; torch's
+    quantized engine is x86 meanwhile and restored after."""
+    before = torch.backends.quantized.engine
+    try:
+        torch.backends.quantized.engine = "x86"
+        ts, inputs = fx_x86(factory)
+        with torch.no_grad():
+            want = ts(*inputs).numpy()
+        sm = srcore.StaticModule(srcore.from_torchscript(ts, inputs))
+    finally:
+        torch.backends.quantized.engine = before
+    np.testing.assert_array_equal(sm(*[x.numpy() for x in inputs]), want)

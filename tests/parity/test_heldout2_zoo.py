@@ -9,16 +9,13 @@ found have their own tests below.
 """
 from __future__ import annotations
 
-import warnings
-
-import numpy as np
 import pytest
 import torch
 
 import srcore
 from _harness import assert_close, run, torch_outputs
 from heldout2_models import MODELS
-from _zoo import cells, check_cell, options
+from _zoo import cells, check_cell, check_fx_quantized, options
 from heldout_paths import convert
 
 #: independent of the executor and the memory planner (the default ones run): test.sh's second pass skips it
@@ -78,37 +75,12 @@ def test_traced_python_scalars_promote_as_scalars(path):
     assert_close(run(sm, inputs), torch_outputs(TracedScalars(), inputs), f"scalars via {path}")
 
 
-def _fx_x86(name: str):
-    """Heldout2 model ``name`` after FX post-training static quantization (x86 qconfig, four
-    seeded calibration batches), scripted, and its example inputs."""
-    import torch.ao.quantization as tq
-    from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
-
-    m, inputs = MODELS[name]()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        prepared = prepare_fx(m, tq.get_default_qconfig_mapping("x86"), inputs)
-        with torch.no_grad():
-            for s in range(4):
-                prepared(*[torch.randn(x.shape, generator=torch.Generator().manual_seed(s)) for x in inputs])
-        return torch.jit.script(convert_fx(prepared)), inputs
-
-
 @pytest.mark.parametrize("name", ["convnext", "conformer_conv"])
 def test_fx_quantized_heldout2_model_matches_torch_bit_for_bit(name):
     """ConvNeXt's layer scale ``gamma * x`` is ``quantized::mul`` of a (C, 1, 1) and an (N, C, H, W)
     tensor (the kernel broadcast only the second operand); the Conformer's ``0.5 * ff(x)`` is
     ``quantized::mul.Scalar2(Scalar, Tensor)`` (no such overload: refused)."""
-    before = torch.backends.quantized.engine
-    try:
-        torch.backends.quantized.engine = "x86"
-        ts, inputs = _fx_x86(name)
-        with torch.no_grad():
-            want = ts(*inputs).numpy()
-        sm = srcore.StaticModule(srcore.from_torchscript(ts, inputs))
-    finally:
-        torch.backends.quantized.engine = before
-    np.testing.assert_array_equal(sm(*[x.numpy() for x in inputs]), want)
+    check_fx_quantized(MODELS[name])
 
 
 class BnAfterRelu(torch.nn.Module):

@@ -9,14 +9,13 @@ folded, chunk/split/unbind unpacked into views, export's eval dropout (a clone) 
 """
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 
 import srcore
 from _harness import assert_close, run, torch_outputs
 from heldout_models import HELDOUT
-from _zoo import cells, check_cell, options
+from _zoo import cells, check_cell, check_fx_quantized, options
 from heldout_paths import convert
 
 #: independent of the executor and the memory planner (the default ones run): test.sh's second pass skips it
@@ -145,36 +144,9 @@ def test_onnx_resize_to_another_tensors_size_with_a_dynamic_batch(tmp_path):
         assert_close(run(sm, inputs), torch_outputs(m, inputs), f"fpn via onnx, batch {inputs[0].shape[0]}")
 
 
-def _fx_x86(name: str):
-    """The held-out model ``name`` after FX post-training static quantization (x86 qconfig,
-    calibrated on four seeded batches), scripted, and its example inputs."""
-    import warnings
-
-    import torch.ao.quantization as tq
-    from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
-
-    torch.backends.quantized.engine = "x86"
-    m, inputs = HELDOUT[name]()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        prepared = prepare_fx(m, tq.get_default_qconfig_mapping("x86"), inputs)
-        with torch.no_grad():
-            for s in range(4):
-                prepared(*[torch.randn(x.shape, generator=torch.Generator().manual_seed(s)) for x in inputs])
-        return torch.jit.script(convert_fx(prepared)), inputs
-
-
 @pytest.mark.parametrize("name", ["mobilenet_v2", "tcn_causal"])
 def test_fx_quantized_model_matches_torch_bit_for_bit(name):
     """MobileNetV2's ``ReLU6(inplace=True)`` on a quantized conv's output is ``aten::hardtanh_`` on
     quint8 (no kernel: made functional); the TCN's quantized Conv1d packs a (C_out, C_in, 1, K)
     weight that reached ``quantized::qconv1d`` as it was ("the weight must be 3-D")."""
-    before = torch.backends.quantized.engine
-    try:
-        ts, inputs = _fx_x86(name)
-        with torch.no_grad():
-            want = ts(*inputs).numpy()
-        sm = srcore.StaticModule(srcore.from_torchscript(ts, inputs))
-    finally:
-        torch.backends.quantized.engine = before
-    np.testing.assert_array_equal(sm(*[x.numpy() for x in inputs]), want)
+    check_fx_quantized(HELDOUT[name])
