@@ -6,6 +6,7 @@ import threading
 import numpy as np
 import pytest
 
+from _shared import conv_case
 from srcore_trt_like.conv import ConvSpec
 from srcore_trt_like.conv import packed as conv_packed
 from srcore_trt_like.conv import winograd_packed
@@ -27,15 +28,6 @@ def small_chunks(monkeypatch):
     monkeypatch.setattr(conv_packed, "CHUNK_BYTES", 60000)
 
 
-def _case(spec, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(spec.x_shape, np.float32)
-    w = (rng.standard_normal(spec.weight_shape) / np.sqrt(np.prod(spec.weight_shape[1:]))).astype(np.float32)
-    b = rng.standard_normal(spec.out_channels).astype(np.float32)
-    res = rng.standard_normal(spec.out_shape, np.float32) if spec.residual else None
-    return x, w, b, res
-
-
 def _run(t, x, res):
     out = np.full(t.out_shape, np.nan, np.float32)
     t(x, out, res)
@@ -44,13 +36,13 @@ def _run(t, x, res):
 
 @pytest.mark.parametrize("spec", SPECS)
 def test_threaded_packed_conv_is_bit_identical_to_one_thread(spec):
-    x, w, b, res = _case(spec)
+    x, w, b, res = conv_case(spec)
     one = _run(PackedGemmTactic(spec, w, b, threads=1), x, res)
     for nt in (2, 3):
         t = PackedGemmTactic(spec, w, b, threads=nt)
         np.testing.assert_array_equal(_run(t, x, res), one)
-    assert [PackedGemmTactic(s, *_case(s)[1:3], threads=2).by_chunks for s in SPECS] == [True, False, False]
-    assert [PackedGemmTactic(s, *_case(s)[1:3], threads=2).split_rows for s in SPECS[1:]] == [True, False]
+    assert [PackedGemmTactic(s, *conv_case(s)[1:3], threads=2).by_chunks for s in SPECS] == [True, False, False]
+    assert [PackedGemmTactic(s, *conv_case(s)[1:3], threads=2).split_rows for s in SPECS[1:]] == [True, False]
 
 
 WINO = [ConvSpec((2, 16, 30, 29), 24, 3, 1, 1, relu=True, residual=True),     # chunks per thread
@@ -61,7 +53,7 @@ WINO = [ConvSpec((2, 16, 30, 29), 24, 3, 1, 1, relu=True, residual=True),     # 
 @pytest.mark.parametrize("m", [2, 4])
 def test_threaded_winograd_packed_is_bit_identical_to_one_thread(spec, m, monkeypatch):
     monkeypatch.setattr(winograd_packed, "CHUNK_BYTES", 20000 if spec is WINO[0] else 1 << 20)
-    x, w, b, res = _case(spec)
+    x, w, b, res = conv_case(spec)
     one = _run(WinogradPackedTactic(spec, w, b, m=m, threads=1), x, res)
     for nt in (2, 3):
         t = WinogradPackedTactic(spec, w, b, m=m, threads=nt)
@@ -74,11 +66,11 @@ def test_threaded_packed_conv_from_two_python_threads_at_once(monkeypatch):
     monkeypatch.setattr(winograd_packed, "CHUNK_BYTES", 20000)
     work = []
     for spec in SPECS:
-        x, w, b, res = _case(spec, 3)
+        x, w, b, res = conv_case(spec, 3)
         t = PackedGemmTactic(spec, w, b, threads=2)
         work.append((t, x, res, _run(PackedGemmTactic(spec, w, b, threads=1), x, res)))
     for spec in WINO:
-        x, w, b, res = _case(spec, 4)
+        x, w, b, res = conv_case(spec, 4)
         t = WinogradPackedTactic(spec, w, b, m=4, threads=2)
         work.append((t, x, res, _run(WinogradPackedTactic(spec, w, b, m=4, threads=1), x, res)))
     errors = []
