@@ -179,6 +179,17 @@ _KEEPS_LAYOUT = frozenset({"aten::relu", "aten::relu_", "aten::hardtanh", "aten:
                            "quantized::avg_pool2d_channels_last", "quantized::adaptive_avg_pool2d_channels_last"})
 
 
+#: quantized cats: torch's output is channels-last when every input is (any dim), else NCHW
+_CATS = frozenset({"quantized::cat", "quantized::cat_relu", "aten::cat", "aten::concat"})
+
+
+def _cat_channels_last(node) -> bool:
+    items = node.inputs[0].node if node.inputs else None
+    if items is None or items.kind != "prim::ListConstruct" or not items.inputs:
+        return False
+    return all(channels_last_in_torch(v) for v in items.inputs)
+
+
 #: pools whose rounding follows the layout torch holds their input in -> the op for a channels-last one
 _POOLS_CL = {"aten::mean": "quantized::mean_channels_last", "aten::avg_pool2d": "quantized::avg_pool2d_channels_last",
              "aten::adaptive_avg_pool2d": "quantized::adaptive_avg_pool2d_channels_last"}
@@ -186,13 +197,16 @@ _POOLS_CL = {"aten::mean": "quantized::mean_channels_last", "aten::avg_pool2d": 
 
 def channels_last_in_torch(value) -> bool:
     """Whether torch holds ``value`` channels-last: a quantized 2-d conv's output, through ops that keep
-    their input's layout (``aten::contiguous`` does not: it copies to NCHW)."""
+    their input's layout (``aten::contiguous`` does not: it copies to NCHW), and a quantized cat of
+    such values only."""
     for _ in range(256):
         node = getattr(value, "node", None)
         if node is None:
             return False
         if node.kind in _CONV2D:
             return True
+        if node.kind in _CATS:
+            return _cat_channels_last(node)
         if node.kind.split(".")[0] not in _KEEPS_LAYOUT or not node.inputs:
             return False
         value = node.inputs[0]

@@ -6,6 +6,8 @@
   ``inference=True`` (what ``prepare_for_static_runtime`` uses) whatever the
   flag says, because a static runtime only runs inference (a model scripted
   in training mode still evaluates as in ``model.eval()``).
+* ``quantized::dropout(x, scale, zero_point, p, training)`` (FX's quantized ``F.dropout``): the
+  same; in eval torch returns ``x`` itself, its parameters kept (the scale and zero point unused).
 * ``aten::detach`` / ``aten::detach_``: the input (no autograd here).
 * profiling nodes (``prim::profile``, ``prim::profile_ivalue``): their input.
 """
@@ -17,6 +19,8 @@ from ._util import base_kind, const_or, replace_with_values, walk_blocks
 DROPOUT_OPS = frozenset({"aten::dropout", "aten::feature_dropout", "aten::alpha_dropout",
                          "aten::feature_alpha_dropout", "aten::dropout_", "aten::feature_dropout_",
                          "aten::alpha_dropout_", "aten::feature_alpha_dropout_"})
+#: dropout with the output's quantization parameters before ``p`` and ``training``
+QUANTIZED_DROPOUT = "quantized::dropout"
 IDENTITY_OPS = frozenset({"aten::detach", "aten::detach_", "prim::profile", "prim::profile_ivalue"})
 
 
@@ -32,6 +36,8 @@ def _removable(node: Node, inference: bool) -> bool:
         return len(node.inputs) >= 1 and len(node.outputs) <= 1 and not identity_observed(node)
     if kind in DROPOUT_OPS and len(node.inputs) == 3:
         return inference or const_or(node.inputs[2], None) is False
+    if kind == QUANTIZED_DROPOUT and len(node.inputs) == 5:
+        return inference or const_or(node.inputs[4], None) is False
     return False
 
 

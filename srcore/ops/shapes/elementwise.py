@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from ...ir.quant import is_quantized
 from ...ir.types import BoolType, FloatType, IntType, NumberType, TensorType
 from . import symbolic as sym
 from .base import alias, A, Ctx, UNKNOWN, rule, tt
@@ -273,7 +274,12 @@ def ternary(ctx: Ctx):
 
 @rule("aten::clamp", "aten::clip", "aten::clamp_min", "aten::clamp_max")
 def clamp(ctx: Ctx):
+    """A quantized ``self`` stays quantized (torch clamps its values and keeps its parameters: the
+    bounds are Scalars); otherwise the bounds take part in type promotion."""
     shape = broadcast_shapes(tensor_shapes(ctx, range(len(ctx.args))), ctx.fail)
+    self_type = ctx.args[0].type
+    if isinstance(self_type, TensorType) and is_quantized(self_type.dtype):
+        return [tt(self_type.dtype, shape)]
     ops = [a for a in ctx.args[:3] if a.known is not None]
     return [tt(promote(ops), shape)]
 

@@ -449,6 +449,31 @@ def lp_normalization(cx: NodeContext):
     return cx.op("aten::div", x, norm)
 
 
+#: GridSample's modes (opset 16 names, then opset 20's) -> aten::grid_sampler's interpolation codes
+_GRID_MODES = {"bilinear": 0, "linear": 0, "nearest": 1, "bicubic": 2, "cubic": 2}
+_GRID_PADDING = {"zeros": 0, "border": 1, "reflection": 2}
+
+
+def grid_sample(cx: NodeContext):
+    """``GridSample`` -> ``aten::grid_sampler`` (the same sampling, padding and corner rules as torch's
+    ``F.grid_sample``, which torch.onnx exports to it)."""
+    cx.require_dtype(0, FLOATS)
+    mode, padding = cx.attr("mode", "bilinear" if cx.version < 20 else "linear"), cx.attr("padding_mode", "zeros")
+    if mode not in (("bilinear", "nearest", "bicubic") if cx.version < 20 else ("linear", "nearest", "cubic")):
+        raise Unsupported(f"mode {mode!r} (opset {cx.version})")
+    if padding not in _GRID_PADDING:
+        raise Unsupported(f"padding_mode {padding!r}")
+    align = bool(cx.attr("align_corners", 0))
+    return cx.op("aten::grid_sampler", cx.x(0), cx.x(1), _GRID_MODES[mode], _GRID_PADDING[padding], align)
+
+
+def affine_grid(cx: NodeContext):
+    """``AffineGrid(theta, size)`` -> ``aten::affine_grid_generator`` (``size`` known at conversion)."""
+    cx.require_dtype(0, FLOATS)
+    size = cx.int_items(1, "size")
+    return cx.op("aten::affine_grid_generator", cx.x(0), cx.list_value(size), bool(cx.attr("align_corners", 0)))
+
+
 CONVERTERS = table(
     Gemm=(gemm, 13), MatMul=(matmul, 13), Conv=(conv, 11, 22), ConvTranspose=(conv_transpose, 11, 22),
     MaxPool=(max_pool, 12, 22), AveragePool=(average_pool, 11, 19, 22),
@@ -457,5 +482,5 @@ CONVERTERS = table(
     LayerNormalization=(layer_norm, 17), GroupNormalization=(group_norm, 18, 21),
     Softmax=(softmax("aten::softmax"), 13), LogSoftmax=(softmax("aten::log_softmax"), 13),
     Hardmax=(hardmax, 13), Dropout=(dropout, 13, 22), LRN=(lrn, 13), Einsum=(einsum, 12, 28),
-    LpNormalization=(lp_normalization, 1, 22),
+    LpNormalization=(lp_normalization, 1, 22), GridSample=(grid_sample, 16, 20, 22), AffineGrid=(affine_grid, 20),
 )

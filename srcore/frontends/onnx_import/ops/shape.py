@@ -229,7 +229,8 @@ def slice_(cx: NodeContext):
             continue
         dim = shape[axis] if shape is not None else None
         if not isinstance(dim, int) or not isinstance(start, int) or not isinstance(end, int):
-            raise cx.not_constant([1, 2], "a negative step needs the dim, start and end known at conversion")
+            y = _flipped_slice(cx, y, axis, start, end, step, dim_item(cx, 0, cx.x(0), axis))
+            continue
         idx = range(*slice(start, end, step).indices(dim))
         if len(idx) == 0:
             y = cx.op("aten::slice", y, axis, 0, 0, 1)
@@ -237,6 +238,27 @@ def slice_(cx: NodeContext):
         y = cx.op("aten::slice", y, axis, idx[-1], idx[0] + 1, -step)
         y = cx.op("aten::flip", y, [axis])
     return y
+
+
+def _flipped_slice(cx: NodeContext, x, axis: int, start, end, step: int, dim):
+    """A negative-step slice whose dim, start or end is known only at run time: ``flip`` the axis, then a
+    positive-step slice. ONNX clamps a negative step's start to ``[0, dim - 1]`` and its end to
+    ``[-1, dim - 1]`` (after adding ``dim`` to negatives); element ``i`` is at ``dim - 1 - i`` flipped."""
+    def clamped(i, low):
+        neg = i < 0 if isinstance(i, int) else cx.int_op("aten::Int", cx.bool_op("aten::lt", i, 0))
+        i = int_binop(cx, "add", i, int_binop(cx, "mul", int(neg) if isinstance(neg, bool) else neg, dim))
+        return _imin(cx, _imax(cx, i, low), int_binop(cx, "sub", dim, 1))
+    first = int_binop(cx, "sub", int_binop(cx, "sub", dim, 1), clamped(_clip_index(start), 0))
+    stop = int_binop(cx, "sub", int_binop(cx, "sub", dim, 1), clamped(_clip_index(end), -1))
+    return cx.op("aten::slice", cx.op("aten::flip", x, [axis]), axis, first, stop, -step)
+
+
+def _imin(cx: NodeContext, a, b):
+    return min(a, b) if isinstance(a, int) and isinstance(b, int) else cx.int_op("prim::min", a, b)
+
+
+def _imax(cx: NodeContext, a, b):
+    return max(a, b) if isinstance(a, int) and isinstance(b, int) else cx.int_op("prim::max", a, b)
 
 
 _BIG = 1 << 62
