@@ -20,11 +20,12 @@ from typing import Any, Callable
 import attrs
 
 from .. import cpu_features
-from ..ir.types import INT, STR, ListType
+from ..ir.types import BOOL, INT, STR, ListType
 
 LINEAR = "__torch__.torch.classes.quantized.LinearPackedParamsBase"
 CONV2D = "__torch__.torch.classes.quantized.Conv2dPackedParamsBase"
-SUPPORTED = (LINEAR, CONV2D)
+CELL = "__torch__.torch.classes.rnn.CellParamsBase"
+SUPPORTED = (LINEAR, CONV2D, CELL)
 
 
 @attrs.frozen
@@ -43,6 +44,20 @@ class Packed:
     #: makes the (C_out, C_in, 1, K) weight a (C_out, C_in, K) parameter when called: torch packs an
     #: nn.quantized.Conv1d so (its ``quantized::conv1d`` reads the 2-d params as a 1 x K convolution)
     weight_1d: Callable[[], Any] | None = attrs.field(default=None, eq=False)
+
+
+@attrs.frozen
+class Cell:
+    """One layer and direction of a dynamic-quantized LSTM (``CellParamsBase`` of kind
+    ``quantized_dynamic``, what ``quantize_dynamic`` makes of an ``nn.LSTM``): the input and hidden
+    weights (quantized parameters, each with its float bias), and whether torch quantizes the float
+    operands with a reduced range (fbgemm's/x86's 7-bit)."""
+
+    w_ih: Any
+    b_ih: Any
+    w_hh: Any
+    b_hh: Any
+    reduce_range: bool
 
 
 def class_name(obj) -> str:
@@ -81,6 +96,8 @@ def unpack(torch, obj, name: str, constant: Callable[[str, Any], Any]) -> Packed
     """``obj`` (a packed-params object) unpacked; ``constant(name, value)`` makes a srcore constant
     (a parameter for arrays). Raises ValueError naming an unsupported class."""
     cls = class_name(obj)
+    if cls == CELL:
+        return _cell(torch, obj, name, constant)
     if cls == LINEAR:
         w, b = torch.ops.quantized.linear_unpack(obj)
         if not w.is_quantized:
@@ -108,6 +125,38 @@ def unpack(torch, obj, name: str, constant: Callable[[str, Any], Any]) -> Packed
                       w1)
     raise ValueError(f"packed parameters of type {cls} have no srcore equivalent (supported: "
                      f"{', '.join(c.rsplit('.', 1)[-1] for c in SUPPORTED)})")
+
+
+def _cell(torch, obj, name: str, constant: Callable[[str, Any], Any]) -> Cell:
+    # torch's QuantizedCellParamsDynamic::__getstate__: (kind, [b_ih, b_hh], [], [reduce_range],
+    # [packed w_ih, packed w_hh]); the biases are packed with the weights as well (those are applied)
+    kind, _biases, _doubles, longs, packed = obj.__getstate__()[0]
+    if kind != "quantized_dynamic":
+        raise ValueError(f"{CELL} of kind {kind!r} is not supported (only 'quantized_dynamic': "
+                         "quantize_dynamic's qint8 LSTM)")
+    (w_ih, b_ih), (w_hh, b_hh) = (torch.ops.quantized.linear_unpack(p) for p in packed)
+    if b_ih is None or b_hh is None:
+        raise ValueError(f"{CELL} without biases is not supported")
+    return Cell(constant(f"{name}.weight_ih", w_ih), constant(f"{name}.bias_ih", b_ih),
+                constant(f"{name}.weight_hh", w_hh), constant(f"{name}.bias_hh", b_hh), bool(longs[0]))
+
+
+def lower_cells(kind: str, inputs: list, make_const: Callable[[Any, Any], Any],
+                make_list: Callable[[list], Any]) -> tuple[str, list]:
+    """``aten::quantized_lstm.input(input, hx, cells, has_biases, num_layers, dropout, train, bidirectional,
+    batch_first, *, dtype, use_dynamic)`` with its cells unpacked (:class:`Cell`) as
+    ``quantized::lstm_dynamic``: ``aten::lstm.input``'s arguments (params ``[w_ih, w_hh, b_ih, b_hh]`` per
+    layer and direction), then ``reduce_range``. ValueError for other recurrent ops."""
+    if kind not in ("aten::quantized_lstm", "aten::quantized_lstm.input") or len(inputs) < 9:
+        raise ValueError(f"{kind} with dynamic-quantized cells (CellParamsBase) is not supported (only "
+                         "quantize_dynamic's LSTM on a padded input)")
+    cells = inputs[2]
+    if not isinstance(cells, list) or not cells or not all(isinstance(c, Cell) for c in cells):
+        raise ValueError(f"{kind} expects a list of dynamic-quantized cells")
+    if len({c.reduce_range for c in cells}) != 1:
+        raise ValueError(f"{kind}: cells with different reduce_range settings")
+    params = make_list([v for c in cells for v in (c.w_ih, c.w_hh, c.b_ih, c.b_hh)])
+    return "quantized::lstm_dynamic", [*inputs[:2], params, *inputs[3:9], make_const(cells[0].reduce_range, BOOL)]
 
 
 #: torch op -> (srcore op, the packed input's position, kind of packed params it takes)

@@ -279,9 +279,16 @@ class _Converter:
             self.mkldnn.lower(n, dst, g)
             return
         inputs = [self.env[v] for v in n.inputs()]
-        if any(isinstance(v, _quantized.Packed) for v in inputs):  # a quantized linear/conv: unpacked weights
+        if self.cell_list(n, kind, inputs):
+            return
+        cells = any(isinstance(v, list) and v and isinstance(v[0], _quantized.Cell) for v in inputs)
+        if cells or any(isinstance(v, _quantized.Packed) for v in inputs):  # unpacked weights
             try:
-                kind, inputs = _quantized.lower(kind, inputs, lambda value, t: self.literal(value, t, dst, g))
+                if cells:
+                    kind, inputs = _quantized.lower_cells(kind, inputs, lambda value, t: self.literal(value, t, dst, g),
+                                                          lambda values: self.list_of_tensors(values, dst, g))
+                else:
+                    kind, inputs = _quantized.lower(kind, inputs, lambda value, t: self.literal(value, t, dst, g))
             except ValueError as exc:
                 self.problems.append(f"{self.where(n)}: {exc}")
                 for o in n.outputs():
@@ -428,6 +435,30 @@ class _Converter:
                         source=tc.source_from_range(n.sourceRange()))
         dst.append(node)
         self.env[o] = node.output
+
+    def cell_list(self, n, kind: str, inputs: list) -> bool:
+        """A dynamic-quantized LSTM's list of cells (built by ``prim::ListConstruct``, or appended to an
+        empty one as torch's scripted module does) is kept as a Python list of :class:`_quantized.Cell`
+        for the op that takes it (lowered there); True if ``n`` was such a node."""
+        if kind == "prim::ListConstruct" and (all(isinstance(v, _quantized.Cell) for v in inputs) if inputs
+                                              else _quantized.CELL in n.output().type().str()):
+            self.env[n.output()] = list(inputs)
+            return True
+        if kind == "aten::append" and len(inputs) == 2 and isinstance(inputs[1], _quantized.Cell):
+            if isinstance(inputs[0], list) and n.owningBlock().owningNode() is None:
+                inputs[0].append(inputs[1])
+                self.env[n.output()] = inputs[0]
+            else:
+                self.problems.append(f"{self.where(n)}: dynamic-quantized cells appended inside control flow")
+                self.env[n.output()] = None
+            return True
+        return False
+
+    def list_of_tensors(self, values: list, dst: Block, g: Graph):
+        """A new ``Tensor[]`` of ``values`` (a list a lowering adds)."""
+        c = g.create("prim::ListConstruct", values, (ListType(TensorType()),))
+        dst.append(c)
+        return c.output
 
     def literal(self, value, t: Type, dst: Block, g: Graph):
         """A new non-tensor constant (a value a lowering adds)."""

@@ -704,6 +704,31 @@ def build_eager_quant():
     return m, (torch.randn(2, 3, 11, 11),)
 
 
+class RNNTagger(nn.Module):
+    """A tagger for ``quantize_dynamic``: a 2-layer bidirectional batch-first LSTM (its cells become
+    ``CellParamsBase``, the op ``aten::quantized_lstm``) and Linear heads (``quantized::linear_dynamic``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(8, 16, num_layers=2, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(32, 4)
+
+    def forward(self, x):
+        y, (h, c) = self.lstm(x)
+        return self.fc(y), h, c
+
+
+def build_dynamic_lstm():
+    """:class:`RNNTagger` through ``quantize_dynamic`` (qint8; the caller sets torch's engine to x86)."""
+    import torch.ao.quantization as tq
+
+    _seed(321)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = tq.quantize_dynamic(RNNTagger().eval(), {nn.LSTM, nn.Linear}, dtype=torch.qint8)
+    return m, (torch.randn(3, 6, 8),)
+
+
 # --- registry ------------------------------------------------------------------------------------
 
 

@@ -21,7 +21,7 @@ import torch
 
 import srcore
 from _harness import assert_close, run, torch_outputs
-from heldout3_models import MODELS, build_eager_quant
+from heldout3_models import MODELS, build_dynamic_lstm, build_eager_quant
 from _zoo import cells, check_cell, check_fx_quantized
 
 #: independent of the executor and the memory planner (the default ones run): test.sh's second pass skips it
@@ -139,6 +139,54 @@ def test_eager_quantized_net_matches_torch_bit_for_bit(kind):
         torch.backends.quantized.engine = before
     np.testing.assert_array_equal(sm(x.numpy()), want)
     assert any(pn.fn is not None and pn.fn.backend == "quantized_cpu" for pn in sm.top.nodes)
+
+
+@pytest.mark.parametrize("kind", ["script", "frozen", "trace"])
+def test_dynamic_quantized_lstm_matches_torch(kind):
+    """``quantize_dynamic``'s LSTM (2 layers, bidirectional, batch first): its ``CellParamsBase`` cells
+    and ``aten::quantized_lstm`` were refused; now unpacked into ``quantized::lstm_dynamic`` on the
+    quantized plugin. Each projection quantizes its float input per call as torch does, so the result
+    is torch's up to float rounding (the documented dynamic tolerance, 1e-5 of the largest value);
+    run twice, the second time on new values."""
+    before = torch.backends.quantized.engine
+    try:
+        torch.backends.quantized.engine = "x86"
+        m, (x,) = build_dynamic_lstm()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ts = torch.jit.trace(m, (x,)) if kind == "trace" else torch.jit.script(m)
+            ts = torch.jit.freeze(ts.eval()) if kind == "frozen" else ts
+        sm = srcore.StaticModule(srcore.from_torchscript(ts, (x,)))
+        for xx in (x, torch.randn(3, 6, 8, generator=torch.Generator().manual_seed(5))):
+            want = torch_outputs(ts, (xx,))
+            got = run(sm, (xx,))
+            assert len(got) == len(want) == 3
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5 * float(np.abs(w).max()))
+    finally:
+        torch.backends.quantized.engine = before
+    assert [pn.fn.backend for pn in sm.top.nodes if pn.node.kind == "quantized::lstm_dynamic"] == ["quantized_cpu"]
+
+
+def test_dynamic_quantized_gru_is_refused_naming_the_node():
+    """A dynamic-quantized GRU (``aten::quantized_gru``) is not supported yet: a ConversionError naming it."""
+    import torch.ao.quantization as tq
+
+    class G(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gru = torch.nn.GRU(4, 6, batch_first=True)
+
+        def forward(self, x):
+            return self.gru(x)[0]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = tq.quantize_dynamic(G().eval(), {torch.nn.GRU}, dtype=torch.qint8)
+        x = torch.randn(2, 3, 4)
+        ts = torch.jit.trace(m, (x,))
+    with pytest.raises(srcore.ConversionError, match="quantized_gru"):
+        srcore.from_torchscript(ts, (x,))
 
 
 def test_quantized_cat_layout_follows_its_inputs():

@@ -13,7 +13,7 @@ _GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 
 
 def _mode(ctx: Ctx) -> str:
-    return ctx.op.split("::", 1)[-1].split(".", 1)[0].removesuffix("_cell")
+    return ctx.op.split("::", 1)[-1].split(".", 1)[0].removesuffix("_cell").removesuffix("_dynamic")
 
 
 def _elem_shapes(ctx: Ctx, pos: int, name: str) -> list | None:
@@ -61,7 +61,7 @@ def _same(ctx: Ctx, a, b, what: str):
         raise ctx.fail(f"{what}: {a} vs {b}")
 
 
-@rule("aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu")
+@rule("aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu", "quantized::lstm_dynamic")
 def recurrent(ctx: Ctx):
     """``(output, h_n[, c_n])``: output ``(T, B, D*H_out)`` (``(B, T, ...)`` batch-first; packed:
     ``(N, D*H_out)``), the final states shaped as the initial ones."""
@@ -107,6 +107,8 @@ def recurrent(ctx: Ctx):
         h = (lead, b, hout)
         if mode == "lstm" and c is None:
             c = (lead, b, hidden)
+    if ctx.op.startswith("quantized::") and x.dtype not in (None, "float32"):
+        raise ctx.fail(f"a dynamic-quantized LSTM takes a float32 input, got {x.dtype}")
     outs = [tt(x.dtype, out_shape), tt(x.dtype, h)]
     if mode == "lstm":
         outs.append(tt(x.dtype, c))
