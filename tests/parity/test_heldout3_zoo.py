@@ -22,7 +22,7 @@ import torch
 import srcore
 from _harness import assert_close, run, torch_outputs
 from heldout3_models import MODELS, build_dynamic_lstm, build_eager_quant
-from _zoo import cells, check_cell, check_fx_quantized
+from _zoo import HAVE_OPENVINO, cells, check_cell, check_fx_quantized
 
 #: independent of the executor and the memory planner (the default ones run): test.sh's second pass skips it
 pytestmark = pytest.mark.one_pass
@@ -295,3 +295,25 @@ def test_onnx_grid_sample_bicubic_is_refused_naming_the_node():
         model = srcore.from_onnx(f)
     with pytest.raises(srcore.SrcoreError, match="grid_sampler"):
         srcore.StaticModule(model)(x.numpy(), grid.numpy())
+
+
+class _GRUCellStep(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cell = torch.nn.GRUCell(6, 8)
+
+    def forward(self, x, h):
+        return self.cell(x, h)
+
+
+def _gru_cell_step():
+    torch.manual_seed(9)
+    return _GRUCellStep().eval(), (torch.randn(3, 6), torch.randn(3, 8))
+
+
+@pytest.mark.skipif(not HAVE_OPENVINO, reason="openvino is not installed")
+def test_traced_gru_cell_runs_in_openvino_engines(monkeypatch, tmp_path_factory):
+    """A trace records nn.GRUCell as its decomposition, whose gates are split by ``aten::unsafe_chunk``:
+    openvino had no converter for it, so the chunk ran on cpu and the ``prim::ListUnpack`` of its list
+    went into an engine that cannot take a list (the engine fell back; CellLoop via trace)."""
+    check_cell(_gru_cell_step, "gru_cell", "trace", "openvino", monkeypatch, tmp_path_factory)

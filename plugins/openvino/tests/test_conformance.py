@@ -425,6 +425,11 @@ def layout_cases() -> list[Case]:
     out.append(Case("split.sizes", "aten::split.sizes", (tin((5, 4), 1), [1, 3], 1), unpack=2))
     out.append(Case("split_with_sizes", "aten::split_with_sizes", (tin((6, 4), 1), [2, 4], 0), unpack=2))
     out.append(Case("unbind", "aten::unbind.int", (tin((2, 3, 4), 1), 1), unpack=3))
+    # a trace's nn.GRUCell/LSTMCell decomposition splits its gates with the unsafe_ forms
+    out.append(Case("unsafe_chunk", "aten::unsafe_chunk", (tin((2, 7, 3), 1), 3, 1), unpack=3))
+    out.append(Case("unsafe_split.Tensor", "aten::unsafe_split.Tensor", (tin((5, 4), 1), 2, 0), unpack=3))
+    out.append(Case("unsafe_split_with_sizes", "aten::unsafe_split_with_sizes", (tin((6, 4), 1), [2, 4], 0),
+                    unpack=2))
     out += upsample_cases()
     out.append(Case("meshgrid", "aten::meshgrid", (TList((tin((3,), 1), tin((4,), 2))),), unpack=2))
     for idx in ("ij", "xy"):

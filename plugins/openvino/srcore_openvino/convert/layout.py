@@ -229,7 +229,7 @@ def _chunk_ok(n) -> bool:
         and static_dim(n, 0, n.const("dim")) is not None
 
 
-@register("aten::chunk", consts=("chunks", "dim"), check=_chunk_ok)
+@register("aten::chunk", "aten::unsafe_chunk", consts=("chunks", "dim"), check=_chunk_ok)
 def _chunk(c):
     x = c.x("self")
     d = norm_dim(c.const("dim", 0), rank(x))
@@ -257,7 +257,7 @@ def _split_ok(n) -> bool:
     return isinstance(s, (list, tuple)) and all(isinstance(v, int) and v >= 0 for v in s) and sum(s) == total
 
 
-@register("aten::split.Tensor", consts=("split_size", "dim"), check=_split_ok)
+@register("aten::split.Tensor", "aten::unsafe_split.Tensor", consts=("split_size", "dim"), check=_split_ok)
 def _split_tensor(c):
     x = c.x("self")
     d = norm_dim(c.const("dim", 0), rank(x))
@@ -278,7 +278,7 @@ def _split_with_sizes_ok(n) -> bool:
         and sum(s) == static_dim(n, 0, n.const("dim"))
 
 
-@register("aten::split_with_sizes", consts=("split_sizes", "dim"), check=_split_with_sizes_ok)
+@register("aten::split_with_sizes", "aten::unsafe_split_with_sizes", consts=("split_sizes", "dim"), check=_split_with_sizes_ok)
 def _split_with_sizes(c):
     x = c.x("self")
     return _split(c, x, norm_dim(c.const("dim", 0), rank(x)), list(c.const("split_sizes")))
