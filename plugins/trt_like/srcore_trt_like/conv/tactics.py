@@ -28,6 +28,8 @@ the GEMM just wrote, while it is in cache).
 ``im2col_gemm_team``, ``winograd_f4x4_team``, ``winograd_f2x2_team``  at more than one intra-op
                     thread, large layers: the BLAS tactics in fixed parts on the OpenBLAS team
                     (``kernels/blas_team.py``)
+``grouped_depthwise`` 2 to 8 channels per group, out channels == in channels: k passes of the
+                    channel-blocked depthwise kernel on rotated copies of the input (``grouped.py``)
 ``simd_direct``     dense convs (more than one input channel per group, or one group): srcore's explicit-SIMD direct conv
                     (``srcore.plugin.simd_conv``; ``simd_direct.py``)
 ``simd_direct_rows`` the same with its input copy row-interleaved (many channels, large planes)
@@ -54,6 +56,7 @@ from ..kernels.winograd_math import F2, F4
 from .depthwise import (DepthwiseBlockedTactic, DepthwiseChannelsLastTactic, DepthwiseDirectTactic,
                         DepthwiseSimd8Tactic, DepthwiseSimdTactic)
 from .gemm import Gemm1x1Tactic, Im2colGemmTactic
+from .grouped import GroupedDepthwiseTactic, grouped_depthwise_applies
 from .packed import PackedGemmTactic
 from .simd_1x1 import Simd1x1Lanes8Tactic, Simd1x1Tactic, simd_1x1_applies
 from .simd_direct import (SimdDirect8Tactic, SimdDirectOcTactic, SimdDirectRowsTactic, SimdDirectTactic,
@@ -133,6 +136,9 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
         if threads > 1:
             out.append((DepthwiseSimdSplitTactic.name,
                         lambda layout=None: DepthwiseSimdSplitTactic(spec, weight, bias, layout, threads)))
+    if grouped_depthwise_applies(spec):
+        out.append((GroupedDepthwiseTactic.name,
+                    lambda layout=None: GroupedDepthwiseTactic(spec, weight, bias, layout)))
     if simd_direct_applies(spec):
         # one thread, and split over the intra-op threads (simd_split.py): the timing picks
         out.append((SimdDirectTactic.name, lambda layout=None: SimdDirectTactic(spec, weight, bias, layout)))
