@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from srcore import SrcoreError
@@ -120,8 +120,11 @@ def test_depthwise_layouts_give_the_same_bits_on_two_threads(C, hw, k, s):
        d=st.tuples(*[st.integers(1, 2)] * 2), p=st.tuples(*[st.integers(0, 2)] * 2),
        size=st.tuples(*[st.integers(1, 40)] * 2),
        act=st.sampled_from(["none", "relu", "relu6", "hardswish", "hardsigmoid"]), seed=st.integers(0, 2**16))
+@example(n=2, C=3, O=16, k=(3, 3), s=(2, 2), d=(1, 1), p=(1, 1), size=(40, 40), act="relu", seed=0)
 def test_dense_from_nchw_matches_torch(n, C, O, k, s, d, p, size, act, seed):
-    """Every pixel tail (12, 4, 1) and kernel rows and columns in the padding on either side."""
+    """Every pixel tail (12, 4, the row interior's last 4 overlapping the pixels before them, 1) and
+    kernel rows and columns in the padding on either side (the example: a 20-pixel row, 1 + 12 + 4
+    + the last 4 over 3 of them)."""
     H, W = (max(sz, dd * (kk - 1) + 1 - 2 * pp) for sz, kk, dd, pp in zip(size, k, d, p))
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, C, H, W), np.float32)

@@ -6,8 +6,8 @@ A vector holds 16 output channels of one pixel: per output row, 12 consecutive o
 output block are 12 accumulators; per (input channel, tap) one weight vector (packed once into
 ``(out blocks, C, kh, kw, 16)``) and 12 broadcasts of the input at the 12 pixels (``stride``
 floats apart in the NCHW row), 12 FMAs. No input copy: the kernel rows that fall in the top or
-bottom padding are skipped, and pixels whose taps reach the left or right padding (and a row's
-last 1-3) go one at a time with their columns checked. Bias is the accumulators' start; relu /
+bottom padding are skipped, pixels whose taps reach the left or right padding go one at a time
+with their columns checked, and the row interior's last 1-3 pixels as the 4 ending there. Bias is the accumulators' start; relu /
 relu6 (a clamp) and hardswish / hardsigmoid in the stores; no residual. Work splits by output blocks.
 """
 from __future__ import annotations
@@ -125,7 +125,11 @@ def dense_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, KH, KW, wq, bq, nob, out, Ho
                     _taps12(px, pw, pout, xrow + ox * sw, wi, orow + ox * LANES, C, HW, sw, W, ky0, ky1, KW, dh, dw,
                             KK, bv, z, lo, hi, act, c3, c6)
                     ox += 12
-                elif oxa <= ox and ox + 4 <= oxb:
+                elif oxa <= ox < oxb and oxb - oxa >= 4:
+                    # the interior's last 1-3 pixels as the 4 ending at its end (1-3 of them stored
+                    # again, the same values): a pixel alone is one chain of dependent FMAs, ~8x
+                    # the time per pixel of a block
+                    ox = min(ox, oxb - 4)
                     _taps4(px, pw, pout, xrow + ox * sw, wi, orow + ox * LANES, C, HW, sw, W, ky0, ky1, KW, dh, dw,
                            KK, bv, z, lo, hi, act, c3, c6)
                     ox += 4

@@ -136,6 +136,25 @@ def test_depthwise_tactics_match_torch_on_mobile_shapes(spec, tactic):
     np.testing.assert_allclose(got, _reference(spec, x, w, b, res), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("spec", [
+    ConvSpec((2, 64, 8, 8), 64, 3, 2, 1, groups=32, relu=True),                 # ResNeXt's 2 per group, s2
+    ConvSpec((1, 24, 7, 9), 24, 3, 1, 1, groups=3, residual=True, relu=True),  # 8 per group, a residual
+    ConvSpec((1, 12, 6, 6), 12, (3, 5), 1, (1, 2), (1, 2), groups=4, activation="silu"),
+])
+def test_grouped_depthwise_matches_torch_and_takes_its_stored_layout_back(spec):
+    from srcore_trt_like.conv.grouped import GroupedDepthwiseTactic
+
+    x, w, b, res = _data(spec, 3)
+    ref = _reference(spec, x, w, b, res)
+    if spec.activation == "silu":
+        ref = ref / (1.0 + np.exp(-ref))
+    t = GroupedDepthwiseTactic(spec, w, b)
+    for _ in range(2):   # a second call on the same buffers (the kernels keep their last binding)
+        np.testing.assert_allclose(_run(t, x, res), ref, rtol=1e-5, atol=1e-5)
+    again = GroupedDepthwiseTactic(spec, np.zeros_like(w), b, layout=t.layout())
+    np.testing.assert_allclose(_run(again, x, res), ref, rtol=1e-5, atol=1e-5)
+
+
 def test_depthwise_simd_takes_its_stored_layout_back_and_splits_channels():
     """A serialized plan rebuilds the tactic from its (O, KH, KW) weight; 2 threads agree with 1."""
     spec = ConvSpec((1, 10, 12, 12), 10, 3, 2, 1, groups=10, relu=True)
@@ -194,8 +213,9 @@ def test_conv_tactics_offers_what_applies():
         simd += ["simd_direct_oc", "simd_direct_8"]
     assert names(ConvSpec((1, 4, 8, 8), 4, 3, 1, 1)) == ["winograd_f4x4_packed", "winograd_f2x2_packed",
                                                           "winograd_f4x4", "winograd_f2x2", *simd,
-                                                          "packed_gemm", "im2col_gemm"]
-    assert names(ConvSpec((1, 4, 8, 8), 6, 1, 2, 0)) == ["gemm_1x1", *simd, "packed_gemm", "im2col_gemm"]
+                                                          "conv_nchw16c", "packed_gemm", "im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 6, 1, 2, 0)) == ["gemm_1x1", *simd, "conv_nchw16c", "packed_gemm",
+                                                         "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 6, 1)) == ["gemm_1x1", "pointwise_simd",
                                                    *(["pointwise_simd8"] if simd_depthwise.lanes() == 16 else []),
                                                    *simd, "packed_gemm", "im2col_gemm"]
@@ -207,13 +227,17 @@ def test_conv_tactics_offers_what_applies():
                                                                    "depthwise_simd", *simd8, "depthwise_simd_blocked",
                                                                    "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 8, 3, 2, 1, groups=2)) == [*simd, "im2col_gemm"]
-    assert names(ConvSpec((1, 4, 8, 8), 4, 3, 2, 1)) == [*simd, "packed_gemm", "im2col_gemm"]
-    assert names(ConvSpec((1, 4, 8, 8), 4, 1, 1, 1)) == [*simd, "packed_gemm", "im2col_gemm"]  # padded 1x1
+    # 2 to 8 channels per group, out == in: the depthwise passes too
+    assert names(ConvSpec((1, 4, 8, 8), 4, 3, 2, 1, groups=2)) == ["grouped_depthwise", *simd, "im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 4, 3, 2, 1)) == [*simd, "conv_nchw16c", "packed_gemm", "im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 4, 1, 1, 1)) == [*simd, "conv_nchw16c", "packed_gemm",
+                                                         "im2col_gemm"]  # padded 1x1
     # one input channel, one group (a grayscale stem, audio's first 1-D conv): dense, so the SIMD conv too
-    assert names(ConvSpec((1, 1, 8, 8), 4, 3, 2, 1)) == [*simd, "packed_gemm", "im2col_gemm"]
+    assert names(ConvSpec((1, 1, 8, 8), 4, 3, 2, 1)) == [*simd, "conv_nchw16c", "packed_gemm", "im2col_gemm"]
     # rows longer than ROW_TILE outputs: in pieces too (a 1-D conv is one long row)
     long_row = ConvSpec((1, 4, 1, 2 * simd_conv.ROW_TILE + 10), 4, (1, 3), (1, 2), (0, 1))
-    assert names(long_row) == [simd[0], simd[1], "simd_direct_tiled", *simd[2:], "packed_gemm", "im2col_gemm"]
+    assert names(long_row) == [simd[0], simd[1], "simd_direct_tiled", *simd[2:], "conv_nchw16c", "packed_gemm",
+                               "im2col_gemm"]
 
 
 @pytest.mark.parametrize("shape", [(1, 64, 28, 28), (1, 128, 14, 14), (1, 256, 7, 7)])

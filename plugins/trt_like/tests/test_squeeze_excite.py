@@ -120,3 +120,30 @@ def test_a_spatial_mean_squeezes_as_the_pool_does(n):
     with torch.no_grad():
         want = other(x).numpy()
     np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-5)
+
+
+class GlobalMean(torch.nn.Module):
+    def __init__(self, keep):
+        super().__init__()
+        self.conv, self.keep = torch.nn.Conv2d(3, 20, 3, padding=1), keep
+
+    def forward(self, x):
+        return self.conv(x).mean((2, 3), keepdim=self.keep) * 2.0
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_a_global_spatial_mean_runs_on_the_compiled_pool(keep):
+    """``x.mean((2, 3))`` (EfficientNet's, GhostNet's, ConvNeXt's global pool, kept dims or not) is
+    the compiled per-plane mean in the engine, with torch's values."""
+    torch.manual_seed(5)
+    m = GlobalMean(keep).eval()
+    x = torch.randn(2, 3, 7, 9)
+    model = srcore.from_torchscript(torch.jit.script(m), (x,))
+    # (the first candidate, not the timing's pick: the compiled one is listed first)
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=("trt_like", "cpu"),
+                                                           engine_options={"timing": False}))
+    desc = "\n".join(e.description for e in sm.partition.engines)
+    assert "mean -> " in desc and " [numba]" in desc.split("mean -> ")[1].splitlines()[0], desc
+    with torch.no_grad():
+        want = m(x).numpy()
+    np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-5, atol=1e-6)

@@ -28,12 +28,16 @@ the GEMM just wrote, while it is in cache).
 ``im2col_gemm_team``, ``winograd_f4x4_team``, ``winograd_f2x2_team``  at more than one intra-op
                     thread, large layers: the BLAS tactics in fixed parts on the OpenBLAS team
                     (``kernels/blas_team.py``)
+``grouped_depthwise`` 2 to 8 channels per group, out channels == in channels: k passes of the
+                    channel-blocked depthwise kernel on rotated copies of the input (``grouped.py``)
 ``simd_direct``     dense convs (more than one input channel per group, or one group): srcore's explicit-SIMD direct conv
                     (``srcore.plugin.simd_conv``; ``simd_direct.py``)
 ``simd_direct_rows`` the same with its input copy row-interleaved (many channels, large planes)
 ``simd_direct_tiled`` the same with rows longer than ``ROW_TILE`` in pieces (long 1-D convs)
 ``simd_direct_oc``  on a 16-lane CPU: the same with output channels in the vector lanes (small planes)
 ``simd_direct_8``   on a 16-lane CPU: ``simd_direct`` at 8 lanes
+``conv_nchw16c``    dense convs but a 1x1 stride 1: the NCHW16c dense kernel (``nchwc.py``) with NCHW
+                    on both sides (the layers with a blocked side have it with their layouts)
 ``pointwise_simd``  1x1, stride 1, unpadded, ungrouped: srcore's explicit-SIMD 1x1 kernel on the
                     NCHW input in place (``srcore.plugin.simd_pointwise``; ``simd_1x1.py``)
 ``pointwise_simd8`` the same at 8 lanes, where the CPU's vectors are 16
@@ -54,6 +58,8 @@ from ..kernels.winograd_math import F2, F4
 from .depthwise import (DepthwiseBlockedTactic, DepthwiseChannelsLastTactic, DepthwiseDirectTactic,
                         DepthwiseSimd8Tactic, DepthwiseSimdTactic)
 from .gemm import Gemm1x1Tactic, Im2colGemmTactic
+from .grouped import GroupedDepthwiseTactic, grouped_depthwise_applies
+from .nchwc import ConvNchwcTactic
 from .packed import PackedGemmTactic
 from .simd_1x1 import Simd1x1Lanes8Tactic, Simd1x1Tactic, simd_1x1_applies
 from .simd_direct import (SimdDirect8Tactic, SimdDirectOcTactic, SimdDirectRowsTactic, SimdDirectTactic,
@@ -133,6 +139,9 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
         if threads > 1:
             out.append((DepthwiseSimdSplitTactic.name,
                         lambda layout=None: DepthwiseSimdSplitTactic(spec, weight, bias, layout, threads)))
+    if grouped_depthwise_applies(spec):
+        out.append((GroupedDepthwiseTactic.name,
+                    lambda layout=None: GroupedDepthwiseTactic(spec, weight, bias, layout)))
     if simd_direct_applies(spec):
         # one thread, and split over the intra-op threads (simd_split.py): the timing picks
         out.append((SimdDirectTactic.name, lambda layout=None: SimdDirectTactic(spec, weight, bias, layout)))
@@ -146,6 +155,12 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
         if threads > 1:
             out.append((SimdDirectSplitTactic.name,
                         lambda layout=None: SimdDirectSplitTactic(spec, weight, bias, layout, threads)))
+    if spec.groups == 1 and (spec.kernel, spec.stride, spec.padding) != ((1, 1), (1, 1), (0, 0)):
+        # the NCHW16c dense kernel with NCHW on both sides (the window transposed in registers):
+        # ahead of the SIMD direct conv on some small-plane layers (ConvNeXt's 2x2 s2 downsample on
+        # 8x8, 16 -> 32: 8.1 -> 5.4 us), behind on others
+        out.append((ConvNchwcTactic.name,
+                    lambda layout=None: ConvNchwcTactic(spec, weight, bias, (False, False), layout, threads)))
     if spec.groups == 1:
         out.append((PackedGemmTactic.name, lambda layout=None: PackedGemmTactic(spec, weight, bias, threads=threads, layout=layout)))
     out.append((Im2colGemmTactic.name, lambda layout=None: Im2colGemmTactic(spec, weight, bias, layout)))

@@ -35,7 +35,7 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("attention_heads", "mkl", attention.heads_mkl),
     Tactic("attention_heads", "numpy", simple("numpy", attention.heads_numpy, blas="openblas")),
     Tactic("attention_heads", "numba", simple("numba", attention.heads_numba)),
-    Tactic("squeeze_excite", "numba", simple("numba", squeeze_excite.squeeze_excite, blas="openblas")),
+    Tactic("squeeze_excite", "numba", simple("numba", squeeze_excite.squeeze_excite)),
     Tactic("fused_pointwise", "numba", pointwise.candidates),
     Tactic("fused_pointwise", "numpy", simple("numpy", numpy_layers.fused_pointwise)),
     Tactic("softmax", "numba", simple("numba", nn.softmax)),
@@ -51,6 +51,7 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("matmul", "numpy", simple("numpy", numpy_layers.matmul, blas="openblas")),
     Tactic("permute", "numpy", simple("numpy", numpy_layers.permute)),
     Tactic("strided", "numpy", simple("numpy", numpy_layers.strided)),
+    Tactic("mean", "numba", simple("numba", conv.global_mean)),
     Tactic("mean", "numpy", simple("numpy", numpy_layers.mean)),
     # data movement (tactics/data.py)
     Tactic("cat", "numpy", simple("numpy", data.cat)),
