@@ -2,6 +2,7 @@
 
 * :func:`fuse_pointwise`: runs of pointwise layers become one ``fused_pointwise`` layer (one
   compiled kernel);
+* :func:`fuse_swish`: ``x * sigmoid(x)`` becomes one ``silu`` layer (before the conv fusions);
 * :func:`fuse_conv_activation`: a float conv whose output only a relu, hardswish, hardsigmoid,
   SiLU, sigmoid, GELU, leaky relu or relu6 (a clamp to [0, 6]) reads carries that activation
   (``attrs["relu"]`` / ``attrs["activation"]``; the conv tactics apply it, after a residual);
@@ -156,6 +157,30 @@ def _readers(net: Network) -> dict[int, list[Layer]]:
         for t in layer.inputs:
             readers.setdefault(t, []).append(layer)
     return readers
+
+
+def fuse_swish(net: Network) -> Network:
+    """``x * sigmoid(x)`` written out (a conformer's or an EfficientNet's hand-made Swish) becomes
+    one ``silu`` pointwise layer, where the sigmoid's result only that ``mul`` reads (in place):
+    :func:`fuse_conv_activation` then hands it to the conv before it. Runs before that."""
+    readers = _readers(net)
+    producer = {t: layer for layer in net.layers for t in layer.outputs}
+    drop: set[int] = set()
+    for layer in net.layers:
+        if not (layer.kind == "pointwise" and layer.attrs.get("op") == "mul" and len(layer.inputs) == 2
+                and tuple(layer.attrs["args"]) in ((("in", 0), ("in", 1)), (("in", 1), ("in", 0)))):
+            continue
+        for k in (0, 1):
+            sig, x = producer.get(layer.inputs[k]), layer.inputs[1 - k]
+            if (sig is not None and sig.kind == "pointwise" and sig.attrs.get("op") == "sigmoid"
+                    and sig.inputs == [x] and tuple(sig.attrs["args"]) == (("in", 0),) and not sig.attrs.get("params")
+                    and len(readers.get(sig.outputs[0], [])) == 1 and sig.outputs[0] not in net.outputs
+                    and net.shape(x) == net.shape(layer.outputs[0])):
+                layer.inputs, layer.attrs = [x], {**layer.attrs, "op": "silu", "args": (("in", 0),), "params": {}}
+                drop.add(id(sig))
+                break
+    net.layers = [layer for layer in net.layers if id(layer) not in drop]
+    return net
 
 
 def fuse_conv_activation(net: Network) -> Network:
