@@ -16,7 +16,7 @@
   layer (``tactics/squeeze_excite.py``);
 * :func:`fuse_conv_pool`: a conv whose output only a max pool reads becomes one ``conv_max_pool``
   layer (its tactics pool the conv's output while it is in cache, ``conv/conv_pool.py``);
-* :func:`fuse_pad_conv1d`: a zero ``pad`` of the last dim that only an unpadded stride-1 1-D conv
+* :func:`fuse_pad_conv1d`: a zero ``pad`` of the last dim that only an unpadded 1-D conv
   reads (F.pad's causal left padding) becomes that conv's own padding: a ``conv1d`` layer
   (``tactics/conv1d.py``).
 * :func:`collapse_reshapes`: a chain of reshapes becomes one (before the attention fusion).
@@ -385,8 +385,8 @@ CONV1D_OC_BLOCK = 4
 
 
 def conv1d_applies(layer: Layer, net: Network) -> bool:
-    """Whether ``tactics/conv1d.py`` (``conv1d_simd``) runs ``layer``: a float32 stride-1 1-D conv
-    (kernel height 1 on an (N, C, 1, L) input), no activation but relu, a group's output channels in
+    """Whether ``tactics/conv1d.py`` (``conv1d_simd``) runs ``layer``: a float32 1-D conv (kernel
+    height 1 on an (N, C, 1, L) input, any stride), any activation, a group's output channels in
     blocks of :data:`CONV1D_OC_BLOCK`; a ``conv`` layer (symmetric padding) or a ``conv1d`` one
     (:func:`fuse_pad_conv1d`: a zero ``pad`` folded in, its ``pads`` (left, right))."""
     a = layer.attrs
@@ -396,15 +396,15 @@ def conv1d_applies(layer: Layer, net: Network) -> bool:
         return False
     x = net.shape(layer.inputs[0])
     groups = a["groups"]
-    return (len(x) == 4 and x[2] == 1 and tuple(a["stride"]) == (1, 1) and a["padding"][0] == 0
-            and a["dilation"][0] == 1 and a.get("activation", "none") == "none"
+    return (len(x) == 4 and x[2] == 1 and a["stride"][0] == 1 and a["padding"][0] == 0
+            and a["dilation"][0] == 1
             and net.tensors[layer.inputs[0]].dtype == "float32"
             and w.shape[0] % groups == 0 and (w.shape[0] // groups) % CONV1D_OC_BLOCK == 0)
 
 
 def fuse_pad_conv1d(net: Network) -> Network:
     """Fold every zero ``pad`` of the last dim only (widths >= 0) whose output only the
-    (N, C, L) -> (N, C, 1, L) ``reshape`` of an unpadded 1-D conv reads (and the engine does not
+    (N, C, L) -> (N, C, 1, L) ``reshape`` of an unpadded 1-D conv (any stride) reads (and the engine does not
     return) into that conv: it reads a new view of the pad's input and becomes a ``conv1d`` layer
     with ``pads`` (left, right), which only ``tactics/conv1d.py`` runs (so only where
     :func:`conv1d_applies`).
