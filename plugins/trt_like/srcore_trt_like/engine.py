@@ -24,7 +24,8 @@ from .builder.convert import _per_tensor, build_network
 from .builder.network import DATA_DTYPES
 from .builder.attention_fusion import fuse_attention
 from .builder.fusion import (MAX_OPS, collapse_reshapes, fuse_conv_activation, fuse_conv_add, fuse_conv_pool,
-                             fuse_norm_activation, fuse_pad_conv1d, fuse_pointwise, fuse_squeeze_excite)
+                             fuse_norm_activation, fuse_pad_conv1d, fuse_pointwise, fuse_squeeze_excite,
+                             fuse_swish)
 from .builder.plan import Plan
 from .options import check_options
 from .serialize import FORMAT, dump_plan
@@ -277,6 +278,7 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
     """The plan of ``segment`` for concrete input ``shapes``."""
     net = build_network(segment.specialize(shapes))
     if options.get("fusion", True):
+        fuse_swish(net)
         fuse_conv_activation(net)
         fuse_norm_activation(net)
         fuse_conv_add(net)

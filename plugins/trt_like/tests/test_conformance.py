@@ -277,6 +277,9 @@ def unary_cases() -> list[Case]:
                 out.append(Case(f"{op}{extra}-{shape}{'-T' if kw else ''}", op, (tin(shape, k, **kw), *extra), tol,
                                 ref=_gelu_ref if op == "aten::gelu" else None,
                                 exhaustive=rare or k > 0 and shape == ()))
+    for k, dim in enumerate(((), (0,), (1,), (-1,))):   # glu: halves of an even dim
+        out.append(Case(f"aten::glu{dim}", "aten::glu", (tin((4, 6), 20 + k, transposed=k == 2), *dim),
+                        TRANSCENDENTAL_COMPOSITE))
     return out
 
 

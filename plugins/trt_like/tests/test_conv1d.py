@@ -1,7 +1,7 @@
-"""The ``conv1d_simd`` tactic (``tactics/conv1d.py``) against torch: dense and grouped stride-1 1-D
-convs, dilated, padded on both sides or on the left only (a folded ``pad``), with relu and a
-residual, rows on and off its two-vector blocks; where it applies; a slice of a whole dim is a
-view in the engine."""
+"""The ``conv1d_simd`` tactic (``tactics/conv1d.py``) against torch: dense and grouped 1-D convs,
+strided, dilated, padded on both sides or on the left only (a folded ``pad``), with relu, another
+activation and a residual, rows on and off its two-vector blocks; where it applies; a slice of a
+whole dim is a view in the engine."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,34 +15,41 @@ torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
 
-def _layer(x_shape, w, b, pads, dilation, groups, relu, residual, kind="conv"):
+def _layer(x_shape, w, b, pads, dilation, groups, relu, residual, kind="conv", stride=1, act="none"):
     net = Network()
     x = net.new_tensor(x_shape)
-    attrs = dict(weight=w, bias=b, stride=(1, 1), padding=(0, pads[0] if kind == "conv" else 0),
-                 dilation=(1, dilation), groups=groups, relu=relu, residual=residual)
+    attrs = dict(weight=w, bias=b, stride=(1, stride), padding=(0, pads[0] if kind == "conv" else 0),
+                 dilation=(1, dilation), groups=groups, relu=relu, residual=residual, activation=act)
     if kind == "conv1d":
         attrs["pads"] = pads
     return Layer(kind, [x], [net.new_tensor((1,))], attrs), net
 
 
-@pytest.mark.parametrize("n, c, o, k, length, pads, dilation, groups, relu, residual, kind", [
-    (2, 16, 16, 3, 37, (1, 1), 2, 1, True, False, "conv"),      # dense, padded, one partial vector block
-    (1, 12, 8, 1, 50, (0, 0), 1, 2, True, True, "conv"),        # grouped 1x1 with the residual
-    (2, 16, 16, 3, 100, (8, 0), 4, 1, False, False, "conv1d"),  # causal: left padding only
+ACTS = {"none": lambda y: y, "gelu": F.gelu, "silu": F.silu, "leaky_relu": lambda y: F.leaky_relu(y, 0.01)}
+
+
+@pytest.mark.parametrize("n, c, o, k, length, pads, dilation, groups, relu, residual, kind, stride, act", [
+    (2, 16, 16, 3, 37, (1, 1), 2, 1, True, False, "conv", 1, "none"),      # dense, padded, one partial block
+    (1, 12, 8, 1, 50, (0, 0), 1, 2, True, True, "conv", 1, "none"),        # grouped 1x1 with the residual
+    (2, 16, 16, 3, 100, (8, 0), 4, 1, False, False, "conv1d", 1, "none"),  # causal: left padding only
+    (2, 1, 8, 10, 203, (0, 0), 1, 1, False, False, "conv", 5, "gelu"),     # wav2vec's first: k10 s5, 1 channel
+    (2, 8, 12, 3, 61, (1, 1), 1, 1, False, True, "conv", 2, "silu"),       # k3 s2 padded, residual then SiLU
+    (1, 8, 8, 3, 40, (4, 1), 2, 2, False, False, "conv1d", 3, "leaky_relu"),   # folded pad, s3, dilated
 ])
-def test_conv1d_simd_matches_torch(n, c, o, k, length, pads, dilation, groups, relu, residual, kind):
+def test_conv1d_simd_matches_torch(n, c, o, k, length, pads, dilation, groups, relu, residual, kind, stride, act):
     rng = np.random.default_rng(length)
     x = rng.standard_normal((n, c, 1, length), dtype=np.float32)
     w = rng.standard_normal((o, c // groups, 1, k), dtype=np.float32)
     b = rng.standard_normal(o, dtype=np.float32)
     want = F.conv1d(F.pad(torch.from_numpy(x[:, :, 0]), pads), torch.from_numpy(w[:, :, 0]), torch.from_numpy(b),
-                    dilation=dilation, groups=groups)
+                    stride=stride, dilation=dilation, groups=groups)
     res = rng.standard_normal(want.shape, dtype=np.float32)[:, :, None]
     if residual:
         want = want + torch.from_numpy(res[:, :, 0])
     if relu:
         want = torch.relu(want)
-    layer, net = _layer(x.shape, w, b, pads, dilation, groups, relu, residual, kind)
+    want = ACTS[act](want)
+    layer, net = _layer(x.shape, w, b, pads, dilation, groups, relu, residual, kind, stride, act)
     (cand,) = conv1d.candidates(layer, net)
     y = np.full((n, o, 1, want.shape[-1]), np.nan, np.float32)
     kern = cand.build()
@@ -54,17 +61,12 @@ def test_conv1d_simd_matches_torch(n, c, o, k, length, pads, dilation, groups, r
     np.testing.assert_array_equal(y2, y)
 
 
-def test_conv1d_simd_applies_to_stride_1_blocks_of_4_only():
+def test_conv1d_simd_applies_to_1d_convs_in_blocks_of_4_only():
     w = np.zeros((16, 16, 1, 3), np.float32)
     assert conv1d.applies(*_layer((1, 16, 1, 40), w, None, (1, 1), 1, 1, False, False))
-    layer, net = _layer((1, 16, 1, 40), w, None, (1, 1), 1, 1, False, False)
-    layer.attrs["stride"] = (1, 2)
-    assert not conv1d.applies(layer, net)
+    assert conv1d.applies(*_layer((1, 16, 1, 40), w, None, (1, 1), 1, 1, False, False, stride=2, act="gelu"))
     assert not conv1d.applies(*_layer((1, 12, 1, 40), np.zeros((6, 12, 1, 3), np.float32), None, (1, 1), 1, 1,
                                       False, False))        # 6 output channels: no block of 4
-    layer, net = _layer((1, 16, 1, 40), w, None, (1, 1), 1, 1, False, False)
-    layer.attrs["activation"] = "gelu"
-    assert not conv1d.applies(layer, net)
     assert not conv1d.applies(*_layer((1, 16, 5, 40), np.zeros((16, 16, 3, 3), np.float32), None, (1, 1), 1, 1,
                                       False, False))        # a 2-D conv
 

@@ -203,6 +203,21 @@ def index(v: NodeView, c: Converter) -> None:
     c.bind(v.node.outputs[0], c.net.add("strided", [x], v.out_shape(), v.source, key=key))
 
 
+def glu(v: NodeView, c: Converter) -> None:
+    """``a * sigmoid(b)``, ``a`` and ``b`` the halves of ``dim``: two ``strided`` copies and one
+    pointwise pair, so a gated conv block (conformer's pointwise conv -> GLU -> depthwise conv)
+    stays one engine."""
+    shape = v.in_shape("self")
+    dim = v.const("dim", -1) % len(shape)
+    h = shape[dim] // 2
+    x = c.tensor(v.node.inputs[0])
+    half = v.out_shape()
+    a, b = (c.net.add("strided", [x], half, v.source, key=(slice(None),) * dim + (slice(lo, lo + h, 1),))
+            for lo in (0, h))
+    c.bind(v.node.outputs[0], _chain(v, c, [("sigmoid", (("in", 0),), [b], {}),
+                                            ("mul", (("in", 0), ("prev",)), [a], {})]))
+
+
 # -- convolution and pooling --------------------------------------------------------------------------
 def _pair(x, n=2):
     x = [int(i) for i in (x if isinstance(x, (list, tuple)) else [x])]

@@ -2,6 +2,7 @@
 
 * :func:`fuse_pointwise`: runs of pointwise layers become one ``fused_pointwise`` layer (one
   compiled kernel);
+* :func:`fuse_swish`: ``x * sigmoid(x)`` becomes one ``silu`` layer (before the conv fusions);
 * :func:`fuse_conv_activation`: a float conv whose output only a relu, hardswish, hardsigmoid,
   SiLU, sigmoid, GELU, leaky relu or relu6 (a clamp to [0, 6]) reads carries that activation
   (``attrs["relu"]`` / ``attrs["activation"]``; the conv tactics apply it, after a residual);
@@ -15,7 +16,7 @@
   layer (``tactics/squeeze_excite.py``);
 * :func:`fuse_conv_pool`: a conv whose output only a max pool reads becomes one ``conv_max_pool``
   layer (its tactics pool the conv's output while it is in cache, ``conv/conv_pool.py``);
-* :func:`fuse_pad_conv1d`: a zero ``pad`` of the last dim that only an unpadded stride-1 1-D conv
+* :func:`fuse_pad_conv1d`: a zero ``pad`` of the last dim that only an unpadded 1-D conv
   reads (F.pad's causal left padding) becomes that conv's own padding: a ``conv1d`` layer
   (``tactics/conv1d.py``).
 * :func:`collapse_reshapes`: a chain of reshapes becomes one (before the attention fusion).
@@ -156,6 +157,30 @@ def _readers(net: Network) -> dict[int, list[Layer]]:
         for t in layer.inputs:
             readers.setdefault(t, []).append(layer)
     return readers
+
+
+def fuse_swish(net: Network) -> Network:
+    """``x * sigmoid(x)`` written out (a conformer's or an EfficientNet's hand-made Swish) becomes
+    one ``silu`` pointwise layer, where the sigmoid's result only that ``mul`` reads (in place):
+    :func:`fuse_conv_activation` then hands it to the conv before it. Runs before that."""
+    readers = _readers(net)
+    producer = {t: layer for layer in net.layers for t in layer.outputs}
+    drop: set[int] = set()
+    for layer in net.layers:
+        if not (layer.kind == "pointwise" and layer.attrs.get("op") == "mul" and len(layer.inputs) == 2
+                and tuple(layer.attrs["args"]) in ((("in", 0), ("in", 1)), (("in", 1), ("in", 0)))):
+            continue
+        for k in (0, 1):
+            sig, x = producer.get(layer.inputs[k]), layer.inputs[1 - k]
+            if (sig is not None and sig.kind == "pointwise" and sig.attrs.get("op") == "sigmoid"
+                    and sig.inputs == [x] and tuple(sig.attrs["args"]) == (("in", 0),) and not sig.attrs.get("params")
+                    and len(readers.get(sig.outputs[0], [])) == 1 and sig.outputs[0] not in net.outputs
+                    and net.shape(x) == net.shape(layer.outputs[0])):
+                layer.inputs, layer.attrs = [x], {**layer.attrs, "op": "silu", "args": (("in", 0),), "params": {}}
+                drop.add(id(sig))
+                break
+    net.layers = [layer for layer in net.layers if id(layer) not in drop]
+    return net
 
 
 def fuse_conv_activation(net: Network) -> Network:
@@ -360,8 +385,8 @@ CONV1D_OC_BLOCK = 4
 
 
 def conv1d_applies(layer: Layer, net: Network) -> bool:
-    """Whether ``tactics/conv1d.py`` (``conv1d_simd``) runs ``layer``: a float32 stride-1 1-D conv
-    (kernel height 1 on an (N, C, 1, L) input), no activation but relu, a group's output channels in
+    """Whether ``tactics/conv1d.py`` (``conv1d_simd``) runs ``layer``: a float32 1-D conv (kernel
+    height 1 on an (N, C, 1, L) input, any stride), any activation, a group's output channels in
     blocks of :data:`CONV1D_OC_BLOCK`; a ``conv`` layer (symmetric padding) or a ``conv1d`` one
     (:func:`fuse_pad_conv1d`: a zero ``pad`` folded in, its ``pads`` (left, right))."""
     a = layer.attrs
@@ -371,15 +396,15 @@ def conv1d_applies(layer: Layer, net: Network) -> bool:
         return False
     x = net.shape(layer.inputs[0])
     groups = a["groups"]
-    return (len(x) == 4 and x[2] == 1 and tuple(a["stride"]) == (1, 1) and a["padding"][0] == 0
-            and a["dilation"][0] == 1 and a.get("activation", "none") == "none"
+    return (len(x) == 4 and x[2] == 1 and a["stride"][0] == 1 and a["padding"][0] == 0
+            and a["dilation"][0] == 1
             and net.tensors[layer.inputs[0]].dtype == "float32"
             and w.shape[0] % groups == 0 and (w.shape[0] // groups) % CONV1D_OC_BLOCK == 0)
 
 
 def fuse_pad_conv1d(net: Network) -> Network:
     """Fold every zero ``pad`` of the last dim only (widths >= 0) whose output only the
-    (N, C, L) -> (N, C, 1, L) ``reshape`` of an unpadded 1-D conv reads (and the engine does not
+    (N, C, L) -> (N, C, 1, L) ``reshape`` of an unpadded 1-D conv (any stride) reads (and the engine does not
     return) into that conv: it reads a new view of the pad's input and becomes a ``conv1d`` layer
     with ``pads`` (left, right), which only ``tactics/conv1d.py`` runs (so only where
     :func:`conv1d_applies`).

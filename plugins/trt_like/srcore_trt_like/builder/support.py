@@ -378,6 +378,7 @@ _TABLE: list[OpSupport] = [
     *_rows("unary", {op: () for op in _UNARY}),
     *_rows("unary", {"aten::relu": ()}, int8=True),
     *_rows("gelu", {"aten::gelu": ("approximate",)}, _gelu),
+    *_rows("glu", {"aten::glu": ("dim",)}),
     *_rows("clamp", {"aten::hardtanh": ("min_val", "max_val"), "aten::clamp": ("min", "max")}),
     *_rows("leaky_relu", {"aten::leaky_relu": ("negative_slope",)}),
     *_rows("elu", {"aten::elu": ("alpha", "scale", "input_scale")}),
