@@ -36,6 +36,12 @@ ENGINE_RUNNERS = {
                                                                    "simd_direct_split+max_pool"]}),
     # with the NCHW16c 1x1 / depthwise layers split over the OpenMP team offered (off by default): A/B of those
     "trt_like_nchwc_split": (("trt_like", "cpu"), {"nchwc_split": True}),
+    # with them split by bands of rows offered instead (off by default): A/B of those
+    "trt_like_nchwc_rows": (("trt_like", "cpu"), {"nchwc_rows": True}),
+    # the NCHW16c layout forced, its 1x1 / depthwise layers split by rows wherever offered (the build's
+    # timing, beside a busy core, keeps them on one thread): their time in a model's sequence
+    "trt_like_rows_forced": (("trt_like", "cpu"), {"nchwc": True, "nchwc_rows": True, "exclude_tactics": [
+        "pointwise_nchw16c", "depthwise_nchw16c"]}),
     # without MKL's GEMMs split by weight columns over the OpenMP team: A/B of the split
     "trt_like_mkl_unsplit": (("trt_like", "cpu"), {"exclude_tactics": ["mkl_split"]}),
     # fused pointwise kernels at LLVM's default vector width only (no 512-bit twin): A/B of numba_512
@@ -53,7 +59,7 @@ ENGINE_RUNNERS = {
 ONNX_RUNNERS = ("srcore_onnx",)
 RUNNERS = (*PEER_RUNNERS, *SRCORE_RUNNERS, *ENGINE_RUNNERS, *ONNX_RUNNERS)
 #: runners for an A/B in one process (``benchmarks.families_ab --runners``), left out of ``benchmarks.run``'s default
-AB_ONLY_RUNNERS = ("trt_like_nchw", "trt_like_nchwc")
+AB_ONLY_RUNNERS = ("trt_like_nchw", "trt_like_nchwc", "trt_like_nchwc_rows", "trt_like_rows_forced")
 
 
 #: runners whose output must be within this of torch eager's (relative to its largest value) to be

@@ -60,6 +60,15 @@ class CleanTally:
             self.kept.setdefault(key, []).append(wall_ns)
         return clean
 
+    def add_turn(self, key: str, records) -> None:
+        """Count a turn of :func:`clean_turn` records ``(wall, waited, gap waited)`` of ``key``: a
+        call is warm when the call before it in the turn and the gap between them were clean (a
+        turn's first call never is)."""
+        last = False
+        for wall, waited, gap in records:
+            warm = last and gap is not None and self.clean(wall, gap)
+            last = self.add(key, wall, waited, warm)
+
     def count(self, key: str) -> int:
         return len(self.kept.get(key, ()))
 
@@ -77,20 +86,56 @@ class CleanTally:
         return f"{self.count(key)}/{self.seen.get(key, 0)} kept, all {self.all_median_us(key):.0f}"
 
 
+def clean_turn(fn: Callable[[], object], n: int, delays: Callable[[], dict[str, int] | None] | None = None,
+               wall_clock: Callable[[], int] | None = None) -> list[tuple[int, int | None, int | None]]:
+    """``n`` calls of ``fn``, each as ``(wall ns, ns the threads waited for a core during it, ns they
+    waited since the call before it)`` (the last None for the first call; the waits None without
+    schedstat), for :meth:`CleanTally.add_turn`. Runs in the process whose threads run ``fn`` (a
+    runner's child: ``benchmarks.openvino_ab``'s ``serve``)."""
+    delays = delays or _clock.thread_delays
+    wall_clock = wall_clock or _clock.WALL_CLOCK
+    out, d_end = [], None
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(n):
+            d0 = delays()
+            w0 = wall_clock()
+            fn()
+            w = wall_clock() - w0
+            d1 = delays()
+            out.append((w, _clock.delay_between(d0, d1), None if d_end is None else _clock.delay_between(d_end, d0)))
+            d_end = d1
+    finally:
+        if was:
+            gc.enable()
+    return out
+
+
+def clean_rounds(turns: dict[str, Callable[[int], list]], n: int, rounds: int, min_clean: int = 30,
+                 max_rounds: int | None = None, max_wait: float = MAX_WAIT) -> CleanTally:
+    """Rounds of turns whose order rotates, each turn ``turns[key](n)`` -> :func:`clean_turn`
+    records (in this process or a runner's child), at least ``rounds`` rounds and then on until each
+    key has ``min_clean`` kept calls or ``max_rounds`` (default ``5 * rounds``) rounds ran."""
+    max_rounds = max(rounds, max_rounds if max_rounds is not None else 5 * rounds)
+    tally = CleanTally(max_wait)
+    order = list(turns)
+    for i in range(max_rounds):
+        if i >= rounds and all(tally.count(k) >= min_clean for k in order):
+            break
+        for k in order[i % len(order):] + order[:i % len(order)]:
+            tally.add_turn(k, turns[k](n))
+    return tally
+
+
 def clean_medians(calls: dict[str, Callable[[], object]], rounds: int, min_clean: int = 30,
                   max_rounds: int | None = None, max_wait: float = MAX_WAIT,
                   delays: Callable[[], dict[str, int] | None] | None = None,
                   wall_clock: Callable[[], int] | None = None,
                   calls_per_round: int | None = None) -> CleanTally:
-    """Time every callable of ``calls`` in rounds whose order rotates (each round ``n`` calls of each,
-    ~0.1 s of the first), at least ``rounds`` rounds and then on until each has ``min_clean`` kept
-    calls or ``max_rounds`` (default ``5 * rounds``) rounds ran. A round's first call of each
-    callable is never kept (the one before it was another's). ``delays`` and ``wall_clock`` default
-    to :func:`srcore.clock.thread_delays` and ``WALL_CLOCK`` (tests pass stand-ins)."""
-    delays = delays or _clock.thread_delays
-    wall_clock = wall_clock or _clock.WALL_CLOCK
-    max_rounds = max(rounds, max_rounds if max_rounds is not None else 5 * rounds)
-    tally = CleanTally(max_wait)
+    """:func:`clean_rounds` of the callables of ``calls`` in this process, each turn ``n`` calls
+    (~0.1 s of the first callable unless ``calls_per_round``). ``delays`` and ``wall_clock``
+    default to :func:`srcore.clock.thread_delays` and ``WALL_CLOCK`` (tests pass stand-ins)."""
     order = list(calls)
     n = calls_per_round
     if n is None:   # ~0.1 s of the first callable on a free machine: the fastest of 3 calls
@@ -99,26 +144,14 @@ def clean_medians(calls: dict[str, Callable[[], object]], rounds: int, min_clean
             t0 = time.perf_counter()
             calls[order[0]]()
             once.append(time.perf_counter() - t0)
-        n = max(5, min(2000, int(0.1 / max(min(once), 1e-6))))
-    gc.disable()
-    try:
-        for i in range(max_rounds):
-            if i >= rounds and all(tally.count(k) >= min_clean for k in order):
-                break
-            for k in order[i % len(order):] + order[:i % len(order)]:
-                fn, last, d_end = calls[k], False, None
-                for _ in range(n):
-                    d0 = delays()
-                    w0 = wall_clock()
-                    fn()
-                    w = wall_clock() - w0
-                    d1 = delays()
-                    gap = _clock.delay_between(d_end, d0)
-                    warm = last and gap is not None and tally.clean(w, gap)
-                    last, d_end = tally.add(k, w, _clock.delay_between(d0, d1), warm), d1
-    finally:
-        gc.enable()
-    return tally
+        n = calls_for(min(once))
+    turns = {k: (lambda m, fn=fn: clean_turn(fn, m, delays, wall_clock)) for k, fn in calls.items()}
+    return clean_rounds(turns, n, rounds, min_clean, max_rounds, max_wait)
+
+
+def calls_for(per_call_s: float, seconds: float = 0.1) -> int:
+    """Calls of a turn: ~``seconds`` of calls of ``per_call_s`` each (5 to 2,000)."""
+    return max(5, min(2000, int(seconds / max(per_call_s, 1e-6))))
 
 
 def raise_priority(module: str, argv: list[str], nice: int = -20) -> int | None:

@@ -25,6 +25,13 @@ many of how many calls were kept and the median of all calls; rounds go on past 
 every runner has ``--clean-min`` kept calls (at most 5x the rounds). ``--priority`` runs the
 process in its own scheduler autogroup at nice -20 (most calls are then clean under load). For
 more than one thread on a loaded machine.
+
+Above 1 thread (``--children auto``, the default; ``per-runner`` forces it, ``one`` keeps every
+runner here) each runner gets a child process of its own, as in ``benchmarks.openvino_ab``: beside
+each other, a runner's idle pool (ORT's spinning workers, torch's OpenMP, the cpu plugin's
+OpenBLAS) holds the core the next runner's second thread needs (resnet_small's trt_like at 2
+threads: 1.97x ORT beside the others, 1.34x alone). Each turn then starts with ``--settle`` seconds
+of untimed calls; ``--clean`` reads the threads' waits in the child.
 """
 from __future__ import annotations
 
@@ -84,18 +91,71 @@ def _strip_suffixes(runner: str) -> tuple[str, list[str]]:
     return runner, found
 
 
+def measure_children(name: str, runners, rounds: int, out: Path, threads: int, cpu_time: bool = False,
+                     clean_min: int | None = None, settle: float | None = None):
+    """``(best µs per runner, CleanTally or None)``: every runner of ``name`` in a child process of
+    its own (``benchmarks.openvino_ab``'s ``RunnerChild``, loaded one after another, its output
+    checked there), taking turns in rotating rounds; each turn starts with ``settle`` seconds of
+    untimed calls (the previous runner's idle pool stops spinning meanwhile). Without ``clean_min``
+    a runner's figure is its best turn median, with it the median of its kept calls over the turns
+    (``clean_rounds``: the threads' waits read in the child)."""
+    from types import SimpleNamespace
+
+    from .clean_calls import calls_for, clean_rounds
+    from .openvino_ab import SETTLE_S, RunnerChild
+
+    settle = SETTLE_S if settle is None else settle
+    opts = SimpleNamespace(out=str(out), cpu_time=cpu_time)
+    started, children, first = [], {}, None
+    try:
+        for r in runners:
+            base, off = _strip_suffixes(r)
+            c = RunnerChild(name, base, threads, opts, env={var: "0" for var in off})
+            started.append(c)
+            hello = c.reply()
+            rep = hello["report"]
+            if rep["status"] == "skipped":
+                print(f"{name} {r}: skipped ({rep.get('note', '')})", flush=True)
+                continue
+            if rep["status"] != "ok":
+                raise AssertionError(f"{name} {r}: wrong output (max relative error {rep['max_rel_err']:.2e})")
+            children[r] = c
+            first = hello["per_call"] if first is None else first
+        if not children:
+            return {}, None
+        if clean_min is not None:
+            tally = clean_rounds({r: (lambda n, c=c: c.clean_turn(n, settle)) for r, c in children.items()},
+                                 calls_for(first), rounds, clean_min)
+            return {r: tally.median_us(r) for r in children}, tally
+        n = max(3, min(2000, int(0.05 / max(first, 1e-6))))   # as interleaved_best: ~50 ms of the first
+        best = {r: float("inf") for r in children}
+        order = list(children)
+        for i in range(rounds):
+            for r in order[i % len(order):] + order[:i % len(order)]:
+                best[r] = min(best[r], children[r].turn(n, settle) * 1e6)
+        return best, None
+    finally:
+        for c in started:
+            c.close()
+
+
 def measure(models, runners, rounds: int, out: Path, threads: int = 1, cpu_time: bool = False,
-            clean_min: int | None = None) -> list[dict]:
+            clean_min: int | None = None, children: str = "auto", settle: float | None = None) -> list[dict]:
     from threadpoolctl import threadpool_limits
 
     from .artifacts import flatten_outputs, load_inputs, load_refs, max_rel_err
     from .cell import Skip, load_runner
+    from .openvino_ab import per_runner
     from .prepare import prepare
 
     rows = []
     with threadpool_limits(threads):
         for name in models:
             prepare(name, out)
+            if per_runner(children, threads):
+                best, tally = measure_children(name, runners, rounds, out, threads, cpu_time, clean_min, settle)
+                rows.append(_row(name, threads, best, tally))
+                continue
             art = out / "artifacts" / name
             names, xs = load_inputs(art)
             refs = load_refs(art)
@@ -120,25 +180,31 @@ def measure(models, runners, rounds: int, out: Path, threads: int = 1, cpu_time:
                     raise AssertionError(f"{name} {r}: wrong output (max relative error {err:.2e})")
                 calls[r] = fn
                 keep.append(extra)
-            row = {"model": name, "threads": threads}
             if clean_min is None:
-                best = interleaved_best(calls, rounds, cpu_time)
-                line = [f"{name:16s} {threads}t"] + [f"{r} {v:9.1f} µs" for r, v in best.items()]
+                best, tally = interleaved_best(calls, rounds, cpu_time), None
             else:
                 from .clean_calls import clean_medians
 
                 tally = clean_medians(calls, rounds, clean_min)
                 best = {r: tally.median_us(r) for r in calls}
-                row.update({f"{r}_clean": [tally.count(r), tally.seen[r]] for r in calls})
-                line = [f"{name:16s} {threads}t"] + [f"{r} {v:9.1f} µs ({tally.summary(r)})"
-                                                     for r, v in best.items()]
-            row.update({f"{r}_us": v for r, v in best.items()})
-            ratios = peer_ratios(best)
-            row.update(ratios)
-            line += [f"{k.replace('/', '÷')} {v:.2f}x" for k, v in ratios.items()]
-            print("   ".join(line), flush=True)
-            rows.append(row)
+            rows.append(_row(name, threads, best, tally))
     return rows
+
+
+def _row(name: str, threads: int, best: dict, tally) -> dict:
+    """The result row of a model (µs per runner, kept/seen calls with a tally, ratios), printed."""
+    row = {"model": name, "threads": threads}
+    if tally is None:
+        line = [f"{name:16s} {threads}t"] + [f"{r} {v:9.1f} µs" for r, v in best.items()]
+    else:
+        row.update({f"{r}_clean": [tally.count(r), tally.seen[r]] for r in best})
+        line = [f"{name:16s} {threads}t"] + [f"{r} {v:9.1f} µs ({tally.summary(r)})" for r, v in best.items()]
+    row.update({f"{r}_us": v for r, v in best.items()})
+    ratios = peer_ratios(best)
+    row.update(ratios)
+    line += [f"{k.replace('/', '÷')} {v:.2f}x" for k, v in ratios.items()]
+    print("   ".join(line), flush=True)
+    return row
 
 
 def main(argv=None) -> int:
@@ -155,6 +221,10 @@ def main(argv=None) -> int:
     ap.add_argument("--clean", action="store_true",
                     help="median of the calls no thread waited through for a core (2+ threads; loaded machines)")
     ap.add_argument("--clean-min", type=int, default=30, help="kept calls wanted per runner (--clean)")
+    ap.add_argument("--children", choices=("auto", "one", "per-runner"), default="auto",
+                    help="all runners in this process, or each in a child of its own (auto: above 1 thread)")
+    ap.add_argument("--settle", type=float, default=None,
+                    help="seconds of untimed calls that start each turn of a runner's child (default 0.25)")
     ap.add_argument("--priority", action="store_true",
                     help="run in an autogroup of its own at nice -20 (a new session; needs CAP_SYS_NICE)")
     args = ap.parse_args(argv)
@@ -176,7 +246,7 @@ def main(argv=None) -> int:
 
     torch.set_num_threads(args.threads)
     measure(args.models.split(","), args.runners.split(","), args.rounds, Path(args.out), args.threads,
-            args.cpu_time, args.clean_min if args.clean else None)
+            args.cpu_time, args.clean_min if args.clean else None, args.children, args.settle)
     return 0
 
 

@@ -51,6 +51,7 @@ import numpy as np
 
 from .artifacts import flatten_outputs, load_inputs, load_refs, max_rel_err
 from .cell import Skip, load_runner, preimport
+from .clean_calls import clean_turn
 from .machine import machine_facts
 from .models import ALL_MODELS, FAMILIES, MODELS
 from .prepare import prepare
@@ -182,21 +183,24 @@ def serve(model: str, runner: str, threads: int, art: Path, cpu_time: bool) -> i
         if msg.get("cmd") != "time" or f is None:
             break
         warm_up(f, float(msg.get("settle", 0.0)))   # untimed: other pools stop spinning, caches refill
-        print(REPLY + json.dumps({"t": time_turn(f, int(msg["n"]), clock)}), flush=True)
+        if msg.get("clean"):   # each call with its threads' wait for a core (families_ab --clean)
+            print(REPLY + json.dumps({"records": clean_turn(f, int(msg["n"]))}), flush=True)
+        else:
+            print(REPLY + json.dumps({"t": time_turn(f, int(msg["n"]), clock)}), flush=True)
     return 0
 
 
 class RunnerChild:
     """A child process holding one runner (``serve``), asked for one turn at a time."""
 
-    def __init__(self, model: str, runner: str, threads: int, args):
+    def __init__(self, model: str, runner: str, threads: int, args, env: dict[str, str] | None = None):
         from .run import child_env
 
         cmd = [sys.executable, "-m", "benchmarks.openvino_ab", "--serve", model, str(threads), runner,
                "--out", args.out] + (["--cpu-time"] if args.cpu_time else [])
         self.name = f"{model} {runner} t={threads}"
         self._err = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen(cmd, env=child_env(threads), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen(cmd, env={**child_env(threads), **(env or {})}, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self._err, text=True, cwd=ROOT)
 
     def reply(self) -> dict:
@@ -208,9 +212,17 @@ class RunnerChild:
         raise RuntimeError(f"{self.name}: the child ended (exit {self.proc.returncode}): {self._err.read()[-2000:]}")
 
     def turn(self, n: int, settle: float) -> float:
-        self.proc.stdin.write(json.dumps({"cmd": "time", "n": n, "settle": settle}) + "\n")
-        self.proc.stdin.flush()
+        self._ask(n, settle, False)
         return self.reply()["t"]
+
+    def clean_turn(self, n: int, settle: float) -> list:
+        """``n`` calls as :func:`benchmarks.clean_calls.clean_turn` records, after ``settle`` s."""
+        self._ask(n, settle, True)
+        return self.reply()["records"]
+
+    def _ask(self, n: int, settle: float, clean: bool) -> None:
+        self.proc.stdin.write(json.dumps({"cmd": "time", "n": n, "settle": settle, "clean": clean}) + "\n")
+        self.proc.stdin.flush()
 
     def close(self) -> None:
         try:

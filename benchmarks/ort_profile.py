@@ -1,8 +1,8 @@
 """ONNX Runtime's own per-layer profile of a benchmark model, to set beside srcore's
-(``srcore bench MODEL.srm --per-op``): ``python -m benchmarks.ort_profile MODEL [--runs 60]``.
+(``srcore bench MODEL.srm --per-op``): ``python -m benchmarks.ort_profile MODEL [--runs 60] [--threads 1]``.
 
 Runs ``benchmarks/results/artifacts/MODEL/model.onnx`` (made by ``benchmarks.prepare``) on its
-stored inputs with one intra-op thread and ORT's profiler on, then prints the kernel time per run
+stored inputs with one intra-op thread (``--threads``) and ORT's profiler on, then prints the kernel time per run
 by op type and the slowest nodes. ORT's graph transformers have rewritten the graph by then (on
 x86 the NCHWc layout: ``ReorderInput``/``ReorderOutput`` nodes, convs with fused activations), so
 node names are ORT's, not the ONNX file's.
@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def profile(model: str, runs: int, out: Path) -> tuple[dict[str, float], dict[str, int], dict[str, float]]:
+def profile(model: str, runs: int, out: Path, threads: int = 1) -> tuple[dict[str, float], dict[str, int], dict[str, float]]:
     """(µs per run by op type, nodes per op type, µs per run by node)."""
     import onnxruntime as ort
 
@@ -27,7 +27,7 @@ def profile(model: str, runs: int, out: Path) -> tuple[dict[str, float], dict[st
 
     art = out / "artifacts" / model
     so = ort.SessionOptions()
-    so.intra_op_num_threads = so.inter_op_num_threads = 1
+    so.intra_op_num_threads, so.inter_op_num_threads = threads, 1
     so.enable_profiling = True
     so.profile_file_prefix = str(out / f"ort_profile_{model}")
     sess = ort.InferenceSession(str(art / "model.onnx"), so, providers=["CPUExecutionProvider"])
@@ -57,9 +57,10 @@ def main(argv=None) -> None:
     ap.add_argument("--runs", type=int, default=60)
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    ap.add_argument("--threads", type=int, default=1, help="ORT's intra-op threads")
     a = ap.parse_args(argv)
-    by_op, count, by_node = profile(a.model, a.runs, a.out)
-    print(f"{a.model}: ONNX Runtime, 1 thread, {sum(by_op.values()):.0f} us of kernels per run")
+    by_op, count, by_node = profile(a.model, a.runs, a.out, a.threads)
+    print(f"{a.model}: ONNX Runtime, {a.threads} thread(s), {sum(by_op.values()):.0f} us of kernels per run")
     for op, us in sorted(by_op.items(), key=lambda kv: -kv[1]):
         print(f"  {op:<28} {us:8.0f} us  x{count[op]}")
     print("slowest nodes:")

@@ -299,3 +299,40 @@ def test_exact_entry_is_the_compiled_overload_or_the_dispatcher():
     assert exact_entry(pick, (a.astype(np.float64), 1)) is pick   # other types: not compiled
     plain = lambda *args: None   # noqa: E731 - not numba's: returned as it is
     assert exact_entry(plain, (a,)) is plain
+
+
+def test_split_runs_part_zero_on_the_caller_and_waits_for_the_rest():
+    """``run_split``: part 0 on the calling thread, the others on the pool's threads, every part once;
+    an error in a part is raised on the caller after every part ended; a 3-way split conv gives the
+    1-thread bits."""
+    import threading
+    import time
+
+    from srcore.conv.direct import run_split
+
+    seen = {}
+    run_split(lambda i: seen.__setitem__(i, threading.get_ident()), 3)
+    assert sorted(seen) == [0, 1, 2] and seen[0] == threading.get_ident()
+    assert threading.get_ident() not in (seen[1], seen[2])
+    ended = []
+
+    def part(i):
+        if i == 0:
+            raise ValueError("part 0")
+        time.sleep(0.01)
+        ended.append(i)
+    with pytest.raises(ValueError, match="part 0"):
+        run_split(part, 2)
+    assert ended == [1]
+    with pytest.raises(KeyError):
+        run_split(lambda i: {}[i] if i == 1 else None, 2)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 8, 17, 19), dtype=np.float32)
+    w = rng.standard_normal((24, 8, 3, 3), dtype=np.float32)
+    b = rng.standard_normal(24).astype(np.float32)
+    conv = simd_conv.SimdDirectConv(w, b, 1, 1, 1)
+    one, three = (np.empty(conv.out_shape(x.shape), np.float32) for _ in range(2))
+    conv(x, one)
+    conv(x, three, threads=3)
+    np.testing.assert_array_equal(three, one)
+    np.testing.assert_allclose(one, _reference(x, w, b, 1, 1, 1, 1), rtol=1e-5, atol=1e-3)

@@ -269,7 +269,17 @@ def _row5s2(p, r, w0, w1, w2, w3, w4, a0, a1, a2, a3, a4, a5, a6, a7):
 @numba.njit(**_JIT)
 def dwb_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, res, has_res, leaky, slope, lo, hi,
               act, Ho, Wo, tag, xblk, oblk, xb, tb, n, k0, k1):
-    """Channel blocks ``k0 <= k < k1`` (channels ``16k .. 16k + 15``) of image ``n`` of ``x``
+    """Channel blocks ``k0 <= k < k1`` of image ``n``, every output row (:func:`dwb_range`)."""
+    dwb_range(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, res, has_res, leaky, slope, lo, hi,
+              act, Ho, Wo, tag, xblk, oblk, xb, tb, n, k0, k1, 0, Ho)
+
+
+@numba.njit(**_JIT)
+def dwb_range(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, res, has_res, leaky, slope, lo, hi,
+              act, Ho, Wo, tag, xblk, oblk, xb, tb, n, k0, k1, h0, h1):
+    """Output rows ``h0 <= ho < h1`` (with ``xblk``: a thread of a split by rows reads only the input
+    rows they need; without, the whole plane is transposed in) of channel blocks ``k0 <= k < k1``
+    (channels ``16k .. 16k + 15``) of image ``n`` of ``x``
     ((N * C * H * W,), or with ``xblk`` NCHW16c: (N * blocks * H * W * 16,)); ``wc`` (blocks, KH * KW,
     16) and ``bc`` (blocks * 16,) flat, zero past C; ``out``/``res`` (N * C * Ho * Wo,), or with
     ``oblk`` NCHW16c (every lane of the last block stored: the lanes past C hold the epilogue of 0).
@@ -295,7 +305,7 @@ def dwb_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, r
         # 112x112 input passed L2 and cost more than the taps); rows above and below the plane
         # read a zero row. NCHW in: the plane transposed into the whole padded buffer first.
         src = (n * nb + k) * HW * LANES
-        filled = 0
+        filled = max(0, h0 * sh - pt)   # the first input row the band reads (the ring holds the rest)
         for p0 in range(0, HW if not xblk else 0, LANES):   # 16 pixels of the flat plane at a time
             cnt = min(LANES, HW - p0)
             t = _t16(_rows(px, (n * C + c0) * HW + p0, HW, m, cnt, z))
@@ -311,7 +321,7 @@ def dwb_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, r
                     h += 1
         bv = vload(pbias, c0, z)
         wk = k * nt * LANES
-        for ho in range(Ho):
+        for ho in range(h0, h1):
             if xblk:
                 need = min(H, ho * sh + (KH - 1) * dh + 1 - pt)
                 while filled < need:
@@ -380,13 +390,13 @@ def dwb_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, r
             continue
         if oblk:   # NCHW16c out: the pixel vectors as they are, the epilogue in the stores
             ob = (n * nb + k) * P * LANES
-            for p in range(0, P * LANES, LANES):
+            for p in range(h0 * Wo * LANES, h1 * Wo * LANES, LANES):
                 vstore(pout, ob + p, finish(vload(pt_, p, z), pres, ob + p, LANES, has_res, leaky, slope, lo, hi,
                                             act, c3, c6))
             continue
         # back to the NCHW planes, 16 pixels of 16 channels at a time, the epilogue in the stores
-        for p0 in range(0, P, LANES):
-            cnt = min(LANES, P - p0)
+        for p0 in range(h0 * Wo, h1 * Wo, LANES):
+            cnt = min(LANES, h1 * Wo - p0)
             t = _t16(_rows(pt_, p0 * LANES, LANES, LANES, LANES, z))
             for l in range(m):
                 oi = (n * C + c0 + l) * P + p0

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from .depthwise import ACTIVATIONS, finish
-from .direct import _JIT, _pool, _tag, exact_entry, lanes
+from .direct import _JIT, _tag, exact_entry, lanes, run_split
 from .simd import fptr, vbcast, vfma, vload, vload_n, vsplat, vstore, vstore_n
 
 #: output channels per register block
@@ -335,9 +335,9 @@ class SimdPointwiseConv:
             args = per_image(n)
             if threads <= 1 or nb < 2 * threads:
                 self._part(args, Pm, 0, nb)
-            else:   # the kernel releases the GIL: blocks of channels over a shared pool of Python threads
+            else:   # the kernel releases the GIL: blocks of channels, the first on the caller
                 cuts = [nb * i // threads for i in range(threads + 1)]
-                list(_pool(threads).map(lambda i, a=args, c=cuts: self._part(a, Pm, c[i], c[i + 1]), range(threads)))
+                run_split(lambda i, a=args, c=cuts: self._part(a, Pm, c[i], c[i + 1]), threads)
         return out
 
     def _bound(self, x, out, residual):

@@ -269,7 +269,14 @@ def _planes(ps, so, pout, pres, c0, m, P, p, cnt, n, O, has_res, lo, hi, act, c3
 
 @numba.njit(**_JIT)
 def pwb_tasks(x, xblk, C, P, wq, bq, nob, O, oblk, out, res, has_res, lo, hi, act, tag, scr, n, b0, b1):
-    """Output blocks ``b0 <= b < b1`` of image ``n``: ``x`` (N * blocks * P * 16,) NCHW16c with ``xblk``,
+    """Output blocks ``b0 <= b < b1`` of image ``n`` (every pixel: :func:`pwb_range`)."""
+    pwb_range(x, xblk, C, P, wq, bq, nob, O, oblk, out, res, has_res, lo, hi, act, tag, scr, n, b0, b1, 0, P)
+
+
+@numba.njit(**_JIT)
+def pwb_range(x, xblk, C, P, wq, bq, nob, O, oblk, out, res, has_res, lo, hi, act, tag, scr, n, b0, b1, q0, q1):
+    """Output blocks ``b0 <= b < b1``, pixels ``q0 <= p < q1`` (a band of rows: a thread of a split by
+    rows reads only its band's input) of image ``n``: ``x`` (N * blocks * P * 16,) NCHW16c with ``xblk``,
     else (N * C * P,); ``wq`` (nob * Cw * 16,) with Cw the input's channels (padded to the blocks with
     ``xblk``, zero weights there), ``bq`` (nob * 16,); ``out``/``res`` (N * nob * P * 16,) with ``oblk``,
     else NCHW (N * O * P,): then the accumulators go through ``scr`` (512 floats) and are transposed
@@ -299,9 +306,9 @@ def pwb_tasks(x, xblk, C, P, wq, bq, nob, O, oblk, out, res, has_res, lo, hi, ac
         bw = vload(pb, b * LANES + LANES, z) if two else bv
         wi = b * cw * LANES
         m0, m1 = min(LANES, O - b * LANES), min(LANES, O - b * LANES - LANES)
-        p = 0
-        while p < P:
-            r = 12 if p + 12 <= P else (4 if p + 4 <= P else 1)
+        p = q0
+        while p < q1:
+            r = 12 if p + 12 <= q1 else (4 if p + 4 <= q1 else 1)
             ob, ostep = ((n * nob + b) * P16 + p * LANES, P16) if oblk else (0, 256)
             xi = xbase + p * ps
             if two and r == 12:

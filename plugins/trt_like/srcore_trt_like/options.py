@@ -26,11 +26,13 @@ OPTIONS = {
     "nchwc_split": "true/false (default false): also offer the NCHW16c 1x1 and depthwise layers split over the "
                    "OpenMP team at more than one intra-op thread (they won timed alone but lost in the model's "
                    "sequence on a 2-vCPU Sapphire Rapids: docs/trt-like.md)",
+    "nchwc_rows": "true/false (default false): also offer the NCHW16c 1x1 and depthwise layers split over the "
+                  "OpenMP team by bands of rows (each thread reads only its band's input)",
     "precision": "float32 (default) or int8: float layers compute in float32, a quantized segment's in int8; "
                  "int8 with 'calibration' data quantizes a float model first (srcore.quantize)",
 }
 PRECISIONS = ("float32", "int8")
-_BOOLS = ("fusion", "timing", "timing_cache", "mkl", "nchwc", "nchwc_split")
+_BOOLS = ("fusion", "timing", "timing_cache", "mkl", "nchwc", "nchwc_split", "nchwc_rows")
 
 #: every tactic name the table can offer (conv algorithms, then the other families); a test builds
 #: the candidates of each family and checks every name is here (tests/test_tactic_names.py)
@@ -45,6 +47,8 @@ CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "im2col_gemm_team", "packed_gemm", "w
                 "pointwise_nchw16c", "depthwise_nchw16c", "dense_nchw16c", "conv_nchw16c",
                 # ... split over the OpenMP team at more than one intra-op thread, any size
                 "pointwise_nchw16c_omp", "depthwise_nchw16c_omp",
+                # ... by bands of rows
+                "pointwise_nchw16c_rows_omp", "depthwise_nchw16c_rows_omp",
                 # at more than one intra-op thread, large layers
                 "simd_direct_split", "depthwise_simd_split")
 OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl_split", "mkl", "numba", "numba_512", "numba_split", "numpy",

@@ -1,5 +1,5 @@
-"""The NCHW16c 1x1 and depthwise tactics split over the OpenMP team by output channel blocks
-(``conv/nchwc_split.py``): the bits of the one-thread tactic on a team of 1 or 2 (real threads),
+"""The NCHW16c 1x1 and depthwise tactics split over the OpenMP team by output channel blocks or by
+bands of rows (``conv/nchwc_split.py``): the bits of the one-thread tactic on a team of 1 or 2 (real threads),
 torch's conv, offered at more than one intra-op thread only, whatever the layer's size."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from srcore.conv.nchwc import from_blocked, to_blocked
 from srcore_trt_like.conv import ConvSpec
 from srcore_trt_like.conv.nchwc import LANES, DepthwiseNchwcTactic, PointwiseNchwcTactic
-from srcore_trt_like.conv.nchwc_split import (DepthwiseNchwcOmpTactic, PointwiseNchwcOmpTactic,
-                                              nchwc_omp_builders)
+from srcore_trt_like.conv.nchwc_split import (DepthwiseNchwcOmpTactic, DepthwiseNchwcRowsTactic,
+                                              PointwiseNchwcOmpTactic, PointwiseNchwcRowsTactic, nchwc_omp_builders)
 from srcore_trt_like.kernels import threads as parallel
 from srcore_trt_like.options import tactic_names
 from _shared import conv_case, conv_reference
@@ -29,18 +29,26 @@ CASES = [  # (spec, (input blocked, output blocked))
 ]
 
 
-@pytest.mark.parametrize("spec,blocked", CASES)
-def test_split_gives_the_one_thread_bits_on_any_team(spec, blocked, monkeypatch):
-    one_cls, split_cls = (PointwiseNchwcTactic, PointwiseNchwcOmpTactic) if spec.groups == 1 else \
-        (DepthwiseNchwcTactic, DepthwiseNchwcOmpTactic)
+# (a depthwise layer is split by rows only with an NCHW16c input)
+SPLITS = [(spec, blocked, rows) for spec, blocked in CASES for rows in (False, True)
+          if not (rows and spec.groups > 1 and not blocked[0])]
+
+
+@pytest.mark.parametrize("spec,blocked,rows", SPLITS)
+def test_split_gives_the_one_thread_bits_on_any_team(spec, blocked, rows, monkeypatch):
+    """By blocks on 2 threads; by rows on 3 (uneven bands; a depthwise band's first and last rows read
+    the halo of the neighbouring bands and the zero rows; a 6-wide plane's slots spill past a row)."""
+    one_cls, split_cls = (PointwiseNchwcTactic, PointwiseNchwcRowsTactic if rows else PointwiseNchwcOmpTactic) \
+        if spec.groups == 1 else (DepthwiseNchwcTactic, DepthwiseNchwcRowsTactic if rows else DepthwiseNchwcOmpTactic)
     x, w, b, res = conv_case(spec)
     xin = to_blocked(x, LANES) if blocked[0] else x
     rin = res if res is None or not blocked[1] else to_blocked(res, LANES)
     one = one_cls(spec, w, b, blocked)
     want = np.empty(one.out_shape, np.float32)
     one._run(xin, want, rin)
-    split = split_cls(spec, w, b, blocked, threads=2)
-    for size in (1, 2, 2, 1, 2):   # the region on the calling thread alone or on the team of 2
+    nt = 3 if rows else 2
+    split = split_cls(spec, w, b, blocked, threads=nt)
+    for size in (1, nt, nt, 1, nt):   # the region on the calling thread alone or on the team
         monkeypatch.setattr(parallel.Governor, "team", lambda self, size=size: size)
         out = np.full(one.out_shape, np.nan, np.float32)
         split._run(xin, out, rin)
@@ -59,9 +67,15 @@ def test_offered_at_two_threads_on_small_layers_beside_the_one_thread_tactic(mon
     assert names(small_pw) == names(small_dw) == []
     monkeypatch.setattr(parallel, "count", lambda: 2)
     assert small_pw.macs < parallel.PARALLEL_MIN_WORK
-    assert names(small_pw) == ["pointwise_nchw16c_omp"] and names(small_dw) == ["depthwise_nchw16c_omp"]
-    assert names(one_block) == []             # one output block: nothing to split
-    assert {"pointwise_nchw16c_omp", "depthwise_nchw16c_omp"} <= set(tactic_names())
+    assert names(small_pw) == ["pointwise_nchw16c_omp", "pointwise_nchw16c_rows_omp"]
+    assert names(small_dw) == ["depthwise_nchw16c_omp", "depthwise_nchw16c_rows_omp"]
+    assert names(one_block) == ["pointwise_nchw16c_rows_omp"]      # one output block: only by rows
+    assert names(ConvSpec((1, 16, 1, 7), 48, 1, 1, 0)) == ["pointwise_nchw16c_omp"]   # one row: by blocks
+    nchw_in = [n for n, _ in nchwc_omp_builders(small_dw, np.ones(small_dw.weight_shape, np.float32), None,
+                                                (False, True))]
+    assert nchw_in == ["depthwise_nchw16c_omp"]   # (each band would transpose the whole NCHW plane)
+    assert {"pointwise_nchw16c_omp", "depthwise_nchw16c_omp", "pointwise_nchw16c_rows_omp",
+            "depthwise_nchw16c_rows_omp"} <= set(tactic_names())
 
 
 def test_left_out_of_the_choice_unless_the_engine_option_asks_for_them():
@@ -75,7 +89,10 @@ def test_left_out_of_the_choice_unless_the_engine_option_asks_for_them():
         assert excluded(name, {}) and excluded(name, {"nchwc_split": False})
         assert not excluded(name, {"nchwc_split": True})
         assert excluded(name, {"nchwc_split": True, "exclude_tactics": [name]})
+    for name in ("pointwise_nchw16c_rows_omp", "depthwise_nchw16c_rows_omp"):   # their own option
+        assert excluded(name, {}) and excluded(name, {"nchwc_split": True})
+        assert not excluded(name, {"nchwc_rows": True})
     assert not excluded("pointwise_nchw16c", {})
-    check_options({"nchwc_split": True})
+    check_options({"nchwc_split": True, "nchwc_rows": False})
     with pytest.raises(EngineOptionError, match="nchwc_split"):
         check_options({"nchwc_split": "yes"})

@@ -1,5 +1,6 @@
 """The NCHW16c 1x1 and depthwise tactics split over numba's OpenMP team by output channel blocks
-(:mod:`..kernels.blocked_split`): ``pointwise_nchw16c_omp`` and ``depthwise_nchw16c_omp``, offered
+(:mod:`..kernels.blocked_split`): ``pointwise_nchw16c_omp`` and ``depthwise_nchw16c_omp``, or by bands
+of rows: ``pointwise_nchw16c_rows_omp`` and ``depthwise_nchw16c_rows_omp``, offered
 beside their one-thread tactics at more than one intra-op thread whatever the layer's size (a
 mobile net's layers are all under :data:`..kernels.threads.PARALLEL_MIN_WORK`); the builder times
 both and keeps the faster, never the split by rule. Each region runs under a
@@ -55,16 +56,52 @@ class DepthwiseNchwcOmpTactic(DepthwiseNchwcTactic):
             self.governor.run(depthwise, run.args, xb, tb, n, self.nt)
 
 
+class PointwiseNchwcRowsTactic(PointwiseNchwcOmpTactic):
+    """:class:`.PointwiseNchwcTactic` with each image in ``threads`` bands of rows, every output block
+    in each: a thread reads only its band of the input, written by the same thread where the layer
+    before was split by rows too (the band stays on its core), unlike the split by output blocks,
+    whose threads each read the whole input."""
+    name = "pointwise_nchw16c_rows_omp"
+
+    def _run(self, x, out, residual):
+        from ..kernels.blocked_split import pointwise_rows
+
+        run = self.conv.bind(x, out, residual)
+        W = self.spec.x_shape[3]
+        for n in range(run.images):
+            self.governor.run(pointwise_rows, run.args, self.scr, n, self.nt, W)
+
+
+class DepthwiseNchwcRowsTactic(DepthwiseNchwcOmpTactic):
+    """:class:`.DepthwiseNchwcTactic` (NCHW16c input) with each image in ``threads`` bands of output
+    rows, every channel block in each: a thread reads its band's input rows and the taps' halo."""
+    name = "depthwise_nchw16c_rows_omp"
+
+    def _run(self, x, out, residual):
+        from ..kernels.blocked_split import depthwise_rows
+
+        run = self.conv.bind(x, out, residual)
+        sizes = run.buffer_sizes
+        if self._bufs[0] != sizes:
+            xb, tb = self.conv.buffers(*sizes)
+            self._bufs = (sizes, np.zeros((self.nt, xb.size), np.float32), np.zeros((self.nt, tb.size), np.float32))
+        _, xb, tb = self._bufs
+        for n in range(run.images):
+            self.governor.run(depthwise_rows, run.args, xb, tb, n, self.nt)
+
+
 def nchwc_omp_builders(spec: ConvSpec, weight, bias, blocked: tuple[bool, bool]):
-    """``(name, build)`` of the split twin of a 1x1 or depthwise NCHW16c layer's tactic, at more than
-    one intra-op thread and more than one channel block to split (else none)."""
+    """``(name, build)`` of the split twins of a 1x1 or depthwise NCHW16c layer's tactic at more than
+    one intra-op thread: by output channel blocks (more than one to split) and by rows (more than
+    one output row; a depthwise one with an NCHW16c input), else none."""
     threads = _threads.count()
-    if threads <= 1 or -(-spec.out_channels // LANES) < 2:
+    if threads <= 1:
         return []
+    blocks, rows = -(-spec.out_channels // LANES) >= 2, spec.out_shape[2] >= 2
+    kinds = []
     if spec.groups == 1 and (spec.kernel, spec.stride, spec.padding) == ((1, 1), (1, 1), (0, 0)):
-        return [(PointwiseNchwcOmpTactic.name, lambda layout=None: PointwiseNchwcOmpTactic(
-            spec, weight, bias, blocked, layout, threads))]
-    if spec.groups > 1 and spec.groups == spec.x_shape[1] == spec.out_channels:
-        return [(DepthwiseNchwcOmpTactic.name, lambda layout=None: DepthwiseNchwcOmpTactic(
-            spec, weight, bias, blocked, layout, threads))]
-    return []
+        kinds = [(PointwiseNchwcOmpTactic, blocks), (PointwiseNchwcRowsTactic, rows)]
+    elif spec.groups > 1 and spec.groups == spec.x_shape[1] == spec.out_channels:
+        kinds = [(DepthwiseNchwcOmpTactic, blocks), (DepthwiseNchwcRowsTactic, rows and blocked[0])]
+    return [(cls.name, lambda layout=None, cls=cls: cls(spec, weight, bias, blocked, layout, threads))
+            for cls, ok in kinds if ok]

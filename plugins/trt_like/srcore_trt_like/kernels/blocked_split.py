@@ -21,6 +21,7 @@ from .jit import PARALLEL_JIT
 from .parallel import _part
 
 _pwb_tasks, _dwb_tasks = _pwb.pwb_tasks, _dwb.dwb_tasks
+_pwb_range, _dwb_range = _pwb.pwb_range, _dwb.dwb_range
 LANES = _dwb.LANES
 
 
@@ -48,3 +49,31 @@ def depthwise(args, xb, tb, n, nt):
         k0, k1 = _part(blocks, t, nt, 1)
         if k1 > k0:
             _dwb_tasks(*args, xb[t], tb[t], n, k0, k1)
+
+
+@njit(**PARALLEL_JIT)
+def pointwise_rows(args, scr, n, nt, W):
+    """Image ``n`` of a bound :class:`BlockedPointwiseConv` call in ``nt`` bands of rows (``W`` pixels
+    each), every output block: part ``t`` reads only its band of the input and writes its band of
+    the output, which the same part of the next layer split by rows reads (numba's static schedule
+    runs part t on the same thread of the team each region)."""
+    rows = args[3] // W
+    nob = args[6]
+    for t in prange(nt):
+        h0, h1 = _part(rows, t, nt, 1)
+        if h1 > h0:
+            s = scr[t]
+            s[:] = 0.0
+            _pwb_range(*args, s, n, 0, nob, h0 * W, h1 * W)
+
+
+@njit(**PARALLEL_JIT)
+def depthwise_rows(args, xb, tb, n, nt):
+    """Image ``n`` of a bound :class:`BlockedDepthwiseConv` call (NCHW16c in) in ``nt`` bands of output
+    rows, every channel block: part ``t`` reads its band's input rows and the halo of the taps."""
+    blocks = (args[1] + LANES - 1) // LANES
+    ho = args[24]
+    for t in prange(nt):
+        h0, h1 = _part(ho, t, nt, 1)
+        if h1 > h0:
+            _dwb_range(*args, xb[t], tb[t], n, 0, blocks, h0, h1)
