@@ -65,8 +65,9 @@ def _bounds(ops, b_in: float, cache: dict) -> None:
         kind = op.get_type_name()
         if kind == "Parameter":
             b = b_in
-        elif kind == "Constant":
-            b = _constant(op, cache)
+        elif kind == "Constant":   # its magnitude is read when an op uses it as a value (not conv weights)
+            bound[_key(op.output(0))] = _Lazy(op, cache)
+            continue
         else:
             ins = [bound[_key(op.input_value(i))] for i in range(op.get_input_size())]
             b = _rule(op, kind, ins, cache)
@@ -82,23 +83,33 @@ def _key(v):
     return (v.get_node().get_name(), v.get_index())
 
 
-def _constant(op, cache: dict):
-    if op.get_element_type().get_type_name() not in ("f32", "f16", "bf16", "f64"):
-        return None
-    k = ("const", op.get_name())
-    if k not in cache:
-        data = np.asarray(op.get_data())
-        cache[k] = float(max(data.max(), -data.min())) if data.size else 0.0
-    return cache[k]
+class _Lazy:
+    """A constant, whose largest magnitude is computed if an op reads it as a value."""
+
+    def __init__(self, op, cache: dict):
+        self.op, self.cache = op, cache
+
+    def value(self) -> float | None:
+        op = self.op
+        if op.get_element_type().get_type_name() not in ("f32", "f16", "bf16", "f64"):
+            return None
+        k = ("const", op.get_name())
+        if k not in self.cache:
+            data = np.asarray(op.get_data())
+            self.cache[k] = float(max(data.max(), -data.min())) * ROUNDING if data.size else 0.0
+        if not self.cache[k] < LIMIT:   # inf, NaN or huge
+            raise Unbounded(f"constant {op.get_name()}")
+        return self.cache[k]
 
 
 def _data(ins, *idx):
     """The bounds of the float operands ``idx``: an integer operand there has no rule."""
     out = []
     for i in idx:
-        if ins[i] is None:
+        b = ins[i].value() if isinstance(ins[i], _Lazy) else ins[i]
+        if b is None:
             raise Unbounded("integer operand")
-        out.append(ins[i])
+        out.append(b)
     return out
 
 
@@ -143,7 +154,7 @@ def _weights(op, i: int):
     node = op.input_value(i).get_node()
     if node.get_type_name() != "Constant":
         return None
-    return np.abs(np.asarray(node.get_data(), dtype=np.float64))
+    return np.abs(np.asarray(node.get_data()))
 
 
 def _conv_gain(op, kind: str, cache: dict) -> float:
@@ -155,7 +166,7 @@ def _conv_gain(op, kind: str, cache: dict) -> float:
             raise Unbounded(f"{kind} with computed weights")
         # Convolution (O, I, k...), GroupConvolution (G, O, I, k...): everything past O is summed
         first = 2 if kind == "GroupConvolution" else 1
-        cache[k] = float(w.reshape(*w.shape[:first], -1).sum(axis=-1).max()) if w.size else 0.0
+        cache[k] = float(w.reshape(*w.shape[:first], -1).sum(axis=-1, dtype=np.float64).max()) if w.size else 0.0
     return cache[k]
 
 
@@ -168,9 +179,9 @@ def _matmul(op, ins, cache: dict) -> float:
         wb = _weights(op, 1)
         wa = _weights(op, 0)
         if wb is not None and wb.ndim >= 2:   # x @ W: sum over W's contracted (second-last) axis
-            gain = ("b", float(wb.sum(axis=-1 if attrs["transpose_b"] else -2).max()))
+            gain = ("b", float(wb.sum(axis=-1 if attrs["transpose_b"] else -2, dtype=np.float64).max()))
         elif wa is not None and wa.ndim >= 2:
-            gain = ("a", float(wa.sum(axis=-2 if attrs["transpose_a"] else -1).max()))
+            gain = ("a", float(wa.sum(axis=-2 if attrs["transpose_a"] else -1, dtype=np.float64).max()))
         else:
             shape = op.get_input_partial_shape(1)
             if shape.rank.is_dynamic or shape.rank.get_length() < 1:
