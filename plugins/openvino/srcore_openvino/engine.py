@@ -7,6 +7,11 @@ input size. With ``timing`` on (the default) the engine is timed against the seg
 node by node on the next backends (``Segment.fallback``) and refused when it is slower:
 OpenVINO's per-call overhead (tens of µs) does not pay off on a few small ops.
 
+With ``nan_checks`` on (the default) the segment is built twice: with torch's NaN checks, and
+for finite inputs only. When :mod:`.finite` proves a bound ``B`` under which the second model
+computes no NaN and no infinity (so the checks could not fire) and the two differ, inputs all
+within ``±B`` run the second, every other input the checked model, compiled at its first call.
+
 At run time each calling thread has its own infer request. Inputs OpenVINO cannot take
 (an empty tensor, a size the model's constant shapes reject) run node by node on the next
 backends, like a signature trt_like has no plan for. A signature seen for the first time is
@@ -36,6 +41,9 @@ TIMING_CALLS = 50
 #: idle worker spins this long (~0.1 s) after a threaded call of the fallback, on the core
 #: OpenVINO's second thread needs (srcore_cpu's ``parallel.BLAS_SPIN_S``)
 SPIN_S = 0.15
+#: calls with fewer input values than this run the checked model: the bound test (2-4 µs for a
+#: small array) would cost more than the checks it saves (see .finite)
+FINITE_MIN_VALUES = 4096
 #: signatures remembered as running node by node (the oldest is dropped beyond this)
 MAX_UNPLANNED = 16
 #: signatures remembered as checked against srcore's shape rules (forgotten all at once beyond this)
@@ -83,7 +91,9 @@ class Engine:
             self._deferred = []
             model, self.input_dims = self._build(True, self._deferred)
             fast, _ = self._build(False, finite_only=True)
-            if _op_kinds(fast) != _op_kinds(model):   # else there is no check to skip
+            static = all(None not in dims for dims in self.input_dims)
+            small = static and sum(int(np.prod(dims)) for dims in self.input_dims) < FINITE_MIN_VALUES
+            if not small and _op_kinds(fast) != _op_kinds(model):   # else no check to skip, or not worth it
                 self.finite_bound = finite.input_bound(fast)
             if self.finite_bound is not None:
                 # the checked model is compiled at the first call outside the bound (NaN, inf, huge)
@@ -177,8 +187,11 @@ class Engine:
         return state
 
     def _outside_bound(self, xs) -> bool:
-        """Whether an input holds a NaN, an infinity or a value beyond ±finite_bound (NaN compares false)."""
+        """Whether an input holds a NaN, an infinity or a value beyond ±finite_bound (NaN compares
+        false), or the inputs are too small for the test to pay."""
         b = self.finite_bound
+        if sum(x.size for x in xs) < FINITE_MIN_VALUES:
+            return True
         return any(x.size and not (-b <= x.min() and x.max() <= b) for x in xs)
 
     def __call__(self, *xs):

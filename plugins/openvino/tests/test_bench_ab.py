@@ -66,7 +66,7 @@ def test_benchmarks_run_cells_do_not_time_a_wrong_openvino_answer(monkeypatch, t
         assert res["status"] == status and ("best_round_median_us" in res) == (status == "ok"), res
 
 
-_CONV_RELU_POOL = """graph(%x : Float(1, 2, 8, 8)):
+_CONV_RELU_POOL = """graph(%x : Float(1, 2, 64, 64)):
   %w : Tensor = prim::Constant[param="w"]()
   %n : NoneType = prim::Constant()
   %one : int[] = prim::Constant[value=[1, 1]]()
@@ -95,7 +95,7 @@ def test_nan_cost_variants_build_what_they_say_and_restore_the_converters():
 
     w = np.ones((2, 2, 3, 3), np.float32) / 9
     g = srcore.parse_graph(_CONV_RELU_POOL, params={"w": w})
-    x = np.random.default_rng(0).standard_normal((1, 2, 8, 8)).astype(np.float32)
+    x = np.random.default_rng(0).standard_normal((1, 2, 64, 64)).astype(np.float32)
     x[0, 0, 4, 4] = np.nan
     t = torch.from_numpy(x)
     want = torch.nn.functional.max_pool2d(torch.relu(torch.nn.functional.conv2d(t, torch.from_numpy(w), padding=1)),

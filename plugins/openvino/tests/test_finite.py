@@ -62,7 +62,7 @@ def test_ops_without_a_rule_and_integer_inputs_give_no_bound():
 # conv (1 -> 2 channels: 2x, -2x), then conv (2 -> 1: sum), then relu: for x = 3e38 the first gives
 # +inf and -inf, the second their sum, NaN, and torch's relu keeps the NaN: an overflow making a
 # NaN out of finite inputs, which only the checked model gives (the unchecked Relu makes it 0)
-OVERFLOW = """graph(%x : Float(1, 1, 4, 4)):
+OVERFLOW = """graph(%x : Float(1, 1, 64, 64)):
   %w1 : Float(2, 1, 1, 1) = prim::Constant[param="w1"]()
   %w2 : Float(1, 2, 1, 1) = prim::Constant[param="w2"]()
   %none : NoneType = prim::Constant()
@@ -106,7 +106,7 @@ def test_finite_inputs_within_the_bound_run_unchecked_and_others_the_checked_mod
     sm, eng, params = _overflow_module()
     assert eng.finite_bound is not None and 2.0 ** 10 <= eng.finite_bound < 3e38 / 4
     assert eng.fast_n_ops < eng.n_ops and "run the model without NaN checks" in sm.partition.format()
-    x = np.random.default_rng(0).standard_normal((1, 1, 4, 4)).astype(np.float32)
+    x = np.random.default_rng(0).standard_normal((1, 1, 64, 64)).astype(np.float32)
     np.testing.assert_allclose(sm(x), _torch(x, params), rtol=1e-6, atol=0)
     assert eng._checked_compiled is None   # nothing needed it yet
     for special in (np.nan, -np.inf, np.inf, 3e38, -3e38, 2 * eng.finite_bound):
@@ -123,16 +123,30 @@ def test_finite_inputs_within_the_bound_run_unchecked_and_others_the_checked_mod
     np.testing.assert_array_equal(sm(xb), _torch(xb, params))
 
 
+def test_small_inputs_run_the_checked_model_without_a_test():
+    """Below FINITE_MIN_VALUES input values the bound test would cost more than the checks save:
+    a static small input builds only the checked model."""
+    small = OVERFLOW.replace("Float(1, 1, 64, 64)", "Float(1, 1, 4, 4)")
+    params = {"w1": np.array([2.0, -2.0], np.float32).reshape(2, 1, 1, 1), "w2": np.ones((1, 2, 1, 1), np.float32)}
+    opts = srcore.Options(backends=("openvino", "cpu"), engine_min_block_size=1,
+                          engine_options={"timing": False, "cache_dir": None})
+    sm = srcore.StaticModule(parse_graph(small, params=params), options=opts)
+    (seg,) = sm.partition.segments
+    assert seg.engine.finite_bound is None and seg.engine.fast_n_ops is None
+    x = np.full((1, 1, 4, 4), 3e38, np.float32)
+    assert np.array_equal(np.isnan(sm(x)), np.isnan(_torch(x, params)))
+
+
 def test_without_the_bound_the_unchecked_model_would_be_wrong_on_an_overflow():
     """What the checked model is for: the same module with nan_checks=False gives 0 where torch
     (and the default engine) give NaN."""
     sm, eng, params = _overflow_module(nan_checks=False)
     assert eng.finite_bound is None
-    x = np.full((1, 1, 4, 4), 3e38, np.float32)
+    x = np.full((1, 1, 64, 64), 3e38, np.float32)
     assert np.isnan(_torch(x, params)).all() and not np.isnan(sm(x)).any()
 
 
-RELU_POOL = """graph(%x : Float(1, 2, 4, 4)):
+RELU_POOL = """graph(%x : Float(1, 2, 32, 64)):
   %r : Tensor = aten::relu(%x)
   %k : int[] = prim::Constant[value=[1, 1]]()
   %z : int[] = prim::Constant[value=[0, 0]]()
@@ -150,7 +164,7 @@ def test_the_unchecked_model_keeps_torchs_sign_of_zero_for_a_standalone_relu():
     sm = srcore.StaticModule(parse_graph(RELU_POOL), options=opts)
     (seg,) = sm.partition.segments
     assert seg.status == "engine" and seg.engine.finite_bound is not None, sm.partition.format()
-    x = np.random.default_rng(1).standard_normal((1, 2, 4, 4)).astype(np.float32)
+    x = np.random.default_rng(1).standard_normal((1, 2, 32, 64)).astype(np.float32)
     x[0, 0, 0, :3] = [-0.0, 0.0, -2.5]
     got = sm(x)
     want = torch.relu(torch.from_numpy(x)).numpy()
