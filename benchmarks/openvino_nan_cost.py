@@ -5,15 +5,17 @@ NaN check on or off, beside OpenVINO run directly on the model's ONNX file, inte
 
 Variants of srcore's engine (``backends=("openvino", "cpu")``; every other converter as shipped):
 
-* ``default``: as shipped (``nan_checks=True``);
+* ``default``: as shipped (``nan_checks=True``): inputs all finite and within the bound
+  ``srcore_openvino.finite`` proves run the model without the checks, which then cannot fire;
+* ``checked``: the model with every check, as for any other input (the bound left unproven);
 * ``pool_unchecked``: no NaN check on max pools (OpenVINO's MaxPool skips NaNs);
 * ``relu_plain``: relus fused into a convolution or fully connected layer are OpenVINO's Relu
   (NaN becomes 0) instead of ``Elu(alpha=0)``;
 * ``unchecked``: ``nan_checks=False`` (all of the above and every other check off).
 
-Only ``default`` gives torch's answers on every input; the others show where the time goes. Each
-call is timed in the process's CPU time (``--wall``: wall time; at 2 threads CPU time sums both).
-Ratios are medians of per-round ratios to ``ov_onnx`` (OpenVINO on the ONNX file). Artifacts come
+Only ``default`` and ``checked`` give torch's answers on every input; the others show where the
+time goes. Each call is timed in the process's CPU time (``--wall``: wall time; at 2 threads CPU
+time sums both). Ratios are medians of per-round ratios to ``ov_onnx`` (OpenVINO on the ONNX file). Artifacts come
 from ``benchmarks.prepare``; runs in a child process with ``benchmarks.run``'s thread environment.
 """
 from __future__ import annotations
@@ -29,12 +31,13 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-VARIANTS = ("default", "pool_unchecked", "relu_plain", "unchecked")
+VARIANTS = ("default", "checked", "pool_unchecked", "relu_plain", "unchecked")
 
 
 @contextlib.contextmanager
 def variant(name: str):
     """Patch the converters for ``name`` while its engine is built (converters run at build time)."""
+    from srcore_openvino import finite
     from srcore_openvino.convert import attention, conv, matrix, pointwise
 
     saved = []
@@ -43,6 +46,8 @@ def variant(name: str):
         saved.append((mod, attr, getattr(mod, attr)))
         setattr(mod, attr, value)
 
+    if name in ("checked", "pool_unchecked", "relu_plain"):   # each its checked model, as the names say
+        patch(finite, "input_bound", lambda model: None)
     if name == "pool_unchecked":
         patch(conv, "nan_checks", lambda: False)
     elif name == "relu_plain":

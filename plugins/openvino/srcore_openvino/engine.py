@@ -7,6 +7,11 @@ input size. With ``timing`` on (the default) the engine is timed against the seg
 node by node on the next backends (``Segment.fallback``) and refused when it is slower:
 OpenVINO's per-call overhead (tens of µs) does not pay off on a few small ops.
 
+With ``nan_checks`` on (the default) the segment is built twice: with torch's NaN checks, and
+for finite inputs only. When :mod:`.finite` proves a bound ``B`` under which the second model
+computes no NaN and no infinity (so the checks could not fire) and the two differ, inputs all
+within ``±B`` run the second, every other input the checked model, compiled at its first call.
+
 At run time each calling thread has its own infer request. Inputs OpenVINO cannot take
 (an empty tensor, a size the model's constant shapes reject) run node by node on the next
 backends, like a signature trt_like has no plan for. A signature seen for the first time is
@@ -22,7 +27,7 @@ import numpy as np
 
 from srcore import EngineBuildError, KernelError
 
-from . import cache, device
+from . import cache, device, finite
 from .convert.model import build_model
 from .options import EngineOptions, intra_op_threads, parse
 
@@ -36,6 +41,9 @@ TIMING_CALLS = 50
 #: idle worker spins this long (~0.1 s) after a threaded call of the fallback, on the core
 #: OpenVINO's second thread needs (srcore_cpu's ``parallel.BLAS_SPIN_S``)
 SPIN_S = 0.15
+#: calls with fewer input values than this run the checked model: the bound test (2-4 µs for a
+#: small array) would cost more than the checks it saves (see .finite)
+FINITE_MIN_VALUES = 4096
 #: signatures remembered as running node by node (the oldest is dropped beyond this)
 MAX_UNPLANNED = 16
 #: signatures remembered as checked against srcore's shape rules (forgotten all at once beyond this)
@@ -69,23 +77,35 @@ class Engine:
                 self.cache_dir.mkdir(parents=True, exist_ok=True)
             except OSError:   # a cache that cannot be written is no reason to refuse the segment
                 self.cache_dir = None
-        # softmax row checks of attention blocks are left to OpenVINO's fused attention kernel
-        # when it fuses them all (reduce._softmax); else the model is built again with the checks
-        deferred: list | None = [] if self.options.nan_checks else None
-        model, self.input_dims = build_model(segment.graph, self.name, ov, _opset(ov), self.options.nan_checks,
-                                             deferred, self.options.precision)
-        self.compiled = self._compile(model)
         #: how softmax rows torch makes NaN are handled: None (no softmax deferred), or a note
         self.softmax_rows: str | None = None
-        if deferred:
-            if unfused_softmax(self.compiled):
-                model, _ = build_model(segment.graph, self.name, ov, _opset(ov), True, None, self.options.precision)
-                self.compiled = self._compile(model)
-                self.softmax_rows = (f"{len(deferred)} attention softmax(es) not fused by OpenVINO: "
-                                     f"row checks built in")
+        #: float inputs all within ±finite_bound run the model built without NaN checks, proven to
+        #: give the checked model's answers there (.finite); None: every call runs the checked model
+        self.finite_bound: float | None = None
+        self.fast_n_ops: int | None = None
+        self._deferred: list | None = None
+        self._checked_compiled = None
+        if self.options.nan_checks:
+            # softmax row checks of attention blocks are left to OpenVINO's fused attention kernel
+            # when it fuses them all (reduce._softmax); else the model is built again with the checks
+            self._deferred = []
+            model, self.input_dims = self._build(True, self._deferred)
+            fast, _ = self._build(False, finite_only=True)
+            static = all(None not in dims for dims in self.input_dims)
+            small = static and sum(int(np.prod(dims)) for dims in self.input_dims) < FINITE_MIN_VALUES
+            if not small and _op_kinds(fast) != _op_kinds(model):   # else no check to skip, or not worth it
+                self.finite_bound = finite.input_bound(fast)
+            if self.finite_bound is not None:
+                # the checked model is compiled at the first call outside the bound (NaN, inf, huge)
+                self._checked_model = model
+                self.fast_n_ops = len(fast.get_ordered_ops())
+                self.compiled = self._compile(fast)
             else:
-                self.softmax_rows = (f"{len(deferred)} attention softmax(es) fused by OpenVINO "
-                                     f"(its kernel gives torch's NaN rows): no separate row check")
+                self.compiled = self._compile_checked(model)
+        else:
+            model, self.input_dims = self._build(False)
+            self.compiled = self._compile(model)
+        #: OpenVINO ops of the model with the NaN checks (of the model run, with nan_checks off)
         self.n_ops = len(model.get_ordered_ops())
         #: each input's dtype (float32, or int64: see .convert.model)
         self.input_dtypes = [np.dtype(np.int64) if p.get_element_type() == ov.Type.i64 else np.dtype(np.float32)
@@ -104,6 +124,35 @@ class Engine:
         self.timing_clock = "wall time"
         if self.options.timing and self.fallback is not None:
             self._time_against_fallback()
+
+    def _build(self, nan_checks: bool, deferred: list | None = None, finite_only: bool = False):
+        ov = device.openvino()
+        return build_model(self._segment.graph, self.name, ov, _opset(ov), nan_checks, deferred, self.options.precision,
+                           finite_only)
+
+    def _compile_checked(self, model):
+        """The compiled model with torch's NaN checks (built again with the softmax row checks
+        when OpenVINO did not fuse every deferred softmax into its attention kernel)."""
+        compiled = self._compile(model)
+        if self._deferred:
+            if unfused_softmax(compiled):
+                model, _ = self._build(True)
+                compiled = self._compile(model)
+                self.softmax_rows = (f"{len(self._deferred)} attention softmax(es) not fused by OpenVINO: "
+                                     f"row checks built in")
+            else:
+                self.softmax_rows = (f"{len(self._deferred)} attention softmax(es) fused by OpenVINO "
+                                     f"(its kernel gives torch's NaN rows): no separate row check")
+        return compiled
+
+    def _with_checks(self):
+        """The compiled model with the NaN checks, compiled at the first call that needs it."""
+        if self._checked_compiled is None:
+            with self._lock:
+                if self._checked_compiled is None:
+                    self._checked_compiled = self._compile_checked(self._checked_model)
+                    self._checked_model = None
+        return self._checked_compiled
 
     def _compile(self, model):
         config = self.config
@@ -125,13 +174,25 @@ class Engine:
         return compiled
 
     # -- running ------------------------------------------------------------------------------
-    def _request(self):
-        req = getattr(self._local, "request", None)
-        if req is None:
-            req = self._local.request = self.compiled.create_infer_request()
-            #: per input: (array, shape, address) of the array the request reads in place
-            self._local.bound = [None] * self.n_inputs
-        return req
+    def _request(self, checked: bool):
+        """This thread's ``[infer request, bound]`` of the compiled model (``checked``: of the one
+        with the NaN checks, when the engine runs another for inputs within its bound); ``bound``
+        holds per input the (array, shape, address) the request reads in place."""
+        key = "checked" if checked else "main"
+        state = getattr(self._local, key, None)
+        if state is None:
+            compiled = self._with_checks() if checked else self.compiled
+            state = [compiled.create_infer_request(), [None] * self.n_inputs]
+            setattr(self._local, key, state)
+        return state
+
+    def _outside_bound(self, xs) -> bool:
+        """Whether an input holds a NaN, an infinity or a value beyond ±finite_bound (NaN compares
+        false), or the inputs are too small for the test to pay."""
+        b = self.finite_bound
+        if sum(x.size for x in xs) < FINITE_MIN_VALUES:
+            return True
+        return any(x.size and not (-b <= x.min() and x.max() <= b) for x in xs)
 
     def __call__(self, *xs):
         if len(xs) != self.n_inputs:
@@ -155,8 +216,8 @@ class Engine:
             if x.size and not _in_int32(x):
                 self.int_range_calls += 1   # OpenVINO would wrap it: this call runs node by node
                 return self._outside(xs, "an int64 input outside int32's range")
-        req = self._request()
-        bound = self._local.bound
+        state = self._request(self.finite_bound is not None and self._outside_bound(xs))
+        req, bound = state
         tensor = self._tensor
         dtypes = self.input_dtypes
         keep = []   # OpenVINO reads the arrays in place: the copies made here must live until infer() returns
@@ -189,7 +250,7 @@ class Engine:
             # engine returns those (copying the request's output tensors again cost a second memcpy)
             outs = req.infer().to_tuple()
         except Exception as exc:   # an empty input, or sizes the model's constant shapes reject
-            self._local.bound = [None] * self.n_inputs
+            state[1] = [None] * self.n_inputs
             return self._not_in_openvino(xs, exc)
         return outs[0] if self.n_outputs == 1 else outs
 
@@ -294,6 +355,11 @@ class Engine:
                  + ("" if self.options.nan_checks else ", nan_checks off (OpenVINO's NaN handling)"),
                  f"inputs {ins}: one compiled model{' with dynamic dims' if dyn else ''}, {self.n_ops} OpenVINO ops, "
                  f"built and compiled in {self.compile_seconds * 1e3:.1f} ms"]
+        if self.finite_bound is not None:
+            lines.append(f"inputs all within ±{self.finite_bound:.3g} run the model without NaN checks "
+                         f"({self.fast_n_ops} ops: no value can overflow there, so the checks cannot fire), "
+                         f"others (NaN, infinities, larger values) the checked one, compiled "
+                         + ("at the first such call" if self._checked_compiled is None else "already"))
         if self.softmax_rows is not None:
             lines.append(self.softmax_rows)
         layers = runtime_layers(self.compiled)
@@ -357,6 +423,10 @@ def unfused_softmax(compiled) -> bool:
                    for op in compiled.get_runtime_model().get_ordered_ops())
     except Exception:
         return True
+
+
+def _op_kinds(model) -> list[str]:
+    return sorted(op.get_type_name() for op in model.get_ordered_ops())
 
 
 def _rt(info, key: str) -> str:

@@ -66,7 +66,7 @@ def test_benchmarks_run_cells_do_not_time_a_wrong_openvino_answer(monkeypatch, t
         assert res["status"] == status and ("best_round_median_us" in res) == (status == "ok"), res
 
 
-_CONV_RELU_POOL = """graph(%x : Float(1, 2, 8, 8)):
+_CONV_RELU_POOL = """graph(%x : Float(1, 2, 64, 64)):
   %w : Tensor = prim::Constant[param="w"]()
   %n : NoneType = prim::Constant()
   %one : int[] = prim::Constant[value=[1, 1]]()
@@ -82,35 +82,38 @@ _CONV_RELU_POOL = """graph(%x : Float(1, 2, 8, 8)):
 
 def test_nan_cost_variants_build_what_they_say_and_restore_the_converters():
     """benchmarks.openvino_nan_cost: ``pool_unchecked`` drops the max pool's NaN mask, ``relu_plain``
-    fuses OpenVINO's Relu (a NaN into the relu comes out 0), and the shipped converters are back
-    after each (the default keeps torch's NaN)."""
+    fuses OpenVINO's Relu (a NaN into the relu comes out 0), ``checked`` is the default engine without
+    its unchecked model for bounded finite inputs, and the shipped converters are back after each
+    (the default keeps torch's NaN)."""
     import numpy as np
     import torch
 
     import srcore
     from benchmarks.openvino_nan_cost import variant
+    from srcore_openvino import finite
     from srcore_openvino.convert import attention, conv, matrix
 
     w = np.ones((2, 2, 3, 3), np.float32) / 9
     g = srcore.parse_graph(_CONV_RELU_POOL, params={"w": w})
-    x = np.random.default_rng(0).standard_normal((1, 2, 8, 8)).astype(np.float32)
+    x = np.random.default_rng(0).standard_normal((1, 2, 64, 64)).astype(np.float32)
     x[0, 0, 4, 4] = np.nan
     t = torch.from_numpy(x)
     want = torch.nn.functional.max_pool2d(torch.relu(torch.nn.functional.conv2d(t, torch.from_numpy(w), padding=1)),
                                           2, 2).numpy()
     shipped = [(m, a, getattr(m, a)) for m in (conv, matrix, attention)
-               for a in ("relu", "nan_checks") if hasattr(m, a)]
+               for a in ("relu", "nan_checks") if hasattr(m, a)] + [(finite, "input_bound", finite.input_bound)]
     built = {}
-    for name in ("pool_unchecked", "relu_plain", "default"):
+    for name in ("pool_unchecked", "relu_plain", "checked", "default"):
         with variant(name):
             sm = srcore.StaticModule(g, options=srcore.Options(backends=("openvino", "cpu"), engine_options={
                 "timing": False, "cache_dir": None}))
         (seg,) = sm.partition.segments
         assert seg.status == "engine", sm.partition.format()
         built[name] = (seg.engine.n_ops, sm(x))
+        assert (seg.engine.finite_bound is None) == (name != "default"), name
         assert all(getattr(m, a) is f for m, a, f in shipped), name
     ops = {k: v[0] for k, v in built.items()}
-    assert ops["pool_unchecked"] < ops["default"] and ops["relu_plain"] == ops["default"], ops
+    assert ops["pool_unchecked"] < ops["default"] and ops["relu_plain"] == ops["default"] == ops["checked"], ops
     got = built["default"][1]
     assert np.isnan(want).any() and np.array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)   # NaN where torch has it, as assert_allclose checks

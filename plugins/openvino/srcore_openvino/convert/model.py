@@ -16,7 +16,7 @@ from typing import Any
 
 from srcore import EngineBuildError
 
-from .table import DEFERRED_SOFTMAX, NAN_CHECKS, PRECISION, Ctx, rule_for
+from .table import DEFERRED_SOFTMAX, FINITE_ONLY, NAN_CHECKS, PRECISION, Ctx, rule_for
 
 
 def node_op(node) -> str:
@@ -46,12 +46,15 @@ def _element_type(ov, value):
 
 
 def build_model(graph, name: str, ov: Any, o: Any, nan_checks: bool = True, deferred: list | None = None,
-                precision: str = "f32"):
+                precision: str = "f32", finite_only: bool = False):
     """``(model, input dims)``: the OpenVINO model of segment ``graph`` (``ov`` = the openvino
     module, ``o`` = the opset module converters use; ``nan_checks``: the engine option).
     ``deferred``: a list to collect the softmax nodes whose row check was left out because only
-    matmuls read them (see ``reduce._softmax``); None builds every check."""
-    token = NAN_CHECKS.set(nan_checks)
+    matmuls read them (see ``reduce._softmax``); None builds every check. ``finite_only``: the
+    model serves finite inputs only (``srcore_openvino.finite``): no NaN checks, forms exact on
+    finite values."""
+    token = NAN_CHECKS.set(nan_checks and not finite_only)
+    token_f = FINITE_ONLY.set(finite_only)
     token_d = DEFERRED_SOFTMAX.set(deferred)
     token_p = PRECISION.set(precision)
     try:
@@ -59,6 +62,7 @@ def build_model(graph, name: str, ov: Any, o: Any, nan_checks: bool = True, defe
     finally:
         PRECISION.reset(token_p)
         DEFERRED_SOFTMAX.reset(token_d)
+        FINITE_ONLY.reset(token_f)
         NAN_CHECKS.reset(token)
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from .table import INT_RULE_DTYPES, PRECISION, constant_divisor_ok, divide, f32, nan_checks, out, register
+from .table import FINITE_ONLY, INT_RULE_DTYPES, PRECISION, constant_divisor_ok, divide, f32, nan_checks, out, register
 
 
 def _unary(fn):
@@ -63,10 +63,14 @@ def relu(o, x, after: str | None = None):
     Sapphire Rapids). Behind a fully connected layer Elu stays (the Select's pass made
     transformer_block_explicit's bf16 engine 1.26x OpenVINO on its ONNX file). With
     ``nan_checks=False`` relu is OpenVINO's Relu (0.80x and 0.93x of Elu on resnet_small in bf16
-    and f32)."""
+    and f32). For finite inputs only (``FINITE_ONLY``, the engine's model for inputs within its
+    proven bound) relu is Relu, but standalone in float32 still ``Maximum(0, x)``: Relu gives +0
+    for -0, torch -0 (behind a layer Relu gives torch's +0 for negatives, where Elu gives -0)."""
+    bf16 = PRECISION.get() == "bf16"
+    if after is None and not bf16 and FINITE_ONLY.get():
+        return out(o.maximum(f32(o, 0.0), x))
     if not nan_checks():
         return out(o.relu(x))
-    bf16 = PRECISION.get() == "bf16"
     if after == "conv" and bf16:
         # Less, not Greater: ordered on every ISA (see clamp)
         return out(o.select(out(o.less(x, f32(o, 0.0))), f32(o, 0.0), x))

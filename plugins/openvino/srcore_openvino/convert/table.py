@@ -31,6 +31,11 @@ def nan_checks() -> bool:
     return NAN_CHECKS.get()
 
 
+#: the model is built for finite inputs only (``srcore_openvino.finite``): no NaN checks, and where
+#: a check-free form is also exact on finite values (the sign of zero), that form
+FINITE_ONLY: contextvars.ContextVar[bool] = contextvars.ContextVar("finite_only", default=False)
+
+
 #: the engine's precision ("f32" or "bf16"; set by the model builder): where the faster form of a
 #: check depends on it (``pointwise.relu``)
 PRECISION: contextvars.ContextVar[str] = contextvars.ContextVar("precision", default="f32")
