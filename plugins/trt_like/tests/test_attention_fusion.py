@@ -109,3 +109,36 @@ def test_an_attention_whose_probabilities_are_read_elsewhere_is_not_fused():
         want = m(x, bias)
     for g, w in zip(sm(x.numpy(), bias.numpy()), want):
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-4, atol=1e-5)
+
+
+class Biased(nn.Module):
+    """T5's attention: no scaling, a learned relative position bias (1, H, L, L) added to the scores
+    (``bias_first``: written ``bias + scores``), or (``bias=False``) the softmax of the bare scores."""
+
+    def __init__(self, d, heads, L, bias=True, bias_first=False):
+        super().__init__()
+        self.h, self.dh, self.bias_first = heads, d // heads, bias_first
+        self.q, self.k, self.v = (nn.Linear(d, d, bias=False) for _ in range(3))
+        self.rel = nn.Parameter(torch.randn(1, heads, L, L)) if bias else None
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = (f(x).view(b, t, self.h, self.dh).transpose(1, 2) for f in (self.q, self.k, self.v))
+        s = torch.matmul(q, k.transpose(3, 2))
+        if self.rel is not None:
+            s = self.rel + s if self.bias_first else s + self.rel
+        y = torch.matmul(torch.softmax(s, dim=-1), v)
+        return y.transpose(1, 2).reshape(b, t, d) + 1.0
+
+
+@pytest.mark.parametrize("bias, bias_first", [(True, False), (True, True), (False, False)])
+def test_unscaled_attention_with_or_without_an_added_bias_is_one_layer(bias, bias_first):
+    torch.manual_seed(7)
+    m = Biased(32, 4, 20, bias, bias_first).eval()
+    x = torch.randn(2, 20, 32)
+    sm, desc = _engine(m, (x,), exclude=["mkl", "numpy"])
+    assert "attention_heads -> 2x20x32 [numba]" in desc, desc
+    assert "softmax" not in desc and "permute" not in desc, desc
+    with torch.no_grad():
+        want = m(x).numpy()
+    np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-5)
