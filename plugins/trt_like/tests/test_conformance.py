@@ -525,6 +525,14 @@ def matrix_cases() -> list[Case]:
             out.append(Case(f"{op}-{sa}-{sb}-T", op, (tin(sa, k, special=False, transposed=True),
                                                        tin(sb, k + 1, special=False, transposed=True)), gemm(K),
                             scale=abs_op(ref)))
+    for k, (eq, sa, sb, engine) in enumerate([("bhid,bhjd->bhij", (2, 3, 5, 4), (2, 3, 6, 4), True),
+                                               ("abcd,cdbe->eab", (2, 3, 4, 5), (4, 5, 3, 2), True),
+                                               ("bij,bjk->bik", (2, 3, 4), (1, 4, 5), False)]):   # broadcast
+        K = 20 if "c" in eq else 4
+        out.append(Case(f"einsum-{eq}", "aten::einsum",
+                        (eq, TList((tin(sa, 50 + k, special=False), tin(sb, 60 + k, special=False))), None),
+                        gemm(K), engine=engine, ref=lambda e, ts, path: torch.einsum(e, *ts),
+                        scale=lambda e, ts, path: torch.einsum(e, *(t.abs() for t in to_torch(ts))).numpy()))
     out.append(Case("matmul-const-left", "aten::matmul", (p((3, 4), 1), tin((4, 5), 2)), gemm(4), engine=None,
                     scale=abs_op(torch.ops.aten.matmul.default)))
     out.append(Case("matmul-const-1d", "aten::matmul", (tin((3, 4), 1, special=False), p((4,), 2)), gemm(4),
@@ -719,6 +727,8 @@ def data_cases() -> list[Case]:
                                        ([(2, 1, 3), (2, 2, 3), (2, 1, 3)], -2)]):
         out.append(Case(f"cat-{shapes}-{dim}", "aten::cat",
                         (TList(tuple(tin(s, 10 * k + i) for i, s in enumerate(shapes))), dim)))
+    for shifts, dims in (([-2, 1], [1, 2]), ([7], [-1]), ([1, 2], [0, 0])):
+        out.append(Case(f"roll-{shifts}-{dims}", "aten::roll", (tin((2, 3, 5), 5), shifts, dims)))
     x = tin((2, 3, 5, 4), 1)
     out += [Case("upsample_nearest2d-size", "aten::upsample_nearest2d", (x, [7, 9], None, None)),
             Case("upsample_nearest2d-down", "aten::upsample_nearest2d", (x, [3, 2], None, None)),

@@ -337,6 +337,45 @@ def matmul(v: NodeView, c: Converter) -> None:
     c.bind(v.node.outputs[0], c.net.add("matmul", [c.tensor(a), c.tensor(b)], v.out_shape(), v.source))
 
 
+def einsum(v: NodeView, c: Converter) -> None:
+    """Two operands as permutes, reshapes and one ``matmul`` (:mod:`.einsum`); identity steps skipped."""
+    from .einsum import operand_shapes, plan
+
+    lst = v.value("tensors")
+    if lst.node.kind != "prim::ListConstruct" or len(lst.node.inputs) != 2:
+        raise EngineBuildError(f"{v.where()}: argument 'tensors' is not a list of two built in the segment")
+    a, b = (c.tensor(x) for x in lst.node.inputs)
+    p = plan(v.const("equation"), c.net.shape(a), c.net.shape(b))
+    if isinstance(p, str):
+        raise EngineBuildError(f"{v.where()}: {p}")
+    sa, sb, sm = operand_shapes(p)
+
+    def arrange(x, perm, shape):
+        if perm != tuple(range(len(perm))):
+            x = c.net.add("permute", [x], tuple(c.net.shape(x)[i] for i in perm), v.source, perm=perm)
+        return x if c.net.shape(x) == shape else c.net.add("reshape", [x], shape, v.source)
+
+    y = c.net.add("matmul", [arrange(a, p.perm_a, sa), arrange(b, p.perm_b, sb)], sm, v.source)
+    mid = p.batch + p.m + p.n
+    if sm != mid:
+        y = c.net.add("reshape", [y], mid, v.source)
+    if p.perm_out != tuple(range(len(mid))):
+        y = c.net.add("permute", [y], v.out_shape(), v.source, perm=p.perm_out)
+    c.bind(v.node.outputs[0], y)
+
+
+def roll(v: NodeView, c: Converter) -> None:
+    shape = v.in_shape("self")
+    total: dict[int, int] = {}
+    for s, d in zip(v.const("shifts"), v.const("dims")):   # a dim named twice rolls by the sum
+        d %= len(shape)
+        total[d] = total.get(d, 0) + int(s)
+    dims = tuple(total)
+    shifts = tuple(total[d] % shape[d] if shape[d] else 0 for d in dims)
+    x = c.tensor(v.node.inputs[0])
+    c.bind(v.node.outputs[0], c.net.add("roll", [x], shape, v.source, shifts=shifts, dims=dims))
+
+
 def addmm(v: NodeView, c: Converter) -> None:
     """``beta * self + alpha * mat1 @ mat2`` with a constant ``mat2`` and ``self`` (a linear layer)."""
     beta, alpha = float(v.const("beta", 1)), float(v.const("alpha", 1))

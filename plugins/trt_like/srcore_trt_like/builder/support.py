@@ -164,6 +164,30 @@ def _cat(node: NodeInfo):
     return None if len(ranks) == 1 else f"tensors of ranks {sorted(ranks)} (torch's legacy empty 1-D case)"
 
 
+def _einsum(node: NodeInfo):
+    from .einsum import plan
+
+    a = node.arg("tensors")
+    if a.elements is None:
+        return "argument 'tensors' is not a list built in the graph (prim::ListConstruct)"
+    for i, t in enumerate(a.elements):
+        if not isinstance(t, TensorType) or t.dtype != "float32" or t.shape is None:
+            return f"tensors[{i}] is {t}, not a float32 tensor of known shape"
+    if len(a.elements) != 2:
+        return f"{len(a.elements)} operands (the engine's einsum is a product of two)"
+    if node.const("path", None) is not None:
+        return "a contraction path is given"
+    why = plan(node.const("equation"), *(t.shape for t in a.elements))
+    return why if isinstance(why, str) else None
+
+
+def _roll(node: NodeInfo):
+    shifts, dims = node.const("shifts"), node.const("dims")
+    if not dims or len(shifts) != len(dims):
+        return "no dims (a roll of the flattened tensor) or shifts and dims of different lengths"
+    return None
+
+
 _RESIZE_MODES = ("nearest", "bilinear")
 
 
@@ -326,6 +350,8 @@ def _qmax_pool(node: NodeInfo):
 
 
 _NOTES = {
+    _einsum: "two operands; every letter a batch (equal sizes), contracted or free one; no ellipsis",
+    _roll: "explicit dims",
     _gelu: "approximate is 'none' or 'tanh'",
     _dropout: "train=False (inference: the identity)",
     _nchw: "a 4-D (N, C, H, W) input",
@@ -389,6 +415,7 @@ _TABLE: list[OpSupport] = [
     *_rows("alias", {"aten::dropout": ("p", "train")}, _dropout, int8=True),
     *_rows("alias", {"aten::squeeze.dim": ("dim",), "aten::unsqueeze": ("dim",)}, any_data=True),
     *_rows("permute", {"aten::transpose.int": ("dim0", "dim1"), "aten::permute": ("dims",)}),
+    *_rows("roll", {"aten::roll": ("shifts", "dims")}, _roll),
     *_rows("index", {"aten::select.int": ("dim", "index"), "aten::slice.Tensor": ("dim", "start", "end", "step")},
            any_data=True),
     # convolution and pooling
@@ -414,6 +441,7 @@ _TABLE: list[OpSupport] = [
     *_rows("linear", {"srcore::linear_gelu": ("weight", "bias", "approximate")}, _gelu),
     *_rows("matmul", {"aten::matmul": (), "aten::mm": (), "aten::bmm": ()}, _matmul),
     *_rows("addmm", {"aten::addmm": ("self", "mat2", "beta", "alpha")}, _addmm),
+    *_rows("einsum", {"aten::einsum": ("equation", "path")}, _einsum),
     # normalisation, reductions
     *_rows("softmax", {"aten::softmax.int": ("dim", "dtype"), "aten::log_softmax.int": ("dim", "dtype")}, _no_dtype),
     *_rows("layer_norm", {"aten::layer_norm": ("normalized_shape", "weight", "bias", "eps")}),
