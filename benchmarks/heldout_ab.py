@@ -76,16 +76,17 @@ def _runners(module, inputs, path: str, names) -> dict:
 
 
 def _export_onnx(module, inputs, f: str) -> None:
-    """torch.onnx's TorchScript exporter; without autograd, ``nn.MultiheadAttention`` takes its fused
-    fast path (``aten::_native_multi_head_attention``, which the exporter cannot write), so a model
-    refused that way is exported again with autograd on: the written-out attention, same values."""
+    """torch.onnx's TorchScript exporter; without autograd, ``nn.MultiheadAttention`` and
+    ``nn.TransformerEncoderLayer`` take their fused fast paths (``aten::_native_multi_head_attention``,
+    ``aten::_transformer_encoder_layer_fwd``, which the exporter cannot write), so a model refused
+    that way is exported again with autograd on: the written-out layers, same values."""
     import torch
 
     try:
         with torch.no_grad():
             torch.onnx.export(module, inputs, f, dynamo=False, opset_version=17)
     except torch.onnx.errors.UnsupportedOperatorError as exc:
-        if "_native_multi_head_attention" not in str(exc):
+        if not any(op in str(exc) for op in ("_native_multi_head_attention", "_transformer_encoder_layer_fwd")):
             raise
         with torch.enable_grad():
             torch.onnx.export(module, inputs, f, dynamo=False, opset_version=17)

@@ -142,3 +142,101 @@ def test_unscaled_attention_with_or_without_an_added_bias_is_one_layer(bias, bia
     with torch.no_grad():
         want = m(x).numpy()
     np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-5)
+
+
+class SDPA(nn.Module):
+    """scaled_dot_product_attention on heads of separate projections (a float mask) or of one packed
+    projection taken apart (ViT's block, no mask)."""
+
+    def __init__(self, d, heads, packed):
+        super().__init__()
+        self.h, self.dh, self.packed = heads, d // heads, packed
+        self.qkv = nn.Linear(d, 3 * d)
+        self.q, self.k, self.v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
+
+    def forward(self, x, bias):
+        b, t, d = x.shape
+        if self.packed:
+            q, k, v = self.qkv(x).reshape(b, t, 3, self.h, self.dh).permute(2, 0, 3, 1, 4).unbind(0)
+            y = F.scaled_dot_product_attention(q, k, v)
+        else:
+            q = self.q(x).view(b, t, self.h, self.dh).transpose(1, 2)
+            k = self.k(x).view(b, t, self.h, self.dh).transpose(1, 2)
+            v = self.v(x).view(b, t, self.h, self.dh).transpose(1, 2)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=0.3)
+        return y.transpose(1, 2).reshape(b, t, d) + 1.0
+
+
+F = nn.functional
+
+
+@pytest.mark.parametrize("packed", [True, False])
+def test_scaled_dot_product_attention_is_one_attention_layer(packed):
+    torch.manual_seed(8)
+    m = SDPA(32, 4, packed).eval()
+    x, bias = torch.randn(2, 10, 32), _mask((2, 1, 1, 10), 8)
+    model = srcore.from_torchscript(torch.jit.script(m), (x, bias))
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=("trt_like", "cpu"),
+                                                           engine_options={"timing": False}))
+    desc = "\n".join(e.description for e in sm.partition.engines)
+    assert not sm.partition.refused and ("attention ->" if packed else "attention_heads ->") in desc, desc
+    assert "softmax" not in desc, desc
+    with torch.no_grad():
+        want = m(x, bias).numpy()
+    np.testing.assert_allclose(sm(x.numpy(), bias.numpy()), want, rtol=1e-4, atol=1e-5)
+
+
+class MHA(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+
+    def forward(self, x):
+        return self.attn(x, x, x, need_weights=False)[0] + 1.0
+
+
+def test_multihead_self_attention_fast_path_is_the_packed_layer():
+    """A scripted nn.MultiheadAttention in eval runs torch's fused ``_native_multi_head_attention``."""
+    torch.manual_seed(9)
+    m = MHA(32, 4).eval()
+    x = torch.randn(2, 7, 32)
+    model = srcore.from_torchscript(torch.jit.script(m), (x,))
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=("trt_like", "cpu"),
+                                                           engine_options={"timing": False}))
+    desc = "\n".join(e.description for e in sm.partition.engines)
+    assert not sm.partition.refused and "attention ->" in desc and "softmax" not in desc, desc
+    with torch.no_grad():
+        want = m(x).numpy()
+    np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-5)
+
+
+def test_multihead_cross_attention_node_is_three_projections_and_attention_heads():
+    """The fused op on a query other than key and value (of the same shape, as torch's op requires;
+    nn.MultiheadAttention calls it only for self-attention, a graph may not): against torch's op."""
+    from srcore.ir import parse_graph
+
+    g = torch.Generator().manual_seed(10)
+    w, b = torch.randn(96, 32, generator=g) / 6, torch.randn(96, generator=g) / 6
+    pw, pb = torch.randn(32, 32, generator=g) / 6, torch.randn(32, generator=g) / 6
+    q, kv = torch.randn(2, 5, 32, generator=g), torch.randn(2, 5, 32, generator=g)
+    text = """graph(%q : Float(2, 5, 32), %kv : Float(2, 5, 32)):
+  %w : Tensor = prim::Constant[param="w"]()
+  %b : Tensor = prim::Constant[param="b"]()
+  %pw : Tensor = prim::Constant[param="pw"]()
+  %pb : Tensor = prim::Constant[param="pb"]()
+  %e : int = prim::Constant[value=32]()
+  %h : int = prim::Constant[value=4]()
+  %n : NoneType = prim::Constant()
+  %f : bool = prim::Constant[value=0]()
+  %t : bool = prim::Constant[value=1]()
+  %y : Tensor, %wts : Tensor = aten::_native_multi_head_attention(%q, %kv, %kv, %e, %h, %w, %b, %pw, %pb, %n, %f, %t, %n)
+  %z : Tensor = aten::relu(%y)
+  return (%z)
+"""
+    params = {k: v.numpy() for k, v in dict(w=w, b=b, pw=pw, pb=pb).items()}
+    sm = srcore.StaticModule(parse_graph(text, params=params), options=srcore.Options(
+        backends=("trt_like", "cpu"), engine_min_block_size=1, engine_options={"timing": False}))
+    desc = "\n".join(e.description for e in sm.partition.engines)
+    assert not sm.partition.refused and "attention_heads ->" in desc, desc
+    want = torch.relu(torch.ops.aten._native_multi_head_attention(q, kv, kv, 32, 4, w, b, pw, pb, None, False)[0])
+    np.testing.assert_allclose(sm(q.numpy(), kv.numpy()), want.numpy(), rtol=1e-4, atol=1e-5)

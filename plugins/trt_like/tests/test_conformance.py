@@ -700,6 +700,23 @@ def encoder_cases() -> list[Case]:
         # outputs of layer norms are O(1): a few sums of <= 16 products and a softmax each way, 256 ulp of 1
         out.append(Case(f"encoder-{shape}-{heads}-{gelu}-{norm_first}", "aten::_transformer_encoder_layer_fwd",
                         args, Tol(64, 256), scale=lambda *a: 1.0 + np.abs(a[0].array)))
+    # scaled_dot_product_attention, written out: scores within 2K ulp of |q||k|, then a softmax and a
+    # convex combination of values (O(1) here): the encoder's tolerance
+    for k, (sq, sk, mask, scale) in enumerate([((2, 2, 5, 4), (2, 2, 6, 4), None, None),
+                                               ((1, 3, 4, 8), (1, 3, 4, 8), (1, 1, 4, 4), 0.3)]):
+        m = tin(mask, 70 + k, special=False) if mask else None
+        sv = sk[:-1] + (3,)
+        out.append(Case(f"sdpa-{sq}-{sk}-{mask}-{scale}", "aten::scaled_dot_product_attention",
+                        (tin(sq, 71 + k, special=False), tin(sk, 72 + k, special=False), tin(sv, 73 + k, special=False),
+                         m, 0.0, False, scale), Tol(64, 256), scale=lambda *a: 1.0 + np.max(np.abs(a[2].array)),
+                        ref=lambda q, kk, vv, mm, p, c, sc: torch.nn.functional.scaled_dot_product_attention(
+                            q, kk, vv, mm, p, c, scale=sc)))
+    out.append(Case("sdpa-causal", "aten::scaled_dot_product_attention",
+                    (tin((1, 2, 4, 4), 75, special=False), tin((1, 2, 4, 4), 76, special=False),
+                     tin((1, 2, 4, 4), 77, special=False), None, 0.0, True, None), Tol(64, 256), engine=False,
+                    scale=lambda *a: 1.0 + np.max(np.abs(a[2].array)),
+                    ref=lambda q, kk, vv, mm, p, c, sc: torch.nn.functional.scaled_dot_product_attention(
+                        q, kk, vv, mm, p, c, scale=sc)))
     return out
 
 
@@ -910,8 +927,8 @@ def test_conv_cases_with_every_tactic(case):
 #: float ops cannot check; test_int8.py checks them bit for bit against quantized_cpu
 INT8_ONLY = ("quantize", "dequantize", "qconv", "qconv_then_add", "qlinear", "qadd", "qadaptive_avg_pool",
              # two results (values, indices), which these one-output graphs cannot return: test_segment.py,
-             # test_segment_index.py
-             "sort", "topk", "max_dim")
+             # test_segment_index.py; nn.MultiheadAttention's fast path (output, weights): test_attention_fusion.py
+             "sort", "topk", "max_dim", "native_mha")
 
 
 def test_every_supported_op_has_cases():

@@ -481,6 +481,48 @@ def encoder_layer(v: NodeView, c: Converter) -> None:
     c.bind(v.node.outputs[0], x)
 
 
+def sdpa(v: NodeView, c: Converter) -> None:
+    """``scaled_dot_product_attention`` written out (the key's permute, scores, scale and float mask,
+    softmax, the product with the values) so that attention fusion takes it like any written-out
+    attention (the ONNX importer recomposes attention into this op)."""
+    q, k, val = (c.tensor(v.node.inputs[i]) for i in range(3))
+    qs, ks = c.net.shape(q), c.net.shape(k)
+    nd = len(ks)
+    perm = tuple(range(nd - 2)) + (nd - 1, nd - 2)
+    kt = c.net.add("permute", [k], tuple(ks[i] for i in perm), v.source, perm=perm)
+    shape = qs[:-1] + (ks[-2],)
+    s = c.net.add("matmul", [q, kt], shape, v.source)
+    scale = v.const("scale", None)
+    scale = 1.0 / math.sqrt(qs[-1]) if scale is None else float(scale)
+    s = c.net.add("pointwise", [s], shape, v.source, op="mul", args=(("in", 0), ("const", scale)), params={})
+    if v.is_tensor("attn_mask"):
+        ins: list[int] = [s]
+        m = operand(v, c, "attn_mask", ins)
+        s = c.net.add("pointwise", ins, shape, v.source, op="add", args=(("in", 0), m), params={})
+    p = c.net.add("softmax", [s], shape, v.source, dim=len(shape) - 1)
+    c.bind(v.node.outputs[0], c.net.add("matmul", [p, val], v.out_shape(), v.source))
+
+
+def native_mha(v: NodeView, c: Converter) -> None:
+    """``nn.MultiheadAttention``'s fused path (batch-first, no mask, no weights): self-attention as the
+    packed projection and ``attention`` layer, else three projections and ``attention_heads``."""
+    E, H = int(v.const("embed_dim")), int(v.const("num_head"))
+    w, b = np.asarray(v.const("qkv_weight"), np.float32), np.asarray(v.const("qkv_bias"), np.float32)
+    qv, kv, vv = (v.value(n) for n in ("query", "key", "value"))
+    qs, ks = v.in_shape("query"), v.in_shape("key")
+    if qv is kv and kv is vv:
+        qkv = linear_layer(c, c.tensor(qv), w, b, qs[:-1] + (3 * E,), v.source)
+        att = c.net.add("attention", [qkv], qs, v.source, heads=H, scale=1.0 / math.sqrt(E // H))
+    else:
+        proj = [linear_layer(c, c.tensor(x), w[i * E:(i + 1) * E], b[i * E:(i + 1) * E], s[:-1] + (E,), v.source)
+                for i, (x, s) in enumerate(((qv, qs), (kv, ks), (vv, ks)))]
+        att = c.net.add("attention_heads", proj, qs, v.source, heads=H, scale=1.0 / math.sqrt(E // H), divide=False)
+    out = linear_layer(c, att, v.const("proj_weight"), v.const("proj_bias"), qs, v.source)
+    c.bind(v.node.outputs[0], out)
+    if len(v.node.outputs) > 1:   # the attention weights, not asked for: torch's empty tensor
+        c.bind(v.node.outputs[1], c.net.constant(np.zeros((0,), np.float32)))
+
+
 # -- data movement: concatenation, resizing, padding, lookups, selections --------------------------------
 def _dim(v: NodeView, name: str, rank: int) -> int:
     d = int(v.const(name))

@@ -97,6 +97,30 @@ def _encoder(node: NodeInfo):
     return None if len(shape) == 3 else f"src of shape {_shape(node, 0)} is not 3-D (batch, sequence, features)"
 
 
+def _sdpa(node: NodeInfo):
+    if node.const("dropout_p", None) not in (0, 0.0):
+        return f"dropout_p={node.const('dropout_p', None)!r} (random)"
+    if node.const("is_causal", None) is not False:
+        return "is_causal=True (a causal mask)"
+    if node.const("enable_gqa", False) is not False:
+        return "enable_gqa=True (grouped query attention)"
+    shapes = [node.args[i].type.shape for i in range(3)]
+    if any(len(s) < 3 for s in shapes) or len({s[:-2] for s in shapes}) != 1:
+        return f"query, key and value of shapes {', '.join(map(str, shapes))} (batch dims must be equal, rank >= 3)"
+    return None
+
+
+def _native_mha(node: NodeInfo):
+    if node.const("mask", None) is not None:
+        return "argument 'mask' is given (masked attention)"
+    if node.const("need_weights", None) is not False:
+        return "need_weights=True (the engine does not return the attention weights)"
+    shapes = [node.args[i].type.shape for i in range(3)]
+    if any(len(s) != 3 for s in shapes) or shapes[1] != shapes[2] or shapes[0][0] != shapes[1][0]:
+        return f"query, key and value of shapes {', '.join(map(str, shapes))} (batch-first 3-D, key and value alike)"
+    return None
+
+
 def _ncl(node: NodeInfo):
     # a 1-D conv runs as a 2-D conv layer on an (N, C, 1, L) view; an unbatched (C, L) input runs on cpu
     if len(node.args[0].type.shape) != 3:
@@ -362,6 +386,8 @@ _NOTES = {
     _addmm: "alpha != 0, a 2-D mat2",
     _no_dtype: "no dtype argument",
     _encoder: "no mask, a 3-D src",
+    _sdpa: "no dropout, not causal, a float or no mask, equal batch dims",
+    _native_mha: "no mask, need_weights=False, batch-first 3-D inputs",
     _qconv: "int8: a 4-D qx, weights per tensor or per output channel",
     _qadd: "int8: equal shapes",
     _qmax_pool: "a 4-D (N, C, H, W) input; quantized: ceil_mode=False",
@@ -499,6 +525,10 @@ _TABLE: list[OpSupport] = [
     *_rows("compare", {f"aten::{op}.{form}": ("other",) if form == "Scalar" else ()
                        for op in ("lt", "le", "gt", "ge", "eq", "ne") for form in ("Tensor", "Scalar")},
            _compare, data_results={0: ("bool",)}),
+    *_rows("sdpa", {"aten::scaled_dot_product_attention": ("dropout_p", "is_causal", "scale", "enable_gqa")}, _sdpa),
+    *_rows("native_mha", {"aten::_native_multi_head_attention": (
+        "embed_dim", "num_head", "qkv_weight", "qkv_bias", "proj_weight", "proj_bias", "mask", "need_weights",
+        "average_attn_weights", "mask_type")}, _native_mha),
     *_rows("encoder_layer", {"aten::_transformer_encoder_layer_fwd": _ENCODER_ARGS}, _encoder),
     # int8 layers (quantized segments: docs/trt-like.md, "INT8 engines")
     *_rows("quantize", {"aten::quantize_per_tensor": ("scale", "zero_point", "dtype"),
