@@ -145,35 +145,38 @@ def test_unscaled_attention_with_or_without_an_added_bias_is_one_layer(bias, bia
 
 
 class SDPA(nn.Module):
-    """scaled_dot_product_attention on heads of separate projections (a float mask) or of one packed
-    projection taken apart (ViT's block, no mask)."""
+    """scaled_dot_product_attention on heads of separate projections (a float mask, or causal) or of
+    one packed projection taken apart (ViT's block, no mask)."""
 
-    def __init__(self, d, heads, packed):
+    def __init__(self, d, heads, form):
         super().__init__()
-        self.h, self.dh, self.packed = heads, d // heads, packed
+        self.h, self.dh, self.form = heads, d // heads, form
         self.qkv = nn.Linear(d, 3 * d)
         self.q, self.k, self.v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
 
     def forward(self, x, bias):
         b, t, d = x.shape
-        if self.packed:
+        if self.form == "packed":
             q, k, v = self.qkv(x).reshape(b, t, 3, self.h, self.dh).permute(2, 0, 3, 1, 4).unbind(0)
             y = F.scaled_dot_product_attention(q, k, v)
         else:
             q = self.q(x).view(b, t, self.h, self.dh).transpose(1, 2)
             k = self.k(x).view(b, t, self.h, self.dh).transpose(1, 2)
             v = self.v(x).view(b, t, self.h, self.dh).transpose(1, 2)
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=0.3)
+            if self.form == "mask":
+                y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=0.3)
+            else:
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return y.transpose(1, 2).reshape(b, t, d) + 1.0
 
 
 F = nn.functional
 
 
-@pytest.mark.parametrize("packed", [True, False])
-def test_scaled_dot_product_attention_is_one_attention_layer(packed):
+@pytest.mark.parametrize("form", ["packed", "mask", "causal"])
+def test_scaled_dot_product_attention_is_one_attention_layer(form):
     torch.manual_seed(8)
-    m = SDPA(32, 4, packed).eval()
+    m, packed = SDPA(32, 4, form).eval(), form == "packed"
     x, bias = torch.randn(2, 10, 32), _mask((2, 1, 1, 10), 8)
     model = srcore.from_torchscript(torch.jit.script(m), (x, bias))
     sm = srcore.StaticModule(model, options=srcore.Options(backends=("trt_like", "cpu"),

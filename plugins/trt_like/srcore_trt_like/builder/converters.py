@@ -499,6 +499,12 @@ def sdpa(v: NodeView, c: Converter) -> None:
         ins: list[int] = [s]
         m = operand(v, c, "attn_mask", ins)
         s = c.net.add("pointwise", ins, shape, v.source, op="add", args=(("in", 0), m), params={})
+    elif v.const("is_causal", False):
+        # torch's tril(ones(L, S)) keep mask as 0 / -inf: key 0 is always kept, so no row is all -inf
+        L, S = shape[-2:]
+        causal = np.where(np.tril(np.ones((L, S), bool)), np.float32(0), np.float32(-np.inf)).reshape(1, 1, L, S)
+        ins = [s, c.net.constant(causal.astype(np.float32))]
+        s = c.net.add("pointwise", ins, shape, v.source, op="add", args=(("in", 0), ("in", 1)), params={})
     p = c.net.add("softmax", [s], shape, v.source, dim=len(shape) - 1)
     c.bind(v.node.outputs[0], c.net.add("matmul", [p, val], v.out_shape(), v.source))
 

@@ -100,8 +100,11 @@ def _encoder(node: NodeInfo):
 def _sdpa(node: NodeInfo):
     if node.const("dropout_p", None) not in (0, 0.0):
         return f"dropout_p={node.const('dropout_p', None)!r} (random)"
-    if node.const("is_causal", None) is not False:
-        return "is_causal=True (a causal mask)"
+    causal = node.const("is_causal", None)
+    if causal not in (True, False):
+        return "is_causal is not a constant"
+    if causal and node.const("attn_mask", "tensor") is not None:
+        return "is_causal=True with attn_mask (torch refuses both)"
     if node.const("enable_gqa", False) is not False:
         return "enable_gqa=True (grouped query attention)"
     shapes = [node.args[i].type.shape for i in range(3)]
@@ -386,7 +389,7 @@ _NOTES = {
     _addmm: "alpha != 0, a 2-D mat2",
     _no_dtype: "no dtype argument",
     _encoder: "no mask, a 3-D src",
-    _sdpa: "no dropout, not causal, a float or no mask, equal batch dims",
+    _sdpa: "no dropout, a float mask, none or is_causal, equal batch dims",
     _native_mha: "no mask, need_weights=False, batch-first 3-D inputs",
     _qconv: "int8: a 4-D qx, weights per tensor or per output channel",
     _qadd: "int8: equal shapes",
