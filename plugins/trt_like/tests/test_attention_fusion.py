@@ -70,7 +70,8 @@ def _mask(shape, seed):
     (2, 17, 48, 3, (2, 1, 1, 17), False, "mkl"),     # a mask per batch entry; the scale multiplies
     (2, 24, 32, 2, (1, 2, 24, 24), True, "numpy"),   # a mask per head and query row
     (2, 12, 32, 4, (2, 1, 1, 12), True, "numba"),    # short rows: the softmax as one block
-    (1, 20, 24, 2, (1, 2, 20, 20), False, "numba"),  # rows of 20: the row softmax
+    (1, 20, 24, 2, (1, 2, 20, 20), False, "numba"),  # rows of 20: still one block
+    (1, 70, 16, 2, (1, 1, 1, 70), True, "numba"),    # rows over BLOCK_KEYS: the row softmax
 ])
 def test_bert_attention_is_one_layer_and_matches_torch(B, L, d, heads, mask_shape, divide, tactic):
     from srcore_trt_like.kernels import mkl
