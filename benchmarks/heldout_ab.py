@@ -52,8 +52,7 @@ def _runners(module, inputs, path: str, names) -> dict:
 
             with tempfile.TemporaryDirectory() as d:
                 f = os.path.join(d, "m.onnx")
-                with torch.no_grad():
-                    torch.onnx.export(module, inputs, f, dynamo=False, opset_version=17)
+                _export_onnx(module, inputs, f)
                 so = ort.SessionOptions()
                 so.intra_op_num_threads = so.inter_op_num_threads = 1
                 so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -74,6 +73,23 @@ def _runners(module, inputs, path: str, names) -> dict:
             if not err <= 1e-3:
                 raise AssertionError(f"{r}: wrong output (max relative error {err:.2e})")
     return calls
+
+
+def _export_onnx(module, inputs, f: str) -> None:
+    """torch.onnx's TorchScript exporter; without autograd, ``nn.MultiheadAttention`` and
+    ``nn.TransformerEncoderLayer`` take their fused fast paths (``aten::_native_multi_head_attention``,
+    ``aten::_transformer_encoder_layer_fwd``, which the exporter cannot write), so a model refused
+    that way is exported again with autograd on: the written-out layers, same values."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            torch.onnx.export(module, inputs, f, dynamo=False, opset_version=17)
+    except torch.onnx.errors.UnsupportedOperatorError as exc:
+        if not any(op in str(exc) for op in ("_native_multi_head_attention", "_transformer_encoder_layer_fwd")):
+            raise
+        with torch.enable_grad():
+            torch.onnx.export(module, inputs, f, dynamo=False, opset_version=17)
 
 
 def _flat(out) -> list:

@@ -37,6 +37,26 @@ def test_scalar_results_of_tensor_constants_fold_through_the_kernels():
     assert f is True
 
 
+def test_ops_whose_kernel_binds_a_scalar_at_load_fold():
+    """``aten::gt``/``aten::div`` with a Python scalar: the cpu kernel is specialized with the scalar as a
+    bound constant (``Const``); T5's relative position buckets are a chain of them on ``arange``."""
+    rp = np.arange(-3, 4, dtype=np.int64).reshape(1, 7) - np.arange(2, dtype=np.int64).reshape(2, 1)
+    g = parse_graph("""graph():
+  %rp : Long(2, 7) = prim::Constant[param="rp"]()
+  %z : int = prim::Constant[value=0]()
+  %gt : Bool(2, 7) = aten::gt(%rp, %z)
+  %f : Float(2, 7) = prim::Constant[param="f"]()
+  %four : int = prim::Constant[value=4]()
+  %d : Float(2, 7) = aten::div(%f, %four)
+  return (%gt, %d)
+""", {"rp": rp, "f": rp.astype(np.float32)})
+    assert fold_constants(g)
+    assert kinds(g) == []
+    gt, d = out_values(g)
+    np.testing.assert_array_equal(gt, rp > 0)
+    np.testing.assert_array_equal(d, rp.astype(np.float32) / 4)
+
+
 @pytest.mark.parametrize("answer", [2.5, True])
 def test_an_answer_of_the_wrong_type_for_an_int_output_is_not_folded(answer):
     g = parse_graph("""graph():

@@ -270,6 +270,12 @@ CASES = {
         "  %n : NoneType = prim::Constant()\n  %y : Float(2, 3) = aten::to(%x, %d, %f, %t, %n)\n"
         "  %z : Float(2, 3) = aten::relu_(%y)\n  return (%z, %x)\n",
         (f32(2, 3),)),
+    "type_as another dtype": Case(
+        "x.type_as(y) -> x (same dtype)",
+        "graph(%x : Float(2, 3), %o : Float(3)):\n  %y : Float(2, 3) = aten::type_as(%x, %o)\n  return (%y)\n",
+        "graph(%x : Float(2, 3), %o : Double(3)):\n  %y : Double(2, 3) = aten::type_as(%x, %o)\n  return (%y)\n",
+        (f32(2, 3), np.zeros(3, np.float32)),
+        near_inputs=(f32(2, 3), np.zeros(3, np.float64))),
     "clone written in place": Case(
         "clone(x) -> x (never written)",
         "graph(%x : Float(2, 3)):\n  %n : NoneType = prim::Constant()\n  %a : Float(2, 3) = aten::relu(%x)\n"

@@ -149,6 +149,23 @@ def test_to_the_same_dtype(args, fires):
     assert ("x.to(x.dtype) -> x" in applied) == fires
 
 
+@pytest.mark.parametrize("other, fires", [
+    ("Float(2, 3)", True),
+    ("Float(5)", True),                           # only the dtype matters
+    ("Double(2, 3)", False),
+    ("Tensor", False),                            # dtype unknown
+])
+def test_type_as_the_same_dtype(other, fires):
+    applied, g = rewrite(f"""graph(%x : Float(2, 3), %o : {other}):
+  %y : Tensor = aten::type_as(%x, %o)
+  %z : Tensor = aten::relu(%y)
+  return (%z)
+""")
+    assert ("x.type_as(y) -> x (same dtype)" in applied) == fires
+    relu = next(n for n in g.all_nodes() if n.kind == "aten::relu")
+    assert (relu.inputs[0] is g.inputs[0]) == fires
+
+
 def test_detach_compared_by_identity_stays():
     text = """graph(%x : Float(2)):
   %y : Float(2) = aten::detach(%x)

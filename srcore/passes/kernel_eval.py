@@ -52,8 +52,13 @@ def evaluate_with_kernels(node: Node, args: list, *, backends: Sequence[str] = (
         full.append((a.name if a.kwarg_only else None, _default(a)))
     spec = resolved.specialized
     if spec is not None:
-        pos = [full[i][1] for i in spec.args]
-        kwargs = {name: full[i][1] for name, i in spec.kwargs}
+        from ..plugin.types import Const
+
+        def pick(i):   # a matcher binds some arguments at load (e.g. a scalar as numpy.float32)
+            return i.value if isinstance(i, Const) else full[i][1]
+
+        pos = [pick(i) for i in spec.args]
+        kwargs = {name: pick(i) for name, i in spec.kwargs}
     else:
         pos = [v for kw, v in full if kw is None]
         kwargs = {kw: v for kw, v in full if kw is not None}

@@ -191,6 +191,14 @@ def to_same_dtype(node: Node):
     return x
 
 
+def type_as_same_dtype(node: Node):
+    """``x.type_as(y)`` is ``x`` when both dtypes are known and equal (T5 writes
+    ``softmax(s.float()).type_as(s)``)."""
+    x = node.inputs[0]
+    dtype = dtype_of(x)
+    return x if dtype is not None and dtype == dtype_of(node.inputs[1]) else None
+
+
 class _Unknown:
     pass
 
@@ -313,6 +321,7 @@ RULES_LIST = [
     Rule("x / 1 -> x", "aten::div", div_one),
     Rule("contiguous(contiguous(x)) -> contiguous(x)", "aten::contiguous", contiguous_contiguous),
     Rule("x.to(x.dtype) -> x", "aten::to", to_same_dtype),
+    Rule("x.type_as(y) -> x (same dtype)", "aten::type_as", type_as_same_dtype),
     Rule("detach(x) -> x", "aten::detach", identity_op),
     Rule("clone(x) -> x (never written)", "aten::clone", clone_unobserved),
     Rule("size(static) -> constant", "aten::size", size_static),

@@ -70,7 +70,8 @@ def _mask(shape, seed):
     (2, 17, 48, 3, (2, 1, 1, 17), False, "mkl"),     # a mask per batch entry; the scale multiplies
     (2, 24, 32, 2, (1, 2, 24, 24), True, "numpy"),   # a mask per head and query row
     (2, 12, 32, 4, (2, 1, 1, 12), True, "numba"),    # short rows: the softmax as one block
-    (1, 20, 24, 2, (1, 2, 20, 20), False, "numba"),  # rows of 20: the row softmax
+    (1, 20, 24, 2, (1, 2, 20, 20), False, "numba"),  # rows of 20: still one block
+    (1, 70, 16, 2, (1, 1, 1, 70), True, "numba"),    # rows over BLOCK_KEYS: the row softmax
 ])
 def test_bert_attention_is_one_layer_and_matches_torch(B, L, d, heads, mask_shape, divide, tactic):
     from srcore_trt_like.kernels import mkl
@@ -109,3 +110,137 @@ def test_an_attention_whose_probabilities_are_read_elsewhere_is_not_fused():
         want = m(x, bias)
     for g, w in zip(sm(x.numpy(), bias.numpy()), want):
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-4, atol=1e-5)
+
+
+class Biased(nn.Module):
+    """T5's attention: no scaling, a learned relative position bias (1, H, L, L) added to the scores
+    (``bias_first``: written ``bias + scores``), or (``bias=False``) the softmax of the bare scores."""
+
+    def __init__(self, d, heads, L, bias=True, bias_first=False):
+        super().__init__()
+        self.h, self.dh, self.bias_first = heads, d // heads, bias_first
+        self.q, self.k, self.v = (nn.Linear(d, d, bias=False) for _ in range(3))
+        self.rel = nn.Parameter(torch.randn(1, heads, L, L)) if bias else None
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = (f(x).view(b, t, self.h, self.dh).transpose(1, 2) for f in (self.q, self.k, self.v))
+        s = torch.matmul(q, k.transpose(3, 2))
+        if self.rel is not None:
+            s = self.rel + s if self.bias_first else s + self.rel
+        y = torch.matmul(torch.softmax(s, dim=-1), v)
+        return y.transpose(1, 2).reshape(b, t, d) + 1.0
+
+
+@pytest.mark.parametrize("bias, bias_first", [(True, False), (True, True), (False, False)])
+def test_unscaled_attention_with_or_without_an_added_bias_is_one_layer(bias, bias_first):
+    torch.manual_seed(7)
+    m = Biased(32, 4, 20, bias, bias_first).eval()
+    x = torch.randn(2, 20, 32)
+    sm, desc = _engine(m, (x,), exclude=["mkl", "numpy"])
+    assert "attention_heads -> 2x20x32 [numba]" in desc, desc
+    assert "softmax" not in desc and "permute" not in desc, desc
+    with torch.no_grad():
+        want = m(x).numpy()
+    np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-5)
+
+
+class SDPA(nn.Module):
+    """scaled_dot_product_attention on heads of separate projections (a float mask, or causal) or of
+    one packed projection taken apart (ViT's block, no mask)."""
+
+    def __init__(self, d, heads, form):
+        super().__init__()
+        self.h, self.dh, self.form = heads, d // heads, form
+        self.qkv = nn.Linear(d, 3 * d)
+        self.q, self.k, self.v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
+
+    def forward(self, x, bias):
+        b, t, d = x.shape
+        if self.form == "packed":
+            q, k, v = self.qkv(x).reshape(b, t, 3, self.h, self.dh).permute(2, 0, 3, 1, 4).unbind(0)
+            y = F.scaled_dot_product_attention(q, k, v)
+        else:
+            q = self.q(x).view(b, t, self.h, self.dh).transpose(1, 2)
+            k = self.k(x).view(b, t, self.h, self.dh).transpose(1, 2)
+            v = self.v(x).view(b, t, self.h, self.dh).transpose(1, 2)
+            if self.form == "mask":
+                y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=0.3)
+            else:
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return y.transpose(1, 2).reshape(b, t, d) + 1.0
+
+
+F = nn.functional
+
+
+@pytest.mark.parametrize("form", ["packed", "mask", "causal"])
+def test_scaled_dot_product_attention_is_one_attention_layer(form):
+    torch.manual_seed(8)
+    m, packed = SDPA(32, 4, form).eval(), form == "packed"
+    x, bias = torch.randn(2, 10, 32), _mask((2, 1, 1, 10), 8)
+    model = srcore.from_torchscript(torch.jit.script(m), (x, bias))
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=("trt_like", "cpu"),
+                                                           engine_options={"timing": False}))
+    desc = "\n".join(e.description for e in sm.partition.engines)
+    assert not sm.partition.refused and ("attention ->" if packed else "attention_heads ->") in desc, desc
+    assert "softmax" not in desc, desc
+    with torch.no_grad():
+        want = m(x, bias).numpy()
+    np.testing.assert_allclose(sm(x.numpy(), bias.numpy()), want, rtol=1e-4, atol=1e-5)
+
+
+class MHA(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(d, heads, batch_first=True)
+
+    def forward(self, x):
+        return self.attn(x, x, x, need_weights=False)[0] + 1.0
+
+
+def test_multihead_self_attention_fast_path_is_the_packed_layer():
+    """A scripted nn.MultiheadAttention in eval runs torch's fused ``_native_multi_head_attention``."""
+    torch.manual_seed(9)
+    m = MHA(32, 4).eval()
+    x = torch.randn(2, 7, 32)
+    model = srcore.from_torchscript(torch.jit.script(m), (x,))
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=("trt_like", "cpu"),
+                                                           engine_options={"timing": False}))
+    desc = "\n".join(e.description for e in sm.partition.engines)
+    assert not sm.partition.refused and "attention ->" in desc and "softmax" not in desc, desc
+    with torch.no_grad():
+        want = m(x).numpy()
+    np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-5)
+
+
+def test_multihead_cross_attention_node_is_three_projections_and_attention_heads():
+    """The fused op on a query other than key and value (of the same shape, as torch's op requires;
+    nn.MultiheadAttention calls it only for self-attention, a graph may not): against torch's op."""
+    from srcore.ir import parse_graph
+
+    g = torch.Generator().manual_seed(10)
+    w, b = torch.randn(96, 32, generator=g) / 6, torch.randn(96, generator=g) / 6
+    pw, pb = torch.randn(32, 32, generator=g) / 6, torch.randn(32, generator=g) / 6
+    q, kv = torch.randn(2, 5, 32, generator=g), torch.randn(2, 5, 32, generator=g)
+    text = """graph(%q : Float(2, 5, 32), %kv : Float(2, 5, 32)):
+  %w : Tensor = prim::Constant[param="w"]()
+  %b : Tensor = prim::Constant[param="b"]()
+  %pw : Tensor = prim::Constant[param="pw"]()
+  %pb : Tensor = prim::Constant[param="pb"]()
+  %e : int = prim::Constant[value=32]()
+  %h : int = prim::Constant[value=4]()
+  %n : NoneType = prim::Constant()
+  %f : bool = prim::Constant[value=0]()
+  %t : bool = prim::Constant[value=1]()
+  %y : Tensor, %wts : Tensor = aten::_native_multi_head_attention(%q, %kv, %kv, %e, %h, %w, %b, %pw, %pb, %n, %f, %t, %n)
+  %z : Tensor = aten::relu(%y)
+  return (%z)
+"""
+    params = {k: v.numpy() for k, v in dict(w=w, b=b, pw=pw, pb=pb).items()}
+    sm = srcore.StaticModule(parse_graph(text, params=params), options=srcore.Options(
+        backends=("trt_like", "cpu"), engine_min_block_size=1, engine_options={"timing": False}))
+    desc = "\n".join(e.description for e in sm.partition.engines)
+    assert not sm.partition.refused and "attention_heads ->" in desc, desc
+    want = torch.relu(torch.ops.aten._native_multi_head_attention(q, kv, kv, 32, 4, w, b, pw, pb, None, False)[0])
+    np.testing.assert_allclose(sm(q.numpy(), kv.numpy()), want.numpy(), rtol=1e-4, atol=1e-5)

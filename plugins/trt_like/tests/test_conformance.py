@@ -528,6 +528,14 @@ def matrix_cases() -> list[Case]:
             out.append(Case(f"{op}-{sa}-{sb}-T", op, (tin(sa, k, special=False, transposed=True),
                                                        tin(sb, k + 1, special=False, transposed=True)), gemm(K),
                             scale=abs_op(ref)))
+    for k, (eq, sa, sb, engine) in enumerate([("bhid,bhjd->bhij", (2, 3, 5, 4), (2, 3, 6, 4), True),
+                                               ("abcd,cdbe->eab", (2, 3, 4, 5), (4, 5, 3, 2), True),
+                                               ("bij,bjk->bik", (2, 3, 4), (1, 4, 5), False)]):   # broadcast
+        K = 20 if "c" in eq else 4
+        out.append(Case(f"einsum-{eq}", "aten::einsum",
+                        (eq, TList((tin(sa, 50 + k, special=False), tin(sb, 60 + k, special=False))), None),
+                        gemm(K), engine=engine, ref=lambda e, ts, path: torch.einsum(e, *ts),
+                        scale=lambda e, ts, path: torch.einsum(e, *(t.abs() for t in to_torch(ts))).numpy()))
     out.append(Case("matmul-const-left", "aten::matmul", (p((3, 4), 1), tin((4, 5), 2)), gemm(4), engine=None,
                     scale=abs_op(torch.ops.aten.matmul.default)))
     out.append(Case("matmul-const-1d", "aten::matmul", (tin((3, 4), 1, special=False), p((4,), 2)), gemm(4),
@@ -695,6 +703,23 @@ def encoder_cases() -> list[Case]:
         # outputs of layer norms are O(1): a few sums of <= 16 products and a softmax each way, 256 ulp of 1
         out.append(Case(f"encoder-{shape}-{heads}-{gelu}-{norm_first}", "aten::_transformer_encoder_layer_fwd",
                         args, Tol(64, 256), scale=lambda *a: 1.0 + np.abs(a[0].array)))
+    # scaled_dot_product_attention, written out: scores within 2K ulp of |q||k|, then a softmax and a
+    # convex combination of values (O(1) here): the encoder's tolerance
+    for k, (sq, sk, mask, scale) in enumerate([((2, 2, 5, 4), (2, 2, 6, 4), None, None),
+                                               ((1, 3, 4, 8), (1, 3, 4, 8), (1, 1, 4, 4), 0.3)]):
+        m = tin(mask, 70 + k, special=False) if mask else None
+        sv = sk[:-1] + (3,)
+        out.append(Case(f"sdpa-{sq}-{sk}-{mask}-{scale}", "aten::scaled_dot_product_attention",
+                        (tin(sq, 71 + k, special=False), tin(sk, 72 + k, special=False), tin(sv, 73 + k, special=False),
+                         m, 0.0, False, scale), Tol(64, 256), scale=lambda *a: 1.0 + np.max(np.abs(a[2].array)),
+                        ref=lambda q, kk, vv, mm, p, c, sc: torch.nn.functional.scaled_dot_product_attention(
+                            q, kk, vv, mm, p, c, scale=sc)))
+    out.append(Case("sdpa-causal", "aten::scaled_dot_product_attention",   # L < S: torch's top-left tril
+                    (tin((1, 2, 3, 4), 75, special=False), tin((1, 2, 5, 4), 76, special=False),
+                     tin((1, 2, 5, 4), 77, special=False), None, 0.0, True, None), Tol(64, 256),
+                    scale=lambda *a: 1.0 + np.max(np.abs(a[2].array)),
+                    ref=lambda q, kk, vv, mm, p, c, sc: torch.nn.functional.scaled_dot_product_attention(
+                        q, kk, vv, mm, p, c, scale=sc)))
     return out
 
 
@@ -722,6 +747,8 @@ def data_cases() -> list[Case]:
                                        ([(2, 1, 3), (2, 2, 3), (2, 1, 3)], -2)]):
         out.append(Case(f"cat-{shapes}-{dim}", "aten::cat",
                         (TList(tuple(tin(s, 10 * k + i) for i, s in enumerate(shapes))), dim)))
+    for shifts, dims in (([-2, 1], [1, 2]), ([7], [-1]), ([1, 2], [0, 0])):
+        out.append(Case(f"roll-{shifts}-{dims}", "aten::roll", (tin((2, 3, 5), 5), shifts, dims)))
     x = tin((2, 3, 5, 4), 1)
     out += [Case("upsample_nearest2d-size", "aten::upsample_nearest2d", (x, [7, 9], None, None)),
             Case("upsample_nearest2d-down", "aten::upsample_nearest2d", (x, [3, 2], None, None)),
@@ -903,8 +930,8 @@ def test_conv_cases_with_every_tactic(case):
 #: float ops cannot check; test_int8.py checks them bit for bit against quantized_cpu
 INT8_ONLY = ("quantize", "dequantize", "qconv", "qconv_then_add", "qlinear", "qadd", "qadaptive_avg_pool",
              # two results (values, indices), which these one-output graphs cannot return: test_segment.py,
-             # test_segment_index.py
-             "sort", "topk", "max_dim")
+             # test_segment_index.py; nn.MultiheadAttention's fast path (output, weights): test_attention_fusion.py
+             "sort", "topk", "max_dim", "native_mha")
 
 
 def test_every_supported_op_has_cases():

@@ -66,11 +66,14 @@ def _find(net: Network):
             continue
         B, H, L, S = net.shape(sm.outputs[0])
         pw = made_by(sm.inputs[0], "fused_pointwise")
-        scale = _scale_and_mask(pw, net, (B, H, L, S)) if pw is not None else None
-        if scale is None:
-            continue
-        c, divide, mask = scale
-        qk = made_by(pw.inputs[0], "matmul")
+        if pw is not None:
+            scale = _scale_and_mask(pw, net, (B, H, L, S))
+            if scale is None:
+                continue
+            c, divide, mask, at = scale
+            qk = made_by(pw.inputs[at], "matmul")
+        else:   # softmax of the bare scores (T5: no scaling, no bias)
+            c, divide, mask, qk = 1.0, False, None, made_by(sm.inputs[0], "matmul")
         if qk is None:
             continue
         kt = made_by(qk.inputs[1], "permute")
@@ -86,7 +89,7 @@ def _find(net: Network):
         merge = only(back.outputs[0])
         if merge is None or merge.kind != "reshape" or net.shape(merge.outputs[0]) != (B, L, H * D):
             continue
-        tail = [kt, qk, pw, sm, pv, back, merge]
+        tail = [kt, qk, *([pw] if pw is not None else []), sm, pv, back, merge]
         q, k, v = heads(qk.inputs[0], B, H, L, D), heads(kt.inputs[0], B, H, S, D), heads(pv.inputs[1], B, H, S, D)
         if q is not None and k is not None and v is not None:
             inputs = [q[0], k[0], v[0]] + ([mask] if mask is not None else [])
@@ -126,12 +129,21 @@ def _packed(net, users, producer, outputs, qkv_heads, B, H, L, S, D):
 
 
 def _scale_and_mask(pw: Layer, net: Network, shape):
-    """``(c, divide, mask tensor or None)`` of a fused_pointwise computing ``x / c + mask`` (or
-    ``x * c + mask``, or without the mask) of its first input, else None."""
+    """``(c, divide, mask tensor or None, scores input)`` of a fused_pointwise computing
+    ``x / c + mask`` (or ``x * c + mask``, or without the mask) of its first input, or ``x + bias``
+    of either input (T5's relative position bias, ALiBi: ``c`` 1, which multiplies exactly), else
+    None."""
     ops, results = pw.attrs["ops"], pw.attrs["results"]
     if not ops or tuple(results) != (len(ops) - 1,) or len(ops) > 2:
         return None
     first = ops[0]
+    if len(ops) == 1 and first.op == "add" and not first.params and len(pw.inputs) == 2 \
+            and sorted(first.args) == [("ext", 0), ("ext", 1)]:
+        for at in (0, 1):   # the scores are the input a matmul makes (checked by the caller)
+            mask = _mask(net, pw.inputs[1 - at], shape)
+            if mask is not None and net.shape(pw.inputs[at]) == tuple(shape):
+                return 1.0, False, mask, at
+        return None
     if first.op not in ("div", "mul") or first.params or len(first.args) != 2:
         return None
     (k0, x0), (k1, c) = first.args
@@ -140,12 +152,17 @@ def _scale_and_mask(pw: Layer, net: Network, shape):
     if float(c) == 0.0 or float(c) != float(c):
         return None
     if len(ops) == 1:
-        return (float(c), first.op == "div", None) if len(pw.inputs) == 1 else None
+        return (float(c), first.op == "div", None, 0) if len(pw.inputs) == 1 else None
     add = ops[1]
     if add.op != "add" or add.params or sorted(add.args) != [("ext", 1), ("tmp", 0)] or len(pw.inputs) != 2:
         return None
-    mask = pw.inputs[1]
+    mask = _mask(net, pw.inputs[1], shape)
+    return None if mask is None else (float(c), first.op == "div", mask, 0)
+
+
+def _mask(net: Network, mask: int, shape):
+    """``mask`` when it is a float32 tensor of rank 4 broadcastable to ``shape`` per dim, else None."""
     ms = net.shape(mask)
     if len(ms) != 4 or any(m not in (1, n) for m, n in zip(ms, shape)) or net.tensors[mask].dtype != "float32":
         return None
-    return float(c), first.op == "div", mask
+    return mask

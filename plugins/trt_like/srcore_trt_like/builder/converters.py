@@ -352,6 +352,45 @@ def matmul(v: NodeView, c: Converter) -> None:
     c.bind(v.node.outputs[0], c.net.add("matmul", [c.tensor(a), c.tensor(b)], v.out_shape(), v.source))
 
 
+def einsum(v: NodeView, c: Converter) -> None:
+    """Two operands as permutes, reshapes and one ``matmul`` (:mod:`.einsum`); identity steps skipped."""
+    from .einsum import operand_shapes, plan
+
+    lst = v.value("tensors")
+    if lst.node.kind != "prim::ListConstruct" or len(lst.node.inputs) != 2:
+        raise EngineBuildError(f"{v.where()}: argument 'tensors' is not a list of two built in the segment")
+    a, b = (c.tensor(x) for x in lst.node.inputs)
+    p = plan(v.const("equation"), c.net.shape(a), c.net.shape(b))
+    if isinstance(p, str):
+        raise EngineBuildError(f"{v.where()}: {p}")
+    sa, sb, sm = operand_shapes(p)
+
+    def arrange(x, perm, shape):
+        if perm != tuple(range(len(perm))):
+            x = c.net.add("permute", [x], tuple(c.net.shape(x)[i] for i in perm), v.source, perm=perm)
+        return x if c.net.shape(x) == shape else c.net.add("reshape", [x], shape, v.source)
+
+    y = c.net.add("matmul", [arrange(a, p.perm_a, sa), arrange(b, p.perm_b, sb)], sm, v.source)
+    mid = p.batch + p.m + p.n
+    if sm != mid:
+        y = c.net.add("reshape", [y], mid, v.source)
+    if p.perm_out != tuple(range(len(mid))):
+        y = c.net.add("permute", [y], v.out_shape(), v.source, perm=p.perm_out)
+    c.bind(v.node.outputs[0], y)
+
+
+def roll(v: NodeView, c: Converter) -> None:
+    shape = v.in_shape("self")
+    total: dict[int, int] = {}
+    for s, d in zip(v.const("shifts"), v.const("dims")):   # a dim named twice rolls by the sum
+        d %= len(shape)
+        total[d] = total.get(d, 0) + int(s)
+    dims = tuple(total)
+    shifts = tuple(total[d] % shape[d] if shape[d] else 0 for d in dims)
+    x = c.tensor(v.node.inputs[0])
+    c.bind(v.node.outputs[0], c.net.add("roll", [x], shape, v.source, shifts=shifts, dims=dims))
+
+
 def addmm(v: NodeView, c: Converter) -> None:
     """``beta * self + alpha * mat1 @ mat2`` with a constant ``mat2`` and ``self`` (a linear layer)."""
     beta, alpha = float(v.const("beta", 1)), float(v.const("alpha", 1))
@@ -455,6 +494,54 @@ def encoder_layer(v: NodeView, c: Converter) -> None:
     if not norm_first:
         x = layer_norm_layer(c, x, (E,), k["norm_weight_2"], k["norm_bias_2"], eps, shape, src_)
     c.bind(v.node.outputs[0], x)
+
+
+def sdpa(v: NodeView, c: Converter) -> None:
+    """``scaled_dot_product_attention`` written out (the key's permute, scores, scale and float mask,
+    softmax, the product with the values) so that attention fusion takes it like any written-out
+    attention (the ONNX importer recomposes attention into this op)."""
+    q, k, val = (c.tensor(v.node.inputs[i]) for i in range(3))
+    qs, ks = c.net.shape(q), c.net.shape(k)
+    nd = len(ks)
+    perm = tuple(range(nd - 2)) + (nd - 1, nd - 2)
+    kt = c.net.add("permute", [k], tuple(ks[i] for i in perm), v.source, perm=perm)
+    shape = qs[:-1] + (ks[-2],)
+    s = c.net.add("matmul", [q, kt], shape, v.source)
+    scale = v.const("scale", None)
+    scale = 1.0 / math.sqrt(qs[-1]) if scale is None else float(scale)
+    s = c.net.add("pointwise", [s], shape, v.source, op="mul", args=(("in", 0), ("const", scale)), params={})
+    if v.is_tensor("attn_mask"):
+        ins: list[int] = [s]
+        m = operand(v, c, "attn_mask", ins)
+        s = c.net.add("pointwise", ins, shape, v.source, op="add", args=(("in", 0), m), params={})
+    elif v.const("is_causal", False):
+        # torch's tril(ones(L, S)) keep mask as 0 / -inf: key 0 is always kept, so no row is all -inf
+        L, S = shape[-2:]
+        causal = np.where(np.tril(np.ones((L, S), bool)), np.float32(0), np.float32(-np.inf)).reshape(1, 1, L, S)
+        ins = [s, c.net.constant(causal.astype(np.float32))]
+        s = c.net.add("pointwise", ins, shape, v.source, op="add", args=(("in", 0), ("in", 1)), params={})
+    p = c.net.add("softmax", [s], shape, v.source, dim=len(shape) - 1)
+    c.bind(v.node.outputs[0], c.net.add("matmul", [p, val], v.out_shape(), v.source))
+
+
+def native_mha(v: NodeView, c: Converter) -> None:
+    """``nn.MultiheadAttention``'s fused path (batch-first, no mask, no weights): self-attention as the
+    packed projection and ``attention`` layer, else three projections and ``attention_heads``."""
+    E, H = int(v.const("embed_dim")), int(v.const("num_head"))
+    w, b = np.asarray(v.const("qkv_weight"), np.float32), np.asarray(v.const("qkv_bias"), np.float32)
+    qv, kv, vv = (v.value(n) for n in ("query", "key", "value"))
+    qs, ks = v.in_shape("query"), v.in_shape("key")
+    if qv is kv and kv is vv:
+        qkv = linear_layer(c, c.tensor(qv), w, b, qs[:-1] + (3 * E,), v.source)
+        att = c.net.add("attention", [qkv], qs, v.source, heads=H, scale=1.0 / math.sqrt(E // H))
+    else:
+        proj = [linear_layer(c, c.tensor(x), w[i * E:(i + 1) * E], b[i * E:(i + 1) * E], s[:-1] + (E,), v.source)
+                for i, (x, s) in enumerate(((qv, qs), (kv, ks), (vv, ks)))]
+        att = c.net.add("attention_heads", proj, qs, v.source, heads=H, scale=1.0 / math.sqrt(E // H), divide=False)
+    out = linear_layer(c, att, v.const("proj_weight"), v.const("proj_bias"), qs, v.source)
+    c.bind(v.node.outputs[0], out)
+    if len(v.node.outputs) > 1:   # the attention weights, not asked for: torch's empty tensor
+        c.bind(v.node.outputs[1], c.net.constant(np.zeros((0,), np.float32)))
 
 
 # -- data movement: concatenation, resizing, padding, lookups, selections --------------------------------

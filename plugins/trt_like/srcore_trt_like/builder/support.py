@@ -97,6 +97,33 @@ def _encoder(node: NodeInfo):
     return None if len(shape) == 3 else f"src of shape {_shape(node, 0)} is not 3-D (batch, sequence, features)"
 
 
+def _sdpa(node: NodeInfo):
+    if node.const("dropout_p", None) not in (0, 0.0):
+        return f"dropout_p={node.const('dropout_p', None)!r} (random)"
+    causal = node.const("is_causal", None)
+    if causal not in (True, False):
+        return "is_causal is not a constant"
+    if causal and node.const("attn_mask", "tensor") is not None:
+        return "is_causal=True with attn_mask (torch refuses both)"
+    if node.const("enable_gqa", False) is not False:
+        return "enable_gqa=True (grouped query attention)"
+    shapes = [node.args[i].type.shape for i in range(3)]
+    if any(len(s) < 3 for s in shapes) or len({s[:-2] for s in shapes}) != 1:
+        return f"query, key and value of shapes {', '.join(map(str, shapes))} (batch dims must be equal, rank >= 3)"
+    return None
+
+
+def _native_mha(node: NodeInfo):
+    if node.const("mask", None) is not None:
+        return "argument 'mask' is given (masked attention)"
+    if node.const("need_weights", None) is not False:
+        return "need_weights=True (the engine does not return the attention weights)"
+    shapes = [node.args[i].type.shape for i in range(3)]
+    if any(len(s) != 3 for s in shapes) or shapes[1] != shapes[2] or shapes[0][0] != shapes[1][0]:
+        return f"query, key and value of shapes {', '.join(map(str, shapes))} (batch-first 3-D, key and value alike)"
+    return None
+
+
 def _ncl(node: NodeInfo):
     # a 1-D conv runs as a 2-D conv layer on an (N, C, 1, L) view; an unbatched (C, L) input runs on cpu
     if len(node.args[0].type.shape) != 3:
@@ -162,6 +189,30 @@ def _cat(node: NodeInfo):
             return f"tensors[{i}] is {t}, not a float32 tensor of known rank"
     ranks = {len(t.shape) for t in a.elements}
     return None if len(ranks) == 1 else f"tensors of ranks {sorted(ranks)} (torch's legacy empty 1-D case)"
+
+
+def _einsum(node: NodeInfo):
+    from .einsum import plan
+
+    a = node.arg("tensors")
+    if a.elements is None:
+        return "argument 'tensors' is not a list built in the graph (prim::ListConstruct)"
+    for i, t in enumerate(a.elements):
+        if not isinstance(t, TensorType) or t.dtype != "float32" or t.shape is None:
+            return f"tensors[{i}] is {t}, not a float32 tensor of known shape"
+    if len(a.elements) != 2:
+        return f"{len(a.elements)} operands (the engine's einsum is a product of two)"
+    if node.const("path", None) is not None:
+        return "a contraction path is given"
+    why = plan(node.const("equation"), *(t.shape for t in a.elements))
+    return why if isinstance(why, str) else None
+
+
+def _roll(node: NodeInfo):
+    shifts, dims = node.const("shifts"), node.const("dims")
+    if not dims or len(shifts) != len(dims):
+        return "no dims (a roll of the flattened tensor) or shifts and dims of different lengths"
+    return None
 
 
 _RESIZE_MODES = ("nearest", "bilinear")
@@ -326,6 +377,8 @@ def _qmax_pool(node: NodeInfo):
 
 
 _NOTES = {
+    _einsum: "two operands; every letter a batch (equal sizes), contracted or free one; no ellipsis",
+    _roll: "explicit dims",
     _gelu: "approximate is 'none' or 'tanh'",
     _dropout: "train=False (inference: the identity)",
     _nchw: "a 4-D (N, C, H, W) input",
@@ -336,6 +389,8 @@ _NOTES = {
     _addmm: "alpha != 0, a 2-D mat2",
     _no_dtype: "no dtype argument",
     _encoder: "no mask, a 3-D src",
+    _sdpa: "no dropout, a float mask, none or is_causal, equal batch dims",
+    _native_mha: "no mask, need_weights=False, batch-first 3-D inputs",
     _qconv: "int8: a 4-D qx, weights per tensor or per output channel",
     _qadd: "int8: equal shapes",
     _qmax_pool: "a 4-D (N, C, H, W) input; quantized: ceil_mode=False",
@@ -390,6 +445,7 @@ _TABLE: list[OpSupport] = [
     *_rows("alias", {"aten::dropout": ("p", "train")}, _dropout, int8=True),
     *_rows("alias", {"aten::squeeze.dim": ("dim",), "aten::unsqueeze": ("dim",)}, any_data=True),
     *_rows("permute", {"aten::transpose.int": ("dim0", "dim1"), "aten::permute": ("dims",)}),
+    *_rows("roll", {"aten::roll": ("shifts", "dims")}, _roll),
     *_rows("index", {"aten::select.int": ("dim", "index"), "aten::slice.Tensor": ("dim", "start", "end", "step")},
            any_data=True),
     # convolution and pooling
@@ -415,6 +471,7 @@ _TABLE: list[OpSupport] = [
     *_rows("linear", {"srcore::linear_gelu": ("weight", "bias", "approximate")}, _gelu),
     *_rows("matmul", {"aten::matmul": (), "aten::mm": (), "aten::bmm": ()}, _matmul),
     *_rows("addmm", {"aten::addmm": ("self", "mat2", "beta", "alpha")}, _addmm),
+    *_rows("einsum", {"aten::einsum": ("equation", "path")}, _einsum),
     # normalisation, reductions
     *_rows("softmax", {"aten::softmax.int": ("dim", "dtype"), "aten::log_softmax.int": ("dim", "dtype")}, _no_dtype),
     *_rows("layer_norm", {"aten::layer_norm": ("normalized_shape", "weight", "bias", "eps")}),
@@ -472,6 +529,10 @@ _TABLE: list[OpSupport] = [
     *_rows("compare", {f"aten::{op}.{form}": ("other",) if form == "Scalar" else ()
                        for op in ("lt", "le", "gt", "ge", "eq", "ne") for form in ("Tensor", "Scalar")},
            _compare, data_results={0: ("bool",)}),
+    *_rows("sdpa", {"aten::scaled_dot_product_attention": ("dropout_p", "is_causal", "scale", "enable_gqa")}, _sdpa),
+    *_rows("native_mha", {"aten::_native_multi_head_attention": (
+        "embed_dim", "num_head", "qkv_weight", "qkv_bias", "proj_weight", "proj_bias", "mask", "need_weights",
+        "average_attn_weights", "mask_type")}, _native_mha),
     *_rows("encoder_layer", {"aten::_transformer_encoder_layer_fwd": _ENCODER_ARGS}, _encoder),
     # int8 layers (quantized segments: docs/trt-like.md, "INT8 engines")
     *_rows("quantize", {"aten::quantize_per_tensor": ("scale", "zero_point", "dtype"),

@@ -1,7 +1,7 @@
 """Multi-head attention on small heads as one compiled call (the ``attention_heads`` layer's
 ``numba`` tactic): per batch and head, the scores ``Q_h K_h^T``, ``softmax(S / c + mask)``
-(:func:`.rows.softmax_rows_biased`, torch's order; rows under 16 keys as one block,
-:func:`.rows.softmax_block_biased`) and ``P V_h`` written into the head's columns.
+(:func:`.rows.softmax_rows_biased`, torch's order; rows of up to :data:`BLOCK_KEYS` keys as one
+block, :func:`.rows.softmax_block_biased`) and ``P V_h`` written into the head's columns.
 
 For BERT-sized heads on short sequences (bert_pooler: 2 x 4 heads of 12 x 8) each BLAS call costs
 more than its arithmetic (the numpy tactic: 36 us a layer, ~4.5 us per head); here the whole layer
@@ -16,6 +16,10 @@ from .jit import ROWS_JIT
 from .rows import softmax_block_biased, softmax_rows_biased
 
 f32 = np.float32
+#: the longest score rows exponentiated as one block: the per-row kernel's vector loops and scalar
+#: tails cost more below this (Sapphire Rapids, CPU time, one (L, S) head: 20 keys 1.5 vs 3.9 us,
+#: 32 keys 2.2 vs 5.8, 49 keys 4.6 vs 9.2, 64 keys 7.2 vs 11.4; the same results bit for bit)
+BLOCK_KEYS = 64
 
 
 @numba.njit(**ROWS_JIT)
@@ -44,7 +48,7 @@ def attention_heads(q, k, v, mask, step, c, divide, heads, kt, s, p, mxs, out):
                     for j in range(S):
                         srow[j] += qv * ktd[j]
             m = mask[mb, h if mask.shape[1] > 1 else 0]
-            if S < 16:
+            if S <= BLOCK_KEYS:
                 softmax_block_biased(s, p, c, divide, m, step, mxs)
             else:
                 softmax_rows_biased(s, p, c, divide, m, step)

@@ -58,6 +58,22 @@ def strided(layer: Layer, net: Network):
     return run
 
 
+def roll(layer: Layer, net: Network):
+    """``torch.roll``: per rolled dim two slices, so 2^dims slice copies."""
+    shape = net.shape(layer.inputs[0])
+    shift = dict(zip(layer.attrs["dims"], layer.attrs["shifts"]))
+    pieces = [((), ())]
+    for d, n in enumerate(shape):
+        k = shift.get(d, 0)
+        cuts = [(slice(None), slice(None))] if k == 0 else [(slice(0, n - k), slice(k, n)), (slice(n - k, n), slice(0, k))]
+        pieces = [(s + (a,), t + (b,)) for s, t in pieces for a, b in cuts]
+
+    def run(x, out):
+        for src, dst in pieces:
+            out[dst] = x[src]
+    return run
+
+
 def softmax(layer: Layer, net: Network):
     dim, log = layer.attrs["dim"], layer.kind == "log_softmax"
 

@@ -51,6 +51,7 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("matmul", "numpy", simple("numpy", numpy_layers.matmul, blas="openblas")),
     Tactic("permute", "numpy", simple("numpy", numpy_layers.permute)),
     Tactic("strided", "numpy", simple("numpy", numpy_layers.strided)),
+    Tactic("roll", "numpy", simple("numpy", numpy_layers.roll)),
     Tactic("mean", "numba", simple("numba", conv.global_mean)),
     Tactic("mean", "numpy", simple("numpy", numpy_layers.mean)),
     # data movement (tactics/data.py)
