@@ -229,3 +229,21 @@ def test_a_conv_with_its_max_pool_writes_and_reads_the_blocked_layout(tmp_path):
     loaded = srcore.StaticModule(srcore.load(tmp_path / "stem.engine.srm"), backends=TRT)
     assert "loaded from the serialized engine" in loaded.partition.engines[0].description
     np.testing.assert_array_equal(loaded(x.numpy()), sm(x.numpy()))
+
+
+def test_a_conv_outside_any_run_is_offered_the_nchw16c_kernels_on_nchw():
+    """A conv whose input is the engine's and whose output a permute reads (a detection head's) is in
+    no blocked run; the NCHW16c kernels, which read and write NCHW too, are timed beside the others."""
+    from srcore_trt_like.builder.network import Layer
+    from srcore_trt_like.tactics.conv import conv_candidates
+
+    names = {}
+    for k, o in ((3, 12), (1, 24)):
+        net = Network()
+        w = np.ones((o, 16, k, k), np.float32)
+        layer = Layer("conv", [net.new_tensor((2, 16, 8, 8))], [net.new_tensor((2, o, 8, 8))],
+                      dict(weight=w, bias=None, stride=(1, 1), padding=(k // 2, k // 2), dilation=(1, 1), groups=1,
+                           relu=False, residual=False))
+        names[k] = [c.name for c in conv_candidates(layer, net)]
+    assert "conv_nchw16c" in names[3] and "simd_direct" in names[3], names
+    assert "pointwise_nchw16c" in names[1] and "pointwise_simd" in names[1], names

@@ -9,9 +9,14 @@ torch raises for an index out of range, and numpy's ``take`` would wrap a negati
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from srcore.plugin import KernelError
+
 from ..builder.network import Layer, Network
+from ..kernels.layout_copy import channels_last_into
 
 f32 = np.float32
 
@@ -20,11 +25,61 @@ def cat(layer: Layer, net: Network):
     dim, sizes = layer.attrs["dim"], layer.attrs["sizes"]
     bounds = np.cumsum((0,) + tuple(sizes)).tolist()
     keys = [(slice(None),) * dim + (slice(a, b),) for a, b in zip(bounds[:-1], bounds[1:])]
+    permuted = layer.attrs.get("permuted")
+    if permuted is None:
+        def run(*arrays):
+            out = arrays[-1]
+            for key, x in zip(keys, arrays[:-1]):
+                out[key] = x
+        return run
+    # a permute folded in (builder/fusion.py fuse_cat_permute): its input transposed into the slice.
+    # A move of one dim to last whose leading dims are the cat's (NCHW -> NHWC): one compiled copy
+    # (numpy's transposed copy cost 1.3 us on 2x15x8x8); any other, numpy into the slice seen in the
+    # permuted shape (a view: fuse_cat_permute checked the shapes)
+    out_shape = net.shape(layer.outputs[0])
+    lead, inner = math.prod(out_shape[:dim]), math.prod(out_shape[dim + 1:])
+    copies = []
+    for i, (key, p) in enumerate(zip(keys, permuted)):
+        fast = None
+        if p is not None:
+            perm, x_shape = p[0], net.shape(layer.inputs[i])
+            q = next((k for k in range(len(perm)) if perm[k] != k), len(perm))
+            if perm == (*range(q), *range(q + 1, len(perm)), q) and math.prod(x_shape[:q]) == lead:
+                fast = (lead, x_shape[q], math.prod(x_shape[q + 1:]), bounds[i] * inner)
+        copies.append((key, p, fast))
 
     def run(*arrays):
         out = arrays[-1]
-        for key, x in zip(keys, arrays[:-1]):
-            out[key] = x
+        for (key, p, fast), x in zip(copies, arrays[:-1]):
+            if fast is not None:
+                channels_last_into(x, out, *fast)
+            elif p is None:
+                out[key] = x
+            else:
+                v = out[key].reshape(p[1])
+                if not np.may_share_memory(v, out):   # (never: fuse_cat_permute checked the shapes)
+                    raise KernelError(f"cat ({layer.source}): a folded permute's slice is not a view")
+                np.copyto(v, x.transpose(p[0]))
+    return run
+
+
+def expand(layer: Layer, net: Network):
+    def run(x, out):
+        np.copyto(out, x)   # (broadcast: torch's expand rules are numpy's)
+    return run
+
+
+def cast(layer: Layer, net: Network):
+    def run(x, out):
+        np.copyto(out, x, casting="unsafe")   # (an int64 index above 2**24 rounds, as torch's)
+    return run
+
+
+def int_scalar(layer: Layer, net: Network):
+    fn, k = (np.remainder if layer.attrs["op"] == "remainder" else np.floor_divide), layer.attrs["other"]
+
+    def run(x, out):
+        fn(x, k, out=out)
     return run
 
 
