@@ -134,6 +134,8 @@ def resize_tables(layer: Layer, net: Network):
 
 def resize(layer: Layer, net: Network):
     """numpy: one ``take`` per dim (nearest); for bilinear, the two taps of each dim weighted."""
+    if "nchwc" in layer.attrs:   # (the compiled tactic's)
+        return None
     th, tw = resize_tables(layer, net)
     if layer.attrs["mode"] == "nearest":
         def run(x, out):
@@ -152,8 +154,20 @@ def resize(layer: Layer, net: Network):
 def resize_compiled(layer: Layer, net: Network):
     from ..kernels.resize import bilinear_planes, nearest_planes
 
-    th, tw = resize_tables(layer, net)
     shape, out_shape = net.shape(layer.inputs[0]), net.shape(layer.outputs[0])
+    if "nchwc" in layer.attrs:
+        # NCHW16c both sides (builder/layout.py; nearest): a pixel's 16 channels are one unit, so the
+        # planes kernel runs on (N * blocks, H, W * 16) with each column index spread over 16
+        (H, W), (Ho, Wo) = layer.attrs["x_shape"][2:], out_shape[2:4]
+        sh, sw = layer.attrs["scales"]
+        h = nearest_table(H, Ho, sh)
+        w = (nearest_table(W, Wo, sw)[:, None] * 16 + np.arange(16)).reshape(-1)
+        planes, oplanes = (shape[0] * shape[1], H, W * 16), (shape[0] * shape[1], Ho, Wo * 16)
+
+        def run(x, out):
+            nearest_planes(x.reshape(planes), h, w, out.reshape(oplanes))
+        return run
+    th, tw = resize_tables(layer, net)
     planes = (int(np.prod(shape[:-2], dtype=np.int64)),) + tuple(shape[-2:])
     oplanes = (planes[0],) + tuple(out_shape[-2:])
     if layer.attrs["mode"] == "nearest":
