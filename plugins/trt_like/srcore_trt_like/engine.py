@@ -23,9 +23,9 @@ from srcore.plugin import EngineData
 from .builder.convert import _per_tensor, build_network
 from .builder.network import DATA_DTYPES
 from .builder.attention_fusion import fuse_attention
-from .builder.fusion import (MAX_OPS, collapse_reshapes, fuse_conv_activation, fuse_conv_add, fuse_conv_pool,
-                             fuse_norm_activation, fuse_pad_conv1d, fuse_pointwise, fuse_squeeze_excite,
-                             fuse_swish)
+from .builder.fusion import (MAX_OPS, collapse_reshapes, fuse_cat_permute, fuse_conv_activation, fuse_conv_add,
+                             fuse_conv_pool, fuse_norm_activation, fuse_pad_conv1d, fuse_pointwise,
+                             fuse_squeeze_excite, fuse_swish)
 from .builder.plan import Plan
 from .options import check_options
 from .serialize import FORMAT, dump_plan
@@ -290,6 +290,7 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
         fuse_conv_pool(net)
         collapse_reshapes(net)
         fuse_attention(net)
+        fuse_cat_permute(net)
     steps, runs = choose_layout(net, options, name)
     if not runs:
         steps = compile_small(net, steps, options, name, CONTEXTS)

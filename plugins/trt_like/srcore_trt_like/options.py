@@ -22,7 +22,8 @@ OPTIONS = {
     "engine_cache": "true/false or a directory: keep plans in an engine cache keyed by segment, signature "
                     "and machine",
     "nchwc": "true/false: force runs of conv / squeeze-excite layers into the NCHW16c layout or "
-             "keep them in NCHW (unset: each run takes the faster layout, timed at build; builder/layout.py)",
+             "keep them in NCHW, false also ruling out the NCHW16c kernels on NCHW convs (unset: each run "
+             "takes the faster layout, timed at build; builder/layout.py)",
     "nchwc_split": "true/false (default false): also offer the NCHW16c 1x1 and depthwise layers split over the "
                    "OpenMP team at more than one intra-op thread (they won timed alone but lost in the model's "
                    "sequence on a 2-vCPU Sapphire Rapids: docs/trt-like.md)",

@@ -758,6 +758,18 @@ def data_cases() -> list[Case]:
                      (tin((2, 3, 5, 4), 2, special=False), [7, 9], align, None, None), Tol(4, 8), scale=_input_max),
                 Case(f"upsample_bilinear2d.vec-{align}", "aten::upsample_bilinear2d.vec",
                      (tin((1, 2, 4, 6), 3, special=False), None, align, [2.0, 2.0]), Tol(4, 8), scale=_input_max)]
+    signed = In(np.arange(-7, 8).reshape(3, 5).astype(np.int64))
+    out += [Case("stack", "aten::stack", (TList((tin((2, 3), 90), tin((2, 3), 91))), 1)),
+            Case("stack-last", "aten::stack", (TList((tin((2, 3), 92), tin((2, 3), 93), tin((2, 3), 94))), -1)),
+            Case("expand", "aten::expand", (tin((3, 1), 95), [2, 3, 4], False)),
+            Case("to.dtype-mask", "aten::to.dtype", (_mask((3, 4), 96), 6, False, False, None),
+                 ref=lambda x, *a: x.float()),
+            Case("to.dtype-index", "aten::to.dtype", (signed, 6, False, False, None), ref=lambda x, *a: x.float()),
+            Case("div.Scalar_mode-floor", "aten::div.Scalar_mode", (signed, 3, "floor")),
+            Case("div.Scalar_mode-floor-negative", "aten::div.Scalar_mode", (signed, -4, "floor")),
+            Case("div.Scalar_mode-trunc", "aten::div.Scalar_mode", (signed, 3, "trunc"), engine=False),
+            Case("remainder.Scalar", "aten::remainder.Scalar", (signed, 3)),
+            Case("remainder.Scalar-negative", "aten::remainder.Scalar", (signed, -4))]
     xi = tin((1, 2, 4, 6), 4, special=False)
     # (the IR picks the overload from the argument types; each row names the one its arguments select)
     out += [Case("__interpolate-nearest-scale", "aten::__interpolate", (xi, None, 2.0, "nearest", None, None, False),

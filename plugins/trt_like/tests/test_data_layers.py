@@ -164,18 +164,18 @@ def test_a_list_read_outside_the_engine_stays_for_its_other_reader():
   %l : Tensor[] = prim::ListConstruct(%a, %b)
   %c : Tensor = aten::cat(%l, %one)
   %d : Tensor = aten::sigmoid(%c)
-  %s : Tensor = aten::stack(%l, %one)
+  %s : Tensor = aten::vstack(%l)
   return (%d, %s)
 """)
     sm = srcore.StaticModule(g, backends=TRT)
     assert [s.ops for s in sm.partition.engines] == [("aten::relu", "aten::tanh", "aten::cat", "aten::sigmoid")]
     kinds = [n.kind for n in sm.graph.nodes if n.kind != "prim::Constant"]
-    assert kinds == [ENGINE_KIND, "prim::ListConstruct", "aten::stack"], kinds
+    assert kinds == [ENGINE_KIND, "prim::ListConstruct", "aten::vstack"], kinds
     x, y = np.random.default_rng(0).standard_normal((2, 2, 3)).astype(np.float32)
     d, s = sm(x, y)
     a, b = np.maximum(x, 0), np.tanh(y)
     np.testing.assert_allclose(d, 1 / (1 + np.exp(-np.concatenate([a, b], 1))), rtol=1e-6)
-    np.testing.assert_allclose(s, np.stack([a, b], 1), rtol=1e-6)
+    np.testing.assert_allclose(s, np.vstack([a, b]), rtol=1e-6)
 
 
 def test_refusals_name_the_argument():

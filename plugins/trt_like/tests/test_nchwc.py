@@ -229,3 +229,52 @@ def test_a_conv_with_its_max_pool_writes_and_reads_the_blocked_layout(tmp_path):
     loaded = srcore.StaticModule(srcore.load(tmp_path / "stem.engine.srm"), backends=TRT)
     assert "loaded from the serialized engine" in loaded.partition.engines[0].description
     np.testing.assert_array_equal(loaded(x.numpy()), sm(x.numpy()))
+
+
+def test_a_conv_outside_any_run_is_offered_the_nchw16c_kernels_on_nchw():
+    """A conv whose input is the engine's and whose output a permute reads (a detection head's) is in
+    no blocked run; the NCHW16c kernels, which read and write NCHW too, are timed beside the others."""
+    from srcore_trt_like.builder.network import Layer
+    from srcore_trt_like.tactics.conv import conv_candidates
+
+    names = {}
+    for k, o in ((3, 12), (1, 24)):
+        net = Network()
+        w = np.ones((o, 16, k, k), np.float32)
+        layer = Layer("conv", [net.new_tensor((2, 16, 8, 8))], [net.new_tensor((2, o, 8, 8))],
+                      dict(weight=w, bias=None, stride=(1, 1), padding=(k // 2, k // 2), dilation=(1, 1), groups=1,
+                           relu=False, residual=False))
+        names[k] = [c.name for c in conv_candidates(layer, net)]
+    assert "conv_nchw16c" in names[3] and "simd_direct" in names[3], names
+    assert "pointwise_nchw16c" in names[1] and "pointwise_simd" in names[1], names
+
+
+class TopDown(nn.Module):
+    """An FPN's top-down path: lateral 1x1 convs, a nearest 2x upsample (and one to a size) added
+    to the finer level, 3x3 output convs; 20 channels fill part of a block."""
+
+    def __init__(self):
+        super().__init__()
+        self.c3 = nn.Conv2d(3, 8, 3, 2, 1)
+        self.c4 = nn.Conv2d(8, 16, 3, 2, 1)
+        self.lat3, self.lat4 = nn.Conv2d(8, 20, 1), nn.Conv2d(16, 20, 1)
+        self.out3, self.out4 = nn.Conv2d(20, 20, 3, padding=1), nn.Conv2d(20, 20, 3, padding=1)
+
+    def forward(self, x):
+        c3 = F.relu(self.c3(x))
+        p4 = self.lat4(F.relu(self.c4(c3)))
+        p3 = self.lat3(c3) + F.interpolate(p4, size=c3.shape[-2:], mode="nearest")
+        return torch.cat([self.out3(p3).flatten(1), self.out4(p4).flatten(1)], 1)
+
+
+def test_a_nearest_upsample_keeps_an_fpn_top_down_path_blocked():
+    torch.manual_seed(4)
+    m = TopDown().eval()
+    x = torch.randn(2, 3, 20, 28)
+    model = srcore.from_torchscript(torch.jit.script(m), (x,))
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options=ON))
+    layers = _layers(sm)
+    # the upsample reads and writes the layout, so the lateral conv's residual and its output are blocked
+    assert "resize -> 2x2x10x14x16 [numba]" in layers, layers
+    assert _has(layers, "conv -> 2x2x10x14x16"), layers
+    _matches_torch_and_the_nchw_engine(sm, m, model, x, atol_nchw=1e-5)

@@ -67,3 +67,19 @@ def test_softmax_rows_biased_match_torch(m, divide):
             fn(x, out, c, divide, bias, step)
             assert np.array_equal(np.isnan(out), np.isnan(want))
             np.testing.assert_allclose(out, want, rtol=2e-6, atol=3e-44)   # ~20 subnormal ulps
+
+
+@pytest.mark.parametrize("m", [1, 5, 15])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_short_rows_match_torch(m, log):
+    """The across-rows form for rows under a vector (SSD's 5 classes): the hard rows above among
+    many ordinary ones (the transposed passes' vector body and tail)."""
+    x = np.concatenate([_rows(m) if m > 1 else np.array([[np.nan], [-np.inf], [np.inf], [1e4]], np.float32),
+                        np.random.default_rng(m).standard_normal((40, m)).astype(np.float32) * 4])
+    n = len(x)
+    out = np.full_like(x, -1.0)
+    rows.softmax_short_rows(x, out, log, np.empty(n * m, np.float32), np.empty(n, np.float32),
+                            np.empty(n, np.float32))
+    want = (torch.log_softmax if log else torch.softmax)(torch.from_numpy(x), -1).numpy()
+    assert np.array_equal(np.isnan(out), np.isnan(want))
+    np.testing.assert_allclose(out, want, rtol=2e-6, atol=1e-5 if log else 3e-44)

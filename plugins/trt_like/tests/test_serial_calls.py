@@ -23,6 +23,9 @@ CASES = {   # name: (tactic, C, O, k, stride, groups, (input blocked, output blo
     "depthwise_nchw16c": (DepthwiseNchwcTactic, 24, 24, 3, 2, 24, (False, True), False, "relu"),
     "dense_nchw16c": (DenseNchwcTactic, 3, 16, 3, 2, 1, (False, True), False, "relu"),
     "conv_nchw16c": (ConvNchwcTactic, 20, 18, 3, 1, 1, (True, True), True, "relu"),
+    # NCHW on both sides: a conv outside any blocked run (tactics/conv.py offers these too)
+    "conv_nchw16c nchw": (ConvNchwcTactic, 16, 12, 3, 1, 1, (False, False), False, "relu"),
+    "pointwise_nchw16c nchw": (PointwiseNchwcTactic, 20, 24, 1, 1, 1, (False, False), True, "relu"),
     "simd_direct": (SimdDirectTactic, 8, 12, 3, 1, 1, None, True, "relu"),
     "pointwise_simd": (Simd1x1Tactic, 20, 24, 1, 1, 1, None, True, "relu"),
     "depthwise_simd": (DepthwiseSimdTactic, 24, 24, 3, 2, 24, None, False, "relu"),

@@ -566,6 +566,46 @@ def cat(v: NodeView, c: Converter) -> None:
     c.bind(v.node.outputs[0], c.net.add("cat", ids, out, v.source, dim=dim, sizes=sizes))
 
 
+def stack(v: NodeView, c: Converter) -> None:
+    """``torch.stack``: each piece viewed with a dim of 1 inserted, then a ``cat`` along it."""
+    lst = v.value("tensors")
+    if lst.node.kind != "prim::ListConstruct":
+        raise EngineBuildError(f"{v.where()}: argument 'tensors' is not a list built in the segment")
+    out = v.out_shape()
+    dim = _dim(v, "dim", len(out))
+    ids = []
+    for x in lst.node.inputs:
+        t = c.tensor(x)
+        shape = c.net.shape(t)
+        ids.append(c.net.add("reshape", [t], (*shape[:dim], 1, *shape[dim:]), v.source))
+    c.bind(v.node.outputs[0], c.net.add("cat", ids, out, v.source, dim=dim, sizes=(1,) * len(ids)))
+
+
+def expand(v: NodeView, c: Converter) -> None:
+    """``expand``: the input broadcast to the result's shape (copied: the layers read C arrays)."""
+    c.bind(v.node.outputs[0], c.net.add("expand", [c.tensor(v.value("self"))], v.out_shape(), v.source))
+
+
+def cast(v: NodeView, c: Converter) -> None:
+    """``.to(torch.float32)`` of a float32 tensor (a view), an index or a mask (a ``cast`` layer)."""
+    x = c.tensor(v.value("self"))
+    kind = "reshape" if c.net.tensors[x].dtype == "float32" else "cast"
+    c.bind(v.node.outputs[0], c.net.add(kind, [x], v.out_shape(), v.source))
+
+
+def int_scalar(v: NodeView, c: Converter) -> None:
+    """Integer floor division or remainder (Python's: the divisor's sign) by a number: a flat index
+    split into class, row and column (CenterNet's decoding of topk over the heatmap)."""
+    k = v.const("other")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise EngineBuildError(f"{v.where()}: argument 'other' is {k!r}, not an integer")
+    if k == 0:   # (torch raises ZeroDivisionError)
+        raise EngineBuildError(f"{v.where()}: integer division by zero")
+    op = "remainder" if v.op.startswith("aten::remainder") else "floor_divide"
+    c.bind(v.node.outputs[0], c.net.add("int_scalar", [c.tensor(v.value("self"))], v.out_shape(), v.source,
+                                        op=op, other=int(k)))
+
+
 def resize(v: NodeView, c: Converter) -> None:
     """Nearest or bilinear resizing of the last two dims (``upsample_*2d``, ``__interpolate``); the
     index tables are made by the tactics from the shapes and the scales."""

@@ -20,6 +20,8 @@
   reads (F.pad's causal left padding) becomes that conv's own padding: a ``conv1d`` layer
   (``tactics/conv1d.py``).
 * :func:`collapse_reshapes`: a chain of reshapes becomes one (before the attention fusion).
+* :func:`fuse_cat_permute`: a ``permute`` (and a ``reshape`` of it) that only a ``cat`` reads is
+  folded into that cat's copy (``tactics/data.py``).
 
 Pointwise runs:
 
@@ -30,6 +32,8 @@ external input is computed before the run, and nobody reads a member's result be
 the run has finished. Members' other intermediates never touch memory.
 """
 from __future__ import annotations
+
+import math
 
 import attrs
 import numpy as np
@@ -434,5 +438,42 @@ def fuse_pad_conv1d(net: Network) -> Network:
         conv.kind = "conv1d"
         conv.attrs["pads"] = tuple(int(w) for w in widths[-1])
         drop.add(id(pad))
+    net.layers = [layer for layer in net.layers if id(layer) not in drop]
+    return net
+
+
+def fuse_cat_permute(net: Network) -> Network:
+    """A ``permute``, or a ``reshape`` of one, whose result only a ``cat`` reads (once; the engine
+    does not return it or the permuted tensor) is folded into the cat: the cat reads the permute's
+    input and copies it transposed into its slice of the output, seen in the permuted shape (a
+    detection head's ``permute(0, 2, 3, 1).reshape(N, -1, K)`` per level before the cat over levels:
+    one copy instead of two, a layer fewer). Only where that slice is a view in the permuted shape:
+    the dims before the cat dim end at a dim of it. ``attrs["permuted"]``: per cat input, None or
+    ``(perm, permuted shape)``. Runs after :func:`collapse_reshapes` (in place)."""
+    readers = _readers(net)
+    producer = {t: x for x in net.layers for t in x.outputs}
+    drop: set[int] = set()
+    for cat in net.layers:
+        if cat.kind != "cat":
+            continue
+        lead = math.prod(net.shape(cat.outputs[0])[:cat.attrs["dim"]])
+        permuted = list(cat.attrs.get("permuted") or (None,) * len(cat.inputs))
+        for i, t in enumerate(cat.inputs):
+            chain, made = [], producer.get(t)
+            if made is not None and made.kind == "reshape":
+                chain.append(made)
+                made = producer.get(made.inputs[0])
+            if made is None or made.kind != "permute" or cat.inputs.count(t) != 1:
+                continue
+            chain.append(made)
+            shape = tuple(net.shape(made.outputs[0]))
+            if (any(len(readers.get(x.outputs[0], ())) != 1 or x.outputs[0] in net.outputs for x in chain)
+                    or lead not in {math.prod(shape[:q]) for q in range(len(shape) + 1)}):
+                continue
+            cat.inputs[i] = made.inputs[0]
+            permuted[i] = (tuple(made.attrs["perm"]), shape)
+            drop.update(id(x) for x in chain)
+        if any(p is not None for p in permuted):
+            cat.attrs["permuted"] = tuple(permuted)
     net.layers = [layer for layer in net.layers if id(layer) not in drop]
     return net

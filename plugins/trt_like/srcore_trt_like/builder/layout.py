@@ -30,10 +30,12 @@ def blocked_shape(shape) -> tuple[int, ...]:
 
 
 def _role(layer: Layer, net: Network) -> str | None:
-    """``"pw"`` (1x1), ``"dw"`` (depthwise), ``"dense"`` (any other ungrouped conv), ``"se"`` or None: how
-    ``layer`` may take part."""
+    """``"pw"`` (1x1), ``"dw"`` (depthwise), ``"dense"`` (any other ungrouped conv), ``"se"``, ``"rs"``
+    (a nearest resize: one layout both sides) or None: how ``layer`` may take part."""
     if layer.kind == "squeeze_excite":
         return "se" if len(net.shape(layer.inputs[0])) == 4 else None
+    if layer.kind == "resize":   # (nearest: 16 channels of a pixel copied as one, tactics/data.py)
+        return "rs" if layer.attrs["mode"] == "nearest" and len(net.shape(layer.inputs[0])) == 4 else None
     if layer.kind == "conv_max_pool":   # (pooled in the layout after its NCHW16c conv, tactics/conv_pool.py)
         a = layer.attrs
         return "dense" if a["groups"] == 1 and a["dilation"] == (1, 1) and a["weight"].ndim == 4 else None
@@ -85,8 +87,8 @@ def nchwc_tensors(net: Network) -> set[int]:
             if role is None:
                 continue
             x, y = layer.inputs[0], layer.outputs[0]
-            linked = [x] if role == "se" else []
-            if role != "se" and layer.attrs["residual"]:
+            linked = [x] if role in ("se", "rs") else []
+            if role not in ("se", "rs") and layer.attrs["residual"]:
                 linked = [layer.inputs[1]]
             drop: set[int] = set()
             if any((t in blocked) != (y in blocked) for t in linked):

@@ -320,6 +320,11 @@ def _compare(node: NodeInfo):
     return None
 
 
+def _int_scalar(node: NodeInfo):
+    mode = node.const("rounding_mode", None) if node.op.startswith("aten::div") else "floor"
+    return None if mode == "floor" else f"rounding_mode={mode!r} (the engine divides integers with 'floor')"
+
+
 def _rows(converter: str, ops: dict[str, tuple[str, ...]], check: Check | None = None,
           int8: bool = False, data_args: dict[str, tuple[str, ...]] | None = None,
           data_results: dict[int, tuple[str, ...]] | None = None, any_data: bool = False) -> list[OpSupport]:
@@ -408,6 +413,8 @@ _NOTES = {
     _scatter: "self, index (int64) and src of one rank; no reduce argument",
     _compare: "float32 operands (a tensor and a tensor or a number); the result is a bool mask",
     _batch_norm: "(N, C, ...) input; training=False with running statistics",
+    _int_scalar: "int64 / int32 self, an integer other (a division by 0 fails the build, as torch raises); "
+                 "div: rounding_mode='floor'",
 }
 _INDEX = ("int64", "int32")
 
@@ -486,6 +493,12 @@ _TABLE: list[OpSupport] = [
     *_rows("cumsum", {"aten::cumsum": ("dim", "dtype")}, _no_dtype),
     # data movement: concatenation, resizing, padding, lookups and selections
     *_rows("cat", {"aten::cat": ("dim",)}, _cat),
+    *_rows("stack", {"aten::stack": ("dim",)}, _cat),
+    *_rows("expand", {"aten::expand": ("size", "implicit")}, any_data=True),
+    *_rows("cast", {"aten::to.dtype": ("dtype", "non_blocking", "copy", "memory_format")},
+           data_args={"self": ("float32", *DATA_DTYPES)}),
+    *_rows("int_scalar", {"aten::div.Scalar_mode": ("other", "rounding_mode"), "aten::remainder.Scalar": ("other",)},
+           _int_scalar, data_args={"self": ("int64", "int32")}, data_results={0: ("int64", "int32")}),
     *_rows("resize", {"aten::upsample_nearest2d": ("output_size", "scales_h", "scales_w"),
                       "aten::upsample_nearest2d.vec": ("output_size", "scale_factors"),
                       "aten::upsample_bilinear2d": ("output_size", "align_corners", "scales_h", "scales_w"),

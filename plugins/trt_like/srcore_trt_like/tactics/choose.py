@@ -335,13 +335,15 @@ def _on_caller(wrap: Callable, cand: Candidate) -> Candidate:
 
 
 def excluded(name: str, options: dict[str, Any]) -> bool:
-    """Whether engine options rule tactic ``name`` out (``mkl=False``; ``nchwc_split`` / ``nchwc_rows`` unset or false;
-    ``exclude_tactics=[...]``)."""
+    """Whether engine options rule tactic ``name`` out (``mkl=False``; ``nchwc_split`` / ``nchwc_rows`` unset or
+    false; ``nchwc=False``: every NCHW16c kernel; ``exclude_tactics=[...]``)."""
     if name.startswith("mkl") and not options.get("mkl", True):
         return True
     if name.endswith("_nchw16c_omp") and not options.get("nchwc_split", False):
         return True
     if name.endswith("_nchw16c_rows_omp") and not options.get("nchwc_rows", False):
+        return True
+    if name.endswith("_nchw16c") and options.get("nchwc") is False:   # (on NCHW convs too, tactics/conv.py)
         return True
     return name in options.get("exclude_tactics", ())
 

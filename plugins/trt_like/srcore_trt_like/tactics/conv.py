@@ -36,9 +36,16 @@ def conv_candidates(layer: Layer, net: Network) -> list[Candidate]:
     """Every conv algorithm that applies, each labelled with its thread pool (:func:`conv_pool_of`)."""
     a = layer.attrs
     spec = conv_spec(layer, net)
-    builders = (nchwc_tactic_builders(spec, a["weight"], a["bias"], a["nchwc"], _threads.for_work(spec.macs))
-                + nchwc_omp_builders(spec, a["weight"], a["bias"], a["nchwc"])
-                if "nchwc" in a else conv_tactic_builders(spec, a["weight"], a["bias"]))
+    if "nchwc" in a:
+        builders = (nchwc_tactic_builders(spec, a["weight"], a["bias"], a["nchwc"], _threads.for_work(spec.macs))
+                    + nchwc_omp_builders(spec, a["weight"], a["bias"], a["nchwc"]))
+    else:
+        builders = conv_tactic_builders(spec, a["weight"], a["bias"])
+        if spec.groups == 1 and len(spec.x_shape) == 4:
+            # a conv outside any blocked run (an engine input or output, a head before a permute):
+            # the NCHW16c kernels read and write NCHW too, blocking in their window (timed beside the rest)
+            builders += nchwc_tactic_builders(spec, a["weight"], a["bias"], (False, False),
+                                              _threads.for_work(spec.macs))
     return [Candidate(name, lambda build=build: _kernel(build(), a["residual"]), blas=conv_pool_of(name),
                       restore=lambda layout, build=build: _kernel(build(layout), a["residual"]))
             for name, build in builders]

@@ -9,9 +9,14 @@ torch raises for an index out of range, and numpy's ``take`` would wrap a negati
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from srcore.plugin import KernelError
+
 from ..builder.network import Layer, Network
+from ..kernels.layout_copy import channels_last_into
 
 f32 = np.float32
 
@@ -20,11 +25,61 @@ def cat(layer: Layer, net: Network):
     dim, sizes = layer.attrs["dim"], layer.attrs["sizes"]
     bounds = np.cumsum((0,) + tuple(sizes)).tolist()
     keys = [(slice(None),) * dim + (slice(a, b),) for a, b in zip(bounds[:-1], bounds[1:])]
+    permuted = layer.attrs.get("permuted")
+    if permuted is None:
+        def run(*arrays):
+            out = arrays[-1]
+            for key, x in zip(keys, arrays[:-1]):
+                out[key] = x
+        return run
+    # a permute folded in (builder/fusion.py fuse_cat_permute): its input transposed into the slice.
+    # A move of one dim to last whose leading dims are the cat's (NCHW -> NHWC): one compiled copy
+    # (numpy's transposed copy cost 1.3 us on 2x15x8x8); any other, numpy into the slice seen in the
+    # permuted shape (a view: fuse_cat_permute checked the shapes)
+    out_shape = net.shape(layer.outputs[0])
+    lead, inner = math.prod(out_shape[:dim]), math.prod(out_shape[dim + 1:])
+    copies = []
+    for i, (key, p) in enumerate(zip(keys, permuted)):
+        fast = None
+        if p is not None:
+            perm, x_shape = p[0], net.shape(layer.inputs[i])
+            q = next((k for k in range(len(perm)) if perm[k] != k), len(perm))
+            if perm == (*range(q), *range(q + 1, len(perm)), q) and math.prod(x_shape[:q]) == lead:
+                fast = (lead, x_shape[q], math.prod(x_shape[q + 1:]), bounds[i] * inner)
+        copies.append((key, p, fast))
 
     def run(*arrays):
         out = arrays[-1]
-        for key, x in zip(keys, arrays[:-1]):
-            out[key] = x
+        for (key, p, fast), x in zip(copies, arrays[:-1]):
+            if fast is not None:
+                channels_last_into(x, out, *fast)
+            elif p is None:
+                out[key] = x
+            else:
+                v = out[key].reshape(p[1])
+                if not np.may_share_memory(v, out):   # (never: fuse_cat_permute checked the shapes)
+                    raise KernelError(f"cat ({layer.source}): a folded permute's slice is not a view")
+                np.copyto(v, x.transpose(p[0]))
+    return run
+
+
+def expand(layer: Layer, net: Network):
+    def run(x, out):
+        np.copyto(out, x)   # (broadcast: torch's expand rules are numpy's)
+    return run
+
+
+def cast(layer: Layer, net: Network):
+    def run(x, out):
+        np.copyto(out, x, casting="unsafe")   # (an int64 index above 2**24 rounds, as torch's)
+    return run
+
+
+def int_scalar(layer: Layer, net: Network):
+    fn, k = (np.remainder if layer.attrs["op"] == "remainder" else np.floor_divide), layer.attrs["other"]
+
+    def run(x, out):
+        fn(x, k, out=out)
     return run
 
 
@@ -79,6 +134,8 @@ def resize_tables(layer: Layer, net: Network):
 
 def resize(layer: Layer, net: Network):
     """numpy: one ``take`` per dim (nearest); for bilinear, the two taps of each dim weighted."""
+    if "nchwc" in layer.attrs:   # (the compiled tactic's)
+        return None
     th, tw = resize_tables(layer, net)
     if layer.attrs["mode"] == "nearest":
         def run(x, out):
@@ -97,8 +154,20 @@ def resize(layer: Layer, net: Network):
 def resize_compiled(layer: Layer, net: Network):
     from ..kernels.resize import bilinear_planes, nearest_planes
 
-    th, tw = resize_tables(layer, net)
     shape, out_shape = net.shape(layer.inputs[0]), net.shape(layer.outputs[0])
+    if "nchwc" in layer.attrs:
+        # NCHW16c both sides (builder/layout.py; nearest): a pixel's 16 channels are one unit, so the
+        # planes kernel runs on (N * blocks, H, W * 16) with each column index spread over 16
+        (H, W), (Ho, Wo) = layer.attrs["x_shape"][2:], out_shape[2:4]
+        sh, sw = layer.attrs["scales"]
+        h = nearest_table(H, Ho, sh)
+        w = (nearest_table(W, Wo, sw)[:, None] * 16 + np.arange(16)).reshape(-1)
+        planes, oplanes = (shape[0] * shape[1], H, W * 16), (shape[0] * shape[1], Ho, Wo * 16)
+
+        def run(x, out):
+            nearest_planes(x.reshape(planes), h, w, out.reshape(oplanes))
+        return run
+    th, tw = resize_tables(layer, net)
     planes = (int(np.prod(shape[:-2], dtype=np.int64)),) + tuple(shape[-2:])
     oplanes = (planes[0],) + tuple(out_shape[-2:])
     if layer.attrs["mode"] == "nearest":

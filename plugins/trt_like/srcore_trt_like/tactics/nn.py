@@ -9,7 +9,7 @@ import numpy as np
 from ..builder.network import Layer, Network
 from ..kernels import threads as _threads
 from ..kernels.activation import CODES
-from ..kernels.rows import group_norm_rows, layer_norm_rows, log_softmax_rows, softmax_block_biased, softmax_rows
+from ..kernels.rows import group_norm_rows, layer_norm_rows, log_softmax_rows, softmax_rows, softmax_short_rows
 from ..kernels.rows_split import layer_norm_split, softmax_split
 from .records import Candidate, Kernel
 
@@ -24,15 +24,15 @@ def softmax(layer: Layer, net: Network):
         return None
     m = shape[-1]
     one = f32(1.0)
-    if layer.kind == "log_softmax":
-        def run(x, out):
-            log_softmax_rows(x.reshape(-1, m), out.reshape(-1, m))
-    elif m < 16:   # short rows: exponentiated as one block (vector loops)
-        rows = int(np.prod(shape[:-1], dtype=np.int64))
-        zero, mxs = np.zeros((1, m), f32), np.empty(rows, f32)
+    if 0 < m < 16:   # short rows: vectorized across rows (kernels/rows.py)
+        rows, log = int(np.prod(shape[:-1], dtype=np.int64)), layer.kind == "log_softmax"
+        t, mxs, sums = np.empty(rows * m, f32), np.empty(rows, f32), np.empty(rows, f32)
 
         def run(x, out):
-            softmax_block_biased(x.reshape(rows, m), out.reshape(rows, m), one, False, zero, 0, mxs)
+            softmax_short_rows(x.reshape(rows, m), out.reshape(rows, m), log, t, mxs, sums)
+    elif layer.kind == "log_softmax":
+        def run(x, out):
+            log_softmax_rows(x.reshape(-1, m), out.reshape(-1, m))
     else:
         def run(x, out):
             softmax_rows(x.reshape(-1, m), out.reshape(-1, m), one)

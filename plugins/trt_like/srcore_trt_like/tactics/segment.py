@@ -87,6 +87,8 @@ def _layer_refusal(layer: Layer, net: Network) -> str | None:
         return f"k > {MAX_SORT}"
     if layer.kind in ("softmax", "log_softmax") and layer.attrs["dim"] != len(net.shape(layer.inputs[0])) - 1:
         return "not over the last dim"
+    if layer.kind == "cat" and layer.attrs.get("permuted"):
+        return "a folded permute"
     if layer.kind == "strided" and not all(isinstance(k, (int, slice)) for k in layer.attrs["key"]):
         return "an index key other than ints and slices"
     return None
@@ -457,10 +459,57 @@ def _reshape(c: _Code, layer: Layer, net: Network) -> None:
     c.add(f"t{o} = t{x}.reshape({net.shape(o)!r})")
 
 
+def _cast(c: _Code, layer: Layer, net: Network) -> None:
+    (x,), (o,) = layer.inputs, layer.outputs
+    names = c.loops(net.shape(o))
+    src = f"t{x}[{_ix(names)}]"
+    if net.tensors[x].dtype == "bool":
+        src = f"np.float32(1.0) if {src} else np.float32(0.0)"
+    c.add(f"t{o}[{_ix(names)}] = np.float32({src})")
+    c.close()
+
+
+def _int_scalar(c: _Code, layer: Layer, net: Network) -> None:
+    (x,), (o,) = layer.inputs, layer.outputs
+    sign = "%" if layer.attrs["op"] == "remainder" else "//"   # (Python's, as torch's: floor)
+    names = c.loops(net.shape(o))
+    c.add(f"t{o}[{_ix(names)}] = t{x}[{_ix(names)}] {sign} {int(layer.attrs['other'])}")
+    c.close()
+
+
+def _expand(c: _Code, layer: Layer, net: Network) -> None:
+    (x,), (o,) = layer.inputs, layer.outputs
+    to = net.shape(o)
+    names = c.loops(to)
+    c.add(f"t{o}[{_ix(names)}] = t{x}[{_ix(_broadcast(names, net.shape(x), to))}]")
+    c.close()
+
+
+def _permute(c: _Code, layer: Layer, net: Network) -> None:
+    (x,), (o,), perm = layer.inputs, layer.outputs, layer.attrs["perm"]
+    names = c.loops(net.shape(o))
+    src = [""] * len(perm)
+    for d, p in enumerate(perm):
+        src[p] = names[d]
+    c.add(f"t{o}[{_ix(names)}] = t{x}[{_ix(src)}]")
+    c.close()
+
+
+def _cat(c: _Code, layer: Layer, net: Network) -> None:
+    (o,), dim, at = layer.outputs, layer.attrs["dim"], 0
+    for x, size in zip(layer.inputs, layer.attrs["sizes"]):
+        names = c.loops(net.shape(x))
+        dst = names[:dim] + [f"{at} + {names[dim]}"] + names[dim + 1:]
+        c.add(f"t{o}[{_ix(dst)}] = t{x}[{_ix(names)}]")
+        c.close()
+        at += size
+
+
 _EMIT = {"strided": _strided, "gather": _gather, "index_select": _index_select, "scatter": _scatter,
          "sort": _sort, "topk": _topk, "argmax": _argmax, "reduce": _reduce,
          "logical_not": _logical_not, "mean": _mean, "compare": _compare, "where": _where, "cumsum": _cumsum,
-         "fused_pointwise": _fused_pointwise, "reshape": _reshape, "softmax": _softmax, "log_softmax": _softmax}
+         "fused_pointwise": _fused_pointwise, "reshape": _reshape, "softmax": _softmax, "log_softmax": _softmax,
+         "cast": _cast, "int_scalar": _int_scalar, "expand": _expand, "permute": _permute, "cat": _cat}
 
 
 def generate_source(layer: Layer, net: Network) -> str:
@@ -548,34 +597,109 @@ def compile_small(net: Network, steps: list[Step], options: dict, name: str = "e
                   contexts=None) -> list[Step]:
     """``steps`` as they are, or one ``segment`` step when the network compiles whole and that
     plan timed faster than the layer-by-layer one (engine option ``timing=False``: whenever it
-    compiles). The network's layers become the one layer when it wins."""
+    compiles). The network's layers become the one layer when it wins. A network that does not
+    compile whole (a conv in it) gets its runs compiled instead (:func:`compile_runs`)."""
     if not options.get("fusion", True) or _excluded(options):
         return steps
     why = refusal(net)
     if why:
         log.debug("%s: not compiled whole: %s", name, why)
-        return steps
+        return compile_runs(net, steps, options, name, contexts)
     layer = segment_layer(net)
+    fn = _compile(layer, net, name)
+    if fn is None:
+        return steps
+    one = [Step(layer, "numba", fn)]
+    if options.get("timing", True) and not _faster(net, steps, one, contexts, name):
+        return steps
+    net.layers = [layer]
+    return one
+
+
+def _compile(layer: Layer, net: Network, name: str):
     t0 = time.perf_counter()
     try:
         fn = compiled(layer, net)
     except numba.core.errors.NumbaError as exc:   # a generator gap: the layers stay as they are
         log.warning("%s: the compiled segment does not compile (%s); layer by layer", name,
                     str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+        return None
+    log.info("%s: compiled (%d layers) in %.2f s", name, len(layer.attrs["layers"]), time.perf_counter() - t0)
+    return fn
+
+
+def _faster(net: Network, steps: list[Step], new: list[Step], contexts, name: str) -> bool:
+    """Whether the plan of ``new`` timed faster than that of ``steps`` on random inputs."""
+    rng = np.random.default_rng(0)
+    xs = [random_input(net.tensors[t], rng) for t in net.inputs]
+    plans = [Plan(net, steps, contexts), Plan(net, new, contexts)]
+    with np.errstate(all="ignore"):
+        times = best_times([lambda p=p: p.run(*xs) for p in plans], skip_failures=True)
+    log.info("%s: layer by layer %.1f us, compiled %.1f us", name, times[0] * 1e6, times[1] * 1e6)
+    return times[1] < times[0]
+
+
+#: at most this many runs of one network are compiled (each is a numba compile at its first build)
+MAX_RUNS = 4
+
+
+def compile_runs(net: Network, steps: list[Step], options: dict, name: str = "engine",
+                 contexts=None) -> list[Step]:
+    """Runs of consecutive compilable layers (two or more that are not reshapes) of a small network
+    that does not compile whole, each as one ``segment`` step: a detection head's decoding (topk,
+    integer arithmetic, casts, gathers, the box arithmetic and stack) between and after its convs
+    cost 1-15 us a layer in numpy. Kept when the plan with them timed faster (``timing=False``:
+    whenever they compile); their layers become the segment layers."""
+    if len(net.layers) > MAX_LAYERS:
         return steps
-    log.info("%s: compiled whole (%d layers) in %.2f s", name, len(net.layers), time.perf_counter() - t0)
-    one = [Step(layer, "numba", fn)]
-    if options.get("timing", True):
-        rng = np.random.default_rng(0)
-        xs = [random_input(net.tensors[t], rng) for t in net.inputs]
-        plans = [Plan(net, steps, contexts), Plan(net, one, contexts)]
-        with np.errstate(all="ignore"):
-            times = best_times([lambda p=p: p.run(*xs) for p in plans], skip_failures=True)
-        log.info("%s: layer by layer %.1f us, compiled whole %.1f us", name, times[0] * 1e6, times[1] * 1e6)
-        if not times[1] < times[0]:
-            return steps
-    net.layers = [layer]
-    return one
+    runs, run = [], []
+    for i, step in enumerate(steps + [None]):
+        if step is not None and _compilable(step.layer, net):
+            run.append(i)
+            continue
+        while run and steps[run[-1]].layer.kind == "reshape":   # (a view at the edge: no copy out)
+            run.pop()
+        while run and steps[run[0]].layer.kind == "reshape":
+            run.pop(0)
+        if sum(steps[k].layer.kind != "reshape" for k in run) >= 2:
+            runs.append(run)
+        run = []
+    if not runs:
+        return steps
+    new, at = [], 0
+    for run in runs[:MAX_RUNS]:
+        inside = {id(steps[k].layer) for k in run}
+        later = {t for s in steps[run[-1] + 1:] for t in s.layer.inputs if id(s.layer) not in inside}
+        layer = _run_layer(net, [steps[k].layer for k in run], later)
+        fn = _compile(layer, net, name)
+        new += steps[at:run[0]]
+        new += [Step(layer, "numba", fn)] if fn is not None else steps[run[0]:run[-1] + 1]
+        at = run[-1] + 1
+    new += steps[at:]
+    if len(new) == len(steps) or options.get("timing", True) and not _faster(net, steps, new, contexts, name):
+        return steps
+    net.layers = [s.layer for s in new]
+    return new
+
+
+def _compilable(layer: Layer, net: Network) -> bool:
+    if _layer_refusal(layer, net):
+        return False
+    return all(net.tensors[t].size <= MAX_TENSOR and net.tensors[t].dtype in _NP
+               for t in (*layer.inputs, *layer.outputs))
+
+
+def _run_layer(net: Network, layers: list[Layer], later: set[int]) -> Layer:
+    """``layers`` as one ``segment`` layer: it reads what they read and do not make, and writes what
+    they make that a later layer reads or the engine returns."""
+    made = {t for layer in layers for t in layer.outputs}
+    inputs = list(dict.fromkeys(t for layer in layers for t in layer.inputs if t not in made))
+    keep = later | set(net.outputs)
+    outputs = list(dict.fromkeys(t for layer in layers for t in layer.outputs if t in keep))
+    subs = tuple((layer.kind, tuple(layer.inputs), tuple(layer.outputs), dict(layer.attrs), layer.source)
+                 for layer in layers)
+    sources = [layer.source for layer in layers if layer.source]
+    return Layer("segment", inputs, outputs, {"layers": subs}, sources[0] if sources else "")
 
 
 def _excluded(options: dict) -> bool:

@@ -56,6 +56,9 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("mean", "numpy", simple("numpy", numpy_layers.mean)),
     # data movement (tactics/data.py)
     Tactic("cat", "numpy", simple("numpy", data.cat)),
+    Tactic("expand", "numpy", simple("numpy", data.expand)),
+    Tactic("cast", "numpy", simple("numpy", data.cast)),
+    Tactic("int_scalar", "numpy", simple("numpy", data.int_scalar)),
     Tactic("pad", "numpy", simple("numpy", data.pad)),
     Tactic("resize", "numba", simple("numba", data.resize_compiled)),
     Tactic("resize", "numpy", simple("numpy", data.resize)),
