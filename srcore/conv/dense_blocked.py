@@ -7,8 +7,9 @@ output block are 12 accumulators; per (input channel, tap) one weight vector (pa
 ``(out blocks, C, kh, kw, 16)``) and 12 broadcasts of the input at the 12 pixels (``stride``
 floats apart in the NCHW row), 12 FMAs. No input copy: the kernel rows that fall in the top or
 bottom padding are skipped, pixels whose taps reach the left or right padding go one at a time
-with their columns checked, and the row interior's last 1-3 pixels as the 4 ending there. Bias is the accumulators' start; relu /
-relu6 (a clamp) and hardswish / hardsigmoid in the stores; no residual. Work splits by output blocks.
+with their columns checked, and the row interior's last 1-3 pixels as the 4 ending there. Bias is
+the accumulators' start; relu / relu6 (a clamp) and hardswish / hardsigmoid in the stores; no
+residual. Work splits by output blocks.
 """
 from __future__ import annotations
 

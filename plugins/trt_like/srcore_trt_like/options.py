@@ -44,6 +44,8 @@ CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "im2col_gemm_team", "packed_gemm", "w
                 "simd_direct", "simd_direct_rows", "simd_direct_oc", "simd_direct_8",
                 "simd_direct_tiled",
                 "pointwise_simd", "pointwise_simd8",
+                # conv_nchw16c's kernel with NCHW on both sides (between NCHW layers)
+                "conv_nchwc_planes",
                 # layers in the NCHW16c layout (builder/layout.py)
                 "pointwise_nchw16c", "depthwise_nchw16c", "dense_nchw16c", "conv_nchw16c",
                 # ... split over the OpenMP team at more than one intra-op thread, any size

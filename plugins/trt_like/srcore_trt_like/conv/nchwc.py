@@ -132,6 +132,15 @@ class ConvNchwcTactic(ConvTactic):
         self.conv(x, out, residual, threads=self.threads)
 
 
+class ConvNchwcPlanesTactic(ConvNchwcTactic):
+    """:class:`ConvNchwcTactic` with NCHW on both sides, a candidate of plain NCHW layers
+    (``conv/tactics.py``): no blocked tensor between layers, so it stays with the layout off."""
+    name = "conv_nchwc_planes"
+
+    def __init__(self, spec: ConvSpec, weight, bias, layout=None, threads: int = 1):
+        super().__init__(spec, weight, bias, (False, False), layout, threads)
+
+
 def _clamp(spec: ConvSpec) -> dict:
     """The clamp of relu / relu6 (``lo``, ``hi``), fused into the kernels' stores."""
     return {"lo": 0.0 if spec.relu or spec.activation == "relu6" else -math.inf,

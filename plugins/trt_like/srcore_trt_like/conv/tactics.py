@@ -36,8 +36,8 @@ the GEMM just wrote, while it is in cache).
 ``simd_direct_tiled`` the same with rows longer than ``ROW_TILE`` in pieces (long 1-D convs)
 ``simd_direct_oc``  on a 16-lane CPU: the same with output channels in the vector lanes (small planes)
 ``simd_direct_8``   on a 16-lane CPU: ``simd_direct`` at 8 lanes
-``conv_nchw16c``    dense convs but a 1x1 stride 1: the NCHW16c dense kernel (``nchwc.py``) with NCHW
-                    on both sides (the layers with a blocked side have it with their layouts)
+``conv_nchwc_planes`` dense convs but a 1x1 stride 1: the NCHW16c dense kernel (``nchwc.py``'s
+                    ``conv_nchw16c``, which the layers with a blocked side have) with NCHW on both sides
 ``pointwise_simd``  1x1, stride 1, unpadded, ungrouped: srcore's explicit-SIMD 1x1 kernel on the
                     NCHW input in place (``srcore.plugin.simd_pointwise``; ``simd_1x1.py``)
 ``pointwise_simd8`` the same at 8 lanes, where the CPU's vectors are 16
@@ -59,7 +59,7 @@ from .depthwise import (DepthwiseBlockedTactic, DepthwiseChannelsLastTactic, Dep
                         DepthwiseSimd8Tactic, DepthwiseSimdTactic)
 from .gemm import Gemm1x1Tactic, Im2colGemmTactic
 from .grouped import GroupedDepthwiseTactic, grouped_depthwise_applies
-from .nchwc import ConvNchwcTactic
+from .nchwc import ConvNchwcPlanesTactic
 from .packed import PackedGemmTactic
 from .simd_1x1 import Simd1x1Lanes8Tactic, Simd1x1Tactic, simd_1x1_applies
 from .simd_direct import (SimdDirect8Tactic, SimdDirectOcTactic, SimdDirectRowsTactic, SimdDirectTactic,
@@ -159,8 +159,8 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
         # the NCHW16c dense kernel with NCHW on both sides (the window transposed in registers):
         # ahead of the SIMD direct conv on some small-plane layers (ConvNeXt's 2x2 s2 downsample on
         # 8x8, 16 -> 32: 8.1 -> 5.4 us), behind on others
-        out.append((ConvNchwcTactic.name,
-                    lambda layout=None: ConvNchwcTactic(spec, weight, bias, (False, False), layout, threads)))
+        out.append((ConvNchwcPlanesTactic.name,
+                    lambda layout=None: ConvNchwcPlanesTactic(spec, weight, bias, layout, threads)))
     if spec.groups == 1:
         out.append((PackedGemmTactic.name, lambda layout=None: PackedGemmTactic(spec, weight, bias, threads=threads, layout=layout)))
     out.append((Im2colGemmTactic.name, lambda layout=None: Im2colGemmTactic(spec, weight, bias, layout)))
