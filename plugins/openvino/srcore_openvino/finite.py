@@ -30,6 +30,9 @@ _SAME = {"Relu", "MaxPool", "AvgPool", "AdaptiveAvgPool", "ReduceMean", "ReduceM
          "Squeeze", "Unsqueeze", "Transpose", "StridedSlice", "Slice", "Result", "HSwish", "Swish", "Gelu",
          "Broadcast", "Tile", "DepthToSpace", "SpaceToDepth"}
 _UNIT = {"Sigmoid", "HSigmoid", "Tanh", "Softmax", "Erf"}
+#: boolean results (a clamp's or leaky relu's Select conditions), whatever their operands
+_BOOL = {"Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual", "LogicalAnd", "LogicalOr",
+         "LogicalNot"}
 
 
 class Unbounded(Exception):
@@ -125,6 +128,10 @@ def _rule(op, kind: str, ins: list, cache: dict) -> float | None:
     if kind == "Multiply":
         a, b = _data(ins, 0, 1)
         return a * b
+    if kind in _BOOL:
+        return 1.0
+    if kind == "Select":
+        return max(_data(ins, 1, 2))
     if kind in ("Maximum", "Minimum"):
         return max(_data(ins, 0, 1))
     if kind == "Concat":

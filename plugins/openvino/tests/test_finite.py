@@ -47,6 +47,16 @@ def test_a_convolution_grows_by_its_largest_sum_of_weight_magnitudes():
     assert finite.input_bound(_model(conv(w))) is None
 
 
+def test_a_clamp_as_selects_keeps_the_larger_of_its_operands_bounds():
+    """torch's clamp(x, 0, 6) is two Selects on Less: bounded by max(|x|, 6), so the bound is that
+    of x * 2^100 alone (2^25, as above)."""
+    def relu6(x):
+        y = o.multiply(x, _c(2.0 ** 100)).output(0)
+        y = o.select(o.less(y, _c(0.0)), _c(0.0), y).output(0)
+        return o.select(o.less(_c(6.0), y), _c(6.0), y).output(0)
+    assert finite.input_bound(_model(relu6)) == 2.0 ** 25
+
+
 def test_ops_without_a_rule_and_integer_inputs_give_no_bound():
     """A division (a NaN from 0 / 0), a log (NaN from negatives), an integer parameter: unproven."""
     assert finite.input_bound(_model(lambda x: o.divide(x, x).output(0))) is None
