@@ -497,8 +497,8 @@ def test_scripted_lstm_weights_are_prepared_at_load():
 @pytest.mark.parametrize("mode", ["lstm", "gru"])
 def test_compiled_recurrence_matches_torch(mode, bias, batch_first, bidirectional, monkeypatch):
     """The matcher of a float32 LSTM / GRU gives the compiled loop (jit_recurrent.py), which every
-    layer takes (a bidirectional one in one call, the reverse direction walking time backwards in
-    place, in lockstep with the forward one): against torch for 1 and 2 layers, hidden sizes on and off its 4-row GEMV blocks, one
+    layer takes (a bidirectional one a direction at a time, the reverse one walking time backwards
+    in place): against torch for 1 and 2 layers, hidden sizes on and off its 4-row GEMV blocks, one
     and several steps and batch rows, zero and given states, a non-contiguous input, into fresh
     arrays and into ``out`` buffers (NaN-filled: every element must be written); float64 keeps the
     numpy loop."""
@@ -549,16 +549,16 @@ def test_both_vector_widths_match_torch(mode):
     with the GEMV in registers; one is chosen by timing at load) against torch: hidden 37 (gates
     past the register blocks, the single vectors and the 16 lanes; rows past the 4-row GEMV
     blocks), and hidden 40 (LSTM's 160 gates: one whole register block at 16 lanes), 2 batch rows,
-    given states; one direction, and both in lockstep (a layer's directions are one call)."""
+    given states."""
     from srcore_cpu.kernels import jit_recurrent as JR
 
     rng = np.random.default_rng(5)
     fns = JR.candidates(mode)
     assert len(fns) == 3
-    for hidden, bidirectional in ((37, False), (40, False), (37, True)):
+    for hidden in (37, 40):
         torch.manual_seed(hidden)
-        m = MODULES[mode](5, hidden, bidirectional=bidirectional).eval()
-        prep = R.prepare(mode, flat_params(m), True, 1, bidirectional, np.float32)
+        m = MODULES[mode](5, hidden).eval()
+        prep = R.prepare(mode, flat_params(m), True, 1, False, np.float32)
         x = rng.standard_normal((9, 2, 5)).astype(np.float32)
         states = random_states(mode, m, 2, np.float32, rng)
         want = reference(mode, m, x, states)

@@ -10,12 +10,10 @@ projection of every step stays one GEMM (numpy's BLAS) before the loop, as in ``
 
 Gate layouts are ``Prepared``'s: LSTM ``i, f, o, g`` with both biases folded into the projection;
 GRU ``r, z, n`` with ``b_hn`` apart (``r`` multiplies it). Layers without an LSTM
-projection (``proj_size``) take this path, a layer a call (``recurrent.run_compiled``), its
-directions in lockstep (step ``s``: forward time ``s``, reverse time ``T-1-s``; every direction and
-batch row through each phase of a step before the next, so their dependency chains overlap): each
-direction reads its columns of the layer's projection and adds its biases itself and writes its
-half of the layer's output in place, in the input's own order (batch-first through a transposed
-view): no copies between the GEMM and the loop.
+projection (``proj_size``) take this path, a direction a call (``recurrent.run_compiled``): each
+reads its columns of the layer's projection and adds its biases itself, the reverse one walks
+time backwards, and each writes its half of the layer's output in place, in the input's own
+order (batch-first through a transposed view): no copies between the GEMM and the loop.
 """
 from __future__ import annotations
 
@@ -134,133 +132,96 @@ def _put(h, b, y, r, yoff):
 
 
 @numba.njit(inline="always", **JIT)
-def _padded(g):
-    """A row length of at least ``g`` floats that keeps every row 64 bytes aligned."""
-    return (g + 15) // 16 * 16
+def _lstm_body(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev, tag, nl):
+    """One direction of an LSTM layer: ``xp`` (T*B, *) the input projections, the row of time
+    ``t`` and batch row ``b`` at ``t * ts + b * bs`` (time- or batch-major: the input's own order),
+    this direction's (i, f, o, g) at columns ``goff:goff + 4H`` (``bias``, both biases, added here),
+    ``whhT`` (H, 4H), the states ``h``, ``c`` (B, H) updated in place, every step's ``h`` into its
+    row of ``y`` at columns ``yoff:yoff + H``; ``rev``: the steps from the last time to the first
+    (the reverse direction, in place in time order: no reversed copies). ``nl`` > 0: the GEMV in
+    registers of ``nl`` lanes (:func:`_gemv_regs`, ``tag`` their width), else :func:`_gemv`."""
+    B = h.shape[0]
+    T = xp.shape[0] // B
+    G = whhT.shape[1]
+    H = G // 4
+    acc = _aligned_row(G)
+    for s in range(T):
+        t = T - 1 - s if rev else s
+        for b in range(B):
+            r = t * ts + b * bs
+            _gate_row(xp, r, goff, bias, acc)
+            if nl > 0:
+                _gemv_regs(h, b, whhT, acc, tag, nl)
+            else:
+                _gemv(h, b, whhT, acc)
+            for u in range(H):
+                ig = sigmoid(acc[u])
+                fg = sigmoid(acc[H + u])
+                og = sigmoid(acc[2 * H + u])
+                gg = tanh(acc[3 * H + u])
+                cu = fg * c[b, u] + ig * gg
+                c[b, u] = cu
+                h[b, u] = og * tanh(cu)
+            _put(h, b, y, r, yoff)
 
 
 @numba.njit(inline="always", **JIT)
-def _lstm_body(xp, ts, bs, bias, w0, w1, h, c, y, tag, nl):
-    """Every direction of an LSTM layer, in lockstep: ``xp`` (T*B, D*4H) the input projections, the
-    row of time ``t`` and batch row ``b`` at ``t * ts + b * bs`` (time- or batch-major: the input's
-    own order), direction ``k``'s (i, f, o, g) at columns ``k*4H:(k+1)*4H``, ``bias`` (D, 4H) both
-    biases, added here; ``w0`` / ``w1`` (H, 4H) the directions' ``W_hh^T`` (``w1`` unused when
-    D == 1); the states ``h``, ``c`` (D, B, H) updated in place; every step's ``h`` into its row of
-    ``y`` at columns ``k*H:(k+1)*H``. Step ``s`` runs the forward direction at time ``s`` and the
-    reverse one at ``T-1-s`` (in place in time order: no reversed copies), each phase (gate rows,
-    GEMVs, gate activations) over every direction and batch row before the next: their dependency
-    chains are independent and overlap, where a loop per direction and row waits on each one's
-    (a step at hidden 24 is latency-bound). ``nl`` > 0: the GEMV in registers of ``nl`` lanes
-    (:func:`_gemv_regs`, ``tag`` their width), else :func:`_gemv`."""
-    D, B, H = h.shape
+def _gru_body(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl):
+    """One direction of a GRU layer, as :func:`_lstm_body`: (r, z, n) at columns ``goff:goff + 3H``
+    of ``xp``, ``bias`` the input biases with ``b_hh`` of r and z folded in, ``bhn`` (H,) apart (r
+    multiplies it), the state ``h`` (B, H) updated in place."""
+    B = h.shape[0]
     T = xp.shape[0] // B
-    G = w0.shape[1]
-    P = _padded(G)
-    acc = _aligned_row(D * B * P)
+    G = whhT.shape[1]
+    H = G // 3
+    acc = _aligned_row(G)
+    row = _aligned_row(G)
     for s in range(T):
-        for k in range(D):
-            t = T - 1 - s if k == 1 else s
-            for b in range(B):
-                q = (k * B + b) * P
-                _gate_row(xp, t * ts + b * bs, k * G, bias[k], acc[q:q + G])
-        for k in range(D):
-            w = w1 if k == 1 else w0
-            for b in range(B):
-                q = (k * B + b) * P
-                if nl > 0:
-                    _gemv_regs(h[k], b, w, acc[q:q + G], tag, nl)
-                else:
-                    _gemv(h[k], b, w, acc[q:q + G])
-        for k in range(D):
-            t = T - 1 - s if k == 1 else s
-            hk = h[k]
-            ck = c[k]
-            for b in range(B):
-                q = (k * B + b) * P
-                a = acc[q:q + G]
-                for u in range(H):
-                    ig = sigmoid(a[u])
-                    fg = sigmoid(a[H + u])
-                    og = sigmoid(a[2 * H + u])
-                    gg = tanh(a[3 * H + u])
-                    cu = fg * ck[b, u] + ig * gg
-                    ck[b, u] = cu
-                    hk[b, u] = og * tanh(cu)
-                _put(hk, b, y, t * ts + b * bs, k * H)
-
-
-@numba.njit(inline="always", **JIT)
-def _gru_body(xp, ts, bs, bias, w0, w1, bhn, h, y, tag, nl):
-    """Every direction of a GRU layer in lockstep, as :func:`_lstm_body`: (r, z, n) at columns
-    ``k*3H:(k+1)*3H`` of ``xp``, ``bias`` (D, 3H) the input biases with ``b_hh`` of r and z folded
-    in, ``bhn`` (D, H) apart (r multiplies it), the state ``h`` (D, B, H) updated in place."""
-    D, B, H = h.shape
-    T = xp.shape[0] // B
-    G = w0.shape[1]
-    P = _padded(G)
-    acc = _aligned_row(D * B * P)
-    row = _aligned_row(D * B * P)
-    for s in range(T):
-        for k in range(D):
-            t = T - 1 - s if k == 1 else s
-            for b in range(B):
-                q = (k * B + b) * P
-                _gate_row(xp, t * ts + b * bs, k * G, bias[k], row[q:q + G])
-                for g in range(G):
-                    acc[q + g] = _F(0.0)
-        for k in range(D):
-            w = w1 if k == 1 else w0
-            for b in range(B):
-                q = (k * B + b) * P
-                if nl > 0:
-                    _gemv_regs(h[k], b, w, acc[q:q + G], tag, nl)
-                else:
-                    _gemv(h[k], b, w, acc[q:q + G])
-        for k in range(D):
-            t = T - 1 - s if k == 1 else s
-            hk = h[k]
-            bk = bhn[k]
-            for b in range(B):
-                q = (k * B + b) * P
-                a = acc[q:q + G]
-                x = row[q:q + G]
-                for u in range(H):
-                    r = sigmoid(x[u] + a[u])
-                    z = sigmoid(x[H + u] + a[H + u])
-                    n = tanh(x[2 * H + u] + r * (a[2 * H + u] + bk[u]))
-                    hk[b, u] = n + z * (hk[b, u] - n)
-                _put(hk, b, y, t * ts + b * bs, k * H)
+        t = T - 1 - s if rev else s
+        for b in range(B):
+            q = t * ts + b * bs
+            _gate_row(xp, q, goff, bias, row)
+            for g in range(G):
+                acc[g] = _F(0.0)
+            if nl > 0:
+                _gemv_regs(h, b, whhT, acc, tag, nl)
+            else:
+                _gemv(h, b, whhT, acc)
+            for u in range(H):
+                r = sigmoid(row[u] + acc[u])
+                z = sigmoid(row[H + u] + acc[H + u])
+                n = tanh(row[2 * H + u] + r * (acc[2 * H + u] + bhn[u]))
+                h[b, u] = n + z * (h[b, u] - n)
+            _put(h, b, y, q, yoff)
 
 
 @numba.njit(**JIT)
-def _lstm_layer(xp, ts, bs, bias, w0, w1, h, c, y, tag, nl):
-    _lstm_body(xp, ts, bs, bias, w0, w1, h, c, y, tag, nl)
+def _lstm_layer(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev, tag, nl):
+    _lstm_body(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev, tag, nl)
 
 
 @numba.njit(**JIT)
-def _lstm_layer_512(xp, ts, bs, bias, w0, w1, h, c, y, tag, nl):
+def _lstm_layer_512(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev, tag, nl):
     prefer_512()
-    _lstm_body(xp, ts, bs, bias, w0, w1, h, c, y, tag, nl)
+    _lstm_body(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev, tag, nl)
 
 
 @numba.njit(**JIT)
-def _gru_layer(xp, ts, bs, bias, w0, w1, bhn, h, y, tag, nl):
-    _gru_body(xp, ts, bs, bias, w0, w1, bhn, h, y, tag, nl)
+def _gru_layer(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl):
+    _gru_body(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl)
 
 
 @numba.njit(**JIT)
-def _gru_layer_512(xp, ts, bs, bias, w0, w1, bhn, h, y, tag, nl):
+def _gru_layer_512(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl):
     prefer_512()
-    _gru_body(xp, ts, bs, bias, w0, w1, bhn, h, y, tag, nl)
+    _gru_body(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl)
 
 
 def _sig(mode: str, lanes: int) -> str:
     tag = "float32[:, ::1]" if lanes == 16 else "float32[::1]"   # simd_vec's width tag
-    # LSTM: c (D, B, H); GRU: b_hn (D, H)
-    third = "float32[:, :, ::1]" if mode == "lstm" else "float32[:, ::1]"
-    return (f"void(float32[:, ::1], int64, int64, float32[:, ::1], float32[:, ::1], float32[:, ::1], "
-            f"{'float32[:, :, ::1], ' + third if mode == 'lstm' else third + ', float32[:, :, ::1]'}, "
-            f"float32[:, ::1], {tag}, int64)")
+    state = "float32[:, ::1]" if mode == "lstm" else "float32[::1]"
+    return (f"void(float32[:, ::1], int64, int64, int64, float32[::1], float32[:, ::1], {state}, "
+            f"float32[:, ::1], float32[:, ::1], int64, boolean, {tag}, int64)")
 
 
 _VARIANTS = {"lstm": ((_lstm_layer, _lstm_layer_512), 4), "gru": ((_gru_layer, _gru_layer_512), 3)}
@@ -269,24 +230,24 @@ _chosen: dict[tuple[str, int], object] = {}
 _STEPS = 32     # timesteps of the timing run: ~0.1 ms a call at hidden 128
 
 
-def _args(mode, hidden, dirs, rng):
+def _args(mode, hidden, rng):
     g = _VARIANTS[mode][1] * hidden
-    xp = rng.standard_normal((_STEPS, dirs * g), dtype=np.float32)
-    bias = np.zeros((dirs, g), np.float32)
+    xp = rng.standard_normal((_STEPS, g), dtype=np.float32)
+    bias = np.zeros(g, np.float32)
     # laid out as recurrent.prepare lays out the weights (64-byte aligned)
-    ws = [aligned(rng.standard_normal((hidden, g), dtype=np.float32) * _F(1.0 / np.sqrt(hidden)), np.float32)
-          for _ in range(dirs)]
-    h = np.zeros((dirs, 1, hidden), np.float32)
-    y = np.empty((_STEPS, dirs * hidden), np.float32)
+    whhT = aligned(rng.standard_normal((hidden, g), dtype=np.float32) * _F(1.0 / np.sqrt(hidden)), np.float32)
+    h = np.zeros((1, hidden), np.float32)
+    y = np.empty((_STEPS, hidden), np.float32)
+    state = np.zeros((1, hidden), np.float32) if mode == "lstm" else np.zeros(hidden, np.float32)
     if mode == "lstm":
-        return xp, 1, 0, bias, ws[0], ws[-1], h, np.zeros_like(h), y
-    return xp, 1, 0, bias, ws[0], ws[-1], np.zeros((dirs, hidden), np.float32), h, y
+        return xp, 1, 0, 0, bias, whhT, h, state, y, 0, False
+    return xp, 1, 0, 0, bias, whhT, state, h, y, 0, False
 
 
 def candidates(mode: str) -> list:
-    """The layer loops of ``mode`` (``"lstm"`` or ``"gru"``), every direction of a layer a call, each
-    ``fn(xp, ts, bs, bias, w0, w1, h, c, y)`` (LSTM) or ``fn(xp, ts, bs, bias, w0, w1, bhn, h, y)``
-    (GRU; see :func:`_lstm_body`), compiled now (or loaded from numba's cache): LLVM's
+    """The layer loops of ``mode`` (``"lstm"`` or ``"gru"``), one direction a call, each
+    ``fn(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev)`` (LSTM) or ``fn(xp, ts, bs, goff, bias,
+    whhT, bhn, h, y, yoff, rev)`` (GRU; see :func:`_lstm_body`), compiled now (or loaded from numba's cache): LLVM's
     default vector width, 512-bit vectors (:func:`.jit.prefer_512`), and 512-bit with the GEMV in
     registers at the CPU's vector width (:func:`_gemv_regs`); the first is the default."""
     if mode not in _candidates:
@@ -300,25 +261,24 @@ def candidates(mode: str) -> list:
 
 
 def _bind(fn, tag, nl):
-    def run(xp, ts, bs, bias, w0, w1, a, b, y):
-        fn(xp, ts, bs, bias, w0, w1, a, b, y, tag, nl)
+    def run(xp, ts, bs, goff, bias, whhT, a, b, y, yoff, rev):
+        fn(xp, ts, bs, goff, bias, whhT, a, b, y, yoff, rev, tag, nl)
     return run
 
 
-def kernels(mode: str, hidden: int | None, dirs: int = 1) -> dict:
+def kernels(mode: str, hidden: int | None) -> dict:
     """``{mode: fn}``, the layer loop for ``mode`` (``"lstm"`` or ``"gru"``; :func:`kernel`), for
-    ``run_compiled``; ``hidden`` None (weights not known at load): the default of :func:`candidates`."""
+    ``run_lockstep``; ``hidden`` None (weights not known at load): the default of :func:`candidates`."""
     if hidden is None:
         return {mode: candidates(mode)[0]}
-    return {mode: kernel(mode, hidden, dirs)}
+    return {mode: kernel(mode, hidden)}
 
 
-def kernel(mode: str, hidden: int, dirs: int = 1):
-    """The layer loop of ``mode`` (``"lstm"`` or ``"gru"``) for ``hidden`` units and ``dirs``
-    directions: whichever of :func:`candidates` ran such a layer fastest here (once per mode, size
-    and direction count and process; another than the default must win by 3%). The matcher calls
-    this at load."""
-    key = (mode, hidden, dirs)
+def kernel(mode: str, hidden: int):
+    """The layer loop of ``mode`` (``"lstm"`` or ``"gru"``) for ``hidden`` units: whichever of
+    :func:`candidates` ran a ``hidden``-unit layer fastest here (once per mode and size and process;
+    another than the default must win by 3%). The matcher calls this at load."""
+    key = (mode, hidden)
     if key not in _chosen:
-        _chosen[key] = _J.fastest(candidates(mode), _args(mode, hidden, dirs, np.random.default_rng(0)))
+        _chosen[key] = _J.fastest(candidates(mode), _args(mode, hidden, np.random.default_rng(0)))
     return _chosen[key]

@@ -5,7 +5,7 @@ How a layer runs: the input projection of **every** timestep and both directions
 ``x (N, I) @ W_ih_cat (I, D*G*H)`` plus the folded biases; each step then adds one small GEMM,
 ``h (B, H_out) @ W_hh^T``, into its slice of that projection and applies the gate activations in
 place (``scipy.special.expit``, as ``aten::sigmoid``, imported lazily); float32 LSTM / GRU
-layers without a projection run those steps as one compiled loop per layer (its directions in lockstep) instead
+layers without a projection run those steps as one compiled loop per direction instead
 (``jit_recurrent.py``, compiled at load when the matcher knows the input's dtype). A padded ``(T, B, I)``
 input runs both directions in lockstep (:func:`run_lockstep`: step ``i`` is forward time ``i``
 and reverse time ``T-1-i``, one numpy call per gate operation for both; 1.15-1.45x faster than a
@@ -49,9 +49,11 @@ def _expit():
 
 
 class DirWeights:
-    """One direction of one layer: ``whhT (H_out, G*H)``, GRU's ``b_hn (H,)``, LSTM's ``whrT (H, P)``."""
+    """One direction of one layer: ``whhT (H_out, G*H)``, GRU's ``b_hn (H,)``, LSTM's ``whrT (H, P)``;
+    ``loop``: what the compiled loop takes for it, ``(its first column in the layer's projection,
+    its part of the folded bias, b_hn)``, zeros for a missing bias (set by :class:`LayerWeights`)."""
 
-    __slots__ = ("whhT", "bhn", "whrT")
+    __slots__ = ("whhT", "bhn", "whrT", "loop")
 
     def __init__(self, whhT, bhn, whrT):
         self.whhT, self.bhn, self.whrT = whhT, bhn, whrT
@@ -60,17 +62,16 @@ class DirWeights:
 class LayerWeights:
     """One layer: ``wihT (I, D*G*H)`` of all directions, the folded bias ``(D*G*H,)`` or None, the
     directions, and their ``W_hh^T`` / ``W_hr^T`` / ``b_hn`` stacked over directions for the
-    lockstep loop (``(D, H_out, G*H)``, ``(D, H, P)``, ``(D, 1, H)``); what the compiled loop takes:
-    ``loop_bias`` (D, G*H) the folded bias, ``loop_bhn`` (D, H) b_hn (zeros for a missing one)."""
+    lockstep loop (``(D, H_out, G*H)``, ``(D, H, P)``, ``(D, 1, H)``)."""
 
-    __slots__ = ("wihT", "bias", "dirs", "whhT_stack", "whrT_stack", "bhn_stack", "loop_bias", "loop_bhn")
+    __slots__ = ("wihT", "bias", "dirs", "whhT_stack", "whrT_stack", "bhn_stack")
 
     def __init__(self, wihT, bias, dirs):
         self.wihT, self.bias, self.dirs = wihT, bias, dirs
-        d, (hout, gh) = len(dirs), dirs[0].whhT.shape
-        self.loop_bias = (np.zeros((d, gh), wihT.dtype) if bias is None
-                          else np.ascontiguousarray(bias.reshape(d, gh)))
-        self.loop_bhn = np.stack([np.zeros(hout, wihT.dtype) if dw.bhn is None else dw.bhn for dw in dirs])
+        gh = dirs[0].whhT.shape[1]
+        for k, dw in enumerate(dirs):
+            dw.loop = (k * gh, np.zeros(gh, wihT.dtype) if bias is None else bias[k * gh:(k + 1) * gh],
+                       np.zeros(dw.whhT.shape[0], wihT.dtype) if dw.bhn is None else dw.bhn)
         self.whhT_stack = np.stack([dw.whhT for dw in dirs])
         self.whrT_stack = None if dirs[0].whrT is None else np.stack([dw.whrT for dw in dirs])
         self.bhn_stack = None if dirs[0].bhn is None else np.stack([dw.bhn[None] for dw in dirs])
@@ -382,16 +383,18 @@ def _bmm(a, b, out):
 
 
 def _compiled_layer(kernel, mode, layer, xp, steps, y, hs, cs):
-    """One layer, every direction in one call of the compiled loop (``jit_recurrent``): ``xp``
-    (T*B, D*G*H) the projections (biases not added), ``y`` (T*B, D*H_out) the output, both with the
-    row of time t, batch row b at ``t * steps[0] + b * steps[1]``; ``hs`` / ``cs`` (D, B, H) the
-    states, updated in place."""
+    """One layer's directions through the compiled loop (``jit_recurrent``): ``xp`` (T*B, D*G*H)
+    the projections (biases not added), ``y`` (T*B, D*H_out) the output, both with the row of time
+    t, batch row b at ``t * steps[0] + b * steps[1]``; ``hs`` / ``cs`` (D, B, H) the states,
+    updated in place."""
+    hidden = hs.shape[-1]
     ts, bs = steps
-    w0, w1 = layer.dirs[0].whhT, layer.dirs[-1].whhT
-    if mode == "lstm":
-        kernel(xp, ts, bs, layer.loop_bias, w0, w1, hs, cs, y)
-    else:
-        kernel(xp, ts, bs, layer.loop_bias, w0, w1, layer.loop_bhn, hs, y)
+    for k, dw in enumerate(layer.dirs):
+        goff, bias, bhn = dw.loop
+        if mode == "lstm":
+            kernel(xp, ts, bs, goff, bias, dw.whhT, hs[k], cs[k], y, k * hidden, k == 1)
+        else:
+            kernel(xp, ts, bs, goff, bias, dw.whhT, bhn, hs[k], y, k * hidden, k == 1)
 
 
 def compiled_applies(prep: Prepared, jit, x) -> bool:
@@ -649,8 +652,7 @@ def recurrent_matcher(node: NodeInfo):
     if mode in ("lstm", "gru") and getattr(src, "dtype", None) == "float32":
         from .jit_recurrent import kernels   # imports numba: only models with float32 LSTM / GRU
 
-        prep = cache.prepared
-        jit = kernels(mode, None if prep is None else prep.hidden, 1 if prep is None else prep.num_dirs)
+        jit = kernels(mode, None if cache.prepared is None else cache.prepared.hidden)
         jit["dots"] = _projection_gemms(cache.prepared, getattr(src, "shape", None))
     return _make_input(mode, cache, jit)
 
