@@ -792,7 +792,11 @@ def data_cases() -> list[Case]:
             Case("constant_pad_nd-all-dims", "aten::constant_pad_nd", (tin((2, 3), 6), [0, 1, 2, 0], -1.0)),
             Case("constant_pad_nd-crop", "aten::constant_pad_nd", (tin((2, 3, 4), 5), [-1, 1], 0.0), engine=False),
             Case("pad-constant", "aten::pad", (tin((2, 3, 4), 7), [1, 1], "constant", 2.0)),
-            Case("pad-reflect", "aten::pad", (tin((2, 3, 4), 7), [1, 1], "reflect", None), engine=False)]
+            Case("pad-reflect", "aten::pad", (tin((2, 3, 4), 7), [1, 2], "reflect", None)),
+            Case("pad-reflect-2d", "aten::pad", (tin((2, 3, 4, 5), 7), [1, 2, 3, 0], "reflect", None)),
+            Case("pad-replicate", "aten::pad", (tin((2, 3, 4, 5), 8), [2, 0, 1, 3], "replicate", None)),
+            Case("pad-reflect-too-wide", "aten::pad", (tin((2, 3, 4), 7), [4, 0], "reflect", None), error=True),
+            Case("pad-circular", "aten::pad", (tin((2, 3, 4), 7), [1, 1], "circular", None), engine=False)]
     out += [Case("embedding", "aten::embedding", (Param(data((10, 4), 8)), _ids((2, 3), 10, 9), -1, False, False)),
             Case("embedding-int32", "aten::embedding", (Param(data((6, 3), 8)), _ids((5,), 6, 9, np.int32), -1,
                                                         False, False)),

@@ -180,7 +180,7 @@ def test_a_list_read_outside_the_engine_stays_for_its_other_reader():
 
 def test_refusals_name_the_argument():
     g = srcore.parse_graph("""graph(%x : Float(2, 3, 4, 4), %i : Float(2, 3), %j : Float(3)):
-  %m : str = prim::Constant[value="reflect"]()
+  %m : str = prim::Constant[value="circular"]()
   %p : int[] = prim::Constant[value=[1, 1]]()
   %z : float = prim::Constant[value=0.0]()
   %one : int = prim::Constant[value=1]()
@@ -191,7 +191,7 @@ def test_refusals_name_the_argument():
 """)
     sm = srcore.StaticModule(g, options=srcore.Options(backends=TRT, engine_min_block_size=1))
     reasons = {r.node.split(" = ")[1]: r.reason for r in sm.partition.refused}
-    assert "mode='reflect'" in reasons["aten::pad"]
+    assert "mode='circular'" in reasons["aten::pad"]
     assert "argument 'index' is float32; aten::index_select takes int64, int32" in reasons["aten::index_select"]
 
 

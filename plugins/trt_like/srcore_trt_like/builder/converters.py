@@ -634,19 +634,24 @@ def resize(v: NodeView, c: Converter) -> None:
 
 
 def pad(v: NodeView, c: Converter) -> None:
-    """Constant padding (``constant_pad_nd``, ``F.pad`` in constant mode): ``pad`` pairs from the last dim."""
+    """Padding (``constant_pad_nd``, ``F.pad`` with a constant, by reflection or replication):
+    ``pad`` pairs from the last dim."""
     p = [int(i) for i in v.const("pad")]
     value = v.const("value", None)
+    mode = v.const("mode", "constant") if v.op.startswith("aten::pad") else "constant"
     x = c.tensor(v.node.inputs[0])
-    rank = len(c.net.shape(x))
+    shape = c.net.shape(x)
+    rank = len(shape)
     widths = [(0, 0)] * rank
     for k in range(len(p) // 2):
         widths[rank - 1 - k] = (p[2 * k], p[2 * k + 1])
     if not any(p):   # a U-Net's F.pad to the skip's size when the sizes already match: a view, no copy
         c.bind(v.node.outputs[0], c.net.add("reshape", [x], v.out_shape(), v.source))
         return
+    if mode == "reflect" and any(max(w) >= n for w, n in zip(widths, shape)):   # (torch raises)
+        raise EngineBuildError(f"{v.where()}: reflect padding {p} is not under the input's dims {shape}")
     c.bind(v.node.outputs[0], c.net.add("pad", [x], v.out_shape(), v.source, widths=tuple(widths),
-                                        value=float(0.0 if value is None else value)))
+                                        value=float(0.0 if value is None else value), mode=mode))
 
 
 def _index_operand(v: NodeView, c: Converter, name: str):

@@ -238,11 +238,14 @@ def _pad(node: NodeInfo):
     if not isinstance(pad, (list, tuple)) or len(pad) % 2 or len(pad) // 2 > _rank(node, 0):
         return f"pad={pad!r} is not pairs for at most every dim"
     mode = node.const("mode", "constant") if node.op.startswith("aten::pad") else "constant"
-    if mode != "constant":
-        return f"mode={mode!r} (the engine pads with a constant)"
-    if mode == "constant" and any(isinstance(p, int) and p < 0 for p in pad):
+    if mode not in _PAD_MODES:
+        return f"mode={mode!r} (the engine pads with a constant, by reflection or by replication)"
+    if any(isinstance(p, int) and p < 0 for p in pad):
         return f"pad={pad!r} has negative entries (a crop)"
     return None
+
+
+_PAD_MODES = ("constant", "reflect", "replicate")
 
 
 def _embedding(node: NodeInfo):
@@ -404,7 +407,7 @@ _NOTES = {
     _group_norm: "(N, C, ...) input, C divisible by num_groups",
     _cat: "a list of float32 tensors of one rank built in the graph (prim::ListConstruct, copied into the segment)",
     _resize: "a 4-D (N, C, H, W) input, mode 'nearest' or 'bilinear' (align_corners either), no antialias",
-    _pad: "mode 'constant', non-negative pads",
+    _pad: "mode 'constant', 'reflect' (pads under the dim's size) or 'replicate', non-negative pads",
     _embedding: "a constant 2-D weight; indices int64 or int32 (engine inputs or constants)",
     _gather: "index int64 of self's rank",
     _index_select: "a 0-D or 1-D int64 / int32 index",

@@ -85,6 +85,13 @@ def int_scalar(layer: Layer, net: Network):
 
 def pad(layer: Layer, net: Network):
     widths, value = layer.attrs["widths"], f32(layer.attrs["value"])
+    mode = layer.attrs.get("mode", "constant")
+    if mode != "constant":   # (numpy's reflect is torch's; its edge is torch's replicate)
+        np_mode = {"reflect": "reflect", "replicate": "edge"}[mode]
+
+        def run(x, out):
+            out[...] = np.pad(x, widths, np_mode)
+        return run
     out_shape = net.shape(layer.outputs[0])
     inner = tuple(slice(lo, n - hi) for (lo, hi), n in zip(widths, out_shape))
 
