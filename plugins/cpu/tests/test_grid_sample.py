@@ -57,3 +57,21 @@ def test_spatial_transformer_round_trip():
     theta = np.tile(np.array([[1, 0, 0], [0, 1, 0]], np.float32), (2, 1, 1))
     g = G.affine_grid_generator(theta, [2, 3, 6, 5], False)
     np.testing.assert_allclose(G.grid_sampler(x, g, 0, 0, False), x, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("padding", list(PADDING))
+@pytest.mark.parametrize("mode", list(MODES))
+def test_compiled_grid_sampler_matches_torch(mode, padding, align_corners):
+    """The numba kernel (jit_grid_sample, one compiled signature for every mode) vs torch, float32."""
+    from srcore_cpu.kernels.jit_grid_sample import GridSampler
+
+    x = RNG.standard_normal((2, 3, 5, 7)).astype(np.float32)
+    grid = RNG.uniform(-2.5, 2.5, (2, 4, 6, 2)).astype(np.float32)
+    grid[0, 0, 0] = [1.0, -1.0]
+    grid[1, 0, :3] = [[0.0, 0.0], [-1.0, 1.0], [1e20, -1e20]]                 # huge: outside, no int overflow
+    grid[1, 1, :2] = [[-1 + 1 / 7, 1 - 3 / 5], [2 / 7 - 1, 3 / 5 - 1]]        # half-pixel points (nearest ties)
+    out = np.full((2, 3, 4, 6), np.nan, np.float32)
+    got = GridSampler()(x, grid, MODES[mode], PADDING[padding], align_corners, out)
+    want = F.grid_sample(torch.from_numpy(x), torch.from_numpy(grid), mode, padding, align_corners).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -133,6 +133,14 @@ def test_logsumexp():
     check_kernel(R.logsumexp, torch.logsumexp, x, [1])
     check_kernel(R.logsumexp, torch.logsumexp, x, [0, 2], True)
     check_kernel(R.logsumexp, torch.logsumexp, rand(3, 4, dtype="int64"), [1])
+    check_kernel(R.logsumexp, torch.logsumexp, x, [0, 1, 2])
+    # rows all -inf, one +inf, a NaN; an empty reduction
+    y = rand(4, 3)
+    y[0] = -np.inf
+    y[1, 1] = np.inf
+    y[2, 0] = np.nan
+    check_kernel(R.logsumexp, torch.logsumexp, y, [1])
+    check_kernel(R.logsumexp, torch.logsumexp, rand(4, 0), [1], True)
 
 
 @pytest.mark.parametrize("descending", [False, True])

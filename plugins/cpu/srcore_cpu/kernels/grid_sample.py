@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.plugin import KernelError
+from srcore.plugin import KernelError, NodeInfo, Specialized
 
 _MODES = {0: "bilinear", 1: "nearest", 2: "bicubic"}
 _PADDING = {0: "zeros", 1: "border", 2: "reflection"}
@@ -84,6 +84,32 @@ def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners, o
         return r
     np.copyto(out, r)
     return out
+
+
+def grid_sampler_matcher(node: NodeInfo):
+    """``aten::grid_sampler(_2d)`` on float32: the compiled kernel (``jit_grid_sample.py``, compiled
+    now), or None (the numpy kernel). Other shapes and modes fall back to the numpy kernel at run."""
+    from .norm import _f32_node
+
+    if not _f32_node(node, least=0):
+        return None
+    from .jit_grid_sample import GridSampler
+
+    kernel = GridSampler()
+
+    def grid_sampler_jit(input, grid, interpolation_mode, padding_mode, align_corners, out=None):
+        shape = input.shape[:2] + grid.shape[1:3]
+        if (interpolation_mode not in (0, 1) or padding_mode not in (0, 1, 2) or input.ndim != 4
+                or grid.ndim != 4 or grid.shape[3] != 2 or grid.shape[0] != input.shape[0]
+                or input.dtype != np.float32 or grid.dtype != np.float32 or 0 in input.shape[2:]
+                or not (input.flags.c_contiguous and grid.flags.c_contiguous)
+                or (out is not None and (out.dtype != np.float32 or not out.flags.c_contiguous
+                                         or out.shape != shape))):
+            return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners, out=out)
+        if out is None:
+            out = np.empty(shape, np.float32)
+        return kernel(input, grid, int(interpolation_mode), int(padding_mode), align_corners, out)
+    return Specialized(grid_sampler_jit, args=(0, 1, 2, 3, 4))
 
 
 def _base(size: int, align_corners: bool):

@@ -275,13 +275,22 @@ def median(self, dim=None, keepdim=False, *, out=None):
 
 
 def logsumexp(self, dim, keepdim=False, *, out=None):
-    """``aten::logsumexp`` via ``scipy.special.logsumexp`` (ints -> float32)."""
-    from scipy.special import logsumexp as lse
-
+    """``aten::logsumexp`` (ints -> float32) as ATen computes it: ``log(sum(exp(x - m))) + m`` with
+    ``m`` the max, taken as 0 where infinite (all ``-inf`` gives ``-inf``, a ``+inf`` gives ``inf``).
+    numpy, not ``scipy.special.logsumexp``: scipy's array-API version costs ~225 us on a (2, 9, 20)
+    tensor, this ~11 us."""
     x = self if self.dtype.kind == "f" else self.astype(DEFAULT_FLOAT)
-    r = as_array(lse(x, axis=_axis(dim, x), keepdims=keepdim), x.dtype).astype(float_type(x.dtype), copy=False)
-    if x.ndim == 0:  # scipy keeps a (1,) shape for a 0-d input with keepdims
-        r = r.reshape(())
+    axis = _axis(dim, x)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if x.size == 0:        # an empty reduction: log(0) = -inf, as torch
+            r = np.log(np.sum(np.exp(x), axis=axis, keepdims=keepdim))
+        else:
+            m = np.amax(x, axis=axis, keepdims=True)
+            m = np.where(np.isinf(m), np.zeros((), m.dtype), m)
+            r = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+            if not keepdim:
+                r = r.reshape(np.sum(x, axis=axis).shape)
+    r = as_array(r, x.dtype).astype(float_type(x.dtype), copy=False)
     if out is None:
         return r
     np.copyto(out, r)
