@@ -96,3 +96,15 @@ def test_a_weight_over_rows_stays_a_multiply():
     with torch.no_grad():
         ref = m(x).numpy()
     np.testing.assert_allclose(sm(x), ref, rtol=2e-6, atol=2e-6)
+
+
+@pytest.mark.parametrize("eps", [None, 1e-5])
+def test_nn_rmsnorm_converts_to_the_same_layer(eps):
+    """``aten::rms_norm`` (nn.RMSNorm; eps None: float32's epsilon, as torch) is the same layer."""
+    m, x = nn.Sequential(nn.RMSNorm(N, eps=eps), nn.ReLU()).eval(), _x(4) * 1e-3
+    with torch.no_grad():
+        m[0].weight.copy_(torch.randn(N, generator=torch.Generator().manual_seed(5)))
+        ref = m(x).numpy()
+    sm, desc = _engine(m, x)
+    assert f"rms_norm -> 2x20x{N}" in desc, desc
+    np.testing.assert_allclose(sm(x), ref, rtol=2e-6, atol=2e-6)
