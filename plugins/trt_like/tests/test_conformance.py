@@ -448,6 +448,15 @@ def reduction_cases() -> list[Case]:
     rows = np.array([[1, 1, 1, 1], [np.inf, 0, 1, 2], [1e30, -1e30, 0, 1], [1e-30, 1e-30, 0, 0]], np.float32)
     out.append(Case("layer_norm-eps0-constant-rows", "aten::layer_norm", (In(rows), [4], None, None, 0.0, True),
                     Tol(32, 32), scale=_ln_scale))
+    for k, (shape, ns, affine, eps) in enumerate([((3, 8), [8], True, 1e-6), ((2, 3, 4), [3, 4], True, 1e-5),
+                                                  ((2, 5), [5], False, None), ((4, 1), [1], True, 1e-3),
+                                                  ((0, 4), [4], True, 1e-5), ((2, 20, 48), [48], True, 1e-6)]):
+        n = int(np.prod(ns))
+        w = Param(data(tuple(ns), 70 + k, special=False)) if affine else None
+        out.append(Case(f"rms_norm-{shape}-{ns}-{affine}-{eps}", "aten::rms_norm",
+                        (tin(shape, k, special=False), ns, w, eps), Tol(2 * n + 8, 2 * n + 8), scale=_rms_scale))
+    out.append(Case("rms_norm-specials", "aten::rms_norm", (tin((4, 6), 3), [6], None, 1e-5), Tol(16, 16),
+                    scale=_rms_scale))
     for k, (shape, groups, affine) in enumerate([((2, 6, 3, 4), 3, True), ((2, 4, 5), 2, False), ((1, 4, 2, 2), 4, True)]):
         c = shape[1]
         n = c // groups * int(np.prod(shape[2:]))
@@ -469,6 +478,15 @@ def _gn_scale(x, groups, w, b, *rest):
     wm = 1.0 if w is None else np.abs(w.array.astype(np.float64)).reshape(per_channel)
     bm = 0.0 if b is None else np.abs(b.array.astype(np.float64)).reshape(per_channel)
     return (1 + np.abs(y)) * wm + bm
+
+
+def _rms_scale(x, ns, w, *rest):
+    """A root-mean-square normalized value is O(1): the scale is (1 + |y|) |w|."""
+    xs = x.array.astype(np.float64)
+    axes = tuple(range(xs.ndim - len(ns), xs.ndim))
+    with np.errstate(all="ignore"):
+        y = xs / np.sqrt(np.mean(xs * xs, axis=axes, keepdims=True) + 1e-5)
+    return (1 + np.abs(y)) * (1.0 if w is None else np.abs(w.array.astype(np.float64)))
 
 
 def _ln_scale(x, ns, w, b, *rest):
@@ -663,6 +681,8 @@ def bad_input_cases() -> list[Case]:
         Case("conv-channels", "aten::conv2d", (tin((1, 3, 5, 5), 1), Param(data((2, 4, 3, 3), 2)), None, [1, 1],
                                               [0, 0], [1, 1], 1), error=True),
         Case("layer_norm-shape", "aten::layer_norm", (tin((2, 3), 1), [4], None, None, 1e-5, True), error=True),
+        Case("rms_norm-shape", "aten::rms_norm", (tin((2, 3), 1), [4], None, 1e-5), error=True),
+        Case("rms_norm-weight", "aten::rms_norm", (tin((2, 4), 1), [4], Param(data((3,), 2)), 1e-5), error=True),
         Case("gelu-bad-approximate", "aten::gelu", (tin((2, 3), 1), "sigmoid"), error=True),
         Case("dropout-p", "aten::dropout", (tin((2, 3), 1), 1.5, False), error=True),
         Case("mean-dup-dims", "aten::mean.dim", (tin((2, 3), 1), [1, -1], False, None), error=True),

@@ -83,3 +83,32 @@ def test_softmax_short_rows_match_torch(m, log):
     want = (torch.log_softmax if log else torch.softmax)(torch.from_numpy(x), -1).numpy()
     assert np.array_equal(np.isnan(out), np.isnan(want))
     np.testing.assert_allclose(out, want, rtol=2e-6, atol=1e-5 if log else 3e-44)
+
+
+@pytest.mark.parametrize("m", [16, 20, 49, 64])
+@pytest.mark.parametrize("kind", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("lead", [(3,), (5, 97)])
+def test_softmax_layer_block_rows_match_torch(m, kind, lead):
+    """The softmax layer's block path (rows of 16-64: full blocks of rows, then the rest) on rows
+    of every special kind spread over blocks, against torch."""
+    from srcore_trt_like.builder.network import Layer, Network
+    from srcore_trt_like.tactics import nn
+
+    n = int(np.prod(lead))
+    x = np.random.default_rng(n + m).standard_normal((n, m)).astype(np.float32) * 4
+    special = _rows(m)
+    at = np.random.default_rng(m).choice(n, size=min(n, 2 * len(special)), replace=False)
+    x[at] = np.resize(special, (len(at), m))
+    x = x.reshape(*lead, m)
+    net = Network()
+    src, dst = net.new_tensor(x.shape), net.new_tensor(x.shape)
+    run = nn.softmax(Layer(kind, [src], [dst], {"dim": x.ndim - 1}), net)
+    out = np.full_like(x, -1.0)
+    run(x, out)
+    fn = torch.softmax if kind == "softmax" else torch.log_softmax
+    want = fn(torch.from_numpy(x), -1).numpy()
+    assert np.array_equal(np.isnan(out), np.isnan(want))
+    if kind == "softmax":
+        np.testing.assert_allclose(out, want, rtol=2e-6, atol=3e-44)
+    else:
+        np.testing.assert_allclose(out, want, rtol=2e-6, atol=1e-5)

@@ -437,6 +437,17 @@ def layer_norm_layer(c: Converter, x: int, normalized_shape, w, b, eps: float, o
                      bias=None if b is None else np.asarray(b, np.float32).reshape(n))
 
 
+def rms_norm(v: NodeView, c: Converter) -> None:
+    """``nn.RMSNorm`` / ``F.rms_norm``: the layer the written-out form fuses into
+    (``builder/norm_fusion.py``); ``eps=None`` is float32's machine epsilon, as torch."""
+    n = int(np.prod(tuple(v.const("normalized_shape"))))
+    w, eps = v.const("weight"), v.const("eps", None)
+    c.bind(v.node.outputs[0], c.net.add(
+        "rms_norm", [c.tensor(v.node.inputs[0])], v.out_shape(), v.source, size=n,
+        eps=float(np.finfo(np.float32).eps) if eps is None else float(eps),
+        weight=None if w is None else np.asarray(w, np.float32).reshape(n)))
+
+
 def group_norm(v: NodeView, c: Converter) -> None:
     shape = v.in_shape("input")
     C, G = shape[1], int(v.const("num_groups"))

@@ -485,6 +485,7 @@ _TABLE: list[OpSupport] = [
     # normalisation, reductions
     *_rows("softmax", {"aten::softmax.int": ("dim", "dtype"), "aten::log_softmax.int": ("dim", "dtype")}, _no_dtype),
     *_rows("layer_norm", {"aten::layer_norm": ("normalized_shape", "weight", "bias", "eps")}),
+    *_rows("rms_norm", {"aten::rms_norm": ("normalized_shape", "weight", "eps")}),
     *_rows("group_norm", {"aten::group_norm": ("num_groups", "weight", "bias", "eps", "cudnn_enabled")},
            _group_norm),
     *_rows("batch_norm", {"aten::batch_norm": ("weight", "bias", "running_mean", "running_var", "training",

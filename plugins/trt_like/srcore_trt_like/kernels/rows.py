@@ -3,7 +3,8 @@ norm over the (channels of a group x spatial) rows of a 3-D view.
 
 Each works on rows of a 2-D C-contiguous float32 view: one pass for the row statistics, one
 for the result, with :mod:`.fastmath`'s vectorizable ``exp``. ``layer_norm`` computes the
-mean and variance in float32 two-pass form, as torch's CPU kernel does (within 1e-6 of it).
+mean and variance in float32 two-pass form, as torch's CPU kernel does (within 1e-6 of it);
+``rms_norm`` the mean of squares alone (the fused written-out RMSNorm, ``builder/norm_fusion.py``).
 """
 from __future__ import annotations
 
@@ -184,6 +185,56 @@ def softmax_block_biased(x, out, c, divide, bias, bias_step, mxs):
             o[j] *= inv
 
 
+#: rows of one block of the block drivers below: ~16 KB of floats, so a block's three passes stay in L1
+BLOCK_FLOATS = 4096
+
+
+@numba.njit(**ROWS_JIT)
+def softmax_blocks(x3, out3, zero, mxs):
+    """:func:`softmax_block_biased` (scale 1, no bias: ``zero`` is one row of zeros) over each block
+    ``x3[b]`` of rows: the plain softmax layer's rows of 16-64, which the per-row loops take 2.6x
+    longer over (a 20-key row never fills the loops' vectors)."""
+    for b in range(x3.shape[0]):
+        softmax_block_biased(x3[b], out3[b], f32(1.0), False, zero, 0, mxs)
+
+
+@numba.njit(**ROWS_JIT)
+def log_softmax_block(x, out, e):
+    """:func:`log_softmax_rows` (the same formulas) for short rows: ``x - max`` row by row, the
+    exponents of the whole C-contiguous block in one vectorized pass into ``e`` (>= the block's
+    size; exponents at or below :data:`_EXP_FLOOR` count 0: next to the row max's 1 they do not
+    change the float32 sum), then each row's ``(x - max) - log(sum)``."""
+    n, m = x.shape
+    for r in range(n):
+        xr, o = x[r], out[r]
+        mx = _row_max(xr, f32(1.0), o)
+        if mx == f32(-np.inf):
+            mx = f32(0.0)
+        for j in range(m):
+            o[j] = xr[j] - mx
+    flat = out.reshape(n * m)
+    for i in range(n * m):
+        t = flat[i]
+        ex = fastmath.exp(t if t > _EXP_FLOOR else _EXP_FLOOR)
+        ex = ex if t > _EXP_FLOOR else f32(0.0)
+        e[i] = ex if t == t else t
+    for r in range(n):
+        o = out[r]
+        s = f32(0.0)
+        for j in range(m):
+            s += e[r * m + j]
+        ls = fastmath.log(s)
+        for j in range(m):
+            o[j] = o[j] - ls
+
+
+@numba.njit(**ROWS_JIT)
+def log_softmax_blocks(x3, out3, e):
+    """:func:`log_softmax_block` over each block ``x3[b]`` of rows."""
+    for b in range(x3.shape[0]):
+        log_softmax_block(x3[b], out3[b], e)
+
+
 @numba.njit(**ROWS_JIT)
 def softmax_short_rows(x, out, log, t, mxs, sums):
     """Softmax (``log``: log-softmax) over short rows (under 16 floats: a row's own loops never
@@ -279,6 +330,22 @@ def layer_norm_rows(x, w, b, eps, out):
     """``(x - mean) / sqrt(var + eps) * w + b`` over each row (biased variance, two passes)."""
     for r in range(x.shape[0]):
         layer_norm_row(x[r], w, b, eps, out[r])
+
+
+@numba.njit(**ROWS_JIT)
+def rms_norm_rows(x, w, eps, out):
+    """``x / sqrt(mean(x * x) + eps) * w`` over each row (layer norm without the mean; the mean of
+    squares divides the float32 sum by the count, as torch's ``mean``)."""
+    m = x.shape[1]
+    fm = f32(m)
+    for r in range(x.shape[0]):
+        xr, orow = x[r], out[r]
+        q = f32(0.0)
+        for j in range(m):
+            q += xr[j] * xr[j]
+        rstd = f32(1.0) / np.sqrt(q / fm + eps)
+        for j in range(m):
+            orow[j] = xr[j] * rstd * w[j]
 
 
 @numba.njit(**ROWS_JIT)

@@ -9,7 +9,10 @@ import numpy as np
 from ..builder.network import Layer, Network
 from ..kernels import threads as _threads
 from ..kernels.activation import CODES
-from ..kernels.rows import group_norm_rows, layer_norm_rows, log_softmax_rows, softmax_rows, softmax_short_rows
+from ..kernels.heads import BLOCK_KEYS
+from ..kernels.rows import (BLOCK_FLOATS, group_norm_rows, layer_norm_rows, log_softmax_block, log_softmax_blocks,
+                            log_softmax_rows, rms_norm_rows, softmax_block_biased, softmax_blocks, softmax_rows,
+                            softmax_short_rows)
 from ..kernels.rows_split import layer_norm_split, softmax_split
 from .records import Candidate, Kernel
 
@@ -24,6 +27,8 @@ def softmax(layer: Layer, net: Network):
         return None
     m = shape[-1]
     one = f32(1.0)
+    if 16 <= m <= BLOCK_KEYS:   # rows of 16-64: blocks of rows exponentiated at once (2.6x at 20)
+        return _softmax_blocks(layer.kind, shape, m)
     if 0 < m < 16:   # short rows: vectorized across rows (kernels/rows.py)
         rows, log = int(np.prod(shape[:-1], dtype=np.int64)), layer.kind == "log_softmax"
         t, mxs, sums = np.empty(rows * m, f32), np.empty(rows, f32), np.empty(rows, f32)
@@ -39,6 +44,38 @@ def softmax(layer: Layer, net: Network):
     return run
 
 
+def _softmax_blocks(kind: str, shape, m: int):
+    """The block drivers (``kernels/rows.py``) over blocks of ~``BLOCK_FLOATS`` (in L1); the rows
+    that do not fill a block go in one more call."""
+    rows = int(np.prod(shape[:-1], dtype=np.int64))
+    per = max(1, min(rows, BLOCK_FLOATS // m))
+    full, rest = divmod(rows, per)
+    cut = full * per
+    zero, mxs = np.zeros((1, m), f32), np.empty(per, f32)
+    e = np.empty(per * m, f32)
+    if rows <= per:   # one block: no views to cut (a microsecond a call on small layers)
+        if kind == "log_softmax":
+            def one(x, out):
+                log_softmax_block(x.reshape(rows, m), out.reshape(rows, m), e)
+        else:
+            def one(x, out):
+                softmax_block_biased(x.reshape(rows, m), out.reshape(rows, m), f32(1.0), False, zero, 0, mxs)
+        return one
+
+    def run(x, out):
+        x2, o2 = x.reshape(rows, m), out.reshape(rows, m)
+        x3, o3 = x2[:cut].reshape(full, per, m), o2[:cut].reshape(full, per, m)
+        if kind == "log_softmax":
+            log_softmax_blocks(x3, o3, e)
+            if rest:
+                log_softmax_block(x2[cut:], o2[cut:], e)
+        else:
+            softmax_blocks(x3, o3, zero, mxs)
+            if rest:
+                softmax_block_biased(x2[cut:], o2[cut:], f32(1.0), False, zero, 0, mxs)
+    return run
+
+
 def layer_norm(layer: Layer, net: Network):
     n, eps = layer.attrs["size"], f32(layer.attrs["eps"])
     w = layer.attrs["weight"] if layer.attrs["weight"] is not None else np.ones(n, f32)
@@ -47,6 +84,15 @@ def layer_norm(layer: Layer, net: Network):
 
     def run(x, out):
         layer_norm_rows(x.reshape(-1, n), w, b, eps, out.reshape(-1, n))
+    return run
+
+
+def rms_norm(layer: Layer, net: Network):
+    n, eps = layer.attrs["size"], f32(layer.attrs["eps"])
+    w = np.ascontiguousarray(layer.attrs["weight"] if layer.attrs["weight"] is not None else np.ones(n, f32), f32)
+
+    def run(x, out):
+        rms_norm_rows(x.reshape(-1, n), w, eps, out.reshape(-1, n))
     return run
 
 

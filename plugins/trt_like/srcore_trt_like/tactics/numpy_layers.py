@@ -88,6 +88,18 @@ def softmax(layer: Layer, net: Network):
     return run
 
 
+def rms_norm(layer: Layer, net: Network):
+    n, eps, w = layer.attrs["size"], np.float32(layer.attrs["eps"]), layer.attrs["weight"]
+
+    def run(x, out):
+        x2, o2 = x.reshape(-1, n), out.reshape(-1, n)
+        ms = np.mean(np.square(x2), axis=1, keepdims=True)
+        np.multiply(x2, np.float32(1.0) / np.sqrt(ms + eps), out=o2)
+        if w is not None:
+            o2 *= w
+    return run
+
+
 def layer_norm(layer: Layer, net: Network):
     n, eps = layer.attrs["size"], layer.attrs["eps"]
     w, b = layer.attrs["weight"], layer.attrs["bias"]

@@ -1,0 +1,138 @@
+"""Written-out RMSNorm (T5's, LLaMA's) as one ``rms_norm`` layer.
+
+Before pointwise fusion the norm is five to seven single layers: the square (``x.pow(2)``,
+``x * x`` or ``torch.square``), the ``mean`` over the last dim (keepdim), ``+ eps``, the inverse
+root (``rsqrt``, ``reciprocal`` or ``1 /`` of ``sqrt``; or ``x / sqrt(...)`` directly), the
+product with ``x`` and optionally the weight (a constant of the last dim's size, or a scalar). The
+``float()`` / ``type_as`` casts of float32 code are gone by then (peephole). The fused layer is the
+compiled row kernel of layer norm without the mean subtraction (``kernels/rows.py``), one pass for
+the sum of squares and one for the result instead of four layers and three intermediates.
+
+Only an exact match is fused: every intermediate read by the next layer alone and not an engine
+output, the reduction over the last dim only, the same ``x`` squared and scaled; anything else
+stays as it was.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .network import Layer, Network
+
+
+def fuse_rms_norm(net: Network) -> Network:
+    """Replace every written-out RMSNorm of ``net`` by an ``rms_norm`` layer (in place; before
+    :func:`.fusion.fuse_pointwise`, on single pointwise layers)."""
+    while True:
+        match = _find(net)
+        if match is None:
+            return net
+        remove, layer = match   # the fused layer takes the place of the last one it replaces
+        last = remove[-1]
+        net.layers[:] = [layer if x is last else x for x in net.layers
+                         if x is last or not any(x is r for r in remove)]
+
+
+def _operands(layer: Layer) -> list:
+    """The layer's args as ``("t", tensor id)`` or ``("const", value)``."""
+    return [("t", layer.inputs[a[1]]) if a[0] == "in" else ("const", float(a[1])) for a in layer.attrs["args"]]
+
+
+def _pw(layer: Layer | None, op: str) -> bool:
+    return layer is not None and layer.kind == "pointwise" and layer.attrs["op"] == op
+
+
+def _find(net: Network):
+    users = net.users()
+    outputs = set(net.outputs)
+
+    def next_of(t):
+        """The one layer reading ``t`` (None: several, none, or an engine output)."""
+        u = users.get(t, [])
+        return u[0] if len(u) == 1 and t not in outputs else None
+
+    producer = {t: x for x in net.layers for t in x.outputs}
+    for mean in net.layers:
+        if mean.kind != "mean" or net.tensors[mean.inputs[0]].dtype != "float32":
+            continue
+        shape = net.shape(mean.inputs[0])
+        if not shape or mean.attrs["dims"] != (len(shape) - 1,) or net.shape(mean.outputs[0]) != shape[:-1] + (1,):
+            continue
+        sq = producer.get(mean.inputs[0])
+        if sq is None or next_of(mean.inputs[0]) is not mean:
+            continue
+        x = _squared(sq)
+        if x is None or net.shape(x) != shape:
+            continue
+        found = _rest(net, next_of, mean, x)
+        if found is None:
+            continue
+        chain, eps, y = found
+        weight, out, tail = _weight(net, next_of, y, shape)
+        n = shape[-1]
+        layer = Layer("rms_norm", [x], [out], {"size": n, "eps": eps, "weight": weight}, sq.source)
+        return [sq, mean, *chain, *tail], layer
+    return None
+
+
+def _squared(sq: Layer) -> int | None:
+    """``x`` when ``sq`` is ``x ** 2``, ``x * x`` or ``square(x)``."""
+    ops = _operands(sq) if sq.kind == "pointwise" else []
+    if _pw(sq, "pow") and dict(sq.attrs.get("params", {})).get("exponent") == 2.0 and ops[0][0] == "t":
+        return ops[0][1]
+    if _pw(sq, "square") and ops[0][0] == "t":
+        return ops[0][1]
+    if _pw(sq, "mul") and ops[0][0] == "t" and ops[0] == ops[1]:
+        return ops[0][1]
+    return None
+
+
+def _rest(net: Network, next_of, mean: Layer, x: int):
+    """The layers from ``mean + eps`` to ``x * rstd``, eps and the normalised tensor (None: no match)."""
+    add = next_of(mean.outputs[0])
+    if not _pw(add, "add"):
+        return None
+    ops = _operands(add)
+    consts = [v for k, v in ops if k == "const"]
+    if len(consts) != 1 or ("t", mean.outputs[0]) not in ops or not consts[0] >= 0.0:
+        return None
+    eps = consts[0]
+    chain = [add]
+    root = next_of(add.outputs[0])
+    if _pw(root, "rsqrt"):
+        chain.append(root)
+        scale = next_of(root.outputs[0])
+        if not _pw(scale, "mul") or sorted(_operands(scale)) != sorted([("t", x), ("t", root.outputs[0])]):
+            return None
+        return [*chain, scale], eps, scale.outputs[0]
+    if not _pw(root, "sqrt"):
+        return None
+    chain.append(root)
+    s = root.outputs[0]
+    inv = next_of(s)
+    if _pw(inv, "div") and _operands(inv) == [("t", x), ("t", s)]:   # x / sqrt(...)
+        return [*chain, inv], eps, inv.outputs[0]
+    if not (_pw(inv, "reciprocal") and _operands(inv) == [("t", s)]
+            or _pw(inv, "div") and _operands(inv) == [("const", 1.0), ("t", s)]):
+        return None
+    scale = next_of(inv.outputs[0])
+    if not _pw(scale, "mul") or sorted(_operands(scale)) != sorted([("t", x), ("t", inv.outputs[0])]):
+        return None
+    return [*chain, inv, scale], eps, scale.outputs[0]
+
+
+def _weight(net: Network, next_of, y: int, shape):
+    """The weight multiply after the norm, if there is one: (weight or None, output, layers)."""
+    mul = next_of(y)
+    if not _pw(mul, "mul") or net.shape(mul.outputs[0]) != shape:
+        return None, y, []
+    other = [o for o in _operands(mul) if o != ("t", y)]
+    if len(other) != 1 or len(_operands(mul)) != 2:
+        return None, y, []
+    kind, v = other[0]
+    n = shape[-1]
+    if kind == "const":
+        return np.full(n, v, np.float32), mul.outputs[0], [mul]
+    w = net.constants.get(v)
+    if w is None or w.size != n or net.shape(v)[-1:] != (n,) or len(net.shape(v)) > len(shape):
+        return None, y, []
+    return np.ascontiguousarray(w.reshape(n), np.float32), mul.outputs[0], [mul]
