@@ -122,9 +122,17 @@ def time_turn(f, n: int, clock) -> float:
 
 
 def rotations(names: list[str], rounds: int):
-    """Each round's order: the runners rotated by one a round (no runner always goes first)."""
+    """Each round's order: the runners rotated by one every second round, and every second round
+    reversed, so that no runner always goes first and none always follows the same runner. A
+    plain rotation keeps each runner's predecessor fixed (``a b c | b c a | ...``: ``a`` always
+    follows ``c``), and the predecessor moves a runner's time by itself: at 1 thread, in one
+    process, srcore's mobilenet_v3 engine ran 1.11x OpenVINO on the ONNX file in turns right after
+    it and 1.05x right after itself (Sapphire Rapids, 2026-11-27; 1.08x both in random orders)."""
+    n = len(names)
     for k in range(rounds):
-        yield names[k % len(names):] + names[:k % len(names)]
+        j = (k // 2) % n if n else 0
+        order = names[j:] + names[:j]
+        yield order[::-1] if k % 2 else order
 
 
 def finish(res: dict, times: dict[str, list[float]]) -> dict:
