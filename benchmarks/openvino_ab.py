@@ -14,8 +14,9 @@ time in a round is its median call, a ratio is computed per round from the two r
 in that round, and the median of those ratios is reported: a slow phase of the machine hits
 both sides of each ratio. Latencies are the medians (and the best) of the round medians.
 Every runner's output is checked against torch eager before it is timed (``max_rel_err``): one
-further than ``TOLERANCE`` (float32; ``TOLERANCE_BF16`` for the bfloat16 runners) is reported as ``status: "wrong"`` and
-not timed. The default set is the seven models and the wider family set (``benchmarks/families.py``). Each (model, threads) of the
+further than ``TOLERANCE`` (float32; ``TOLERANCE_BF16`` for the bfloat16 runners) is reported
+as ``status: "wrong"`` and not timed. The default set is the seven models and the wider family
+set (``benchmarks/families.py``). Each (model, threads) of the
 ``--threads`` list (above 1 thread, the compute-bound models only) runs in a fresh process with
 the thread environment of ``benchmarks.run`` (``OMP_NUM_THREADS`` etc.: a library loaded late,
 MKL under trt_like, would otherwise start a thread per core). ``--cpu-time`` times each call in CPU time of the process
