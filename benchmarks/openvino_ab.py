@@ -8,14 +8,15 @@ trt_like and the cpu plugin, interleaved round after round:
 ``benchmarks.run`` measures each (model, runner) cell in its own process, one after another: on a
 busy machine two cells can see different loads, and a ratio of two cells is then noise. Here every
 runner of a model is loaded in one process (the artifacts ``benchmarks.run`` prepares, the runners
-of ``benchmarks.cell``) and the runners take turns, round after round (rotating order, each ~50 ms
-of calls a round, each call timed); a runner's time in a round is its median call, a ratio is
-computed per round from the two runners' times in that round, and the median of those ratios is
-reported: a slow phase of the machine hits both sides of each ratio. Latencies are the medians
-(and the best) of the round medians. Every runner's output is checked against torch eager before
-it is timed (``max_rel_err``): one further than ``TOLERANCE`` (float32; ``TOLERANCE_BF16`` for the
-bfloat16 runners) is reported as ``status: "wrong"`` and not timed. The default set is the seven
-models and the wider family set (``benchmarks/families.py``). Each (model, threads) of the
+of ``benchmarks.cell``) and the runners take turns, round after round (the order rotated and
+reversed by turns, see ``rotations``; each ~50 ms of calls a round, each call timed); a runner's
+time in a round is its median call, a ratio is computed per round from the two runners' times
+in that round, and the median of those ratios is reported: a slow phase of the machine hits
+both sides of each ratio. Latencies are the medians (and the best) of the round medians.
+Every runner's output is checked against torch eager before it is timed (``max_rel_err``): one
+further than ``TOLERANCE`` (float32; ``TOLERANCE_BF16`` for the bfloat16 runners) is reported
+as ``status: "wrong"`` and not timed. The default set is the seven models and the wider family
+set (``benchmarks/families.py``). Each (model, threads) of the
 ``--threads`` list (above 1 thread, the compute-bound models only) runs in a fresh process with
 the thread environment of ``benchmarks.run`` (``OMP_NUM_THREADS`` etc.: a library loaded late,
 MKL under trt_like, would otherwise start a thread per core). ``--cpu-time`` times each call in CPU time of the process
@@ -28,7 +29,7 @@ second core for up to ~0.2 s (ONNX Runtime's workers, OpenBLAS's under the cpu p
 under trt_like), so the runner after it runs at about 1-thread speed (resnet_small at 2 threads:
 srcore openvino 1.07x OpenVINO on the ONNX file without ORT in the process, 1.19x with it). There
 (``--children auto``, the default) every runner gets a child process of its own, loaded one after
-another; the parent asks each child for its turn in the same rotating rounds, and each turn
+another; the parent asks each child for its turn in the same rounds, and each turn
 starts with ``--settle`` seconds of untimed calls, long enough for the previous runner's pool to
 stop spinning. Untimed calls, not a pause: a process that idled 0.3 s before each block ran
 srcore's openvino engine at about 1-thread speed in every round in an earlier test (performance.md,
@@ -122,9 +123,17 @@ def time_turn(f, n: int, clock) -> float:
 
 
 def rotations(names: list[str], rounds: int):
-    """Each round's order: the runners rotated by one a round (no runner always goes first)."""
+    """Each round's order: the runners rotated by one every second round, and every second round
+    reversed, so that no runner always goes first and none always follows the same runner. A
+    plain rotation keeps each runner's predecessor fixed (``a b c | b c a | ...``: ``a`` always
+    follows ``c``), and the predecessor moves a runner's time by itself: at 1 thread, in one
+    process, srcore's mobilenet_v3 engine ran 1.11x OpenVINO on the ONNX file in turns right after
+    it and 1.05x right after itself (Sapphire Rapids, 2026-11-27; 1.08x both in random orders)."""
+    n = len(names)
     for k in range(rounds):
-        yield names[k % len(names):] + names[:k % len(names)]
+        j = (k // 2) % n if n else 0
+        order = names[j:] + names[:j]
+        yield order[::-1] if k % 2 else order
 
 
 def finish(res: dict, times: dict[str, list[float]]) -> dict:

@@ -2,6 +2,8 @@
 phase of the machine, which hits both runners of a round, cancels out)."""
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from benchmarks.openvino_ab import markdown, paired_ratios
@@ -126,8 +128,18 @@ def test_above_one_thread_each_runner_has_a_child_of_its_own():
 
     assert not per_runner("auto", 1) and per_runner("auto", 2) and per_runner("per-runner", 1)
     assert not per_runner("one", 2)
-    assert list(rotations(["a", "b", "c"], 4)) == [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"],
-                                                   ["a", "b", "c"]]
+    # three runners: the six orders, each runner first twice and after each other runner
+    orders = list(rotations(["a", "b", "c"], 6))
+    assert sorted(map(tuple, orders)) == sorted(itertools.permutations("abc"))
+    seq = [r for o in orders for r in o]
+    assert {r: sorted({p for p, q in zip(seq, seq[1:]) if q == r} - {r}) for r in "abc"} == \
+        {"a": ["b", "c"], "b": ["a", "c"], "c": ["a", "b"]}
+    # two: each goes first in half the rounds, and follows the other and itself
+    orders = list(rotations(["a", "b"], 8))
+    assert [o[0] for o in orders].count("a") == 4 and all(sorted(o) == ["a", "b"] for o in orders)
+    seq = [r for o in orders for r in o]
+    assert {(p, q) for p, q in zip(seq, seq[1:])} == {("a", "b"), ("b", "a"), ("a", "a"), ("b", "b")}
+    assert list(rotations(["a"], 3)) == [["a"]] * 3 and list(rotations([], 2)) == [[], []]
 
 
 def test_a_runner_child_answers_turns_on_stdin(monkeypatch, capsys):
@@ -188,8 +200,8 @@ def test_per_runner_children_take_turns_and_ratios_pair_their_rounds(monkeypatch
     monkeypatch.setattr(ab.time, "sleep", lambda s: pytest.fail("a pause between turns"))
     args = argparse.Namespace(runners="openvino,ov_onnx,ov_onnx_bf16,ort", rounds=3, round_seconds=0.05, settle=0.25)
     res = ab.measure_per_runner("m", 2, args)
-    assert [r for r, _, _ in turns] == ["openvino", "ov_onnx", "ort", "ov_onnx", "ort", "openvino",
-                                     "ort", "openvino", "ov_onnx"]
+    assert [r for r, _, _ in turns] == ["openvino", "ov_onnx", "ort", "ort", "ov_onnx", "openvino",
+                                     "ov_onnx", "ort", "openvino"]
     assert {(n, settle) for _, n, settle in turns} == {(5, 0.25)}
     assert sorted(closed) == ["openvino", "ort", "ov_onnx", "ov_onnx_bf16"]
     assert res["runners"]["ov_onnx_bf16"]["status"] == "skipped" and res["children"] == "per runner"
