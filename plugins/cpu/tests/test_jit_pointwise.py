@@ -320,3 +320,32 @@ def test_phi_relative_error_against_float64():
     normal = want >= np.finfo(np.float32).tiny
     assert (np.abs(got[normal] - want[normal]) <= 1e-6 * want[normal]).all()
     assert (got[~normal] <= np.finfo(np.float32).tiny).all()
+
+
+@pytest.mark.one_pass   # kernel calls only
+def test_lean_sigmoid_and_tanh_against_float64():
+    """The recurrent cells' gates (jit.sigmoid_lean, jit.tanh_lean): within 1.2e-7 (1 ulp of 1) of
+    float64's sigmoid / tanh on [-100, 100], sigmoid's far negative tail relative to itself, and
+    NaN, +-inf, -0 as torch gives them."""
+    import numba
+
+    from srcore_cpu.kernels import jit as J
+
+    @numba.njit
+    def run(x, s, t):
+        for i in range(x.size):
+            s[i] = J.sigmoid_lean(x[i])
+            t[i] = J.tanh_lean(x[i])
+    x = np.concatenate([np.linspace(-100, 100, 400001, dtype=np.float32),
+                        np.float32([0.0, -0.0, 0.625, -0.625, 1e-30, np.inf, -np.inf, np.nan])])
+    s, t = np.empty_like(x), np.empty_like(x)
+    run(x, s, t)
+    xd = x.astype(np.float64)
+    want_s, want_t = 1.0 / (1.0 + np.exp(-xd)), np.tanh(xd)
+    assert np.nanmax(np.abs(s - want_s)) <= 1.2e-7 and np.nanmax(np.abs(t - want_t)) <= 1.2e-7
+    tail = (xd < -10) & (xd > -80)
+    assert (np.abs(s[tail] - want_s[tail]) <= 1e-6 * want_s[tail]).all()
+    special = [-8, -7, -4, -3, -2, -1]          # 0, -0, 1e-30, inf, -inf, NaN
+    xt = torch.from_numpy(x[special])
+    np.testing.assert_array_equal(s[special], torch.sigmoid(xt).numpy())
+    np.testing.assert_array_equal(t[special], torch.tanh(xt).numpy())

@@ -548,14 +548,14 @@ def test_both_vector_widths_match_torch(mode):
     """Every compiled layer loop of jit_recurrent.py (LLVM's default vectors, 512-bit ones, 512-bit
     with the GEMV in registers; one is chosen by timing at load) against torch: hidden 37 (gates
     past the register blocks, the single vectors and the 16 lanes; rows past the 4-row GEMV
-    blocks), and hidden 40 (LSTM's 160 gates: one whole register block at 16 lanes), 2 batch rows,
-    given states."""
+    blocks), hidden 40 (LSTM's 160 gates: one whole register block at 16 lanes), hidden 24 (LSTM's
+    96 gates: the 4- and 2-vector blocks, crnn's size), 2 batch rows, given states."""
     from srcore_cpu.kernels import jit_recurrent as JR
 
     rng = np.random.default_rng(5)
     fns = JR.candidates(mode)
     assert len(fns) == 3
-    for hidden in (37, 40):
+    for hidden in (37, 40, 24):
         torch.manual_seed(hidden)
         m = MODULES[mode](5, hidden).eval()
         prep = R.prepare(mode, flat_params(m), True, 1, False, np.float32)

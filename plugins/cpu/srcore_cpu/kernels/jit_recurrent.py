@@ -23,7 +23,8 @@ import numpy as np
 from srcore.plugin import simd_conv, simd_vec
 
 from . import jit as _J
-from .jit import JIT, prefer_512, sigmoid, tanh
+from .jit import JIT, prefer_512
+from .jit import sigmoid_lean as sigmoid, tanh_lean as tanh
 from .recurrent import aligned
 
 vfma, vload, vsplat, vstore = simd_vec.vfma, simd_vec.vload, simd_vec.vsplat, simd_vec.vstore
@@ -93,7 +94,37 @@ def _gemv_regs(h, b, whhT, acc, tag, nl):
         vstore(acc, g0 + 6 * nl, a6)
         vstore(acc, g0 + 7 * nl, a7)
         g0 += _REG_VECS * nl
-    while g0 + nl <= G:
+    # the rest in blocks of 4, 2, 1 vectors: one vector a pass would be one chain of dependent
+    # FMAs (latency-bound; crnn's H 24 has 6 vectors of gates, none in the 8-vector loop)
+    if g0 + 4 * nl <= G:
+        a0 = vload(acc, g0, z)
+        a1 = vload(acc, g0 + nl, z)
+        a2 = vload(acc, g0 + 2 * nl, z)
+        a3 = vload(acc, g0 + 3 * nl, z)
+        for j in range(H):
+            hv = vsplat(tag, h[b, j])
+            r = j * G + g0
+            a0 = vfma(hv, vload(w, r, z), a0)
+            a1 = vfma(hv, vload(w, r + nl, z), a1)
+            a2 = vfma(hv, vload(w, r + 2 * nl, z), a2)
+            a3 = vfma(hv, vload(w, r + 3 * nl, z), a3)
+        vstore(acc, g0, a0)
+        vstore(acc, g0 + nl, a1)
+        vstore(acc, g0 + 2 * nl, a2)
+        vstore(acc, g0 + 3 * nl, a3)
+        g0 += 4 * nl
+    if g0 + 2 * nl <= G:
+        a0 = vload(acc, g0, z)
+        a1 = vload(acc, g0 + nl, z)
+        for j in range(H):
+            hv = vsplat(tag, h[b, j])
+            r = j * G + g0
+            a0 = vfma(hv, vload(w, r, z), a0)
+            a1 = vfma(hv, vload(w, r + nl, z), a1)
+        vstore(acc, g0, a0)
+        vstore(acc, g0 + nl, a1)
+        g0 += 2 * nl
+    if g0 + nl <= G:
         a0 = vload(acc, g0, z)
         for j in range(H):
             a0 = vfma(vsplat(tag, h[b, j]), vload(w, j * G + g0, z), a0)
