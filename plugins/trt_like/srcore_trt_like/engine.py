@@ -23,6 +23,7 @@ from srcore.plugin import EngineData
 from .builder.convert import _per_tensor, build_network
 from .builder.network import DATA_DTYPES
 from .builder.attention_fusion import fuse_attention
+from .builder.shuffle import fuse_channel_shuffle
 from .builder.fusion import (MAX_OPS, collapse_reshapes, fuse_conv_activation, fuse_conv_add, fuse_conv_pool,
                              fuse_norm_activation, fuse_pad_conv1d, fuse_pointwise, fuse_squeeze_excite)
 from .builder.plan import Plan
@@ -287,6 +288,7 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
     if options.get("fusion", True):
         fuse_conv_pool(net)
         collapse_reshapes(net)
+        fuse_channel_shuffle(net)
         fuse_attention(net)
     steps, runs = choose_layout(net, options, name)
     if not runs:

@@ -55,6 +55,7 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("mean", "numpy", simple("numpy", numpy_layers.mean)),
     # data movement (tactics/data.py)
     Tactic("cat", "numpy", simple("numpy", data.cat)),
+    Tactic("channel_gather", "numba", simple("numba", data.channel_gather)),
     Tactic("pad", "numpy", simple("numpy", data.pad)),
     Tactic("resize", "numba", simple("numba", data.resize_compiled)),
     Tactic("resize", "numpy", simple("numpy", data.resize)),
