@@ -101,3 +101,21 @@ def test_shuffle_perm_is_torchs_view_transpose_view():
     for C, g in [(8, 2), (12, 3), (12, 4), (6, 6)]:
         x = torch.arange(C, dtype=torch.float32).reshape(1, C, 1, 1)
         np.testing.assert_array_equal(shuffle_perm(C, g), shuffle(x, g).reshape(C).numpy().astype(np.int64))
+
+
+def test_a_saved_engine_with_channel_gathers_loads_without_rebuilding(tmp_path, monkeypatch):
+    torch.manual_seed(1)
+    m = Units(8).eval()
+    x = torch.randn(1, 8, 6, 6)
+    model = srcore.from_torchscript(torch.jit.script(m), (x,))
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=("trt_like", "cpu")))
+    path = tmp_path / "units.engine.srm"
+    assert sm.save(path) == ["trt_like_engine_0"]
+    from srcore_trt_like import engine
+
+    monkeypatch.setattr(engine, "make_plan", lambda *a, **k: pytest.fail("a stored plan was rebuilt"))
+    again = srcore.StaticModule(srcore.load(path), backends=("trt_like", "cpu"))
+    assert "channel_gather" in "\n".join(e.description for e in again.partition.engines)
+    with torch.no_grad():
+        want = m(x).numpy()
+    np.testing.assert_allclose(again(x.numpy()), want, rtol=1e-4, atol=1e-5)
