@@ -24,6 +24,7 @@ from .builder.convert import _per_tensor, build_network
 from .builder.network import DATA_DTYPES
 from .builder.attention_fusion import fuse_attention
 from .builder.norm_fusion import fuse_rms_norm
+from .builder.shuffle import fuse_channel_shuffle
 from .builder.fusion import (MAX_OPS, collapse_reshapes, fuse_cat_permute, fuse_conv_activation, fuse_conv_add,
                              fuse_conv_pool, fuse_norm_activation, fuse_pad_conv1d, fuse_pointwise,
                              fuse_squeeze_excite, fuse_swish)
@@ -291,6 +292,7 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
     if options.get("fusion", True):
         fuse_conv_pool(net)
         collapse_reshapes(net)
+        fuse_channel_shuffle(net)
         fuse_attention(net)
         fuse_cat_permute(net)
     steps, runs = choose_layout(net, options, name)

@@ -40,7 +40,7 @@ _BOOLS = ("fusion", "timing", "timing_cache", "mkl", "nchwc", "nchwc_split", "nc
 CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "im2col_gemm_team", "packed_gemm", "winograd_f4x4", "winograd_f2x2",
                 "winograd_f4x4_team", "winograd_f2x2_team", "winograd_f4x4_packed", "winograd_f2x2_packed",
                 "depthwise_direct", "depthwise_channels_last", "depthwise_simd", "depthwise_simd8",
-                "depthwise_simd_blocked", "grouped_depthwise",
+                "depthwise_simd_blocked", "grouped_depthwise", "patchify_gemm", "patchify_direct",
                 "simd_direct", "simd_direct_rows", "simd_direct_oc", "simd_direct_8",
                 "simd_direct_tiled",
                 "pointwise_simd", "pointwise_simd8",

@@ -15,7 +15,8 @@ from srcore_trt_like.conv import gemm as conv_gemm
 from srcore.plugin import simd_depthwise
 from srcore_trt_like.conv import (ConvSpec, DepthwiseBlockedTactic, DepthwiseChannelsLastTactic, DepthwiseDirectTactic,
                                   DepthwiseSimd8Tactic, DepthwiseSimdTactic,
-                                  Gemm1x1Tactic, Im2colGemmTactic, Simd1x1Tactic, WinogradTactic, conv_tactics)
+                                  Gemm1x1Tactic, Im2colGemmTactic, Simd1x1Tactic, WinogradTactic, conv_tactic_builders,
+                                  conv_tactics)
 from srcore_trt_like.errors import TacticSpecError
 from srcore_trt_like.tactics.timing import time_tactics
 from srcore_trt_like.kernels.winograd_math import F2, F4, toom_cook, transform_weight
@@ -153,6 +154,40 @@ def test_grouped_depthwise_matches_torch_and_takes_its_stored_layout_back(spec):
         np.testing.assert_allclose(_run(t, x, res), ref, rtol=1e-5, atol=1e-5)
     again = GroupedDepthwiseTactic(spec, np.zeros_like(w), b, layout=t.layout())
     np.testing.assert_allclose(_run(again, x, res), ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("spec", [
+    ConvSpec((1, 3, 32, 32), 16, 4, 4),                                   # ConvNeXt's stem
+    ConvSpec((2, 3, 35, 33), 32, 16, 16),                                 # ViT's, rows and columns left over
+    ConvSpec((2, 5, 12, 18), 7, (2, 3), (2, 3), relu=True, residual=True),  # 7 = 4 + 3 channels, 24 pixels
+    ConvSpec((1, 4, 8, 8), 6, 2, 2, activation="gelu"),
+])
+def test_patchify_tactics_match_torch_and_take_their_stored_layout_back(spec):
+    from srcore_trt_like.conv.patchify import PatchifyDirectTactic, PatchifyGemmTactic
+
+    x, w, b, res = _data(spec, 4)
+    ref = _reference(spec, x, w, b, res)
+    if spec.activation == "gelu":
+        ref = np.asarray(F.gelu(torch.from_numpy(ref)))
+    for cls in (PatchifyGemmTactic, PatchifyDirectTactic):
+        t = cls(spec, w, b)
+        assert t.name in [n for n, _ in conv_tactic_builders(spec, w, b)]
+        for _ in range(2):
+            np.testing.assert_allclose(_run(t, x, res), ref, rtol=1e-5, atol=1e-5)
+        again = cls(spec, np.zeros_like(w), b, layout=t.layout())
+        np.testing.assert_allclose(_run(again, x, res), ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("spec", [ConvSpec((1, 3, 8, 8), 4, 4, 2), ConvSpec((1, 3, 8, 8), 4, 2, 2, 1),
+                                  ConvSpec((1, 4, 8, 8), 4, 2, 2, groups=2), ConvSpec((1, 3, 8, 8), 4, 1, 1)])
+def test_patchify_tactics_refuse_overlapping_padded_grouped_or_1x1_convs(spec):
+    from srcore_trt_like.conv.patchify import PatchifyDirectTactic, PatchifyGemmTactic
+
+    x, w, b, _ = _data(spec, 0)
+    assert not {"patchify_gemm", "patchify_direct"} & {n for n, _ in conv_tactic_builders(spec, w, b)}
+    for cls in (PatchifyGemmTactic, PatchifyDirectTactic):
+        with pytest.raises(TacticSpecError, match="kernel == stride"):
+            cls(spec, w, b)
 
 
 def test_depthwise_simd_takes_its_stored_layout_back_and_splits_channels():

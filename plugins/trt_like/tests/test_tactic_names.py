@@ -26,12 +26,12 @@ pytestmark = pytest.mark.one_pass
 
 #: (x_shape, out_channels, kernel, stride, padding, groups): 1x1 (stride 1 and 2), 3x3 dense
 #: (Winograd), 5x5 dense, grouped, depthwise 3x3 and 5x5 at stride 1 and 2, one input channel, a long
-#: row, 1x1 and depthwise over two channel blocks (the NCHW16c splits)
+#: row, 1x1 and depthwise over two channel blocks (the NCHW16c splits), a 3x3/3 patchify conv
 _CONVS = [((1, 4, 1, 1100), 4, 3, 2, 1, 1),
           ((1, 8, 9, 9), 16, 1, 1, 0, 1), ((1, 8, 9, 9), 16, 1, 2, 0, 1), ((1, 8, 9, 9), 16, 3, 1, 1, 1),
           ((1, 8, 9, 9), 4, 5, 2, 2, 1), ((1, 8, 9, 9), 8, 3, 1, 1, 2), ((1, 8, 9, 9), 8, 3, 1, 1, 8),
           ((1, 8, 9, 9), 8, 5, 2, 2, 8), ((1, 1, 9, 9), 4, 3, 1, 1, 1),
-          ((1, 8, 9, 9), 32, 1, 1, 0, 1), ((1, 32, 9, 9), 32, 3, 1, 1, 32)]
+          ((1, 8, 9, 9), 32, 1, 1, 0, 1), ((1, 32, 9, 9), 32, 3, 1, 1, 32), ((1, 3, 9, 9), 8, 3, 3, 0, 1)]
 
 
 def _conv_names(monkeypatch, threads: int) -> set[str]:

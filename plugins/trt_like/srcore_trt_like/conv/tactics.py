@@ -38,6 +38,9 @@ the GEMM just wrote, while it is in cache).
 ``simd_direct_8``   on a 16-lane CPU: ``simd_direct`` at 8 lanes
 ``conv_nchwc_planes`` dense convs but a 1x1 stride 1: the NCHW16c dense kernel (``nchwc.py``'s
                     ``conv_nchw16c``, which the layers with a blocked side have) with NCHW on both sides
+``patchify_gemm``, ``patchify_direct`` kernel == stride, unpadded, ungrouped (patch embeddings): the
+                    patches gathered as GEMM rows and one GEMM, or the whole layer in one compiled
+                    call (``patchify.py``)
 ``pointwise_simd``  1x1, stride 1, unpadded, ungrouped: srcore's explicit-SIMD 1x1 kernel on the
                     NCHW input in place (``srcore.plugin.simd_pointwise``; ``simd_1x1.py``)
 ``pointwise_simd8`` the same at 8 lanes, where the CPU's vectors are 16
@@ -61,6 +64,7 @@ from .gemm import Gemm1x1Tactic, Im2colGemmTactic
 from .grouped import GroupedDepthwiseTactic, grouped_depthwise_applies
 from .nchwc import ConvNchwcPlanesTactic
 from .packed import PackedGemmTactic
+from .patchify import PatchifyDirectTactic, PatchifyGemmTactic, patchify_applies
 from .simd_1x1 import Simd1x1Lanes8Tactic, Simd1x1Tactic, simd_1x1_applies
 from .simd_direct import (SimdDirect8Tactic, SimdDirectOcTactic, SimdDirectRowsTactic, SimdDirectTactic,
                           SimdDirectTiledTactic, simd_direct_applies)
@@ -74,7 +78,7 @@ __all__ = ["ConvSpec", "ConvTactic", "Gemm1x1Tactic", "Im2colGemmTactic", "Winog
            "DepthwiseSimd8Tactic", "DepthwiseBlockedTactic",
            "SimdDirectTactic", "SimdDirectRowsTactic", "SimdDirectOcTactic", "SimdDirect8Tactic",
            "Simd1x1Tactic", "Simd1x1Lanes8Tactic", "SimdDirectSplitTactic",
-           "DepthwiseSimdSplitTactic",
+           "DepthwiseSimdSplitTactic", "PatchifyGemmTactic", "PatchifyDirectTactic",
            "conv_tactics", "conv_tactic_builders"]
 
 
@@ -161,6 +165,9 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
         # 8x8, 16 -> 32: 8.1 -> 5.4 us), behind on others
         out.append((ConvNchwcPlanesTactic.name,
                     lambda layout=None: ConvNchwcPlanesTactic(spec, weight, bias, layout, threads)))
+    if patchify_applies(spec):
+        out.append((PatchifyGemmTactic.name, lambda layout=None: PatchifyGemmTactic(spec, weight, bias, layout)))
+        out.append((PatchifyDirectTactic.name, lambda layout=None: PatchifyDirectTactic(spec, weight, bias, layout)))
     if spec.groups == 1:
         out.append((PackedGemmTactic.name, lambda layout=None: PackedGemmTactic(spec, weight, bias, threads=threads, layout=layout)))
     out.append((Im2colGemmTactic.name, lambda layout=None: Im2colGemmTactic(spec, weight, bias, layout)))

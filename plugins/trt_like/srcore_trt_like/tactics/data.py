@@ -364,3 +364,17 @@ def compare(layer: Layer, net: Network):
     def run(*arrays):
         fn(pick(a, arrays), pick(b, arrays), out=arrays[-1])
     return run
+
+
+def channel_gather(layer: Layer, net: Network):
+    """``builder/shuffle.py``'s fused channel shuffle: every output plane copied from its input
+    plane (:func:`..kernels.channel_gather.gather_planes`), one compiled call."""
+    from ..kernels.channel_gather import gather_planes
+
+    table, n_in = layer.attrs["table"], len(layer.inputs)
+    if any(len(net.shape(t)) != 4 for t in layer.inputs + layer.outputs):
+        return None
+
+    def run(*arrays):
+        gather_planes(arrays[:n_in], arrays[n_in:], table)
+    return run

@@ -61,6 +61,7 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("expand", "numpy", simple("numpy", data.expand)),
     Tactic("cast", "numpy", simple("numpy", data.cast)),
     Tactic("int_scalar", "numpy", simple("numpy", data.int_scalar)),
+    Tactic("channel_gather", "numba", simple("numba", data.channel_gather)),
     Tactic("pad", "numpy", simple("numpy", data.pad)),
     Tactic("resize", "numba", simple("numba", data.resize_compiled)),
     Tactic("resize", "numpy", simple("numpy", data.resize)),
