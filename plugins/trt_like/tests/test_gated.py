@@ -43,7 +43,9 @@ def test_glu_and_a_written_out_swish_stay_in_one_engine_like_torch():
     model = srcore.from_torchscript(torch.jit.script(m), (x,))
     with torch.no_grad():
         want = m(x).numpy()
-    sm = srcore.StaticModule(model, options=srcore.Options(backends=("trt_like", "cpu")))
+    # the layers, not a compiled run of them (tactics/segment.py)
+    opts = srcore.Options(backends=("trt_like", "cpu"), engine_options={"exclude_tactics": ["segment"]})
+    sm = srcore.StaticModule(model, options=opts)
     engines = sm.partition.engines
     assert [e.backend for e in engines] == ["trt_like"], [e.backend for e in engines]
     desc = engines[0].description
