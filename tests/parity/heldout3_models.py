@@ -15,20 +15,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-
-def _seed(s: int) -> None:
-    torch.manual_seed(s)
+from heldout2_models import _norm_stats, _seed
 
 
-def _norm_stats(m: nn.Module) -> None:
-    """Non-trivial batch-norm statistics, so folding does real work."""
-    with torch.no_grad():
-        for mod in m.modules():
-            if isinstance(mod, (nn.BatchNorm1d, nn.BatchNorm2d)):
-                mod.running_mean.uniform_(-0.2, 0.2)
-                mod.running_var.uniform_(0.5, 1.5)
-                mod.weight.uniform_(0.5, 1.5)
-                mod.bias.uniform_(-0.2, 0.2)
 
 
 # --- convnets ------------------------------------------------------------------------------

@@ -170,17 +170,23 @@ def sigmoid(x):
 
 
 @numba.njit(inline="always", **JIT)
-def tanh(x):
-    """float32 ``tanh`` (Cephes ``tanhf``: an odd polynomial below 0.625, ``1 - 2 / (exp(2|x|) + 1)``
-    above; exact +-1 beyond 9)."""
-    a = abs(x)
+def _tanh_small(x):
+    """Cephes ``tanhf``'s odd polynomial, accurate for ``|x| < 0.625``."""
     z = x * x
     p = _F(-5.70498872745e-3)
     p = p * z + _F(2.06390887954e-2)
     p = p * z + _F(-5.37397155531e-2)
     p = p * z + _F(1.33314422036e-1)
     p = p * z + _F(-3.33332819422e-1)
-    small = x + x * z * p
+    return x + x * z * p
+
+
+@numba.njit(inline="always", **JIT)
+def tanh(x):
+    """float32 ``tanh`` (Cephes ``tanhf``: an odd polynomial below 0.625, ``1 - 2 / (exp(2|x|) + 1)``
+    above; exact +-1 beyond 9)."""
+    a = abs(x)
+    small = _tanh_small(x)
     big = _F(1.0) - _F(2.0) / (exp(a + a) + _F(1.0))
     big = big if x >= 0 else -big
     return small if a < _F(0.625) else big
@@ -216,13 +222,7 @@ def tanh_lean(x):
     ``(1 - e) / (1 + e)``, ``e`` = :func:`exp_neg` of ``-2|x|`` (no overflow branches; ``e`` > 0.28
     there, so ``1 - e`` loses no bits); NaN stays NaN through the polynomial's branch."""
     a = abs(x)
-    z = x * x
-    p = _F(-5.70498872745e-3)
-    p = p * z + _F(2.06390887954e-2)
-    p = p * z + _F(-5.37397155531e-2)
-    p = p * z + _F(1.33314422036e-1)
-    p = p * z + _F(-3.33332819422e-1)
-    small = x + x * z * p
+    small = _tanh_small(x)
     e = exp_neg(-(a + a), _F(0.0))
     big = (_F(1.0) - e) / (_F(1.0) + e)
     big = big if x >= 0 else -big
