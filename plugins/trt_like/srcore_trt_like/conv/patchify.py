@@ -36,18 +36,15 @@ class _Patchify(_GemmEpilogue, ConvTactic):
                                   f"dilation {spec.dilation}, groups {spec.groups}")
         super().__init__(spec, weight, bias, layout)
         self._init_activation(spec)
+        O = spec.out_channels   # the weight as (O, C * kh * kw) rows, both tactics' operand
+        self.w = self._laid_out("w", (O, int(np.prod(spec.weight_shape[1:]))), lambda: np.ascontiguousarray(
+            np.asarray(weight, np.float32).reshape(O, -1)))
 
 
 class PatchifyGemmTactic(_Patchify):
     """Gather each image's patches as GEMM rows, then ``out[n] = W @ patches.T`` and the epilogue."""
     name = "patchify_gemm"
     uses_blas = True
-
-    def __init__(self, spec: ConvSpec, weight, bias, layout=None):
-        super().__init__(spec, weight, bias, layout)
-        O = spec.out_channels
-        self.w = self._laid_out("w", (O, int(np.prod(spec.weight_shape[1:]))), lambda: np.ascontiguousarray(
-            np.asarray(weight, np.float32).reshape(O, -1)))
 
     def _run(self, x, out, residual):
         s = self.spec
@@ -65,12 +62,6 @@ class PatchifyGemmTactic(_Patchify):
 class PatchifyDirectTactic(_Patchify):
     """The whole layer in one compiled call (:func:`..kernels.patchify.direct`)."""
     name = "patchify_direct"
-
-    def __init__(self, spec: ConvSpec, weight, bias, layout=None):
-        super().__init__(spec, weight, bias, layout)
-        O = spec.out_channels
-        self.w = self._laid_out("w", (O, int(np.prod(spec.weight_shape[1:]))), lambda: np.ascontiguousarray(
-            np.asarray(weight, np.float32).reshape(O, -1)))
 
     def _run(self, x, out, residual):
         s = self.spec
