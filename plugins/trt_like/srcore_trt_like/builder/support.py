@@ -180,13 +180,22 @@ def _addmm(node: NodeInfo):
     return None if _rank(node, 2) == 2 else f"mat2 of shape {_shape(node, 2)} is not 2-D"
 
 
-def _cat(node: NodeInfo):
-    a = node.arg("tensors")
+def _float32_list(a, known: str):
+    """Why list argument ``a`` is not a graph-built list of float32 tensors of known shape (None if it is);
+    ``known`` names what the op needs of the shape in the message ("rank", "shape")."""
     if a.elements is None:
         return "argument 'tensors' is not a list built in the graph (prim::ListConstruct)"
     for i, t in enumerate(a.elements):
         if not isinstance(t, TensorType) or t.dtype != "float32" or t.shape is None:
-            return f"tensors[{i}] is {t}, not a float32 tensor of known rank"
+            return f"tensors[{i}] is {t}, not a float32 tensor of known {known}"
+    return None
+
+
+def _cat(node: NodeInfo):
+    a = node.arg("tensors")
+    why = _float32_list(a, "rank")
+    if why:
+        return why
     ranks = {len(t.shape) for t in a.elements}
     return None if len(ranks) == 1 else f"tensors of ranks {sorted(ranks)} (torch's legacy empty 1-D case)"
 
@@ -195,11 +204,9 @@ def _einsum(node: NodeInfo):
     from .einsum import plan
 
     a = node.arg("tensors")
-    if a.elements is None:
-        return "argument 'tensors' is not a list built in the graph (prim::ListConstruct)"
-    for i, t in enumerate(a.elements):
-        if not isinstance(t, TensorType) or t.dtype != "float32" or t.shape is None:
-            return f"tensors[{i}] is {t}, not a float32 tensor of known shape"
+    why = _float32_list(a, "shape")
+    if why:
+        return why
     if len(a.elements) != 2:
         return f"{len(a.elements)} operands (the engine's einsum is a product of two)"
     if node.const("path", None) is not None:

@@ -587,9 +587,14 @@ def segment_layer(net: Network) -> Layer:
     fixed = set(net.inputs) | set(net.constants)
     inputs = [t for t in (*net.inputs, *net.constants) if t in read]
     outputs = list(dict.fromkeys(t for t in net.outputs if t in made and t not in fixed))
+    return _segment(net.layers, inputs, outputs)
+
+
+def _segment(layers, inputs: list[int], outputs: list[int]) -> Layer:
+    """``layers`` as the one ``segment`` layer reading ``inputs`` and writing ``outputs``."""
     subs = tuple((layer.kind, tuple(layer.inputs), tuple(layer.outputs), dict(layer.attrs), layer.source)
-                 for layer in net.layers)
-    sources = [layer.source for layer in net.layers if layer.source]
+                 for layer in layers)
+    sources = [layer.source for layer in layers if layer.source]
     return Layer("segment", inputs, outputs, {"layers": subs}, sources[0] if sources else "")
 
 
@@ -696,10 +701,7 @@ def _run_layer(net: Network, layers: list[Layer], later: set[int]) -> Layer:
     inputs = list(dict.fromkeys(t for layer in layers for t in layer.inputs if t not in made))
     keep = later | set(net.outputs)
     outputs = list(dict.fromkeys(t for layer in layers for t in layer.outputs if t in keep))
-    subs = tuple((layer.kind, tuple(layer.inputs), tuple(layer.outputs), dict(layer.attrs), layer.source)
-                 for layer in layers)
-    sources = [layer.source for layer in layers if layer.source]
-    return Layer("segment", inputs, outputs, {"layers": subs}, sources[0] if sources else "")
+    return _segment(layers, inputs, outputs)
 
 
 def _excluded(options: dict) -> bool:
