@@ -214,8 +214,9 @@ class Engine:
                          f"(liveness lower bound {mem['lower_bound_bytes']:,}), "
                          f"{_ORIGIN[self.origin.get(shapes, 'built')]} in {secs * 1e3:.1f} ms")
             lines += [f"  {run.describe()}" for run in plan.layout_runs]
-            for step in plan.steps:
+            for k, step in enumerate(plan.steps):
                 layer, tactic = step.layer, step.tactic
+                tactic = "in place" if k in plan.elided else tactic   # (its pieces written in its slices)
                 what = layer.kind
                 if layer.kind == "fused_pointwise":
                     what += f" ({len(layer.attrs['ops'])} ops: {_op_list(layer.attrs['ops'])})"
