@@ -21,7 +21,8 @@ class Transitions(nn.Module):
 
     def forward(self, x):
         y = torch.relu(nn.functional.avg_pool2d(self.a(x), 2))             # merged; the relu joins it
-        z = nn.functional.avg_pool2d(self.b(y), 3, ceil_mode=True, count_include_pad=False)   # 5x5 by 3: partial windows
+        # 5x5 by 3: partial windows
+        z = nn.functional.avg_pool2d(self.b(y), 3, ceil_mode=True, count_include_pad=False)
         w = nn.functional.avg_pool2d(torch.relu(self.c(y)), 2, ceil_mode=True)                # relu between: kept
         return z, w
 

@@ -386,7 +386,8 @@ def fuse_conv_avg_pool(net: Network) -> Network:
             (kh, kw), (H, W) = pool["kernel"], net.shape(layer.outputs[0])[2:]
             if (pool["stride"] == pool["kernel"] and pool["padding"] == (0, 0) and pool["divisor_override"] is None
                     and H % kh == 0 and W % kw == 0):
-                spread = np.ascontiguousarray(np.broadcast_to(w / np.float32(kh * kw), (*w.shape[:2], kh, kw)), np.float32)
+                spread = np.ascontiguousarray(np.broadcast_to(w / np.float32(kh * kw), (*w.shape[:2], kh, kw)),
+                                              np.float32)
                 out.append(Layer("conv", list(layer.inputs), list(users[0].outputs),
                                  dict(a, weight=spread, stride=(kh, kw)), layer.source))
                 drop.add(id(users[0]))
