@@ -1,6 +1,6 @@
 """Lists built by ``append`` (F.interpolate's scale factors, a loop's ``outs.append``) become plain
 lists before partitioning, so that the op reading them may go into an engine; lists read before
-their last append, or written after a read, stay as they are."""
+their last append see the list as it stood then; lists written otherwise stay as they are."""
 from __future__ import annotations
 
 import numpy as np
@@ -69,17 +69,34 @@ def test_appended_tensors_become_a_list_construct_after_the_last_append():
     np.testing.assert_allclose(sm(x), np.concatenate([x, np.maximum(x, 0), np.tanh(np.maximum(x, 0))], 1), rtol=1e-6)
 
 
-@pytest.mark.parametrize("text", [
-    # read between the appends: the reader sees the list with one element
-    """graph(%x : Float(2, 3)):
+def test_each_reader_between_appends_gets_the_list_so_far_and_the_cats_go_into_one_engine():
+    # DenseNet's loop, unrolled: each layer reads the cat of every feature before it
+    g = srcore.parse_graph("""graph(%x : Float(1, 2, 3, 3)):
   %one : int = prim::Constant[value=1]()
-  %l : Tensor[] = prim::ListConstruct()
-  %l1 : Tensor[] = aten::append(%l, %x)
+  %l : Tensor[] = prim::ListConstruct(%x)
   %c : Tensor = aten::cat(%l, %one)
-  %l2 : Tensor[] = aten::append(%l, %c)
+  %r : Tensor = aten::relu(%c)
+  %l1 : Tensor[] = aten::append(%l, %r)
   %d : Tensor = aten::cat(%l, %one)
-  return (%d)
-""",
+  %t : Tensor = aten::tanh(%d)
+  %l2 : Tensor[] = aten::append(%l, %t)
+  %e : Tensor = aten::cat(%l, %one)
+  return (%e)
+""")
+    assert freeze_appended_lists(g) == 1
+    assert kinds(g) == ["prim::ListConstruct", "aten::cat", "aten::relu", "prim::ListConstruct", "aten::cat",
+                        "aten::tanh", "prim::ListConstruct", "aten::cat"]
+    assert [[v.name for v in n.inputs] for n in g.nodes if n.kind == "prim::ListConstruct"] == [
+        ["x"], ["x", "r"], ["x", "r", "t"]]
+    sm = srcore.StaticModule(g, backends=("trt_like", "cpu"))
+    assert kinds(sm.graph) == [ENGINE_KIND], sm.partition.format()
+    x = np.random.default_rng(2).standard_normal((1, 2, 3, 3)).astype(np.float32)
+    r = np.maximum(x, 0)
+    t = np.tanh(np.concatenate([x, r], 1))
+    np.testing.assert_allclose(sm(x), np.concatenate([x, r, t], 1), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("text", [
     # an append's result is read (it is the list itself)
     """graph(%x : Float(2, 3)):
   %one : int = prim::Constant[value=1]()
@@ -106,7 +123,7 @@ def test_appended_tensors_become_a_list_construct_after_the_last_append():
   %c : Tensor = aten::cat(%l, %one)
   %t : (Tensor[], Tensor) = prim::TupleConstruct(%l, %c)
   return (%t)
-"""], ids=["read-between", "append-result-read", "popped", "escapes-in-a-tuple"])
+"""], ids=["append-result-read", "popped", "escapes-in-a-tuple"])
 def test_lists_whose_value_changes_after_a_read_are_kept(text):
     g = srcore.parse_graph(text)
     before = kinds(g)

@@ -1,4 +1,4 @@
-"""``freeze_appended_lists`` on hand-built graphs: where the frozen list goes, what it keeps (type,
+"""``freeze_appended_lists`` on hand-built graphs: where the frozen lists go, what they keep (type,
 source), how many lists it counts, and the lists it must leave (appends in another block, a list
 returned by a sub-block or appended to with extra arguments). Each expectation is the graph text
 written out by hand."""
@@ -139,9 +139,9 @@ def test_the_frozen_constant_keeps_the_lists_declared_type():
     assert str(c.outputs[0].type) == "Scalar[]" and g.outputs[0] is c.outputs[0]
 
 
-def test_every_reader_is_checked_whatever_the_order_of_its_uses():
-    # a reader made after the return (as a pass would insert one) still sees the list before its
-    # last append: the list stays
+def test_every_reader_is_placed_by_where_it_runs_not_by_the_order_of_its_uses():
+    # a reader made after the return (as a pass would insert one) that runs before the last append
+    # still sees the list with one element; the return sees both
     g = srcore.parse_graph("""graph(%x : Float(2, 3)):
   %one : int = prim::Constant[value=1]()
   %l : Tensor[] = prim::ListConstruct()
@@ -154,5 +154,20 @@ def test_every_reader_is_checked_whatever_the_order_of_its_uses():
     reader = g.create("aten::cat", (lst, next(n for n in g.nodes if n.kind == "prim::Constant").outputs[0]),
                       (srcore.ir.types.TensorType(None, None),))
     reader.insert_before(last)
+    assert freeze_appended_lists(g) == 1
+    assert body(g) == ["one : int = 1", "_ = prim::ListConstruct(x)", "_ = aten::cat(_, one)",
+                       "_ = prim::ListConstruct(x, x)"]
+    assert reader.inputs[0] is g.nodes[1].outputs[0] and g.outputs[0] is g.nodes[3].outputs[0]
+
+
+def test_a_reader_that_writes_the_list_leaves_it():
+    g = srcore.parse_graph("""graph(%x : Float(2, 3)):
+  %zero : int = prim::Constant[value=0]()
+  %l : Tensor[] = prim::ListConstruct()
+  %l1 : Tensor[] = aten::append(%l, %x)
+  %p : Tensor = aten::pop(%l, %zero)
+  %l2 : Tensor[] = aten::append(%l, %p)
+  return (%l)
+""")
     before = body(g)
     assert freeze_appended_lists(g) == 0 and body(g) == before

@@ -1,13 +1,15 @@
 """Lists built by ``append`` made plain lists before partitioning.
 
 TorchScript builds some argument lists by appending to an empty one: ``F.interpolate`` makes
-its ``scale_factors`` with ``prim::ListConstruct()`` and one ``aten::append`` per dim, and a
-``for`` loop over heads collects ``outs.append(...)`` for a ``cat``. Appends write in place, so
-the list and the op reading it ``share memory with a value written in place`` and no engine may
-take the op (an engine bakes or copies the list at build time). When the appends are all done
-before anything reads the list, the list is just the one with every element: this rewrite makes
-it a ``prim::Constant`` (every element a constant) or a ``prim::ListConstruct`` of the elements
-after the last append, and drops the appends.
+its ``scale_factors`` with ``prim::ListConstruct()`` and one ``aten::append`` per dim, a
+``for`` loop over heads collects ``outs.append(...)`` for a ``cat``, and a DenseNet's unrolled
+loop appends each layer's output to the feature list that the next layer's ``cat`` reads. Appends
+write in place, so the list and the op reading it ``share memory with a value written in place``
+and no engine may take the op (an engine bakes or copies the list at build time). When the appends
+sit in the list's own block and nothing but them writes the list, every reader sees the list as
+the appends before it left it: this rewrite gives each reader that list as a ``prim::Constant``
+(every element a constant) or a ``prim::ListConstruct`` of the elements so far, placed after the
+last append the reader sees, and drops the appends.
 """
 from __future__ import annotations
 
@@ -38,30 +40,40 @@ def _freeze(graph: Graph, n: Node) -> bool:
     if any(a.owning_block is not n.owning_block or a.outputs[0].uses or len(a.inputs) != 2 for a in appends):
         return False
     order = sorted(appends, key=lambda a: sum(1 for b in appends if b.is_before(a)))
-    last = order[-1]
+    seen = []   # per reader: how many appends it sees
     for u in readers:
         user = u.user
+        if u.offset in mutated_inputs(user):
+            return False
         if user.kind == RETURN:
-            if user is n.owning_block.return_node:
-                continue   # the block returns the finished list
+            if user is not n.owning_block.return_node:
+                return False
+            seen.append(len(order))   # the block returns the finished list
+        elif not n.is_before(user):
             return False
-        if not last.is_before(user) or u.offset in mutated_inputs(user):
-            return False
+        else:
+            seen.append(sum(1 for a in order if a.is_before(user)))
     # nothing else may share the list (a container holding it, a loop carrying it, a block returning
     # it): a write through such an alias would change a list this rewrite made a constant
     elements = list(n.inputs) + [a.inputs[1] for a in order]
     allowed = {id(lst)} | {id(a.outputs[0]) for a in order} | {id(e) for e in elements}   # (and what it holds)
     if any(id(v) not in allowed for v in alias_class(lst)):
         return False
-    if all(e.node.kind == "prim::Constant" for e in elements):
-        new = graph.insert_constant([e.node.attrs.get("value") for e in elements], lst.type, before=n)
-    else:
-        node = graph.create("prim::ListConstruct", elements, (lst.type,), {})
-        node.insert_after(last)
-        node.source = n.source
-        new = node.outputs[0]
+    snapshots = {k: _snapshot(graph, n, order, elements[:len(n.inputs) + k]) for k in sorted(set(seen))}
+    for u, k in zip(readers, seen):
+        u.user.replace_input(u.offset, snapshots[k])
     for a in order:
         a.destroy()
-    lst.replace_all_uses_with(new)
     n.destroy()
     return True
+
+
+def _snapshot(graph: Graph, n: Node, order: list, elements: list):
+    """The list holding ``elements``, placed after the last append that added one (else after ``n``)."""
+    lst = n.outputs[0]
+    if all(e.node.kind == "prim::Constant" for e in elements):
+        return graph.insert_constant([e.node.attrs.get("value") for e in elements], lst.type, before=n)
+    node = graph.create("prim::ListConstruct", elements, (lst.type,), {})
+    node.insert_after(order[len(elements) - len(n.inputs) - 1] if len(elements) > len(n.inputs) else n)
+    node.source = n.source
+    return node.outputs[0]

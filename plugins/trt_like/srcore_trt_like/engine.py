@@ -26,7 +26,7 @@ from .builder.attention_fusion import fuse_attention
 from .builder.norm_fusion import fuse_rms_norm
 from .builder.shuffle import fuse_channel_shuffle
 from .builder.fusion import (MAX_OPS, collapse_reshapes, fuse_cat_permute, fuse_conv_activation, fuse_conv_add,
-                             fuse_conv_pool, fuse_norm_activation, fuse_pad_conv1d, fuse_pointwise,
+                             fuse_conv_avg_pool, fuse_conv_pool, fuse_norm_activation, fuse_pad_conv1d, fuse_pointwise,
                              fuse_squeeze_excite, fuse_swish)
 from .builder.plan import Plan
 from .options import check_options
@@ -214,8 +214,9 @@ class Engine:
                          f"(liveness lower bound {mem['lower_bound_bytes']:,}), "
                          f"{_ORIGIN[self.origin.get(shapes, 'built')]} in {secs * 1e3:.1f} ms")
             lines += [f"  {run.describe()}" for run in plan.layout_runs]
-            for step in plan.steps:
+            for k, step in enumerate(plan.steps):
                 layer, tactic = step.layer, step.tactic
+                tactic = "in place" if k in plan.elided else tactic   # (its pieces written in its slices)
                 what = layer.kind
                 if layer.kind == "fused_pointwise":
                     what += f" ({len(layer.attrs['ops'])} ops: {_op_list(layer.attrs['ops'])})"
@@ -280,6 +281,7 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
     """The plan of ``segment`` for concrete input ``shapes``."""
     net = build_network(segment.specialize(shapes))
     if options.get("fusion", True):
+        fuse_conv_avg_pool(net)   # (first: an activation after the pool then joins the merged conv)
         fuse_swish(net)
         fuse_conv_activation(net)
         fuse_norm_activation(net)

@@ -854,6 +854,9 @@ def data_cases() -> list[Case]:
     nan = In(np.array([[1.0, np.nan, -0.0, 2.0, 0.0], [3.0, 3.0, np.inf, -1.0, np.nan],
                        [0.5, np.nan, -np.inf, np.nan, 0.5]], np.float32))
     mk = _mask((3, 4), 85)
+    rows = np.random.default_rng(86).standard_normal((3, 2, 20)).astype(np.float32)
+    rows[1, 0, 7], rows[2, 1, 18], rows[0, 1, 3] = np.nan, np.inf, -np.inf
+    long_rows = In(rows)
     out += [Case("argsort", "aten::argsort", (tin((3, 5), 80, special=False), -1, False)),
             Case("argsort-descending-dim0", "aten::argsort", (tin((4, 3), 81, special=False), 0, True)),
             Case("argsort.stable-nan-ties", "aten::argsort.stable", (nan, True, 1, True)),
@@ -863,6 +866,9 @@ def data_cases() -> list[Case]:
             Case("argmin-keepdim", "aten::argmin", (nan, 0, True)),
             Case("amax", "aten::amax", (nan, [1], False)),
             Case("amin-keepdim", "aten::amin", (nan, [0, 1], True)),
+            # rows of 40 (the compiled rows' 16-lane part): a NaN in a vector, an inf in the tail
+            Case("amax-rows", "aten::amax", (long_rows, [1, 2], False)),
+            Case("amin-rows", "aten::amin", (long_rows, [-1], True)),
             Case("sum-mask", "aten::sum.dim_IntList", (mk, [-1], False, None)),
             Case("any.dim", "aten::any.dim", (mk, 1, False)),
             Case("all.dim", "aten::all.dim", (mk, 0, True)),

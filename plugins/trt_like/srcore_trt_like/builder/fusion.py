@@ -14,6 +14,9 @@
 * :func:`fuse_squeeze_excite`: global average pool -> 1x1 conv (+ relu/SiLU/hardswish) -> 1x1 conv
   + hardsigmoid/sigmoid -> channel-wise scale of the pooled tensor becomes one ``squeeze_excite``
   layer (``tactics/squeeze_excite.py``);
+* :func:`fuse_conv_avg_pool`: an ungrouped 1x1 conv whose output only an unpadded k x k / k average
+  pool with whole windows reads is one k x k / k conv of the weight / k^2 (DenseNet's transition:
+  the same multiply-adds, no pool pass; the patchify tactics run it);
 * :func:`fuse_conv_pool`: a conv whose output only a max pool reads becomes one ``conv_max_pool``
   layer (its tactics pool the conv's output while it is in cache, ``conv/conv_pool.py``);
 * :func:`fuse_pad_conv1d`: a zero ``pad`` of the last dim that only an unpadded 1-D conv
@@ -356,6 +359,41 @@ def fuse_squeeze_excite(net: Network) -> Network:
         drop.update((id(pool), id(fc1), id(fc2)))
         out.append(Layer("squeeze_excite", [x], list(layer.outputs), attrs, layer.source))
     net.layers = [layer for layer in out if id(layer) not in drop]
+    return net
+
+
+def fuse_conv_avg_pool(net: Network) -> Network:
+    """Replace every float, ungrouped, unpadded 1x1 stride-1 conv without activation or residual
+    whose output only an average pool reads (and the engine does not return), the pool's kernel its
+    stride, unpadded, every window whole (the conv's output a multiple of the kernel: ``ceil_mode``
+    and ``count_include_pad`` change nothing), no ``divisor_override``, by one conv with the pool's
+    kernel and stride and the weight spread over the window / its size (in place). The average of
+    a linear map is the map of the average; the bias passes through."""
+    readers = _readers(net)
+    drop: set[int] = set()
+    out = []
+    for layer in net.layers:
+        if id(layer) in drop:
+            continue
+        a = layer.attrs
+        users = readers.get(layer.outputs[0], []) if layer.kind == "conv" else []
+        w = a.get("weight") if users else None
+        if (len(users) == 1 and users[0].kind == "avg_pool2d" and isinstance(w, np.ndarray) and w.ndim == 4
+                and w.shape[2:] == (1, 1) and a["groups"] == 1 and a["stride"] == (1, 1) and a["padding"] == (0, 0)
+                and not a["relu"] and not a["residual"] and a.get("activation", "none") == "none"
+                and net.tensors[layer.inputs[0]].dtype == "float32" and layer.outputs[0] not in net.outputs):
+            pool = users[0].attrs
+            (kh, kw), (H, W) = pool["kernel"], net.shape(layer.outputs[0])[2:]
+            if (pool["stride"] == pool["kernel"] and pool["padding"] == (0, 0) and pool["divisor_override"] is None
+                    and H % kh == 0 and W % kw == 0):
+                spread = np.ascontiguousarray(np.broadcast_to(w / np.float32(kh * kw), (*w.shape[:2], kh, kw)),
+                                              np.float32)
+                out.append(Layer("conv", list(layer.inputs), list(users[0].outputs),
+                                 dict(a, weight=spread, stride=(kh, kw)), layer.source))
+                drop.add(id(users[0]))
+                continue
+        out.append(layer)
+    net.layers = out
     return net
 
 

@@ -8,9 +8,17 @@ per call, at most one per core; per thread for a plan under 64 KiB), placed by s
 planner over their lifetimes (a ``reshape`` is a view of its base and extends the
 base's lifetime). The run function is straight-line code: for each layer,
 ``kernel(*inputs, *outputs)``.
+
+Concat elision (TensorRT's): a ``cat`` whose output is contiguous in each piece (every dim before
+the cat's is 1) has each piece that a kernel of the plan writes laid out in its slice of the
+output, so the kernel writes it there and the cat copies nothing; a ``cat`` whose pieces already
+lie in order in one buffer (DenseNet's growing feature list: each layer's cat is a prefix of the
+next one's) becomes a view of it and no step. The cats are visited last first, so the largest
+buffer takes the pieces.
 """
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any, Callable
 
@@ -50,11 +58,14 @@ class Plan:
         self.contexts = contexts
         #: the NCHW16c runs and how each was decided (``tactics.layout_choice.RunChoice``; built plans only)
         self.layout_runs: list = []
-        self.root: dict[int, int] = {}       # tensor -> the tensor whose memory it uses
+        #: tensor -> (the tensor whose memory it uses, byte offset in it): views and cat pieces
+        self.root: dict[int, tuple[int, int]] = {}
         for layer in self.layers():
             if layer.kind == "reshape":
                 src = layer.inputs[0]
-                self.root[layer.outputs[0]] = self.root.get(src, src)
+                self.root[layer.outputs[0]] = self.root.get(src, (src, 0))
+        #: indices of the steps of cats whose output is a view (no call)
+        self.elided: set[int] = self._place_cat_pieces()
         self.fresh = self._fresh_roots()
         self.copies = self._copies()
         self.arena_bytes, self.offsets = self._plan_arena()
@@ -78,11 +89,13 @@ class Plan:
                 t0 = time.perf_counter()
                 fn(*args)
                 best[i] = min(best[i], time.perf_counter() - t0)
-        return [(self.label(s), best[i]) for i, (s, _, _) in enumerate(calls)]
+        elided = {id(self.steps[k]) for k in self.elided}   # (no call in a run: reported, not timed)
+        return [(self.label(s), 0.0 if id(s) in elided else best[i]) for i, (s, _, _) in enumerate(calls)]
 
     def label(self, step: Step) -> str:
         """``kind -> shape [tactic]`` of one of the plan's steps."""
-        return f"{step.layer.kind} -> {'x'.join(map(str, self.net.shape(step.layer.outputs[0])))} [{step.tactic}]"
+        tactic = "in place" if any(self.steps[k] is step for k in self.elided) else step.tactic
+        return f"{step.layer.kind} -> {'x'.join(map(str, self.net.shape(step.layer.outputs[0])))} [{tactic}]"
 
     def step_calls(self, *inputs) -> list[tuple[Step, Callable[..., Any], tuple]]:
         """``(step, kernel, arguments)`` of each step with a kernel, in order, on private buffers (not
@@ -127,7 +140,45 @@ class Plan:
 
     # -- memory -----------------------------------------------------------------------------
     def root_of(self, t: int) -> int:
-        return self.root.get(t, t)
+        return self._where(t)[0]
+
+    def _where(self, t: int) -> tuple[int, int]:
+        """``(root tensor, byte offset in it)`` of ``t``'s memory."""
+        off = 0
+        while t in self.root:
+            t, o = self.root[t]
+            off += o
+        return t, off
+
+    def _place_cat_pieces(self) -> set[int]:
+        """Concat elision (see the module doc): adds each piece placed in its cat's output to
+        ``root`` and returns the steps of the cats left with nothing to copy."""
+        net = self.net
+        made = {t: layer for layer in self.layers() if layer.kind != "reshape" for t in layer.outputs}
+        # not movable: the caller's and the constants' memory, and what the engine returns (a view too)
+        fixed = set(net.inputs) | set(net.constants) | {self.root_of(t) for t in net.outputs}
+        elided = set()
+        for k in reversed(range(len(self.steps))):
+            layer = self.steps[k].layer
+            out, dim, pieces = layer.outputs[0], layer.attrs.get("dim"), layer.inputs
+            if (layer.kind != "cat" or layer.attrs.get("permuted") is not None or out in fixed
+                    or math.prod(net.shape(out)[:dim]) != 1 or len(set(pieces)) != len(pieces)
+                    or any(net.tensors[t].storage != net.tensors[out].storage for t in pieces)):
+                continue
+            starts = np.cumsum([0] + [net.tensors[t].nbytes for t in pieces[:-1]]).tolist()
+            base, off = self._where(pieces[0])
+            if out not in self.root and base != out and base not in fixed and all(
+                    self._where(t) == (base, off + s) for t, s in zip(pieces, starts)):
+                self.root[out] = (base, off)
+                elided.add(k)
+                continue
+            for t, s in zip(pieces, starts):
+                if t not in fixed and t not in self.root and t in made:
+                    self.root[t] = (out, s)
+            base, off = self._where(out)
+            if all(self._where(t) == (base, off + s) for t, s in zip(pieces, starts)):
+                elided.add(k)
+        return elided
 
     def _fresh_roots(self) -> set[int]:
         """Tensors allocated per call: the returned ones (or the bases they view), unless that base
@@ -171,10 +222,9 @@ class Plan:
         arena = np.empty(max(self.arena_bytes, 1), np.uint8)
         out = []
         for t in self._planned:
-            r = self.root_of(t)
-            root = self.net.tensors[r]
-            base = arena[self.offsets[r]:self.offsets[r] + root.nbytes].view(root.storage)
-            out.append(base.reshape(self.net.shape(t)))
+            r, off = self._where(t)
+            start, tensor = self.offsets[r] + off, self.net.tensors[t]
+            out.append(arena[start:start + tensor.nbytes].view(tensor.storage).reshape(self.net.shape(t)))
         return out
 
     def _context_buffers(self, ctx) -> list[np.ndarray]:
@@ -236,6 +286,8 @@ class Plan:
             g["_enter"], g["_leave"] = self.contexts.enter, self.contexts.leave
         for k, step in enumerate(self.steps):
             layer, fn = step.layer, step.fn
+            if k in self.elided:
+                continue   # its pieces were written in place
             if layer.kind == "reshape":
                 t = layer.outputs[0]
                 if t not in names:

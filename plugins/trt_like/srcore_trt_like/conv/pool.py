@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import TacticSpecError
 from ..kernels import pool as _k
-from ..kernels.pool_vec import max_pool_s2
+from ..kernels.pool_vec import max_pool_s2, pool_s2
 from .spec import as_pair, as_shape4, check_array
 
 
@@ -59,6 +59,11 @@ class _WindowPool:
         check_array(f"{self.name}: x", x, self.x_shape)
         check_array(f"{self.name}: out", out, self.out_shape)
 
+    @property
+    def vectorized(self) -> bool:
+        """Column stride 2, no dilation: the 16-lane kernel of ``kernels/pool_vec.py`` applies."""
+        return self.stride[1] == 2 and self.dilation == (1, 1)
+
     def _reduce(self, x, out, is_max):
         (kh, kw), (sh, sw), (ph, pw), (dh, dw) = self.kernel, self.stride, self.padding, self.dilation
         _k.pool_rows(x, is_max, kh, kw, sh, sw, ph, pw, dh, dw, out, 0, self.x_shape[1])
@@ -75,11 +80,6 @@ class MaxPool2d(_WindowPool):
     def __call__(self, x: np.ndarray, out: np.ndarray) -> None:
         self._check(x, out)
         self._max(x, out)
-
-    @property
-    def vectorized(self) -> bool:
-        """Column stride 2, no dilation: the 16-lane kernel of ``kernels/pool_vec.py`` applies."""
-        return self.stride[1] == 2 and self.dilation == (1, 1)
 
     def _max(self, x, out) -> None:
         if self.vectorized:
@@ -116,8 +116,17 @@ class AvgPool2d(_WindowPool):
 
     def __call__(self, x: np.ndarray, out: np.ndarray) -> None:
         self._check(x, out)
-        self._reduce(x, out, False)
-        _k.scale_planes(out, self.divisor, 0, self.x_shape[1])
+        self._avg(x, out)
+
+    def _avg(self, x, out) -> None:
+        # the 16-lane kernel where it applies (loaded SPR, CPU time: 1x16x112x112 3x3/2 86 us against
+        # 160 by rows, 1x20x16x16 2x2/2 9 against 17)
+        if self.vectorized:
+            (kh, kw), (ph, pw) = self.kernel, self.padding
+            pool_s2(x, False, kh, kw, self.stride[0], ph, pw, self.divisor, out, 0, self.x_shape[1])
+        else:
+            self._reduce(x, out, False)
+            _k.scale_planes(out, self.divisor, 0, self.x_shape[1])
 
 
 class AdaptiveAvgPool2d:

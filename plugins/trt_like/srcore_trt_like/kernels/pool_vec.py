@@ -1,4 +1,5 @@
-"""Max pooling with column stride 2 on explicit 16-lane vectors (resnet's 3x3/2 pool after the stem).
+"""Max and average pooling with column stride 2 on explicit 16-lane vectors (resnet's 3x3/2 pool after
+the stem, DenseNet's and ResNet-D's 2x2/2 average pools).
 
 Per channel, each input row is copied into a row buffer with -inf margins, split into its even
 and odd columns by register shuffles, and reduced across the kernel's columns 16 outputs per
@@ -13,24 +14,37 @@ import numpy as np
 from numba import njit
 
 from .jit import JIT
-from .simd import vdeinterleave2, vload, vmax_nan, vsplat_value, vstore, vstore_lanes
+from .simd import vadd, vdeinterleave2, vload, vmax_nan, vsplat_value, vstore, vstore_lanes
 
 _NEG_INF = np.float32(-np.inf)
+_ZERO = np.float32(0.0)
 
 
 @njit(**JIT)
-def max_pool_s2(x, kh, kw, sh, ph, pw, out, c0, c1):
-    """``out[n, c] = max over the window`` for column stride 2, dilation 1, channels [c0, c1); windows
-    with no input element give -inf."""
+def pool_s2(x, is_max, kh, kw, sh, ph, pw, div, out, c0, c1):
+    """``out[n, c] =`` the max (``is_max``) or the sum over the window divided by ``div`` (an
+    (Ho, Wo) plane) for column stride 2, dilation 1, channels [c0, c1); windows with no input
+    element give -inf (max) or 0 (sum)."""
+    # the body inlined once per constant flag: no test in the inner loops (the flag tested there
+    # cost the max pool 3-7%)
+    if is_max:
+        _pool_s2(x, True, kh, kw, sh, ph, pw, div, out, c0, c1)
+    else:
+        _pool_s2(x, False, kh, kw, sh, ph, pw, div, out, c0, c1)
+
+
+@njit(inline="always", **JIT)
+def _pool_s2(x, is_max, kh, kw, sh, ph, pw, div, out, c0, c1):
     N, C, H, W = x.shape
     Ho, Wo = out.shape[2], out.shape[3]
+    init = _NEG_INF if is_max else _ZERO
     nv = (Wo + 15) // 16                     # output vectors per row
     nq = nv + (kw - 1) // 2 + 1              # phase vectors a row needs (tap j reads w + j // 2)
-    buf = np.full(32 * nq, _NEG_INF, np.float32)
+    buf = np.full(32 * nq, init, np.float32)
     ph2 = np.empty(32 * nq, np.float32)      # even columns, then odd
     rows = np.empty((H, 16 * nv), np.float32)
     wc = min(W, 32 * nq - pw)
-    ninf = vsplat_value(_NEG_INF)
+    vinit = vsplat_value(init)
     for n in range(N):
         for c in range(c0, c1):
             for h in range(H):
@@ -44,19 +58,33 @@ def max_pool_s2(x, kh, kw, sh, ph, pw, out, c0, c1):
                     vstore(ph2, 16 * (nq + j), p[1])
                 r = rows[h]
                 for v in range(nv):
-                    acc = ninf
+                    acc = vinit
                     for j in range(kw):
-                        acc = vmax_nan(acc, vload(ph2, 16 * ((j % 2) * nq + v) + j // 2))
+                        acc = _combine(is_max, acc, vload(ph2, 16 * ((j % 2) * nq + v) + j // 2))
                     vstore(r, 16 * v, acc)
             of = out[n, c].reshape(-1)
             for ho in range(Ho):
                 for v in range(nv):
-                    acc = ninf
+                    acc = vinit
                     for i in range(kh):
                         h = ho * sh - ph + i
                         if 0 <= h < H:
-                            acc = vmax_nan(acc, vload(rows[h], 16 * v))
+                            acc = _combine(is_max, acc, vload(rows[h], 16 * v))
                     vstore_lanes(of, ho * Wo + 16 * v, acc, min(16, Wo - 16 * v))
+                if not is_max:
+                    for k in range(Wo):
+                        of[ho * Wo + k] /= div[ho, k]
+
+
+@njit(inline="always", **JIT)
+def _combine(is_max, a, b):
+    return vmax_nan(a, b) if is_max else vadd(a, b)
+
+
+@njit(**JIT)
+def max_pool_s2(x, kh, kw, sh, ph, pw, out, c0, c1):
+    """:func:`pool_s2`'s max."""
+    pool_s2(x, True, kh, kw, sh, ph, pw, np.ones((1, 1), np.float32), out, c0, c1)
 
 
 @njit(**JIT)

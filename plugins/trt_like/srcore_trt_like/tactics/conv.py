@@ -149,11 +149,9 @@ def avg_pool2d(layer: Layer, net: Network):
                      a["count_include_pad"], a["divisor_override"])
     if pool.out_shape != net.shape(layer.outputs[0]):
         return None
-    C = pool.x_shape[1]
 
     def run(x, out):
-        pool._reduce(x, out, False)
-        _pool_kernels.scale_planes(out, pool.divisor, 0, C)
+        pool._avg(x, out)
     return run
 
 

@@ -17,6 +17,7 @@ from srcore.plugin import KernelError
 
 from ..builder.network import Layer, Network
 from ..kernels.layout_copy import channels_last_into
+from ..kernels.rows import max_rows
 
 f32 = np.float32
 
@@ -312,6 +313,14 @@ def reduce(layer: Layer, net: Network):
     ``any`` / ``all``, over ``dims``."""
     dims, op = layer.attrs["dims"], layer.attrs["op"]
     fn = {"max": np.max, "min": np.min, "any": np.any, "all": np.all}.get(op)
+    shape = net.shape(layer.inputs[0])
+    if (op in ("max", "min") and net.tensors[layer.inputs[0]].dtype == "float32" and dims
+            and sorted(d % len(shape) for d in dims) == list(range(len(shape) - len(dims), len(shape)))):
+        lead, sign = math.prod(shape[:len(shape) - len(dims)]), np.float32(1.0 if op == "max" else -1.0)
+
+        def run_rows(x, out):   # over trailing dims (a global max pool written as amax): compiled rows
+            max_rows(x.reshape(lead, -1), out.reshape(lead), sign)
+        return run_rows
 
     def run(x, out):
         if fn is None:
