@@ -17,6 +17,7 @@ from . import qconverters
 from .nodes import Converter, NodeView
 from .qconverters import (dequantize, qadd, qconv, qconv_then_add, qlinear,  # noqa: F401  (named by the op table)
                           quantize)
+from .volume import adaptive_avg_pool3d, avg_pool3d, conv3d, max_pool3d  # noqa: F401  (named by the op table)
 
 
 def _quantized(v: NodeView, c: Converter, name: str) -> bool:
@@ -232,6 +233,9 @@ def conv(v: NodeView, c: Converter) -> None:
         return
     w = v.const("weight")
     b = v.const("bias")
+    if isinstance(w, np.ndarray) and w.ndim == 5:
+        conv3d(v, c)
+        return
     if not isinstance(w, np.ndarray) or w.ndim not in (3, 4):
         raise EngineBuildError(f"{v.where()}: a conv needs a constant 3-D (1-D conv) or 4-D (2-D conv) weight")
     one_d = w.ndim == 3
@@ -339,9 +343,7 @@ def linear(v: NodeView, c: Converter) -> None:
 
 def matmul(v: NodeView, c: Converter) -> None:
     a, b = v.node.inputs[0], v.node.inputs[1]
-    if a.node.kind == "prim::Constant":
-        raise EngineBuildError(f"{v.where()}: a constant left operand is not supported")
-    if b.node.kind == "prim::Constant":
+    if b.node.kind == "prim::Constant" and a.node.kind != "prim::Constant":
         w = np.asarray(b.node.attrs.get("value"), np.float32)
         if w.ndim != 2 or len(a.type.shape) < 1:
             raise EngineBuildError(f"{v.where()}: a constant right operand must be 2-D")
@@ -619,9 +621,12 @@ def int_scalar(v: NodeView, c: Converter) -> None:
 
 def resize(v: NodeView, c: Converter) -> None:
     """Nearest or bilinear resizing of the last two dims (``upsample_*2d``, ``__interpolate``); the
-    index tables are made by the tactics from the shapes and the scales."""
+    index tables are made by the tactics from the shapes and the scales. A 1-D resizing
+    (``upsample_nearest1d``, ``upsample_linear1d``, ``__interpolate`` of an (N, C, L) input) is one of
+    the (N, C, 1, L) view, ``linear`` mode interpolating the last dim only."""
     op = v.op
     out = v.out_shape()
+    one_d = len(v.in_shape(v.names[0])) == 3
     if op.startswith("aten::__interpolate"):
         mode = v.const("mode", "nearest")
         align = bool(v.const("align_corners", None) or False)
@@ -629,17 +634,27 @@ def resize(v: NodeView, c: Converter) -> None:
         recompute = v.const("recompute_scale_factor", None)
         scales = None if sf is None or recompute else (list(sf) if isinstance(sf, (list, tuple)) else [sf])
     else:
-        mode = "bilinear" if "bilinear" in op else "nearest"
-        align = bool(v.const("align_corners", False)) if mode == "bilinear" else False
+        mode = "bilinear" if "bilinear" in op else "linear" if "linear1d" in op else "nearest"
+        align = bool(v.const("align_corners", False)) if mode != "nearest" else False
         if op.endswith(".vec"):
             scales = v.const("scale_factors", None)
             scales = None if scales is None or v.const("output_size", None) is not None else list(scales)
+        elif one_d:
+            scales = [v.const("scales", None)]
         else:
             scales = [v.const("scales_h", None), v.const("scales_w", None)]
+    if one_d:
+        scales = [None, scales[-1] if scales else None]
     if scales is not None and len(scales) == 1:
         scales = scales * 2
     scales = (None, None) if scales is None else tuple(None if s is None else float(s) for s in scales)
     x = c.tensor(v.node.inputs[0])
+    if one_d:
+        N, C, L = c.net.shape(x)
+        x = c.net.add("reshape", [x], (N, C, 1, L), v.source)
+        y = c.net.add("resize", [x], (N, C, 1, out[-1]), v.source, mode=mode, align_corners=align, scales=scales)
+        c.bind(v.node.outputs[0], c.net.add("reshape", [y], out, v.source))
+        return
     c.bind(v.node.outputs[0], c.net.add("resize", [x], out, v.source, mode=mode, align_corners=align,
                                         scales=scales))
 
@@ -663,6 +678,15 @@ def pad(v: NodeView, c: Converter) -> None:
         raise EngineBuildError(f"{v.where()}: reflect padding {p} is not under the input's dims {shape}")
     c.bind(v.node.outputs[0], c.net.add("pad", [x], v.out_shape(), v.source, widths=tuple(widths),
                                         value=float(0.0 if value is None else value), mode=mode))
+
+
+def grid_sample(v: NodeView, c: Converter) -> None:
+    """``F.grid_sample`` of a 4-D input (a spatial transformer's or a flow warp's resampling)."""
+    x, grid = c.tensor(v.value("input")), c.tensor(v.value("grid"))
+    c.bind(v.node.outputs[0], c.net.add("grid_sample", [x, grid], v.out_shape(), v.source,
+                                        mode=int(v.const("interpolation_mode")),
+                                        padding=int(v.const("padding_mode")),
+                                        align_corners=bool(v.const("align_corners"))))
 
 
 def _index_operand(v: NodeView, c: Converter, name: str):
