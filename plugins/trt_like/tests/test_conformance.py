@@ -842,6 +842,10 @@ def data_cases() -> list[Case]:
                         "aten::grid_sampler_2d" if k % 2 else "aten::grid_sampler",
                         (tin((2, 3, 5, 6), 30 + k, special=False), grid, mode, padding, align), Tol(8, 8),
                         scale=_input_max))
+    for align in (False, True):   # a constant base grid times theta transposed
+        out.append(Case(f"affine_grid_generator-{align}", "aten::affine_grid_generator",
+                        (tin((2, 2, 3), 40 + align, special=False), [2, 3, 4, 5], align), Tol(8, 8),
+                        scale=_input_max))
     signed = In(np.arange(-7, 8).reshape(3, 5).astype(np.int64))
     out += [Case("stack", "aten::stack", (TList((tin((2, 3), 90), tin((2, 3), 91))), 1)),
             Case("stack-last", "aten::stack", (TList((tin((2, 3), 92), tin((2, 3), 93), tin((2, 3), 94))), -1)),

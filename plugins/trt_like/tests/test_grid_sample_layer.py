@@ -1,6 +1,7 @@
 """trt_like's ``grid_sample`` layer (srcore's compiled sampler) against torch: a spatial
-transformer (a constant base grid times a regressed affine: a constant left ``bmm``) and a flow
-warp, bilinear and nearest, every padding mode, grids reaching outside [-1, 1]; one engine."""
+transformer (a constant base grid times a regressed affine: a constant left ``bmm``; and
+``F.affine_grid``) and a flow warp, bilinear and nearest, every padding mode, grids reaching
+outside [-1, 1]; one engine."""
 from __future__ import annotations
 
 import numpy as np
@@ -31,7 +32,9 @@ class Warp(torch.nn.Module):
         return (F.grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=False),
                 F.grid_sample(x, grid * 1.3, mode="nearest", padding_mode="border", align_corners=True),
                 F.grid_sample(x, flowed, mode="bilinear", padding_mode="reflection", align_corners=True),
-                F.grid_sample(x, flowed * 2, mode="nearest", padding_mode="reflection", align_corners=False))
+                F.grid_sample(x, flowed * 2, mode="nearest", padding_mode="reflection", align_corners=False),
+                F.grid_sample(x, F.affine_grid(theta, [n, 3, 5, 6], align_corners=False), align_corners=False),
+                F.affine_grid(theta * 0.5, [n, 1, 4, 3], align_corners=True))
 
 
 def test_a_spatial_transformer_samples_in_one_engine():
@@ -41,7 +44,7 @@ def test_a_spatial_transformer_samples_in_one_engine():
     sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), (x,)),
                              options=srcore.Options(backends=("trt_like", "cpu"), engine_options={"timing": False}))
     assert [n.kind for n in sm.graph.nodes if n.kind != "prim::Constant"] == [ENGINE_KIND], sm.partition.format()
-    assert sm.partition.engines[0].description.count("grid_sample -> ") == 4
+    assert sm.partition.engines[0].description.count("grid_sample -> ") == 5
     with torch.no_grad():
         want = m(x)
     for g, w in zip(sm(x.numpy()), want):

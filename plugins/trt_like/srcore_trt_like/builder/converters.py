@@ -689,6 +689,18 @@ def grid_sample(v: NodeView, c: Converter) -> None:
                                         align_corners=bool(v.const("align_corners"))))
 
 
+def affine_grid(v: NodeView, c: Converter) -> None:
+    """``F.affine_grid`` (``affine_grid_generator``): torch's base grid, a constant (H * W, 3), times
+    ``theta`` transposed (a ``permute`` and a ``matmul`` layer), viewed as (N, H, W, 2)."""
+    from srcore.plugin import affine_grid as _ag
+
+    n, _, h, w = (int(d) for d in v.const("size"))
+    base = c.net.constant(_ag.base_grid(h, w, bool(v.const("align_corners"))).reshape(h * w, 3))
+    theta_t = c.net.add("permute", [c.tensor(v.value("theta"))], (n, 3, 2), v.source, perm=(0, 2, 1))
+    y = c.net.add("matmul", [base, theta_t], (n, h * w, 2), v.source)
+    c.bind(v.node.outputs[0], c.net.add("reshape", [y], v.out_shape(), v.source))
+
+
 def _index_operand(v: NodeView, c: Converter, name: str):
     """An index or mask argument: ``(tensor id, None)`` for a computed one (an engine input), or
     ``(None, array)`` for a constant (baked into the layer)."""

@@ -292,6 +292,13 @@ def _grid_sample(node: NodeInfo):
     return None
 
 
+def _affine_grid(node: NodeInfo):
+    size, theta = node.const("size"), node.args[0].type.shape
+    if not isinstance(size, (list, tuple)) or len(size) != 4 or tuple(theta) != (size[0], 2, 3):
+        return f"size={size!r} with theta {_shape(node, 0)} (the layers make 2-D grids: size (N, C, H, W), theta (N, 2, 3))"
+    return None
+
+
 def _embedding(node: NodeInfo):
     w = node.args[0]
     if not w.is_constant or not hasattr(w.value, "ndim") or w.value.ndim != 2:
@@ -456,6 +463,7 @@ _NOTES = {
              "'linear' (align_corners either), no antialias",
     _pad: "mode 'constant', 'reflect' (pads under the dim's size) or 'replicate', non-negative pads",
     _grid_sample: "4-D input and (N, Ho, Wo, 2) grid; bilinear or nearest, any padding mode",
+    _affine_grid: "a 4-D size (N, C, H, W) and an (N, 2, 3) theta",
     _embedding: "a constant 2-D weight; indices int64 or int32 (engine inputs or constants)",
     _gather: "index int64 of self's rank",
     _index_select: "a 0-D or 1-D int64 / int32 index",
@@ -572,6 +580,7 @@ _TABLE: list[OpSupport] = [
     *_rows("pad", {"aten::constant_pad_nd": ("pad", "value"), "aten::pad": ("pad", "mode", "value")}, _pad),
     *_rows("grid_sample", {op: ("interpolation_mode", "padding_mode", "align_corners")
                            for op in ("aten::grid_sampler", "aten::grid_sampler_2d")}, _grid_sample),
+    *_rows("affine_grid", {"aten::affine_grid_generator": ("size", "align_corners")}, _affine_grid),
     *_rows("embedding", {"aten::embedding": ("weight", "padding_idx", "scale_grad_by_freq", "sparse")}, _embedding,
            data_args={"indices": _INDEX}),
     *_rows("gather", {"aten::gather": ("dim", "sparse_grad")}, _gather,

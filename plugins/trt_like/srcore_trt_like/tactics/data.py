@@ -17,7 +17,6 @@ from srcore.plugin import KernelError
 
 from ..builder.network import Layer, Network
 from ..kernels.layout_copy import channels_last_into
-from ..kernels.scratch import SCRATCH
 
 f32 = np.float32
 
@@ -224,16 +223,15 @@ def resize_compiled(layer: Layer, net: Network):
 
 # -- sampling --------------------------------------------------------------------------------------------
 def grid_sample(layer: Layer, net: Network):
-    """srcore's compiled grid sampler (``srcore.plugin.grid_sample``, the cpu plugin's kernel too)."""
+    """srcore's compiled grid sampler (``srcore.plugin.grid_sample``, the cpu plugin's kernel too; its
+    small tap tables allocated per call: a typed scratch view cost more, ~4 us each)."""
     from srcore.plugin import grid_sample as _gs
 
     sampler = _gs.GridSampler()
-    _, Ho, Wo, _ = net.shape(layer.inputs[1])
     mode, padding, align = layer.attrs["mode"], layer.attrs["padding"], layer.attrs["align_corners"]
 
     def run(x, grid, out):
-        sampler.kernel(x, grid, mode, padding, align, out, SCRATCH.get("grid_idx", (Ho * Wo, 4), np.int64),
-                       SCRATCH.get("grid_wts", (Ho * Wo, 4), np.float64))
+        sampler(x, grid, mode, padding, align, out)
     return run
 
 
