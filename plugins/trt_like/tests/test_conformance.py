@@ -695,6 +695,18 @@ def conv_cases() -> list[Case]:
                                                                [0, 1, 0], [2, 1, 2], False), EXACT))
     out.append(Case("avg_pool3d-divisor", "aten::avg_pool3d", (tin((1, 1, 4, 4, 4), 6), [2, 2, 2], [], [0, 0, 0], False,
                                                                True, 3), engine=False))
+    # 1-D pools: 2-D pools on (N, C, 1, L) views (builder/pool1d.py)
+    for k, (xs, ks, stride, pad, dil, ceil) in enumerate([((2, 3, 11), [3], [2], [1], [1], False),
+                                                          ((1, 2, 10), [2], [], [0], [2], True),
+                                                          ((3, 9), [2], [2], [0], [1], False)]):
+        batched = len(xs) == 3   # an unbatched (C, L) input runs on cpu
+        out.append(Case(f"max_pool1d-{k}", "aten::max_pool1d", (tin(xs, k), ks, stride, pad, dil, ceil), EXACT,
+                        engine=batched))
+        out.append(Case(f"avg_pool1d-{k}", "aten::avg_pool1d", (tin(xs, k, special=False), ks, stride, pad, ceil,
+                                                                 k != 1), Tol(8, 8), engine=batched,
+                        scale=abs_op(torch.ops.aten.avg_pool1d.default)))
+        out.append(Case(f"adaptive_avg_pool1d-{k}", "aten::adaptive_avg_pool1d", (tin(xs, k, special=False), [4]),
+                        Tol(16, 16), engine=batched, scale=abs_op(torch.ops.aten.adaptive_avg_pool1d.default)))
     for k, (xs, size) in enumerate([((1, 2, 3, 7, 7), [1, 1, 1]), ((2, 3, 5, 7, 5), [2, 3, 2]),
                                     ((1, 1, 4, 4, 4), [3, 4, 4])]):
         out.append(Case(f"adaptive_avg_pool3d-{k}", "aten::adaptive_avg_pool3d", (tin(xs, k, special=False), size),

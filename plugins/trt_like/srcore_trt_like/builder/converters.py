@@ -17,6 +17,7 @@ from . import qconverters
 from .nodes import Converter, NodeView
 from .qconverters import (dequantize, qadd, qconv, qconv_then_add, qlinear,  # noqa: F401  (named by the op table)
                           quantize)
+from .pool1d import adaptive_avg_pool1d, avg_pool1d, max_pool1d  # noqa: F401  (named by the op table)
 from .volume import adaptive_avg_pool3d, avg_pool3d, conv3d, max_pool3d  # noqa: F401  (named by the op table)
 
 

@@ -157,6 +157,18 @@ def _pool3d(node: NodeInfo):
     return None
 
 
+def _pool1d(node: NodeInfo):
+    # the 2-D pool layers on the (N, C, 1, L) view; an unbatched (C, L) input runs on cpu
+    if len(node.args[0].type.shape) != 3:
+        return f"{node.args[0].name} of shape {_shape(node, 0)} is not 3-D (the 1-D pools are batched NCL)"
+    if node.op != "aten::adaptive_avg_pool1d":
+        k, p = node.const("kernel_size"), node.const("padding", 0)
+        k, p = (k[0] if isinstance(k, (list, tuple)) else k), (p[0] if isinstance(p, (list, tuple)) else p)
+        if 2 * p > k:   # (torch raises)
+            return f"padding={node.const('padding', 0)!r} is over half of kernel_size={node.const('kernel_size')!r}"
+    return None
+
+
 def _nchw(node: NodeInfo):
     # the conv and pool layers are NCHW; an unbatched (C, H, W) input runs on cpu
     if len(node.args[0].type.shape) == 4:
@@ -444,6 +456,7 @@ _NOTES = {
     _convolution: "1-D, 2-D or 3-D; transposed: 2-D",
     _ncdhw: "a 5-D (N, C, D, H, W) input",
     _pool3d: "a 5-D (N, C, D, H, W) input, padding at most half the kernel, no divisor_override",
+    _pool1d: "a 3-D (N, C, L) input, padding at most half the kernel",
     _conv_transpose: "a 4-D (N, C, H, W) input, a constant weight (C, O / groups, kh, kw)",
     _ncl: "a 3-D (N, C, L) input, explicit padding",
     _matmul: "x @ a constant 2-D weight, or two operands of rank >= 2, one of them computed (no matrix-vector products)",
@@ -529,7 +542,12 @@ _TABLE: list[OpSupport] = [
     *_rows("avg_pool", {"aten::avg_pool2d": ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
                                              "divisor_override")}, _nchw),
     *_rows("adaptive_avg_pool", {"aten::adaptive_avg_pool2d": ("output_size",)}, _adaptive_pool, int8=True),
-    # 3-D pools: 2-D pool layers on views (builder/volume.py)
+    # 1-D and 3-D pools: 2-D pool layers on views (builder/pool1d.py, builder/volume.py)
+    *_rows("max_pool1d", {"aten::max_pool1d": ("kernel_size", "stride", "padding", "dilation", "ceil_mode")},
+           _pool1d),
+    *_rows("avg_pool1d", {"aten::avg_pool1d": ("kernel_size", "stride", "padding", "ceil_mode",
+                                               "count_include_pad")}, _pool1d),
+    *_rows("adaptive_avg_pool1d", {"aten::adaptive_avg_pool1d": ("output_size",)}, _pool1d),
     *_rows("max_pool3d", {"aten::max_pool3d": ("kernel_size", "stride", "padding", "dilation", "ceil_mode")},
            _pool3d),
     *_rows("avg_pool3d", {"aten::avg_pool3d": ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
