@@ -847,6 +847,15 @@ def data_cases() -> list[Case]:
                      (tin((2, 3, 7), 14, special=False), [12], align, None), Tol(4, 8), scale=_input_max),
                 Case(f"upsample_linear1d.vec-{align}", "aten::upsample_linear1d.vec",
                      (tin((1, 2, 5), 13, special=False), None, align, [3.0]), Tol(4, 8), scale=_input_max)]
+    # 3-D nearest: over (H, W) on (N, C * D, H, W), then over D (builder/converters.py, _nearest3d)
+    x3 = tin((1, 2, 3, 4, 5), 15)
+    out += [Case("upsample_nearest3d", "aten::upsample_nearest3d", (x3, [5, 7, 5], None, None, None)),
+            Case("upsample_nearest3d.vec", "aten::upsample_nearest3d.vec", (x3, None, [2.0, 1.5, 0.5])),
+            Case("__interpolate-nearest-3d", "aten::__interpolate", (x3, None, 2.0, "nearest", None, None, False),
+                 ref=_interp),
+            Case("__interpolate-trilinear", "aten::__interpolate",
+                 (tin((1, 2, 3, 4, 5), 16, special=False), None, 2.0, "trilinear", False, None, False),
+                 Tol(8, 8), engine=False, scale=_input_max, ref=_interp)]
     # grid_sample: bilinear / nearest, zeros / border / reflection padding, grids outside [-1, 1]
     for k, (mode, padding, align) in enumerate([(0, 0, False), (1, 1, True), (0, 2, True), (1, 2, False)]):
         grid = In((data((2, 4, 5, 2), 20 + k, special=False) * 1.5).astype(np.float32))

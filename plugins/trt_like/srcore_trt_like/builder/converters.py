@@ -624,10 +624,13 @@ def resize(v: NodeView, c: Converter) -> None:
     """Nearest or bilinear resizing of the last two dims (``upsample_*2d``, ``__interpolate``); the
     index tables are made by the tactics from the shapes and the scales. A 1-D resizing
     (``upsample_nearest1d``, ``upsample_linear1d``, ``__interpolate`` of an (N, C, L) input) is one of
-    the (N, C, 1, L) view, ``linear`` mode interpolating the last dim only."""
+    the (N, C, 1, L) view, ``linear`` mode interpolating the last dim only; a 3-D nearest one
+    (``upsample_nearest3d``, ``__interpolate`` of an (N, C, D, H, W) input) is separable: over (H, W)
+    on the (N, C * D, H, W) view, then over D on the (N, C, D, Ho * Wo) view."""
     op = v.op
     out = v.out_shape()
-    one_d = len(v.in_shape(v.names[0])) == 3
+    rank = len(v.in_shape(v.names[0]))
+    one_d = rank == 3
     if op.startswith("aten::__interpolate"):
         mode = v.const("mode", "nearest")
         align = bool(v.const("align_corners", None) or False)
@@ -642,10 +645,14 @@ def resize(v: NodeView, c: Converter) -> None:
             scales = None if scales is None or v.const("output_size", None) is not None else list(scales)
         elif one_d:
             scales = [v.const("scales", None)]
+        elif rank == 5:
+            scales = [v.const("scales_d", None), v.const("scales_h", None), v.const("scales_w", None)]
         else:
             scales = [v.const("scales_h", None), v.const("scales_w", None)]
     if one_d:
         scales = [None, scales[-1] if scales else None]
+    if rank == 5:
+        return _nearest3d(v, c, (None,) * 3 if scales is None else tuple(scales) * (3 if len(scales) == 1 else 1))
     if scales is not None and len(scales) == 1:
         scales = scales * 2
     scales = (None, None) if scales is None else tuple(None if s is None else float(s) for s in scales)
@@ -658,6 +665,24 @@ def resize(v: NodeView, c: Converter) -> None:
         return
     c.bind(v.node.outputs[0], c.net.add("resize", [x], out, v.source, mode=mode, align_corners=align,
                                         scales=scales))
+
+
+def _nearest3d(v: NodeView, c: Converter, scales) -> None:
+    x = c.tensor(v.node.inputs[0])
+    N, C, T, H, W = c.net.shape(x)
+    out = v.out_shape()
+    To, Ho, Wo = out[2:]
+    sd, sh, sw = (None if s is None else float(s) for s in scales)
+    y = x
+    if (Ho, Wo) != (H, W):
+        y = c.net.add("reshape", [y], (N, C * T, H, W), v.source)
+        y = c.net.add("resize", [y], (N, C * T, Ho, Wo), v.source, mode="nearest", align_corners=False,
+                      scales=(sh, sw))
+    if To != T:
+        y = c.net.add("reshape", [y], (N, C, T, Ho * Wo), v.source)
+        y = c.net.add("resize", [y], (N, C, To, Ho * Wo), v.source, mode="nearest", align_corners=False,
+                      scales=(sd, None))
+    c.bind(v.node.outputs[0], c.net.add("reshape", [y], out, v.source))
 
 
 def pad(v: NodeView, c: Converter) -> None:

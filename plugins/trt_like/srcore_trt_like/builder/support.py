@@ -258,13 +258,13 @@ def _roll(node: NodeInfo):
     return None
 
 
-_RESIZE_MODES = {3: ("nearest", "linear"), 4: ("nearest", "bilinear")}
+_RESIZE_MODES = {3: ("nearest", "linear"), 4: ("nearest", "bilinear"), 5: ("nearest",)}
 
 
 def _resize(node: NodeInfo):
     rank = _rank(node, 0)
     if rank not in _RESIZE_MODES:
-        return f"{node.args[0].name} of shape {_shape(node, 0)} is not 3-D (N, C, L) or 4-D (N, C, H, W)"
+        return f"{node.args[0].name} of shape {_shape(node, 0)} is not 3-D (N, C, L), 4-D (N, C, H, W) or 5-D"
     if node.op.startswith("aten::__interpolate"):
         mode = node.const("mode", "nearest")
         if mode not in _RESIZE_MODES[rank]:
@@ -473,7 +473,7 @@ _NOTES = {
     _group_norm: "(N, C, ...) input, C divisible by num_groups",
     _cat: "a list of float32 tensors of one rank built in the graph (prim::ListConstruct, copied into the segment)",
     _resize: "a 4-D (N, C, H, W) input, mode 'nearest' or 'bilinear', or a 3-D (N, C, L) one, 'nearest' or "
-             "'linear' (align_corners either), no antialias",
+             "'linear' (align_corners either), or a 5-D one, 'nearest'; no antialias",
     _pad: "mode 'constant', 'reflect' (pads under the dim's size) or 'replicate', non-negative pads",
     _grid_sample: "4-D input and (N, Ho, Wo, 2) grid; bilinear or nearest, any padding mode",
     _affine_grid: "a 4-D size (N, C, H, W) and an (N, 2, 3) theta",
@@ -589,6 +589,8 @@ _TABLE: list[OpSupport] = [
                       "aten::upsample_bilinear2d": ("output_size", "align_corners", "scales_h", "scales_w"),
                       "aten::upsample_bilinear2d.vec": ("output_size", "align_corners", "scale_factors"),
                       "aten::upsample_nearest1d": ("output_size", "scales"),
+                      "aten::upsample_nearest3d": ("output_size", "scales_d", "scales_h", "scales_w"),
+                      "aten::upsample_nearest3d.vec": ("output_size", "scale_factors"),
                       "aten::upsample_nearest1d.vec": ("output_size", "scale_factors"),
                       "aten::upsample_linear1d": ("output_size", "align_corners", "scales"),
                       "aten::upsample_linear1d.vec": ("output_size", "align_corners", "scale_factors"),
