@@ -96,6 +96,10 @@ _LAZY = {
     "simd_dense_blocked": "srcore.conv:dense_blocked",
     # the dense conv with either side NCHW16c (srcore.conv.dense_nchwc: NchwcDenseConv); numba
     "simd_dense_nchwc": "srcore.conv:dense_nchwc",
+    # the compiled grid_sample (srcore.grid_sample: GridSampler, grid_sampler); numba
+    "grid_sample": "srcore.grid_sample",
+    # F.affine_grid's (h, w, 3) base grid (srcore.affine_grid: base_grid); numpy
+    "affine_grid": "srcore.affine_grid",
     # Intel MKL's runtime through ctypes (srcore.blas.mkl: library(), pack_b, set_threads, swap_threads)
     "mkl": "srcore.blas:mkl",
     # the clock candidate kernels are timed on (srcore.clock: per_call_ns, wall_ns_waited, clock_for): the

@@ -58,7 +58,9 @@ OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl_split", "mkl", "numb
                  "numpy_split", "segment",
                  "int8_sgemm", "int8_dgemm", "int8_simd",
                  # small stride-1 1-D convs (tactics/conv1d.py)
-                 "conv1d_simd")
+                 "conv1d_simd",
+                 # 3-D convs not folded into 2-D ones (tactics/conv3d.py)
+                 "vol2col_gemm")
 
 
 def tactic_names() -> list[str]:

@@ -554,8 +554,10 @@ def matrix_cases() -> list[Case]:
                         (eq, TList((tin(sa, 50 + k, special=False), tin(sb, 60 + k, special=False))), None),
                         gemm(K), engine=engine, ref=lambda e, ts, path: torch.einsum(e, *ts),
                         scale=lambda e, ts, path: torch.einsum(e, *(t.abs() for t in to_torch(ts))).numpy()))
-    out.append(Case("matmul-const-left", "aten::matmul", (p((3, 4), 1), tin((4, 5), 2)), gemm(4), engine=None,
+    out.append(Case("matmul-const-left", "aten::matmul", (p((3, 4), 1), tin((4, 5), 2)), gemm(4),
                     scale=abs_op(torch.ops.aten.matmul.default)))
+    out.append(Case("bmm-const-left", "aten::bmm", (p((2, 3, 4), 3), tin((2, 4, 5), 4)), gemm(4),
+                    scale=abs_op(torch.ops.aten.bmm.default)))
     out.append(Case("matmul-const-1d", "aten::matmul", (tin((3, 4), 1, special=False), p((4,), 2)), gemm(4),
                     engine=None, scale=abs_op(torch.ops.aten.matmul.default)))
     for k, (bs, beta, alpha) in enumerate([((5,), 1, 1), ((5,), 0.5, 2.0), ((1, 5), 1, 1), ((3, 5), 1, 1),
@@ -632,6 +634,24 @@ def conv_cases() -> list[Case]:
         out.append(Case(f"_convolution-transposed-{k}", "aten::_convolution",
                         (*args[:5], dil, True, opad, groups, False, False, True, True), Tol(2 * K, 2 * K),
                         scale=lambda *a: convt(*a[:5], a[7], a[8], a[5])))
+    # 3-D: (kt, 1, 1) a 2-D layer on (N, C, T, H * W) views, others the conv3d layer (builder/volume.py)
+    conv3 = abs_op(torch.ops.aten.conv3d.default)
+    for k, (xs, ws, bias, stride, pad, dil, groups) in enumerate([
+            ((1, 3, 4, 6, 6), (4, 3, 1, 3, 3), True, [1, 1, 1], [0, 1, 1], [1, 1, 1], 1),
+            ((2, 4, 5, 3, 4), (4, 4, 3, 1, 1), False, [2, 1, 1], [1, 0, 0], [2, 1, 1], 1),
+            ((1, 4, 4, 7, 6), (6, 2, 3, 3, 2), True, [1, 2, 2], [1, 1, 0], [1, 1, 2], 2)]):
+        K = ws[1] * ws[2] * ws[3] * ws[4] + 1
+        args = (tin(xs, k, special=False), p(ws, 100 + k), p((ws[0],), 105 + k) if bias else None, stride, pad, dil,
+                groups)
+        out.append(Case(f"conv3d-{k}", "aten::conv3d", args, Tol(2 * K, 2 * K), scale=conv3))
+    out.append(Case("_convolution-3d", "aten::_convolution",
+                    (*args[:6], False, [0, 0, 0], groups, False, False, True, True), Tol(2 * K, 2 * K),
+                    scale=lambda *a: conv3(*a[:6], a[8])))
+    out.append(Case("conv3d-specials", "aten::conv3d", (tin((1, 2, 3, 4, 4), 7), p((2, 2, 2, 3, 3), 8), None,
+                                                        [1, 1, 1], [1, 1, 1], [1, 1, 1], 1), Tol(80, 80), scale=conv3))
+    out.append(Case("conv3d-4d-input", "aten::conv3d", (tin((3, 4, 5, 5), 4, special=False), p((2, 3, 3, 3, 3), 5),
+                                                        None, [1, 1, 1], [1, 1, 1], [1, 1, 1], 1), Tol(60, 60),
+                    engine=False, scale=conv3))
     out.append(Case("conv1d-2d-input", "aten::conv1d", (tin((3, 12), 4, special=False), p((2, 3, 3), 5), None,
                                                         [1], [1], [1], 1), Tol(20, 20), engine=False, scale=conv1))
     xs, ws = (1, 3, 6, 6), (4, 3, 3, 3)
@@ -660,6 +680,37 @@ def conv_cases() -> list[Case]:
                                 engine=batched, scale=abs_op(torch.ops.aten.avg_pool2d.default)))
     out.append(Case("max_pool2d-specials-T", "aten::max_pool2d", (tin((1, 2, 6, 6), 9, transposed=True), [2, 2], [2, 2],
                                                                   [0, 0], [1, 1], False), EXACT))
+    # 3-D pools: separable, 2-D pools over (H, W) then over T on views (builder/volume.py)
+    for k, (xs, ks, stride, pad, dil, ceil) in enumerate([
+            ((1, 2, 4, 7, 7), [2, 3, 3], [1, 2, 2], [1, 1, 1], [1, 1, 1], False),
+            ((2, 1, 5, 6, 5), [3, 2, 2], [2, 2, 1], [1, 0, 1], [1, 1, 1], True),
+            ((1, 2, 4, 6, 6), [1, 2, 2], [], [0, 0, 0], [1, 1, 1], False)]):
+        out.append(Case(f"max_pool3d-{k}", "aten::max_pool3d", (tin(xs, k), ks, stride, pad, dil, ceil), EXACT))
+        for incl in (True, False):
+            n = ks[0] * ks[1] * ks[2] + 1
+            out.append(Case(f"avg_pool3d-{k}-{incl}", "aten::avg_pool3d",
+                            (tin(xs, k, special=False), ks, stride, pad, ceil, incl, None), Tol(2 * n, 2 * n),
+                            scale=abs_op(torch.ops.aten.avg_pool3d.default)))
+    out.append(Case("max_pool3d-dilated", "aten::max_pool3d", (tin((1, 1, 5, 6, 6), 5), [2, 2, 2], [1, 2, 2],
+                                                               [0, 1, 0], [2, 1, 2], False), EXACT))
+    out.append(Case("avg_pool3d-divisor", "aten::avg_pool3d", (tin((1, 1, 4, 4, 4), 6), [2, 2, 2], [], [0, 0, 0], False,
+                                                               True, 3), engine=False))
+    # 1-D pools: 2-D pools on (N, C, 1, L) views (builder/pool1d.py)
+    for k, (xs, ks, stride, pad, dil, ceil) in enumerate([((2, 3, 11), [3], [2], [1], [1], False),
+                                                          ((1, 2, 10), [2], [], [0], [2], True),
+                                                          ((3, 9), [2], [2], [0], [1], False)]):
+        batched = len(xs) == 3   # an unbatched (C, L) input runs on cpu
+        out.append(Case(f"max_pool1d-{k}", "aten::max_pool1d", (tin(xs, k), ks, stride, pad, dil, ceil), EXACT,
+                        engine=batched))
+        out.append(Case(f"avg_pool1d-{k}", "aten::avg_pool1d", (tin(xs, k, special=False), ks, stride, pad, ceil,
+                                                                 k != 1), Tol(8, 8), engine=batched,
+                        scale=abs_op(torch.ops.aten.avg_pool1d.default)))
+        out.append(Case(f"adaptive_avg_pool1d-{k}", "aten::adaptive_avg_pool1d", (tin(xs, k, special=False), [4]),
+                        Tol(16, 16), engine=batched, scale=abs_op(torch.ops.aten.adaptive_avg_pool1d.default)))
+    for k, (xs, size) in enumerate([((1, 2, 3, 7, 7), [1, 1, 1]), ((2, 3, 5, 7, 5), [2, 3, 2]),
+                                    ((1, 1, 4, 4, 4), [3, 4, 4])]):
+        out.append(Case(f"adaptive_avg_pool3d-{k}", "aten::adaptive_avg_pool3d", (tin(xs, k, special=False), size),
+                        Tol(120, 120), scale=abs_op(torch.ops.aten.adaptive_avg_pool3d.default)))
     for k, (xs, size) in enumerate([((1, 2, 7, 7), [1, 1]), ((2, 3, 7, 5), [3, 2]), ((1, 1, 4, 4), [4, 4]),
                                     ((1, 1, 3, 3), [5, 5]), ((3, 6, 6), [2, 2])]):
         out.append(Case(f"adaptive_avg_pool2d-{k}", "aten::adaptive_avg_pool2d", (tin(xs, k, special=False), size),
@@ -784,6 +835,38 @@ def data_cases() -> list[Case]:
                      (tin((2, 3, 5, 4), 2, special=False), [7, 9], align, None, None), Tol(4, 8), scale=_input_max),
                 Case(f"upsample_bilinear2d.vec-{align}", "aten::upsample_bilinear2d.vec",
                      (tin((1, 2, 4, 6), 3, special=False), None, align, [2.0, 2.0]), Tol(4, 8), scale=_input_max)]
+    # 1-D: the resize layer on (N, C, 1, L) views, linear interpolating the last dim only
+    x1 = tin((2, 3, 7), 11)
+    out += [Case("upsample_nearest1d", "aten::upsample_nearest1d", (x1, [11], None)),
+            Case("upsample_nearest1d.vec", "aten::upsample_nearest1d.vec", (x1, None, [1.5])),
+            Case("__interpolate-linear", "aten::__interpolate", (tin((1, 2, 6), 12, special=False), None, 2.0, "linear",
+                                                                 False, None, False), Tol(4, 8), scale=_input_max,
+                 ref=_interp)]
+    for align in (False, True):
+        out += [Case(f"upsample_linear1d-{align}", "aten::upsample_linear1d",
+                     (tin((2, 3, 7), 14, special=False), [12], align, None), Tol(4, 8), scale=_input_max),
+                Case(f"upsample_linear1d.vec-{align}", "aten::upsample_linear1d.vec",
+                     (tin((1, 2, 5), 13, special=False), None, align, [3.0]), Tol(4, 8), scale=_input_max)]
+    # 3-D nearest: over (H, W) on (N, C * D, H, W), then over D (builder/converters.py, _nearest3d)
+    x3 = tin((1, 2, 3, 4, 5), 15)
+    out += [Case("upsample_nearest3d", "aten::upsample_nearest3d", (x3, [5, 7, 5], None, None, None)),
+            Case("upsample_nearest3d.vec", "aten::upsample_nearest3d.vec", (x3, None, [2.0, 1.5, 0.5])),
+            Case("__interpolate-nearest-3d", "aten::__interpolate", (x3, None, 2.0, "nearest", None, None, False),
+                 ref=_interp),
+            Case("__interpolate-trilinear", "aten::__interpolate",
+                 (tin((1, 2, 3, 4, 5), 16, special=False), None, 2.0, "trilinear", False, None, False),
+                 Tol(8, 8), engine=False, scale=_input_max, ref=_interp)]
+    # grid_sample: bilinear / nearest, zeros / border / reflection padding, grids outside [-1, 1]
+    for k, (mode, padding, align) in enumerate([(0, 0, False), (1, 1, True), (0, 2, True), (1, 2, False)]):
+        grid = In((data((2, 4, 5, 2), 20 + k, special=False) * 1.5).astype(np.float32))
+        out.append(Case(f"grid_sampler-{mode}-{padding}-{align}",
+                        "aten::grid_sampler_2d" if k % 2 else "aten::grid_sampler",
+                        (tin((2, 3, 5, 6), 30 + k, special=False), grid, mode, padding, align), Tol(8, 8),
+                        scale=_input_max))
+    for align in (False, True):   # a constant base grid times theta transposed
+        out.append(Case(f"affine_grid_generator-{align}", "aten::affine_grid_generator",
+                        (tin((2, 2, 3), 40 + align, special=False), [2, 3, 4, 5], align), Tol(8, 8),
+                        scale=_input_max))
     signed = In(np.arange(-7, 8).reshape(3, 5).astype(np.int64))
     out += [Case("stack", "aten::stack", (TList((tin((2, 3), 90), tin((2, 3), 91))), 1)),
             Case("stack-last", "aten::stack", (TList((tin((2, 3), 92), tin((2, 3), 93), tin((2, 3), 94))), -1)),
@@ -815,6 +898,9 @@ def data_cases() -> list[Case]:
             Case("pad-reflect", "aten::pad", (tin((2, 3, 4), 7), [1, 2], "reflect", None)),
             Case("pad-reflect-2d", "aten::pad", (tin((2, 3, 4, 5), 7), [1, 2, 3, 0], "reflect", None)),
             Case("pad-replicate", "aten::pad", (tin((2, 3, 4, 5), 8), [2, 0, 1, 3], "replicate", None)),
+            Case("pad-replicate-1d", "aten::pad", (tin((2, 3, 4), 8), [3, 1], "replicate", None)),
+            Case("pad-reflect-3d", "aten::pad", (tin((1, 2, 3, 4, 5), 9), [1, 2, 2, 0, 1, 1], "reflect", None)),
+            Case("pad-replicate-3d", "aten::pad", (tin((1, 2, 3, 4, 5), 9), [0, 2, 1, 1, 2, 1], "replicate", None)),
             Case("pad-reflect-too-wide", "aten::pad", (tin((2, 3, 4), 7), [4, 0], "reflect", None), error=True),
             Case("pad-circular", "aten::pad", (tin((2, 3, 4), 7), [1, 1], "circular", None), engine=False)]
     out += [Case("embedding", "aten::embedding", (Param(data((10, 4), 8)), _ids((2, 3), 10, 9), -1, False, False)),

@@ -112,22 +112,14 @@ def grid_sampler_matcher(node: NodeInfo):
     return Specialized(grid_sampler_jit, args=(0, 1, 2, 3, 4))
 
 
-def _base(size: int, align_corners: bool):
-    if size <= 1:
-        return np.zeros(max(size, 0))
-    s = np.linspace(-1.0, 1.0, size)
-    return s if align_corners else s * (size - 1) / size
-
-
 def affine_grid_generator(theta, size, align_corners, out=None):
     """``aten::affine_grid_generator`` for a 4-D ``size``: the (N, H, W, 2) grid ``[x, y, 1] @ theta^T``."""
     if len(size) != 4:
         raise KernelError(f"affine_grid: only 4-D sizes (N, C, H, W) are supported on cpu, got {list(size)}")
+    from srcore.plugin import affine_grid
+
     n, _, h, w = size
-    base = np.empty((h, w, 3))
-    base[..., 0] = _base(w, align_corners)[None, :]
-    base[..., 1] = _base(h, align_corners)[:, None]
-    base[..., 2] = 1.0
+    base = affine_grid.base_grid(h, w, align_corners)
     r = np.einsum("hwk,njk->nhwj", base, theta.astype(np.float64)).astype(theta.dtype)
     if r.shape[0] != n:
         raise KernelError(f"affine_grid: theta has batch {theta.shape[0]}, size asks for {n}")

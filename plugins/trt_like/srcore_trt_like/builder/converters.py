@@ -17,6 +17,8 @@ from . import qconverters
 from .nodes import Converter, NodeView
 from .qconverters import (dequantize, qadd, qconv, qconv_then_add, qlinear,  # noqa: F401  (named by the op table)
                           quantize)
+from .pool1d import adaptive_avg_pool1d, avg_pool1d, max_pool1d  # noqa: F401  (named by the op table)
+from .volume import adaptive_avg_pool3d, avg_pool3d, conv3d, max_pool3d  # noqa: F401  (named by the op table)
 
 
 def _quantized(v: NodeView, c: Converter, name: str) -> bool:
@@ -232,6 +234,9 @@ def conv(v: NodeView, c: Converter) -> None:
         return
     w = v.const("weight")
     b = v.const("bias")
+    if isinstance(w, np.ndarray) and w.ndim == 5:
+        conv3d(v, c)
+        return
     if not isinstance(w, np.ndarray) or w.ndim not in (3, 4):
         raise EngineBuildError(f"{v.where()}: a conv needs a constant 3-D (1-D conv) or 4-D (2-D conv) weight")
     one_d = w.ndim == 3
@@ -339,9 +344,7 @@ def linear(v: NodeView, c: Converter) -> None:
 
 def matmul(v: NodeView, c: Converter) -> None:
     a, b = v.node.inputs[0], v.node.inputs[1]
-    if a.node.kind == "prim::Constant":
-        raise EngineBuildError(f"{v.where()}: a constant left operand is not supported")
-    if b.node.kind == "prim::Constant":
+    if b.node.kind == "prim::Constant" and a.node.kind != "prim::Constant":
         w = np.asarray(b.node.attrs.get("value"), np.float32)
         if w.ndim != 2 or len(a.type.shape) < 1:
             raise EngineBuildError(f"{v.where()}: a constant right operand must be 2-D")
@@ -619,9 +622,15 @@ def int_scalar(v: NodeView, c: Converter) -> None:
 
 def resize(v: NodeView, c: Converter) -> None:
     """Nearest or bilinear resizing of the last two dims (``upsample_*2d``, ``__interpolate``); the
-    index tables are made by the tactics from the shapes and the scales."""
+    index tables are made by the tactics from the shapes and the scales. A 1-D resizing
+    (``upsample_nearest1d``, ``upsample_linear1d``, ``__interpolate`` of an (N, C, L) input) is one of
+    the (N, C, 1, L) view, ``linear`` mode interpolating the last dim only; a 3-D nearest one
+    (``upsample_nearest3d``, ``__interpolate`` of an (N, C, D, H, W) input) is separable: over (H, W)
+    on the (N, C * D, H, W) view, then over D on the (N, C, D, Ho * Wo) view."""
     op = v.op
     out = v.out_shape()
+    rank = len(v.in_shape(v.names[0]))
+    one_d = rank == 3
     if op.startswith("aten::__interpolate"):
         mode = v.const("mode", "nearest")
         align = bool(v.const("align_corners", None) or False)
@@ -629,19 +638,51 @@ def resize(v: NodeView, c: Converter) -> None:
         recompute = v.const("recompute_scale_factor", None)
         scales = None if sf is None or recompute else (list(sf) if isinstance(sf, (list, tuple)) else [sf])
     else:
-        mode = "bilinear" if "bilinear" in op else "nearest"
-        align = bool(v.const("align_corners", False)) if mode == "bilinear" else False
+        mode = "bilinear" if "bilinear" in op else "linear" if "linear1d" in op else "nearest"
+        align = bool(v.const("align_corners", False)) if mode != "nearest" else False
         if op.endswith(".vec"):
             scales = v.const("scale_factors", None)
             scales = None if scales is None or v.const("output_size", None) is not None else list(scales)
+        elif one_d:
+            scales = [v.const("scales", None)]
+        elif rank == 5:
+            scales = [v.const("scales_d", None), v.const("scales_h", None), v.const("scales_w", None)]
         else:
             scales = [v.const("scales_h", None), v.const("scales_w", None)]
+    if one_d:
+        scales = [None, scales[-1] if scales else None]
+    if rank == 5:
+        return _nearest3d(v, c, (None,) * 3 if scales is None else tuple(scales) * (3 if len(scales) == 1 else 1))
     if scales is not None and len(scales) == 1:
         scales = scales * 2
     scales = (None, None) if scales is None else tuple(None if s is None else float(s) for s in scales)
     x = c.tensor(v.node.inputs[0])
+    if one_d:
+        N, C, L = c.net.shape(x)
+        x = c.net.add("reshape", [x], (N, C, 1, L), v.source)
+        y = c.net.add("resize", [x], (N, C, 1, out[-1]), v.source, mode=mode, align_corners=align, scales=scales)
+        c.bind(v.node.outputs[0], c.net.add("reshape", [y], out, v.source))
+        return
     c.bind(v.node.outputs[0], c.net.add("resize", [x], out, v.source, mode=mode, align_corners=align,
                                         scales=scales))
+
+
+def _nearest3d(v: NodeView, c: Converter, scales) -> None:
+    x = c.tensor(v.node.inputs[0])
+    N, C, T, H, W = c.net.shape(x)
+    out = v.out_shape()
+    To, Ho, Wo = out[2:]
+    sd, sh, sw = (None if s is None else float(s) for s in scales)
+    y = x
+    if (Ho, Wo) != (H, W):
+        y = c.net.add("reshape", [y], (N, C * T, H, W), v.source)
+        y = c.net.add("resize", [y], (N, C * T, Ho, Wo), v.source, mode="nearest", align_corners=False,
+                      scales=(sh, sw))
+    if To != T:
+        y = c.net.add("reshape", [y], (N, C, T, Ho * Wo), v.source)
+        y = c.net.add("resize", [y], (N, C, To, Ho * Wo), v.source, mode="nearest", align_corners=False,
+                      scales=(sd, None))
+    c.bind(v.node.outputs[0], c.net.add("reshape", [y], out, v.source))
 
 
 def pad(v: NodeView, c: Converter) -> None:
@@ -663,6 +704,27 @@ def pad(v: NodeView, c: Converter) -> None:
         raise EngineBuildError(f"{v.where()}: reflect padding {p} is not under the input's dims {shape}")
     c.bind(v.node.outputs[0], c.net.add("pad", [x], v.out_shape(), v.source, widths=tuple(widths),
                                         value=float(0.0 if value is None else value), mode=mode))
+
+
+def grid_sample(v: NodeView, c: Converter) -> None:
+    """``F.grid_sample`` of a 4-D input (a spatial transformer's or a flow warp's resampling)."""
+    x, grid = c.tensor(v.value("input")), c.tensor(v.value("grid"))
+    c.bind(v.node.outputs[0], c.net.add("grid_sample", [x, grid], v.out_shape(), v.source,
+                                        mode=int(v.const("interpolation_mode")),
+                                        padding=int(v.const("padding_mode")),
+                                        align_corners=bool(v.const("align_corners"))))
+
+
+def affine_grid(v: NodeView, c: Converter) -> None:
+    """``F.affine_grid`` (``affine_grid_generator``): torch's base grid, a constant (H * W, 3), times
+    ``theta`` transposed (a ``permute`` and a ``matmul`` layer), viewed as (N, H, W, 2)."""
+    from srcore.plugin import affine_grid as _ag
+
+    n, _, h, w = (int(d) for d in v.const("size"))
+    base = c.net.constant(_ag.base_grid(h, w, bool(v.const("align_corners"))).reshape(h * w, 3))
+    theta_t = c.net.add("permute", [c.tensor(v.value("theta"))], (n, 3, 2), v.source, perm=(0, 2, 1))
+    y = c.net.add("matmul", [base, theta_t], (n, h * w, 2), v.source)
+    c.bind(v.node.outputs[0], c.net.add("reshape", [y], v.out_shape(), v.source))
 
 
 def _index_operand(v: NodeView, c: Converter, name: str):

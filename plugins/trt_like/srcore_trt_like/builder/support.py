@@ -71,7 +71,9 @@ def _convolution(node: NodeInfo):
         return _conv_transpose(node) if n == 2 else f"a {n}-D transposed convolution (the engine's are 2-D)"
     if n == 1:
         return _ncl(node)
-    return None if n == 2 else f"a {n}-D convolution (the engine's conv layers are 1-D or 2-D)"
+    if n == 3:
+        return _ncdhw(node)
+    return None if n == 2 else f"a {n}-D convolution (the engine's conv layers are 1-D, 2-D or 3-D)"
 
 
 def _conv_transpose(node: NodeInfo):
@@ -133,6 +135,40 @@ def _ncl(node: NodeInfo):
     return None
 
 
+def _ncdhw(node: NodeInfo):
+    # the 3-D layers (builder/volume.py) are batched NCDHW; an unbatched (C, D, H, W) input runs on cpu
+    if len(node.args[0].type.shape) != 5:
+        return f"{node.args[0].name} of shape {_shape(node, 0)} is not 5-D (the 3-D layers are batched NCDHW)"
+    return None
+
+
+def _pool3d(node: NodeInfo):
+    why = _ncdhw(node)
+    if why:
+        return why
+    k = node.const("kernel_size")
+    k = list(k) * 3 if len(k) == 1 else list(k)
+    p = node.const("padding", 0)
+    p = [p] * 3 if isinstance(p, int) else list(p) * 3 if len(p) == 1 else list(p)
+    if any(2 * pi > ki for pi, ki in zip(p, k)):   # (torch raises)
+        return f"padding={node.const('padding', 0)!r} is over half of kernel_size={node.const('kernel_size')!r}"
+    if node.op == "aten::avg_pool3d" and node.const("divisor_override", None) is not None:
+        return "divisor_override is given (not separable over the dims)"
+    return None
+
+
+def _pool1d(node: NodeInfo):
+    # the 2-D pool layers on the (N, C, 1, L) view; an unbatched (C, L) input runs on cpu
+    if len(node.args[0].type.shape) != 3:
+        return f"{node.args[0].name} of shape {_shape(node, 0)} is not 3-D (the 1-D pools are batched NCL)"
+    if node.op != "aten::adaptive_avg_pool1d":
+        k, p = node.const("kernel_size"), node.const("padding", 0)
+        k, p = (k[0] if isinstance(k, (list, tuple)) else k), (p[0] if isinstance(p, (list, tuple)) else p)
+        if 2 * p > k:   # (torch raises)
+            return f"padding={node.const('padding', 0)!r} is over half of kernel_size={node.const('kernel_size')!r}"
+    return None
+
+
 def _nchw(node: NodeInfo):
     # the conv and pool layers are NCHW; an unbatched (C, H, W) input runs on cpu
     if len(node.args[0].type.shape) == 4:
@@ -144,9 +180,9 @@ def _matmul(node: NodeInfo):
     # the converter's forms: x @ constant 2-D weight (a GEMM layer), or two computed operands
     # of rank >= 2; matrix-vector products and a constant left operand run outside engines
     a, b = node.args[0].name, node.args[1].name
-    if node.args[0].is_constant:
-        return f"{a} is a constant (only a constant right operand becomes a weight)"
-    if node.args[1].is_constant:
+    if node.args[0].is_constant and node.args[1].is_constant:
+        return f"{a} and {b} are both constants"
+    if node.args[1].is_constant and not node.args[0].is_constant:
         if _rank(node, 1) == 2 and _rank(node, 0) >= 1:
             return None
         return f"constant {b} of shape {_shape(node, 1)} is not 2-D"
@@ -222,17 +258,17 @@ def _roll(node: NodeInfo):
     return None
 
 
-_RESIZE_MODES = ("nearest", "bilinear")
+_RESIZE_MODES = {3: ("nearest", "linear"), 4: ("nearest", "bilinear"), 5: ("nearest",)}
 
 
 def _resize(node: NodeInfo):
-    why = _nchw(node)
-    if why:
-        return why
+    rank = _rank(node, 0)
+    if rank not in _RESIZE_MODES:
+        return f"{node.args[0].name} of shape {_shape(node, 0)} is not 3-D (N, C, L), 4-D (N, C, H, W) or 5-D"
     if node.op.startswith("aten::__interpolate"):
         mode = node.const("mode", "nearest")
-        if mode not in _RESIZE_MODES:
-            return f"mode={mode!r} (the engine resizes 'nearest' and 'bilinear')"
+        if mode not in _RESIZE_MODES[rank]:
+            return f"mode={mode!r} (the engine resizes a {rank}-D input by {' or '.join(map(repr, _RESIZE_MODES[rank]))})"
         if node.const("antialias", False):
             return "antialias=True"
     if node.output_types[0].shape is None or not all(isinstance(d, int) for d in node.output_types[0].shape[-2:]):
@@ -253,6 +289,26 @@ def _pad(node: NodeInfo):
 
 
 _PAD_MODES = ("constant", "reflect", "replicate")
+
+
+def _grid_sample(node: NodeInfo):
+    x, grid = node.args[0].type.shape, node.args[1].type.shape
+    if len(x) != 4 or len(grid) != 4 or grid[3] != 2 or x[0] != grid[0]:
+        return (f"input {_shape(node, 0)} and grid {_shape(node, 1)} are not (N, C, H, W) and (N, Ho, Wo, 2) "
+                "(the layer samples 2-D)")
+    if 0 in x[2:]:
+        return f"input {_shape(node, 0)} has an empty spatial dim"
+    mode, padding = node.const("interpolation_mode"), node.const("padding_mode")
+    if mode not in (0, 1) or padding not in (0, 1, 2):
+        return f"interpolation_mode={mode!r}, padding_mode={padding!r} (the layer: bilinear or nearest, any padding)"
+    return None
+
+
+def _affine_grid(node: NodeInfo):
+    size, theta = node.const("size"), node.args[0].type.shape
+    if not isinstance(size, (list, tuple)) or len(size) != 4 or tuple(theta) != (size[0], 2, 3):
+        return f"size={size!r} with theta {_shape(node, 0)} (the layers make 2-D grids: size (N, C, H, W), theta (N, 2, 3))"
+    return None
 
 
 def _embedding(node: NodeInfo):
@@ -397,10 +453,13 @@ _NOTES = {
     _gelu: "approximate is 'none' or 'tanh'",
     _dropout: "train=False (inference: the identity)",
     _nchw: "a 4-D (N, C, H, W) input",
-    _convolution: "1-D or 2-D; transposed: 2-D",
+    _convolution: "1-D, 2-D or 3-D; transposed: 2-D",
+    _ncdhw: "a 5-D (N, C, D, H, W) input",
+    _pool3d: "a 5-D (N, C, D, H, W) input, padding at most half the kernel, no divisor_override",
+    _pool1d: "a 3-D (N, C, L) input, padding at most half the kernel",
     _conv_transpose: "a 4-D (N, C, H, W) input, a constant weight (C, O / groups, kh, kw)",
     _ncl: "a 3-D (N, C, L) input, explicit padding",
-    _matmul: "x @ a constant 2-D weight, or two computed operands of rank >= 2 (no matrix-vector products)",
+    _matmul: "x @ a constant 2-D weight, or two operands of rank >= 2, one of them computed (no matrix-vector products)",
     _addmm: "alpha != 0, a 2-D mat2",
     _no_dtype: "no dtype argument",
     _encoder: "no mask, a 3-D src",
@@ -413,8 +472,11 @@ _NOTES = {
     _mean: "no dtype argument; quantized: over the innermost dims",
     _group_norm: "(N, C, ...) input, C divisible by num_groups",
     _cat: "a list of float32 tensors of one rank built in the graph (prim::ListConstruct, copied into the segment)",
-    _resize: "a 4-D (N, C, H, W) input, mode 'nearest' or 'bilinear' (align_corners either), no antialias",
+    _resize: "a 4-D (N, C, H, W) input, mode 'nearest' or 'bilinear', or a 3-D (N, C, L) one, 'nearest' or "
+             "'linear' (align_corners either), or a 5-D one, 'nearest'; no antialias",
     _pad: "mode 'constant', 'reflect' (pads under the dim's size) or 'replicate', non-negative pads",
+    _grid_sample: "4-D input and (N, Ho, Wo, 2) grid; bilinear or nearest, any padding mode",
+    _affine_grid: "a 4-D size (N, C, H, W) and an (N, 2, 3) theta",
     _embedding: "a constant 2-D weight; indices int64 or int32 (engine inputs or constants)",
     _gather: "index int64 of self's rank",
     _index_select: "a 0-D or 1-D int64 / int32 index",
@@ -469,6 +531,7 @@ _TABLE: list[OpSupport] = [
     *_rows("conv", {"aten::conv2d": _CONV_ARGS, "srcore::conv2d_relu": _CONV_ARGS,
                     "srcore::conv2d_add_relu": _CONV_ARGS}, _nchw),
     *_rows("conv", {"aten::conv1d": _CONV_ARGS}, _ncl),
+    *_rows("conv3d", {"aten::conv3d": _CONV_ARGS}, _ncdhw),
     *_rows("conv", {"aten::_convolution": ("weight", "bias", "stride", "padding", "dilation", "transposed",
                                            "output_padding", "groups")}, _convolution),
     *_rows("conv_transpose", {"aten::conv_transpose2d.input": ("weight", "bias", "stride", "padding",
@@ -479,6 +542,17 @@ _TABLE: list[OpSupport] = [
     *_rows("avg_pool", {"aten::avg_pool2d": ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
                                              "divisor_override")}, _nchw),
     *_rows("adaptive_avg_pool", {"aten::adaptive_avg_pool2d": ("output_size",)}, _adaptive_pool, int8=True),
+    # 1-D and 3-D pools: 2-D pool layers on views (builder/pool1d.py, builder/volume.py)
+    *_rows("max_pool1d", {"aten::max_pool1d": ("kernel_size", "stride", "padding", "dilation", "ceil_mode")},
+           _pool1d),
+    *_rows("avg_pool1d", {"aten::avg_pool1d": ("kernel_size", "stride", "padding", "ceil_mode",
+                                               "count_include_pad")}, _pool1d),
+    *_rows("adaptive_avg_pool1d", {"aten::adaptive_avg_pool1d": ("output_size",)}, _pool1d),
+    *_rows("max_pool3d", {"aten::max_pool3d": ("kernel_size", "stride", "padding", "dilation", "ceil_mode")},
+           _pool3d),
+    *_rows("avg_pool3d", {"aten::avg_pool3d": ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+                                               "divisor_override")}, _pool3d),
+    *_rows("adaptive_avg_pool3d", {"aten::adaptive_avg_pool3d": ("output_size",)}, _ncdhw),
     *_rows("qadaptive_avg_pool", {"quantized::adaptive_avg_pool2d_channels_last": ("output_size",)}, _adaptive_pool,
            int8=True),
     # matrix products (a constant weight is laid out once)
@@ -514,10 +588,19 @@ _TABLE: list[OpSupport] = [
                       "aten::upsample_nearest2d.vec": ("output_size", "scale_factors"),
                       "aten::upsample_bilinear2d": ("output_size", "align_corners", "scales_h", "scales_w"),
                       "aten::upsample_bilinear2d.vec": ("output_size", "align_corners", "scale_factors"),
+                      "aten::upsample_nearest1d": ("output_size", "scales"),
+                      "aten::upsample_nearest3d": ("output_size", "scales_d", "scales_h", "scales_w"),
+                      "aten::upsample_nearest3d.vec": ("output_size", "scale_factors"),
+                      "aten::upsample_nearest1d.vec": ("output_size", "scale_factors"),
+                      "aten::upsample_linear1d": ("output_size", "align_corners", "scales"),
+                      "aten::upsample_linear1d.vec": ("output_size", "align_corners", "scale_factors"),
                       **{f"aten::__interpolate{o}": ("size", "scale_factor", "mode", "align_corners",
                                                      "recompute_scale_factor", "antialias")
                          for o in ("", ".size_list", ".scale_list", ".size_list_scale_list")}}, _resize),
     *_rows("pad", {"aten::constant_pad_nd": ("pad", "value"), "aten::pad": ("pad", "mode", "value")}, _pad),
+    *_rows("grid_sample", {op: ("interpolation_mode", "padding_mode", "align_corners")
+                           for op in ("aten::grid_sampler", "aten::grid_sampler_2d")}, _grid_sample),
+    *_rows("affine_grid", {"aten::affine_grid_generator": ("size", "align_corners")}, _affine_grid),
     *_rows("embedding", {"aten::embedding": ("weight", "padding_idx", "scale_grad_by_freq", "sparse")}, _embedding,
            data_args={"indices": _INDEX}),
     *_rows("gather", {"aten::gather": ("dim", "sparse_grad")}, _gather,

@@ -41,3 +41,18 @@ def bilinear_planes(x, h0, h1, lh, w0, w1, lw, out):
             for j in range(Wo):
                 m1 = lw[j]
                 o[j] = tmp[w0[j]] * (one - m1) + tmp[w1[j]] * m1
+
+
+@numba.njit(**JIT)
+def linear_rows(x, i0, i1, l1, out):
+    """1-D linear resizing of the last dim (``upsample_linear1d``): ``(1 - l1[j]) * x[p, i0[j]] +
+    l1[j] * x[p, i1[j]]``, ATen's two taps per output and nothing else (a 2-D kernel's unit weight on
+    the other dim would turn an infinity into NaN)."""
+    P, Wo = out.shape
+    one = f32(1.0)
+    for p in range(P):
+        row = x[p]
+        o = out[p]
+        for j in range(Wo):
+            m1 = l1[j]
+            o[j] = row[i0[j]] * (one - m1) + row[i1[j]] * m1

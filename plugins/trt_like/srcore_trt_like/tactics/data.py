@@ -85,20 +85,36 @@ def int_scalar(layer: Layer, net: Network):
 
 
 def pad(layer: Layer, net: Network):
+    """Constant padding: a fill and the input copied inside. Reflection and replication: the input
+    copied inside, then per padded dim the borders copied from inside ``out`` over the full extent
+    of every other dim (a later dim's copies carry an earlier dim's borders: the corners); torch's
+    rules, in a few slice copies (``np.pad`` cost 20-30 us per call on tiny tensors)."""
     widths, value = layer.attrs["widths"], f32(layer.attrs["value"])
     mode = layer.attrs.get("mode", "constant")
-    if mode != "constant":   # (numpy's reflect is torch's; its edge is torch's replicate)
-        np_mode = {"reflect": "reflect", "replicate": "edge"}[mode]
-
-        def run(x, out):
-            out[...] = np.pad(x, widths, np_mode)
-        return run
     out_shape = net.shape(layer.outputs[0])
     inner = tuple(slice(lo, n - hi) for (lo, hi), n in zip(widths, out_shape))
+    if mode == "constant":
+        def run(x, out):
+            out.fill(value)
+            out[inner] = x
+        return run
+    copies = []   # (destination key, source key): one slice copy per padded border
+    for d, ((lo, hi), n) in enumerate(zip(widths, out_shape)):
+        m, head = n - lo - hi, (slice(None),) * d   # m: the input's size along d
+        if mode == "reflect":   # destination lo - 1 - k from lo + 1 + k; lo + m + k from lo + m - 2 - k
+            end = lo + m - 2 - hi
+            lo_src, hi_src = slice(2 * lo, lo, -1), slice(lo + m - 2, end if end >= 0 else None, -1)
+        else:                   # replicate: the edge, broadcast
+            lo_src, hi_src = slice(lo, lo + 1), slice(lo + m - 1, lo + m)
+        if lo:
+            copies.append((head + (slice(0, lo),), head + (lo_src,)))
+        if hi:
+            copies.append((head + (slice(lo + m, n),), head + (hi_src,)))
 
     def run(x, out):
-        out.fill(value)
         out[inner] = x
+        for dst, src in copies:
+            out[dst] = out[src]
     return run
 
 
@@ -137,6 +153,8 @@ def resize_tables(layer: Layer, net: Network):
     if layer.attrs["mode"] == "nearest":
         return nearest_table(H, Ho, sh), nearest_table(W, Wo, sw)
     align = layer.attrs["align_corners"]
+    if layer.attrs["mode"] == "linear":   # (1-D: the last dim only)
+        return None, linear_table(W, Wo, sw, align)
     return linear_table(H, Ho, sh, align), linear_table(W, Wo, sw, align)
 
 
@@ -145,13 +163,19 @@ def resize(layer: Layer, net: Network):
     if "nchwc" in layer.attrs:   # (the compiled tactic's)
         return None
     th, tw = resize_tables(layer, net)
+    one = f32(1)
     if layer.attrs["mode"] == "nearest":
         def run(x, out):
             np.take(np.take(x, th, axis=-2), tw, axis=-1, out=out)
         return run
+    if layer.attrs["mode"] == "linear":
+        i0, i1, l1 = tw
+
+        def run(x, out):
+            np.add(np.take(x, i0, axis=-1) * (one - l1), np.take(x, i1, axis=-1) * l1, out=out)
+        return run
     (h0, h1, lh), (w0, w1, lw) = th, tw
     lh, lw = lh.reshape(-1, 1), lw
-    one = f32(1)
 
     def run(x, out):
         rows = np.take(x, h0, axis=-2) * (one - lh) + np.take(x, h1, axis=-2) * lh
@@ -160,7 +184,7 @@ def resize(layer: Layer, net: Network):
 
 
 def resize_compiled(layer: Layer, net: Network):
-    from ..kernels.resize import bilinear_planes, nearest_planes
+    from ..kernels.resize import bilinear_planes, linear_rows, nearest_planes
 
     shape, out_shape = net.shape(layer.inputs[0]), net.shape(layer.outputs[0])
     if "nchwc" in layer.attrs:
@@ -184,10 +208,31 @@ def resize_compiled(layer: Layer, net: Network):
         def run(x, out):
             nearest_planes(x.reshape(planes), h, w, out.reshape(oplanes))
         return run
+    if layer.attrs["mode"] == "linear":
+        rows, orows = (planes[0] * planes[1], planes[2]), (planes[0] * oplanes[1], oplanes[2])
+        i0, i1, l1 = tw
+
+        def run(x, out):
+            linear_rows(x.reshape(rows), i0, i1, l1, out.reshape(orows))
+        return run
     (h0, h1, lh), (w0, w1, lw) = th, tw
 
     def run(x, out):
         bilinear_planes(x.reshape(planes), h0, h1, lh, w0, w1, lw, out.reshape(oplanes))
+    return run
+
+
+# -- sampling --------------------------------------------------------------------------------------------
+def grid_sample(layer: Layer, net: Network):
+    """srcore's compiled grid sampler (``srcore.plugin.grid_sample``, the cpu plugin's kernel too; its
+    small tap tables allocated per call: a typed scratch view cost more, ~4 us each)."""
+    from srcore.plugin import grid_sample as _gs
+
+    sampler = _gs.GridSampler()
+    mode, padding, align = layer.attrs["mode"], layer.attrs["padding"], layer.attrs["align_corners"]
+
+    def run(x, grid, out):
+        sampler(x, grid, mode, padding, align, out)
     return run
 
 

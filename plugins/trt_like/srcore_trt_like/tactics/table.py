@@ -8,7 +8,7 @@ tactics are tested against).
 from __future__ import annotations
 
 from ..builder.network import Layer, Network
-from . import (attention, blas_team, conv, conv1d, conv_pool, data, int8, mkl, nn, numpy_layers, pointwise,
+from . import (attention, blas_team, conv, conv1d, conv3d, conv_pool, data, int8, mkl, nn, numpy_layers, pointwise,
                segment, squeeze_excite, transposed)
 from .records import Candidate, Tactic, simple
 
@@ -17,6 +17,8 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("conv", "conv1d_simd", conv1d.candidates),
     Tactic("conv1d", "conv1d_simd", conv1d.candidates),
     Tactic("conv", "numpy", simple("numpy", numpy_layers.conv, blas="openblas")),
+    Tactic("conv3d", "vol2col_gemm", simple("vol2col_gemm", conv3d.vol2col_gemm, blas="openblas")),
+    Tactic("conv3d", "numpy", simple("numpy", conv3d.numpy_conv3d, blas="openblas")),
     Tactic("conv_transpose", "numba", simple("numba", transposed.gemm_col2im, blas="openblas")),
     Tactic("conv_transpose", "numpy", simple("numpy", numpy_layers.conv_transpose, blas="openblas")),
     Tactic("conv_max_pool", "conv_max_pool", conv_pool.candidates, threaded=conv_pool.threaded),
@@ -64,6 +66,7 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("channel_gather", "numba", simple("numba", data.channel_gather)),
     Tactic("pad", "numpy", simple("numpy", data.pad)),
     Tactic("resize", "numba", simple("numba", data.resize_compiled)),
+    Tactic("grid_sample", "numba", simple("numba", data.grid_sample)),
     Tactic("resize", "numpy", simple("numpy", data.resize)),
     Tactic("index_select", "numpy", simple("numpy", data.index_select)),
     Tactic("gather", "numpy", simple("numpy", data.gather)),
