@@ -281,6 +281,12 @@ def test_cells_match_torch(mode, bias, dtype, batched):
             close(gi, wi, dtype)
     outs = tuple(np.empty_like(h) for _ in range(2)) if mode == "lstm" else np.empty_like(h)
     assert spec.fn(x, hx, out=outs) is outs
+    for gi, wi in zip(outs if mode == "lstm" else (outs,), want if mode == "lstm" else (want,)):
+        close(gi, wi, dtype)
+    # float32 LSTM / GRU steps run the layers' compiled loop (one step); the rest the numpy step
+    steps = [c.cell_contents for c in spec.fn.__closure__ if callable(c.cell_contents)
+             and getattr(c.cell_contents, "__name__", "") == "step"]
+    assert len(steps) == (mode in ("lstm", "gru") and dtype == np.float32)
 
 
 def test_cell_matcher_declines_runtime_weights():
