@@ -129,7 +129,7 @@ def _make_const_cell(mode, w_ih, w_hh, b_ih, b_hh):
     """A cell kernel on constant weights, laid out once per input dtype (the weights' own at load)."""
     op = f"aten::{mode}_cell"
     by_dtype = {w_ih.dtype: prepare_cell(mode, w_ih, w_hh, b_ih, b_hh, w_ih.dtype, op)}
-    step = _compiled_step(mode, by_dtype[w_ih.dtype]) if w_ih.dtype == np.float32 else None
+    step = _compiled_step(mode, by_dtype[w_ih.dtype], (w_ih, w_hh, b_ih, b_hh)) if w_ih.dtype == np.float32 else None
 
     def cell_const(input, hx, out=None):
         if step is not None and input.dtype == np.float32:
@@ -144,15 +144,19 @@ def _make_const_cell(mode, w_ih, w_hh, b_ih, b_hh):
     return cell_const
 
 
-def _compiled_step(mode, cw: CellWeights):
-    """``step(input, hx, out)`` for float32 LSTM / GRU weights: the input projection as one GEMM,
-    then the layers' compiled loop for one step, the states updated in the output rows (the loop
-    updates its states in place); None for other modes. ``step`` returns None (the numpy step
+def _compiled_step(mode, cw: CellWeights, weights):
+    """``step(input, hx, out)`` for float32 LSTM / GRU weights (``cw``; a small tanh RNN's
+    ``weights`` as a pinned GRU's, :func:`.recurrent.pinned_gru_weights`): the input projection as
+    one GEMM, then the layers' compiled loop for one step, the states updated in the output rows
+    (the loop updates its states in place); None for relu RNNs. ``step`` returns None (the numpy step
     takes it, and reports what is wrong) unless the input is 2-D (B, I) and the states float32 (B, H)."""
+    from .recurrent import PINNED_GRU_MAX_HIDDEN, aligned, pinned_gru_weights
+
+    if mode == "rnn_tanh" and cw.hidden <= PINNED_GRU_MAX_HIDDEN:
+        mode, cw = "gru", prepare_cell("gru", *pinned_gru_weights(*weights, np.float32), np.float32, "aten::rnn_tanh_cell")
     if mode not in ("lstm", "gru"):
         return None
     from .jit_recurrent import kernel   # imports numba: only models with float32 LSTM / GRU cells
-    from .recurrent import aligned
 
     hidden, g = cw.hidden, cw.whhT.shape[1]
     run = kernel(mode, hidden)
