@@ -5,7 +5,7 @@
 written out by hand in the same formulas is scripted as the same ops: a dozen small nodes a step,
 where the cell op is one call of the compiled recurrent loop. Matched from the new state back
 (commutative ``add`` / ``mul`` operands in either order, in-place or functional, ``chunk`` or
-``unsafe_chunk`` on dim 1, torch's gate order):
+``unsafe_chunk`` on dim 1 or ONNX's equal ``Split``, torch's gate order):
 
 * LSTM: ``gates = linear(x, W_ih, b_ih) + linear(h, W_hh, b_hh)``; ``i, f, g, o = gates.chunk(4, 1)``;
   ``c' = sigmoid(f) * c + sigmoid(i) * tanh(g)``; ``h' = sigmoid(o) * tanh(c')``;
@@ -31,6 +31,7 @@ _SUB = ("aten::sub",)   # (sub_ would write the state the cell reads)
 _SIGMOID = ("aten::sigmoid", "aten::sigmoid_")
 _TANH = ("aten::tanh", "aten::tanh_")
 _CHUNK = ("aten::chunk", "aten::unsafe_chunk")
+_SPLIT = ("aten::split_with_sizes", "aten::unsafe_split_with_sizes")
 
 
 def _op(v: Value, kinds) -> Node | None:
@@ -58,15 +59,21 @@ def _unary(v: Value, kinds) -> Value | None:
 
 
 def _chunk_part(v: Value, chunks: int):
-    """``(source, index)`` when ``v`` is part ``index`` of ``source.chunk(chunks, 1)`` (via ListUnpack)."""
+    """``(source, index)`` when ``v`` is part ``index`` of ``source.chunk(chunks, 1)`` (via
+    ListUnpack), or of a ``split_with_sizes`` on dim 1 in ``chunks`` equal sizes (ONNX's ``Split``)."""
     unpack = v.node
     if unpack.kind != "prim::ListUnpack" or len(unpack.outputs) != chunks:
         return None
     c = unpack.inputs[0].node
-    if (c.kind not in _CHUNK or len(c.inputs) != 3 or const_or(c.inputs[1], None) != chunks
-            or const_or(c.inputs[2], None) != 1):
+    if len(c.inputs) != 3 or const_or(c.inputs[2], None) != 1:
         return None
-    return c.inputs[0], v.offset
+    if c.kind in _CHUNK and const_or(c.inputs[1], None) == chunks:
+        return c.inputs[0], v.offset
+    sizes = const_or(c.inputs[1], None)
+    if (c.kind in _SPLIT and isinstance(sizes, (list, tuple)) and len(sizes) == chunks
+            and len(set(sizes)) == 1):
+        return c.inputs[0], v.offset
+    return None
 
 
 def _linear(v: Value):
