@@ -121,6 +121,26 @@ def test_hand_written_lstm_folds_in_torch_gate_order_only(path):
     assert "aten::lstm_cell" not in ops and "aten::sigmoid" in ops
 
 
+class BroadcastLSTM(nn.Module):
+    """An LSTM cell's formulas on a (B, 1) cell state (broadcast): not an ``lstm_cell``."""
+
+    def __init__(self):
+        super().__init__()
+        self.ih = nn.Linear(5, 16)
+        self.hh = nn.Linear(4, 16)
+
+    def forward(self, x, h, c):
+        i, f, g, o = (self.ih(x) + self.hh(h)).chunk(4, 1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        return torch.sigmoid(o) * torch.tanh(c), c
+
+
+def test_broadcast_state_does_not_fold():
+    torch.manual_seed(3)
+    ops = _run(BroadcastLSTM().eval(), (torch.randn(3, 5), torch.randn(3, 4), torch.randn(3, 1)), "script")
+    assert "aten::lstm_cell" not in ops
+
+
 def test_hand_written_gru_folds_unless_it_writes_the_state():
     torch.manual_seed(2)
     inputs = (torch.randn(3, 2, 5), torch.randn(3, 4))

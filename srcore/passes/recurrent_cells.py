@@ -89,6 +89,15 @@ def _parts(a: Value, b: Value, test):
     return test(a, b) or test(b, a)
 
 
+def _state_like(state: Value, part: Value) -> bool:
+    """Whether ``state`` can be the cell's state beside the gate ``part``: both (B, H) where their
+    shapes are known (the formulas would broadcast a (B, 1) or (H,) state; the cell op would not)."""
+    a, b = getattr(state.type, "shape", None), getattr(part.type, "shape", None)
+    if a is None or b is None:
+        return True
+    return len(a) == len(b) == 2 and all(x == y for x, y in zip(a, b) if isinstance(x, int) and isinstance(y, int))
+
+
 def _is_none(v: Value) -> bool:
     return v.node.kind == "prim::Constant" and not v.node.attrs and not isinstance(v.type, TensorType)
 
@@ -133,6 +142,8 @@ def _match_lstm(h_new: Value):
     if got is None:
         return None
     (f, c), (i, g) = got
+    if not _state_like(c, f):
+        return None
     parts = [_chunk_part(v, 4) for v in (i, f, g, o)]
     if any(p is None for p in parts) or [p[1] for p in parts] != [0, 1, 2, 3] \
             or any(p[0] is not parts[0][0] for p in parts):
@@ -183,6 +194,8 @@ def _match_gru(h_new: Value):
     if got is None:
         return None
     h, z_pre, n = got
+    if not _state_like(h, n):
+        return None
     n_pre = _unary(n, _TANH)
     if n_pre is None:
         return None
