@@ -13,6 +13,7 @@ from .inline import inline_calls, inline_constant_ifs
 from .loops import simplify_loops
 from .manager import Fixpoint, Pass, PassManager, PassStats, summarize
 from .peephole import RULES, peephole
+from .recurrent_cells import fold_cell_decompositions
 from .prepare import PrepareResult, default_pipeline, prepare, prepare_for_static_runtime
 from .scalar_operands import scalar_operands
 from .split_unpack import slice_unpacked_splits
@@ -26,4 +27,5 @@ __all__ = [
     "eliminate_common_subexpressions", "inline_calls", "inline_constant_ifs", "simplify_loops",
     "unroll_loops", "remove_training_ops", "fold_batch_norm", "fuse_ops", "FUSIONS", "normalize_aliases",
     "lower_out_overloads", "functionalize_inplace", "slice_unpacked_splits", "scalar_operands",
+    "fold_cell_decompositions",
 ]

@@ -3,6 +3,7 @@
 Order (see ``docs/passes.md``)::
 
     normalize_aliases, lower_out_overloads, inline_calls, remove_training_ops, functionalize_inplace,
+    fold_cell_decompositions,
     fixpoint(inline_constant_ifs, fold_constants, fold_known_values, peephole, simplify_loops, unroll_loops,
              eliminate_dead_code, eliminate_common_subexpressions, slice_unpacked_splits, scalar_operands),
     fold_batch_norm, fuse_ops (if fuse), eliminate_dead_code
@@ -21,6 +22,7 @@ from ..ir.graph import Graph
 from ..ir.types import Type
 from .aliases import normalize_aliases
 from .out_overloads import lower_out_overloads
+from .recurrent_cells import fold_cell_decompositions
 from .constant_fold import DEFAULT_MAX_ELEMENTS, fold_constants
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
@@ -81,6 +83,7 @@ def default_pipeline(*, fuse: bool = True, inference: bool = True, evaluator=Non
         _named("inline_calls", inline_calls, functions=functions or {}),
         _named("remove_training_ops", remove_training_ops, inference=inference),
         _named("functionalize_inplace", functionalize_inplace, schemas=schemas),
+        _named("fold_cell_decompositions", fold_cell_decompositions),
         core,
         _named("fold_batch_norm", fold_batch_norm),
     ]

@@ -281,6 +281,13 @@ def test_cells_match_torch(mode, bias, dtype, batched):
             close(gi, wi, dtype)
     outs = tuple(np.empty_like(h) for _ in range(2)) if mode == "lstm" else np.empty_like(h)
     assert spec.fn(x, hx, out=outs) is outs
+    for gi, wi in zip(outs if mode == "lstm" else (outs,), want if mode == "lstm" else (want,)):
+        close(gi, wi, dtype)
+    # float32 LSTM / GRU / tanh RNN steps run the layers' compiled loop (one step; the RNN as a
+    # pinned GRU); relu RNNs and float64 the numpy step
+    steps = [c.cell_contents for c in spec.fn.__closure__ if callable(c.cell_contents)
+             and getattr(c.cell_contents, "__name__", "") == "step"]
+    assert len(steps) == (mode != "rnn_relu" and dtype == np.float32)
 
 
 def test_cell_matcher_declines_runtime_weights():
@@ -589,3 +596,43 @@ def test_compiled_recurrence_through_static_modules():
     net = Net().eval()
     inputs = (torch.randn(2, 6, 4), torch.randn(2, 2, 7), torch.randn(2, 2, 7))
     _check_all_runtimes(srcore.from_torchscript(torch.jit.script(net), inputs), net, inputs)
+
+
+@pytest.mark.one_pass   # kernel calls only
+@pytest.mark.parametrize("bias", [True, False])
+def test_tanh_rnn_runs_as_pinned_gru(bias, monkeypatch):
+    """A float32 tanh RNN with constant weights (hidden <= PINNED_GRU_MAX_HIDDEN) runs the compiled
+    GRU loop with its reset gate pinned open and its update gate shut: against torch, 2 layers,
+    bidirectional, given states, into ``out``; a relu RNN and a float64 one keep the numpy loop."""
+    rng = np.random.default_rng(12)
+    compiled = []
+    real = R._compiled_layer
+    monkeypatch.setattr(R, "_compiled_layer", lambda *a: compiled.append(a[1]) or real(*a))
+    for mode in ("rnn_tanh", "rnn_relu"):
+        m = make_module(mode, hidden=6, num_layers=2, bias=bias, bidirectional=True)
+        params = flat_params(m)
+        node = rnn_node(f"aten::{mode}.input", params_const=params)
+        node = NodeInfo(node.op, None, tuple(ArgInfo(a.name, a.type, True, {"has_biases": bias, "num_layers": 2,
+                                                                            "bidirectional": True}[a.name])
+                                              if a.name in ("has_biases", "num_layers", "bidirectional") else a
+                                              for a in node.args), ())
+        k = R.recurrent_matcher(node)
+        x = rng.standard_normal((7, 3, 4)).astype(np.float32)
+        states = random_states(mode, m, 3, np.float32, rng)
+        compiled.clear()
+        got = k(x, states, params, bias, 2, 0.0, False, True, False)
+        assert compiled == (["gru", "gru"] if mode == "rnn_tanh" else [])
+        want = reference(mode, m, x, states)
+        for g, w in zip(got, want):
+            close(g, w, np.float32)
+        out = tuple(np.full(g.shape, np.nan, np.float32) for g in got)
+        assert all(a is b for a, b in zip(k(x, states, params, bias, 2, 0.0, False, True, False, out=out), out))
+        for g, w in zip(out, want):
+            close(g, w, np.float32)
+        x64, s64 = x.astype(np.float64), states.astype(np.float64)
+        compiled.clear()
+        got = k(x64, s64, [p.astype(np.float64) for p in params], bias, 2, 0.0, False, True, False)
+        assert compiled == []
+        for g, w in zip(got, reference(mode, m.double(), x64, s64)):
+            close(g, w, np.float64)
+        m.float()

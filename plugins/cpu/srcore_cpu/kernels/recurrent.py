@@ -168,6 +168,41 @@ def prepare(mode: str, params, has_biases: bool, num_layers: int, bidirectional:
     return Prepared(mode, hidden, out_size, input_size, layers, d)
 
 
+#: a pre-activation that pins a GRU gate: float32 ``sigmoid(+_PIN)`` is 1, ``sigmoid(-_PIN)`` 0
+_PIN = 1.0e4
+#: the largest hidden size whose tanh RNN runs as a pinned GRU (:func:`tanh_as_gru`): its GEMMs do
+#: three times the multiply-adds (the pinned gates' zero rows), a loss once steps are arithmetic,
+#: not the per-step numpy calls of :func:`run_lockstep`
+PINNED_GRU_MAX_HIDDEN = 128
+
+
+def pinned_gru_weights(w_ih, w_hh, b_ih, b_hh, dtype):
+    """One ``rnn_tanh`` direction's weights (biases None: zeros) as a GRU's ``(w_ih, w_hh, b_ih,
+    b_hh)`` whose reset gate is pinned open (r = 1) and update gate shut (z = 0): the GRU step
+    ``h' = n + z (h - n)`` is then ``n = tanh(W_ih x + b_ih + W_hh h + b_hh)``, the RNN's, exactly.
+    The pinned gates' weight rows are zeros, their input biases ``+-_PIN``. (An infinite input makes
+    a pinned gate NaN through its zero row, where torch's tanh would give +-1.)"""
+    h = w_hh.shape[0]
+    dt = np.dtype(dtype)
+    b_ih = np.zeros(h, dt) if b_ih is None else np.asarray(b_ih, dt)
+    b_hh = np.zeros(h, dt) if b_hh is None else np.asarray(b_hh, dt)
+    pins = np.concatenate([np.full(h, _PIN, dt), np.full(h, -_PIN, dt), b_ih])
+    return (np.concatenate([np.zeros((2 * h, w_ih.shape[1]), dt), np.asarray(w_ih, dt)]),
+            np.concatenate([np.zeros((2 * h, w_hh.shape[1]), dt), np.asarray(w_hh, dt)]),
+            pins, np.concatenate([np.zeros(2 * h, dt), b_hh]))
+
+
+def tanh_as_gru(params, has_biases: bool, num_layers: int, bidirectional: bool, dtype, op: str) -> Prepared:
+    """A (checked) ``rnn_tanh`` op's flat ``params`` prepared as a GRU's (:func:`pinned_gru_weights`
+    per direction), for the compiled GRU loop: no loop of its own to compile."""
+    per = 4 if has_biases else 2
+    flat = []
+    for base in range(0, len(params), per):
+        w = params[base:base + per]
+        flat += pinned_gru_weights(w[0], w[1], w[2] if has_biases else None, w[3] if has_biases else None, dtype)
+    return prepare("gru", flat, True, num_layers, bidirectional, dtype, op)
+
+
 def _aligned_empty(shape, dtype) -> np.ndarray:
     """An uninitialized C-contiguous array starting on a 64-byte boundary."""
     dt = np.dtype(dtype)
@@ -559,6 +594,8 @@ def _run_input(mode, cache, input, hx, params, has_biases, num_layers, dropout, 
     dt = _dtype_of(op, input)
     prep = cache.get(mode, params, has_biases, num_layers, bidirectional, dt, op)
     h0, c0 = _states(op, mode, hx)
+    if mode == "rnn_tanh" and jit is not None and "pinned" in jit and dt == np.float32:
+        prep = _pinned(jit["pinned"], prep, params, has_biases, num_layers, bidirectional, op)
     if compiled_applies(prep, jit, input):
         results = run_compiled(prep, input, batch_first, h0, c0, op, jit, out)
         if out is not None and all(r is o for r, o in zip(results, out)):
@@ -571,6 +608,14 @@ def _run_input(mode, cache, input, hx, params, has_biases, num_layers, dropout, 
     if batch_first:
         y = np.ascontiguousarray(y.transpose(1, 0, 2))
     return _write(out, (y, h_n) if c_n is None else (y, h_n, c_n))
+
+
+def _pinned(holder: list, prep: Prepared, params, has_biases, num_layers, bidirectional, op) -> Prepared:
+    """The GRU form of a tanh RNN's ``prep`` (:func:`tanh_as_gru`), kept beside the ``prep`` it
+    was made from in ``holder`` (the node's: ``[prep, gru]``) while the weight cache returns that one."""
+    if holder[0] is not prep:
+        holder[:] = [prep, tanh_as_gru(params, has_biases, num_layers, bidirectional, np.float32, op)]
+    return holder[1]
 
 
 def _run_data(mode, cache, data, batch_sizes, hx, params, has_biases, num_layers, dropout, train,
@@ -649,11 +694,20 @@ def recurrent_matcher(node: NodeInfo):
         return _make_data(mode, cache)
     jit = None
     src = node.args[0].type if node.args else None
-    if mode in ("lstm", "gru") and getattr(src, "dtype", None) == "float32":
+    prep = cache.prepared
+    # a tanh RNN of known, small weights runs as a pinned GRU (tanh_as_gru)
+    pinned = mode == "rnn_tanh" and prep is not None and prep.hidden <= PINNED_GRU_MAX_HIDDEN
+    if (mode in ("lstm", "gru") or pinned) and getattr(src, "dtype", None) == "float32":
         from .jit_recurrent import kernels   # imports numba: only models with float32 LSTM / GRU
 
-        jit = kernels(mode, None if cache.prepared is None else cache.prepared.hidden)
-        jit["dots"] = _projection_gemms(cache.prepared, getattr(src, "shape", None))
+        if pinned:
+            holder = [None, None]
+            prep = _pinned(holder, prep, list(params), node.const("has_biases"), node.const("num_layers"),
+                           node.const("bidirectional"), node.op)
+        jit = kernels("gru" if pinned else mode, None if prep is None else prep.hidden)
+        jit["dots"] = _projection_gemms(prep, getattr(src, "shape", None))
+        if pinned:
+            jit["pinned"] = holder
     return _make_input(mode, cache, jit)
 
 
