@@ -86,19 +86,42 @@ def int_scalar(layer: Layer, net: Network):
 def pad(layer: Layer, net: Network):
     widths, value = layer.attrs["widths"], f32(layer.attrs["value"])
     mode = layer.attrs.get("mode", "constant")
-    if mode != "constant":   # (numpy's reflect is torch's; its edge is torch's replicate)
-        np_mode = {"reflect": "reflect", "replicate": "edge"}[mode]
-
-        def run(x, out):
-            out[...] = np.pad(x, widths, np_mode)
-        return run
     out_shape = net.shape(layer.outputs[0])
     inner = tuple(slice(lo, n - hi) for (lo, hi), n in zip(widths, out_shape))
+    if mode != "constant":
+        borders = _pad_borders(widths, net.shape(layer.inputs[0]), mode)
+
+        def run(x, out):
+            out[inner] = x
+            for dst, src in borders:
+                out[dst] = out[src]
+        return run
 
     def run(x, out):
         out.fill(value)
         out[inner] = x
     return run
+
+
+def _pad_borders(widths, shape, mode: str) -> list[tuple[tuple, tuple]]:
+    """``(destination, source)`` index pairs of the output that fill a ``reflect`` / ``replicate`` pad's
+    borders from the output itself once the input is copied into it, one dim after the other (the pad
+    is separable: a later dim's borders copy the earlier dims' padded rows, corners included). Slices
+    only: np.pad took ~35 us on a 2x16x10x12 plane, its Python around a few copies."""
+    out = []
+    for d, ((lo, hi), n) in enumerate(zip(widths, shape)):
+        if lo < 0 or hi < 0:
+            raise ValueError(f"{mode} pad: negative widths {widths}")
+        def at(sl, d=d):
+            return (slice(None),) * d + (sl,)
+        if mode == "replicate":
+            pairs = [(slice(0, lo), slice(lo, lo + 1)), (slice(lo + n, lo + n + hi), slice(lo + n - 1, lo + n))]
+        else:   # reflect: output p < lo reads 2 lo - p, p >= lo + n reads 2 (lo + n - 1) - p
+            stop = lo + n - 2 - hi
+            pairs = [(slice(0, lo), slice(2 * lo, lo, -1)),
+                     (slice(lo + n, lo + n + hi), slice(lo + n - 2, stop if stop >= 0 else None, -1))]
+        out += [(at(dst), at(src)) for dst, src in pairs if dst.stop > dst.start]
+    return out
 
 
 # -- resize ---------------------------------------------------------------------------------------------
