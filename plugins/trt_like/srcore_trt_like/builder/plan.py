@@ -140,14 +140,16 @@ class Plan:
         the end) and the float32 inputs (copied in first) of at most :data:`STAGE_MAX_BYTES` that a
         kernel binding its arrays (``same_arrays``) writes or reads. Such a kernel checks and binds
         a new array at each call (6-12 us for an NCHW16c conv, half again its compute on a 16x16
-        plane): a head's returned convs paid it every call, the caller's fresh input too."""
+        plane): a head's returned convs paid it every call, the caller's fresh input too. An input
+        array passed again is read in place (no copy; the kernel is bound to it)."""
         net = self.net
         fixed = set(net.inputs) | set(net.constants)
         written = {self.root_of(t) for s in self.steps if getattr(s.fn, "same_arrays", False) for t in s.layer.outputs}
         read = {t for s in self.steps if getattr(s.fn, "same_arrays", False) for t in s.layer.inputs}
         small = [self.root_of(t) for t in net.outputs if self.root_of(t) not in fixed]
         out = {r for r in small if r in written and net.tensors[r].nbytes <= STAGE_MAX_BYTES}
-        ins = {t for t in net.inputs if t in read and net.tensors[t].dtype == "float32"
+        viewed = set(self.root.values())   # (a view of a staged input would not follow it to the caller's array)
+        ins = {t for t in net.inputs if t in read and t not in viewed and net.tensors[t].dtype == "float32"
                and net.tensors[t].nbytes <= STAGE_MAX_BYTES}
         return out, ins
 
@@ -256,7 +258,12 @@ class Plan:
             lines.append(f"    {', '.join(names[t] for t in planned)}, = _b")
         for i, t in enumerate(net.inputs):
             if t in self.staged_in:
-                lines.append(f"    _copyto(b{t}, x{i})")
+                # the array of the last call is read where it is (the conv stays bound to it);
+                # another one is copied into the arena buffer (the conv stays bound to that)
+                g[f"_last{i}"] = [None]
+                names[t] = f"s{t}"
+                lines += [f"    if x{i} is _last{i}[0]:", f"        s{t} = x{i}", "    else:",
+                          f"        _copyto(b{t}, x{i})", f"        s{t} = b{t}", f"        _last{i}[0] = x{i}"]
         g["_tls"] = self._tls
         g["_bufs"] = self._buffers
         g["_key"] = self._key = object()
