@@ -165,6 +165,8 @@ def test_flip_roll():
     check_kernel(S.roll, torch.roll, x, [1], [2])
     check_kernel(S.roll, torch.roll, x, [1, -2], [0, 2])
     check_kernel(S.roll, torch.roll, x, [5])
+    check_kernel(S.roll, torch.roll, x, [7, -1, 2], [1, 1, -3])   # a dim twice, shifts past the size
+    check_kernel(S.roll, torch.roll, rand(2, 0, 3), [1, 1], [1, 2])
 
 
 @pytest.mark.parametrize("diag", [0, 1, -1, 3])

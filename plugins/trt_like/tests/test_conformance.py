@@ -878,7 +878,12 @@ def data_cases() -> list[Case]:
             Case("div.Scalar_mode-floor-negative", "aten::div.Scalar_mode", (signed, -4, "floor")),
             Case("div.Scalar_mode-trunc", "aten::div.Scalar_mode", (signed, 3, "trunc"), engine=False),
             Case("remainder.Scalar", "aten::remainder.Scalar", (signed, 3)),
-            Case("remainder.Scalar-negative", "aten::remainder.Scalar", (signed, -4))]
+            Case("remainder.Scalar-negative", "aten::remainder.Scalar", (signed, -4)),
+            # (torch.max(a, b) / torch.min(a, b): maximum / minimum, whose cases above cover the kernel)
+            Case("max.other", "aten::max.other", (tin((2, 3), 97), tin((3,), 98)), EXACT),
+            Case("min.other", "aten::min.other", (tin((2, 1), 97), tin((3,), 98)), EXACT),
+            Case("floor_divide.Scalar", "aten::floor_divide.Scalar", (signed, 3)),
+            Case("floor_divide.Scalar-negative", "aten::floor_divide.Scalar", (signed, -4))]
     xi = tin((1, 2, 4, 6), 4, special=False)
     # (the IR picks the overload from the argument types; each row names the one its arguments select)
     out += [Case("__interpolate-nearest-scale", "aten::__interpolate", (xi, None, 2.0, "nearest", None, None, False),
@@ -897,6 +902,7 @@ def data_cases() -> list[Case]:
             Case("pad-constant", "aten::pad", (tin((2, 3, 4), 7), [1, 1], "constant", 2.0)),
             Case("pad-reflect", "aten::pad", (tin((2, 3, 4), 7), [1, 2], "reflect", None)),
             Case("pad-reflect-2d", "aten::pad", (tin((2, 3, 4, 5), 7), [1, 2, 3, 0], "reflect", None)),
+            Case("pad-reflect-widest", "aten::pad", (tin((2, 3, 4, 5), 7), [0, 4, 3, 3], "reflect", None)),
             Case("pad-replicate", "aten::pad", (tin((2, 3, 4, 5), 8), [2, 0, 1, 3], "replicate", None)),
             Case("pad-replicate-1d", "aten::pad", (tin((2, 3, 4), 8), [3, 1], "replicate", None)),
             Case("pad-reflect-3d", "aten::pad", (tin((1, 2, 3, 4, 5), 9), [1, 2, 2, 0, 1, 1], "reflect", None)),

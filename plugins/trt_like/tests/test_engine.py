@@ -97,6 +97,47 @@ def test_outputs_are_fresh_and_read_only_inputs_work():
     np.testing.assert_array_equal(sm(x, y)[0], a1_copy)
 
 
+class TwoHeads(torch.nn.Module):
+    """A trunk conv and two head convs the engine returns (an FPN's, a detection head's outputs)."""
+
+    def __init__(self):
+        super().__init__()
+        self.trunk = torch.nn.Conv2d(4, 16, 3, padding=1)
+        self.cls = torch.nn.Conv2d(16, 6, 3, padding=1)
+        self.box = torch.nn.Conv2d(16, 4, 1)
+
+    def forward(self, x):
+        y = torch.relu(self.trunk(x))
+        return self.cls(y), self.box(y)
+
+
+def test_small_results_and_inputs_of_conv_layers_are_staged_and_stay_the_callers():
+    """Convs bind their arrays: the engine copies a small input into its arena and the returned
+    convs' results out of it (``Plan._staged``); each call still gives fresh arrays with torch's
+    values, whatever the caller does to the last ones, on a new input array each call."""
+    torch.manual_seed(3)
+    m = TwoHeads().eval()
+    x = torch.randn(2, 4, 8, 8)
+    sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), (x,)), backends=TRT)
+    (fn,) = [pn.fn.fn for pn in sm.top.nodes if pn.fn is not None and pn.fn.backend == "trt_like"]
+    (plan,) = fn.engine.plans.values()
+    assert len(plan.staged_out) == 2 and len(plan.staged_in) == 1, plan.source
+    last, kept = None, None
+    for seed in range(3):
+        x = torch.from_numpy(np.random.default_rng(seed).standard_normal((2, 4, 8, 8), dtype=np.float32))
+        got = sm(x.numpy().copy())
+        with torch.no_grad():
+            for g, w in zip(got, m(x)):
+                np.testing.assert_allclose(g, w.numpy(), rtol=1e-4, atol=1e-5)
+        if last is not None:
+            assert not any(np.shares_memory(a, b) for a in got for b in last)
+            for a, k in zip(last, kept):
+                np.testing.assert_array_equal(a, k)   # the last call's results are the caller's
+        for g in got:
+            g += 1
+        last, kept = got, [g.copy() for g in got]
+
+
 RESHAPE_ONLY = """graph(%x : Float(2, 3, 4)):
   %s : int = prim::Constant[value=1]()
   %e : int = prim::Constant[value=-1]()

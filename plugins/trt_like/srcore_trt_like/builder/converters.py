@@ -104,6 +104,7 @@ def rsub(v: NodeView, c: Converter) -> None:
 
 def binary(v: NodeView, c: Converter) -> None:
     op = v.op.split("::", 1)[1].split(".", 1)[0]
+    op = {"max": "maximum", "min": "minimum"}.get(op, op)   # (max.other / min.other: torch's maximum / minimum)
     ins: list[int] = []
     a = operand(v, c, "self", ins)
     b = operand(v, c, "other", ins)

@@ -2,7 +2,8 @@
 over planned buffers, as one generated Python function.
 
 Tensors are of four kinds: the engine's inputs (arguments), constants (bound once),
-results the engine returns (fresh arrays per call: the caller owns them) and
+results the engine returns (fresh arrays per call: the caller owns them; a small one written by
+a kernel that binds its arrays is made in the arena and copied out, see ``Plan._staged``) and
 intermediates, which live in one arena per execution context (``kernels/contexts.py``: lent
 per call, at most one per core; per thread for a plan under 64 KiB), placed by srcore's greedy-by-size
 planner over their lifetimes (a ``reshape`` is a view of its base and extends the
@@ -33,6 +34,9 @@ from .network import DATA_DTYPES, Layer, Network
 F32 = np.dtype(np.float32)
 #: plans with an arena at least this large run in an execution context (kernels/contexts.py)
 CONTEXT_MIN_BYTES = 64 << 10
+#: staged through the arena (:meth:`Plan._staged`) up to this size: copying 64 KiB costs ~1.5 us,
+#: rebinding a conv to a new array 6-12 us (Sapphire Rapids, 1 thread)
+STAGE_MAX_BYTES = 64 << 10
 
 
 @attrs.frozen
@@ -66,6 +70,8 @@ class Plan:
                 self.root[layer.outputs[0]] = self.root.get(src, (src, 0))
         #: indices of the steps of cats whose output is a view (no call)
         self.elided: set[int] = self._place_cat_pieces()
+        #: small results and inputs of kernels that bind their arrays (see :data:`STAGE_MAX_BYTES`)
+        self.staged_out, self.staged_in = self._staged()
         self.fresh = self._fresh_roots()
         self.copies = self._copies()
         self.arena_bytes, self.offsets = self._plan_arena()
@@ -180,21 +186,43 @@ class Plan:
                 elided.add(k)
         return elided
 
+    def _staged(self) -> tuple[set[int], set[int]]:
+        """``(results, inputs)`` staged in the arena: the roots of returned tensors (copied out at
+        the end) and the float32 inputs (copied in first) of at most :data:`STAGE_MAX_BYTES` that a
+        kernel binding its arrays (``same_arrays``) writes or reads. Such a kernel checks and binds
+        a new array at each call (6-12 us for an NCHW16c conv, half again its compute on a 16x16
+        plane): a head's returned convs paid it every call, the caller's fresh input too. An input
+        array passed again is read in place (no copy; the kernel is bound to it)."""
+        net = self.net
+        fixed = set(net.inputs) | set(net.constants)
+        written = {self.root_of(t) for s in self.steps if getattr(s.fn, "same_arrays", False) for t in s.layer.outputs}
+        read = {t for s in self.steps if getattr(s.fn, "same_arrays", False) for t in s.layer.inputs}
+        small = [self.root_of(t) for t in net.outputs if self.root_of(t) not in fixed]
+        out = {r for r in small if r in written and net.tensors[r].nbytes <= STAGE_MAX_BYTES}
+        viewed = {base for base, _ in self.root.values()}   # (a view of a staged input would not follow it to the caller's array)
+        ins = {t for t in net.inputs if t in read and t not in viewed and net.tensors[t].dtype == "float32"
+               and net.tensors[t].nbytes <= STAGE_MAX_BYTES}
+        return out, ins
+
     def _fresh_roots(self) -> set[int]:
         """Tensors allocated per call: the returned ones (or the bases they view), unless that base
-        is an input or a constant (those returns are copied, see ``copies``)."""
-        fixed = set(self.net.inputs) | set(self.net.constants)
+        is an input or a constant (those returns are copied, see ``copies``) or staged."""
+        fixed = set(self.net.inputs) | set(self.net.constants) | self.staged_out
         return {self.root_of(t) for t in self.net.outputs if self.root_of(t) not in fixed}
 
     def _copies(self) -> dict[int, int]:
-        """Returned tensors whose memory is an input's or a constant's: copied into a fresh array."""
-        fixed = set(self.net.inputs) | set(self.net.constants)
+        """Returned tensors whose memory is an input's, a constant's or the arena's (staged):
+        copied into a fresh array."""
+        fixed = set(self.net.inputs) | set(self.net.constants) | self.staged_out
         return {t: self.root_of(t) for t in self.net.outputs if self.root_of(t) in fixed}
 
     def _plan_arena(self) -> tuple[int, dict[int, int]]:
-        fixed = set(self.net.inputs) | set(self.net.constants) | self.fresh
-        first: dict[int, int] = {}
-        last: dict[int, int] = {}
+        fixed = (set(self.net.inputs) - self.staged_in) | set(self.net.constants) | self.fresh
+        first: dict[int, int] = {t: 0 for t in self.staged_in}
+        last: dict[int, int] = {t: 0 for t in self.staged_in}
+        end = len(self.steps)
+        for r in self.staged_out:   # (read by the copy after the last layer)
+            last[r] = end
         for i, layer in enumerate(self.layers()):
             for t in layer.outputs:
                 r = self.root_of(t)
@@ -278,6 +306,14 @@ class Plan:
             lines.append("    except AttributeError:")
             lines.append("        _b = _tls.b = _bufs()")
             lines.append(f"    {', '.join(names[t] for t in planned)}, = _b")
+        for i, t in enumerate(net.inputs):
+            if t in self.staged_in:
+                # the array of the last call is read where it is (the conv stays bound to it);
+                # another one is copied into the arena buffer (the conv stays bound to that)
+                g[f"_last{i}"] = [None]
+                names[t] = f"s{t}"
+                lines += [f"    if x{i} is _last{i}[0]:", f"        s{t} = x{i}", "    else:",
+                          f"        _copyto(b{t}, x{i})", f"        s{t} = b{t}", f"        _last{i}[0] = x{i}"]
         g["_tls"] = self._tls
         g["_bufs"] = self._buffers
         g["_key"] = self._key = object()

@@ -94,11 +94,14 @@ def _kernel(tactic, residual: bool) -> Kernel:
             return
         run(x, y, res)
         tls.last = (x, y, res, None)
+    # (the plan stages a small engine input or result such a kernel reads or writes: builder/plan.py)
+    fn.same_arrays = True
     if residual:
         return Kernel(fn, tactic.weight_bytes, keep=tactic, layout=tactic.layout())
 
     def fn2(x, y, fn=fn):
         fn(x, None, y)
+    fn2.same_arrays = True
     return Kernel(fn2, tactic.weight_bytes, keep=tactic, layout=tactic.layout())
 
 
