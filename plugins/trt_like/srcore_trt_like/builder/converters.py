@@ -845,8 +845,10 @@ def reduce(v: NodeView, c: Converter) -> None:
     """``amax`` / ``amin`` (NaN propagates), the ``sum`` of a mask (an int64 count), ``any`` /
     ``all`` of a mask, ``logsumexp`` (a decoder's log-normalizer), over dims (none: all)."""
     x = c.tensor(v.value("self"))
-    c.bind(v.node.outputs[0], c.net.add("reduce", [x], v.out_shape(), v.source,
-                                        op=_REDUCE[v.op.split("::", 1)[1].split(".", 1)[0]], dims=_dims(v, x)))
+    op = _REDUCE[v.op.split("::", 1)[1].split(".", 1)[0]]
+    if op == "count" and c.net.tensors[x].dtype == "float32":
+        op = "sum"
+    c.bind(v.node.outputs[0], c.net.add("reduce", [x], v.out_shape(), v.source, op=op, dims=_dims(v, x)))
 
 
 def _dims(v: NodeView, x: int) -> tuple[int, ...]:

@@ -328,8 +328,13 @@ def _reduce(node: NodeInfo):
 
 
 def _count(node: NodeInfo):
-    """``sum`` of a mask: the engine counts (sums of float32 stay with the cpu plugin)."""
-    return "a dtype argument" if node.const("dtype", None) is not None else None
+    """``sum`` of a mask (an int64 count) or of float32 (numpy's pairwise sum, as the cpu plugin's;
+    RMSNorm's ``sum(x * x, -1) / n``)."""
+    if node.const("dtype", None) is not None:
+        return "a dtype argument"
+    if node.args[0].type.dtype != "bool" and node.output_types[0].dtype != node.args[0].type.dtype:
+        return f"a float32 sum made {node.output_types[0].dtype}"
+    return None
 
 
 def _scatter(node: NodeInfo):
@@ -557,7 +562,7 @@ _TABLE: list[OpSupport] = [
     *_rows("reduce", {"aten::amax": ("dim", "keepdim"), "aten::amin": ("dim", "keepdim"),
                       "aten::logsumexp": ("dim", "keepdim")}, _reduce),
     *_rows("reduce", {"aten::sum.dim_IntList": ("dim", "keepdim", "dtype")}, _count,
-           data_args={"self": ("bool",)}, data_results={0: ("int64",)}),
+           data_args={"self": ("bool", "float32")}, data_results={0: ("int64", "float32")}),
     *_rows("reduce", {"aten::any.dim": ("dim", "keepdim"), "aten::all.dim": ("dim", "keepdim"),
                       "aten::any.dims": ("dim", "keepdim"), "aten::all.dims": ("dim", "keepdim"), "aten::any": (),
                       "aten::all": ()}, data_args={"self": ("bool",)}, data_results={0: ("bool",)}),

@@ -326,7 +326,8 @@ def reduce(layer: Layer, net: Network):
     """``amax`` / ``amin`` (NaN propagates: numpy's max), the int64 count of a mask or its
     ``any`` / ``all``, ``logsumexp``, over ``dims``."""
     dims, op = layer.attrs["dims"], layer.attrs["op"]
-    fn = {"max": np.max, "min": np.min, "any": np.any, "all": np.all, "logsumexp": _logsumexp}.get(op)
+    fn = {"max": np.max, "min": np.min, "any": np.any, "all": np.all, "logsumexp": _logsumexp,
+          "sum": np.add.reduce}.get(op)
 
     def run(x, out):
         if fn is None:

@@ -87,6 +87,8 @@ def _layer_refusal(layer: Layer, net: Network) -> str | None:
         return f"k > {MAX_SORT}"
     if layer.kind in ("softmax", "log_softmax") and layer.attrs["dim"] != len(net.shape(layer.inputs[0])) - 1:
         return "not over the last dim"
+    if layer.kind == "reduce" and layer.attrs["op"] == "sum":
+        return "a float sum (numpy's pairwise order, as the cpu plugin's)"
     if layer.kind == "cat" and layer.attrs.get("permuted"):
         return "a folded permute"
     if layer.kind == "strided" and not all(isinstance(k, (int, slice)) for k in layer.attrs["key"]):
