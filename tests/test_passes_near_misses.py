@@ -389,6 +389,7 @@ FUSION_NAMES = {f.name for f in __import__("srcore.passes.fuse", fromlist=["FUSI
 STRUCTURAL = {"detach(x) -> x", "size(static) -> constant", "dim(known rank) -> constant",
               "is_floating_point(known dtype) -> constant", "TupleUnpack(TupleConstruct(xs)) -> xs",
               "TupleIndex(TupleConstruct(xs), i) -> xs[i]", "x is not None (known type) -> constant",
+              "unchecked_cast(x: Tensor) -> x",
               "linear + relu_", "conv2d + add + relu_", "conv2d + relu_", "linear + gelu", "linear + silu",
               "linear + tanh", "linear + sigmoid",
               # quantized graphs: their near misses (the conv used twice) and the values with and

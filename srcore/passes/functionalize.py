@@ -10,7 +10,9 @@ functional ops; so ``%y = aten::op_(%x, ...)`` becomes ``%y = aten::op(%x, ...)`
   container or control flow (not a graph or block input, nor a constant), and the in-place node
   is its only use: nothing reads ``%x`` after the write, or before it through an alias;
 * ``%x`` is floating point and every other tensor argument has its dtype, so the functional
-  op's type promotion gives ``%x``'s dtype, as the in-place op does; or ``%x`` is quantized and
+  op's type promotion gives ``%x``'s dtype, as the in-place op does (``masked_fill``'s bool mask
+  takes no part in promotion: ``F.multi_head_attention_forward``'s
+  ``zeros_like(mask, dtype=float).masked_fill_(mask, -inf)``); or ``%x`` is quantized and
   the op takes no other tensor (an activation, which keeps ``%x``'s scale and zero point).
 """
 from __future__ import annotations
@@ -33,7 +35,8 @@ def _fresh(node: Node) -> bool:
     if src.blocks or alias_sources(src) or has_side_effects(src) or len(x.uses) != 1:
         return False
     dtype = dtype_of(x)
-    others = [v for v in node.inputs[1:] if isinstance(v.type, TensorType)]
+    others = [v for i, v in enumerate(node.inputs[1:], 1) if isinstance(v.type, TensorType)
+              and not (i == 1 and node.kind == "aten::masked_fill_")]   # the mask: bool, never promoted
     if is_quantized(dtype):  # ReLU6(inplace=True) after a quantized conv: an activation keeps x's qparams
         return not others
     return is_floating(dtype) and all(dtype_of(v) == dtype for v in others)

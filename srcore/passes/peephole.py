@@ -208,6 +208,13 @@ def identity_op(node: Node):
     return None if identity_observed(node) else node.inputs[0]
 
 
+def refined_already(node: Node):
+    """``prim::unchecked_cast(x)`` (TorchScript's ``Optional[Tensor]`` refinement) is ``x`` once ``x``'s
+    type is a tensor: the ``if mask is not None`` branch it refined for was taken at compile time."""
+    x = node.inputs[0]
+    return x if isinstance(x.type, TensorType) and isinstance(node.output.type, TensorType) else None
+
+
 def clone_unobserved(node: Node):
     """``clone(x)`` (no memory format) is ``x`` when nothing writes either (torch.export makes an
     eval-mode dropout a clone) and the copy is no graph output (two outputs, or an output and an
@@ -324,6 +331,7 @@ RULES_LIST = [
     Rule("x.type_as(y) -> x (same dtype)", "aten::type_as", type_as_same_dtype),
     Rule("detach(x) -> x", "aten::detach", identity_op),
     Rule("clone(x) -> x (never written)", "aten::clone", clone_unobserved),
+    Rule("unchecked_cast(x: Tensor) -> x", "prim::unchecked_cast", refined_already),
     Rule("size(static) -> constant", "aten::size", size_static),
     Rule("dim(known rank) -> constant", "aten::dim", dim_static),
     Rule("len(known list) -> constant", "aten::len", len_known),

@@ -533,6 +533,12 @@ def matrix_cases() -> list[Case]:
                  ("aten::matmul", (4,), (4, 5)), ("aten::matmul", (3, 4), (4,)), ("aten::matmul", (4,), (4,)),
                  ("aten::matmul", (0, 4), (4, 5)), ("aten::matmul", (3, 0), (0, 5)),
                  ("aten::mm", (3, 4), (4, 5)), ("aten::mm", (1, 1), (1, 1)), ("aten::bmm", (2, 3, 4), (2, 4, 5))]
+    for k, (beta, alpha) in enumerate([(1.0, 1.0), (0.5, -2.0), (0.0, 0.25)]):
+        out.append(Case(f"baddbmm-{beta}-{alpha}", "aten::baddbmm",
+                        (tin((2, 1, 5), 60 + k, special=False), tin((2, 3, 4), 63 + k, special=False),
+                         tin((2, 4, 5), 66 + k, special=False), beta, alpha), gemm(5),
+                        ref=lambda s, a, b, be, al: torch.baddbmm(s, a, b, beta=be, alpha=al),
+                        scale=lambda s, a, b, be, al: abs(be) * np.abs(s.array) + abs(al) * (np.abs(a.array) @ np.abs(b.array))))
     for k, (op, sa, sb) in enumerate(mm_shapes):
         K = sa[-1]
         ref = getattr(torch.ops.aten, op.split("::")[1]).default
@@ -970,6 +976,13 @@ def data_cases() -> list[Case]:
             Case("all", "aten::all", (mk,)),
             Case("bitwise_not", "aten::bitwise_not", (mk,)),
             Case("logical_not", "aten::logical_not", (mk,)),
+            Case("logsumexp", "aten::logsumexp", (nan, [1], False), Tol(8, 8)),
+            Case("logsumexp-keepdim-dims", "aten::logsumexp", (tin((2, 3, 4), 86, special=False), [0, 2], True),
+                 Tol(8, 8)),
+            Case("sum-float", "aten::sum.dim_IntList", (tin((3, 6), 87, special=False), [-1], True, None), Tol(6, 6),
+                 scale=lambda x, *a: np.sum(np.abs(x.array.astype(np.float64)), axis=-1, keepdims=True)),
+            Case("repeat_interleave", "aten::repeat_interleave.self_int", (tin((2, 3, 4), 88), 2, 1, None)),
+            Case("unflatten", "aten::unflatten.int", (tin((2, 12), 89), 1, [3, 4])),
             Case("squeeze.dim", "aten::squeeze.dim", (tin((3, 1, 4), 83), 1)),
             Case("unsqueeze", "aten::unsqueeze", (tin((3, 4), 84), -1))]
     for k, (shape, affine) in enumerate([((2, 3, 4, 5), True), ((2, 4, 6), False)]):

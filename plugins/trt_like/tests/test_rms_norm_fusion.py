@@ -19,12 +19,16 @@ SPELLINGS = {
     "mul_reciprocal": lambda x, w: (x * (1 / torch.sqrt((x * x).mean(dim=-1, keepdim=True) + 1e-5))) * w,
     "square_divide": lambda x, w: x / torch.sqrt(1e-6 + torch.square(x).mean(-1, keepdim=True)),
     "scalar_weight": lambda x, w: 2.5 * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)),
+    # the mean as torch's float32 mean computes it: the sum, then a division by the count
+    "sum_over_n": lambda x, w: x * torch.rsqrt((x * x).sum(-1, keepdim=True) / N + 1e-6) * w,
 }
 NEAR_MISSES = {
     # another tensor's statistics scale x
     "other_tensor": lambda x, w: x * torch.rsqrt((x + 1.0).pow(2).mean(-1, keepdim=True) + 1e-6) * w,
     # the mean over another dim
     "other_dim": lambda x, w: x * torch.rsqrt(x.pow(2).mean(1, keepdim=True) + 1e-6),
+    # the sum divided by another count (a float sum in the engine, numpy's as the cpu plugin's)
+    "sum_over_n_minus_1": lambda x, w: x * torch.rsqrt((x * x).sum(-1, keepdim=True) / (N - 1) + 1e-6) * w,
     # a cube, not a square
     "cube": lambda x, w: x * torch.rsqrt(x.pow(3).abs().mean(-1, keepdim=True) + 1e-6),
 }

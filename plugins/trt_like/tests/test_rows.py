@@ -58,15 +58,23 @@ def test_softmax_rows_biased_match_torch(m, divide):
     t = torch.from_numpy(x)
     for bias in (_rows(m + 1)[4:5, :m].copy(), np.random.default_rng(m).standard_normal((9, m)).astype(np.float32)):
         bias[:, : m // 4] = -10000.0                      # masked keys
+        bias[3:4] = -np.inf                               # every key masked (a row of -inf when step 1)
         scaled = t / float(c) if divide else t * float(c)
-        want = torch.softmax(scaled + torch.from_numpy(bias), -1).numpy()
+        biased = scaled + torch.from_numpy(bias)
         step = 1 if bias.shape[0] > 1 else 0
-        for fn in (rows.softmax_rows_biased,   # the block form (short rows) too, at every width
-                   lambda *a: rows.softmax_block_biased(*a, np.empty(len(x), np.float32))):
-            out = np.full_like(x, -1.0)
-            fn(x, out, c, divide, bias, step)
-            assert np.array_equal(np.isnan(out), np.isnan(want))
-            np.testing.assert_allclose(out, want, rtol=2e-6, atol=3e-44)   # ~20 subnormal ulps
+        for safe in (False, True):   # softmax's NaN rows, or scaled_dot_product_attention's zeros
+            # SDPA's weights as its output: zero scores plus the biased ones as its mask, an identity's values
+            want = torch.softmax(biased, -1) if not safe else torch.nn.functional.scaled_dot_product_attention(
+                torch.zeros(1, len(x), 1), torch.zeros(1, m, 1), torch.eye(m)[None], attn_mask=biased[None])[0]
+            want = want.numpy()
+            if step:
+                assert (np.isnan(want[3]) if not safe else want[3] == 0).all()
+            for fn in (rows.softmax_rows_biased,   # the block form (short rows) too, at every width
+                       lambda *a: rows.softmax_block_biased(*a[:-1], np.empty(len(x), np.float32), a[-1])):
+                out = np.full_like(x, -1.0)
+                fn(x, out, c, divide, bias, step, safe)
+                assert np.array_equal(np.isnan(out), np.isnan(want))
+                np.testing.assert_allclose(out, want, rtol=2e-6, atol=3e-44)   # ~20 subnormal ulps
 
 
 @pytest.mark.parametrize("m", [1, 5, 15])

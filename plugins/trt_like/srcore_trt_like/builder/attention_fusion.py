@@ -94,7 +94,7 @@ def _find(net: Network):
         if q is not None and k is not None and v is not None:
             inputs = [q[0], k[0], v[0]] + ([mask] if mask is not None else [])
             layer = Layer("attention_heads", inputs, list(merge.outputs),
-                          {"heads": H, "scale": c, "divide": divide}, sm.source)
+                          {"heads": H, "scale": c, "divide": divide, "safe": bool(sm.attrs.get("safe"))}, sm.source)
             return [*q[1], *k[1], *v[1], *tail], layer, pv
         packed = _packed(net, users, producer, outputs, (qk.inputs[0], kt.inputs[0], pv.inputs[1]), B, H, L, S, D)
         if packed is not None and mask is None and not divide:

@@ -356,6 +356,28 @@ def matmul(v: NodeView, c: Converter) -> None:
     c.bind(v.node.outputs[0], c.net.add("matmul", [c.tensor(a), c.tensor(b)], v.out_shape(), v.source))
 
 
+def baddbmm(v: NodeView, c: Converter) -> None:
+    """``beta * self + alpha * (batch1 @ batch2)``: the ``matmul`` layer, then one pointwise layer in
+    torch's order (the product scaled, then ``self`` scaled and added; ``beta`` 0 ignores ``self``,
+    NaN and all, as torch does)."""
+    shape = v.out_shape()
+    mm = c.net.add("matmul", [c.tensor(v.node.inputs[1]), c.tensor(v.node.inputs[2])], shape, v.source)
+    alpha, beta = float(v.const("alpha", 1)), float(v.const("beta", 1))
+    if alpha != 1.0:
+        mm = c.net.add("pointwise", [mm], shape, v.source, op="mul", args=(("in", 0), ("const", alpha)), params={})
+    if beta == 0.0:
+        c.bind(v.node.outputs[0], mm)
+        return
+    ins = [mm]
+    b = operand(v, c, "self", ins)
+    if beta != 1.0 and b[0] == "const":
+        b = ("const", b[1] * beta)
+    elif beta != 1.0:
+        ins[1] = c.net.add("pointwise", [ins[1]], c.net.shape(ins[1]), v.source, op="mul",
+                           args=(("in", 0), ("const", beta)), params={})
+    c.bind(v.node.outputs[0], c.net.add("pointwise", ins, shape, v.source, op="add", args=(("in", 0), b), params={}))
+
+
 def einsum(v: NodeView, c: Converter) -> None:
     """Two operands as permutes, reshapes and one ``matmul`` (:mod:`.einsum`); identity steps skipped."""
     from .einsum import operand_shapes, plan
@@ -535,7 +557,8 @@ def sdpa(v: NodeView, c: Converter) -> None:
         causal = np.where(np.tril(np.ones((L, S), bool)), np.float32(0), np.float32(-np.inf)).reshape(1, 1, L, S)
         ins = [s, c.net.constant(causal.astype(np.float32))]
         s = c.net.add("pointwise", ins, shape, v.source, op="add", args=(("in", 0), ("in", 1)), params={})
-    p = c.net.add("softmax", [s], shape, v.source, dim=len(shape) - 1)
+    # torch's kernels give a row of -inf scores (every key masked) zeros, softmax gives NaN
+    p = c.net.add("softmax", [s], shape, v.source, dim=len(shape) - 1, safe=v.is_tensor("attn_mask"))
     c.bind(v.node.outputs[0], c.net.add("matmul", [p, val], v.out_shape(), v.source))
 
 
@@ -599,6 +622,19 @@ def stack(v: NodeView, c: Converter) -> None:
 def expand(v: NodeView, c: Converter) -> None:
     """``expand``: the input broadcast to the result's shape (copied: the layers read C arrays)."""
     c.bind(v.node.outputs[0], c.net.add("expand", [c.tensor(v.value("self"))], v.out_shape(), v.source))
+
+
+def repeat_interleave(v: NodeView, c: Converter) -> None:
+    """``x.repeat_interleave(r, dim)`` (GQA's key and value heads): a view with a dim of 1 after
+    ``dim``, the ``expand`` copy to ``r``, and the view merging the two (the same copy as
+    ``x[:, :, None].expand(...).reshape(...)``)."""
+    x = c.tensor(v.value("self"))
+    shape = c.net.shape(x)
+    d = _dim(v, "dim", len(shape))
+    r = int(v.const("repeats"))
+    one = c.net.add("reshape", [x], shape[:d + 1] + (1,) + shape[d + 1:], v.source)
+    wide = c.net.add("expand", [one], shape[:d + 1] + (r,) + shape[d + 1:], v.source)
+    c.bind(v.node.outputs[0], c.net.add("reshape", [wide], v.out_shape(), v.source))
 
 
 def cast(v: NodeView, c: Converter) -> None:
@@ -865,15 +901,17 @@ def argsort(v: NodeView, c: Converter) -> None:
     c.bind(v.node.outputs[0], values + 1)
 
 
-_REDUCE = {"amax": "max", "amin": "min", "sum": "count", "any": "any", "all": "all"}
+_REDUCE = {"amax": "max", "amin": "min", "sum": "count", "any": "any", "all": "all", "logsumexp": "logsumexp"}
 
 
 def reduce(v: NodeView, c: Converter) -> None:
     """``amax`` / ``amin`` (NaN propagates), the ``sum`` of a mask (an int64 count), ``any`` /
-    ``all`` of a mask, over dims (none: all)."""
+    ``all`` of a mask, ``logsumexp`` (a decoder's log-normalizer), over dims (none: all)."""
     x = c.tensor(v.value("self"))
-    c.bind(v.node.outputs[0], c.net.add("reduce", [x], v.out_shape(), v.source,
-                                        op=_REDUCE[v.op.split("::", 1)[1].split(".", 1)[0]], dims=_dims(v, x)))
+    op = _REDUCE[v.op.split("::", 1)[1].split(".", 1)[0]]
+    if op == "count" and c.net.tensors[x].dtype == "float32":
+        op = "sum"
+    c.bind(v.node.outputs[0], c.net.add("reduce", [x], v.out_shape(), v.source, op=op, dims=_dims(v, x)))
 
 
 def _dims(v: NodeView, x: int) -> tuple[int, ...]:

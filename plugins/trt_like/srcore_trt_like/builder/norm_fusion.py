@@ -1,7 +1,8 @@
 """Written-out RMSNorm (T5's, LLaMA's) as one ``rms_norm`` layer.
 
 Before pointwise fusion the norm is five to seven single layers: the square (``x.pow(2)``,
-``x * x`` or ``torch.square``), the ``mean`` over the last dim (keepdim), ``+ eps``, the inverse
+``x * x`` or ``torch.square``), the ``mean`` over the last dim (keepdim; or its ``sum`` divided by
+the dim's size, which is how torch's float32 mean computes it), ``+ eps``, the inverse
 root (``rsqrt``, ``reciprocal`` or ``1 /`` of ``sqrt``; or ``x / sqrt(...)`` directly), the
 product with ``x`` and optionally the weight (a constant of the last dim's size, or a scalar). The
 ``float()`` / ``type_as`` casts of float32 code are gone by then (peephole). The fused layer is the
@@ -51,14 +52,17 @@ def _find(net: Network):
         return u[0] if len(u) == 1 and t not in outputs else None
 
     producer = {t: x for x in net.layers for t in x.outputs}
-    for mean in net.layers:
-        if mean.kind != "mean" or net.tensors[mean.inputs[0]].dtype != "float32":
+    for first in net.layers:
+        if first.kind not in ("mean", "reduce") or net.tensors[first.inputs[0]].dtype != "float32":
             continue
-        shape = net.shape(mean.inputs[0])
-        if not shape or mean.attrs["dims"] != (len(shape) - 1,) or net.shape(mean.outputs[0]) != shape[:-1] + (1,):
+        shape = net.shape(first.inputs[0])
+        if not shape or first.attrs["dims"] != (len(shape) - 1,) or net.shape(first.outputs[0]) != shape[:-1] + (1,):
             continue
-        sq = producer.get(mean.inputs[0])
-        if sq is None or next_of(mean.inputs[0]) is not mean:
+        mean = first if first.kind == "mean" else _sum_over_n(first, next_of(first.outputs[0]), shape[-1])
+        if mean is None:
+            continue
+        sq = producer.get(first.inputs[0])
+        if sq is None or next_of(first.inputs[0]) is not first:
             continue
         x = _squared(sq)
         if x is None or net.shape(x) != shape:
@@ -70,8 +74,16 @@ def _find(net: Network):
         weight, out, tail = _weight(net, next_of, y, shape)
         n = shape[-1]
         layer = Layer("rms_norm", [x], [out], {"size": n, "eps": eps, "weight": weight}, sq.source)
-        return [sq, mean, *chain, *tail], layer
+        return [sq, *([first] if first is not mean else []), mean, *chain, *tail], layer
     return None
+
+
+def _sum_over_n(total: Layer, div: Layer | None, n: int) -> Layer | None:
+    """``div`` when ``total`` sums over the last dim and ``div`` divides that by the dim's size ``n``:
+    torch's float32 ``mean`` (the sum, then one division by the count), written out."""
+    if total.attrs["op"] != "sum" or not _pw(div, "div"):
+        return None
+    return div if _operands(div) == [("t", total.outputs[0]), ("const", float(n))] else None
 
 
 def _squared(sq: Layer) -> int | None:

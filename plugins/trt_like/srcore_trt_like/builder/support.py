@@ -191,6 +191,20 @@ def _matmul(node: NodeInfo):
     return f"a matrix-vector product ({a} {_shape(node, 0)} @ {b} {_shape(node, 1)})"
 
 
+def _repeat_interleave(node: NodeInfo):
+    if node.const("dim", None) is None:
+        return "dim is None (the flattened form)"
+    return None
+
+
+def _baddbmm(node: NodeInfo):
+    # the product of two computed 3-D batches (nn.MultiheadAttention's masked scores, MobileViT's
+    # relative bias); a constant batch would be a weight the matmul layer does not take
+    if node.args[1].is_constant or node.args[2].is_constant:
+        return "a constant batch1 or batch2"
+    return None
+
+
 def _group_norm(node: NodeInfo):
     # (N, C, *) with C divisible by num_groups; anything else is an error torch raises (the cpu kernel does)
     shape = node.args[0].type.shape
@@ -370,8 +384,13 @@ def _reduce(node: NodeInfo):
 
 
 def _count(node: NodeInfo):
-    """``sum`` of a mask: the engine counts (sums of float32 stay with the cpu plugin)."""
-    return "a dtype argument" if node.const("dtype", None) is not None else None
+    """``sum`` of a mask (an int64 count) or of float32 (numpy's pairwise sum, as the cpu plugin's;
+    RMSNorm's ``sum(x * x, -1) / n``)."""
+    if node.const("dtype", None) is not None:
+        return "a dtype argument"
+    if node.args[0].type.dtype != "bool" and node.output_types[0].dtype != node.args[0].type.dtype:
+        return f"a float32 sum made {node.output_types[0].dtype}"
+    return None
 
 
 def _scatter(node: NodeInfo):
@@ -464,6 +483,8 @@ _NOTES = {
     _no_dtype: "no dtype argument",
     _encoder: "no mask, a 3-D src",
     _sdpa: "no dropout, a float mask, none or is_causal, equal batch dims",
+    _baddbmm: "computed batch1 and batch2",
+    _repeat_interleave: "an integer number of repeats along a given dim",
     _native_mha: "no mask, need_weights=False, batch-first 3-D inputs",
     _qconv: "int8: a 4-D qx, weights per tensor or per output channel",
     _qadd: "int8: equal shapes",
@@ -521,7 +542,8 @@ _TABLE: list[OpSupport] = [
     *_rows("pow_scalar", {"aten::pow.Tensor_Scalar": ("exponent",)}),
     # layout (views inside the engine) and copies
     *_rows("alias", {"aten::contiguous": ("memory_format",), "aten::flatten.using_ints": ("start_dim", "end_dim"),
-                     "aten::view": ("size",), "aten::reshape": ("shape",)}, int8=True),
+                     "aten::view": ("size",), "aten::reshape": ("shape",), "aten::unflatten.int": ("dim", "sizes")},
+           int8=True),
     *_rows("alias", {"aten::dropout": ("p", "train")}, _dropout, int8=True),
     *_rows("alias", {"aten::squeeze.dim": ("dim",), "aten::unsqueeze": ("dim",)}, any_data=True),
     *_rows("permute", {"aten::transpose.int": ("dim0", "dim1"), "aten::permute": ("dims",)}),
@@ -562,6 +584,7 @@ _TABLE: list[OpSupport] = [
                       "srcore::linear_sigmoid": ("weight", "bias")}),
     *_rows("linear", {"srcore::linear_gelu": ("weight", "bias", "approximate")}, _gelu),
     *_rows("matmul", {"aten::matmul": (), "aten::mm": (), "aten::bmm": ()}, _matmul),
+    *_rows("baddbmm", {"aten::baddbmm": ("beta", "alpha")}, _baddbmm),
     *_rows("addmm", {"aten::addmm": ("self", "mat2", "beta", "alpha")}, _addmm),
     *_rows("einsum", {"aten::einsum": ("equation", "path")}, _einsum),
     # normalisation, reductions
@@ -581,6 +604,8 @@ _TABLE: list[OpSupport] = [
     *_rows("cat", {"aten::cat": ("dim",)}, _cat),
     *_rows("stack", {"aten::stack": ("dim",)}, _cat),
     *_rows("expand", {"aten::expand": ("size", "implicit")}, any_data=True),
+    *_rows("repeat_interleave", {"aten::repeat_interleave.self_int": ("repeats", "dim", "output_size")},
+           _repeat_interleave, any_data=True),
     *_rows("cast", {"aten::to.dtype": ("dtype", "non_blocking", "copy", "memory_format")},
            data_args={"self": ("float32", *DATA_DTYPES)}),
     *_rows("int_scalar", {"aten::div.Scalar_mode": ("other", "rounding_mode"), "aten::remainder.Scalar": ("other",),
@@ -619,9 +644,10 @@ _TABLE: list[OpSupport] = [
     *_rows("topk", {"aten::topk": ("k", "dim", "largest", "sorted")}, _sort, data_results={1: ("int64",)}),
     *_rows("argsort", {"aten::argsort": ("dim", "descending"), "aten::argsort.stable": ("stable", "dim", "descending")},
            _sort, data_args={"self": ("float32", "int64", "int32")}, data_results={0: ("int64",)}),
-    *_rows("reduce", {"aten::amax": ("dim", "keepdim"), "aten::amin": ("dim", "keepdim")}, _reduce),
+    *_rows("reduce", {"aten::amax": ("dim", "keepdim"), "aten::amin": ("dim", "keepdim"),
+                      "aten::logsumexp": ("dim", "keepdim")}, _reduce),
     *_rows("reduce", {"aten::sum.dim_IntList": ("dim", "keepdim", "dtype")}, _count,
-           data_args={"self": ("bool",)}, data_results={0: ("int64",)}),
+           data_args={"self": ("bool", "float32")}, data_results={0: ("int64", "float32")}),
     *_rows("reduce", {"aten::any.dim": ("dim", "keepdim"), "aten::all.dim": ("dim", "keepdim"),
                       "aten::any.dims": ("dim", "keepdim"), "aten::all.dims": ("dim", "keepdim"), "aten::any": (),
                       "aten::all": ()}, data_args={"self": ("bool",)}, data_results={0: ("bool",)}),
@@ -633,8 +659,10 @@ _TABLE: list[OpSupport] = [
            data_results={0: ("int64",)}),
     *_rows("scatter", {"aten::scatter.src": ("dim",), "aten::scatter.value": ("dim", "value"),
                        "aten::scatter_add": ("dim",)}, _scatter, data_args={"index": ("int64",)}),
+    # only self's shape is read: any dtype (a bool key padding mask made float: F._canonical_mask);
+    # the float32 result is checked as every result is, whatever ``dtype`` asks
     *_rows("zeros_like", {"aten::zeros_like": ("dtype", "layout", "device", "pin_memory", "memory_format")},
-           _no_dtype),
+           data_args={"self": ENGINE_DTYPES + DATA_DTYPES}),
     *_rows("compare", {f"aten::{op}.{form}": ("other",) if form == "Scalar" else ()
                        for op in ("lt", "le", "gt", "ge", "eq", "ne") for form in ("Tensor", "Scalar")},
            _compare, data_results={0: ("bool",)}),

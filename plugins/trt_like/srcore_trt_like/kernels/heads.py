@@ -23,11 +23,12 @@ BLOCK_KEYS = 64
 
 
 @numba.njit(**ROWS_JIT)
-def attention_heads(q, k, v, mask, step, c, divide, heads, kt, s, p, mxs, out):
+def attention_heads(q, k, v, mask, step, c, divide, safe, heads, kt, s, p, mxs, out):
     """``out[b, :, h*D:(h+1)*D] = softmax(q_h k_h^T / c + mask) v_h`` (``divide``; else ``* c``) for
     every batch ``b`` and head ``h`` of the (B, L, E) / (B, S, E) projections; ``mask`` is
     (Bm, Hm, Lm, S) with Bm, Hm in (1, B / H) and ``step`` its row step (0: Lm == 1); ``kt``
-    (D, S), ``s`` and ``p`` (L, S) and ``mxs`` (L) are scratch."""
+    (D, S), ``s`` and ``p`` (L, S) and ``mxs`` (L) are scratch; ``safe``: fully masked rows give
+    zeros (``scaled_dot_product_attention``), else NaN (``softmax``)."""
     B, L, E = q.shape
     S = k.shape[1]
     D = E // heads
@@ -49,9 +50,9 @@ def attention_heads(q, k, v, mask, step, c, divide, heads, kt, s, p, mxs, out):
                         srow[j] += qv * ktd[j]
             m = mask[mb, h if mask.shape[1] > 1 else 0]
             if S <= BLOCK_KEYS:
-                softmax_block_biased(s, p, c, divide, m, step, mxs)
+                softmax_block_biased(s, p, c, divide, m, step, mxs, safe)
             else:
-                softmax_rows_biased(s, p, c, divide, m, step)
+                softmax_rows_biased(s, p, c, divide, m, step, safe)
             for i in range(L):
                 orow = out[b, i, c0:c0 + D]
                 for d in range(D):

@@ -111,10 +111,12 @@ def softmax_rows(x, out, scale):
 
 
 @numba.njit(**ROWS_JIT)
-def softmax_rows_biased(x, out, c, divide, bias, bias_step):
+def softmax_rows_biased(x, out, c, divide, bias, bias_step, safe):
     """``out[r] = softmax(x[r] / c + bias[r * bias_step])`` (``divide``) or ``x[r] * c + ...``:
     attention's scaled scores plus an additive mask (``bias_step`` 0: one mask row for every row),
-    in torch's order (scale, add, then softmax). ``out`` must not overlap ``x`` (3x slower)."""
+    in torch's order (scale, add, then softmax). ``safe``: a row whose every score is -inf gives
+    zeros (``scaled_dot_product_attention``'s fully masked rows), not ``softmax``'s NaN. ``out``
+    must not overlap ``x`` (3x slower)."""
     m = x.shape[1]
     scratch = np.empty(16, np.float32)
     for r in range(x.shape[0]):
@@ -147,17 +149,18 @@ def softmax_rows_biased(x, out, c, divide, bias, bias_step):
                     e = fastmath.exp(t)
                     o[j] = e
                     s += e
-        inv = f32(1.0) / s
+        # a row of -inf sums to 0 (every other row to >= 1, or NaN)
+        inv = f32(0.0) if (safe and s == f32(0.0)) else f32(1.0) / s
         for j in range(m):
             o[j] *= inv
 
 
 @numba.njit(**ROWS_JIT)
-def softmax_block_biased(x, out, c, divide, bias, bias_step, mxs):
+def softmax_block_biased(x, out, c, divide, bias, bias_step, mxs, safe):
     """:func:`softmax_rows_biased` (the same formulas) for short rows (under 16: a row's loops never
     fill a vector): the scaled, biased scores minus their row's max are written row by row, then
     exponentiated in one pass over the whole C-contiguous block, which vectorizes. ``mxs`` (>= rows
-    floats) takes the row maxima."""
+    floats) takes the row maxima; ``safe`` as there."""
     n, m = x.shape
     for r in range(n):
         xr, br, o = x[r], bias[r * bias_step], out[r]
@@ -190,7 +193,7 @@ def softmax_block_biased(x, out, c, divide, bias, bias_step, mxs):
         s = f32(0.0)
         for j in range(m):
             s += o[j]
-        inv = f32(1.0) / s
+        inv = f32(0.0) if (safe and s == f32(0.0)) else f32(1.0) / s
         for j in range(m):
             o[j] *= inv
 
@@ -205,7 +208,7 @@ def softmax_blocks(x3, out3, zero, mxs):
     ``x3[b]`` of rows: the plain softmax layer's rows of 16-64, which the per-row loops take 2.6x
     longer over (a 20-key row never fills the loops' vectors)."""
     for b in range(x3.shape[0]):
-        softmax_block_biased(x3[b], out3[b], f32(1.0), False, zero, 0, mxs)
+        softmax_block_biased(x3[b], out3[b], f32(1.0), False, zero, 0, mxs, False)
 
 
 @numba.njit(**ROWS_JIT)

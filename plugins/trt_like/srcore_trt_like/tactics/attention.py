@@ -54,7 +54,7 @@ def _scratch(tls, L: int, S: int, D: int):
 
 def heads_numpy(layer: Layer, net: Network):
     B, L, S, E, H, D = _dims(layer, net)
-    c, divide = f32(layer.attrs["scale"]), bool(layer.attrs["divide"])
+    c, divide, safe = f32(layer.attrs["scale"]), bool(layer.attrs["divide"]), bool(layer.attrs.get("safe", False))
     rows = _mask_rows(layer, net, B, H, S)
     tls = threading.local()
 
@@ -66,7 +66,7 @@ def heads_numpy(layer: Layer, net: Network):
                 cols = slice(h * D, (h + 1) * D)
                 np.dot(q[b][:, cols], k[b][:, cols].T, out=s)
                 m, step = rows(mask, b, h)
-                softmax_rows_biased(s, p, c, divide, m, step)
+                softmax_rows_biased(s, p, c, divide, m, step, safe)
                 np.dot(p, v[b][:, cols], out=t)
                 out[b][:, cols] = t
     return run
@@ -77,7 +77,7 @@ def heads_mkl(layer: Layer, net: Network) -> list[Candidate]:
     if lib is None:
         return []
     B, L, S, E, H, D = _dims(layer, net)
-    c, divide = f32(layer.attrs["scale"]), bool(layer.attrs["divide"])
+    c, divide, safe = f32(layer.attrs["scale"]), bool(layer.attrs["divide"]), bool(layer.attrs.get("safe", False))
     rows = _mask_rows(layer, net, B, H, S)
     tls = threading.local()
     sgemm = lib.cblas_sgemm
@@ -94,14 +94,14 @@ def heads_mkl(layer: Layer, net: Network) -> list[Candidate]:
                 off = 4 * h * D
                 sgemm(rm, nt, tr, L, S, D, 1.0, qp + off, E, kp + off, E, 0.0, sp, S)
                 m, step = rows(mask, b, h)
-                softmax_rows_biased(s, p, c, divide, m, step)
+                softmax_rows_biased(s, p, c, divide, m, step, safe)
                 sgemm(rm, nt, nt, L, D, S, 1.0, pp, S, vp + off, E, 0.0, op + off, E)
     return [Candidate("mkl", lambda: Kernel(run), blas="mkl")]
 
 
 def heads_numba(layer: Layer, net: Network):
     B, L, S, E, H, D = _dims(layer, net)
-    c, divide = f32(layer.attrs["scale"]), bool(layer.attrs["divide"])
+    c, divide, safe = f32(layer.attrs["scale"]), bool(layer.attrs["divide"]), bool(layer.attrs.get("safe", False))
     if len(layer.inputs) < 4:
         zero, step = np.zeros((1, 1, 1, S), f32), 0
     else:
@@ -115,5 +115,6 @@ def heads_numba(layer: Layer, net: Network):
         except AttributeError:
             kt, s, p, mxs = tls.scratch = (np.empty((D, S), f32), np.empty((L, S), f32), np.empty((L, S), f32),
                                            np.empty(L, f32))
-        attention_heads(q, k, v, mask, step, c, divide, H, kt, s, p, mxs, out)
+        attention_heads(q, k, v, mask, step, c, divide, safe, H, kt, s, p, mxs, out)
     return run
+

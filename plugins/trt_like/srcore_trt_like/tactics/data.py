@@ -360,11 +360,27 @@ def argmax(layer: Layer, net: Network):
     return run
 
 
+def _logsumexp(x, axis):
+    """torch's ``logsumexp``: ``log(sum(exp(x - m))) + m`` with ``m`` the max, taken as 0 where it is
+    infinite (a row of -inf gives -inf, one holding +inf gives +inf, not NaN)."""
+    m = np.max(x, axis=axis, keepdims=True)
+    if not np.isfinite(m).all():
+        m[np.isinf(m)] = 0.0
+    t = np.subtract(x, m)
+    np.exp(t, out=t)
+    s = np.add.reduce(t, axis=axis, keepdims=True)
+    with np.errstate(divide="ignore"):   # log(0) of a row of -inf: -inf, as torch
+        np.log(s, out=s)
+    s += m
+    return s
+
+
 def reduce(layer: Layer, net: Network):
     """``amax`` / ``amin`` (NaN propagates: numpy's max), the int64 count of a mask or its
-    ``any`` / ``all``, over ``dims``."""
+    ``any`` / ``all``, ``logsumexp``, over ``dims``."""
     dims, op = layer.attrs["dims"], layer.attrs["op"]
-    fn = {"max": np.max, "min": np.min, "any": np.any, "all": np.all}.get(op)
+    fn = {"max": np.max, "min": np.min, "any": np.any, "all": np.all, "logsumexp": _logsumexp,
+          "sum": np.add.reduce}.get(op)
     shape = net.shape(layer.inputs[0])
     if (op in ("max", "min") and net.tensors[layer.inputs[0]].dtype == "float32" and dims
             and sorted(d % len(shape) for d in dims) == list(range(len(shape) - len(dims), len(shape)))):

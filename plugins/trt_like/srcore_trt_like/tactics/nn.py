@@ -12,7 +12,7 @@ from ..kernels.activation import CODES
 from ..kernels.heads import BLOCK_KEYS
 from ..kernels.rows import (BLOCK_FLOATS, group_norm_rows, layer_norm_rows, log_softmax_block, log_softmax_blocks,
                             log_softmax_rows, rms_norm_rows, softmax_block_biased, softmax_blocks, softmax_rows,
-                            softmax_short_rows)
+                            softmax_rows_biased, softmax_short_rows)
 from ..kernels.rows_split import layer_norm_split, softmax_split
 from .records import Candidate, Kernel
 
@@ -27,6 +27,12 @@ def softmax(layer: Layer, net: Network):
         return None
     m = shape[-1]
     one = f32(1.0)
+    if layer.attrs.get("safe"):   # scaled_dot_product_attention's: fully masked rows give zeros
+        zero = np.zeros((1, m), f32)
+
+        def safe(x, out):
+            softmax_rows_biased(x.reshape(-1, m), out.reshape(-1, m), one, False, zero, 0, True)
+        return safe
     if 16 <= m <= BLOCK_KEYS:   # rows of 16-64: blocks of rows exponentiated at once (2.6x at 20)
         return _softmax_blocks(layer.kind, shape, m)
     if 0 < m < 16:   # short rows: vectorized across rows (kernels/rows.py)
@@ -59,7 +65,7 @@ def _softmax_blocks(kind: str, shape, m: int):
                 log_softmax_block(x.reshape(rows, m), out.reshape(rows, m), e)
         else:
             def one(x, out):
-                softmax_block_biased(x.reshape(rows, m), out.reshape(rows, m), f32(1.0), False, zero, 0, mxs)
+                softmax_block_biased(x.reshape(rows, m), out.reshape(rows, m), f32(1.0), False, zero, 0, mxs, False)
         return one
 
     def run(x, out):
@@ -72,7 +78,7 @@ def _softmax_blocks(kind: str, shape, m: int):
         else:
             softmax_blocks(x3, o3, zero, mxs)
             if rest:
-                softmax_block_biased(x2[cut:], o2[cut:], f32(1.0), False, zero, 0, mxs)
+                softmax_block_biased(x2[cut:], o2[cut:], f32(1.0), False, zero, 0, mxs, False)
     return run
 
 
@@ -139,7 +145,7 @@ def split_rows(layer: Layer, net: Network) -> bool:
     shape = net.shape(layer.inputs[0])
     if _threads.count() <= 1 or not shape or shape[-1] == 0:
         return False
-    if layer.kind == "softmax" and layer.attrs["dim"] != len(shape) - 1:
+    if layer.kind == "softmax" and (layer.attrs["dim"] != len(shape) - 1 or layer.attrs.get("safe")):
         return False
     size = int(np.prod(shape, dtype=np.int64))
     return size // shape[-1] > 1 and size * ROW_WORK >= _threads.PARALLEL_MIN_WORK

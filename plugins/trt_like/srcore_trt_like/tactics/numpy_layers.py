@@ -75,7 +75,7 @@ def roll(layer: Layer, net: Network):
 
 
 def softmax(layer: Layer, net: Network):
-    dim, log = layer.attrs["dim"], layer.kind == "log_softmax"
+    dim, log, safe = layer.attrs["dim"], layer.kind == "log_softmax", layer.attrs.get("safe", False)
 
     def run(x, out):
         m = np.max(x, axis=dim, keepdims=True)
@@ -85,6 +85,8 @@ def softmax(layer: Layer, net: Network):
         else:
             np.exp(out, out=out)
             out /= np.sum(out, axis=dim, keepdims=True)
+            if safe:   # scaled_dot_product_attention: a row of -inf gives zeros, not NaN
+                np.putmask(out, np.broadcast_to(np.isneginf(m), out.shape), 0.0)
     return run
 
 

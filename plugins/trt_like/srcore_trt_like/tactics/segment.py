@@ -87,6 +87,8 @@ def _layer_refusal(layer: Layer, net: Network) -> str | None:
         return f"k > {MAX_SORT}"
     if layer.kind in ("softmax", "log_softmax") and layer.attrs["dim"] != len(net.shape(layer.inputs[0])) - 1:
         return "not over the last dim"
+    if layer.kind == "reduce" and layer.attrs["op"] == "sum":
+        return "a float sum (numpy's pairwise order, as the cpu plugin's)"
     if layer.kind == "cat" and layer.attrs.get("permuted"):
         return "a folded permute"
     if layer.kind == "strided" and not all(isinstance(k, (int, slice)) for k in layer.attrs["key"]):
@@ -341,6 +343,8 @@ def _reduce(c: _Code, layer: Layer, net: Network) -> None:
     shape = net.shape(x)
     view = tuple(1 if d in dims else s for d, s in enumerate(shape))
     a, r = _scalars(x)
+    if op == "logsumexp":
+        return _logsumexp(c, x, o, shape, view)
     c.add(f"ov = t{o}.reshape({view!r})")
     init = {"count": "0", "any": "False", "all": "True"}.get(op) or c.const(-math.inf if op == "max" else math.inf)
     names = c.loops(view)
@@ -359,6 +363,34 @@ def _reduce(c: _Code, layer: Layer, net: Network) -> None:
         c.add(f"{r} = ov[{at}]")
         c.add(f"if {r} == {r} and ({a} != {a} or {a} {'>' if op == 'max' else '<'} {r}):")
         c.add(f"    ov[{at}] = {a}")
+    c.close()
+
+
+def _logsumexp(c: _Code, x: int, o: int, shape, view) -> None:
+    """torch's ``logsumexp``: the max ``m`` (NaN propagates), taken as 0 where infinite, then
+    ``log(sum(exp(x - m))) + m`` (a row of -inf gives -inf, one holding +inf gives +inf)."""
+    a, r = _scalars(x)
+    inf = c.const(math.inf)
+    c.add(f"ov = t{o}.reshape({view!r})")
+    c.add(f"m{o} = np.full({view!r}, -{inf})")
+    c.add(f"s{o} = np.zeros({view!r}, np.float32)")
+    names = c.loops(shape)
+    at = _ix("0" if s == 1 else ix for s, ix in zip(view, names))
+    c.add(f"{a} = t{x}[{_ix(names)}]")
+    c.add(f"{r} = m{o}[{at}]")
+    c.add(f"if {r} == {r} and ({a} != {a} or {a} > {r}):")
+    c.add(f"    m{o}[{at}] = {a}")
+    c.close()
+    names = c.loops(view, "j")
+    c.add(f"if m{o}[{_ix(names)}] == {inf} or m{o}[{_ix(names)}] == -{inf}:")
+    c.add(f"    m{o}[{_ix(names)}] = 0")
+    c.close()
+    names = c.loops(shape)
+    at = _ix("0" if s == 1 else ix for s, ix in zip(view, names))
+    c.add(f"s{o}[{at}] += np.exp(t{x}[{_ix(names)}] - m{o}[{at}])")
+    c.close()
+    names = c.loops(view, "j")
+    c.add(f"ov[{_ix(names)}] = np.log(s{o}[{_ix(names)}]) + m{o}[{_ix(names)}]")
     c.close()
 
 
@@ -451,6 +483,9 @@ def _softmax(c: _Code, layer: Layer, net: Network) -> None:
     m = net.shape(x)[-1]
     rows = net.tensors[x].size // m if m else 0
     view = f"t{x}.reshape(({rows}, {m})), t{o}.reshape(({rows}, {m}))"
+    if layer.attrs.get("safe"):   # scaled_dot_product_attention's: fully masked rows give zeros
+        c.add(f"softmax_rows_biased({view}, np.float32(1.0), False, np.zeros((1, {m}), np.float32), 0, True)")
+        return
     c.add(f"log_softmax_rows({view})" if layer.kind == "log_softmax" else f"softmax_rows({view}, np.float32(1.0))")
 
 
@@ -535,7 +570,7 @@ def generate_source(layer: Layer, net: Network) -> str:
               f"# runtime {_runtime_tag()} rows {_rows_tag()} segment {SEGMENT_VERSION}",
               "import numpy as np",
               "from srcore_trt_like.kernels import fastmath as fm",
-              "from srcore_trt_like.kernels.rows import log_softmax_rows, softmax_rows",
+              "from srcore_trt_like.kernels.rows import log_softmax_rows, softmax_rows, softmax_rows_biased",
               "from srcore_trt_like.pointwise import ops", "", *c.const.lines, "", "",
               f"def segment({args}):"]
     return "\n".join(header + c.lines + ["    return", ""])
@@ -650,7 +685,7 @@ MAX_RUNS = 4
 
 def compile_runs(net: Network, steps: list[Step], options: dict, name: str = "engine",
                  contexts=None) -> list[Step]:
-    """Runs of consecutive compilable layers (two or more that are not reshapes) of a small network
+    """Runs of consecutive compilable layers (two or more that are not reshapes, or one :func:`_alone`) of a small network
     that does not compile whole, each as one ``segment`` step: a detection head's decoding (topk,
     integer arithmetic, casts, gathers, the box arithmetic and stack) between and after its convs
     cost 1-15 us a layer in numpy. Kept when the plan with them timed faster (``timing=False``:
@@ -666,7 +701,8 @@ def compile_runs(net: Network, steps: list[Step], options: dict, name: str = "en
             run.pop()
         while run and steps[run[0]].layer.kind == "reshape":
             run.pop(0)
-        if sum(steps[k].layer.kind != "reshape" for k in run) >= 2:
+        body = [steps[k].layer for k in run if steps[k].layer.kind != "reshape"]
+        if len(body) >= 2 or len(body) == 1 and _alone(body[0]):
             runs.append(run)
         run = []
     if not runs:
@@ -685,6 +721,12 @@ def compile_runs(net: Network, steps: list[Step], options: dict, name: str = "en
         return steps
     net.layers = [s.layer for s in new]
     return new
+
+
+def _alone(layer: Layer) -> bool:
+    """A layer compiled even as a run of one: a decoder's ``logsumexp`` is seven numpy calls (~8 us
+    on 2 x 9 rows of 20) and a few loops compiled."""
+    return layer.kind == "reduce" and layer.attrs["op"] == "logsumexp"
 
 
 def _compilable(layer: Layer, net: Network) -> bool:
