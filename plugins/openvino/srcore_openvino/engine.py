@@ -187,12 +187,9 @@ class Engine:
         return state
 
     def _outside_bound(self, xs) -> bool:
-        """Whether an input holds a NaN, an infinity or a value beyond ±finite_bound (NaN compares
-        false), or the inputs are too small for the test to pay."""
-        b = self.finite_bound
-        if sum(x.size for x in xs) < FINITE_MIN_VALUES:
-            return True
-        return any(x.size and not (-b <= x.min() and x.max() <= b) for x in xs)
+        """Whether an input holds a NaN, an infinity or a value beyond ±finite_bound, or the inputs
+        are too small for the test to pay."""
+        return sum(x.size for x in xs) < FINITE_MIN_VALUES or not finite.within(xs, self.finite_bound)
 
     def __call__(self, *xs):
         if len(xs) != self.n_inputs:

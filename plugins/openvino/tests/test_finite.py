@@ -57,6 +57,55 @@ def test_a_clamp_as_selects_keeps_the_larger_of_its_operands_bounds():
     assert finite.input_bound(_model(relu6)) == 2.0 ** 11
 
 
+def _conv1x1(x, w, groups=None):
+    w = np.asarray(w, np.float32)
+    if groups:
+        return o.group_convolution(x, o.constant(w), [1, 1], [0, 0], [0, 0], [1, 1]).output(0)
+    return o.convolution(x, o.constant(w), [1, 1], [0, 0], [0, 0], [1, 1]).output(0)
+
+
+def test_a_convolution_after_a_relu_grows_by_one_sign_of_its_weights():
+    """relu(x) is in [0, B]: a 1x1 convolution with weights 2^100 and -2^100 over its two channels
+    gives values in [-2^100 B, 2^100 B], where the sum of |weights| would say 2^101 B. Hand-derived
+    with the margins (1.01 per op, the sum's 0.0625 of its terms' magnitudes 2^101 B):
+    2^100 B * 1.01^2 * (1 + 2 * 0.0625) * 1.01 < 2^112 holds for B = 2^11, not 2^12."""
+    w = np.array([2.0 ** 100, -(2.0 ** 100)]).reshape(1, 2, 1, 1)
+    b = finite.input_bound(_model(lambda x: _conv1x1(o.relu(x).output(0), w)))
+    assert 2.0 ** 100 * 2.0 ** 11 * 1.01 ** 3 * 1.125 < finite.LIMIT < 2.0 ** 100 * 2.0 ** 12 * 1.01 ** 3 * 1.125
+    assert b == 2.0 ** 11, b
+
+
+def test_channels_keep_their_own_intervals_through_a_depthwise_convolution():
+    """1 -> 2 channels scaled by 2^100 and 1, then a depthwise convolution scaling them by 2^-100
+    and 2^100 (and a per-channel bias): each channel ends within 2^100 B, where one bound for all
+    channels would multiply the two largest gains (2^200: no bound at all). With the margins
+    (1.01 per op, 1.0625 per convolution): 2^100 B 1.0625^2 1.01^4 + 1 < 2^112 for B = 2^11."""
+    def net(x):
+        y = _conv1x1(x, np.array([2.0 ** 100, 1.0]).reshape(2, 1, 1, 1))
+        y = _conv1x1(y, np.array([2.0 ** -100, 2.0 ** 100]).reshape(2, 1, 1, 1, 1), groups=2)
+        return o.add(y, _c(np.array([1.0, -1.0]).reshape(1, 2, 1, 1))).output(0)
+    assert finite.input_bound(_model(net, shape=(1, 1, 4, 4))) == 2.0 ** 11
+
+
+def test_within_is_true_only_for_finite_values_within_the_bound():
+    """The engine's per-call test against an independent numpy reference: NaN, +-inf, the bound
+    and the next float32 past it, -0.0, float64 values, a non-contiguous view, an empty array."""
+    rng = np.random.default_rng(0)
+    b = 2.0 ** 4
+    past = np.nextafter(np.float32(b), np.float32(np.inf))
+    base = rng.uniform(-b, b, (3, 4096)).astype(np.float32)
+    for special in (None, np.nan, np.inf, -np.inf, b, -b, past, -past, -0.0, 0.0):
+        x = base.copy()
+        if special is not None:
+            x[1, 2345] = special
+        want = bool(np.all(np.isfinite(x)) and np.all(np.abs(x) <= b))
+        assert finite.within([x], b) is want, special
+        assert finite.within([base, x], b) is want and finite.within([x, base], b) is want, special
+    assert finite.within([base[:, ::2]], b) and not finite.within([np.where(base > 15, np.nan, base)[:, ::3]], b)
+    assert finite.within([base.astype(np.float64)], b) and not finite.within([np.full(8, 1e300)], 2.0 ** 120)
+    assert finite.within([np.empty((0, 3), np.float32)], b)
+
+
 def test_ops_without_a_rule_and_integer_inputs_give_no_bound():
     """A division (a NaN from 0 / 0), a log (NaN from negatives), an integer parameter: unproven."""
     assert finite.input_bound(_model(lambda x: o.divide(x, x).output(0))) is None
