@@ -39,28 +39,11 @@ TORCH_CANNOT_EXPORT = {
 #: the models that run through trt_like by default (an engine build costs seconds)
 TRT_LIKE_DEFAULT = ("dlrm", "wavenet")
 
-#: (model, path) -> why an openvino segment falls back to cpu (the answer is still checked): the
-#: scripted nn.MultiheadAttention keeps its ``k is v`` tests as ``prim::If``s, cut around by the
-#: partitioner, and leaves OpenVINO a Tensor[] input and a rank-dynamic slice it cannot compile
-OPENVINO_FALLS_BACK = {("seq2seq_decoder", "script"), ("seq2seq_decoder", "frozen")}
-
-
 def test_every_cell_torch_cannot_export_is_listed_only_for_onnx():
     assert all(path == "onnx" and name in MODELS for name, path in TORCH_CANNOT_EXPORT)
 
 
-def _cells():
-    out = []
-    for p in cells(MODELS, TRT_LIKE_DEFAULT, cannot_export=TORCH_CANNOT_EXPORT):
-        name, path, backend = p.values
-        if backend == "openvino" and (name, path) in OPENVINO_FALLS_BACK:
-            p = pytest.param(*p.values, id=p.id, marks=[*p.marks, pytest.mark.xfail(
-                raises=AssertionError, strict=True, reason="an openvino segment falls back (see OPENVINO_FALLS_BACK)")])
-        out.append(p)
-    return out
-
-
-@pytest.mark.parametrize("name,path,backend", _cells())
+@pytest.mark.parametrize("name,path,backend", cells(MODELS, TRT_LIKE_DEFAULT, cannot_export=TORCH_CANNOT_EXPORT))
 def test_heldout4_model(name, path, backend, monkeypatch, tmp_path_factory):
     check_cell(MODELS[name], name, path, backend, monkeypatch, tmp_path_factory)
 
