@@ -120,6 +120,18 @@ def test_cat_mismatch_raises():
         one_node("aten::cat", TL([T("float32", 2, 3), T("float32", 2, 4)]), 0)
 
 
+def test_cat_with_an_input_of_unknown_rank_keeps_the_rank():
+    """One input of unknown rank (an ONNX Loop's stacked output): the others give the rank and every
+    dim but the cat dim (torch requires them equal; a legacy empty 1-D input is skipped), so a
+    Gemm after it can be converted (wide & deep's EmbeddingBag Loop at opset 13 was refused)."""
+    node, _ = one_node("aten::cat", TL([T("float32", 4, 6), srcore.ir.TensorType("float32", None), T("float32", 4, 3)]), 1)
+    assert node.output.type.shape == (4, None)
+    node, _ = one_node("aten::cat", TL([srcore.ir.TensorType("float32", None), T("float32", 2, 5, 3)]), -3)
+    assert node.output.type.shape == (None, 5, 3)
+    for legacy in (torch.zeros(0), torch.zeros(3, 5)):  # what the unknown input may be
+        assert torch.cat([legacy, torch.zeros(3, 5)], 1 if legacy.dim() == 2 else 0).dim() == 2
+
+
 def test_split_into_list_then_unpack():
     from srcore.ir import Graph
     from srcore.ir.types import TENSOR, ListType

@@ -2,10 +2,11 @@
 
 Order (see ``docs/passes.md``)::
 
-    normalize_aliases, lower_out_overloads, inline_calls, remove_training_ops, functionalize_inplace,
-    fold_cell_decompositions,
+    normalize_aliases, lower_out_overloads, inline_calls, fixpoint(fold_identity_tests, inline_constant_ifs),
+    remove_training_ops, functionalize_inplace, fold_cell_decompositions,
     fixpoint(inline_constant_ifs, fold_constants, fold_known_values, peephole, simplify_loops, unroll_loops,
-             eliminate_dead_code, eliminate_common_subexpressions, slice_unpacked_splits, scalar_operands),
+             eliminate_dead_code, eliminate_common_subexpressions, slice_unpacked_splits, scalar_operands,
+             fold_identity_tests(same_ssa=False)),
     fold_batch_norm, fuse_ops (if fuse), eliminate_dead_code
 
 The input graph is never modified: the pipeline runs on a copy, which is returned.
@@ -35,6 +36,7 @@ from .loops import simplify_loops
 from .manager import Fixpoint, Pass, PassManager, PassStats
 from .peephole import peephole
 from .scalar_operands import scalar_operands
+from .identity_tests import fold_identity_tests
 from .split_unpack import slice_unpacked_splits
 from .training_ops import remove_training_ops
 from .unroll import DEFAULT_MAX_NODES, unroll_loops
@@ -76,11 +78,14 @@ def default_pipeline(*, fuse: bool = True, inference: bool = True, evaluator=Non
         _named("eliminate_common_subexpressions", eliminate_common_subexpressions),
         _named("slice_unpacked_splits", slice_unpacked_splits),
         _named("scalar_operands", scalar_operands),
+        _named("fold_identity_tests", fold_identity_tests, same_ssa=False),
     ), max_iterations=max_iterations, name="simplify")
     passes: list = [
         _named("normalize_aliases", normalize_aliases),
         _named("lower_out_overloads", lower_out_overloads, schemas=schemas),
         _named("inline_calls", inline_calls, functions=functions or {}),
+        Fixpoint((_named("fold_identity_tests", fold_identity_tests), _named("inline_constant_ifs", inline_constant_ifs)),
+                 max_iterations=max_iterations, name="identity_tests"),
         _named("remove_training_ops", remove_training_ops, inference=inference),
         _named("functionalize_inplace", functionalize_inplace, schemas=schemas),
         _named("fold_cell_decompositions", fold_cell_decompositions),

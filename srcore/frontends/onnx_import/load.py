@@ -179,6 +179,10 @@ def _default_opset(onnx, proto, where: str) -> int:
 
 
 def _upgrade(onnx, proto, opset: int, where: str):
+    scan = next((n for n in proto.graph.node if n.op_type == "Scan" and n.domain in ("", "ai.onnx")), None)
+    if opset < 9 and scan is not None:   # the converter drops its batch axis: the inputs no longer fit
+        raise ConversionError(f"{where}: Scan node {scan.name or '(unnamed)'!r}: Scan before opset 9 (with a batch "
+                              "axis) is not supported; export at opset 9 or newer")
     try:
         up = onnx.version_converter.convert_version(proto, MIN_OPSET)
         # the converter keeps an IR version < 4, whose rules (every initializer also a graph input) the

@@ -305,16 +305,20 @@ def cat(ctx: Ctx):
     # legacy: 1-d empty tensors are skipped
     ts = [t for t in ts if t.shape != (0,)] or ts
     ranks = {t.rank for t in ts}
-    if None in ranks or d is UNKNOWN or len(ranks) != 1:
-        if len(ranks - {None}) > 1:
-            raise ctx.fail(f"cat of tensors with different ranks {sorted(ranks - {None})}")
+    if len(ranks - {None}) > 1:
+        raise ctx.fail(f"cat of tensors with different ranks {sorted(ranks - {None})}")
+    if d is UNKNOWN or ranks == {None}:
         return [tt(dtype, None)]
-    rank = ranks.pop()
+    # an input of unknown rank has the others' rank (or is a skipped legacy empty): the rank is known,
+    # its size along ``d`` is not
+    unknown = None in ranks
+    ts = [t for t in ts if t.rank is not None]
+    rank = ts[0].rank
     d = ctx.norm_dim(d, rank)
     out = []
     for i in range(rank):
         if i == d:
-            out.append(_sum([t.shape[i] for t in ts]))
+            out.append(None if unknown else _sum([t.shape[i] for t in ts]))
             continue
         dim = ts[0].shape[i]
         for t in ts[1:]:

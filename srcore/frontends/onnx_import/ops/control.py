@@ -1,4 +1,5 @@
-"""Control flow: ONNX ``If`` -> ``prim::If``, ``Loop`` -> ``prim::Loop`` (scan outputs stacked)."""
+"""Control flow: ONNX ``If`` -> ``prim::If``, ``Loop`` -> ``prim::Loop`` (scan outputs stacked),
+``Scan`` -> ``prim::Loop`` over the scanned axis (its slices selected in the body)."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,7 +7,8 @@ import numpy as np
 from ....ir.types import INT, ListType, TensorType, Type
 from ..context import NodeContext, Unsupported
 from ..values import Val
-from ._util import table
+from ....ir.builder import BlockScope
+from ._util import dim_item, norm_axis, table
 
 #: the trip count of a Loop without ``M`` (what TorchScript uses for ``while`` loops)
 UNBOUNDED = (1 << 63) - 1
@@ -94,4 +96,62 @@ def loop(cx: NodeContext):
     return tuple(outs)
 
 
-CONVERTERS = table(If=(if_, 13, 16, 19, 21, 23, 24, 25), Loop=(loop, 13, 16, 19, 21, 23, 24, 25))
+def scan(cx: NodeContext):
+    """A ``prim::Loop`` over the scan inputs' axis: the body gets each input's slice
+    (``aten::select``, from the end for a reverse direction); each scan output is appended to a
+    list, stacked along its output axis after the loop and flipped for a reverse direction."""
+    conv = cx.conv
+    body = cx.attr("body")
+    m = cx.attr("num_scan_inputs")
+    n_state = len(cx.node.input) - m
+    k = len(body.output) - n_state
+    if n_state < 0 or k < 0 or len(cx.node.output) != n_state + k or len(body.input) != n_state + m:
+        raise Unsupported("the body's inputs and outputs do not match the scan's states, inputs and outputs")
+    in_axes = list(cx.attr("scan_input_axes", None) or [0] * m)
+    in_dirs = list(cx.attr("scan_input_directions", None) or [0] * m)
+    out_axes = list(cx.attr("scan_output_axes", None) or [0] * k)
+    out_dirs = list(cx.attr("scan_output_directions", None) or [0] * k)
+    xs = [cx.x(n_state + j) for j in range(m)]
+    axes = [norm_axis(a, cx.rank(n_state + j), "scan_input_axes") for j, a in enumerate(in_axes)]
+    trip = dim_item(cx, n_state, xs[0], axes[0])
+    init = [cx.val(j) for j in range(n_state)]
+    init_values = [_value_of(cx, v) for v in init]
+    scan_lists = [cx.op("prim::ListConstruct", types=[ListType(TensorType())]) for _ in range(k)]
+    carried_types = [v.type for v in init_values]
+    node = conv.graph.create("prim::Loop", [conv.builder.value(trip), conv.builder.value(True), *init_values,
+                                            *scan_lists],
+                             [*carried_types, *[ListType(TensorType())] * k], source=cx.source)
+    conv.builder.block.append(node)
+    blk = node.add_block()
+    i = blk.add_input(INT)
+    block_carried = [blk.add_input(t) for t in carried_types]
+    block_lists = [blk.add_input(ListType(TensorType())) for _ in range(k)]
+    body_inputs = [Val(v.name, v.type, tensor=b, seq=v.seq, block=blk) for v, b in zip(init, block_carried)]
+    with BlockScope(conv.builder, blk):
+        last = trip - 1 if isinstance(trip, int) else cx.int_op("aten::sub", trip, 1)
+        for j, (x, a, d) in enumerate(zip(xs, axes, in_dirs)):
+            t = cx.type(n_state + j)
+            shape = None if t.shape is None else (*t.shape[:a], *t.shape[a + 1:])
+            piece = cx.op("aten::select", x, a, cx.int_op("aten::sub", last, i) if d else i)
+            body_inputs.append(Val(f"scan_in{j}", TensorType(t.dtype, shape), tensor=piece, block=blk))
+
+    def finish(outs):
+        res = [conv.builder.value(True)]
+        res += [_value_of(cx, v) for v in outs[:n_state]]
+        for lst, v in zip(block_lists, outs[n_state:]):
+            if v.seq:
+                raise Unsupported("a sequence scan output")
+            res.append(cx.op("aten::append", lst, conv.tensor_of(v), types=[ListType(TensorType())]))
+        return res
+
+    conv.convert_subgraph(body, blk, body_inputs, cx.scope, "body", finish)
+    outs = [Val("", t, tensor=o, seq=isinstance(t, ListType), block=conv.builder.block)
+            for o, t in zip(node.outputs[:n_state], carried_types)]
+    for lst, a, d in zip(node.outputs[n_state:], out_axes, out_dirs):
+        y = cx.op("aten::stack", lst, a)
+        outs.append(cx.op("aten::flip", y, [a]) if d else y)
+    return tuple(outs)
+
+
+CONVERTERS = table(If=(if_, 13, 16, 19, 21, 23, 24, 25), Loop=(loop, 13, 16, 19, 21, 23, 24, 25),
+                   Scan=(scan, 9, 11, 16, 19, 21, 23, 24, 25))

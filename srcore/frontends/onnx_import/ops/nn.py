@@ -236,10 +236,12 @@ def average_pool(cx: NodeContext):
     return cx.op(f"aten::avg_pool{n}d", x, kernel, strides, begin, ceil, include, *extra)
 
 
-def _average_pool_as_conv(cx: NodeContext, n, kernel, strides, dil, ceil, begin, end, include):
+def _average_pool_as_conv(cx: NodeContext, n, kernel, strides, dil, ceil, begin, end, include, x=None,
+                          divide: bool = True):
     """What torch's avg_pool cannot take (dilations; asymmetric or large pads without
     count_include_pad or with ceil_mode): a depthwise convolution with ones, divided by how many
-    positions each window counts (a constant: windows are boxes, so per-axis counts multiply)."""
+    positions each window counts (a constant: windows are boxes, so per-axis counts multiply).
+    ``x`` (default input 0) and ``divide=False``: the window sums (LpPool's)."""
     shape = cx.shape(0)
     if shape is None or not all(isinstance(d, int) for d in shape[1:]):
         raise Unsupported("dilated or asymmetrically padded average pooling needs the channels and spatial dims "
@@ -263,15 +265,58 @@ def _average_pool_as_conv(cx: NodeContext, n, kernel, strides, dil, ceil, begin,
         cnt = ((pos >= lo) & (pos < hi)).sum(1).astype(np.float64)
         div = np.multiply.outer(div, cnt)
     dt = cx.dtype(0)
-    x = cx.op("aten::constant_pad_nd", cx.x(0), _torch_pad_list(begin, right), 0.0)
+    x = cx.op("aten::constant_pad_nd", cx.x(0) if x is None else x, _torch_pad_list(begin, right), 0.0)
     w = np.ones((c, 1, *kernel), dt)
     wv = cx.conv.param("avg_pool_ones", w, TensorType(dt, w.shape))
     y = cx.op(f"aten::conv{n}d", x, wv, None, strides, [0] * n, dil, c)
     for a, o in enumerate(outs):   # windows past the last counted one (the right padding was rounded up)
         if (spatial[a] + begin[a] + right[a] - (kernel[a] - 1) * dil[a] - 1) // strides[a] + 1 != o:
             y = cx.op("aten::narrow", y, 2 + a, 0, o)
+    if not divide:
+        return y
     d = div.reshape(1, 1, *outs).astype(dt)
     return cx.op("aten::div", y, cx.conv.param("avg_pool_count", d, TensorType(dt, d.shape)))
+
+
+def _lp_power(cx: NodeContext, p) -> tuple:
+    """``|x| ** p`` and the root to take of its sums (ONNX's ``p`` is an int attribute)."""
+    p = float(p)
+    if p <= 0:
+        raise Unsupported(f"p={p}")
+    return cx.op("aten::pow", cx.op("aten::abs", cx.x(0)), p), 1.0 / p
+
+
+def lp_pool(cx: NodeContext):
+    """``(sum over each window of |x| ** p) ** (1 / p)``: padding adds zeros to the sums."""
+    cx.require_dtype(0, FLOATS)
+    n = cx.rank(0) - 2
+    if n not in (1, 2, 3):
+        raise Unsupported(f"{n}-D pooling")
+    kernel, strides, dil, ceil, begin, end = _pool_common(cx, n)
+    xp, root = _lp_power(cx, cx.attr("p", 2))
+    sums = _average_pool_as_conv(cx, n, kernel, strides, dil, ceil, begin, end, True, x=xp, divide=False)
+    return cx.op("aten::pow", sums, root)
+
+
+def global_lp_pool(cx: NodeContext):
+    cx.require_dtype(0, FLOATS)
+    r = cx.rank(0)
+    if r < 3:
+        raise Unsupported(f"rank {r}")
+    xp, root = _lp_power(cx, cx.attr("p", 2))
+    return cx.op("aten::pow", cx.op("aten::sum", xp, list(range(2, r)), True, None), root)
+
+
+def mean_variance_normalization(cx: NodeContext):
+    """ONNX's function body: ``(x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9)`` over ``axes``."""
+    cx.require_dtype(0, FLOATS)
+    r = cx.rank(0)
+    axes = sorted({norm_axis(a, r) for a in cx.attr("axes", [0, 2, 3])})
+    x = cx.x(0)
+    mean = cx.op("aten::mean", x, axes, True, None)
+    var = cx.op("aten::sub", cx.op("aten::mean", cx.op("aten::mul", x, x), axes, True, None),
+                cx.op("aten::mul", mean, mean), 1)
+    return cx.op("aten::div", cx.op("aten::sub", x, mean, 1), cx.op("aten::add", cx.op("aten::sqrt", var), 1e-9, 1))
 
 
 def global_pool(kind: str):
@@ -478,6 +523,8 @@ CONVERTERS = table(
     Gemm=(gemm, 13), MatMul=(matmul, 13), Conv=(conv, 11, 22), ConvTranspose=(conv_transpose, 11, 22),
     MaxPool=(max_pool, 12, 22), AveragePool=(average_pool, 11, 19, 22),
     GlobalAveragePool=(global_pool("mean"), 1, 22), GlobalMaxPool=(global_pool("max"), 1, 22),
+    LpPool=(lp_pool, 11, 18, 22), GlobalLpPool=(global_lp_pool, 2, 22),
+    MeanVarianceNormalization=(mean_variance_normalization, 13),
     BatchNormalization=(batch_norm, 9, 14, 15), InstanceNormalization=(instance_norm, 6, 22),
     LayerNormalization=(layer_norm, 17), GroupNormalization=(group_norm, 18, 21),
     Softmax=(softmax("aten::softmax"), 13), LogSoftmax=(softmax("aten::log_softmax"), 13),

@@ -1,0 +1,116 @@
+"""``fold_identity_tests``: ``a is b`` / ``a is not b`` on tensors decided from where they come from.
+
+Scripted ``nn.MultiheadAttention`` picks its in-projection by object identity (``query is key``,
+``key is value``): left as ``prim::If``s, they cut the model around control flow and leave the
+engines lists and unknown sizes. Torch's ops give a new tensor object except the few that may
+return their input itself (``contiguous``, ``to``, eval ``dropout``, in-place ops...), so:
+
+- the same SSA value is the same object: ``True``;
+- two values traced back through those identity-keeping ops to distinct roots, each a graph input
+  or the output of an op that always makes a new object, and not both graph inputs (the caller may
+  pass one tensor twice): ``False``.
+
+A list's elements are its objects: ``prim::ListUnpack`` of a list built by ``prim::ListConstruct``
+and ``aten::append``s in one block gives back the appended values. ``True`` needs SSA identity to
+be torch's: before any rewrite that may merge values (peephole's ``x + 0 -> x``, CSE). After them
+(``same_ssa=False``, in the simplify fixpoint, once the outer ``if``s are gone) only ``False`` is
+decided: merging never makes two distinct values out of one object.
+"""
+from __future__ import annotations
+
+from ..ir.graph import Graph, Node, Value
+from ..ir.types import NoneType, OptionalType, TensorType
+from ._util import base_kind
+
+__all__ = ["fold_identity_tests"]
+
+#: ops that may return their (first) input object itself (checked against torch: ``flatten`` with
+#: start == end, ``to`` of the same dtype, ``contiguous`` of a contiguous tensor, eval dropout...)
+_MAY_RETURN_INPUT = frozenset({
+    "aten::contiguous", "aten::to", "aten::type_as", "aten::flatten", "aten::dropout", "aten::feature_dropout",
+    "aten::alpha_dropout", "aten::feature_alpha_dropout", "aten::positive", "aten::conj", "aten::resolve_conj",
+    "aten::resolve_neg", "aten::real", "aten::atleast_1d", "aten::atleast_2d", "aten::atleast_3d",
+    "aten::_unwrap_optional", "aten::to_dense", "aten::requires_grad_", "aten::align_as", "aten::refine_names",
+    "aten::rename",
+})
+
+
+def _root(v: Value, graph: Graph) -> tuple[Value, bool]:
+    """(the object ``v`` is, as far as known; True if that root makes a new object or is a graph input)."""
+    seen = 0
+    while seen < 64:
+        seen += 1
+        n = v.node
+        kind = base_kind(n)
+        if any(v is i for i in graph.inputs):
+            return v, True
+        if kind in _MAY_RETURN_INPUT or (kind.startswith("aten::") and kind.endswith("_") and not kind.endswith("__")):
+            if not n.inputs:
+                return v, False
+            v = n.inputs[0]
+            continue
+        if kind == "prim::ListUnpack":
+            elem = _list_element(n, v.offset)
+            if elem is None:
+                return v, False
+            v = elem
+            continue
+        fresh = kind.startswith("aten::") and len(n.outputs) >= 1 and not n.blocks and \
+            not kind.startswith("aten::__") and kind not in ("aten::append", "aten::list", "aten::copy")
+        return v, fresh
+    return v, False
+
+
+def _list_element(unpack: Node, j: int) -> Value | None:
+    """The ``j``-th element of the list ``unpack`` unpacks, when a ``ListConstruct`` and appends in
+    its block built it (and nothing else reads or writes it)."""
+    lst = unpack.inputs[0]
+    make = lst.node
+    if make.kind != "prim::ListConstruct":
+        return None
+    elems = list(make.inputs)
+    appends = []
+    for u in lst.uses:
+        if u.user is unpack:
+            continue
+        if u.user.kind != "aten::append" or u.offset != 0 or u.user.owning_block is not unpack.owning_block \
+                or not u.user.is_before(unpack):
+            return None
+        appends.append(u.user)
+    ordered = sorted(appends, key=lambda a: sum(b.is_before(a) for b in appends))
+    elems += [a.inputs[1] for a in ordered]
+    if len(elems) != len(unpack.outputs):
+        return None
+    return elems[j]
+
+
+def _decide(n: Node, graph: Graph, same_ssa: bool) -> bool | None:
+    a, b = n.inputs
+    if not all(isinstance(v.type, TensorType) for v in (a, b)):
+        return None
+    (ra, fa), (rb, fb) = _root(a, graph), _root(b, graph)
+    if ra is rb:
+        return True if same_ssa else None
+    graph_inputs = [r for r in (ra, rb) if any(r is i for i in graph.inputs)]
+    if fa and fb and len(graph_inputs) < 2:
+        return False
+    return None
+
+
+def fold_identity_tests(graph: Graph, same_ssa: bool = True) -> bool:
+    """Replace each decidable tensor ``aten::__is__`` / ``aten::__isnot__`` by a constant; True if any.
+    ``same_ssa``: one SSA value is one object (False once passes may have merged values)."""
+    changed = False
+    for n in list(graph.all_nodes()):
+        if n.kind not in ("aten::__is__", "aten::__isnot__") or len(n.inputs) != 2:
+            continue
+        if any(isinstance(v.type, (NoneType, OptionalType)) for v in n.inputs):
+            continue
+        same = _decide(n, graph, same_ssa)
+        if same is None:
+            continue
+        c = graph.insert_constant(same if n.kind == "aten::__is__" else not same, before=n)
+        n.output.replace_all_uses_with(c)
+        n.destroy()
+        changed = True
+    return changed
