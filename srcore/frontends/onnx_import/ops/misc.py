@@ -1,0 +1,142 @@
+"""Less common ONNX ops older and signal-processing files carry: MeanVarianceNormalization, LpPool,
+the Hann/Hamming/Blackman windows, ReverseSequence, CenterCropPad, Compress, Det.
+
+Each follows ONNX's definition (its function body or reference implementation): LpPool is
+``(sum of |x|^p over the window) ^ (1/p)`` (an AveragePool counting the zero padding, times the
+kernel size); a window is a constant computed here from its (constant) size.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ....ir.types import TensorType
+from ..context import NodeContext, Unsupported
+from ..dtypes import FLOATS, INTS, dtype_of, scalar_type
+from ..values import Val
+from ._util import cast, dim_item, norm_axis, table
+from .nn import average_pool
+
+
+def mean_variance_normalization(cx: NodeContext):
+    """ONNX's function body: ``(x - mean) / (sqrt(mean(x^2) - mean^2) + 1e-9)`` over ``axes``."""
+    cx.require_dtype(0, FLOATS, "X")
+    r = cx.rank(0)
+    axes = [norm_axis(a, r) for a in cx.attr("axes", [0, 2, 3])]
+    x = cx.x(0)
+    mean = cx.op("aten::mean", x, axes, True, None)
+    sq = cx.op("aten::mean", cx.op("aten::mul", x, x), axes, True, None)
+    std = cx.op("aten::sqrt", cx.op("aten::sub", sq, cx.op("aten::mul", mean, mean)))
+    return cx.op("aten::div", cx.op("aten::sub", x, mean), cx.op("aten::add", std, 1e-9, 1))
+
+
+def lp_pool(cx: NodeContext):
+    cx.require_dtype(0, FLOATS, "X")
+    p = int(cx.attr("p", 2))
+    if p <= 0:
+        raise Unsupported(f"p={p}")
+    kernel = list(cx.attr("kernel_shape"))
+    x = cx.op("aten::abs", cx.x(0))
+    powered = x if p == 1 else cx.op("aten::pow", x, p)
+    cx.vals[0] = Val(cx.val(0).name, cx.type(0), tensor=powered)   # AveragePool's converter on |x|^p
+    avg = average_pool(cx, include=True)
+    s = cx.op("aten::mul", avg, float(np.prod(kernel)))
+    return s if p == 1 else cx.op("aten::pow", s, 1.0 / p)
+
+
+def _window(kind: str):
+    def convert(cx: NodeContext):
+        size = int(cx.scalar(0, "size"))
+        periodic = int(cx.attr("periodic", 1))
+        out = dtype_of(int(cx.attr("output_datatype", 1)))
+        if size < 0:
+            raise Unsupported(f"size {size}")
+        n = np.arange(size, dtype=np.float64)
+        den = size if periodic else size - 1
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if kind == "hann":
+                w = np.sin(n * np.pi / den) ** 2
+            elif kind == "hamming":
+                alpha = 25.0 / 46.0
+                w = alpha - np.cos(n * np.pi * 2 / den) * (1 - alpha)
+            else:
+                w = np.cos((n * (np.pi * 2)) / den) * -0.5 + np.cos((n * (np.pi * 4)) / den) * 0.08 + 0.42
+        return Val("", TensorType(out, (size,)), const=w.astype(out))
+    convert.__name__ = f"{kind}_window"
+    return convert
+
+
+def reverse_sequence(cx: NodeContext):
+    """``y[t, b] = x[lens[b] - 1 - t, b]`` for ``t < lens[b]``, else ``x[t, b]``: one gather along time."""
+    r = cx.rank(0)
+    if r < 2:
+        raise Unsupported(f"input of rank {r} (2 or more expected)")
+    bax, tax = norm_axis(int(cx.attr("batch_axis", 1)), r), norm_axis(int(cx.attr("time_axis", 0)), r)
+    if {bax, tax} != {0, 1}:
+        raise Unsupported(f"batch_axis={bax}, time_axis={tax} (0 and 1 expected)")
+    x = cx.x(0)
+    t = cx.op("aten::arange", dim_item(cx, 0, x, tax), scalar_type("int64"), None, None, None)
+    lens = cast(cx, cx.x(1), "int64")
+    shape = [1] * r
+    shape[tax] = -1
+    t = cx.op("aten::reshape", t, shape)
+    shape = [1] * r
+    shape[bax] = -1
+    lens = cx.op("aten::reshape", lens, shape)
+    rev = cx.op("aten::sub", cx.op("aten::sub", lens, 1, 1), t)
+    idx = cx.op("aten::where", cx.op("aten::lt", t, lens), rev, t)
+    return cx.op("aten::gather", x, tax, cx.op("aten::expand_as", idx, x), False)
+
+
+def center_crop_pad(cx: NodeContext):
+    r = cx.rank(0)
+    target = cx.ints(1, "shape")
+    axes = [norm_axis(a, r) for a in cx.attr("axes", list(range(r)))]
+    if len(axes) != len(target):
+        raise Unsupported(f"shape {target} for axes {axes}")
+    shape = cx.shape(0)
+    x = cx.x(0)
+    for a, want in zip(axes, target):
+        dim = shape[a] if shape is not None else None
+        if not isinstance(dim, int):
+            raise Unsupported(f"CenterCropPad needs dim {a} known at conversion")
+        if want < dim:
+            x = cx.op("aten::slice", x, a, (dim - want) // 2, (dim - want) // 2 + want, 1)
+        elif want > dim:
+            d = want - dim
+            pad = [0, 0] * (r - 1 - a) + [d // 2, d - d // 2]
+            x = cx.op("aten::constant_pad_nd", x, pad, 0)
+    return x
+
+
+def compress(cx: NodeContext):
+    cx.require_dtype(1, {"bool"}, "condition")
+    axis = cx.attr("axis", None)
+    x = cx.x(0)
+    if axis is None:
+        x = cx.op("aten::reshape", x, [-1])
+        axis = 0
+    else:
+        axis = norm_axis(int(axis), cx.rank(0))
+    c = cx.const(1)
+    if c is not None:   # the kept positions are known: a constant index (a condition longer than the dim is cut)
+        n = dim_item(cx, 0, cx.x(0), axis) if cx.attr("axis", None) is not None else None
+        keep = np.flatnonzero(c.reshape(-1))
+        if isinstance(n, int):
+            keep = keep[keep < n]
+        elif n is None and cx.shape(0) is not None and all(isinstance(d, int) for d in cx.shape(0)):
+            keep = keep[keep < int(np.prod(cx.shape(0)))]
+        idx = cx.conv.tensor_of(Val(f"{cx.node.name or 'compress'}.index", const=keep.astype(np.int64)))
+    else:
+        raise cx.not_constant([1], "input 1 (condition) must be known at conversion (the output shape depends on it)")
+    return cx.op("aten::index_select", x, axis, idx)
+
+
+def det(cx: NodeContext):
+    cx.require_dtype(0, FLOATS - {"bfloat16"}, "X")
+    return cx.op("aten::linalg_det", cx.x(0))
+
+
+CONVERTERS = table(MeanVarianceNormalization=(mean_variance_normalization, 13), LpPool=(lp_pool, 18, 22),
+                   HannWindow=(_window("hann"), 17), HammingWindow=(_window("hamming"), 17),
+                   BlackmanWindow=(_window("blackman"), 17), ReverseSequence=(reverse_sequence, 10, 28),
+                   CenterCropPad=(center_crop_pad, 18), Compress=(compress, 11, 28), Det=(det, 11, 22))
