@@ -1,5 +1,5 @@
 """Less common ONNX ops older and signal-processing files carry: MeanVarianceNormalization, LpPool,
-the Hann/Hamming/Blackman windows, ReverseSequence, CenterCropPad, Compress, Det.
+the Hann/Hamming/Blackman windows, ReverseSequence, CenterCropPad, Compress, MaxUnpool, Col2Im, Det.
 
 Each follows ONNX's definition (its function body or reference implementation): LpPool is
 ``(sum of |x|^p over the window) ^ (1/p)`` (an AveragePool counting the zero padding, times the
@@ -131,6 +131,55 @@ def compress(cx: NodeContext):
     return cx.op("aten::index_select", x, axis, idx)
 
 
+def max_unpool(cx: NodeContext):
+    """``Y.flat[I.flat] = X.flat`` in zeros of the inferred shape (I holds MaxPool's flat indices),
+    padded at the end to ``output_shape`` when given."""
+    cx.require_dtype(0, FLOATS, "X")
+    shape = cx.shape(0)
+    if shape is None or not all(isinstance(d, int) for d in shape):
+        raise Unsupported("MaxUnpool needs X's shape known at conversion")
+    n = len(shape) - 2
+    kernel = list(cx.attr("kernel_shape"))
+    strides = list(cx.attr("strides", [1] * n))
+    pads = list(cx.attr("pads", [0] * (2 * n)))
+    if len(kernel) != n or len(strides) != n or len(pads) != 2 * n:
+        raise Unsupported(f"kernel_shape {kernel}, strides {strides}, pads {pads} for {n} spatial dims")
+    inferred = list(shape[:2]) + [(shape[2 + d] - 1) * strides[d] - (pads[d] + pads[n + d]) + kernel[d]
+                                  for d in range(n)]
+    flat = cx.op("aten::zeros", [int(np.prod(inferred))], scalar_type(cx.dtype(0)), None, None, None)
+    idx = cx.op("aten::reshape", cast(cx, cx.x(1), "int64"), [-1])
+    y = cx.op("aten::reshape", cx.op("aten::scatter", flat, 0, idx, cx.op("aten::reshape", cx.x(0), [-1])), inferred)
+    if cx.has(2):
+        want = cx.ints(2, "output_shape")
+        if len(want) != len(inferred) or any(w < i for w, i in zip(want, inferred)):
+            raise Unsupported(f"output_shape {want} for an unpooled shape {inferred}")
+        pad = []
+        for w, i in zip(reversed(want), reversed(inferred)):
+            pad += [0, w - i]
+        if any(pad):
+            y = cx.op("aten::constant_pad_nd", y, pad, 0.0)
+    return y
+
+
+def col2im(cx: NodeContext):
+    """``aten::col2im`` (torch's ``F.fold``, 2-D) onto the padded image, then the padding cut off
+    (ONNX's pads may differ at the two ends; torch's are symmetric)."""
+    cx.require_dtype(0, FLOATS, "input")
+    image, block = cx.ints(1, "image_shape"), cx.ints(2, "block_shape")
+    n = len(image)
+    if n != 2 or len(block) != 2:
+        raise Unsupported(f"{n}-D image (srcore's col2im is 2-D)")
+    dil = list(cx.attr("dilations", [1] * n))
+    pads = list(cx.attr("pads", [0] * (2 * n)))
+    strides = list(cx.attr("strides", [1] * n))
+    size = [image[d] + pads[d] + pads[n + d] for d in range(n)]
+    y = cx.op("aten::col2im", cx.x(0), size, block, dil, [0] * n, strides)
+    for d in range(n):
+        if pads[d] or pads[n + d]:
+            y = cx.op("aten::slice", y, 2 + d, pads[d], pads[d] + image[d], 1)
+    return y
+
+
 def det(cx: NodeContext):
     cx.require_dtype(0, FLOATS - {"bfloat16"}, "X")
     return cx.op("aten::linalg_det", cx.x(0))
@@ -139,4 +188,5 @@ def det(cx: NodeContext):
 CONVERTERS = table(MeanVarianceNormalization=(mean_variance_normalization, 13), LpPool=(lp_pool, 18, 22),
                    HannWindow=(_window("hann"), 17), HammingWindow=(_window("hamming"), 17),
                    BlackmanWindow=(_window("blackman"), 17), ReverseSequence=(reverse_sequence, 10, 28),
-                   CenterCropPad=(center_crop_pad, 18), Compress=(compress, 11, 28), Det=(det, 11, 22))
+                   CenterCropPad=(center_crop_pad, 18), Compress=(compress, 11, 28), Det=(det, 11, 22),
+                   MaxUnpool=(max_unpool, 11, 22), Col2Im=(col2im, 18))
