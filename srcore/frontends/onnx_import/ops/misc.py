@@ -1,5 +1,5 @@
 """Less common ONNX ops older and signal-processing files carry: MeanVarianceNormalization, LpPool,
-the Hann/Hamming/Blackman windows, ReverseSequence, CenterCropPad, Compress, MaxUnpool, Col2Im, Det.
+the Hann/Hamming/Blackman windows, ReverseSequence, CenterCropPad, Compress, MaxUnpool, Col2Im, DFT, Det.
 
 Each follows ONNX's definition (its function body or reference implementation): LpPool is
 ``(sum of |x|^p over the window) ^ (1/p)`` (an AveragePool counting the zero padding, times the
@@ -180,6 +180,61 @@ def col2im(cx: NodeContext):
     return y
 
 
+def dft(cx: NodeContext):
+    """DFT as float64 matrix products with constant cosine and sine matrices: forward, inverse (``1/N``), one-sided forward and one-sided inverse
+    (numpy's ``irfft``: the half spectrum weighted 1 at DC and Nyquist, 2 elsewhere)."""
+    dt = cx.require_dtype(0, FLOATS - {"bfloat16"}, "input")
+    r = cx.rank(0)
+    inverse, onesided = int(cx.attr("inverse", 0)), int(cx.attr("onesided", 0))
+    if cx.version >= 20:
+        axis = cx.scalar(2, "axis") if cx.has(2) else -2
+    else:
+        axis = cx.attr("axis", 1)
+    axis = norm_axis(int(axis), r)
+    shape = cx.shape(0)
+    if axis == r - 1 or shape is None or not isinstance(shape[axis], int) or shape[-1] not in (1, 2):
+        raise Unsupported(f"axis {axis} of an input of shape {shape} (the signal axis must be known and not the "
+                          f"last, the last dim 1 or 2)")
+    length = shape[axis]
+    n = int(cx.scalar(1, "dft_length")) if cx.has(1) else (2 * (length - 1) if inverse and onesided else length)
+    if n <= 0:
+        raise Unsupported(f"dft_length {n}")
+    x = cast(cx, cx.x(0), "float64")   # float64 products: an exact zero of the transform stays ~1e-16
+    parts = [cx.op("aten::select", x, -1, i) for i in range(shape[-1])]
+    if axis != r - 2:
+        parts = [cx.op("aten::transpose", p, axis, r - 2) for p in parts]
+    used = min(length, n if not (inverse and onesided) else n // 2 + 1)
+    if used < length:
+        parts = [cx.op("aten::narrow", p, -1, 0, used) for p in parts]
+    re, im = parts[0], parts[1] if len(parts) > 1 else None
+    k_out = n // 2 + 1 if onesided and not inverse else n
+    rows = np.arange(used)[:, None]
+    cols = np.arange(k_out)[None, :]
+    theta = 2 * np.pi * ((rows * cols) % n) / n
+
+    def mat(a, what):
+        return cx.conv.tensor_of(Val(f"{cx.node.name or 'dft'}.{what}", const=a.astype(np.float64)))
+
+    if inverse and onesided:   # irfft: real output from the half spectrum
+        w = np.where((np.arange(used) == 0) | ((n % 2 == 0) & (np.arange(used) == n // 2)), 1.0, 2.0)[:, None]
+        y = cx.op("aten::matmul", re, mat(w * np.cos(theta) / n, "cos"))
+        if im is not None:
+            y = cx.op("aten::sub", y, cx.op("aten::matmul", im, mat(w * np.sin(theta) / n, "sin")))
+        outs = [y]
+    else:
+        sign, scale = (1.0, 1.0 / n) if inverse else (-1.0, 1.0)
+        c, sn = mat(np.cos(theta) * scale, "cos"), mat(sign * np.sin(theta) * scale, "sin")
+        # (re + i im)(c + i sn): re c - im sn, re sn + im c
+        y_re, y_im = cx.op("aten::matmul", re, c), cx.op("aten::matmul", re, sn)
+        if im is not None:
+            y_re = cx.op("aten::sub", y_re, cx.op("aten::matmul", im, sn))
+            y_im = cx.op("aten::add", y_im, cx.op("aten::matmul", im, c))
+        outs = [y_re, y_im]
+    if axis != r - 2:
+        outs = [cx.op("aten::transpose", o, axis, r - 2) for o in outs]
+    return cast(cx, cx.op("aten::stack", outs, -1), dt)
+
+
 def det(cx: NodeContext):
     cx.require_dtype(0, FLOATS - {"bfloat16"}, "X")
     return cx.op("aten::linalg_det", cx.x(0))
@@ -189,4 +244,4 @@ CONVERTERS = table(MeanVarianceNormalization=(mean_variance_normalization, 13), 
                    HannWindow=(_window("hann"), 17), HammingWindow=(_window("hamming"), 17),
                    BlackmanWindow=(_window("blackman"), 17), ReverseSequence=(reverse_sequence, 10, 28),
                    CenterCropPad=(center_crop_pad, 18), Compress=(compress, 11, 28), Det=(det, 11, 22),
-                   MaxUnpool=(max_unpool, 11, 22), Col2Im=(col2im, 18))
+                   MaxUnpool=(max_unpool, 11, 22), Col2Im=(col2im, 18), DFT=(dft, 17, 20))
