@@ -21,21 +21,24 @@ pytestmark = pytest.mark.one_pass
 
 
 class _Net(torch.nn.Module):
-    """Conv (grouped, strided), Relu, Sigmoid, Add, Mul, Concat, Slice, MaxPool, global pool, Linear."""
+    """Conv (grouped, strided), Relu, Sigmoid, Add, Mul, Concat, Slice, MaxPool, global pool, a Linear
+    on 2-D (Gemm: QGemm) and one on 3-D (MatMul + Add: QLinearMatMul, QLinearAdd)."""
 
     def __init__(self):
         super().__init__()
         self.c1 = torch.nn.Conv2d(3, 8, 3, padding=1)
         self.c2 = torch.nn.Conv2d(8, 8, 3, padding=1, groups=2)
         self.c3 = torch.nn.Conv2d(8, 16, 3, stride=2)
-        self.fc = torch.nn.Linear(16, 10)
+        self.fc = torch.nn.Linear(16, 12)
+        self.fc3d = torch.nn.Linear(4, 5)
 
     def forward(self, x):
         a = torch.relu(self.c1(x))
         b = torch.sigmoid(self.c2(a))
         h = torch.cat([a + b, a * b], 1)[:, :8]
         h = torch.nn.functional.max_pool2d(torch.relu(self.c3(h)), 2)
-        return self.fc(torch.nn.functional.adaptive_avg_pool2d(h, 1).flatten(1))
+        h = torch.relu(self.fc(torch.nn.functional.adaptive_avg_pool2d(h, 1).flatten(1)))
+        return self.fc3d(h.reshape(-1, 3, 4))
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +62,8 @@ class _Calibration(quantization.CalibrationDataReader):
 
 
 @pytest.mark.parametrize("how, ops", [
-    ("static_per_channel", {"QLinearConv", "QGemm", "QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearConcat",
-                            "QLinearGlobalAveragePool"}),
+    ("static_per_channel", {"QLinearConv", "QGemm", "QLinearMatMul", "QLinearAdd", "QLinearMul", "QLinearSigmoid",
+                            "QLinearConcat", "QLinearGlobalAveragePool"}),
     ("dynamic", {"ConvInteger", "MatMulInteger", "DynamicQuantizeLinear"}),
 ])
 def test_quantized_cnn_matches_onnxruntime_bit_for_bit(float_model, how, ops):
