@@ -1,5 +1,5 @@
 """Less common ONNX ops older and signal-processing files carry: MeanVarianceNormalization, LpPool,
-the Hann/Hamming/Blackman windows, ReverseSequence, CenterCropPad, Compress, MaxUnpool, Col2Im, DFT, Det.
+the Hann/Hamming/Blackman windows, ReverseSequence, CenterCropPad, Compress, MaxUnpool, Col2Im, DFT, STFT, Det.
 
 Each follows ONNX's definition (its function body or reference implementation): LpPool is
 ``(sum of |x|^p over the window) ^ (1/p)`` (an AveragePool counting the zero padding, times the
@@ -180,6 +180,63 @@ def col2im(cx: NodeContext):
     return y
 
 
+def _transform(cx: NodeContext, re, im, used: int, n: int, inverse: int, onesided: int) -> list:
+    """The length-``n`` DFT along the last dim (``used`` samples of it) of ``re + i im`` (float64):
+    ``[real, imaginary]``, or ``[real]`` for the one-sided inverse."""
+    k_out = n // 2 + 1 if onesided and not inverse else n
+    rows = np.arange(used)[:, None]
+    cols = np.arange(k_out)[None, :]
+    theta = 2 * np.pi * ((rows * cols) % n) / n
+
+    def mat(a, what):
+        return cx.conv.tensor_of(Val(f"{cx.node.name or cx.op_type}.{what}", const=a.astype(np.float64)))
+
+    if inverse and onesided:   # irfft: real output from the half spectrum
+        w = np.where((np.arange(used) == 0) | ((n % 2 == 0) & (np.arange(used) == n // 2)), 1.0, 2.0)[:, None]
+        y = cx.op("aten::matmul", re, mat(w * np.cos(theta) / n, "cos"))
+        if im is not None:
+            y = cx.op("aten::sub", y, cx.op("aten::matmul", im, mat(w * np.sin(theta) / n, "sin")))
+        return [y]
+    sign, scale = (1.0, 1.0 / n) if inverse else (-1.0, 1.0)
+    c, sn = mat(np.cos(theta) * scale, "cos"), mat(sign * np.sin(theta) * scale, "sin")
+    # (re + i im)(c + i sn): re c - im sn, re sn + im c
+    y_re, y_im = cx.op("aten::matmul", re, c), cx.op("aten::matmul", re, sn)
+    if im is not None:
+        y_re = cx.op("aten::sub", y_re, cx.op("aten::matmul", im, sn))
+        y_im = cx.op("aten::add", y_im, cx.op("aten::matmul", im, c))
+    return [y_re, y_im]
+
+
+def stft(cx: NodeContext):
+    """Frames (``aten::unfold``) times the window, then the DFT of each frame (see ``dft``)."""
+    dt = cx.require_dtype(0, FLOATS - {"bfloat16"}, "signal")
+    onesided = int(cx.attr("onesided", 1))
+    shape = cx.shape(0)
+    if shape is None or len(shape) != 3 or shape[-1] not in (1, 2):
+        raise Unsupported(f"signal of shape {shape} ([batch, length, 1 or 2] expected)")
+    step = int(cx.scalar(1, "frame_step"))
+    wshape = cx.shape(2) if cx.has(2) else None
+    if cx.has(3):
+        length = int(cx.scalar(3, "frame_length"))
+    elif wshape is not None and isinstance(wshape[0], int):
+        length = wshape[0]
+    elif isinstance(shape[1], int) and not cx.has(2):
+        length = shape[1]
+    else:
+        raise Unsupported("the frame length must be known at conversion")
+    if wshape is not None and wshape[0] != length:
+        raise Unsupported(f"a window of {wshape[0]} samples for frames of {length}")
+    if step <= 0 or length <= 0:
+        raise Unsupported(f"frame_step {step}, frame_length {length}")
+    x = cast(cx, cx.x(0), "float64")
+    frames = cx.op("aten::unfold", x, 1, length, step)          # [B, frames, 1 or 2, length]
+    if cx.has(2):
+        frames = cx.op("aten::mul", frames, cast(cx, cx.x(2), "float64"))
+    parts = [cx.op("aten::select", frames, 2, i) for i in range(shape[-1])]
+    outs = _transform(cx, parts[0], parts[1] if len(parts) > 1 else None, length, length, 0, onesided)
+    return cast(cx, cx.op("aten::stack", outs, -1), dt)
+
+
 def dft(cx: NodeContext):
     """DFT as float64 matrix products with constant cosine and sine matrices: forward, inverse (``1/N``), one-sided forward and one-sided inverse
     (numpy's ``irfft``: the half spectrum weighted 1 at DC and Nyquist, 2 elsewhere)."""
@@ -206,30 +263,7 @@ def dft(cx: NodeContext):
     used = min(length, n if not (inverse and onesided) else n // 2 + 1)
     if used < length:
         parts = [cx.op("aten::narrow", p, -1, 0, used) for p in parts]
-    re, im = parts[0], parts[1] if len(parts) > 1 else None
-    k_out = n // 2 + 1 if onesided and not inverse else n
-    rows = np.arange(used)[:, None]
-    cols = np.arange(k_out)[None, :]
-    theta = 2 * np.pi * ((rows * cols) % n) / n
-
-    def mat(a, what):
-        return cx.conv.tensor_of(Val(f"{cx.node.name or 'dft'}.{what}", const=a.astype(np.float64)))
-
-    if inverse and onesided:   # irfft: real output from the half spectrum
-        w = np.where((np.arange(used) == 0) | ((n % 2 == 0) & (np.arange(used) == n // 2)), 1.0, 2.0)[:, None]
-        y = cx.op("aten::matmul", re, mat(w * np.cos(theta) / n, "cos"))
-        if im is not None:
-            y = cx.op("aten::sub", y, cx.op("aten::matmul", im, mat(w * np.sin(theta) / n, "sin")))
-        outs = [y]
-    else:
-        sign, scale = (1.0, 1.0 / n) if inverse else (-1.0, 1.0)
-        c, sn = mat(np.cos(theta) * scale, "cos"), mat(sign * np.sin(theta) * scale, "sin")
-        # (re + i im)(c + i sn): re c - im sn, re sn + im c
-        y_re, y_im = cx.op("aten::matmul", re, c), cx.op("aten::matmul", re, sn)
-        if im is not None:
-            y_re = cx.op("aten::sub", y_re, cx.op("aten::matmul", im, sn))
-            y_im = cx.op("aten::add", y_im, cx.op("aten::matmul", im, c))
-        outs = [y_re, y_im]
+    outs = _transform(cx, parts[0], parts[1] if len(parts) > 1 else None, used, n, inverse, onesided)
     if axis != r - 2:
         outs = [cx.op("aten::transpose", o, axis, r - 2) for o in outs]
     return cast(cx, cx.op("aten::stack", outs, -1), dt)
@@ -244,4 +278,5 @@ CONVERTERS = table(MeanVarianceNormalization=(mean_variance_normalization, 13), 
                    HannWindow=(_window("hann"), 17), HammingWindow=(_window("hamming"), 17),
                    BlackmanWindow=(_window("blackman"), 17), ReverseSequence=(reverse_sequence, 10, 28),
                    CenterCropPad=(center_crop_pad, 18), Compress=(compress, 11, 28), Det=(det, 11, 22),
-                   MaxUnpool=(max_unpool, 11, 22), Col2Im=(col2im, 18), DFT=(dft, 17, 20))
+                   MaxUnpool=(max_unpool, 11, 22), Col2Im=(col2im, 18), DFT=(dft, 17, 20),
+                   STFT=(stft, 17))
