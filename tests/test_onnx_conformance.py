@@ -31,7 +31,8 @@ DEFAULT_MODULES = ["add", "relu", "conv", "convtranspose", "gemm", "matmul", "gl
                    "expand", "where", "clip", "reducesum", "reducemean", "cast", "pad", "topk", "argmax",
                    "if_", "loop", "resize", "gelu", "erf", "pow", "sigmoid", "tanh", "div", "shape",
                    "reduceprod", "quantizelinear", "dequantizelinear", "cumsum", "scatternd",
-                   "reducemax", "reducemin", "bitshift", "gathernd", "dropout"]
+                   "reducemax", "reducemin", "bitshift", "gathernd", "dropout",
+                   "qlinearconv", "matmulinteger", "convinteger", "meanvariancenormalization"]
 
 #: the pass rate the default set must keep (supported dtypes; docs/onnx-conformance.md has the full run)
 MIN_PASS_RATE = 0.97

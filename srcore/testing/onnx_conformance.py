@@ -73,8 +73,15 @@ def node_cases(modules: Sequence[str] | None = None) -> list[Case]:
         base = re.sub(r"_expanded(_ver\d+)?$", "", t.name)
         expanded = base != t.name
         op = ops.get(base) or (t.model.graph.node[0].op_type if len(t.model.graph.node) == 1 else "?")
-        cases.append(Case(t.name, "node", op, expanded, t.model, list(t.data_sets), t.rtol, t.atol))
+        atol = max(t.atol, REFERENCE_NOISE.get(t.name, 0.0))
+        cases.append(Case(t.name, "node", op, expanded, t.model, list(t.data_sets), t.rtol, atol))
     return cases
+
+
+#: node tests whose expected values carry numpy's single-precision FFT rounding where the exact result
+#: is 0 (up to 1.5e-6 off the float64 transform; srcore's float64 DFT is within 4.5e-7 of it): the
+#: absolute tolerance those zeros get
+REFERENCE_NOISE = {"test_dft_inverse": 5e-6, "test_dft_inverse_opset19": 5e-6}
 
 
 def with_constant_inputs(case: Case) -> Case | None:

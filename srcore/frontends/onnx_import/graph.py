@@ -264,11 +264,20 @@ class GraphConverter:
                 scope.vals[o] = FAILED
 
         if node.domain not in ("", "ai.onnx"):
-            return fail(f"domain {node.domain!r} is not supported (only the default ONNX domain is)")
-        version = self.schema_version(node)
-        if version is None:
-            return fail(f"no ONNX op {node.op_type!r} at opset {self.opset}")
-        entry = self.table.get(node.op_type)
+            from .ops import DOMAIN_TABLES
+
+            entry, version = DOMAIN_TABLES.get(node.domain, {}).get(node.op_type), 1
+            if node.domain not in DOMAIN_TABLES:
+                return fail(f"domain {node.domain!r} is not supported (only the default ONNX domain and a few "
+                            f"com.microsoft ops are)")
+            if entry is None:
+                return fail(f"op {node.op_type!r} of domain {node.domain!r} is not supported (srcore maps "
+                            f"{', '.join(sorted(DOMAIN_TABLES[node.domain]))} there)")
+        else:
+            version = self.schema_version(node)
+            if version is None:
+                return fail(f"no ONNX op {node.op_type!r} at opset {self.opset}")
+            entry = self.table.get(node.op_type)
         if entry is None:
             return fail("op not supported by srcore")
         if version not in entry.versions:

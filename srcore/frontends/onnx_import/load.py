@@ -188,10 +188,31 @@ def _upgrade(onnx, proto, opset: int, where: str):
         # the converter keeps an IR version < 4, whose rules (every initializer also a graph input) the
         # initializers it adds (Pad's pads, ...) break; opset 13 goes with IR version 7
         up.ir_version = max(up.ir_version, 7)
-        return up
     except Exception as exc:  # noqa: BLE001 - the converter raises RuntimeError/ConvertError
         raise ConversionError(f"{where}: opset {opset} is older than {MIN_OPSET} and onnx's version converter "
                               f"cannot upgrade it: {exc}") from None
+    _keep_upsample_coordinates(onnx, proto, up)
+    return up
+
+
+def _keep_upsample_coordinates(onnx, old, up) -> None:
+    """The Resize onnx's converter makes of an Upsample (or a linear Resize-10) gets Resize-11's default
+    ``half_pixel`` coordinates; Upsample's are ``asymmetric`` (``x_in = x_out / scale``, nearest
+    flooring), as onnxruntime computes it: set them (top-level graph)."""
+    if old.opset_import and min(o.version for o in old.opset_import if o.domain in ("", "ai.onnx")) >= 11:
+        return
+    origin = {o: (n.op_type, next((onnx.helper.get_attribute_value(a) for a in n.attribute if a.name == "mode"),
+                                  b"nearest")) for n in old.graph.node if n.op_type in ("Upsample", "Resize")
+              for o in n.output}
+    for n in up.graph.node:
+        kind, mode = origin.get(n.output[0] if n.output else "", (None, None))
+        if n.op_type != "Resize" or kind is None or any(a.name == "coordinate_transformation_mode" for a in n.attribute):
+            continue
+        if kind == "Resize" and mode == b"nearest":
+            continue   # Resize-10's nearest rounds differently when downsampling: left as converted
+        n.attribute.append(onnx.helper.make_attribute("coordinate_transformation_mode", "asymmetric"))
+        if mode == b"nearest":
+            n.attribute.append(onnx.helper.make_attribute("nearest_mode", "floor"))
 
 
 def _check(onnx, proto, where: str) -> None:

@@ -6,14 +6,19 @@ not listed in its entry is reported as unsupported rather than guessed at.
 """
 from __future__ import annotations
 
-from . import control, elementwise, index, nn, quant, recurrent, reduce, resize, sequence, shape
+from . import (control, elementwise, index, nn, qlinear, quant, recurrent, reduce, resize, sequence, shape,
+               misc, transformer)
 from ._util import OpConverter
 
 TABLE: dict[str, OpConverter] = {}
-for _module in (elementwise, shape, nn, reduce, index, control, quant, resize, recurrent, sequence):
+for _module in (elementwise, shape, nn, reduce, index, control, quant, qlinear, resize, recurrent, sequence,
+                misc, transformer):
     _dup = set(TABLE) & set(_module.CONVERTERS)
     if _dup:  # pragma: no cover - a programming error caught by the tests
         raise RuntimeError(f"ONNX ops converted twice: {sorted(_dup)}")
     TABLE.update(_module.CONVERTERS)
 
-__all__ = ["TABLE", "OpConverter"]
+#: converters of ops outside the default domain, by domain (their schemas are version 1)
+DOMAIN_TABLES: dict[str, dict[str, OpConverter]] = {"com.microsoft": qlinear.MS_CONVERTERS}
+
+__all__ = ["DOMAIN_TABLES", "TABLE", "OpConverter"]

@@ -134,7 +134,15 @@ def arg_reduce(kind: str):
     return convert
 
 
-def cumsum(cx: NodeContext):
+def cumulative(kind: str, identity: int):
+    """CumSum / CumProd: ``aten::cumsum``/``cumprod``; ``exclusive`` shifts in ``identity``."""
+    def convert(cx: NodeContext):
+        return _cumulative(cx, kind, identity)
+    convert.__name__ = kind.split("::")[1]
+    return convert
+
+
+def _cumulative(cx: NodeContext, kind: str, identity: int):
     dt = cx.require_dtype(0, NUMERIC)
     r = cx.rank(0)
     exclusive, reverse = cx.attr("exclusive", 0), cx.attr("reverse", 0)
@@ -144,15 +152,15 @@ def cumsum(cx: NodeContext):
     x = cx.x(0)
     if reverse:
         x = cx.op("aten::flip", x, [axis])
-    y = cx.op("aten::cumsum", x, axis, scalar_type(dt) if dt in INTS else None)
+    y = cx.op(kind, x, axis, scalar_type(dt) if dt in INTS else None)
     if exclusive and isinstance(axis, int):  # shift by one along the axis: [0, y0, y1, ...]
         n = dim_item(cx, 0, x, axis)
         y = cx.op("aten::narrow", y, axis, 0, n - 1 if isinstance(n, int) else cx.int_op("aten::sub", n, 1))
         pad = [0, 0] * (r - 1 - axis) + [1, 0]
-        y = cx.op("aten::constant_pad_nd", y, pad, 0)
-    elif exclusive:  # the axis known at run time: a zero slice, then all but the last sums
+        y = cx.op("aten::constant_pad_nd", y, pad, identity)
+    elif exclusive:  # the axis known at run time: an identity slice, then all but the last
         n = cx.int_op("aten::sub", cx.int_op("aten::size", x, axis), 1)
-        zero = cx.op("aten::zeros_like", cx.op("aten::narrow", y, axis, 0, 1), None, None, None, None, None)
+        zero = cx.op("aten::full_like", cx.op("aten::narrow", y, axis, 0, 1), identity, None, None, None, None, None)
         y = cx.op("aten::cat", [zero, cx.op("aten::narrow", y, axis, 0, n)], axis)
     if reverse:
         y = cx.op("aten::flip", y, [axis])
@@ -177,5 +185,5 @@ CONVERTERS = table(
     ReduceLogSum=(reduce("log_sum"), 13, 18, 28), ReduceLogSumExp=(reduce("log_sum_exp"), 13, 18, 28),
     ReduceSumSquare=(reduce("sum_square"), 13, 18),
     ArgMax=(arg_reduce("aten::argmax"), 13), ArgMin=(arg_reduce("aten::argmin"), 13),
-    CumSum=(cumsum, 11, 14), TopK=(topk, 11, 24),
+    CumSum=(cumulative("aten::cumsum", 0), 11, 14), CumProd=(cumulative("aten::cumprod", 1), 26), TopK=(topk, 11, 24),
 )

@@ -143,6 +143,26 @@ def resize(cx: NodeContext):
 PROBE_LIMIT = 1 << 22
 
 
+def upsample(cx: NodeContext):
+    """Upsample (deprecated since opset 10, still in older files) is the Resize ONNX's version
+    converter makes of it: ``asymmetric`` coordinates, ``floor`` for nearest, ``linear`` as is."""
+    from onnx import helper
+
+    from ..context import NodeContext as Context
+
+    mode = cx.attr("mode", "nearest")
+    if mode not in ("nearest", "linear", "bilinear"):
+        raise Unsupported(f"mode={mode!r}")
+    node = helper.make_node("Resize", [cx.node.input[0], "", cx.node.input[1]], list(cx.node.output),
+                            name=cx.node.name, mode="nearest" if mode == "nearest" else "linear",
+                            coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    rcx = Context(cx.conv, node, 13, [cx.vals[0], None, cx.vals[1]], cx.out_types, cx.source)
+    rcx.scope = getattr(cx, "scope", None)
+    out = resize(rcx)
+    cx.unknown_inputs.extend(n for n in rcx.unknown_inputs if n not in cx.unknown_inputs)
+    return out
+
+
 def _nearest_by_probe(cx: NodeContext, mode: str, ctm: str, shape):
     """``keep_aspect_ratio_policy`` not_larger/not_smaller (one scale for every resized axis, sizes
     rounded from it): for ``nearest`` resizing of a fully static input, onnx's reference Resize run
@@ -210,4 +230,4 @@ def _const(cx: NodeContext, arr: np.ndarray, name: str):
     return cx.conv.param(name, np.ascontiguousarray(arr), TensorType(str(arr.dtype), arr.shape))
 
 
-CONVERTERS = table(Resize=(resize, 11, 13, 18, 19))
+CONVERTERS = table(Resize=(resize, 11, 13, 18, 19), Upsample=(upsample, 10))
