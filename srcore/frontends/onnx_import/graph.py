@@ -12,10 +12,9 @@ from typing import Any, Sequence
 import attrs
 import numpy as np
 
-from ...errors import ConversionError
 from ...ir.builder import BlockScope, GraphBuilder
 from ...ir.graph import Block, SourceLocation, Value
-from ...ir.types import INT, ListType, OptionalType, TensorType, Type
+from ...ir.types import ListType, OptionalType, TensorType, Type
 from .context import NodeContext, Unsupported
 from .dtypes import DTYPE_TO_ONNX, UnsupportedDtype, dtype_of
 from .values import Val

@@ -242,42 +242,6 @@ def _pad_by_cat(cx: NodeContext, x, begin: list, end: list, mode: str):
     return x
 
 
-def compress(cx: NodeContext):
-    """``x`` at the positions where the 1-D ``condition`` is true (it may be shorter than the
-    axis), along ``axis`` or of the flattened ``x``: an ``index_select`` of its nonzero indices."""
-    if cx.rank(1) != 1:
-        raise Unsupported("condition must be 1-D")
-    x = cx.x(0)
-    axis = cx.attr("axis", None)
-    if axis is None:
-        x, axis = cx.op("aten::reshape", x, [-1]), 0
-    else:
-        axis = norm_axis(axis, cx.rank(0))
-    cond = cx.x(1) if cx.dtype(1) == "bool" else cx.op("aten::ne", cx.x(1), 0)
-    idx = cx.op("aten::reshape", cx.op("aten::nonzero", cond), [-1])
-    return cx.op("aten::index_select", x, axis, idx)
-
-
-def reverse_sequence(cx: NodeContext):
-    """Each batch entry's first ``sequence_lens[b]`` steps reversed: a ``gather`` along the time
-    axis by ``where(t < len, len - 1 - t, t)``."""
-    r = cx.rank(0)
-    batch_axis, time_axis = cx.attr("batch_axis", 1), cx.attr("time_axis", 0)
-    if {batch_axis, time_axis} != {0, 1} or r < 2:
-        raise Unsupported(f"batch_axis={batch_axis}, time_axis={time_axis} on rank {r}")
-    x = cx.x(0)
-    lens = cx.x(1) if cx.dtype(1) == "int64" else cast(cx, cx.x(1), "int64")
-    t = cx.op("aten::arange", dim_item(cx, 0, x, time_axis), scalar_type("int64"), None, None, None)
-    if time_axis == 0:
-        t, lens = cx.op("aten::unsqueeze", t, 1), cx.op("aten::unsqueeze", lens, 0)
-    else:
-        t, lens = cx.op("aten::unsqueeze", t, 0), cx.op("aten::unsqueeze", lens, 1)
-    idx = cx.op("aten::where", cx.op("aten::lt", t, lens), cx.op("aten::sub", cx.op("aten::sub", lens, 1, 1), t, 1), t)
-    for _ in range(r - 2):
-        idx = cx.op("aten::unsqueeze", idx, -1)
-    idx = cx.op("aten::expand_as", idx, x)
-    return cx.op("aten::gather", x, time_axis, idx, False)
-
 
 def depth_to_space(cx: NodeContext):
     bs = cx.attr("blocksize")
@@ -320,5 +284,5 @@ CONVERTERS = table(
     ScatterElements=(scatter_elements, 13, 16, 18), Scatter=(scatter_elements, 11),
     ScatterND=(scatter_nd, 13, 16, 18), OneHot=(one_hot, 11, 28), NonZero=(nonzero, 13),
     Trilu=(trilu, 14), Pad=(pad, 13, 18, 19, 21, 23, 24, 25), DepthToSpace=(depth_to_space, 13, 28),
-    SpaceToDepth=(space_to_depth, 13, 28), Compress=(compress, 11, 28), ReverseSequence=(reverse_sequence, 10, 28),
+    SpaceToDepth=(space_to_depth, 13, 28),
 )

@@ -1,9 +1,9 @@
-"""Less common ONNX ops older and signal-processing files carry: MeanVarianceNormalization, LpPool,
-the Hann/Hamming/Blackman windows, ReverseSequence, CenterCropPad, Compress, MaxUnpool, Col2Im, DFT, STFT, Det.
+"""Less common ONNX ops older and signal-processing files carry: the Hann/Hamming/Blackman windows,
+ReverseSequence, CenterCropPad, Compress, MaxUnpool, Col2Im, DFT, STFT, Det (LpPool and
+MeanVarianceNormalization are in :mod:`.nn`).
 
-Each follows ONNX's definition (its function body or reference implementation): LpPool is
-``(sum of |x|^p over the window) ^ (1/p)`` (an AveragePool counting the zero padding, times the
-kernel size); a window is a constant computed here from its (constant) size.
+Each follows ONNX's definition (its function body or reference implementation); a window is a
+constant computed here from its (constant) size.
 """
 from __future__ import annotations
 
@@ -11,36 +11,9 @@ import numpy as np
 
 from ....ir.types import TensorType
 from ..context import NodeContext, Unsupported
-from ..dtypes import FLOATS, INTS, dtype_of, scalar_type
+from ..dtypes import FLOATS, dtype_of, scalar_type
 from ..values import Val
 from ._util import cast, dim_item, norm_axis, table
-from .nn import average_pool
-
-
-def mean_variance_normalization(cx: NodeContext):
-    """ONNX's function body: ``(x - mean) / (sqrt(mean(x^2) - mean^2) + 1e-9)`` over ``axes``."""
-    cx.require_dtype(0, FLOATS, "X")
-    r = cx.rank(0)
-    axes = [norm_axis(a, r) for a in cx.attr("axes", [0, 2, 3])]
-    x = cx.x(0)
-    mean = cx.op("aten::mean", x, axes, True, None)
-    sq = cx.op("aten::mean", cx.op("aten::mul", x, x), axes, True, None)
-    std = cx.op("aten::sqrt", cx.op("aten::sub", sq, cx.op("aten::mul", mean, mean)))
-    return cx.op("aten::div", cx.op("aten::sub", x, mean), cx.op("aten::add", std, 1e-9, 1))
-
-
-def lp_pool(cx: NodeContext):
-    cx.require_dtype(0, FLOATS, "X")
-    p = int(cx.attr("p", 2))
-    if p <= 0:
-        raise Unsupported(f"p={p}")
-    kernel = list(cx.attr("kernel_shape"))
-    x = cx.op("aten::abs", cx.x(0))
-    powered = x if p == 1 else cx.op("aten::pow", x, p)
-    cx.vals[0] = Val(cx.val(0).name, cx.type(0), tensor=powered)   # AveragePool's converter on |x|^p
-    avg = average_pool(cx, include=True)
-    s = cx.op("aten::mul", avg, float(np.prod(kernel)))
-    return s if p == 1 else cx.op("aten::pow", s, 1.0 / p)
 
 
 def _window(kind: str):
@@ -109,7 +82,12 @@ def center_crop_pad(cx: NodeContext):
 
 
 def compress(cx: NodeContext):
+    """``x`` at the positions where the 1-D ``condition`` is true (it may be shorter than the axis),
+    along ``axis`` or of the flattened ``x``: an ``index_select`` of a constant index when the
+    condition is known at conversion, else of its ``nonzero`` positions."""
     cx.require_dtype(1, {"bool"}, "condition")
+    if cx.rank(1) != 1:
+        raise Unsupported("condition must be 1-D")
     axis = cx.attr("axis", None)
     x = cx.x(0)
     if axis is None:
@@ -127,7 +105,7 @@ def compress(cx: NodeContext):
             keep = keep[keep < int(np.prod(cx.shape(0)))]
         idx = cx.conv.tensor_of(Val(f"{cx.node.name or 'compress'}.index", const=keep.astype(np.int64)))
     else:
-        raise cx.not_constant([1], "input 1 (condition) must be known at conversion (the output shape depends on it)")
+        idx = cx.op("aten::reshape", cx.op("aten::nonzero", cx.x(1)), [-1])
     return cx.op("aten::index_select", x, axis, idx)
 
 
@@ -274,8 +252,7 @@ def det(cx: NodeContext):
     return cx.op("aten::linalg_det", cx.x(0))
 
 
-CONVERTERS = table(MeanVarianceNormalization=(mean_variance_normalization, 13), LpPool=(lp_pool, 18, 22),
-                   HannWindow=(_window("hann"), 17), HammingWindow=(_window("hamming"), 17),
+CONVERTERS = table(HannWindow=(_window("hann"), 17), HammingWindow=(_window("hamming"), 17),
                    BlackmanWindow=(_window("blackman"), 17), ReverseSequence=(reverse_sequence, 10, 28),
                    CenterCropPad=(center_crop_pad, 18), Compress=(compress, 11, 28), Det=(det, 11, 22),
                    MaxUnpool=(max_unpool, 11, 22), Col2Im=(col2im, 18), DFT=(dft, 17, 20),

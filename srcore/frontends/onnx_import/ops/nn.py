@@ -218,14 +218,13 @@ def _onnx_indices(cx: NodeContext, idx, n: int, order: int):
     return cx.op("aten::add", idx, cx.conv.param("max_pool_plane_offset", base, TensorType("int64", base.shape)))
 
 
-def average_pool(cx: NodeContext, include: bool | None = None):
-    """AveragePool; ``include`` overrides ``count_include_pad`` (LpPool sums its windows through it)."""
+def average_pool(cx: NodeContext):
     cx.require_dtype(0, FLOATS)
     n = cx.rank(0) - 2
     if n not in (1, 2, 3):
         raise Unsupported(f"{n}-D pooling")
     kernel, strides, dil, ceil, begin, end = _pool_common(cx, n)
-    include = bool(cx.attr("count_include_pad", 0)) if include is None else include
+    include = bool(cx.attr("count_include_pad", 0))
     x = cx.x(0)
     half_ok = all(b <= k // 2 for b, k in zip(begin, kernel))
     if any(d != 1 for d in dil) or ((begin != end or not half_ok) and (not include or ceil)):

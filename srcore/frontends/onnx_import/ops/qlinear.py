@@ -27,7 +27,7 @@ from ....ir.types import TensorType
 from ..context import NodeContext, Unsupported
 from ..values import Val
 from ._util import cast, norm_axis, table
-from .nn import _pads, _spatial, _torch_pad_list, _weight_kernel
+from .nn import _pads, _spatial, _torch_pad_list
 
 _RANGE = {"uint8": (0, 255), "int8": (-128, 127)}
 

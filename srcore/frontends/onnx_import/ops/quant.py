@@ -211,22 +211,4 @@ def dequantize_constants(graph) -> int:
 
 
 _V = (10, 13, 19, 21, 23, 24, 25, 28)   # 28: more (sub-byte) types, the same arithmetic
-def matmul_integer(cx: NodeContext):
-    """``(a - a_zero_point) @ (b - b_zero_point)`` in int32: a's zero point per tensor or per row
-    (an (M,) vector, or N-D ending in 1), b's per tensor or per column (N,)."""
-    x = []
-    for i in (0, 1):
-        cx.require_dtype(i, {"uint8", "int8"})
-        v = cast(cx, cx.x(i), "int32")
-        if cx.has(2 + i):
-            cx.require_dtype(2 + i, {"uint8", "int8"})
-            z = cast(cx, cx.x(2 + i), "int32")
-            if i == 0 and cx.rank(2) == 1:
-                z = cx.op("aten::unsqueeze", z, -1)
-            v = cx.op("aten::sub", v, z, 1)
-        x.append(v)
-    return cx.op("aten::matmul", *x)
-
-
-CONVERTERS = table(QuantizeLinear=(quantize_linear, *_V), DequantizeLinear=(dequantize_linear, *_V),
-                   MatMulInteger=(matmul_integer, 10))
+CONVERTERS = table(QuantizeLinear=(quantize_linear, *_V), DequantizeLinear=(dequantize_linear, *_V))

@@ -7,7 +7,7 @@ import math
 import attrs
 import numpy as np
 
-from ....ir.types import INT, ListType, TensorType
+from ....ir.types import ListType, TensorType
 from ..context import NodeContext, Unsupported
 from ..dtypes import dtype_of, scalar_type
 from ..values import Val
