@@ -46,6 +46,8 @@ CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "im2col_gemm_team", "packed_gemm", "w
                 "pointwise_simd", "pointwise_simd8",
                 # conv_nchw16c's kernel with NCHW on both sides (between NCHW layers)
                 "conv_nchwc_planes",
+                # ... on the block-diagonal dense weight of a conv of 2-4 groups
+                "conv_nchwc_planes_blockdiag",
                 # layers in the NCHW16c layout (builder/layout.py)
                 "pointwise_nchw16c", "depthwise_nchw16c", "dense_nchw16c", "conv_nchw16c",
                 # ... split over the OpenMP team at more than one intra-op thread, any size

@@ -138,6 +138,19 @@ def test_depthwise_tactics_match_torch_on_mobile_shapes(spec, tactic):
 
 
 @pytest.mark.parametrize("spec", [
+    ConvSpec((2, 32, 15, 15), 32, 3, 2, 1, groups=4, relu=True),    # ResNet-D's / RegNet's group width 8, s2
+    ConvSpec((1, 6, 5, 7), 9, (3, 1), 1, (1, 0), (2, 1), groups=3, residual=True),   # 2 in, 3 out a group, dilated
+])
+def test_the_block_diagonal_dense_conv_matches_torch_and_takes_its_stored_layout_back(spec):
+    x, w, b, res = _data(spec, 5)
+    ref = _reference(spec, x, w, b, res)
+    (build,) = [build for name, build in conv_tactic_builders(spec, w, b) if name == "conv_nchwc_planes_blockdiag"]
+    t = build()
+    np.testing.assert_allclose(_run(t, x, res), ref, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_run(build(t.layout()), x, res), ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("spec", [
     ConvSpec((2, 64, 8, 8), 64, 3, 2, 1, groups=32, relu=True),                 # ResNeXt's 2 per group, s2
     ConvSpec((1, 24, 7, 9), 24, 3, 1, 1, groups=3, residual=True, relu=True),  # 8 per group, a residual
     ConvSpec((1, 12, 6, 6), 12, (3, 5), 1, (1, 2), (1, 2), groups=4, activation="silu"),
