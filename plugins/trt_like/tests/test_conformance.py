@@ -749,6 +749,8 @@ def bad_input_cases() -> list[Case]:
              error=True),
         Case("avg_pool-divisor0", "aten::avg_pool2d", (tin((1, 1, 4, 4), 1), [2, 2], [2, 2], [0, 0], False, True, 0),
              error=True),
+        Case("conv3d-groups", "aten::conv3d", (tin((1, 4, 3, 5, 5), 1), Param(data((3, 2, 1, 3, 3), 2)), None,
+                                               [1, 1, 1], [0, 0, 0], [1, 1, 1], 2), error=True),
         Case("conv-groups", "aten::conv2d", (tin((1, 4, 5, 5), 1), Param(data((3, 2, 3, 3), 2)), None, [1, 1], [0, 0],
                                              [1, 1], 2), error=True),
         Case("layer_norm-weight", "aten::layer_norm", (tin((2, 4), 1), [4], Param(data((3,), 2)), None, 1e-5, True),
