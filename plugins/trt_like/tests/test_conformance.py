@@ -649,15 +649,15 @@ def conv_cases() -> list[Case]:
         K = ws[1] * ws[2] * ws[3] * ws[4] + 1
         args = (tin(xs, k, special=False), p(ws, 100 + k), p((ws[0],), 105 + k) if bias else None, stride, pad, dil,
                 groups)
-        out.append(Case(f"conv3d-{k}", "aten::conv3d", args, Tol(2 * K, 2 * K), scale=conv3))
+        out.append(Case(f"conv3d-{k}", "aten::conv3d", args, Tol(2 * K, 2 * K), scale=conv3, exhaustive=k == 2))
     out.append(Case("_convolution-3d", "aten::_convolution",
                     (*args[:6], False, [0, 0, 0], groups, False, False, True, True), Tol(2 * K, 2 * K),
-                    scale=lambda *a: conv3(*a[:6], a[8])))
+                    scale=lambda *a: conv3(*a[:6], a[8]), exhaustive=True))
     out.append(Case("conv3d-specials", "aten::conv3d", (tin((1, 2, 3, 4, 4), 7), p((2, 2, 2, 3, 3), 8), None,
                                                         [1, 1, 1], [1, 1, 1], [1, 1, 1], 1), Tol(80, 80), scale=conv3))
     out.append(Case("conv3d-4d-input", "aten::conv3d", (tin((3, 4, 5, 5), 4, special=False), p((2, 3, 3, 3, 3), 5),
                                                         None, [1, 1, 1], [1, 1, 1], [1, 1, 1], 1), Tol(60, 60),
-                    engine=False, scale=conv3))
+                    engine=False, scale=conv3, exhaustive=True))
     out.append(Case("conv1d-2d-input", "aten::conv1d", (tin((3, 12), 4, special=False), p((2, 3, 3), 5), None,
                                                         [1], [1], [1], 1), Tol(20, 20), engine=False, scale=conv1))
     xs, ws = (1, 3, 6, 6), (4, 3, 3, 3)
@@ -691,32 +691,35 @@ def conv_cases() -> list[Case]:
             ((1, 2, 4, 7, 7), [2, 3, 3], [1, 2, 2], [1, 1, 1], [1, 1, 1], False),
             ((2, 1, 5, 6, 5), [3, 2, 2], [2, 2, 1], [1, 0, 1], [1, 1, 1], True),
             ((1, 2, 4, 6, 6), [1, 2, 2], [], [0, 0, 0], [1, 1, 1], False)]):
-        out.append(Case(f"max_pool3d-{k}", "aten::max_pool3d", (tin(xs, k), ks, stride, pad, dil, ceil), EXACT))
+        out.append(Case(f"max_pool3d-{k}", "aten::max_pool3d", (tin(xs, k), ks, stride, pad, dil, ceil), EXACT,
+                        exhaustive=k == 2))
         for incl in (True, False):
             n = ks[0] * ks[1] * ks[2] + 1
             out.append(Case(f"avg_pool3d-{k}-{incl}", "aten::avg_pool3d",
                             (tin(xs, k, special=False), ks, stride, pad, ceil, incl, None), Tol(2 * n, 2 * n),
-                            scale=abs_op(torch.ops.aten.avg_pool3d.default)))
+                            scale=abs_op(torch.ops.aten.avg_pool3d.default), exhaustive=(k, incl) not in
+                            ((0, False), (1, True))))
     out.append(Case("max_pool3d-dilated", "aten::max_pool3d", (tin((1, 1, 5, 6, 6), 5), [2, 2, 2], [1, 2, 2],
-                                                               [0, 1, 0], [2, 1, 2], False), EXACT))
+                                                               [0, 1, 0], [2, 1, 2], False), EXACT, exhaustive=True))
     out.append(Case("avg_pool3d-divisor", "aten::avg_pool3d", (tin((1, 1, 4, 4, 4), 6), [2, 2, 2], [], [0, 0, 0], False,
-                                                               True, 3), engine=False))
+                                                               True, 3), engine=False, exhaustive=True))
     # 1-D pools: 2-D pools on (N, C, 1, L) views (builder/pool1d.py)
     for k, (xs, ks, stride, pad, dil, ceil) in enumerate([((2, 3, 11), [3], [2], [1], [1], False),
                                                           ((1, 2, 10), [2], [], [0], [2], True),
                                                           ((3, 9), [2], [2], [0], [1], False)]):
         batched = len(xs) == 3   # an unbatched (C, L) input runs on cpu
         out.append(Case(f"max_pool1d-{k}", "aten::max_pool1d", (tin(xs, k), ks, stride, pad, dil, ceil), EXACT,
-                        engine=batched))
+                        engine=batched, exhaustive=k > 0))
         out.append(Case(f"avg_pool1d-{k}", "aten::avg_pool1d", (tin(xs, k, special=False), ks, stride, pad, ceil,
                                                                  k != 1), Tol(8, 8), engine=batched,
-                        scale=abs_op(torch.ops.aten.avg_pool1d.default)))
+                        scale=abs_op(torch.ops.aten.avg_pool1d.default), exhaustive=k > 0))
         out.append(Case(f"adaptive_avg_pool1d-{k}", "aten::adaptive_avg_pool1d", (tin(xs, k, special=False), [4]),
-                        Tol(16, 16), engine=batched, scale=abs_op(torch.ops.aten.adaptive_avg_pool1d.default)))
+                        Tol(16, 16), engine=batched, scale=abs_op(torch.ops.aten.adaptive_avg_pool1d.default),
+                        exhaustive=k > 0))
     for k, (xs, size) in enumerate([((1, 2, 3, 7, 7), [1, 1, 1]), ((2, 3, 5, 7, 5), [2, 3, 2]),
                                     ((1, 1, 4, 4, 4), [3, 4, 4])]):
         out.append(Case(f"adaptive_avg_pool3d-{k}", "aten::adaptive_avg_pool3d", (tin(xs, k, special=False), size),
-                        Tol(120, 120), scale=abs_op(torch.ops.aten.adaptive_avg_pool3d.default)))
+                        Tol(120, 120), scale=abs_op(torch.ops.aten.adaptive_avg_pool3d.default), exhaustive=k == 2))
     for k, (xs, size) in enumerate([((1, 2, 7, 7), [1, 1]), ((2, 3, 7, 5), [3, 2]), ((1, 1, 4, 4), [4, 4]),
                                     ((1, 1, 3, 3), [5, 5]), ((3, 6, 6), [2, 2])]):
         out.append(Case(f"adaptive_avg_pool2d-{k}", "aten::adaptive_avg_pool2d", (tin(xs, k, special=False), size),
@@ -752,6 +755,8 @@ def bad_input_cases() -> list[Case]:
              error=True),
         Case("avg_pool-divisor0", "aten::avg_pool2d", (tin((1, 1, 4, 4), 1), [2, 2], [2, 2], [0, 0], False, True, 0),
              error=True),
+        Case("conv3d-groups", "aten::conv3d", (tin((1, 4, 3, 5, 5), 1), Param(data((3, 2, 1, 3, 3), 2)), None,
+                                               [1, 1, 1], [0, 0, 0], [1, 1, 1], 2), error=True),
         Case("conv-groups", "aten::conv2d", (tin((1, 4, 5, 5), 1), Param(data((3, 2, 3, 3), 2)), None, [1, 1], [0, 0],
                                              [1, 1], 2), error=True),
         Case("layer_norm-weight", "aten::layer_norm", (tin((2, 4), 1), [4], Param(data((3,), 2)), None, 1e-5, True),
@@ -847,32 +852,34 @@ def data_cases() -> list[Case]:
             Case("upsample_nearest1d.vec", "aten::upsample_nearest1d.vec", (x1, None, [1.5])),
             Case("__interpolate-linear", "aten::__interpolate", (tin((1, 2, 6), 12, special=False), None, 2.0, "linear",
                                                                  False, None, False), Tol(4, 8), scale=_input_max,
-                 ref=_interp)]
+                 ref=_interp, exhaustive=True)]
     for align in (False, True):
         out += [Case(f"upsample_linear1d-{align}", "aten::upsample_linear1d",
-                     (tin((2, 3, 7), 14, special=False), [12], align, None), Tol(4, 8), scale=_input_max),
+                     (tin((2, 3, 7), 14, special=False), [12], align, None), Tol(4, 8), scale=_input_max,
+                     exhaustive=not align),
                 Case(f"upsample_linear1d.vec-{align}", "aten::upsample_linear1d.vec",
-                     (tin((1, 2, 5), 13, special=False), None, align, [3.0]), Tol(4, 8), scale=_input_max)]
+                     (tin((1, 2, 5), 13, special=False), None, align, [3.0]), Tol(4, 8), scale=_input_max,
+                     exhaustive=align)]
     # 3-D nearest: over (H, W) on (N, C * D, H, W), then over D (builder/converters.py, _nearest3d)
     x3 = tin((1, 2, 3, 4, 5), 15)
     out += [Case("upsample_nearest3d", "aten::upsample_nearest3d", (x3, [5, 7, 5], None, None, None)),
             Case("upsample_nearest3d.vec", "aten::upsample_nearest3d.vec", (x3, None, [2.0, 1.5, 0.5])),
             Case("__interpolate-nearest-3d", "aten::__interpolate", (x3, None, 2.0, "nearest", None, None, False),
-                 ref=_interp),
+                 ref=_interp, exhaustive=True),
             Case("__interpolate-trilinear", "aten::__interpolate",
                  (tin((1, 2, 3, 4, 5), 16, special=False), None, 2.0, "trilinear", False, None, False),
-                 Tol(8, 8), engine=False, scale=_input_max, ref=_interp)]
+                 Tol(8, 8), engine=False, scale=_input_max, ref=_interp, exhaustive=True)]
     # grid_sample: bilinear / nearest, zeros / border / reflection padding, grids outside [-1, 1]
     for k, (mode, padding, align) in enumerate([(0, 0, False), (1, 1, True), (0, 2, True), (1, 2, False)]):
         grid = In((data((2, 4, 5, 2), 20 + k, special=False) * 1.5).astype(np.float32))
         out.append(Case(f"grid_sampler-{mode}-{padding}-{align}",
                         "aten::grid_sampler_2d" if k % 2 else "aten::grid_sampler",
                         (tin((2, 3, 5, 6), 30 + k, special=False), grid, mode, padding, align), Tol(8, 8),
-                        scale=_input_max))
+                        scale=_input_max, exhaustive=k > 1))
     for align in (False, True):   # a constant base grid times theta transposed
         out.append(Case(f"affine_grid_generator-{align}", "aten::affine_grid_generator",
                         (tin((2, 2, 3), 40 + align, special=False), [2, 3, 4, 5], align), Tol(8, 8),
-                        scale=_input_max))
+                        scale=_input_max, exhaustive=align))
     signed = In(np.arange(-7, 8).reshape(3, 5).astype(np.int64))
     out += [Case("stack", "aten::stack", (TList((tin((2, 3), 90), tin((2, 3), 91))), 1)),
             Case("stack-last", "aten::stack", (TList((tin((2, 3), 92), tin((2, 3), 93), tin((2, 3), 94))), -1)),
@@ -910,9 +917,10 @@ def data_cases() -> list[Case]:
             Case("pad-reflect-2d", "aten::pad", (tin((2, 3, 4, 5), 7), [1, 2, 3, 0], "reflect", None)),
             Case("pad-reflect-widest", "aten::pad", (tin((2, 3, 4, 5), 7), [0, 4, 3, 3], "reflect", None)),
             Case("pad-replicate", "aten::pad", (tin((2, 3, 4, 5), 8), [2, 0, 1, 3], "replicate", None)),
-            Case("pad-replicate-1d", "aten::pad", (tin((2, 3, 4), 8), [3, 1], "replicate", None)),
+            Case("pad-replicate-1d", "aten::pad", (tin((2, 3, 4), 8), [3, 1], "replicate", None), exhaustive=True),
             Case("pad-reflect-3d", "aten::pad", (tin((1, 2, 3, 4, 5), 9), [1, 2, 2, 0, 1, 1], "reflect", None)),
-            Case("pad-replicate-3d", "aten::pad", (tin((1, 2, 3, 4, 5), 9), [0, 2, 1, 1, 2, 1], "replicate", None)),
+            Case("pad-replicate-3d", "aten::pad", (tin((1, 2, 3, 4, 5), 9), [0, 2, 1, 1, 2, 1], "replicate", None),
+                 exhaustive=True),
             Case("pad-reflect-too-wide", "aten::pad", (tin((2, 3, 4), 7), [4, 0], "reflect", None), error=True),
             Case("pad-circular", "aten::pad", (tin((2, 3, 4), 7), [1, 1], "circular", None), engine=False)]
     out += [Case("embedding", "aten::embedding", (Param(data((10, 4), 8)), _ids((2, 3), 10, 9), -1, False, False)),

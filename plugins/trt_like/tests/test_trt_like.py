@@ -47,7 +47,7 @@ def test_relu_matcher_binds_a_zero_of_the_output_dtype(dtype):
 
 
 def test_supports_matrix_products_only_in_the_forms_the_converters_build():
-    """addmm with a computed mat2 or self, matmul with a constant left operand or a vector:
+    """addmm with a computed mat2 or self, matmul of two constants or with a vector:
     the converters refuse them, so support must too (else the whole segment fell back to cpu at
     load: "addmm needs constant mat2 and self")."""
     m, w, b = TensorType("float32", (4, 3)), TensorType("float32", (3, 5)), TensorType("float32", (5,))
@@ -67,8 +67,8 @@ def test_supports_matrix_products_only_in_the_forms_the_converters_build():
     def mm(op, a, b_, a_c=False, b_c=False):
         return NodeInfo(op, None, (ArgInfo("self", a, a_c), ArgInfo("other", b_, b_c)), out)
     assert support.supports(mm("aten::matmul", m, w)) is support.supports(mm("aten::matmul", m, w, b_c=True)) is True
-    assert support.supports(mm("aten::matmul", m, w, a_c=True)) == \
-        "self is a constant (only a constant right operand becomes a weight)"
+    assert support.supports(mm("aten::matmul", m, w, a_c=True)) is True   # a constant left operand: a network tensor
+    assert support.supports(mm("aten::matmul", m, w, a_c=True, b_c=True)) == "self and other are both constants"
     assert support.supports(mm("aten::matmul", m, TensorType("float32", (3,)))) == \
         "a matrix-vector product (self (4, 3) @ other (3))"
     assert support.supports(mm("aten::matmul", m, TensorType("float32", (2, 3, 5)), b_c=True)) == \

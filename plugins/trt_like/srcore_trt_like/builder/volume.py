@@ -28,6 +28,8 @@ def conv3d(v: NodeView, c: Converter) -> None:
     groups = int(v.const("groups"))
     x = c.tensor(v.value("input"))
     N, C, T, H, W = c.net.shape(x)
+    if groups < 1 or C % groups or w.shape[0] % groups or w.shape[1] * groups != C:   # (torch raises)
+        raise EngineBuildError(f"{v.where()}: weight {tuple(w.shape)} and groups={groups} do not fit {C} channels")
     out = v.out_shape()
     w = np.ascontiguousarray(w, np.float32)
     bias = None if b is None else np.asarray(b, np.float32)
