@@ -3,7 +3,7 @@
 ``recurrent.run_lockstep`` runs a step as ~12 numpy calls on (batch, 4H) rows: one GEMV for
 ``h @ W_hh^T`` and one call per gate operation, each a few microseconds of call overhead on
 128-wide rows (lstm_gru: 2 x 100 LSTM steps + 100 GRU steps, ~30-40 us a step). Here a whole
-layer's steps run in one call: per step the GEMV as ``acc[g] += h[j] * W_hh^T[j, g]`` (contiguous,
+layer's steps run in one call: per step the GEMV of every batch row as ``acc[g] += h[j] * W_hh^T[j, g]`` (contiguous,
 vectorized loops over the gates, four rows of ``W_hh^T`` a pass), then the gates fused per hidden unit with the float32
 ``sigmoid`` / ``tanh`` of ``jit.py``, the states updated in preallocated rows. The input
 projection of every step stays one GEMM (numpy's BLAS) before the loop, as in ``recurrent.py``.
@@ -32,24 +32,6 @@ vfma, vload, vsplat, vstore = simd_vec.vfma, simd_vec.vload, simd_vec.vsplat, si
 _F = np.float32
 
 
-@numba.njit(inline="always", **JIT)
-def _gemv(h, b, whhT, acc):
-    """``acc += h[b] @ whhT``, four rows of ``whhT`` per pass over ``acc`` (one load and store of
-    ``acc`` per four multiply-adds)."""
-    H, G = whhT.shape
-    j = 0
-    while j + 4 <= H:
-        h0, h1, h2, h3 = h[b, j], h[b, j + 1], h[b, j + 2], h[b, j + 3]
-        for g in range(G):
-            acc[g] += h0 * whhT[j, g] + h1 * whhT[j + 1, g] + h2 * whhT[j + 2, g] + h3 * whhT[j + 3, g]
-        j += 4
-    while j < H:
-        hj = h[b, j]
-        for g in range(G):
-            acc[g] += hj * whhT[j, g]
-        j += 1
-
-
 #: vectors of gates one pass of :func:`_gemv_regs` keeps in registers (8 zmm at 16 lanes)
 _REG_VECS = 8
 
@@ -59,7 +41,7 @@ def _gemv_regs(h, b, whhT, acc, tag, nl):
     """``acc += h[b] @ whhT`` with the accumulators in vector registers (``simd_vec``, the width
     from ``tag``, ``nl`` its lanes): a pass takes :data:`_REG_VECS` vectors of gates through every row of ``whhT``,
     one broadcast of ``h[b, j]`` and a load and FMA per vector a row, and stores them once, where
-    :func:`_gemv` loads and stores ``acc`` for every four rows. A timed candidate: at hidden 128
+    :func:`_gemv_rows` loads and stores ``acc`` for every four rows. A timed candidate: at hidden 128
     it gained ~8% on an LSTM step, which is bound by reading ``whhT`` (256 KB) from L2."""
     H, G = whhT.shape
     w = whhT.reshape(H * G)
@@ -163,6 +145,45 @@ def _put(h, b, y, r, yoff):
 
 
 @numba.njit(inline="always", **JIT)
+def _gemv_rows(h, whhT, accs):
+    """``accs[b*G:(b+1)*G] += h[b] @ whhT`` for every batch row ``b``: four rows of ``whhT`` a pass
+    for all batch rows, so a step reads ``W_hh^T`` from L2 once and each 4-row block again from L1
+    for the other rows (a row at a time, a step read all of it once a row: a stacked LSTM's
+    hidden 64, 64 KB of ``W_hh^T``, at batch 4)."""
+    H, G = whhT.shape
+    B = h.shape[0]
+    j = 0
+    while j + 4 <= H:
+        w0, w1, w2, w3 = whhT[j], whhT[j + 1], whhT[j + 2], whhT[j + 3]
+        for b in range(B):
+            h0, h1, h2, h3 = h[b, j], h[b, j + 1], h[b, j + 2], h[b, j + 3]
+            a = accs[b * G:(b + 1) * G]
+            for g in range(G):
+                a[g] += h0 * w0[g] + h1 * w1[g] + h2 * w2[g] + h3 * w3[g]
+        j += 4
+    while j < H:
+        w0 = whhT[j]
+        for b in range(B):
+            hj = h[b, j]
+            a = accs[b * G:(b + 1) * G]
+            for g in range(G):
+                a[g] += hj * w0[g]
+        j += 1
+
+
+@numba.njit(inline="always", **JIT)
+def _lstm_gates(acc, c, h, b, H):
+    for u in range(H):
+        ig = sigmoid(acc[u])
+        fg = sigmoid(acc[H + u])
+        og = sigmoid(acc[2 * H + u])
+        gg = tanh(acc[3 * H + u])
+        cu = fg * c[b, u] + ig * gg
+        c[b, u] = cu
+        h[b, u] = og * tanh(cu)
+
+
+@numba.njit(inline="always", **JIT)
 def _lstm_body(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev, tag, nl):
     """One direction of an LSTM layer: ``xp`` (T*B, *) the input projections, the row of time
     ``t`` and batch row ``b`` at ``t * ts + b * bs`` (time- or batch-major: the input's own order),
@@ -170,30 +191,39 @@ def _lstm_body(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev, tag, nl):
     ``whhT`` (H, 4H), the states ``h``, ``c`` (B, H) updated in place, every step's ``h`` into its
     row of ``y`` at columns ``yoff:yoff + H``; ``rev``: the steps from the last time to the first
     (the reverse direction, in place in time order: no reversed copies). ``nl`` > 0: the GEMV in
-    registers of ``nl`` lanes (:func:`_gemv_regs`, ``tag`` their width), else :func:`_gemv`."""
+    registers of ``nl`` lanes (:func:`_gemv_regs`, ``tag`` their width, a batch row at a time), else
+    :func:`_gemv_rows` (every batch row a pass)."""
     B = h.shape[0]
     T = xp.shape[0] // B
     G = whhT.shape[1]
     H = G // 4
     acc = _aligned_row(G)
+    accs = _aligned_row(B * G)
     for s in range(T):
         t = T - 1 - s if rev else s
-        for b in range(B):
-            r = t * ts + b * bs
-            _gate_row(xp, r, goff, bias, acc)
-            if nl > 0:
+        if nl > 0:
+            for b in range(B):
+                r = t * ts + b * bs
+                _gate_row(xp, r, goff, bias, acc)
                 _gemv_regs(h, b, whhT, acc, tag, nl)
-            else:
-                _gemv(h, b, whhT, acc)
-            for u in range(H):
-                ig = sigmoid(acc[u])
-                fg = sigmoid(acc[H + u])
-                og = sigmoid(acc[2 * H + u])
-                gg = tanh(acc[3 * H + u])
-                cu = fg * c[b, u] + ig * gg
-                c[b, u] = cu
-                h[b, u] = og * tanh(cu)
-            _put(h, b, y, r, yoff)
+                _lstm_gates(acc, c, h, b, H)
+                _put(h, b, y, r, yoff)
+        else:
+            for b in range(B):
+                _gate_row(xp, t * ts + b * bs, goff, bias, accs[b * G:(b + 1) * G])
+            _gemv_rows(h, whhT, accs)
+            for b in range(B):
+                _lstm_gates(accs[b * G:(b + 1) * G], c, h, b, H)
+                _put(h, b, y, t * ts + b * bs, yoff)
+
+
+@numba.njit(inline="always", **JIT)
+def _gru_gates(row, acc, bhn, h, b, H):
+    for u in range(H):
+        r = sigmoid(row[u] + acc[u])
+        z = sigmoid(row[H + u] + acc[H + u])
+        n = tanh(row[2 * H + u] + r * (acc[2 * H + u] + bhn[u]))
+        h[b, u] = n + z * (h[b, u] - n)
 
 
 @numba.njit(inline="always", **JIT)
@@ -207,23 +237,28 @@ def _gru_body(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl):
     H = G // 3
     acc = _aligned_row(G)
     row = _aligned_row(G)
+    accs = _aligned_row(B * G)
+    rows = _aligned_row(B * G)
     for s in range(T):
         t = T - 1 - s if rev else s
-        for b in range(B):
-            q = t * ts + b * bs
-            _gate_row(xp, q, goff, bias, row)
-            for g in range(G):
-                acc[g] = _F(0.0)
-            if nl > 0:
+        if nl > 0:
+            for b in range(B):
+                q = t * ts + b * bs
+                _gate_row(xp, q, goff, bias, row)
+                for g in range(G):
+                    acc[g] = _F(0.0)
                 _gemv_regs(h, b, whhT, acc, tag, nl)
-            else:
-                _gemv(h, b, whhT, acc)
-            for u in range(H):
-                r = sigmoid(row[u] + acc[u])
-                z = sigmoid(row[H + u] + acc[H + u])
-                n = tanh(row[2 * H + u] + r * (acc[2 * H + u] + bhn[u]))
-                h[b, u] = n + z * (h[b, u] - n)
-            _put(h, b, y, q, yoff)
+                _gru_gates(row, acc, bhn, h, b, H)
+                _put(h, b, y, q, yoff)
+        else:
+            for b in range(B):
+                _gate_row(xp, t * ts + b * bs, goff, bias, rows[b * G:(b + 1) * G])
+            for k in range(B * G):
+                accs[k] = _F(0.0)
+            _gemv_rows(h, whhT, accs)
+            for b in range(B):
+                _gru_gates(rows[b * G:(b + 1) * G], accs[b * G:(b + 1) * G], bhn, h, b, H)
+                _put(h, b, y, t * ts + b * bs, yoff)
 
 
 @numba.njit(**JIT)
