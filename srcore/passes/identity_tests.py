@@ -25,13 +25,16 @@ from ._util import base_kind
 __all__ = ["fold_identity_tests"]
 
 #: ops that may return their (first) input object itself (checked against torch: ``flatten`` with
-#: start == end, ``to`` of the same dtype, ``contiguous`` of a contiguous tensor, eval dropout...)
+#: start == end, ``to``/``float()``/``cpu()`` of what it is already, ``contiguous`` of a contiguous
+#: tensor, ``sum_to_size`` of its own size, dropout in eval or with p=0...)
 _MAY_RETURN_INPUT = frozenset({
     "aten::contiguous", "aten::to", "aten::type_as", "aten::flatten", "aten::dropout", "aten::feature_dropout",
     "aten::alpha_dropout", "aten::feature_alpha_dropout", "aten::positive", "aten::conj", "aten::resolve_conj",
     "aten::resolve_neg", "aten::real", "aten::atleast_1d", "aten::atleast_2d", "aten::atleast_3d",
     "aten::_unwrap_optional", "aten::to_dense", "aten::requires_grad_", "aten::align_as", "aten::refine_names",
-    "aten::rename",
+    "aten::rename", "aten::sum_to_size", "aten::cpu", "aten::cuda", "aten::float", "aten::double", "aten::half",
+    "aten::bfloat16", "aten::long", "aten::int", "aten::short", "aten::char", "aten::byte", "aten::bool", "aten::type",
+    "aten::data", "aten::lift", "aten::lift_fresh",
 })
 
 
