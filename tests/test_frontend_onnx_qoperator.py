@@ -96,7 +96,8 @@ def _qlinear_conv(scale_input: bool):
         inputs.append(helper.make_tensor_value_info("xs", TensorProto.FLOAT, []))
     node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], name="qconv",
                             pads=[1, 1, 0, 0])
-    g = helper.make_graph([node], "q", inputs, [helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 2, 4, 4])], inits)
+    out = helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 2, 4, 4])
+    g = helper.make_graph([node], "q", inputs, [out], inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from ....ir.types import TensorType
 from ..context import NodeContext, Unsupported
-from ..dtypes import FLOATS, INTS, dtype_of, scalar_type
+from ..dtypes import FLOATS, dtype_of, scalar_type
 from ..values import Val
 from ._util import cast, dim_item, norm_axis, table
 from .nn import average_pool
@@ -238,7 +238,8 @@ def stft(cx: NodeContext):
 
 
 def dft(cx: NodeContext):
-    """DFT as float64 matrix products with constant cosine and sine matrices: forward, inverse (``1/N``), one-sided forward and one-sided inverse
+    """DFT as float64 matrix products with constant cosine and sine matrices: forward, inverse
+    (``1/N``), one-sided forward and one-sided inverse
     (numpy's ``irfft``: the half spectrum weighted 1 at DC and Nyquist, 2 elsewhere)."""
     dt = cx.require_dtype(0, FLOATS - {"bfloat16"}, "input")
     r = cx.rank(0)

@@ -27,7 +27,7 @@ from ....ir.types import TensorType
 from ..context import NodeContext, Unsupported
 from ..values import Val
 from ._util import cast, norm_axis, table
-from .nn import _pads, _spatial, _torch_pad_list, _weight_kernel
+from .nn import _pads, _spatial, _torch_pad_list
 
 _RANGE = {"uint8": (0, 255), "int8": (-128, 127)}
 
@@ -179,7 +179,8 @@ def qlinear_conv(cx: NodeContext):
             raise Unsupported(f"input 8 (B) of dtype {bias.dtype} (int32 expected)")
     acc = _int_conv(cx, 0, 3, xz, wz, bias)
     n = cx.rank(0) - 2
-    mult = (np.float32(_scalar(xs, 1, "x_scale")) * ws.astype(np.float32).reshape(-1)) / np.float32(_scalar(ys, 6, "y_scale"))
+    x_s, y_s = np.float32(_scalar(xs, 1, "x_scale")), np.float32(_scalar(ys, 6, "y_scale"))
+    mult = (x_s * ws.astype(np.float32).reshape(-1)) / y_s
     mult = mult.reshape(-1, *([1] * n)) if mult.size > 1 else mult.reshape(())
     return _requantize(cx, cast(cx, acc, "float32"), mult, _scalar(yz, 7, "y_zero_point"), out)
 
@@ -300,7 +301,8 @@ def _binary_params(cx: NodeContext):
     if cx.dtype(3) != adt:
         raise Unsupported(f"A of dtype {adt} and B of dtype {cx.dtype(3)}")
     vals = [np.float32(_scalar(v, i, w)) for v, i, w in ((a_s, 1, "A_scale"), (b_s, 4, "B_scale"), (c_s, 6, "C_scale"))]
-    zps = [int(_scalar(v, i, w)) for v, i, w in ((az, 2, "A_zero_point"), (bz, 5, "B_zero_point"), (cz, 7, "C_zero_point"))]
+    zps = [int(_scalar(v, i, w))
+           for v, i, w in ((az, 2, "A_zero_point"), (bz, 5, "B_zero_point"), (cz, 7, "C_zero_point"))]
     return adt, vals, zps
 
 

@@ -45,7 +45,7 @@ def _last(cx: NodeContext, x, start: int, end: int | None, step: int = 1):
 
 
 def rotary_embedding(cx: NodeContext):
-    dt = cx.require_dtype(0, FLOATS, "X")
+    cx.require_dtype(0, FLOATS, "X")
     interleaved = int(cx.attr("interleaved", 0))
     heads = int(cx.attr("num_heads", 0))
     rot = int(cx.attr("rotary_embedding_dim", 0))
@@ -92,7 +92,6 @@ def rotary_embedding(cx: NodeContext):
         y = cx.op("aten::cat", [y, _last(cx, x, rot, None)], -1)
     if r == 3:
         y = cx.op("aten::flatten", y, 2, 3)
-    del dt
     return y
 
 
