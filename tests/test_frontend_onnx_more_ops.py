@@ -46,10 +46,12 @@ def test_rms_norm_rotary_and_causal_gqa_attention_match_onnxruntime():
              helper.make_node("Attention", ["q", "kr", "v", "", "pk", "pv"], ["y", "present_k", "present_v"],
                               q_num_heads=4, kv_num_heads=2, is_causal=1)]
     f = TensorProto.FLOAT
-    inputs = [helper.make_tensor_value_info("x", f, [b, s, 4 * hd]), helper.make_tensor_value_info("k", f, [b, s, 2 * hd]),
+    inputs = [helper.make_tensor_value_info("x", f, [b, s, 4 * hd]),
+              helper.make_tensor_value_info("k", f, [b, s, 2 * hd]),
               helper.make_tensor_value_info("v", f, [b, s, 2 * hd]),
               helper.make_tensor_value_info("pos", TensorProto.INT64, [b, s]),
-              helper.make_tensor_value_info("pk", f, [b, 2, past, hd]), helper.make_tensor_value_info("pv", f, [b, 2, past, hd])]
+              helper.make_tensor_value_info("pk", f, [b, 2, past, hd]),
+              helper.make_tensor_value_info("pv", f, [b, 2, past, hd])]
     outputs = [helper.make_tensor_value_info("y", f, [b, s, 4 * hd]),
                helper.make_tensor_value_info("present_k", f, [b, 2, past + s, hd]),
                helper.make_tensor_value_info("present_v", f, [b, 2, past + s, hd])]

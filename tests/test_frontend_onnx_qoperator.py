@@ -21,7 +21,8 @@ pytestmark = pytest.mark.one_pass
 
 
 class _Net(torch.nn.Module):
-    """Conv (grouped, strided), Relu, Sigmoid, Add, Mul, Concat, Slice, MaxPool, global pool, a Linear
+    """Conv (grouped, strided), Relu, LeakyRelu, Sigmoid, Add, Mul, Concat, Slice, AveragePool, MaxPool,
+    global pool, a Linear
     on 2-D (Gemm: QGemm) and one on 3-D (MatMul + Add: QLinearMatMul, QLinearAdd)."""
 
     def __init__(self):
@@ -36,7 +37,8 @@ class _Net(torch.nn.Module):
         a = torch.relu(self.c1(x))
         b = torch.sigmoid(self.c2(a))
         h = torch.cat([a + b, a * b], 1)[:, :8]
-        h = torch.nn.functional.max_pool2d(torch.relu(self.c3(h)), 2)
+        h = torch.nn.functional.leaky_relu(self.c3(h), 0.1)
+        h = torch.nn.functional.max_pool2d(torch.nn.functional.avg_pool2d(h, 3, 1, 1, count_include_pad=False), 2)
         h = torch.relu(self.fc(torch.nn.functional.adaptive_avg_pool2d(h, 1).flatten(1)))
         return self.fc3d(h.reshape(-1, 3, 4))
 
@@ -63,7 +65,7 @@ class _Calibration(quantization.CalibrationDataReader):
 
 @pytest.mark.parametrize("how, ops", [
     ("static_per_channel", {"QLinearConv", "QGemm", "QLinearMatMul", "QLinearAdd", "QLinearMul", "QLinearSigmoid",
-                            "QLinearConcat", "QLinearGlobalAveragePool"}),
+                            "QLinearLeakyRelu", "QLinearConcat", "QLinearAveragePool", "QLinearGlobalAveragePool"}),
     ("dynamic", {"ConvInteger", "MatMulInteger", "DynamicQuantizeLinear"}),
 ])
 def test_quantized_cnn_matches_onnxruntime_bit_for_bit(float_model, how, ops):
@@ -96,7 +98,8 @@ def _qlinear_conv(scale_input: bool):
         inputs.append(helper.make_tensor_value_info("xs", TensorProto.FLOAT, []))
     node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], name="qconv",
                             pads=[1, 1, 0, 0])
-    g = helper.make_graph([node], "q", inputs, [helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 2, 4, 4])], inits)
+    out = helper.make_tensor_value_info("y", TensorProto.UINT8, [1, 2, 4, 4])
+    g = helper.make_graph([node], "q", inputs, [out], inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 
 

@@ -206,7 +206,8 @@ def _keep_upsample_coordinates(onnx, old, up) -> None:
               for o in n.output}
     for n in up.graph.node:
         kind, mode = origin.get(n.output[0] if n.output else "", (None, None))
-        if n.op_type != "Resize" or kind is None or any(a.name == "coordinate_transformation_mode" for a in n.attribute):
+        if n.op_type != "Resize" or kind is None or any(a.name == "coordinate_transformation_mode"
+                                                         for a in n.attribute):
             continue
         if kind == "Resize" and mode == b"nearest":
             continue   # Resize-10's nearest rounds differently when downsampling: left as converted

@@ -216,7 +216,8 @@ def stft(cx: NodeContext):
 
 
 def dft(cx: NodeContext):
-    """DFT as float64 matrix products with constant cosine and sine matrices: forward, inverse (``1/N``), one-sided forward and one-sided inverse
+    """DFT as float64 matrix products with constant cosine and sine matrices: forward, inverse
+    (``1/N``), one-sided forward and one-sided inverse
     (numpy's ``irfft``: the half spectrum weighted 1 at DC and Nyquist, 2 elsewhere)."""
     dt = cx.require_dtype(0, FLOATS - {"bfloat16"}, "input")
     r = cx.rank(0)

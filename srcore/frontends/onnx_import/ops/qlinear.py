@@ -1,7 +1,7 @@
 """Integer and QOperator ONNX ops, as ONNX Runtime's quantizer writes them: QLinearConv, QLinearMatMul,
 MatMulInteger, ConvInteger, DynamicQuantizeLinear, and the ``com.microsoft`` ops its QOperator format
-uses (QGemm, QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearGlobalAveragePool,
-QLinearConcat).
+uses (QGemm, QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearAveragePool,
+QLinearGlobalAveragePool, QLinearConcat).
 
 Each is decomposed into srcore ops with ONNX Runtime's arithmetic (its CPU kernels), so that a
 quantized file gives the integers onnxruntime gives:
@@ -179,7 +179,8 @@ def qlinear_conv(cx: NodeContext):
             raise Unsupported(f"input 8 (B) of dtype {bias.dtype} (int32 expected)")
     acc = _int_conv(cx, 0, 3, xz, wz, bias)
     n = cx.rank(0) - 2
-    mult = (np.float32(_scalar(xs, 1, "x_scale")) * ws.astype(np.float32).reshape(-1)) / np.float32(_scalar(ys, 6, "y_scale"))
+    x_s, y_s = np.float32(_scalar(xs, 1, "x_scale")), np.float32(_scalar(ys, 6, "y_scale"))
+    mult = (x_s * ws.astype(np.float32).reshape(-1)) / y_s
     mult = mult.reshape(-1, *([1] * n)) if mult.size > 1 else mult.reshape(())
     return _requantize(cx, cast(cx, acc, "float32"), mult, _scalar(yz, 7, "y_zero_point"), out)
 
@@ -300,7 +301,8 @@ def _binary_params(cx: NodeContext):
     if cx.dtype(3) != adt:
         raise Unsupported(f"A of dtype {adt} and B of dtype {cx.dtype(3)}")
     vals = [np.float32(_scalar(v, i, w)) for v, i, w in ((a_s, 1, "A_scale"), (b_s, 4, "B_scale"), (c_s, 6, "C_scale"))]
-    zps = [int(_scalar(v, i, w)) for v, i, w in ((az, 2, "A_zero_point"), (bz, 5, "B_zero_point"), (cz, 7, "C_zero_point"))]
+    zps = [int(_scalar(v, i, w))
+           for v, i, w in ((az, 2, "A_zero_point"), (bz, 5, "B_zero_point"), (cz, 7, "C_zero_point"))]
     return adt, vals, zps
 
 
@@ -362,6 +364,24 @@ def qlinear_global_average_pool(cx: NodeContext):
     return _requantize(cx, cast(cx, acc, "float32"), mult, yz, dt)
 
 
+def qlinear_average_pool(cx: NodeContext):
+    """Dequantized to float32 (``(x - x_zp) * x_scale``), AveragePool (every attribute of the ONNX op),
+    quantized ``saturate(round(y / y_scale) + y_zp)``, as onnxruntime computes it."""
+    from .nn import average_pool
+
+    dt = _data(cx, 0, "X")
+    if int(cx.attr("channels_last", 0)):
+        raise Unsupported("channels_last=1")
+    xs = np.float32(_scalar(_qparam(cx, 1, "x_scale"), 1, "x_scale"))
+    xz = int(_scalar(_qparam(cx, 2, "x_zero_point", dt), 2, "x_zero_point"))
+    ys = np.float32(_scalar(_qparam(cx, 3, "y_scale"), 3, "y_scale"))
+    yz = int(_scalar(_qparam(cx, 4, "y_zero_point", dt), 4, "y_zero_point"))
+    x = cx.op("aten::mul", cast(cx, _centered(cx, 0, np.array(xz), "int32"), "float32"), _const(cx, xs, "x_scale"))
+    t = cx.type(0)
+    cx.vals = [Val(cx.val(0).name, TensorType("float32", t.shape), tensor=x)]   # AveragePool's view
+    return _quantize(cx, average_pool(cx), ys, yz, dt)
+
+
 def qlinear_concat(cx: NodeContext):
     axis = int(cx.attr("axis"))
     ys = np.float32(_scalar(_qparam(cx, 0, "Y_scale"), 0, "Y_scale"))
@@ -394,4 +414,5 @@ CONVERTERS = table(QLinearConv=(qlinear_conv, 10), ConvInteger=(conv_integer, 10
 MS_CONVERTERS = table(QGemm=(qgemm, 1), QLinearAdd=(qlinear_add, 1), QLinearMul=(qlinear_mul, 1),
                       QLinearSigmoid=(_unary_lut(_sigmoid), 1), QLinearLeakyRelu=(_unary_lut(_leaky_relu), 1),
                       QLinearGlobalAveragePool=(qlinear_global_average_pool, 1),
+                      QLinearAveragePool=(qlinear_average_pool, 1),
                       QLinearConcat=(qlinear_concat, 1))

@@ -1,4 +1,4 @@
-"""Transformer ONNX ops of opset 23+: RMSNormalization and RotaryEmbedding.
+"""Transformer ONNX ops of opset 23+: RMSNormalization, RotaryEmbedding, Attention, SwiGLU, TensorScatter.
 
 RMSNormalization with a scale of the normalized shape (the form exporters write) is ``aten::rms_norm``
 (srcore's fused kernel); any other broadcasting scale is ``x * rsqrt(mean(x^2) + eps) * scale``.
@@ -45,7 +45,7 @@ def _last(cx: NodeContext, x, start: int, end: int | None, step: int = 1):
 
 
 def rotary_embedding(cx: NodeContext):
-    dt = cx.require_dtype(0, FLOATS, "X")
+    cx.require_dtype(0, FLOATS, "X")
     interleaved = int(cx.attr("interleaved", 0))
     heads = int(cx.attr("num_heads", 0))
     rot = int(cx.attr("rotary_embedding_dim", 0))
@@ -92,7 +92,6 @@ def rotary_embedding(cx: NodeContext):
         y = cx.op("aten::cat", [y, _last(cx, x, rot, None)], -1)
     if r == 3:
         y = cx.op("aten::flatten", y, 2, 3)
-    del dt
     return y
 
 
@@ -210,5 +209,40 @@ def attention(cx: NodeContext):
     return y, present_k, present_v, qk_out
 
 
+def swiglu(cx: NodeContext):
+    """``A * sigmoid(alpha * A) * B`` (equal shapes, no broadcasting)."""
+    cx.require_dtype(0, FLOATS, "A")
+    alpha = float(cx.attr("alpha", 1.0))
+    if cx.shape(0) != cx.shape(1) or cx.dtype(0) != cx.dtype(1):
+        raise Unsupported(f"A {cx.shape(0)} {cx.dtype(0)} and B {cx.shape(1)} {cx.dtype(1)} must agree")
+    a = cx.x(0)
+    gate = cx.op("aten::sigmoid", a if alpha == 1.0 else cx.op("aten::mul", a, alpha))
+    return cx.op("aten::mul", cx.op("aten::mul", a, gate), cx.x(1))
+
+
+def tensor_scatter(cx: NodeContext):
+    """The KV-cache write: ``update`` into ``past_cache`` along ``axis`` from ``write_indices[b]``
+    (wrapping around the cache in ``circular`` mode), one ``aten::scatter``."""
+    mode = cx.attr("mode", "linear")
+    if mode not in ("linear", "circular"):
+        raise Unsupported(f"mode={mode!r}")
+    r = cx.rank(0)
+    axis = norm_axis(int(cx.attr("axis", -2)), r)
+    if axis == 0:
+        raise Unsupported("axis 0 (the batch axis write_indices index)")
+    up = cx.x(1)
+    shape = [1] * r
+    shape[axis] = -1
+    idx = cx.op("aten::reshape", cx.op("aten::arange", dim_item(cx, 1, up, axis), scalar_type("int64"),
+                                       None, None, None), shape)
+    if cx.has(2):
+        bshape = [1] * r
+        bshape[0] = -1
+        idx = cx.op("aten::add", idx, cx.op("aten::reshape", cast(cx, cx.x(2), "int64"), bshape))
+    if mode == "circular":
+        idx = cx.op("aten::remainder", idx, dim_item(cx, 0, cx.x(0), axis))
+    return cx.op("aten::scatter", cx.x(0), axis, cx.op("aten::expand_as", idx, up), up)
+
+
 CONVERTERS = table(RMSNormalization=(rms_normalization, 23), RotaryEmbedding=(rotary_embedding, 23),
-                   Attention=(attention, 23, 24, 25))
+                   Attention=(attention, 23, 24, 25), SwiGLU=(swiglu, 28), TensorScatter=(tensor_scatter, 24))
