@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import builtins as _b  # this module defines slice()
 
-import itertools
 
 import numpy as np
 
