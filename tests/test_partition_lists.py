@@ -88,7 +88,9 @@ def test_each_reader_between_appends_gets_the_list_so_far_and_the_cats_go_into_o
                         "aten::tanh", "prim::ListConstruct", "aten::cat"]
     assert [[v.name for v in n.inputs] for n in g.nodes if n.kind == "prim::ListConstruct"] == [
         ["x"], ["x", "r"], ["x", "r", "t"]]
-    sm = srcore.StaticModule(g, backends=("trt_like", "cpu"))
+    # (no tactic timing, no whole-network compile: the partition is the point, and cheap)
+    sm = srcore.StaticModule(g, options=srcore.Options(backends=("trt_like", "cpu"), engine_options={
+        "timing": False, "exclude_tactics": ["segment"]}))
     assert kinds(sm.graph) == [ENGINE_KIND], sm.partition.format()
     x = np.random.default_rng(2).standard_normal((1, 2, 3, 3)).astype(np.float32)
     r = np.maximum(x, 0)

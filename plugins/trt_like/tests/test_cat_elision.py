@@ -48,15 +48,17 @@ def _plan_lines(sm, batch: int) -> list[str]:
     return lines
 
 
-@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize("batch", [1, pytest.param(2, marks=pytest.mark.full)])
 def test_cats_write_in_place_at_batch_1_and_match_torch(tmp_path, batch):
     torch.manual_seed(0)
     m = Dense().eval()
     xs = (torch.randn(batch, 3, 5, 6),)
-    sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), xs), options=srcore.Options(backends=TRT))
+    # (the first tactic of each layer, no timing: the placement is the point, and cheap)
+    sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), xs), options=srcore.Options(
+        backends=TRT, engine_options={"timing": False}))
     lines = _plan_lines(sm, batch)
     # batch 1: the feature list's three cats in place, the other two copy (unless the small tail is
-    # compiled whole: timing decides); batch 2: no piece is contiguous, every cat copies
+    # compiled: a segment layer); batch 2: no piece is contiguous, every cat copies
     assert sum("[in place]" in line for line in lines) == (3 if batch == 1 else 0), lines
     assert [line.split(" [")[0] for line in lines[:6]] == [
         "conv -> %dx4x5x6" % batch, "cat -> %dx4x5x6" % batch, "conv -> %dx2x5x6" % batch, "cat -> %dx6x5x6" % batch,
@@ -70,6 +72,7 @@ def test_cats_write_in_place_at_batch_1_and_match_torch(tmp_path, batch):
     assert not np.shares_memory(got[0], sm(*(x.numpy() for x in xs))[0])   # results are the caller's
     path = tmp_path / "dense.srm"
     sm.save(path)
-    again = srcore.StaticModule(srcore.load(path), backends=TRT)
+    again = srcore.StaticModule(srcore.load(path), options=srcore.Options(backends=TRT,
+                                                                         engine_options={"timing": False}))
     for g, w in zip(again(*(x.numpy() for x in xs)), want):
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)

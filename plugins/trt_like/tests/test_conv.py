@@ -274,9 +274,13 @@ def test_conv_tactics_offers_what_applies():
     assert names(ConvSpec((1, 4, 8, 8), 4, 3, 2, 1, groups=4)) == ["depthwise_direct", "depthwise_channels_last",
                                                                    "depthwise_simd", *simd8, "depthwise_simd_blocked",
                                                                    "im2col_gemm"]
-    assert names(ConvSpec((1, 4, 8, 8), 8, 3, 2, 1, groups=2)) == [*simd, "im2col_gemm"]
+    # 2-4 groups: the dense kernel on the block-diagonal weight too (conv_nchwc_planes_blockdiag)
+    assert names(ConvSpec((1, 4, 8, 8), 8, 3, 2, 1, groups=2)) == [*simd, "conv_nchwc_planes", "im2col_gemm"]
     # 2 to 8 channels per group, out == in: the depthwise passes too
-    assert names(ConvSpec((1, 4, 8, 8), 4, 3, 2, 1, groups=2)) == ["grouped_depthwise", *simd, "im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 4, 3, 2, 1, groups=2)) == ["grouped_depthwise", *simd, "conv_nchwc_planes",
+                                                                   "im2col_gemm"]
+    assert names(ConvSpec((1, 10, 8, 8), 20, 3, 2, 1, groups=5)) == [*simd, "im2col_gemm"]   # over 4 groups
+    assert names(ConvSpec((1, 4, 8, 8), 8, 1, groups=2)) == [*simd, "im2col_gemm"]           # a 1x1 stride 1
     assert names(ConvSpec((1, 4, 8, 8), 4, 3, 2, 1)) == [*simd, "conv_nchwc_planes", "packed_gemm",
                                                          "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 4, 1, 1, 1)) == [*simd, "conv_nchwc_planes", "packed_gemm",
