@@ -16,8 +16,8 @@ from .interp import MAX_LOOP_ITERATIONS, PropagationResult, join_types, propagat
 #: the modules of the core's rules (importing one files its ``@rule`` functions in ``RULES``). They
 #: load on first use of ``RULES`` or ``lookup`` (the full registry's builtin plugin reads ``RULES``); a
 #: selective build imports only the modules its rules name (``"srcore.ops.shapes.linalg:linear"``)
-RULE_MODULES = ("conv", "creation", "elementwise", "fused", "index", "linalg", "matrix", "nn", "pad", "prim",
-                "quantized", "rearrange", "recurrent", "reduce", "scalar", "special", "view")
+RULE_MODULES = ("conv", "creation", "detection", "elementwise", "fused", "index", "linalg", "matrix", "nn", "pad",
+                "prim", "quantized", "rearrange", "recurrent", "reduce", "scalar", "special", "view")
 
 
 def load_rules() -> dict:
