@@ -62,7 +62,9 @@ OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl_split", "mkl", "numb
                  # small stride-1 1-D convs (tactics/conv1d.py)
                  "conv1d_simd",
                  # 3-D convs not folded into 2-D ones (tactics/conv3d.py)
-                 "vol2col_gemm")
+                 "vol2col_gemm",
+                 # max pools of small planes through gathers (tactics/conv.py)
+                 "gather")
 
 
 def tactic_names() -> list[str]:

@@ -1087,6 +1087,18 @@ def test_conv_cases_with_every_tactic(case):
             run_case(attrs.evolve(case, id=f"{case.id}[{name}]"), f"only:{name}")
 
 
+MAX_POOL_CASES = [c for c in CASES if c.op in ("aten::max_pool2d", "aten::max_pool3d") and c.engine and not c.error]
+
+
+@pytest.mark.one_pass   # one-op graphs: they check the engine's kernels (its own plan), not the executor or planner
+@pytest.mark.parametrize("case", MAX_POOL_CASES, ids=[c.id for c in MAX_POOL_CASES])
+def test_max_pool_cases_with_the_gathered_tactic(case):
+    """The max pool cases (NaN and infinities included) on the gathered kernel of small planes, which
+    timing picks over the row kernels on small planes (the first-candidate runs above take the rows)."""
+    with np.errstate(all="ignore"):
+        run_case(attrs.evolve(case, id=f"{case.id}[gather]"), "only:gather")
+
+
 #: the converters of the int8-only rows: their ops take or make quantized tensors, which torch's aten
 #: float ops cannot check; test_int8.py checks them bit for bit against quantized_cpu
 INT8_ONLY = ("quantize", "dequantize", "qconv", "qconv_then_add", "qlinear", "qadd", "qadaptive_avg_pool",

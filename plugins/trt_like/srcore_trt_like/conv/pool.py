@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import TacticSpecError
 from ..kernels import pool as _k
+from ..kernels.pool_gather import max_pool_gather
 from ..kernels.pool_vec import max_pool_s2, pool_s2
 from .spec import as_pair, as_shape4, check_array
 
@@ -87,6 +88,54 @@ class MaxPool2d(_WindowPool):
             max_pool_s2(x, kh, kw, self.stride[0], ph, pw, out, 0, self.x_shape[1])
         else:
             self._reduce(x, out, True)
+
+
+# the largest offset table (int32 entries) a gathered max pool keeps: its small planes are the point
+_GATHER_TAPS = 1 << 16
+
+
+def gather_taps(pool: MaxPool2d) -> np.ndarray | None:
+    """The offset table of :func:`..kernels.pool_gather.max_pool_gather` for ``pool`` (flat, tap-major,
+    outputs rounded up to 16), or None when it would be larger than ``_GATHER_TAPS`` or a window
+    holds no input element (dilated windows may: torch's -inf). A tap in the padding repeats its
+    window's first element in range."""
+    (H, W), (Ho, Wo) = pool.x_shape[2:], pool.out_shape[2:]
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = pool.kernel, pool.stride, pool.padding, pool.dilation
+    P16 = -(-Ho * Wo // 16) * 16
+    if kh * kw * P16 > _GATHER_TAPS:
+        return None
+
+    def per_dim(n_out, k, s, p, d, n):
+        idx = np.arange(n_out)[:, None] * s - p + np.arange(k)[None, :] * d     # (outputs, taps)
+        ok = (idx >= 0) & (idx < n)
+        first = idx[np.arange(n_out), ok.argmax(1)]
+        return np.where(ok, idx, first[:, None]) if ok.any(1).all() else None
+    rows, cols = per_dim(Ho, kh, sh, ph, dh, H), per_dim(Wo, kw, sw, pw, dw, W)
+    if rows is None or cols is None:
+        return None
+    taps = np.zeros((kh, kw, P16), np.int32)
+    taps[:, :, :Ho * Wo] = (rows.T[:, None, :, None] * W + cols.T[None, :, None, :]).reshape(kh, kw, Ho * Wo)
+    return taps.reshape(-1)
+
+
+class MaxPool2dGather:
+    """:class:`MaxPool2d` (built) through 16-lane gathers: the tactic of small planes."""
+
+    def __init__(self, pool: MaxPool2d, taps: np.ndarray):
+        self.pool, self.taps, self.ntaps = pool, taps, pool.kernel[0] * pool.kernel[1]
+        self.planes, self.out_shape = pool.x_shape[0] * pool.x_shape[1], pool.out_shape
+
+    @classmethod
+    def of(cls, pool: MaxPool2d) -> MaxPool2dGather | None:
+        taps = gather_taps(pool)
+        return None if taps is None else cls(pool, taps)
+
+    def __call__(self, x: np.ndarray, out: np.ndarray) -> None:
+        self.pool._check(x, out)
+        self._max(x, out)
+
+    def _max(self, x, out) -> None:
+        max_pool_gather(x, self.taps, self.ntaps, out, 0, self.planes)
 
 
 class AvgPool2d(_WindowPool):

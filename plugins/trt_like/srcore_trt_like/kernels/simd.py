@@ -137,6 +137,31 @@ def vmax_nan(typingctx, a, b):
     return f32x16(a, b), codegen
 
 
+_I64 = ir.IntType(64)
+_IV32, _IV64 = ir.VectorType(_I32, LANES), ir.VectorType(_I64, LANES)
+_GMASK = ir.VectorType(ir.IntType(1), LANES)
+
+
+@intrinsic
+def vgather(typingctx, arr, base, idx, j):
+    """``arr[base + idx[j + e]]`` for the 16 lanes e (``idx`` int32; unchecked, as the other
+    vector intrinsics): ``llvm.masked.gather`` with every lane on (one ``vgather`` on AVX-512)."""
+    def codegen(context, builder, sig, args):
+        _mark_512(builder)
+        p = builder.ptrtoint(elem_ptr(context, builder, sig.args[0], args[0], args[1]), _I64)
+        ip = elem_ptr(context, builder, sig.args[2], args[2], args[3])
+        iv = builder.load(builder.bitcast(ip, _IV32.as_pointer()), align=4)
+        pv = builder.insert_element(ir.Constant(_IV64, ir.Undefined), p, ir.Constant(_I32, 0))
+        pv = builder.shuffle_vector(pv, ir.Constant(_IV64, ir.Undefined), ir.Constant(_IV32, [0] * LANES))
+        off = builder.shl(builder.sext(iv, _IV64), ir.Constant(_IV64, [2] * LANES))   # float32: 4 bytes
+        ptrs = builder.inttoptr(builder.add(pv, off), ir.VectorType(ir.FloatType().as_pointer(), LANES))
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(_VEC, [ptrs.type, _I32, _GMASK, _VEC]),
+                                            "llvm.masked.gather.v16f32.v16p0")
+        return builder.call(fn, [ptrs, ir.Constant(_I32, 4), ir.Constant(_GMASK, [1] * LANES),
+                                 ir.Constant(_VEC, ir.Undefined)])
+    return f32x16(arr, base, idx, j), codegen
+
+
 def _shuffle(builder, a, b, mask):
     return builder.shuffle_vector(a, b, ir.Constant(ir.VectorType(_I32, LANES), mask))
 

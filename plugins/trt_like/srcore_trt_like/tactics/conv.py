@@ -11,7 +11,7 @@ import threading
 from ..builder.network import Layer, Network
 from ..conv.nchwc import nchwc_tactic_builders
 from ..conv.nchwc_split import nchwc_omp_builders
-from ..conv.pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from ..conv.pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d, MaxPool2dGather
 from ..conv.spec import ConvSpec
 from ..conv.tactics import conv_tactic_builders
 from ..kernels import parallel as _par
@@ -139,11 +139,21 @@ def max_pool_fn(layer: Layer, net: Network):
 
 
 def max_pool2d(layer: Layer, net: Network) -> list[Candidate]:
+    """The row kernels (``numba``) and, where its offset table is small, the gathered kernel of
+    small planes (``gather``, one thread), timed against each other."""
     made = max_pool_fn(layer, net)
     if made is None:
         return []
     fn, blas = made
-    return [Candidate("numba", lambda: Kernel(fn), blas)]
+    out = [Candidate("numba", lambda: Kernel(fn), blas)]
+    a = layer.attrs
+    gathered = MaxPool2dGather.of(MaxPool2d(net.shape(layer.inputs[0]), a["kernel"], a["stride"], a["padding"],
+                                            a["dilation"], a["ceil_mode"]))
+    if gathered is not None:
+        def run(x, y):
+            gathered._max(x, y)
+        out.append(Candidate("gather", lambda: Kernel(run)))
+    return out
 
 
 def avg_pool2d(layer: Layer, net: Network):
