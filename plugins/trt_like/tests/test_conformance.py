@@ -345,16 +345,17 @@ def dtype_cases() -> list[Case]:
     out.append(Case("aten::relu-float16", "aten::relu", (tin((2, 3), 1, np.float16),), engine=False))
     for dt in (np.float64, np.int64, np.int32, np.bool_):
         name = np.dtype(dt).name
+        exact = dt in (np.int64, np.int32)   # the integer layer (int_binary) takes these
         for op in ("aten::add.Tensor", "aten::mul.Tensor", "aten::maximum"):
             if dt == np.bool_ and op == "aten::add.Tensor":
                 continue
-            out.append(Case(f"{op}-{name}", op, (tin((2, 3), 1, dt), tin((3,), 2, dt)), engine=False))
+            out.append(Case(f"{op}-{name}", op, (tin((2, 3), 1, dt), tin((3,), 2, dt)), engine=exact))
         if dt == np.float64:
             for op in ("aten::exp", "aten::sigmoid"):
                 out.append(Case(f"{op}-{name}", op, (tin((2, 3), 1, dt),), Tol(5), engine=False))
         if dt != np.bool_:
             out.append(Case(f"aten::relu-{name}", "aten::relu", (tin((2, 3), 1, dt),), engine=False))
-            out.append(Case(f"aten::mul.Scalar-{name}", "aten::mul.Scalar", (tin((2, 3), 1, dt), 2), engine=False))
+            out.append(Case(f"aten::mul.Scalar-{name}", "aten::mul.Scalar", (tin((2, 3), 1, dt), 2), engine=exact))
     # mixed: a float32 tensor with an integer tensor promotes; the engine must not take it
     out.append(Case("aten::add.Tensor-f32-i64", "aten::add.Tensor", (tin((2, 3), 1), tin((3,), 2, np.int64)),
                     engine=False))
@@ -365,9 +366,54 @@ def dtype_cases() -> list[Case]:
     # a 0-d float64 constant does not promote a float32 tensor (torch's rule for 0-d operands)
     out.append(Case("aten::mul.Tensor-f32-f64param0d", "aten::mul.Tensor",
                     (tin((2, 3), 1), Param(np.array(2.5, np.float64))), engine=False))
+    out += int_cases()
     out.append(Case("aten::div.Tensor-i64", "aten::div.Tensor", (tin((2, 3), 1, np.int64), tin((3,), 2, np.int64)),
                     engine=False, tol=Tol(1)))
     return out
+
+
+def int_cases() -> list[Case]:
+    """The integer and bool layers (int_binary, one_hot, flip, integer casts, compares and cumsum):
+    exact, torch's floor ``//`` and ``%`` on negative operands, wrapping int64."""
+    a = In(np.arange(-7, 8).reshape(3, 5).astype(np.int64))
+    d = In(np.array([3, -4, 5, -2, 7], np.int64))
+    wrap = In(np.array([np.iinfo(np.int64).max, 5, -3], np.int64))
+    m1, m2 = _mask((3, 4), 31), _mask((1, 4), 32)
+    i32 = In(np.arange(-6, 6).reshape(3, 4).astype(np.int32))
+    f = In(np.array([[-2.5, -0.5, 0.0, 0.7], [1.5, 2.0, -3.9, 7.2]], np.float32))
+    return [
+        Case("add.Tensor-int64-alpha", "aten::add.Tensor", (a, d, 3)),
+        Case("sub.Tensor-int64-broadcast", "aten::sub.Tensor", (a, d, 1)),
+        Case("sub.Scalar-int64", "aten::sub.Scalar", (a, 1, 1)),
+        Case("add.Tensor-int64-wraps", "aten::add.Tensor", (wrap, In(np.array([1, 2, 3], np.int64)), 1)),
+        Case("rsub.Scalar-int64", "aten::rsub.Scalar", (a, 3, 2)),
+        Case("mul.Tensor-int32", "aten::mul.Tensor", (i32, i32)),
+        Case("minimum-int64", "aten::minimum", (a, d)),
+        Case("floor_divide", "aten::floor_divide", (a, d)),
+        Case("remainder.Tensor", "aten::remainder.Tensor", (a, d)),
+        Case("floor_divide-float", "aten::floor_divide", (tin((2, 3), 1), tin((3,), 2)), engine=False),
+        Case("bitwise_and.Tensor", "aten::bitwise_and.Tensor", (m1, m2)),
+        Case("bitwise_or.Tensor-int64", "aten::bitwise_or.Tensor", (a, d)),
+        Case("bitwise_xor.Tensor", "aten::bitwise_xor.Tensor", (m1, m2)),
+        Case("bitwise_and.Scalar-int64", "aten::bitwise_and.Scalar", (a, 6)),
+        Case("bitwise_or.Scalar-bool", "aten::bitwise_or.Scalar", (m1, False)),
+        Case("bitwise_xor.Scalar-int64", "aten::bitwise_xor.Scalar", (a, -3)),
+        Case("logical_and", "aten::logical_and", (m1, m2)),
+        Case("logical_or", "aten::logical_or", (m1, m2)),
+        Case("logical_xor", "aten::logical_xor", (m1, m2)),
+        Case("gt.Tensor-int64", "aten::gt.Tensor", (a, d)),
+        Case("eq.Scalar-int64", "aten::eq.Scalar", (a, 3)),
+        Case("lt.Scalar-int64-float", "aten::lt.Scalar", (a, 0.5), engine=False),
+        Case("to.dtype-float-int64", "aten::to.dtype", (f, 4, False, False, None), ref=lambda x, *r: x.long()),
+        Case("to.dtype-mask-int64", "aten::to.dtype", (m1, 4, False, False, None), ref=lambda x, *r: x.long()),
+        Case("to.dtype-int64-bool", "aten::to.dtype", (a, 11, False, False, None), ref=lambda x, *r: x.bool()),
+        Case("cumsum-mask", "aten::cumsum", (m1, 1, None)),
+        Case("cumsum-int32", "aten::cumsum", (i32, 0, None)),
+        Case("one_hot", "aten::one_hot", (_ids((2, 3), 4, 33), 4)),
+        Case("one_hot-out-of-range", "aten::one_hot", (a, 7), error=True),
+        Case("one_hot-unknown-classes", "aten::one_hot", (_ids((2, 3), 4, 33), -1), engine=False),
+        Case("flip", "aten::flip", (tin((2, 3, 4), 34), [0, -1])),
+        Case("flip-int64", "aten::flip", (a, [1]))]
 
 
 def layout_cases() -> list[Case]:

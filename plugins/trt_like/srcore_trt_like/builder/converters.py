@@ -68,8 +68,94 @@ def _chain(v: NodeView, c: Converter, steps) -> int:
     return prev
 
 
+# -- integer and bool elementwise ops ---------------------------------------------------------------
+def _int_dtype(v: NodeView) -> str | None:
+    """The result's dtype when it is an integer or bool one (the ``int_binary`` layer), else None."""
+    dt = getattr(v.node.outputs[0].type, "dtype", None)
+    return dt if dt in ("int64", "int32", "bool") else None
+
+
+def _int_operand(v: NodeView, c: Converter, name: str, inputs: list[int], dtype: str):
+    """An operand of the integer layer: ``("in", k)`` or ``("const", int | bool)``, exact (no float)."""
+    value = v.value(name)
+    if value.node.kind != "prim::Constant":
+        inputs.append(c.tensor(value))
+        return ("in", len(inputs) - 1)
+    x = value.node.attrs.get("value")
+    if isinstance(x, np.ndarray) and x.size > 1:
+        inputs.append(c.net.constant(np.ascontiguousarray(x, dtype=dtype), dtype))
+        return ("in", len(inputs) - 1)
+    x = x.reshape(()).item() if isinstance(x, np.ndarray) else x
+    if not isinstance(x, (bool, int)):
+        raise EngineBuildError(f"{v.where()}: argument {name!r} is {x!r}, not an integer")
+    return ("const", bool(x) if dtype == "bool" else int(x))
+
+
+def _int_layer(v: NodeView, c: Converter, op: str, args, inputs, dtype: str) -> int:
+    t = c.net.add("int_binary", inputs, v.out_shape(), v.source, op=op, args=tuple(args))
+    c.net.tensors[t].dtype = dtype
+    return t
+
+
+_INT_NAMES = {"max": "maximum", "min": "minimum", "bitwise_and": "and", "logical_and": "and", "bitwise_or": "or",
+              "logical_or": "or", "bitwise_xor": "xor", "logical_xor": "xor"}
+
+
+def int_binary(v: NodeView, c: Converter) -> None:
+    """Elementwise integer / bool ops exactly as torch (``//`` and ``%`` floor, wrapping int64):
+    ``add`` / ``sub`` (``alpha``), ``rsub``, ``mul``, ``maximum``, ``minimum``, ``floor_divide``,
+    ``remainder`` and the bitwise / logical ``and``, ``or``, ``xor`` (a detector's ranks, cell ids
+    and masks)."""
+    dtype = _int_dtype(v)
+    op = v.op.split("::", 1)[1].split(".", 1)[0]
+    op = _INT_NAMES.get(op, op)
+    ins: list[int] = []
+    a = _int_operand(v, c, "self", ins, dtype)
+    b = _int_operand(v, c, "other", ins, dtype)
+    if op == "rsub":
+        a, b, op = b, a, "sub"
+    if op in ("floor_divide", "remainder") and b == ("const", 0):   # (torch raises ZeroDivisionError)
+        raise EngineBuildError(f"{v.where()}: integer division by zero")
+    alpha = v.const("alpha", 1) if "alpha" in v.names else 1
+    if alpha != 1:
+        if b[0] == "const":
+            b = ("const", b[1] * int(alpha))
+        else:
+            ins.append(_int_layer(v, c, "mul", (b, ("const", int(alpha))), list(ins), dtype))
+            b = ("in", len(ins) - 1)
+    c.bind(v.node.outputs[0], _int_layer(v, c, op, (a, b), ins, dtype))
+
+
+def negate(v: NodeView, c: Converter) -> None:
+    """``-x``: an integer one as ``0 - x`` (the integer layer), a float one pointwise."""
+    dtype = _int_dtype(v)
+    if dtype is None:
+        return unary(v, c)
+    x = c.tensor(v.value("self"))
+    c.bind(v.node.outputs[0], _int_layer(v, c, "sub", (("const", 0), ("in", 0)), [x], dtype))
+
+
+def one_hot(v: NodeView, c: Converter) -> None:
+    """``F.one_hot(x, n)``: int64 ones at each index along a new last dim (an index outside
+    ``[0, n)`` raises, as torch's)."""
+    t = c.net.add("one_hot", [c.tensor(v.value("self"))], v.out_shape(), v.source, n=int(v.const("num_classes")))
+    c.net.tensors[t].dtype = "int64"
+    c.bind(v.node.outputs[0], t)
+
+
+def flip(v: NodeView, c: Converter) -> None:
+    """``torch.flip(x, dims)``: a copy reversed along ``dims`` (any dtype)."""
+    shape = v.in_shape("self")
+    dims = [int(d) % len(shape) for d in v.const("dims")] if shape else []
+    if len(set(dims)) != len(dims):   # (torch raises: a dim named twice)
+        raise EngineBuildError(f"{v.where()}: dims {list(v.const('dims'))} name a dim twice")
+    c.bind(v.node.outputs[0], c.net.add("flip", [c.tensor(v.value("self"))], shape, v.source, dims=tuple(dims)))
+
+
 # -- pointwise ------------------------------------------------------------------------------------
 def add_sub(v: NodeView, c: Converter) -> None:
+    if _int_dtype(v):
+        return int_binary(v, c)
     sub = v.op.startswith("aten::sub")
     alpha = float(v.const("alpha", 1))
     ins: list[int] = []
@@ -91,6 +177,8 @@ def add_sub(v: NodeView, c: Converter) -> None:
 
 def rsub(v: NodeView, c: Converter) -> None:
     """``other - alpha * self``."""
+    if _int_dtype(v):
+        return int_binary(v, c)
     alpha = float(v.const("alpha", 1))
     ins: list[int] = []
     a = operand(v, c, "self", ins)
@@ -103,6 +191,8 @@ def rsub(v: NodeView, c: Converter) -> None:
 
 
 def binary(v: NodeView, c: Converter) -> None:
+    if _int_dtype(v):
+        return int_binary(v, c)
     op = v.op.split("::", 1)[1].split(".", 1)[0]
     op = {"max": "maximum", "min": "minimum"}.get(op, op)   # (max.other / min.other: torch's maximum / minimum)
     ins: list[int] = []
@@ -638,9 +728,11 @@ def repeat_interleave(v: NodeView, c: Converter) -> None:
 
 
 def cast(v: NodeView, c: Converter) -> None:
-    """``.to(torch.float32)`` of a float32 tensor (a view), an index or a mask (a ``cast`` layer)."""
+    """``.to(dtype)``: a view to the same dtype, else a ``cast`` layer (float32, int64, int32, bool;
+    a float made integer truncates, as torch)."""
     x = c.tensor(v.value("self"))
-    kind = "reshape" if c.net.tensors[x].dtype == "float32" else "cast"
+    same = c.net.tensors[x].dtype == getattr(v.node.outputs[0].type, "dtype", "float32")
+    kind = "reshape" if same else "cast"
     c.bind(v.node.outputs[0], c.net.add(kind, [x], v.out_shape(), v.source))
 
 
@@ -978,7 +1070,11 @@ def zeros_like(v: NodeView, c: Converter) -> None:
 def compare(v: NodeView, c: Converter) -> None:
     """``a < b`` (``le``, ``gt``, ``ge``, ``eq``, ``ne``): a bool mask; operands as :func:`operand` makes them."""
     ins: list[int] = []
-    a = operand(v, c, "self", ins)
-    b = operand(v, c, "other", ins)
+    x = v.value("self")
+    dtype = c.net.tensors[c.tensor(x)].dtype if x.node.kind != "prim::Constant" else "float32"
+    if dtype == "float32":
+        a, b = operand(v, c, "self", ins), operand(v, c, "other", ins)
+    else:   # integer tensors compare exactly with integer numbers
+        a, b = _int_operand(v, c, "self", ins, dtype), _int_operand(v, c, "other", ins, dtype)
     op = v.op.split("::", 1)[1].split(".", 1)[0]
     c.bind(v.node.outputs[0], c.net.add("compare", ins, v.out_shape(), v.source, op=op, args=(a, b)))

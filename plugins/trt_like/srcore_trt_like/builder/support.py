@@ -53,6 +53,9 @@ class OpSupport:
 
 
 # -- op-specific checks (None: supported; else the reason) ------------------------------------------
+_INDEX = ("int64", "int32")
+_LOGIC = ("bool", "int64", "int32")
+_NUMERIC = ("float32", *_INDEX)
 def _rank(node: NodeInfo, i: int) -> int:
     return len(node.args[i].type.shape)   # a tensor of known rank (checked by _tensors_ok)
 
@@ -393,16 +396,68 @@ def _count(node: NodeInfo):
     return None
 
 
+def _cumsum(node: NodeInfo):
+    """No dtype argument; a mask or an integer tensor sums in int64 (torch's)."""
+    why = _no_dtype(node)
+    x, out = node.args[0].type.dtype, node.output_types[0].dtype
+    return why or (None if out == ("float32" if x == "float32" else "int64") else f"a {x} cumsum made {out}")
+
+
 def _scatter(node: NodeInfo):
     ranks = {len(a.type.shape) for a in node.args if a.name in ("self", "index", "src") and isinstance(a.type, TensorType)}
     return None if len(ranks) == 1 else f"self, index and src of ranks {sorted(ranks)} (torch needs one rank)"
 
 
 def _compare(node: NodeInfo):
-    for a in node.args[:2]:
-        if isinstance(a.type, TensorType) and a.type.dtype != "float32":
-            return f"argument {a.name!r} is {a.type.dtype}; the engine compares float32 tensors"
+    return _same_dtype(node, "bool", ("float32", *_INDEX))
+
+
+#: the ops of the integer layer (builder/converters.py, ``int_binary``), by the dtypes they take
+_INT_OPS = {"neg": _INDEX, "add": _INDEX, "sub": _INDEX, "rsub": _INDEX, "mul": _INDEX, "maximum": _INDEX,
+            "minimum": _INDEX, "max": _INDEX, "min": _INDEX, "floor_divide": _INDEX,
+            "remainder": _INDEX, "bitwise_and": _LOGIC, "bitwise_or": _LOGIC, "bitwise_xor": _LOGIC,
+            "logical_and": ("bool",), "logical_or": ("bool",), "logical_xor": ("bool",)}
+
+
+def _arith(node: NodeInfo):
+    """float32 operands (the pointwise layers), or integer / bool ones of one dtype with a result
+    of that dtype and integer numbers (the ``int_binary`` layer: torch's exact integer arithmetic)."""
+    op = node.op.split("::", 1)[1].split(".", 1)[0]
+    why = _same_dtype(node, None, _INT_OPS.get(op, ()))
+    if why is None and op in _INT_ONLY and node.output_types[0].dtype == "float32":
+        return f"float32 operands ({node.op} runs on the cpu plugin)"
+    return why
+
+
+_INT_ONLY = ("floor_divide", "remainder", "bitwise_and", "bitwise_or", "bitwise_xor", "logical_and", "logical_or",
+             "logical_xor")
+
+
+def _same_dtype(node: NodeInfo, result: str | None, dtypes) -> str | None:
+    """Tensor operands of one dtype (``float32``: the float layers; else one of ``dtypes``), numbers
+    integral for integer operands, and the result ``result`` (None: the operands' dtype)."""
+    ts = {a.type.dtype for a in node.args if a.name in ("self", "other", "alpha") and isinstance(a.type, TensorType)}
+    if len(ts) > 1:
+        return f"operands of dtypes {sorted(ts)} (the engine computes in one dtype, no promotion)"
+    (dt,) = ts or ("float32",)
+    if dt == "float32":
+        return None
+    if dt not in dtypes:
+        return f"{dt} operands ({node.op} of {dt} runs on the cpu plugin)"
+    for a in node.args:
+        if a.name in ("self", "other", "alpha") and not isinstance(a.type, TensorType):
+            v = node.const(a.name, None)
+            if not a.is_constant or not isinstance(v, bool if dt == "bool" else int):
+                return f"argument {a.name!r} is {v!r}: {dt} operands take an integer constant"
+    want = result or dt
+    if node.output_types[0].dtype != want:
+        return f"the result is {node.output_types[0].dtype}; {dt} operands make {want}"
     return None
+
+
+def _one_hot(node: NodeInfo):
+    n = node.const("num_classes", -1)
+    return None if isinstance(n, int) and n >= 0 else f"num_classes={n!r} (the engine needs it known: no -1)"
 
 
 def _int_scalar(node: NodeInfo):
@@ -504,15 +559,22 @@ _NOTES = {
     _instance_norm: "(N, C, ...) input; running statistics when use_input_stats=False",
     _sort: "a float32 input of rank >= 1; indices int64 (ties in input order: torch's stable=True order)",
     _scatter: "self, index (int64) and src of one rank; no reduce argument",
-    _compare: "float32 operands (a tensor and a tensor or a number); the result is a bool mask",
+    _cumsum: "no dtype argument; float32, or bool / int64 / int32 (an int64 sum)",
+    _compare: "float32, int64 or int32 operands of one dtype (a tensor and a tensor or a number; integer "
+              "tensors: an integer number); the result is a bool mask",
+    _arith: "float32 operands, or int64 / int32 ones of one dtype (bitwise: bool too) with integer numbers: "
+            "exact integer arithmetic (floor_divide / remainder by 0 raises, as torch)",
+    _one_hot: "int64 indices, a known num_classes",
     _batch_norm: "(N, C, ...) input; training=False with running statistics",
     _int_scalar: "int64 / int32 self, an integer other (a division by 0 fails the build, as torch raises); "
                  "div: rounding_mode='floor'",
 }
-_INDEX = ("int64", "int32")
 
 
-_UNARY = ("aten::neg", "aten::abs", "aten::exp", "aten::log", "aten::sqrt", "aten::rsqrt", "aten::reciprocal",
+_ARITH = {"data_args": {"self": _NUMERIC, "other": _NUMERIC}, "data_results": {0: _NUMERIC}}
+_LOGIC_ARGS = {"data_args": {"self": _LOGIC, "other": _LOGIC}, "data_results": {0: _LOGIC}}
+
+_UNARY = ("aten::abs", "aten::exp", "aten::log", "aten::sqrt", "aten::rsqrt", "aten::reciprocal",
           "aten::square", "aten::relu6", "aten::sigmoid", "aten::tanh", "aten::silu",
           "aten::hardswish", "aten::hardsigmoid", "aten::mish")
 _CONV_ARGS = ("weight", "bias", "stride", "padding", "dilation", "groups")
@@ -525,13 +587,24 @@ _ENCODER_ARGS = ("embed_dim", "num_heads", "qkv_weight", "qkv_bias", "proj_weigh
 _TABLE: list[OpSupport] = [
     # pointwise (fused into one compiled kernel per group)
     *_rows("add_sub", {"aten::add.Tensor": ("alpha",), "aten::add.Scalar": ("other", "alpha"),
-                       "aten::sub.Tensor": ("alpha",), "aten::sub.Scalar": ("other", "alpha"),
-                       "srcore::add_relu": ("alpha",)}),
-    *_rows("rsub", {"aten::rsub.Tensor": ("alpha",), "aten::rsub.Scalar": ("other", "alpha")}),
-    *_rows("binary", {"aten::mul.Tensor": (), "aten::mul.Scalar": ("other",), "aten::div.Tensor": (),
-                      "aten::div.Scalar": ("other",), "aten::maximum": (), "aten::minimum": (),
-                      "aten::max.other": (), "aten::min.other": ()}),
+                       "aten::sub.Tensor": ("alpha",), "aten::sub.Scalar": ("other", "alpha")}, _arith, **_ARITH),
+    *_rows("add_sub", {"srcore::add_relu": ("alpha",)}),
+    *_rows("rsub", {"aten::rsub.Tensor": ("alpha",), "aten::rsub.Scalar": ("other", "alpha")}, _arith, **_ARITH),
+    *_rows("binary", {"aten::mul.Tensor": (), "aten::mul.Scalar": ("other",), "aten::maximum": (),
+                      "aten::minimum": (), "aten::max.other": (), "aten::min.other": ()}, _arith, **_ARITH),
+    *_rows("binary", {"aten::div.Tensor": (), "aten::div.Scalar": ("other",)}),
+    # integer and bool elementwise ops (the int_binary layer)
+    *_rows("int_binary", {"aten::floor_divide": (), "aten::remainder.Tensor": (),
+                          **{f"aten::bitwise_{op}.{form}": ("other",) if form == "Scalar" else ()
+                             for op in ("and", "or", "xor") for form in ("Tensor", "Scalar")}},
+           _arith, **_LOGIC_ARGS),
+    *_rows("int_binary", {f"aten::logical_{op}": () for op in ("and", "or", "xor")}, _arith,
+           data_args={"self": ("bool",), "other": ("bool",)}, data_results={0: ("bool",)}),
+    *_rows("one_hot", {"aten::one_hot": ("num_classes",)}, _one_hot, data_args={"self": ("int64",)},
+           data_results={0: ("int64",)}),
+    *_rows("flip", {"aten::flip": ("dims",)}, any_data=True),
     *_rows("unary", {op: () for op in _UNARY}),
+    *_rows("negate", {"aten::neg": ()}, _arith, data_args={"self": _NUMERIC}, data_results={0: _NUMERIC}),
     *_rows("unary", {"aten::relu": ()}, int8=True),
     *_rows("gelu", {"aten::gelu": ("approximate",)}, _gelu),
     *_rows("glu", {"aten::glu": ("dim",)}),
@@ -547,7 +620,7 @@ _TABLE: list[OpSupport] = [
     *_rows("alias", {"aten::dropout": ("p", "train")}, _dropout, int8=True),
     *_rows("alias", {"aten::squeeze.dim": ("dim",), "aten::unsqueeze": ("dim",)}, any_data=True),
     *_rows("permute", {"aten::transpose.int": ("dim0", "dim1"), "aten::permute": ("dims",)}),
-    *_rows("roll", {"aten::roll": ("shifts", "dims")}, _roll),
+    *_rows("roll", {"aten::roll": ("shifts", "dims")}, _roll, any_data=True),
     *_rows("index", {"aten::select.int": ("dim", "index"), "aten::slice.Tensor": ("dim", "start", "end", "step")},
            any_data=True),
     # convolution and pooling
@@ -599,7 +672,8 @@ _TABLE: list[OpSupport] = [
                                                      "use_input_stats", "momentum", "eps", "cudnn_enabled")},
            _instance_norm),
     *_rows("mean", {"aten::mean.dim": ("dim", "keepdim", "dtype")}, _mean, int8=True),
-    *_rows("cumsum", {"aten::cumsum": ("dim", "dtype")}, _no_dtype),
+    *_rows("cumsum", {"aten::cumsum": ("dim", "dtype")}, _cumsum, data_args={"self": ("float32", *DATA_DTYPES)},
+           data_results={0: ("float32", "int64")}),
     # data movement: concatenation, resizing, padding, lookups and selections
     *_rows("cat", {"aten::cat": ("dim",)}, _cat),
     *_rows("stack", {"aten::stack": ("dim",)}, _cat),
@@ -607,7 +681,7 @@ _TABLE: list[OpSupport] = [
     *_rows("repeat_interleave", {"aten::repeat_interleave.self_int": ("repeats", "dim", "output_size")},
            _repeat_interleave, any_data=True),
     *_rows("cast", {"aten::to.dtype": ("dtype", "non_blocking", "copy", "memory_format")},
-           data_args={"self": ("float32", *DATA_DTYPES)}),
+           data_args={"self": ("float32", *DATA_DTYPES)}, data_results={0: ("float32", *DATA_DTYPES)}),
     *_rows("int_scalar", {"aten::div.Scalar_mode": ("other", "rounding_mode"), "aten::remainder.Scalar": ("other",),
                           "aten::floor_divide.Scalar": ("other",)},
            _int_scalar, data_args={"self": ("int64", "int32")}, data_results={0: ("int64", "int32")}),
@@ -665,7 +739,7 @@ _TABLE: list[OpSupport] = [
            data_args={"self": ENGINE_DTYPES + DATA_DTYPES}),
     *_rows("compare", {f"aten::{op}.{form}": ("other",) if form == "Scalar" else ()
                        for op in ("lt", "le", "gt", "ge", "eq", "ne") for form in ("Tensor", "Scalar")},
-           _compare, data_results={0: ("bool",)}),
+           _compare, data_args={"self": _NUMERIC, "other": _NUMERIC}, data_results={0: ("bool",)}),
     *_rows("sdpa", {"aten::scaled_dot_product_attention": ("dropout_p", "is_causal", "scale", "enable_gqa")}, _sdpa),
     *_rows("native_mha", {"aten::_native_multi_head_attention": (
         "embed_dim", "num_head", "qkv_weight", "qkv_bias", "proj_weight", "proj_bias", "mask", "need_weights",

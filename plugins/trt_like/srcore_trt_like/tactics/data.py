@@ -84,6 +84,47 @@ def int_scalar(layer: Layer, net: Network):
     return run
 
 
+_INT_FNS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "maximum": np.maximum, "minimum": np.minimum,
+            "floor_divide": np.floor_divide, "remainder": np.remainder, "and": np.bitwise_and, "or": np.bitwise_or,
+            "xor": np.bitwise_xor}
+
+
+def int_binary(layer: Layer, net: Network):
+    """Integer / bool elementwise ops (numpy's integer ``//`` and ``%`` floor, as torch's); a
+    division by zero raises (torch: ZeroDivisionError; numpy would give 0)."""
+    (a, b), fn, op = layer.attrs["args"], _INT_FNS[layer.attrs["op"]], layer.attrs["op"]
+    divides = op in ("floor_divide", "remainder")
+
+    def pick(arg, arrays):
+        return arrays[arg[1]] if arg[0] == "in" else arg[1]
+
+    def run(*arrays):
+        y = pick(b, arrays)
+        if divides and b[0] == "in" and not np.all(y):
+            raise ZeroDivisionError(f"{op}: integer division by zero")
+        fn(pick(a, arrays), y, out=arrays[-1])
+    return run
+
+
+def one_hot(layer: Layer, net: Network):
+    n = layer.attrs["n"]
+    classes = np.arange(n)
+
+    def run(x, out):
+        if x.size and (x.min() < 0 or x.max() >= n):
+            raise IndexError(f"one_hot: a class value is outside [0, {n})")
+        np.equal(x[..., None], classes, out=out, casting="unsafe")
+    return run
+
+
+def flip(layer: Layer, net: Network):
+    dims = layer.attrs["dims"]
+
+    def run(x, out):
+        np.copyto(out, np.flip(x, dims))
+    return run
+
+
 def pad(layer: Layer, net: Network):
     widths, value = layer.attrs["widths"], f32(layer.attrs["value"])
     mode = layer.attrs.get("mode", "constant")
@@ -309,7 +350,7 @@ def cumsum(layer: Layer, net: Network):
     dim = layer.attrs["dim"]
 
     def run(x, out):
-        np.cumsum(x, axis=dim, out=out)
+        np.cumsum(x, axis=dim, dtype=out.dtype, out=out)   # (a mask counts in int64)
     return run
 
 
@@ -436,7 +477,9 @@ def compare(layer: Layer, net: Network):
     (a, b), fn = layer.attrs["args"], _COMPARE[layer.attrs["op"]]
 
     def pick(arg, arrays):
-        return arrays[arg[1]] if arg[0] == "in" else f32(arg[1])
+        if arg[0] == "in":
+            return arrays[arg[1]]
+        return arg[1] if isinstance(arg[1], int) else f32(arg[1])   # (an integer tensor's: exact)
 
     def run(*arrays):
         fn(pick(a, arrays), pick(b, arrays), out=arrays[-1])

@@ -43,7 +43,7 @@ from .timing import best_times, random_input
 log = logging.getLogger("srcore.trt_like")
 
 #: bump when the generated code changes meaning (part of every segment's source hash)
-SEGMENT_VERSION = 2
+SEGMENT_VERSION = 3
 #: a network is compiled whole only if no tensor is larger than this (elements; the plan with the
 #: fewer passes over memory may still win on larger ones, timing decides) ...
 MAX_TENSOR = 1 << 18
@@ -138,8 +138,8 @@ def _broadcast(names: list[str], shape, to) -> list[str]:
 
 def _operand(c: _Code, arg, layer: Layer, net: Network, names, to) -> str:
     kind, x = arg
-    if kind != "in":
-        return c.const(float(x))
+    if kind != "in":   # (an integer or bool layer's numbers are exact literals)
+        return repr(x) if isinstance(x, int) else c.const(float(x))
     t = layer.inputs[x]
     return f"t{t}[{_ix(_broadcast(names, net.shape(t), to))}]"
 
@@ -446,10 +446,65 @@ def _cumsum(c: _Code, layer: Layer, net: Network) -> None:
     outer = tuple(s for d, s in enumerate(shape) if d != dim)
     names = c.loops(outer, "s")
     at = _ix(names[:dim] + ["k"] + names[dim:])
+    if net.tensors[o].dtype == "int64":   # (a mask or integers: an exact int64 sum, its own variable)
+        c.add("iacc = 0")
+        c.add(f"for k in range({shape[dim]}):")
+        c.add(f"    iacc += np.int64(t{x}[{at}])")
+        c.add(f"    t{o}[{at}] = iacc")
+        c.close()
+        return
     c.add("acc1 = 0.0")
     c.add(f"for k in range({shape[dim]}):")
     c.add(f"    acc1 += t{x}[{at}]")
     c.add(f"    t{o}[{at}] = np.float32(acc1)")
+    c.close()
+
+
+_INT_SIGNS = {"add": "{} + {}", "sub": "{} - {}", "mul": "{} * {}", "floor_divide": "{} // {}",
+              "remainder": "{} % {}", "and": "{} & {}", "or": "{} | {}", "xor": "{} ^ {}",
+              "maximum": "max({}, {})", "minimum": "min({}, {})"}
+
+
+def _int_binary(c: _Code, layer: Layer, net: Network) -> None:
+    """Integer / bool elementwise ops (numba's integer ``//`` and ``%`` are Python's: floor)."""
+    (o,), (a, b), op = layer.outputs, layer.attrs["args"], layer.attrs["op"]
+    to = net.shape(o)
+    names = c.loops(to)
+    x, y = _operand(c, a, layer, net, names, to), _operand(c, b, layer, net, names, to)
+    if op in ("floor_divide", "remainder") and b[0] == "in":
+        what = (layer.source or op).replace('"', "'")
+        c.add(f"if {y} == 0:")
+        c.add(f'    raise ZeroDivisionError("{op} at {what}: integer division by zero")')
+    c.add(f"t{o}[{_ix(names)}] = {_INT_SIGNS[op].format(x, y)}")
+    c.close()
+
+
+def _one_hot(c: _Code, layer: Layer, net: Network) -> None:
+    (x,), (o,), n = layer.inputs, layer.outputs, layer.attrs["n"]
+    names = c.loops(net.shape(x))
+    k = f"h{o}"
+    c.add(f"{k} = t{x}[{_ix(names)}]")
+    _raise(c, f"{k} < 0 or {k} >= {n}", layer, n)
+    c.add(f"for q in range({n}):")
+    c.add(f"    t{o}[{_ix([*names, 'q'])}] = 1 if q == {k} else 0")
+    c.close()
+
+
+def _roll(c: _Code, layer: Layer, net: Network) -> None:
+    (x,), (o,) = layer.inputs, layer.outputs
+    shape, by = net.shape(o), dict(zip(layer.attrs["dims"], layer.attrs["shifts"]))
+    names = c.loops(shape)
+    src = [f"({ix} + {shape[d] - by[d]}) % {shape[d]}" if by.get(d) else ix for d, ix in enumerate(names)]
+    c.add(f"t{o}[{_ix(names)}] = t{x}[{_ix(src)}]")
+    c.close()
+
+
+def _flip(c: _Code, layer: Layer, net: Network) -> None:
+    (x,), (o,), dims = layer.inputs, layer.outputs, layer.attrs["dims"]
+    shape = net.shape(o)
+    names = c.loops(shape)
+    src = [f"{shape[d] - 1} - {ix}" if d in dims else ix for d, ix in enumerate(names)]
+    c.add(f"t{o}[{_ix(names)}] = t{x}[{_ix(src)}]")
     c.close()
 
 
@@ -497,10 +552,17 @@ def _reshape(c: _Code, layer: Layer, net: Network) -> None:
 def _cast(c: _Code, layer: Layer, net: Network) -> None:
     (x,), (o,) = layer.inputs, layer.outputs
     names = c.loops(net.shape(o))
-    src = f"t{x}[{_ix(names)}]"
-    if net.tensors[x].dtype == "bool":
-        src = f"np.float32(1.0) if {src} else np.float32(0.0)"
-    c.add(f"t{o}[{_ix(names)}] = np.float32({src})")
+    src, to = f"t{x}[{_ix(names)}]", net.tensors[o].dtype
+    if to == "bool":
+        c.add(f"t{o}[{_ix(names)}] = {src} != 0")
+    elif to == "float32":
+        if net.tensors[x].dtype == "bool":
+            src = f"np.float32(1.0) if {src} else np.float32(0.0)"
+        c.add(f"t{o}[{_ix(names)}] = np.float32({src})")
+    else:   # (a float truncates toward zero, as torch's)
+        if net.tensors[x].dtype == "bool":
+            src = f"1 if {src} else 0"
+        c.add(f"t{o}[{_ix(names)}] = {_NP[to]}({src})")
     c.close()
 
 
@@ -544,7 +606,8 @@ _EMIT = {"strided": _strided, "gather": _gather, "index_select": _index_select, 
          "sort": _sort, "topk": _topk, "argmax": _argmax, "reduce": _reduce,
          "logical_not": _logical_not, "mean": _mean, "compare": _compare, "where": _where, "cumsum": _cumsum,
          "fused_pointwise": _fused_pointwise, "reshape": _reshape, "softmax": _softmax, "log_softmax": _softmax,
-         "cast": _cast, "int_scalar": _int_scalar, "expand": _expand, "permute": _permute, "cat": _cat}
+         "cast": _cast, "int_scalar": _int_scalar, "expand": _expand, "permute": _permute, "cat": _cat,
+         "int_binary": _int_binary, "one_hot": _one_hot, "flip": _flip, "roll": _roll}
 
 
 def generate_source(layer: Layer, net: Network) -> str:
