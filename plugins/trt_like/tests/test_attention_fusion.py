@@ -100,6 +100,18 @@ def test_packed_attention_becomes_the_packed_layer():
     np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("B, L, d, heads", [(2, 17, 32, 4), (1, 20, 40, 2)])   # ViT's heads of 8; 20 of 20
+def test_packed_attention_on_the_heads_kernel_matches_torch(B, L, d, heads):
+    torch.manual_seed(L)
+    m = Packed(d, heads).eval()
+    x = torch.randn(B, L, d)
+    sm, desc = _engine(m, (x,), exclude=["mkl", "numba", "numpy"])
+    assert f"attention -> {B}x{L}x{d} [numba_heads]" in desc, desc
+    with torch.no_grad():
+        want = m(x).numpy()
+    np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-5)
+
+
 def test_an_attention_whose_probabilities_are_read_elsewhere_is_not_fused():
     torch.manual_seed(6)
     m = Bert(32, 2, leak=True).eval()
