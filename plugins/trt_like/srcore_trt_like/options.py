@@ -40,7 +40,7 @@ _BOOLS = ("fusion", "timing", "timing_cache", "mkl", "nchwc", "nchwc_split", "nc
 CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "im2col_gemm_team", "packed_gemm", "winograd_f4x4", "winograd_f2x2",
                 "winograd_f4x4_team", "winograd_f2x2_team", "winograd_f4x4_packed", "winograd_f2x2_packed",
                 "depthwise_direct", "depthwise_channels_last", "depthwise_simd", "depthwise_simd8",
-                "depthwise_simd_blocked", "grouped_depthwise", "patchify_gemm", "patchify_direct",
+                "depthwise_simd_blocked", "grouped_depthwise", "patchify_gemm", "patchify_direct", "patchify_dots",
                 "simd_direct", "simd_direct_rows", "simd_direct_oc", "simd_direct_8",
                 "simd_direct_tiled",
                 "pointwise_simd", "pointwise_simd8",
@@ -57,6 +57,7 @@ CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "im2col_gemm_team", "packed_gemm", "w
                 # at more than one intra-op thread, large layers
                 "simd_direct_split", "depthwise_simd_split")
 OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl_split", "mkl", "numba", "numba_512", "numba_split", "numpy",
+                 "numba_heads",
                  "numpy_split", "segment",
                  "int8_sgemm", "int8_dgemm", "int8_simd",
                  # small stride-1 1-D convs (tactics/conv1d.py)

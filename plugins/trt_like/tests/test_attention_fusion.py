@@ -100,6 +100,18 @@ def test_packed_attention_becomes_the_packed_layer():
     np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-5)
 
 
+def test_packed_attention_on_the_heads_kernel_matches_torch():
+    B, L, d, heads = 2, 17, 32, 4   # ViT's: 17 keys, heads of 8
+    torch.manual_seed(L)
+    m = Packed(d, heads).eval()
+    x = torch.randn(B, L, d)
+    sm, desc = _engine(m, (x,), exclude=["mkl", "numba", "numpy"])
+    assert f"attention -> {B}x{L}x{d} [numba_heads]" in desc, desc
+    with torch.no_grad():
+        want = m(x).numpy()
+    np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-5)
+
+
 def test_an_attention_whose_probabilities_are_read_elsewhere_is_not_fused():
     torch.manual_seed(6)
     m = Bert(32, 2, leak=True).eval()
@@ -244,3 +256,28 @@ def test_multihead_cross_attention_node_is_three_projections_and_attention_heads
     assert not sm.partition.refused and "attention_heads ->" in desc, desc
     want = torch.relu(torch.ops.aten._native_multi_head_attention(q, kv, kv, 32, 4, w, b, pw, pb, None, False)[0])
     np.testing.assert_allclose(sm(q.numpy(), kv.numpy()), want.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.one_pass
+def test_the_heads_kernel_on_strided_projections_gives_sdpa_zeros_for_fully_masked_rows():
+    """The kernel on q, k and v as column blocks of one flat qkv, a (B, H, L, S) -inf mask with one
+    query row masked everywhere: ``safe`` gives torch SDPA's zeros there, the rest SDPA's values."""
+    from srcore_trt_like.kernels.heads import attention_heads
+
+    B, L, E, H = 2, 9, 24, 3
+    D = E // H
+    rng = np.random.default_rng(7)
+    qkv = rng.standard_normal((B, L, 3 * E), dtype=np.float32)
+    keep = rng.random((B, H, L, L)) > 0.3
+    keep[1, 2, 4] = False
+    mask = np.where(keep, 0.0, -np.inf).astype(np.float32)
+    out = np.full((B, L, E), np.nan, np.float32)
+    f = qkv.reshape(-1)
+    attention_heads(f, 0, 3 * E, f, E, 3 * E, f, 2 * E, 3 * E, B, L, L, mask, 1, np.float32(math.sqrt(D)), True, True,
+                    H, np.empty((D, L), np.float32), np.empty((L, L), np.float32), np.empty((L, L), np.float32),
+                    np.empty(L, np.float32), out)
+    q, k, v = (torch.from_numpy(qkv[..., i * E:(i + 1) * E]).reshape(B, L, H, D).transpose(1, 2) for i in range(3))
+    want = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=torch.from_numpy(keep))
+    want = want.transpose(1, 2).reshape(B, L, E).numpy()
+    assert not np.any(out[1, 4, 2 * D:3 * D]) and np.isfinite(out).all()
+    np.testing.assert_allclose(out, np.nan_to_num(want), rtol=1e-5, atol=1e-6)

@@ -174,15 +174,16 @@ def test_grouped_depthwise_matches_torch_and_takes_its_stored_layout_back(spec):
     ConvSpec((2, 3, 35, 33), 32, 16, 16),                                 # ViT's, rows and columns left over
     ConvSpec((2, 5, 12, 18), 7, (2, 3), (2, 3), relu=True, residual=True),  # 7 = 4 + 3 channels, 24 pixels
     ConvSpec((1, 4, 8, 8), 6, 2, 2, activation="gelu"),
+    ConvSpec((1, 2, 6, 3), 3, 3, 3),                                      # fewer than 4 channels and pixels
 ])
 def test_patchify_tactics_match_torch_and_take_their_stored_layout_back(spec):
-    from srcore_trt_like.conv.patchify import PatchifyDirectTactic, PatchifyGemmTactic
+    from srcore_trt_like.conv.patchify import PatchifyDirectTactic, PatchifyDotsTactic, PatchifyGemmTactic
 
     x, w, b, res = _data(spec, 4)
     ref = _reference(spec, x, w, b, res)
     if spec.activation == "gelu":
         ref = np.asarray(F.gelu(torch.from_numpy(ref)))
-    for cls in (PatchifyGemmTactic, PatchifyDirectTactic):
+    for cls in (PatchifyGemmTactic, PatchifyDirectTactic, PatchifyDotsTactic):
         t = cls(spec, w, b)
         assert t.name in [n for n, _ in conv_tactic_builders(spec, w, b)]
         for _ in range(2):
@@ -194,11 +195,11 @@ def test_patchify_tactics_match_torch_and_take_their_stored_layout_back(spec):
 @pytest.mark.parametrize("spec", [ConvSpec((1, 3, 8, 8), 4, 4, 2), ConvSpec((1, 3, 8, 8), 4, 2, 2, 1),
                                   ConvSpec((1, 4, 8, 8), 4, 2, 2, groups=2), ConvSpec((1, 3, 8, 8), 4, 1, 1)])
 def test_patchify_tactics_refuse_overlapping_padded_grouped_or_1x1_convs(spec):
-    from srcore_trt_like.conv.patchify import PatchifyDirectTactic, PatchifyGemmTactic
+    from srcore_trt_like.conv.patchify import PatchifyDirectTactic, PatchifyDotsTactic, PatchifyGemmTactic
 
     x, w, b, _ = _data(spec, 0)
-    assert not {"patchify_gemm", "patchify_direct"} & {n for n, _ in conv_tactic_builders(spec, w, b)}
-    for cls in (PatchifyGemmTactic, PatchifyDirectTactic):
+    assert not {"patchify_gemm", "patchify_direct", "patchify_dots"} & {n for n, _ in conv_tactic_builders(spec, w, b)}
+    for cls in (PatchifyGemmTactic, PatchifyDirectTactic, PatchifyDotsTactic):
         with pytest.raises(TacticSpecError, match="kernel == stride"):
             cls(spec, w, b)
 

@@ -6,7 +6,10 @@ im2col is a reshape: one GEMM row per output pixel, a patch row's ``kw`` pixels 
   against the weight with the patches operand transposed (BLAS reads it so; the output stays NCHW),
   then the epilogue;
 * ``patchify_direct``: the whole layer in one compiled call, each output pixel's channels in a vector
-  (small layers, where the calls of a gather + GEMM + epilogue are most of the time).
+  (small layers, where the calls of a gather + GEMM + epilogue are most of the time);
+* ``patchify_dots``: one compiled call too, the gathered patches against the weight as dot products
+  vectorised along C * kh * kw (ViT's 16x16 patches: 768 long, 16 pixels and 32 channels), where
+  ``patchify_direct`` has one vector of pixels per FMA.
 
 Offered beside the general tactics and chosen by timing (``tactics.py``).
 """
@@ -18,6 +21,7 @@ from ..errors import TacticSpecError
 from ..kernels import patchify as _k
 from ..kernels.conv import epilogue
 from ..kernels.scratch import SCRATCH
+from ..kernels.simd import LANES
 from .gemm import _GemmEpilogue
 from .spec import ConvSpec, ConvTactic
 
@@ -68,3 +72,22 @@ class PatchifyDirectTactic(_Patchify):
         cols = SCRATCH.get("cols", (self.w.shape[1], self.out_shape[2] * self.out_shape[3]))
         _k.direct(x, self.w, self.bias, out if residual is None else residual, residual is not None, s.relu,
                   self.act, self.slope, *s.kernel, cols, out)
+
+
+class PatchifyDotsTactic(_Patchify):
+    """The whole layer in one compiled call (:func:`..kernels.patchify.conv_dots`); the weight
+    zero-padded to a multiple of 16 columns."""
+    name = "patchify_dots"
+
+    def __init__(self, spec: ConvSpec, weight, bias, layout=None):
+        super().__init__(spec, weight, bias, layout)
+        K = self.w.shape[1]
+        self.wp = np.zeros((self.w.shape[0], -(-K // LANES) * LANES), np.float32)
+        self.wp[:, :K] = self.w
+
+    def _run(self, x, out, residual):
+        s = self.spec
+        patches = SCRATCH.get("cols", (self.out_shape[2] * self.out_shape[3], self.wp.shape[1]))
+        tile = SCRATCH.get("patchify_tile", (LANES * LANES,))
+        _k.conv_dots(x, self.wp, self.bias, out if residual is None else residual, residual is not None,
+                         s.relu, self.act, self.slope, *s.kernel, patches, tile, out)

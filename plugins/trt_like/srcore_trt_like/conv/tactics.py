@@ -41,9 +41,9 @@ the GEMM just wrote, while it is in cache).
 ``conv_nchwc_planes_blockdiag`` 2 to :data:`BLOCK_DIAGONAL_MAX_GROUPS` groups of more than one
                     channel (RegNet's / ResNet-D's group width 8): ``conv_nchwc_planes`` on the dense
                     block-diagonal weight, groups x the multiply-adds on the tuned dense kernel
-``patchify_gemm``, ``patchify_direct`` kernel == stride, unpadded, ungrouped (patch embeddings): the
-                    patches gathered as GEMM rows and one GEMM, or the whole layer in one compiled
-                    call (``patchify.py``)
+``patchify_gemm``, ``patchify_direct``, ``patchify_dots`` kernel == stride, unpadded, ungrouped (patch
+                    embeddings): the patches gathered as GEMM rows and one GEMM, or the whole layer in
+                    one compiled call, pixels or the patch (dot products) along the vector (``patchify.py``)
 ``pointwise_simd``  1x1, stride 1, unpadded, ungrouped: srcore's explicit-SIMD 1x1 kernel on the
                     NCHW input in place (``srcore.plugin.simd_pointwise``; ``simd_1x1.py``)
 ``pointwise_simd8`` the same at 8 lanes, where the CPU's vectors are 16
@@ -68,7 +68,7 @@ from .gemm import Gemm1x1Tactic, Im2colGemmTactic
 from .grouped import GroupedDepthwiseTactic, grouped_depthwise_applies
 from .nchwc import ConvNchwcPlanesTactic
 from .packed import PackedGemmTactic
-from .patchify import PatchifyDirectTactic, PatchifyGemmTactic, patchify_applies
+from .patchify import PatchifyDirectTactic, PatchifyDotsTactic, PatchifyGemmTactic, patchify_applies
 from .simd_1x1 import Simd1x1Lanes8Tactic, Simd1x1Tactic, simd_1x1_applies
 from .simd_direct import (SimdDirect8Tactic, SimdDirectOcTactic, SimdDirectRowsTactic, SimdDirectTactic,
                           SimdDirectTiledTactic, simd_direct_applies)
@@ -194,6 +194,7 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
     if patchify_applies(spec):
         out.append((PatchifyGemmTactic.name, lambda layout=None: PatchifyGemmTactic(spec, weight, bias, layout)))
         out.append((PatchifyDirectTactic.name, lambda layout=None: PatchifyDirectTactic(spec, weight, bias, layout)))
+        out.append((PatchifyDotsTactic.name, lambda layout=None: PatchifyDotsTactic(spec, weight, bias, layout)))
     if spec.groups == 1:
         out.append((PackedGemmTactic.name, lambda layout=None: PackedGemmTactic(spec, weight, bias, threads=threads, layout=layout)))
     out.append((Im2colGemmTactic.name, lambda layout=None: Im2colGemmTactic(spec, weight, bias, layout)))

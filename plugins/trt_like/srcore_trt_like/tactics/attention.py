@@ -8,7 +8,8 @@ written straight into the head's columns of the (B, L, E) output. The products a
 one MKL thread (``mkl``) or ``np.dot`` (``numpy``, numpy's BLAS):
 each is 0.5-2 M multiply-adds, too small to split (see ``tactics/mkl.py``). Small heads on short
 sequences are one compiled call for the whole layer (``numba``, :mod:`..kernels.heads`), where a
-BLAS call per head costs more than its arithmetic; the build's timing picks.
+BLAS call per head costs more than its arithmetic; the build's timing picks. The packed
+``attention`` layer (one (B, L, 3E) qkv tensor) has the same kernel as its ``numba_heads`` tactic.
 """
 from __future__ import annotations
 
@@ -99,22 +100,48 @@ def heads_mkl(layer: Layer, net: Network) -> list[Candidate]:
     return [Candidate("mkl", lambda: Kernel(run), blas="mkl")]
 
 
-def heads_numba(layer: Layer, net: Network):
-    B, L, S, E, H, D = _dims(layer, net)
-    c, divide, safe = f32(layer.attrs["scale"]), bool(layer.attrs["divide"]), bool(layer.attrs.get("safe", False))
-    if len(layer.inputs) < 4:
-        zero, step = np.zeros((1, 1, 1, S), f32), 0
-    else:
-        zero, step = None, 1 if net.shape(layer.inputs[3])[2] > 1 else 0
+def _flat(a: np.ndarray) -> np.ndarray:
+    """``a`` as a flat view (a copy only if it is not contiguous)."""
+    return a.reshape(-1)
+
+
+def _heads_kernel(B: int, L: int, S: int, D: int, c, divide: bool, safe: bool, H: int, zero, step: int):
+    """``run(qf, q0, qs, kf, k0, ks, vf, v0, vs, mask, out)``: :func:`..kernels.heads.attention_heads`
+    with this thread's scratch (``zero`` the mask when the layer has none)."""
     tls = threading.local()
 
-    def run(q, k, v, *rest):
-        mask, out = (rest[0], rest[1]) if len(rest) == 2 else (zero, rest[0])
+    def run(qf, q0, qs, kf, k0, ks, vf, v0, vs, mask, out):
         try:
             kt, s, p, mxs = tls.scratch
         except AttributeError:
             kt, s, p, mxs = tls.scratch = (np.empty((D, S), f32), np.empty((L, S), f32), np.empty((L, S), f32),
                                            np.empty(L, f32))
-        attention_heads(q, k, v, mask, step, c, divide, safe, H, kt, s, p, mxs, out)
+        attention_heads(qf, q0, qs, kf, k0, ks, vf, v0, vs, B, L, S, zero if mask is None else mask, step, c,
+                        divide, safe, H, kt, s, p, mxs, out)
     return run
 
+
+def heads_numba(layer: Layer, net: Network):
+    B, L, S, E, H, D = _dims(layer, net)
+    c, divide, safe = f32(layer.attrs["scale"]), bool(layer.attrs["divide"]), bool(layer.attrs.get("safe", False))
+    step = 0 if len(layer.inputs) < 4 or net.shape(layer.inputs[3])[2] == 1 else 1
+    kernel = _heads_kernel(B, L, S, D, c, divide, safe, H, np.zeros((1, 1, 1, S), f32), step)
+
+    def run(q, k, v, *rest):
+        mask, out = (rest[0], rest[1]) if len(rest) == 2 else (None, rest[0])
+        kernel(_flat(q), 0, E, _flat(k), 0, E, _flat(v), 0, E, mask, out)
+    return run
+
+
+def packed_numba(layer: Layer, net: Network):
+    """The packed ``attention`` layer ((B, L, 3E) qkv, no mask, scores times ``scale``) on the same
+    kernel, its q, k and v the column blocks of the one tensor."""
+    B, L, E3 = net.shape(layer.inputs[0])
+    E, H = E3 // 3, layer.attrs["heads"]
+    kernel = _heads_kernel(B, L, L, E // H, f32(layer.attrs["scale"]), False, False, H,
+                           np.zeros((1, 1, 1, L), f32), 0)
+
+    def run(qkv, out):
+        f = _flat(qkv)
+        kernel(f, 0, E3, f, E, E3, f, 2 * E, E3, None, out)
+    return run

@@ -34,6 +34,7 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("attention", "mkl", mkl.attention_candidates),
     Tactic("attention", "numba", simple("numba", nn.attention, blas="openblas")),
     Tactic("attention", "numpy", simple("numpy", numpy_layers.attention, blas="openblas")),
+    Tactic("attention", "numba_heads", simple("numba_heads", attention.packed_numba)),
     Tactic("attention_heads", "mkl", attention.heads_mkl),
     Tactic("attention_heads", "numpy", simple("numpy", attention.heads_numpy, blas="openblas")),
     Tactic("attention_heads", "numba", simple("numba", attention.heads_numba)),
