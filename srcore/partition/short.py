@@ -25,11 +25,12 @@ BUDGET = 0.03
 
 
 def short_tail(nodes: tuple[Node, ...], inputs: list[Value], outputs: list[Value]) -> bool:
-    """Whether a run below the size rule is worth timing: every result it leaves goes only to its
-    block's return (nothing after it could join it), every tensor it reads comes from a graph
-    input or a node that is not an engine (no engine boundary to save), and every input is a
-    float32 tensor of static shape (trial inputs can be made)."""
-    if not outputs:
+    """Whether a run below the size rule is worth timing: it has two nodes or more (a one-node
+    engine saves no call: its kernel, not the engine, would be what is faster), every result it
+    leaves goes only to its block's return (nothing after it could join it), every tensor it reads
+    comes from a graph input or a node that is not an engine (no engine boundary to save), and
+    every input is a float32 tensor of static shape (trial inputs can be made)."""
+    if len(nodes) < 2 or not outputs:
         return False
     ret = nodes[0].owning_block.return_node
     for v in outputs:
