@@ -9,7 +9,9 @@ vectorized loops over the gates, four rows of ``W_hh^T`` a pass), then the gates
 projection of every step stays one GEMM (numpy's BLAS) before the loop, as in ``recurrent.py``.
 
 Gate layouts are ``Prepared``'s: LSTM ``i, f, o, g`` with both biases folded into the projection;
-GRU ``r, z, n`` with ``b_hn`` apart (``r`` multiplies it). Layers without an LSTM
+GRU ``r, z, n`` with ``b_hn`` apart (``r`` multiplies it); a flag makes the GRU candidate's
+activation relu (``"gru_relu"``: relu RNNs as pinned GRUs, ``recurrent.rnn_as_gru``; no function
+of its own to compile). Layers without an LSTM
 projection (``proj_size``) take this path, a direction a call (``recurrent.run_compiled``): each
 reads its columns of the layer's projection and adds its biases itself, the reverse one walks
 time backwards, and each writes its half of the layer's output in place, in the input's own
