@@ -4,6 +4,7 @@ forced fallback by module scope, reasons from supports(), and the validity of th
 (every segment node is a node of the global graph, and engines plus the rest cover it exactly)."""
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import numpy as np
@@ -277,3 +278,74 @@ def test_mini_graphs_are_valid_and_cover_the_graph_exactly(min_block):
     assert len(toy.built) == {1: 2, 2: 2, 3: 1}[min_block]
     x = np.random.default_rng(4).standard_normal((3, 16)).astype(np.float32)
     np.testing.assert_allclose(sm(x), plain(x), rtol=1e-6, atol=1e-6)
+
+
+# -- short tails (srcore/partition/short.py) ------------------------------------------------------
+TAIL = """graph(%x : Float(4, 8)):
+  %one : int = prim::Constant[value=1]()
+  %c : Tensor = aten::cumsum(%x, %one)
+  %a : Tensor = aten::relu(%c)
+  %t : Tensor = aten::tanh(%a)
+  return (%t)
+"""
+
+
+def _busy(seconds):
+    t0 = time.process_time()
+    while time.process_time() - t0 < seconds:
+        pass
+
+
+def _tail_toy(slow_engine):
+    """Toy engines computing ``tanh(relu(x))`` straight in numpy, ``slow_engine``: 1 ms of CPU a call."""
+    toy = toy_with("aten::relu", "aten::tanh")
+
+    def build(segment):
+        toy.built.append(segment)
+
+        def engine(x):
+            if slow_engine:
+                _busy(1e-3)
+            return np.tanh(np.maximum(x, 0))
+        return engine
+    toy.build = build
+    return toy
+
+
+@pytest.mark.one_pass   # load-time partitioning
+@pytest.mark.parametrize("engine_faster", [True, False])
+def test_a_short_tail_is_an_engine_when_the_build_timing_says_it_pays(engine_faster, monkeypatch):
+    """A 2-node run under the size rule (3) that ends the graph, fed by a node no engine took (the
+    cumsum), is built and timed against the run node by node on cpu: kept when the engine's best
+    call is the faster (the fallback made 1 ms slower), refused as "too small" with the timing
+    when it is the slower (the engine made 1 ms slower); the answer is numpy's either way."""
+    from srcore.partition.fallback import SegmentFallback
+
+    toy = _tail_toy(slow_engine=not engine_faster)
+    if engine_faster:
+        real = SegmentFallback.__call__
+        monkeypatch.setattr(SegmentFallback, "__call__", lambda self, *xs: (_busy(1e-3), real(self, *xs))[1])
+    sm = load(toy, TAIL)
+    assert len(toy.built) == 1
+    (seg,) = sm.partition.segments
+    assert seg.ops == ("aten::relu", "aten::tanh")
+    if engine_faster:
+        assert seg.status == "engine"
+        assert compute_kinds(sm.graph) == ["aten::cumsum", ENGINE_KIND]
+    else:
+        assert seg.status == "too small" and "timed at build" in seg.reason, seg.reason
+        assert compute_kinds(sm.graph) == ["aten::cumsum", "aten::relu", "aten::tanh"]
+    x = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
+    np.testing.assert_allclose(sm(x), np.tanh(np.maximum(np.cumsum(x, 1), 0)), rtol=1e-6)
+
+
+@pytest.mark.one_pass   # load-time partitioning
+def test_a_short_run_that_is_not_a_tail_is_not_built():
+    """The same 2-node run with a node after it (nothing about the graph's end) keeps the size rule
+    without a build: the segment may not merge with anything, but a run mid-graph is not timed."""
+    toy = _tail_toy(slow_engine=False)
+    text = TAIL.replace("  return (%t)", "  %s : Tensor = aten::cumsum(%t, %one)\n  return (%s)")
+    sm = load(toy, text)
+    assert toy.built == []
+    (seg,) = sm.partition.segments
+    assert seg.status == "too small" and "timed" not in seg.reason

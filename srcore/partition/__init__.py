@@ -5,7 +5,8 @@ For every backend in the module's priority list that has an engine builder
 
 1. mark the nodes the builder ``supports`` and that are pure (:mod:`.segments`);
 2. group them into maximal runs per block; runs shorter than
-   ``Options.engine_min_block_size`` stay node by node;
+   ``Options.engine_min_block_size`` stay node by node (but a short tail whose engine
+   times faster at build, :mod:`.short`);
 3. cut each run out as a :class:`srcore.plugin.Segment` and ask the builder for an
    engine; put one ``srcore::engine`` node in its place (:mod:`.extract`);
 4. a builder that refuses (:class:`srcore.EngineBuildError`) or fails leaves the

@@ -17,6 +17,7 @@ from .fallback import SegmentFallback
 from .dependencies import program_order
 from .lists import freeze_appended_lists
 from .segments import Eligibility, boundary, find_candidates
+from .short import short_tail, slower_than_fallback
 
 log = logging.getLogger("srcore.partition")
 
@@ -194,12 +195,13 @@ class _Builder:
 
         def refused(status, why):
             return SegmentReport(name, backend, ops, source, status, why), None, None
-        if len(nodes) < options.engine_min_block_size and not whole:
-            return refused("too small", f"{len(nodes)} node(s) < Options.engine_min_block_size="
-                                        f"{options.engine_min_block_size}")
+        small = len(nodes) < options.engine_min_block_size and not whole
+        too_small = f"{len(nodes)} node(s) < Options.engine_min_block_size={options.engine_min_block_size}"
         chain = self.chains.needed(nodes)
         absorbed = frozenset(self.chains.absorbed(nodes, chain)) if chain else frozenset()
         inputs, outputs = boundary(nodes, tuple(chain), absorbed)
+        if small and not short_tail(nodes, inputs, outputs):
+            return refused("too small", too_small)
         if not outputs:
             return refused("fallback", "the segment's results are unused")
         members = program_order([*nodes, *chain]) if chain else nodes
@@ -221,6 +223,10 @@ class _Builder:
             return refused("fallback", f"the builder failed: {type(exc).__name__}: {exc}")
         if not callable(engine):
             return refused("fallback", f"the builder returned {type(engine).__name__}, not a callable engine")
+        if small:   # a short tail: kept only if the build's timing says it pays (short.py)
+            why = slower_than_fallback(engine, segment)
+            if why:
+                return refused("too small", f"{too_small}; {why}")
         seconds = time.perf_counter() - t0
         describe = getattr(engine, "describe", None)
         taken = tuple(n for n in chain if id(n) in absorbed)   # originals nothing else reads: they go

@@ -283,11 +283,11 @@ def test_cells_match_torch(mode, bias, dtype, batched):
     assert spec.fn(x, hx, out=outs) is outs
     for gi, wi in zip(outs if mode == "lstm" else (outs,), want if mode == "lstm" else (want,)):
         close(gi, wi, dtype)
-    # float32 LSTM / GRU / tanh RNN steps run the layers' compiled loop (one step; the RNN as a
-    # pinned GRU); relu RNNs and float64 the numpy step
+    # float32 LSTM / GRU / tanh and relu RNN steps run the layers' compiled loop (one step; the RNNs
+    # as pinned GRUs); float64 the numpy step
     steps = [c.cell_contents for c in spec.fn.__closure__ if callable(c.cell_contents)
              and getattr(c.cell_contents, "__name__", "") == "step"]
-    assert len(steps) == (mode != "rnn_relu" and dtype == np.float32)
+    assert len(steps) == (dtype == np.float32)
 
 
 def test_cell_matcher_declines_runtime_weights():
@@ -601,9 +601,10 @@ def test_compiled_recurrence_through_static_modules():
 @pytest.mark.one_pass   # kernel calls only
 @pytest.mark.parametrize("bias", [True, False])
 def test_tanh_rnn_runs_as_pinned_gru(bias, monkeypatch):
-    """A float32 tanh RNN with constant weights (hidden <= PINNED_GRU_MAX_HIDDEN) runs the compiled
-    GRU loop with its reset gate pinned open and its update gate shut: against torch, 2 layers,
-    bidirectional, given states, into ``out``; a relu RNN and a float64 one keep the numpy loop."""
+    """A float32 tanh / relu RNN with constant weights (hidden <= PINNED_GRU_MAX_HIDDEN) runs the
+    compiled GRU loop (a relu one its relu candidate) with its reset gate pinned open and its update
+    gate shut: against torch, 2 layers, bidirectional, given states, into ``out``; a float64 one
+    keeps the numpy loop."""
     rng = np.random.default_rng(12)
     compiled = []
     real = R._compiled_layer
@@ -621,7 +622,7 @@ def test_tanh_rnn_runs_as_pinned_gru(bias, monkeypatch):
         states = random_states(mode, m, 3, np.float32, rng)
         compiled.clear()
         got = k(x, states, params, bias, 2, 0.0, False, True, False)
-        assert compiled == (["gru", "gru"] if mode == "rnn_tanh" else [])
+        assert compiled == ["gru", "gru"]
         want = reference(mode, m, x, states)
         for g, w in zip(got, want):
             close(g, w, np.float32)
@@ -636,3 +637,11 @@ def test_tanh_rnn_runs_as_pinned_gru(bias, monkeypatch):
         for g, w in zip(got, reference(mode, m.double(), x64, s64)):
             close(g, w, np.float64)
         m.float()
+        if mode == "rnn_relu" and bias:
+            # every relu candidate (chosen by timing at load), with negative pre-activations
+            from srcore_cpu.kernels import jit_recurrent as JR
+
+            prep = R.rnn_as_gru(params, bias, 2, True, np.float32, "aten::rnn_relu.input")
+            for fn in JR.candidates("gru_relu"):
+                for g, w in zip(R.run_compiled(prep, x, False, states, jit={"gru": fn})[:2], want):
+                    close(g, w, np.float32)

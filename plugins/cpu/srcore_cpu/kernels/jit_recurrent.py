@@ -9,7 +9,9 @@ vectorized loops over the gates, four rows of ``W_hh^T`` a pass), then the gates
 projection of every step stays one GEMM (numpy's BLAS) before the loop, as in ``recurrent.py``.
 
 Gate layouts are ``Prepared``'s: LSTM ``i, f, o, g`` with both biases folded into the projection;
-GRU ``r, z, n`` with ``b_hn`` apart (``r`` multiplies it). Layers without an LSTM
+GRU ``r, z, n`` with ``b_hn`` apart (``r`` multiplies it); a flag makes the GRU candidate's
+activation relu (``"gru_relu"``: relu RNNs as pinned GRUs, ``recurrent.rnn_as_gru``; no function
+of its own to compile). Layers without an LSTM
 projection (``proj_size``) take this path, a direction a call (``recurrent.run_compiled``): each
 reads its columns of the layer's projection and adds its biases itself, the reverse one walks
 time backwards, and each writes its half of the layer's output in place, in the input's own
@@ -218,16 +220,26 @@ def _lstm_body(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev, tag, nl):
 
 
 @numba.njit(inline="always", **JIT)
-def _gru_gates(row, acc, bhn, h, b, H):
-    for u in range(H):
-        r = sigmoid(row[u] + acc[u])
-        z = sigmoid(row[H + u] + acc[H + u])
-        n = tanh(row[2 * H + u] + r * (acc[2 * H + u] + bhn[u]))
-        h[b, u] = n + z * (h[b, u] - n)
+def _gru_gates(row, acc, bhn, h, b, H, relu):
+    # ``relu``: the candidate's activation is relu (a relu RNN as a pinned GRU); the branch outside
+    # the loop keeps each loop vectorized
+    if relu:
+        for u in range(H):
+            r = sigmoid(row[u] + acc[u])
+            z = sigmoid(row[H + u] + acc[H + u])
+            n = row[2 * H + u] + r * (acc[2 * H + u] + bhn[u])
+            n = _F(0.0) if n < _F(0.0) else n   # NaN stays NaN, as torch's relu
+            h[b, u] = n + z * (h[b, u] - n)
+    else:
+        for u in range(H):
+            r = sigmoid(row[u] + acc[u])
+            z = sigmoid(row[H + u] + acc[H + u])
+            n = tanh(row[2 * H + u] + r * (acc[2 * H + u] + bhn[u]))
+            h[b, u] = n + z * (h[b, u] - n)
 
 
 @numba.njit(inline="always", **JIT)
-def _gru_body(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl):
+def _gru_body(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl, relu):
     """One direction of a GRU layer, as :func:`_lstm_body`: (r, z, n) at columns ``goff:goff + 3H``
     of ``xp``, ``bias`` the input biases with ``b_hh`` of r and z folded in, ``bhn`` (H,) apart (r
     multiplies it), the state ``h`` (B, H) updated in place."""
@@ -248,7 +260,7 @@ def _gru_body(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl):
                 for g in range(G):
                     acc[g] = _F(0.0)
                 _gemv_regs(h, b, whhT, acc, tag, nl)
-                _gru_gates(row, acc, bhn, h, b, H)
+                _gru_gates(row, acc, bhn, h, b, H, relu)
                 _put(h, b, y, q, yoff)
         else:
             for b in range(B):
@@ -257,7 +269,7 @@ def _gru_body(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl):
                 accs[k] = _F(0.0)
             _gemv_rows(h, whhT, accs)
             for b in range(B):
-                _gru_gates(rows[b * G:(b + 1) * G], accs[b * G:(b + 1) * G], bhn, h, b, H)
+                _gru_gates(rows[b * G:(b + 1) * G], accs[b * G:(b + 1) * G], bhn, h, b, H, relu)
                 _put(h, b, y, t * ts + b * bs, yoff)
 
 
@@ -273,30 +285,34 @@ def _lstm_layer_512(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev, tag, nl):
 
 
 @numba.njit(**JIT)
-def _gru_layer(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl):
-    _gru_body(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl)
+def _gru_layer(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl, relu):
+    _gru_body(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl, relu)
 
 
 @numba.njit(**JIT)
-def _gru_layer_512(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl):
+def _gru_layer_512(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl, relu):
     prefer_512()
-    _gru_body(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl)
+    _gru_body(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl, relu)
 
 
 def _sig(mode: str, lanes: int) -> str:
     tag = "float32[:, ::1]" if lanes == 16 else "float32[::1]"   # simd_vec's width tag
     state = "float32[:, ::1]" if mode == "lstm" else "float32[::1]"
     return (f"void(float32[:, ::1], int64, int64, int64, float32[::1], float32[:, ::1], {state}, "
-            f"float32[:, ::1], float32[:, ::1], int64, boolean, {tag}, int64)")
+            f"float32[:, ::1], float32[:, ::1], int64, boolean, {tag}, int64{'' if mode == 'lstm' else ', boolean'})")
 
 
 _VARIANTS = {"lstm": ((_lstm_layer, _lstm_layer_512), 4), "gru": ((_gru_layer, _gru_layer_512), 3)}
+#: ``"gru_relu"``: the GRU loops with a relu candidate (a relu RNN as a pinned GRU): the same
+#: compiled functions as ``"gru"``'s, a flag apart
+_BASE = {"lstm": "lstm", "gru": "gru", "gru_relu": "gru"}
 _candidates: dict[str, list] = {}
 _chosen: dict[tuple[str, int], object] = {}
 _STEPS = 32     # timesteps of the timing run: ~0.1 ms a call at hidden 128
 
 
 def _args(mode, hidden, rng):
+    mode = _BASE[mode]
     g = _VARIANTS[mode][1] * hidden
     xp = rng.standard_normal((_STEPS, g), dtype=np.float32)
     bias = np.zeros(g, np.float32)
@@ -311,18 +327,20 @@ def _args(mode, hidden, rng):
 
 
 def candidates(mode: str) -> list:
-    """The layer loops of ``mode`` (``"lstm"`` or ``"gru"``), one direction a call, each
+    """The layer loops of ``mode`` (``"lstm"``, ``"gru"`` or ``"gru_relu"``), one direction a call, each
     ``fn(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev)`` (LSTM) or ``fn(xp, ts, bs, goff, bias,
     whhT, bhn, h, y, yoff, rev)`` (GRU; see :func:`_lstm_body`), compiled now (or loaded from numba's cache): LLVM's
     default vector width, 512-bit vectors (:func:`.jit.prefer_512`), and 512-bit with the GEMV in
     registers at the CPU's vector width (:func:`_gemv_regs`); the first is the default."""
     if mode not in _candidates:
-        (narrow, wide), _ = _VARIANTS[mode]
+        base = _BASE[mode]
+        (narrow, wide), _ = _VARIANTS[base]
         lanes = simd_conv.lanes()
         tag = np.zeros((1, 1) if lanes == 16 else 1, np.float32)
-        sig = _sig(mode, lanes)
-        _candidates[mode] = [_bind(_J.compiled(narrow, sig), tag, 0), _bind(_J.compiled(wide, sig), tag, 0),
-                             _bind(_J.compiled(wide, sig), tag, lanes)]
+        sig = _sig(base, lanes)
+        bind = _bind if base == "lstm" else (lambda fn, tag, nl: _bind_gru(fn, tag, nl, mode == "gru_relu"))
+        _candidates[mode] = [bind(_J.compiled(narrow, sig), tag, 0), bind(_J.compiled(wide, sig), tag, 0),
+                             bind(_J.compiled(wide, sig), tag, lanes)]
     return _candidates[mode]
 
 
@@ -332,8 +350,14 @@ def _bind(fn, tag, nl):
     return run
 
 
+def _bind_gru(fn, tag, nl, relu):
+    def run(xp, ts, bs, goff, bias, whhT, a, b, y, yoff, rev):
+        fn(xp, ts, bs, goff, bias, whhT, a, b, y, yoff, rev, tag, nl, relu)
+    return run
+
+
 def kernels(mode: str, hidden: int | None) -> dict:
-    """``{mode: fn}``, the layer loop for ``mode`` (``"lstm"`` or ``"gru"``; :func:`kernel`), for
+    """``{mode: fn}``, the layer loop for ``mode`` (``"lstm"``, ``"gru"``, ``"gru_relu"``; :func:`kernel`), for
     ``run_lockstep``; ``hidden`` None (weights not known at load): the default of :func:`candidates`."""
     if hidden is None:
         return {mode: candidates(mode)[0]}
@@ -341,7 +365,7 @@ def kernels(mode: str, hidden: int | None) -> dict:
 
 
 def kernel(mode: str, hidden: int):
-    """The layer loop of ``mode`` (``"lstm"`` or ``"gru"``) for ``hidden`` units: whichever of
+    """The layer loop of ``mode`` (``"lstm"``, ``"gru"``, ``"gru_relu"``) for ``hidden`` units: whichever of
     :func:`candidates` ran a ``hidden``-unit layer fastest here (once per mode and size and process;
     another than the default must win by 3%). The matcher calls this at load."""
     key = (mode, hidden)

@@ -170,16 +170,17 @@ def prepare(mode: str, params, has_biases: bool, num_layers: int, bidirectional:
 
 #: a pre-activation that pins a GRU gate: float32 ``sigmoid(+_PIN)`` is 1, ``sigmoid(-_PIN)`` 0
 _PIN = 1.0e4
-#: the largest hidden size whose tanh RNN runs as a pinned GRU (:func:`tanh_as_gru`): its GEMMs do
+#: the largest hidden size whose tanh / relu RNN runs as a pinned GRU (:func:`rnn_as_gru`): its GEMMs do
 #: three times the multiply-adds (the pinned gates' zero rows), a loss once steps are arithmetic,
 #: not the per-step numpy calls of :func:`run_lockstep`
 PINNED_GRU_MAX_HIDDEN = 128
 
 
 def pinned_gru_weights(w_ih, w_hh, b_ih, b_hh, dtype):
-    """One ``rnn_tanh`` direction's weights (biases None: zeros) as a GRU's ``(w_ih, w_hh, b_ih,
+    """One ``rnn_tanh`` / ``rnn_relu`` direction's weights (biases None: zeros) as a GRU's ``(w_ih, w_hh, b_ih,
     b_hh)`` whose reset gate is pinned open (r = 1) and update gate shut (z = 0): the GRU step
-    ``h' = n + z (h - n)`` is then ``n = tanh(W_ih x + b_ih + W_hh h + b_hh)``, the RNN's, exactly.
+    ``h' = n + z (h - n)`` is then ``n = tanh(W_ih x + b_ih + W_hh h + b_hh)``, the RNN's, exactly
+    (a relu RNN: the GRU loop's relu candidate, ``jit_recurrent``'s ``"gru_relu"``).
     The pinned gates' weight rows are zeros, their input biases ``+-_PIN``. (An infinite input makes
     a pinned gate NaN through its zero row, where torch's tanh would give +-1.)"""
     h = w_hh.shape[0]
@@ -192,8 +193,8 @@ def pinned_gru_weights(w_ih, w_hh, b_ih, b_hh, dtype):
             pins, np.concatenate([np.zeros(2 * h, dt), b_hh]))
 
 
-def tanh_as_gru(params, has_biases: bool, num_layers: int, bidirectional: bool, dtype, op: str) -> Prepared:
-    """A (checked) ``rnn_tanh`` op's flat ``params`` prepared as a GRU's (:func:`pinned_gru_weights`
+def rnn_as_gru(params, has_biases: bool, num_layers: int, bidirectional: bool, dtype, op: str) -> Prepared:
+    """A (checked) ``rnn_tanh`` / ``rnn_relu`` op's flat ``params`` prepared as a GRU's (:func:`pinned_gru_weights`
     per direction), for the compiled GRU loop: no loop of its own to compile."""
     per = 4 if has_biases else 2
     flat = []
@@ -594,7 +595,7 @@ def _run_input(mode, cache, input, hx, params, has_biases, num_layers, dropout, 
     dt = _dtype_of(op, input)
     prep = cache.get(mode, params, has_biases, num_layers, bidirectional, dt, op)
     h0, c0 = _states(op, mode, hx)
-    if mode == "rnn_tanh" and jit is not None and "pinned" in jit and dt == np.float32:
+    if mode in ("rnn_tanh", "rnn_relu") and jit is not None and "pinned" in jit and dt == np.float32:
         prep = _pinned(jit["pinned"], prep, params, has_biases, num_layers, bidirectional, op)
     if compiled_applies(prep, jit, input):
         results = run_compiled(prep, input, batch_first, h0, c0, op, jit, out)
@@ -611,10 +612,10 @@ def _run_input(mode, cache, input, hx, params, has_biases, num_layers, dropout, 
 
 
 def _pinned(holder: list, prep: Prepared, params, has_biases, num_layers, bidirectional, op) -> Prepared:
-    """The GRU form of a tanh RNN's ``prep`` (:func:`tanh_as_gru`), kept beside the ``prep`` it
+    """The GRU form of a tanh / relu RNN's ``prep`` (:func:`rnn_as_gru`), kept beside the ``prep`` it
     was made from in ``holder`` (the node's: ``[prep, gru]``) while the weight cache returns that one."""
     if holder[0] is not prep:
-        holder[:] = [prep, tanh_as_gru(params, has_biases, num_layers, bidirectional, np.float32, op)]
+        holder[:] = [prep, rnn_as_gru(params, has_biases, num_layers, bidirectional, np.float32, op)]
     return holder[1]
 
 
@@ -695,8 +696,8 @@ def recurrent_matcher(node: NodeInfo):
     jit = None
     src = node.args[0].type if node.args else None
     prep = cache.prepared
-    # a tanh RNN of known, small weights runs as a pinned GRU (tanh_as_gru)
-    pinned = mode == "rnn_tanh" and prep is not None and prep.hidden <= PINNED_GRU_MAX_HIDDEN
+    # a tanh / relu RNN of known, small weights runs as a pinned GRU (rnn_as_gru)
+    pinned = mode in ("rnn_tanh", "rnn_relu") and prep is not None and prep.hidden <= PINNED_GRU_MAX_HIDDEN
     if (mode in ("lstm", "gru") or pinned) and getattr(src, "dtype", None) == "float32":
         from .jit_recurrent import kernels   # imports numba: only models with float32 LSTM / GRU
 
@@ -704,7 +705,8 @@ def recurrent_matcher(node: NodeInfo):
             holder = [None, None]
             prep = _pinned(holder, prep, list(params), node.const("has_biases"), node.const("num_layers"),
                            node.const("bidirectional"), node.op)
-        jit = kernels("gru" if pinned else mode, None if prep is None else prep.hidden)
+        loop = ("gru_relu" if mode == "rnn_relu" else "gru") if pinned else mode
+        jit = {"gru" if pinned else mode: kernels(loop, None if prep is None else prep.hidden)[loop]}
         jit["dots"] = _projection_gemms(prep, getattr(src, "shape", None))
         if pinned:
             jit["pinned"] = holder

@@ -146,20 +146,23 @@ def _make_const_cell(mode, w_ih, w_hh, b_ih, b_hh):
 
 def _compiled_step(mode, cw: CellWeights, weights):
     """``step(input, hx, out)`` for float32 LSTM / GRU weights (``cw``; a small tanh RNN's
-    ``weights`` as a pinned GRU's, :func:`.recurrent.pinned_gru_weights`): the input projection as
-    one GEMM, then the layers' compiled loop for one step, the states updated in the output rows
-    (the loop updates its states in place); None for relu RNNs. ``step`` returns None (the numpy step
+    ``weights`` as a pinned GRU's, :func:`.recurrent.pinned_gru_weights`; a relu one's too, on the
+    loop's relu candidate): the input projection as one GEMM, then the layers' compiled loop for one
+    step, the states updated in the output rows (the loop updates its states in place); None for
+    larger RNNs. ``step`` returns None (the numpy step
     takes it, and reports what is wrong) unless the input is 2-D (B, I) and the states float32 (B, H)."""
     from .recurrent import PINNED_GRU_MAX_HIDDEN, aligned, pinned_gru_weights
 
-    if mode == "rnn_tanh" and cw.hidden <= PINNED_GRU_MAX_HIDDEN:
-        mode, cw = "gru", prepare_cell("gru", *pinned_gru_weights(*weights, np.float32), np.float32, "aten::rnn_tanh_cell")
+    loop = mode
+    if mode in ("rnn_tanh", "rnn_relu") and cw.hidden <= PINNED_GRU_MAX_HIDDEN:
+        loop = "gru" if mode == "rnn_tanh" else "gru_relu"
+        mode, cw = "gru", prepare_cell("gru", *pinned_gru_weights(*weights, np.float32), np.float32, f"aten::{mode}_cell")
     if mode not in ("lstm", "gru"):
         return None
     from .jit_recurrent import kernel   # imports numba: only models with float32 LSTM / GRU cells
 
     hidden, g = cw.hidden, cw.whhT.shape[1]
-    run = kernel(mode, hidden)
+    run = kernel(loop, hidden)
     wihT, whhT = cw.wihT, aligned(cw.whhT, np.float32)
     bias = np.zeros(g, np.float32) if cw.bias is None else np.ascontiguousarray(cw.bias, np.float32)
     bhn = np.zeros(hidden, np.float32) if cw.bhn is None else np.ascontiguousarray(cw.bhn, np.float32)
