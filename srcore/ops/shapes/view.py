@@ -307,7 +307,7 @@ def cat(ctx: Ctx):
     ranks = {t.rank for t in ts}
     if len(ranks - {None}) > 1:
         raise ctx.fail(f"cat of tensors with different ranks {sorted(ranks - {None})}")
-    if d is UNKNOWN or ranks == {None}:
+    if d is UNKNOWN or ranks <= {None}:   # (an empty list: the kernel raises torch's error)
         return [tt(dtype, None)]
     # an input of unknown rank has the others' rank (or is a skipped legacy empty): the rank is known,
     # its size along ``d`` is not
