@@ -166,8 +166,6 @@ def test_static_quantized_net_matches_torch_bit_for_bit(engine, kind):
 ONNX_DEFAULT = ("scan_two_inputs_outdir", "compress_noaxis_short", "reversesequence_b0", "lppool_pads_ceil",
                 "mvn_default", "pad_edge_reflect_batch", "pad_wrap19", "matmulinteger_per_column", "loop_trip",
                 "if_computed", "cumsum_ex1_rev1", "reducemean_axes_input18")
-#: hand-built cases srcore refuses, and why (a ConversionError naming the node)
-ONNX_REFUSED = {"unique_sorted": "Unique: data-dependent sizes of four outputs; no kernel"}
 
 
 def _onnx_cases():
@@ -182,11 +180,6 @@ def test_hand_built_onnx_matches_onnxruntime(name):
     from heldout4_onnx import CASES
 
     proto, feeds = CASES[name]
-    if name in ONNX_REFUSED:
-        op = ONNX_REFUSED[name].split(":")[0]
-        with pytest.raises(srcore.ConversionError, match=f"{op} node"):
-            srcore.from_onnx(proto)
-        return
     want = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
     got = srcore.StaticModule(srcore.from_onnx(proto))(**feeds)
     got = list(got) if isinstance(got, (tuple, list)) else [got]
@@ -200,7 +193,7 @@ def test_hand_built_onnx_matches_onnxruntime(name):
 def test_every_default_onnx_case_exists():
     from heldout4_onnx import CASES
 
-    assert set(ONNX_DEFAULT) | set(ONNX_REFUSED) <= set(CASES)
+    assert set(ONNX_DEFAULT) <= set(CASES)
 
 
 def test_opset8_scan_is_refused_naming_it():

@@ -49,6 +49,32 @@ def if_(cx: NodeContext):
                  for o, t in zip(node.outputs, types))
 
 
+def _loop_node(cx: NodeContext, trip, cond, init_values, carried_types, n_lists: int):
+    """A ``prim::Loop`` carrying ``init_values`` and ``n_lists`` empty tensor lists (the scan outputs
+    its body appends to), appended to the current block: ``(node, body block, iteration input,
+    the block's carried inputs, the block's list inputs)``."""
+    conv = cx.conv
+    lists = [cx.op("prim::ListConstruct", types=[ListType(TensorType())]) for _ in range(n_lists)]
+    node = conv.graph.create("prim::Loop", [conv.builder.value(trip), conv.builder.value(cond), *init_values, *lists],
+                             [*carried_types, *[ListType(TensorType())] * n_lists], source=cx.source)
+    conv.builder.block.append(node)
+    blk = node.add_block()
+    i = blk.add_input(INT)
+    block_carried = [blk.add_input(t) for t in carried_types]
+    block_lists = [blk.add_input(ListType(TensorType())) for _ in range(n_lists)]
+    return node, blk, i, block_carried, block_lists
+
+
+def _append_scan_outputs(cx: NodeContext, block_lists, outs) -> list:
+    """The body's scan outputs ``outs`` appended to the loop's lists (the new lists)."""
+    res = []
+    for lst, v in zip(block_lists, outs):
+        if v.seq:
+            raise Unsupported("a sequence scan output")
+        res.append(cx.op("aten::append", lst, cx.conv.tensor_of(v), types=[ListType(TensorType())]))
+    return res
+
+
 def loop(cx: NodeContext):
     conv = cx.conv
     body = cx.attr("body")
@@ -63,17 +89,9 @@ def loop(cx: NodeContext):
     cond = _to_bool(cx, cx.val(1)) if cx.has(1) else True
     init = [cx.val(2 + k) for k in range(n_carried)]
     init_values = [_value_of(cx, v) for v in init]
-    scan_lists = [cx.op("prim::ListConstruct", types=[ListType(TensorType())]) for _ in range(n_scan)]
     carried_types = [_out_type(t) for t in cx.out_types[:n_carried]]
     carried_types = [t if t != TensorType() else v.type for t, v in zip(carried_types, init_values)]
-    node = conv.graph.create("prim::Loop", [conv.builder.value(trip), conv.builder.value(cond), *init_values,
-                                            *scan_lists],
-                             [*carried_types, *[ListType(TensorType())] * n_scan], source=cx.source)
-    conv.builder.block.append(node)
-    blk = node.add_block()
-    i = blk.add_input(INT)
-    block_carried = [blk.add_input(t) for t in carried_types]
-    block_lists = [blk.add_input(ListType(TensorType())) for _ in range(n_scan)]
+    node, blk, i, block_carried, block_lists = _loop_node(cx, trip, cond, init_values, carried_types, n_scan)
     body_inputs = [Val("iter", TensorType("int64", ()), ints=[i], scalar=True, block=blk),
                    Val("cond", TensorType("bool", ()), const=np.array(True))]
     body_inputs += [Val(v.name, v.type, tensor=b, seq=v.seq, block=blk) for v, b in zip(init, block_carried)]
@@ -82,11 +100,7 @@ def loop(cx: NodeContext):
         keep_going = _to_bool(cx, outs[0])
         res = [conv.builder.value(keep_going)]
         res += [_value_of(cx, v) for v in outs[1:1 + n_carried]]
-        for lst, v in zip(block_lists, outs[1 + n_carried:]):
-            if v.seq:
-                raise Unsupported("a sequence scan output")
-            res.append(cx.op("aten::append", lst, conv.tensor_of(v), types=[ListType(TensorType())]))
-        return res
+        return res + _append_scan_outputs(cx, block_lists, outs[1 + n_carried:])
 
     conv.convert_subgraph(body, blk, body_inputs, cx.scope, "body", finish)
     outs = [Val("", t, tensor=o, seq=isinstance(t, ListType), block=conv.builder.block)
@@ -116,16 +130,8 @@ def scan(cx: NodeContext):
     trip = dim_item(cx, n_state, xs[0], axes[0])
     init = [cx.val(j) for j in range(n_state)]
     init_values = [_value_of(cx, v) for v in init]
-    scan_lists = [cx.op("prim::ListConstruct", types=[ListType(TensorType())]) for _ in range(k)]
     carried_types = [v.type for v in init_values]
-    node = conv.graph.create("prim::Loop", [conv.builder.value(trip), conv.builder.value(True), *init_values,
-                                            *scan_lists],
-                             [*carried_types, *[ListType(TensorType())] * k], source=cx.source)
-    conv.builder.block.append(node)
-    blk = node.add_block()
-    i = blk.add_input(INT)
-    block_carried = [blk.add_input(t) for t in carried_types]
-    block_lists = [blk.add_input(ListType(TensorType())) for _ in range(k)]
+    node, blk, i, block_carried, block_lists = _loop_node(cx, trip, True, init_values, carried_types, k)
     body_inputs = [Val(v.name, v.type, tensor=b, seq=v.seq, block=blk) for v, b in zip(init, block_carried)]
     with BlockScope(conv.builder, blk):
         last = trip - 1 if isinstance(trip, int) else cx.int_op("aten::sub", trip, 1)
@@ -138,11 +144,7 @@ def scan(cx: NodeContext):
     def finish(outs):
         res = [conv.builder.value(True)]
         res += [_value_of(cx, v) for v in outs[:n_state]]
-        for lst, v in zip(block_lists, outs[n_state:]):
-            if v.seq:
-                raise Unsupported("a sequence scan output")
-            res.append(cx.op("aten::append", lst, conv.tensor_of(v), types=[ListType(TensorType())]))
-        return res
+        return res + _append_scan_outputs(cx, block_lists, outs[n_state:])
 
     conv.convert_subgraph(body, blk, body_inputs, cx.scope, "body", finish)
     outs = [Val("", t, tensor=o, seq=isinstance(t, ListType), block=conv.builder.block)
