@@ -160,15 +160,22 @@ def _int_conv(cx: NodeContext, xi: int, wi: int, x_zp: np.ndarray, w_zp: np.ndar
     return cx.op("aten::round", y)   # fast algorithms (Winograd) leave float64 noise far below 0.5
 
 
-def qlinear_conv(cx: NodeContext):
-    _data(cx, 0, "x")
-    _data(cx, 3, "w")
-    xs, xz = _qparam(cx, 1, "x_scale"), _qparam(cx, 2, "x_zero_point")
-    ws, wz = _qparam(cx, 4, "w_scale"), _qparam(cx, 5, "w_zero_point")
+def _qlinear_operands(cx: NodeContext, a: str, b: str):
+    """The eight inputs of QLinearConv / QLinearMatMul checked: the two quantized operands (inputs 0
+    and 3) and the scales and zero points of both and of the output; also the output's dtype."""
+    _data(cx, 0, a)
+    _data(cx, 3, b)
+    a_s, a_z = _qparam(cx, 1, f"{a}_scale"), _qparam(cx, 2, f"{a}_zero_point")
+    b_s, b_z = _qparam(cx, 4, f"{b}_scale"), _qparam(cx, 5, f"{b}_zero_point")
     ys, yz = _qparam(cx, 6, "y_scale"), _qparam(cx, 7, "y_zero_point")
     out = str(yz.dtype)
     if out not in _RANGE:
         raise Unsupported(f"y_zero_point of dtype {out}")
+    return a_s, a_z, b_s, b_z, ys, yz, out
+
+
+def qlinear_conv(cx: NodeContext):
+    xs, xz, ws, wz, ys, yz, out = _qlinear_operands(cx, "x", "w")
     _scalar(xs, 1, "x_scale")
     bias = None
     if cx.has(8):
@@ -218,14 +225,7 @@ def matmul_integer(cx: NodeContext):
 
 
 def qlinear_matmul(cx: NodeContext):
-    _data(cx, 0, "a")
-    _data(cx, 3, "b")
-    as_, az = _qparam(cx, 1, "a_scale"), _qparam(cx, 2, "a_zero_point")
-    bs, bz = _qparam(cx, 4, "b_scale"), _qparam(cx, 5, "b_zero_point")
-    ys, yz = _qparam(cx, 6, "y_scale"), _qparam(cx, 7, "y_zero_point")
-    out = str(yz.dtype)
-    if out not in _RANGE:
-        raise Unsupported(f"y_zero_point of dtype {out}")
+    as_, az, bs, bz, ys, yz, out = _qlinear_operands(cx, "a", "b")
     acc = _int_matmul(cx, 0, 3, az, bz)
     a_s = as_.astype(np.float32).reshape(_zp_shape(as_, cx.rank(0), True) or ())
     b_s = bs.astype(np.float32).reshape(_zp_shape(bs, cx.rank(3), False) or ())
