@@ -154,7 +154,8 @@ def rotations(names: list[str], rounds: int):
     plain rotation keeps each runner's predecessor fixed (``a b c | b c a | ...``: ``a`` always
     follows ``c``), and the predecessor moves a runner's time by itself: at 1 thread, in one
     process, srcore's mobilenet_v3 engine ran 1.11x OpenVINO on the ONNX file in turns right after
-    it and 1.05x right after itself (Sapphire Rapids, 2026-11-27; 1.08x both in random orders)."""
+    it and 1.05x right after itself (Sapphire Rapids, 2026-11-27; 1.08x both in random orders: turns
+    of a few calls then, still refilling the caches, see ``per_call``)."""
     n = len(names)
     for k in range(rounds):
         j = (k // 2) % n if n else 0
