@@ -9,7 +9,8 @@ trt_like and the cpu plugin, interleaved round after round:
 busy machine two cells can see different loads, and a ratio of two cells is then noise. Here every
 runner of a model is loaded in one process (the artifacts ``benchmarks.run`` prepares, the runners
 of ``benchmarks.cell``) and the runners take turns, round after round (the order rotated and
-reversed by turns, see ``rotations``; each ~50 ms of calls a round, each call timed); a runner's
+reversed by turns, see ``rotations``; each ~50 ms of calls a round, at least 5, each call timed,
+after ``TURN_SETTLE_S`` of untimed calls that refill the caches the previous runner used); a runner's
 time in a round is its median call, a ratio is computed per round from the two runners' times
 in that round, and the median of those ratios is reported: a slow phase of the machine hits
 both sides of each ratio. Latencies are the medians (and the best) of the round medians.
@@ -73,6 +74,14 @@ TOLERANCE_BF16 = 5e-2
 #: thread pool spins this long at most after its last call (Intel OpenMP's KMP_BLOCKTIME 0.2 s,
 #: OpenBLAS's workers ~0.1 s, ONNX Runtime's less), on the core the next runner's second thread needs
 SETTLE_S = 0.25
+#: with every runner in one process, each turn starts with this many seconds (of the clock that
+#: times the calls) of untimed calls: the previous runner's turn left its own weights and buffers
+#: in the caches. mobilenet_v3 at 1 thread after OpenVINO's model of its ONNX file ran its first
+#: five calls in 2.5, 2.5, 2.0, 1.8 and 1.7 ms of CPU time, then 1.6 ms (Sapphire Rapids, loaded)
+TURN_SETTLE_S = 0.02
+#: a turn times at least this many calls (its time is their median), and a call's size for the
+#: rounds is the median of this many calls
+MIN_CALLS = 5
 
 
 def tolerance(runner: str) -> float:
@@ -108,8 +117,25 @@ def warm_up(f, seconds: float = 0.2) -> float:
     return time.perf_counter() - t0
 
 
+def settle(f, seconds: float, clock) -> None:
+    """Untimed calls of ``f`` for ``seconds`` of ``clock`` (a ``*_ns`` clock), at least one."""
+    end = clock() + seconds * 1e9
+    f()
+    while clock() < end:
+        f()
+
+
+def per_call(f, clock) -> float:
+    """Seconds a call of ``f`` takes on ``clock`` (a ``*_ns`` clock): the median of MIN_CALLS calls.
+    One call timed in wall time sized the turns until 2026-11-28: on a loaded machine it often
+    included a wait for a core (6-10 ms for a 2 ms call), and srcore's mobilenet_v3 engine, sized
+    first, got turns of 3 calls, all of them still refilling the caches after the previous
+    runner (+40 %, where 27-call turns measured +0-5 %)."""
+    return time_turn(f, MIN_CALLS, clock)
+
+
 def n_calls_for(per_call: float, round_s: float) -> int:
-    return max(1, min(2000, int(round_s / max(per_call, 1e-7))))
+    return max(MIN_CALLS, min(2000, int(round_s / max(per_call, 1e-7))))
 
 
 def time_turn(f, n: int, clock) -> float:
@@ -128,7 +154,8 @@ def rotations(names: list[str], rounds: int):
     plain rotation keeps each runner's predecessor fixed (``a b c | b c a | ...``: ``a`` always
     follows ``c``), and the predecessor moves a runner's time by itself: at 1 thread, in one
     process, srcore's mobilenet_v3 engine ran 1.11x OpenVINO on the ONNX file in turns right after
-    it and 1.05x right after itself (Sapphire Rapids, 2026-11-27; 1.08x both in random orders)."""
+    it and 1.05x right after itself (Sapphire Rapids, 2026-11-27; 1.08x both in random orders: turns
+    of a few calls then, still refilling the caches, see ``per_call``)."""
     n = len(names)
     for k in range(rounds):
         j = (k // 2) % n if n else 0
@@ -159,13 +186,15 @@ def measure_model(model: str, runners, threads: int, art: Path, rounds: int, rou
         keep.append(extra)
         if f is not None:
             calls[r] = f
-    for f in calls.values():
-        warm_up(f, 0.2)
-    n_calls = {r: n_calls_for(warm_up(f, 0.0), round_s) for r, f in calls.items()}
-    times: dict[str, list[float]] = {r: [] for r in calls}
     clock = time.process_time_ns if cpu_time else time.perf_counter_ns
+    n_calls = {}
+    for r, f in calls.items():
+        warm_up(f, 0.2)
+        n_calls[r] = n_calls_for(per_call(f, clock), round_s)
+    times: dict[str, list[float]] = {r: [] for r in calls}
     for order in rotations(list(calls), rounds):
         for r in order:
+            settle(calls[r], TURN_SETTLE_S, clock)
             times[r].append(time_turn(calls[r], n_calls[r], clock))
     del limits
     return finish(res, times)
@@ -184,9 +213,12 @@ def serve(model: str, runner: str, threads: int, art: Path, cpu_time: bool) -> i
     refs = load_refs(art)
     limits = threadpool_limits(limits=threads)   # noqa: F841 (kept for the child's life)
     f, report, extra = load_checked(model, runner, threads, art, xs, names_in, refs)
-    per_call = warm_up(f, 0.2) if f is not None else None
-    print(REPLY + json.dumps({"report": report, "per_call": per_call}, default=str), flush=True)
     clock = time.process_time_ns if cpu_time else time.perf_counter_ns
+    size = None
+    if f is not None:
+        warm_up(f, 0.2)
+        size = per_call(f, clock)
+    print(REPLY + json.dumps({"report": report, "per_call": size}, default=str), flush=True)
     for line in sys.stdin:
         msg = json.loads(line)
         if msg.get("cmd") != "time" or f is None:

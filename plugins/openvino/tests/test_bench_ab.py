@@ -168,6 +168,47 @@ def test_a_runner_child_answers_turns_on_stdin(monkeypatch, capsys):
     assert n_warm >= 2, n_warm
 
 
+def test_one_process_turns_time_steady_calls_after_the_caches_refill(monkeypatch):
+    """``measure_model`` (every runner in one process): a runner's first calls after another
+    runner's turn are slow (its data left the caches). Each turn starts with ``TURN_SETTLE_S`` of
+    untimed calls and times at least ``MIN_CALLS``, sized by the median of calls on the timing
+    clock: both runners are measured at their steady speed (sized by one call right after the
+    other runner's warm-up, a turn was one call, all of it refill: 3x)."""
+    import benchmarks.openvino_ab as ab
+
+    now, prev, streak = [0], [None], [0]
+    steady = {"openvino": 1_000_000, "ov_onnx": 800_000}   # ns a call
+
+    def runner(name):
+        def call():
+            streak[0] = streak[0] + 1 if prev[0] == name else 1
+            prev[0] = name
+            now[0] += steady[name] * (3 if streak[0] <= 3 else 1)   # three calls refill the caches
+        return call
+
+    monkeypatch.setattr(ab.time, "process_time_ns", lambda: now[0])
+    monkeypatch.setattr(ab.time, "perf_counter_ns", lambda: now[0])
+    monkeypatch.setattr(ab.time, "perf_counter", lambda: now[0] * 1e-9)
+    monkeypatch.setattr(ab, "load_inputs", lambda art: ([], []))
+    monkeypatch.setattr(ab, "load_refs", lambda art: [])
+    monkeypatch.setattr(ab, "load_checked", lambda model, r, *a: (runner(r), {"status": "ok"}, {}))
+    for cpu_time in (True, False):
+        res = ab.measure_model("m", ["openvino", "ov_onnx"], 1, None, rounds=4, round_s=0.004, cpu_time=cpu_time)
+        assert res["runners"]["openvino"]["median_us"] == pytest.approx(1000.0)
+        assert res["runners"]["ov_onnx"]["median_us"] == pytest.approx(800.0)
+        assert res["ratios"]["openvino/ov_onnx"] == pytest.approx(1.25)
+    # a call's size is a median: one call that waited for a core does not size the turns
+    def readings(ms):   # a start and an end reading per call
+        t = 0
+        for d in ms:
+            yield t
+            t += d * 1_000_000
+            yield t
+    clock = readings([1.0, 1.1, 10.0, 0.9, 1.0]).__next__
+    assert ab.per_call(lambda: None, clock) == pytest.approx(1e-3)
+    assert ab.n_calls_for(1.0, 0.05) == ab.MIN_CALLS
+
+
 def test_per_runner_children_take_turns_and_ratios_pair_their_rounds(monkeypatch):
     """``measure_per_runner`` with stand-in children: a skipped runner gets no turn, every other
     runner one turn a round that starts with ``settle`` seconds of untimed calls (no pause: an idle
