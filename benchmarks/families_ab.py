@@ -57,19 +57,24 @@ def peer_ratios(best: dict) -> dict:
 
 def interleaved_best(calls: dict, rounds: int, cpu_time: bool = False) -> dict:
     """Per key of ``calls`` (zero-argument callables), the best over ``rounds`` rounds of the median
-    call time in µs; each round runs every callable ``n`` times (~50 ms of the first), the order
-    rotating between rounds so machine load hits all alike; ``cpu_time``: process CPU time, not wall."""
-    t0 = time.perf_counter()
-    next(iter(calls.values()))()
-    n = max(3, min(2000, int(0.05 / max(time.perf_counter() - t0, 1e-6))))
+    call time in µs; each round runs every callable ``n`` times (~50 ms of the first, at least
+    ``MIN_CALLS``), after ``TURN_SETTLE_S`` of untimed calls that refill the caches the previous
+    callable used, the order rotating between rounds so machine load hits all alike; ``cpu_time``:
+    process CPU time, not wall (``benchmarks.openvino_ab`` times its turns the same way)."""
+    from .openvino_ab import TURN_SETTLE_S, n_calls_for, per_call, settle
+
+    clock = time.process_time_ns if cpu_time else time.perf_counter_ns
+    first = next(iter(calls.values()))
+    first()
+    n = n_calls_for(per_call(first, clock), 0.05)
     best = {k: float("inf") for k in calls}
     order = list(calls)
-    clock = time.process_time_ns if cpu_time else time.perf_counter_ns
     gc.disable()
     try:
         for i in range(rounds):
             for k in order[i % len(order):] + order[:i % len(order)]:
                 fn, times = calls[k], []
+                settle(fn, TURN_SETTLE_S, clock)
                 for _ in range(n):
                     t = clock()
                     fn()
@@ -102,7 +107,7 @@ def measure_children(name: str, runners, rounds: int, out: Path, threads: int, c
     from types import SimpleNamespace
 
     from .clean_calls import calls_for, clean_rounds
-    from .openvino_ab import SETTLE_S, RunnerChild
+    from .openvino_ab import SETTLE_S, RunnerChild, n_calls_for
 
     settle = SETTLE_S if settle is None else settle
     opts = SimpleNamespace(out=str(out), cpu_time=cpu_time)
@@ -127,7 +132,7 @@ def measure_children(name: str, runners, rounds: int, out: Path, threads: int, c
             tally = clean_rounds({r: (lambda n, c=c: c.clean_turn(n, settle)) for r, c in children.items()},
                                  calls_for(first), rounds, clean_min)
             return {r: tally.median_us(r) for r in children}, tally
-        n = max(3, min(2000, int(0.05 / max(first, 1e-6))))   # as interleaved_best: ~50 ms of the first
+        n = n_calls_for(first, 0.05)   # as interleaved_best: ~50 ms of the first
         best = {r: float("inf") for r in children}
         order = list(children)
         for i in range(rounds):
