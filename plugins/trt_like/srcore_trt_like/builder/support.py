@@ -740,7 +740,8 @@ _TABLE: list[OpSupport] = [
     *_rows("compare", {f"aten::{op}.{form}": ("other",) if form == "Scalar" else ()
                        for op in ("lt", "le", "gt", "ge", "eq", "ne") for form in ("Tensor", "Scalar")},
            _compare, data_args={"self": _NUMERIC, "other": _NUMERIC}, data_results={0: ("bool",)}),
-    *_rows("sdpa", {"aten::scaled_dot_product_attention": ("dropout_p", "is_causal", "scale", "enable_gqa")}, _sdpa),
+    *_rows("sdpa", {"aten::scaled_dot_product_attention": ("dropout_p", "is_causal", "scale", "enable_gqa")}, _sdpa,
+           data_args={"attn_mask": ("float32", "bool")}),
     *_rows("native_mha", {"aten::_native_multi_head_attention": (
         "embed_dim", "num_head", "qkv_weight", "qkv_bias", "proj_weight", "proj_bias", "mask", "need_weights",
         "average_attn_weights", "mask_type")}, _native_mha),
