@@ -278,6 +278,10 @@ def _shape_only(v) -> bool:
                                 for u in v.uses)
 
 
+#: the fewest layers of a compiled run beside NCHW16c runs (:func:`make_plan`)
+LONG_RUN = 4
+
+
 def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
     """The plan of ``segment`` for concrete input ``shapes``."""
     net = build_network(segment.specialize(shapes))
@@ -301,8 +305,9 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
         fuse_attention(net)
         fuse_cat_permute(net)
     steps, runs = choose_layout(net, options, name)
-    if not runs:
-        steps = compile_small(net, steps, options, name, CONTEXTS)
+    # beside NCHW16c runs (convnets, whose other layers are mostly a head of 2-3) only the longer
+    # runs: a detection head's decoding saves ~1 us a layer, a cold compile costs 1-4 s
+    steps = compile_small(net, steps, options, name, CONTEXTS, min_run=LONG_RUN if runs else 2)
     plan = Plan(net, steps, CONTEXTS)
     plan.layout_runs = runs
     return plan
