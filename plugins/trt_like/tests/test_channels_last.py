@@ -132,3 +132,18 @@ def test_a_channels_first_norm_over_another_dim_stays():
     sm, desc = _engine(m, x)
     assert "channel_norm" not in desc, desc
     _check(sm, m, x)
+
+
+def test_the_onnx_export_of_the_written_out_norm_is_one_engine(tmp_path):
+    """ONNX writes ``.pow(2)`` as ``Pow`` with a one-element exponent tensor (aten::pow.Tensor_Tensor
+    after import): the engine takes it, and the norm is still one layer."""
+    torch.manual_seed(5)
+    m, x = ChannelsFirstNorm(True).eval(), _x(5, (1, C, 4, 7))
+    f = str(tmp_path / "m.onnx")
+    with torch.no_grad():
+        torch.onnx.export(m, (x,), f, dynamo=False, opset_version=17)
+    opts = srcore.Options(backends=("trt_like", "cpu"), engine_options={"exclude_tactics": ["segment"], "timing": False})
+    sm = srcore.StaticModule(srcore.from_onnx(f), options=opts)
+    desc = "\n".join(e.description for e in sm.partition.engines)
+    assert not sm.partition.refused and f"channel_norm -> 1x{C}x4x7" in desc, (sm.partition.refused, desc)
+    _check(sm, m, x)

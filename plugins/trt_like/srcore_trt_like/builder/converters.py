@@ -253,7 +253,8 @@ def softplus(v: NodeView, c: Converter) -> None:
 def pow_scalar(v: NodeView, c: Converter) -> None:
     ins: list[int] = []
     a = operand(v, c, "self", ins)
-    c.bind(v.node.outputs[0], pointwise(v, c, "pow", (a,), ins, exponent=float(v.const("exponent"))))
+    e = float(np.asarray(v.const("exponent")).reshape(()))   # (a number, or ONNX Pow's one-element tensor)
+    c.bind(v.node.outputs[0], pointwise(v, c, "pow", (a,), ins, exponent=e))
 
 
 # -- layout (views inside the engine) ---------------------------------------------------------------
