@@ -23,7 +23,8 @@ from srcore.plugin import EngineData
 from .builder.convert import _per_tensor, build_network
 from .builder.network import DATA_DTYPES
 from .builder.attention_fusion import fuse_attention
-from .builder.norm_fusion import fuse_rms_norm
+from .builder.channels_last import channels_last_to_nchw
+from .builder.norm_fusion import fuse_channel_norm, fuse_rms_norm
 from .builder.shuffle import fuse_channel_shuffle
 from .builder.fusion import (MAX_OPS, collapse_reshapes, fuse_cat_permute, fuse_conv_activation, fuse_conv_add,
                              fuse_conv_avg_pool, fuse_conv_pool, fuse_norm_activation, fuse_pad_conv1d, fuse_pointwise,
@@ -277,11 +278,16 @@ def _shape_only(v) -> bool:
                                 for u in v.uses)
 
 
+#: the fewest layers of a compiled run beside NCHW16c runs (:func:`make_plan`)
+LONG_RUN = 4
+
+
 def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
     """The plan of ``segment`` for concrete input ``shapes``."""
     net = build_network(segment.specialize(shapes))
     if options.get("fusion", True):
-        fuse_conv_avg_pool(net)   # (first: an activation after the pool then joins the merged conv)
+        channels_last_to_nchw(net)   # (first: its linears become convs for the conv fusions)
+        fuse_conv_avg_pool(net)   # (before the activation fusion: an activation after the pool then joins the merged conv)
         fuse_swish(net)
         fuse_conv_activation(net)
         fuse_norm_activation(net)
@@ -290,6 +296,7 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
         fuse_pad_conv1d(net)
         fuse_squeeze_excite(net)
         fuse_rms_norm(net)
+        fuse_channel_norm(net)
     fuse_pointwise(net, MAX_OPS if options.get("fusion", True) else 1)
     if options.get("fusion", True):
         fuse_conv_pool(net)
@@ -298,8 +305,9 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
         fuse_attention(net)
         fuse_cat_permute(net)
     steps, runs = choose_layout(net, options, name)
-    if not runs:
-        steps = compile_small(net, steps, options, name, CONTEXTS)
+    # beside NCHW16c runs (convnets, whose other layers are mostly a head of 2-3) only the longer
+    # runs: a detection head's decoding saves ~1 us a layer, a cold compile costs 1-4 s
+    steps = compile_small(net, steps, options, name, CONTEXTS, min_run=LONG_RUN if runs else 2)
     plan = Plan(net, steps, CONTEXTS)
     plan.layout_runs = runs
     return plan

@@ -202,6 +202,37 @@ def test_scaled_dot_product_attention_is_one_attention_layer(form):
     np.testing.assert_allclose(sm(x.numpy(), bias.numpy()), want, rtol=1e-4, atol=1e-5)
 
 
+class BoolMaskSDPA(nn.Module):
+    """scaled_dot_product_attention with a bool ``attn_mask`` (True: attend): a model input (a padding
+    mask broadcast over heads and queries, as Perceiver's) or a constant buffer (``const``)."""
+
+    def __init__(self, const: bool):
+        super().__init__()
+        self.const = const
+        self.register_buffer("keep", torch.rand(1, 1, 4, 10, generator=torch.Generator().manual_seed(2)) > 0.4)
+
+    def forward(self, q, kv, valid):
+        mask = self.keep if self.const else valid[:, None, None, :]
+        return F.scaled_dot_product_attention(q, kv, kv * 2.0, attn_mask=mask) + 1.0
+
+
+@pytest.mark.parametrize("const", [False, True])
+def test_scaled_dot_product_attention_with_a_bool_mask_runs_in_the_engine(const):
+    """False keys are left out (torch's -inf); a batch entry with every key masked gives torch's
+    zeros (the input mask's second entry)."""
+    g = torch.Generator().manual_seed(9)
+    q, kv = torch.randn(2, 2, 4, 8, generator=g), torch.randn(2, 2, 10, 8, generator=g)
+    valid = torch.tensor([[True] * 6 + [False] * 4, [False] * 10])
+    m = BoolMaskSDPA(const).eval()
+    model = srcore.from_torchscript(torch.jit.script(m), (q, kv, valid))
+    opts = {"timing": False, "exclude_tactics": ["segment"]}   # (no network compiled whole: seconds of numba)
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=("trt_like", "cpu"), engine_options=opts))
+    assert not sm.partition.refused and len(sm.partition.engines) == 1, sm.partition
+    with torch.no_grad():
+        want = m(q, kv, valid).numpy()
+    np.testing.assert_allclose(sm(q.numpy(), kv.numpy(), valid.numpy()), want, rtol=1e-5, atol=1e-6)
+
+
 class MHA(nn.Module):
     def __init__(self, d, heads):
         super().__init__()

@@ -366,6 +366,14 @@ def dtype_cases() -> list[Case]:
     # a 0-d float64 constant does not promote a float32 tensor (torch's rule for 0-d operands)
     out.append(Case("aten::mul.Tensor-f32-f64param0d", "aten::mul.Tensor",
                     (tin((2, 3), 1), Param(np.array(2.5, np.float64))), engine=False))
+    # ONNX's Pow: a one-element constant exponent is the engine's pow; a computed or larger one is not
+    for e in (2.0, 0.5):
+        out.append(Case(f"aten::pow.Tensor_Tensor-param{e}", "aten::pow.Tensor_Tensor",
+                        (tin((2, 3), 1), Param(np.array(e, np.float32))), Tol(5)))
+    out.append(Case("aten::pow.Tensor_Tensor-param3", "aten::pow.Tensor_Tensor",
+                    (tin((2, 3), 1), Param(np.array([2.0, 3.0, 0.5], np.float32))), Tol(5), engine=False))
+    out.append(Case("aten::pow.Tensor_Tensor-in", "aten::pow.Tensor_Tensor",
+                    (tin((2, 3), 1), In(np.array(2.0, np.float32))), Tol(5), engine=False))
     out += int_cases()
     out.append(Case("aten::div.Tensor-i64", "aten::div.Tensor", (tin((2, 3), 1, np.int64), tin((3,), 2, np.int64)),
                     engine=False, tol=Tol(1)))

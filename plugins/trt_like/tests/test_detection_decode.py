@@ -97,3 +97,39 @@ def test_an_integer_division_by_zero_is_an_error():
     # (the engine refuses to build it, the node falls to the cpu plugin, which raises naming it)
     with pytest.raises(SrcoreError, match="ZeroDivision|division by zero"):
         srcore.StaticModule(model, options=srcore.Options(backends=TRT))(x.numpy(), i.numpy())
+
+
+class YoloLevel(nn.Module):
+    """A YOLO head level: a conv tower the NCHW16c layout takes (3x3 + SiLU, 1x1), then the anchors'
+    decoding: view, permute, sigmoid, slices, the box arithmetic and a cat."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, padding=1)
+        self.pred = nn.Conv2d(16, 2 * 7, 1)
+
+    def forward(self, x):
+        p = self.pred(F.silu(self.stem(x)))
+        n, _, h, w = p.shape
+        p = p.view(n, 2, 7, h, w).permute(0, 1, 3, 4, 2).sigmoid()
+        xy = (p[..., 0:2] * 2.0 - 0.5 + 1.0) * 8.0
+        wh = (p[..., 2:4] * 2.0) ** 2 * 4.0
+        return torch.cat([xy, wh, p[..., 4:]], -1).view(n, -1, 7)
+
+
+# compiled: one segment beside the NCHW16c run (~3 s of CPU cold); by default the held-out zoo's
+# yolo_head (tests/parity/test_heldout_zoo.py) checks that path against torch
+@pytest.mark.parametrize("exclude", [pytest.param((), marks=pytest.mark.full), ("segment",)])
+def test_a_decoding_beside_an_nchw16c_run_is_compiled_and_matches_torch(exclude):
+    torch.manual_seed(1)
+    m = YoloLevel().eval()
+    x = torch.randn(1, 3, 6, 10)
+    model = srcore.from_torchscript(torch.jit.script(m), (x,))
+    opts = srcore.Options(backends=TRT, engine_options={"exclude_tactics": exclude, "timing": False})
+    sm = srcore.StaticModule(model, options=opts)
+    layers = _engines(sm)
+    assert any(line.startswith("NCHW16c run") for line in layers), layers
+    assert sum(line.startswith("segment") for line in layers) == (0 if exclude else 1), layers
+    with torch.no_grad():
+        want = m(x).numpy()
+    np.testing.assert_allclose(sm(x.numpy()), want, rtol=2e-5, atol=2e-5)

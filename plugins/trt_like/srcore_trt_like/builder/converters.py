@@ -253,7 +253,8 @@ def softplus(v: NodeView, c: Converter) -> None:
 def pow_scalar(v: NodeView, c: Converter) -> None:
     ins: list[int] = []
     a = operand(v, c, "self", ins)
-    c.bind(v.node.outputs[0], pointwise(v, c, "pow", (a,), ins, exponent=float(v.const("exponent"))))
+    e = float(np.asarray(v.const("exponent")).reshape(()))   # (a number, or ONNX Pow's one-element tensor)
+    c.bind(v.node.outputs[0], pointwise(v, c, "pow", (a,), ins, exponent=e))
 
 
 # -- layout (views inside the engine) ---------------------------------------------------------------
@@ -637,7 +638,16 @@ def sdpa(v: NodeView, c: Converter) -> None:
     scale = v.const("scale", None)
     scale = 1.0 / math.sqrt(qs[-1]) if scale is None else float(scale)
     s = c.net.add("pointwise", [s], shape, v.source, op="mul", args=(("in", 0), ("const", scale)), params={})
-    if v.is_tensor("attn_mask"):
+    if v.is_tensor("attn_mask") and _bool_mask(v, c, "attn_mask"):
+        # a bool mask keeps the True keys: 0 there, -inf elsewhere, added as a float mask
+        cond, const = _index_operand(v, c, "attn_mask")
+        if const is not None:
+            bias = c.net.constant(np.where(const, np.float32(0), np.float32(-np.inf)))
+        else:
+            bias = c.net.add("where", [cond], c.net.shape(cond), v.source,
+                             args=(("const", 0.0), ("const", float("-inf"))), mask=None)
+        s = c.net.add("pointwise", [s, bias], shape, v.source, op="add", args=(("in", 0), ("in", 1)), params={})
+    elif v.is_tensor("attn_mask"):
         ins: list[int] = [s]
         m = operand(v, c, "attn_mask", ins)
         s = c.net.add("pointwise", ins, shape, v.source, op="add", args=(("in", 0), m), params={})
@@ -650,6 +660,13 @@ def sdpa(v: NodeView, c: Converter) -> None:
     # torch's kernels give a row of -inf scores (every key masked) zeros, softmax gives NaN
     p = c.net.add("softmax", [s], shape, v.source, dim=len(shape) - 1, safe=v.is_tensor("attn_mask"))
     c.bind(v.node.outputs[0], c.net.add("matmul", [p, val], v.out_shape(), v.source))
+
+
+def _bool_mask(v: NodeView, c: Converter, name: str) -> bool:
+    value = v.value(name)
+    if value.node.kind == "prim::Constant":
+        return np.asarray(value.node.attrs.get("value")).dtype == np.bool_
+    return c.net.tensors[c.tensor(value)].dtype == "bool"
 
 
 def native_mha(v: NodeView, c: Converter) -> None:

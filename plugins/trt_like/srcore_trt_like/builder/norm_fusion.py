@@ -148,3 +148,86 @@ def _weight(net: Network, next_of, y: int, shape):
     if w is None or w.size != n or net.shape(v)[-1:] != (n,) or len(net.shape(v)) > len(shape):
         return None, y, []
     return np.ascontiguousarray(w.reshape(n), np.float32), mul.outputs[0], [mul]
+
+
+def fuse_channel_norm(net: Network) -> Network:
+    """Replace every written-out layer norm over dim 1 of an NCHW tensor (ConvNeXt's channels-first
+    ``LayerNorm``: ``u = x.mean(1, keepdim)``, ``s = (x - u).pow(2).mean(1, keepdim)``,
+    ``(x - u) / sqrt(s + eps)``, then ``w[:, None, None] * . + b[:, None, None]``, either optional)
+    by a ``channel_norm`` layer (``tactics/nn.py``), as :func:`fuse_rms_norm` does for RMSNorm."""
+    while True:
+        match = _find_channel_norm(net)
+        if match is None:
+            return net
+        remove, layer = match
+        last = max(remove, key=lambda r: next(i for i, x in enumerate(net.layers) if x is r))
+        net.layers[:] = [layer if x is last else x for x in net.layers
+                         if x is last or not any(x is r for r in remove)]
+
+
+def _channel_mean(layer: Layer | None, net: Network) -> bool:
+    if layer is None or layer.kind != "mean" or tuple(layer.attrs["dims"]) != (1,):
+        return False
+    shape = net.shape(layer.inputs[0])
+    return (len(shape) == 4 and net.tensors[layer.inputs[0]].dtype == "float32"
+            and net.shape(layer.outputs[0]) == (shape[0], 1, *shape[2:]))
+
+
+def _find_channel_norm(net: Network):
+    users = net.users()
+    outputs = set(net.outputs)
+
+    def next_of(t):
+        u = users.get(t, [])
+        return u[0] if len(u) == 1 and t not in outputs else None
+
+    producer = {t: x for x in net.layers for t in x.outputs}
+    for first in net.layers:
+        if not _channel_mean(first, net):
+            continue
+        x, u = first.inputs[0], first.outputs[0]
+        shape = net.shape(x)
+        subs = users.get(u, [])
+        if u in outputs or not subs or any(not _pw(s, "sub") or _operands(s) != [("t", x), ("t", u)] for s in subs):
+            continue
+        diffs = [s.outputs[0] for s in subs]
+        sq = [r for d in diffs for r in users.get(d, []) if _squared(r) == d]
+        if len(sq) != 1 or any(d in outputs for d in diffs):
+            continue
+        var = next_of(sq[0].outputs[0])
+        if not _channel_mean(var, net):
+            continue
+        for d in diffs:
+            found = _rest(net, next_of, var, d)
+            if found is None:
+                continue
+            chain, eps, y = found
+            done = {id(sq[0]), *(id(r) for r in chain)}
+            if any(id(r) not in done for e in diffs for r in users.get(e, [])):
+                continue   # (a difference read elsewhere too)
+            weight, y, tail = _channel_affine(net, next_of, y, shape, "mul")
+            bias, y, tail2 = _channel_affine(net, next_of, y, shape, "add")
+            layer = Layer("channel_norm", [x], [y], {"size": shape[1], "eps": eps, "weight": weight, "bias": bias},
+                          first.source)
+            return [first, *subs, sq[0], var, *chain, *tail, *tail2], layer
+    return None
+
+
+def _channel_affine(net: Network, next_of, y: int, shape, op: str):
+    """The multiply (``op`` "mul") or add by a per-channel constant (C, 1, 1) after the norm, if there
+    is one: (its vector or None, output, layers)."""
+    layer = next_of(y)
+    if not _pw(layer, op) or net.shape(layer.outputs[0]) != shape or len(_operands(layer)) != 2:
+        return None, y, []
+    other = [o for o in _operands(layer) if o != ("t", y)]
+    if len(other) != 1:
+        return None, y, []
+    kind, v = other[0]
+    C = shape[1]
+    if kind == "const":
+        return np.full(C, v, np.float32), layer.outputs[0], [layer]
+    a = net.constants.get(v)
+    s = net.shape(v)
+    if a is None or len(s) > 4 or len(s) < 3 or s[-3:] != (C, 1, 1) or a.size != C:
+        return None, y, []
+    return np.ascontiguousarray(a.reshape(C), np.float32), layer.outputs[0], [layer]

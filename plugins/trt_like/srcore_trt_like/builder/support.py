@@ -225,6 +225,12 @@ def _gelu(node: NodeInfo):
     return None if a in ("none", "tanh") else f"approximate={a!r} (the engine computes 'none' and 'tanh')"
 
 
+def _pow_tensor(node: NodeInfo):
+    # ONNX's Pow: the exponent a constant tensor (the written-out norms' ``** 2``)
+    e = node.const("exponent", None)
+    return None if getattr(e, "size", 0) == 1 else "an exponent that is not one number"
+
+
 def _addmm(node: NodeInfo):
     # a linear layer: constant 2-D mat2 (self and mat2 constant: the constants); alpha == 0:
     # torch does not read mat1 @ mat2 (its NaNs and infinities do not reach the result)
@@ -613,6 +619,7 @@ _TABLE: list[OpSupport] = [
     *_rows("elu", {"aten::elu": ("alpha", "scale", "input_scale")}),
     *_rows("softplus", {"aten::softplus": ("beta", "threshold")}),
     *_rows("pow_scalar", {"aten::pow.Tensor_Scalar": ("exponent",)}),
+    *_rows("pow_scalar", {"aten::pow.Tensor_Tensor": ("exponent",)}, _pow_tensor),
     # layout (views inside the engine) and copies
     *_rows("alias", {"aten::contiguous": ("memory_format",), "aten::flatten.using_ints": ("start_dim", "end_dim"),
                      "aten::view": ("size",), "aten::reshape": ("shape",), "aten::unflatten.int": ("dim", "sizes")},
@@ -740,7 +747,8 @@ _TABLE: list[OpSupport] = [
     *_rows("compare", {f"aten::{op}.{form}": ("other",) if form == "Scalar" else ()
                        for op in ("lt", "le", "gt", "ge", "eq", "ne") for form in ("Tensor", "Scalar")},
            _compare, data_args={"self": _NUMERIC, "other": _NUMERIC}, data_results={0: ("bool",)}),
-    *_rows("sdpa", {"aten::scaled_dot_product_attention": ("dropout_p", "is_causal", "scale", "enable_gqa")}, _sdpa),
+    *_rows("sdpa", {"aten::scaled_dot_product_attention": ("dropout_p", "is_causal", "scale", "enable_gqa")}, _sdpa,
+           data_args={"attn_mask": ("float32", "bool")}),
     *_rows("native_mha", {"aten::_native_multi_head_attention": (
         "embed_dim", "num_head", "qkv_weight", "qkv_bias", "proj_weight", "proj_bias", "mask", "need_weights",
         "average_attn_weights", "mask_type")}, _native_mha),

@@ -346,6 +346,34 @@ def layer_norm_rows(x, w, b, eps, out):
 
 
 @numba.njit(**ROWS_JIT)
+def channel_norm_planes(x, w, b, eps, out, mu, rs):
+    """Layer norm over the channels of each position of ``x`` (N, C, P): the mean and biased variance
+    of ``x[n, :, p]`` (two passes, float32, as :func:`layer_norm_row`), then ``* w[c] + b[c]``; the
+    statistics of a whole plane at once (``mu``, ``rs``: P floats), so every pass runs along P."""
+    N, C, P = x.shape
+    inv = f32(1.0) / f32(C)
+    for n in range(N):
+        for p in range(P):
+            mu[p] = f32(0.0)
+            rs[p] = f32(0.0)
+        for c in range(C):
+            for p in range(P):
+                mu[p] += x[n, c, p]
+        for p in range(P):
+            mu[p] *= inv
+        for c in range(C):
+            for p in range(P):
+                d = x[n, c, p] - mu[p]
+                rs[p] += d * d
+        for p in range(P):
+            rs[p] = f32(1.0) / np.sqrt(rs[p] * inv + eps)
+        for c in range(C):
+            wc, bc = w[c], b[c]
+            for p in range(P):
+                out[n, c, p] = (x[n, c, p] - mu[p]) * rs[p] * wc + bc
+
+
+@numba.njit(**ROWS_JIT)
 def rms_norm_rows(x, w, eps, out):
     """``x / sqrt(mean(x * x) + eps) * w`` over each row (layer norm without the mean; the mean of
     squares divides the float32 sum by the count, as torch's ``mean``)."""

@@ -10,7 +10,7 @@ from ..builder.network import Layer, Network
 from ..kernels import threads as _threads
 from ..kernels.activation import CODES
 from ..kernels.heads import BLOCK_KEYS
-from ..kernels.rows import (BLOCK_FLOATS, group_norm_rows, layer_norm_rows, log_softmax_block, log_softmax_blocks,
+from ..kernels.rows import (BLOCK_FLOATS, channel_norm_planes, group_norm_rows, layer_norm_rows, log_softmax_block, log_softmax_blocks,
                             log_softmax_rows, rms_norm_rows, softmax_block_biased, softmax_blocks, softmax_rows,
                             softmax_rows_biased, softmax_short_rows)
 from ..kernels.rows_split import layer_norm_split, softmax_split
@@ -84,13 +84,30 @@ def _softmax_blocks(kind: str, shape, m: int):
 
 def layer_norm(layer: Layer, net: Network):
     n, eps = layer.attrs["size"], f32(layer.attrs["eps"])
-    w = layer.attrs["weight"] if layer.attrs["weight"] is not None else np.ones(n, f32)
-    b = layer.attrs["bias"] if layer.attrs["bias"] is not None else np.zeros(n, f32)
-    w, b = np.ascontiguousarray(w, f32), np.ascontiguousarray(b, f32)
+    w, b = _affine(layer, n)
 
     def run(x, out):
         layer_norm_rows(x.reshape(-1, n), w, b, eps, out.reshape(-1, n))
     return run
+
+
+def channel_norm(layer: Layer, net: Network):
+    """Layer norm over dim 1 of an NCHW tensor (``builder/channels_last.py``), plane by plane."""
+    N, C, H, W = net.shape(layer.inputs[0])
+    eps = f32(layer.attrs["eps"])
+    w, b = _affine(layer, C)
+    mu, rs = np.empty(H * W, f32), np.empty(H * W, f32)
+
+    def run(x, out):
+        channel_norm_planes(x.reshape(N, C, H * W), w, b, eps, out.reshape(N, C, H * W), mu, rs)
+    return run
+
+
+def _affine(layer: Layer, n: int):
+    """A norm layer's weight and bias as contiguous float32 (ones and zeros where it has none)."""
+    w = layer.attrs["weight"] if layer.attrs["weight"] is not None else np.ones(n, f32)
+    b = layer.attrs["bias"] if layer.attrs["bias"] is not None else np.zeros(n, f32)
+    return np.ascontiguousarray(w, f32), np.ascontiguousarray(b, f32)
 
 
 def rms_norm(layer: Layer, net: Network):
@@ -120,9 +137,7 @@ def rows_split(layer: Layer, net: Network) -> list[Candidate]:
             return Kernel(run, keep=gov)
     else:
         n, eps = layer.attrs["size"], f32(layer.attrs["eps"])
-        w = layer.attrs["weight"] if layer.attrs["weight"] is not None else np.ones(n, f32)
-        b = layer.attrs["bias"] if layer.attrs["bias"] is not None else np.zeros(n, f32)
-        w, b = np.ascontiguousarray(w, f32), np.ascontiguousarray(b, f32)
+        w, b = _affine(layer, n)
 
         def build() -> Kernel:
             gov = _threads.Governor(nt)

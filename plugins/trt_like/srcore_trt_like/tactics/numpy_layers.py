@@ -119,6 +119,22 @@ def layer_norm(layer: Layer, net: Network):
     return run
 
 
+def channel_norm(layer: Layer, net: Network):
+    """Layer norm over dim 1 (``builder/channels_last.py``)."""
+    C, eps = net.shape(layer.inputs[0])[1], np.float32(layer.attrs["eps"])
+    w, b = layer.attrs["weight"], layer.attrs["bias"]
+
+    def run(x, out):
+        mu = x.mean(axis=1, keepdims=True)
+        np.subtract(x, mu, out=out)
+        out /= np.sqrt(np.mean(np.square(out), axis=1, keepdims=True) + eps)
+        if w is not None:
+            out *= w.reshape(C, 1, 1)
+        if b is not None:
+            out += b.reshape(C, 1, 1)
+    return run
+
+
 def group_norm(layer: Layer, net: Network):
     shape = net.shape(layer.inputs[0])
     N, C, G = shape[0], shape[1], layer.attrs["groups"]

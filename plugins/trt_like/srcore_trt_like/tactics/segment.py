@@ -79,6 +79,8 @@ def refusal(net: Network) -> str | None:
 def _layer_refusal(layer: Layer, net: Network) -> str | None:
     if layer.kind not in _EMIT:
         return "no compiled form"
+    if "nchwc" in layer.attrs:
+        return "an NCHW16c tensor"
     if layer.attrs.get("index") is not None or layer.attrs.get("mask") is not None:
         return "a constant index or mask"
     if layer.kind == "sort" and net.shape(layer.inputs[0])[layer.attrs["dim"]] > MAX_SORT:
@@ -697,7 +699,7 @@ def _segment(layers, inputs: list[int], outputs: list[int]) -> Layer:
 
 
 def compile_small(net: Network, steps: list[Step], options: dict, name: str = "engine",
-                  contexts=None) -> list[Step]:
+                  contexts=None, min_run: int = 2) -> list[Step]:
     """``steps`` as they are, or one ``segment`` step when the network compiles whole and that
     plan timed faster than the layer-by-layer one (engine option ``timing=False``: whenever it
     compiles). The network's layers become the one layer when it wins. A network that does not
@@ -707,7 +709,7 @@ def compile_small(net: Network, steps: list[Step], options: dict, name: str = "e
     why = refusal(net)
     if why:
         log.debug("%s: not compiled whole: %s", name, why)
-        return compile_runs(net, steps, options, name, contexts)
+        return compile_runs(net, steps, options, name, contexts, min_run)
     layer = segment_layer(net)
     fn = _compile(layer, net, name)
     if fn is None:
@@ -747,8 +749,8 @@ MAX_RUNS = 4
 
 
 def compile_runs(net: Network, steps: list[Step], options: dict, name: str = "engine",
-                 contexts=None) -> list[Step]:
-    """Runs of consecutive compilable layers (two or more that are not reshapes, or one :func:`_alone`) of a small network
+                 contexts=None, min_run: int = 2) -> list[Step]:
+    """Runs of consecutive compilable layers (``min_run`` or more that are not reshapes, or one :func:`_alone`) of a small network
     that does not compile whole, each as one ``segment`` step: a detection head's decoding (topk,
     integer arithmetic, casts, gathers, the box arithmetic and stack) between and after its convs
     cost 1-15 us a layer in numpy. Kept when the plan with them timed faster (``timing=False``:
@@ -765,7 +767,7 @@ def compile_runs(net: Network, steps: list[Step], options: dict, name: str = "en
         while run and steps[run[0]].layer.kind == "reshape":
             run.pop(0)
         body = [steps[k].layer for k in run if steps[k].layer.kind != "reshape"]
-        if len(body) >= 2 or len(body) == 1 and _alone(body[0]):
+        if len(body) >= min_run or len(body) == 1 and _alone(body[0]):
             runs.append(run)
         run = []
     if not runs:

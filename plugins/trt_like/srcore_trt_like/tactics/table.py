@@ -49,6 +49,8 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("layer_norm", "numba", simple("numba", nn.layer_norm)),
     Tactic("layer_norm", "numba_split", nn.rows_split, threaded=nn.split_rows),
     Tactic("layer_norm", "numpy", simple("numpy", numpy_layers.layer_norm)),
+    Tactic("channel_norm", "numba", simple("numba", nn.channel_norm)),
+    Tactic("channel_norm", "numpy", simple("numpy", numpy_layers.channel_norm)),
     Tactic("rms_norm", "numba", simple("numba", nn.rms_norm)),
     Tactic("rms_norm", "numpy", simple("numpy", numpy_layers.rms_norm)),
     Tactic("group_norm", "numba", simple("numba", nn.group_norm)),
