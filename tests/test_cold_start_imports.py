@@ -59,6 +59,7 @@ def test_a_first_run_leaves_out_what_it_does_not_need(mode, selection):
     assert not loaded, f"imported on a {mode} cold start: {sorted(loaded)}"
     if mode == "selection":   # only the rule modules the selection names (the full registry reads them all)
         assert "srcore.ops.shapes.conv" in modules and "srcore.ops.shapes.quantized" not in modules
+        assert "pluggy" not in modules   # the selected plugins' hooks are plain functions, called directly
 
 
 def test_a_selective_start_builds_no_record_class_of_the_hooks_it_does_not_call(selection):

@@ -20,7 +20,7 @@ import attrs
 from .._repr import shared_repr
 from ..dispatch.table import STANDARD_DTYPES, KernelTable, op_key
 from ..errors import RegistrationError
-from .hookspecs import HOOK_RECORDS, record_type
+from .hook_names import HOOK_RECORDS, record_type
 from .schemas import DeclaredOps, library_entries, new_schema_registry
 from .types import PluginInfo
 
