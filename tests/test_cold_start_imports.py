@@ -24,13 +24,15 @@ DIGITS = ROOT / "examples" / "digits" / "digits.srm"
 pytestmark = pytest.mark.one_pass
 
 CHILD = f"""
-import json, sys
+import sys
 import numpy as np
 import srcore
 m = srcore.load({str(DIGITS)!r})
 y = srcore.StaticModule(m)(np.zeros((1, 1, 8, 8), np.float32))
 assert y.shape == (1, 10)
-print(json.dumps(sorted(sys.modules)))
+modules = sorted(sys.modules)
+import json
+print(json.dumps(modules))
 """
 
 NOT_AT_START = ("numba", "llvmlite", "scipy", "yaml", "torch", "logging", "difflib", "importlib.resources",
@@ -60,6 +62,7 @@ def test_a_first_run_leaves_out_what_it_does_not_need(mode, selection):
     if mode == "selection":   # only the rule modules the selection names (the full registry reads them all)
         assert "srcore.ops.shapes.conv" in modules and "srcore.ops.shapes.quantized" not in modules
         assert "pluggy" not in modules   # the selected plugins' hooks are plain functions, called directly
+    assert "json" not in modules   # JSON is read by _json's C parser directly (srcore._fastjson)
 
 
 def test_a_selective_start_builds_no_record_class_of_the_hooks_it_does_not_call(selection):

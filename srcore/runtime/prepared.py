@@ -18,11 +18,17 @@ not list the decompositions).
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Sequence
 
 KEY = "srcore.prepared"
 FORMAT = 2
+
+
+def _fields(input_types: Sequence[Any], backends: Sequence[str], fingerprint: str) -> dict:
+    from .. import __version__
+
+    return {"format": FORMAT, "srcore": __version__, "input_types": [str(t) for t in input_types],
+            "backends": list(backends), "fingerprint": fingerprint}
 
 
 def record(input_types: Sequence[Any], backends: Sequence[str], fingerprint: str = "", types: bool = False,
@@ -32,10 +38,9 @@ def record(input_types: Sequence[Any], backends: Sequence[str], fingerprint: str
     ``signatures``: the planned tensors' layouts of the input signatures the saving load had seen
     (``[[[shape, dtype number], ...], [[slot, shape, dtype], ...]]``; a load's first call with one of
     them propagates nothing)."""
-    from .. import __version__
+    import json
 
-    return json.dumps({"format": FORMAT, "srcore": __version__, "input_types": [str(t) for t in input_types],
-                       "backends": list(backends), "fingerprint": fingerprint, "types": bool(types),
+    return json.dumps({**_fields(input_types, backends, fingerprint), "types": bool(types),
                        "signatures": list(signatures)}, separators=(",", ":"))
 
 
@@ -45,16 +50,16 @@ def match(model: Any, input_types: Sequence[Any], backends: Sequence[str], finge
     text = (getattr(model, "metadata", None) or {}).get(KEY)
     if not isinstance(text, str):
         return None
+    from .._fastjson import loads
+
     try:
-        rec = json.loads(text)
+        rec = loads(text)
     except ValueError:
         return None
-    if not isinstance(rec, dict):
+    if not (isinstance(rec, dict) and isinstance(rec.get("types"), bool) and isinstance(rec.get("signatures"), list)):
         return None
-    types, signatures = rec.get("types") is True, rec.get("signatures")
-    if not isinstance(signatures, list):
-        return None
-    return rec if text == record(input_types, backends, fingerprint, types, signatures) else None
+    expected = _fields(input_types, backends, fingerprint)
+    return rec if all(rec.get(k) == v for k, v in expected.items()) else None
 
 
 def prepared_for(model: Any, input_types: Sequence[Any], backends: Sequence[str], fingerprint: str = "") -> bool:
