@@ -232,3 +232,35 @@ print(json.dumps([first, [tops(), every, sorted(pm.registry.subcommands)]]))
     names, full_subs = json.loads(full.stdout.splitlines()[-1])
     assert every == names and len(every) > 2 and set(mods_after) >= set(mods) and len(mods_after) == len(every) - 1
     assert subs_after == full_subs
+
+
+def test_attrs_validators_converters_and_filters_run_on_first_use():
+    """A cold start leaves attrs' validators, converters and filters modules unexecuted (srcore._attrs_lazy);
+    code that uses them later gets the real ones: a validator rejects, a converter converts, a filter filters."""
+    code = f"""
+import json, sys
+import numpy as np
+import srcore
+from srcore._attrs_lazy import LAZY
+srcore.StaticModule(srcore.load({str(DIGITS)!r}))(np.zeros((1, 1, 8, 8), np.float32))
+lazy = sorted(n for n in LAZY if type(sys.modules[n]).__name__ == "_LazyModule")
+import attrs
+
+@attrs.define
+class A:
+    x: int = attrs.field(validator=attrs.validators.instance_of(int))
+    y: object = attrs.field(default=None, converter=attrs.converters.optional(float))
+
+try:
+    A("1")
+    rejected = False
+except TypeError:
+    rejected = True
+a = A(1, "2.5")
+print(json.dumps([lazy, rejected, a.y, attrs.asdict(a, filter=attrs.filters.exclude("y"))]))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    lazy, rejected, y, d = json.loads(out.stdout.splitlines()[-1])
+    from srcore._attrs_lazy import LAZY
+
+    assert lazy == sorted(LAZY) and rejected and y == 2.5 and d == {"x": 1}
