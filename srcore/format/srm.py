@@ -157,6 +157,13 @@ def load(path: str | os.PathLike, *, verify: str = "header") -> Model:
     checksum; ``"full"`` also checks the SHA-256 of every parameter byte.
     Any problem raises ``SrcoreFormatError`` naming the file.
     """
+    from .._gcpause import paused
+
+    with paused():   # a cold start's load: no garbage collection meanwhile (srcore._gcpause)
+        return _load(path, verify)
+
+
+def _load(path, verify: str) -> Model:
     if verify not in ("header", "full"):
         raise ValueError(f"verify must be 'header' or 'full', not {verify!r}")
     t0 = time.perf_counter()

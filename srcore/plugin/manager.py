@@ -296,7 +296,9 @@ class PluginManager:
         ``SRCORE_SELECTION=file`` the registry of that selection (:meth:`registry_for`)."""
         registry = self._registry
         if registry is None:
-            with _lock:  # StaticModules may be built from several threads
+            from .._gcpause import paused
+
+            with _lock, paused():  # StaticModules may be built from several threads
                 if self._registry is None:
                     t0 = time.perf_counter()
                     selection = os.environ.get("SRCORE_SELECTION", "")
@@ -406,7 +408,9 @@ def get_plugin_manager() -> PluginManager:
     """The process-wide manager, loaded on first call (with ``SRCORE_SELECTION``: the plugins it names)."""
     global _default
     if _default is None:
-        with _lock:
+        from .._gcpause import paused
+
+        with _lock, paused():
             if _default is None:
                 only = _selected_plugins()
                 _default = PluginManager(defer_pluggy=only is not None).load(only=only)

@@ -65,6 +65,12 @@ class StaticModule:
 
     def __init__(self, model: Any, options: Options | None = None, backends: Sequence[str] | None = None,
                  *, plugin_manager: Any = None):
+        from .._gcpause import paused
+
+        with paused():   # a load makes little cyclic garbage: no collection meanwhile (srcore._gcpause)
+            self._load(model, options, backends, plugin_manager)
+
+    def _load(self, model: Any, options: Options | None, backends: Sequence[str] | None, plugin_manager: Any) -> None:
         t0 = time.perf_counter()
         clock = _StageClock()
         options = options or Options()
@@ -186,7 +192,7 @@ class StaticModule:
             from ..errors import SrcoreWarning
 
             warnings.warn("loading this model, srcore lost facts it needs:\n  " + "\n  ".join(lost),
-                          SrcoreWarning, stacklevel=2)
+                          SrcoreWarning, stacklevel=3)  # the caller of StaticModule(...)
         clock.stage("dispatch")
         proc = GraphProcessor(graph, resolved, plan_memory=options.enable_out_variant)
         self.top: BlockInfo = proc.run()
