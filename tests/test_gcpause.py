@@ -59,3 +59,30 @@ def test_nested_and_concurrent_pauses_enable_it_once_the_last_ends(restore_gc):
     release.set()
     t.join(10)
     assert gc.isenabled()
+
+
+def test_a_load_leaves_no_young_collection_behind_and_a_programs_freeze_alone(restore_gc):
+    """What the load allocated joins the oldest generation when the pause ends: no young collection walks
+    it right after (the first thing allocated after a pause that deferred collections would trigger one);
+    objects the program froze stay frozen."""
+    seen = []
+
+    def probe(phase, info):
+        if phase == "start":
+            seen.append(info["generation"])
+    gc.enable()
+    gc.collect()
+    gc.callbacks.append(probe)
+    try:
+        sm = srcore.StaticModule(srcore.load(DIGITS))
+        after = [[i] for i in range(50)]   # allocations after the load
+    finally:
+        gc.callbacks.remove(probe)
+    assert seen == [] and len(after) == 50 and sm is not None
+    gc.freeze()
+    frozen = gc.get_freeze_count()
+    try:
+        srcore.StaticModule(srcore.load(DIGITS))
+        assert gc.get_freeze_count() == frozen and gc.isenabled()
+    finally:
+        gc.unfreeze()
