@@ -17,8 +17,9 @@ plugin registry's build (the child builds it right after ``import srcore``, befo
 would otherwise build it), the process's wall time (median) and the time from spawning it to the first
 result (median and best: the cold-start goals' measure, the interpreter's start included, its exit not),
 old -> new. ``--prepared``: both arms load the model saved prepared (``StaticModule.save(path,
-prepared=True)`` by this checkout, once per registry: a selective load's file is prepared under its
-selection), which a checkout that knows the record loads without running the passes.
+prepared=True)``, by each arm's own checkout: the record's format may differ; once per registry: a
+selective load's file is prepared under its selection), which a checkout that knows the record loads
+without running the passes.
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .cold_start_selection import _artifacts
+from .cold_start_selection import PREPARE, _artifacts
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGINS = ("cpu", "quantized", "trt_like", "openvino")
@@ -76,7 +77,6 @@ def _child(code: str, env: dict, cwd: str) -> tuple[float, float, float, float, 
     return total, share, wall, registry, (t_result - spawned) * 1e3
 
 
-PREPARE = "import srcore; srcore.StaticModule(srcore.load({srm!r})).save({out!r}, prepared=True)"
 
 
 def run(old: Path, new: Path, models: list[str], runs: int, out: Path, cwd: str, prepared: bool = False) -> dict:
@@ -87,14 +87,15 @@ def run(old: Path, new: Path, models: list[str], runs: int, out: Path, cwd: str,
         subprocess.run([sys.executable, "-c", "import sys; from srcore.cli.main import main; sys.exit(main())",
                         "select", str(srm), "-o", str(selection)], check=True, cwd=ROOT, capture_output=True)
         for mode, sel in (("full", None), ("selection", str(selection))):
-            loaded = srm
-            if prepared:  # prepared under the registry it is loaded with (the record names the backends)
-                loaded = srm.with_name(f"{srm.stem}.prepared-{mode}.srm")
-                subprocess.run([sys.executable, "-c", PREPARE.format(srm=str(srm), out=str(loaded))], check=True,
-                               env=_env(new, sel, Path(cwd).parent / "cache-new"), cwd=cwd, capture_output=True)
-            code = CHILD.format(inp=str(inp), srm=str(loaded))
             for arm_name, arm in (("old", old), ("new", new)):
-                cases.append(((model, mode, arm_name), code, _env(arm, sel, Path(cwd).parent / f"cache-{arm_name}")))
+                env = _env(arm, sel, Path(cwd).parent / f"cache-{arm_name}")
+                loaded = srm
+                if prepared:  # by the arm's own checkout (its record's format), under the registry it loads with; beside the selection (never in examples/)
+                    loaded = selection.with_name(f"{srm.stem}.prepared-{mode}-{arm_name}.srm")
+                    prep = PREPARE.format(srm=str(srm), inp=str(inp), out=str(loaded))
+                    subprocess.run([sys.executable, "-c", prep], check=True,
+                                   env=env, cwd=cwd, capture_output=True)
+                cases.append(((model, mode, arm_name), CHILD.format(inp=str(inp), srm=str(loaded)), env))
     for _, code, env in cases:  # warm the caches (entry points, schemas, selections) and the bytecode
         _child(code, env, cwd)
     samples: dict[tuple, list] = {key: [] for key, _, _ in cases}

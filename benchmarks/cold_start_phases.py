@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .cold_start_ab import PREPARE
+from .cold_start_selection import PREPARE
 from .cold_start_selection import _artifacts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -180,8 +180,9 @@ def measure(models: list[str], runs: int, out: Path, cwd: str, prepared: bool = 
         for mode, env in (("full", base), ("selection", {**base, "SRCORE_SELECTION": str(selection)})):
             loaded = srm
             if prepared:  # saved prepared under the registry it is loaded with (benchmarks.cold_start_ab)
-                loaded = srm.with_name(f"{srm.stem}.prepared-{mode}.srm")
-                subprocess.run([sys.executable, "-c", PREPARE.format(srm=str(srm), out=str(loaded))], check=True,
+                loaded = selection.with_name(f"{srm.stem}.prepared-{mode}.srm")
+                prep = PREPARE.format(srm=str(srm), inp=str(inp), out=str(loaded))
+                subprocess.run([sys.executable, "-c", prep], check=True,
                                env=env, cwd=cwd, capture_output=True)
             for hook in (False, True):
                 code = CHILD.format(inp=str(inp), srm=str(loaded), hook=hook)

@@ -55,7 +55,9 @@ print("@@", json.dumps({{"t_result": t_result, "in_child_ms": (t_end - t0) * 1e3
                         "ops": len(sm.registry.declared), "kernels": len(sm.registry.kernel_table)}}))
 """
 
-PREPARE = "import srcore; srcore.StaticModule(srcore.load({srm!r})).save({out!r}, prepared=True)"
+#: save the model prepared, after one call with the benchmark's input (so the record keeps that signature's layouts)
+PREPARE = ("import numpy as np, srcore; sm = srcore.StaticModule(srcore.load({srm!r})); sm(np.load({inp!r})); "
+           "sm.save({out!r}, prepared=True)")
 
 BYTES = r"""
 import tracemalloc
@@ -114,7 +116,8 @@ def measure(model: str, out: Path, runs: int) -> dict:
     envs = {"full": base, "selection": {**base, "SRCORE_SELECTION": str(selection)}}
     envs["prepared"] = envs["selection"]
     prepared = selection.with_name(f"{srm.stem}.prepared-selection.srm")   # beside the selection, never in examples/
-    subprocess.run([sys.executable, "-c", PREPARE.format(srm=str(srm), out=str(prepared))], env=envs["selection"],
+    prep = PREPARE.format(srm=str(srm), inp=str(inp), out=str(prepared))
+    subprocess.run([sys.executable, "-c", prep], env=envs["selection"],
                    check=True, cwd=ROOT, capture_output=True)
     codes = {mode: CHILD.format(inp=str(inp), srm=str(prepared if mode == "prepared" else srm)) for mode in envs}
     samples: dict[str, list] = {mode: [] for mode in envs}

@@ -16,9 +16,11 @@ Attributes load on first use so that ``import srcore`` stays cheap.
 from __future__ import annotations
 
 from ._attrs_code_cache import install as _install_attrs_code_cache
+from ._attrs_lazy import install as _install_lazy_attrs
 from ._lazy import lazy_getattr
 
 _install_attrs_code_cache()  # before any srcore class is defined: their attrs methods come compiled
+_install_lazy_attrs()  # attrs' validators, converters and filters run on first use (srcore._attrs_lazy)
 
 from .errors import *  # noqa: F401,F403  (the error tree is part of the facade)
 from .errors import __all__ as _error_names

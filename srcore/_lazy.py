@@ -15,7 +15,10 @@ def lazy_getattr(module: str, table: dict[str, str], namespace: dict[str, Any],
         target = table.get(name)
         if target is not None:
             mod, colon, attr = target.partition(":")
-            value = importlib.import_module(mod)
+            from ._gcpause import paused
+
+            with paused():   # a first use imports much of srcore: no collection meanwhile
+                value = importlib.import_module(mod)
             if colon:
                 value = getattr(value, attr)
             namespace[name] = value

@@ -8,7 +8,6 @@ memory-mapped arrays: never write into them.
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Mapping
 
 import attrs
@@ -199,11 +198,15 @@ def bind_params(graph: Graph, params: Mapping[str, np.ndarray]) -> None:
 
 
 def specs_to_json(specs) -> str:
+    import json
+
     return json.dumps([s.to_json() for s in specs], separators=(",", ":"))
 
 
 def specs_from_json(text: str) -> tuple[InputSpec, ...]:
-    obj = json.loads(text)
+    from ._fastjson import loads
+
+    obj = loads(text)
     if not isinstance(obj, list):
         raise ValueError("input specs must be a JSON list")
     return tuple(InputSpec.from_json(o) for o in obj)

@@ -24,13 +24,15 @@ DIGITS = ROOT / "examples" / "digits" / "digits.srm"
 pytestmark = pytest.mark.one_pass
 
 CHILD = f"""
-import json, sys
+import sys
 import numpy as np
 import srcore
 m = srcore.load({str(DIGITS)!r})
 y = srcore.StaticModule(m)(np.zeros((1, 1, 8, 8), np.float32))
 assert y.shape == (1, 10)
-print(json.dumps(sorted(sys.modules)))
+modules = sorted(sys.modules)
+import json
+print(json.dumps(modules))
 """
 
 NOT_AT_START = ("numba", "llvmlite", "scipy", "yaml", "torch", "logging", "difflib", "importlib.resources",
@@ -59,6 +61,8 @@ def test_a_first_run_leaves_out_what_it_does_not_need(mode, selection):
     assert not loaded, f"imported on a {mode} cold start: {sorted(loaded)}"
     if mode == "selection":   # only the rule modules the selection names (the full registry reads them all)
         assert "srcore.ops.shapes.conv" in modules and "srcore.ops.shapes.quantized" not in modules
+        assert "pluggy" not in modules   # the selected plugins' hooks are plain functions, called directly
+    assert "json" not in modules   # JSON is read by _json's C parser directly (srcore._fastjson)
 
 
 def test_a_selective_start_builds_no_record_class_of_the_hooks_it_does_not_call(selection):
@@ -228,3 +232,35 @@ print(json.dumps([first, [tops(), every, sorted(pm.registry.subcommands)]]))
     names, full_subs = json.loads(full.stdout.splitlines()[-1])
     assert every == names and len(every) > 2 and set(mods_after) >= set(mods) and len(mods_after) == len(every) - 1
     assert subs_after == full_subs
+
+
+def test_attrs_validators_converters_and_filters_run_on_first_use():
+    """A cold start leaves attrs' validators, converters and filters modules unexecuted (srcore._attrs_lazy);
+    code that uses them later gets the real ones: a validator rejects, a converter converts, a filter filters."""
+    code = f"""
+import json, sys
+import numpy as np
+import srcore
+from srcore._attrs_lazy import LAZY
+srcore.StaticModule(srcore.load({str(DIGITS)!r}))(np.zeros((1, 1, 8, 8), np.float32))
+lazy = sorted(n for n in LAZY if type(sys.modules[n]).__name__ == "_LazyModule")
+import attrs
+
+@attrs.define
+class A:
+    x: int = attrs.field(validator=attrs.validators.instance_of(int))
+    y: object = attrs.field(default=None, converter=attrs.converters.optional(float))
+
+try:
+    A("1")
+    rejected = False
+except TypeError:
+    rejected = True
+a = A(1, "2.5")
+print(json.dumps([lazy, rejected, a.y, attrs.asdict(a, filter=attrs.filters.exclude("y"))]))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    lazy, rejected, y, d = json.loads(out.stdout.splitlines()[-1])
+    from srcore._attrs_lazy import LAZY
+
+    assert lazy == sorted(LAZY) and rejected and y == 2.5 and d == {"x": 1}

@@ -486,3 +486,60 @@ def test_stamping_a_record_equals_evolving_it_with_the_provider():
         assert stamped == ref and repr(stamped) == repr(ref)
         with pytest.raises(attrs.exceptions.FrozenInstanceError):
             stamped.provider = None
+
+
+# -- pluggy deferred (a selective start) --------------------------------------------------------------
+def test_srcore_hookimpl_marks_a_function_as_pluggys_marker_does():
+    import pluggy
+
+    theirs = pluggy.HookimplMarker("srcore")
+    for opts in ({}, {"tryfirst": True}, {"specname": "srcore_kernels", "trylast": True}, {"wrapper": True}):
+        def mine():
+            yield from ()
+
+        def ref():
+            yield from ()
+        hookimpl(**opts)(mine) if opts else hookimpl(mine)
+        theirs(**opts)(ref) if opts else theirs(ref)
+        assert mine.srcore_impl == ref.srcore_impl
+
+
+def _plain(name, **hooks):
+    """A plugin module as real plugins are written: ``@hookimpl`` on functions named after the hooks."""
+    mod = types.ModuleType(name)
+    for hook, value in hooks.items():
+        def impl(value=value):
+            yield from value
+        setattr(mod, hook, hookimpl(impl))
+    return mod
+
+
+def _summary(pm):
+    reg = pm.registry
+    return ([(r.name, r.status, r.hooks, r.error) for r in pm.reports], sorted(reg.backends), sorted(reg.declared),
+            sorted((k.op, k.backend, k.kind, k.provider.name) for k in reg.kernel_table))
+
+
+def test_a_manager_deferring_pluggy_calls_plain_hooks_itself_and_builds_the_same_registry():
+    hooks = dict(srcore_op_libraries=[LIB], srcore_backends=[TB], srcore_kernels=[good_kernel()])
+
+    class WithArgs:   # pluggy rejects it (an argument its spec does not have): the deferred manager asks pluggy
+        @hookimpl
+        def srcore_backends(self, backend):
+            yield from ()
+    ordered = _plain("ordered", srcore_backends=[Backend("tb3")])
+    ordered.srcore_backends.srcore_impl["tryfirst"] = True   # pluggy's ordering: only pluggy honours it
+
+    summaries = []
+    for defer in (False, True):
+        pm = PluginManager(defer_pluggy=defer).load(entry_points=False)
+        pm.register(_plain("p", **hooks), "p", dist="srcore-p", version="3.0")
+        pm.register(_plain("q", srcore_backends=[Backend("tb2")]), "q")
+        if defer:
+            assert pm._pluggy is None and sorted(pm.registry.backends) == ["tb", "tb2"]   # no pluggy so far
+        assert pm.register(WithArgs(), "withargs").status == "failed"
+        assert pm._pluggy is not None   # asked for the plugin it could not call itself
+        pm.register(ordered, "ordered")
+        summaries.append(_summary(pm))
+    assert summaries[0] == summaries[1]
+    assert summaries[0][1] == ["tb", "tb2", "tb3"] and summaries[0][3] == [("t::f", "tb", "out", "p")]

@@ -78,7 +78,67 @@ def test_a_fresh_process_loading_a_prepared_model_imports_no_pass(prepared):
     path, _ = prepared
     code = (f"import json, sys, numpy as np, srcore\nsm = srcore.StaticModule(srcore.load({str(path)!r}))\n"
             "sm(np.zeros((1, 1, 8, 8), np.float32))\n"
-            "print(json.dumps([sm.prepared_before, sorted(n for n in sys.modules if n.startswith('srcore.passes'))]))")
+            "print(json.dumps([sm.prepared_before, sm.types_before, "
+            "sorted(n for n in sys.modules if n.startswith('srcore.passes'))]))")
     env = {k: v for k, v in os.environ.items() if k != "SRCORE_SELECTION"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert json.loads(out.stdout.splitlines()[-1]) == [True, []]
+    assert json.loads(out.stdout.splitlines()[-1]) == [True, True, []]   # no pass, no propagation
+
+
+def _types(sm):
+    from srcore.runtime.process import enumerate_values
+
+    return [v.type for v in enumerate_values(sm.graph)]
+
+
+def test_the_saved_types_are_the_propagated_ones_and_skip_propagation(prepared):
+    path, sm = prepared
+    again = srcore.StaticModule(srcore.load(path))
+    assert again.prepared_before and again.types_before and not sm.types_before
+    assert _types(again) == _types(sm) and all(t is not None for t in _types(again))
+    assert json.loads(srcore.load(path).metadata[KEY])["types"] is True
+
+
+def test_a_load_under_other_options_or_registry_does_the_work_again(digits, prepared, tmp_path):
+    """The record's fingerprint covers the options and the registry: another of either is a mismatch, and
+    that load runs the passes and propagation as for any model, with the same result."""
+    model, x = digits
+    path, sm = prepared
+    loaded = srcore.load(path)
+    other = srcore.StaticModule(loaded, options=srcore.Options(warm_up=False))
+    assert not other.prepared_before and not other.types_before and "passes" in other.load_stages
+    from srcore.cli.main import main
+
+    selection = tmp_path / "digits.yaml"
+    assert main(["select", str(DIGITS), "-o", str(selection)]) == 0
+    selective = srcore.StaticModule(loaded, options=srcore.Options(selection=str(selection)))
+    assert not selective.prepared_before and "passes" in selective.load_stages
+    tampered = attrs.evolve(loaded, metadata={**loaded.metadata, KEY: loaded.metadata[KEY].replace(
+        '"fingerprint":"', '"fingerprint":"0')})
+    redone = srcore.StaticModule(tampered)
+    assert not redone.prepared_before and "passes" in redone.load_stages
+    for m in (other, selective, redone):
+        assert _source(m) == _source(sm) and _types(m) == _types(sm)
+        np.testing.assert_array_equal(m(x[:1]), sm(x[:1]))
+    # saved under the selection, it is a match for a load under that selection only
+    selective.save(tmp_path / "sel.srm", prepared=True)
+    again = srcore.StaticModule(srcore.load(tmp_path / "sel.srm"), options=srcore.Options(selection=str(selection)))
+    assert again.prepared_before and again.types_before
+    assert not srcore.StaticModule(srcore.load(tmp_path / "sel.srm")).prepared_before
+    # the layouts of the signature it was called with (batch 1) are the ones propagation computes
+    rt = selective.runtime()
+    key, types = rt.signature_of([x[:1]])
+    assert key in again._recorded
+    assert again.signature_info(key, types) == selective._compute_signature(types, reuse=False)
+    np.testing.assert_array_equal(again(x[:1]), sm(x[:1]))
+    # and a fresh process of that selection imports neither the passes nor propagation (nor pluggy)
+    saved = str(tmp_path / "sel.srm")
+    code = (f"import json, sys, numpy as np, srcore\nsm = srcore.StaticModule(srcore.load({saved!r}))\n"
+            "y = sm(np.zeros((1, 1, 8, 8), np.float32))\n"
+            "print(json.dumps([sm.types_before, y.tolist(), sorted(n for n in sys.modules if n.startswith("
+            "('srcore.passes', 'srcore.ops.shapes', 'pluggy')))]))")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "SRCORE_SELECTION": str(selection)},
+                         capture_output=True, text=True, check=True)
+    types_before, y, modules = json.loads(out.stdout.splitlines()[-1])
+    assert types_before and modules == []
+    np.testing.assert_array_equal(np.array(y, np.float32), sm(np.zeros((1, 1, 8, 8), np.float32)))

@@ -11,7 +11,6 @@ views on the map: no copy, no pickle, no code from the file.
 from __future__ import annotations
 
 import functools
-import json
 import math
 import mmap
 import os
@@ -19,6 +18,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from .._fastjson import canonical, loads
 from ..errors import SrcoreFormatError
 
 #: safetensors dtype names <-> numpy dtypes; the ML_DTYPE_NAMES ones are ml_dtypes' (:func:`st_dtype`,
@@ -70,7 +70,8 @@ MAX_HEADER = 100 * 1024 * 1024  # the reference implementation's limit
 
 
 def canonical_json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    """``json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)`` (without importing json)."""
+    return canonical(obj)
 
 
 def tensor_layout(arrays: Mapping[str, np.ndarray]) -> tuple[dict[str, dict], list[str]]:
@@ -148,7 +149,7 @@ class Container:
         self.data_start = 8 + n
         self.data_len = size - self.data_start
         try:
-            header = json.loads(self.header_bytes.decode("utf-8"))
+            header = loads(self.header_bytes.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
             self.fail(f"header is not valid JSON: {exc}")
         if not isinstance(header, dict):

@@ -14,12 +14,12 @@ keeps loading O(header); ``verify="full"`` also hashes the data section (about
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 from typing import Any
 
 from .._digest import small_sha256
+from .._fastjson import loads
 from .._lazylog import LazyLogger
 from ..errors import SrcoreError, SrcoreFormatError
 from ..model import Model, collect_params, required_ops, specs_from_json, specs_to_json
@@ -75,6 +75,7 @@ def save(model: Model, path: str | os.PathLike, *, producer: str | None = None,
     except SrcoreError as exc:
         raise SrcoreError(f"cannot save {os.fspath(path)}: the graph's IR text does not parse back: {exc}") from exc
     import hashlib
+    import json
 
     data_hash = hashlib.sha256()
     for name in order:
@@ -127,7 +128,7 @@ def _engines_in(c: Container, md: dict, params: dict) -> dict:
     from ..plugin.engine_types import EngineData  # only for a file that carries engines
 
     try:
-        table = json.loads(raw)
+        table = loads(raw)
         if not isinstance(table, dict):
             raise ValueError("not an object")
         out = {}
@@ -156,6 +157,13 @@ def load(path: str | os.PathLike, *, verify: str = "header") -> Model:
     checksum; ``"full"`` also checks the SHA-256 of every parameter byte.
     Any problem raises ``SrcoreFormatError`` naming the file.
     """
+    from .._gcpause import paused
+
+    with paused():   # a cold start's load: no garbage collection meanwhile (srcore._gcpause)
+        return _load(path, verify)
+
+
+def _load(path, verify: str) -> Model:
     if verify not in ("header", "full"):
         raise ValueError(f"verify must be 'header' or 'full', not {verify!r}")
     t0 = time.perf_counter()
@@ -180,8 +188,8 @@ def load(path: str | os.PathLike, *, verify: str = "header") -> Model:
     engines = _engines_in(c, md, params)
     try:
         specs = specs_from_json(md["input_specs"])
-        outputs = json.loads(md["output_names"])
-        meta = json.loads(md["metadata"])
+        outputs = loads(md["output_names"])
+        meta = loads(md["metadata"])
         if not (isinstance(outputs, list) and all(isinstance(o, str) for o in outputs)):
             raise ValueError("output_names must be a list of str")
         if not (isinstance(meta, dict) and all(isinstance(v, str) for v in meta.values())):
@@ -229,7 +237,7 @@ def _schemas(c: Container, text: str) -> tuple:
     from ..ops.schema import FunctionSchema
 
     try:
-        texts = json.loads(text)
+        texts = loads(text)
         if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
             raise ValueError("schemas must be a JSON list of str")
         return tuple(FunctionSchema.parse(t) for t in texts)

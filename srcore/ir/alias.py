@@ -20,8 +20,8 @@ partitioner all read aliasing from here.
 from __future__ import annotations
 
 import functools
-import re
 
+from .._lazyre import LazyPattern
 from .graph import Graph, Node, Value
 from .names import base_op as _base
 
@@ -52,7 +52,7 @@ UNPACK_OPS = frozenset({"prim::ListUnpack", "prim::TupleUnpack", "prim::TupleInd
 #: srcore kernels that may return their (first) input though torch's schema says the result is fresh
 KERNEL_ALIASES = frozenset({"aten::dropout", "aten::feature_dropout", "aten::alpha_dropout", "aten::type_as"})
 
-_TYPE_VAR = re.compile(r"^(t\d*|K|V|Any)$")
+_TYPE_VAR = LazyPattern(r"^(t\d*|K|V|Any)$")   # compiled at first use (srcore._lazyre)
 
 
 def mutated_inputs(node: Node) -> list[int]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from .._lazyre import LazyPattern
 from .graph import Block, Graph, Node, SourceLocation, Value
 from .lexer import Lexer, Token
 from .syntax import MAX_DEPTH, TypeSyntax, coerce_constant
@@ -24,8 +25,8 @@ UNKNOWN_TENSOR = "<Tensor>"
 _SOURCE = re.compile(r"^(.*?):(\d+)(?::(\d+))?$")
 # torch's dump of a tensor value: numbers, spaces, newlines, ``(1,.,.) =`` headers,
 # ending in ``[ CPUFloatType{2,3} ]``
-_TENSOR_DUMP = re.compile(r"[^\[\]\"%#]*?\[ [A-Za-z0-9_]+Type\{[0-9,]*\} \]")
-_SCALAR_TENSOR = re.compile(r"\{[^{}\[\]\n]*\}")
+_TENSOR_DUMP = LazyPattern(r"[^\[\]\"%#]*?\[ [A-Za-z0-9_]+Type\{[0-9,]*\} \]")   # compiled at first use
+_SCALAR_TENSOR = LazyPattern(r"\{[^{}\[\]\n]*\}")
 _SCOPE = re.compile(r"[^#\n]*")
 
 

@@ -14,12 +14,12 @@ parameters (:class:`srcore.ir.quant.QParams`), printed after the dims:
 """
 from __future__ import annotations
 
-import re
 from typing import Union
 
 import attrs
 
 from .._convert import to_tuple
+from .._lazyre import LazyPattern
 from .._repr import shared_repr
 from .quant import QParams
 
@@ -82,7 +82,7 @@ class Type:
         return False
 
 
-_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|SS\(-?\d+\)")
+_SYMBOL = LazyPattern(r"[A-Za-z_][A-Za-z0-9_]*|SS\(-?\d+\)")   # compiled at first use (srcore._lazyre)
 
 
 def _dim_str(d: Dim) -> str:

@@ -19,14 +19,15 @@ Internal: ``manager.py`` (discovery, isolation, blocking, reports;
 ``builtin.py`` (srcore's own declarations, rules and decompositions, through
 the same hooks).
 """
-import pluggy
-
 from .._lazy import lazy_getattr
 from ..errors import (EngineBuildError, EngineOptionError, KernelError, PluginError, QuantizationError, ShapeError,
                       SrcoreError, SrcoreFormatError, SrcoreInputError)
 from .types import KERNEL_KINDS, ArgInfo, Const, Backend, Kernel, NodeInfo, PluginInfo, ShapeRule, Specialized
 
-hookimpl = pluggy.HookimplMarker("srcore")
+from .hook_names import HookimplMarker  # noqa: E402
+
+#: ``pluggy.HookimplMarker("srcore")``, without importing pluggy (srcore.plugin.hook_names)
+hookimpl = HookimplMarker()
 
 # what shape rules, kernels and engine builders need, imported on first use (discovery imports this
 # module: it must not load the IR or numpy)

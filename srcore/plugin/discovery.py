@@ -34,13 +34,13 @@ from __future__ import annotations
 
 import marshal
 import os
-import re
 import sys
 from importlib import import_module
 from pathlib import Path
 from typing import Any, Collection
 
 from .._digest import small_sha256
+from .._lazyre import LazyPattern
 from ..cachedir import cache_root
 
 __all__ = ["CachedEntryPoint", "entry_points", "scan", "fingerprint", "installed_key", "cache_dir", "FORMAT"]
@@ -49,7 +49,22 @@ FORMAT = 2  # bump when the file layout below changes
 _INFO_SUFFIXES = (".dist-info", ".egg-info")
 _SCANNED_SUFFIXES = (*_INFO_SUFFIXES, ".egg")
 # importlib.metadata.EntryPoint.pattern: "module", "module:attr.sub", with optional "[extras]"
-_VALUE_RE = re.compile(r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras>\[.*\])\s*)?$")
+_VALUE_RE = LazyPattern(r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras>\[.*\])\s*)?$")
+
+
+def _dotted(s: str) -> bool:
+    """``s`` matches ``[\\w.]+`` (word characters as ``re`` has them: alphanumerics and ``_``, and dots)."""
+    return s.replace(".", "_").replace("_", "a").isalnum()
+
+
+def _split_value(value: str) -> tuple[str, str | None] | None:
+    """(module, attr or None) of an entry point's value, as ``_VALUE_RE`` reads it; the regex (compiled then)
+    only for values with spaces or extras: the plain ``module[:attr]`` of every plugin needs no compiling."""
+    module, colon, attr = value.partition(":")
+    if _dotted(module) and (not colon or _dotted(attr)):
+        return module, (attr if colon else None)
+    m = _VALUE_RE.match(value)
+    return None if m is None else (m.group("module"), m.group("attr"))
 
 
 class _Dist:
@@ -72,11 +87,11 @@ class CachedEntryPoint:
         self.dist = _Dist(dist_name, dist_version)
 
     def load(self) -> Any:
-        m = _VALUE_RE.match(self.value)
-        if m is None:
+        parts = _split_value(self.value)
+        if parts is None:
             raise ValueError(f"entry point {self.name!r} has an invalid value {self.value!r}")
-        obj: Any = import_module(m.group("module"))
-        for part in filter(None, (m.group("attr") or "").split(".")):
+        obj: Any = import_module(parts[0])
+        for part in filter(None, (parts[1] or "").split(".")):
             obj = getattr(obj, part)
         return obj
 

@@ -161,21 +161,4 @@ class SrcoreSpecs:
         yield from ()
 
 
-#: hook name -> the record type it yields, in the order the manager collects them
-HOOK_RECORDS = {
-    "srcore_op_libraries": "OpLibrary",
-    "srcore_dtypes": "DType",
-    "srcore_backends": "Backend",
-    "srcore_kernels": "Kernel",
-    "srcore_shape_rules": "ShapeRule",
-    "srcore_decompositions": "Decomposition",
-    "srcore_engine_builders": "EngineBuilder",
-    "srcore_subcommands": "Subcommand",
-}
-
-
-def record_type(hook: str) -> type:
-    """The record class ``hook`` yields (by name in ``HOOK_RECORDS``: some are built on first use)."""
-    from . import types
-
-    return getattr(types, HOOK_RECORDS[hook])
+from .hook_names import HOOK_RECORDS, record_type  # noqa: E402,F401  (here too: their old home)

@@ -7,6 +7,12 @@ a time, so a plugin that fails (import error, a hook that raises, an invalid
 record, a bad schema) is reported with its name, version, hook and reason and
 the others still load. ``PluginManager()`` makes a fresh one (tests).
 
+A selective start defers pluggy (``PluginManager(defer_pluggy=True)``): the
+selected plugins' hook implementations are plain functions it calls directly,
+so pluggy is imported only when something needs it (``hook``, the full
+registry, a plugin using pluggy's wrappers, ordering or ``specname``); then
+every plugin registered so far is registered with pluggy, and checked by it.
+
 Environment: ``SRCORE_DISABLE_PLUGINS=a,b`` blocks plugins by entry-point
 name (``builtin`` cannot be blocked); with ``SRCORE_SELECTION=file`` the
 process-wide manager imports only the plugins the selection names (its
@@ -24,13 +30,12 @@ import time
 from typing import Any, Collection, Iterable
 
 import attrs
-import pluggy
 
 from .._lazylog import LazyLogger
 from .._repr import shared_repr
 from ..errors import PluginError, RegistrationError
 from . import discovery
-from .hookspecs import HOOK_RECORDS, SrcoreSpecs
+from .hook_names import HOOK_RECORDS, impl_opts, plain
 from .registry import Registry
 from .types import PluginInfo
 
@@ -85,11 +90,12 @@ def _env_list(name: str) -> set[str]:
 
 
 class PluginManager:
-    """A pluggy manager for the ``srcore`` hooks plus reports, blocking and the built registry."""
+    """A pluggy manager for the ``srcore`` hooks plus reports, blocking and the built registry
+    (``defer_pluggy``: pluggy only when needed, see the module's docstring)."""
 
-    def __init__(self, *, strict: bool | None = None):
-        self._pm = pluggy.PluginManager("srcore")
-        self._pm.add_hookspecs(SrcoreSpecs)
+    def __init__(self, *, strict: bool | None = None, defer_pluggy: bool = False):
+        self._pluggy = None   # the pluggy manager, created by ``_pm``
+        self._objects: dict[str, Any] = {}   # the registered plugins: name -> module or object
         self.strict = os.environ.get("SRCORE_STRICT_PLUGINS", "") not in ("", "0") if strict is None else strict
         self._reports: dict[str, PluginReport] = {}
         self._blocked: set[str] = set()
@@ -100,6 +106,31 @@ class PluginManager:
         self._deferred: list = []  # (group, names loaded) of selective loads: load_all imports the others
         #: seconds spent in load() (discovery + imports) and in the last registry build
         self.timings: dict[str, float] = {}
+        if not defer_pluggy:
+            self._pm  # noqa: B018 (created now)
+
+    @property
+    def _pm(self):
+        """The pluggy manager (created on first use, with every plugin registered so far)."""
+        pm = self._pluggy
+        if pm is None:
+            import pluggy
+
+            from .hookspecs import SrcoreSpecs
+
+            pm = self._pluggy = pluggy.PluginManager("srcore")
+            pm.add_hookspecs(SrcoreSpecs)
+            for name, plugin in list(self._objects.items()):
+                try:
+                    pm.register(plugin, name=name)
+                except Exception as exc:  # pluggy's PluginValidationError
+                    self.fail(name, "register", exc)
+        return pm
+
+    def _forget(self, name: str) -> None:
+        self._objects.pop(name, None)
+        if self._pluggy is not None and self._pluggy.get_plugin(name) is not None:
+            self._pluggy.unregister(name=name)
 
     # -- registering ----------------------------------------------------------------------
     def block(self, name: str) -> None:
@@ -107,8 +138,7 @@ class PluginManager:
         if name in ESSENTIAL_PLUGINS:
             raise PluginError(f"plugin {name} cannot be disabled: it holds srcore's own op declarations")
         self._blocked.add(name)
-        if self._pm.get_plugin(name) is not None:
-            self._pm.unregister(name=name)
+        self._forget(name)
         rep = self._reports.get(name)
         self._reports[name] = PluginReport(name, rep.dist if rep else None, rep.version if rep else None,
                                            "disabled")
@@ -123,7 +153,7 @@ class PluginManager:
         name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
         if name in self._blocked:
             return self._reports.setdefault(name, PluginReport(name, dist, version, "disabled"))
-        if self._pm.get_plugin(name) is not None:
+        if name in self._objects:
             raise PluginError(f"a plugin named {name!r} is already registered ({self._reports[name].info})")
         report = PluginReport(name, dist, version, "loaded")
         self._reports[name] = report
@@ -134,16 +164,21 @@ class PluginManager:
                        and a not in HOOK_RECORDS]
             if unknown:
                 raise PluginError(f"unknown hook(s) {', '.join(unknown)}; known hooks: {', '.join(HOOK_RECORDS)}")
-            self._pm.register(plugin, name=name)
+            self._objects[name] = plugin
+            if self._pluggy is not None:
+                self._pluggy.register(plugin, name=name)
+            elif not _direct(plugin):
+                self._pm  # noqa: B018 (pluggy now: it registers and checks this plugin with the others)
         except Exception as exc:  # pluggy's PluginValidationError: a hookimpl with a bad signature
             self.fail(name, "register", exc)
             return report
-        report.hooks = tuple(sorted(h.name for h in self._pm.get_hookcallers(plugin) or ()))
+        if report.status == "loaded":
+            report.hooks = (tuple(sorted(_hook_names(plugin))) if self._pluggy is None else
+                            tuple(sorted(h.name for h in self._pluggy.get_hookcallers(plugin) or ())))
         return report
 
     def unregister(self, name: str) -> None:
-        if self._pm.get_plugin(name) is not None:
-            self._pm.unregister(name=name)
+        self._forget(name)
         self._reports.pop(name, None)
         self._registry, self._selected = None, {}
 
@@ -214,8 +249,7 @@ class PluginManager:
         report.error = f"{hook}: {type(exc).__name__}: {exc}"
         log.info("plugin %s (%s) failed: %s ('srcore plugins' lists every plugin)", report.name, report.info,
                  report.error)
-        if self._pm.get_plugin(report.name) is not None:
-            self._pm.unregister(name=report.name)
+        self._forget(report.name)
         if self.strict:
             raise PluginError(f"plugin {report.name} ({report.info}) failed in {hook}: {exc}") from exc
 
@@ -262,7 +296,9 @@ class PluginManager:
         ``SRCORE_SELECTION=file`` the registry of that selection (:meth:`registry_for`)."""
         registry = self._registry
         if registry is None:
-            with _lock:  # StaticModules may be built from several threads
+            from .._gcpause import paused
+
+            with _lock, paused():  # StaticModules may be built from several threads
                 if self._registry is None:
                     t0 = time.perf_counter()
                     selection = os.environ.get("SRCORE_SELECTION", "")
@@ -307,9 +343,43 @@ class PluginManager:
         return self.registry.schemas
 
     def hookimpls(self, hook: str) -> Iterable:
-        """The hookimpls of ``hook``, builtin first, then by plugin name."""
-        impls = getattr(self._pm.hook, hook).get_hookimpls()
+        """The hookimpls of ``hook`` (``plugin_name``, ``function``), builtin first, then by plugin name."""
+        if self._pluggy is None:   # every registered plugin's implementations are plain functions
+            impls = [_DirectImpl(name, fn) for name, plugin in self._objects.items()
+                     if (fn := getattr(plugin, hook, None)) is not None and impl_opts(fn) is not None]
+        else:
+            impls = getattr(self._pluggy.hook, hook).get_hookimpls()
         return sorted(impls, key=lambda i: (i.plugin_name != BUILTIN_NAME, i.plugin_name))
+
+
+class _DirectImpl:
+    """A hook implementation called without pluggy (what ``hookimpls`` needs of pluggy's ``HookImpl``)."""
+
+    __slots__ = ("plugin_name", "function")
+
+    def __init__(self, plugin_name: str, function):
+        self.plugin_name = plugin_name
+        self.function = function
+
+
+def _hook_names(plugin) -> list[str]:
+    return [a for a in dir(plugin) if a.startswith("srcore_") and impl_opts(getattr(plugin, a, None)) is not None]
+
+
+def _direct(plugin) -> bool:
+    """True if pluggy would add nothing to calling ``plugin``'s hook implementations: each a function
+    (or bound method) of no required argument, marked without pluggy's options."""
+    for a in _hook_names(plugin):
+        fn = getattr(plugin, a)
+        opts = impl_opts(fn)
+        code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+        if not plain(opts) or code is None:
+            return False
+        bound = 1 if hasattr(fn, "__func__") else 0   # a method: its self or cls is given
+        required = code.co_argcount - len(getattr(fn, "__defaults__", None) or ()) - bound
+        if required != 0 or code.co_kwonlyargcount - len(getattr(fn, "__kwdefaults__", None) or {}):
+            return False
+    return True
 
 
 _default: PluginManager | None = None
@@ -338,9 +408,12 @@ def get_plugin_manager() -> PluginManager:
     """The process-wide manager, loaded on first call (with ``SRCORE_SELECTION``: the plugins it names)."""
     global _default
     if _default is None:
-        with _lock:
+        from .._gcpause import paused
+
+        with _lock, paused():
             if _default is None:
-                _default = PluginManager().load(only=_selected_plugins())
+                only = _selected_plugins()
+                _default = PluginManager(defer_pluggy=only is not None).load(only=only)
     return _default
 
 

@@ -20,7 +20,7 @@ import attrs
 from .._repr import shared_repr
 from ..dispatch.table import STANDARD_DTYPES, KernelTable, op_key
 from ..errors import RegistrationError
-from .hookspecs import HOOK_RECORDS, record_type
+from .hook_names import HOOK_RECORDS, record_type
 from .schemas import DeclaredOps, library_entries, new_schema_registry
 from .types import PluginInfo
 
@@ -170,8 +170,8 @@ def _kernel_problem(k, declared, backends, dtypes) -> str | None:
 def _shape_rules(manager, records, declared):
     """The rule table: builtin's rules first, then each plugin's; a plugin's rule must name a declared op
     (an overload, or a base name with declared overloads) that has no rule yet."""
-    from ..ops.shapes.base import base_name
-    from ..ops.shapes.table import ShapeRuleTable
+    from ..ir.names import base_op as base_name
+    from ..ops.rule_table import ShapeRuleTable
 
     table = ShapeRuleTable()
     bases = None  # base names of the ~1,650 declared overloads: only for a plugin rule naming no overload

@@ -10,7 +10,6 @@ failed names that plugin and its error.
 """
 from __future__ import annotations
 
-import json
 from typing import Iterable, Sequence
 
 import attrs
@@ -55,6 +54,8 @@ class RequiredPlugins:
         return dict(self.backends).get(backend)
 
     def to_json(self) -> str:
+        import json
+
         return json.dumps({
             "namespaces": {ns: [{"dist": d.name, "version": d.version} for d in ds] for ns, ds in self.namespaces},
             "backends": {b: {"dist": d.name, "version": d.version} for b, d in self.backends},
@@ -63,7 +64,9 @@ class RequiredPlugins:
     @classmethod
     def from_json(cls, text: str) -> "RequiredPlugins":
         """Parse ``__metadata__["plugins"]``; ``ValueError`` on anything malformed."""
-        obj = json.loads(text)
+        from .._fastjson import loads
+
+        obj = loads(text)
         if not isinstance(obj, dict) or set(obj) - {"namespaces", "backends"}:
             raise ValueError("plugins must be an object with 'namespaces' and 'backends'")
         namespaces = obj.get("namespaces", {})

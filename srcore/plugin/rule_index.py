@@ -14,7 +14,6 @@ turns it off; nothing is written under ``PYTHONDONTWRITEBYTECODE``.
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Iterator
 import srcore.ops
 
 from .. import __version__
+from .._fastjson import loads
 from ..cachedir import cache_root
 from .types import ShapeRule
 
@@ -56,7 +56,7 @@ def index_path() -> Path:
 
 def _read(key: list) -> list | None:
     try:
-        data = json.loads(index_path().read_text(encoding="utf-8"))
+        data = loads(index_path().read_text(encoding="utf-8"))
         if data["key"] != key:
             return None
         rows = data["rules"]
@@ -110,6 +110,8 @@ def _write(key: list, rows: list) -> None:
     tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        import json
+
         tmp.write_text(json.dumps(data), encoding="utf-8")
         os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the new one
     except OSError:

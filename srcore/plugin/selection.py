@@ -239,7 +239,7 @@ def to_yaml(sel: Selection) -> str:
 def build_selected_registry(manager, sel: Selection):
     """The registry of ``sel`` (plugins' engine builders and subcommands still come from their hooks)."""
     from ..dispatch.table import KernelTable
-    from ..ops.shapes.table import ShapeRuleTable
+    from ..ops.rule_table import ShapeRuleTable
     from .registry import Registry, collect_records, unique_records
     from .schemas import new_schema_registry
     from .types import Backend, Kernel

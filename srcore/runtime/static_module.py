@@ -65,6 +65,12 @@ class StaticModule:
 
     def __init__(self, model: Any, options: Options | None = None, backends: Sequence[str] | None = None,
                  *, plugin_manager: Any = None):
+        from .._gcpause import paused
+
+        with paused():   # a load makes little cyclic garbage: no collection meanwhile (srcore._gcpause)
+            self._load(model, options, backends, plugin_manager)
+
+    def _load(self, model: Any, options: Options | None, backends: Sequence[str] | None, plugin_manager: Any) -> None:
         t0 = time.perf_counter()
         clock = _StageClock()
         options = options or Options()
@@ -95,10 +101,12 @@ class StaticModule:
         clock.stage("plugins")
         graph = graph.copy()
         input_types = [s_type for s_type in (_spec_type(s) for s in specs)]
-        from .prepared import prepared_for
-
+        rec = _prepared_record(model, input_types, options, registry, pm)
         #: the model's graph was saved prepared for this load (``save(prepared=True)``): no pass runs
-        self.prepared_before = options.optimize and prepared_for(model, input_types, options.backends)
+        self.prepared_before = rec is not None
+        #: ... and with its propagated types: no shape propagation either (``srcore.runtime.prepared``)
+        self.types_before = rec is not None and rec["types"] and not any(
+            b in registry.engine_builders for b in options.backends)
         if not self.prepared_before:
             from ..passes.aliases import normalize_aliases
             from ..passes.out_overloads import lower_out_overloads
@@ -131,14 +139,19 @@ class StaticModule:
             _resolve_schemas(graph, schemas, self.model_schemas)
             clock.stage("passes")
         _set_input_types(graph, input_types)
-        shapes = _propagate(graph, input_types, registry, previous=earlier)
+        if self.types_before:   # saved with the types this propagation would set (checked at save)
+            shapes = None
+            _register_ml_dtypes([v.type for v in enumerate_values(graph)])
+        else:
+            shapes = _propagate(graph, input_types, registry, previous=earlier)
         self.graph = graph
         #: the input types the graph's value types were propagated from: a run whose inputs have exactly
         #: these types (static shapes) plans with them instead of propagating again
         self._typed_for = tuple(input_types)
-        from .load_report import missing_shape_rules
+        if shapes is not None and shapes.missing_rules:
+            from .load_report import missing_shape_rules
 
-        self.load_report.missing_shape_rules.extend(missing_shape_rules(shapes.missing_rules, schemas))
+            self.load_report.missing_shape_rules.extend(missing_shape_rules(shapes.missing_rules, schemas))
         clock.stage("shapes")
         #: what the partitioner did (``srcore.partition.PartitionReport``); None without engine backends
         self.partition = None
@@ -179,7 +192,7 @@ class StaticModule:
             from ..errors import SrcoreWarning
 
             warnings.warn("loading this model, srcore lost facts it needs:\n  " + "\n  ".join(lost),
-                          SrcoreWarning, stacklevel=2)
+                          SrcoreWarning, stacklevel=3)  # the caller of StaticModule(...)
         clock.stage("dispatch")
         proc = GraphProcessor(graph, resolved, plan_memory=options.enable_out_variant)
         self.top: BlockInfo = proc.run()
@@ -188,6 +201,8 @@ class StaticModule:
         self.constants = proc.constants
         self.n_slots = len(proc.values)
         self._signatures: LRU = LRU()
+        #: signature key -> {slot: (shape, dtype)} the prepared record holds (its first call propagates nothing)
+        self._recorded = _recorded_layouts(rec) if self.types_before else {}
         self._plans: LRU = LRU(4 * MAX_SIGNATURES)
         self._lock = threading.Lock()
         clock.stage("process")
@@ -293,7 +308,8 @@ class StaticModule:
         with self._lock:
             info = self._signatures.get(key)
             if info is None:
-                info = self._compute_signature(input_types)
+                recorded = self._recorded.get(key)   # saved prepared with this signature's layouts
+                info = self._compute_signature(input_types) if recorded is None else self._signature(recorded.get)
                 self._signatures[key] = info
         return info
 
@@ -308,11 +324,15 @@ class StaticModule:
             except ShapeError as exc:
                 raise SrcoreInputError(f"the inputs' shapes do not fit the model: {exc}") from None
             types = [v.type for v in enumerate_values(g)]
+        return self._signature(lambda slot: _layout(types[slot]))
+
+    def _signature(self, layout) -> SignatureInfo:
+        """The signature facts from ``layout(slot)``: a value's (shape, dtype), None if not static."""
         blocks = []
         for b in self.blocks:
             reqs, layouts = [], {}
             for m in b.managed:
-                lay = _layout(types[m.slot])
+                lay = layout(m.slot)
                 if lay is None:
                     continue
                 layouts[m.slot] = lay
@@ -324,7 +344,7 @@ class StaticModule:
                 if pn.fn is not None and pn.fn.kind == "out":
                     for s in pn.outputs:
                         if s in self.top.outputs:
-                            lay = _layout(types[s])
+                            lay = layout(s)
                             if lay is not None:
                                 outputs[s] = lay
         return SignatureInfo(tuple(blocks), outputs)
@@ -375,7 +395,7 @@ class StaticModule:
 def _save_prepared(sm: StaticModule, path, producer: str | None) -> list[str]:
     from ..format.srm import save
     from ..model import Model, collect_params
-    from .prepared import KEY, record
+    from .prepared import KEY, fingerprint, record, types_round_trip
 
     why = ("it was loaded with optimize=False" if not sm.options.optimize
            else "its engines rewrote the graph" if sm.partition is not None
@@ -384,7 +404,11 @@ def _save_prepared(sm: StaticModule, path, producer: str | None) -> list[str]:
         raise SrcoreError(f"cannot save {path} prepared: {why} (save the model itself: srcore.save)")
     model = sm.model if not isinstance(sm.model, Graph) else Model.from_graph(sm.model)
     graph = sm.graph.copy()
-    metadata = {**model.metadata, KEY: record(sm._typed_for, sm.options.backends)}
+    # the types go with the record only if the text carries them exactly and every node had a rule
+    types = not sm.load_report.missing_shape_rules and types_round_trip(graph)
+    metadata = {**model.metadata, KEY: record(sm._typed_for, sm.options.backends,
+                                              fingerprint(sm.registry, sm.options, sm.plugin_manager), types,
+                                              _signature_layouts(sm) if types else ())}
     save(Model(graph, collect_params(graph), model.input_specs, model.output_names, metadata,
                plugins=model.plugins, op_schemas=model.op_schemas), path, producer=producer)
     return []
@@ -399,6 +423,39 @@ class _StageClock:
         now = time.perf_counter()
         self.stages[name] = now - self._t
         self._t = now
+
+
+def _signature_layouts(sm: StaticModule) -> list:
+    """The layouts of the signatures ``sm`` planned so far (tensor inputs only), as the prepared record
+    keeps them: ``[[[shape, dtype number], ...], [[slot, shape, dtype], ...]]`` each."""
+    out = []
+    for key, info in list(sm._signatures.items()):
+        if not all(len(k) == 2 and isinstance(k[0], tuple) and all(type(d) is int for d in k[0]) for k in key):
+            continue
+        layouts = dict(info.outputs)
+        for bs in info.blocks:
+            layouts.update(bs.layouts)
+        out.append([[[list(shape), num] for shape, num in key],
+                    [[slot, list(shape), dtype] for slot, (shape, dtype) in sorted(layouts.items())]])
+    return out
+
+
+def _recorded_layouts(rec: dict) -> dict:
+    try:
+        return {tuple((tuple(shape), num) for shape, num in key): {slot: (tuple(shape), dtype)
+                                                                 for slot, shape, dtype in lays}
+                for key, lays in rec.get("signatures", ())}
+    except (TypeError, ValueError):   # not what _signature_layouts writes: the first call propagates
+        return {}
+
+
+def _prepared_record(model, input_types, options, registry, pm) -> dict | None:
+    """The prepared record of ``model`` if it was saved for this very load (``srcore.runtime.prepared``)."""
+    if not options.optimize or not isinstance((getattr(model, "metadata", None) or {}).get("srcore.prepared"), str):
+        return None
+    from .prepared import fingerprint, match
+
+    return match(model, input_types, options.backends, fingerprint(registry, options, pm))
 
 
 def _check_backends(wanted, known, required=None) -> None:
