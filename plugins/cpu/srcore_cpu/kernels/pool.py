@@ -266,9 +266,12 @@ def _timed_max_pool_split(nd, node: NodeInfo):
     from . import row_split as RS
 
     shape = RS.static_shape(node.args[0].type if node.args else None)
+    # the shape first: asking the BLAS its thread count (threadpoolctl) costs ~3 ms the first time
+    if (shape is None or len(shape) < nd + 1 or node.args[0].type.dtype != "float32"
+            or np.prod(shape) < MAX_POOL_PARALLEL_MIN):
+        return None
     threads = _par.intra_op_threads()
-    if (threads <= 1 or shape is None or len(shape) < nd + 1 or node.args[0].type.dtype != "float32"
-            or np.prod(shape) < MAX_POOL_PARALLEL_MIN or shape[-nd - 1] < 2 * threads):
+    if threads <= 1 or shape[-nd - 1] < 2 * threads:
         return None
     have = {a.name for a in node.args}
     names = ("kernel_size", "stride", "padding", "dilation", "ceil_mode")
