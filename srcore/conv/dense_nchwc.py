@@ -257,6 +257,15 @@ def dense_nchwc_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Wp, KH, KW, wq, goff, 
                             vstore_n(pout, oi, v, cnt)
 
 
+@numba.njit(**_JIT)
+def dense_nchwc_images(x, C, H, W, sh, sw, dh, dw, pt, pl, Wp, KH, KW, wq, goff, gb0, gnb, bq, out, res, has_res,
+                       leaky, slope, lo, hi, act, O, Ho, Wo, R, tag, bin_, bout, xw, sc, n0, n1, t0, t1):
+    """:func:`dense_nchwc_tasks` for images ``n0 <= n < n1`` (a batch in one call: :class:`.direct.SerialTasks`)."""
+    for n in range(n0, n1):
+        dense_nchwc_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Wp, KH, KW, wq, goff, gb0, gnb, bq, out, res, has_res,
+                          leaky, slope, lo, hi, act, O, Ho, Wo, R, tag, bin_, bout, xw, sc, n, t0, t1)
+
+
 def band_rows(Ho: int, Wo: int, Wp: int, sh: int, span: int) -> int:
     """Output rows a task takes: as many as keep the window (the rows' input rows, ``span`` rows per
     output row plus ``sh`` more for each next) within :data:`WINDOW_BYTES` and the row buffer within
@@ -393,6 +402,9 @@ class _Run(SerialTasks):
 
     def tasks_kernel(self):
         return dense_nchwc_tasks
+
+    def images_kernel(self):
+        return dense_nchwc_images
 
     def task_args(self) -> tuple:
         return (*self._args, *self._conv.buffers(*self._sizes))
