@@ -91,35 +91,24 @@ def max_pool_s2(x, kh, kw, sh, ph, pw, out, c0, c1):
 def max_pool_blocked(x, kh, kw, sh, sw, ph, pw, out, blocked_out, C, Ho, Wo, lanes):
     """Max pool of an NCHW16c tensor ``x`` (N, CB, H, W, 16): 16 channels a vector op, any stride.
     ``out`` is flat: (N, CB, Ho, Wo, 16) when ``blocked_out``, else the C channels' NCHW planes
-    (through ``lanes``, 16 floats). Windows with no input element give -inf; NaN as torch's.
-
-    Separable: per output row, the max over its window's rows of every input column (a row buffer),
-    then each output the max over its columns of that buffer, each max started from its first tap:
-    a 3x3/2 window costs 6 compare-and-selects a pixel, not 9 (3.0 -> 2.0 us for shufflenet's stem
-    pool, 2x16x20x20 -> 10x10, Sapphire Rapids)."""
+    (through ``lanes``, 16 floats). Windows with no input element give -inf; NaN as torch's."""
     N, CB, H, W = x.shape[0], x.shape[1], x.shape[2], x.shape[3]
     xf = x.reshape(-1)
     ninf = vsplat_value(_NEG_INF)
-    rb = np.empty(16 * W, np.float32)
-    rs = 16 * W
     for n in range(N):
         for cb in range(CB):
             base = (n * CB + cb) * H
             for ho in range(Ho):
                 h0 = ho * sh - ph
                 i0, i1 = max(0, -h0), min(kh, H - h0)
-                r0 = (base + h0 + i0) * rs
-                for w in range(W):
-                    acc = ninf if i1 <= i0 else vload(xf, r0 + 16 * w)
-                    for i in range(1, i1 - i0):
-                        acc = vmax_nan(acc, vload(xf, r0 + i * rs + 16 * w))
-                    vstore(rb, 16 * w, acc)
                 for wo in range(Wo):
                     w0 = wo * sw - pw
                     j0, j1 = max(0, -w0), min(kw, W - w0)
-                    acc = ninf if j1 <= j0 else vload(rb, 16 * (w0 + j0))
-                    for j in range(j0 + 1, j1):
-                        acc = vmax_nan(acc, vload(rb, 16 * (w0 + j)))
+                    acc = ninf
+                    for i in range(i0, i1):
+                        row = ((base + h0 + i) * W + w0) * 16
+                        for j in range(j0, j1):
+                            acc = vmax_nan(acc, vload(xf, row + 16 * j))
                     if blocked_out:
                         vstore(out, (((n * CB + cb) * Ho + ho) * Wo + wo) * 16, acc)
                     else:
