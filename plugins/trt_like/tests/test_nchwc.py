@@ -278,3 +278,42 @@ def test_a_nearest_upsample_keeps_an_fpn_top_down_path_blocked():
     assert "resize -> 2x2x10x14x16 [numba]" in layers, layers
     assert _has(layers, "conv -> 2x2x10x14x16"), layers
     _matches_torch_and_the_nchw_engine(sm, m, model, x, atol_nchw=1e-5)
+
+
+@pytest.mark.parametrize("k, groups, blocked, tactic", [
+    (1, 1, (True, False), "pointwise_nchw16c"),   # the NCHW-out tile, zeroed per image in the kernel
+    (1, 1, (False, True), "pointwise_nchw16c"),
+    (3, 20, (True, True), "depthwise_nchw16c"),
+    (3, 1, (False, True), "dense_nchw16c"),
+    (3, 1, (True, False), "conv_nchw16c"),
+    (1, 1, None, "pointwise_simd"),
+])
+def test_a_batch_runs_in_one_bound_call_and_matches_torch_on_every_call(k, groups, blocked, tactic):
+    """From the second call on the same arrays an engine layer is its kernel's bound calls (a batch's
+    images in one compiled call): three images, new values each call, every call against torch."""
+    from srcore_trt_like.builder.layout import blocked_shape
+    from srcore_trt_like.conv.nchwc import nchwc_tactic_builders
+    from srcore_trt_like.conv.spec import ConvSpec
+    from srcore_trt_like.conv.tactics import conv_tactic_builders
+    from srcore_trt_like.tactics.conv import _kernel
+    from srcore.plugin import nchwc
+
+    rng = np.random.default_rng(k + groups)
+    N, C, O, H = 3, 20, 20, 7
+    w = rng.standard_normal((O, C // groups, k, k), np.float32)
+    b = rng.standard_normal(O).astype(np.float32)
+    spec = ConvSpec((N, C, H, H), O, (k, k), (1, 1), (k // 2, k // 2), (1, 1), groups, relu=True)
+    builders = (conv_tactic_builders(spec, w, b) if blocked is None
+                else nchwc_tactic_builders(spec, w, b, blocked))
+    fn = _kernel(dict(builders)[tactic](), False).fn
+    bin_, bout = blocked or (False, False)
+    x = np.empty(blocked_shape((N, C, H, H)) if bin_ else (N, C, H, H), np.float32)
+    y = np.empty(blocked_shape((N, O, H, H)) if bout else (N, O, H, H), np.float32)
+    for _ in range(3):
+        xs = rng.standard_normal((N, C, H, H), np.float32)
+        x[...] = nchwc.to_blocked(xs, 16) if bin_ else xs
+        y[...] = np.nan
+        fn(x, y)
+        want = F.relu(F.conv2d(torch.from_numpy(xs), torch.from_numpy(w), torch.from_numpy(b), 1, k // 2, 1,
+                               groups)).numpy()
+        np.testing.assert_allclose(nchwc.from_blocked(y, O) if bout else y, want, rtol=1e-5, atol=1e-4)
