@@ -7,9 +7,9 @@ output block are 12 accumulators; per (input channel, tap) one weight vector (pa
 ``(out blocks, C, kh, kw, 16)``) and 12 broadcasts of the input at the 12 pixels (``stride``
 floats apart in the NCHW row), 12 FMAs. No input copy: the kernel rows that fall in the top or
 bottom padding are skipped, pixels whose taps reach the left or right padding go one at a time
-with their columns checked, and the row interior's last 1-11 pixels as the 8 or 12 ending there (4
-when narrower). Bias is the accumulators' start; relu / relu6 (a clamp) and hardswish / hardsigmoid
-in the stores; no residual. Work splits by output blocks.
+with their columns checked, and the row interior's last 5-11 pixels as the 8 or 12 ending there
+(1-4, or a row narrower than 8: the 4 ending there). Bias is the accumulators' start; relu / relu6
+(a clamp) and hardswish / hardsigmoid in the stores; no residual. Work splits by output blocks.
 """
 from __future__ import annotations
 
@@ -155,8 +155,8 @@ def dense_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, KH, KW, wq, bq, nob, out, Ho
                     _taps12(px, pw, pout, xrow + ox * sw, wi, orow + ox * LANES, C, HW, sw, W, ky0, ky1, KW, dh, dw,
                             KK, bv, z, lo, hi, act, c3, c6)
                     ox += 12
-                elif oxa <= ox < oxb and oxb - oxa >= 8:
-                    # the interior's last 1-11 pixels as the 8 or 12 ending at its end (some stored
+                elif oxa <= ox < oxb and oxb - ox > 4 and oxb - oxa >= 8:
+                    # the interior's last 5-11 pixels as the 8 or 12 ending at its end (some stored
                     # again, the same values): 4 pixels are 4 chains of dependent FMAs, half the
                     # FMA ports idle (a 20-pixel stem row: 12 + 8, was 12 + 4 + 4)
                     if oxb - ox > 8 and oxb - oxa >= 12:
@@ -170,7 +170,7 @@ def dense_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, KH, KW, wq, bq, nob, out, Ho
                                dw, KK, bv, z, lo, hi, act, c3, c6)
                         ox += 8
                 elif oxa <= ox < oxb and oxb - oxa >= 4:
-                    # the interior's last 1-3 pixels as the 4 ending at its end (1-3 of them stored
+                    # the interior's last 1-4 pixels as the 4 ending at its end (some of them stored
                     # again, the same values): a pixel alone is one chain of dependent FMAs, ~8x
                     # the time per pixel of a block
                     ox = min(ox, oxb - 4)
