@@ -121,23 +121,3 @@ def test_a_saved_engine_with_channel_gathers_loads_without_rebuilding(tmp_path, 
     with torch.no_grad():
         want = m(x).numpy()
     np.testing.assert_allclose(again(x.numpy()), want, rtol=1e-4, atol=1e-5)
-
-
-def test_a_channel_cat_as_one_plane_copy_matches_torch():
-    """A plain channel ``cat`` of 4-D pieces on the shuffle's compiled plane copy (``tactics/data.py``'s
-    ``cat_planes``, timed beside numpy's slices): batch 2, so no piece lies whole in the output and
-    concat elision cannot place it; uneven channel counts; other cats are not offered it."""
-    from srcore_trt_like.builder.network import Layer, Network
-    from srcore_trt_like.tactics.data import cat_planes
-
-    rng = np.random.default_rng(0)
-    net = Network()
-    xs = [rng.standard_normal((2, c, 5, 3), np.float32) for c in (3, 5)]
-    ins = [net.new_tensor(x.shape) for x in xs]
-    out = net.new_tensor((2, 8, 5, 3))
-    fn = cat_planes(Layer("cat", ins, [out], dict(dim=1, sizes=(3, 5))), net)
-    y = np.full((2, 8, 5, 3), np.nan, np.float32)
-    fn(*xs, y)
-    np.testing.assert_array_equal(y, torch.cat([torch.from_numpy(x) for x in xs], 1).numpy())
-    other = net.new_tensor((2, 3, 10, 3))
-    assert cat_planes(Layer("cat", [ins[0], ins[0]], [other], dict(dim=2, sizes=(5, 5))), net) is None

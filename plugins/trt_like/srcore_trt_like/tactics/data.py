@@ -1,6 +1,5 @@
-"""The data-movement layers: ``cat`` (a channel cat of 4-D tensors also compiled), ``resize`` (nearest,
-bilinear), ``pad``, ``index_select`` (embeddings too), ``gather``, ``where`` (masked_fill too) and
-``cumsum``.
+"""The data-movement layers: ``cat``, ``resize`` (nearest, bilinear), ``pad``, ``index_select``
+(embeddings too), ``gather``, ``where`` (masked_fill too) and ``cumsum``.
 
 numpy does these at memory speed (copies, takes, one select), so each has a numpy tactic; ``resize``,
 which numpy does in several passes over the output, also has a compiled one (:mod:`..kernels.resize`).
@@ -486,26 +485,6 @@ def compare(layer: Layer, net: Network):
         fn(pick(a, arrays), pick(b, arrays), out=arrays[-1])
     return run
 
-
-def cat_planes(layer: Layer, net: Network):
-    """A ``cat`` of 4-D float32 tensors over channels as one compiled plane copy
-    (:func:`..kernels.channel_gather.gather_planes`, the channel shuffle's kernel): numpy's slice
-    assignments cost ~0.7 us a piece (squeezenet's fire modules at batch 2, which concat elision cannot
-    place: each piece is strided in the output). None for any other cat."""
-    from ..kernels.channel_gather import gather_planes
-
-    if (layer.attrs["dim"] != 1 or layer.attrs.get("permuted") is not None
-            or any(len(net.shape(t)) != 4 or net.tensors[t].storage != np.float32
-                   for t in layer.inputs + layer.outputs)):
-        return None
-    bounds = np.cumsum((0,) + tuple(layer.attrs["sizes"])).tolist()
-    table = np.array([(0, a + c, i, c) for i, a in enumerate(bounds[:-1]) for c in range(bounds[i + 1] - a)],
-                     np.int64).reshape(-1, 4)
-    n_in = len(layer.inputs)
-
-    def run(*arrays):
-        gather_planes(arrays[:n_in], arrays[n_in:], table)
-    return run
 
 def channel_gather(layer: Layer, net: Network):
     """``builder/shuffle.py``'s fused channel shuffle: every output plane copied from its input

@@ -60,7 +60,6 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("mean", "numba", simple("numba", conv.global_mean)),
     Tactic("mean", "numpy", simple("numpy", numpy_layers.mean)),
     # data movement (tactics/data.py)
-    Tactic("cat", "numba", simple("numba", data.cat_planes)),
     Tactic("cat", "numpy", simple("numpy", data.cat)),
     Tactic("expand", "numpy", simple("numpy", data.expand)),
     Tactic("cast", "numpy", simple("numpy", data.cast)),
