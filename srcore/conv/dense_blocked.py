@@ -186,13 +186,13 @@ def dense_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, KH, KW, wq, bq, nob, out, Ho
                     ox += 1
 
 
-
 @numba.njit(**_JIT)
 def dense_images(x, C, H, W, sh, sw, dh, dw, pt, pl, KH, KW, wq, bq, nob, out, Ho, Wo, lo, hi, act, tag, n0, n1, b0,
                  b1):
     """:func:`dense_tasks` for images ``n0 <= n < n1`` (a batch in one call: :class:`.direct.SerialTasks`)."""
     for n in range(n0, n1):
         dense_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, KH, KW, wq, bq, nob, out, Ho, Wo, lo, hi, act, tag, n, b0, b1)
+
 
 class BlockedDenseConv:
     """A dense (ungrouped) conv with fixed weights (O, C, kh, kw) from an NCHW input into NCHW16c:

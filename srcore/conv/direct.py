@@ -343,7 +343,7 @@ class SerialTasks:
     takes ``(*task_args(), n, t0, t1)`` for image ``n`` and needs no input copy (``_entry`` slot as
     :func:`serial_kernel` reads it). A subclass whose :meth:`images_kernel` gives a kernel taking
     ``(*task_args(), n0, n1, t0, t1)`` runs every image in one call: a call's Python and the unboxing
-    of its ~30 arguments cost ~0.6 us an image, more than a 2x16x5x5 layer's arithmetic."""
+    of its 20-35 arguments cost ~0.5-0.8 us an image, more than a 2x16x5x5 layer's arithmetic."""
     __slots__ = ()
 
     def tasks_kernel(self):
