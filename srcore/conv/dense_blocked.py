@@ -7,9 +7,9 @@ output block are 12 accumulators; per (input channel, tap) one weight vector (pa
 ``(out blocks, C, kh, kw, 16)``) and 12 broadcasts of the input at the 12 pixels (``stride``
 floats apart in the NCHW row), 12 FMAs. No input copy: the kernel rows that fall in the top or
 bottom padding are skipped, pixels whose taps reach the left or right padding go one at a time
-with their columns checked, and the row interior's last 1-3 pixels as the 4 ending there. Bias is
-the accumulators' start; relu / relu6 (a clamp) and hardswish / hardsigmoid in the stores; no
-residual. Work splits by output blocks.
+with their columns checked, and the row interior's last 5-11 pixels as the 8 or 12 ending there
+(1-4, or a row narrower than 8: the 4 ending there). Bias is the accumulators' start; relu / relu6
+(a clamp) and hardswish / hardsigmoid in the stores; no residual. Work splits by output blocks.
 """
 from __future__ import annotations
 
@@ -66,6 +66,35 @@ def _taps12(px, pw, pout, x0, wi, oi, C, cs, ps, rs, ky0, ky1, KW, dh, dw, KK, b
     vstore(pout, oi + 144, finish(a9, pout, oi, LANES, False, False, 1.0, lo, hi, act, c3, c6))
     vstore(pout, oi + 160, finish(a10, pout, oi, LANES, False, False, 1.0, lo, hi, act, c3, c6))
     vstore(pout, oi + 176, finish(a11, pout, oi, LANES, False, False, 1.0, lo, hi, act, c3, c6))
+
+
+@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+def _taps8(px, pw, pout, x0, wi, oi, C, cs, ps, rs, ky0, ky1, KW, dh, dw, KK, bv, z, lo, hi, act, c3, c6):
+    """:func:`_taps12` for 8 pixels (a row's tail: 8 chains of FMAs keep both FMA ports busy, 4 do not)."""
+    a0, a1, a2, a3, a4, a5, a6, a7 = bv, bv, bv, bv, bv, bv, bv, bv
+    for c in range(C):
+        for ky in range(ky0, ky1):
+            xr = x0 + c * cs + ky * dh * rs
+            wr = wi + (c * KK + ky * KW) * LANES
+            for kx in range(KW):
+                w = vload(pw, wr + kx * LANES, z)
+                xi = xr + kx * dw
+                a0 = vfma(vbcast(px, xi, z), w, a0)
+                a1 = vfma(vbcast(px, xi + 1 * ps, z), w, a1)
+                a2 = vfma(vbcast(px, xi + 2 * ps, z), w, a2)
+                a3 = vfma(vbcast(px, xi + 3 * ps, z), w, a3)
+                a4 = vfma(vbcast(px, xi + 4 * ps, z), w, a4)
+                a5 = vfma(vbcast(px, xi + 5 * ps, z), w, a5)
+                a6 = vfma(vbcast(px, xi + 6 * ps, z), w, a6)
+                a7 = vfma(vbcast(px, xi + 7 * ps, z), w, a7)
+    vstore(pout, oi + 0, finish(a0, pout, oi, LANES, False, False, 1.0, lo, hi, act, c3, c6))
+    vstore(pout, oi + 16, finish(a1, pout, oi, LANES, False, False, 1.0, lo, hi, act, c3, c6))
+    vstore(pout, oi + 32, finish(a2, pout, oi, LANES, False, False, 1.0, lo, hi, act, c3, c6))
+    vstore(pout, oi + 48, finish(a3, pout, oi, LANES, False, False, 1.0, lo, hi, act, c3, c6))
+    vstore(pout, oi + 64, finish(a4, pout, oi, LANES, False, False, 1.0, lo, hi, act, c3, c6))
+    vstore(pout, oi + 80, finish(a5, pout, oi, LANES, False, False, 1.0, lo, hi, act, c3, c6))
+    vstore(pout, oi + 96, finish(a6, pout, oi, LANES, False, False, 1.0, lo, hi, act, c3, c6))
+    vstore(pout, oi + 112, finish(a7, pout, oi, LANES, False, False, 1.0, lo, hi, act, c3, c6))
 
 
 @numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
@@ -126,8 +155,22 @@ def dense_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, KH, KW, wq, bq, nob, out, Ho
                     _taps12(px, pw, pout, xrow + ox * sw, wi, orow + ox * LANES, C, HW, sw, W, ky0, ky1, KW, dh, dw,
                             KK, bv, z, lo, hi, act, c3, c6)
                     ox += 12
+                elif oxa <= ox < oxb and oxb - ox > 4 and oxb - oxa >= 8:
+                    # the interior's last 5-11 pixels as the 8 or 12 ending at its end (some stored
+                    # again, the same values): 4 pixels are 4 chains of dependent FMAs, half the
+                    # FMA ports idle (a 20-pixel stem row: 12 + 8, was 12 + 4 + 4)
+                    if oxb - ox > 8 and oxb - oxa >= 12:
+                        ox = oxb - 12
+                        _taps12(px, pw, pout, xrow + ox * sw, wi, orow + ox * LANES, C, HW, sw, W, ky0, ky1, KW, dh,
+                                dw, KK, bv, z, lo, hi, act, c3, c6)
+                        ox += 12
+                    else:
+                        ox = min(ox, oxb - 8)
+                        _taps8(px, pw, pout, xrow + ox * sw, wi, orow + ox * LANES, C, HW, sw, W, ky0, ky1, KW, dh,
+                               dw, KK, bv, z, lo, hi, act, c3, c6)
+                        ox += 8
                 elif oxa <= ox < oxb and oxb - oxa >= 4:
-                    # the interior's last 1-3 pixels as the 4 ending at its end (1-3 of them stored
+                    # the interior's last 1-4 pixels as the 4 ending at its end (some of them stored
                     # again, the same values): a pixel alone is one chain of dependent FMAs, ~8x
                     # the time per pixel of a block
                     ox = min(ox, oxb - 4)
@@ -141,6 +184,14 @@ def dense_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, KH, KW, wq, bq, nob, out, Ho
                     _taps1(px, pw, pout, xrow + ox * sw, wi, orow + ox * LANES, C, HW, W, ky0, ky1, kx0, kx1, KW,
                            dh, dw, KK, bv, z, lo, hi, act, c3, c6)
                     ox += 1
+
+
+@numba.njit(**_JIT)
+def dense_images(x, C, H, W, sh, sw, dh, dw, pt, pl, KH, KW, wq, bq, nob, out, Ho, Wo, lo, hi, act, tag, n0, n1, b0,
+                 b1):
+    """:func:`dense_tasks` for images ``n0 <= n < n1`` (a batch in one call: :class:`.direct.SerialTasks`)."""
+    for n in range(n0, n1):
+        dense_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, KH, KW, wq, bq, nob, out, Ho, Wo, lo, hi, act, tag, n, b0, b1)
 
 
 class BlockedDenseConv:
@@ -215,6 +266,9 @@ class _Run(SerialTasks):
 
     def tasks_kernel(self):
         return dense_tasks
+
+    def images_kernel(self):
+        return dense_images
 
     def run_tasks(self, n: int, t0: int, t1: int):
         dense_tasks(*self._args, n, t0, t1)

@@ -40,7 +40,7 @@ from . import nchwc
 from .depthwise import check_args, finish, out_hw
 from .direct import _JIT, SerialTasks, _tag, aligned, run_bound
 from .depthwise_blocked import _put16, _rows, _t16
-from .simd import fptr, prefetch, vbcast, vfma, vload, vsplat, vstore, vstore_n
+from .simd import fptr, prefetch, vadd, vbcast, vfma, vload, vsplat, vstore, vstore_n
 
 #: channels per block (the vector's lanes)
 LANES = 16
@@ -48,6 +48,8 @@ LANES = 16
 TILES = {4: (6, 4, 1), 2: (12, 4, 1), 1: (12, 4, 1)}
 #: input channels a tile's inner loop takes per iteration
 UNROLL = 2
+#: tiles of at most this many accumulators sum the odd input channels apart (:func:`_tile_source`)
+SPLIT_MAX = 4
 #: the bytes of a task's input window and of its partial sums (4 blocks x its output rows) at most
 WINDOW_BYTES, SUMS_BYTES = 12 << 10, 16 << 10
 #: the widest tile's pixels at 4 and at 2 or 1 output blocks
@@ -60,9 +62,14 @@ def _tile_source(nb: int, P: int) -> str:
     (+ input channel); the weights of tap ``(ky, kx)``, channel ``ic``, block ``j`` at
     ``wg + ((ky * KW + kx) * 16 + ic) * nb * 16 + j * 16``. Accumulators start at the bias (``first``)
     or the row buffer ``sc`` (block ``j``, pixel ``p`` at ``si + j * srs + p * 16``); they end in the
-    row buffer, or (``fin``) through the epilogue in the blocked output (``oi + j * obs + p * 16``)."""
+    row buffer, or (``fin``) through the epilogue in the blocked output (``oi + j * obs + p * 16``).
+    A tile of at most :data:`SPLIT_MAX` accumulators keeps a second set for the odd input channels,
+    added at the end: one set is that many chains of dependent FMAs, fewer than the FMA ports'
+    latency hides (a 9-pixel row's 4 + 4 + 1 pixels ran at a quarter of the 12-pixel tile's speed)."""
     acc = [[f"a{j}_{p}" for p in range(P)] for j in range(nb)]
     flat = [a for row in acc for a in row]
+    split = nb * P <= SPLIT_MAX
+    odd = [[f"c{j}_{p}" for p in range(P)] for j in range(nb)] if split else acc
     L = ["def _tile_%dx%d(pw, px, psc, pb, pout, pres, wg, x0, xs, wrow, dwv, ky0, ky1, KW, si, srs, bi, oi, obs, "
          "first, fin, has_res, leaky, slope, lo, hi, act, c3, c6, z, pfo, pfn):" % (nb, P)]
     L.append("    if first:")
@@ -73,6 +80,8 @@ def _tile_source(nb: int, P: int) -> str:
     for j in range(nb):
         for p in range(P):
             L.append(f"        {acc[j][p]} = vload(psc, si + {j} * srs + {p * LANES}, z)")
+    if split:
+        L.append("    " + ", ".join(a for row in odd for a in row) + " = " + ", ".join("z" for _ in flat))
     L.append("    for ky in range(ky0, ky1):")
     L.append("        for kx in range(KW):")
     L.append("            xr = x0 + ky * wrow + kx * dwv")
@@ -84,10 +93,15 @@ def _tile_source(nb: int, P: int) -> str:
         L.append(f"                ic = i2 + {u}")
         for j in range(nb):
             L.append(f"                w{j} = vload(pw, wr + ic * {nb * LANES} + {j * LANES}, z)")
+        into = odd if u % 2 else acc
         for p in range(P):
             L.append(f"                v{p} = vbcast(px, xr + {p} * xs + ic, z)")
             for j in range(nb):
-                L.append(f"                {acc[j][p]} = vfma(v{p}, w{j}, {acc[j][p]})")
+                L.append(f"                {into[j][p]} = vfma(v{p}, w{j}, {into[j][p]})")
+    if split:
+        for j in range(nb):
+            for p in range(P):
+                L.append(f"    {acc[j][p]} = vadd({acc[j][p]}, {odd[j][p]})")
     L.append("    if fin:")
     for j in range(nb):
         for p in range(P):
@@ -257,6 +271,15 @@ def dense_nchwc_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Wp, KH, KW, wq, goff, 
                             vstore_n(pout, oi, v, cnt)
 
 
+@numba.njit(**_JIT)
+def dense_nchwc_images(x, C, H, W, sh, sw, dh, dw, pt, pl, Wp, KH, KW, wq, goff, gb0, gnb, bq, out, res, has_res,
+                       leaky, slope, lo, hi, act, O, Ho, Wo, R, tag, bin_, bout, xw, sc, n0, n1, t0, t1):
+    """:func:`dense_nchwc_tasks` for images ``n0 <= n < n1`` (a batch in one call: :class:`.direct.SerialTasks`)."""
+    for n in range(n0, n1):
+        dense_nchwc_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Wp, KH, KW, wq, goff, gb0, gnb, bq, out, res, has_res,
+                          leaky, slope, lo, hi, act, O, Ho, Wo, R, tag, bin_, bout, xw, sc, n, t0, t1)
+
+
 def band_rows(Ho: int, Wo: int, Wp: int, sh: int, span: int) -> int:
     """Output rows a task takes: as many as keep the window (the rows' input rows, ``span`` rows per
     output row plus ``sh`` more for each next) within :data:`WINDOW_BYTES` and the row buffer within
@@ -393,6 +416,9 @@ class _Run(SerialTasks):
 
     def tasks_kernel(self):
         return dense_nchwc_tasks
+
+    def images_kernel(self):
+        return dense_nchwc_images
 
     def task_args(self) -> tuple:
         return (*self._args, *self._conv.buffers(*self._sizes))

@@ -275,6 +275,15 @@ def dwb_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, r
 
 
 @numba.njit(**_JIT)
+def dwb_images(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, res, has_res, leaky, slope, lo, hi,
+               act, Ho, Wo, tag, xblk, oblk, xb, tb, n0, n1, k0, k1):
+    """:func:`dwb_tasks` for images ``n0 <= n < n1`` (a batch in one call: :class:`.direct.SerialTasks`)."""
+    for n in range(n0, n1):
+        dwb_range(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, res, has_res, leaky, slope, lo,
+                  hi, act, Ho, Wo, tag, xblk, oblk, xb, tb, n, k0, k1, 0, Ho)
+
+
+@numba.njit(**_JIT)
 def dwb_range(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, res, has_res, leaky, slope, lo, hi,
               act, Ho, Wo, tag, xblk, oblk, xb, tb, n, k0, k1, h0, h1):
     """Output rows ``h0 <= ho < h1`` (with ``xblk``: a thread of a split by rows reads only the input
@@ -520,6 +529,9 @@ class BlockedRun(SerialTasks):
 
     def tasks_kernel(self):
         return dwb_tasks
+
+    def images_kernel(self):
+        return dwb_images
 
     def task_args(self) -> tuple:
         return (*self._args, *self._conv.buffers(*self._sizes))

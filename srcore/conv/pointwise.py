@@ -271,6 +271,19 @@ def pw_tail(x, wt, Ot, bt, out, res, has_res, lo, hi, act, n, C, O, P, p0, tag, 
                          rb, has_res, lo, hi, act, c3, c6)
 
 
+@numba.njit(**_JIT)
+def pw_images(x, wp, bp, wt, Ot, bt, out, res, has_res, lo, hi, act, n0, n1, C, O, P, Pm, tag, nl, b0, b1):
+    """Output-channel blocks ``b0 <= b < b1`` of images ``n0 <= n < n1``: :func:`pw_tasks` on pixels
+    ``[0, Pm)`` and :func:`pw_tail` on the rest, a batch in one call (each call's Python and argument
+    unboxing cost more than a small layer's arithmetic: :class:`.direct.SerialTasks`)."""
+    for n in range(n0, n1):
+        if Pm:
+            pw_tasks(x, wp, bp, out, res, has_res, lo, hi, act, n, C, O, P, Pm, tag, nl, b0, b1)
+        if Pm < P:
+            pw_tail(x, wt, Ot, bt, out, res, has_res, lo, hi, act, n, C, O, P, Pm, tag, nl, b0 * OC_BLOCK,
+                    min(b1 * OC_BLOCK, O))
+
+
 def pack_weight(w: np.ndarray) -> np.ndarray:
     """(O, C) -> the kernel's (blocks, C, 6) flat layout, the last block's missing rows zero."""
     O, C = w.shape
@@ -356,20 +369,18 @@ class SimdPointwiseConv:
         return N, len(self.bp) // OC_BLOCK, Pm, per_image
 
     def serial_calls(self, x, out, residual=None):
-        """One-thread ``self(x, out, residual)`` as plain ``(fn, args)`` calls on the kernels' compiled
-        entry points (:func:`.direct.exact_entry`), for a caller that makes it again on the same
-        C-contiguous arrays."""
+        """One-thread ``self(x, out, residual)`` as one plain ``(fn, args)`` call on :func:`pw_images`'
+        compiled entry point (:func:`.direct.exact_entry`; compiled here if it is not yet), for a
+        caller that makes it again on the same C-contiguous arrays."""
         N, nb, Pm, per_image = self._bound(x, out, residual)
-        calls = []
-        for n in range(N):
-            args = per_image(n)
-            if Pm:
-                a = (*args, Pm, self.tag, self.nl, 0, nb)
-                calls.append((exact_entry(pw_tasks, a), a))
-            if Pm < args[-1]:
-                a = self._tail_args(args, Pm, 0, nb)
-                calls.append((exact_entry(pw_tail, a), a))
-        return tuple(calls)
+        xf, wp, bp, flat, res, has_res, lo, hi, act, _, C, O, P = per_image(0)
+        a = (xf, wp, bp, self.wt.reshape(-1), self.wt.shape[1], self.bt, flat, res, has_res, lo, hi, act, 0, N, C, O,
+             P, Pm, self.tag, self.nl, 0, nb)
+        entry = exact_entry(pw_images, a)
+        if entry is pw_images:
+            pw_images.compile(tuple(pw_images.typeof_pyval(v) for v in a))
+            entry = exact_entry(pw_images, a)
+        return ((entry, a),)
 
     def _tail_args(self, args, Pm, b0, b1):
         xf, _, _, flat, res, has_res, lo, hi, act, n, C, O, P = args

@@ -274,6 +274,16 @@ def pwb_tasks(x, xblk, C, P, wq, bq, nob, O, oblk, out, res, has_res, lo, hi, ac
 
 
 @numba.njit(**_JIT)
+def pwb_images(x, xblk, C, P, wq, bq, nob, O, oblk, out, res, has_res, lo, hi, act, tag, scr, n0, n1, b0, b1):
+    """:func:`pwb_tasks` for images ``n0 <= n < n1`` (a batch in one call: :class:`.direct.SerialTasks`),
+    the NCHW-out tile ``scr`` zeroed before each (see :meth:`_Run.run_tasks`)."""
+    for n in range(n0, n1):
+        if not oblk:
+            scr[:] = 0.0
+        pwb_range(x, xblk, C, P, wq, bq, nob, O, oblk, out, res, has_res, lo, hi, act, tag, scr, n, b0, b1, 0, P)
+
+
+@numba.njit(**_JIT)
 def pwb_range(x, xblk, C, P, wq, bq, nob, O, oblk, out, res, has_res, lo, hi, act, tag, scr, n, b0, b1, q0, q1):
     """Output blocks ``b0 <= b < b1``, pixels ``q0 <= p < q1`` (a band of rows: a thread of a split by
     rows reads only its band's input) of image ``n``: ``x`` (N * blocks * P * 16,) NCHW16c with ``xblk``,
@@ -416,23 +426,19 @@ class _Run:
         """Nothing: the kernel reads its input in place."""
 
     def run_serial(self):
-        """Every image's tasks on the calling thread (:func:`.direct.serial_kernel`)."""
-        tile = np.zeros(2 * LANES * LANES, np.float32)   # (zeroed: see run_tasks)
-        kernel = serial_kernel(self, pwb_tasks, (*self._args, tile, 0, 0, self.tasks))
-        for n in range(self.images):
-            if n:
-                tile.fill(0.0)
-            kernel(*self._args, tile, n, 0, self.tasks)
+        """Every image's tasks on the calling thread, in one call (:func:`.direct.serial_kernel`)."""
+        tile = np.empty(2 * LANES * LANES, np.float32)   # (zeroed by the kernel: see run_tasks)
+        args = (*self._args, tile, 0, self.images, 0, self.tasks)
+        serial_kernel(self, pwb_images, args)(*args)
 
     def serial_calls(self):
-        """:meth:`run_serial` as plain ``(fn, args)`` calls on its compiled entry point, for a caller
+        """:meth:`run_serial` as a plain ``(fn, args)`` call on its compiled entry point, for a caller
         that makes this call again on the same buffers on one thread (:func:`.direct.serial_calls`);
         None until the entry is found (from the second run)."""
         if not self._entry:
             return None
-        tile = np.zeros(2 * LANES * LANES, np.float32)
-        return tuple(c for n in range(self.images)
-                     for c in ((tile.fill, (0.0,)), (self._entry, (*self._args, tile, n, 0, self.tasks))))
+        tile = np.empty(2 * LANES * LANES, np.float32)
+        return ((self._entry, (*self._args, tile, 0, self.images, 0, self.tasks)),)
 
     def run_tasks(self, n: int, t0: int, t1: int):
         # (the NCHW-out tile: per call, as calls and task ranges may run at once; zeroed, as the rows past a

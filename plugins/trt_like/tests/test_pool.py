@@ -205,3 +205,23 @@ def test_threaded_max_pool_matches_and_runs_from_two_python_threads():
     for th in threads:
         th.join()
     assert not errors
+
+
+@pytest.mark.parametrize("H, k, s, p, ceil", [(10, 3, 2, 1, False), (9, 3, 2, 0, True), (7, 2, 2, 0, True)])
+def test_blocked_max_pool_matches_torch_with_nan_and_minus_inf(H, k, s, p, ceil):
+    """The NCHW16c max pool after a blocked stem conv (``pool_vec.max_pool_blocked``; whole 3x3
+    windows in straight-line taps, the rest in loops) into either layout: NaN and -inf planted, 20
+    channels (a partial second block), ceil-mode windows hanging off the plane."""
+    from srcore.plugin import nchwc
+    from srcore_trt_like.kernels.pool_vec import max_pool_blocked
+
+    x = _x((2, 20, H, H), H)
+    x[0, 3, 4, 5], x[1, 17, 0, 0], x[1, 2, 3:, 3:] = np.nan, np.nan, -np.inf
+    want = F.max_pool2d(torch.from_numpy(x), k, s, p, ceil_mode=ceil).numpy()
+    Ho = want.shape[2]
+    for blocked_out in (True, False):
+        out = np.full(2 * 2 * Ho * Ho * 16 if blocked_out else want.size, 7.0, np.float32)
+        max_pool_blocked(nchwc.to_blocked(x, 16), k, k, s, s, p, p, out, blocked_out, 20, Ho, Ho,
+                         np.empty(16, np.float32))
+        got = nchwc.from_blocked(out.reshape(2, 2, Ho, Ho, 16), 20) if blocked_out else out.reshape(want.shape)
+        np.testing.assert_array_equal(got, want)

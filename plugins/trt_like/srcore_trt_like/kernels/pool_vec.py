@@ -104,11 +104,20 @@ def max_pool_blocked(x, kh, kw, sh, sw, ph, pw, out, blocked_out, C, Ho, Wo, lan
                 for wo in range(Wo):
                     w0 = wo * sw - pw
                     j0, j1 = max(0, -w0), min(kw, W - w0)
-                    acc = ninf
-                    for i in range(i0, i1):
-                        row = ((base + h0 + i) * W + w0) * 16
-                        for j in range(j0, j1):
-                            acc = vmax_nan(acc, vload(xf, row + 16 * j))
+                    if kh == 3 and kw == 3 and i1 - i0 == 3 and j1 - j0 == 3:
+                        # a whole 3x3 window (the stems' pool): straight-line taps, no loop control
+                        # (~12 instructions a tap in the loops: 2.9 us for shufflenet's stem pool)
+                        r0 = ((base + h0) * W + w0) * 16
+                        r1, r2 = r0 + 16 * W, r0 + 32 * W
+                        acc = vmax_nan(vmax_nan(vload(xf, r0), vload(xf, r0 + 16)), vload(xf, r0 + 32))
+                        acc = vmax_nan(vmax_nan(vmax_nan(acc, vload(xf, r1)), vload(xf, r1 + 16)), vload(xf, r1 + 32))
+                        acc = vmax_nan(vmax_nan(vmax_nan(acc, vload(xf, r2)), vload(xf, r2 + 16)), vload(xf, r2 + 32))
+                    else:
+                        acc = ninf
+                        for i in range(i0, i1):
+                            row = ((base + h0 + i) * W + w0) * 16
+                            for j in range(j0, j1):
+                                acc = vmax_nan(acc, vload(xf, row + 16 * j))
                     if blocked_out:
                         vstore(out, (((n * CB + cb) * Ho + ho) * Wo + wo) * 16, acc)
                     else:
