@@ -68,6 +68,7 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("one_hot", "numpy", simple("numpy", data.one_hot)),
     Tactic("flip", "numpy", simple("numpy", data.flip)),
     Tactic("channel_gather", "numba", simple("numba", data.channel_gather)),
+    Tactic("pad", "numba", simple("numba", data.pad_compiled)),
     Tactic("pad", "numpy", simple("numpy", data.pad)),
     Tactic("resize", "numba", simple("numba", data.resize_compiled)),
     Tactic("grid_sample", "numba", simple("numba", data.grid_sample)),
