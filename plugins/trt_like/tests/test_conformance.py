@@ -1152,6 +1152,18 @@ def test_max_pool_cases_with_the_gathered_tactic(case):
         run_case(attrs.evolve(case, id=f"{case.id}[gather]"), "only:gather")
 
 
+AVG_POOL_CASES = [c for c in CASES if c.op == "aten::avg_pool2d" and c.engine and not c.error]
+
+
+@pytest.mark.one_pass   # one-op graphs: they check the engine's kernels (its own plan), not the executor or planner
+@pytest.mark.parametrize("case", AVG_POOL_CASES, ids=[c.id for c in AVG_POOL_CASES])
+def test_avg_pool_cases_with_the_gathered_tactic(case):
+    """The average pool cases (padding counted or not, divisor overrides, ceil mode) on the gathered
+    kernel of small planes, which timing picks over the row kernels there (the first-candidate runs
+    above take the rows)."""
+    run_case(attrs.evolve(case, id=f"{case.id}[gather]"), "only:gather")
+
+
 #: the converters of the int8-only rows: their ops take or make quantized tensors, which torch's aten
 #: float ops cannot check; test_int8.py checks them bit for bit against quantized_cpu
 INT8_ONLY = ("quantize", "dequantize", "qconv", "qconv_then_add", "qlinear", "qadd", "qadaptive_avg_pool",

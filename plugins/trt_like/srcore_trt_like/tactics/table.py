@@ -25,6 +25,7 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("max_pool2d", "numba", conv.max_pool2d, threaded=conv.max_pool_threaded),
     Tactic("max_pool2d", "numpy", simple("numpy", numpy_layers.max_pool2d)),
     Tactic("avg_pool2d", "numba", simple("numba", conv.avg_pool2d)),
+    Tactic("avg_pool2d", "gather", simple("gather", conv.avg_pool2d_gather)),
     Tactic("avg_pool2d", "numpy", simple("numpy", numpy_layers.avg_pool2d)),
     Tactic("adaptive_avg_pool2d", "numba", simple("numba", conv.adaptive_avg_pool2d)),
     Tactic("adaptive_avg_pool2d", "numpy", simple("numpy", numpy_layers.adaptive_avg_pool2d)),
