@@ -165,6 +165,35 @@ def pad_compiled(layer: Layer, net: Network):
     return run
 
 
+def resize_pad_tables(layer: Layer, net: Network) -> tuple[np.ndarray, np.ndarray]:
+    """``builder/resize_pad.py``'s layer: the pad's tables indexing the nearest resize's."""
+    (H, W), (Hr, Wr), (Ho, Wo) = net.shape(layer.inputs[0])[2:], layer.attrs["mid_shape"][2:], \
+        net.shape(layer.outputs[0])[2:]
+    (sh, sw), (wh, ww), mode = layer.attrs["scales"], layer.attrs["widths"][2:], layer.attrs["mode"]
+    return (np.ascontiguousarray(nearest_table(H, Hr, sh)[pad_table(int(wh[0]), Hr, Ho, mode)]),
+            np.ascontiguousarray(nearest_table(W, Wr, sw)[pad_table(int(ww[0]), Wr, Wo, mode)]))
+
+
+def resize_pad_compiled(layer: Layer, net: Network):
+    from ..kernels.resize import nearest_planes
+
+    h, w = resize_pad_tables(layer, net)
+    shape, out_shape = net.shape(layer.inputs[0]), net.shape(layer.outputs[0])
+    planes, oplanes = (shape[0] * shape[1], *shape[2:]), (shape[0] * shape[1], *out_shape[2:])
+
+    def run(x, out):
+        nearest_planes(x.reshape(planes), h, w, out.reshape(oplanes))
+    return run
+
+
+def resize_pad(layer: Layer, net: Network):
+    h, w = resize_pad_tables(layer, net)
+
+    def run(x, out):
+        np.take(np.take(x, h, axis=-2), w, axis=-1, out=out)
+    return run
+
+
 def pad_table(lo: int, n: int, n_out: int, mode: str) -> np.ndarray:
     """The input index each of a dim's ``n_out`` output positions reads (``lo`` positions before the
     input's ``n``): mirrored about the edge (``reflect``) or the edge itself (``replicate``)."""

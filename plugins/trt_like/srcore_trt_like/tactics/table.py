@@ -71,6 +71,8 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("channel_gather", "numba", simple("numba", data.channel_gather)),
     Tactic("pad", "numba", simple("numba", data.pad_compiled)),
     Tactic("pad", "numpy", simple("numpy", data.pad)),
+    Tactic("resize_pad", "numba", simple("numba", data.resize_pad_compiled)),
+    Tactic("resize_pad", "numpy", simple("numpy", data.resize_pad)),
     Tactic("resize", "numba", simple("numba", data.resize_compiled)),
     Tactic("grid_sample", "numba", simple("numba", data.grid_sample)),
     Tactic("resize", "numpy", simple("numpy", data.resize)),
