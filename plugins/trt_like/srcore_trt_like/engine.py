@@ -24,6 +24,7 @@ from .builder.convert import _per_tensor, build_network
 from .builder.network import DATA_DTYPES
 from .builder.attention_fusion import fuse_attention
 from .builder.norm_fusion import fuse_rms_norm
+from .builder.resize_add import fuse_resize_add
 from .builder.resize_pad import fuse_resize_pad
 from .builder.shuffle import fuse_channel_shuffle
 from .builder.fusion import (MAX_OPS, collapse_reshapes, fuse_cat_permute, fuse_conv_activation, fuse_conv_add,
@@ -288,6 +289,7 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
         fuse_norm_activation(net)
         fuse_conv_add(net)
         fuse_conv_activation(net)   # an activation after a residual add (a TCN block's relu)
+        fuse_resize_add(net)
         fuse_pad_conv1d(net)
         fuse_resize_pad(net)
         fuse_squeeze_excite(net)

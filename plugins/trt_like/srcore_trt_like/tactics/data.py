@@ -194,6 +194,37 @@ def resize_pad(layer: Layer, net: Network):
     return run
 
 
+def _resize_add_tables(layer: Layer, net: Network):
+    (H, W), (Ho, Wo) = net.shape(layer.inputs[1])[2:], layer.attrs["mid_shape"][2:]
+    sh, sw = layer.attrs["scales"]
+    return np.ascontiguousarray(nearest_table(H, Ho, sh)), np.ascontiguousarray(nearest_table(W, Wo, sw))
+
+
+def resize_add_compiled(layer: Layer, net: Network):
+    """``builder/resize_add.py``'s layer: one pass, the resize's tables read in place."""
+    from ..kernels.resize import nearest_add_planes
+
+    h, w = _resize_add_tables(layer, net)
+    relu = bool(layer.attrs["relu"])
+    shape, out_shape = net.shape(layer.inputs[1]), net.shape(layer.outputs[0])
+    planes, oplanes = (shape[0] * shape[1], *shape[2:]), (out_shape[0] * out_shape[1], *out_shape[2:])
+
+    def run(a, x, out):
+        nearest_add_planes(a.reshape(oplanes), x.reshape(planes), h, w, relu, out.reshape(oplanes))
+    return run
+
+
+def resize_add(layer: Layer, net: Network):
+    h, w = _resize_add_tables(layer, net)
+    relu = bool(layer.attrs["relu"])
+
+    def run(a, x, out):
+        np.add(a, np.take(np.take(x, h, axis=-2), w, axis=-1), out=out)
+        if relu:
+            np.maximum(out, f32(0), out=out)
+    return run
+
+
 def pad_table(lo: int, n: int, n_out: int, mode: str) -> np.ndarray:
     """The input index each of a dim's ``n_out`` output positions reads (``lo`` positions before the
     input's ``n``): mirrored about the edge (``reflect``) or the edge itself (``replicate``)."""

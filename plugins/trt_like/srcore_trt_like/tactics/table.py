@@ -73,6 +73,8 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("pad", "numpy", simple("numpy", data.pad)),
     Tactic("resize_pad", "numba", simple("numba", data.resize_pad_compiled)),
     Tactic("resize_pad", "numpy", simple("numpy", data.resize_pad)),
+    Tactic("resize_add", "numba", simple("numba", data.resize_add_compiled)),
+    Tactic("resize_add", "numpy", simple("numpy", data.resize_add)),
     Tactic("resize", "numba", simple("numba", data.resize_compiled)),
     Tactic("grid_sample", "numba", simple("numba", data.grid_sample)),
     Tactic("resize", "numpy", simple("numpy", data.resize)),
