@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from .depthwise import ACTIVATIONS, finish
-from .direct import _JIT, _tag, exact_entry, lanes, run_split
+from .direct import _JIT, _tag, compiled_entry, exact_entry, lanes, run_split
 from .simd import fptr, vbcast, vfma, vload, vload_n, vsplat, vstore, vstore_n
 
 #: output channels per register block
@@ -370,17 +370,25 @@ class SimdPointwiseConv:
 
     def serial_calls(self, x, out, residual=None):
         """One-thread ``self(x, out, residual)`` as one plain ``(fn, args)`` call on :func:`pw_images`'
-        compiled entry point (:func:`.direct.exact_entry`; compiled here if it is not yet), for a
+        compiled entry point (:func:`.direct.compiled_entry`: compiled here if it is not yet), for a
         caller that makes it again on the same C-contiguous arrays."""
         N, nb, Pm, per_image = self._bound(x, out, residual)
         xf, wp, bp, flat, res, has_res, lo, hi, act, _, C, O, P = per_image(0)
         a = (xf, wp, bp, self.wt.reshape(-1), self.wt.shape[1], self.bt, flat, res, has_res, lo, hi, act, 0, N, C, O,
              P, Pm, self.tag, self.nl, 0, nb)
-        entry = exact_entry(pw_images, a)
-        if entry is pw_images:
-            pw_images.compile(tuple(pw_images.typeof_pyval(v) for v in a))
-            entry = exact_entry(pw_images, a)
-        return ((entry, a),)
+        entry = compiled_entry(pw_images, a)
+        if entry is not None:
+            return ((entry, a),)
+        calls = []      # an argument numba cannot type: the per-image kernels, as before
+        for n in range(N):
+            args = per_image(n)
+            if Pm:
+                a = (*args, Pm, self.tag, self.nl, 0, nb)
+                calls.append((exact_entry(pw_tasks, a), a))
+            if Pm < args[-1]:
+                a = self._tail_args(args, Pm, 0, nb)
+                calls.append((exact_entry(pw_tail, a), a))
+        return tuple(calls)
 
     def _tail_args(self, args, Pm, b0, b1):
         xf, _, _, flat, res, has_res, lo, hi, act, n, C, O, P = args

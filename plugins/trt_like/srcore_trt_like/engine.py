@@ -25,6 +25,8 @@ from .builder.network import DATA_DTYPES
 from .builder.attention_fusion import fuse_attention
 from .builder.channels_last import channels_last_to_nchw
 from .builder.norm_fusion import fuse_channel_norm, fuse_rms_norm
+from .builder.resize_add import fuse_resize_add
+from .builder.resize_pad import fuse_resize_pad
 from .builder.shuffle import fuse_channel_shuffle
 from .builder.fusion import (MAX_OPS, collapse_reshapes, fuse_cat_permute, fuse_conv_activation, fuse_conv_add,
                              fuse_conv_avg_pool, fuse_conv_pool, fuse_norm_activation, fuse_pad_conv1d, fuse_pointwise,
@@ -293,7 +295,9 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
         fuse_norm_activation(net)
         fuse_conv_add(net)
         fuse_conv_activation(net)   # an activation after a residual add (a TCN block's relu)
+        fuse_resize_add(net)
         fuse_pad_conv1d(net)
+        fuse_resize_pad(net)
         fuse_squeeze_excite(net)
         fuse_rms_norm(net)
         fuse_channel_norm(net)

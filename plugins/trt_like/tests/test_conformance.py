@@ -977,6 +977,13 @@ def data_cases() -> list[Case]:
                  exhaustive=True),
             Case("pad-reflect-too-wide", "aten::pad", (tin((2, 3, 4), 7), [4, 0], "reflect", None), error=True),
             Case("pad-circular", "aten::pad", (tin((2, 3, 4), 7), [1, 1], "circular", None), engine=False)]
+    # sub-pixel convs' rearrangements (ONNX DepthToSpace): a view, one permute copy, a view
+    out += [Case("pixel_shuffle", "aten::pixel_shuffle", (tin((2, 18, 3, 2), 17), 3), EXACT),
+            Case("pixel_shuffle-3d", "aten::pixel_shuffle", (tin((8, 2, 3), 18), 2), EXACT),
+            Case("pixel_unshuffle", "aten::pixel_unshuffle", (tin((2, 3, 4, 6), 19), 2), EXACT),
+            Case("pixel_unshuffle-5d", "aten::pixel_unshuffle", (tin((2, 1, 2, 6, 3), 21), 3), EXACT),
+            Case("pixel_shuffle-indivisible", "aten::pixel_shuffle", (tin((1, 6, 2, 2), 22), 2), engine=False,
+                 error=True)]
     out += [Case("embedding", "aten::embedding", (Param(data((10, 4), 8)), _ids((2, 3), 10, 9), -1, False, False)),
             Case("embedding-int32", "aten::embedding", (Param(data((6, 3), 8)), _ids((5,), 6, 9, np.int32), -1,
                                                         False, False)),
@@ -1151,6 +1158,18 @@ def test_max_pool_cases_with_the_gathered_tactic(case):
     timing picks over the row kernels on small planes (the first-candidate runs above take the rows)."""
     with np.errstate(all="ignore"):
         run_case(attrs.evolve(case, id=f"{case.id}[gather]"), "only:gather")
+
+
+AVG_POOL_CASES = [c for c in CASES if c.op == "aten::avg_pool2d" and c.engine and not c.error]
+
+
+@pytest.mark.one_pass   # one-op graphs: they check the engine's kernels (its own plan), not the executor or planner
+@pytest.mark.parametrize("case", AVG_POOL_CASES, ids=[c.id for c in AVG_POOL_CASES])
+def test_avg_pool_cases_with_the_gathered_tactic(case):
+    """The average pool cases (padding counted or not, divisor overrides, ceil mode) on the gathered
+    kernel of small planes, which timing picks over the row kernels there (the first-candidate runs
+    above take the rows)."""
+    run_case(attrs.evolve(case, id=f"{case.id}[gather]"), "only:gather")
 
 
 #: the converters of the int8-only rows: their ops take or make quantized tensors, which torch's aten

@@ -110,3 +110,53 @@ def test_padding_resizing_and_a_constant_left_matmul_stay_in_one_engine(exclude)
     assert [n.kind for n in sm.graph.nodes if n.kind != "prim::Constant"] == [ENGINE_KIND], sm.partition.format()
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-4, atol=1e-5)
+
+
+class ResizeConv(torch.nn.Module):
+    """A style-transfer decoder's resize-convolutions: nearest upsampling, a reflection (then a
+    replication) pad, a conv; the second upsampling by a size, to odd planes."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(4)
+        self.c1, self.c2 = torch.nn.Conv2d(3, 4, 3), torch.nn.Conv2d(4, 2, 5)
+
+    def forward(self, x):
+        y = self.c1(F.pad(F.interpolate(x, scale_factor=2.0, mode="nearest"), (1, 1, 1, 1), mode="reflect"))
+        return self.c2(F.pad(F.interpolate(y, size=(13, 9), mode="nearest"), (2, 3, 2, 1), mode="replicate"))
+
+
+@pytest.mark.parametrize("exclude", [(), ("numba",)], ids=["compiled", "numpy"])
+def test_a_nearest_resize_and_the_pad_after_it_are_one_gather(exclude):
+    x = torch.randn(2, 3, 5, 4)
+    sm, got, want = _run(ResizeConv(), (x,), exclude)
+    kinds = [line.strip().split(" ")[0] for line in sm.partition.engines[0].description.splitlines()[1:]]
+    assert kinds.count("resize_pad") == 2 and "resize" not in kinds and "pad" not in kinds, kinds
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-5)
+
+
+class Fusion(torch.nn.Module):
+    """HRNet's exchange: a low-resolution branch upsampled (nearest) and added to the high one,
+    then relu; the same sum without relu; and an FPN lateral conv, which takes the upsampled tensor
+    as its residual instead."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(5)
+        self.hi, self.lo = torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.Conv2d(3, 4, 3, stride=2, padding=1)
+        self.up, self.lat = torch.nn.Conv2d(4, 4, 1), torch.nn.Conv2d(4, 4, 1)
+
+    def forward(self, x):
+        h, l = self.hi(x), self.lo(x)
+        u = F.interpolate(self.up(l), scale_factor=2.0, mode="nearest")
+        return torch.relu(h + u), h + F.interpolate(l, size=(10, 8)), self.lat(h) + F.interpolate(l, scale_factor=2.0)
+
+
+def test_a_nearest_upsampling_added_to_a_branch_is_one_layer():
+    x = torch.randn(2, 3, 10, 8)
+    for exclude in ((), ("numba",)):
+        sm, got, want = _run(Fusion(), (x,), exclude)
+        kinds = [line.strip().split(" ")[0] for line in sm.partition.engines[0].description.splitlines()[1:]]
+        assert kinds.count("resize_add") == 2 and kinds.count("resize") == 1, kinds
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w.numpy(), rtol=1e-4, atol=1e-5)

@@ -278,6 +278,24 @@ def permute(v: NodeView, c: Converter) -> None:
     c.bind(v.node.outputs[0], c.net.add("permute", [x], v.out_shape(), v.source, perm=tuple(perm)))
 
 
+def pixel_shuffle(v: NodeView, c: Converter) -> None:
+    """``pixel_shuffle`` / ``pixel_unshuffle`` (ONNX's DepthToSpace, space to depth) by ``r``: a view
+    with each factor of ``r`` a dim of its own, one ``permute`` copy moving them, a view back."""
+    shape = v.in_shape("self")
+    *b, C, H, W = shape
+    if v.op == "aten::pixel_shuffle":
+        r = int(v.const("upscale_factor"))
+        split, perm = (*b, C // (r * r), r, r, H, W), (0, 3, 1, 4, 2)
+    else:
+        r = int(v.const("downscale_factor"))
+        split, perm = (*b, C, H // r, r, W // r, r), (0, 2, 4, 1, 3)
+    n = len(b)
+    moved = tuple(range(n)) + tuple(n + d for d in perm)
+    x = c.net.add("reshape", [c.tensor(v.node.inputs[0])], split, v.source)
+    y = c.net.add("permute", [x], tuple(split[d] for d in moved), v.source, perm=moved)
+    c.bind(v.node.outputs[0], c.net.add("reshape", [y], v.out_shape(), v.source))
+
+
 def index(v: NodeView, c: Converter) -> None:
     """A select or slice, copied out (contiguous) as a ``strided`` layer: ``x[key]``; a slice of the
     whole dim (TorchScript's ``x[:, :, -1]`` slices dims 0 and 1 first) is a ``reshape`` view."""

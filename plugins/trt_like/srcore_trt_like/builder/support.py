@@ -299,6 +299,18 @@ def _resize(node: NodeInfo):
     return None
 
 
+def _pixel_shuffle(node: NodeInfo):
+    shape = node.args[0].type.shape
+    up = node.op.startswith("aten::pixel_shuffle")
+    r = node.const("upscale_factor" if up else "downscale_factor")
+    if len(shape) < 3 or not isinstance(r, int) or r < 1:
+        return f"self of shape {_shape(node, 0)} and factor {r!r}: needs rank >= 3 and a positive factor"
+    if not all(isinstance(d, int) for d in shape[-3:]) or (
+            shape[-3] % (r * r) if up else shape[-2] % r or shape[-1] % r):
+        return f"self of shape {_shape(node, 0)} does not divide by the factor {r} (torch raises)"
+    return None
+
+
 def _pad(node: NodeInfo):
     pad = node.const("pad")
     if not isinstance(pad, (list, tuple)) or len(pad) % 2 or len(pad) // 2 > _rank(node, 0):
@@ -528,6 +540,7 @@ def _qmax_pool(node: NodeInfo):
 
 
 _NOTES = {
+    _pixel_shuffle: "rank >= 3; channels (shuffle) or height and width (unshuffle) divisible by the factor",
     _einsum: "two operands; every letter a batch (equal sizes), contracted or free one; no ellipsis",
     _roll: "explicit dims",
     _gelu: "approximate is 'none' or 'tanh'",
@@ -627,6 +640,8 @@ _TABLE: list[OpSupport] = [
     *_rows("alias", {"aten::dropout": ("p", "train")}, _dropout, int8=True),
     *_rows("alias", {"aten::squeeze.dim": ("dim",), "aten::unsqueeze": ("dim",)}, any_data=True),
     *_rows("permute", {"aten::transpose.int": ("dim0", "dim1"), "aten::permute": ("dims",)}),
+    *_rows("pixel_shuffle", {"aten::pixel_shuffle": ("upscale_factor",),
+                             "aten::pixel_unshuffle": ("downscale_factor",)}, _pixel_shuffle),
     *_rows("roll", {"aten::roll": ("shifts", "dims")}, _roll, any_data=True),
     *_rows("index", {"aten::select.int": ("dim", "index"), "aten::slice.Tensor": ("dim", "start", "end", "step")},
            any_data=True),

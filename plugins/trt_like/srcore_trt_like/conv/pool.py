@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import TacticSpecError
 from ..kernels import pool as _k
-from ..kernels.pool_gather import max_pool_gather
+from ..kernels.pool_gather import avg_pool_gather, max_pool_gather
 from ..kernels.pool_vec import max_pool_s2, pool_s2
 from .spec import as_pair, as_shape4, check_array
 
@@ -207,3 +207,38 @@ class AdaptiveAvgPool2d:
             _k.global_avg(x, out, 0, self.x_shape[1])
         else:
             _k.adaptive_avg(x, self.h0, self.h1, self.w0, self.w1, out, 0, self.x_shape[1])
+
+
+class AvgPool2dGather:
+    """:class:`AvgPool2d` (built, dilation 1) through 16-lane gathers from a zero-padded copy of each
+    plane: the tactic of small planes (per-row calls and slices cost the row kernels more than their
+    adds there)."""
+
+    def __init__(self, pool: AvgPool2d, taps: np.ndarray, padded: tuple[int, int]):
+        self.pool, self.taps, self.ntaps, self.padded = pool, taps, pool.kernel[0] * pool.kernel[1], padded
+        self.planes = pool.x_shape[0] * pool.x_shape[1]
+        self.div = np.ascontiguousarray(pool.divisor.reshape(-1))
+
+    @classmethod
+    def of(cls, pool: AvgPool2d) -> AvgPool2dGather | None:
+        """None when its offset table would be larger than ``_GATHER_TAPS``."""
+        (Ho, Wo), (kh, kw), (sh, sw), (ph, pw) = pool.out_shape[2:], pool.kernel, pool.stride, pool.padding
+        P16 = -(-Ho * Wo // 16) * 16
+        if kh * kw * P16 > _GATHER_TAPS:
+            return None
+        # the buffer reaches the last window (ceil_mode's may pass the bottom / right padding)
+        Hp = max(pool.x_shape[2] + 2 * ph, (Ho - 1) * sh + kh)
+        Wp = max(pool.x_shape[3] + 2 * pw, (Wo - 1) * sw + kw)
+        rows = np.arange(Ho)[:, None] * sh + np.arange(kh)[None, :]     # (outputs, taps), buffer rows
+        cols = np.arange(Wo)[:, None] * sw + np.arange(kw)[None, :]
+        taps = np.zeros((kh, kw, P16), np.int32)
+        taps[:, :, :Ho * Wo] = (rows.T[:, None, :, None] * Wp + cols.T[None, :, None, :]).reshape(kh, kw, Ho * Wo)
+        return cls(pool, taps.reshape(-1), (Hp, Wp))
+
+    def __call__(self, x: np.ndarray, out: np.ndarray) -> None:
+        self.pool._check(x, out)
+        self._avg(x, out)
+
+    def _avg(self, x, out) -> None:
+        (ph, pw), (Hp, Wp) = self.pool.padding, self.padded
+        avg_pool_gather(x, self.taps, self.ntaps, self.div, Hp, Wp, ph, pw, out, 0, self.planes)

@@ -56,3 +56,16 @@ def linear_rows(x, i0, i1, l1, out):
         for j in range(Wo):
             m1 = l1[j]
             o[j] = row[i0[j]] * (one - m1) + row[i1[j]] * m1
+
+
+@numba.njit(**JIT)
+def nearest_add_planes(a, x, h, w, relu, out):
+    """``out[p, i, j] = a[p, i, j] + x[p, h[i], w[j]]``, then ``max(0, .)`` if ``relu`` (NaN kept)."""
+    P, Ho, Wo = out.shape
+    zero = f32(0.0)
+    for p in range(P):
+        for i in range(Ho):
+            row, ar, o = x[p, h[i]], a[p, i], out[p, i]
+            for j in range(Wo):
+                v = ar[j] + row[w[j]]
+                o[j] = zero if relu and v < zero else v

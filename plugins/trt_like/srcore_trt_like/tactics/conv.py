@@ -11,7 +11,7 @@ import threading
 from ..builder.network import Layer, Network
 from ..conv.nchwc import nchwc_tactic_builders
 from ..conv.nchwc_split import nchwc_omp_builders
-from ..conv.pool import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d, MaxPool2dGather
+from ..conv.pool import AdaptiveAvgPool2d, AvgPool2d, AvgPool2dGather, MaxPool2d, MaxPool2dGather
 from ..conv.spec import ConvSpec
 from ..conv.tactics import conv_tactic_builders
 from ..kernels import parallel as _par
@@ -157,15 +157,32 @@ def max_pool2d(layer: Layer, net: Network) -> list[Candidate]:
 
 
 def avg_pool2d(layer: Layer, net: Network):
-    a = layer.attrs
-    pool = AvgPool2d(net.shape(layer.inputs[0]), a["kernel"], a["stride"], a["padding"], a["ceil_mode"],
-                     a["count_include_pad"], a["divisor_override"])
-    if pool.out_shape != net.shape(layer.outputs[0]):
+    pool = _avg_pool(layer, net)
+    if pool is None:
         return None
 
     def run(x, out):
         pool._avg(x, out)
     return run
+
+
+def avg_pool2d_gather(layer: Layer, net: Network):
+    """The gathered kernel of small planes (:class:`AvgPool2dGather`), timed against the row kernels."""
+    pool = _avg_pool(layer, net)
+    gathered = None if pool is None else AvgPool2dGather.of(pool)
+    if gathered is None:
+        return None
+
+    def run(x, out):
+        gathered._avg(x, out)
+    return run
+
+
+def _avg_pool(layer: Layer, net: Network) -> AvgPool2d | None:
+    a = layer.attrs
+    pool = AvgPool2d(net.shape(layer.inputs[0]), a["kernel"], a["stride"], a["padding"], a["ceil_mode"],
+                     a["count_include_pad"], a["divisor_override"])
+    return pool if pool.out_shape == net.shape(layer.outputs[0]) else None
 
 
 def global_mean(layer: Layer, net: Network):

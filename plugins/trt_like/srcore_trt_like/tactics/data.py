@@ -145,6 +145,96 @@ def pad(layer: Layer, net: Network):
     return run
 
 
+def pad_compiled(layer: Layer, net: Network):
+    """A ``reflect`` / ``replicate`` pad of the last two dims (or the last one) as a nearest gather:
+    the compiled resize kernel with each dim's source index table, one pass over the output (the
+    numpy tactic's five slice copies cost ~5 us on a small plane, most of it Python)."""
+    from ..kernels.resize import nearest_planes
+
+    widths, mode = layer.attrs["widths"], layer.attrs.get("mode", "constant")
+    shape, out_shape = net.shape(layer.inputs[0]), net.shape(layer.outputs[0])
+    if mode == "constant" or len(shape) < 2 or any(w != (0, 0) for w in map(tuple, widths[:-2])) \
+            or "nchwc" in layer.attrs:
+        return None
+    h, w = (pad_table(int(lo), int(n), int(m), mode) for (lo, _), n, m in zip(widths[-2:], shape[-2:], out_shape[-2:]))
+    planes = (int(np.prod(shape[:-2], dtype=np.int64)),) + tuple(shape[-2:])
+    oplanes = (planes[0],) + tuple(out_shape[-2:])
+
+    def run(x, out):
+        nearest_planes(x.reshape(planes), h, w, out.reshape(oplanes))
+    return run
+
+
+def resize_pad_tables(layer: Layer, net: Network) -> tuple[np.ndarray, np.ndarray]:
+    """``builder/resize_pad.py``'s layer: the pad's tables indexing the nearest resize's."""
+    (H, W), (Hr, Wr), (Ho, Wo) = net.shape(layer.inputs[0])[2:], layer.attrs["mid_shape"][2:], \
+        net.shape(layer.outputs[0])[2:]
+    (sh, sw), (wh, ww), mode = layer.attrs["scales"], layer.attrs["widths"][2:], layer.attrs["mode"]
+    return (np.ascontiguousarray(nearest_table(H, Hr, sh)[pad_table(int(wh[0]), Hr, Ho, mode)]),
+            np.ascontiguousarray(nearest_table(W, Wr, sw)[pad_table(int(ww[0]), Wr, Wo, mode)]))
+
+
+def resize_pad_compiled(layer: Layer, net: Network):
+    from ..kernels.resize import nearest_planes
+
+    h, w = resize_pad_tables(layer, net)
+    shape, out_shape = net.shape(layer.inputs[0]), net.shape(layer.outputs[0])
+    planes, oplanes = (shape[0] * shape[1], *shape[2:]), (shape[0] * shape[1], *out_shape[2:])
+
+    def run(x, out):
+        nearest_planes(x.reshape(planes), h, w, out.reshape(oplanes))
+    return run
+
+
+def resize_pad(layer: Layer, net: Network):
+    h, w = resize_pad_tables(layer, net)
+
+    def run(x, out):
+        np.take(np.take(x, h, axis=-2), w, axis=-1, out=out)
+    return run
+
+
+def _resize_add_tables(layer: Layer, net: Network):
+    (H, W), (Ho, Wo) = net.shape(layer.inputs[1])[2:], layer.attrs["mid_shape"][2:]
+    sh, sw = layer.attrs["scales"]
+    return np.ascontiguousarray(nearest_table(H, Ho, sh)), np.ascontiguousarray(nearest_table(W, Wo, sw))
+
+
+def resize_add_compiled(layer: Layer, net: Network):
+    """``builder/resize_add.py``'s layer: one pass, the resize's tables read in place."""
+    from ..kernels.resize import nearest_add_planes
+
+    h, w = _resize_add_tables(layer, net)
+    relu = bool(layer.attrs["relu"])
+    shape, out_shape = net.shape(layer.inputs[1]), net.shape(layer.outputs[0])
+    planes, oplanes = (shape[0] * shape[1], *shape[2:]), (out_shape[0] * out_shape[1], *out_shape[2:])
+
+    def run(a, x, out):
+        nearest_add_planes(a.reshape(oplanes), x.reshape(planes), h, w, relu, out.reshape(oplanes))
+    return run
+
+
+def resize_add(layer: Layer, net: Network):
+    h, w = _resize_add_tables(layer, net)
+    relu = bool(layer.attrs["relu"])
+
+    def run(a, x, out):
+        np.add(a, np.take(np.take(x, h, axis=-2), w, axis=-1), out=out)
+        if relu:
+            np.maximum(out, f32(0), out=out)
+    return run
+
+
+def pad_table(lo: int, n: int, n_out: int, mode: str) -> np.ndarray:
+    """The input index each of a dim's ``n_out`` output positions reads (``lo`` positions before the
+    input's ``n``): mirrored about the edge (``reflect``) or the edge itself (``replicate``)."""
+    i = np.arange(n_out, dtype=np.int64) - lo
+    if mode == "replicate":
+        return np.clip(i, 0, n - 1)
+    i = np.abs(i)
+    return np.where(i > n - 1, 2 * (n - 1) - i, i)
+
+
 def _pad_borders(widths, shape, mode: str) -> list[tuple[tuple, tuple]]:
     """``(destination, source)`` index pairs of the output that fill a ``reflect`` / ``replicate`` pad's
     borders from the output itself once the input is copied into it, one dim after the other (the pad
