@@ -134,6 +134,10 @@ def resize(cx: NodeContext):
             raise Unsupported(f"resizing dim {a}, which is not known at conversion")
         if n_in == 0:
             raise Unsupported(f"resizing the empty dim {a}")
+        if ctm == "align_corners" and scale is not None:
+            # x_in = x_out * (n_in - 1) / (n_out - 1) with n_out the output's (integer) length, as the
+            # spec, onnxruntime and torch have it; onnx's reference takes the unrounded n_in * scale
+            scale, size = None, int(np.floor(n_in * np.float32(scale)))
         m, c = _axis_map(cx, n_in, scale, size, lo, hi)
         y = _apply(cx, y, a, r, m, c, dt, mode)
     return y
