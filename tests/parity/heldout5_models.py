@@ -11,6 +11,7 @@ model takes every import path (heldout_paths.PATHS).
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Callable, Dict, List, Tuple
 
 import torch
@@ -752,6 +753,88 @@ def build_small_ints():
     ids = torch.randint(-3, 16, (2, 5), generator=g, dtype=torch.int16)
     mask = torch.rand(2, 5, generator=g) > 0.4
     return SmallInts().eval(), (img, ids, mask)
+
+
+# --- quantized: dynamic (qint8 and float16) and quantization-aware training ------------------------
+
+
+class DynTagger(nn.Module):
+    """A tagger for ``quantize_dynamic``: an embedding, a bidirectional batch-first GRU, a 2-layer
+    time-major LSTM, two Linears (one without bias); returns the tags and both final states."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(20, 8)
+        self.gru = nn.GRU(8, 12, batch_first=True, bidirectional=True)
+        self.lstm = nn.LSTM(24, 6, num_layers=2)
+        self.fc = nn.Linear(6, 5)
+        self.fc2 = nn.Linear(5, 3, bias=False)
+
+    def forward(self, ids):
+        y, h = self.gru(self.emb(ids))
+        z, (hn, cn) = self.lstm(y.transpose(0, 1))
+        return self.fc2(torch.relu(self.fc(z))), h, hn
+
+
+def build_dynamic_tagger(dtype: torch.dtype):
+    """:class:`DynTagger` through ``quantize_dynamic`` (Linear, LSTM and GRU) to ``dtype`` (qint8 or
+    float16; the caller sets torch's quantized engine), and its example ids."""
+    import torch.ao.quantization as tq
+
+    _seed(520)
+    m = DynTagger().eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        qm = tq.quantize_dynamic(m, {nn.Linear, nn.LSTM, nn.GRU}, dtype=dtype)
+    ids = torch.randint(0, 20, (2, 7), generator=torch.Generator().manual_seed(5200))
+    return qm, (ids,)
+
+
+class QATNet(nn.Module):
+    """Eager quantization-aware training: conv+bn+relu and a grouped strided conv+bn fused for QAT
+    (``fuse_modules_qat``), adaptive average pool, Linear."""
+
+    def __init__(self):
+        super().__init__()
+        import torch.ao.quantization as tq
+
+        self.q, self.dq = tq.QuantStub(), tq.DeQuantStub()
+        self.conv, self.bn, self.relu = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU()
+        self.conv2, self.bn2 = nn.Conv2d(8, 8, 3, stride=2, groups=2), nn.BatchNorm2d(8)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        x = self.bn2(self.conv2(self.relu(self.bn(self.conv(self.q(x))))))
+        return self.dq(self.fc(torch.flatten(self.pool(x), 1)))
+
+
+def build_qat(engine: str, fx: bool = False):
+    """:class:`QATNet` (eager) or an FX-prepared conv/bn/relu/linear net, trained three SGD steps
+    with fake quantization under ``engine``'s default QAT qconfig, converted; and an example input."""
+    import torch.ao.quantization as tq
+    from torch.ao.quantization.quantize_fx import convert_fx, prepare_qat_fx
+
+    _seed(521)
+    x = torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(5210))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if fx:
+            m = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU(), nn.Flatten(), nn.Linear(288, 4)).train()
+            m = prepare_qat_fx(m, tq.get_default_qat_qconfig_mapping(engine), (x,))
+        else:
+            m = QATNet().train()
+            m.qconfig = tq.get_default_qat_qconfig(engine)
+            tq.fuse_modules_qat(m, [["conv", "bn", "relu"], ["conv2", "bn2"]], inplace=True)
+            tq.prepare_qat(m, inplace=True)
+        opt = torch.optim.SGD(m.parameters(), lr=0.01)
+        for s in range(3):
+            loss = m(torch.randn(4, 3, 8, 8, generator=torch.Generator().manual_seed(s))).pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        m.eval()
+        return (convert_fx(m) if fx else tq.convert(m)), (x,)
 
 
 MODELS: Dict[str, Callable[[], Tuple[nn.Module, tuple]]] = {

@@ -97,3 +97,91 @@ def test_optional_graph_input_is_refused_naming_it():
                      [h.make_tensor_value_info("y", T.BOOL, [])])
     with pytest.raises(srcore.ConversionError, match="'o'"):
         srcore.from_onnx(h.make_model(g, opset_imports=[h.make_opsetid("", 18)]))
+
+
+# -- torch.export with a dynamic batch (torch.export.Dim) --------------------------------------------
+
+#: models whose every input is batched along dim 0 (TransposedConvs reshapes to a fixed batch; GAT's
+#: nodes and edges are no batch)
+EXPORT_BATCH = [n for n in MODELS if n not in ("transposed_convs", "gat")]
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n == "small_ints" else [pytest.mark.full])
+                                  for n in EXPORT_BATCH])
+def test_export_with_a_dynamic_batch(name):
+    """``torch.export`` with ``Dim("batch")`` on every input's dim 0: converted once, run at the
+    example batch, one more and 1."""
+    from _harness import assert_close, run, torch_outputs
+
+    m, inputs = MODELS[name]()
+    batch = torch.export.Dim("batch", min=1, max=64)
+    sm = srcore.StaticModule(srcore.from_torch(m, inputs, dynamic_shapes=tuple({0: batch} for _ in inputs)))
+    rtol = HALF_RTOL.get(name, 1e-4)
+    more = tuple(torch.cat([x, x[:1]]) for x in inputs)
+    for xs, what in ((inputs, "example batch"), (more, "batch + 1"), (tuple(x[1:2] for x in inputs), "batch 1")):
+        assert_close(run(sm, xs), torch_outputs(m, xs), f"{name} at {what}", rtol)
+
+
+# -- quantize_dynamic (qint8 and float16) and quantization-aware training ----------------------------
+
+
+def _quantized(build, engine: str, kind: str):
+    """(torchscript module, inputs, torch's outputs, srcore StaticModule) with torch's quantized engine
+    set to ``engine`` meanwhile."""
+    import warnings
+
+    from _harness import torch_outputs
+
+    before = torch.backends.quantized.engine
+    try:
+        torch.backends.quantized.engine = engine
+        m, inputs = build()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ts = torch.jit.trace(m, inputs) if kind == "trace" else torch.jit.script(m)
+            ts = torch.jit.freeze(ts) if kind == "frozen" else ts
+        want = torch_outputs(ts, inputs)
+        sm = srcore.StaticModule(srcore.from_torchscript(ts, inputs))
+    finally:
+        torch.backends.quantized.engine = before
+    return inputs, want, sm
+
+
+@pytest.mark.parametrize("dtype,engine,kind", [
+    ("qint8", "x86", "trace"), ("float16", "x86", "script"),
+    *[pytest.param(d, e, k, marks=pytest.mark.full) for d in ("qint8", "float16") for e in ("x86", "fbgemm")
+      for k in ("script", "frozen", "trace") if (d, e, k) not in (("qint8", "x86", "trace"), ("float16", "x86", "script"))]])
+def test_dynamic_quantized_tagger_matches_torch(dtype, engine, kind):
+    """``quantize_dynamic`` of a tagger with a bidirectional GRU, a 2-layer LSTM and Linears. qint8:
+    the GRU was refused (``aten::quantized_gru``), now ``quantized::gru_dynamic``; float16: the
+    scripted module crashed the converter (an empty Python list of cells reached the graph) and the
+    traced one was refused; now float LSTM/GRU/Linear with float16-rounded weights. Within torch's
+    documented dynamic tolerance (1e-5 of the largest value: float rounding, fbgemm's fp16 GEMM);
+    qnnpack's own dynamic arithmetic is not reproduced (docs/quantization.md)."""
+    from _harness import run
+    from heldout5_models import build_dynamic_tagger
+
+    inputs, want, sm = _quantized(lambda: build_dynamic_tagger(getattr(torch, dtype)), engine, kind)
+    got = run(sm, inputs)
+    assert len(got) == len(want) == 3
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5 * float(np.abs(w).max()))
+    ops = {n.kind for n in sm.graph.all_nodes()}
+    assert ({"quantized::gru_dynamic", "quantized::lstm_dynamic"} <= ops) == (dtype == "qint8"), ops
+
+
+@pytest.mark.parametrize("fx,engine,kind", [
+    (False, "x86", "trace"),
+    *[pytest.param(f, e, k, marks=pytest.mark.full) for f in (False, True) for e in ("x86", "fbgemm", "qnnpack")
+      for k in ("script", "frozen", "trace") if (f, e, k) != (False, "x86", "trace")]])
+def test_qat_converted_net_matches_torch_bit_for_bit(fx, engine, kind):
+    """Eager (``fuse_modules_qat``/``prepare_qat``) and FX (``prepare_qat_fx``) quantization-aware
+    training, three SGD steps, converted: bit for bit (they passed when the zoo was written)."""
+    from _harness import run
+    from heldout5_models import build_qat
+
+    inputs, want, sm = _quantized(lambda: build_qat(engine, fx), engine, kind)
+    got = run(sm, inputs)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
