@@ -134,6 +134,16 @@ for pol in ("not_larger", "not_smaller"):
                     axes=[2, 3])],
         [vi("x", F, [1, 2, 4, 5])], [vi("y", F, None)], [c("sz", np.array([6, 9], np.int64))], opset=18),
         {"x": img})
+for pol in ("not_larger", "not_smaller"):
+    CASES[f"resize_keep_aspect_cubic_{pol}"] = (model([
+        h.make_node("Resize", ["x", "", "", "sz"], ["y"], mode="cubic", keep_aspect_ratio_policy=pol, axes=[3, 2],
+                    coordinate_transformation_mode="pytorch_half_pixel")],
+        [vi("x", F, [1, 2, 4, 5])], [vi("y", F, None)], [c("sz", np.array([7, 7], np.int64))], opset=19), {"x": img})
+CASES["resize_keep_aspect_linear_align_corners"] = (model([
+    h.make_node("Resize", ["x", "", "", "sz"], ["y"], mode="linear", keep_aspect_ratio_policy="not_smaller",
+                coordinate_transformation_mode="align_corners", axes=[2, 3])],
+    [vi("x", F, [1, 3, 4, 5])], [vi("y", F, None)], [c("sz", np.array([3, 2], np.int64))], opset=19),
+    {"x": _r(1, 3, 4, 5)})
 CASES["resize_linear_3d_sizes"] = (model([
     h.make_node("Resize", ["x", "", "", "sz"], ["y"], mode="linear", coordinate_transformation_mode="align_corners")],
     [vi("x", F, [1, 1, 3, 4, 5])], [vi("y", F, None)], [c("sz", np.array([1, 1, 5, 3, 7], np.int64))], opset=19),

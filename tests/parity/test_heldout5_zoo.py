@@ -52,6 +52,7 @@ def test_heldout5_model(name, path, backend, monkeypatch, tmp_path_factory):
 
 #: hand-built cases in the default run: ones the zoo found wrong or refused, and the sequence ops
 ONNX_DEFAULT = ("resize_linear_align_corners_down", "resize_cubic_align_corners_up", "gridsample_bicubic_border_ac1",
+                "resize_keep_aspect_linear_align_corners", "resize_keep_aspect_cubic_not_larger", "optional_empty_and_sequence",
                 "gridsample20_linear_3d", "optional_has_get", "split_to_sequence_keep0", "stft_window_onesided",
                 "dequantize_block21", "float16_conv_gemm_softmax", "upsample9_linear", "initializers_as_inputs9")
 #: cases whose graph computes in float16: tolerances of a few units in float16's last place
