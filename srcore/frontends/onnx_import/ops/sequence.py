@@ -101,8 +101,8 @@ def _held(cx: NodeContext) -> Val:
 
 
 def optional(cx: NodeContext):
+    cx.attr("type", None)   # the element type: srcore's value carries its own
     if not cx.has(0):
-        cx.attr("type", None)
         return Val("", OptionalType(TensorType()))
     return _held(cx)
 
@@ -119,8 +119,8 @@ def optional_get_element(cx: NodeContext):
 
 
 CONVERTERS = table(
-    Optional=(optional, 15), OptionalHasElement=(optional_has_element, 15, 18),
-    OptionalGetElement=(optional_get_element, 15, 18),
+    Optional=(optional, 15, 28), OptionalHasElement=(optional_has_element, 15, 18, 28),
+    OptionalGetElement=(optional_get_element, 15, 18, 28),   # (28: more element types)
     SequenceConstruct=(sequence_construct, 11), SequenceEmpty=(sequence_empty, 11), SequenceAt=(sequence_at, 11),
     SequenceLength=(sequence_length, 11), SequenceInsert=(sequence_insert, 11), SequenceErase=(sequence_erase, 11),
     ConcatFromSequence=(concat_from_sequence, 11), SplitToSequence=(split_to_sequence, 11, 24),
