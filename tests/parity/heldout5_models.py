@@ -102,7 +102,7 @@ def build_yolo_csp():
     _seed(501)
     m = YoloCSP()
     _norm_stats(m)
-    return m.eval(), (torch.randn(1, 3, 16, 16),)
+    return m.eval(), (torch.randn(2, 3, 16, 16),)
 
 
 class BiFPN(nn.Module):
