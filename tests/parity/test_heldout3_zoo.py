@@ -294,16 +294,15 @@ class _GridOnly(torch.nn.Module):
                                                align_corners=self.align)
 
 
-def test_onnx_grid_sample_bicubic_is_refused_naming_the_node():
-    """srcore's cpu kernel has no bicubic sampling: the refusal names the node, never a wrong answer."""
+def test_onnx_grid_sample_bicubic_matches_torch():
+    """Bicubic sampling was refused by srcore's cpu kernel; now it has it (the fifth held-out zoo)."""
     m = _GridOnly("bicubic", "zeros", False)
     x, grid = torch.randn(1, 2, 4, 4), torch.rand(1, 3, 3, 2) * 2 - 1
     with tempfile.TemporaryDirectory() as d:
         f = os.path.join(d, "m.onnx")
         torch.onnx.export(m, (x, grid), f, dynamo=False, opset_version=16)
         model = srcore.from_onnx(f)
-    with pytest.raises(srcore.SrcoreError, match="grid_sampler"):
-        srcore.StaticModule(model)(x.numpy(), grid.numpy())
+    assert_close(run(srcore.StaticModule(model), (x, grid)), torch_outputs(m, (x, grid)), "bicubic grid_sample")
 
 
 class _GRUCellStep(torch.nn.Module):
