@@ -39,7 +39,9 @@ def _runners(module, inputs, path: str, names) -> dict:
     import srcore
     from heldout_paths import convert
 
-    xs = [t.numpy() for t in inputs]
+    from _harness import to_numpy   # bfloat16 inputs as ml_dtypes' bfloat16
+
+    xs = to_numpy(inputs)
     calls = {}
     for r in names:
         if r == "eager":
@@ -97,7 +99,7 @@ def _flat(out) -> list:
 
     if isinstance(out, (tuple, list)):
         return [y for o in out for y in _flat(o)]
-    return [np.asarray(out.numpy() if hasattr(out, "numpy") else out, np.float64)]
+    return [np.asarray(out.detach().double().numpy() if hasattr(out, "numpy") else out, np.float64)]
 
 
 def measure(factories: dict, models, runners, path: str, rounds: int, cpu_time: bool) -> list[dict]:

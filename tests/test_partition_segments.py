@@ -246,6 +246,34 @@ def test_forks_and_waits_run_outside_engines(table):
     assert r == {"f": "control flow runs outside engines", "g": None, "w": "control flow runs outside engines"}
 
 
+LISTS = """graph(%x : Float(4, 6), %c : bool, %xs : Tensor[]):
+  %zero : int = prim::Constant[value=0]()
+  %two : int = prim::Constant[value=2]()
+  %l : Tensor[] = prim::If(%c)
+    block0():
+      %s : Tensor[] = aten::chunk(%x, %two, %zero)
+      -> (%s)
+    block1():
+      %t : Tensor[] = aten::split(%x, %two, %zero)
+      -> (%t)
+  %a : Tensor, %b : Tensor = prim::ListUnpack(%l)
+  %u : Tensor[] = aten::chunk(%x, %two, %zero)
+  %p : Tensor, %q : Tensor = prim::ListUnpack(%u)
+  %k : Tensor = aten::cat(%xs, %zero)
+  return (%a, %b, %p, %q, %k)
+"""
+
+
+def test_tensor_lists_from_control_flow_or_inputs_stay_out_of_engines(table):
+    """A ``Tensor[]`` made by a ``prim::If`` (MHA's scripted q/k/v) or given as a graph input would
+    reach a segment as a list input, which no engine takes (openvino's segment fell back: the fifth
+    held-out zoo's DETR decoder); a list an op makes goes into the segment with that op."""
+    r = _reasons(LISTS, table)
+    assert r["a"].startswith("reads the tensor list %l made by prim::If"), r["a"]
+    assert r["k"].startswith("reads the tensor list %xs made by prim::Param"), r["k"]
+    assert r["p"] is None and r["u"] is None
+
+
 DERIVED = """graph(%x : Float(4, 6)):
   %zero : int = prim::Constant[value=0]()
   %m1 : int = prim::Constant[value=-1]()

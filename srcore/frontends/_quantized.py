@@ -48,16 +48,18 @@ class Packed:
 
 @attrs.frozen
 class Cell:
-    """One layer and direction of a dynamic-quantized LSTM (``CellParamsBase`` of kind
-    ``quantized_dynamic``, what ``quantize_dynamic`` makes of an ``nn.LSTM``): the input and hidden
-    weights (quantized parameters, each with its float bias), and whether torch quantizes the float
-    operands with a reduced range (fbgemm's/x86's 7-bit)."""
+    """One layer and direction of a dynamic-quantized LSTM or GRU (``CellParamsBase`` of kind
+    ``quantized_dynamic``, what ``quantize_dynamic`` makes of an ``nn.LSTM``/``nn.GRU``; or
+    ``quantized_fp16`` with ``dtype=torch.float16``): the input and hidden weights (quantized
+    parameters, or float ones holding float16 values, each with its float bias), and whether torch
+    quantizes the float operands with a reduced range (fbgemm's/x86's 7-bit)."""
 
     w_ih: Any
     b_ih: Any
     w_hh: Any
     b_hh: Any
     reduce_range: bool
+    fp16: bool = False              # ``quantized_fp16`` cells: float weights rounded to float16
 
 
 def class_name(obj) -> str:
@@ -100,8 +102,8 @@ def unpack(torch, obj, name: str, constant: Callable[[str, Any], Any]) -> Packed
         return _cell(torch, obj, name, constant)
     if cls == LINEAR:
         w, b = torch.ops.quantized.linear_unpack(obj)
-        if not w.is_quantized:
-            raise ValueError(f"{cls} holds a {w.dtype} weight (fp16 dynamic linear), which srcore does not support")
+        if not w.is_quantized:   # quantize_dynamic(dtype=float16): float16 weights, float activations
+            return Packed("linear_fp16", constant(f"{name}.weight", _fp16(torch, w)), constant(f"{name}.bias", b))
         return Packed("linear", constant(f"{name}.weight", w), constant(f"{name}.bias", b),
                       arith=packed_arith(torch.backends.quantized.engine, "linear", w))
     if cls == CONV2D:
@@ -127,36 +129,58 @@ def unpack(torch, obj, name: str, constant: Callable[[str, Any], Any]) -> Packed
                      f"{', '.join(c.rsplit('.', 1)[-1] for c in SUPPORTED)})")
 
 
+def _fp16(torch, w):
+    """A float weight rounded to float16 and back: what torch's fp16 dynamic GEMM multiplies by."""
+    return w.to(torch.float16).to(torch.float32)
+
+
 def _cell(torch, obj, name: str, constant: Callable[[str, Any], Any]) -> Cell:
     # torch's QuantizedCellParamsDynamic::__getstate__: (kind, [b_ih, b_hh], [], [reduce_range],
-    # [packed w_ih, packed w_hh]); the biases are packed with the weights as well (those are applied)
+    # [packed w_ih, packed w_hh]); the biases are packed with the weights as well (those are applied).
+    # QuantizedCellParamsFP16: ("quantized_fp16", [], [], [], [packed w_ih, packed w_hh])
     kind, _biases, _doubles, longs, packed = obj.__getstate__()[0]
-    if kind != "quantized_dynamic":
-        raise ValueError(f"{CELL} of kind {kind!r} is not supported (only 'quantized_dynamic': "
-                         "quantize_dynamic's qint8 LSTM)")
+    if kind not in ("quantized_dynamic", "quantized_fp16"):
+        raise ValueError(f"{CELL} of kind {kind!r} is not supported (only 'quantized_dynamic' and "
+                         "'quantized_fp16': quantize_dynamic's qint8 and float16 LSTM and GRU)")
     (w_ih, b_ih), (w_hh, b_hh) = (torch.ops.quantized.linear_unpack(p) for p in packed)
     if b_ih is None or b_hh is None:
         raise ValueError(f"{CELL} without biases is not supported")
+    fp16 = kind == "quantized_fp16"
+    if fp16:
+        w_ih, w_hh = _fp16(torch, w_ih), _fp16(torch, w_hh)
     return Cell(constant(f"{name}.weight_ih", w_ih), constant(f"{name}.bias_ih", b_ih),
-                constant(f"{name}.weight_hh", w_hh), constant(f"{name}.bias_hh", b_hh), bool(longs[0]))
+                constant(f"{name}.weight_hh", w_hh), constant(f"{name}.bias_hh", b_hh),
+                bool(longs[0]) if longs else False, fp16)
+
+
+#: torch's recurrent ops on cells -> (the srcore op for qint8 cells, the float op for float16 ones)
+_CELL_OPS = {"aten::quantized_lstm": ("quantized::lstm_dynamic", "aten::lstm"),
+             "aten::quantized_lstm.input": ("quantized::lstm_dynamic", "aten::lstm"),
+             "aten::quantized_gru": ("quantized::gru_dynamic", "aten::gru"),
+             "aten::quantized_gru.input": ("quantized::gru_dynamic", "aten::gru")}
 
 
 def lower_cells(kind: str, inputs: list, make_const: Callable[[Any, Any], Any],
                 make_list: Callable[[list], Any]) -> tuple[str, list]:
     """``aten::quantized_lstm.input(input, hx, cells, has_biases, num_layers, dropout, train, bidirectional,
-    batch_first, *, dtype, use_dynamic)`` with its cells unpacked (:class:`Cell`) as
-    ``quantized::lstm_dynamic``: ``aten::lstm.input``'s arguments (params ``[w_ih, w_hh, b_ih, b_hh]`` per
-    layer and direction), then ``reduce_range``. ValueError for other recurrent ops."""
-    if kind not in ("aten::quantized_lstm", "aten::quantized_lstm.input") or len(inputs) < 9:
+    batch_first, *, dtype, use_dynamic)`` (or ``aten::quantized_gru.input``, without the last two) with
+    its cells unpacked (:class:`Cell`) as ``quantized::lstm_dynamic`` / ``quantized::gru_dynamic``:
+    ``aten::lstm.input``'s arguments (params ``[w_ih, w_hh, b_ih, b_hh]`` per layer and direction), then
+    ``reduce_range``; float16 cells as ``aten::lstm`` / ``aten::gru`` with their float16-valued weights.
+    ValueError for other recurrent ops."""
+    ops = _CELL_OPS.get(kind)
+    if ops is None or len(inputs) < 9:
         raise ValueError(f"{kind} with dynamic-quantized cells (CellParamsBase) is not supported (only "
-                         "quantize_dynamic's LSTM on a padded input)")
+                         "quantize_dynamic's LSTM and GRU on a padded input)")
     cells = inputs[2]
     if not isinstance(cells, list) or not cells or not all(isinstance(c, Cell) for c in cells):
         raise ValueError(f"{kind} expects a list of dynamic-quantized cells")
-    if len({c.reduce_range for c in cells}) != 1:
-        raise ValueError(f"{kind}: cells with different reduce_range settings")
+    if len({(c.reduce_range, c.fp16) for c in cells}) != 1:
+        raise ValueError(f"{kind}: cells with different reduce_range or dtype settings")
     params = make_list([v for c in cells for v in (c.w_ih, c.w_hh, c.b_ih, c.b_hh)])
-    return "quantized::lstm_dynamic", [*inputs[:2], params, *inputs[3:9], make_const(cells[0].reduce_range, BOOL)]
+    if cells[0].fp16:
+        return ops[1], [*inputs[:2], params, *inputs[3:9]]
+    return ops[0], [*inputs[:2], params, *inputs[3:9], make_const(cells[0].reduce_range, BOOL)]
 
 
 #: torch op -> (srcore op, the packed input's position, kind of packed params it takes)
@@ -165,6 +189,9 @@ _LOWER = {
     "quantized::linear_relu": ("quantized::qlinear_relu", 1, "linear"),
     "quantized::linear_dynamic": ("quantized::qlinear_dynamic", 1, "linear"),
     "quantized::linear_relu_dynamic": ("quantized::qlinear_relu_dynamic", 1, "linear"),
+    # float16 dynamic: float activations times float16-valued weights (fbgemm's fp16 GEMM, fp32 accumulation)
+    "quantized::linear_dynamic_fp16": ("aten::linear", 1, "linear_fp16"),
+    "quantized::linear_relu_dynamic_fp16": ("srcore::linear_relu", 1, "linear_fp16"),
     "quantized::conv1d": ("quantized::qconv1d", 1, "conv"),
     "quantized::conv1d_relu": ("quantized::qconv1d_relu", 1, "conv"),
     "quantized::conv2d": ("quantized::qconv2d", 1, "conv"),
@@ -186,6 +213,8 @@ def lower(kind: str, inputs: list, make_const: Callable[[Any, Any], Any]) -> tup
     if not isinstance(packed, Packed) or packed.kind != want:
         raise ValueError(f"{kind} expects {want} packed parameters")
     rest = inputs[:pos] + inputs[pos + 1:]
+    if want == "linear_fp16":   # (X, packed) -> (X, W, B)
+        return op, [rest[0], packed.weight, packed.bias]
     if want == "linear":
         # (X, packed, scale, zp) -> (X, W, B, scale, zp, arith); dynamic: (X, packed, reduce_range) -> (X, W, B, rr)
         if op.endswith("_dynamic"):  # always fbgemm's arithmetic (docs/quantization.md)

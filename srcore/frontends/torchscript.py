@@ -281,7 +281,8 @@ class _Converter:
         inputs = [self.env[v] for v in n.inputs()]
         if self.cell_list(n, kind, inputs):
             return
-        cells = any(isinstance(v, list) and v and isinstance(v[0], _quantized.Cell) for v in inputs)
+        # a Python list is a list of cells (cell_list): empty when its cells could not be unpacked
+        cells = any(isinstance(v, list) for v in inputs)
         if cells or any(isinstance(v, _quantized.Packed) for v in inputs):  # unpacked weights
             try:
                 if cells:
@@ -310,7 +311,8 @@ class _Converter:
                 node.attrs[a] = getattr(n, k)(a)
             else:
                 self.problems.append(f"{self.where(n)}: attribute {a} of kind {k}")
-        if kind.startswith("aten::") and not out_of_place:  # the overload TorchScript matched
+        if kind.startswith("aten::") and kind == n.kind() and not out_of_place:  # the overload TorchScript matched
+            # (not for a node lowered to another op: quantize_dynamic's float16 Linear -> aten::linear)
             node.schema = tc.parse_schema(str(n.schema()))
         dst.append(node)
         for o, v in zip(n.outputs(), node.outputs):

@@ -20,7 +20,7 @@ from ..dispatch.resolve import STRUCTURAL_KINDS, node_info, node_op, node_schema
 from ..ir.alias import mutated_inputs, mutated_values
 from ..ir.effects import has_side_effects
 from ..ir.graph import Block, Graph, Node, Value
-from ..ir.types import TensorType
+from ..ir.types import ListType, TensorType
 from .dependencies import Chains
 from .extract import ENGINE_KIND
 from .scopes import ScopeMatcher
@@ -74,6 +74,10 @@ class Eligibility:
             return f"in module {module}, listed in Options.engine_fallback_modules"
         if mutated_inputs(node) or has_side_effects(node):
             return "writes in place or has side effects"
+        made = next((v for v in node.inputs if _control_flow_tensor_list(v)), None)
+        if made is not None:
+            return (f"reads the tensor list %{made.name or '?'} made by {made.node.kind} (a segment's inputs "
+                    "are tensors: no engine takes a list)")
         # (the tensors of a list argument too: an engine reads them through its copy of the list)
         if any(id(v) in self.tainted for v in (*node.inputs, *node.outputs, *_list_elements(node, self.chains))):
             return "shares memory with a value written in place"
@@ -97,6 +101,13 @@ class Eligibility:
             return (f"not supported by {self.backend}; the dtype or rank of its tensors is unknown (an op "
                     "without a shape rule before it? see StaticModule.load_report)")
         return f"not supported by {self.backend}"
+
+
+def _control_flow_tensor_list(v: Value) -> bool:
+    """A ``Tensor[]`` made by control flow or a graph input: it would reach a segment as a list input
+    (a list built by ``prim::ListConstruct`` is copied in instead, one from an op goes in with it)."""
+    return (isinstance(v.type, ListType) and isinstance(v.type.elem, TensorType)
+            and (bool(v.node.blocks) or v.node.kind in STRUCTURAL_KINDS or v.node.kind == "prim::Param"))
 
 
 def _list_elements(node: Node, chains: Chains) -> list[Value]:

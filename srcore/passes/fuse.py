@@ -19,7 +19,8 @@ convolution (not transposed, 4-D weight); ``conv2d + add + relu`` only when
 the add's ``alpha`` is the constant 1 (either operand order) and ``other``
 cannot change the result's shape (its shape broadcasts into the conv output's,
 or the types are equal); ``add + relu`` (tensor + tensor) when no conv feeds
-it. ``relu_`` counts as ``relu``. Quantized graphs: ``quantized::qconv2d(_relu)`` (fbgemm) whose
+it. ``relu_`` counts as ``relu``. The srcore:: fused ops only for a float32 or float64 result (or one
+of unknown dtype): half and integer chains stay unfused. Quantized graphs: ``quantized::qconv2d(_relu)`` (fbgemm) whose
 only use is a ``quantized::add(_relu)`` variant (plain, ``_channels_last``, ``_mixed_layout``) with
 an operand of the conv result's shape and dtype becomes ``quantized::qconv2d_then_add``
 (``srcore/ops/quantized.yaml``: both of torch's roundings, the add's loop order kept). The rules are
@@ -187,6 +188,16 @@ FUSIONS = [  # longer chains first
 ]
 
 
+#: the dtypes the srcore:: fused ops are for (their kernels'): another dtype (float16, bfloat16, ints)
+#: keeps the unfused ops, which run where a fused op could not (a torch fallback, a plugin's kernel)
+FUSED_DTYPES = ("float32", "float64")
+
+
+def _float_out(node: Node) -> bool:
+    t = node.output.type
+    return not isinstance(t, TensorType) or t.dtype is None or t.dtype in FUSED_DTYPES
+
+
 def fuse_ops(graph: Graph, *, fusions=None, applied: list[str] | None = None) -> bool:
     """Apply the fusion table; ``applied`` collects the names of the fusions made."""
     table: dict[str, list[Fusion]] = {}
@@ -200,6 +211,8 @@ def fuse_ops(graph: Graph, *, fusions=None, applied: list[str] | None = None) ->
                 if m is None:
                     continue
                 kind, inputs, absorbed = m
+                if kind.startswith("srcore::") and not _float_out(node):
+                    continue
                 if any(is_mutated(v) for n in absorbed for v in n.inputs):
                     # the fused node runs where the activation was: an input written in between
                     # (x.add_(...) after y = x + x) would be read after the write

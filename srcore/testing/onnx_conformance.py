@@ -74,8 +74,38 @@ def node_cases(modules: Sequence[str] | None = None) -> list[Case]:
         expanded = base != t.name
         op = ops.get(base) or (t.model.graph.node[0].op_type if len(t.model.graph.node) == 1 else "?")
         atol = max(t.atol, REFERENCE_NOISE.get(t.name, 0.0))
-        cases.append(Case(t.name, "node", op, expanded, t.model, list(t.data_sets), t.rtol, atol))
+        data = list(t.data_sets)
+        if t.name in OUTPUT_LENGTH_ALIGN_CORNERS:
+            data = [(i, _by_output_sizes(t.model, i)) for i, _ in data]
+        cases.append(Case(t.name, "node", op, expanded, t.model, data, t.rtol, atol))
     return cases
+
+
+#: node tests whose shipped values take align_corners' ``length_resized`` as the input length times the
+#: scale, unrounded (onnx's reference, which made them); the operator's text ("the length of the resized
+#: tensor"), onnxruntime and torch (``F.interpolate(scale_factor=.., align_corners=True)``, which
+#: torch.onnx exports as these scales) take the output's integer length, as srcore does: their expected
+#: values are the reference's for the output sizes instead of the scales
+OUTPUT_LENGTH_ALIGN_CORNERS = ("test_resize_downsample_scales_linear_align_corners",
+                               "test_resize_downsample_scales_cubic_align_corners")
+
+
+def _by_output_sizes(model, inputs) -> list:
+    """The outputs onnx's reference gives the one-Resize ``model`` fed ``inputs`` when its scales are
+    replaced by the output sizes they give (``floor(length * scale)``)."""
+    from onnx import helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    node = model.graph.node[0]
+    feeds = dict(zip([v.name for v in model.graph.input], inputs))
+    x, scales = feeds[node.input[0]], feeds[node.input[2]]
+    sizes = np.floor(np.array(x.shape) * scales.astype(np.float32)).astype(np.int64)
+    r = helper.make_node("Resize", [node.input[0], "", "", "sizes"], list(node.output))
+    r.attribute.extend(node.attribute)
+    g = helper.make_graph([r], "r", [model.graph.input[0]], list(model.graph.output),
+                          [numpy_helper.from_array(sizes, "sizes")])
+    m = helper.make_model(g, opset_imports=list(model.opset_import))
+    return [np.asarray(o) for o in ReferenceEvaluator(m).run(None, {node.input[0]: x})]
 
 
 #: node tests whose expected values carry numpy's single-precision FFT rounding where the exact result

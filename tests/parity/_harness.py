@@ -42,8 +42,17 @@ def flatten(out) -> list:
     if isinstance(out, dict):
         return [y for k in out for y in flatten(out[k])]
     if isinstance(out, torch.Tensor):
-        return [out.detach().numpy()]
+        return [tensor_numpy(out.detach())]
     return [np.asarray(out)]
+
+
+def tensor_numpy(t: torch.Tensor) -> np.ndarray:
+    """``t`` as a numpy array; bfloat16 (numpy has none) as ml_dtypes' bfloat16, bit for bit."""
+    if t.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
 
 
 def to_numpy(inputs) -> list:
@@ -53,7 +62,7 @@ def to_numpy(inputs) -> list:
 def _np_value(t):
     """A torch input as srcore takes it: tensors (also inside lists, tuples and dicts) as arrays."""
     if isinstance(t, torch.Tensor):
-        return t.detach().numpy().copy()
+        return tensor_numpy(t.detach()).copy()
     if isinstance(t, (list, tuple)):
         return type(t)(_np_value(x) for x in t)
     if isinstance(t, dict):
@@ -104,7 +113,8 @@ ELEM_RTOL = 1e-4
 ELEM_FLOOR = 1e-5
 
 
-def elementwise_misses(got: np.ndarray, want: np.ndarray) -> str | None:
+def elementwise_misses(got: np.ndarray, want: np.ndarray, rtol: float = ELEM_RTOL,
+                       floor: float = ELEM_FLOOR) -> str | None:
     """None, or which finite elements are off by more than their own tolerance (a wrong small
     element hides under a bound relative to the largest one)."""
     got = np.asarray(got, dtype=np.float64)
@@ -114,15 +124,18 @@ def elementwise_misses(got: np.ndarray, want: np.ndarray) -> str | None:
         return None
     g, w = got[finite], want[finite]
     scale = float(np.max(np.abs(w))) or 1.0
-    excess = np.abs(g - w) - (ELEM_RTOL * np.abs(w) + ELEM_FLOOR * scale)
+    excess = np.abs(g - w) - (rtol * np.abs(w) + floor * scale)
     if not (excess > 0).any():
         return None
     k = int(np.argmax(excess))
-    return (f"{int((excess > 0).sum())} element(s) off by more than {ELEM_RTOL:g} x itself + "
-            f"{ELEM_FLOOR:g} x max|torch|, e.g. {g[k]:.6g} vs torch {w[k]:.6g}")
+    return (f"{int((excess > 0).sum())} element(s) off by more than {rtol:g} x itself + "
+            f"{floor:g} x max|torch|, e.g. {g[k]:.6g} vs torch {w[k]:.6g}")
 
 
-def assert_close(got: list, want: list, what: str = "") -> None:
+def assert_close(got: list, want: list, what: str = "", rtol: float = RTOL) -> None:
+    """Outputs equal torch's: ints exactly, floats within ``rtol`` of the output's scale and each
+    element within its own bound (both looser by ``rtol / RTOL`` when ``rtol`` is given: half
+    precision models)."""
     assert len(got) == len(want), f"{what}: {len(got)} outputs, torch has {len(want)}"
     for i, (g, w) in enumerate(zip(got, want)):
         g = np.asarray(g)
@@ -134,8 +147,9 @@ def assert_close(got: list, want: list, what: str = "") -> None:
             assert g.dtype == w.dtype, f"{what} output {i}: dtype {g.dtype}, torch {w.dtype}"
             assert np.array_equal(np.isfinite(g), np.isfinite(w)), f"{what} output {i}: non-finite elements differ"
             err = max_rel_err(g, w)
-            assert err <= RTOL, f"{what} output {i}: max relative error {err:.3g} > {RTOL}"
-            bad = elementwise_misses(g, w)
+            assert err <= rtol, f"{what} output {i}: max relative error {err:.3g} > {rtol}"
+            loose = rtol / RTOL
+            bad = elementwise_misses(g, w, ELEM_RTOL * loose, ELEM_FLOOR * loose)
             assert bad is None, f"{what} output {i}: {bad}"
 
 

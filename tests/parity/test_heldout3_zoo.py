@@ -169,8 +169,9 @@ def test_dynamic_quantized_lstm_matches_torch(kind):
     assert [pn.fn.backend for pn in sm.top.nodes if pn.node.kind == "quantized::lstm_dynamic"] == ["quantized_cpu"]
 
 
-def test_dynamic_quantized_gru_is_refused_naming_the_node():
-    """A dynamic-quantized GRU (``aten::quantized_gru``) is not supported yet: a ConversionError naming it."""
+def test_dynamic_quantized_gru_matches_torch():
+    """A dynamic-quantized GRU (``aten::quantized_gru``) was refused; now ``quantized::gru_dynamic``
+    (the fifth held-out zoo tests it in a bidirectional tagger, every path and engine)."""
     import torch.ao.quantization as tq
 
     class G(torch.nn.Module):
@@ -181,13 +182,20 @@ def test_dynamic_quantized_gru_is_refused_naming_the_node():
         def forward(self, x):
             return self.gru(x)[0]
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        m = tq.quantize_dynamic(G().eval(), {torch.nn.GRU}, dtype=torch.qint8)
-        x = torch.randn(2, 3, 4)
-        ts = torch.jit.trace(m, (x,))
-    with pytest.raises(srcore.ConversionError, match="quantized_gru"):
-        srcore.from_torchscript(ts, (x,))
+    before = torch.backends.quantized.engine
+    try:
+        torch.backends.quantized.engine = "x86"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = tq.quantize_dynamic(G().eval(), {torch.nn.GRU}, dtype=torch.qint8)
+            x = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(0))
+            ts = torch.jit.trace(m, (x,))
+        want = torch_outputs(ts, (x,))
+        sm = srcore.StaticModule(srcore.from_torchscript(ts, (x,)))
+    finally:
+        torch.backends.quantized.engine = before
+    (got,) = run(sm, (x,))
+    np.testing.assert_allclose(got, want[0], rtol=1e-5, atol=1e-5 * float(np.abs(want[0]).max()))
 
 
 def test_quantized_cat_layout_follows_its_inputs():
@@ -286,16 +294,15 @@ class _GridOnly(torch.nn.Module):
                                                align_corners=self.align)
 
 
-def test_onnx_grid_sample_bicubic_is_refused_naming_the_node():
-    """srcore's cpu kernel has no bicubic sampling: the refusal names the node, never a wrong answer."""
+def test_onnx_grid_sample_bicubic_matches_torch():
+    """Bicubic sampling was refused by srcore's cpu kernel; now it has it (the fifth held-out zoo)."""
     m = _GridOnly("bicubic", "zeros", False)
     x, grid = torch.randn(1, 2, 4, 4), torch.rand(1, 3, 3, 2) * 2 - 1
     with tempfile.TemporaryDirectory() as d:
         f = os.path.join(d, "m.onnx")
         torch.onnx.export(m, (x, grid), f, dynamo=False, opset_version=16)
         model = srcore.from_onnx(f)
-    with pytest.raises(srcore.SrcoreError, match="grid_sampler"):
-        srcore.StaticModule(model)(x.numpy(), grid.numpy())
+    assert_close(run(srcore.StaticModule(model), (x, grid)), torch_outputs(m, (x, grid)), "bicubic grid_sample")
 
 
 class _GRUCellStep(torch.nn.Module):

@@ -85,17 +85,17 @@ def test_quantized_model_saves_with_its_parameters_and_inspects(tmp_path):
 
 @pytest.mark.one_pass
 def test_unsupported_packed_parameters_are_named():
-    class Recurrent(torch.nn.Module):  # (quantize_dynamic's LSTM is supported: test_heldout3_zoo.py)
+    class Recurrent(torch.nn.Module):  # (quantize_dynamic's LSTM and GRU are supported: test_heldout{3,5}_zoo.py)
         def __init__(self):
             super().__init__()
-            self.gru = torch.nn.GRU(4, 6, batch_first=True)
+            self.cell = torch.nn.GRUCell(4, 6)
 
-        def forward(self, x):
-            return self.gru(x)[0]
+        def forward(self, x, h):
+            return self.cell(x, h)
 
-    model = torch.ao.quantization.quantize_dynamic(Recurrent().eval(), {torch.nn.GRU}, dtype=torch.qint8)
-    with pytest.raises(srcore.ConversionError, match="CellParamsBase"):
-        srcore.from_torchscript(model, (torch.randn(1, 3, 4),))
+    model = torch.ao.quantization.quantize_dynamic(Recurrent().eval(), {torch.nn.GRUCell}, dtype=torch.qint8)
+    with pytest.raises(srcore.ConversionError, match="quantized_gru_cell_dynamic with packed parameters"):
+        srcore.from_torchscript(model, (torch.randn(1, 4), torch.randn(1, 6)))
 
 
 def test_pt2e_model_folds_qdq_into_quantized_ops_within_one_step():

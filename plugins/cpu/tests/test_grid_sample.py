@@ -1,5 +1,5 @@
 """grid_sampler (F.grid_sample) and affine_grid_generator (F.affine_grid) vs torch: every padding
-mode, bilinear and nearest, both align_corners, grids reaching well outside [-1, 1]."""
+mode, bilinear, nearest and bicubic, 4-D and 5-D, both align_corners, grids reaching well outside [-1, 1]."""
 from __future__ import annotations
 
 import numpy as np
@@ -36,11 +36,34 @@ def test_grid_sampler_matches_torch(mode, padding, align_corners, dtype):
                  atol=1e-5 if dtype == "float32" else 1e-12)
 
 
-def test_grid_sampler_refuses_bicubic_and_5d():
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("padding", list(PADDING))
+def test_grid_sampler_bicubic_matches_torch(padding, align_corners):
+    """Bicubic (was refused: an ONNX GridSample with mode=bicubic, the fifth held-out zoo): the 16
+    taps each read through the padding mode, ATen's A = -0.75."""
+    x = RNG.standard_normal((2, 3, 5, 7)).astype(np.float64)
+    grid = RNG.uniform(-1.6, 1.6, (2, 4, 6, 2))
+    grid[0, 0, 0] = [1.0, -1.0]
+    check_kernel(G.grid_sampler, lambda t, g, *_: F.grid_sample(t, g, "bicubic", padding, align_corners), x, grid,
+                 2, PADDING[padding], align_corners, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("padding", list(PADDING))
+@pytest.mark.parametrize("mode", list(MODES))
+def test_grid_sampler_5d_matches_torch(mode, padding, align_corners):
+    """5-D inputs (trilinear as "bilinear", nearest; was refused: ONNX GridSample at opset 20)."""
+    x = RNG.standard_normal((2, 3, 4, 5, 6))
+    grid = RNG.uniform(-1.8, 1.8, (2, 3, 2, 4, 3))
+    check_kernel(G.grid_sampler, lambda t, g, *_: F.grid_sample(t, g, mode, padding, align_corners), x, grid,
+                 MODES[mode], PADDING[padding], align_corners, rtol=1e-10, atol=1e-12)
+
+
+def test_grid_sampler_refuses_bicubic_5d_and_a_mismatched_grid():
     with pytest.raises(KernelError, match="bicubic"):
-        G.grid_sampler(np.zeros((1, 1, 2, 2), np.float32), np.zeros((1, 1, 1, 2), np.float32), 2, 0, False)
-    with pytest.raises(KernelError, match="4-D"):
-        G.grid_sampler(np.zeros((1, 1, 2, 2, 2), np.float32), np.zeros((1, 1, 1, 1, 3), np.float32), 0, 0, False)
+        G.grid_sampler(np.zeros((1, 1, 2, 2, 2)), np.zeros((1, 1, 1, 1, 3)), 2, 0, False)
+    with pytest.raises(KernelError, match="grid of shape"):
+        G.grid_sampler(np.zeros((1, 1, 2, 2, 2)), np.zeros((1, 1, 1, 2)), 0, 0, False)
 
 
 @pytest.mark.parametrize("align_corners", [False, True])

@@ -168,3 +168,29 @@ def test_every_narrow_claim_is_covered():
         if base in float_math:
             continue
         assert _cases(k.op, dt), k.op
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_half_tensor_with_python_scalar_rounds_as_torch(dt):
+    """A float16/bfloat16 tensor with a Python scalar not exact in its dtype: torch computes mul,
+    div and floor_divide in float32 with the scalar unrounded, add, sub, remainder, fmod and pow
+    with the scalar rounded first (bfloat16 pow by 3 and -2 from the rounded square). numpy rounded the scalar to float16 always, and ml_dtypes'
+    bfloat16 refused a Python float (a Cast-free ONNX ``Mul`` by 0.5 of a bfloat16 model failed)."""
+    import ml_dtypes
+
+    from srcore_cpu.kernels import elementwise as E
+
+    tdt = getattr(torch, dt)
+    x = torch.from_numpy((RNG.standard_normal(64) * 3).astype(np.float32)).to(tdt)
+    xn = x.view(torch.int16).numpy().view(ml_dtypes.bfloat16) if dt == "bfloat16" else x.numpy()
+    for s in (0.1, 1.7, 3, -2):
+        for name in ("add", "sub", "rsub", "mul", "div", "floor_divide", "remainder", "fmod", "pow"):
+            a = x.abs() + 0.125 if name == "pow" else x
+            an = (np.abs(xn) + np.asarray(0.125, xn.dtype)).astype(xn.dtype) if name == "pow" else xn
+            want = getattr(torch, name)(a, s).float().numpy()
+            got = getattr(E, name)(an, s)
+            assert got.dtype == xn.dtype, (name, s)
+            np.testing.assert_array_equal(got.astype(np.float32), want, err_msg=f"{name} {dt} {s}")
+            buf = np.empty_like(xn)
+            getattr(E, name)(an, s, out=buf)
+            np.testing.assert_array_equal(buf.astype(np.float32), want, err_msg=f"{name} {dt} {s} out=")

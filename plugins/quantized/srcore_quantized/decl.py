@@ -72,6 +72,7 @@ KERNELS: list[Kernel] = [
     _k("quantized::qlinear_relu", "linear:qlinear_relu_out", Q8 + F),
     _k("quantized::qlinear_dynamic", "linear:qlinear_dynamic_out", ("qint8",) + F),
     _k("quantized::lstm_dynamic", "recurrent:lstm_dynamic_out", ("qint8",) + F),
+    _k("quantized::gru_dynamic", "recurrent:gru_dynamic_out", ("qint8",) + F),
     _k("quantized::qlinear_relu_dynamic", "linear:qlinear_relu_dynamic_out", ("qint8",) + F),
     *[_k(f"quantized::qconv{d}", "conv:qconv_out", Q8 + F) for d in ("1d", "2d")],
     *[_k(f"quantized::qconv{d}_relu", "conv:qconv_relu_out", Q8 + F) for d in ("1d", "2d")],

@@ -61,7 +61,7 @@ def _same(ctx: Ctx, a, b, what: str):
         raise ctx.fail(f"{what}: {a} vs {b}")
 
 
-@rule("aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu", "quantized::lstm_dynamic")
+@rule("aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu", "quantized::lstm_dynamic", "quantized::gru_dynamic")
 def recurrent(ctx: Ctx):
     """``(output, h_n[, c_n])``: output ``(T, B, D*H_out)`` (``(B, T, ...)`` batch-first; packed:
     ``(N, D*H_out)``), the final states shaped as the initial ones."""

@@ -14,5 +14,6 @@ KERNELS: list[Kernel] = [
     *(Kernel(op, "cpu", "out", ("float32",), _M + "grid_sampler", matcher=_M + "grid_sampler_matcher", priority=2)
       for op in ("aten::grid_sampler", "aten::grid_sampler_2d")),
     _k("aten::grid_sampler", "grid_sampler", FLOATS), _k("aten::grid_sampler_2d", "grid_sampler", FLOATS),
+    _k("aten::grid_sampler_3d", "grid_sampler", FLOATS),
     _k("aten::affine_grid_generator", "affine_grid_generator", FLOATS),
 ]

@@ -20,12 +20,38 @@ from .promotion import as_array, float_type, result_type
 
 
 def _apply(ufunc, a, b, out, floating=False):
+    dt = result_type(a, b) if out is None else out.dtype
+    if floating and out is None:
+        dt = float_type(dt)
+    if dt.itemsize == 2 and dt.kind in "fV" and not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
+        return _half_with_scalar(ufunc, a, b, dt, out)
     if out is None:
-        dt = result_type(a, b)
-        if floating:
-            dt = float_type(dt)
         return as_array(ufunc(a, b, dtype=dt))
     ufunc(a, b, out=out)
+    return out
+
+
+#: the ops torch computes in float32 with the Python scalar unrounded when the tensor is float16 or
+#: bfloat16 (its "opmath"); the others (add, sub, pow, remainder, fmod, ...) round the scalar to
+#: the tensor's dtype first (checked against torch 2.13 on both dtypes)
+_OPMATH = (np.multiply, np.true_divide, np.floor_divide)
+
+
+def _half_with_scalar(ufunc, a, b, dt, out):
+    """A float16/bfloat16 op with a Python scalar operand, rounded as torch rounds it (numpy would
+    round the scalar to float16 always, and ml_dtypes' bfloat16 refuses a Python float)."""
+    if ufunc in _OPMATH:
+        r = ufunc(a, b, dtype=np.float32)
+    elif ufunc is np.power and dt.kind == "V" and b in (3, -2):
+        # torch's bfloat16 pow by 3 and -2: the square rounded to bfloat16 first
+        sq = np.multiply(a, a, dtype=dt)
+        r = np.multiply(sq, a, dtype=dt) if b == 3 else np.true_divide(1.0, sq, dtype=np.float32)
+    else:
+        a, b = (x if isinstance(x, np.ndarray) else np.asarray(x, dtype=dt) for x in (a, b))
+        r = ufunc(a, b, dtype=dt)
+    if out is None:
+        return as_array(r.astype(dt, copy=False))
+    np.copyto(out, r, casting="unsafe")
     return out
 
 
@@ -133,6 +159,8 @@ def pow(self, exponent, *, out=None):
                 raise ValueError("Integers to negative integer powers are not allowed.")
         elif (exponent < 0).any():
             return _int_pow_negative(self, exponent, dt, out)
+    if dt.itemsize == 2 and dt.kind in "fV" and not (isinstance(self, np.ndarray) and isinstance(exponent, np.ndarray)):
+        return _half_with_scalar(np.power, self, exponent, dt, out)
     if out is None:
         return as_array(np.power(self, exponent, dtype=dt))
     np.power(self, exponent, out=out)
@@ -254,6 +282,8 @@ def _scalar_fits(a, out_dtype: str) -> bool:
     if a.is_constant:
         if isinstance(v, bool):
             return False
+        if out_dtype == "float16":  # the bare ufunc would round the scalar to float16 (torch may not)
+            return isinstance(v, (int, float)) and float(np.float16(v)) == v
         if isinstance(v, int):
             return out_dtype.startswith(("float", "int")) and (out_dtype != "int32" or -2**31 <= v < 2**31)
         return isinstance(v, float) and out_dtype.startswith("float")

@@ -10,8 +10,9 @@ the chosen indices; ``linear``/``cubic`` a ``matmul`` with ``M`` along the axis.
 
 This needs the input's resized dims and ``scales``/``sizes``/``roi`` known at conversion (static
 image sizes: what detection and segmentation models have). ``keep_aspect_ratio_policy`` other than
-``stretch`` (one scale for all the resized axes) is supported for ``nearest`` resizing of a static
-input: a gather map computed by the reference on the element indices.
+``stretch`` (one scale for all the resized axes): ``nearest`` resizing of a static input is a gather
+map computed by the reference on the element indices; ``linear``/``cubic`` get their axis maps from
+a probe with a third dim that carries the axis setting the scale (:func:`_axis_map`).
 """
 from __future__ import annotations
 
@@ -27,33 +28,49 @@ _ATTRS = {"coordinate_transformation_mode": "half_pixel", "cubic_coeff_a": -0.75
           "extrapolation_value": 0.0, "mode": "nearest", "nearest_mode": "round_prefer_floor", "antialias": 0}
 
 
-def _axis_map(cx: NodeContext, n_in: int, scale, size, roi_lo, roi_hi):
-    """(M, c) of one axis: onnx's reference Resize on a 2-D identity, resizing its last dim."""
+def _axis_map(cx: NodeContext, n_in: int, scale, size, roi_lo, roi_hi, policy=None):
+    """(M, c) of one axis: onnx's reference Resize on a 2-D identity, resizing its last dim.
+
+    ``policy``: ``(keep_aspect_ratio_policy, n, size)`` of the axis whose size ratio sets the one
+    scale of all the resized axes: a third probe dim of length ``n`` resized to ``size`` with the
+    policy makes the reference use that scale here (and round this axis' size from it); the probe
+    is constant along that dim, whose weights sum to 1 (not for tf_crop_and_resize, refused)."""
     from onnx import TensorProto, helper
     from onnx.reference import ReferenceEvaluator
 
     attrs = {k: cx.attr(k, d) for k, d in _ATTRS.items() if cx.has_attr(k)}
-    node = helper.make_node("Resize", ["x", "roi", "scales"] if scale is not None else ["x", "roi", "", "sizes"],
+    extra = [] if policy is None else [policy[1]]
+    if policy is not None:
+        attrs.update(keep_aspect_ratio_policy=policy[0], axes=[1, 2])
+    roi_in = "" if policy is not None else "roi"
+    node = helper.make_node("Resize", ["x", roi_in, "scales"] if scale is not None else ["x", roi_in, "", "sizes"],
                             ["y"], **attrs)
-    inputs = [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [n_in, n_in])]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [n_in, n_in, *extra])]
     feeds = {}
     roi = np.array([0.0, roi_lo, 1.0, roi_hi], np.float32)
-    inits = [helper.make_tensor("roi", TensorProto.FLOAT, roi.shape, roi)]
+    inits = [] if policy is not None else [helper.make_tensor("roi", TensorProto.FLOAT, roi.shape, roi)]
     if scale is not None:
         inits.append(helper.make_tensor("scales", TensorProto.FLOAT, [2], np.array([1.0, scale], np.float32)))
+    elif policy is not None:
+        inits.append(helper.make_tensor("sizes", TensorProto.INT64, [2], np.array([size, policy[2]], np.int64)))
     else:
         inits.append(helper.make_tensor("sizes", TensorProto.INT64, [2], np.array([n_in, size], np.int64)))
     g = helper.make_graph([node], "r", inputs, [helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)], inits)
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19 if cx.version >= 19 else 18)])
     ev = ReferenceEvaluator(model)
-    feeds["x"] = np.eye(n_in)
+    ones = np.ones(extra)
+    feeds["x"] = np.multiply.outer(np.eye(n_in), ones)
     ident = np.asarray(ev.run(None, feeds)[0], np.float64)
-    feeds["x"] = np.zeros((n_in, n_in))
+    feeds["x"] = np.zeros((n_in, n_in, *extra))
     zero = np.asarray(ev.run(None, feeds)[0], np.float64)
+    if policy is not None:
+        if not np.allclose(ident - zero, (ident - zero)[..., :1]):
+            raise Unsupported("keep_aspect_ratio_policy: the probe dim is not resized to a constant")
+        ident, zero = ident[..., 0], zero[..., 0]
     return ident - zero, zero[0]
 
 
-def _per_axis(cx: NodeContext, r: int):
+def _per_axis(cx: NodeContext, r: int, keep_aspect: bool = False):
     """[(axis, scale or None, size or None, roi_lo, roi_hi)] of the axes the node resizes."""
     axes = cx.attr("axes", None) if cx.version >= 18 else None
     axes = list(range(r)) if axes is None else [norm_axis(a, r, "axes") for a in axes]
@@ -77,7 +94,7 @@ def _per_axis(cx: NodeContext, r: int):
     given = own if own is not None else scales if scales is not None else sizes
     if len(given) != len(axes) or (roi is not None and len(roi) != 2 * len(axes)):
         raise Unsupported(f"{len(given)} scales/sizes for {len(axes)} axes")
-    if scales is None and policy != "stretch":
+    if scales is None and policy != "stretch" and not keep_aspect:
         raise Unsupported(f"keep_aspect_ratio_policy={policy!r}")
     out = []
     for i, a in enumerate(axes):
@@ -122,21 +139,47 @@ def resize(cx: NodeContext):
     r = cx.rank(0)
     shape = cx.shape(0)
     policy = cx.attr("keep_aspect_ratio_policy", "stretch") if cx.version >= 18 else "stretch"
-    if policy != "stretch" and cx.has(3) and cx.const(3) is not None and cx.const(3).size:
+    kept = policy != "stretch" and cx.has(3) and cx.const(3) is not None and cx.const(3).size
+    if kept and (mode == "nearest" or ctm == "tf_crop_and_resize"):
         return _nearest_by_probe(cx, mode, ctm, shape)
     y = cx.x(0)
-    for a, scale, size, lo, hi in _per_axis(cx, r):
+    resized = _per_axis(cx, r, keep_aspect=bool(kept))
+    common = _common_ratio_axis(policy, resized, shape) if kept else None
+    for a, scale, size, lo, hi in resized:
         n_in = shape[a]
         trivial_roi = ctm != "tf_crop_and_resize" or (lo, hi) == (0.0, 1.0)
-        if trivial_roi and (scale == 1.0 or size == n_in):
+        if trivial_roi and (scale == 1.0 or size == n_in) and common is None:
             continue   # the identity along this axis (the reference skips it too), of any size
         if not isinstance(n_in, int):
             raise Unsupported(f"resizing dim {a}, which is not known at conversion")
         if n_in == 0:
             raise Unsupported(f"resizing the empty dim {a}")
-        m, c = _axis_map(cx, n_in, scale, size, lo, hi)
+        if ctm == "align_corners" and scale is not None:
+            # x_in = x_out * (n_in - 1) / (n_out - 1) with n_out the output's (integer) length, as the
+            # spec, onnxruntime and torch have it; onnx's reference takes the unrounded n_in * scale
+            scale, size = None, int(np.floor(n_in * np.float32(scale)))
+        keep = None if common is None else (policy, *common)
+        if keep is not None and ctm == "align_corners":   # depends on the output length only (as above)
+            keep, size = None, int(common[1] / common[0] * n_in + 0.5)
+        m, c = _axis_map(cx, n_in, scale, size, lo, hi, keep)
+        if common is not None and m.shape[1] == n_in and np.array_equal(m, np.eye(n_in)) and not np.any(c):
+            continue
         y = _apply(cx, y, a, r, m, c, dt, mode)
     return y
+
+
+def _common_ratio_axis(policy: str, resized, shape) -> tuple[int, int]:
+    """(input length, requested size) of the axis whose size ratio ``keep_aspect_ratio_policy``
+    makes the one scale of every resized axis (the smallest ratio for not_larger, the largest for
+    not_smaller)."""
+    dims = []
+    for a, _scale, size, _lo, _hi in resized:
+        if not isinstance(shape[a], int) or shape[a] == 0:
+            raise Unsupported(f"keep_aspect_ratio_policy needs dim {a} known and non-empty at conversion")
+        dims.append((size / shape[a], shape[a], size))
+    pick = min if policy == "not_larger" else max
+    _, n, size = pick(dims, key=lambda d: d[0])
+    return n, size
 
 
 #: the largest input (elements) whose nearest-resize gather map is computed at conversion
