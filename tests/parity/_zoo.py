@@ -1,8 +1,11 @@
-"""What both held-out zoo tests share: the backends, the options each runs with, the test cells
+"""What the held-out zoo tests share: the backends, the options each runs with, the test cells
 (model x import path x backend, most under ``full``) and the check of one cell against torch."""
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import os
+import tempfile
 import warnings
 
 import numpy as np
@@ -97,3 +100,38 @@ def check_fx_quantized(factory) -> None:
     assert len(got) == len(want)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+def onnx_from_torch(m, inputs, opset: int, dynamic_batch: bool = True) -> srcore.Model:
+    """``m`` written by torch.onnx (TorchScript exporter) at ``opset``, inputs ``in0``, ``in1``, ...
+    (their dim 0 a dynamic ``batch`` unless ``dynamic_batch`` is false), read back by srcore."""
+    names = [f"in{i}" for i in range(len(inputs))]
+    with tempfile.TemporaryDirectory() as d:
+        f = os.path.join(d, "m.onnx")
+        with torch.no_grad():
+            torch.onnx.export(m, inputs, f, dynamo=False, opset_version=opset, input_names=names,
+                              dynamic_axes={k: {0: "batch"} for k in names} if dynamic_batch else None)
+        return srcore.from_onnx(f)
+
+
+def hand_built_onnx_params(module: str, default) -> list:
+    """One param per hand-built ONNX case of ``module`` (its ``CASES``: name -> (proto, feeds)); those
+    not in ``default`` under ``full``."""
+    cases = importlib.import_module(module).CASES
+    return [pytest.param(n, marks=[] if n in default else [pytest.mark.full]) for n in cases]
+
+
+def check_hand_built_onnx(module: str, name: str, tol: float = 1e-4) -> None:
+    """Hand-built ONNX case ``name`` of ``module`` through srcore against onnxruntime: the same outputs
+    (shapes and dtypes exactly, values within ``tol`` relative, ``tol / 10`` absolute)."""
+    import onnxruntime as ort
+
+    proto, feeds = importlib.import_module(module).CASES[name]
+    want = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = srcore.StaticModule(srcore.from_onnx(proto))(**feeds)
+    got = list(got) if isinstance(got, (tuple, list)) else [got]
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        g = np.asarray(g)
+        assert (g.shape, g.dtype) == (w.shape, w.dtype), f"output {i}"
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol / 10, err_msg=f"{name} output {i}")

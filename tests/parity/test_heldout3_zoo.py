@@ -22,7 +22,7 @@ import torch
 import srcore
 from _harness import assert_close, run, torch_outputs
 from heldout3_models import MODELS, build_dynamic_lstm, build_eager_quant
-from _zoo import HAVE_OPENVINO, cells, check_cell, check_fx_quantized
+from _zoo import HAVE_OPENVINO, cells, check_cell, check_fx_quantized, onnx_from_torch
 
 #: independent of the executor and the memory planner (the default ones run): test.sh's second pass skips it
 pytestmark = pytest.mark.one_pass
@@ -55,16 +55,6 @@ MIN_OPSET = {"mha_no_weights": 14, "gqa_decoder": 14, "stn": 16}
 ONNX_BATCH = [n for n in MODELS if n != "mha_no_weights" and (n, "onnx") not in TORCH_CANNOT_EXPORT]
 
 
-def _onnx_dynamic_batch(m, inputs, opset: int) -> srcore.Model:
-    names = [f"in{i}" for i in range(len(inputs))]
-    with tempfile.TemporaryDirectory() as d:
-        f = os.path.join(d, "m.onnx")
-        with torch.no_grad():
-            torch.onnx.export(m, inputs, f, dynamo=False, opset_version=opset, input_names=names,
-                              dynamic_axes={k: {0: "batch"} for k in names})
-        return srcore.from_onnx(f)
-
-
 @pytest.mark.parametrize("opset", [13, 17])
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n in ("detect_post", "cell_loop") else [pytest.mark.full])
                                   for n in ONNX_BATCH])
@@ -74,7 +64,7 @@ def test_onnx_file_with_dynamic_batch(name, opset):
     if opset < MIN_OPSET.get(name, 0):
         pytest.skip(f"torch.onnx exports {name} from opset {MIN_OPSET[name]} on")
     m, inputs = MODELS[name]()
-    sm = srcore.StaticModule(_onnx_dynamic_batch(m, inputs, opset))
+    sm = srcore.StaticModule(onnx_from_torch(m, inputs, opset))
     assert_close(run(sm, inputs), torch_outputs(m, inputs), f"{name} at opset {opset}")
     big = tuple(torch.cat([t, t.flip(0), t[:1]]) for t in inputs)
     assert_close(run(sm, big), torch_outputs(m, big), f"{name} at opset {opset}, batch 5")

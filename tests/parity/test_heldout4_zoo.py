@@ -12,8 +12,6 @@ tests/golden/passes/split_unpack/getitem.ir and tests/test_shapes_view.py).
 """
 from __future__ import annotations
 
-import os
-import tempfile
 import warnings
 
 import numpy as np
@@ -22,7 +20,7 @@ import torch
 
 import srcore
 from _harness import assert_close, run, torch_outputs
-from _zoo import cells, check_cell
+from _zoo import cells, check_cell, check_hand_built_onnx, hand_built_onnx_params, onnx_from_torch
 from heldout4_models import MODELS, build_dict_heads, build_static_quant
 
 #: independent of the executor and the memory planner (the default ones run): test.sh's second pass skips it
@@ -56,16 +54,6 @@ MIN_OPSET = {"seq2seq_decoder": 14, "perceiver": 14}
 ONNX_BATCH = [n for n in MODELS if n not in ("dlrm", "gin") and (n, "onnx") not in TORCH_CANNOT_EXPORT]
 
 
-def _onnx_file(m, inputs, opset: int, dynamic_batch: bool = True) -> srcore.Model:
-    names = [f"in{i}" for i in range(len(inputs))]
-    with tempfile.TemporaryDirectory() as d:
-        f = os.path.join(d, "m.onnx")
-        with torch.no_grad():
-            torch.onnx.export(m, inputs, f, dynamo=False, opset_version=opset, input_names=names,
-                              dynamic_axes={k: {0: "batch"} for k in names} if dynamic_batch else None)
-        return srcore.from_onnx(f)
-
-
 @pytest.mark.parametrize("opset", [11, 13, 17])
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n == "wide_deep" else [pytest.mark.full])
                                   for n in ONNX_BATCH])
@@ -76,7 +64,7 @@ def test_onnx_file_with_dynamic_batch(name, opset):
     if opset < MIN_OPSET.get(name, 0):
         pytest.skip(f"torch.onnx exports {name} from opset {MIN_OPSET[name]} on")
     m, inputs = MODELS[name]()
-    sm = srcore.StaticModule(_onnx_file(m, inputs, opset))
+    sm = srcore.StaticModule(onnx_from_torch(m, inputs, opset))
     assert_close(run(sm, inputs), torch_outputs(m, inputs), f"{name} at opset {opset}")
     big = tuple(torch.cat([t, t.flip(0), t[:1]]) for t in inputs)
     assert_close(run(sm, big), torch_outputs(m, big), f"{name} at opset {opset}, batch 5")
@@ -91,9 +79,9 @@ def test_onnx_file_of_unbatched_models_at_old_opsets(name, opset):
     m, inputs = MODELS[name]()
     if name == "gin":
         with pytest.raises(torch.onnx.errors.OnnxExporterError):
-            _onnx_file(m, inputs, opset, dynamic_batch=False)
+            onnx_from_torch(m, inputs, opset, dynamic_batch=False)
         return
-    sm = srcore.StaticModule(_onnx_file(m, inputs, opset, dynamic_batch=False))
+    sm = srcore.StaticModule(onnx_from_torch(m, inputs, opset, dynamic_batch=False))
     assert_close(run(sm, inputs), torch_outputs(m, inputs), f"{name} at opset {opset}")
 
 
@@ -168,26 +156,9 @@ ONNX_DEFAULT = ("scan_two_inputs_outdir", "compress_noaxis_short", "reverseseque
                 "if_computed", "cumsum_ex1_rev1", "reducemean_axes_input18")
 
 
-def _onnx_cases():
-    from heldout4_onnx import CASES
-
-    return [pytest.param(n, marks=[] if n in ONNX_DEFAULT else [pytest.mark.full]) for n in CASES]
-
-
-@pytest.mark.parametrize("name", _onnx_cases())
+@pytest.mark.parametrize("name", hand_built_onnx_params("heldout4_onnx", ONNX_DEFAULT))
 def test_hand_built_onnx_matches_onnxruntime(name):
-    import onnxruntime as ort
-    from heldout4_onnx import CASES
-
-    proto, feeds = CASES[name]
-    want = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
-    got = srcore.StaticModule(srcore.from_onnx(proto))(**feeds)
-    got = list(got) if isinstance(got, (tuple, list)) else [got]
-    assert len(got) == len(want)
-    for i, (g, w) in enumerate(zip(got, want)):
-        g = np.asarray(g)
-        assert (g.shape, g.dtype) == (w.shape, w.dtype), f"output {i}"
-        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5, err_msg=f"{name} output {i}")
+    check_hand_built_onnx("heldout4_onnx", name)
 
 
 def test_every_default_onnx_case_exists():

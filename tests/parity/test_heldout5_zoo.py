@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import srcore
-from _zoo import cells, check_cell
+from _zoo import cells, check_cell, check_hand_built_onnx, hand_built_onnx_params
 from heldout5_models import MODELS
 
 #: independent of the executor and the memory planner (the default ones run): test.sh's second pass skips it
@@ -59,27 +59,9 @@ ONNX_DEFAULT = ("resize_linear_align_corners_down", "resize_cubic_align_corners_
 ONNX_HALF = ("float16_conv_gemm_softmax", "float16_layernorm_matmul")
 
 
-def _onnx_cases():
-    from heldout5_onnx import CASES
-
-    return [pytest.param(n, marks=[] if n in ONNX_DEFAULT else [pytest.mark.full]) for n in CASES]
-
-
-@pytest.mark.parametrize("name", _onnx_cases())
+@pytest.mark.parametrize("name", hand_built_onnx_params("heldout5_onnx", ONNX_DEFAULT))
 def test_hand_built_onnx_matches_onnxruntime(name):
-    import onnxruntime as ort
-    from heldout5_onnx import CASES
-
-    proto, feeds = CASES[name]
-    want = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
-    got = srcore.StaticModule(srcore.from_onnx(proto))(**feeds)
-    got = list(got) if isinstance(got, (tuple, list)) else [got]
-    assert len(got) == len(want)
-    tol = 4e-3 if name in ONNX_HALF else 1e-4
-    for i, (g, w) in enumerate(zip(got, want)):
-        g = np.asarray(g)
-        assert (g.shape, g.dtype) == (w.shape, w.dtype), f"output {i}"
-        np.testing.assert_allclose(g, w, rtol=tol, atol=tol / 10, err_msg=f"{name} output {i}")
+    check_hand_built_onnx("heldout5_onnx", name, 4e-3 if name in ONNX_HALF else 1e-4)
 
 
 def test_every_default_onnx_case_exists():
