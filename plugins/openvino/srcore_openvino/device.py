@@ -5,7 +5,7 @@ import functools
 import threading
 from typing import Any
 
-from srcore import EngineBuildError
+from srcore.plugin import EngineBuildError
 
 _lock = threading.Lock()
 _core: list[Any] = []

@@ -25,7 +25,7 @@ import threading
 import time
 import numpy as np
 
-from srcore import EngineBuildError, KernelError
+from srcore.plugin import EngineBuildError, KernelError
 
 from . import cache, device, finite
 from .convert.model import build_model

@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from srcore import EngineBuildError
+from srcore.plugin import EngineBuildError
 from srcore.plugin import builder_options
 
 from .cache import DEFAULT_LIMIT_MB

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from srcore import EngineBuildError
+from srcore.plugin import EngineBuildError
 
 from .table import DEFERRED_SOFTMAX, FINITE_ONLY, NAN_CHECKS, PRECISION, Ctx, rule_for
 

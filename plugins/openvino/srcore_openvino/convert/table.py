@@ -18,7 +18,7 @@ from typing import Any, Callable
 import attrs
 import numpy as np
 
-from srcore import EngineBuildError
+from srcore.plugin import EngineBuildError
 
 _MISSING = object()
 
