@@ -25,7 +25,7 @@ from .builder.network import DATA_DTYPES
 from .builder.attention_fusion import fuse_attention
 from .builder.norm_fusion import fuse_rms_norm
 from .builder.shuffle import fuse_channel_shuffle
-from .builder.fusion import (MAX_OPS, collapse_reshapes, fuse_cat_permute, fuse_conv_activation, fuse_conv_add,
+from .builder.fusion import (MAX_OPS, collapse_reshapes, drop_unread, fuse_cat_permute, fuse_conv_activation, fuse_conv_add,
                              fuse_conv_avg_pool, fuse_conv_pool, fuse_norm_activation, fuse_pad_conv1d, fuse_pointwise,
                              fuse_squeeze_excite, fuse_swish)
 from .builder.plan import Plan
@@ -279,7 +279,7 @@ def _shape_only(v) -> bool:
 
 def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
     """The plan of ``segment`` for concrete input ``shapes``."""
-    net = build_network(segment.specialize(shapes))
+    net = drop_unread(build_network(segment.specialize(shapes)))
     if options.get("fusion", True):
         fuse_conv_avg_pool(net)   # (first: an activation after the pool then joins the merged conv)
         fuse_swish(net)

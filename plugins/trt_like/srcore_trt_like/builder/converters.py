@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from srcore.plugin import EngineBuildError
+from srcore.plugin import EngineBuildError, TensorType
 
 from . import qconverters
 from .nodes import Converter, NodeView
@@ -270,6 +270,8 @@ def permute(v: NodeView, c: Converter) -> None:
         return
     if v.op == "aten::permute":
         perm = [d % nd for d in v.const("dims")]
+    elif v.op == "aten::t":   # (a matrix's transpose; a vector is itself)
+        perm = list(range(nd))[::-1]
     else:
         perm = list(range(nd))
         d0, d1 = v.const("dim0") % nd, v.const("dim1") % nd
@@ -882,6 +884,22 @@ def embedding(v: NodeView, c: Converter) -> None:
 def index_select(v: NodeView, c: Converter) -> None:
     x = c.tensor(v.value("self"))
     _lookup(v, c, "index_select", x, "index", dim=_dim(v, "dim", len(c.net.shape(x))))
+
+
+def index_tensor(v: NodeView, c: Converter) -> None:
+    """``x[indices]`` with integer index tensors and Nones (``aten::index.Tensor``): an
+    ``index_tensor`` layer reading ``x`` and each index tensor (a constant one, DLRM's
+    ``tril_indices``, as a network constant), ``dims`` the dims of ``x`` they index; numpy's
+    (and torch's) placement of the broadcast index dims."""
+    lst = v.value("indices")
+    if lst.node.kind != "prim::ListConstruct":
+        raise EngineBuildError(f"{v.where()}: argument 'indices' is not a list built in the segment")
+    ids, dims = [c.tensor(v.value("self"))], []
+    for d, x in enumerate(lst.node.inputs):
+        if isinstance(x.type, TensorType):
+            ids.append(c.tensor(x))
+            dims.append(d)
+    c.bind(v.node.outputs[0], c.net.add("index_tensor", ids, v.out_shape(), v.source, dims=tuple(dims)))
 
 
 def gather(v: NodeView, c: Converter) -> None:

@@ -342,6 +342,41 @@ def _gather(node: NodeInfo):
         f"index of shape {_shape(node, 2)} has another rank than self {_shape(node, 0)}"
 
 
+def _index_tensor(node: NodeInfo):
+    """``x[..., i, ..., j]`` with integer index tensors (a recommender's ``z[:, li, lj]``, a graph
+    net's ``x[idx]``): a graph-built list of int64 / int32 tensors of known shapes (broadcast
+    together) and Nones, no longer than ``self``'s rank (no bool masks: their result's shape
+    depends on the values)."""
+    a = node.arg("indices")
+    if a.elements is None:
+        return "argument 'indices' is not a list built in the graph (prim::ListConstruct)"
+    if len(a.elements) > _rank(node, 0):
+        return f"{len(a.elements)} indices into a tensor of rank {_rank(node, 0)}"
+    shapes = []
+    for i, t in enumerate(a.elements):
+        if isinstance(t, TensorType):
+            if t.dtype not in _INDEX or t.shape is None or not all(isinstance(d, int) for d in t.shape):
+                return f"indices[{i}] is {t}, not an int64 / int32 tensor of known shape"
+            shapes.append(tuple(t.shape))
+        elif type(t).__name__ != "NoneType":
+            return f"indices[{i}] is {t}, not a tensor or None"
+    if not shapes:
+        return "no index tensor"
+    return None if broadcast_shape(shapes) is not None else f"index shapes {shapes} do not broadcast"
+
+
+def broadcast_shape(shapes) -> tuple[int, ...] | None:
+    """numpy's broadcast of ``shapes`` (None if they do not broadcast)."""
+    rank = max(len(s) for s in shapes)
+    out = []
+    for d in range(rank):
+        sizes = {s[d - rank + len(s)] for s in shapes if d - rank + len(s) >= 0} - {1}
+        if len(sizes) > 1:
+            return None
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
 def _index_select(node: NodeInfo):
     return None if _rank(node, 2) <= 1 else f"index of shape {_shape(node, 2)} is not 0-D or 1-D"
 
@@ -619,7 +654,7 @@ _TABLE: list[OpSupport] = [
            int8=True),
     *_rows("alias", {"aten::dropout": ("p", "train")}, _dropout, int8=True),
     *_rows("alias", {"aten::squeeze.dim": ("dim",), "aten::unsqueeze": ("dim",)}, any_data=True),
-    *_rows("permute", {"aten::transpose.int": ("dim0", "dim1"), "aten::permute": ("dims",)}),
+    *_rows("permute", {"aten::transpose.int": ("dim0", "dim1"), "aten::permute": ("dims",), "aten::t": ()}),
     *_rows("roll", {"aten::roll": ("shifts", "dims")}, _roll, any_data=True),
     *_rows("index", {"aten::select.int": ("dim", "index"), "aten::slice.Tensor": ("dim", "start", "end", "step")},
            any_data=True),
@@ -708,6 +743,8 @@ _TABLE: list[OpSupport] = [
            data_args={"index": ("int64",), "self": ("float32", *DATA_DTYPES)},
            data_results={0: ("float32", *DATA_DTYPES)}),
     *_rows("index_select", {"aten::index_select": ("dim",)}, _index_select, data_args={"index": _INDEX}),
+    *_rows("index_tensor", {"aten::index.Tensor": ()}, _index_tensor, data_args={"self": ("float32", *DATA_DTYPES)},
+           data_results={0: ("float32", *DATA_DTYPES)}),
     *_rows("where", {"aten::where.self": (), "aten::where.ScalarOther": ("other",),
                      "aten::where.ScalarSelf": ("self",), "aten::where.Scalar": ("self", "other")},
            data_args={"condition": ("bool",)}),
