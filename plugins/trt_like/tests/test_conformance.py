@@ -261,6 +261,7 @@ def unary_cases() -> list[Case]:
         ("aten::hardtanh", [(), (-2.0, 3.5), (0, 6), (1.0, -1.0), (-0.5,), (np.nan, 1.0)], EXACT),
         ("aten::clamp", [(None, 1.5), (-1.0, None), (-1, 2), (2.0, -2.0), (0.0,), (-np.inf, np.inf), (np.nan, 1.0),
                          (None, np.nan)], EXACT),
+        ("aten::clamp_min", [(1e-12,), (0.5,)], EXACT),
         ("aten::leaky_relu", [(), (0.2,), (-1.5,), (0,)], EXACT),
         ("aten::elu", [(), (0.5,), (1.0, 2.0), (1.5, 1.0, 0.5), (1, 1, 1)], TRANSCENDENTAL_COMPOSITE),
         ("aten::softplus", [(), (2.0,), (0.5, 5.0), (1, 1), (-1.0, 20.0)], TRANSCENDENTAL_COMPOSITE),
@@ -446,7 +447,15 @@ def layout_cases() -> list[Case]:
     # 0-d and size-0 tensors
     out.append(Case("flatten-0d", "aten::flatten.using_ints", (tin((), 1), 0, -1), EXACT, post="aten::relu"))
     out.append(Case("transpose-0d", "aten::transpose.int", (tin((), 1), 0, -1), EXACT, post="aten::relu"))
-    out += [Case("t", "aten::t", (tin((3, 5), 1),), EXACT, post="aten::relu"), Case("t-1d", "aten::t", (tin((4,), 2),))]
+    out += [Case("t", "aten::t", (tin((3, 5), 1),), EXACT, post="aten::relu"), Case("t-1d", "aten::t", (tin((4,), 2),)),
+            Case("repeat", "aten::repeat", (tin((2, 3), 3), [2, 1, 3]), post="aten::relu"),
+            Case("repeat-ones", "aten::repeat", (tin((2, 3), 4), [1, 1])),
+            Case("expand_as", "aten::expand_as", (tin((3, 1), 5), tin((2, 3, 4), 6)), pre="aten::relu"),
+            # index tensors reshaped, permuted and tiled inside engines (DGCNN's neighbour indices)
+            Case("reshape-int64", "aten::reshape", (_ids((2, 6), 9, 7), [3, 4])),
+            Case("view-int32", "aten::view", (_ids((2, 6), 9, 8, np.int32), [-1])),
+            Case("transpose-int64", "aten::transpose.int", (_ids((2, 3), 5, 9), 0, 1)),
+            Case("repeat-int64", "aten::repeat", (_ids((2, 3), 5, 10), [1, 2]))]
     out.append(Case("permute-0d", "aten::permute", (tin((), 1), []), EXACT, post="aten::relu"))
     out.append(Case("reshape-0d", "aten::reshape", (tin((), 1), [1, 1]), EXACT, post="aten::relu"))
     out.append(Case("view-to-0d", "aten::view", (tin((1,), 1), []), EXACT, post="aten::relu"))

@@ -220,6 +220,8 @@ def gelu(v: NodeView, c: Converter) -> None:
 def clamp(v: NodeView, c: Converter) -> None:
     if v.op == "aten::hardtanh":
         lo, hi = v.const("min_val", -1.0), v.const("max_val", 1.0)
+    elif v.op == "aten::clamp_min":   # (F.normalize's norm floor)
+        lo, hi = v.const("min"), None
     else:
         lo, hi = v.const("min", None), v.const("max", None)
     ins: list[int] = []
@@ -714,6 +716,21 @@ def stack(v: NodeView, c: Converter) -> None:
 def expand(v: NodeView, c: Converter) -> None:
     """``expand``: the input broadcast to the result's shape (copied: the layers read C arrays)."""
     c.bind(v.node.outputs[0], c.net.add("expand", [c.tensor(v.value("self"))], v.out_shape(), v.source))
+
+
+def repeat(v: NodeView, c: Converter) -> None:
+    """``x.repeat(r0, r1, ...)`` (a tile; DGCNN's centre point repeated beside its k neighbours): a
+    view with a dim of 1 before each dim (leading dims of 1 for extra repeats), the ``expand`` copy to
+    the repeats, and the view merging each pair: ``out[.., r * n + i, ..] = x[.., i, ..]``."""
+    x = c.tensor(v.value("self"))
+    reps = [int(r) for r in v.const("repeats")]
+    shape = (1,) * (len(reps) - len(c.net.shape(x))) + c.net.shape(x)
+    pairs = [d for n in shape for d in (1, n)]
+    one = c.net.add("reshape", [x], tuple(pairs), v.source)
+    wide = c.net.add("expand", [one], tuple(d for r, n in zip(reps, shape) for d in (r, n)), v.source)
+    for t in (one, wide):   # (an index tiled: the intermediates keep its dtype)
+        c.net.tensors[t].dtype = c.net.tensors[x].dtype
+    c.bind(v.node.outputs[0], c.net.add("reshape", [wide], v.out_shape(), v.source))
 
 
 def repeat_interleave(v: NodeView, c: Converter) -> None:
