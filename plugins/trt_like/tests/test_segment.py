@@ -30,7 +30,7 @@ class AllOps(torch.nn.Module):
     (2-D, and batched with a broadcast 2-D right operand) on sigmoids with positive weights (sums
     without cancellation: BLAS's order and the loop nest's agree to a few ulps); advanced indexing
     (``aten::index.Tensor``: one index, two broadcast ones, negative ones, a constant one, two
-    around a slice, whose index dims go first)."""
+    around a slice, whose index dims go first); a float sum of fewer than 8 terms (numpy's order)."""
 
     def __init__(self):
         super().__init__()
@@ -59,7 +59,7 @@ class AllOps(torch.nn.Module):
         sx, sy = torch.sigmoid(x), torch.sigmoid(y)
         prods = (torch.relu(self.fc(sx)), sx @ sx.t(), torch.matmul(sx.view(2, 2, 7), sy.view(7, 1)))
         adv = (x[:, idx], x[idx[:, :1] % 4, idx - 7], x[:, self.pick], x.view(2, 2, 7)[idx[:2, :1] % 2, :, idx[:2]])
-        return (v, o, va, oa, g, s, sa, sc, x.mean(0), c, cs, pw, p, torch.max(x, 1)[0], *prods, *adv)
+        return (v, o, va, oa, g, s, sa, sc, x.mean(0), c, cs, pw, p, torch.max(x, 1)[0], *prods, *adv, x.sum(0))
 
 
 def _reference(x, idx, y):
@@ -231,6 +231,11 @@ def test_which_layers_join_a_segment():
     net.outputs.append(top)
     big, gemm, reduce, _ = net.layers
     assert "multiply-adds" in segment._layer_refusal(big, net)
+    for n, refused in ((segment.PAIRWISE_MIN - 1, False), (segment.PAIRWISE_MIN, True)):
+        y = net.new_tensor((3, n))
+        total = net.add("reduce", [y], (3,), op="sum", dims=(1,))
+        assert bool(segment._layer_refusal(net.layers.pop(), net)) is refused, n
+        del net.tensors[total], net.tensors[y]
     assert segment._layer_refusal(gemm, net) is None
     assert not segment._anchored([gemm]) and segment._anchored([gemm, reduce])
     assert [layer.kind for layer in drop_unread(net).layers] == ["gemm", "reduce"]

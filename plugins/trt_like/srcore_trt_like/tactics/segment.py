@@ -43,7 +43,7 @@ from .timing import best_times, random_input
 log = logging.getLogger("srcore.trt_like")
 
 #: bump when the generated code changes meaning (part of every segment's source hash)
-SEGMENT_VERSION = 4
+SEGMENT_VERSION = 5
 #: a network is compiled whole only if no tensor is larger than this (elements; the plan with the
 #: fewer passes over memory may still win on larger ones, timing decides) ...
 MAX_TENSOR = 1 << 18
@@ -93,8 +93,8 @@ def _layer_refusal(layer: Layer, net: Network) -> str | None:
         return f"k > {MAX_SORT}"
     if layer.kind in ("softmax", "log_softmax") and layer.attrs["dim"] != len(net.shape(layer.inputs[0])) - 1:
         return "not over the last dim"
-    if layer.kind == "reduce" and layer.attrs["op"] == "sum":
-        return "a float sum (numpy's pairwise order, as the cpu plugin's)"
+    if layer.kind == "reduce" and layer.attrs["op"] == "sum" and _summands(layer, net) >= PAIRWISE_MIN:
+        return f"a float sum of {PAIRWISE_MIN} or more terms (numpy's pairwise order, as the cpu plugin's)"
     if layer.kind == "cat" and layer.attrs.get("permuted"):
         return "a folded permute"
     if layer.kind == "strided" and not all(isinstance(k, (int, slice)) for k in layer.attrs["key"]):
@@ -102,6 +102,16 @@ def _layer_refusal(layer: Layer, net: Network) -> str | None:
     if layer.kind in ("gemm", "matmul") and _products(layer, net) > MAX_PRODUCT:
         return f"more than {MAX_PRODUCT} multiply-adds"
     return None
+
+
+#: numpy adds fewer terms than this one after another (its pairwise sum unrolls from 8): a float
+#: ``sum`` of fewer (DeepFM's sum over a few fields) is compiled in that order, the same bits
+PAIRWISE_MIN = 8
+
+
+def _summands(layer: Layer, net: Network) -> int:
+    shape = net.shape(layer.inputs[0])
+    return math.prod(shape[d] for d in layer.attrs["dims"])
 
 
 def _products(layer: Layer, net: Network) -> int:
@@ -395,7 +405,9 @@ def _reduce(c: _Code, layer: Layer, net: Network) -> None:
         c.add(f"max_rows(t{x}.reshape(({lead}, {math.prod(shape) // lead})), t{o}.reshape({lead}), np.float32({sign}))")
         return
     c.add(f"ov = t{o}.reshape({view!r})")
-    init = {"count": "0", "any": "False", "all": "True"}.get(op) or c.const(-math.inf if op == "max" else math.inf)
+    # a sum starts at -0.0: -0.0 + x is x for every x, the sign of a zero first term included
+    init = {"count": "0", "any": "False", "all": "True", "sum": c.const(-0.0)}.get(op) or \
+        c.const(-math.inf if op == "max" else math.inf)
     names = c.loops(view)
     c.add(f"ov[{_ix(names)}] = {init}")
     c.close()
@@ -407,6 +419,8 @@ def _reduce(c: _Code, layer: Layer, net: Network) -> None:
     elif op in ("any", "all"):
         c.add(f"if {'' if op == 'any' else 'not '}t{x}[{_ix(names)}]:")
         c.add(f"    ov[{at}] = {op == 'any'}")
+    elif op == "sum":   # (in index order: the reduced dims' terms one after another, numpy's order below 8)
+        c.add(f"ov[{at}] += t{x}[{_ix(names)}]")
     else:
         c.add(f"{a} = t{x}[{_ix(names)}]")
         c.add(f"{r} = ov[{at}]")
