@@ -298,8 +298,8 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
         fuse_attention(net)
         fuse_cat_permute(net)
     steps, runs = choose_layout(net, options, name)
-    if not runs:
-        steps = compile_small(net, steps, options, name, CONTEXTS)
+    # (also beside NCHW16c runs: the compilable layers never read a blocked tensor)
+    steps = compile_small(net, steps, options, name, CONTEXTS)
     plan = Plan(net, steps, CONTEXTS)
     plan.layout_runs = runs
     return plan

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -30,7 +31,8 @@ class AllOps(torch.nn.Module):
     (2-D, and batched with a broadcast 2-D right operand) on sigmoids with positive weights (sums
     without cancellation: BLAS's order and the loop nest's agree to a few ulps); advanced indexing
     (``aten::index.Tensor``: one index, two broadcast ones, negative ones, a constant one, two
-    around a slice, whose index dims go first); a float sum of fewer than 8 terms (numpy's order)."""
+    around a slice, whose index dims go first); a float sum of fewer than 8 terms (numpy's order); a
+    global ``adaptive_max_pool1d`` with its indices."""
 
     def __init__(self):
         super().__init__()
@@ -59,7 +61,8 @@ class AllOps(torch.nn.Module):
         sx, sy = torch.sigmoid(x), torch.sigmoid(y)
         prods = (torch.relu(self.fc(sx)), sx @ sx.t(), torch.matmul(sx.view(2, 2, 7), sy.view(7, 1)))
         adv = (x[:, idx], x[idx[:, :1] % 4, idx - 7], x[:, self.pick], x.view(2, 2, 7)[idx[:2, :1] % 2, :, idx[:2]])
-        return (v, o, va, oa, g, s, sa, sc, x.mean(0), c, cs, pw, p, torch.max(x, 1)[0], *prods, *adv, x.sum(0))
+        return (v, o, va, oa, g, s, sa, sc, x.mean(0), c, cs, pw, p, torch.max(x, 1)[0], *prods, *adv, x.sum(0),
+                *F.adaptive_max_pool1d(x.view(2, 2, 7), 1, return_indices=True))
 
 
 def _reference(x, idx, y):

@@ -1062,6 +1062,16 @@ def max_dim(v: NodeView, c: Converter) -> None:
     c.bind(v.node.outputs[1], c.net.add("argmax", [x], out, v.source, dim=dim, largest=op == "max"))
 
 
+def global_max_pool1d(v: NodeView, c: Converter) -> None:
+    """``adaptive_max_pool1d(x, 1)``: :func:`max_dim` over the last dim, kept (values, indices)."""
+    x = c.tensor(v.value("self"))
+    dim = len(c.net.shape(x)) - 1
+    out = v.out_shape()
+    c.bind(v.node.outputs[0], c.net.add("reduce", [x], out, v.source, op="max", dims=(dim,)))
+    # (a max pool's index: the last NaN, every NaN taking the place; else the first max)
+    c.bind(v.node.outputs[1], c.net.add("argmax", [x], out, v.source, dim=dim, largest=True, last_nan=True))
+
+
 def logical_not(v: NodeView, c: Converter) -> None:
     c.bind(v.node.outputs[0], c.net.add("logical_not", [c.tensor(v.value("self"))], v.out_shape(), v.source))
 

@@ -415,6 +415,14 @@ def _arg_reduce(node: NodeInfo):
     return None if n else "an empty dim (torch raises)"
 
 
+def _global_max_pool1d(node: NodeInfo):
+    """``adaptive_max_pool1d(x, 1)`` (a point net's global max): the max over the last dim."""
+    size = node.const("output_size")
+    if list(size if isinstance(size, (list, tuple)) else [size]) != [1]:
+        return f"output_size {size} (the engine takes 1: a global max)"
+    return None if node.args[0].type.shape and node.args[0].type.shape[-1] else "an empty or 0-D input"
+
+
 def _reduce(node: NodeInfo):
     shape = node.args[0].type.shape
     dims = node.const("dim", None) or range(len(shape))
@@ -766,6 +774,8 @@ _TABLE: list[OpSupport] = [
                       "aten::any.dims": ("dim", "keepdim"), "aten::all.dims": ("dim", "keepdim"), "aten::any": (),
                       "aten::all": ()}, data_args={"self": ("bool",)}, data_results={0: ("bool",)}),
     *_rows("max_dim", {"aten::max.dim": ("dim", "keepdim"), "aten::min.dim": ("dim", "keepdim")}, _arg_reduce,
+           data_results={1: ("int64",)}),
+    *_rows("global_max_pool1d", {"aten::adaptive_max_pool1d": ("output_size",)}, _global_max_pool1d,
            data_results={1: ("int64",)}),
     *_rows("logical_not", {"aten::bitwise_not": (), "aten::logical_not": ()}, data_args={"self": ("bool",)},
            data_results={0: ("bool",)}),

@@ -414,9 +414,14 @@ def topk(layer: Layer, net: Network):
 def argmax(layer: Layer, net: Network):
     """``argmax`` / ``argmin``: numpy's rule is torch's (the first extreme, the first NaN if any)."""
     dim, fn = layer.attrs["dim"], np.argmax if layer.attrs["largest"] else np.argmin
+    last_nan = layer.attrs.get("last_nan", False)   # a max pool's index: the last NaN
 
     def run(x, out):
-        np.copyto(out, fn(x, axis=dim).reshape(out.shape))
+        i = fn(x, axis=dim)
+        if last_nan:
+            nan = np.isnan(x)
+            i = np.where(nan.any(axis=dim), x.shape[dim] - 1 - np.argmax(np.flip(nan, dim), axis=dim), i)
+        np.copyto(out, i.reshape(out.shape))
     return run
 
 

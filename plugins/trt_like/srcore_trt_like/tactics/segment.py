@@ -382,7 +382,10 @@ def _argmax(c: _Code, layer: Layer, net: Network) -> None:
     c.add("bi = 0")
     c.add(f"for q in range(1, {shape[dim]}):")
     c.add(f"    {a} = t{x}[{at.format('q')}]")
-    c.add(f"    if {best} == {best} and ({a} != {a} or {beats}):")
+    if layer.attrs.get("last_nan"):   # a max pool's index: every NaN takes the place
+        c.add(f"    if {a} != {a} or ({best} == {best} and {beats}):")
+    else:
+        c.add(f"    if {best} == {best} and ({a} != {a} or {beats}):")
     c.add(f"        {best} = {a}")
     c.add("        bi = q")
     c.add(f"ov[{at.format(0)}] = bi")
