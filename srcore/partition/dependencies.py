@@ -121,10 +121,13 @@ class Chains:
 
 
 def _is_tensor_list(n: Node) -> bool:
-    """A ``prim::ListConstruct`` of tensors that nothing writes to (an op's ``Tensor[]`` argument)."""
+    """A ``prim::ListConstruct`` of tensors that nothing writes to (an op's ``Tensor[]`` argument),
+    or of tensors and constant Nones (``Tensor?[]``: ``aten::index.Tensor``'s ``x[:, i, j]``)."""
     if n.kind != "prim::ListConstruct" or not n.inputs or len(n.outputs) != 1:
         return False
-    if not all(isinstance(v.type, TensorType) for v in n.inputs):
+    if not all(isinstance(v.type, TensorType) or v.node.kind == "prim::Constant" and v.node.attrs.get("value") is None
+               and not isinstance(v.type, TensorType) for v in n.inputs) \
+            or not any(isinstance(v.type, TensorType) for v in n.inputs):
         return False
     return not any(u.offset in mutated_inputs(u.user) for u in n.outputs[0].uses)
 

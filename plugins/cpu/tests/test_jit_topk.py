@@ -71,9 +71,12 @@ def test_other_dtypes_and_a_non_contiguous_input(dtype):
 
 @pytest.mark.one_pass   # matcher choices only
 def test_matcher_declines_short_rows_runtime_k_and_other_dtypes():
-    short = TensorType("float32", (8, 64))
+    """Short rows of a large tensor, a k known at run time and other dtypes keep the numpy kernel; a
+    small tensor's short rows (a point net's kNN) take the compiled one."""
+    short = TensorType("float32", (200, 64))
     assert RK.topk_matcher(node_info("aten::topk", self=short, k=5, dim=-1, largest=True, sorted=True,
                                      outputs=(short, short))) is None
+    _check(np.random.default_rng(3).standard_normal((2, 8, 32)).astype(np.float32), 4, -1, False)
     big = TensorType("float32", (8, 4000))
     from srcore.ir.types import INT
     assert RK.topk_matcher(node_info("aten::topk", self=big, k=INT, dim=-1, largest=True, sorted=True,
@@ -92,7 +95,7 @@ def test_a_sampling_step_through_a_static_module():
             low = torch.topk(logits, 3, dim=0, largest=False)[0]
             return torch.softmax(top, -1), idx, low
 
-    x = torch.randn(4, 500)
+    x = torch.randn(12, 500)   # (more than TOPK_JIT_MAX_SMALL elements: the short columns stay numpy's)
     sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(M()), (x,)))
     got, want = sm(x.numpy()), M()(x)
     np.testing.assert_allclose(got[0], want[0].numpy(), rtol=1e-5, atol=1e-7)
@@ -100,7 +103,7 @@ def test_a_sampling_step_through_a_static_module():
     np.testing.assert_array_equal(got[2], want[2].numpy())
     chosen = [getattr(pn.fn.fn, "__qualname__", "") for b in sm.blocks for pn in b.nodes
               if pn.fn is not None and pn.node.kind == "aten::topk"]
-    # the rows of 500 take the compiled kernel; the columns of 4 stay with numpy
+    # the rows of 500 take the compiled kernel; the columns of 12 stay with numpy
     assert sorted(chosen) == ["topk", "topk_matcher.<locals>.topk_jit"]
 
 

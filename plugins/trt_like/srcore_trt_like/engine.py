@@ -28,7 +28,7 @@ from .builder.norm_fusion import fuse_channel_norm, fuse_rms_norm
 from .builder.resize_add import fuse_resize_add
 from .builder.resize_pad import fuse_resize_pad
 from .builder.shuffle import fuse_channel_shuffle
-from .builder.fusion import (MAX_OPS, collapse_reshapes, fuse_cat_permute, fuse_conv_activation, fuse_conv_add,
+from .builder.fusion import (MAX_OPS, collapse_reshapes, drop_unread, fuse_cat_permute, fuse_conv_activation, fuse_conv_add,
                              fuse_conv_avg_pool, fuse_conv_pool, fuse_norm_activation, fuse_pad_conv1d, fuse_pointwise,
                              fuse_squeeze_excite, fuse_swish)
 from .builder.plan import Plan
@@ -286,7 +286,7 @@ LONG_RUN = 4
 
 def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
     """The plan of ``segment`` for concrete input ``shapes``."""
-    net = build_network(segment.specialize(shapes))
+    net = drop_unread(build_network(segment.specialize(shapes)))
     if options.get("fusion", True):
         channels_last_to_nchw(net)   # (first: its linears become convs for the conv fusions)
         fuse_conv_avg_pool(net)   # (before the activation fusion: an activation after the pool then joins the merged conv)
@@ -310,7 +310,8 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
         fuse_cat_permute(net)
     steps, runs = choose_layout(net, options, name)
     # beside NCHW16c runs (convnets, whose other layers are mostly a head of 2-3) only the longer
-    # runs: a detection head's decoding saves ~1 us a layer, a cold compile costs 1-4 s
+    # runs: a detection head's decoding saves ~1 us a layer, a cold compile costs 1-4 s (the
+    # compilable layers never read a blocked tensor)
     steps = compile_small(net, steps, options, name, CONTEXTS, min_run=LONG_RUN if runs else 2)
     plan = Plan(net, steps, CONTEXTS)
     plan.layout_runs = runs

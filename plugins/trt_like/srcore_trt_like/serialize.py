@@ -188,7 +188,8 @@ def load_network(meta: dict[str, Any], arrays: dict[str, np.ndarray], what: str,
         net.outputs = [_tensor_id(t, known) for t in meta["outputs"]]
         for tid, name in meta["constants"].items():
             a = dec.array(name)
-            if a.dtype != np.float32 or a.shape != net.shape(_tensor_id(tid, known)):
+            tensor = net.tensors[_tensor_id(tid, known)]   # (an index a layer reads: int64)
+            if a.dtype != tensor.storage or a.shape != tensor.shape:
                 raise ValueError(f"constant {tid}: {a.dtype} {a.shape} does not match its tensor")
             net.constants[int(tid)] = np.array(a, copy=True)
         choices = []

@@ -261,6 +261,7 @@ def unary_cases() -> list[Case]:
         ("aten::hardtanh", [(), (-2.0, 3.5), (0, 6), (1.0, -1.0), (-0.5,), (np.nan, 1.0)], EXACT),
         ("aten::clamp", [(None, 1.5), (-1.0, None), (-1, 2), (2.0, -2.0), (0.0,), (-np.inf, np.inf), (np.nan, 1.0),
                          (None, np.nan)], EXACT),
+        ("aten::clamp_min", [(1e-12,), (0.5,)], EXACT),
         ("aten::leaky_relu", [(), (0.2,), (-1.5,), (0,)], EXACT),
         ("aten::elu", [(), (0.5,), (1.0, 2.0), (1.5, 1.0, 0.5), (1, 1, 1)], TRANSCENDENTAL_COMPOSITE),
         ("aten::softplus", [(), (2.0,), (0.5, 5.0), (1, 1), (-1.0, 20.0)], TRANSCENDENTAL_COMPOSITE),
@@ -454,6 +455,15 @@ def layout_cases() -> list[Case]:
     # 0-d and size-0 tensors
     out.append(Case("flatten-0d", "aten::flatten.using_ints", (tin((), 1), 0, -1), EXACT, post="aten::relu"))
     out.append(Case("transpose-0d", "aten::transpose.int", (tin((), 1), 0, -1), EXACT, post="aten::relu"))
+    out += [Case("t", "aten::t", (tin((3, 5), 1),), EXACT, post="aten::relu"), Case("t-1d", "aten::t", (tin((4,), 2),)),
+            Case("repeat", "aten::repeat", (tin((2, 3), 3), [2, 1, 3]), post="aten::relu"),
+            Case("repeat-ones", "aten::repeat", (tin((2, 3), 4), [1, 1])),
+            Case("expand_as", "aten::expand_as", (tin((3, 1), 5), tin((2, 3, 4), 6)), pre="aten::relu"),
+            # index tensors reshaped, permuted and tiled inside engines (DGCNN's neighbour indices)
+            Case("reshape-int64", "aten::reshape", (_ids((2, 6), 9, 7), [3, 4])),
+            Case("view-int32", "aten::view", (_ids((2, 6), 9, 8, np.int32), [-1])),
+            Case("transpose-int64", "aten::transpose.int", (_ids((2, 3), 5, 9), 0, 1)),
+            Case("repeat-int64", "aten::repeat", (_ids((2, 3), 5, 10), [1, 2]))]
     out.append(Case("permute-0d", "aten::permute", (tin((), 1), []), EXACT, post="aten::relu"))
     out.append(Case("reshape-0d", "aten::reshape", (tin((), 1), [1, 1]), EXACT, post="aten::relu"))
     out.append(Case("view-to-0d", "aten::view", (tin((1,), 1), []), EXACT, post="aten::relu"))
@@ -992,7 +1002,20 @@ def data_cases() -> list[Case]:
             Case("index_select", "aten::index_select", (tin((4, 5), 13), 0, _ids((3,), 4, 14))),
             Case("index_select-last", "aten::index_select", (tin((2, 3, 5), 13), -1, _ids((6,), 5, 15))),
             Case("index_select-float-index", "aten::index_select", (tin((4, 5), 13), 0, tin((3,), 1)),
-                 engine=False, error=True)]
+                 engine=False, error=True),
+            # advanced indexing: x[:, i], DLRM's z[:, li, lj], indices around a slice (their dims go first),
+            # negative ones, int32 ones, a bool mask (its result's shape depends on the values: refused)
+            Case("index.Tensor", "aten::index.Tensor", (tin((4, 5), 13), TList((None, _ids((2, 3), 5, 14)))),
+                 post="aten::relu"),
+            Case("index.Tensor-pairs", "aten::index.Tensor", (tin((3, 4, 5), 15), TList((None, _ids((6,), 4, 16),
+                                                                                       _ids((6,), 5, 17))))),
+            Case("index.Tensor-apart", "aten::index.Tensor", (tin((3, 4, 5), 18), TList((_ids((2, 1), 3, 19), None,
+                                                                                       _ids((1, 4), 5, 20))))),
+            Case("index.Tensor-negative", "aten::index.Tensor",
+                 (tin((4, 5), 21), TList((In(np.array([-1, 0, -4, 3], np.int64)),))), pre="aten::relu"),
+            Case("index.Tensor-int32", "aten::index.Tensor", (tin((4, 5), 22), TList((_ids((3,), 4, 23, np.int32),)))),
+            Case("index.Tensor-mask", "aten::index.Tensor", (tin((4, 5), 24), TList((_mask((4,), 25),))),
+                 engine=False)]
     m = _mask((3, 4), 16)
     out += [Case("where.self", "aten::where.self", (m, tin((3, 4), 17), tin((1, 4), 18))),
             Case("where.ScalarOther", "aten::where.ScalarOther", (m, tin((3, 4), 17), 2.5)),
@@ -1177,7 +1200,7 @@ def test_avg_pool_cases_with_the_gathered_tactic(case):
 INT8_ONLY = ("quantize", "dequantize", "qconv", "qconv_then_add", "qlinear", "qadd", "qadaptive_avg_pool",
              # two results (values, indices), which these one-output graphs cannot return: test_segment.py,
              # test_segment_index.py; nn.MultiheadAttention's fast path (output, weights): test_attention_fusion.py
-             "sort", "topk", "max_dim", "native_mha")
+             "sort", "topk", "max_dim", "global_max_pool1d", "native_mha")
 
 
 def test_every_supported_op_has_cases():

@@ -120,3 +120,15 @@ def test_softmax_layer_block_rows_match_torch(m, kind, lead):
         np.testing.assert_allclose(out, want, rtol=2e-6, atol=3e-44)
     else:
         np.testing.assert_allclose(out, want, rtol=2e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("m", [1, 5, 16, 40, 128])
+def test_max_rows_match_torch(m):
+    """``amax`` / ``amin`` rows (a point cloud's max over its points): NaN anywhere, -inf / +inf,
+    rows shorter than a vector, a tail past the last full one."""
+    x = _rows(m)
+    x[3, m - 1] = -7e4                # the extreme in the tail
+    for sign, ref in ((1.0, torch.amax), (-1.0, torch.amin)):
+        out = np.full(x.shape[0], 3.0, np.float32)
+        rows.max_rows(x, out, np.float32(sign))
+        np.testing.assert_array_equal(out, ref(torch.from_numpy(x), -1).numpy())

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -25,7 +26,22 @@ ROOT = Path(__file__).resolve().parents[3]
 class AllOps(torch.nn.Module):
     """Every layer kind the segment compiles: sort (both directions, both dims), slices of an index,
     gather, index_select, scatter / scatter_add (on zeros_like), means (keepdim or not), compares
-    (tensor and scalar, broadcasting), where, masked_fill, cumsum, fused pointwise ops and softmax."""
+    (tensor and scalar, broadcasting), where, masked_fill, cumsum, fused pointwise ops and softmax;
+    a max over the last dim (its argmax unread), a small linear + relu and products of two tensors
+    (2-D, and batched with a broadcast 2-D right operand) on sigmoids with positive weights (sums
+    without cancellation: BLAS's order and the loop nest's agree to a few ulps); advanced indexing
+    (``aten::index.Tensor``: one index, two broadcast ones, negative ones, a constant one, two
+    around a slice, whose index dims go first); a float sum of fewer than 8 terms (numpy's order); a
+    global ``adaptive_max_pool1d`` with its indices."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(7, 3)
+        with torch.no_grad():
+            g = torch.Generator().manual_seed(5)
+            self.fc.weight.copy_(torch.rand(3, 7, generator=g) + 0.1)
+            self.fc.bias.copy_(torch.rand(3, generator=g))
+        self.register_buffer("pick", torch.tensor([3, 0, 6, 6]))
 
     def forward(self, x, idx, y):
         # x: (4, 7) float; idx: (4, 3) int64 into 7; y: (7,) float
@@ -42,13 +58,18 @@ class AllOps(torch.nn.Module):
         cs = torch.cumsum(f, dim=1)
         pw = torch.sigmoid(w) * 2.0 + m
         p = torch.softmax(pw.masked_fill(c, float("-inf")), -1)
-        return v, o, va, oa, g, s, sa, sc, x.mean(0), c, cs, pw, p
+        sx, sy = torch.sigmoid(x), torch.sigmoid(y)
+        prods = (torch.relu(self.fc(sx)), sx @ sx.t(), torch.matmul(sx.view(2, 2, 7), sy.view(7, 1)))
+        adv = (x[:, idx], x[idx[:, :1] % 4, idx - 7], x[:, self.pick], x.view(2, 2, 7)[idx[:2, :1] % 2, :, idx[:2]])
+        return (v, o, va, oa, g, s, sa, sc, x.mean(0), c, cs, pw, p, torch.max(x, 1)[0], *prods, *adv, x.sum(0),
+                *F.adaptive_max_pool1d(x.view(2, 2, 7), 1, return_indices=True))
 
 
 def _reference(x, idx, y):
     """AllOps in torch, its sorts with ``stable=True`` (the segment's order of ties; torch's default
     sort leaves it unspecified)."""
-    out = list(AllOps()(x, idx, y))
+    with torch.no_grad():
+        out = list(AllOps()(x, idx, y))
     out[0], out[1] = torch.sort(x, dim=-1, descending=True, stable=True)
     out[2], out[3] = torch.sort(x, dim=0, stable=True)
     return out
@@ -96,6 +117,15 @@ def test_every_op_kind_against_torch(all_ops, x, idx, y):
     with np.errstate(all="ignore"):
         got = all_ops(x, idx, y)
     _check(got, _reference(*(torch.from_numpy(a) for a in (x, idx, y))))
+
+
+def test_every_op_kind_layer_by_layer():
+    """The same layers on their own tactics (numpy, BLAS, row kernels), the segment excluded."""
+    sm = _all_ops(exclude_tactics=["segment"])
+    assert "segment -> " not in sm.partition.format()
+    x = EXAMPLE[0].clone()
+    x[1, 3] = float("nan")
+    _check(sm(x.numpy(), *(t.numpy() for t in EXAMPLE[1:])), _reference(x, *EXAMPLE[1:]))
 
 
 @pytest.mark.parametrize("bad", [7, -1])
@@ -185,3 +215,30 @@ def test_random_shapes_and_dims(data, rank, descending):
     want[0], want[1] = torch.sort(ins[0], dim=dim, descending=descending, stable=True)
     with np.errstate(all="ignore"):
         _check(sm(x, idx), want)
+
+
+def test_which_layers_join_a_segment():
+    """A product joins only up to MAX_PRODUCT multiply-adds, and only beside a layer of another kind
+    (products and pointwise layers alone keep BLAS and the fused kernels); unread layers go."""
+    from srcore_trt_like.builder.fusion import drop_unread
+    from srcore_trt_like.builder.network import Network
+    from srcore_trt_like.tactics import segment
+
+    net = Network()
+    x = net.new_tensor((4, 64))
+    net.inputs.append(x)
+    net.add("gemm", [x], (4, segment.MAX_PRODUCT // 256 + 1), weight=np.zeros((65, 64), np.float32))
+    small = net.add("gemm", [x], (4, 8), weight=np.zeros((8, 64), np.float32))
+    top = net.add("reduce", [small], (4,), op="max", dims=(1,))
+    net.add("argmax", [small], (4,), dim=1, largest=True)
+    net.outputs.append(top)
+    big, gemm, reduce, _ = net.layers
+    assert "multiply-adds" in segment._layer_refusal(big, net)
+    for n, refused in ((segment.PAIRWISE_MIN - 1, False), (segment.PAIRWISE_MIN, True)):
+        y = net.new_tensor((3, n))
+        total = net.add("reduce", [y], (3,), op="sum", dims=(1,))
+        assert bool(segment._layer_refusal(net.layers.pop(), net)) is refused, n
+        del net.tensors[total], net.tensors[y]
+    assert segment._layer_refusal(gemm, net) is None
+    assert not segment._anchored([gemm]) and segment._anchored([gemm, reduce])
+    assert [layer.kind for layer in drop_unread(net).layers] == ["gemm", "reduce"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.plugin import KernelError
+from srcore.plugin import KernelError, NodeInfo, Specialized, TensorType
 
 SUM, MEAN, MAX = 0, 1, 2
 
@@ -46,10 +46,13 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
         max_indices = np.zeros((bags, d), np.int64)
         for b in range(bags):
             sel = np.nonzero(use & (offset2bag == b))[0]
-            if sel.size:
-                arg = np.argmax(rows[sel], axis=0)
-                output[b] = rows[sel][arg, np.arange(d)]
-                max_indices[b] = indices[sel][arg]
+            if sel.size:   # torch's rule, row by row: a greater one wins (a later NaN never does)
+                output[b] = rows[sel[0]]
+                max_indices[b] = indices[sel[0]]
+                for p in sel[1:]:
+                    gt = rows[p] > output[b]
+                    output[b][gt] = rows[p][gt]
+                    max_indices[b][gt] = indices[p]
     else:
         raise KernelError(f"embedding_bag: unknown mode {mode}")
     if mode == SUM:   # torch's fast sum path leaves offset2bag empty unless a padding_idx is given
@@ -65,3 +68,70 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
     for o, r in zip(out, result):
         np.copyto(o, r)
     return out
+
+
+# --- the compiled gather-reduce (``jit_embedding_bag.py``, numba) ----------------------------------
+
+_JIT_WEIGHTS, _JIT_IDS = ("float32", "float64"), ("int32", "int64")
+
+
+def embedding_bag_matcher(node: NodeInfo):
+    """``embedding_bag`` on 1-D ids and offsets with constant mode, ``include_last_offset`` and
+    ``padding_idx``, float weights and int32/64 ids: the compiled gather-reduce (compiled now);
+    None otherwise (the numpy kernel)."""
+    if len(node.args) < 3:
+        return None
+    w, ids, offs = (node.args[k].type for k in range(3))
+    if not all(isinstance(t, TensorType) and t.shape is not None for t in (w, ids, offs)):
+        return None
+    if w.dtype not in _JIT_WEIGHTS or ids.dtype not in _JIT_IDS or offs.dtype not in _JIT_IDS:
+        return None
+    if len(w.shape) != 2 or len(ids.shape) != 1 or len(offs.shape) != 1:
+        return None
+    named = {a.name: a for a in node.args}
+    if not (node.is_const("mode") and node.is_const("include_last_offset")) or \
+            "padding_idx" in named and not named["padding_idx"].is_constant:
+        return None
+    mode, last = int(node.const("mode")), bool(node.const("include_last_offset"))
+    pad = named["padding_idx"].value if "padding_idx" in named else None
+    psw = named["per_sample_weights"].type if "per_sample_weights" in named else None
+    if mode not in (SUM, MEAN, MAX) or isinstance(psw, TensorType) and (mode != SUM or psw.dtype != w.dtype):
+        return None
+    from .jit_embedding_bag import BAD_WEIGHTS, OUT_OF_RANGE, UNSORTED, bag_kernel
+
+    kernel = bag_kernel(w.dtype, ids.dtype, offs.dtype)
+    wdt = np.dtype(w.dtype)
+    ids_dt, offs_dt = np.dtype(ids.dtype), np.dtype(offs.dtype)
+    none = np.zeros(0, wdt)
+
+    def embedding_bag_jit(weight, indices, offsets, per_sample_weights=None, out=None):
+        psw = none if per_sample_weights is None else per_sample_weights
+        if (weight.dtype != wdt or psw.dtype != wdt or indices.dtype != ids_dt or offsets.dtype != offs_dt
+                or indices.ndim != 1 or offsets.ndim != 1
+                or not (weight.flags.c_contiguous and indices.flags.c_contiguous and offsets.flags.c_contiguous
+                        and psw.flags.c_contiguous)
+                or out is not None and not all(o.flags.c_contiguous for o in out)):
+            return embedding_bag(weight, indices, offsets, False, mode, False, per_sample_weights, last, pad, out=out)
+        n, no = indices.shape[0], offsets.shape[0]
+        bags = no - (1 if last else 0)
+        res = out if out is not None else _outputs(weight, n, no, bags, mode, pad is not None)
+        code = kernel(weight, indices, offsets, psw, per_sample_weights is not None, mode, bags,
+                      -1 if pad is None else pad % weight.shape[0], res[0], res[1], res[2], res[3].reshape(-1))
+        if code == OUT_OF_RANGE:
+            raise KernelError(f"embedding_bag: index out of range for {weight.shape[0]} embeddings")
+        if code == BAD_WEIGHTS:
+            raise KernelError(f"embedding_bag: {psw.shape[0]} per_sample_weights for {indices.shape[0]} indices")
+        if code == UNSORTED:
+            return embedding_bag(weight, indices, offsets, False, mode, False, per_sample_weights, last, pad, out=out)
+        return res
+    return Specialized(embedding_bag_jit, args=(0, 1, 2), kwargs=(("per_sample_weights", 6),))
+
+
+def _outputs(weight, n: int, no: int, bags: int, mode: int, padded: bool) -> tuple:
+    """The four outputs of torch's CPU shapes (the shape rule's): output, offset2bag, bag_size, max_indices."""
+    i64 = np.int64
+    if mode == SUM:
+        return (np.empty((bags, weight.shape[1]), weight.dtype), np.empty(n if padded else 0, i64),
+                np.empty(no, i64), np.empty(no, i64))
+    return (np.empty((bags, weight.shape[1]), weight.dtype), np.empty(n, i64), np.empty(bags, i64),
+            np.empty((bags, weight.shape[1]) if mode == MAX else bags, i64))

@@ -7,6 +7,8 @@ bool sums and products accumulate in int64, as in torch.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from srcore.plugin import KernelError, NodeInfo, Specialized, TensorType
@@ -371,14 +373,19 @@ def topk(self, k, dim=-1, largest=True, sorted=True, *, out=None):
 
 # --- the compiled topk (``jit_topk.py``, numba) ----------------------------------------------------
 
-#: rows shorter than this keep the numpy kernel (selection saves little on a short row)
+#: rows shorter than this keep the numpy kernel (selection saves little on a short row) ...
 TOPK_JIT_MIN_ROW = 256
+#: ... unless the whole tensor has at most this many elements: there the numpy kernel's ~10 calls
+#: are the cost (a point net's kNN, 16 rows of 32, k=4: 51 us numpy, 12 compiled; 8 rows of 200,
+#: k=100: 37 / 28; 1000 rows of 32, k=4: 309 / 915, so many short rows stay numpy's)
+TOPK_JIT_MAX_SMALL = 4096
 _TOPK_JIT_DTYPES = ("float32", "float64", "int32", "int64")
 
 
 def topk_matcher(node: NodeInfo):
     """``aten::topk`` with a constant ``k``, ``dim`` and ``largest`` on a float or int32/64 tensor whose
-    row length (along ``dim``) is unknown or at least :data:`TOPK_JIT_MIN_ROW`: the compiled
+    row length (along ``dim``) is unknown or at least :data:`TOPK_JIT_MIN_ROW`, or of at most
+    :data:`TOPK_JIT_MAX_SMALL` elements: the compiled
     heap selection (compiled now); None otherwise (the numpy kernel)."""
     src = node.args[0].type if node.args else None
     if not (isinstance(src, TensorType) and src.dtype in _TOPK_JIT_DTYPES and src.shape is not None
@@ -390,7 +397,8 @@ def topk_matcher(node: NodeInfo):
         return None
     n = src.shape[dim]
     k = int(node.const("k"))
-    if isinstance(n, int) and (n < TOPK_JIT_MIN_ROW or not 0 < k <= n):
+    small = all(isinstance(d, int) for d in src.shape) and math.prod(src.shape) <= TOPK_JIT_MAX_SMALL
+    if isinstance(n, int) and (n < TOPK_JIT_MIN_ROW and not small or not 0 < k <= n):
         return None
     from .jit_topk import topk_rows
 

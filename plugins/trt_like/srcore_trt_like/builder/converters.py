@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from srcore.plugin import EngineBuildError
+from srcore.plugin import EngineBuildError, TensorType
 
 from . import qconverters
 from .nodes import Converter, NodeView
@@ -220,6 +220,8 @@ def gelu(v: NodeView, c: Converter) -> None:
 def clamp(v: NodeView, c: Converter) -> None:
     if v.op == "aten::hardtanh":
         lo, hi = v.const("min_val", -1.0), v.const("max_val", 1.0)
+    elif v.op == "aten::clamp_min":   # (F.normalize's norm floor)
+        lo, hi = v.const("min"), None
     else:
         lo, hi = v.const("min", None), v.const("max", None)
     ins: list[int] = []
@@ -271,6 +273,8 @@ def permute(v: NodeView, c: Converter) -> None:
         return
     if v.op == "aten::permute":
         perm = [d % nd for d in v.const("dims")]
+    elif v.op == "aten::t":   # (a matrix's transpose; a vector is itself)
+        perm = list(range(nd))[::-1]
     else:
         perm = list(range(nd))
         d0, d1 = v.const("dim0") % nd, v.const("dim1") % nd
@@ -749,6 +753,21 @@ def expand(v: NodeView, c: Converter) -> None:
     c.bind(v.node.outputs[0], c.net.add("expand", [c.tensor(v.value("self"))], v.out_shape(), v.source))
 
 
+def repeat(v: NodeView, c: Converter) -> None:
+    """``x.repeat(r0, r1, ...)`` (a tile; DGCNN's centre point repeated beside its k neighbours): a
+    view with a dim of 1 before each dim (leading dims of 1 for extra repeats), the ``expand`` copy to
+    the repeats, and the view merging each pair: ``out[.., r * n + i, ..] = x[.., i, ..]``."""
+    x = c.tensor(v.value("self"))
+    reps = [int(r) for r in v.const("repeats")]
+    shape = (1,) * (len(reps) - len(c.net.shape(x))) + c.net.shape(x)
+    pairs = [d for n in shape for d in (1, n)]
+    one = c.net.add("reshape", [x], tuple(pairs), v.source)
+    wide = c.net.add("expand", [one], tuple(d for r, n in zip(reps, shape) for d in (r, n)), v.source)
+    for t in (one, wide):   # (an index tiled: the intermediates keep its dtype)
+        c.net.tensors[t].dtype = c.net.tensors[x].dtype
+    c.bind(v.node.outputs[0], c.net.add("reshape", [wide], v.out_shape(), v.source))
+
+
 def repeat_interleave(v: NodeView, c: Converter) -> None:
     """``x.repeat_interleave(r, dim)`` (GQA's key and value heads): a view with a dim of 1 after
     ``dim``, the ``expand`` copy to ``r``, and the view merging the two (the same copy as
@@ -919,6 +938,22 @@ def index_select(v: NodeView, c: Converter) -> None:
     _lookup(v, c, "index_select", x, "index", dim=_dim(v, "dim", len(c.net.shape(x))))
 
 
+def index_tensor(v: NodeView, c: Converter) -> None:
+    """``x[indices]`` with integer index tensors and Nones (``aten::index.Tensor``): an
+    ``index_tensor`` layer reading ``x`` and each index tensor (a constant one, DLRM's
+    ``tril_indices``, as a network constant), ``dims`` the dims of ``x`` they index; numpy's
+    (and torch's) placement of the broadcast index dims."""
+    lst = v.value("indices")
+    if lst.node.kind != "prim::ListConstruct":
+        raise EngineBuildError(f"{v.where()}: argument 'indices' is not a list built in the segment")
+    ids, dims = [c.tensor(v.value("self"))], []
+    for d, x in enumerate(lst.node.inputs):
+        if isinstance(x.type, TensorType):
+            ids.append(c.tensor(x))
+            dims.append(d)
+    c.bind(v.node.outputs[0], c.net.add("index_tensor", ids, v.out_shape(), v.source, dims=tuple(dims)))
+
+
 def gather(v: NodeView, c: Converter) -> None:
     x = c.tensor(v.value("self"))
     _lookup(v, c, "gather", x, "index", dim=_dim(v, "dim", len(c.net.shape(x))))
@@ -1060,6 +1095,16 @@ def max_dim(v: NodeView, c: Converter) -> None:
     out = v.out_shape()
     c.bind(v.node.outputs[0], c.net.add("reduce", [x], out, v.source, op=op, dims=(dim,)))
     c.bind(v.node.outputs[1], c.net.add("argmax", [x], out, v.source, dim=dim, largest=op == "max"))
+
+
+def global_max_pool1d(v: NodeView, c: Converter) -> None:
+    """``adaptive_max_pool1d(x, 1)``: :func:`max_dim` over the last dim, kept (values, indices)."""
+    x = c.tensor(v.value("self"))
+    dim = len(c.net.shape(x)) - 1
+    out = v.out_shape()
+    c.bind(v.node.outputs[0], c.net.add("reduce", [x], out, v.source, op="max", dims=(dim,)))
+    # (a max pool's index: the last NaN, every NaN taking the place; else the first max)
+    c.bind(v.node.outputs[1], c.net.add("argmax", [x], out, v.source, dim=dim, largest=True, last_nan=True))
 
 
 def logical_not(v: NodeView, c: Converter) -> None:

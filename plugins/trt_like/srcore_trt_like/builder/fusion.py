@@ -23,6 +23,8 @@
   reads (F.pad's causal left padding) becomes that conv's own padding: a ``conv1d`` layer
   (``tactics/conv1d.py``).
 * :func:`collapse_reshapes`: a chain of reshapes becomes one (before the attention fusion).
+* :func:`drop_unread`: layers whose results nothing reads go (``torch.max(x, dim)[0]``: its
+  argmax).
 * :func:`fuse_cat_permute`: a ``permute`` (and a ``reshape`` of it) that only a ``cat`` reads is
   folded into that cat's copy (``tactics/data.py``).
 
@@ -55,6 +57,20 @@ class FusedOp:
     op: str
     args: tuple
     params: tuple[tuple[str, object], ...] = ()
+
+
+def drop_unread(net: Network) -> Network:
+    """Remove (in place) every layer none of whose results a later layer reads or the engine
+    returns: the unread half of a two-result op (``torch.max(x, dim)``'s indices) and what only it
+    read."""
+    read = set(net.outputs)
+    keep: list[Layer] = []
+    for layer in reversed(net.layers):
+        if any(t in read for t in layer.outputs):
+            keep.append(layer)
+            read.update(layer.inputs)
+    net.layers = keep[::-1]
+    return net
 
 
 def collapse_reshapes(net: Network) -> Network:

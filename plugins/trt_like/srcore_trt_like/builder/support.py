@@ -360,6 +360,41 @@ def _gather(node: NodeInfo):
         f"index of shape {_shape(node, 2)} has another rank than self {_shape(node, 0)}"
 
 
+def _index_tensor(node: NodeInfo):
+    """``x[..., i, ..., j]`` with integer index tensors (a recommender's ``z[:, li, lj]``, a graph
+    net's ``x[idx]``): a graph-built list of int64 / int32 tensors of known shapes (broadcast
+    together) and Nones, no longer than ``self``'s rank (no bool masks: their result's shape
+    depends on the values)."""
+    a = node.arg("indices")
+    if a.elements is None:
+        return "argument 'indices' is not a list built in the graph (prim::ListConstruct)"
+    if len(a.elements) > _rank(node, 0):
+        return f"{len(a.elements)} indices into a tensor of rank {_rank(node, 0)}"
+    shapes = []
+    for i, t in enumerate(a.elements):
+        if isinstance(t, TensorType):
+            if t.dtype not in _INDEX or t.shape is None or not all(isinstance(d, int) for d in t.shape):
+                return f"indices[{i}] is {t}, not an int64 / int32 tensor of known shape"
+            shapes.append(tuple(t.shape))
+        elif type(t).__name__ != "NoneType":
+            return f"indices[{i}] is {t}, not a tensor or None"
+    if not shapes:
+        return "no index tensor"
+    return None if broadcast_shape(shapes) is not None else f"index shapes {shapes} do not broadcast"
+
+
+def broadcast_shape(shapes) -> tuple[int, ...] | None:
+    """numpy's broadcast of ``shapes`` (None if they do not broadcast)."""
+    rank = max(len(s) for s in shapes)
+    out = []
+    for d in range(rank):
+        sizes = {s[d - rank + len(s)] for s in shapes if d - rank + len(s) >= 0} - {1}
+        if len(sizes) > 1:
+            return None
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
 def _index_select(node: NodeInfo):
     return None if _rank(node, 2) <= 1 else f"index of shape {_shape(node, 2)} is not 0-D or 1-D"
 
@@ -396,6 +431,14 @@ def _arg_reduce(node: NodeInfo):
     dim = node.const("dim", None)
     n = math.prod(shape) if dim is None else shape[dim % len(shape)]
     return None if n else "an empty dim (torch raises)"
+
+
+def _global_max_pool1d(node: NodeInfo):
+    """``adaptive_max_pool1d(x, 1)`` (a point net's global max): the max over the last dim."""
+    size = node.const("output_size")
+    if list(size if isinstance(size, (list, tuple)) else [size]) != [1]:
+        return f"output_size {size} (the engine takes 1: a global max)"
+    return None if node.args[0].type.shape and node.args[0].type.shape[-1] else "an empty or 0-D input"
 
 
 def _reduce(node: NodeInfo):
@@ -627,7 +670,8 @@ _TABLE: list[OpSupport] = [
     *_rows("unary", {"aten::relu": ()}, int8=True),
     *_rows("gelu", {"aten::gelu": ("approximate",)}, _gelu),
     *_rows("glu", {"aten::glu": ("dim",)}),
-    *_rows("clamp", {"aten::hardtanh": ("min_val", "max_val"), "aten::clamp": ("min", "max")}),
+    *_rows("clamp", {"aten::hardtanh": ("min_val", "max_val"), "aten::clamp": ("min", "max"),
+                     "aten::clamp_min": ("min",)}),
     *_rows("leaky_relu", {"aten::leaky_relu": ("negative_slope",)}),
     *_rows("elu", {"aten::elu": ("alpha", "scale", "input_scale")}),
     *_rows("softplus", {"aten::softplus": ("beta", "threshold")}),
@@ -636,10 +680,11 @@ _TABLE: list[OpSupport] = [
     # layout (views inside the engine) and copies
     *_rows("alias", {"aten::contiguous": ("memory_format",), "aten::flatten.using_ints": ("start_dim", "end_dim"),
                      "aten::view": ("size",), "aten::reshape": ("shape",), "aten::unflatten.int": ("dim", "sizes")},
-           int8=True),
+           int8=True, any_data=True),
     *_rows("alias", {"aten::dropout": ("p", "train")}, _dropout, int8=True),
     *_rows("alias", {"aten::squeeze.dim": ("dim",), "aten::unsqueeze": ("dim",)}, any_data=True),
-    *_rows("permute", {"aten::transpose.int": ("dim0", "dim1"), "aten::permute": ("dims",)}),
+    *_rows("permute", {"aten::transpose.int": ("dim0", "dim1"), "aten::permute": ("dims",), "aten::t": ()},
+           any_data=True),
     *_rows("pixel_shuffle", {"aten::pixel_shuffle": ("upscale_factor",),
                              "aten::pixel_unshuffle": ("downscale_factor",)}, _pixel_shuffle),
     *_rows("roll", {"aten::roll": ("shifts", "dims")}, _roll, any_data=True),
@@ -699,7 +744,8 @@ _TABLE: list[OpSupport] = [
     # data movement: concatenation, resizing, padding, lookups and selections
     *_rows("cat", {"aten::cat": ("dim",)}, _cat),
     *_rows("stack", {"aten::stack": ("dim",)}, _cat),
-    *_rows("expand", {"aten::expand": ("size", "implicit")}, any_data=True),
+    *_rows("expand", {"aten::expand": ("size", "implicit"), "aten::expand_as": ()}, any_data=True),
+    *_rows("repeat", {"aten::repeat": ("repeats",)}, any_data=True),
     *_rows("repeat_interleave", {"aten::repeat_interleave.self_int": ("repeats", "dim", "output_size")},
            _repeat_interleave, any_data=True),
     *_rows("cast", {"aten::to.dtype": ("dtype", "non_blocking", "copy", "memory_format")},
@@ -730,6 +776,8 @@ _TABLE: list[OpSupport] = [
            data_args={"index": ("int64",), "self": ("float32", *DATA_DTYPES)},
            data_results={0: ("float32", *DATA_DTYPES)}),
     *_rows("index_select", {"aten::index_select": ("dim",)}, _index_select, data_args={"index": _INDEX}),
+    *_rows("index_tensor", {"aten::index.Tensor": ()}, _index_tensor, data_args={"self": ("float32", *DATA_DTYPES)},
+           data_results={0: ("float32", *DATA_DTYPES)}),
     *_rows("where", {"aten::where.self": (), "aten::where.ScalarOther": ("other",),
                      "aten::where.ScalarSelf": ("self",), "aten::where.Scalar": ("self", "other")},
            data_args={"condition": ("bool",)}),
@@ -748,6 +796,8 @@ _TABLE: list[OpSupport] = [
                       "aten::any.dims": ("dim", "keepdim"), "aten::all.dims": ("dim", "keepdim"), "aten::any": (),
                       "aten::all": ()}, data_args={"self": ("bool",)}, data_results={0: ("bool",)}),
     *_rows("max_dim", {"aten::max.dim": ("dim", "keepdim"), "aten::min.dim": ("dim", "keepdim")}, _arg_reduce,
+           data_results={1: ("int64",)}),
+    *_rows("global_max_pool1d", {"aten::adaptive_max_pool1d": ("output_size",)}, _global_max_pool1d,
            data_results={1: ("int64",)}),
     *_rows("logical_not", {"aten::bitwise_not": (), "aten::logical_not": ()}, data_args={"self": ("bool",)},
            data_results={0: ("bool",)}),

@@ -137,6 +137,36 @@ def vmax_nan(typingctx, a, b):
     return f32x16(a, b), codegen
 
 
+def _max_nan(builder, a, b):
+    take_b = builder.fcmp_unordered(">", b, a)      # b > a, or either is NaN ...
+    a_nan = builder.fcmp_unordered("uno", a, a)
+    return builder.select(builder.and_(take_b, builder.not_(a_nan)), b, a)   # ... but a NaN already in a stays
+
+
+@intrinsic
+def vmax_nan_lanes(typingctx, a, b, n):
+    """:func:`vmax_nan` in lanes e < n (a row's tail, ``b`` from :func:`vload_lanes`), ``a`` in the others."""
+    def codegen(context, builder, sig, args):
+        _mark_512(builder)
+        a, b, n_ = args
+        n_ = context.cast(builder, n_, sig.args[2], types.int64)
+        mask = _lane_mask(builder, ir.Constant(ir.IntType(64), 0), n_)
+        return builder.select(mask, _max_nan(builder, a, b), a)
+    return f32x16(a, b, n), codegen
+
+
+@intrinsic
+def vhmax_nan(typingctx, a):
+    """The max of the 16 lanes, NaN if any is (four halving shuffles of :func:`vmax_nan`)."""
+    def codegen(context, builder, sig, args):
+        _mark_512(builder)
+        v = args[0]
+        for half in (8, 4, 2, 1):
+            v = _max_nan(builder, v, _shuffle(builder, v, v, [(e + half) % LANES for e in range(LANES)]))
+        return builder.extract_element(v, ir.Constant(_I32, 0))
+    return types.float32(a), codegen
+
+
 _I64 = ir.IntType(64)
 _IV32, _IV64 = ir.VectorType(_I32, LANES), ir.VectorType(_I64, LANES)
 _GMASK = ir.VectorType(ir.IntType(1), LANES)

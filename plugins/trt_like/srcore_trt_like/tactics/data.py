@@ -404,6 +404,25 @@ def index_select(layer: Layer, net: Network):
     return run
 
 
+def index_tensor(layer: Layer, net: Network):
+    """``x[key]``, the key's entries at ``dims`` the index tensors (negative ones count from the
+    end, as torch's; out of range: a ``KernelError``), slices elsewhere: numpy's advanced indexing
+    is torch's, placement of the index dims included."""
+    dims, shape = layer.attrs["dims"], net.shape(layer.inputs[0])
+    what = layer.source or "index"
+    rank = max(dims) + 1
+
+    def run(x, *rest):
+        key = [slice(None)] * rank
+        for d, idx in zip(dims, rest[:-1]):
+            n = shape[d]
+            if idx.size and (idx.min() < -n or idx.max() >= n):
+                _checked(np.where(idx < 0, idx + n, idx), n, what)
+            key[d] = idx
+        np.copyto(rest[-1], x[tuple(key)])
+    return run
+
+
 def gather(layer: Layer, net: Network):
     dim, const = layer.attrs["dim"], layer.attrs["index"]
     n = net.shape(layer.inputs[0])[dim]
@@ -485,9 +504,14 @@ def topk(layer: Layer, net: Network):
 def argmax(layer: Layer, net: Network):
     """``argmax`` / ``argmin``: numpy's rule is torch's (the first extreme, the first NaN if any)."""
     dim, fn = layer.attrs["dim"], np.argmax if layer.attrs["largest"] else np.argmin
+    last_nan = layer.attrs.get("last_nan", False)   # a max pool's index: the last NaN
 
     def run(x, out):
-        np.copyto(out, fn(x, axis=dim).reshape(out.shape))
+        i = fn(x, axis=dim)
+        if last_nan:
+            nan = np.isnan(x)
+            i = np.where(nan.any(axis=dim), x.shape[dim] - 1 - np.argmax(np.flip(nan, dim), axis=dim), i)
+        np.copyto(out, i.reshape(out.shape))
     return run
 
 

@@ -43,7 +43,7 @@ from .timing import best_times, random_input
 log = logging.getLogger("srcore.trt_like")
 
 #: bump when the generated code changes meaning (part of every segment's source hash)
-SEGMENT_VERSION = 3
+SEGMENT_VERSION = 5
 #: a network is compiled whole only if no tensor is larger than this (elements; the plan with the
 #: fewer passes over memory may still win on larger ones, timing decides) ...
 MAX_TENSOR = 1 << 18
@@ -51,6 +51,10 @@ MAX_TENSOR = 1 << 18
 MAX_LAYERS = 64
 #: ... and sorts lines of at most this many elements (an insertion sort; topk: keeps at most this many)
 MAX_SORT = 256
+#: a ``gemm`` / ``matmul`` of at most this many multiply-adds is a loop nest in a segment (a
+#: recommender's or a point net's small-batch MLP: a BLAS call costs ~1 us of Python and setup for
+#: a few hundred flops); larger ones keep their BLAS tactics
+MAX_PRODUCT = 1 << 14
 
 _lock = threading.Lock()
 _loaded: dict[str, object] = {}
@@ -83,19 +87,40 @@ def _layer_refusal(layer: Layer, net: Network) -> str | None:
         return "an NCHW16c tensor"
     if layer.attrs.get("index") is not None or layer.attrs.get("mask") is not None:
         return "a constant index or mask"
+    if layer.kind in ("gemm", "matmul") and any(net.tensors[t].dtype != "float32" for t in layer.inputs):
+        return "not float32"
     if layer.kind == "sort" and net.shape(layer.inputs[0])[layer.attrs["dim"]] > MAX_SORT:
         return f"lines longer than {MAX_SORT}"
     if layer.kind == "topk" and layer.attrs["k"] > MAX_SORT:
         return f"k > {MAX_SORT}"
     if layer.kind in ("softmax", "log_softmax") and layer.attrs["dim"] != len(net.shape(layer.inputs[0])) - 1:
         return "not over the last dim"
-    if layer.kind == "reduce" and layer.attrs["op"] == "sum":
-        return "a float sum (numpy's pairwise order, as the cpu plugin's)"
+    if layer.kind == "reduce" and layer.attrs["op"] == "sum" and _summands(layer, net) >= PAIRWISE_MIN:
+        return f"a float sum of {PAIRWISE_MIN} or more terms (numpy's pairwise order, as the cpu plugin's)"
     if layer.kind == "cat" and layer.attrs.get("permuted"):
         return "a folded permute"
     if layer.kind == "strided" and not all(isinstance(k, (int, slice)) for k in layer.attrs["key"]):
         return "an index key other than ints and slices"
+    if layer.kind in ("gemm", "matmul") and _products(layer, net) > MAX_PRODUCT:
+        return f"more than {MAX_PRODUCT} multiply-adds"
     return None
+
+
+#: numpy adds fewer terms than this one after another (its pairwise sum unrolls from 8): a float
+#: ``sum`` of fewer (DeepFM's sum over a few fields) is compiled in that order, the same bits
+PAIRWISE_MIN = 8
+
+
+def _summands(layer: Layer, net: Network) -> int:
+    shape = net.shape(layer.inputs[0])
+    return math.prod(shape[d] for d in layer.attrs["dims"])
+
+
+def _products(layer: Layer, net: Network) -> int:
+    """The multiply-adds of a ``gemm`` (the weight (N, K) an attribute) or ``matmul`` layer."""
+    out = net.shape(layer.outputs[0])
+    k = layer.attrs["weight"].shape[1] if layer.kind == "gemm" else net.shape(layer.inputs[0])[-1]
+    return math.prod(out) * k
 
 
 # -- code generation -------------------------------------------------------------------------------
@@ -176,6 +201,34 @@ def _gather(c: _Code, layer: Layer, net: Network) -> None:
     c.add(f"j = t{idx}[{_ix(names)}]")
     _raise(c, f"j < 0 or j >= {n}", layer, n)
     c.add(f"t{o}[{_ix(names)}] = t{x}[{_ix(names[:dim] + ['j'] + names[dim + 1:])}]")
+    c.close()
+
+
+def _index_tensor(c: _Code, layer: Layer, net: Network) -> None:
+    """``x[key]`` with index tensors at ``dims`` (broadcast together), slices elsewhere: the index
+    dims in place of the indexed ones when those are adjacent, else first (numpy's and torch's)."""
+    x, idxs, (o,), dims = layer.inputs[0], layer.inputs[1:], layer.outputs, layer.attrs["dims"]
+    shape, to = net.shape(x), net.shape(o)
+    shapes = [net.shape(t) for t in idxs]
+    nb = max(len(s) for s in shapes)
+    adjacent = dims == tuple(range(dims[0], dims[0] + len(dims)))
+    at = dims[0] if adjacent else 0
+    names = c.loops(to)
+    index_names = names[at:at + nb]
+    rest = iter(names[:at] + names[at + nb:])
+    src = []
+    for d, n in enumerate(shape):
+        if d not in dims:
+            src.append(next(rest))
+            continue
+        k = dims.index(d)
+        j = f"j{o}_{k}"
+        c.add(f"{j} = t{idxs[k]}[{_ix(_broadcast(index_names, shapes[k], to[at:at + nb]))}]")
+        c.add(f"if {j} < 0:")
+        c.add(f"    {j} += {n}")
+        _raise(c, f"{j} < 0 or {j} >= {n}", layer, n)
+        src.append(j)
+    c.add(f"t{o}[{_ix(names)}] = t{x}[{_ix(src)}]")
     c.close()
 
 
@@ -331,7 +384,10 @@ def _argmax(c: _Code, layer: Layer, net: Network) -> None:
     c.add("bi = 0")
     c.add(f"for q in range(1, {shape[dim]}):")
     c.add(f"    {a} = t{x}[{at.format('q')}]")
-    c.add(f"    if {best} == {best} and ({a} != {a} or {beats}):")
+    if layer.attrs.get("last_nan"):   # a max pool's index: every NaN takes the place
+        c.add(f"    if {a} != {a} or ({best} == {best} and {beats}):")
+    else:
+        c.add(f"    if {best} == {best} and ({a} != {a} or {beats}):")
     c.add(f"        {best} = {a}")
     c.add("        bi = q")
     c.add(f"ov[{at.format(0)}] = bi")
@@ -347,8 +403,16 @@ def _reduce(c: _Code, layer: Layer, net: Network) -> None:
     a, r = _scalars(x)
     if op == "logsumexp":
         return _logsumexp(c, x, o, shape, view)
+    lead = math.prod(shape[:len(shape) - len(dims)])
+    if (op in ("max", "min") and net.tensors[x].dtype == "float32" and dims and lead
+            and dims == tuple(range(len(shape) - len(dims), len(shape)))):   # trailing dims: vector rows
+        sign = 1.0 if op == "max" else -1.0
+        c.add(f"max_rows(t{x}.reshape(({lead}, {math.prod(shape) // lead})), t{o}.reshape({lead}), np.float32({sign}))")
+        return
     c.add(f"ov = t{o}.reshape({view!r})")
-    init = {"count": "0", "any": "False", "all": "True"}.get(op) or c.const(-math.inf if op == "max" else math.inf)
+    # a sum starts at -0.0: -0.0 + x is x for every x, the sign of a zero first term included
+    init = {"count": "0", "any": "False", "all": "True", "sum": c.const(-0.0)}.get(op) or \
+        c.const(-math.inf if op == "max" else math.inf)
     names = c.loops(view)
     c.add(f"ov[{_ix(names)}] = {init}")
     c.close()
@@ -360,6 +424,8 @@ def _reduce(c: _Code, layer: Layer, net: Network) -> None:
     elif op in ("any", "all"):
         c.add(f"if {'' if op == 'any' else 'not '}t{x}[{_ix(names)}]:")
         c.add(f"    ov[{at}] = {op == 'any'}")
+    elif op == "sum":   # (in index order: the reduced dims' terms one after another, numpy's order below 8)
+        c.add(f"ov[{at}] += t{x}[{_ix(names)}]")
     else:
         c.add(f"{a} = t{x}[{_ix(names)}]")
         c.add(f"{r} = ov[{at}]")
@@ -594,6 +660,41 @@ def _permute(c: _Code, layer: Layer, net: Network) -> None:
     c.close()
 
 
+def _gemm(c: _Code, layer: Layer, net: Network) -> None:
+    """``x @ W.T`` over the last dim, W as the (K, N) constant input :func:`_with_weights` gave the
+    layer: each output row accumulated over k in order, the inner loop along N (vectorized)."""
+    (x, w), (o,) = layer.inputs, layer.outputs
+    k, n = net.shape(w)
+    m = net.tensors[o].size // n if n else 0
+    c.add(f"xv{o} = t{x}.reshape(({m}, {k}))")
+    c.add(f"ov{o} = t{o}.reshape(({m}, {n}))")
+    c.add(f"for i in range({m}):")
+    c.add(f"    for q in range({n}):")
+    c.add(f"        ov{o}[i, q] = 0")
+    c.add(f"    for p in range({k}):")
+    c.add(f"        g{o} = xv{o}[i, p]")
+    c.add(f"        for q in range({n}):")
+    c.add(f"            ov{o}[i, q] += g{o} * t{w}[p, q]")
+
+
+def _matmul(c: _Code, layer: Layer, net: Network) -> None:
+    """``a @ b`` (both at least 2-D, batch dims broadcast): as :func:`_gemm` per batch entry."""
+    (a, b), (o,) = layer.inputs, layer.outputs
+    to, sa, sb = net.shape(o), net.shape(a), net.shape(b)
+    k, n = sa[-1], to[-1]
+    names = c.loops(to[:-1])
+    batch, i = names[:-1], names[-1]
+    ia = _ix(_broadcast(batch, sa[:-2], to[:-2]) + [i, "p"])
+    ib = _ix(_broadcast(batch, sb[:-2], to[:-2]) + ["p", "q"])
+    c.add(f"for q in range({n}):")
+    c.add(f"    t{o}[{_ix(names + ['q'])}] = 0")
+    c.add(f"for p in range({k}):")
+    c.add(f"    g{o} = t{a}[{ia}]")
+    c.add(f"    for q in range({n}):")
+    c.add(f"        t{o}[{_ix(names + ['q'])}] += g{o} * t{b}[{ib}]")
+    c.close()
+
+
 def _cat(c: _Code, layer: Layer, net: Network) -> None:
     (o,), dim, at = layer.outputs, layer.attrs["dim"], 0
     for x, size in zip(layer.inputs, layer.attrs["sizes"]):
@@ -605,11 +706,13 @@ def _cat(c: _Code, layer: Layer, net: Network) -> None:
 
 
 _EMIT = {"strided": _strided, "gather": _gather, "index_select": _index_select, "scatter": _scatter,
+         "index_tensor": _index_tensor,
          "sort": _sort, "topk": _topk, "argmax": _argmax, "reduce": _reduce,
          "logical_not": _logical_not, "mean": _mean, "compare": _compare, "where": _where, "cumsum": _cumsum,
          "fused_pointwise": _fused_pointwise, "reshape": _reshape, "softmax": _softmax, "log_softmax": _softmax,
          "cast": _cast, "int_scalar": _int_scalar, "expand": _expand, "permute": _permute, "cat": _cat,
-         "int_binary": _int_binary, "one_hot": _one_hot, "flip": _flip, "roll": _roll}
+         "int_binary": _int_binary, "one_hot": _one_hot, "flip": _flip, "roll": _roll, "gemm": _gemm,
+         "matmul": _matmul}
 
 
 def generate_source(layer: Layer, net: Network) -> str:
@@ -635,7 +738,7 @@ def generate_source(layer: Layer, net: Network) -> str:
               f"# runtime {_runtime_tag()} rows {_rows_tag()} segment {SEGMENT_VERSION}",
               "import numpy as np",
               "from srcore_trt_like.kernels import fastmath as fm",
-              "from srcore_trt_like.kernels.rows import log_softmax_rows, softmax_rows, softmax_rows_biased",
+              "from srcore_trt_like.kernels.rows import log_softmax_rows, max_rows, softmax_rows, softmax_rows_biased",
               "from srcore_trt_like.pointwise import ops", "", *c.const.lines, "", "",
               f"def segment({args}):"]
     return "\n".join(header + c.lines + ["    return", ""])
@@ -682,12 +785,36 @@ def compiled(layer: Layer, net: Network):
 def segment_layer(net: Network) -> Layer:
     """Every layer of ``net`` as one ``segment`` layer: it reads the engine inputs and constants the
     layers read and writes the engine outputs the layers make."""
-    made = {t for layer in net.layers for t in layer.outputs}
-    read = {t for layer in net.layers for t in layer.inputs}
+    layers = _with_weights(net, net.layers)
+    made = {t for layer in layers for t in layer.outputs}
+    read = {t for layer in layers for t in layer.inputs}
     fixed = set(net.inputs) | set(net.constants)
     inputs = [t for t in (*net.inputs, *net.constants) if t in read]
     outputs = list(dict.fromkeys(t for t in net.outputs if t in made and t not in fixed))
-    return _segment(net.layers, inputs, outputs)
+    return _segment(layers, inputs, outputs)
+
+
+def _with_weights(net: Network, layers) -> list[Layer]:
+    """``layers`` with each ``gemm`` as a copy reading its weight, transposed to (K, N), as a new
+    constant of ``net`` (a segment's arguments are tensors); the others as they are."""
+    out = []
+    for layer in layers:
+        if layer.kind == "gemm":
+            w = net.constant(np.ascontiguousarray(layer.attrs["weight"].T))
+            layer = Layer("gemm", [*layer.inputs, w], list(layer.outputs), {}, layer.source)
+        out.append(layer)
+    return out
+
+
+#: layers that only join a segment holding another kind too: a network or run of products and
+#: pointwise layers alone keeps its BLAS and fused kernels (and builds without a numba compile)
+_FOLLOWERS = frozenset({"gemm", "matmul", "fused_pointwise", "reshape"})
+
+
+def _anchored(layers) -> bool:
+    """Whether ``layers`` may be one segment: no product in it, or some layer other than a follower."""
+    kinds = {layer.kind for layer in layers}
+    return not kinds & {"gemm", "matmul"} or bool(kinds - _FOLLOWERS)
 
 
 def _segment(layers, inputs: list[int], outputs: list[int]) -> Layer:
@@ -706,7 +833,7 @@ def compile_small(net: Network, steps: list[Step], options: dict, name: str = "e
     compile whole (a conv in it) gets its runs compiled instead (:func:`compile_runs`)."""
     if not options.get("fusion", True) or _excluded(options):
         return steps
-    why = refusal(net)
+    why = refusal(net) or (None if _anchored(net.layers) else "products and pointwise layers only")
     if why:
         log.debug("%s: not compiled whole: %s", name, why)
         return compile_runs(net, steps, options, name, contexts, min_run)
@@ -767,7 +894,7 @@ def compile_runs(net: Network, steps: list[Step], options: dict, name: str = "en
         while run and steps[run[0]].layer.kind == "reshape":
             run.pop(0)
         body = [steps[k].layer for k in run if steps[k].layer.kind != "reshape"]
-        if len(body) >= min_run or len(body) == 1 and _alone(body[0]):
+        if (len(body) >= min_run or len(body) == 1 and _alone(body[0])) and _anchored(body):
             runs.append(run)
         run = []
     if not runs:
@@ -804,6 +931,7 @@ def _compilable(layer: Layer, net: Network) -> bool:
 def _run_layer(net: Network, layers: list[Layer], later: set[int]) -> Layer:
     """``layers`` as one ``segment`` layer: it reads what they read and do not make, and writes what
     they make that a later layer reads or the engine returns."""
+    layers = _with_weights(net, layers)
     made = {t for layer in layers for t in layer.outputs}
     inputs = list(dict.fromkeys(t for layer in layers for t in layer.inputs if t not in made))
     keep = later | set(net.outputs)

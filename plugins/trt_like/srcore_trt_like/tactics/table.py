@@ -82,6 +82,7 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("resize", "numpy", simple("numpy", data.resize)),
     Tactic("index_select", "numpy", simple("numpy", data.index_select)),
     Tactic("gather", "numpy", simple("numpy", data.gather)),
+    Tactic("index_tensor", "numpy", simple("numpy", data.index_tensor)),
     Tactic("where", "numpy", simple("numpy", data.where)),
     Tactic("cumsum", "numpy", simple("numpy", data.cumsum)),
     Tactic("sort", "numpy", simple("numpy", data.sort)),
