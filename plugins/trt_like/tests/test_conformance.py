@@ -860,10 +860,10 @@ def encoder_cases() -> list[Case]:
                          m, 0.0, False, scale), Tol(64, 256), scale=lambda *a: 1.0 + np.max(np.abs(a[2].array)),
                         ref=lambda q, kk, vv, mm, p, c, sc: torch.nn.functional.scaled_dot_product_attention(
                             q, kk, vv, mm, p, c, scale=sc)))
-    out.append(Case("sdpa-bool-mask", "aten::scaled_dot_product_attention",   # True attends: not an engine's
+    out.append(Case("sdpa-bool-mask", "aten::scaled_dot_product_attention",   # True attends (a 0 / -inf mask in the engine)
                     (tin((1, 2, 3, 4), 78, special=False), tin((1, 2, 5, 4), 79, special=False),
                      tin((1, 2, 5, 4), 80, special=False), In(np.tril(np.ones((3, 5), bool)).reshape(1, 1, 3, 5)), 0.0, False, None),
-                    Tol(64, 256), engine=False, scale=lambda *a: 1.0 + np.max(np.abs(a[2].array)),
+                    Tol(64, 256), scale=lambda *a: 1.0 + np.max(np.abs(a[2].array)),
                     ref=lambda q, kk, vv, mm, p, c, sc: torch.nn.functional.scaled_dot_product_attention(
                         q, kk, vv, mm, p, c, scale=sc)))
     out.append(Case("sdpa-causal", "aten::scaled_dot_product_attention",   # L < S: torch's top-left tril
