@@ -138,3 +138,7 @@ def test_shrinks_prelu_rrelu_match_torch(lambd):
     check_kernel(A.rrelu, lambda t, *_: F.rrelu(t, 0.1, 0.3, training=False), x, 0.1, 0.3, False)
     with pytest.raises(KernelError, match="channel size"):
         A.prelu(x, np.ones(4, np.float32))
+    with pytest.raises(RuntimeError, match="channel size"):   # torch: a 1-D input is one channel
+        F.prelu(torch.from_numpy(x[0, 0]), torch.ones(4))
+    with pytest.raises(KernelError, match="channel size"):
+        A.prelu(x[0, 0], np.ones(4, np.float32))

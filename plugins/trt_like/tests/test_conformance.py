@@ -263,6 +263,8 @@ def unary_cases() -> list[Case]:
                          (None, np.nan)], EXACT),
         ("aten::clamp_min", [(1e-12,), (0.5,)], EXACT),
         ("aten::leaky_relu", [(), (0.2,), (-1.5,), (0,)], EXACT),
+        ("aten::clamp_min", [(0.5,), (-1,), (np.nan,)], EXACT),
+        ("aten::clamp_max", [(-0.5,), (2,), (np.nan,)], EXACT),
         ("aten::elu", [(), (0.5,), (1.0, 2.0), (1.5, 1.0, 0.5), (1, 1, 1)], TRANSCENDENTAL_COMPOSITE),
         ("aten::softplus", [(), (2.0,), (0.5, 5.0), (1, 1), (-1.0, 20.0)], TRANSCENDENTAL_COMPOSITE),
         ("aten::pow.Tensor_Scalar", [(e,) for e in (0, 1, 2, 3, 0.5, -0.5, -1, -2, 2.5, 4, -3, 0.0, 1.0, 3.0, np.nan,
@@ -278,6 +280,11 @@ def unary_cases() -> list[Case]:
                 out.append(Case(f"{op}{extra}-{shape}{'-T' if kw else ''}", op, (tin(shape, k, **kw), *extra), tol,
                                 ref=_gelu_ref if op == "aten::gelu" else None,
                                 exhaustive=rare or k > 0 and shape == ()))
+    # prelu: one slope (a leaky relu) or one per channel of dim 1 (dim 0 of a 1-D input), constant or computed
+    for k, (xs, ws, const) in enumerate([((2, 3, 5), (3,), True), ((2, 3, 5), (1,), True), ((2, 3, 5), (3,), False),
+                                         ((4, 3), (3,), True), ((4,), (1,), False), ((2, 3, 2, 2), (3,), True)]):
+        w = Param(data(ws, 30 + k, special=False)) if const else tin(ws, 30 + k)
+        out.append(Case(f"aten::prelu-{xs}-{ws}{'' if const else '-computed'}", "aten::prelu", (tin(xs, k), w), EXACT))
     for k, dim in enumerate(((), (0,), (1,), (-1,))):   # glu: halves of an even dim
         out.append(Case(f"aten::glu{dim}", "aten::glu", (tin((4, 6), 20 + k, transposed=k == 2), *dim),
                         TRANSCENDENTAL_COMPOSITE))
@@ -704,6 +711,18 @@ def conv_cases() -> list[Case]:
         out.append(Case(f"_convolution-transposed-{k}", "aten::_convolution",
                         (*args[:5], dil, True, opad, groups, False, False, True, True), Tol(2 * K, 2 * K),
                         scale=lambda *a: convt(*a[:5], a[7], a[8], a[5])))
+    # 1-D transposed: a 2-D layer on (N, C, 1, L) views
+    convt1 = abs_op(torch.ops.aten.conv_transpose1d.default)
+    for k, (xs, ws, bias, stride, pad, opad, dil, groups) in enumerate([
+            ((2, 16, 15), (16, 1, 8), False, [4], [0], [0], [1], 1),
+            ((1, 4, 9), (4, 3, 3), True, [2], [1], [1], [2], 2)]):
+        K = ws[0] // groups * ws[2] + 1
+        args = (tin(xs, k, special=False), p(ws, 110 + k), p((ws[1] * groups,), 115 + k) if bias else None, stride,
+                pad, opad, groups, dil)
+        out.append(Case(f"conv_transpose1d-{k}", "aten::conv_transpose1d", args, Tol(2 * K, 2 * K), scale=convt1))
+        out.append(Case(f"_convolution-transposed-1d-{k}", "aten::_convolution",
+                        (*args[:5], dil, True, opad, groups, False, False, True, True), Tol(2 * K, 2 * K),
+                        scale=lambda *a: convt1(*a[:5], a[7], a[8], a[5])))
     # 3-D: (kt, 1, 1) a 2-D layer on (N, C, T, H * W) views, others the conv3d layer (builder/volume.py)
     conv3 = abs_op(torch.ops.aten.conv3d.default)
     for k, (xs, ws, bias, stride, pad, dil, groups) in enumerate([

@@ -140,7 +140,7 @@ def prelu(self, weight, *, out=None):
     """``aten::prelu`` (nn.PReLU): ``x if x > 0 else w * x``, one ``w`` per channel (dim 1) or one
     shared."""
     if weight.size != 1:
-        c = self.shape[1] if self.ndim >= 2 else (self.shape[0] if self.ndim == 1 else 1)
+        c = self.shape[1] if self.ndim >= 2 else 1       # torch: a 1-D input is one channel
         if weight.size != c:
             raise KernelError(f"prelu: Mismatch of parameter numbers and input channel size. Found parameter "
                               f"numbers = {weight.size} and channel size = {c}.")

@@ -220,10 +220,8 @@ def gelu(v: NodeView, c: Converter) -> None:
 def clamp(v: NodeView, c: Converter) -> None:
     if v.op == "aten::hardtanh":
         lo, hi = v.const("min_val", -1.0), v.const("max_val", 1.0)
-    elif v.op == "aten::clamp_min":   # (F.normalize's norm floor)
-        lo, hi = v.const("min"), None
-    else:
-        lo, hi = v.const("min", None), v.const("max", None)
+    else:   # (clamp_min and clamp_max have one of the two; clamp_min is F.normalize's norm floor)
+        lo, hi = (v.const(a, None) if a in v.names else None for a in ("min", "max"))
     ins: list[int] = []
     a = operand(v, c, "self", ins)
     params = {"min": None if lo is None else float(lo), "max": None if hi is None else float(hi)}
@@ -235,6 +233,27 @@ def leaky_relu(v: NodeView, c: Converter) -> None:
     a = operand(v, c, "self", ins)
     c.bind(v.node.outputs[0], pointwise(v, c, "leaky_relu", (a,), ins,
                                         negative_slope=float(v.const("negative_slope", 0.01))))
+
+
+def prelu(v: NodeView, c: Converter) -> None:
+    """``x if x > 0 else w * x``, ``w`` one slope or one per channel (dim 1): one slope is a leaky
+    relu (which the conv before it carries), one per channel a two-operand pointwise op reading a
+    ``(C, 1, ..., 1)`` view of ``w``."""
+    shape = v.in_shape("self")
+    ins: list[int] = []
+    a = operand(v, c, "self", ins)
+    value = v.value("weight")
+    x = value.node.attrs.get("value") if value.node.kind == "prim::Constant" else None
+    if isinstance(x, np.ndarray) and x.size == 1:
+        c.bind(v.node.outputs[0], pointwise(v, c, "leaky_relu", (a,), ins, negative_slope=float(x.reshape(()))))
+        return
+    n = int(np.prod(v.in_shape("weight")))
+    wshape = ((n,) + (1,) * (len(shape) - 2)) if shape else ()
+    if x is not None:
+        ins.append(c.net.constant(np.ascontiguousarray(x, dtype=np.float32).reshape(wshape)))
+    else:
+        ins.append(c.net.add("reshape", [c.tensor(value)], wshape, v.source))
+    c.bind(v.node.outputs[0], pointwise(v, c, "prelu", (a, ("in", len(ins) - 1)), ins))
 
 
 def elu(v: NodeView, c: Converter) -> None:
@@ -377,17 +396,30 @@ def conv(v: NodeView, c: Converter) -> None:
 
 
 def conv_transpose(v: NodeView, c: Converter) -> None:
-    """A 2-D transposed conv layer (``conv_transpose2d``; ``_convolution`` with transposed=True)."""
+    """A 2-D transposed conv layer (``conv_transpose2d``; ``_convolution`` with transposed=True); a
+    1-D one (3-D weight) is one on (N, C, 1, L) views, its parameters (1, k) as :func:`conv`'s."""
     w = v.const("weight")
-    if not isinstance(w, np.ndarray) or w.ndim != 4:
-        raise EngineBuildError(f"{v.where()}: a transposed conv needs a constant 4-D weight")
+    if not isinstance(w, np.ndarray) or w.ndim not in (3, 4):
+        raise EngineBuildError(f"{v.where()}: a transposed conv needs a constant 3-D or 4-D weight")
     b = v.const("bias")
     x = c.tensor(v.value("input"))
+    out_shape = v.out_shape()
+    one_d = w.ndim == 3
+    pair = _pair
+    if one_d:
+        N, C, L = c.net.shape(x)
+        x = c.net.add("reshape", [x], (N, C, 1, L), v.source)
+        w = w[:, :, None, :]
+        out_shape = (out_shape[0], out_shape[1], 1, out_shape[2])
+        pair = (lambda a, first: (first, _pair(a, 1)[0]))
+    p = (lambda a, first=1: pair(v.const(a), first)) if one_d else (lambda a, first=1: _pair(v.const(a)))
     attrs = dict(weight=np.ascontiguousarray(w, np.float32), bias=None if b is None else np.asarray(b, np.float32),
-                 stride=_pair(v.const("stride")), padding=_pair(v.const("padding")),
-                 output_padding=_pair(v.const("output_padding")), dilation=_pair(v.const("dilation")),
-                 groups=int(v.const("groups")))
-    c.bind(v.node.outputs[0], c.net.add("conv_transpose", [x], v.out_shape(), v.source, **attrs))
+                 stride=p("stride"), padding=p("padding", 0), output_padding=p("output_padding", 0),
+                 dilation=p("dilation"), groups=int(v.const("groups")))
+    y = c.net.add("conv_transpose", [x], out_shape, v.source, **attrs)
+    if one_d:
+        y = c.net.add("reshape", [y], v.out_shape(), v.source)
+    c.bind(v.node.outputs[0], y)
 
 
 def max_pool(v: NodeView, c: Converter) -> None:

@@ -71,7 +71,7 @@ def _dropout(node: NodeInfo):
 def _convolution(node: NodeInfo):
     n = len(node.const("stride"))
     if node.const("transposed") is not False:
-        return _conv_transpose(node) if n == 2 else f"a {n}-D transposed convolution (the engine's are 2-D)"
+        return _conv_transpose(node) if n in (1, 2) else f"a {n}-D transposed convolution (the engine's are 1-D and 2-D)"
     if n == 1:
         return _ncl(node)
     if n == 3:
@@ -80,11 +80,17 @@ def _convolution(node: NodeInfo):
 
 
 def _conv_transpose(node: NodeInfo):
-    if len(node.args[0].type.shape) != 4:
-        return _nchw(node)
+    # a 1-D one (3-D weight) runs as a 2-D layer on (N, C, 1, L) views, as a 1-D conv
     w = node.const("weight")
+    nd = getattr(w, "ndim", 0)
+    if nd == 3:
+        why = _ncl(node)
+        if why:
+            return why
+    elif len(node.args[0].type.shape) != 4:
+        return _nchw(node)
     groups = node.const("groups")
-    if (getattr(w, "ndim", 0) != 4 or not isinstance(groups, int) or groups < 1 or w.shape[0] % groups
+    if (nd not in (3, 4) or len(node.args[0].type.shape) != nd or not isinstance(groups, int) or groups < 1 or w.shape[0] % groups
             or node.args[0].type.shape[1] != w.shape[0]):
         return f"weight of shape {getattr(w, 'shape', None)} and groups={groups!r} do not fit the input's channels"
     return None
@@ -223,6 +229,14 @@ def _gelu(node: NodeInfo):
     # another approximation is an error torch raises: the cpu kernel raises it (the engine computed erf's)
     a = node.const("approximate", "none")
     return None if a in ("none", "tanh") else f"approximate={a!r} (the engine computes 'none' and 'tanh')"
+
+
+def _prelu(node: NodeInfo):
+    # torch's rule (the cpu kernel raises its error otherwise): one slope, or one per channel of dim 1
+    shape, w = tuple(node.args[0].type.shape), tuple(node.args[1].type.shape)
+    channels = shape[1] if len(shape) >= 2 else 1
+    n = math.prod(w) if len(w) == 1 else -1
+    return None if n in (1, channels) else f"weight of shape {_shape(node, 1)} for self of shape {_shape(node, 0)}"
 
 
 def _pow_tensor(node: NodeInfo):
@@ -671,8 +685,9 @@ _TABLE: list[OpSupport] = [
     *_rows("gelu", {"aten::gelu": ("approximate",)}, _gelu),
     *_rows("glu", {"aten::glu": ("dim",)}),
     *_rows("clamp", {"aten::hardtanh": ("min_val", "max_val"), "aten::clamp": ("min", "max"),
-                     "aten::clamp_min": ("min",)}),
+                     "aten::clamp_min": ("min",), "aten::clamp_max": ("max",)}),
     *_rows("leaky_relu", {"aten::leaky_relu": ("negative_slope",)}),
+    *_rows("prelu", {"aten::prelu": ()}, _prelu),
     *_rows("elu", {"aten::elu": ("alpha", "scale", "input_scale")}),
     *_rows("softplus", {"aten::softplus": ("beta", "threshold")}),
     *_rows("pow_scalar", {"aten::pow.Tensor_Scalar": ("exponent",)}),
@@ -697,6 +712,9 @@ _TABLE: list[OpSupport] = [
     *_rows("conv3d", {"aten::conv3d": _CONV_ARGS}, _ncdhw),
     *_rows("conv", {"aten::_convolution": ("weight", "bias", "stride", "padding", "dilation", "transposed",
                                            "output_padding", "groups")}, _convolution),
+    *_rows("conv_transpose", {"aten::conv_transpose1d": ("weight", "bias", "stride", "padding",
+                                                         "output_padding", "groups", "dilation")},
+           _conv_transpose),
     *_rows("conv_transpose", {"aten::conv_transpose2d.input": ("weight", "bias", "stride", "padding",
                                                                "output_padding", "groups", "dilation")},
            _conv_transpose),

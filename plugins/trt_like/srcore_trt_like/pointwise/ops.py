@@ -123,6 +123,7 @@ OPS: dict[str, OpDef] = {d.name: d for d in (
     OpDef("clamp", 1, "ops.clamp({0}, {min}, {max})", (("min", -_INF), ("max", _INF))),
     OpDef("hardtanh", 1, "ops.clamp({0}, {min_val}, {max_val})", (("min_val", -1.0), ("max_val", 1.0))),
     OpDef("leaky_relu", 1, "ops.leaky_relu({0}, {negative_slope})", (("negative_slope", 0.01),)),
+    OpDef("prelu", 2, "ops.leaky_relu({0}, {1})"),
     OpDef("elu", 1, "ops.elu({0}, {alpha}, {scale}, {input_scale})",
           (("alpha", 1.0), ("scale", 1.0), ("input_scale", 1.0))),
     OpDef("gelu", 1, "ops.gelu({0})"),

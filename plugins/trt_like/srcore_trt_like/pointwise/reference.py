@@ -80,6 +80,7 @@ UNARY_REF = {
 BINARY_REF = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
     "maximum": np.maximum, "minimum": np.minimum,
+    "prelu": lambda x, w: np.where(x > 0, x, x * w),
 }
 
 
