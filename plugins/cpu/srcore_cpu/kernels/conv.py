@@ -566,13 +566,18 @@ def make_conv_transpose(nd, weight, bias, stride, padding, output_padding, group
     w = np.ascontiguousarray(weight)
     b = None if bias is None else np.ascontiguousarray(bias)
     args = (_tup(stride, nd), _tup(padding, nd), _tup(output_padding, nd), groups, _tup(dilation, nd))
-    fn = None
-    if w.dtype == np.float32 and (b is None or b.dtype == np.float32):
-        from .jit_col2im import col2im_fn
-        fn = col2im_fn()
+    if w.dtype == np.float32 and (b is None or b.dtype == np.float32) and w.ndim == nd + 2:
+        from .jit_col2im import Col2im
+        fast = Col2im(w, b, *args)
+
+        def conv_transpose_f32(input, out=None):
+            if input.dtype != np.float32 or input.ndim != nd + 2 or input.shape[1] != w.shape[0]:
+                return _batched(conv_transpose_forward, input, nd, out, w, b, *args, ws=ws)
+            return fast(input, out, ws)
+        return conv_transpose_f32
 
     def conv_transpose_const(input, out=None):
-        return _batched(conv_transpose_forward, input, nd, out, w, b, *args, ws=ws, col2im=fn)
+        return _batched(conv_transpose_forward, input, nd, out, w, b, *args, ws=ws)
     return conv_transpose_const
 
 

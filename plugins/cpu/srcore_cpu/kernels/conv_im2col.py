@@ -252,10 +252,9 @@ def conv_forward(x, w, bias, stride, pads, dilation, groups, out=None, ws=_NO_WS
     return out
 
 
-def conv_transpose_forward(x, w, bias, stride, padding, output_padding, groups, dilation, out=None, ws=_NO_WS,
-                           col2im=None):
-    """The transposed convolution of a batched ``x``; weight is (C_in, C_out/groups, *k). ``col2im``:
-    the compiled float32 kernel of ``jit_col2im`` (else numpy adds per tap)."""
+def conv_transpose_forward(x, w, bias, stride, padding, output_padding, groups, dilation, out=None, ws=_NO_WS):
+    """The transposed convolution of a batched ``x``; weight is (C_in, C_out/groups, *k) (a constant
+    float32 one: ``jit_col2im.Col2im``)."""
     nd = x.ndim - 2
     N, C = x.shape[:2]
     ks = tuple(w.shape[2:])
@@ -278,18 +277,7 @@ def conv_transpose_forward(x, w, bias, stride, padding, output_padding, groups, 
     key = (x.shape, x.dtype)
     cols = ws.get(key, "cols", (N, groups, KK, math.prod(sp)), dtype)
     wt = w.reshape(groups, Cig, KK).transpose(0, 2, 1)
-    xs = x.reshape(N, groups, Cig, -1)
-    if N * groups <= 8:   # np.dot per matrix: a stacked np.matmul of small ones ran 2-5x slower
-        for n in range(N):
-            for gi in range(groups):
-                np.dot(wt[gi], xs[n, gi], out=cols[n, gi])
-    else:
-        np.matmul(wt, xs, out=cols)
-    if col2im is not None and dtype == np.float32 and out.flags.c_contiguous and x.dtype == w.dtype:
-        from .jit_col2im import col2im as run
-        b = np.zeros(O, np.float32) if bias is None else np.ascontiguousarray(bias, np.float32)
-        run(col2im, cols.reshape(N, O * math.prod(ks), -1), b, out, sp, ks, stride, padding, dilation)
-        return out
+    np.matmul(wt, x.reshape(N, groups, Cig, -1), out=cols)
     colv = cols.reshape((N, O) + ks + tuple(sp))
     acc = ws.get(key, "acc", (N, O) + fsz, dtype)
     acc.fill(0)
