@@ -103,9 +103,22 @@ def test_conv_transpose2d(s, p, op, g, d):
     both(spec.fn, exp, x)
 
 
+@pytest.mark.parametrize("s,p,op,g,d", [((1, 2, 2), (0, 1, 1), (0, 1, 0), 1, 1), (2, 1, 1, 2, (1, 2, 1))])
+def test_conv_transpose3d(s, p, op, g, d):
+    x, w, b = rand(2, 4, 3, 5, 4), rand(4, 6 // g, 2, 3, 3), rand(6)
+    exp = F.conv_transpose3d(T(x), T(w), T(b), s, p, op, g, d).numpy()
+    both(K.conv_transpose3d, exp, x, w, b, s, p, op, g, d)
+    spec = K.conv_transpose3d_matcher(node("aten::conv_transpose3d.input", input="<var>", weight=w, bias=b,
+                                           stride=s, padding=p, output_padding=op, groups=g, dilation=d))
+    both(spec.fn, exp, x)
+
+
 def test_conv_transpose1d_unbatched():
     x, w = rand(4, 7), rand(4, 3, 3)
     both(K.conv_transpose1d, F.conv_transpose1d(T(x), T(w), None, 2, 1, 1).numpy(), x, w, None, 2, 1, 1, 1, 1)
+    spec = K.conv_transpose1d_matcher(node("aten::conv_transpose1d", input="<var>", weight=w, bias=None,
+                                           stride=[3], padding=[1], output_padding=[2], groups=1, dilation=[1]))
+    both(spec.fn, F.conv_transpose1d(T(x), T(w), None, 3, 1, 2).numpy(), x)
 
 
 @pytest.mark.parametrize("transposed", [False, True])
@@ -181,7 +194,7 @@ def test_decl():
     from srcore_cpu.decl import conv as D
     ops = {k.op for k in D.KERNELS}
     assert {"aten::conv2d", "aten::conv2d.padding", "aten::_convolution", "aten::convolution",
-            "aten::conv_transpose2d.input"} <= ops
+            "aten::conv_transpose2d.input", "aten::conv_transpose3d.input"} <= ops
     for k in D.KERNELS:
         for ref in (k.impl, k.matcher):
             if ref:

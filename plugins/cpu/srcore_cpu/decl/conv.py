@@ -20,6 +20,7 @@ KERNELS: list[Kernel] = [
     _k("aten::conv3d.padding", "conv3d", "conv3d_matcher"),
     _k("aten::conv_transpose1d", "conv_transpose1d", "conv_transpose1d_matcher"),
     _k("aten::conv_transpose2d.input", "conv_transpose2d", "conv_transpose2d_matcher"),
+    _k("aten::conv_transpose3d.input", "conv_transpose3d", "conv_transpose3d_matcher"),
     _k("aten::convolution", "convolution", "convolution_matcher"),
     _k("aten::_convolution", "_convolution", "convolution_matcher"),
     _k("aten::_convolution.deprecated", "_convolution", "convolution_matcher"),

@@ -150,6 +150,12 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return _convt_nd(2, input, weight, bias, stride, padding, output_padding, groups, dilation, out)
 
 
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1,
+                     out=None):
+    """``aten::conv_transpose3d.input``."""
+    return _convt_nd(3, input, weight, bias, stride, padding, output_padding, groups, dilation, out)
+
+
 def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, out=None):
     """``aten::convolution``: the spatial rank comes from the weight."""
     nd = weight.ndim - 2
@@ -560,6 +566,15 @@ def make_conv_transpose(nd, weight, bias, stride, padding, output_padding, group
     w = np.ascontiguousarray(weight)
     b = None if bias is None else np.ascontiguousarray(bias)
     args = (_tup(stride, nd), _tup(padding, nd), _tup(output_padding, nd), groups, _tup(dilation, nd))
+    if w.dtype == np.float32 and (b is None or b.dtype == np.float32) and w.ndim == nd + 2:
+        from .jit_col2im import Col2im
+        fast = Col2im(w, b, *args)
+
+        def conv_transpose_f32(input, out=None):
+            if input.dtype != np.float32 or input.ndim != nd + 2 or input.shape[1] != w.shape[0]:
+                return _batched(conv_transpose_forward, input, nd, out, w, b, *args, ws=ws)
+            return fast(input, out, ws)
+        return conv_transpose_f32
 
     def conv_transpose_const(input, out=None):
         return _batched(conv_transpose_forward, input, nd, out, w, b, *args, ws=ws)
@@ -621,6 +636,7 @@ def _transpose_matcher(nd):
 
 conv_transpose1d_matcher = _or_generic(_transpose_matcher(1), conv_transpose1d)
 conv_transpose2d_matcher = _or_generic(_transpose_matcher(2), conv_transpose2d)
+conv_transpose3d_matcher = _or_generic(_transpose_matcher(3), conv_transpose3d)
 
 
 def _convolution_fast(node: NodeInfo):
