@@ -260,17 +260,15 @@ def _cat(node: NodeInfo):
 
 
 def _einsum(node: NodeInfo):
-    from .einsum import plan
+    from .einsum import chain
 
     a = node.arg("tensors")
     why = _float32_list(a, "shape")
     if why:
         return why
-    if len(a.elements) != 2:
-        return f"{len(a.elements)} operands (the engine's einsum is a product of two)"
     if node.const("path", None) is not None:
         return "a contraction path is given"
-    why = plan(node.const("equation"), *(t.shape for t in a.elements))
+    why = chain(node.const("equation"), [t.shape for t in a.elements])
     return why if isinstance(why, str) else None
 
 
