@@ -390,3 +390,27 @@ def test_elementwise_of_permute_moves_before_the_permute(op, more, fires):
         assert f.kind == "aten::" + op.split("(")[0] and f.inputs[0] is g.inputs[0]
         assert f.output.type == TensorType("float32", (2, 3, 4))
         assert g.outputs[0].type == TensorType("float32", (2, 4, 3))
+
+
+BT = """graph(%x : {xt}, %y : {yt}):
+  %one : int = prim::Constant[value=1]()
+  %l : Tensor[] = prim::ListConstruct(%x, %y)
+  %b : Tensor[] = aten::broadcast_tensors(%l)
+  %p : Tensor, %q : Tensor = prim::ListUnpack(%b)
+  %r : Tensor = aten::sub(%p, %q, %one)
+  return (%r)
+"""
+BT_RULE = "ListUnpack(broadcast_tensors(xs of one static shape)) -> xs"
+
+
+@pytest.mark.parametrize("xt, yt, fires", [
+    ("Float(2, 3)", "Float(2, 3)", True),        # F.mse_loss's operands of one shape: nothing to broadcast
+    ("Float(2, 3)", "Float(1, 3)", False),       # a real broadcast
+    ("Float(2, 3)", "Float(3)", False),
+    ("Tensor", "Tensor", False),                 # unknown shapes
+])
+def test_broadcast_tensors_of_one_static_shape_is_its_operands(xt, yt, fires):
+    applied, g = rewrite(BT.format(xt=xt, yt=yt))
+    assert (BT_RULE in applied) == fires
+    sub = g.outputs[0].node
+    assert [v.name for v in sub.inputs[:2]] == (["x", "y"] if fires else ["p", "q"])

@@ -271,6 +271,22 @@ def list_unpack(node: Node):
     return list(lc.inputs)
 
 
+def broadcast_equal_shapes(node: Node):
+    """``ListUnpack(broadcast_tensors([xs]))`` is ``xs`` when their static shapes are equal (TorchScript's
+    ``F.mse_loss`` and ``F.l1_loss`` broadcast their operands first): nothing to broadcast, and torch's
+    results are views of ``xs`` anyway; not when anything writes them."""
+    bt = _producer(node.inputs[0], "aten::broadcast_tensors")
+    lc = _producer(bt.inputs[0], "prim::ListConstruct") if bt is not None else None
+    if lc is None or len(lc.inputs) != len(node.outputs) or is_mutated(node.inputs[0]) or is_mutated(bt.inputs[0]):
+        return None
+    shapes = [x.type.shape if isinstance(x.type, TensorType) else None for x in lc.inputs]
+    if shapes[0] is None or not all(isinstance(d, int) for d in shapes[0]) or any(sh != shapes[0] for sh in shapes):
+        return None
+    if not all(_can_alias(x, out) for x, out in zip(lc.inputs, node.outputs)):
+        return None
+    return list(lc.inputs)
+
+
 def tuple_unpack(node: Node):
     tc = _producer(node.inputs[0], "prim::TupleConstruct")
     if tc is None or len(tc.inputs) != len(node.outputs):
@@ -338,6 +354,7 @@ RULES_LIST = [
     Rule("is_floating_point(known dtype) -> constant", "aten::is_floating_point", is_floating_point_known),
     Rule("ListUnpack(ListConstruct(xs)) -> xs", "prim::ListUnpack", list_unpack),
     Rule("TupleUnpack(TupleConstruct(xs)) -> xs", "prim::TupleUnpack", tuple_unpack),
+    Rule("ListUnpack(broadcast_tensors(xs of one static shape)) -> xs", "prim::ListUnpack", broadcast_equal_shapes),
     Rule("TupleIndex(TupleConstruct(xs), i) -> xs[i]", "prim::TupleIndex", tuple_index),
     Rule("ListConstruct(xs)[i] -> xs[i]", "aten::__getitem__", list_getitem),
     Rule("x is None (known type) -> constant", "aten::__is__", is_none),

@@ -560,6 +560,21 @@ def softmax(v: NodeView, c: Converter) -> None:
     c.bind(v.node.outputs[0], c.net.add(kind, [x], v.out_shape(), v.source, dim=v.const("dim") % nd))
 
 
+def mse_loss(v: NodeView, c: Converter) -> None:
+    """``(self - target) ** 2``, then its mean (reduction 1), sum (2) or itself (0)."""
+    ins: list[int] = []
+    a, b = operand(v, c, "self", ins), operand(v, c, "target", ins)
+    shape = v.in_shape("self")
+    d = c.net.add("pointwise", ins, shape, v.source, op="sub", args=(a, b), params={})
+    sq = c.net.add("pointwise", [d], shape, v.source, op="mul", args=(("in", 0), ("in", 0)), params={})
+    red, dims = v.const("reduction", 1), tuple(range(len(shape)))
+    if red == 1 and dims:
+        sq = c.net.add("mean", [sq], (), v.source, dims=dims)
+    elif red == 2 and dims:
+        sq = c.net.add("reduce", [sq], (), v.source, op="sum", dims=dims)
+    c.bind(v.node.outputs[0], sq)
+
+
 def layer_norm(v: NodeView, c: Converter) -> None:
     shape = tuple(v.const("normalized_shape"))
     x = c.tensor(v.node.inputs[0])
@@ -599,7 +614,7 @@ def group_norm(v: NodeView, c: Converter) -> None:
 
 def mean(v: NodeView, c: Converter) -> None:
     nd = len(v.in_shape("self"))
-    dims = v.const("dim")
+    dims = v.const("dim") if "dim" in v.names else None     # (aten::mean: over all dims)
     x = c.tensor(v.node.inputs[0])
     if nd == 0:   # the mean of a 0-d tensor (over no dim, or dim 0 / -1) is its value
         c.bind(v.node.outputs[0], c.net.add("reshape", [x], (), v.source))

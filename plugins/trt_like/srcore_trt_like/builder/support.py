@@ -412,6 +412,16 @@ def _count(node: NodeInfo):
     return None
 
 
+def _mse_loss(node: NodeInfo):
+    """Operands of one shape (TorchScript broadcasts them first: ``broadcast_tensors``, gone by the
+    peephole rule when their shapes are equal), reduction 0 (none), 1 (mean) or 2 (sum)."""
+    a, b = (_shape(node, i) for i in (0, 1))
+    if a != b:
+        return f"self {a} and target {b} of different shapes (broadcasting)"
+    red = node.const("reduction", 1)
+    return None if red in (0, 1, 2) else f"reduction={red!r}"
+
+
 def _cumsum(node: NodeInfo):
     """No dtype argument; a mask or an integer tensor sums in int64 (torch's)."""
     why = _no_dtype(node)
@@ -692,6 +702,8 @@ _TABLE: list[OpSupport] = [
                                                      "use_input_stats", "momentum", "eps", "cudnn_enabled")},
            _instance_norm),
     *_rows("mean", {"aten::mean.dim": ("dim", "keepdim", "dtype")}, _mean, int8=True),
+    *_rows("mean", {"aten::mean": ("dtype",)}, _no_dtype),
+    *_rows("mse_loss", {"aten::mse_loss": ("reduction",)}, _mse_loss),
     *_rows("cumsum", {"aten::cumsum": ("dim", "dtype")}, _cumsum, data_args={"self": ("float32", *DATA_DTYPES)},
            data_results={0: ("float32", "int64")}),
     # data movement: concatenation, resizing, padding, lookups and selections
@@ -740,7 +752,7 @@ _TABLE: list[OpSupport] = [
            _sort, data_args={"self": ("float32", "int64", "int32")}, data_results={0: ("int64",)}),
     *_rows("reduce", {"aten::amax": ("dim", "keepdim"), "aten::amin": ("dim", "keepdim"),
                       "aten::logsumexp": ("dim", "keepdim")}, _reduce),
-    *_rows("reduce", {"aten::sum.dim_IntList": ("dim", "keepdim", "dtype")}, _count,
+    *_rows("reduce", {"aten::sum.dim_IntList": ("dim", "keepdim", "dtype"), "aten::sum": ("dtype",)}, _count,
            data_args={"self": ("bool", "float32")}, data_results={0: ("int64", "float32")}),
     *_rows("reduce", {"aten::any.dim": ("dim", "keepdim"), "aten::all.dim": ("dim", "keepdim"),
                       "aten::any.dims": ("dim", "keepdim"), "aten::all.dims": ("dim", "keepdim"), "aten::any": (),
