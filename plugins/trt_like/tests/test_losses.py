@@ -54,3 +54,20 @@ def test_mse_loss_of_operands_that_broadcast_runs_outside_the_engine_as_torch():
         want = M()(*args).numpy()
     np.testing.assert_allclose(sm(*(a.numpy() for a in args)), want, rtol=1e-6)
     assert "aten::broadcast_tensors is not in the engine's op table" in sm.partition.format()
+
+
+def test_layer_profile_of_an_engine_with_a_0d_input_runs_each_layer():
+    """(``srcore bench --per-op`` profiles each engine on the inputs it saw; a 0-d one, a VQ-VAE's
+    perplexity, was made 1-d and its kernel refused it.)"""
+    class M(torch.nn.Module):
+        def forward(self, s, x):
+            return torch.exp(-s) * torch.relu(x) + 1.0
+
+    args = (torch.tensor(0.5), torch.randn(2, 3))
+    sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(M()), args),
+                             options=srcore.Options(backends=("trt_like", "cpu"), engine_options={"timing": False}))
+    xs = tuple(a.numpy() for a in args)
+    np.testing.assert_allclose(sm(*xs), M()(*args).numpy(), rtol=1e-6)
+    metrics = sm.benchmark_individual_ops(xs, warmup=1, runs=2)
+    layers = [label for n in metrics.nodes for label, _ in n.layers]
+    assert layers and all(" -> " in label for label in layers), metrics.nodes
