@@ -549,7 +549,7 @@ def _qmax_pool(node: NodeInfo):
 
 _NOTES = {
     _pixel_shuffle: "rank >= 3; channels (shuffle) or height and width (unshuffle) divisible by the factor",
-    _einsum: "two operands; every letter a batch (equal sizes), contracted or free one; no ellipsis",
+    _einsum: "two or more operands (a chain of products); every letter a batch (equal sizes), contracted or free one; no ellipsis",
     _roll: "explicit dims",
     _gelu: "approximate is 'none' or 'tanh'",
     _dropout: "train=False (inference: the identity)",
