@@ -89,3 +89,30 @@ def test_scripted_multihead_attention_has_no_identity_ifs_left(frozen):
     with torch.no_grad():
         want = m(x, mem).numpy()
     np.testing.assert_allclose(sm(x.numpy(), mem.numpy()), want, rtol=1e-4, atol=1e-5)
+
+
+CONSTS = """
+graph():
+  %a : Tensor = prim::Constant[value=<Tensor>]()
+  %b : Tensor = prim::Constant[value=<Tensor>]()
+  %ab : bool = aten::__is__(%a, %b)
+  return (%ab)
+"""
+
+
+@pytest.mark.parametrize("b, decided", [
+    (np.ones((2, 3), np.float32), None),            # equal values: may be one object (tied weights)
+    (np.full((2, 3), 2.0, np.float32), False),      # a different byte: two objects
+    (np.ones((3, 2), np.float32), False),           # another shape
+    (np.ones((2, 3), np.float64), False),           # another dtype
+])
+def test_constants_of_different_values_are_different_objects(b, decided):
+    """(A DETR's learned queries fold to constants before its attention asks ``key is value``.)"""
+    g = parse_graph(CONSTS)
+    nodes = [n for n in g.all_nodes() if n.kind == "prim::Constant"]
+    nodes[0].attrs["value"], nodes[1].attrs["value"] = np.ones((2, 3), np.float32), b
+    for ssa in (True, False):
+        h = g.copy()
+        assert fold_identity_tests(h, same_ssa=ssa) == (decided is not None)
+        out = h.outputs[0].node
+        assert (out.attrs.get("value") if out.kind == "prim::Constant" else None) == decided

@@ -8,7 +8,9 @@ return their input itself (``contiguous``, ``to``, eval ``dropout``, in-place op
 - the same SSA value is the same object: ``True``;
 - two values traced back through those identity-keeping ops to distinct roots, each a graph input
   or the output of an op that always makes a new object, and not both graph inputs (the caller may
-  pass one tensor twice): ``False``.
+  pass one tensor twice): ``False``;
+- two roots that are constants of different shapes, dtypes or bytes (folded values: a DETR's learned
+  queries with no input behind them) cannot be one object: ``False``.
 
 A list's elements are its objects: ``prim::ListUnpack`` of a list built by ``prim::ListConstruct``
 and ``aten::append``s in one block gives back the appended values. ``True`` needs SSA identity to
@@ -97,7 +99,22 @@ def _decide(n: Node, graph: Graph, same_ssa: bool) -> bool | None:
     graph_inputs = [r for r in (ra, rb) if any(r is i for i in graph.inputs)]
     if fa and fb and len(graph_inputs) < 2:
         return False
+    if _different_constants(ra, rb):
+        return False
     return None
+
+
+def _different_constants(a: Value, b: Value) -> bool:
+    """True if ``a`` and ``b`` are constant tensors that differ (shape, dtype or a byte): one object
+    would have one value. Equal ones may be one object (tied weights, a folded ``contiguous``)."""
+    if a.node.kind != "prim::Constant" or b.node.kind != "prim::Constant":
+        return False
+    import numpy as np
+
+    va, vb = a.node.attrs.get("value"), b.node.attrs.get("value")
+    if not isinstance(va, np.ndarray) or not isinstance(vb, np.ndarray):
+        return False
+    return va.shape != vb.shape or va.dtype != vb.dtype or va.tobytes() != vb.tobytes()
 
 
 def fold_identity_tests(graph: Graph, same_ssa: bool = True) -> bool:

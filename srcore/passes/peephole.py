@@ -271,6 +271,43 @@ def list_unpack(node: Node):
     return list(lc.inputs)
 
 
+def appended_list_unpack(node: Node):
+    """``ListUnpack`` of a list built by ``ListConstruct`` and ``append``s earlier in its block, read by
+    nothing else (TorchScript's ``[x.transpose(1, 0) for x in (query, key, value)]`` in
+    ``nn.MultiheadAttention``): the appended values; the appends go (they wrote only that list, and
+    they made the values look written in place to the partitioner)."""
+    from .identity_tests import _list_element
+
+    lst = node.inputs[0]
+    if _producer(lst, "prim::ListConstruct") is None or lst.node.inputs:
+        return None      # (a list with no appends is ListUnpack(ListConstruct(xs)))
+    appends = [u.user for u in lst.uses if u.user is not node]
+    if not appends or any(a.output.uses for a in appends):
+        return None
+    elems = [_list_element(node, j) for j in range(len(node.outputs))]
+    if any(e is None for e in elems):
+        return None
+    for a in appends:
+        a.destroy()
+    return elems
+
+
+def broadcast_equal_shapes(node: Node):
+    """``ListUnpack(broadcast_tensors([xs]))`` is ``xs`` when their static shapes are equal (TorchScript's
+    ``F.mse_loss`` and ``F.l1_loss`` broadcast their operands first): nothing to broadcast, and torch's
+    results are views of ``xs`` anyway; not when anything writes them."""
+    bt = _producer(node.inputs[0], "aten::broadcast_tensors")
+    lc = _producer(bt.inputs[0], "prim::ListConstruct") if bt is not None else None
+    if lc is None or len(lc.inputs) != len(node.outputs) or is_mutated(node.inputs[0]) or is_mutated(bt.inputs[0]):
+        return None
+    shapes = [x.type.shape if isinstance(x.type, TensorType) else None for x in lc.inputs]
+    if shapes[0] is None or not all(isinstance(d, int) for d in shapes[0]) or any(sh != shapes[0] for sh in shapes):
+        return None
+    if not all(_can_alias(x, out) for x, out in zip(lc.inputs, node.outputs)):
+        return None
+    return list(lc.inputs)
+
+
 def tuple_unpack(node: Node):
     tc = _producer(node.inputs[0], "prim::TupleConstruct")
     if tc is None or len(tc.inputs) != len(node.outputs):
@@ -337,7 +374,9 @@ RULES_LIST = [
     Rule("len(known list) -> constant", "aten::len", len_known),
     Rule("is_floating_point(known dtype) -> constant", "aten::is_floating_point", is_floating_point_known),
     Rule("ListUnpack(ListConstruct(xs)) -> xs", "prim::ListUnpack", list_unpack),
+    Rule("ListUnpack(ListConstruct() + appends) -> appended values", "prim::ListUnpack", appended_list_unpack),
     Rule("TupleUnpack(TupleConstruct(xs)) -> xs", "prim::TupleUnpack", tuple_unpack),
+    Rule("ListUnpack(broadcast_tensors(xs of one static shape)) -> xs", "prim::ListUnpack", broadcast_equal_shapes),
     Rule("TupleIndex(TupleConstruct(xs), i) -> xs[i]", "prim::TupleIndex", tuple_index),
     Rule("ListConstruct(xs)[i] -> xs[i]", "aten::__getitem__", list_getitem),
     Rule("x is None (known type) -> constant", "aten::__is__", is_none),

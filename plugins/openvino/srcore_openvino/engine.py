@@ -116,6 +116,9 @@ class Engine:
         self.compile_seconds = time.perf_counter() - t0
         self.n_inputs = len(self.input_dims)
         self.n_outputs = len(self.compiled.outputs)
+        #: the segment's 0-d outputs, which the OpenVINO model gives as 1-element 1-d tensors
+        self._scalar_outputs = tuple(i for i, v in enumerate(segment.graph.outputs)
+                                     if getattr(v.type, "shape", None) == ())
         self._local = threading.local()
         self._lock = threading.Lock()
         #: input signature -> why it runs node by node (OpenVINO rejected it, or it is empty)
@@ -246,6 +249,8 @@ class Engine:
             # OpenVINO's Python infer() copies every output into a new array (share_outputs=False): the
             # engine returns those (copying the request's output tensors again cost a second memcpy)
             outs = req.infer().to_tuple()
+            if self._scalar_outputs:
+                outs = tuple(o.reshape(()) if i in self._scalar_outputs else o for i, o in enumerate(outs))
         except Exception as exc:   # an empty input, or sizes the model's constant shapes reject
             state[1] = [None] * self.n_inputs
             return self._not_in_openvino(xs, exc)

@@ -711,3 +711,19 @@ def test_an_int64_mask_is_sliced_and_made_float_inside_the_engine():
         assert u.dtype == np.int64 and np.array_equal(u, wu) and np.array_equal(k, wk)
         assert eng.int_range_calls == outside
     assert "an int64 input outside int32's range" in sm.partition.format()
+
+
+def test_a_0d_result_is_0d_as_torch():
+    """(The OpenVINO model gives a rank-0 result as a 1-element 1-d tensor: a VQ-VAE's loss was (1,).)"""
+    class M(torch.nn.Module):
+        def forward(self, a, z, q):
+            return torch.relu((z - q).sum() * 2.0 + a), torch.relu(z)
+
+    args = (torch.tensor(0.5), torch.randn(2, 3), torch.randn(2, 3))
+    sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.trace(M(), args), args),
+                             options=srcore.Options(backends=("openvino", "cpu"), engine_options={"timing": False}))
+    assert len(sm.partition.engines) == 1, sm.partition.format()
+    got, want = sm(*(a.numpy() for a in args)), M()(*args)
+    for g, w in zip(got, want):
+        assert np.shape(g) == tuple(w.shape)
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)

@@ -879,7 +879,7 @@ def encoder_cases() -> list[Case]:
                          m, 0.0, False, scale), Tol(64, 256), scale=lambda *a: 1.0 + np.max(np.abs(a[2].array)),
                         ref=lambda q, kk, vv, mm, p, c, sc: torch.nn.functional.scaled_dot_product_attention(
                             q, kk, vv, mm, p, c, scale=sc)))
-    out.append(Case("sdpa-bool-mask", "aten::scaled_dot_product_attention",   # True attends (a 0 / -inf mask in the engine)
+    out.append(Case("sdpa-bool-mask", "aten::scaled_dot_product_attention",   # True attends: a 0 / -inf mask
                     (tin((1, 2, 3, 4), 78, special=False), tin((1, 2, 5, 4), 79, special=False),
                      tin((1, 2, 5, 4), 80, special=False), In(np.tril(np.ones((3, 5), bool)).reshape(1, 1, 3, 5)), 0.0, False, None),
                     Tol(64, 256), scale=lambda *a: 1.0 + np.max(np.abs(a[2].array)),
@@ -1092,6 +1092,13 @@ def data_cases() -> list[Case]:
                  Tol(8, 8)),
             Case("sum-float", "aten::sum.dim_IntList", (tin((3, 6), 87, special=False), [-1], True, None), Tol(6, 6),
                  scale=lambda x, *a: np.sum(np.abs(x.array.astype(np.float64)), axis=-1, keepdims=True)),
+            *[Case(f"mse_loss-{red}", "aten::mse_loss", (tin((3, 6), 90, special=False), tin((3, 6), 91, special=False),
+                                                         red), Tol(18, 18),
+                   scale=lambda a, b, *r: 1.0 + np.sum((a.array.astype(np.float64) - b.array) ** 2)) for red in (0, 1, 2)],
+            Case("sum-all", "aten::sum", (tin((3, 6), 92, special=False), None), Tol(18, 18),
+                 scale=lambda x, *a: np.sum(np.abs(x.array.astype(np.float64)))),
+            Case("mean-all", "aten::mean", (tin((3, 6), 93, special=False), None), Tol(18, 18),
+                 scale=lambda x, *a: np.mean(np.abs(x.array.astype(np.float64)))),
             Case("repeat_interleave", "aten::repeat_interleave.self_int", (tin((2, 3, 4), 88), 2, 1, None)),
             Case("unflatten", "aten::unflatten.int", (tin((2, 12), 89), 1, [3, 4])),
             Case("squeeze.dim", "aten::squeeze.dim", (tin((3, 1, 4), 83), 1)),

@@ -1,4 +1,4 @@
-"""``torch.einsum`` of two operands (a batched matrix product: builder/einsum.py) and ``torch.roll``
+"""``torch.einsum`` of two operands (a batched matrix product: builder/einsum.py), of three (a chain of them) and ``torch.roll``
 (slice copies) inside trt_like engines, against torch; the einsum forms the engine refuses, with
 the reason."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import srcore
-from srcore_trt_like.builder.einsum import plan
+from srcore_trt_like.builder.einsum import chain, plan
 
 torch = pytest.importorskip("torch")
 
@@ -19,6 +19,15 @@ class Einsum(torch.nn.Module):
 
     def forward(self, a, b):
         return torch.einsum(self.eq, torch.relu(a), b) + 1.0
+
+
+class Einsum3(torch.nn.Module):
+    def __init__(self, eq):
+        super().__init__()
+        self.eq = eq
+
+    def forward(self, a, b, z):
+        return torch.einsum(self.eq, torch.relu(a), b, z) + 1.0
 
 
 class Roll(torch.nn.Module):
@@ -50,6 +59,22 @@ def _run(m, args):
 def test_einsum_of_two_operands_matches_torch(eq, sa, sb):
     torch.manual_seed(len(eq))
     _run(Einsum(eq), (torch.randn(*sa), torch.randn(*sb)))
+
+
+@pytest.mark.parametrize("eq, shapes", [
+    ("bthd,bhde,bth->bthe", ((2, 7, 2, 4), (2, 2, 4, 3), (2, 7, 2))),   # linear attention's normalised read
+    ("ij,jk,kl->li", ((3, 4), (4, 5), (5, 2))),                          # a matrix chain, result transposed
+])
+def test_einsum_of_three_operands_is_a_chain_of_products_matching_torch(eq, shapes):
+    torch.manual_seed(len(eq))
+    _run(Einsum3(eq), tuple(torch.randn(*s) for s in shapes))
+
+
+def test_einsum_chain_keeps_the_letters_later_operands_name():
+    steps = chain("bthd,bhde,bth->bthe", [(2, 7, 2, 4), (2, 2, 4, 3), (2, 7, 2)])
+    assert [eq for eq, _, _ in steps] == ["bthd,bhde->bthe", "bthe,bth->bthe"]
+    assert steps[0][1] == (2, 7, 2, 3)
+    assert "broadcasting" in chain("ij,jk,kl->il", [(3, 4), (4, 5), (6, 2)])
 
 
 @pytest.mark.parametrize("eq, sa, sb, why", [

@@ -524,29 +524,32 @@ def baddbmm(v: NodeView, c: Converter) -> None:
 
 
 def einsum(v: NodeView, c: Converter) -> None:
-    """Two operands as permutes, reshapes and one ``matmul`` (:mod:`.einsum`); identity steps skipped."""
-    from .einsum import operand_shapes, plan
+    """Two operands as permutes, reshapes and one ``matmul`` (:mod:`.einsum`), identity steps
+    skipped; more as a chain of such products, left to right."""
+    from .einsum import chain, operand_shapes
 
     lst = v.value("tensors")
-    if lst.node.kind != "prim::ListConstruct" or len(lst.node.inputs) != 2:
-        raise EngineBuildError(f"{v.where()}: argument 'tensors' is not a list of two built in the segment")
-    a, b = (c.tensor(x) for x in lst.node.inputs)
-    p = plan(v.const("equation"), c.net.shape(a), c.net.shape(b))
-    if isinstance(p, str):
-        raise EngineBuildError(f"{v.where()}: {p}")
-    sa, sb, sm = operand_shapes(p)
+    if lst.node.kind != "prim::ListConstruct" or len(lst.node.inputs) < 2:
+        raise EngineBuildError(f"{v.where()}: argument 'tensors' is not a list of two or more built in the segment")
+    xs = [c.tensor(x) for x in lst.node.inputs]
+    steps = chain(v.const("equation"), [c.net.shape(x) for x in xs])
+    if isinstance(steps, str):
+        raise EngineBuildError(f"{v.where()}: {steps}")
 
     def arrange(x, perm, shape):
         if perm != tuple(range(len(perm))):
             x = c.net.add("permute", [x], tuple(c.net.shape(x)[i] for i in perm), v.source, perm=perm)
         return x if c.net.shape(x) == shape else c.net.add("reshape", [x], shape, v.source)
 
-    y = c.net.add("matmul", [arrange(a, p.perm_a, sa), arrange(b, p.perm_b, sb)], sm, v.source)
-    mid = p.batch + p.m + p.n
-    if sm != mid:
-        y = c.net.add("reshape", [y], mid, v.source)
-    if p.perm_out != tuple(range(len(mid))):
-        y = c.net.add("permute", [y], v.out_shape(), v.source, perm=p.perm_out)
+    y = xs[0]
+    for b, (_, shape, p) in zip(xs[1:], steps):
+        sa, sb, sm = operand_shapes(p)
+        y = c.net.add("matmul", [arrange(y, p.perm_a, sa), arrange(b, p.perm_b, sb)], sm, v.source)
+        mid = p.batch + p.m + p.n
+        if sm != mid:
+            y = c.net.add("reshape", [y], mid, v.source)
+        if p.perm_out != tuple(range(len(mid))):
+            y = c.net.add("permute", [y], shape, v.source, perm=p.perm_out)
     c.bind(v.node.outputs[0], y)
 
 
@@ -593,6 +596,21 @@ def softmax(v: NodeView, c: Converter) -> None:
     c.bind(v.node.outputs[0], c.net.add(kind, [x], v.out_shape(), v.source, dim=v.const("dim") % nd))
 
 
+def mse_loss(v: NodeView, c: Converter) -> None:
+    """``(self - target) ** 2``, then its mean (reduction 1), sum (2) or itself (0)."""
+    ins: list[int] = []
+    a, b = operand(v, c, "self", ins), operand(v, c, "target", ins)
+    shape = v.in_shape("self")
+    d = c.net.add("pointwise", ins, shape, v.source, op="sub", args=(a, b), params={})
+    sq = c.net.add("pointwise", [d], shape, v.source, op="mul", args=(("in", 0), ("in", 0)), params={})
+    red, dims = v.const("reduction", 1), tuple(range(len(shape)))
+    if red == 1 and dims:
+        sq = c.net.add("mean", [sq], (), v.source, dims=dims)
+    elif red == 2 and dims:
+        sq = c.net.add("reduce", [sq], (), v.source, op="sum", dims=dims)
+    c.bind(v.node.outputs[0], sq)
+
+
 def layer_norm(v: NodeView, c: Converter) -> None:
     shape = tuple(v.const("normalized_shape"))
     x = c.tensor(v.node.inputs[0])
@@ -632,7 +650,7 @@ def group_norm(v: NodeView, c: Converter) -> None:
 
 def mean(v: NodeView, c: Converter) -> None:
     nd = len(v.in_shape("self"))
-    dims = v.const("dim")
+    dims = v.const("dim") if "dim" in v.names else None     # (aten::mean: over all dims)
     x = c.tensor(v.node.inputs[0])
     if nd == 0:   # the mean of a 0-d tensor (over no dim, or dim 0 / -1) is its value
         c.bind(v.node.outputs[0], c.net.add("reshape", [x], (), v.source))

@@ -5,8 +5,11 @@ the result), or *free* (one operand and the result). Operand A is permuted to (b
 contracted) and B to (batch, contracted, free B), each reshaped to (batch..., rows, columns), one
 ``matmul``, then the result reshaped and permuted to the equation's order. Swin's
 ``einsum("bhid,bhjd->bhij", q, k)`` is ``q @ k.transpose(-1, -2)``: one permute and the product.
+Three or more operands are a chain of such products, left to right (:func:`chain`): each step keeps
+the letters the result or a later operand names (linear attention's
+``einsum("bthd,bhde,bth->bthe", q, kv, z)`` is two products, ``d`` summed by the first).
 Not taken: ellipses, a letter twice in one term, a letter summed within one operand, batch letters
-of unequal sizes (broadcasting), more or fewer than two operands.
+of unequal sizes (broadcasting), fewer than two operands.
 """
 from __future__ import annotations
 
@@ -56,6 +59,38 @@ def plan(equation: str, shape_a, shape_b) -> EinsumPlan | str:
     return EinsumPlan(tuple(a.index(ch) for ch in batch + m + k), tuple(b.index(ch) for ch in batch + k + n),
                       tuple(size[ch] for ch in batch), tuple(size[ch] for ch in m), tuple(size[ch] for ch in k),
                       tuple(size[ch] for ch in n), tuple(mid.index(ch) for ch in out))
+
+
+def chain(equation: str, shapes) -> list[tuple[str, tuple[int, ...], EinsumPlan]] | str:
+    """``equation`` on operands of ``shapes`` as two-operand steps, left to right: per step its
+    equation (the running product first), its result's shape and its plan; or why there is none."""
+    eq = equation.replace(" ", "")
+    if "..." in eq or "->" not in eq:
+        return f"equation {equation!r} has an ellipsis or no explicit result"
+    ins, out = eq.split("->")
+    terms = ins.split(",")
+    if len(terms) < 2 or len(terms) != len(shapes):
+        return f"equation {equation!r} has {len(terms)} operands for {len(shapes)} tensors (the engine's einsum is a product of two or more)"
+    if any(len(t) != len(s) for t, s in zip(terms, shapes)):
+        return f"equation {equation!r} does not match operand ranks {[len(s) for s in shapes]}"
+    size = {}
+    for t, s in zip(terms, shapes):
+        for ch, n in zip(t, s):
+            size.setdefault(ch, n)
+    steps, acc, shape = [], terms[0], tuple(shapes[0])
+    for i in range(1, len(terms)):
+        if i == len(terms) - 1:
+            res = out
+        else:
+            later = set(out).union(*terms[i + 1:])
+            res = "".join(dict.fromkeys(ch for ch in acc + terms[i] if ch in later))
+        step = f"{acc},{terms[i]}->{res}"
+        p = plan(step, shape, shapes[i])
+        if isinstance(p, str):
+            return p if len(terms) == 2 else f"{p} (step {step!r} of {equation!r})"
+        acc, shape = res, tuple(size[ch] for ch in res)
+        steps.append((step, shape, p))
+    return steps
 
 
 def operand_shapes(p: EinsumPlan):

@@ -365,8 +365,10 @@ class Plan:
 def _plain(x, tensor) -> np.ndarray:
     """An engine input as the kernels take it (C-contiguous; a quantized one: its integers)."""
     if tensor.dtype == "float32" or tensor.dtype in DATA_DTYPES:
-        return np.ascontiguousarray(x, tensor.storage)
-    return np.ascontiguousarray(np.asarray(x).view(np.ndarray), tensor.storage)
+        a = np.ascontiguousarray(x, tensor.storage)
+    else:
+        a = np.ascontiguousarray(np.asarray(x).view(np.ndarray), tensor.storage)
+    return a.reshape(()) if np.ndim(x) == 0 else a     # (ascontiguousarray makes a 0-d array 1-d)
 
 
 def _quantized_input(tensor):

@@ -274,17 +274,15 @@ def _cat(node: NodeInfo):
 
 
 def _einsum(node: NodeInfo):
-    from .einsum import plan
+    from .einsum import chain
 
     a = node.arg("tensors")
     why = _float32_list(a, "shape")
     if why:
         return why
-    if len(a.elements) != 2:
-        return f"{len(a.elements)} operands (the engine's einsum is a product of two)"
     if node.const("path", None) is not None:
         return "a contraction path is given"
-    why = plan(node.const("equation"), *(t.shape for t in a.elements))
+    why = chain(node.const("equation"), [t.shape for t in a.elements])
     return why if isinstance(why, str) else None
 
 
@@ -471,6 +469,16 @@ def _count(node: NodeInfo):
     return None
 
 
+def _mse_loss(node: NodeInfo):
+    """Operands of one shape (TorchScript broadcasts them first: ``broadcast_tensors``, gone by the
+    peephole rule when their shapes are equal), reduction 0 (none), 1 (mean) or 2 (sum)."""
+    a, b = (_shape(node, i) for i in (0, 1))
+    if a != b:
+        return f"self {a} and target {b} of different shapes (broadcasting)"
+    red = node.const("reduction", 1)
+    return None if red in (0, 1, 2) else f"reduction={red!r}"
+
+
 def _cumsum(node: NodeInfo):
     """No dtype argument; a mask or an integer tensor sums in int64 (torch's)."""
     why = _no_dtype(node)
@@ -598,7 +606,7 @@ def _qmax_pool(node: NodeInfo):
 
 _NOTES = {
     _pixel_shuffle: "rank >= 3; channels (shuffle) or height and width (unshuffle) divisible by the factor",
-    _einsum: "two operands; every letter a batch (equal sizes), contracted or free one; no ellipsis",
+    _einsum: "two or more operands (a chain of products); every letter a batch (equal sizes), contracted or free one; no ellipsis",
     _roll: "explicit dims",
     _gelu: "approximate is 'none' or 'tanh'",
     _dropout: "train=False (inference: the identity)",
@@ -757,6 +765,8 @@ _TABLE: list[OpSupport] = [
                                                      "use_input_stats", "momentum", "eps", "cudnn_enabled")},
            _instance_norm),
     *_rows("mean", {"aten::mean.dim": ("dim", "keepdim", "dtype")}, _mean, int8=True),
+    *_rows("mean", {"aten::mean": ("dtype",)}, _no_dtype),
+    *_rows("mse_loss", {"aten::mse_loss": ("reduction",)}, _mse_loss),
     *_rows("cumsum", {"aten::cumsum": ("dim", "dtype")}, _cumsum, data_args={"self": ("float32", *DATA_DTYPES)},
            data_results={0: ("float32", "int64")}),
     # data movement: concatenation, resizing, padding, lookups and selections
@@ -808,7 +818,7 @@ _TABLE: list[OpSupport] = [
            _sort, data_args={"self": ("float32", "int64", "int32")}, data_results={0: ("int64",)}),
     *_rows("reduce", {"aten::amax": ("dim", "keepdim"), "aten::amin": ("dim", "keepdim"),
                       "aten::logsumexp": ("dim", "keepdim")}, _reduce),
-    *_rows("reduce", {"aten::sum.dim_IntList": ("dim", "keepdim", "dtype")}, _count,
+    *_rows("reduce", {"aten::sum.dim_IntList": ("dim", "keepdim", "dtype"), "aten::sum": ("dtype",)}, _count,
            data_args={"self": ("bool", "float32")}, data_results={0: ("int64", "float32")}),
     *_rows("reduce", {"aten::any.dim": ("dim", "keepdim"), "aten::all.dim": ("dim", "keepdim"),
                       "aten::any.dims": ("dim", "keepdim"), "aten::all.dims": ("dim", "keepdim"), "aten::any": (),
