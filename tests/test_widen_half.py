@@ -25,8 +25,13 @@ NET = """graph(%x : {T}(3, 8)):
 """
 
 
+def _load(text, params, backends):
+    return srcore.StaticModule(srcore.parse_graph(text, params=params), options=srcore.Options(backends=backends))
+
+
 @pytest.mark.parametrize("name, rtol", [("float16", 4e-3), ("bfloat16", 3e-2)])   # a few units in the last place
-def test_half_nodes_run_on_float32_kernels_rounded_once_like_torch(name, rtol):
+@pytest.mark.parametrize("backends", [("cpu",), ("trt_like", "cpu")])
+def test_half_nodes_run_on_float32_kernels_rounded_once_like_torch(name, rtol, backends):
     import ml_dtypes  # noqa: F401  (registers bfloat16 with numpy)
 
     tdt = getattr(torch, name)
@@ -35,12 +40,14 @@ def test_half_nodes_run_on_float32_kernels_rounded_once_like_torch(name, rtol):
     as_np = (lambda t: t.view(torch.int16).numpy().view(np.dtype("bfloat16"))) if name == "bfloat16" else (
         lambda t: t.numpy())
     text = NET.replace("{T}", "Half" if name == "float16" else "BFloat16")
-    sm = srcore.StaticModule(srcore.parse_graph(text, params={"w": as_np(w), "b": as_np(b)}),
-                             options=srcore.Options(backends=("cpu",)))
+    sm = _load(text, {"w": as_np(w), "b": as_np(b)}, backends)
     assert sm.load_report.fallbacks == []
-    kinds = {n.kind: r.kernel for n, r in sm.resolved_kernels.items()}
-    for op in ("aten::linear", "aten::layer_norm", "aten::gelu", "aten::softmax"):
-        assert kinds[op].kind == "out" and name not in kinds[op].dtypes
+    if backends == ("cpu",):
+        kinds = {n.kind: r.kernel for n, r in sm.resolved_kernels.items()}
+        for op in ("aten::linear", "aten::layer_norm", "aten::gelu", "aten::softmax"):
+            assert kinds[op].kind == "out" and name not in kinds[op].dtypes
+    else:   # one engine, the half input and outputs cast at its boundary
+        assert [seg.status for seg in sm.partition.segments] == ["engine"]
     consts = [n for n in sm.graph.all_nodes() if n.kind == "prim::Constant" and n.attrs.get("param")]
     assert {n.output.type.dtype for n in consts} == {"float32"}   # the weights converted once, at load
     g, s = sm(as_np(x))
