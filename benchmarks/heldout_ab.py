@@ -72,9 +72,16 @@ def _runners(module, inputs, path: str, names) -> dict:
             got = _flat(fn())
             err = max(float(np.max(np.abs(np.asarray(g, np.float64) - w))) / (float(np.max(np.abs(w))) or 1.0)
                       for g, w in zip(got, want))
-            if not err <= 1e-3:
+            if not err <= _tolerance(inputs):
                 raise AssertionError(f"{r}: wrong output (max relative error {err:.2e})")
     return calls
+
+
+def _tolerance(inputs) -> float:
+    """1e-3; a few units in the last place of a half model's dtype (the zoo's HALF_RTOL): bfloat16's is
+    2**-8, and a batch norm folded into its conv at load rounds once where eager rounds twice."""
+    names = {str(getattr(x, "dtype", "")) for x in inputs}
+    return 3e-2 if "torch.bfloat16" in names else 4e-3 if "torch.float16" in names else 1e-3
 
 
 def _export_onnx(module, inputs, f: str) -> None:

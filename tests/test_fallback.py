@@ -206,15 +206,16 @@ def test_no_fallback_turns_fallbacks_into_load_errors(stft_model):
 
 
 def test_a_dtype_the_numpy_kernel_lacks_falls_back_and_decompositions_come_first():
-    g = graph_of("graph(%x : Half(5), %a : Long(3), %b : Long(3)):\n  %r : Tensor = aten::relu(%x)\n"
+    g = graph_of("graph(%x : ComplexFloat(5), %a : Long(3), %b : Long(3)):\n  %r : Tensor = aten::sigmoid(%x)\n"
                  "  %c : Tensor = aten::__or__(%a, %b)\n  return (%r, %c)\n")
     sm = load(g)
-    assert [f.op for f in sm.load_report.fallbacks] == ["aten::relu"]  # float16: no numpy relu kernel
+    assert [f.op for f in sm.load_report.fallbacks] == ["aten::sigmoid"]  # complex64: no numpy sigmoid kernel
     assert [d.op for d in sm.load_report.decomposed] == ["aten::__or__.Tensor"]  # not the fallback
-    x = np.array([-1, 0.5, 2, -3, 0], np.float16)
+    x = np.array([-1, 0.5j, 2, -3 + 1j, 0], np.complex64)
     r, c = sm(x, np.array([1, 2, 4]), np.array([4, 2, 1]))
-    np.testing.assert_array_equal(r, np.maximum(x, 0)) and np.testing.assert_array_equal(c, [5, 2, 5])
-    assert r.dtype == np.float16
+    np.testing.assert_allclose(r, 1 / (1 + np.exp(-x.astype(np.complex128))), rtol=1e-6)
+    np.testing.assert_array_equal(c, [5, 2, 5])
+    assert r.dtype == np.complex64
 
 
 def test_inspect_dispatch_shows_which_nodes_fell_back_and_why(stft_model, tmp_path, capsys):

@@ -144,6 +144,12 @@ class StaticModule:
             _register_ml_dtypes([v.type for v in enumerate_values(graph)])
         else:
             shapes = _propagate(graph, input_types, registry, previous=earlier)
+        if _holds_half(graph):   # nodes no backend runs in float16/bfloat16 compute in float32 (opmath)
+            from ..passes.widen_half import widen_half
+
+            if widen_half(graph, registry, options.backends):
+                _resolve_schemas(graph, schemas, self.model_schemas)
+                shapes = _propagate(graph, input_types, registry)
         self.graph = graph
         #: the input types the graph's value types were propagated from: a run whose inputs have exactly
         #: these types (static shapes) plans with them instead of propagating again
@@ -636,6 +642,14 @@ def _propagate(graph, input_types, registry, previous=None):
         v.type = t
     _register_ml_dtypes([*input_types, *result.types.values()])
     return result
+
+
+def _holds_half(graph) -> bool:
+    from ..ir.types import TensorType
+
+    return any(isinstance(v.type, TensorType) and v.type.dtype in ("float16", "bfloat16")
+               for n in graph.all_nodes() for v in n.outputs) or any(
+        isinstance(v.type, TensorType) and v.type.dtype in ("float16", "bfloat16") for v in graph.inputs)
 
 
 def _register_ml_dtypes(types) -> None:

@@ -21,7 +21,9 @@ from srcore.plugin import TensorType
 from srcore.plugin import EngineData
 
 from .builder.convert import _per_tensor, build_network
-from .builder.network import DATA_DTYPES
+from .builder.network import DATA_DTYPES, PLAIN_DTYPES
+from .builder.support import HALF
+from .builder.convert import _cast_in as _cast_input
 from .builder.attention_fusion import fuse_attention
 from .builder.channels_last import channels_last_to_nchw
 from .builder.norm_fusion import fuse_channel_norm, fuse_rms_norm
@@ -71,7 +73,7 @@ class Engine:
         for v, t in zip(self.graph.inputs, types):
             if (not isinstance(t, TensorType) or t.shape is None
                     or t.dtype != "float32" and not _shape_only(v) and not _per_tensor(t)
-                    and t.dtype not in DATA_DTYPES):
+                    and t.dtype not in DATA_DTYPES and not _cast_in(v, t)):
                 raise EngineBuildError(f"{self.name}: input %{v.name} is {t}; engines take float32 tensors "
                                        f"(or 8-bit ones quantized per tensor, or indices and masks) of known rank")
         self.static = all(all(isinstance(d, int) for d in t.shape) for t in types)
@@ -265,7 +267,7 @@ def _warm(plan: Plan, shapes, name: str) -> None:
     first real call to report."""
     import numpy as np
 
-    xs = [np.zeros(s, plan.net.tensors[t].storage if plan.net.tensors[t].dtype in DATA_DTYPES else np.float32)
+    xs = [np.zeros(s, plan.net.tensors[t].storage if plan.net.tensors[t].dtype in PLAIN_DTYPES else np.float32)
           for s, t in zip(shapes, plan.net.inputs)]
     try:
         with np.errstate(all="ignore"):
@@ -327,3 +329,8 @@ def load(segment):
     """``EngineBuilder.load``: the engine of ``segment`` from the serialized engine it carries
     (``segment.stored``); plans built for another machine or with other options are rebuilt."""
     return Engine(segment).entry
+
+
+def _cast_in(v, t) -> bool:
+    """A half input read only by casts (``srcore.passes.widen_half``): the engine computes in float32."""
+    return t.dtype in HALF and _cast_input(v)

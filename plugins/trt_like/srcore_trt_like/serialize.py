@@ -24,7 +24,7 @@ import numpy as np
 from srcore.plugin import QuantizationError, SrcoreFormatError
 
 from .builder.fusion import FusedOp
-from .builder.network import DATA_DTYPES, Layer, Network, Tensor
+from .builder.network import PLAIN_DTYPES, Layer, Network, Tensor
 from .builder.plan import Plan
 from .tactics.choose import MEMORY_TOLERANCE
 
@@ -214,7 +214,7 @@ def load_network(meta: dict[str, Any], arrays: dict[str, np.ndarray], what: str,
 def _tensor_entry(t: Tensor) -> list:
     """``[id, shape, name]``; a quantized tensor adds ``[dtype, scale, zero_point]``."""
     entry = [t.id, list(t.shape), t.name]
-    if t.dtype in DATA_DTYPES:
+    if t.dtype in PLAIN_DTYPES:
         entry.append([t.dtype])
     elif t.dtype != "float32":
         entry.append([t.dtype, float(t.qparams.scale), int(t.qparams.zero_point)])
@@ -227,7 +227,7 @@ def _tensor(entry) -> Tensor:
         return Tensor(int(tid), tuple(int(d) for d in shape), str(name))
     if len(entry) == 4 and len(entry[3]) == 1:   # an index or mask tensor
         tid, shape, name, (dtype,) = entry
-        if dtype not in DATA_DTYPES:
+        if dtype not in PLAIN_DTYPES:
             raise ValueError(f"tensor {tid}: unknown dtype {dtype!r}")
         return Tensor(int(tid), tuple(int(d) for d in shape), str(name), str(dtype))
     tid, shape, name, (dtype, scale, zero_point) = entry

@@ -8,7 +8,7 @@ from srcore.plugin import TensorType
 from . import converters
 from .network import DATA_DTYPES, Network
 from .nodes import Converter, NodeView
-from .support import converter_name
+from .support import HALF, converter_name
 
 
 def build_network(graph) -> Network:
@@ -17,7 +17,7 @@ def build_network(graph) -> Network:
     conv = Converter(net)
     for v in graph.inputs:
         t = v.type
-        data = isinstance(t, TensorType) and t.dtype in DATA_DTYPES
+        data = isinstance(t, TensorType) and (t.dtype in DATA_DTYPES or t.dtype in HALF and _cast_in(v))
         if not isinstance(t, TensorType) or t.dtype != "float32" and not _per_tensor(t) and not data and v.uses:
             # (an unread input gave a shape)
             raise EngineBuildError(f"engine input %{v.name} is {t}, not a float32 tensor, an index or mask "
@@ -41,7 +41,7 @@ def build_network(graph) -> Network:
             if _per_tensor(o.type) and id(o) in conv.ids:
                 tensor = net.tensors[conv.ids[id(o)]]
                 tensor.dtype, tensor.qparams = o.type.dtype, o.type.qparams
-            elif isinstance(o.type, TensorType) and o.type.dtype in DATA_DTYPES and id(o) in conv.ids:
+            elif isinstance(o.type, TensorType) and o.type.dtype in (*DATA_DTYPES, *HALF) and id(o) in conv.ids:
                 net.tensors[conv.ids[id(o)]].dtype = o.type.dtype   # an index or mask (sort, lt, slice)
     for v in graph.outputs:
         net.outputs.append(conv.tensor(v))
@@ -58,3 +58,8 @@ def _per_tensor(t) -> bool:
     """Whether ``t`` is an 8-bit quantized tensor type with known per-tensor parameters."""
     return (isinstance(t, TensorType) and t.dtype in ("quint8", "qint8") and t.qparams is not None
             and t.qparams.axis is None)
+
+
+def _cast_in(v) -> bool:
+    """A half input read only by casts (``srcore.passes.widen_half``): the engine computes in float32."""
+    return bool(v.uses) and all(u.user.kind == "aten::to" for u in v.uses)

@@ -19,7 +19,7 @@ from srcore.plugin import QDTYPES
 #: the dtypes of index and mask tensors (the indices of a gather or an embedding, the condition of a
 #: where): engine inputs, or made by the data layers (a sort's indices, a comparison's mask, a slice
 #: of an index), read by the layers that take them
-from .support import DATA_DTYPES  # noqa: E402
+from .support import DATA_DTYPES, HALF, PLAIN_DTYPES  # noqa: E402,F401
 
 
 @attrs.define(eq=False)
@@ -43,7 +43,7 @@ class Tensor:
         """The numpy dtype of the tensor's memory (a quantized tensor's: its integers')."""
         if self.dtype == "float32":
             return np.dtype(np.float32)
-        if self.dtype in DATA_DTYPES:
+        if self.dtype in PLAIN_DTYPES:   # (a half one only at a cast: the engine computes in float32)
             return np.dtype(self.dtype)
         return np.dtype(QDTYPES[self.dtype].storage)
 

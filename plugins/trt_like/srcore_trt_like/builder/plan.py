@@ -29,7 +29,7 @@ from srcore.plugin import Lifetime, TensorRequest, lower_bound, make_planner, no
 
 import attrs
 
-from .network import DATA_DTYPES, Layer, Network
+from .network import PLAIN_DTYPES, Layer, Network
 
 F32 = np.dtype(np.float32)
 #: plans with an arena at least this large run in an execution context (kernels/contexts.py)
@@ -278,7 +278,7 @@ class Plan:
         params = ", ".join(f"x{i}" for i in range(len(net.inputs)))
         lines = [f"def run({params}):", "  try:"]
         for i, t in enumerate(net.inputs):
-            if net.tensors[t].dtype in DATA_DTYPES:   # indices and masks: native C arrays of their dtype
+            if net.tensors[t].dtype in PLAIN_DTYPES:   # indices, masks, half inputs of a cast: C arrays of their dtype
                 g[f"_d{i}"] = net.tensors[t].storage
                 lines.append(f"    if not x{i}.flags.c_contiguous or x{i}.dtype != _d{i}: x{i} = _asc(x{i}, _d{i})")
                 continue
@@ -345,7 +345,7 @@ class Plan:
         outs = []
         for t in net.outputs:
             tensor = net.tensors[t]
-            if tensor.dtype == "float32" or tensor.dtype in DATA_DTYPES:
+            if tensor.dtype == "float32" or tensor.dtype in PLAIN_DTYPES:
                 outs.append(names[t])
                 continue
             g[f"_qout{t}"] = _quantized_output(tensor)
@@ -364,7 +364,7 @@ class Plan:
 
 def _plain(x, tensor) -> np.ndarray:
     """An engine input as the kernels take it (C-contiguous; a quantized one: its integers)."""
-    if tensor.dtype == "float32" or tensor.dtype in DATA_DTYPES:
+    if tensor.dtype == "float32" or tensor.dtype in PLAIN_DTYPES:
         a = np.ascontiguousarray(x, tensor.storage)
     else:
         a = np.ascontiguousarray(np.asarray(x).view(np.ndarray), tensor.storage)

@@ -23,6 +23,10 @@ from srcore.plugin import NodeInfo
 ENGINE_DTYPES = ("float32",)
 #: index and mask dtypes (the engine's data layers read and make them; see builder/network.py)
 DATA_DTYPES = ("int64", "int32", "bool")
+#: half tensors an engine takes in or gives out only through a cast (it computes in float32: srcore.passes.widen_half)
+HALF = ("float16", "bfloat16")
+#: the dtypes an engine tensor holds in numpy arrays of that dtype (not float32, not quantized)
+PLAIN_DTYPES = (*DATA_DTYPES, *HALF)
 #: the quantized dtypes of the int8 layers (per-tensor parameters known at load; weights may be per channel)
 INT8_DTYPES = ("quint8", "qint8")
 
@@ -777,7 +781,7 @@ _TABLE: list[OpSupport] = [
     *_rows("repeat_interleave", {"aten::repeat_interleave.self_int": ("repeats", "dim", "output_size")},
            _repeat_interleave, any_data=True),
     *_rows("cast", {"aten::to.dtype": ("dtype", "non_blocking", "copy", "memory_format")},
-           data_args={"self": ("float32", *DATA_DTYPES)}, data_results={0: ("float32", *DATA_DTYPES)}),
+           data_args={"self": ("float32", *DATA_DTYPES, *HALF)}, data_results={0: ("float32", *DATA_DTYPES, *HALF)}),
     *_rows("int_scalar", {"aten::div.Scalar_mode": ("other", "rounding_mode"), "aten::remainder.Scalar": ("other",),
                           "aten::floor_divide.Scalar": ("other",)},
            _int_scalar, data_args={"self": ("int64", "int32")}, data_results={0: ("int64", "int32")}),

@@ -1,0 +1,119 @@
+"""Half precision at float32 speed: a node no backend runs in float16/bfloat16 computes in float32.
+
+torch's CPU kernels compute float16 and bfloat16 in float32 ("opmath") and round
+each result once. At load, after shape propagation, :func:`widen_half` gives
+every node with a half tensor that no listed backend has an out or native
+kernel for (only the generic torch fallback would take it), but one has for
+float32, exactly that: its half inputs become float32 (``aten::to``; a constant
+such as a weight is converted here, once), it computes in float32, and each half
+output is rounded back by an ``aten::to`` after it. Dispatch still never picks a
+kernel for a dtype it does not list: the widened node's dtypes are float32.
+Skipped: ops given a ``ScalarType`` argument (the dtype is the op's subject),
+ops whose schema writes or aliases (in-place ops, views), half tensors in lists,
+nodes mixing a half dtype with another floating one.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from ..ir.types import TensorType
+
+HALF = ("float16", "bfloat16")
+_CODES = {"float16": 5, "bfloat16": 15, "float32": 6}   # torch ScalarType codes
+_STRUCTURAL = ("prim::Constant", "prim::If", "prim::Loop", "prim::Param", "prim::Return")
+
+
+def _has_kernel(op: str, dtypes: Sequence[str], table, backends: Sequence[str]) -> bool:
+    from ..dispatch.resolve import accepts_dtypes
+
+    return any(accepts_dtypes(k, dtypes) for b in backends for kind in ("out", "native")
+               for k in table.lookup(op, b, kind))
+
+
+def _widenable(node, schema) -> bool:
+    """No write or alias in the schema, no dtype argument given (``mean(x, dtype=None)`` is widened)."""
+    if any(getattr(a.type, "alias", None) is not None for a in (*schema.arguments, *getattr(schema, "returns", ()))):
+        return False
+    return not any("ScalarType" in str(a.type) and i < len(node.inputs) and not _is_none(node.inputs[i])
+                   for i, a in enumerate(schema.arguments))
+
+
+def _is_none(v) -> bool:
+    return v.node.kind == "prim::Constant" and "value" not in v.node.attrs
+
+
+def _half(t) -> bool:
+    return isinstance(t, TensorType) and t.dtype in HALF
+
+
+def widen_half(graph, registry, backends: Sequence[str]) -> list[str]:
+    """Widen the half nodes no backend runs (in place); returns their ops, one per widened node."""
+    from ..dispatch.resolve import dispatch_dtypes, node_op
+
+    table = registry.kernel_table
+    widened: list[str] = []
+    converted: dict[int, object] = {}   # one float32 copy per half constant, shared by its users
+    for node in list(graph.all_nodes()):
+        schema = node.schema
+        if node.owning_block is None or schema is None or node.kind in _STRUCTURAL or node.blocks:
+            continue
+        dts = dispatch_dtypes(node)
+        floats = {d for d in dts if d in HALF or d.startswith(("float", "complex"))}
+        if len(floats) != 1 or floats.pop() not in HALF or not _widenable(node, schema):
+            continue   # one half dtype only: a mix (heaviside(half, float)) is torch's to accept or reject
+        if any(not isinstance(v.type, TensorType) and "float16" in str(v.type) for v in (*node.inputs, *node.outputs)):
+            continue   # a list or tuple of half tensors
+        op = node_op(node, schema)
+        wide = tuple(sorted({"float32" if d in HALF else d for d in dts}))
+        if _has_kernel(op, dts, table, backends) or not _has_kernel(op, wide, table, backends):
+            continue
+        _widen(node, converted)
+        widened.append(op)
+    return widened
+
+
+def _to(g, value, dtype: str, at):
+    """``aten::to(value, dtype)`` inserted before ``at``."""
+    with g.inserting_before(at):
+        code = g.insert_constant(_CODES[dtype])
+        false = g.insert_constant(False)
+        none = g.insert_constant(None)
+        n = g.insert("aten::to", (value, code, false, false, none), (value.type.with_dtype(dtype),))
+    return n
+
+
+def _widen(node, converted: dict) -> None:
+    g = node.graph
+    for i, v in enumerate(node.inputs):
+        if not _half(v.type):
+            continue
+        if v.node.kind == "prim::Constant" and isinstance(v.node.attrs.get("value"), np.ndarray):
+            wide = converted.get(id(v))
+            if wide is None:   # a weight: converted once, here
+                from ..ir.constants import unique_param_name
+
+                value = np.asarray(v.node.attrs["value"]).astype(np.float32)
+                wide = g.insert_constant(value, v.type.with_dtype("float32"), before=node)
+                name = v.node.attrs.get("param")
+                if name:
+                    wide.node.attrs["param"] = unique_param_name(g, f"{name}.float32")
+                converted[id(v)] = wide
+            old = v.node
+            node.replace_input(i, wide)
+            if not old.outputs[0].uses:
+                old.destroy()
+        else:
+            node.replace_input(i, _to(g, v, "float32", node).output)
+    after = node.next
+    for out in node.outputs:
+        if not _half(out.type):
+            continue
+        half = out.type.dtype
+        out.type = out.type.with_dtype("float32")
+        users = list(out.uses)
+        rounded = _to(g, out, half, after).output
+        rounded.type = out.type.with_dtype(half)
+        for use in users:   # the graph's outputs too (uses by its return node)
+            use.user._set_input(use.offset, rounded)
