@@ -42,16 +42,21 @@ def _pw(layer: Layer | None, op: str) -> bool:
     return layer is not None and layer.kind == "pointwise" and layer.attrs["op"] == op
 
 
-def _find(net: Network):
+def _graph(net: Network):
+    """``(users, next_of, producer)``: the net's readers of each tensor, the one layer reading a tensor
+    (None: several, none, or an engine output) and the layer writing each tensor."""
     users = net.users()
     outputs = set(net.outputs)
 
     def next_of(t):
-        """The one layer reading ``t`` (None: several, none, or an engine output)."""
         u = users.get(t, [])
         return u[0] if len(u) == 1 and t not in outputs else None
 
-    producer = {t: x for x in net.layers for t in x.outputs}
+    return users, next_of, {t: x for x in net.layers for t in x.outputs}
+
+
+def _find(net: Network):
+    users, next_of, producer = _graph(net)
     for first in net.layers:
         if first.kind not in ("mean", "reduce") or net.tensors[first.inputs[0]].dtype != "float32":
             continue
@@ -174,14 +179,8 @@ def _channel_mean(layer: Layer | None, net: Network) -> bool:
 
 
 def _find_channel_norm(net: Network):
-    users = net.users()
+    users, next_of, producer = _graph(net)
     outputs = set(net.outputs)
-
-    def next_of(t):
-        u = users.get(t, [])
-        return u[0] if len(u) == 1 and t not in outputs else None
-
-    producer = {t: x for x in net.layers for t in x.outputs}
     for first in net.layers:
         if not _channel_mean(first, net):
             continue
