@@ -83,6 +83,8 @@ def test_a_load_leaves_no_young_collection_behind_and_a_programs_freeze_alone(re
     frozen = gc.get_freeze_count()
     try:
         srcore.StaticModule(srcore.load(DIGITS))
-        assert gc.get_freeze_count() == frozen and gc.isenabled()
+        # (objects the load frees leave the permanent generation: the count may fall a little, but a
+        # pause that unfroze, even to promote, would leave it at 0)
+        assert frozen // 2 < gc.get_freeze_count() <= frozen and gc.isenabled()
     finally:
         gc.unfreeze()

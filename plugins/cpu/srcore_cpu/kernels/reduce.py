@@ -397,7 +397,11 @@ def topk_matcher(node: NodeInfo):
         return None
     n = src.shape[dim]
     k = int(node.const("k"))
-    small = all(isinstance(d, int) for d in src.shape) and math.prod(src.shape) <= TOPK_JIT_MAX_SMALL
+    # (a loop: ``all`` and ``any`` here are this module's aten::all / aten::any kernels)
+    static = True
+    for d in src.shape:
+        static = static and isinstance(d, int)
+    small = static and math.prod(src.shape) <= TOPK_JIT_MAX_SMALL
     if isinstance(n, int) and (n < TOPK_JIT_MIN_ROW and not small or not 0 < k <= n):
         return None
     from .jit_topk import topk_rows
