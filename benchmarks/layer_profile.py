@@ -76,7 +76,12 @@ def main(argv=None) -> None:
     ap.add_argument("--calls", type=int, default=10, help="ORT runs per round")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     a = ap.parse_args(argv)
-    layers, nodes = profile(a.model, a.out, a.rounds, a.calls)
+    from threadpoolctl import threadpool_limits
+
+    # srcore's intra-op thread count follows the process's OpenMP / BLAS limits: without this the
+    # engine was built and profiled at the machine's thread count beside a 1-thread ORT
+    with threadpool_limits(1):
+        layers, nodes = profile(a.model, a.out, a.rounds, a.calls)
     print(f"{a.model}: trt_like, 1 thread, sum of per-layer minima {sum(us for _, us in layers):.0f} us")
     for label, us in layers:
         print(f"  {us:7.0f}  {label}")
