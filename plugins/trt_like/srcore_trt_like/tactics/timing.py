@@ -56,6 +56,12 @@ ROUNDS = 3
 #: interrupt or a cache the previous candidate left cold; at most :data:`MAX_CALLS` calls
 MIN_ROUND_S = 1e-3
 MAX_CALLS = 64
+#: candidates whose best time is within this factor of the fastest's race on for :data:`RACE_ROUNDS`
+#: more rounds among themselves: three samples can all land in one noisy phase of a shared machine
+#: (a build under load 7 chose im2col + BLAS for a 14x14 NCHW16c conv that runs 3.5x slower than
+#: the direct kernel it beat, seen once in five builds); the close ones are where a wrong pick lands
+RACE = 1.3
+RACE_ROUNDS = 2
 #: a wall-time round in which the process's threads waited for a core this fraction of its time or
 #: more ran while a core was taken (not *clean*)
 TAKEN = 0.1
@@ -113,8 +119,8 @@ def best_times(calls: list[Callable[[], object]], rounds: int = ROUNDS, *, skip_
     """Seconds per call of each of ``calls``: one warm-up call each (compiled code loads, scratch
     grows; a call shorter than ``min_round`` runs once more, timed, to set how many calls make
     its round), then ``rounds`` rounds in which every candidate runs its calls, the order
-    rotating per round so no candidate always follows the same one; a candidate's time is its
-    best round (the least disturbed on a shared machine), plus ``weight_bytes[i]`` streamed in at
+    rotating per round so no candidate always follows the same one, then :data:`RACE_ROUNDS` more
+    among those within :data:`RACE` of the fastest; a candidate's time is its best round (the least disturbed on a shared machine), plus ``weight_bytes[i]`` streamed in at
     ``bandwidth`` bytes/s (``None``: hot timing only). ``clock``: ``"cpu"`` or ``"wall"`` (see
     the module doc), by default :func:`clock_for` the intra-op thread count; in wall time, rounds
     while a core was taken are re-run and reported (module doc, :func:`watch`). With
@@ -155,6 +161,13 @@ def _best_times(calls, rounds, skip_failures, weight_bytes, bandwidth, clock, mi
     for r in range(max(1, rounds)):
         for k in range(len(ok)):
             round_of(ok[(k + r) % len(ok)])
+    if ok:
+        fastest = min(best[i] for i in ok)
+        close = [i for i in ok if best[i] <= RACE * fastest]
+        if len(close) > 1:
+            for r in range(RACE_ROUNDS):
+                for k in range(len(close)):
+                    round_of(close[(k + r) % len(close)])
     retried = 0
     for pause in RETRY_PAUSES_S:
         again = [i for i in ok if not clean[i]]
