@@ -19,7 +19,9 @@ result (median and best: the cold-start goals' measure, the interpreter's start 
 old -> new. ``--prepared``: both arms load the model saved prepared (``StaticModule.save(path,
 prepared=True)``, by each arm's own checkout: the record's format may differ; once per registry: a
 selective load's file is prepared under its selection), which a checkout that knows the record loads
-without running the passes.
+without running the passes; ``--prepared full``: saved once under the full registry for the cpu backend
+(what ``srcore select`` loads with), and both rows load that file (a selection made under that registry
+may accept it: ``Selection.made_under``). Each arm writes its own selection with its own ``srcore select``.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .cold_start_selection import PREPARE, _artifacts
+from .cold_start_selection import PREPARE, PREPARE_FULL, _artifacts
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGINS = ("cpu", "quantized", "trt_like", "openvino")
@@ -79,22 +81,29 @@ def _child(code: str, env: dict, cwd: str) -> tuple[float, float, float, float, 
 
 
 
-def run(old: Path, new: Path, models: list[str], runs: int, out: Path, cwd: str, prepared: bool = False) -> dict:
+def run(old: Path, new: Path, models: list[str], runs: int, out: Path, cwd: str, prepared: str | None = None) -> dict:
     cases = []
     for model in models:
         srm, inp = _artifacts(model, out)
-        selection = out / "artifacts" / model / "selection.yaml"
-        subprocess.run([sys.executable, "-c", "import sys; from srcore.cli.main import main; sys.exit(main())",
-                        "select", str(srm), "-o", str(selection)], check=True, cwd=ROOT, capture_output=True)
-        for mode, sel in (("full", None), ("selection", str(selection))):
-            for arm_name, arm in (("old", old), ("new", new)):
+        for arm_name, arm in (("old", old), ("new", new)):
+            # each arm its own selection, written by its own `srcore select` (the file's keys may differ)
+            selection = out / "artifacts" / model / f"selection-{arm_name}.yaml"
+            subprocess.run([sys.executable, "-c", "import sys; from srcore.cli.main import main; sys.exit(main())",
+                            "select", str(srm), "-o", str(selection)], check=True, cwd=cwd, capture_output=True,
+                           env=_env(arm, None, Path(cwd).parent / f"cache-{arm_name}"))
+            for mode, sel in (("full", None), ("selection", str(selection))):
                 env = _env(arm, sel, Path(cwd).parent / f"cache-{arm_name}")
                 loaded = srm
-                if prepared:  # by the arm's own checkout (its record's format), under the registry it loads with; beside the selection (never in examples/)
-                    loaded = selection.with_name(f"{srm.stem}.prepared-{mode}-{arm_name}.srm")
-                    prep = PREPARE.format(srm=str(srm), inp=str(inp), out=str(loaded))
-                    subprocess.run([sys.executable, "-c", prep], check=True,
-                                   env=env, cwd=cwd, capture_output=True)
+                if prepared:  # by the arm's own checkout (its record's format), beside the selection (never in examples/)
+                    # "own": under the registry it loads with; "full": once, under the full registry, for cpu
+                    loaded = selection.with_name(f"{srm.stem}.prepared-{mode if prepared == 'own' else 'full'}-{arm_name}.srm")
+                    if prepared == "own" or mode == "full":
+                        prep = (PREPARE if prepared == "own" else PREPARE_FULL).format(srm=str(srm), inp=str(inp),
+                                                                                       out=str(loaded))
+                        subprocess.run([sys.executable, "-c", prep], check=True,
+                                       env=_env(arm, sel if prepared == "own" else None,
+                                                Path(cwd).parent / f"cache-{arm_name}"),
+                                       cwd=cwd, capture_output=True)
                 cases.append(((model, mode, arm_name), CHILD.format(inp=str(inp), srm=str(loaded)), env))
     for _, code, env in cases:  # warm the caches (entry points, schemas, selections) and the bytecode
         _child(code, env, cwd)
@@ -128,7 +137,10 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default="mlp_tiny,digits")
     ap.add_argument("--runs", type=int, default=25)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
-    ap.add_argument("--prepared", action="store_true", help="both arms load the models saved prepared")
+    ap.add_argument("--prepared", nargs="?", const="own", choices=("own", "full"),
+                    help="both arms load the models saved prepared: under the registry each row loads with "
+                         "(own, the default), or once under the full registry for cpu (full: what a selection "
+                         "made under that registry may accept)")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args(argv)
     out = Path(args.out)
@@ -148,7 +160,7 @@ def main(argv=None) -> int:
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], capture_output=True)
     print(f"old {rev} vs new {new_rev} (this checkout{', with uncommitted changes' if _dirty() else ''}), "
-          f"{args.runs} interleaved rounds{', models saved prepared' if args.prepared else ''}; "
+          f"{args.runs} interleaved rounds{f', models saved prepared ({args.prepared})' if args.prepared else ''}; "
           f"in-child CPU ms and srcore's share (after numpy and the input), "
           f"process wall ms (spawn to exit), first result ms (spawn to the result in hand)")
     print(f"{'model/registry':<20}{'CPU median':>20}{'CPU best':>20}{'srcore median':>20}{'srcore best':>20}"

@@ -7,7 +7,9 @@ For each model: ``srcore select`` writes a selection; then fresh processes run `
 plugins installed) and with ``SRCORE_SELECTION``. Reported per mode (median of ``--runs``, the two
 modes interleaved so that machine load hits both alike; a third mode, ``prepared``, is the selection
 with the model saved prepared under it, ``StaticModule.save(path, prepared=True)``, so the load runs no
-pass): process wall time, in-child time (from the
+pass; a fourth, ``prepared_full``, the selection with the model saved prepared under the full registry
+(backends cpu, as ``srcore select`` loads), which the selection, made under that registry, accepts):
+process wall time, in-child time (from the
 child's first statement) and in-child CPU time (less disturbed by other processes), first result (from
 spawning the process to the result in hand: the interpreter's start included, its exit not; what the
 cold-start goals measure), the registry build, modules imported, max RSS;
@@ -58,6 +60,10 @@ print("@@", json.dumps({{"t_result": t_result, "in_child_ms": (t_end - t0) * 1e3
 #: save the model prepared, after one call with the benchmark's input (so the record keeps that signature's layouts)
 PREPARE = ("import numpy as np, srcore; sm = srcore.StaticModule(srcore.load({srm!r})); sm(np.load({inp!r})); "
            "sm.save({out!r}, prepared=True)")
+#: ... under the full registry, for the backends ``srcore select`` loads with (cpu): a selection made under that
+#: registry loads it as saved (``Selection.made_under``)
+PREPARE_FULL = ("import numpy as np, srcore; sm = srcore.StaticModule(srcore.load({srm!r}), backends=('cpu',)); "
+                "sm(np.load({inp!r})); sm.save({out!r}, prepared=True)")
 
 BYTES = r"""
 import tracemalloc
@@ -114,12 +120,14 @@ def measure(model: str, out: Path, runs: int) -> dict:
     base = {k: v for k, v in os.environ.items() if k not in ("SRCORE_SELECTION", "PYTHONDONTWRITEBYTECODE")}
     base.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     envs = {"full": base, "selection": {**base, "SRCORE_SELECTION": str(selection)}}
-    envs["prepared"] = envs["selection"]
-    prepared = selection.with_name(f"{srm.stem}.prepared-selection.srm")   # beside the selection, never in examples/
-    prep = PREPARE.format(srm=str(srm), inp=str(inp), out=str(prepared))
-    subprocess.run([sys.executable, "-c", prep], env=envs["selection"],
-                   check=True, cwd=ROOT, capture_output=True)
-    codes = {mode: CHILD.format(inp=str(inp), srm=str(prepared if mode == "prepared" else srm)) for mode in envs}
+    envs["prepared"] = envs["prepared_full"] = envs["selection"]
+    files = {"full": srm, "selection": srm}
+    for mode, template, env in (("prepared", PREPARE, envs["selection"]), ("prepared_full", PREPARE_FULL, base)):
+        # beside the selection, never in examples/
+        files[mode] = selection.with_name(f"{srm.stem}.{mode.replace('_', '-')}-selection.srm")
+        subprocess.run([sys.executable, "-c", template.format(srm=str(srm), inp=str(inp), out=str(files[mode]))],
+                       env=env, check=True, cwd=ROOT, capture_output=True)
+    codes = {mode: CHILD.format(inp=str(inp), srm=str(files[mode])) for mode in envs}
     samples: dict[str, list] = {mode: [] for mode in envs}
     for mode, env in envs.items():  # warm the schema and entry-point caches and the bytecode
         _child(codes[mode], env)
@@ -152,13 +160,13 @@ def main(argv=None) -> int:
     results = {}
     cols = ("first_result_ms", "first_result_best_ms", "wall_ms", "in_child_ms", "cpu_ms", "registry_ms", "registry_bytes", "modules",
             "max_rss_mb", "ops", "kernels")
-    print(f"{'model':<10}{'mode':<11}" + "".join(f"{c:>22}" for c in cols))
+    print(f"{'model':<10}{'mode':<14}" + "".join(f"{c:>22}" for c in cols))
     for model in args.models.split(","):
         results[model] = r = measure(model, out, args.runs)
-        for mode in ("full", "selection", "prepared"):
-            if mode == "prepared" and not r[mode]["prepared_before"]:
+        for mode in ("full", "selection", "prepared", "prepared_full"):
+            if mode.startswith("prepared") and not r[mode]["prepared_before"]:
                 print(f"{model}: the prepared model ran its passes again (its record did not match)")
-            print(f"{model:<10}{mode:<11}" + "".join(f"{r[mode][c]:>22,.1f}" if isinstance(r[mode][c], float)
+            print(f"{model:<10}{mode:<14}" + "".join(f"{r[mode][c]:>22,.1f}" if isinstance(r[mode][c], float)
                                                      else f"{r[mode][c]:>22,}" for c in cols), flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))

@@ -142,3 +142,50 @@ def test_a_load_under_other_options_or_registry_does_the_work_again(digits, prep
     types_before, y, modules = json.loads(out.stdout.splitlines()[-1])
     assert types_before and modules == []
     np.testing.assert_array_equal(np.array(y, np.float32), sm(np.zeros((1, 1, 8, 8), np.float32)))
+
+
+def test_a_graph_prepared_under_the_registry_a_selection_was_made_under_loads_as_saved(digits, tmp_path):
+    """``srcore select`` records the full registry it loaded the models with; a graph saved prepared under
+    that registry and the same options (backends cpu, as select loads) is the graph the selection was
+    collected from: a load with the selection uses it as saved. Without that record, or with another
+    registry in it, or under other options, the load prepares it again, with the same result."""
+    from srcore.cli.main import main
+    from srcore.plugin.selection import read_selection, write_selection
+    from srcore.runtime.prepared import registry_plugins
+
+    model, x = digits
+    full = srcore.StaticModule(model, backends=("cpu",))
+    full.save(tmp_path / "full.srm", prepared=True)
+    selection = tmp_path / "digits.yaml"
+    assert main(["select", str(DIGITS), "-o", str(selection)]) == 0
+    sel = read_selection(selection)
+    assert sel.made_under == registry_plugins(srcore.get_plugin_manager()) and len(sel.made_under) >= 2
+    loaded = srcore.load(tmp_path / "full.srm")
+    fast = srcore.StaticModule(loaded, options=srcore.Options(selection=str(selection)))
+    assert fast.prepared_before and fast.types_before and "passes" not in fast.load_stages
+    reference = srcore.StaticModule(model, options=srcore.Options(selection=str(selection)))
+    assert not reference.prepared_before
+    assert srcore.print_graph(fast.graph) == srcore.print_graph(reference.graph)
+    assert _source(fast) == _source(reference) and _types(fast) == _types(reference)
+    np.testing.assert_array_equal(fast(x), reference(x))
+    # the fallbacks: no record of the registry, another plugin version in it, other options
+    unrecorded, other = tmp_path / "unrecorded.yaml", tmp_path / "other.yaml"
+    write_selection(attrs.evolve(sel, made_under=()), unrecorded)
+    write_selection(attrs.evolve(sel, made_under=tuple((n, d, "9.9" if n == "cpu" else v, s)
+                                                       for n, d, v, s in sel.made_under)), other)
+    for opts in (srcore.Options(selection=str(unrecorded)), srcore.Options(selection=str(other)),
+                 srcore.Options(selection=str(selection), warm_up=False)):
+        slow = srcore.StaticModule(loaded, options=opts)
+        assert not slow.prepared_before and not slow.types_before and "passes" in slow.load_stages
+        assert _source(slow) == _source(reference) and _types(slow) == _types(reference)
+        np.testing.assert_array_equal(slow(x), reference(x))
+    # a selection made selectively records no registry
+    assert read_selection(_select_under(selection, tmp_path)).made_under == ()
+
+
+def _select_under(selection, tmp_path):
+    """``srcore select`` run in a process whose registry is the selection's."""
+    out = tmp_path / "again.yaml"
+    subprocess.run([sys.executable, "-m", "srcore", "select", str(DIGITS), "-o", str(out)], check=True,
+                   env={**os.environ, "SRCORE_SELECTION": str(selection)}, capture_output=True)
+    return out

@@ -171,6 +171,7 @@ def _line_of(path: Path, needle: str) -> int:
     ("cpu: {dist: srcore-cpu, version: 0.1.0}", "cpu: {dist: srcore-cpu, version: 9.9}",
      r"selected from srcore-cpu 9.9, but srcore-cpu 0.1.0 is installed: run srcore select again"),
     ("ops:\n", "ops: [\n", r"bad.yaml:\d+: invalid YAML"),
+    ("- [cpu, srcore-cpu, 0.1.0, loaded]", "- [cpu, srcore-cpu]", r"bad.yaml:\d+: an entry of made_under must be a list"),
     ("srcore_cpu.kernels.linalg:linear\n", "srcore_cpux.kernels.linalg:linear\n", r"kernel module "
                                                                                   r"'srcore_cpux.kernels.linalg' does not exist"),
 ])

@@ -76,6 +76,11 @@ class Selection:
     ops: tuple[SelectedOp, ...]
     #: shape rules of node kinds that have no schema (prim::Constant, ...): kind -> (key, "module:attr", plugin)
     rules: dict[str, tuple[str, str, str]] = attrs.Factory(dict)
+    #: the plugins of the full registry the models were loaded with by ``srcore select``, as
+    #: ``(name, dist, version, status)`` (empty if they were loaded selectively): a graph saved prepared
+    #: under that registry and the same options is the graph this selection was made from, and a load
+    #: with the selection uses it as saved (``srcore.runtime.prepared.fingerprints``)
+    made_under: tuple[tuple[str, str | None, str | None, str], ...] = ()
     source: str = attrs.field(default="<selection>", eq=False)
 
     def op_names(self) -> list[str]:
@@ -102,6 +107,7 @@ def _plugin_of(info: PluginInfo | None, plugins: dict) -> str:
 
 def collect(modules: Iterable[Any], models: Sequence[str] = ()) -> Selection:
     """The selection of loaded ``StaticModule``s: the ops of each model as given and as prepared."""
+    modules = list(modules)
     plugins: dict[str, tuple[str, str | None]] = {}
     backends: dict[str, tuple[str, str]] = {}
     ops: dict[str, dict] = {}
@@ -144,7 +150,18 @@ def collect(modules: Iterable[Any], models: Sequence[str] = ()) -> Selection:
                                 tuple(e["kernels"].values()), e["rule"], e["decomposition"])
                      for op, e in sorted(ops.items()))
     return Selection(tuple(models), dict(sorted(plugins.items())), dict(sorted(backends.items())),
-                     dict(sorted(dtypes.items())), selected, dict(sorted(kind_rules.items())))
+                     dict(sorted(dtypes.items())), selected, dict(sorted(kind_rules.items())), _made_under(modules))
+
+
+def _made_under(modules: Sequence[Any]) -> tuple:
+    """The full registry's plugins all ``modules`` were loaded with (empty if any was loaded selectively or
+    with another plugin manager)."""
+    pms = {id(sm.plugin_manager): sm.plugin_manager for sm in modules}
+    if len(pms) != 1 or any(sm.registry.selection is not None for sm in modules):
+        return ()
+    from ..runtime.prepared import registry_plugins
+
+    return registry_plugins(next(iter(pms.values())))
 
 
 def _schemaless_kinds(sm) -> set[str]:

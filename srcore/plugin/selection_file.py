@@ -48,6 +48,8 @@ def to_yaml(sel: Selection) -> str:
         "ops": ops,
         "rules": rules,
     }
+    if sel.made_under:
+        doc["made_under"] = [list(r) for r in sel.made_under]
     head = ("# srcore selective build: written by `srcore select`; use with SRCORE_SELECTION=<this file>\n"
             "# or srcore.Options(selection=<this file>). Every op, kernel and rule a load may use is here.\n")
 
@@ -71,7 +73,7 @@ def write_selection(sel: Selection, path: str | os.PathLike) -> None:
         f.write(text)
 
 
-_TOP = ("srcore_selection", "models", "plugins", "backends", "dtypes", "ops", "rules")
+_TOP = ("srcore_selection", "models", "plugins", "backends", "dtypes", "ops", "rules", "made_under")
 _OP_KEYS = ("schema", "plugin", "dtypes", "kernels", "rule", "decomposition")
 _KERNEL_KEYS = ("op", "backend", "kind", "dtypes", "impl", "matcher", "priority", "plugin")
 
@@ -168,10 +170,10 @@ def _read_cache(path, source: str) -> Selection | None:
     import marshal
 
     try:
-        models, plugins, backends, dtypes, ops, rules = marshal.loads(path.read_bytes())
+        models, plugins, backends, dtypes, ops, rules, made_under = marshal.loads(path.read_bytes())
         return Selection(models, plugins, backends, dtypes,
                          tuple(SelectedOp(*o[:4], tuple(SelectedKernel(*k) for k in o[4]), *o[5:]) for o in ops),
-                         rules, source)
+                         rules, made_under, source)
     except Exception:  # missing, damaged or from another layout: parse the file
         return None
 
@@ -184,7 +186,8 @@ def _write_cache(path, sel: Selection) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_bytes(marshal.dumps((sel.models, sel.plugins, sel.backends, sel.dtypes, ops, sel.rules)))
+        tmp.write_bytes(marshal.dumps((sel.models, sel.plugins, sel.backends, sel.dtypes, ops, sel.rules,
+                                        sel.made_under)))
         os.replace(tmp, path)
     except (OSError, ValueError):
         pass  # an unwritable cache only costs the parse
@@ -235,7 +238,25 @@ def _parse(text: str, source: str) -> Selection:
     rules = {}
     for kind, (k, v) in (r.mapping(top["rules"][1], "rules") if "rules" in top else {}).items():
         rules[kind] = _read_rule(r, v, f"the rule of {kind}", plugins)
-    return Selection(models, plugins, backends, dtypes, tuple(ops), rules, source)
+    made_under = _read_made_under(r, top["made_under"][1]) if "made_under" in top else ()
+    return Selection(models, plugins, backends, dtypes, tuple(ops), rules, made_under, source)
+
+
+def _read_made_under(r: _Reader, node) -> tuple:
+    """``made_under``: ``[name, dist, version, status]`` lists (dist and version may be null)."""
+    import yaml
+
+    if not isinstance(node, yaml.SequenceNode):
+        raise r.fail(node, "made_under must be a list")
+    out = []
+    for item in node.value:
+        if not isinstance(item, yaml.SequenceNode) or len(item.value) != 4:
+            raise r.fail(item, "an entry of made_under must be a list [name, dist, version, status]")
+        name, dist, version, status = item.value
+        out.append((r.scalar(name, "a plugin name"), r.scalar(dist, "a distribution", optional=True),
+                    None if r.scalar(version, "a version", (str, int, float), optional=True) is None else version.value,
+                    r.scalar(status, "a plugin status")))
+    return tuple(out)
 
 
 def _read_rule(r: _Reader, node, what: str, plugins: dict) -> tuple[str, str, str]:

@@ -44,9 +44,9 @@ def record(input_types: Sequence[Any], backends: Sequence[str], fingerprint: str
                        "signatures": list(signatures)}, separators=(",", ":"))
 
 
-def match(model: Any, input_types: Sequence[Any], backends: Sequence[str], fingerprint: str) -> dict | None:
+def match(model: Any, input_types: Sequence[Any], backends: Sequence[str], fingerprint: str | Sequence[str]) -> dict | None:
     """The record of ``model`` if this srcore prepared it for these input types, backends and
-    fingerprint (else None)."""
+    fingerprint, or one of these fingerprints (else None)."""
     text = (getattr(model, "metadata", None) or {}).get(KEY)
     if not isinstance(text, str):
         return None
@@ -58,8 +58,12 @@ def match(model: Any, input_types: Sequence[Any], backends: Sequence[str], finge
         return None
     if not (isinstance(rec, dict) and isinstance(rec.get("types"), bool) and isinstance(rec.get("signatures"), list)):
         return None
-    expected = _fields(input_types, backends, fingerprint)
-    return rec if all(rec.get(k) == v for k, v in expected.items()) else None
+    accepted = (fingerprint,) if isinstance(fingerprint, str) else tuple(fingerprint)
+    expected = _fields(input_types, backends, "")
+    del expected["fingerprint"]
+    if not all(rec.get(k) == v for k, v in expected.items()):
+        return None
+    return rec if rec.get("fingerprint") in accepted else None
 
 
 def prepared_for(model: Any, input_types: Sequence[Any], backends: Sequence[str], fingerprint: str = "") -> bool:
@@ -67,15 +71,16 @@ def prepared_for(model: Any, input_types: Sequence[Any], backends: Sequence[str]
     return match(model, input_types, backends, fingerprint) is not None
 
 
+def registry_plugins(plugin_manager: Any) -> tuple[tuple[str, str | None, str | None, str], ...]:
+    """The loaded plugins as a full registry's fingerprint names them: ``(name, dist, version, status)``."""
+    return tuple((r.name, r.dist, r.version, r.status) for r in plugin_manager.loaded_reports())
+
+
 def fingerprint(registry: Any, options: Any, plugin_manager: Any) -> str:
     """What a prepared graph and its types depend on besides the model: the registry (a selective
     build's selection, else the loaded plugins with their versions and states) and the options
     (all but the selection, which the registry stands for). Empty when the options hold values
     that are not plain data (engine options: such a load is never saved prepared)."""
-    import attrs
-
-    from .._digest import small_sha256
-
     if getattr(options, "engine_options", ()):
         return ""
     sel = registry.selection
@@ -86,7 +91,29 @@ def fingerprint(registry: Any, options: Any, plugin_manager: Any) -> str:
                         for k in o.kernels])
                       for o in sel.ops])
     else:
-        what = ("plugins", [(r.name, r.dist, r.version, r.status) for r in plugin_manager.loaded_reports()])
+        what = ("plugins", list(registry_plugins(plugin_manager)))
+    return _digest(what, options)
+
+
+def fingerprints(registry: Any, options: Any, plugin_manager: Any) -> tuple[str, ...]:
+    """The fingerprints a record may hold for this load: :func:`fingerprint`, and for a selective build
+    made by ``srcore select`` under a full registry (``Selection.made_under``) that registry's with these
+    options too. A graph prepared under it is the graph the selection was collected from (its ops, kernels
+    and rules are selected, which the load checks as for any graph); the passes would leave it as it is."""
+    own = fingerprint(registry, options, plugin_manager)
+    if not own:
+        return ()
+    sel = registry.selection
+    if sel is None or not sel.made_under:
+        return (own,)
+    return own, _digest(("plugins", [tuple(r) for r in sel.made_under]), options)
+
+
+def _digest(what: Any, options: Any) -> str:
+    import attrs
+
+    from .._digest import small_sha256
+
     opts = [(a.name, getattr(options, a.name)) for a in attrs.fields(type(options)) if a.name != "selection"]
     return small_sha256(repr((what, opts)).encode("utf-8", "surrogatepass")).hexdigest()[:32]
 

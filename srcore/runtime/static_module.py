@@ -459,9 +459,9 @@ def _prepared_record(model, input_types, options, registry, pm) -> dict | None:
     """The prepared record of ``model`` if it was saved for this very load (``srcore.runtime.prepared``)."""
     if not options.optimize or not isinstance((getattr(model, "metadata", None) or {}).get("srcore.prepared"), str):
         return None
-    from .prepared import fingerprint, match
+    from .prepared import fingerprints, match
 
-    return match(model, input_types, options.backends, fingerprint(registry, options, pm))
+    return match(model, input_types, options.backends, fingerprints(registry, options, pm))
 
 
 def _check_backends(wanted, known, required=None) -> None:
