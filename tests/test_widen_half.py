@@ -12,7 +12,9 @@ NET = """graph(%x : {T}(3, 8)):
   %w : {T}(6, 8) = prim::Constant[param="w"]()
   %b : {T}(6) = prim::Constant[param="b"]()
   %l : Tensor = aten::linear(%x, %w, %b)
-  %h : Tensor = aten::relu(%l)
+  %r : Tensor = aten::relu(%l)
+  %vs : int[] = prim::Constant[value=[3, 6]]()
+  %h : Tensor = aten::view(%r, %vs)
   %shape : int[] = prim::Constant[value=[6]]()
   %eps : float = prim::Constant[value=1e-05]()
   %on : bool = prim::Constant[value=1]()
@@ -47,7 +49,7 @@ def test_half_nodes_run_on_float32_kernels_rounded_at_the_boundary(name, rtol, b
         kinds = {n.kind: r.kernel for n, r in sm.resolved_kernels.items()}
         for op in ("aten::linear", "aten::layer_norm", "aten::gelu", "aten::softmax"):
             assert kinds[op].kind == "out" and name not in kinds[op].dtypes
-    else:   # one engine, the half input and outputs cast at its boundary
+    else:   # one engine (the view too), the half input and outputs cast at its boundary
         assert [seg.status for seg in sm.partition.segments] == ["engine"]
         assert sm.partition.segments[0].ops.count("aten::to") == 3   # float32 between the boundary casts
     consts = [n for n in sm.graph.all_nodes() if n.kind == "prim::Constant" and n.attrs.get("param")]

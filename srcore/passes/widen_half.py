@@ -17,7 +17,8 @@ Dispatch still never picks a kernel for a dtype it does not list: the widened no
 dtypes are float32.
 
 Skipped: ops given a ``ScalarType`` argument (the dtype is the op's subject),
-ops whose schema writes or aliases (in-place ops, views), half tensors in lists,
+ops whose schema writes or aliases (in-place ops; views, but with ``whole`` in a
+graph without in-place writes, where a view of a float32 copy reads the same values), half tensors in lists,
 nodes mixing a half dtype with another floating one.
 """
 from __future__ import annotations
@@ -40,9 +41,15 @@ def _has_kernel(op: str, dtypes: Sequence[str], table, backends: Sequence[str]) 
                for k in table.lookup(op, b, kind))
 
 
-def _widenable(node, schema) -> bool:
-    """No write or alias in the schema, no dtype argument given (``mean(x, dtype=None)`` is widened)."""
-    if any(getattr(a.type, "alias", None) is not None for a in (*schema.arguments, *getattr(schema, "returns", ()))):
+def _aliases(schema):
+    return [a.type.alias for a in (*schema.arguments, *getattr(schema, "returns", ()))
+            if getattr(a.type, "alias", None) is not None]
+
+
+def _widenable(node, schema, views: bool) -> bool:
+    """No write or alias in the schema (``views``: no write), no dtype argument given (``mean(x,
+    dtype=None)`` is widened)."""
+    if any(a.is_write or not views for a in _aliases(schema)):
         return False
     return not any("ScalarType" in str(a.type) and i < len(node.inputs) and not _is_none(node.inputs[i])
                    for i, a in enumerate(schema.arguments))
@@ -65,13 +72,15 @@ def widen_half(graph, registry, backends: Sequence[str], *, whole: bool = False)
     widened: list[str] = []
     converted: dict[int, object] = {}   # one float32 copy per half constant, shared by its users
     inserted: dict[int, object] = {}    # the casts this pass inserted, by id
+    # a widened view reads a float32 copy: right while nothing writes in place (a functional graph)
+    views = whole and not any(a.is_write for n in graph.all_nodes() if n.schema is not None for a in _aliases(n.schema))
     for node in list(graph.all_nodes()):
         schema = node.schema
         if node.owning_block is None or schema is None or node.kind in _STRUCTURAL or node.blocks:
             continue
         dts = dispatch_dtypes(node)
         floats = {d for d in dts if d in HALF or d.startswith(("float", "complex"))}
-        if len(floats) != 1 or floats.pop() not in HALF or not _widenable(node, schema):
+        if len(floats) != 1 or floats.pop() not in HALF or not _widenable(node, schema, views):
             continue   # one half dtype only: a mix (heaviside(half, float)) is torch's to accept or reject
         if any(not isinstance(v.type, TensorType) and "float16" in str(v.type) for v in (*node.inputs, *node.outputs)):
             continue   # a list or tuple of half tensors
