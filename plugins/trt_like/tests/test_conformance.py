@@ -232,6 +232,7 @@ UNARY = {  # op -> tolerance
     "aten::sqrt": Tol(1), "aten::rsqrt": Tol(2), "aten::reciprocal": EXACT,
     "aten::exp": Tol(5), "aten::log": Tol(5), "aten::tanh": Tol(5), "aten::sigmoid": Tol(5),
     "aten::silu": Tol(8, 4), "aten::mish": Tol(8, 4), "aten::hardswish": Tol(1, 1), "aten::hardsigmoid": Tol(1),
+    "aten::sin": Tol(1), "aten::cos": Tol(1),
 }
 TRANSCENDENTAL_COMPOSITE = Tol(8, 4)
 
@@ -1243,7 +1244,7 @@ def test_every_supported_op_has_cases():
 DAG_UNARY = [
     ("aten::relu", (), EXACT), ("aten::neg", (), EXACT), ("aten::abs", (), EXACT), ("aten::square", (), EXACT),
     ("aten::sigmoid", (), Tol(5)), ("aten::tanh", (), Tol(5)), ("aten::exp", (), Tol(5)), ("aten::log", (), Tol(5)),
-    ("aten::sqrt", (), Tol(1)), ("aten::rsqrt", (), Tol(2)), ("aten::reciprocal", (), EXACT),
+    ("aten::sin", (), Tol(1)), ("aten::cos", (), Tol(1)), ("aten::sqrt", (), Tol(1)), ("aten::rsqrt", (), Tol(2)), ("aten::reciprocal", (), EXACT),
     ("aten::silu", (), Tol(8, 4)), ("aten::gelu", ("none",), Tol(8, 4)), ("aten::gelu", ("tanh",), Tol(8, 4)),
     ("aten::mish", (), Tol(8, 4)), ("aten::hardswish", (), Tol(1, 1)), ("aten::hardsigmoid", (), Tol(1)),
     ("aten::relu6", (), EXACT), ("aten::leaky_relu", (0.1,), EXACT), ("aten::clamp", (-1.0, 2.0), EXACT),
