@@ -11,7 +11,10 @@ torch = pytest.importorskip("torch")
 NET = """graph(%x : {T}(3, 8)):
   %w : {T}(6, 8) = prim::Constant[param="w"]()
   %b : {T}(6) = prim::Constant[param="b"]()
-  %h : Tensor = aten::linear(%x, %w, %b)
+  %l : Tensor = aten::linear(%x, %w, %b)
+  %r : Tensor = aten::relu(%l)
+  %vs : int[] = prim::Constant[value=[3, 6]]()
+  %h : Tensor = aten::view(%r, %vs)
   %shape : int[] = prim::Constant[value=[6]]()
   %eps : float = prim::Constant[value=1e-05]()
   %on : bool = prim::Constant[value=1]()
@@ -31,7 +34,7 @@ def _load(text, params, backends):
 
 @pytest.mark.parametrize("name, rtol", [("float16", 4e-3), ("bfloat16", 3e-2)])   # a few units in the last place
 @pytest.mark.parametrize("backends", [("cpu",), ("trt_like", "cpu")])
-def test_half_nodes_run_on_float32_kernels_rounded_once_like_torch(name, rtol, backends):
+def test_half_nodes_run_on_float32_kernels_rounded_at_the_boundary(name, rtol, backends):
     import ml_dtypes  # noqa: F401  (registers bfloat16 with numpy)
 
     tdt = getattr(torch, name)
@@ -46,13 +49,15 @@ def test_half_nodes_run_on_float32_kernels_rounded_once_like_torch(name, rtol, b
         kinds = {n.kind: r.kernel for n, r in sm.resolved_kernels.items()}
         for op in ("aten::linear", "aten::layer_norm", "aten::gelu", "aten::softmax"):
             assert kinds[op].kind == "out" and name not in kinds[op].dtypes
-    else:   # one engine, the half input and outputs cast at its boundary
+    else:   # one engine (the view too), the half input and outputs cast at its boundary
         assert [seg.status for seg in sm.partition.segments] == ["engine"]
+        assert sm.partition.segments[0].ops.count("aten::to") == 3   # float32 between the boundary casts
     consts = [n for n in sm.graph.all_nodes() if n.kind == "prim::Constant" and n.attrs.get("param")]
     assert {n.output.type.dtype for n in consts} == {"float32"}   # the weights converted once, at load
     g, s = sm(as_np(x))
     with torch.inference_mode():
-        tg = torch.nn.functional.gelu(torch.nn.functional.layer_norm(torch.nn.functional.linear(x, w, b), (6,)))
+        tg = torch.nn.functional.gelu(torch.nn.functional.layer_norm(torch.relu(torch.nn.functional.linear(x, w, b)),
+                                                                     (6,)))
         ts = torch.softmax(tg, -1)
     for got, want in ((g, tg), (s, ts)):
         assert got.dtype.name == name

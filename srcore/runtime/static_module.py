@@ -147,7 +147,8 @@ class StaticModule:
         if _holds_half(graph):   # nodes no backend runs in float16/bfloat16 compute in float32 (opmath)
             from ..passes.widen_half import widen_half
 
-            if widen_half(graph, registry, options.backends):
+            whole = any(b in registry.engine_builders for b in options.backends)   # engines: float32 end to end
+            if widen_half(graph, registry, options.backends, whole=whole):
                 _resolve_schemas(graph, schemas, self.model_schemas)
                 shapes = _propagate(graph, input_types, registry)
         self.graph = graph

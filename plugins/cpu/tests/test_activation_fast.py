@@ -63,3 +63,13 @@ def test_gelu_declared_with_priority_over_the_scipy_kernel():
     best = max(gelus, key=lambda k: k.priority)
     assert best.impl == "srcore_cpu.kernels.activation_fast:gelu"
     assert sum(k.priority == best.priority for k in gelus) == 1
+
+
+def test_small_gelu_takes_ndtr_within_float32_rounding():
+    """Below SMALL elements (fixed cost over throughput): two roundings of float64-accurate values."""
+    x = np.linspace(-30, 30, AF.SMALL - 1).astype(np.float32)
+    y = AF.gelu(x)
+    ref = _ref(x)
+    nz = np.abs(ref) > 1e-35
+    assert np.max(np.abs(y[nz] - ref[nz]) / np.abs(ref[nz])) < 2.5e-7
+    np.testing.assert_allclose(y[:64], torch.nn.functional.gelu(torch.from_numpy(x[:64])).numpy(), rtol=0, atol=1e-6)

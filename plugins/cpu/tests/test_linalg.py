@@ -131,6 +131,9 @@ def test_mm_bmm_dot():
     ("...ij->...ji", [(2, 3, 4)]),
     ("bhqd, bhkd -> bhqk", [(1, 2, 3, 4), (1, 2, 5, 4)]),
     ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+    ("bthd,bhde,bth->bthe", [(2, 7, 2, 4), (2, 2, 4, 4), (2, 7, 2)]),   # small: numpy's plain loop
+    ("ij,jk,kl->il", [(40, 30), (30, 40), (40, 50)]),                   # 2.4M iterations: a searched path
+    ("...j,jk,k->...", [(2, 3, 4), (4, 5), (5,)]),                      # an ellipsis: a searched path
 ])
 def test_einsum(eq, shapes):
     ts = [rand(*s) for s in shapes]

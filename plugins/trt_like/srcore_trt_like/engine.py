@@ -26,7 +26,7 @@ from .builder.support import HALF
 from .builder.convert import _cast_in as _cast_input
 from .builder.attention_fusion import fuse_attention
 from .builder.channels_last import channels_last_to_nchw
-from .builder.norm_fusion import fuse_channel_norm, fuse_rms_norm
+from .builder.norm_fusion import fuse_channel_norm, fuse_global_norm, fuse_rms_norm
 from .builder.resize_add import fuse_resize_add
 from .builder.resize_pad import fuse_resize_pad
 from .builder.shuffle import fuse_channel_shuffle
@@ -303,6 +303,7 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
         fuse_squeeze_excite(net)
         fuse_rms_norm(net)
         fuse_channel_norm(net)
+        fuse_global_norm(net)
     fuse_pointwise(net, MAX_OPS if options.get("fusion", True) else 1)
     if options.get("fusion", True):
         fuse_conv_pool(net)

@@ -232,6 +232,7 @@ UNARY = {  # op -> tolerance
     "aten::sqrt": Tol(1), "aten::rsqrt": Tol(2), "aten::reciprocal": EXACT,
     "aten::exp": Tol(5), "aten::log": Tol(5), "aten::tanh": Tol(5), "aten::sigmoid": Tol(5),
     "aten::silu": Tol(8, 4), "aten::mish": Tol(8, 4), "aten::hardswish": Tol(1, 1), "aten::hardsigmoid": Tol(1),
+    "aten::sin": Tol(1), "aten::cos": Tol(1),
 }
 TRANSCENDENTAL_COMPOSITE = Tol(8, 4)
 
@@ -346,11 +347,12 @@ def binary_cases() -> list[Case]:
 
 
 def dtype_cases() -> list[Case]:
-    """Engines compute float32 only: other dtypes must fall back to cpu (and still be right)."""
+    """Engines compute float32: a half op runs in one between casts (srcore.passes.widen_half), rounded
+    once as torch's; other dtypes must fall back to cpu (and still be right)."""
     out = []
     out.append(Case("aten::add.Tensor-float16", "aten::add.Tensor",
-                    (tin((2, 3), 1, np.float16), tin((3,), 2, np.float16)), engine=False))
-    out.append(Case("aten::relu-float16", "aten::relu", (tin((2, 3), 1, np.float16),), engine=False))
+                    (tin((2, 3), 1, np.float16), tin((3,), 2, np.float16)), engine=True))
+    out.append(Case("aten::relu-float16", "aten::relu", (tin((2, 3), 1, np.float16),), engine=True))
     for dt in (np.float64, np.int64, np.int32, np.bool_):
         name = np.dtype(dt).name
         exact = dt in (np.int64, np.int32)   # the integer layer (int_binary) takes these
@@ -1242,7 +1244,7 @@ def test_every_supported_op_has_cases():
 DAG_UNARY = [
     ("aten::relu", (), EXACT), ("aten::neg", (), EXACT), ("aten::abs", (), EXACT), ("aten::square", (), EXACT),
     ("aten::sigmoid", (), Tol(5)), ("aten::tanh", (), Tol(5)), ("aten::exp", (), Tol(5)), ("aten::log", (), Tol(5)),
-    ("aten::sqrt", (), Tol(1)), ("aten::rsqrt", (), Tol(2)), ("aten::reciprocal", (), EXACT),
+    ("aten::sin", (), Tol(1)), ("aten::cos", (), Tol(1)), ("aten::sqrt", (), Tol(1)), ("aten::rsqrt", (), Tol(2)), ("aten::reciprocal", (), EXACT),
     ("aten::silu", (), Tol(8, 4)), ("aten::gelu", ("none",), Tol(8, 4)), ("aten::gelu", ("tanh",), Tol(8, 4)),
     ("aten::mish", (), Tol(8, 4)), ("aten::hardswish", (), Tol(1, 1)), ("aten::hardsigmoid", (), Tol(1)),
     ("aten::relu6", (), EXACT), ("aten::leaky_relu", (0.1,), EXACT), ("aten::clamp", (-1.0, 2.0), EXACT),

@@ -15,10 +15,10 @@ from srcore_trt_like.kernels import fastmath as fm
 pytestmark = pytest.mark.one_pass
 
 F32 = np.float32
-NAMES = ("exp", "expm1", "log", "log1p", "tanh", "sigmoid", "erf")
+NAMES = ("exp", "expm1", "log", "log1p", "tanh", "sigmoid", "erf", "sin", "cos")
 
 #: float64 reference, and the max error asserted in ulps (measured on these sweeps: exp 0.99,
-#: expm1 1.39, log 0.76, log1p 1.44, tanh 1.26, sigmoid 2.40, erf 0.98; docs/trt-like.md)
+#: expm1 1.39, log 0.76, log1p 1.44, tanh 1.26, sigmoid 2.40, erf 0.98, sin 0.50, cos 0.52; docs/trt-like.md)
 REFERENCE = {
     "exp": (np.exp, 1.0),
     "expm1": (np.expm1, 1.5),
@@ -27,16 +27,18 @@ REFERENCE = {
     "tanh": (np.tanh, 1.5),
     "sigmoid": (special.expit, 2.5),
     "erf": (special.erf, 1.0),
+    "sin": (np.sin, 0.6),
+    "cos": (np.cos, 0.6),
 }
 
 
 @pytest.fixture(scope="module")
 def apply_all():
-    """One compiled loop computing all seven functions of a float32 vector (one compile)."""
+    """One compiled loop computing all the functions of a float32 vector (one compile)."""
     sig = numba.void(numba.float32[::1], *[numba.float32[::1]] * len(NAMES))
 
     @numba.njit(sig, **fm.jit_options())
-    def kernel(x, o0, o1, o2, o3, o4, o5, o6):
+    def kernel(x, o0, o1, o2, o3, o4, o5, o6, o7, o8):
         for i in range(x.shape[0]):
             v = x[i]
             o0[i] = fm.exp(v)
@@ -46,6 +48,8 @@ def apply_all():
             o4[i] = fm.tanh(v)
             o5[i] = fm.sigmoid(v)
             o6[i] = fm.erf(v)
+            o7[i] = fm.sin(v)
+            o8[i] = fm.cos(v)
 
     def apply(x):
         x = np.ascontiguousarray(x, F32)
@@ -77,6 +81,9 @@ def _sweep(name: str) -> np.ndarray:
     elif name == "log1p":
         parts = [np.linspace(-0.9999, 2, 500_000), np.geomspace(1e-30, 3e38, 300_000), -tiny * 0.999,
                  rng.uniform(-1, 100, 200_000)]
+    elif name in ("sin", "cos"):   # a dense sweep, then the reduction's range (quadrants far from 0)
+        parts = [np.linspace(-10, 10, 500_000), tiny, -tiny, rng.uniform(-1e5, 1e5, 200_000),
+                 rng.uniform(-2.0 ** 49, 2.0 ** 49, 100_000), np.arange(-200, 200) * (np.pi / 4)]
     else:
         lo, hi = {"exp": (-104, 89), "expm1": (-30, 89), "sigmoid": (-87, 30)}.get(name, (-10, 10))
         parts = [np.linspace(lo, hi, 1_000_000), tiny, -tiny, rng.uniform(lo, hi, 200_000)]
@@ -107,6 +114,8 @@ def test_special_values_like_torch(apply_all, name):
     expect = getattr(torch, name)(torch.from_numpy(np.tile(SPECIAL, 8))).numpy()[:SPECIAL.size]
     if name == "log1p":  # torch's log1p flushes -1e-45 to 0; log1p(x) is x there
         expect = np.where(np.abs(SPECIAL) == F32(1e-45), SPECIAL, expect)
+    if name in ("sin", "cos"):   # |x| >= 2**50 is NaN here (no Payne-Hanek reduction): documented
+        expect = np.where(np.abs(SPECIAL) >= 2.0 ** 50, np.nan, expect)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(expect), err_msg=name)
     np.testing.assert_allclose(got, expect, rtol=3e-7, atol=0, err_msg=name)
 

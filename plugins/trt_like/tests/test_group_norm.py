@@ -99,3 +99,40 @@ def test_norm_carries_the_activation_that_follows_it(act, tactic):
     with torch.no_grad():
         want = m(x).numpy()
     np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=2e-5)
+
+
+class GlobalNorm(torch.nn.Module):
+    """Conv-TasNet's gLN written out: statistics over every dim but the batch, a per-channel affine
+    (``form``: "tasnet" multiplies the weight first and takes ``** 0.5``; "after" scales the
+    normalised tensor; "plain" has none, on a 4-D tensor)."""
+
+    def __init__(self, form: str, c: int = 6):
+        super().__init__()
+        self.form = form
+        shape = (1, c, 1) if form != "plain" else (1, c, 1, 1)
+        self.conv = torch.nn.Conv1d(4, c, 1) if form != "plain" else torch.nn.Conv2d(4, c, 1)
+        self.gamma = torch.nn.Parameter(torch.rand(shape) + 0.5)
+        self.beta = torch.nn.Parameter(torch.randn(shape) * 0.1)
+
+    def forward(self, x):
+        x = self.conv(x)
+        dims = [1, 2] if x.dim() == 3 else [1, 2, 3]
+        mean = x.mean(dim=dims, keepdim=True)
+        var = ((x - mean) ** 2).mean(dim=dims, keepdim=True)
+        if self.form == "tasnet":
+            return self.gamma * (x - mean) / torch.pow(var + 1e-8, 0.5) + self.beta
+        if self.form == "after":
+            return (x - mean) / torch.sqrt(var + 1e-5) * self.gamma + self.beta
+        return (x - mean) / torch.sqrt(var + 1e-5)
+
+
+@pytest.mark.parametrize("form,shape", [("tasnet", (2, 4, 15)), ("after", (3, 4, 7)), ("plain", (2, 4, 3, 5))])
+def test_written_out_global_norm_is_one_group_norm_layer(form, shape):
+    m = _randomize(GlobalNorm(form))
+    x = torch.randn(shape) * 3 + 1
+    sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), (x,)), options=srcore.Options(backends=TRT))
+    (seg,) = sm.partition.engines
+    assert "group_norm" in seg.description and "mean" not in seg.description, seg.description
+    with torch.no_grad():
+        want = m(x).numpy()
+    np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=2e-5)

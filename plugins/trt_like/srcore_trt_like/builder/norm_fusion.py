@@ -121,7 +121,7 @@ def _rest(net: Network, next_of, mean: Layer, x: int):
         if not _pw(scale, "mul") or sorted(_operands(scale)) != sorted([("t", x), ("t", root.outputs[0])]):
             return None
         return [*chain, scale], eps, scale.outputs[0]
-    if not _pw(root, "sqrt"):
+    if not _sqrt(root):
         return None
     chain.append(root)
     s = root.outputs[0]
@@ -213,7 +213,7 @@ def _find_channel_norm(net: Network):
 
 
 def _channel_affine(net: Network, next_of, y: int, shape, op: str):
-    """The multiply (``op`` "mul") or add by a per-channel constant (C, 1, 1) after the norm, if there
+    """The multiply (``op`` "mul") or add by a per-channel constant (C, 1, ...) after the norm, if there
     is one: (its vector or None, output, layers)."""
     layer = next_of(y)
     if not _pw(layer, op) or net.shape(layer.outputs[0]) != shape or len(_operands(layer)) != 2:
@@ -227,6 +227,97 @@ def _channel_affine(net: Network, next_of, y: int, shape, op: str):
         return np.full(C, v, np.float32), layer.outputs[0], [layer]
     a = net.constants.get(v)
     s = net.shape(v)
-    if a is None or len(s) > 4 or len(s) < 3 or s[-3:] != (C, 1, 1) or a.size != C:
+    n = len(shape) - 1   # (C, 1, ...) over the dims after the batch, maybe with a leading 1
+    if a is None or len(s) > len(shape) or len(s) < n or s[-n:] != (C,) + (1,) * (n - 1) or a.size != C:
         return None, y, []
     return np.ascontiguousarray(a.reshape(C), np.float32), layer.outputs[0], [layer]
+
+
+def fuse_global_norm(net: Network) -> Network:
+    """Replace every written-out norm over all dims but the batch of an (N, C, ...) tensor with a
+    per-channel affine (Conv-TasNet's gLN: ``u = x.mean((1, 2), keepdim)``, ``s = ((x - u) ** 2)
+    .mean((1, 2), keepdim)``, ``g * (x - u) / (s + eps) ** 0.5 + b``; the affine after the division
+    or the weight before it, either optional) by a one-group ``group_norm`` layer (``tactics/nn.py``),
+    as :func:`fuse_channel_norm` does over dim 1."""
+    while True:
+        match = _find_global_norm(net)
+        if match is None:
+            return net
+        remove, layer = match
+        last = max(remove, key=lambda r: next(i for i, x in enumerate(net.layers) if x is r))
+        net.layers[:] = [layer if x is last else x for x in net.layers
+                         if x is last or not any(x is r for r in remove)]
+
+
+def _global_mean(layer: Layer | None, net: Network) -> bool:
+    if layer is None or layer.kind != "mean":
+        return False
+    shape = net.shape(layer.inputs[0])
+    return (len(shape) >= 3 and tuple(layer.attrs["dims"]) == tuple(range(1, len(shape)))
+            and net.tensors[layer.inputs[0]].dtype == "float32"
+            and net.shape(layer.outputs[0]) == (shape[0],) + (1,) * (len(shape) - 1))
+
+
+def _find_global_norm(net: Network):
+    users, next_of, producer = _graph(net)
+    outputs = set(net.outputs)
+    for first in net.layers:
+        if not _global_mean(first, net):
+            continue
+        x, u = first.inputs[0], first.outputs[0]
+        shape = net.shape(x)
+        subs = users.get(u, [])
+        if u in outputs or len(subs) != 1 or not _pw(subs[0], "sub") or _operands(subs[0]) != [("t", x), ("t", u)]:
+            continue
+        d = subs[0].outputs[0]
+        sq = [r for r in users.get(d, []) if _squared(r) == d]
+        if len(sq) != 1 or d in outputs:
+            continue
+        var = next_of(sq[0].outputs[0])
+        if not _global_mean(var, net) or var.inputs[0] != sq[0].outputs[0]:
+            continue
+        others = [r for r in users.get(d, []) if r is not sq[0]]
+        if len(others) != 1:
+            continue
+        # d's one reader besides its square, as its next layer
+        after_d = lambda t, r=others[0]: r if t == d else next_of(t)   # noqa: E731
+        found = _rest(net, after_d, var, d) or _weight_first(net, after_d, var, d, shape)
+        if found is None:
+            continue
+        chain, eps, y, weight = found if len(found) == 4 else (*found, None)
+        if any(r is not sq[0] and not any(r is c for c in chain) for r in users.get(d, [])):
+            continue   # (the difference read elsewhere too)
+        tail = []
+        if weight is None:
+            weight, y, tail = _channel_affine(net, next_of, y, shape, "mul")
+        bias, y, tail2 = _channel_affine(net, next_of, y, shape, "add")
+        layer = Layer("group_norm", [x], [y], {"groups": 1, "eps": eps, "weight": weight, "bias": bias},
+                      first.source)
+        return [first, subs[0], sq[0], var, *chain, *tail, *tail2], layer
+    return None
+
+
+def _weight_first(net: Network, next_of, var: Layer, d: int, shape):
+    """``(w * d) / sqrt(var + eps)`` (the weight multiplied first): (layers, eps, output, weight)."""
+    add = next_of(var.outputs[0])
+    if not _pw(add, "add"):
+        return None
+    ops = _operands(add)
+    consts = [v for k, v in ops if k == "const"]
+    if len(consts) != 1 or ("t", var.outputs[0]) not in ops or not consts[0] >= 0.0:
+        return None
+    root = next_of(add.outputs[0])
+    if not _sqrt(root):
+        return None
+    weight, wd, mul = _channel_affine(net, next_of, d, shape, "mul")
+    if weight is None:
+        return None
+    div = next_of(wd)
+    if not _pw(div, "div") or _operands(div) != [("t", wd), ("t", root.outputs[0])]:
+        return None
+    return [add, root, *mul, div], consts[0], div.outputs[0], weight
+
+
+def _sqrt(layer: Layer | None) -> bool:
+    """``sqrt(v)`` or ``v ** 0.5``."""
+    return _pw(layer, "sqrt") or _pw(layer, "pow") and dict(layer.attrs.get("params", {})).get("exponent") == 0.5

@@ -664,7 +664,7 @@ _LOGIC_ARGS = {"data_args": {"self": _LOGIC, "other": _LOGIC}, "data_results": {
 
 _UNARY = ("aten::abs", "aten::exp", "aten::log", "aten::sqrt", "aten::rsqrt", "aten::reciprocal",
           "aten::square", "aten::relu6", "aten::sigmoid", "aten::tanh", "aten::silu",
-          "aten::hardswish", "aten::hardsigmoid", "aten::mish")
+          "aten::hardswish", "aten::hardsigmoid", "aten::mish", "aten::sin", "aten::cos")
 _CONV_ARGS = ("weight", "bias", "stride", "padding", "dilation", "groups")
 _QCONV_ARGS = ("weight", "bias", "stride", "padding", "dilation", "groups", "output_scale", "output_zero_point")
 _QLINEAR_ARGS = ("W", "B", "Y_scale_i", "Y_zero_point_i")

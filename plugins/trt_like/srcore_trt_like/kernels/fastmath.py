@@ -1,4 +1,4 @@
-"""Vectorizable float32 math for numba kernels: exp, expm1, log, log1p, tanh, sigmoid, erf.
+"""Vectorizable float32 math for numba kernels: exp, expm1, log, log1p, tanh, sigmoid, erf, sin, cos.
 
 numba has no SVML here, so ``math.exp`` and friends inside a numba loop are scalar libm calls
 and the loop does not vectorize. These versions are branch-free float32 code (range reduction,
@@ -19,7 +19,9 @@ kept (no flush to zero). Measured accuracy against float64 references is in
 Sources: exp, log and tanh follow Cephes' float32 ``expf``/``logf``/``tanhf`` (Cody-Waite range
 reduction and their minimax polynomials); expm1 and log1p are derived from them; erf uses two
 minimax polynomials fitted for this module (relative error on [0, 1], ``erfc(x) * exp(x*x)``
-on [1, 4]). ``sigmoid`` is torch's own formula, ``1 / (1 + exp(-x))``, so that it underflows to
+on [1, 4]); sin and cos follow FreeBSD's float32 ``sinf``/``cosf`` (the argument reduced by pi/2 in
+float64, their float64 kernels ``__kernel_sindf``/``__kernel_cosdf``), with the reduction by fused
+multiply-adds against pi/2 in three float64 parts, exact for ``|x| < 2**50``. ``sigmoid`` is torch's own formula, ``1 / (1 + exp(-x))``, so that it underflows to
 0 below -88.7 as torch's does.
 """
 from __future__ import annotations
@@ -33,12 +35,14 @@ from numba.extending import intrinsic
 
 from .jit import EXACT_JIT
 
-__all__ = ["exp", "expm1", "log", "log1p", "tanh", "sigmoid", "erf", "clamp", "silu", "hardsigmoid", "hardswish",
+__all__ = ["exp", "expm1", "log", "log1p", "tanh", "sigmoid", "erf", "sin", "cos", "clamp", "silu", "hardsigmoid", "hardswish",
            "leaky_relu", "gelu", "gelu_tanh",
            "F32", "Cond", "where", "float32_function", "jit_options"]
 
 _FLOAT = ir.FloatType()
+_DOUBLE = ir.DoubleType()
 _I32 = ir.IntType(32)
+_I64 = ir.IntType(64)
 # FMA contraction only: nothing that assumes no NaN/inf or reassociates (Cody-Waite needs order)
 _FLAGS = ("contract",)
 
@@ -335,6 +339,65 @@ def erf_ir(x: F32) -> F32:
     return where(a >= 1.0, big, small)        # NaN takes the polynomial: NaN
 
 
+# -- sin, cos ------------------------------------------------------------------------------------
+_PIO2 = (1.5707963267948966, 6.123233995736766e-17, -1.4973849048591698e-33)   # pi/2, 159 bits
+_TWO_OVER_PI = 0.6366197723675814
+_ROUND_MAGIC_64 = 6755399441055744.0     # 1.5 * 2**52: adding it rounds |v| < 2**51 to an integer
+_TRIG_MAX_IN = 2.0 ** 50                 # the reduction's quotient is exact below: NaN above
+# FreeBSD k_sindf.c / k_cosdf.c on |r| <= pi/4: |sin(r)/r - s(r)| < 2**-37.5, |cos(r) - c(r)| < 2**-34.1
+_SIN_S = (-0.16666666641626524, 0.008333329385889463, -0.00019839334836096632, 2.718311493989822e-06)
+_COS_C = (-0.499999997251031, 0.04166662332373906, -0.001388676377460993, 2.439044879627741e-05)
+
+
+def _trig(x: F32, quadrant_shift: int) -> F32:
+    """sin(x) (shift 0) or cos(x) = sin(x + pi/2) (shift 1): x - j * pi/2 in float64 (three fused
+    multiply-adds: one rounding each, near-exact), the quadrant ``j + shift`` picking the sin or cos
+    kernel and the sign, the float64 result rounded once to float32 (< 1 ulp). NaN for +-inf, NaN
+    and |x| >= 2**50 (where the float64 quotient is no longer the nearest integer)."""
+    b = x.builder
+
+    def d(v):
+        return ir.Constant(_DOUBLE, v)
+
+    def fma(a_, b_, c_):
+        fn = b.module.declare_intrinsic("llvm.fma", [_DOUBLE], ir.FunctionType(_DOUBLE, [_DOUBLE] * 3))
+        return b.call(fn, [a_, b_, c_])
+
+    xd = b.fpext(x.value, _DOUBLE)
+    jm = b.fadd(b.fmul(xd, d(_TWO_OVER_PI)), d(_ROUND_MAGIC_64))
+    j = b.fsub(jm, d(_ROUND_MAGIC_64))
+    nj = b.fneg(j)
+    r = xd
+    for part in _PIO2:
+        r = fma(nj, d(part), r)
+    q = b.add(b.trunc(b.bitcast(jm, _I64), _I32), ir.Constant(_I32, quadrant_shift))   # j's low bits
+    z = b.fmul(r, r)
+    w = b.fmul(z, z)
+    s_, c_ = _SIN_S, _COS_C
+    # (r + s*(S1 + z*S2)) + s*w*(S3 + z*S4), s = z*r
+    sz = b.fmul(z, r)
+    sin_r = b.fadd(b.fadd(r, b.fmul(sz, b.fadd(d(s_[0]), b.fmul(z, d(s_[1]))))),
+                   b.fmul(b.fmul(sz, w), b.fadd(d(s_[2]), b.fmul(z, d(s_[3])))))
+    # ((1 + z*C0) + w*C1) + (w*z)*(C2 + z*C3)
+    cos_r = b.fadd(b.fadd(b.fadd(d(1.0), b.fmul(z, d(c_[0]))), b.fmul(w, d(c_[1]))),
+                   b.fmul(b.fmul(w, z), b.fadd(d(c_[2]), b.fmul(z, d(c_[3])))))
+    odd = b.icmp_unsigned("!=", b.and_(q, ir.Constant(_I32, 1)), ir.Constant(_I32, 0))
+    neg = b.icmp_unsigned("!=", b.and_(q, ir.Constant(_I32, 2)), ir.Constant(_I32, 0))
+    y = b.select(odd, cos_r, sin_r)
+    y = F32(b, b.fptrunc(b.select(neg, b.fneg(y), y), _FLOAT))
+    return where(abs(x) < _TRIG_MAX_IN, y, NAN)     # NaN and +-inf fail the test: NaN, as torch
+
+
+def sin_ir(x: F32) -> F32:
+    """sin in float32 (< 1 ulp for |x| < 2**50; -0.0 kept)."""
+    return where(x == 0.0, x, _trig(x, 0))
+
+
+def cos_ir(x: F32) -> F32:
+    """cos in float32 (< 1 ulp for |x| < 2**50)."""
+    return _trig(x, 1)
+
+
 exp = float32_function(exp_ir)
 expm1 = float32_function(expm1_ir)
 log = float32_function(log_ir)
@@ -342,6 +405,8 @@ log1p = float32_function(log1p_ir)
 tanh = float32_function(tanh_ir)
 sigmoid = float32_function(sigmoid_ir)
 erf = float32_function(erf_ir)
+sin = float32_function(sin_ir)
+cos = float32_function(cos_ir)
 
 
 # the activations a trt_like conv layer can carry (kernels/activation.py) and the pointwise wing

@@ -117,6 +117,8 @@ OPS: dict[str, OpDef] = {d.name: d for d in (
     OpDef("log1p", 1, "fm.log1p({0})"),
     OpDef("erf", 1, "fm.erf({0})"),
     OpDef("tanh", 1, "fm.tanh({0})"),
+    OpDef("sin", 1, "fm.sin({0})"),
+    OpDef("cos", 1, "fm.cos({0})"),
     OpDef("sigmoid", 1, "fm.sigmoid({0})"),
     OpDef("relu", 1, "ops.relu({0})"),
     OpDef("relu6", 1, "ops.relu6({0})"),

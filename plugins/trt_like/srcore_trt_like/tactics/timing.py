@@ -211,9 +211,10 @@ def time_tactics(tactics, spec, rounds: int = ROUNDS, seed: int = 0,
 
 
 def random_input(tensor, rng) -> np.ndarray:
-    """Random data for a timed input: normal floats, or a quantized tensor's integers over its range."""
-    if tensor.dtype == "float32":
-        return rng.standard_normal(tensor.shape).astype(np.float32)
+    """Random data for a timed input: normal floats (float16 / bfloat16 ones too: a half input an engine
+    casts), or a quantized tensor's integers over its range."""
+    if tensor.dtype in ("float32", "float16", "bfloat16"):
+        return rng.standard_normal(tensor.shape).astype(tensor.storage)
     if tensor.dtype == "bool":
         return rng.random(tensor.shape) < 0.5
     if tensor.dtype in ("int64", "int32"):   # indices: 0 is in range of every dim an index reads
