@@ -320,19 +320,6 @@ CASES = {
         "  %a : Tensor, %b : Tensor = prim::ListUnpack(%l)\n  %z : Tensor = aten::atan2(%a, %b)\n"
         "  return (%z)\n",
         (f32(2, 3), f32(2, 3))),
-    "unpack of an appended list len reads too": Case(
-        "ListUnpack(ListConstruct() + appends) -> appended values",
-        "graph(%x : Float(2, 3), %w : Float(2, 3)):\n  %l : Tensor[] = prim::ListConstruct()\n"
-        "  %t : Float(2, 3) = aten::neg(%x)\n  %e : Tensor[] = aten::append(%l, %t)\n"
-        "  %f : Tensor[] = aten::append(%l, %w)\n"
-        "  %a : Tensor, %b : Tensor = prim::ListUnpack(%l)\n  %z : Tensor = aten::atan2(%a, %b)\n"
-        "  return (%z)\n",
-        "graph(%x : Float(2, 3), %w : Float(2, 3)):\n  %l : Tensor[] = prim::ListConstruct()\n"
-        "  %t : Float(2, 3) = aten::neg(%x)\n  %e : Tensor[] = aten::append(%l, %t)\n"
-        "  %f : Tensor[] = aten::append(%l, %w)\n  %n : int = aten::len(%l)\n"
-        "  %a : Tensor, %b : Tensor = prim::ListUnpack(%l)\n  %z : Tensor = aten::atan2(%a, %b)\n"
-        "  return (%z, %n)\n",
-        (f32(2, 3), f32(2, 3))),
     "broadcast_tensors that broadcasts": Case(
         "ListUnpack(broadcast_tensors(xs of one static shape)) -> xs",
         "graph(%x : Float(2, 3), %w : Float(2, 3)):\n  %l : Tensor[] = prim::ListConstruct(%x, %w)\n"

@@ -271,27 +271,6 @@ def list_unpack(node: Node):
     return list(lc.inputs)
 
 
-def appended_list_unpack(node: Node):
-    """``ListUnpack`` of a list built by ``ListConstruct`` and ``append``s earlier in its block, read by
-    nothing else (TorchScript's ``[x.transpose(1, 0) for x in (query, key, value)]`` in
-    ``nn.MultiheadAttention``): the appended values; the appends go (they wrote only that list, and
-    they made the values look written in place to the partitioner)."""
-    from .identity_tests import _list_element
-
-    lst = node.inputs[0]
-    if _producer(lst, "prim::ListConstruct") is None or lst.node.inputs:
-        return None      # (a list with no appends is ListUnpack(ListConstruct(xs)))
-    appends = [u.user for u in lst.uses if u.user is not node]
-    if not appends or any(a.output.uses for a in appends):
-        return None
-    elems = [_list_element(node, j) for j in range(len(node.outputs))]
-    if any(e is None for e in elems):
-        return None
-    for a in appends:
-        a.destroy()
-    return elems
-
-
 def broadcast_equal_shapes(node: Node):
     """``ListUnpack(broadcast_tensors([xs]))`` is ``xs`` when their static shapes are equal (TorchScript's
     ``F.mse_loss`` and ``F.l1_loss`` broadcast their operands first): nothing to broadcast, and torch's
@@ -374,7 +353,6 @@ RULES_LIST = [
     Rule("len(known list) -> constant", "aten::len", len_known),
     Rule("is_floating_point(known dtype) -> constant", "aten::is_floating_point", is_floating_point_known),
     Rule("ListUnpack(ListConstruct(xs)) -> xs", "prim::ListUnpack", list_unpack),
-    Rule("ListUnpack(ListConstruct() + appends) -> appended values", "prim::ListUnpack", appended_list_unpack),
     Rule("TupleUnpack(TupleConstruct(xs)) -> xs", "prim::TupleUnpack", tuple_unpack),
     Rule("ListUnpack(broadcast_tensors(xs of one static shape)) -> xs", "prim::ListUnpack", broadcast_equal_shapes),
     Rule("TupleIndex(TupleConstruct(xs), i) -> xs[i]", "prim::TupleIndex", tuple_index),
