@@ -300,3 +300,28 @@ def test_list_built_blocks_run_in_one_engine(make, cin, path):
     with torch.no_grad():
         want = m(x).numpy()
     np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.one_pass
+def test_the_cat_of_both_halves_of_a_chunk_reads_the_chunked_tensor():
+    # C2f: y = list(x.chunk(2, 1)); y.append(f(y[-1])); cat(y) -> cat(x, f(x[:, 2:]))
+    g = parse_graph("""graph(%x : Float(2, 4, 3)):
+  %one : int = prim::Constant[value=1]()
+  %two : int = prim::Constant[value=2]()
+  %m1 : int = prim::Constant[value=-1]()
+  %c : Tensor[] = aten::chunk(%x, %two, %one)
+  %y : Tensor[] = aten::list(%c)
+  %h : Tensor = aten::__getitem__(%y, %m1)
+  %f : Float(2, 2, 3) = aten::tanh(%h)
+  %a : Tensor[] = aten::append(%y, %f)
+  %r : Float(2, 6, 3) = aten::cat(%y, %one)
+  return (%r)
+""")
+    x = torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(2))
+    want = torch.cat([x, torch.tanh(x[:, 2:])], 1)
+    prepared = srcore.passes.prepare_for_static_runtime(g, verify=True)
+    torch.testing.assert_close(run(prepared, x)[0], want)
+    cat = prepared.outputs[0].node
+    assert cat.inputs[0].node.inputs[0] is prepared.inputs[0], print_graph(prepared)
+    assert [n.kind for n in prepared.nodes if n.kind not in ("prim::Constant",)] == \
+        ["aten::slice", "aten::tanh", "prim::ListConstruct", "aten::cat"]
