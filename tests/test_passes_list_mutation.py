@@ -3,14 +3,18 @@
 Random programs of list writes and reads run through the torch-based reference interpreter
 (test_passes_semantics.run: Python list semantics) before and after the pass; graphs where the list
 escapes must come out unchanged. The torch models (YOLO's C2f, C3, ELAN, a feature list built in a
-loop) are scripted, traced and frozen and run against eager, with the number of trt_like engines.
+loop, the detect head's split of a cat of views) are scripted, traced and frozen and run against
+eager, with the number of trt_like engines.
 """
 from __future__ import annotations
+
+from typing import List
 
 import numpy as np
 import pytest
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_passes_semantics import run
@@ -272,6 +276,26 @@ class FeatureList(nn.Module):   # DenseNet-style: a loop of constant trip count 
         return torch.cat(feats, 1)
 
 
+class Detect(nn.Module):   # YOLOv8's head: per-level box / class convs, a cat of views, split, DFL softmax + conv
+    def __init__(self, nc=4, reg_max=4, ch=(8, 8)):
+        super().__init__()
+        self.nc, self.reg_max, self.no = nc, reg_max, nc + 4 * reg_max
+        self.cv2 = nn.ModuleList(nn.Sequential(_conv(c, 8, 3), nn.Conv2d(8, 4 * reg_max, 1)) for c in ch)
+        self.cv3 = nn.ModuleList(nn.Sequential(_conv(c, 8, 3), nn.Conv2d(8, nc, 1)) for c in ch)
+        self.dfl = nn.Conv2d(reg_max, 1, 1, bias=False)
+        with torch.no_grad():
+            self.dfl.weight.copy_(torch.arange(reg_max, dtype=torch.float32).view(1, reg_max, 1, 1))
+
+    def forward(self, x):
+        out: List[torch.Tensor] = []
+        for a, b, y in zip(self.cv2, self.cv3, (x, F.max_pool2d(x, 2))):
+            out.append(torch.cat((a(y), b(y)), 1))
+        n = out[0].shape[0]
+        box, cls = torch.cat([o.view(n, self.no, -1) for o in out], 2).split((self.reg_max * 4, self.nc), 1)
+        dfl = self.dfl(box.view(n, 4, self.reg_max, -1).transpose(2, 1).softmax(1)).view(n, 4, -1)
+        return torch.cat((dfl, cls.sigmoid()), 1)
+
+
 def _init(m):
     g = torch.Generator().manual_seed(3)
     for mod in m.modules():
@@ -283,7 +307,7 @@ def _init(m):
 
 @pytest.mark.parametrize("make, cin, path", [
     (C2f, 8, "script"), (C2f, 8, "trace"), (C2f, 8, "frozen"), (C3, 8, "script"), (ELAN, 8, "script"),
-    (ELAN, 8, "frozen"), (FeatureList, 4, "script"), (FeatureList, 4, "trace"),
+    (ELAN, 8, "frozen"), (FeatureList, 4, "script"), (FeatureList, 4, "trace"), (Detect, 8, "script"),
 ], ids=lambda v: getattr(v, "__name__", str(v)))
 def test_list_built_blocks_run_in_one_engine(make, cin, path):
     torch.manual_seed(0)
