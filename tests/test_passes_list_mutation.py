@@ -305,9 +305,13 @@ def _init(m):
     return m.eval()
 
 
+FULL = pytest.mark.full   # the other import paths of the same blocks: SRCORE_TESTS_FULL=1
+
+
 @pytest.mark.parametrize("make, cin, path", [
-    (C2f, 8, "script"), (C2f, 8, "trace"), (C2f, 8, "frozen"), (C3, 8, "script"), (ELAN, 8, "script"),
-    (ELAN, 8, "frozen"), (FeatureList, 4, "script"), (FeatureList, 4, "trace"), (Detect, 8, "script"),
+    (C2f, 8, "script"), pytest.param(C2f, 8, "trace", marks=FULL), pytest.param(C2f, 8, "frozen", marks=FULL),
+    pytest.param(C3, 8, "script", marks=FULL), (ELAN, 8, "frozen"), pytest.param(ELAN, 8, "script", marks=FULL),
+    (FeatureList, 4, "trace"), pytest.param(FeatureList, 4, "script", marks=FULL), (Detect, 8, "script"),
 ], ids=lambda v: getattr(v, "__name__", str(v)))
 def test_list_built_blocks_run_in_one_engine(make, cin, path):
     torch.manual_seed(0)
