@@ -99,14 +99,6 @@ def test_each_reader_between_appends_gets_the_list_so_far_and_the_cats_go_into_o
 
 
 @pytest.mark.parametrize("text", [
-    # an append's result is read (it is the list itself)
-    """graph(%x : Float(2, 3)):
-  %one : int = prim::Constant[value=1]()
-  %l : Tensor[] = prim::ListConstruct()
-  %l1 : Tensor[] = aten::append(%l, %x)
-  %c : Tensor = aten::cat(%l1, %one)
-  return (%c)
-""",
     # written in place after the appends by something else than append
     """graph(%x : Float(2, 3)):
   %one : int = prim::Constant[value=1]()
@@ -125,7 +117,7 @@ def test_each_reader_between_appends_gets_the_list_so_far_and_the_cats_go_into_o
   %c : Tensor = aten::cat(%l, %one)
   %t : (Tensor[], Tensor) = prim::TupleConstruct(%l, %c)
   return (%t)
-"""], ids=["append-result-read", "popped", "escapes-in-a-tuple"])
+"""], ids=["popped", "escapes-in-a-tuple"])
 def test_lists_whose_value_changes_after_a_read_are_kept(text):
     g = srcore.parse_graph(text)
     before = kinds(g)

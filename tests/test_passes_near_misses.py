@@ -310,6 +310,23 @@ CASES = {
         "  %a : Tensor[] = aten::append(%l, %n)\n  %y : Tensor = aten::__getitem__(%l, %i)\n"
         "  %z : Tensor = aten::relu(%y)\n  return (%z)\n",
         (f32(2, 3), f32(2, 3))),
+    "cat of slices that leave a gap": Case(
+        "cat(x[a:b], x[b:c]) -> cat(x[a:c])",
+        "graph(%x : Float(2, 4), %w : Float(2, 3)):\n  %one : int = prim::Constant[value=1]()\n"
+        "  %z : int = prim::Constant[value=0]()\n  %two : int = prim::Constant[value=2]()\n"
+        "  %e : int = prim::Constant[value=9223372036854775807]()\n"
+        "  %a : Float(2, 2) = aten::slice(%x, %one, %z, %two, %one)\n"
+        "  %b : Float(2, 2) = aten::slice(%x, %one, %two, %e, %one)\n"
+        "  %l : Tensor[] = prim::ListConstruct(%w, %a, %b)\n  %c : Float(2, 7) = aten::cat(%l, %one)\n"
+        "  return (%c)\n",
+        "graph(%x : Float(2, 4), %w : Float(2, 3)):\n  %one : int = prim::Constant[value=1]()\n"
+        "  %z : int = prim::Constant[value=0]()\n  %two : int = prim::Constant[value=2]()\n"
+        "  %three : int = prim::Constant[value=3]()\n  %four : int = prim::Constant[value=4]()\n"
+        "  %a : Float(2, 2) = aten::slice(%x, %one, %z, %two, %one)\n"
+        "  %b : Float(2, 1) = aten::slice(%x, %one, %three, %four, %one)\n"
+        "  %l : Tensor[] = prim::ListConstruct(%w, %a, %b)\n  %c : Float(2, 5) = aten::cat(%l, %one)\n"
+        "  return (%c)\n",
+        (f32(2, 4), f32(2, 3))),
     "unpack of a list appended to": Case(
         "ListUnpack(ListConstruct(xs)) -> xs",
         "graph(%x : Float(2, 3), %w : Float(2, 3)):\n  %l : Tensor[] = prim::ListConstruct(%x, %w)\n"
@@ -319,19 +336,6 @@ CASES = {
         "  %e : Tensor[] = aten::append(%l, %w)\n"
         "  %a : Tensor, %b : Tensor = prim::ListUnpack(%l)\n  %z : Tensor = aten::atan2(%a, %b)\n"
         "  return (%z)\n",
-        (f32(2, 3), f32(2, 3))),
-    "unpack of an appended list len reads too": Case(
-        "ListUnpack(ListConstruct() + appends) -> appended values",
-        "graph(%x : Float(2, 3), %w : Float(2, 3)):\n  %l : Tensor[] = prim::ListConstruct()\n"
-        "  %t : Float(2, 3) = aten::neg(%x)\n  %e : Tensor[] = aten::append(%l, %t)\n"
-        "  %f : Tensor[] = aten::append(%l, %w)\n"
-        "  %a : Tensor, %b : Tensor = prim::ListUnpack(%l)\n  %z : Tensor = aten::atan2(%a, %b)\n"
-        "  return (%z)\n",
-        "graph(%x : Float(2, 3), %w : Float(2, 3)):\n  %l : Tensor[] = prim::ListConstruct()\n"
-        "  %t : Float(2, 3) = aten::neg(%x)\n  %e : Tensor[] = aten::append(%l, %t)\n"
-        "  %f : Tensor[] = aten::append(%l, %w)\n  %n : int = aten::len(%l)\n"
-        "  %a : Tensor, %b : Tensor = prim::ListUnpack(%l)\n  %z : Tensor = aten::atan2(%a, %b)\n"
-        "  return (%z, %n)\n",
         (f32(2, 3), f32(2, 3))),
     "broadcast_tensors that broadcasts": Case(
         "ListUnpack(broadcast_tensors(xs of one static shape)) -> xs",

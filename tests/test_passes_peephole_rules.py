@@ -414,29 +414,3 @@ def test_broadcast_tensors_of_one_static_shape_is_its_operands(xt, yt, fires):
     assert (BT_RULE in applied) == fires
     sub = g.outputs[0].node
     assert [v.name for v in sub.inputs[:2]] == (["x", "y"] if fires else ["p", "q"])
-
-
-APP = """graph(%x : Float(2, 3), %y : Float(2, 3)):
-  %l : Tensor[] = prim::ListConstruct()
-  %t : Float(3, 2) = aten::t(%x)
-  %a1 : Tensor[] = aten::append(%l, %t)
-  %a2 : Tensor[] = aten::append(%l, %y)
-{extra}  %p : Tensor, %q : Tensor = prim::ListUnpack(%l)
-  %r : Tensor = aten::relu(%q)
-  return (%p, %r{ret})
-"""
-APP_RULE = "ListUnpack(ListConstruct() + appends) -> appended values"
-
-
-@pytest.mark.parametrize("extra, ret, fires", [
-    ("", "", True),                                                    # MHA's transposed query, key, value
-    ("  %n : int = aten::len(%l)\n", ", %n", False),                   # something else reads the list
-    ("", ", %a2", False),                                              # an append's result is used
-    ("  %a3 : Tensor[] = aten::append(%l, %x)\n", "", False),          # three appended, two unpacked
-])
-def test_unpack_of_an_appended_list_is_the_appended_values(extra, ret, fires):
-    applied, g = rewrite(APP.format(extra=extra, ret=ret))
-    assert (APP_RULE in applied) == fires
-    if fires:
-        assert g.outputs[0].node.kind == "aten::t" and g.outputs[1].node.inputs[0].name == "y"
-        assert not [n for n in g.all_nodes() if n.kind == "aten::append"]

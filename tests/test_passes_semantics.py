@@ -76,6 +76,17 @@ def _run_node(n, args, env):
     if k == "aten::append":  # mutates the list in place, as TorchScript does
         args[0].append(args[1])
         return [args[0]]
+    if k in ("aten::extend", "aten::add_") and isinstance(args[0], list):   # (+= on a list is add_)
+        args[0].extend(args[1])
+        return [args[0]]
+    if k == "aten::insert":
+        args[0].insert(args[1], args[2])
+        return []
+    if k == "aten::_set_item":
+        args[0][args[1]] = args[2]
+        return [args[0]]
+    if k == "aten::list":
+        return [list(args[0])]
     if k == "prim::If":
         return _run_block(n.blocks[0 if args[0] else 1], env)
     if k == "prim::Loop":

@@ -15,6 +15,7 @@ from ..plugin.engine_types import Segment
 from .extract import ENGINE_KIND, replace_with_engine, segment_graph
 from .fallback import SegmentFallback
 from .dependencies import program_order
+from ..passes.split_unpack import slice_unpacked_splits
 from .lists import freeze_appended_lists
 from .segments import Eligibility, boundary, find_candidates
 from .short import short_tail, slower_than_fallback
@@ -132,6 +133,12 @@ def partition_graph(graph: Graph, registry: Any, table: Any, options: Any,
     refused: list = []
     if any(registry.engine_builders.get(b) is not None for b in options.backends):
         freeze_appended_lists(graph)   # an appended list would keep its reader out of engines
+        # a split whose input's shape only the load's propagation knew (YOLOv8's detect head splits
+        # a cat of views with -1): engines take its pieces as slices, not the list and its unpack
+        if slice_unpacked_splits(graph):
+            for n in graph.all_nodes():   # (the views it made: after the load resolved the schemas)
+                if n.schema is None and n.kind in ("aten::slice", "aten::select"):
+                    n.schema = registry.schemas.resolve(n)
     for backend in options.backends:
         eb = registry.engine_builders.get(backend)
         if eb is None:

@@ -10,6 +10,7 @@ from .fold_bn import fold_batch_norm
 from .functionalize import functionalize_inplace
 from .fuse import FUSIONS, fuse_ops
 from .inline import inline_calls, inline_constant_ifs
+from .list_mutation import remove_list_mutation
 from .loops import simplify_loops
 from .manager import Fixpoint, Pass, PassManager, PassStats, summarize
 from .peephole import RULES, peephole
@@ -27,5 +28,5 @@ __all__ = [
     "eliminate_common_subexpressions", "inline_calls", "inline_constant_ifs", "simplify_loops",
     "unroll_loops", "remove_training_ops", "fold_batch_norm", "fuse_ops", "FUSIONS", "normalize_aliases",
     "lower_out_overloads", "functionalize_inplace", "slice_unpacked_splits", "scalar_operands",
-    "fold_cell_decompositions",
+    "fold_cell_decompositions", "remove_list_mutation",
 ]

@@ -67,26 +67,12 @@ def _root(v: Value, graph: Graph) -> tuple[Value, bool]:
 
 
 def _list_element(unpack: Node, j: int) -> Value | None:
-    """The ``j``-th element of the list ``unpack`` unpacks, when a ``ListConstruct`` and appends in
-    its block built it (and nothing else reads or writes it)."""
-    lst = unpack.inputs[0]
-    make = lst.node
-    if make.kind != "prim::ListConstruct":
-        return None
-    elems = list(make.inputs)
-    appends = []
-    for u in lst.uses:
-        if u.user is unpack:
-            continue
-        if u.user.kind != "aten::append" or u.offset != 0 or u.user.owning_block is not unpack.owning_block \
-                or not u.user.is_before(unpack):
-            return None
-        appends.append(u.user)
-    ordered = sorted(appends, key=lambda a: sum(b.is_before(a) for b in appends))
-    elems += [a.inputs[1] for a in ordered]
-    if len(elems) != len(unpack.outputs):
-        return None
-    return elems[j]
+    """The ``j``-th element of the list ``unpack`` unpacks, when ``remove_list_mutation`` can tell it
+    (a ``ListConstruct`` and straight-line writes in its block built it)."""
+    from .list_mutation import list_elements
+
+    elems = list_elements(unpack.inputs[0], unpack)
+    return elems[j] if elems is not None and len(elems) == len(unpack.outputs) else None
 
 
 def _decide(n: Node, graph: Graph, same_ssa: bool) -> bool | None:

@@ -271,27 +271,6 @@ def list_unpack(node: Node):
     return list(lc.inputs)
 
 
-def appended_list_unpack(node: Node):
-    """``ListUnpack`` of a list built by ``ListConstruct`` and ``append``s earlier in its block, read by
-    nothing else (TorchScript's ``[x.transpose(1, 0) for x in (query, key, value)]`` in
-    ``nn.MultiheadAttention``): the appended values; the appends go (they wrote only that list, and
-    they made the values look written in place to the partitioner)."""
-    from .identity_tests import _list_element
-
-    lst = node.inputs[0]
-    if _producer(lst, "prim::ListConstruct") is None or lst.node.inputs:
-        return None      # (a list with no appends is ListUnpack(ListConstruct(xs)))
-    appends = [u.user for u in lst.uses if u.user is not node]
-    if not appends or any(a.output.uses for a in appends):
-        return None
-    elems = [_list_element(node, j) for j in range(len(node.outputs))]
-    if any(e is None for e in elems):
-        return None
-    for a in appends:
-        a.destroy()
-    return elems
-
-
 def broadcast_equal_shapes(node: Node):
     """``ListUnpack(broadcast_tensors([xs]))`` is ``xs`` when their static shapes are equal (TorchScript's
     ``F.mse_loss`` and ``F.l1_loss`` broadcast their operands first): nothing to broadcast, and torch's
@@ -331,6 +310,75 @@ def tuple_index(node: Node):
 
 def list_getitem(node: Node):
     return _index(node, "prim::ListConstruct", True)
+
+
+def _slice_range(v: Value, dim: int):
+    """``(x, start, end)`` when ``v`` is ``x[start:end]`` along ``dim`` (step 1, bounds clamped as torch
+    does) of a dim of static size; else None."""
+    n = v.node
+    if base_kind(n) != "aten::slice" or len(n.inputs) != 5:
+        return None
+    x = n.inputs[0]
+    shape = x.type.shape if isinstance(x.type, TensorType) else None
+    d, start, end, step = (const_or(i, _NOT_CONST) for i in n.inputs[1:])
+    if shape is None or _norm_dim(d, len(shape)) != dim or step != 1 or not isinstance(shape[dim], int):
+        return None
+    size = shape[dim]
+    bounds = []
+    for b, default in ((start, 0), (end, size)):
+        b = default if b is None else b
+        if type(b) is not int:
+            return None
+        bounds.append(min(max(b + size if b < 0 else b, 0), size))
+    return (x, *bounds) if bounds[0] < bounds[1] else None
+
+
+_NOT_CONST = object()
+
+
+def cat_adjacent_slices(node: Node):
+    """``cat([.., x[a:b], x[b:c], ..], d)`` (slices along ``d``) reads ``x[a:c]``, and ``x`` itself when
+    that is all of ``x`` (YOLOv8's C2f cats both halves of its ``chunk`` back): fewer pieces to copy,
+    and a half only the cat read is no longer made."""
+    if len(node.inputs) != 2 or not isinstance(node.output.type, TensorType) or node.output.type.rank is None:
+        return None
+    lst = node.inputs[0]
+    lc = _producer(lst, "prim::ListConstruct")
+    dim = _norm_dim(const_or(node.inputs[1], None), node.output.type.rank)
+    if lc is None or dim is None or is_mutated(lst):
+        return None
+    merged: list = []   # (value, (x, start, end) or None)
+    for v in lc.inputs:
+        r = _slice_range(v, dim)
+        last = merged[-1][1] if merged else None
+        if r is not None and last is not None and last[0] is r[0] and last[2] == r[1]:
+            merged[-1] = (None, (r[0], last[1], r[2]))
+        else:
+            merged.append((v, r))
+    if len(merged) == len(lc.inputs):
+        return None
+    g = node.graph
+    pieces = []
+    for v, r in merged:
+        if v is not None:
+            pieces.append(v)
+            continue
+        x, start, end = r
+        if end - start == x.type.shape[dim]:
+            pieces.append(x)
+            continue
+        shape = x.type.shape[:dim] + (end - start,) + x.type.shape[dim + 1:]
+        consts = [g.insert_constant(c, before=node) for c in (dim, start, end, 1)]
+        sl = g.create("aten::slice", [x, *consts], [TensorType(x.type.dtype, shape)], source=node.source)
+        sl.insert_before(node)
+        pieces.append(sl.output)
+    new_list = g.create("prim::ListConstruct", pieces, [lst.type], source=lc.source)
+    new_list.insert_before(node)
+    cat = g.create(node.kind, [new_list.output, node.inputs[1]], [node.output.type], source=node.source)
+    cat.insert_before(node)
+    if "scope" in node.meta:
+        cat.meta["scope"] = node.meta["scope"]
+    return cat.output
 
 
 def _none_test(node: Node) -> bool | None:
@@ -374,11 +422,11 @@ RULES_LIST = [
     Rule("len(known list) -> constant", "aten::len", len_known),
     Rule("is_floating_point(known dtype) -> constant", "aten::is_floating_point", is_floating_point_known),
     Rule("ListUnpack(ListConstruct(xs)) -> xs", "prim::ListUnpack", list_unpack),
-    Rule("ListUnpack(ListConstruct() + appends) -> appended values", "prim::ListUnpack", appended_list_unpack),
     Rule("TupleUnpack(TupleConstruct(xs)) -> xs", "prim::TupleUnpack", tuple_unpack),
     Rule("ListUnpack(broadcast_tensors(xs of one static shape)) -> xs", "prim::ListUnpack", broadcast_equal_shapes),
     Rule("TupleIndex(TupleConstruct(xs), i) -> xs[i]", "prim::TupleIndex", tuple_index),
     Rule("ListConstruct(xs)[i] -> xs[i]", "aten::__getitem__", list_getitem),
+    Rule("cat(x[a:b], x[b:c]) -> cat(x[a:c])", "aten::cat", cat_adjacent_slices),
     Rule("x is None (known type) -> constant", "aten::__is__", is_none),
     Rule("x is not None (known type) -> constant", "aten::__isnot__", isnot_none),
 ]

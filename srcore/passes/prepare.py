@@ -5,8 +5,8 @@ Order (see ``docs/passes.md``)::
     normalize_aliases, lower_out_overloads, inline_calls, fixpoint(fold_identity_tests, inline_constant_ifs),
     remove_training_ops, functionalize_inplace, fold_cell_decompositions,
     fixpoint(inline_constant_ifs, fold_constants, fold_known_values, peephole, simplify_loops, unroll_loops,
-             eliminate_dead_code, eliminate_common_subexpressions, slice_unpacked_splits, scalar_operands,
-             fold_identity_tests(same_ssa=False)),
+             eliminate_dead_code, eliminate_common_subexpressions, remove_list_mutation, slice_unpacked_splits,
+             scalar_operands, fold_identity_tests(same_ssa=False)),
     fold_batch_norm, fuse_ops (if fuse), eliminate_dead_code
 
 The input graph is never modified: the pipeline runs on a copy, which is returned.
@@ -32,6 +32,7 @@ from .functionalize import functionalize_inplace
 from .fuse import fuse_ops
 from .inline import inline_calls, inline_constant_ifs
 from .known_values import KnownValues, fold_known_values
+from .list_mutation import remove_list_mutation
 from .loops import simplify_loops
 from .manager import Fixpoint, Pass, PassManager, PassStats
 from .peephole import peephole
@@ -76,6 +77,7 @@ def default_pipeline(*, fuse: bool = True, inference: bool = True, evaluator=Non
         _named("unroll_loops", unroll_loops, max_nodes=unroll_max_nodes),
         _named("eliminate_dead_code", eliminate_dead_code),
         _named("eliminate_common_subexpressions", eliminate_common_subexpressions),
+        _named("remove_list_mutation", remove_list_mutation),
         _named("slice_unpacked_splits", slice_unpacked_splits),
         _named("scalar_operands", scalar_operands),
         _named("fold_identity_tests", fold_identity_tests, same_ssa=False),

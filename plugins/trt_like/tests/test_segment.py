@@ -32,7 +32,8 @@ class AllOps(torch.nn.Module):
     without cancellation: BLAS's order and the loop nest's agree to a few ulps); advanced indexing
     (``aten::index.Tensor``: one index, two broadcast ones, negative ones, a constant one, two
     around a slice, whose index dims go first); a float sum of fewer than 8 terms (numpy's order); a
-    global ``adaptive_max_pool1d`` with its indices."""
+    global ``adaptive_max_pool1d`` with its indices; max pools (SPPF's 5x5 stride-1 "same" one, one
+    with stride, padding, dilation and ceil_mode)."""
 
     def __init__(self):
         super().__init__()
@@ -62,7 +63,9 @@ class AllOps(torch.nn.Module):
         prods = (torch.relu(self.fc(sx)), sx @ sx.t(), torch.matmul(sx.view(2, 2, 7), sy.view(7, 1)))
         adv = (x[:, idx], x[idx[:, :1] % 4, idx - 7], x[:, self.pick], x.view(2, 2, 7)[idx[:2, :1] % 2, :, idx[:2]])
         return (v, o, va, oa, g, s, sa, sc, x.mean(0), c, cs, pw, p, torch.max(x, 1)[0], *prods, *adv, x.sum(0),
-                *F.adaptive_max_pool1d(x.view(2, 2, 7), 1, return_indices=True))
+                *F.adaptive_max_pool1d(x.view(2, 2, 7), 1, return_indices=True),
+                F.max_pool2d(x.view(1, 2, 2, 7), 5, 1, 2),
+                F.max_pool2d(x.view(1, 1, 4, 7), (2, 3), (1, 2), (1, 1), (1, 2), ceil_mode=True))
 
 
 def _reference(x, idx, y):

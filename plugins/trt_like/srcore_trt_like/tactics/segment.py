@@ -705,6 +705,29 @@ def _cat(c: _Code, layer: Layer, net: Network) -> None:
         at += size
 
 
+def _max_pool2d(c: _Code, layer: Layer, net: Network) -> None:
+    """Each output the max of its window's taps inside the input (padding is -inf); a NaN tap makes
+    it NaN, as torch's kernel (and numpy's ``maximum``)."""
+    (x,), (o,) = layer.inputs, layer.outputs
+    (kh, kw), (sh, sw) = layer.attrs["kernel"], layer.attrs["stride"]
+    (ph, pw), (dh, dw) = layer.attrs["padding"], layer.attrs["dilation"]
+    H, W = net.shape(x)[2:]
+    n, ch, i, j = c.loops(net.shape(o))
+    m, h, w, v = f"m{o}", f"h{o}", f"w{o}", f"v{o}"
+    c.add(f"{m} = {c.const(float('-inf'))}")
+    c.add(f"for a{o} in range({kh}):")
+    c.add(f"    {h} = {sh} * {i} - {ph} + {dh} * a{o}")
+    c.add(f"    if {h} >= 0 and {h} < {H}:")
+    c.add(f"        for b{o} in range({kw}):")
+    c.add(f"            {w} = {sw} * {j} - {pw} + {dw} * b{o}")
+    c.add(f"            if {w} >= 0 and {w} < {W}:")
+    c.add(f"                {v} = t{x}[{n}, {ch}, {h}, {w}]")
+    c.add(f"                if {v} > {m} or {v} != {v}:")
+    c.add(f"                    {m} = {v}")
+    c.add(f"t{o}[{n}, {ch}, {i}, {j}] = {m}")
+    c.close()
+
+
 _EMIT = {"strided": _strided, "gather": _gather, "index_select": _index_select, "scatter": _scatter,
          "index_tensor": _index_tensor,
          "sort": _sort, "topk": _topk, "argmax": _argmax, "reduce": _reduce,
@@ -712,7 +735,7 @@ _EMIT = {"strided": _strided, "gather": _gather, "index_select": _index_select, 
          "fused_pointwise": _fused_pointwise, "reshape": _reshape, "softmax": _softmax, "log_softmax": _softmax,
          "cast": _cast, "int_scalar": _int_scalar, "expand": _expand, "permute": _permute, "cat": _cat,
          "int_binary": _int_binary, "one_hot": _one_hot, "flip": _flip, "roll": _roll, "gemm": _gemm,
-         "matmul": _matmul}
+         "matmul": _matmul, "max_pool2d": _max_pool2d}
 
 
 def generate_source(layer: Layer, net: Network) -> str:
@@ -900,7 +923,7 @@ def compile_runs(net: Network, steps: list[Step], options: dict, name: str = "en
     if not runs:
         return steps
     new, at = [], 0
-    for run in runs[:MAX_RUNS]:
+    for run in sorted(sorted(runs, key=len, reverse=True)[:MAX_RUNS], key=lambda r: r[0]):   # the longest
         inside = {id(steps[k].layer) for k in run}
         later = {t for s in steps[run[-1] + 1:] for t in s.layer.inputs if id(s.layer) not in inside}
         layer = _run_layer(net, [steps[k].layer for k in run], later)
