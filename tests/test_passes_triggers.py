@@ -1,8 +1,11 @@
 """Passes skipped by their trigger kinds (``srcore.passes.triggers``): a pass that changes a graph
 always has a trigger kind in it, the pipeline runs it there, and skipping gives the same prepared
-graph as running every pass (golden pass cases, the IR tests' torch graphs, the digits example)."""
+graph as running every pass (golden pass cases, the IR tests' torch graphs, the digits example; with
+``SRCORE_TESTS_FULL=1`` also every bench model of ``benchmarks.models.ALL_MODELS``, with its input types)."""
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -10,20 +13,24 @@ import pytest
 
 import srcore
 from srcore.ir import parse_graph, print_graph
+from srcore.ir.graph import Graph
 from srcore.ir.names import base_op
+from srcore.ir.types import TENSOR
 from srcore.passes import Fixpoint, PassManager, default_pipeline, prepare
 from srcore.passes import manager as manager_mod
 from srcore.passes.triggers import fires
-from srcore.ir.graph import Graph
-from srcore.ir.types import TENSOR
 from test_passes_golden import load_case
 
 pytestmark = pytest.mark.one_pass
 
 TESTS = Path(__file__).parent
+if str(TESTS.parent) not in sys.path:  # benchmarks/ (the bench models) is a top-level package of the checkout
+    sys.path.insert(0, str(TESTS.parent))
 GOLDEN_CASES = sorted((TESTS / "golden" / "passes").glob("*/*.ir"))
 TORCH_GRAPHS = sorted((TESTS / "golden" / "ir").glob("*.txt"))
 DIGITS = TESTS.parent / "examples" / "digits" / "digits.srm"
+#: the IR tests' largest torch graphs (~0.1 s a pipeline run): in the full run only
+HEAVY = {"transformer_block", "resnet_small.traced", "resnet_small"}
 
 #: graphs for the passes without golden cases: a decidable ``is``, a 0-d constant operand
 EXTRA = {
@@ -46,7 +53,10 @@ def _graphs():
     out = {}
     for p in GOLDEN_CASES:
         out[f"golden/{p.parent.name}/{p.stem}"] = load_case(p)[0]
+    full = os.environ.get("SRCORE_TESTS_FULL") == "1"
     for p in TORCH_GRAPHS:
+        if p.stem in HEAVY and not full:
+            continue
         try:
             out[f"ir/{p.stem}"] = parse_graph(p.read_text())
         except GraphParseError:
@@ -140,14 +150,14 @@ def test_skipped_where_no_trigger_kind_is_present(graphs):
 def test_skipping_gives_what_running_every_pass_gives(graphs, monkeypatch):
     skipped_somewhere = False
     for gname, graph in graphs.items():
+        kept, every = graph.copy(), graph.copy()
         pm = PassManager(default_pipeline())
-        a = graph.copy()
-        pm.run(a)
+        pm.run(kept)
         skipped_somewhere |= bool(pm.skipped)
         with monkeypatch.context() as m:
             m.setattr(manager_mod, "fires", lambda trigger, kinds: True)
-            b = prepare(graph).graph
-        assert print_graph(prepare(graph).graph) == print_graph(b), gname
+            PassManager(default_pipeline()).run(every)
+        assert print_graph(kept) == print_graph(every), gname
     assert skipped_somewhere
 
 
@@ -159,3 +169,41 @@ def test_the_package_names_are_the_functions_after_a_pipeline_ran(graphs):
     prepare(graphs["scalar"])   # imports the pass modules whose names the package also exports
     for name in passes.__all__:
         assert not isinstance(getattr(passes, name), types.ModuleType), name
+
+
+def _bench_graph(name):
+    """The bench model ``name`` (``benchmarks.models.ALL_MODELS``) through TorchScript, with its
+    example inputs' types."""
+    torch = pytest.importorskip("torch")
+    from benchmarks.models import ALL_MODELS
+    from srcore.ir.types import TensorType
+
+    build, meta = ALL_MODELS[name]
+    m, inputs = build()
+    with torch.no_grad():
+        ts = torch.jit.trace(m, inputs, check_trace=False) if meta["torchscript"] == "trace" else torch.jit.script(m)
+    graph = srcore.from_torchscript(ts, inputs).graph
+    return graph, [TensorType(str(t.dtype).removeprefix("torch."), tuple(t.shape)) for t in inputs]
+
+
+def _bench_names():
+    try:
+        from benchmarks.models import ALL_MODELS
+    except ImportError:   # torch missing: the test skips
+        return ["mlp_tiny"]
+    return sorted(ALL_MODELS)
+
+
+@pytest.mark.full   # ~1-3 s a model: scripts and prepares each bench model twice
+@pytest.mark.parametrize("name", _bench_names())
+def test_skipping_on_the_bench_models(name, monkeypatch):
+    graph, types = _bench_graph(name)
+    kept = prepare(graph, input_types=types)
+    with monkeypatch.context() as m:
+        m.setattr(manager_mod, "fires", lambda trigger, kinds: True)
+        every = prepare(graph, input_types=types)
+    assert print_graph(kept.graph) == print_graph(every.graph)
+    ran = {s.name for s in every.stats if s.changed}
+    for name_, p in _triggered(default_pipeline()).items():   # a pass that changed the graph was not skipped
+        if name_ in ran:
+            assert name_ in {s.name for s in kept.stats}, name_
