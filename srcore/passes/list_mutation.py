@@ -35,12 +35,13 @@ from ..ir.graph import RETURN, Block, Graph, Node, Use, Value
 from ..ir.types import ANY, ListType, OptionalType, TensorType, _SimpleType
 from ._util import base_kind, const_or
 from .split_unpack import _bounds
+from .triggers import LIST_WRITES, SPLITS
 
 __all__ = ["remove_list_mutation", "rewrite_lists", "list_elements"]
 
 _Missing = object()
-_SPLITS = ("aten::chunk", "aten::split", "aten::split_with_sizes", "aten::unbind")
-_WRITES = ("aten::append", "aten::extend", "aten::add_", "aten::insert", "aten::_set_item")
+_SPLITS = tuple(sorted(SPLITS))
+_WRITES = LIST_WRITES
 _ELEMENT_READS = ("aten::__getitem__", "aten::len", "prim::ListUnpack", "aten::list")
 
 

@@ -9,6 +9,7 @@ naming the pass.
 """
 from __future__ import annotations
 
+import importlib
 import os
 import time
 from typing import Callable, Iterable, Union
@@ -19,6 +20,8 @@ from .._convert import to_tuple
 from .._repr import shared_repr
 from ..errors import PassError, SrcoreError
 from ..ir.graph import Graph
+from ..ir.names import base_op
+from .triggers import Trigger, fires
 
 PassFn = Callable[[Graph], "bool | None"]
 
@@ -26,13 +29,29 @@ PassFn = Callable[[Graph], "bool | None"]
 @attrs.frozen
 @shared_repr
 class Pass:
-    """A named pass."""
+    """A named pass. ``triggers`` (``srcore.passes.triggers``): the op kinds without which it
+    changes nothing; a :class:`PassManager` skips it on a graph without them (None: always runs)."""
 
     name: str
     fn: PassFn
+    triggers: Trigger | None = None
 
     def __call__(self, graph: Graph) -> bool | None:
         return self.fn(graph)
+
+
+@attrs.frozen
+@shared_repr
+class LazyFn:
+    """``target`` (``"package.module:function"``) called with ``kwargs``, imported at its first call:
+    a pass the pipeline skips is never imported."""
+
+    target: str
+    kwargs: dict = attrs.field(factory=dict)
+
+    def __call__(self, graph: Graph) -> bool | None:
+        mod, _, name = self.target.partition(":")
+        return getattr(importlib.import_module(mod), name)(graph, **self.kwargs)
 
 
 @attrs.frozen
@@ -80,9 +99,14 @@ class PassManager:
         self.passes = list(passes)
         self.verify = debug_enabled() if verify is None else verify
         self.stats: list[PassStats] = []
+        #: the graph's op kinds after the latest pass (None: not known yet)
+        self._kinds: frozenset | None = None
+        #: the names of the passes skipped because none of their trigger kinds was in the graph
+        self.skipped: list[str] = []
 
     def run(self, graph: Graph) -> bool:
         """Run every pass on ``graph`` (modified in place); True if any changed it."""
+        self._kinds = None
         changed = False
         for p in self.passes:
             if isinstance(p, Fixpoint):
@@ -106,6 +130,13 @@ class PassManager:
 
     def _run_one(self, graph: Graph, p, iteration: int = 0) -> bool:
         name = pass_name(p)
+        trigger = getattr(p, "triggers", None)
+        if trigger is not None:
+            if self._kinds is None:
+                self._kinds = frozenset(base_op(k) for k in {n.kind for n in graph.all_nodes()})
+            if not fires(trigger, self._kinds):
+                self.skipped.append(name)
+                return False
         before = {id(n): n for n in graph.all_nodes()}  # keep the nodes alive so ids stay unique
         t0 = time.perf_counter()
         try:
@@ -115,7 +146,11 @@ class PassManager:
         except Exception as exc:
             raise PassError(f"pass {name} failed: {type(exc).__name__}: {exc}") from exc
         seconds = time.perf_counter() - t0
-        after = {id(n) for n in graph.all_nodes()}
+        after, kinds = set(), set()
+        for n in graph.all_nodes():
+            after.add(id(n))
+            kinds.add(n.kind)
+        self._kinds = frozenset(base_op(k) for k in kinds)
         removed = sum(1 for k in before if k not in after)
         added = sum(1 for k in after if k not in before)
         changed = bool(result) if result is not None else bool(removed or added)

@@ -5,42 +5,25 @@ Order (see ``docs/passes.md``)::
     normalize_aliases, lower_out_overloads, inline_calls, fixpoint(fold_identity_tests, inline_constant_ifs),
     remove_training_ops, functionalize_inplace, fold_cell_decompositions,
     fixpoint(inline_constant_ifs, fold_constants, fold_known_values, peephole, simplify_loops, unroll_loops,
-             eliminate_dead_code, eliminate_common_subexpressions, remove_list_mutation, slice_unpacked_splits,
-             scalar_operands, fold_identity_tests(same_ssa=False)),
+             eliminate_dead_code, eliminate_common_subexpressions, slice_unpacked_splits, scalar_operands,
+             fold_identity_tests(same_ssa=False)),
     fold_batch_norm, fuse_ops (if fuse), eliminate_dead_code
 
 The input graph is never modified: the pipeline runs on a copy, which is returned.
 """
 from __future__ import annotations
 
-import functools
-from typing import Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import attrs
 
 from .._repr import shared_repr
 from ..ir.graph import Graph
 from ..ir.types import Type
-from .aliases import normalize_aliases
-from .out_overloads import lower_out_overloads
-from .recurrent_cells import fold_cell_decompositions
-from .constant_fold import DEFAULT_MAX_ELEMENTS, fold_constants
-from .cse import eliminate_common_subexpressions
-from .dce import eliminate_dead_code
-from .fold_bn import fold_batch_norm
-from .functionalize import functionalize_inplace
-from .fuse import fuse_ops
-from .inline import inline_calls, inline_constant_ifs
-from .known_values import KnownValues, fold_known_values
-from .list_mutation import remove_list_mutation
-from .loops import simplify_loops
-from .manager import Fixpoint, Pass, PassManager, PassStats
-from .peephole import peephole
-from .scalar_operands import scalar_operands
-from .identity_tests import fold_identity_tests
-from .split_unpack import slice_unpacked_splits
-from .training_ops import remove_training_ops
-from .unroll import DEFAULT_MAX_NODES, unroll_loops
+from . import triggers as T
+from .constant_fold import DEFAULT_MAX_ELEMENTS
+from .known_values import KnownValues
+from .manager import Fixpoint, LazyFn, Pass, PassManager, PassStats  # noqa: F401  (PassStats: the results')
 
 
 @attrs.define
@@ -56,47 +39,51 @@ class PrepareResult:
     propagation: object = None
 
 
-def _named(name: str, fn: Callable, **kwargs) -> Pass:
-    return Pass(name, functools.partial(fn, **kwargs) if kwargs else fn)
+def _named(name: str, target: str, triggers: T.Trigger | None = None, **kwargs) -> Pass:
+    """The pass ``srcore.passes.<target>`` (``"module:function"``), imported when it first runs."""
+    return Pass(name, LazyFn(f"srcore.passes.{target}", kwargs), triggers)
 
 
 def default_pipeline(*, fuse: bool = True, inference: bool = True, evaluator=None,
-                     max_fold_elements: int = DEFAULT_MAX_ELEMENTS, unroll_max_nodes: int = DEFAULT_MAX_NODES,
+                     max_fold_elements: int = DEFAULT_MAX_ELEMENTS, unroll_max_nodes: int | None = None,
                      functions: Mapping[str, Graph] | None = None, max_iterations: int = 10,
                      known: KnownValues | None = None, rules=None, schemas=None) -> list:
     """The passes ``prepare_for_static_runtime`` runs, for a :class:`PassManager`. ``known``: what the
     propagation before the passes found, reused by ``fold_known_values`` until a pass changes the graph.
     ``rules`` and ``schemas``: the shape rules and ``SchemaRegistry`` the passes read (a load's registry;
-    default: the process-wide one)."""
+    default: the process-wide one). ``unroll_max_nodes``: default ``srcore.passes.unroll.DEFAULT_MAX_NODES``.
+    A pass with triggers (``srcore.passes.triggers``) is skipped, unimported, on a graph without them."""
+    unroll = {} if unroll_max_nodes is None else {"max_nodes": unroll_max_nodes}
     core = Fixpoint((
-        _named("inline_constant_ifs", inline_constant_ifs),
-        _named("fold_constants", fold_constants, evaluator=evaluator, max_elements=max_fold_elements),
-        _named("fold_known_values", fold_known_values, reuse=known, rules=rules, schemas=schemas),
-        _named("peephole", peephole),
-        _named("simplify_loops", simplify_loops),
-        _named("unroll_loops", unroll_loops, max_nodes=unroll_max_nodes),
-        _named("eliminate_dead_code", eliminate_dead_code),
-        _named("eliminate_common_subexpressions", eliminate_common_subexpressions),
-        _named("remove_list_mutation", remove_list_mutation),
-        _named("slice_unpacked_splits", slice_unpacked_splits),
-        _named("scalar_operands", scalar_operands),
-        _named("fold_identity_tests", fold_identity_tests, same_ssa=False),
+        _named("inline_constant_ifs", "inline:inline_constant_ifs", T.INLINE_CONSTANT_IFS),
+        _named("fold_constants", "constant_fold:fold_constants", evaluator=evaluator, max_elements=max_fold_elements),
+        _named("fold_known_values", "known_values:fold_known_values", reuse=known, rules=rules, schemas=schemas),
+        _named("peephole", "peephole:peephole"),
+        _named("simplify_loops", "loops:simplify_loops", T.LOOPS),
+        _named("unroll_loops", "unroll:unroll_loops", T.LOOPS, **unroll),
+        _named("eliminate_dead_code", "dce:eliminate_dead_code"),
+        _named("eliminate_common_subexpressions", "cse:eliminate_common_subexpressions"),
+        _named("remove_list_mutation", "list_mutation:remove_list_mutation", T.list_mutations),
+        _named("slice_unpacked_splits", "split_unpack:slice_unpacked_splits", T.SPLITS),
+        _named("scalar_operands", "scalar_operands:scalar_operands", T.SCALAR_OPERANDS),
+        _named("fold_identity_tests", "identity_tests:fold_identity_tests", T.IDENTITY_TESTS, same_ssa=False),
     ), max_iterations=max_iterations, name="simplify")
     passes: list = [
-        _named("normalize_aliases", normalize_aliases),
-        _named("lower_out_overloads", lower_out_overloads, schemas=schemas),
-        _named("inline_calls", inline_calls, functions=functions or {}),
-        Fixpoint((_named("fold_identity_tests", fold_identity_tests), _named("inline_constant_ifs", inline_constant_ifs)),
+        _named("normalize_aliases", "aliases:normalize_aliases"),
+        _named("lower_out_overloads", "out_overloads:lower_out_overloads", schemas=schemas),
+        _named("inline_calls", "inline:inline_calls", T.INLINE_CALLS, functions=functions or {}),
+        Fixpoint((_named("fold_identity_tests", "identity_tests:fold_identity_tests", T.IDENTITY_TESTS),
+                  _named("inline_constant_ifs", "inline:inline_constant_ifs", T.INLINE_CONSTANT_IFS)),
                  max_iterations=max_iterations, name="identity_tests"),
-        _named("remove_training_ops", remove_training_ops, inference=inference),
-        _named("functionalize_inplace", functionalize_inplace, schemas=schemas),
-        _named("fold_cell_decompositions", fold_cell_decompositions),
+        _named("remove_training_ops", "training_ops:remove_training_ops", T.TRAINING_OPS, inference=inference),
+        _named("functionalize_inplace", "functionalize:functionalize_inplace", T.in_place_ops, schemas=schemas),
+        _named("fold_cell_decompositions", "recurrent_cells:fold_cell_decompositions", T.cell_decompositions),
         core,
-        _named("fold_batch_norm", fold_batch_norm),
+        _named("fold_batch_norm", "fold_bn:fold_batch_norm", T.BATCH_NORMS),
     ]
     if fuse:
-        passes.append(_named("fuse_ops", fuse_ops))
-    passes.append(_named("eliminate_dead_code", eliminate_dead_code))
+        passes.append(_named("fuse_ops", "fuse:fuse_ops"))
+    passes.append(_named("eliminate_dead_code", "dce:eliminate_dead_code"))
     return passes
 
 

@@ -22,16 +22,12 @@ from __future__ import annotations
 from ..ir.constants import const_or
 from ..ir.graph import Graph, Node, Value
 from ..ir.types import ListType, TensorType
+from .triggers import CELL_ADD, CELL_CHUNK, CELL_MUL, CELL_SIGMOID, CELL_SPLIT, CELL_SUB, CELL_TANH
 
 __all__ = ["fold_cell_decompositions"]
 
-_ADD = ("aten::add", "aten::add_")
-_MUL = ("aten::mul", "aten::mul_")
-_SUB = ("aten::sub",)   # (sub_ would write the state the cell reads)
-_SIGMOID = ("aten::sigmoid", "aten::sigmoid_")
-_TANH = ("aten::tanh", "aten::tanh_")
-_CHUNK = ("aten::chunk", "aten::unsafe_chunk")
-_SPLIT = ("aten::split_with_sizes", "aten::unsafe_split_with_sizes")
+_ADD, _MUL, _SUB = CELL_ADD, CELL_MUL, CELL_SUB
+_SIGMOID, _TANH, _CHUNK, _SPLIT = CELL_SIGMOID, CELL_TANH, CELL_CHUNK, CELL_SPLIT
 
 
 def _op(v: Value, kinds) -> Node | None:

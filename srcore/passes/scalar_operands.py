@@ -16,11 +16,12 @@ import numpy as np
 from ..ir.graph import Graph
 from ..ir.types import TensorType
 from ._util import base_kind, const_or, is_const, is_floating
+from .triggers import SCALAR_OPERAND_OPS
 
 __all__ = ["scalar_operands"]
 
 #: op -> the number of inputs of its ``.Tensor`` overload (with ``alpha`` for add/sub/rsub)
-_OPS = {"aten::add": 3, "aten::sub": 3, "aten::rsub": 3, "aten::mul": 2, "aten::div": 2}
+_OPS = SCALAR_OPERAND_OPS
 
 
 def scalar_operands(graph: Graph) -> bool:
