@@ -4,15 +4,17 @@ numba unboxes each argument of a call: ~80 ns an array, ~18 ns a scalar on Sapph
 NCHW16c conv's 39 arguments (11 arrays) cost ~1.2 us a call, more than a 2x2 plane's arithmetic. A
 bound call (the same arrays every call: an engine's arena buffers) passes instead one int64 array:
 each array's address and shape, each scalar's value. A small generated function rebuilds the
-arguments (``numba.carray`` over the addresses: arrays of the same numba types, so the kernel's
-compiled code is the one called) and calls the kernel. The caller keeps the arrays alive
-(:class:`PackedCalls` holds them).
+arguments (``numba.carray`` over the addresses: arrays of the same numba types) and calls the
+kernel's compiled code by its address in numba's calling convention (:func:`_call_at`), so one
+wrapper per argument signature serves every kernel of it and links none of their code. The caller
+keeps the arrays alive (:class:`PackedCalls` holds them). The same bits as the plain call: the same
+compiled code on the same memory.
 """
 from __future__ import annotations
 
 import hashlib
-import logging
 import importlib.util
+import logging
 import os
 import sys
 import threading
@@ -154,8 +156,8 @@ def packed_entry(dispatcher, args):
         cres = dispatcher.overloads.get(sig)
     except Exception:   # noqa: BLE001 - an argument numba cannot type
         return None
-    if cres is None or any(_kind(ty) is None for ty in sig):
-        return None
+    if cres is None or cres.signature.return_type != types.none or any(_kind(ty) is None for ty in sig):
+        return None   # (the wrapper calls a kernel that returns nothing: a returned value has another ABI)
     with _lock:
         if sig not in _wrappers:
             try:

@@ -769,8 +769,8 @@ def generate_source(layer: Layer, net: Network) -> str:
               f"# runtime {_runtime_tag()} rows {_rows_tag()} segment {SEGMENT_VERSION}",
               "import numpy as np",
               "from srcore_trt_like.kernels import fastmath as fm",
-              ("from srcore_trt_like.kernels.rows import log_softmax_rows, max_rows, softmax_rows, softmax_rows_biased, "
-               "softmax_short_rows"),
+              ("from srcore_trt_like.kernels.rows import log_softmax_rows, max_rows, softmax_rows, "
+               "softmax_rows_biased, softmax_short_rows"),
               "from srcore_trt_like.pointwise import ops", "", *c.const.lines, "", "",
               f"def segment({args}):"]
     return "\n".join(header + c.lines + ["    return", ""])
