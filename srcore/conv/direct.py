@@ -29,6 +29,7 @@ import numpy as np
 from ..cpu_features import cpu_features
 from ..errors import ShapeError
 from .direct_oc import PIXELS, conv_tasks_oc
+from .packed_call import remember
 from .simd import (fptr, store_epilogue, store_epilogue_n, task_coords, vbcast, veven, vfma, vload, vodd, vsplat,
                    vstore)
 
@@ -330,7 +331,9 @@ def compiled_entry(dispatcher, args):
         sig = tuple(dispatcher.typeof_pyval(a) for a in args)
         if sig not in dispatcher.overloads:
             dispatcher.compile(sig)
-        return dispatcher.overloads[sig].entry_point
+        entry = dispatcher.overloads[sig].entry_point
+        remember(entry, dispatcher)
+        return entry
     except Exception:   # noqa: BLE001 - an argument numba cannot type: the caller keeps its calls
         return None
 
@@ -344,7 +347,10 @@ def exact_entry(dispatcher, args):
     try:
         sig = tuple(dispatcher.typeof_pyval(a) for a in args)
         cres = dispatcher.overloads.get(sig)
-        return dispatcher if cres is None else cres.entry_point
+        if cres is None:
+            return dispatcher
+        remember(cres.entry_point, dispatcher)
+        return cres.entry_point
     except Exception:   # noqa: BLE001 - an argument numba cannot type, another numba: its dispatch it is
         return dispatcher
 

@@ -289,3 +289,31 @@ def test_a_round_run_held_on_the_caller_is_re_run_on_the_team(monkeypatch):
         times = best_times([split, one], clock="wall", bandwidth=None, min_round=0)
     assert times == pytest.approx([300e-6, 400e-6])
     assert found == [timing.Taken(2, 1, 0)] and gov.hold > 0      # held again once the timing is over
+
+
+def test_a_small_layer_whose_rank_loaded_code_is_ranked_again(monkeypatch):
+    """A rank that took more CPU than :data:`choose.RERANK_CPU_S` (its candidates' code loaded or
+    compiled in it) of a small layer is timed again: a candidate slow only while the process
+    loaded code (its first calls) wins the second timing; a steady one won the first."""
+    monkeypatch.setattr(choose, "RERANK_CPU_S", 0.04)
+    monkeypatch.setattr(threads, "count", lambda: 1)   # (a one-thread layer: its own CPU time)
+    net = Network()
+    tx, ty = net.new_tensor((4, 8)), net.new_tensor((4, 8))
+    net.inputs, net.outputs = [tx], [ty]
+    layer = Layer("relu", [tx], [ty], {})
+    net.layers.append(layer)
+    calls = {"n": 0}
+
+    def loads(x, out):   # the first call loads (60 ms), the next few run beside it (slow)
+        calls["n"] += 1
+        _burn(60_000 if calls["n"] == 1 else 40 if calls["n"] <= 8 else 4)
+
+    def steady(x, out):
+        _burn(15)
+    cands = [Candidate("loads", lambda: Kernel(loads)), Candidate("steady", lambda: Kernel(steady))]
+    ranked = choose.rank(cands, layer, net)
+    assert [c.name for c, _ in ranked] == ["loads", "steady"], ranked
+    monkeypatch.setattr(choose, "RERANK_CPU_S", 1e9)   # (never again: the first timing stands)
+    calls["n"] = 0
+    again = choose.rank(cands, layer, net)
+    assert [c.name for c, _ in again] == ["steady", "loads"], (again, calls)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import time
 from typing import Any, Callable
 
 import attrs
@@ -376,9 +377,15 @@ def lean(ranked: list[tuple[Candidate, float]], layer: Layer, tolerance: float) 
     return min(near, key=lambda c: _held(c, layer))
 
 
+#: a rank that took more CPU time than this (seconds) ... of a layer whose fastest candidate takes
+#: less than this is timed again (:func:`rank`): small layers' rounds take ~10-60 ms a rank
+RERANK_CPU_S, RERANK_LAYER_S = 0.25, 100e-6
+
+
 def rank(cands: list[Candidate], layer: Layer, net: Network, seed: int = 0) -> list[tuple[Candidate, float]]:
     """``(candidate, seconds)`` fastest first, timed on random data of the layer's shapes (constants
-    as they are); a candidate that raises is last (``inf``). Each is charged for streaming its
+    as they are; a small layer timed again when its rank loaded code: :data:`RERANK_CPU_S`); a
+    candidate that raises is last (``inf``). Each is charged for streaming its
     laid-out weights (a candidate that does not say streams the layer's constant attributes as given)."""
     rng = np.random.default_rng(seed)
     args = [net.constants[t] if t in net.constants else _random(net.tensors[t], rng) for t in layer.inputs]
@@ -394,7 +401,14 @@ def rank(cands: list[Candidate], layer: Layer, net: Network, seed: int = 0) -> l
             except Exception:   # best_times' warm-up skips it
                 pass
     given = sum(a.nbytes for a in layer.attrs.values() if isinstance(a, np.ndarray))
-    best = best_times([(lambda fn=k.fn: fn(*args)) for k in kernels], skip_failures=True,
-                      weight_bytes=[given if k.weight_bytes is None else k.weight_bytes for k in kernels])
+    calls = [(lambda fn=k.fn: fn(*args)) for k in kernels]
+    weights = [given if k.weight_bytes is None else k.weight_bytes for k in kernels]
+    cpu = time.process_time()
+    best = best_times(calls, skip_failures=True, weight_bytes=weights)
+    if time.process_time() - cpu > RERANK_CPU_S and min(best) < RERANK_LAYER_S:
+        # the process loaded (or compiled) its candidates' code in this rank, and a small layer's
+        # rounds read slow beside it: res2net's first 1x1 conv timed its 2-3 us SIMD tactics at
+        # 7-14 us (1.5 s wall of loads in that rank) and took a 9 us BLAS one; again at once, 3.3 us
+        best = best_times(calls, skip_failures=True, weight_bytes=weights)
     order = sorted(range(len(cands)), key=lambda i: best[i])
     return [(cands[i], best[i]) for i in order]

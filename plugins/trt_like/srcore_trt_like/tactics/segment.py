@@ -43,7 +43,7 @@ from .timing import best_times, random_input
 log = logging.getLogger("srcore.trt_like")
 
 #: bump when the generated code changes meaning (part of every segment's source hash)
-SEGMENT_VERSION = 5
+SEGMENT_VERSION = 6
 #: a network is compiled whole only if no tensor is larger than this (elements; the plan with the
 #: fewer passes over memory may still win on larger ones, timing decides) ...
 MAX_TENSOR = 1 << 18
@@ -97,8 +97,6 @@ def _layer_refusal(layer: Layer, net: Network) -> str | None:
         return "not over the last dim"
     if layer.kind == "reduce" and layer.attrs["op"] == "sum" and _summands(layer, net) >= PAIRWISE_MIN:
         return f"a float sum of {PAIRWISE_MIN} or more terms (numpy's pairwise order, as the cpu plugin's)"
-    if layer.kind == "cat" and layer.attrs.get("permuted"):
-        return "a folded permute"
     if layer.kind == "strided" and not all(isinstance(k, (int, slice)) for k in layer.attrs["key"]):
         return "an index key other than ints and slices"
     if layer.kind in ("gemm", "matmul") and _products(layer, net) > MAX_PRODUCT:
@@ -609,6 +607,10 @@ def _softmax(c: _Code, layer: Layer, net: Network) -> None:
     if layer.attrs.get("safe"):   # scaled_dot_product_attention's: fully masked rows give zeros
         c.add(f"softmax_rows_biased({view}, np.float32(1.0), False, np.zeros((1, {m}), np.float32), 0, True)")
         return
+    if 0 < m < 16:   # short rows: across rows in vectors, as the layer's own tactic (tactics/nn.py)
+        c.add(f"softmax_short_rows({view}, {layer.kind == 'log_softmax'}, np.empty({rows * m}, np.float32), "
+              f"np.empty({rows}, np.float32), np.empty({rows}, np.float32))")
+        return
     c.add(f"log_softmax_rows({view})" if layer.kind == "log_softmax" else f"softmax_rows({view}, np.float32(1.0))")
 
 
@@ -697,7 +699,12 @@ def _matmul(c: _Code, layer: Layer, net: Network) -> None:
 
 def _cat(c: _Code, layer: Layer, net: Network) -> None:
     (o,), dim, at = layer.outputs, layer.attrs["dim"], 0
-    for x, size in zip(layer.inputs, layer.attrs["sizes"]):
+    permuted = layer.attrs.get("permuted") or (None,) * len(layer.inputs)
+    for x, size, p in zip(layer.inputs, layer.attrs["sizes"], permuted):
+        if p is not None:
+            _permuted_piece(c, layer, net, x, p, at)
+            at += size
+            continue
         names = c.loops(net.shape(x))
         dst = names[:dim] + [f"{at} + {names[dim]}"] + names[dim + 1:]
         c.add(f"t{o}[{_ix(dst)}] = t{x}[{_ix(names)}]")
@@ -725,6 +732,30 @@ def _max_pool2d(c: _Code, layer: Layer, net: Network) -> None:
     c.add(f"                if {v} > {m} or {v} != {v}:")
     c.add(f"                    {m} = {v}")
     c.add(f"t{o}[{n}, {ch}, {i}, {j}] = {m}")
+    c.close()
+
+
+def _permuted_piece(c: _Code, layer: Layer, net: Network, x: int, p, at: int) -> None:
+    """A permute folded into a cat (``builder/fusion.py`` fuse_cat_permute): ``x`` transposed by
+    ``perm`` is the cat's slice ``at`` seen in the permuted shape. That slice is a view in that
+    shape: the dims of the permuted shape up to some ``q`` span the dims before the cat dim, the
+    rest one contiguous run of the slice (the cat dim and those after it)."""
+    (o,), dim = layer.outputs, layer.attrs["dim"]
+    perm, shape = p
+    out_shape = net.shape(o)
+    lead, inner = math.prod(out_shape[:dim]), math.prod(out_shape[dim + 1:])
+    q = next(q for q in range(len(shape) + 1) if math.prod(shape[:q]) == lead)
+    c.add(f"f{o} = t{o}.reshape({math.prod(out_shape)})")
+    names = c.loops(shape, "j")
+    src = [""] * len(perm)
+    for d, k in enumerate(perm):
+        src[k] = names[d]
+    row = out_shape[dim] * inner
+
+    def linear(dims) -> str:
+        terms = [f"{names[d]} * {math.prod(shape[d + 1:dims.stop])}" for d in dims]
+        return " + ".join(terms) or "0"
+    c.add(f"f{o}[({linear(range(q))}) * {row} + {at * inner} + {linear(range(q, len(shape)))}] = t{x}[{_ix(src)}]")
     c.close()
 
 
@@ -761,7 +792,8 @@ def generate_source(layer: Layer, net: Network) -> str:
               f"# runtime {_runtime_tag()} rows {_rows_tag()} segment {SEGMENT_VERSION}",
               "import numpy as np",
               "from srcore_trt_like.kernels import fastmath as fm",
-              "from srcore_trt_like.kernels.rows import log_softmax_rows, max_rows, softmax_rows, softmax_rows_biased",
+              ("from srcore_trt_like.kernels.rows import log_softmax_rows, max_rows, softmax_rows, "
+               "softmax_rows_biased, softmax_short_rows"),
               "from srcore_trt_like.pointwise import ops", "", *c.const.lines, "", "",
               f"def segment({args}):"]
     return "\n".join(header + c.lines + ["    return", ""])
@@ -900,7 +932,8 @@ MAX_RUNS = 4
 
 def compile_runs(net: Network, steps: list[Step], options: dict, name: str = "engine",
                  contexts=None, min_run: int = 2) -> list[Step]:
-    """Runs of consecutive compilable layers (``min_run`` or more that are not reshapes, or one :func:`_alone`) of a small network
+    """Runs of consecutive compilable layers (of ``min_run`` or more calls, :func:`_calls`, not counting
+    reshapes; or one :func:`_alone`) of a small network
     that does not compile whole, each as one ``segment`` step: a detection head's decoding (topk,
     integer arithmetic, casts, gathers, the box arithmetic and stack) between and after its convs
     cost 1-15 us a layer in numpy. Kept when the plan with them timed faster (``timing=False``:
@@ -917,7 +950,7 @@ def compile_runs(net: Network, steps: list[Step], options: dict, name: str = "en
         while run and steps[run[0]].layer.kind == "reshape":
             run.pop(0)
         body = [steps[k].layer for k in run if steps[k].layer.kind != "reshape"]
-        if (len(body) >= min_run or len(body) == 1 and _alone(body[0])) and _anchored(body):
+        if (sum(map(_calls, body)) >= min_run or len(body) == 1 and _alone(body[0])) and _anchored(body):
             runs.append(run)
         run = []
     if not runs:
@@ -936,6 +969,13 @@ def compile_runs(net: Network, steps: list[Step], options: dict, name: str = "en
         return steps
     net.layers = [s.layer for s in new]
     return new
+
+
+def _calls(layer: Layer) -> int:
+    """The calls a layer costs laid out alone: a cat with a folded permute copies each piece in its
+    own (a detection head's cats over 3-5 levels, ~1 us each), any other layer one (a plain cat's
+    pieces may be written in place, ``builder/plan.py``: no copy to save)."""
+    return len(layer.inputs) if layer.kind == "cat" and layer.attrs.get("permuted") else 1
 
 
 def _alone(layer: Layer) -> bool:
