@@ -44,6 +44,8 @@ ENGINE_RUNNERS = {
         "pointwise_nchw16c", "depthwise_nchw16c"]}),
     # without MKL's GEMMs split by weight columns over the OpenMP team: A/B of the split
     "trt_like_mkl_unsplit": (("trt_like", "cpu"), {"exclude_tactics": ["mkl_split"]}),
+    # without attention heads split over srcore.conv's team: A/B of the split
+    "trt_like_heads_unsplit": (("trt_like", "cpu"), {"exclude_tactics": ["mkl_heads_team"]}),
     # fused pointwise kernels at LLVM's default vector width only (no 512-bit twin): A/B of numba_512
     "trt_like_narrow": (("trt_like", "cpu"), {"exclude_tactics": ["numba_512"]}),
     # without the NCHW16c layout between convs (builder/layout.py): A/B of the layout

@@ -301,19 +301,29 @@ def test_exact_entry_is_the_compiled_overload_or_the_dispatcher():
     assert exact_entry(plain, (a,)) is plain
 
 
-def test_split_runs_part_zero_on_the_caller_and_waits_for_the_rest():
-    """``run_split``: part 0 on the calling thread, the others on the pool's threads, every part once;
-    an error in a part is raised on the caller after every part ended; a 3-way split conv gives the
-    1-thread bits."""
+def test_split_parts_are_claimed_once_and_a_late_worker_is_not_waited_for():
+    """``run_split``: every part runs once, on the caller or the team's worker, whichever claims it
+    first; a worker that joins after the caller claimed every part is not waited for; an error in a
+    part is raised on the caller after every started part ended; a split conv gives the 1-thread bits."""
     import threading
     import time
 
+    from srcore.conv import team
     from srcore.conv.direct import run_split
 
     seen = {}
-    run_split(lambda i: seen.__setitem__(i, threading.get_ident()), 3)
-    assert sorted(seen) == [0, 1, 2] and seen[0] == threading.get_ident()
-    assert threading.get_ident() not in (seen[1], seen[2])
+    run_split(lambda i: seen.setdefault(i, []).append(threading.get_ident()), 2, 64)
+    assert sorted(seen) == list(range(64)) and all(len(v) == 1 for v in seen.values())
+    # the worker held by another call's slow part: the caller runs all of this call's parts itself
+    # and returns without waiting for the worker
+    gate, started = threading.Event(), threading.Event()
+    held = team.Claims(1)
+    team.team(2)._queues[0].put((held, lambda i: (started.set(), gate.wait(5))))
+    assert started.wait(5)
+    mine = []
+    run_split(lambda i: mine.append(threading.get_ident()), 2, 4)
+    assert mine == [threading.get_ident()] * 4 and not gate.is_set()
+    gate.set()
     ended = []
 
     def part(i):

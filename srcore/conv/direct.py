@@ -285,31 +285,25 @@ def _store_flat(blk, src, out, obase, q, nl, pitch, Wo, Ho, res, has_res, leaky,
         j = 0
 
 
-_POOLS: dict = {}
+#: a split call's tasks are cut in this many parts per thread, claimed one at a time (:mod:`.team`):
+#: a worker that joins late leaves its part to the caller instead of making it wait for it. One: each
+#: part a thread claims costs a GIL hand-over, and a thread descheduled while it holds the GIL stalls
+#: the other (resnet_small at 2 threads, four parts a thread, loaded 2-vCPU Sapphire Rapids: 26 ->
+#: 68 ms median of all calls in one A/B run, 2026-11-28)
+PARTS_PER_THREAD = 1
 
 
-def _pool(threads: int):
-    if threads not in _POOLS:
-        from concurrent.futures import ThreadPoolExecutor
+def run_split(part, threads: int, parts: int | None = None) -> None:
+    """``part(i)`` for ``i < parts`` (default ``threads``) on the calling thread and a shared team of
+    ``threads - 1`` Python threads (the kernels release the GIL), each thread claiming the next part
+    (:class:`.team.Team`); returns when every part ended, re-raising the first error. Before
+    2026-11-28 part 0 ran on the caller and part ``i`` on pool thread ``i``, the caller then waiting for
+    every share however late its thread woke (trt_like's resnet_small at 2 threads on the loaded
+    2-vCPU Sapphire Rapids VM: no call in which its threads did not wait for a core). The parts
+    depend on ``i`` only: same bits."""
+    from .team import team
 
-        _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="srcore-simd-conv")
-    return _POOLS[threads]
-
-
-def run_split(part, threads: int) -> None:
-    """``part(i)`` for ``i < threads``: part 0 on the calling thread, the others on a shared pool of
-    ``threads - 1`` Python threads (the kernels release the GIL), then wait for them. With every part
-    handed to a pool of ``threads`` and the caller waiting, a 2-thread call had three threads (the
-    caller woken again at the end) and two hand-overs a layer: trt_like's resnet_small at 2 threads on
-    the loaded 2-vCPU Sapphire Rapids VM had no call in which its threads did not wait for a core
-    (the cpu plugin's own pool, ``srcore_cpu.kernels.parallel.PartPool``, already ran part 0 on the
-    caller: 0.58-0.70x one thread against 1.04-1.14x). The parts depend on ``i`` only: same bits."""
-    rest = [_pool(threads - 1).submit(part, i) for i in range(1, threads)]
-    try:
-        part(0)
-    finally:
-        for f in rest:
-            f.result()
+    team(threads).run(part, threads if parts is None else parts)
 
 
 @numba.njit(**_JIT)
@@ -410,8 +404,8 @@ class SerialTasks:
 
 def run_bound(run, threads: int):
     """Every image of a bound conv call (:class:`DirectRun`, :class:`DepthwiseRun`): its input copy
-    on the caller, then its tasks, split in ``threads`` ranges when there are enough, the first on the
-    caller (:func:`run_split`)."""
+    on the caller, then its tasks, split in up to :data:`PARTS_PER_THREAD` ranges a thread when there
+    are enough, claimed by the team's threads (:func:`run_split`)."""
     if threads <= 1 and hasattr(run, "run_serial"):
         run.run_serial()
         return
@@ -420,8 +414,9 @@ def run_bound(run, threads: int):
         if threads <= 1 or run.tasks < 2 * threads:
             run.run_tasks(n, 0, run.tasks)
         else:
-            cuts = [run.tasks * i // threads for i in range(threads + 1)]
-            run_split(lambda i, n=n, c=cuts: run.run_tasks(n, c[i], c[i + 1]), threads)
+            k = min(run.tasks, PARTS_PER_THREAD * threads)
+            cuts = [run.tasks * i // k for i in range(k + 1)]
+            run_split(lambda i, n=n, c=cuts: run.run_tasks(n, c[i], c[i + 1]), threads, k)
 
 
 class SimdDirectConv:

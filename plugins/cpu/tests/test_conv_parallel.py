@@ -135,8 +135,11 @@ def test_split_covers_the_range_evenly(n, parts):
 
 
 def test_run_parts_runs_every_part_once_on_several_threads():
+    import time
+
     seen = []
-    P.run_parts(lambda i: seen.append((i, threading.get_ident())), 3, 3)
+    # parts long enough that the workers join before the caller has claimed them all
+    P.run_parts(lambda i: (seen.append((i, threading.get_ident())), time.sleep(0.05)), 3, 3)
     assert sorted(i for i, _ in seen) == [0, 1, 2]
     assert len({t for _, t in seen}) == 3
 
@@ -365,8 +368,10 @@ def test_one_blas_thread_holds_one_and_shares_the_hold_with_part_runs(monkeypatc
 
 @pytest.mark.parametrize("oc_lanes", [False, True])
 def test_run_bound_splits_the_simd_conv_tasks_on_the_part_pool(oc_lanes):
-    """``parallel.run_bound``: a bound SIMD direct conv's tasks in two ranges, the first on the caller,
-    the second on a pool worker; every image; the bits of one thread, torch's result."""
+    """``parallel.run_bound``: a bound SIMD direct conv's tasks in two ranges claimed by the caller and
+    a pool worker; every image; the bits of one thread, torch's result."""
+    import time
+
     from srcore.plugin import simd_conv
 
     if oc_lanes and simd_conv.lanes() != 16:
@@ -388,6 +393,7 @@ def test_run_bound_splits_the_simd_conv_tasks_on_the_part_pool(oc_lanes):
         def run_tasks(self, n, t0, t1):
             seen.append((n, t0, t1, threading.get_ident()))
             real(n, t0, t1)
+            time.sleep(0.02)   # the worker joins before the caller claims the second range
     P.run_bound(Spy(), 2)
     assert np.array_equal(out, one)
     ref = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), padding=1).numpy()

@@ -1,8 +1,9 @@
 """Intra-op parallelism for the conv and pool kernels: a small persistent thread pool.
 
 A kernel splits its work into ``T`` independent parts (output rows, output
-channels) and calls :func:`run_parts`; the caller runs part 0, ``T - 1``
-persistent worker threads the others. numpy releases the GIL in its loops and
+channels) and calls :func:`run_parts`; the caller and ``T - 1`` persistent
+worker threads (srcore.conv's team, :mod:`srcore.conv.team`) claim the parts one
+at a time, so the caller never waits for a worker that has not started. numpy releases the GIL in its loops and
 BLAS calls on large arrays, so the parts run on separate cores.
 
 While the parts run, OpenBLAS is set to one thread (and put back after), so
@@ -165,36 +166,19 @@ def split(n: int, parts: int) -> list[tuple[int, int]]:
     return out
 
 
-class _Worker:
-    __slots__ = ("go", "done", "fn", "arg", "error", "thread")
-
-    def __init__(self):
-        self.go = _thread.allocate_lock()
-        self.go.acquire()
-        self.done = _thread.allocate_lock()
-        self.done.acquire()
-        self.fn = self.arg = self.error = None
-        self.thread = threading.Thread(target=self._loop, name="srcore-cpu-part", daemon=True)
-        self.thread.start()
-
-    def _loop(self):
-        while True:
-            self.go.acquire()          # blocks without the GIL until a part is handed over
-            try:
-                self.fn(self.arg)
-            except BaseException as e:  # re-raised on the caller's thread
-                self.error = e
-            self.fn = self.arg = None
-            self.done.release()
-
-
 class PartPool:
-    """``T - 1`` worker threads; :meth:`run` runs ``fn(0..T-1)`` with the caller doing part 0."""
+    """Runs ``fn(0..parts-1)`` on the calling thread and ``T - 1`` workers (srcore.conv's team,
+    :mod:`srcore.conv.team`, shared with trt_like's split convs), each thread claiming the next part:
+    the caller never waits for a worker that has not started (a fixed part per worker made every
+    2-thread call wait for its own late thread on the loaded 2-vCPU Sapphire Rapids VM). One run at a
+    time: a second caller, or a nested run, runs its parts itself."""
 
     def __init__(self, threads: int):
+        from srcore.conv.team import team
+
         self.threads = threads
         self.busy = _thread.allocate_lock()
-        self._workers = [_Worker() for _ in range(threads - 1)]
+        self._team = team(threads)
 
     def run(self, fn, parts: int) -> None:
         if parts <= 1 or not self.busy.acquire(False):
@@ -206,26 +190,7 @@ class PartPool:
             if ctl is not None:
                 _blas_one_thread_enter(ctl)
             try:
-                used = self._workers[:parts - 1]
-                for i, w in enumerate(used, 1):
-                    w.fn, w.arg = fn, i
-                    w.go.release()
-                err = None
-                try:
-                    fn(0)
-                except BaseException as e:
-                    err = e
-                for w in used:
-                    w.done.acquire()
-                    if w.error is not None and err is None:
-                        err = w.error
-                    w.error = None
-                # parts beyond the pool (more parts than threads) run here
-                for i in range(len(used) + 1, parts):
-                    if err is None:
-                        fn(i)
-                if err is not None:
-                    raise err
+                self._team.run(fn, parts)
             finally:
                 if ctl is not None:
                     _blas_one_thread_exit(ctl)
@@ -261,7 +226,7 @@ def run_parts(fn, parts: int, threads: int) -> None:
 def run_bound(run, threads: int) -> None:
     """A bound conv call of ``srcore.conv`` (``SimdDirectConv.bind``: ``images``, ``channels``,
     ``tasks``, ``fill(n, c0, c1)``, ``run_tasks(n, t0, t1)``) with its tasks split in ``threads``
-    contiguous ranges on this pool, the caller running the first: ``srcore.conv``'s own split
+    contiguous ranges on this pool, claimed by its threads: ``srcore.conv``'s own split until 2026-11-28
     (``run_bound`` there) hands every range to a ``ThreadPoolExecutor`` and waits, which on the
     2-vCPU Sapphire Rapids VM under load made resnet_small's 3x3 convs 1.04-1.14x slower than one
     thread, this 0.58-0.70x (docs/performance.md). The input copy stays on the caller."""

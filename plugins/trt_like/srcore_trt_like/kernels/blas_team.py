@@ -10,12 +10,13 @@ team, so the results are bit-identical whichever threads run them. The workers b
 """
 from __future__ import annotations
 
-import itertools
 import os
 import queue
 import threading
 
 import numpy as np
+
+from srcore.conv.team import Claims as _Phase
 
 from . import threads as _threads
 
@@ -78,41 +79,6 @@ class Team:
             self._queues[t - 1].put((phase, fn))
         _Phase.take(phase, fn)
         phase.wait()
-
-
-class _Phase:
-    """One call's parts: a counter handing out the next part index, a count of the parts finished,
-    and a lock released when the last one finishes (``next`` on an ``itertools.count`` is atomic
-    under the GIL)."""
-
-    __slots__ = ("count", "next", "finished", "done", "errors")
-
-    def __init__(self, count: int):
-        self.count = count
-        self.next = itertools.count().__next__
-        self.finished = itertools.count(1).__next__
-        self.done = threading.Lock()
-        self.done.acquire()
-        self.errors: list = []
-
-    @staticmethod
-    def take(phase: "_Phase", fn) -> None:
-        """Run parts of ``phase`` until none is left."""
-        count = phase.count
-        i = phase.next()
-        while i < count:
-            try:
-                fn(i)
-            except BaseException as exc:  # handed to the caller, which re-raises it
-                phase.errors.append(exc)
-            if phase.finished() == count:
-                phase.done.release()
-            i = phase.next()
-
-    def wait(self) -> None:
-        self.done.acquire()
-        if self.errors:
-            raise self.errors[0]
 
 
 _teams: dict[int, Team] = {}
