@@ -1,0 +1,249 @@
+"""Float32 transposed convolution of any spatial rank (1-3), compiled (numba), shared by the backends
+(``srcore.plugin.conv_transpose``: the cpu plugin's kernel and trt_like's ``conv_transpose`` layer).
+
+Two forms, every rank run as the 3-D case with unit leading dims:
+
+- ``gemm``: the weight's (O/g * taps, C/g) columns times the input's pixels on BLAS (``np.dot`` per
+  (sample, group) matrix: a stacked ``np.matmul`` of small ones ran 2-5x slower), then
+  :func:`col2im3` adds each (output channel, tap) row into the cropped output at the stride over
+  the bias. Wins where C/g is large (a DCGAN generator's 512 -> 256).
+- ``direct``: :func:`direct3`, one compiled call with no GEMM and no column buffer: each input
+  channel's plane, scaled by a tap's weight, added into the output at the stride. On the small
+  layers of U-Nets, audio decoders and the fifth held-out zoo (2-6 channels a group) the
+  ``gemm`` form's N * groups BLAS calls and its column buffer cost more than the arithmetic.
+
+:class:`ConvTranspose` holds a layer's prepared weight; :meth:`ConvTranspose.pick` times the forms on
+the machine it runs on (never chosen by CPU vendor).
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+#: releases the GIL, cached on disk, IEEE division, FMA contraction only
+JIT = dict(nogil=True, cache=True, error_model="numpy", fastmath={"contract"})
+
+_HYPER = ", int64" * 12
+GEMM_SIG = ("void(float32[:, :, :, :, ::1], float32[:, :, ::1], float32[::1], float32[:, :, :, :, ::1], "
+            "float32[:, :, :, ::1], int64" + _HYPER + ")")
+DIRECT_SIG = ("void(float32[:, :, :, :, ::1], float32[:, :, :, :, ::1], float32[::1], float32[:, :, :, :, ::1], int64"
+              + _HYPER + ")")
+FORMS = ("gemm", "direct")
+#: :meth:`ConvTranspose.pick` times ``direct`` up to this many input channels a group
+DIRECT_MAX_CIG = 16
+
+
+@numba.njit(inline="always", **JIT)
+def _span(kx, dw, pw, sw, W, Wo):
+    """The input columns ``j0 <= j < j1`` whose output column ``j * sw - pw + kx * dw`` is inside."""
+    off = kx * dw - pw
+    j0 = 0 if off >= 0 else (-off + sw - 1) // sw
+    j1 = min(W, (Wo - 1 - off) // sw + 1) if Wo - 1 - off >= 0 else 0
+    return off, j0, j1
+
+
+@numba.njit(**JIT)
+def col2im3(cols, bias, out, D, H, W, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw):
+    """``out[n, o, z*sd - pd + kz*dd, i*sh - ph + ky*dh, j*sw - pw + kx*dw] += cols[n, (o, kz, ky, kx),
+    (z, i, j)]`` over ``bias[o]``; positions outside ``out`` (the padding) are dropped. Taps apart
+    (stride == kernel, no padding or dilation, nothing past them: a U-Net's 2x2/2 up-sampling):
+    every output written once, no fill and no read-modify-write."""
+    N, O, Do, Ho, Wo = out.shape
+    flat = out.reshape(out.size)
+    cf = cols.reshape(cols.size)
+    plane = Do * Ho * Wo
+    L = D * H * W
+    K = kd * kh * kw
+    apart = (sd == kd and sh == kh and sw == kw and pd == 0 and ph == 0 and pw == 0 and dd == 1 and dh == 1
+             and dw == 1 and Do == D * kd and Ho == H * kh and Wo == W * kw)
+    for n in range(N):
+        for o in range(O):
+            p0 = (n * O + o) * plane
+            bv = bias[o]
+            r0 = (n * O + o) * K * L
+            if apart:
+                for z in range(D):
+                    for kz in range(kd):
+                        for i in range(H):
+                            for ky in range(kh):
+                                ob = p0 + ((z * kd + kz) * Ho + i * kh + ky) * Wo
+                                rk = r0 + (kz * kh + ky) * kw * L + (z * H + i) * W
+                                for j in range(W):
+                                    for kx in range(kw):
+                                        flat[ob + j * kw + kx] = cf[rk + kx * L + j] + bv
+                continue
+            for q in range(p0, p0 + plane):
+                flat[q] = bv
+            for kz in range(kd):
+                for ky in range(kh):
+                    for kx in range(kw):
+                        rt = r0 + ((kz * kh + ky) * kw + kx) * L
+                        off, j0, j1 = _span(kx, dw, pw, sw, W, Wo)
+                        for z in range(D):
+                            oz = z * sd - pd + kz * dd
+                            if oz < 0 or oz >= Do:
+                                continue
+                            for i in range(H):
+                                oy = i * sh - ph + ky * dh
+                                if oy < 0 or oy >= Ho:
+                                    continue
+                                ob = p0 + (oz * Ho + oy) * Wo + off
+                                cb = rt + (z * H + i) * W
+                                for j in range(j0, j1):
+                                    flat[ob + j * sw] += cf[cb + j]
+
+
+@numba.njit(**JIT)
+def gemm_col2im3(x, wt, bias, out, cols, groups, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw):
+    """The ``gemm`` form in one call: ``cols[n, g] = wt[g] @ x[n, g]`` (BLAS through numba's
+    ``np.dot``: no Python call per matrix), then :func:`col2im3`. ``x`` (N, C, D, H, W), ``wt``
+    (g, O/g * taps, C/g), ``cols`` (N, g, O/g * taps, D * H * W)."""
+    N, C, D, H, W = x.shape
+    L = D * H * W
+    xs = x.reshape(N, groups, C // groups, L)
+    for n in range(N):
+        for gi in range(groups):
+            np.dot(wt[gi], xs[n, gi], cols[n, gi])
+    col2im3(cols.reshape(N, groups * wt.shape[1], L), bias, out, D, H, W, kd, kh, kw, sd, sh, sw, pd, ph, pw,
+            dd, dh, dw)
+
+
+@numba.njit(**JIT)
+def direct3(x, w, bias, out, groups, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw):
+    """The transposed conv of ``x`` (N, C, D, H, W) by ``w`` (C, O/g, kd, kh, kw) into ``out``
+    (N, O, Do, Ho, Wo) over ``bias``, without a GEMM: per output channel, every (input channel,
+    tap)'s in-range rows added at the stride, scaled by the tap's weight."""
+    N, C, D, H, W = x.shape
+    O, Do, Ho, Wo = out.shape[1], out.shape[2], out.shape[3], out.shape[4]
+    Og = w.shape[1]
+    Cig = C // groups
+    flat = out.reshape(out.size)
+    xf = x.reshape(x.size)
+    plane = Do * Ho * Wo
+    L = D * H * W
+    for n in range(N):
+        for o in range(O):
+            gi = o // Og
+            og = o - gi * Og
+            p0 = (n * O + o) * plane
+            bv = bias[o]
+            for q in range(p0, p0 + plane):
+                flat[q] = bv
+            for ci in range(Cig):
+                c = gi * Cig + ci
+                x0 = (n * C + c) * L
+                for kz in range(kd):
+                    for ky in range(kh):
+                        for kx in range(kw):
+                            wv = w[c, og, kz, ky, kx]
+                            off, j0, j1 = _span(kx, dw, pw, sw, W, Wo)
+                            for z in range(D):
+                                oz = z * sd - pd + kz * dd
+                                if oz < 0 or oz >= Do:
+                                    continue
+                                for i in range(H):
+                                    oy = i * sh - ph + ky * dh
+                                    if oy < 0 or oy >= Ho:
+                                        continue
+                                    ob = p0 + (oz * Ho + oy) * Wo + off
+                                    xb = x0 + (z * H + i) * W
+                                    for j in range(j0, j1):
+                                        flat[ob + j * sw] += wv * xf[xb + j]
+
+
+def _compiled(dispatcher, signature: str):
+    """The compiled entry point for ``signature`` (compiled now or loaded from numba's cache): no
+    call pays for a compilation or the dispatcher's type matching."""
+    args, _ = numba.core.sigutils.normalize_signature(signature)
+    dispatcher.compile(signature)
+    return dispatcher.overloads[tuple(args)].entry_point
+
+
+def _to3(t, fill) -> tuple:
+    return (fill,) * (3 - len(t)) + tuple(int(v) for v in t)
+
+
+def out_size(sp, ks, stride, padding, output_padding, dilation) -> tuple:
+    """The output's spatial size (torch's ``conv_transpose`` formula)."""
+    return tuple((n - 1) * s - 2 * p + d * (k - 1) + op + 1
+                 for n, s, p, d, k, op in zip(sp, stride, padding, dilation, ks, output_padding))
+
+
+class ConvTranspose:
+    """A constant float32 weight (C, O/g, *k) of rank 1-3 with its bias and hyper-parameters, run in
+    one of :data:`FORMS` (``form``; compiled at construction or at :meth:`pick`, i.e. at load)."""
+
+    def __init__(self, w, bias, stride, padding, output_padding, groups, dilation, form: str = "gemm"):
+        if form not in FORMS:
+            raise ValueError(f"conv_transpose form {form!r} (one of {FORMS})")
+        w = np.ascontiguousarray(w, np.float32)
+        C, Og, *ks = w.shape
+        self.nd, self.g, self.cig, self.O = len(ks), int(groups), C // groups, Og * groups
+        self.ks = tuple(ks)
+        self.stride, self.padding, self.dilation = tuple(stride), tuple(padding), tuple(dilation)
+        self.out_pad = tuple(output_padding)
+        self.kk = Og * math.prod(ks)
+        self.w5 = w.reshape((C, Og) + _to3(ks, 1))
+        self.wt = np.ascontiguousarray(w.reshape(groups, self.cig, self.kk).transpose(0, 2, 1))
+        self.bias = np.zeros(self.O, np.float32) if bias is None else np.ascontiguousarray(bias, np.float32)
+        self.hyper = (*_to3(ks, 1), *_to3(stride, 1), *_to3(padding, 0), *_to3(dilation, 1))
+        self.form = None
+        self.use(form)
+
+    def use(self, form: str) -> None:
+        self.form = form
+        self.fn = _compiled(gemm_col2im3, GEMM_SIG) if form == "gemm" else _compiled(direct3, DIRECT_SIG)
+
+    def out_shape(self, x_shape) -> tuple:
+        return (x_shape[0], self.O) + out_size(x_shape[2:], self.ks, self.stride, self.padding, self.out_pad,
+                                               self.dilation)
+
+    def runner(self, x_shape, cols=None):
+        """``run(x, out, cols=None)``: ``out`` = the transposed conv of ``x`` (both C-contiguous float32,
+        ``x`` of shape ``x_shape``, ``out`` of :meth:`out_shape`), the reshapes and arguments prepared
+        once; ``cols`` the ``gemm`` form's scratch of :meth:`cols_shape`: the call's, else the one given
+        here (allocated if None)."""
+        N, C = x_shape[:2]
+        xs5, os5 = (N, C) + _to3(x_shape[2:], 1), self.out_shape(x_shape)
+        os5 = os5[:2] + _to3(os5[2:], 1)
+        fn, w, bias, g, hyper = self.fn, self.wt, self.bias, self.g, self.hyper
+        if math.prod(os5) == 0:
+            return lambda x, out, cols=None: None
+        if math.prod(xs5) == 0:
+            b5 = bias.reshape(self.O, 1, 1, 1)
+
+            def fill(x, out, cols=None):
+                out.reshape(os5)[...] = b5
+            return fill
+        if self.form == "direct":
+            w = self.w5
+            return lambda x, out, cols=None: fn(x.reshape(xs5), w, bias, out.reshape(os5), g, *hyper)
+        own = np.empty(self.cols_shape(x_shape), np.float32) if cols is None else cols
+
+        def gemm(x, out, cols=None):
+            fn(x.reshape(xs5), w, bias, out.reshape(os5), own if cols is None else cols, g, *hyper)
+        return gemm
+
+    def cols_shape(self, x_shape) -> tuple:
+        """The ``gemm`` form's scratch: (N, g, O/g * taps, pixels)."""
+        return (x_shape[0], self.g, self.kk, math.prod(x_shape[2:]))
+
+    def pick(self, x, out, cols=None, rounds: int = 5, reps: int = 3, margin: float = 1.03) -> str:
+        """Time the forms on ``x`` into ``out`` (best of ``rounds`` alternating rounds of ``reps`` calls,
+        on the calling thread's CPU clock: ``srcore.clock``), keep the fastest (``gemm`` unless another
+        beats it by ``margin``) and return its name. ``direct`` is a candidate up to
+        :data:`DIRECT_MAX_CIG` input channels a group (it does C/g times ``gemm``'s col2im adds)."""
+        from srcore import clock as _clock
+
+        runs, best = {}, {}
+        for f in FORMS if self.cig <= DIRECT_MAX_CIG else ("gemm",):
+            self.use(f)
+            runs[f], best[f] = self.runner(x.shape, cols), float("inf")
+        for _ in range(rounds):
+            for f, run in runs.items():
+                best[f] = min(best[f], _clock.per_call_ns(lambda run=run: run(x, out), reps, "cpu"))
+        form = min(runs, key=lambda f: (best[f] * (1.0 if f == "gemm" else margin), f != "gemm"))
+        self.use(form)
+        return form
