@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from srcore import KernelError
 from srcore.plugin import conv_transpose as CT
 
 torch = pytest.importorskip("torch")
@@ -55,6 +56,16 @@ def test_an_empty_batch_and_an_empty_input_plane():
     assert out.shape == (1, 3, 1, 4)
     ct.runner(x.shape)(x, out)
     np.testing.assert_array_equal(out, np.broadcast_to(np.arange(3, dtype=np.float32)[None, :, None, None], out.shape))
+
+
+def test_a_caller_scratch_of_the_wrong_shape_and_an_unknown_form_are_refused():
+    w = np.ones((2, 3, 2, 2), np.float32)
+    with pytest.raises(KernelError, match="form 'fast'"):
+        CT.ConvTranspose(w, None, (2, 2), (0, 0), (0, 0), 1, (1, 1), "fast")
+    ct = CT.ConvTranspose(w, None, (2, 2), (1, 1), (0, 0), 1, (1, 1), "fused")
+    run = ct.runner((1, 2, 3, 3), own_cols=False)
+    with pytest.raises(KernelError, match="cols of shape"):
+        run(np.ones((1, 2, 3, 3), np.float32), np.empty(ct.out_shape((1, 2, 3, 3)), np.float32), np.empty((1,), np.float32))
 
 
 def test_pick_keeps_a_form_with_the_same_result():

@@ -3,10 +3,13 @@
 
 Two forms, every rank run as the 3-D case with unit leading dims:
 
-- ``gemm``: the weight's (O/g * taps, C/g) columns times the input's pixels on BLAS (``np.dot`` per
-  (sample, group) matrix: a stacked ``np.matmul`` of small ones ran 2-5x slower), then
-  :func:`col2im3` adds each (output channel, tap) row into the cropped output at the stride over
-  the bias. Wins where C/g is large (a DCGAN generator's 512 -> 256).
+- ``gemm``: the weight's (O/g * taps, C/g) columns times the input's pixels on numpy's BLAS (the
+  one srcore's thread settings govern), then :func:`col2im3` adds each (output channel, tap) row
+  into the cropped output at the stride over the bias. Wins where C/g is large (a DCGAN
+  generator's 512 -> 256).
+- ``fused``: the same in one compiled call, the product as vectorized loops (:func:`fused_col2im3`:
+  no Python call per (sample, group) matrix; numba's own ``np.dot`` would call scipy's OpenBLAS, a
+  second thread pool, and cost seconds of compilation).
 - ``direct``: :func:`direct3`, one compiled call with no GEMM and no column buffer: each input
   channel's plane, scaled by a tap's weight, added into the output at the stride. On the small
   layers of U-Nets, audio decoders and the fifth held-out zoo (2-6 channels a group) the
@@ -22,17 +25,21 @@ import math
 import numba
 import numpy as np
 
+from ..errors import KernelError
+
 #: releases the GIL, cached on disk, IEEE division, FMA contraction only
 JIT = dict(nogil=True, cache=True, error_model="numpy", fastmath={"contract"})
 
 _HYPER = ", int64" * 12
-GEMM_SIG = ("void(float32[:, :, :, :, ::1], float32[:, :, ::1], float32[::1], float32[:, :, :, :, ::1], "
-            "float32[:, :, :, ::1], int64" + _HYPER + ")")
+COL2IM_SIG = "void(float32[:, :, ::1], float32[::1], float32[:, :, :, :, ::1], int64, int64, int64" + _HYPER + ")"
+FUSED_SIG = ("void(float32[:, :, :, :, ::1], float32[:, :, ::1], float32[::1], float32[:, :, :, :, ::1], "
+             "float32[:, :, :, ::1], int64" + _HYPER + ")")
 DIRECT_SIG = ("void(float32[:, :, :, :, ::1], float32[:, :, :, :, ::1], float32[::1], float32[:, :, :, :, ::1], int64"
               + _HYPER + ")")
-FORMS = ("gemm", "direct")
-#: :meth:`ConvTranspose.pick` times ``direct`` up to this many input channels a group
-DIRECT_MAX_CIG = 16
+FORMS = ("gemm", "fused", "direct")
+#: ``fused`` and ``direct`` are offered up to this many input channels a group (they do C/g
+#: multiply-adds per column element or output tap without BLAS's blocking)
+SMALL_MAX_CIG = 32
 
 
 @numba.njit(inline="always", **JIT)
@@ -111,18 +118,31 @@ def col2im3(cols, bias, out, D, H, W, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh
 
 
 @numba.njit(**JIT)
-def gemm_col2im3(x, wt, bias, out, cols, groups, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw):
-    """The ``gemm`` form in one call: ``cols[n, g] = wt[g] @ x[n, g]`` (BLAS through numba's
-    ``np.dot``: no Python call per matrix), then :func:`col2im3`. ``x`` (N, C, D, H, W), ``wt``
-    (g, O/g * taps, C/g), ``cols`` (N, g, O/g * taps, D * H * W)."""
+def fused_col2im3(x, wt, bias, out, cols, groups, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw):
+    """The ``fused`` form in one call: ``cols[n, g] = wt[g] @ x[n, g]`` as compiled loops (a row of
+    pixels at a time, vectorized; no BLAS call per matrix), then :func:`col2im3`. ``x`` (N, C, D, H,
+    W), ``wt`` (g, O/g * taps, C/g), ``cols`` (N, g, O/g * taps, D * H * W)."""
     N, C, D, H, W = x.shape
     L = D * H * W
-    xs = x.reshape(N, groups, C // groups, L)
+    Cig = C // groups
+    KK = wt.shape[1]
+    xf = x.reshape(x.size)
+    cf = cols.reshape(cols.size)
     for n in range(N):
         for gi in range(groups):
-            np.dot(wt[gi], xs[n, gi], cols[n, gi])
-    col2im3(cols.reshape(N, groups * wt.shape[1], L), bias, out, D, H, W, kd, kh, kw, sd, sh, sw, pd, ph, pw,
-            dd, dh, dw)
+            x0 = (n * C + gi * Cig) * L
+            for r in range(KK):
+                crow = cf[((n * groups + gi) * KK + r) * L:((n * groups + gi) * KK + r + 1) * L]
+                w0 = wt[gi, r, 0]
+                xr = xf[x0:x0 + L]
+                for q in range(L):
+                    crow[q] = w0 * xr[q]
+                for c in range(1, Cig):
+                    wv = wt[gi, r, c]
+                    xr = xf[x0 + c * L:x0 + (c + 1) * L]
+                    for q in range(L):
+                        crow[q] += wv * xr[q]
+    col2im3(cols.reshape(N, groups * KK, L), bias, out, D, H, W, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw)
 
 
 @numba.njit(**JIT)
@@ -191,7 +211,7 @@ class ConvTranspose:
 
     def __init__(self, w, bias, stride, padding, output_padding, groups, dilation, form: str = "gemm"):
         if form not in FORMS:
-            raise ValueError(f"conv_transpose form {form!r} (one of {FORMS})")
+            raise KernelError(f"conv_transpose form {form!r} (one of {FORMS})")
         w = np.ascontiguousarray(w, np.float32)
         C, Og, *ks = w.shape
         self.nd, self.g, self.cig, self.O = len(ks), int(groups), C // groups, Og * groups
@@ -208,17 +228,18 @@ class ConvTranspose:
 
     def use(self, form: str) -> None:
         self.form = form
-        self.fn = _compiled(gemm_col2im3, GEMM_SIG) if form == "gemm" else _compiled(direct3, DIRECT_SIG)
+        self.fn = _compiled(*{"gemm": (col2im3, COL2IM_SIG), "fused": (fused_col2im3, FUSED_SIG),
+                              "direct": (direct3, DIRECT_SIG)}[form])
 
     def out_shape(self, x_shape) -> tuple:
         return (x_shape[0], self.O) + out_size(x_shape[2:], self.ks, self.stride, self.padding, self.out_pad,
                                                self.dilation)
 
-    def runner(self, x_shape, cols=None):
-        """``run(x, out, cols=None)``: ``out`` = the transposed conv of ``x`` (both C-contiguous float32,
+    def runner(self, x_shape, own_cols: bool = True):
+        """``run(x, out, cols)``: ``out`` = the transposed conv of ``x`` (both C-contiguous float32,
         ``x`` of shape ``x_shape``, ``out`` of :meth:`out_shape`), the reshapes and arguments prepared
-        once; ``cols`` the ``gemm`` form's scratch of :meth:`cols_shape`: the call's, else the one given
-        here (allocated if None)."""
+        once. ``cols``, the ``gemm`` and ``fused`` forms' scratch of :meth:`cols_shape`: the runner's
+        own (``own_cols``: ``run(x, out)``), else every call's (a thread's workspace)."""
         N, C = x_shape[:2]
         xs5, os5 = (N, C) + _to3(x_shape[2:], 1), self.out_shape(x_shape)
         os5 = os5[:2] + _to3(os5[2:], 1)
@@ -234,27 +255,43 @@ class ConvTranspose:
         if self.form == "direct":
             w = self.w5
             return lambda x, out, cols=None: fn(x.reshape(xs5), w, bias, out.reshape(os5), g, *hyper)
-        own = np.empty(self.cols_shape(x_shape), np.float32) if cols is None else cols
+        cs = self.cols_shape(x_shape)
+        if own_cols:
+            run = self.runner(x_shape, own_cols=False)
+            mine = np.empty(cs, np.float32)
+            return lambda x, out, cols=None: run(x, out, mine)
+        if self.form == "fused":
+            def fused(x, out, cols):
+                if cols.shape != cs:
+                    raise KernelError(f"conv_transpose: cols of shape {cols.shape}, not {cs}")
+                fn(x.reshape(xs5), w, bias, out.reshape(os5), cols, g, *hyper)
+            return fused
+        cig, L = self.cig, math.prod(x_shape[2:])
+        sp3 = _to3(x_shape[2:], 1)
+        pairs = [(n, gi) for n in range(N) for gi in range(g)]
 
-        def gemm(x, out, cols=None):
-            fn(x.reshape(xs5), w, bias, out.reshape(os5), own if cols is None else cols, g, *hyper)
+        def gemm(x, out, cols):
+            xs = x.reshape(N, g, cig, L)
+            for n, gi in pairs:   # np.dot per matrix: a stacked np.matmul of small ones ran 2-5x slower
+                np.dot(w[gi], xs[n, gi], out=cols[n, gi])
+            fn(cols.reshape(N, -1, L), bias, out.reshape(os5), *sp3, *hyper)
         return gemm
 
     def cols_shape(self, x_shape) -> tuple:
         """The ``gemm`` form's scratch: (N, g, O/g * taps, pixels)."""
         return (x_shape[0], self.g, self.kk, math.prod(x_shape[2:]))
 
-    def pick(self, x, out, cols=None, rounds: int = 5, reps: int = 3, margin: float = 1.03) -> str:
+    def pick(self, x, out, rounds: int = 5, reps: int = 3, margin: float = 1.03) -> str:
         """Time the forms on ``x`` into ``out`` (best of ``rounds`` alternating rounds of ``reps`` calls,
         on the calling thread's CPU clock: ``srcore.clock``), keep the fastest (``gemm`` unless another
-        beats it by ``margin``) and return its name. ``direct`` is a candidate up to
-        :data:`DIRECT_MAX_CIG` input channels a group (it does C/g times ``gemm``'s col2im adds)."""
+        beats it by ``margin``) and return its name; ``fused`` and ``direct`` up to
+        :data:`SMALL_MAX_CIG` input channels a group."""
         from srcore import clock as _clock
 
         runs, best = {}, {}
-        for f in FORMS if self.cig <= DIRECT_MAX_CIG else ("gemm",):
+        for f in FORMS if self.cig <= SMALL_MAX_CIG else ("gemm",):
             self.use(f)
-            runs[f], best[f] = self.runner(x.shape, cols), float("inf")
+            runs[f], best[f] = self.runner(x.shape), float("inf")
         for _ in range(rounds):
             for f, run in runs.items():
                 best[f] = min(best[f], _clock.per_call_ns(lambda run=run: run(x, out), reps, "cpu"))

@@ -591,7 +591,7 @@ class _ConvTransposeF32:
                 and input_shape[1] == w.shape[0] and math.prod(input_shape) > 0:
             x = np.random.default_rng(0).standard_normal(input_shape, np.float32)
             out = np.empty(self.ct.out_shape(input_shape), np.float32)
-            self.ct.pick(x, out, np.empty(self.ct.cols_shape(input_shape), np.float32))
+            self.ct.pick(x, out)
 
     def __call__(self, input, out=None):
         if input.dtype != np.float32 or input.ndim != self.nd + 2 or input.shape[1] != self.w.shape[0]:
@@ -600,10 +600,10 @@ class _ConvTransposeF32:
         entry = self.runs.get(shape)
         if entry is None:
             cs = self.ct.cols_shape(shape)
-            entry = self.runs[shape] = (self.ct.runner(shape, cols=np.empty(0, np.float32)), cs)
+            entry = self.runs[shape] = (self.ct.runner(shape, own_cols=False), cs)
         run, cs = entry
         res = out if out is not None and out.flags.c_contiguous else np.empty(self.ct.out_shape(shape), np.float32)
-        cols = self.ws.get(None, "cols", cs, np.float32) if self.ct.form == "gemm" else None
+        cols = self.ws.get(None, "cols", cs, np.float32) if self.ct.form != "direct" else None
         run(input if input.flags.c_contiguous else np.ascontiguousarray(input), res, cols)
         if out is not None and res is not out:
             np.copyto(out, res)
