@@ -29,7 +29,7 @@ CASES = {
 
 @pytest.mark.parametrize("form", CT.FORMS)
 @pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize("batch", [pytest.param(1, marks=pytest.mark.full), 2])   # batch 1 in the engine tests too
 def test_forms_match_torch(form, case, batch):
     sp, C, Og, k, s, p, op, g, d, has_bias = CASES[case]
     rng = np.random.default_rng(7)
