@@ -166,11 +166,15 @@ def test_matchers_fall_back_to_generic_kernels():
                                  dilation=1, groups=1)) is K.conv1d
 
 
-def test_kernel_instance_is_thread_safe():
-    w, b = rand(8, 4, 3, 3), rand(8)
-    fn = K.make_conv(2, w, b, 1, 1, 1, 1)
-    xs = [rand(1, 4, 12, 12) for _ in range(4)]
-    exps = [F.conv2d(T(x), T(w), T(b), 1, 1).numpy() for x in xs]
+@pytest.mark.parametrize("transposed", [False, True])
+def test_kernel_instance_is_thread_safe(transposed):
+    """One kernel called from four threads at once (a transposed conv's column scratch per thread)."""
+    w, b = rand(8, 4, 3, 3), rand(4 if transposed else 8)
+    fn = (K.make_conv_transpose(2, w[:, :4].copy(), b, 2, 1, 1, 1, 1) if transposed
+          else K.make_conv(2, w, b, 1, 1, 1, 1))
+    xs = [rand(1, 8 if transposed else 4, 12, 12) for _ in range(4)]
+    exps = [(F.conv_transpose2d(T(x), T(w[:, :4].copy()), T(b), 2, 1, 1) if transposed
+             else F.conv2d(T(x), T(w), T(b), 1, 1)).numpy() for x in xs]
     errors = []
 
     def work(i):

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 
 import numpy as np
 
@@ -578,36 +579,42 @@ def make_conv_transpose(nd, weight, bias, stride, padding, output_padding, group
 
 class _ConvTransposeF32:
     """``srcore.plugin.conv_transpose.ConvTranspose`` behind the kernel's ``(input, out=None)`` call:
-    one prepared runner per input shape, its column scratch the calling thread's (the shared
-    workspace); another dtype, rank or channel count goes to ``conv_transpose_forward``."""
+    per thread and input shape one prepared runner and its column scratch, a view of the thread's
+    shared workspace taken once (kernels use it one at a time; if another grows it, the view keeps
+    the old buffer, then private); another dtype, rank or channel count goes to
+    ``conv_transpose_forward``."""
 
     def __init__(self, nd, w, b, args, input_shape, ws):
         from srcore.plugin import conv_transpose
 
         self.nd, self.w, self.b, self.args, self.ws = nd, w, b, args, ws
         self.ct = conv_transpose.ConvTranspose(w, b, *args)
-        self.runs = {}
+        self.tls = threading.local()
         if input_shape is not None and len(input_shape) == nd + 2 and all(type(d) is int for d in input_shape) \
                 and input_shape[1] == w.shape[0] and math.prod(input_shape) > 0:
             x = np.random.default_rng(0).standard_normal(input_shape, np.float32)
-            out = np.empty(self.ct.out_shape(input_shape), np.float32)
-            self.ct.pick(x, out)
+            self.ct.pick(x, np.empty(self.ct.out_shape(input_shape), np.float32))
+
+    def _entry(self, shape):
+        runs = self.tls.__dict__.setdefault("runs", {})
+        cols = None if self.ct.form == "direct" else self.ws.get(None, "cols", self.ct.cols_shape(shape), np.float32)
+        entry = runs[shape] = (self.ct.runner(shape, own_cols=False), cols, self.ct.out_shape(shape))
+        return entry
 
     def __call__(self, input, out=None):
         if input.dtype != np.float32 or input.ndim != self.nd + 2 or input.shape[1] != self.w.shape[0]:
             return _batched(conv_transpose_forward, input, self.nd, out, self.w, self.b, *self.args, ws=self.ws)
         shape = input.shape
-        entry = self.runs.get(shape)
-        if entry is None:
-            cs = self.ct.cols_shape(shape)
-            entry = self.runs[shape] = (self.ct.runner(shape, own_cols=False), cs)
-        run, cs = entry
-        res = out if out is not None and out.flags.c_contiguous else np.empty(self.ct.out_shape(shape), np.float32)
-        cols = self.ws.get(None, "cols", cs, np.float32) if self.ct.form != "direct" else None
+        entry = self.tls.__dict__.get("runs", _NO_RUNS).get(shape) or self._entry(shape)
+        run, cols, oshape = entry
+        res = out if out is not None and out.flags.c_contiguous else np.empty(oshape, np.float32)
         run(input if input.flags.c_contiguous else np.ascontiguousarray(input), res, cols)
         if out is not None and res is not out:
             np.copyto(out, res)
         return res
+
+
+_NO_RUNS: dict = {}
 
 
 def _consts(node: NodeInfo, names):
