@@ -121,6 +121,19 @@ def test_conv_transpose1d_unbatched():
     both(spec.fn, F.conv_transpose1d(T(x), T(w), None, 3, 1, 2).numpy(), x)
 
 
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_conv_transpose_with_a_static_shape_times_its_form_and_matches_torch(nd):
+    """A known input shape: the form is picked by timing at load; the kernel serves that shape and
+    another batch (its own prepared runner), into a given or a new output."""
+    k, s, p, op, d = (3, 2, 1, 1, 2)[:1] * nd, (2,) * nd, (1,) * nd, (1,) * nd, (2,) * nd
+    w, b = rand(4, 3, *k), rand(6)
+    fn = K.make_conv_transpose(nd, w, b, s, p, op, 2, d, input_shape=(2, 4) + (3,) * nd)
+    ref = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[nd]
+    for batch in (2, 1):
+        x = rand(batch, 4, *(3,) * nd)
+        both(fn, ref(T(x), T(w), T(b), s, p, op, 2, d).numpy(), x)
+
+
 @pytest.mark.parametrize("transposed", [False, True])
 def test_convolution_and__convolution(transposed):
     x = rand(1, 4, 6, 6, dtype=np.float64)
@@ -153,11 +166,15 @@ def test_matchers_fall_back_to_generic_kernels():
                                  dilation=1, groups=1)) is K.conv1d
 
 
-def test_kernel_instance_is_thread_safe():
-    w, b = rand(8, 4, 3, 3), rand(8)
-    fn = K.make_conv(2, w, b, 1, 1, 1, 1)
-    xs = [rand(1, 4, 12, 12) for _ in range(4)]
-    exps = [F.conv2d(T(x), T(w), T(b), 1, 1).numpy() for x in xs]
+@pytest.mark.parametrize("transposed", [False, True])
+def test_kernel_instance_is_thread_safe(transposed):
+    """One kernel called from four threads at once (a transposed conv's column scratch per thread)."""
+    w, b = rand(8, 4, 3, 3), rand(4 if transposed else 8)
+    fn = (K.make_conv_transpose(2, w[:, :4].copy(), b, 2, 1, 1, 1, 1) if transposed
+          else K.make_conv(2, w, b, 1, 1, 1, 1))
+    xs = [rand(1, 8 if transposed else 4, 12, 12) for _ in range(4)]
+    exps = [(F.conv_transpose2d(T(x), T(w[:, :4].copy()), T(b), 2, 1, 1) if transposed
+             else F.conv2d(T(x), T(w), T(b), 1, 1)).numpy() for x in xs]
     errors = []
 
     def work(i):

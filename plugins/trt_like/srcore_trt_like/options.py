@@ -64,6 +64,8 @@ OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl_split", "mkl", "numb
                  "conv1d_simd",
                  # 3-D convs not folded into 2-D ones (tactics/conv3d.py)
                  "vol2col_gemm",
+                 # transposed convs of few channels a group without BLAS (tactics/transposed.py)
+                 "numba_fused", "numba_direct",
                  # max pools of small planes through gathers (tactics/conv.py)
                  "gather")
 

@@ -725,6 +725,16 @@ def conv_cases() -> list[Case]:
         out.append(Case(f"_convolution-transposed-1d-{k}", "aten::_convolution",
                         (*args[:5], dil, True, opad, groups, False, False, True, True), Tol(2 * K, 2 * K),
                         scale=lambda *a: convt1(*a[:5], a[7], a[8], a[5])))
+    # 3-D transposed: the conv_transpose layer at rank 3 (srcore/conv/transpose.py)
+    convt3 = abs_op(torch.ops.aten.conv_transpose3d.input)
+    for k, (xs, ws, bias, stride, pad, opad, dil, groups) in enumerate([
+            ((2, 2, 2, 3, 3), (2, 2, 1, 3, 3), True, [1, 2, 2], [0, 1, 1], [0, 1, 0], [1, 1, 1], 1),
+            ((1, 4, 2, 2, 3), (4, 1, 2, 2, 2), False, [2, 2, 2], [0, 0, 0], [0, 0, 0], [1, 1, 1], 2)]):
+        K = ws[0] // groups * ws[2] * ws[3] * ws[4] + 1
+        args = (tin(xs, k, special=False), p(ws, 120 + k), p((ws[1] * groups,), 125 + k) if bias else None, stride,
+                pad, opad, groups, dil)
+        out.append(Case(f"conv_transpose3d-{k}", "aten::conv_transpose3d.input", args, Tol(2 * K, 2 * K),
+                        scale=convt3))
     # 3-D: (kt, 1, 1) a 2-D layer on (N, C, T, H * W) views, others the conv3d layer (builder/volume.py)
     conv3 = abs_op(torch.ops.aten.conv3d.default)
     for k, (xs, ws, bias, stride, pad, dil, groups) in enumerate([

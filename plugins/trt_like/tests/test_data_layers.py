@@ -215,6 +215,9 @@ def test_an_engine_with_index_and_mask_inputs_round_trips_through_a_serialized_p
     np.testing.assert_array_equal(loaded(*[t.numpy() for t in inputs]), got)
 
 
+CONVT_TACTICS = ["numba", "numba_fused", "numba_direct", "numpy"]
+
+
 class UpTransposed(torch.nn.Module):
     """A transposed conv between two convs (one engine), of the given geometry."""
 
@@ -237,11 +240,43 @@ def test_conv_transpose_in_one_engine(k, s, p, op, d, g, tactic):
     torch.manual_seed(1)
     m = UpTransposed(k, s, p, op, d, g)
     x = torch.randn(2, 4, 5, 7)
-    sm, got, want = _run(m, (x,), exclude=["numpy" if tactic == "numba" else "numba"])
+    sm, got, want = _run(m, (x,), exclude=[t for t in CONVT_TACTICS if t != tactic])
     assert [n.kind for n in sm.graph.nodes if n.kind != "prim::Constant"] == [ENGINE_KIND], sm.partition.format()
     assert "aten::conv_transpose2d" in _engine_ops(sm)
-    assert f"[{tactic}]" in sm.partition.engines[0].description.split("conv_transpose -> ")[1].splitlines()[0]
+    # the relu after it is the layer's epilogue
+    assert f"+ relu -> 2x4x{m.up(torch.zeros(1, 6, 5, 7)).shape[2]}" in sm.partition.engines[0].description
+    assert f"[{tactic}]" in sm.partition.engines[0].description.split("conv_transpose + relu -> ")[1].splitlines()[0]
     np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-5)
+
+
+class TransposedRanks(torch.nn.Module):
+    """Transposed convs of rank 1 (stride 3, output padding 2, no bias), 2 (groups, dilation, batch
+    items of their own) and 3 (output padding on one axis, groups, a leaky relu after it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.t1 = torch.nn.ConvTranspose1d(4, 3, 4, stride=3, padding=1, output_padding=2, bias=False)
+        self.t2 = torch.nn.ConvTranspose2d(4, 6, 3, stride=2, padding=2, output_padding=1, groups=2, dilation=2)
+        self.t3 = torch.nn.ConvTranspose3d(2, 4, (2, 3, 3), stride=(1, 2, 2), padding=(0, 1, 1),
+                                           output_padding=(0, 1, 0), groups=2, dilation=(2, 1, 1))
+
+    def forward(self, x):
+        return (self.t1(x.flatten(2)), self.t2(x),
+                F.leaky_relu(self.t3(x[:, :2].reshape(x.shape[0], 2, 2, 3, -1)), 0.2))
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize("tactic", CONVT_TACTICS)
+def test_conv_transposes_of_every_rank_in_one_engine(tactic, batch):
+    torch.manual_seed(4)
+    x = torch.randn(batch, 4, 3, 4)
+    sm, got, want = _run(TransposedRanks(), (x,), exclude=[t for t in CONVT_TACTICS if t != tactic])
+    assert [e.backend for e in sm.partition.engines] == ["trt_like"], sm.partition.format()
+    desc = sm.partition.engines[0].description
+    layers = [line.split()[-1] for line in desc.splitlines() if line.strip().startswith("conv_transpose")]
+    assert layers == [f"[{tactic}]"] * 3 and "conv_transpose + leaky_relu ->" in desc, desc
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-4, atol=1e-5)
 
 
 def test_unbatched_conv_transpose_stays_on_cpu_with_the_reason():

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 
 import numpy as np
 
@@ -561,24 +562,59 @@ def _macs(shape, w, stride, pads, dilation) -> int:
 SIMD_MARGIN = 0.9
 
 
-def make_conv_transpose(nd, weight, bias, stride, padding, output_padding, groups, dilation):
+def make_conv_transpose(nd, weight, bias, stride, padding, output_padding, groups, dilation, input_shape=None):
+    """A constant-weight transposed conv: a float32 one runs the shared compiled kernel
+    (``srcore.plugin.conv_transpose``), its form timed at load when ``input_shape`` is static."""
     ws = SHARED_WS
     w = np.ascontiguousarray(weight)
     b = None if bias is None else np.ascontiguousarray(bias)
     args = (_tup(stride, nd), _tup(padding, nd), _tup(output_padding, nd), groups, _tup(dilation, nd))
     if w.dtype == np.float32 and (b is None or b.dtype == np.float32) and w.ndim == nd + 2:
-        from .jit_col2im import Col2im
-        fast = Col2im(w, b, *args)
-
-        def conv_transpose_f32(input, out=None):
-            if input.dtype != np.float32 or input.ndim != nd + 2 or input.shape[1] != w.shape[0]:
-                return _batched(conv_transpose_forward, input, nd, out, w, b, *args, ws=ws)
-            return fast(input, out, ws)
-        return conv_transpose_f32
+        return _ConvTransposeF32(nd, w, b, args, input_shape, ws)
 
     def conv_transpose_const(input, out=None):
         return _batched(conv_transpose_forward, input, nd, out, w, b, *args, ws=ws)
     return conv_transpose_const
+
+
+class _ConvTransposeF32:
+    """``srcore.plugin.conv_transpose.ConvTranspose`` behind the kernel's ``(input, out=None)`` call:
+    per thread and input shape one prepared runner and its column scratch, a view of the thread's
+    shared workspace taken once (kernels use it one at a time; if another grows it, the view keeps
+    the old buffer, then private); another dtype, rank or channel count goes to
+    ``conv_transpose_forward``."""
+
+    def __init__(self, nd, w, b, args, input_shape, ws):
+        from srcore.plugin import conv_transpose
+
+        self.nd, self.w, self.b, self.args, self.ws = nd, w, b, args, ws
+        self.ct = conv_transpose.ConvTranspose(w, b, *args)
+        self.tls = threading.local()
+        if input_shape is not None and len(input_shape) == nd + 2 and all(type(d) is int for d in input_shape) \
+                and input_shape[1] == w.shape[0] and math.prod(input_shape) > 0:
+            x = np.random.default_rng(0).standard_normal(input_shape, np.float32)
+            self.ct.pick(x, np.empty(self.ct.out_shape(input_shape), np.float32))
+
+    def _entry(self, shape):
+        runs = self.tls.__dict__.setdefault("runs", {})
+        cols = None if self.ct.form == "direct" else self.ws.get(None, "cols", self.ct.cols_shape(shape), np.float32)
+        entry = runs[shape] = (self.ct.runner(shape, own_cols=False), cols, self.ct.out_shape(shape))
+        return entry
+
+    def __call__(self, input, out=None):
+        if input.dtype != np.float32 or input.ndim != self.nd + 2 or input.shape[1] != self.w.shape[0]:
+            return _batched(conv_transpose_forward, input, self.nd, out, self.w, self.b, *self.args, ws=self.ws)
+        shape = input.shape
+        entry = self.tls.__dict__.get("runs", _NO_RUNS).get(shape) or self._entry(shape)
+        run, cols, oshape = entry
+        res = out if out is not None and out.flags.c_contiguous else np.empty(oshape, np.float32)
+        run(input if input.flags.c_contiguous else np.ascontiguousarray(input), res, cols)
+        if out is not None and res is not out:
+            np.copyto(out, res)
+        return res
+
+
+_NO_RUNS: dict = {}
 
 
 def _consts(node: NodeInfo, names):
@@ -630,7 +666,7 @@ def _transpose_matcher(nd):
         hp = _consts(node, ("stride", "padding", "output_padding", "groups", "dilation"))
         if wb is None or hp is None:
             return None
-        return Specialized(make_conv_transpose(nd, *wb, *hp), args=(0,))
+        return Specialized(make_conv_transpose(nd, *wb, *hp, input_shape=static_input_shape(node)), args=(0,))
     return matcher
 
 
@@ -648,7 +684,8 @@ def _convolution_fast(node: NodeInfo):
     stride, padding, dilation, transposed, output_padding, groups = hp
     nd = wb[0].ndim - 2
     if transposed:
-        fn = make_conv_transpose(nd, *wb, stride, padding, output_padding, groups, dilation)
+        fn = make_conv_transpose(nd, *wb, stride, padding, output_padding, groups, dilation,
+                                 input_shape=static_input_shape(node))
     else:
         fn = make_conv(nd, *wb, stride, padding, dilation, groups, input_shape=static_input_shape(node))
     return Specialized(fn, args=(0,))

@@ -254,7 +254,7 @@ def conv_forward(x, w, bias, stride, pads, dilation, groups, out=None, ws=_NO_WS
 
 def conv_transpose_forward(x, w, bias, stride, padding, output_padding, groups, dilation, out=None, ws=_NO_WS):
     """The transposed convolution of a batched ``x``; weight is (C_in, C_out/groups, *k) (a constant
-    float32 one: ``jit_col2im.Col2im``)."""
+    float32 one: ``srcore.plugin.conv_transpose``)."""
     nd = x.ndim - 2
     N, C = x.shape[:2]
     ks = tuple(w.shape[2:])

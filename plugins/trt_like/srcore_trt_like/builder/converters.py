@@ -396,23 +396,27 @@ def conv(v: NodeView, c: Converter) -> None:
 
 
 def conv_transpose(v: NodeView, c: Converter) -> None:
-    """A 2-D transposed conv layer (``conv_transpose2d``; ``_convolution`` with transposed=True); a
-    1-D one (3-D weight) is one on (N, C, 1, L) views, its parameters (1, k) as :func:`conv`'s."""
+    """A transposed conv layer of rank 2 or 3 (``conv_transpose2d`` / ``3d``; ``_convolution`` with
+    transposed=True); a 1-D one (3-D weight) is one on (N, C, 1, L) views, its parameters (1, k) as
+    :func:`conv`'s (a fused activation then reads through the view)."""
     w = v.const("weight")
-    if not isinstance(w, np.ndarray) or w.ndim not in (3, 4):
-        raise EngineBuildError(f"{v.where()}: a transposed conv needs a constant 3-D or 4-D weight")
+    if not isinstance(w, np.ndarray) or w.ndim not in (3, 4, 5):
+        raise EngineBuildError(f"{v.where()}: a transposed conv needs a constant 3-D, 4-D or 5-D weight")
     b = v.const("bias")
     x = c.tensor(v.value("input"))
     out_shape = v.out_shape()
     one_d = w.ndim == 3
-    pair = _pair
     if one_d:
         N, C, L = c.net.shape(x)
         x = c.net.add("reshape", [x], (N, C, 1, L), v.source)
         w = w[:, :, None, :]
         out_shape = (out_shape[0], out_shape[1], 1, out_shape[2])
-        pair = (lambda a, first: (first, _pair(a, 1)[0]))
-    p = (lambda a, first=1: pair(v.const(a), first)) if one_d else (lambda a, first=1: _pair(v.const(a)))
+
+        def p(a, first=1):
+            return (first, _pair(v.const(a), 1)[0])
+    else:
+        def p(a, first=1):
+            return _pair(v.const(a), w.ndim - 2)
     attrs = dict(weight=np.ascontiguousarray(w, np.float32), bias=None if b is None else np.asarray(b, np.float32),
                  stride=p("stride"), padding=p("padding", 0), output_padding=p("output_padding", 0),
                  dilation=p("dilation"), groups=int(v.const("groups")))

@@ -226,9 +226,11 @@ NORM_ACTIVATIONS = CONV_ACTIVATIONS | {"relu"}
 def fuse_norm_activation(net: Network) -> Network:
     """The same for a ``group_norm`` (torch's group and instance norms) and :data:`NORM_ACTIVATIONS`:
     its kernel applies the activation to each channel's row as it writes it (U-Nets' norm + leaky
-    relu / SiLU / relu: one pass over the tensor instead of two); and for a ``conv3d`` layer (its
-    tactics apply it in place after the bias: no pointwise layer of its own)."""
-    return _fuse_activation(net, lambda x: x.kind in ("group_norm", "conv3d"), NORM_ACTIVATIONS, own_relu=False)
+    relu / SiLU / relu: one pass over the tensor instead of two); and for a ``conv3d`` or
+    ``conv_transpose`` layer (their tactics apply it in place after the bias: no pointwise layer of
+    its own)."""
+    return _fuse_activation(net, lambda x: x.kind in ("group_norm", "conv3d", "conv_transpose"), NORM_ACTIVATIONS,
+                            own_relu=False)
 
 
 def _fuse_activation(net: Network, takes, activations, own_relu: bool) -> Network:

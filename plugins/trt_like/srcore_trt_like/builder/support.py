@@ -75,7 +75,7 @@ def _dropout(node: NodeInfo):
 def _convolution(node: NodeInfo):
     n = len(node.const("stride"))
     if node.const("transposed") is not False:
-        return _conv_transpose(node) if n in (1, 2) else f"a {n}-D transposed convolution (the engine's are 1-D and 2-D)"
+        return _conv_transpose(node) if n in (1, 2, 3) else f"a {n}-D transposed convolution (the engine's are 1-D to 3-D)"
     if n == 1:
         return _ncl(node)
     if n == 3:
@@ -91,10 +91,14 @@ def _conv_transpose(node: NodeInfo):
         why = _ncl(node)
         if why:
             return why
+    elif nd == 5:
+        why = _ncdhw(node)
+        if why:
+            return why
     elif len(node.args[0].type.shape) != 4:
         return _nchw(node)
     groups = node.const("groups")
-    if (nd not in (3, 4) or len(node.args[0].type.shape) != nd or not isinstance(groups, int) or groups < 1 or w.shape[0] % groups
+    if (nd not in (3, 4, 5) or len(node.args[0].type.shape) != nd or not isinstance(groups, int) or groups < 1 or w.shape[0] % groups
             or node.args[0].type.shape[1] != w.shape[0]):
         return f"weight of shape {getattr(w, 'shape', None)} and groups={groups!r} do not fit the input's channels"
     return None
@@ -619,7 +623,7 @@ _NOTES = {
     _ncdhw: "a 5-D (N, C, D, H, W) input",
     _pool3d: "a 5-D (N, C, D, H, W) input, padding at most half the kernel, no divisor_override",
     _pool1d: "a 3-D (N, C, L) input, padding at most half the kernel",
-    _conv_transpose: "a 4-D (N, C, H, W) input, a constant weight (C, O / groups, kh, kw)",
+    _conv_transpose: "a batched (N, C, *spatial) input of 1-3 spatial dims, a constant weight (C, O / groups, *k)",
     _ncl: "a 3-D (N, C, L) input, explicit padding",
     _matmul: "x @ a constant 2-D weight, or two operands of rank >= 2, one of them computed (no matrix-vector products)",
     _addmm: "alpha != 0, a 2-D mat2",
@@ -728,6 +732,9 @@ _TABLE: list[OpSupport] = [
                                                          "output_padding", "groups", "dilation")},
            _conv_transpose),
     *_rows("conv_transpose", {"aten::conv_transpose2d.input": ("weight", "bias", "stride", "padding",
+                                                               "output_padding", "groups", "dilation")},
+           _conv_transpose),
+    *_rows("conv_transpose", {"aten::conv_transpose3d.input": ("weight", "bias", "stride", "padding",
                                                                "output_padding", "groups", "dilation")},
            _conv_transpose),
     *_rows("max_pool", {"aten::max_pool2d": ("kernel_size", "stride", "padding", "dilation", "ceil_mode")}, _qmax_pool,

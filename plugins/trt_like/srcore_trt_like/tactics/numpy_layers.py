@@ -5,6 +5,9 @@ Each factory takes ``(layer, net)`` and returns ``fn(*inputs, *outputs)`` writin
 """
 from __future__ import annotations
 
+import itertools
+import math
+
 import numpy as np
 
 from ..builder.network import Layer, Network
@@ -299,39 +302,48 @@ def conv(layer: Layer, net: Network):
 
 
 def conv_transpose(layer: Layer, net: Network):
-    """A transposed conv: one GEMM of the weight's (O/g * kh * kw, C/g) columns by the input's pixels,
-    then each tap's columns added into the output plane at the stride (col2im), the bias, the crop
-    of the padding. Taps that never overlap (stride == kernel, no padding, dilation or output
-    padding: a U-Net's 2x2/2 up-sampling) are one strided copy with the bias."""
+    """A transposed conv of any rank: one GEMM of the weight's (O/g * taps, C/g) columns by the input's
+    pixels, then each tap's columns added into the output at the stride (col2im), the bias, the
+    crop of the padding, the fused activation. Taps that never overlap (stride == kernel, no padding,
+    dilation or output padding: a U-Net's 2x2/2 up-sampling) are one strided copy with the bias."""
     w, b = layer.attrs["weight"], layer.attrs["bias"]
-    (sh, sw), (ph, pw), (dh, dw) = layer.attrs["stride"], layer.attrs["padding"], layer.attrs["dilation"]
-    oph, opw = layer.attrs["output_padding"]
-    g = layer.attrs["groups"]
-    C, Og, kh, kw = w.shape
-    O, Cig, KK = Og * g, C // g, Og * kh * kw
-    N, _, H, W = net.shape(layer.inputs[0])
-    Ho, Wo = net.shape(layer.outputs[0])[2:]
-    Hf, Wf = (H - 1) * sh + dh * (kh - 1) + 1 + oph, (W - 1) * sw + dw * (kw - 1) + 1 + opw
+    stride, pad, dil = layer.attrs["stride"], layer.attrs["padding"], layer.attrs["dilation"]
+    out_pad, g = layer.attrs["output_padding"], layer.attrs["groups"]
+    C, Og, *ks = w.shape
+    nd = len(ks)
+    O, Cig, KK = Og * g, C // g, Og * math.prod(ks)
+    N, _, *sp = net.shape(layer.inputs[0])
+    osz = net.shape(layer.outputs[0])[2:]
+    L = math.prod(sp)
+    full = [(n - 1) * s + d * (k - 1) + 1 + op for n, s, d, k, op in zip(sp, stride, dil, ks, out_pad)]
     wt = np.ascontiguousarray(np.asarray(w, np.float32).reshape(g, Cig, KK).transpose(0, 2, 1))
     bias = np.zeros(O, np.float32) if b is None else np.asarray(b, np.float32)
-    apart = (sh, sw) == (kh, kw) and (ph, pw, oph, opw) == (0, 0, 0, 0) and (dh, dw) == (1, 1)
-    taps = [(ky, kx, np.s_[:, :, ky * dh:ky * dh + sh * (H - 1) + 1:sh, kx * dw:kx * dw + sw * (W - 1) + 1:sw])
-            for ky in range(kh) for kx in range(kw)]
-    b4, b6 = bias.reshape(1, O, 1, 1), bias.reshape(1, O, 1, 1, 1, 1)
+    apart = tuple(stride) == tuple(ks) and not any(pad) and not any(out_pad) and all(d == 1 for d in dil)
+    taps = [(t, (slice(None), slice(None)) + tuple(slice(k * d, k * d + s * (n - 1) + 1, s)
+                                                     for k, d, s, n in zip(t, dil, stride, sp)))
+            for t in itertools.product(*[range(k) for k in ks])]
+    crop = (slice(None), slice(None)) + tuple(slice(p, p + o) for p, o in zip(pad, osz))
+    b_out = bias.reshape((1, O) + (1,) * nd)
+    act = _activation.in_place(layer.attrs.get("activation", "none"), layer.attrs.get("negative_slope", 0.01))
+    # apart: out[n, o, (i0, k0), (i1, k1), ...] = colv[n, o, k0, k1, ..., i0, i1, ...] + b[o]
+    interleave = (0, 1) + tuple(a for i in range(nd) for a in (2 + nd + i, 2 + i))
+    split = (N, O) + tuple(a for n, k in zip(sp, ks) for a in (n, k))
 
     def run(x, out):
-        cols = SCRATCH.get("convt_cols", (N, g, KK, H * W))
-        np.matmul(wt, x.reshape(N, g, Cig, H * W), out=cols)
-        colv = cols.reshape(N, O, kh, kw, H, W)
-        if apart:   # out[n, o, i * kh + ky, j * kw + kx] = colv[n, o, ky, kx, i, j] + b[o]
-            np.add(colv.transpose(0, 1, 4, 2, 5, 3), b6, out=out.reshape(N, O, H, kh, W, kw))
-            return
-        acc = SCRATCH.get("convt_acc", (N, O, Hf, Wf))
-        acc.fill(0.0)
-        for ky, kx, at in taps:
-            dst = acc[at]
-            np.add(dst, colv[:, :, ky, kx], out=dst)
-        np.add(acc[:, :, ph:ph + Ho, pw:pw + Wo], b4, out=out)
+        cols = SCRATCH.get("convt_cols", (N, g, KK, L))
+        np.matmul(wt, x.reshape(N, g, Cig, L), out=cols)
+        colv = cols.reshape((N, O) + tuple(ks) + tuple(sp))
+        if apart:
+            np.add(colv.transpose(interleave), bias.reshape((1, O) + (1,) * 2 * nd), out=out.reshape(split))
+        else:
+            acc = SCRATCH.get("convt_acc", (N, O) + tuple(full))
+            acc.fill(0.0)
+            for t, at in taps:
+                dst = acc[at]
+                np.add(dst, colv[(slice(None), slice(None)) + t], out=dst)
+            np.add(acc[crop], b_out, out=out)
+        if act is not None:
+            act(out)
     return run
 
 

@@ -1,31 +1,47 @@
-"""The ``conv_transpose`` layer's ``numba`` tactic: the product of the weight's (O/g * kh * kw, C/g)
-columns by the input's pixels on BLAS, then the compiled col2im with the bias
-(:mod:`..kernels.conv_transpose`); ``numpy`` (:func:`.numpy_layers.conv_transpose`) does the
-col2im in numpy. The build times both."""
+"""The ``conv_transpose`` layer's compiled tactics, any rank (1-3): the shared kernel
+(``srcore.plugin.conv_transpose``) in its three forms, ``numba`` (the weight's (O/g * taps, C/g)
+columns times the input's pixels on BLAS, then the compiled col2im with the bias),
+``numba_fused`` (the product as compiled loops, both in one call) and ``numba_direct`` (no GEMM:
+each input channel's rows added at the stride, scaled by the tap's weight); the last two up to
+``SMALL_MAX_CIG`` input channels a group;
+``numpy`` (:func:`.numpy_layers.conv_transpose`) does the col2im in numpy. The build times them.
+A fused activation (``attrs["activation"]``) runs in place after the bias."""
 from __future__ import annotations
 
-import numpy as np
-
 from ..builder.network import Layer, Network
-from ..kernels.conv_transpose import col2im_bias
+from ..kernels import activation as _activation
 from ..kernels.scratch import SCRATCH
 
 
-def gemm_col2im(layer: Layer, net: Network):
-    w, b = layer.attrs["weight"], layer.attrs["bias"]
-    (sh, sw), (ph, pw), (dh, dw) = layer.attrs["stride"], layer.attrs["padding"], layer.attrs["dilation"]
-    g = layer.attrs["groups"]
-    C, Og, kh, kw = w.shape
-    Cig, KK = C // g, Og * kh * kw
-    N, _, H, W = net.shape(layer.inputs[0])
-    wt = np.ascontiguousarray(np.asarray(w, np.float32).reshape(g, Cig, KK).transpose(0, 2, 1))
-    bias = np.zeros(Og * g, np.float32) if b is None else np.ascontiguousarray(b, np.float32)
+def _tactic(form: str):
+    def factory(layer: Layer, net: Network):
+        from srcore.plugin import conv_transpose
 
-    def run(x, out):
-        cols = SCRATCH.get("convt_cols", (N, g, KK, H * W))
-        xs = x.reshape(N, g, Cig, H * W)
-        for n in range(N):   # np.dot per matrix: a stacked np.matmul ran 2-5x slower
-            for gi in range(g):
-                np.dot(wt[gi], xs[n, gi], out=cols[n, gi])
-        col2im_bias(cols.reshape(N, g * KK, H * W), bias, out, H, W, kh, kw, sh, sw, ph, pw, dh, dw)
-    return run
+        a = layer.attrs
+        if form != "gemm" and a["weight"].shape[0] // a["groups"] > conv_transpose.SMALL_MAX_CIG:
+            return None
+        ct = conv_transpose.ConvTranspose(a["weight"], a["bias"], a["stride"], a["padding"], a["output_padding"],
+                                          a["groups"], a["dilation"], form)
+        x_shape = net.shape(layer.inputs[0])
+        cs = ct.cols_shape(x_shape)
+        run = ct.runner(x_shape, own_cols=False)
+        act = _activation.in_place(a.get("activation", "none"), a.get("negative_slope", 0.01))
+        if form != "direct":
+            def gemm(x, out):
+                run(x, out, SCRATCH.get("convt_cols", cs))
+                if act is not None:
+                    act(out)
+            return gemm
+        if act is None:
+            return run
+
+        def direct(x, out):
+            run(x, out)
+            act(out)
+        return direct
+    return factory
+
+
+gemm_col2im = _tactic("gemm")
+fused = _tactic("fused")
+direct = _tactic("direct")

@@ -154,10 +154,7 @@ def conv_transpose(cx: NodeContext):
     kind = f"aten::conv_transpose{n}d"
     if any(p >= max(s, d) for p, s, d in zip(out_pad, strides, dil)):
         raise Unsupported(f"output_padding {out_pad} must be smaller than stride or dilation")
-    if n == 3:   # torch has aten::conv_transpose3d, srcore declares the general op it lowers to
-        y = cx.op("aten::convolution", cx.x(0), cx.x(1), bias, strides, sym, dil, True, out_pad, group)
-    else:
-        y = cx.op(kind, cx.x(0), cx.x(1), bias, strides, sym, out_pad, group, dil)
+    y = cx.op(kind, cx.x(0), cx.x(1), bias, strides, sym, out_pad, group, dil)
     for i, (b, e, s) in enumerate(zip(begin, end, sym)):  # asymmetric pads: crop the rest
         if b > s or e > s:
             dim = 2 + i
