@@ -274,6 +274,18 @@ def test_tensor_lists_from_control_flow_or_inputs_stay_out_of_engines(table):
     assert r["p"] is None and r["u"] is None
 
 
+
+def test_a_tensor_list_from_an_op_the_engine_refuses_keeps_its_readers_out(table):
+    """A ``Tensor[]`` made by an op the backend does not take (openvino has no ``tensor_split``: the
+    sixth held-out zoo's shape_ops, traced and exported) would reach its reader's segment as a list
+    input: the ``ListUnpack`` went into the engine alone and the segment fell back. Its reader stays
+    out; a list from an op the engine takes still goes in with it."""
+    r = _reasons(LISTS, table, lambda info: info.op.split(".")[0] != "aten::chunk")
+    assert r["u"].startswith("not supported by te"), r["u"]
+    assert r["p"].startswith("reads the tensor list %u made by aten::chunk"), r["p"]
+    r = _reasons(LISTS, table, lambda info: info.op.split(".")[0] != "aten::cat")
+    assert r["p"] is None and r["u"] is None
+
 DERIVED = """graph(%x : Float(4, 6)):
   %zero : int = prim::Constant[value=0]()
   %m1 : int = prim::Constant[value=-1]()

@@ -29,6 +29,8 @@ ST_TO_NP = {
     "U16": np.dtype(np.uint16), "I16": np.dtype(np.int16), "F16": np.dtype(np.float16),
     "U32": np.dtype(np.uint32), "I32": np.dtype(np.int32), "F32": np.dtype(np.float32),
     "U64": np.dtype(np.uint64), "I64": np.dtype(np.int64), "F64": np.dtype(np.float64),
+    # complex (safetensors' C64; C128 srcore's): a frozen model folds torch.polar(...) of constants to one
+    "C64": np.dtype(np.complex64), "C128": np.dtype(np.complex128),
 }
 #: ml_dtypes' types: F8_E4M3 and F8_E5M2 are safetensors' names (e4m3fn, e5m2); the fnuz variants and
 #: the 4-bit integers are srcore's, one byte per element as ml_dtypes holds them (I4 sign-extended)

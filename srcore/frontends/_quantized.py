@@ -44,6 +44,7 @@ class Packed:
     #: makes the (C_out, C_in, 1, K) weight a (C_out, C_in, K) parameter when called: torch packs an
     #: nn.quantized.Conv1d so (its ``quantized::conv1d`` reads the 2-d params as a 1 x K convolution)
     weight_1d: Callable[[], Any] | None = attrs.field(default=None, eq=False)
+    output_padding: tuple = ()      # a transposed convolution's (kind "conv_transpose")
 
 
 @attrs.frozen
@@ -107,10 +108,10 @@ def unpack(torch, obj, name: str, constant: Callable[[str, Any], Any]) -> Packed
         return Packed("linear", constant(f"{name}.weight", w), constant(f"{name}.bias", b),
                       arith=packed_arith(torch.backends.quantized.engine, "linear", w))
     if cls == CONV2D:
-        if torch.ops.quantized.conv2d_transpose(obj):
-            raise ValueError(f"{cls}: transposed convolutions are not supported")
         w, b = torch.ops.quantized.conv2d_unpack(obj)
         dims = w.dim() - 2
+        if torch.ops.quantized.conv2d_transpose(obj):
+            return _conv_transpose(torch, obj, name, constant, w, b)
         if dims not in (1, 2):
             raise ValueError(f"{cls}: a {dims}-d convolution is not supported")
         stride = tuple(torch.ops.quantized.conv2d_stride(obj))[-dims:]
@@ -127,6 +128,26 @@ def unpack(torch, obj, name: str, constant: Callable[[str, Any], Any]) -> Packed
                       w1)
     raise ValueError(f"packed parameters of type {cls} have no srcore equivalent (supported: "
                      f"{', '.join(c.rsplit('.', 1)[-1] for c in SUPPORTED)})")
+
+
+def _conv_transpose(torch, obj, name: str, constant: Callable[[str, Any], Any], w, b) -> Packed:
+    """A transposed 2-d convolution's packed weight (torch's layout: Cin, Cout / groups, kh, kw)."""
+    if w.dim() != 4 or w.qscheme() != torch.per_tensor_affine:
+        raise ValueError(f"{CONV2D}: a transposed convolution with a {w.dim() - 2}-d or per-channel weight "
+                         "is not supported (only nn.quantized.ConvTranspose2d's per-tensor one)")
+    output_padding = tuple(torch.ops.quantized.conv2d_output_padding(obj))
+    groups = int(torch.ops.quantized.conv2d_groups(obj))
+    arith = packed_arith(torch.backends.quantized.engine, "conv", w, groups, output_padding)
+    if arith != "fbgemm":
+        # torch 2.13's oneDNN deconvolution is tens of quantization steps off conv_transpose2d of its own
+        # unpacked weight (fbgemm's is exact): nothing srcore could reproduce bit for bit
+        raise ValueError(f"{CONV2D}: a transposed convolution packed for oneDNN (quantized engine "
+                         f"{torch.backends.quantized.engine!r}; x86 packs for oneDNN on an AVX512-VNNI CPU when the "
+                         "weight is symmetric and output_padding is 0) is not supported: torch's oneDNN result "
+                         "differs from the convolution's arithmetic; quantize with the fbgemm engine")
+    return Packed("conv_transpose", constant(f"{name}.weight", w), constant(f"{name}.bias", b),
+                  tuple(torch.ops.quantized.conv2d_stride(obj)), tuple(torch.ops.quantized.conv2d_padding(obj)),
+                  tuple(torch.ops.quantized.conv2d_dilation(obj)), groups, 2, arith, output_padding=output_padding)
 
 
 def _fp16(torch, w):
@@ -198,6 +219,7 @@ _LOWER = {
     "quantized::conv2d_relu": ("quantized::qconv2d_relu", 1, "conv"),
     "quantized::conv2d_add": ("quantized::qconv2d_add", 2, "conv"),
     "quantized::conv2d_add_relu": ("quantized::qconv2d_add_relu", 2, "conv"),
+    "quantized::conv_transpose2d": ("quantized::qconv_transpose2d", 1, "conv_transpose"),
 }
 
 
@@ -220,9 +242,14 @@ def lower(kind: str, inputs: list, make_const: Callable[[Any, Any], Any]) -> tup
         if op.endswith("_dynamic"):  # always fbgemm's arithmetic (docs/quantization.md)
             return op, [rest[0], packed.weight, packed.bias, *rest[1:]]
         return op, [rest[0], packed.weight, packed.bias, *rest[1:], make_const(packed.arith, STR)]
+    ints = ListType(INT)
+    if want == "conv_transpose":   # (X, packed, scale, zp) -> (X, W, B, stride, padding, output_padding, ...)
+        settings = [make_const(list(v), ints) for v in (packed.stride, packed.padding, packed.output_padding,
+                                                         packed.dilation)]
+        return op, [rest[0], packed.weight, packed.bias, *settings, make_const(packed.groups, INT), *rest[1:],
+                    make_const(packed.arith, STR)]
     if len(rest) != pos + 2:   # the old conv2d(qx, w, stride, padding, dilation, groups, scale, zp) form
         raise ValueError(f"{kind} with {len(inputs)} inputs (the legacy form) is not supported")
-    ints = ListType(INT)
     if op.startswith("quantized::qconv1d") and packed.dims == 2:
         if packed.weight_1d is None:
             raise ValueError(f"{kind} got 2-d convolution parameters that are no 1 x K convolution")

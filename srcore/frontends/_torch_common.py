@@ -56,8 +56,8 @@ def tensor_to_numpy(t) -> np.ndarray:
         return quantized_array(t)
     if t.layout.__repr__() != "torch.strided":
         raise ValueError(f"cannot store a {t.layout} tensor as a parameter")
-    if t.dtype.is_complex:
-        raise ValueError(f"parameter dtype {t.dtype} is not supported")
+    if t.dtype.is_complex and t.element_size() == 4:
+        raise ValueError(f"parameter dtype {t.dtype} is not supported (numpy has no complex32)")
     if str(t.dtype) == "torch.bfloat16":  # numpy has no bfloat16: ml_dtypes' (a dependency of srcore-cpu)
         try:
             import ml_dtypes

@@ -58,6 +58,7 @@ class Eligibility:
         self.fallback_modules = ScopeMatcher(fallback_modules)
         self.tainted = mutated_values(graph)  # written in place, or may alias such a value
         self.chains = Chains(graph)
+        self._list_makers_refused: dict[int, bool] = {}   # id(node) -> it makes a tensor list outside engines
 
     def check(self, node: Node) -> str | None:
         """None if ``node`` may go into an engine, else the reason it may not."""
@@ -74,7 +75,7 @@ class Eligibility:
             return f"in module {module}, listed in Options.engine_fallback_modules"
         if mutated_inputs(node) or has_side_effects(node):
             return "writes in place or has side effects"
-        made = next((v for v in node.inputs if _control_flow_tensor_list(v)), None)
+        made = next((v for v in node.inputs if _control_flow_tensor_list(v) or self._list_of_refused_op(v)), None)
         if made is not None:
             return (f"reads the tensor list %{made.name or '?'} made by {made.node.kind} (a segment's inputs "
                     "are tensors: no engine takes a list)")
@@ -101,6 +102,19 @@ class Eligibility:
             return (f"not supported by {self.backend}; the dtype or rank of its tensors is unknown (an op "
                     "without a shape rule before it? see StaticModule.load_report)")
         return f"not supported by {self.backend}"
+
+
+    def _list_of_refused_op(self, v: Value) -> bool:
+        """A ``Tensor[]`` made by an op that may not go into an engine (``tensor_split`` where the backend
+        has none): it would reach the reader's segment as a list input. A ``prim::ListConstruct``'s list
+        is copied in instead."""
+        if not (isinstance(v.type, ListType) and isinstance(v.type.elem, TensorType)) or v.node is None \
+                or v.node.kind == "prim::ListConstruct" or self.chains.is_chain(v.node):
+            return False
+        memo = self._list_makers_refused
+        if id(v.node) not in memo:
+            memo[id(v.node)] = self.check(v.node) is not None
+        return memo[id(v.node)]
 
 
 def _control_flow_tensor_list(v: Value) -> bool:

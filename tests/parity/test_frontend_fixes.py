@@ -137,3 +137,54 @@ def test_harness_checks_each_element_not_only_the_largest():
     assert elementwise_misses(want.copy(), want) is None
     # the floor: values that cancel to ~0 may be off by 1e-5 of the output's scale
     assert elementwise_misses(np.array([1000.0, 1e-3], np.float32), np.array([1000.0, 0.0], np.float32)) is None
+
+
+# -- found by the sixth held-out zoo (tests/parity/heldout6_models.py) ---------------------------------
+
+
+class _ListIAdd(torch.nn.Module):
+    def forward(self, x):
+        out = [x, x + 1]
+        out += [x - 1, x * 3]     # aten::add_.t: extends `out` and returns it
+        out.append(x.sum(0, keepdim=True).expand_as(x))
+        return out
+
+
+def test_list_plus_equals_returns_the_extended_list():
+    """``out += [...]`` in a scripted module is ``aten::add_.t``, which returns its (extended) first
+    input: srcore ran it as ``extend`` (None) and the model returned None instead of the list."""
+    inputs = (torch.randn(2, 3),)
+    _check_all(srcore.from_torchscript(torch.jit.script(_ListIAdd()), inputs), _ListIAdd(), inputs)
+
+
+class _TakeAlongDim(torch.nn.Module):
+    def forward(self, x, i, j):
+        return (torch.take_along_dim(x, i, dim=1), torch.take_along_dim(x, j),
+                torch.take_along_dim(x, i[:1], dim=-1), torch.take_along_dim(x.unsqueeze(0), i.unsqueeze(1), 2))
+
+
+def test_take_along_dim_shape_takes_the_index_size_along_dim():
+    """The shape rule broadcast ``dim`` too (input 5 with index 2: refused as unbroadcastable) and
+    gave ``dim=None`` the index's shape (torch: 1-D over the flattened input)."""
+    x, i, j = torch.randn(3, 5), torch.tensor([[0, 4], [1, 1], [3, 2]]), torch.tensor([[7, 0, 14]])
+    for model in (srcore.from_torchscript(torch.jit.script(_TakeAlongDim()), (x, i, j)),
+                  srcore.from_torch(_TakeAlongDim(), (x, i, j))):
+        _check_all(model, _TakeAlongDim(), (x, i, j))
+
+
+class _Rotary(torch.nn.Module):
+    def forward(self, x):
+        freqs = torch.polar(torch.ones(4, 2), torch.arange(8.0).view(4, 2) * 0.3)   # folded to a complex constant
+        xc = torch.view_as_complex(x.reshape(4, 2, 2))
+        return torch.view_as_real(xc * freqs).flatten(1)
+
+
+def test_complex_constant_of_a_frozen_model_converts_and_saves():
+    """A rotary table by ``torch.polar`` of constants folds (freeze) to a complex64 parameter: it was
+    refused (parameter dtype complex64), and a .srm could not hold it (now safetensors' C64)."""
+    from _harness import round_trip
+
+    inputs = (torch.randn(4, 4),)
+    model = srcore.from_torchscript(torch.jit.script(_Rotary()), inputs)
+    assert any(np.iscomplexobj(p) for p in model.params.values())
+    _check_all(round_trip(model), _Rotary(), inputs)

@@ -33,6 +33,7 @@ def test_lists_and_tuples():
     P.insert(l0, 0, 5)
     assert P.pop(l0) == 2 and l0 == [5, 9]
     P.extend(l0, [1])
+    assert P.list_iadd(l0, []) is l0   # aten::add_.t (`l += other`) returns its list
     P.reverse(l0)
     assert l0 == [1, 9, 5]
     P.clear(l0)

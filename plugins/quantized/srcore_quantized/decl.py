@@ -79,6 +79,7 @@ KERNELS: list[Kernel] = [
     _k("quantized::qconv2d_add", "conv:qconv_add_out", Q8 + F),
     _k("quantized::qconv2d_add_relu", "conv:qconv_add_relu_out", Q8 + F),
     _k("quantized::qconv2d_then_add", "conv:qconv_then_add_out", Q8 + F),
+    _k("quantized::qconv_transpose2d", "conv:qconv_transpose_out", Q8 + F),
     # aten ops on quantized tensors (the output keeps the input's parameters, or torch's fixed ones)
     _k("aten::relu", "activation:relu_out", Q),
     _k("aten::relu_", "activation:relu_", Q, "native"),

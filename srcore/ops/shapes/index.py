@@ -18,7 +18,23 @@ def gather(ctx: Ctx):
                            f"({idx.rank} vs {x.rank})")
         ctx.norm_dim(d, x.rank)
         return [tt(x.dtype, idx.shape)]
-    return [tt(x.dtype, broadcast_shapes([x.shape, idx.shape], ctx.fail))]
+    return [tt(x.dtype, _take_along_dim_shape(ctx, x, idx))]
+
+
+def _take_along_dim_shape(ctx: Ctx, x, idx):
+    """``take_along_dim``: dim None takes from the flattened input (the result is 1-D, the index's
+    size); else the sizes off ``dim`` broadcast and ``dim`` has the index's size."""
+    d = ctx.known(2, "dim") if len(ctx.args) > 2 else None
+    if d is None:
+        return None if idx.shape is None else (sym.prod(idx.shape) if idx.shape else 1,)
+    if d is UNKNOWN or x.shape is None or idx.shape is None:
+        return None if x.rank is None else (None,) * x.rank
+    if len(x.shape) != len(idx.shape):
+        raise ctx.fail(f"input and indices should have the same number of dimensions "
+                       f"({len(x.shape)} vs {len(idx.shape)})")
+    d = ctx.norm_dim(d, len(x.shape))
+    off = broadcast_shapes([x.shape[:d] + (1,) + x.shape[d + 1:], idx.shape[:d] + (1,) + idx.shape[d + 1:]], ctx.fail)
+    return off[:d] + (idx.shape[d],) + off[d + 1:]
 
 
 @rule("aten::index_select")

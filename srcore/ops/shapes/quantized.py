@@ -285,6 +285,18 @@ def qconv(ctx: Ctx):
     return [TensorType(dtype, shape, q)]
 
 
+@rule("quantized::qconv_transpose2d")
+def qconv_transpose(ctx: Ctx):
+    n = 2
+    x, w = ctx.tensor(0), _weight(ctx, 1, (n + 2,))
+    dtype = _same_dtype(ctx, 0)
+    shape = conv_shape(ctx, x, w, _ints(ctx, 3, "stride", n, 1), _ints(ctx, 4, "padding", n, 0),
+                       _ints(ctx, 6, "dilation", n, 1), ctx.known(7, "groups", 1), True,
+                       _ints(ctx, 5, "output_padding", n, 0))
+    return [TensorType(dtype, shape, known_qparams(ctx, dtype, shape, ctx.known(8, "output_scale"),
+                                                   ctx.known(9, "output_zero_point")))]
+
+
 @rule("quantized::qconv2d_then_add")
 def qconv_then_add(ctx: Ctx):
     x, w = ctx.tensor(0), _weight(ctx, 2, (4,))

@@ -21,7 +21,7 @@ _OPS = [  # (op, impl)
     ("aten::list.t", "list_copy"), ("aten::append.t", "append"), ("aten::_set_item.t", "set_item"),
     ("aten::insert.t", "insert"), ("aten::pop.t", "pop"), ("aten::extend.t", "extend"),
     ("aten::clear.t", "clear"), ("aten::reverse.t", "reverse"), ("aten::add.t", "list_add"),
-    ("aten::add_.t", "extend"), ("aten::mul.left_t", "list_mul"), ("aten::mul.right_", "list_rmul"),
+    ("aten::add_.t", "list_iadd"), ("aten::mul.left_t", "list_mul"), ("aten::mul.right_", "list_rmul"),
     ("aten::__contains__.int_list", "contains"), ("aten::__contains__.float_list", "contains"),
     ("aten::index.list_int", "list_index"), ("aten::index.list_float", "list_index"),
     ("aten::index.list_bool", "list_index"), ("aten::format", "format"),

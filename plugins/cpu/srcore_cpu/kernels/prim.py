@@ -157,6 +157,12 @@ def reverse(self):
     self.reverse()
 
 
+def list_iadd(self, other):
+    """``aten::add_.t`` (``l += other``): extends ``self`` and returns it (``extend`` returns None)."""
+    self.extend(other)
+    return self
+
+
 def list_add(a, b):
     """``aten::add.t``: concatenation into a new list."""
     return list(a) + list(b)

@@ -386,3 +386,67 @@ def _then_add_fused(qx, other, w, bias, stride, padding, dilation, groups, conv_
     if first:
         res[...] = tgt
     return wrap(res, qx.qdtype, qy)
+
+
+def conv_transpose_acc(xq: np.ndarray, x_zp: int, w, stride, padding, output_padding, dilation, groups: int
+                       ) -> np.ndarray:
+    """Exact integer accumulators (float64) of a grouped N-d transposed convolution, shape (N, Cout,
+    *out); ``w`` is torch's transposed weight (Cin, Cout / groups, *k). Each kernel tap's products
+    are added into the strided output window, then the padding is cropped."""
+    n_sp = w.ndim - 2
+    stride, padding, output_padding, dilation = (_tuple(v, n_sp) for v in (stride, padding, output_padding,
+                                                                             dilation))
+    N, C = xq.shape[:2]
+    og = w.shape[1]
+    if groups < 1 or C != w.shape[0] or C % groups:
+        raise KernelError(f"transposed convolution: input with {C} channels, weight {list(w.shape)} and "
+                          f"groups={groups} do not fit")
+    k, in_sp = w.shape[2:], xq.shape[2:]
+    full = tuple((i - 1) * s + d * (kk - 1) + 1 + op
+                 for i, s, d, kk, op in zip(in_sp, stride, dilation, k, output_padding))
+    out_sp = tuple(f - 2 * p for f, p in zip(full, padding))
+    if any(o <= 0 for o in out_sp):
+        raise KernelError(f"transposed convolution: output size {out_sp} is too small")
+    _, w_zps = weight_params_transposed(w)
+    x = xq.astype(np.float64) - float(x_zp)
+    wi = ints(w).astype(np.float64) - w_zps
+    cg = C // groups
+    acc = np.zeros((N, og * groups) + full, np.float64)
+    for idx in np.ndindex(*k):
+        window = tuple(slice(i * d, i * d + (n - 1) * s + 1, s) for i, d, n, s in zip(idx, dilation, in_sp, stride))
+        for g in range(groups):
+            part = np.tensordot(x[:, g * cg:(g + 1) * cg], wi[(slice(g * cg, (g + 1) * cg), slice(None)) + idx],
+                                axes=([1], [0]))              # (N, *in, og): exact, far below 2^53
+            acc[(slice(None), slice(g * og, (g + 1) * og)) + window] += np.moveaxis(part, -1, 1)
+    return acc[(slice(None), slice(None)) + tuple(slice(p, p + o) for p, o in zip(padding, out_sp))]
+
+
+def weight_params_transposed(w) -> tuple[np.ndarray, float]:
+    """(scale per output channel, zero point) of a transposed convolution's per-tensor weight."""
+    q = w.qparams
+    if q.axis is not None:
+        raise KernelError("a transposed convolution's weight quantized per channel is not supported "
+                          "(torch quantizes it per tensor)")
+    return F32(q.scale), float(q.zero_point)
+
+
+def qconv_transpose_out(qx, weight, bias, stride, padding, output_padding, dilation, groups, output_scale,
+                        output_zero_point, arith="fbgemm", *, out=None):
+    """``quantized::conv_transpose2d`` with its packed weight unpacked: exact integer accumulators
+    (:func:`conv_transpose_acc`), then fbgemm's requantization (the importer refuses weights packed
+    for oneDNN, whose deconvolution torch computes otherwise)."""
+    op = "quantized::qconv_transpose"
+    if check_arith(arith, op) != "fbgemm":
+        raise KernelError(f"{op}: only fbgemm's arithmetic is implemented, not {arith!r}")
+    require_per_tensor(qx, op)
+    require_quantized(weight, op, "weight")
+    if qx.ndim != weight.ndim:
+        raise KernelError(f"{op}: expects a {weight.ndim}-D input (N, C, ...), got shape {list(qx.shape)}")
+    q = output_qparams(qx.qdtype, output_scale, output_zero_point, op)
+    acc = conv_transpose_acc(ints(qx), qx.qparams.zero_point, weight, stride, padding, output_padding, dilation,
+                             int(groups))
+    cout = acc.shape[1]
+    w_scales = np.full(cout, weight_params_transposed(weight)[0], F32)
+    res = buffer(out, acc.shape, qx.qdtype)
+    requantize(acc, qx.qparams.scale, w_scales, bias, q.scale, q.zero_point, qx.qdtype, False, res, axis=1)
+    return wrap(res, qx.qdtype, q)
