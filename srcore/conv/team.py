@@ -55,7 +55,8 @@ class Claims:
 
 class Team:
     """``size - 1`` daemon workers blocking on a queue each (no spinning: nothing to steal a core
-    another pool or process needs) and the calling thread."""
+    another pool or process needs) and the calling thread. A subclass wraps each worker's parts in
+    :meth:`take` (trt_like's BLAS team keeps OpenBLAS on one thread there)."""
 
     def __init__(self, size: int, name: str = "srcore-conv-team"):
         self.size = size
@@ -63,38 +64,42 @@ class Team:
         for q in self._queues:
             threading.Thread(target=self._work, args=(q,), daemon=True, name=name).start()
 
-    @staticmethod
-    def _work(q: queue.SimpleQueue) -> None:
+    def _work(self, q: queue.SimpleQueue) -> None:
         while True:
             claims, fn = q.get()
-            Claims.take(claims, fn)
+            self.take(claims, fn)
 
-    def run(self, fn, count: int) -> None:
-        """``fn(i)`` for each ``i`` in ``range(count)`` on up to ``size`` threads, the caller one of
-        them; returns when every part ended, re-raising the first error."""
-        if count <= 1 or self.size <= 1:
+    def take(self, claims: Claims, fn) -> None:
+        """A worker's share of a call: parts of ``claims`` until none is left."""
+        Claims.take(claims, fn)
+
+    def run(self, fn, count: int, team: int | None = None) -> None:
+        """``fn(i)`` for each ``i`` in ``range(count)`` on up to ``team`` (default ``size``) threads,
+        the caller one of them; returns when every part ended, re-raising the first error."""
+        team = max(1, min(self.size if team is None else team, self.size, count))
+        if team == 1:
             for i in range(count):
                 fn(i)
             return
         claims = Claims(count)
-        for q in self._queues[:count - 1]:
+        for q in self._queues[:team - 1]:
             q.put((claims, fn))
         Claims.take(claims, fn)
         claims.wait()
 
 
-_teams: dict[int, Team] = {}
+_teams: dict[tuple, Team] = {}
 _lock = threading.Lock()
 # a forked child has none of the parent's worker threads: it makes its own teams
 os.register_at_fork(after_in_child=_teams.clear)
 
 
-def team(size: int) -> Team:
-    """The process's team of ``size`` threads (made on first use)."""
-    t = _teams.get(size)
+def team(size: int, kind: type[Team] = Team) -> Team:
+    """The process's team of ``size`` threads of class ``kind`` (made on first use)."""
+    t = _teams.get((kind, size))
     if t is None:
         with _lock:
-            t = _teams.get(size)
+            t = _teams.get((kind, size))
             if t is None:
-                t = _teams[size] = Team(size)
+                t = _teams[(kind, size)] = kind(size)
     return t

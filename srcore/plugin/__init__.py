@@ -97,8 +97,10 @@ _LAZY = {
     "simd_dense_blocked": "srcore.conv:dense_blocked",
     # the dense conv with either side NCHW16c (srcore.conv.dense_nchwc: NchwcDenseConv); numba
     "simd_dense_nchwc": "srcore.conv:dense_nchwc",
+    # the worker team split kernels claim their parts on (srcore.conv.team: Team, Claims, team)
+    "conv_team": "srcore.conv.team",
     # a bound kernel call's arguments packed into one int64 array (srcore.conv.packed_call: packed); numba
-    "packed_call": "srcore.conv:packed_call",
+    "packed_call": "srcore.conv.packed_call",
     # the transposed conv of rank 1-3 (srcore.conv.transpose: ConvTranspose, col2im3, direct3); numba
     "conv_transpose": "srcore.conv:transpose",
     # the compiled grid_sample (srcore.grid_sample: GridSampler, grid_sampler); numba

@@ -101,7 +101,7 @@ def test_a_worker_that_does_not_run_leaves_every_part_to_the_caller():
 
     t = blas_team.Team(2)
     gate, started = threading.Event(), threading.Event()
-    t._queues[0].put((blas_team._Phase(1), lambda i: (started.set(), gate.wait(10))))
+    t._queues[0].put((blas_team.conv_team.Claims(1), lambda i: (started.set(), gate.wait(10))))
     assert started.wait(10)
     ran = []
     t.run(lambda i: ran.append((i, threading.get_ident())), 8, 2)

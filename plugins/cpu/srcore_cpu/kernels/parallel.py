@@ -174,11 +174,11 @@ class PartPool:
     time: a second caller, or a nested run, runs its parts itself."""
 
     def __init__(self, threads: int):
-        from srcore.conv.team import team
+        from srcore.plugin import conv_team
 
         self.threads = threads
         self.busy = _thread.allocate_lock()
-        self._team = team(threads)
+        self._team = conv_team.team(threads)
 
     def run(self, fn, parts: int) -> None:
         if parts <= 1 or not self.busy.acquire(False):

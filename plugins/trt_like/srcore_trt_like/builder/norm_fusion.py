@@ -33,6 +33,19 @@ def fuse_rms_norm(net: Network) -> Network:
                          if x is last or not any(x is r for r in remove)]
 
 
+def _replace_all(net: Network, find) -> Network:
+    """Each match ``find(net)`` gives, ``(layers to remove, fused layer)``, until none: the fused
+    layer takes the place of the last (in execution order) of those it replaces."""
+    while True:
+        match = find(net)
+        if match is None:
+            return net
+        remove, layer = match
+        last = max(remove, key=lambda r: next(i for i, x in enumerate(net.layers) if x is r))
+        net.layers[:] = [layer if x is last else x for x in net.layers
+                         if x is last or not any(x is r for r in remove)]
+
+
 def _operands(layer: Layer) -> list:
     """The layer's args as ``("t", tensor id)`` or ``("const", value)``."""
     return [("t", layer.inputs[a[1]]) if a[0] == "in" else ("const", float(a[1])) for a in layer.attrs["args"]]
@@ -160,14 +173,7 @@ def fuse_channel_norm(net: Network) -> Network:
     ``LayerNorm``: ``u = x.mean(1, keepdim)``, ``s = (x - u).pow(2).mean(1, keepdim)``,
     ``(x - u) / sqrt(s + eps)``, then ``w[:, None, None] * . + b[:, None, None]``, either optional)
     by a ``channel_norm`` layer (``tactics/nn.py``), as :func:`fuse_rms_norm` does for RMSNorm."""
-    while True:
-        match = _find_channel_norm(net)
-        if match is None:
-            return net
-        remove, layer = match
-        last = max(remove, key=lambda r: next(i for i, x in enumerate(net.layers) if x is r))
-        net.layers[:] = [layer if x is last else x for x in net.layers
-                         if x is last or not any(x is r for r in remove)]
+    return _replace_all(net, _find_channel_norm)
 
 
 def _channel_mean(layer: Layer | None, net: Network) -> bool:
@@ -239,14 +245,7 @@ def fuse_global_norm(net: Network) -> Network:
     .mean((1, 2), keepdim)``, ``g * (x - u) / (s + eps) ** 0.5 + b``; the affine after the division
     or the weight before it, either optional) by a one-group ``group_norm`` layer (``tactics/nn.py``),
     as :func:`fuse_channel_norm` does over dim 1."""
-    while True:
-        match = _find_global_norm(net)
-        if match is None:
-            return net
-        remove, layer = match
-        last = max(remove, key=lambda r: next(i for i, x in enumerate(net.layers) if x is r))
-        net.layers[:] = [layer if x is last else x for x in net.layers
-                         if x is last or not any(x is r for r in remove)]
+    return _replace_all(net, _find_global_norm)
 
 
 def _global_mean(layer: Layer | None, net: Network) -> bool:

@@ -10,13 +10,11 @@ team, so the results are bit-identical whichever threads run them. The workers b
 """
 from __future__ import annotations
 
-import os
-import queue
 import threading
 
 import numpy as np
 
-from srcore.conv.team import Claims as _Phase
+from srcore.plugin import conv_team
 
 from . import threads as _threads
 
@@ -34,68 +32,27 @@ def parts(n: int) -> list[tuple[int, int]]:
     return [(a, min(n, a + width)) for a in range(0, n, width)]
 
 
-class Team:
-    """``size - 1`` daemon worker threads (OpenBLAS on one thread each) and the calling thread, taking
-    the parts of a call from a shared counter.
-
-    Parts are handed out one at a time, not in a fixed share per thread: a worker wakes from its
-    queue tens to hundreds of microseconds after the call starts (a futex wake, the GIL; more when
-    the hypervisor has halted its idle vCPU), and with fixed shares the caller, done with its own
-    half, waited for the late worker's whole half (Winograd's products took 1.0-1.9x less on 2
-    threads from call to call). Now the caller goes on taking parts until the worker joins, and
-    waits only for the parts already started; a worker that wakes after the last part was taken
-    finds nothing left and the caller does not wait for it at all (beside a busy core it may not
-    run for milliseconds). Which thread runs a part never changes its bits."""
+class Team(conv_team.Team):
+    """srcore's claiming team (:mod:`srcore.conv.team`: parts handed out one at a time, so the caller
+    never waits for a late worker's share) whose workers run their parts with OpenBLAS on one thread."""
 
     def __init__(self, size: int):
-        self.size = size
-        self._queues = [queue.SimpleQueue() for _ in range(size - 1)]
-        for q in self._queues:
-            threading.Thread(target=self._work, args=(q,), daemon=True, name="srcore-blas-team").start()
+        super().__init__(size, name="srcore-blas-team")
 
-    @staticmethod
-    def _work(q: queue.SimpleQueue) -> None:
-        while True:
-            phase, fn = q.get()
-            # OpenBLAS on one thread for the parts only: in numpy's OpenBLAS the count is the
-            # process's, and a worker that kept it at 1 left every later GEMM (and the intra-op
-            # count later tactics are built for) on one thread (kernels/threads.py, _OneThread)
-            token = _threads.blas_enter()
-            try:
-                _Phase.take(phase, fn)
-            finally:
-                _threads.blas_exit(token)
-
-    def run(self, fn, count: int, team: int) -> None:
-        """``fn(i)`` for each ``i`` in ``range(count)``, on up to ``team`` threads (the caller one of
-        them); returns when every part is done, re-raising the first error."""
-        team = max(1, min(team, self.size, count))
-        if team == 1:
-            for i in range(count):
-                fn(i)
-            return
-        phase = _Phase(count)
-        for t in range(1, team):
-            self._queues[t - 1].put((phase, fn))
-        _Phase.take(phase, fn)
-        phase.wait()
-
-
-_teams: dict[int, Team] = {}
-_lock = threading.Lock()
-# a forked child has none of the parent's worker threads: it makes its own teams
-os.register_at_fork(after_in_child=_teams.clear)
+    def take(self, claims, fn) -> None:
+        # OpenBLAS on one thread for the parts only: in numpy's OpenBLAS the count is the
+        # process's, and a worker that kept it at 1 left every later GEMM (and the intra-op
+        # count later tactics are built for) on one thread (kernels/threads.py, _OneThread)
+        token = _threads.blas_enter()
+        try:
+            super().take(claims, fn)
+        finally:
+            _threads.blas_exit(token)
 
 
 def team(size: int) -> Team:
-    """The process's team of ``size`` threads (made on first use)."""
-    t = _teams.get(size)
-    if t is None:
-        with _lock:
-            t = _teams.get(size)
-            if t is None:
-                t = _teams[size] = Team(size)
-    return t
+    """The process's BLAS team of ``size`` threads (made on first use)."""
+    return conv_team.team(size, Team)
 
 
 class SplitGemm:

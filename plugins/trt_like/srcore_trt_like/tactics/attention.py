@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from srcore.conv import team as conv_team
+from srcore.plugin import conv_team
 
 from ..builder.network import Layer, Network
 from ..kernels import mkl as mkl_gemm
