@@ -21,7 +21,8 @@ reduction and their minimax polynomials); expm1 and log1p are derived from them;
 minimax polynomials fitted for this module (relative error on [0, 1], ``erfc(x) * exp(x*x)``
 on [1, 4]); sin and cos follow FreeBSD's float32 ``sinf``/``cosf`` (the argument reduced by pi/2 in
 float64, their float64 kernels ``__kernel_sindf``/``__kernel_cosdf``), with the reduction by fused
-multiply-adds against pi/2 in three float64 parts, exact for ``|x| < 2**50``. ``sigmoid`` is torch's own formula, ``1 / (1 + exp(-x))``, so that it underflows to
+multiply-adds against pi/2 in three float64 parts, exact for ``|x| < 2**50``, and Payne and Hanek's
+table reduction above. ``sigmoid`` is torch's own formula, ``1 / (1 + exp(-x))``, so that it underflows to
 0 below -88.7 as torch's does.
 """
 from __future__ import annotations
@@ -343,7 +344,45 @@ def erf_ir(x: F32) -> F32:
 _PIO2 = (1.5707963267948966, 6.123233995736766e-17, -1.4973849048591698e-33)   # pi/2, 159 bits
 _TWO_OVER_PI = 0.6366197723675814
 _ROUND_MAGIC_64 = 6755399441055744.0     # 1.5 * 2**52: adding it rounds |v| < 2**51 to an integer
-_TRIG_MAX_IN = 2.0 ** 50                 # the reduction's quotient is exact below: NaN above
+_TRIG_MAX_IN = 2.0 ** 50                 # the reduction's quotient is exact below: the table's above
+
+
+def _two_over_pi_bits(bits: int) -> int:
+    """floor(2/pi * 2**bits), from Machin's formula in integers (a few hundred bits: exact here)."""
+    guard = bits + 32
+    one = 1 << guard
+
+    def arctan_inv(n: int) -> int:       # arctan(1/n) * 2**guard
+        total, term, k, n2 = 0, one // n, 1, n * n
+        while term:
+            total += term // k if k % 4 == 1 else -(term // k)
+            term //= n2
+            k += 2
+        return total
+
+    pi = 4 * (4 * arctan_inv(5) - arctan_inv(239))
+    return ((2 * one) << bits) // pi
+
+
+def _huge_table() -> tuple[list[float], list[float]]:
+    """For each float32 exponent e (|x| = M * 2**e, M < 2**24 an integer, e in 0..104): (2**e * 2/pi)
+    mod 4 as hi + mid float64s, so that M * (hi + mid) mod 4 is x * 2/pi mod 4 within ~2**-76:
+    Payne and Hanek's reduction, the bits of 2/pi below 2**-e-2 the only ones a float32 of that
+    exponent needs."""
+    frac_bits = 24 + 2 * 53 + 16                       # below 2**-(e+2): M's bits plus two doubles
+    two_over_pi = _two_over_pi_bits(104 + frac_bits)   # 2/pi * 2**(104 + frac_bits)
+    hi, mid = [], []
+    for e in range(105):
+        scaled = two_over_pi >> (104 - e)              # 2**e * 2/pi * 2**frac_bits
+        v = scaled % (4 << frac_bits)                  # mod 4
+        h = float(v) / 2.0 ** frac_bits                # correctly rounded (int -> float)
+        rest = v - int(h * 2.0 ** frac_bits)
+        hi.append(h)
+        mid.append(float(rest) / 2.0 ** frac_bits)
+    return hi, mid
+
+
+_HUGE_HI, _HUGE_MID = _huge_table()
 # FreeBSD k_sindf.c / k_cosdf.c on |r| <= pi/4: |sin(r)/r - s(r)| < 2**-37.5, |cos(r) - c(r)| < 2**-34.1
 _SIN_S = (-0.16666666641626524, 0.008333329385889463, -0.00019839334836096632, 2.718311493989822e-06)
 _COS_C = (-0.499999997251031, 0.04166662332373906, -0.001388676377460993, 2.439044879627741e-05)
@@ -352,8 +391,9 @@ _COS_C = (-0.499999997251031, 0.04166662332373906, -0.001388676377460993, 2.4390
 def _trig(x: F32, quadrant_shift: int) -> F32:
     """sin(x) (shift 0) or cos(x) = sin(x + pi/2) (shift 1): x - j * pi/2 in float64 (three fused
     multiply-adds: one rounding each, near-exact), the quadrant ``j + shift`` picking the sin or cos
-    kernel and the sign, the float64 result rounded once to float32 (< 1 ulp). NaN for +-inf, NaN
-    and |x| >= 2**50 (where the float64 quotient is no longer the nearest integer)."""
+    kernel and the sign, the float64 result rounded once to float32 (< 1 ulp); from |x| = 2**50 on,
+    where the float64 quotient is no longer the nearest integer, :func:`_reduce_huge`'s r and j.
+    NaN for +-inf and NaN."""
     b = x.builder
 
     def d(v):
@@ -370,7 +410,12 @@ def _trig(x: F32, quadrant_shift: int) -> F32:
     r = xd
     for part in _PIO2:
         r = fma(nj, d(part), r)
-    q = b.add(b.trunc(b.bitcast(jm, _I64), _I32), ir.Constant(_I32, quadrant_shift))   # j's low bits
+    q = b.trunc(b.bitcast(jm, _I64), _I32)   # j's low bits
+    r_huge, q_huge = _reduce_huge(x, d, fma)
+    huge = b.fcmp_ordered(">=", b.call(b.module.declare_intrinsic("llvm.fabs", [_FLOAT]), [x.value]),
+                          ir.Constant(_FLOAT, _TRIG_MAX_IN))
+    r = b.select(huge, r_huge, r)
+    q = b.add(b.select(huge, q_huge, q), ir.Constant(_I32, quadrant_shift))
     z = b.fmul(r, r)
     w = b.fmul(z, z)
     s_, c_ = _SIN_S, _COS_C
@@ -385,16 +430,54 @@ def _trig(x: F32, quadrant_shift: int) -> F32:
     neg = b.icmp_unsigned("!=", b.and_(q, ir.Constant(_I32, 2)), ir.Constant(_I32, 0))
     y = b.select(odd, cos_r, sin_r)
     y = F32(b, b.fptrunc(b.select(neg, b.fneg(y), y), _FLOAT))
-    return where(abs(x) < _TRIG_MAX_IN, y, NAN)     # NaN and +-inf fail the test: NaN, as torch
+    return where(abs(x) < math.inf, y, NAN)     # NaN and +-inf fail the test: NaN, as torch
+
+
+def _reduce_huge(x: F32, d, fma) -> tuple[ir.Value, ir.Value]:
+    """(r, j mod 4) with x = j * pi/2 + r, |r| <= pi/4, for a finite |x| >= 2**50, as float64 and
+    int32 (:func:`_huge_table`: x * 2/pi mod 4 from the table row of x's exponent; two gathers and a
+    dozen float64 operations per element, always computed, taken only where |x| >= 2**50)."""
+    b = x.builder
+    i32 = lambda v: ir.Constant(_I32, v)   # noqa: E731
+    bits = b.bitcast(x.value, _I32)
+    mag = b.and_(bits, i32(0x7FFFFFFF))
+    e = b.sub(b.lshr(mag, i32(23)), i32(150))                        # |x| = M * 2**e
+    e = b.select(b.icmp_signed("<", e, i32(0)), i32(0), e)           # (small x: a row, unused)
+    e = b.select(b.icmp_signed(">", e, i32(104)), i32(104), e)       # (inf, NaN: unused)
+    m = b.sitofp(b.or_(b.and_(mag, i32(0x007FFFFF)), i32(0x00800000)), _DOUBLE)
+
+    def row(name, values):
+        table = b.module.globals.get(name)
+        if table is None:
+            ty = ir.ArrayType(_DOUBLE, len(values))
+            table = ir.GlobalVariable(b.module, ty, name)
+            table.global_constant = True
+            table.linkage = "internal"
+            table.initializer = ir.Constant(ty, values)
+        return b.load(b.gep(table, [i32(0), e], inbounds=True))
+
+    hi, mid = row("srcore_fastmath_2_over_pi_hi", _HUGE_HI), row("srcore_fastmath_2_over_pi_mid", _HUGE_MID)
+    p = b.fmul(m, hi)                                  # < 2**26
+    err = fma(m, hi, b.fneg(p))                        # exactly m * hi - p
+    jm = b.fadd(p, d(_ROUND_MAGIC_64))
+    j = b.fsub(jm, d(_ROUND_MAGIC_64))                 # the nearest integer to p
+    f = b.fadd(b.fsub(p, j), b.fadd(err, b.fmul(m, mid)))   # p - j exact; |f| <= 1/2 + 2**-25
+    jm2 = b.fadd(f, d(_ROUND_MAGIC_64))
+    j2 = b.fsub(jm2, d(_ROUND_MAGIC_64))
+    f = b.fsub(f, j2)
+    q = b.add(b.trunc(b.bitcast(jm, _I64), _I32), b.trunc(b.bitcast(jm2, _I64), _I32))
+    r = b.fmul(f, d(_PIO2[0]))
+    neg = b.icmp_signed("<", bits, i32(0))             # sin(-x) = -sin(x): -r, quadrant -j
+    return b.select(neg, b.fneg(r), r), b.select(neg, b.sub(i32(0), q), q)
 
 
 def sin_ir(x: F32) -> F32:
-    """sin in float32 (< 1 ulp for |x| < 2**50; -0.0 kept)."""
+    """sin in float32 (< 1 ulp; -0.0 kept)."""
     return where(x == 0.0, x, _trig(x, 0))
 
 
 def cos_ir(x: F32) -> F32:
-    """cos in float32 (< 1 ulp for |x| < 2**50)."""
+    """cos in float32 (< 1 ulp)."""
     return _trig(x, 1)
 
 
