@@ -46,22 +46,24 @@ def _child(**env) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def selection(tmp_path_factory):
+    """(selection file, a cache of its own where one start parsed it and cached the parse)."""
     path = tmp_path_factory.mktemp("sel") / "digits.yaml"
+    cache = str(tmp_path_factory.mktemp("sel_cache"))
     assert main(["select", str(DIGITS), "-o", str(path)]) == 0
-    _child(SRCORE_SELECTION=str(path))  # the first start parses the file (yaml) and caches the parse
-    return str(path)
+    _child(SRCORE_SELECTION=str(path), SRCORE_CACHE_DIR=cache)  # parses the file (yaml), caches the parse
+    return str(path), cache
 
 
 @pytest.mark.parametrize("mode", ["full", "selection"])
 def test_a_first_run_leaves_out_what_it_does_not_need(mode, selection, tmp_path):
-    # the full start in a cache of its own, warmed by one start before (in the suite's shared cache a test
-    # beside it can leave caches that this start would rewrite, importing tempfile); the selective start
-    # reads the selection's parse its fixture cached
-    cache = os.environ.get("SRCORE_CACHE_DIR")
+    # each start in a cache of its own, warmed by one start before: in the suite's shared cache the
+    # processes beside it leave caches this start would rewrite (the attrs code cache keeps at most
+    # 1,000 entries, the last writer's), importing tempfile; the selective start's fixture warmed its own
+    path, cache = selection
     if mode == "full":
         cache = str(tmp_path)
         _child(SRCORE_CACHE_DIR=cache)
-    out = _child(SRCORE_SELECTION=selection if mode == "selection" else None, SRCORE_LOG=None, SRCORE_CACHE_DIR=cache)
+    out = _child(SRCORE_SELECTION=path if mode == "selection" else None, SRCORE_LOG=None, SRCORE_CACHE_DIR=cache)
     modules = set(json.loads(out.stdout.splitlines()[-1]))
     assert "srcore.runtime.static_module" in modules  # the child did load and run the model
     loaded = {m for m in modules for top in NOT_AT_START if m == top or m.startswith(top + ".")}
@@ -88,7 +90,7 @@ names = ("OpLibrary", "DType", "Decomposition", "EngineBuilder", "Subcommand")
 same = all(getattr(p, n) is getattr(t, n) is getattr(h, n) for n in names) and Subcommand is h.Subcommand
 print(json.dumps([before, same, sorted(record_type(k).__name__ for k in HOOK_RECORDS)]))
 """
-    env = {**os.environ, "SRCORE_SELECTION": selection}
+    env = {**os.environ, "SRCORE_SELECTION": selection[0], "SRCORE_CACHE_DIR": selection[1]}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     before, same, names = json.loads(out.stdout.splitlines()[-1])
     assert before is False and same
@@ -172,7 +174,7 @@ def test_a_model_computing_in_bfloat16_still_gets_ml_dtypes():
 
 def test_srcore_log_still_shows_the_load_path_records(selection):
     """SRCORE_LOG configures logging at ``import srcore``: the records of the lazily-logging modules appear."""
-    err = _child(SRCORE_SELECTION=selection, SRCORE_LOG="info").stderr
+    err = _child(SRCORE_SELECTION=selection[0], SRCORE_CACHE_DIR=selection[1], SRCORE_LOG="info").stderr
     assert "read " in err and "digits.srm" in err, err          # srcore.format (srm.py)
     assert "loaded " in err and "nodes on" in err, err          # srcore.runtime (static_module.py)
     assert "registry of" in err, err                            # srcore.plugin (manager.py)
@@ -229,7 +231,7 @@ first = [tops(), [r.name for r in pm.loaded_reports()], sorted(pm.registry.subco
 every = [r.name for r in pm.reports]
 print(json.dumps([first, [tops(), every, sorted(pm.registry.subcommands)]]))
 """
-    env = {**os.environ, "SRCORE_SELECTION": selection}
+    env = {**os.environ, "SRCORE_SELECTION": selection[0], "SRCORE_CACHE_DIR": selection[1]}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     (mods, loaded, subs), (mods_after, every, subs_after) = json.loads(out.stdout.splitlines()[-1])
     assert mods == ["srcore_cpu"] and loaded == ["builtin", "cpu"] and subs == []
