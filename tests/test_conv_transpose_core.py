@@ -1,4 +1,4 @@
-"""The shared transposed conv (``srcore.plugin.conv_transpose``) against torch: both forms, every
+"""The shared transposed conv (``srcore.plugin.conv_transpose``) against torch: every form, every
 rank, stride / padding / output padding / groups / dilation, a bias or none, batch 1 and 2, an
 empty batch; :meth:`ConvTranspose.pick` keeps a form that gives the same result."""
 from __future__ import annotations
@@ -22,6 +22,7 @@ CASES = {
     "2d_overlap": ((3, 4), 3, 2, (3, 3), (2, 2), (1, 1), (1, 1), 1, (1, 1), True),
     "2d_apart": ((3, 2), 2, 3, (2, 2), (2, 2), (0, 0), (0, 0), 1, (1, 1), True),
     "2d_groups_dilated": ((4, 3), 4, 3, (3, 2), (2, 1), (2, 0), (1, 0), 2, (2, 1), True),
+    "2d_stride3_dilated": ((5, 6), 4, 3, (4, 3), (3, 2), (2, 1), (2, 1), 1, (2, 3), True),
     "3d": ((2, 3, 3), 2, 2, (1, 3, 3), (1, 2, 2), (0, 1, 1), (0, 1, 0), 1, (1, 1, 1), True),
     "3d_apart_groups": ((2, 2, 3), 4, 1, (2, 2, 2), (2, 2, 2), (0, 0, 0), (0, 0, 0), 2, (1, 1, 1), False),
 }

@@ -101,7 +101,7 @@ _LAZY = {
     "conv_team": "srcore.conv.team",
     # a bound kernel call's arguments packed into one int64 array (srcore.conv.packed_call: packed); numba
     "packed_call": "srcore.conv.packed_call",
-    # the transposed conv of rank 1-3 (srcore.conv.transpose: ConvTranspose, col2im3, direct3); numba
+    # the transposed conv of rank 1-3 (srcore.conv.transpose: ConvTranspose, col2im3, direct3, phase3); numba
     "conv_transpose": "srcore.conv:transpose",
     # the compiled grid_sample (srcore.grid_sample: GridSampler, grid_sampler); numba
     "grid_sample": "srcore.grid_sample",

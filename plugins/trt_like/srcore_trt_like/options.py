@@ -65,7 +65,7 @@ OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl_split", "mkl", "numb
                  # 3-D convs not folded into 2-D ones (tactics/conv3d.py)
                  "vol2col_gemm",
                  # transposed convs of few channels a group without BLAS (tactics/transposed.py)
-                 "numba_fused", "numba_direct",
+                 "numba_fused", "numba_direct", "numba_phase",
                  # max pools of small planes through gathers (tactics/conv.py)
                  "gather")
 

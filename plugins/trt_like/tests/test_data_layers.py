@@ -215,7 +215,7 @@ def test_an_engine_with_index_and_mask_inputs_round_trips_through_a_serialized_p
     np.testing.assert_array_equal(loaded(*[t.numpy() for t in inputs]), got)
 
 
-CONVT_TACTICS = ["numba", "numba_fused", "numba_direct", "numpy"]
+CONVT_TACTICS = ["numba", "numba_fused", "numba_direct", "numba_phase", "numpy"]
 
 
 class UpTransposed(torch.nn.Module):

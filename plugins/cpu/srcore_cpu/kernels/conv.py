@@ -589,6 +589,7 @@ class _ConvTransposeF32:
 
         self.nd, self.w, self.b, self.args, self.ws = nd, w, b, args, ws
         self.ct = conv_transpose.ConvTranspose(w, b, *args)
+        self.no_cols = conv_transpose.NO_COLS
         self.tls = threading.local()
         if input_shape is not None and len(input_shape) == nd + 2 and all(type(d) is int for d in input_shape) \
                 and input_shape[1] == w.shape[0] and math.prod(input_shape) > 0:
@@ -597,7 +598,7 @@ class _ConvTransposeF32:
 
     def _entry(self, shape):
         runs = self.tls.__dict__.setdefault("runs", {})
-        cols = None if self.ct.form == "direct" else self.ws.get(None, "cols", self.ct.cols_shape(shape), np.float32)
+        cols = None if self.ct.form in self.no_cols else self.ws.get(None, "cols", self.ct.cols_shape(shape), np.float32)
         entry = runs[shape] = (self.ct.runner(shape, own_cols=False), cols, self.ct.out_shape(shape))
         return entry
 

@@ -22,6 +22,7 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("conv_transpose", "numba", simple("numba", transposed.gemm_col2im, blas="openblas")),
     Tactic("conv_transpose", "numba_fused", simple("numba_fused", transposed.fused)),
     Tactic("conv_transpose", "numba_direct", simple("numba_direct", transposed.direct)),
+    Tactic("conv_transpose", "numba_phase", simple("numba_phase", transposed.phase)),
     Tactic("conv_transpose", "numpy", simple("numpy", numpy_layers.conv_transpose, blas="openblas")),
     Tactic("conv_max_pool", "conv_max_pool", conv_pool.candidates, threaded=conv_pool.threaded),
     Tactic("max_pool2d", "numba", conv.max_pool2d, threaded=conv.max_pool_threaded),
