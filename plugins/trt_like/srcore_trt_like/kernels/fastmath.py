@@ -572,8 +572,27 @@ def gelu_tanh_ir(x: F32) -> F32:
     return 0.5 * x * (1.0 + tanh_ir(inner))
 
 
+_EXP_FINITE_MAX = 88.72283172607421875   # the largest float32 whose exp is finite
+_SILU_EXP_MIN = -20.0                     # 1 + exp(-20) rounds to 1
+
+
 def silu_ir(x: F32) -> F32:
-    return x / (1.0 + exp_ir(-x))
+    """x / (1 + exp(-x)), torch's formula and the same bits as with :func:`exp_ir`, in fewer
+    instructions (the loop is bound by their count, not by the division: a reciprocal estimate
+    with a Newton step was slower). exp's reduction on -x clamped to [-20, 88.72], then
+    ``1 + p * 2**k`` as ``(p * 2**(k-2) + 0.25) * 4``: one power of two from bits for every k up
+    to 128, rounded as torch rounds ``1 + exp(-x)`` (exact scalings of the same sum). exp(-x) = inf
+    below -88.72: -0.0, and NaN for -inf (x * 0); NaN passes through the numerator."""
+    b = x.builder
+    a = -x
+    ac = where(a < _EXP_FINITE_MAX, a, _EXP_FINITE_MAX)
+    ac = where(ac > _SILU_EXP_MIN, ac, _SILU_EXP_MIN)
+    k = (ac * _LOG2E + _ROUND_MAGIC) - _ROUND_MAGIC
+    r = (ac - k * _LN2_HI) - k * _LN2_LO
+    p = (_horner(r, _EXP_P) * (r * r) + r) + 1.0
+    pow2 = b.shl(b.add(b.fptosi(k.value, _I32), ir.Constant(_I32, 127 - 2)), ir.Constant(_I32, 23))
+    q = x / ((p * F32(b, b.bitcast(pow2, _FLOAT)) + 0.25) * 4.0)
+    return where(a > _EXP_FINITE_MAX, x * 0.0, q)
 
 
 def hardsigmoid_ir(x: F32) -> F32:
