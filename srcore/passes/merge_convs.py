@@ -8,7 +8,7 @@ the batch norm's shift) are summed. Runs after :mod:`srcore.passes.fold_bn`, whi
 branch's batch norm into its conv.
 
 A sum is a tree of ``aten::add(a, b, 1)`` whose inner adds have no other reader. Its terms on one
-input ``x`` merge when: at least one is a conv (``aten::conv1d/2d/3d`` or non-transposed
+input ``x`` merge when: at least two are convs (``aten::conv1d/2d/3d`` or non-transposed
 ``aten::_convolution``) with constant weight, bias (or ``None``), stride, integer padding, dilation
 and groups; the convs agree on stride, dilation, groups and weight shape but the kernel; each
 conv's output has the sum as its only reader; every conv is centred on the same point
@@ -115,7 +115,7 @@ def _merge(root: Node) -> bool:
     x = max(inputs, key=lambda v: sum(v is u for u in inputs))
     chosen = [(kind, n, v) for (xi, kind, n), v in zip(terms, leaves) if xi is x]
     convs = [(n, _conv_spec(n)) for kind, n, _ in chosen if kind == _CONV]
-    if len(chosen) < 2 or any(n.owning_block is not root.owning_block for kind, n, _ in chosen if n is not None):
+    if len(convs) < 2 or any(n.owning_block is not root.owning_block for kind, n, _ in chosen if n is not None):
         return False
     plan = _plan(convs, [kind for kind, _, _ in chosen if kind != _CONV], [n for kind, n, _ in chosen if kind == _BN])
     if plan is None:
