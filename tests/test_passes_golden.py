@@ -18,7 +18,7 @@ from srcore.ir.types import TensorType
 from srcore.ir.verify import verify
 from srcore.passes import (eliminate_common_subexpressions, eliminate_dead_code, fold_batch_norm,
                            fold_constants, functionalize_inplace, fuse_ops, inline_calls, inline_constant_ifs,
-                           peephole, prepare_for_static_runtime, remove_training_ops, simplify_loops,
+                           merge_parallel_convs, peephole, prepare_for_static_runtime, remove_training_ops, simplify_loops,
                            slice_unpacked_splits, unroll_loops)
 
 #: independent of the executor and the memory planner: the second pass of test.sh deselects it
@@ -37,6 +37,7 @@ PASSES = {
     "loops": simplify_loops,
     "training_ops": remove_training_ops,
     "fold_bn": fold_batch_norm,
+    "merge_convs": merge_parallel_convs,
     "functionalize": functionalize_inplace,
     "split_unpack": slice_unpacked_splits,
     "fuse": fuse_ops,

@@ -19,6 +19,7 @@ _TABLE = {
     "eliminate_common_subexpressions": "srcore.passes.cse:eliminate_common_subexpressions",
     "eliminate_dead_code": "srcore.passes.dce:eliminate_dead_code",
     "fold_batch_norm": "srcore.passes.fold_bn:fold_batch_norm",
+    "merge_parallel_convs": "srcore.passes.merge_convs:merge_parallel_convs",
     "functionalize_inplace": "srcore.passes.functionalize:functionalize_inplace",
     "FUSIONS": "srcore.passes.fuse:FUSIONS",
     "fuse_ops": "srcore.passes.fuse:fuse_ops",
@@ -42,7 +43,7 @@ __all__ = [
     "PassManager", "Pass", "Fixpoint", "PassStats", "summarize",
     "eliminate_dead_code", "fold_constants", "default_evaluator", "peephole", "RULES",
     "eliminate_common_subexpressions", "inline_calls", "inline_constant_ifs", "simplify_loops",
-    "unroll_loops", "remove_training_ops", "fold_batch_norm", "fuse_ops", "FUSIONS", "normalize_aliases",
+    "unroll_loops", "remove_training_ops", "fold_batch_norm", "merge_parallel_convs", "fuse_ops", "FUSIONS", "normalize_aliases",
     "lower_out_overloads", "functionalize_inplace", "slice_unpacked_splits", "scalar_operands",
     "fold_cell_decompositions", "remove_list_mutation",
 ]

@@ -20,11 +20,11 @@ import numpy as np
 
 from ..ir.graph import Graph, Node, Value
 from ._util import base_kind, const_or, is_const, replace_with_values, unique_param_name, walk_blocks
+from .triggers import BATCH_NORMS, CONVS as CONV_OPS
 
-CONV_OPS = frozenset({"aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::_convolution"})
 
-
-def _tensor(v: Value):
+def tensor_const(v: Value):
+    """The ndarray ``v`` is a constant of, else None."""
     if not is_const(v):
         return None
     x = const_or(v)
@@ -56,41 +56,61 @@ def fold_batch_norm(graph: Graph) -> bool:
     changed = False
     for block in list(walk_blocks(graph.block)):
         for node in list(block.nodes):
-            kind = base_kind(node)
-            if kind == "aten::batch_norm" and len(node.inputs) >= 8:
-                changed |= _fold(node, const_or(node.inputs[5], None) is False, node.inputs[7])
-            elif (kind == "aten::_native_batch_norm_legit_no_training" and len(node.inputs) == 7
-                  and not any(o.uses for o in node.outputs[1:])):
-                changed |= _fold(node, True, node.inputs[6])
+            if base_kind(node) in BATCH_NORMS:
+                changed |= _fold(node)
     return changed
 
 
-def _fold(bn: Node, inference: bool, eps_value: Value) -> bool:
-    src = _source(bn)
-    if src is None or not inference:
-        return False
+def inference_affine(bn: Node):
+    """``(scale, shift)`` (float64, per channel) of an inference batch norm node with constant
+    parameters, so that it computes ``x * scale + shift``; None for any other node."""
+    kind = base_kind(bn)
+    if kind == "aten::batch_norm" and len(bn.inputs) >= 8:
+        if const_or(bn.inputs[5], None) is not False:
+            return None
+        eps_value = bn.inputs[7]
+    elif (kind == "aten::_native_batch_norm_legit_no_training" and len(bn.inputs) == 7
+          and not any(o.uses for o in bn.outputs[1:])):
+        eps_value = bn.inputs[6]
+    else:
+        return None
     eps = const_or(eps_value, None)
-    W = _tensor(src.inputs[1])
-    mean, var = _tensor(bn.inputs[3]), _tensor(bn.inputs[4])
-    if not isinstance(eps, float) or W is None or mean is None or var is None:
-        return False
+    mean, var = tensor_const(bn.inputs[3]), tensor_const(bn.inputs[4])
+    if not isinstance(eps, float) or mean is None or var is None or mean.ndim != 1 or var.shape != mean.shape:
+        return None
     opt = []
-    for v in (bn.inputs[1], bn.inputs[2], src.inputs[2]):  # gamma, beta, conv bias
+    for v in (bn.inputs[1], bn.inputs[2]):  # gamma, beta
         if is_const(v) and const_or(v) is None:
             opt.append(None)
-        elif _tensor(v) is not None:
-            opt.append(_tensor(v))
+        elif tensor_const(v) is not None and tensor_const(v).shape == mean.shape:
+            opt.append(tensor_const(v))
         else:
-            return False
-    gamma, beta, b = opt
+            return None
+    gamma, beta = opt
+    s = (gamma if gamma is not None else 1.0) / np.sqrt(var.astype(np.float64) + eps)
+    return s, (beta if beta is not None else 0.0) - mean * s
+
+
+def _fold(bn: Node) -> bool:
+    src = _source(bn)
+    affine = inference_affine(bn) if src is not None else None
+    W = tensor_const(src.inputs[1]) if src is not None else None
+    if affine is None or W is None:
+        return False
+    b_value = src.inputs[2]
+    if is_const(b_value) and const_or(b_value) is None:
+        b = None
+    elif tensor_const(b_value) is not None:
+        b = tensor_const(b_value)
+    else:
+        return False
+    s, shift = affine
     c = W.shape[0]
-    if mean.shape != (c,) or var.shape != (c,):
+    if s.shape != (c,):
         return False
     dtype = W.dtype
-    s = (gamma if gamma is not None else 1.0) / np.sqrt(var.astype(np.float64) + eps)
     W2 = (W.astype(np.float64) * s.reshape((c,) + (1,) * (W.ndim - 1))).astype(dtype)
-    b0 = b.astype(np.float64) if b is not None else 0.0
-    b2 = ((b0 - mean) * s + (beta if beta is not None else 0.0)).astype(dtype)
+    b2 = ((b.astype(np.float64) * s if b is not None else 0.0) + shift).astype(dtype)
     g = bn.graph
     wname = _param_name(src.inputs[1], "weight")
     bias_name = wname[:-len("weight")] + "bias" if wname.endswith("weight") else wname + ".bias"

@@ -37,6 +37,12 @@ SCALAR_OPERAND_OPS = {"aten::add": 3, "aten::sub": 3, "aten::rsub": 3, "aten::mu
 SCALAR_OPERANDS = frozenset(SCALAR_OPERAND_OPS)
 #: fold_bn.fold_batch_norm: ``kind == "aten::batch_norm"`` or ``_native_batch_norm_legit_no_training``
 BATCH_NORMS = frozenset({"aten::batch_norm", "aten::_native_batch_norm_legit_no_training"})
+#: merge_convs.merge_parallel_convs: a sum (``_is_add``) with a conv term (``_conv_spec``)
+CONVS = frozenset({"aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::_convolution"})
+
+
+def parallel_convs(kinds: frozenset) -> bool:
+    return "aten::add" in kinds and not kinds.isdisjoint(CONVS)
 
 
 #: list_mutation: a ``prim::ListConstruct`` list is rewritten only if one of these writes it (or
