@@ -72,6 +72,8 @@ def test_a_first_run_leaves_out_what_it_does_not_need(mode, selection, tmp_path)
         assert "srcore.ops.shapes.conv" in modules and "srcore.ops.shapes.quantized" not in modules
         assert "pluggy" not in modules   # the selected plugins' hooks are plain functions, called directly
     assert "json" not in modules   # JSON is read by _json's C parser directly (srcore._fastjson)
+    # digits has none of peephole's rule kinds (srcore.passes.triggers), and no plugin failed
+    assert "srcore.passes.peephole" not in modules and "srcore.plugin.requirements" not in modules
 
 
 def test_a_selective_start_builds_no_record_class_of_the_hooks_it_does_not_call(selection):

@@ -5,6 +5,7 @@ graph as running every pass (golden pass cases, the IR tests' torch graphs, the 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -169,6 +170,26 @@ def test_the_package_names_are_the_functions_after_a_pipeline_ran(graphs):
     prepare(graphs["scalar"])   # imports the pass modules whose names the package also exports
     for name in passes.__all__:
         assert not isinstance(getattr(passes, name), types.ModuleType), name
+
+
+def test_peephole_triggers_are_its_rules_kinds():
+    from srcore.passes.peephole import RULES_LIST, unary_of_permute
+    from srcore.passes.triggers import PEEPHOLE_OPS, PERMUTE_COMMUTING, peephole_rules
+
+    assert {r.op for r in RULES_LIST if r.rewrite is not unary_of_permute} == PEEPHOLE_OPS
+    assert {r.op for r in RULES_LIST if r.rewrite is unary_of_permute} == set(PERMUTE_COMMUTING)
+    assert peephole_rules(frozenset({"aten::permute", "aten::relu"}))
+    assert not peephole_rules(frozenset({"aten::relu", "aten::conv2d", "aten::linear", "prim::Constant"}))
+
+
+def test_the_package_names_are_the_functions_when_their_modules_are_imported_first():
+    """``srcore.passes`` imports nothing itself: importing ``srcore.passes.peephole`` (or ``prepare``,
+    ``scalar_operands``) before any name leaves the package's attribute the function, as before."""
+    code = ("import types, srcore.passes.peephole, srcore.passes.prepare, srcore.passes.scalar_operands\n"
+            "import srcore.passes as p\n"
+            "print([n for n in p.__all__ if isinstance(getattr(p, n), types.ModuleType)], p.peephole.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["[]", "srcore.passes.peephole"]
 
 
 def _bench_graph(name):

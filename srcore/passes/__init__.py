@@ -1,17 +1,39 @@
 """Graph passes and ``prepare_for_static_runtime`` (the default pipeline); see docs/passes.md.
 
 Names are imported on first use: a load imports only the passes its graph's op kinds can trigger
-(``srcore.passes.triggers``)."""
+(``srcore.passes.triggers``), and the package itself nothing."""
 from __future__ import annotations
 
+import sys
+import types
+
 from .._lazy import lazy_getattr
-# these three share their module's name: imported here, so that importing the module (the pipeline
-# does) cannot leave the package's attribute the module instead of the function
-from .peephole import RULES, peephole
-from .prepare import PrepareResult, default_pipeline, prepare, prepare_for_static_runtime
-from .scalar_operands import scalar_operands
+
+#: names that are a function of this package and the module defining it
+_SAME_NAME = frozenset({"peephole", "prepare", "scalar_operands"})
+
+
+class _Package(types.ModuleType):
+    """Importing ``srcore.passes.<name>`` binds the module to the package's attribute ``<name>``: for
+    the names of ``_SAME_NAME`` the package keeps the function (as if imported here eagerly), so a
+    pipeline importing ``peephole`` only when it runs leaves ``srcore.passes.peephole`` the function."""
+
+    def __setattr__(self, name, value):
+        if name in _SAME_NAME and isinstance(value, types.ModuleType) and value.__name__ == f"{__name__}.{name}":
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 _TABLE = {
+    "peephole": "srcore.passes.peephole:peephole",
+    "RULES": "srcore.passes.peephole:RULES",
+    "prepare": "srcore.passes.prepare:prepare",
+    "PrepareResult": "srcore.passes.prepare:PrepareResult",
+    "default_pipeline": "srcore.passes.prepare:default_pipeline",
+    "prepare_for_static_runtime": "srcore.passes.prepare:prepare_for_static_runtime",
+    "scalar_operands": "srcore.passes.scalar_operands:scalar_operands",
     "normalize_aliases": "srcore.passes.aliases:normalize_aliases",
     "lower_out_overloads": "srcore.passes.out_overloads:lower_out_overloads",
     "default_evaluator": "srcore.passes.constant_fold:default_evaluator",

@@ -19,6 +19,9 @@ from ..ir.graph import Graph, Node, Value
 from ..ir.types import (SCALAR_TYPE_CODES, AnyType, NoneType, OptionalType, TensorType)
 from ..ir.alias import is_mutated
 from ._util import base_kind, const_or, dtype_of, is_floating, replace_with_constant, replace_with_values, walk_blocks
+# one-tensor elementwise ops (any other arguments constants) that commute with a permutation: the table
+# lives beside the pass's triggers, which read it
+from .triggers import PERMUTE_COMMUTING
 
 
 @attrs.frozen
@@ -73,9 +76,6 @@ def transpose_transpose(node: Node):
 
 
 # -- elementwise before layout --------------------------------------------------------------
-#: one-tensor elementwise ops (any other arguments constants) that commute with a permutation
-PERMUTE_COMMUTING = ("aten::sigmoid", "aten::tanh", "aten::relu", "aten::silu", "aten::exp", "aten::neg",
-                     "aten::abs", "aten::hardswish", "aten::hardsigmoid", "aten::gelu", "aten::leaky_relu")
 
 
 def unary_of_permute(node: Node):

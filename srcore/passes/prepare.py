@@ -58,7 +58,7 @@ def default_pipeline(*, fuse: bool = True, inference: bool = True, evaluator=Non
         _named("inline_constant_ifs", "inline:inline_constant_ifs", T.INLINE_CONSTANT_IFS),
         _named("fold_constants", "constant_fold:fold_constants", evaluator=evaluator, max_elements=max_fold_elements),
         _named("fold_known_values", "known_values:fold_known_values", reuse=known, rules=rules, schemas=schemas),
-        _named("peephole", "peephole:peephole"),
+        _named("peephole", "peephole:peephole", T.peephole_rules),
         _named("simplify_loops", "loops:simplify_loops", T.LOOPS),
         _named("unroll_loops", "unroll:unroll_loops", T.LOOPS, **unroll),
         _named("eliminate_dead_code", "dce:eliminate_dead_code"),

@@ -41,6 +41,21 @@ BATCH_NORMS = frozenset({"aten::batch_norm", "aten::_native_batch_norm_legit_no_
 CONVS = frozenset({"aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::_convolution"})
 
 
+#: peephole: the op kinds of its rules (``peephole.RULES_LIST``: ``table.get(base_kind(node))``), but for
+#: ``f(permute(x))``, whose ``f`` (one of these; the module takes them from here) fires only on a permute's output
+PERMUTE_COMMUTING = ("aten::sigmoid", "aten::tanh", "aten::relu", "aten::silu", "aten::exp", "aten::neg",
+                     "aten::abs", "aten::hardswish", "aten::hardsigmoid", "aten::gelu", "aten::leaky_relu")
+PEEPHOLE_OPS = frozenset({
+    "aten::t", "aten::transpose", "aten::add", "aten::sub", "aten::mul", "aten::div", "aten::contiguous", "aten::to",
+    "aten::type_as", "aten::detach", "aten::clone", "prim::unchecked_cast", "aten::size", "aten::dim", "aten::len",
+    "aten::is_floating_point", "prim::ListUnpack", "prim::TupleUnpack", "prim::TupleIndex", "aten::__getitem__",
+    "aten::cat", "aten::__is__", "aten::__isnot__"})
+
+
+def peephole_rules(kinds: frozenset) -> bool:
+    return not kinds.isdisjoint(PEEPHOLE_OPS) or ("aten::permute" in kinds and not kinds.isdisjoint(PERMUTE_COMMUTING))
+
+
 def parallel_convs(kinds: frozenset) -> bool:
     return "aten::add" in kinds and not kinds.isdisjoint(CONVS)
 

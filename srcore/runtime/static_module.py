@@ -481,10 +481,13 @@ def _check_backends(wanted, known, required=None) -> None:
 
 def _failed_plugins(graph, pm, required) -> list[str]:
     """Failed plugins whose namespace the graph touches, one line each (named on every such load)."""
+    # the plugins this manager loaded (a selective load's: those its registry is built from)
+    reports = pm.loaded_reports()
+    if not any(r.status == "failed" for r in reports):   # the usual load: requirements' module unimported
+        return []
     from ..plugin.requirements import describe_failure, failed_plugins_touching, namespaces_of
 
-    # the plugins this manager loaded (a selective load's: those its registry is built from)
-    return [describe_failure(r) for r in failed_plugins_touching(namespaces_of(graph), pm.loaded_reports(), required)]
+    return [describe_failure(r) for r in failed_plugins_touching(namespaces_of(graph), reports, required)]
 
 
 def _install_hints(graph, pm, registry, required, missing=()) -> list[str]:
