@@ -19,8 +19,6 @@ partitioner all read aliasing from here.
 """
 from __future__ import annotations
 
-import functools
-
 from .._lazyre import LazyPattern
 from .graph import Graph, Node, Value
 from .names import base_op as _base
@@ -55,12 +53,30 @@ KERNEL_ALIASES = frozenset({"aten::dropout", "aten::feature_dropout", "aten::alp
 _TYPE_VAR = LazyPattern(r"^(t\d*|K|V|Any)$")   # compiled at first use (srcore._lazyre)
 
 
+#: per schema object (by identity: hashing a schema hashes every argument and type, and the passes ask
+#: for the same few schemas thousands of times a load): (the schema, its mutable argument positions,
+#: the argument positions its returns may alias); schemas are frozen
+_BY_SCHEMA: dict[int, tuple] = {}
+_MAX_SCHEMAS = 4096
+
+
+def _schema_facts(schema) -> tuple:
+    facts = _BY_SCHEMA.get(id(schema))
+    if facts is None or facts[0] is not schema:
+        if len(_BY_SCHEMA) >= _MAX_SCHEMAS:
+            _BY_SCHEMA.clear()
+        mutable = tuple(i for i, a in enumerate(schema.arguments) if a.type.is_mutable())
+        facts = _BY_SCHEMA[id(schema)] = (schema, mutable, _schema_sources(schema))
+    return facts
+
+
 def mutated_inputs(node: Node) -> list[int]:
     """Indices of the inputs ``node`` writes to: its schema's ``(a!)`` arguments; without a schema,
     the first input of a container mutator or of an ``aten::foo_`` in-place op."""
     schema = node.schema
     if schema is not None:
-        return [i for i, a in enumerate(schema.arguments) if i < len(node.inputs) and a.type.is_mutable()]
+        n = len(node.inputs)
+        return [i for i in _schema_facts(schema)[1] if i < n]
     if node.kind in CONTAINER_MUTATORS:
         return [0] if node.inputs else []
     name = node.kind.rpartition("::")[2]
@@ -93,7 +109,6 @@ def _type_vars(t) -> set[str]:
     return names
 
 
-@functools.lru_cache(maxsize=4096)
 def _schema_sources(schema) -> tuple[int, ...]:
     """Argument positions a return of ``schema`` may alias (by alias sets, wildcard, type variables)."""
     ret_sets: set[str] = set()
@@ -122,7 +137,7 @@ def alias_sources(node: Node) -> list[Value]:
         return [node.inputs[0]] if node.inputs else []
     schema = node.schema
     if schema is not None:
-        return [node.inputs[i] for i in _schema_sources(schema) if i < len(node.inputs)]
+        return [node.inputs[i] for i in _schema_facts(schema)[2] if i < len(node.inputs)]
     if (node.kind in VIEW_OPS or _base(node.kind) in VIEW_OPS) and node.inputs:
         return [node.inputs[0]]
     return []

@@ -31,8 +31,6 @@ from ..ir.types import AnyType, BoolType, FloatType, IntType, NumberType, Tensor
 from ..ir.alias import is_mutated, mutated_inputs
 from ._util import (const_or, has_side_effects, inline_block, is_const, is_nondeterministic, replace_with_values,
                     unique_param_name, walk_blocks)
-from .loops import never_runs
-from .scalar_eval import eval_scalar_op
 
 Evaluator = Callable[[Node, list], list]
 
@@ -46,6 +44,8 @@ DEFAULT_MAX_ELEMENTS = 1 << 16
 
 def default_evaluator(node: Node, args: list) -> list:
     """The scalar table first, then tensor kernels (if the dispatch table can provide one)."""
+    from .scalar_eval import eval_scalar_op   # (imported on the first foldable node: most graphs have none)
+
     try:
         return eval_scalar_op(node.kind, args, len(node.outputs))
     except NotImplementedError:
@@ -94,9 +94,12 @@ def _fold_control(node: Node) -> bool:
         if isinstance(cond, bool):
             inline_block(node, 0 if cond else 1)
             return True
-    elif node.kind == "prim::Loop" and never_runs(node):
-        replace_with_values(node, list(node.inputs[2:]))
-        return True
+    elif node.kind == "prim::Loop":
+        from .loops import never_runs
+
+        if never_runs(node):
+            replace_with_values(node, list(node.inputs[2:]))
+            return True
     return False
 
 
