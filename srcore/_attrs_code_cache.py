@@ -12,6 +12,9 @@ change to a class produces a different text and a miss. Only classes of srcore a
 attrs is imported, after this cache is installed; the file is per attrs installation) are served; other
 libraries' attrs classes are compiled as usual.
 
+The runtime's generated code (``srcore.runtime.codegen``'s blocks, ``StaticRuntime``'s entry point) is
+compiled through :func:`compile_exec` into the same cache, keyed the same way.
+
 Like the bytecode cache, nothing is written when ``sys.dont_write_bytecode`` is set
 (``PYTHONDONTWRITEBYTECODE``); ``SRCORE_NO_ATTRS_CACHE=1`` turns the cache off. A damaged file is
 ignored and rewritten; if attrs' internals differ from what this expects, attrs is left alone.
@@ -21,7 +24,7 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["install", "cache_file"]
+__all__ = ["install", "cache_file", "compile_exec"]
 
 _MAX_ENTRIES = 1000  # beyond this the file is rewritten with this process's entries only
 _codes: dict[bytes, object] = {}  # sha256(filename + "\0" + source) -> code object (read from the cache)
@@ -171,6 +174,22 @@ def _code(script: str, filename: str):
     if span is not None:
         bytecode = _swap_const(bytecode, int(_PLACEHOLDER), int(lit))
     return bytecode
+
+
+def _with_filename(code, filename: str):
+    """``code`` and its nested code objects with ``co_filename`` = ``filename``."""
+    consts = tuple(_with_filename(c, filename) if type(c) is type(code) else c for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)
+
+
+def compile_exec(source: str, filename: str, key_name: str | None = None):
+    """``compile(source, filename, "exec")``, from the cache when attrs' is loaded (srcore's generated code).
+    ``key_name``: the name the cache keys the source by when ``filename`` differs per process (it names
+    an object's id); the code objects are given ``filename`` back (tracebacks, ``linecache``)."""
+    if not _loaded:   # turned off, or attrs not imported yet: nothing read, nothing to add to
+        return compile(source, filename, "exec")
+    code = _code(source, key_name or filename)
+    return code if key_name is None or key_name == filename else _with_filename(code, filename)
 
 
 def _compile_served(source, filename, mode, *args, **kwargs):

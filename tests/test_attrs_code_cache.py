@@ -187,3 +187,32 @@ def test_attrs_own_classes_built_while_it_imports_are_served_too(tmp_path):
     first, second = runs
     assert "<attrs generated __repr__ attr._make.Attribute>" in first[0]
     assert second[0] == [] and first[1:] == second[1:] == ["Attribute(", True, True]
+
+
+def test_generated_runtime_code_is_served_under_each_process_file_name(monkeypatch):
+    """``compile_exec`` (codegen's blocks, the runtime's entry point): a second compile of the same text is a
+    hit, its code objects (the nested function's too) carry the caller's file name, and it runs the same."""
+    monkeypatch.setattr(cache, "_loaded", ["<a cache file>"])
+    monkeypatch.setattr(cache, "_codes", {})
+    monkeypatch.setattr(cache, "_used", {})
+    monkeypatch.setattr(cache, "_dirty", False)
+    monkeypatch.setattr(cache, "stats", {"hits": 0, "misses": 0})
+    source = "def _block0(v0, v1):\n    v2 = v0 * v1 + 1\n    return (v2,)\n"
+    ran = []
+    for obj_id in ("7f01", "7f02"):
+        filename = f"<srcore-codegen:{obj_id}:_block0>"
+        code = cache.compile_exec(source, filename, "<srcore-codegen:_block0>")
+        env: dict = {}
+        exec(code, env)
+        fn = env["_block0"]
+        assert code.co_filename == fn.__code__.co_filename == filename
+        ran.append(fn(3, 4))
+    assert cache.stats == {"hits": 1, "misses": 1} and ran == [(13,), (13,)]
+    assert cache.compile_exec(source, "<srcore-entry>").co_filename == "<srcore-entry>"
+
+
+def test_generated_runtime_code_is_compiled_plainly_without_the_cache(monkeypatch):
+    monkeypatch.setattr(cache, "_loaded", [])
+    monkeypatch.setattr(cache, "stats", {"hits": 0, "misses": 0})
+    code = cache.compile_exec("x = 1\n", "<srcore-entry>")
+    assert code.co_filename == "<srcore-entry>" and cache.stats == {"hits": 0, "misses": 0}

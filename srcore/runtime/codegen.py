@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from .._attrs_code_cache import compile_exec
 from .._repr import shared_repr
 from .process import free_slots
 from .processed import BlockInfo, ProcessedNode
@@ -168,7 +169,7 @@ def _block(em: _Emitter, module, info: BlockInfo, out_slots: tuple[int, ...]) ->
     source = "\n".join(lines) + "\n"
     filename = f"<srcore-codegen:{id(module):x}:{name}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    code = compile(source, filename, "exec")
+    code = compile_exec(source, filename, f"<srcore-codegen:{name}>")   # cached by its text (srcore._attrs_code_cache)
     return GeneratedBlock(info.index, name, source, code, params, tuple(buffers), line_nodes)
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from .._attrs_code_cache import compile_exec
 from ..errors import KernelError, SrcoreError
 from ..ir.types import DictType, ListType
 from .arena import BlockArena, aligned_slab, make_view
@@ -359,5 +360,5 @@ def _make_fast_call(rt: "StaticRuntime"):
               f"    return {'out[0]' if rt._single else 'out'}"]
     env = {"_nd": np.ndarray, "_slow": rt._call_slow, "_top": rt._top, "_outs": rt._new_outputs,
            "_SrcoreError": SrcoreError, "_KernelError": KernelError, "_wrap": rt._kernel_error, "_NEVER": _NEVER, "_MISSING": _MISSING}
-    exec(compile("\n".join(lines) + "\n", "<srcore-entry>", "exec"), env)
+    exec(compile_exec("\n".join(lines) + "\n", "<srcore-entry>"), env)   # cached by its text
     return env["__call__"]
