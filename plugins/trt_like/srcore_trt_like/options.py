@@ -57,7 +57,7 @@ CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "im2col_gemm_team", "packed_gemm", "w
                 # at more than one intra-op thread, large layers
                 "simd_direct_split", "depthwise_simd_split")
 OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl_split", "mkl", "numba", "numba_512", "numba_split", "numpy",
-                 "numba_heads", "mkl_heads_team",
+                 "numba_heads", "mkl_heads_team", "mkl_heads_omp",
                  "numpy_split", "segment",
                  "int8_sgemm", "int8_dgemm", "int8_simd",
                  # small stride-1 1-D convs (tactics/conv1d.py)

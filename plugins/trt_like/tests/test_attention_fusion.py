@@ -81,7 +81,7 @@ def test_bert_attention_is_one_layer_and_matches_torch(B, L, d, heads, mask_shap
     torch.manual_seed(L)
     m = Bert(d, heads, divide, contiguous=tactic == "numba").eval()
     x, bias = torch.randn(B, L, d), _mask(mask_shape, L)
-    sm, desc = _engine(m, (x, bias), exclude=[t for t in ("mkl", "mkl_heads_team", "numpy", "numba") if t != tactic])
+    sm, desc = _engine(m, (x, bias), exclude=[t for t in ("mkl", "mkl_heads_team", "mkl_heads_omp", "numpy", "numba") if t != tactic])
     assert f"attention_heads -> {B}x{L}x{d} [{tactic}]" in desc, desc
     assert desc.count("attention_heads") == 1 and "softmax" not in desc and "permute" not in desc, desc
     with torch.no_grad():
@@ -89,9 +89,19 @@ def test_bert_attention_is_one_layer_and_matches_torch(B, L, d, heads, mask_shap
     np.testing.assert_allclose(sm(x.numpy(), bias.numpy()), want, rtol=1e-4, atol=1e-5)
 
 
-def test_heads_split_over_the_team_give_the_one_thread_bits():
-    """``mkl_heads_team`` (2 intra-op threads): each (batch, head) claimed by the caller or srcore.conv's
-    team worker gives the bits of the ``mkl`` tactic on one thread, and torch's result."""
+SPLITS = ("mkl_heads_team", "mkl_heads_omp")
+
+
+@pytest.mark.parametrize("tactic, B, L, d, heads, mask_shape", [
+    ("mkl_heads_team", 2, 17, 48, 3, (2, 1, 1, 17)),
+    # numba's OpenMP team, the MKL products called from the compiled region (a parallel kernel of its
+    # own: full): a mask per batch entry, then one per head and query row
+    pytest.param("mkl_heads_omp", 2, 17, 48, 3, (2, 1, 1, 17), marks=pytest.mark.full),
+    pytest.param("mkl_heads_omp", 2, 24, 32, 2, (1, 2, 24, 24), marks=pytest.mark.full),
+])
+def test_heads_split_over_a_team_give_the_one_thread_bits(tactic, B, L, d, heads, mask_shape):
+    """``mkl_heads_team`` and ``mkl_heads_omp`` (2 intra-op threads): each (batch, head) claimed by the
+    caller or a team worker gives the bits of the ``mkl`` tactic on one thread, and torch's result."""
     from threadpoolctl import threadpool_limits
 
     from srcore_trt_like.kernels import mkl, threads
@@ -99,14 +109,15 @@ def test_heads_split_over_the_team_give_the_one_thread_bits():
     if mkl.library() is None:
         pytest.skip("no MKL")
     torch.manual_seed(3)
-    m = Bert(48, 3, False, contiguous=False).eval()
-    x, bias = torch.randn(2, 17, 48), _mask((2, 1, 1, 17), 17)
+    m = Bert(d, heads, False, contiguous=False).eval()
+    x, bias = torch.randn(B, L, d), _mask(mask_shape, L)
+    others = [t for t in SPLITS if t != tactic]
     with threadpool_limits(2):
         if threads.count() < 2:
             pytest.skip("one intra-op thread here")
-        team, desc = _engine(m, (x, bias), exclude=["mkl", "numpy", "numba", "numba_heads"])
-        one, _ = _engine(m, (x, bias), exclude=["mkl_heads_team", "numpy", "numba", "numba_heads"])
-    assert "attention_heads -> 2x17x48 [mkl_heads_team]" in desc, desc
+        team, desc = _engine(m, (x, bias), exclude=["mkl", "numpy", "numba", "numba_heads", *others])
+        one, _ = _engine(m, (x, bias), exclude=["numpy", "numba", "numba_heads", *SPLITS])
+    assert f"attention_heads -> {B}x{L}x{d} [{tactic}]" in desc, desc
     got = [team(x.numpy(), bias.numpy()) for _ in range(3)]
     want = one(x.numpy(), bias.numpy())
     assert all(np.array_equal(g, want) for g in got)
@@ -174,7 +185,7 @@ def test_unscaled_attention_with_or_without_an_added_bias_is_one_layer(bias, bia
     torch.manual_seed(7)
     m = Biased(32, 4, 20, bias, bias_first).eval()
     x = torch.randn(2, 20, 32)
-    sm, desc = _engine(m, (x,), exclude=["mkl", "mkl_heads_team", "numpy"])
+    sm, desc = _engine(m, (x,), exclude=["mkl", "mkl_heads_team", "mkl_heads_omp", "numpy"])
     assert "attention_heads -> 2x20x32 [numba]" in desc, desc
     assert "softmax" not in desc and "permute" not in desc, desc
     with torch.no_grad():

@@ -19,6 +19,7 @@ import numpy as np
 from srcore.plugin import conv_team
 
 from ..builder.network import Layer, Network
+from ..kernels import heads_omp
 from ..kernels import mkl as mkl_gemm
 from ..kernels import threads as _threads
 from ..kernels.heads import attention_heads
@@ -122,7 +123,34 @@ def heads_mkl(layer: Layer, net: Network) -> list[Candidate]:
         # softmax release the GIL): a worker that joins late leaves its heads to the caller, so the
         # layer never waits for a busy core (bert_encoder's 4 heads of 128x128: ~0.3 ms on one thread)
         out.append(Candidate("mkl_heads_team", lambda: Kernel(run_team), blas="mkl"))
+        out.append(Candidate("mkl_heads_omp", lambda: _heads_omp(lib, layer, net, nt_), blas="mkl"))
     return out
+
+
+def _heads_omp(lib, layer: Layer, net: Network, nt: int) -> Kernel:
+    """The ``mkl`` tactic's heads claimed over numba's OpenMP team (:mod:`..kernels.heads_omp`), governed
+    like the other regions: the team's worker spins between an engine call's regions, where
+    ``mkl_heads_team``'s Python worker had to be woken for each layer."""
+    B, L, S, E, H, D = _dims(layer, net)
+    c, divide, safe = f32(layer.attrs["scale"]), bool(layer.attrs["divide"]), bool(layer.attrs.get("safe", False))
+    if len(layer.inputs) < 4:
+        zero, step = np.zeros((1, 1, 1, S), f32), 0
+    else:
+        zero, step = None, 1 if net.shape(layer.inputs[3])[2] > 1 else 0
+    fn, one = heads_omp.addresses(lib)
+    gov = _threads.Governor(nt)
+    tls = threading.local()
+
+    def run(q, k, v, *rest):
+        mask, out = (rest[0], rest[1]) if len(rest) == 2 else (zero, rest[0])
+        try:   # this calling thread's scratch, one (L, S) pair per part
+            s, p = tls.scratch
+        except AttributeError:
+            s, p = tls.scratch = np.empty((nt, L, S), f32), np.empty((nt, L, S), f32)
+        mkl_gemm.set_threads(lib, 1)   # the caller's own products, when the region runs on it alone
+        gov.run(heads_omp.heads, fn, one, q.ctypes.data, q.strides[0], k.ctypes.data, k.strides[0], v.ctypes.data,
+                v.strides[0], out.ctypes.data, out.strides[0], B, L, S, E, H, mask, step, c, divide, safe, s, p, nt)
+    return Kernel(run, keep=gov)
 
 
 def _flat(a: np.ndarray) -> np.ndarray:

@@ -322,7 +322,23 @@ def resize(layer: Layer, net: Network):
 
 
 def resize_compiled(layer: Layer, net: Network):
-    from ..kernels.resize import bilinear_planes, linear_rows, nearest_planes
+    return _resize_kernel(layer, net, 1)
+
+
+def _resize_kernel(layer: Layer, net: Network, nt: int):
+    """The compiled resize on one thread (``nt`` 1) or its planes (rows) claimed over numba's OpenMP
+    team of ``nt`` threads (:mod:`..kernels.rows_split`, governed: the same bits)."""
+    from ..kernels import resize as one
+    from ..kernels import rows_split as split
+    from ..kernels import threads as _threads
+
+    gov = _threads.Governor(nt)
+
+    def driver(serial, parallel, n):
+        if nt == 1:
+            return serial
+        chunk = max(1, -(-n // (4 * nt)))   # 4 claims a thread: a late worker leaves little to wait for
+        return lambda *args: gov.run(parallel, *args, chunk, nt)
 
     shape, out_shape = net.shape(layer.inputs[0]), net.shape(layer.outputs[0])
     if "nchwc" in layer.attrs:
@@ -333,31 +349,60 @@ def resize_compiled(layer: Layer, net: Network):
         h = nearest_table(H, Ho, sh)
         w = (nearest_table(W, Wo, sw)[:, None] * 16 + np.arange(16)).reshape(-1)
         planes, oplanes = (shape[0] * shape[1], H, W * 16), (shape[0] * shape[1], Ho, Wo * 16)
+        nearest = driver(one.nearest_planes, split.nearest_split, planes[0])
 
         def run(x, out):
-            nearest_planes(x.reshape(planes), h, w, out.reshape(oplanes))
+            nearest(x.reshape(planes), h, w, out.reshape(oplanes))
         return run
     th, tw = resize_tables(layer, net)
     planes = (int(np.prod(shape[:-2], dtype=np.int64)),) + tuple(shape[-2:])
     oplanes = (planes[0],) + tuple(out_shape[-2:])
     if layer.attrs["mode"] == "nearest":
         h, w = (np.ascontiguousarray(t, np.int64) for t in (th, tw))
+        nearest = driver(one.nearest_planes, split.nearest_split, planes[0])
 
         def run(x, out):
-            nearest_planes(x.reshape(planes), h, w, out.reshape(oplanes))
+            nearest(x.reshape(planes), h, w, out.reshape(oplanes))
         return run
     if layer.attrs["mode"] == "linear":
         rows, orows = (planes[0] * planes[1], planes[2]), (planes[0] * oplanes[1], oplanes[2])
         i0, i1, l1 = tw
+        linear = driver(one.linear_rows, split.linear_split, rows[0])
 
         def run(x, out):
-            linear_rows(x.reshape(rows), i0, i1, l1, out.reshape(orows))
+            linear(x.reshape(rows), i0, i1, l1, out.reshape(orows))
         return run
     (h0, h1, lh), (w0, w1, lw) = th, tw
+    bilinear = driver(one.bilinear_planes, split.bilinear_split, planes[0])
 
     def run(x, out):
-        bilinear_planes(x.reshape(planes), h0, h1, lh, w0, w1, lw, out.reshape(oplanes))
+        bilinear(x.reshape(planes), h0, h1, lh, w0, w1, lw, out.reshape(oplanes))
     return run
+
+
+#: output elements under which a resize or group norm stays whole at more than one intra-op thread:
+#: ~0.05 ms of work, where the split's claims and the team's hand-over stop paying
+SPLIT_MIN_ELEMENTS = 1 << 16
+
+
+def split_resize(layer: Layer, net: Network) -> bool:
+    """Whether the resize has a ``numba_split`` candidate (the table's ``threaded``)."""
+    from ..kernels import threads as _threads
+
+    shape = net.shape(layer.inputs[0])
+    return (_threads.count() > 1 and len(shape) > 2 and int(np.prod(shape[:-2], dtype=np.int64)) > 1
+            and net.tensors[layer.outputs[0]].size >= SPLIT_MIN_ELEMENTS)
+
+
+def resize_split(layer: Layer, net: Network):
+    """At more than one intra-op thread, large resizes with their planes claimed over numba's OpenMP
+    team (``numba_split``), timed against the one-thread kernel."""
+    from ..kernels import threads as _threads
+    from .records import Candidate, Kernel
+
+    if not split_resize(layer, net):
+        return []
+    return [Candidate("numba_split", lambda: Kernel(_resize_kernel(layer, net, _threads.count())), blas="omp")]
 
 
 # -- sampling --------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from ..kernels.heads import BLOCK_KEYS
 from ..kernels.rows import (BLOCK_FLOATS, channel_norm_planes, group_norm_rows, layer_norm_rows, log_softmax_block, log_softmax_blocks,
                             log_softmax_rows, rms_norm_rows, softmax_block_biased, softmax_blocks, softmax_rows,
                             softmax_rows_biased, softmax_short_rows)
-from ..kernels.rows_split import layer_norm_split, softmax_split
+from ..kernels.rows_split import group_norm_split, layer_norm_split, softmax_split
 from .records import Candidate, Kernel
 
 f32 = np.float32
@@ -185,6 +185,39 @@ def group_norm(layer: Layer, net: Network):
     def run(x, out):
         group_norm_rows(x.reshape(rows), w, b, eps, out.reshape(rows), code, slope)
     return run
+
+
+def group_norm_split_candidates(layer: Layer, net: Network) -> list[Candidate]:
+    """At more than one intra-op thread, a large group norm with its (sample, group) rows claimed over
+    numba's OpenMP team (``numba_split``, :func:`..kernels.rows_split.group_norm_split`: the same
+    bits), timed against the one-thread kernel."""
+    if not split_groups(layer, net):
+        return []
+    shape = net.shape(layer.inputs[0])
+    N, C, G = shape[0], shape[1], layer.attrs["groups"]
+    rows = (N * G, C // G, int(np.prod(shape[2:], dtype=np.int64)))
+    w, b = _group_affine(layer, C)
+    eps = f32(layer.attrs["eps"])
+    code, slope = CODES[layer.attrs.get("activation", "none")], f32(layer.attrs.get("negative_slope", 0.01))
+    nt = _threads.count()
+
+    def build() -> Kernel:
+        gov = _threads.Governor(nt)
+
+        def run(x, out):
+            gov.run(group_norm_split, x.reshape(rows), w, b, eps, out.reshape(rows), code, slope, nt)
+        return Kernel(run, keep=gov)
+    return [Candidate("numba_split", build, blas="omp")]
+
+
+def split_groups(layer: Layer, net: Network) -> bool:
+    """Whether the group norm has a ``numba_split`` candidate (the table's ``threaded``): more than one
+    intra-op thread, more than one (sample, group) row, :data:`.data.SPLIT_MIN_ELEMENTS` or more."""
+    from .data import SPLIT_MIN_ELEMENTS
+
+    shape = net.shape(layer.inputs[0])
+    return (_threads.count() > 1 and len(shape) > 2 and shape[0] * layer.attrs["groups"] > 1
+            and int(np.prod(shape, dtype=np.int64)) >= SPLIT_MIN_ELEMENTS)
 
 
 def attention(layer: Layer, net: Network):
