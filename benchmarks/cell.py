@@ -46,6 +46,9 @@ ENGINE_RUNNERS = {
     "trt_like_mkl_unsplit": (("trt_like", "cpu"), {"exclude_tactics": ["mkl_split"]}),
     # without attention heads split over srcore.conv's team: A/B of the split
     "trt_like_heads_unsplit": (("trt_like", "cpu"), {"exclude_tactics": ["mkl_heads_team"]}),
+    # without the OpenMP splits of attention heads, group norms, resizes, softmax and layer norm rows
+    # (mkl_heads_omp, numba_split): A/B of those splits
+    "trt_like_omp_unsplit": (("trt_like", "cpu"), {"exclude_tactics": ["mkl_heads_omp", "numba_split"]}),
     # fused pointwise kernels at LLVM's default vector width only (no 512-bit twin): A/B of numba_512
     "trt_like_narrow": (("trt_like", "cpu"), {"exclude_tactics": ["numba_512"]}),
     # without the NCHW16c layout between convs (builder/layout.py): A/B of the layout
