@@ -525,6 +525,33 @@ def test_a_segment_faster_in_openvino_is_kept_and_its_timing_reported():
         engine.build(Segment("s", "openvino", g, {"cache_dir": None}, lambda *xs: np.zeros((4, 8), np.float32)))
 
 
+@pytest.mark.parametrize("ov_s, next_s, kept", [(1e-5, 2e-5, True), (2e-5, 1e-5, False)])
+def test_the_decision_compares_the_engine_with_the_segment_as_optimized_in_the_model(monkeypatch, ov_s, next_s, kept):
+    """Faked timings (never measured here): a segment faster in OpenVINO stays, a slower one goes
+    back to cpu; the other side is the segment's graph optimized as in the model (index_ops' float
+    segment: 10.7 µs node by node unoptimized, 9.6 optimized, 11.3 in OpenVINO), not the
+    unoptimized ``Segment.fallback``."""
+    from srcore.partition.fallback import SegmentFallback
+    sides = []
+
+    def faked(fn, xs, clock=time.perf_counter):
+        fn(*xs)                         # still run: the engine's first call checks the signature
+        sides.append(fn)
+        return ov_s if isinstance(fn, engine.Engine) else next_s
+    monkeypatch.setattr(engine, "_timed", faked)
+    sm = _sm(engine_options={"timing": True, "threads": 1})
+    (seg,) = sm.partition.segments
+    assert seg.status == ("engine" if kept else "fallback"), sm.partition.format()
+    nexts = [f for f in sides if not isinstance(f, engine.Engine)]
+    assert nexts and not any(isinstance(f, SegmentFallback) for f in nexts)
+    if kept:
+        assert seg.engine.timed[:2] == (ov_s, next_s)
+    else:
+        assert "slower in OpenVINO (20.0 µs per call) than node by node on cpu (10.0 µs)" in seg.reason
+    x = _x()
+    np.testing.assert_allclose(sm(x), _want(x), rtol=1e-4, atol=1e-5)
+
+
 def test_at_two_threads_the_engine_is_timed_in_a_block_after_the_fallbacks_calls(monkeypatch):
     """Alternating single calls timed each engine call while the fallback's threaded OpenBLAS
     worker still spun on the second core (~0.1 s after its call): at 2 threads the engines of
