@@ -174,13 +174,18 @@ def _group_affine(layer: Layer, C: int):
             np.ascontiguousarray(np.asarray(b, f32).reshape(G, C // G)))
 
 
-def group_norm(layer: Layer, net: Network):
+def _group_norm_args(layer: Layer, net: Network) -> tuple:
+    """A group norm's rows shape (N * G, C / G, spatial), affine (G, C / G), eps, activation code and slope."""
     shape = net.shape(layer.inputs[0])
     N, C, G = shape[0], shape[1], layer.attrs["groups"]
     rows = (N * G, C // G, int(np.prod(shape[2:], dtype=np.int64)))
     w, b = _group_affine(layer, C)
-    eps = f32(layer.attrs["eps"])
     code, slope = CODES[layer.attrs.get("activation", "none")], f32(layer.attrs.get("negative_slope", 0.01))
+    return rows, w, b, f32(layer.attrs["eps"]), code, slope
+
+
+def group_norm(layer: Layer, net: Network):
+    rows, w, b, eps, code, slope = _group_norm_args(layer, net)
 
     def run(x, out):
         group_norm_rows(x.reshape(rows), w, b, eps, out.reshape(rows), code, slope)
@@ -193,12 +198,7 @@ def group_norm_split_candidates(layer: Layer, net: Network) -> list[Candidate]:
     bits), timed against the one-thread kernel."""
     if not split_groups(layer, net):
         return []
-    shape = net.shape(layer.inputs[0])
-    N, C, G = shape[0], shape[1], layer.attrs["groups"]
-    rows = (N * G, C // G, int(np.prod(shape[2:], dtype=np.int64)))
-    w, b = _group_affine(layer, C)
-    eps = f32(layer.attrs["eps"])
-    code, slope = CODES[layer.attrs.get("activation", "none")], f32(layer.attrs.get("negative_slope", 0.01))
+    rows, w, b, eps, code, slope = _group_norm_args(layer, net)
     nt = _threads.count()
 
     def build() -> Kernel:
