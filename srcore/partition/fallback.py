@@ -33,6 +33,12 @@ class SegmentFallback:
         self._module = None
         self._lock = threading.Lock()
 
+    def optimized(self) -> Callable[..., Any]:
+        """A runtime of the segment's graph optimized on ``options.backends``, as they run its nodes
+        inside the model (its fusions), for an engine to time itself against at build (the node-by-node
+        fallback leaves them out). Built on each call; its outputs may share the inputs' memory."""
+        return self.load(self.graph, attrs.evolve(self.options, optimize=True)).runtime()
+
     def __call__(self, *inputs):
         module = self._module
         if module is None:

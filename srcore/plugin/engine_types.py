@@ -37,7 +37,9 @@ class Segment:
     ``fallback`` (None when the user asked for ``require_full_compilation``): a callable that
     runs the segment's graph node by node on the backends after this one, thread-safe, with
     the engine's calling convention. An engine that plans per input signature calls it for
-    a signature it cannot plan (a size no tactic takes) instead of failing.
+    a signature it cannot plan (a size no tactic takes) instead of failing. Its ``optimized()``
+    gives a runtime of the segment's graph as the next backends run it inside the model (optimized),
+    what an engine that times itself at build compares against.
 
     Serialized engines: an engine may offer ``serialize() -> EngineData`` (what
     ``StaticModule.save`` and ``srcore build`` write into the ``.srm``) and ``prepare(shapes)``
