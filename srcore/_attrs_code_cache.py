@@ -51,7 +51,7 @@ def _ours(filename: str) -> bool:
 def cache_file(make_module):
     """The cache of this attrs installation (its ``attr/_make.py``: path, mtime, size) and Python."""
     from ._digest import small_sha256
-    from .cachedir import cache_root
+    from .cachedir import cache_dir_str
 
     src = getattr(make_module, "__file__", None) or ""
     try:
@@ -61,14 +61,16 @@ def cache_file(make_module):
         stamp = src
     h = small_sha256()
     h.update(stamp.encode("utf-8", "surrogatepass"))
-    return cache_root() / "attrs" / f"{sys.implementation.cache_tag}-{h.hexdigest()[:24]}.marshal"
+    return cache_dir_str("attrs", f"{sys.implementation.cache_tag}-{h.hexdigest()[:24]}.marshal")
 
 
 def _read(path) -> dict:
     import marshal
 
+    from .cachedir import read_bytes
+
     try:
-        data = marshal.loads(path.read_bytes())
+        data = marshal.loads(read_bytes(path))
     except Exception:  # missing, truncated, not marshal: a cold cache
         return {}
     if not isinstance(data, dict):
@@ -87,8 +89,9 @@ def _write(path) -> None:
     if len(entries) > _MAX_ENTRIES:  # stale versions of edited classes pile up during development
         entries = dict(_used)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".marshal")
+        folder = os.path.dirname(path)
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".marshal")
         with os.fdopen(fd, "wb") as f:
             f.write(marshal.dumps(entries))
         os.replace(tmp, path)  # atomic: a concurrent start never reads half a file

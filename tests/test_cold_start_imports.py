@@ -1,8 +1,8 @@
 """What a cold start imports: a fresh process that loads the digits model and runs it once, with the full
 registry and with a selection (its parse cached by an earlier start), leaves out the modules it does not need (the JIT compilers and scipy of
 other plugins' kernels, yaml, and the standard-library modules srcore used to pull in at start-up:
-logging, difflib, importlib.resources with tempfile and zipfile, hashlib with OpenSSL; ml_dtypes, which a model
-without its dtypes does not need), and srcore's loggers still log."""
+logging, difflib, importlib.resources with tempfile and zipfile, hashlib with OpenSSL, pathlib with urllib.parse
+and ipaddress; ml_dtypes, which a model without its dtypes does not need), and srcore's loggers still log."""
 from __future__ import annotations
 
 import json
@@ -36,7 +36,9 @@ print(json.dumps(modules))
 """
 
 NOT_AT_START = ("numba", "llvmlite", "scipy", "yaml", "torch", "logging", "difflib", "importlib.resources",
-                "tempfile", "zipfile", "hashlib", "ml_dtypes")
+                "tempfile", "zipfile", "hashlib", "ml_dtypes",
+                # the caches a start reads name their files with os.path (srcore.cachedir): ~3-8 ms of CPU
+                "pathlib", "urllib", "ipaddress")
 
 
 def _child(**env) -> subprocess.CompletedProcess:

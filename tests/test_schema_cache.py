@@ -5,6 +5,7 @@ import marshal
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -129,7 +130,7 @@ def test_encoding_round_trips_the_core_declarations():
 def test_default_cache_dir(monkeypatch):
     monkeypatch.delenv("SRCORE_CACHE_DIR", raising=False)
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
-    assert cache.cache_dir() == cache.Path(os.path.expanduser("~/.cache/srcore/schemas"))
+    assert cache.cache_dir() == Path(os.path.expanduser("~/.cache/srcore/schemas"))
 
 
 _TIMER = """

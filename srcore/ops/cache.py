@@ -14,13 +14,15 @@ from __future__ import annotations
 import marshal
 import os
 import sys
-from pathlib import Path
 from collections.abc import Sequence
-from typing import Iterable, Union
+from typing import TYPE_CHECKING, Iterable, Union
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 from .. import __version__
 from .._digest import small_sha256
-from ..cachedir import cache_root
+from ..cachedir import cache_dir_str, cache_root, read_bytes
 from ..errors import DeclarationError
 from . import declarations
 from .declarations import Declaration, DispatchEntry
@@ -65,8 +67,10 @@ def _read(src: Source) -> tuple[str, str]:
         return str(name), text
     try:
         # a path, or an importlib.resources Traversable (a file inside a zipped package)
-        f = src if hasattr(src, "read_text") else Path(src)
-        return str(src), f.read_text(encoding="utf-8")
+        if hasattr(src, "read_text"):
+            return str(src), src.read_text(encoding="utf-8")
+        with open(src, encoding="utf-8") as f:   # a path (no pathlib on the start path: srcore.cachedir)
+            return str(src), f.read()
     except (OSError, UnicodeDecodeError) as e:
         raise DeclarationError(f"cannot read declaration file: {e}", source=str(src)) from None
 
@@ -88,7 +92,7 @@ def _load_one(src: Source) -> Sequence[Declaration]:
     hit = _memo.get(key)
     if hit is not None:
         return hit
-    path = cache_dir() / f"{key[:40]}.marshal"
+    path = cache_dir_str("schemas", f"{key[:40]}.marshal")
     decls = _read_cache(path)
     if decls is None:
         decls = declarations.parse_declarations(text, name)
@@ -97,9 +101,9 @@ def _load_one(src: Source) -> Sequence[Declaration]:
     return decls
 
 
-def _read_cache(path: Path) -> CachedDeclarations | None:
+def _read_cache(path: str) -> CachedDeclarations | None:
     try:
-        data = path.read_bytes()
+        data = read_bytes(path)
     except OSError:
         return None
     try:
@@ -108,12 +112,13 @@ def _read_cache(path: Path) -> CachedDeclarations | None:
         return None
 
 
-def _write_cache(path: Path, decls: list[Declaration]) -> None:
+def _write_cache(path: str, decls: list[Declaration]) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        folder = os.path.dirname(path)
+        os.makedirs(folder, exist_ok=True)
         import tempfile  # only when writing: ~2 ms of imports (shutil, random) a warm start skips
 
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".marshal")
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".marshal")
         with os.fdopen(fd, "wb") as f:
             f.write(marshal.dumps(encode(decls)))
         os.replace(tmp, path)  # atomic: concurrent readers never see half a file

@@ -33,7 +33,6 @@ else is an error naming ``file:line``, as is a schema that does not parse
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import attrs
 
@@ -85,6 +84,8 @@ def load_declarations(path_or_text: str | os.PathLike, *, source: str | None = N
     ``source`` names the file in error messages and in ``Declaration.source``.
     """
     if isinstance(path_or_text, os.PathLike) or ("\n" not in path_or_text and "func:" not in path_or_text):
+        from pathlib import Path   # not at import: a start never reads a file here (srcore.cachedir)
+
         path = Path(path_or_text)
         try:
             text = path.read_text(encoding="utf-8")

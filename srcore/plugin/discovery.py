@@ -36,12 +36,14 @@ import marshal
 import os
 import sys
 from importlib import import_module
-from pathlib import Path
-from typing import Any, Collection
+from typing import TYPE_CHECKING, Any, Collection
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 from .._digest import small_sha256
 from .._lazyre import LazyPattern
-from ..cachedir import cache_root
+from ..cachedir import cache_dir_str, cache_root, read_bytes
 
 __all__ = ["CachedEntryPoint", "entry_points", "scan", "fingerprint", "installed_key", "cache_dir", "FORMAT"]
 
@@ -190,18 +192,18 @@ def _records(eps) -> tuple:
     return tuple(out)
 
 
-def _cache_file(group: str, paths: list[str]) -> Path:
+def _cache_file(group: str, paths: list[str]) -> str:
     from .. import __version__
 
     h = small_sha256()
     for part in (group, sys.executable, *paths, __version__, f"{FORMAT}{sys.version_info[:2]}"):
         h.update(part.encode("utf-8", "surrogatepass") + b"\0")
-    return cache_dir() / f"ep-{h.hexdigest()[:32]}.marshal"
+    return cache_dir_str("plugins", f"ep-{h.hexdigest()[:32]}.marshal")
 
 
-def _read(path: Path, fp: tuple):
+def _read(path: str, fp: tuple):
     try:
-        data = marshal.loads(path.read_bytes())
+        data = marshal.loads(read_bytes(path))
         fmt, stored_fp, records = data
         if fmt != FORMAT or stored_fp != fp:
             return None
@@ -213,16 +215,17 @@ def _read(path: Path, fp: tuple):
         return None
 
 
-def _write(path: Path, fp: tuple, records: tuple) -> None:
+def _write(path: str, fp: tuple, records: tuple) -> None:
     _write_data(path, (FORMAT, fp, records))
 
 
-def _write_data(path: Path, data: tuple) -> None:
+def _write_data(path: str, data: tuple) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        folder = os.path.dirname(path)
+        os.makedirs(folder, exist_ok=True)
         import tempfile  # only when writing: ~2 ms of imports (shutil, random) a warm start skips
 
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".marshal")
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".marshal")
         with os.fdopen(fd, "wb") as f:
             f.write(marshal.dumps(data))
         os.replace(tmp, path)  # atomic: a concurrent start never reads half a file
@@ -266,13 +269,13 @@ def _meta_stamps(meta: str) -> tuple:
     return (_stat(meta), _stat(os.path.join(meta, "entry_points.txt")), _stat(os.path.join(meta, name)))
 
 
-def _quick_file(group: str) -> Path:
+def _quick_file(group: str) -> str:
     from .. import __version__
 
     h = small_sha256()
     for part in (group, sys.executable, __version__, f"{FORMAT}{sys.version_info[:2]}"):
         h.update(part.encode("utf-8", "surrogatepass") + b"\0")
-    return cache_dir() / f"quick-{h.hexdigest()[:32]}.marshal"
+    return cache_dir_str("plugins", f"quick-{h.hexdigest()[:32]}.marshal")
 
 
 def _note_quick(group: str, dirs: tuple, fp: tuple, records: tuple) -> None:
@@ -291,7 +294,7 @@ def _note_quick(group: str, dirs: tuple, fp: tuple, records: tuple) -> None:
     data = (FORMAT, tuple((p, st) for p, st in dirs if p in with_dists), tuple(rows))
     path = _quick_file(group)
     try:
-        if marshal.loads(path.read_bytes()) == data:
+        if marshal.loads(read_bytes(path)) == data:
             return
     except Exception:
         pass
@@ -309,7 +312,7 @@ def _quick(group: str, only: Collection[str]) -> list | None:
     """The entry points of ``group`` named in ``only``, if the stamps recorded at the last full check
     say nothing they depend on changed; None otherwise."""
     try:
-        fmt, dirs, rows = marshal.loads(_quick_file(group).read_bytes())
+        fmt, dirs, rows = marshal.loads(read_bytes(_quick_file(group)))
         if fmt != FORMAT:
             return None
         known = dict(dirs)

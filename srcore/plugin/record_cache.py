@@ -21,9 +21,11 @@ from __future__ import annotations
 import marshal
 import os
 import sys
-from pathlib import Path
 from collections.abc import Sequence
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 from .types import Kernel, PluginInfo, kernel_rows_valid, kernels_from_rows
 
@@ -88,28 +90,36 @@ def index_path(package: str) -> Path:
     started inside a source checkout sees its ``*.egg-info``, one started elsewhere does not), would
     otherwise overwrite each other's entry and miss on every other start. Writing a file removes the
     package's oldest ones beyond :data:`KEEP`."""
+    from pathlib import Path
+
+    return Path(_index_file(package))
+
+
+def _index_file(package: str) -> str:
+    """:func:`index_path` as a string (a start does not import ``pathlib``: ``srcore.cachedir``)."""
     from .._digest import small_sha256
-    from ..cachedir import cache_root
+    from ..cachedir import cache_dir_str
     from . import discovery
 
     where = f"{sys.prefix}\0{os.path.dirname(os.path.dirname(__file__))}\0{discovery.installed_key()}"
     tag = small_sha256(where.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    return cache_root() / "records" / f"{package}-{sys.implementation.cache_tag}-{tag}.marshal"
+    return cache_dir_str("records", f"{package}-{sys.implementation.cache_tag}-{tag}.marshal")
 
 
 KEEP = 6  # files per package: environments and installations in use at the same time
 
 
-def _prune(path: Path) -> None:
+def _prune(path: str) -> None:
     """Remove the package's files beyond the :data:`KEEP` newest (installations that are gone); never
     ``path``, the one just written."""
-    prefix = path.name.rsplit("-", 1)[0] + "-"
+    folder, name = os.path.split(os.fspath(path))
+    prefix = name.rsplit("-", 1)[0] + "-"
     try:
-        files = sorted((f for f in path.parent.iterdir()
-                        if f.name.startswith(prefix) and f.suffix == ".marshal" and f.name != path.name),
-                       key=lambda f: f.stat().st_mtime_ns, reverse=True)
-        for f in files[KEEP - 1:]:
-            f.unlink()
+        files = sorted((e for e in os.scandir(folder)
+                        if e.name.startswith(prefix) and e.name.endswith(".marshal") and e.name != name),
+                       key=lambda e: e.stat().st_mtime_ns, reverse=True)
+        for e in files[KEEP - 1:]:
+            os.unlink(e.path)
     except OSError:
         pass  # a file another process removed first, a read-only directory
 
@@ -136,9 +146,11 @@ class CachedKernels(Sequence):
         return kernels_from_rows(self._rows, provider)
 
 
-def _read(path: Path, key: tuple) -> CachedKernels | None:
+def _read(path: str, key: tuple) -> CachedKernels | None:
+    from ..cachedir import read_bytes
+
     try:
-        fmt, stored, rows = marshal.loads(path.read_bytes())
+        fmt, stored, rows = marshal.loads(read_bytes(path))
         if fmt != FORMAT or stored != key or type(rows) is not tuple or not kernel_rows_valid(rows):
             return None
         return CachedKernels(rows)
@@ -146,16 +158,18 @@ def _read(path: Path, key: tuple) -> CachedKernels | None:
         return None
 
 
-def _write(path: Path, key: tuple, kernels: list[Kernel]) -> None:
+def _write(path: str, key: tuple, kernels: list[Kernel]) -> None:
     rows = []
     for k in kernels:
         if type(k) is not Kernel or not isinstance(k.impl, str) or not (k.matcher is None or isinstance(k.matcher, str)):
             return  # a callable cannot be stored as data
         rows.append((k.op, k.backend, k.kind, tuple(k.dtypes), k.impl, k.matcher, k.priority, k.source))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
-        tmp.write_bytes(marshal.dumps((FORMAT, key, tuple(rows))))
+        folder, name = os.path.split(os.fspath(path))
+        os.makedirs(folder, exist_ok=True)
+        tmp = os.path.join(folder, f".tmp-{os.getpid()}-{name}")
+        with open(tmp, "wb") as f:
+            f.write(marshal.dumps((FORMAT, key, tuple(rows))))
         os.replace(tmp, path)  # atomic: a concurrent start never reads half a file
     except (OSError, ValueError):
         return  # a read-only cache directory (or an unmarshallable key value) only costs the build
@@ -178,7 +192,7 @@ def cached_kernels(package: str, build: Callable[[], Iterable[Kernel]], *, sourc
     k = _key(sources, key)
     if k[4] is None:  # distributions the fingerprint cannot see: no cache
         return list(build())
-    path = index_path(package)
+    path = _index_file(package)
     hit = _read(path, k)
     if hit is not None:
         return hit

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 import srcore.ops
 
 from .. import __version__
 from .._fastjson import loads
-from ..cachedir import cache_root
+from ..cachedir import cache_dir_str
 from .types import ShapeRule
 
 FORMAT = 1
@@ -35,7 +37,7 @@ def _enabled() -> bool:
 
 def _key() -> list | None:
     """What the index depends on; None if the rule modules' sources cannot be listed."""
-    shapes = Path(os.path.dirname(srcore.ops.__file__)) / "shapes"
+    shapes = os.path.join(os.path.dirname(srcore.ops.__file__), "shapes")
     try:
         files = sorted((e.name, e.stat().st_mtime_ns, e.stat().st_size) for e in os.scandir(shapes)
                        if e.name.endswith(".py"))
@@ -48,15 +50,23 @@ def _key() -> list | None:
 def index_path() -> Path:
     """One file per srcore installation (its directory, hashed into the name): two checkouts or
     environments sharing a cache directory would otherwise overwrite each other's index on every start."""
+    from pathlib import Path
+
+    return Path(_index_file())
+
+
+def _index_file() -> str:
+    """:func:`index_path` as a string (a start does not import ``pathlib``: ``srcore.cachedir``)."""
     from .._digest import small_sha256
 
     here = small_sha256(os.path.dirname(srcore.ops.__file__).encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    return cache_root() / "rules" / f"core-{sys.implementation.cache_tag}-{here}.json"
+    return cache_dir_str("rules", f"core-{sys.implementation.cache_tag}-{here}.json")
 
 
 def _read(key: list) -> list | None:
     try:
-        data = loads(index_path().read_text(encoding="utf-8"))
+        with open(_index_file(), encoding="utf-8") as f:
+            data = loads(f.read())
         if data["key"] != key:
             return None
         rows = data["rules"]
@@ -104,19 +114,21 @@ def _may_write() -> bool:
 def _write(key: list, rows: list) -> None:
     if not _may_write():  # like .pyc files (and the attrs code cache)
         return
-    path = index_path()
+    path = _index_file()
     # a rule without an importable name (a closure) is found again by op, in its module, at a hit
     data = {"key": key, "rules": [[_ref(fn), fn.__module__, ops] for fn, ops in rows]}
-    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+    folder, name = os.path.split(path)
+    tmp = os.path.join(folder, f".tmp-{os.getpid()}-{name}")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(folder, exist_ok=True)
         import json
 
-        tmp.write_text(json.dumps(data), encoding="utf-8")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(json.dumps(data))
         os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the new one
     except OSError:
         try:
-            tmp.unlink()
+            os.unlink(tmp)
         except OSError:
             pass
 

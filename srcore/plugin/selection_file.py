@@ -159,18 +159,20 @@ def _cache_file(source: str, data: bytes):
         return None
     from .. import __version__
     from .._digest import small_sha256
-    from ..cachedir import cache_root
+    from ..cachedir import cache_dir_str
 
     h = small_sha256(data)
     h.update(f"\0{os.path.abspath(source)}\0{__version__}\0{FORMAT}".encode())
-    return cache_root() / "selections" / f"{h.hexdigest()[:40]}.marshal"
+    return cache_dir_str("selections", f"{h.hexdigest()[:40]}.marshal")
 
 
 def _read_cache(path, source: str) -> Selection | None:
     import marshal
 
+    from ..cachedir import read_bytes
+
     try:
-        models, plugins, backends, dtypes, ops, rules, made_under = marshal.loads(path.read_bytes())
+        models, plugins, backends, dtypes, ops, rules, made_under = marshal.loads(read_bytes(path))
         return Selection(models, plugins, backends, dtypes,
                          tuple(SelectedOp(*o[:4], tuple(SelectedKernel(*k) for k in o[4]), *o[5:]) for o in ops),
                          rules, made_under, source)
@@ -184,10 +186,11 @@ def _write_cache(path, sel: Selection) -> None:
     ops = tuple((o.op, o.schema, o.plugin, o.dtypes, tuple(attrs.astuple(k) for k in o.kernels), o.rule,
                  o.decomposition, o.line) for o in sel.ops)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_bytes(marshal.dumps((sel.models, sel.plugins, sel.backends, sel.dtypes, ops, sel.rules,
-                                        sel.made_under)))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{os.path.splitext(path)[0]}.tmp{os.getpid()}"
+        with open(tmp, "wb") as f:
+            f.write(marshal.dumps((sel.models, sel.plugins, sel.backends, sel.dtypes, ops, sel.rules,
+                                   sel.made_under)))
         os.replace(tmp, path)
     except (OSError, ValueError):
         pass  # an unwritable cache only costs the parse

@@ -1,13 +1,13 @@
 """``srcore openvino-cache``: where OpenVINO's model cache is, how large, and clearing it."""
 from __future__ import annotations
 
-from pathlib import Path
-
 NAME = "openvino-cache"
 SUMMARY = "show the size of OpenVINO's compiled-model cache, or clear it (--clear)"
 
 
 def configure_parser(p) -> None:
+    from pathlib import Path   # not at import: the registry imports this module on every full start
+
     p.add_argument("--dir", type=Path, default=None,
                    help="the cache directory (default: <srcore cache root>/openvino, the engines' default cache_dir)")
     p.add_argument("--clear", action="store_true", help="remove every cached compiled model")
