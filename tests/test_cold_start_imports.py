@@ -127,13 +127,14 @@ print(json.dumps([loaded, same]))
 
 def test_the_mkl_gemm_kernels_import_without_subprocess():
     """The constant-weight linear kernels (mlp_tiny's) import ``srcore.blas.mkl``; ``ctypes.util``, and
-    with it subprocess, shutil and tempfile, loads only when MKL is looked for (the first GEMM timed)."""
+    with it subprocess, shutil and tempfile, loads only when MKL is looked for (the first GEMM timed), and
+    pathlib not at all (importlib.metadata's, then)."""
     code = ("import json, sys; import srcore_cpu.kernels.fused, srcore_cpu.kernels.mkl_gemm; "
             "print(json.dumps(sorted(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     modules = set(json.loads(out.stdout.splitlines()[-1]))
     assert "srcore.blas.mkl" in modules
-    assert not modules & {"ctypes.util", "subprocess", "shutil", "tempfile"}, sorted(modules)
+    assert not modules & {"ctypes.util", "subprocess", "shutil", "tempfile", "pathlib"}, sorted(modules)
 
 
 BFLOAT16_CHILD = """

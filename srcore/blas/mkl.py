@@ -16,7 +16,6 @@ import ctypes
 import os
 import sys
 import threading
-from pathlib import Path
 
 import numpy as np
 
@@ -41,9 +40,9 @@ def library_paths():
 
         for f in files("mkl") or ():
             if f.name.startswith("libmkl_rt.so"):
-                path = Path(f.locate())
-                if path.exists():
-                    yield str(path)
+                path = os.fspath(f.locate())   # no pathlib at import: the kernels import this module at start
+                if os.path.exists(path):
+                    yield path
     except (ImportError, PackageNotFoundError):
         pass
     lib = os.path.join(sys.prefix, "lib")
