@@ -58,3 +58,25 @@ def test_a_model_run_under_the_suite_writes_no_home_cache(tmp_path, srcore_sessi
     assert not (home / ".cache" / "srcore").exists(), sorted(str(p) for p in home.rglob("*"))
     assert any((srcore_session_cache_dir / "schemas").iterdir())
     assert any((srcore_session_cache_dir / "plugins").iterdir())
+
+
+@pytest.mark.parametrize("env", [{"SRCORE_CACHE_DIR": "/tmp/sc-root"}, {"XDG_CACHE_HOME": "/tmp/xdg"}, {}])
+def test_the_string_cache_paths_name_the_same_directory(env, monkeypatch, tmp_path):
+    """The start path's caches name files with ``cache_dir_str`` (no pathlib): the same places as
+    ``cache_root()``, with ``$SRCORE_CACHE_DIR``, ``$XDG_CACHE_HOME`` or the home default; ``read_bytes`` reads them."""
+    from srcore.cachedir import cache_dir_str, read_bytes
+
+    for name in ("SRCORE_CACHE_DIR", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    expected = {"SRCORE_CACHE_DIR": Path("/tmp/sc-root"), "XDG_CACHE_HOME": Path("/tmp/xdg/srcore")}.get(
+        next(iter(env), None), tmp_path / ".cache" / "srcore")
+    assert cache_root() == expected and cache_dir_str() == str(expected)
+    assert cache_dir_str("schemas", "x.marshal") == str(cache_root() / "schemas" / "x.marshal")
+    f = tmp_path / "f.bin"
+    f.write_bytes(b"\x00\x01srcore")
+    assert read_bytes(str(f)) == read_bytes(f) == b"\x00\x01srcore"
+    with pytest.raises(OSError):
+        read_bytes(str(tmp_path / "missing"))
