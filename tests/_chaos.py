@@ -23,6 +23,10 @@ Under this plugin:
 
 Results must be right whatever wins; a test may still pin what it needs (``timing.trusted``
 forced true, a faked ``rank`` / ``best_times``): those patches sit on top of the chaos and win.
+A test that fakes the clock's sources (``srcore.clock.WALL_CLOCK``, ``CPU_CLOCK``, ``run_delay``:
+the timing code's own unit tests, deterministic by construction) gets its fake readings unscaled,
+and a test marked ``real_clock`` (it checks what the clock charges on real readings, a sleep or a
+busy loop) gets no chaos at all.
 The random stream is seeded per test from the seed and the test's id, so a test's draws do not
 depend on the tests before it; the number of draws still depends on real timings (rounds cut
 short by a budget), so a failure is likely, not certain, to repeat with the same seed.
@@ -100,6 +104,9 @@ class Chaos:
         self.rng = random.Random(settings.seed)
         self.counts = Counts()
         self._log_spread = math.log(settings.spread)
+        #: off for a test marked ``real_clock``
+        self.active = True
+        self._sources: tuple = ()
 
     def reseed(self, key: str) -> None:
         self.rng.seed(f"{self.settings.seed}:{key}")   # str seeds hash with sha512: stable across runs
@@ -108,17 +115,27 @@ class Chaos:
         return math.exp(self.rng.uniform(-self._log_spread, self._log_spread))
 
     # -- the core's clock -----------------------------------------------------------------------
+    def _real_sources(self) -> bool:
+        """Whether the clock reads what it read when installed (a test faking it is left alone)."""
+        from srcore import clock
+
+        return all(getattr(clock, name) is was for name, was in self._sources)
+
     def scaled(self, fn: Callable[..., Any], pick: Callable[[Any, float], Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
         def chaotic(*args, **kwargs):
+            got = fn(*args, **kwargs)
+            if not (self.active and self._real_sources()):
+                return got
             self.counts.scaled += 1
-            return pick(fn(*args, **kwargs), self.factor())
+            return pick(got, self.factor())
         chaotic.chaos = self   # (marks the wrapper)
         return chaotic
 
     def install_clock(self, patch: pytest.MonkeyPatch) -> None:
         from srcore import clock
 
+        self._sources = tuple((name, getattr(clock, name)) for name in ("WALL_CLOCK", "CPU_CLOCK", "run_delay"))
         patch.setattr(clock, "per_call_ns", self.scaled(clock.per_call_ns, lambda ns, f: ns * f))
         # (ns per call, fraction waited): the wait is a fraction of the same wall time, unscaled
         patch.setattr(clock, "wall_ns_waited", self.scaled(clock.wall_ns_waited, lambda r, f: (r[0] * f, r[1])))
@@ -127,17 +144,21 @@ class Chaos:
 
     # -- modules that read time.* ----------------------------------------------------------------
     def warped(self, fn: Callable[[], float]) -> Callable[[], float]:
-        """``fn`` (a clock) whose every interval between two readings is scaled by a fresh factor."""
+        """``fn`` (a clock) whose every interval between two readings is scaled by a fresh factor
+        (the first reading passes as it is)."""
         state: list = []          # [last real reading, last value returned]
         integer = fn.__name__.endswith("_ns")
 
         def reading():
             real = fn()
-            self.counts.warped += 1
             if not state:
                 state[:] = [real, real]
                 return real
-            value = state[1] + (real - state[0]) * self.factor()
+            f = 1.0
+            if self.active:
+                self.counts.warped += 1
+                f = self.factor()
+            value = state[1] + (real - state[0]) * f
             state[:] = [real, value]
             return int(value) if integer else value
         reading.__name__ = fn.__name__
@@ -172,7 +193,7 @@ class Chaos:
         @functools.wraps(real)
         def best_times(calls, *args, **kwargs):
             out = real(calls, *args, **kwargs)
-            if len(calls) > 1 and self.rng.random() < self.settings.untrusted:
+            if self.active and len(calls) > 1 and self.rng.random() < self.settings.untrusted:
                 self.counts.untrusted += 1
                 taken = timing.Taken(len(calls), len(timing.RETRY_PAUSES_S), 1)
                 for found in getattr(timing._seen, "stack", ()):
@@ -215,7 +236,9 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if _KEY in item.config.stash:   # before any fixture: module fixtures built here use this test's stream
-        item.config.stash[_KEY][0].reseed(item.nodeid)
+        chaos = item.config.stash[_KEY][0]
+        chaos.reseed(item.nodeid)
+        chaos.active = item.get_closest_marker("real_clock") is None
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:

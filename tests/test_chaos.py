@@ -36,6 +36,26 @@ def test_the_core_clock_is_scaled_within_the_spread(monkeypatch):
     assert ns != 1000.0 and waited == 0.25
 
 
+def test_a_test_that_fakes_the_clock_or_is_marked_real_clock_reads_it_unscaled(monkeypatch):
+    """The timing code's own unit tests fake ``WALL_CLOCK`` / ``CPU_CLOCK`` / ``run_delay``: their
+    readings pass as they are; a ``real_clock`` test (``active`` off) gets the real clock's."""
+    chaos = _chaos_for(monkeypatch)
+    chaos.install_clock(monkeypatch)
+    now = [0]
+
+    def call():
+        now[0] += 1000
+    with monkeypatch.context() as mp:
+        mp.setattr(clock, "WALL_CLOCK", lambda: now[0])
+        assert clock.per_call_ns(call, 4, "wall") == 1000.0 and chaos.counts.scaled == 0
+    chaos.active = False        # (the clock's own sources again)
+    clock.per_call_ns(lambda: None, 1, "wall")
+    assert chaos.counts.scaled == 0
+    chaos.active = True
+    clock.per_call_ns(lambda: None, 1, "wall")
+    assert chaos.counts.scaled == 1
+
+
 def test_the_plugins_see_the_scaled_clock(monkeypatch):
     """The cpu plugin and trt_like read ``srcore.plugin.clock``, the same module: patched for them too."""
     from srcore.plugin import clock as plugin_clock
@@ -68,9 +88,9 @@ def test_the_direct_time_readers_get_a_warped_time(monkeypatch):
     assert "srcore.partition.short" in done and "srcore.int8.gemm" in done
     assert short.time.process_time is not __import__("time").process_time
     assert short.time.sleep is __import__("time").sleep            # the rest passes through
-    t0 = short.time.perf_counter()
+    t0 = short.time.perf_counter()        # (the first reading is the real one)
     short.time.perf_counter()
-    assert chaos.counts.warped == 2 and short.time.perf_counter() >= t0
+    assert chaos.counts.warped == 1 and short.time.perf_counter() >= t0
 
 
 def test_trt_like_timings_are_reported_untrusted_and_so_not_trusted(monkeypatch):
