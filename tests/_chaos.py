@@ -23,8 +23,9 @@ Under this plugin:
 
 Results must be right whatever wins; a test may still pin what it needs (``timing.trusted``
 forced true, a faked ``rank`` / ``best_times``): those patches sit on top of the chaos and win.
-A test that fakes the clock's sources (``srcore.clock.WALL_CLOCK``, ``CPU_CLOCK``, ``run_delay``:
-the timing code's own unit tests, deterministic by construction) gets its fake readings unscaled,
+A test that fakes the clock's sources (``srcore.clock.WALL_CLOCK``, ``CPU_CLOCK``, ``run_delay``,
+``thread_delays``: the timing code's own unit tests, deterministic by construction) gets its fake
+readings unscaled and no timing reported untrusted,
 and a test marked ``real_clock`` (it checks what the clock charges on real readings, a sleep or a
 busy loop) gets no chaos at all.
 The random stream is seeded per test from the seed and the test's id, so a test's draws do not
@@ -50,6 +51,8 @@ import pytest
 ENV = "SRCORE_TEST_CHAOS"
 #: the modules that time candidates with :mod:`time` itself (their ``time`` global is replaced)
 TIME_MODULES = ("srcore.partition.short", "srcore.int8.gemm", "srcore_openvino.engine")
+#: what srcore.clock reads: a test that replaces one fakes the clock, and gets no chaos from it
+_SOURCES = ("WALL_CLOCK", "CPU_CLOCK", "run_delay", "thread_delays")
 #: the clocks of :mod:`time` those modules read that are warped (the rest pass through)
 WARPED = ("perf_counter", "perf_counter_ns", "process_time", "process_time_ns", "thread_time", "thread_time_ns")
 
@@ -106,7 +109,9 @@ class Chaos:
         self._log_spread = math.log(settings.spread)
         #: off for a test marked ``real_clock``
         self.active = True
-        self._sources: tuple = ()
+        from srcore import clock
+
+        self._sources = tuple((name, getattr(clock, name)) for name in _SOURCES)   # as srcore has them
 
     def reseed(self, key: str) -> None:
         self.rng.seed(f"{self.settings.seed}:{key}")   # str seeds hash with sha512: stable across runs
@@ -135,7 +140,6 @@ class Chaos:
     def install_clock(self, patch: pytest.MonkeyPatch) -> None:
         from srcore import clock
 
-        self._sources = tuple((name, getattr(clock, name)) for name in ("WALL_CLOCK", "CPU_CLOCK", "run_delay"))
         patch.setattr(clock, "per_call_ns", self.scaled(clock.per_call_ns, lambda ns, f: ns * f))
         # (ns per call, fraction waited): the wait is a fraction of the same wall time, unscaled
         patch.setattr(clock, "wall_ns_waited", self.scaled(clock.wall_ns_waited, lambda r, f: (r[0] * f, r[1])))
@@ -193,7 +197,9 @@ class Chaos:
         @functools.wraps(real)
         def best_times(calls, *args, **kwargs):
             out = real(calls, *args, **kwargs)
-            if self.active and len(calls) > 1 and self.rng.random() < self.settings.untrusted:
+            # (a test that fakes the clock checks the trust logic itself: nothing added to it)
+            if self.active and self._real_sources() and len(calls) > 1 \
+                    and self.rng.random() < self.settings.untrusted:
                 self.counts.untrusted += 1
                 taken = timing.Taken(len(calls), len(timing.RETRY_PAUSES_S), 1)
                 for found in getattr(timing._seen, "stack", ()):
