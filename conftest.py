@@ -21,6 +21,9 @@ checks that a model run under the suite writes nothing to the home directory's c
 Tests marked ``full`` (the rest of a heavy parametrization whose representative part runs by
 default: other dtypes, tactics, executor x planner combinations, zoo models) are deselected unless
 ``$SRCORE_TESTS_FULL`` is ``1`` (docs/testing.md, "The default run and SRCORE_TESTS_FULL").
+
+``tests/_chaos.py`` (registered here, idle unless ``$SRCORE_TEST_CHAOS`` is set) perturbs every timing
+srcore decides by, to find the tests that depend on which tactic wins (docs/testing.md, "Timing chaos").
 """
 from __future__ import annotations
 
@@ -30,6 +33,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
+
+pytest_plugins = ("_chaos",)   # tests/ is on the path (pyproject.toml: pythonpath)
 
 _ROOT_KEY = pytest.StashKey[Path]()
 _MADE_KEY = pytest.StashKey[bool]()

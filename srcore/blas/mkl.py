@@ -139,7 +139,9 @@ def pack_b(lib, wT: np.ndarray, m: int) -> tuple[np.ndarray, int, int]:
     """A constant float32 ``wT`` (k, n), C- or Fortran-contiguous (a transposed view of a row-major
     (n, k) weight needs no copy), packed by ``cblas_sgemm_pack`` as the B operand of ``(m, k) x wT``
     products: ``(packed bytes, transpose flag, leading dimension)``, the flag and dimension those of
-    ``wT`` as ``cblas_sgemm`` would read it."""
+    ``wT`` as ``cblas_sgemm`` would read it. The bytes are valid only where they are: a copy at
+    another address made ``cblas_sgemm_compute`` compute wrong values or die with SIGFPE (MKL
+    2026.2), so they are never stored to be read back."""
     if wT.dtype != np.float32 or wT.ndim != 2 or not (wT.flags.c_contiguous or wT.flags.f_contiguous):
         layout = "contiguous" if wT.flags.c_contiguous or wT.flags.f_contiguous else "strided"
         raise KernelError(f"MKL packs a 2-D C- or Fortran-contiguous float32 matrix, not a {layout} "

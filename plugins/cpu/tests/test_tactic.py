@@ -64,6 +64,7 @@ def test_a_candidate_that_sleeps_is_charged_its_sleep(monkeypatch, schedstat):
     assert tactic.timings(cands, (), clock="cpu") == pytest.approx({"sleeper": 1000e-6, "busy": 300e-6})
 
 
+@pytest.mark.real_clock     # what the real thread clock charges: scaled readings would not say
 def test_a_real_sleep_does_not_win_at_one_thread(monkeypatch):
     monkeypatch.setenv("SRCORE_CPU_THREADS", "1")
     cands = {"sleeper": lambda: time.sleep(1e-3), "busy": lambda: _burn(300)}

@@ -28,8 +28,10 @@ from .builder.network import PLAIN_DTYPES, Layer, Network, Tensor
 from .builder.plan import Plan
 from .tactics.choose import MEMORY_TOLERANCE
 
-#: bump when the stored form changes meaning
-FORMAT = 1
+#: bump when the stored form changes meaning (2: MKL's packed weights are no longer stored; format 1
+#: stored them, but they are valid only at the address MKL packed them at, and read back they computed
+#: wrong values or crashed: such plans are rebuilt)
+FORMAT = 2
 
 #: the engine options a plan depends on (a stored plan built with others is rebuilt)
 PLAN_OPTIONS = ("fusion", "timing", "mkl", "exclude_tactics", "memory_tolerance")

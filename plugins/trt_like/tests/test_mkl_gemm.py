@@ -8,6 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import torch
+
 import srcore
 from srcore.ir.parser import parse_graph
 from srcore_trt_like.kernels import mkl as mkl_gemm
@@ -120,3 +122,41 @@ def test_at_two_threads_layers_with_an_mkl_candidate_use_it(monkeypatch):
     # MKL on the OpenMP pool, or (at >1 OpenBLAS thread, timed faster) the OpenBLAS team: never both
     assert desc.count("[mkl_packed]") + desc.count("[mkl_split]") == 2 or desc.count("[numpy_split]") == 2, desc
     np.testing.assert_allclose(sm(x), want, rtol=1e-4, atol=1e-4)
+
+
+
+SMALL = """graph(%x : Float(5, 40)):
+  %w : Float(300, 40) = prim::Constant[param="w"]()
+  %y : Tensor = aten::linear(%x, %w)
+  return (%y)
+"""
+
+
+@pytest.mark.parametrize("graph", [SMALL, MLP], ids=["300x40", "mlp"])
+def test_an_engine_whose_gemms_mkl_won_runs_right_from_the_engine_cache(tmp_path, graph):
+    """Found by the timing chaos (tests/_chaos.py): when MKL's packed GEMM won a layer (it wins on
+    some machines and loads), the engine read back from the engine cache computed wrong values or
+    crashed the process with SIGFPE: its stored packed weights, valid only at the address MKL packed
+    them at, were read back elsewhere (they are no longer stored; a 300x40 weight for 5 rows gave
+    wrong values at every other address mod 2 MiB). Forced here (numpy excluded), built, then loaded
+    from the cache, against torch."""
+    if graph is MLP:
+        g, x, want = _mlp()
+    else:
+        rng = np.random.default_rng(5)
+        g = parse_graph(graph)
+        w = rng.standard_normal((300, 40), dtype=np.float32)
+        next(n for n in g.nodes if n.attrs.get("param") == "w").attrs["value"] = w
+        x = rng.standard_normal((5, 40), dtype=np.float32)
+        want = torch.nn.functional.linear(torch.from_numpy(x), torch.from_numpy(w)).numpy()
+    opts = srcore.Options(backends=("trt_like", "cpu"), engine_options={
+        "exclude_tactics": ["numpy"], "timing_cache": False, "engine_cache": str(tmp_path)})
+    first = srcore.StaticModule(g, options=opts)
+    n_gemms = first.partition.engines[0].description.count("gemm -> ")
+    assert n_gemms and first.partition.engines[0].description.count("[mkl_packed]") == n_gemms
+    for _ in range(3):      # (where a load puts the bytes varies: three loads, three addresses)
+        again = srcore.StaticModule(g, options=opts)
+        desc = again.partition.engines[0].description
+        assert "loaded from the engine cache" in desc and desc.count("[mkl_packed]") == n_gemms, desc
+        np.testing.assert_allclose(again(x), want, rtol=1e-4, atol=1e-4)
+        np.testing.assert_array_equal(again(x), first(x))

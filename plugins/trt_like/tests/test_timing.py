@@ -75,12 +75,14 @@ def test_a_candidate_that_sleeps_is_charged_its_sleep(monkeypatch, schedstat):
     assert best_times([sleeper, busy], clock="cpu", bandwidth=None) == pytest.approx([1000e-6, 300e-6])
 
 
+@pytest.mark.real_clock     # what the real thread clock charges: scaled readings would not say
 def test_a_real_sleep_does_not_win_on_the_cpu_clock():
     sleeper, busy = best_times([lambda: time.sleep(1e-3), lambda: _burn(300)], clock="cpu", bandwidth=None)
     assert sleeper >= 1e-3 > busy >= 300e-6
 
 
 # a 1 µs call's timed warm-up can be stretched by an interrupt on a loaded machine: at least 16 calls
+@pytest.mark.real_clock     # how many real calls fill a round: scaled readings would not say
 @pytest.mark.parametrize("us, calls_per_round", [(3000, (1, 1)), (100, (8, 10)), (1, (16, timing.MAX_CALLS))])
 def test_short_calls_run_several_times_a_round(us, calls_per_round):
     call = _Counted(lambda: _burn(us))

@@ -31,19 +31,15 @@ class PackedGemm:
     """``out = x @ weight.T`` for ``x`` (M, K) and a constant ``weight`` (N, K), the weight packed
     once for this M. ``__call__(x, out)`` takes C-contiguous float32 arrays of those shapes."""
 
-    def __init__(self, lib, weight: np.ndarray, m: int, packed: np.ndarray | None = None,
-                 threads: int | None = None):
+    def __init__(self, lib, weight: np.ndarray, m: int, threads: int | None = None):
         self.lib = lib
         w = np.ascontiguousarray(weight, np.float32)
         self.n, self.k = w.shape
         self.m = m
-        size = lib.cblas_sgemm_pack_get_size(B_MATRIX, m, self.n, self.k)
-        if packed is not None:   # a serialized engine's (same MKL: the plan's compatibility record)
-            if not isinstance(packed, np.ndarray) or packed.dtype != np.uint8 or packed.shape != (size,):
-                raise ValueError(f"MKL packed weight of {getattr(packed, 'shape', '?')} bytes, expected ({size},)")
-            self.packed = packed if packed.flags.writeable else np.array(packed, copy=True)
-        else:   # B = W^T: W row-major (N, K) read transposed, leading dimension K
-            self.packed = _mkl.pack_b(lib, w.T, m)[0]
+        # B = W^T: W row-major (N, K) read transposed, leading dimension K. Packed here, always: the
+        # packed bytes are valid only where MKL wrote them (a copy at another address computed
+        # wrong values or died with SIGFPE), so they are never stored or restored
+        self.packed = _mkl.pack_b(lib, w.T, m)[0]
         # what a call streams: the weight itself (get_size reserves far more for small matrices,
         # 10-30x at 256x1024, most of it never written)
         self.weight_bytes = w.nbytes

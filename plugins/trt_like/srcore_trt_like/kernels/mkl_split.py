@@ -90,22 +90,13 @@ class SplitPackedGemm:
     governed team of ``threads`` (:class:`.threads.Governor`). ``__call__(x, out)`` takes
     C-contiguous float32 arrays of those shapes."""
 
-    def __init__(self, lib, weight: np.ndarray, m: int, threads: int, packed: list | None = None):
+    def __init__(self, lib, weight: np.ndarray, m: int, threads: int):
         w = np.ascontiguousarray(weight, np.float32)
         self.lib, self.m = lib, m
         self.n, self.k = w.shape
         ranges = parts(self.n)
-        if packed is None:
-            packed = [_mkl.pack_b(lib, w[a:b].T, m)[0] for a, b in ranges]
-        else:   # a serialized engine's (same MKL: the plan's compatibility record)
-            sizes = [lib.cblas_sgemm_pack_get_size(_mkl.B_MATRIX, m, b - a, self.k) for a, b in ranges]
-            if len(packed) != len(ranges) or any(
-                    not isinstance(p, np.ndarray) or p.dtype != np.uint8 or p.shape != (size,)
-                    for p, size in zip(packed, sizes)):
-                raise ValueError(f"packed MKL blocks of {[getattr(p, 'shape', '?') for p in packed]} bytes, "
-                                 f"expected {[(size,) for size in sizes]}")
-            packed = [p if p.flags.writeable else np.array(p, copy=True) for p in packed]
-        self.packed = packed
+        # packed here, always: valid only where MKL wrote them (kernels/mkl.py's PackedGemm)
+        self.packed = packed = [_mkl.pack_b(lib, w[a:b].T, m)[0] for a, b in ranges]
         self.weight_bytes = w.nbytes
         self._addrs = np.array([p.ctypes.data for p in packed], np.int64)
         self._starts = np.array([a for a, _ in ranges], np.int64)

@@ -37,26 +37,28 @@ def gemm_candidates(layer: Layer, net: Network) -> list[Candidate]:
     # on one thread)
     threads = None if m * n * k >= _threads.PARALLEL_MIN_WORK and not splits(layer, net) else 1
 
-    def build(layout=None) -> Kernel:
-        gemm = mkl_gemm.PackedGemm(lib, w, m, packed=(layout or {}).get("packed"), threads=threads)
+    # No layout is stored: MKL's packed bytes are valid only at the address they were packed at
+    # (copied elsewhere, as a serialized engine's are when read back, cblas_sgemm_compute returned
+    # wrong values or died with SIGFPE: MKL 2026.2, copies at another address mod 2 MiB for a
+    # 300x40 weight), so a stored plan packs its weights again when loaded
+    def build() -> Kernel:
+        gemm = mkl_gemm.PackedGemm(lib, w, m, threads=threads)
 
         def run(x, out):
             gemm(x, out)      # (..., K) and (..., N) C-contiguous: the same memory as (M, K), (M, N)
-        return Kernel(run, gemm.weight_bytes, keep=gemm, layout={"packed": gemm.packed})
-    out = [Candidate("mkl_packed", build, blas="mkl", restore=build)]
+        return Kernel(run, gemm.weight_bytes, keep=gemm)
+    out = [Candidate("mkl_packed", build, blas="mkl")]
     team = _threads.count()
     if splits(layer, net):
-        def build_split(layout=None) -> Kernel:
-            blocks = [layout[f"packed{i}"] for i in range(len(layout))] if layout else None
-            gemm = SplitPackedGemm(lib, w, m, team, packed=blocks)
+        def build_split() -> Kernel:   # (no layout stored either: see build)
+            gemm = SplitPackedGemm(lib, w, m, team)
 
             def run(x, out):
                 gemm(x, out)
-            return Kernel(run, gemm.weight_bytes, keep=gemm,
-                          layout={f"packed{i}": b for i, b in enumerate(gemm.packed)})
+            return Kernel(run, gemm.weight_bytes, keep=gemm)
         # MKL's own threads gain nothing on these products (kernels/mkl_split.py): its weight's column
         # blocks on numba's OpenMP team instead, timed against the one above
-        out.append(Candidate("mkl_split", build_split, blas="mkl", restore=build_split))
+        out.append(Candidate("mkl_split", build_split, blas="mkl"))
     return out
 
 
