@@ -338,7 +338,7 @@ def _resize_kernel(layer: Layer, net: Network, nt: int):
         if nt == 1:
             return serial
         chunk = max(1, -(-n // (4 * nt)))   # 4 claims a thread: a late worker leaves little to wait for
-        return lambda *args: gov.run(parallel, *args, chunk, nt)
+        return lambda *args: gov.run(parallel, nt, chunk, n, *args)
 
     shape, out_shape = net.shape(layer.inputs[0]), net.shape(layer.outputs[0])
     if "nchwc" in layer.attrs:
