@@ -116,14 +116,15 @@ def mkl_cases(rev: str, nt: int = 2) -> dict:
             o.strides[0])
     rest = (mask, 0, f32(8.0), True, False, s, p)
     mkl_gemm.set_threads(lib, 1)
-    out = {"heads": (lambda: old_h.heads(fn, one, *ptrs, B, L, L, E, H, *rest, nt),
-                     lambda: heads_omp.heads(nt, 1, B * H, fn, one, *ptrs, L, L, E, H, *rest), o)}
+    # the kernels see addresses: the lambdas hold the arrays (``_``) so that they stay alive
+    out = {"heads": (lambda _=(q, k, v): old_h.heads(fn, one, *ptrs, B, L, L, E, H, *rest, nt),
+                     lambda _=(q, k, v): heads_omp.heads(nt, 1, B * H, fn, one, *ptrs, L, L, E, H, *rest), o)}
     w, x = rng.standard_normal((3072, 768)).astype(f32), rng.standard_normal((64, 768)).astype(f32)
     og = np.empty((64, 3072), f32)
     g = mkl_split.SplitPackedGemm(lib, w, 64, nt)     # its blocks, called without its governor
     blocks = (g._fn, g._one, 64, 768, 3072, x.ctypes.data, g._addrs, g._starts, g._widths, og.ctypes.data)
-    out["split_compute"] = (lambda: old_m.split_compute(*blocks, nt),
-                            lambda: mkl_split.split_compute(nt, 1, len(g.packed), *blocks), og)
+    out["split_compute"] = (lambda _=(x, g): old_m.split_compute(*blocks, nt),
+                            lambda _=(x, g): mkl_split.split_compute(nt, 1, len(g.packed), *blocks), og)
     return out
 
 

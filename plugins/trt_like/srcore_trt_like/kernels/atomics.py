@@ -56,7 +56,7 @@ def split(inner, name: str):
     direct (and inlinable) as in a loop written out per kernel, and it is cached on disk. A closure
     over ``inner``, or ``inner`` as an argument, compiles the same code but never hits numba's
     cache: its key pickles the closure's cells (or the signature's ``Dispatcher`` type), and a
-    dispatcher pickles with a uuid new in each process (~2-7 s of compiling a split at every start).
+    dispatcher pickles with a uuid new in each process (3-8 s of compiling a split at every start here).
     """
     if name in _NAMES:
         raise ValueError(f"a split named {name!r} exists already")
