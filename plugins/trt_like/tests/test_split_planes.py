@@ -48,6 +48,7 @@ def _engine(m, x, exclude):
     (Up("bilinear", False), (1, 16, 32, 32), "resize"),           # 16 planes
     (Up("bilinear", True), (2, 8, 32, 32), "resize"),
     (Up("nearest", None), (1, 16, 32, 32), "resize"),
+    (Up("linear", False), (2, 16, 2048), "resize"),               # 32 rows (1-D: the last dim)
 ])
 def test_split_gives_the_one_thread_bits(m, shape, kind):
     from threadpoolctl import threadpool_limits

@@ -6,7 +6,7 @@
 * :mod:`.conv`, :mod:`.gemm`, :mod:`.packed`, :mod:`.winograd`, :mod:`.winograd_vec`,
   :mod:`.conv_pool`, :mod:`.pool`, :mod:`.pool_vec`, :mod:`.rows`: the kernels;
   :mod:`.parallel`, :mod:`.rows_split`: their ``parallel=True`` drivers (:mod:`.atomics`: the
-  counter their threads claim parts from);
+  counter their threads claim parts from, and the one claim loop of the splits);
 * :mod:`.threads` (intra-op threads), :mod:`.scratch` (per-thread scratch) and :mod:`.mkl`
   (Intel oneMKL's packed SGEMM, when installed; :mod:`.mkl_split`: split by weight columns).
 

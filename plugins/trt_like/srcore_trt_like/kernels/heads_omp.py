@@ -14,11 +14,11 @@ import ctypes
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, prange, types
+from numba import njit, types
 from numba.extending import intrinsic
 
-from .atomics import claim
-from .jit import PARALLEL_JIT
+from .atomics import split
+from .jit import EXACT_JIT
 from .mkl_split import _one_thread
 from .rows import softmax_rows_biased
 
@@ -61,27 +61,26 @@ def sgemm(typingctx, fn, ta, tb, m, n, k, a, lda, b, ldb, c, ldc):
     return types.void(*ints), codegen
 
 
-@njit(**PARALLEL_JIT)
-def heads(fn, one, qp, qb, kp, kb, vp, vb, op, ob, B, L, S, E, H, mask, step, c, divide, safe, s, p, nt):
-    """``out[b, :, h*D:(h+1)*D] = softmax(q_h k_h^T / c + mask) v_h`` (``divide``; else ``* c``) for
-    every batch and head: ``q`` (B, L, E), ``k`` and ``v`` (B, S, E), ``out`` (B, L, E) with contiguous
-    rows at addresses ``qp``, ``kp``, ``vp``, ``op`` and batch strides ``qb``, ``kb``, ``vb``, ``ob``
-    (bytes); ``mask`` (Bm, Hm, Lm, S) with Bm, Hm in (1, B / H) and row step ``step``; ``s``,
-    ``p`` (nt, L, S) scratch, one per part; ``fn`` the address of ``cblas_sgemm``, ``one`` of ``MKL_Set_Num_Threads_Local``."""
+@njit(**EXACT_JIT)
+def _heads(t, i0, i1, fn, one, qp, qb, kp, kb, vp, vb, op, ob, L, S, E, H, mask, step, c, divide, safe, s, p):
+    """Heads ``i0`` to ``i1`` (``i = b * H + h``) on part ``t``'s scratch."""
+    _one_thread(one)   # an OpenMP worker's own MKL count may start a nested team (a call a claim: ~ns)
     D = E // H
-    nxt = np.zeros(1, np.int64)
-    for t in prange(nt):
-        _one_thread(one)   # an OpenMP worker's own MKL count may start a nested team
-        st, pt = s[t], p[t]
-        i = claim(nxt)
-        while i < B * H:
-            b, h = i // H, i % H
-            off = 4 * h * D
-            sgemm(fn, 111, 112, L, S, D, qp + b * qb + off, E, kp + b * kb + off, E,
-                  st.ctypes.data, S)
-            mh = mask[b if mask.shape[0] > 1 else 0, h if mask.shape[1] > 1 else 0]
-            softmax_rows_biased(st, pt, c, divide, mh, step, safe)
-            sgemm(fn, 111, 111, L, D, S, pt.ctypes.data, S, vp + b * vb + off, E,
-                  op + b * ob + off, E)
-            i = claim(nxt)
+    st, pt = s[t], p[t]
+    for i in range(i0, i1):
+        b, h = i // H, i % H
+        off = 4 * h * D
+        sgemm(fn, 111, 112, L, S, D, qp + b * qb + off, E, kp + b * kb + off, E, st.ctypes.data, S)
+        mh = mask[b if mask.shape[0] > 1 else 0, h if mask.shape[1] > 1 else 0]
+        softmax_rows_biased(st, pt, c, divide, mh, step, safe)
+        sgemm(fn, 111, 111, L, D, S, pt.ctypes.data, S, vp + b * vb + off, E, op + b * ob + off, E)
 
+
+#: ``heads(nt, 1, B * H, fn, one, qp, qb, kp, kb, vp, vb, op, ob, L, S, E, H, mask, step, c, divide,
+#: safe, s, p)``: ``out[b, :, h*D:(h+1)*D] = softmax(q_h k_h^T / c + mask) v_h`` (``divide``; else
+#: ``* c``) for every batch and head, the (batch, head) pairs claimed one at a time: ``q`` (B, L, E),
+#: ``k`` and ``v`` (B, S, E), ``out`` (B, L, E) with contiguous rows at addresses ``qp``, ``kp``,
+#: ``vp``, ``op`` and batch strides ``qb``, ``kb``, ``vb``, ``ob`` (bytes); ``mask`` (Bm, Hm, Lm, S)
+#: with Bm, Hm in (1, B / H) and row step ``step``; ``s``, ``p`` (nt, L, S) scratch, one per part;
+#: ``fn`` the address of ``cblas_sgemm``, ``one`` of ``MKL_Set_Num_Threads_Local``
+heads = split(_heads, "heads")

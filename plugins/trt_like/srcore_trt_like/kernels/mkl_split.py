@@ -20,15 +20,15 @@ import ctypes
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, prange, types
+from numba import njit, types
 from numba.extending import intrinsic
 
 from srcore.plugin import mkl as _mkl
 
 from . import threads as _threads
-from .atomics import claim
+from .atomics import split
 from .blas_team import parts
-from .jit import PARALLEL_JIT
+from .jit import EXACT_JIT
 
 _I32 = ir.IntType(32)
 _PTR = ir.IntType(8).as_pointer()
@@ -67,21 +67,21 @@ def _one_thread(typingctx, fn):
     return types.void(types.intp), codegen
 
 
-@njit(**PARALLEL_JIT)
-def split_compute(fn, one, m, k, n, x, packed, starts, widths, out, nt):
-    """``out[:, s:s+w] = x @ W[s:s+w].T`` for every block ``i``: its packed B at address ``packed[i]``,
-    first column ``starts[i]``, ``widths[i]`` columns; ``fn``: ``cblas_sgemm_compute``'s address,
-    ``one``: ``MKL_Set_Num_Threads_Local``'s; ``x`` (m, k) and ``out`` (m, n) row-major, at addresses
-    ``x``, ``out``. The ``nt`` threads claim the blocks one at a time (:mod:`.atomics`)."""
-    nb = packed.shape[0]
-    nxt = np.zeros(1, np.int64)
-    for t in prange(nt):
-        _one_thread(one)
-        i = claim(nxt)
-        while i < nb:
-            w = widths[i]
-            _compute(fn, m, w, k, x, k, packed[i], w, out + 4 * starts[i], n)
-            i = claim(nxt)
+@njit(**EXACT_JIT)
+def _blocks(t, i0, i1, fn, one, m, k, n, x, packed, starts, widths, out):
+    """Blocks ``i0`` to ``i1`` (:data:`split_compute`)."""
+    _one_thread(one)   # a call a claim: ~ns against a block's product
+    for i in range(i0, i1):
+        w = widths[i]
+        _compute(fn, m, w, k, x, k, packed[i], w, out + 4 * starts[i], n)
+
+
+#: ``split_compute(nt, 1, nb, fn, one, m, k, n, x, packed, starts, widths, out)``: ``out[:, s:s+w] =
+#: x @ W[s:s+w].T`` for every block ``i`` of ``nb``: its packed B at address ``packed[i]``, first
+#: column ``starts[i]``, ``widths[i]`` columns; ``fn``: ``cblas_sgemm_compute``'s address, ``one``:
+#: ``MKL_Set_Num_Threads_Local``'s; ``x`` (m, k) and ``out`` (m, n) row-major, at addresses ``x``,
+#: ``out``. The ``nt`` threads claim the blocks one at a time (:func:`.atomics.split`).
+split_compute = split(_blocks, "split_compute")
 
 
 class SplitPackedGemm:
@@ -109,5 +109,5 @@ class SplitPackedGemm:
     def __call__(self, x: np.ndarray, out: np.ndarray) -> None:
         # a region numba runs on the caller alone is no OpenMP region: MKL would use the thread's count
         _mkl.set_threads(self.lib, 1)
-        self.governor.run(split_compute, self._fn, self._one, self.m, self.k, self.n, x.ctypes.data, self._addrs,
-                          self._starts, self._widths, out.ctypes.data, self.threads)
+        self.governor.run(split_compute, self.threads, 1, len(self.packed), self._fn, self._one, self.m, self.k,
+                          self.n, x.ctypes.data, self._addrs, self._starts, self._widths, out.ctypes.data)

@@ -148,8 +148,9 @@ def _heads_omp(lib, layer: Layer, net: Network, nt: int) -> Kernel:
         except AttributeError:
             s, p = tls.scratch = np.empty((nt, L, S), f32), np.empty((nt, L, S), f32)
         mkl_gemm.set_threads(lib, 1)   # the caller's own products, when the region runs on it alone
-        gov.run(heads_omp.heads, fn, one, q.ctypes.data, q.strides[0], k.ctypes.data, k.strides[0], v.ctypes.data,
-                v.strides[0], out.ctypes.data, out.strides[0], B, L, S, E, H, mask, step, c, divide, safe, s, p, nt)
+        gov.run(heads_omp.heads, nt, 1, B * H, fn, one, q.ctypes.data, q.strides[0], k.ctypes.data, k.strides[0],
+                v.ctypes.data, v.strides[0], out.ctypes.data, out.strides[0], L, S, E, H, mask, step, c, divide, safe,
+                s, p)
     return Kernel(run, keep=gov)
 
 

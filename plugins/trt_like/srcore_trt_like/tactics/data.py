@@ -338,7 +338,7 @@ def _resize_kernel(layer: Layer, net: Network, nt: int):
         if nt == 1:
             return serial
         chunk = max(1, -(-n // (4 * nt)))   # 4 claims a thread: a late worker leaves little to wait for
-        return lambda *args: gov.run(parallel, *args, chunk, nt)
+        return lambda *args: gov.run(parallel, nt, chunk, n, *args)
 
     shape, out_shape = net.shape(layer.inputs[0]), net.shape(layer.outputs[0])
     if "nchwc" in layer.attrs:
@@ -429,18 +429,26 @@ def _checked(index: np.ndarray, n: int, what: str) -> np.ndarray:
     return index
 
 
+def _lookup_index(layer: Layer, net: Network, default: str):
+    """A lookup's ``dim`` and ``index(rest)``: its index from a run's inputs after ``x`` (``rest``),
+    checked against that dim of ``x`` (a constant index once, here; an input's at every call)."""
+    dim, const = layer.attrs["dim"], layer.attrs["index"]
+    n = net.shape(layer.inputs[0])[dim]
+    what = layer.source or default
+    if const is not None:
+        const = _checked(np.asarray(const, np.int64), n, what)
+        return dim, lambda rest: const
+    return dim, lambda rest: _checked(rest[0], n, what)
+
+
 def index_select(layer: Layer, net: Network):
     """``x.index_select(dim, index)`` (an embedding: ``weight.index_select(0, indices)`` with the
     indices' shape in front of the row)."""
-    dim, const = layer.attrs["dim"], layer.attrs["index"]
-    n = net.shape(layer.inputs[0])[dim]
-    what = layer.source or "index_select"
-    if const is not None:
-        const = _checked(np.asarray(const, np.int64), n, what)
+    dim, index = _lookup_index(layer, net, "index_select")
 
     def run(x, *rest):
         out = rest[-1]
-        idx = const if const is not None else _checked(rest[0], n, what)
+        idx = index(rest)
         # checked above, so "clip" changes nothing; numpy's default "raise" buffers ``out`` first
         if dim == 0:
             np.take(x, idx.reshape(-1), axis=0, out=out.reshape((idx.size,) + x.shape[1:]), mode="clip")
@@ -469,15 +477,11 @@ def index_tensor(layer: Layer, net: Network):
 
 
 def gather(layer: Layer, net: Network):
-    dim, const = layer.attrs["dim"], layer.attrs["index"]
-    n = net.shape(layer.inputs[0])[dim]
-    what = layer.source or "gather"
-    if const is not None:
-        const = _checked(np.asarray(const, np.int64), n, what)
+    dim, index = _lookup_index(layer, net, "gather")
 
     def run(x, *rest):
         out = rest[-1]
-        idx = const if const is not None else _checked(rest[0], n, what)
+        idx = index(rest)
         # torch's gather reads only the index's extent of the other dims of x
         xs = x[tuple(slice(0, s) if d != dim else slice(None) for d, s in enumerate(idx.shape))]
         np.copyto(out, np.take_along_axis(xs, idx, axis=dim))

@@ -13,7 +13,7 @@ from ..kernels.heads import BLOCK_KEYS
 from ..kernels.rows import (BLOCK_FLOATS, channel_norm_planes, group_norm_rows, layer_norm_rows, log_softmax_block, log_softmax_blocks,
                             log_softmax_rows, rms_norm_rows, softmax_block_biased, softmax_blocks, softmax_rows,
                             softmax_rows_biased, softmax_short_rows)
-from ..kernels.rows_split import group_norm_split, layer_norm_split, softmax_split
+from ..kernels.rows_split import CHUNK, group_norm_split, layer_norm_split, softmax_split
 from .records import Candidate, Kernel
 
 f32 = np.float32
@@ -133,7 +133,8 @@ def rows_split(layer: Layer, net: Network) -> list[Candidate]:
             gov = _threads.Governor(nt)
 
             def run(x, out):
-                gov.run(softmax_split, x.reshape(-1, m), out.reshape(-1, m), one, nt)
+                x = x.reshape(-1, m)
+                gov.run(softmax_split, nt, CHUNK, x.shape[0], x, out.reshape(-1, m), one)
             return Kernel(run, keep=gov)
     else:
         n, eps = layer.attrs["size"], f32(layer.attrs["eps"])
@@ -143,7 +144,8 @@ def rows_split(layer: Layer, net: Network) -> list[Candidate]:
             gov = _threads.Governor(nt)
 
             def run(x, out):
-                gov.run(layer_norm_split, x.reshape(-1, n), w, b, eps, out.reshape(-1, n), nt)
+                x = x.reshape(-1, n)
+                gov.run(layer_norm_split, nt, CHUNK, x.shape[0], x, w, b, eps, out.reshape(-1, n))
             return Kernel(run, keep=gov)
     return [Candidate("numba_split", build, blas="omp")]
 
@@ -205,7 +207,8 @@ def group_norm_split_candidates(layer: Layer, net: Network) -> list[Candidate]:
         gov = _threads.Governor(nt)
 
         def run(x, out):
-            gov.run(group_norm_split, x.reshape(rows), w, b, eps, out.reshape(rows), code, slope, nt)
+            # one (sample, group) row a claim
+            gov.run(group_norm_split, nt, 1, rows[0], x.reshape(rows), w, b, eps, out.reshape(rows), code, slope)
         return Kernel(run, keep=gov)
     return [Candidate("numba_split", build, blas="omp")]
 
