@@ -34,6 +34,9 @@ ENGINE_RUNNERS = {
     # without the SIMD convs split over the intra-op threads (same as trt_like at 1 thread): A/B of the split
     "trt_like_unsplit": (("trt_like", "cpu"), {"exclude_tactics": ["simd_direct_split", "depthwise_simd_split",
                                                                    "simd_direct_split+max_pool"]}),
+    # without the SIMD direct conv split over the OpenMP team (simd_direct_omp, simd_direct_rows_omp): A/B of those
+    "trt_like_simd_omp_unsplit": (("trt_like", "cpu"), {"exclude_tactics": [
+        "simd_direct_omp", "simd_direct_rows_omp", "simd_direct_omp+max_pool", "simd_direct_rows_omp+max_pool"]}),
     # with the NCHW16c 1x1 / depthwise layers split over the OpenMP team offered (off by default): A/B of those
     "trt_like_nchwc_split": (("trt_like", "cpu"), {"nchwc_split": True}),
     # with them split by bands of rows offered instead (off by default): A/B of those

@@ -43,6 +43,8 @@ CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "im2col_gemm_team", "packed_gemm", "w
                 "depthwise_simd_blocked", "grouped_depthwise", "patchify_gemm", "patchify_direct", "patchify_dots",
                 "simd_direct", "simd_direct_rows", "simd_direct_oc", "simd_direct_8",
                 "simd_direct_tiled",
+                # ... split over the OpenMP team at more than one intra-op thread, any size
+                "simd_direct_omp", "simd_direct_rows_omp",
                 "pointwise_simd", "pointwise_simd8",
                 # conv_nchw16c's kernel with NCHW on both sides (between NCHW layers)
                 "conv_nchwc_planes",
