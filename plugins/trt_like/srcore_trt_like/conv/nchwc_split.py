@@ -14,6 +14,8 @@ one-thread tactic splits on ``srcore.conv``'s Python team, whose worker sleeps b
 is woken by a futex and the GIL, where libgomp's workers spin between an engine call's regions."""
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ..kernels import threads as _threads
@@ -105,22 +107,24 @@ class ConvNchwcOmpTactic(ConvNchwcTactic):
         super().__init__(spec, weight, bias, blocked, layout, threads=1)
         self.nt = threads
         self.governor = _threads.Governor(threads)
-        self._bufs: tuple = (None, None, None)
+        self._local = threading.local()
 
     def serial_calls(self, x, out, residual):
         return None   # (never the one-thread kernel's calls in its place)
 
     def _buffers(self, run):
         """Each part's window and row buffer (rows of two arrays, 64-byte aligned: their sizes are
-        multiples of 16 floats), made once per size, zeroed (the window's side columns stay zero)."""
+        multiples of 16 floats), made once per size and calling thread (a RuntimePool's calls run at
+        once), zeroed (the window's side columns stay zero)."""
         sizes = run.buffer_sizes
-        if self._bufs[0] != sizes:
+        bufs = getattr(self._local, "bufs", None)
+        if bufs is None or bufs[0] != sizes:
             from srcore.plugin import simd_conv
 
             window, pixels = sizes
             zeros = lambda size: simd_conv.aligned(np.zeros(self.nt * size, np.float32)).reshape(self.nt, size)
-            self._bufs = (sizes, zeros(window), zeros(4 * pixels * LANES))
-        return self._bufs[1:]
+            bufs = self._local.bufs = (sizes, zeros(window), zeros(4 * pixels * LANES))
+        return bufs[1:]
 
     def _run(self, x, out, residual):
         from ..kernels.blocked_split import dense
