@@ -148,3 +148,41 @@ def test_a_global_spatial_mean_runs_on_the_compiled_pool(keep):
     with torch.no_grad():
         want = m(x).numpy()
     np.testing.assert_allclose(sm(x.numpy()), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("c, r, inner, gate, n", [
+    (72, 24, "relu", "hardsigmoid", 2),     # 5 blocks (the last one 8 channels): an odd split
+    (20, 8, "hardswish", "sigmoid", 1),     # 2 blocks, the second of 4 channels (one block: not offered)
+    (240, 64, "silu", "hardsigmoid", 1),
+])
+def test_split_over_the_openmp_team_gives_the_one_thread_bits(c, r, inner, gate, n, monkeypatch):
+    """``numba_split`` (2 intra-op threads, the NCHW16c layer in two regions on numba's OpenMP team) gives
+    the one-thread kernel's bits whether its regions run on the team or on the caller, and torch's result."""
+    from threadpoolctl import threadpool_limits
+
+    from srcore_trt_like.kernels import threads
+
+    torch.manual_seed(c)
+    m = torch.nn.Sequential(SE(c, r, inner, gate), torch.nn.Conv2d(c, 24, 1)).eval()   # (a blocked run: SE, 1x1)
+    x = 2 * torch.randn(n, 3, 14, 13)
+    model = srcore.from_torchscript(torch.jit.script(m), (x,))
+
+    def engine(exclude):
+        opts = srcore.Options(backends=("trt_like", "cpu"),
+                              engine_options={"nchwc": True, "timing": False, "exclude_tactics": exclude})
+        sm = srcore.StaticModule(model, options=opts)
+        return sm, "\n".join(e.description for e in sm.partition.engines)
+
+    with threadpool_limits(2):
+        if threads.count() < 2:
+            pytest.skip("one intra-op thread here")
+        split, desc = engine(["numba"])
+        one, one_desc = engine(["numba_split"])
+        assert "x16 [numba_split]" in desc and "squeeze_excite" in desc, desc
+        assert "[numba_split]" not in one_desc, one_desc
+        want = one(x.numpy())
+        for size in (2, 1, 2):   # the regions on the team or on the calling thread alone
+            monkeypatch.setattr(threads.Governor, "team", lambda self, size=size: size)
+            np.testing.assert_array_equal(split(x.numpy()), want)
+    with torch.no_grad():
+        np.testing.assert_allclose(want, m(x).numpy(), rtol=1e-4, atol=1e-5)
