@@ -50,6 +50,8 @@ CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "im2col_gemm_team", "packed_gemm", "w
                 "conv_nchwc_planes",
                 # ... on the block-diagonal dense weight of a conv of 2-4 groups
                 "conv_nchwc_planes_blockdiag",
+                # ... split over the OpenMP team at more than one intra-op thread, any size
+                "conv_nchwc_planes_omp", "conv_nchwc_planes_rows_omp",
                 # layers in the NCHW16c layout (builder/layout.py)
                 "pointwise_nchw16c", "depthwise_nchw16c", "dense_nchw16c", "conv_nchw16c",
                 # ... split over the OpenMP team at more than one intra-op thread, any size

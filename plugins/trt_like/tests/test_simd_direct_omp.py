@@ -108,3 +108,62 @@ def test_engine_at_two_threads_matches_torch(tactic):
     assert all(np.array_equal(split(x.numpy()), want) for _ in range(3))
     with torch.no_grad():
         np.testing.assert_allclose(want, m(x).numpy(), rtol=1e-4, atol=1e-4)
+
+
+PLANES = [
+    ConvSpec((1, 48, 20, 24), 16, 3, 1, 1),                          # unet_small's conv after upsample + cat
+    ConvSpec((2, 16, 13, 11), 40, 3, 2, 1, relu=True, residual=True),  # 3 output blocks, 2 images
+]
+
+
+@pytest.mark.parametrize("spec", PLANES)
+@pytest.mark.parametrize("rows", [False, True])
+def test_planes_split_gives_the_one_thread_bits_on_any_team(spec, rows, monkeypatch):
+    from srcore_trt_like.conv.nchwc import ConvNchwcPlanesTactic
+    from srcore_trt_like.conv.planes_split import ConvNchwcPlanesOmpTactic, ConvNchwcPlanesRowsTactic
+
+    x, w, b, res = conv_case(spec)
+    one = ConvNchwcPlanesTactic(spec, w, b)
+    want = np.empty(spec.out_shape, np.float32)
+    one(x, want, res)
+    for nt in (2, 3):
+        split = (ConvNchwcPlanesRowsTactic if rows else ConvNchwcPlanesOmpTactic)(
+            spec, np.zeros_like(w), b, layout=one.layout(), threads=nt)   # (the stored layout computes)
+        for size in (1, nt, nt, 1):
+            monkeypatch.setattr(parallel.Governor, "team", lambda self, size=size: size)
+            out = np.full(spec.out_shape, np.nan, np.float32)
+            split(x, out, res)
+            np.testing.assert_array_equal(out, want)
+    ref = conv_reference(spec, x, w, b, res)
+    np.testing.assert_allclose(want, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+
+
+def test_one_team_on_the_openmp_engine(monkeypatch):
+    """At 2 threads a large NCHW conv's candidates on the OpenMP pool's engine split only on numba's
+    team: the NCHW16c dense kernel runs on one thread beside its OpenMP twins, the SIMD splits on the
+    Python team are the team engine's (labelled so) and not the OpenMP engine's."""
+    from srcore_trt_like.builder.network import Layer, Network
+    from srcore_trt_like.tactics import choose
+    from srcore_trt_like.tactics.blas_team import BLAS_TEAM
+    from srcore_trt_like.tactics.conv import conv_pool_of
+
+    monkeypatch.setattr(parallel, "count", lambda: 2)
+    spec = ConvSpec((1, 48, 32, 32), 96, 3, 1, 1)   # 42 M multiply-adds (over PARALLEL_MIN_WORK), 2 block groups
+    x, w, b, _ = conv_case(spec)
+    builders = dict(conv_tactic_builders(spec, w, b))
+    assert {"conv_nchwc_planes_omp", "conv_nchwc_planes_rows_omp", "simd_direct_omp", "simd_direct_split"} \
+        <= set(builders)
+    assert builders["conv_nchwc_planes"]().threads == 1
+    assert conv_pool_of("simd_direct_split") == conv_pool_of("depthwise_simd_split") == BLAS_TEAM
+    assert conv_pool_of("conv_nchwc_planes_omp") == conv_pool_of("simd_direct_omp") == "omp"
+    net = Network()
+    tx, ty = net.new_tensor(spec.x_shape), net.new_tensor(spec.out_shape)
+    net.inputs, net.outputs = [tx], [ty]
+    layer = Layer("conv", [tx], [ty], dict(weight=w, bias=b, stride=(1, 1), padding=(1, 1), dilation=(1, 1),
+                                           groups=1, relu=False, residual=False))
+    net.layers.append(layer)
+    pools = choose._Pools(net, {})
+    on_pool = {c.name for c in pools.candidates(layer, choose.POOL)}
+    assert {"simd_direct_omp", "conv_nchwc_planes_omp"} <= on_pool and "simd_direct_split" not in on_pool
+    on_team = {c.name for c in pools.candidates(layer, choose.BLAS)}
+    assert "simd_direct_split" in on_team and not any(n.endswith("_omp") for n in on_team)
