@@ -123,3 +123,38 @@ def test_left_out_of_the_choice_unless_the_engine_option_asks_for_them():
     check_options({"nchwc_split": True, "nchwc_rows": False})
     with pytest.raises(EngineOptionError, match="nchwc_split"):
         check_options({"nchwc_split": "yes"})
+
+
+@pytest.mark.parametrize("split", ["dense_nchw16c_omp", "conv_nchw16c_omp", "conv_nchw16c_rows_omp"])
+def test_a_stem_with_its_max_pool_split_over_the_team_in_an_engine(split):
+    """A stem conv + max pool layer (NCHW in, NCHW16c between) on each OpenMP twin, forced through
+    ``exclude_tactics`` at 2 intra-op threads: the one-thread tactic's bits and torch's result."""
+    torch = pytest.importorskip("torch")
+    from threadpoolctl import threadpool_limits
+
+    import srcore
+
+    nn = torch.nn
+    torch.manual_seed(5)
+    m = nn.Sequential(nn.Conv2d(3, 40, 3, 2, 1), nn.ReLU(), nn.MaxPool2d(3, 2, 1), nn.Conv2d(40, 24, 1)).eval()
+    x = torch.randn(1, 3, 30, 26)
+    model = srcore.from_torchscript(torch.jit.script(m), (x,))
+    pool_tactics = [f"{n}+max_pool" for n in ("conv_nchw16c", "dense_nchw16c", "conv_nchw16c_omp",
+                                              "conv_nchw16c_rows_omp", "dense_nchw16c_omp")]
+
+    def engine(keep):
+        opts = srcore.Options(backends=("trt_like", "cpu"), engine_options={
+            "nchwc": True, "timing": False, "exclude_tactics": [t for t in pool_tactics if t != keep]})
+        sm = srcore.StaticModule(model, options=opts)
+        return sm, "\n".join(e.description for e in sm.partition.engines)
+
+    with threadpool_limits(2):
+        if parallel.count() < 2:
+            pytest.skip("one intra-op thread here")
+        one, _ = engine(f"{split.removesuffix('_omp').removesuffix('_rows')}+max_pool")
+        sm, desc = engine(f"{split}+max_pool")
+        assert f"[{split}+max_pool]" in desc, desc
+        want = one(x.numpy())
+        assert all(np.array_equal(sm(x.numpy()), want) for _ in range(3))
+    with torch.no_grad():
+        np.testing.assert_allclose(want, m(x).numpy(), rtol=1e-4, atol=1e-4)

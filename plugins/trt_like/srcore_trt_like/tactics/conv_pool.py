@@ -90,7 +90,8 @@ def _blocked_candidates(a: dict, spec, pool: MaxPool2d) -> list[Candidate]:
     return [Candidate(f"{name}+max_pool", lambda conv=conv: build(conv), blas=conv_pool_of(name),
                       restore=lambda layout, conv=conv: build(conv, layout))
             for name, conv in nchwc_tactic_builders(spec, a["weight"], a["bias"], blocked, _threads.for_work(spec.macs))
-            + nchwc_omp_builders(spec, a["weight"], a["bias"], blocked)]
+            + [(n, b) for n, b in nchwc_omp_builders(spec, a["weight"], a["bias"], blocked)
+               if n.startswith(("conv_", "dense_"))]]   # (the 1x1 / depthwise twins stay behind their options)
 
 
 class _OneShape:
