@@ -1,6 +1,7 @@
 """The NCHW16c tactics split over numba's OpenMP team by output channel blocks
 (:mod:`..kernels.blocked_split`): ``pointwise_nchw16c_omp``, ``depthwise_nchw16c_omp`` and
-``conv_nchw16c_omp`` (the dense conv: ranges of its (block group, band) tasks), or by bands of rows:
+``conv_nchw16c_omp`` (the dense conv: ranges of its (block group, band) tasks), ``dense_nchw16c_omp``
+(a stem's conv from few NCHW channels), or by bands of rows:
 ``pointwise_nchw16c_rows_omp``, ``depthwise_nchw16c_rows_omp`` and ``conv_nchw16c_rows_omp``, offered
 beside their one-thread tactics at more than one intra-op thread whatever the layer's size (a
 mobile net's layers are all under :data:`..kernels.threads.PARALLEL_MIN_WORK`); the builder times
@@ -19,7 +20,7 @@ import threading
 import numpy as np
 
 from ..kernels import threads as _threads
-from .nchwc import LANES, ConvNchwcTactic, DepthwiseNchwcTactic, PointwiseNchwcTactic
+from .nchwc import LANES, ConvNchwcTactic, DenseNchwcTactic, DepthwiseNchwcTactic, PointwiseNchwcTactic
 from .spec import ConvSpec
 
 
@@ -155,6 +156,27 @@ class ConvNchwcRowsTactic(ConvNchwcOmpTactic):
             self.governor.run(dense_rows, run.args, xw, sc, n, self.nt, run.bands, groups)
 
 
+class DenseNchwcOmpTactic(DenseNchwcTactic):
+    """:class:`.DenseNchwcTactic` (a stem: NCHW in on few channels, NCHW16c out) with each image's output
+    blocks in ``threads`` ranges."""
+    name = "dense_nchw16c_omp"
+
+    def __init__(self, spec: ConvSpec, weight, bias, blocked: tuple[bool, bool], layout=None, threads: int = 2):
+        super().__init__(spec, weight, bias, blocked, layout, threads=1)
+        self.nt = threads
+        self.governor = _threads.Governor(threads)
+
+    def serial_calls(self, x, out, residual):
+        return None   # (never the one-thread kernel's calls in its place)
+
+    def _run(self, x, out, residual):
+        from ..kernels.blocked_split import dense_few
+
+        run = self.conv.bind(x, out, None)
+        for n in range(run.images):
+            self.governor.run(dense_few, run.args, n, self.nt, run.tasks)
+
+
 def nchwc_omp_builders(spec: ConvSpec, weight, bias, blocked: tuple[bool, bool]):
     """``(name, build)`` of the split twins of an NCHW16c layer's tactic at more than one intra-op
     thread: by output channel blocks (more than one to split; a dense conv: more than one block
@@ -168,7 +190,8 @@ def nchwc_omp_builders(spec: ConvSpec, weight, bias, blocked: tuple[bool, bool])
     if spec.groups == 1 and (spec.kernel, spec.stride, spec.padding) != ((1, 1), (1, 1), (0, 0)):
         from srcore.plugin import simd_dense_nchwc
 
-        kinds = [(ConvNchwcOmpTactic, len(simd_dense_nchwc.block_groups(nob)) >= 2), (ConvNchwcRowsTactic, rows)]
+        kinds = [(ConvNchwcOmpTactic, len(simd_dense_nchwc.block_groups(nob)) >= 2), (ConvNchwcRowsTactic, rows),
+                 (DenseNchwcOmpTactic, blocks and blocked == (False, True) and not spec.residual)]
     elif spec.groups == 1:
         kinds = [(PointwiseNchwcOmpTactic, blocks), (PointwiseNchwcRowsTactic, rows)]
     elif spec.groups > 1 and spec.groups == spec.x_shape[1] == spec.out_channels:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from numba import njit, prange
 
+from srcore.plugin import simd_dense_blocked as _db
 from srcore.plugin import simd_dense_nchwc as _dn
 from srcore.plugin import simd_depthwise_blocked as _dwb
 from srcore.plugin import simd_pointwise_blocked as _pwb
@@ -24,7 +25,7 @@ from .parallel import _part
 
 _pwb_tasks, _dwb_tasks = _pwb.pwb_tasks, _dwb.dwb_tasks
 _pwb_range, _dwb_range = _pwb.pwb_range, _dwb.dwb_range
-_dn_tasks = _dn.dense_nchwc_tasks
+_dn_tasks, _db_tasks = _dn.dense_nchwc_tasks, _db.dense_tasks
 LANES = _dwb.LANES
 
 
@@ -104,3 +105,13 @@ def dense_rows(args, xw, sc, n, nt, bands, groups):
         if k1 > k0:
             for g in range(groups):
                 _dn_tasks(*args, xw[t], sc[t], n, g * bands + k0, g * bands + k1)
+
+
+@njit(**PARALLEL_JIT)
+def dense_few(args, n, nt, nob):
+    """Image ``n`` of a bound :class:`BlockedDenseConv` call (NCHW in: a stem's few channels) in ``nt``
+    ranges of its ``nob`` output blocks (each part reads the whole, small, input)."""
+    for t in prange(nt):
+        b0, b1 = _part(nob, t, nt, 1)
+        if b1 > b0:
+            _db_tasks(*args, n, b0, b1)

@@ -6,19 +6,14 @@ activations as calls of their own, a layer was ~12 calls: 9-11 us on EfficientNe
 blocks, of which ~2 us arithmetic.)"""
 from __future__ import annotations
 
-import threading
-
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ..builder.network import Layer, Network
-from ..kernels import threads as _threads
 from ..kernels.activation import CODES, apply_span
-from ..kernels.jit import JIT, PARALLEL_JIT
-from ..kernels.parallel import _part
+from ..kernels.jit import JIT
 from ..kernels.pool import row_sum8
 from ..kernels.simd import LANES, vadd, vload, vmul, vstore, vzero
-from .records import Candidate, Kernel
 
 
 @njit(**JIT)
@@ -47,14 +42,8 @@ def _pool_blocked(x, p, B, P, inv):
     """:func:`_pool` on NCHW16c ``x`` (flat, (B, H*W, 16) of one image; ``p`` (B * 16,); ``inv`` 1 / (H*W) in
     16 lanes): each lane summed
     as :func:`row_sum8` sums a plane (8 interleaved sums added pairwise: the same bits), in vectors."""
-    _pool_blocks(x, p, 0, B, P, inv)
-
-
-@njit(**JIT)
-def _pool_blocks(x, p, b0, b1, P, inv):
-    """:func:`_pool_blocked` of blocks ``b0 <= b < b1``."""
     P8 = P - P % 8
-    for b in range(b0, b1):
+    for b in range(B):
         o = b * P * LANES
         a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = vzero()
         for i in range(0, P8 * LANES, 8 * LANES):
@@ -75,13 +64,7 @@ def _pool_blocks(x, p, b0, b1, P, inv):
 @njit(**JIT)
 def _scale_blocked(x, s, y, B, P):
     """:func:`_scale` on NCHW16c ``x`` and ``y`` (flat, one image), ``s`` (B * 16,)."""
-    _scale_blocks(x, s, y, 0, B, P)
-
-
-@njit(**JIT)
-def _scale_blocks(x, s, y, b0, b1, P):
-    """:func:`_scale_blocked` of blocks ``b0 <= b < b1``."""
-    for b in range(b0, b1):
+    for b in range(B):
         g = vload(s, b * LANES)
         o = b * P * LANES
         for i in range(o, o + P * LANES, LANES):
@@ -93,13 +76,6 @@ def _excite(p, w1t, b1, w2t, b2, act, gate, h, g):
     """``g = gate(act(p @ w1t + b1) @ w2t + b2)`` of one image's pooled means ``p`` (C,): ``w1t``
     (C, R), ``w2t`` (R, C), ``h`` (R,) scratch; ``act``/``gate`` codes of :data:`..kernels.activation.CODES`
     (the activations' float32 formulas, as the in-place passes)."""
-    _squeeze(p, w1t, b1, act, h)
-    _gate(h, w2t, b2, gate, g, 0, w1t.shape[0])
-
-
-@njit(**JIT)
-def _squeeze(p, w1t, b1, act, h):
-    """``h = act(p @ w1t + b1)``."""
     C, R = w1t.shape
     for j in range(R):
         h[j] = b1[j]
@@ -108,19 +84,13 @@ def _squeeze(p, w1t, b1, act, h):
         for j in range(R):
             h[j] += pc * w1t[c, j]
     apply_span(h, 0, R, act, np.float32(0.0))
-
-
-@njit(**JIT)
-def _gate(h, w2t, b2, gate, g, c0, c1):
-    """``g[c0:c1] = gate(h @ w2t[:, c0:c1] + b2[c0:c1])`` (each channel's sum in the same order whatever
-    the range: the same bits)."""
-    for c in range(c0, c1):
+    for c in range(C):
         g[c] = b2[c]
-    for j in range(h.shape[0]):
+    for j in range(R):
         hj = h[j]
-        for c in range(c0, c1):
+        for c in range(C):
             g[c] += hj * w2t[j, c]
-    apply_span(g, c0, c1, gate, np.float32(0.0))
+    apply_span(g, 0, C, gate, np.float32(0.0))
 
 
 @njit(**JIT)
@@ -151,79 +121,12 @@ def _se_planes(x, y, w1t, b1, w2t, b2, act, gate):
     _scale(x, g, y)
 
 
-@njit(**PARALLEL_JIT)
-def _pool_split(x, p, B, P, inv, nt):
-    """:func:`_pool_blocked` of one image in ``nt`` ranges of blocks."""
-    for t in prange(nt):
-        b0, b1 = _part(B, t, nt, 1)
-        if b1 > b0:
-            _pool_blocks(x, p, b0, b1, P, inv)
-
-
-@njit(**PARALLEL_JIT)
-def _excite_scale_split(x, y, p, s, hs, B, P, w1t, b1, w2t, b2, act, gate, nt):
-    """The excitation and the scale of one image in ``nt`` ranges of blocks: each part computes the
-    (small) squeeze whole in its own ``hs[t]``, then the gates and the scale of its blocks."""
-    C = w1t.shape[0]
-    for t in prange(nt):
-        k0, k1 = _part(B, t, nt, 1)
-        if k1 > k0:
-            h = hs[t]
-            _squeeze(p, w1t, b1, act, h)
-            _gate(h, w2t, b2, gate, s, k0 * LANES, min(C, k1 * LANES))
-            _scale_blocks(x, s, y, k0, k1, P)
-
-
-def squeeze_excite_split(layer: Layer, net: Network) -> list[Candidate]:
-    """At more than one intra-op thread, the NCHW16c layer in two regions on numba's OpenMP team
-    (``numba_split``): the pool by ranges of channel blocks, then per range of blocks the squeeze
-    (each part its own, whole: a few thousand multiply-adds), the range's gates and its scale. Timed
-    against the one-thread kernel, whatever the layer's size (mobilenet_v3's are 10-50 us alone:
-    libgomp's workers spin between an engine call's regions); the bits of :func:`_se_blocked`."""
-    nt = _threads.count()
-    a = layer.attrs
-    if nt <= 1 or "nchwc" not in a or net.shape(layer.inputs[0])[1] < 2:
-        return []
-    w1t, b1, w2t, b2, act, gate = _weights(a)
-    N = a["x_shape"][0]
-    B, L = net.shape(layer.inputs[0])[1], net.shape(layer.inputs[0])[4]
-    P = int(np.prod(a["x_shape"][2:]))
-    inv = np.full(L, np.float32(1.0) / np.float32(P), np.float32)
-    C, R = w1t.shape
-
-    def build() -> Kernel:
-        gov = (_threads.Governor(nt, timed_on_team=False), _threads.Governor(nt, timed_on_team=False))
-        tls = threading.local()   # (the means, gates and squeezes of a call: per calling thread, a RuntimePool's)
-
-        def run(x, y):
-            bufs = getattr(tls, "bufs", None)
-            if bufs is None:   # (the padding channels' gate stays 1: no part writes it)
-                bufs = tls.bufs = (np.empty(B * LANES, np.float32), np.ones(B * LANES, np.float32),
-                                   np.empty((nt, R), np.float32))
-            p, s, hs = bufs
-            xf, yf = x.reshape(N, -1), y.reshape(N, -1)
-            for n in range(N):
-                gov[0].run(_pool_split, xf[n], p, B, P, inv, nt)
-                gov[1].run(_excite_scale_split, xf[n], yf[n], p, s, hs, B, P, w1t, b1, w2t, b2, act, gate, nt)
-        return Kernel(run, keep=gov)
-    return [Candidate("numba_split", build, blas="omp")]
-
-
-def squeeze_excite_threaded(layer: Layer, net: Network) -> bool:
-    """Whether the layer has a ``numba_split`` candidate (the table's ``threaded``)."""
-    return _threads.count() > 1 and "nchwc" in layer.attrs and net.shape(layer.inputs[0])[1] >= 2
-
-
-def _weights(a) -> tuple:
-    w1t, w2t = np.ascontiguousarray(a["w1"].T, np.float32), np.ascontiguousarray(a["w2"].T, np.float32)
-    b1, b2 = np.ascontiguousarray(a["b1"], np.float32), np.ascontiguousarray(a["b2"], np.float32)
-    return w1t, b1, w2t, b2, CODES[a["act"]], CODES[a["gate"]]
-
-
 def squeeze_excite(layer: Layer, net: Network):
     """``y = x * gate(W2 act(W1 mean_hw(x) + b1) + b2)`` (per image and channel), one compiled call."""
     a = layer.attrs
-    w1t, b1, w2t, b2, act, gate = _weights(a)
+    w1t, w2t = np.ascontiguousarray(a["w1"].T, np.float32), np.ascontiguousarray(a["w2"].T, np.float32)
+    b1, b2 = np.ascontiguousarray(a["b1"], np.float32), np.ascontiguousarray(a["b2"], np.float32)
+    act, gate = CODES[a["act"]], CODES[a["gate"]]
     if "nchwc" in a:   # NCHW16c in and out (builder/layout.py)
         N = a["x_shape"][0]
         B, L = net.shape(layer.inputs[0])[1], net.shape(layer.inputs[0])[4]

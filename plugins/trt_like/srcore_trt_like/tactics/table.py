@@ -43,8 +43,6 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("attention_heads", "numpy", simple("numpy", attention.heads_numpy, blas="openblas")),
     Tactic("attention_heads", "numba", simple("numba", attention.heads_numba)),
     Tactic("squeeze_excite", "numba", simple("numba", squeeze_excite.squeeze_excite)),
-    Tactic("squeeze_excite", "numba_split", squeeze_excite.squeeze_excite_split,
-           threaded=squeeze_excite.squeeze_excite_threaded),
     Tactic("fused_pointwise", "numba", pointwise.candidates),
     Tactic("fused_pointwise", "numpy", simple("numpy", numpy_layers.fused_pointwise)),
     Tactic("softmax", "numba", simple("numba", nn.softmax)),
