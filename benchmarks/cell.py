@@ -34,6 +34,9 @@ ENGINE_RUNNERS = {
     # without the SIMD convs split over the intra-op threads (same as trt_like at 1 thread): A/B of the split
     "trt_like_unsplit": (("trt_like", "cpu"), {"exclude_tactics": ["simd_direct_split", "depthwise_simd_split",
                                                                    "simd_direct_split+max_pool"]}),
+    # without the SIMD direct conv split over the OpenMP team (simd_direct_omp, simd_direct_rows_omp): A/B of those
+    "trt_like_simd_omp_unsplit": (("trt_like", "cpu"), {"exclude_tactics": [
+        "simd_direct_omp", "simd_direct_rows_omp", "simd_direct_omp+max_pool", "simd_direct_rows_omp+max_pool"]}),
     # with the NCHW16c 1x1 / depthwise layers split over the OpenMP team offered (off by default): A/B of those
     "trt_like_nchwc_split": (("trt_like", "cpu"), {"nchwc_split": True}),
     # with them split by bands of rows offered instead (off by default): A/B of those
@@ -49,6 +52,9 @@ ENGINE_RUNNERS = {
     # without the OpenMP splits of attention heads, group norms, resizes, softmax and layer norm rows
     # (mkl_heads_omp, numba_split): A/B of those splits
     "trt_like_omp_unsplit": (("trt_like", "cpu"), {"exclude_tactics": ["mkl_heads_omp", "numba_split"]}),
+    # without the NCHW16c dense conv's splits over the OpenMP team (conv_nchw16c_omp, conv_nchw16c_rows_omp):
+    # A/B of those splits (its large layers then split on srcore.conv's Python team, as before them)
+    "trt_like_conv_unsplit": (("trt_like", "cpu"), {"exclude_tactics": ["conv_nchw16c_omp", "conv_nchw16c_rows_omp"]}),
     # fused pointwise kernels at LLVM's default vector width only (no 512-bit twin): A/B of numba_512
     "trt_like_narrow": (("trt_like", "cpu"), {"exclude_tactics": ["numba_512"]}),
     # without the NCHW16c layout between convs (builder/layout.py): A/B of the layout

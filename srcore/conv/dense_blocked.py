@@ -261,6 +261,12 @@ class _Run(SerialTasks):
         self._args = (x.reshape(-1), C, H, W, sh, sw, dh, dw, conv.pads[0][0], conv.pads[1][0], kh, kw, conv.wq,
                       conv.bq, conv.nob, out.reshape(-1), want[2], want[3], conv.lo, conv.hi, conv.act, conv.tag)
 
+    @property
+    def args(self) -> tuple:
+        """:func:`dense_tasks`' arguments before ``(n, b0, b1)``: for a caller that runs the ranges of
+        output blocks its own way (an OpenMP region)."""
+        return self._args
+
     def fill(self, n: int, c0: int, c1: int):
         """Nothing: the kernel reads its input in place."""
 

@@ -342,6 +342,10 @@ class NchwcDenseConv:
         self._none = np.zeros(1, np.float32)
         self._local = threading.local()
         self._bound = nchwc.LastBind()
+        #: a bound call's bands of output rows are at least this many where the plane has the rows (a
+        #: caller splitting each block group's bands over a team sets its team size: on a small plane
+        #: :func:`band_rows` makes one band). The same bits: a pixel's sums do not depend on its band
+        self.min_bands = 1
 
     @property
     def wq(self) -> np.ndarray:
@@ -379,7 +383,7 @@ class NchwcDenseConv:
 class _Run(SerialTasks):
     """One call (the bound-call protocol of :func:`.direct.run_bound`): tasks are (block group,
     band of output rows) pairs; each range of them runs on its thread's own buffers."""
-    __slots__ = ("_args", "_conv", "_entry", "_sizes", "channels", "images", "tasks")
+    __slots__ = ("_args", "_conv", "_entry", "_sizes", "bands", "channels", "images", "rows", "tasks")
 
     def __init__(self, conv: NchwcDenseConv, x, out, residual):
         if conv.blocked_in:
@@ -400,6 +404,10 @@ class _Run(SerialTasks):
         Ho, Wo = out_hw((N, C, H, W), conv.kernel, conv.stride, conv.pads, conv.dilation)
         Wp = max(W + pl + pr, (Wo - 1) * sw + (kw - 1) * dw + 1)
         R = band_rows(Ho, Wo, Wp, sh, (kh - 1) * dh + 1)
+        if conv.min_bands > 1 and -(-Ho // R) < conv.min_bands:
+            R = -(-Ho // min(Ho, conv.min_bands))
+        #: output rows a task takes, bands of them in a block group
+        self.rows, self.bands = R, -(-Ho // R)
         self.images, self.channels, self.tasks = N, 0, len(conv.groups) * -(-Ho // R)
         res = conv._none if residual is None else residual.reshape(-1)
         self._args = (x.reshape(-1), C, H, W, sh, sw, dh, dw, pt, pl, Wp, kh, kw, conv.wq, conv.goff, conv.gb0,
@@ -407,6 +415,18 @@ class _Run(SerialTasks):
                       conv.hi, conv.act, conv.O, Ho, Wo, R, conv.tag, conv.blocked_in, conv.blocked_out)
         self._conv, self._sizes = conv, (((R - 1) * sh + (kh - 1) * dh + 1) * Wp * LANES, R * Wo)
         self._entry = None
+
+    @property
+    def args(self) -> tuple:
+        """:func:`dense_nchwc_tasks`' arguments before ``(xw, sc, n, t0, t1)``: for a caller that runs
+        the task ranges its own way (an OpenMP region), each range with its own window and row
+        buffer, shaped as :meth:`NchwcDenseConv.buffers` makes them for :attr:`buffer_sizes` (task
+        ``t`` is band ``t % bands`` of block group ``t // bands``)."""
+        return self._args
+
+    @property
+    def buffer_sizes(self) -> tuple[int, int]:
+        return self._sizes
 
     def fill(self, n: int, c0: int, c1: int):
         """Nothing: each task copies the input rows it reads."""

@@ -43,17 +43,23 @@ CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "im2col_gemm_team", "packed_gemm", "w
                 "depthwise_simd_blocked", "grouped_depthwise", "patchify_gemm", "patchify_direct", "patchify_dots",
                 "simd_direct", "simd_direct_rows", "simd_direct_oc", "simd_direct_8",
                 "simd_direct_tiled",
+                # ... split over the OpenMP team at more than one intra-op thread, any size
+                "simd_direct_omp", "simd_direct_rows_omp",
                 "pointwise_simd", "pointwise_simd8",
                 # conv_nchw16c's kernel with NCHW on both sides (between NCHW layers)
                 "conv_nchwc_planes",
                 # ... on the block-diagonal dense weight of a conv of 2-4 groups
                 "conv_nchwc_planes_blockdiag",
+                # ... split over the OpenMP team at more than one intra-op thread, any size
+                "conv_nchwc_planes_omp", "conv_nchwc_planes_rows_omp",
                 # layers in the NCHW16c layout (builder/layout.py)
                 "pointwise_nchw16c", "depthwise_nchw16c", "dense_nchw16c", "conv_nchw16c",
                 # ... split over the OpenMP team at more than one intra-op thread, any size
                 "pointwise_nchw16c_omp", "depthwise_nchw16c_omp",
                 # ... by bands of rows
                 "pointwise_nchw16c_rows_omp", "depthwise_nchw16c_rows_omp",
+                # the dense conv's splits over the OpenMP team (by block groups, by rows), always offered
+                "conv_nchw16c_omp", "conv_nchw16c_rows_omp", "dense_nchw16c_omp",
                 # at more than one intra-op thread, large layers
                 "simd_direct_split", "depthwise_simd_split")
 OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl_split", "mkl", "numba", "numba_512", "numba_split", "numpy",

@@ -252,8 +252,13 @@ def test_im2col_gather_paths_by_width():
     assert Im2colGemmTactic(narrow, _data(narrow, 0)[1], None).plan.shape == (9, 40 * 20)
 
 
-def test_conv_tactics_offers_what_applies():
+def test_conv_tactics_offers_what_applies(monkeypatch):
     from srcore.plugin import simd_conv
+
+    from srcore_trt_like.kernels import threads
+
+    # at one intra-op thread (the OpenMP twins offered at more: test_simd_direct_omp.py)
+    monkeypatch.setattr(threads, "count", lambda: 1)
 
     names = lambda spec: [t.name for t in conv_tactics(spec, *_data(spec, 0)[1:3])]  # noqa: E731
     # the oc-lanes block and the 8-lane kernel beside the widest: on a 16-lane CPU only

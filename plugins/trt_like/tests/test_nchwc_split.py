@@ -1,6 +1,6 @@
-"""The NCHW16c 1x1 and depthwise tactics split over the OpenMP team by output channel blocks or by
-bands of rows (``conv/nchwc_split.py``): the bits of the one-thread tactic on a team of 1 or 2 (real threads),
-torch's conv, offered at more than one intra-op thread only, whatever the layer's size."""
+"""The NCHW16c 1x1, depthwise and dense conv tactics split over the OpenMP team by output channel blocks
+or by bands of rows (``conv/nchwc_split.py``): the bits of the one-thread tactic on a team of 1 or 2 (real
+threads), torch's conv, offered at more than one intra-op thread only, whatever the layer's size."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +8,10 @@ import pytest
 
 from srcore.conv.nchwc import from_blocked, to_blocked
 from srcore_trt_like.conv import ConvSpec
-from srcore_trt_like.conv.nchwc import LANES, DepthwiseNchwcTactic, PointwiseNchwcTactic
-from srcore_trt_like.conv.nchwc_split import (DepthwiseNchwcOmpTactic, DepthwiseNchwcRowsTactic,
+from srcore_trt_like.conv.nchwc import (LANES, ConvNchwcTactic, DenseNchwcTactic, DepthwiseNchwcTactic,
+                                        PointwiseNchwcTactic)
+from srcore_trt_like.conv.nchwc_split import (ConvNchwcOmpTactic, ConvNchwcRowsTactic, DenseNchwcOmpTactic,
+                                              DepthwiseNchwcOmpTactic, DepthwiseNchwcRowsTactic,
                                               PointwiseNchwcOmpTactic, PointwiseNchwcRowsTactic, nchwc_omp_builders)
 from srcore_trt_like.kernels import threads as parallel
 from srcore_trt_like.options import tactic_names
@@ -26,27 +28,42 @@ CASES = [  # (spec, (input blocked, output blocked))
     (ConvSpec((1, 36, 9, 9), 36, 3, 1, 1, groups=36, relu=True, residual=True), (True, True)),
     (ConvSpec((1, 48, 10, 8), 48, 3, 1, 1, groups=48), (False, True)),
     (ConvSpec((1, 32, 8, 8), 32, 3, 2, 1, groups=32, activation="relu6"), (True, False)),
+    # dense convs: 3 block groups (4 + 2 + 1 blocks), a plane of one band cut in rows, a residual
+    (ConvSpec((1, 40, 7, 9), 112, 3, 1, 1, relu=True, residual=True), (True, True)),
+    (ConvSpec((2, 20, 13, 11), 72, 3, 2, 1, activation="hardswish"), (False, True)),   # NCHW in, 2 images
+    (ConvSpec((1, 48, 30, 30), 80, 3, 1, 1), (True, False)),                           # many bands, NCHW out
+    (ConvSpec((1, 24, 5, 6), 36, 5, 1, 2, activation="leaky_relu", negative_slope=0.2), (True, True)),
+    # a stem (dense_nchw16c's kernel: NCHW in on 3 channels, no residual): by output blocks only
+    (ConvSpec((2, 3, 21, 19), 40, 3, 2, 1, activation="hardswish"), (False, True)),
 ]
 
 
-# (a depthwise layer is split by rows only with an NCHW16c input)
-SPLITS = [(spec, blocked, rows) for spec, blocked in CASES for rows in (False, True)
-          if not (rows and spec.groups > 1 and not blocked[0])]
+# (a depthwise layer is split by rows only with an NCHW16c input; a stem is the dense kernel's case
+# split by blocks, and the few-channel kernel's, "stem")
+SPLITS = [(spec, blocked, rows) for spec, blocked in CASES for rows in (False, True, "stem")
+          if not (rows and spec.groups > 1 and not blocked[0])
+          and (rows != "stem" or spec.x_shape[1] <= 4) and not (spec.x_shape[1] <= 4 and rows is True)]
 
 
 @pytest.mark.parametrize("spec,blocked,rows", SPLITS)
 def test_split_gives_the_one_thread_bits_on_any_team(spec, blocked, rows, monkeypatch):
     """By blocks on 2 threads; by rows on 3 (uneven bands; a depthwise band's first and last rows read
     the halo of the neighbouring bands and the zero rows; a 6-wide plane's slots spill past a row)."""
-    one_cls, split_cls = (PointwiseNchwcTactic, PointwiseNchwcRowsTactic if rows else PointwiseNchwcOmpTactic) \
-        if spec.groups == 1 else (DepthwiseNchwcTactic, DepthwiseNchwcRowsTactic if rows else DepthwiseNchwcOmpTactic)
+    if spec.groups > 1:
+        one_cls, split_cls = DepthwiseNchwcTactic, DepthwiseNchwcRowsTactic if rows else DepthwiseNchwcOmpTactic
+    elif spec.kernel == (1, 1):
+        one_cls, split_cls = PointwiseNchwcTactic, PointwiseNchwcRowsTactic if rows else PointwiseNchwcOmpTactic
+    elif rows == "stem":
+        one_cls, split_cls = DenseNchwcTactic, DenseNchwcOmpTactic
+    else:
+        one_cls, split_cls = ConvNchwcTactic, ConvNchwcRowsTactic if rows else ConvNchwcOmpTactic
     x, w, b, res = conv_case(spec)
     xin = to_blocked(x, LANES) if blocked[0] else x
     rin = res if res is None or not blocked[1] else to_blocked(res, LANES)
     one = one_cls(spec, w, b, blocked)
     want = np.empty(one.out_shape, np.float32)
     one._run(xin, want, rin)
-    nt = 3 if rows else 2
+    nt = 3 if rows is True else 2
     split = split_cls(spec, w, b, blocked, threads=nt)
     for size in (1, nt, nt, 1, nt):   # the region on the calling thread alone or on the team
         monkeypatch.setattr(parallel.Governor, "team", lambda self, size=size: size)
@@ -74,8 +91,16 @@ def test_offered_at_two_threads_on_small_layers_beside_the_one_thread_tactic(mon
     nchw_in = [n for n, _ in nchwc_omp_builders(small_dw, np.ones(small_dw.weight_shape, np.float32), None,
                                                 (False, True))]
     assert nchw_in == ["depthwise_nchw16c_omp"]   # (each band would transpose the whole NCHW plane)
+    dense = lambda O, H: names(ConvSpec((1, 16, H, H), O, 3, 1, 1))
+    assert dense(64, 7) == ["conv_nchw16c_rows_omp"]                           # one block group: only by rows
+    assert dense(96, 7) == ["conv_nchw16c_omp", "conv_nchw16c_rows_omp"]       # groups of 4 and 2 blocks
+    assert dense(96, 1) == ["conv_nchw16c_omp"]
+    stem = [n for n, _ in nchwc_omp_builders(ConvSpec((1, 3, 9, 9), 32, 3, 2, 1), np.ones((32, 3, 3, 3), np.float32),
+                                             None, (False, True))]
+    assert stem == ["conv_nchw16c_rows_omp", "dense_nchw16c_omp"]   # (2 blocks: one block group)
     assert {"pointwise_nchw16c_omp", "depthwise_nchw16c_omp", "pointwise_nchw16c_rows_omp",
-            "depthwise_nchw16c_rows_omp"} <= set(tactic_names())
+            "depthwise_nchw16c_rows_omp", "conv_nchw16c_omp", "conv_nchw16c_rows_omp", "dense_nchw16c_omp",
+            "dense_nchw16c_omp+max_pool"} <= set(tactic_names())
 
 
 def test_left_out_of_the_choice_unless_the_engine_option_asks_for_them():
@@ -93,6 +118,43 @@ def test_left_out_of_the_choice_unless_the_engine_option_asks_for_them():
         assert excluded(name, {}) and excluded(name, {"nchwc_split": True})
         assert not excluded(name, {"nchwc_rows": True})
     assert not excluded("pointwise_nchw16c", {})
+    for name in ("conv_nchw16c_omp", "conv_nchw16c_rows_omp"):   # the dense conv's: offered unless nchwc=False
+        assert not excluded(name, {}) and excluded(name, {"nchwc": False}) and excluded(name, {"exclude_tactics": [name]})
     check_options({"nchwc_split": True, "nchwc_rows": False})
     with pytest.raises(EngineOptionError, match="nchwc_split"):
         check_options({"nchwc_split": "yes"})
+
+
+@pytest.mark.parametrize("split", ["dense_nchw16c_omp", "conv_nchw16c_omp", "conv_nchw16c_rows_omp"])
+def test_a_stem_with_its_max_pool_split_over_the_team_in_an_engine(split):
+    """A stem conv + max pool layer (NCHW in, NCHW16c between) on each OpenMP twin, forced through
+    ``exclude_tactics`` at 2 intra-op threads: the one-thread tactic's bits and torch's result."""
+    torch = pytest.importorskip("torch")
+    from threadpoolctl import threadpool_limits
+
+    import srcore
+
+    nn = torch.nn
+    torch.manual_seed(5)
+    m = nn.Sequential(nn.Conv2d(3, 40, 3, 2, 1), nn.ReLU(), nn.MaxPool2d(3, 2, 1), nn.Conv2d(40, 24, 1)).eval()
+    x = torch.randn(1, 3, 30, 26)
+    model = srcore.from_torchscript(torch.jit.script(m), (x,))
+    pool_tactics = [f"{n}+max_pool" for n in ("conv_nchw16c", "dense_nchw16c", "conv_nchw16c_omp",
+                                              "conv_nchw16c_rows_omp", "dense_nchw16c_omp")]
+
+    def engine(keep):
+        opts = srcore.Options(backends=("trt_like", "cpu"), engine_options={
+            "nchwc": True, "timing": False, "exclude_tactics": [t for t in pool_tactics if t != keep]})
+        sm = srcore.StaticModule(model, options=opts)
+        return sm, "\n".join(e.description for e in sm.partition.engines)
+
+    with threadpool_limits(2):
+        if parallel.count() < 2:
+            pytest.skip("one intra-op thread here")
+        one, _ = engine(f"{split.removesuffix('_omp').removesuffix('_rows')}+max_pool")
+        sm, desc = engine(f"{split}+max_pool")
+        assert f"[{split}+max_pool]" in desc, desc
+        want = one(x.numpy())
+        assert all(np.array_equal(sm(x.numpy()), want) for _ in range(3))
+    with torch.no_grad():
+        np.testing.assert_allclose(want, m(x).numpy(), rtol=1e-4, atol=1e-4)

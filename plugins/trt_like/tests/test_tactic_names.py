@@ -26,8 +26,10 @@ pytestmark = pytest.mark.one_pass
 
 #: (x_shape, out_channels, kernel, stride, padding, groups): 1x1 (stride 1 and 2), 3x3 dense
 #: (Winograd), 5x5 dense, grouped, depthwise 3x3 and 5x5 at stride 1 and 2, one input channel, a long
-#: row, 1x1 and depthwise over two channel blocks (the NCHW16c splits), a 3x3/3 patchify conv
-_CONVS = [((1, 4, 1, 1100), 4, 3, 2, 1, 1),
+#: row, 1x1 and depthwise over two channel blocks (the NCHW16c splits), a 3x3/3 patchify conv, a stem
+#: over three output blocks (the dense NCHW16c splits), an NCHW 3x3 over five output blocks (two block
+#: groups: conv_nchwc_planes' split by groups)
+_CONVS = [((1, 4, 1, 1100), 4, 3, 2, 1, 1), ((1, 3, 9, 9), 48, 3, 2, 1, 1), ((1, 8, 9, 9), 80, 3, 1, 1, 1),
           ((1, 8, 9, 9), 16, 1, 1, 0, 1), ((1, 8, 9, 9), 16, 1, 2, 0, 1), ((1, 8, 9, 9), 16, 3, 1, 1, 1),
           ((1, 8, 9, 9), 4, 5, 2, 2, 1), ((1, 8, 9, 9), 8, 3, 1, 1, 2), ((1, 8, 9, 9), 8, 3, 1, 1, 8),
           ((1, 8, 9, 9), 8, 5, 2, 2, 8), ((1, 1, 9, 9), 4, 3, 1, 1, 1),
@@ -49,6 +51,7 @@ def _conv_names(monkeypatch, threads: int) -> set[str]:
             names |= {name for name, _ in nchwc_split.nchwc_omp_builders(spec, weight, None, (True, True))}
         elif g == 1:                                                    # a dense conv, NCHW in (a stem) or not
             names |= {name for name, _ in nchwc_tactic_builders(spec, weight, None, (False, True))}
+            names |= {name for name, _ in nchwc_split.nchwc_omp_builders(spec, weight, None, (False, True))}
     return names
 
 

@@ -150,8 +150,14 @@ def _clamp(spec: ConvSpec) -> dict:
 def nchwc_tactic_builders(spec: ConvSpec, weight, bias, blocked: tuple[bool, bool], threads: int = 1):
     """``(name, build)`` of the tactic for a conv layer with an NCHW16c side (one per layer kind)."""
     if spec.groups == 1 and (spec.kernel, spec.stride, spec.padding) != ((1, 1), (1, 1), (0, 0)):
+        # on one thread at any count: its split is its OpenMP twins' (nchwc_split.py, offered beside it
+        # at more than one intra-op thread and timed). On srcore.conv's Python team it was ungoverned and
+        # its worker a third thread beside the caller and libgomp's worker, which spins after the
+        # engine's OpenMP regions: unet_small at 2 threads (2026-11-28, loaded 2-vCPU Sapphire Rapids,
+        # per-thread schedstat) had that worker waiting for a core in 196-199 of 200 calls, 0-2 calls
+        # of 200 clean; built on one thread, 107-152 clean
         dense = [(ConvNchwcTactic.name, lambda layout=None: ConvNchwcTactic(
-            spec, weight, bias, blocked, layout, threads))]
+            spec, weight, bias, blocked, layout, 1))]
         if blocked == (False, True) and not spec.residual:   # (the stem kernel: no input copy, wins on few channels)
             dense.append((DenseNchwcTactic.name, lambda layout=None: DenseNchwcTactic(
                 spec, weight, bias, blocked, layout, threads)))

@@ -1,17 +1,26 @@
-"""The NCHW16c 1x1 and depthwise tactics split over numba's OpenMP team by output channel blocks
-(:mod:`..kernels.blocked_split`): ``pointwise_nchw16c_omp`` and ``depthwise_nchw16c_omp``, or by bands
-of rows: ``pointwise_nchw16c_rows_omp`` and ``depthwise_nchw16c_rows_omp``, offered
+"""The NCHW16c tactics split over numba's OpenMP team by output channel blocks
+(:mod:`..kernels.blocked_split`): ``pointwise_nchw16c_omp``, ``depthwise_nchw16c_omp`` and
+``conv_nchw16c_omp`` (the dense conv: ranges of its (block group, band) tasks), ``dense_nchw16c_omp``
+(a stem's conv from few NCHW channels), or by bands of rows:
+``pointwise_nchw16c_rows_omp``, ``depthwise_nchw16c_rows_omp`` and ``conv_nchw16c_rows_omp``, offered
 beside their one-thread tactics at more than one intra-op thread whatever the layer's size (a
 mobile net's layers are all under :data:`..kernels.threads.PARALLEL_MIN_WORK`); the builder times
 both and keeps the faster, never the split by rule. Each region runs under a
 :class:`..kernels.threads.Governor` (a taken core puts the layer back on the calling thread at run
-time) and gives the one-thread kernel's bits."""
+time) and gives the one-thread kernel's bits.
+
+The dense conv's twins are not behind an engine option (the 1x1 and depthwise ones are: they lost in
+mobilenet_v3's sequence on a loaded machine): where the layer is large enough to split at all, its
+one-thread tactic splits on ``srcore.conv``'s Python team, whose worker sleeps between layers and
+is woken by a futex and the GIL, where libgomp's workers spin between an engine call's regions."""
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 
 from ..kernels import threads as _threads
-from .nchwc import LANES, DepthwiseNchwcTactic, PointwiseNchwcTactic
+from .nchwc import LANES, ConvNchwcTactic, DenseNchwcTactic, DepthwiseNchwcTactic, PointwiseNchwcTactic
 from .spec import ConvSpec
 
 
@@ -90,16 +99,100 @@ class DepthwiseNchwcRowsTactic(DepthwiseNchwcOmpTactic):
             self.governor.run(depthwise_rows, run.args, xb, tb, n, self.nt)
 
 
+class ConvNchwcOmpTactic(ConvNchwcTactic):
+    """:class:`.ConvNchwcTactic` with each image's (block group, band) tasks in ``threads`` ranges, block
+    group major: whole groups of output blocks per thread where there are enough of them."""
+    name = "conv_nchw16c_omp"
+
+    def __init__(self, spec: ConvSpec, weight, bias, blocked: tuple[bool, bool], layout=None, threads: int = 2):
+        super().__init__(spec, weight, bias, blocked, layout, threads=1)
+        self.nt = threads
+        self.governor = _threads.Governor(threads)
+        self._local = threading.local()
+
+    def serial_calls(self, x, out, residual):
+        return None   # (never the one-thread kernel's calls in its place)
+
+    def _buffers(self, run):
+        """Each part's window and row buffer (rows of two arrays, 64-byte aligned: their sizes are
+        multiples of 16 floats), made once per size and calling thread (a RuntimePool's calls run at
+        once), zeroed (the window's side columns stay zero)."""
+        sizes = run.buffer_sizes
+        bufs = getattr(self._local, "bufs", None)
+        if bufs is None or bufs[0] != sizes:
+            from srcore.plugin import simd_conv
+
+            window, pixels = sizes
+            zeros = lambda size: simd_conv.aligned(np.zeros(self.nt * size, np.float32)).reshape(self.nt, size)
+            bufs = self._local.bufs = (sizes, zeros(window), zeros(4 * pixels * LANES))
+        return bufs[1:]
+
+    def _run(self, x, out, residual):
+        from ..kernels.blocked_split import dense
+
+        run = self.conv.bind(x, out, residual)
+        xw, sc = self._buffers(run)
+        for n in range(run.images):
+            self.governor.run(dense, run.args, xw, sc, n, self.nt, run.tasks)
+
+
+class ConvNchwcRowsTactic(ConvNchwcOmpTactic):
+    """:class:`.ConvNchwcTactic` with each image's bands of output rows in ``threads`` ranges, every
+    block group in each: a thread reads only its rows of the input (and the taps' halo). The conv
+    makes at least ``threads`` bands (a small plane's one band cut in rows; the same bits)."""
+    name = "conv_nchw16c_rows_omp"
+
+    def __init__(self, spec: ConvSpec, weight, bias, blocked: tuple[bool, bool], layout=None, threads: int = 2):
+        super().__init__(spec, weight, bias, blocked, layout, threads)
+        self.conv.min_bands = threads
+
+    def _run(self, x, out, residual):
+        from ..kernels.blocked_split import dense_rows
+
+        run = self.conv.bind(x, out, residual)
+        xw, sc = self._buffers(run)
+        groups = len(self.conv.groups)
+        for n in range(run.images):
+            self.governor.run(dense_rows, run.args, xw, sc, n, self.nt, run.bands, groups)
+
+
+class DenseNchwcOmpTactic(DenseNchwcTactic):
+    """:class:`.DenseNchwcTactic` (a stem: NCHW in on few channels, NCHW16c out) with each image's output
+    blocks in ``threads`` ranges."""
+    name = "dense_nchw16c_omp"
+
+    def __init__(self, spec: ConvSpec, weight, bias, blocked: tuple[bool, bool], layout=None, threads: int = 2):
+        super().__init__(spec, weight, bias, blocked, layout, threads=1)
+        self.nt = threads
+        self.governor = _threads.Governor(threads)
+
+    def serial_calls(self, x, out, residual):
+        return None   # (never the one-thread kernel's calls in its place)
+
+    def _run(self, x, out, residual):
+        from ..kernels.blocked_split import dense_few
+
+        run = self.conv.bind(x, out, None)
+        for n in range(run.images):
+            self.governor.run(dense_few, run.args, n, self.nt, run.tasks)
+
+
 def nchwc_omp_builders(spec: ConvSpec, weight, bias, blocked: tuple[bool, bool]):
-    """``(name, build)`` of the split twins of a 1x1 or depthwise NCHW16c layer's tactic at more than
-    one intra-op thread: by output channel blocks (more than one to split) and by rows (more than
-    one output row; a depthwise one with an NCHW16c input), else none."""
+    """``(name, build)`` of the split twins of an NCHW16c layer's tactic at more than one intra-op
+    thread: by output channel blocks (more than one to split; a dense conv: more than one block
+    group) and by rows (more than one output row; a depthwise one with an NCHW16c input), else none."""
     threads = _threads.count()
     if threads <= 1:
         return []
-    blocks, rows = -(-spec.out_channels // LANES) >= 2, spec.out_shape[2] >= 2
+    nob = -(-spec.out_channels // LANES)
+    blocks, rows = nob >= 2, spec.out_shape[2] >= 2
     kinds = []
-    if spec.groups == 1 and (spec.kernel, spec.stride, spec.padding) == ((1, 1), (1, 1), (0, 0)):
+    if spec.groups == 1 and (spec.kernel, spec.stride, spec.padding) != ((1, 1), (1, 1), (0, 0)):
+        from srcore.plugin import simd_dense_nchwc
+
+        kinds = [(ConvNchwcOmpTactic, len(simd_dense_nchwc.block_groups(nob)) >= 2), (ConvNchwcRowsTactic, rows),
+                 (DenseNchwcOmpTactic, blocks and blocked == (False, True) and not spec.residual)]
+    elif spec.groups == 1:
         kinds = [(PointwiseNchwcOmpTactic, blocks), (PointwiseNchwcRowsTactic, rows)]
     elif spec.groups > 1 and spec.groups == spec.x_shape[1] == spec.out_channels:
         kinds = [(DepthwiseNchwcOmpTactic, blocks), (DepthwiseNchwcRowsTactic, rows and blocked[0])]

@@ -1,6 +1,7 @@
 """The SIMD conv kernels split over the intra-op threads at the caller: ``simd_direct_split`` and
 ``depthwise_simd_split``, offered beside their one-thread tactics at more than one intra-op thread
-(the builder times both on the layer's shapes and keeps the faster).
+(the builder times both on the layer's shapes and keeps the faster); and the direct conv's same split
+over numba's OpenMP team instead, ``simd_direct_omp`` / ``simd_direct_rows_omp`` (at the end).
 
 srcore's kernels (``srcore.plugin.simd_conv`` / ``simd_depthwise``) do each image in two steps, a
 padded, phase-split copy of the input and the register-block tasks; a bound call (``conv.bind``,
@@ -20,6 +21,10 @@ resnet stem's time and stayed on one core.
 """
 from __future__ import annotations
 
+from srcore.plugin import simd_conv
+
+from ..errors import TacticSpecError
+from ..kernels import threads as _threads
 from ..kernels.blas_team import TeamParts, ranges
 from .depthwise import DepthwiseSimdTactic
 from .simd_direct import SimdDirectTactic
@@ -59,3 +64,38 @@ class DepthwiseSimdSplitTactic(TeamParts, DepthwiseSimdTactic):
 
     def _run(self, x, out, residual):
         _split(self, self.conv.bind(x, out, residual))
+
+
+class SimdDirectOmpTactic(SimdDirectTactic):
+    """:class:`.SimdDirectTactic` with each image's phase copy (by input channels) and tasks (bands of
+    output rows x channel blocks) in ``threads`` ranges over numba's OpenMP team, one region an image
+    (:func:`..kernels.direct_split.direct`), governed: the same pool as the engine's packed convs, group
+    norms and resizes (``numba_split``), whose worker is still spinning when this layer starts, where
+    ``simd_direct_split``'s Python team is a third thread to wake. The bits of the one-thread tactic,
+    whose layout it keeps."""
+    name = "simd_direct_omp"
+
+    def __init__(self, spec: ConvSpec, weight, bias, layout=None, threads: int = 2):
+        super().__init__(spec, weight, bias, layout, threads=1)
+        self.nt = threads
+        self.governor = _threads.Governor(threads)
+
+    def serial_calls(self, x, out, residual):
+        return None   # (never the one-thread kernel's calls in its place)
+
+    def _run(self, x, out, residual):
+        from ..kernels.direct_split import direct
+
+        run = self.conv.bind(x, out, residual)
+        if run._kernel is not simd_conv.conv_tasks:   # (the oc-lanes kernel: not this tactic's)
+            raise TacticSpecError(f"{self.name}: the rows / pairs / flat kernel only")
+        sh, sw, pt, pl = run._fill
+        for n in range(run.images):
+            self.governor.run(direct, run._x, n, sh, sw, pt, pl, run._cstep, run._grid, run._args, run.channels,
+                              run.tasks, self.nt)
+
+
+class SimdDirectRowsOmpTactic(SimdDirectOmpTactic):
+    """:class:`SimdDirectOmpTactic` on the row-interleaved input copy (``simd_direct_rows``' layout)."""
+    name = "simd_direct_rows_omp"
+    rows_interleaved = True

@@ -50,6 +50,8 @@ the GEMM just wrote, while it is in cache).
 ``simd_direct_split``, ``depthwise_simd_split``  at more than one intra-op thread, large layers: the
                     two SIMD kernels with their input copy and tasks in fixed parts on the thread
                     team (``simd_split.py``; the bits of the one-thread tactic)
+``simd_direct_omp``, ``simd_direct_rows_omp``  at more than one intra-op thread, any size: the SIMD
+                    direct conv's copy and tasks in ranges over numba's OpenMP team (``simd_split.py``)
 =================== ========================================================================
 """
 from __future__ import annotations
@@ -72,7 +74,9 @@ from .patchify import PatchifyDirectTactic, PatchifyDotsTactic, PatchifyGemmTact
 from .simd_1x1 import Simd1x1Lanes8Tactic, Simd1x1Tactic, simd_1x1_applies
 from .simd_direct import (SimdDirect8Tactic, SimdDirectOcTactic, SimdDirectRowsTactic, SimdDirectTactic,
                           SimdDirectTiledTactic, simd_direct_applies)
-from .simd_split import DepthwiseSimdSplitTactic, SimdDirectSplitTactic
+from .planes_split import planes_omp_builders
+from .simd_split import (DepthwiseSimdSplitTactic, SimdDirectOmpTactic, SimdDirectRowsOmpTactic,
+                         SimdDirectSplitTactic)
 from .spec import ConvSpec, ConvTactic
 from .winograd import WinogradTactic, transform_weight, winograd_applies
 from .winograd_packed import WinogradPackedTactic
@@ -180,17 +184,24 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
         if threads > 1:
             out.append((SimdDirectSplitTactic.name,
                         lambda layout=None: SimdDirectSplitTactic(spec, weight, bias, layout, threads)))
+        omp = _threads.count()
+        if omp > 1 and spec.out_shape[2] * spec.out_channels > 1:
+            # the same split on numba's OpenMP team, any size (simd_split.py): its worker spins between
+            # an engine call's regions, where the Python team is a third thread to wake; timed
+            for cls in (SimdDirectOmpTactic, SimdDirectRowsOmpTactic):
+                out.append((cls.name, lambda layout=None, cls=cls: cls(spec, weight, bias, layout, omp)))
     if spec.groups == 1 and (spec.kernel, spec.stride, spec.padding) != ((1, 1), (1, 1), (0, 0)):
         # the NCHW16c dense kernel with NCHW on both sides (the window transposed in registers):
         # ahead of the SIMD direct conv on some small-plane layers (ConvNeXt's 2x2 s2 downsample on
         # 8x8, 16 -> 32: 8.1 -> 5.4 us), behind on others
-        out.append((ConvNchwcPlanesTactic.name,
-                    lambda layout=None: ConvNchwcPlanesTactic(spec, weight, bias, layout, threads)))
+        # (on one thread: its split is its OpenMP twins', planes_split.py)
+        out.append((ConvNchwcPlanesTactic.name, lambda layout=None: ConvNchwcPlanesTactic(spec, weight, bias, layout)))
+        out += planes_omp_builders(spec, weight, bias)
     if (1 < spec.groups <= BLOCK_DIAGONAL_MAX_GROUPS and spec.groups < spec.x_shape[1]
             and (spec.kernel, spec.stride, spec.padding) != ((1, 1), (1, 1), (0, 0))):   # (as conv_nchwc_planes)
         dense = attrs.evolve(spec, groups=1)
         out.append((ConvNchwcPlanesTactic.name + "_blockdiag", lambda layout=None: ConvNchwcPlanesTactic(
-            dense, block_diagonal(np.asarray(weight, np.float32), spec.groups), bias, layout, threads)))
+            dense, block_diagonal(np.asarray(weight, np.float32), spec.groups), bias, layout)))
     if patchify_applies(spec):
         out.append((PatchifyGemmTactic.name, lambda layout=None: PatchifyGemmTactic(spec, weight, bias, layout)))
         out.append((PatchifyDirectTactic.name, lambda layout=None: PatchifyDirectTactic(spec, weight, bias, layout)))

@@ -1,6 +1,7 @@
-"""srcore's NCHW16c 1x1 and depthwise kernels (``srcore.plugin.simd_pointwise_blocked`` /
-``simd_depthwise_blocked``) over numba's OpenMP team: one ``parallel=True`` region per image, part
-``t`` of ``nt`` taking the t-th range of output channel blocks (see ``threads.py`` for the layer).
+"""srcore's NCHW16c 1x1, depthwise and dense kernels (``srcore.plugin.simd_pointwise_blocked`` /
+``simd_depthwise_blocked`` / ``simd_dense_nchwc``) over numba's OpenMP team: one ``parallel=True``
+region per image, part ``t`` of ``nt`` taking the t-th range of output channel blocks or of bands of
+rows (see ``threads.py`` for the layer).
 
 The layers of a mobile net are small (15-200 us each on the 2-vCPU Sapphire Rapids VM, 2-15 M
 multiply-adds, under :data:`.threads.PARALLEL_MIN_WORK`): too short for the Python team's hand-over
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 from numba import njit, prange
 
+from srcore.plugin import simd_dense_blocked as _db
+from srcore.plugin import simd_dense_nchwc as _dn
 from srcore.plugin import simd_depthwise_blocked as _dwb
 from srcore.plugin import simd_pointwise_blocked as _pwb
 
@@ -22,6 +25,7 @@ from .parallel import _part
 
 _pwb_tasks, _dwb_tasks = _pwb.pwb_tasks, _dwb.dwb_tasks
 _pwb_range, _dwb_range = _pwb.pwb_range, _dwb.dwb_range
+_dn_tasks, _db_tasks = _dn.dense_nchwc_tasks, _db.dense_tasks
 LANES = _dwb.LANES
 
 
@@ -77,3 +81,37 @@ def depthwise_rows(args, xb, tb, n, nt):
         h0, h1 = _part(ho, t, nt, 1)
         if h1 > h0:
             _dwb_range(*args, xb[t], tb[t], n, 0, blocks, h0, h1)
+
+
+@njit(**PARALLEL_JIT)
+def dense(args, xw, sc, n, nt, tasks):
+    """Image ``n`` of a bound :class:`NchwcDenseConv` call (its ``args``) in ``nt`` ranges of its
+    ``tasks`` (block group major: whole block groups when there are ``nt`` of them or more);
+    ``xw``/``sc`` (nt, ...): each part's window (zeroed once: only its interior is written) and row
+    buffer."""
+    for t in prange(nt):
+        t0, t1 = _part(tasks, t, nt, 1)
+        if t1 > t0:
+            _dn_tasks(*args, xw[t], sc[t], n, t0, t1)
+
+
+@njit(**PARALLEL_JIT)
+def dense_rows(args, xw, sc, n, nt, bands, groups):
+    """Image ``n`` of a bound :class:`NchwcDenseConv` call in ``nt`` ranges of its ``bands`` of output
+    rows, every block group in each (a group's bands one after the other: its weights stay in the
+    core's cache): part ``t`` reads only its band's input rows and the taps' halo."""
+    for t in prange(nt):
+        k0, k1 = _part(bands, t, nt, 1)
+        if k1 > k0:
+            for g in range(groups):
+                _dn_tasks(*args, xw[t], sc[t], n, g * bands + k0, g * bands + k1)
+
+
+@njit(**PARALLEL_JIT)
+def dense_few(args, n, nt, nob):
+    """Image ``n`` of a bound :class:`BlockedDenseConv` call (NCHW in: a stem's few channels) in ``nt``
+    ranges of its ``nob`` output blocks (each part reads the whole, small, input)."""
+    for t in prange(nt):
+        b0, b1 = _part(nob, t, nt, 1)
+        if b1 > b0:
+            _db_tasks(*args, n, b0, b1)

@@ -336,16 +336,18 @@ def _on_caller(wrap: Callable, cand: Candidate) -> Candidate:
 
 
 def excluded(name: str, options: dict[str, Any]) -> bool:
-    """Whether engine options rule tactic ``name`` out (``mkl=False``; ``nchwc_split`` / ``nchwc_rows`` unset or
-    false; ``nchwc=False``: every NCHW16c kernel; ``exclude_tactics=[...]``)."""
+    """Whether engine options rule tactic ``name`` out (``mkl=False``; the NCHW16c 1x1 and depthwise splits
+    with ``nchwc_split`` / ``nchwc_rows`` unset or false; ``nchwc=False``: every NCHW16c kernel;
+    ``exclude_tactics=[...]``)."""
     if name.startswith("mkl") and not options.get("mkl", True):
         return True
-    if name.endswith("_nchw16c_omp") and not options.get("nchwc_split", False):
+    small = name.startswith(("pointwise_", "depthwise_"))   # (the dense conv's splits are always offered)
+    if small and name.endswith("_nchw16c_omp") and not options.get("nchwc_split", False):
         return True
-    if name.endswith("_nchw16c_rows_omp") and not options.get("nchwc_rows", False):
+    if small and name.endswith("_nchw16c_rows_omp") and not options.get("nchwc_rows", False):
         return True
-    if name.endswith("_nchw16c") and options.get("nchwc") is False:   # (on NCHW convs too, tactics/conv.py)
-        return True
+    if name.endswith(("_nchw16c", "_nchw16c_omp", "_nchw16c_rows_omp")) and options.get("nchwc") is False:
+        return True   # (on NCHW convs too, tactics/conv.py)
     return name in options.get("exclude_tactics", ())
 
 

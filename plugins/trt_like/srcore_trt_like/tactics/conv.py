@@ -52,11 +52,14 @@ def conv_candidates(layer: Layer, net: Network) -> list[Candidate]:
 
 
 def conv_pool_of(name: str) -> str | None:
-    """The thread pool a conv tactic runs on at more than one thread: the OpenBLAS team (``..._team``),
-    numba's OpenMP pool (the packed tactics, ``..._omp``), or None: the calling thread (the OpenBLAS tactics keep
-    OpenBLAS on it, see ``ConvTactic``; ``simd_direct`` on srcore's own governed Python threads),
-    which either engine pool may use (:func:`.choose._Pools.candidates`)."""
-    if name.endswith("_team"):
+    """The thread pool a conv tactic runs on at more than one thread: the OpenBLAS team (``..._team``, the
+    SIMD splits), numba's OpenMP pool (the packed tactics, ``..._omp``), or None: the calling thread (the
+    OpenBLAS tactics keep OpenBLAS on it, see ``ConvTactic``), which either engine pool may use
+    (:func:`.choose._Pools.candidates`)."""
+    if name.endswith("_team") or name in ("simd_direct_split", "depthwise_simd_split"):
+        # (the SIMD splits' parts run on the same Python team, kernels/blas_team.py: on the OpenMP pool's
+        # engine their worker was a third thread beside libgomp's, which spins after its regions; that
+        # engine has the direct conv's OpenMP twin, simd_direct_omp, instead)
         return BLAS_TEAM
     if name == "packed_gemm" or name.endswith(("_packed", "_omp")):
         return "omp"

@@ -14,11 +14,12 @@ from ..builder.layout import blocked_shape
 from ..builder.network import Layer, Network
 from ..conv.conv_pool import PackedConvMaxPool
 from ..conv.nchwc import nchwc_tactic_builders
+from ..conv.nchwc_split import nchwc_omp_builders
 from ..conv.pool import MaxPool2d
 from ..kernels import pool_vec as _pv
 from ..kernels import threads as _threads
 from ..kernels.scratch import SCRATCH
-from .conv import _kernel, conv_candidates, conv_spec, max_pool_fn
+from .conv import _kernel, conv_candidates, conv_pool_of, conv_spec, max_pool_fn
 from .records import Candidate, Kernel
 
 
@@ -84,10 +85,13 @@ def _blocked_candidates(a: dict, spec, pool: MaxPool2d) -> list[Candidate]:
             run_conv(x, mid)
             _pv.max_pool_blocked(mid, kh, kw, sh, sw, ph, pw, y.reshape(-1), blocked_out, C, Ho, Wo, lanes)
         return Kernel(run, tactic.weight_bytes, keep=tactic, layout=tactic.layout())
-    return [Candidate(f"{name}+max_pool", lambda conv=conv: build(conv),
+    blocked = (a["nchwc"][0], True)
+    # (and at more than one intra-op thread their splits over numba's OpenMP team, timed beside them)
+    return [Candidate(f"{name}+max_pool", lambda conv=conv: build(conv), blas=conv_pool_of(name),
                       restore=lambda layout, conv=conv: build(conv, layout))
-            for name, conv in nchwc_tactic_builders(spec, a["weight"], a["bias"], (a["nchwc"][0], True),
-                                                    _threads.for_work(spec.macs))]
+            for name, conv in nchwc_tactic_builders(spec, a["weight"], a["bias"], blocked, _threads.for_work(spec.macs))
+            + [(n, b) for n, b in nchwc_omp_builders(spec, a["weight"], a["bias"], blocked)
+               if n.startswith(("conv_", "dense_"))]]   # (the 1x1 / depthwise twins stay behind their options)
 
 
 class _OneShape:
