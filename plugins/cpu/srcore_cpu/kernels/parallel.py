@@ -174,11 +174,9 @@ class PartPool:
     time: a second caller, or a nested run, runs its parts itself."""
 
     def __init__(self, threads: int):
-        from srcore.plugin import conv_team
-
         self.threads = threads
         self.busy = _thread.allocate_lock()
-        self._team = conv_team.team(threads)
+        self._team = _team(threads)
 
     def run(self, fn, parts: int) -> None:
         if parts <= 1 or not self.busy.acquire(False):
@@ -196,6 +194,25 @@ class PartPool:
                     _blas_one_thread_exit(ctl)
         finally:
             self.busy.release()
+
+
+_TEAM_ENV = "SRCORE_CPU_OMP_TEAM"
+
+
+def _team(threads: int):
+    """The team the part pool's parts run on: srcore.conv's Python team, or with
+    ``SRCORE_CPU_OMP_TEAM=1`` numba's OpenMP team (:mod:`srcore.conv.omp_team`) where numba runs on
+    GNU OpenMP. Off by default: beside OpenBLAS's spinning worker (a threaded numpy product in the
+    call) its barrier waited for a descheduled thread (docs/performance-log.md, "The cpu plugin's
+    three pools")."""
+    from srcore.plugin import conv_team
+
+    if os.environ.get(_TEAM_ENV, "0") == "1":
+        from srcore.plugin import omp_team
+
+        if omp_team.available():
+            return omp_team.team(threads)
+    return conv_team.team(threads)
 
 
 _pool: PartPool | None = None
