@@ -14,7 +14,9 @@ A runner named ``R+nosimd`` is runner ``R`` loaded with ``SRCORE_CPU_SIMD_CONV=0
 plugin without its SIMD direct conv: A/B in one process), ``R+nomkl`` with ``SRCORE_CPU_MKL=0``
 (the cpu plugin's GEMMs on numpy's BLAS only), ``R+nosplit`` with ``SRCORE_CPU_SPLIT_GEMM=0`` (its
 products of non-constant tensors never split over its part pool), ``R+omp`` with
-``SRCORE_CPU_OMP_TEAM=1`` (its part pool on numba's OpenMP team, not srcore.conv's Python one); suffixes chain
+``SRCORE_CPU_OMP_TEAM=1`` (its part pool on numba's OpenMP team, not srcore.conv's Python one), ``R+tblas``
+with ``SRCORE_CPU_THREADED_BLAS=1`` (at more than one thread its unsplit products on numpy's threaded
+BLAS, as before 2026-11-28 noon, not on the calling thread); suffixes chain
 (``R+nomkl+nosplit``: the cpu plugin's products all on numpy's threaded BLAS). ``--cpu-time`` times each call in CPU
 time of the process (``time.process_time_ns``) instead of wall time: on a machine other jobs keep
 busy, the time a call waits for a core drops out (only the cache and memory contention stays);
@@ -49,7 +51,7 @@ DEFAULT_RUNNERS = ("eager", "ort", "srcore_codegen_standard", "trt_like")
 SUFFIX_OFF = {"+nosimd": "SRCORE_CPU_SIMD_CONV", "+nomkl": "SRCORE_CPU_MKL", "+nosplit": "SRCORE_CPU_SPLIT_GEMM",
 }
 #: runner name suffix -> the environment variable set to "1" while that runner loads
-SUFFIX_ON = {"+omp": "SRCORE_CPU_OMP_TEAM"}
+SUFFIX_ON = {"+omp": "SRCORE_CPU_OMP_TEAM", "+tblas": "SRCORE_CPU_THREADED_BLAS"}
 
 
 def peer_ratios(best: dict) -> dict:
@@ -261,7 +263,7 @@ def main(argv=None) -> int:
             return rc
     from .cell import RUNNERS
 
-    unknown = [r for r in args.runners.split(",") if _strip_suffixes(r)[0] not in RUNNERS]
+    unknown = [r for r in args.runners.split(",") if _suffix_env(r)[0] not in RUNNERS]
     if unknown:   # a typo would otherwise only print "skipped" among the timings
         ap.error(f"unknown runner(s) {', '.join(unknown)}; known: {', '.join(RUNNERS)} "
                  f"(suffixes {', '.join([*SUFFIX_OFF, *SUFFIX_ON])})")

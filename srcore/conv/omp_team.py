@@ -22,6 +22,7 @@ core). Which thread runs a part never changes its bits: a part is a function of 
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
 import threading
 
@@ -31,22 +32,23 @@ from numba.extending import intrinsic
 
 import numpy as np
 
-_VOID_I64 = ir.FunctionType(ir.VoidType(), [ir.IntType(64)])
+_VOID_I64_I64 = ir.FunctionType(ir.VoidType(), [ir.IntType(64), ir.IntType(64)])
 
 
 @intrinsic
-def _call(typingctx, fn, arg):
-    """Call the C function ``void f(int64)`` at address ``fn`` with ``arg`` (the address is an
-    argument: the region stays in numba's on-disk cache)."""
-    if not (isinstance(fn, types.Integer) and isinstance(arg, types.Integer)):
+def _call(typingctx, fn, job, arg):
+    """Call the C function ``void f(int64, int64)`` at address ``fn`` with ``job`` and ``arg`` (the
+    address is an argument: the region stays in numba's on-disk cache)."""
+    if not all(isinstance(t, types.Integer) for t in (fn, job, arg)):
         return None
 
     def codegen(context, builder, signature, args):
         ty = signature.args
-        f = builder.inttoptr(context.cast(builder, args[0], ty[0], types.int64), _VOID_I64.as_pointer())
-        builder.call(f, [context.cast(builder, args[1], ty[1], types.int64)])
+        f = builder.inttoptr(context.cast(builder, args[0], ty[0], types.int64), _VOID_I64_I64.as_pointer())
+        builder.call(f, [context.cast(builder, args[1], ty[1], types.int64),
+                         context.cast(builder, args[2], ty[2], types.int64)])
         return context.get_dummy_value()
-    return types.void(fn, arg), codegen
+    return types.void(fn, job, arg), codegen
 
 
 @intrinsic
@@ -62,33 +64,33 @@ def _claim(typingctx, counter):
 
 
 @njit(parallel=True, nogil=True, cache=True)
-def _region(fn, count, counter, nt):
+def _region(fn, job, count, counter, nt):
     # each thread claims the next part until none is left; a thread that finds none never calls
     # back (nor takes the GIL): a late worker costs the caller only its arrival at the barrier
     for t in prange(nt):
         i = _claim(counter)
         while i < count:
-            _call(fn, i)
+            _call(fn, job, i)
             i = _claim(counter)
 
 
-_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int64)
+_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64)
+#: the calls running now, by id: Python threads may each run a region at once (numba gives each
+#: calling thread a team of its own), all calling back into the one callback
+_jobs: dict[int, tuple] = {}
+_job_ids = itertools.count(1).__next__
 
 
 class OmpTeam:
-    """``size`` threads of numba's OpenMP team (the caller one of them) claiming a call's parts. One
-    call at a time per team (:meth:`run` is not re-entrant; callers serialize, as the cpu plugin's
-    ``PartPool`` does with its busy lock)."""
+    """``size`` threads of numba's OpenMP team (the caller one of them) claiming a call's parts.
+    Python threads may run calls at once (each gets numba's team of its own thread)."""
 
     def __init__(self, size: int):
         self.size = size
-        self._job: tuple | None = None
-        # one callback for the team's life: its address is what the region calls
-        self._cb = _CALLBACK(self._dispatch)
-        self._addr = ctypes.cast(self._cb, ctypes.c_void_p).value
 
-    def _dispatch(self, i: int) -> None:
-        fn, errors = self._job
+    @staticmethod
+    def _dispatch(job: int, i: int) -> None:
+        fn, errors = _jobs[job]
         tid = threading.get_native_id()
         if tid not in _pinned:
             _pin(tid)
@@ -102,23 +104,29 @@ class OmpTeam:
         the caller one of them; returns when every part ended, re-raising the first error."""
         import numba
 
-        team = max(1, min(self.size if team is None else team, self.size, count))
+        # (numba's team has at most NUMBA_NUM_THREADS threads; the parts are claimed, so a smaller
+        # team gives the same bits)
+        team = max(1, min(self.size if team is None else team, self.size, count, numba.config.NUMBA_NUM_THREADS))
         if team == 1:
             for i in range(count):
                 fn(i)
             return
         errors: list = []
-        self._job = (fn, errors)
+        job = _job_ids()
+        _jobs[job] = (fn, errors)
         try:
             if numba.get_num_threads() != team:
                 numba.set_num_threads(team)
-            _region(self._addr, count, np.zeros(1, np.int64), team)
+            _region(_ADDR, job, count, np.zeros(1, np.int64), team)
         finally:
-            self._job = None
+            del _jobs[job]
         if errors:
             raise errors[0]
 
 
+# one callback for the process's life: its address is what every region calls
+_CB = _CALLBACK(OmpTeam._dispatch)
+_ADDR = ctypes.cast(_CB, ctypes.c_void_p).value
 _pinned: set[int] = set()
 
 
