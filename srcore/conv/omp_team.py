@@ -9,15 +9,17 @@ find the next layer's region awake. Beside them a process that also split work o
 team ran three threads on two cores: the cpu plugin at 2 threads had not one clean call of 175 on
 resnet_small (docs/performance.md, "The cpu plugin at 2 threads").
 
-How a Python part runs on an OpenMP thread: :func:`_region` (numba, ``parallel=True``, ``nogil``)
-calls one C callback (a ``ctypes`` function) from every thread of the team with the thread's index;
-the callback takes the GIL (``PyGILState_Ensure``: a worker thread gets a thread state for the call)
-and claims parts from the call's shared counter (:class:`srcore.conv.team.Claims`) until none is
-left. The parts' kernels release the GIL (numpy's loops, MKL through ctypes, nogil numba kernels), so
-the parts run in parallel as on the Python team. A thread that finds every part claimed returns at
-once; the region ends when every thread of the team has come by (OpenMP's barrier), so unlike the
-Python team a late worker is waited for (it spins, so it is late only when another process holds its
-core). Which thread runs a part never changes its bits: a part is a function of its index alone.
+How a Python part runs on an OpenMP thread: in :func:`_region` (numba, ``parallel=True``, ``nogil``)
+every thread of the team claims part indices from the call's atomic counter (:func:`claim`) and calls
+one C callback (a ``ctypes`` function) with the call's id and the part; the callback takes the GIL
+(``PyGILState_Ensure``; an OpenMP worker's thread state is kept for the process's life, :func:`_pin`)
+and runs the part. The parts' kernels release the GIL (numpy's loops, MKL through ctypes, nogil numba
+kernels), so the parts run in parallel as on the Python team. A thread that finds every part claimed
+returns at once without the GIL; the region ends when every thread of the team has come by (OpenMP's
+barrier), so unlike the Python team a late worker is waited for (it spins, so it is late only when
+another process holds its core). Which thread runs a part never changes its bits: a part is a
+function of its index alone. Measured against the Python team: docs/performance-log.md, "The cpu
+plugin's three pools at 2 threads".
 """
 from __future__ import annotations
 
@@ -52,8 +54,10 @@ def _call(typingctx, fn, job, arg):
 
 
 @intrinsic
-def _claim(typingctx, counter):
-    """``counter[0]`` before adding 1 to it, atomically (``counter``: a 1-element int64 array)."""
+def claim(typingctx, counter):
+    """``counter[0]`` before adding 1 to it, atomically (``counter``: a 1-element int64 array): the
+    same intrinsic as trt_like's ``kernels.atomics.claim``, here for plugins through
+    ``srcore.plugin.omp_team`` (trt_like could import it from there)."""
     if not (isinstance(counter, types.Array) and counter.dtype == types.int64):
         return None
 
@@ -68,10 +72,10 @@ def _region(fn, job, count, counter, nt):
     # each thread claims the next part until none is left; a thread that finds none never calls
     # back (nor takes the GIL): a late worker costs the caller only its arrival at the barrier
     for t in prange(nt):
-        i = _claim(counter)
+        i = claim(counter)
         while i < count:
             _call(fn, job, i)
-            i = _claim(counter)
+            i = claim(counter)
 
 
 _CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64)
