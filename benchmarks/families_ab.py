@@ -13,7 +13,10 @@ artifacts are ``benchmarks.prepare``'s, as for ``benchmarks.run``.
 A runner named ``R+nosimd`` is runner ``R`` loaded with ``SRCORE_CPU_SIMD_CONV=0`` (the cpu
 plugin without its SIMD direct conv: A/B in one process), ``R+nomkl`` with ``SRCORE_CPU_MKL=0``
 (the cpu plugin's GEMMs on numpy's BLAS only), ``R+nosplit`` with ``SRCORE_CPU_SPLIT_GEMM=0`` (its
-products of non-constant tensors never split over its part pool); suffixes chain
+products of non-constant tensors never split over its part pool), ``R+omp`` with
+``SRCORE_CPU_OMP_TEAM=1`` (its part pool on numba's OpenMP team, not srcore.conv's Python one), ``R+tblas``
+with ``SRCORE_CPU_THREADED_BLAS=1`` (at more than one thread its unsplit products on numpy's threaded
+BLAS, as before 2026-11-28 noon, not on the calling thread); suffixes chain
 (``R+nomkl+nosplit``: the cpu plugin's products all on numpy's threaded BLAS). ``--cpu-time`` times each call in CPU
 time of the process (``time.process_time_ns``) instead of wall time: on a machine other jobs keep
 busy, the time a call waits for a core drops out (only the cache and memory contention stays);
@@ -45,7 +48,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_RUNNERS = ("eager", "ort", "srcore_codegen_standard", "trt_like")
 #: runner name suffix -> the environment variable set (to "0") while that runner loads
-SUFFIX_OFF = {"+nosimd": "SRCORE_CPU_SIMD_CONV", "+nomkl": "SRCORE_CPU_MKL", "+nosplit": "SRCORE_CPU_SPLIT_GEMM"}
+SUFFIX_OFF = {"+nosimd": "SRCORE_CPU_SIMD_CONV", "+nomkl": "SRCORE_CPU_MKL", "+nosplit": "SRCORE_CPU_SPLIT_GEMM",
+}
+#: runner name suffix -> the environment variable set to "1" while that runner loads
+SUFFIX_ON = {"+omp": "SRCORE_CPU_OMP_TEAM", "+tblas": "SRCORE_CPU_THREADED_BLAS"}
 
 
 def peer_ratios(best: dict) -> dict:
@@ -96,6 +102,22 @@ def _strip_suffixes(runner: str) -> tuple[str, list[str]]:
     return runner, found
 
 
+def _suffix_env(runner: str) -> tuple[str, dict[str, str]]:
+    """``(base runner, {variable: value})`` of a runner name with :data:`SUFFIX_OFF` ("0") and
+    :data:`SUFFIX_ON` ("1") suffixes in any order (``R+omp+nomkl``)."""
+    env: dict[str, str] = {}
+    while True:
+        on = next((x for x in SUFFIX_ON if runner.endswith(x)), None)
+        if on is not None:
+            runner, env[SUFFIX_ON[on]] = runner[:-len(on)], "1"
+            continue
+        base, off = _strip_suffixes(runner)
+        if not off:
+            return runner, env
+        runner = base
+        env.update({var: "0" for var in off})
+
+
 def measure_children(name: str, runners, rounds: int, out: Path, threads: int, cpu_time: bool = False,
                      clean_min: int | None = None, settle: float | None = None):
     """``(best µs per runner, CleanTally or None)``: every runner of ``name`` in a child process of
@@ -114,8 +136,8 @@ def measure_children(name: str, runners, rounds: int, out: Path, threads: int, c
     started, children, first = [], {}, None
     try:
         for r in runners:
-            base, off = _strip_suffixes(r)
-            c = RunnerChild(name, base, threads, opts, env={var: "0" for var in off})
+            base, env = _suffix_env(r)
+            c = RunnerChild(name, base, threads, opts, env=env)
             started.append(c)
             hello = c.reply()
             rep = hello["report"]
@@ -167,9 +189,9 @@ def measure(models, runners, rounds: int, out: Path, threads: int = 1, cpu_time:
             calls, keep = {}, []
             for r in runners:
                 extra: dict = {}
-                base, off = _strip_suffixes(r)
-                before = {var: os.environ.get(var) for var in off}
-                os.environ.update({var: "0" for var in off})
+                base, env = _suffix_env(r)
+                before = {var: os.environ.get(var) for var in env}
+                os.environ.update(env)
                 try:
                     fn = load_runner(name, base, threads, art, xs, names, extra)
                 except Skip as why:
@@ -241,10 +263,10 @@ def main(argv=None) -> int:
             return rc
     from .cell import RUNNERS
 
-    unknown = [r for r in args.runners.split(",") if _strip_suffixes(r)[0] not in RUNNERS]
+    unknown = [r for r in args.runners.split(",") if _suffix_env(r)[0] not in RUNNERS]
     if unknown:   # a typo would otherwise only print "skipped" among the timings
         ap.error(f"unknown runner(s) {', '.join(unknown)}; known: {', '.join(RUNNERS)} "
-                 f"(suffixes {', '.join(SUFFIX_OFF)})")
+                 f"(suffixes {', '.join([*SUFFIX_OFF, *SUFFIX_ON])})")
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(args.threads)
     import torch

@@ -99,6 +99,9 @@ _LAZY = {
     "simd_dense_nchwc": "srcore.conv:dense_nchwc",
     # the worker team split kernels claim their parts on (srcore.conv.team: Team, Claims, team)
     "conv_team": "srcore.conv.team",
+    # the same claiming of a call's Python parts on numba's OpenMP team (srcore.conv.omp_team: OmpTeam,
+    # available, team); numba
+    "omp_team": "srcore.conv.omp_team",
     # a bound kernel call's arguments packed into one int64 array (srcore.conv.packed_call: packed); numba
     "packed_call": "srcore.conv.packed_call",
     # the transposed conv of rank 1-3 (srcore.conv.transpose: ConvTranspose, col2im3, direct3, phase3); numba

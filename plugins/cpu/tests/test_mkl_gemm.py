@@ -124,6 +124,7 @@ def test_threaded_timing_times_the_split_while_openblas_sleeps(monkeypatch):
     """At more than one thread MKL's split is timed first, after OpenBLAS's worker (woken by an
     earlier threaded timing) went to sleep, then numpy's threaded BLAS, and that is noted: as in
     a module whose products all run split. A tie keeps the split; a clearly slower one loses."""
+    monkeypatch.setenv("SRCORE_CPU_THREADED_BLAS", "1")   # the threaded-BLAS timing (not the one-team default)
     from srcore.plugin import clock
     from srcore_cpu.kernels import tactic
 

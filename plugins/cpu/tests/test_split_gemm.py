@@ -98,8 +98,13 @@ def test_matchers_take_the_split_only_where_it_timed_no_slower(monkeypatch, op, 
                             lambda split, blas, **kw: (timed.append((split(), blas())), (split_t, blas_t))[1])
         with threadpoolctl.threadpool_limits(2, user_api="blas"):
             spec = matcher(_node(op, other, a_shape, b_shape))
-            if not chosen:
-                assert spec is generic
+            if not chosen:   # numpy's product, on the calling thread's one BLAS thread (one team)
+                assert spec is not generic and spec.__wrapped__ is generic
+                a, b = rand(*a_shape), rand(*b_shape)
+                np.testing.assert_allclose(spec(a, b), torch_matmul(a, b), **TOL)
+                monkeypatch.setenv("SRCORE_CPU_THREADED_BLAS", "1")
+                assert matcher(_node(op, other, a_shape, b_shape)) is generic
+                monkeypatch.delenv("SRCORE_CPU_THREADED_BLAS")
                 continue
             assert isinstance(spec, Specialized) and spec.args == (0, 1)
             a, b = rand(*a_shape), rand(*b_shape)
@@ -107,6 +112,6 @@ def test_matchers_take_the_split_only_where_it_timed_no_slower(monkeypatch, op, 
     assert len(timed) == 2                                     # both candidates ran on the node's shape
     with threadpoolctl.threadpool_limits(2, user_api="blas"):
         monkeypatch.setenv("SRCORE_CPU_SPLIT_GEMM", "0")
-        assert matcher(_node(op, other, a_shape, b_shape)) is generic
+        assert matcher(_node(op, other, a_shape, b_shape)).__wrapped__ is generic
         monkeypatch.delenv("SRCORE_CPU_SPLIT_GEMM")
         assert matcher(_node(op, other, a_shape, b_shape, "int64")) is generic

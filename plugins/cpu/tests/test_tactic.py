@@ -106,6 +106,7 @@ def test_two_stages_clear_losers_get_one_round(monkeypatch):
 def test_split_timed_while_openblas_sleeps_then_threaded_blas(monkeypatch):
     """``split_vs_blas``: the split's rounds first, after OpenBLAS's worker went to sleep, then the
     threaded BLAS's, cut short when the first round is CLEAR either way; then noted as threaded."""
+    monkeypatch.setenv("SRCORE_CPU_THREADED_BLAS", "1")   # the threaded-BLAS timing (not the one-team default)
     from srcore_cpu.kernels import parallel
 
     th = _FakeThread(monkeypatch)
@@ -131,6 +132,7 @@ def test_split_timed_while_openblas_sleeps_then_threaded_blas(monkeypatch):
 def test_wait_blas_idle_waits_out_the_spin_once(monkeypatch):
     """Right after a threaded BLAS timing the next split sleeps the rest of BLAS_SPIN_S; after
     that, or with no threaded timing since, it does not sleep."""
+    monkeypatch.setenv("SRCORE_CPU_THREADED_BLAS", "1")   # the threaded-BLAS timing (not the one-team default)
     from srcore_cpu.kernels import parallel
 
     now, slept = [100.0], []

@@ -254,12 +254,20 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
             return direct(input, out)
         return other_paths(input, out)
 
+    on_caller = _par.blas_on_caller()
     gather = {}       # input shape -> parts of the column copies, where timing at load chose a split
     mkl = {}          # input shape -> MKL's im2col GEMM (mkl_gemm.matmul_rows), where timing at load chose it
 
     def other_paths(input, out=None, split=1):
         """The paths above; ``split > 1``: Winograd's or im2col's work in that many parts on the part
-        pool (one BLAS thread each), the choice made at load (the SIMD conv's timing below)."""
+        pool (one BLAS thread each), the choice made at load (the SIMD conv's timing below). Unsplit
+        at more than one intra-op thread their BLAS runs on this thread alone
+        (``parallel.blas_on_caller``)."""
+        if split == 1 and on_caller:
+            return held_paths(input, out)
+        return paths(input, out, split)
+
+    def paths(input, out=None, split=1):
         t = split
         if t == 1 and threads > 1 and input.size // max(input.shape[-nd - 1], 1) * macs_per_pixel >= PARALLEL_MIN_MACS:
             t = threads
@@ -280,6 +288,8 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
                 return _wg.conv3x3(input, gw, b, pads, out, ws, t)
         return _batched(conv_forward, input, nd, out, w, b, stride, pads, dilation, groups, ws=ws, threads=t,
                         gather=gather.get(input.shape, 1) if t == 1 else 1, gemm=mkl.get(input.shape))
+
+    held_paths = _par.on_caller(paths)
 
     def _time_gather_split(shape):
         """At more than one intra-op thread, an im2col conv of ``shape`` with a large column matrix

@@ -90,7 +90,7 @@ def _linear_fast(node: NodeInfo, act_=None):
     wT = w.T
     dot = _mkl_gemm(shape, wT)
     if dot is None:
-        wT, dot = transposed(w), np.dot
+        wT, dot = transposed(w), _on_caller(np.dot, shape, *w.shape[::-1])
     if shape is not None and len(shape) == 2:
         return Specialized(_flat_linear_2d(wT, b, act_, dot), args=(0,))
     if isinstance(act_, np.ufunc):
@@ -105,6 +105,26 @@ def _linear_fast(node: NodeInfo, act_=None):
             np.add(out, b, out=out)
         return out if act_ is None else act_(out)
     return Specialized(linear_const, args=(0,))
+
+
+#: OpenBLAS runs a product of fewer multiply-adds than this on the calling thread by itself (its
+#: ``SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD``): no hold needed below it
+_BLAS_THREADED_MIN = 1 << 18
+
+
+def _on_caller(fn, shape, k: int, n: int):
+    """``fn`` (a numpy product) held on the calling thread's one BLAS thread where the cpu plugin
+    keeps numpy's BLAS off its own workers (``parallel.blas_on_caller``: more than one intra-op
+    thread) and the product may be large enough to thread (``shape``: the left operand's, None or
+    symbolic: may), else ``fn``."""
+    from . import parallel as _par
+
+    if not _par.blas_on_caller():
+        return fn
+    rows = int(np.prod(shape[:-1])) if shape is not None and all(isinstance(d, int) for d in shape[:-1]) else None
+    if rows is not None and rows * k * n < _BLAS_THREADED_MIN:
+        return fn
+    return _par.on_caller(fn)
 
 
 def relu_(out):
@@ -225,8 +245,18 @@ def _split_matcher(generic, other: str):
             return generic
         from .split_gemm import split_for
 
-        fn = split_for(getattr(a, "shape", None), getattr(b, "shape", None), dtype)
-        return generic if fn is None else Specialized(fn, args=(0, 1))
+        a_shape, b_shape = getattr(a, "shape", None), getattr(b, "shape", None)
+        fn = split_for(a_shape, b_shape, dtype)
+        if fn is not None:
+            return Specialized(fn, args=(0, 1))
+        if dtype not in ("float32", "float64"):   # (integer products never reach BLAS)
+            return generic
+        static = a_shape is not None and b_shape is not None and all(
+            isinstance(d, int) for d in (*a_shape, *b_shape)) and len(a_shape) >= 1 and len(b_shape) >= 2
+        macs = int(np.prod(a_shape, dtype=np.int64)) * b_shape[-1] if static else None
+        if macs is not None and macs < _BLAS_THREADED_MIN:
+            return generic
+        return _on_caller(generic, None, 1, 1)
     return matcher
 
 

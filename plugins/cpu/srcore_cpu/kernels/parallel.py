@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import _thread
 import contextlib
+import functools
 import os
 import threading
 
@@ -59,14 +60,37 @@ def _blas_controller():
 
 _hold_lock = threading.Lock()
 _hold = {"depth": 0, "saved": 1}   # overlapping one-thread-BLAS regions of the part pools
+_raw: dict = {}                     # controller -> (get, set) of OpenBLAS's own count, ctypes
+
+
+def _count_fns(ctl):
+    """OpenBLAS's ``openblas_get/set_num_threads`` of ``ctl``'s library called directly (threadpoolctl's
+    ``set_num_threads`` costs ~2 us in Python, paid twice by every hold), or threadpoolctl's."""
+    fns = _raw.get(ctl)
+    if fns is None:
+        get = set_ = None
+        try:
+            get, set_ = ctl._get_symbol("openblas_get_num_threads"), ctl._get_symbol("openblas_set_num_threads")
+        except Exception:  # another threadpoolctl: its public calls
+            pass
+        if get is None or set_ is None or getattr(ctl, "threading_layer", "pthreads") == "openmp":
+            fns = (lambda: ctl.num_threads, ctl.set_num_threads)
+        else:
+            import ctypes
+
+            get.restype, set_.argtypes, set_.restype = ctypes.c_int, [ctypes.c_int], None
+            fns = (get, set_)
+        _raw[ctl] = fns
+    return fns
 
 
 def _blas_one_thread_enter(ctl) -> None:
     with _hold_lock:
         if _hold["depth"] == 0:
-            _hold["saved"] = max(1, int(ctl.num_threads or 1))
+            get, set_ = _count_fns(ctl)
+            _hold["saved"] = max(1, int(get() or 1))
             if _hold["saved"] != 1:
-                ctl.set_num_threads(1)
+                set_(1)
         _hold["depth"] += 1
 
 
@@ -74,7 +98,7 @@ def _blas_one_thread_exit(ctl) -> None:
     with _hold_lock:
         _hold["depth"] -= 1
         if _hold["depth"] == 0 and _hold["saved"] != 1:
-            ctl.set_num_threads(_hold["saved"])
+            _count_fns(ctl)[1](_hold["saved"])
 
 
 @contextlib.contextmanager
@@ -92,6 +116,43 @@ def one_blas_thread():
         _blas_one_thread_exit(ctl)
 
 
+_ON_CALLER_ENV = "SRCORE_CPU_THREADED_BLAS"
+
+
+def blas_on_caller() -> bool:
+    """Whether kernels built now run numpy's BLAS on the calling thread alone outside the part pool
+    (:func:`on_caller`): at more than one intra-op thread, unless ``SRCORE_CPU_THREADED_BLAS=1``.
+
+    One team: a threaded OpenBLAS call leaves OpenBLAS's worker spinning ~0.1 s on the second core,
+    and one such call per model call (an unsplit Winograd conv, a product timed faster on threaded
+    BLAS at load) kept it spinning through every call, beside the part pool's worker: the cpu plugin
+    at 2 threads then ran three busy threads on two cores (resnet_small: the caller 419 ms of CPU a
+    second, OpenBLAS's worker 415, the part pool's 52; docs/performance-log.md, "The cpu plugin's
+    three pools"). With this the second core is the part pool's alone."""
+    return intra_op_threads() > 1 and os.environ.get(_ON_CALLER_ENV, "0") != "1"
+
+
+def on_caller(fn):
+    """``fn`` with numpy's BLAS held at one thread while it runs (nested and concurrent holds share
+    one, as the part pool's: :func:`one_blas_thread`), or ``fn`` itself without a BLAS controller."""
+    ctl = _blas_controller()
+    if ctl is None:
+        return fn
+    enter, leave = _blas_one_thread_enter, _blas_one_thread_exit
+
+    def held(*args, **kwargs):
+        enter(ctl)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            leave(ctl)
+    try:
+        functools.update_wrapper(held, fn)
+    except (AttributeError, TypeError):   # (a builtin without some attributes)
+        held.__wrapped__ = fn
+    return held
+
+
 def blas_threads() -> int:
     """numpy's BLAS thread count as the user set it (threadpoolctl; 1 without it), also while a
     part run holds OpenBLAS at one thread. Kernels read it at load."""
@@ -99,7 +160,7 @@ def blas_threads() -> int:
     if ctl is None:
         return 1
     with _hold_lock:
-        n = _hold["saved"] if _hold["depth"] else ctl.num_threads
+        n = _hold["saved"] if _hold["depth"] else _count_fns(ctl)[0]()
     return max(1, int(n or 1))
 
 
@@ -114,6 +175,8 @@ def note_threaded_blas() -> None:
     spins on a core for :data:`BLAS_SPIN_S` (see :func:`wait_blas_idle`)."""
     import time
 
+    if blas_on_caller():   # (nothing timed here woke it: the candidates' BLAS ran on the caller)
+        return
     _last_threaded_blas[0] = time.monotonic()
 
 
@@ -174,11 +237,9 @@ class PartPool:
     time: a second caller, or a nested run, runs its parts itself."""
 
     def __init__(self, threads: int):
-        from srcore.plugin import conv_team
-
         self.threads = threads
         self.busy = _thread.allocate_lock()
-        self._team = conv_team.team(threads)
+        self._team = _team(threads)
 
     def run(self, fn, parts: int) -> None:
         if parts <= 1 or not self.busy.acquire(False):
@@ -196,6 +257,25 @@ class PartPool:
                     _blas_one_thread_exit(ctl)
         finally:
             self.busy.release()
+
+
+_TEAM_ENV = "SRCORE_CPU_OMP_TEAM"
+
+
+def _team(threads: int):
+    """The team the part pool's parts run on: srcore.conv's Python team, or with
+    ``SRCORE_CPU_OMP_TEAM=1`` numba's OpenMP team (:mod:`srcore.conv.omp_team`) where numba runs on
+    GNU OpenMP. Off by default: beside OpenBLAS's spinning worker (a threaded numpy product in the
+    call) its barrier waited for a descheduled thread (docs/performance-log.md, "The cpu plugin's
+    three pools")."""
+    from srcore.plugin import conv_team
+
+    if os.environ.get(_TEAM_ENV, "0") == "1":
+        from srcore.plugin import omp_team
+
+        if omp_team.available():
+            return omp_team.team(threads)
+    return conv_team.team(threads)
 
 
 _pool: PartPool | None = None

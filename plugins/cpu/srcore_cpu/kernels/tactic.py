@@ -181,13 +181,27 @@ def _rounds(candidates: dict, args: tuple, rounds: int, budget_s: float, clock: 
 
 
 def split_vs_blas(split, blas, rounds: int = 5, reps: int = 1, budget_s: float | None = 0.05) -> tuple[float, float]:
-    """Best wall seconds per call of ``split`` (a part-pool candidate) and ``blas`` (numpy's threaded
-    BLAS), each round ``reps`` calls (see the module doc): the split's rounds first, once OpenBLAS's
+    """Best wall seconds per call of ``split`` (a part-pool candidate) and ``blas`` (numpy's BLAS on
+    the calling thread alone where ``parallel.blas_on_caller()``, the default at more than one
+    thread: rounds interleaved; else threaded), each round ``reps`` calls. Threaded (see the module
+    doc): the split's rounds first, once OpenBLAS's
     worker sleeps (``parallel.wait_blas_idle``), then the threaded BLAS's, which stop after the
     first round when that is :data:`CLEAR`-times either way. Fewer rounds when a round takes more
     than ``budget_s / rounds`` (None: always ``rounds``)."""
     from . import parallel as _par
 
+    if _par.blas_on_caller():
+        # one team (parallel.blas_on_caller): the kernel runs its BLAS path on the calling thread
+        # alone, so that is what the split is timed against, rounds interleaved (no worker woken)
+        blas = _par.on_caller(blas)
+        split(), blas()
+        best = {split: float("inf"), blas: float("inf")}
+        n = rounds if budget_s is None else max(1, min(rounds, int(budget_s / max(
+            _clock.per_call_ns(split, reps, "wall") * 1e-9 * reps, 1e-7))))
+        for _ in range(n):
+            for fn in best:
+                best[fn] = min(best[fn], _clock.per_call_ns(fn, reps, "wall") * 1e-9)
+        return best[split], best[blas]
     _par.wait_blas_idle()
     t_split, rounds = split_rounds(split, rounds, reps, budget_s)
     t_blas = blas_rounds(blas, t_split, rounds, reps)
