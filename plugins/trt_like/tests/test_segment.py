@@ -221,8 +221,9 @@ def test_random_shapes_and_dims(data, rank, descending):
 
 
 def test_which_layers_join_a_segment():
-    """A product joins only up to MAX_PRODUCT multiply-adds, and only beside a layer of another kind
-    (products and pointwise layers alone keep BLAS and the fused kernels); unread layers go."""
+    """A product joins only up to MAX_PRODUCT multiply-adds, and a run only beside a layer of another
+    kind (runs of products and pointwise layers alone keep BLAS and the fused kernels; whole networks of
+    them compile from WHOLE_MIN_LAYERS layers); unread layers go."""
     from srcore_trt_like.builder.fusion import drop_unread
     from srcore_trt_like.builder.network import Network
     from srcore_trt_like.tactics import segment
@@ -244,6 +245,8 @@ def test_which_layers_join_a_segment():
         del net.tensors[total], net.tensors[y]
     assert segment._layer_refusal(gemm, net) is None
     assert not segment._anchored([gemm]) and segment._anchored([gemm, reduce])
+    # a whole network of products (and pointwise layers) alone compiles from WHOLE_MIN_LAYERS layers
+    assert segment._whole([gemm] * segment.WHOLE_MIN_LAYERS) and not segment._whole([gemm] * (segment.WHOLE_MIN_LAYERS - 1))
     assert [layer.kind for layer in drop_unread(net).layers] == ["gemm", "reduce"]
 
 
