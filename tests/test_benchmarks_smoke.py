@@ -421,3 +421,23 @@ def test_families_ab_refuses_an_unknown_runner_naming_it(capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "unknown runner(s) cpu+nomkl" in err and "srcore_codegen_standard" in err
+
+
+def test_layer_profile_takes_a_factory_model(tmp_path, capsys):
+    """``benchmarks.layer_profile --factory``: a zoo model built by its factory, profiled layer by layer
+    in trt_like beside ORT's nodes of its ONNX export; a name the table lacks stops it, naming the table."""
+    from threadpoolctl import threadpool_limits
+
+    from benchmarks import layer_profile
+
+    with threadpool_limits(1):
+        layer_profile.main(["nbeats", "--factory", "heldout6_models:MODELS", "--rounds", "1", "--calls", "1",
+                            "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    trt, ort = out.split("nbeats: ONNX Runtime")
+    assert trt.startswith("nbeats: trt_like, 1 thread") and "[" in trt   # layers with their tactics
+    # N-BEATS's eleven Linear layers are Gemm nodes (ReLUs fused in by ORT) after ORT's transformers
+    assert sum(line.split()[-1] in ("Gemm", "FusedGemm") for line in ort.splitlines()[1:]) >= 10
+    assert not list(tmp_path.glob("layer_profile_*.json"))   # ORT's profile file removed
+    with pytest.raises(SystemExit, match="no_such_model: not in heldout6_models:MODELS"):
+        layer_profile.main(["no_such_model", "--factory", "heldout6_models:MODELS", "--out", str(tmp_path)])

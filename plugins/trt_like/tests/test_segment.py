@@ -221,8 +221,9 @@ def test_random_shapes_and_dims(data, rank, descending):
 
 
 def test_which_layers_join_a_segment():
-    """A product joins only up to MAX_PRODUCT multiply-adds, and only beside a layer of another kind
-    (products and pointwise layers alone keep BLAS and the fused kernels); unread layers go."""
+    """A product joins only up to MAX_PRODUCT multiply-adds, and a run only beside a layer of another
+    kind (runs of products and pointwise layers alone keep BLAS and the fused kernels; whole networks of
+    them compile from WHOLE_MIN_LAYERS layers); unread layers go."""
     from srcore_trt_like.builder.fusion import drop_unread
     from srcore_trt_like.builder.network import Network
     from srcore_trt_like.tactics import segment
@@ -244,4 +245,75 @@ def test_which_layers_join_a_segment():
         del net.tensors[total], net.tensors[y]
     assert segment._layer_refusal(gemm, net) is None
     assert not segment._anchored([gemm]) and segment._anchored([gemm, reduce])
+    # a whole network of products (and pointwise layers) alone compiles from WHOLE_MIN_LAYERS layers
+    assert segment._whole([gemm] * segment.WHOLE_MIN_LAYERS) and not segment._whole([gemm] * (segment.WHOLE_MIN_LAYERS - 1))
     assert [layer.kind for layer in drop_unread(net).layers] == ["gemm", "reduce"]
+
+
+class SmallMLP(torch.nn.Module):
+    """Products and pointwise layers alone: linears of widths around the 16-lane blocks (tails of 1,
+    15, a block and a tail, five blocks: two register-tile groups), residual subtractions and a
+    batched matmul by a constant basis (N-BEATS's shape of network)."""
+
+    def __init__(self, k: int, n: int):
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(k, n), torch.nn.Linear(n, k)
+        self.register_buffer("basis", torch.randn(2, k, 5))
+
+    def forward(self, x):
+        h = torch.relu(self.a(x))
+        r = x - self.b(h)
+        return r, torch.matmul(r.view(2, -1, r.shape[-1]), self.basis) + 1.0
+
+
+@settings(max_examples=6, deadline=None)
+@given(rows=st.sampled_from([1, 2, 5, 13]), k=st.sampled_from([1, 7, 16]), n=st.sampled_from([1, 15, 17, 80]))
+def test_small_products_compile_whole_against_torch(rows, k, n):
+    """A network of products and pointwise layers alone (WHOLE_MIN_LAYERS or more) is one segment; its
+    products (register tiles of 16-lane FMAs, masked tails) agree with torch."""
+    torch.manual_seed(rows * 100 + k * 10 + n)
+    module = SmallMLP(k, n).eval()
+    x = torch.randn(2 * rows, k)
+    model = srcore.from_torchscript(torch.jit.script(module), (x,))
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options={"timing": False}))
+    assert "segment -> " in sm.partition.format(), sm.partition.format()
+    with torch.no_grad():
+        want = module(x)
+    for g, w in zip(sm(x.numpy()), want):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_a_segment_takes_its_constants_packed():
+    """The segment reads its weights, biases and basis as one packed argument (numba's dispatcher
+    costs ~0.1 us an array argument) and the network no longer holds the constants it superseded."""
+    from srcore_trt_like.tactics import segment
+
+    module = SmallMLP(7, 15).eval()
+    x = torch.randn(4, 7)
+    sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(module), (x,)),
+                             options=srcore.Options(backends=TRT, engine_options={"timing": False}))
+    (engine,) = [pn.fn.fn.engine for b in sm.blocks for pn in b.nodes if hasattr(getattr(pn.fn, "fn", None), "engine")]
+    plan = next(iter(engine.plans.values()))
+    (step,) = plan.steps
+    assert step.layer.kind == "segment" and len(step.layer.inputs) == 2, step.layer.inputs   # x, the packed one
+    (flat, pieces), = step.layer.attrs["packed"]
+    assert len(pieces) >= 4 and all(at % segment.ALIGN == 0 for _, at in pieces)
+    assert set(plan.net.constants) == {flat}
+    with torch.no_grad():
+        want = module(x)
+    for g, w in zip(sm(x.numpy()), want):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_nbeats_is_one_compiled_segment():
+    """The sixth held-out zoo's N-BEATS (eleven linears on 3 rows, residual backcasts, a trend basis):
+    one segment (it was 22 layers at ~0.7 us a call), against torch."""
+    models = _zoo("tests/parity", "heldout6_models")
+    module, inputs = models.build_nbeats()
+    sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(module), inputs),
+                             options=srcore.Options(backends=TRT, engine_options={"timing": False}))
+    assert len(sm.partition.engines) == 1 and "segment -> " in sm.partition.format(), sm.partition.format()
+    with torch.no_grad():
+        want = module(*inputs)
+    for g, w in zip(sm(*[t.numpy() for t in inputs]), want):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-5)

@@ -26,6 +26,7 @@ import threading
 import time
 from pathlib import Path
 
+import attrs
 import numba
 import numpy as np
 from numba import types
@@ -43,7 +44,7 @@ from .timing import best_times, random_input
 log = logging.getLogger("srcore.trt_like")
 
 #: bump when the generated code changes meaning (part of every segment's source hash)
-SEGMENT_VERSION = 6
+SEGMENT_VERSION = 7
 #: a network is compiled whole only if no tensor is larger than this (elements; the plan with the
 #: fewer passes over memory may still win on larger ones, timing decides) ...
 MAX_TENSOR = 1 << 18
@@ -137,6 +138,8 @@ class _Code:
         self._open: list[int] = []
         #: float32 constants, module globals (numba takes no np.float32("inf") inside a function)
         self.const = _Consts()
+        #: network constant -> (the packed constant holding it, its element offset there)
+        self.packed: dict[int, tuple[int, int]] = {}
 
     def add(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
@@ -664,36 +667,82 @@ def _permute(c: _Code, layer: Layer, net: Network) -> None:
 
 def _gemm(c: _Code, layer: Layer, net: Network) -> None:
     """``x @ W.T`` over the last dim, W as the (K, N) constant input :func:`_with_weights` gave the
-    layer: each output row accumulated over k in order, the inner loop along N (vectorized)."""
+    layer (:func:`_product`)."""
     (x, w), (o,) = layer.inputs, layer.outputs
     k, n = net.shape(w)
     m = net.tensors[o].size // n if n else 0
-    c.add(f"xv{o} = t{x}.reshape(({m}, {k}))")
-    c.add(f"ov{o} = t{o}.reshape(({m}, {n}))")
-    c.add(f"for i in range({m}):")
-    c.add(f"    for q in range({n}):")
-    c.add(f"        ov{o}[i, q] = 0")
-    c.add(f"    for p in range({k}):")
-    c.add(f"        g{o} = xv{o}[i, p]")
-    c.add(f"        for q in range({n}):")
-    c.add(f"            ov{o}[i, q] += g{o} * t{w}[p, q]")
+    c.add(f"xf{o} = t{x}.reshape({m * k})")
+    c.add(f"of{o} = t{o}.reshape({m * n})")
+    if w in c.packed:   # read in place in the packed constant
+        flat, at = c.packed[w]
+        _product(c, f"xf{o}", f"t{flat}", f"of{o}", m, k, n, f"{o}", b_at=str(at))
+        return
+    c.add(f"wf{o} = t{w}.reshape({k * n})")
+    _product(c, f"xf{o}", f"wf{o}", f"of{o}", m, k, n, f"{o}")
+
+
+#: 16-lane float32 vectors (kernels/simd.py)
+LANES = 16
+#: a product's register tile: at most this many 16-lane accumulators (rows x column blocks) ...
+TILE_ACC = 12
+#: ... of at most this many column blocks (a row's splat reused that many times)
+TILE_BLOCKS = 4
+
+
+def _product(c: _Code, a: str, b: str, out: str, m: int, k: int, n: int, tag: str,
+             a_at: str = "0", b_at: str = "0", out_at: str = "0") -> None:
+    """``out = a @ b`` of flat row-major (m, k) and (k, n) operands at element offsets ``a_at``,
+    ``b_at``, ``out_at``: register tiles of rows x 16-lane column blocks (:data:`TILE_ACC`), each
+    accumulator summed over k in order, one FMA a term (as BLAS's kernels; the last block of a row
+    masked). LLVM does not vectorize the plain loop nest (the output may alias an operand), and one
+    row's blocks alone wait on the FMA latency: 3x32x32 ran ~1 multiply-add a ns either way."""
+    if m == 0 or n == 0:
+        return
+    if k == 0:   # an empty sum: zeros
+        c.add(f"for e in range({m * n}):")
+        c.add(f"    {out}[{out_at} + e] = 0")
+        return
+    blocks = [(j, min(LANES, n - j)) for j in range(0, n, LANES)]
+    for g in range(0, len(blocks), TILE_BLOCKS):
+        group = blocks[g:g + TILE_BLOCKS]
+        rows = max(1, min(m, TILE_ACC // len(group)))
+        for start, count in ((0, m // rows * rows), (m // rows * rows, m % rows)):
+            if count == 0:
+                continue
+            height = rows if start == 0 else count
+            c.add(f"for gi{tag} in range({start}, {start + count}, {height}):")
+            acc = {(r, j): f"ga{tag}_{r}_{j}" for r in range(height) for j, _ in group}
+            for v in acc.values():
+                c.add(f"    {v} = vzero()")
+            c.add(f"    for gk{tag} in range({k}):")
+            for j, width in group:
+                at = f"{b_at} + gk{tag} * {n} + {j}"
+                c.add(f"        gw{tag}_{j} = " + (f"vload({b}, {at})" if width == LANES else
+                                                 f"vload_lanes({b}, {at}, {width})"))
+            for r in range(height):
+                c.add(f"        gx{tag} = vsplat({a}, {a_at} + (gi{tag} + {r}) * {k} + gk{tag})")
+                for j, _ in group:
+                    c.add(f"        {acc[r, j]} = vfma(gx{tag}, gw{tag}_{j}, {acc[r, j]})")
+            for (r, j), v in acc.items():
+                width = dict(group)[j]
+                at = f"{out_at} + (gi{tag} + {r}) * {n} + {j}"
+                c.add(f"    vstore({out}, {at}, {v})" if width == LANES else f"    vstore_lanes({out}, {at}, {v}, {width})")
 
 
 def _matmul(c: _Code, layer: Layer, net: Network) -> None:
-    """``a @ b`` (both at least 2-D, batch dims broadcast): as :func:`_gemm` per batch entry."""
+    """``a @ b`` (both at least 2-D, batch dims broadcast): :func:`_product` per batch entry."""
     (a, b), (o,) = layer.inputs, layer.outputs
     to, sa, sb = net.shape(o), net.shape(a), net.shape(b)
-    k, n = sa[-1], to[-1]
-    names = c.loops(to[:-1])
-    batch, i = names[:-1], names[-1]
-    ia = _ix(_broadcast(batch, sa[:-2], to[:-2]) + [i, "p"])
-    ib = _ix(_broadcast(batch, sb[:-2], to[:-2]) + ["p", "q"])
-    c.add(f"for q in range({n}):")
-    c.add(f"    t{o}[{_ix(names + ['q'])}] = 0")
-    c.add(f"for p in range({k}):")
-    c.add(f"    g{o} = t{a}[{ia}]")
-    c.add(f"    for q in range({n}):")
-    c.add(f"        t{o}[{_ix(names + ['q'])}] += g{o} * t{b}[{ib}]")
+    m, k, n = to[-2], sa[-1], to[-1]
+    for t, name in ((a, "af"), (b, "bf"), (o, "of")):
+        c.add(f"{name}{o} = t{t}.reshape({net.tensors[t].size})")
+    names = c.loops(to[:-2], f"mb{o}_")
+    ats = []
+    for shape in (sa, sb, to):
+        idx = _broadcast(names, shape[:-2], to[:-2])
+        terms = [f"{i} * {math.prod(shape[d + 1:])}" for d, i in enumerate(idx) if i != "0"]
+        ats.append(" + ".join(terms) or "0")
+    _product(c, f"af{o}", f"bf{o}", f"of{o}", m, k, n, f"{o}", *ats)
     c.close()
 
 
@@ -773,10 +822,27 @@ def generate_source(layer: Layer, net: Network) -> str:
     """The module defining ``segment(*inputs, *outputs)`` for a ``segment`` layer."""
     params = set(layer.inputs) | set(layer.outputs)
     c = _Code()
-    for sub in _sublayers(layer):
+    subs = _sublayers(layer)
+    # constants as views of their packed one; a gemm reads its weight there by offset, and a 1-D
+    # one is a slice (numba's reshape calls a helper: ~50 ns a view, nbeats had 14)
+    views = {t for sub in subs for i, t in enumerate(sub.inputs) if not (sub.kind == "gemm" and i == 1)}
+    for flat, pieces in layer.attrs.get("packed", ()):
+        for t, at in pieces:
+            c.packed[t] = (flat, at)
+            if t not in views:
+                continue
+            view = f"t{flat}[{at}:{at + net.tensors[t].size}]"
+            c.add(f"t{t} = {view}" if len(net.shape(t)) == 1 else f"t{t} = {view}.reshape({net.shape(t)!r})")
+    scratch = _scratch(subs, params, net)
+    for dtype, total in scratch.sizes.items():
+        c.add(f"s_{dtype} = np.empty({total}, {_NP[dtype]})")
+    for sub in subs:
         c.add(f"# {sub.kind} {sub.attrs.get('op', '')}".rstrip())
         for t in sub.outputs:
-            if t not in params and sub.kind != "reshape":
+            if t in scratch.at:
+                dtype, at = scratch.at[t]
+                c.add(f"t{t} = s_{dtype}[{at}:{at + net.tensors[t].size}].reshape({net.shape(t)!r})")
+            elif t not in params and sub.kind != "reshape":
                 c.add(f"t{t} = np.empty({net.shape(t)!r}, {_NP[net.tensors[t].dtype]})")
         if sub.kind == "reshape" and sub.outputs[0] in params:   # a returned view: copied out
             (x,), (o,) = sub.inputs, sub.outputs
@@ -794,9 +860,83 @@ def generate_source(layer: Layer, net: Network) -> str:
               "from srcore_trt_like.kernels import fastmath as fm",
               ("from srcore_trt_like.kernels.rows import log_softmax_rows, max_rows, softmax_rows, "
                "softmax_rows_biased, softmax_short_rows"),
+              ("from srcore_trt_like.kernels.simd import vfma, vload, vload_lanes, vsplat, vstore, vstore_lanes, "
+               "vzero"),
               "from srcore_trt_like.pointwise import ops", "", *c.const.lines, "", "",
               f"def segment({args}):"]
     return "\n".join(header + c.lines + ["    return", ""])
+
+
+#: pieces packed into one array start at multiples of this many elements (64 bytes of float32)
+ALIGN = 16
+
+
+@attrs.frozen
+class _Scratch:
+    """A segment's intermediates in one array per dtype: ``sizes`` (dtype -> elements) and ``at``
+    (tensor -> (dtype, offset)). One ``np.empty`` instead of one a layer (~20 ns each: nbeats's
+    20 intermediates were ~0.4 us of a ~2 us segment)."""
+
+    sizes: dict
+    at: dict
+
+
+def _scratch(subs, params, net: Network) -> _Scratch:
+    sizes: dict[str, int] = {}
+    at: dict[int, tuple[str, int]] = {}
+    for sub in subs:
+        if sub.kind == "reshape":
+            continue
+        for t in sub.outputs:
+            tensor = net.tensors[t]
+            if t in params or t in at or not tensor.shape:   # (0-d ones: np.empty(()) as before)
+                continue
+            start = sizes.get(tensor.dtype, 0)
+            at[t] = (tensor.dtype, start)
+            sizes[tensor.dtype] = start + -(-tensor.size // ALIGN) * ALIGN
+    return _Scratch(sizes, at)
+
+
+def _pack_constants(net: Network, inputs: list[int]) -> tuple[list[int], tuple]:
+    """``inputs`` with the constants among them packed, two or more of a dtype into one new flat
+    constant (each piece at a multiple of :data:`ALIGN`), and the layer's ``packed`` attribute
+    ``((flat, ((constant, offset), ...)), ...)``: numba's dispatcher costs ~0.1 us an array argument
+    (nbeats's segment took 22 weights and biases: 2.5 us of its call before a flop)."""
+    groups: dict[str, list[int]] = {}
+    for t in inputs:
+        if t in net.constants and net.tensors[t].shape:
+            groups.setdefault(net.tensors[t].dtype, []).append(t)
+    packed, gone = [], set()
+    for dtype, ts in groups.items():
+        if len(ts) < 2:
+            continue
+        pieces, total = [], 0
+        for t in ts:
+            pieces.append((t, total))
+            total += -(-net.tensors[t].size // ALIGN) * ALIGN
+        flat = np.zeros(total, net.tensors[ts[0]].storage)
+        for t, at in pieces:
+            flat[at:at + net.tensors[t].size] = net.constants[t].reshape(-1)
+        packed.append((net.constant(flat, dtype), tuple(pieces)))
+        gone.update(ts)
+    return [t for t in inputs if t not in gone] + [flat for flat, _ in packed], tuple(packed)
+
+
+def _constants_read(net: Network, steps) -> tuple[set[int], set[int]]:
+    """(the network's constants, those ``steps`` read): what :func:`_drop_superseded` compares to."""
+    return set(net.constants), {t for step in steps for t in step.layer.inputs if t in net.constants}
+
+
+def _drop_superseded(net: Network, before: tuple[set[int], set[int]], steps) -> None:
+    """Drop the constants that layers read before the segments were made (``before``, from
+    :func:`_constants_read`) and no step reads now (a segment reads them packed, or its weights
+    transposed), and those made for segments that were not kept: the plan binds and a stored plan
+    saves every constant of the network (nbeats's weights were held three times)."""
+    existed, read_before = before
+    read = {t for step in steps for t in step.layer.inputs} | set(net.outputs)
+    for t in list(net.constants):
+        if t not in read and (t in read_before or t not in existed):
+            del net.constants[t]
 
 
 @functools.cache
@@ -846,7 +986,7 @@ def segment_layer(net: Network) -> Layer:
     fixed = set(net.inputs) | set(net.constants)
     inputs = [t for t in (*net.inputs, *net.constants) if t in read]
     outputs = list(dict.fromkeys(t for t in net.outputs if t in made and t not in fixed))
-    return _segment(layers, inputs, outputs)
+    return _segment(net, layers, inputs, outputs)
 
 
 def _with_weights(net: Network, layers) -> list[Layer]:
@@ -872,12 +1012,15 @@ def _anchored(layers) -> bool:
     return not kinds & {"gemm", "matmul"} or bool(kinds - _FOLLOWERS)
 
 
-def _segment(layers, inputs: list[int], outputs: list[int]) -> Layer:
-    """``layers`` as the one ``segment`` layer reading ``inputs`` and writing ``outputs``."""
+def _segment(net: Network, layers, inputs: list[int], outputs: list[int]) -> Layer:
+    """``layers`` as the one ``segment`` layer reading ``inputs`` (its constants packed,
+    :func:`_pack_constants`) and writing ``outputs``."""
     subs = tuple((layer.kind, tuple(layer.inputs), tuple(layer.outputs), dict(layer.attrs), layer.source)
                  for layer in layers)
     sources = [layer.source for layer in layers if layer.source]
-    return Layer("segment", inputs, outputs, {"layers": subs}, sources[0] if sources else "")
+    inputs, packed = _pack_constants(net, inputs)
+    attrs = {"layers": subs, "packed": packed} if packed else {"layers": subs}
+    return Layer("segment", inputs, outputs, attrs, sources[0] if sources else "")
 
 
 def compile_small(net: Network, steps: list[Step], options: dict, name: str = "engine",
@@ -885,10 +1028,31 @@ def compile_small(net: Network, steps: list[Step], options: dict, name: str = "e
     """``steps`` as they are, or one ``segment`` step when the network compiles whole and that
     plan timed faster than the layer-by-layer one (engine option ``timing=False``: whenever it
     compiles). The network's layers become the one layer when it wins. A network that does not
-    compile whole (a conv in it) gets its runs compiled instead (:func:`compile_runs`)."""
+    compile whole (a conv in it) gets its runs compiled instead (:func:`compile_runs`). Constants
+    that only the layers now in segments read are dropped (:func:`_drop_superseded`)."""
     if not options.get("fusion", True) or _excluded(options):
         return steps
-    why = refusal(net) or (None if _anchored(net.layers) else "products and pointwise layers only")
+    before = _constants_read(net, steps)
+    steps = _compile_small(net, steps, options, name, contexts, min_run)
+    _drop_superseded(net, before, steps)
+    return steps
+
+
+#: a whole network of products and pointwise layers alone is compiled from this many layers (not
+#: counting reshapes): each call it saves costs ~0.5-1 us of Python and dispatch (N-BEATS's 22
+#: layers on 3 rows: 15 us layer by layer), against one numba compile at the first build (cached)
+WHOLE_MIN_LAYERS = 4
+
+
+def _whole(layers) -> bool:
+    """Whether a network of ``layers`` that compiles may be one segment: :func:`_anchored`, or a
+    network of products and pointwise layers of :data:`WHOLE_MIN_LAYERS` or more (timing decides)."""
+    return _anchored(layers) or sum(layer.kind != "reshape" for layer in layers) >= WHOLE_MIN_LAYERS
+
+
+def _compile_small(net: Network, steps: list[Step], options: dict, name: str, contexts, min_run: int):
+    why = refusal(net) or (None if _whole(net.layers) else "products and pointwise layers only, fewer than "
+                           f"{WHOLE_MIN_LAYERS}")
     if why:
         log.debug("%s: not compiled whole: %s", name, why)
         return compile_runs(net, steps, options, name, contexts, min_run)
@@ -999,7 +1163,7 @@ def _run_layer(net: Network, layers: list[Layer], later: set[int]) -> Layer:
     inputs = list(dict.fromkeys(t for layer in layers for t in layer.inputs if t not in made))
     keep = later | set(net.outputs)
     outputs = list(dict.fromkeys(t for layer in layers for t in layer.outputs if t in keep))
-    return _segment(layers, inputs, outputs)
+    return _segment(net, layers, inputs, outputs)
 
 
 def _excluded(options: dict) -> bool:
