@@ -507,6 +507,7 @@ def test_a_segment_slower_in_openvino_than_on_cpu_stays_on_cpu():
                                rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.real_clock     # the engine's real clock against a fallback of known speed (a 3 ms busy loop)
 def test_a_segment_faster_in_openvino_is_kept_and_its_timing_reported():
     """The decision itself, against a stand-in next backend of known speed."""
     g = srcore.StaticModule(parse_graph(MLP, params=_mlp_params()), backends=("cpu",)).graph   # schemas resolved

@@ -221,9 +221,10 @@ def test_a_conv_with_its_max_pool_writes_and_reads_the_blocked_layout(tmp_path):
     sm = srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options=ON))
     layers = _layers(sm)
     # the stem's conv writes a blocked buffer its pool reads; the second pool writes NCHW for the view
-    assert "conv_max_pool -> 2x2x7x7x16 [dense_nchw16c+max_pool]" in layers, layers
+    # (which blocked kernel each conv + pool gets is timed: the layout is what is asserted)
+    assert _has(layers, "conv_max_pool -> 2x2x7x7x16"), layers
     assert _has(layers, "conv -> 2x2x7x7x16"), layers
-    assert "conv_max_pool -> 2x8x4x4 [conv_nchw16c+max_pool]" in layers, layers
+    assert any(line.startswith("conv_max_pool -> 2x8x4x4 [") and "nchw16c" in line for line in layers), layers
     _matches_torch_and_the_nchw_engine(sm, m, model, x, atol_nchw=1e-5)
     sm.save(tmp_path / "stem.engine.srm")
     loaded = srcore.StaticModule(srcore.load(tmp_path / "stem.engine.srm"), backends=TRT)
