@@ -118,7 +118,8 @@ def test_left_out_of_the_choice_unless_the_engine_option_asks_for_them():
         assert excluded(name, {}) and excluded(name, {"nchwc_split": True})
         assert not excluded(name, {"nchwc_rows": True})
     assert not excluded("pointwise_nchw16c", {})
-    for name in ("conv_nchw16c_omp", "conv_nchw16c_rows_omp"):   # the dense conv's: offered unless nchwc=False
+    for name in ("conv_nchw16c_omp", "conv_nchw16c_rows_omp", "dense_nchw16c_omp+max_pool", "conv_nchw16c+max_pool"):
+        # the dense conv's (and a conv + max pool layer's named after them): offered unless nchwc=False
         assert not excluded(name, {}) and excluded(name, {"nchwc": False}) and excluded(name, {"exclude_tactics": [name]})
     check_options({"nchwc_split": True, "nchwc_rows": False})
     with pytest.raises(EngineOptionError, match="nchwc_split"):
