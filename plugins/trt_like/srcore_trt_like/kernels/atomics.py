@@ -11,23 +11,15 @@ from __future__ import annotations
 from types import FunctionType
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, prange, types
-from numba.extending import intrinsic
+from numba import njit, prange
+from srcore.plugin import omp_team as _omp_team
 
 from .jit import PARALLEL_JIT
 
 
-@intrinsic
-def claim(typingctx, counter):
-    """``counter[0]`` before adding 1 to it, atomically (``counter``: a 1-element int64 array)."""
-    if not (isinstance(counter, types.Array) and counter.dtype == types.int64):
-        return None
-
-    def codegen(context, builder, signature, args):
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        return builder.atomic_rmw("add", ary.data, ir.Constant(ir.IntType(64), 1), "monotonic")
-    return types.int64(counter), codegen
+#: ``counter[0]`` before adding 1 to it, atomically (``counter``: a 1-element int64 array); the core's
+#: intrinsic (``srcore.conv.omp_team``), which claims the parts of the core's own OpenMP regions too
+claim = _omp_team.claim
 
 
 def _claim_loop(nt, chunk, n, *args):
