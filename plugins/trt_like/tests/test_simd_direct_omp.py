@@ -28,6 +28,15 @@ CASES = [
 SPLITS = [(spec, rows, nt) for spec in CASES for rows in (False, True) for nt in (2, 3)]
 
 
+def _same_bits_on_teams(split, spec, x, res, want, sizes, monkeypatch):
+    """``split`` writes ``want``'s bits with the governor's team at each of ``sizes`` in turn."""
+    for size in sizes:
+        monkeypatch.setattr(parallel.Governor, "team", lambda self, size=size: size)
+        out = np.full(spec.out_shape, np.nan, np.float32)
+        split(x, out, res)
+        np.testing.assert_array_equal(out, want)
+
+
 @pytest.mark.parametrize("spec,rows,nt", SPLITS)
 def test_split_gives_the_one_thread_bits_on_any_team(spec, rows, nt, monkeypatch):
     """Every call from the first (a fresh tactic: its phase buffer still zeros) on the calling thread
@@ -40,11 +49,7 @@ def test_split_gives_the_one_thread_bits_on_any_team(spec, rows, nt, monkeypatch
     one_cls(spec, w, b)(x, want, res)
     for first in (1, nt):
         split = split_cls(spec, w, b, threads=nt)
-        for size in (first, nt, 1, nt):
-            monkeypatch.setattr(parallel.Governor, "team", lambda self, size=size: size)
-            out = np.full(spec.out_shape, np.nan, np.float32)
-            split(x, out, res)
-            np.testing.assert_array_equal(out, want)
+        _same_bits_on_teams(split, spec, x, res, want, (first, nt, 1, nt), monkeypatch)
     ref = conv_reference(spec, x, w, b, res)
     np.testing.assert_allclose(want, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
 
@@ -129,11 +134,7 @@ def test_planes_split_gives_the_one_thread_bits_on_any_team(spec, rows, monkeypa
     for nt in (2, 3):
         split = (ConvNchwcPlanesRowsTactic if rows else ConvNchwcPlanesOmpTactic)(
             spec, np.zeros_like(w), b, layout=one.layout(), threads=nt)   # (the stored layout computes)
-        for size in (1, nt, nt, 1):
-            monkeypatch.setattr(parallel.Governor, "team", lambda self, size=size: size)
-            out = np.full(spec.out_shape, np.nan, np.float32)
-            split(x, out, res)
-            np.testing.assert_array_equal(out, want)
+        _same_bits_on_teams(split, spec, x, res, want, (1, nt, nt, 1), monkeypatch)
     ref = conv_reference(spec, x, w, b, res)
     np.testing.assert_allclose(want, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
 
