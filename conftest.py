@@ -22,6 +22,12 @@ Tests marked ``full`` (the rest of a heavy parametrization whose representative 
 default: other dtypes, tactics, executor x planner combinations, zoo models) are deselected unless
 ``$SRCORE_TESTS_FULL`` is ``1`` (docs/testing.md, "The default run and SRCORE_TESTS_FULL").
 
+Under pytest-xdist each worker gets its share of the cores as its intra-op thread count
+(``cores // workers``, at least 1: one thread on a 2-core machine with 2 workers), unless the user set
+``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS`` or ``MKL_NUM_THREADS``: two workers each running 2-thread
+OpenMP and BLAS teams on 2 cores made every team wait for a descheduled thread. Tests of the threaded
+paths ask for their threads themselves (``threadpool_limits``), which raises the count above the share.
+
 ``tests/_chaos.py`` (registered here, idle unless ``$SRCORE_TEST_CHAOS`` is set) perturbs every timing
 srcore decides by, to find the tests that depend on which tactic wins (docs/testing.md, "Timing chaos").
 """
@@ -49,11 +55,32 @@ def full_run() -> bool:
 
 @pytest.hookimpl(trylast=True)   # after pytest's tmpdir plugin has set up the session's basetemp
 def pytest_configure(config: pytest.Config) -> None:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        _share_cores(workerinput)
     root, made = _session_cache_root(config)
     root.mkdir(parents=True, exist_ok=True)
     config.stash[_ROOT_KEY] = root
     config.stash[_MADE_KEY] = made
     os.environ["SRCORE_CACHE_DIR"] = str(root)
+
+
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def _share_cores(workerinput) -> None:
+    """An xdist worker's intra-op threads: its share of the cores, for it and the processes it starts."""
+    if any(os.environ.get(v) for v in _THREAD_VARIABLES):
+        return
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    share = str(max(1, cores // max(1, int(workerinput.get("workercount", 1)))))
+    for v in _THREAD_VARIABLES:
+        os.environ[v] = share
+    try:   # numpy's BLAS, when something loaded it before this hook
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(int(share))
+    except ImportError:
+        pass
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
