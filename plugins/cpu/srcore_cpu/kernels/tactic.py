@@ -173,10 +173,10 @@ def _retry_taken(candidates: dict, args: tuple, best: dict, clean: set, reps: in
     taken, its time an upper bound) gets up to ``len(RETRY_PAUSES_S)`` more rounds, each after a
     pause and an untimed call. Under load a split's second part waits for a core in every round and
     the one-thread candidate wins: at load 7-8 on the 2-vCPU Sapphire Rapids VM the cpu plugin built
-    mobilenet_v3 and bert_encoder at 2 threads with nearly every split on one thread (per node,
-    process CPU time = the caller's; docs/performance-log.md, "Issue 16 at 2 threads"). The
-    winner's time, a lower bound of the true, is kept as is. ``SRCORE_CPU_TIMING_RETRY=0``: no retry
-    (an A/B of it: ``benchmarks.families_ab``'s ``+noretry``)."""
+    bert_encoder at 2 threads with 16 of its 20 linears on one thread (per node, process CPU time =
+    the caller's; docs/performance-log.md, "issue 16 at 2 threads, where the cpu plugin's time
+    goes"). The winner's time, a lower bound of the true, is kept as is.
+    ``SRCORE_CPU_TIMING_RETRY=0``: no retry (an A/B of it: ``benchmarks.families_ab``'s ``+noretry``)."""
     if os.environ.get("SRCORE_CPU_TIMING_RETRY", "1") == "0":
         return
     for pause in RETRY_PAUSES_S:
