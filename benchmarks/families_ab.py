@@ -13,7 +13,9 @@ artifacts are ``benchmarks.prepare``'s, as for ``benchmarks.run``.
 A runner named ``R+nosimd`` is runner ``R`` loaded with ``SRCORE_CPU_SIMD_CONV=0`` (the cpu
 plugin without its SIMD direct conv: A/B in one process), ``R+nomkl`` with ``SRCORE_CPU_MKL=0``
 (the cpu plugin's GEMMs on numpy's BLAS only), ``R+nosplit`` with ``SRCORE_CPU_SPLIT_GEMM=0`` (its
-products of non-constant tensors never split over its part pool), ``R+omp`` with
+products of non-constant tensors never split over its part pool), ``R+noretry`` with
+``SRCORE_CPU_TIMING_RETRY=0`` (its load-time wall-clock timing without the extra rounds of a loser
+that only ran while a core was taken), ``R+omp`` with
 ``SRCORE_CPU_OMP_TEAM=1`` (its part pool on numba's OpenMP team, not srcore.conv's Python one), ``R+tblas``
 with ``SRCORE_CPU_THREADED_BLAS=1`` (at more than one thread its unsplit products on numpy's threaded
 BLAS, as before 2026-11-28 noon, not on the calling thread); suffixes chain
@@ -49,7 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_RUNNERS = ("eager", "ort", "srcore_codegen_standard", "trt_like")
 #: runner name suffix -> the environment variable set (to "0") while that runner loads
 SUFFIX_OFF = {"+nosimd": "SRCORE_CPU_SIMD_CONV", "+nomkl": "SRCORE_CPU_MKL", "+nosplit": "SRCORE_CPU_SPLIT_GEMM",
-}
+              "+noretry": "SRCORE_CPU_TIMING_RETRY"}
 #: runner name suffix -> the environment variable set to "1" while that runner loads
 SUFFIX_ON = {"+omp": "SRCORE_CPU_OMP_TEAM", "+tblas": "SRCORE_CPU_THREADED_BLAS"}
 

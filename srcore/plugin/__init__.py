@@ -112,6 +112,9 @@ _LAZY = {
     "affine_grid": "srcore.affine_grid",
     # Intel MKL's runtime through ctypes (srcore.blas.mkl: library(), pack_b, set_threads, swap_threads)
     "mkl": "srcore.blas:mkl",
+    # numpy's OpenBLAS held at one thread during a backend's regions, one hold per process for every plugin
+    # (srcore.blas.openblas: controller, enter, leave, one_thread, on_caller, user_threads, held_count)
+    "openblas": "srcore.blas:openblas",
     # the clock candidate kernels are timed on (srcore.clock: per_call_ns, wall_ns_waited, clock_for): the
     # calling thread's own time for one-thread candidates, wall time for threaded ones
     "clock": "srcore.clock",

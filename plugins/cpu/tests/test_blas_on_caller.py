@@ -13,6 +13,7 @@ import torch.nn.functional as F
 
 from srcore.ir.types import TensorType
 from srcore.plugin import ArgInfo, NodeInfo
+from srcore.plugin import clock
 from srcore_cpu.kernels import conv as C
 from srcore_cpu.kernels import linalg as L
 from srcore_cpu.kernels import parallel as P
@@ -67,6 +68,7 @@ def test_split_is_timed_against_the_product_on_one_blas_thread_interleaved(monke
     log = []
     monkeypatch.setattr(P, "wait_blas_idle", lambda: log.append("wait"))
     monkeypatch.setattr(P, "note_threaded_blas", lambda: log.append("note"))
+    monkeypatch.setattr(clock, "thread_delays", lambda: None)   # every round clean: no retries (tactic._retry_taken)
     with threadpoolctl.threadpool_limits(2, user_api="blas"):
         t_split, t_blas = tactic.split_vs_blas(lambda: log.append(("split", _count(ctl))),
                                                lambda: log.append(("blas", _count(ctl))), rounds=3, budget_s=None)

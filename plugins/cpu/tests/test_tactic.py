@@ -29,6 +29,8 @@ class _FakeThread:
         monkeypatch.setattr(clock, "WALL_CLOCK", lambda: self.wall)
         monkeypatch.setattr(clock, "CPU_CLOCK", lambda: self.cpu)
         monkeypatch.setattr(clock, "run_delay", (lambda: self.delay) if schedstat else (lambda: None))
+        # the process's threads' waits (wall-time rounds' cleanliness): this thread's
+        monkeypatch.setattr(clock, "thread_delays", (lambda: {"0": self.delay}) if schedstat else (lambda: None))
 
     def call(self, run, wait_for_core=0, sleep=0):
         def call():
@@ -247,3 +249,47 @@ def test_two_passes_threaded_blas_candidates_of_every_kernel_after_all_the_other
     a(1)
     b(1)
     assert log == ["a.run blas", "b.run split"]
+
+
+def test_a_loser_whose_rounds_all_waited_for_a_core_gets_more_rounds_after_pauses(monkeypatch):
+    """Wall clock: a candidate that lost with every round run while a core was taken (a split whose
+    second part waited) is timed again after each of RETRY_PAUSES_S until it has a clean round; a
+    clean loser or the winner is not. Under load that kept nearly every 2-thread split on one thread."""
+    th = _FakeThread(monkeypatch)
+    slept = []
+    monkeypatch.setattr(tactic.time, "sleep", slept.append)
+    calls = {"split": 0, "one": 0}
+
+    def split():
+        calls["split"] += 1
+        # its first 6 calls (warm-up, 3 rounds, the first retry's two) wait 2/3 of their time for a core
+        th.call(40_000, wait_for_core=80_000)() if calls["split"] <= 6 else th.call(60_000)()
+
+    def one():
+        calls["one"] += 1
+        th.call(100_000)()
+    t = tactic.timings({"split": split, "one": one}, (), rounds=3, budget_s=1.0, clock="wall")
+    assert t == pytest.approx({"split": 60e-6, "one": 100e-6})
+    # warm-up + 3 rounds = 4 calls; each retry an untimed call and a round: the second retry's is clean
+    assert calls == {"split": 4 + 2 + 2, "one": 4}
+    assert slept == list(tactic.RETRY_PAUSES_S[:2])
+    assert tactic.fastest({"split": split, "one": one}, (), rounds=3, budget_s=1.0, clock="wall") == "split"
+    slept.clear()
+    assert tactic.fastest({"one": one, "split2": th.call(120_000)}, (), rounds=3, budget_s=1.0, clock="wall") == "one"
+    assert slept == []                                    # a clean loser: no retry
+
+
+def test_split_vs_blas_retries_a_split_that_only_ran_while_a_core_was_taken(monkeypatch):
+    from srcore_cpu.kernels import parallel
+
+    th = _FakeThread(monkeypatch)
+    monkeypatch.setattr(tactic.time, "sleep", lambda s: None)
+    monkeypatch.setattr(parallel, "blas_on_caller", lambda: True)
+    monkeypatch.setattr(parallel, "on_caller", lambda fn: fn)
+    n = [0]
+
+    def split():
+        n[0] += 1
+        th.call(300_000, wait_for_core=500_000)() if n[0] <= 5 else th.call(300_000)()
+    t_split, t_blas = tactic.split_vs_blas(split, th.call(500_000), rounds=3, budget_s=None)
+    assert (t_split, t_blas) == pytest.approx((300e-6, 500e-6))

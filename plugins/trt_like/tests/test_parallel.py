@@ -152,3 +152,22 @@ def test_small_layers_stay_on_one_thread(monkeypatch):
         w = rng.standard_normal(spec.weight_shape).astype(np.float32)
         (build,) = [b for name, b in conv_tactic_builders(spec, w, None) if name == "packed_gemm"]
         assert build().threads == want
+
+
+def test_openblas_hold_is_shared_with_the_cpu_plugin():
+    """trt_like's regions and the cpu plugin's part runs share the core's one hold: with one each, a
+    cpu region left first under a trt_like one put the user's count back inside it, and the trt_like
+    one, leaving last, restored the 1 it had saved: numpy's BLAS stayed on one thread."""
+    cpu = pytest.importorskip("srcore_cpu.kernels.parallel")
+    import threadpoolctl
+
+    if not parallel._set_local() or cpu._blas_controller() is None:
+        pytest.skip("numpy's OpenBLAS has no settable count here")
+    get = cpu._count_fns(cpu._blas_controller())[0]
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        cpu_token = cpu._blas_one_thread_enter(cpu._blas_controller())
+        token = parallel.blas_enter()
+        cpu._blas_one_thread_exit(cpu._blas_controller(), cpu_token)
+        assert get() == 1 and parallel._blas_threads() == 2 and cpu.blas_threads() == 2
+        parallel.blas_exit(token)
+        assert get() == 2

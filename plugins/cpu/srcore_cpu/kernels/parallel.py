@@ -11,7 +11,8 @@ the parts' GEMMs do not compete for OpenBLAS's workers. numpy's OpenBLAS count i
 process-wide (``openblas_set_num_threads``), so overlapping part runs (pools of
 runtimes on other threads) share one hold: the first in saves the count and sets
 1, the last out restores it, and :func:`blas_threads` reports the saved count
-meanwhile (a module loaded on another thread then still sees the user's setting). That does not stop a
+meanwhile (a module loaded on another thread then still sees the user's setting); that hold is the
+core's (``srcore.plugin.openblas``), shared with trt_like's regions. That does not stop a
 worker still spinning after an earlier threaded call, which is the likely
 reason a split measured slower in a process that also runs 2-thread BLAS
 calls (docs/performance.md, "Thread scaling work").
@@ -31,74 +32,41 @@ from __future__ import annotations
 
 import _thread
 import contextlib
-import functools
 import os
 import threading
 
 _ENV = "SRCORE_CPU_THREADS"
-_blas = None          # threadpoolctl's OpenBLAS/BLAS controller, looked up once
-_blas_looked = False
 
 
 def _blas_controller():
     """numpy's BLAS library controller (threadpoolctl), or None when it cannot be told apart."""
-    global _blas, _blas_looked
-    if not _blas_looked:
-        _blas_looked = True
-        try:
-            import numpy  # noqa: F401 - its BLAS must be loaded for threadpoolctl to see it
-            from threadpoolctl import ThreadpoolController
-
-            libs = ThreadpoolController().select(user_api="blas").lib_controllers
-            # numpy's own (scipy and torch may load others); one unnamed library is numpy's too
-            ours = [c for c in libs if "numpy" in (c.filepath or "")] or (libs if len(libs) == 1 else [])
-            _blas = ours[0] if len(ours) == 1 else None
-        except Exception:  # threadpoolctl missing or unable to inspect: no BLAS control
-            _blas = None
-    return _blas
+    return _openblas().controller()
 
 
-_hold_lock = threading.Lock()
-_hold = {"depth": 0, "saved": 1}   # overlapping one-thread-BLAS regions of the part pools
-_raw: dict = {}                     # controller -> (get, set) of OpenBLAS's own count, ctypes
+_core: list = []
+
+
+def _openblas():
+    # the one process-wide hold of numpy's OpenBLAS at one thread, shared with trt_like (srcore.blas.openblas)
+    if not _core:
+        from srcore.plugin import openblas
+
+        _core.append(openblas)
+    return _core[0]
 
 
 def _count_fns(ctl):
-    """OpenBLAS's ``openblas_get/set_num_threads`` of ``ctl``'s library called directly (threadpoolctl's
-    ``set_num_threads`` costs ~2 us in Python, paid twice by every hold), or threadpoolctl's."""
-    fns = _raw.get(ctl)
-    if fns is None:
-        get = set_ = None
-        try:
-            get, set_ = ctl._get_symbol("openblas_get_num_threads"), ctl._get_symbol("openblas_set_num_threads")
-        except Exception:  # another threadpoolctl: its public calls
-            pass
-        if get is None or set_ is None or getattr(ctl, "threading_layer", "pthreads") == "openmp":
-            fns = (lambda: ctl.num_threads, ctl.set_num_threads)
-        else:
-            import ctypes
-
-            get.restype, set_.argtypes, set_.restype = ctypes.c_int, [ctypes.c_int], None
-            fns = (get, set_)
-        _raw[ctl] = fns
-    return fns
+    """``(get, set)`` of ``ctl``'s count (OpenBLAS's own entry points where it has them)."""
+    c = _openblas()._count(ctl)
+    return c.get, c.set
 
 
-def _blas_one_thread_enter(ctl) -> None:
-    with _hold_lock:
-        if _hold["depth"] == 0:
-            get, set_ = _count_fns(ctl)
-            _hold["saved"] = max(1, int(get() or 1))
-            if _hold["saved"] != 1:
-                set_(1)
-        _hold["depth"] += 1
+def _blas_one_thread_enter(ctl):
+    return _openblas().enter(ctl)
 
 
-def _blas_one_thread_exit(ctl) -> None:
-    with _hold_lock:
-        _hold["depth"] -= 1
-        if _hold["depth"] == 0 and _hold["saved"] != 1:
-            _count_fns(ctl)[1](_hold["saved"])
+def _blas_one_thread_exit(ctl, token=None) -> None:
+    _openblas().leave(token, ctl)
 
 
 @contextlib.contextmanager
@@ -109,11 +77,11 @@ def one_blas_thread():
     if ctl is None:
         yield
         return
-    _blas_one_thread_enter(ctl)
+    token = _blas_one_thread_enter(ctl)
     try:
         yield
     finally:
-        _blas_one_thread_exit(ctl)
+        _blas_one_thread_exit(ctl, token)
 
 
 _ON_CALLER_ENV = "SRCORE_CPU_THREADED_BLAS"
@@ -136,32 +104,14 @@ def on_caller(fn):
     """``fn`` with numpy's BLAS held at one thread while it runs (nested and concurrent holds share
     one, as the part pool's: :func:`one_blas_thread`), or ``fn`` itself without a BLAS controller."""
     ctl = _blas_controller()
-    if ctl is None:
-        return fn
-    enter, leave = _blas_one_thread_enter, _blas_one_thread_exit
-
-    def held(*args, **kwargs):
-        enter(ctl)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            leave(ctl)
-    try:
-        functools.update_wrapper(held, fn)
-    except (AttributeError, TypeError):   # (a builtin without some attributes)
-        held.__wrapped__ = fn
-    return held
+    return fn if ctl is None else _openblas().on_caller(fn, ctl)
 
 
 def blas_threads() -> int:
     """numpy's BLAS thread count as the user set it (threadpoolctl; 1 without it), also while a
     part run holds OpenBLAS at one thread. Kernels read it at load."""
     ctl = _blas_controller()
-    if ctl is None:
-        return 1
-    with _hold_lock:
-        n = _hold["saved"] if _hold["depth"] else _count_fns(ctl)[0]()
-    return max(1, int(n or 1))
+    return 1 if ctl is None else _openblas().user_threads(ctl)
 
 
 #: how long OpenBLAS's idle worker spins after a threaded call before it sleeps (its
@@ -248,13 +198,12 @@ class PartPool:
             return
         try:
             ctl = _blas_controller()
-            if ctl is not None:
-                _blas_one_thread_enter(ctl)
+            token = _blas_one_thread_enter(ctl) if ctl is not None else None
             try:
                 self._team.run(fn, parts)
             finally:
                 if ctl is not None:
-                    _blas_one_thread_exit(ctl)
+                    _blas_one_thread_exit(ctl, token)
         finally:
             self.busy.release()
 
@@ -322,12 +271,10 @@ def run_bound(run, threads: int) -> None:
 
 def _after_fork():
     # the workers do not exist in a forked child: start a new pool there when needed
-    global _pool, _pool_lock, _hold_lock
+    # (the BLAS hold resets itself: srcore.blas.openblas)
+    global _pool, _pool_lock
     _pool = None
     _pool_lock = threading.Lock()
-    # the parent's part runs are not the child's: its count is whatever OpenBLAS has now
-    _hold_lock = threading.Lock()
-    _hold.update(depth=0, saved=1)
 
 
 if hasattr(os, "register_at_fork"):

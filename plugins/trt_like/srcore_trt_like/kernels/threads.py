@@ -20,7 +20,7 @@ needs: a 2-thread OpenBLAS GEMM alternating with a 2-thread packed conv took 9.1
 instead of 2.1. So a conv tactic built for more than one thread that calls numpy's BLAS runs
 it on the calling thread (:func:`on_caller`: OpenBLAS's count at 1 for the call, which in numpy's
 pthreads build is the process's count, so it is held by the first thread in and restored by the
-last one out, :class:`_OneThread`), and so does every
+last one out: the core's one hold, ``srcore.plugin.openblas``, shared with the cpu plugin), and so does every
 other candidate of an engine with such layers (``tactics._blas_on_caller``): the engine's
 threads are OpenMP's alone (MKL's GNU layer, when installed, is the same libgomp pool).
 """
@@ -32,6 +32,7 @@ import threading
 import time
 
 import numba
+from srcore.plugin import openblas
 
 _state: dict = {}
 _lock = threading.Lock()
@@ -69,14 +70,8 @@ def _blas_threads() -> int:
     """numpy's OpenBLAS thread count now (threadpoolctl), else the environment, else 1."""
     ctl = _state.get("blas")
     if ctl is None:
-        try:
-            from threadpoolctl import ThreadpoolController
-            libs = [c for c in ThreadpoolController().lib_controllers
-                    if c.user_api == "blas" and "numpy" in str(c.filepath)]
-            ctl = libs[0] if libs else False
-        except Exception:  # threadpoolctl missing or failing: fall back to the environment
-            ctl = False
-        _state["blas"] = ctl
+        # numpy's, as the core's OpenBLAS hold sees it (the one whose count the regions hold at 1)
+        ctl = _state["blas"] = openblas.controller() or False
     if ctl:
         held = _held_count()
         return max(1, int(ctl.num_threads if held is None else held))
@@ -259,89 +254,21 @@ def _set_local():
     return fn
 
 
-def _per_thread(set_local) -> bool:
-    """Whether ``set_local`` sets the calling thread's count only (OpenBLAS's OpenMP builds) or, as
-    in numpy's pthreads OpenBLAS (0.3.31: a helper thread's ``openblas_set_num_threads_local(1)`` left
-    every numpy GEMM of the process on one thread), the process's: set in a helper thread, read
-    back in this one."""
-    mine = set_local(1)
-    seen = []
-    helper = threading.Thread(target=lambda: seen.append(set_local(2)))
-    helper.start()
-    helper.join()
-    now = set_local(mine)
-    return now == 1
-
-
-class _OneThread:
-    """OpenBLAS on one thread while any trt_like region that calls it runs (:func:`blas_enter`).
-
-    With a per-thread count each thread sets its own and puts it back. With a process-wide one (see
-    :func:`_per_thread`) a plain set/restore pair per thread is a race: two threads in a region at
-    once (a team's worker and its caller, a ``RuntimePool``) restored each other's 1, and numpy's
-    BLAS stayed on one thread for the rest of the process, so every tactic built afterwards was
-    built for one intra-op thread (:func:`count`). Here the first thread in saves the count and
-    sets 1, the last one out restores it, and :func:`count` reads the saved count meanwhile."""
-
-    def __init__(self, set_local, per_thread: bool):
-        self.set_local, self.per_thread = set_local, per_thread
-        self.lock = threading.Lock()
-        self.depth = 0
-        self.saved = None
-
-    def enter(self):
-        if self.per_thread:
-            return self.set_local(1)
-        with self.lock:
-            if self.depth == 0:
-                self.saved = self.set_local(1)
-            self.depth += 1
-        return None
-
-    def exit(self, token) -> None:
-        if self.per_thread:
-            self.set_local(token)
-            return
-        with self.lock:
-            self.depth -= 1
-            if self.depth == 0:
-                self.set_local(self.saved)
-                self.saved = None
-
-
-def _one_thread():
-    one = _state.get("one_thread")
-    if one is None:
-        with _lock:
-            one = _state.get("one_thread")
-            if one is None:
-                set_local = _set_local()
-                one = _state["one_thread"] = _OneThread(set_local, _per_thread(set_local)) if set_local else False
-    return one
-
-
-# a child forked while another thread was in a region would inherit its depth and maybe its held
-# lock: it makes its own state
-os.register_at_fork(after_in_child=lambda: _state.pop("one_thread", None))
-
-
 def _held_count():
     """The process's OpenBLAS count saved while a region holds it at 1 (a process-wide count), else None."""
-    one = _state.get("one_thread")
-    return one.saved if one and not one.per_thread and one.depth > 0 else None
+    return openblas.held_count()
 
 
 def blas_enter():
     """Put numpy's OpenBLAS on one thread for a region of this thread; returns the token for
-    :func:`blas_exit` (nothing happens when OpenBLAS cannot set its count)."""
-    one = _one_thread()
-    return one.enter() if one else None
+    :func:`blas_exit` (nothing happens when OpenBLAS cannot set its count). The hold is the core's
+    (``srcore.plugin.openblas``), one per process, shared with the cpu plugin's part runs."""
+    return openblas.enter() if _set_local() else None
 
 
 def blas_exit(token) -> None:
-    one = _state.get("one_thread")
-    if one:
-        one.exit(token)
+    if _set_local():
+        openblas.leave(token)
 
 
 def on_caller(run):
@@ -349,12 +276,4 @@ def on_caller(run):
     ``run`` itself when OpenBLAS cannot set its count."""
     if not _set_local():
         return run
-
-    def call(*args):
-        token = blas_enter()
-        try:
-            return run(*args)
-        finally:
-            blas_exit(token)
-    call.__dict__.update(getattr(run, "__dict__", {}))      # weight_bytes, blas, ...
-    return call
+    return openblas.on_caller(run)

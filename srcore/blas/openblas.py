@@ -1,0 +1,184 @@
+"""numpy's OpenBLAS held at one thread while a backend's region runs, shared by every plugin.
+
+A backend that runs its own threads (the cpu plugin's part pool, trt_like's OpenMP tactics) keeps
+numpy's BLAS calls inside its regions on the calling thread: a threaded OpenBLAS call leaves its
+worker spinning ~0.1 s on the core the backend's team needs (docs/performance-log.md, "The cpu
+plugin's three pools"). In numpy's pthreads OpenBLAS the count is the process's
+(``openblas_set_num_threads``; ``openblas_set_num_threads_local`` too, see :func:`_per_thread`), so
+regions that overlap (two threads, two plugins, a nested region) share one hold: the first in saves
+the count and sets 1, the last out restores it, and :func:`user_threads` reports the saved count
+meanwhile (a module loaded meanwhile on another thread still sees the user's setting).
+
+One hold per process for all plugins: with one each (the cpu plugin's and trt_like's until
+2026-11-28) the second plugin in saved the first one's 1, the first out restored the user's count
+under the second's region, and the second out then left numpy's BLAS on one thread for the rest of
+the process. Where OpenBLAS's count is per thread (its OpenMP builds) each region sets and restores
+its own thread's count instead.
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import os
+import threading
+
+_lock = threading.Lock()
+_hold = {"depth": 0, "saved": 1}   # the process-wide hold: regions inside, the count saved by the first
+_fns: dict = {}                     # controller -> _Count
+_looked: list = []                  # [numpy's BLAS controller or None], looked up once
+
+
+def controller():
+    """numpy's BLAS library controller (threadpoolctl), or None when it cannot be told apart."""
+    if not _looked:
+        ctl = None
+        try:
+            import numpy  # noqa: F401 - its BLAS must be loaded for threadpoolctl to see it
+            from threadpoolctl import ThreadpoolController
+
+            libs = ThreadpoolController().select(user_api="blas").lib_controllers
+            # numpy's own (scipy and torch may load others); one unnamed library is numpy's too
+            ours = [c for c in libs if "numpy" in (c.filepath or "")] or (libs if len(libs) == 1 else [])
+            ctl = ours[0] if len(ours) == 1 else None
+        except Exception:  # threadpoolctl missing or unable to inspect: no BLAS control
+            ctl = None
+        _looked.append(ctl)
+    return _looked[0]
+
+
+class _Count:
+    """How to read and set ``ctl``'s count: OpenBLAS's own entry points through ctypes
+    (threadpoolctl's ``set_num_threads`` costs ~2 us in Python, paid twice by every region) where it
+    has them, else threadpoolctl's public calls; ``local`` is ``openblas_set_num_threads_local``
+    when it sets the calling thread's count only (else None: the process-wide hold)."""
+
+    def __init__(self, ctl):
+        get = set_ = set_local = None
+        try:
+            get = ctl._get_symbol("openblas_get_num_threads")
+            set_ = ctl._get_symbol("openblas_set_num_threads")
+            set_local = ctl._get_symbol("openblas_set_num_threads_local")
+        except Exception:  # another threadpoolctl or BLAS: its public calls
+            pass
+        if get is None or set_ is None or getattr(ctl, "threading_layer", "pthreads") == "openmp":
+            self.get, self.set = (lambda: ctl.num_threads), ctl.set_num_threads
+        else:
+            get.restype, set_.argtypes, set_.restype = ctypes.c_int, [ctypes.c_int], None
+            self.get, self.set = get, set_
+        self.local = None
+        if set_local is not None:
+            set_local.argtypes, set_local.restype = [ctypes.c_int], ctypes.c_int
+            if _per_thread(set_local):
+                self.local = set_local
+
+
+def _per_thread(set_local) -> bool:
+    """Whether ``set_local`` sets the calling thread's count only (OpenBLAS's OpenMP builds) or, as in
+    numpy's pthreads OpenBLAS (0.3.31: a helper thread's ``openblas_set_num_threads_local(1)`` left
+    every numpy GEMM of the process on one thread), the process's: set in a helper thread, read back
+    in this one."""
+    mine = set_local(1)
+    helper = threading.Thread(target=lambda: set_local(2))
+    helper.start()
+    helper.join()
+    now = set_local(mine)
+    return now == 1
+
+
+def _count(ctl) -> _Count:
+    c = _fns.get(ctl)
+    if c is None:
+        c = _fns[ctl] = _Count(ctl)
+    return c
+
+
+def enter(ctl=None):
+    """numpy's BLAS (``ctl``, default :func:`controller`) on one thread for a region of this thread;
+    returns the token for :func:`leave` (nothing happens without a controller)."""
+    ctl = controller() if ctl is None else ctl
+    if ctl is None:
+        return None
+    c = _count(ctl)
+    if c.local is not None:
+        return c.local(1)
+    with _lock:
+        if _hold["depth"] == 0:
+            _hold["saved"] = max(1, int(c.get() or 1))
+            if _hold["saved"] != 1:
+                c.set(1)
+        _hold["depth"] += 1
+    return None
+
+
+def leave(token, ctl=None) -> None:
+    """End the region :func:`enter` began (``token`` its return)."""
+    ctl = controller() if ctl is None else ctl
+    if ctl is None:
+        return
+    c = _count(ctl)
+    if c.local is not None:
+        c.local(token)
+        return
+    with _lock:
+        _hold["depth"] -= 1
+        if _hold["depth"] == 0 and _hold["saved"] != 1:
+            c.set(_hold["saved"])
+
+
+def held_count():
+    """The user's count saved while a region holds the process's count at 1, else None."""
+    with _lock:
+        return _hold["saved"] if _hold["depth"] else None
+
+
+def user_threads(ctl=None) -> int:
+    """numpy's BLAS thread count as the user set it, also while a region holds it at one (1 without
+    a controller)."""
+    ctl = controller() if ctl is None else ctl
+    if ctl is None:
+        return 1
+    held = held_count()
+    return max(1, int((held if held is not None else _count(ctl).get()) or 1))
+
+
+@contextlib.contextmanager
+def one_thread(ctl=None):
+    """numpy's BLAS on one thread inside (a region: :func:`enter` / :func:`leave`)."""
+    token = enter(ctl)
+    try:
+        yield
+    finally:
+        leave(token, ctl)
+
+
+def on_caller(fn, ctl=None):
+    """``fn`` with numpy's BLAS on one thread while it runs (a region), or ``fn`` itself without a
+    controller. Keeps ``fn``'s attributes (a kernel's ``weight_bytes``, ``blas``, ...)."""
+    ctl = controller() if ctl is None else ctl
+    if ctl is None:
+        return fn
+
+    def held(*args, **kwargs):
+        token = enter(ctl)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            leave(token, ctl)
+    try:
+        functools.update_wrapper(held, fn)
+    except (AttributeError, TypeError):   # (a builtin without some attributes)
+        held.__wrapped__ = fn
+    return held
+
+
+def _after_fork():
+    # the parent's regions are not the child's (and a thread in one may have held the lock): the child
+    # starts with no hold, its count whatever OpenBLAS has now
+    global _lock
+    _lock = threading.Lock()
+    _hold.update(depth=0, saved=1)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)

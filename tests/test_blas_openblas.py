@@ -1,0 +1,118 @@
+"""srcore.blas.openblas: the one process-wide hold of numpy's OpenBLAS at one thread that the backends'
+regions share (the cpu plugin's part runs, trt_like's OpenMP tactics)."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import threadpoolctl
+
+from srcore.blas import openblas as O
+from srcore import plugin
+
+
+class _ProcessWide:
+    """A BLAS controller with one count for the whole process (numpy's pthreads OpenBLAS)."""
+
+    def __init__(self, n):
+        self.num_threads = n
+
+    def set_num_threads(self, n):
+        self.num_threads = n
+
+
+def test_exposed_to_plugins():
+    assert plugin.openblas is O
+
+
+def test_overlapping_regions_of_two_threads_share_one_hold():
+    """The bug of one hold per plugin: the second in saved the first one's 1, the first out put the
+    user's count back under the second's region, and the second out left the process on 1."""
+    ctl = _ProcessWide(2)
+    a_in, a_out, b_in, b_out = (threading.Event() for _ in range(4))
+    seen = []
+
+    def region(entered, release):
+        token = O.enter(ctl)
+        entered.set()
+        release.wait(10)
+        seen.append(ctl.num_threads)
+        O.leave(token, ctl)
+
+    ta = threading.Thread(target=region, args=(a_in, a_out))
+    tb = threading.Thread(target=region, args=(b_in, b_out))
+    ta.start()
+    assert a_in.wait(10)
+    tb.start()
+    assert b_in.wait(10)
+    assert ctl.num_threads == 1 and O.user_threads(ctl) == 2 and O.held_count() == 2
+    a_out.set()                     # the first in leaves first
+    ta.join(10)
+    assert ctl.num_threads == 1     # b's region still runs on one thread
+    b_out.set()
+    tb.join(10)
+    assert seen == [1, 1]
+    assert ctl.num_threads == 2 and O.held_count() is None and O.user_threads(ctl) == 2
+
+
+def test_one_thread_and_on_caller_nest_restore_on_errors_and_keep_attributes():
+    ctl = _ProcessWide(3)
+    seen = []
+
+    def kernel(x, out=None):
+        seen.append((ctl.num_threads, O.user_threads(ctl)))
+        return x + 1
+    kernel.weight_bytes = 7
+    held = O.on_caller(kernel, ctl)
+    assert held.weight_bytes == 7 and held.__wrapped__ is kernel
+    with O.one_thread(ctl):
+        assert held(1) == 2 and ctl.num_threads == 1
+    assert held(2, out=None) == 3
+    assert seen == [(1, 3), (1, 3)] and ctl.num_threads == 3
+    with pytest.raises(ZeroDivisionError):
+        O.on_caller(lambda: 1 / 0, ctl)()
+    with pytest.raises(ValueError), O.one_thread(ctl):
+        raise ValueError
+    assert ctl.num_threads == 3 and O.held_count() is None
+
+
+def test_a_per_thread_count_is_set_and_restored_by_each_thread(monkeypatch):
+    """OpenBLAS's OpenMP builds: each region sets its own thread's count, no process hold."""
+    counts = threading.local()
+
+    def local(n):
+        prev = getattr(counts, "n", 4)
+        counts.n = n
+        return prev
+
+    class Count:
+        get, set = (lambda: 4), (lambda n: None)
+    Count.local = staticmethod(local)
+    ctl = _ProcessWide(4)
+    monkeypatch.setitem(O._fns, ctl, Count())
+    token = O.enter(ctl)
+    other = []
+    t = threading.Thread(target=lambda: other.append(local(4)))
+    t.start()
+    t.join(10)
+    assert counts.n == 1 and other == [4] and O.held_count() is None
+    O.leave(token, ctl)
+    assert counts.n == 4
+
+
+def test_numpys_openblas_runs_on_one_thread_inside_and_gets_the_users_count_back():
+    ctl = O.controller()
+    if ctl is None:
+        pytest.skip("numpy's BLAS not controllable here")
+    get = O._count(ctl).get
+    a = np.ones((64, 64), np.float32)
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        outer = O.enter()
+        inner = O.enter()
+        assert get() == 1 and O.user_threads() == 2
+        np.testing.assert_array_equal(a @ a, np.full((64, 64), 64, np.float32))
+        O.leave(outer)              # the first in leaves first: still held
+        assert get() == 1
+        O.leave(inner)
+        assert get() == 2 and O.user_threads() == 2
