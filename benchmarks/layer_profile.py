@@ -82,6 +82,10 @@ def profile(model: str, out: Path, rounds: int, calls: int, factory: str | None 
     sm = srcore.StaticModule(graph, options=srcore.Options(backends=("trt_like", "cpu")))
     sm(*xs)
     engines = [pn.fn.fn for b in sm.blocks for pn in b.nodes if pn.fn is not None and hasattr(pn.fn.fn, "profile")]
+    # only the engines that take the model's inputs (crnn's LSTM on the cpu plugin splits it in two:
+    # the second engine's inputs are made inside the model)
+    shapes = tuple(tuple(x.shape) for x in xs)
+    engines = [e for e in engines if shapes in getattr(getattr(e.profile, "__self__", None), "plans", {shapes: 0})]
     if not engines:
         raise SystemExit(f"{model}: no trt_like engine in the module")
     best: dict[tuple[int, int], tuple[str, float]] = {}

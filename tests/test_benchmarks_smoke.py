@@ -441,3 +441,20 @@ def test_layer_profile_takes_a_factory_model(tmp_path, capsys):
     assert not list(tmp_path.glob("layer_profile_*.json"))   # ORT's profile file removed
     with pytest.raises(SystemExit, match="no_such_model: not in heldout6_models:MODELS"):
         layer_profile.main(["no_such_model", "--factory", "heldout6_models:MODELS", "--out", str(tmp_path)])
+
+
+def test_layer_profile_takes_a_model_split_around_a_cpu_node(tmp_path, capsys):
+    """crnn's LSTM runs on the cpu plugin between two engines: the engine fed the model's inputs is
+    profiled (its two conv + max pool layers), the one after the LSTM (other inputs) is left out."""
+    from threadpoolctl import threadpool_limits
+
+    from benchmarks import layer_profile
+
+    with threadpool_limits(1):
+        layer_profile.main(["crnn", "--factory", "heldout2_models:MODELS", "--rounds", "1", "--calls", "1",
+                            "--out", str(tmp_path)])
+    trt, ort = capsys.readouterr().out.split("crnn: ONNX Runtime")
+    layers = trt.splitlines()[1:]
+    assert sum("conv_max_pool" in line for line in layers) == 2, trt
+    assert not any(line.split(" -> ")[0].split()[-1] in ("gemm", "log_softmax") for line in layers), trt
+    assert "LSTM" in ort

@@ -287,3 +287,33 @@ def test_unbatched_conv_transpose_stays_on_cpu_with_the_reason():
     assert "aten::conv_transpose2d" not in _engine_ops(sm)
     assert any("conv_transpose2d" in line and "not 4-D" in line for line in sm.partition.format().splitlines())
     np.testing.assert_allclose(got, want.numpy(), rtol=1e-4, atol=1e-5)
+
+
+class ChannelSlices(torch.nn.Module):
+    """Res2Net's split at batch 2: channel slices of the input (not contiguous) into a cat and an add."""
+
+    def forward(self, x):
+        a, b, c = x[:, 0:2], x[:, 2:4], x[:, 4:6]
+        return torch.cat([torch.relu(a + b), c], 1)
+
+
+def test_a_channel_slice_reads_each_call_s_input_whether_the_same_array_or_another():
+    """The numpy ``strided`` copy keeps the view of the array it was last given: a new input array
+    each call, the same one written in place, and two arrays in turn all give torch's result."""
+    torch.manual_seed(3)
+    x = torch.randn(2, 6, 3, 4)
+    model = srcore.from_torchscript(torch.jit.script(ChannelSlices().eval()), (x,))
+    sm = srcore.StaticModule(model, options=srcore.Options(
+        backends=TRT, engine_options={"timing": False, "exclude_tactics": ["segment"]}))
+    lines = sm.partition.engines[0].description.splitlines()
+    assert sum("strided" in line and "[numpy]" in line for line in lines) == 3, lines
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2, 6, 3, 4)).astype(np.float32)
+    b = rng.standard_normal((2, 6, 3, 4)).astype(np.float32)
+    for call, arr in enumerate([a, a, None, b, a, b, b, None, a]):
+        if arr is None:          # the last array written in place
+            arr = last
+            arr[...] = rng.standard_normal(arr.shape)
+        want = ChannelSlices()(torch.from_numpy(arr.copy())).numpy()
+        np.testing.assert_allclose(sm(arr), want, rtol=1e-6, atol=1e-6, err_msg=f"call {call}")
+        last = arr

@@ -66,3 +66,30 @@ def test_a_conv_layer_called_again_on_its_buffers_gives_torchs_result(name):
     wide = np.zeros(spec.x_shape[:3] + (spec.x_shape[3] + 1,), np.float32)[..., :-1] if not b_in else None
     if wide is not None:
         assert tactic.serial_calls(wide, y, res) is None
+
+
+@pytest.mark.parametrize("name", ["simd_direct", "pointwise_simd", "depthwise_simd"])
+def test_a_layer_called_on_two_sets_of_buffers_in_turn_gives_torchs_result_on_each(name):
+    """The compiled calls found for one set of arrays are never run for another: a call on other
+    arrays in between rebinds the conv (a timing run's random inputs, a second execution context's
+    arena on the same thread), and the next call on the first set must read and write the first set."""
+    cls, C, O, k, s, g, _, residual, _ = CASES[name]
+    rng = np.random.default_rng(1)
+    spec = ConvSpec((2, C, 7, 6), O, (k, k), (s, s), (k // 2, k // 2), (1, 1), g, relu=True, residual=residual)
+    w = rng.standard_normal((O, C // g, k, k)).astype(np.float32)
+    b = rng.standard_normal(O).astype(np.float32)
+    fn = _kernel(cls(spec, w, b), residual).fn
+    sets = [(np.zeros(spec.x_shape, np.float32), np.zeros(spec.out_shape, np.float32),
+             np.zeros(spec.out_shape, np.float32) if residual else None) for _ in range(2)]
+    # each set three times in a row (its compiled calls found and used), then the two in turn
+    for call, which in enumerate([0, 0, 0, 1, 1, 1, 0, 1, 0, 0, 1]):
+        x, y, res = sets[which]
+        x[...] = rng.standard_normal(spec.x_shape)
+        want = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), s, k // 2, 1, g)
+        if residual:
+            res[...] = rng.standard_normal(spec.out_shape)
+            want = want + torch.from_numpy(res)
+            fn(x, res, y)
+        else:
+            fn(x, y)
+        np.testing.assert_allclose(y, torch.relu(want).numpy(), rtol=1e-4, atol=1e-4, err_msg=f"call {call}")

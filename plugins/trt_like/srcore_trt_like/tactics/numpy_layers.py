@@ -54,10 +54,19 @@ def permute(layer: Layer, net: Network):
 
 
 def strided(layer: Layer, net: Network):
+    """``out[...] = x[key]``; the view ``x[key]`` kept for the array it was taken of: an engine passes
+    its arena buffer again each call, and making the view was a third of the layer (res2net's
+    channel slices at batch 2: ~0.3 of ~1 us, Sapphire Rapids). One (array, view) pair, replaced
+    whole: a thread that reads another thread's pair sees it is of another array and takes its own."""
     key = layer.attrs["key"]
+    last = [(None, None)]
 
     def run(x, out):
-        np.copyto(out, x[key])
+        base, view = last[0]
+        if base is not x:
+            view = x[key]
+            last[0] = (x, view)
+        np.copyto(out, view)
     return run
 
 
