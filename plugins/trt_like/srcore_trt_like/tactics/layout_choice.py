@@ -83,7 +83,11 @@ def choose_layout(net: Network, options: dict[str, Any], name: str = "engine") -
                 tb, tp = time_run(net, layers, b, a, shapes)
             kept = timing.trusted(found)
             if cache is not None:   # each layout at its least time over the builds (timing_cache)
-                best, builds = cache.merge(key, {"nchwc": tb, "nchw": tp})
+                # the evidence is the run's, whichever tactics its layers got: a disturbed layer
+                # timing changes them from build to build, and a key naming them never pooled
+                # (resnet_small's 18-layer run, 4 builds at load 8-13: timed afresh each time)
+                run = "nchwc-run:" + hashlib.sha256("|".join(keys[id(layer)] for layer in layers).encode()).hexdigest()[:24]
+                best, builds = cache.merge(run, {"nchwc": tb, "nchw": tp})
                 tb, tp = best["nchwc"], best["nchw"]
                 kept = kept or builds >= timing_cache.EVIDENCE_BUILDS
             note = "" if kept else " (timed while a core was taken: not cached)"
