@@ -139,3 +139,17 @@ def test_runs_split_at_a_grouped_conv_and_go_back_one_at_a_time():
     clear_nchwc(net, *runs[0], shapes)
     assert net.shape(a) == (1, 48, 8, 8) and "nchwc" not in by_out[a].attrs and "nchwc" not in by_out[b].attrs
     assert net.shape(d) == (1, 2, 8, 8, 16) and by_out[e].attrs["nchwc"] == (True, False)
+
+
+def test_disturbed_builds_pool_the_runs_evidence(block, cache_dir, monkeypatch):
+    """Timed while a core was taken (not trusted), a run's layout is not cached but its times are
+    kept: the next build decides on each layout's least time so far, not on its own timing alone."""
+    model, x, want = block
+    monkeypatch.setattr(timing, "trusted", lambda found: False)
+    _fake(monkeypatch, 1e-3, 2e-3)
+    _, text = _build(model)
+    assert text.count("-> NCHW16c: NCHW16c 1.000 ms, NCHW 2.000 ms [timed]") == 2, text
+    calls = _fake(monkeypatch, 9.0, 1.0)             # a build that alone would go back to NCHW
+    sm, text = _build(model)
+    assert calls == [3, 2] and text.count("-> NCHW16c: NCHW16c 1.000 ms, NCHW 2.000 ms [timed]") == 2, text
+    np.testing.assert_allclose(sm(x), want, rtol=1e-4, atol=1e-5)

@@ -55,3 +55,15 @@ def test_memory_tolerance_is_checked():
     for bad in (-0.1, 1.5, "0.1", True):
         with pytest.raises(EngineOptionError, match="memory_tolerance"):
             check_options({"memory_tolerance": bad})
+
+
+def test_equals_within_the_tolerance_go_by_the_tables_order_not_this_builds_timing():
+    """Two candidates holding the same bytes, within the tolerance: whichever timed faster in
+    this build, the table's first wins (a fixed choice; the timed order of near equals is noise)."""
+    a, b = cand("a"), cand("b")
+    order = [b, a]
+    assert lean([(a, 1.0), (b, 1.03)], LAYER, 0.05, order) is b
+    assert lean([(b, 1.0), (a, 1.03)], LAYER, 0.05, order) is b
+    assert lean([(a, 1.0), (b, 1.06)], LAYER, 0.05, order) is a      # outside it: the faster
+    small = cand("small", laid=16)                                     # fewer bytes still come first
+    assert lean([(a, 1.0), (b, 1.01), (small, 1.04)], LAYER, 0.05, [a, b, small]) is small

@@ -319,3 +319,40 @@ def test_a_small_layer_whose_rank_loaded_code_is_ranked_again(monkeypatch):
     calls["n"] = 0
     again = choose.rank(cands, layer, net)
     assert [c.name for c, _ in again] == ["steady", "loads"], (again, calls)
+
+
+def test_untrusted_builds_decide_on_their_pooled_evidence(monkeypatch, tmp_path, caplog):
+    """A layer timed while a core was taken in build after build: each build picks by every
+    candidate's least time over the builds so far (not its own timing alone), and after
+    EVIDENCE_BUILDS builds that choice is kept as the winner (timing is faked)."""
+    monkeypatch.setenv("SRCORE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(timing_cache, "_tags", {})
+    monkeypatch.setattr(timing_cache, "_caches", {})
+    monkeypatch.setattr(timing_cache, "EVIDENCE_BUILDS", 3)
+    monkeypatch.setattr(timing, "trusted", lambda found: False)
+    net = Network()
+    tx, ty = net.new_tensor((4, 8)), net.new_tensor((4, 8))
+    net.inputs, net.outputs = [tx], [ty]
+    net.layers.append(Layer("relu", [tx], [ty], {}))
+
+    def relu(x, out):
+        np.maximum(x, 0, out=out)
+    cands = [Candidate("one", lambda: Kernel(relu)), Candidate("split", lambda: Kernel(relu))]
+    monkeypatch.setattr(choose, "candidates", lambda layer, net_: cands)
+    builds = iter([{"one": 1.0, "split": 2.0}, {"one": 1.5, "split": 0.8}, {"one": 0.9, "split": 1.2}])
+    timed = []
+
+    def rank(cands_, layer, net_, seed=0):
+        times = next(builds)
+        timed.append(times)
+        return sorted(((c, times[c.name]) for c in cands_), key=lambda p: p[1])
+    monkeypatch.setattr(choose, "rank", rank)
+    key = timing_cache.layer_key(net.layers[0], net, ["one", "split", f"memory_tolerance={choose.MEMORY_TOLERANCE}"])
+    # build 3 alone would pick "one" (0.9 < 1.2); pooled, split's 0.8 of build 2 stands
+    for winner, kept in (("one", None), ("split", None), ("split", "split")):
+        monkeypatch.setattr(timing_cache, "_caches", {})     # a new process: the evidence comes from the file
+        (step,) = choose.choose_tactics(net, {}, name="t")
+        assert (step.tactic, timing_cache.get().lookup(key)) == (winner, kept)
+    monkeypatch.setattr(timing_cache, "_caches", {})
+    (step,) = choose.choose_tactics(net, {}, name="t")        # the kept winner: not timed again
+    assert step.tactic == "split" and len(timed) == 3

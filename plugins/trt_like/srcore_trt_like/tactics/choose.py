@@ -123,29 +123,25 @@ def choose_tactics(net: Network, options: dict[str, Any], *, name: str = "engine
             times = pre_ranked.get(id(layer))
             if times is not None:    # timed when the pool was chosen
                 ranked = [(by_name[n], t) for n, t in times if n in by_name]
-                chosen_c = lean(ranked, layer, tolerance)
-                if id(layer) in pools.untrusted:
-                    untrusted += 1
-                elif cache is not None:
-                    cache.store(key, chosen_c.name)
+                chosen_c, kept = decide(cache, key, ranked, layer, tolerance, cands,
+                                        id(layer) not in pools.untrusted)
+                untrusted += not kept
             elif known in by_name:
                 chosen_c = by_name[known]
                 log.debug("%s: %s %s: %s (timing cache)", name, layer.kind, _shape(net, layer), known)
             else:
                 with _timing.watch() as found:
                     ranked = rank(cands, layer, net)
-                chosen_c = lean(ranked, layer, tolerance)
+                chosen_c, kept = decide(cache, key, ranked, layer, tolerance, cands, _timing.trusted(found))
                 timed += 1
                 taken += found
                 log.debug("%s: %s %s: %s -> %s", name, layer.kind, _shape(net, layer),
                           ", ".join(f"{c.name} {s * 1e3:.3f} ms ({_held(c, layer) / 2**20:.1f} MiB)"
                                     for c, s in ranked), chosen_c.name)
-                if not _timing.trusted(found):
+                if not kept:
                     untrusted += 1
                     log.debug("%s: %s %s: timed while a core was taken, not cached", name, layer.kind,
                               _shape(net, layer))
-                elif cache is not None:
-                    cache.store(key, chosen_c.name)
         kernel = chosen_c.build()
         steps.append(Step(layer, chosen_c.name, kernel.fn, chosen_c.precision, kernel.layout))
         _release_raw(layer)
@@ -259,13 +255,16 @@ def _choose_pool(pools: _Pools, cache, name: str) -> tuple[str, dict[int, list[t
     times = {p: {i: sorted(seen.items(), key=lambda kv: kv[1]) for i, seen in by_layer.items()}
              for p, by_layer in times.items()}
     total = {p: sum(r[0][1] for r in times[p].values()) for p in times}
+    builds = 0
+    if cache is not None:   # each pool at its least total over the builds that timed it (timing_cache)
+        total, builds = cache.merge(key, total)
     pool = BLAS if total[BLAS] < total[POOL] else POOL
     log.info("%s: %d layer(s) large enough to split: %.3f ms on the OpenMP pool, %.3f ms on the OpenBLAS "
              "team -> %s", name, len(pools.contested), total[POOL] * 1e3, total[BLAS] * 1e3, pool)
     # a layer is in doubt on a pool when no pass of it there was trusted (each candidate keeps its best pass)
     in_doubt = {p: {i for i, n in by_layer.items() if n == POOL_PASSES.count(p)} for p, by_layer in doubt.items()}
     pools.untrusted = in_doubt[pool]
-    if cache is not None and not in_doubt[POOL] | in_doubt[BLAS]:
+    if cache is not None and (not in_doubt[POOL] | in_doubt[BLAS] or builds >= timing_cache.EVIDENCE_BUILDS):
         cache.store(key, pool)
     return pool, times[pool]
 
@@ -370,14 +369,37 @@ def _held(cand: Candidate, layer: Layer) -> int:
     return laid if k.weight_bytes is None else min(laid, k.weight_bytes)
 
 
-def lean(ranked: list[tuple[Candidate, float]], layer: Layer, tolerance: float) -> Candidate:
+def lean(ranked: list[tuple[Candidate, float]], layer: Layer, tolerance: float,
+         order: list[Candidate] | None = None) -> Candidate:
     """Of the candidates within ``tolerance`` of the fastest (``ranked``: fastest first), the one
-    holding the fewest weight bytes (the faster of equals)."""
+    holding the fewest weight bytes; of equals, the first in ``order`` (the tactic table's, best
+    guess first), else the faster. Why the table's order: within the tolerance the timed order of
+    equals is the noise of one build (resnet_small's 56x56 convs' top two swapped between the
+    four pool passes of one build under load), and a fixed order makes every build pick alike."""
     fastest = ranked[0][1]
     near = [c for c, s in ranked if s <= fastest * (1 + tolerance)]
     if len(near) < 2 or math.isinf(fastest):
         return ranked[0][0]
-    return min(near, key=lambda c: _held(c, layer))
+    index = {id(c): i for i, c in enumerate(order if order is not None else near)}
+    return min(near, key=lambda c: (_held(c, layer), index.get(id(c), len(index))))
+
+
+def decide(cache, key: str, ranked: list[tuple[Candidate, float]], layer: Layer, tolerance: float,
+           order: list[Candidate], trusted: bool) -> tuple[Candidate, bool]:
+    """The candidate a layer gets from this build's ``ranked`` timings (fastest first) pooled with
+    the evidence of the earlier builds in the timing cache (each candidate at its least time,
+    :meth:`.timing_cache.TimingCache.merge`), and whether the choice is kept as the layer's winner:
+    when this build's timing was ``trusted``, or after :data:`.timing_cache.EVIDENCE_BUILDS` builds."""
+    kept = trusted
+    if cache is not None:
+        by_name = {c.name: c for c, _ in ranked}
+        best, builds = cache.merge(key, {c.name: s for c, s in ranked})
+        ranked = sorted(((by_name[n], s) for n, s in best.items()), key=lambda p: p[1])
+        kept = trusted or builds >= timing_cache.EVIDENCE_BUILDS
+    chosen = lean(ranked, layer, tolerance, order)
+    if kept and cache is not None:
+        cache.store(key, chosen.name)
+    return chosen, kept
 
 
 #: a rank that took more CPU time than this (seconds) ... of a layer whose fastest candidate takes
