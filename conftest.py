@@ -40,6 +40,8 @@ from pathlib import Path
 
 import pytest
 
+from _worker_threads import share_cores
+
 pytest_plugins = ("_chaos",)   # tests/ is on the path (pyproject.toml: pythonpath)
 
 _ROOT_KEY = pytest.StashKey[Path]()
@@ -57,30 +59,12 @@ def full_run() -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
-        _share_cores(workerinput)
+        share_cores(workerinput)
     root, made = _session_cache_root(config)
     root.mkdir(parents=True, exist_ok=True)
     config.stash[_ROOT_KEY] = root
     config.stash[_MADE_KEY] = made
     os.environ["SRCORE_CACHE_DIR"] = str(root)
-
-
-_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-def _share_cores(workerinput) -> None:
-    """An xdist worker's intra-op threads: its share of the cores, for it and the processes it starts."""
-    if any(os.environ.get(v) for v in _THREAD_VARIABLES):
-        return
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    share = str(max(1, cores // max(1, int(workerinput.get("workercount", 1)))))
-    for v in _THREAD_VARIABLES:
-        os.environ[v] = share
-    try:   # numpy's BLAS, when something loaded it before this hook
-        from threadpoolctl import threadpool_limits
-        threadpool_limits(int(share))
-    except ImportError:
-        pass
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
