@@ -15,12 +15,13 @@ from numba import njit
 from . import epilogue
 from . import gemm as _g
 from . import packed as _k
-from .jit import JIT
+from .jit import JIT, plain_args
 from .simd import vload, vmax_nan, vsplat_value, vstore
 
 _NEG_INF = np.float32(-np.inf)
 
 
+@plain_args
 @njit(**JIT)
 def part(xph, kh, kw, sh, ph, dh, joff, seg, Hc, Wc, wf, K, MB, step, pool, a, b, xp, ct, hm, stage, bias, relu, out,
          n):

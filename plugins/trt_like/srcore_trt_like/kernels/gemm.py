@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .jit import JIT
+from .jit import JIT, plain_args
 from .simd import prefetch, vadd, vfma, vload, vsplat, vstore, vzero
 
 MR, NR = 64, 6          # micro-tile: rows (4 vectors of 16) x columns
@@ -122,6 +122,7 @@ def _prefetch_lines(wf, a, lines, end):
             prefetch(wf, a + 16 * i)
 
 
+@plain_args
 @njit(**JIT)
 def gemm(wf, w0, xf, x0, cf, c0, K, MB, ob0, ob1, pb0, pb1, ldc):
     """Row blocks [ob0, ob1) x column blocks [pb0, pb1) of ``C^T = (W @ X)^T``.
@@ -143,6 +144,7 @@ def gemm(wf, w0, xf, x0, cf, c0, K, MB, ob0, ob1, pb0, pb1, ldc):
                 _tile_u(wf, wb, xf, x0 + pb * K * 6, 6, cf, c0 + pb * 6 * ldc + ob * 64, ldc, k0, k1, k0 > 0)
 
 
+@plain_args
 @njit(**JIT)
 def gemm_u(wf, w0, xf, x0, ldb, cf, c0, K, MB, ob0, ob1, pb0, pb1, ldc):
     """:func:`gemm` on an unpacked operand X (K x N) row-major from ``xf[x0]`` with leading dimension

@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 
 from . import epilogue
-from .jit import JIT
+from .jit import JIT, plain_args
 from .simd import prefer_512, vadd, vcopy_lanes, vload, vrelu, vsplat_value, vstore, vtranspose16, vzero_lanes
 
 _ZERO = np.float32(0.0)
@@ -49,6 +49,7 @@ def tap_offsets(kw, sw, pw, dw, pad, L) -> np.ndarray:
     return (r * L + pad + (off - r) // sw).astype(np.int64)
 
 
+@plain_args
 @njit(**JIT)
 def split_phases(x, n, sw, pad, rows, xph, c0, c1):
     """``xph[c, h, r, pad + q] = x[n, c, h, q * sw + r]``, zeros around (``pad`` each side of every
@@ -75,6 +76,7 @@ def split_phases(x, n, sw, pad, rows, xph, c0, c1):
                     dst[q] = _ZERO
 
 
+@plain_args
 @njit(**JIT)
 def gather(xph, kh, kw, sh, ph, dh, joff, seg, pb0, pb1, xp, xb0, c0, c1):
     """The packed operand of column blocks [pb0, pb1), channels [c0, c1):
@@ -112,6 +114,7 @@ def gather(xph, kh, kw, sh, ph, dh, joff, seg, pb0, pb1, xp, xb0, c0, c1):
                 vzero_lanes(xf, blk + 6 * k, used, 6 - used)
 
 
+@plain_args
 @njit(**JIT)
 def epilogue_t(cf, c0, ldc, rows, row_len, row_stride, out, n, p0, bias, res, has_res, relu, o0, o1):
     """``out[n, o, p0 + r * row_len + w] = relu?(C^T[r * row_stride + w, o] + bias[o] (+ res))`` for

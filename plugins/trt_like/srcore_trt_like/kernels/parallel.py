@@ -36,7 +36,8 @@ def _part(total, t, nt, quantum):
 def conv(x, xph, pad, rows, kh, kw, sh, sw, ph, dh, joff, seg, wf, K, MB, xp, ct, step, bias, res, has_res, relu, out,
          nt, by_chunks, split_rows):
     """``out = relu?(W @ im2col(x) + bias (+ res))`` on ``nt`` threads. ``xp``/``ct``: (nt, step, K, 6) and
-    (nt, 6 step, 64 MB) for *chunks*, (blocks, K, 6) and (6 blocks, 64 MB) for *phased*."""
+    (nt, 6 step, 64 MB) for *chunks*, (1, blocks, K, 6) and (1, 6 blocks, 64 MB) for *phased* (the same ranks
+    both ways: one signature, one cold compile)."""
     N, C = x.shape[0], x.shape[1]
     O = out.shape[1]
     P = out.shape[2] * out.shape[3]
@@ -60,7 +61,7 @@ def conv(x, xph, pad, rows, kh, kw, sh, sw, ph, dh, joff, seg, wf, K, MB, xp, ct
         else:
             for t in prange(nt):
                 pb0, pb1 = _part(nb, t, nt, 1)
-                _k.gather(xph, kh, kw, sh, ph, dh, joff, seg, pb0, pb1, xp, 0, 0, C)
+                _k.gather(xph, kh, kw, sh, ph, dh, joff, seg, pb0, pb1, xp[0], 0, 0, C)
             xf, cf = xp.reshape(-1), ct.reshape(-1)
             for t in prange(nt):
                 if split_rows:

@@ -25,7 +25,7 @@ import numpy as np
 from numba import njit
 
 from . import epilogue
-from .jit import JIT
+from .jit import JIT, plain_args
 from .simd import (vadd, vdeinterleave2, vdeinterleave4, vfma, vload, vmul, vsplat_value, vstore,
                    vstore_lanes, vsub, vzero)
 # the F(4x4) constants, checked there against the points of winograd_math.F4
@@ -56,6 +56,7 @@ def _at6(m0, m1, m2, m3, m4, m5):
             vadd(vfma(vsplat_value(_A3), sa, vmul(vsplat_value(_B3), sb)), m5))
 
 
+@plain_args
 @njit(**JIT)
 def input_f4(x, n, pad_top, pad_left, tw, ty0, ty1, vf, psv, csv, ldv, c0, c1):
     """V of tile rows [ty0, ty1) of image n, channels [c0, c1): for tile t = (ty - ty0) * tw + tx,
@@ -125,6 +126,7 @@ def input_f4(x, n, pad_top, pad_left, tw, ty0, ty1, vf, psv, csv, ldv, c0, c1):
                 vstore_lanes(vf, (30 + l) * psv + d, o5, m)
 
 
+@plain_args
 @njit(**JIT)
 def input_f2(x, n, pad_top, pad_left, tw, ty0, ty1, vf, psv, csv, ldv, c0, c1):
     """F(2x2): the packed V of 4x4 input tiles, point p = 4k + l (see :func:`input_f4`)."""
@@ -177,6 +179,7 @@ def input_f2(x, n, pad_top, pad_left, tw, ty0, ty1, vf, psv, csv, ldv, c0, c1):
                 vstore_lanes(vf, (12 + l) * psv + d, vsub(d3, d1), m)
 
 
+@plain_args
 @njit(**JIT)
 def output_f4(cf, ldc, ps, tw, ty0, ty1, bias, res, has_res, relu, out, n, o0, o1):
     """``out[n, o] = relu?(A^T M A + bias[o] (+ res))`` for tile rows [ty0, ty1) and output channels
@@ -210,6 +213,7 @@ def output_f4(cf, ldc, ps, tw, ty0, ty1, bias, res, has_res, relu, out, n, o0, o
             epilogue.write_rows(stage, sw, min(4, Ho - 4 * ty), out, n, 4 * ty, bias, res, has_res, relu, ob)
 
 
+@plain_args
 @njit(**JIT)
 def output_f2(cf, ldc, ps, tw, ty0, ty1, bias, res, has_res, relu, out, n, o0, o1):
     """F(2x2) output transform and epilogue (see :func:`output_f4`)."""
