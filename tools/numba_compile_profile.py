@@ -1,0 +1,43 @@
+"""A pytest plugin that prints, at the end of the run, the CPU seconds numba spent compiling each kernel
+(the calling thread's CPU time, exclusive of the kernels compiled inside it) and how many overloads it
+compiled or loaded from its cache. With a cold numba cache it shows what a fresh install or a fresh clone's test run pays:
+
+    NUMBA_CACHE_DIR=$(mktemp -d) SRCORE_TEST_CACHE_DIR=$(mktemp -d) PYTHONPATH=tools \\
+        .venv/bin/python -m pytest -n 0 -p numba_compile_profile TESTS
+"""
+from __future__ import annotations
+
+import collections
+import time
+
+_seconds: collections.Counter = collections.Counter()
+_overloads: collections.Counter = collections.Counter()
+_stack: list[float] = []
+
+
+def pytest_configure(config) -> None:
+    from numba.core import dispatcher
+
+    original = dispatcher.Dispatcher.compile
+
+    def compile(self, sig):
+        name = f"{self.py_func.__module__.rsplit('.', 1)[-1]}.{self.py_func.__qualname__}"
+        start = time.thread_time()
+        _stack.append(0.0)
+        try:
+            return original(self, sig)
+        finally:
+            spent = time.thread_time() - start
+            inner = _stack.pop()
+            if _stack:
+                _stack[-1] += spent
+            _seconds[name] += spent - inner
+            _overloads[name] += 1
+
+    dispatcher.Dispatcher.compile = compile
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    terminalreporter.write_sep("=", f"numba compile: {sum(_seconds.values()):.1f} s CPU")
+    for name, seconds in _seconds.most_common(30):
+        terminalreporter.write_line(f"{seconds:8.2f} s {_overloads[name]:4d}  {name}")
