@@ -20,8 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def node_times(sm, xs, calls: int, warmup: int = 20) -> list[tuple]:
     """``[(wall ms, process CPU ms, caller CPU ms, op, kernel repr), ...]`` per node per call."""
-    from srcore.runtime.metrics import _TimingRunner
-    from srcore.runtime.static_runtime import StaticRuntime
+    from srcore.runtime.metrics import _TimingRunner, timed_runtime
 
     class Runner(_TimingRunner):
         def __init__(self, *a):
@@ -37,11 +36,7 @@ def node_times(sm, xs, calls: int, warmup: int = 20) -> list[tuple]:
                 self.cpu[id(pn)] += time.process_time() - c0
                 self.me[id(pn)] += time.thread_time() - m0
 
-    rt = StaticRuntime.__new__(StaticRuntime)
-    rt.__dict__.update(StaticRuntime(sm).__dict__)
-    r = Runner(sm, rt)
-    rt._runner, rt._fns, rt._top = r, None, r.run_top
-    rt._arm_entry()
+    rt, r = timed_runtime(sm, Runner)
     for _ in range(warmup):
         rt(*xs)
     r.times.clear(), r.cpu.clear(), r.me.clear()

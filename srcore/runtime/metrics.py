@@ -79,6 +79,19 @@ class _TimingRunner(BlockRunner):
             self.times[id(pn)] += clock() - t0
 
 
+def timed_runtime(module, runner_class=None):
+    """``(runtime, runner)``: a runtime of ``module`` whose steps run through ``runner_class(module,
+    runtime)`` (default :class:`_TimingRunner`, each step's wall time) instead of its executor."""
+    from .static_runtime import StaticRuntime
+
+    rt = StaticRuntime.__new__(StaticRuntime)
+    rt.__dict__.update(StaticRuntime(module).__dict__)
+    runner = (runner_class or _TimingRunner)(module, rt)
+    rt._runner, rt._fns, rt._top = runner, None, runner.run_top
+    rt._arm_entry()
+    return rt, runner
+
+
 def benchmark_individual_ops(module, inputs: Sequence[Any], warmup: int = 5, runs: int = 20) -> OpMetrics:
     from .static_runtime import StaticRuntime
 
@@ -94,11 +107,7 @@ def benchmark_individual_ops(module, inputs: Sequence[Any], warmup: int = 5, run
         rt(*inputs)
     mean = (time.perf_counter() - t0) / max(runs, 1)
 
-    trt = StaticRuntime.__new__(StaticRuntime)
-    trt.__dict__.update(StaticRuntime(module).__dict__)
-    runner = _TimingRunner(module, trt)
-    trt._runner, trt._fns, trt._top = runner, None, runner.run_top
-    trt._arm_entry()
+    trt, runner = timed_runtime(module)
     for _ in range(warmup):
         trt(*inputs)
     runner.times.clear()
