@@ -25,6 +25,12 @@ from .errors import SrcoreError
 #: wall time on the CPU spent it blocked (or the machine was starved) and is charged its wall time
 OFF_THREAD = 0.1
 CLOCKS = ("cpu", "wall")
+#: a wall-clock round in which the process's threads waited for a core this fraction of its time or
+#: more (:func:`wall_ns_waited`) ran while a core was taken: it is not *clean*, its time an upper bound
+TAKEN = 0.1
+#: the pauses before the extra rounds a backend gives a candidate with no clean round: OpenBLAS's idle
+#: workers spin ~0.1 s, libgomp's ~1 ms, a part pool's a little, before they sleep
+RETRY_PAUSES_S = (0.005, 0.03, 0.1)
 
 #: nanosecond clocks: wall time, the calling thread's CPU time
 WALL_CLOCK = time.perf_counter_ns

@@ -35,12 +35,9 @@ import weakref
 
 from srcore.plugin import clock as _clock
 
-#: a wall-time round in which the process's threads waited for a core this fraction of its time or more
-#: ran while a core was taken: not *clean* (trt_like's builder's ``TAKEN``, its tactics/timing.py)
-TAKEN = 0.1
-#: the pauses before the extra rounds of a candidate with no clean round that lost (OpenBLAS's idle
-#: worker spins ~0.1 s, the part pool's a little, before they sleep)
-RETRY_PAUSES_S = (0.005, 0.03, 0.1)
+#: a round not *clean*, and the pauses before a losing candidate's extra rounds: the core's (``srcore.clock``,
+#: as trt_like's builder uses them)
+TAKEN, RETRY_PAUSES_S = _clock.TAKEN, _clock.RETRY_PAUSES_S
 #: a first round this far apart decides (two-stage timing: clear losers get no more rounds)
 CLEAR = 1.5
 #: a candidate whose first call takes at least WARM_LONG_S seconds is called again, up to WARM_CALLS

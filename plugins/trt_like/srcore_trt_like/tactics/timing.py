@@ -62,12 +62,8 @@ MAX_CALLS = 64
 #: the direct kernel it beat, seen once in five builds); the close ones are where a wrong pick lands
 RACE = 1.3
 RACE_ROUNDS = 2
-#: a wall-time round in which the process's threads waited for a core this fraction of its time or
-#: more ran while a core was taken (not *clean*)
-TAKEN = 0.1
-#: the pauses before the extra rounds of a candidate with no clean round: OpenBLAS's idle workers
-#: spin ~0.1 s (``threads.py``), libgomp's ~1 ms, before they sleep
-RETRY_PAUSES_S = (0.005, 0.03, 0.1)
+#: a round not *clean*, and the pauses before a candidate's extra rounds: the core's (``srcore.clock``)
+TAKEN, RETRY_PAUSES_S = _clock.TAKEN, _clock.RETRY_PAUSES_S
 
 
 @attrs.frozen
