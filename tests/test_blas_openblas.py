@@ -116,3 +116,61 @@ def test_numpys_openblas_runs_on_one_thread_inside_and_gets_the_users_count_back
         assert get() == 1
         O.leave(inner)
         assert get() == 2 and O.user_threads() == 2
+
+
+# started_on_one_thread: a fresh process (threadpoolctl not imported), its answer against the count
+# threadpoolctl then reads from numpy's OpenBLAS itself (the reference)
+_PROBE = """
+import os, sys, numpy
+{before}
+from srcore.blas import openblas as O
+fast = O.started_on_one_thread()
+{after}
+import threadpoolctl
+counts = [c.num_threads for c in threadpoolctl.ThreadpoolController().select(user_api="blas").lib_controllers
+          if "numpy" in (c.filepath or "")]
+print(fast, counts)
+"""
+
+
+@pytest.mark.parametrize("env, before, expect_fast", [
+    ({"OPENBLAS_NUM_THREADS": "1"}, "", True),
+    ({"OMP_NUM_THREADS": "1"}, "", True),
+    ({"GOTO_NUM_THREADS": "1"}, "", True),
+    ({"OPENBLAS_NUM_THREADS": "0", "OMP_NUM_THREADS": "1"}, "", True),   # 0: OpenBLAS reads the next
+    ({"OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "1"}, "", False),  # OPENBLAS_NUM_THREADS wins
+    ({}, "", False),                                                      # no variable: all the cores
+    ({"OMP_NUM_THREADS": "1"}, "os.environ['OMP_NUM_THREADS'] = '2'", False),  # changed after numpy's start
+    ({}, "os.environ['OMP_NUM_THREADS'] = '1'", False),                   # ... the other way round
+    ({"OMP_NUM_THREADS": "1x"}, "", False),                              # odd values: threadpoolctl decides
+])
+def test_started_on_one_thread_only_when_numpys_openblas_has_one(env, before, expect_fast):
+    import os
+    import subprocess
+    import sys
+
+    if "openblas" not in str(np.__config__.CONFIG["Build Dependencies"]["blas"]["name"]).lower():
+        pytest.skip("numpy is not built on OpenBLAS")
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", _PROBE.format(before=before, after="")], env={**base, **env},
+                         capture_output=True, text=True, check=True).stdout.split(None, 1)
+    fast, counts = out[0] == "True", eval(out[1])
+    assert fast is expect_fast
+    if fast:
+        assert counts == [1]
+    if not env and not before and (os.cpu_count() or 1) > 1:
+        assert counts and counts[0] > 1   # the case the fast path must not answer 1 for
+
+
+def test_started_on_one_thread_is_off_once_threadpoolctl_or_a_region_has_been_used(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert not O.started_on_one_thread()   # threadpoolctl is imported in this process (above)
+    monkeypatch.delitem(__import__("sys").modules, "threadpoolctl")
+    monkeypatch.setattr(O, "_looked", [])
+    monkeypatch.setattr(O, "_fns", {})
+    monkeypatch.setattr(O, "_hold", {"depth": 1, "saved": 2})   # a region of another thread holds it
+    assert not O.started_on_one_thread()
+    monkeypatch.setattr(O, "_fns", {object(): None})           # a region has run (a controller used)
+    monkeypatch.setattr(O, "_hold", {"depth": 0, "saved": 1})
+    assert not O.started_on_one_thread()

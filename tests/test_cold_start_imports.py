@@ -278,3 +278,13 @@ print(json.dumps([lazy, rejected, a.y, attrs.asdict(a, filter=attrs.filters.excl
     from srcore._attrs_lazy import LAZY
 
     assert lazy == sorted(LAZY) and rejected and y == 2.5 and d == {"x": 1}
+
+
+def test_a_one_thread_start_does_not_scan_the_blas_libraries(selection):
+    # OpenBLAS started on one thread by the environment: the cpu plugin's kernels read that 1 without
+    # threadpoolctl's import and library scan (srcore.blas.openblas.started_on_one_thread)
+    path, cache = selection
+    out = _child(SRCORE_SELECTION=path, SRCORE_CACHE_DIR=cache, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+                 GOTO_NUM_THREADS=None, SRCORE_CPU_THREADS=None)
+    modules = set(json.loads(out.stdout.splitlines()[-1]))
+    assert "srcore_cpu.kernels.conv" in modules and "threadpoolctl" not in modules

@@ -47,6 +47,56 @@ def controller():
     return _looked[0]
 
 
+#: OpenBLAS's thread-count variables in the order it reads them (``blas_get_cpu_number``): the first
+#: set to a positive count wins (``GOTO_NUM_THREADS`` only when ``OPENBLAS_NUM_THREADS`` is not)
+_ENV_CHAIN = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+
+
+def _env_count(env) -> int | None:
+    """The count OpenBLAS starts with under ``env`` (a str -> str mapping) when a variable of
+    :data:`_ENV_CHAIN` sets it, else None (odd values, which OpenBLAS reads with ``atoi``, too)."""
+    for name in _ENV_CHAIN:
+        value = env.get(name, "").strip()
+        if not value:
+            continue
+        try:
+            n = int(value)
+        except ValueError:
+            return None
+        if n > 0:
+            return n
+    return None
+
+
+def started_on_one_thread() -> bool:
+    """Whether numpy's BLAS is OpenBLAS that the environment started on one thread and nothing has
+    touched since: then its count is 1 without asking threadpoolctl, whose import and library scan
+    (:func:`controller`) cost ~5 ms of a cold start for a load that only asks "more than one?".
+
+    "Started on one": both the process's environment as it began (``/proc/self/environ``) and as it is
+    now (``os.environ``) say 1, so it does not matter whether the variables changed before numpy loaded
+    OpenBLAS or after. "Not touched": no controller was used here (no lookup, no region) and
+    threadpoolctl is not imported (``threadpool_limits`` changes the count through it). Any doubt
+    (another BLAS, no ``/proc``, an odd value) answers False: the caller asks threadpoolctl as before."""
+    import sys
+
+    if _looked or _fns or _hold["depth"] or "threadpoolctl" in sys.modules:
+        return False
+    if _env_count(os.environ) != 1:
+        return False
+    try:
+        from numpy.__config__ import CONFIG  # numpy 2 (imported with numpy): what it was built with
+
+        if "openblas" not in str(CONFIG["Build Dependencies"]["blas"]["name"]).lower():
+            return False
+        with open("/proc/self/environ", "rb") as f:
+            start = dict(item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item)
+    except Exception:
+        return False
+    return _env_count({k.decode("latin-1"): v.decode("latin-1") for k, v in start.items()
+                       if k.decode("latin-1") in _ENV_CHAIN}) == 1
+
+
 class _Count:
     """How to read and set ``ctl``'s count: OpenBLAS's own entry points through ctypes
     (threadpoolctl's ``set_num_threads`` costs ~2 us in Python, paid twice by every region) where it

@@ -289,7 +289,8 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
         return _batched(conv_forward, input, nd, out, w, b, stride, pads, dilation, groups, ws=ws, threads=t,
                         gather=gather.get(input.shape, 1) if t == 1 else 1, gemm=mkl.get(input.shape))
 
-    held_paths = _par.on_caller(paths)
+    # only used on_caller: looking up the BLAS controller (threadpoolctl, ~5 ms cold) is not needed otherwise
+    held_paths = _par.on_caller(paths) if on_caller else paths
 
     def _time_gather_split(shape):
         """At more than one intra-op thread, an im2col conv of ``shape`` with a large column matrix

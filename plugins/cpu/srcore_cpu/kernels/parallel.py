@@ -110,6 +110,8 @@ def on_caller(fn):
 def blas_threads() -> int:
     """numpy's BLAS thread count as the user set it (threadpoolctl; 1 without it), also while a
     part run holds OpenBLAS at one thread. Kernels read it at load."""
+    if _openblas().started_on_one_thread():   # the environment's 1, without threadpoolctl's ~5 ms
+        return 1
     ctl = _blas_controller()
     return 1 if ctl is None else _openblas().user_threads(ctl)
 
