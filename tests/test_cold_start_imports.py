@@ -38,7 +38,9 @@ print(json.dumps(modules))
 NOT_AT_START = ("numba", "llvmlite", "scipy", "yaml", "torch", "logging", "difflib", "importlib.resources",
                 "tempfile", "zipfile", "hashlib", "ml_dtypes",
                 # the caches a start reads name their files with os.path (srcore.cachedir): ~3-8 ms of CPU
-                "pathlib", "urllib", "ipaddress")
+                "pathlib", "urllib", "ipaddress",
+                # a load does not verify the graph it parsed, and digits' kernels need no MKL loader
+                "srcore.ir.verify", "srcore.blas.mkl")
 
 
 def _child(**env) -> subprocess.CompletedProcess:

@@ -24,12 +24,11 @@ from typing import Any
 
 from ..errors import SrcoreError, VerificationError
 from .graph import PARAM, RETURN, Block, Graph, Node, Value
+from .names import BLOCK_OWNERS  # node kinds that may own blocks (defined there: the parser needs only it)
 from .types import BOOL, INT, AnyType, OptionalType, TensorType
 
 __all__ = ["verify"]
 
-#: node kinds that may own blocks
-BLOCK_OWNERS = frozenset({"prim::If", "prim::Loop", "prim::Closure", "prim::With", "prim::fork"})
 
 #: node kinds the verifier never looks up in the schema registry
 STRUCTURAL = frozenset({"prim::Constant", "prim::If", "prim::Loop", "prim::Param", "prim::Return"})
