@@ -27,8 +27,10 @@ import sys
 __all__ = ["install", "cache_file", "compile_exec"]
 
 _MAX_ENTRIES = 1000  # beyond this the file is rewritten with this process's entries only
-_codes: dict[bytes, object] = {}  # sha256(filename + "\0" + source) -> code object (read from the cache)
-_used: dict[bytes, object] = {}   # entries this process used (hits and new compilations)
+# sha256(filename + "\0" + source) -> the marshalled code object as read from the cache (bytes: unmarshalled
+# when used, see _read), or the code object (compiled here, or a file of the first format)
+_codes: dict[bytes, object] = {}
+_used: dict[bytes, object] = {}   # entries this process used (hits and new compilations), in either form
 stats = {"hits": 0, "misses": 0}
 _dirty = False
 # attrs' __hash__: "return hash((\n<indent><hash of the script's file name>,\n..."
@@ -61,7 +63,10 @@ def cache_file(make_module):
         stamp = src
     h = small_sha256()
     h.update(stamp.encode("utf-8", "surrogatepass"))
-    return cache_dir_str("attrs", f"{sys.implementation.cache_tag}-{h.hexdigest()[:24]}.marshal")
+    # "-e": entries marshalled one by one (see _read); the first format's files (no suffix) are left to
+    # srcore versions that write them, so that two versions sharing a cache directory do not rewrite each
+    # other's file on every start
+    return cache_dir_str("attrs", f"{sys.implementation.cache_tag}-{h.hexdigest()[:24]}-e.marshal")
 
 
 def _read(path) -> dict:
@@ -75,8 +80,11 @@ def _read(path) -> dict:
         return {}
     if not isinstance(data, dict):
         return {}
+    # each code object marshalled on its own (bytes): the file holds every class a process has built (up to
+    # _MAX_ENTRIES: the CLI's, the converters', the tests'), a start uses ~90 of them, and unmarshalling all
+    # the code objects of a 1 MB file was ~3 ms of every start; a file of the first format holds code objects
     code_type = type(_read.__code__)
-    return {k: v for k, v in data.items() if isinstance(k, bytes) and isinstance(v, code_type)}
+    return {k: v for k, v in data.items() if isinstance(k, bytes) and isinstance(v, (bytes, code_type))}
 
 
 def _write(path) -> None:
@@ -88,6 +96,7 @@ def _write(path) -> None:
     entries = {**_read(path), **_used}
     if len(entries) > _MAX_ENTRIES:  # stale versions of edited classes pile up during development
         entries = dict(_used)
+    entries = {k: v if isinstance(v, bytes) else marshal.dumps(v) for k, v in entries.items()}
     try:
         folder = os.path.dirname(path)
         os.makedirs(folder, exist_ok=True)
@@ -166,14 +175,23 @@ def _code(script: str, filename: str):
         lit = script[span[0]:span[1]]
         script = script[:span[0]] + _PLACEHOLDER + script[span[1]:]
     key = small_sha256(f"{filename}\0{script}".encode("utf-8", "surrogatepass")).digest()
-    bytecode = _codes.get(key)
+    bytecode = raw = _codes.get(key)
+    if raw is not None and type(raw) is bytes:
+        import marshal
+
+        try:
+            bytecode = marshal.loads(raw)
+        except Exception:  # a damaged entry: compiled again below
+            bytecode = None
+        if type(bytecode) is not type(_code.__code__):
+            bytecode = raw = None
     if bytecode is None:
-        bytecode = _codes[key] = compile(script, filename, "exec")
+        bytecode = raw = _codes[key] = compile(script, filename, "exec")
         stats["misses"] += 1
         _dirty = True
     else:
         stats["hits"] += 1
-    _used[key] = bytecode
+    _used[key] = raw   # the bytes as read (written back as they are), or the new code object
     if span is not None:
         bytecode = _swap_const(bytecode, int(_PLACEHOLDER), int(lit))
     return bytecode

@@ -71,6 +71,31 @@ def test_damaged_cache_file_is_ignored_and_rewritten(tmp_path):
     assert _run(tmp_path)["stats"]["misses"] == 0
 
 
+def test_entries_are_marshalled_one_by_one_and_the_first_format_and_damaged_entries_still_work(tmp_path):
+    """Each code object is stored as its own marshal bytes (a start unmarshals only the ~90 it uses, not the
+    whole file); a file of the first format (code objects) is still served, and an entry whose bytes are not
+    a code object is compiled again, never run."""
+    import marshal
+
+    first = _run(tmp_path)
+    (f,) = _files(tmp_path)
+    entries = marshal.loads(f.read_bytes())
+    assert len(entries) == first["stats"]["misses"]
+    assert all(isinstance(v, bytes) and isinstance(marshal.loads(v), types.CodeType) for v in entries.values())
+    f.write_bytes(marshal.dumps({k: marshal.loads(v) for k, v in entries.items()}))   # the first format's values
+    old = _run(tmp_path)
+    assert old["stats"] == {"hits": first["stats"]["misses"], "misses": 0}
+    assert old["repr"] == first["repr"] and old["eq"] and old["hash_ok"]
+    damaged = dict.fromkeys(marshal.loads(f.read_bytes()), marshal.dumps(12345))   # bytes, but of an int
+    some = next(iter(damaged))
+    damaged[some] = b"\xffnot marshal"
+    f.write_bytes(marshal.dumps(damaged))
+    again = _run(tmp_path)
+    assert again["stats"] == {"hits": 0, "misses": first["stats"]["misses"]}
+    assert again["repr"] == first["repr"] and again["err"] == first["err"]
+    assert _run(tmp_path)["stats"] == {"hits": first["stats"]["misses"], "misses": 0}   # rewritten whole
+
+
 def test_nothing_written_when_bytecode_writing_is_off(tmp_path):
     res = _run(tmp_path, PYTHONDONTWRITEBYTECODE="1")
     assert res["patched"] and res["stats"]["misses"] > 10
