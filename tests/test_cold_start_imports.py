@@ -40,7 +40,10 @@ NOT_AT_START = ("numba", "llvmlite", "scipy", "yaml", "torch", "logging", "diffl
                 # the caches a start reads name their files with os.path (srcore.cachedir): ~3-8 ms of CPU
                 "pathlib", "urllib", "ipaddress",
                 # a load does not verify the graph it parsed, and digits' kernels need no MKL loader
-                "srcore.ir.verify", "srcore.blas.mkl")
+                "srcore.ir.verify", "srcore.blas.mkl",
+                # nor do its conv and linear+relu kernels time tactics or compile activations
+                "srcore_cpu.kernels.tactic", "srcore.clock", "srcore_cpu.kernels.pointwise_match",
+                "srcore_cpu.kernels.activation_fast")
 
 
 def _child(**env) -> subprocess.CompletedProcess:

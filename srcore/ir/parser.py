@@ -5,7 +5,6 @@ See ``docs/ir-text.md`` for the grammar. Every syntax or typing error raises
 """
 from __future__ import annotations
 
-import re
 from typing import Any, Mapping
 
 from .._lazyre import LazyPattern
@@ -22,12 +21,17 @@ __all__ = ["parse_graph", "parse_source_location", "coerce_constant", "UNKNOWN_T
 #: ``attrs["tensor"]`` of a tensor constant whose value the text does not carry.
 UNKNOWN_TENSOR = "<Tensor>"
 
-_SOURCE = re.compile(r"^(.*?):(\d+)(?::(\d+))?$")
+def _is_block_name(text: str) -> bool:
+    """``re.fullmatch(r"block\\d+", text)`` (``\\d``: ``str.isdecimal``) without compiling a pattern at load."""
+    return text.startswith("block") and text[5:].isdecimal()
+
+
+_SOURCE = LazyPattern(r"^(.*?):(\d+)(?::(\d+))?$")
 # torch's dump of a tensor value: numbers, spaces, newlines, ``(1,.,.) =`` headers,
 # ending in ``[ CPUFloatType{2,3} ]``
 _TENSOR_DUMP = LazyPattern(r"[^\[\]\"%#]*?\[ [A-Za-z0-9_]+Type\{[0-9,]*\} \]")   # compiled at first use
 _SCALAR_TENSOR = LazyPattern(r"\{[^{}\[\]\n]*\}")
-_SCOPE = re.compile(r"[^#\n]*")
+_SCOPE = LazyPattern(r"[^#\n]*")
 
 
 def parse_graph(text: str, params: Mapping[str, Any] | None = None, *,
@@ -163,7 +167,7 @@ class _Parser(TypeSyntax):
             tok = self.peek()
             if tok.kind in ("ARROW", "EOF") or (tok.kind == "IDENT" and tok.text in ("return", "with")):
                 return
-            if tok.kind == "IDENT" and re.fullmatch(r"block\d+", tok.text):
+            if tok.kind == "IDENT" and _is_block_name(tok.text):
                 raise self.lx.error("a block here must follow a node that owns blocks", tok)
             self.node(block)
 
@@ -207,7 +211,7 @@ class _Parser(TypeSyntax):
         while True:
             self.skip_blank()
             tok = self.peek()
-            if not (tok.kind == "IDENT" and re.fullmatch(r"block\d+", tok.text)):
+            if not (tok.kind == "IDENT" and _is_block_name(tok.text)):
                 break
             if n.kind not in BLOCK_OWNERS:
                 raise self.lx.error(f"{n.kind} cannot own blocks", tok)

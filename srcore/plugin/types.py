@@ -5,21 +5,21 @@ and the plugin manager stamps each record with the plugin that provided it.
 """
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, Union
 
 import attrs
 
 from .._convert import to_tuple as _to_tuple
 from .._lazy import lazy_getattr
+from .._lazyre import LazyPattern   # compiled at first use: a selective start validates no name (~0.4 ms)
 from .._repr import shared_repr
 
 #: the kernel kinds, in the order static dispatch tries them
 KERNEL_KINDS = ("out", "native", "fallback")
 
 #: a kernel or shape rule may also serve a whole namespace: ``"aten::*"`` (a generic fallback)
-_OP_OR_WILDCARD_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*::(\*|[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)?)$")
-_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+_OP_OR_WILDCARD_RE = LazyPattern(r"^[A-Za-z_][A-Za-z0-9_]*::(\*|[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)?)$")
+_NAME_RE = LazyPattern(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
 
 ImplRef = Union[str, Callable[..., Any]]
 
@@ -31,7 +31,7 @@ def _check_name(kind: str):
     return check
 
 
-_REF_RE = re.compile(r"^[\w.]+:[\w.]+$")
+_REF_RE = LazyPattern(r"^[\w.]+:[\w.]+$")
 
 
 def _check_impl(inst, attribute, value):

@@ -60,8 +60,22 @@ from srcore.plugin import NodeInfo, Specialized
 from . import conv_small as _small
 from . import conv_winograd as _wg
 from . import parallel as _par
-from . import tactic as _tactic
 from .conv_im2col import _NO_WS, COLS_CAP_BYTES, SHARED_WS, conv_forward, conv_transpose_forward  # noqa: F401
+
+
+def _tactics():
+    """:mod:`.tactic`, imported when a conv first times its ways: a start whose convs time nothing (digits'
+    small conv) does not load it and ``srcore.clock`` (~0.5 ms of a cold start)."""
+    from . import tactic
+
+    return tactic
+
+
+def __getattr__(name):   # ``conv._tactic`` as before (PEP 562), imported on first use
+    if name == "_tactic":
+        return _tactics()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # a constant-weight conv is split over intra-op threads only from this many multiply-adds: a
 # hand-over to the pool's worker costs ~20-100 us, and resnet's 1x1 stride-2 convs (6.4 M MACs,
@@ -224,7 +238,7 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
         if m and timed and min(C, O) < WINOGRAD_TIMED_BELOW:
             # few channels: Winograd's per-channel transforms against im2col, timed on this machine
             x0, o0 = np.zeros(shape, w.dtype), np.empty((N, O, Ho, Wo), w.dtype)
-            way = _tactic.fastest({
+            way = _tactics().fastest({
                 "winograd": lambda x, o: _wg.conv3x3(x, gws[m], b, pads, o, ws),
                 "im2col": lambda x, o: _batched(conv_forward, x, nd, o, w, b, stride, pads, dilation, groups, ws=ws),
             }, (x0, o0))   # (both threaded; in the first pass: the split paths timed after depend on it)
@@ -314,7 +328,7 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
 
         def split(x, o):
             return _batched(conv_forward, x, nd, o, w, b, stride, pads, dilation, groups, ws=ws, gather=intra)
-        if _tactic.fastest({"one": other_paths, "split": split}, (x0, o0), threaded_blas={"one", "split"}) == "split":
+        if _tactics().fastest({"one": other_paths, "split": split}, (x0, o0), threaded_blas={"one", "split"}) == "split":
             gather[shape] = intra
 
     shape = tuple(input_shape) if input_shape is not None else ()
@@ -324,7 +338,7 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
         if static:
             x0 = np.zeros(shape, np.float32)
             o0 = np.empty(direct.out_shape(shape), np.float32)
-            if _tactic.fastest({"direct": direct, "gemm": other_paths}, (x0, o0), threaded_blas={"gemm"}) != "direct":
+            if _tactics().fastest({"direct": direct, "gemm": other_paths}, (x0, o0), threaded_blas={"gemm"}) != "direct":
                 direct = None
         else:
             direct = None   # an unknown shape: the GEMM paths, which win at the larger sizes
@@ -338,7 +352,7 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
                     or _macs(shape, w, stride, pads, dilation) >= SIMD_SMALL_MIN_MACS))
     # on the wall clock (more than one intra-op thread) the SIMD conv's choice takes two passes over the
     # module's convs (tactic.deferred): the threaded-BLAS timings below wait for the second, in this order
-    two_pass = simd_ok and _tactic.default_clock() == "wall"
+    two_pass = simd_ok and _tactics().default_clock() == "wall"
     late = []
     if static and threads == 1 and direct is None:
         if two_pass:
@@ -435,9 +449,9 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
         def zeros():
             return np.zeros(shape, np.float32), np.empty(oshape, np.float32)
         if two_pass:
-            return _tactic.deferred({**ways, **others}, zeros, {"other"}, choose,
+            return _tactics().deferred({**ways, **others}, zeros, {"other"}, choose,
                                     before=lambda: [step() for step in late])
-        return choose(_tactic.timings({**ways, **others}, zeros(), threaded_blas={"other"}))
+        return choose(_tactics().timings({**ways, **others}, zeros(), threaded_blas={"other"}))
     return _with_epilogue(conv_const, epilogue)
 
 
@@ -467,7 +481,7 @@ def _time_direct_split(direct, shape) -> None:
             direct.threads = n
             return direct(x, o)
         return run
-    way = _tactic.fastest({"one": at(1), "split": at(intra)}, (x0, o0))
+    way = _tactics().fastest({"one": at(1), "split": at(intra)}, (x0, o0))
     direct.threads = intra if way == "split" else 1
 
 
@@ -533,20 +547,20 @@ def _time_mkl_gemm(shape, other_paths, mkl, w, nd, b, stride, pads, dilation, ws
         return _batched(conv_forward, x, nd, o, w, b, stride, pads, dilation, 1, ws=ws, gemm=gemm)
     if gemm.threads > 1:   # split on the part pool against numpy's threaded BLAS (as mkl_gemm's linears)
         if not defer:
-            t_mkl, t_np = _tactic.split_vs_blas(lambda: with_mkl(x0, o0), lambda: other_paths(x0, o0))
+            t_mkl, t_np = _tactics().split_vs_blas(lambda: with_mkl(x0, o0), lambda: other_paths(x0, o0))
             if _MKL_WIN * t_mkl <= t_np:
                 mkl[shape] = gemm
             return None
         _par.wait_blas_idle()
-        t_mkl, rounds = _tactic.split_rounds(lambda: with_mkl(x0, o0))
+        t_mkl, rounds = _tactics().split_rounds(lambda: with_mkl(x0, o0))
         oshape = o0.shape
 
         def finish():
             x, o = np.zeros(shape, np.float32), np.empty(oshape, np.float32)
-            if _MKL_WIN * t_mkl <= _tactic.blas_rounds(lambda: other_paths(x, o), t_mkl, rounds):
+            if _MKL_WIN * t_mkl <= _tactics().blas_rounds(lambda: other_paths(x, o), t_mkl, rounds):
                 mkl[shape] = gemm
         return finish
-    if _tactic.fastest({"numpy": other_paths, "mkl": with_mkl}, (x0, o0)) == "mkl":
+    if _tactics().fastest({"numpy": other_paths, "mkl": with_mkl}, (x0, o0)) == "mkl":
         mkl[shape] = gemm
     return None
 
