@@ -11,15 +11,63 @@ import attrs
 
 from .._convert import to_tuple as _to_tuple
 from .._lazy import lazy_getattr
-from .._lazyre import LazyPattern   # compiled at first use: a selective start validates no name (~0.4 ms)
 from .._repr import shared_repr
 
 #: the kernel kinds, in the order static dispatch tries them
 KERNEL_KINDS = ("out", "native", "fallback")
 
+_ID_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_ID = _ID_START | frozenset("0123456789")
+_NAME_CHARS = _ID | {"-"}
+
+
+def _line(value: str) -> str:
+    """``value`` as a regex's ``^...$`` sees it under ``re.match``: ``$`` also matches before a final newline."""
+    return value[:-1] if value.endswith("\n") else value
+
+
+def _is_ident(text: str) -> bool:   # [A-Za-z_][A-Za-z0-9_]*
+    return bool(text) and text[0] in _ID_START and _ID.issuperset(text)
+
+
+def _op_or_wildcard(value: str) -> bool:
+    ns, sep, rest = _line(value).partition("::")
+    if not (sep and _is_ident(ns)):
+        return False
+    if rest == "*":
+        return True
+    name, dot, overload = rest.partition(".")
+    return _is_ident(name) and (not dot or (bool(overload) and _ID.issuperset(overload)))
+
+
+def _plugin_name(value: str) -> bool:
+    text = _line(value)
+    return bool(text) and text[0] in _ID_START and _NAME_CHARS.issuperset(text)
+
+
+def _ref_part(text: str) -> bool:   # [\w.]+ (\w: Unicode word characters, str.isalnum or "_", as re's)
+    return bool(text) and all(c == "." or c == "_" or c.isalnum() for c in text)
+
+
+def _impl_ref(value: str) -> bool:
+    module, sep, attr = _line(value).partition(":")
+    return bool(sep) and _ref_part(module) and _ref_part(attr)
+
+
+class _Pattern:
+    """A ``re`` pattern's ``match`` (as a bool) written with str methods: the validators of the records every
+    start builds ran three regexes, whose compiling was ~0.3 ms of a cold start. Each equals its ``pattern``
+    under ``re.match`` (tests/test_plugin_name_patterns.py checks them against it)."""
+
+    __slots__ = ("pattern", "match")
+
+    def __init__(self, pattern: str, match: Callable[[str], bool]):
+        self.pattern, self.match = pattern, match
+
+
 #: a kernel or shape rule may also serve a whole namespace: ``"aten::*"`` (a generic fallback)
-_OP_OR_WILDCARD_RE = LazyPattern(r"^[A-Za-z_][A-Za-z0-9_]*::(\*|[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)?)$")
-_NAME_RE = LazyPattern(r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+_OP_OR_WILDCARD_RE = _Pattern(r"^[A-Za-z_][A-Za-z0-9_]*::(\*|[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)?)$", _op_or_wildcard)
+_NAME_RE = _Pattern(r"^[A-Za-z_][A-Za-z0-9_\-]*$", _plugin_name)
 
 ImplRef = Union[str, Callable[..., Any]]
 
@@ -31,7 +79,7 @@ def _check_name(kind: str):
     return check
 
 
-_REF_RE = LazyPattern(r"^[\w.]+:[\w.]+$")
+_REF_RE = _Pattern(r"^[\w.]+:[\w.]+$", _impl_ref)
 
 
 def _check_impl(inst, attribute, value):
