@@ -26,11 +26,64 @@ def _is_block_name(text: str) -> bool:
     return text.startswith("block") and text[5:].isdecimal()
 
 
-_SOURCE = LazyPattern(r"^(.*?):(\d+)(?::(\d+))?$")
+# The three patterns below are matched with str methods (each function is its regex, checked against it by
+# tests/test_ir_parser_patterns.py): a load parses locations and tensor literals, and compiling the three
+# regexes was ~0.3 ms of a cold start.
+_SOURCE_PATTERN = r"^(.*?):(\d+)(?::(\d+))?$"
 # torch's dump of a tensor value: numbers, spaces, newlines, ``(1,.,.) =`` headers,
 # ending in ``[ CPUFloatType{2,3} ]``
-_TENSOR_DUMP = LazyPattern(r"[^\[\]\"%#]*?\[ [A-Za-z0-9_]+Type\{[0-9,]*\} \]")   # compiled at first use
-_SCALAR_TENSOR = LazyPattern(r"\{[^{}\[\]\n]*\}")
+_TENSOR_DUMP_PATTERN = r"[^\[\]\"%#]*?\[ [A-Za-z0-9_]+Type\{[0-9,]*\} \]"
+_SCALAR_TENSOR_PATTERN = r"\{[^{}\[\]\n]*\}"
+_IDENT_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_DIGITS_COMMAS = frozenset("0123456789,")
+
+
+def _source_parts(text: str) -> tuple[str, str, str | None] | None:
+    """``re.match(_SOURCE_PATTERN, text).groups()`` (None: no match) for a ``text`` without a final newline
+    (the caller strips it). The rest after the file must be ``:digits`` or ``:digits:digits`` up to the end,
+    so the file ends at the last or the second-to-last colon; the lazy ``.*?`` takes the shorter file; ``.``
+    matches no newline; ``\\d`` is ``str.isdecimal``."""
+    parts = text.rsplit(":", 2)
+    if len(parts) == 3 and parts[1].isdecimal() and parts[2].isdecimal() and "\n" not in parts[0]:
+        return parts[0], parts[1], parts[2]
+    parts = text.rsplit(":", 1)
+    if len(parts) == 2 and parts[1].isdecimal() and "\n" not in parts[0]:
+        return parts[0], parts[1], None
+    return None
+
+
+def _scalar_tensor_end(text: str, pos: int) -> int | None:
+    """Where ``re.compile(_SCALAR_TENSOR_PATTERN).match(text, pos)`` ends (None: no match): ``{`` then the
+    first of ``{}[]`` or a newline must be ``}``."""
+    if not text.startswith("{", pos):
+        return None
+    line_end = text.find("\n", pos + 1)
+    close = text.find("}", pos + 1, len(text) if line_end < 0 else line_end)
+    if close < 0 or any(text.find(c, pos + 1, close) >= 0 for c in "{[]"):
+        return None
+    return close + 1
+
+
+def _tensor_dump_end(text: str, pos: int) -> int | None:
+    """Where ``re.compile(_TENSOR_DUMP_PATTERN).match(text, pos)`` ends (None: no match). The prefix holds
+    none of ``[]"%#``, so the ``[`` of ``[ XType{...} ]`` is the first ``[`` from ``pos`` on; the type name
+    is the whole run of ``[A-Za-z0-9_]`` after ``[ `` (``{`` ends it) and ends in ``Type``; the sizes are the
+    whole run of ``[0-9,]``."""
+    i = text.find("[", pos)
+    if i < 0 or any(text.find(c, pos, i) >= 0 for c in ']"%#'):
+        return None
+    if not text.startswith("[ ", i):
+        return None
+    j = i + 2
+    while j < len(text) and text[j] in _IDENT_CHARS:
+        j += 1
+    name = text[i + 2:j]
+    if len(name) <= 4 or not name.endswith("Type") or not text.startswith("{", j):
+        return None
+    j += 1
+    while j < len(text) and text[j] in _DIGITS_COMMAS:
+        j += 1
+    return j + 3 if text.startswith("} ]", j) else None
 _SCOPE = LazyPattern(r"[^#\n]*")
 
 
@@ -303,13 +356,13 @@ class _Parser(TypeSyntax):
         if text.startswith("<Tensor>", pos):
             self.lx.seek(pos + len("<Tensor>"))
             return UNKNOWN_TENSOR
-        m = _SCALAR_TENSOR.match(text, pos)
-        if m:
-            self.lx.seek(m.end())
-            return m.group(0)
-        m = _TENSOR_DUMP.match(text, pos)
-        if m:
-            self.lx.seek(m.end())
+        end = _scalar_tensor_end(text, pos)
+        if end is not None:
+            self.lx.seek(end)
+            return text[pos:end]
+        end = _tensor_dump_end(text, pos)
+        if end is not None:
+            self.lx.seek(end)
             return UNKNOWN_TENSOR
         return None
 
@@ -375,7 +428,7 @@ def _check_type(p: _Parser, tok: Token, what: str, v: Value, want: Type) -> None
 
 def parse_source_location(comment: str) -> SourceLocation | None:
     """``path/file.py:LINE[:COL]`` -> SourceLocation; None if the text is not a location."""
-    m = _SOURCE.match(comment.strip())
-    if not m:
+    parts = _source_parts(comment.strip())
+    if parts is None:
         return None
-    return SourceLocation(m.group(1), int(m.group(2)), int(m.group(3)) if m.group(3) else None)
+    return SourceLocation(parts[0], int(parts[1]), int(parts[2]) if parts[2] else None)
