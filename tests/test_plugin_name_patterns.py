@@ -20,7 +20,17 @@ CASES = ["aten::add", "aten::add.Tensor", "aten::*", "aten::add\n", "aten::add\n
 
 
 def _agree(pattern, value: str) -> None:
-    assert pattern.match(value) == bool(re.match(pattern.pattern, value)), (pattern.pattern, value)
+    expect = bool(re.match(pattern.pattern, value))
+    assert pattern._test(value) is expect, (pattern.pattern, value)   # the str form
+    assert bool(pattern.match(value)) is expect, (pattern.pattern, value)   # whichever form is in use
+
+
+def test_the_regex_takes_over_after_the_first_uses_with_the_same_answers():
+    p = T._Pattern(T._OP_OR_WILDCARD_RE.pattern, T._op_or_wildcard)
+    values = ["aten::add", "aten:add", "x::*", "a::b.c.d"] * (T._STR_CALLS // 4 + 2)
+    answers = [bool(p.match(v)) for v in values]
+    assert answers == [bool(re.match(p.pattern, v)) for v in values]
+    assert p.match.__self__.pattern == p.pattern   # now the compiled regex's own match
 
 
 @settings(max_examples=400, deadline=None)

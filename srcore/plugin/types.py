@@ -45,8 +45,13 @@ def _plugin_name(value: str) -> bool:
     return bool(text) and text[0] in _ID_START and _NAME_CHARS.issuperset(text)
 
 
+_REF_ASCII = _ID | {"."}
+
+
 def _ref_part(text: str) -> bool:   # [\w.]+ (\w: Unicode word characters, str.isalnum or "_", as re's)
-    return bool(text) and all(c == "." or c == "_" or c.isalnum() for c in text)
+    if text.isascii():   # the usual case, as fast as the regex (a full registry checks ~1,400 references)
+        return bool(text) and _REF_ASCII.issuperset(text)
+    return all(c == "." or c == "_" or c.isalnum() for c in text)
 
 
 def _impl_ref(value: str) -> bool:
@@ -55,14 +60,32 @@ def _impl_ref(value: str) -> bool:
 
 
 class _Pattern:
-    """A ``re`` pattern's ``match`` (as a bool) written with str methods: the validators of the records every
-    start builds ran three regexes, whose compiling was ~0.3 ms of a cold start. Each equals its ``pattern``
-    under ``re.match`` (tests/test_plugin_name_patterns.py checks them against it)."""
+    """A ``re`` pattern's ``match``: for its first :data:`_STR_CALLS` uses a function with str methods equal to it
+    (``tests/test_plugin_name_patterns.py`` checks them against the regex), after that the compiled regex's.
+    A selective start validates a dozen names, and compiling the three regexes was ~0.3 ms of it; a full
+    registry checks ~4,000, where the regex's C matcher is the faster one (and its compiling is paid once)."""
 
-    __slots__ = ("pattern", "match")
+    __slots__ = ("pattern", "match", "_test", "_calls")
 
-    def __init__(self, pattern: str, match: Callable[[str], bool]):
-        self.pattern, self.match = pattern, match
+    def __init__(self, pattern: str, test: Callable[[str], bool]):
+        self.pattern, self._test, self._calls = pattern, test, 0
+        self.match = self._match
+
+    def _match(self, value: str):
+        self._calls += 1
+        if self._calls > _STR_CALLS:
+            return self.regex_match()(value)
+        return self._test(value)
+
+    def regex_match(self):
+        """The compiled regex's ``match`` (from now on also :attr:`match`): for checking many names in a row."""
+        import re
+
+        self.match = re.compile(self.pattern).match
+        return self.match
+
+
+_STR_CALLS = 64
 
 
 #: a kernel or shape rule may also serve a whole namespace: ``"aten::*"`` (a generic fallback)
@@ -219,7 +242,7 @@ KERNEL_ROW_FIELDS = ("op", "backend", "kind", "dtypes", "impl", "matcher", "prio
 def kernel_rows_valid(rows) -> bool:
     """Whether every row (``KERNEL_ROW_FIELDS``, ``impl``/``matcher`` as ``"module:attr"`` strings) passes
     ``Kernel``'s validators (and has an int priority), checked in one pass without building the records."""
-    ref, op_re, name_re = _REF_RE.match, _OP_OR_WILDCARD_RE.match, _NAME_RE.match
+    ref, op_re, name_re = _REF_RE.regex_match(), _OP_OR_WILDCARD_RE.regex_match(), _NAME_RE.regex_match()
     for row in rows:
         if type(row) is not tuple or len(row) != 8:
             return False
