@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -254,6 +255,9 @@ def test_plugin_manager_sees_an_upgrade_through_the_cache(site, tmp_path):
         assert pm.report("cs_plugin").version == "1.0" and "cs_backend_v1" in pm.registry.backends
         # upgrade: new code, new dist-info
         (pkg / "__init__.py").write_text(PLUGIN_V1.replace("_v1", "_v2"))
+        # a same-size source rewritten within the second of the first write keeps its .pyc's mtime
+        # and size stamp: Python would import v1's bytecode (a pip upgrade writes a newer file)
+        shutil.rmtree(pkg / "__pycache__", ignore_errors=True)
         sys.modules.pop("cs_plugin_pkg", None)
         install(site, "srcore-cs-plugin", "2.0", {"cs_plugin": "cs_plugin_pkg"}, group="srcore.plugins")
         pm = PluginManager().load()
