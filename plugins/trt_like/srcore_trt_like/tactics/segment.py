@@ -33,7 +33,7 @@ from numba import types
 
 from ..builder.network import Layer, Network
 from ..builder.plan import Plan, Step
-from ..kernels import fastmath, rows
+from ..kernels import fastmath, rows, select
 from ..pointwise.cache import _write_source
 from ..pointwise.codegen import _Consts, _runtime_tag
 from ..pointwise.expr import Const, Input
@@ -44,7 +44,7 @@ from .timing import best_times, random_input
 log = logging.getLogger("srcore.trt_like")
 
 #: bump when the generated code changes meaning (part of every segment's source hash)
-SEGMENT_VERSION = 7
+SEGMENT_VERSION = 8
 #: a network is compiled whole only if no tensor is larger than this (elements; the plan with the
 #: fewer passes over memory may still win on larger ones, timing decides) ...
 MAX_TENSOR = 1 << 18
@@ -345,7 +345,7 @@ def _topk(c: _Code, layer: Layer, net: Network) -> None:
         c.add(f"            {v} = t{x}[{at.format('q')}]")
         c.add(f"            {b} = {v} if {v} {'>' if largest else '<'} {b} else {b}")
         c.add(f"        {bm}[bk] = {b}")
-        c.add(f"    {lo} = np.partition({bm}, {nb - k if largest else k - 1})[{nb - k if largest else k - 1}]")
+        c.add(f"    {lo} = kth_smallest({bm}, {nb - k if largest else k - 1})")
     c.add("cnt = 0")
     c.add(f"for bk in range({nb}):")
     c.depth += 1
@@ -860,6 +860,7 @@ def generate_source(layer: Layer, net: Network) -> str:
               "from srcore_trt_like.kernels import fastmath as fm",
               ("from srcore_trt_like.kernels.rows import log_softmax_rows, max_rows, softmax_rows, "
                "softmax_rows_biased, softmax_short_rows"),
+              "from srcore_trt_like.kernels.select import kth_smallest",
               ("from srcore_trt_like.kernels.simd import vfma, vload, vload_lanes, vsplat, vstore, vstore_lanes, "
                "vzero"),
               "from srcore_trt_like.pointwise import ops", "", *c.const.lines, "", "",
@@ -941,9 +942,12 @@ def _drop_superseded(net: Network, before: tuple[set[int], set[int]], steps) -> 
 
 @functools.cache
 def _rows_tag() -> str:
-    """The row kernels' code, which a cached segment calling them depends on (numba's cache does not
-    look at callees)."""
-    return hashlib.sha256(Path(rows.__file__).read_bytes()).hexdigest()[:16]
+    """The code of the kernels a segment calls (the row kernels, the selection), which a cached
+    segment depends on (numba's cache does not look at callees)."""
+    digest = hashlib.sha256()
+    for mod in (rows, select):
+        digest.update(Path(mod.__file__).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _sublayers(layer: Layer) -> list[Layer]:
