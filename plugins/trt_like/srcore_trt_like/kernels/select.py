@@ -12,11 +12,14 @@ from .jit import JIT
 
 
 @numba.njit(**JIT)
-def kth_smallest(a, k):
-    """The value ``np.sort(a)[k]`` (``0 <= k < len(a)``, ``a`` without NaN), found by Hoare's
-    selection, which reorders ``a`` in place (a scratch buffer). Each pass partitions ``[lo, hi]``
-    around the median of its ends and middle, then keeps the side holding place ``k``."""
-    lo, hi = 0, a.shape[0] - 1
+def kth_smallest(x, k, a):
+    """The value ``np.sort(x)[k]`` (``0 <= k < len(x)``, ``x`` without NaN), found by Hoare's
+    selection in ``a`` (scratch of ``len(x)`` or more: ``x`` is copied there and reordered; ``x``
+    is left as it is). Each pass partitions ``[lo, hi]`` around the median of its ends and middle,
+    then keeps the side holding place ``k``."""
+    for i in range(x.shape[0]):
+        a[i] = x[i]
+    lo, hi = 0, x.shape[0] - 1
     while lo < hi:
         mid = (lo + hi) >> 1
         # the median of three in a[mid]: sorted, adversarial-free on sorted and reversed buffers

@@ -330,6 +330,7 @@ def _topk(c: _Code, layer: Layer, net: Network) -> None:
     worse = "<" if largest else ">"
     if cut:
         c.add(f"{bm} = np.empty({nb}, np.float32)")
+        c.add(f"{bm}s = np.empty({nb}, np.float32)")
     names = c.loops(outer, "s")
     at = _ix(names[:dim] + ["{}"] + names[dim:])
     c.add(f"{nan} = {not cut}")
@@ -345,7 +346,7 @@ def _topk(c: _Code, layer: Layer, net: Network) -> None:
         c.add(f"            {v} = t{x}[{at.format('q')}]")
         c.add(f"            {b} = {v} if {v} {'>' if largest else '<'} {b} else {b}")
         c.add(f"        {bm}[bk] = {b}")
-        c.add(f"    {lo} = kth_smallest({bm}, {nb - k if largest else k - 1})")
+        c.add(f"    {lo} = kth_smallest({bm}, {nb - k if largest else k - 1}, {bm}s)")
     c.add("cnt = 0")
     c.add(f"for bk in range({nb}):")
     c.depth += 1
