@@ -21,6 +21,7 @@ import hashlib
 import importlib.util
 import logging
 import math
+import re
 import sys
 import threading
 import time
@@ -44,7 +45,7 @@ from .timing import best_times, random_input
 log = logging.getLogger("srcore.trt_like")
 
 #: bump when the generated code changes meaning (part of every segment's source hash)
-SEGMENT_VERSION = 8
+SEGMENT_VERSION = 9
 #: a network is compiled whole only if no tensor is larger than this (elements; the plan with the
 #: fewer passes over memory may still win on larger ones, timing decides) ...
 MAX_TENSOR = 1 << 18
@@ -138,6 +139,8 @@ class _Code:
         self._open: list[int] = []
         #: float32 constants, module globals (numba takes no np.float32("inf") inside a function)
         self.const = _Consts()
+        #: the sub-layer being emitted (its place in the segment: error messages name it, :func:`_at`)
+        self.at = 0
         #: network constant -> (the packed constant holding it, its element offset there)
         self.packed: dict[int, tuple[int, int]] = {}
 
@@ -173,9 +176,30 @@ def _operand(c: _Code, arg, layer: Layer, net: Network, names, to) -> str:
 
 
 def _raise(c: _Code, cond: str, layer: Layer, n: int) -> None:
-    what = (layer.source or layer.kind).replace('"', "'")
     c.add(f"if {cond}:")
-    c.add(f'    raise IndexError("{layer.kind} at {what}: an index is out of range for a dim of size {n}")')
+    c.add(f'    raise IndexError("{layer.kind} {_at(c)}: an index is out of range for a dim of size {n}")')
+
+
+def _at(c: _Code) -> str:
+    """Where an error message says it was raised: the layer's place in the segment, not its source
+    (which :func:`explain` adds): the generated source, hence its cache entry, is then the same
+    for one network imported through several paths (script, export, onnx: each names its nodes'
+    sources differently; index_ops was compiled twice over 4 characters of a message)."""
+    return f"(segment layer {c.at})"
+
+
+_AT = re.compile(r"\(segment layer (\d+)\)")
+
+
+def explain(layer: Layer, message: str) -> str:
+    """``message`` raised by ``layer``'s compiled segment with each ``(segment layer k)`` as the
+    sub-layer's source (:func:`_at`)."""
+    subs = layer.attrs.get("layers", ())
+
+    def source(m: re.Match) -> str:
+        k = int(m.group(1))
+        return f"at {subs[k][4] or 'no source'}" if k < len(subs) else m.group(0)
+    return _AT.sub(source, message)
 
 
 def _strided(c: _Code, layer: Layer, net: Network) -> None:
@@ -542,9 +566,8 @@ def _int_binary(c: _Code, layer: Layer, net: Network) -> None:
     names = c.loops(to)
     x, y = _operand(c, a, layer, net, names, to), _operand(c, b, layer, net, names, to)
     if op in ("floor_divide", "remainder") and b[0] == "in":
-        what = (layer.source or op).replace('"', "'")
         c.add(f"if {y} == 0:")
-        c.add(f'    raise ZeroDivisionError("{op} at {what}: integer division by zero")')
+        c.add(f'    raise ZeroDivisionError("{op} {_at(c)}: integer division by zero")')
     c.add(f"t{o}[{_ix(names)}] = {_INT_SIGNS[op].format(x, y)}")
     c.close()
 
@@ -837,7 +860,7 @@ def generate_source(layer: Layer, net: Network) -> str:
     scratch = _scratch(subs, params, net)
     for dtype, total in scratch.sizes.items():
         c.add(f"s_{dtype} = np.empty({total}, {_NP[dtype]})")
-    for sub in subs:
+    for c.at, sub in enumerate(subs):
         c.add(f"# {sub.kind} {sub.attrs.get('op', '')}".rstrip())
         for t in sub.outputs:
             if t in scratch.at:
