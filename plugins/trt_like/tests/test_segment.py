@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import attrs
 import numpy as np
 import pytest
 import torch
@@ -317,3 +318,30 @@ def test_nbeats_is_one_compiled_segment():
         want = module(*inputs)
     for g, w in zip(sm(*[t.numpy() for t in inputs]), want):
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def _gather_net(source: str):
+    from srcore_trt_like.builder.network import Network
+
+    net = Network()
+    x, idx = net.new_tensor((3, 5)), net.new_tensor((3, 2), dtype="int64")
+    net.inputs = [x, idx]
+    g = net.add("gather", [x, idx], (3, 2), source=source, dim=1)
+    net.outputs = [net.add("compare", [g], (3, 2), source=source, op="gt", args=(("in", 0), ("const", 0.5)))]
+    net.tensors[net.outputs[0]] = attrs.evolve(net.tensors[net.outputs[0]], dtype="bool")
+    return net
+
+
+def test_the_generated_source_does_not_depend_on_node_sources():
+    """One network imported through two paths (their nodes' sources differ: torchscript's
+    ``file:line``, export's ``file:line:col``) is one generated source, so one compile and one cache
+    entry; an error still names the node, through ``explain``."""
+    from srcore_trt_like.tactics import segment
+
+    a, b = _gather_net("model.py:12"), _gather_net("model.py:12:7")
+    la, lb = segment.segment_layer(a), segment.segment_layer(b)
+    src = segment.generate_source(la, a)
+    assert src == segment.generate_source(lb, b)
+    assert "model.py" not in src and "gather (segment layer 0): an index is out of range" in src, src
+    assert segment.explain(lb, "gather (segment layer 0): an index is out of range for a dim of size 5") == \
+        "gather at model.py:12:7: an index is out of range for a dim of size 5"

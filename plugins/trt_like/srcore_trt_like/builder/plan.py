@@ -142,7 +142,7 @@ class Plan:
                 ins = ", ".join(f"{vals[t].dtype}{list(vals[t].shape)}" for t in layer.inputs)
                 where = f" (from {layer.source})" if layer.source else ""
                 raise KernelError(f"engine layer {layer.kind} [{step.tactic}]{where} failed on "
-                                  f"inputs {ins}: {type(err).__name__}: {err}") from exc
+                                  f"inputs {ins}: {type(err).__name__}: {_message(layer, err)}") from exc
 
     # -- memory -----------------------------------------------------------------------------
     def root_of(self, t: int) -> int:
@@ -360,6 +360,14 @@ class Plan:
         self.source = "\n".join(lines) + "\n"
         exec(compile(self.source, "<trt_like engine>", "exec"), g)
         return g["run"]
+
+
+def _message(layer: Layer, err: BaseException) -> str:
+    """``err``'s message, a compiled segment's naming the node of its sub-layer that raised it."""
+    if layer.kind != "segment":
+        return str(err)
+    from ..tactics.segment import explain   # (segment builds plans: imported when needed)
+    return explain(layer, str(err))
 
 
 def _plain(x, tensor) -> np.ndarray:

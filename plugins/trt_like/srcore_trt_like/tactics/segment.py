@@ -21,6 +21,7 @@ import hashlib
 import importlib.util
 import logging
 import math
+import re
 import sys
 import threading
 import time
@@ -33,7 +34,7 @@ from numba import types
 
 from ..builder.network import Layer, Network
 from ..builder.plan import Plan, Step
-from ..kernels import fastmath, rows
+from ..kernels import fastmath, rows, select
 from ..pointwise.cache import _write_source
 from ..pointwise.codegen import _Consts, _runtime_tag
 from ..pointwise.expr import Const, Input
@@ -44,7 +45,7 @@ from .timing import best_times, random_input
 log = logging.getLogger("srcore.trt_like")
 
 #: bump when the generated code changes meaning (part of every segment's source hash)
-SEGMENT_VERSION = 7
+SEGMENT_VERSION = 9
 #: a network is compiled whole only if no tensor is larger than this (elements; the plan with the
 #: fewer passes over memory may still win on larger ones, timing decides) ...
 MAX_TENSOR = 1 << 18
@@ -138,6 +139,8 @@ class _Code:
         self._open: list[int] = []
         #: float32 constants, module globals (numba takes no np.float32("inf") inside a function)
         self.const = _Consts()
+        #: the sub-layer being emitted (its place in the segment: error messages name it, :func:`_at`)
+        self.at = 0
         #: network constant -> (the packed constant holding it, its element offset there)
         self.packed: dict[int, tuple[int, int]] = {}
 
@@ -173,9 +176,30 @@ def _operand(c: _Code, arg, layer: Layer, net: Network, names, to) -> str:
 
 
 def _raise(c: _Code, cond: str, layer: Layer, n: int) -> None:
-    what = (layer.source or layer.kind).replace('"', "'")
     c.add(f"if {cond}:")
-    c.add(f'    raise IndexError("{layer.kind} at {what}: an index is out of range for a dim of size {n}")')
+    c.add(f'    raise IndexError("{layer.kind} {_at(c)}: an index is out of range for a dim of size {n}")')
+
+
+def _at(c: _Code) -> str:
+    """Where an error message says it was raised: the layer's place in the segment, not its source
+    (which :func:`explain` adds): the generated source, hence its cache entry, is then the same
+    for one network imported through several paths (script, export, onnx: each names its nodes'
+    sources differently; index_ops was compiled twice over 4 characters of a message)."""
+    return f"(segment layer {c.at})"
+
+
+_AT = re.compile(r"\(segment layer (\d+)\)")
+
+
+def explain(layer: Layer, message: str) -> str:
+    """``message`` raised by ``layer``'s compiled segment with each ``(segment layer k)`` as the
+    sub-layer's source (:func:`_at`)."""
+    subs = layer.attrs.get("layers", ())
+
+    def source(m: re.Match) -> str:
+        k = int(m.group(1))
+        return f"at {subs[k][4] or 'no source'}" if k < len(subs) else m.group(0)
+    return _AT.sub(source, message)
 
 
 def _strided(c: _Code, layer: Layer, net: Network) -> None:
@@ -330,6 +354,7 @@ def _topk(c: _Code, layer: Layer, net: Network) -> None:
     worse = "<" if largest else ">"
     if cut:
         c.add(f"{bm} = np.empty({nb}, np.float32)")
+        c.add(f"{bm}s = np.empty({nb}, np.float32)")
     names = c.loops(outer, "s")
     at = _ix(names[:dim] + ["{}"] + names[dim:])
     c.add(f"{nan} = {not cut}")
@@ -345,7 +370,7 @@ def _topk(c: _Code, layer: Layer, net: Network) -> None:
         c.add(f"            {v} = t{x}[{at.format('q')}]")
         c.add(f"            {b} = {v} if {v} {'>' if largest else '<'} {b} else {b}")
         c.add(f"        {bm}[bk] = {b}")
-        c.add(f"    {lo} = np.partition({bm}, {nb - k if largest else k - 1})[{nb - k if largest else k - 1}]")
+        c.add(f"    {lo} = kth_smallest({bm}, {nb - k if largest else k - 1}, {bm}s)")
     c.add("cnt = 0")
     c.add(f"for bk in range({nb}):")
     c.depth += 1
@@ -541,9 +566,8 @@ def _int_binary(c: _Code, layer: Layer, net: Network) -> None:
     names = c.loops(to)
     x, y = _operand(c, a, layer, net, names, to), _operand(c, b, layer, net, names, to)
     if op in ("floor_divide", "remainder") and b[0] == "in":
-        what = (layer.source or op).replace('"', "'")
         c.add(f"if {y} == 0:")
-        c.add(f'    raise ZeroDivisionError("{op} at {what}: integer division by zero")')
+        c.add(f'    raise ZeroDivisionError("{op} {_at(c)}: integer division by zero")')
     c.add(f"t{o}[{_ix(names)}] = {_INT_SIGNS[op].format(x, y)}")
     c.close()
 
@@ -836,7 +860,7 @@ def generate_source(layer: Layer, net: Network) -> str:
     scratch = _scratch(subs, params, net)
     for dtype, total in scratch.sizes.items():
         c.add(f"s_{dtype} = np.empty({total}, {_NP[dtype]})")
-    for sub in subs:
+    for c.at, sub in enumerate(subs):
         c.add(f"# {sub.kind} {sub.attrs.get('op', '')}".rstrip())
         for t in sub.outputs:
             if t in scratch.at:
@@ -860,6 +884,7 @@ def generate_source(layer: Layer, net: Network) -> str:
               "from srcore_trt_like.kernels import fastmath as fm",
               ("from srcore_trt_like.kernels.rows import log_softmax_rows, max_rows, softmax_rows, "
                "softmax_rows_biased, softmax_short_rows"),
+              "from srcore_trt_like.kernels.select import kth_smallest",
               ("from srcore_trt_like.kernels.simd import vfma, vload, vload_lanes, vsplat, vstore, vstore_lanes, "
                "vzero"),
               "from srcore_trt_like.pointwise import ops", "", *c.const.lines, "", "",
@@ -941,9 +966,12 @@ def _drop_superseded(net: Network, before: tuple[set[int], set[int]], steps) -> 
 
 @functools.cache
 def _rows_tag() -> str:
-    """The row kernels' code, which a cached segment calling them depends on (numba's cache does not
-    look at callees)."""
-    return hashlib.sha256(Path(rows.__file__).read_bytes()).hexdigest()[:16]
+    """The code of the kernels a segment calls (the row kernels, the selection), which a cached
+    segment depends on (numba's cache does not look at callees)."""
+    digest = hashlib.sha256()
+    for mod in (rows, select):
+        digest.update(Path(mod.__file__).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _sublayers(layer: Layer) -> list[Layer]:
