@@ -121,3 +121,13 @@ def test_a_disturbed_loser_is_not_cut_after_one_round_on_the_wall_clock(monkeypa
         state["wall"] += 100_000
     assert tactic.fastest({"one": one, "split": split}, (), rounds=4, budget_s=1.0, clock="wall") == "split"
     assert n["split"] == 1 + 4 and slept == []   # warm-up + its 4 rounds; no retry after pauses needed
+
+
+def test_evidence_is_kept_apart_per_cpu_plugin_setting(monkeypatch):
+    """A split on numba's OpenMP team (``SRCORE_CPU_OMP_TEAM=1``) costs what it costs there: its
+    timings are not pooled with the Python team's."""
+    tag = evidence.machine_tag()
+    monkeypatch.setenv("SRCORE_CPU_OMP_TEAM", "1")
+    assert evidence.machine_tag() != tag
+    monkeypatch.delenv("SRCORE_CPU_OMP_TEAM")
+    assert evidence.machine_tag() == tag

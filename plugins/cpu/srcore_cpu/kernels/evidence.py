@@ -11,7 +11,8 @@ over every timing of that problem so far (:func:`pooled`), not on this build's r
 not a mean: a slower reading is the load's, and a fast one shows what the candidate can do. Every
 build still times (a choice is never taken from the cache untimed), so evidence only grows.
 
-Stored per machine and thread setting (CPU model, core count, numpy, the thread variables, and the
+Stored per machine and thread setting (CPU model, core count, numpy, the thread variables and every
+``SRCORE_CPU_*`` setting (the part pool's team, the BLAS policy change what a split costs), and the
 stamps of srcore's and this plugin's sources: a kernel that changed is timed afresh) in
 ``cache_root()/cpu/timing-<tag>.json``. A corrupt or unreadable file is ignored (and rewritten); a
 read-only cache directory only means no evidence across processes. ``SRCORE_CPU_TIMING_EVIDENCE=0``
@@ -52,8 +53,9 @@ def _cpu_name() -> str:
 
 def machine_tag() -> str:
     """A short hash of what makes timings comparable here (see the module doc)."""
-    threads = tuple(os.environ.get(v, "") for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                                                     "SRCORE_CPU_THREADS"))
+    # (every SRCORE_CPU_* setting too: SRCORE_CPU_OMP_TEAM or _THREADED_BLAS change what a split costs)
+    threads = tuple(os.environ.get(v, "") for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")) + \
+        tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("SRCORE_CPU_")))
     tag = _tags.get(threads)
     if tag is None:
         import numpy as np
@@ -62,7 +64,7 @@ def machine_tag() -> str:
         from srcore.plugin import sources_fingerprint
 
         code = sources_fingerprint([Path(srcore.__file__).parent, Path(__file__).parents[1]])
-        parts = [str(VERSION), _cpu_name(), str(os.cpu_count()), np.__version__, code, *threads]
+        parts = [str(VERSION), _cpu_name(), str(os.cpu_count()), np.__version__, code, repr(threads)]
         tag = _tags[threads] = hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
     return tag
 
