@@ -19,6 +19,14 @@ against numpy's threaded BLAS. After a threaded OpenBLAS call its idle worker sp
 core the split's second part needs; a module whose products all run split never wakes it, so the
 split is timed first, once that worker sleeps, and the threaded BLAS after.
 
+**Evidence across builds** (:func:`pooled`, :mod:`.evidence`). The 2-thread split-or-not choices
+(MKL's column split, split matmuls, row and pointwise splits) pass a key of their problem; their wall
+times are then pooled with every earlier timing of it on this machine (each candidate's least), as
+trt_like's timing cache does: one build's rounds, all disturbed by another process on the second
+core, no longer move bert_encoder's linears to one thread (4 against 22-23 split nodes in builds
+minutes apart before). And on the wall clock a loser after the first round is cut only when that
+round was clean (a disturbed split is not clearly slower).
+
 **Two passes over a module's convs** (:func:`deferred`). Timed conv by conv, every conv's part-pool
 candidates waited ~0.1 s for the worker its predecessor's threaded-BLAS candidate had woken (~2 s of
 resnet_small's load at 2 threads). So the part-pool and one-thread candidates of every conv are timed
