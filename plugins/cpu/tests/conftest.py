@@ -13,3 +13,17 @@ _HERE = Path(__file__).resolve().parent
 if importlib.util.find_spec("srcore_cpu") is None:
     sys.path.insert(0, str(_HERE.parent))
 sys.path.insert(0, str(_HERE))
+
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _own_timing_evidence(tmp_path_factory, monkeypatch):
+    """Each test's kernels decide on their own timings (or the fakes it pins), never on timing
+    evidence another test or a benchmark left in the cache (``kernels/evidence.py``): the evidence
+    file goes to a fresh directory of the test's."""
+    from srcore_cpu.kernels import evidence
+
+    d = tmp_path_factory.mktemp("evidence")
+    monkeypatch.setattr(evidence, "path", lambda: d / "timing.json")

@@ -128,7 +128,7 @@ def _make(lib, wT, m: int, threads: int = 1):
     return mkl_dot
 
 
-def _faster(mkl_call, np_call, reps: int, rounds: int, threads: int) -> bool:
+def _faster(mkl_call, np_call, reps: int, rounds: int, threads: int, key=None) -> bool:
     """Whether ``mkl_call`` should replace ``np_call`` (both warmed up). At one thread: rounds
     alternating on the thread's own clock, MKL kept when :data:`_WIN` faster. At more: the split
     against numpy's threaded BLAS (``tactic.split_vs_blas``: the split timed while OpenBLAS's
@@ -137,7 +137,8 @@ def _faster(mkl_call, np_call, reps: int, rounds: int, threads: int) -> bool:
     if threads > 1:
         from .tactic import split_vs_blas
 
-        t_mkl, t_np = split_vs_blas(mkl_call, np_call, rounds=rounds, reps=reps, budget_s=None)
+        # (key: pooled with the earlier timings of this shape, tactic.pooled)
+        t_mkl, t_np = split_vs_blas(mkl_call, np_call, rounds=rounds, reps=reps, budget_s=None, key=key)
         return _WIN * t_mkl <= t_np
     clock = _clock.clock_for(threads)
     t = {mkl_call: float("inf"), np_call: float("inf")}
@@ -159,7 +160,8 @@ def _mkl_faster(mkl_dot, m: int, wT: np.ndarray, threads: int = 1) -> bool:
         np.dot(x, wc, out=out)
     reps = max(1, int(2e6 // (m * k * n) + 1))   # a round of ~2M multiply-adds or more
     rounds = 5 if m * k * n < 1 << 27 else 3     # 3 rounds of a product over ~5 ms
-    return _faster(lambda: mkl_dot(x, wT, out), lambda: np.dot(x, wc, out=out), reps, rounds, threads)
+    return _faster(lambda: mkl_dot(x, wT, out), lambda: np.dot(x, wc, out=out), reps, rounds, threads,
+                   key=("mkl_gemm", m, k, n, bool(wT.flags.c_contiguous), threads))
 
 
 def gemm_for(m, wT: np.ndarray):

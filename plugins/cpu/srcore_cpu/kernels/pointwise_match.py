@@ -71,6 +71,10 @@ def _compiled(key: str, consts: dict, a: float = 0.0, b: float = 0.0, size: int 
     if threads <= 1:
         return one
     split = JP.make_pointwise(kernel, a, b, fallback, threads=threads, min_split=JP.SPLIT_MIN)
+    try:
+        split.what = key   # (the timing evidence's key, split_pays)
+    except AttributeError:
+        pass
     return split if split_pays(one, split, size) else one
 
 
@@ -86,8 +90,11 @@ def split_pays(one, split, size: int, timer=None) -> bool:
 
     x = np.linspace(-4.0, 4.0, size, dtype=np.float32)   # in the kernels' interesting range
     out = np.empty_like(x)
-    way = (timer or _tactic.fastest)({"one": one, "split": split}, (x, out))
-    return way == "split"
+    if timer is not None:
+        return timer({"one": one, "split": split}, (x, out)) == "split"
+    # pooled with the earlier timings of the same kernel and size (tactic.pooled)
+    key = ("pointwise", getattr(split, "what", None), size, _par.intra_op_threads())
+    return _tactic.fastest({"one": one, "split": split}, (x, out), key=key) == "split"
 
 
 def pointwise_matcher(node: NodeInfo):

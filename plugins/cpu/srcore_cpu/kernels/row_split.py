@@ -51,10 +51,16 @@ def run_rows(body, rows: int, threads: int) -> None:
 
 def split_pays(one, split, args: tuple, timer=None) -> bool:
     """Whether ``split`` beats ``one`` on ``args`` on this machine, best of alternating calls
-    (``timer``: :func:`.tactic.fastest`'s signature, injectable for tests)."""
+    (``timer``: :func:`.tactic.fastest`'s signature, injectable for tests), pooled with every earlier
+    timing of the same problem (:mod:`.evidence`: the split's kind, ``split.what`` or its function's
+    name, the arguments' shapes and values, the threads)."""
     from . import tactic as _tactic
 
-    return (timer or _tactic.fastest)({"one": one, "split": split}, args) == "split"
+    if timer is not None:
+        return timer({"one": one, "split": split}, args) == "split"
+    what = getattr(split, "what", None) or getattr(split, "__qualname__", type(split).__name__)
+    return _tactic.fastest({"one": one, "split": split}, args, key=("row_split", what, args,
+                                                                     _par.intra_op_threads())) == "split"
 
 
 def sample(shape, seed: int = 0) -> np.ndarray:
@@ -121,6 +127,7 @@ def split_binary(ufunc, out_shape, shapes, threads: int):
             ufunc(ar[lo:hi] if asl else ar, br[lo:hi] if bsl else br, out=o[lo:hi])
         run_rows(body, R, threads)
         return out
+    fn.what = f"binary:{getattr(ufunc, '__name__', ufunc)}"   # (the timing evidence's key)
     return fn
 
 

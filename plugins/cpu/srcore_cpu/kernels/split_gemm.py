@@ -109,6 +109,7 @@ def split_for(a_shape, b_shape, dtype):
         rng = np.random.default_rng(0)
         a, b = (rng.standard_normal(s).astype(dtype) for s in (a_shape, b_shape))
         out = np.empty(np.broadcast_shapes(a_shape[:-2], b_shape[:-2]) + (a_shape[-2], b_shape[-1]), dtype)
-        t_split, t_blas = split_vs_blas(lambda: fn(a, b, out), lambda: np.matmul(a, b, out=out))
+        t_split, t_blas = split_vs_blas(lambda: fn(a, b, out), lambda: np.matmul(a, b, out=out),
+                                        key=("split_gemm",) + key)   # (pooled over builds: tactic.pooled)
         _choices[key] = WIN * t_split <= t_blas
     return fn if _choices[key] else None

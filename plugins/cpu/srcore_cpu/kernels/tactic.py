@@ -19,6 +19,14 @@ against numpy's threaded BLAS. After a threaded OpenBLAS call its idle worker sp
 core the split's second part needs; a module whose products all run split never wakes it, so the
 split is timed first, once that worker sleeps, and the threaded BLAS after.
 
+**Evidence across builds** (:func:`pooled`, :mod:`.evidence`). The 2-thread split-or-not choices
+(MKL's column split, split matmuls, row and pointwise splits) pass a key of their problem; their wall
+times are then pooled with every earlier timing of it on this machine (each candidate's least), as
+trt_like's timing cache does: one build's rounds, all disturbed by another process on the second
+core, no longer move bert_encoder's linears to one thread (4 against 22-23 split nodes in builds
+minutes apart before). And on the wall clock a loser after the first round is cut only when that
+round was clean (a disturbed split is not clearly slower).
+
 **Two passes over a module's convs** (:func:`deferred`). Timed conv by conv, every conv's part-pool
 candidates waited ~0.1 s for the worker its predecessor's threaded-BLAS candidate had woken (~2 s of
 resnet_small's load at 2 threads). So the part-pool and one-thread candidates of every conv are timed
@@ -50,12 +58,26 @@ WARM_CALLS = 4
 
 
 def fastest(candidates: dict, args: tuple, rounds: int = 5, budget_s: float = 0.05, clock: str | None = None,
-            threaded_blas=()):
+            threaded_blas=(), key=None):
     """The name of the fastest of ``candidates`` (name -> callable) on ``args``; every candidate runs
     once first (warm-up, and a candidate that raises is dropped). Fewer rounds when one call takes
-    more than ``budget_s / rounds``. ``clock``, ``threaded_blas``: see :func:`timings`."""
+    more than ``budget_s / rounds``. ``clock``, ``threaded_blas``: see :func:`timings`. ``key``: the
+    timing problem's parts (:func:`.evidence.key_of`); on the wall clock the times are then pooled
+    with every earlier timing of it (:func:`pooled`)."""
     best = timings(candidates, args, rounds=rounds, budget_s=budget_s, clock=clock, threaded_blas=threaded_blas)
+    best = pooled(key, best, clock)
     return min(best, key=best.get) if best else None
+
+
+def pooled(key, times: dict, clock: str | None = None) -> dict:
+    """``times`` pooled with the evidence of earlier timings of problem ``key`` (a tuple of plain parts,
+    :mod:`.evidence`): each candidate's least time over them all. Only wall-clock times (at one thread the
+    thread's own clock is not disturbed by other processes) and only with a ``key``; else ``times``."""
+    if key is None or not times or (clock or default_clock()) != "wall":
+        return times
+    from . import evidence
+
+    return evidence.pooled(evidence.key_of("tactic", *key, sorted(times)), times)
 
 
 def default_clock() -> str:
@@ -218,7 +240,9 @@ def _rounds(candidates: dict, args: tuple, rounds: int, budget_s: float, clock: 
             best[name] = min(best[name], _timed(candidates[name], args, 1, clock, clean, name))
         if r == 0:   # two stages: what is CLEAR-times slower after a round gets no more rounds
             lead = min(best[n] for n in names)
-            names = [n for n in names if best[n] <= CLEAR * lead]
+            # (on the wall clock only a clean loser: a split whose round waited for a core is not
+            # clearly slower, and cut after one round it lost every disturbed build)
+            names = [n for n in names if best[n] <= CLEAR * lead or (clock == "wall" and n not in clean)]
             if len(names) <= 1 and not (alone and len(best) == 1):
                 break
     if clock == "wall" and len(best) > 1:
@@ -226,7 +250,16 @@ def _rounds(candidates: dict, args: tuple, rounds: int, budget_s: float, clock: 
     return best
 
 
-def split_vs_blas(split, blas, rounds: int = 5, reps: int = 1, budget_s: float | None = 0.05) -> tuple[float, float]:
+def split_vs_blas(split, blas, rounds: int = 5, reps: int = 1, budget_s: float | None = 0.05,
+                  key=None) -> tuple[float, float]:
+    """:func:`_split_vs_blas`, the two times pooled (:func:`pooled`) with the earlier timings of problem
+    ``key`` (None: this timing's alone)."""
+    t_split, t_blas = _split_vs_blas(split, blas, rounds, reps, budget_s)
+    best = pooled(key, {"split": t_split, "blas": t_blas}, "wall")
+    return best["split"], best["blas"]
+
+
+def _split_vs_blas(split, blas, rounds: int = 5, reps: int = 1, budget_s: float | None = 0.05) -> tuple[float, float]:
     """Best wall seconds per call of ``split`` (a part-pool candidate) and ``blas`` (numpy's BLAS on
     the calling thread alone where ``parallel.blas_on_caller()``, the default at more than one
     thread: rounds interleaved; else threaded), each round ``reps`` calls. Threaded (see the module
