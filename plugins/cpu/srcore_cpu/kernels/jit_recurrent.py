@@ -38,13 +38,14 @@ _F = np.float32
 _REG_VECS = 8
 
 
-@numba.njit(inline="always", **JIT)
+@numba.njit(**JIT)
 def _gemv_regs(h, b, whhT, acc, tag, nl):
     """``acc += h[b] @ whhT`` with the accumulators in vector registers (``simd_vec``, the width
     from ``tag``, ``nl`` its lanes): a pass takes :data:`_REG_VECS` vectors of gates through every row of ``whhT``,
     one broadcast of ``h[b, j]`` and a load and FMA per vector a row, and stores them once, where
     :func:`_gemv_rows` loads and stores ``acc`` for every four rows. A timed candidate: at hidden 128
     it gained ~8% on an LSTM step, which is bound by reading ``whhT`` (256 KB) from L2."""
+    prefer_512()   # its 16-lane vectors stay whole (``min-legal-vector-width``)
     H, G = whhT.shape
     w = whhT.reshape(H * G)
     z = vsplat(tag, 0.0)
@@ -120,6 +121,13 @@ def _gemv_regs(h, b, whhT, acc, tag, nl):
             acc[g] += hj * whhT[j, g]
 
 
+# The layer loops below are one function each (the gate math written out in them), with the small
+# helpers here inlined by numba and the GEMV in registers called: ``inline="always"`` of every step
+# helper into each of four layer loops (two widths per cell) had numba inline and type the same
+# gates ~20 times, 13-17 s of compilation per loop; helpers called instead (compiled once, linked)
+# cost ~50 ns a step in calls and reference counts, 10-25% of a small layer's step.
+
+
 @numba.njit(inline="always", **JIT)
 def _aligned_row(n):
     """An uninitialized float32 row of ``n`` starting on a 64-byte boundary: a zmm load of it
@@ -130,20 +138,16 @@ def _aligned_row(n):
 
 
 @numba.njit(inline="always", **JIT)
-def _gate_row(xp, r, goff, bias, row):
-    """``row = xp[r, goff:goff + G] + bias`` (through a slice: an index ``goff + g`` of unknown
-    sign costs a wraparound check per element, which kept the loop scalar)."""
-    src = xp[r, goff:goff + row.size]
-    for g in range(row.size):
-        row[g] = src[g] + bias[g]
-
-
-@numba.njit(inline="always", **JIT)
-def _put(h, b, y, r, yoff):
-    H = h.shape[1]
-    dst = y[r, yoff:yoff + H]
-    for u in range(H):
-        dst[u] = h[b, u]
+def _gate_rows(xp, t, ts, bs, goff, bias, rows, b0, b1):
+    """``rows[(b - b0) * G:][:G] = xp[t * ts + b * bs, goff:goff + G] + bias`` for the batch rows ``b0 <=
+    b < b1`` (through slices: an index ``goff + g`` of unknown sign costs a wraparound check per
+    element, which kept the loop scalar)."""
+    G = bias.size
+    for b in range(b0, b1):
+        src = xp[t * ts + b * bs, goff:goff + G]
+        dst = rows[(b - b0) * G:(b - b0 + 1) * G]
+        for g in range(G):
+            dst[g] = src[g] + bias[g]
 
 
 @numba.njit(inline="always", **JIT)
@@ -173,20 +177,8 @@ def _gemv_rows(h, whhT, accs):
         j += 1
 
 
-@numba.njit(inline="always", **JIT)
-def _lstm_gates(acc, c, h, b, H):
-    for u in range(H):
-        ig = sigmoid(acc[u])
-        fg = sigmoid(acc[H + u])
-        og = sigmoid(acc[2 * H + u])
-        gg = tanh(acc[3 * H + u])
-        cu = fg * c[b, u] + ig * gg
-        c[b, u] = cu
-        h[b, u] = og * tanh(cu)
-
-
-@numba.njit(inline="always", **JIT)
-def _lstm_body(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev, tag, nl):
+@numba.njit(**JIT)
+def _lstm_layer(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev, tag, nl):
     """One direction of an LSTM layer: ``xp`` (T*B, *) the input projections, the row of time
     ``t`` and batch row ``b`` at ``t * ts + b * bs`` (time- or batch-major: the input's own order),
     this direction's (i, f, o, g) at columns ``goff:goff + 4H`` (``bias``, both biases, added here),
@@ -194,105 +186,80 @@ def _lstm_body(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev, tag, nl):
     row of ``y`` at columns ``yoff:yoff + H``; ``rev``: the steps from the last time to the first
     (the reverse direction, in place in time order: no reversed copies). ``nl`` > 0: the GEMV in
     registers of ``nl`` lanes (:func:`_gemv_regs`, ``tag`` their width, a batch row at a time), else
-    :func:`_gemv_rows` (every batch row a pass)."""
+    :func:`_gemv_rows` (every batch row a pass). 512-bit vectors (:func:`.jit.prefer_512`)."""
+    prefer_512()
     B = h.shape[0]
     T = xp.shape[0] // B
     G = whhT.shape[1]
     H = G // 4
-    acc = _aligned_row(G)
     accs = _aligned_row(B * G)
+    nb = 1 if nl > 0 else B     # batch rows a pass: one with the GEMV in registers, else all
     for s in range(T):
         t = T - 1 - s if rev else s
-        if nl > 0:
-            for b in range(B):
-                r = t * ts + b * bs
-                _gate_row(xp, r, goff, bias, acc)
-                _gemv_regs(h, b, whhT, acc, tag, nl)
-                _lstm_gates(acc, c, h, b, H)
-                _put(h, b, y, r, yoff)
-        else:
-            for b in range(B):
-                _gate_row(xp, t * ts + b * bs, goff, bias, accs[b * G:(b + 1) * G])
-            _gemv_rows(h, whhT, accs)
-            for b in range(B):
-                _lstm_gates(accs[b * G:(b + 1) * G], c, h, b, H)
-                _put(h, b, y, t * ts + b * bs, yoff)
-
-
-@numba.njit(inline="always", **JIT)
-def _gru_gates(row, acc, bhn, h, b, H, relu):
-    # ``relu``: the candidate's activation is relu (a relu RNN as a pinned GRU); the branch outside
-    # the loop keeps each loop vectorized
-    if relu:
-        for u in range(H):
-            r = sigmoid(row[u] + acc[u])
-            z = sigmoid(row[H + u] + acc[H + u])
-            n = row[2 * H + u] + r * (acc[2 * H + u] + bhn[u])
-            n = _F(0.0) if n < _F(0.0) else n   # NaN stays NaN, as torch's relu
-            h[b, u] = n + z * (h[b, u] - n)
-    else:
-        for u in range(H):
-            r = sigmoid(row[u] + acc[u])
-            z = sigmoid(row[H + u] + acc[H + u])
-            n = tanh(row[2 * H + u] + r * (acc[2 * H + u] + bhn[u]))
-            h[b, u] = n + z * (h[b, u] - n)
-
-
-@numba.njit(inline="always", **JIT)
-def _gru_body(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl, relu):
-    """One direction of a GRU layer, as :func:`_lstm_body`: (r, z, n) at columns ``goff:goff + 3H``
-    of ``xp``, ``bias`` the input biases with ``b_hh`` of r and z folded in, ``bhn`` (H,) apart (r
-    multiplies it), the state ``h`` (B, H) updated in place."""
-    B = h.shape[0]
-    T = xp.shape[0] // B
-    G = whhT.shape[1]
-    H = G // 3
-    acc = _aligned_row(G)
-    row = _aligned_row(G)
-    accs = _aligned_row(B * G)
-    rows = _aligned_row(B * G)
-    for s in range(T):
-        t = T - 1 - s if rev else s
-        if nl > 0:
-            for b in range(B):
-                q = t * ts + b * bs
-                _gate_row(xp, q, goff, bias, row)
-                for g in range(G):
-                    acc[g] = _F(0.0)
-                _gemv_regs(h, b, whhT, acc, tag, nl)
-                _gru_gates(row, acc, bhn, h, b, H, relu)
-                _put(h, b, y, q, yoff)
-        else:
-            for b in range(B):
-                _gate_row(xp, t * ts + b * bs, goff, bias, rows[b * G:(b + 1) * G])
-            for k in range(B * G):
-                accs[k] = _F(0.0)
-            _gemv_rows(h, whhT, accs)
-            for b in range(B):
-                _gru_gates(rows[b * G:(b + 1) * G], accs[b * G:(b + 1) * G], bhn, h, b, H, relu)
-                _put(h, b, y, t * ts + b * bs, yoff)
-
-
-@numba.njit(**JIT)
-def _lstm_layer(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev, tag, nl):
-    _lstm_body(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev, tag, nl)
-
-
-@numba.njit(**JIT)
-def _lstm_layer_512(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev, tag, nl):
-    prefer_512()
-    _lstm_body(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev, tag, nl)
+        for b0 in range(0, B, nb):
+            _gate_rows(xp, t, ts, bs, goff, bias, accs, b0, b0 + nb)
+            if nl > 0:
+                _gemv_regs(h, b0, whhT, accs, tag, nl)
+            else:
+                _gemv_rows(h, whhT, accs)
+            for b in range(b0, b0 + nb):
+                acc = accs[(b - b0) * G:(b - b0 + 1) * G]
+                for u in range(H):
+                    ig = sigmoid(acc[u])
+                    fg = sigmoid(acc[H + u])
+                    og = sigmoid(acc[2 * H + u])
+                    gg = tanh(acc[3 * H + u])
+                    cu = fg * c[b, u] + ig * gg
+                    c[b, u] = cu
+                    h[b, u] = og * tanh(cu)
+                dst = y[t * ts + b * bs, yoff:yoff + H]
+                for u in range(H):
+                    dst[u] = h[b, u]
 
 
 @numba.njit(**JIT)
 def _gru_layer(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl, relu):
-    _gru_body(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl, relu)
-
-
-@numba.njit(**JIT)
-def _gru_layer_512(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl, relu):
+    """One direction of a GRU layer, as :func:`_lstm_layer`: (r, z, n) at columns ``goff:goff + 3H``
+    of ``xp``, ``bias`` the input biases with ``b_hh`` of r and z folded in, ``bhn`` (H,) apart (r
+    multiplies it), the state ``h`` (B, H) updated in place. ``relu``: the candidate's activation is
+    relu (a relu RNN as a pinned GRU); the branch outside the loops keeps each vectorized."""
     prefer_512()
-    _gru_body(xp, ts, bs, goff, bias, whhT, bhn, h, y, yoff, rev, tag, nl, relu)
+    B = h.shape[0]
+    T = xp.shape[0] // B
+    G = whhT.shape[1]
+    H = G // 3
+    accs = _aligned_row(B * G)
+    rows = _aligned_row(B * G)
+    nb = 1 if nl > 0 else B
+    for s in range(T):
+        t = T - 1 - s if rev else s
+        for b0 in range(0, B, nb):
+            _gate_rows(xp, t, ts, bs, goff, bias, rows, b0, b0 + nb)
+            for k in range(nb * G):
+                accs[k] = _F(0.0)
+            if nl > 0:
+                _gemv_regs(h, b0, whhT, accs, tag, nl)
+            else:
+                _gemv_rows(h, whhT, accs)
+            for b in range(b0, b0 + nb):
+                row = rows[(b - b0) * G:(b - b0 + 1) * G]
+                acc = accs[(b - b0) * G:(b - b0 + 1) * G]
+                if relu:
+                    for u in range(H):
+                        r = sigmoid(row[u] + acc[u])
+                        z = sigmoid(row[H + u] + acc[H + u])
+                        n = row[2 * H + u] + r * (acc[2 * H + u] + bhn[u])
+                        n = _F(0.0) if n < _F(0.0) else n   # NaN stays NaN, as torch's relu
+                        h[b, u] = n + z * (h[b, u] - n)
+                else:
+                    for u in range(H):
+                        r = sigmoid(row[u] + acc[u])
+                        z = sigmoid(row[H + u] + acc[H + u])
+                        n = tanh(row[2 * H + u] + r * (acc[2 * H + u] + bhn[u]))
+                        h[b, u] = n + z * (h[b, u] - n)
+                dst = y[t * ts + b * bs, yoff:yoff + H]
+                for u in range(H):
+                    dst[u] = h[b, u]
 
 
 def _sig(mode: str, lanes: int) -> str:
@@ -302,7 +269,7 @@ def _sig(mode: str, lanes: int) -> str:
             f"float32[:, ::1], float32[:, ::1], int64, boolean, {tag}, int64{'' if mode == 'lstm' else ', boolean'})")
 
 
-_VARIANTS = {"lstm": ((_lstm_layer, _lstm_layer_512), 4), "gru": ((_gru_layer, _gru_layer_512), 3)}
+_VARIANTS = {"lstm": (_lstm_layer, 4), "gru": (_gru_layer, 3)}
 #: ``"gru_relu"``: the GRU loops with a relu candidate (a relu RNN as a pinned GRU): the same
 #: compiled functions as ``"gru"``'s, a flag apart
 _BASE = {"lstm": "lstm", "gru": "gru", "gru_relu": "gru"}
@@ -329,18 +296,20 @@ def _args(mode, hidden, rng):
 def candidates(mode: str) -> list:
     """The layer loops of ``mode`` (``"lstm"``, ``"gru"`` or ``"gru_relu"``), one direction a call, each
     ``fn(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev)`` (LSTM) or ``fn(xp, ts, bs, goff, bias,
-    whhT, bhn, h, y, yoff, rev)`` (GRU; see :func:`_lstm_body`), compiled now (or loaded from numba's cache): LLVM's
-    default vector width, 512-bit vectors (:func:`.jit.prefer_512`), and 512-bit with the GEMV in
-    registers at the CPU's vector width (:func:`_gemv_regs`); the first is the default."""
+    whhT, bhn, h, y, yoff, rev)`` (GRU; see :func:`_lstm_layer`), compiled now (or loaded from numba's
+    cache): the GEMV by rows (:func:`_gemv_rows`, every batch row a pass), and in registers at the CPU's
+    vector width (:func:`_gemv_regs`); the first is the default. One compiled function does both
+    (``nl``), 512-bit vectors: a 256-bit twin (LLVM's default width on AVX-512) was a third
+    candidate, as fast as the 512-bit one to 1.6x slower at every size timed (hidden 24-128, batch 1-4),
+    and cost its own 13-15 s compilation."""
     if mode not in _candidates:
         base = _BASE[mode]
-        (narrow, wide), _ = _VARIANTS[base]
+        layer, _ = _VARIANTS[base]
         lanes = simd_conv.lanes()
         tag = np.zeros((1, 1) if lanes == 16 else 1, np.float32)
-        sig = _sig(base, lanes)
+        fn = _J.compiled(layer, _sig(base, lanes))
         bind = _bind if base == "lstm" else (lambda fn, tag, nl: _bind_gru(fn, tag, nl, mode == "gru_relu"))
-        _candidates[mode] = [bind(_J.compiled(narrow, sig), tag, 0), bind(_J.compiled(wide, sig), tag, 0),
-                             bind(_J.compiled(wide, sig), tag, lanes)]
+        _candidates[mode] = [bind(fn, tag, 0), bind(fn, tag, lanes)]
     return _candidates[mode]
 
 
