@@ -551,10 +551,9 @@ def test_compiled_recurrence_matches_torch(mode, bias, batch_first, bidirectiona
 
 @pytest.mark.one_pass   # kernel calls only
 @pytest.mark.parametrize("mode", ["lstm", "gru"])
-def test_both_vector_widths_match_torch(mode):
+def test_both_layer_loops_match_torch(mode):
     """Every compiled layer loop of jit_recurrent.py (the GEMV by rows, the GEMV in registers; one is
-    chosen by timing at load) against torch: hidden 37 (gates
-    past the register blocks, the single vectors and the 16 lanes; rows past the 4-row GEMV
+    chosen by timing at load) against torch: hidden 37 (gates past the register blocks, the single vectors and the 16 lanes; rows past the 4-row GEMV
     blocks), hidden 40 (LSTM's 160 gates: one whole register block at 16 lanes), hidden 24 (LSTM's
     96 gates: the 4- and 2-vector blocks, crnn's size), 2 batch rows, given states."""
     from srcore_cpu.kernels import jit_recurrent as JR
