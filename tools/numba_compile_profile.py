@@ -4,14 +4,20 @@ compiled or loaded from its cache. With a cold numba cache it shows what a fresh
 
     NUMBA_CACHE_DIR=$(mktemp -d) SRCORE_TEST_CACHE_DIR=$(mktemp -d) PYTHONPATH=tools \\
         .venv/bin/python -m pytest -n 0 -p numba_compile_profile TESTS
+
+With ``NUMBA_COMPILE_PROFILE_SIGNATURES=WORD`` set it also prints the argument types of every overload
+of the kernels whose ``module.name`` contains WORD (why a kernel compiled more than once: literal
+constants, None against an array, another array layout or readonly-ness).
 """
 from __future__ import annotations
 
 import collections
+import os
 import time
 
 _seconds: collections.Counter = collections.Counter()
 _overloads: collections.Counter = collections.Counter()
+_signatures: dict[str, list] = collections.defaultdict(list)
 _stack: list[float] = []
 
 
@@ -33,6 +39,7 @@ def pytest_configure(config) -> None:
                 _stack[-1] += spent
             _seconds[name] += spent - inner
             _overloads[name] += 1
+            _signatures[f"{self.py_func.__module__}.{self.py_func.__qualname__}"].append((spent - inner, sig))
 
     dispatcher.Dispatcher.compile = compile
 
@@ -41,3 +48,10 @@ def pytest_terminal_summary(terminalreporter) -> None:
     terminalreporter.write_sep("=", f"numba compile: {sum(_seconds.values()):.1f} s CPU")
     for name, seconds in _seconds.most_common(30):
         terminalreporter.write_line(f"{seconds:8.2f} s {_overloads[name]:4d}  {name}")
+    word = os.environ.get("NUMBA_COMPILE_PROFILE_SIGNATURES")
+    if word:
+        for name, sigs in sorted(_signatures.items()):
+            if word in name:
+                terminalreporter.write_sep("-", f"{name}: {len(sigs)} overloads")
+                for seconds, sig in sigs:
+                    terminalreporter.write_line(f"{seconds:7.2f} s  {sig}")

@@ -19,6 +19,7 @@ import numba
 import numpy as np
 
 from ..errors import ShapeError
+from ._jit import helper, plain_args
 from . import nchwc
 from .depthwise import ACTIVATIONS, finish, out_hw
 from .direct import _JIT, SerialTasks, _tag, run_bound
@@ -28,7 +29,7 @@ from .simd import fptr, vbcast, vfma, vload, vsplat, vstore
 LANES = 16
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _taps12(px, pw, pout, x0, wi, oi, C, cs, ps, rs, ky0, ky1, KW, dh, dw, KK, bv, z, lo, hi, act, c3, c6):
     """12 output pixels of a row x one output block: input channel ``c``, tap ``(ky, kx)`` of the first
     pixel at ``x0 + c * cs + ky * dh * rs + kx * dw``, the pixels ``ps`` apart (the stride);
@@ -68,7 +69,7 @@ def _taps12(px, pw, pout, x0, wi, oi, C, cs, ps, rs, ky0, ky1, KW, dh, dw, KK, b
     vstore(pout, oi + 176, finish(a11, pout, oi, LANES, False, False, 1.0, lo, hi, act, c3, c6))
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _taps8(px, pw, pout, x0, wi, oi, C, cs, ps, rs, ky0, ky1, KW, dh, dw, KK, bv, z, lo, hi, act, c3, c6):
     """:func:`_taps12` for 8 pixels (a row's tail: 8 chains of FMAs keep both FMA ports busy, 4 do not)."""
     a0, a1, a2, a3, a4, a5, a6, a7 = bv, bv, bv, bv, bv, bv, bv, bv
@@ -97,7 +98,7 @@ def _taps8(px, pw, pout, x0, wi, oi, C, cs, ps, rs, ky0, ky1, KW, dh, dw, KK, bv
     vstore(pout, oi + 112, finish(a7, pout, oi, LANES, False, False, 1.0, lo, hi, act, c3, c6))
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _taps4(px, pw, pout, x0, wi, oi, C, cs, ps, rs, ky0, ky1, KW, dh, dw, KK, bv, z, lo, hi, act, c3, c6):
     """:func:`_taps12` for 4 pixels."""
     a0, a1, a2, a3 = bv, bv, bv, bv
@@ -116,7 +117,7 @@ def _taps4(px, pw, pout, x0, wi, oi, C, cs, ps, rs, ky0, ky1, KW, dh, dw, KK, bv
     vstore(pout, oi + 16, finish(a1, pout, oi, LANES, False, False, 1.0, lo, hi, act, c3, c6))
     vstore(pout, oi + 32, finish(a2, pout, oi, LANES, False, False, 1.0, lo, hi, act, c3, c6))
     vstore(pout, oi + 48, finish(a3, pout, oi, LANES, False, False, 1.0, lo, hi, act, c3, c6))
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _taps1(px, pw, pout, x0, wi, oi, C, cs, rs, ky0, ky1, kx0, kx1, KW, dh, dw, KK, bv, z, lo, hi, act, c3, c6):
     """One output pixel, kernel columns ``kx0 <= kx < kx1`` only (the others in the padding)."""
     a0 = bv
@@ -129,6 +130,7 @@ def _taps1(px, pw, pout, x0, wi, oi, C, cs, rs, ky0, ky1, kx0, kx1, KW, dh, dw, 
     vstore(pout, oi, finish(a0, pout, oi, LANES, False, False, 1.0, lo, hi, act, c3, c6))
 
 
+@plain_args
 @numba.njit(**_JIT)
 def dense_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, KH, KW, wq, bq, nob, out, Ho, Wo, lo, hi, act, tag, n, b0, b1):
     """Output blocks ``b0 <= b < b1`` of image ``n``: ``x`` (N * C * H * W,) NCHW, ``wq`` (nob * C * KH * KW * 16,),

@@ -36,6 +36,7 @@ import numba
 import numpy as np
 
 from ..errors import ShapeError
+from ._jit import plain_args
 from . import nchwc
 from .depthwise import check_args, finish, out_hw
 from .direct import _JIT, SerialTasks, _tag, aligned, run_bound
@@ -159,6 +160,7 @@ def _row_tile(nb, P, pw, px, psc, pb, pout, pres, wg, x0, xs, wrow, dwv, ky0, ky
                       fin, has_res, leaky, slope, lo, hi, act, c3, c6, z, pfo, pfn)
 
 
+@plain_args
 @numba.njit(**_JIT)
 def dense_nchwc_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Wp, KH, KW, wq, goff, gb0, gnb, bq, out, res, has_res, leaky,
                       slope, lo, hi, act, O, Ho, Wo, R, tag, bin_, bout, xw, sc, n, t0, t1):

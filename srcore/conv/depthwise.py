@@ -23,6 +23,7 @@ import numba
 import numpy as np
 
 from ..errors import ShapeError
+from ._jit import helper
 from .direct import _JIT, _tag, exact_entry, lanes, run_bound
 from .simd import (fptr, vadd, vbcast, vclamp, vdiv, veven, vfma, vleaky, vload, vload_n, vmul, vodd, vsplat, vstore,
                    vstore_n)
@@ -33,7 +34,7 @@ SLOTS = 8
 ACTIVATIONS = ("none", "hardswish", "hardsigmoid")
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _copy_channel(px, src0, H, W, sh, sw, pt, pl, pq, Hq, Wq, J0, J1, like, nl):
     """The input plane at ``px[src0:src0 + H * W]`` into its stride phases
     ``pq[((a * sw + b) * Hq + i) * Wq + j] = x_padded[i * sh + a, j * sw + b]``, **interior only**:
@@ -90,7 +91,7 @@ def _copy_channel(px, src0, H, W, sh, sw, pt, pl, pq, Hq, Wq, J0, J1, like, nl):
                     pq[base + j] = px[src + j * sw + bb - pl]
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def finish(v, pres, oi, width, has_res, leaky, slope, lo, hi, act, c3, c6):
     """The epilogue of an accumulator ``v`` bound for ``out[oi:oi + width]``: ``+ res[oi:oi + width]``
     (a masked load), leaky relu, the clamp, then hardswish / hardsigmoid (``act``: the index in
@@ -108,7 +109,7 @@ def finish(v, pres, oi, width, has_res, leaky, slope, lo, hi, act, c3, c6):
     return v
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _put(a, row, col, nl, Ho, Wo, obase, plane, one_block, pout, pres, has_res, leaky, slope, lo, hi, act, c3, c6):
     """A slot (accumulator ``a``, output pixel ``(row, col)`` and the ``nl - 1`` after it in its row)
     into the output where it lies inside the plane, from the register: a whole vector, or at a

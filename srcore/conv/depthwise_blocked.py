@@ -25,6 +25,7 @@ import numba
 import numpy as np
 
 from ..errors import ShapeError
+from ._jit import helper, plain_args
 from .depthwise import check_args, finish, out_hw
 from . import nchwc
 from .direct import _JIT, SerialTasks, _tag, run_bound
@@ -36,7 +37,7 @@ LANES = 16
 SLOTS = 8
 
 
-@numba.njit(inline="always", nogil=True)
+@helper
 def _round(r):
     return (vzip_lo(r[0], r[8]), vzip_hi(r[0], r[8]), vzip_lo(r[1], r[9]), vzip_hi(r[1], r[9]),
             vzip_lo(r[2], r[10]), vzip_hi(r[2], r[10]), vzip_lo(r[3], r[11]), vzip_hi(r[3], r[11]),
@@ -44,14 +45,14 @@ def _round(r):
             vzip_lo(r[6], r[14]), vzip_hi(r[6], r[14]), vzip_lo(r[7], r[15]), vzip_hi(r[7], r[15]))
 
 
-@numba.njit(inline="always", nogil=True)
+@helper
 def _t16(r):
     """The 16x16 transpose of 16 vectors (row ``i`` lane ``j`` -> row ``j`` lane ``i``): four rounds
     of interleaving row ``i`` with row ``i + 8`` (64 shuffles)."""
     return _round(_round(_round(_round(r))))
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _rows(p, src, step, m, cnt, z):
     """16 vectors: ``p[src + l * step:][:cnt]`` for rows ``l < m`` (masked), zeros for the rest."""
     return (vload_n(p, src, cnt, z), vload_n(p, src + step, cnt, z) if m > 1 else z,
@@ -67,7 +68,7 @@ def _rows(p, src, step, m, cnt, z):
             vload_n(p, src + 15 * step, cnt, z) if m > 15 else z)
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _put16(p, dst, t):
     """The 16 vectors of ``t`` to ``p[dst:dst + 256]``, one after another."""
     vstore(p, dst, t[0])
@@ -88,7 +89,7 @@ def _put16(p, dst, t):
     vstore(p, dst + 240, t[15])
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _put8(p, px, a):
     """The 8 slot vectors ``a`` to pixels ``px`` of the pixel-major buffer ``p``."""
     vstore(p, px[0] * LANES, a[0])
@@ -101,7 +102,7 @@ def _put8(p, px, a):
     vstore(p, px[7] * LANES, a[7])
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _row_at(hp, xblk, ring, pt, H, Wp):
     """Where padded row ``hp`` starts in the input buffer: the whole padded plane, or (``xblk``) the
     ring of rows, with the zero row (index ``ring``) for rows outside the plane."""
@@ -112,7 +113,7 @@ def _row_at(hp, xblk, ring, pt, H, Wp):
     return (hp % ring) * Wp * LANES
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _fin8(p, o, a, leaky, slope, lo, hi, act, c3, c6):
     """The 8 slot vectors ``a`` (8 consecutive pixels) to ``p[o:]``, NCHW16c, the epilogue in the stores."""
     vstore(p, o, finish(a[0], p, o, LANES, False, leaky, slope, lo, hi, act, c3, c6))
@@ -125,7 +126,7 @@ def _fin8(p, o, a, leaky, slope, lo, hi, act, c3, c6):
     vstore(p, o + 112, finish(a[7], p, o, LANES, False, leaky, slope, lo, hi, act, c3, c6))
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _row3(p, r, w0, w1, w2, a0, a1, a2, a3, a4, a5, a6, a7):
     """One kernel row of width 3 for 8 consecutive output pixels: the 10 input vectors at ``p[r:]``
     each loaded once, 24 FMAs."""
@@ -152,7 +153,7 @@ def _row3(p, r, w0, w1, w2, a0, a1, a2, a3, a4, a5, a6, a7):
     return a0, a1, a2, a3, a4, a5, a6, a7
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _row5(p, r, w0, w1, w2, w3, w4, a0, a1, a2, a3, a4, a5, a6, a7):
     """One kernel row of width 5 for 8 consecutive output pixels: 12 input vectors, 40 FMAs."""
     v = vload(p, r, w0)
@@ -182,7 +183,7 @@ def _row5(p, r, w0, w1, w2, w3, w4, a0, a1, a2, a3, a4, a5, a6, a7):
     return a0, a1, a2, a3, a4, a5, a6, a7
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _row3s2(p, r, w0, w1, w2, a0, a1, a2, a3, a4, a5, a6, a7):
     """One kernel row of width 3 for 8 output pixels at stride 2: 17 input vectors, 24 FMAs."""
     v = vload(p, r, w0)
@@ -222,7 +223,7 @@ def _row3s2(p, r, w0, w1, w2, a0, a1, a2, a3, a4, a5, a6, a7):
     return a0, a1, a2, a3, a4, a5, a6, a7
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _row5s2(p, r, w0, w1, w2, w3, w4, a0, a1, a2, a3, a4, a5, a6, a7):
     """One kernel row of width 5 for 8 output pixels at stride 2: 19 input vectors, 40 FMAs."""
     v = vload(p, r, w0)
@@ -266,6 +267,7 @@ def _row5s2(p, r, w0, w1, w2, w3, w4, a0, a1, a2, a3, a4, a5, a6, a7):
     return a0, a1, a2, a3, a4, a5, a6, a7
 
 
+@plain_args
 @numba.njit(**_JIT)
 def dwb_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, res, has_res, leaky, slope, lo, hi,
               act, Ho, Wo, tag, xblk, oblk, xb, tb, n, k0, k1):
@@ -283,6 +285,7 @@ def dwb_images(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, 
                   hi, act, Ho, Wo, tag, xblk, oblk, xb, tb, n, k0, k1, 0, Ho)
 
 
+@plain_args
 @numba.njit(**_JIT)
 def dwb_range(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, res, has_res, leaky, slope, lo, hi,
               act, Ho, Wo, tag, xblk, oblk, xb, tb, n, k0, k1, h0, h1):

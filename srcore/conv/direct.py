@@ -28,6 +28,7 @@ import numpy as np
 
 from ..cpu_features import cpu_features
 from ..errors import ShapeError
+from ._jit import JIT, helper, plain_args
 from .direct_oc import PIXELS, conv_tasks_oc
 from .packed_call import remember
 from .simd import (fptr, store_epilogue, store_epilogue_n, task_coords, vbcast, veven, vfma, vload, vodd, vsplat,
@@ -46,7 +47,7 @@ FLAT_GAIN = 1.05
 #: 128-channel conv (1 KB of input copy an output) took 2110 us in whole rows, 1480-1570 us in pieces
 #: of 32-512 outputs at 16 lanes, the shorter rows the same either way (Sapphire Rapids, performance.md)
 ROW_TILE = 512
-_JIT = {"cache": True, "nogil": True, "error_model": "numpy", "boundscheck": False}
+_JIT = JIT
 
 
 def lanes(features=None) -> int:
@@ -72,6 +73,7 @@ def _tag(nl: int) -> np.ndarray:
     return np.zeros(1, np.float32) if nl == 8 else np.zeros((1, 1), np.float32)
 
 
+@plain_args
 @numba.njit(**_JIT)
 def fill_strided(x, n, sh, sw, pt, pl, xq, off, cs, as_, bs, is_, Hq, Wq, amask, tag, nl):
     """:func:`fill_phases` into any layout of the phase-split copy: element ``[c, a, b, i, j]`` at
@@ -139,6 +141,7 @@ def fill_phases(x, n, sh, sw, pt, pl, xq, Hq, Wq, tag, nl):
     fill_strided(x, n, sh, sw, pt, pl, xq, 0, sh * sw * Hq * Wq, sw * Hq * Wq, Hq * Wq, Wq, Hq, Wq, -1, tag, nl)
 
 
+@plain_args
 @numba.njit(**_JIT)
 def conv_tasks(xq, rstep, cstep, taps, wp, bp, cg, Og, nb_oc,
                out, res, has_res, leaky, slope, lo, hi, O, Ho, Wo, tag, nl, mode, tile, pix_inner, n, t0, t1):
@@ -267,7 +270,7 @@ def conv_tasks(xq, rstep, cstep, taps, wp, bp, cg, Og, nb_oc,
                         store_epilogue_n(pblk, src, pout, o, cnt, pres, has_res, leaky, slope, lo, hi, a0)
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _store_flat(blk, src, out, obase, q, nl, pitch, Wo, Ho, res, has_res, leaky, slope, lo, hi, like):
     """The :data:`FLAT` store of the vector ``blk[src:src + nl]``, positions ``q, q + 1, ...`` of a
     plane of rows ``pitch`` apart: each row segment inside the output (``column < Wo``, ``row < Ho``)

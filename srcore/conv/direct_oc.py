@@ -15,13 +15,15 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ._jit import JIT, plain_args
 from .simd import epilogue1, task_coords, vbcast, vfma, vload, vsplat, vstore
 
 #: output positions per task (each one accumulator per channel vector)
 PIXELS = 12
-_JIT = {"cache": True, "nogil": True, "error_model": "numpy", "boundscheck": False}
+_JIT = JIT
 
 
+@plain_args
 @numba.njit(**_JIT)
 def conv_tasks_oc(xq, pitch, cstep, taps, wp, bp, cg, Og, nb_oc,
                   out, res, has_res, leaky, slope, lo, hi, O, Ho, Wo, tag, nl, pix_inner, n, t0, t1):

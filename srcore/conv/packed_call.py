@@ -27,6 +27,8 @@ from numba.core import cgutils
 from numba.core.dispatcher import Dispatcher
 from numba.extending import intrinsic
 
+from ..errors import KernelError
+
 log = logging.getLogger("srcore.conv")
 _lock = threading.Lock()
 _wrappers: dict[tuple, object] = {}   # numba signature -> wrapper (None: it does not compile)
@@ -47,8 +49,9 @@ def _voidptr(typingctx, addr):
 def _call_at(typingctx, addr, args):
     """The compiled numba function at address ``addr`` (native calling convention, no return value)
     called with the tuple ``args``: by its address, so the wrapper links none of its code (linking
-    a conv kernel's module took ~4 s a wrapper)."""
-    argtys = tuple(args)
+    a conv kernel's module took ~4 s a wrapper). Constants in ``args`` are passed as the plain types
+    they widen to (the kernel was compiled for those: :func:`address`)."""
+    argtys = tuple(types.unliteral(t) for t in args)
 
     def codegen(context, builder, sig, llargs):
         fnty = context.call_conv.get_function_type(types.none, argtys)
@@ -59,6 +62,26 @@ def _call_at(typingctx, addr, args):
             context.call_conv.return_status_propagate(builder, status)
         return context.get_dummy_value()
     return types.none(addr, args), codegen
+
+
+#: ``call_at(addr, args)`` in a kernel: the compiled kernel at ``addr`` (:func:`address`) called with the
+#: tuple ``args``, linking none of its code. A ``parallel=True`` driver over a big kernel links and
+#: re-optimizes the kernel's code into its region's function otherwise (the trt_like plugin's NCHW16c
+#: drivers, ``blocked_split.py``: 3-8 s of compiling each, cold)
+call_at = _call_at
+
+
+def address(dispatcher, args) -> int:
+    """The address of ``dispatcher``'s compiled code for the numba types of ``args`` (compiled now, or
+    loaded from numba's cache), for :data:`call_at`: the caller must pass exactly these types (an
+    array of another layout or rank, a float for an int, is undefined behaviour, not an error)."""
+    sig = tuple(dispatcher.typeof_pyval(a) for a in args)
+    dispatcher.compile(sig)
+    cres = dispatcher.overloads[sig]
+    if cres.signature.return_type != types.none:
+        raise KernelError(f"{dispatcher.py_func.__name__} returns {cres.signature.return_type}: call_at calls "
+                        "kernels that return nothing")
+    return cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
 
 
 class PackedCalls(tuple):

@@ -23,6 +23,7 @@ import numba
 import numpy as np
 
 from ..errors import ShapeError
+from ._jit import helper, plain_args
 from .depthwise import ACTIVATIONS, finish
 from .direct import _JIT, _tag, compiled_entry, exact_entry, lanes, run_split
 from .simd import fptr, vbcast, vfma, vload, vload_n, vsplat, vstore, vstore_n
@@ -31,7 +32,7 @@ from .simd import fptr, vbcast, vfma, vload, vload_n, vsplat, vstore, vstore_n
 OC_BLOCK = 6
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _store(a, pout, pres, oi, cnt, nl, has_res, lo, hi, act, c3, c6):
     """An accumulator to ``out[oi:oi + cnt]``, the epilogue in the store (masked at a plane's end)."""
     if cnt > 0:
@@ -42,7 +43,7 @@ def _store(a, pout, pres, oi, cnt, nl, has_res, lo, hi, act, c3, c6):
             vstore_n(pout, oi, v, cnt)
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _blk4(px, pw, pout, pres, xi, wi, oi, C, P, k, nlast, bv, z, has_res, lo, hi, act, c3, c6, nl):
     """4 vectors of pixels x 6 output channels (24 accumulators) from ``x[xi:]`` into
     ``out[oi:]``, the last vector ``nlast`` lanes (masked)."""
@@ -77,7 +78,7 @@ def _blk4(px, pw, pout, pres, xi, wi, oi, C, P, k, nlast, bv, z, has_res, lo, hi
         oi += P
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _blk3(px, pw, pout, pres, xi, wi, oi, C, P, k, nlast, bv, z, has_res, lo, hi, act, c3, c6, nl):
     """3 vectors of pixels x 6 output channels (18 accumulators) from ``x[xi:]`` into
     ``out[oi:]``, the last vector ``nlast`` lanes (masked)."""
@@ -109,7 +110,7 @@ def _blk3(px, pw, pout, pres, xi, wi, oi, C, P, k, nlast, bv, z, has_res, lo, hi
         oi += P
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _blk2(px, pw, pout, pres, xi, wi, oi, C, P, k, nlast, bv, z, has_res, lo, hi, act, c3, c6, nl):
     """2 vectors of pixels x 6 output channels (12 accumulators) from ``x[xi:]`` into
     ``out[oi:]``, the last vector ``nlast`` lanes (masked)."""
@@ -138,7 +139,7 @@ def _blk2(px, pw, pout, pres, xi, wi, oi, C, P, k, nlast, bv, z, has_res, lo, hi
         oi += P
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _blk1(px, pw, pout, pres, xi, wi, oi, C, P, k, nlast, bv, z, has_res, lo, hi, act, c3, c6, nl):
     """1 vector of pixels x 6 output channels (6 accumulators) from ``x[xi:]`` into
     ``out[oi:]``, the last vector ``nlast`` lanes (masked)."""
@@ -164,6 +165,7 @@ def _blk1(px, pw, pout, pres, xi, wi, oi, C, P, k, nlast, bv, z, has_res, lo, hi
         oi += P
 
 
+@plain_args
 @numba.njit(**_JIT)
 def pw_tasks(x, wp, bp, out, res, has_res, lo, hi, act, n, C, O, P, Pm, tag, nl, b0, b1):
     """Output-channel blocks ``b0 <= b < b1`` of image ``n``, pixels ``[0, Pm)`` of the ``P``: ``x``
@@ -198,20 +200,22 @@ def pw_tasks(x, wp, bp, out, res, has_res, lo, hi, act, n, C, O, P, Pm, tag, nl,
             _blk1(px, pw, pout, pres, xi, wb, oi, C, P, k, last, bv, z, has_res, lo, hi, act, c3, c6, nl)
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
-def _scatter(a, out, res, oi, P, cnt, prb, pblk, blk, rb, has_res, lo, hi, act, c3, c6):
+@helper
+def _scatter(a, pout, pres, oi, P, cnt, prb, pblk, has_res, lo, hi, act, c3, c6):
     """An accumulator over output channels ``o .. o + cnt - 1`` of one pixel (``out[oi + e * P]``)
-    through the epilogue (the residual gathered into a vector first) to the planes."""
+    through the epilogue (the residual gathered into a vector first) to the planes. Pointers
+    (:func:`.simd.fptr`), not arrays: no reference counting at the call."""
     if cnt <= 0:
         return
     if has_res:
         for e in range(cnt):
-            rb[e] = res[oi + e * P]
+            prb[e] = pres[oi + e * P]
     vstore(pblk, 0, finish(a, prb, 0, cnt, has_res, False, 1.0, lo, hi, act, c3, c6))
     for e in range(cnt):
-        out[oi + e * P] = blk[e]
+        pout[oi + e * P] = pblk[e]
 
 
+@plain_args
 @numba.njit(**_JIT)
 def pw_tail(x, wt, Ot, bt, out, res, has_res, lo, hi, act, n, C, O, P, p0, tag, nl, o0, o1):
     """Pixels ``[p0, P)`` (fewer than a vector) of output channels ``[o0, o1)`` of image ``n``, with
@@ -226,6 +230,7 @@ def pw_tail(x, wt, Ot, bt, out, res, has_res, lo, hi, act, n, C, O, P, p0, tag, 
     blk = np.empty(nl, np.float32)
     rb = np.zeros(nl, np.float32)
     px, pw, pb, pblk, prb = fptr(x), fptr(wt), fptr(bt), fptr(blk), fptr(rb)
+    pout, pres = fptr(out), fptr(res)
     xb = n * C * P
     ob = n * O * P
     for o in range(o0, o1, 4 * nl):
@@ -261,14 +266,14 @@ def pw_tail(x, wt, Ot, bt, out, res, has_res, lo, hi, act, n, C, O, P, p0, tag, 
             oi = ob + o * P + p
             for q in range(2 if two else 1):
                 g = oi + q
-                _scatter(a0 if q == 0 else d0, out, res, g, P, min(nl, o1 - o), prb, pblk, blk, rb, has_res, lo,
+                _scatter(a0 if q == 0 else d0, pout, pres, g, P, min(nl, o1 - o), prb, pblk, has_res, lo,
                          hi, act, c3, c6)
-                _scatter(a1 if q == 0 else d1, out, res, g + nl * P, P, min(nl, o1 - o - nl), prb, pblk, blk, rb,
+                _scatter(a1 if q == 0 else d1, pout, pres, g + nl * P, P, min(nl, o1 - o - nl), prb, pblk,
                          has_res, lo, hi, act, c3, c6)
-                _scatter(a2 if q == 0 else d2, out, res, g + 2 * nl * P, P, min(nl, o1 - o - 2 * nl), prb, pblk, blk,
-                         rb, has_res, lo, hi, act, c3, c6)
-                _scatter(a3 if q == 0 else d3, out, res, g + 3 * nl * P, P, min(nl, o1 - o - 3 * nl), prb, pblk, blk,
-                         rb, has_res, lo, hi, act, c3, c6)
+                _scatter(a2 if q == 0 else d2, pout, pres, g + 2 * nl * P, P, min(nl, o1 - o - 2 * nl), prb, pblk,
+                         has_res, lo, hi, act, c3, c6)
+                _scatter(a3 if q == 0 else d3, pout, pres, g + 3 * nl * P, P, min(nl, o1 - o - 3 * nl), prb, pblk,
+                         has_res, lo, hi, act, c3, c6)
 
 
 @numba.njit(**_JIT)

@@ -19,6 +19,7 @@ import numba
 import numpy as np
 
 from ..errors import ShapeError
+from ._jit import helper, plain_args
 from . import nchwc
 from .depthwise import ACTIVATIONS, finish
 from .depthwise_blocked import _rows, _t16
@@ -29,12 +30,12 @@ from .simd import fptr, vbcast, vfma, vload, vsplat, vstore, vstore_n
 LANES = 16
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _put(a, pout, pres, oi, has_res, lo, hi, act, c3, c6):
     vstore(pout, oi, finish(a, pres, oi, LANES, has_res, False, 1.0, lo, hi, act, c3, c6))
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _px12x2(px, pw, pout, pres, x0, wi, wstep, oi, ostep, ncb, cs, inner, ps, bv, bw, z, has_res, lo, hi, act,
         c3, c6):
     """12 pixels x two output blocks (24 accumulators): input channel ``(cb, l)`` of the first pixel at
@@ -111,7 +112,7 @@ def _px12x2(px, pw, pout, pres, x0, wi, wstep, oi, ostep, ncb, cs, inner, ps, bv
     _put(d11, pout, pres, oi + ostep + 176, has_res, lo, hi, act, c3, c6)
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _px4x2(px, pw, pout, pres, x0, wi, wstep, oi, ostep, ncb, cs, inner, ps, bv, bw, z, has_res, lo, hi, act,
         c3, c6):
     """:func:`_px12x2` for 4 pixels x two output blocks."""
@@ -146,7 +147,7 @@ def _px4x2(px, pw, pout, pres, x0, wi, wstep, oi, ostep, ncb, cs, inner, ps, bv,
     _put(d3, pout, pres, oi + ostep + 48, has_res, lo, hi, act, c3, c6)
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _px1x2(px, pw, pout, pres, x0, wi, wstep, oi, ostep, ncb, cs, inner, ps, bv, bw, z, has_res, lo, hi, act,
         c3, c6):
     """:func:`_px12x2` for 1 pixel x two output blocks."""
@@ -166,7 +167,7 @@ def _px1x2(px, pw, pout, pres, x0, wi, wstep, oi, ostep, ncb, cs, inner, ps, bv,
     _put(d0, pout, pres, oi + ostep + 0, has_res, lo, hi, act, c3, c6)
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _px12(px, pw, pout, pres, x0, wi, wstep, oi, ostep, ncb, cs, inner, ps, bv, bw, z, has_res, lo, hi, act,
         c3, c6):
     """:func:`_px12x2` for 12 pixels x one output block."""
@@ -215,7 +216,7 @@ def _px12(px, pw, pout, pres, x0, wi, wstep, oi, ostep, ncb, cs, inner, ps, bv, 
     _put(a11, pout, pres, oi + 176, has_res, lo, hi, act, c3, c6)
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _px4(px, pw, pout, pres, x0, wi, wstep, oi, ostep, ncb, cs, inner, ps, bv, bw, z, has_res, lo, hi, act,
         c3, c6):
     """:func:`_px12x2` for 4 pixels x one output block."""
@@ -240,7 +241,7 @@ def _px4(px, pw, pout, pres, x0, wi, wstep, oi, ostep, ncb, cs, inner, ps, bv, b
     _put(a3, pout, pres, oi + 48, has_res, lo, hi, act, c3, c6)
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _px1(px, pw, pout, pres, x0, wi, wstep, oi, ostep, ncb, cs, inner, ps, bv, bw, z, has_res, lo, hi, act,
         c3, c6):
     """:func:`_px12x2` for 1 pixel x one output block."""
@@ -256,7 +257,7 @@ def _px1(px, pw, pout, pres, x0, wi, wstep, oi, ostep, ncb, cs, inner, ps, bv, b
     _put(a0, pout, pres, oi + 0, has_res, lo, hi, act, c3, c6)
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def _planes(ps, so, pout, pres, c0, m, P, p, cnt, n, O, has_res, lo, hi, act, c3, c6, z):
     """An NCHW output tile: the ``cnt`` pixel vectors (16 channels each) at ``ps[so:]`` transposed
     (:func:`.depthwise_blocked._t16`) into channels ``c0 .. c0 + m - 1``, pixels ``p .. p + cnt - 1``
@@ -267,6 +268,7 @@ def _planes(ps, so, pout, pres, c0, m, P, p, cnt, n, O, has_res, lo, hi, act, c3
         vstore_n(pout, oi, finish(t[l], pres, oi, cnt, has_res, False, 1.0, lo, hi, act, c3, c6), cnt)
 
 
+@plain_args
 @numba.njit(**_JIT)
 def pwb_tasks(x, xblk, C, P, wq, bq, nob, O, oblk, out, res, has_res, lo, hi, act, tag, scr, n, b0, b1):
     """Output blocks ``b0 <= b < b1`` of image ``n`` (every pixel: :func:`pwb_range`)."""
@@ -283,6 +285,7 @@ def pwb_images(x, xblk, C, P, wq, bq, nob, O, oblk, out, res, has_res, lo, hi, a
         pwb_range(x, xblk, C, P, wq, bq, nob, O, oblk, out, res, has_res, lo, hi, act, tag, scr, n, b0, b1, 0, P)
 
 
+@plain_args
 @numba.njit(**_JIT)
 def pwb_range(x, xblk, C, P, wq, bq, nob, O, oblk, out, res, has_res, lo, hi, act, tag, scr, n, b0, b1, q0, q1):
     """Output blocks ``b0 <= b < b1``, pixels ``q0 <= p < q1`` (a band of rows: a thread of a split by

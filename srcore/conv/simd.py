@@ -16,11 +16,11 @@ numba's on-disk cache keys a kernel on its own module's source: after editing th
 """
 from __future__ import annotations
 
-import numba
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
+from ._jit import helper
 from .._vec_ir import F32 as _F32, I32 as _I32, declare, elem_ptr, f32x8, f32x16, splat
 
 
@@ -206,7 +206,7 @@ def fptr(typingctx, arr):
     return types.CPointer(types.float32)(arr), codegen
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def store_epilogue(blk, src, out, o, cnt, whole, res, has_res, leaky, slope, lo, hi, like):
     """The SIMD conv kernels' store: ``out[o + e] = clamp(leaky?(blk[src + e] (+ res[o + e])), lo, hi)``
     for ``e < cnt`` (``blk`` the register block spilled to a local buffer). ``whole``: store a whole
@@ -229,7 +229,7 @@ def store_epilogue(blk, src, out, o, cnt, whole, res, has_res, leaky, slope, lo,
         out[o + e] = epilogue1(z, leaky, slope, lo, hi)
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy")
+@helper
 def epilogue1(z, leaky, slope, lo, hi):
     """One element's epilogue after the residual: ``clamp(leaky?(z), lo, hi)``, as :func:`vleaky` and
     :func:`vclamp` per lane (the kernels' element-by-element stores)."""
@@ -243,7 +243,7 @@ def epilogue1(z, leaky, slope, lo, hi):
     return z
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy")
+@helper
 def task_coords(t, nb_oc, spans, pix_inner):
     """Task ``t`` of a conv kernel split into ``nb_oc`` output-channel blocks x ``spans`` pixel spans
     per group: ``(span, block, group)``, channel blocks innermost unless ``pix_inner``."""
@@ -256,7 +256,7 @@ def task_coords(t, nb_oc, spans, pix_inner):
     return s, ob, t // (nb_oc * spans)
 
 
-@numba.njit(inline="always", nogil=True, error_model="numpy", boundscheck=False)
+@helper
 def store_epilogue_n(blk, src, out, o, cnt, res, has_res, leaky, slope, lo, hi, like):
     """:func:`store_epilogue` of ``0 < cnt <= lanes`` elements as one masked vector (nothing past
     ``out[o + cnt - 1]`` read or written): the same bits as its element loop, without it."""

@@ -104,6 +104,9 @@ _LAZY = {
     "omp_team": "srcore.conv.omp_team",
     # a bound kernel call's arguments packed into one int64 array (srcore.conv.packed_call: packed); numba
     "packed_call": "srcore.conv.packed_call",
+    # a numba kernel that other kernels call compiled once for plain argument types, not once per pattern of
+    # constants its callers pass (srcore._plain_args.plain_args); numba on first use
+    "plain_args": "srcore._plain_args:plain_args",
     # the transposed conv of rank 1-3 (srcore.conv.transpose: ConvTranspose, col2im3, direct3, phase3); numba
     "conv_transpose": "srcore.conv:transpose",
     # the compiled grid_sample (srcore.grid_sample: GridSampler, grid_sampler); numba

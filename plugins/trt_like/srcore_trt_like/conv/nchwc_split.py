@@ -24,6 +24,23 @@ from .nchwc import LANES, ConvNchwcTactic, DenseNchwcTactic, DepthwiseNchwcTacti
 from .spec import ConvSpec
 
 
+class _Addressed:
+    """The address of a driver's kernel (``blocked_split.addresses``) for the last bound call a tactic
+    ran: found once per binding (an engine's calls bind the same arrays every time), not per call."""
+    __slots__ = ("_last",)
+
+    def __init__(self):
+        self._last = None
+
+    def fn(self, driver, run, *tail) -> int:
+        last = self._last   # (read and replaced whole: calls on several threads stay correct)
+        if last is None or last[0] is not run or last[1] is not driver:
+            from ..kernels.blocked_split import addresses
+
+            last = self._last = (run, driver, addresses(driver, run.args, tail))
+        return last[2]
+
+
 class PointwiseNchwcOmpTactic(PointwiseNchwcTactic):
     """:class:`.PointwiseNchwcTactic` with each image's output blocks in ``threads`` parts."""
     name = "pointwise_nchw16c_omp"
@@ -32,14 +49,16 @@ class PointwiseNchwcOmpTactic(PointwiseNchwcTactic):
         super().__init__(spec, weight, bias, blocked, layout, threads=1)
         self.nt = threads
         self.governor = _threads.Governor(threads)
+        self._fn = _Addressed()
         self.scr = np.zeros((threads, 2 * LANES * LANES), np.float32)
 
     def _run(self, x, out, residual):
         from ..kernels.blocked_split import pointwise
 
         run = self.conv.bind(x, out, residual)
+        fn = self._fn.fn(pointwise, run, self.scr[0], 0, 0, 0)
         for n in range(run.images):
-            self.governor.run(pointwise, run.args, self.scr, n, self.nt)
+            self.governor.run(pointwise, fn, run.args, self.scr, n, self.nt)
 
 
 class DepthwiseNchwcOmpTactic(DepthwiseNchwcTactic):
@@ -50,6 +69,7 @@ class DepthwiseNchwcOmpTactic(DepthwiseNchwcTactic):
         super().__init__(spec, weight, bias, blocked, layout, threads=1)
         self.nt = threads
         self.governor = _threads.Governor(threads)
+        self._fn = _Addressed()
         self._bufs: tuple = (None, None, None)
 
     def _run(self, x, out, residual):
@@ -61,8 +81,9 @@ class DepthwiseNchwcOmpTactic(DepthwiseNchwcTactic):
             xb, tb = self.conv.buffers(*sizes)    # this thread's: their sizes, one row per part
             self._bufs = (sizes, np.zeros((self.nt, xb.size), np.float32), np.zeros((self.nt, tb.size), np.float32))
         _, xb, tb = self._bufs
+        fn = self._fn.fn(depthwise, run, xb[0], tb[0], 0, 0, 0)
         for n in range(run.images):
-            self.governor.run(depthwise, run.args, xb, tb, n, self.nt)
+            self.governor.run(depthwise, fn, run.args, xb, tb, n, self.nt)
 
 
 class PointwiseNchwcRowsTactic(PointwiseNchwcOmpTactic):
@@ -77,8 +98,9 @@ class PointwiseNchwcRowsTactic(PointwiseNchwcOmpTactic):
 
         run = self.conv.bind(x, out, residual)
         W = self.spec.x_shape[3]
+        fn = self._fn.fn(pointwise_rows, run, self.scr[0], 0, 0, 0, 0, 0)
         for n in range(run.images):
-            self.governor.run(pointwise_rows, run.args, self.scr, n, self.nt, W)
+            self.governor.run(pointwise_rows, fn, run.args, self.scr, n, self.nt, W)
 
 
 class DepthwiseNchwcRowsTactic(DepthwiseNchwcOmpTactic):
@@ -95,8 +117,9 @@ class DepthwiseNchwcRowsTactic(DepthwiseNchwcOmpTactic):
             xb, tb = self.conv.buffers(*sizes)
             self._bufs = (sizes, np.zeros((self.nt, xb.size), np.float32), np.zeros((self.nt, tb.size), np.float32))
         _, xb, tb = self._bufs
+        fn = self._fn.fn(depthwise_rows, run, xb[0], tb[0], 0, 0, 0, 0, 0)
         for n in range(run.images):
-            self.governor.run(depthwise_rows, run.args, xb, tb, n, self.nt)
+            self.governor.run(depthwise_rows, fn, run.args, xb, tb, n, self.nt)
 
 
 class ConvNchwcOmpTactic(ConvNchwcTactic):
@@ -108,6 +131,7 @@ class ConvNchwcOmpTactic(ConvNchwcTactic):
         super().__init__(spec, weight, bias, blocked, layout, threads=1)
         self.nt = threads
         self.governor = _threads.Governor(threads)
+        self._fn = _Addressed()
         self._local = threading.local()
 
     def serial_calls(self, x, out, residual):
@@ -132,8 +156,9 @@ class ConvNchwcOmpTactic(ConvNchwcTactic):
 
         run = self.conv.bind(x, out, residual)
         xw, sc = self._buffers(run)
+        fn = self._fn.fn(dense, run, xw[0], sc[0], 0, 0, 0)
         for n in range(run.images):
-            self.governor.run(dense, run.args, xw, sc, n, self.nt, run.tasks)
+            self.governor.run(dense, fn, run.args, xw, sc, n, self.nt, run.tasks)
 
 
 class ConvNchwcRowsTactic(ConvNchwcOmpTactic):
@@ -152,8 +177,9 @@ class ConvNchwcRowsTactic(ConvNchwcOmpTactic):
         run = self.conv.bind(x, out, residual)
         xw, sc = self._buffers(run)
         groups = len(self.conv.groups)
+        fn = self._fn.fn(dense_rows, run, xw[0], sc[0], 0, 0, 0)
         for n in range(run.images):
-            self.governor.run(dense_rows, run.args, xw, sc, n, self.nt, run.bands, groups)
+            self.governor.run(dense_rows, fn, run.args, xw, sc, n, self.nt, run.bands, groups)
 
 
 class DenseNchwcOmpTactic(DenseNchwcTactic):
@@ -165,6 +191,7 @@ class DenseNchwcOmpTactic(DenseNchwcTactic):
         super().__init__(spec, weight, bias, blocked, layout, threads=1)
         self.nt = threads
         self.governor = _threads.Governor(threads)
+        self._fn = _Addressed()
 
     def serial_calls(self, x, out, residual):
         return None   # (never the one-thread kernel's calls in its place)
@@ -173,8 +200,9 @@ class DenseNchwcOmpTactic(DenseNchwcTactic):
         from ..kernels.blocked_split import dense_few
 
         run = self.conv.bind(x, out, None)
+        fn = self._fn.fn(dense_few, run, 0, 0, 0)
         for n in range(run.images):
-            self.governor.run(dense_few, run.args, n, self.nt, run.tasks)
+            self.governor.run(dense_few, fn, run.args, n, self.nt, run.tasks)
 
 
 def nchwc_omp_builders(spec: ConvSpec, weight, bias, blocked: tuple[bool, bool]):

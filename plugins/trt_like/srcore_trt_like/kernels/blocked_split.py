@@ -10,6 +10,12 @@ multiply-adds, under :data:`.threads.PARALLEL_MIN_WORK`): too short for the Pyth
 (2026-11-27, load ~6), a 112 -> 672 1x1 at 14x14 took 200 -> 108 us, a 120-channel 5x5 depthwise at
 28x28 73 -> 45 us. A block's result does not depend on which thread computes it: the bits of the
 one-thread kernel.
+
+Each driver calls the one-thread kernel by the address of its compiled code (``fn``:
+``srcore.plugin.packed_call.address`` of the kernel for exactly the argument types the driver passes,
+:func:`addresses`), not by name: linked by name, each driver's region re-optimized and re-generated
+the kernel's whole code (3-8 s of compiling a driver, cold; the kernels' own compile is shared with
+the one-thread tactics).
 """
 from __future__ import annotations
 
@@ -17,20 +23,28 @@ from numba import njit, prange
 
 from srcore.plugin import simd_dense_blocked as _db
 from srcore.plugin import simd_dense_nchwc as _dn
+from srcore.plugin import packed_call as _pc
 from srcore.plugin import simd_depthwise_blocked as _dwb
 from srcore.plugin import simd_pointwise_blocked as _pwb
 
 from .jit import PARALLEL_JIT
 from .parallel import _part
 
-_pwb_tasks, _dwb_tasks = _pwb.pwb_tasks, _dwb.dwb_tasks
-_pwb_range, _dwb_range = _pwb.pwb_range, _dwb.dwb_range
-_dn_tasks, _db_tasks = _dn.dense_nchwc_tasks, _db.dense_tasks
+_call = _pc.call_at
 LANES = _dwb.LANES
+#: driver -> (the kernel it calls, how many of its trailing arguments follow the bound call's ``args``)
+KERNELS = {}
+
+
+def addresses(driver, args, tail) -> int:
+    """``fn`` of ``driver`` for a bound call's ``args``: the address of its kernel compiled for
+    ``args`` then ``tail`` (values of the types the driver passes after them: its parts' buffer rows,
+    the image and range ints)."""
+    return _pc.address(KERNELS[driver], (*args, *tail))
 
 
 @njit(**PARALLEL_JIT)
-def pointwise(args, scr, n, nt):
+def pointwise(fn, args, scr, n, nt):
     """Image ``n`` of a bound :class:`BlockedPointwiseConv` call (its ``args``) in ``nt`` parts by
     output blocks; ``scr`` (nt, 512): each part's tile, zeroed per call (stale floats there go
     through the epilogue's arithmetic: subnormals cost a microcode assist each)."""
@@ -40,11 +54,11 @@ def pointwise(args, scr, n, nt):
         if b1 > b0:
             s = scr[t]
             s[:] = 0.0
-            _pwb_tasks(*args, s, n, b0, b1)
+            _call(fn, args + (s, n, b0, b1))
 
 
 @njit(**PARALLEL_JIT)
-def depthwise(args, xb, tb, n, nt):
+def depthwise(fn, args, xb, tb, n, nt):
     """Image ``n`` of a bound :class:`BlockedDepthwiseConv` call (its ``args``) in ``nt`` parts by
     channel blocks; ``xb``/``tb`` (nt, ...): each part's buffers (zeroed once: only their interior is
     ever written)."""
@@ -52,11 +66,11 @@ def depthwise(args, xb, tb, n, nt):
     for t in prange(nt):
         k0, k1 = _part(blocks, t, nt, 1)
         if k1 > k0:
-            _dwb_tasks(*args, xb[t], tb[t], n, k0, k1)
+            _call(fn, args + (xb[t], tb[t], n, k0, k1))
 
 
 @njit(**PARALLEL_JIT)
-def pointwise_rows(args, scr, n, nt, W):
+def pointwise_rows(fn, args, scr, n, nt, W):
     """Image ``n`` of a bound :class:`BlockedPointwiseConv` call in ``nt`` bands of rows (``W`` pixels
     each), every output block: part ``t`` reads only its band of the input and writes its band of
     the output, which the same part of the next layer split by rows reads (numba's static schedule
@@ -68,11 +82,11 @@ def pointwise_rows(args, scr, n, nt, W):
         if h1 > h0:
             s = scr[t]
             s[:] = 0.0
-            _pwb_range(*args, s, n, 0, nob, h0 * W, h1 * W)
+            _call(fn, args + (s, n, 0, nob, h0 * W, h1 * W))
 
 
 @njit(**PARALLEL_JIT)
-def depthwise_rows(args, xb, tb, n, nt):
+def depthwise_rows(fn, args, xb, tb, n, nt):
     """Image ``n`` of a bound :class:`BlockedDepthwiseConv` call (NCHW16c in) in ``nt`` bands of output
     rows, every channel block: part ``t`` reads its band's input rows and the halo of the taps."""
     blocks = (args[1] + LANES - 1) // LANES
@@ -80,11 +94,11 @@ def depthwise_rows(args, xb, tb, n, nt):
     for t in prange(nt):
         h0, h1 = _part(ho, t, nt, 1)
         if h1 > h0:
-            _dwb_range(*args, xb[t], tb[t], n, 0, blocks, h0, h1)
+            _call(fn, args + (xb[t], tb[t], n, 0, blocks, h0, h1))
 
 
 @njit(**PARALLEL_JIT)
-def dense(args, xw, sc, n, nt, tasks):
+def dense(fn, args, xw, sc, n, nt, tasks):
     """Image ``n`` of a bound :class:`NchwcDenseConv` call (its ``args``) in ``nt`` ranges of its
     ``tasks`` (block group major: whole block groups when there are ``nt`` of them or more);
     ``xw``/``sc`` (nt, ...): each part's window (zeroed once: only its interior is written) and row
@@ -92,11 +106,11 @@ def dense(args, xw, sc, n, nt, tasks):
     for t in prange(nt):
         t0, t1 = _part(tasks, t, nt, 1)
         if t1 > t0:
-            _dn_tasks(*args, xw[t], sc[t], n, t0, t1)
+            _call(fn, args + (xw[t], sc[t], n, t0, t1))
 
 
 @njit(**PARALLEL_JIT)
-def dense_rows(args, xw, sc, n, nt, bands, groups):
+def dense_rows(fn, args, xw, sc, n, nt, bands, groups):
     """Image ``n`` of a bound :class:`NchwcDenseConv` call in ``nt`` ranges of its ``bands`` of output
     rows, every block group in each (a group's bands one after the other: its weights stay in the
     core's cache): part ``t`` reads only its band's input rows and the taps' halo."""
@@ -104,14 +118,19 @@ def dense_rows(args, xw, sc, n, nt, bands, groups):
         k0, k1 = _part(bands, t, nt, 1)
         if k1 > k0:
             for g in range(groups):
-                _dn_tasks(*args, xw[t], sc[t], n, g * bands + k0, g * bands + k1)
+                _call(fn, args + (xw[t], sc[t], n, g * bands + k0, g * bands + k1))
 
 
 @njit(**PARALLEL_JIT)
-def dense_few(args, n, nt, nob):
+def dense_few(fn, args, n, nt, nob):
     """Image ``n`` of a bound :class:`BlockedDenseConv` call (NCHW in: a stem's few channels) in ``nt``
     ranges of its ``nob`` output blocks (each part reads the whole, small, input)."""
     for t in prange(nt):
         b0, b1 = _part(nob, t, nt, 1)
         if b1 > b0:
-            _db_tasks(*args, n, b0, b1)
+            _call(fn, args + (n, b0, b1))
+
+
+KERNELS.update({pointwise: _pwb.pwb_tasks, pointwise_rows: _pwb.pwb_range, depthwise: _dwb.dwb_tasks,
+                depthwise_rows: _dwb.dwb_range, dense: _dn.dense_nchwc_tasks, dense_rows: _dn.dense_nchwc_tasks,
+                dense_few: _db.dense_tasks})

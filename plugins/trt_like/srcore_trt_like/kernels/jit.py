@@ -10,8 +10,9 @@
   themselves only.
 * :data:`ROWS_JIT`: row reductions (softmax, layer norm) that vectorize only when LLVM may
   reassociate their sums; NaN and infinity handling is kept.
-* :func:`plain_args`: a kernel that other kernels call compiles once for plain argument types, not
-  once per pattern of constants its callers pass (see there).
+* :func:`plain_args` (``srcore.plugin.plain_args``, shared with the core's conv kernels): a kernel that
+  other kernels call compiles once for plain argument types, not once per pattern of constants its
+  callers pass (see there).
 
 Kernels may call helpers of other modules of this package (:mod:`.epilogue`, :mod:`.simd`):
 numba's on-disk cache would not notice an edit there, so importing this package clears the
@@ -19,28 +20,9 @@ package's cache whenever any kernel source changed (:func:`srcore_trt_like.kerne
 """
 from __future__ import annotations
 
+from srcore.plugin import plain_args  # noqa: F401 (the core's, re-exported: kernels import it from here)
+
 JIT = dict(nogil=True, cache=True, error_model="numpy", fastmath={"contract"})
 PARALLEL_JIT = dict(parallel=True, nogil=True, cache=True, error_model="numpy")
 EXACT_JIT = dict(nogil=True, error_model="numpy")
 ROWS_JIT = dict(EXACT_JIT, cache=True, fastmath={"contract", "reassoc"})
-
-
-def plain_args(dispatcher):
-    """Make ``dispatcher`` (an ``@njit`` kernel that other kernels call) compile for plain argument
-    types only.
-
-    numba types a constant argument at a call site inside compiled code as a literal
-    (``Literal[int](0)``, ``True``) and compiles the callee anew for every pattern of constants its
-    callers pass: the cold resnet_small build compiled ``packed.gather`` 5 times, ``epilogue_t`` 3
-    and ``gemm`` 4 (~25 s of its ~135 s of compiling). Typing the call with the literals widened
-    (int64, bool) lets every caller share one compiled overload (the constants still fold where
-    LLVM inlines the callee into its caller). Calls from Python are never literal."""
-    from numba.core import types
-
-    compiled = dispatcher.get_call_template
-
-    def get_call_template(args, kws):
-        return compiled([types.unliteral(a) for a in args], {k: types.unliteral(v) for k, v in kws.items()})
-
-    dispatcher.get_call_template = get_call_template
-    return dispatcher
