@@ -219,6 +219,9 @@ def on_caller(fn, ctl=None):
         functools.update_wrapper(held, fn)
     except (AttributeError, TypeError):   # (a builtin without some attributes)
         held.__wrapped__ = fn
+    # the unwrapped kernel, for a caller that holds one region around many such kernels (an engine
+    # call: one enter / leave instead of ~2.2 us per layer)
+    held.blas_held = fn
     return held
 
 
