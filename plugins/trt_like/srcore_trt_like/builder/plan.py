@@ -20,6 +20,7 @@ buffer takes the pieces.
 from __future__ import annotations
 
 import math
+import re
 import threading
 from typing import Any, Callable
 
@@ -384,12 +385,26 @@ def _held(run):
     return held
 
 
+#: how a compiled segment's error message names the sub-layer that raised it (its place, not its
+#: source: the generated code stays the same whatever the import path named the nodes)
+SEGMENT_AT = "(segment layer {})"
+_SEGMENT_AT = re.compile(r"\(segment layer (\d+)\)")
+
+
+def explain_segment(layer: Layer, message: str) -> str:
+    """``message`` raised by ``layer``'s compiled segment with each ``(segment layer k)`` replaced by
+    that sub-layer's source."""
+    subs = layer.attrs.get("layers", ())
+
+    def source(m: re.Match) -> str:
+        k = int(m.group(1))
+        return f"at {subs[k][4] or 'no source'}" if k < len(subs) else m.group(0)
+    return _SEGMENT_AT.sub(source, message)
+
+
 def _message(layer: Layer, err: BaseException) -> str:
     """``err``'s message, a compiled segment's naming the node of its sub-layer that raised it."""
-    if layer.kind != "segment":
-        return str(err)
-    from ..tactics.segment import explain   # (segment builds plans: imported when needed)
-    return explain(layer, str(err))
+    return explain_segment(layer, str(err)) if layer.kind == "segment" else str(err)
 
 
 def _plain(x, tensor) -> np.ndarray:

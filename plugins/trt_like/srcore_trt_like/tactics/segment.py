@@ -21,7 +21,6 @@ import hashlib
 import importlib.util
 import logging
 import math
-import re
 import sys
 import threading
 import time
@@ -33,7 +32,7 @@ import numpy as np
 from numba import types
 
 from ..builder.network import Layer, Network
-from ..builder.plan import Plan, Step
+from ..builder.plan import SEGMENT_AT, Plan, Step, explain_segment
 from ..kernels import fastmath, rows, select
 from ..pointwise.cache import _write_source
 from ..pointwise.codegen import _Consts, _runtime_tag
@@ -182,24 +181,15 @@ def _raise(c: _Code, cond: str, layer: Layer, n: int) -> None:
 
 def _at(c: _Code) -> str:
     """Where an error message says it was raised: the layer's place in the segment, not its source
-    (which :func:`explain` adds): the generated source, hence its cache entry, is then the same
-    for one network imported through several paths (script, export, onnx: each names its nodes'
-    sources differently; index_ops was compiled twice over 4 characters of a message)."""
-    return f"(segment layer {c.at})"
+    (which :func:`..builder.plan.explain_segment` adds when the plan reports the error): the generated
+    source, hence its cache entry, is then the same for one network imported through several paths
+    (script, export, onnx: each names its nodes' sources differently; index_ops was compiled twice
+    over 4 characters of a message)."""
+    return SEGMENT_AT.format(c.at)
 
 
-_AT = re.compile(r"\(segment layer (\d+)\)")
-
-
-def explain(layer: Layer, message: str) -> str:
-    """``message`` raised by ``layer``'s compiled segment with each ``(segment layer k)`` as the
-    sub-layer's source (:func:`_at`)."""
-    subs = layer.attrs.get("layers", ())
-
-    def source(m: re.Match) -> str:
-        k = int(m.group(1))
-        return f"at {subs[k][4] or 'no source'}" if k < len(subs) else m.group(0)
-    return _AT.sub(source, message)
+#: (the plan's, which reads the place back: the builder sits below the tactics)
+explain = explain_segment
 
 
 def _strided(c: _Code, layer: Layer, net: Network) -> None:
