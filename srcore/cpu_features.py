@@ -13,6 +13,22 @@ import os
 
 
 @functools.lru_cache(maxsize=1)
+def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` says: part of the key of
+    timings cached on disk (they are valid only on the machine that measured them)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine()
+
+
+@functools.lru_cache(maxsize=1)
 def _detected() -> frozenset[str]:
     import numpy as np
 

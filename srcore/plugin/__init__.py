@@ -66,6 +66,7 @@ _LAZY = {
     "mul_scalar_qparams": "srcore.ir.quant:mul_scalar_qparams",
     # the CPU's features, for kernels that reproduce machine-dependent arithmetic (srcore.cpu_features)
     "cpu_features": "srcore.cpu_features:cpu_features",
+    "cpu_name": "srcore.cpu_features:cpu_name",
     "has_avx512_vnni": "srcore.cpu_features:has_avx512_vnni",
     "vector_bytes": "srcore.cpu_features:vector_bytes",
     # the exact int8 GEMM (u8 x s8 -> s32, fbgemm's requantization fused) of srcore.int8.gemm: the

@@ -38,19 +38,6 @@ def enabled() -> bool:
     return os.environ.get(_ENV, "1") != "0"
 
 
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or platform.machine()
-
-
 def machine_tag() -> str:
     """A short hash of what makes timings comparable here (see the module doc)."""
     # (every SRCORE_CPU_* setting too: SRCORE_CPU_OMP_TEAM or _THREADED_BLAS change what a split costs)
@@ -61,10 +48,10 @@ def machine_tag() -> str:
         import numpy as np
 
         import srcore
-        from srcore.plugin import sources_fingerprint
+        from srcore.plugin import cpu_name, sources_fingerprint
 
         code = sources_fingerprint([Path(srcore.__file__).parent, Path(__file__).parents[1]])
-        parts = [str(VERSION), _cpu_name(), str(os.cpu_count()), np.__version__, code, repr(threads)]
+        parts = [str(VERSION), cpu_name(), str(os.cpu_count()), np.__version__, code, repr(threads)]
         tag = _tags[threads] = hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
     return tag
 

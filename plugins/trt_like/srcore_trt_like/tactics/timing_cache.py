@@ -24,7 +24,6 @@ import hashlib
 import json
 import math
 import os
-import platform
 import threading
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ from typing import Any
 import numpy as np
 
 import srcore
-from srcore.plugin import cache_root, sources_fingerprint
+from srcore.plugin import cache_root, cpu_name, sources_fingerprint
 
 #: bump when the meaning of a key changes, or when stored winners were timed wrongly (3: before
 #: 2026-11-27 the team's engine timed its candidates beside OpenBLAS's spinning worker, see
@@ -64,19 +63,6 @@ def _machine_tag(threads: tuple[str, ...]) -> str:
     code = sources_fingerprint([Path(srcore.__file__).parent, Path(__file__).parents[1]])
     parts = [str(VERSION), cpu_name(), str(os.cpu_count()), np.__version__, blas_name(), code, *threads]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
-
-
-def cpu_name() -> str:
-    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` says."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return cpu
 
 
 def blas_name() -> str:
