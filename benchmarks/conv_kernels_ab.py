@@ -70,20 +70,11 @@ def _case(name):
     bin_, bout = kw.get("blocked_in", kind in ("pw_blocked", "dense_nchwc")), kw.get("blocked_out", kind in (
         "pw_blocked", "dense_nchwc", "dense_blocked"))
     groups = ws[0] if kind in ("depthwise", "dw_blocked") else 1
-    if kind == "direct":
-        conv = direct.SimdDirectConv(w, b, **kw)
-    elif kind == "pointwise":
-        conv = pointwise.SimdPointwiseConv(w, b, **kw)
-    elif kind == "depthwise":
-        conv = depthwise.SimdDepthwiseConv(w, b, **kw)
-    elif kind == "dw_blocked":
-        conv = depthwise_blocked.BlockedDepthwiseConv(w, b, **kw)
-    elif kind == "pw_blocked":
-        conv = pointwise_blocked.BlockedPointwiseConv(w, b, **kw)
-    elif kind == "dense_nchwc":
-        conv = dense_nchwc.NchwcDenseConv(w, b, **kw)
-    else:
-        conv = dense_blocked.BlockedDenseConv(w, b, **kw)
+    classes = {"direct": direct.SimdDirectConv, "pointwise": pointwise.SimdPointwiseConv,
+               "depthwise": depthwise.SimdDepthwiseConv, "dw_blocked": depthwise_blocked.BlockedDepthwiseConv,
+               "pw_blocked": pointwise_blocked.BlockedPointwiseConv, "dense_nchwc": dense_nchwc.NchwcDenseConv,
+               "dense_blocked": dense_blocked.BlockedDenseConv}
+    conv = classes[kind](w, b, **kw)
     ref = _reference(x, w, b, stride, pads, groups, None, lo, hi, act)
     res = rng.standard_normal(ref.shape).astype(np.float32) if with_res else None
     if res is not None:
