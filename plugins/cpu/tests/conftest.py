@@ -27,3 +27,5 @@ def _own_timing_evidence(tmp_path_factory, monkeypatch):
 
     d = tmp_path_factory.mktemp("evidence")
     monkeypatch.setattr(evidence, "path", lambda: d / "timing.json")
+    yield
+    evidence.flush()   # (into the test's directory, not at exit into one removed by then)

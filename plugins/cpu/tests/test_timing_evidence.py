@@ -22,6 +22,7 @@ def test_pooled_keeps_each_candidates_least_time_over_timings():
     # another problem has its own evidence
     assert evidence.pooled(evidence.key_of("x", (2, 4), "float32"), {"split": 3.0, "one": 1.9}) == \
         {"split": 3.0, "one": 1.9}
+    evidence.flush()
     data = json.loads(evidence.path().read_text())
     assert data["evidence"][k] == {"times": {"split": 1.0, "one": 1.9}, "builds": 2}
 
@@ -34,7 +35,49 @@ def test_a_corrupt_or_foreign_evidence_file_is_ignored_and_rewritten():
                  json.dumps({"version": evidence.VERSION, "evidence": {"k": {"times": "x"}}})):
         p.write_text(junk)
         assert evidence.pooled("k", {"a": 0.5}) == {"a": 0.5}
+        evidence.flush()
         assert json.loads(p.read_text())["evidence"]["k"]["times"] == {"a": 0.5}
+
+
+def test_the_file_is_read_once_and_written_at_most_every_flush_interval(monkeypatch):
+    """A load times ~25 problems: the file is not read and rewritten at each, yet another process's
+    evidence written meanwhile is seen and kept."""
+    reads, writes = [], []
+    real_read = evidence._read
+    monkeypatch.setattr(evidence, "_read", lambda p: reads.append(p) or real_read(p))
+    real_replace = evidence.os.replace
+    monkeypatch.setattr(evidence.os, "replace", lambda a, b: writes.append(b) or real_replace(a, b))
+    now = [100.0]
+    monkeypatch.setattr(evidence.time, "monotonic", lambda: now[0])
+    for i in range(10):
+        evidence.pooled(evidence.key_of("p", i), {"split": 1.0 + i, "one": 2.0})
+    # the first timing wrote (nothing was pending for a second); the other nine wait for the interval
+    assert len(writes) == 1 and len(reads) == 1      # the merge before that write (no file yet before)
+    # another process replaces the file: its evidence is read once and pooled with this one's
+    other = json.loads(evidence.path().read_text())
+    other["evidence"][evidence.key_of("p", 3)] = {"times": {"split": 0.5}, "builds": 4}
+    evidence.path().write_text(json.dumps(other))
+    assert evidence.pooled(evidence.key_of("p", 3), {"split": 9.0, "one": 2.0}) == {"split": 0.5, "one": 2.0}
+    assert len(reads) == 2 and len(writes) == 1
+    now[0] += evidence.FLUSH_EVERY_S
+    evidence.pooled(evidence.key_of("p", 11), {"split": 1.0})
+    assert len(writes) == 2
+    data = json.loads(evidence.path().read_text())["evidence"]
+    assert len(data) == 11                            # every problem timed here reached the file
+    # the other process's 4 builds, this process's two timings of the problem
+    assert data[evidence.key_of("p", 3)] == {"times": {"split": 0.5, "one": 2.0}, "builds": 6}
+
+
+def test_pending_evidence_is_written_at_exit(tmp_path):
+    """A process that ends within the flush interval still leaves its timings (``atexit``)."""
+    import subprocess
+    import sys
+
+    code = ("from pathlib import Path; from srcore_cpu.kernels import evidence as e; "
+            f"e.path = lambda: Path({str(tmp_path / 't.json')!r}); "
+            "[e.pooled(e.key_of('p', i), {'split': 1.0}) for i in range(3)]")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    assert len(json.loads((tmp_path / "t.json").read_text())["evidence"]) == 3
 
 
 def test_evidence_off_by_environment(monkeypatch):
