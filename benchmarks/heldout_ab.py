@@ -5,7 +5,8 @@ side in one process, rounds alternating: ``python -m benchmarks.heldout_ab [--mo
 No artifacts: each model is built by its factory (``NAME`` maps a model name to a callable giving
 ``(module, example inputs)``), converted through ``--path``
 (an import path of tests/parity/heldout_paths.py) and loaded by every runner: torch eager, ONNX
-Runtime (the model exported by torch.onnx's TorchScript exporter, all graph optimizations, sequential),
+Runtime (the model exported by torch.onnx's TorchScript exporter, all graph optimizations, sequential;
+a model that exporter refuses is timed without ORT, the reason printed on its line),
 srcore cpu (codegen, standard_resizing) and srcore trt_like + cpu. Every runner's output is checked
 against eager before it is timed; each prints its best-round median and its ratio to eager and
 to ORT. 1 intra-op thread; ``--cpu-time`` times calls in process CPU time (a loaded machine).
@@ -32,7 +33,7 @@ def _factories(spec: str) -> dict:
     return dict(table)
 
 
-def _runners(module, inputs, path: str, names) -> dict:
+def _runners(module, inputs, path: str, names, skipped: dict | None = None) -> dict:
     import numpy as np
     import torch
 
@@ -54,7 +55,12 @@ def _runners(module, inputs, path: str, names) -> dict:
 
             with tempfile.TemporaryDirectory() as d:
                 f = os.path.join(d, "m.onnx")
-                _export_onnx(module, inputs, f)
+                try:
+                    _export_onnx(module, inputs, f)
+                except Exception as exc:  # noqa: BLE001 - the peer cannot take this model: no ORT column for it
+                    if skipped is not None:
+                        skipped[r] = f"torch.onnx cannot export it: {type(exc).__name__}: {_first_line(exc)}"
+                    continue
                 so = ort.SessionOptions()
                 so.intra_op_num_threads = so.inter_op_num_threads = 1
                 so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -75,6 +81,11 @@ def _runners(module, inputs, path: str, names) -> dict:
             if not err <= _tolerance(inputs):
                 raise AssertionError(f"{r}: wrong output (max relative error {err:.2e})")
     return calls
+
+
+def _first_line(exc: BaseException, limit: int = 160) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _tolerance(inputs) -> float:
@@ -113,13 +124,15 @@ def measure(factories: dict, models, runners, path: str, rounds: int, cpu_time: 
     rows = []
     for name in models:
         module, inputs = factories[name]()
-        calls = _runners(module, inputs, path, runners)
+        skipped: dict[str, str] = {}
+        calls = _runners(module, inputs, path, runners, skipped)
         best = interleaved_best(calls, rounds, cpu_time)
-        row = {"model": name, **{f"{r}_us": v for r, v in best.items()}}
+        row = {"model": name, **{f"{r}_us": v for r, v in best.items()}, "skipped": skipped}
         line = [f"{name:18s}"] + [f"{r} {v:8.1f} µs" for r, v in best.items()]
         ratios = peer_ratios(best)
         row.update(ratios)
         line += [f"{k.replace('/', '÷')} {v:.2f}x" for k, v in ratios.items()]
+        line += [f"({r} skipped: {why})" for r, why in skipped.items()]
         print("  ".join(line), flush=True)
         rows.append(row)
     return rows

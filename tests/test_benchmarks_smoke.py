@@ -411,6 +411,24 @@ def test_heldout_ab_times_factory_models_and_checks_outputs():
                            "script", 1, False)
 
 
+@pytest.mark.one_pass
+def test_heldout_ab_times_a_model_onnx_cannot_take_without_ort(monkeypatch, capsys):
+    """A model torch.onnx's exporter refuses (a zoo has such models) costs its ORT column, not the run:
+    the other runners are timed and the line says why ORT is missing."""
+    import torch
+
+    from benchmarks import heldout_ab
+
+    def refuse(module, inputs, f):
+        raise torch.onnx.errors.OnnxExporterError("Unsupported: ONNX export of operator adaptive_avg_pool2d")
+    monkeypatch.setattr(heldout_ab, "_export_onnx", refuse)
+    factories = heldout_ab._factories("heldout_models:HELDOUT")
+    (row,) = heldout_ab.measure(factories, ["index_graph"], ["eager", "ort", "srcore_cpu"], "script", 1, True)
+    assert "ort_us" not in row and row["srcore_cpu_us"] > 0
+    assert "adaptive_avg_pool2d" in row["skipped"]["ort"]
+    assert "ort skipped: torch.onnx cannot export it" in capsys.readouterr().out
+
+
 def test_families_ab_refuses_an_unknown_runner_naming_it(capsys):
     """A runner name that is no runner (the tables' "cpu" column is ``srcore_codegen_standard``) stops the
     command before anything is timed, naming it and the known ones."""
