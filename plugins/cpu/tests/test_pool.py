@@ -248,3 +248,81 @@ def test_max_pool_split_over_two_threads_where_it_times_faster(monkeypatch, spli
     assert parts == ([2, 2] if split_wins else [])
     x2 = rand(1, 6, 9, 9)
     both(fn, aten.max_pool2d(T(x2), *hp.values()).numpy(), x2)
+
+
+def _typed(op: str, x: np.ndarray, **consts) -> "NodeInfo":
+    from srcore.ir.types import TensorType
+    from srcore.plugin import ArgInfo, NodeInfo
+
+    args = (ArgInfo("self", TensorType(x.dtype.name, x.shape), False, None),)
+    return NodeInfo(op, None, args + tuple(ArgInfo(n, TensorType(), True, v) for n, v in consts.items()), ())
+
+
+def _specials(x: np.ndarray) -> np.ndarray:
+    """NaN (two in some windows: torch keeps the last), -inf, +inf and ties sprinkled over ``x``."""
+    flat = x.reshape(-1)
+    n = flat.size
+    flat[RNG.choice(n, max(1, n // 13), replace=False)] = np.nan
+    flat[RNG.choice(n, max(1, n // 17), replace=False)] = -np.inf
+    flat[RNG.choice(n, max(1, n // 29), replace=False)] = np.inf
+    flat[RNG.choice(n, max(1, n // 7), replace=False)] = 0.5
+    return x
+
+
+@pytest.mark.parametrize("k,s,p,d,c", MAX2D)
+@pytest.mark.parametrize("shape", [(2, 3, 9, 10), (3, 8, 7), (1, 1, 1, 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("special", [False, True])
+def test_compiled_max_pool2d_with_indices_matches_torch(k, s, p, d, c, shape, dtype, special):
+    """The compiled kernel (jit_pool_indices.py): values and indices exactly torch's, NaN (the last of
+    several in a window), infinities and ties included; into the runtime's buffers and not."""
+    if shape == (1, 1, 1, 1) and (p[0] > 0 or k[0] > 1 or d[0] > 1):
+        pytest.skip("no window fits a 1x1 plane with this geometry")
+    x = rand(*shape, dtype=dtype)
+    if special:
+        x = _specials(x)
+    fn = K.max_pool2d_with_indices_matcher(_typed("aten::max_pool2d_with_indices", x, kernel_size=k, stride=s,
+                                                  padding=p, dilation=d, ceil_mode=c))
+    assert fn is not None and fn.__name__ == "max_pool2d_with_indices_jit"
+    ev, ei = aten.max_pool2d_with_indices(T(x), k, s, p, d, c)
+    v, i = fn(x, k, s, p, d, c)
+    np.testing.assert_array_equal(v, ev.numpy())
+    np.testing.assert_array_equal(i, ei.numpy())
+    bufs = (np.full_like(v, 7), np.full_like(i, 7))
+    assert fn(x, k, s, p, d, c, out=bufs) is bufs
+    np.testing.assert_array_equal(bufs[0], ev.numpy())
+    np.testing.assert_array_equal(bufs[1], ei.numpy())
+    strided = (np.zeros(v.shape[:-1] + (2 * v.shape[-1],), v.dtype)[..., ::2], np.zeros_like(i))
+    assert fn(x[..., ::1], k, s, p, d, c, out=strided) is strided       # a non-contiguous out is copied into
+    np.testing.assert_array_equal(strided[0], ev.numpy())
+
+
+@pytest.mark.parametrize("shape,osz", [((2, 3, 7, 9), [3, 4]), ((3, 8, 8), [1, 1]), ((1, 2, 5, 5), [7, 3]),
+                                       ((2, 4, 13, 6), [5, 6])])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("special", [False, True])
+def test_compiled_adaptive_max_pool2d_matches_torch(shape, osz, dtype, special):
+    x = rand(*shape, dtype=dtype)
+    if special:
+        x = _specials(x)
+    fn = K.adaptive_max_pool2d_matcher(_typed("aten::adaptive_max_pool2d", x, output_size=osz))
+    assert fn is not None and fn.__name__ == "adaptive_max_pool2d_jit"
+    ev, ei = aten.adaptive_max_pool2d(T(x), osz)
+    v, i = fn(x, osz)
+    np.testing.assert_array_equal(v, ev.numpy())
+    np.testing.assert_array_equal(i, ei.numpy())
+    bufs = (np.empty_like(v), np.empty_like(i))
+    assert fn(x, osz, out=bufs) is bufs
+    np.testing.assert_array_equal(bufs[1], ei.numpy())
+    # a transposed (non-contiguous) input, as a view of a permute
+    xt = np.ascontiguousarray(np.swapaxes(x, -1, -2)).swapaxes(-1, -2)
+    np.testing.assert_array_equal(fn(xt, osz)[1], ei.numpy())
+
+
+def test_compiled_max_pools_decline_what_they_do_not_take():
+    """Integer inputs and unknown ranks keep the numpy kernels (the matchers say None)."""
+    xi = np.arange(2 * 3 * 6 * 6, dtype=np.int64).reshape(2, 3, 6, 6)
+    assert K.max_pool2d_with_indices_matcher(_typed("aten::max_pool2d_with_indices", xi, kernel_size=[2, 2])) is None
+    assert K.adaptive_max_pool2d_matcher(_typed("aten::adaptive_max_pool2d", xi, output_size=[2, 2])) is None
+    x5 = rand(1, 2, 3, 4, 5)
+    assert K.adaptive_max_pool2d_matcher(_typed("aten::adaptive_max_pool2d", x5, output_size=[2, 2])) is None

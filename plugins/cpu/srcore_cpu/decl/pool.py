@@ -26,4 +26,10 @@ KERNELS: list[Kernel] = [
     Kernel("aten::max_pool2d_with_indices", "cpu", "out", FLOATS + ("int64",), _M + "max_pool2d_with_indices"),
     Kernel("aten::adaptive_max_pool2d", "cpu", "out", FLOATS + ("int64",), _M + "adaptive_max_pool2d"),
     Kernel("aten::adaptive_max_pool1d", "cpu", "out", FLOATS + ("int64",), _M + "adaptive_max_pool1d"),
+    # the compiled ones (kernels/jit_pool_indices.py) first; their matchers decline other dtypes and
+    # ranks, which the numpy kernels above take
+    Kernel("aten::max_pool2d_with_indices", "cpu", "out", FLOATS + ("int64",), _M + "max_pool2d_with_indices",
+           matcher=_M + "max_pool2d_with_indices_matcher", priority=2),
+    Kernel("aten::adaptive_max_pool2d", "cpu", "out", FLOATS + ("int64",), _M + "adaptive_max_pool2d",
+           matcher=_M + "adaptive_max_pool2d_matcher", priority=2),
 ]

@@ -508,3 +508,82 @@ def adaptive_max_pool2d(self, output_size, out=None):
             vals[..., i, j] = np.take_along_axis(flat, a[..., None], -1)[..., 0]
             idxs[..., i, j] = (hs[i] + a // ww) * W + ws_[j] + a % ww
     return out
+
+
+# --- compiled max pools with indices (``jit_pool_indices.py``, numba) -------------------------------
+_JIT_INDEX_DTYPES = ("float32", "float64")
+
+
+def _planes_of(x):
+    """``x`` as (planes, H, W) C-contiguous (a view when it is one already)."""
+    x = np.ascontiguousarray(x)
+    return x.reshape((-1,) + x.shape[-2:])
+
+
+def _into(out, shape, dtype):
+    """``(vals, idxs)`` of ``shape``: ``out``'s arrays when C-contiguous (written in place), else new."""
+    if out is not None and all(a.flags.c_contiguous and a.shape == shape for a in out):
+        return out, False
+    return (np.empty(shape, dtype), np.empty(shape, np.int64)), out is not None
+
+
+def _float_2d_input(node: NodeInfo) -> bool:
+    from srcore.plugin import TensorType
+
+    src = node.args[0].type if node.args else None
+    return (isinstance(src, TensorType) and src.dtype in _JIT_INDEX_DTYPES and src.shape is not None
+            and len(src.shape) in (3, 4))
+
+
+def max_pool2d_with_indices_matcher(node: NodeInfo):
+    """``aten::max_pool2d_with_indices`` on a float32/float64 tensor of rank 3 or 4: the compiled
+    kernel (compiled now, at load); None otherwise (the numpy kernel)."""
+    if not _float_2d_input(node):
+        return None
+    from . import jit_pool_indices as J
+
+    J.compile_for(node.args[0].type.dtype)
+
+    def max_pool2d_with_indices_jit(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False,
+                                    out=None):
+        if self.dtype.name not in _JIT_INDEX_DTYPES or self.ndim not in (3, 4):
+            return max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode, out)
+        ks = _tup(kernel_size, 2)
+        st = _tup(stride, 2, ks)
+        pad, dil = _tup(padding, 2, (0, 0)), _tup(dilation, 2, (1, 1))
+        osz, _ = _geometry(self.shape[-2:], ks, st, pad, dil, ceil_mode)
+        shape = self.shape[:-2] + osz
+        res, copy = _into(out, shape, self.dtype)
+        J.max_pool2d_planes(_planes_of(self), res[0].reshape((-1,) + osz), res[1].reshape((-1,) + osz),
+                            ks[0], ks[1], st[0], st[1], pad[0], pad[1], dil[0], dil[1])
+        if copy:
+            np.copyto(out[0], res[0])
+            np.copyto(out[1], res[1])
+            return out
+        return res
+    return max_pool2d_with_indices_jit
+
+
+def adaptive_max_pool2d_matcher(node: NodeInfo):
+    """``aten::adaptive_max_pool2d`` on a float32/float64 tensor of rank 3 or 4: the compiled kernel
+    (compiled now, at load); None otherwise (the numpy kernel)."""
+    if not _float_2d_input(node):
+        return None
+    from . import jit_pool_indices as J
+
+    J.compile_for(node.args[0].type.dtype)
+
+    def adaptive_max_pool2d_jit(self, output_size, out=None):
+        oh, ow = _tup(output_size, 2)
+        if (self.dtype.name not in _JIT_INDEX_DTYPES or self.ndim not in (3, 4) or oh <= 0 or ow <= 0
+                or 0 in self.shape[-2:]):
+            return adaptive_max_pool2d(self, output_size, out)
+        shape = self.shape[:-2] + (oh, ow)
+        res, copy = _into(out, shape, self.dtype)
+        J.adaptive_max_pool2d_planes(_planes_of(self), res[0].reshape(-1, oh, ow), res[1].reshape(-1, oh, ow))
+        if copy:
+            np.copyto(out[0], res[0])
+            np.copyto(out[1], res[1])
+            return out
+        return res
+    return adaptive_max_pool2d_jit
