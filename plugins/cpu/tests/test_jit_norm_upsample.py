@@ -141,6 +141,43 @@ def test_bilinear_matches_torch(shape, size, scales, ac):
         np.testing.assert_allclose(_bilinear(vec=False)(x, size, ac, None, None), want, rtol=1e-5, atol=1e-6)
 
 
+def _bicubic(vec=True):
+    t = TensorType("float32", (1, 64, 64, 64))
+    if vec:
+        answer = UK.bicubic2d_matcher(node_info("aten::upsample_bicubic2d.vec", input=t, output_size=None,
+                                                align_corners=False, scale_factors=[2.0, 2.0], outputs=(t,)))
+    else:
+        answer = UK.bicubic2d_matcher(node_info("aten::upsample_bicubic2d", self=t, output_size=[4, 4],
+                                                align_corners=False, scales_h=None, scales_w=None, outputs=(t,)))
+    assert isinstance(answer, Specialized) and answer.fn.__name__ == "bicubic2d_jit"
+    return answer.fn
+
+
+@pytest.mark.one_pass   # kernel calls only
+@pytest.mark.parametrize("shape,size,scales,ac", UP_CASES + [((1, 3, 4, 4), (9, 13), None, False)])
+def test_compiled_bicubic_matches_torch(shape, size, scales, ac):
+    """The compiled bicubic kernel (jit_upsample.Bicubic2d): torch's values (taps clamped at the border,
+    up and down, align_corners or not), the classic overload too, into a buffer; a non-contiguous
+    input or output and float64 go to the numpy kernel, with the same values."""
+    x = rng.standard_normal(shape).astype(np.float32)
+    want = F.interpolate(T(x), size=size, scale_factor=scales, mode="bicubic", align_corners=ac).numpy()
+    fn = _bicubic()
+    got = fn(x, size, ac, scales)
+    assert got.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    out = np.full_like(want, np.nan)
+    assert fn(x, size, ac, scales, out=out) is out
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    if size is not None:   # the classic overload
+        np.testing.assert_allclose(_bicubic(vec=False)(x, size, ac, None, None), want, rtol=1e-5, atol=1e-5)
+    xc = np.ascontiguousarray(np.swapaxes(x, 2, 3)).swapaxes(2, 3)
+    np.testing.assert_allclose(fn(xc, size, ac, scales), want, rtol=1e-5, atol=1e-5)
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(fn(x64, size, ac, scales), F.interpolate(T(x64), size=size, scale_factor=scales,
+                                                                          mode="bicubic", align_corners=ac).numpy(),
+                               rtol=1e-10, atol=1e-10)
+
+
 @pytest.mark.one_pass   # kernel calls only
 def test_bilinear_non_contiguous_and_float64_fall_back():
     x = rng.standard_normal((1, 4, 9, 6)).astype(np.float32)

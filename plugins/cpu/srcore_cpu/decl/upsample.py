@@ -16,6 +16,11 @@ KERNELS: list[Kernel] = [
            matcher=_M + "bilinear2d_matcher", priority=2)
     for ov, impl in (("", ""), (".vec", "_vec"))
 ] + [
+    # and the compiled bicubic kernel (kernels/jit_upsample.py), declined as the bilinear one
+    Kernel(f"aten::upsample_bicubic2d{ov}", "cpu", "out", ("float32",), f"{_M}upsample_bicubic2d{impl}",
+           matcher=_M + "bicubic2d_matcher", priority=2)
+    for ov, impl in (("", ""), (".vec", "_vec"))
+] + [
     Kernel(f"aten::upsample_{op}{ov}", "cpu", "out", FLOATS, f"{_M}upsample_{op}{impl}")
     for op in _OPS for ov, impl in (("", ""), (".vec", "_vec"))
 ] + [

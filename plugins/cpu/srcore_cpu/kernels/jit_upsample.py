@@ -1,4 +1,4 @@
-"""Bilinear 2-D upsampling as one compiled kernel (numba).
+"""Bilinear and bicubic 2-D upsampling as compiled kernels (numba).
 
 The numpy kernel (``upsample.py``) gathers along each axis with ``np.take``; along the last axis
 that is a per-element copy, and it makes four passes over the output (two gathers, two multiplies
@@ -63,4 +63,53 @@ class Bilinear2d:
         (h0, h1, lh0, lh1), (w0, w1, lw0, lw1) = self.taps(H, W, tuple(osz), bool(align_corners), scales)
         self.kernel(x.reshape(N * C, H, W), out.reshape(N * C, osz[0], osz[1]),
                     h0, h1, lh0, lh1, w0, w1, lw0, lw1, np.empty((H, osz[1]), np.float32))
+        return out
+
+
+_SIG_CUBIC = ("void(float32[:, :, ::1], float32[:, :, ::1], int64[:, ::1], float32[:, ::1], int64[:, ::1], "
+              "float32[:, ::1], float32[:, ::1])")
+
+
+@numba.njit(**JIT)
+def _bicubic(x, o, hi, hw, wi, ww, tmp):
+    """Per plane: every source row interpolated along the width (4 taps an output column, summed in
+    tap order as ATen's inner loop), then each output row the 4-tap blend of those rows."""
+    P, H, W = x.shape
+    OH, OW = o.shape[1], o.shape[2]
+    for p in range(P):
+        for h in range(H):
+            for j in range(OW):
+                t = x[p, h, wi[j, 0]] * ww[j, 0]
+                t = t + x[p, h, wi[j, 1]] * ww[j, 1]
+                t = t + x[p, h, wi[j, 2]] * ww[j, 2]
+                tmp[h, j] = t + x[p, h, wi[j, 3]] * ww[j, 3]
+        for i in range(OH):
+            r0, r1, r2, r3 = hi[i, 0], hi[i, 1], hi[i, 2], hi[i, 3]
+            c0, c1, c2, c3 = hw[i, 0], hw[i, 1], hw[i, 2], hw[i, 3]
+            for j in range(OW):
+                o[p, i, j] = ((tmp[r0, j] * c0 + tmp[r1, j] * c1) + tmp[r2, j] * c2) + tmp[r3, j] * c3
+
+
+class Bicubic2d:
+    """``run(x, osz, align_corners, scales, out)`` for float32 C-contiguous (N, C, H, W) ``x``: the
+    numpy kernel's (``upsample.bicubic``) taps and weights, one compiled pass per plane and axis."""
+
+    def __init__(self):
+        self.kernel = _J.compiled(_bicubic, _SIG_CUBIC)
+        self._taps = {}
+
+    def taps(self, H, W, osz, align_corners, scales):
+        key = (H, W, osz, align_corners, tuple(scales))
+        t = self._taps.get(key)
+        if t is None:
+            ft = np.dtype(np.float32)
+            t = self._taps[key] = (_U.cubic_taps(H, osz[0], scales[0], align_corners, ft),
+                                   _U.cubic_taps(W, osz[1], scales[1], align_corners, ft))
+        return t
+
+    def __call__(self, x, osz, align_corners, scales, out):
+        N, C, H, W = x.shape
+        (hi, hw), (wi, ww) = self.taps(H, W, tuple(osz), bool(align_corners), scales)
+        self.kernel(x.reshape(N * C, H, W), out.reshape(N * C, osz[0], osz[1]), hi, hw, wi, ww,
+                    np.empty((H, osz[1]), np.float32))
         return out

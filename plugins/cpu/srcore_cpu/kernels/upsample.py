@@ -129,6 +129,20 @@ def _cubic_weights(t, ft):
     return [conv2(t + one), conv1(t), conv1(t2), conv2(t2 + one)]
 
 
+def cubic_taps(n: int, o: int, scale, align_corners, ft):
+    """``(idx, w)``: for each of ``o`` outputs along an axis of ``n`` inputs, the 4 input indices
+    ``floor(src) - 1 .. floor(src) + 2`` clamped to the border (int64, (o, 4)) and their weights
+    (``ft``, (o, 4)); ATen's coordinates (not clamped at 0: ``cubic=true``)."""
+    sc = _scale(n, o, scale, align_corners, ft)
+    dst = np.arange(o, dtype=ft)
+    src = (sc * dst if align_corners else sc * (dst + ft.type(0.5)) - ft.type(0.5)).astype(ft)
+    base = np.floor(src)
+    weights = _cubic_weights((src - base).astype(ft), ft)
+    base = base.astype(np.int64)
+    idx = np.stack([np.clip(base + (k - 1), 0, n - 1) for k in range(4)], axis=1)
+    return idx, np.stack([w.astype(ft) for w in weights], axis=1)
+
+
 def bicubic(x, osz, align_corners, scales, out=None):
     """Bicubic resize of the last two dims: ATen's cubic convolution, taps clamped to the border.
 
@@ -137,19 +151,14 @@ def bicubic(x, osz, align_corners, scales, out=None):
     """
     ft = _ftype(x)
     for i in (1, 0):
-        n, o, s = x.shape[-2 + i], osz[i], scales[i]
-        sc = _scale(n, o, s, align_corners, ft)
-        dst = np.arange(o, dtype=ft)
-        src = (sc * dst if align_corners else sc * (dst + ft.type(0.5)) - ft.type(0.5)).astype(ft)
-        base = np.floor(src)
-        weights = _cubic_weights((src - base).astype(ft), ft)
-        base = base.astype(np.int64)
+        n, o = x.shape[-2 + i], osz[i]
+        idx, w = cubic_taps(n, o, scales[i], align_corners, ft)
         axis = x.ndim - 2 + i
         bshape = (o,) + (1,) * (x.ndim - axis - 1)
         acc = None
-        for k, w in enumerate(weights):
-            tap = np.take(x, np.clip(base + (k - 1), 0, n - 1), axis=axis)
-            np.multiply(tap, w.astype(ft).reshape(bshape), out=tap)
+        for k in range(4):
+            tap = np.take(x, idx[:, k], axis=axis)
+            np.multiply(tap, w[:, k].reshape(bshape), out=tap)
             acc = tap if acc is None else np.add(acc, tap, out=acc)
         if i == 0 and out is not None:
             np.copyto(out, acc)
@@ -261,6 +270,36 @@ def __interpolate(input, size=None, scale_factor=None, mode="nearest", align_cor
 
 
 # --- the compiled bilinear kernel (``jit_upsample.py``, numba) for large float32 nodes -------------
+
+def bicubic2d_matcher(node: NodeInfo):
+    """``aten::upsample_bicubic2d`` (both overloads) on float32 tensors of any size: the compiled kernel
+    (``jit_upsample.Bicubic2d``, compiled now), or None (the numpy kernel). Unlike bilinear, small ones
+    too: the numpy kernel's ~24 calls took ~150 us on a 2x8x8x10 output (a BiFPN's), the kernel ~2."""
+    from .norm import _f32_node
+
+    if not _f32_node(node, least=1):
+        return None
+    from .jit_upsample import Bicubic2d
+
+    kernel = Bicubic2d()
+    vec = node.op.endswith(".vec")
+
+    def bicubic2d_jit(input, output_size, align_corners, s0=None, s1=None, out=None):
+        if vec:
+            osz, sc = _sizes(input, 2, output_size, s0)
+        else:
+            osz, sc = tuple(output_size), [s0, s1]
+        osz = tuple(int(v) for v in osz)
+        if (input.dtype != np.float32 or input.ndim != 4 or not input.flags.c_contiguous or input.size == 0
+                or min(osz) <= 0):
+            return bicubic(input, osz, align_corners, sc, out=out)
+        if out is None:
+            out = np.empty(input.shape[:2] + osz, np.float32)
+        elif out.dtype != np.float32 or not out.flags.c_contiguous or out.shape != input.shape[:2] + osz:
+            return bicubic(input, osz, align_corners, sc, out=out)
+        return kernel(input, osz, align_corners, sc, out)
+    return Specialized(bicubic2d_jit, args=(0, 1, 2, 3) if vec else (0, 1, 2, 3, 4))
+
 
 def bilinear2d_matcher(node: NodeInfo):
     """``aten::upsample_bilinear2d`` (both overloads) on large float32 tensors: the compiled kernel
