@@ -92,3 +92,33 @@ def test_decl():
     for k in D.KERNELS:
         mod, _, attr = k.impl.partition(":")
         assert callable(getattr(__import__(mod, fromlist=[attr]), attr))
+
+
+@pytest.mark.parametrize("shape,osz", SIZES + [((2, 3, 7), [12]), ((1, 2, 3, 4, 5), [5, 3, 9])])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_nearest_exact_matches_torch(shape, osz, dtype):
+    """``aten::_upsample_nearest_exact{1,2,3}d`` (``interpolate(mode="nearest-exact")``), both overloads,
+    by size and by scale factors: torch's picks exactly."""
+    x = rand(*shape, dtype=dtype)
+    nd = len(osz)
+    op = getattr(K, f"_upsample_nearest_exact{nd}d")
+    vec = getattr(K, f"_upsample_nearest_exact{nd}d_vec")
+    want = F.interpolate(T(x), size=osz, mode="nearest-exact").numpy()
+    both(op, want, x, osz)
+    both(vec, want, x, osz, None)
+    scales = [1.7] * nd
+    want = F.interpolate(T(x), scale_factor=scales, mode="nearest-exact").numpy()
+    both(vec, want, x, None, scales)
+
+
+def test_a_nearest_exact_model_runs_on_numpy_kernels():
+    """A model with ``mode="nearest-exact"`` converts and runs with no torch-backed fallback node."""
+    class Up(torch.nn.Module):
+        def forward(self, x):
+            return F.interpolate(x, scale_factor=2.0, mode="nearest-exact") * 2.0
+
+    x = torch.randn(1, 3, 5, 6)
+    model = srcore.from_torchscript(torch.jit.trace(Up(), (x,)), (x,))
+    sm = srcore.StaticModule(model, backends=("cpu",), options=srcore.Options(allow_fallback=False))
+    np.testing.assert_array_equal(sm(x.numpy()), Up()(x).numpy())
+    assert not sm.load_report.fallbacks

@@ -217,7 +217,8 @@ def adaptive_pool(ctx: Ctx):
 
 @rule("aten::upsample_nearest1d", "aten::upsample_nearest2d", "aten::upsample_nearest3d",
       "aten::upsample_bilinear2d", "aten::upsample_linear1d", "aten::upsample_bicubic2d",
-      "aten::upsample_trilinear3d", "aten::_upsample_nearest_exact2d", "aten::_upsample_bilinear2d_aa")
+      "aten::upsample_trilinear3d", "aten::_upsample_nearest_exact1d", "aten::_upsample_nearest_exact2d",
+      "aten::_upsample_nearest_exact3d", "aten::_upsample_bilinear2d_aa")
 def upsample(ctx: Ctx):
     """Output size given, or ``floor(in * scale)`` per spatial dim."""
     x = ctx.tensor(0)

@@ -26,4 +26,7 @@ KERNELS: list[Kernel] = [
 ] + [
     Kernel(f"aten::__interpolate{ov}", "cpu", "out", FLOATS, _M + "__interpolate")
     for ov in ("", ".scale_list", ".size_list", ".size_list_scale_list")
+] + [
+    Kernel(f"aten::_upsample_nearest_exact{nd}{ov}", "cpu", "out", FLOATS, f"{_M}_upsample_nearest_exact{nd}{impl}")
+    for nd in ("1d", "2d", "3d") for ov, impl in (("", ""), (".vec", "_vec"))
 ]

@@ -167,6 +167,39 @@ def bicubic(x, osz, align_corners, scales, out=None):
     return x
 
 
+def _upsample_nearest_exact1d(self, output_size, scales=None, out=None):
+    """``aten::_upsample_nearest_exact1d`` (source index ``floor((dst + 0.5) * scale)``)."""
+    return nearest(self, tuple(output_size), [scales], exact=True, out=out)
+
+
+def _upsample_nearest_exact1d_vec(input, output_size, scale_factors, out=None):
+    """``aten::_upsample_nearest_exact1d.vec``."""
+    osz, sc = _sizes(input, 1, output_size, scale_factors)
+    return nearest(input, osz, sc, exact=True, out=out)
+
+
+def _upsample_nearest_exact2d(self, output_size, scales_h=None, scales_w=None, out=None):
+    """``aten::_upsample_nearest_exact2d`` (``interpolate(mode="nearest-exact")``)."""
+    return nearest(self, tuple(output_size), [scales_h, scales_w], exact=True, out=out)
+
+
+def _upsample_nearest_exact2d_vec(input, output_size, scale_factors, out=None):
+    """``aten::_upsample_nearest_exact2d.vec``."""
+    osz, sc = _sizes(input, 2, output_size, scale_factors)
+    return nearest(input, osz, sc, exact=True, out=out)
+
+
+def _upsample_nearest_exact3d(self, output_size, scales_d=None, scales_h=None, scales_w=None, out=None):
+    """``aten::_upsample_nearest_exact3d``."""
+    return nearest(self, tuple(output_size), [scales_d, scales_h, scales_w], exact=True, out=out)
+
+
+def _upsample_nearest_exact3d_vec(input, output_size, scale_factors, out=None):
+    """``aten::_upsample_nearest_exact3d.vec``."""
+    osz, sc = _sizes(input, 3, output_size, scale_factors)
+    return nearest(input, osz, sc, exact=True, out=out)
+
+
 def upsample_nearest1d(self, output_size, scales=None, out=None):
     """``aten::upsample_nearest1d``."""
     return nearest(self, tuple(output_size), [scales], out=out)
