@@ -67,3 +67,50 @@ def test_diag(k):
     check_kernel(X.diag, lambda t, *_: torch.diag(t, k), rand(3, 5), k)
     with pytest.raises(KernelError, match="1D or 2D"):
         X.diag(rand(2, 2, 2))
+
+
+@pytest.mark.parametrize("right,side,out_int32", [(False, None, False), (True, None, False), (False, "right", True),
+                                                  (False, "left", False)])
+def test_searchsorted_matches_torch(right, side, out_int32):
+    """``aten::searchsorted``: 1-D boundaries for every value, N-D rows per leading index, ties, NaN
+    (last), a ``sorter`` for unsorted rows, a Scalar value."""
+    kw = dict(out_int32=out_int32, right=right, side=side)
+    seq = np.array([-1.0, 0.0, 1.0, 1.0, 2.5, np.nan], np.float32)
+    x = np.array([[-3.0, -1.0, 0.0, 0.5], [1.0, 2.5, np.nan, -0.0]], np.float32)
+    check_kernel(X.searchsorted, lambda s, t: torch.searchsorted(s, t, **kw), seq, x, **kw)
+    rows = np.sort(RNG.standard_normal((2, 3, 7)).astype(np.float32), axis=-1)
+    vals = RNG.standard_normal((2, 3, 5)).astype(np.float32)
+    vals[0, 1, 2] = rows[0, 1, 3]                                         # a tie
+    check_kernel(X.searchsorted, lambda s, t: torch.searchsorted(s, t, **kw), rows, vals, **kw)
+    unsorted = RNG.standard_normal((3, 6))
+    order = np.argsort(unsorted, axis=-1, kind="stable")
+    v = RNG.standard_normal((3, 4))
+    want = torch.searchsorted(torch.from_numpy(unsorted), torch.from_numpy(v), sorter=torch.from_numpy(order), **kw)
+    np.testing.assert_array_equal(X.searchsorted(unsorted, v, sorter=order, **kw), want.numpy())
+    assert int(X.searchsorted(seq, 1.0, **kw)) == int(torch.searchsorted(torch.from_numpy(seq), 1.0, **kw))
+    empty = np.zeros(0, np.float32)
+    np.testing.assert_array_equal(X.searchsorted(empty, x, **kw),
+                                  torch.searchsorted(torch.from_numpy(empty), torch.from_numpy(x), **kw).numpy())
+
+
+def test_searchsorted_bad_arguments_are_kernel_errors():
+    with pytest.raises(KernelError, match="opposites"):
+        X.searchsorted(np.arange(3.0), np.arange(2.0), right=True, side="left")
+    with pytest.raises(KernelError, match="side can only be"):
+        X.searchsorted(np.arange(3.0), np.arange(2.0), side="middle")
+    with pytest.raises(KernelError, match="must match"):
+        X.searchsorted(np.zeros((2, 3)), np.zeros((3, 2)))
+
+
+def test_a_model_with_searchsorted_runs_without_torch_fallback():
+    import srcore
+
+    class Bins(torch.nn.Module):
+        def forward(self, edges, x):
+            return torch.searchsorted(edges, x, right=True) * 2
+
+    edges, x = torch.linspace(-2, 2, 9), torch.randn(3, 5)
+    model = srcore.from_torchscript(torch.jit.script(Bins()), (edges, x))
+    sm = srcore.StaticModule(model, backends=("cpu",), options=srcore.Options(allow_fallback=False))
+    np.testing.assert_array_equal(sm(edges.numpy(), x.numpy()), Bins()(edges, x).numpy())
+    assert not sm.load_report.fallbacks

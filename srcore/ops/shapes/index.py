@@ -216,6 +216,15 @@ def bucketize(ctx: Ctx):
     return [tt(None if i32 is UNKNOWN else ("int32" if i32 else "int64"), shape)]
 
 
+@rule("aten::searchsorted")
+def searchsorted(ctx: Ctx):
+    """The values' shape (a Scalar: 0-d), int64 or with ``out_int32`` int32."""
+    x = ctx.args[1]
+    shape = x.type.shape if isinstance(x.type, TensorType) else ()
+    i32 = ctx.known(2, "out_int32", False)
+    return [tt(None if i32 is UNKNOWN else ("int32" if i32 else "int64"), shape)]
+
+
 @rule("aten::diag")
 def diag(ctx: Ctx):
     """1-D -> the (n + |k|)-square matrix with it on diagonal k; 2-D -> diagonal k as 1-D."""

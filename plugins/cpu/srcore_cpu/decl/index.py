@@ -11,6 +11,7 @@ KERNELS: list[Kernel] = [
     _k("aten::gather", "gather", ANY),
     _k("aten::index_select", "index_select", ANY),
     _k("aten::bucketize.Tensor", "bucketize", ANY), _k("aten::bucketize.Scalar", "bucketize", ANY),
+    _k("aten::searchsorted.Tensor", "searchsorted", ANY), _k("aten::searchsorted.Scalar", "searchsorted", ANY),
     _k("aten::diag", "diag", ANY),
     _k("aten::scatter.src", "scatter", ANY), _k("aten::scatter.value", "scatter", ANY),
     _k("aten::scatter.reduce", "scatter", ANY), _k("aten::scatter.value_reduce", "scatter", ANY),

@@ -158,6 +158,59 @@ def bucketize(self, boundaries, *, out_int32=False, right=False, out=None):
     return out
 
 
+def _bisect(rows, vals, per_row: bool, right: bool):
+    """ATen's binary search on every value at once (``log2(n)`` vector steps): ``start = mid + 1`` while
+    ``not (row[mid] >= v)`` (``>`` for ``right``), so NaN in the values or the rows lands where torch's
+    search puts it, not where a sort would."""
+    v = vals.reshape(-1)
+    n = rows.shape[1]
+    if n == 0 or v.size == 0:
+        return np.zeros(vals.shape, np.int64)
+    which = np.repeat(np.arange(rows.shape[0]), vals.shape[-1]) if per_row else 0
+    lo = np.zeros(v.size, np.int64)
+    hi = np.full(v.size, n, np.int64)
+    while True:
+        live = lo < hi
+        if not live.any():
+            break
+        mid = (lo + hi) >> 1
+        m = rows[which, np.minimum(mid, n - 1)]
+        go = ~(m > v) if right else ~(m >= v)
+        lo = np.where(live & go, mid + 1, lo)
+        hi = np.where(live & ~go, mid, hi)
+    return lo.reshape(vals.shape)
+
+
+def searchsorted(sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None, out=None):
+    """``aten::searchsorted`` (Tensor, Scalar): for each value, its insertion index in the innermost
+    rows of ``sorted_sequence`` (1-D: one row for every value; N-D: the leading dims match the values'),
+    ``side="right"`` / ``right=True`` after equal elements; ``sorter`` the argsort of unsorted rows.
+    The search is ATen's, NaN included (:func:`_bisect`)."""
+    if side is not None:
+        if side not in ("left", "right"):
+            raise KernelError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side!r}")
+        if right and side == "left":
+            raise KernelError("torch.searchsorted(): side and right can't be set to opposites, got side of left "
+                              "while right was True")
+        right = side == "right"
+    seq = np.asarray(sorted_sequence)
+    vals = np.asarray(self)
+    if sorter is not None:
+        seq = np.take_along_axis(seq, np.asarray(sorter), axis=-1)
+    if seq.ndim > 1 and (seq.shape[:-1] != vals.shape[:-1] or vals.ndim != seq.ndim):
+        raise KernelError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+                          f"dimensions of boundaries tensor and input value tensor must match, but we got "
+                          f"boundaries tensor {list(seq.shape)} and input value tensor {list(vals.shape)}")
+    rows = seq.reshape(1, seq.size) if seq.ndim <= 1 else seq.reshape(-1, seq.shape[-1]) if seq.size else \
+        np.zeros((1, 0), seq.dtype)
+    r = _bisect(rows, vals, seq.ndim > 1, right)
+    r = np.asarray(r, np.int32 if out_int32 else np.int64)
+    if out is None:
+        return r
+    np.copyto(out, r)
+    return out
+
+
 def diag(self, diagonal=0, *, out=None):
     """``aten::diag``: a 1-D tensor to a matrix with it on diagonal ``k``, a matrix to its diagonal."""
     if self.ndim not in (1, 2):
