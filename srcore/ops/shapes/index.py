@@ -207,22 +207,24 @@ def tri(ctx: Ctx):
     return [ctx.tensor(0)]
 
 
-@rule("aten::bucketize")
-def bucketize(ctx: Ctx):
-    """The input's shape (a Scalar input: 0-d), int64 or with ``out_int32`` int32."""
-    x = ctx.args[0]
+def _bucket_indices(ctx: Ctx, values: int):
+    """The shape of argument ``values`` (a Scalar: 0-d), int64 or with ``out_int32`` int32."""
+    x = ctx.args[values]
     shape = x.type.shape if isinstance(x.type, TensorType) else ()
     i32 = ctx.known(2, "out_int32", False)
     return [tt(None if i32 is UNKNOWN else ("int32" if i32 else "int64"), shape)]
+
+
+@rule("aten::bucketize")
+def bucketize(ctx: Ctx):
+    """The input's shape (a Scalar input: 0-d), int64 or with ``out_int32`` int32."""
+    return _bucket_indices(ctx, 0)
 
 
 @rule("aten::searchsorted")
 def searchsorted(ctx: Ctx):
-    """The values' shape (a Scalar: 0-d), int64 or with ``out_int32`` int32."""
-    x = ctx.args[1]
-    shape = x.type.shape if isinstance(x.type, TensorType) else ()
-    i32 = ctx.known(2, "out_int32", False)
-    return [tt(None if i32 is UNKNOWN else ("int32" if i32 else "int64"), shape)]
+    """The values' shape (the second argument; a Scalar: 0-d), int64 or with ``out_int32`` int32."""
+    return _bucket_indices(ctx, 1)
 
 
 @rule("aten::diag")

@@ -41,11 +41,12 @@ def _bilinear(x, o, h0, h1, lh0, lh1, w0, w1, lw0, lw1, tmp):
                 orow[j] = a * t0[j] + b * t1[j]
 
 
-class Bilinear2d:
-    """``run(x, osz, align_corners, scales, out)`` for float32 C-contiguous (N, C, H, W) ``x``."""
+class _Resize2d:
+    """A compiled 2-D resize: the kernel (``_function`` for ``_signature``) and its per-axis taps
+    (``_taps_of(n, o, scale, align_corners, ft)``) for each input shape, computed once."""
 
     def __init__(self):
-        self.kernel = _J.compiled(_bilinear, _SIG)
+        self.kernel = _J.compiled(self._function, self._signature)
         self._taps = {}
 
     def taps(self, H, W, osz, align_corners, scales):
@@ -53,10 +54,15 @@ class Bilinear2d:
         t = self._taps.get(key)
         if t is None:
             ft = np.dtype(np.float32)
-            th = _U.linear_taps(H, osz[0], scales[0], align_corners, ft)
-            tw = _U.linear_taps(W, osz[1], scales[1], align_corners, ft)
-            t = self._taps[key] = (th, tw)
+            t = self._taps[key] = (self._taps_of(H, osz[0], scales[0], align_corners, ft),
+                                   self._taps_of(W, osz[1], scales[1], align_corners, ft))
         return t
+
+
+class Bilinear2d(_Resize2d):
+    """``run(x, osz, align_corners, scales, out)`` for float32 C-contiguous (N, C, H, W) ``x``."""
+
+    _function, _signature, _taps_of = staticmethod(_bilinear), _SIG, staticmethod(_U.linear_taps)
 
     def __call__(self, x, osz, align_corners, scales, out):
         N, C, H, W = x.shape
@@ -90,22 +96,11 @@ def _bicubic(x, o, hi, hw, wi, ww, tmp):
                 o[p, i, j] = ((tmp[r0, j] * c0 + tmp[r1, j] * c1) + tmp[r2, j] * c2) + tmp[r3, j] * c3
 
 
-class Bicubic2d:
+class Bicubic2d(_Resize2d):
     """``run(x, osz, align_corners, scales, out)`` for float32 C-contiguous (N, C, H, W) ``x``: the
     numpy kernel's (``upsample.bicubic``) taps and weights, one compiled pass per plane and axis."""
 
-    def __init__(self):
-        self.kernel = _J.compiled(_bicubic, _SIG_CUBIC)
-        self._taps = {}
-
-    def taps(self, H, W, osz, align_corners, scales):
-        key = (H, W, osz, align_corners, tuple(scales))
-        t = self._taps.get(key)
-        if t is None:
-            ft = np.dtype(np.float32)
-            t = self._taps[key] = (_U.cubic_taps(H, osz[0], scales[0], align_corners, ft),
-                                   _U.cubic_taps(W, osz[1], scales[1], align_corners, ft))
-        return t
+    _function, _signature, _taps_of = staticmethod(_bicubic), _SIG_CUBIC, staticmethod(_U.cubic_taps)
 
     def __call__(self, x, osz, align_corners, scales, out):
         N, C, H, W = x.shape

@@ -527,6 +527,15 @@ def _into(out, shape, dtype):
     return (np.empty(shape, dtype), np.empty(shape, np.int64)), out is not None
 
 
+def _handed_back(res, copy: bool, out):
+    """``res``, or ``out`` with ``res`` copied into it (``copy``: ``out``'s arrays were not C-contiguous)."""
+    if copy:
+        np.copyto(out[0], res[0])
+        np.copyto(out[1], res[1])
+        return out
+    return res
+
+
 def _float_2d_input(node: NodeInfo) -> bool:
     from srcore.plugin import TensorType
 
@@ -556,11 +565,7 @@ def max_pool2d_with_indices_matcher(node: NodeInfo):
         res, copy = _into(out, shape, self.dtype)
         J.max_pool2d_planes(_planes_of(self), res[0].reshape((-1,) + osz), res[1].reshape((-1,) + osz),
                             ks[0], ks[1], st[0], st[1], pad[0], pad[1], dil[0], dil[1])
-        if copy:
-            np.copyto(out[0], res[0])
-            np.copyto(out[1], res[1])
-            return out
-        return res
+        return _handed_back(res, copy, out)
     return max_pool2d_with_indices_jit
 
 
@@ -581,9 +586,5 @@ def adaptive_max_pool2d_matcher(node: NodeInfo):
         shape = self.shape[:-2] + (oh, ow)
         res, copy = _into(out, shape, self.dtype)
         J.adaptive_max_pool2d_planes(_planes_of(self), res[0].reshape(-1, oh, ow), res[1].reshape(-1, oh, ow))
-        if copy:
-            np.copyto(out[0], res[0])
-            np.copyto(out[1], res[1])
-            return out
-        return res
+        return _handed_back(res, copy, out)
     return adaptive_max_pool2d_jit

@@ -302,62 +302,47 @@ def __interpolate(input, size=None, scale_factor=None, mode="nearest", align_cor
     raise KernelError(f"interpolate: mode {mode!r} is not supported for a {input.ndim}-D input")
 
 
-# --- the compiled bilinear kernel (``jit_upsample.py``, numba) for large float32 nodes -------------
+# --- the compiled bilinear and bicubic kernels (``jit_upsample.py``, numba) for float32 nodes -----
+
+def _compiled_resize_2d(node: NodeInfo, kernel_class: str, numpy_fn, name: str, least: int | None = None):
+    """The ``Specialized`` call of ``jit_upsample.<kernel_class>`` for an ``aten::upsample_*2d`` node of
+    either overload (``name``: its function's name), with ``numpy_fn`` (:func:`linear` or :func:`bicubic`)
+    for what the kernel does not take (not float32 NCHW C-contiguous, empty); None when the node is not
+    float32 or has fewer than ``least`` elements (:func:`.norm._f32_node`)."""
+    from . import jit_upsample
+    from .norm import _f32_node
+
+    if not _f32_node(node, least):
+        return None
+    kernel = getattr(jit_upsample, kernel_class)()
+    vec = node.op.endswith(".vec")
+
+    def resize2d_jit(input, output_size, align_corners, s0=None, s1=None, out=None):
+        if vec:
+            osz, sc = _sizes(input, 2, output_size, s0)
+        else:
+            osz, sc = tuple(output_size), [s0, s1]
+        osz = tuple(int(v) for v in osz)
+        if (input.dtype != np.float32 or input.ndim != 4 or not input.flags.c_contiguous or input.size == 0
+                or min(osz) <= 0):
+            return numpy_fn(input, osz, align_corners, sc, out=out)
+        if out is None:
+            out = np.empty(input.shape[:2] + osz, np.float32)
+        elif out.dtype != np.float32 or not out.flags.c_contiguous or out.shape != input.shape[:2] + osz:
+            return numpy_fn(input, osz, align_corners, sc, out=out)
+        return kernel(input, osz, align_corners, sc, out)
+    resize2d_jit.__name__ = resize2d_jit.__qualname__ = name   # (what `srcore inspect --dispatch` shows)
+    return Specialized(resize2d_jit, args=(0, 1, 2, 3) if vec else (0, 1, 2, 3, 4))
+
 
 def bicubic2d_matcher(node: NodeInfo):
     """``aten::upsample_bicubic2d`` (both overloads) on float32 tensors of any size: the compiled kernel
     (``jit_upsample.Bicubic2d``, compiled now), or None (the numpy kernel). Unlike bilinear, small ones
     too: the numpy kernel's ~24 calls took ~150 us on a 2x8x8x10 output (a BiFPN's), the kernel ~2."""
-    from .norm import _f32_node
-
-    if not _f32_node(node, least=1):
-        return None
-    from .jit_upsample import Bicubic2d
-
-    kernel = Bicubic2d()
-    vec = node.op.endswith(".vec")
-
-    def bicubic2d_jit(input, output_size, align_corners, s0=None, s1=None, out=None):
-        if vec:
-            osz, sc = _sizes(input, 2, output_size, s0)
-        else:
-            osz, sc = tuple(output_size), [s0, s1]
-        osz = tuple(int(v) for v in osz)
-        if (input.dtype != np.float32 or input.ndim != 4 or not input.flags.c_contiguous or input.size == 0
-                or min(osz) <= 0):
-            return bicubic(input, osz, align_corners, sc, out=out)
-        if out is None:
-            out = np.empty(input.shape[:2] + osz, np.float32)
-        elif out.dtype != np.float32 or not out.flags.c_contiguous or out.shape != input.shape[:2] + osz:
-            return bicubic(input, osz, align_corners, sc, out=out)
-        return kernel(input, osz, align_corners, sc, out)
-    return Specialized(bicubic2d_jit, args=(0, 1, 2, 3) if vec else (0, 1, 2, 3, 4))
+    return _compiled_resize_2d(node, "Bicubic2d", bicubic, "bicubic2d_jit", least=1)
 
 
 def bilinear2d_matcher(node: NodeInfo):
     """``aten::upsample_bilinear2d`` (both overloads) on large float32 tensors: the compiled kernel
     (compiled now), or None (the numpy kernel)."""
-    from .norm import _f32_node
-
-    if not _f32_node(node):
-        return None
-    from .jit_upsample import Bilinear2d
-
-    kernel = Bilinear2d()
-    vec = node.op.endswith(".vec")
-
-    def bilinear2d_jit(input, output_size, align_corners, s0=None, s1=None, out=None):
-        if vec:
-            osz, sc = _sizes(input, 2, output_size, s0)
-        else:
-            osz, sc = tuple(output_size), [s0, s1]
-        osz = tuple(int(v) for v in osz)
-        if (input.dtype != np.float32 or input.ndim != 4 or not input.flags.c_contiguous or input.size == 0
-                or min(osz) <= 0):
-            return linear(input, osz, align_corners, sc, out=out)
-        if out is None:
-            out = np.empty(input.shape[:2] + osz, np.float32)
-        elif out.dtype != np.float32 or not out.flags.c_contiguous or out.shape != input.shape[:2] + osz:
-            return linear(input, osz, align_corners, sc, out=out)
-        return kernel(input, osz, align_corners, sc, out)
-    return Specialized(bilinear2d_jit, args=(0, 1, 2, 3) if vec else (0, 1, 2, 3, 4))
+    return _compiled_resize_2d(node, "Bilinear2d", linear, "bilinear2d_jit")
