@@ -348,3 +348,43 @@ def test_the_heads_kernel_on_strided_projections_gives_sdpa_zeros_for_fully_mask
     want = want.transpose(1, 2).reshape(B, L, E).numpy()
     assert not np.any(out[1, 4, 2 * D:3 * D]) and np.isfinite(out).all()
     np.testing.assert_allclose(out, np.nan_to_num(want), rtol=1e-5, atol=1e-6)
+
+
+class MaskedEncoder(nn.Module):
+    """torch's eval ``TransformerEncoderLayer`` fast path (``aten::_transformer_encoder_layer_fwd``) with
+    a key padding mask made from the lengths at run time, and optionally an attention mask."""
+
+    def __init__(self, d, heads, norm_first, attn_mask):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(d, heads, 2 * d, dropout=0.0, batch_first=True, norm_first=norm_first)
+        self.attn_mask = attn_mask
+
+    def forward(self, x, lengths):
+        pad = torch.arange(x.shape[1]).unsqueeze(0) >= lengths.unsqueeze(1)     # True: a padded key
+        return self.layer(x, src_mask=self.attn_mask, src_key_padding_mask=pad)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("attn_mask", [None, "causal"])
+def test_masked_encoder_layer_fast_path_runs_in_the_engine(norm_first, attn_mask):
+    """A key padding mask computed in the model (and an attention mask with it: torch merges them)
+    no longer keeps the fused encoder layer out of the engine: three projections and an
+    ``attention_heads`` layer reading the mask as a 0 / -inf bias, against torch eager, other
+    lengths included (one padded to a single key)."""
+    torch.manual_seed(11)
+    L = 6
+    mask = None if attn_mask is None else torch.triu(torch.ones(L, L, dtype=torch.bool), 1)
+    m = MaskedEncoder(16, 4, norm_first, mask).eval()
+    x, lengths = torch.randn(3, L, 16), torch.tensor([6, 4, 1])
+    with torch.no_grad():
+        model = srcore.from_torchscript(torch.jit.trace(m, (x, lengths)), (x, lengths))
+    assert "aten::_transformer_encoder_layer_fwd" in {n.kind for n in model.graph.nodes}
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=("trt_like", "cpu"),
+                                                           engine_options={"timing": False}))
+    assert not [r for r in sm.partition.refused if "encoder_layer" in r.node], sm.partition.format()
+    desc = "\n".join(e.description for e in sm.partition.engines)
+    assert "attention_heads" in desc, desc
+    for lens in (lengths, torch.tensor([2, 6, 3])):
+        with torch.no_grad():
+            want = m(x, lens).numpy()
+        np.testing.assert_allclose(sm(x.numpy(), lens.numpy()), want, rtol=1e-4, atol=1e-5)

@@ -669,8 +669,10 @@ def mean(v: NodeView, c: Converter) -> None:
 
 # -- torch's fused encoder layer, as layers -----------------------------------------------------------
 def encoder_layer(v: NodeView, c: Converter) -> None:
-    """torch's eval ``TransformerEncoderLayer`` fast path, unmasked: linear layers, attention,
-    residual adds and layer norms, so the engine can fuse and time them like any others."""
+    """torch's eval ``TransformerEncoderLayer`` fast path: linear layers, attention, residual adds and
+    layer norms, so the engine can fuse and time them like any others. With a mask (a key padding
+    mask from ``src_key_padding_mask``, an attention mask, or both merged) the attention is three
+    projections and an ``attention_heads`` layer reading the mask as an additive bias (:func:`_mha_bias`)."""
     src = c.tensor(v.value("src"))
     shape = v.in_shape("src")
     E, H = int(v.const("embed_dim")), int(v.const("num_heads"))
@@ -682,8 +684,15 @@ def encoder_layer(v: NodeView, c: Converter) -> None:
     src_ = v.source
     x = layer_norm_layer(c, src, (E,), k["norm_weight_1"], k["norm_bias_1"], eps, shape, src_) if norm_first \
         else src
-    qkv = linear_layer(c, x, k["qkv_weight"], k["qkv_bias"], shape[:-1] + (3 * E,), src_)
-    att = c.net.add("attention", [qkv], shape, src_, heads=H, scale=1.0 / math.sqrt(E // H))
+    if v.is_tensor("mask"):
+        w, b = np.asarray(k["qkv_weight"], np.float32), np.asarray(k["qkv_bias"], np.float32)
+        proj = [linear_layer(c, x, w[i * E:(i + 1) * E], b[i * E:(i + 1) * E], shape, src_) for i in range(3)]
+        bias = _mha_bias(v, c, shape[0], H, shape[1], shape[1])
+        att = c.net.add("attention_heads", proj + [bias], shape, src_, heads=H, scale=1.0 / math.sqrt(E // H),
+                        divide=False, safe=True)
+    else:
+        qkv = linear_layer(c, x, k["qkv_weight"], k["qkv_bias"], shape[:-1] + (3 * E,), src_)
+        att = c.net.add("attention", [qkv], shape, src_, heads=H, scale=1.0 / math.sqrt(E // H))
     y = linear_layer(c, att, k["proj_weight"], k["proj_bias"], shape, src_)
     x = c.net.add("pointwise", [y, src], shape, src_, op="add", args=(("in", 0), ("in", 1)), params={})
     if not norm_first:
@@ -698,6 +707,35 @@ def encoder_layer(v: NodeView, c: Converter) -> None:
     if not norm_first:
         x = layer_norm_layer(c, x, (E,), k["norm_weight_2"], k["norm_bias_2"], eps, shape, src_)
     c.bind(v.node.outputs[0], x)
+
+
+def _mha_bias(v: NodeView, c: Converter, B: int, H: int, L: int, S: int) -> int:
+    """The ``mask`` of torch's fused attention (``mask_type`` 1: (B, S) key padding; 0: (L, S); 2 or
+    4-D: merged) as a float (., ., ., S) tensor added to the scores: -inf where the mask is nonzero
+    (torch's fast path masks a key out wherever its mask is True or nonzero), 0 elsewhere."""
+    value = v.value("mask")
+    mtype = v.const("mask_type", None)
+    if value.node.kind == "prim::Constant":
+        m = np.asarray(value.node.attrs.get("value"))
+        ms = m.shape
+    else:
+        m = c.tensor(value)
+        ms = c.net.shape(m)
+    if len(ms) == 2 and ms[-1] == S and (mtype == 1 or mtype is None and ms == (B, S) and (B, S) != (L, S)):
+        to = (ms[0], 1, 1, S)
+    elif len(ms) == 2 and ms == (L, S):
+        to = (1, 1, L, S)
+    elif len(ms) == 4 and all(a in (1, n) for a, n in zip(ms, (B, H, L, S))):
+        to = tuple(ms)
+    else:
+        raise EngineBuildError(f"{v.where()}: a mask of shape {tuple(ms)} (mask_type {mtype}) does not broadcast "
+                               f"to the attention's ({B}, {H}, {L}, {S})")
+    if isinstance(m, np.ndarray):
+        return c.net.constant(np.where(m.astype(bool), np.float32(-np.inf), np.float32(0)).reshape(to))
+    if c.net.tensors[m].dtype != "bool":   # a float mask: nonzero masks
+        m = c.net.add("compare", [m], ms, v.source, op="ne", args=(("in", 0), ("const", 0.0)))
+    bias = c.net.add("where", [m], ms, v.source, args=(("const", float("-inf")), ("const", 0.0)), mask=None)
+    return c.net.add("reshape", [bias], to, v.source)
 
 
 def sdpa(v: NodeView, c: Converter) -> None:

@@ -110,10 +110,16 @@ def _no_dtype(node: NodeInfo):
 
 
 def _encoder(node: NodeInfo):
-    if node.const("mask", None) is not None:
-        return "argument 'mask' is given (masked attention)"
     shape = node.args[0].type.shape
-    return None if len(shape) == 3 else f"src of shape {_shape(node, 0)} is not 3-D (batch, sequence, features)"
+    if len(shape) != 3:
+        return f"src of shape {_shape(node, 0)} is not 3-D (batch, sequence, features)"
+    if node.const("mask", "tensor") is None:
+        return None
+    m = node.arg("mask").type.shape
+    # (B, S) key padding, (L, S) attention mask, or one already broadcast to (B, H, L, S)
+    if m is None or len(m) not in (2, 4):
+        return f"a mask of shape {m} (the engine takes (batch, keys), (queries, keys) or 4-D masks)"
+    return None
 
 
 def _sdpa(node: NodeInfo):
@@ -674,7 +680,7 @@ _QCONV_ARGS = ("weight", "bias", "stride", "padding", "dilation", "groups", "out
 _QLINEAR_ARGS = ("W", "B", "Y_scale_i", "Y_zero_point_i")
 _ENCODER_ARGS = ("embed_dim", "num_heads", "qkv_weight", "qkv_bias", "proj_weight", "proj_bias", "use_gelu",
                  "norm_first", "eps", "norm_weight_1", "norm_bias_1", "norm_weight_2", "norm_bias_2",
-                 "ffn_weight_1", "ffn_bias_1", "ffn_weight_2", "ffn_bias_2", "mask", "mask_type")
+                 "ffn_weight_1", "ffn_bias_1", "ffn_weight_2", "ffn_bias_2", "mask_type")
 
 _TABLE: list[OpSupport] = [
     # pointwise (fused into one compiled kernel per group)
@@ -856,7 +862,8 @@ _TABLE: list[OpSupport] = [
     *_rows("native_mha", {"aten::_native_multi_head_attention": (
         "embed_dim", "num_head", "qkv_weight", "qkv_bias", "proj_weight", "proj_bias", "mask", "need_weights",
         "average_attn_weights", "mask_type")}, _native_mha),
-    *_rows("encoder_layer", {"aten::_transformer_encoder_layer_fwd": _ENCODER_ARGS}, _encoder),
+    *_rows("encoder_layer", {"aten::_transformer_encoder_layer_fwd": _ENCODER_ARGS}, _encoder,
+           data_args={"mask": ("float32", "bool")}),
     # int8 layers (quantized segments: docs/trt-like.md, "INT8 engines")
     *_rows("quantize", {"aten::quantize_per_tensor": ("scale", "zero_point", "dtype"),
                         "aten::quantize_per_tensor.tensor_qparams": ("scale", "zero_point", "dtype")}, int8=True),
