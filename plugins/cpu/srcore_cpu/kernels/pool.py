@@ -522,7 +522,8 @@ def _planes_of(x):
 
 def _into(out, shape, dtype):
     """``(vals, idxs)`` of ``shape``: ``out``'s arrays when C-contiguous (written in place), else new."""
-    if out is not None and all(a.flags.c_contiguous and a.shape == shape for a in out):
+    if (out is not None and all(a.flags.c_contiguous and a.shape == shape for a in out)
+            and out[0].dtype == dtype and out[1].dtype == np.int64):
         return out, False
     return (np.empty(shape, dtype), np.empty(shape, np.int64)), out is not None
 
