@@ -17,6 +17,22 @@ import numpy as np
 from .jit import JIT
 
 
+@numba.njit(inline="always", **JIT)
+def _window_max(x, p, h0, h1, dh, w0, w1, dw):
+    """``(value, flat index)`` of plane ``p``'s window rows ``range(h0, h1, dh)``, columns
+    ``range(w0, w1, dw)``: from its first element on, a strictly larger element or a NaN is kept."""
+    W = x.shape[2]
+    best = x[p, h0, w0]
+    at = h0 * W + w0
+    for h in range(h0, h1, dh):
+        for w in range(w0, w1, dw):
+            v = x[p, h, w]
+            if v > best or v != v:
+                best = v
+                at = h * W + w
+    return best, at
+
+
 @numba.njit(**JIT)
 def max_pool2d_planes(x, vals, idxs, kh, kw, sh, sw, ph, pw, dh, dw):
     """``x`` (planes, H, W) -> ``vals`` / ``idxs`` (planes, OH, OW)."""
@@ -33,16 +49,7 @@ def max_pool2d_planes(x, vals, idxs, kh, kw, sh, sw, ph, pw, dh, dw):
                 w1 = min(w0 + (kw - 1) * dw + 1, W)
                 while w0 < 0:
                     w0 += dw
-                best = x[p, h0, w0]
-                at = h0 * W + w0
-                for h in range(h0, h1, dh):
-                    for w in range(w0, w1, dw):
-                        v = x[p, h, w]
-                        if v > best or v != v:
-                            best = v
-                            at = h * W + w
-                vals[p, oh, ow] = best
-                idxs[p, oh, ow] = at
+                vals[p, oh, ow], idxs[p, oh, ow] = _window_max(x, p, h0, h1, dh, w0, w1, dw)
 
 
 @numba.njit(**JIT)
@@ -57,16 +64,7 @@ def adaptive_max_pool2d_planes(x, vals, idxs):
             for ow in range(OW):
                 w0 = (ow * W) // OW
                 w1 = ((ow + 1) * W + OW - 1) // OW
-                best = x[p, h0, w0]
-                at = h0 * W + w0
-                for h in range(h0, h1):
-                    for w in range(w0, w1):
-                        v = x[p, h, w]
-                        if v > best or v != v:
-                            best = v
-                            at = h * W + w
-                vals[p, oh, ow] = best
-                idxs[p, oh, ow] = at
+                vals[p, oh, ow], idxs[p, oh, ow] = _window_max(x, p, h0, h1, 1, w0, w1, 1)
 
 
 def compile_for(dtype: str) -> None:
