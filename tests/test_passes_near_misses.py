@@ -112,7 +112,23 @@ def sum_gt(x_type, c, c_type="float"):
             "  %y : bool = aten::Bool(%g)\n  return (%y)\n")
 
 
+def native_mha(ret):
+    return ("graph(%q : Float(2, 5, 8)):\n"
+            "  %w : Float(24, 8) = prim::Constant[value=<Tensor>]()\n  %b : Float(24) = prim::Constant[value=<Tensor>]()\n"
+            "  %pw : Float(8, 8) = prim::Constant[value=<Tensor>]()\n  %pb : Float(8) = prim::Constant[value=<Tensor>]()\n"
+            "  %e : int = prim::Constant[value=8]()\n  %h : int = prim::Constant[value=2]()\n"
+            "  %n : NoneType = prim::Constant()\n  %t : bool = prim::Constant[value=1]()\n"
+            "  %y : Tensor, %wts : Tensor = aten::_native_multi_head_attention(%q, %q, %q, %e, %h, %w, %b, %pw, %pb, "
+            f"%n, %t, %t, %n)\n  return ({ret})\n")
+
+
+MHA_CONSTS = {"w": f32(24, 8) / 3, "b": f32(24), "pw": f32(8, 8) / 3, "pb": f32(8)}
+
 CASES = {
+    # -- work nobody reads ------------------------------------------------------------------
+    "attention weights returned": Case(
+        "multi-head attention weights never read -> need_weights=False", native_mha("%y"), native_mha("%y, %wts"),
+        (f32(2, 5, 8),), MHA_CONSTS),
     # -- x / 1 ------------------------------------------------------------------------------
     "div by 1 with rounding_mode floor": Case(
         "x / 1 -> x",

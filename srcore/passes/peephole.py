@@ -403,6 +403,29 @@ def isnot_none(node: Node):
     return None if r is None else Const(not r)
 
 
+# -- work nobody reads ------------------------------------------------------------------------
+def mha_weights_unread(node: Node):
+    """``nn.MultiheadAttention``'s fast path asked for attention weights (its default) that nothing
+    reads, as in ``y, _ = attn(x, x, x)``: the same op with ``need_weights=False`` gives the same
+    output without computing (B, L, S) weights, and engines take it."""
+    if len(node.outputs) != 2 or node.outputs[1].uses or len(node.inputs) < 9:
+        return None
+    ins = list(node.inputs)
+    if len(ins) > 10 and const_or(ins[10], None) is not True:
+        return None
+    g = node.graph
+    if len(ins) == 9:   # mask left out: its default
+        ins.append(g.insert_constant(None, NoneType(), before=node))
+    false = g.insert_constant(False, before=node)
+    ins = ins[:10] + [false] + ins[11:]
+    w = node.outputs[1].type
+    empty = w.with_shape((0,)) if isinstance(w, TensorType) else w
+    new = g.create(node.kind, ins, (node.outputs[0].type, empty), dict(node.attrs), node.source,
+                   [o.name for o in node.outputs])
+    new.insert_before(node)
+    return list(new.outputs)
+
+
 RULES_LIST = [
     Rule("t(t(x)) -> x", "aten::t", t_t),
     Rule("transpose(transpose(x, a, b), a, b) -> x", "aten::transpose", transpose_transpose),
@@ -429,6 +452,8 @@ RULES_LIST = [
     Rule("cat(x[a:b], x[b:c]) -> cat(x[a:c])", "aten::cat", cat_adjacent_slices),
     Rule("x is None (known type) -> constant", "aten::__is__", is_none),
     Rule("x is not None (known type) -> constant", "aten::__isnot__", isnot_none),
+    Rule("multi-head attention weights never read -> need_weights=False", "aten::_native_multi_head_attention",
+         mha_weights_unread),
 ]
 
 

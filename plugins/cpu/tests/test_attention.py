@@ -76,15 +76,23 @@ def _mha(E=16, H=4, seed=0):
 
 
 @pytest.mark.parametrize("need_weights,average", [(True, True), (True, False), (False, True)])
-@pytest.mark.parametrize("masking", [None, "key_padding", "attn"])
+@pytest.mark.parametrize("masking", [None, "key_padding", "attn", "merged", "dead-entry", "dead-row"])
 def test_native_multi_head_attention_self(need_weights, average, masking):
+    """Against torch's op; a batch entry or a query whose keys are all masked gives NaN there (unlike
+    torch's SDPA, which gives zeros)."""
     mha, params = _mha()
     x = rand(2, 5, 16)
     mask, mask_type = None, None
-    if masking == "key_padding":
+    if masking in ("key_padding", "dead-entry"):
         mask, mask_type = ~bool_mask(2, 5), 1
-    elif masking == "attn":
+        if masking == "dead-entry":
+            mask[1] = True
+    elif masking in ("attn", "dead-row"):
         mask, mask_type = ~bool_mask(5, 5), 0
+        if masking == "dead-row":
+            mask[3] = True
+    elif masking == "merged":
+        mask, mask_type = ~bool_mask(2, 4, 5, 5), 2
     with torch.no_grad():
         eo, ew = aten._native_multi_head_attention(T(x), T(x), T(x), 16, 4, *map(T, params), T(mask),
                                                    need_weights, average, mask_type)
@@ -109,13 +117,15 @@ def test_native_mha_cross_attention_matches_module():
 
 @pytest.mark.parametrize("norm_first", [False, True])
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
-@pytest.mark.parametrize("with_mask", [False, True])
+@pytest.mark.parametrize("with_mask", [False, True, "dead-entry"])
 def test_transformer_encoder_layer_fwd(norm_first, activation, with_mask):
     torch.manual_seed(0)
     layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True, norm_first=norm_first,
                                              activation=activation).eval()
     x = rand(2, 6, 32)
     kpm = ~bool_mask(2, 6) if with_mask else None
+    if with_mask == "dead-entry":   # every key of entry 1 padded: NaN there, as torch
+        kpm[1] = True
     with torch.no_grad():
         exp = layer(T(x), src_key_padding_mask=T(kpm)).numpy()
     sa = layer.self_attn

@@ -350,6 +350,57 @@ def test_the_heads_kernel_on_strided_projections_gives_sdpa_zeros_for_fully_mask
     np.testing.assert_allclose(out, np.nan_to_num(want), rtol=1e-5, atol=1e-6)
 
 
+class MaskedMHA(nn.Module):
+    """``nn.MultiheadAttention`` on its fast path (batch-first, eval) with a key padding mask made from
+    the lengths, optionally an attention mask too; its weights asked for (the default), never read."""
+
+    def __init__(self, attn_mask):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(16, 4, batch_first=True)
+        self.register_buffer("attn_mask", attn_mask)
+
+    def forward(self, x, lengths):
+        pad = torch.arange(x.shape[1]).unsqueeze(0) >= lengths.unsqueeze(1)     # True: a padded key
+        y, _ = self.attn(x, x, x, key_padding_mask=pad, attn_mask=self.attn_mask)
+        return y + 1.0
+
+
+class MaskedMHAWeights(MaskedMHA):
+    def forward(self, x, lengths):
+        pad = torch.arange(x.shape[1]).unsqueeze(0) >= lengths.unsqueeze(1)
+        y, w = self.attn(x, x, x, key_padding_mask=pad, attn_mask=self.attn_mask)
+        return y + 1.0, w
+
+
+@pytest.mark.parametrize("attn_mask, read_weights", [(None, False), ("causal", False), (None, True)])
+def test_masked_multihead_attention_fast_path(attn_mask, read_weights):
+    """``_native_multi_head_attention`` with a mask (key padding, or merged with a causal mask) runs in
+    the engine; weights asked for but never read (``y, _ = attn(x, x, x)``) are not computed (the
+    peephole rule makes ``need_weights`` False), weights that are read keep the node on the cpu
+    plugin, with the reason. Against torch eager, other lengths included (a fully padded entry gives
+    NaN in torch's fast path, so it must here)."""
+    torch.manual_seed(12)
+    L = 5
+    mask = None if attn_mask is None else torch.triu(torch.ones(L, L, dtype=torch.bool), 1)
+    m = (MaskedMHAWeights if read_weights else MaskedMHA)(mask).eval()
+    x, lengths = torch.randn(3, L, 16), torch.tensor([5, 3, 1])
+    model = srcore.from_torchscript(torch.jit.script(m), (x, lengths))
+    sm = srcore.StaticModule(model, options=srcore.Options(backends=("trt_like", "cpu"),
+                                                           engine_options={"timing": False}))
+    refused = [r for r in sm.partition.refused if "_native_multi_head_attention" in r.node]
+    if read_weights:
+        assert refused and "weights are read" in refused[0].reason, sm.partition.format()
+    else:
+        assert not refused, sm.partition.format()
+        assert "attention_heads" in "\n".join(e.description for e in sm.partition.engines)
+    for lens in (lengths, torch.tensor([2, 5, 0])):
+        with torch.no_grad():
+            want = m(x, lens)
+        got = sm(x.numpy(), lens.numpy())
+        for g, w in zip(got if read_weights else [got], want if read_weights else [want]):
+            np.testing.assert_allclose(g, w.numpy(), rtol=1e-4, atol=1e-5)
+
+
 class MaskedEncoder(nn.Module):
     """torch's eval ``TransformerEncoderLayer`` fast path (``aten::_transformer_encoder_layer_fwd``) with
     a key padding mask made from the lengths at run time, and optionally an attention mask."""
@@ -370,7 +421,7 @@ def test_masked_encoder_layer_fast_path_runs_in_the_engine(norm_first, attn_mask
     """A key padding mask computed in the model (and an attention mask with it: torch merges them)
     no longer keeps the fused encoder layer out of the engine: three projections and an
     ``attention_heads`` layer reading the mask as a 0 / -inf bias, against torch eager, other
-    lengths included (one padded to a single key)."""
+    lengths included (one padded to a single key, one with every key padded: NaN, as torch)."""
     torch.manual_seed(11)
     L = 6
     mask = None if attn_mask is None else torch.triu(torch.ones(L, L, dtype=torch.bool), 1)
@@ -384,7 +435,7 @@ def test_masked_encoder_layer_fast_path_runs_in_the_engine(norm_first, attn_mask
     assert not [r for r in sm.partition.refused if "encoder_layer" in r.node], sm.partition.format()
     desc = "\n".join(e.description for e in sm.partition.engines)
     assert "attention_heads" in desc, desc
-    for lens in (lengths, torch.tensor([2, 6, 3])):
+    for lens in (lengths, torch.tensor([2, 6, 0])):
         with torch.no_grad():
             want = m(x, lens).numpy()
         np.testing.assert_allclose(sm(x.numpy(), lens.numpy()), want, rtol=1e-4, atol=1e-5)

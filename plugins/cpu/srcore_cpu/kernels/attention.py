@@ -2,7 +2,8 @@
 (``_native_multi_head_attention``, ``_transformer_encoder_layer_fwd``) that a traced and
 frozen ``nn.TransformerEncoderLayer`` / ``nn.MultiheadAttention`` emits in eval mode.
 
-Rows whose keys are all masked give zeros, like torch's CPU kernels (not NaN).
+A query whose keys are all masked gives zeros in ``scaled_dot_product_attention`` and NaN in the
+fused fast paths, as torch's CPU kernels do.
 """
 from __future__ import annotations
 
@@ -18,18 +19,21 @@ from .workspace import SharedWorkspace
 SHARED_WS = SharedWorkspace()
 
 
-def _masked_softmax(scores, keep=None):
-    """Softmax over the last dim in place; ``keep`` (bool, broadcastable) marks attended keys."""
+def _masked_softmax(scores, keep=None, dead_rows_zero=True):
+    """Softmax over the last dim in place; ``keep`` (bool, broadcastable) marks attended keys. A row
+    with every key masked gives zeros, or NaN without ``dead_rows_zero``."""
     if keep is not None:
         np.putmask(scores, ~np.broadcast_to(keep, scores.shape), -np.inf)
     m = np.max(scores, axis=-1, keepdims=True)
     dead = ~np.isfinite(m)           # every key masked (or an -inf float mask)
-    if dead.any():
+    zero_dead = dead_rows_zero and dead.any()
+    if zero_dead:
         m = np.where(dead, 0, m)
-    np.subtract(scores, m, out=scores)
+    with np.errstate(invalid="ignore"):   # a dead row left to NaN: -inf - -inf
+        np.subtract(scores, m, out=scores)
     np.exp(scores, out=scores)
     s = np.sum(scores, axis=-1, keepdims=True)
-    if dead.any():
+    if zero_dead:
         s = np.where(dead & (s == 0), 1, s)
     np.divide(scores, s, out=scores)
     return scores
@@ -98,7 +102,7 @@ def native_multi_head_attention(query, key, value, embed_dim, num_head, qkv_weig
     q, k, v = _heads(q, B, L, H, D), _heads(k, B, S, H, D), _heads(v, B, S, H, D)
     scores = np.matmul(q, np.swapaxes(k, -1, -2))
     np.multiply(scores, np.asarray(1.0 / math.sqrt(D), scores.dtype), out=scores)
-    probs = _masked_softmax(scores, _mha_mask(mask, mask_type, B, H, L, S))
+    probs = _masked_softmax(scores, _mha_mask(mask, mask_type, B, H, L, S), dead_rows_zero=False)
     attn = np.matmul(probs, v).transpose(0, 2, 1, 3).reshape(B, L, E)
     out = np.matmul(attn, proj_weight.T)
     np.add(out, proj_bias, out=out)

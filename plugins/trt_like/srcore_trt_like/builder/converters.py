@@ -685,11 +685,7 @@ def encoder_layer(v: NodeView, c: Converter) -> None:
     x = layer_norm_layer(c, src, (E,), k["norm_weight_1"], k["norm_bias_1"], eps, shape, src_) if norm_first \
         else src
     if v.is_tensor("mask"):
-        w, b = np.asarray(k["qkv_weight"], np.float32), np.asarray(k["qkv_bias"], np.float32)
-        proj = [linear_layer(c, x, w[i * E:(i + 1) * E], b[i * E:(i + 1) * E], shape, src_) for i in range(3)]
-        bias = _mha_bias(v, c, shape[0], H, shape[1], shape[1])
-        att = c.net.add("attention_heads", proj + [bias], shape, src_, heads=H, scale=1.0 / math.sqrt(E // H),
-                        divide=False, safe=True)
+        att = _projected_heads(v, c, [(x, shape)] * 3, k["qkv_weight"], k["qkv_bias"], E, H, shape, masked=True)
     else:
         qkv = linear_layer(c, x, k["qkv_weight"], k["qkv_bias"], shape[:-1] + (3 * E,), src_)
         att = c.net.add("attention", [qkv], shape, src_, heads=H, scale=1.0 / math.sqrt(E // H))
@@ -707,6 +703,21 @@ def encoder_layer(v: NodeView, c: Converter) -> None:
     if not norm_first:
         x = layer_norm_layer(c, x, (E,), k["norm_weight_2"], k["norm_bias_2"], eps, shape, src_)
     c.bind(v.node.outputs[0], x)
+
+
+def _projected_heads(v: NodeView, c: Converter, xs: list, w, b, E: int, H: int, out_shape: tuple,
+                     masked: bool) -> int:
+    """Attention of torch's fused ops as three projections by the packed (3E, E) in-projection ``w``
+    of ``xs`` (query, key, value: (tensor id, shape) pairs) and an ``attention_heads`` layer; with
+    ``masked``, the node's ``mask`` added to the scores (:func:`_mha_bias`). A query whose keys are all
+    masked gives NaN, as torch's fused kernels (its SDPA gives zeros there: ``safe``, not set here)."""
+    w, b = np.asarray(w, np.float32), np.asarray(b, np.float32)
+    ins = [linear_layer(c, x, w[i * E:(i + 1) * E], b[i * E:(i + 1) * E], s[:-1] + (E,), v.source)
+           for i, (x, s) in enumerate(xs)]
+    if masked:
+        ins.append(_mha_bias(v, c, out_shape[0], H, out_shape[1], xs[1][1][1]))
+    return c.net.add("attention_heads", ins, out_shape, v.source, heads=H, scale=1.0 / math.sqrt(E // H),
+                     divide=False)
 
 
 def _mha_bias(v: NodeView, c: Converter, B: int, H: int, L: int, S: int) -> int:
@@ -784,19 +795,19 @@ def _bool_mask(v: NodeView, c: Converter, name: str) -> bool:
 
 
 def native_mha(v: NodeView, c: Converter) -> None:
-    """``nn.MultiheadAttention``'s fused path (batch-first, no mask, no weights): self-attention as the
-    packed projection and ``attention`` layer, else three projections and ``attention_heads``."""
+    """``nn.MultiheadAttention``'s fused path (batch-first, no weights read; a key padding mask, an
+    attention mask or both merged): unmasked self-attention as the packed projection and ``attention``
+    layer, else three projections and ``attention_heads`` (:func:`_projected_heads`)."""
     E, H = int(v.const("embed_dim")), int(v.const("num_head"))
-    w, b = np.asarray(v.const("qkv_weight"), np.float32), np.asarray(v.const("qkv_bias"), np.float32)
     qv, kv, vv = (v.value(n) for n in ("query", "key", "value"))
     qs, ks = v.in_shape("query"), v.in_shape("key")
-    if qv is kv and kv is vv:
-        qkv = linear_layer(c, c.tensor(qv), w, b, qs[:-1] + (3 * E,), v.source)
+    masked = v.is_tensor("mask")
+    if qv is kv and kv is vv and not masked:
+        qkv = linear_layer(c, c.tensor(qv), v.const("qkv_weight"), v.const("qkv_bias"), qs[:-1] + (3 * E,), v.source)
         att = c.net.add("attention", [qkv], qs, v.source, heads=H, scale=1.0 / math.sqrt(E // H))
     else:
-        proj = [linear_layer(c, c.tensor(x), w[i * E:(i + 1) * E], b[i * E:(i + 1) * E], s[:-1] + (E,), v.source)
-                for i, (x, s) in enumerate(((qv, qs), (kv, ks), (vv, ks)))]
-        att = c.net.add("attention_heads", proj, qs, v.source, heads=H, scale=1.0 / math.sqrt(E // H), divide=False)
+        xs = [(c.tensor(qv), qs), (c.tensor(kv), ks), (c.tensor(vv), ks)]
+        att = _projected_heads(v, c, xs, v.const("qkv_weight"), v.const("qkv_bias"), E, H, qs, masked)
     out = linear_layer(c, att, v.const("proj_weight"), v.const("proj_bias"), qs, v.source)
     c.bind(v.node.outputs[0], out)
     if len(v.node.outputs) > 1:   # the attention weights, not asked for: torch's empty tensor

@@ -113,6 +113,11 @@ def _encoder(node: NodeInfo):
     shape = node.args[0].type.shape
     if len(shape) != 3:
         return f"src of shape {_shape(node, 0)} is not 3-D (batch, sequence, features)"
+    return _attention_mask(node)
+
+
+def _attention_mask(node: NodeInfo):
+    """The ``mask`` of torch's fused attention ops, read as an additive bias (converters._mha_bias)."""
     if node.const("mask", "tensor") is None:
         return None
     m = node.arg("mask").type.shape
@@ -139,14 +144,12 @@ def _sdpa(node: NodeInfo):
 
 
 def _native_mha(node: NodeInfo):
-    if node.const("mask", None) is not None:
-        return "argument 'mask' is given (masked attention)"
     if node.const("need_weights", None) is not False:
-        return "need_weights=True (the engine does not return the attention weights)"
+        return "need_weights=True and the weights are read (the engine does not return the attention weights)"
     shapes = [node.args[i].type.shape for i in range(3)]
     if any(len(s) != 3 for s in shapes) or shapes[1] != shapes[2] or shapes[0][0] != shapes[1][0]:
         return f"query, key and value of shapes {', '.join(map(str, shapes))} (batch-first 3-D, key and value alike)"
-    return None
+    return _attention_mask(node)
 
 
 def _ncl(node: NodeInfo):
@@ -860,8 +863,8 @@ _TABLE: list[OpSupport] = [
     *_rows("sdpa", {"aten::scaled_dot_product_attention": ("dropout_p", "is_causal", "scale", "enable_gqa")}, _sdpa,
            data_args={"attn_mask": ("float32", "bool")}),
     *_rows("native_mha", {"aten::_native_multi_head_attention": (
-        "embed_dim", "num_head", "qkv_weight", "qkv_bias", "proj_weight", "proj_bias", "mask", "need_weights",
-        "average_attn_weights", "mask_type")}, _native_mha),
+        "embed_dim", "num_head", "qkv_weight", "qkv_bias", "proj_weight", "proj_bias", "need_weights",
+        "average_attn_weights", "mask_type")}, _native_mha, data_args={"mask": ("float32", "bool")}),
     *_rows("encoder_layer", {"aten::_transformer_encoder_layer_fwd": _ENCODER_ARGS}, _encoder,
            data_args={"mask": ("float32", "bool")}),
     # int8 layers (quantized segments: docs/trt-like.md, "INT8 engines")
