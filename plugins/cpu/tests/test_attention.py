@@ -163,7 +163,7 @@ def _node(op, **args):
                                     for n, v in args.items()), ())
 
 
-def _layer_node(layer, activation, norm_first, mask=None, E=32, H=4):
+def _layer_node(layer, activation, norm_first, mask=None, E=32, H=4, mask_type=None):
     sa = layer.self_attn
     t = [x.detach().numpy() for x in (sa.in_proj_weight, sa.in_proj_bias, sa.out_proj.weight, sa.out_proj.bias,
                                       layer.norm1.weight, layer.norm1.bias, layer.norm2.weight, layer.norm2.bias,
@@ -173,7 +173,7 @@ def _layer_node(layer, activation, norm_first, mask=None, E=32, H=4):
                  qkv_weight=t[0], qkv_bias=t[1], proj_weight=t[2], proj_bias=t[3], use_gelu=activation == "gelu",
                  norm_first=norm_first, eps=1e-5, norm_weight_1=t[4], norm_bias_1=t[5], norm_weight_2=t[6],
                  norm_bias_2=t[7], ffn_weight_1=t[8], ffn_bias_1=t[9], ffn_weight_2=t[10], ffn_bias_2=t[11],
-                 mask=mask, mask_type=None)
+                 mask=mask, mask_type=mask_type)
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
@@ -184,28 +184,89 @@ def test_encoder_layer_matcher_fast_path(norm_first, activation):
     layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True, norm_first=norm_first,
                                              activation=activation).eval()
     spec = K.transformer_encoder_layer_matcher(_layer_node(layer, activation, norm_first))
-    assert isinstance(spec, Specialized) and spec.args == (0,)
+    assert isinstance(spec, Specialized) and spec.args[0] == 0
     for shape in [(2, 6, 32), (1, 9, 32), (1, 37, 32)]:   # 37 keys: a vector and a tail per softmax row
         x = rand(*shape)
         with torch.no_grad():
             exp = layer(T(x)).numpy()
-        r1 = spec.fn(x)
+        r1 = spec.fn(x, None)
         close(r1, exp, 1e-4)
-        r2 = spec.fn(x)          # scratch is reused: results are fresh arrays, not workspace views
+        r2 = spec.fn(x, None)          # scratch is reused: results are fresh arrays, not workspace views
         assert r2 is not r1
         close(r1, exp, 1e-4)
     x64 = rand(2, 6, 32, dtype=np.float64)   # input dtype differs from the weights: the generic kernel
     with torch.no_grad():
         exp64 = layer.double()(T(x64)).numpy()
-    close(spec.fn(x64), exp64, 1e-4)
+    close(spec.fn(x64, None), exp64, 1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_layer_matcher_fast_path_with_a_key_padding_mask(dtype, norm_first):
+    """A key padding mask (bool or torch's float -inf form) as the fast path's additive bias; an
+    entry with every key padded gives NaN, as torch's fused layer."""
+    from srcore.plugin import Specialized
+    torch.manual_seed(3)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True, norm_first=norm_first).eval()
+    if dtype == np.float64:
+        layer = layer.double()
+    spec = K.transformer_encoder_layer_matcher(_layer_node(layer, "relu", norm_first, mask="<var>", mask_type=1))
+    assert isinstance(spec, Specialized) and spec.args == (0, 18)
+    x = rand(3, 7, 32, dtype=dtype)
+    pad = np.arange(7)[None] >= np.array([7, 4, 0])[:, None]
+    for mask in (pad, np.where(pad, -np.inf, 0).astype(dtype)):
+        with torch.no_grad():
+            exp = layer(T(x), src_key_padding_mask=T(mask)).numpy()
+        assert np.isnan(exp[2]).all() and not np.isnan(exp[:2]).any()
+        close(spec.fn(x, mask), exp, 1e-4)
+
+
+@pytest.mark.parametrize("masking", [None, "key_padding", "attn", "merged"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_native_mha_matcher_fast_path(masking, dtype):
+    """Self-attention with constant weights and no weights output: the prepared fast path, against
+    torch's op (a fully masked query gives NaN there); cross-attention goes to the generic kernel."""
+    from srcore.plugin import Specialized
+    mha, params = _mha(seed=4)
+    params = [p.astype(dtype) for p in params]
+    x = rand(2, 5, 16, dtype=dtype)
+    mask, mask_type = {None: (None, None), "key_padding": (~bool_mask(2, 5), 1), "attn": (~bool_mask(5, 5), 0),
+                       "merged": (~bool_mask(2, 4, 5, 5), 2)}[masking]
+    if mask is not None:
+        mask.reshape(-1, 5)[1] = True    # one query (or batch entry) with every key masked
+    node = _node("aten::_native_multi_head_attention", query="<var>", key="<var>", value="<var>", embed_dim=16,
+                 num_head=4, qkv_weight=params[0], qkv_bias=params[1], proj_weight=params[2], proj_bias=params[3],
+                 mask=None if mask is None else "<var>", need_weights=False, average_attn_weights=True,
+                 mask_type=mask_type)
+    spec = K.native_multi_head_attention_matcher(node)
+    assert isinstance(spec, Specialized)
+    with torch.no_grad():
+        want = aten._native_multi_head_attention(T(x), T(x), T(x), 16, 4, *map(T, params), T(mask), False, True,
+                                                 mask_type)[0].numpy()
+    out, w = spec.fn(x, x, x, mask)
+    close(out, want, 1e-5 if dtype == np.float32 else 1e-12)
+    assert w.size == 0
+    kv = rand(2, 5, 16, dtype=dtype)
+    with torch.no_grad():
+        want = aten._native_multi_head_attention(T(x), T(kv), T(kv), 16, 4, *map(T, params), T(mask), False, True,
+                                                 mask_type)[0].numpy()
+    close(spec.fn(x, kv, kv, mask)[0], want, 1e-5 if dtype == np.float32 else 1e-12)
+
+
+def test_native_mha_matcher_declines_weights_asked_for():
+    mha, params = _mha(seed=5)
+    node = _node("aten::_native_multi_head_attention", query="<var>", key="<var>", value="<var>", embed_dim=16,
+                 num_head=4, qkv_weight=params[0], qkv_bias=params[1], proj_weight=params[2], proj_bias=params[3],
+                 mask=None, need_weights=True, average_attn_weights=True, mask_type=None)
+    assert K.native_multi_head_attention_matcher(node) is K.native_multi_head_attention
 
 
 def test_encoder_layer_matcher_declines_to_generic():
     import attrs
     torch.manual_seed(2)
     layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True).eval()
-    assert K.transformer_encoder_layer_matcher(_layer_node(layer, "relu", False, mask="<var>")) \
-        is K.transformer_encoder_layer_fwd
+    assert K.transformer_encoder_layer_matcher(_layer_node(layer, "relu", False, mask="<var>", mask_type="<var>")) \
+        is K.transformer_encoder_layer_fwd   # a mask whose type is known only at run time
     n = _layer_node(layer, "relu", False)
     args = tuple(a if a.name != "qkv_weight" else type(a)(a.name, a.type, False, None) for a in n.args)
     assert K.transformer_encoder_layer_matcher(attrs.evolve(n, args=args)) \

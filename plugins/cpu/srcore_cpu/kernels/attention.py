@@ -171,66 +171,115 @@ def _ln_(x, w, b, eps, tmp, stat):
 
 
 def _softmax_(s, stat):
-    """Softmax over the last dim of ``s`` in place; ``stat`` is ``s.shape[:-1] + (1,)`` scratch."""
+    """Softmax over the last dim of ``s`` in place; ``stat`` is ``s.shape[:-1] + (1,)`` scratch. A row
+    of -inf gives NaN, as torch's fused kernels."""
     np.max(s, axis=-1, keepdims=True, out=stat)
-    np.subtract(s, stat, out=s)
+    with np.errstate(invalid="ignore"):
+        np.subtract(s, stat, out=s)
     np.exp(s, out=s)
     np.sum(s, axis=-1, keepdims=True, out=stat)
     np.divide(s, stat, out=s)
     return s
 
 
+def _mask_bias(mask, mask_type, B, H, L, S, dt):
+    """The mask of torch's fused ops as an additive bias broadcasting to the (B, H, L, S) scores:
+    -inf where the mask is True or nonzero, 0 elsewhere."""
+    keep = _mha_mask(mask, mask_type, B, H, L, S)
+    return np.where(keep, dt.type(0), dt.type(-np.inf))
+
+
+class _SelfAttention:
+    """Constant-weight self-attention of torch's fused ops, weights prepared at load.
+
+    ``attend(h, B, L, bias, y)``: ``y`` (T, E) = out_proj(attention(h)) for ``h`` (T = B * L, E)
+    C-contiguous rows; ``bias`` (additive, broadcasting to (B, H, L, L)) or None. Weights are
+    transposed to C-contiguous (K, N) once (``np.dot`` into ``out=`` then hits BLAS without a copy)
+    and the 1/sqrt(head_dim) score scale is folded into the query projection; each projection's
+    GEMM is MKL's where it timed faster for ``rows`` (:mod:`.mkl_gemm`). Intermediates live in the
+    per-thread :data:`SHARED_WS`; heads are strided views of the qkv buffer (no split copies), the
+    head outputs are written straight into the (tokens, embed) layout the projection reads.
+    """
+
+    def __init__(self, E, H, qkv_weight, qkv_bias, proj_weight, proj_bias, rows, softmax_):
+        from .linalg import transposed
+        from .mkl_gemm import gemm_for
+
+        self.E, self.H, self.D = E, H, E // H
+        dt = self.dt = qkv_weight.dtype
+        wqkv = qkv_weight.astype(np.float64).T.copy()
+        bqkv = qkv_bias.astype(np.float64).copy()
+        wqkv[:, :E] *= 1.0 / math.sqrt(self.D)
+        bqkv[:E] *= 1.0 / math.sqrt(self.D)
+        self.wqkv, self.bqkv = np.ascontiguousarray(wqkv, dt), bqkv.astype(dt)
+        self.wo, self.bo = transposed(proj_weight), proj_bias
+        self.dot_qkv, self.dot_o = (gemm_for(rows, w) or np.dot for w in (self.wqkv, self.wo))
+        self.softmax_ = softmax_
+
+    def __call__(self, h, B, L, bias, y):
+        ws, dt, E, H, D = SHARED_WS, self.dt, self.E, self.H, self.D
+        T = B * L
+        qkv = ws.get(None, "qkv", (T, 3 * E), dt)
+        self.dot_qkv(h, self.wqkv, out=qkv)
+        np.add(qkv, self.bqkv, out=qkv)
+        q, k, v = (qkv[:, i * E:(i + 1) * E].reshape(B, L, H, D).transpose(0, 2, 1, 3) for i in range(3))
+        scores = ws.get(None, "scores", (B, H, L, L), dt)
+        np.matmul(q, k.transpose(0, 1, 3, 2), out=scores)
+        if bias is not None:
+            np.add(scores, bias, out=scores)
+        self.softmax_(scores, ws.get(None, "sstat", (B, H, L, 1), dt))
+        attn = ws.get(None, "attn", (B, L, H, D), dt)
+        np.matmul(scores, v, out=attn.transpose(0, 2, 1, 3))
+        self.dot_o(attn.reshape(T, E), self.wo, out=y)
+        np.add(y, self.bo, out=y)
+        return y
+
+
+def _compiled_or_numpy(dt):
+    """(layer norm, softmax) in place: compiled for float32 (jit_norm.py, jit_softmax.py), numpy else."""
+    if dt != np.float32:
+        return _ln_, _softmax_
+    from .jit_norm import LayerNorm
+    from .jit_softmax import Softmax
+
+    compiled_ln, compiled_sm = LayerNorm(), Softmax()
+
+    def softmax_(s, stat):
+        if s.size:
+            s2 = s.reshape(-1, s.shape[-1])   # the scores scratch: C-contiguous
+            compiled_sm(s2, s2)
+        return s
+
+    def ln_(x, w, b, eps, tmp, stat):
+        compiled_ln(x, w, b, x, eps)
+        return x
+    return ln_, softmax_
+
+
 def make_encoder_layer(embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu,
                        norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1,
-                       ffn_bias_1, ffn_weight_2, ffn_bias_2, rows=None):
-    """``fn(src)``: an unmasked encoder layer with constant weights. ``rows``: batch x tokens when
-    known at load; each projection's GEMM is then MKL's where it timed faster (:mod:`.mkl_gemm`).
-
-    Load time: weights transposed to C-contiguous (K, N) once (``np.dot`` into ``out=``
-    then hits BLAS without a copy), and the 1/sqrt(head_dim) score scale folded into the
-    query projection. Run time: every intermediate lives in the per-thread
-    :data:`SHARED_WS`; heads are strided views of the qkv buffer (no split copies), the
-    head outputs are written straight into the (tokens, embed) layout the projection
-    reads, softmax and layer norms work in place. Only the result is a fresh array.
+                       ffn_bias_1, ffn_weight_2, ffn_bias_2, rows=None, mask_type=None):
+    """``fn(src, mask=None)``: an encoder layer with constant weights (a mask of ``mask_type`` as
+    torch's fused op reads it). ``rows``: batch x tokens when known at load; each GEMM is then MKL's
+    where it timed faster (:mod:`.mkl_gemm`). The attention is :class:`_SelfAttention`; softmax and
+    layer norms work in place in per-thread scratch. Only the result is a fresh array.
     """
     from .activation_fast import gelu_erf_
-
-    E, H = embed_dim, num_heads
-    D = E // H
-    dt = qkv_weight.dtype
-    wqkv = qkv_weight.astype(np.float64).T.copy()
-    bqkv = qkv_bias.astype(np.float64).copy()
-    wqkv[:, :E] *= 1.0 / math.sqrt(D)
-    bqkv[:E] *= 1.0 / math.sqrt(D)
-    wqkv, bqkv = np.ascontiguousarray(wqkv, dt), bqkv.astype(dt)
     from .linalg import transposed
-
     from .mkl_gemm import gemm_for
 
-    wo, w1, w2 = (transposed(w) for w in (proj_weight, ffn_weight_1, ffn_weight_2))
-    Fh = w1.shape[1]
-    dot_qkv, dot_o, dot_1, dot_2 = (gemm_for(rows, w) or np.dot for w in (wqkv, wo, w1, w2))
-    if dt != np.float32:
-        ln_, softmax_ = _ln_, _softmax_
-    else:   # the compiled layer norm (jit_norm.py) and softmax (jit_softmax.py), in place
-        from .jit_norm import LayerNorm
-        from .jit_softmax import Softmax
-
-        compiled_ln, compiled_sm = LayerNorm(), Softmax()
-
-        def softmax_(s, stat):
-            if s.size:
-                s2 = s.reshape(-1, s.shape[-1])   # the scores scratch: C-contiguous
-                compiled_sm(s2, s2)
-            return s
+    E, H = embed_dim, num_heads
+    dt = qkv_weight.dtype
+    ln_, softmax_ = _compiled_or_numpy(dt)
+    if dt == np.float32:
         norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2 = (
             np.ascontiguousarray(a, dt).reshape(-1) for a in (norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2))
+    attention = _SelfAttention(E, H, qkv_weight, qkv_bias, proj_weight, proj_bias, rows, softmax_)
+    w1, w2 = (transposed(w) for w in (ffn_weight_1, ffn_weight_2))
+    Fh = w1.shape[1]
+    dot_1, dot_2 = (gemm_for(rows, w) or np.dot for w in (w1, w2))
 
-        def ln_(x, w, b, eps, tmp, stat):
-            compiled_ln(x, w, b, x, eps)
-            return x
-
-    def encoder_layer(src):
+    def encoder_layer(src, mask=None):
         ws = SHARED_WS
         B, L, _ = src.shape
         T = B * L
@@ -242,18 +291,8 @@ def make_encoder_layer(embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, 
             h0 = ws.get(None, "ln", (T, E), dt)
             np.copyto(h0, x)
             ln_(h0, norm_weight_1, norm_bias_1, eps, tmp, stat)
-        qkv = ws.get(None, "qkv", (T, 3 * E), dt)
-        dot_qkv(h0, wqkv, out=qkv)
-        np.add(qkv, bqkv, out=qkv)
-        q, k, v = (qkv[:, i * E:(i + 1) * E].reshape(B, L, H, D).transpose(0, 2, 1, 3) for i in range(3))
-        scores = ws.get(None, "scores", (B, H, L, L), dt)
-        np.matmul(q, k.transpose(0, 1, 3, 2), out=scores)
-        softmax_(scores, ws.get(None, "sstat", (B, H, L, 1), dt))
-        attn = ws.get(None, "attn", (B, L, H, D), dt)
-        np.matmul(scores, v, out=attn.transpose(0, 2, 1, 3))
-        y = ws.get(None, "y", (T, E), dt)
-        dot_o(attn.reshape(T, E), wo, out=y)
-        np.add(y, proj_bias, out=y)
+        bias = None if mask is None else _mask_bias(mask, mask_type, B, H, L, L, dt)
+        y = attention(h0, B, L, bias, ws.get(None, "y", (T, E), dt))
         np.add(y, x, out=y)
         if not norm_first:
             ln_(y, norm_weight_1, norm_bias_1, eps, tmp, stat)
@@ -284,29 +323,87 @@ _LAYER_ARGS = ("embed_dim", "num_heads", "qkv_weight", "qkv_bias", "proj_weight"
                "ffn_weight_1", "ffn_bias_1", "ffn_weight_2", "ffn_bias_2")
 
 
+def _const_weights(node, names):
+    """The constant float32 / float64 weights ``names`` of one dtype, else None."""
+    if not all(node.is_const(n) for n in names):
+        return None
+    vals = [node.const(n) for n in names]
+    arrays = [v for v in vals if isinstance(v, np.ndarray)]
+    if len({a.dtype for a in arrays}) != 1 or arrays[0].dtype not in (np.float32, np.float64):
+        return None
+    return vals, arrays[0].dtype
+
+
+def _mask_args(node, pos: int):
+    """How the specialized call gets ``mask`` (schema position ``pos``): None when the node
+    leaves it out or it is a None constant; its ``mask_type`` if constant (else KeyError)."""
+    names = [a.name for a in node.args]
+    mask_type = node.const("mask_type", KeyError) if "mask_type" in names else None
+    if "mask" not in names or (node.is_const("mask") and node.const("mask") is None):
+        return None, mask_type
+    return pos, mask_type
+
+
+def _rows(node, arg: str):
+    shape = getattr(node.arg(arg).type, "shape", None)
+    return shape[0] * shape[1] if shape and len(shape) == 3 and all(isinstance(d, int) for d in shape[:2]) else None
+
+
 def transformer_encoder_layer_matcher(node):
-    """Constant weights, no mask: :func:`make_encoder_layer` for float32/64 batched inputs of the
-    weights' dtype (others go to the generic kernel); else the generic kernel."""
-    from srcore.plugin import Specialized
+    """Constant weights (a mask or none, its type constant): :func:`make_encoder_layer` for
+    float32/64 batched inputs of the weights' dtype (others go to the generic kernel)."""
+    from srcore.plugin import Const, Specialized
 
     generic = transformer_encoder_layer_fwd
-    names = {a.name for a in node.args}
-    if not all(node.is_const(n) for n in _LAYER_ARGS):
+    weights = _const_weights(node, _LAYER_ARGS)
+    if weights is None or len([v for v in weights[0] if isinstance(v, np.ndarray)]) != 12:
         return generic
-    for n in ("mask", "mask_type"):
-        if n in names and not (node.is_const(n) and node.const(n) is None):
-            return generic
-    vals = [node.const(n) for n in _LAYER_ARGS]
-    arrays = [v for v in vals if isinstance(v, np.ndarray)]
-    if len(arrays) != 12 or len({a.dtype for a in arrays}) != 1 or arrays[0].dtype not in (np.float32, np.float64):
+    vals, dt = weights
+    try:
+        mask_pos, mask_type = _mask_args(node, len(_LAYER_ARGS) + 1)
+    except KeyError:
         return generic
-    shape = getattr(node.arg("src").type, "shape", None) if "src" in names else None
-    rows = shape[0] * shape[1] if shape and len(shape) == 3 and all(isinstance(d, int) for d in shape[:2]) else None
-    fast = make_encoder_layer(*vals, rows=rows)
-    E, dt = vals[0], arrays[0].dtype
+    fast = make_encoder_layer(*vals, rows=_rows(node, "src"), mask_type=mask_type)
+    E = vals[0]
 
-    def encoder_layer_const(src):
+    def encoder_layer_const(src, mask):
         if src.ndim == 3 and src.dtype == dt and src.shape[2] == E:
-            return fast(src)
-        return generic(src, *vals)
-    return Specialized(encoder_layer_const, args=(0,))
+            return fast(src, mask)
+        return generic(src, *vals, mask, mask_type)
+    return Specialized(encoder_layer_const, args=(0, Const(None) if mask_pos is None else mask_pos))
+
+
+_MHA_ARGS = ("embed_dim", "num_head", "qkv_weight", "qkv_bias", "proj_weight", "proj_bias")
+
+
+def native_multi_head_attention_matcher(node):
+    """Constant weights, the weights output not asked for (``need_weights`` False), ``mask_type``
+    constant: self-attention (one array as query, key and value) runs :class:`_SelfAttention`, the
+    mask an additive bias; any other call the generic kernel."""
+    from srcore.plugin import Const, Specialized
+
+    generic = native_multi_head_attention
+    weights = _const_weights(node, _MHA_ARGS)
+    names = [a.name for a in node.args]
+    if weights is None or "need_weights" not in names or not node.is_const("need_weights") \
+            or node.const("need_weights") is not False:
+        return generic
+    vals, dt = weights
+    try:
+        mask_pos, mask_type = _mask_args(node, 9)
+    except KeyError:
+        return generic
+    E, H = int(vals[0]), int(vals[1])
+    avg = node.const("average_attn_weights", True) if "average_attn_weights" in names else True
+    _, softmax_ = _compiled_or_numpy(dt)
+    attention = _SelfAttention(E, H, *vals[2:], _rows(node, "query"), softmax_)
+
+    def mha_const(query, key, value, mask):
+        if query is key and key is value and query.ndim == 3 and query.dtype == dt and query.shape[2] == E:
+            B, L, _ = query.shape
+            bias = None if mask is None else _mask_bias(mask, mask_type, B, H, L, L, dt)
+            out = np.empty((B * L, E), dt)
+            attention(np.ascontiguousarray(query).reshape(B * L, E), B, L, bias, out)
+            return out.reshape(B, L, E), np.empty((0,), dt)
+        return generic(query, key, value, *vals, mask, False, avg, mask_type)
+    return Specialized(mha_const, args=(0, 1, 2, Const(None) if mask_pos is None else mask_pos))
