@@ -232,7 +232,9 @@ UNARY = {  # op -> tolerance
     "aten::sqrt": Tol(1), "aten::rsqrt": Tol(2), "aten::reciprocal": EXACT,
     "aten::exp": Tol(5), "aten::log": Tol(5), "aten::tanh": Tol(5), "aten::sigmoid": Tol(5),
     "aten::silu": Tol(8, 4), "aten::mish": Tol(8, 4), "aten::hardswish": Tol(1, 1), "aten::hardsigmoid": Tol(1),
-    "aten::sin": Tol(1), "aten::cos": Tol(1),
+    "aten::sin": Tol(1), "aten::cos": Tol(1), "aten::expm1": Tol(5, 5), "aten::log1p": Tol(5, 5),
+    "aten::erf": Tol(5, 5), "aten::selu": Tol(8, 4),
+    "aten::log_sigmoid": Tol(8, 4),
 }
 TRANSCENDENTAL_COMPOSITE = Tol(8, 4)
 
@@ -286,6 +288,11 @@ def unary_cases() -> list[Case]:
                                          ((4, 3), (3,), True), ((4,), (1,), False), ((2, 3, 2, 2), (3,), True)]):
         w = Param(data(ws, 30 + k, special=False)) if const else tin(ws, 30 + k)
         out.append(Case(f"aten::prelu-{xs}-{ws}{'' if const else '-computed'}", "aten::prelu", (tin(xs, k), w), EXACT))
+    # clamp with tensor bounds: one, the other, both (min > max somewhere), a constant one; the
+    # special values of random_values (NaN, infinities) in x and in the bounds
+    for k, (lo, hi) in enumerate([(tin((7,), 40), None), (None, tin((3, 1), 41)), (tin((3, 7), 42), tin((7,), 43)),
+                                  (Param(data((7,), 44)), tin((3, 7), 45))]):
+        out.append(Case(f"aten::clamp.Tensor-{k}", "aten::clamp.Tensor", (tin((3, 7), 46 + k), lo, hi), EXACT))
     for k, dim in enumerate(((), (0,), (1,), (-1,))):   # glu: halves of an even dim
         out.append(Case(f"aten::glu{dim}", "aten::glu", (tin((4, 6), 20 + k, transposed=k == 2), *dim),
                         TRANSCENDENTAL_COMPOSITE))
@@ -444,6 +451,7 @@ def layout_cases() -> list[Case]:
         ("aten::transpose.int", [(0, 1), (-1, 0), (2, 2), (-3, -1)]),
         ("aten::permute", [([2, 0, 1],), ([-1, -2, -3],), ([0, 1, 2],)]),
         ("aten::select.int", [(0, 1), (-1, -1), (1, 0), (2, 3), (-2, 2)]),
+        ("aten::narrow", [(0, 0, 1), (1, -2, 2), (-1, 1, 2)]),
         ("aten::slice.Tensor", [(0, 0, 1, 1), (1, None, None, 2), (2, -3, None, 1), (-1, 1, 1000, 2), (1, 2, 1, 1),
                                 (2, None, -1, 1), (0, -100, 100, 1)]),
         ("aten::contiguous", [()]),
@@ -1084,6 +1092,8 @@ def data_cases() -> list[Case]:
             Case("argsort.stable-int", "aten::argsort.stable", (_ids((3, 6), 3, 82), True, -1, False)),
             Case("argmax", "aten::argmax", (nan, 1, False)),
             Case("argmax-flat", "aten::argmax", (nan, None, False)),
+            Case("argmax-int", "aten::argmax", (_ids((3, 6), 4, 79), 1, False)),   # CLIP's end-of-text token
+            Case("argmin-int-flat", "aten::argmin", (_ids((3, 6), 4, 78), None, True)),
             Case("argmin-keepdim", "aten::argmin", (nan, 0, True)),
             Case("amax", "aten::amax", (nan, [1], False)),
             Case("amin-keepdim", "aten::amin", (nan, [0, 1], True)),
@@ -1107,6 +1117,26 @@ def data_cases() -> list[Case]:
             *[Case(f"mse_loss-{red}", "aten::mse_loss", (tin((3, 6), 90, special=False), tin((3, 6), 91, special=False),
                                                          red), Tol(18, 18),
                    scale=lambda a, b, *r: 1.0 + np.sum((a.array.astype(np.float64) - b.array) ** 2)) for red in (0, 1, 2)],
+            # p-norms (CLIP's / F.normalize's x.norm(dim=-1, keepdim=True)), variance and standard deviation
+            Case("norm-2-last-keepdim", "aten::norm.ScalarOpt_dim", (tin((3, 6), 94, special=False), 2, [-1], True),
+                 Tol(8, 8)),
+            Case("norm-None-dims", "aten::norm.ScalarOpt_dim", (tin((2, 3, 4), 95, special=False), None, [0, 2], False),
+                 Tol(8, 8)),
+            Case("norm-1", "aten::norm.ScalarOpt_dim", (tin((3, 6), 96, special=False), 1, [1], False), Tol(18, 18)),
+            Case("norm-inf-nan", "aten::norm.ScalarOpt_dim", (nan, math.inf, [1], False)),
+            Case("norm-3", "aten::norm.ScalarOpt_dim", (tin((3, 6), 97, special=False), 3.0, [1], True), Tol(24, 24),
+                 exhaustive=True),
+            Case("norm.Scalar-all", "aten::norm.Scalar", (tin((3, 6), 98, special=False), 2), Tol(18, 18)),
+            Case("linalg_vector_norm", "aten::linalg_vector_norm", (tin((2, 5), 99, special=False), 2, None, False, None),
+                 Tol(18, 18)),
+            Case("linalg_vector_norm--inf", "aten::linalg_vector_norm", (nan, -math.inf, [0], True, None),
+                 exhaustive=True),
+            Case("var.correction", "aten::var.correction", (tin((3, 7), 100, special=False), [1], 1, True), Tol(32, 32),
+                 scale=lambda x, *a: np.var(x.array.astype(np.float64), axis=1, keepdims=True) + 1.0),
+            Case("std.dim-biased", "aten::std.dim", (tin((2, 3, 4), 101, special=False), [0, 2], False, False),
+                 Tol(32, 32)),
+            Case("var-all", "aten::var", (tin((4, 5), 102, special=False), True), Tol(32, 32), exhaustive=True),
+            Case("std-one-element", "aten::std.correction", (tin((3, 1), 103, special=False), [1], None, False)),
             Case("sum-all", "aten::sum", (tin((3, 6), 92, special=False), None), Tol(18, 18),
                  scale=lambda x, *a: np.sum(np.abs(x.array.astype(np.float64)))),
             Case("mean-all", "aten::mean", (tin((3, 6), 93, special=False), None), Tol(18, 18),

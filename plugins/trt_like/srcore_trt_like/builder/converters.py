@@ -271,6 +271,42 @@ def softplus(v: NodeView, c: Converter) -> None:
                                         threshold=float(v.const("threshold", 20.0))))
 
 
+def selu(v: NodeView, c: Converter) -> None:
+    """``scale * elu(x, alpha)`` with torch's SELU constants."""
+    ins: list[int] = []
+    a = operand(v, c, "self", ins)
+    c.bind(v.node.outputs[0], pointwise(v, c, "elu", (a,), ins, alpha=1.6732632423543772848170429916717,
+                                        scale=1.0507009873554804934193349852946, input_scale=1.0))
+
+
+def log_sigmoid(v: NodeView, c: Converter) -> None:
+    """``-softplus(-x)``: ``log1p(exp(-x))`` where it matters, ``x`` below -20 (exp(-20) under
+    float32's resolution of it), as torch's ``min(x, 0) - log1p(exp(-|x|))``."""
+    ins: list[int] = []
+    a = operand(v, c, "self", ins)
+    c.bind(v.node.outputs[0], _chain(v, c, [("neg", (a,), ins, {}), ("softplus", (("prev",),), [], {}),
+                                            ("neg", (("prev",),), [], {})]))
+
+
+def clamp_tensor(v: NodeView, c: Converter) -> None:
+    """``clamp(x, min, max)`` with tensor bounds (either may be None): ``minimum(maximum(x, min),
+    max)``, torch's order (min > max gives max; a NaN anywhere propagates)."""
+    ins: list[int] = []
+    steps = []
+    a = operand(v, c, "self", ins)
+    first = a
+    for name, op in (("min", "maximum"), ("max", "minimum")):
+        if v.is_tensor(name):
+            if not steps:
+                steps.append((op, (first, operand(v, c, name, ins)), ins, {}))
+            else:
+                more: list[int] = []
+                steps.append((op, (("prev",), operand(v, c, name, more)), more, {}))
+    if not steps:   # neither bound: torch raises; supports() refuses it
+        raise EngineBuildError(f"{v.where()}: clamp without min or max")
+    c.bind(v.node.outputs[0], _chain(v, c, steps))
+
+
 def pow_scalar(v: NodeView, c: Converter) -> None:
     ins: list[int] = []
     a = operand(v, c, "self", ins)
@@ -1177,6 +1213,78 @@ def reduce(v: NodeView, c: Converter) -> None:
     if op == "count" and c.net.tensors[x].dtype == "float32":
         op = "sum"
     c.bind(v.node.outputs[0], c.net.add("reduce", [x], v.out_shape(), v.source, op=op, dims=_dims(v, x)))
+
+
+def norm(v: NodeView, c: Converter) -> None:
+    """``x.norm(p, dim, keepdim)`` / ``linalg_vector_norm``: the p-norm over dims (none: all) as
+    pointwise layers and a reduction, torch's formulas: 2 ``sqrt(sum(x * x))``, 1 ``sum(|x|)``,
+    +-inf ``max`` / ``min(|x|)``, other p > 0 ``sum(|x| ** p) ** (1 / p)``."""
+    x = c.tensor(v.value("self"))
+    p = _norm_order(v)
+    dims, out, shape = _dims(v, x), v.out_shape(), c.net.shape(x)
+
+    def pw(op, t, shp, **params):
+        return c.net.add("pointwise", [t], shp, v.source, op=op, args=(("in", 0),), params=params)
+    if p == 2:
+        sq = c.net.add("pointwise", [x], shape, v.source, op="mul", args=(("in", 0), ("in", 0)), params={})
+        c.bind(v.node.outputs[0], pw("sqrt", c.net.add("reduce", [sq], out, v.source, op="sum", dims=dims), out))
+        return
+    a = pw("abs", x, shape)
+    if math.isinf(p):
+        c.bind(v.node.outputs[0], c.net.add("reduce", [a], out, v.source, op="max" if p > 0 else "min", dims=dims))
+        return
+    if p != 1:
+        a = pw("pow", a, shape, exponent=p)
+    s = c.net.add("reduce", [a], out, v.source, op="sum", dims=dims)
+    c.bind(v.node.outputs[0], s if p == 1 else pw("pow", s, out, exponent=1.0 / p))
+
+
+def _norm_order(v: NodeView) -> float:
+    name = "ord" if "ord" in v.names else "p"
+    p = v.const(name, None) if name in v.names else None
+    return 2.0 if p is None else float(p)
+
+
+def var_std(v: NodeView, c: Converter) -> None:
+    """``var`` / ``std`` over dims (none: all): the mean (kept dims), the squared deviations, their
+    sum divided by ``N - correction`` (``unbiased``: 1; torch divides by max(0, N - correction):
+    0 gives inf, or NaN for a zero sum), then ``sqrt`` for ``std``."""
+    x = c.tensor(v.value("self"))
+    shape, out = c.net.shape(x), v.out_shape()
+    dims = _dims(v, x)
+    kept = tuple(1 if d in dims else n for d, n in enumerate(shape))
+    m = c.net.add("mean", [x], kept, v.source, dims=dims)
+    d = c.net.add("pointwise", [x, m], shape, v.source, op="sub", args=(("in", 0), ("in", 1)), params={})
+    sq = c.net.add("pointwise", [d], shape, v.source, op="mul", args=(("in", 0), ("in", 0)), params={})
+    s = c.net.add("reduce", [sq], out, v.source, op="sum", dims=dims)
+    n = int(np.prod([shape[i] for i in dims])) - _correction(v)
+    y = c.net.add("pointwise", [s], out, v.source, op="mul", args=(("in", 0), ("const", 1.0 / n if n > 0 else math.inf)),
+                  params={})
+    if v.op.startswith("aten::std"):
+        y = c.net.add("pointwise", [y], out, v.source, op="sqrt", args=(("in", 0),), params={})
+    c.bind(v.node.outputs[0], y)
+
+
+def _correction(v: NodeView) -> float:
+    if "correction" in v.names:
+        corr = v.const("correction", None)
+        return 1 if corr is None else corr
+    return 1 if ("unbiased" not in v.names or v.const("unbiased", True)) else 0
+
+
+def narrow(v: NodeView, c: Converter) -> None:
+    """``x.narrow(dim, start, length)``: the slice ``start:start + length`` of ``dim`` (a negative
+    start counts from the end)."""
+    shape = v.in_shape("self")
+    dim = v.const("dim") % len(shape)
+    start = v.const("start")
+    start = start + shape[dim] if start < 0 else start
+    x = c.tensor(v.node.inputs[0])
+    sel = slice(start, start + v.const("length"), 1)
+    if sel == slice(0, shape[dim], 1):
+        c.bind(v.node.outputs[0], c.net.add("reshape", [x], v.out_shape(), v.source))
+        return
+    c.bind(v.node.outputs[0], c.net.add("strided", [x], v.out_shape(), v.source, key=(slice(None),) * dim + (sel,)))
 
 
 def _dims(v: NodeView, x: int) -> tuple[int, ...]:

@@ -472,8 +472,21 @@ def _global_max_pool1d(node: NodeInfo):
 
 def _reduce(node: NodeInfo):
     shape = node.args[0].type.shape
-    dims = node.const("dim", None) or range(len(shape))
+    dims = (node.const("dim", None) if any(a.name == "dim" for a in node.args) else None) or range(len(shape))
+    dims = [dims] if isinstance(dims, int) else dims
     return None if all(shape[d % len(shape)] for d in dims) or not shape else "over an empty dim (torch raises)"
+
+
+def _norm(node: NodeInfo):
+    name = "ord" if any(a.name == "ord" for a in node.args) else "p"
+    p = node.const(name, None) if any(a.name == name for a in node.args) else None
+    if p is not None and not (isinstance(p, (int, float)) and (p > 0 or p == -math.inf)):
+        return f"{name}={p!r} (the engine takes p > 0 and -inf)"
+    if any(a.name == "dtype" for a in node.args) and node.const("dtype", None) is not None:
+        return "a dtype argument"
+    if not node.args[0].type.shape:
+        return "a 0-d input"
+    return _reduce(node)
 
 
 def _count(node: NodeInfo):
@@ -483,6 +496,12 @@ def _count(node: NodeInfo):
         return "a dtype argument"
     if node.args[0].type.dtype != "bool" and node.output_types[0].dtype != node.args[0].type.dtype:
         return f"a float32 sum made {node.output_types[0].dtype}"
+    return None
+
+
+def _clamp_tensor(node: NodeInfo):
+    if all(node.const(n, "tensor") is None for n in ("min", "max")):
+        return "neither min nor max (torch raises)"
     return None
 
 
@@ -677,7 +696,8 @@ _LOGIC_ARGS = {"data_args": {"self": _LOGIC, "other": _LOGIC}, "data_results": {
 
 _UNARY = ("aten::abs", "aten::exp", "aten::log", "aten::sqrt", "aten::rsqrt", "aten::reciprocal",
           "aten::square", "aten::relu6", "aten::sigmoid", "aten::tanh", "aten::silu",
-          "aten::hardswish", "aten::hardsigmoid", "aten::mish", "aten::sin", "aten::cos")
+          "aten::hardswish", "aten::hardsigmoid", "aten::mish", "aten::sin", "aten::cos", "aten::expm1",
+          "aten::log1p", "aten::erf")
 _CONV_ARGS = ("weight", "bias", "stride", "padding", "dilation", "groups")
 _QCONV_ARGS = ("weight", "bias", "stride", "padding", "dilation", "groups", "output_scale", "output_zero_point")
 _QLINEAR_ARGS = ("W", "B", "Y_scale_i", "Y_zero_point_i")
@@ -715,6 +735,9 @@ _TABLE: list[OpSupport] = [
     *_rows("prelu", {"aten::prelu": ()}, _prelu),
     *_rows("elu", {"aten::elu": ("alpha", "scale", "input_scale")}),
     *_rows("softplus", {"aten::softplus": ("beta", "threshold")}),
+    *_rows("selu", {"aten::selu": ()}),
+    *_rows("log_sigmoid", {"aten::log_sigmoid": ()}),
+    *_rows("clamp_tensor", {"aten::clamp.Tensor": ()}, _clamp_tensor),
     *_rows("pow_scalar", {"aten::pow.Tensor_Scalar": ("exponent",)}),
     *_rows("pow_scalar", {"aten::pow.Tensor_Tensor": ("exponent",)}, _pow_tensor),
     # layout (views inside the engine) and copies
@@ -730,6 +753,7 @@ _TABLE: list[OpSupport] = [
     *_rows("roll", {"aten::roll": ("shifts", "dims")}, _roll, any_data=True),
     *_rows("index", {"aten::select.int": ("dim", "index"), "aten::slice.Tensor": ("dim", "start", "end", "step")},
            any_data=True),
+    *_rows("narrow", {"aten::narrow": ("dim", "start", "length")}, any_data=True),
     # convolution and pooling
     *_rows("conv", {"aten::conv2d": _CONV_ARGS, "srcore::conv2d_relu": _CONV_ARGS,
                     "srcore::conv2d_add_relu": _CONV_ARGS}, _nchw),
@@ -787,6 +811,11 @@ _TABLE: list[OpSupport] = [
     *_rows("mean", {"aten::mean.dim": ("dim", "keepdim", "dtype")}, _mean, int8=True),
     *_rows("mean", {"aten::mean": ("dtype",)}, _no_dtype),
     *_rows("mse_loss", {"aten::mse_loss": ("reduction",)}, _mse_loss),
+    *_rows("norm", {"aten::norm.ScalarOpt_dim": ("p", "dim", "keepdim"), "aten::norm.Scalar": ("p",),
+                    "aten::linalg_vector_norm": ("ord", "dim", "keepdim", "dtype")}, _norm),
+    *_rows("var_std", {f"aten::{op}{form}": args for op in ("var", "std") for form, args in (
+        ("", ("unbiased",)), (".dim", ("dim", "unbiased", "keepdim")), (".correction", ("dim", "correction", "keepdim")))},
+           _reduce),
     *_rows("cumsum", {"aten::cumsum": ("dim", "dtype")}, _cumsum, data_args={"self": ("float32", *DATA_DTYPES)},
            data_results={0: ("float32", "int64")}),
     # data movement: concatenation, resizing, padding, lookups and selections
@@ -850,7 +879,7 @@ _TABLE: list[OpSupport] = [
     *_rows("logical_not", {"aten::bitwise_not": (), "aten::logical_not": ()}, data_args={"self": ("bool",)},
            data_results={0: ("bool",)}),
     *_rows("argmax", {"aten::argmax": ("dim", "keepdim"), "aten::argmin": ("dim", "keepdim")}, _arg_reduce,
-           data_results={0: ("int64",)}),
+           data_args={"self": ("float32", "int64", "int32")}, data_results={0: ("int64",)}),
     *_rows("scatter", {"aten::scatter.src": ("dim",), "aten::scatter.value": ("dim", "value"),
                        "aten::scatter_add": ("dim",)}, _scatter, data_args={"index": ("int64",)}),
     # only self's shape is read: any dtype (a bool key padding mask made float: F._canonical_mask);

@@ -64,7 +64,8 @@ UNARY_REF = {
     # torch's float32 formulas: exp(-x) overflows to inf below -88.7, so sigmoid is 0 there (not a denormal)
     "sigmoid": lambda x: (F32(1) / (F32(1) + np.exp(-x))).astype(F32),
     "tanh": np.tanh,
-    "sin": np.sin, "cos": np.cos,
+    "sin": np.sin, "cos": np.cos, "expm1": np.expm1, "log1p": np.log1p,
+    "erf": lambda x: _erf(x.astype(np.float64)).astype(F32),
     "silu": lambda x: (x / (F32(1) + np.exp(-x))).astype(F32),
     "gelu": _gelu, "gelu_tanh": _gelu_tanh,
     "clamp": _clamp,
