@@ -12,7 +12,8 @@ functional ops; so ``%y = aten::op_(%x, ...)`` becomes ``%y = aten::op(%x, ...)`
 * ``%x`` is floating point and every other tensor argument has its dtype, so the functional
   op's type promotion gives ``%x``'s dtype, as the in-place op does (``masked_fill``'s bool mask
   takes no part in promotion: ``F.multi_head_attention_forward``'s
-  ``zeros_like(mask, dtype=float).masked_fill_(mask, -inf)``); or ``%x`` is quantized and
+  ``zeros_like(mask, dtype=float).masked_fill_(mask, -inf)``), nor do integer indices
+  (``index_add_``, ``scatter_``, ...); or ``%x`` is quantized and
   the op takes no other tensor (an activation, which keeps ``%x``'s scale and zero point).
 """
 from __future__ import annotations
@@ -26,6 +27,13 @@ from ._util import dtype_of, has_side_effects, is_floating
 __all__ = ["functionalize_inplace"]
 
 
+#: (in-place op, argument position) of tensors that take no part in type promotion: a bool mask,
+#: an integer index (a GCN's ``torch.zeros(n, d).index_add_(0, dst, messages)``)
+_NOT_PROMOTED = frozenset({("aten::masked_fill_", 1), ("aten::index_add_", 2), ("aten::index_copy_", 2),
+                           ("aten::index_fill_", 2), ("aten::scatter_", 2), ("aten::scatter_add_", 2),
+                           ("aten::scatter_reduce_", 2)})
+
+
 def _fresh(node: Node) -> bool:
     """True if ``node``'s input 0 is a tensor no other value can see."""
     x = node.inputs[0]
@@ -36,7 +44,7 @@ def _fresh(node: Node) -> bool:
         return False
     dtype = dtype_of(x)
     others = [v for i, v in enumerate(node.inputs[1:], 1) if isinstance(v.type, TensorType)
-              and not (i == 1 and node.kind == "aten::masked_fill_")]   # the mask: bool, never promoted
+              and (node.kind, i) not in _NOT_PROMOTED]
     if is_quantized(dtype):  # ReLU6(inplace=True) after a quantized conv: an activation keeps x's qparams
         return not others
     return is_floating(dtype) and all(dtype_of(v) == dtype for v in others)

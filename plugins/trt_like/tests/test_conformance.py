@@ -1070,7 +1070,21 @@ def data_cases() -> list[Case]:
                                                        In(np.array([[3, 0, 1], [1, 2, 0]], np.int64)), tin((2, 3), 74))),
             Case("scatter_add", "aten::scatter_add", (tin((3, 5), 75, special=False), 1, _ids((3, 4), 5, 76),
                                                       tin((3, 4), 77, special=False)), Tol(2, 2)),
-            Case("zeros_like", "aten::zeros_like", (tin((2, 3), 78), None, None, None, None, None), pre="aten::relu")]
+            Case("zeros_like", "aten::zeros_like", (tin((2, 3), 78), None, None, None, None, None), pre="aten::relu"),
+            # a GNN's aggregation: repeated indices, in index order (bitwise torch's loop)
+            Case("index_add-dim0", "aten::index_add", (tin((4, 3), 79, special=False), 0,
+                                                        In(np.array([3, 0, 3, 1, 3], np.int64)),
+                                                        tin((5, 3), 80, special=False), 1)),
+            Case("index_add-dim1-alpha-int32", "aten::index_add", (tin((2, 4), 81), 1, _ids((6,), 4, 82, np.int32),
+                                                                    tin((2, 6), 83), -0.5), ALPHA_TOL,
+                 scale=lambda x, d, i, src, a: np.abs(x.array.astype(np.float64)) + 3 * np.max(np.abs(src.array))),
+            Case("index_add-const-index", "aten::index_add", (tin((3, 2, 2), 84), 0, Param(np.array([2, 2, 0], np.int64)),
+                                                              tin((3, 2, 2), 85), 1), exhaustive=True),
+            *[Case(f"scatter_reduce-{r}-{inc}", "aten::scatter_reduce.two",
+                   (tin((3, 5), 86), 1, _ids((3, 4), 3, 87 + k), tin((3, 4), 90 + k), r, inc),
+                   Tol(4, 4) if r in ("mean", "prod") else Tol(2, 2), exhaustive=k % 2 == 1)
+              for k, (r, inc) in enumerate([(r, inc) for r in ("sum", "prod", "mean", "amax", "amin")
+                                            for inc in (True, False)])]]
     for op in ("lt", "le", "gt", "ge", "eq", "ne"):
         x = In(np.array([[1.0, np.nan, -0.0, 2.0], [0.0, 3.0, np.inf, -1.0], [0.5, 0.5, -np.inf, np.nan]], np.float32))
         out += [Case(f"{op}.Tensor", f"aten::{op}.Tensor", (x, In(np.array([0.0, np.nan, 0.0, 2.0], np.float32)))),

@@ -1354,6 +1354,43 @@ def scatter(v: NodeView, c: Converter) -> None:
                                         value=value, index=const))
 
 
+def index_add(v: NodeView, c: Converter) -> None:
+    """``self.index_add(dim, index, source, alpha)`` (a GNN's or a mixture of experts' aggregation):
+    the ``scatter`` layer adding ``alpha * source`` at the 1-D ``index`` broadcast over the source's
+    other dims; each output element takes its contributions in index order, as torch's loop."""
+    x = c.tensor(v.value("self"))
+    dim = _dim(v, "dim", len(c.net.shape(x)))
+    src = c.tensor(v.value("source"))
+    ss = c.net.shape(src)
+    alpha = float(v.const("alpha", 1))
+    if alpha != 1.0:
+        src = c.net.add("pointwise", [src], ss, v.source, op="mul", args=(("in", 0), ("const", alpha)), params={})
+    index, const = _index_operand(v, c, "index")
+    view = tuple(ss[dim] if d == dim else 1 for d in range(len(ss)))
+    ins = [x, src]
+    if const is not None:
+        const = np.ascontiguousarray(np.broadcast_to(np.asarray(const, np.int64).reshape(view), ss))
+    else:
+        dtype = c.net.tensors[index].dtype
+        r = c.net.add("reshape", [index], view, v.source)
+        e = c.net.add("expand", [r], ss, v.source)
+        for t in (r, e):
+            c.net.tensors[t].dtype = dtype
+        ins.append(e)
+    c.bind(v.node.outputs[0], c.net.add("scatter", ins, v.out_shape(), v.source, dim=dim, add=True, value=None,
+                                        index=const))
+
+
+def scatter_reduce(v: NodeView, c: Converter) -> None:
+    """``self.scatter_reduce(dim, index, src, reduce, include_self)``: a ``scatter_reduce`` layer."""
+    x = c.tensor(v.value("self"))
+    index, const = _index_operand(v, c, "index")
+    ins = [x, c.tensor(v.value("src"))] + ([index] if index is not None else [])
+    c.bind(v.node.outputs[0], c.net.add("scatter_reduce", ins, v.out_shape(), v.source,
+                                        dim=_dim(v, "dim", len(c.net.shape(x))), reduce=v.const("reduce"),
+                                        include_self=bool(v.const("include_self", True)), index=const))
+
+
 def zeros_like(v: NodeView, c: Converter) -> None:
     c.bind(v.node.outputs[0], c.net.constant(np.zeros(v.out_shape(), np.float32)))
 

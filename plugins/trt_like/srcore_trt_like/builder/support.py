@@ -527,6 +527,22 @@ def _scatter(node: NodeInfo):
     return None if len(ranks) == 1 else f"self, index and src of ranks {sorted(ranks)} (torch needs one rank)"
 
 
+def _scatter_reduce(node: NodeInfo):
+    if node.const("reduce") not in ("sum", "prod", "mean", "amax", "amin"):
+        return f"reduce={node.const('reduce')!r}"
+    return _scatter(node)
+
+
+def _index_add(node: NodeInfo):
+    shapes = {a.name: a.type.shape for a in node.args if a.name in ("self", "index", "source")}
+    x, i, s = shapes["self"], shapes["index"], shapes["source"]
+    d = node.const("dim") % max(len(x), 1)
+    if len(i) != 1 or len(x) != len(s) or not x or s[d] != i[0] \
+            or any(a != b for k, (a, b) in enumerate(zip(x, s)) if k != d):
+        return f"self, index and source of shapes {x}, {i}, {s} (a 1-D index, source as self but along dim)"
+    return None
+
+
 def _compare(node: NodeInfo):
     return _same_dtype(node, "bool", ("float32", *_INDEX))
 
@@ -882,6 +898,9 @@ _TABLE: list[OpSupport] = [
            data_args={"self": ("float32", "int64", "int32")}, data_results={0: ("int64",)}),
     *_rows("scatter", {"aten::scatter.src": ("dim",), "aten::scatter.value": ("dim", "value"),
                        "aten::scatter_add": ("dim",)}, _scatter, data_args={"index": ("int64",)}),
+    *_rows("scatter_reduce", {"aten::scatter_reduce.two": ("dim", "reduce", "include_self")}, _scatter_reduce,
+           data_args={"index": ("int64",)}),
+    *_rows("index_add", {"aten::index_add": ("dim", "alpha")}, _index_add, data_args={"index": ("int64", "int32")}),
     # only self's shape is read: any dtype (a bool key padding mask made float: F._canonical_mask);
     # the float32 result is checked as every result is, whatever ``dtype`` asks
     *_rows("zeros_like", {"aten::zeros_like": ("dtype", "layout", "device", "pin_memory", "memory_format")},

@@ -631,6 +631,43 @@ def scatter(layer: Layer, net: Network):
     return run
 
 
+#: scatter_reduce's reductions: the ufunc combining a source element and the reduction's identity
+_SCATTER_REDUCE = {"sum": (np.add, 0.0), "mean": (np.add, 0.0), "prod": (np.multiply, 1.0),
+                   "amax": (np.maximum, -np.inf), "amin": (np.minimum, np.inf)}
+
+
+def scatter_reduce(layer: Layer, net: Network):
+    """``self.scatter_reduce(dim, index, src, reduce, include_self)`` (GNN aggregations): ``self``
+    copied; without ``include_self`` the positions the index reaches start from the reduction's
+    identity; each source element is combined in index order (``ufunc.at``; a NaN propagates through
+    ``amax`` / ``amin`` as torch's); ``mean`` divides the reached positions by their count (plus one
+    with ``include_self``), the others keep ``self``."""
+    dim, op, include, const = (layer.attrs[k] for k in ("dim", "reduce", "include_self", "index"))
+    fn, identity = _SCATTER_REDUCE[op]
+    n = net.shape(layer.inputs[0])[dim]
+    what = layer.source or "scatter_reduce"
+    if const is not None:
+        const = _checked(np.asarray(const, np.int64), n, what)
+
+    def run(x, src, *rest):
+        out = rest[-1]
+        idx = const if const is not None else _checked(rest[-2], n, what)
+        np.copyto(out, x)
+        grid = list(np.indices(idx.shape, sparse=True))
+        grid[dim] = idx
+        at = tuple(grid)
+        if not include:
+            out[at] = f32(identity)
+        fn.at(out, at, src[tuple(slice(0, s) for s in idx.shape)])
+        if op == "mean":
+            count = np.zeros(out.shape, np.float32)
+            np.add.at(count, at, np.float32(1))
+            if include:
+                count += count > 0
+            np.divide(out, count, out=out, where=count > 0)
+    return run
+
+
 _COMPARE = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
             "ne": np.not_equal}
 
