@@ -589,3 +589,61 @@ def adaptive_max_pool2d_matcher(node: NodeInfo):
         J.adaptive_max_pool2d_planes(_planes_of(self), res[0].reshape(-1, oh, ow), res[1].reshape(-1, oh, ow))
         return _handed_back(res, copy, out)
     return adaptive_max_pool2d_jit
+
+
+# --- compiled avg_pool3d (``jit_avg_pool.py``, numba) -----------------------------------------------
+
+
+def _all_const(node: NodeInfo, names) -> bool:
+    """Whether every argument of ``names`` is a constant (False for one the node does not know)."""
+    try:
+        return all(node.is_const(n) for n in names)
+    except KeyError:
+        return False
+
+
+def avg_pool3d_matcher(node: NodeInfo):
+    """``aten::avg_pool3d`` on a float32/float64 tensor: the compiled kernel (compiled now, at load);
+    None otherwise (the numpy kernel)."""
+    from srcore.plugin import TensorType
+
+    src = node.args[0].type if node.args else None
+    if not (isinstance(src, TensorType) and src.dtype in _JIT_INDEX_DTYPES):
+        return None
+    from . import jit_avg_pool as J
+
+    J.compile_for(src.dtype)
+    # with constant geometry arguments, the windows of each input shape are worked out once
+    fixed = _all_const(node, ("kernel_size", "stride", "padding", "ceil_mode"))
+    by_shape = {}
+
+    def windows(sp, kernel_size, stride, padding, ceil_mode):
+        g = by_shape.get(sp) if fixed else None
+        if g is None:
+            ks = _tup(kernel_size, 3)
+            st = _tup(stride, 3, ks)
+            pad = _tup(padding, 3, (0, 0, 0))
+            osz, _ = _geometry(sp, ks, st, pad, (1, 1, 1), ceil_mode)
+            g = (osz, ks + st + pad)
+            if fixed:
+                by_shape[sp] = g
+        return g
+
+    def avg_pool3d_jit(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+                       divisor_override=None, out=None):
+        if self.dtype.name not in _JIT_INDEX_DTYPES or self.ndim not in (4, 5):
+            return avg_pool3d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out)
+        if divisor_override is not None and divisor_override == 0:
+            raise KernelError("avg_pool3d: divisor must be not zero")
+        osz, geo = windows(self.shape[-3:], kernel_size, stride, padding, ceil_mode)
+        shape = self.shape[:-3] + osz
+        res = out if (out is not None and out.flags.c_contiguous and out.shape == shape
+                      and out.dtype == self.dtype) else np.empty(shape, self.dtype)
+        x = np.ascontiguousarray(self)
+        J.avg_pool3d_planes(x.reshape((-1,) + x.shape[-3:]), res.reshape((-1,) + osz), *geo,
+                            bool(count_include_pad), int(divisor_override or 0))
+        if out is not None and res is not out:
+            np.copyto(out, res)
+            return out
+        return res
+    return avg_pool3d_jit
