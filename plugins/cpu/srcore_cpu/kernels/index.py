@@ -242,11 +242,17 @@ def searchsorted_matcher(node: NodeInfo):
     if not (isinstance(seq_t, TensorType) and isinstance(val_t, TensorType) and seq_t.dtype == val_t.dtype
             and seq_t.dtype in _JIT_SEARCH):
         return None
-    if not node.is_const("sorter") or node.const("sorter") is not None:
-        return None
+    try:
+        if not node.is_const("sorter") or node.const("sorter") is not None:
+            return None
+    except KeyError:    # a node without the argument (and no schema to give its default)
+        pass
     from . import jit_binning as J
 
-    int32 = node.const("out_int32", None)
+    try:
+        int32 = node.const("out_int32", None)
+    except KeyError:
+        int32 = None
     for o in ("int32", "int64") if int32 is None else ("int32" if int32 else "int64",):
         J.compile_search(seq_t.dtype, o)
 
