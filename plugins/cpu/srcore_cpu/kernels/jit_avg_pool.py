@@ -19,43 +19,82 @@ import numpy as np
 from .jit import JIT
 
 
+@numba.njit(inline="always", **JIT)
+def _windows(n, o_count, k, s, p):
+    """Per output index along one dim: the window's in-bounds ``[lo, hi)`` and its length cut at
+    ``n + p`` only (the divisor with ``count_include_pad``)."""
+    lo = np.empty(o_count, np.int64)
+    hi = np.empty(o_count, np.int64)
+    full = np.empty(o_count, np.int64)
+    for o in range(o_count):
+        a = o * s - p
+        b = min(a + k, n + p)
+        full[o] = b - a
+        lo[o] = max(a, 0)
+        hi[o] = min(b, n)
+    return lo, hi, full
+
+
 @numba.njit(**JIT)
 def avg_pool3d_planes(x, y, kd, kh, kw, sd, sh, sw, pd, ph, pw, include_pad, divisor):
-    """``x`` (planes, D, H, W) -> ``y`` (planes, OD, OH, OW); ``divisor`` 0: none given."""
+    """``x`` (planes, D, H, W) -> ``y`` (planes, OD, OH, OW); ``divisor`` 0: none given.
+
+    A row of outputs ``y[p, od, oh, :]`` is summed at once: for each in-bounds (d, h) and kernel
+    column j, the inputs at ``ow * sw - pw + j`` are added to a row accumulator (a loop over ow that
+    vectorizes at stride 1), which keeps each output's own order (d, h, then w ascending) torch's."""
     P, D, H, W = x.shape
     OD, OH, OW = y.shape[1], y.shape[2], y.shape[3]
+    dlo, dhi, dfull = _windows(D, OD, kd, sd, pd)
+    hlo, hhi, hfull = _windows(H, OH, kh, sh, ph)
+    wlo, whi, wfull = _windows(W, OW, kw, sw, pw)
+    # kernel column j reads inside the row for the outputs [jlo[j], jhi[j])
+    jlo = np.empty(kw, np.int64)
+    jhi = np.empty(kw, np.int64)
+    for j in range(kw):
+        a = j - pw
+        jlo[j] = min((-a + sw - 1) // sw if a < 0 else 0, OW)
+        jhi[j] = max(min((W - 1 - a) // sw + 1 if a < W else 0, OW), jlo[j])
     zero = y.dtype.type(0)
-    for p in range(P):
-        for od in range(OD):
-            d0 = od * sd - pd
-            d1 = min(d0 + kd, D + pd)
-            nd = d1 - d0
-            d0, d1 = max(d0, 0), min(d1, D)
-            for oh in range(OH):
-                h0 = oh * sh - ph
-                h1 = min(h0 + kh, H + ph)
-                nh = h1 - h0
-                h0, h1 = max(h0, 0), min(h1, H)
+    one = y.dtype.type(1)
+    # the w factor of each output's divisor; an output with no element in bounds divides its 0 by 1
+    wn = np.empty(OW, np.int64)
+    for ow in range(OW):
+        wn[ow] = wfull[ow] if include_pad else whi[ow] - wlo[ow]
+    acc = np.empty(OW, y.dtype)
+    den = np.empty(OW, y.dtype)
+    for od in range(OD):
+        for oh in range(OH):
+            empty = dlo[od] >= dhi[od] or hlo[oh] >= hhi[oh]
+            dh_n = dfull[od] * hfull[oh] if include_pad else (dhi[od] - dlo[od]) * (hhi[oh] - hlo[oh])
+            for ow in range(OW):
+                if divisor != 0:
+                    n = divisor
+                else:
+                    n = dh_n * wn[ow]
+                den[ow] = one if empty or wlo[ow] >= whi[ow] else y.dtype.type(n)
+            for p in range(P):
+                yr = y[p, od, oh]
+                if empty:
+                    for ow in range(OW):
+                        yr[ow] = zero
+                    continue
                 for ow in range(OW):
-                    w0 = ow * sw - pw
-                    w1 = min(w0 + kw, W + pw)
-                    nw = w1 - w0
-                    w0, w1 = max(w0, 0), min(w1, W)
-                    if d0 >= d1 or h0 >= h1 or w0 >= w1:
-                        y[p, od, oh, ow] = 0
-                        continue
-                    if divisor != 0:
-                        n = divisor
-                    elif include_pad:
-                        n = nd * nh * nw
-                    else:
-                        n = (d1 - d0) * (h1 - h0) * (w1 - w0)
-                    acc = zero
-                    for d in range(d0, d1):
-                        for h in range(h0, h1):
-                            for w in range(w0, w1):
-                                acc += x[p, d, h, w]
-                    y[p, od, oh, ow] = acc / y.dtype.type(n)   # torch: scalar_t sum / int64 divisor
+                    acc[ow] = zero
+                for d in range(dlo[od], dhi[od]):
+                    for h in range(hlo[oh], hhi[oh]):
+                        xr = x[p, d, h]
+                        for j in range(kw):
+                            lo, hi, at = jlo[j], jhi[j], j - pw
+                            if sw == 1:
+                                xs = xr[lo + at:hi + at]
+                                a = acc[lo:hi]
+                                for i in range(hi - lo):
+                                    a[i] += xs[i]
+                            else:
+                                for ow in range(lo, hi):
+                                    acc[ow] += xr[ow * sw + at]
+                for ow in range(OW):
+                    yr[ow] = acc[ow] / den[ow]      # torch: scalar_t sum / int64 divisor
 
 
 def compile_for(dtype: str) -> None:

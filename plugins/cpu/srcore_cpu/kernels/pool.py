@@ -545,6 +545,39 @@ def _float_2d_input(node: NodeInfo) -> bool:
             and len(src.shape) in (3, 4))
 
 
+class _PerShape:
+    """``fn(spatial shape, *geometry arguments)``, remembered per shape when the node's geometry
+    arguments ``names`` are constants (a call then skips a few us of argument checks in Python)."""
+
+    def __init__(self, node: NodeInfo, names, fn):
+        self.fixed, self.fn, self.memo = _all_const(node, names), fn, {}
+
+    def __call__(self, sp, *args):
+        if not self.fixed:
+            return self.fn(sp, *args)
+        g = self.memo.get(sp)
+        if g is None:
+            g = self.memo[sp] = self.fn(sp, *args)
+        return g
+
+
+def _all_const(node: NodeInfo, names) -> bool:
+    """Whether every argument of ``names`` is a constant (False for one the node does not know)."""
+    try:
+        return all(node.is_const(n) for n in names)
+    except KeyError:
+        return False
+
+
+def _max_pool2d_windows(sp, kernel_size, stride, padding, dilation, ceil_mode):
+    """(output size, the kernel's geometry ints) of a 2-D max pool over ``sp``."""
+    ks = _tup(kernel_size, 2)
+    st = _tup(stride, 2, ks)
+    pad, dil = _tup(padding, 2, (0, 0)), _tup(dilation, 2, (1, 1))
+    osz, _ = _geometry(sp, ks, st, pad, dil, ceil_mode)
+    return osz, (ks[0], ks[1], st[0], st[1], pad[0], pad[1], dil[0], dil[1])
+
+
 def max_pool2d_with_indices_matcher(node: NodeInfo):
     """``aten::max_pool2d_with_indices`` on a float32/float64 tensor of rank 3 or 4: the compiled
     kernel (compiled now, at load); None otherwise (the numpy kernel)."""
@@ -553,19 +586,16 @@ def max_pool2d_with_indices_matcher(node: NodeInfo):
     from . import jit_pool_indices as J
 
     J.compile_for(node.args[0].type.dtype)
+    windows = _PerShape(node, ("kernel_size", "stride", "padding", "dilation", "ceil_mode"), _max_pool2d_windows)
 
     def max_pool2d_with_indices_jit(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False,
                                     out=None):
         if self.dtype.name not in _JIT_INDEX_DTYPES or self.ndim not in (3, 4):
             return max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode, out)
-        ks = _tup(kernel_size, 2)
-        st = _tup(stride, 2, ks)
-        pad, dil = _tup(padding, 2, (0, 0)), _tup(dilation, 2, (1, 1))
-        osz, _ = _geometry(self.shape[-2:], ks, st, pad, dil, ceil_mode)
+        osz, geo = windows(self.shape[-2:], kernel_size, stride, padding, dilation, ceil_mode)
         shape = self.shape[:-2] + osz
         res, copy = _into(out, shape, self.dtype)
-        J.max_pool2d_planes(_planes_of(self), res[0].reshape((-1,) + osz), res[1].reshape((-1,) + osz),
-                            ks[0], ks[1], st[0], st[1], pad[0], pad[1], dil[0], dil[1])
+        J.max_pool2d_planes(_planes_of(self), res[0].reshape((-1,) + osz), res[1].reshape((-1,) + osz), *geo)
         return _handed_back(res, copy, out)
     return max_pool2d_with_indices_jit
 
@@ -594,12 +624,13 @@ def adaptive_max_pool2d_matcher(node: NodeInfo):
 # --- compiled avg_pool3d (``jit_avg_pool.py``, numba) -----------------------------------------------
 
 
-def _all_const(node: NodeInfo, names) -> bool:
-    """Whether every argument of ``names`` is a constant (False for one the node does not know)."""
-    try:
-        return all(node.is_const(n) for n in names)
-    except KeyError:
-        return False
+def _avg_pool3d_windows(sp, kernel_size, stride, padding, ceil_mode):
+    """(output size, kernel + stride + padding) of a 3-D average pool over ``sp``."""
+    ks = _tup(kernel_size, 3)
+    st = _tup(stride, 3, ks)
+    pad = _tup(padding, 3, (0, 0, 0))
+    osz, _ = _geometry(sp, ks, st, pad, (1, 1, 1), ceil_mode)
+    return osz, ks + st + pad
 
 
 def avg_pool3d_matcher(node: NodeInfo):
@@ -613,21 +644,7 @@ def avg_pool3d_matcher(node: NodeInfo):
     from . import jit_avg_pool as J
 
     J.compile_for(src.dtype)
-    # with constant geometry arguments, the windows of each input shape are worked out once
-    fixed = _all_const(node, ("kernel_size", "stride", "padding", "ceil_mode"))
-    by_shape = {}
-
-    def windows(sp, kernel_size, stride, padding, ceil_mode):
-        g = by_shape.get(sp) if fixed else None
-        if g is None:
-            ks = _tup(kernel_size, 3)
-            st = _tup(stride, 3, ks)
-            pad = _tup(padding, 3, (0, 0, 0))
-            osz, _ = _geometry(sp, ks, st, pad, (1, 1, 1), ceil_mode)
-            g = (osz, ks + st + pad)
-            if fixed:
-                by_shape[sp] = g
-        return g
+    windows = _PerShape(node, ("kernel_size", "stride", "padding", "ceil_mode"), _avg_pool3d_windows)
 
     def avg_pool3d_jit(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
                        divisor_override=None, out=None):
