@@ -36,14 +36,13 @@ def _windows(n, o_count, k, s, p):
 
 
 @numba.njit(**JIT)
-def avg_pool3d_planes(x, y, kd, kh, kw, sd, sh, sw, pd, ph, pw, include_pad, divisor):
-    """``x`` (planes, D, H, W) -> ``y`` (planes, OD, OH, OW); ``divisor`` 0: none given.
+def avg_pool3d_flat(x, y, P, D, H, W, OD, OH, OW, kd, kh, kw, sd, sh, sw, pd, ph, pw, include_pad, divisor):
+    """``x`` (P * D * H * W,) -> ``y`` (P * OD * OH * OW,), both C order; ``divisor`` 0: none given.
 
     A row of outputs ``y[p, od, oh, :]`` is summed at once: for each in-bounds (d, h) and kernel
-    column j, the inputs at ``ow * sw - pw + j`` are added to a row accumulator (a loop over ow that
-    vectorizes at stride 1), which keeps each output's own order (d, h, then w ascending) torch's."""
-    P, D, H, W = x.shape
-    OD, OH, OW = y.shape[1], y.shape[2], y.shape[3]
+    column j, the inputs at ``ow * sw - pw + j`` are added to a row accumulator, which keeps each
+    output's own order (d, h, then w ascending) torch's. Flat buffers with unsigned offsets
+    (``np.uintp``): no negative-index wraparound, so the stride-1 row loops vectorize."""
     dlo, dhi, dfull = _windows(D, OD, kd, sd, pd)
     hlo, hhi, hfull = _windows(H, OH, kh, sh, ph)
     wlo, whi, wfull = _windows(W, OW, kw, sw, pw)
@@ -67,37 +66,32 @@ def avg_pool3d_planes(x, y, kd, kh, kw, sd, sh, sw, pd, ph, pw, include_pad, div
             empty = dlo[od] >= dhi[od] or hlo[oh] >= hhi[oh]
             dh_n = dfull[od] * hfull[oh] if include_pad else (dhi[od] - dlo[od]) * (hhi[oh] - hlo[oh])
             for ow in range(OW):
-                if divisor != 0:
-                    n = divisor
-                else:
-                    n = dh_n * wn[ow]
+                n = divisor if divisor != 0 else dh_n * wn[ow]
                 den[ow] = one if empty or wlo[ow] >= whi[ow] else y.dtype.type(n)
             for p in range(P):
-                yr = y[p, od, oh]
+                yb = ((p * OD + od) * OH + oh) * OW
                 if empty:
                     for ow in range(OW):
-                        yr[ow] = zero
+                        y[np.uintp(yb + ow)] = zero
                     continue
                 for ow in range(OW):
                     acc[ow] = zero
                 for d in range(dlo[od], dhi[od]):
                     for h in range(hlo[oh], hhi[oh]):
-                        xr = x[p, d, h]
+                        xb = ((p * D + d) * H + h) * W
                         for j in range(kw):
-                            lo, hi, at = jlo[j], jhi[j], j - pw
+                            lo, hi, at = jlo[j], jhi[j], xb + j - pw
                             if sw == 1:
-                                xs = xr[lo + at:hi + at]
-                                a = acc[lo:hi]
-                                for i in range(hi - lo):
-                                    a[i] += xs[i]
+                                for ow in range(lo, hi):
+                                    acc[np.uintp(ow)] += x[np.uintp(at + ow)]
                             else:
                                 for ow in range(lo, hi):
-                                    acc[ow] += xr[ow * sw + at]
+                                    acc[np.uintp(ow)] += x[np.uintp(at + ow * sw)]
                 for ow in range(OW):
-                    yr[ow] = acc[ow] / den[ow]      # torch: scalar_t sum / int64 divisor
+                    y[np.uintp(yb + ow)] = acc[np.uintp(ow)] / den[np.uintp(ow)]   # torch: sum / int64 divisor
 
 
 def compile_for(dtype: str) -> None:
     """Compile (or load from numba's cache) the kernel for ``dtype`` now: at load, not in a call."""
-    a4 = numba.types.Array(numba.from_dtype(np.dtype(dtype)), 4, "C")
-    avg_pool3d_planes.compile((a4, a4) + (numba.int64,) * 9 + (numba.boolean, numba.int64))
+    a1 = numba.types.Array(numba.from_dtype(np.dtype(dtype)), 1, "C")
+    avg_pool3d_flat.compile((a1, a1) + (numba.int64,) * 16 + (numba.boolean, numba.int64))

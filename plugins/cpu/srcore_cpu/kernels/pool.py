@@ -656,9 +656,9 @@ def avg_pool3d_matcher(node: NodeInfo):
         shape = self.shape[:-3] + osz
         res = out if (out is not None and out.flags.c_contiguous and out.shape == shape
                       and out.dtype == self.dtype) else np.empty(shape, self.dtype)
-        x = np.ascontiguousarray(self)
-        J.avg_pool3d_planes(x.reshape((-1,) + x.shape[-3:]), res.reshape((-1,) + osz), *geo,
-                            bool(count_include_pad), int(divisor_override or 0))
+        D, H, W = self.shape[-3:]
+        J.avg_pool3d_flat(np.ascontiguousarray(self).reshape(-1), res.reshape(-1), self.size // (D * H * W) if D * H * W
+                          else 0, D, H, W, *osz, *geo, bool(count_include_pad), int(divisor_override or 0))
         if out is not None and res is not out:
             np.copyto(out, res)
             return out

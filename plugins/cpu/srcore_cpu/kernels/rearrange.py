@@ -275,7 +275,8 @@ def im2col_matcher(node):
         (kh, kw), (dh, dw), (ph, pw), (sh, sw), (oh, ow) = geometry((h, w), kernel_size, dilation, padding, stride)
         shape = (n, c * kh * kw, oh * ow)
         res = _target(out, shape if self.ndim == 4 else shape[1:], self.dtype)
-        J.im2col_into(x, res.reshape(shape), kh, kw, dh, dw, ph, pw, sh, sw, ow)
+        J.im2col_flat(np.ascontiguousarray(x).reshape(-1), res.reshape(-1), n * c, h, w, kh, kw, dh, dw, ph, pw,
+                      sh, sw, oh, ow)
         return _write(out, res) if res is not out else out
     return im2col_jit
 
@@ -300,6 +301,7 @@ def col2im_matcher(node):
             return col2im(self, output_size, kernel_size, dilation, padding, stride, out=out)   # its message
         shape = (n, ck // (kh * kw), h, w)
         res = _target(out, shape if self.ndim == 3 else shape[1:], self.dtype)
-        J.col2im_into(cols, res.reshape(shape), kh, kw, dh, dw, ph, pw, sh, sw, ow)
+        J.col2im_flat(np.ascontiguousarray(cols).reshape(-1), res.reshape(-1), n * (ck // (kh * kw)), h, w, kh, kw,
+                      dh, dw, ph, pw, sh, sw, oh, ow)
         return _write(out, res) if res is not out else out
     return col2im_jit
