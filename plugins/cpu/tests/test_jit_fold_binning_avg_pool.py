@@ -66,8 +66,8 @@ def _into_buffers(fn, args, kw, e):
 
 pairs = st.tuples(st.integers(1, 3), st.integers(1, 3))
 FOLD = dict(n=st.integers(0, 2), c=st.integers(1, 3), hw=st.tuples(st.integers(1, 9), st.integers(1, 9)),
-            k=st.tuples(st.integers(1, 4), st.integers(1, 4)), d=pairs, p=st.tuples(st.integers(0, 3), st.integers(0, 3)),
-            s=pairs, dtype=DTYPES, batched=st.booleans(), seed=st.integers(0, 2**16), const=st.booleans())
+            k=st.tuples(st.integers(1, 4), st.integers(1, 4)), d=pairs,
+            p=st.tuples(st.integers(0, 3), st.integers(0, 3)), s=pairs, dtype=DTYPES, batched=st.booleans(), seed=st.integers(0, 2**16), const=st.booleans())
 
 
 def _blocks(hw, k, d, p, s):

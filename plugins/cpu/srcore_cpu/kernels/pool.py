@@ -16,6 +16,7 @@ from srcore.plugin import KernelError
 from srcore.plugin import NodeInfo, Specialized
 
 from . import parallel as _par
+from .per_shape import PerShape
 from .workspace import SharedWorkspace
 
 
@@ -545,30 +546,6 @@ def _float_2d_input(node: NodeInfo) -> bool:
             and len(src.shape) in (3, 4))
 
 
-class _PerShape:
-    """``fn(spatial shape, *geometry arguments)``, remembered per shape when the node's geometry
-    arguments ``names`` are constants (a call then skips a few us of argument checks in Python)."""
-
-    def __init__(self, node: NodeInfo, names, fn):
-        self.fixed, self.fn, self.memo = _all_const(node, names), fn, {}
-
-    def __call__(self, sp, *args):
-        if not self.fixed:
-            return self.fn(sp, *args)
-        g = self.memo.get(sp)
-        if g is None:
-            g = self.memo[sp] = self.fn(sp, *args)
-        return g
-
-
-def _all_const(node: NodeInfo, names) -> bool:
-    """Whether every argument of ``names`` is a constant (False for one the node does not know)."""
-    try:
-        return all(node.is_const(n) for n in names)
-    except KeyError:
-        return False
-
-
 def _max_pool2d_windows(sp, kernel_size, stride, padding, dilation, ceil_mode):
     """(output size, the kernel's geometry ints) of a 2-D max pool over ``sp``."""
     ks = _tup(kernel_size, 2)
@@ -586,7 +563,7 @@ def max_pool2d_with_indices_matcher(node: NodeInfo):
     from . import jit_pool_indices as J
 
     J.compile_for(node.args[0].type.dtype)
-    windows = _PerShape(node, ("kernel_size", "stride", "padding", "dilation", "ceil_mode"), _max_pool2d_windows)
+    windows = PerShape(node, ("kernel_size", "stride", "padding", "dilation", "ceil_mode"), _max_pool2d_windows)
 
     def max_pool2d_with_indices_jit(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False,
                                     out=None):
@@ -644,7 +621,7 @@ def avg_pool3d_matcher(node: NodeInfo):
     from . import jit_avg_pool as J
 
     J.compile_for(src.dtype)
-    windows = _PerShape(node, ("kernel_size", "stride", "padding", "ceil_mode"), _avg_pool3d_windows)
+    windows = PerShape(node, ("kernel_size", "stride", "padding", "ceil_mode"), _avg_pool3d_windows)
 
     def avg_pool3d_jit(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
                        divisor_override=None, out=None):

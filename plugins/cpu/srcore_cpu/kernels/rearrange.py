@@ -7,9 +7,13 @@ whatever the image size.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from srcore.plugin import KernelError
+
+from .per_shape import PerShape
 
 
 def _fail(op, msg):
@@ -233,31 +237,6 @@ def _target(out, shape, dtype):
     return np.empty(shape, dtype)
 
 
-def _consts(node, names):
-    """The constant values of arguments ``names`` (a tuple), or None when one of them is computed."""
-    try:
-        vals = tuple(node.const(n, None) for n in names)
-    except KeyError:        # an argument the node does not know
-        return None
-    return None if any(v is None for v in vals) else vals
-
-
-class _Geometries:
-    """``_geometry`` of each input shape, remembered when the node's geometry arguments are constants
-    (a call then skips ~9 us of argument checks in Python); recomputed every call otherwise."""
-
-    def __init__(self, op, node, names):
-        self.op, self.fixed, self.by_shape = op, _consts(node, names) is not None, {}
-
-    def __call__(self, size, *args):
-        if not self.fixed:
-            return _geometry(self.op, size, *args)
-        g = self.by_shape.get(size)
-        if g is None:
-            g = self.by_shape[size] = _geometry(self.op, size, *args)
-        return g
-
-
 def im2col_matcher(node):
     """``aten::im2col`` on float32/float64: the compiled kernel (compiled now, at load); None otherwise."""
     if not _float_input(node):
@@ -265,7 +244,8 @@ def im2col_matcher(node):
     from . import jit_fold as J
 
     J.compile_for(node.args[0].type.dtype)
-    geometry = _Geometries("aten::im2col", node, ("kernel_size", "dilation", "padding", "stride"))
+    geometry = PerShape(node, ("kernel_size", "dilation", "padding", "stride"),
+                        functools.partial(_geometry, "aten::im2col"))
 
     def im2col_jit(self, kernel_size, dilation, padding, stride, *, out=None):
         if self.dtype.name not in _JIT_DTYPES or self.ndim not in (3, 4):
@@ -288,7 +268,8 @@ def col2im_matcher(node):
     from . import jit_fold as J
 
     J.compile_for(node.args[0].type.dtype)
-    geometry = _Geometries("aten::col2im", node, ("output_size", "kernel_size", "dilation", "padding", "stride"))
+    geometry = PerShape(node, ("output_size", "kernel_size", "dilation", "padding", "stride"),
+                        functools.partial(_geometry, "aten::col2im"))
 
     def col2im_jit(self, output_size, kernel_size, dilation, padding, stride, *, out=None):
         if self.dtype.name not in _JIT_DTYPES or self.ndim not in (2, 3):
