@@ -308,3 +308,30 @@ def test_compiled_kernels_are_declared_first(op, matcher):
     plain = [k for k in ks if k.matcher is None]
     assert len(jit) == 1 and plain and jit[0].priority > max(k.priority for k in plain)
     assert set(plain[0].dtypes) <= set(jit[0].dtypes)
+
+
+def test_per_shape_remembers_only_constant_geometry():
+    """Constant geometry arguments: one computation per shape; a computed one (or one the node does
+    not know): every call; an error is raised on every call, never remembered."""
+    from srcore_cpu.kernels.per_shape import PerShape
+
+    calls = []
+
+    def fn(shape, k):
+        calls.append(shape)
+        if k < 0:
+            raise KernelError("bad k")
+        return shape[0] * k
+
+    x = np.zeros((2, 3), np.float32)
+    const = PerShape(_node("op", ("self", x), k=2), ("k",), fn)
+    assert [const((2, 3), 2), const((2, 3), 2), const((4, 3), 2)] == [4, 4, 8] and len(calls) == 2
+    computed = PerShape(_node("op", ("self", x), ("k", x)), ("k",), fn)
+    assert [computed((2, 3), 2), computed((2, 3), 3)] == [4, 6] and len(calls) == 4
+    unknown = PerShape(_node("op", ("self", x)), ("k",), fn)
+    assert not unknown.fixed
+    bad = PerShape(_node("op", ("self", x), k=-1), ("k",), fn)
+    for _ in range(2):
+        with pytest.raises(KernelError):
+            bad((2, 3), -1)
+    assert len(calls) == 6
