@@ -12,6 +12,9 @@ KERNELS: list[Kernel] = [
     _k("aten::index_select", "index_select", ANY),
     _k("aten::bucketize.Tensor", "bucketize", ANY), _k("aten::bucketize.Scalar", "bucketize", ANY),
     _k("aten::searchsorted.Tensor", "searchsorted", ANY), _k("aten::searchsorted.Scalar", "searchsorted", ANY),
+    # the compiled one (kernels/jit_binning.py) first; its matcher declines what it does not take
+    Kernel("aten::searchsorted.Tensor", "cpu", "out", ANY, "srcore_cpu.kernels.index:searchsorted",
+           matcher="srcore_cpu.kernels.index:searchsorted_matcher", priority=2),
     _k("aten::diag", "diag", ANY),
     _k("aten::scatter.src", "scatter", ANY), _k("aten::scatter.value", "scatter", ANY),
     _k("aten::scatter.reduce", "scatter", ANY), _k("aten::scatter.value_reduce", "scatter", ANY),

@@ -32,4 +32,6 @@ KERNELS: list[Kernel] = [
            matcher=_M + "max_pool2d_with_indices_matcher", priority=2),
     Kernel("aten::adaptive_max_pool2d", "cpu", "out", FLOATS + ("int64",), _M + "adaptive_max_pool2d",
            matcher=_M + "adaptive_max_pool2d_matcher", priority=2),
+    # kernels/jit_avg_pool.py, the same way
+    Kernel("aten::avg_pool3d", "cpu", "out", FLOATS, _M + "avg_pool3d", matcher=_M + "avg_pool3d_matcher", priority=2),
 ]

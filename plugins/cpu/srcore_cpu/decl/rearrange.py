@@ -6,6 +6,7 @@ from srcore.plugin import Kernel
 from . import ALL, ANY, FLOATS, INTS, family
 
 _k = family("rearrange")
+_M = "srcore_cpu.kernels.rearrange:"
 
 KERNELS: list[Kernel] = [
     _k("aten::argsort", "argsort", ALL), _k("aten::argsort.stable", "argsort", ALL),
@@ -19,4 +20,8 @@ KERNELS: list[Kernel] = [
     _k("aten::pixel_unshuffle", "pixel_unshuffle", ANY), _k("aten::pixel_unshuffle.out", "pixel_unshuffle", ANY),
     _k("aten::im2col", "im2col", FLOATS), _k("aten::im2col.out", "im2col", FLOATS),
     _k("aten::col2im", "col2im", FLOATS), _k("aten::col2im.out", "col2im", FLOATS),
+    # the compiled ones (kernels/jit_fold.py) first; their matchers decline other dtypes
+    *(Kernel(op, "cpu", "out", FLOATS, _M + impl, matcher=_M + impl + "_matcher", priority=2)
+      for op, impl in (("aten::im2col", "im2col"), ("aten::im2col.out", "im2col"),
+                       ("aten::col2im", "col2im"), ("aten::col2im.out", "col2im"))),
 ]

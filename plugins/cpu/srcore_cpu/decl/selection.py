@@ -1,6 +1,8 @@
 """Gathers, differences, quantiles, membership, histograms, losses (kernels in kernels/selection.py)."""
 from __future__ import annotations
 
+from srcore.plugin import Kernel
+
 from . import ALL, FLOATS, NUMERIC, family
 
 _k = family("selection")
@@ -10,7 +12,11 @@ KERNELS = [
     _k("aten::ravel", "ravel", ALL, kind="native"), _k("aten::diff", "diff", ALL),
     _k("aten::quantile", "quantile", FLOATS + ("int64",)), _k("aten::quantile.scalar", "quantile", FLOATS),
     _k("aten::nanquantile", "nanquantile", FLOATS + ("int64",)), _k("aten::nanquantile.scalar", "nanquantile", FLOATS),
-    _k("aten::msort", "msort", ALL), _k("aten::histc", "histc", FLOATS), _k("aten::renorm", "renorm", FLOATS),
+    _k("aten::msort", "msort", ALL), _k("aten::histc", "histc", FLOATS),
+    # the compiled one (kernels/jit_binning.py) first; its matcher declines what it does not take
+    Kernel("aten::histc", "cpu", "out", FLOATS, "srcore_cpu.kernels.selection:histc",
+           matcher="srcore_cpu.kernels.selection:histc_matcher", priority=2),
+    _k("aten::renorm", "renorm", FLOATS),
     _k("aten::mse_loss", "mse_loss", FLOATS), _k("aten::soft_margin_loss", "soft_margin_loss", FLOATS),
     _k("aten::isin.Tensor_Tensor", "isin", ALL), _k("aten::isin.Tensor_Scalar", "isin", ALL),
     _k("aten::isin.Scalar_Tensor", "isin", ALL), _k("aten::index_copy", "index_copy", ALL),

@@ -7,10 +7,11 @@ fancy index themselves instead of using ``np.take_along_axis``.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
-from srcore.plugin import KernelError
+from srcore.plugin import KernelError, NodeInfo
 
 
 def _along(index, dim):
@@ -181,11 +182,8 @@ def _bisect(rows, vals, per_row: bool, right: bool):
     return lo.reshape(vals.shape)
 
 
-def searchsorted(sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None, out=None):
-    """``aten::searchsorted`` (Tensor, Scalar): for each value, its insertion index in the innermost
-    rows of ``sorted_sequence`` (1-D: one row for every value; N-D: the leading dims match the values'),
-    ``side="right"`` / ``right=True`` after equal elements; ``sorter`` the argsort of unsorted rows.
-    The search is ATen's, NaN included (:func:`_bisect`)."""
+def _search_side(right, side):
+    """``right`` from torch's two spellings of it (``side`` wins when given; they may not disagree)."""
     if side is not None:
         if side not in ("left", "right"):
             raise KernelError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side!r}")
@@ -193,22 +191,88 @@ def searchsorted(sorted_sequence, self, *, out_int32=False, right=False, side=No
             raise KernelError("torch.searchsorted(): side and right can't be set to opposites, got side of left "
                               "while right was True")
         right = side == "right"
-    seq = np.asarray(sorted_sequence)
-    vals = np.asarray(self)
-    if sorter is not None:
-        seq = np.take_along_axis(seq, np.asarray(sorter), axis=-1)
+    return bool(right)
+
+
+def _search_rows(seq, vals):
+    """``seq`` as (rows, n): one row for a 1-D ``seq``, else one per leading index, which must be the
+    values' leading dims."""
     if seq.ndim > 1 and (seq.shape[:-1] != vals.shape[:-1] or vals.ndim != seq.ndim):
         raise KernelError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
                           f"dimensions of boundaries tensor and input value tensor must match, but we got "
                           f"boundaries tensor {list(seq.shape)} and input value tensor {list(vals.shape)}")
-    rows = seq.reshape(1, seq.size) if seq.ndim <= 1 else seq.reshape(-1, seq.shape[-1]) if seq.size else \
-        np.zeros((1, 0), seq.dtype)
+    if seq.ndim <= 1:
+        return seq.reshape(1, seq.size)
+    return seq.reshape(math.prod(seq.shape[:-1]), seq.shape[-1])
+
+
+def searchsorted(sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None, out=None):
+    """``aten::searchsorted`` (Tensor, Scalar): for each value, its insertion index in the innermost
+    rows of ``sorted_sequence`` (1-D: one row for every value; N-D: the leading dims match the values'),
+    ``side="right"`` / ``right=True`` after equal elements; ``sorter`` the argsort of unsorted rows.
+    The search is ATen's, NaN included (:func:`_bisect`)."""
+    right = _search_side(right, side)
+    seq = np.asarray(sorted_sequence)
+    vals = np.asarray(self)
+    if sorter is not None:
+        seq = np.take_along_axis(seq, np.asarray(sorter), axis=-1)
+    rows = _search_rows(seq, vals)
+    if rows.size == 0:
+        rows = np.zeros((1, 0), seq.dtype)
     r = _bisect(rows, vals, seq.ndim > 1, right)
     r = np.asarray(r, np.int32 if out_int32 else np.int64)
     if out is None:
         return r
     np.copyto(out, r)
     return out
+
+
+#: the dtypes the compiled searchsorted (``jit_binning.py``) is compiled for
+_JIT_SEARCH = ("float32", "float64", "int64", "int32", "int16", "int8", "uint8")
+
+
+def searchsorted_matcher(node: NodeInfo):
+    """``aten::searchsorted.Tensor`` with boundaries and values of one dtype of ``_JIT_SEARCH`` and
+    no ``sorter``: the compiled kernel (compiled now, at load); None otherwise (the numpy kernel)."""
+    from srcore.plugin import TensorType
+
+    if node.op != "aten::searchsorted.Tensor" or len(node.args) < 2:
+        return None
+    seq_t, val_t = node.args[0].type, node.args[1].type
+    if not (isinstance(seq_t, TensorType) and isinstance(val_t, TensorType) and seq_t.dtype == val_t.dtype
+            and seq_t.dtype in _JIT_SEARCH):
+        return None
+    try:
+        if not node.is_const("sorter") or node.const("sorter") is not None:
+            return None
+    except KeyError:    # a node without the argument (and no schema to give its default)
+        pass
+    from . import jit_binning as J
+
+    try:
+        int32 = node.const("out_int32", None)
+    except KeyError:
+        int32 = None
+    for o in ("int32", "int64") if int32 is None else ("int32" if int32 else "int64",):
+        J.compile_search(seq_t.dtype, o)
+
+    def searchsorted_jit(sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None, out=None):
+        if (sorter is not None or not isinstance(self, np.ndarray) or self.dtype != sorted_sequence.dtype
+                or self.dtype.name not in _JIT_SEARCH):
+            return searchsorted(sorted_sequence, self, out_int32=out_int32, right=right, side=side, sorter=sorter,
+                                out=out)
+        right = _search_side(right, side)
+        rows = _search_rows(sorted_sequence, self)
+        vals = self.reshape(rows.shape[0], self.shape[-1]) if sorted_sequence.ndim > 1 else self.reshape(1, self.size)
+        dt = np.int32 if out_int32 else np.int64
+        res = out if (out is not None and out.flags.c_contiguous and out.dtype == dt and out.shape == self.shape) \
+            else np.empty(self.shape, dt)
+        J.search_rows(rows, vals, res.reshape(vals.shape), right)
+        if out is not None and res is not out:
+            np.copyto(out, res)
+            return out
+        return res
+    return searchsorted_jit
 
 
 def diag(self, diagonal=0, *, out=None):

@@ -16,6 +16,7 @@ from srcore.plugin import KernelError
 from srcore.plugin import NodeInfo, Specialized
 
 from . import parallel as _par
+from .per_shape import PerShape
 from .workspace import SharedWorkspace
 
 
@@ -545,6 +546,15 @@ def _float_2d_input(node: NodeInfo) -> bool:
             and len(src.shape) in (3, 4))
 
 
+def _max_pool2d_windows(sp, kernel_size, stride, padding, dilation, ceil_mode):
+    """(output size, the kernel's geometry ints) of a 2-D max pool over ``sp``."""
+    ks = _tup(kernel_size, 2)
+    st = _tup(stride, 2, ks)
+    pad, dil = _tup(padding, 2, (0, 0)), _tup(dilation, 2, (1, 1))
+    osz, _ = _geometry(sp, ks, st, pad, dil, ceil_mode)
+    return osz, (ks[0], ks[1], st[0], st[1], pad[0], pad[1], dil[0], dil[1])
+
+
 def max_pool2d_with_indices_matcher(node: NodeInfo):
     """``aten::max_pool2d_with_indices`` on a float32/float64 tensor of rank 3 or 4: the compiled
     kernel (compiled now, at load); None otherwise (the numpy kernel)."""
@@ -553,19 +563,16 @@ def max_pool2d_with_indices_matcher(node: NodeInfo):
     from . import jit_pool_indices as J
 
     J.compile_for(node.args[0].type.dtype)
+    windows = PerShape(node, ("kernel_size", "stride", "padding", "dilation", "ceil_mode"), _max_pool2d_windows)
 
     def max_pool2d_with_indices_jit(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False,
                                     out=None):
         if self.dtype.name not in _JIT_INDEX_DTYPES or self.ndim not in (3, 4):
             return max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode, out)
-        ks = _tup(kernel_size, 2)
-        st = _tup(stride, 2, ks)
-        pad, dil = _tup(padding, 2, (0, 0)), _tup(dilation, 2, (1, 1))
-        osz, _ = _geometry(self.shape[-2:], ks, st, pad, dil, ceil_mode)
+        osz, geo = windows(self.shape[-2:], kernel_size, stride, padding, dilation, ceil_mode)
         shape = self.shape[:-2] + osz
         res, copy = _into(out, shape, self.dtype)
-        J.max_pool2d_planes(_planes_of(self), res[0].reshape((-1,) + osz), res[1].reshape((-1,) + osz),
-                            ks[0], ks[1], st[0], st[1], pad[0], pad[1], dil[0], dil[1])
+        J.max_pool2d_planes(_planes_of(self), res[0].reshape((-1,) + osz), res[1].reshape((-1,) + osz), *geo)
         return _handed_back(res, copy, out)
     return max_pool2d_with_indices_jit
 
@@ -589,3 +596,48 @@ def adaptive_max_pool2d_matcher(node: NodeInfo):
         J.adaptive_max_pool2d_planes(_planes_of(self), res[0].reshape(-1, oh, ow), res[1].reshape(-1, oh, ow))
         return _handed_back(res, copy, out)
     return adaptive_max_pool2d_jit
+
+
+# --- compiled avg_pool3d (``jit_avg_pool.py``, numba) -----------------------------------------------
+
+
+def _avg_pool3d_windows(sp, kernel_size, stride, padding, ceil_mode):
+    """(output size, kernel + stride + padding) of a 3-D average pool over ``sp``."""
+    ks = _tup(kernel_size, 3)
+    st = _tup(stride, 3, ks)
+    pad = _tup(padding, 3, (0, 0, 0))
+    osz, _ = _geometry(sp, ks, st, pad, (1, 1, 1), ceil_mode)
+    return osz, ks + st + pad
+
+
+def avg_pool3d_matcher(node: NodeInfo):
+    """``aten::avg_pool3d`` on a float32/float64 tensor: the compiled kernel (compiled now, at load);
+    None otherwise (the numpy kernel)."""
+    from srcore.plugin import TensorType
+
+    src = node.args[0].type if node.args else None
+    if not (isinstance(src, TensorType) and src.dtype in _JIT_INDEX_DTYPES):
+        return None
+    from . import jit_avg_pool as J
+
+    J.compile_for(src.dtype)
+    windows = PerShape(node, ("kernel_size", "stride", "padding", "ceil_mode"), _avg_pool3d_windows)
+
+    def avg_pool3d_jit(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+                       divisor_override=None, out=None):
+        if self.dtype.name not in _JIT_INDEX_DTYPES or self.ndim not in (4, 5):
+            return avg_pool3d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out)
+        if divisor_override is not None and divisor_override == 0:
+            raise KernelError("avg_pool3d: divisor must be not zero")
+        osz, geo = windows(self.shape[-3:], kernel_size, stride, padding, ceil_mode)
+        shape = self.shape[:-3] + osz
+        res = out if (out is not None and out.flags.c_contiguous and out.shape == shape
+                      and out.dtype == self.dtype) else np.empty(shape, self.dtype)
+        D, H, W = self.shape[-3:]
+        J.avg_pool3d_flat(np.ascontiguousarray(self).reshape(-1), res.reshape(-1), self.size // (D * H * W) if D * H * W
+                          else 0, D, H, W, *osz, *geo, bool(count_include_pad), int(divisor_override or 0))
+        if out is not None and res is not out:
+            np.copyto(out, res)
+            return out
+        return res
+    return avg_pool3d_jit

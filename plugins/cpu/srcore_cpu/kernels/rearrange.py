@@ -7,9 +7,13 @@ whatever the image size.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from srcore.plugin import KernelError
+
+from .per_shape import PerShape
 
 
 def _fail(op, msg):
@@ -213,3 +217,72 @@ def col2im(self, output_size, kernel_size, dilation, padding, stride, *, out=Non
             img[:, :, r0:r0 + sh * (oh - 1) + 1:sh, c0:c0 + sw * (ow - 1) + 1:sw] += blocks[:, :, i, j]
     res = img[:, :, ph:ph + h, pw:pw + w]
     return _write(out, np.ascontiguousarray(res if self.ndim == 3 else res[0]))
+
+
+# --- compiled im2col / col2im (``jit_fold.py``, numba) -----------------------------------------
+_JIT_DTYPES = ("float32", "float64")
+
+
+def _float_input(node) -> bool:
+    from srcore.plugin import TensorType
+
+    src = node.args[0].type if node.args else None
+    return isinstance(src, TensorType) and src.dtype in _JIT_DTYPES
+
+
+def _target(out, shape, dtype):
+    """``out`` when the kernel can write it in place (C-contiguous, ``shape``, ``dtype``), else a new array."""
+    if out is not None and out.flags.c_contiguous and out.shape == shape and out.dtype == dtype:
+        return out
+    return np.empty(shape, dtype)
+
+
+def im2col_matcher(node):
+    """``aten::im2col`` on float32/float64: the compiled kernel (compiled now, at load); None otherwise."""
+    if not _float_input(node):
+        return None
+    from . import jit_fold as J
+
+    J.compile_for(node.args[0].type.dtype)
+    geometry = PerShape(node, ("kernel_size", "dilation", "padding", "stride"),
+                        functools.partial(_geometry, "aten::im2col"))
+
+    def im2col_jit(self, kernel_size, dilation, padding, stride, *, out=None):
+        if self.dtype.name not in _JIT_DTYPES or self.ndim not in (3, 4):
+            return im2col(self, kernel_size, dilation, padding, stride, out=out)
+        x = self if self.ndim == 4 else self[None]
+        n, c, h, w = x.shape
+        (kh, kw), (dh, dw), (ph, pw), (sh, sw), (oh, ow) = geometry((h, w), kernel_size, dilation, padding, stride)
+        shape = (n, c * kh * kw, oh * ow)
+        res = _target(out, shape if self.ndim == 4 else shape[1:], self.dtype)
+        J.im2col_flat(np.ascontiguousarray(x).reshape(-1), res.reshape(-1), n * c, h, w, kh, kw, dh, dw, ph, pw,
+                      sh, sw, oh, ow)
+        return _write(out, res) if res is not out else out
+    return im2col_jit
+
+
+def col2im_matcher(node):
+    """``aten::col2im`` on float32/float64: the compiled kernel (compiled now, at load); None otherwise."""
+    if not _float_input(node):
+        return None
+    from . import jit_fold as J
+
+    J.compile_for(node.args[0].type.dtype)
+    geometry = PerShape(node, ("output_size", "kernel_size", "dilation", "padding", "stride"),
+                        functools.partial(_geometry, "aten::col2im"))
+
+    def col2im_jit(self, output_size, kernel_size, dilation, padding, stride, *, out=None):
+        if self.dtype.name not in _JIT_DTYPES or self.ndim not in (2, 3):
+            return col2im(self, output_size, kernel_size, dilation, padding, stride, out=out)
+        cols = self if self.ndim == 3 else self[None]
+        h, w = size = _pair("aten::col2im", "output_size", output_size)
+        (kh, kw), (dh, dw), (ph, pw), (sh, sw), (oh, ow) = geometry(size, kernel_size, dilation, padding, stride)
+        n, ck, L = cols.shape
+        if ck % (kh * kw) or L != oh * ow:
+            return col2im(self, output_size, kernel_size, dilation, padding, stride, out=out)   # its message
+        shape = (n, ck // (kh * kw), h, w)
+        res = _target(out, shape if self.ndim == 3 else shape[1:], self.dtype)
+        J.col2im_flat(np.ascontiguousarray(cols).reshape(-1), res.reshape(-1), n * (ck // (kh * kw)), h, w, kh, kw,
+                      dh, dw, ph, pw, sh, sw, oh, ow)
+        return _write(out, res) if res is not out else out
+    return col2im_jit

@@ -1,6 +1,8 @@
 """Gathers, differences, quantiles, membership, histograms and small losses (numpy)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from srcore.plugin import KernelError
@@ -128,21 +130,62 @@ def msort(self, *, out=None):
     return _store(np.sort(self, axis=0, kind="stable") if self.ndim else self, out, self.dtype)
 
 
-def histc(self, bins=100, min=0, max=0, *, out=None):  # noqa: A002 - torch's argument names
+def _histc_range(self, bins, lo, hi):
+    """torch's outer edges of ``histc`` (``histc_select_outer_bin_edges``): ``min == max`` means the
+    data's range, an empty range widens by 1 each way; a range that is not finite (NaN in the data
+    included) or reversed raises."""
     if self.dtype.kind != "f":
         raise KernelError(f'"histogram_cpu" not implemented for \'{self.dtype}\'')
     if bins <= 0:
         raise KernelError("torch.histc(): bins must be > 0")
-    lo, hi = float(min), float(max)
+    lo, hi = float(lo), float(hi)
     if lo == hi and self.size:
         lo, hi = float(self.min()), float(self.max())
     if lo == hi:
         lo, hi = lo - 1, hi + 1
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise KernelError(f"torch.histc: range of [{lo}, {hi}] is not finite")
     if lo > hi:
         raise KernelError("torch.histc(): max must be larger than min")
+    return lo, hi
+
+
+def histc(self, bins=100, min=0, max=0, *, out=None):  # noqa: A002 - torch's argument names
+    lo, hi = _histc_range(self, bins, min, max)
     x = self.reshape(-1)
     x = x[(x >= lo) & (x <= hi)]
     return _store(np.histogram(x, bins=bins, range=(lo, hi))[0], out, self.dtype)
+
+
+def histc_matcher(node):
+    """``aten::histc`` on float32/float64: the compiled kernel (``jit_binning.py``, compiled now, at
+    load); None otherwise (the numpy kernel)."""
+    from srcore.plugin import TensorType
+
+    src = node.args[0].type if node.args else None
+    if not (isinstance(src, TensorType) and src.dtype in ("float32", "float64")):
+        return None
+    from . import jit_binning as J
+
+    J.compile_histc(src.dtype)
+
+    edges = {}    # (lo, hi, bins) -> the edges array the kernel takes
+
+    def histc_jit(self, bins=100, min=0, max=0, *, out=None):  # noqa: A002
+        if self.dtype.name not in ("float32", "float64"):
+            return histc(self, bins, min, max, out=out)
+        lo, hi = _histc_range(self, bins, min, max)
+        e = edges.get((lo, hi, bins))
+        if e is None:
+            # the edges in the input's dtype, as torch's linspace of that dtype holds them
+            e = np.array((lo, hi, bins), self.dtype)
+            if len(edges) < 64:       # a data-dependent range (min == max) need not fill memory
+                edges[(lo, hi, bins)] = e
+        res = out if (out is not None and out.flags.c_contiguous and out.dtype == self.dtype
+                      and out.shape == (bins,)) else np.empty(bins, self.dtype)
+        J.histc_counts(self.reshape(-1), e, res)
+        return _store(res, out, self.dtype) if res is not out else out
+    return histc_jit
 
 
 def renorm(self, p, dim, maxnorm, *, out=None):
