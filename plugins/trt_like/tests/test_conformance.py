@@ -1147,6 +1147,7 @@ def data_cases() -> list[Case]:
                  exhaustive=True),
             Case("var.correction", "aten::var.correction", (tin((3, 7), 100, special=False), [1], 1, True), Tol(32, 32),
                  scale=lambda x, *a: np.var(x.array.astype(np.float64), axis=1, keepdims=True) + 1.0),
+            Case("var.dim", "aten::var.dim", (tin((3, 7), 104, special=False), [-1], True, False), Tol(32, 32)),
             Case("std.dim-biased", "aten::std.dim", (tin((2, 3, 4), 101, special=False), [0, 2], False, False),
                  Tol(32, 32)),
             Case("var-all", "aten::var", (tin((4, 5), 102, special=False), True), Tol(32, 32), exhaustive=True),
