@@ -234,7 +234,7 @@ UNARY = {  # op -> tolerance
     "aten::silu": Tol(8, 4), "aten::mish": Tol(8, 4), "aten::hardswish": Tol(1, 1), "aten::hardsigmoid": Tol(1),
     "aten::sin": Tol(1), "aten::cos": Tol(1), "aten::expm1": Tol(5, 5), "aten::log1p": Tol(5, 5),
     "aten::erf": Tol(5, 5), "aten::selu": Tol(8, 4),
-    "aten::log_sigmoid": Tol(8, 4),
+    "aten::log_sigmoid": Tol(8, 4), "aten::round": EXACT, "aten::nan_to_num": EXACT,
 }
 TRANSCENDENTAL_COMPOSITE = Tol(8, 4)
 
@@ -265,6 +265,8 @@ def unary_cases() -> list[Case]:
         ("aten::clamp", [(None, 1.5), (-1.0, None), (-1, 2), (2.0, -2.0), (0.0,), (-np.inf, np.inf), (np.nan, 1.0),
                          (None, np.nan)], EXACT),
         ("aten::clamp_min", [(1e-12,), (0.5,)], EXACT),
+        ("aten::nan_to_num", [(1.5, 100.0, -100.0), (None, 2.0, None), (-0.0, None, 7.0)], EXACT),
+        ("aten::round.decimals", [(2,), (-1,), (3,)], EXACT),
         ("aten::leaky_relu", [(), (0.2,), (-1.5,), (0,)], EXACT),
         ("aten::clamp_min", [(0.5,), (-1,), (np.nan,)], EXACT),
         ("aten::clamp_max", [(-0.5,), (2,), (np.nan,)], EXACT),
@@ -1071,6 +1073,9 @@ def data_cases() -> list[Case]:
             Case("scatter_add", "aten::scatter_add", (tin((3, 5), 75, special=False), 1, _ids((3, 4), 5, 76),
                                                       tin((3, 4), 77, special=False)), Tol(2, 2)),
             Case("zeros_like", "aten::zeros_like", (tin((2, 3), 78), None, None, None, None, None), pre="aten::relu"),
+            Case("ones_like", "aten::ones_like", (tin((2, 3), 78), None, None, None, None, None), pre="aten::relu"),
+            Case("full_like", "aten::full_like", (tin((2, 3), 78), -2.5, None, None, None, None, None),
+                 pre="aten::relu"),
             # a GNN's aggregation: repeated indices, in index order (bitwise torch's loop)
             Case("index_add-dim0", "aten::index_add", (tin((4, 3), 79, special=False), 0,
                                                         In(np.array([3, 0, 3, 1, 3], np.int64)),

@@ -307,6 +307,38 @@ def clamp_tensor(v: NodeView, c: Converter) -> None:
     c.bind(v.node.outputs[0], _chain(v, c, steps))
 
 
+def nan_to_num(v: NodeView, c: Converter) -> None:
+    """NaN, +inf and -inf replaced (defaults: 0 and float32's largest finite values, as torch)."""
+    ins: list[int] = []
+    a = operand(v, c, "self", ins)
+    params = {}
+    for name, default in (("nan", 0.0), ("posinf", 3.4028234663852886e38), ("neginf", -3.4028234663852886e38)):
+        value = v.const(name, None) if name in v.names else None
+        params[name] = default if value is None else float(value)
+    c.bind(v.node.outputs[0], pointwise(v, c, "nan_to_num", (a,), ins, **params))
+
+
+def round_(v: NodeView, c: Converter) -> None:
+    """``round`` (halves to even) and ``round(decimals=d)``: torch's ``nearbyint(x * 10**d) / 10**d``
+    (``nearbyint(x / 10**-d) * 10**-d`` for d < 0), the power a float32."""
+    ins: list[int] = []
+    a = operand(v, c, "self", ins)
+    d = int(v.const("decimals", 0)) if "decimals" in v.names else 0
+    if d == 0:
+        c.bind(v.node.outputs[0], pointwise(v, c, "round", (a,), ins))
+        return
+    p = float(np.float32(10.0 ** abs(d)))
+    scale, unscale = ("mul", "div") if d > 0 else ("div", "mul")
+    c.bind(v.node.outputs[0], _chain(v, c, [(scale, (a, ("const", p)), ins, {}), ("round", (("prev",),), [], {}),
+                                            (unscale, (("prev",), ("const", p)), [], {})]))
+
+
+def full_like(v: NodeView, c: Converter) -> None:
+    """``ones_like`` / ``full_like``: a float32 constant of the result's shape."""
+    fill = 1.0 if v.op == "aten::ones_like" else float(v.const("fill_value"))
+    c.bind(v.node.outputs[0], c.net.constant(np.full(v.out_shape(), fill, np.float32)))
+
+
 def pow_scalar(v: NodeView, c: Converter) -> None:
     ins: list[int] = []
     a = operand(v, c, "self", ins)

@@ -752,6 +752,8 @@ _TABLE: list[OpSupport] = [
     *_rows("elu", {"aten::elu": ("alpha", "scale", "input_scale")}),
     *_rows("softplus", {"aten::softplus": ("beta", "threshold")}),
     *_rows("selu", {"aten::selu": ()}),
+    *_rows("nan_to_num", {"aten::nan_to_num": ("nan", "posinf", "neginf")}),
+    *_rows("round_", {"aten::round": (), "aten::round.decimals": ("decimals",)}),
     *_rows("log_sigmoid", {"aten::log_sigmoid": ()}),
     *_rows("clamp_tensor", {"aten::clamp.Tensor": ()}, _clamp_tensor),
     *_rows("pow_scalar", {"aten::pow.Tensor_Scalar": ("exponent",)}),
@@ -904,6 +906,10 @@ _TABLE: list[OpSupport] = [
     # only self's shape is read: any dtype (a bool key padding mask made float: F._canonical_mask);
     # the float32 result is checked as every result is, whatever ``dtype`` asks
     *_rows("zeros_like", {"aten::zeros_like": ("dtype", "layout", "device", "pin_memory", "memory_format")},
+           data_args={"self": ENGINE_DTYPES + DATA_DTYPES}),
+    *_rows("full_like", {"aten::ones_like": ("dtype", "layout", "device", "pin_memory", "memory_format"),
+                         "aten::full_like": ("fill_value", "dtype", "layout", "device", "pin_memory",
+                                             "memory_format")},
            data_args={"self": ENGINE_DTYPES + DATA_DTYPES}),
     *_rows("compare", {f"aten::{op}.{form}": ("other",) if form == "Scalar" else ()
                        for op in ("lt", "le", "gt", "ge", "eq", "ne") for form in ("Tensor", "Scalar")},

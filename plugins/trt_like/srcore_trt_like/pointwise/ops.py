@@ -67,6 +67,14 @@ def softplus_ir(x: F32, beta: F32, threshold: F32) -> F32:
     return where(xb > threshold, x, log1p_ir(exp_ir(xb)) / beta)
 
 
+def nan_to_num_ir(x: F32, nan: F32, posinf: F32, neginf: F32) -> F32:
+    return where(x.is_nan(), nan, where(x == math.inf, posinf, where(x == -math.inf, neginf, x)))
+
+
+def round_ir(x: F32) -> F32:
+    return x.call("llvm.roundeven")                     # torch's nearbyint: halves to even
+
+
 maximum = float32_function(maximum_ir)
 minimum = float32_function(minimum_ir)
 relu = float32_function(relu_ir)
@@ -77,6 +85,11 @@ pow_scalar = float32_function(pow_ir)
 elu = float32_function(elu_ir)
 mish = float32_function(mish_ir)
 softplus = float32_function(softplus_ir)
+nan_to_num = float32_function(nan_to_num_ir)
+round_even = float32_function(round_ir)
+
+#: float32's largest finite value: nan_to_num's default for +inf (and its negative for -inf)
+F32_MAX = 3.4028234663852886e38
 
 
 @attrs.frozen
@@ -135,4 +148,7 @@ OPS: dict[str, OpDef] = {d.name: d for d in (
     OpDef("hardsigmoid", 1, "ops.hardsigmoid({0})"),
     OpDef("hardswish", 1, "ops.hardswish({0})"),
     OpDef("softplus", 1, "ops.softplus({0}, {beta}, {threshold})", (("beta", 1.0), ("threshold", 20.0))),
+    OpDef("nan_to_num", 1, "ops.nan_to_num({0}, {nan}, {posinf}, {neginf})",
+          (("nan", 0.0), ("posinf", F32_MAX), ("neginf", -F32_MAX))),
+    OpDef("round", 1, "ops.round_even({0})"),
 )}

@@ -76,6 +76,9 @@ UNARY_REF = {
     "softplus": _softplus,
     "mish": lambda x: (x * np.tanh(_softplus(x).astype(np.float64))).astype(F32),
     "pow": lambda x, exponent: _pow(x, exponent),
+    "nan_to_num": lambda x, nan=0.0, posinf=3.4028234663852886e38, neginf=-3.4028234663852886e38: np.nan_to_num(
+        x, nan=F32(nan), posinf=F32(posinf), neginf=F32(neginf)).astype(F32),
+    "round": np.rint,
 }
 
 #: op -> f(a, b) for two-operand ops
