@@ -112,3 +112,35 @@ def test_eager_quantized_refusals_name_their_cause(fbgemm):
         srcore.StaticModule(model, options=srcore.Options(backends=("cpu",)))
     with pytest.raises(srcore.ConversionError, match="torch.export failed on _EagerQ"):
         convert(m, inputs, "export")
+
+
+# -- scripted with dynamic dims: data-dependent sizes at a shape the example did not have ---------------
+
+#: model -> (dynamic dims per input, inputs of another shape)
+SCRIPT_DYNAMIC = {
+    "sliding_window_attn": ({"x": {0: "b", 1: "t"}}, lambda: (torch.randn(3, 7, 8),)),
+    "moe_topk": ({"x": {0: "b", 1: "t"}}, lambda: (torch.randn(1, 5, 8),)),
+    "ball_query": ({"xyz": {0: "b", 1: "n"}, "feats": {0: "b", 1: "n"}},
+                   lambda: (torch.randn(3, 12, 3), torch.randn(3, 12, 4))),
+    "dynamic_conv": ({"x": {0: "b", 2: "h", 3: "w"}}, lambda: (torch.randn(1, 4, 7, 5),)),
+    "lsh_bucket": ({"x": {0: "b", 1: "t"}}, lambda: (torch.randn(3, 8, 8),)),
+    "convlstm": ({"x": {0: "b", 1: "t", 3: "h", 4: "w"}}, lambda: (torch.randn(1, 3, 3, 5, 4),)),
+    "pix2pix": ({"x": {0: "b", 2: "h", 3: "w"}}, lambda: (torch.randn(1, 3, 8, 24),)),
+    "float64_gru": ({"x": {0: "b", 1: "t"}, "h": {0: "b"}},
+                    lambda: (torch.randn(3, 5, 4, dtype=torch.float64), torch.randn(3, 6, dtype=torch.float64))),
+}
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("name", SCRIPT_DYNAMIC)
+def test_scripted_with_dynamic_dims(name):
+    """Scripted (loops and data-dependent sizes kept, unlike a trace), converted once with named
+    dynamic dims, then run at the example shape and at another one (all passed when written)."""
+    from _harness import assert_close
+
+    m, inputs = MODELS[name]()
+    dims, other = SCRIPT_DYNAMIC[name]
+    sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), inputs, dynamic_dims=dims))
+    torch.manual_seed(7)
+    for xs, what in ((inputs, "example"), (other(), "other shape")):
+        assert_close(run(sm, xs), torch_outputs(m, xs), f"{name} at the {what}")
