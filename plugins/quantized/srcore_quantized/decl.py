@@ -107,5 +107,6 @@ KERNELS: list[Kernel] = [
         ("aten::permute", "permute"), ("aten::transpose.int", "transpose"), ("aten::contiguous", "contiguous"),
         ("aten::squeeze", "squeeze"), ("aten::squeeze.dim", "squeeze"), ("aten::squeeze.dims", "squeeze"),
         ("aten::unsqueeze", "unsqueeze"), ("aten::slice.Tensor", "slice_"), ("aten::select.int", "select"),
-        ("aten::dropout", "identity"), ("aten::detach", "identity"))],
+        ("aten::dropout", "identity"), ("aten::detach", "identity"),
+        ("aten::pixel_shuffle", "pixel_shuffle"), ("aten::pixel_unshuffle", "pixel_unshuffle"))],
 ]

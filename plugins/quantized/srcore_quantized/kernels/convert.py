@@ -135,6 +135,9 @@ def dequantize_out(self, *, out=None):
     """``(q - zero_point) * scale`` in float32 (per channel: in float64, then rounded), as torch."""
     if not isinstance(self, QuantizedArray):  # torch returns a float tensor as it is
         x = np.asarray(self)
+        if x.dtype.kind != "f":   # stored integers that lost their parameters: never pass them as values
+            raise KernelError(f"aten::dequantize: input is a plain {x.dtype} array, not a quantized tensor "
+                              f"(an op before it dropped the quantization parameters)")
         if out is None:
             return x
         out[...] = x

@@ -121,3 +121,28 @@ def upsample_nearest2d_vec(input, output_size, scale_factors):
     sh, sw = (float(s) for s in scale_factors)
     size = (int(np.floor(a.shape[2] * sh)), int(np.floor(a.shape[3] * sw)))
     return upsample_nearest2d_out(input, size, sh, sw)
+
+
+def pixel_shuffle(self, upscale_factor):
+    """``(*, C*r*r, H, W) -> (*, C, H*r, W*r)`` of the stored integers, parameters kept (torch
+    shuffles quantized tensors as such; the cpu plugin's kernel would drop the parameters)."""
+    x = require_per_tensor(self, "aten::pixel_shuffle")
+    a, r = ints(x), upscale_factor
+    if a.ndim < 3 or r <= 0 or a.shape[-3] % (r * r):
+        raise KernelError(f"aten::pixel_shuffle: shape {a.shape} cannot be shuffled by upscale_factor {r}")
+    *b, c, h, w = a.shape
+    n, oc = len(b), c // (r * r)
+    v = a.reshape(*b, oc, r, r, h, w).transpose(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return _same(x, np.ascontiguousarray(v).reshape(*b, oc, h * r, w * r))
+
+
+def pixel_unshuffle(self, downscale_factor):
+    """``(*, C, H*r, W*r) -> (*, C*r*r, H, W)`` of the stored integers, parameters kept."""
+    x = require_per_tensor(self, "aten::pixel_unshuffle")
+    a, r = ints(x), downscale_factor
+    if a.ndim < 3 or r <= 0 or a.shape[-2] % r or a.shape[-1] % r:
+        raise KernelError(f"aten::pixel_unshuffle: shape {a.shape} cannot be unshuffled by downscale_factor {r}")
+    *b, c, h, w = a.shape
+    n = len(b)
+    v = a.reshape(*b, c, h // r, r, w // r, r).transpose(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return _same(x, np.ascontiguousarray(v).reshape(*b, c * r * r, h // r, w // r))
