@@ -108,5 +108,5 @@ KERNELS: list[Kernel] = [
         ("aten::squeeze", "squeeze"), ("aten::squeeze.dim", "squeeze"), ("aten::squeeze.dims", "squeeze"),
         ("aten::unsqueeze", "unsqueeze"), ("aten::slice.Tensor", "slice_"), ("aten::select.int", "select"),
         ("aten::dropout", "identity"), ("aten::detach", "identity"),
-        ("aten::pixel_shuffle", "pixel_shuffle"), ("aten::pixel_unshuffle", "pixel_unshuffle"))],
+        ("aten::pixel_shuffle", "pixel_shuffle"), ("aten::pixel_unshuffle", "pixel_unshuffle"), ("aten::repeat", "repeat"))],
 ]

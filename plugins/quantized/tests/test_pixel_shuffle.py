@@ -1,4 +1,4 @@
-"""pixel_shuffle / pixel_unshuffle of quantized tensors keep their parameters (found by the seventh
+"""pixel_shuffle / pixel_unshuffle / repeat of quantized tensors keep their parameters (found by the seventh
 held-out zoo: an FX-quantized ESRGAN tail ran the cpu plugin's shuffle on the stored integers, which
 dropped the parameters, and ``aten::dequantize`` passed the bare uint8 values through as the output)."""
 from __future__ import annotations
@@ -23,7 +23,7 @@ class _Shuffles(nn.Module):
 
     def forward(self, x):
         up = F.pixel_shuffle(self.c(x), 2)             # (1, 3, 8, 12)
-        return up, F.pixel_unshuffle(self.d(up), 2)    # (1, 16, 4, 6)
+        return up, F.pixel_unshuffle(self.d(up), 2).repeat(2, 1, 1, 2)    # (2, 16, 4, 12)
 
 
 def _fx_quantized():
@@ -52,8 +52,8 @@ def test_quantized_pixel_shuffle_and_unshuffle_match_torch_bit_for_bit():
         sm = srcore.StaticModule(srcore.from_torchscript(ts, (x,)))
     finally:
         torch.backends.quantized.engine = before
-    shuffles = [pn for pn in sm.top.nodes if "pixel_" in str(pn.node.kind)]
-    assert len(shuffles) == 2 and all(pn.fn.backend == "quantized_cpu" for pn in shuffles)
+    shuffles = [pn for pn in sm.top.nodes if "pixel_" in str(pn.node.kind) or "repeat" in str(pn.node.kind)]
+    assert len(shuffles) == 3 and all(pn.fn.backend == "quantized_cpu" for pn in shuffles)
     got = sm(x.numpy())
     assert len(got) == 2
     for g, w in zip(got, want):

@@ -146,3 +146,12 @@ def pixel_unshuffle(self, downscale_factor):
     n = len(b)
     v = a.reshape(*b, c, h // r, r, w // r, r).transpose(*range(n), n, n + 2, n + 4, n + 1, n + 3)
     return _same(x, np.ascontiguousarray(v).reshape(*b, c * r * r, h // r, w // r))
+
+
+def repeat(self, repeats):
+    """``Tensor.repeat`` of the stored integers (leading new dims as torch adds them), parameters kept."""
+    x = require_per_tensor(self, "aten::repeat")
+    a, reps = ints(x), tuple(int(r) for r in repeats)
+    if len(reps) < a.ndim:
+        raise KernelError(f"aten::repeat: {len(reps)} repeats for a {a.ndim}-D tensor (need at least {a.ndim})")
+    return _same(x, np.tile(a.reshape((1,) * (len(reps) - a.ndim) + a.shape), reps))
