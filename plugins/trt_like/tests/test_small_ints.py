@@ -2,7 +2,7 @@
 int16 arithmetic wrapping in its dtype (numbers cast to it first, as torch: ``u8 // 300`` divides by
 44, ``u8 < -1`` compares with 255), floor ``//`` and Python-signed ``%`` with negative operands,
 integer and bool tensors promoted to a float32 or wider integer result (``i * 0.5 + (i > 1)``),
-``where`` on integers and int64 sums. Each model runs layer by layer (the numpy tactics), as the
+``where`` on integers and int64 sums, float ``//`` and ``%`` (torch's formulas: Python's signs). Each model runs layer by layer (the numpy tactics), as the
 compiled segment's generated code run as Python, and compiled by numba (the real engine)."""
 from __future__ import annotations
 
@@ -84,7 +84,22 @@ def _build(mode: str, module: torch.nn.Module, example) -> srcore.StaticModule:
         return srcore.StaticModule(model, options=srcore.Options(backends=TRT, engine_options={"timing": False}))
 
 
-CASES = {"wrapping": (Wrapping, _wrapping_inputs), "promotion": (Promotion, _promotion_inputs)}
+class FloatFloor(torch.nn.Module):
+    def forward(self, x, y):
+        return (x % 3, x % -3, x // 2, x // -2.5, torch.remainder(x, y), torch.floor_divide(x, y),
+                torch.div(x, 4, rounding_mode="floor"), torch.full_like(x, 3) // 2, (x * 7) % 0.5)
+
+
+def _float_inputs(seed: int):
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((2, 8)) * 10).astype(np.float32)
+    x[0, :6] = [0.0, -0.0, 6.0, -6.0, np.inf, np.nan]
+    y = rng.choice(np.array([-3, -2.5, -1, 0, 1, 2.5, 3, -0.0], np.float32), (2, 8))
+    return x, y
+
+
+CASES = {"wrapping": (Wrapping, _wrapping_inputs), "promotion": (Promotion, _promotion_inputs),
+         "float_floor": (FloatFloor, _float_inputs)}
 
 
 @pytest.fixture(scope="module", params=[(case, mode) for case in CASES for mode in ("numpy", "segment", "numba")],
@@ -99,7 +114,8 @@ def test_every_node_is_in_one_engine(built):
     case, mode, sm = built
     text = sm.partition.format()
     assert len(sm.partition.engines) == 1 and not sm.partition.refused, text
-    assert ("segment -> " in text) == (mode != "numpy"), text
+    if case != "float_floor":   # (pointwise ops only: one fused pointwise layer, no segment)
+        assert ("segment -> " in text) == (mode != "numpy"), text
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -113,7 +129,11 @@ def test_results_are_torchs(built, seed):
     for k, (g, w) in enumerate(zip(got, want)):
         w = w.numpy()
         assert g.dtype == w.dtype and g.shape == w.shape, (k, g.dtype, w.dtype, g.shape, w.shape)
-        if w.dtype == np.float32:   # (a division by a constant may multiply by its reciprocal)
+        if case == "float_floor":   # torch's float formulas bit for bit: signed zeros, NaN and inf too
+            np.testing.assert_array_equal(g, w, err_msg=f"output {k}")
+            signed = ~np.isnan(w)   # (a NaN's sign bit means nothing)
+            np.testing.assert_array_equal(np.signbit(g[signed]), np.signbit(w[signed]), err_msg=f"output {k}: signs")
+        elif w.dtype == np.float32:   # (a division by a constant may multiply by its reciprocal)
             np.testing.assert_allclose(g, w, rtol=1e-6, atol=0, err_msg=f"output {k}")
         else:
             np.testing.assert_array_equal(g, w, err_msg=f"output {k}")

@@ -130,8 +130,10 @@ def int_binary(v: NodeView, c: Converter) -> None:
     """Elementwise integer / bool ops exactly as torch (``//`` and ``%`` floor, wrapping int64):
     ``add`` / ``sub`` (``alpha``), ``rsub``, ``mul``, ``maximum``, ``minimum``, ``floor_divide``,
     ``remainder`` and the bitwise / logical ``and``, ``or``, ``xor`` (a detector's ranks, cell ids
-    and masks)."""
+    and masks); float32 ``floor_divide`` / ``remainder`` are pointwise (torch's float formulas)."""
     dtype = _int_dtype(v)
+    if dtype is None:
+        return binary(v, c)
     op = v.op.split("::", 1)[1].split(".", 1)[0]
     op = _INT_NAMES.get(op, op)
     ins: list[int] = []
@@ -989,6 +991,12 @@ def cast(v: NodeView, c: Converter) -> None:
 def int_scalar(v: NodeView, c: Converter) -> None:
     """Integer floor division or remainder (Python's: the divisor's sign) by a number: a flat index
     split into class, row and column (CenterNet's decoding of topk over the heatmap)."""
+    if _int_dtype(v) is None:   # (float32: torch's float floor division / remainder, pointwise)
+        op = "remainder" if v.op.startswith("aten::remainder") else "floor_divide"
+        ins: list[int] = []
+        a = operand(v, c, "self", ins)
+        c.bind(v.node.outputs[0], pointwise(v, c, op, (a, operand(v, c, "other", ins)), ins))
+        return
     k = v.const("other")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise EngineBuildError(f"{v.where()}: argument 'other' is {k!r}, not an integer")

@@ -573,7 +573,7 @@ def _arith(node: NodeInfo):
     return why
 
 
-_INT_ONLY = ("floor_divide", "remainder", "bitwise_and", "bitwise_or", "bitwise_xor", "logical_and", "logical_or",
+_INT_ONLY = ("bitwise_and", "bitwise_or", "bitwise_xor", "logical_and", "logical_or",
              "logical_xor")
 _OPERANDS = ("self", "other", "alpha")
 
@@ -654,6 +654,10 @@ def _one_hot(node: NodeInfo):
 
 
 def _int_scalar(node: NodeInfo):
+    if node.args[0].type.dtype != node.output_types[0].dtype:
+        return f"a {node.args[0].type.dtype} self made {node.output_types[0].dtype}"
+    if node.args[0].type.dtype == "float32" and not isinstance(node.const("other", None), (int, float)):
+        return f"argument 'other' is {node.const('other', None)!r}, not a number"
     mode = node.const("rounding_mode", None) if node.op.startswith("aten::div") else "floor"
     return None if mode == "floor" else f"rounding_mode={mode!r} (the engine divides integers with 'floor')"
 
@@ -793,8 +797,8 @@ _TABLE: list[OpSupport] = [
     *_rows("binary", {"aten::div.Tensor": (), "aten::div.Scalar": ("other",)}, _arith,
            data_args={"self": _PROMOTED, "other": _PROMOTED}),
     # integer and bool elementwise ops (the int_binary layer)
-    *_rows("int_binary", {"aten::floor_divide": (), "aten::remainder.Tensor": (),
-                          **{f"aten::bitwise_{op}.{form}": ("other",) if form == "Scalar" else ()
+    *_rows("int_binary", {"aten::floor_divide": (), "aten::remainder.Tensor": ()}, _arith, **_ARITH),
+    *_rows("int_binary", {**{f"aten::bitwise_{op}.{form}": ("other",) if form == "Scalar" else ()
                              for op in ("and", "or", "xor") for form in ("Tensor", "Scalar")}},
            _arith, **_LOGIC_ARGS),
     *_rows("int_binary", {f"aten::logical_{op}": () for op in ("and", "or", "xor")}, _arith,
@@ -909,7 +913,7 @@ _TABLE: list[OpSupport] = [
            data_args={"self": ("float32", *DATA_DTYPES, *HALF)}, data_results={0: ("float32", *DATA_DTYPES, *HALF)}),
     *_rows("int_scalar", {"aten::div.Scalar_mode": ("other", "rounding_mode"), "aten::remainder.Scalar": ("other",),
                           "aten::floor_divide.Scalar": ("other",)},
-           _int_scalar, data_args={"self": _INTS}, data_results={0: _INTS}),
+           _int_scalar, data_args={"self": _NUMERIC}, data_results={0: _NUMERIC}),
     *_rows("resize", {"aten::upsample_nearest2d": ("output_size", "scales_h", "scales_w"),
                       "aten::upsample_nearest2d.vec": ("output_size", "scale_factors"),
                       "aten::upsample_bilinear2d": ("output_size", "align_corners", "scales_h", "scales_w"),
