@@ -375,13 +375,14 @@ def dtype_cases() -> list[Case]:
         if dt != np.bool_:
             out.append(Case(f"aten::relu-{name}", "aten::relu", (tin((2, 3), 1, dt),), engine=False))
             out.append(Case(f"aten::mul.Scalar-{name}", "aten::mul.Scalar", (tin((2, 3), 1, dt), 2), engine=exact))
-    # mixed: a float32 tensor with an integer tensor promotes; the engine must not take it
+    # mixed: a float32 tensor with an integer tensor promotes; the engine casts the integer one to
+    # float32 first (torch's promotion); a float64 one it must not take
     out.append(Case("aten::add.Tensor-f32-i64", "aten::add.Tensor", (tin((2, 3), 1), tin((3,), 2, np.int64)),
-                    engine=False))
+                    engine=True))
     out.append(Case("aten::mul.Tensor-f32-f64", "aten::mul.Tensor", (tin((2, 3), 1), tin((3,), 2, np.float64)),
                     engine=False))
     out.append(Case("aten::mul.Tensor-i64-f32param", "aten::mul.Tensor",
-                    (tin((2, 3), 1, np.int64), Param(data((3,), 2))), engine=False))
+                    (tin((2, 3), 1, np.int64), Param(data((3,), 2))), engine=True))
     # a 0-d float64 constant does not promote a float32 tensor (torch's rule for 0-d operands)
     out.append(Case("aten::mul.Tensor-f32-f64param0d", "aten::mul.Tensor",
                     (tin((2, 3), 1), Param(np.array(2.5, np.float64))), engine=False))
@@ -395,7 +396,7 @@ def dtype_cases() -> list[Case]:
                     (tin((2, 3), 1), In(np.array(2.0, np.float32))), Tol(5), engine=False))
     out += int_cases()
     out.append(Case("aten::div.Tensor-i64", "aten::div.Tensor", (tin((2, 3), 1, np.int64), tin((3,), 2, np.int64)),
-                    engine=False, tol=Tol(1)))
+                    engine=True, tol=Tol(1)))   # (true division: both cast to float32, as torch)
     return out
 
 
@@ -418,7 +419,11 @@ def int_cases() -> list[Case]:
         Case("minimum-int64", "aten::minimum", (a, d)),
         Case("floor_divide", "aten::floor_divide", (a, d)),
         Case("remainder.Tensor", "aten::remainder.Tensor", (a, d)),
-        Case("floor_divide-float", "aten::floor_divide", (tin((2, 3), 1), tin((3,), 2)), engine=False),
+        # float32: torch's float formulas (Python's signs), the pointwise floor_divide / remainder
+        Case("floor_divide-float", "aten::floor_divide", (tin((2, 3), 1), tin((3,), 2))),
+        Case("remainder.Tensor-float", "aten::remainder.Tensor", (tin((2, 3), 1), tin((3,), 2))),
+        Case("remainder.Scalar-float-neg", "aten::remainder.Scalar", (tin((2, 3), 1), -0.75)),
+        Case("floor_divide.Scalar-float-neg", "aten::floor_divide.Scalar", (tin((2, 3), 1), -0.75)),
         Case("bitwise_and.Tensor", "aten::bitwise_and.Tensor", (m1, m2)),
         Case("bitwise_or.Tensor-int64", "aten::bitwise_or.Tensor", (a, d)),
         Case("bitwise_xor.Tensor", "aten::bitwise_xor.Tensor", (m1, m2)),

@@ -42,8 +42,33 @@ def operand(v: NodeView, c: Converter, name: str, inputs: list[int]):
         if isinstance(x, (bool, int, float)):
             return ("const", float(x))
         raise EngineBuildError(f"{v.where()}: argument {name!r} is {type(x).__name__}, not a number or tensor")
-    inputs.append(c.tensor(value))
+    inputs.append(_cast_to(v, c, c.tensor(value), "float32"))
     return ("in", len(inputs) - 1)
+
+
+#: the dtypes promoted to a float32 result by a ``cast`` layer (torch's: an int64 tensor times 0.5)
+_PROMOTABLE = ("bool", "int64", "int32", "int16", "int8", "uint8")
+
+
+def _cast_to(v: NodeView, c: Converter, tid: int, dtype: str) -> int:
+    """``tid`` as ``dtype``: itself, or a ``cast`` layer's result when it is a bool or integer tensor
+    of another dtype (torch's promotion casts every operand to the result's dtype before it computes;
+    an integer narrowed wraps, as torch's)."""
+    have = c.net.tensors[tid].dtype
+    if have == dtype or have not in _PROMOTABLE:
+        return tid
+    t = c.net.add("cast", [tid], c.net.shape(tid), v.source)
+    c.net.tensors[t].dtype = dtype
+    return t
+
+
+def _wrap(x: int, dtype: str) -> int:
+    """A Python integer as torch casts it to an integer tensor's dtype (``uint8 - 300`` subtracts 44)."""
+    if dtype in ("int64", "bool"):
+        return x
+    bits = np.dtype(dtype).itemsize * 8
+    x &= (1 << bits) - 1
+    return x - (1 << bits) if np.dtype(dtype).kind == "i" and x >= 1 << (bits - 1) else x
 
 
 def pointwise(v: NodeView, c: Converter, op: str, args, inputs, **params) -> int:
@@ -72,23 +97,23 @@ def _chain(v: NodeView, c: Converter, steps) -> int:
 def _int_dtype(v: NodeView) -> str | None:
     """The result's dtype when it is an integer or bool one (the ``int_binary`` layer), else None."""
     dt = getattr(v.node.outputs[0].type, "dtype", None)
-    return dt if dt in ("int64", "int32", "bool") else None
+    return dt if dt in _PROMOTABLE else None
 
 
 def _int_operand(v: NodeView, c: Converter, name: str, inputs: list[int], dtype: str):
     """An operand of the integer layer: ``("in", k)`` or ``("const", int | bool)``, exact (no float)."""
     value = v.value(name)
     if value.node.kind != "prim::Constant":
-        inputs.append(c.tensor(value))
+        inputs.append(_cast_to(v, c, c.tensor(value), dtype))
         return ("in", len(inputs) - 1)
     x = value.node.attrs.get("value")
     if isinstance(x, np.ndarray) and x.size > 1:
-        inputs.append(c.net.constant(np.ascontiguousarray(x, dtype=dtype), dtype))
+        inputs.append(c.net.constant(np.ascontiguousarray(x.astype(dtype)), dtype))   # (wraps, as torch's cast)
         return ("in", len(inputs) - 1)
     x = x.reshape(()).item() if isinstance(x, np.ndarray) else x
     if not isinstance(x, (bool, int)):
         raise EngineBuildError(f"{v.where()}: argument {name!r} is {x!r}, not an integer")
-    return ("const", bool(x) if dtype == "bool" else int(x))
+    return ("const", bool(x) if dtype == "bool" else _wrap(int(x), dtype))
 
 
 def _int_layer(v: NodeView, c: Converter, op: str, args, inputs, dtype: str) -> int:
@@ -105,8 +130,10 @@ def int_binary(v: NodeView, c: Converter) -> None:
     """Elementwise integer / bool ops exactly as torch (``//`` and ``%`` floor, wrapping int64):
     ``add`` / ``sub`` (``alpha``), ``rsub``, ``mul``, ``maximum``, ``minimum``, ``floor_divide``,
     ``remainder`` and the bitwise / logical ``and``, ``or``, ``xor`` (a detector's ranks, cell ids
-    and masks)."""
+    and masks); float32 ``floor_divide`` / ``remainder`` are pointwise (torch's float formulas)."""
     dtype = _int_dtype(v)
+    if dtype is None:
+        return binary(v, c)
     op = v.op.split("::", 1)[1].split(".", 1)[0]
     op = _INT_NAMES.get(op, op)
     ins: list[int] = []
@@ -119,9 +146,9 @@ def int_binary(v: NodeView, c: Converter) -> None:
     alpha = v.const("alpha", 1) if "alpha" in v.names else 1
     if alpha != 1:
         if b[0] == "const":
-            b = ("const", b[1] * int(alpha))
+            b = ("const", _wrap(b[1] * int(alpha), dtype))
         else:
-            ins.append(_int_layer(v, c, "mul", (b, ("const", int(alpha))), list(ins), dtype))
+            ins.append(_int_layer(v, c, "mul", (b, ("const", _wrap(int(alpha), dtype))), list(ins), dtype))
             b = ("in", len(ins) - 1)
     c.bind(v.node.outputs[0], _int_layer(v, c, op, (a, b), ins, dtype))
 
@@ -131,7 +158,7 @@ def negate(v: NodeView, c: Converter) -> None:
     dtype = _int_dtype(v)
     if dtype is None:
         return unary(v, c)
-    x = c.tensor(v.value("self"))
+    x = _cast_to(v, c, c.tensor(v.value("self")), dtype)
     c.bind(v.node.outputs[0], _int_layer(v, c, "sub", (("const", 0), ("in", 0)), [x], dtype))
 
 
@@ -964,9 +991,16 @@ def cast(v: NodeView, c: Converter) -> None:
 def int_scalar(v: NodeView, c: Converter) -> None:
     """Integer floor division or remainder (Python's: the divisor's sign) by a number: a flat index
     split into class, row and column (CenterNet's decoding of topk over the heatmap)."""
+    if _int_dtype(v) is None:   # (float32: torch's float floor division / remainder, pointwise)
+        op = "remainder" if v.op.startswith("aten::remainder") else "floor_divide"
+        ins: list[int] = []
+        a = operand(v, c, "self", ins)
+        c.bind(v.node.outputs[0], pointwise(v, c, op, (a, operand(v, c, "other", ins)), ins))
+        return
     k = v.const("other")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise EngineBuildError(f"{v.where()}: argument 'other' is {k!r}, not an integer")
+    k = _wrap(int(k), c.net.tensors[c.tensor(v.value("self"))].dtype)   # (uint8 // 300 divides by 44, as torch)
     if k == 0:   # (torch raises ZeroDivisionError)
         raise EngineBuildError(f"{v.where()}: integer division by zero")
     op = "remainder" if v.op.startswith("aten::remainder") else "floor_divide"
@@ -1137,9 +1171,14 @@ def _select_operand(v: NodeView, c: Converter, name: str, inputs: list[int]):
 
 
 def where(v: NodeView, c: Converter) -> None:
+    """``where(cond, a, b)``: float32 values, or integer / bool ones of the result's dtype (exact)."""
     ins: list[int] = []
-    a = _select_operand(v, c, "self", ins)
-    b = _select_operand(v, c, "other", ins)
+    dtype = _int_dtype(v)
+    if dtype is None:
+        a = _select_operand(v, c, "self", ins)
+        b = _select_operand(v, c, "other", ins)
+    else:
+        a, b = _int_operand(v, c, "self", ins, dtype), _int_operand(v, c, "other", ins, dtype)
     cond, const = _index_operand(v, c, "condition")
     c.bind(v.node.outputs[0], c.net.add("where", ins + ([cond] if cond is not None else []), v.out_shape(),
                                         v.source, args=(a, b), mask=const))
@@ -1244,6 +1283,8 @@ def reduce(v: NodeView, c: Converter) -> None:
     op = _REDUCE[v.op.split("::", 1)[1].split(".", 1)[0]]
     if op == "count" and c.net.tensors[x].dtype == "float32":
         op = "sum"
+    elif op == "count" and c.net.tensors[x].dtype != "bool":
+        op = "isum"   # (integers: an exact int64 sum, torch's)
     c.bind(v.node.outputs[0], c.net.add("reduce", [x], v.out_shape(), v.source, op=op, dims=_dims(v, x)))
 
 

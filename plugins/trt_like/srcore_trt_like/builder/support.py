@@ -21,8 +21,11 @@ from srcore.plugin import NodeInfo
 
 #: dtypes an engine computes in
 ENGINE_DTYPES = ("float32",)
-#: index and mask dtypes (the engine's data layers read and make them; see builder/network.py)
-DATA_DTYPES = ("int64", "int32", "bool")
+#: 8- and 16-bit integers (a uint8 image): torch's wrapping arithmetic in the integer layers
+SMALL_INTS = ("int16", "int8", "uint8")
+#: index and mask dtypes (the engine's data layers read and make them; see builder/network.py), and
+#: the small integers the integer layers compute in
+DATA_DTYPES = ("int64", "int32", "bool", *SMALL_INTS)
 #: half tensors an engine takes in or gives out only through a cast (it computes in float32: srcore.passes.widen_half)
 HALF = ("float16", "bfloat16")
 #: the dtypes an engine tensor holds in numpy arrays of that dtype (not float32, not quantized)
@@ -58,8 +61,12 @@ class OpSupport:
 
 # -- op-specific checks (None: supported; else the reason) ------------------------------------------
 _INDEX = ("int64", "int32")
-_LOGIC = ("bool", "int64", "int32")
-_NUMERIC = ("float32", *_INDEX)
+#: the dtypes of the integer layers (``int_binary``, ``int_scalar``, integer compares and sums)
+_INTS = (*_INDEX, *SMALL_INTS)
+_LOGIC = ("bool", *_INTS)
+_NUMERIC = ("float32", *_INTS)
+#: operands of the arithmetic rows: a bool or integer tensor is promoted to the result's dtype first
+_PROMOTED = (*_NUMERIC, "bool")
 def _rank(node: NodeInfo, i: int) -> int:
     return len(node.args[i].type.shape)   # a tensor of known rank (checked by _tensors_ok)
 
@@ -490,13 +497,13 @@ def _norm(node: NodeInfo):
 
 
 def _count(node: NodeInfo):
-    """``sum`` of a mask (an int64 count) or of float32 (numpy's pairwise sum, as the cpu plugin's;
-    RMSNorm's ``sum(x * x, -1) / n``)."""
+    """``sum`` of a mask (an int64 count), of integers (an exact int64 sum, torch's result dtype) or of
+    float32 (numpy's pairwise sum, as the cpu plugin's; RMSNorm's ``sum(x * x, -1) / n``)."""
     if node.const("dtype", None) is not None:
         return "a dtype argument"
-    if node.args[0].type.dtype != "bool" and node.output_types[0].dtype != node.args[0].type.dtype:
-        return f"a float32 sum made {node.output_types[0].dtype}"
-    return None
+    x, out = node.args[0].type.dtype, node.output_types[0].dtype
+    want = "float32" if x == "float32" else "int64"
+    return None if out == want else f"a {x} sum made {out} (torch makes {want})"
 
 
 def _clamp_tensor(node: NodeInfo):
@@ -544,43 +551,66 @@ def _index_add(node: NodeInfo):
 
 
 def _compare(node: NodeInfo):
-    return _same_dtype(node, "bool", ("float32", *_INDEX))
+    return _same_dtype(node, "bool", _NUMERIC)
 
 
 #: the ops of the integer layer (builder/converters.py, ``int_binary``), by the dtypes they take
-_INT_OPS = {"neg": _INDEX, "add": _INDEX, "sub": _INDEX, "rsub": _INDEX, "mul": _INDEX, "maximum": _INDEX,
-            "minimum": _INDEX, "max": _INDEX, "min": _INDEX, "floor_divide": _INDEX,
-            "remainder": _INDEX, "bitwise_and": _LOGIC, "bitwise_or": _LOGIC, "bitwise_xor": _LOGIC,
+_INT_OPS = {"neg": _INTS, "add": _INTS, "sub": _INTS, "rsub": _INTS, "mul": _INTS, "maximum": _INTS,
+            "minimum": _INTS, "max": _INTS, "min": _INTS, "floor_divide": _INTS,
+            "remainder": _INTS, "bitwise_and": _LOGIC, "bitwise_or": _LOGIC, "bitwise_xor": _LOGIC,
             "logical_and": ("bool",), "logical_or": ("bool",), "logical_xor": ("bool",)}
 
 
 def _arith(node: NodeInfo):
-    """float32 operands (the pointwise layers), or integer / bool ones of one dtype with a result
-    of that dtype and integer numbers (the ``int_binary`` layer: torch's exact integer arithmetic)."""
+    """float32 operands (the pointwise layers), or integer / bool ones with integer numbers (the
+    ``int_binary`` layer: torch's exact integer arithmetic, wrapping in the result's dtype). Tensor
+    operands of other dtypes are promoted as torch does: each is cast to the result's dtype first (an
+    int64 tensor times 0.5 is float32, a mask added to a float or an integer tensor takes its dtype)."""
     op = node.op.split("::", 1)[1].split(".", 1)[0]
-    why = _same_dtype(node, None, _INT_OPS.get(op, ()))
+    why = _promotes(node, _INT_OPS.get(op, ()))
     if why is None and op in _INT_ONLY and node.output_types[0].dtype == "float32":
         return f"float32 operands ({node.op} runs on the cpu plugin)"
     return why
 
 
-_INT_ONLY = ("floor_divide", "remainder", "bitwise_and", "bitwise_or", "bitwise_xor", "logical_and", "logical_or",
+_INT_ONLY = ("bitwise_and", "bitwise_or", "bitwise_xor", "logical_and", "logical_or",
              "logical_xor")
+_OPERANDS = ("self", "other", "alpha")
+
+
+def _promotes(node: NodeInfo, dtypes) -> str | None:
+    """The result's dtype ``out`` is what the engine computes in (float32, or one of ``dtypes``);
+    every tensor operand is cast to it, which is torch's promotion when a float result comes of
+    integer or bool operands and an integer result of integers or bools (never a narrowing of a float)."""
+    out = node.output_types[0].dtype
+    ts = {a.type.dtype for a in node.args if a.name in _OPERANDS and isinstance(a.type, TensorType)}
+    if out == "float32":
+        return None
+    if out not in dtypes:
+        return f"{out} operands ({node.op} of {out} runs on the cpu plugin)"
+    if "float32" in ts:
+        return f"a float32 operand with a {out} result"
+    for a in node.args:
+        if a.name in _OPERANDS and not isinstance(a.type, TensorType):
+            v = node.const(a.name, None)
+            if not a.is_constant or not isinstance(v, bool if out == "bool" else int):
+                return f"argument {a.name!r} is {v!r}: {out} operands take an integer constant"
+    return None
 
 
 def _same_dtype(node: NodeInfo, result: str | None, dtypes) -> str | None:
     """Tensor operands of one dtype (``float32``: the float layers; else one of ``dtypes``), numbers
     integral for integer operands, and the result ``result`` (None: the operands' dtype)."""
-    ts = {a.type.dtype for a in node.args if a.name in ("self", "other", "alpha") and isinstance(a.type, TensorType)}
+    ts = {a.type.dtype for a in node.args if a.name in _OPERANDS and isinstance(a.type, TensorType)}
     if len(ts) > 1:
-        return f"operands of dtypes {sorted(ts)} (the engine computes in one dtype, no promotion)"
+        return f"operands of dtypes {sorted(ts)} (the engine compares in one dtype, no promotion)"
     (dt,) = ts or ("float32",)
     if dt == "float32":
         return None
     if dt not in dtypes:
         return f"{dt} operands ({node.op} of {dt} runs on the cpu plugin)"
     for a in node.args:
-        if a.name in ("self", "other", "alpha") and not isinstance(a.type, TensorType):
+        if a.name in _OPERANDS and not isinstance(a.type, TensorType):
             v = node.const(a.name, None)
             if not a.is_constant or not isinstance(v, bool if dt == "bool" else int):
                 return f"argument {a.name!r} is {v!r}: {dt} operands take an integer constant"
@@ -590,12 +620,44 @@ def _same_dtype(node: NodeInfo, result: str | None, dtypes) -> str | None:
     return None
 
 
+def _where(node: NodeInfo):
+    """float32 values, or integer / bool ones of the result's dtype (a number of an integer result
+    integral and within torch's checked conversion: ``where(m, u8, 300)`` raises in torch)."""
+    out = node.output_types[0].dtype
+    ts = {a.type.dtype for a in node.args if a.name in ("self", "other") and isinstance(a.type, TensorType)}
+    if out == "float32":
+        return None
+    if ts - {out}:
+        return f"values of dtypes {sorted(ts)} and a {out} result (no promotion in where)"
+    for a in node.args:
+        if a.name in ("self", "other") and not isinstance(a.type, TensorType):
+            v = node.const(a.name, None)
+            if not a.is_constant or not isinstance(v, bool if out == "bool" else int):
+                return f"argument {a.name!r} is {v!r}: a {out} where takes an integer constant"
+            if out != "bool" and not _fits(v, out):
+                return f"argument {a.name!r} is {v!r}, out of {out}'s range (torch raises)"
+    return None
+
+
+def _fits(v: int, dtype: str) -> bool:
+    """torch's checked conversion of a number to an integer dtype (c10::overflows): signed ones take
+    their range, unsigned ones also the negatives down to -max (they wrap)."""
+    bits = {"int64": 64, "int32": 32, "int16": 16, "int8": 8, "uint8": 8}[dtype]
+    if dtype == "uint8":
+        return -255 <= v <= 255
+    return -(1 << (bits - 1)) <= v < (1 << (bits - 1))
+
+
 def _one_hot(node: NodeInfo):
     n = node.const("num_classes", -1)
     return None if isinstance(n, int) and n >= 0 else f"num_classes={n!r} (the engine needs it known: no -1)"
 
 
 def _int_scalar(node: NodeInfo):
+    if node.args[0].type.dtype != node.output_types[0].dtype:
+        return f"a {node.args[0].type.dtype} self made {node.output_types[0].dtype}"
+    if node.args[0].type.dtype == "float32" and not isinstance(node.const("other", None), (int, float)):
+        return f"argument 'other' is {node.const('other', None)!r}, not a number"
     mode = node.const("rounding_mode", None) if node.op.startswith("aten::div") else "floor"
     return None if mode == "floor" else f"rounding_mode={mode!r} (the engine divides integers with 'floor')"
 
@@ -696,18 +758,21 @@ _NOTES = {
     _sort: "a float32 input of rank >= 1; indices int64 (ties in input order: torch's stable=True order)",
     _scatter: "self, index (int64) and src of one rank; no reduce argument",
     _cumsum: "no dtype argument; float32, or bool / int64 / int32 (an int64 sum)",
-    _compare: "float32, int64 or int32 operands of one dtype (a tensor and a tensor or a number; integer "
+    _compare: "float32 or integer (int64, int32, int16, int8, uint8) operands of one dtype (a tensor and a tensor or a number; integer "
               "tensors: an integer number); the result is a bool mask",
-    _arith: "float32 operands, or int64 / int32 ones of one dtype (bitwise: bool too) with integer numbers: "
-            "exact integer arithmetic (floor_divide / remainder by 0 raises, as torch)",
+    _arith: "float32 operands, or integer ones (int64, int32, int16, int8, uint8; bitwise: bool too) with integer "
+            "numbers: exact integer arithmetic wrapping in the result's dtype, numbers cast to it as torch "
+            "(floor_divide / remainder by 0 raises, as torch); integer / bool tensors promoted to the result's "
+            "dtype (int64 * 0.5 is float32)",
+    _where: "float32 values, or integer / bool ones of the result's dtype (numbers within torch's checked range)",
     _one_hot: "int64 indices, a known num_classes",
     _batch_norm: "(N, C, ...) input; training=False with running statistics",
-    _int_scalar: "int64 / int32 self, an integer other (a division by 0 fails the build, as torch raises); "
+    _int_scalar: "integer self (int64, int32, int16, int8, uint8; other cast to its dtype, wrapping, as torch), an integer other (a division by 0 fails the build, as torch raises); "
                  "div: rounding_mode='floor'",
 }
 
 
-_ARITH = {"data_args": {"self": _NUMERIC, "other": _NUMERIC}, "data_results": {0: _NUMERIC}}
+_ARITH = {"data_args": {"self": _PROMOTED, "other": _PROMOTED}, "data_results": {0: _NUMERIC}}
 _LOGIC_ARGS = {"data_args": {"self": _LOGIC, "other": _LOGIC}, "data_results": {0: _LOGIC}}
 
 _UNARY = ("aten::abs", "aten::exp", "aten::log", "aten::sqrt", "aten::rsqrt", "aten::reciprocal",
@@ -729,10 +794,11 @@ _TABLE: list[OpSupport] = [
     *_rows("rsub", {"aten::rsub.Tensor": ("alpha",), "aten::rsub.Scalar": ("other", "alpha")}, _arith, **_ARITH),
     *_rows("binary", {"aten::mul.Tensor": (), "aten::mul.Scalar": ("other",), "aten::maximum": (),
                       "aten::minimum": (), "aten::max.other": (), "aten::min.other": ()}, _arith, **_ARITH),
-    *_rows("binary", {"aten::div.Tensor": (), "aten::div.Scalar": ("other",)}),
+    *_rows("binary", {"aten::div.Tensor": (), "aten::div.Scalar": ("other",)}, _arith,
+           data_args={"self": _PROMOTED, "other": _PROMOTED}),
     # integer and bool elementwise ops (the int_binary layer)
-    *_rows("int_binary", {"aten::floor_divide": (), "aten::remainder.Tensor": (),
-                          **{f"aten::bitwise_{op}.{form}": ("other",) if form == "Scalar" else ()
+    *_rows("int_binary", {"aten::floor_divide": (), "aten::remainder.Tensor": ()}, _arith, **_ARITH),
+    *_rows("int_binary", {**{f"aten::bitwise_{op}.{form}": ("other",) if form == "Scalar" else ()
                              for op in ("and", "or", "xor") for form in ("Tensor", "Scalar")}},
            _arith, **_LOGIC_ARGS),
     *_rows("int_binary", {f"aten::logical_{op}": () for op in ("and", "or", "xor")}, _arith,
@@ -847,7 +913,7 @@ _TABLE: list[OpSupport] = [
            data_args={"self": ("float32", *DATA_DTYPES, *HALF)}, data_results={0: ("float32", *DATA_DTYPES, *HALF)}),
     *_rows("int_scalar", {"aten::div.Scalar_mode": ("other", "rounding_mode"), "aten::remainder.Scalar": ("other",),
                           "aten::floor_divide.Scalar": ("other",)},
-           _int_scalar, data_args={"self": ("int64", "int32")}, data_results={0: ("int64", "int32")}),
+           _int_scalar, data_args={"self": _NUMERIC}, data_results={0: _NUMERIC}),
     *_rows("resize", {"aten::upsample_nearest2d": ("output_size", "scales_h", "scales_w"),
                       "aten::upsample_nearest2d.vec": ("output_size", "scale_factors"),
                       "aten::upsample_bilinear2d": ("output_size", "align_corners", "scales_h", "scales_w"),
@@ -874,8 +940,9 @@ _TABLE: list[OpSupport] = [
     *_rows("index_tensor", {"aten::index.Tensor": ()}, _index_tensor, data_args={"self": ("float32", *DATA_DTYPES)},
            data_results={0: ("float32", *DATA_DTYPES)}),
     *_rows("where", {"aten::where.self": (), "aten::where.ScalarOther": ("other",),
-                     "aten::where.ScalarSelf": ("self",), "aten::where.Scalar": ("self", "other")},
-           data_args={"condition": ("bool",)}),
+                     "aten::where.ScalarSelf": ("self",), "aten::where.Scalar": ("self", "other")}, _where,
+           data_args={"condition": ("bool",), "self": _LOGIC + ("float32",), "other": _LOGIC + ("float32",)},
+           data_results={0: _LOGIC + ("float32",)}),
     *_rows("masked_fill", {"aten::masked_fill.Scalar": ("value",), "aten::masked_fill.Tensor": ()},
            data_args={"mask": ("bool",)}),
     *_rows("sort", {"aten::sort": ("dim", "descending"), "aten::sort.stable": ("stable", "dim", "descending")},
@@ -886,7 +953,7 @@ _TABLE: list[OpSupport] = [
     *_rows("reduce", {"aten::amax": ("dim", "keepdim"), "aten::amin": ("dim", "keepdim"),
                       "aten::logsumexp": ("dim", "keepdim")}, _reduce),
     *_rows("reduce", {"aten::sum.dim_IntList": ("dim", "keepdim", "dtype"), "aten::sum": ("dtype",)}, _count,
-           data_args={"self": ("bool", "float32")}, data_results={0: ("int64", "float32")}),
+           data_args={"self": ("bool", "float32", *_INTS)}, data_results={0: ("int64", "float32")}),
     *_rows("reduce", {"aten::any.dim": ("dim", "keepdim"), "aten::all.dim": ("dim", "keepdim"),
                       "aten::any.dims": ("dim", "keepdim"), "aten::all.dims": ("dim", "keepdim"), "aten::any": (),
                       "aten::all": ()}, data_args={"self": ("bool",)}, data_results={0: ("bool",)}),

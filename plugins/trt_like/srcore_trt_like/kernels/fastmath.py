@@ -83,6 +83,7 @@ class F32:
     def __rtruediv__(self, o): return self._bin("fdiv", self._op(o), self.value)
     def __neg__(self): return F32(self.builder, self.builder.fneg(self.value))
     def __abs__(self): return self.call("llvm.fabs")
+    def fmod(self, o): return self._bin("frem", self.value, self._op(o))   # (C's fmod: the sign of self)
 
     def _cmp(self, op: str, o) -> Cond:
         return Cond(self.builder, self.builder.fcmp_ordered(op, self.value, self._op(o)))

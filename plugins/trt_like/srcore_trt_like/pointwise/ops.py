@@ -75,6 +75,31 @@ def round_ir(x: F32) -> F32:
     return x.call("llvm.roundeven")                     # torch's nearbyint: halves to even
 
 
+def _xor(p, q):
+    return (p & ~q) | (~p & q)
+
+
+def remainder_ir(a: F32, b: F32) -> F32:
+    """torch's float remainder (ATen's): ``fmod``, plus ``b`` where its sign differs from ``b``'s
+    (Python's rule; a zero keeps fmod's sign: ``-0.0 % 3`` is -0.0, unlike numpy's +0.0)."""
+    mod = a.fmod(b)
+    return where((mod != 0.0) & _xor(b < 0.0, mod < 0.0), mod + b, mod)
+
+
+def floor_divide_ir(a: F32, b: F32) -> F32:
+    """torch's float ``floor_divide`` (ATen's ``div_floor_floating``, CPython's divmod): ``(a - fmod)
+    / b`` less one where the signs differ, floored and rounded up past .5; a zero quotient takes
+    the sign of ``a / b``; a zero divisor gives ``a / b``."""
+    mod = a.fmod(b)
+    div = (a - mod) / b
+    div = where((mod != 0.0) & _xor(b < 0.0, mod < 0.0), div - 1.0, div)
+    low = div.call("llvm.floor")
+    low = where(div - low > 0.5, low + 1.0, low)
+    q = a / b
+    negative = (q < 0.0) | ((q == 0.0) & (1.0 / q < 0.0))   # (copysign(0, q): -0.0 for a -0.0 quotient)
+    return where(b == 0.0, q, where(div != 0.0, low, where(negative, -0.0, 0.0)))
+
+
 maximum = float32_function(maximum_ir)
 minimum = float32_function(minimum_ir)
 relu = float32_function(relu_ir)
@@ -87,6 +112,8 @@ mish = float32_function(mish_ir)
 softplus = float32_function(softplus_ir)
 nan_to_num = float32_function(nan_to_num_ir)
 round_even = float32_function(round_ir)
+remainder = float32_function(remainder_ir)
+floor_divide = float32_function(floor_divide_ir)
 
 #: float32's largest finite value: nan_to_num's default for +inf (and its negative for -inf)
 F32_MAX = 3.4028234663852886e38
@@ -151,4 +178,6 @@ OPS: dict[str, OpDef] = {d.name: d for d in (
     OpDef("nan_to_num", 1, "ops.nan_to_num({0}, {nan}, {posinf}, {neginf})",
           (("nan", 0.0), ("posinf", F32_MAX), ("neginf", -F32_MAX))),
     OpDef("round", 1, "ops.round_even({0})"),
+    OpDef("remainder", 2, "ops.remainder({0}, {1})"),
+    OpDef("floor_divide", 2, "ops.floor_divide({0}, {1})"),
 )}

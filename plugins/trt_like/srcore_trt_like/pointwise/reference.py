@@ -86,7 +86,20 @@ BINARY_REF = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
     "maximum": np.maximum, "minimum": np.minimum,
     "prelu": lambda x, w: np.where(x > 0, x, x * w),
+    "remainder": lambda a, b: _remainder(a, b), "floor_divide": lambda a, b: _floor_divide(a, b),
 }
+
+
+def _remainder(a, b):
+    """torch's float remainder: numpy's, but a zero keeps fmod's sign (numpy gives b's)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mod = np.fmod(a, b)
+        return np.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod).astype(F32)
+
+
+def _floor_divide(a, b):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        return np.floor_divide(a, b).astype(F32)   # (numpy's npy_divmod: ATen's div_floor_floating)
 
 
 def eval_ops(ops, inputs):

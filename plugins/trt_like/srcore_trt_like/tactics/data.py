@@ -80,7 +80,8 @@ def int_scalar(layer: Layer, net: Network):
     fn, k = (np.remainder if layer.attrs["op"] == "remainder" else np.floor_divide), layer.attrs["other"]
 
     def run(x, out):
-        fn(x, k, out=out)
+        with np.errstate(over="ignore"):   # (int8 -128 // -1 wraps to -128, as torch's)
+            fn(x, k, out=out)
     return run
 
 
@@ -102,7 +103,8 @@ def int_binary(layer: Layer, net: Network):
         y = pick(b, arrays)
         if divides and b[0] == "in" and not np.all(y):
             raise ZeroDivisionError(f"{op}: integer division by zero")
-        fn(pick(a, arrays), y, out=arrays[-1])
+        with np.errstate(over="ignore"):   # (int8 -128 // -1 wraps to -128, as torch's)
+            fn(pick(a, arrays), y, out=arrays[-1])
     return run
 
 
@@ -495,7 +497,9 @@ def where(layer: Layer, net: Network):
     n_ops = sum(1 for arg in (a, b) if arg[0] == "in")
 
     def pick(arg, arrays):
-        return arrays[arg[1]] if arg[0] == "in" else f32(arg[1])
+        if arg[0] == "in":
+            return arrays[arg[1]]
+        return arg[1] if isinstance(arg[1], (bool, int)) else f32(arg[1])   # (an integer result's: exact)
 
     def run(*arrays):
         out = arrays[-1]
@@ -579,12 +583,16 @@ def _logsumexp(x, axis):
     return s
 
 
+def _int_sum(x, axis):
+    return np.sum(x, axis=axis, dtype=np.int64)   # (integers sum in int64, torch's result dtype)
+
+
 def reduce(layer: Layer, net: Network):
     """``amax`` / ``amin`` (NaN propagates: numpy's max), the int64 count of a mask or its
     ``any`` / ``all``, ``logsumexp``, over ``dims``."""
     dims, op = layer.attrs["dims"], layer.attrs["op"]
     fn = {"max": np.max, "min": np.min, "any": np.any, "all": np.all, "logsumexp": _logsumexp,
-          "sum": np.add.reduce}.get(op)
+          "sum": np.add.reduce, "isum": _int_sum}.get(op)
     shape = net.shape(layer.inputs[0])
     if (op in ("max", "min") and net.tensors[layer.inputs[0]].dtype == "float32" and dims
             and sorted(d % len(shape) for d in dims) == list(range(len(shape) - len(dims), len(shape)))):

@@ -44,7 +44,7 @@ from .timing import best_times, random_input
 log = logging.getLogger("srcore.trt_like")
 
 #: bump when the generated code changes meaning (part of every segment's source hash)
-SEGMENT_VERSION = 9
+SEGMENT_VERSION = 10
 #: a network is compiled whole only if no tensor is larger than this (elements; the plan with the
 #: fewer passes over memory may still win on larger ones, timing decides) ...
 MAX_TENSOR = 1 << 18
@@ -72,7 +72,7 @@ def refusal(net: Network) -> str | None:
     for t in net.tensors.values():
         if t.size > MAX_TENSOR:
             return f"tensor {t.id} has {t.size} elements (> {MAX_TENSOR})"
-        if t.dtype not in ("float32", "int64", "int32", "bool"):
+        if t.dtype not in _NP:
             return f"tensor {t.id} is {t.dtype}"
     for layer in net.layers:
         why = _layer_refusal(layer, net)
@@ -123,7 +123,8 @@ def _products(layer: Layer, net: Network) -> int:
 
 
 # -- code generation -------------------------------------------------------------------------------
-_NP = {"float32": "np.float32", "int64": "np.int64", "int32": "np.int32", "bool": "np.bool_"}
+_NP = {"float32": "np.float32", "int64": "np.int64", "int32": "np.int32", "bool": "np.bool_", "int16": "np.int16",
+       "int8": "np.int8", "uint8": "np.uint8"}
 
 
 def _ix(names) -> str:
@@ -427,7 +428,7 @@ def _reduce(c: _Code, layer: Layer, net: Network) -> None:
         return
     c.add(f"ov = t{o}.reshape({view!r})")
     # a sum starts at -0.0: -0.0 + x is x for every x, the sign of a zero first term included
-    init = {"count": "0", "any": "False", "all": "True", "sum": c.const(-0.0)}.get(op) or \
+    init = {"count": "0", "isum": "0", "any": "False", "all": "True", "sum": c.const(-0.0)}.get(op) or \
         c.const(-math.inf if op == "max" else math.inf)
     names = c.loops(view)
     c.add(f"ov[{_ix(names)}] = {init}")
@@ -440,6 +441,8 @@ def _reduce(c: _Code, layer: Layer, net: Network) -> None:
     elif op in ("any", "all"):
         c.add(f"if {'' if op == 'any' else 'not '}t{x}[{_ix(names)}]:")
         c.add(f"    ov[{at}] = {op == 'any'}")
+    elif op == "isum":   # (integers: an exact int64 sum)
+        c.add(f"ov[{at}] += np.int64(t{x}[{_ix(names)}])")
     elif op == "sum":   # (in index order: the reduced dims' terms one after another, numpy's order below 8)
         c.add(f"ov[{at}] += t{x}[{_ix(names)}]")
     else:
@@ -558,8 +561,19 @@ def _int_binary(c: _Code, layer: Layer, net: Network) -> None:
     if op in ("floor_divide", "remainder") and b[0] == "in":
         c.add(f"if {y} == 0:")
         c.add(f'    raise ZeroDivisionError("{op} {_at(c)}: integer division by zero")')
-    c.add(f"t{o}[{_ix(names)}] = {_INT_SIGNS[op].format(x, y)}")
+    dtype = net.tensors[o].dtype
+    if dtype in _WRAP:   # (8 / 16 bits: exact in int64, then wrapped as torch's; numba and numpy scalars agree)
+        x, y = f"np.int64({x})", f"np.int64({y})"
+    c.add(f"t{o}[{_ix(names)}] = {_wrapped(_INT_SIGNS[op].format(x, y), dtype)}")
     c.close()
+
+
+#: a small integer result of an int64 expression, wrapped into its dtype's range (two's complement)
+_WRAP = {"uint8": "({}) & 255", "int8": "((({}) + 128) & 255) - 128", "int16": "((({}) + 32768) & 65535) - 32768"}
+
+
+def _wrapped(expr: str, dtype: str) -> str:
+    return _WRAP[dtype].format(expr) if dtype in _WRAP else expr
 
 
 def _one_hot(c: _Code, layer: Layer, net: Network) -> None:
@@ -649,7 +663,10 @@ def _cast(c: _Code, layer: Layer, net: Network) -> None:
     else:   # (a float truncates toward zero, as torch's)
         if net.tensors[x].dtype == "bool":
             src = f"1 if {src} else 0"
-        c.add(f"t{o}[{_ix(names)}] = {_NP[to]}({src})")
+        if to in _WRAP and net.tensors[x].dtype != "float32":   # (an integer narrowed wraps, as torch's)
+            c.add(f"t{o}[{_ix(names)}] = {_wrapped(f'np.int64({src})', to)}")
+        else:
+            c.add(f"t{o}[{_ix(names)}] = {_NP[to]}({src})")
     c.close()
 
 
@@ -657,7 +674,8 @@ def _int_scalar(c: _Code, layer: Layer, net: Network) -> None:
     (x,), (o,) = layer.inputs, layer.outputs
     sign = "%" if layer.attrs["op"] == "remainder" else "//"   # (Python's, as torch's: floor)
     names = c.loops(net.shape(o))
-    c.add(f"t{o}[{_ix(names)}] = t{x}[{_ix(names)}] {sign} {int(layer.attrs['other'])}")
+    expr = f"np.int64(t{x}[{_ix(names)}]) {sign} {int(layer.attrs['other'])}"
+    c.add(f"t{o}[{_ix(names)}] = {_wrapped(expr, net.tensors[o].dtype)}")
     c.close()
 
 
