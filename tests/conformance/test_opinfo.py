@@ -8,7 +8,7 @@ kernel's aten overload schema, run through ``torch.ops.aten.<op>.<overload>``
 preallocated ``out`` for out variants), and the results compared.
 
 The full run is part of the default test command (first pass only: kernels are called
-directly, no executor or planner; about 72 s on an idle 2-core machine): every sample
+directly, no executor or planner; roughly 30 s on an idle 2-core machine, docs/testing.md): every sample
 attempted must pass, and every kernel that has OpInfos must attempt at least one sample,
 unless it is listed, with the reason its samples do not fit, in ``NO_FITTING_SAMPLE``
 (the test checks that reason and that the entry is still needed). With
