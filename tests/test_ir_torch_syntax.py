@@ -178,10 +178,14 @@ def _opinfo_graphs(full: bool):
 
     from torch.testing._internal.common_methods_invocations import op_db
 
+    from _opinfo_samples import quick_samples
+
     for info in op_db if full else op_db[::6]:
         try:
-            samples = info.sample_inputs("cpu", torch.float32, requires_grad=False)
-            samples = list(samples) if full else list(itertools.islice(samples, 1))
+            # the same samples without torch's per-iterator stack search and per-sample seed queueing
+            with quick_samples():
+                samples = info.sample_inputs("cpu", torch.float32, requires_grad=False)
+                samples = list(samples) if full else list(itertools.islice(samples, 1))
         except Exception:  # noqa: BLE001 - an OpInfo that cannot make float32 samples
             continue
         for sample in samples:

@@ -8,7 +8,7 @@ kernel's aten overload schema, run through ``torch.ops.aten.<op>.<overload>``
 preallocated ``out`` for out variants), and the results compared.
 
 The full run is part of the default test command (first pass only: kernels are called
-directly, no executor or planner; about 72 s on an idle 2-core machine): every sample
+directly, no executor or planner; roughly 30 s on an idle 2-core machine, docs/testing.md): every sample
 attempted must pass, and every kernel that has OpInfos must attempt at least one sample,
 unless it is listed, with the reason its samples do not fit, in ``NO_FITTING_SAMPLE``
 (the test checks that reason and that the entry is still needed). With
@@ -30,6 +30,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("expecttest")  # needed by torch.testing._internal
 
 import srcore  # noqa: E402
+from _opinfo_samples import quick_samples  # noqa: E402
 from conformance.opinfo_args import INFO_ALIASES, Skip, bind, to_srcore  # noqa: E402
 
 #: kernels are called directly: the executor and the planner play no part
@@ -234,22 +235,10 @@ def conformance(kernels, dtypes=None, max_samples=MAX_SAMPLES):
     """
     by = opinfos_by_name()
     results = {}
-    # torch's sample iterators look for the calling unittest.TestCase with inspect.stack(), which reads
-    # every frame's source file and scans sys.modules: minutes over thousands of calls in a large test
-    # process. There is no TestCase here (it would find None): skip the search.
-    # The name is bound in both modules (opinfo.core imports it by name): patch both.
-    from torch.testing._internal import common_utils
-    from torch.testing._internal.opinfo import core as opinfo_core
-
-    modules = (common_utils, opinfo_core)
-    saved = [m.extract_test_fn for m in modules]
-    for m in modules:
-        m.extract_test_fn = lambda: None
-    try:
+    # torch's sample iterator searches the stack for a TestCase and queues every reseed for the
+    # accelerators (a formatted stack each): _opinfo_samples.quick_samples skips both, same samples
+    with quick_samples():
         return _conformance(kernels, dtypes, max_samples, by, results)
-    finally:
-        for m, fn in zip(modules, saved):
-            m.extract_test_fn = fn
 
 
 def _conformance(kernels, dtypes, max_samples, by, results):
