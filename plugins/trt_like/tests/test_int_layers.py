@@ -5,8 +5,6 @@ code (run as Python here: its numba compile is left to the parity zoo, so no ker
 for this file)."""
 from __future__ import annotations
 
-import importlib.util
-import sys
 
 import numpy as np
 import pytest
@@ -14,8 +12,8 @@ import torch
 import torch.nn.functional as F
 
 import srcore
-from srcore_trt_like.pointwise.cache import _write_source
 from srcore_trt_like.tactics import segment
+from _trt_segment import segment_as_python as _as_python
 
 pytestmark = pytest.mark.one_pass   # engines do not depend on the executor or the memory planner
 
@@ -42,17 +40,6 @@ def _inputs(seed: int):
     rng = np.random.default_rng(seed)
     return (rng.uniform(-9, 9, (2, 8)).astype(np.float32), rng.integers(-9, 10, (2, 8)).astype(np.int64),
             rng.random((2, 8)) < 0.5, rng.random((2, 8)) < 0.5)
-
-
-def _as_python(layer, net):
-    """The segment's generated function, not compiled (the same source numba would compile)."""
-    source = segment.generate_source(layer, net)
-    path = _write_source(source, "seg_py_test")
-    spec = importlib.util.spec_from_file_location("_srcore_int_tail_segment", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    sys.modules.pop("_srcore_int_tail_segment", None)
-    return module.segment
 
 
 def _build(mode: str, module: torch.nn.Module, example) -> srcore.StaticModule:

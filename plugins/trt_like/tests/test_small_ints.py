@@ -6,17 +6,14 @@ integer and bool tensors promoted to a float32 or wider integer result (``i * 0.
 compiled segment's generated code run as Python, and compiled by numba (the real engine)."""
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import numpy as np
 import pytest
 import torch
 
 import srcore
 from srcore_trt_like.builder import support
-from srcore_trt_like.pointwise.cache import _write_source
 from srcore_trt_like.tactics import segment
+from _trt_segment import segment_as_python as _as_python
 
 pytestmark = pytest.mark.one_pass   # engines do not depend on the executor or the memory planner
 
@@ -58,17 +55,6 @@ def _promotion_inputs(seed: int):
 
 
 TRT = ("trt_like", "cpu")
-
-
-def _as_python(layer, net):
-    """The segment's generated function, not compiled (the same source numba would compile)."""
-    source = segment.generate_source(layer, net)
-    path = _write_source(source, "seg_py_test")
-    spec = importlib.util.spec_from_file_location("_srcore_small_ints_segment", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    sys.modules.pop("_srcore_small_ints_segment", None)
-    return module.segment
 
 
 def _build(mode: str, module: torch.nn.Module, example) -> srcore.StaticModule:
