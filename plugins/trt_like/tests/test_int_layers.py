@@ -5,7 +5,6 @@ code (run as Python here: its numba compile is left to the parity zoo, so no ker
 for this file)."""
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import torch
