@@ -86,7 +86,7 @@ def test_list_ops_engine_prints_the_op_table(capsys):
     jsonschema.validate(entries, load_schema("list-ops"))
     by_name = {e["name"] + (f".{e['overload']}" if e["overload"] else ""): e["engine"] for e in entries}
     add = by_name["aten::add.Tensor"]
-    assert add["backend"] == "trt_like" and add["constants"] == ["alpha"] and "int64 / int32" in add["notes"]
+    assert add["backend"] == "trt_like" and add["constants"] == ["alpha"] and "int64, int32, int16, int8, uint8" in add["notes"]
     assert by_name["aten::relu"] == {"backend": "trt_like", "constants": [], "notes": ""}
     assert "aten::logcumsumexp" not in by_name and "aten::reshape" in by_name
     code, _, err = call(capsys, "list-ops", "--engine", "cpu")
