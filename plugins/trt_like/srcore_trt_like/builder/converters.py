@@ -339,7 +339,8 @@ def nan_to_num(v: NodeView, c: Converter) -> None:
     ins: list[int] = []
     a = operand(v, c, "self", ins)
     params = {}
-    for name, default in (("nan", 0.0), ("posinf", 3.4028234663852886e38), ("neginf", -3.4028234663852886e38)):
+    big = float(np.finfo(np.float32).max)
+    for name, default in (("nan", 0.0), ("posinf", big), ("neginf", -big)):
         value = v.const(name, None) if name in v.names else None
         params[name] = default if value is None else float(value)
     c.bind(v.node.outputs[0], pointwise(v, c, "nan_to_num", (a,), ins, **params))
@@ -425,12 +426,17 @@ def index(v: NodeView, c: Converter) -> None:
         sel = i
     else:
         sel = slice(*slice(v.const("start"), v.const("end"), v.const("step", 1)).indices(shape[dim]))
-    key = (slice(None),) * dim + (sel,)
+    _select_along(v, c, dim, sel, shape[dim])
+
+
+def _select_along(v: NodeView, c: Converter, dim: int, sel, n: int) -> None:
+    """``x[..., sel]`` along ``dim`` (an index or a slice) copied out as a ``strided`` layer; the
+    whole dim is a ``reshape`` view."""
     x = c.tensor(v.node.inputs[0])
-    if sel == slice(0, shape[dim], 1):
+    if sel == slice(0, n, 1):
         c.bind(v.node.outputs[0], c.net.add("reshape", [x], v.out_shape(), v.source))
         return
-    c.bind(v.node.outputs[0], c.net.add("strided", [x], v.out_shape(), v.source, key=key))
+    c.bind(v.node.outputs[0], c.net.add("strided", [x], v.out_shape(), v.source, key=(slice(None),) * dim + (sel,)))
 
 
 def glu(v: NodeView, c: Converter) -> None:
@@ -1352,12 +1358,7 @@ def narrow(v: NodeView, c: Converter) -> None:
     dim = v.const("dim") % len(shape)
     start = v.const("start")
     start = start + shape[dim] if start < 0 else start
-    x = c.tensor(v.node.inputs[0])
-    sel = slice(start, start + v.const("length"), 1)
-    if sel == slice(0, shape[dim], 1):
-        c.bind(v.node.outputs[0], c.net.add("reshape", [x], v.out_shape(), v.source))
-        return
-    c.bind(v.node.outputs[0], c.net.add("strided", [x], v.out_shape(), v.source, key=(slice(None),) * dim + (sel,)))
+    _select_along(v, c, dim, slice(start, start + v.const("length"), 1), shape[dim])
 
 
 def _dims(v: NodeView, x: int) -> tuple[int, ...]:
