@@ -174,3 +174,53 @@ def test_started_on_one_thread_is_off_once_threadpoolctl_or_a_region_has_been_us
     monkeypatch.setattr(O, "_fns", {object(): None})           # a region has run (a controller used)
     monkeypatch.setattr(O, "_hold", {"depth": 0, "saved": 1})
     assert not O.started_on_one_thread()
+
+
+def _bundled_or_skip():
+    ours = O.bundled_openblas()
+    if ours is None:
+        pytest.skip("numpy's BLAS is not its bundled OpenBLAS (or no /proc): threadpoolctl is used")
+    return ours
+
+
+def test_bundled_openblas_is_the_library_threadpoolctl_controls_and_shares_its_count():
+    ours = _bundled_or_skip()
+    theirs = [c for c in threadpoolctl.ThreadpoolController().select(user_api="blas").lib_controllers
+              if "numpy" in (c.filepath or "")]
+    assert len(theirs) == 1
+    ctl = theirs[0]
+    assert (ours.filepath, ours.threading_layer) == (ctl.filepath, ctl.threading_layer)
+    before = ctl.num_threads
+    assert ours.num_threads == before
+    try:
+        ours.set_num_threads(1)
+        assert ctl.num_threads == 1
+        ctl.set_num_threads(3)
+        assert ours.num_threads == 3
+    finally:
+        ctl.set_num_threads(before)
+    # the hold works through it as through threadpoolctl's controller
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        token = O.enter(ours)
+        assert ours.num_threads == 1 and O.user_threads(ours) == 2
+        O.leave(token, ours)
+        assert ours.num_threads == 2
+
+
+def test_controller_finds_numpys_bundled_openblas_without_importing_threadpoolctl():
+    import subprocess
+    import sys
+
+    _bundled_or_skip()
+    code = ("import sys, numpy\nfrom srcore.blas import openblas as O\nc = O.controller()\n"
+            "print(type(c).__name__, 'threadpoolctl' in sys.modules, c.num_threads)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[:2] == ["BundledOpenBLAS", "False"] and int(out[2]) >= 1
+
+
+def test_bundled_openblas_is_none_when_numpy_maps_no_openblas(monkeypatch, tmp_path):
+    maps = tmp_path / "maps"
+    maps.write_text("7f00-7f01 r-xp 00000000 00:00 0  /usr/lib/libm.so.6\n")
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda f, *a, **k: real_open(maps if f == "/proc/self/maps" else f, *a, **k))
+    assert O.bundled_openblas() is None

@@ -30,21 +30,84 @@ _looked: list = []                  # [numpy's BLAS controller or None], looked 
 
 
 def controller():
-    """numpy's BLAS library controller (threadpoolctl), or None when it cannot be told apart."""
+    """numpy's BLAS library controller, or None when it cannot be told apart: numpy's bundled OpenBLAS
+    opened by its path (:class:`BundledOpenBLAS`), else threadpoolctl's controller of it."""
     if not _looked:
-        ctl = None
-        try:
-            import numpy  # noqa: F401 - its BLAS must be loaded for threadpoolctl to see it
-            from threadpoolctl import ThreadpoolController
+        ctl = bundled_openblas()
+        if ctl is None:
+            try:
+                import numpy  # noqa: F401 - its BLAS must be loaded for threadpoolctl to see it
+                from threadpoolctl import ThreadpoolController
 
-            libs = ThreadpoolController().select(user_api="blas").lib_controllers
-            # numpy's own (scipy and torch may load others); one unnamed library is numpy's too
-            ours = [c for c in libs if "numpy" in (c.filepath or "")] or (libs if len(libs) == 1 else [])
-            ctl = ours[0] if len(ours) == 1 else None
-        except Exception:  # threadpoolctl missing or unable to inspect: no BLAS control
-            ctl = None
+                libs = ThreadpoolController().select(user_api="blas").lib_controllers
+                # numpy's own (scipy and torch may load others); one unnamed library is numpy's too
+                ours = [c for c in libs if "numpy" in (c.filepath or "")] or (libs if len(libs) == 1 else [])
+                ctl = ours[0] if len(ours) == 1 else None
+            except Exception:  # threadpoolctl missing or unable to inspect: no BLAS control
+                ctl = None
         _looked.append(ctl)
     return _looked[0]
+
+
+class BundledOpenBLAS:
+    """numpy's own OpenBLAS (the ``numpy.libs`` copy its wheels ship), opened by its path: the members
+    of threadpoolctl's OpenBLAS controller this module and the plugins use (``filepath``,
+    ``threading_layer``, ``num_threads``, ``set_num_threads``, ``_get_symbol``).
+
+    Why not threadpoolctl here: importing it and scanning the process's libraries cost ~5 ms of every
+    cold start whose kernels ask for numpy's BLAS count (docs/performance-log.md, "Cold start"), for
+    a library whose path and symbol names are known. Anything else (another BLAS, another platform,
+    numpy built against a system library) still goes through threadpoolctl."""
+
+    #: how OpenBLAS builds name their symbols (``scipy_openblas_get_num_threads64_`` in numpy's wheels)
+    PREFIXES = ("", "scipy_")
+    SUFFIXES = ("", "64_", "_64")
+
+    def __init__(self, filepath: str, dynlib, prefix: str, suffix: str):
+        self.filepath = filepath
+        self.dynlib = dynlib
+        self._affix = (prefix, suffix)
+        parallel = self._get_symbol("openblas_get_parallel")
+        layer = parallel() if parallel is not None else None
+        self.threading_layer = {0: "disabled", 1: "pthreads", 2: "openmp"}.get(layer, "unknown")
+
+    def _get_symbol(self, name: str):
+        return getattr(self.dynlib, f"{self._affix[0]}{name}{self._affix[1]}", None)
+
+    @property
+    def num_threads(self) -> int | None:
+        fn = self._get_symbol("omp_get_max_threads" if self.threading_layer == "openmp"
+                              else "openblas_get_num_threads")
+        return None if fn is None else fn()
+
+    def set_num_threads(self, n: int) -> None:
+        fn = self._get_symbol("omp_set_num_threads" if self.threading_layer == "openmp"
+                              else "openblas_set_num_threads")
+        if fn is not None:
+            fn(n)
+
+
+def bundled_openblas() -> BundledOpenBLAS | None:
+    """numpy's bundled OpenBLAS if this process has exactly one mapped from numpy's ``numpy.libs``
+    directory (Linux: ``/proc/self/maps``) and it answers ``openblas_get_num_threads``, else None."""
+    try:
+        import numpy
+
+        libs = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(numpy.__file__))), "numpy.libs")
+        with open("/proc/self/maps") as f:
+            paths = {fields[5].strip() for fields in (line.split(None, 5) for line in f if "openblas" in line)
+                     if len(fields) == 6}
+        ours = [p for p in paths if os.path.dirname(p) == libs and "openblas" in os.path.basename(p)]
+        if len(ours) != 1:
+            return None
+        dynlib = ctypes.CDLL(ours[0], mode=os.RTLD_NOLOAD)   # the copy numpy loaded, not a second one
+    except Exception:   # no /proc, no RTLD_NOLOAD, not loaded: threadpoolctl decides
+        return None
+    for prefix in BundledOpenBLAS.PREFIXES:
+        for suffix in BundledOpenBLAS.SUFFIXES:
+            if hasattr(dynlib, f"{prefix}openblas_get_num_threads{suffix}"):
+                return BundledOpenBLAS(ours[0], dynlib, prefix, suffix)
+    return None
 
 
 #: OpenBLAS's thread-count variables in the order it reads them (``blas_get_cpu_number``): the first
@@ -70,8 +133,9 @@ def _env_count(env) -> int | None:
 
 def started_on_one_thread() -> bool:
     """Whether numpy's BLAS is OpenBLAS that the environment started on one thread and nothing has
-    touched since: then its count is 1 without asking threadpoolctl, whose import and library scan
-    (:func:`controller`) cost ~5 ms of a cold start for a load that only asks "more than one?".
+    touched since: then its count is 1 without looking the library up (:func:`controller`: ~0.5 ms for
+    numpy's bundled OpenBLAS, ~5 ms through threadpoolctl for any other) for a load that only asks
+    "more than one?".
 
     "Started on one": both the process's environment as it began (``/proc/self/environ``) and as it is
     now (``os.environ``) say 1, so it does not matter whether the variables changed before numpy loaded

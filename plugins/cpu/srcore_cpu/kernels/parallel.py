@@ -108,9 +108,9 @@ def on_caller(fn):
 
 
 def blas_threads() -> int:
-    """numpy's BLAS thread count as the user set it (threadpoolctl; 1 without it), also while a
+    """numpy's BLAS thread count as the user set it (1 without a controller), also while a
     part run holds OpenBLAS at one thread. Kernels read it at load."""
-    if _openblas().started_on_one_thread():   # the environment's 1, without threadpoolctl's ~5 ms
+    if _openblas().started_on_one_thread():   # the environment's 1, without looking the library up
         return 1
     ctl = _blas_controller()
     return 1 if ctl is None else _openblas().user_threads(ctl)
