@@ -9,9 +9,9 @@ in turn, so that machine load hits both arms alike. A child is the ``benchmarks.
 child: import numpy, load the input, ``import srcore``, ``load``, ``StaticModule``, first call. The old
 arm is a ``git worktree add --detach`` of COMMIT (removed afterwards) put first on ``PYTHONPATH`` with
 its plugins (``plugins/cpu``, ``quantized``, ``trt_like``, ``openvino``), the new arm this checkout the
-same way; children start outside both checkouts, with bytecode caching on, one BLAS thread and one
-``SRCORE_CACHE_DIR`` per arm (filled by each arm's warm-up child). Reported
-per row: in-child CPU ms (``time.process_time``: less disturbed by other processes than wall time) and
+same way; children start outside both checkouts, with bytecode caching on, one BLAS thread
+(``--blas-threads env``: the environment's count) and one ``SRCORE_CACHE_DIR`` per arm (filled by each
+arm's warm-up child). Reported per row: in-child CPU ms (``time.process_time``: less disturbed by other processes than wall time) and
 srcore's share of it (after numpy and the input are loaded), median and best round, the CPU ms of the
 plugin registry's build (the child builds it right after ``import srcore``, before ``load``, which
 would otherwise build it), the process's wall time (median) and the time from spawning it to the first
@@ -56,12 +56,17 @@ print("@@", (c2 - c0) * 1e3, (c2 - c1) * 1e3, cr * 1e3, repr(t_result))
 """
 
 
+#: the BLAS thread variables the arms' children start with: one thread (the default), or the environment's
+#: own (``--blas-threads env``: the goal's measure, ``benchmarks.cold_start_selection``, sets none)
+_BLAS_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
 def _env(arm: Path, selection: str | None, cache: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("SRCORE_SELECTION", "PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
     # each arm its own cache directory: some caches are one file per package (the plugins' kernel records,
     # the rule index) keyed on the arm's sources, and two arms sharing it would overwrite each other's
     # entries and both pay a miss on every start
-    env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", SRCORE_CACHE_DIR=str(cache),
+    env.update(_BLAS_ENV, SRCORE_CACHE_DIR=str(cache),
                PYTHONPATH=os.pathsep.join([str(arm)] + [str(arm / "plugins" / p) for p in PLUGINS]))
     if selection:
         env["SRCORE_SELECTION"] = selection
@@ -141,8 +146,13 @@ def main(argv=None) -> int:
                     help="both arms load the models saved prepared: under the registry each row loads with "
                          "(own, the default), or once under the full registry for cpu (full: what a selection "
                          "made under that registry may accept)")
+    ap.add_argument("--blas-threads", choices=("one", "env"), default="one",
+                    help="one: the children start with OMP/OPENBLAS/MKL_NUM_THREADS=1 (the default); env: with "
+                         "this environment's (as benchmarks.cold_start_selection, the goal's measure)")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args(argv)
+    if args.blas_threads == "env":
+        _BLAS_ENV.clear()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="srcore-ab-") as tmp:

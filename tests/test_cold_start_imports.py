@@ -293,3 +293,17 @@ def test_a_one_thread_start_does_not_scan_the_blas_libraries(selection):
                  GOTO_NUM_THREADS=None, SRCORE_CPU_THREADS=None)
     modules = set(json.loads(out.stdout.splitlines()[-1]))
     assert "srcore_cpu.kernels.conv" in modules and "threadpoolctl" not in modules
+
+
+def test_a_start_on_every_core_finds_numpys_openblas_without_threadpoolctl(selection):
+    # no thread variable set: the kernels ask numpy's OpenBLAS for its count, opened by its path
+    # (srcore.blas.openblas.bundled_openblas), not through threadpoolctl's import and library scan
+    from srcore.blas import openblas
+
+    if openblas.bundled_openblas() is None:
+        pytest.skip("numpy's BLAS is not its bundled OpenBLAS here: threadpoolctl is the way to it")
+    path, cache = selection
+    out = _child(SRCORE_SELECTION=path, SRCORE_CACHE_DIR=cache, OMP_NUM_THREADS=None, OPENBLAS_NUM_THREADS=None,
+                 GOTO_NUM_THREADS=None, SRCORE_CPU_THREADS=None)
+    modules = set(json.loads(out.stdout.splitlines()[-1]))
+    assert "srcore_cpu.kernels.conv" in modules and "threadpoolctl" not in modules
