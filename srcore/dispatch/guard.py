@@ -4,7 +4,8 @@ Static dispatch never picks a kernel for a dtype the kernel does not list. When
 propagation could not tell a dtype (a ``Tensor[]`` input, a value joined from
 branches of different dtypes), the kernel is wrapped by :func:`dtype_guard`,
 which raises :class:`srcore.KernelError` before calling it on an array whose
-dtype it does not list. Nodes whose dtypes are known pay nothing.
+dtype it does not list (for a ``"*"`` kernel: a quantized array, unless it lists ``"quantized"``).
+Nodes whose dtypes are known pay nothing.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import numpy as np
 
 from ..errors import KernelError
 from ..plugin.types import Kernel
+from .resolve import accepts_dtypes
 
 
 def _arrays(values):
@@ -38,12 +40,13 @@ def dtype_guard(fn: Callable[..., Any], kernel: Kernel, op: str) -> Callable[...
     # plain arrays are checked by dtype object (``dtype.name`` is Python code in numpy: ~1 us an
     # array, 11 us a call of an LSTM with its weight list); anything else by name
     plain = frozenset(_numpy_dtypes(allowed))
+    star = "*" in allowed   # every plain array passes; a quantized one only if the kernel lists it
     p = kernel.provider
     who = f"{p.dist or p.name} {p.version or ''}".strip() if p is not None else "an unregistered plugin"
 
     def check(x):
         name = getattr(x, "qdtype", None) or x.dtype.name   # a QuantizedArray: its quantized dtype
-        if name not in allowed:
+        if not accepts_dtypes(kernel, (name,)):
             raise KernelError(f"{op}: the {kernel.kind} kernel of {who} on {kernel.backend} lists dtypes "
                               f"({', '.join(kernel.dtypes)}) but got a {name} array (its dtype "
                               "was unknown when the model was loaded; give the inputs' dtypes)")
@@ -51,7 +54,7 @@ def dtype_guard(fn: Callable[..., Any], kernel: Kernel, op: str) -> Callable[...
     def guarded(*args, **kwargs):
         # not ``out``: a planned buffer holds a quantized value's stored integers (uint8 for quint8)
         for x in _arrays((*args, *(v for k, v in kwargs.items() if k != "out")) if kwargs else args):
-            if type(x) is not np.ndarray or x.dtype not in plain:
+            if type(x) is not np.ndarray or not star and x.dtype not in plain:
                 check(x)
         return fn(*args, **kwargs)
 
