@@ -280,6 +280,7 @@ def _who(k: Kernel) -> str:
 def _alternatives(op: str, dts: tuple[str, ...], table: KernelTable, backends: Sequence[str],
                   kinds: Sequence[str] = KERNEL_KINDS) -> tuple[str, ...]:
     lines = []
+    said_star = False   # why "*" does not cover a quantized dtype: said once
     for k in table.kernels_for(op):
         who = _who(k)
         if k.backend not in backends:
@@ -289,7 +290,8 @@ def _alternatives(op: str, dts: tuple[str, ...], table: KernelTable, backends: S
                    if k.kind == "fallback" else f"on {k.backend}, but {k.kind} kernels are off for this load")
         elif not accepts_dtypes(k, dts):
             why = f"for dtypes ({', '.join(k.dtypes)}) on {k.backend}"
-            if "*" in k.dtypes:   # refused for a quantized dtype: say why "*" did not cover it
+            if "*" in k.dtypes and not said_star:   # refused for a quantized dtype: say why "*" did not cover it
+                said_star = True
                 why += (" ('*' is not a quantized dtype: a kernel must list it to get its stored integers "
                         "and keep its scale and zero point)")
         else:
