@@ -264,16 +264,16 @@ class _Moves(nn.Module):
         z = torch.cat([torch.flip(p, [3]), q.narrow(1, 1, 2), q[:, :2]], dim=1)   # 8 channels
         u = F.pixel_shuffle(z, 2)                                                # (N, 2, 2H, 2W)
         w = self.b(u.repeat(1, 2, 1, 1))
-        return w.flatten(1).size(1), torch.stack([w[:, 0], w[:, 3]], 1)
+        return w.flatten(1).size(1), torch.stack([w[:, 0], w[:, 3]], 1).reshape(w.size(0), -1)
 
 
-def _eager_model():
+def _eager_model(inner=None):
     import torch.ao.quantization as tq
 
     class Eager(nn.Module):
         def __init__(self):
             super().__init__()
-            self.quant, self.dequant, self.m = tq.QuantStub(), tq.DeQuantStub(), _Moves()
+            self.quant, self.dequant, self.m = tq.QuantStub(), tq.DeQuantStub(), inner or _Moves()
 
         def forward(self, x):
             n, r = self.m(self.quant(x))
@@ -299,16 +299,23 @@ def _fx_model():
     return convert_fx(prepared)
 
 
-@pytest.mark.parametrize("workflow", ["eager", "fx"])
+@pytest.mark.parametrize("workflow", ["eager", "fx", "eager-dynamic"])
 def test_quantized_models_moving_data_match_torch(workflow):
+    """Bit for bit with torch; with a symbolic batch the sizes and the reshape stay nodes at run time
+    (cpu's ``("*", "quantized")`` size of a quantized tensor, quantized_cpu's reshape)."""
     torch.manual_seed(0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        net = _eager_model() if workflow == "eager" else _fx_model()
+        net = _fx_model() if workflow == "fx" else _eager_model()
         x = torch.randn(2, 3, 5, 6, generator=torch.Generator().manual_seed(9))
+        dyn = {"x": {0: "batch"}} if workflow.endswith("dynamic") else None
+        sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(net), (x,), dynamic_dims=dyn))
+        if dyn:
+            x = torch.randn(3, 3, 5, 6, generator=torch.Generator().manual_seed(9))
+            ran = {pn.node.kind for pn in sm.top.nodes if pn.fn is not None}
+            assert {"aten::size", "aten::reshape"} <= ran, ran
         with torch.no_grad():
             n_want, want = net(x)
-        sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(net), (x,)))
     # (FX leaves flip in float: torch dequantizes before it; eager runs it on the quantized tensor)
     moved = {pn.node.kind for pn in sm.top.nodes if pn.fn is not None and pn.fn.backend == "quantized_cpu"}
     assert {"aten::cat", "aten::pixel_shuffle", "aten::repeat", "aten::stack"} <= moved, moved
@@ -318,3 +325,29 @@ def test_quantized_models_moving_data_match_torch(workflow):
     assert int(n_got) == n_want
     assert got.dtype == np.float32 and got.shape == tuple(want.shape)
     np.testing.assert_array_equal(got, want.dequantize().numpy() if want.is_quantized else want.numpy())
+
+
+class _Interleave(nn.Module):
+    """A quantized op torch runs and srcore has no quantized kernel for."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 4, 1)
+
+    def forward(self, x):
+        y = self.c(x).repeat_interleave(2, 1)
+        return y.size(1), y
+
+
+def test_a_quantized_model_with_an_op_srcore_cannot_run_quantized_fails_the_load_by_name():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        net = _eager_model(_Interleave())
+        x = torch.randn(1, 3, 4, 4)
+        net(x)   # torch runs it
+        model = srcore.from_torchscript(torch.jit.script(net), (x,))
+    with pytest.raises(srcore.UnsupportedOpError) as err:
+        srcore.StaticModule(model)
+    (miss,) = err.value.missing
+    assert miss.op == "aten::repeat_interleave.self_int" and miss.dtypes == ("quint8",), str(err.value)
+    assert "is not a quantized dtype" in str(err.value)
