@@ -351,3 +351,23 @@ def test_a_quantized_model_with_an_op_srcore_cannot_run_quantized_fails_the_load
     (miss,) = err.value.missing
     assert miss.op == "aten::repeat_interleave.self_int" and miss.dtypes == ("quint8",), str(err.value)
     assert "is not a quantized dtype" in str(err.value)
+
+
+def test_the_data_kernels_refuse_what_torch_refuses_by_name():
+    from srcore_quantized.kernels import shape as K
+
+    x = srcore.QuantizedArray(np.arange(6, dtype=np.uint8).reshape(2, 3), "quint8", srcore.QParams(0.5, 3))
+    with pytest.raises(srcore.KernelError, match="index_select: index out of range"):
+        K.index_select_out(x, 1, np.array([-1]))
+    with pytest.raises(srcore.KernelError, match="expand: -1 is not allowed for a new leading dim"):
+        K.expand(x, [-1, 2, 3])
+    with pytest.raises(srcore.KernelError, match="split_with_sizes: split sizes \\[1, 1\\] do not add up"):
+        K.split(x, [1, 1], 1)
+    with pytest.raises(srcore.KernelError, match="narrow: start \\(2\\) \\+ length \\(2\\) exceeds"):
+        K.narrow(x, 1, 2, 2)
+    per_channel = srcore.QuantizedArray(np.zeros((2, 3), np.int8), "qint8", srcore.QParams((0.1, 0.2), (0, 0), axis=0))
+    with pytest.raises(srcore.KernelError, match="aten::flip: the input is quantized per channel"):
+        K.flip_out(per_channel, [0])
+    # views keep the parameters and share the integers
+    (a, b) = K.chunk(x, 2, 1)
+    assert a.qparams == x.qparams and np.shares_memory(a, x) and a.shape == (2, 2) and b.shape == (2, 1)

@@ -219,6 +219,8 @@ def expand(self, size, implicit=False):
     lead = len(size) - a.ndim
     if lead < 0:
         raise KernelError(f"aten::expand: {len(size)} sizes for a {a.ndim}-D tensor")
+    if any(s == -1 for s in size[:lead]):
+        raise KernelError(f"aten::expand: -1 is not allowed for a new leading dim (sizes {size})")
     shape = [a.shape[i - lead] if s == -1 else s for i, s in enumerate(size)]
     try:
         return _same(x, np.broadcast_to(a, shape))
@@ -246,7 +248,7 @@ def index_select_out(self, dim, index, *, out=None):
     a = ints(x)
     idx = np.asarray(index).reshape(-1)
     d = dim % max(a.ndim, 1)
-    if idx.size and (idx.min() < -a.shape[d] or idx.max() >= a.shape[d]):
+    if idx.size and (idx.min() < 0 or idx.max() >= a.shape[d]):   # torch takes no negative index here
         raise KernelError(f"aten::index_select: index out of range for dim {dim} of size {a.shape[d]}")
     shape = a.shape[:d] + (idx.size,) + a.shape[d + 1:]
     res = buffer(out, shape, x.qdtype)
