@@ -306,6 +306,11 @@ def test_unknown_numpy_dtypes_take_the_most_general_kernel_over_all_backends_and
     q = srcore.QuantizedArray(np.zeros(2, np.uint8), "quint8", srcore.QParams(0.5, 0))
     with pytest.raises(srcore.KernelError, match=r"lists dtypes \(\*\) but got a quint8 array"):
         rk.fn(q)
+    with pytest.raises(srcore.KernelError, match="got a quint8 array"):
+        rk.fn([np.zeros(2), q])                 # in a list
+    with pytest.raises(srcore.KernelError, match="got a quint8 array"):
+        rk.fn(np.zeros(2), other=q)             # by keyword
+    assert rk.fn(np.zeros(2), [np.zeros(1, np.int8)], out=q) == "star"   # not ``out``: a planned buffer
     star_q = K(backend="quant", kind="native", dtypes=("*", "quantized"), name="star-q")
     rk = resolve_node(n, table(narrow, wide, star, star_q, fb), ["cpu", "quant"])
     assert rk.fn.__name__ == "star-q" and not rk.checks_dtypes and rk.fn(q) == "star-q"
