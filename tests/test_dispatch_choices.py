@@ -137,7 +137,15 @@ def test_an_unknown_dtype_is_found_wherever_it_hides(t, unknown):
 
 
 def test_accepts_dtypes():
-    assert R.accepts_dtypes(K(dtypes=("*",)), ["quint8", "float32"])
+    assert R.accepts_dtypes(K(dtypes=("*",)), ["uint8", "float32", "bfloat16"])
+    # "*" is every dtype whose stored numbers are its values: a quantized one must be listed, or "quantized"
+    assert not R.accepts_dtypes(K(dtypes=("*",)), ["quint8", "float32"])
+    assert not R.accepts_dtypes(K(dtypes=("*",)), ["qint32"])
+    assert R.accepts_dtypes(K(dtypes=("*", "quint8")), ["quint8", "float32"])
+    assert not R.accepts_dtypes(K(dtypes=("*", "quint8")), ["qint8"])
+    assert R.accepts_dtypes(K(dtypes=("*", "quantized")), ["quint8", "qint8", "qint32", "int64"])
+    assert R.accepts_dtypes(K(dtypes=("quantized", "float32")), ["qint8", "float32"])
+    assert not R.accepts_dtypes(K(dtypes=("quantized", "float32")), ["qint8", "int64"])
     assert R.accepts_dtypes(K(dtypes=("float32", "int64")), ["int64", "float32"])
     assert not R.accepts_dtypes(K(dtypes=("float32", "int64")), ["int64", "float64"])
     assert R.accepts_dtypes(K(dtypes=("float32",)), [])
@@ -149,10 +157,12 @@ def test_generality_orders_star_then_numpy_dtypes_then_length():
     one_std_two_plugin = K(dtypes=("float32", "quint8", "qint8"))
     plugin_only = K(dtypes=("quint8", "qint8", "qint32", "quint4x2"))
     one_std = K(dtypes=("int64",))
-    assert R._generality(star) == (False, 0, -1)
-    assert R._generality(one_std_two_plugin) == (True, -1, -3)
-    ks = [one_std, plugin_only, one_std_two_plugin, two_std, star]
-    assert sorted(ks, key=R._generality) == [star, two_std, one_std_two_plugin, one_std, plugin_only]
+    star_q = K(dtypes=("*", "quantized"))
+    assert R._generality(star) == (False, True, 0, -1)
+    assert R._generality(star_q) == (False, False, 0, -2)
+    assert R._generality(one_std_two_plugin) == (True, True, -1, -3)
+    ks = [one_std, plugin_only, one_std_two_plugin, two_std, star, star_q]
+    assert sorted(ks, key=R._generality) == [star_q, star, two_std, one_std_two_plugin, one_std, plugin_only]
 
 
 # -- schemas and node info ---------------------------------------------------------------------------------
@@ -287,14 +297,27 @@ def test_unknown_numpy_dtypes_take_the_most_general_kernel_over_all_backends_and
     with pytest.raises(srcore.KernelError, match=r"^t::f: the native kernel of srcore-p 1.0 on cpu lists dtypes "
                        r"\(float32, float64, int64\) but got a int32 array"):
         rk.fn(np.zeros(2, np.int32))
-    # a "*" kernel is the most general and checks nothing; a fallback only after every out and native
+    # a "*" kernel is the most general; it checks only that no array is quantized ("*" leaves those
+    # out), and with "quantized" too nothing; a fallback only after every out and native
     star = K(backend="quant", kind="native", dtypes=("*",), name="star")
     rk = resolve_node(n, table(narrow, wide, star, fb), ["cpu", "quant"])
-    assert rk.fn.__name__ == "star" and not rk.checks_dtypes
+    assert rk.fn.__wrapped__.__name__ == "star" and rk.checks_dtypes
+    assert rk.fn(np.zeros(2, np.int32)) == "star"
+    q = srcore.QuantizedArray(np.zeros(2, np.uint8), "quint8", srcore.QParams(0.5, 0))
+    with pytest.raises(srcore.KernelError, match=r"lists dtypes \(\*\) but got a quint8 array"):
+        rk.fn(q)
+    with pytest.raises(srcore.KernelError, match="got a quint8 array"):
+        rk.fn([np.zeros(2), q])                 # in a list
+    with pytest.raises(srcore.KernelError, match="got a quint8 array"):
+        rk.fn(np.zeros(2), other=q)             # by keyword
+    assert rk.fn(np.zeros(2), [np.zeros(1, np.int8)], out=q) == "star"   # not ``out``: a planned buffer
+    star_q = K(backend="quant", kind="native", dtypes=("*", "quantized"), name="star-q")
+    rk = resolve_node(n, table(narrow, wide, star, star_q, fb), ["cpu", "quant"])
+    assert rk.fn.__name__ == "star-q" and not rk.checks_dtypes and rk.fn(q) == "star-q"
     rk = resolve_node(n, table(narrow, fb), ["quant"])
     assert rk.fn.__wrapped__.__name__ == "narrow"
     rk = resolve_node(n, table(fb, K(dtypes=("float64",))), ["quant", "cpu"])
-    assert rk.fn.__name__ == "fb" and rk.kind == "fallback" and not rk.checks_dtypes and rk.reason
+    assert rk.fn.__wrapped__.__name__ == "fb" and rk.kind == "fallback" and rk.checks_dtypes and rk.reason
 
 
 def test_an_unknown_dtype_beside_a_plugins_keeps_the_backend_order():
@@ -309,7 +332,10 @@ def test_an_unknown_dtype_beside_a_plugins_keeps_the_backend_order():
     arr.qdtype = "qint8"
     with pytest.raises(srcore.KernelError, match="got a qint8 array"):
         rk.fn(arr)
-    assert chosen(n, table(first, first_wide, later), ["cpu", "quant"]) == "cpu-star"
+    # cpu first: its "*" kernel does not take the known quint8 output ("*" leaves quantized dtypes out)
+    assert chosen(n, table(first, first_wide, later), ["cpu", "quant"]) == "quant-wide"
+    later_q = K(backend="cpu", dtypes=("*", "quantized"), name="cpu-star-q")
+    assert chosen(n, table(first, first_wide, later_q), ["cpu", "quant"]) == "cpu-star-q"
     # known dtypes: table order, not generality
     _, m = unary(t_in=Q8, t_out=Q8)
     rk = resolve_node(m, table(first, first_wide, later), ["quant", "cpu"])

@@ -16,8 +16,9 @@ from .._lazylog import DEBUG, LazyLogger
 from .._repr import shared_repr
 from ..errors import UnsupportedOpError
 from ..ir.alias import mutated_inputs
+from ..ir.quant import QDTYPES
 from ..ir.types import ListType, OptionalType, TensorType, TupleType, Type
-from ..plugin.types import KERNEL_KINDS, ArgInfo, Kernel, NodeInfo, Specialized
+from ..plugin.types import ANY_QUANTIZED, KERNEL_KINDS, ArgInfo, Kernel, NodeInfo, Specialized
 from .lazy import resolve_ref
 from .table import STANDARD_DTYPES, KernelTable, op_key
 
@@ -107,9 +108,18 @@ def dispatch_dtypes(node) -> tuple[str, ...]:
 
 
 def accepts_dtypes(kernel: Kernel, dtypes: Iterable[str]) -> bool:
-    if "*" in kernel.dtypes:
-        return True
-    return all(d in kernel.dtypes for d in dtypes)
+    """Whether ``kernel`` takes every one of ``dtypes``.
+
+    ``"*"`` stands for every dtype whose stored numbers are its values: not the quantized ones, whose
+    stored integers mean nothing without their scale and zero point (a generic kernel would compute on
+    the codes and drop the parameters). A kernel takes those only if it lists them, or
+    ``"quantized"`` (every quantized dtype: kernels that never read a tensor's elements, such as list
+    construction or ``aten::size``). See docs/static-dispatch.md.
+    """
+    listed = kernel.dtypes
+    if "*" not in listed and ANY_QUANTIZED not in listed:
+        return all(d in listed for d in dtypes)
+    return all(d in listed or (ANY_QUANTIZED in listed if d in QDTYPES else "*" in listed) for d in dtypes)
 
 
 def node_schema(node, table: KernelTable | None = None):
@@ -191,8 +201,9 @@ def resolve_node(node, table: KernelTable, backends: Sequence[str], dtypes: Sequ
     model whose dtypes propagation could not tell keeps its cpu kernels when
     quantized_cpu comes first), within each backend in order when one is a
     plugin's (``aten::cat`` of a ``Tensor[]`` into a known ``quint8``) and, unless it
-    accepts any dtype, wrapped so that it checks the dtypes of its arrays on
-    every call (``ResolvedKernel.checks_dtypes``).
+    accepts any dtype (``"*"`` and ``"quantized"``), wrapped so that it checks the dtypes of its
+    arrays on every call (``ResolvedKernel.checks_dtypes``): a ``"*"`` kernel refuses a quantized
+    array there.
     Matchers and ``"module:attr"`` impls are imported here, only for
     candidates that reach them.
     """
@@ -224,7 +235,7 @@ def resolve_node(node, table: KernelTable, backends: Sequence[str], dtypes: Sequ
             continue
         resolved = _try_kernel(kernel, get_info, op)
         if resolved is not None:
-            if unknown and "*" not in kernel.dtypes:
+            if unknown and not ("*" in kernel.dtypes and ANY_QUANTIZED in kernel.dtypes):
                 from .guard import dtype_guard
 
                 resolved = attrs.evolve(resolved, fn=dtype_guard(resolved.fn, kernel, op), checks_dtypes=True)
@@ -245,7 +256,7 @@ def _generality(kernel: Kernel) -> tuple:
     """Sort key, most general first: ``"*"``, then the kernels listing the most numpy dtypes (an
     unknown dtype is far more likely a numpy one than a plugin's, such as ``quint8``), then the most."""
     standard = sum(1 for d in kernel.dtypes if d in STANDARD_DTYPES)
-    return ("*" not in kernel.dtypes, -standard, -len(kernel.dtypes))
+    return ("*" not in kernel.dtypes, ANY_QUANTIZED not in kernel.dtypes, -standard, -len(kernel.dtypes))
 
 
 def fallback_reason(node, op: str, dts: tuple[str, ...], table: KernelTable, backends: Sequence[str]) -> str:
@@ -269,6 +280,7 @@ def _who(k: Kernel) -> str:
 def _alternatives(op: str, dts: tuple[str, ...], table: KernelTable, backends: Sequence[str],
                   kinds: Sequence[str] = KERNEL_KINDS) -> tuple[str, ...]:
     lines = []
+    said_star = False   # why "*" does not cover a quantized dtype: said once
     for k in table.kernels_for(op):
         who = _who(k)
         if k.backend not in backends:
@@ -278,6 +290,10 @@ def _alternatives(op: str, dts: tuple[str, ...], table: KernelTable, backends: S
                    if k.kind == "fallback" else f"on {k.backend}, but {k.kind} kernels are off for this load")
         elif not accepts_dtypes(k, dts):
             why = f"for dtypes ({', '.join(k.dtypes)}) on {k.backend}"
+            if "*" in k.dtypes and not said_star:   # refused for a quantized dtype: say why "*" did not cover it
+                said_star = True
+                why += (" ('*' is not a quantized dtype: a kernel must list it to get its stored integers "
+                        "and keep its scale and zero point)")
         else:
             why = f"on {k.backend}, but its matcher declined this node"
         article = "an" if k.kind == "out" else "a"

@@ -22,7 +22,7 @@ the same hooks).
 from .._lazy import lazy_getattr
 from ..errors import (EngineBuildError, EngineOptionError, KernelError, PluginError, QuantizationError, ShapeError,
                       SrcoreError, SrcoreFormatError, SrcoreInputError)
-from .types import KERNEL_KINDS, ArgInfo, Const, Backend, Kernel, NodeInfo, PluginInfo, ShapeRule, Specialized
+from .types import ANY_QUANTIZED, KERNEL_KINDS, ArgInfo, Const, Backend, Kernel, NodeInfo, PluginInfo, ShapeRule, Specialized
 
 from .hook_names import HookimplMarker  # noqa: E402
 
@@ -129,7 +129,7 @@ __getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 __all__ = [
     "hookimpl", "Kernel", "OpLibrary", "ShapeRule", "Decomposition", "Backend", "DType", "EngineBuilder",
-    "Subcommand", "NodeInfo", "ArgInfo", "Specialized", "Const", "PluginInfo", "KERNEL_KINDS",
+    "Subcommand", "NodeInfo", "ArgInfo", "Specialized", "Const", "PluginInfo", "KERNEL_KINDS", "ANY_QUANTIZED",
     "SrcoreError", "KernelError", "EngineBuildError", "EngineOptionError", "PluginError", "ShapeError",
     "SrcoreFormatError", "SrcoreInputError", "QuantizationError", *_LAZY,
 ]

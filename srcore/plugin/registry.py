@@ -22,7 +22,7 @@ from ..dispatch.table import STANDARD_DTYPES, KernelTable, op_key
 from ..errors import RegistrationError
 from .hook_names import HOOK_RECORDS, record_type
 from .schemas import DeclaredOps, library_entries, new_schema_registry
-from .types import PluginInfo
+from .types import ANY_QUANTIZED, PluginInfo
 
 if TYPE_CHECKING:
     from .types import Backend, DType, EngineBuilder, OpLibrary, Subcommand
@@ -161,7 +161,7 @@ def _kernel_problem(k, declared, backends, dtypes) -> str | None:
     if k.backend not in backends:
         return (f"kernel for {k.op} names unknown backend {k.backend!r}; "
                 f"known: {', '.join(sorted(backends)) or 'none'}")
-    bad = [d for d in k.dtypes if d != "*" and d not in STANDARD_DTYPES and d not in dtypes]
+    bad = [d for d in k.dtypes if d not in ("*", ANY_QUANTIZED) and d not in STANDARD_DTYPES and d not in dtypes]
     if bad:
         return f"kernel for {k.op} ({k.backend}, {k.kind}) names unknown dtype(s) {', '.join(bad)}"
     return None

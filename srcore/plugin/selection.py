@@ -255,6 +255,7 @@ def to_yaml(sel: Selection) -> str:
 
 def build_selected_registry(manager, sel: Selection):
     """The registry of ``sel`` (plugins' engine builders and subcommands still come from their hooks)."""
+    from ..dispatch.resolve import accepts_dtypes
     from ..dispatch.table import KernelTable
     from ..ops.rule_table import ShapeRuleTable
     from .registry import Registry, collect_records, unique_records
@@ -276,7 +277,7 @@ def build_selected_registry(manager, sel: Selection):
             schemas.add(schema, provider=str(infos[o.plugin]), source=f"{sel.source}:{o.line}")
         for k in o.kernels:
             # only the dtypes the models were dispatched with (all the kernel's when they used no tensor)
-            used = [d for d in o.dtypes if "*" in k.dtypes or d in k.dtypes] or list(k.dtypes)
+            used = [d for d in o.dtypes if accepts_dtypes(k, (d,))] or list(k.dtypes)
             key = (k.op, k.backend, k.kind, k.plugin, k.impl)
             kernel_dtypes.setdefault(key, {}).update(dict.fromkeys(used))
             if key not in kernels:

@@ -16,6 +16,11 @@ from .._repr import shared_repr
 #: the kernel kinds, in the order static dispatch tries them
 KERNEL_KINDS = ("out", "native", "fallback")
 
+#: in a kernel's ``dtypes``: every quantized dtype (``quint8``, ``qint8``, ``qint32``). ``"*"`` does not
+#: include them (their stored integers are not their values); a kernel that never reads a tensor's
+#: elements, or moves them and keeps the parameters, lists ``("*", ANY_QUANTIZED)``
+ANY_QUANTIZED = "quantized"
+
 _ID_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 _ID = _ID_START | frozenset("0123456789")
 _NAME_CHARS = _ID | {"-"}
@@ -195,7 +200,8 @@ class Kernel:
     decides node by node; tried after the kernels of the op itself).
     ``kind`` is ``"out"``, ``"native"`` or ``"fallback"``. ``impl`` and ``matcher``
     are callables or ``"module:attribute"`` strings imported only when a model
-    uses the op. ``dtypes`` lists the dtype names the kernel accepts (``"*"``: any).
+    uses the op. ``dtypes`` lists the dtype names the kernel accepts (``"*"``: any but the quantized
+    ones; ``"quantized"`` (:data:`ANY_QUANTIZED`): every quantized dtype).
     On a tie (same op, backend, dtype, kind) the higher ``priority`` wins, then the
     plugin name that sorts first.
     """

@@ -52,6 +52,8 @@ def resolve_kernel(kernel, *, backend: str = "cpu", dtype: str | None = None) ->
         return getattr(importlib.import_module(mod), attr), None
     from importlib.metadata import entry_points
 
+    from ..dispatch.resolve import accepts_dtypes
+
     found = []
     for ep in entry_points(group="srcore.plugins"):
         plugin = ep.load()
@@ -59,7 +61,7 @@ def resolve_kernel(kernel, *, backend: str = "cpu", dtype: str | None = None) ->
         if hook is None:
             continue
         for k in hook():
-            if k.op == kernel and k.backend == backend and (dtype is None or "*" in k.dtypes or dtype in k.dtypes):
+            if k.op == kernel and k.backend == backend and (dtype is None or accepts_dtypes(k, (dtype,))):
                 found.append(k)
     if not found:
         raise LookupError(f"no installed plugin has a {backend} kernel for {kernel}"

@@ -3,7 +3,10 @@
 Out variants write their stored integers into the planned arena; natives return views or values.
 Dtypes: a kernel lists the quantized dtypes it takes and the float32 of its float operands (biases,
 norm parameters, the float side of quantize/dequantize), so that a node with a quantized value
-dispatches here and a float node never does.
+dispatches here and a float node never does. Another plugin's ``"*"`` kernel (cpu's views, flip,
+repeat, ...) never gets a quantized dtype (docs/static-dispatch.md): an op on quantized tensors
+runs on a kernel here, or the load fails naming it; ops that never read elements (lists, sizes) are
+cpu's, listed ``("*", "quantized")``.
 """
 from __future__ import annotations
 
@@ -108,5 +111,13 @@ KERNELS: list[Kernel] = [
         ("aten::squeeze", "squeeze"), ("aten::squeeze.dim", "squeeze"), ("aten::squeeze.dims", "squeeze"),
         ("aten::unsqueeze", "unsqueeze"), ("aten::slice.Tensor", "slice_"), ("aten::select.int", "select"),
         ("aten::dropout", "identity"), ("aten::detach", "identity"),
-        ("aten::pixel_shuffle", "pixel_shuffle"), ("aten::pixel_unshuffle", "pixel_unshuffle"), ("aten::repeat", "repeat"))],
+        ("aten::pixel_shuffle", "pixel_shuffle"), ("aten::pixel_unshuffle", "pixel_unshuffle"), ("aten::repeat", "repeat"),
+        ("aten::chunk", "chunk"), ("aten::split.Tensor", "split"), ("aten::split.sizes", "split"),
+        ("aten::split", "split"), ("aten::split_with_sizes", "split"), ("aten::unbind.int", "unbind"),
+        ("aten::narrow", "narrow"), ("aten::expand", "expand"), ("aten::t", "t"),
+        ("aten::view_as", "view_as"), ("aten::reshape_as", "view_as"), ("aten::expand_as", "expand_as"),
+        ("aten::movedim.int", "movedim"), ("aten::movedim.intlist", "movedim"), ("aten::unflatten.int", "unflatten"))],
+    _k("aten::flip", "shape:flip_out", Q),
+    _k("aten::index_select", "shape:index_select_out", Q + ("int64", "int32")),
+    _k("aten::stack", "shape:stack_out", Q),
 ]

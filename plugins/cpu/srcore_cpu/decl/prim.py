@@ -1,7 +1,7 @@
-"""Structural natives: lists, tuples, tensor metadata, exceptions (``"*"`` dtypes)."""
+"""Structural natives: lists, tuples, tensor metadata, exceptions (``"*"`` dtypes, most with ``"quantized"``)."""
 from __future__ import annotations
 
-from srcore.plugin import Kernel
+from srcore.plugin import ANY_QUANTIZED, Kernel
 
 from . import ANY, family
 
@@ -41,4 +41,23 @@ _OPS = [  # (op, impl)
   + [(f"aten::len.Dict_{k}", "len_") for k in _DICT_KEYS] \
   + [(f"aten::_set_item.{k}", "set_item") for k in _DICT_KEYS]
 
-KERNELS: list[Kernel] = [_k(op, impl, ANY, kind="native") for op, impl in _OPS]
+#: kernels that never read a tensor's elements (they pass tensors around, or read their shape), so they
+#: take quantized tensors as they take any: ``"*"`` alone leaves the quantized dtypes out (their stored
+#: integers are not their values). Not ``prim::dtype`` (it would name the storage dtype), ``tolist``,
+#: ``format``, the tensor comparisons and ``__contains__`` (they read elements).
+_ANY_TENSOR = frozenset({
+    "prim::ListConstruct", "prim::ListUnpack", "prim::TupleConstruct", "prim::TupleUnpack", "prim::TupleIndex",
+    "prim::Uninitialized", "prim::unchecked_cast", "prim::data", "prim::IfThenElse", "prim::DictConstruct",
+    "prim::device", "prim::layout", "prim::is_cuda", "prim::is_nested", "prim::requires_grad", "prim::shape",
+    "prim::RaiseException", "aten::warn",
+    "aten::size", "aten::size.int", "aten::dim", "aten::numel", "aten::len.t", "aten::len.Tensor", "aten::len.any",
+    "aten::is_floating_point",   # quantized tensors are not floating point, nor are their stored integers
+    "aten::__getitem__.t", "aten::select.t", "aten::slice.t", "aten::list.t", "aten::append.t", "aten::_set_item.t",
+    "aten::insert.t", "aten::pop.t", "aten::extend.t", "aten::clear.t", "aten::reverse.t", "aten::add.t",
+    "aten::add_.t", "aten::mul.left_t", "aten::mul.right_",
+    *(f"aten::{op}.Dict_{k}" for op in ("__getitem__", "len") for k in _DICT_KEYS),
+    *(f"aten::_set_item.{k}" for k in _DICT_KEYS),
+})
+
+KERNELS: list[Kernel] = [_k(op, impl, ANY + (ANY_QUANTIZED,) if op in _ANY_TENSOR else ANY, kind="native")
+                         for op, impl in _OPS]

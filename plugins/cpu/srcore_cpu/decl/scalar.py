@@ -1,7 +1,7 @@
 """Natives for arithmetic on Python numbers (sizes, loop counters, conditions)."""
 from __future__ import annotations
 
-from srcore.plugin import Kernel
+from srcore.plugin import ANY_QUANTIZED, Kernel
 
 from . import ANY, family
 
@@ -48,6 +48,8 @@ _CONVERT = [("aten::Int.bool", "int_"), ("aten::Int.float", "int_"), ("aten::Int
             ("aten::Bool.int", "bool_"), ("aten::Bool.float", "bool_")]
 
 KERNELS: list[Kernel] = (
-    [_k(op, impl, ANY, kind="native") for op, impl in _OPS]
+    # ``x is None`` of an optional tensor compares identities, not elements: quantized ones too
+    [_k(op, impl, ANY + (ANY_QUANTIZED,) if op in ("aten::__is__", "aten::__isnot__") else ANY, kind="native")
+     for op, impl in _OPS]
     + [_cv(op, impl, ANY, kind="native") for op, impl in _CONVERT]
 )

@@ -155,3 +155,135 @@ def repeat(self, repeats):
     if len(reps) < a.ndim:
         raise KernelError(f"aten::repeat: {len(reps)} repeats for a {a.ndim}-D tensor (need at least {a.ndim})")
     return _same(x, np.tile(a.reshape((1,) * (len(reps) - a.ndim) + a.shape), reps))
+
+
+# -- more views and data movement torch runs on quantized tensors (dispatch gives a cpu "*" kernel no
+# quantized dtype: each op a quantized model uses needs one here) --------------------------------------
+def _parts(x, pieces):
+    """Views of the stored integers, each with ``x``'s parameters (``chunk``, ``split``, ``unbind``)."""
+    return [_same(x, p) for p in pieces]
+
+
+def chunk(self, chunks, dim=0):
+    """``torch.chunk``: pieces of ``ceil(size / chunks)`` along ``dim`` (so maybe fewer than ``chunks``)."""
+    x = require_per_tensor(self, "aten::chunk")
+    if int(chunks) <= 0:
+        raise KernelError(f"aten::chunk: chunks must be positive, got {chunks}")
+    n = ints(x).shape[dim]
+    return split(x, -(-n // int(chunks)) or 1, dim)
+
+
+def split(self, split_size, dim=0):
+    """``split.Tensor`` (one size: pieces of that size, the last smaller) and ``split.sizes`` /
+    ``split_with_sizes`` (a list of sizes that must add up to the dim)."""
+    x = require_per_tensor(self, "aten::split")
+    a = ints(x)
+    d = dim % a.ndim
+    n = a.shape[d]
+    if isinstance(split_size, (list, tuple)):
+        sizes = [int(s) for s in split_size]
+        if sum(sizes) != n or any(s < 0 for s in sizes):
+            raise KernelError(f"aten::split_with_sizes: split sizes {sizes} do not add up to dim {dim}'s size {n}")
+    else:
+        step = int(split_size)
+        if step <= 0 and n:
+            raise KernelError(f"aten::split: split_size must be positive, got {step}")
+        sizes = [min(step, n - i) for i in range(0, n, step)] if n else [0]
+    starts = np.cumsum([0, *sizes[:-1]])
+    pre = (slice(None),) * d
+    return _parts(x, [a[pre + (slice(int(s), int(s) + k),)] for s, k in zip(starts, sizes)])
+
+
+def unbind(self, dim=0):
+    x = require_per_tensor(self, "aten::unbind")
+    a = ints(x)
+    d = dim % a.ndim
+    return _parts(x, [a[(slice(None),) * d + (i,)] for i in range(a.shape[d])])
+
+
+def narrow(self, dim, start, length):
+    x = require_per_tensor(self, "aten::narrow")
+    a = ints(x)
+    d = dim % a.ndim
+    s = int(start) % a.shape[d] if int(start) < 0 else int(start)
+    if s + int(length) > a.shape[d]:
+        raise KernelError(f"aten::narrow: start ({start}) + length ({length}) exceeds dim {dim}'s size {a.shape[d]}")
+    return _same(x, a[(slice(None),) * d + (slice(s, s + int(length)),)])
+
+
+def expand(self, size, implicit=False):
+    """A broadcast view (-1 keeps a dim), parameters kept."""
+    x = require_per_tensor(self, "aten::expand")
+    a = ints(x)
+    size = [int(s) for s in size]
+    lead = len(size) - a.ndim
+    if lead < 0:
+        raise KernelError(f"aten::expand: {len(size)} sizes for a {a.ndim}-D tensor")
+    if any(s == -1 for s in size[:lead]):
+        raise KernelError(f"aten::expand: -1 is not allowed for a new leading dim (sizes {size})")
+    shape = [a.shape[i - lead] if s == -1 else s for i, s in enumerate(size)]
+    try:
+        return _same(x, np.broadcast_to(a, shape))
+    except ValueError as exc:
+        raise KernelError(f"aten::expand: cannot expand shape {list(a.shape)} to {size}") from exc
+
+
+def t(self):
+    x = require_per_tensor(self, "aten::t")
+    a = ints(x)
+    if a.ndim > 2:
+        raise KernelError(f"aten::t: expects a tensor of at most 2 dims, got {a.ndim}")
+    return _same(x, a.T)
+
+
+def flip_out(self, dims, *, out=None):
+    x = require_per_tensor(self, "aten::flip")
+    res = buffer(out, x.shape, x.qdtype)
+    res[...] = np.flip(ints(x), tuple(int(d) for d in dims))
+    return _same(x, res)
+
+
+def index_select_out(self, dim, index, *, out=None):
+    x = require_per_tensor(self, "aten::index_select")
+    a = ints(x)
+    idx = np.asarray(index).reshape(-1)
+    d = dim % max(a.ndim, 1)
+    if idx.size and (idx.min() < 0 or idx.max() >= a.shape[d]):   # torch takes no negative index here
+        raise KernelError(f"aten::index_select: index out of range for dim {dim} of size {a.shape[d]}")
+    shape = a.shape[:d] + (idx.size,) + a.shape[d + 1:]
+    res = buffer(out, shape, x.qdtype)
+    np.take(a, idx, axis=d, out=res)
+    return _same(x, res)
+
+
+def stack_out(tensors, dim=0, *, out=None):
+    """``torch.stack``: ``cat`` of the inputs each unsqueezed at ``dim`` (requantized to the first input's
+    parameters, as torch's quantized cat)."""
+    from .binary import aten_cat_out
+
+    xs = [require_per_tensor(t, "aten::stack", f"input {i}") for i, t in enumerate(tensors)]
+    if not xs:
+        raise KernelError("aten::stack: expects a non-empty list of tensors")
+    d = dim % (xs[0].ndim + 1)
+    return aten_cat_out([_same(x, np.expand_dims(ints(x), d)) for x in xs], d, out=out)
+
+
+def view_as(self, other):
+    """``view_as`` / ``reshape_as``: the stored integers in ``other``'s shape."""
+    return reshape(self, other.shape)
+
+
+def expand_as(self, other):
+    return expand(self, other.shape)
+
+
+def movedim(self, source, destination):
+    x = require_per_tensor(self, "aten::movedim")
+    return _same(x, np.moveaxis(ints(x), source, destination))
+
+
+def unflatten(self, dim, sizes):
+    x = require_per_tensor(self, "aten::unflatten")
+    a = ints(x)
+    d = dim % a.ndim
+    return _same(x, a.reshape(a.shape[:d] + tuple(int(s) for s in sizes) + a.shape[d + 1:]))
