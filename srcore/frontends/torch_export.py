@@ -82,11 +82,18 @@ def _output_names(ep, n: int) -> tuple[str, ...]:
     does; anything else is ``output`` / ``output0``, ``output1``, ..."""
     spec = getattr(ep.call_spec, "out_spec", None)
     keys = list(getattr(spec, "context", None) or []) if spec is not None and spec.type is dict else []
-    leaves = getattr(spec, "children_specs", None) or []
+    leaves = _children(spec) if spec is not None else []
     if len(keys) == n and all(isinstance(k, str) for k in keys) and len(set(keys)) == n \
             and all(c.is_leaf() for c in leaves):
         return tuple(keys)
     return default_output_names(n)
+
+
+def _children(spec) -> list:
+    """A TreeSpec's children: ``children()`` where torch has it (2.10 deprecates ``children_specs``
+    with a FutureWarning on every conversion), else ``children_specs``."""
+    children = getattr(spec, "children", None)
+    return list(children() if callable(children) else getattr(spec, "children_specs", None) or [])
 
 
 @contextlib.contextmanager
@@ -265,10 +272,11 @@ class _Converter:
         expr = d.node.expr
         if getattr(expr, "is_Symbol", False):
             return self.dim_names.get(str(expr), str(expr))
-        try:
-            return int(d)
-        except Exception:  # an expression such as 2*s0: unknown here, shape propagation recomputes it
-            return None
+        if getattr(expr, "is_number", False):
+            return int(expr)
+        # an expression such as 2*s0 (a derived Dim): unknown here, shape propagation recomputes it.
+        # Not int(d): that returns the example's size (the hint) and would fix the dim to it
+        return None
 
     def param(self, target: str, name: str) -> Value:
         if target not in self.params:
