@@ -374,9 +374,11 @@ class _Converter:
         if isinstance(t, torch._ops.OpOverload):
             self.op(n, env, block)
             return
-        if t in _PY_OPS or t in (torch.sym_max, torch.sym_min, torch.sym_not):
-            kind = _PY_OPS.get(t) or {torch.sym_max: "prim::max", torch.sym_min: "prim::min",
-                                      torch.sym_not: "aten::__not__"}[t]
+        sym = {torch.sym_max: "prim::max", torch.sym_min: "prim::min", torch.sym_not: "aten::__not__",
+               # int <-> float of a SymInt/SymFloat (``n * 1.0``, ``int(x.shape[0] * 0.5)``)
+               torch.sym_float: "aten::Float", torch.sym_int: "aten::Int"}
+        if t in _PY_OPS or t in sym:
+            kind = _PY_OPS.get(t) or sym[t]
             ins = [self.arg(a, env, block) for a in n.args]
             node = self.g.create(kind, ins, (self.type_of(n.meta.get("val")),), output_names=[n.name],
                                  source=_source(n))
