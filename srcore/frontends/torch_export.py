@@ -30,6 +30,7 @@ from ..errors import ConversionError
 from ..ir.graph import Block, Graph, SourceLocation, Value
 from ..ir.types import BOOL, FLOAT, INT, ListType, OptionalType, TensorType, TupleType, Type
 from ..model import InputSpec, Model, default_output_names
+from ..runtime.inputs import INPUT_TREE
 from . import _torch_common as tc
 from ._paths import portable_path
 
@@ -74,7 +75,45 @@ def from_torch(module, example_inputs=None, *, dynamic_shapes=None, decompositio
     fold_qdq(graph)   # a PT2E-quantized model (prepare_pt2e / convert_pt2e): quantized values and ops
     meta = {"producer": f"srcore.from_torch (torch {torch.__version__})",
             "source": portable_path(source)}
+    tree = _input_tree(ep)
+    if tree is not None:
+        meta[INPUT_TREE] = tree
     return Model(graph, conv.params, specs, _output_names(ep, len(graph.outputs)), meta)
+
+
+def _input_tree(ep) -> str | None:
+    """JSON of how export flattened the inputs, when an argument is a list, tuple or dict (its
+    tensors are the model's inputs ``xs_0``, ``xs_1``, ``d_key``...): the runtime flattens a call
+    with the same structure (srcore.runtime.inputs.flatten_structured). None if every input is a
+    tensor (or a number), or the structure is one the runtime cannot walk (named tuples, dataclasses)."""
+    import json
+
+    spec = getattr(ep.call_spec, "in_spec", None)
+    if spec is None or spec.type is not tuple:
+        return None
+    top = _children(spec)
+    if len(top) != 2 or top[0].type is not tuple or top[1].type is not dict:
+        return None
+    args = [_tree(c) for c in _children(top[0])]
+    kw = [_tree(c) for c in _children(top[1])]
+    if any(t is None for t in args + kw) or all(t == 0 for t in args + kw):
+        return None
+    return json.dumps({"args": args, "kwargs": [list(top[1].context), kw]})
+
+
+def _tree(spec):
+    """A TreeSpec as JSON-able data: 0 a leaf, ["list", children], ["dict", keys, children]; None
+    for what the runtime does not flatten."""
+    if spec.is_leaf():
+        return 0
+    children = [_tree(c) for c in _children(spec)]
+    if any(c is None for c in children):
+        return None
+    if spec.type in (list, tuple):
+        return ["list", children]
+    if spec.type is dict and all(isinstance(k, str) for k in spec.context):
+        return ["dict", list(spec.context), children]
+    return None
 
 
 def _output_names(ep, n: int) -> tuple[str, ...]:

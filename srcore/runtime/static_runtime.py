@@ -6,6 +6,7 @@ signature), and runs the top block with the module's executor.
 """
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -14,7 +15,8 @@ from .._attrs_code_cache import compile_exec
 from ..errors import KernelError, SrcoreError
 from ..ir.types import DictType, ListType
 from .arena import BlockArena, aligned_slab, make_view
-from .inputs import ScalarSpec, as_arrays, bind, check, has_foreign_byte_order, input_types, to_native_byte_order
+from .inputs import (INPUT_TREE, ScalarSpec, as_arrays, bind, check, flatten_structured, has_foreign_byte_order,
+                     input_types, to_native_byte_order)
 from .static_module import _nbytes
 
 if TYPE_CHECKING:
@@ -49,6 +51,9 @@ class StaticRuntime:
         self._container_inputs = tuple(i for i, s in enumerate(module.input_specs)
                                        if isinstance(s, ScalarSpec) and isinstance(s.type, (ListType, DictType)))
         self._n_inputs = len(module.input_specs)
+        # a torch.export model with list/dict arguments: calls as torch takes them are flattened
+        tree = module.model.metadata.get(INPUT_TREE) if getattr(module, "model", None) is not None else None
+        self._input_tree = json.loads(tree) if tree else None
         self._single = len(module.top.outputs) == 1
         self._launch = _default_launch
         self._out_layouts: list = []
@@ -96,7 +101,9 @@ class StaticRuntime:
 
     def _call_slow(self, args, kwargs):
         """Bind, convert, key, and (for a new signature) check and plan; then run."""
-        if kwargs or len(args) != self._n_inputs:
+        if self._input_tree is not None:
+            args = tuple(flatten_structured(self._input_tree, self.module.input_names, args, kwargs))
+        elif kwargs or len(args) != self._n_inputs:
             args = tuple(bind(self.module.input_names, args, kwargs))
         if any(t and type(v) is not np.ndarray for v, t in zip(args, self._tensor_inputs)):
             args = tuple(as_arrays(list(args), self.module.input_specs))
@@ -177,7 +184,8 @@ class StaticRuntime:
 
     # -- signatures and memory ------------------------------------------------------------------
     def bind(self, args, kwargs) -> list:
-        values = bind(self.module.input_names, args, kwargs)
+        values = (bind(self.module.input_names, args, kwargs) if self._input_tree is None
+                  else flatten_structured(self._input_tree, self.module.input_names, args, kwargs))
         return as_arrays(values, self.module.input_specs)
 
     def _key_of(self, values) -> tuple:

@@ -10,7 +10,7 @@ eager- and dynamic-quantized modules frozen).
 """
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 import torch
 import torch.nn.functional as F
@@ -127,7 +127,37 @@ def scalar_outputs():
     return ScalarOutputs(), (torch.randn(4, 5), torch.randn(4, 5)), {}, None, []
 
 
-EXPORT = {"sym_arith": sym_arith, "buffer_mutation": buffer_mutation, "nested_outputs": nested_outputs,
+class SymFloats(nn.Module):
+    """A dynamic batch size used as a float (``n * 1.0``, ``n / 4``, ``n ** 0.5``): export writes
+    ``torch.sym_float`` (from_torch refused it: 'target sym_float is not supported')."""
+
+    def forward(self, x):
+        n = x.shape[0]
+        return x * (n * 1.0), torch.full((2,), n / 4), x.sum(0) / (n ** 0.5)
+
+
+def sym_floats():
+    _seed(90)
+    return (SymFloats(), (torch.randn(6, 3),), {}, ({0: Dim("b", min=2, max=32)},),
+            [(torch.randn(9, 3),), (torch.randn(2, 3),)])
+
+
+class PytreeInputs(nn.Module):
+    """A list and a dict of tensors as arguments, a keyword tensor: export flattens them to inputs
+    ``feats_0``, ``feats_1``, ``norm_scale``, ``norm_shift``, ``bias`` (srcore took only those)."""
+
+    def forward(self, feats: List[torch.Tensor], norm: Dict[str, torch.Tensor], *, bias):
+        h = torch.cat(feats, -1)
+        return F.layer_norm(h, h.shape[-1:]) * norm["scale"] + norm["shift"] + bias
+
+
+def pytree_inputs():
+    _seed(91)
+    return (PytreeInputs(), ([torch.randn(2, 3), torch.randn(2, 4)], {"scale": torch.randn(7), "shift": torch.randn(7)}),
+            {"bias": torch.randn(2, 1)}, None, [])
+
+
+EXPORT = {"sym_arith": sym_arith, "sym_floats": sym_floats, "pytree_inputs": pytree_inputs, "buffer_mutation": buffer_mutation, "nested_outputs": nested_outputs,
           "kwargs_inputs": kwargs_inputs, "scalar_outputs": scalar_outputs}
 
 

@@ -5,8 +5,9 @@ and on trt_like + cpu (engines built with timing off, no segment may fall back).
   their opset 11 / 13 / 18 forms, shape arithmetic on ``dim_param`` dims run at two batch sizes,
   QOperator files, recurrent ops with initial states, int64 / bool / float16 / double; onnxruntime
   is the reference. Initializers stored as external data.
-- ``torch.export`` programs (heldout8_models.EXPORT): derived ``Dim``s, symbolic size arithmetic,
-  nested and 0-d outputs, keyword inputs; converted from the ExportedProgram (and a ``.pt2``).
+- ``torch.export`` programs (heldout8_models.EXPORT): derived ``Dim``s, symbolic size arithmetic
+  (also as floats), nested and 0-d outputs, keyword inputs, list and dict arguments; converted from
+  the ExportedProgram (and a ``.pt2``).
 - frozen TorchScript of scripted modules with control flow (heldout8_models.FROZEN), frozen four
   ways: ``torch.jit.freeze``, with ``optimize_numerics=False``, ``optimize_for_inference`` and a
   saved frozen file; eager- and dynamic-quantized modules scripted and frozen, bit for bit.
@@ -15,7 +16,9 @@ By default every ONNX case runs on cpu and the cheap ones on trt_like, each torc
 variant per backend; ``SRCORE_TESTS_FULL=1`` runs every cell. The refusals assert the error names
 the node (or buffer) and the source. What the zoo found is fixed and tested here: negative ONNX Pad
 pads with reflect/edge/wrap (cropped first, as onnxruntime), a derived ``Dim`` (``2 * k``) fixed to
-the example's size by ``from_torch``, a FutureWarning from ``from_torch`` on every conversion.
+the example's size by ``from_torch``, ``torch.sym_float`` refused, list/dict arguments of an
+exported program not taken as torch takes them, a FutureWarning from ``from_torch`` on every
+conversion.
 """
 from __future__ import annotations
 
@@ -175,7 +178,7 @@ def test_initializers_as_external_data(tmp_path):
 # -- torch.export -------------------------------------------------------------------------------------
 
 #: (model, backend) cells in the default run
-EXPORT_DEFAULT = {(n, "cpu") for n in EXPORT} | {("sym_arith", "trt_like"), ("nested_outputs", "trt_like")}
+EXPORT_DEFAULT = {(n, "cpu") for n in EXPORT} | {("sym_arith", "trt_like"), ("pytree_inputs", "trt_like")}
 
 
 @pytest.fixture(scope="module")
@@ -238,6 +241,35 @@ def test_from_torch_warns_nothing_on_a_dict_output():
         warnings.simplefilter("error", FutureWarning)
         model = srcore.from_torch(Dict(), (torch.randn(2, 3),))
     assert model.output_names == ("double", "plus")
+
+
+def test_pytree_inputs_are_flattened_as_export_did(exported, tmp_path):
+    """A list, a dict and a keyword argument as torch takes them (the model's inputs are export's
+    flattened ``feats_0``, ``feats_1``, ``norm_scale``, ...): srcore bound the list to ``feats_0`` and
+    reported the rest missing. The flattened call still binds, also after a .srm round trip; a call of
+    another structure is an input error naming the argument."""
+    ref, ep, args, kwargs, _shapes, _others = exported("pytree_inputs")
+    model = srcore.from_torch(ep)
+    assert tuple(s.name for s in model.input_specs) == ("feats_0", "feats_1", "norm_scale", "norm_shift", "bias")
+    path = str(tmp_path / "m.srm")
+    srcore.save(model, path)
+    with torch.no_grad():
+        want = ref(*args, **kwargs).numpy()
+    (f0, f1), norm = to_numpy(args)
+    bias = kwargs["bias"].numpy()
+    for m in (model, srcore.load(path)):
+        sm = srcore.StaticModule(m, backends=("cpu",))
+        for got in (sm([f0, f1], norm, bias=bias), sm((f0, f1), dict(reversed(norm.items())), bias=bias),
+                    sm(f0, f1, norm["scale"], norm["shift"], bias), sm(f0, f1, norm["scale"], norm["shift"], bias=bias)):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(srcore.SrcoreInputError, match=r"argument 0: a list or tuple of 2 expected.*a list of 3"):
+        sm([f0, f1, f1], norm, bias=bias)
+    with pytest.raises(srcore.SrcoreInputError, match=r"argument 1: a dict with keys \['scale', 'shift'\]"):
+        sm([f0, f1], {"scale": norm["scale"]}, bias=bias)
+    with pytest.raises(srcore.SrcoreInputError, match="missing keyword argument 'bias'"):
+        sm([f0, f1], norm)
+    with pytest.raises(srcore.SrcoreInputError, match="unknown keyword argument.*bais"):
+        sm([f0, f1], norm, bais=bias)
 
 
 def test_buffers_mutated_in_forward_are_refused_naming_them(exported):
