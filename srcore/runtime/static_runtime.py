@@ -6,7 +6,6 @@ signature), and runs the top block with the module's executor.
 """
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -52,8 +51,12 @@ class StaticRuntime:
                                        if isinstance(s, ScalarSpec) and isinstance(s.type, (ListType, DictType)))
         self._n_inputs = len(module.input_specs)
         # a torch.export model with list/dict arguments: calls as torch takes them are flattened
-        tree = module.model.metadata.get(INPUT_TREE) if getattr(module, "model", None) is not None else None
-        self._input_tree = json.loads(tree) if tree else None
+        tree = (getattr(getattr(module, "model", None), "metadata", None) or {}).get(INPUT_TREE)   # a Model's, not a Graph's
+        self._input_tree = None
+        if tree:
+            import json   # only for such models: a first run imports no more than it needs
+
+            self._input_tree = json.loads(tree)
         self._single = len(module.top.outputs) == 1
         self._launch = _default_launch
         self._out_layouts: list = []
