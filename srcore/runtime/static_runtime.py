@@ -51,7 +51,8 @@ class StaticRuntime:
                                        if isinstance(s, ScalarSpec) and isinstance(s.type, (ListType, DictType)))
         self._n_inputs = len(module.input_specs)
         # a torch.export model with list/dict arguments: calls as torch takes them are flattened
-        tree = (getattr(getattr(module, "model", None), "metadata", None) or {}).get(INPUT_TREE)   # a Model's, not a Graph's
+        # (a Model's metadata: a StaticModule of a bare Graph has none)
+        tree = (getattr(getattr(module, "model", None), "metadata", None) or {}).get(INPUT_TREE)
         self._input_tree = None
         if tree:
             import json   # only for such models: a first run imports no more than it needs
