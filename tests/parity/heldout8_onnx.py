@@ -247,3 +247,38 @@ CASES["einsum_chain_batch_sum"] = (model([
     [vi("a", F, [2, 3]), vi("b", F, [3, 4]), vi("c", F, [4, 5]), vi("t", F, ["N", 2, 3, 4])],
     [vi("y", F, None), vi("s", F, None), vi("g", F, None)], opset=12),
     {"a": _r(2, 3), "b": _r(3, 4), "c": _r(4, 5), "t": _r(2, 2, 3, 4)}, None)
+
+# --- com.microsoft float ops onnxruntime's optimizer writes into the files it saves ---------------------
+def _ms(nodes, inputs, outputs, inits=(), opset=17):
+    """A model importing the com.microsoft domain (onnx infers no shapes for its ops: outputs declared)."""
+    g = h.make_graph(nodes, "g", inputs, outputs, list(inits))
+    return h.make_model(g, opset_imports=[h.make_opsetid("", opset), h.make_opsetid("com.microsoft", 1)])
+
+
+def _msn(op, ins, outs, **kw):
+    return h.make_node(op, ins, outs, domain="com.microsoft", **kw)
+
+
+CASES["ms_fused_conv_gemm"] = (_ms([
+    _msn("FusedConv", ["x", "w", "b"], ["c1"], pads=[1, 1, 1, 1], activation="LeakyRelu", activation_params=[0.2]),
+    _msn("FusedConv", ["x", "w", "b", "z"], ["c2"], pads=[1, 1, 1, 1], strides=[1, 1], activation="Relu"),
+    _msn("FusedConv", ["x", "w"], ["c3"], auto_pad="SAME_UPPER", activation="Clip", activation_params=[-0.5, 0.5]),
+    _msn("FusedConv", ["x", "w", "b"], ["c4"], pads=[1, 1, 1, 1], activation="HardSigmoid", activation_params=[0.3, 0.4]),
+    _msn("FusedGemm", ["a", "gw", "gb"], ["g1"], transB=1, alpha=0.5, activation="LeakyRelu", activation_alpha=0.1),
+    _msn("FusedGemm", ["a", "gw2"], ["g2"], activation="Tanh")],
+    [vi("x", F, ["N", 3, 5, 6]), vi("a", F, [4, 6]), vi("z", F, ["N", 4, 5, 6])],
+    [vi(n, F, ["N", 4, 5, 6]) for n in ("c1", "c2", "c3", "c4")] + [vi("g1", F, [4, 3]), vi("g2", F, [4, 3])],
+    [c("w", _r(4, 3, 3, 3) * 0.3), c("b", _r(4)), c("gw", _r(3, 6)), c("gb", _r(3)), c("gw2", _r(6, 3))]),
+    {"x": _r(2, 3, 5, 6), "a": _r(4, 6), "z": _r(2, 4, 5, 6)}, {"x": _r(1, 3, 5, 6), "a": _r(4, 6), "z": _r(1, 4, 5, 6)})
+CASES["ms_matmul_gelus"] = (_ms([
+    _msn("FusedMatMul", ["p", "q"], ["m1"], transA=1, transB=1, alpha=0.25),
+    _msn("FusedMatMul", ["p", "r"], ["m2"]),
+    _msn("Gelu", ["m2"], ["e1"]),
+    _msn("BiasGelu", ["m2", "bias"], ["e2"]),
+    _msn("FastGelu", ["m2", "bias"], ["e3"]),
+    _msn("FastGelu", ["m2"], ["e4"]),
+    _msn("QuickGelu", ["m2"], ["e5"], alpha=1.5)],
+    [vi("p", F, ["N", 3, 4]), vi("q", F, [5, 3]), vi("r", F, [4, 5])],
+    [vi("m1", F, ["N", 4, 5])] + [vi(n, F, ["N", 3, 5]) for n in ("m2", "e1", "e2", "e3", "e4", "e5")],
+    [c("bias", _r(5))]),
+    {"p": _r(2, 3, 4), "q": _r(5, 3), "r": _r(4, 5)}, {"p": _r(3, 3, 4), "q": _r(5, 3), "r": _r(4, 5)})

@@ -4,7 +4,8 @@ and on trt_like + cpu (engines built with timing off, no segment may fall back).
 - ONNX files built with ``onnx.helper`` (heldout8_onnx.py), not by torch's exporter: the same ops in
   their opset 11 / 13 / 18 forms, shape arithmetic on ``dim_param`` dims run at two batch sizes,
   QOperator files, recurrent ops with initial states, int64 / bool / float16 / double; onnxruntime
-  is the reference. Initializers stored as external data.
+  is the reference. Initializers stored as external data; com.microsoft fused ops as onnxruntime's
+  optimizer saves them.
 - ``torch.export`` programs (heldout8_models.EXPORT): derived ``Dim``s, symbolic size arithmetic
   (also as floats), nested and 0-d outputs, keyword inputs, list and dict arguments; converted from
   the ExportedProgram (and a ``.pt2``).
@@ -17,7 +18,8 @@ variant per backend; ``SRCORE_TESTS_FULL=1`` runs every cell. The refusals asser
 the node (or buffer) and the source. What the zoo found is fixed and tested here: negative ONNX Pad
 pads with reflect/edge/wrap (cropped first, as onnxruntime), a derived ``Dim`` (``2 * k``) fixed to
 the example's size by ``from_torch``, ``torch.sym_float`` refused, list/dict arguments of an
-exported program not taken as torch takes them, a FutureWarning from ``from_torch`` on every
+exported program not taken as torch takes them, com.microsoft FusedConv / FusedGemm /
+FusedMatMul / Gelu variants (onnxruntime-optimized files) refused, a FutureWarning from ``from_torch`` on every
 conversion.
 """
 from __future__ import annotations
@@ -146,6 +148,47 @@ def test_resize_to_a_size_computed_at_run_time_is_refused_naming_the_node():
                     opset=13)
     with pytest.raises(srcore.ConversionError, match=r"Resize node 'up'.*scales must be known"):
         srcore.from_onnx(divided)
+
+
+class _OrtNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.fc = torch.nn.Linear(8, 16)
+        self.fc2 = torch.nn.Linear(16, 8)
+        self.ln = torch.nn.LayerNorm(8)
+
+    def forward(self, x):
+        h = torch.relu(self.bn(self.c(x))).mean((2, 3))
+        return self.ln(self.fc2(torch.nn.functional.gelu(self.fc(h))) + h).softmax(-1)
+
+
+def test_a_file_onnxruntime_optimized_and_saved(tmp_path):
+    """A model saved by onnxruntime after its extended graph optimizations (``optimized_model_filepath``)
+    holds com.microsoft FusedConv and Gelu: srcore refused them ('op FusedConv of domain com.microsoft is
+    not supported'); now it runs them as onnxruntime does. The hardware-specific level's
+    com.microsoft.nchwc layout ops stay refused, naming the domain."""
+    import onnx
+
+    torch.manual_seed(8)
+    src, x = str(tmp_path / "m.onnx"), torch.randn(2, 3, 6, 6)
+    with torch.no_grad():
+        torch.onnx.export(_OrtNet().eval(), (x,), src, dynamo=False, opset_version=17, input_names=["x"],
+                          dynamic_axes={"x": {0: "b"}})
+    want = ort.InferenceSession(src, providers=["CPUExecutionProvider"]).run(None, {"x": x.numpy()})[0]
+    saved = {}
+    for level in ("extended", "all"):
+        so = ort.SessionOptions()
+        so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, f"ORT_ENABLE_{level.upper()}")
+        so.optimized_model_filepath = saved[level] = str(tmp_path / f"{level}.onnx")
+        ort.InferenceSession(src, so, providers=["CPUExecutionProvider"])
+    ops = {(n.domain, n.op_type) for n in onnx.load(saved["extended"]).graph.node}
+    assert {("com.microsoft", "FusedConv"), ("com.microsoft", "Gelu")} <= ops
+    got = srcore.StaticModule(srcore.from_onnx(saved["extended"]), backends=("cpu",))(x=x.numpy())
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(srcore.ConversionError, match=r"all\.onnx[\s\S]*domain 'com\.microsoft\.nchwc' is not supported"):
+        srcore.from_onnx(saved["all"])
 
 
 def test_initializers_as_external_data(tmp_path):
