@@ -153,11 +153,12 @@ class PytreeInputs(nn.Module):
 
 def pytree_inputs():
     _seed(91)
-    return (PytreeInputs(), ([torch.randn(2, 3), torch.randn(2, 4)], {"scale": torch.randn(7), "shift": torch.randn(7)}),
-            {"bias": torch.randn(2, 1)}, None, [])
+    args = ([torch.randn(2, 3), torch.randn(2, 4)], {"scale": torch.randn(7), "shift": torch.randn(7)})
+    return PytreeInputs(), args, {"bias": torch.randn(2, 1)}, None, []
 
 
-EXPORT = {"sym_arith": sym_arith, "sym_floats": sym_floats, "pytree_inputs": pytree_inputs, "buffer_mutation": buffer_mutation, "nested_outputs": nested_outputs,
+EXPORT = {"sym_arith": sym_arith, "sym_floats": sym_floats, "pytree_inputs": pytree_inputs,
+          "buffer_mutation": buffer_mutation, "nested_outputs": nested_outputs,
           "kwargs_inputs": kwargs_inputs, "scalar_outputs": scalar_outputs}
 
 

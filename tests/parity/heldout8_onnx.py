@@ -141,12 +141,14 @@ CASES["resize_pad_opsets11"] = (model([
     h.make_node("Shape", ["x"], ["xs"]),
     h.make_node("Slice", ["xs", "s0", "s2"], ["nc"]),
     h.make_node("Concat", ["nc", "hw"], ["sz"], axis=0),
-    h.make_node("Resize", ["x", "roi", "roi", "sz"], ["b"], mode="nearest",   # empty scales (opset 11 wants one) coordinate_transformation_mode="half_pixel",
+    # scales empty ("roi": opset 11 wants an input there), sizes computed
+    h.make_node("Resize", ["x", "roi", "roi", "sz"], ["b"], mode="nearest", coordinate_transformation_mode="half_pixel",
                 nearest_mode="round_prefer_ceil"),
     h.make_node("Pad", ["x", "p", "cv"], ["pc"], mode="constant"),
     h.make_node("Pad", ["x", "p"], ["pe"], mode="edge")],
     [vi("x", F, ["N", 2, 4, 5])], [vi("a", F, None), vi("b", F, None), vi("pc", F, None), vi("pe", F, None)],
-    [c("roi", np.zeros(0, np.float32)), c("sc", np.array([1, 1, 2, 1.5], np.float32)), c("s0", _i(0)), c("s2", _i(2)), c("hw", _i(7, 3)),
+    [c("roi", np.zeros(0, np.float32)), c("sc", np.array([1, 1, 2, 1.5], np.float32)), c("s0", _i(0)), c("s2", _i(2)),
+     c("hw", _i(7, 3)),
      c("p", _i(0, 0, 1, 2, 0, 0, 2, 1)), c("cv", np.float32(-3.0))], opset=11),
     {"x": _r(1, 2, 4, 5)}, {"x": _r(3, 2, 4, 5)})
 CASES["resize_pad_opsets18"] = (model([
@@ -235,7 +237,8 @@ CASES["dtypes_int_bool_half_double"] = (model([
      vi("hb", F16, [1, 4]), vi("da", D, [3, 4]), vi("db", D, [4, 2])],
     [vi("idiv", I64, None), vi("imod", I64, None), vi("cnt", I64, None), vi("hmean", F16, None), vi("hs32", F, None),
      vi("dsm", D, None), vi("dsm16", F16, None)], opset=13),
-    {"ia": rng.integers(-20, 20, (2, 5)).astype(np.int64), "ib": np.array([[3, -3, 7, 1, 2], [-5, 4, 2, 9, 1]], np.int64),
+    {"ia": rng.integers(-20, 20, (2, 5)).astype(np.int64),
+     "ib": np.array([[3, -3, 7, 1, 2], [-5, 4, 2, 9, 1]], np.int64),
      "bm": rng.random((2, 5)) > 0.5, "ha": _r(3, 4, dtype=np.float16), "hb": _r(1, 4, dtype=np.float16),
      "da": _r(3, 4, dtype=np.float64), "db": _r(4, 2, dtype=np.float64)}, None)
 
@@ -263,13 +266,15 @@ CASES["ms_fused_conv_gemm"] = (_ms([
     _msn("FusedConv", ["x", "w", "b"], ["c1"], pads=[1, 1, 1, 1], activation="LeakyRelu", activation_params=[0.2]),
     _msn("FusedConv", ["x", "w", "b", "z"], ["c2"], pads=[1, 1, 1, 1], strides=[1, 1], activation="Relu"),
     _msn("FusedConv", ["x", "w"], ["c3"], auto_pad="SAME_UPPER", activation="Clip", activation_params=[-0.5, 0.5]),
-    _msn("FusedConv", ["x", "w", "b"], ["c4"], pads=[1, 1, 1, 1], activation="HardSigmoid", activation_params=[0.3, 0.4]),
+    _msn("FusedConv", ["x", "w", "b"], ["c4"], pads=[1, 1, 1, 1], activation="HardSigmoid",
+         activation_params=[0.3, 0.4]),
     _msn("FusedGemm", ["a", "gw", "gb"], ["g1"], transB=1, alpha=0.5, activation="LeakyRelu", activation_alpha=0.1),
     _msn("FusedGemm", ["a", "gw2"], ["g2"], activation="Tanh")],
     [vi("x", F, ["N", 3, 5, 6]), vi("a", F, [4, 6]), vi("z", F, ["N", 4, 5, 6])],
     [vi(n, F, ["N", 4, 5, 6]) for n in ("c1", "c2", "c3", "c4")] + [vi("g1", F, [4, 3]), vi("g2", F, [4, 3])],
     [c("w", _r(4, 3, 3, 3) * 0.3), c("b", _r(4)), c("gw", _r(3, 6)), c("gb", _r(3)), c("gw2", _r(6, 3))]),
-    {"x": _r(2, 3, 5, 6), "a": _r(4, 6), "z": _r(2, 4, 5, 6)}, {"x": _r(1, 3, 5, 6), "a": _r(4, 6), "z": _r(1, 4, 5, 6)})
+    {"x": _r(2, 3, 5, 6), "a": _r(4, 6), "z": _r(2, 4, 5, 6)},
+    {"x": _r(1, 3, 5, 6), "a": _r(4, 6), "z": _r(1, 4, 5, 6)})
 CASES["ms_matmul_gelus"] = (_ms([
     _msn("FusedMatMul", ["p", "q"], ["m1"], transA=1, transB=1, alpha=0.25),
     _msn("FusedMatMul", ["p", "r"], ["m2"]),

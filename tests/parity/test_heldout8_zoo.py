@@ -187,7 +187,8 @@ def test_a_file_onnxruntime_optimized_and_saved(tmp_path):
     assert {("com.microsoft", "FusedConv"), ("com.microsoft", "Gelu")} <= ops
     got = srcore.StaticModule(srcore.from_onnx(saved["extended"]), backends=("cpu",))(x=x.numpy())
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-    with pytest.raises(srcore.ConversionError, match=r"all\.onnx[\s\S]*domain 'com\.microsoft\.nchwc' is not supported"):
+    nchwc = r"all\.onnx[\s\S]*domain 'com\.microsoft\.nchwc' is not supported"
+    with pytest.raises(srcore.ConversionError, match=nchwc):
         srcore.from_onnx(saved["all"])
 
 
@@ -201,7 +202,8 @@ def test_initializers_as_external_data(tmp_path):
     rng = np.random.default_rng(4)
     m = model([helper.make_node("MatMul", ["x", "w"], ["y"]), helper.make_node("Add", ["y", "b"], ["z"])],
               [vi("x", TensorProto.FLOAT, ["N", 5])], [vi("z", TensorProto.FLOAT, None)],
-              [c("w", rng.standard_normal((5, 300)).astype(np.float32)), c("b", rng.standard_normal(300).astype(np.float32))])
+              [c("w", rng.standard_normal((5, 300)).astype(np.float32)),
+               c("b", rng.standard_normal(300).astype(np.float32))])
     path = str(tmp_path / "m.onnx")
     onnx.save_model(m, path, save_as_external_data=True, all_tensors_to_one_file=False, size_threshold=100)
     assert sorted(os.listdir(tmp_path)) == ["b", "m.onnx", "w"]
