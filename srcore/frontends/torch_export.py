@@ -30,6 +30,7 @@ from ..errors import ConversionError
 from ..ir.graph import Block, Graph, SourceLocation, Value
 from ..ir.types import BOOL, FLOAT, INT, ListType, OptionalType, TensorType, TupleType, Type
 from ..model import InputSpec, Model, default_output_names
+from ..runtime.inputs import INPUT_TREE
 from . import _torch_common as tc
 from ._paths import portable_path
 
@@ -74,7 +75,45 @@ def from_torch(module, example_inputs=None, *, dynamic_shapes=None, decompositio
     fold_qdq(graph)   # a PT2E-quantized model (prepare_pt2e / convert_pt2e): quantized values and ops
     meta = {"producer": f"srcore.from_torch (torch {torch.__version__})",
             "source": portable_path(source)}
+    tree = _input_tree(ep)
+    if tree is not None:
+        meta[INPUT_TREE] = tree
     return Model(graph, conv.params, specs, _output_names(ep, len(graph.outputs)), meta)
+
+
+def _input_tree(ep) -> str | None:
+    """JSON of how export flattened the inputs, when an argument is a list, tuple or dict (its
+    tensors are the model's inputs ``xs_0``, ``xs_1``, ``d_key``...): the runtime flattens a call
+    with the same structure (srcore.runtime.inputs.flatten_structured). None if every input is a
+    tensor (or a number), or the structure is one the runtime cannot walk (named tuples, dataclasses)."""
+    import json
+
+    spec = getattr(ep.call_spec, "in_spec", None)
+    if spec is None or spec.type is not tuple:
+        return None
+    top = _children(spec)
+    if len(top) != 2 or top[0].type is not tuple or top[1].type is not dict:
+        return None
+    args = [_tree(c) for c in _children(top[0])]
+    kw = [_tree(c) for c in _children(top[1])]
+    if any(t is None for t in args + kw) or all(t == 0 for t in args + kw):
+        return None
+    return json.dumps({"args": args, "kwargs": [list(top[1].context), kw]})
+
+
+def _tree(spec):
+    """A TreeSpec as JSON-able data: 0 a leaf, ["list", children], ["dict", keys, children]; None
+    for what the runtime does not flatten."""
+    if spec.is_leaf():
+        return 0
+    children = [_tree(c) for c in _children(spec)]
+    if any(c is None for c in children):
+        return None
+    if spec.type in (list, tuple):
+        return ["list", children]
+    if spec.type is dict and all(isinstance(k, str) for k in spec.context):
+        return ["dict", list(spec.context), children]
+    return None
 
 
 def _output_names(ep, n: int) -> tuple[str, ...]:
@@ -82,11 +121,18 @@ def _output_names(ep, n: int) -> tuple[str, ...]:
     does; anything else is ``output`` / ``output0``, ``output1``, ..."""
     spec = getattr(ep.call_spec, "out_spec", None)
     keys = list(getattr(spec, "context", None) or []) if spec is not None and spec.type is dict else []
-    leaves = getattr(spec, "children_specs", None) or []
+    leaves = _children(spec) if spec is not None else []
     if len(keys) == n and all(isinstance(k, str) for k in keys) and len(set(keys)) == n \
             and all(c.is_leaf() for c in leaves):
         return tuple(keys)
     return default_output_names(n)
+
+
+def _children(spec) -> list:
+    """A TreeSpec's children: ``children()`` where torch has it (2.10 deprecates ``children_specs``
+    with a FutureWarning on every conversion), else ``children_specs``."""
+    children = getattr(spec, "children", None)
+    return list(children() if callable(children) else getattr(spec, "children_specs", None) or [])
 
 
 @contextlib.contextmanager
@@ -265,10 +311,11 @@ class _Converter:
         expr = d.node.expr
         if getattr(expr, "is_Symbol", False):
             return self.dim_names.get(str(expr), str(expr))
-        try:
-            return int(d)
-        except Exception:  # an expression such as 2*s0: unknown here, shape propagation recomputes it
-            return None
+        if getattr(expr, "is_number", False):
+            return int(expr)
+        # an expression such as 2*s0 (a derived Dim): unknown here, shape propagation recomputes it.
+        # Not int(d): that returns the example's size (the hint) and would fix the dim to it
+        return None
 
     def param(self, target: str, name: str) -> Value:
         if target not in self.params:
@@ -366,9 +413,11 @@ class _Converter:
         if isinstance(t, torch._ops.OpOverload):
             self.op(n, env, block)
             return
-        if t in _PY_OPS or t in (torch.sym_max, torch.sym_min, torch.sym_not):
-            kind = _PY_OPS.get(t) or {torch.sym_max: "prim::max", torch.sym_min: "prim::min",
-                                      torch.sym_not: "aten::__not__"}[t]
+        sym = {torch.sym_max: "prim::max", torch.sym_min: "prim::min", torch.sym_not: "aten::__not__",
+               # int <-> float of a SymInt/SymFloat (``n * 1.0``, ``int(x.shape[0] * 0.5)``)
+               torch.sym_float: "aten::Float", torch.sym_int: "aten::Int"}
+        if t in _PY_OPS or t in sym:
+            kind = _PY_OPS.get(t) or sym[t]
             ins = [self.arg(a, env, block) for a in n.args]
             node = self.g.create(kind, ins, (self.type_of(n.meta.get("val")),), output_names=[n.name],
                                  source=_source(n))

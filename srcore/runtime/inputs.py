@@ -40,6 +40,64 @@ def bind(names: Sequence[str], args: Sequence[Any], kwargs: dict[str, Any]) -> l
 
 _MISSING = object()
 
+#: the model metadata key of a torch.export model's input structure (see frontends/torch_export._input_tree)
+INPUT_TREE = "input_tree"
+
+
+def flatten_structured(tree: dict, names: Sequence[str], args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
+    """A call of a torch.export model as torch takes it (lists, tuples and dicts of tensors, keyword
+    arguments) -> its inputs in order, as export flattened them; a call with the flattened inputs
+    (positional or by their names, ``xs_0``) is bound as it is."""
+    structured = (any(type(v) in (list, tuple, dict) for v in args)
+                  or any(type(v) in (list, tuple, dict) for v in kwargs.values()))
+    if not structured and all(k in names for k in kwargs) and len(args) + len(kwargs) == len(names):
+        return bind(names, args, kwargs)
+    specs, (keys, kw_specs) = tree["args"], tree["kwargs"]
+    if len(args) > len(specs):
+        raise SrcoreInputError(f"the model takes {len(specs)} positional argument(s) (as exported), "
+                               f"{len(args)} were given")
+    unknown = sorted(set(kwargs) - set(keys))
+    if unknown:
+        raise SrcoreInputError(f"unknown keyword argument(s) {', '.join(unknown)}; the exported program "
+                               f"takes {', '.join(keys) or 'none'}")
+    leaves: list[Any] = []
+    for i, (v, spec) in enumerate(zip(args, specs)):
+        _flatten(v, spec, f"argument {i}", leaves)
+    if len(args) < len(specs):
+        raise SrcoreInputError(f"missing positional argument(s) {len(args)}..{len(specs) - 1} "
+                               f"(the model takes {len(specs)})")
+    for k, spec in zip(keys, kw_specs):
+        if k not in kwargs:
+            raise SrcoreInputError(f"missing keyword argument {k!r} (the exported program takes {', '.join(keys)})")
+        _flatten(kwargs[k], spec, f"keyword argument {k!r}", leaves)
+    return leaves
+
+
+def _flatten(v: Any, spec, where: str, out: list) -> None:
+    if spec == 0:
+        out.append(v)
+        return
+    if spec[0] == "list":
+        if not isinstance(v, (list, tuple)) or len(v) != len(spec[1]):
+            raise SrcoreInputError(f"{where}: a list or tuple of {len(spec[1])} expected (as exported), "
+                                   f"got {_what(v)}")
+        for j, (x, s) in enumerate(zip(v, spec[1])):
+            _flatten(x, s, f"{where}[{j}]", out)
+        return
+    keys = spec[1]
+    if not isinstance(v, dict) or sorted(v) != sorted(keys):
+        raise SrcoreInputError(f"{where}: a dict with keys {keys} expected (as exported), got {_what(v)}")
+    for k, s in zip(keys, spec[2]):
+        _flatten(v[k], s, f"{where}[{k!r}]", out)
+
+
+def _what(v: Any) -> str:
+    if isinstance(v, dict):
+        return f"a dict with keys {sorted(v)}"
+    if isinstance(v, (list, tuple)):
+        return f"a {type(v).__name__} of {len(v)}"
+    return type(v).__name__
+
 
 @attrs.frozen
 @shared_repr

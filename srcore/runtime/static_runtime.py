@@ -14,7 +14,8 @@ from .._attrs_code_cache import compile_exec
 from ..errors import KernelError, SrcoreError
 from ..ir.types import DictType, ListType
 from .arena import BlockArena, aligned_slab, make_view
-from .inputs import ScalarSpec, as_arrays, bind, check, has_foreign_byte_order, input_types, to_native_byte_order
+from .inputs import (INPUT_TREE, ScalarSpec, as_arrays, bind, check, flatten_structured, has_foreign_byte_order,
+                     input_types, to_native_byte_order)
 from .static_module import _nbytes
 
 if TYPE_CHECKING:
@@ -49,6 +50,14 @@ class StaticRuntime:
         self._container_inputs = tuple(i for i, s in enumerate(module.input_specs)
                                        if isinstance(s, ScalarSpec) and isinstance(s.type, (ListType, DictType)))
         self._n_inputs = len(module.input_specs)
+        # a torch.export model with list/dict arguments: calls as torch takes them are flattened
+        # (a Model's metadata: a StaticModule of a bare Graph has none)
+        tree = (getattr(getattr(module, "model", None), "metadata", None) or {}).get(INPUT_TREE)
+        self._input_tree = None
+        if tree:
+            import json   # only for such models: a first run imports no more than it needs
+
+            self._input_tree = json.loads(tree)
         self._single = len(module.top.outputs) == 1
         self._launch = _default_launch
         self._out_layouts: list = []
@@ -96,7 +105,9 @@ class StaticRuntime:
 
     def _call_slow(self, args, kwargs):
         """Bind, convert, key, and (for a new signature) check and plan; then run."""
-        if kwargs or len(args) != self._n_inputs:
+        if self._input_tree is not None:
+            args = tuple(flatten_structured(self._input_tree, self.module.input_names, args, kwargs))
+        elif kwargs or len(args) != self._n_inputs:
             args = tuple(bind(self.module.input_names, args, kwargs))
         if any(t and type(v) is not np.ndarray for v, t in zip(args, self._tensor_inputs)):
             args = tuple(as_arrays(list(args), self.module.input_specs))
@@ -177,7 +188,8 @@ class StaticRuntime:
 
     # -- signatures and memory ------------------------------------------------------------------
     def bind(self, args, kwargs) -> list:
-        values = bind(self.module.input_names, args, kwargs)
+        values = (bind(self.module.input_names, args, kwargs) if self._input_tree is None
+                  else flatten_structured(self._input_tree, self.module.input_names, args, kwargs))
         return as_arrays(values, self.module.input_specs)
 
     def _key_of(self, values) -> tuple:

@@ -6,8 +6,8 @@ not listed in its entry is reported as unsupported rather than guessed at.
 """
 from __future__ import annotations
 
-from . import (control, detection, elementwise, index, nn, qlinear, quant, recurrent, reduce, resize, sequence, shape,
-               misc, transformer)
+from . import (control, detection, elementwise, index, msft, nn, qlinear, quant, recurrent, reduce, resize, sequence,
+               shape, misc, transformer)
 from ._util import OpConverter
 
 TABLE: dict[str, OpConverter] = {}
@@ -19,6 +19,6 @@ for _module in (elementwise, shape, nn, reduce, index, control, quant, qlinear, 
     TABLE.update(_module.CONVERTERS)
 
 #: converters of ops outside the default domain, by domain (their schemas are version 1)
-DOMAIN_TABLES: dict[str, dict[str, OpConverter]] = {"com.microsoft": qlinear.MS_CONVERTERS}
+DOMAIN_TABLES: dict[str, dict[str, OpConverter]] = {"com.microsoft": {**qlinear.MS_CONVERTERS, **msft.CONVERTERS}}
 
 __all__ = ["DOMAIN_TABLES", "TABLE", "OpConverter"]

@@ -9,6 +9,9 @@ from ..context import NodeContext, Unsupported
 from ..dtypes import FLOATS, INTS, scalar_type
 from ._util import cast, dim_item, ints_val, norm_axis, scalar_arg, table
 
+#: slice end meaning "to the end of the dim" (as torch writes it)
+INT64_MAX = 2 ** 63 - 1
+
 INDEX = {"int32", "int64"}
 
 
@@ -198,30 +201,47 @@ def pad(cx: NodeContext):
     begin, end = [0] * r, [0] * r
     for j, a in enumerate(axes):
         begin[a], end[a] = pads[j], pads[len(axes) + j]
+    x = cx.x(0)
+    shape = cx.shape(0)
+    if mode != "constant":
+        if not all(isinstance(p, int) for p in begin + end):
+            raise cx.not_constant([1], f"mode={mode!r} with pads not known at conversion")
+        if any(p < 0 for p in begin + end):   # crops: onnxruntime slices them off, then pads the rest
+            x, shape = _crop(cx, x, shape, begin, end)
+            begin, end = [max(p, 0) for p in begin], [max(p, 0) for p in end]
     first = next((d for d in range(r) if not (isinstance(begin[d], int) and isinstance(end[d], int)
                                               and begin[d] == end[d] == 0)), r)
     torch_pads = []
     for d in range(r - 1, first - 1, -1):
         torch_pads += [begin[d], end[d]]
-    x = cx.x(0)
     if not torch_pads:
         return cx.op("aten::clone", x, None)
     if mode == "constant":
         value = scalar_arg(cx, 2, "constant_value") if cx.has(2) else 0
         return cx.op("aten::constant_pad_nd", x, cx.list_value(torch_pads), value)
-    if not all(isinstance(p, int) for p in torch_pads):
-        raise cx.not_constant([1], f"mode={mode!r} with pads not known at conversion")
-    if any(p < 0 for p in torch_pads):
-        raise Unsupported(f"negative pads with mode={mode!r}")
     if len(torch_pads) // 2 > 3 or r - first > r - 1:
-        return _pad_by_cat(cx, x, begin, end, mode)
+        return _pad_by_cat(cx, x, shape, begin, end, mode)
     return cx.op("aten::pad", x, torch_pads, _PAD_MODES[mode], None)
 
 
-def _pad_by_cat(cx: NodeContext, x, begin: list, end: list, mode: str):
+def _crop(cx: NodeContext, x, shape, begin: list, end: list):
+    """``x`` without what the negative pads remove (a slice per cropped dim), and its shape."""
+    shape = list(shape) if shape is not None else None
+    for d, (b, e) in enumerate(zip(begin, end)):
+        if b >= 0 and e >= 0:
+            continue
+        start, stop = max(-b, 0), (e if e < 0 else INT64_MAX)
+        x = cx.op("aten::slice", x, d, start, stop, 1)
+        if shape is not None and isinstance(shape[d], int):
+            shape[d] = max(shape[d] - start + min(e, 0), 0)
+        elif shape is not None:
+            shape[d] = None
+    return x, shape
+
+
+def _pad_by_cat(cx: NodeContext, x, shape, begin: list, end: list, mode: str):
     """What ``aten::pad`` cannot take (the batch or channel dim, more than 3 dims): each padded dim
     by a ``cat`` of slices of ``x`` (repeated edges, mirrored or wrapped pieces)."""
-    shape = cx.shape(0)
     for d, (b, e) in enumerate(zip(begin, end)):
         if not b and not e:
             continue
