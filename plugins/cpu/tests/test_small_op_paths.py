@@ -165,3 +165,20 @@ def test_logsumexp_of_a_0d_tensor():
     x = np.array(2.5, np.float32)
     r = R.logsumexp(x, [0], False)
     assert r.shape == () and r.dtype == np.float32 and r == np.float32(2.5)
+
+
+@SETTINGS
+@given(SHAPES, st.data(), st.booleans(), st.booleans())
+def test_unfold_matches_torch(shape, data, strided, reversed_):
+    x = _strided(np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape), strided)
+    if reversed_:
+        x = x[..., ::-1]
+    dim = data.draw(st.integers(-x.ndim, x.ndim - 1))
+    size, step = data.draw(st.integers(0, x.shape[dim])), data.draw(st.integers(1, 3))
+    e = torch.from_numpy(x.copy()).unfold(dim, size, step).numpy()
+    r = SH.unfold(x, dim, size, step)
+    assert r.shape == e.shape
+    np.testing.assert_array_equal(r, e)
+    if r.size and x.flags.writeable:   # a view, as torch's: writing through it reaches x
+        r[(0,) * r.ndim] = -1
+        assert (x == -1).any()
