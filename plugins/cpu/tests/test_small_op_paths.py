@@ -182,3 +182,31 @@ def test_unfold_matches_torch(shape, data, strided, reversed_):
     if r.size and x.flags.writeable:   # a view, as torch's: writing through it reaches x
         r[(0,) * r.ndim] = -1
         assert (x == -1).any()
+
+
+@SETTINGS
+@given(st.lists(st.integers(1, 4), max_size=3).map(tuple), st.data(), st.booleans(),
+       st.sampled_from([np.float32, np.int64, np.bool_, np.complex64]))
+def test_expand_matches_torch(shape, data, strided, dtype):
+    x = _strided(np.array(np.arange(int(np.prod(shape))).reshape(shape), dtype), strided)
+    ones = data.draw(st.lists(st.booleans(), min_size=x.ndim, max_size=x.ndim))
+    if x.ndim:   # size-1 dims to broadcast
+        x = x[tuple(slice(0, 1) if o else slice(None) for o in ones)]
+    lead = data.draw(st.lists(st.integers(0, 3), max_size=2))
+    size = list(lead) + [data.draw(st.sampled_from([-1, 3])) if n == 1 else data.draw(st.sampled_from([-1, n]))
+                         for n in x.shape]
+    e = torch.from_numpy(x.copy()).expand(size).numpy()
+    r = SH.expand(x, size)
+    assert r.dtype == e.dtype and r.shape == e.shape and not r.flags.writeable
+    np.testing.assert_array_equal(r, e)
+    assert r.size == 0 or np.shares_memory(r, x)
+    r2 = SH.expand_as(x, e)
+    assert r2.shape == e.shape and not r2.flags.writeable
+    np.testing.assert_array_equal(r2, e)
+
+
+def test_expand_refuses_a_size_that_does_not_broadcast():
+    with pytest.raises((KernelError, ValueError)):
+        SH.expand(np.zeros((2, 3), np.float32), [2, 4])
+    with pytest.raises(KernelError, match="number of sizes"):
+        SH.expand(np.zeros((2, 3), np.float32), [3])
