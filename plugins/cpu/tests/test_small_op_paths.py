@@ -210,3 +210,20 @@ def test_expand_refuses_a_size_that_does_not_broadcast():
         SH.expand(np.zeros((2, 3), np.float32), [2, 4])
     with pytest.raises(KernelError, match="number of sizes"):
         SH.expand(np.zeros((2, 3), np.float32), [3])
+
+
+@SETTINGS
+@given(st.integers(0, 2), st.integers(0, 6), st.integers(0, 6), st.integers(0, 5), st.integers(0, 2**16),
+       st.booleans(), st.sampled_from([1.0, 2.0, 0.0, 3.0, float("inf")]), st.sampled_from([np.float32, np.float64]))
+def test_cdist_matches_torch(batch, p_rows, r_rows, m, seed, specials, p, dtype):
+    lead = (batch,) if batch else ()
+    a = _floats(seed, lead + (p_rows, m), dtype, specials)
+    b = _floats(seed + 1, lead + (r_rows, m), dtype, False)
+    if a.ndim < 2 or b.ndim < 2:
+        return
+    e = torch.cdist(torch.from_numpy(a.copy()), torch.from_numpy(b.copy()), p=p,
+                    compute_mode="donot_use_mm_for_euclid_dist").numpy()
+    from srcore_cpu.kernels import linalg as L
+    r = L.cdist(a, b, p)
+    assert r.dtype == e.dtype and r.shape == e.shape
+    np.testing.assert_allclose(r, e, rtol=1e-5 if dtype is np.float32 else 1e-12, atol=1e-5, equal_nan=True)
