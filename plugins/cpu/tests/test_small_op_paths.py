@@ -227,3 +227,31 @@ def test_cdist_matches_torch(batch, p_rows, r_rows, m, seed, specials, p, dtype)
     r = L.cdist(a, b, p)
     assert r.dtype == e.dtype and r.shape == e.shape
     np.testing.assert_allclose(r, e, rtol=1e-5 if dtype is np.float32 else 1e-12, atol=1e-5, equal_nan=True)
+
+
+@SETTINGS
+@given(st.lists(st.integers(1, 4), min_size=2, max_size=4).map(tuple), st.data(), st.integers(0, 2**16),
+       st.booleans())
+def test_gather_of_whole_rows_matches_torch(shape, data, seed, strided_self):
+    """An index broadcast (stride 0) along every dim after ``dim``: the row path; one trailing dim
+    narrower than ``self`` there, or not broadcast: the element path. Both torch's values."""
+    from srcore_cpu.kernels import index as IX
+    x = _strided(_floats(seed, shape, np.float32, True), strided_self)
+    d = data.draw(st.integers(0, x.ndim - 2))
+    k = data.draw(st.integers(0, 5))
+    lead = tuple(data.draw(st.integers(1, n)) for n in x.shape[:d])
+    core = np.random.default_rng(seed).integers(0, x.shape[d], lead + (k,))
+    trailing = list(x.shape[d + 1:])
+    if data.draw(st.booleans()):   # a near miss: narrower than self along the last dim
+        trailing[-1] = data.draw(st.integers(1, trailing[-1]))
+    idx = np.broadcast_to(core.reshape(core.shape + (1,) * len(trailing)), core.shape + tuple(trailing))
+    e = torch.gather(torch.from_numpy(x.copy()), d, torch.from_numpy(idx.copy())).numpy()
+    r = IX.gather(x, d, idx)
+    assert r.dtype == e.dtype and r.shape == e.shape
+    np.testing.assert_array_equal(r, e)
+    if core.size:
+        bad = core.copy()
+        bad.reshape(-1)[0] = x.shape[d]
+        bad_idx = np.broadcast_to(bad.reshape(bad.shape + (1,) * len(trailing)), bad.shape + tuple(trailing))
+        with pytest.raises(KernelError, match="out of bounds"):
+            IX.gather(x, d, bad_idx)

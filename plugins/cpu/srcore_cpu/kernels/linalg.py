@@ -333,8 +333,8 @@ def cdist(x1, x2, p=2.0, compute_mode=None, out=None):
         if p == 0:   # the count of differing features; NaN where a difference is NaN, as torch
             r = np.count_nonzero(d, axis=-1).astype(x1.dtype)
             r[np.isnan(d).any(axis=-1)] = np.nan
-        elif np.isinf(p):
-            r = d.max(axis=-1) if d.shape[-1] else np.zeros(d.shape[:-1], x1.dtype)
+        elif np.isinf(p):   # torch's running max from 0 with std::max drops a NaN difference
+            r = np.fmax.reduce(d, axis=-1, initial=0)
         else:
             r = np.sum(d ** p, axis=-1) ** (1.0 / p)
     r = np.asarray(r, dtype=np.result_type(x1, x2))
