@@ -255,3 +255,37 @@ def test_gather_of_whole_rows_matches_torch(shape, data, seed, strided_self):
         bad_idx = np.broadcast_to(bad.reshape(bad.shape + (1,) * len(trailing)), bad.shape + tuple(trailing))
         with pytest.raises(KernelError, match="out of bounds"):
             IX.gather(x, d, bad_idx)
+
+
+@SETTINGS
+@given(SHAPES, st.sampled_from([np.float32, np.float64]), st.integers(0, 2**16), st.booleans(),
+       st.sampled_from([(None, None, None), (0.5, 9.0, -9.0), (float("inf"), None, 1.0), (None, 1e300, -1e300)]))
+def test_nan_to_num_matches_torch(shape, dtype, seed, strided, fills):
+    from srcore_cpu.kernels import unary as U
+    x = _strided(_floats(seed, shape, dtype, True), strided)
+    nan, posinf, neginf = fills
+    e = torch.nan_to_num(torch.from_numpy(x.copy()), nan, posinf, neginf).numpy()
+    with np.errstate(over="ignore"):
+        r = U.nan_to_num(x, nan, posinf, neginf)
+        assert r.dtype == e.dtype and r.shape == e.shape
+        np.testing.assert_array_equal(r, e)
+        buf = np.full(e.shape, 3, e.dtype)
+        assert U.nan_to_num(x, nan, posinf, neginf, out=buf) is buf
+    np.testing.assert_array_equal(buf, e)
+
+
+@SETTINGS
+@given(SHAPES, st.integers(0, 2**16), st.sampled_from([(1.5, -2.0), (3, 7), (True, 2.5), (0, -1)]),
+       st.sampled_from([np.float32, np.int32, np.int64]))
+def test_where_with_number_operands_matches_torch(shape, seed, operands, dtype):
+    x = _ints(seed, shape, dtype) if dtype is not np.float32 else _floats(seed, shape, dtype, True)
+    cond = x > 0
+    a, b = operands
+    e = torch.where(torch.from_numpy(cond), a, b).numpy()
+    r = TE.where(cond, a, b)
+    assert r.dtype == e.dtype and r.shape == e.shape
+    np.testing.assert_array_equal(r, e)
+    e2 = torch.where(torch.from_numpy(cond), torch.from_numpy(x.copy()), b).numpy()
+    r2 = TE.where(cond, x, b)
+    assert r2.dtype == e2.dtype
+    np.testing.assert_array_equal(r2, e2)

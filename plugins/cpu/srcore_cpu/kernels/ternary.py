@@ -45,7 +45,10 @@ def clamp_max(self, max, *, out=None):
 def where(condition, self, other, *, out=None):
     """``aten::where.self`` / ``ScalarOther`` / ``ScalarSelf`` / ``Scalar``: ``self`` where true, else ``other``."""
     if out is None:
-        out = np.empty(_shape(condition, self, other), result_type(self, other))
+        # (number operands, the common case, take the condition's shape: np.broadcast_shapes is ~2 us)
+        shape = condition.shape if not (isinstance(self, np.ndarray) or isinstance(other, np.ndarray)) \
+            else _shape(condition, self, other)
+        out = np.empty(shape, result_type(self, other))
     np.copyto(out, other, casting="unsafe")
     np.copyto(out, self, where=np.asarray(condition, dtype=bool), casting="unsafe")
     return out
