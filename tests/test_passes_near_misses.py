@@ -122,6 +122,18 @@ def native_mha(ret):
             f"%n, %t, %t, %n)\n  return ({ret})\n")
 
 
+def reduce_dim(op, ret):
+    return ("graph(%x : Float(2, 5, 3)):\n  %d : int = prim::Constant[value=1]()\n"
+            "  %k : bool = prim::Constant[value=0]()\n  %one : int = prim::Constant[value=1]()\n"
+            f"  %v : Tensor, %i : Tensor = aten::{op}(%x, %d, %k)\n"
+            + ("  %j : Tensor = aten::add(%i, %one, %one)\n" if "%j" in ret else "") + f"  return ({ret})\n")
+
+
+def _with_nan(x):
+    x[0, 2, 1], x[1, 0, 0] = np.nan, np.inf
+    return x
+
+
 MHA_CONSTS = {"w": f32(24, 8) / 3, "b": f32(24), "pw": f32(8, 8) / 3, "pb": f32(8)}
 
 CASES = {
@@ -129,6 +141,12 @@ CASES = {
     "attention weights returned": Case(
         "multi-head attention weights never read -> need_weights=False", native_mha("%y"), native_mha("%y, %wts"),
         (f32(2, 5, 8),), MHA_CONSTS),
+    "max.dim indices returned": Case(
+        "max(x, d) with indices never read -> amax(x, [d])", reduce_dim("max", "%v"), reduce_dim("max", "%v, %i"),
+        (_with_nan(f32(2, 5, 3)),)),
+    "min.dim indices read": Case(
+        "min(x, d) with indices never read -> amin(x, [d])", reduce_dim("min", "%v"), reduce_dim("min", "%v, %j"),
+        (_with_nan(f32(2, 5, 3)),)),
     # -- x / 1 ------------------------------------------------------------------------------
     "div by 1 with rounding_mode floor": Case(
         "x / 1 -> x",

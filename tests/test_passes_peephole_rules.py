@@ -414,3 +414,47 @@ def test_broadcast_tensors_of_one_static_shape_is_its_operands(xt, yt, fires):
     assert (BT_RULE in applied) == fires
     sub = g.outputs[0].node
     assert [v.name for v in sub.inputs[:2]] == (["x", "y"] if fires else ["p", "q"])
+
+
+MAXDIM = """graph(%x : Float(2, 5, 3)):
+  %d : int = prim::Constant[value={d}]()
+  %k : bool = prim::Constant[value={k}]()
+  %v : Tensor, %i : Tensor = aten::{op}(%x, %d, %k)
+  return ({ret})
+"""
+
+
+@pytest.mark.parametrize("op, amin_amax", [("max", "aten::amax"), ("min", "aten::amin")])
+@pytest.mark.parametrize("d, k, ret, fires", [
+    (1, "False", "%v", True), (-1, "True", "%v", True),
+    (1, "False", "%v, %i", False),               # the indices are returned: the arg reduction stays
+    (1, "False", "%i", False),
+])
+def test_max_min_dim_with_unread_indices_is_amax_amin(op, amin_amax, d, k, ret, fires):
+    applied, g = rewrite(MAXDIM.replace("{d}", str(d)).replace("{k}", k).replace("{op}", op).replace("{ret}", ret))
+    kinds = [n.kind for n in g.all_nodes() if n.kind != "prim::Constant"]
+    assert (f"{op}(x, d) with indices never read -> {amin_amax[6:]}(x, [d])" in applied) == fires
+    assert kinds == ([amin_amax] if fires else [f"aten::{op}"])
+    if fires:
+        node = g.outputs[0].node
+        assert [i.node.attrs.get("value") for i in node.inputs[1:]] == [[d], k == "True"]
+
+
+def test_max_dim_with_unread_indices_keeps_torch_values():
+    """Through the pipeline: the values of ``x.max(1)[0]`` and ``x.min(-1, keepdim=True)[0]``
+    with NaN and infinities are torch's."""
+    torch = pytest.importorskip("torch")
+    import srcore
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return x.max(1)[0], x.min(-1, keepdim=True)[0]
+
+    x = torch.randn(2, 5, 3)
+    x[0, 2, 1], x[1, 0, 0], x[1, 3, 2] = float("nan"), float("inf"), float("-inf")
+    model = srcore.from_torchscript(torch.jit.script(M()), (x,))
+    sm = srcore.StaticModule(model, backends=("cpu",))
+    assert not any(pn.fn is not None and pn.fn.op.startswith(("aten::max", "aten::min"))
+                   for b in sm.blocks for pn in b.nodes)
+    for r, e in zip(sm(x.numpy()), M()(x)):
+        np.testing.assert_array_equal(r, e.numpy())

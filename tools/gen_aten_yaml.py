@@ -78,6 +78,7 @@ special_i1e special_log1p special_log_ndtr special_log_softmax special_logit spe
 special_multigammaln special_ndtr special_ndtri special_polygamma special_psi special_round special_sinc
 special_softmax special_xlog1py special_xlogy special_zeta subtract subtract_ swapaxes  swapdims
  take take_along_dim tan  true_divide true_divide_ vdot vstack wait xlogy is_floating_point
+fft_fft fft_ifft fft_rfft fft_irfft
 """.split()
 
 

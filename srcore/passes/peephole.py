@@ -426,6 +426,31 @@ def mha_weights_unread(node: Node):
     return list(new.outputs)
 
 
+def _reduce_values_only(node: Node, kind: str):
+    """``max.dim`` / ``min.dim`` whose indices nothing reads (``x.max(d)[0]``, ``values, _ = x.max(d)``):
+    ``amax`` / ``amin`` over ``[d]`` give the same values (NaN propagating alike) without the arg
+    reduction, a second pass over the tensor (a kNN edge feature's max over neighbours)."""
+    if len(node.outputs) != 2 or node.outputs[1].uses or len(node.inputs) != 3:
+        return None
+    d, keep = const_or(node.inputs[1], None), const_or(node.inputs[2], None)
+    if not isinstance(d, int) or isinstance(d, bool) or not isinstance(keep, bool):
+        return None
+    g = node.graph
+    dims = g.insert_constant([d], before=node)
+    new = g.create(kind, [node.inputs[0], dims, node.inputs[2]], (node.outputs[0].type,), {}, node.source,
+                   [node.outputs[0].name])
+    new.insert_before(node)
+    return [new.outputs[0]]
+
+
+def max_values_only(node: Node):
+    return _reduce_values_only(node, "aten::amax")
+
+
+def min_values_only(node: Node):
+    return _reduce_values_only(node, "aten::amin")
+
+
 RULES_LIST = [
     Rule("t(t(x)) -> x", "aten::t", t_t),
     Rule("transpose(transpose(x, a, b), a, b) -> x", "aten::transpose", transpose_transpose),
@@ -454,6 +479,8 @@ RULES_LIST = [
     Rule("x is not None (known type) -> constant", "aten::__isnot__", isnot_none),
     Rule("multi-head attention weights never read -> need_weights=False", "aten::_native_multi_head_attention",
          mha_weights_unread),
+    Rule("max(x, d) with indices never read -> amax(x, [d])", "aten::max", max_values_only),
+    Rule("min(x, d) with indices never read -> amin(x, [d])", "aten::min", min_values_only),
 ]
 
 

@@ -292,13 +292,59 @@ def test_avg_pool3d_refusals():
     assert P.avg_pool3d_matcher(_node("aten::avg_pool3d", ("self", x.astype(np.int64)))) is None
 
 
+@st.composite
+def pool2d_cases(draw):
+    k = draw(st.tuples(*[st.integers(1, 4)] * 2))
+    s = draw(st.one_of(st.just(()), st.tuples(*[st.integers(1, 3)] * 2)))
+    p = tuple(draw(st.integers(0, ki // 2)) for ki in k)
+    size = draw(st.tuples(*[st.integers(1, 9)] * 2))
+    lead = draw(st.sampled_from([(2,), (1, 3), (2, 8), (0, 2)]))
+    return lead + size, k, s, p
+
+
+@SETTINGS
+@given(pool2d_cases(), st.booleans(), st.booleans(), st.sampled_from([None, 1, 3, 5]), DTYPES,
+       st.integers(0, 2**16))
+def test_avg_pool2d_matches_torch(case, ceil_mode, count_include_pad, divisor_override, dtype, seed):
+    """The 2-D pool through the 3-D compiled kernel (depth one): torch's values bit for bit, 3-D and
+    4-D inputs, every padding mode, non-contiguous inputs and into the runtime's buffers."""
+    shape, k, s, p = case
+    x = _data(seed, shape, dtype)
+    x.reshape(-1)[::7] = -0.0
+    x.reshape(-1)[3::13] = np.nan
+    x.reshape(-1)[5::17] = -np.inf
+    try:
+        e = aten.avg_pool2d(T(x), k, s, p, ceil_mode, count_include_pad, divisor_override)
+    except RuntimeError:
+        assume(False)       # output smaller than 1: the numpy kernel's refusal, tested in test_pool
+    fn = P.avg_pool2d_matcher(_node("aten::avg_pool2d", ("self", x), kernel_size=list(k), stride=list(s),
+                                    padding=list(p), ceil_mode=ceil_mode))
+    assert fn is not None and fn.__name__ == "avg_pool2d_jit"
+    args = (x, list(k), list(s), list(p), ceil_mode, count_include_pad, divisor_override)
+    _same(fn(*args), e)
+    _same(fn(*args), e)                     # the remembered windows
+    _same(fn(_transposed(x), *args[1:]), e)
+    _into_buffers(fn, args, {}, e)
+
+
+def test_avg_pool2d_refusals():
+    x = _data(0, (1, 2, 4, 4), np.float32)
+    fn = P.avg_pool2d_matcher(_node("aten::avg_pool2d", ("self", x)))
+    with pytest.raises(KernelError, match="divisor"):
+        fn(x, [2, 2], [], [0, 0], False, True, 0)
+    with pytest.raises(KernelError, match="padding"):
+        fn(x, [2, 2], [], [2, 0], False, True, None)
+    assert P.avg_pool2d_matcher(_node("aten::avg_pool2d", ("self", x.astype(np.int64)))) is None
+
+
 # --- declarations ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("op,matcher", [("aten::im2col", "rearrange:im2col_matcher"),
                                         ("aten::col2im", "rearrange:col2im_matcher"),
                                         ("aten::histc", "selection:histc_matcher"),
                                         ("aten::searchsorted.Tensor", "index:searchsorted_matcher"),
-                                        ("aten::avg_pool3d", "pool:avg_pool3d_matcher")])
+                                        ("aten::avg_pool3d", "pool:avg_pool3d_matcher"),
+                                        ("aten::avg_pool2d", "pool:avg_pool2d_matcher")])
 def test_compiled_kernels_are_declared_first(op, matcher):
     """Each compiled kernel's declaration outranks the numpy one (priority 2) for the same dtypes."""
     from srcore_cpu.decl import index, pool, rearrange, selection

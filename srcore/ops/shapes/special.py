@@ -196,3 +196,37 @@ def margin_loss(ctx: Ctx):
     if red is UNKNOWN or t.shape is None:
         return [tt(t.dtype, None)]
     return [tt(t.dtype, tuple(t.shape[:-1]) if red == 0 else ())]
+
+
+# -- one-dimensional FFTs ----------------------------------------------------------------------
+_TO_COMPLEX = {"float32": "complex64", "float64": "complex128", "complex64": "complex64",
+               "complex128": "complex128", "float16": "complex32"}
+_TO_REAL = {"complex64": "float32", "complex128": "float64", "float32": "float32", "float64": "float64"}
+
+
+@rule("aten::fft_fft", "aten::fft_ifft", "aten::fft_rfft", "aten::fft_irfft")
+def fft_1d(ctx: Ctx):
+    """``n`` points along ``dim`` (default: its size): complex out (``rfft``: ``n // 2 + 1`` bins), or
+    real out of ``n`` points (``irfft``: default ``2 * (bins - 1)``); integers compute in float32."""
+    x = ctx.tensor(0)
+    kind = ctx.op.split("::", 1)[1].split(".")[0]
+    d = x.dtype
+    if d is not None and is_integral(d):
+        d = DEFAULT_FLOAT
+    dtype = (_TO_REAL if kind == "fft_irfft" else _TO_COMPLEX).get(d) if d is not None else None
+    if x.shape is None:
+        return [tt(dtype, None)]
+    if len(x.shape) == 0:
+        raise ctx.fail(f"{kind} expects a tensor of at least one dimension, got a 0-d tensor")
+    n, dim = ctx.known(1, "n", None), ctx.known(2, "dim", -1)
+    dim = ctx.norm_dim(dim, len(x.shape))
+    if dim is None or n is UNKNOWN or dim is UNKNOWN:
+        return [tt(dtype, [None] * len(x.shape))]
+    size = x.shape[dim]
+    if n is None:
+        n = size if kind != "fft_irfft" else (2 * (size - 1) if isinstance(size, int) else None)
+    if isinstance(n, int) and n < 1:
+        raise ctx.fail(f"{kind}: invalid number of data points ({n}) specified")
+    shape = list(x.shape)
+    shape[dim] = n // 2 + 1 if kind == "fft_rfft" and isinstance(n, int) else (n if isinstance(n, int) else None)
+    return [tt(dtype, shape)]

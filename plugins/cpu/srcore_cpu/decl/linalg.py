@@ -22,5 +22,6 @@ KERNELS: list[Kernel] = [
     Kernel("aten::cdist", "cpu", "out", FLOATS, _M + "cdist"),
     Kernel("aten::_cdist_forward", "cpu", "out", FLOATS, _M + "cdist"),
     Kernel("aten::pairwise_distance", "cpu", "out", FLOATS, _M + "pairwise_distance"),
-    Kernel("aten::einsum", "cpu", "out", NUMERIC, _M + "einsum"),
+    # (complex too: spectral layers multiply modes by complex weights; np.einsum computes them in C)
+    Kernel("aten::einsum", "cpu", "out", NUMERIC + ("complex64", "complex128"), _M + "einsum"),
 ]

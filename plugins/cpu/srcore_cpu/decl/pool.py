@@ -34,4 +34,5 @@ KERNELS: list[Kernel] = [
            matcher=_M + "adaptive_max_pool2d_matcher", priority=2),
     # kernels/jit_avg_pool.py, the same way
     Kernel("aten::avg_pool3d", "cpu", "out", FLOATS, _M + "avg_pool3d", matcher=_M + "avg_pool3d_matcher", priority=2),
+    Kernel("aten::avg_pool2d", "cpu", "out", FLOATS, _M + "avg_pool2d", matcher=_M + "avg_pool2d_matcher", priority=2),
 ]

@@ -180,8 +180,11 @@ def hardshrink(self, lambd=0.5, *, out=None):
 def elu(self, alpha=1, scale=1, input_scale=1, *, out=None):
     """``aten::elu``: ``scale * (x if x > 0 else alpha * (exp(x * input_scale) - 1))``."""
     out = _alloc(self, out)
-    np.multiply(self, input_scale, out=out)
-    np.expm1(out, out=out)
+    if input_scale != 1:   # (x * 1 is exact: the pass is skipped, a small tensor's call is ~1 us a pass)
+        np.multiply(self, input_scale, out=out)
+        np.expm1(out, out=out)
+    else:
+        np.expm1(self, out=out)
     np.multiply(out, alpha, out=out)
     np.copyto(out, self, where=self > 0)
     if scale != 1:

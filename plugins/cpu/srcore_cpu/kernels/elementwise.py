@@ -93,19 +93,29 @@ def mul(self, other, *, out=None):
     return _apply(np.multiply, self, other, out)
 
 
-def _trunc_div_int(a, b, out):
-    q = np.floor_divide(a, b, out=out)
-    # floor -> trunc: add one where the quotient is negative and inexact
-    fix = (np.remainder(a, b) != 0) & (np.less(a, 0) ^ np.less(b, 0))
-    np.add(q, fix, out=q, casting="unsafe")
-    return q
+def _trunc_div_int(a, b, out, dt):
+    # C's remainder has the dividend's sign, so ``a - fmod(a, b)`` is an exact multiple of ``b``
+    # between 0 and ``a`` (no overflow): its floor quotient is the truncated one. Three ufunc passes
+    # where floor-then-fix took eight (a small int64 tensor: 21 -> ~7 us, torch ~3)
+    # (``out`` is written last: it may be ``a`` itself, an in-place div_)
+    r = np.fmod(a, b, dtype=dt)
+    if not isinstance(r, np.ndarray):   # 0-d operands give a numpy scalar
+        r = np.array(r)
+    np.subtract(a, r, out=r, casting="unsafe")
+    if out is None:
+        return np.floor_divide(r, b, out=r)
+    return np.floor_divide(r, b, out=out, casting="unsafe")
 
 
 def _int_divisor_check(self, other):
     """torch raises on an integer division by zero (numpy would give 0 and a warning)."""
     dt = result_type(self, other)
-    if dt.kind in "iub" and np.any(np.asarray(other) == 0):
-        raise KernelError("ZeroDivisionError")
+    if dt.kind in "iub":
+        if isinstance(other, np.ndarray):
+            if not other.all():
+                raise KernelError("ZeroDivisionError")
+        elif other == 0:   # a Python number: no array, no reduction
+            raise KernelError("ZeroDivisionError")
     return dt
 
 
@@ -121,9 +131,7 @@ def div(self, other, *, rounding_mode=None, out=None):
     if dt.kind in "fc":
         r = _apply(np.true_divide, self, other, out)
         return as_array(np.trunc(r, out=r if isinstance(r, np.ndarray) else None))
-    if out is None:
-        out = np.empty(np.broadcast_shapes(np.shape(self), np.shape(other)), dt)
-    return _trunc_div_int(self, other, out)
+    return _trunc_div_int(self, other, out, dt)
 
 
 def floor_divide(self, other, *, out=None):

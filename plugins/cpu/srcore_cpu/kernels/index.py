@@ -56,14 +56,33 @@ def _check_bounds(index, size, dim, op):
             raise KernelError(f"{op}: index {bad} is out of bounds for dimension {dim} with size {size}")
 
 
+def _row_index(self, d, index):
+    """``index`` without its trailing dims when it is broadcast along every dim after ``d`` (stride 0)
+    over the whole of ``self`` there: ``gather(x, 1, idx.unsqueeze(-1).expand(-1, -1, C))``, the
+    row gather of kNN / beam search / detection heads, whose rows then copy as blocks instead of
+    element by element (and whose bounds check reads ``k`` indices, not ``k * C``); else None."""
+    nd = self.ndim
+    if d >= nd - 1 or index.ndim != nd:
+        return None
+    for j in range(d + 1, nd):
+        if index.strides[j] != 0 or index.shape[j] != self.shape[j]:
+            return None
+    return index[(slice(None),) * (d + 1) + (0,) * (nd - d - 1)]
+
+
 def gather(self, dim, index, *, sparse_grad=False, out=None):
     """``aten::gather``: ``out[i][j] = self[i][index[i][j]]`` (for dim 1)."""
     if index.size == 0:  # torch skips the rank check for an empty index
         r = np.empty(index.shape, self.dtype)
     else:
         d = _dim(dim, self.ndim)
-        _check_bounds(index, self.shape[d] if self.ndim else 1, d, "gather")
-        r = self.reshape(1)[index.reshape(-1)].reshape(index.shape) if self.ndim == 0 else self[_along(index, d)]
+        core = _row_index(self, d, index)
+        if core is not None:   # whole rows: the index without its broadcast trailing dims
+            _check_bounds(core, self.shape[d], d, "gather")
+            r = self[_along(core, d)]
+        else:
+            _check_bounds(index, self.shape[d] if self.ndim else 1, d, "gather")
+            r = self.reshape(1)[index.reshape(-1)].reshape(index.shape) if self.ndim == 0 else self[_along(index, d)]
     if out is None:
         return r
     np.copyto(out, r)

@@ -121,7 +121,10 @@ def _elu_like(x, alpha, inner, scale, out):
     dt = x.dtype
     if out is None:
         out = np.empty(x.shape, dt)  # a 0-d input: numpy would return a scalar
-    neg = np.expm1(np.minimum(x, 0) / np.array(inner, dt)) * np.array(alpha, dt)
+    neg = np.minimum(x, 0, out=np.empty(x.shape, dt))   # (an array for a 0-d x too)
+    if inner != 1.0:   # (x / 1 is exact: selu's pass skipped)
+        np.true_divide(neg, np.array(inner, dt), out=neg)
+    neg = np.multiply(np.expm1(neg, out=neg), np.array(alpha, dt), out=neg)
     res = np.add(np.maximum(x, 0), neg, out=out)
     if scale != 1.0:
         np.multiply(res, np.array(scale, dtype=dt), out=res)

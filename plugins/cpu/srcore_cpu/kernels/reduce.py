@@ -122,7 +122,9 @@ def _arg(fn, x, dim, keepdim, out):
     if x.ndim == 0:
         r = np.zeros((), np.int64)
     else:
-        r = fn(x, axis=dim, keepdims=keepdim)
+        # the ndarray method (C), not np.argmax's Python wrapper (~1 us of a small max.dim)
+        r = (x.argmax if fn is np.argmax else x.argmin if fn is np.argmin else
+             lambda **kw: fn(x, **kw))(axis=dim, keepdims=keepdim)
     if out is not None:
         np.copyto(out, r)
         return out
@@ -181,12 +183,46 @@ def norm(self, p=2, dim=None, keepdim=False, *, dtype=None, out=None):
     return linalg_vector_norm(self, 2 if p is None else p, dim, keepdim, dtype=dtype, out=out)
 
 
+def _var_direct(x, axis, keepdim, ddof, out, root):
+    """np.var's two passes (sum, divide by the count, subtract, square, sum, divide by ``count - ddof``
+    clipped at 0) through the ufuncs, without np.var's ~6 us of Python wrapping (half a small std's
+    call). The counts are Python numbers, so float32 divides in float32 (np.var divides by an
+    np.intp, in float64, then rounds: results may differ from it in the last bit; both are within
+    torch's tolerance). None where np.var must decide (non-float dtypes, empty or 0-d tensors)."""
+    if x.dtype not in _MEAN_DIRECT or x.size == 0 or x.ndim == 0:
+        return None
+    if axis is None:
+        count = x.size
+    else:
+        count = 1
+        for a in ((axis,) if isinstance(axis, int) else axis):
+            count *= x.shape[a]
+    m = np.add.reduce(x, axis=axis, keepdims=True)
+    np.true_divide(m, count, out=m)
+    d = np.subtract(x, m)
+    np.multiply(d, d, out=d)
+    r = np.add.reduce(d, axis=axis, keepdims=keepdim, out=out)
+    if not isinstance(r, np.ndarray):   # a full reduction gives a numpy scalar: a 0-d array to divide in place
+        r = np.array(r)
+    dof = count - ddof
+    if dof > 0:
+        np.true_divide(r, dof, out=r)
+    else:   # torch and numpy: x / 0 (inf, or NaN for a zero sum)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            np.true_divide(r, 0, out=r)
+    if root:
+        np.sqrt(r, out=r)
+    return r
+
+
 def var(self, dim=None, unbiased=True, keepdim=False, *, correction=None, out=None):
     """``aten::var`` / ``var.dim`` / ``var.correction`` (``correction`` None -> 1)."""
     if isinstance(dim, bool):  # aten::var(Tensor self, bool unbiased=True)
         dim, unbiased = None, dim
     ddof = (1 if unbiased else 0) if correction is None else correction
-    return _reduce(np.var, self, _axis(dim, self), keepdim, out, ddof=ddof)
+    axis = _axis(dim, self)
+    r = _var_direct(self, axis, keepdim, ddof, out, False)
+    return r if r is not None else _reduce(np.var, self, axis, keepdim, out, ddof=ddof)
 
 
 def std(self, dim=None, unbiased=True, keepdim=False, *, correction=None, out=None):
@@ -194,7 +230,9 @@ def std(self, dim=None, unbiased=True, keepdim=False, *, correction=None, out=No
     if isinstance(dim, bool):
         dim, unbiased = None, dim
     ddof = (1 if unbiased else 0) if correction is None else correction
-    return _reduce(np.std, self, _axis(dim, self), keepdim, out, ddof=ddof)
+    axis = _axis(dim, self)
+    r = _var_direct(self, axis, keepdim, ddof, out, True)
+    return r if r is not None else _reduce(np.std, self, axis, keepdim, out, ddof=ddof)
 
 
 def _cumulative(ufunc_acc, self, dim, dtype, out):
@@ -287,11 +325,20 @@ def logsumexp(self, dim, keepdim=False, *, out=None):
         if x.size == 0:        # an empty reduction: log(0) = -inf, as torch
             r = np.log(np.sum(np.exp(x), axis=axis, keepdims=keepdim))
         else:
-            m = np.amax(x, axis=axis, keepdims=True)
-            m = np.where(np.isinf(m), np.zeros((), m.dtype), m)
-            r = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+            # the ufuncs' reduce, not np.amax / np.sum (~3 us of Python wrapping each), and the
+            # result's shape from the kept-dims one instead of a second reduction
+            if x.ndim == 0:   # (a 0-d reduction gives numpy scalars: one element along axis 0)
+                x, axis, keepdim = x.reshape(1), 0, False
+            m = np.maximum.reduce(x, axis=axis, keepdims=True)
+            m[np.isinf(m)] = 0
+            e = np.subtract(x, m)
+            np.exp(e, out=e)
+            r = np.add.reduce(e, axis=axis, keepdims=True)
+            np.log(r, out=r)
+            np.add(r, m, out=r)
             if not keepdim:
-                r = r.reshape(np.sum(x, axis=axis).shape)
+                axes = range(x.ndim) if axis is None else (axis,) if isinstance(axis, int) else axis
+                r = r.reshape(tuple(n for i, n in enumerate(r.shape) if i not in {a % x.ndim for a in axes}))
     r = as_array(r, x.dtype).astype(float_type(x.dtype), copy=False)
     if out is None:
         return r

@@ -7,6 +7,7 @@ import numpy as np
 
 from srcore.plugin import KernelError
 
+from .index import _along
 from .promotion import float_type, result_type
 
 
@@ -40,6 +41,15 @@ def take_along_dim(self, indices, dim=None, *, out=None):
         _check_index(indices, flat.size, "take_along_dim")
         return _store(flat[indices.reshape(-1)], out, self.dtype)
     n = self.shape[dim]
+    if indices.ndim == self.ndim > 0 and indices.dtype.kind in "iu" and indices.size:
+        d = dim % self.ndim
+        if all(a == b for i, (a, b) in enumerate(zip(self.shape, indices.shape)) if i != d):
+            # no broadcasting (the common case): gather's cached positions (index.py) instead of two
+            # broadcast_to views and np.take_along_axis's Python (~22 -> ~7 us on a small tensor)
+            lo, hi = int(np.minimum.reduce(indices, axis=None)), int(np.maximum.reduce(indices, axis=None))
+            if lo < -n or hi >= n:
+                _check_index(indices, n, "take_along_dim")
+            return _store(self[_along(indices % n if lo < 0 else indices, d)], out, self.dtype)
     _check_index(indices, n, "take_along_dim")
     shape = list(np.broadcast_shapes(tuple(1 if i == dim % self.ndim else s for i, s in enumerate(self.shape)),
                                      tuple(1 if i == dim % self.ndim else s for i, s in enumerate(indices.shape))))

@@ -107,8 +107,12 @@ def unfold(self, dimension, size, step):
     d = dimension % self.ndim
     if size > self.shape[d]:
         _unfold_error(size, self.shape[d])
-    w = np.lib.stride_tricks.sliding_window_view(self, size, axis=d, writeable=True)  # torch can write through it
-    return w[(np.s_[:],) * d + (np.s_[::step],)]  # (this module's `slice` is the kernel)
+    # the strided view directly (sliding_window_view's argument handling is ~10 us of Python, most of a
+    # small unfold); writeable as torch's view is (as_strided keeps a read-only base read-only)
+    shape, strides = list(self.shape), list(self.strides)
+    shape[d] = (self.shape[d] - size) // step + 1
+    strides[d] = self.strides[d] * step
+    return np.lib.stride_tricks.as_strided(self, (*shape, size), (*strides, self.strides[d]), writeable=True)
 
 
 def _unfold_error(size, n):
@@ -198,7 +202,8 @@ def narrow(self, dim, start, length):
 
 
 def unsqueeze(self, dim):
-    return np.expand_dims(self, _wrap(dim, self.ndim + 1))
+    # an indexing view (C): np.expand_dims normalizes its axis tuple in Python, ~1 us of a view
+    return self[(_b.slice(None),) * _wrap(dim, self.ndim + 1) + (None,)]
 
 
 def squeeze(self, dim=None):
@@ -218,12 +223,33 @@ def expand(self, size, *, implicit=False):
     if lead < 0:
         raise KernelError(f"expand: the number of sizes provided ({len(size)}) must be greater or equal "
                           f"to the number of dimensions in the tensor ({self.ndim})")
-    shape = tuple(self.shape[i - lead] if s == -1 else s for i, s in enumerate(size))
-    return np.broadcast_to(self, shape)
+    shape = tuple(size) if -1 not in size else tuple(self.shape[i - lead] if s == -1 else s for i, s in enumerate(size))
+    return _broadcast_view(self, shape)
 
 
 def expand_as(self, other):
-    return np.broadcast_to(self, other.shape)
+    return _broadcast_view(self, other.shape)
+
+
+def _broadcast_view(x, shape):
+    """``np.broadcast_to(x, shape)`` (a read-only view): for a C-contiguous ``x``, the strided view
+    over ``x``'s buffer straight from the ndarray constructor (~1 us; broadcast_to's Python is ~3.5,
+    the bulk of a small expand). Anything else (a strided or empty ``x``, shapes that do not
+    broadcast: numpy's error) takes np.broadcast_to."""
+    lead = len(shape) - x.ndim
+    if lead < 0 or not x.flags.c_contiguous or x.size == 0:
+        return np.broadcast_to(x, shape)
+    strides = [0] * lead
+    for n, m, st in zip(x.shape, shape[lead:], x.strides):
+        if n == m:
+            strides.append(st)
+        elif n == 1:
+            strides.append(0)
+        else:
+            return np.broadcast_to(x, shape)
+    v = np.ndarray(shape, x.dtype, x, 0, tuple(strides))
+    v.flags.writeable = False
+    return v
 
 
 def _split_at(self, sizes, dim):

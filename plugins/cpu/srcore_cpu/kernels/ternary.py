@@ -19,7 +19,10 @@ def clamp(self, min=None, max=None, *, out=None):
     if min is None and max is None:
         raise KernelError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if out is None:
-        out = np.empty(_shape(self, min, max), result_type(self, min, max))
+        # (Python-number bounds, the common case, keep self's shape: np.broadcast_shapes is ~2 us)
+        shape = self.shape if not (isinstance(min, np.ndarray) or isinstance(max, np.ndarray)) \
+            else _shape(self, min, max)
+        out = np.empty(shape, result_type(self, min, max))
     if min is None:
         np.minimum(self, max, out=out)
     elif max is None:
@@ -42,7 +45,10 @@ def clamp_max(self, max, *, out=None):
 def where(condition, self, other, *, out=None):
     """``aten::where.self`` / ``ScalarOther`` / ``ScalarSelf`` / ``Scalar``: ``self`` where true, else ``other``."""
     if out is None:
-        out = np.empty(_shape(condition, self, other), result_type(self, other))
+        # (number operands, the common case, take the condition's shape: np.broadcast_shapes is ~2 us)
+        shape = condition.shape if not (isinstance(self, np.ndarray) or isinstance(other, np.ndarray)) \
+            else _shape(condition, self, other)
+        out = np.empty(shape, result_type(self, other))
     np.copyto(out, other, casting="unsafe")
     np.copyto(out, self, where=np.asarray(condition, dtype=bool), casting="unsafe")
     return out

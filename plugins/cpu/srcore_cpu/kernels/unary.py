@@ -115,8 +115,19 @@ def nan_to_num(self, nan=None, posinf=None, neginf=None, *, out=None):
     else:
         np.copyto(out, self)
     if out.dtype.kind == "f":
-        np.nan_to_num(out, copy=False, nan=0.0 if nan is None else nan, posinf=posinf, neginf=neginf)
+        # np.nan_to_num's own steps (masks of the input first, then three masked copies) without its
+        # ~5 us of Python (finfo lookups, isposinf/isneginf wrappers), most of a small call
+        m_nan, m_pos, m_neg = np.isnan(self), np.equal(self, np.inf), np.equal(self, -np.inf)
+        big = _FINFO_MAX.get(out.dtype)
+        if big is None:
+            big = _FINFO_MAX[out.dtype] = float(np.finfo(out.dtype).max)
+        np.copyto(out, 0.0 if nan is None else nan, where=m_nan)
+        np.copyto(out, big if posinf is None else posinf, where=m_pos)
+        np.copyto(out, -big if neginf is None else neginf, where=m_neg)
     return out
+
+
+_FINFO_MAX: dict = {}
 
 
 # --- matcher -----------------------------------------------------------------------------------
