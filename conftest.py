@@ -28,6 +28,9 @@ Under pytest-xdist each worker gets its share of the cores as its intra-op threa
 OpenMP and BLAS teams on 2 cores made every team wait for a descheduled thread. Tests of the threaded
 paths ask for their threads themselves (``threadpool_limits``), which raises the count above the share.
 
+With ``--dist loadscope`` (test.sh) the modules known to be slowest are handed out first
+(``tests/_schedule.py``), so that the pass does not end with one worker running them alone.
+
 ``tests/_chaos.py`` (registered here, idle unless ``$SRCORE_TEST_CHAOS`` is set) perturbs every timing
 srcore decides by, to find the tests that depend on which tactic wins (docs/testing.md, "Timing chaos").
 """
@@ -97,6 +100,17 @@ def _session_cache_root(config: pytest.Config) -> tuple[Path, bool]:
 def pytest_configure_node(node) -> None:
     """pytest-xdist: a worker uses the controller's root (not one under its own basetemp)."""
     node.workerinput[_WORKERINPUT] = str(node.config.stash[_ROOT_KEY])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """pytest-xdist's ``--dist loadscope`` with the slowest modules first (``tests/_schedule.py``); any
+    other ``--dist`` as xdist has it."""
+    if config.getoption("dist", None) != "loadscope":
+        return None
+    from _schedule import SlowFirstScheduling
+
+    return SlowFirstScheduling(config, log)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -1,6 +1,7 @@
 """A pytest plugin that prints, at the end of the run, the CPU seconds numba spent compiling each kernel
 (the calling thread's CPU time, exclusive of the kernels compiled inside it) and how many overloads it
-compiled or loaded from its cache. With a cold numba cache it shows what a fresh install or a fresh clone's test run pays:
+compiled or loaded from its cache, and the totals of trt_like's generated segments (one numba function
+per generated source: per input shape), its other generated kernels and the static kernels. With a cold numba cache it shows what a fresh install or a fresh clone's test run pays:
 
     NUMBA_CACHE_DIR=$(mktemp -d) SRCORE_TEST_CACHE_DIR=$(mktemp -d) PYTHONPATH=tools \\
         .venv/bin/python -m pytest -n 0 -p numba_compile_profile TESTS
@@ -46,6 +47,15 @@ def pytest_configure(config) -> None:
 
 def pytest_terminal_summary(terminalreporter) -> None:
     terminalreporter.write_sep("=", f"numba compile: {sum(_seconds.values()):.1f} s CPU")
+    # trt_like's generated code (one module per source: per shape for segments) against the static kernels
+    kinds = {"segment": "_srcore_trt_like_segment_", "generated kernel": "_srcore_"}
+    left = dict(_seconds)
+    for kind, prefix in kinds.items():
+        names = [n for n in left if n.startswith(prefix)]
+        terminalreporter.write_line(f"{sum(left[n] for n in names):8.2f} s {len(names):4d}  ({kind}s)")
+        for n in names:
+            del left[n]
+    terminalreporter.write_line(f"{sum(left.values()):8.2f} s {len(left):4d}  (other kernels)")
     for name, seconds in _seconds.most_common(30):
         terminalreporter.write_line(f"{seconds:8.2f} s {_overloads[name]:4d}  {name}")
     word = os.environ.get("NUMBA_COMPILE_PROFILE_SIGNATURES")

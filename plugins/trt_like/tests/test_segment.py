@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -269,10 +269,11 @@ class SmallMLP(torch.nn.Module):
 
 @settings(max_examples=6, deadline=None)
 @given(rows=st.sampled_from([1, 2, 5, 13]), k=st.sampled_from([1, 7, 16]), n=st.sampled_from([1, 15, 17, 80]))
+@example(rows=2, k=7, n=200)   # three full groups of column blocks (one loop over them), then a masked block
 def test_small_products_compile_whole_against_torch(rows, k, n):
     """A network of products and pointwise layers alone (WHOLE_MIN_LAYERS or more) is one segment; its
-    products (register tiles of 16-lane FMAs, masked tails) agree with torch. (Products over
-    MAX_PRODUCT keep their BLAS tactics: 26 x 16 x 80 is not drawn.)"""
+    products (register tiles of 16-lane FMAs, masked tails; two or more full groups of blocks as a loop)
+    agree with torch. (Products over MAX_PRODUCT keep their BLAS tactics: 26 x 16 x 80 is not drawn.)"""
     from srcore_trt_like.tactics import segment
 
     assume(2 * rows * k * n <= segment.MAX_PRODUCT)
@@ -286,6 +287,26 @@ def test_small_products_compile_whole_against_torch(rows, k, n):
         want = module(x)
     for g, w in zip(sm(x.numpy()), want):
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_full_column_groups_of_a_product_are_one_loop():
+    """Two or more full groups of column blocks are written once, as a loop over their first column
+    (numba's compile time grows with the statements: a 256-column product was four nests); the rest
+    of the columns (a partial group, a masked block) after it."""
+    from srcore_trt_like.tactics import segment
+
+    def source(m, k, n):
+        c = segment._Code()
+        segment._product(c, "a", "b", "o", m, k, n, "0")
+        return "\n".join(c.lines)
+
+    wide = source(3, 16, 256)   # four groups of four blocks, three rows a tile
+    assert wide.count("for gj0 in range(0, 256, 64):") == 1 and wide.count("vfma(") == 3 * 4
+    tail = source(3, 16, 200)   # three groups looped, then one masked block of 8 lanes
+    assert tail.count("for gj0 in range(0, 192, 64):") == 1 and tail.count("vfma(") == 3 * 4 + 3
+    assert "vstore_lanes(o, 0 + (gi0 + 0) * 200 + 192, ga0_0_192, 8)" in tail
+    one = source(3, 16, 80)     # one full group: nothing to loop over
+    assert "gj0" not in one
 
 
 def test_a_segment_takes_its_constants_packed():

@@ -727,38 +727,57 @@ def _product(c: _Code, a: str, b: str, out: str, m: int, k: int, n: int, tag: st
     ``b_at``, ``out_at``: register tiles of rows x 16-lane column blocks (:data:`TILE_ACC`), each
     accumulator summed over k in order, one FMA a term (as BLAS's kernels; the last block of a row
     masked). LLVM does not vectorize the plain loop nest (the output may alias an operand), and one
-    row's blocks alone wait on the FMA latency: 3x32x32 ran ~1 multiply-add a ns either way."""
+    row's blocks alone wait on the FMA latency: 3x32x32 ran ~1 multiply-add a ns either way.
+
+    Two or more full groups of :data:`TILE_BLOCKS` blocks are one loop over the group's first
+    column, not one loop nest written out per group: the same tiles and sums in the same order (the
+    same bits), but numba's compile time grows with the statements of the function (SSA repair,
+    typing, lowering: a 256-column product was four copies of a 12-accumulator nest)."""
     if m == 0 or n == 0:
         return
     if k == 0:   # an empty sum: zeros
         c.add(f"for e in range({m * n}):")
         c.add(f"    {out}[{out_at} + e] = 0")
         return
+    span = LANES * TILE_BLOCKS
     blocks = [(j, min(LANES, n - j)) for j in range(0, n, LANES)]
+    full = n // span
+    if full >= 2:
+        c.add(f"for gj{tag} in range(0, {full * span}, {span}):")
+        c.depth += 1
+        _tiles(c, a, b, out, m, k, n, tag, a_at, b_at, out_at, blocks[:TILE_BLOCKS], f"gj{tag} + ")
+        c.depth -= 1
+        blocks = blocks[full * TILE_BLOCKS:]
     for g in range(0, len(blocks), TILE_BLOCKS):
-        group = blocks[g:g + TILE_BLOCKS]
-        rows = max(1, min(m, TILE_ACC // len(group)))
-        for start, count in ((0, m // rows * rows), (m // rows * rows, m % rows)):
-            if count == 0:
-                continue
-            height = rows if start == 0 else count
-            c.add(f"for gi{tag} in range({start}, {start + count}, {height}):")
-            acc = {(r, j): f"ga{tag}_{r}_{j}" for r in range(height) for j, _ in group}
-            for v in acc.values():
-                c.add(f"    {v} = vzero()")
-            c.add(f"    for gk{tag} in range({k}):")
-            for j, width in group:
-                at = f"{b_at} + gk{tag} * {n} + {j}"
-                c.add(f"        gw{tag}_{j} = " + (f"vload({b}, {at})" if width == LANES else
-                                                 f"vload_lanes({b}, {at}, {width})"))
-            for r in range(height):
-                c.add(f"        gx{tag} = vsplat({a}, {a_at} + (gi{tag} + {r}) * {k} + gk{tag})")
-                for j, _ in group:
-                    c.add(f"        {acc[r, j]} = vfma(gx{tag}, gw{tag}_{j}, {acc[r, j]})")
-            for (r, j), v in acc.items():
-                width = dict(group)[j]
-                at = f"{out_at} + (gi{tag} + {r}) * {n} + {j}"
-                c.add(f"    vstore({out}, {at}, {v})" if width == LANES else f"    vstore_lanes({out}, {at}, {v}, {width})")
+        _tiles(c, a, b, out, m, k, n, tag, a_at, b_at, out_at, blocks[g:g + TILE_BLOCKS], "")
+
+
+def _tiles(c: _Code, a: str, b: str, out: str, m: int, k: int, n: int, tag: str, a_at: str, b_at: str,
+           out_at: str, group, col: str) -> None:
+    """The loop nests of one group of column blocks ``group`` ((first column, width) each, the
+    columns after ``col``, a loop index plus, or nothing): all the row tiles, then the rows left."""
+    rows = max(1, min(m, TILE_ACC // len(group)))
+    for start, count in ((0, m // rows * rows), (m // rows * rows, m % rows)):
+        if count == 0:
+            continue
+        height = rows if start == 0 else count
+        c.add(f"for gi{tag} in range({start}, {start + count}, {height}):")
+        acc = {(r, j): f"ga{tag}_{r}_{j}" for r in range(height) for j, _ in group}
+        for v in acc.values():
+            c.add(f"    {v} = vzero()")
+        c.add(f"    for gk{tag} in range({k}):")
+        for j, width in group:
+            at = f"{b_at} + gk{tag} * {n} + {col}{j}"
+            c.add(f"        gw{tag}_{j} = " + (f"vload({b}, {at})" if width == LANES else
+                                             f"vload_lanes({b}, {at}, {width})"))
+        for r in range(height):
+            c.add(f"        gx{tag} = vsplat({a}, {a_at} + (gi{tag} + {r}) * {k} + gk{tag})")
+            for j, _ in group:
+                c.add(f"        {acc[r, j]} = vfma(gx{tag}, gw{tag}_{j}, {acc[r, j]})")
+        for (r, j), v in acc.items():
+            width = dict(group)[j]
+            at = f"{out_at} + (gi{tag} + {r}) * {n} + {col}{j}"
+            c.add(f"    vstore({out}, {at}, {v})" if width == LANES else f"    vstore_lanes({out}, {at}, {v}, {width})")
 
 
 def _matmul(c: _Code, layer: Layer, net: Network) -> None:
