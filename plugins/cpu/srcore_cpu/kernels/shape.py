@@ -198,7 +198,9 @@ def narrow(self, dim, start, length):
 
 
 def unsqueeze(self, dim):
-    return np.expand_dims(self, _wrap(dim, self.ndim + 1))
+    # a None index: the same view as np.expand_dims without its axis normalisation (~1.3 us a
+    # call, four a token-routing MoE layer)
+    return self[(_b.slice(None),) * _wrap(dim, self.ndim + 1) + (None,)]
 
 
 def squeeze(self, dim=None):
