@@ -102,3 +102,39 @@ def test_engine_on_phase_candidates_matches_torch(monkeypatch):
         want = m(x, skip).numpy()
     for _ in range(3):   # the conv's bound fast path from the second call on
         np.testing.assert_allclose(sm(x.numpy(), skip.numpy()), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("x_shape, k, s, p, op, g, act", [
+    ((2, 16, 2, 2), 4, 2, 1, 0, 1, "leaky_relu"),   # pix2pix's up-conv with its fused activation
+    ((1, 6, 3, 4), 3, 2, 1, 1, 2, "relu"),          # grouped, output padding: an asymmetric window
+    ((2, 4, 5, 5), 3, 1, 1, 0, 1, "none"),          # stride 1: the conv alone, no shuffle
+])
+def test_every_phase_candidate_and_its_restored_layout(x_shape, k, s, p, op, g, act):
+    from srcore_trt_like.builder.network import Layer, Network
+    from srcore_trt_like.tactics import transposed
+
+    rng = np.random.default_rng(1)
+    C = x_shape[1]
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal((C, 3, k, k)).astype(np.float32)
+    b = rng.standard_normal(3 * g).astype(np.float32)
+    T = torch.from_numpy
+    want = F.conv_transpose2d(T(x), T(w), T(b), s, p, op, g)
+    want = {"none": want, "relu": F.relu(want), "leaky_relu": F.leaky_relu(want, 0.2)}[act].numpy()
+    net = Network()
+    layer = Layer("conv_transpose", [net.new_tensor(x_shape)], [net.new_tensor(want.shape)],
+                  dict(weight=w, bias=b, stride=(s, s), padding=(p, p), output_padding=(op, op), dilation=(1, 1),
+                       groups=g, activation=act, negative_slope=0.2))
+    cands = transposed.phase_candidates(layer, net)
+    assert cands and all(c.name.startswith("phase_") for c in cands)
+    for c in cands:
+        kern = c.build()
+        y = np.empty(want.shape, np.float32)
+        for _ in range(3):   # the same arrays again: the conv's bound fast path
+            y.fill(np.nan)
+            kern.fn(x, y)
+            np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-4, err_msg=c.name)
+        if kern.layout:
+            y2 = np.empty_like(y)
+            c.restore(kern.layout).fn(x, y2)   # a serialized plan's weights
+            np.testing.assert_array_equal(y2, y)
