@@ -77,8 +77,9 @@ OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl_split", "mkl", "numb
 
 
 def tactic_names() -> list[str]:
+    # (``phase_<conv tactic>``: a transposed conv as that conv and a pixel shuffle, tactics/transposed.py)
     return [*CONV_TACTICS, *(f"{c}+max_pool" for c in CONV_TACTICS), *OTHER_TACTICS,
-            *(f"int8_{c}" for c in CONV_TACTICS if int8_reuses(c))]
+            *(f"int8_{c}" for c in CONV_TACTICS if int8_reuses(c)), *(f"phase_{c}" for c in CONV_TACTICS)]
 
 
 NAMESPACE = "trt_like"

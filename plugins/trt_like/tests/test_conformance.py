@@ -720,7 +720,10 @@ def conv_cases() -> list[Case]:
             ((1, 4, 5, 6), (4, 3, 2, 2), True, [2, 2], [0, 0], [0, 0], [1, 1], 1),
             ((2, 4, 5, 4), (4, 3, 3, 3), False, [2, 1], [1, 0], [1, 0], [1, 1], 1),
             ((1, 6, 4, 4), (6, 2, 3, 2), True, [1, 2], [1, 1], [0, 1], [2, 1], 3),
-            ((0, 4, 5, 5), (4, 2, 2, 2), True, [2, 2], [0, 0], [0, 0], [1, 1], 1)]):
+            ((0, 4, 5, 5), (4, 2, 2, 2), True, [2, 2], [0, 0], [0, 0], [1, 1], 1),
+            # pix2pix's / DCGAN's 4x4 stride-2 up-conv; grouped and dilated (the phase form's windows)
+            ((2, 16, 2, 2), (16, 16, 4, 4), False, [2, 2], [1, 1], [0, 0], [1, 1], 1),
+            ((1, 4, 3, 5), (4, 3, 4, 3), True, [2, 3], [1, 0], [1, 0], [2, 1], 2)]):
         K = ws[0] // groups * ws[2] * ws[3] + 1
         args = (tin(xs, k, special=False), p(ws, 60 + k), p((ws[1] * groups,), 65 + k) if bias else None, stride, pad,
                 opad, groups, dil)
@@ -1259,6 +1262,37 @@ def test_conv_cases_with_every_tactic(case):
     depthwise, numpy): the first-candidate run above sees only one of them."""
     names = conv_tactic_names(case)
     assert names or case.args[0].array.size == 0, case.id
+    for name in names:
+        with np.errstate(all="ignore"):
+            run_case(attrs.evolve(case, id=f"{case.id}[{name}]"), f"only:{name}")
+
+
+CONVT_CASES = [c for c in CASES if c.op in ("aten::conv_transpose2d.input", "aten::conv_transpose1d")
+               and c.engine is not False and not c.error]
+
+
+@pytest.mark.one_pass   # one-op graphs: they check the engine's kernels (its own plan), not the executor or planner
+@pytest.mark.parametrize("case", CONVT_CASES, ids=[c.id for c in CONVT_CASES])
+def test_conv_transpose_cases_with_every_phase_tactic(case):
+    """The transposed conv cases once per ``phase_<conv tactic>`` candidate (the layer as a conv and a
+    pixel shuffle, tactics/transposed.py), which timing may pick and the first-candidate runs never see;
+    cases whose output is not a whole number of strides have none."""
+    names: list[str] = []
+    orig = tactics.candidates
+
+    def record(layer, net):
+        every = orig(layer, net)
+        if layer.kind == "conv_transpose":
+            names.extend(c.name for c in every if c.name.startswith("phase_") and c.name not in names)
+        return every
+    tactics.candidates = record
+    try:
+        text, params, _ = graph_text([Call(case.kind, case.args)])
+        module(text, params, optimize=False)
+    finally:
+        tactics.candidates = orig
+    uneven = case.id in ("conv_transpose2d-2",)   # its width 7 is not a whole number of its stride 2
+    assert bool(names) != uneven or case.args[0].array.size == 0, (case.id, names)
     for name in names:
         with np.errstate(all="ignore"):
             run_case(attrs.evolve(case, id=f"{case.id}[{name}]"), f"only:{name}")

@@ -148,3 +148,27 @@ def test_every_candidate_an_engine_build_considers_is_a_known_name(monkeypatch):
     assert {"conv", "conv_max_pool", "squeeze_excite", "gemm", "layer_norm"} <= seen.keys(), seen.keys()
     unknown = {kind: names - set(tactic_names()) for kind, names in seen.items()}
     assert not any(unknown.values()), unknown
+
+
+def test_transposed_conv_candidates_are_known_names(monkeypatch):
+    """The phase candidates of a transposed conv (``phase_<conv tactic>``) can be named in exclude_tactics."""
+    import srcore
+    from srcore_trt_like.tactics import table
+
+    seen: set[str] = set()
+    offer = table.candidates
+
+    def record(layer, net):
+        out = offer(layer, net)
+        if layer.kind == "conv_transpose":
+            seen.update(c.name for c in out)
+        return out
+    monkeypatch.setattr(table, "candidates", record)
+    module = torch.nn.Sequential(torch.nn.ConvTranspose2d(8, 4, 4, 2, 1), torch.nn.ReLU()).eval()
+    x = torch.randn(2, 8, 3, 3)
+    model = srcore.from_torchscript(torch.jit.script(module), (x,))
+    srcore.StaticModule(model, options=srcore.Options(backends=("trt_like", "cpu"),
+                                                      engine_options={"timing": False, "timing_cache": False}))
+    assert any(n.startswith("phase_") for n in seen) and "numba" in seen, seen
+    assert seen <= set(tactic_names()), seen - set(tactic_names())
+    check_options({"exclude_tactics": sorted(n for n in seen if n.startswith("phase_"))})

@@ -664,12 +664,36 @@ def static_input_shape(node: NodeInfo):
     return getattr(node.arg("input").type, "shape", None)
 
 
+def _dynamic(nd, stride, padding, dilation, groups, ks):
+    """A conv whose weight (or bias) is a graph value, its hyper-parameters constants: planned per
+    shape (``conv_dynamic.py``), called with the input, weight and bias."""
+    from .conv_dynamic import DynamicWeightConv
+
+    stride, dilation = _tup(stride, nd), _tup(dilation, nd)
+    return Specialized(DynamicWeightConv(nd, stride, _pads(padding, ks, stride, dilation, nd), dilation, groups),
+                       args=(0, 1, 2))
+
+
+def _weight_rank_and_taps(node: NodeInfo, nd):
+    """The kernel size of a non-constant weight when the graph knows its shape (``padding='same'``
+    needs it), else None; ``()`` when the padding does not need it."""
+    if not isinstance(node.const("padding", None), str):
+        return ()
+    shape = getattr(node.arg("weight").type, "shape", None)
+    if shape is None or len(shape) != nd + 2 or not all(isinstance(d, int) for d in shape[2:]):
+        return None
+    return tuple(shape[2:])
+
+
 def _matcher(nd):
     def matcher(node: NodeInfo):
-        wb = _const_weight(node)
         hp = _consts(node, _CONV_ARGS)
-        if wb is None or hp is None:
+        if hp is None:
             return None
+        wb = _const_weight(node)
+        if wb is None:
+            ks = _weight_rank_and_taps(node, nd)
+            return None if ks is None else _dynamic(nd, *hp, ks)
         return Specialized(make_conv(nd, *wb, *hp, input_shape=static_input_shape(node)), args=(0,))
     return matcher
 
@@ -705,9 +729,14 @@ def _convolution_fast(node: NodeInfo):
     """``aten::convolution`` / ``aten::_convolution`` with constant weights and hyper-parameters."""
     wb = _const_weight(node)
     hp = _consts(node, ("stride", "padding", "dilation", "transposed", "output_padding", "groups"))
-    if wb is None or hp is None:
+    if hp is None:
         return None
     stride, padding, dilation, transposed, output_padding, groups = hp
+    if wb is None:   # a computed weight: forward convs planned per shape (the rank from the weight's type)
+        shape = getattr(node.arg("weight").type, "shape", None)
+        if transposed or shape is None or len(shape) not in (3, 4, 5):
+            return None
+        return _dynamic(len(shape) - 2, stride, padding, dilation, groups, ())
     nd = wb[0].ndim - 2
     if transposed:
         fn = make_conv_transpose(nd, *wb, stride, padding, output_padding, groups, dilation,

@@ -6,7 +6,9 @@ Python work (padding into the workspace, one sliced copy per tap, slice arithmet
 indices of the whole column matrix into the flat input followed by two extra slots, a 0 (every
 padding tap reads it) and a 1 (a row of ones, so the bias is a column of the weight and the
 GEMM adds it). A call is then: copy the input into a per-thread flat buffer whose two tail
-slots are fixed, ``np.take`` the columns, one ``np.matmul`` straight into ``out``.
+slots are fixed, ``np.take`` the columns, one ``np.matmul`` straight into ``out``. The take runs in
+``mode="wrap"``: the planned indices are in range by construction, and numpy's default ``"raise"``
+buffers ``out`` (a 10.8k-element gather: 19 us against 7.4 us).
 
 The gather costs more per element than the strided copies of the im2col path, so this path is
 only taken when the column matrix is at most :data:`SMALL_COLS_MAX` elements, and
@@ -150,7 +152,7 @@ class SmallConv:
                 xz = _thread_buffers(local, N, L, shape, gshape, rdt)
             copyto(local.flat, x)
             cols = local.cols
-            take(xz, idx, axis=1, out=cols)
+            take(xz, idx, axis=1, out=cols, mode="wrap")
             if out is None:
                 out = empty(oshape, rdt)
             elif out.dtype != rdt or not out.flags.c_contiguous:
@@ -166,7 +168,7 @@ class SmallConv:
                 xz = _thread_buffers(local, 1, L, shape, (K1, P), rdt)
             copyto(local.flat, x)
             cols = local.cols
-            take(xz[0], idx, out=cols)
+            take(xz[0], idx, out=cols, mode="wrap")
             if out is None:
                 out = empty(oshape, rdt)
             elif out.dtype != rdt or not out.flags.c_contiguous:

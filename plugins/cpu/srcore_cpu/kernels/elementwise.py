@@ -19,7 +19,16 @@ from srcore.plugin import Const, NodeInfo, Specialized
 from .promotion import as_array, float_type, result_type
 
 
+#: dtypes whose same-dtype binary ops need no promotion: torch's result is the operands' dtype
+_SAME = frozenset(np.dtype(t) for t in ("float32", "float64", "int64", "int32"))
+
+
 def _apply(ufunc, a, b, out, floating=False):
+    if out is None and type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == b.dtype and a.dtype in _SAME \
+            and (not floating or a.dtype.kind == "f"):
+        # two tensors of one dtype (a MoE's gate times its expert's rows): torch's result_type is
+        # that dtype; ~2 us of promotion per call skipped
+        return as_array(ufunc(a, b))
     dt = result_type(a, b) if out is None else out.dtype
     if floating and out is None:
         dt = float_type(dt)

@@ -24,6 +24,7 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("conv_transpose", "numba_direct", simple("numba_direct", transposed.direct)),
     Tactic("conv_transpose", "numba_phase", simple("numba_phase", transposed.phase)),
     Tactic("conv_transpose", "numpy", simple("numpy", numpy_layers.conv_transpose, blas="openblas")),
+    Tactic("conv_transpose", "phase_conv", transposed.phase_candidates, threaded=transposed.phase_threaded),
     Tactic("conv_max_pool", "conv_max_pool", conv_pool.candidates, threaded=conv_pool.threaded),
     Tactic("max_pool2d", "numba", conv.max_pool2d, threaded=conv.max_pool_threaded),
     Tactic("max_pool2d", "numpy", simple("numpy", numpy_layers.max_pool2d)),
