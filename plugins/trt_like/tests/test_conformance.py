@@ -1095,6 +1095,42 @@ def data_cases() -> list[Case]:
                    Tol(4, 4) if r in ("mean", "prod") else Tol(2, 2), exhaustive=k % 2 == 1)
               for k, (r, inc) in enumerate([(r, inc) for r in ("sum", "prod", "mean", "amax", "amin")
                                             for inc in (True, False)])]]
+    # bucketize / searchsorted: torch's binary search; ties (repeated boundaries, -0.0), NaN and
+    # infinities among the values, NaN boundaries sorted last (they steer torch's search), empty
+    # boundaries, integers, rows of a 2-D sequence, a sorter (computed and constant), int32 results
+    bx = In(np.array([[-2.0, -1.0, -0.25, 0.0, -0.0, 0.5, np.nan], [1.5, 1.49, np.inf, -np.inf, 0.7, 2.0, -1.01]],
+                     np.float32))
+    edges = np.array([-1.0, -0.25, 0.0, 0.0, 0.5, 1.5], np.float32)
+    unsorted = np.array([[0.5, -1.0, 2.0, 0.0, 0.0], [3.0, np.nan, -2.0, 1.0, 1.0]], np.float32)
+    order = np.argsort(unsorted, axis=-1, kind="stable").astype(np.int64)
+    ints = In(np.array([[-3, 0, 1, 2, 7], [2, 2, 9, -1, 4]], np.int64))
+    out += [Case("bucketize", "aten::bucketize.Tensor", (bx, Param(edges), False, False)),
+            Case("bucketize-right-int32", "aten::bucketize.Tensor", (bx, Param(edges), True, True)),
+            *[Case(f"bucketize-nan-boundaries-{right}", "aten::bucketize.Tensor",
+                   (bx, In(np.array([-1.0, 0.0, 0.5, np.nan, np.nan], np.float32)), False, right)) for right in (False, True)],
+            Case("bucketize-empty-boundaries", "aten::bucketize.Tensor", (bx, Param(np.zeros(0, np.float32)), False,
+                                                                           False)),
+            Case("bucketize-empty-values", "aten::bucketize.Tensor", (In(np.zeros((2, 0), np.float32)), Param(edges),
+                                                                       False, False)),
+            Case("bucketize-int64", "aten::bucketize.Tensor", (ints, Param(np.array([0, 2, 2, 5], np.int64)), False,
+                                                                True)),
+            Case("bucketize-2d-boundaries", "aten::bucketize.Tensor", (bx, Param(np.sort(unsorted)), False, False),
+                 engine=False, error=True),
+            Case("searchsorted-side-right", "aten::searchsorted.Tensor", (Param(edges), bx, False, False, "right", None)),
+            Case("searchsorted-rows-int32", "aten::searchsorted.Tensor",
+                 (In(np.sort(data((3, 6), 120, special=False), -1)), tin((3, 4), 121), True, False, None, None)),
+            Case("searchsorted-rows-right", "aten::searchsorted.Tensor",
+                 (In(np.sort(unsorted, -1)), In(np.array([[0.0, 0.5, 9.0], [np.nan, 1.0, -3.0]], np.float32)), False,
+                  True, None, None)),
+            *[Case(f"searchsorted-sorter-{side}", "aten::searchsorted.Tensor",
+                   (In(unsorted), In(np.array([[0.0, 0.5, 9.0], [np.nan, 1.0, -3.0]], np.float32)), False, False, side,
+                    In(order) if side == "left" else Param(order))) for side in ("left", "right")],
+            Case("searchsorted-int", "aten::searchsorted.Tensor",
+                 (Param(np.array([-1, 0, 0, 3], np.int32)), In(ints.array.astype(np.int32)), False, False, None, None)),
+            Case("searchsorted-side-against-right", "aten::searchsorted.Tensor",
+                 (Param(edges), bx, False, True, "left", None), engine=False, error=True),
+            Case("searchsorted-leading-dims-differ", "aten::searchsorted.Tensor",
+                 (In(np.sort(unsorted, -1)), tin((3, 4), 122), False, False, None, None), engine=False, error=True)]
     for op in ("lt", "le", "gt", "ge", "eq", "ne"):
         x = In(np.array([[1.0, np.nan, -0.0, 2.0], [0.0, 3.0, np.inf, -1.0], [0.5, 0.5, -np.inf, np.nan]], np.float32))
         out += [Case(f"{op}.Tensor", f"aten::{op}.Tensor", (x, In(np.array([0.0, np.nan, 0.0, 2.0], np.float32)))),

@@ -1465,6 +1465,25 @@ def scatter_reduce(v: NodeView, c: Converter) -> None:
                                         include_self=bool(v.const("include_self", True)), index=const))
 
 
+def searchsorted(v: NodeView, c: Converter) -> None:
+    """``bucketize(x, boundaries, right)`` and ``searchsorted(seq, x, right | side, sorter)``: one
+    ``searchsorted`` layer (torch's binary search; int64, or int32 with ``out_int32``)."""
+    ins: list[int]
+    const = None
+    if v.op.startswith("aten::bucketize"):
+        ins = [c.tensor(v.value("boundaries")), c.tensor(v.value("self"))]
+        right = bool(v.const("right", False))
+    else:
+        ins = [c.tensor(v.value("sorted_sequence")), c.tensor(v.value("self"))]
+        right = bool(v.const("right", False)) or v.const("side", None) == "right"
+        if v.is_tensor("sorter"):
+            sorter, const = _index_operand(v, c, "sorter")
+            ins += [sorter] if sorter is not None else []
+    t = c.net.add("searchsorted", ins, v.out_shape(), v.source, right=right, sorter=const)
+    c.net.tensors[t].dtype = "int32" if v.const("out_int32", False) else "int64"
+    c.bind(v.node.outputs[0], t)
+
+
 def zeros_like(v: NodeView, c: Converter) -> None:
     c.bind(v.node.outputs[0], c.net.constant(np.zeros(v.out_shape(), np.float32)))
 

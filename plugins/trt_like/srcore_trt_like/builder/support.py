@@ -550,6 +550,29 @@ def _index_add(node: NodeInfo):
     return None
 
 
+def _searchsorted(node: NodeInfo):
+    """torch's own checks (it raises otherwise): values and boundaries of one dtype, ``bucketize``'s
+    boundaries 1-D, ``searchsorted``'s 1-D or of the values' leading dims, a sorter of the
+    sequence's shape, ``side`` not against ``right``."""
+    shapes = {a.name: a.type for a in node.args if isinstance(a.type, TensorType)}
+    bucket = node.op.startswith("aten::bucketize")
+    seq, x = shapes["boundaries" if bucket else "sorted_sequence"], shapes["self"]
+    if seq.dtype != x.dtype:
+        return f"values of {x.dtype} and boundaries of {seq.dtype} (the engine compares in one dtype)"
+    s, xs = tuple(seq.shape), tuple(x.shape)
+    if bucket and len(s) != 1:
+        return f"boundaries of shape {s} (torch takes 1-D ones)"
+    if not s or len(s) > 1 and (len(xs) != len(s) or xs[:-1] != s[:-1]):
+        return f"a sorted sequence of shape {s} for values of shape {xs} (1-D, or the values' leading dims)"
+    if not bucket:
+        side = node.const("side", None)
+        if side not in (None, "left", "right") or side == "left" and node.const("right", False):
+            return f"side={side!r} with right={node.const('right', False)!r}"
+        if "sorter" in shapes and tuple(shapes["sorter"].shape) != s:
+            return f"a sorter of shape {tuple(shapes['sorter'].shape)} for a sequence of shape {s}"
+    return None
+
+
 def _compare(node: NodeInfo):
     return _same_dtype(node, "bool", _NUMERIC)
 
@@ -757,6 +780,8 @@ _NOTES = {
     _instance_norm: "(N, C, ...) input; running statistics when use_input_stats=False",
     _sort: "a float32 input of rank >= 1; indices int64 (ties in input order: torch's stable=True order)",
     _scatter: "self, index (int64) and src of one rank; no reduce argument",
+    _searchsorted: "values and boundaries of one dtype (float32, int64, int32); bucketize: 1-D boundaries; "
+                   "searchsorted: a 1-D sequence or one of the values' leading dims, an int64 sorter of its shape",
     _cumsum: "no dtype argument; float32, or bool / int64 / int32 (an int64 sum)",
     _compare: "float32 or integer (int64, int32, int16, int8, uint8) operands of one dtype (a tensor and a tensor or a number; integer "
               "tensors: an integer number); the result is a bool mask",
@@ -969,6 +994,11 @@ _TABLE: list[OpSupport] = [
                        "aten::scatter_add": ("dim",)}, _scatter, data_args={"index": ("int64",)}),
     *_rows("scatter_reduce", {"aten::scatter_reduce.two": ("dim", "reduce", "include_self")}, _scatter_reduce,
            data_args={"index": ("int64",)}),
+    *_rows("searchsorted", {"aten::bucketize.Tensor": ("out_int32", "right"),
+                            "aten::searchsorted.Tensor": ("out_int32", "right", "side")}, _searchsorted,
+           data_args={"self": ("float32", *_INDEX), "boundaries": ("float32", *_INDEX),
+                      "sorted_sequence": ("float32", *_INDEX), "sorter": ("int64",)},
+           data_results={0: _INDEX}),
     *_rows("index_add", {"aten::index_add": ("dim", "alpha")}, _index_add, data_args={"index": ("int64", "int32")}),
     # only self's shape is read: any dtype (a bool key padding mask made float: F._canonical_mask);
     # the float32 result is checked as every result is, whatever ``dtype`` asks

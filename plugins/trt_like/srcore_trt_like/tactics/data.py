@@ -676,6 +676,47 @@ def scatter_reduce(layer: Layer, net: Network):
     return run
 
 
+def searchsorted(layer: Layer, net: Network):
+    """``searchsorted(seq, values, right, sorter)`` / ``bucketize(values, seq, right)``: torch's binary
+    search (``cus_lower_bound`` / ``cus_upper_bound``: ``!(mid >= v)`` / ``!(mid > v)`` moves right),
+    every value's search a step of one vectorized loop (``bit_length(M)`` halvings), so a NaN value
+    lands past the end and a NaN boundary steers the search as it does torch's; a 1-D ``seq`` is
+    searched by every value, an N-D one row by row (the values' matching row); ``sorter`` (a
+    constant or an input of ``seq``'s shape) reads ``seq`` through it."""
+    right, const = layer.attrs["right"], layer.attrs["sorter"]
+    seq_shape = net.shape(layer.inputs[0])
+    m = seq_shape[-1] if seq_shape else 0
+    rows = math.prod(seq_shape[:-1]) if len(seq_shape) > 1 else 1
+    what = layer.source or "searchsorted"
+    if const is not None:
+        const = _checked(np.asarray(const, np.int64), m, what).reshape(rows, m)
+    has_sorter = const is not None or len(layer.inputs) > 2
+
+    def run(seq, values, *rest):
+        out = rest[-1]
+        if not out.size:
+            return
+        v = values.reshape(rows, -1)
+        s = seq.reshape(rows, m)
+        sorter = None
+        if has_sorter:
+            sorter = const if const is not None else _checked(rest[0], m, what).reshape(rows, m)
+        start = np.zeros(v.shape, np.int64)
+        end = np.full(v.shape, m, np.int64)
+        row = np.arange(rows)[:, None]
+        for _ in range(m.bit_length()):
+            active = start < end
+            mid = start + ((end - start) >> 1)
+            at = np.minimum(mid, m - 1)   # (a finished search's mid may be m: read anything, keep nothing)
+            mv = s[row, sorter[row, at] if sorter is not None else at]
+            with np.errstate(invalid="ignore"):
+                go = ~(mv > v) if right else ~(mv >= v)
+            start = np.where(active & go, mid + 1, start)
+            end = np.where(active & ~go, mid, end)
+        np.copyto(out, start.reshape(out.shape), casting="unsafe")
+    return run
+
+
 _COMPARE = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
             "ne": np.not_equal}
 

@@ -98,6 +98,7 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("scatter", "numpy", simple("numpy", data.scatter)),
     Tactic("scatter_reduce", "numpy", simple("numpy", data.scatter_reduce)),
     Tactic("compare", "numpy", simple("numpy", data.compare)),
+    Tactic("searchsorted", "numpy", simple("numpy", data.searchsorted)),
     # a small static network compiled whole (tactics/segment.py; chosen by timing the plan)
     Tactic("segment", "numba", simple("numba", segment.compiled)),
     # int8 layers (quantized segments)
