@@ -938,6 +938,20 @@ def _interp(x, size, scale, mode, align, recompute, antialias):
     return torch.nn.functional.interpolate(x, size, scale, mode, align, recompute, antialias)
 
 
+def _cdist_scale(p: float, gemm: bool = False):
+    """The error scale of a distance: its sum of |terms| (the norm of |x1| + |x2|); the GEMM form
+    cancels ``|x1|^2 + |x2|^2`` down to ``d^2``, whose root moves by the error over ``2 d``."""
+    def scale(x1, x2, *rest):
+        a, b = (np.abs(t.array.astype(np.float64)) for t in (x1, x2))
+        s = np.sum((a[..., :, None, :] + b[..., None, :, :]) ** max(p, 1.0) if math.isfinite(p) else 0.0, -1)
+        s = np.max(a[..., :, None, :] + b[..., None, :, :], -1) if not math.isfinite(p) else s ** (1 / max(p, 1.0))
+        if gemm:
+            d = torch.cdist(torch.from_numpy(x1.array).double(), torch.from_numpy(x2.array).double()).numpy()
+            s = s * s / np.maximum(d, 1e-3) * (a.shape[-1] + 2)
+        return s
+    return scale
+
+
 def data_cases() -> list[Case]:
     """cat, resizing, padding, lookups, selections, cumsum and instance norm (tactics/data.py)."""
     out = []
@@ -1131,6 +1145,33 @@ def data_cases() -> list[Case]:
                  (Param(edges), bx, False, True, "left", None), engine=False, error=True),
             Case("searchsorted-leading-dims-differ", "aten::searchsorted.Tensor",
                  (In(np.sort(unsorted, -1)), tin((3, 4), 122), False, False, None, None), engine=False, error=True)]
+    # cdist: every p (0, 1, 2, inf, others) on the differences, NaN and infinities, torch's GEMM form
+    # for p = 2 (compute_mode 1, or None / 0 past 25 rows), mode 2 past 25 rows, broadcast batches,
+    # no features, no rows
+    sp1 = In(np.array([[0.0, 1.0, np.nan, 2.0], [1.0, 1.0, 1.0, 1.0], [-1.0, 0.5, 0.0, -0.0]], np.float32))
+    sp2 = In(np.array([[0.0, 0.0, 0.0, 0.0], [3.0, 1.0, np.inf, 1.0]], np.float32))
+    out += [*[Case(f"cdist-specials-p{p}", "aten::cdist", (sp1, sp2, p, None), Tol(8, 8))
+              for p in (0.0, 1.0, 2.0, 3.0, math.inf)],
+            *[Case(f"cdist-p{p}", "aten::cdist", (tin((2, 5, 3), 130 + k, special=False),
+                                                  tin((2, 4, 3), 135 + k, special=False), p, None),
+                   Tol(8, 8), scale=_cdist_scale(p))
+              for k, p in enumerate((0.0, 0.5, 1.0, 2.0, math.inf))],
+            Case("cdist-broadcast-batch", "aten::cdist", (tin((2, 1, 4, 3), 140, special=False),
+                                                          tin((3, 5, 3), 141, special=False), 2.0, None),
+                 Tol(8, 8), scale=_cdist_scale(2.0)),
+            *[Case(f"cdist-gemm-{rows}-{mode}", "aten::cdist", (tin((2, rows, 6), 142 + k, special=False),
+                                                                tin((1, 7, 6), 145 + k, special=False), 2.0, mode),
+                   Tol(8, 8), scale=_cdist_scale(2.0, gemm=gemm))
+              for k, (rows, mode, gemm) in enumerate([(26, None, True), (4, 1, True), (26, 2, False)])],
+            Case("cdist-gemm-specials", "aten::cdist", (sp1, sp2, 2.0, 1)),
+            Case("_cdist_forward-gemm", "aten::_cdist_forward", (tin((30, 3), 148, special=False),
+                                                                 tin((2, 3), 149, special=False), 2.0, None),
+                 Tol(8, 8), scale=_cdist_scale(2.0, gemm=True)),
+            Case("cdist-no-features", "aten::cdist", (In(np.zeros((3, 0), np.float32)), In(np.zeros((2, 0), np.float32)),
+                                                      1.0, None)),
+            Case("cdist-no-rows", "aten::cdist", (In(np.zeros((0, 3), np.float32)), tin((2, 3), 150), 2.0, None)),
+            Case("cdist-columns-differ", "aten::cdist", (tin((3, 2), 151), tin((2, 3), 152), 2.0, None), engine=False,
+                 error=True)]
     for op in ("lt", "le", "gt", "ge", "eq", "ne"):
         x = In(np.array([[1.0, np.nan, -0.0, 2.0], [0.0, 3.0, np.inf, -1.0], [0.5, 0.5, -np.inf, np.nan]], np.float32))
         out += [Case(f"{op}.Tensor", f"aten::{op}.Tensor", (x, In(np.array([0.0, np.nan, 0.0, 2.0], np.float32)))),
@@ -1338,6 +1379,19 @@ def test_every_supported_op_has_cases():
     covered |= {c.op.split(".")[0] for c in CASES if c.engine}
     missing = [op for op, row in support.SUPPORT.items() if op not in covered and row.converter not in INT8_ONLY]
     assert not missing, missing
+
+
+@pytest.mark.parametrize("call, why", [
+    (Call("aten::cdist", (tin((3, 2), 151), tin((2, 2), 152), -1.0, None)), "p=-1.0"),
+    (Call("aten::cdist", (tin((3, 2), 151), tin((2, 2), 152), 2.0, 3)), "compute_mode=3"),
+])
+def test_refusals_name_their_argument(call, why):
+    """Calls torch rejects whose refusal the cases above cannot show by an error (the cpu plugin's
+    cdist computes a negative p's formula instead of raising): refused, the reason naming it."""
+    text, params, _ = graph_text([call])
+    sm = module(text, params, optimize=False)
+    assert not engine_ops(sm)
+    assert any(why in r.reason for r in sm.partition.refused), sm.partition.format()
 
 
 # -- random pointwise DAGs (the fusion compiler) ----------------------------------------------------

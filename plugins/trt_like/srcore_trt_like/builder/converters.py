@@ -1318,6 +1318,74 @@ def norm(v: NodeView, c: Converter) -> None:
     c.bind(v.node.outputs[0], s if p == 1 else pw("pow", s, out, exponent=1.0 / p))
 
 
+def cdist(v: NodeView, c: Converter) -> None:
+    """``torch.cdist(x1, x2, p, compute_mode)`` as torch computes it: for p = 2 with ``compute_mode``
+    1 (``use_mm_for_euclid_dist``), or 0 / None when either operand has more than 25 rows, the
+    GEMM form (``[-2 x1, |x1|^2, 1] @ [x2, 1, |x2|^2]^T``, clamped at 0, square root: ATen's
+    ``_euclidean_dist``); else the differences ``x1[..., :, None, :] - x2[..., None, :, :]``
+    reduced over the features with ATen's per-p terms: 0 counts the nonzero ones (a NaN gives NaN),
+    1 ``sum |d|``, 2 ``sqrt(sum d^2)``, inf ``max |d|`` (``std::max`` from 0: NaNs skipped),
+    other p ``sum(|d|^p)^(1/p)``. No features (or rows): zeros."""
+    a, b = c.tensor(v.value("x1")), c.tensor(v.value("x2"))
+    sa, sb, out = c.net.shape(a), c.net.shape(b), v.out_shape()
+    p = float(v.const("p", 2.0))
+    mode = v.const("compute_mode", None)
+    mode = 0 if mode is None else int(mode)
+    r1, r2, m = sa[-2], sb[-2], sa[-1]
+    if m == 0 or 0 in out:
+        c.bind(v.node.outputs[0], c.net.constant(np.zeros(out, np.float32)))
+        return
+    batch = out[:-2]
+
+    def pw(op, ins, shape, args, **params):
+        return c.net.add("pointwise", ins, shape, v.source, op=op, args=args, params=params)
+
+    def wide(t, shape):   # (an operand broadcast to the result's batch dims: matmul takes equal ones)
+        full = batch + shape[-2:]
+        return t if shape == full else c.net.add("expand", [t], full, v.source)
+    if p == 2 and (mode == 1 or mode == 0 and (r1 > 25 or r2 > 25)):
+        def padded(t, shape, first):
+            sq = pw("mul", [t], shape, (("in", 0), ("in", 0)))
+            n = c.net.add("reduce", [sq], shape[:-1] + (1,), v.source, op="sum", dims=(len(shape) - 1,))
+            one = c.net.constant(np.ones(shape[:-1] + (1,), np.float32))
+            x = pw("mul", [t], shape, (("in", 0), ("const", -2.0))) if first else t
+            parts = [x, n, one] if first else [x, one, n]
+            return c.net.add("cat", parts, shape[:-1] + (m + 2,), v.source, dim=len(shape) - 1, sizes=(m, 1, 1))
+        a2, b2 = padded(a, sa, True), padded(b, sb, False)
+        a2, b2 = wide(a2, sa[:-1] + (m + 2,)), wide(b2, sb[:-1] + (m + 2,))
+        nb = len(batch)
+        bt = c.net.add("permute", [b2], batch + (m + 2, r2), v.source, perm=tuple(range(nb)) + (nb + 1, nb))
+        y = c.net.add("matmul", [a2, bt], out, v.source)
+        y = pw("clamp", [y], out, (("in", 0),), min=0.0, max=None)
+        c.bind(v.node.outputs[0], pw("sqrt", [y], out, (("in", 0),)))
+        return
+    xa = c.net.add("reshape", [a], sa[:-1] + (1, m), v.source)
+    xb = c.net.add("reshape", [b], sb[:-2] + (1, r2, m), v.source)
+    diff = out + (m,)
+    d = pw("sub", [xa, xb], diff, (("in", 0), ("in", 1)))
+    last = (len(diff) - 1,)
+    if p == 2:
+        s = c.net.add("reduce", [pw("mul", [d], diff, (("in", 0), ("in", 0)))], out, v.source, op="sum", dims=last)
+        c.bind(v.node.outputs[0], pw("sqrt", [s], out, (("in", 0),)))
+        return
+    ad = pw("abs", [d], diff, (("in", 0),))
+    if math.isinf(p):
+        big = float("inf")
+        ad = pw("nan_to_num", [ad], diff, (("in", 0),), nan=0.0, posinf=big, neginf=-big)
+        c.bind(v.node.outputs[0], c.net.add("reduce", [ad], out, v.source, op="max", dims=last))
+        return
+    if p == 0:
+        nz = c.net.add("compare", [d], diff, v.source, op="ne", args=(("in", 0), ("const", 0.0)))
+        c.net.tensors[nz].dtype = "bool"
+        one = c.net.add("cast", [nz], diff, v.source)
+        ad = pw("add", [one, pw("minimum", [ad], diff, (("in", 0), ("const", 0.0)))], diff,
+                (("in", 0), ("in", 1)))   # (0 + the term's NaN where d is NaN)
+    elif p != 1:
+        ad = pw("pow", [ad], diff, (("in", 0),), exponent=p)
+    s = c.net.add("reduce", [ad], out, v.source, op="sum", dims=last)
+    c.bind(v.node.outputs[0], s if p in (0, 1) else pw("pow", [s], out, (("in", 0),), exponent=1.0 / p))
+
+
 def _norm_order(v: NodeView) -> float:
     name = "ord" if "ord" in v.names else "p"
     p = v.const(name, None) if name in v.names else None

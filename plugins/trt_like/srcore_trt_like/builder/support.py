@@ -573,6 +573,21 @@ def _searchsorted(node: NodeInfo):
     return None
 
 
+def _cdist(node: NodeInfo):
+    """torch's checks: operands of rank >= 2 with as many columns, batch dims that broadcast, p >= 0,
+    compute_mode None, 0, 1 or 2."""
+    a, b = node.args[0].type.shape, node.args[1].type.shape
+    if len(a) < 2 or len(b) < 2 or a[-1] != b[-1]:
+        return f"x1 of shape {tuple(a)} and x2 of shape {tuple(b)} (rank >= 2, as many columns)"
+    if any(i != j and 1 not in (i, j) for i, j in zip(a[-3::-1], b[-3::-1])):
+        return f"batch dims of x1 {tuple(a)} and x2 {tuple(b)} do not broadcast"
+    p = node.const("p", 2.0)
+    if not isinstance(p, (int, float)) or p < 0 or math.isnan(p):
+        return f"p={p!r} (torch takes p >= 0)"
+    mode = node.const("compute_mode", None)
+    return None if mode in (None, 0, 1, 2) else f"compute_mode={mode!r}"
+
+
 def _compare(node: NodeInfo):
     return _same_dtype(node, "bool", _NUMERIC)
 
@@ -780,6 +795,7 @@ _NOTES = {
     _instance_norm: "(N, C, ...) input; running statistics when use_input_stats=False",
     _sort: "a float32 input of rank >= 1; indices int64 (ties in input order: torch's stable=True order)",
     _scatter: "self, index (int64) and src of one rank; no reduce argument",
+    _cdist: "x1 and x2 of rank >= 2, as many columns, broadcasting batch dims; p >= 0; compute_mode as torch's",
     _searchsorted: "values and boundaries of one dtype (float32, int64, int32); bucketize: 1-D boundaries; "
                    "searchsorted: a 1-D sequence or one of the values' leading dims, an int64 sorter of its shape",
     _cumsum: "no dtype argument; float32, or bool / int64 / int32 (an int64 sum)",
@@ -994,6 +1010,7 @@ _TABLE: list[OpSupport] = [
                        "aten::scatter_add": ("dim",)}, _scatter, data_args={"index": ("int64",)}),
     *_rows("scatter_reduce", {"aten::scatter_reduce.two": ("dim", "reduce", "include_self")}, _scatter_reduce,
            data_args={"index": ("int64",)}),
+    *_rows("cdist", {"aten::cdist": ("p", "compute_mode"), "aten::_cdist_forward": ("p", "compute_mode")}, _cdist),
     *_rows("searchsorted", {"aten::bucketize.Tensor": ("out_int32", "right"),
                             "aten::searchsorted.Tensor": ("out_int32", "right", "side")}, _searchsorted,
            data_args={"self": ("float32", *_INDEX), "boundaries": ("float32", *_INDEX),
