@@ -64,6 +64,8 @@ class Call:
 
     kind: str
     args: tuple
+    #: how many results the node has (the graph returns the first: embedding_bag's four)
+    results: int = 1
 
 
 def graph_text(calls: list[Call], pre: str | None = None, post: str | None = None):
@@ -79,7 +81,8 @@ def graph_text(calls: list[Call], pre: str | None = None, post: str | None = Non
     prev = None
     for k, call in enumerate(calls):
         names = [g.value(a, f"{k}_{j}") for j, a in enumerate(call.args)]
-        g.line(f"  %y{k} : Tensor = {call.kind}({', '.join('%' + n for n in names)})")
+        outs = ", ".join([f"%y{k} : Tensor"] + [f"%y{k}_{j} : Tensor" for j in range(1, call.results)])
+        g.line(f"  {outs} = {call.kind}({', '.join('%' + n for n in names)})")
         prev = f"y{k}"
     out = prev
     if post is not None:
@@ -189,6 +192,7 @@ class Case:
     post: str | None = None
     error: bool = False                       # torch rejects the call: srcore must raise a SrcoreError
     exhaustive: bool = False                  # only with SRCORE_CONFORMANCE=1 (another shape: another kernel)
+    results: int = 1                          # the node's results (the graph returns the first)
 
     @property
     def kind(self) -> str:
@@ -1172,6 +1176,39 @@ def data_cases() -> list[Case]:
             Case("cdist-no-rows", "aten::cdist", (In(np.zeros((0, 3), np.float32)), tin((2, 3), 150), 2.0, None)),
             Case("cdist-columns-differ", "aten::cdist", (tin((3, 2), 151), tin((2, 3), 152), 2.0, None), engine=False,
                  error=True)]
+    # embedding_bag (DLRM's, wide & deep's): sum / mean / max, offsets computed or constant (an empty
+    # bag, include_last_offset leaving positions out), padding_idx (a bag of padding only),
+    # per_sample_weights, int32 indices, constant indices; NaN and infinities summed
+    table, plain = Param(data((10, 4), 160)), Param(data((10, 4), 161, special=False))
+    ids = In(np.array([3, 0, 3, 9, 1, 3, 4], np.int64))
+    psw = In(data((7,), 162, special=False))
+
+    def bag(name, args, engine=True, error=False, exhaustive=False, op="aten::embedding_bag.padding_idx"):
+        return Case(f"embedding_bag-{name}", op, args, Tol(8, 8), engine=engine, error=error, results=4,
+                    ref=lambda *a: getattr(torch.ops.aten.embedding_bag, op.partition(".")[2] or "default")(*a)[0],
+                    scale=lambda w, i, *r: 8 * _input_max(w) * (1 + _input_max(r[4]) if isinstance(r[4], In) else 1),
+                    exhaustive=exhaustive)
+    off = np.array([0, 2, 2, 5], np.int64)
+    out += [bag("sum", (table, ids, In(off), False, 0, False, None, False, None)),
+            bag("sum-default-overload", (table, ids, Param(off), False, 0, False, None, False),
+                op="aten::embedding_bag"),
+            bag("mean-padding", (table, ids, Param(np.array([0, 1, 2, 4], np.int64)), False, 1, False, None, False, 3)),
+            bag("mean-padding-computed", (table, ids, In(np.array([0, 1, 2, 4], np.int64)), False, 1, False, None,
+                                          False, 3)),
+            bag("max-last-offset", (plain, ids, In(np.array([0, 3, 3, 7], np.int64)), False, 2, False, None, True,
+                                    None)),
+            bag("sum-weights-padding-last", (table, ids, In(np.array([0, 2, 7], np.int64)), False, 0, False, psw, True,
+                                             0)),
+            bag("mean-int32", (table, In(ids.array.astype(np.int32)), In(off.astype(np.int32)), False, 1, False, None,
+                               False, None)),
+            bag("max-const-ids-padding", (plain, Param(ids.array), Param(off), False, 2, False, None, False, 3)),
+            bag("sum-const-ids-computed-offsets", (plain, Param(ids.array), In(off), False, 0, False, None, False, 9),
+                exhaustive=True),
+            bag("no-indices", (table, In(np.zeros(0, np.int64)), In(np.zeros(2, np.int64)), False, 1, False, None,
+                               False, None)),
+            bag("max-computed-weight", (tin((10, 4), 163), ids, Param(off), False, 2, False, None, False, None),
+                engine=False),
+            bag("weights-in-mean", (table, ids, Param(off), False, 1, False, psw, False, None), engine=False, error=True)]
     for op in ("lt", "le", "gt", "ge", "eq", "ne"):
         x = In(np.array([[1.0, np.nan, -0.0, 2.0], [0.0, 3.0, np.inf, -1.0], [0.5, 0.5, -np.inf, np.nan]], np.float32))
         out += [Case(f"{op}.Tensor", f"aten::{op}.Tensor", (x, In(np.array([0.0, np.nan, 0.0, 2.0], np.float32)))),
@@ -1277,7 +1314,7 @@ CASES = [c for c in all_cases() if EXHAUSTIVE or not c.exhaustive]
 
 
 def run_case(case: Case, tactic_mode: str):
-    text, params, ins = graph_text([Call(case.kind, case.args)], case.pre, case.post)
+    text, params, ins = graph_text([Call(case.kind, case.args, case.results)], case.pre, case.post)
     if case.error:
         with pytest.raises((RuntimeError, IndexError, ValueError)):
             case.reference()
@@ -1384,6 +1421,12 @@ def test_every_supported_op_has_cases():
 @pytest.mark.parametrize("call, why", [
     (Call("aten::cdist", (tin((3, 2), 151), tin((2, 2), 152), -1.0, None)), "p=-1.0"),
     (Call("aten::cdist", (tin((3, 2), 151), tin((2, 2), 152), 2.0, 3)), "compute_mode=3"),
+    # (the cpu plugin's embedding_bag takes offsets not from 0; torch raises)
+    (Call("aten::embedding_bag", (Param(data((10, 4), 160)), In(np.array([3, 0, 3], np.int64)),
+                                  Param(np.array([1, 2], np.int64)), False, 0, False, None, False, None), 4), "offsets"),
+    # (torch's paths disagree on indices past the last offset: some drop them, some sum them)
+    (Call("aten::embedding_bag", (Param(data((10, 4), 160)), In(np.array([3, 0, 3], np.int64)),
+                                  Param(np.array([0, 2], np.int64)), False, 0, False, None, True, None), 4), "offsets"),
 ])
 def test_refusals_name_their_argument(call, why):
     """Calls torch rejects whose refusal the cases above cannot show by an error (the cpu plugin's

@@ -1144,6 +1144,72 @@ def embedding(v: NodeView, c: Converter) -> None:
     _lookup(v, c, "index_select", table, "indices", dim=0)
 
 
+def embedding_bag(v: NodeView, c: Converter) -> None:
+    """``F.embedding_bag`` / ``nn.EmbeddingBag`` (``sum``, ``mean``, ``max``) as a gather and a
+    segment reduction: the rows ``weight[indices]`` (an ``index_select``; times ``per_sample_weights``
+    in ``sum`` mode), each position's bag ``searchsorted(offsets, i, right) - 1`` (numpy's at build
+    time for constant offsets), positions of ``padding_idx`` (and, with ``include_last_offset``,
+    those past the last offset) sent to one extra bag, then a ``scatter_reduce`` (sum, mean, amax
+    without self) into zeros of ``bags + 1`` rows (an empty bag stays 0, as torch's), the extra row
+    sliced off. Only the first result: a read offset2bag, bag_size or max_indices fails the build."""
+    if any(o.uses for o in v.node.outputs[1:]):
+        raise EngineBuildError(f"{v.where()}: offset2bag, bag_size or max_indices is read (the engine makes the "
+                               "bags' values only)")
+    w = c.tensor(v.value("weight"))
+    (n,), (o,) = v.in_shape("indices"), v.in_shape("offsets")
+    d = c.net.shape(w)[1]
+    bags = o - 1 if v.const("include_last_offset", False) else o
+    out = v.out_shape()
+    pad = v.const("padding_idx", None) if "padding_idx" in v.names else None
+    pad = None if pad is None or pad < 0 else int(pad)
+    if n == 0 or bags == 0:
+        c.bind(v.node.outputs[0], c.net.constant(np.zeros(out, np.float32)))
+        return
+    idx, idx_const = _index_operand(v, c, "indices")
+    rows = c.net.add("index_select", [w] + ([idx] if idx is not None else []), (n, d), v.source, dim=0,
+                     index=idx_const)
+    if v.is_tensor("per_sample_weights"):
+        psw = c.net.add("reshape", [c.tensor(v.value("per_sample_weights"))], (n, 1), v.source)
+        rows = c.net.add("pointwise", [rows, psw], (n, d), v.source, op="mul", args=(("in", 0), ("in", 1)), params={})
+    off, off_const = _index_operand(v, c, "offsets")
+    bag, bag_const = None, None
+    if off_const is not None:
+        bag_const = np.searchsorted(np.asarray(off_const, np.int64), np.arange(n), side="right") - 1
+        if idx_const is not None and pad is not None:
+            bag_const = np.where(np.asarray(idx_const) == pad, bags, bag_const)
+        elif pad is not None:
+            bag = c.net.constant(bag_const, "int64")
+    else:
+        dt = c.net.tensors[off].dtype
+        pos = c.net.constant(np.arange(n, dtype=dt), dt)
+        s = c.net.add("searchsorted", [off, pos], (n,), v.source, right=True, sorter=None)
+        bag = c.net.add("int_binary", [s], (n,), v.source, op="sub", args=(("in", 0), ("const", 1)))
+        for t in (s, bag):
+            c.net.tensors[t].dtype = "int64"
+    if bag is not None and pad is not None:
+        ins = [bag]
+        if idx is not None:
+            m = c.net.add("compare", [idx], (n,), v.source, op="eq", args=(("in", 0), ("const", pad)))
+        else:
+            m = c.net.constant(np.asarray(idx_const) == pad, "bool")
+        c.net.tensors[m].dtype = "bool"
+        bag = c.net.add("where", ins + [m], (n,), v.source, args=(("const", bags), ("in", 0)), mask=None)
+        c.net.tensors[bag].dtype = "int64"
+    if bag is not None:
+        r = c.net.add("reshape", [bag], (n, 1), v.source)
+        e = c.net.add("expand", [r], (n, d), v.source)
+        for t in (r, e):
+            c.net.tensors[t].dtype = "int64"
+        ins, bag_const = [e], None
+    else:
+        ins, bag_const = [], np.ascontiguousarray(np.broadcast_to(bag_const.reshape(n, 1), (n, d)))
+    zeros = c.net.constant(np.zeros((bags + 1, d), np.float32))
+    mode = ("sum", "mean", "amax")[int(v.const("mode", 0))]
+    y = c.net.add("scatter_reduce", [zeros, rows] + ins, (bags + 1, d), v.source, dim=0, reduce=mode,
+                  include_self=False, index=bag_const)
+    c.bind(v.node.outputs[0], c.net.add("strided", [y], out, v.source, key=(slice(0, bags, 1),)))
+
+
 def index_select(v: NodeView, c: Converter) -> None:
     x = c.tensor(v.value("self"))
     _lookup(v, c, "index_select", x, "index", dim=_dim(v, "dim", len(c.net.shape(x))))

@@ -588,6 +588,45 @@ def _cdist(node: NodeInfo):
     return None if mode in (None, 0, 1, 2) else f"compute_mode={mode!r}"
 
 
+def _embedding_bag(node: NodeInfo):
+    """What torch takes (it raises otherwise), minus what the segment reduction cannot copy: 1-D
+    indices and offsets of one dtype, a 2-D weight, modes 0-2, per-sample weights of the indices'
+    shape in ``sum`` mode only, constant offsets starting at 0, non-decreasing and within the
+    indices; ``max`` mode on a constant weight free of NaN (torch's max skips a NaN after a bag's
+    first row, the reduction would keep it)."""
+    t = {a.name: a for a in node.args}
+    w, i, o = (t[k].type for k in ("weight", "indices", "offsets"))
+    if len(w.shape) != 2 or len(i.shape) != 1 or len(o.shape) != 1:
+        return f"weight {tuple(w.shape)}, indices {tuple(i.shape)}, offsets {tuple(o.shape)} (2-D, 1-D, 1-D)"
+    if i.dtype != o.dtype:
+        return f"indices of {i.dtype} and offsets of {o.dtype} (torch takes one dtype)"
+    mode = node.const("mode", 0)
+    if mode not in (0, 1, 2):
+        return f"mode={mode!r}"
+    if node.const("include_last_offset", False) and o.shape[0] < 1:
+        return "include_last_offset with no offsets"
+    psw = t.get("per_sample_weights")
+    if psw is not None and isinstance(psw.type, TensorType):
+        if mode != 0:
+            return "per_sample_weights outside mode 'sum' (torch raises)"
+        if tuple(psw.type.shape) != tuple(i.shape) or psw.type.dtype != "float32":
+            return f"per_sample_weights {psw.type} for indices of shape {tuple(i.shape)}"
+    if t["offsets"].is_constant:
+        off = [int(x) for x in t["offsets"].value.reshape(-1)]
+        last = node.const("include_last_offset", False)
+        if off and (off[0] != 0 or off[-1] > i.shape[0] or last and off[-1] != i.shape[0]
+                    or any(a > b for a, b in zip(off, off[1:]))):
+            return (f"offsets {off} (they start at 0, do not decrease and stay within the {i.shape[0]} indices; "
+                    "the last one is their count with include_last_offset: torch's paths disagree past it)")
+    if mode == 2:
+        if not t["weight"].is_constant:
+            return "mode 'max' on a computed weight (torch's max skips a NaN after a bag's first row)"
+        wv = t["weight"].value
+        if bool((wv != wv).any()):   # (NaN: no numpy import in this module)
+            return "mode 'max' on a weight holding NaN (torch's max skips a NaN after a bag's first row)"
+    return None
+
+
 def _compare(node: NodeInfo):
     return _same_dtype(node, "bool", _NUMERIC)
 
@@ -796,6 +835,9 @@ _NOTES = {
     _sort: "a float32 input of rank >= 1; indices int64 (ties in input order: torch's stable=True order)",
     _scatter: "self, index (int64) and src of one rank; no reduce argument",
     _cdist: "x1 and x2 of rank >= 2, as many columns, broadcasting batch dims; p >= 0; compute_mode as torch's",
+    _embedding_bag: "1-D indices and offsets of one dtype (constant offsets start at 0, do not decrease, stay within "
+                    "the indices, end at their count with include_last_offset), modes sum / mean / max (max: a constant weight without NaN), per_sample_weights in sum "
+                    "mode; results 1-3 unread",
     _searchsorted: "values and boundaries of one dtype (float32, int64, int32); bucketize: 1-D boundaries; "
                    "searchsorted: a 1-D sequence or one of the values' leading dims, an int64 sorter of its shape",
     _cumsum: "no dtype argument; float32, or bool / int64 / int32 (an int64 sum)",
@@ -1011,6 +1053,11 @@ _TABLE: list[OpSupport] = [
     *_rows("scatter_reduce", {"aten::scatter_reduce.two": ("dim", "reduce", "include_self")}, _scatter_reduce,
            data_args={"index": ("int64",)}),
     *_rows("cdist", {"aten::cdist": ("p", "compute_mode"), "aten::_cdist_forward": ("p", "compute_mode")}, _cdist),
+    *_rows("embedding_bag", {"aten::embedding_bag": ("scale_grad_by_freq", "mode", "sparse", "include_last_offset"),
+                             "aten::embedding_bag.padding_idx": ("scale_grad_by_freq", "mode", "sparse",
+                                                                 "include_last_offset", "padding_idx")},
+           _embedding_bag, data_args={"indices": _INDEX, "offsets": _INDEX},
+           data_results={1: ("int64",), 2: ("int64",), 3: ("int64",)}),
     *_rows("searchsorted", {"aten::bucketize.Tensor": ("out_int32", "right"),
                             "aten::searchsorted.Tensor": ("out_int32", "right", "side")}, _searchsorted,
            data_args={"self": ("float32", *_INDEX), "boundaries": ("float32", *_INDEX),
