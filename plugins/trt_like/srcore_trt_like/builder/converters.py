@@ -14,6 +14,7 @@ import numpy as np
 from srcore.plugin import EngineBuildError, TensorType
 
 from . import qconverters
+from .bicubic import bicubic
 from .nodes import Converter, NodeView
 from .qconverters import (dequantize, qadd, qconv, qconv_then_add, qlinear,  # noqa: F401  (named by the op table)
                           quantize)
@@ -1032,7 +1033,8 @@ def resize(v: NodeView, c: Converter) -> None:
         recompute = v.const("recompute_scale_factor", None)
         scales = None if sf is None or recompute else (list(sf) if isinstance(sf, (list, tuple)) else [sf])
     else:
-        mode = "bilinear" if "bilinear" in op else "linear" if "linear1d" in op else "nearest"
+        mode = "bilinear" if "bilinear" in op else "bicubic" if "bicubic" in op else \
+            "linear" if "linear1d" in op else "nearest"
         align = bool(v.const("align_corners", False)) if mode != "nearest" else False
         if op.endswith(".vec"):
             scales = v.const("scale_factors", None)
@@ -1051,6 +1053,8 @@ def resize(v: NodeView, c: Converter) -> None:
         scales = scales * 2
     scales = (None, None) if scales is None else tuple(None if s is None else float(s) for s in scales)
     x = c.tensor(v.node.inputs[0])
+    if mode == "bicubic":
+        return bicubic(v, c, x, align, scales)
     if one_d:
         N, C, L = c.net.shape(x)
         x = c.net.add("reshape", [x], (N, C, 1, L), v.source)

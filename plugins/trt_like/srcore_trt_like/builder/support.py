@@ -317,7 +317,7 @@ def _roll(node: NodeInfo):
     return None
 
 
-_RESIZE_MODES = {3: ("nearest", "linear"), 4: ("nearest", "bilinear"), 5: ("nearest",)}
+_RESIZE_MODES = {3: ("nearest", "linear"), 4: ("nearest", "bilinear", "bicubic"), 5: ("nearest",)}
 
 
 def _resize(node: NodeInfo):
@@ -823,7 +823,7 @@ _NOTES = {
     _mean: "no dtype argument; quantized: over the innermost dims",
     _group_norm: "(N, C, ...) input, C divisible by num_groups",
     _cat: "a list of float32 tensors of one rank built in the graph (prim::ListConstruct, copied into the segment)",
-    _resize: "a 4-D (N, C, H, W) input, mode 'nearest' or 'bilinear', or a 3-D (N, C, L) one, 'nearest' or "
+    _resize: "a 4-D (N, C, H, W) input, mode 'nearest', 'bilinear' or 'bicubic', or a 3-D (N, C, L) one, 'nearest' or "
              "'linear' (align_corners either), or a 5-D one, 'nearest'; no antialias",
     _pad: "mode 'constant', 'reflect' (pads under the dim's size) or 'replicate', non-negative pads",
     _grid_sample: "4-D input and (N, Ho, Wo, 2) grid; bilinear or nearest, any padding mode",
@@ -1005,6 +1005,8 @@ _TABLE: list[OpSupport] = [
                       "aten::upsample_nearest3d": ("output_size", "scales_d", "scales_h", "scales_w"),
                       "aten::upsample_nearest3d.vec": ("output_size", "scale_factors"),
                       "aten::upsample_nearest1d.vec": ("output_size", "scale_factors"),
+                      "aten::upsample_bicubic2d": ("output_size", "align_corners", "scales_h", "scales_w"),
+                      "aten::upsample_bicubic2d.vec": ("output_size", "align_corners", "scale_factors"),
                       "aten::upsample_linear1d": ("output_size", "align_corners", "scales"),
                       "aten::upsample_linear1d.vec": ("output_size", "align_corners", "scale_factors"),
                       **{f"aten::__interpolate{o}": ("size", "scale_factor", "mode", "align_corners",
