@@ -1228,6 +1228,18 @@ def data_cases() -> list[Case]:
             bag("max-computed-weight", (tin((10, 4), 163), ids, Param(off), False, 2, False, None, False, None),
                 engine=False),
             bag("weights-in-mean", (table, ids, Param(off), False, 1, False, psw, False, None), engine=False, error=True)]
+    # F.unfold / F.fold: padding, stride, dilation, a non-square kernel, unbatched inputs; fold's
+    # overlaps summed in torch's order (the same bits), specials included
+    out += [Case("im2col", "aten::im2col", (tin((2, 3, 5, 6), 170), [3, 3], [1, 1], [1, 1], [2, 2])),
+            Case("im2col-dilated", "aten::im2col", (tin((1, 2, 7, 5), 171), [2, 3], [2, 1], [0, 0], [1, 1])),
+            Case("im2col-unbatched", "aten::im2col", (tin((3, 4, 4), 172), [2, 2], [1, 1], [0, 1], [2, 1])),
+            Case("col2im-overlapping", "aten::col2im", (tin((2, 27, 16), 173), [6, 6], [3, 3], [1, 1], [0, 0], [1, 1])),
+            Case("col2im-padded-strided", "aten::col2im", (tin((1, 18, 9), 174), [5, 6], [3, 3], [1, 1], [1, 1],
+                                                           [2, 2])),
+            Case("col2im-dilated-unbatched", "aten::col2im", (tin((12, 15), 175), [7, 5], [2, 3], [2, 1], [0, 0],
+                                                              [1, 1])),
+            Case("col2im-blocks-differ", "aten::col2im", (tin((1, 18, 8), 174), [5, 6], [3, 3], [1, 1], [1, 1],
+                                                          [2, 2]), engine=False, error=True)]
     for op in ("lt", "le", "gt", "ge", "eq", "ne"):
         x = In(np.array([[1.0, np.nan, -0.0, 2.0], [0.0, 3.0, np.inf, -1.0], [0.5, 0.5, -np.inf, np.nan]], np.float32))
         out += [Case(f"{op}.Tensor", f"aten::{op}.Tensor", (x, In(np.array([0.0, np.nan, 0.0, 2.0], np.float32)))),

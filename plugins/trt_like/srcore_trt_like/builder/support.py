@@ -627,6 +627,22 @@ def _embedding_bag(node: NodeInfo):
     return None
 
 
+def _fold(node: NodeInfo):
+    """``im2col`` of a 3-D / 4-D input, ``col2im`` of a 2-D / 3-D one (torch's ranks; the shape rule
+    checks the blocks), kernel, dilation and stride >= 1, padding >= 0."""
+    rank = _rank(node, 0)
+    ranks = (3, 4) if node.op == "aten::im2col" else (2, 3)
+    if rank not in ranks:
+        return f"self of shape {_shape(node, 0)} (torch takes {ranks[0]}-D or {ranks[1]}-D)"
+    for name, low in (("kernel_size", 1), ("dilation", 1), ("padding", 0), ("stride", 1)):
+        v = node.const(name)
+        v = list(v) if isinstance(v, (list, tuple)) else [v]
+        if len(v) not in (1, 2) or any(not isinstance(i, int) or i < low for i in v):
+            return f"{name}={v!r}"
+    return None if node.output_types[0].shape and all(isinstance(n, int) and n > 0 for n in
+                                                      node.output_types[0].shape) else "an empty or unknown result"
+
+
 def _compare(node: NodeInfo):
     return _same_dtype(node, "bool", _NUMERIC)
 
@@ -838,6 +854,7 @@ _NOTES = {
     _embedding_bag: "1-D indices and offsets of one dtype (constant offsets start at 0, do not decrease, stay within "
                     "the indices, end at their count with include_last_offset), modes sum / mean / max (max: a constant weight without NaN), per_sample_weights in sum "
                     "mode; results 1-3 unread",
+    _fold: "im2col: a 3-D or 4-D input; col2im: a 2-D or 3-D one; kernel, dilation, stride >= 1, padding >= 0",
     _searchsorted: "values and boundaries of one dtype (float32, int64, int32); bucketize: 1-D boundaries; "
                    "searchsorted: a 1-D sequence or one of the values' leading dims, an int64 sorter of its shape",
     _cumsum: "no dtype argument; float32, or bool / int64 / int32 (an int64 sum)",
@@ -1060,6 +1077,8 @@ _TABLE: list[OpSupport] = [
                                                                  "include_last_offset", "padding_idx")},
            _embedding_bag, data_args={"indices": _INDEX, "offsets": _INDEX},
            data_results={1: ("int64",), 2: ("int64",), 3: ("int64",)}),
+    *_rows("im2col", {"aten::im2col": ("kernel_size", "dilation", "padding", "stride")}, _fold),
+    *_rows("col2im", {"aten::col2im": ("output_size", "kernel_size", "dilation", "padding", "stride")}, _fold),
     *_rows("searchsorted", {"aten::bucketize.Tensor": ("out_int32", "right"),
                             "aten::searchsorted.Tensor": ("out_int32", "right", "side")}, _searchsorted,
            data_args={"self": ("float32", *_INDEX), "boundaries": ("float32", *_INDEX),
