@@ -1240,6 +1240,23 @@ def data_cases() -> list[Case]:
                                                               [1, 1])),
             Case("col2im-blocks-differ", "aten::col2im", (tin((1, 18, 8), 174), [5, 6], [3, 3], [1, 1], [1, 1],
                                                           [2, 2]), engine=False, error=True)]
+    # quantile: every interpolation, q a number or a vector (0 and 1 included), along a dim (kept or
+    # not) or the whole tensor, ties, infinities, a row with NaN (NaN, as torch's)
+    qx = In(np.array([[0.5, -1.0, np.inf, 0.5, 2.0, -3.0], [1.0, np.nan, 0.0, -0.0, 4.0, 1.0],
+                      [-np.inf, 2.0, 7.0, 0.25, -1.5, 3.0], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]], np.float32))
+    qv = Param(np.array([0.0, 0.1, 0.5, 0.9, 1.0], np.float32))
+    out += [*[Case(f"quantile.scalar-{mode}", "aten::quantile.scalar", (qx, 0.35, 1, False, mode), Tol(4, 4))
+              for mode in ("linear", "lower", "higher", "midpoint", "nearest")],
+            *[Case(f"quantile-vector-{mode}", "aten::quantile", (qx, qv, dim, keep, mode), Tol(4, 4))
+              for mode, dim, keep in (("linear", 1, True), ("nearest", 0, False), ("midpoint", -1, False),
+                                      ("lower", None, False), ("higher", None, True))],
+            Case("quantile-random", "aten::quantile", (tin((3, 7, 4), 176, special=False),
+                                                       Param(np.array([0.25, 0.75], np.float32)), 1, False, "linear"),
+                 Tol(4, 4), scale=lambda x, *r: 2 * _input_max(x)),
+            Case("quantile-half-rank", "aten::quantile.scalar", (tin((2, 5), 177, special=False), 0.125, 1, True,
+                                                                  "nearest")),
+            Case("quantile-q-out-of-range", "aten::quantile.scalar", (qx, 1.5, 1, False, "linear"), engine=False,
+                 error=True)]
     for op in ("lt", "le", "gt", "ge", "eq", "ne"):
         x = In(np.array([[1.0, np.nan, -0.0, 2.0], [0.0, 3.0, np.inf, -1.0], [0.5, 0.5, -np.inf, np.nan]], np.float32))
         out += [Case(f"{op}.Tensor", f"aten::{op}.Tensor", (x, In(np.array([0.0, np.nan, 0.0, 2.0], np.float32)))),

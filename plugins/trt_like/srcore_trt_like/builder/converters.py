@@ -16,6 +16,7 @@ from srcore.plugin import EngineBuildError, TensorType
 from . import qconverters
 from .bicubic import bicubic
 from .fold import col2im, im2col  # noqa: F401  (named by the op table)
+from .quantile import quantile  # noqa: F401  (named by the op table)
 from .nodes import Converter, NodeView
 from .qconverters import (dequantize, qadd, qconv, qconv_then_add, qlinear,  # noqa: F401  (named by the op table)
                           quantize)

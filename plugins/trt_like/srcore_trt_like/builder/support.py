@@ -643,6 +643,26 @@ def _fold(node: NodeInfo):
                                                       node.output_types[0].shape) else "an empty or unknown result"
 
 
+def _quantile(node: NodeInfo):
+    """What torch takes (it raises otherwise): a non-empty input, q within [0, 1] (0-D or 1-D, a
+    float32 tensor or a number), a known interpolation."""
+    shape = node.args[0].type.shape
+    if not all(shape):
+        return f"an empty input {tuple(shape)} (torch raises)"
+    q = node.const("q")
+    qa = node.arg("q")
+    if isinstance(qa.type, TensorType):
+        if qa.type.dtype != "float32" or len(qa.type.shape) > 1:
+            return f"q of {qa.type} (torch takes a 0-D or 1-D tensor of the input's dtype)"
+        qs = [float(x) for x in q.reshape(-1)]
+    else:
+        qs = [float(q)]
+    if not all(0.0 <= x <= 1.0 for x in qs):
+        return f"q={qs} (torch takes values within [0, 1])"
+    mode = node.const("interpolation", "linear")
+    return None if mode in ("linear", "lower", "higher", "midpoint", "nearest") else f"interpolation={mode!r}"
+
+
 def _compare(node: NodeInfo):
     return _same_dtype(node, "bool", _NUMERIC)
 
@@ -855,6 +875,7 @@ _NOTES = {
                     "the indices, end at their count with include_last_offset), modes sum / mean / max (max: a constant weight without NaN), per_sample_weights in sum "
                     "mode; results 1-3 unread",
     _fold: "im2col: a 3-D or 4-D input; col2im: a 2-D or 3-D one; kernel, dilation, stride >= 1, padding >= 0",
+    _quantile: "a constant q within [0, 1] (a number, or a 0-D / 1-D float32 tensor), any interpolation; a non-empty input",
     _searchsorted: "values and boundaries of one dtype (float32, int64, int32); bucketize: 1-D boundaries; "
                    "searchsorted: a 1-D sequence or one of the values' leading dims, an int64 sorter of its shape",
     _cumsum: "no dtype argument; float32, or bool / int64 / int32 (an int64 sum)",
@@ -1079,6 +1100,8 @@ _TABLE: list[OpSupport] = [
            data_results={1: ("int64",), 2: ("int64",), 3: ("int64",)}),
     *_rows("im2col", {"aten::im2col": ("kernel_size", "dilation", "padding", "stride")}, _fold),
     *_rows("col2im", {"aten::col2im": ("output_size", "kernel_size", "dilation", "padding", "stride")}, _fold),
+    *_rows("quantile", {"aten::quantile": ("q", "dim", "keepdim", "interpolation"),
+                        "aten::quantile.scalar": ("q", "dim", "keepdim", "interpolation")}, _quantile),
     *_rows("searchsorted", {"aten::bucketize.Tensor": ("out_int32", "right"),
                             "aten::searchsorted.Tensor": ("out_int32", "right", "side")}, _searchsorted,
            data_args={"self": ("float32", *_INDEX), "boundaries": ("float32", *_INDEX),
