@@ -1133,7 +1133,10 @@ def data_cases() -> list[Case]:
                    (tin((3, 5), 86), 1, _ids((3, 4), 3, 87 + k), tin((3, 4), 90 + k), r, inc),
                    Tol(4, 4) if r in ("mean", "prod") else Tol(2, 2), exhaustive=k % 2 == 1)
               for k, (r, inc) in enumerate([(r, inc) for r in ("sum", "prod", "mean", "amax", "amin")
-                                            for inc in (True, False)])]]
+                                            for inc in (True, False)])],
+            Case("scatter_reduce-index-out-of-range", "aten::scatter_reduce.two",
+                 (tin((3, 5), 86), 1, In(np.array([[0, 5], [1, 1], [2, 0]], np.int64)), tin((3, 2), 90), "sum", False),
+                 error=True)]
     # bucketize / searchsorted: torch's binary search; ties (repeated boundaries, -0.0), NaN and
     # infinities among the values, NaN boundaries sorted last (they steer torch's search), empty
     # boundaries, integers, rows of a 2-D sequence, a sorter (computed and constant), int32 results
@@ -1229,7 +1232,10 @@ def data_cases() -> list[Case]:
                                False, None)),
             bag("max-computed-weight", (tin((10, 4), 163), ids, Param(off), False, 2, False, None, False, None),
                 engine=False),
-            bag("weights-in-mean", (table, ids, Param(off), False, 1, False, psw, False, None), engine=False, error=True)]
+            bag("weights-in-mean", (table, ids, Param(off), False, 1, False, psw, False, None), engine=False, error=True),
+            # (computed offsets not from 0: the first positions' bag is -1, which the scatter refuses)
+            bag("computed-offsets-not-from-0", (table, ids, In(np.array([1, 2], np.int64)), False, 0, False, None,
+                                                False, None), error=True)]
     # F.unfold / F.fold: padding, stride, dilation, a non-square kernel, unbatched inputs; fold's
     # overlaps summed in torch's order (the same bits), specials included
     out += [Case("im2col", "aten::im2col", (tin((2, 3, 5, 6), 170), [3, 3], [1, 1], [1, 1], [2, 2])),

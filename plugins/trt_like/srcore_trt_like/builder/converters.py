@@ -1142,7 +1142,8 @@ def embedding(v: NodeView, c: Converter) -> None:
 def embedding_bag(v: NodeView, c: Converter) -> None:
     """``F.embedding_bag`` / ``nn.EmbeddingBag`` (``sum``, ``mean``, ``max``) as a gather and a
     segment reduction: the rows ``weight[indices]`` (an ``index_select``; times ``per_sample_weights``
-    in ``sum`` mode), each position's bag ``searchsorted(offsets, i, right) - 1`` (numpy's at build
+    in ``sum`` mode), each position's bag ``searchsorted(offsets, i, right) - 1`` (the layer's
+    ``shift``; numpy's at build
     time for constant offsets), positions of ``padding_idx`` (and, with ``include_last_offset``,
     those past the last offset) sent to one extra bag, then a ``scatter_reduce`` (sum, mean, amax
     without self) into zeros of ``bags + 1`` rows (an empty bag stays 0, as torch's), the extra row
@@ -1177,10 +1178,9 @@ def embedding_bag(v: NodeView, c: Converter) -> None:
     else:
         dt = c.net.tensors[off].dtype
         pos = c.net.constant(np.arange(n, dtype=dt), dt)
-        s = c.net.add("searchsorted", [off, pos], (n,), v.source, right=True, sorter=None)
-        bag = c.net.add("int_binary", [s], (n,), v.source, op="sub", args=(("in", 0), ("const", 1)))
-        for t in (s, bag):
-            c.net.tensors[t].dtype = "int64"
+        # (the layer's shift: the insertion point minus one, no integer layer after it)
+        bag = c.net.add("searchsorted", [off, pos], (n,), v.source, right=True, sorter=None, shift=-1)
+        c.net.tensors[bag].dtype = "int64"
     if bag is not None and pad is not None:
         ins = [bag]
         if idx is not None:
