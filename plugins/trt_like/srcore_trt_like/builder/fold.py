@@ -4,7 +4,7 @@ kj * dw + ox * sw`` for offset ``(ki, kj)``, block ``(oy, ox)``), which is torch
 ``c * kh * kw + ki * kw + kj`` of the columns.
 
 im2col pads (a ``pad`` layer), views each plane flat and gathers the table (``index_select``);
-col2im adds the columns at the table (the ``scatter`` layer adding in index order: for each output
+col2im adds the columns at the table (``scatter_reduce``'s sum in index order: for each output
 element, its blocks in torch's loop order, so the same sums) into a zero padded plane, then crops
 the padding (``strided``). An unbatched input is the batch of one.
 """
@@ -61,7 +61,9 @@ def col2im(v: NodeView, c: Converter) -> None:
     src = c.net.add("reshape", [x], (n, ch, table.size), v.source)
     zeros = c.net.constant(np.zeros((n, ch, hp * wp), np.float32))
     index = np.ascontiguousarray(np.broadcast_to(table, (n, ch, table.size)))
-    y = c.net.add("scatter", [zeros, src], (n, ch, hp * wp), v.source, dim=2, add=True, value=None, index=index)
+    # (scatter_reduce's sum with self: the scatter-add, with a compiled tactic for an index of the source's shape)
+    y = c.net.add("scatter_reduce", [zeros, src], (n, ch, hp * wp), v.source, dim=2, reduce="sum",
+                  include_self=True, index=index)
     y = c.net.add("reshape", [y], (n, ch, hp, wp), v.source)
     if p != (0, 0):
         y = c.net.add("strided", [y], (n, ch, h, w), v.source,
