@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from srcore.plugin import EngineBuildError
 
-from .linear import linear_layer
 from .nodes import Converter, NodeView
 
 
 def _project(v: NodeView, c: Converter, x: int, w: str, b: str) -> int:
+    from .converters import linear_layer
+
     weight = v.const(w)
     shape = c.net.shape(x)
     return linear_layer(c, x, weight, v.const(b, None), shape[:-1] + (weight.shape[0],), v.source)

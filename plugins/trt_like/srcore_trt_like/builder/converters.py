@@ -16,7 +16,6 @@ from srcore.plugin import EngineBuildError, TensorType
 from . import qconverters
 from .bicubic import bicubic
 from .cells import gru_cell, lstm_cell  # noqa: F401  (named by the op table)
-from .linear import linear_layer
 from .fold import col2im, im2col  # noqa: F401  (named by the op table)
 from .quantile import quantile  # noqa: F401  (named by the op table)
 from .nodes import Converter, NodeView
@@ -572,6 +571,19 @@ def qadaptive_avg_pool(v: NodeView, c: Converter) -> None:
 # -- matrix products --------------------------------------------------------------------------------
 _LINEAR_ACT = {"aten::linear": "none", "srcore::linear_relu": "relu", "srcore::linear_silu": "silu",
                "srcore::linear_tanh": "tanh", "srcore::linear_sigmoid": "sigmoid", "srcore::linear_gelu": "gelu"}
+
+
+def linear_layer(c: Converter, x: int, weight, bias, out_shape, source: str, act: str = "none") -> int:
+    """``act(x @ weight.T + bias)`` over the last dim of ``x``, ``weight`` (N, K) constant: a ``gemm``
+    layer, then the bias add and the activation as pointwise layers (fusion makes them one
+    epilogue kernel, with whatever pointwise work follows)."""
+    y = c.net.add("gemm", [x], out_shape, source, weight=np.asarray(weight, np.float32))
+    if bias is not None:
+        b = c.net.constant(np.ascontiguousarray(bias, np.float32))
+        y = c.net.add("pointwise", [y, b], out_shape, source, op="add", args=(("in", 0), ("in", 1)), params={})
+    if act != "none":
+        y = c.net.add("pointwise", [y], out_shape, source, op=act, args=(("in", 0),), params={})
+    return y
 
 
 def linear(v: NodeView, c: Converter) -> None:
