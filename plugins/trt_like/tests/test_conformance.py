@@ -64,9 +64,8 @@ class Call:
 
     kind: str
     args: tuple
-    #: how many results the node has (embedding_bag's four) and the one the graph returns
+    #: how many results the node has (the graph returns the first: embedding_bag's four)
     results: int = 1
-    returned: int = 0
 
 
 def graph_text(calls: list[Call], pre: str | None = None, post: str | None = None):
@@ -84,7 +83,7 @@ def graph_text(calls: list[Call], pre: str | None = None, post: str | None = Non
         names = [g.value(a, f"{k}_{j}") for j, a in enumerate(call.args)]
         outs = ", ".join([f"%y{k} : Tensor"] + [f"%y{k}_{j} : Tensor" for j in range(1, call.results)])
         g.line(f"  {outs} = {call.kind}({', '.join('%' + n for n in names)})")
-        prev = f"y{k}" if not call.returned else f"y{k}_{call.returned}"
+        prev = f"y{k}"
     out = prev
     if post is not None:
         g.line(f"  %z : Tensor = {post}(%{prev})")
@@ -193,8 +192,7 @@ class Case:
     post: str | None = None
     error: bool = False                       # torch rejects the call: srcore must raise a SrcoreError
     exhaustive: bool = False                  # only with SRCORE_CONFORMANCE=1 (another shape: another kernel)
-    results: int = 1                          # the node's results
-    returned: int = 0                         # the one the graph returns (ref: torch's of that index)
+    results: int = 1                          # the node's results (the graph returns the first)
 
     @property
     def kind(self) -> str:
@@ -1265,26 +1263,6 @@ def data_cases() -> list[Case]:
                                                                   "nearest")),
             Case("quantile-q-out-of-range", "aten::quantile.scalar", (qx, 1.5, 1, False, "linear"), engine=False,
                  error=True)]
-    # GRUCell / LSTMCell steps (the aten ops take batches: nn's cells add one): biases or none, both LSTM
-    # results, saturating inputs
-    def cell_args(gates, inp, hidden, batch, seed, bias=True, lstm=False):
-        lead = (batch,)
-        w = [Param((data((gates * hidden, n), seed + k, special=False) * 0.3).astype(np.float32))
-             for k, n in enumerate((inp, hidden))]
-        b = [Param(data((gates * hidden,), seed + 2 + k, special=False)) if bias else None for k in range(2)]
-        x = In((data(lead + (inp,), seed + 4, special=False) * 4).astype(np.float32))
-        hs = [tin(lead + (hidden,), seed + 5 + k, special=False) for k in range(2 if lstm else 1)]
-        return (x, TList(tuple(hs)) if lstm else hs[0], *w, *b)
-    def cell_scale(x, hx, *rest):   # (gates within [-1, 1] times states: the error is absolute)
-        hs = hx.items if isinstance(hx, TList) else (hx,)
-        return 2.0 + max(float(np.max(np.abs(h.array))) for h in hs)
-    out += [Case("gru_cell", "aten::gru_cell", cell_args(3, 10, 16, 3, 180), Tol(16, 16), scale=cell_scale),
-            Case("gru_cell-no-bias-batch-1", "aten::gru_cell", cell_args(3, 5, 4, 1, 190, bias=False), Tol(16, 16),
-                 scale=cell_scale),
-            *[Case(f"lstm_cell-{k}", "aten::lstm_cell", cell_args(4, 16, 12, 2, 200, lstm=True), Tol(16, 16), results=2,
-                   scale=cell_scale, returned=k, ref=lambda *a, k=k: torch.ops.aten.lstm_cell(*a)[k]) for k in (0, 1)],
-            Case("lstm_cell-no-bias-batch-1", "aten::lstm_cell", cell_args(4, 3, 5, 1, 210, bias=False, lstm=True),
-                 Tol(16, 16), results=2, scale=cell_scale, ref=lambda *a: torch.ops.aten.lstm_cell(*a)[0])]
     for op in ("lt", "le", "gt", "ge", "eq", "ne"):
         x = In(np.array([[1.0, np.nan, -0.0, 2.0], [0.0, 3.0, np.inf, -1.0], [0.5, 0.5, -np.inf, np.nan]], np.float32))
         out += [Case(f"{op}.Tensor", f"aten::{op}.Tensor", (x, In(np.array([0.0, np.nan, 0.0, 2.0], np.float32)))),
@@ -1390,7 +1368,7 @@ CASES = [c for c in all_cases() if EXHAUSTIVE or not c.exhaustive]
 
 
 def run_case(case: Case, tactic_mode: str):
-    text, params, ins = graph_text([Call(case.kind, case.args, case.results, case.returned)], case.pre, case.post)
+    text, params, ins = graph_text([Call(case.kind, case.args, case.results)], case.pre, case.post)
     if case.error:
         with pytest.raises((RuntimeError, IndexError, ValueError)):
             case.reference()

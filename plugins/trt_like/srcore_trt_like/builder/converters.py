@@ -15,7 +15,6 @@ from srcore.plugin import EngineBuildError, TensorType
 
 from . import qconverters
 from .bicubic import bicubic
-from .cells import gru_cell, lstm_cell  # noqa: F401  (named by the op table)
 from .fold import col2im, im2col  # noqa: F401  (named by the op table)
 from .quantile import quantile  # noqa: F401  (named by the op table)
 from .nodes import Converter, NodeView

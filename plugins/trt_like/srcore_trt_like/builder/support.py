@@ -663,35 +663,6 @@ def _quantile(node: NodeInfo):
     return None if mode in ("linear", "lower", "higher", "midpoint", "nearest") else f"interpolation={mode!r}"
 
 
-def _cell(node: NodeInfo):
-    """What torch takes: constant 2-D weights of 3 (GRU) or 4 (LSTM) gates of the hidden size,
-    biases of that length or None, a 2-D input of the weights' columns (nn's cells batch a 1-D one), hidden states of
-    the hidden size and the input's batch; ``lstm_cell``'s ``hx`` a graph-built (h, c) list."""
-    gates = 3 if node.op == "aten::gru_cell" else 4
-    wi, wh = node.const("w_ih"), node.const("w_hh")
-    x = tuple(node.args[0].type.shape)
-    if node.op == "aten::lstm_cell":
-        a = node.arg("hx")
-        why = _float32_list(a, "shape")
-        if why:
-            return why.replace("'tensors'", "'hx'")
-        hs = [tuple(t.shape) for t in a.elements]
-    else:
-        hs = [tuple(node.args[1].type.shape)]
-    if getattr(wi, "ndim", 0) != 2 or getattr(wh, "ndim", 0) != 2:
-        return "w_ih and w_hh are not 2-D"
-    hidden = wh.shape[1]
-    if wi.shape[0] != gates * hidden or wh.shape[0] != gates * hidden or len(x) != 2 \
-            or x[-1] != wi.shape[1] or len(hs) != (2 if gates == 4 else 1) or any(s != x[:-1] + (hidden,) for s in hs):
-        return (f"input {x}, hidden {hs}, w_ih {tuple(wi.shape)}, w_hh {tuple(wh.shape)} "
-                f"(torch takes {gates} gates of the hidden size)")
-    for b in ("b_ih", "b_hh"):
-        bv = node.const(b, None)
-        if bv is not None and tuple(bv.shape) != (gates * hidden,):
-            return f"{b} of shape {tuple(bv.shape)}"
-    return None
-
-
 def _compare(node: NodeInfo):
     return _same_dtype(node, "bool", _NUMERIC)
 
@@ -901,11 +872,10 @@ _NOTES = {
     _scatter: "self, index (int64) and src of one rank; no reduce argument",
     _cdist: "x1 and x2 of rank >= 2, as many columns, broadcasting batch dims; p >= 0; compute_mode as torch's",
     _embedding_bag: "1-D indices and offsets of one dtype (constant offsets start at 0, do not decrease, stay within "
-                    "the indices, end at their count with include_last_offset), modes sum / mean / max (max: a "
-                    "constant weight without NaN), per_sample_weights in sum mode; results 1-3 unread",
+                    "the indices, end at their count with include_last_offset), modes sum / mean / max (max: a constant weight without NaN), per_sample_weights in sum "
+                    "mode; results 1-3 unread",
     _fold: "im2col: a 3-D or 4-D input; col2im: a 2-D or 3-D one; kernel, dilation, stride >= 1, padding >= 0",
     _quantile: "a constant q within [0, 1] (a number, or a 0-D / 1-D float32 tensor), any interpolation; a non-empty input",
-    _cell: "constant weights and biases of torch's shapes, a 2-D input, hx (lstm: a graph-built [h, c] list)",
     _searchsorted: "values and boundaries of one dtype (float32, int64, int32); bucketize: 1-D boundaries; "
                    "searchsorted: a 1-D sequence or one of the values' leading dims, an int64 sorter of its shape",
     _cumsum: "no dtype argument; float32, or bool / int64 / int32 (an int64 sum)",
@@ -1132,8 +1102,6 @@ _TABLE: list[OpSupport] = [
     *_rows("col2im", {"aten::col2im": ("output_size", "kernel_size", "dilation", "padding", "stride")}, _fold),
     *_rows("quantile", {"aten::quantile": ("q", "dim", "keepdim", "interpolation"),
                         "aten::quantile.scalar": ("q", "dim", "keepdim", "interpolation")}, _quantile),
-    *_rows("gru_cell", {"aten::gru_cell": ("w_ih", "w_hh", "b_ih", "b_hh")}, _cell),
-    *_rows("lstm_cell", {"aten::lstm_cell": ("w_ih", "w_hh", "b_ih", "b_hh")}, _cell),
     *_rows("searchsorted", {"aten::bucketize.Tensor": ("out_int32", "right"),
                             "aten::searchsorted.Tensor": ("out_int32", "right", "side")}, _searchsorted,
            data_args={"self": ("float32", *_INDEX), "boundaries": ("float32", *_INDEX),
