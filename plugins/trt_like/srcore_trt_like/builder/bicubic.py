@@ -1,6 +1,6 @@
 """Bicubic resizing (``upsample_bicubic2d``, ``F.interpolate(mode="bicubic")``) from existing layers:
-per spatial dim, four ``index_select`` gathers of the clamped taps and their weighted sum (pointwise
-layers, one fused kernel), the last dim first, then the rows, as ATen's separable
+per spatial dim, one ``index_select`` of the four clamped taps of every output position, a ``mul``
+by their weights and a ``sum`` over the taps, the last dim first, then the rows, as ATen's separable
 ``cubic_interp1d`` of four interpolated rows.
 
 The tables are ATen's (``UpSample.h``, float32 as its ``opmath``): the source index
@@ -50,20 +50,19 @@ def cubic_taps(n_in: int, n_out: int, scale, align_corners: bool) -> tuple[np.nd
 
 
 def _along(v: NodeView, c: Converter, x: int, dim: int, n_out: int, scale, align: bool) -> int:
-    """``x`` resized along ``dim`` (of a 4-D tensor): four gathers, weighted and summed in tap order."""
+    """``x`` resized along ``dim`` (of a 4-D tensor): one gather of the four taps of every output
+    position (tap major), viewed with a dim of 4, times the weights, summed over the 4 in tap order
+    (numpy's reduction along a middle dim adds in order: the sum of the four products as a chain)."""
     shape = c.net.shape(x)
     out = shape[:dim] + (n_out,) + shape[dim + 1:]
+    four = shape[:dim] + (4, n_out) + shape[dim + 1:]
     index, weight = cubic_taps(shape[dim], n_out, scale, align)
-    wshape = (n_out,) + (1,) * (len(shape) - 1 - dim)
-    # (the gathers first: the weighted sum's seven pointwise layers then fuse into one kernel)
-    taps = [c.net.add("index_select", [x], out, v.source, dim=dim, index=index[k]) for k in range(4)]
-    acc = None
-    for g, wk in zip(taps, weight):
-        w = c.net.constant(wk.reshape(wshape))
-        term = c.net.add("pointwise", [g, w], out, v.source, op="mul", args=(("in", 0), ("in", 1)), params={})
-        acc = term if acc is None else c.net.add("pointwise", [acc, term], out, v.source, op="add",
-                                                 args=(("in", 0), ("in", 1)), params={})
-    return acc
+    g = c.net.add("index_select", [x], shape[:dim] + (4 * n_out,) + shape[dim + 1:], v.source, dim=dim,
+                  index=index.reshape(-1))
+    g = c.net.add("reshape", [g], four, v.source)
+    w = c.net.constant(weight.reshape((4, n_out) + (1,) * (len(shape) - 1 - dim)))
+    t = c.net.add("pointwise", [g, w], four, v.source, op="mul", args=(("in", 0), ("in", 1)), params={})
+    return c.net.add("reduce", [t], out, v.source, op="sum", dims=(dim,))
 
 
 def bicubic(v: NodeView, c: Converter, x: int, align: bool, scales) -> None:
