@@ -14,6 +14,9 @@ import numpy as np
 from srcore.plugin import EngineBuildError, TensorType
 
 from . import qconverters
+from .bicubic import bicubic
+from .fold import col2im, im2col  # noqa: F401  (named by the op table)
+from .quantile import quantile  # noqa: F401  (named by the op table)
 from .nodes import Converter, NodeView
 from .qconverters import (dequantize, qadd, qconv, qconv_then_add, qlinear,  # noqa: F401  (named by the op table)
                           quantize)
@@ -1032,7 +1035,8 @@ def resize(v: NodeView, c: Converter) -> None:
         recompute = v.const("recompute_scale_factor", None)
         scales = None if sf is None or recompute else (list(sf) if isinstance(sf, (list, tuple)) else [sf])
     else:
-        mode = "bilinear" if "bilinear" in op else "linear" if "linear1d" in op else "nearest"
+        mode = "bilinear" if "bilinear" in op else "bicubic" if "bicubic" in op else \
+            "linear" if "linear1d" in op else "nearest"
         align = bool(v.const("align_corners", False)) if mode != "nearest" else False
         if op.endswith(".vec"):
             scales = v.const("scale_factors", None)
@@ -1051,6 +1055,8 @@ def resize(v: NodeView, c: Converter) -> None:
         scales = scales * 2
     scales = (None, None) if scales is None else tuple(None if s is None else float(s) for s in scales)
     x = c.tensor(v.node.inputs[0])
+    if mode == "bicubic":
+        return bicubic(v, c, x, align, scales)
     if one_d:
         N, C, L = c.net.shape(x)
         x = c.net.add("reshape", [x], (N, C, 1, L), v.source)
@@ -1142,6 +1148,72 @@ def embedding(v: NodeView, c: Converter) -> None:
         raise EngineBuildError(f"{v.where()}: an embedding needs a constant 2-D weight")
     table = c.tensor(v.value("weight"))
     _lookup(v, c, "index_select", table, "indices", dim=0)
+
+
+def embedding_bag(v: NodeView, c: Converter) -> None:
+    """``F.embedding_bag`` / ``nn.EmbeddingBag`` (``sum``, ``mean``, ``max``) as a gather and a
+    segment reduction: the rows ``weight[indices]`` (an ``index_select``; times ``per_sample_weights``
+    in ``sum`` mode), each position's bag ``searchsorted(offsets, i, right) - 1`` (the layer's
+    ``shift``; numpy's at build
+    time for constant offsets), positions of ``padding_idx`` (and, with ``include_last_offset``,
+    those past the last offset) sent to one extra bag, then a ``scatter_reduce`` (sum, mean, amax
+    without self) into zeros of ``bags + 1`` rows (an empty bag stays 0, as torch's), the extra row
+    sliced off. Only the first result: a read offset2bag, bag_size or max_indices fails the build."""
+    if any(o.uses for o in v.node.outputs[1:]):
+        raise EngineBuildError(f"{v.where()}: offset2bag, bag_size or max_indices is read (the engine makes the "
+                               "bags' values only)")
+    w = c.tensor(v.value("weight"))
+    (n,), (o,) = v.in_shape("indices"), v.in_shape("offsets")
+    d = c.net.shape(w)[1]
+    bags = o - 1 if v.const("include_last_offset", False) else o
+    out = v.out_shape()
+    pad = v.const("padding_idx", None) if "padding_idx" in v.names else None
+    pad = None if pad is None or pad < 0 else int(pad)
+    if n == 0 or bags == 0:
+        c.bind(v.node.outputs[0], c.net.constant(np.zeros(out, np.float32)))
+        return
+    idx, idx_const = _index_operand(v, c, "indices")
+    rows = c.net.add("index_select", [w] + ([idx] if idx is not None else []), (n, d), v.source, dim=0,
+                     index=idx_const)
+    if v.is_tensor("per_sample_weights"):
+        psw = c.net.add("reshape", [c.tensor(v.value("per_sample_weights"))], (n, 1), v.source)
+        rows = c.net.add("pointwise", [rows, psw], (n, d), v.source, op="mul", args=(("in", 0), ("in", 1)), params={})
+    off, off_const = _index_operand(v, c, "offsets")
+    bag, bag_const = None, None
+    if off_const is not None:
+        bag_const = np.searchsorted(np.asarray(off_const, np.int64), np.arange(n), side="right") - 1
+        if idx_const is not None and pad is not None:
+            bag_const = np.where(np.asarray(idx_const) == pad, bags, bag_const)
+        elif pad is not None:
+            bag = c.net.constant(bag_const, "int64")
+    else:
+        dt = c.net.tensors[off].dtype
+        pos = c.net.constant(np.arange(n, dtype=dt), dt)
+        # (the layer's shift: the insertion point minus one, no integer layer after it)
+        bag = c.net.add("searchsorted", [off, pos], (n,), v.source, right=True, sorter=None, shift=-1)
+        c.net.tensors[bag].dtype = "int64"
+    if bag is not None and pad is not None:
+        ins = [bag]
+        if idx is not None:
+            m = c.net.add("compare", [idx], (n,), v.source, op="eq", args=(("in", 0), ("const", pad)))
+        else:
+            m = c.net.constant(np.asarray(idx_const) == pad, "bool")
+        c.net.tensors[m].dtype = "bool"
+        bag = c.net.add("where", ins + [m], (n,), v.source, args=(("const", bags), ("in", 0)), mask=None)
+        c.net.tensors[bag].dtype = "int64"
+    if bag is not None:
+        r = c.net.add("reshape", [bag], (n, 1), v.source)
+        e = c.net.add("expand", [r], (n, d), v.source)
+        for t in (r, e):
+            c.net.tensors[t].dtype = "int64"
+        ins, bag_const = [e], None
+    else:
+        ins, bag_const = [], np.ascontiguousarray(np.broadcast_to(bag_const.reshape(n, 1), (n, d)))
+    zeros = c.net.constant(np.zeros((bags + 1, d), np.float32))
+    mode = ("sum", "mean", "amax")[int(v.const("mode", 0))]
+    y = c.net.add("scatter_reduce", [zeros, rows] + ins, (bags + 1, d), v.source, dim=0, reduce=mode,
+                  include_self=False, index=bag_const)
+    c.bind(v.node.outputs[0], c.net.add("strided", [y], out, v.source, key=(slice(0, bags, 1),)))
 
 
 def index_select(v: NodeView, c: Converter) -> None:
@@ -1318,6 +1390,74 @@ def norm(v: NodeView, c: Converter) -> None:
     c.bind(v.node.outputs[0], s if p == 1 else pw("pow", s, out, exponent=1.0 / p))
 
 
+def cdist(v: NodeView, c: Converter) -> None:
+    """``torch.cdist(x1, x2, p, compute_mode)`` as torch computes it: for p = 2 with ``compute_mode``
+    1 (``use_mm_for_euclid_dist``), or 0 / None when either operand has more than 25 rows, the
+    GEMM form (``[-2 x1, |x1|^2, 1] @ [x2, 1, |x2|^2]^T``, clamped at 0, square root: ATen's
+    ``_euclidean_dist``); else the differences ``x1[..., :, None, :] - x2[..., None, :, :]``
+    reduced over the features with ATen's per-p terms: 0 counts the nonzero ones (a NaN gives NaN),
+    1 ``sum |d|``, 2 ``sqrt(sum d^2)``, inf ``max |d|`` (``std::max`` from 0: NaNs skipped),
+    other p ``sum(|d|^p)^(1/p)``. No features (or rows): zeros."""
+    a, b = c.tensor(v.value("x1")), c.tensor(v.value("x2"))
+    sa, sb, out = c.net.shape(a), c.net.shape(b), v.out_shape()
+    p = float(v.const("p", 2.0))
+    mode = v.const("compute_mode", None)
+    mode = 0 if mode is None else int(mode)
+    r1, r2, m = sa[-2], sb[-2], sa[-1]
+    if m == 0 or 0 in out:
+        c.bind(v.node.outputs[0], c.net.constant(np.zeros(out, np.float32)))
+        return
+    batch = out[:-2]
+
+    def pw(op, ins, shape, args, **params):
+        return c.net.add("pointwise", ins, shape, v.source, op=op, args=args, params=params)
+
+    def wide(t, shape):   # (an operand broadcast to the result's batch dims: matmul takes equal ones)
+        full = batch + shape[-2:]
+        return t if shape == full else c.net.add("expand", [t], full, v.source)
+    if p == 2 and (mode == 1 or mode == 0 and (r1 > 25 or r2 > 25)):
+        def padded(t, shape, first):
+            sq = pw("mul", [t], shape, (("in", 0), ("in", 0)))
+            n = c.net.add("reduce", [sq], shape[:-1] + (1,), v.source, op="sum", dims=(len(shape) - 1,))
+            one = c.net.constant(np.ones(shape[:-1] + (1,), np.float32))
+            x = pw("mul", [t], shape, (("in", 0), ("const", -2.0))) if first else t
+            parts = [x, n, one] if first else [x, one, n]
+            return c.net.add("cat", parts, shape[:-1] + (m + 2,), v.source, dim=len(shape) - 1, sizes=(m, 1, 1))
+        a2, b2 = padded(a, sa, True), padded(b, sb, False)
+        a2, b2 = wide(a2, sa[:-1] + (m + 2,)), wide(b2, sb[:-1] + (m + 2,))
+        nb = len(batch)
+        bt = c.net.add("permute", [b2], batch + (m + 2, r2), v.source, perm=tuple(range(nb)) + (nb + 1, nb))
+        y = c.net.add("matmul", [a2, bt], out, v.source)
+        y = pw("clamp", [y], out, (("in", 0),), min=0.0, max=None)
+        c.bind(v.node.outputs[0], pw("sqrt", [y], out, (("in", 0),)))
+        return
+    xa = c.net.add("reshape", [a], sa[:-1] + (1, m), v.source)
+    xb = c.net.add("reshape", [b], sb[:-2] + (1, r2, m), v.source)
+    diff = out + (m,)
+    d = pw("sub", [xa, xb], diff, (("in", 0), ("in", 1)))
+    last = (len(diff) - 1,)
+    if p == 2:
+        s = c.net.add("reduce", [pw("mul", [d], diff, (("in", 0), ("in", 0)))], out, v.source, op="sum", dims=last)
+        c.bind(v.node.outputs[0], pw("sqrt", [s], out, (("in", 0),)))
+        return
+    ad = pw("abs", [d], diff, (("in", 0),))
+    if math.isinf(p):
+        big = float("inf")
+        ad = pw("nan_to_num", [ad], diff, (("in", 0),), nan=0.0, posinf=big, neginf=-big)
+        c.bind(v.node.outputs[0], c.net.add("reduce", [ad], out, v.source, op="max", dims=last))
+        return
+    if p == 0:
+        nz = c.net.add("compare", [d], diff, v.source, op="ne", args=(("in", 0), ("const", 0.0)))
+        c.net.tensors[nz].dtype = "bool"
+        one = c.net.add("cast", [nz], diff, v.source)
+        ad = pw("add", [one, pw("minimum", [ad], diff, (("in", 0), ("const", 0.0)))], diff,
+                (("in", 0), ("in", 1)))   # (0 + the term's NaN where d is NaN)
+    elif p != 1:
+        ad = pw("pow", [ad], diff, (("in", 0),), exponent=p)
+    s = c.net.add("reduce", [ad], out, v.source, op="sum", dims=last)
+    c.bind(v.node.outputs[0], s if p in (0, 1) else pw("pow", [s], out, (("in", 0),), exponent=1.0 / p))
+
+
 def _norm_order(v: NodeView) -> float:
     name = "ord" if "ord" in v.names else "p"
     p = v.const(name, None) if name in v.names else None
@@ -1463,6 +1603,25 @@ def scatter_reduce(v: NodeView, c: Converter) -> None:
     c.bind(v.node.outputs[0], c.net.add("scatter_reduce", ins, v.out_shape(), v.source,
                                         dim=_dim(v, "dim", len(c.net.shape(x))), reduce=v.const("reduce"),
                                         include_self=bool(v.const("include_self", True)), index=const))
+
+
+def searchsorted(v: NodeView, c: Converter) -> None:
+    """``bucketize(x, boundaries, right)`` and ``searchsorted(seq, x, right | side, sorter)``: one
+    ``searchsorted`` layer (torch's binary search; int64, or int32 with ``out_int32``)."""
+    ins: list[int]
+    const = None
+    if v.op.startswith("aten::bucketize"):
+        ins = [c.tensor(v.value("boundaries")), c.tensor(v.value("self"))]
+        right = bool(v.const("right", False))
+    else:
+        ins = [c.tensor(v.value("sorted_sequence")), c.tensor(v.value("self"))]
+        right = bool(v.const("right", False)) or v.const("side", None) == "right"
+        if v.is_tensor("sorter"):
+            sorter, const = _index_operand(v, c, "sorter")
+            ins += [sorter] if sorter is not None else []
+    t = c.net.add("searchsorted", ins, v.out_shape(), v.source, right=right, sorter=const)
+    c.net.tensors[t].dtype = "int32" if v.const("out_int32", False) else "int64"
+    c.bind(v.node.outputs[0], t)
 
 
 def zeros_like(v: NodeView, c: Converter) -> None:

@@ -317,7 +317,7 @@ def _roll(node: NodeInfo):
     return None
 
 
-_RESIZE_MODES = {3: ("nearest", "linear"), 4: ("nearest", "bilinear"), 5: ("nearest",)}
+_RESIZE_MODES = {3: ("nearest", "linear"), 4: ("nearest", "bilinear", "bicubic"), 5: ("nearest",)}
 
 
 def _resize(node: NodeInfo):
@@ -550,6 +550,119 @@ def _index_add(node: NodeInfo):
     return None
 
 
+def _searchsorted(node: NodeInfo):
+    """torch's own checks (it raises otherwise): values and boundaries of one dtype, ``bucketize``'s
+    boundaries 1-D, ``searchsorted``'s 1-D or of the values' leading dims, a sorter of the
+    sequence's shape, ``side`` not against ``right``."""
+    shapes = {a.name: a.type for a in node.args if isinstance(a.type, TensorType)}
+    bucket = node.op.startswith("aten::bucketize")
+    seq, x = shapes["boundaries" if bucket else "sorted_sequence"], shapes["self"]
+    if seq.dtype != x.dtype:
+        return f"values of {x.dtype} and boundaries of {seq.dtype} (the engine compares in one dtype)"
+    s, xs = tuple(seq.shape), tuple(x.shape)
+    if bucket and len(s) != 1:
+        return f"boundaries of shape {s} (torch takes 1-D ones)"
+    if not s or len(s) > 1 and (len(xs) != len(s) or xs[:-1] != s[:-1]):
+        return f"a sorted sequence of shape {s} for values of shape {xs} (1-D, or the values' leading dims)"
+    if not bucket:
+        side = node.const("side", None)
+        if side not in (None, "left", "right") or side == "left" and node.const("right", False):
+            return f"side={side!r} with right={node.const('right', False)!r}"
+        if "sorter" in shapes and tuple(shapes["sorter"].shape) != s:
+            return f"a sorter of shape {tuple(shapes['sorter'].shape)} for a sequence of shape {s}"
+    return None
+
+
+def _cdist(node: NodeInfo):
+    """torch's checks: operands of rank >= 2 with as many columns, batch dims that broadcast, p >= 0,
+    compute_mode None, 0, 1 or 2."""
+    a, b = node.args[0].type.shape, node.args[1].type.shape
+    if len(a) < 2 or len(b) < 2 or a[-1] != b[-1]:
+        return f"x1 of shape {tuple(a)} and x2 of shape {tuple(b)} (rank >= 2, as many columns)"
+    if any(i != j and 1 not in (i, j) for i, j in zip(a[-3::-1], b[-3::-1])):
+        return f"batch dims of x1 {tuple(a)} and x2 {tuple(b)} do not broadcast"
+    p = node.const("p", 2.0)
+    if not isinstance(p, (int, float)) or p < 0 or math.isnan(p):
+        return f"p={p!r} (torch takes p >= 0)"
+    mode = node.const("compute_mode", None)
+    return None if mode in (None, 0, 1, 2) else f"compute_mode={mode!r}"
+
+
+def _embedding_bag(node: NodeInfo):
+    """What torch takes (it raises otherwise), minus what the segment reduction cannot copy: 1-D
+    indices and offsets of one dtype, a 2-D weight, modes 0-2, per-sample weights of the indices'
+    shape in ``sum`` mode only, constant offsets starting at 0, non-decreasing and within the
+    indices; ``max`` mode on a constant weight free of NaN (torch's max skips a NaN after a bag's
+    first row, the reduction would keep it)."""
+    t = {a.name: a for a in node.args}
+    w, i, o = (t[k].type for k in ("weight", "indices", "offsets"))
+    if len(w.shape) != 2 or len(i.shape) != 1 or len(o.shape) != 1:
+        return f"weight {tuple(w.shape)}, indices {tuple(i.shape)}, offsets {tuple(o.shape)} (2-D, 1-D, 1-D)"
+    if i.dtype != o.dtype:
+        return f"indices of {i.dtype} and offsets of {o.dtype} (torch takes one dtype)"
+    mode = node.const("mode", 0)
+    if mode not in (0, 1, 2):
+        return f"mode={mode!r}"
+    if node.const("include_last_offset", False) and o.shape[0] < 1:
+        return "include_last_offset with no offsets"
+    psw = t.get("per_sample_weights")
+    if psw is not None and isinstance(psw.type, TensorType):
+        if mode != 0:
+            return "per_sample_weights outside mode 'sum' (torch raises)"
+        if tuple(psw.type.shape) != tuple(i.shape) or psw.type.dtype != "float32":
+            return f"per_sample_weights {psw.type} for indices of shape {tuple(i.shape)}"
+    if t["offsets"].is_constant:
+        off = [int(x) for x in t["offsets"].value.reshape(-1)]
+        last = node.const("include_last_offset", False)
+        if off and (off[0] != 0 or off[-1] > i.shape[0] or last and off[-1] != i.shape[0]
+                    or any(a > b for a, b in zip(off, off[1:]))):
+            return (f"offsets {off} (they start at 0, do not decrease and stay within the {i.shape[0]} indices; "
+                    "the last one is their count with include_last_offset: torch's paths disagree past it)")
+    if mode == 2:
+        if not t["weight"].is_constant:
+            return "mode 'max' on a computed weight (torch's max skips a NaN after a bag's first row)"
+        wv = t["weight"].value
+        if bool((wv != wv).any()):   # (NaN: no numpy import in this module)
+            return "mode 'max' on a weight holding NaN (torch's max skips a NaN after a bag's first row)"
+    return None
+
+
+def _fold(node: NodeInfo):
+    """``im2col`` of a 3-D / 4-D input, ``col2im`` of a 2-D / 3-D one (torch's ranks; the shape rule
+    checks the blocks), kernel, dilation and stride >= 1, padding >= 0."""
+    rank = _rank(node, 0)
+    ranks = (3, 4) if node.op == "aten::im2col" else (2, 3)
+    if rank not in ranks:
+        return f"self of shape {_shape(node, 0)} (torch takes {ranks[0]}-D or {ranks[1]}-D)"
+    for name, low in (("kernel_size", 1), ("dilation", 1), ("padding", 0), ("stride", 1)):
+        v = node.const(name)
+        v = list(v) if isinstance(v, (list, tuple)) else [v]
+        if len(v) not in (1, 2) or any(not isinstance(i, int) or i < low for i in v):
+            return f"{name}={v!r}"
+    return None if node.output_types[0].shape and all(isinstance(n, int) and n > 0 for n in
+                                                      node.output_types[0].shape) else "an empty or unknown result"
+
+
+def _quantile(node: NodeInfo):
+    """What torch takes (it raises otherwise): a non-empty input, q within [0, 1] (0-D or 1-D, a
+    float32 tensor or a number), a known interpolation."""
+    shape = node.args[0].type.shape
+    if not all(shape):
+        return f"an empty input {tuple(shape)} (torch raises)"
+    q = node.const("q")
+    qa = node.arg("q")
+    if isinstance(qa.type, TensorType):
+        if qa.type.dtype != "float32" or len(qa.type.shape) > 1:
+            return f"q of {qa.type} (torch takes a 0-D or 1-D tensor of the input's dtype)"
+        qs = [float(x) for x in q.reshape(-1)]
+    else:
+        qs = [float(q)]
+    if not all(0.0 <= x <= 1.0 for x in qs):
+        return f"q={qs} (torch takes values within [0, 1])"
+    mode = node.const("interpolation", "linear")
+    return None if mode in ("linear", "lower", "higher", "midpoint", "nearest") else f"interpolation={mode!r}"
+
+
 def _compare(node: NodeInfo):
     return _same_dtype(node, "bool", _NUMERIC)
 
@@ -746,7 +859,7 @@ _NOTES = {
     _mean: "no dtype argument; quantized: over the innermost dims",
     _group_norm: "(N, C, ...) input, C divisible by num_groups",
     _cat: "a list of float32 tensors of one rank built in the graph (prim::ListConstruct, copied into the segment)",
-    _resize: "a 4-D (N, C, H, W) input, mode 'nearest' or 'bilinear', or a 3-D (N, C, L) one, 'nearest' or "
+    _resize: "a 4-D (N, C, H, W) input, mode 'nearest', 'bilinear' or 'bicubic', or a 3-D (N, C, L) one, 'nearest' or "
              "'linear' (align_corners either), or a 5-D one, 'nearest'; no antialias",
     _pad: "mode 'constant', 'reflect' (pads under the dim's size) or 'replicate', non-negative pads",
     _grid_sample: "4-D input and (N, Ho, Wo, 2) grid; bilinear or nearest, any padding mode",
@@ -757,6 +870,14 @@ _NOTES = {
     _instance_norm: "(N, C, ...) input; running statistics when use_input_stats=False",
     _sort: "a float32 input of rank >= 1; indices int64 (ties in input order: torch's stable=True order)",
     _scatter: "self, index (int64) and src of one rank; no reduce argument",
+    _cdist: "x1 and x2 of rank >= 2, as many columns, broadcasting batch dims; p >= 0; compute_mode as torch's",
+    _embedding_bag: "1-D indices and offsets of one dtype (constant offsets start at 0, do not decrease, stay within "
+                    "the indices, end at their count with include_last_offset), modes sum / mean / max (max: a constant weight without NaN), per_sample_weights in sum "
+                    "mode; results 1-3 unread",
+    _fold: "im2col: a 3-D or 4-D input; col2im: a 2-D or 3-D one; kernel, dilation, stride >= 1, padding >= 0",
+    _quantile: "a constant q within [0, 1] (a number, or a 0-D / 1-D float32 tensor), any interpolation; a non-empty input",
+    _searchsorted: "values and boundaries of one dtype (float32, int64, int32); bucketize: 1-D boundaries; "
+                   "searchsorted: a 1-D sequence or one of the values' leading dims, an int64 sorter of its shape",
     _cumsum: "no dtype argument; float32, or bool / int64 / int32 (an int64 sum)",
     _compare: "float32 or integer (int64, int32, int16, int8, uint8) operands of one dtype (a tensor and a tensor or a number; integer "
               "tensors: an integer number); the result is a bool mask",
@@ -922,6 +1043,8 @@ _TABLE: list[OpSupport] = [
                       "aten::upsample_nearest3d": ("output_size", "scales_d", "scales_h", "scales_w"),
                       "aten::upsample_nearest3d.vec": ("output_size", "scale_factors"),
                       "aten::upsample_nearest1d.vec": ("output_size", "scale_factors"),
+                      "aten::upsample_bicubic2d": ("output_size", "align_corners", "scales_h", "scales_w"),
+                      "aten::upsample_bicubic2d.vec": ("output_size", "align_corners", "scale_factors"),
                       "aten::upsample_linear1d": ("output_size", "align_corners", "scales"),
                       "aten::upsample_linear1d.vec": ("output_size", "align_corners", "scale_factors"),
                       **{f"aten::__interpolate{o}": ("size", "scale_factor", "mode", "align_corners",
@@ -969,6 +1092,21 @@ _TABLE: list[OpSupport] = [
                        "aten::scatter_add": ("dim",)}, _scatter, data_args={"index": ("int64",)}),
     *_rows("scatter_reduce", {"aten::scatter_reduce.two": ("dim", "reduce", "include_self")}, _scatter_reduce,
            data_args={"index": ("int64",)}),
+    *_rows("cdist", {"aten::cdist": ("p", "compute_mode"), "aten::_cdist_forward": ("p", "compute_mode")}, _cdist),
+    *_rows("embedding_bag", {"aten::embedding_bag": ("scale_grad_by_freq", "mode", "sparse", "include_last_offset"),
+                             "aten::embedding_bag.padding_idx": ("scale_grad_by_freq", "mode", "sparse",
+                                                                 "include_last_offset", "padding_idx")},
+           _embedding_bag, data_args={"indices": _INDEX, "offsets": _INDEX},
+           data_results={1: ("int64",), 2: ("int64",), 3: ("int64",)}),
+    *_rows("im2col", {"aten::im2col": ("kernel_size", "dilation", "padding", "stride")}, _fold),
+    *_rows("col2im", {"aten::col2im": ("output_size", "kernel_size", "dilation", "padding", "stride")}, _fold),
+    *_rows("quantile", {"aten::quantile": ("q", "dim", "keepdim", "interpolation"),
+                        "aten::quantile.scalar": ("q", "dim", "keepdim", "interpolation")}, _quantile),
+    *_rows("searchsorted", {"aten::bucketize.Tensor": ("out_int32", "right"),
+                            "aten::searchsorted.Tensor": ("out_int32", "right", "side")}, _searchsorted,
+           data_args={"self": ("float32", *_INDEX), "boundaries": ("float32", *_INDEX),
+                      "sorted_sequence": ("float32", *_INDEX), "sorter": ("int64",)},
+           data_results={0: _INDEX}),
     *_rows("index_add", {"aten::index_add": ("dim", "alpha")}, _index_add, data_args={"index": ("int64", "int32")}),
     # only self's shape is read: any dtype (a bool key padding mask made float: F._canonical_mask);
     # the float32 result is checked as every result is, whatever ``dtype`` asks

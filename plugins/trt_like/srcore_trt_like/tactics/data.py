@@ -676,6 +676,103 @@ def scatter_reduce(layer: Layer, net: Network):
     return run
 
 
+def searchsorted(layer: Layer, net: Network):
+    """``searchsorted(seq, values, right, sorter)`` / ``bucketize(values, seq, right)``: torch's binary
+    search (``cus_lower_bound`` / ``cus_upper_bound``: ``!(mid >= v)`` / ``!(mid > v)`` moves right),
+    every value's search a step of one vectorized loop (``bit_length(M)`` halvings), so a NaN value
+    lands past the end and a NaN boundary steers the search as it does torch's; a 1-D ``seq`` is
+    searched by every value, an N-D one row by row (the values' matching row); ``sorter`` (a
+    constant or an input of ``seq``'s shape) reads ``seq`` through it."""
+    right, const, shift = layer.attrs["right"], layer.attrs["sorter"], layer.attrs.get("shift", 0)
+    seq_shape = net.shape(layer.inputs[0])
+    m = seq_shape[-1] if seq_shape else 0
+    rows = math.prod(seq_shape[:-1]) if len(seq_shape) > 1 else 1
+    what = layer.source or "searchsorted"
+    if const is not None:
+        const = _checked(np.asarray(const, np.int64), m, what).reshape(rows, m)
+    has_sorter = const is not None or len(layer.inputs) > 2
+
+    def run(seq, values, *rest):
+        out = rest[-1]
+        if not out.size:
+            return
+        v = values.reshape(rows, -1)
+        s = seq.reshape(rows, m)
+        sorter = None
+        if has_sorter:
+            sorter = const if const is not None else _checked(rest[0], m, what).reshape(rows, m)
+        start = np.zeros(v.shape, np.int64)
+        end = np.full(v.shape, m, np.int64)
+        row = np.arange(rows)[:, None]
+        for _ in range(m.bit_length()):
+            active = start < end
+            mid = start + ((end - start) >> 1)
+            at = np.minimum(mid, m - 1)   # (a finished search's mid may be m: read anything, keep nothing)
+            mv = s[row, sorter[row, at] if sorter is not None else at]
+            with np.errstate(invalid="ignore"):
+                go = ~(mv > v) if right else ~(mv >= v)
+            start = np.where(active & go, mid + 1, start)
+            end = np.where(active & ~go, mid, end)
+        np.copyto(out, (start + shift).reshape(out.shape), casting="unsafe")
+    return run
+
+
+def searchsorted_compiled(layer: Layer, net: Network):
+    """:func:`searchsorted` as one compiled loop per value (:func:`..kernels.search_scatter.search_rows`)."""
+    from ..kernels.search_scatter import search_rows
+
+    right, const, shift = layer.attrs["right"], layer.attrs["sorter"], layer.attrs.get("shift", 0)
+    seq_shape = net.shape(layer.inputs[0])
+    m = seq_shape[-1] if seq_shape else 0
+    rows = math.prod(seq_shape[:-1]) if len(seq_shape) > 1 else 1
+    what = layer.source or "searchsorted"
+    computed = const is None and len(layer.inputs) > 2
+    sorter = np.zeros((1, 1), np.int64) if const is None else \
+        np.ascontiguousarray(_checked(np.asarray(const, np.int64), m, what).reshape(rows, m))
+    use = const is not None or computed
+
+    def run(seq, values, *rest):
+        out = rest[-1]
+        if not out.size:
+            return
+        s = _checked(rest[0], m, what).reshape(rows, m) if computed else sorter
+        search_rows(seq.reshape(rows, m), values.reshape(rows, -1), s, use, right, shift, out.reshape(rows, -1))
+    return run
+
+
+_SCATTER_OPS = {"sum": 0, "mean": 1, "prod": 2, "amax": 3, "amin": 4}
+
+
+def scatter_reduce_compiled(layer: Layer, net: Network):
+    """:func:`scatter_reduce` compiled (:func:`..kernels.search_scatter.scatter_reduce3`) when the
+    index has the source's shape and ``self``'s but along ``dim`` (embedding bags, GNN
+    aggregations): the three as (outer, n, inner) views; else None (the numpy tactic)."""
+    from ..kernels.search_scatter import scatter_reduce3
+
+    dim, op, include, const = (layer.attrs[k] for k in ("dim", "reduce", "include_self", "index"))
+    xs, ss = net.shape(layer.inputs[0]), net.shape(layer.inputs[1])
+    ishape = tuple(np.shape(const)) if const is not None else net.shape(layer.inputs[2])
+    if ishape != ss or len(xs) != len(ss) or any(a != b for d, (a, b) in enumerate(zip(xs, ss)) if d != dim):
+        return None
+    n, what = xs[dim], layer.source or "scatter_reduce"
+    outer, inner = math.prod(xs[:dim]), math.prod(xs[dim + 1:])
+    view = (outer, ss[dim], inner)
+    if const is not None:
+        const = np.ascontiguousarray(_checked(np.asarray(const, np.int64), n, what).reshape(view))
+    code = _SCATTER_OPS[op]
+    no_count = np.zeros((1, 1, 1), np.float32)
+
+    def run(x, src, *rest):
+        out = rest[-1]
+        idx = const if const is not None else rest[-2].reshape(view)
+        np.copyto(out, x)
+        count = np.zeros((outer, n, inner), np.float32) if code == 1 else no_count
+        bad = scatter_reduce3(out.reshape(outer, n, inner), src.reshape(view), idx, code, include, count)
+        if bad >= 0:   # (checked in the kernel: a numpy min / max cost more than the scatter)
+            raise KernelError(f"{what}: index {int(idx.flat[bad])} is out of range for a dim of size {n}")
+    return run
+
+
 _COMPARE = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
             "ne": np.not_equal}
 

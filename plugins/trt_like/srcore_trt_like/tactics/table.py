@@ -97,8 +97,11 @@ TACTICS: tuple[Tactic, ...] = (
     Tactic("reduce", "numpy", simple("numpy", data.reduce)),
     Tactic("logical_not", "numpy", simple("numpy", data.logical_not)),
     Tactic("scatter", "numpy", simple("numpy", data.scatter)),
+    Tactic("scatter_reduce", "numba", simple("numba", data.scatter_reduce_compiled)),
     Tactic("scatter_reduce", "numpy", simple("numpy", data.scatter_reduce)),
     Tactic("compare", "numpy", simple("numpy", data.compare)),
+    Tactic("searchsorted", "numba", simple("numba", data.searchsorted_compiled)),
+    Tactic("searchsorted", "numpy", simple("numpy", data.searchsorted)),
     # a small static network compiled whole (tactics/segment.py; chosen by timing the plan)
     Tactic("segment", "numba", simple("numba", segment.compiled)),
     # int8 layers (quantized segments)
