@@ -42,6 +42,14 @@ def test_cdist(p):
     check_kernel(L.cdist, lambda x, y, *_: torch.cdist(x, y, p), a[0], b[1], p, rtol=1e-5)
 
 
+def test_cdist_refuses_a_negative_p_as_torch():
+    a, b = rand(2, 6), rand(3, 6)
+    with pytest.raises(RuntimeError, match="non-negative p"):
+        torch.cdist(torch.from_numpy(a), torch.from_numpy(b), -1.0)
+    with pytest.raises(KernelError, match="non-negative p"):
+        L.cdist(a, b, -1.0)
+
+
 @pytest.mark.parametrize("p,keepdim", [(2.0, False), (1.0, True), (float("inf"), False), (0.0, False)])
 def test_pairwise_distance(p, keepdim):
     a, b = rand(4, 6), rand(4, 6)

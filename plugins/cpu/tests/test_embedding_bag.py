@@ -111,5 +111,20 @@ def test_compiled_embedding_bag_weights_int32_nan_and_errors():
         fn(W, np.array([10]), np.array([0]))
     with pytest.raises(KernelError, match="per_sample_weights for 8 indices"):
         _jit(0, False, None, psw=True)(W, IDX, off, per_sample_weights=psw[:3])
-    rev = np.array([0, 5, 3], np.int64)
-    np.testing.assert_array_equal(fn(W, IDX, rev)[0], EB.embedding_bag(W, IDX, rev, False, 2, False, None, False, None)[0])
+    rev = np.array([0, 5, 3], np.int64)   # torch fails these (sum and mean; max reads past its bags)
+    for call in (lambda o: fn(W, IDX, o), lambda o: EB.embedding_bag(W, IDX, o, False, 2, False, None, False, None)):
+        with pytest.raises(KernelError, match="must not decrease"):
+            call(rev)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("offsets,message", [([1, 3], r"offsets\[0\] has to be 0"),
+                                             ([0, 9], r"offsets\[-1\] can not be greater")])
+def test_embedding_bag_refuses_offsets_torch_refuses(compiled, offsets, message):
+    off = np.array(offsets, np.int64)
+    with pytest.raises(RuntimeError, match=message):   # torch's own refusal, the reference
+        _torch(IDX, off, False, 0, False, None, False, None)
+    fn = _jit(0, False, None) if compiled else (lambda w, i, o: EB.embedding_bag(w, i, o, False, 0, False, None,
+                                                                                 False, None))
+    with pytest.raises(KernelError, match=message):
+        fn(W, IDX, off)

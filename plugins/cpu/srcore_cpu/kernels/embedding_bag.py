@@ -24,6 +24,7 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
     n, d = indices.shape[0], weight.shape[1]
     if n and (indices.min() < 0 or indices.max() >= weight.shape[0]):
         raise KernelError(f"embedding_bag: index out of range for {weight.shape[0]} embeddings")
+    _check_offsets(offsets, n)
     bags = offsets.shape[0] - (1 if include_last_offset else 0)
     starts = offsets[:bags]
     ends = offsets[1:bags + 1] if include_last_offset else np.append(offsets[1:], n)
@@ -68,6 +69,20 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
     for o, r in zip(out, result):
         np.copyto(o, r)
     return out
+
+
+def _check_offsets(offsets, n: int) -> None:
+    """torch's rules for bag offsets: the first is 0, none past the ``n`` indices, none decreasing."""
+    if not offsets.shape[0]:
+        return
+    if offsets[0] != 0:
+        raise KernelError(f"embedding_bag: offsets[0] has to be 0 (the first bag starts at the first index), "
+                          f"got {int(offsets[0])}")
+    if offsets[-1] > n:
+        raise KernelError(f"embedding_bag: offsets[-1] can not be greater than the indices' length {n}, "
+                          f"got {int(offsets[-1])}")
+    if offsets.shape[0] > 1 and (np.diff(offsets) < 0).any():
+        raise KernelError("embedding_bag: offsets must not decrease")
 
 
 # --- the compiled gather-reduce (``jit_embedding_bag.py``, numba) ----------------------------------
@@ -121,7 +136,7 @@ def embedding_bag_matcher(node: NodeInfo):
             raise KernelError(f"embedding_bag: index out of range for {weight.shape[0]} embeddings")
         if code == BAD_WEIGHTS:
             raise KernelError(f"embedding_bag: {psw.shape[0]} per_sample_weights for {indices.shape[0]} indices")
-        if code == UNSORTED:
+        if code == UNSORTED:   # (the numpy kernel names what is wrong with the offsets, if anything)
             return embedding_bag(weight, indices, offsets, False, mode, False, per_sample_weights, last, pad, out=out)
         return res
     return Specialized(embedding_bag_jit, args=(0, 1, 2), kwargs=(("per_sample_weights", 6),))

@@ -34,8 +34,10 @@ def _bags(weight, indices, offsets, psw, has_psw, mode, bags, pad, output, o2b, 
     for p in range(n):
         if indices[p] < 0 or indices[p] >= num:
             return OUT_OF_RANGE
+    if no and (offsets[0] != 0 or offsets[no - 1] > n):   # torch refuses these (the numpy kernel says why)
+        return UNSORTED
     for k in range(no):
-        if offsets[k] < 0 or k and offsets[k] < offsets[k - 1]:
+        if k and offsets[k] < offsets[k - 1]:
             return UNSORTED
     counts[:] = 0
     maxidx[:] = 0

@@ -318,6 +318,8 @@ def linalg_norm(self, ord=None, dim=None, keepdim=False, *, dtype=None, out=None
 
 def cdist(x1, x2, p=2.0, compute_mode=None, out=None):
     """``aten::cdist``: the p-norm distance between every row of ``x1`` and of ``x2`` (batched)."""
+    if p < 0:
+        raise KernelError(f"cdist only supports non-negative p values, got {p}")
     d = np.subtract(x1[..., :, None, :], x2[..., None, :, :])
     # p = 1 and 2 (the common ones) in place through ufuncs: np.einsum / np.sum's wrappers and the
     # separate abs pass were half of a small cdist's ~10 us
