@@ -1,0 +1,226 @@
+"""The com.microsoft ops onnxruntime's transformer optimizer writes (SkipLayerNormalization, Attention,
+EmbedLayerNormalization, MultiHeadAttention, SimplifiedLayerNormalization, ...) against onnxruntime's
+CPU kernels, on cpu and trt_like + cpu; what is not mapped is refused naming node, op and attribute."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+import srcore
+
+ort = pytest.importorskip("onnxruntime")
+
+F, I32 = TensorProto.FLOAT, TensorProto.INT32
+B, S, D, N = 2, 5, 8, 2   # batch, sequence, hidden, heads
+RNG = np.random.default_rng(7)
+
+
+def _r(*shape, s=1.0):
+    return (RNG.standard_normal(shape) * s).astype(np.float32)
+
+
+def _c(name, arr):
+    return helper.make_tensor(name, TensorProto.INT32 if arr.dtype == np.int32 else F, arr.shape, arr.ravel())
+
+
+def _ms(op, ins, outs, **kw):
+    return helper.make_node(op, ins, outs, domain="com.microsoft", name=f"{op.lower()}_{outs[0]}", **kw)
+
+
+def _model(nodes, inputs, outputs, inits=()):
+    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+
+
+def _vi(name, t, shape):
+    return helper.make_tensor_value_info(name, t, shape)
+
+
+def _options(backend):
+    if backend == "cpu":
+        return srcore.Options(backends=("cpu",))
+    return srcore.Options(backends=("trt_like", "cpu"), engine_min_block_size=1, engine_options={"timing": False})
+
+
+def _check(m, feeds, backend, tol=2e-5):
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    sm = srcore.StaticModule(srcore.from_onnx(m), options=_options(backend))
+    got = sm(**feeds)
+    got = list(got) if isinstance(got, (tuple, list)) else [got]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert np.asarray(g).dtype == w.dtype and np.asarray(g).shape == w.shape
+        np.testing.assert_allclose(np.asarray(g), w, rtol=tol, atol=tol)
+    if backend != "cpu":
+        failed = [s for s in sm.partition.segments if s.status == "fallback"]
+        assert not failed, "\n".join(f"{s.name}: {s.reason}" for s in failed)
+
+
+BACKENDS = ("cpu", "trt_like")
+
+
+def _norms():
+    g, b, bias = _r(D), _r(D), _r(D)
+    nodes = [
+        _ms("SkipLayerNormalization", ["x", "skip", "g", "b", "bias"], ["y1", "", "", "sum1"], epsilon=1e-5),
+        _ms("SkipLayerNormalization", ["x", "skip2", "g"], ["y2"]),
+        _ms("SkipSimplifiedLayerNormalization", ["x", "skip", "g", "bias"], ["y3", "", "", "sum3"], epsilon=1e-6),
+        _ms("SkipSimplifiedLayerNormalization", ["x", "skip", "g"], ["y4"]),
+        helper.make_node("SimplifiedLayerNormalization", ["x", "g"], ["y5"], epsilon=1e-6, axis=-1, name="sln"),
+    ]
+    outs = [_vi(n, F, [B, S, D]) for n in ("y1", "sum1", "y2", "y3", "sum3", "y4", "y5")]
+    m = _model(nodes, [_vi("x", F, [B, S, D]), _vi("skip", F, [B, S, D]), _vi("skip2", F, [S, D])], outs,
+               [_c("g", g), _c("b", b), _c("bias", bias)])
+    return m, {"x": _r(B, S, D), "skip": _r(B, S, D), "skip2": _r(S, D)}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_skip_and_simplified_layer_norms_match_onnxruntime(backend):
+    _check(*_norms(), backend)
+
+
+def _embed():
+    vocab, maxpos = 11, 7
+    nodes = [_ms("EmbedLayerNormalization", ["ids", "seg", "we", "pe", "se", "g", "b", "mask"],
+                 ["e1", "mi1", "es1"], epsilon=1e-5),
+             _ms("EmbedLayerNormalization", ["ids", "", "we", "pe", "", "g", "b"], ["e2", "mi2"], epsilon=1e-5)]
+    m = _model(nodes, [_vi("ids", I32, [B, S]), _vi("seg", I32, [B, S]), _vi("mask", I32, [B, S])],
+               [_vi("e1", F, [B, S, D]), _vi("mi1", I32, [B]), _vi("es1", F, [B, S, D]), _vi("e2", F, [B, S, D]),
+                _vi("mi2", I32, [B])],
+               [_c("we", _r(vocab, D)), _c("pe", _r(maxpos, D)), _c("se", _r(2, D)), _c("g", _r(D)), _c("b", _r(D))])
+    feeds = {"ids": RNG.integers(0, vocab, (B, S)).astype(np.int32), "seg": RNG.integers(0, 2, (B, S)).astype(np.int32),
+             "mask": np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], np.int32)}
+    return m, feeds
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_embed_layer_norm_matches_onnxruntime(backend):
+    _check(*_embed(), backend)
+
+
+def _attention(mask_shape, unidirectional=0, extra=None, past=False):
+    """One Attention node; ``mask_shape`` None or the shape of an int32 mask input."""
+    ins = ["x", "w", "bias", "mask" if mask_shape else "", "past" if past else ""]
+    kw = dict(num_heads=N, unidirectional=unidirectional, **(extra or {}))
+    outs = ["y", "present"] if past else ["y"]
+    inputs = [_vi("x", F, [B, S, D])]
+    feeds = {"x": _r(B, S, D)}
+    P = 3
+    if mask_shape:
+        inputs.append(_vi("mask", I32, list(mask_shape)))
+        if len(mask_shape) == 1 and mask_shape[0] == B:
+            feeds["mask"] = np.array([3, S], np.int32)
+        elif len(mask_shape) == 1:
+            feeds["mask"] = np.array([4, S, 1, 0], np.int32)
+        else:
+            feeds["mask"] = (RNG.random(mask_shape) > 0.3).astype(np.int32)
+            feeds["mask"].flat[0] = 0   # the first query's first key padded (causal: nothing else to attend)
+    if past:
+        inputs.append(_vi("past", F, [2, B, N, P, D // N]))
+        feeds["past"] = _r(2, B, N, P, D // N)
+    ovi = [_vi("y", F, [B, S, D])] + ([_vi("present", F, [2, B, N, P + S, D // N])] if past else [])
+    m = _model([_ms("Attention", ins, outs, **kw)], inputs, ovi, [_c("w", _r(D, 3 * D, s=0.5)), _c("bias", _r(3 * D))])
+    return m, feeds
+
+
+ATTN = {
+    "nomask": dict(mask_shape=None),
+    "lengths": dict(mask_shape=(B,)),
+    "end_start": dict(mask_shape=(2 * B,)),
+    "padding2d": dict(mask_shape=(B, S)),
+    "mask3d_causal": dict(mask_shape=(B, S, S), unidirectional=1),
+    "causal_scale": dict(mask_shape=None, unidirectional=1, extra={"scale": 0.2, "mask_filter_value": -1e4}),
+    "past_causal_mask": dict(mask_shape=(B, S + 3), unidirectional=1, past=True),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", list(ATTN))
+def test_attention_mask_forms_match_onnxruntime(case, backend):
+    if backend == "trt_like" and case not in ("padding2d", "past_causal_mask"):
+        pytest.skip("trt_like runs two representative mask forms (engine builds cost)")
+    _check(*_attention(**ATTN[case]), backend)
+
+
+def _mha(mask_shape=None, attn_bias=False, past=False, causal=0):
+    L = 4
+    ins = ["q", "k", "v", "bias", "kpm" if mask_shape else "", "ab" if attn_bias else "",
+           "pk" if past else "", "pv" if past else ""]
+    inputs = [_vi("q", F, [B, S, D]), _vi("k", F, [B, L, D]), _vi("v", F, [B, L, D])]
+    feeds = {"q": _r(B, S, D), "k": _r(B, L, D), "v": _r(B, L, D)}
+    P = 2 if past else 0
+    if mask_shape:
+        inputs.append(_vi("kpm", I32, list(mask_shape)))
+        feeds["kpm"] = np.array([2, L + P], np.int32) if len(mask_shape) == 1 else \
+            np.array([[0] + [1] * (L + P - 2) + [0], [1] * (L + P)], np.int32)   # a padded first key
+    if attn_bias:
+        inputs.append(_vi("ab", F, [1, N, S, L + P]))
+        feeds["ab"] = _r(1, N, S, L + P)
+    outs, ovi = ["y"], [_vi("y", F, [B, S, D])]
+    if past:
+        inputs += [_vi("pk", F, [B, N, P, D // N]), _vi("pv", F, [B, N, P, D // N])]
+        feeds.update(pk=_r(B, N, P, D // N), pv=_r(B, N, P, D // N))
+        outs += ["prk", "prv"]
+        ovi += [_vi(n, F, [B, N, P + L, D // N]) for n in ("prk", "prv")]
+    node = _ms("MultiHeadAttention", ins, outs, num_heads=N, unidirectional=causal)
+    return _model([node], inputs, ovi, [_c("bias", _r(3 * D))]), feeds
+
+
+MHA = {"plain": {}, "padding2d_bias": dict(mask_shape=(B, 4), attn_bias=True), "lengths": dict(mask_shape=(B,)),
+       "past": dict(past=True, mask_shape=(B, 6)), "causal_padding": dict(mask_shape=(B, 4), causal=1)}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", list(MHA))
+def test_multi_head_attention_matches_onnxruntime(case, backend):
+    if backend == "trt_like" and case != "padding2d_bias":
+        pytest.skip("trt_like runs one representative case")
+    _check(*_mha(**MHA[case]), backend)
+
+
+def test_bias_add_is_the_sum():
+    """onnxruntime has only a CUDA kernel for BiasAdd: the documented ``X + bias + skip`` is the reference."""
+    m = _model([_ms("BiasAdd", ["x", "bias", "skip"], ["y"])], [_vi("x", F, [B, S, D]), _vi("skip", F, [B, S, D])],
+               [_vi("y", F, [B, S, D])], [_c("bias", np.arange(D, dtype=np.float32))])
+    x, skip = _r(B, S, D), _r(B, S, D)
+    got = srcore.StaticModule(srcore.from_onnx(m), options=_options("cpu"))(x=x, skip=skip)
+    np.testing.assert_allclose(got, x + np.arange(D, dtype=np.float32) + skip, rtol=1e-6)
+
+
+def test_gemm_fast_gelu_is_the_tanh_gelu_of_the_product():
+    """onnxruntime has no CPU kernel for GemmFastGelu: torch's tanh gelu of ``x @ w + b`` is the reference."""
+    import torch
+
+    w, b, x = _r(D, 6), _r(6), _r(B, S, D)
+    nodes = [_ms("GemmFastGelu", ["x", "w", "b"], ["y1"]), _ms("GemmFastGelu", ["x", "w"], ["y2"])]
+    m = _model(nodes, [_vi("x", F, [B, S, D])], [_vi("y1", F, [B, S, 6]), _vi("y2", F, [B, S, 6])],
+               [_c("w", w), _c("b", b)])
+    y1, y2 = srcore.StaticModule(srcore.from_onnx(m), options=_options("cpu"))(x=x)
+    gelu = torch.nn.functional.gelu
+    np.testing.assert_allclose(y1, gelu(torch.from_numpy(x @ w + b), approximate="tanh").numpy(), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(y2, gelu(torch.from_numpy(x @ w), approximate="tanh").numpy(), rtol=1e-5, atol=1e-6)
+
+
+REFUSED = [
+    (lambda: _attention(None, extra={"do_rotary": 1}), r"Attention node 'attention_y'.*do_rotary=1"),
+    (lambda: _attention(None, extra={"past_present_share_buffer": 1}),
+     r"Attention node 'attention_y'.*past_present_share_buffer"),
+    (lambda: _attention((B, 1, S, S)), r"Attention node 'attention_y'.*4-D mask_index"),
+]
+
+
+@pytest.mark.parametrize("build,match", REFUSED)
+def test_unsupported_forms_are_refused_by_name(build, match):
+    m, _ = build()
+    with pytest.raises(srcore.SrcoreError, match=match):
+        srcore.from_onnx(m)
+
+
+def test_skip_layer_norm_training_outputs_are_refused():
+    m, _ = _norms()
+    m.graph.node[1].output[:] = ["y2", "mean2"]
+    m.graph.output.append(_vi("mean2", F, [B, S, 1]))
+    with pytest.raises(srcore.SrcoreError, match=r"SkipLayerNormalization node 'skiplayernormalization_y2'.*mean"):
+        srcore.from_onnx(m)
