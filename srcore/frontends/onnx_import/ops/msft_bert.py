@@ -123,19 +123,20 @@ def _masked(cx: NodeContext, mi: int, kind: str, q_len, kv_len, past, causal: bo
         r = cx.rank(mi)
         shape = cx.shape(mi)
         if r == 1:
-            batch = dim_item(cx, 0, cx.x(0), 0)
+            # [B] key lengths or [2B] ends and starts: told apart by the static length, or by the
+            # same symbolic dim (dim_param) as the batch (a mask_index EmbedLayerNormalization wrote)
+            batch = (cx.shape(0) or (None,))[0]
             n = shape[0] if shape is not None else None
-            if not isinstance(n, int) or not isinstance(batch, int):
-                raise Unsupported(f"1-D {kind} needs its length and the batch size known at conversion")
             m = cast(cx, m, "int64")
-            if n == batch:
+            if n is not None and n == batch:
                 ends = m
                 starts = None
-            elif n == 2 * batch and kind == "mask_index":
+            elif isinstance(n, int) and isinstance(batch, int) and n == 2 * batch and kind == "mask_index":
                 ends, starts = (cx.op("aten::slice", m, 0, a, b_, 1) for a, b_ in ((0, batch), (batch, 2 * batch)))
             else:
-                raise Unsupported(f"1-D {kind} of length {n} for batch {batch} (only key lengths [B]"
-                                  f"{' or end and start positions [2B]' if kind == 'mask_index' else ''})")
+                raise Unsupported(f"1-D {kind} of length {n} for batch {batch} (key lengths [B]"
+                                  f"{' or end and start positions [2B]' if kind == 'mask_index' else ''}, "
+                                  f"known at conversion, expected)")
             masked = cx.op("aten::ge", j, cx.op("aten::reshape", ends, [-1, 1, 1, 1]))
             if starts is not None:
                 masked = cx.op("aten::logical_or", masked,
