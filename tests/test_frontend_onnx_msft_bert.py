@@ -208,6 +208,27 @@ REFUSED = [
     (lambda: _attention(None, extra={"past_present_share_buffer": 1}),
      r"Attention node 'attention_y'.*past_present_share_buffer"),
     (lambda: _attention((B, 1, S, S)), r"Attention node 'attention_y'.*4-D mask_index"),
+    (lambda: _attention((3,)), r"Attention node 'attention_y'.*1-D mask_index of length 3 for batch 2"),
+    (lambda: _attention(("n",)), r"Attention node 'attention_y'.*1-D mask_index of length n for batch 2"),
+    (lambda: _rotary((B, S, D), (1,), dict(num_heads=N, scale=0.5)), r"RotaryEmbedding node 'rotaryembedding_y'.*scale"),
+]
+
+
+def _mha_variant(**change):
+    m, feeds = _mha()
+    node = m.graph.node[0]
+    for k, v in change.items():
+        if k == "inputs":
+            node.input[:] = v
+        elif k == "outputs":
+            node.output[:] = v
+            m.graph.output.append(_vi(v[-1], F, [B, N, S, 4]))
+    return m, feeds
+
+
+REFUSED += [
+    (lambda: _mha_variant(inputs=["q", "", "", "bias"]), r"MultiHeadAttention node .*without key and value"),
+    (lambda: _mha_variant(outputs=["y", "", "", "qk"]), r"MultiHeadAttention node .*output qk"),
 ]
 
 
@@ -304,3 +325,24 @@ def test_a_bert_fused_by_the_transformer_optimizer_matches_onnxruntime(optimized
     import onnx
 
     _check(onnx.load(optimized_bert[0]), optimized_bert[1], backend, tol=1e-5)
+
+
+def _rotary(x_shape, pos_shape, attrs):
+    half = attrs.get("rotary_embedding_dim", x_shape[-1] // N if len(x_shape) == 3 else x_shape[-1]) // 2
+    ins = [_vi("x", F, list(x_shape)), _vi("pos", TensorProto.INT64, list(pos_shape))]
+    node = _ms("RotaryEmbedding", ["x", "pos", "cos", "sin"], ["y"], **attrs)
+    ang = np.arange(16)[:, None] * 0.3 / (1 + np.arange(half))[None]
+    m = _model([node], ins, [_vi("y", F, list(x_shape))],
+               [_c("cos", np.cos(ang).astype(np.float32)), _c("sin", np.sin(ang).astype(np.float32))])
+    pos = np.array([3]) if pos_shape == (1,) else RNG.integers(0, 16 - S, pos_shape)
+    return m, {"x": _r(*x_shape), "pos": pos.astype(np.int64)}
+
+
+ROTARY = {"3d_offset": ((B, S, D), (1,), dict(num_heads=N)),
+          "3d_ids_interleaved": ((B, S, D), (B, S), dict(num_heads=N, interleaved=1)),
+          "4d_partial": ((B, N, S, 8), (B, S), dict(rotary_embedding_dim=4, num_heads=N))}
+
+
+@pytest.mark.parametrize("case", list(ROTARY))
+def test_ms_rotary_embedding_matches_onnxruntime(case):
+    _check(*_rotary(*ROTARY[case]), "cpu")

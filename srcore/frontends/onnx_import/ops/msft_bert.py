@@ -14,7 +14,7 @@ from ....ir.types import INT
 from ..context import NodeContext, Unsupported
 from ..dtypes import FLOATS, scalar_type
 from ._util import cast, dim_item, table
-from .transformer import _const_of, rms_normalization
+from .transformer import _const_of, rms_normalization, rotate
 
 
 def _wanted(cx: NodeContext, j: int) -> bool:
@@ -284,11 +284,29 @@ def gemm_fast_gelu(cx: NodeContext):
     return cx.op("aten::gelu", y, "tanh")
 
 
+def ms_rotary_embedding(cx: NodeContext):
+    """onnxruntime's RotaryEmbedding: ``position_ids`` (input 1) ``[B, S]``, or ``[1]`` the position
+    of the first token, index the ``[max_pos, rot / 2]`` caches (inputs 2, 3)."""
+    if float(cx.attr("scale", 1.0)) != 1.0:
+        raise Unsupported(f"scale={cx.attr('scale')}")
+    if cx.attr("is_packed_batching", 0):
+        raise Unsupported("is_packed_batching=1")
+    cx.require_dtype(1, {"int64"}, "position_ids")
+    ids = cx.x(1)
+    if cx.rank(1) == 1:   # [1]: positions start + 0 .. S - 1, one row for every batch
+        seq = dim_item(cx, 0, cx.x(0), cx.rank(0) - 2)
+        ids = cx.op("aten::unsqueeze", cx.op("aten::add", _arange(cx, seq), ids, 1), 0)
+    elif cx.rank(1) != 2:
+        raise Unsupported(f"position_ids of rank {cx.rank(1)} ([B, S] or [1] expected)")
+    cos, sin = (cx.op("aten::embedding", cx.x(i), ids, -1, False, False) for i in (2, 3))
+    return rotate(cx, cos, sin)
+
+
 CONVERTERS = table(SkipLayerNormalization=(skip_layer_norm, 1),
                    SkipSimplifiedLayerNormalization=(skip_simplified_layer_norm, 1),
                    EmbedLayerNormalization=(embed_layer_norm, 1), Attention=(attention, 1),
                    MultiHeadAttention=(multi_head_attention, 1), BiasAdd=(bias_add, 1),
-                   GemmFastGelu=(gemm_fast_gelu, 1))
+                   GemmFastGelu=(gemm_fast_gelu, 1), RotaryEmbedding=(ms_rotary_embedding, 1))
 
 #: ops onnxruntime registers in the default domain that onnx does not define (schema version 1)
 ORT_DEFAULT_DOMAIN = table(SimplifiedLayerNormalization=(simplified_layer_norm, 1))
