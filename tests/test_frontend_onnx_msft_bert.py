@@ -99,9 +99,10 @@ def test_embed_layer_norm_matches_onnxruntime(backend):
     _check(*_embed(), backend)
 
 
-def _attention(mask_shape, unidirectional=0, extra=None, past=False):
+def _attention(mask_shape, unidirectional=0, extra=None, past=False, attn_bias=False):
     """One Attention node; ``mask_shape`` None or the shape of an int32 mask input."""
-    ins = ["x", "w", "bias", "mask" if mask_shape else "", "past" if past else ""]
+    ins = ["x", "w", "" if attn_bias else "bias", "mask" if mask_shape else "", "past" if past else ""]
+    ins += ["ab"] if attn_bias else []
     kw = dict(num_heads=N, unidirectional=unidirectional, **(extra or {}))
     outs = ["y", "present"] if past else ["y"]
     inputs = [_vi("x", F, [B, S, D])]
@@ -119,8 +120,13 @@ def _attention(mask_shape, unidirectional=0, extra=None, past=False):
     if past:
         inputs.append(_vi("past", F, [2, B, N, P, D // N]))
         feeds["past"] = _r(2, B, N, P, D // N)
-    ovi = [_vi("y", F, [B, S, D])] + ([_vi("present", F, [2, B, N, P + S, D // N])] if past else [])
-    m = _model([_ms("Attention", ins, outs, **kw)], inputs, ovi, [_c("w", _r(D, 3 * D, s=0.5)), _c("bias", _r(3 * D))])
+    if attn_bias:   # and no QKV bias
+        inputs.append(_vi("ab", F, [B, N, S, S]))
+        feeds["ab"] = _r(B, N, S, S)
+    sizes = kw.get("qkv_hidden_sizes", [D, D, D])
+    ovi = [_vi("y", F, [B, S, sizes[2]])] + ([_vi("present", F, [2, B, N, P + S, D // N])] if past else [])
+    m = _model([_ms("Attention", ins, outs, **kw)], inputs, ovi,
+               [_c("w", _r(D, sum(sizes), s=0.5)), _c("bias", _r(sum(sizes)))])
     return m, feeds
 
 
@@ -132,6 +138,7 @@ ATTN = {
     "mask3d_causal": dict(mask_shape=(B, S, S), unidirectional=1),
     "causal_scale": dict(mask_shape=None, unidirectional=1, extra={"scale": 0.2, "mask_filter_value": -1e4}),
     "past_causal_mask": dict(mask_shape=(B, S + 3), unidirectional=1, past=True),
+    "attention_bias_qkv_sizes": dict(mask_shape=(B, S), attn_bias=True, extra={"qkv_hidden_sizes": [D, D, 6]}),
 }
 
 
