@@ -353,3 +353,85 @@ ROTARY = {"3d_offset": ((B, S, D), (1,), dict(num_heads=N)),
 @pytest.mark.parametrize("case", list(ROTARY))
 def test_ms_rotary_embedding_matches_onnxruntime(case):
     _check(*_rotary(*ROTARY[case]), "cpu")
+
+
+def _gpt2():
+    """A 2-block GPT-2 as HF's older eager GPT2 wrote it (Conv1D as addmm, the causal ``bias`` buffer
+    through ``where``, tanh gelu)."""
+    import torch
+
+    class Conv1D(torch.nn.Module):
+        def __init__(self, nf, nx):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(nx, nf) * 0.2)
+            self.bias = torch.nn.Parameter(torch.randn(nf) * 0.1)
+            self.nf = nf
+
+        def forward(self, x):
+            return torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight).view(x.size()[:-1] + (self.nf,))
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1, self.ln_2 = torch.nn.LayerNorm(HID), torch.nn.LayerNorm(HID)
+            self.c_attn, self.c_proj = Conv1D(3 * HID, HID), Conv1D(HID, HID)
+            self.c_fc, self.c_out = Conv1D(4 * HID, HID), Conv1D(HID, 4 * HID)
+            self.register_buffer("bias", torch.tril(torch.ones(MAXPOS, MAXPOS, dtype=torch.uint8)).view(1, 1, MAXPOS,
+                                                                                                         MAXPOS))
+            self.register_buffer("masked_bias", torch.tensor(-1e4))
+
+        def heads(self, x, k=False):
+            x = x.view(x.size()[:-1] + (HEADS, HID // HEADS))
+            return x.permute(0, 2, 3, 1) if k else x.permute(0, 2, 1, 3)
+
+        def forward(self, x, am):
+            q, k, v = self.c_attn(self.ln_1(x)).split(HID, dim=2)
+            q, k, v = self.heads(q), self.heads(k, True), self.heads(v)
+            w = torch.matmul(q, k) / (float(v.size(-1)) ** 0.5)
+            nd, ns = w.size(-2), w.size(-1)
+            w = torch.where(self.bias[:, :, ns - nd:ns, :ns].bool(), w, self.masked_bias.to(w.dtype)) + am
+            a = torch.matmul(w.softmax(-1), v).permute(0, 2, 1, 3).contiguous()
+            x = x + self.c_proj(a.view(a.size()[:-2] + (HID,)))
+            return x + self.c_out(torch.nn.functional.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+
+    class GPT(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte, self.wpe = torch.nn.Embedding(VOCAB, HID), torch.nn.Embedding(MAXPOS, HID)
+            self.h = torch.nn.ModuleList([Block() for _ in range(2)])
+            self.ln_f = torch.nn.LayerNorm(HID)
+
+        def forward(self, input_ids, position_ids, attention_mask):
+            am = (1.0 - attention_mask[:, None, None, :]) * -10000.0
+            x = self.wte(input_ids) + self.wpe(position_ids)
+            for b in self.h:
+                x = b(x, am)
+            return self.ln_f(x)
+
+    torch.manual_seed(4)
+    return GPT().eval()
+
+
+def test_a_gpt2_fused_by_the_transformer_optimizer_matches_onnxruntime(tmp_path):
+    """``model_type="gpt2"`` fuses this GPT-2's residual adds and norms into SkipLayerNormalization whose
+    ``input_skip_bias_sum`` output feeds the next block, and its gelu into FastGelu (its attention
+    pattern stays unfused with this exporter): srcore matches onnxruntime on the saved file."""
+    import onnx
+    import torch
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    names = ["input_ids", "position_ids", "attention_mask"]
+    ids = torch.randint(0, VOCAB, (2, 7), generator=torch.Generator().manual_seed(2))
+    pos, mask = torch.arange(7).repeat(2, 1), torch.ones(2, 7)
+    mask[0, :2] = 0
+    with torch.no_grad():
+        torch.onnx.export(_gpt2(), (ids, pos, mask), str(tmp_path / "g.onnx"), dynamo=False, opset_version=14,
+                          input_names=names, output_names=["out"], dynamic_axes={n: {0: "b", 1: "s"} for n in names})
+    optimize_model(str(tmp_path / "g.onnx"), model_type="gpt2", num_heads=HEADS, hidden_size=HID,
+                   opt_level=0).save_model_to_file(str(tmp_path / "opt.onnx"))
+    m = onnx.load(str(tmp_path / "opt.onnx"))
+    skips = [n for n in m.graph.node if n.op_type == "SkipLayerNormalization"]
+    assert skips and any(len(n.output) == 4 and n.output[3] for n in skips)
+    assert any(n.op_type == "FastGelu" for n in m.graph.node)
+    _check(m, {"input_ids": ids.numpy(), "position_ids": pos.numpy(), "attention_mask": mask.numpy()}, "cpu",
+           tol=1e-5)
