@@ -435,3 +435,14 @@ def test_a_gpt2_fused_by_the_transformer_optimizer_matches_onnxruntime(tmp_path)
     assert any(n.op_type == "FastGelu" for n in m.graph.node)
     _check(m, {"input_ids": ids.numpy(), "position_ids": pos.numpy(), "attention_mask": mask.numpy()}, "cpu",
            tol=1e-5)
+
+
+def test_mha_with_4d_key_value_matches_onnxruntime():
+    """Cross attention on key/value already split into heads ``[B, N, L, H]`` (a decoder's cached
+    encoder states), with a key padding mask."""
+    L = 3
+    node = _ms("MultiHeadAttention", ["q", "k", "v", "", "kpm"], ["y"], num_heads=N)
+    m = _model([node], [_vi("q", F, [B, S, D]), _vi("k", F, [B, N, L, D // N]), _vi("v", F, [B, N, L, D // N]),
+                        _vi("kpm", I32, [B, L])], [_vi("y", F, [B, S, D])])
+    _check(m, {"q": _r(B, S, D), "k": _r(B, N, L, D // N), "v": _r(B, N, L, D // N),
+               "kpm": np.array([[1, 1, 0], [1, 1, 1]], np.int32)}, "cpu")
