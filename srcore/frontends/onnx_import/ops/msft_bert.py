@@ -31,36 +31,49 @@ def _hidden(cx: NodeContext, i: int, x) -> list:
     return [dim_item(cx, i, x, cx.rank(i) - 1)]
 
 
+def _inv_rms(cx: NodeContext, x, dims: list, eps: float):
+    """``1 / sqrt(mean(x^2) + eps)`` over ``dims``, kept as size-1 dims (onnxruntime's ``inv_std_var``)."""
+    ms = cx.op("aten::mean", cx.op("aten::mul", x, x), dims, True, None)
+    return cx.op("aten::rsqrt", cx.op("aten::add", ms, eps, 1))
+
+
 def skip_layer_norm(cx: NodeContext):
-    """LayerNorm over the last dim of ``input + skip + bias``, times gamma plus beta; outputs the
-    sum as ``input_skip_bias_sum``. ``mean``/``inv_std_var`` (training outputs onnxruntime's CPU
-    kernel does not fill) are refused."""
+    """LayerNorm over the last dim of ``input + skip + bias``, times gamma plus beta; the statistics
+    ``mean``/``inv_std_var`` ``[B, S, 1]`` and the sum ``input_skip_bias_sum`` as further outputs."""
     cx.require_dtype(0, FLOATS, "input")
     eps = float(cx.attr("epsilon", 1e-12))
-    if _wanted(cx, 1) or _wanted(cx, 2):
-        raise Unsupported("outputs mean / inv_std_var (onnxruntime's CPU kernel does not compute them)")
     s = _skip_sum(cx, 4)
     beta = cx.x(3) if cx.has(3) else None
-    y = cx.op("aten::layer_norm", s, cx.list_value(_hidden(cx, 0, cx.x(0))), cx.x(2), beta, eps, True)
-    return y, None, None, s
+    norm = cx.list_value(_hidden(cx, 0, cx.x(0)))
+    if _wanted(cx, 1) or _wanted(cx, 2):
+        y, mean, rstd = cx.op("aten::native_layer_norm", s, norm, cx.x(2), beta, eps, n_out=3)
+        return y, mean, rstd, s
+    return cx.op("aten::layer_norm", s, norm, cx.x(2), beta, eps, True), None, None, s
 
 
 def skip_simplified_layer_norm(cx: NodeContext):
-    """RMSNorm (no mean subtracted, no beta) of ``input + skip + bias`` times gamma."""
+    """RMSNorm (no mean subtracted, no beta) of ``input + skip + bias`` times gamma; ``mean`` is
+    zeros (as onnxruntime writes it), ``inv_std_var`` the reciprocal RMS."""
     cx.require_dtype(0, FLOATS, "input")
     eps = float(cx.attr("epsilon", 1e-12))
-    if _wanted(cx, 1) or _wanted(cx, 2):
-        raise Unsupported("outputs mean / inv_std_var (onnxruntime's CPU kernel does not compute them)")
     s = _skip_sum(cx, 3)
     y = cx.op("aten::rms_norm", s, cx.list_value(_hidden(cx, 0, cx.x(0))), cx.x(2), eps)
-    return y, None, None, s
+    rstd = _inv_rms(cx, s, [-1], eps) if _wanted(cx, 1) or _wanted(cx, 2) else None
+    mean = cx.op("aten::zeros_like", rstd, None, None, None, None, None) if _wanted(cx, 1) else None
+    return y, mean, rstd, s
 
 
 def simplified_layer_norm(cx: NodeContext):
-    """onnxruntime's RMSNorm (default domain, version 1): ONNX's RMSNormalization's attributes."""
-    if _wanted(cx, 1):
-        raise Unsupported("output inv_std_var")
-    return rms_normalization(cx)
+    """onnxruntime's RMSNorm (default domain, version 1): ONNX's RMSNormalization's attributes, and the
+    reciprocal RMS as output ``inv_std_var``."""
+    y = rms_normalization(cx)
+    if not _wanted(cx, 1):
+        return y
+    if cx.dtype(0) != "float32":
+        raise Unsupported(f"output inv_std_var of a {cx.dtype(0)} input")
+    r = cx.rank(0)
+    axis = int(cx.attr("axis", -1)) % r
+    return y, _inv_rms(cx, cx.x(0), list(range(axis, r)), float(cx.attr("epsilon", 1e-5)))
 
 
 def embed_layer_norm(cx: NodeContext):
