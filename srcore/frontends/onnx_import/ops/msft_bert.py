@@ -1,12 +1,13 @@
 """The ``com.microsoft`` ops onnxruntime's transformer optimizer
 (``onnxruntime.transformers.optimizer.optimize_model``, model types bert/gpt2/...) writes into BERT/GPT
 files: ``SkipLayerNormalization``, ``SkipSimplifiedLayerNormalization``, ``EmbedLayerNormalization``,
-``Attention``, ``MultiHeadAttention``, ``BiasAdd``, ``GemmFastGelu``, and ``SimplifiedLayerNormalization``
-(which onnxruntime registers in the default domain). Each becomes the ATen ops it fused, computed as
-onnxruntime's CPU kernels compute them: the attention masks add ``mask_filter_value`` (-10000 by
-default, not -inf: a fully padded row attends to all its keys), while a causal mask leaves the later keys
-out of the softmax (as -inf would), as onnxruntime 1.32 does. What those kernels do not run here (4-D Megatron masks,
-rotary and shared-buffer attention, the packed Q/K/V layouts) is refused by name.
+``Attention``, ``MultiHeadAttention``, ``RotaryEmbedding``, ``BiasAdd``, ``GemmFastGelu``, and
+``SimplifiedLayerNormalization`` (which onnxruntime registers in the default domain). Each becomes the
+ATen ops it fused, computed as onnxruntime's CPU kernels compute them: a padded key gets
+``mask_filter_value`` (-10000 by default, not -inf: a fully padded row attends to all its keys) added,
+while a causal mask leaves the later keys out of the softmax (as -inf would), as onnxruntime 1.32 does.
+What those kernels do not run here (4-D Megatron masks, rotary and shared-buffer attention, the packed
+Q/K/V layouts) is refused by name.
 """
 from __future__ import annotations
 
