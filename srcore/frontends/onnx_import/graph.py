@@ -274,9 +274,14 @@ class GraphConverter:
                             f"{', '.join(sorted(DOMAIN_TABLES[node.domain]))} there)")
         else:
             version = self.schema_version(node)
-            if version is None:
-                return fail(f"no ONNX op {node.op_type!r} at opset {self.opset}")
             entry = self.table.get(node.op_type)
+            if version is None:
+                from .ops import ORT_DEFAULT_DOMAIN
+
+                # onnxruntime's own default-domain ops (SimplifiedLayerNormalization), version 1
+                entry, version = ORT_DEFAULT_DOMAIN.get(node.op_type), 1
+                if entry is None:
+                    return fail(f"no ONNX op {node.op_type!r} at opset {self.opset}")
         if entry is None:
             return fail("op not supported by srcore")
         if version not in entry.versions:

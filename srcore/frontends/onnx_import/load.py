@@ -216,9 +216,26 @@ def _keep_upsample_coordinates(onnx, old, up) -> None:
             n.attribute.append(onnx.helper.make_attribute("nearest_mode", "floor"))
 
 
+def _ort_default_domain_moved(onnx, proto):
+    """``proto``, or a copy of it whose onnxruntime-only default-domain nodes (SimplifiedLayerNormalization,
+    which onnx does not define) are put in the com.microsoft domain, so that onnx's checker checks the rest."""
+    from .ops import ORT_DEFAULT_DOMAIN
+
+    if not any(n.domain in ("", "ai.onnx") and n.op_type in ORT_DEFAULT_DOMAIN for n in proto.graph.node):
+        return proto
+    moved = onnx.ModelProto()
+    moved.CopyFrom(proto)
+    for n in moved.graph.node:
+        if n.domain in ("", "ai.onnx") and n.op_type in ORT_DEFAULT_DOMAIN:
+            n.domain = "com.microsoft"
+    if not any(o.domain == "com.microsoft" for o in moved.opset_import):
+        moved.opset_import.append(onnx.helper.make_opsetid("com.microsoft", 1))
+    return moved
+
+
 def _check(onnx, proto, where: str) -> None:
     try:
-        onnx.checker.check_model(proto)
+        onnx.checker.check_model(_ort_default_domain_moved(onnx, proto))
     except Exception as exc:  # noqa: BLE001 - ValidationError, and C++ errors for broken protos
         msg = str(exc).strip().splitlines()
         raise ConversionError(f"{where}: invalid ONNX model: {' '.join(m.strip() for m in msg[:6])}") from None

@@ -6,8 +6,8 @@ not listed in its entry is reported as unsupported rather than guessed at.
 """
 from __future__ import annotations
 
-from . import (control, detection, elementwise, index, msft, nn, qlinear, quant, recurrent, reduce, resize, sequence,
-               shape, misc, transformer)
+from . import (control, detection, elementwise, index, msft, msft_bert, nn, qlinear, quant, recurrent, reduce,
+               resize, sequence, shape, misc, transformer)
 from ._util import OpConverter
 
 TABLE: dict[str, OpConverter] = {}
@@ -19,6 +19,10 @@ for _module in (elementwise, shape, nn, reduce, index, control, quant, qlinear, 
     TABLE.update(_module.CONVERTERS)
 
 #: converters of ops outside the default domain, by domain (their schemas are version 1)
-DOMAIN_TABLES: dict[str, dict[str, OpConverter]] = {"com.microsoft": {**qlinear.MS_CONVERTERS, **msft.CONVERTERS}}
+DOMAIN_TABLES: dict[str, dict[str, OpConverter]] = {
+    "com.microsoft": {**qlinear.MS_CONVERTERS, **msft.CONVERTERS, **msft_bert.CONVERTERS}}
 
-__all__ = ["DOMAIN_TABLES", "TABLE", "OpConverter"]
+#: default-domain ops onnx does not define that onnxruntime registers (its RMSNorm), version 1
+ORT_DEFAULT_DOMAIN: dict[str, OpConverter] = msft_bert.ORT_DEFAULT_DOMAIN
+
+__all__ = ["DOMAIN_TABLES", "ORT_DEFAULT_DOMAIN", "TABLE", "OpConverter"]

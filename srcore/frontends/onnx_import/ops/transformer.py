@@ -45,6 +45,17 @@ def _last(cx: NodeContext, x, start: int, end: int | None, step: int = 1):
 
 
 def rotary_embedding(cx: NodeContext):
+    cos, sin = cx.x(1), cx.x(2)
+    if cx.has(3):   # [max_pos, D] caches indexed by [B, S] position ids
+        cx.require_dtype(3, {"int64", "int32"}, "position_ids")
+        ids = cx.x(3)
+        cos, sin = (cx.op("aten::embedding", c, ids, -1, False, False) for c in (cos, sin))
+    return rotate(cx, cos, sin)
+
+
+def rotate(cx: NodeContext, cos, sin):
+    """Input 0 rotated by ``cos``/``sin`` ``[B or 1, S, >= rot / 2]`` as the node's ``interleaved``,
+    ``num_heads`` and ``rotary_embedding_dim`` say (ONNX's and onnxruntime's RotaryEmbedding)."""
     cx.require_dtype(0, FLOATS, "X")
     interleaved = int(cx.attr("interleaved", 0))
     heads = int(cx.attr("num_heads", 0))
@@ -71,11 +82,6 @@ def rotary_embedding(cx: NodeContext):
     if rot % 2 or rot > head:
         raise Unsupported(f"rotary_embedding_dim={rot} for head size {head}")
     half = rot // 2
-    cos, sin = cx.x(1), cx.x(2)
-    if cx.has(3):   # [max_pos, D] caches indexed by [B, S] position ids
-        cx.require_dtype(3, {"int64", "int32"}, "position_ids")
-        ids = cx.x(3)
-        cos, sin = (cx.op("aten::embedding", c, ids, -1, False, False) for c in (cos, sin))
     cos, sin = (cx.op("aten::unsqueeze", _last(cx, c, 0, half), head_axis) for c in (cos, sin))
     xr = _last(cx, x, 0, rot) if rot < head else x
     if interleaved:
