@@ -116,15 +116,16 @@ def _with_tactic(name: str, make):
         tactics.candidates = orig
 
 
-def conv_tactic_names(case) -> list[str]:
-    """The tactics a conv case's layer has (building the engine once with every candidate recorded)."""
+def offered_tactics(case, kinds=("conv", "conv_max_pool"), prefix="") -> list[str]:
+    """The tactics (named ``prefix...``) a case's layers of ``kinds`` have (building the engine once with
+    every candidate recorded)."""
     names: list[str] = []
     orig = tactics.candidates
 
     def record(layer, net):
         every = orig(layer, net)
-        if layer.kind in ("conv", "conv_max_pool"):
-            names.extend(c.name for c in every if c.name not in names)
+        if layer.kind in kinds:
+            names.extend(c.name for c in every if c.name.startswith(prefix) and c.name not in names)
         return every
     tactics.candidates = record
     try:
@@ -1428,7 +1429,7 @@ CONV_CASES = [c for c in CASES if c.op in ("aten::conv2d", "srcore::conv2d_relu"
 def test_conv_cases_with_every_tactic(case):
     """The conv cases once per conv tactic that applies (im2col, packed GEMM, Winograd, 1x1,
     depthwise, numpy): the first-candidate run above sees only one of them."""
-    names = conv_tactic_names(case)
+    names = offered_tactics(case)
     assert names or case.args[0].array.size == 0, case.id
     for name in names:
         with np.errstate(all="ignore"):
@@ -1445,20 +1446,7 @@ def test_conv_transpose_cases_with_every_phase_tactic(case):
     """The transposed conv cases once per ``phase_<conv tactic>`` candidate (the layer as a conv and a
     pixel shuffle, tactics/transposed.py), which timing may pick and the first-candidate runs never see;
     cases whose output is not a whole number of strides have none."""
-    names: list[str] = []
-    orig = tactics.candidates
-
-    def record(layer, net):
-        every = orig(layer, net)
-        if layer.kind == "conv_transpose":
-            names.extend(c.name for c in every if c.name.startswith("phase_") and c.name not in names)
-        return every
-    tactics.candidates = record
-    try:
-        text, params, _ = graph_text([Call(case.kind, case.args)])
-        module(text, params, optimize=False)
-    finally:
-        tactics.candidates = orig
+    names = offered_tactics(case, ("conv_transpose",), "phase_")
     uneven = case.id in ("conv_transpose2d-2",)   # its width 7 is not a whole number of its stride 2
     assert bool(names) != uneven or case.args[0].array.size == 0, (case.id, names)
     for name in names:

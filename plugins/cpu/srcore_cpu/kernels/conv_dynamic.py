@@ -58,13 +58,10 @@ class DynamicWeightConv:
         nd, g = self.nd, self.groups
         if dtype != wdtype or dtype not in (np.float32, np.float64) or len(wshape) != nd + 2:
             return None
-        if len(shape) == nd + 2:
-            N, rest = shape[0], shape[1:]
-        elif len(shape) == nd + 1:
-            N, rest = 1, shape
-        else:
+        split = _small.split_batch(shape, nd)
+        if split is None:
             return None
-        C, sp = rest[0], rest[1:]
+        N, C, sp = split
         O, Cg, ks = wshape[0], wshape[1], wshape[2:]
         if Cg * g != C or O % g or N == 0 or min(sp, default=1) == 0:
             return None   # the plain impl raises the error or returns the empty result

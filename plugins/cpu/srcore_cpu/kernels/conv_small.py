@@ -79,6 +79,16 @@ def _thread_buffers(local, N, L, shape, cols_shape, dtype):
     return xz
 
 
+def split_batch(shape, nd: int):
+    """``(batch, channels, spatial sizes)`` of a conv input's ``shape`` with ``nd`` spatial dims (an
+    unbatched input is a batch of 1), or None for another rank."""
+    if len(shape) == nd + 1:
+        shape = (1, *shape)
+    elif len(shape) != nd + 2:
+        return None
+    return shape[0], shape[1], tuple(shape[2:])
+
+
 class SmallConv:
     """The small-input path of one constant-weight conv (see the module doc); call :meth:`plan`
     per input shape (cached), then the plan's function."""
@@ -115,13 +125,10 @@ class SmallConv:
 
     def _build(self, shape, dtype):
         nd, w = self.nd, self.w
-        if len(shape) == nd + 2:
-            N, rest = shape[0], shape[1:]
-        elif len(shape) == nd + 1:
-            N, rest = 1, shape
-        else:
+        split = split_batch(shape, nd)
+        if split is None:
             return None
-        C, sp = rest[0], rest[1:]
+        N, C, sp = split
         O, Cg = w.shape[:2]
         ks = w.shape[2:]
         g = self.groups
