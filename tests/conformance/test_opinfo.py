@@ -80,6 +80,12 @@ UNINITIALIZED = {"aten::empty_like", "aten::empty.memory_format", "aten::new_emp
                  "aten::new_empty_strided"}
 
 
+def _numpy(t: torch.Tensor) -> np.ndarray:
+    """``t`` as numpy (a view with a conjugate or negative bit, such as ``conj``'s of a complex tensor,
+    resolved first: numpy has no such views)."""
+    return t.detach().resolve_conj().resolve_neg().numpy()
+
+
 def compare(got, ref, values=True):
     """None when ``got`` (srcore) matches ``ref`` (torch); else a short reason."""
     got, ref = _as_list(got), _as_list(ref)
@@ -90,7 +96,7 @@ def compare(got, ref, values=True):
             if g != r:
                 return f"result {i}: {g!r} != {r!r}"
             continue
-        rn = r.detach().numpy()
+        rn = _numpy(r)
         g = np.asarray(g)
         if g.shape != rn.shape:
             return f"result {i}: shape {g.shape} != {rn.shape}"
@@ -98,7 +104,8 @@ def compare(got, ref, values=True):
             return f"result {i}: dtype {g.dtype} != {rn.dtype}"
         if not values:
             continue
-        tol = {np.dtype(np.float32): (1e-4, 1e-5), np.dtype(np.float64): (1e-7, 1e-9)}.get(rn.dtype, (0, 0))
+        tol = {np.dtype(np.float32): (1e-4, 1e-5), np.dtype(np.float64): (1e-7, 1e-9),   # complex: its parts'
+               np.dtype(np.complex64): (1e-4, 1e-5), np.dtype(np.complex128): (1e-7, 1e-9)}.get(rn.dtype, (0, 0))
         try:
             np.testing.assert_allclose(g, rn, rtol=tol[0], atol=tol[1], equal_nan=True)
         except AssertionError as e:
@@ -193,7 +200,7 @@ def run_sample(kernel, overload, sample):
     if why is None and kernel.kind == "out":
         refs = _as_list(ref)
         if all(isinstance(r, torch.Tensor) for r in refs):
-            bufs = [np.empty(tuple(r.shape), r.detach().numpy().dtype) for r in refs]
+            bufs = [np.empty(tuple(r.shape), _numpy(r).dtype) for r in refs]
             out = bufs[0] if len(bufs) == 1 and not isinstance(ref, (tuple, list)) else tuple(bufs)
             n_pos = [to_srcore(a) for a in pos]
             try:
@@ -303,7 +310,8 @@ def write_doc(results, seconds):
         f"OpInfos), for each dtype it claims (at most {MAX_SAMPLES} usable samples per OpInfo and dtype), bound to",
         "the kernel's overload schema, and is compared with `torch.ops.aten.<op>.<overload>`: with `out=None`,",
         "then (out variants) with preallocated outputs; in-place kernels also compare the mutated `self`.",
-        "float32: rtol 1e-4, atol 1e-5; float64: rtol 1e-7; integers and bool exactly. topk and (non-stable)",
+        "float32 and complex64: rtol 1e-4, atol 1e-5; float64 and complex128: rtol 1e-7; integers and bool",
+        "exactly. topk and (non-stable)",
         "argsort indices of tied values may differ from torch's (whose tie order is unspecified): they must",
         "be distinct and select torch's values.",
         "",

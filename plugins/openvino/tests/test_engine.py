@@ -577,7 +577,10 @@ def test_at_two_threads_the_engine_is_timed_in_a_block_after_the_fallbacks_calls
     n_next = kinds.count("next")
     assert n_next >= 3 and kinds == ["next"] * n_next + ["ov"] * (len(kinds) - n_next), kinds
     ov_block = [t for k, t in calls[2 + n_next:]]
-    assert len(ov_block) >= 3 and ov_block[-1] - calls[1 + n_next][1] >= engine.SPIN_S
+    # the block checks its own clock a moment after the last call recorded here (and started a moment
+    # after the fallback's last call was): the span seen here may fall short of SPIN_S by that moment,
+    # which a loaded machine stretches (0.1499 s seen in CI)
+    assert len(ov_block) >= 3 and ov_block[-1] - calls[1 + n_next][1] >= 0.9 * engine.SPIN_S
     calls.clear()
     with pytest.raises(srcore.EngineBuildError, match="slower in OpenVINO"):   # 1 thread: alternating
         engine.build(Segment("s", "openvino", g, {"cache_dir": None, "threads": 1}, fallback))
