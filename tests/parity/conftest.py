@@ -5,6 +5,8 @@ import importlib.util
 import os
 import sys
 
+import pytest
+
 # the harness and the model zoo are plain modules next to the tests; benchmarks/ is at the repo root
 _HERE = os.path.dirname(__file__)
 for p in (_HERE, os.path.dirname(os.path.dirname(_HERE))):
@@ -24,3 +26,14 @@ def _load_as(name: str, filename: str) -> None:
 
 
 _load_as("parity_models", "models.py")
+
+
+@pytest.fixture
+def fbgemm():
+    """torch's quantized engine set to fbgemm for the test (the x86 one the quantized zoos compare with)."""
+    import torch
+
+    before = torch.backends.quantized.engine
+    torch.backends.quantized.engine = "fbgemm"
+    yield
+    torch.backends.quantized.engine = before

@@ -78,14 +78,6 @@ def test_heldout7_model(name, path, backend, monkeypatch, tmp_path_factory):
 # -- torch.ao eager-mode static quantization ------------------------------------------------------------
 
 
-@pytest.fixture
-def fbgemm():
-    before = torch.backends.quantized.engine
-    torch.backends.quantized.engine = "fbgemm"
-    yield
-    torch.backends.quantized.engine = before
-
-
 @pytest.mark.parametrize("path", [pytest.param(p, marks=[] if p == "trace" else [pytest.mark.full])
                                   for p in ("script", "trace", "frozen", "onnx")])
 def test_eager_quantized_matches_torch_bit_for_bit(path, fbgemm):

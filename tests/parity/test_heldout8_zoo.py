@@ -379,14 +379,6 @@ def test_frozen_scripted_matches_torch(name, how, backend, scripted, tmp_path):
     _no_fallback(sm, backend)
 
 
-@pytest.fixture
-def fbgemm():
-    before = torch.backends.quantized.engine
-    torch.backends.quantized.engine = "fbgemm"
-    yield
-    torch.backends.quantized.engine = before
-
-
 @pytest.mark.parametrize("name,backend", [_param(f"{n}-{b}", n, b, default=b == "cpu" or n == "dynamic_quant")
                                           for n in QUANTIZED for b in BACKENDS])
 def test_quantized_frozen_matches_torch_bit_for_bit(name, backend, fbgemm):
