@@ -601,18 +601,25 @@ def adaptive_max_pool2d_matcher(node: NodeInfo):
 # --- compiled avg_pool3d (``jit_avg_pool.py``, numba) -----------------------------------------------
 
 
-def _avg_pool3d_windows(sp, kernel_size, stride, padding, ceil_mode):
-    """(output size, kernel + stride + padding) of a 3-D average pool over ``sp``."""
-    ks = _tup(kernel_size, 3)
-    st = _tup(stride, 3, ks)
-    pad = _tup(padding, 3, (0, 0, 0))
-    osz, _ = _geometry(sp, ks, st, pad, (1, 1, 1), ceil_mode)
-    return osz, ks + st + pad
+def _avg_pool_windows(nd: int):
+    """``windows(sp, kernel_size, stride, padding, ceil_mode)`` of an ``nd``-D average pool: (output
+    size, kernel + stride + padding as the 3-D kernel takes them: a missing depth is one plane, a window
+    of 1, a stride of 1 and no padding)."""
+    lead = 3 - nd
+
+    def windows(sp, kernel_size, stride, padding, ceil_mode):
+        ks = _tup(kernel_size, nd)
+        st = _tup(stride, nd, ks)
+        pad = _tup(padding, nd, (0,) * nd)
+        osz, _ = _geometry(sp, ks, st, pad, (1,) * nd, ceil_mode)
+        return osz, (1,) * lead + ks + (1,) * lead + st + (0,) * lead + pad
+    return windows
 
 
-def avg_pool3d_matcher(node: NodeInfo):
-    """``aten::avg_pool3d`` on a float32/float64 tensor: the compiled kernel (compiled now, at load);
-    None otherwise (the numpy kernel)."""
+def _avg_pool_matcher(node: NodeInfo, nd: int, plain):
+    """The compiled average pool of ``nd`` (2 or 3) spatial dims on a float32/float64 tensor (compiled
+    now, at load), or None (``plain``, the numpy kernel, runs). A 2-D pool is the 3-D kernel with a depth
+    of one: ATen's 2-D and 3-D CPU kernels share their window, divisor and summation order."""
     from srcore.plugin import TensorType
 
     src = node.args[0].type if node.args else None
@@ -621,68 +628,38 @@ def avg_pool3d_matcher(node: NodeInfo):
     from . import jit_avg_pool as J
 
     J.compile_for(src.dtype)
-    windows = PerShape(node, ("kernel_size", "stride", "padding", "ceil_mode"), _avg_pool3d_windows)
+    windows = PerShape(node, ("kernel_size", "stride", "padding", "ceil_mode"), _avg_pool_windows(nd))
+    name = f"avg_pool{nd}d"
 
-    def avg_pool3d_jit(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
-                       divisor_override=None, out=None):
-        if self.dtype.name not in _JIT_INDEX_DTYPES or self.ndim not in (4, 5):
-            return avg_pool3d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out)
+    def avg_pool_jit(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+                     divisor_override=None, out=None):
+        if self.dtype.name not in _JIT_INDEX_DTYPES or self.ndim not in (nd + 1, nd + 2):
+            return plain(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out)
         if divisor_override is not None and divisor_override == 0:
-            raise KernelError("avg_pool3d: divisor must be not zero")
-        osz, geo = windows(self.shape[-3:], kernel_size, stride, padding, ceil_mode)
-        shape = self.shape[:-3] + osz
+            raise KernelError(f"{name}: divisor must be not zero")
+        osz, geo = windows(self.shape[-nd:], kernel_size, stride, padding, ceil_mode)
+        shape = self.shape[:-nd] + osz
         res = out if (out is not None and out.flags.c_contiguous and out.shape == shape
                       and out.dtype == self.dtype) else np.empty(shape, self.dtype)
-        D, H, W = self.shape[-3:]
+        D, H, W = (1,) * (3 - nd) + self.shape[-nd:]
         J.avg_pool3d_flat(np.ascontiguousarray(self).reshape(-1), res.reshape(-1), self.size // (D * H * W) if D * H * W
-                          else 0, D, H, W, *osz, *geo, bool(count_include_pad), int(divisor_override or 0))
-        if out is not None and res is not out:
-            np.copyto(out, res)
-            return out
-        return res
-    return avg_pool3d_jit
-
-
-def _avg_pool2d_windows(sp, kernel_size, stride, padding, ceil_mode):
-    """(output size, kernel + stride + padding) of a 2-D average pool over ``sp``."""
-    ks = _tup(kernel_size, 2)
-    st = _tup(stride, 2, ks)
-    pad = _tup(padding, 2, (0, 0))
-    osz, _ = _geometry(sp, ks, st, pad, (1, 1), ceil_mode)
-    return osz, ks + st + pad
-
-
-def avg_pool2d_matcher(node: NodeInfo):
-    """``aten::avg_pool2d`` on a float32/float64 tensor: the compiled 3-D kernel with a depth of one
-    (ATen's 2-D and 3-D CPU kernels share their window, divisor and summation order); None
-    otherwise (the numpy kernel). PoolFormer's 3x3 stride-1 ``count_include_pad=False`` token mixer
-    took ~10 numpy calls (pad, 9 slab adds, a divisor array) on an (2, 8, 7, 9) map."""
-    from srcore.plugin import TensorType
-
-    src = node.args[0].type if node.args else None
-    if not (isinstance(src, TensorType) and src.dtype in _JIT_INDEX_DTYPES):
-        return None
-    from . import jit_avg_pool as J
-
-    J.compile_for(src.dtype)
-    windows = PerShape(node, ("kernel_size", "stride", "padding", "ceil_mode"), _avg_pool2d_windows)
-
-    def avg_pool2d_jit(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
-                       divisor_override=None, out=None):
-        if self.dtype.name not in _JIT_INDEX_DTYPES or self.ndim not in (3, 4):
-            return avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out)
-        if divisor_override is not None and divisor_override == 0:
-            raise KernelError("avg_pool2d: divisor must be not zero")
-        osz, (kh, kw, sh, sw, ph, pw) = windows(self.shape[-2:], kernel_size, stride, padding, ceil_mode)
-        shape = self.shape[:-2] + osz
-        res = out if (out is not None and out.flags.c_contiguous and out.shape == shape
-                      and out.dtype == self.dtype) else np.empty(shape, self.dtype)
-        H, W = self.shape[-2:]
-        J.avg_pool3d_flat(np.ascontiguousarray(self).reshape(-1), res.reshape(-1), self.size // (H * W) if H * W
-                          else 0, 1, H, W, 1, *osz, 1, kh, kw, 1, sh, sw, 0, ph, pw, bool(count_include_pad),
+                          else 0, D, H, W, *(1,) * (3 - nd), *osz, *geo, bool(count_include_pad),
                           int(divisor_override or 0))
         if out is not None and res is not out:
             np.copyto(out, res)
             return out
         return res
-    return avg_pool2d_jit
+    avg_pool_jit.__name__ = f"{name}_jit"
+    return avg_pool_jit
+
+
+def avg_pool3d_matcher(node: NodeInfo):
+    """``aten::avg_pool3d`` on a float32/float64 tensor: the compiled kernel; None otherwise."""
+    return _avg_pool_matcher(node, 3, avg_pool3d)
+
+
+def avg_pool2d_matcher(node: NodeInfo):
+    """``aten::avg_pool2d`` on a float32/float64 tensor: the compiled 3-D kernel with a depth of one
+    (PoolFormer's 3x3 stride-1 ``count_include_pad=False`` token mixer took ~10 numpy calls: pad, 9
+    slab adds, a divisor array); None otherwise."""
+    return _avg_pool_matcher(node, 2, avg_pool2d)
