@@ -629,7 +629,7 @@ def _avg_pool_matcher(node: NodeInfo, nd: int, plain):
 
     J.compile_for(src.dtype)
     windows = PerShape(node, ("kernel_size", "stride", "padding", "ceil_mode"), _avg_pool_windows(nd))
-    name = f"avg_pool{nd}d"
+    name, lead = f"avg_pool{nd}d", (1,) * (3 - nd)   # (a 2-D pool's depth: one plane)
 
     def avg_pool_jit(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
                      divisor_override=None, out=None):
@@ -641,9 +641,9 @@ def _avg_pool_matcher(node: NodeInfo, nd: int, plain):
         shape = self.shape[:-nd] + osz
         res = out if (out is not None and out.flags.c_contiguous and out.shape == shape
                       and out.dtype == self.dtype) else np.empty(shape, self.dtype)
-        D, H, W = (1,) * (3 - nd) + self.shape[-nd:]
+        D, H, W = lead + self.shape[-nd:]
         J.avg_pool3d_flat(np.ascontiguousarray(self).reshape(-1), res.reshape(-1), self.size // (D * H * W) if D * H * W
-                          else 0, D, H, W, *(1,) * (3 - nd), *osz, *geo, bool(count_include_pad),
+                          else 0, D, H, W, *lead, *osz, *geo, bool(count_include_pad),
                           int(divisor_override or 0))
         if out is not None and res is not out:
             np.copyto(out, res)
