@@ -18,7 +18,9 @@ from __future__ import annotations
 from ._attrs_code_cache import install as _install_attrs_code_cache
 from ._attrs_lazy import install as _install_lazy_attrs
 from ._lazy import lazy_getattr
+from ._module_bundle import install as _install_module_bundle
 
+_install_module_bundle()  # srcore's modules found and read from one file (srcore._module_bundle)
 _install_attrs_code_cache()  # before any srcore class is defined: their attrs methods come compiled
 _install_lazy_attrs()  # attrs' validators, converters and filters run on first use (srcore._attrs_lazy)
 
