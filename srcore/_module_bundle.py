@@ -267,7 +267,7 @@ def _insert_finder() -> None:
 
 def install() -> None:
     """Serve the bundled modules from now on and add this process's imports in scope at exit."""
-    if _path or not _enabled():
+    if _path or not _enabled() or not hasattr(os, "pread"):   # (no pread: Windows) PathFinder as before
         return
     path = bundle_file()
     _path.append(path)
