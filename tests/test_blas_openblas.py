@@ -163,6 +163,31 @@ def test_started_on_one_thread_only_when_numpys_openblas_has_one(env, before, ex
         assert counts and counts[0] > 1   # the case the fast path must not answer 1 for
 
 
+def test_started_on_one_thread_reads_the_start_environment_once():
+    # a load asks once per kernel (four times for digits): /proc/self/environ is read and parsed once
+    import os
+    import subprocess
+    import sys
+
+    if "openblas" not in str(np.__config__.CONFIG["Build Dependencies"]["blas"]["name"]).lower():
+        pytest.skip("numpy is not built on OpenBLAS")
+    probe = """
+import builtins, numpy
+opened = []
+_open = builtins.open
+def counting(f, *a, **k):
+    opened.append(str(f))
+    return _open(f, *a, **k)
+builtins.open = counting
+from srcore.blas import openblas as O
+print([O.started_on_one_thread() for _ in range(4)], opened.count("/proc/self/environ"))
+"""
+    base = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", probe], env={**base, "OMP_NUM_THREADS": "1"},
+                         capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["[True,", "True,", "True,", "True]", "1"]
+
+
 def test_started_on_one_thread_is_off_once_threadpoolctl_or_a_region_has_been_used(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     assert not O.started_on_one_thread()   # threadpoolctl is imported in this process (above)

@@ -148,6 +148,16 @@ def started_on_one_thread() -> bool:
         return False
     if _env_count(os.environ) != 1:
         return False
+    if not _started:
+        _started.append(_started_on_one())
+    return _started[0]
+
+
+_started: list = []   # _started_on_one()'s answer: the build and the start environment do not change
+
+
+def _started_on_one() -> bool:
+    """numpy's BLAS is OpenBLAS and the process's environment as it began said 1 thread."""
     try:
         from numpy.__config__ import CONFIG  # numpy 2 (imported with numpy): what it was built with
 
