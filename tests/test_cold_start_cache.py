@@ -132,7 +132,8 @@ def test_a_directory_without_distributions_on_sys_path_is_the_same_installation(
 
 
 @pytest.mark.parametrize("change", [None, "upgrade", "edit_entry_points", "remove", "same_name_in_another_dist",
-                                    "same_name_in_a_new_directory", "another_name"])
+                                    "same_name_in_a_new_directory", "same_name_in_a_directory_that_had_none",
+                                    "another_name"])
 def test_entry_points_of_some_names_skip_the_fingerprint_until_what_they_depend_on_changes(site, tmp_path,
                                                                                          monkeypatch, change):
     """``entry_points(group, only=...)`` (a selective start) is checked by the stamps of the ``sys.path``
@@ -140,6 +141,9 @@ def test_entry_points_of_some_names_skip_the_fingerprint_until_what_they_depend_
     change that could alter the answer it falls back to the full check, and agrees with importlib.metadata."""
     d = install(site, "srcore-alpha", "1.0", {"alpha": "alpha_mod:plugin"})
     install(site, "srcore-beta", "0.3", {"beta": "beta_mod:plugin"})
+    empty = tmp_path / "empty"   # on sys.path, no distributions: recorded by its stamp, not listed again
+    (empty / "some_module").mkdir(parents=True)
+    monkeypatch.syspath_prepend(str(empty))
     discovery.discover(GROUP)  # a full check records the stamps
     time.sleep(0.02)  # past the file system clock's tick: the change below gets a later mtime
     taken = []
@@ -159,6 +163,8 @@ def test_entry_points_of_some_names_skip_the_fingerprint_until_what_they_depend_
         other = tmp_path / "other"
         install(other, "srcore-gamma", "2.0", {"alpha": "gamma_mod:plugin"})
         monkeypatch.syspath_prepend(str(other))
+    elif change == "same_name_in_a_directory_that_had_none":
+        install(empty, "srcore-delta", "3.0", {"alpha": "delta_mod:plugin"})
     elif change == "another_name":  # in place too: it changes what the other names' entry points are only
         (site / "srcore_beta-0.3.dist-info" / "entry_points.txt").write_text(f"[{GROUP}]\nbeta = beta_mod.v2:p\n")
     got = discovery.entry_points(GROUP, only={"alpha"})
