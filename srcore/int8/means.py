@@ -29,5 +29,6 @@ def adaptive_avg(sums: np.ndarray, kh, kw, zero_point: int, nhwc: bool, qmin: in
 def fast_mean(sums: np.ndarray, count: int, qmin: int, qmax: int) -> np.ndarray:
     """torch's integer fast path of ``mean`` over a contiguous tensor's innermost dims:
     ``nearbyint(float32(sum) / n)``, clamped to ``[qmin, qmax]`` (float32)."""
-    r = np.rint(np.asarray(sums, np.int64).astype(F32) / F32(count))
+    # (an array for 0-d sums too, a mean over every dim: numpy's arithmetic would give a scalar)
+    r = np.asarray(np.rint(np.asarray(sums, np.int64).astype(F32) / F32(count)))
     return np.clip(r, qmin, qmax, out=r)

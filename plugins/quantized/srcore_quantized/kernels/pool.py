@@ -190,3 +190,35 @@ def mean_out(self, dim=None, keepdim=False, *, dtype=None, out=None):
     res = buffer(out, np.shape(m), xq.qdtype)
     quant_tensor(np.asarray(m, F32), q.scale, q.zero_point, xq.qdtype, out=res)
     return wrap(res, xq.qdtype, q)
+
+
+# -- 1-D pools: torch runs them on quantized tensors as the 2-D ones over an (N, C, 1, L) view --------
+def _one(v):
+    return [int(i) for i in v] if isinstance(v, (list, tuple)) else [int(v)]
+
+
+def _as_2d_pool(op: str, pool2d, self, out, *args):
+    """``pool2d`` (a 2-D kernel above) on ``self`` (C, L) or (N, C, L) viewed with a height of 1, its
+    result viewed back; ``out`` (planned) is written through the same view."""
+    x = require_per_tensor(self, op)
+    a = ints(x)
+    if a.ndim not in (2, 3):
+        raise KernelError(f"{op}: expects a 2-D or 3-D input, got shape {list(a.shape)}")
+    r = pool2d(wrap(a[..., None, :], x.qdtype, x.qparams), *args, out=None if out is None else out[..., None, :])
+    return wrap(ints(r)[..., 0, :], x.qdtype, x.qparams)
+
+
+def max_pool1d_out(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, *, out=None):
+    stride = [1] + _one(stride) if _one(stride) else []
+    return _as_2d_pool("aten::max_pool1d", max_pool2d_out, self, out, [1] + _one(kernel_size), stride,
+                       [0] + _one(padding), [1] + _one(dilation), ceil_mode)
+
+
+def avg_pool1d_out(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, *, out=None):
+    stride = [1] + _one(stride) if _one(stride) else []
+    return _as_2d_pool("aten::avg_pool1d", avg_pool2d_out, self, out, [1] + _one(kernel_size), stride,
+                       [0] + _one(padding), ceil_mode, count_include_pad)
+
+
+def adaptive_avg_pool1d_out(self, output_size, *, out=None):
+    return _as_2d_pool("aten::adaptive_avg_pool1d", adaptive_avg_pool2d_out, self, out, [1] + _one(output_size))
