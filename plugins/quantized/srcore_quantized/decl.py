@@ -107,14 +107,22 @@ KERNELS: list[Kernel] = [
     _k("aten::avg_pool1d", "pool:avg_pool1d_out", Q),
     _k("aten::adaptive_avg_pool1d", "pool:adaptive_avg_pool1d_out", Q),
     _k("aten::mean", "pool:mean_out", Q),
-    *[_k(f"aten::{op}", f"shape:{fn}_out", Q) for op, fn in (
+    *[_k(f"aten::{op}", f"upsample:{fn}_out", Q) for op, fn in (
         ("upsample_nearest2d", "upsample_nearest2d"), ("upsample_nearest3d", "upsample_nearest3d"),
         ("_upsample_nearest_exact2d", "upsample_nearest_exact2d"),
         ("_upsample_nearest_exact3d", "upsample_nearest_exact3d"))],
-    *[_k(f"aten::{op}.vec", f"shape:{fn}_vec", Q, "native") for op, fn in (
+    *[_k(f"aten::{op}.vec", f"upsample:{fn}_vec", Q, "native") for op, fn in (
         ("upsample_nearest2d", "upsample_nearest2d"), ("upsample_nearest3d", "upsample_nearest3d"),
         ("_upsample_nearest_exact2d", "upsample_nearest_exact2d"),
         ("_upsample_nearest_exact3d", "upsample_nearest_exact3d"))],
+    _k("aten::upsample_bilinear2d", "upsample:upsample_bilinear2d_out", Q8),
+    _k("aten::upsample_bilinear2d.vec", "upsample:upsample_bilinear2d_vec", Q8, "native"),
+    _k("aten::max", "reduce:max_out", Q),
+    _k("aten::min", "reduce:min_out", Q),
+    _k("aten::amax", "reduce:amax_out", Q),
+    _k("aten::amin", "reduce:amin_out", Q),
+    _k("aten::max.dim", "reduce:max_dim", Q + ("int64",), "native", matcher="match:max_dim"),
+    _k("aten::min.dim", "reduce:min_dim", Q + ("int64",), "native", matcher="match:min_dim"),
     _k("aten::pad", "pad:pad_out", Q),
     _k("aten::constant_pad_nd", "pad:constant_pad_nd_out", Q),
     _k("aten::reflection_pad1d", "pad:reflection_pad_out", Q),

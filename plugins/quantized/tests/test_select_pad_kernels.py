@@ -2,7 +2,8 @@
 QuantizedCPU (the stored integers and the parameters), through scripted modules: diagonal,
 tensor_split, repeat_interleave, indexing, masked_fill (the fill quantized with the tensor's own
 parameters), pad / constant_pad_nd / reflect pad, max/avg/adaptive-avg 1-D pools, mean over every
-dim, nearest(-exact) 2-D/3-D upsampling. What torch refuses (per-channel tensors, replicate padding)
+dim, nearest(-exact) 2-D/3-D and bilinear 2-D upsampling (NCHW and channels-last: torch rounds them
+differently). What torch refuses (per-channel tensors, replicate padding)
 is refused by name.
 """
 from __future__ import annotations
@@ -64,7 +65,15 @@ CASES = {
     "avg_pool1d": ((2, 3, 11), lambda x, i, m: F.avg_pool1d(x, 3, 2, 1)),
     "avg_pool1d_no_pad_count": ((3, 11), lambda x, i, m: F.avg_pool1d(x, 4, 3, 2, True, False)),
     "adaptive_avg_pool1d": ((2, 3, 11), lambda x, i, m: F.adaptive_avg_pool1d(x, 4)),
+    "max_all": ((2, 3, 6), lambda x, i, m: x.max()),
+    "min_all": ((2, 3, 6), lambda x, i, m: x.min()),
+    "max_dim_values": ((2, 3, 6), lambda x, i, m: torch.max(x, 1)[0]),   # srcore makes it amax
+    "min_dim_values_keep": ((2, 3, 6), lambda x, i, m: x.min(-1, keepdim=True)[0]),
     "mean_all": ((2, 3, 5, 6), lambda x, i, m: x.mean()),
+    "bilinear_scale": ((2, 3, 5, 6), lambda x, i, m: F.interpolate(x, scale_factor=2.0, mode="bilinear")),
+    "bilinear_size_align": ((2, 3, 5, 6), lambda x, i, m: F.interpolate(x, size=[7, 9], mode="bilinear",
+                                                                        align_corners=True)),
+    "bilinear_down": ((2, 3, 5, 6), lambda x, i, m: F.interpolate(x, scale_factor=0.6, mode="bilinear")),
     "nearest3d_scale": ((1, 2, 3, 4, 5), lambda x, i, m: F.interpolate(x, scale_factor=2.0)),
     "nearest3d_size": ((1, 2, 3, 4, 5), lambda x, i, m: F.interpolate(x, size=[5, 7, 4])),
     "nearest_exact2d": ((2, 3, 5, 6), lambda x, i, m: F.interpolate(x, scale_factor=1.7, mode="nearest-exact")),
@@ -160,7 +169,7 @@ def _per_channel(shape):
 @pytest.mark.parametrize("case", ["diagonal", "repeat_interleave_int", "index_middle", "masked_fill", "pad_constant",
                                   "reflect_1d", "max_pool1d", "nearest_exact2d"])
 def test_per_channel_tensors_are_refused_as_torch_refuses_them(case):
-    from srcore_quantized.kernels import pad, pool, shape as K
+    from srcore_quantized.kernels import pad, pool, shape as K, upsample as U
 
     shape, fn = CASES[case]
     x = _per_channel(shape)
@@ -174,7 +183,7 @@ def test_per_channel_tensors_are_refused_as_torch_refuses_them(case):
             "masked_fill": lambda: K.masked_fill_out(xs, MASK.numpy(), 0.3),
             "pad_constant": lambda: pad.pad_out(xs, [1, 2, 0, 1]), "reflect_1d": lambda: pad.pad_out(xs, [2, 3], "reflect"),
             "max_pool1d": lambda: pool.max_pool1d_out(xs, [3], [2], [1]),
-            "nearest_exact2d": lambda: K.upsample_nearest_exact2d_vec(xs, None, [1.7, 1.7])}[case]
+            "nearest_exact2d": lambda: U.upsample_nearest_exact2d_vec(xs, None, [1.7, 1.7])}[case]
     with pytest.raises(srcore.KernelError, match="quantized per channel"):
         call()
 
@@ -233,3 +242,90 @@ def test_a_bool_masked_fill_stays_on_cpu():
     assert pn.fn.backend == "cpu"
     x, m = np.array([[True, False, False], [False, True, False]]), np.array([[False, True, False]] * 2)
     np.testing.assert_array_equal(sm(x, m), torch.from_numpy(x).masked_fill(torch.from_numpy(m), True).numpy())
+
+
+@pytest.mark.parametrize("qdtype", sorted(DTYPES))
+@pytest.mark.parametrize("zp_odd", [True, False])
+@pytest.mark.parametrize("channels", [1, 3, 12, 17, 40])
+def test_bilinear_of_a_channels_last_tensor_rounds_as_torch(channels, zp_odd, qdtype):
+    """torch's channels-last bilinear kernel (fma-contracted, an 8-channel vector loop) against srcore's
+    on the same memory layout; ties are frequent (weights in quarters) and an odd zero point shows
+    where the two roundings differ."""
+    from _torch_quant import srq
+    from srcore_quantized.kernels import upsample as U
+
+    dt = DTYPES[qdtype][0]
+    zp = (7 if zp_odd else 8) if qdtype == "quint8" else (-3 if zp_odd else 4)
+    g = torch.Generator().manual_seed(channels)
+    x = torch.quantize_per_tensor(torch.randn(2, channels, 5, 6, generator=g) * 3, 0.05, zp, dt)
+    x = x.contiguous(memory_format=torch.channels_last)
+    for kw, ac in ((dict(scale_factor=2.0), False), (dict(scale_factor=1.5), False), (dict(size=[7, 5]), False),
+                   (dict(scale_factor=0.6), False), (dict(size=[9, 11]), True)):
+        want = F.interpolate(x, mode="bilinear", align_corners=ac, **kw)
+        sc = kw.get("scale_factor")
+        got = U.upsample_bilinear2d_vec(srq(x), kw.get("size"), ac, None if sc is None else [sc, sc])
+        _assert_same(got, want)
+
+
+class _ConvUp(torch.nn.Module):
+    """A segmentation head's pattern: a quantized conv's (channels-last) output upsampled bilinearly."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv2d(3, 12, 3, padding=1)
+        self.b = torch.nn.Conv2d(12, 4, 1)
+
+    def forward(self, x):
+        y = F.interpolate(self.a(x), scale_factor=2.0, mode="bilinear", align_corners=False)
+        return self.b(F.pad(y, [1, 1, 1, 1]))
+
+
+def test_an_eager_quantized_model_upsampling_bilinearly_matches_torch():
+    import torch.ao.quantization as tq
+
+    class Eager(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.quant, self.dequant, self.m = tq.QuantStub(), tq.DeQuantStub(), _ConvUp()
+
+        def forward(self, x):
+            return self.dequant(self.m(self.quant(x)))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        net = Eager().eval()
+        net.qconfig = tq.get_default_qconfig("fbgemm")
+        tq.prepare(net, inplace=True)
+        for s in range(3):
+            net(torch.randn(2, 3, 6, 7, generator=torch.Generator().manual_seed(s)))
+        tq.convert(net, inplace=True)
+        x = torch.randn(2, 3, 6, 7, generator=torch.Generator().manual_seed(9))
+        sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(net), (x,)))
+        with torch.no_grad():
+            want = net(x).numpy()
+    ran = {pn.node.kind for pn in sm.top.nodes if pn.fn is not None and pn.fn.backend == "quantized_cpu"}
+    assert any(k.startswith("aten::upsample_bilinear2d") for k in ran) and "aten::pad" in ran, ran
+    np.testing.assert_array_equal(sm(x.numpy()), want)
+
+
+@pytest.mark.parametrize("qdtype", sorted(DTYPES))
+def test_max_and_min_over_a_dim_give_torchs_values_and_first_indices(qdtype):
+    """Coarse values (many ties): the index is the first of the extreme value, as torch's."""
+    dt, scale, zp = DTYPES[qdtype]
+    x = torch.quantize_per_tensor(torch.randint(-2, 3, (3, 7, 4)).float() * scale, scale, zp, dt)
+
+    class Both(torch.nn.Module):
+        def forward(self, x):
+            a, i = torch.max(x, 1)
+            b, j = torch.min(x, -1, keepdim=True)
+            return a, i, b, j
+
+    net = torch.jit.script(Both())
+    sm = srcore.StaticModule(srcore.from_torchscript(net, (x,)))
+    got, want = sm(x), net(x)
+    for g, w in zip(got, want):
+        if w.is_quantized:
+            _assert_same(g, w)
+        else:
+            assert g.dtype == np.int64
+            np.testing.assert_array_equal(g, w.numpy())
