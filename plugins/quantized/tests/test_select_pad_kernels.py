@@ -329,3 +329,33 @@ def test_max_and_min_over_a_dim_give_torchs_values_and_first_indices(qdtype):
         else:
             assert g.dtype == np.int64
             np.testing.assert_array_equal(g, w.numpy())
+
+
+_DEFAULT_CAPABILITY_CHECK = """
+import numpy as np, torch
+from _torch_quant import srq
+from srcore_quantized.kernels import upsample as U
+bad = 0
+for c in (3, 12, 17):
+    x = torch.quantize_per_tensor(torch.randn(2, c, 5, 6, generator=torch.Generator().manual_seed(c)) * 3, 0.05, 7,
+                                  torch.quint8).contiguous(memory_format=torch.channels_last)
+    for s in (2.0, 1.5, 0.6):
+        want = torch.nn.functional.interpolate(x, scale_factor=s, mode="bilinear").int_repr().numpy()
+        bad += int(not np.array_equal(U.upsample_bilinear2d_vec(srq(x), None, False, [s, s]).view(np.ndarray), want))
+print("mismatches", bad)
+"""
+
+
+def test_bilinear_follows_torchs_default_capability_build():
+    """Under ``ATEN_CPU_CAPABILITY=default`` torch's channels-last kernel is built without fma and has no
+    vector loop: plain float32 like the NCHW one (the fused arithmetic would differ at ties)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": "default",
+           "PYTHONPATH": os.pathsep.join([os.path.dirname(__file__), *sys.path])}
+    out = subprocess.run([sys.executable, "-c", _DEFAULT_CAPABILITY_CHECK], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().endswith("mismatches 0"), out.stdout + out.stderr[-2000:]

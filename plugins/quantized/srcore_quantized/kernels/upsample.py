@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.plugin import QDTYPES, KernelError
+from srcore.plugin import QDTYPES, KernelError, aten_capability
 
 from ._common import F32, buffer, channels_last, channels_last_buffer, ints, require_per_tensor, wrap
 
@@ -142,7 +142,8 @@ def upsample_bilinear2d_out(self, output_size, align_corners, scales_h=None, sca
     its channels-last one (a conv's output, as srcore holds it too) is built with fma contraction:
     the source positions fused, and each ``a * x + b * y`` fused on its first product, except over whole
     blocks of 8 channels (its AVX2 vector loop), where the second one is (measured against torch
-    2.13 on quint8/qint8, zero points odd and even, channel counts around the block)."""
+    2.13 on quint8/qint8, zero points odd and even, channel counts around the block); its
+    DEFAULT-capability build (``ATEN_CPU_CAPABILITY=default``) computes as the NCHW one."""
     op = "aten::upsample_bilinear2d"
     xq = require_per_tensor(self, op)
     a = ints(xq)
@@ -160,10 +161,12 @@ def upsample_bilinear2d_out(self, output_size, align_corners, scales_h=None, sca
     if not nhwc and (H, W) == (oh, ow):   # torch's NCHW kernel copies
         res[...] = a
         return _same(xq, res)
-    taps_h = _linear_taps(oh, H, align_corners, scales_h, nhwc)
-    taps_w = _linear_taps(ow, W, align_corners, scales_w, nhwc)
+    # (torch's DEFAULT-capability build of the channels-last kernel: no fma, no vector loop)
+    fused = nhwc and aten_capability() != "DEFAULT"
+    taps_h = _linear_taps(oh, H, align_corners, scales_h, fused)
+    taps_w = _linear_taps(ow, W, align_corners, scales_w, fused)
     src = a.astype(F32)
-    if not nhwc:
+    if not fused:
         r = _blend(src, taps_h, taps_w, _plain)
     else:
         k = (C // _NHWC_VEC_CHANNELS) * _NHWC_VEC_CHANNELS
