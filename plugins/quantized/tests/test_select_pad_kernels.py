@@ -69,6 +69,9 @@ CASES = {
     "min_all": ((2, 3, 6), lambda x, i, m: x.min()),
     "max_dim_values": ((2, 3, 6), lambda x, i, m: torch.max(x, 1)[0]),   # srcore makes it amax
     "min_dim_values_keep": ((2, 3, 6), lambda x, i, m: x.min(-1, keepdim=True)[0]),
+    "max_pool3d": ((2, 3, 5, 6, 7), lambda x, i, m: F.max_pool3d(x, 3, 2, 1)),
+    "max_pool3d_ceil_dilated": ((1, 2, 5, 6, 7), lambda x, i, m: F.max_pool3d(x, [2, 3, 2], [1, 2, 2], [1, 1, 0],
+                                                                                [1, 1, 2], True)),
     "mean_all": ((2, 3, 5, 6), lambda x, i, m: x.mean()),
     "bilinear_scale": ((2, 3, 5, 6), lambda x, i, m: F.interpolate(x, scale_factor=2.0, mode="bilinear")),
     "bilinear_size_align": ((2, 3, 5, 6), lambda x, i, m: F.interpolate(x, size=[7, 9], mode="bilinear",

@@ -222,3 +222,47 @@ def avg_pool1d_out(self, kernel_size, stride=(), padding=0, ceil_mode=False, cou
 
 def adaptive_avg_pool1d_out(self, output_size, *, out=None):
     return _as_2d_pool("aten::adaptive_avg_pool1d", adaptive_avg_pool2d_out, self, out, [1] + _one(output_size))
+
+
+def _triple(op: str, v, default):
+    v = _one(v) if not (isinstance(v, (list, tuple)) and len(v) == 0) else list(default)
+    if len(v) not in (1, 3):
+        raise KernelError(f"{op}: expects 1 or 3 values, got {v}")
+    return v * 3 if len(v) == 1 else v
+
+
+def max_pool3d_out(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, *, out=None):
+    """The largest stored integer of each 3-D window (torch's quantized max_pool3d), one elementwise
+    maximum per kernel tap over strided slices of the input padded with the dtype's lowest value."""
+    op = "aten::max_pool3d"
+    xq = require_per_tensor(self, op)
+    a = ints(xq)
+    if a.ndim != 5:   # (torch refuses an unbatched quantized input too)
+        raise KernelError(f"{op}: expects a 5-D input (N, C, D, H, W), got shape {list(a.shape)}")
+    x = a
+    k = _triple(op, kernel_size, ())
+    s = _triple(op, stride, k)
+    p = _triple(op, padding, (0, 0, 0))
+    d = _triple(op, dilation, (1, 1, 1))
+    if any(2 * pi > ki for pi, ki in zip(p, k)):
+        raise KernelError(f"{op}: padding {p} should be at most half of the kernel size {k}")
+    sizes = x.shape[2:]
+    outs = [_out_size(n, ki, si, pi, di, ceil_mode) for n, ki, si, pi, di in zip(sizes, k, s, p, d)]
+    if min(outs) <= 0:
+        raise KernelError(f"{op}: output size {outs} is too small for input {list(a.shape)}")
+    need = [(o - 1) * si + di * (ki - 1) + 1 - n - pi for o, si, di, ki, n, pi in zip(outs, s, d, k, sizes, p)]
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(pi, max(ni, 0)) for pi, ni in zip(p, need)],
+                constant_values=QDTYPES[xq.qdtype].qmin)
+    res = dst = buffer(out, a.shape[:-3] + tuple(outs), xq.qdtype)
+    first = True
+    for i in range(k[0]):
+        for j in range(k[1]):
+            for m in range(k[2]):
+                t = (Ellipsis,) + tuple(slice(o * di, o * di + (n - 1) * si + 1, si)
+                                        for o, di, n, si in zip((i, j, m), d, outs, s))
+                if first:
+                    dst[...] = xp[t]
+                    first = False
+                else:
+                    np.maximum(dst, xp[t], out=dst)
+    return wrap(res, xq.qdtype, xq.qparams)
