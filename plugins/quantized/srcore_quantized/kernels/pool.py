@@ -80,29 +80,41 @@ def max_pool2d_out(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mod
     return wrap(res, xq.qdtype, xq.qparams)
 
 
+def _ntuple(v, n: int, default):
+    """A pool argument (an int, or a list of 1 or ``n`` ints; empty or None: ``default``) as ``n`` ints."""
+    if v is None or (isinstance(v, (list, tuple)) and len(v) == 0):
+        return list(default)
+    v = [int(i) for i in v] if isinstance(v, (list, tuple)) else [int(v)]
+    return v * n if len(v) == 1 else v
+
+
 def avg_windows(x: np.ndarray, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    """Integer sums of each average-pool window of ``x`` (N, C, H, W), with the count of its input
-    elements and its divisor (torch's rules: padding counted or not, ``divisor_override``)."""
-    kh, kw = _pair(kernel_size)
-    sh, sw = _pair(stride, (kh, kw))
-    ph, pw = _pair(padding, (0, 0))
+    """Integer sums of each average-pool window of ``x`` (N, C, *spatial: 2-D or 3-D), with the count of
+    its input elements and its divisor (torch's rules: padding counted or not, ``divisor_override``);
+    the sums separable: one cumulative sum per spatial dim (exact in int64)."""
+    nd = x.ndim - 2
+    k = _ntuple(kernel_size, nd, ())
+    s = _ntuple(stride, nd, k)
+    p = _ntuple(padding, nd, (0,) * nd)
     if divisor_override == 0:
-        raise KernelError("aten::avg_pool2d: divisor must be not zero")
-    H, W = x.shape[2:]
-    oh, ow = _out_size(H, kh, sh, ph, 1, ceil_mode), _out_size(W, kw, sw, pw, 1, ceil_mode)
-    hs = np.arange(oh) * sh - ph
-    ws = np.arange(ow) * sw - pw
-    he, we = np.minimum(hs + kh, H + ph), np.minimum(ws + kw, W + pw)
-    pool = (he - hs)[:, None] * (we - ws)[None, :]
-    hs0, ws0, he0, we0 = np.maximum(hs, 0), np.maximum(ws, 0), np.minimum(he, H), np.minimum(we, W)
-    size = (he0 - hs0)[:, None] * (we0 - ws0)[None, :]
-    # window sums from an integral image (exact in int64)
-    ii = np.zeros((*x.shape[:2], H + 1, W + 1), np.int64)
-    ii[:, :, 1:, 1:] = x.astype(np.int64).cumsum(2).cumsum(3)
-    s = (ii[:, :, he0[:, None], we0[None, :]] - ii[:, :, hs0[:, None], we0[None, :]]
-         - ii[:, :, he0[:, None], ws0[None, :]] + ii[:, :, hs0[:, None], ws0[None, :]])
+        raise KernelError("avg_pool: divisor must be not zero")
+    sums = x.astype(np.int64)
+    pool = size = np.ones((1,) * nd, np.int64)
+    for i in range(nd):
+        ax, n = 2 + i, x.shape[2 + i]
+        o = _out_size(n, k[i], s[i], p[i], 1, ceil_mode)
+        st = np.arange(o) * s[i] - p[i]
+        en = np.minimum(st + k[i], n + p[i])
+        st0, en0 = np.maximum(st, 0), np.minimum(en, n)
+        cs = np.cumsum(sums, axis=ax)
+        cs = np.concatenate([np.zeros_like(np.take(cs, [0], axis=ax)), cs], axis=ax)
+        sums = np.take(cs, en0, axis=ax) - np.take(cs, st0, axis=ax)
+        shape = [1] * nd
+        shape[i] = o
+        pool = pool * (en - st).reshape(shape)
+        size = size * (en0 - st0).reshape(shape)
     divide = np.full_like(size, divisor_override) if divisor_override is not None else (pool if count_include_pad else size)
-    return s, size, divide
+    return sums, size, divide
 
 
 def avg_pool2d_out(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
