@@ -106,6 +106,7 @@ KERNELS: list[Kernel] = [
     _k("aten::max_pool1d", "pool:max_pool1d_out", Q),
     _k("aten::max_pool3d", "pool:max_pool3d_out", Q),
     _k("aten::avg_pool3d", "channels_last:avg_pool3d_out", Q),
+    _k("aten::adaptive_avg_pool3d", "pool:adaptive_avg_pool3d_out", Q),
     _k("aten::avg_pool1d", "pool:avg_pool1d_out", Q),
     _k("aten::adaptive_avg_pool1d", "pool:adaptive_avg_pool1d_out", Q),
     _k("aten::mean", "pool:mean_out", Q),

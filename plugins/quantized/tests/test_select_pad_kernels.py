@@ -76,6 +76,11 @@ CASES = {
     "avg_pool3d_ceil_no_pad_count": ((1, 20, 4, 5, 6), lambda x, i, m: F.avg_pool3d(x, [2, 3, 2], [1, 2, 2], [1, 1, 0],
                                                                                       True, False)),
     "avg_pool3d_divisor": ((1, 17, 4, 4, 5), lambda x, i, m: F.avg_pool3d(x, 2, 2, 0, False, True, 3)),
+    "adaptive_avg_pool3d": ((1, 4, 11, 10, 9), lambda x, i, m: F.adaptive_avg_pool3d(x, (3, 4, 5))),
+    "adaptive_avg_pool3d_global": ((2, 3, 5, 6, 7), lambda x, i, m: F.adaptive_avg_pool3d(x, 1)),
+    # one channel: torch's channels-last (NDHWC) kernel, another rounding
+    "adaptive_avg_pool3d_one_channel": ((2, 1, 7, 11, 10), lambda x, i, m: F.adaptive_avg_pool3d(x, (2, 3, 4))),
+    "adaptive_avg_pool3d_unbatched": ((3, 5, 6, 7), lambda x, i, m: F.adaptive_avg_pool3d(x, (4, 2, 3))),
     "mean_all": ((2, 3, 5, 6), lambda x, i, m: x.mean()),
     "bilinear_scale": ((2, 3, 5, 6), lambda x, i, m: F.interpolate(x, scale_factor=2.0, mode="bilinear")),
     "bilinear_size_align": ((2, 3, 5, 6), lambda x, i, m: F.interpolate(x, size=[7, 9], mode="bilinear",

@@ -88,6 +88,13 @@ def _ntuple(v, n: int, default):
     return v * n if len(v) == 1 else v
 
 
+def _axis_window_sums(x: np.ndarray, axis: int, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Sums of ``x`` (int64) over ``[start[i], end[i])`` along ``axis``: the i-th along that axis."""
+    cs = np.cumsum(x, axis=axis)
+    cs = np.concatenate([np.zeros_like(np.take(cs, [0], axis=axis)), cs], axis=axis)
+    return np.take(cs, end, axis=axis) - np.take(cs, start, axis=axis)
+
+
 def avg_windows(x: np.ndarray, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     """Integer sums of each average-pool window of ``x`` (N, C, *spatial: 2-D or 3-D), with the count of
     its input elements and its divisor (torch's rules: padding counted or not, ``divisor_override``);
@@ -106,9 +113,7 @@ def avg_windows(x: np.ndarray, kernel_size, stride, padding, ceil_mode, count_in
         st = np.arange(o) * s[i] - p[i]
         en = np.minimum(st + k[i], n + p[i])
         st0, en0 = np.maximum(st, 0), np.minimum(en, n)
-        cs = np.cumsum(sums, axis=ax)
-        cs = np.concatenate([np.zeros_like(np.take(cs, [0], axis=ax)), cs], axis=ax)
-        sums = np.take(cs, en0, axis=ax) - np.take(cs, st0, axis=ax)
+        sums = _axis_window_sums(sums, ax, st0, en0)
         shape = [1] * nd
         shape[i] = o
         pool = pool * (en - st).reshape(shape)
@@ -278,3 +283,30 @@ def max_pool3d_out(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mod
                 else:
                     np.maximum(dst, xp[t], out=dst)
     return wrap(res, xq.qdtype, xq.qparams)
+
+
+def adaptive_avg_pool3d_out(self, output_size, *, out=None):
+    """torch's quantized adaptive average pool over (D, H, W) of an (N, C, D, H, W) or (C, D, H, W)
+    tensor, to the input's parameters: its NCDHW kernel's rounding, or its NDHWC one's where torch would
+    see the tensor as channels-last (srcore's memory the same; one channel, or one position)."""
+    op = "aten::adaptive_avg_pool3d"
+    xq = require_per_tensor(self, op)
+    info, q = QDTYPES[xq.qdtype], xq.qparams
+    a = ints(xq)
+    if a.ndim not in (4, 5) or 0 in a.shape[1:]:
+        raise KernelError(f"{op}: expects a non-empty 4-D or 5-D input, got shape {list(a.shape)}")
+    x = a if a.ndim == 5 else a[None]
+    size = _ntuple(output_size, 3, ())
+    sums, ks = x.astype(np.int64), []
+    for i, o in enumerate(size):
+        st, en = _window_bounds(o, x.shape[2 + i])
+        sums = _axis_window_sums(sums, 2 + i, st, en)
+        shape = [1, 1, 1]
+        shape[i] = o
+        ks.append((en - st).reshape(shape))
+    # torch's is_contiguous(ChannelsLast3d) of a 5-D tensor, is_contiguous(ChannelsLast) of a 4-D one
+    nhwc = (a.transpose(0, 2, 3, 4, 1).flags.c_contiguous if a.ndim == 5 else channels_last(a) is not None)
+    r = int8_means.adaptive_avg(sums, ks[1], ks[2], q.zero_point, nhwc, info.qmin, info.qmax, kd=ks[0])
+    res = buffer(out, a.shape[:-3] + tuple(size), xq.qdtype)
+    res[...] = r if a.ndim == 5 else r[0]
+    return wrap(res, xq.qdtype, q)
