@@ -146,6 +146,7 @@ KERNELS: list[Kernel] = [
     _k("aten::flip", "shape:flip_out", Q),
     _k("aten::stack", "shape:stack_out", Q),
     _k("aten::diagonal", "shape:diagonal", Q, "native"),
+    _k("aten::unfold", "shape:unfold", Q, "native"),
     *[_k(f"aten::tensor_split.{o}", "shape:tensor_split", Q + INDEX, "native")
       for o in ("sections", "indices", "tensor_indices_or_sections")],
     # an index / mask / count dtype beside the quantized ones: the matcher leaves a node whose ``self`` is

@@ -65,6 +65,7 @@ CASES = {
     "avg_pool1d": ((2, 3, 11), lambda x, i, m: F.avg_pool1d(x, 3, 2, 1)),
     "avg_pool1d_no_pad_count": ((3, 11), lambda x, i, m: F.avg_pool1d(x, 4, 3, 2, True, False)),
     "adaptive_avg_pool1d": ((2, 3, 11), lambda x, i, m: F.adaptive_avg_pool1d(x, 4)),
+    "unfold": ((2, 7, 6), lambda x, i, m: x.unfold(1, 3, 2)),
     "max_all": ((2, 3, 6), lambda x, i, m: x.max()),
     "min_all": ((2, 3, 6), lambda x, i, m: x.min()),
     "max_dim_values": ((2, 3, 6), lambda x, i, m: torch.max(x, 1)[0]),   # srcore makes it amax

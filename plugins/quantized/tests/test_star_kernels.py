@@ -141,6 +141,8 @@ RUNS = {
                                             lambda x: x.repeat_interleave(torch.tensor(INDEX), 0)),
     "aten::index.Tensor": ((2, 5), "  %n : NoneType = prim::Constant()\n  %l : Tensor?[] = prim::ListConstruct(%n, %i)\n"
                            "  %r : Tensor = aten::index(%x, %l)\n", 1, lambda x: x[:, torch.tensor(INDEX)]),
+    "aten::unfold": ((3, 5), _c("d", 1) + _c("n", 2) + _c("s", 2) + "  %r : Tensor = aten::unfold(%x, %d, %n, %s)\n",
+                     1, lambda x: x.unfold(1, 2, 2)),
     "aten::dropout": ((2, 4), "  %p : float = prim::Constant[value=0.5]()\n  %f : bool = prim::Constant[value=0]()\n"
                       "  %r : Tensor = aten::dropout(%x, %p, %f)\n", 1, lambda x: F.dropout(x, 0.5, False)),
 }
@@ -153,11 +155,10 @@ SAME_KERNEL = {"aten::split": "aten::split_with_sizes", "aten::split.sizes": "at
                "aten::pixel_shuffle.out": "aten::pixel_shuffle", "aten::pixel_unshuffle.out": "aten::pixel_unshuffle"}
 
 # quantized ops srcore has no quantized kernel for: the load fails naming the node, op and dtype
-# (torch refuses roll, tril and zeros_like on quantized tensors too; it runs unfold)
+# (torch refuses roll, tril and zeros_like on quantized tensors too)
 REFUSED = {
     "aten::roll": ((2, 4), _ints("s", 1) + _ints("d", 1) + "  %r : Tensor = aten::roll(%x, %s, %d)\n"),
     "aten::tril": ((3, 3), _c("k", 0) + "  %r : Tensor = aten::tril(%x, %k)\n"),
-    "aten::unfold": ((3, 4), _c("d", 1) + _c("n", 2) + _c("s", 1) + "  %r : Tensor = aten::unfold(%x, %d, %n, %s)\n"),
     "aten::zeros_like": ((3, 3), "  %n : NoneType = prim::Constant()\n"
                          "  %r : Tensor = aten::zeros_like(%x, %n, %n, %n, %n, %n)\n"),
 }
@@ -343,7 +344,7 @@ def test_quantized_models_moving_data_match_torch(workflow):
     np.testing.assert_array_equal(got, want.dequantize().numpy() if want.is_quantized else want.numpy())
 
 
-class _Unfold(nn.Module):
+class _Gelu(nn.Module):
     """A quantized op torch runs and srcore has no quantized kernel for."""
 
     def __init__(self):
@@ -351,21 +352,21 @@ class _Unfold(nn.Module):
         self.c = nn.Conv2d(3, 4, 1)
 
     def forward(self, x):
-        y = self.c(x).unfold(1, 2, 1)
+        y = F.gelu(self.c(x))
         return y.size(1), y
 
 
 def test_a_quantized_model_with_an_op_srcore_cannot_run_quantized_fails_the_load_by_name():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        net = _eager_model(_Unfold())
+        net = _eager_model(_Gelu())
         x = torch.randn(1, 3, 4, 4)
         net(x)   # torch runs it
         model = srcore.from_torchscript(torch.jit.script(net), (x,))
     with pytest.raises(srcore.UnsupportedOpError) as err:
         srcore.StaticModule(model)
     (miss,) = err.value.missing
-    assert miss.op == "aten::unfold" and miss.dtypes == ("quint8",), str(err.value)
+    assert miss.op == "aten::gelu" and miss.dtypes == ("quint8",), str(err.value)
     assert "is not a quantized dtype" in str(err.value)
 
 

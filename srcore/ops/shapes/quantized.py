@@ -324,7 +324,7 @@ KEEPS_QPARAMS = frozenset(f"aten::{n}" for n in (
     "_upsample_nearest_exact2d", "_upsample_nearest_exact3d", "reflection_pad1d", "reflection_pad2d", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "cat", "concat",
     "stack", "chunk", "split", "unbind", "flip", "roll", "pad", "constant_pad_nd", "max", "min", "amax", "amin", "sort",
     "topk", "index_select", "gather", "masked_fill", "__getitem__", "unflatten", "movedim", "swapaxes",
-    "to", "type_as", "copy_", "fill_", "identity", "diagonal", "tensor_split", "repeat_interleave", "index",
+    "to", "type_as", "copy_", "fill_", "identity", "diagonal", "tensor_split", "repeat_interleave", "index", "unfold",
 )) | {"quantized::mean_channels_last", "quantized::avg_pool2d_channels_last",
      "quantized::adaptive_avg_pool2d_channels_last"}
 

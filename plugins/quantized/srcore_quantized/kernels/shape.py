@@ -351,3 +351,22 @@ def masked_fill_out(self, mask, value, *, out=None):
     res[...] = ints(x)
     np.copyto(res, q[0], where=m)
     return _same(x, res)
+
+
+def unfold(self, dimension, size, step):
+    """``Tensor.unfold``: a view of every ``size``-long window along ``dimension``, ``step`` apart (the
+    windows replace the dim, their elements a new last dim), parameters kept."""
+    op = "aten::unfold"
+    x = require_per_tensor(self, op)
+    a = ints(x)
+    if not -max(a.ndim, 1) <= dimension < max(a.ndim, 1):
+        raise KernelError(f"{op}: dimension {dimension} out of range for a {a.ndim}-D tensor")
+    n = a.shape[dimension] if a.ndim else 1
+    if int(step) <= 0 or int(size) < 0 or int(size) > n:
+        raise KernelError(f"{op}: size {size} and step {step} do not fit dimension {dimension} of size {n} "
+                          f"(0 <= size <= {n}, step > 0)")
+    if a.ndim == 0:
+        return _same(x, a.reshape(1)[:int(size)])
+    d = dimension % a.ndim
+    w = np.lib.stride_tricks.sliding_window_view(a, int(size), axis=d, writeable=a.flags.writeable)
+    return _same(x, w[(slice(None),) * d + (slice(None, None, int(step)),)])
