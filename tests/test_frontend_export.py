@@ -260,3 +260,35 @@ def test_core_decompositions_of_the_zoo_ops():
     for got, w in zip(sm(x.numpy(), mask.numpy()), want):
         assert got.dtype == w.numpy().dtype and got.shape == tuple(w.shape)
         np.testing.assert_allclose(got, w.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_structured_inputs_are_parsed_once_per_module(monkeypatch):
+    """A model exported with a list and a dict argument takes them as torch does on every runtime; the
+    metadata's ``input_tree`` JSON is parsed once for the module, not once per runtime (thread)."""
+    import json
+    import threading
+
+    class Structured(torch.nn.Module):
+        def forward(self, xs, d):
+            return xs[0] * d["a"] + xs[1]
+
+    xs, d = [torch.randn(2, 3), torch.randn(2, 3)], {"a": torch.randn(2, 3)}
+    sm = srcore.StaticModule(srcore.from_torch(Structured(), (xs, d)))
+    calls = []
+    real = json.loads
+    monkeypatch.setattr(json, "loads", lambda *a, **k: calls.append(1) or real(*a, **k))
+    want = Structured()(xs, d).numpy()
+    outs = []
+
+    def run():
+        outs.append(sm([x.numpy() for x in xs], {"a": d["a"].numpy()}))
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    outs.append(srcore.StaticRuntime(sm)([x.numpy() for x in xs], {"a": d["a"].numpy()}))
+    assert len(outs) == 4
+    for o in outs:
+        np.testing.assert_allclose(o, want, rtol=1e-6)
+    assert len(calls) <= 1 and sm.input_tree is sm.runtime()._input_tree is not None

@@ -69,6 +69,7 @@ _LAZY = {
     "cpu_name": "srcore.cpu_features:cpu_name",
     "has_avx512_vnni": "srcore.cpu_features:has_avx512_vnni",
     "vector_bytes": "srcore.cpu_features:vector_bytes",
+    "aten_capability": "srcore.cpu_features:aten_capability",
     # the exact int8 GEMM (u8 x s8 -> s32, fbgemm's requantization fused) of srcore.int8.gemm: the
     # module (numba, imported on its first call; a plugin calling it declares numba)
     "int8_gemm": "srcore.int8:gemm",

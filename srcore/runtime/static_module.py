@@ -303,6 +303,25 @@ class StaticModule:
         return rt(*args, **kwargs)
 
     @property
+    def input_tree(self) -> dict | None:
+        """A torch.export model's input structure (its metadata's ``input_tree`` JSON, how calls with
+        lists and dicts are flattened), parsed once for all the module's runtimes (one per thread);
+        None for other models (a StaticModule of a bare Graph has no metadata)."""
+        try:
+            return self._input_tree
+        except AttributeError:
+            pass
+        from .inputs import INPUT_TREE
+
+        tree = (getattr(self.model, "metadata", None) or {}).get(INPUT_TREE)
+        if tree:
+            import json   # only for such models: a first run imports no more than it needs
+
+            tree = json.loads(tree)
+        self._input_tree = tree or None
+        return self._input_tree
+
+    @property
     def num_nodes(self) -> int:
         return sum(len(b.nodes) for b in self.blocks)
 

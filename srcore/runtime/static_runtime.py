@@ -14,7 +14,7 @@ from .._attrs_code_cache import compile_exec
 from ..errors import KernelError, SrcoreError
 from ..ir.types import DictType, ListType
 from .arena import BlockArena, aligned_slab, make_view
-from .inputs import (INPUT_TREE, ScalarSpec, as_arrays, bind, check, flatten_structured, has_foreign_byte_order,
+from .inputs import (ScalarSpec, as_arrays, bind, check, flatten_structured, has_foreign_byte_order,
                      input_types, to_native_byte_order)
 from .static_module import _nbytes
 
@@ -51,13 +51,8 @@ class StaticRuntime:
                                        if isinstance(s, ScalarSpec) and isinstance(s.type, (ListType, DictType)))
         self._n_inputs = len(module.input_specs)
         # a torch.export model with list/dict arguments: calls as torch takes them are flattened
-        # (a Model's metadata: a StaticModule of a bare Graph has none)
-        tree = (getattr(getattr(module, "model", None), "metadata", None) or {}).get(INPUT_TREE)
-        self._input_tree = None
-        if tree:
-            import json   # only for such models: a first run imports no more than it needs
-
-            self._input_tree = json.loads(tree)
+        # (the structure parsed once per module, not per runtime)
+        self._input_tree = module.input_tree
         self._single = len(module.top.outputs) == 1
         self._launch = _default_launch
         self._out_layouts: list = []

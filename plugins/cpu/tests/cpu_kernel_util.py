@@ -35,3 +35,28 @@ def check_both(fn, exp, *args, tol=None, **kw):
     buf = np.full(exp.shape, np.nan if exp.dtype.kind == "f" else 123, exp.dtype)
     assert fn(*args, out=buf, **kw) is buf
     np.testing.assert_allclose(buf, exp, rtol=tol, atol=tol)
+
+
+def thread_mismatches(call, expected, *, rounds: int = 200, rtol: float = 1e-4, atol: float = 1e-4) -> list[int]:
+    """Run ``call(i)`` ``rounds`` times in each of ``len(expected)`` threads at once (thread ``i``
+    checks against ``expected[i]``); the threads whose result was ever wrong, or that raised. One
+    kernel instance called this way shows a race on its shared plans or scratch."""
+    import threading
+
+    errors: list[int] = []
+
+    def work(i):
+        try:
+            for _ in range(rounds):
+                if not np.allclose(call(i), expected[i], rtol=rtol, atol=atol):
+                    errors.append(i)
+                    return
+        except Exception:  # noqa: BLE001 - a raising thread is a failing one
+            errors.append(i)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(expected))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sorted(errors)

@@ -1,8 +1,6 @@
 """conv kernels vs torch: conv1d/2d/3d (padding ints and strings), groups, depthwise, transposed, matchers."""
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 
@@ -10,7 +8,7 @@ torch = pytest.importorskip("torch")
 
 import srcore  # noqa: E402
 from srcore.plugin import Specialized  # noqa: E402
-from cpu_kernel_util import node  # noqa: E402
+from cpu_kernel_util import node, thread_mismatches  # noqa: E402
 from srcore_cpu.kernels import conv as K  # noqa: E402
 from srcore_cpu.kernels.conv_dynamic import DynamicWeightConv  # noqa: E402
 
@@ -177,19 +175,7 @@ def test_kernel_instance_is_thread_safe(transposed):
     xs = [rand(1, 8 if transposed else 4, 12, 12) for _ in range(4)]
     exps = [(F.conv_transpose2d(T(x), T(w[:, :4].copy()), T(b), 2, 1, 1) if transposed
              else F.conv2d(T(x), T(w), T(b), 1, 1)).numpy() for x in xs]
-    errors = []
-
-    def work(i):
-        for _ in range(20):
-            r = fn(xs[i])
-            if not np.allclose(r, exps[i], rtol=1e-4, atol=1e-4):
-                errors.append(i)
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    assert not thread_mismatches(lambda i: fn(xs[i]), exps, rounds=20)
 
 
 def test_noncontiguous_out_and_shape_change():

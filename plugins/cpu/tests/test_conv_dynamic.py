@@ -2,15 +2,13 @@
 non-constant weight or bias, planned per shape, against torch."""
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
 from srcore.errors import KernelError  # noqa: E402
-from cpu_kernel_util import make_rand, node  # noqa: E402
+from cpu_kernel_util import make_rand, node, thread_mismatches  # noqa: E402
 from srcore_cpu.kernels import conv as K  # noqa: E402
 from srcore_cpu.kernels import conv_dynamic as D  # noqa: E402
 
@@ -110,19 +108,7 @@ def test_plans_capped_and_thread_safe(monkeypatch):
     assert len(fn.plans) <= 3
     cases = [(rand(1, 2, 6, 6), rand(4, 2, 3, 3)) for _ in range(4)]
     exps = [_ref(x, w, None, 1, 1, 1, 1) for x, w in cases]
-    errors = []
-
-    def work(i):
-        for _ in range(200):
-            if not np.allclose(fn(*cases[i], None), exps[i], rtol=1e-4, atol=1e-4):
-                errors.append(i)
-                return
-    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    assert not errors
+    assert not thread_mismatches(lambda i: fn(*cases[i], None), exps)
 
 
 def _typed_node(op, wshape, **args):

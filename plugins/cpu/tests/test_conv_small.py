@@ -2,15 +2,13 @@
 transform, against torch / the einsum they replace."""
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
 from srcore.errors import KernelError  # noqa: E402
-from cpu_kernel_util import make_rand, node  # noqa: E402
+from cpu_kernel_util import make_rand, node, thread_mismatches  # noqa: E402
 from srcore_cpu.kernels import conv as K  # noqa: E402
 from srcore_cpu.kernels import conv_small as S  # noqa: E402
 from srcore_cpu.kernels import conv_winograd as WG  # noqa: E402
@@ -123,20 +121,7 @@ def test_small_path_is_thread_safe():
     conv = K.make_conv(2, w, b, 1, 1, 1, 1)
     xs = [rand(1, 3, 6, 6) for _ in range(4)]
     exps = [_ref(x, w, b, 1, 1, 1, 1) for x in xs]
-    errors = []
-
-    def work(i):
-        for _ in range(200):
-            r = conv(xs[i])
-            if not np.allclose(r, exps[i], rtol=1e-4, atol=1e-4):
-                errors.append(i)
-                return
-    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    assert not errors
+    assert not thread_mismatches(lambda i: conv(xs[i]), exps)
 
 
 def test_fused_conv2d_relu_uses_small_path():

@@ -17,12 +17,13 @@ Q = ("quint8", "qint8", "qint32")
 Q8 = ("quint8", "qint8")
 F = ("float32",)
 FLOATS = ("float32", "float64")
+INDEX = ("int64", "int32")
 
 _K = "srcore_quantized.kernels."
 
 
-def _k(op: str, ref: str, dtypes, kind: str = "out") -> Kernel:
-    return Kernel(op, BACKEND, kind, dtypes, _K + ref)
+def _k(op: str, ref: str, dtypes, kind: str = "out", matcher: str | None = None) -> Kernel:
+    return Kernel(op, BACKEND, kind, dtypes, _K + ref, matcher=None if matcher is None else _K + matcher)
 
 
 KERNELS: list[Kernel] = [
@@ -102,8 +103,33 @@ KERNELS: list[Kernel] = [
     _k("aten::mean.dim", "pool:mean_out", Q),
     _k("quantized::mean_channels_last", "channels_last:mean_channels_last_out", Q),
     _k("quantized::avg_pool2d_channels_last", "channels_last:avg_pool2d_channels_last_out", Q),
-    _k("aten::upsample_nearest2d", "shape:upsample_nearest2d_out", Q),
-    _k("aten::upsample_nearest2d.vec", "shape:upsample_nearest2d_vec", Q, "native"),
+    _k("aten::max_pool1d", "pool:max_pool1d_out", Q),
+    _k("aten::max_pool3d", "pool:max_pool3d_out", Q),
+    _k("aten::avg_pool3d", "channels_last:avg_pool3d_out", Q),
+    _k("aten::adaptive_avg_pool3d", "pool:adaptive_avg_pool3d_out", Q),
+    _k("aten::avg_pool1d", "pool:avg_pool1d_out", Q),
+    _k("aten::adaptive_avg_pool1d", "pool:adaptive_avg_pool1d_out", Q),
+    _k("aten::mean", "pool:mean_out", Q),
+    *[_k(f"aten::{op}", f"upsample:{fn}_out", Q) for op, fn in (
+        ("upsample_nearest2d", "upsample_nearest2d"), ("upsample_nearest3d", "upsample_nearest3d"),
+        ("_upsample_nearest_exact2d", "upsample_nearest_exact2d"),
+        ("_upsample_nearest_exact3d", "upsample_nearest_exact3d"))],
+    *[_k(f"aten::{op}.vec", f"upsample:{fn}_vec", Q, "native") for op, fn in (
+        ("upsample_nearest2d", "upsample_nearest2d"), ("upsample_nearest3d", "upsample_nearest3d"),
+        ("_upsample_nearest_exact2d", "upsample_nearest_exact2d"),
+        ("_upsample_nearest_exact3d", "upsample_nearest_exact3d"))],
+    _k("aten::upsample_bilinear2d", "upsample:upsample_bilinear2d_out", Q8),
+    _k("aten::upsample_bilinear2d.vec", "upsample:upsample_bilinear2d_vec", Q8, "native"),
+    _k("aten::max", "reduce:max_out", Q),
+    _k("aten::min", "reduce:min_out", Q),
+    _k("aten::amax", "reduce:amax_out", Q),
+    _k("aten::amin", "reduce:amin_out", Q),
+    _k("aten::max.dim", "reduce:max_dim", Q + ("int64",), "native", matcher="match:max_dim"),
+    _k("aten::min.dim", "reduce:min_dim", Q + ("int64",), "native", matcher="match:min_dim"),
+    _k("aten::pad", "pad:pad_out", Q),
+    _k("aten::constant_pad_nd", "pad:constant_pad_nd_out", Q),
+    _k("aten::reflection_pad1d", "pad:reflection_pad_out", Q),
+    _k("aten::reflection_pad2d", "pad:reflection_pad_out", Q),
     _k("aten::clone", "shape:clone_out", Q),
     *[_k(op, "shape:" + fn, Q, "native") for op, fn in (
         ("aten::flatten.using_ints", "flatten"), ("aten::reshape", "reshape"), ("aten::view", "reshape"),
@@ -118,6 +144,18 @@ KERNELS: list[Kernel] = [
         ("aten::view_as", "view_as"), ("aten::reshape_as", "view_as"), ("aten::expand_as", "expand_as"),
         ("aten::movedim.int", "movedim"), ("aten::movedim.intlist", "movedim"), ("aten::unflatten.int", "unflatten"))],
     _k("aten::flip", "shape:flip_out", Q),
-    _k("aten::index_select", "shape:index_select_out", Q + ("int64", "int32")),
     _k("aten::stack", "shape:stack_out", Q),
+    _k("aten::diagonal", "shape:diagonal", Q, "native"),
+    _k("aten::unfold", "shape:unfold", Q, "native"),
+    *[_k(f"aten::tensor_split.{o}", "shape:tensor_split", Q + INDEX, "native")
+      for o in ("sections", "indices", "tensor_indices_or_sections")],
+    # an index / mask / count dtype beside the quantized ones: the matcher leaves a node whose ``self`` is
+    # not quantized (all int64, all bool) to cpu
+    _k("aten::index_select", "shape:index_select_out", Q + INDEX, matcher="match:index_select"),
+    *[_k(f"aten::index.{o}", "shape:index", Q + INDEX + ("bool", "uint8"), "native", matcher="match:index")
+      for o in ("Tensor", "Tensor_hacked_twin")],
+    *[_k(f"aten::repeat_interleave.{o}", "shape:repeat_interleave", Q + INDEX, "native",
+         matcher="match:repeat_interleave") for o in ("self_int", "self_Tensor")],
+    *[_k(f"aten::masked_fill.{o}", "shape:masked_fill_out", Q + ("bool",) + FLOATS + INDEX, matcher="match:masked_fill")
+      for o in ("Scalar", "Tensor")],
 ]

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from srcore.ir.quant import QParams
 from srcore.qarray import QuantizedArray
-from srcore_quantized.kernels import activation, binary, conv, convert, linear, norm, pool, shape
+from srcore_quantized.kernels import activation, binary, conv, convert, linear, norm, pool, shape, upsample
 from _torch_quant import srq  # noqa: E402  (conftest.py puts this folder on sys.path)
 
 torch = pytest.importorskip("torch")
@@ -181,7 +181,7 @@ def test_pools_and_means(dims, k, s, data):
     same(pool.adaptive_avg_pool2d_out(cl, [1, 1]), ref)
     same(pool.max_pool2d_out(cl, [k, k], [s, s], [p, p], [d, d], ceil), F.max_pool2d(x, k, s, p, d, ceil))
     same(pool.mean_out(srq(x), [2, 3], True), x.mean((2, 3), keepdim=True))
-    same(shape.upsample_nearest2d_out(srq(x), [x.shape[2] * 2, x.shape[3] + 3]),
+    same(upsample.upsample_nearest2d_out(srq(x), [x.shape[2] * 2, x.shape[3] + 3]),
          F.interpolate(x, size=[x.shape[2] * 2, x.shape[3] + 3], mode="nearest"))
     same(shape.flatten(srq(x), 1, -1), x.flatten(1))
     same(shape.permute(srq(x), [0, 2, 3, 1]), x.permute(0, 2, 3, 1).contiguous())

@@ -321,10 +321,10 @@ KEEPS_QPARAMS = frozenset(f"aten::{n}" for n in (
     "unsqueeze", "permute", "transpose", "t", "contiguous", "clone", "detach", "dropout", "feature_dropout",
     "alpha_dropout", "slice", "select", "narrow", "expand", "expand_as", "view_as", "reshape_as", "repeat",
     "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d", "upsample_bilinear2d",
-    "_upsample_nearest_exact2d", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "cat", "concat",
-    "stack", "chunk", "split", "unbind", "flip", "roll", "pad", "constant_pad_nd", "max", "min", "sort",
+    "_upsample_nearest_exact2d", "_upsample_nearest_exact3d", "reflection_pad1d", "reflection_pad2d", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "cat", "concat",
+    "stack", "chunk", "split", "unbind", "flip", "roll", "pad", "constant_pad_nd", "max", "min", "amax", "amin", "sort",
     "topk", "index_select", "gather", "masked_fill", "__getitem__", "unflatten", "movedim", "swapaxes",
-    "to", "type_as", "copy_", "fill_", "identity",
+    "to", "type_as", "copy_", "fill_", "identity", "diagonal", "tensor_split", "repeat_interleave", "index", "unfold",
 )) | {"quantized::mean_channels_last", "quantized::avg_pool2d_channels_last",
      "quantized::adaptive_avg_pool2d_channels_last"}
 

@@ -8,7 +8,8 @@ on a contiguous tensor. The importer lowers those ops, where their input is a co
 ATen's AVX512 capability) are requantized as ``nearbyint(acc * m) + zp`` (the tie rounded to even
 before the zero point is added), the remaining channels as ``nearbyint(zp + acc / (1 / m))``, with
 ``acc = sum(q) - n * zp`` and ``m = s_in / s_out / divisor`` in float32. The contiguous kernel rounds
-``acc * m + zp``: a tie (frequent with 2x2 windows) can go either way.
+``acc * m + zp``: a tie (frequent with 2x2 windows) can go either way. ``avg_pool3d`` runs on this
+kernel whatever the input's layout (torch makes it channels-last first).
 
 ``mean`` over the spatial dims: torch's general path, not its integer fast path:
 general path, not its integer fast path: dequantize (``(q - zp) * scale``), a float32 sum over the
@@ -123,12 +124,30 @@ def avg_pool2d_channels_last_out(self, kernel_size, stride=(), padding=0, ceil_m
     xq = require_per_tensor(self, op)
     if xq.ndim != 4:
         raise KernelError(f"{op}: expects an (N, C, H, W) tensor, got shape {list(xq.shape)}")
+    return _nhwc_average(xq, ints(xq), kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override,
+                         out)
+
+
+def avg_pool3d_out(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+                   divisor_override=None, *, out=None):
+    """``aten::avg_pool3d`` of a quantized (N, C, D, H, W) tensor: torch runs every one on its
+    channels-last kernel (the 2-D one's rounding, registered for AVX512 too; an unbatched input it
+    refuses)."""
+    op = "aten::avg_pool3d"
+    xq = require_per_tensor(self, op)
+    a = ints(xq)
+    if a.ndim != 5:
+        raise KernelError(f"{op}: expects a 5-D input (N, C, D, H, W), got shape {list(a.shape)}")
+    return _nhwc_average(xq, a, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out)
+
+
+def _nhwc_average(xq, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, out):
+    """torch's ``_qavg_pool_nhwc_kernel`` over (N, C, *spatial) ``x``, the output to the input's parameters."""
     info, q = QDTYPES[xq.qdtype], xq.qparams
-    s, size, divide = avg_windows(ints(xq), kernel_size, stride, padding, ceil_mode, count_include_pad,
-                                  divisor_override)
+    s, size, divide = avg_windows(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
     m = F32(q.scale) / F32(q.scale) / divide.astype(F32)      # torch: input_scale / output_scale / divisor
     acc = (s - size * q.zero_point).astype(F32)
-    vec = xq.shape[1] // (vector_bytes() // 4) * (vector_bytes() // 4)
+    vec = x.shape[1] // (vector_bytes() // 4) * (vector_bytes() // 4)
     r = np.empty(acc.shape, np.float64)
     r[:, :vec] = np.rint(acc[:, :vec] * m)
     r[:, :vec] += q.zero_point

@@ -80,29 +80,46 @@ def max_pool2d_out(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mod
     return wrap(res, xq.qdtype, xq.qparams)
 
 
+def _ntuple(v, n: int, default):
+    """A pool argument (an int, or a list of 1 or ``n`` ints; empty or None: ``default``) as ``n`` ints."""
+    if v is None or (isinstance(v, (list, tuple)) and len(v) == 0):
+        return list(default)
+    v = [int(i) for i in v] if isinstance(v, (list, tuple)) else [int(v)]
+    return v * n if len(v) == 1 else v
+
+
+def _axis_window_sums(x: np.ndarray, axis: int, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Sums of ``x`` (int64) over ``[start[i], end[i])`` along ``axis``: the i-th along that axis."""
+    cs = np.cumsum(x, axis=axis)
+    cs = np.concatenate([np.zeros_like(np.take(cs, [0], axis=axis)), cs], axis=axis)
+    return np.take(cs, end, axis=axis) - np.take(cs, start, axis=axis)
+
+
 def avg_windows(x: np.ndarray, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    """Integer sums of each average-pool window of ``x`` (N, C, H, W), with the count of its input
-    elements and its divisor (torch's rules: padding counted or not, ``divisor_override``)."""
-    kh, kw = _pair(kernel_size)
-    sh, sw = _pair(stride, (kh, kw))
-    ph, pw = _pair(padding, (0, 0))
+    """Integer sums of each average-pool window of ``x`` (N, C, *spatial: 2-D or 3-D), with the count of
+    its input elements and its divisor (torch's rules: padding counted or not, ``divisor_override``);
+    the sums separable: one cumulative sum per spatial dim (exact in int64)."""
+    nd = x.ndim - 2
+    k = _ntuple(kernel_size, nd, ())
+    s = _ntuple(stride, nd, k)
+    p = _ntuple(padding, nd, (0,) * nd)
     if divisor_override == 0:
-        raise KernelError("aten::avg_pool2d: divisor must be not zero")
-    H, W = x.shape[2:]
-    oh, ow = _out_size(H, kh, sh, ph, 1, ceil_mode), _out_size(W, kw, sw, pw, 1, ceil_mode)
-    hs = np.arange(oh) * sh - ph
-    ws = np.arange(ow) * sw - pw
-    he, we = np.minimum(hs + kh, H + ph), np.minimum(ws + kw, W + pw)
-    pool = (he - hs)[:, None] * (we - ws)[None, :]
-    hs0, ws0, he0, we0 = np.maximum(hs, 0), np.maximum(ws, 0), np.minimum(he, H), np.minimum(we, W)
-    size = (he0 - hs0)[:, None] * (we0 - ws0)[None, :]
-    # window sums from an integral image (exact in int64)
-    ii = np.zeros((*x.shape[:2], H + 1, W + 1), np.int64)
-    ii[:, :, 1:, 1:] = x.astype(np.int64).cumsum(2).cumsum(3)
-    s = (ii[:, :, he0[:, None], we0[None, :]] - ii[:, :, hs0[:, None], we0[None, :]]
-         - ii[:, :, he0[:, None], ws0[None, :]] + ii[:, :, hs0[:, None], ws0[None, :]])
+        raise KernelError("avg_pool: divisor must be not zero")
+    sums = x.astype(np.int64)
+    pool = size = np.ones((1,) * nd, np.int64)
+    for i in range(nd):
+        ax, n = 2 + i, x.shape[2 + i]
+        o = _out_size(n, k[i], s[i], p[i], 1, ceil_mode)
+        st = np.arange(o) * s[i] - p[i]
+        en = np.minimum(st + k[i], n + p[i])
+        st0, en0 = np.maximum(st, 0), np.minimum(en, n)
+        sums = _axis_window_sums(sums, ax, st0, en0)
+        shape = [1] * nd
+        shape[i] = o
+        pool = pool * (en - st).reshape(shape)
+        size = size * (en0 - st0).reshape(shape)
     divide = np.full_like(size, divisor_override) if divisor_override is not None else (pool if count_include_pad else size)
-    return s, size, divide
+    return sums, size, divide
 
 
 def avg_pool2d_out(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
@@ -189,4 +206,107 @@ def mean_out(self, dim=None, keepdim=False, *, dtype=None, out=None):
     m = np.mean(real, axis=axis, keepdims=bool(keepdim), dtype=F32)
     res = buffer(out, np.shape(m), xq.qdtype)
     quant_tensor(np.asarray(m, F32), q.scale, q.zero_point, xq.qdtype, out=res)
+    return wrap(res, xq.qdtype, q)
+
+
+# -- 1-D pools: torch runs them on quantized tensors as the 2-D ones over an (N, C, 1, L) view --------
+def _one(v):
+    return [int(i) for i in v] if isinstance(v, (list, tuple)) else [int(v)]
+
+
+def _as_2d_pool(op: str, pool2d, self, out, *args):
+    """``pool2d`` (a 2-D kernel above) on ``self`` (C, L) or (N, C, L) viewed with a height of 1, its
+    result viewed back; ``out`` (planned) is written through the same view."""
+    x = require_per_tensor(self, op)
+    a = ints(x)
+    if a.ndim not in (2, 3):
+        raise KernelError(f"{op}: expects a 2-D or 3-D input, got shape {list(a.shape)}")
+    r = pool2d(wrap(a[..., None, :], x.qdtype, x.qparams), *args, out=None if out is None else out[..., None, :])
+    return wrap(ints(r)[..., 0, :], x.qdtype, x.qparams)
+
+
+def max_pool1d_out(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, *, out=None):
+    stride = [1] + _one(stride) if _one(stride) else []
+    return _as_2d_pool("aten::max_pool1d", max_pool2d_out, self, out, [1] + _one(kernel_size), stride,
+                       [0] + _one(padding), [1] + _one(dilation), ceil_mode)
+
+
+def avg_pool1d_out(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True, *, out=None):
+    stride = [1] + _one(stride) if _one(stride) else []
+    return _as_2d_pool("aten::avg_pool1d", avg_pool2d_out, self, out, [1] + _one(kernel_size), stride,
+                       [0] + _one(padding), ceil_mode, count_include_pad)
+
+
+def adaptive_avg_pool1d_out(self, output_size, *, out=None):
+    return _as_2d_pool("aten::adaptive_avg_pool1d", adaptive_avg_pool2d_out, self, out, [1] + _one(output_size))
+
+
+def _triple(op: str, v, default):
+    v = _one(v) if not (isinstance(v, (list, tuple)) and len(v) == 0) else list(default)
+    if len(v) not in (1, 3):
+        raise KernelError(f"{op}: expects 1 or 3 values, got {v}")
+    return v * 3 if len(v) == 1 else v
+
+
+def max_pool3d_out(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, *, out=None):
+    """The largest stored integer of each 3-D window (torch's quantized max_pool3d), one elementwise
+    maximum per kernel tap over strided slices of the input padded with the dtype's lowest value."""
+    op = "aten::max_pool3d"
+    xq = require_per_tensor(self, op)
+    a = ints(xq)
+    if a.ndim != 5:   # (torch refuses an unbatched quantized input too)
+        raise KernelError(f"{op}: expects a 5-D input (N, C, D, H, W), got shape {list(a.shape)}")
+    x = a
+    k = _triple(op, kernel_size, ())
+    s = _triple(op, stride, k)
+    p = _triple(op, padding, (0, 0, 0))
+    d = _triple(op, dilation, (1, 1, 1))
+    if any(2 * pi > ki for pi, ki in zip(p, k)):
+        raise KernelError(f"{op}: padding {p} should be at most half of the kernel size {k}")
+    sizes = x.shape[2:]
+    outs = [_out_size(n, ki, si, pi, di, ceil_mode) for n, ki, si, pi, di in zip(sizes, k, s, p, d)]
+    if min(outs) <= 0:
+        raise KernelError(f"{op}: output size {outs} is too small for input {list(a.shape)}")
+    need = [(o - 1) * si + di * (ki - 1) + 1 - n - pi for o, si, di, ki, n, pi in zip(outs, s, d, k, sizes, p)]
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(pi, max(ni, 0)) for pi, ni in zip(p, need)],
+                constant_values=QDTYPES[xq.qdtype].qmin)
+    res = dst = buffer(out, a.shape[:-3] + tuple(outs), xq.qdtype)
+    first = True
+    for i in range(k[0]):
+        for j in range(k[1]):
+            for m in range(k[2]):
+                t = (Ellipsis,) + tuple(slice(o * di, o * di + (n - 1) * si + 1, si)
+                                        for o, di, n, si in zip((i, j, m), d, outs, s))
+                if first:
+                    dst[...] = xp[t]
+                    first = False
+                else:
+                    np.maximum(dst, xp[t], out=dst)
+    return wrap(res, xq.qdtype, xq.qparams)
+
+
+def adaptive_avg_pool3d_out(self, output_size, *, out=None):
+    """torch's quantized adaptive average pool over (D, H, W) of an (N, C, D, H, W) or (C, D, H, W)
+    tensor, to the input's parameters: its NCDHW kernel's rounding, or its NDHWC one's where torch would
+    see the tensor as channels-last (srcore's memory the same; one channel, or one position)."""
+    op = "aten::adaptive_avg_pool3d"
+    xq = require_per_tensor(self, op)
+    info, q = QDTYPES[xq.qdtype], xq.qparams
+    a = ints(xq)
+    if a.ndim not in (4, 5) or 0 in a.shape[1:]:
+        raise KernelError(f"{op}: expects a non-empty 4-D or 5-D input, got shape {list(a.shape)}")
+    x = a if a.ndim == 5 else a[None]
+    size = _ntuple(output_size, 3, ())
+    sums, ks = x.astype(np.int64), []
+    for i, o in enumerate(size):
+        st, en = _window_bounds(o, x.shape[2 + i])
+        sums = _axis_window_sums(sums, 2 + i, st, en)
+        shape = [1, 1, 1]
+        shape[i] = o
+        ks.append((en - st).reshape(shape))
+    # torch's is_contiguous(ChannelsLast3d) of a 5-D tensor, is_contiguous(ChannelsLast) of a 4-D one
+    nhwc = (a.transpose(0, 2, 3, 4, 1).flags.c_contiguous if a.ndim == 5 else channels_last(a) is not None)
+    r = int8_means.adaptive_avg(sums, ks[1], ks[2], q.zero_point, nhwc, info.qmin, info.qmax, kd=ks[0])
+    res = buffer(out, a.shape[:-3] + tuple(size), xq.qdtype)
+    res[...] = r if a.ndim == 5 else r[0]
     return wrap(res, xq.qdtype, q)

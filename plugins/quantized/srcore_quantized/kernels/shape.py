@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from srcore.plugin import KernelError
+from srcore.plugin import KernelError, QuantizedArray
 
-from ._common import buffer, ints, require_per_tensor, wrap
-from ._common import F32
+from ._common import F32, buffer, dequant_scalar, ints, quant_scalar, require_per_tensor, wrap
 
 
 def _same(x, arr):
@@ -85,42 +84,6 @@ def select(self, dim, index):
 def identity(self, *args, **kwargs):
     """dropout (inference), detach: the tensor itself."""
     return self
-
-
-def _nearest_index(out_len: int, in_len: int, scale) -> np.ndarray:
-    """torch's ``nearest_idx``: the same size, exact doubling, else ``min(floor(i * s), in - 1)`` with
-    ``s = 1 / scale`` (given) or ``in / out``, in float32."""
-    i = np.arange(out_len)
-    if out_len == in_len:
-        return i
-    if out_len == 2 * in_len:
-        return i >> 1
-    s = F32(1.0 / scale) if scale is not None and scale > 0 else F32(in_len) / F32(out_len)
-    return np.minimum(np.floor(i.astype(F32) * s).astype(np.int64), in_len - 1)
-
-
-def upsample_nearest2d_out(self, output_size, scales_h=None, scales_w=None, *, out=None):
-    x = require_per_tensor(self, "aten::upsample_nearest2d")
-    a = ints(x)
-    if a.ndim != 4:
-        raise KernelError(f"aten::upsample_nearest2d: expects a 4-D input, got shape {list(a.shape)}")
-    oh, ow = (int(v) for v in output_size)
-    ih = _nearest_index(oh, a.shape[2], scales_h)
-    iw = _nearest_index(ow, a.shape[3], scales_w)
-    res = buffer(out, a.shape[:2] + (oh, ow), x.qdtype)
-    res[...] = a[:, :, ih[:, None], iw[None, :]]
-    return _same(x, res)
-
-
-def upsample_nearest2d_vec(input, output_size, scale_factors):
-    a = ints(require_per_tensor(input, "aten::upsample_nearest2d"))
-    if output_size is not None:
-        return upsample_nearest2d_out(input, output_size)
-    if scale_factors is None:
-        raise KernelError("aten::upsample_nearest2d: give output_size or scale_factors")
-    sh, sw = (float(s) for s in scale_factors)
-    size = (int(np.floor(a.shape[2] * sh)), int(np.floor(a.shape[3] * sw)))
-    return upsample_nearest2d_out(input, size, sh, sw)
 
 
 def pixel_shuffle(self, upscale_factor):
@@ -287,3 +250,123 @@ def unflatten(self, dim, sizes):
     a = ints(x)
     d = dim % a.ndim
     return _same(x, a.reshape(a.shape[:d] + tuple(int(s) for s in sizes) + a.shape[d + 1:]))
+
+
+def diagonal(self, offset=0, dim1=0, dim2=1):
+    """``aten::diagonal``: a view of the stored integers' diagonal (writable, as torch's; numpy's own
+    ``np.diagonal`` is read-only), parameters kept."""
+    x = require_per_tensor(self, "aten::diagonal")
+    a = ints(x)
+    if a.ndim < 2 or not (-a.ndim <= dim1 < a.ndim and -a.ndim <= dim2 < a.ndim):
+        raise KernelError(f"aten::diagonal: dims ({dim1}, {dim2}) out of range for a {a.ndim}-D tensor")
+    d1, d2 = dim1 % a.ndim, dim2 % a.ndim
+    if d1 == d2:
+        raise KernelError(f"aten::diagonal: diagonal dimensions cannot be identical {dim1}, {dim2}")
+    v = np.moveaxis(a, (d1, d2), (-2, -1))
+    v = v[..., :, offset:] if offset >= 0 else v[..., -offset:, :]
+    n = min(v.shape[-2], v.shape[-1])
+    return _same(x, np.lib.stride_tricks.as_strided(v, v.shape[:-2] + (n,), v.strides[:-2] + (v.strides[-2] + v.strides[-1],),
+                                                    writeable=a.flags.writeable))
+
+
+def tensor_split(self, indices_or_sections, dim=0):
+    """``aten::tensor_split`` (a number of sections, a list of indices, or a tensor of either): views;
+    ``n`` sections give the first ``size % n`` pieces one more element (``np.array_split``'s rule)."""
+    x = require_per_tensor(self, "aten::tensor_split")
+    a, s = ints(x), indices_or_sections
+    if isinstance(s, np.ndarray):
+        if s.ndim > 1 or s.dtype.kind not in "iu":
+            raise KernelError("aten::tensor_split: tensor_indices_or_sections must be a 0-D or 1-D integer tensor, "
+                              f"got {s.dtype}{list(s.shape)}")
+        s = int(s) if s.ndim == 0 else [int(i) for i in s]
+    if isinstance(s, int) and s <= 0:
+        raise KernelError(f"aten::tensor_split: number of sections must be larger than 0, got {s}")
+    if not -a.ndim <= dim < max(a.ndim, 1):
+        raise KernelError(f"aten::tensor_split: dim {dim} out of range for a {a.ndim}-D tensor")
+    return _parts(x, np.array_split(a, s, axis=dim % a.ndim))
+
+
+def repeat_interleave(self, repeats, dim=None, *, output_size=None):
+    """``aten::repeat_interleave.self_int`` / ``.self_Tensor``: each slice along ``dim`` (each element of
+    the flattened tensor when None) ``repeats`` times, or ``repeats[i]`` times the i-th."""
+    op = "aten::repeat_interleave"
+    x = require_per_tensor(self, op)
+    a = ints(x)
+    a, axis = (a.reshape(-1), 0) if dim is None else (a, dim)
+    if a.ndim == 0 or not -a.ndim <= axis < a.ndim:
+        raise KernelError(f"{op}: dim {dim} out of range for a {x.ndim}-D tensor")
+    r = np.asarray(repeats)
+    if r.dtype.kind not in "iu" or r.ndim > 1:
+        raise KernelError(f"{op}: repeats must be an int or a 0-D or 1-D integer tensor, got {r.dtype}{list(r.shape)}")
+    r = r.astype(np.int64, copy=False).reshape(-1) if r.ndim else r.astype(np.int64)
+    if r.size and r.min() < 0:
+        raise KernelError(f"{op}: repeats can not be negative")
+    n = a.shape[axis]
+    if r.ndim == 1 and r.size not in (1, n):
+        raise KernelError(f"{op}: repeats must have the same size as input along dim: {r.size} vs {n}")
+    res = np.repeat(a, r.reshape(()) if r.size == 1 else r, axis=axis)
+    if output_size is not None and res.shape[axis] != output_size:
+        raise KernelError(f"{op}: the repeated size is {res.shape[axis]}, but output_size={output_size}")
+    return _same(x, res)
+
+
+def index(self, indices):
+    """``aten::index.Tensor`` (``x[idx]``, ``x[:, mask]``): advanced indexing of the stored integers, a
+    None entry keeping its dimension; uint8 masks are torch's legacy bool masks."""
+    x = require_per_tensor(self, "aten::index")
+    if len(indices) > x.ndim:
+        raise KernelError(f"aten::index: too many indices ({len(indices)}) for a {x.ndim}-D tensor")
+    key = tuple(slice(None) if i is None else i.astype(bool) if i.dtype == np.uint8 else i for i in indices)
+    for i in key:
+        if isinstance(i, np.ndarray) and i.dtype.kind not in "iub":
+            raise KernelError(f"aten::index: tensors used as indices must be long, int, byte or bool, got {i.dtype}")
+    try:
+        r = ints(x)[key]
+    except IndexError as exc:
+        raise KernelError(f"aten::index: {exc}") from exc
+    return _same(x, np.asarray(r))
+
+
+def masked_fill_out(self, mask, value, *, out=None):
+    """``aten::masked_fill.Scalar`` / ``.Tensor`` (a 0-D value): ``value`` quantized with the tensor's own
+    parameters (torch's ``quantize_val``, the value first rounded to float32) where ``mask``; the shape is
+    ``self``'s and ``mask``'s broadcast. torch takes bool masks and per-tensor parameters only."""
+    op = "aten::masked_fill"
+    x = require_per_tensor(self, op)
+    m = np.asarray(mask)
+    if m.dtype != np.bool_:
+        raise KernelError(f"{op}: only supports boolean masks, got a {m.dtype} mask")
+    if isinstance(value, np.ndarray):
+        if value.ndim:
+            raise KernelError(f"{op}: only supports a 0-dimensional value tensor, got {value.ndim} dimension(s)")
+        if isinstance(value, QuantizedArray):   # torch takes its value (``item()``): the dequantized one
+            value = dequant_scalar(ints(value), value.qparams.scale, value.qparams.zero_point)
+    q = quant_scalar(np.asarray(value, F32).reshape(1), x.qparams.scale, x.qparams.zero_point, x.qdtype)
+    try:
+        shape = np.broadcast_shapes(x.shape, m.shape)
+    except ValueError as exc:
+        raise KernelError(f"{op}: the mask's shape {list(m.shape)} does not broadcast with the input's "
+                          f"{list(x.shape)}") from exc
+    res = buffer(out, shape, x.qdtype)
+    res[...] = ints(x)
+    np.copyto(res, q[0], where=m)
+    return _same(x, res)
+
+
+def unfold(self, dimension, size, step):
+    """``Tensor.unfold``: a view of every ``size``-long window along ``dimension``, ``step`` apart (the
+    windows replace the dim, their elements a new last dim), parameters kept."""
+    op = "aten::unfold"
+    x = require_per_tensor(self, op)
+    a = ints(x)
+    if not -max(a.ndim, 1) <= dimension < max(a.ndim, 1):
+        raise KernelError(f"{op}: dimension {dimension} out of range for a {a.ndim}-D tensor")
+    n = a.shape[dimension] if a.ndim else 1
+    if int(step) <= 0 or int(size) < 0 or int(size) > n:
+        raise KernelError(f"{op}: size {size} and step {step} do not fit dimension {dimension} of size {n} "
+                          f"(0 <= size <= {n}, step > 0)")
+    if a.ndim == 0:
+        return _same(x, a.reshape(1)[:int(size)])
+    d = dimension % a.ndim
+    w = np.lib.stride_tricks.sliding_window_view(a, int(size), axis=d, writeable=a.flags.writeable)
+    return _same(x, w[(slice(None),) * d + (slice(None, None, int(step)),)])

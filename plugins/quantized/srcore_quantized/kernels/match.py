@@ -1,0 +1,34 @@
+"""Matchers of the kernels whose dtypes list an index, mask or repeat-count dtype beside the quantized
+ones (``index_select``'s int64 index, ``masked_fill``'s bool mask): by dtypes alone such a kernel would
+also take a node whose tensors are all plain integers or bools (quantized_cpu comes first in the
+default backend order), and fail there at run time. A matcher takes the node only if its ``self``
+is quantized (or of a dtype not known at load); otherwise cpu's kernel runs it.
+
+Imports no kernel module until a node matches, so that a float model's load stays as cheap.
+"""
+from __future__ import annotations
+
+import importlib
+
+from srcore.plugin import QDTYPES
+
+
+def _when_self_quantized(ref: str):
+    module, attr = ref.split(":")
+
+    def matcher(info):
+        dtype = getattr(info.args[0].type, "dtype", None)
+        if dtype is not None and dtype not in QDTYPES:
+            return None
+        return getattr(importlib.import_module(f"srcore_quantized.kernels.{module}"), attr)
+
+    matcher.__name__ = f"{attr}_matcher"
+    return matcher
+
+
+index_select = _when_self_quantized("shape:index_select_out")
+index = _when_self_quantized("shape:index")
+repeat_interleave = _when_self_quantized("shape:repeat_interleave")
+masked_fill = _when_self_quantized("shape:masked_fill_out")
+max_dim = _when_self_quantized("reduce:max_dim")
+min_dim = _when_self_quantized("reduce:min_dim")
