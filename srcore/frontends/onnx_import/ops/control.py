@@ -65,13 +65,25 @@ def _loop_node(cx: NodeContext, trip, cond, init_values, carried_types, n_lists:
     return node, blk, i, block_carried, block_lists
 
 
-def _append_scan_outputs(cx: NodeContext, block_lists, outs) -> list:
-    """The body's scan outputs ``outs`` appended to the loop's lists (the new lists)."""
+def _append_scan_outputs(cx: NodeContext, block_lists, outs, seeds: list) -> list:
+    """The body's scan outputs ``outs`` appended to the loop's lists (the new lists). A value of a
+    static shape is appended unsqueezed and ``seeds`` gets an empty ``[0, *shape]`` array for it (a
+    loop of no iteration still has its scan outputs, empty, as onnxruntime gives them; ``stack`` of
+    no tensors fails), else None (stacked after the loop)."""
     res = []
     for lst, v in zip(block_lists, outs):
         if v.seq:
             raise Unsupported("a sequence scan output")
-        res.append(cx.op("aten::append", lst, cx.conv.tensor_of(v), types=[ListType(TensorType())]))
+        t = cx.conv.tensor_of(v)
+        shape, dtype = getattr(t.type, "shape", None), getattr(t.type, "dtype", None)
+        if shape is None or not all(isinstance(d, int) for d in shape):   # what ONNX inferred (an If's output)
+            shape, dtype = v.shape, dtype or v.dtype
+        if dtype is not None and shape is not None and all(isinstance(d, int) for d in shape):
+            seeds.append(np.empty((0, *shape), dtype))
+            t = cx.op("aten::unsqueeze", t, 0)
+        else:
+            seeds.append(None)
+        res.append(cx.op("aten::append", lst, t, types=[ListType(TensorType())]))
     return res
 
 
@@ -100,13 +112,19 @@ def loop(cx: NodeContext):
         keep_going = _to_bool(cx, outs[0])
         res = [conv.builder.value(keep_going)]
         res += [_value_of(cx, v) for v in outs[1:1 + n_carried]]
-        return res + _append_scan_outputs(cx, block_lists, outs[1 + n_carried:])
+        return res + _append_scan_outputs(cx, block_lists, outs[1 + n_carried:], seeds)
 
+    seeds: list = []
     conv.convert_subgraph(body, blk, body_inputs, cx.scope, "body", finish)
     outs = [Val("", t, tensor=o, seq=isinstance(t, ListType), block=conv.builder.block)
             for o, t in zip(node.outputs[:n_carried], carried_types)]
-    for lst in node.outputs[n_carried:]:
-        outs.append(cx.op("aten::stack", lst, 0))
+    for lst, seed in zip(node.outputs[n_carried:], seeds):
+        if seed is None:
+            outs.append(cx.op("aten::stack", lst, 0))
+            continue
+        empty = conv.param("loop_scan_empty", seed)
+        first = cx.op("prim::ListConstruct", empty, types=[ListType(TensorType())])
+        outs.append(cx.op("aten::cat", cx.op("aten::add", first, lst, types=[ListType(TensorType())]), 0))
     return tuple(outs)
 
 
