@@ -11,7 +11,7 @@
   accumulate and repeated indices, ``diagonal().add_``, ``t()[1].sub_``, ``index_add_``,
   ``scatter_reduce_``); int8 / uint8 / int16 / int32 / float16 arithmetic with bucketize and
   searchsorted; Optional returns of a submodule and a data-dependent ``while``; whole float16
-  and bfloat16 models.
+  and bfloat16 models; grouped-query ``scaled_dot_product_attention``.
 - ``EXPORT``: ``torch.cond`` and ``while_loop`` in one exported program with a dynamic batch.
 - ``FX_QUANTIZED``: FX x86 static quantization of hardswish / add+relu / cat / layer_norm / mul /
   batch_norm / leaky_relu / sigmoid / tanh / max_pool (bit for bit); ``REFUSED_QUANTIZED``: the
@@ -286,15 +286,40 @@ def _half(dtype):
     return build
 
 
+class GQAttention(nn.Module):
+    """Grouped-query attention as Llama-style code writes it: ``scaled_dot_product_attention(...,
+    enable_gqa=True)`` with 4 query heads on 2 key/value heads, causal and with a bool mask. srcore's
+    shape rule broadcast the head dims (4 with 2) and refused it, though its kernels repeat the heads."""
+
+    def __init__(self):
+        super().__init__()
+        self.q = nn.Linear(16, 16)
+        self.kv = nn.Linear(16, 16)
+
+    def forward(self, x, mask):
+        b, t, _ = x.shape
+        q = self.q(x).view(b, t, 4, 4).transpose(1, 2)
+        k, v = self.kv(x).view(b, t, 2, 8).transpose(1, 2).chunk(2, -1)
+        a = F.scaled_dot_product_attention(q, k, v, enable_gqa=True, is_causal=True)
+        c = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True, scale=0.3)
+        return a.transpose(1, 2).reshape(b, t, 16), c
+
+
+def gq_attention():
+    _seed(101)
+    return GQAttention().eval(), (torch.randn(2, 6, 16), torch.rand(6, 6) > 0.3)
+
+
 #: name -> (factory of (module, inputs), import paths, rtol). Paths torch cannot take are left out: the
 #: data-dependent ``if``/``while`` (export), index_add_ with repeated indices and searchsorted (torch.onnx
-#: refuses both), float16 / bfloat16 on ONNX (left to the ONNX zoos)
+#: refuses both; and SDPA's enable_gqa), float16 / bfloat16 on ONNX (left to the ONNX zoos)
 GRID = {
     "inplace_views": (inplace_views, ("script", "trace", "frozen", "export"), 1e-4),
     "int_dtypes": (int_dtypes, ("script", "trace", "frozen", "export"), 2e-3),
     "optional_branches": (optional_branches, ("script", "trace", "frozen", "onnx"), 1e-4),
     "float16_model": (_half(torch.float16), ("script", "trace", "frozen", "export"), 3e-2),
     "bfloat16_model": (_half(torch.bfloat16), ("script", "trace", "frozen", "export"), 3e-2),
+    "gq_attention": (gq_attention, ("script", "trace", "frozen", "export"), 1e-4),
 }
 
 
