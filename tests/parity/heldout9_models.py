@@ -13,9 +13,9 @@
   searchsorted; Optional returns of a submodule and a data-dependent ``while``; whole float16
   and bfloat16 models; grouped-query ``scaled_dot_product_attention``.
 - ``EXPORT``: ``torch.cond`` and ``while_loop`` in one exported program with a dynamic batch.
-- ``FX_QUANTIZED``: FX x86 static quantization of hardswish / add+relu / cat / layer_norm / mul /
-  batch_norm / leaky_relu / sigmoid / tanh / max_pool (bit for bit); ``REFUSED_QUANTIZED``: the
-  quantized ops srcore has no kernel for, each refused naming the op.
+- ``fx_mixed``: FX x86 static quantization of hardswish / add+relu / cat / layer_norm / mul /
+  batch_norm / leaky_relu / sigmoid / tanh / max_pool / ELU (bit for bit); ``REFUSED_QUANTIZED``:
+  the quantized ops srcore has no kernel for, each refused naming the op.
 
 Factories give ``(module, inputs, other_inputs)`` (other values of the example's shapes: the scripted
 cells convert without dynamic dims; ``cond_while``: also its dynamic shapes). Small shapes.
@@ -365,7 +365,7 @@ def cond_while():
 
 class FxMixed(nn.Module):
     """quantized hardswish, add + relu, cat, layer_norm, mul, batch_norm, leaky_relu, sigmoid, tanh,
-    max_pool, adaptive pooling and linear."""
+    max_pool, adaptive pooling, linear and ELU (``quantized::elu``: srcore had no kernel)."""
 
     def __init__(self):
         super().__init__()
@@ -376,28 +376,20 @@ class FxMixed(nn.Module):
         self.lr = nn.LeakyReLU(0.1)
         self.bn = nn.BatchNorm2d(8)
         self.fc = nn.Linear(16, 5)
+        self.elu = nn.ELU(0.5)
 
     def forward(self, x):
         a = self.hs(self.c(x))
         b = F.relu(self.c2(a) + a)
         c = torch.cat([self.ln(b), torch.sigmoid(b)], 1)
         e = self.bn(b * a) + self.lr(b)
-        return e, self.fc(F.adaptive_avg_pool2d(c, 1).flatten(1)), F.max_pool2d(c, 2), torch.tanh(e).mean((2, 3))
+        return (e, self.fc(F.adaptive_avg_pool2d(c, 1).flatten(1)), F.max_pool2d(c, 2), torch.tanh(e).mean((2, 3)),
+                self.elu(e))
 
 
 def fx_mixed():
     _seed(100)
     return FxMixed().eval(), (torch.randn(2, 3, 6, 6),)
-
-
-class _Elu(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.c = nn.Conv2d(3, 4, 3, padding=1)
-        self.act = nn.ELU()
-
-    def forward(self, x):
-        return self.act(self.c(x))
 
 
 class _InstanceNorm(nn.Module):
@@ -430,7 +422,6 @@ class _Pool3d(nn.Module):
 
 #: FX-quantized modules srcore refuses: name -> (factory, what the error names)
 REFUSED_QUANTIZED = {
-    "elu": (lambda: (_Elu().eval(), (torch.randn(1, 3, 5, 5),)), "quantized::elu"),
     "instance_norm": (lambda: (_InstanceNorm().eval(), (torch.randn(1, 3, 5, 5),)), "quantized::instance_norm"),
     "conv3d": (lambda: (_Conv3d().eval(), (torch.randn(1, 2, 4, 4, 4),)), "Conv3dPackedParamsBase"),
     "max_pool3d": (lambda: (_Pool3d().eval(), (torch.randn(1, 2, 4, 4),)), "aten::max_pool3d"),

@@ -8,8 +8,8 @@ timing off, no segment may fall back), each against its own reference.
 - TorchScript container code, scripted and frozen (heldout9_models.SCRIPTED) vs torch eager;
   models through every import path that applies (``GRID``: in-place writes through views, small
   int dtypes, Optional branches, float16 / bfloat16 models); ``torch.cond`` + ``while_loop`` in an
-  exported program; FX x86-quantized modules bit for bit, and the quantized ops srcore lacks
-  refused naming the op.
+  exported program; FX x86-quantized modules bit for bit (ELU among them), and the quantized ops
+  srcore lacks refused naming the op.
 - files and modules srcore does not take, refused with a ``SrcoreError`` naming the node and op.
 
 By default every ONNX case runs on cpu and the cheap ones on trt_like, each torch model through its
@@ -20,7 +20,8 @@ outputs (``stack`` of nothing failed at run time), the length of a sequence grow
 to a wrong constant (the shape rule of ``aten::list`` shared the copied list's elements), MaxPool's
 Indices with a dynamic batch (refused), ``aten::str`` of an int and every dict method but
 ``[]``/``len``/``in`` (run on torch's ops, which take neither), and a dict filled inside a loop
-body losing a tensor to buffer reuse (a silent wrong answer).
+body losing a tensor to buffer reuse (a silent wrong answer), grouped-query SDPA refused by its
+shape rule, FX's ``quantized::elu`` without a kernel.
 """
 from __future__ import annotations
 
@@ -243,10 +244,28 @@ def test_fx_quantized_mixed_ops_bit_for_bit():
     check_fx_quantized(fx_mixed)
 
 
+@pytest.mark.parametrize("alpha", (1.0, 0.3))
+@pytest.mark.parametrize("shape", ((1, 3, 9, 9), (2, 3, 5, 7)))
+def test_fx_quantized_elu_bit_for_bit(alpha, shape):
+    """``quantized::elu`` (FX's nn.ELU; srcore refused it: 'no op declared') at other alphas, on whole
+    vector blocks and with a scalar tail, inputs far into the exponential's flat part."""
+    class Elu(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c = torch.nn.Conv2d(3, 8, 3, padding=1)
+            self.act = torch.nn.ELU(alpha)
+
+        def forward(self, x):
+            return self.act(self.c(x) * 3)
+
+    torch.manual_seed(int(alpha * 10) + shape[0])
+    check_fx_quantized(lambda: (Elu().eval(), (torch.randn(*shape) * 2,)))
+
+
 @pytest.mark.parametrize("name", list(REFUSED_QUANTIZED))
 def test_fx_quantized_ops_srcore_lacks_are_refused_naming_the_op(name):
-    """FX x86 quantization of ELU, InstanceNorm2d, Conv3d and a max_pool3d of quantized data: no
-    kernel (or packed-weight reader) in srcore; the load fails naming the op, not at run time."""
+    """FX x86 quantization of InstanceNorm2d, Conv3d and a max_pool3d of quantized data: no kernel
+    (or packed-weight reader) in srcore; the load fails naming the op, not at run time."""
     factory, names = REFUSED_QUANTIZED[name]
     before = torch.backends.quantized.engine
     try:
