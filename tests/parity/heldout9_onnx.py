@@ -7,8 +7,8 @@ reading values two scopes up; ScatterND / ScatterElements reductions of opset 18
 coordinate modes; antialiased Resize-18; int4 / uint4 and float8 quantization; GridSample-16
 bicubic / nearest; variadic Mean / Max / Min / Sum broadcasting; LayerNormalization on axis -2
 with its three outputs; DynamicQuantizeLinear -> MatMulInteger and ConvInteger (onnxruntime's
-``quantize_dynamic``); Range / EyeLike / Trilu with a k input; MaxUnpool. onnxruntime is the
-reference.
+``quantize_dynamic``); Range / EyeLike / Trilu with a k input; MaxPool indices of a dynamic batch,
+MaxUnpool; model-local functions with attribute references. onnxruntime is the reference.
 
 ``CASES``: name -> (ModelProto, feeds, other feeds or None). Built at import (small).
 """
@@ -231,3 +231,25 @@ CASES["range_eyelike_trilu_maxpool_indices"] = (model([
      "xi": rng.integers(-5, 5, (2, 3, 4)).astype(np.int64), "x4": _r(2, 3, 6, 8), "x5": _r(2, 2, 6, 7)},
     {"s": np.array(0.0, np.float32), "l": np.array(1.0, np.float32), "d": np.array(0.25, np.float32), "x": _r(3, 5),
      "xi": rng.integers(-5, 5, (2, 3, 4)).astype(np.int64), "x4": _r(3, 3, 6, 8), "x5": _r(2, 2, 6, 7)})
+
+# --- model-local functions (what torch.onnx's exporters write for modules kept as functions): one with
+# an attribute reference, called twice with other values; from_onnx failed in any process that had not
+# imported onnx.inliner ('module onnx has no attribute inliner') ---------------------------------------
+def _local_functions():
+    from onnx import parser
+
+    fn = parser.parse_function("""
+    <domain: "custom", opset_import: ["" : 18]>
+    LeakyResidual <alpha>(x) => (y) {
+        t = LeakyRelu <alpha: float = @alpha> (x)
+        y = Add(t, x)
+    }""")
+    g = parser.parse_graph("""
+    g (float[N, 4] x) => (float[N, 4] z) {
+        y = custom.LeakyResidual <alpha: float = 0.2> (x)
+        z = custom.LeakyResidual <alpha: float = 0.7> (y)
+    }""")
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 18), h.make_opsetid("custom", 1)], functions=[fn])
+
+
+CASES["local_functions_attr_ref"] = (_local_functions(), {"x": _r(3, 4)}, {"x": _r(5, 4)})

@@ -4,7 +4,7 @@ timing off, no segment may fall back), each against its own reference.
 - hand-built ONNX files (heldout9_onnx.py) vs onnxruntime: opset 7 and 11 forms, tf2onnx's
   ``tf_half_pixel_for_nn``, while-style Loops (growing state, sequences, an If two scopes deep, zero
   trips), opset 18 scatter reductions, RoiAlign-16, antialiased Resize, int4 / float8, GridSample-16,
-  DynamicQuantizeLinear + integer ops, MaxPool indices of a dynamic batch.
+  DynamicQuantizeLinear + integer ops, MaxPool indices of a dynamic batch, model-local functions.
 - TorchScript container code, scripted and frozen (heldout9_models.SCRIPTED) vs torch eager;
   models through every import path that applies (``GRID``: in-place writes through views, small
   int dtypes, Optional branches, float16 / bfloat16 models); ``torch.cond`` + ``while_loop`` in an
@@ -21,7 +21,8 @@ to a wrong constant (the shape rule of ``aten::list`` shared the copied list's e
 Indices with a dynamic batch (refused), ``aten::str`` of an int and every dict method but
 ``[]``/``len``/``in`` (run on torch's ops, which take neither), and a dict filled inside a loop
 body losing a tensor to buffer reuse (a silent wrong answer), grouped-query SDPA refused by its
-shape rule, FX's ``quantized::elu`` without a kernel.
+shape rule, FX's ``quantized::elu`` without a kernel, files with model-local functions failing
+unless something else had imported ``onnx.inliner``.
 """
 from __future__ import annotations
 
@@ -100,6 +101,30 @@ def test_hardmax_before_opset13_is_coerced_to_2d():
                    [vi("y", T.FLOAT, [2, 3, 4])], [c("n", np.int64(1))], opset=11)
     got = srcore.StaticModule(srcore.from_onnx(looped), backends=("cpu",))(x=x)
     np.testing.assert_array_equal(got, want.reshape(2, 3, 4))
+
+
+def test_local_functions_load_in_a_fresh_process(tmp_path):
+    """A file with model-local functions in a process that never imported ``onnx.inliner`` (``import
+    onnx`` does not): from_onnx failed with 'module onnx has no attribute inliner'."""
+    import os
+    import subprocess
+    import sys
+
+    from heldout9_onnx import CASES
+
+    proto, feeds, _ = CASES["local_functions_attr_ref"]
+    path = tmp_path / "f.onnx"
+    path.write_bytes(proto.SerializeToString())
+    code = ("import sys, numpy as np, srcore\n"
+            "m = srcore.from_onnx(sys.argv[1])\n"
+            "x = np.arange(8, dtype=np.float32).reshape(2, 4) - 4\n"
+            "print(srcore.StaticModule(m, backends=('cpu',))(x=x).tolist())\n")
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=dict(os.environ),
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    x = np.arange(8, dtype=np.float32).reshape(2, 4) - 4
+    y = np.where(x > 0, x, 0.2 * x) + x
+    np.testing.assert_allclose(eval(out.stdout.strip().splitlines()[-1]), np.where(y > 0, y, 0.7 * y) + y, rtol=1e-6)
 
 
 def _refused_onnx():

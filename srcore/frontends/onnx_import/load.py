@@ -83,6 +83,8 @@ def load_model(src, base_dir=None, constant_inputs=None) -> LoadedModel:
     _check(onnx, proto, where)
     if len(proto.functions):
         try:
+            import onnx.inliner   # a submodule `import onnx` does not load (AttributeError in a fresh process)
+
             proto = onnx.inliner.inline_local_functions(proto)
         except Exception as exc:  # noqa: BLE001 - any onnx failure is the model's
             raise ConversionError(f"{where}: cannot inline the model's local functions: {exc}") from None
