@@ -8,7 +8,8 @@ coordinate modes; antialiased Resize-18; int4 / uint4 and float8 quantization; G
 bicubic / nearest; variadic Mean / Max / Min / Sum broadcasting; LayerNormalization on axis -2
 with its three outputs; DynamicQuantizeLinear -> MatMulInteger and ConvInteger (onnxruntime's
 ``quantize_dynamic``); Range / EyeLike / Trilu with a k input; MaxPool indices of a dynamic batch,
-MaxUnpool; model-local functions with attribute references. onnxruntime is the reference.
+MaxUnpool; model-local functions with attribute references; TopK of a run-time K feeding
+NonMaxSuppression. onnxruntime is the reference.
 
 ``CASES``: name -> (ModelProto, feeds, other feeds or None). Built at import (small).
 """
@@ -231,6 +232,35 @@ CASES["range_eyelike_trilu_maxpool_indices"] = (model([
      "xi": rng.integers(-5, 5, (2, 3, 4)).astype(np.int64), "x4": _r(2, 3, 6, 8), "x5": _r(2, 2, 6, 7)},
     {"s": np.array(0.0, np.float32), "l": np.array(1.0, np.float32), "d": np.array(0.25, np.float32), "x": _r(3, 5),
      "xi": rng.integers(-5, 5, (2, 3, 4)).astype(np.int64), "x4": _r(3, 3, 6, 8), "x5": _r(2, 2, 6, 7)})
+
+# --- detection post-processing as exporters write it: K = min(cap, N) computed at run time for TopK,
+# boxes gathered, NonMaxSuppression, the survivors gathered and counted ------------------------------
+def _boxes(n):
+    xy = rng.random((1, n, 2)).astype(np.float32) * 10
+    return np.concatenate([xy, xy + rng.random((1, n, 2)).astype(np.float32) * 4 + 1], -1)
+
+
+CASES["detection_topk_min_nms"] = (model([
+    h.make_node("Shape", ["scores"], ["ss"]),
+    h.make_node("Gather", ["ss", "one"], ["n"], axis=0),
+    h.make_node("Min", ["n", "cap"], ["k"]),
+    h.make_node("Unsqueeze", ["k", "ax0"], ["k1"]),
+    h.make_node("TopK", ["scores", "k1"], ["tv", "ti"], axis=1),
+    h.make_node("Squeeze", ["ti", "ax0"], ["ti0"]),
+    h.make_node("Gather", ["boxes", "ti0"], ["tb"], axis=1),
+    h.make_node("Unsqueeze", ["tv", "ax1"], ["tv3"]),
+    h.make_node("NonMaxSuppression", ["tb", "tv3", "maxo", "iou", "sth"], ["sel"]),
+    h.make_node("Gather", ["sel", "two"], ["bi"], axis=1),
+    h.make_node("Gather", ["tb", "bi"], ["kept"], axis=1),
+    h.make_node("Shape", ["bi"], ["cnt"]),
+    h.make_node("ReduceSum", ["kept"], ["tot"], keepdims=0)],
+    [vi("scores", F, [1, "N"]), vi("boxes", F, [1, "N", 4])],
+    [vi("kept", F, None), vi("cnt", I64, None), vi("tot", F, None), vi("sel", I64, None)],
+    [c("one", np.int64(1)), c("cap", np.int64(6)), c("ax0", _i(0)), c("ax1", _i(1)), c("maxo", np.array([4], np.int64)),
+     c("iou", np.array([0.4], np.float32)), c("sth", np.array([0.1], np.float32)), c("two", np.int64(2))], opset=13),
+    {"scores": rng.random((1, 9)).astype(np.float32), "boxes": _boxes(9)},
+    {"scores": rng.random((1, 3)).astype(np.float32), "boxes": _boxes(3)})
+
 
 # --- model-local functions (what torch.onnx's exporters write for modules kept as functions): one with
 # an attribute reference, called twice with other values; from_onnx failed in any process that had not

@@ -190,19 +190,30 @@ def scripted():
 def _scripted_cells():
     out = []
     for i, name in enumerate(SCRIPTED):
-        for how in ("script", "frozen"):
+        for how in ("script", "frozen", "optimize_for_inference"):
             for backend in BACKENDS:
-                default = backend == "cpu" or (how == "frozen" and i % 2 == 0)
+                if how == "optimize_for_inference":
+                    default = backend == "cpu" and i == 0
+                else:
+                    default = backend == "cpu" or (how == "frozen" and i % 2 == 0)
                 out.append(_param(f"{name}-{how}-{backend}", name, how, backend, default=default))
     return out
 
 
+def _frozen(script, how: str):
+    if how == "frozen":
+        return torch.jit.freeze(script)
+    if how == "optimize_for_inference":
+        return torch.jit.optimize_for_inference(script)
+    return script
+
+
 @pytest.mark.parametrize("name,how,backend", _scripted_cells())
 def test_scripted_containers_match_torch(name, how, backend, scripted):
-    """Scripted (and ``torch.jit.freeze``'d) container code at the example, at other inputs and at
-    the example again (the arena reused)."""
+    """Scripted container code (as it is, ``torch.jit.freeze``'d, ``optimize_for_inference``'d) at the
+    example, at other inputs and at the example again (the arena reused)."""
     m, script, inputs, others = scripted(name)
-    src = torch.jit.freeze(script) if how == "frozen" else script
+    src = _frozen(script, how)
     sm = srcore.StaticModule(srcore.from_torchscript(src, inputs), options=engine_options(backend))
     for i, xs in enumerate([inputs, *others, inputs]):
         assert_close(run(sm, xs), torch_outputs(m, xs), f"{name} {how} input set {i}")
