@@ -216,18 +216,19 @@ CASES["dynamic_quant_integer_ops"] = (model([
     {"x": _r(2, 6) * 5, "xq4": rng.integers(0, 255, (1, 2, 4, 4)).astype(np.uint8), "xz4": np.array(3, np.uint8)})
 
 # --- Range with a negative float step, EyeLike with k, Trilu lower with k as input; MaxPool's Indices
-# of a dynamic batch (srcore refused: 'needs the input's shape known'), MaxUnpool of a static one -------
+# and MaxUnpool of a dynamic batch (srcore refused both: 'needs the input's shape known') -------------
 CASES["range_eyelike_trilu_maxpool_indices"] = (model([
     h.make_node("Range", ["s", "l", "d"], ["r"]), h.make_node("EyeLike", ["x"], ["e"], k=-1, dtype=I64),
     h.make_node("Trilu", ["xi", "k"], ["t"], upper=0),
     h.make_node("MaxPool", ["x4"], ["p", "ix"], kernel_shape=[2, 2], strides=[2, 2]),
     h.make_node("MaxPool", ["x4"], ["p2", "ix2"], kernel_shape=[3, 2], strides=[1, 2], storage_order=1),
     h.make_node("MaxPool", ["x5"], ["p3", "ix3"], kernel_shape=[2, 3], strides=[2, 2]),
-    h.make_node("MaxUnpool", ["p3", "ix3"], ["un"], kernel_shape=[2, 3], strides=[2, 2])],
+    h.make_node("MaxUnpool", ["p3", "ix3"], ["un"], kernel_shape=[2, 3], strides=[2, 2]),
+    h.make_node("MaxUnpool", ["p", "ix"], ["un4"], kernel_shape=[2, 2], strides=[2, 2])],
     [vi("s", F, []), vi("l", F, []), vi("d", F, []), vi("x", F, [3, 5]), vi("xi", I64, [2, 3, 4]),
      vi("x4", F, ["N", 3, 6, 8]), vi("x5", F, [2, 2, 6, 7])],
     [vi("r", F, None), vi("e", I64, None), vi("t", I64, None), vi("p", F, None), vi("ix", I64, None),
-     vi("ix2", I64, None), vi("un", F, None)], [c("k", np.int64(-1))], opset=14),
+     vi("ix2", I64, None), vi("un", F, None), vi("un4", F, ["N", 3, 6, 8])], [c("k", np.int64(-1))], opset=14),
     {"s": np.array(2.5, np.float32), "l": np.array(-1.0, np.float32), "d": np.array(-0.75, np.float32), "x": _r(3, 5),
      "xi": rng.integers(-5, 5, (2, 3, 4)).astype(np.int64), "x4": _r(2, 3, 6, 8), "x5": _r(2, 2, 6, 7)},
     {"s": np.array(0.0, np.float32), "l": np.array(1.0, np.float32), "d": np.array(0.25, np.float32), "x": _r(3, 5),

@@ -18,7 +18,7 @@ fixed and tested here: Hardmax before opset 13 (onnx's version converter leaves 
 silent wrong answer), Resize ``tf_half_pixel_for_nn`` (refused), a Loop of zero trips with scan
 outputs (``stack`` of nothing failed at run time), the length of a sequence grown in a Loop folded
 to a wrong constant (the shape rule of ``aten::list`` shared the copied list's elements), MaxPool's
-Indices with a dynamic batch (refused), ``aten::str`` of an int and every dict method but
+Indices and MaxUnpool with a dynamic batch (refused), ``aten::str`` of an int and every dict method but
 ``[]``/``len``/``in`` (run on torch's ops, which take neither), and a dict filled inside a loop
 body losing a tensor to buffer reuse (a silent wrong answer), grouped-query SDPA refused by its
 shape rule, FX's ``quantized::elu`` without a kernel, files with model-local functions failing
@@ -158,11 +158,11 @@ def _refused_onnx():
                                [vi("s0", F, [2, 3]), vi("xs", F, [2, 5, 3])], [vi("sf", F, None), vi("ys", F, None)],
                                opset=8), r"Scan node .*: Scan before opset 9 \(with a batch axis\) is not supported"))
     pool = h.make_node("MaxPool", ["x"], ["p", "ix"], kernel_shape=[2, 2], strides=[2, 2])
-    out.append(("maxunpool_dynamic", model([pool,
-                                            h.make_node("MaxUnpool", ["p", "ix"], ["y"], kernel_shape=[2, 2],
-                                                        strides=[2, 2])],
-                                           [vi("x", F, ["N", 3, 4, 4])], [vi("y", F, None)], opset=11),
-                r"MaxUnpool node #1: MaxUnpool needs X's shape known at conversion"))
+    out.append(("maxunpool_dynamic_output_shape",
+                model([pool, h.make_node("MaxUnpool", ["p", "ix", "os"], ["y"], kernel_shape=[2, 2], strides=[2, 2])],
+                      [vi("x", F, ["N", 3, 4, 4])], [vi("y", F, ["N", 3, 5, 5])], [c("os", np.array([2, 3, 5, 5]))],
+                      opset=11),
+                r"MaxUnpool node #1: output_shape with a dynamic batch"))
     return out
 
 
