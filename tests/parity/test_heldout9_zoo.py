@@ -157,6 +157,16 @@ def _refused_onnx():
     out.append(("scan8", model([h.make_node("Scan", ["", "s0", "xs"], ["sf", "ys"], body=sbody, num_scan_inputs=1)],
                                [vi("s0", F, [2, 3]), vi("xs", F, [2, 5, 3])], [vi("sf", F, None), vi("ys", F, None)],
                                opset=8), r"Scan node .*: Scan before opset 9 \(with a batch axis\) is not supported"))
+    from heldout9_onnx import _grow
+
+    # a while loop whose graph output is declared rank 1 (onnxruntime warns and runs it): srcore typed the
+    # carried value by that declaration and failed in the body ('aten::cat: cat of tensors with different
+    # ranks [1, 2]'); now the refusal names the output and both shapes
+    out.append(("loop_output_declared_wrong_rank",
+                model([h.make_node("Loop", ["", "c0", "acc0"], ["acc", "tots"], body=_grow)],
+                      [vi("acc0", F, ["K", 3]), vi("row", F, [1, 3])], [vi("acc", F, None), vi("tots", F, None)],
+                      [c("c0", np.array(True)), c("lim", np.float32(20.0))], opset=13),
+                r"Loop node #0: output 'acc' would have shape \[None, 3\], ONNX says \['unk'\]"))
     pool = h.make_node("MaxPool", ["x"], ["p", "ix"], kernel_shape=[2, 2], strides=[2, 2])
     out.append(("maxunpool_dynamic_output_shape",
                 model([pool, h.make_node("MaxUnpool", ["p", "ix", "os"], ["y"], kernel_shape=[2, 2], strides=[2, 2])],

@@ -22,6 +22,11 @@ def _out_type(t: Type) -> Type:
     return t if isinstance(t, (TensorType, ListType)) else TensorType()
 
 
+def _ranks_differ(a: Type, b: Type) -> bool:
+    return (isinstance(a, TensorType) and isinstance(b, TensorType) and a.shape is not None and b.shape is not None
+            and len(a.shape) != len(b.shape))
+
+
 def _to_bool(cx: NodeContext, v: Val):
     known = v.known_ints()
     if v.const is not None and v.const.size == 1:
@@ -103,6 +108,11 @@ def loop(cx: NodeContext):
     init_values = [_value_of(cx, v) for v in init]
     carried_types = [_out_type(t) for t in cx.out_types[:n_carried]]
     carried_types = [t if t != TensorType() else v.type for t, v in zip(carried_types, init_values)]
+    # a loop output's type comes from ONNX's view of the graph (a declared graph output's shape): when
+    # its rank is not the initial value's it is wrong (onnxruntime only warns), so the carried value
+    # goes unshaped and the mismatch is reported at that output, not as a type error deep in the body
+    carried_types = [TensorType(t.dtype or v.type.dtype) if _ranks_differ(t, v.type) else t
+                     for t, v in zip(carried_types, init_values)]
     node, blk, i, block_carried, block_lists = _loop_node(cx, trip, cond, init_values, carried_types, n_scan)
     body_inputs = [Val("iter", TensorType("int64", ()), ints=[i], scalar=True, block=blk),
                    Val("cond", TensorType("bool", ()), const=np.array(True))]
