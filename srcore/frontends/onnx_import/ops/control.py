@@ -70,16 +70,19 @@ def _loop_node(cx: NodeContext, trip, cond, init_values, carried_types, n_lists:
     return node, blk, i, block_carried, block_lists
 
 
-def _append_scan_outputs(cx: NodeContext, block_lists, outs, seeds: list) -> list:
-    """The body's scan outputs ``outs`` appended to the loop's lists (the new lists). A value of a
-    static shape is appended unsqueezed and ``seeds`` gets an empty ``[0, *shape]`` array for it (a
-    loop of no iteration still has its scan outputs, empty, as onnxruntime gives them; ``stack`` of
-    no tensors fails), else None (stacked after the loop)."""
+def _append_scan_outputs(cx: NodeContext, block_lists, outs, seeds: list | None = None) -> list:
+    """The body's scan outputs ``outs`` appended to the loop's lists (the new lists). With ``seeds``
+    (a Loop's), a value of a static shape is appended unsqueezed and ``seeds`` gets an empty
+    ``[0, *shape]`` array for it (a loop of no iteration still has its scan outputs, empty, as
+    onnxruntime gives them; ``stack`` of no tensors fails), else None (stacked after the loop)."""
     res = []
     for lst, v in zip(block_lists, outs):
         if v.seq:
             raise Unsupported("a sequence scan output")
         t = cx.conv.tensor_of(v)
+        if seeds is None:   # Scan: stacked along its output axis after the loop
+            res.append(cx.op("aten::append", lst, t, types=[ListType(TensorType())]))
+            continue
         shape, dtype = getattr(t.type, "shape", None), getattr(t.type, "dtype", None)
         if shape is None or not all(isinstance(d, int) for d in shape):   # what ONNX inferred (an If's output)
             shape, dtype = v.shape, dtype or v.dtype
