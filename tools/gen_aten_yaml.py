@@ -50,7 +50,7 @@ logical_xor_ logsumexp lt_ max_pool1d_with_indices max_pool2d_with_indices moved
 native_batch_norm ne_ pop pow_ reciprocal_ remainder_ reshape_as reverse roll round_ rsqrt_ scatter_
 sign_ sin sin_ square square_ threshold threshold_ tril_ triu_ trunc trunc_ view_as zero_
 upsample_nearest1d upsample_nearest3d upsample_linear1d upsample_trilinear3d __contains__ warn
-sym_size sym_numel
+sym_size sym_numel str items keys values get popitem setdefault update Delete dict
 new_zeros new_ones new_full new_empty
 cumprod median one_hot upsample_bicubic2d select_scatter slice_scatter copy
 lstm gru rnn_tanh rnn_relu lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell unsafe_chunk unsafe_split unsafe_split_with_sizes

@@ -141,6 +141,9 @@ class GraphProcessor:
         # a container a node stores into (aten::append, _set_item, ...) holds its tensor inputs from
         # then on: it aliases them like an output does (else their buffers are reused while listed)
         tensorish += [self.slot(v) for v in _filled_containers(n)]
+        # so does a container from outside that a node inside its blocks stores into (a dict filled
+        # in a loop over a list: its tensors must outlive the list)
+        tensorish += [self.slot(v) for v in _filled_in_blocks(n)]
         return NodeFacts(position, tuple(reads), (), tuple(tensorish))
 
     # -- functions ------------------------------------------------------------------------
@@ -202,6 +205,27 @@ def _written_constants(graph) -> set[int]:
                 if v.node.kind == "prim::Constant":
                     out.add(id(v.node.attrs.get("value")))
     return out
+
+
+def _filled_in_blocks(n) -> list:
+    """The containers defined outside node ``n`` that nodes in its blocks (at any depth) write to;
+    one carried by ``n``'s loop counts as its initial value (at the first iteration it is that)."""
+    found: list = []
+    for b in n.blocks:
+        defined = {id(o) for m in b.nodes for o in m.outputs}
+        carried = {id(v): i for i, v in enumerate(b.inputs)}
+        for m in b.nodes:
+            for v in _filled_containers(m) + (_filled_in_blocks(m) if m.blocks else []):
+                if id(v) in defined:
+                    continue
+                if id(v) in carried:   # prim::Loop: block inputs (i, carried...) <- node inputs (n, cond, initial...)
+                    i = carried[id(v)]
+                    if n.kind != "prim::Loop" or i == 0 or i + 1 >= len(n.inputs):
+                        continue
+                    v = n.inputs[i + 1]
+                if all(v is not f for f in found):
+                    found.append(v)
+    return found
 
 
 def _filled_containers(n) -> list:

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import srcore
-from _harness import RTOL, assert_close, run, torch_outputs
+from _harness import RTOL, assert_close, flatten_np, run, torch_outputs
 from heldout_paths import PATHS, convert
 
 BACKENDS = {"cpu": ("cpu",), "trt_like": ("trt_like", "cpu"), "openvino": ("openvino", "cpu")}
@@ -25,6 +25,47 @@ def options(backend: str) -> srcore.Options:
         return srcore.Options(backends=BACKENDS["cpu"])
     # tactic timing off: each engine takes its first applicable tactic (the parity is the point here)
     return srcore.Options(backends=BACKENDS[backend], engine_min_block_size=1, engine_options={"timing": False})
+
+
+def engine_options(backend: str) -> srcore.Options:
+    """The zoos' options for ``backend`` with ``quantized_cpu`` in both lists (what quantized models run
+    on); trt_like: tactic timing off, every block an engine (the parity is the point)."""
+    if backend == "cpu":
+        return srcore.Options(backends=("quantized_cpu", "cpu"))
+    return srcore.Options(backends=(backend, "quantized_cpu", "cpu"), engine_min_block_size=1,
+                          engine_options={"timing": False})
+
+
+def assert_no_fallback(sm: srcore.StaticModule, backend: str) -> None:
+    """On an engine backend, no segment fell back to cpu."""
+    if backend != "cpu":
+        failed = [s for s in sm.partition.segments if s.status == "fallback"]
+        assert not failed, "\n".join(f"{s.name}: {s.reason}" for s in failed)
+
+
+def check_onnx_vs_ort(name: str, proto, feed_sets, backend: str, tol: float = 1e-4) -> None:
+    """ONNX ``proto`` through srcore on ``backend`` (:func:`engine_options`) against onnxruntime on each
+    feed dict of ``feed_sets`` (None entries skipped), in order with one StaticModule: the same outputs,
+    shapes and dtypes exactly, bools exactly, values within ``tol`` relative and ``tol / 10`` absolute;
+    no engine segment fell back."""
+    import onnxruntime as ort
+
+    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    sm = srcore.StaticModule(srcore.from_onnx(proto), options=engine_options(backend))
+    for k, fd in enumerate(feed_sets):
+        if fd is None:
+            continue
+        want = sess.run(None, fd)
+        got = flatten_np(sm(**fd))
+        assert len(got) == len(want), f"{name} feeds {k}"
+        for i, (g, w) in enumerate(zip(got, want)):
+            g = np.asarray(g)
+            assert (g.shape, g.dtype) == (w.shape, w.dtype), f"{name} feeds {k} output {i}"
+            if w.dtype == bool:
+                np.testing.assert_array_equal(g, w, err_msg=f"{name} feeds {k} output {i}")
+            else:
+                np.testing.assert_allclose(g, w, rtol=tol, atol=tol / 10, err_msg=f"{name} feeds {k} output {i}")
+    assert_no_fallback(sm, backend)
 
 
 def cells(models, trt_like_default=(), openvino_default=(), cannot_export=None) -> list:
@@ -64,9 +105,7 @@ def check_cell(factory, name: str, path: str, backend: str, monkeypatch, tmp_pat
     what = f"{name} via {path} on {backend}"
     assert_close(run(sm, inputs), want, what, rtol)
     assert_close(run(sm, inputs), want, what + ", run 2", rtol)
-    if backend != "cpu":
-        failed = [s for s in sm.partition.segments if s.status == "fallback"]
-        assert not failed, "\n".join(f"{s.name}: {s.reason}" for s in failed)
+    assert_no_fallback(sm, backend)
 
 
 def fx_x86(factory):

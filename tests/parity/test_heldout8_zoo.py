@@ -33,6 +33,7 @@ import pytest
 import torch
 
 from _harness import assert_close, flatten, flatten_np, run, to_numpy, torch_outputs
+from _zoo import assert_no_fallback, check_onnx_vs_ort, engine_options
 from heldout8_models import EXPORT, FROZEN, QUANTIZED
 
 import srcore
@@ -45,19 +46,8 @@ pytestmark = pytest.mark.one_pass
 BACKENDS = ("cpu", "trt_like")
 
 
-def _options(backend: str) -> srcore.Options:
-    """``quantized_cpu`` stays in both lists (what the quantized cases run on); trt_like: tactic timing
-    off, every block an engine (the parity is the point)."""
-    if backend == "cpu":
-        return srcore.Options(backends=("quantized_cpu", "cpu"))
-    return srcore.Options(backends=("trt_like", "quantized_cpu", "cpu"), engine_min_block_size=1,
-                          engine_options={"timing": False})
-
-
-def _no_fallback(sm: srcore.StaticModule, backend: str) -> None:
-    if backend != "cpu":
-        failed = [s for s in sm.partition.segments if s.status == "fallback"]
-        assert not failed, "\n".join(f"{s.name}: {s.reason}" for s in failed)
+_options = engine_options
+_no_fallback = assert_no_fallback
 
 
 def _param(cell_id: str, *values, default: bool):
@@ -85,23 +75,7 @@ def test_hand_built_onnx_matches_onnxruntime(name, backend):
     from heldout8_onnx import CASES
 
     proto, feeds, other = CASES[name]
-    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-    sm = srcore.StaticModule(srcore.from_onnx(proto), options=_options(backend))
-    tol = ONNX_TOL.get(name, 1e-4)
-    for what, fd in (("feeds", feeds), ("other batch", other), ("feeds again", feeds)):
-        if fd is None:
-            continue
-        want = sess.run(None, fd)
-        got = flatten_np(sm(**fd))
-        assert len(got) == len(want), what
-        for i, (g, w) in enumerate(zip(got, want)):
-            g = np.asarray(g)
-            assert (g.shape, g.dtype) == (w.shape, w.dtype), f"{name} {what} output {i}"
-            if w.dtype == bool:
-                np.testing.assert_array_equal(g, w, err_msg=f"{name} {what} output {i}")
-            else:
-                np.testing.assert_allclose(g, w, rtol=tol, atol=tol / 10, err_msg=f"{name} {what} output {i}")
-    _no_fallback(sm, backend)
+    check_onnx_vs_ort(name, proto, (feeds, other, feeds), backend, ONNX_TOL.get(name, 1e-4))
 
 
 def test_trt_like_defaults_are_onnx_cases():

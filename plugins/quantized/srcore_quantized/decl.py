@@ -62,6 +62,7 @@ KERNELS: list[Kernel] = [
     _k("aten::cat", "binary:aten_cat_out", Q),
     # quantized:: activations and norms (output parameters given)
     _k("quantized::hardswish", "activation:hardswish_out", Q8),
+    _k("quantized::elu", "activation:elu_out", Q8),
     _k("quantized::sigmoid", "activation:quantized_sigmoid_out", Q8),
     _k("quantized::leaky_relu", "activation:quantized_leaky_relu", Q8, "native"),
     _k("quantized::relu6", "activation:quantized_relu6", Q, "native"),

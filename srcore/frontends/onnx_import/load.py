@@ -83,6 +83,8 @@ def load_model(src, base_dir=None, constant_inputs=None) -> LoadedModel:
     _check(onnx, proto, where)
     if len(proto.functions):
         try:
+            import onnx.inliner   # a submodule `import onnx` does not load (AttributeError in a fresh process)
+
             proto = onnx.inliner.inline_local_functions(proto)
         except Exception as exc:  # noqa: BLE001 - any onnx failure is the model's
             raise ConversionError(f"{where}: cannot inline the model's local functions: {exc}") from None
@@ -192,7 +194,35 @@ def _upgrade(onnx, proto, opset: int, where: str):
         raise ConversionError(f"{where}: opset {opset} is older than {MIN_OPSET} and onnx's version converter "
                               f"cannot upgrade it: {exc}") from None
     _keep_upsample_coordinates(onnx, proto, up)
+    _coerce_hardmax(onnx, up.graph, [0])
     return up
+
+
+def _coerce_hardmax(onnx, graph, counter: list) -> None:
+    """Hardmax before opset 13 works on the input flattened to 2-D at ``axis`` (default 1): one 1 per
+    row of ``prod(shape[axis:])`` elements. onnx's version converter (as of 1.23) keeps the node as it
+    is, which at opset 13 means along ``axis`` alone (it coerces Softmax and LogSoftmax, not Hardmax):
+    a wrong answer, so the old meaning is spelt out here (Shape, Flatten, Hardmax(-1), Reshape), in
+    subgraphs too."""
+    helper = onnx.helper
+    nodes = []
+    for n in graph.node:
+        for a in n.attribute:
+            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                _coerce_hardmax(onnx, g, counter)
+        if n.op_type != "Hardmax" or n.domain not in ("", "ai.onnx"):
+            nodes.append(n)
+            continue
+        axis = next((helper.get_attribute_value(a) for a in n.attribute if a.name == "axis"), 1)
+        counter[0] += 1
+        tag = f"_srcore_hardmax{counter[0]}_"
+        x, y = n.input[0], n.output[0]
+        nodes += [helper.make_node("Shape", [x], [tag + "shape"], name=tag + "shape"),
+                  helper.make_node("Flatten", [x], [tag + "flat"], axis=axis, name=tag + "flatten"),
+                  helper.make_node("Hardmax", [tag + "flat"], [tag + "max"], axis=-1, name=n.name or tag + "hardmax"),
+                  helper.make_node("Reshape", [tag + "max", tag + "shape"], [y], name=tag + "reshape")]
+    del graph.node[:]
+    graph.node.extend(nodes)
 
 
 def _keep_upsample_coordinates(onnx, old, up) -> None:

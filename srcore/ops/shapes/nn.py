@@ -103,7 +103,15 @@ def sdpa(ctx: Ctx):
             raise ctx.fail(f"query and key embedding dims differ: {q.shape} vs {k.shape}")
         if sym.equal(k.shape[-2], v.shape[-2]) is False:
             raise ctx.fail(f"key and value sequence lengths differ: {k.shape} vs {v.shape}")
-    batch = broadcast_shapes([q.shape[:-2], v.shape[:-2]], ctx.fail)
+    kv_batch = v.shape[:-2]
+    gqa = ctx.known(6, "enable_gqa", False)
+    if gqa is not False and len(q.shape) >= 3 and len(v.shape) >= 3:
+        # grouped-query attention: each key/value head serves q_heads / kv_heads query heads
+        hq, hkv = q.shape[-3], v.shape[-3]
+        if isinstance(hq, int) and isinstance(hkv, int) and hq % hkv:
+            raise ctx.fail(f"enable_gqa: {hq} query heads are not a multiple of {hkv} key/value heads")
+        kv_batch = v.shape[:-3] + (hq,)
+    batch = broadcast_shapes([q.shape[:-2], kv_batch], ctx.fail)
     return [tt(q.dtype, batch + (q.shape[-2], v.shape[-1]))]
 
 

@@ -206,7 +206,8 @@ def _scalar_tensor_constant(body: str, declared) -> TensorType:
         return TensorType("float64", ())
 
 
-@rule("aten::_set_item", "aten::clear", "aten::extend", "aten::insert", "aten::pop", "aten::reverse")
+@rule("aten::_set_item", "aten::clear", "aten::extend", "aten::insert", "aten::pop", "aten::reverse",
+      "aten::Delete", "aten::popitem", "aten::setdefault", "aten::update")
 def list_mutation(ctx: Ctx):
     """The list (or dict) is mutated in place: forget what was known of it; outputs as declared."""
     target = ctx.args[0]

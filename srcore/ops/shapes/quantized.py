@@ -205,7 +205,7 @@ def cat(ctx: Ctx):
 # -- quantized:: unary ops with output parameters -------------------------------------------------
 #: op -> positions of (output_scale, output_zero_point)
 _OUT_QPARAMS = {
-    "quantized::hardswish": (1, 2), "quantized::sigmoid": (1, 2), "quantized::leaky_relu": (3, 4),
+    "quantized::hardswish": (1, 2), "quantized::elu": (1, 2), "quantized::sigmoid": (1, 2), "quantized::leaky_relu": (3, 4),
     "quantized::batch_norm": (6, 7), "quantized::batch_norm1d": (6, 7), "quantized::batch_norm1d_relu": (6, 7),
     "quantized::batch_norm2d": (6, 7), "quantized::batch_norm2d_relu": (6, 7), "quantized::layer_norm": (5, 6),
 }

@@ -257,8 +257,11 @@ def is_floating_point(ctx: Ctx):
 
 @rule("aten::list", "aten::copy.t")
 def list_copy(ctx: Ctx):
+    """A new list: its own ``elems`` (``aten::append`` to the copy grows them in place; shared, a
+    loop body's ``list(carried) + append`` grew the loop's initial list with every pass, and the
+    fixpoint settled on a wrong, constant length: ONNX SequenceInsert in a Loop)."""
     a = ctx.args[0]
-    return [A(a.type, a.known, a.elems)]
+    return [A(a.type, a.known, None if a.elems is None else list(a.elems))]
 
 
 __all__ = ["scalar_binary", "scalar_type_of"]
@@ -308,9 +311,10 @@ def prim_shape(ctx: Ctx):
     return size(Ctx(ctx.node, ctx.args[:1], None, "aten::size"))
 
 
-@rule("prim::type", "aten::wait", "prim::fork", "prim::DictConstruct")
+@rule("prim::type", "aten::wait", "prim::fork", "prim::DictConstruct", "aten::items", "aten::keys", "aten::values",
+      "aten::get", "aten::dict", "aten::str")
 def declared_outputs(ctx: Ctx):
-    """Opaque ops: their outputs keep their declared types."""
+    """Opaque ops (and dict readers, ``str(x)``): their outputs keep their declared types."""
     return [o.type for o in ctx.node.outputs]
 
 

@@ -9,6 +9,15 @@ _k = family("prim")
 
 _DICT_KEYS = ("str", "int", "bool", "float", "Tensor")   # Dict(<key>, t) overloads (Tensor keys: by identity)
 
+#: dict methods per key type (torch's fallback cannot take a dict: 'Expected a value of type Dict[str, t]')
+_DICT_METHODS = (
+    ("aten::items.{}", "dict_items"), ("aten::keys.{}", "dict_keys"), ("aten::values.{}", "dict_values"),
+    ("aten::get.{}", "dict_get"), ("aten::get.default_{}", "dict_get"), ("aten::pop.Dict_{}", "dict_pop"),
+    ("aten::pop.Dict_default_{}", "dict_pop"), ("aten::popitem.{}", "dict_popitem"),
+    ("aten::setdefault.{}", "dict_setdefault"), ("aten::update.{}", "dict_update"),
+    ("aten::Delete.Dict_{}", "dict_delete"), ("aten::copy.Dict_{}", "dict_copy"), ("aten::dict.Dict_{}", "dict_copy"),
+    ("aten::dict.{}", "dict_from_items"), ("aten::clear.{}", "clear"))
+
 _OPS = [  # (op, impl)
     ("prim::ListConstruct", "list_construct"), ("prim::ListUnpack", "list_unpack"),
     ("prim::TupleConstruct", "tuple_construct"), ("prim::TupleUnpack", "tuple_unpack"),
@@ -36,10 +45,11 @@ _OPS = [  # (op, impl)
     ("aten::sort.any", "list_sort"), ("aten::eq.Tensor_list", "tensor_list_eq"),
     ("aten::ne.Tensor_list", "tensor_list_ne"),
     ("prim::IfThenElse", "if_then_else"), ("prim::tolist", "tolist"), ("aten::list", "str_list"),
-    ("aten::slice.str", "str_slice"),
+    ("aten::slice.str", "str_slice"), ("aten::str", "str_"),
 ] + [(f"aten::__getitem__.Dict_{k}", "dict_getitem") for k in _DICT_KEYS] \
   + [(f"aten::len.Dict_{k}", "len_") for k in _DICT_KEYS] \
-  + [(f"aten::_set_item.{k}", "set_item") for k in _DICT_KEYS]
+  + [(f"aten::_set_item.{k}", "set_item") for k in _DICT_KEYS] \
+  + [(op.format(k), impl) for k in _DICT_KEYS for op, impl in _DICT_METHODS]
 
 #: kernels that never read a tensor's elements (they pass tensors around, or read their shape), so they
 #: take quantized tensors as they take any: ``"*"`` alone leaves the quantized dtypes out (their stored
@@ -57,6 +67,7 @@ _ANY_TENSOR = frozenset({
     "aten::add_.t", "aten::mul.left_t", "aten::mul.right_",
     *(f"aten::{op}.Dict_{k}" for op in ("__getitem__", "len") for k in _DICT_KEYS),
     *(f"aten::_set_item.{k}" for k in _DICT_KEYS),
+    *(op.format(k) for k in _DICT_KEYS for op, _impl in _DICT_METHODS),
 })
 
 KERNELS: list[Kernel] = [_k(op, impl, ANY + (ANY_QUANTIZED,) if op in _ANY_TENSOR else ANY, kind="native")

@@ -255,6 +255,71 @@ class ScriptDict(dict):
         return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in self.items()) + "}"
 
 
+# -- dict methods: on ScriptDicts and on the plain dicts callers pass (str/int/float/bool keys) ----------
+def dict_items(d):
+    """``aten::items``: ``[(key, value), ...]`` in insertion order."""
+    return [(k, d[k]) for k in d]
+
+
+def dict_keys(d):
+    return list(d)
+
+
+def dict_values(d):
+    return [d[k] for k in d]
+
+
+def dict_get(d, key, default_value=None):
+    """``aten::get`` (``d.get(k)`` is None when missing, ``d.get(k, v)`` is v)."""
+    return d[key] if key in d else default_value
+
+
+_MISSING = object()
+
+
+def dict_pop(d, key, default_value=_MISSING):
+    if key in d:
+        return dict.pop(d, _key(key))
+    if default_value is _MISSING:
+        raise KernelError(f"KeyError: {key!r} (the dict has keys {list(d)})")
+    return default_value
+
+
+def dict_popitem(d):
+    if not d:
+        raise KernelError("popitem(): dictionary is empty")
+    k, v = dict.popitem(d)
+    return (k.obj if isinstance(k, _ByIdentity) else k, v)
+
+
+def dict_setdefault(d, key, default_value):
+    if key not in d:
+        d[key] = default_value
+    return d[key]
+
+
+def dict_update(d, to_add):
+    for k in list(to_add):
+        d[k] = to_add[k]
+
+
+def dict_delete(d, key):
+    """``aten::Delete.Dict_*``: ``del d[key]``."""
+    if key not in d:
+        raise KernelError(f"KeyError: {key!r} (the dict has keys {list(d)})")
+    dict.__delitem__(d, _key(key))
+
+
+def dict_copy(d):
+    """``aten::copy.Dict_*`` / ``aten::dict.Dict_*``: a shallow copy."""
+    return ScriptDict(dict_items(d))
+
+
+def dict_from_items(inputs):
+    """``aten::dict.<key>``: ``dict([(k, v), ...])``."""
+    return ScriptDict(inputs)
+
+
 def dict_construct(*kv):
     """``prim::DictConstruct``: a dict from alternating key, value inputs."""
     return ScriptDict(zip(kv[0::2], kv[1::2]))
@@ -321,6 +386,12 @@ def tolist(self, dim, elem_type):
 def str_list(t):
     """``aten::list(str t)``: the characters of a string."""
     return list(t)
+
+
+def str_(elem):
+    """``aten::str``: TorchScript's ``str(x)`` of an int, float, bool or str (``"h" + str(i)`` dict
+    keys). torch's own op, which the fallback called, takes no int: 'Expected a value of type 't'."""
+    return format("{}", elem)
 
 
 def str_slice(string, start=None, end=None, step=1):

@@ -125,6 +125,24 @@ def hardswish_out(input, output_scale, output_zero_point, *, out=None):
     return _through_float(input, _hardswish, q, out, "quantized::hardswish")
 
 
+def _elu(alpha, scale, input_scale):
+    """torch's qelu: ``x * scale`` for ``x >= 0``, else ``(exp(x * input_scale) - 1) * alpha * scale``
+    (float32 steps in its order)."""
+    a, s, i = F32(alpha), F32(scale), F32(input_scale)
+
+    def f(v):
+        with np.errstate(over="ignore"):
+            neg = (np.exp(v * i) - F32(1.0)) * a * s
+        return np.where(v >= 0, v * s, neg).astype(F32)
+    return f
+
+
+def elu_out(self, output_scale, output_zero_point, alpha=1.0, scale=1.0, input_scale=1.0, *, out=None):
+    """``quantized::elu`` (what FX makes of nn.ELU) through float32, to the output parameters."""
+    q = output_qparams(self.qdtype, output_scale, output_zero_point, "quantized::elu")
+    return _through_float(self, _elu(float(alpha), float(scale), float(input_scale)), q, out, "quantized::elu")
+
+
 def _sigmoid(v):
     with np.errstate(over="ignore"):  # exp(-x) = inf for very negative x: sigmoid is 0, as in torch
         return (F32(1.0) / (F32(1.0) + np.exp(-v))).astype(F32)

@@ -22,6 +22,11 @@ def _out_type(t: Type) -> Type:
     return t if isinstance(t, (TensorType, ListType)) else TensorType()
 
 
+def _ranks_differ(a: Type, b: Type) -> bool:
+    return (isinstance(a, TensorType) and isinstance(b, TensorType) and a.shape is not None and b.shape is not None
+            and len(a.shape) != len(b.shape))
+
+
 def _to_bool(cx: NodeContext, v: Val):
     known = v.known_ints()
     if v.const is not None and v.const.size == 1:
@@ -65,13 +70,28 @@ def _loop_node(cx: NodeContext, trip, cond, init_values, carried_types, n_lists:
     return node, blk, i, block_carried, block_lists
 
 
-def _append_scan_outputs(cx: NodeContext, block_lists, outs) -> list:
-    """The body's scan outputs ``outs`` appended to the loop's lists (the new lists)."""
+def _append_scan_outputs(cx: NodeContext, block_lists, outs, seeds: list | None = None) -> list:
+    """The body's scan outputs ``outs`` appended to the loop's lists (the new lists). With ``seeds``
+    (a Loop's), a value of a static shape is appended unsqueezed and ``seeds`` gets an empty
+    ``[0, *shape]`` array for it (a loop of no iteration still has its scan outputs, empty, as
+    onnxruntime gives them; ``stack`` of no tensors fails), else None (stacked after the loop)."""
     res = []
     for lst, v in zip(block_lists, outs):
         if v.seq:
             raise Unsupported("a sequence scan output")
-        res.append(cx.op("aten::append", lst, cx.conv.tensor_of(v), types=[ListType(TensorType())]))
+        t = cx.conv.tensor_of(v)
+        if seeds is None:   # Scan: stacked along its output axis after the loop
+            res.append(cx.op("aten::append", lst, t, types=[ListType(TensorType())]))
+            continue
+        shape, dtype = getattr(t.type, "shape", None), getattr(t.type, "dtype", None)
+        if shape is None or not all(isinstance(d, int) for d in shape):   # what ONNX inferred (an If's output)
+            shape, dtype = v.shape, dtype or v.dtype
+        if dtype is not None and shape is not None and all(isinstance(d, int) for d in shape):
+            seeds.append(np.empty((0, *shape), dtype))
+            t = cx.op("aten::unsqueeze", t, 0)
+        else:
+            seeds.append(None)
+        res.append(cx.op("aten::append", lst, t, types=[ListType(TensorType())]))
     return res
 
 
@@ -91,6 +111,11 @@ def loop(cx: NodeContext):
     init_values = [_value_of(cx, v) for v in init]
     carried_types = [_out_type(t) for t in cx.out_types[:n_carried]]
     carried_types = [t if t != TensorType() else v.type for t, v in zip(carried_types, init_values)]
+    # a loop output's type comes from ONNX's view of the graph (a declared graph output's shape): when
+    # its rank is not the initial value's it is wrong (onnxruntime only warns), so the carried value
+    # goes unshaped and the mismatch is reported at that output, not as a type error deep in the body
+    carried_types = [TensorType(t.dtype or v.type.dtype) if _ranks_differ(t, v.type) else t
+                     for t, v in zip(carried_types, init_values)]
     node, blk, i, block_carried, block_lists = _loop_node(cx, trip, cond, init_values, carried_types, n_scan)
     body_inputs = [Val("iter", TensorType("int64", ()), ints=[i], scalar=True, block=blk),
                    Val("cond", TensorType("bool", ()), const=np.array(True))]
@@ -100,13 +125,19 @@ def loop(cx: NodeContext):
         keep_going = _to_bool(cx, outs[0])
         res = [conv.builder.value(keep_going)]
         res += [_value_of(cx, v) for v in outs[1:1 + n_carried]]
-        return res + _append_scan_outputs(cx, block_lists, outs[1 + n_carried:])
+        return res + _append_scan_outputs(cx, block_lists, outs[1 + n_carried:], seeds)
 
+    seeds: list = []
     conv.convert_subgraph(body, blk, body_inputs, cx.scope, "body", finish)
     outs = [Val("", t, tensor=o, seq=isinstance(t, ListType), block=conv.builder.block)
             for o, t in zip(node.outputs[:n_carried], carried_types)]
-    for lst in node.outputs[n_carried:]:
-        outs.append(cx.op("aten::stack", lst, 0))
+    for lst, seed in zip(node.outputs[n_carried:], seeds):
+        if seed is None:
+            outs.append(cx.op("aten::stack", lst, 0))
+            continue
+        empty = conv.param("loop_scan_empty", seed)
+        first = cx.op("prim::ListConstruct", empty, types=[ListType(TensorType())])
+        outs.append(cx.op("aten::cat", cx.op("aten::add", first, lst, types=[ListType(TensorType())]), 0))
     return tuple(outs)
 
 

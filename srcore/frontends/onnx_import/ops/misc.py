@@ -111,11 +111,13 @@ def compress(cx: NodeContext):
 
 def max_unpool(cx: NodeContext):
     """``Y.flat[I.flat] = X.flat`` in zeros of the inferred shape (I holds MaxPool's flat indices),
-    padded at the end to ``output_shape`` when given."""
+    padded at the end to ``output_shape`` when given (as onnx's reference and backend test have it;
+    onnxruntime places the indices in the output_shape's layout instead). The batch may be dynamic
+    (then without output_shape)."""
     cx.require_dtype(0, FLOATS, "X")
     shape = cx.shape(0)
-    if shape is None or not all(isinstance(d, int) for d in shape):
-        raise Unsupported("MaxUnpool needs X's shape known at conversion")
+    if shape is None or not all(isinstance(d, int) for d in shape[1:]):
+        raise Unsupported("MaxUnpool needs X's channels and spatial dims known at conversion")
     n = len(shape) - 2
     kernel = list(cx.attr("kernel_shape"))
     strides = list(cx.attr("strides", [1] * n))
@@ -124,10 +126,18 @@ def max_unpool(cx: NodeContext):
         raise Unsupported(f"kernel_shape {kernel}, strides {strides}, pads {pads} for {n} spatial dims")
     inferred = list(shape[:2]) + [(shape[2 + d] - 1) * strides[d] - (pads[d] + pads[n + d]) + kernel[d]
                                   for d in range(n)]
-    flat = cx.op("aten::zeros", [int(np.prod(inferred))], scalar_type(cx.dtype(0)), None, None, None)
+    per_sample = int(np.prod(inferred[1:]))
+    if isinstance(shape[0], int):
+        size = [shape[0] * per_sample]
+    else:   # a dynamic batch (the indices are flat over the whole tensor, the batch included)
+        size = cx.list_value([cx.int_op("aten::mul", dim_item(cx, 0, cx.x(0), 0), per_sample)])
+        inferred[0] = -1
+    flat = cx.op("aten::zeros", size, scalar_type(cx.dtype(0)), None, None, None)
     idx = cx.op("aten::reshape", cast(cx, cx.x(1), "int64"), [-1])
     y = cx.op("aten::reshape", cx.op("aten::scatter", flat, 0, idx, cx.op("aten::reshape", cx.x(0), [-1])), inferred)
     if cx.has(2):
+        if inferred[0] == -1:   # its batch would have to equal the input's, unknown here
+            raise Unsupported("output_shape with a dynamic batch")
         want = cx.ints(2, "output_shape")
         if len(want) != len(inferred) or any(w < i for w, i in zip(want, inferred)):
             raise Unsupported(f"output_shape {want} for an unpooled shape {inferred}")

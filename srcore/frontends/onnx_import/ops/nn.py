@@ -5,7 +5,7 @@ import numpy as np
 
 from ....ir.types import TensorType
 from ..context import NodeContext, Unsupported
-from ..dtypes import FLOATS
+from ..dtypes import FLOATS, scalar_type
 from ..values import Val
 from ._util import dim_item, norm_axis, table
 
@@ -201,8 +201,8 @@ def _onnx_indices(cx: NodeContext, idx, n: int, order: int):
     """torch's indices (flat within each (n, c) plane, row-major) as ONNX's: flat over the whole
     tensor, the spatial part column-major with ``storage_order=1``."""
     shape = cx.shape(0)
-    if shape is None or not all(isinstance(d, int) for d in shape):
-        raise Unsupported("the Indices output needs the input's shape known at conversion")
+    if shape is None or not all(isinstance(d, int) for d in shape[1:]):
+        raise Unsupported("the Indices output needs the input's channels and spatial dims known at conversion")
     spatial = shape[2:]
     plane = int(np.prod(spatial))
     if order:
@@ -211,8 +211,15 @@ def _onnx_indices(cx: NodeContext, idx, n: int, order: int):
         h, w = spatial
         idx = cx.op("aten::add", cx.op("aten::mul", cx.op("aten::remainder", idx, w), h),
                     cx.op("aten::floor_divide", idx, w))
-    base = (np.arange(shape[0] * shape[1], dtype=np.int64) * plane).reshape(shape[0], shape[1], *[1] * n)
-    return cx.op("aten::add", idx, cx.conv.param("max_pool_plane_offset", base, TensorType("int64", base.shape)))
+    if isinstance(shape[0], int):
+        base = (np.arange(shape[0] * shape[1], dtype=np.int64) * plane).reshape(shape[0], shape[1], *[1] * n)
+        return cx.op("aten::add", idx, cx.conv.param("max_pool_plane_offset", base, TensorType("int64", base.shape)))
+    # a dynamic batch: the channel offsets are constant, the sample offsets an arange of the batch
+    chan = (np.arange(shape[1], dtype=np.int64) * plane).reshape(1, shape[1], *[1] * n)
+    idx = cx.op("aten::add", idx, cx.conv.param("max_pool_plane_offset", chan, TensorType("int64", chan.shape)))
+    batch = cx.op("aten::arange", dim_item(cx, 0, cx.x(0), 0), scalar_type("int64"), None, None, None)
+    sample = cx.op("aten::reshape", cx.op("aten::mul", batch, shape[1] * plane), [-1, *[1] * (n + 1)])
+    return cx.op("aten::add", idx, sample)
 
 
 def average_pool(cx: NodeContext):

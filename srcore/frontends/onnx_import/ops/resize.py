@@ -39,6 +39,8 @@ def _axis_map(cx: NodeContext, n_in: int, scale, size, roi_lo, roi_hi, policy=No
     from onnx.reference import ReferenceEvaluator
 
     attrs = {k: cx.attr(k, d) for k, d in _ATTRS.items() if cx.has_attr(k)}
+    if attrs.get("coordinate_transformation_mode") == "tf_half_pixel_for_nn":
+        return _tf_half_pixel_for_nn(cx, n_in, scale, size, roi_lo, roi_hi, policy)
     extra = [] if policy is None else [policy[1]]
     if policy is not None:
         attrs.update(keep_aspect_ratio_policy=policy[0], axes=[1, 2])
@@ -68,6 +70,39 @@ def _axis_map(cx: NodeContext, n_in: int, scale, size, roi_lo, roi_hi, policy=No
             raise Unsupported("keep_aspect_ratio_policy: the probe dim is not resized to a constant")
         ident, zero = ident[..., 0], zero[..., 0]
     return ident - zero, zero[0]
+
+
+def _tf_half_pixel_for_nn(cx: NodeContext, n_in: int, scale, size, roi_lo, roi_hi, policy):
+    """(M, c) of one axis for Resize-11's ``tf_half_pixel_for_nn`` (TF 1's nearest resize, which
+    tf2onnx writes; onnx dropped it at opset 13 and its reference has none, onnxruntime still runs
+    it): ``x_in = (x_out + 0.5) / scale``, rounded by ``nearest_mode`` and clamped to the input, as
+    onnxruntime's upsample does (``scale`` is ``size / n_in`` when sizes are given)."""
+    if cx.attr("mode", "nearest") != "nearest":
+        raise Unsupported("coordinate_transformation_mode='tf_half_pixel_for_nn' with mode other than nearest")
+    if policy is not None or (roi_lo, roi_hi) != (0.0, 1.0):
+        raise Unsupported("coordinate_transformation_mode='tf_half_pixel_for_nn' with keep_aspect_ratio_policy")
+    if scale is not None:
+        scale = np.float32(scale)
+        n_out = int(np.floor(n_in * scale))
+    else:
+        n_out, scale = size, np.float32(size) / np.float32(n_in)
+    x = (np.arange(n_out, dtype=np.float32) + np.float32(0.5)) / scale
+    rounding = cx.attr("nearest_mode", "round_prefer_floor")
+    half = x - np.floor(x) == 0.5
+    if rounding == "round_prefer_floor":
+        idx = np.where(half, np.floor(x), np.round(x))
+    elif rounding == "round_prefer_ceil":
+        idx = np.where(half, np.ceil(x), np.round(x))
+    elif rounding == "floor":
+        idx = np.floor(x)
+    elif rounding == "ceil":
+        idx = np.ceil(x)
+    else:
+        raise Unsupported(f"nearest_mode={rounding!r}")
+    idx = np.clip(idx, 0, n_in - 1).astype(np.int64)
+    m = np.zeros((n_in, n_out))
+    m[idx, np.arange(n_out)] = 1.0
+    return m, np.zeros(n_out)
 
 
 def _per_axis(cx: NodeContext, r: int, keep_aspect: bool = False):
