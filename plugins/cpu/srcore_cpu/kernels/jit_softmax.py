@@ -26,6 +26,7 @@ from srcore.plugin import simd_conv, simd_vec
 
 from . import jit as _J
 from .jit import JIT
+from .aliasing import same_start
 
 vadd, vload, vsplat, vstore = simd_vec.vadd, simd_vec.vload, simd_vec.vsplat, simd_vec.vstore
 
@@ -174,7 +175,7 @@ class Softmax:
         self.inplace = _J.compiled(_softmax_rows_inplace, _SIG_INPLACE.format(tag=tag))
 
     def __call__(self, x2, out2):
-        if out2.ctypes.data == x2.ctypes.data:
+        if same_start(out2, x2):
             self.inplace(x2, self.tag, self.lanes)
         else:
             self.kernel(x2, out2, self.tag, self.lanes)

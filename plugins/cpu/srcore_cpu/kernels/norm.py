@@ -13,6 +13,8 @@ import numpy as np
 from srcore.plugin import KernelError
 from srcore.plugin import NodeInfo, Specialized, TensorType
 
+from .aliasing import disjoint_or_same
+
 
 def _chan(v, ndim):
     """A per-channel vector shaped to broadcast over (N, C, *spatial)."""
@@ -370,7 +372,7 @@ def _ln_ready(x, E, weight, bias, out) -> bool:
     """Whether the compiled layer norm takes these arrays (else the numpy kernel does)."""
     if x.dtype != np.float32 or not x.flags.c_contiguous or out.dtype != np.float32 or not out.flags.c_contiguous:
         return False
-    if out.ctypes.data != x.ctypes.data and np.shares_memory(x, out):
+    if not disjoint_or_same(x, out):
         return False
     return all(v is None or (v.dtype == np.float32 and v.size == E and v.flags.c_contiguous) for v in (weight, bias))
 

@@ -6,6 +6,8 @@ import numpy as np
 from srcore.plugin import SCALAR_TYPE_CODES
 from srcore.plugin import NodeInfo, Specialized
 
+from .aliasing import disjoint_or_same
+
 
 def _softmax_into(x, dim, out):
     # ufunc.reduce, not np.max / np.sum: their Python wrappers cost as much as a small row's work
@@ -126,7 +128,7 @@ def _compiled_into(node: NodeInfo, dim: int, log: bool = False, least: int = MIN
         if (x.dtype == np.float32 and out.dtype == np.float32 and x.ndim > 0 and x.size > 0
                 and out.shape == x.shape and math.prod(x.shape[d % x.ndim + 1:]) == 1
                 and x.flags.c_contiguous and out.flags.c_contiguous
-                and (out.ctypes.data == x.ctypes.data or not np.shares_memory(x, out))):
+                and disjoint_or_same(x, out)):
             D = x.shape[d]
             run(x.reshape(-1, D), out.reshape(-1, D))
             return out
