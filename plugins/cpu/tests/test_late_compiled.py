@@ -203,3 +203,53 @@ def test_a_model_with_numba_loaded_runs_its_small_nodes_compiled_when_faster(pin
     tactics = {pn.node.kind: getattr(pn.fn.fn, "tactic", None) for b in sm.blocks for pn in b.nodes
                if pn.fn is not None and hasattr(pn.fn, "fn")}
     assert tactics["aten::group_norm"] == "compiled" and tactics["aten::log_softmax"] == "compiled"
+
+
+ACTS = [("aten::silu", {}, F.silu), ("aten::sigmoid", {}, torch.sigmoid),
+        ("aten::gelu", {"approximate": "none"}, F.gelu),
+        ("aten::gelu", {"approximate": "tanh"}, lambda x: F.gelu(x, approximate="tanh")),
+        ("aten::hardsigmoid", {}, F.hardsigmoid), ("aten::hardswish", {}, F.hardswish),
+        ("aten::leaky_relu", {"negative_slope": 0.2}, lambda x: F.leaky_relu(x, 0.2)),
+        ("aten::hardtanh", {"min_val": -0.5, "max_val": 2.0}, lambda x: F.hardtanh(x, -0.5, 2.0)),
+        ("aten::relu6", {}, F.relu6)]
+
+
+@pytest.mark.parametrize("winner", ["numpy", "compiled"])
+@pytest.mark.parametrize("op,consts,ref", ACTS)
+def test_small_activations_match_torch_either_way(pin, winner, op, consts, ref):
+    from srcore_cpu.kernels import pointwise_match as PM
+
+    pin(winner)
+    shape = (3, 5, 6)
+    t = TensorType("float32", shape)
+    x = (rng.standard_normal(shape) * 4).astype(np.float32)
+    x[0, 0, :3] = (np.nan, 1e30, -1e30)   # (torch's vectorized GELU gives NaN for inf, ours inf: not asked here)
+    want = ref(T(x)).numpy()
+    for inplace in (False, True):
+        answer = PM.pointwise_matcher(node_info(op + ("_" if inplace else ""), self=t, **consts, outputs=(t,)))
+        assert isinstance(answer, Specialized) and answer.args == (0,)
+        y = x.copy()
+        got = answer.fn(y)
+        if inplace:
+            assert got is y
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+        if not inplace:
+            assert answer.fn.tactic == winner
+
+
+@pytest.mark.parametrize("winner", ["numpy", "compiled"])
+@pytest.mark.parametrize("shape,ns", [((4, 8), (8,)), ((2, 3, 5), (3, 5)), ((6, 1), (1,))])
+def test_small_layer_norm_matches_torch_either_way(pin, winner, shape, ns):
+    pin(winner)
+    t = TensorType("float32", shape)
+    answer = NK.layer_norm_matcher(node_info("aten::layer_norm", input=t, normalized_shape=list(ns), weight=t, bias=t,
+                                             eps=1e-5, cudnn_enable=False, outputs=(t,)))
+    assert isinstance(answer, Specialized) and answer.args == (0, 2, 3)
+    x = (rng.standard_normal(shape) * 3 + 7).astype(np.float32)
+    w, b = rng.standard_normal(ns).astype(np.float32), rng.standard_normal(ns).astype(np.float32)
+    want = F.layer_norm(T(x), ns, T(w), T(b)).numpy()
+    np.testing.assert_allclose(answer.fn(x, w, b), want, rtol=1e-5, atol=1e-5)
+    out = np.full(shape, np.nan, np.float32)
+    assert answer.fn(x, None, None, out=out) is out
+    np.testing.assert_allclose(out, F.layer_norm(T(x), ns).numpy(), rtol=1e-5, atol=1e-5)
+    assert answer.fn.tactic == winner

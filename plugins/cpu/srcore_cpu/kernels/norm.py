@@ -319,7 +319,7 @@ def layer_norm_matcher(node: NodeInfo):
     kernel = _compiled_layer_norm(ns) if _f32_node(node, MIN_ELEMENTS_LAYER_NORM) else layer_norm
     if threads <= 1:
         if kernel is layer_norm:
-            return layer_norm
+            return _late_layer_norm(node, ns, eps) or layer_norm
         return Specialized(lambda input, weight=None, bias=None, out=None: kernel(input, ns, weight, bias, eps,
                                                                                   out=out), args=(0, 2, 3))
     shape = RS.static_shape(t)
@@ -335,6 +335,29 @@ def layer_norm_matcher(node: NodeInfo):
     w, b = np.ones(ns, np.float32), np.zeros(ns, np.float32)
     fn = split if RS.split_pays(one, split, (x, w, b, y)) else one
     return Specialized(fn, args=(0, 2, 3))
+
+
+def _late_layer_norm(node: NodeInfo, ns, eps):
+    """A small float32 layer norm of static shape: numpy's kernel or the compiled one, whichever is
+    faster at the first call where numba is loaded anyway (``late_compiled.py``); else None."""
+    shape = _small_f32_node(node, ())
+    if not shape or not ns or tuple(shape[len(shape) - len(ns):]) != ns or not math.prod(shape):
+        return None
+
+    def layer_norm_np(input, weight=None, bias=None, out=None):
+        return layer_norm(input, ns, weight, bias, eps, out=out)
+
+    def build():
+        jit = _compiled_layer_norm(ns)
+        return lambda input, weight=None, bias=None, out=None: jit(input, ns, weight, bias, eps, out=out)
+
+    def sample():
+        from . import row_split as RS
+
+        return RS.sample(shape), np.ones(ns, np.float32), np.zeros(ns, np.float32), np.empty(shape, np.float32)
+    from .late_compiled import late
+
+    return Specialized(late(layer_norm_np, build, sample, what=node.op), args=(0, 2, 3))
 
 
 def _compiled_layer_norm(ns):
