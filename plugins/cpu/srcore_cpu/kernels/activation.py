@@ -197,9 +197,9 @@ def elu(self, alpha=1, scale=1, input_scale=1, *, out=None):
 def softplus(self, beta=1, threshold=20, *, out=None):
     """``aten::softplus``: ``log1p(exp(beta x)) / beta``, linear where ``beta x > threshold``."""
     out = _alloc(self, out)
-    np.multiply(self, beta, out=out)
-    big = out > threshold
-    np.logaddexp(out, 0.0, out=out)  # log(1 + exp(bx)) without overflow
+    bx = self if beta == 1 else np.multiply(self, beta, out=out)   # (x * 1 is exact: a small call's pass saved)
+    big = bx > threshold
+    np.logaddexp(bx, 0.0, out=out)  # log(1 + exp(bx)) without overflow
     if beta != 1:
         np.divide(out, beta, out=out)
     np.copyto(out, self, where=big)
