@@ -13,8 +13,8 @@ compiled one as a candidate. Nothing is imported or compiled at load. At the nod
 the nodes does not matter) numba is looked for in ``sys.modules``: absent (no other node of this
 model, nor anything before it, needed it), the numpy kernel is kept for good and the model's cold
 start is what it was; present, the compiled kernel is built (numba's on-disk cache) and both are
-timed on a sample of the node's static shape (``tactic.fastest``, the thread's own clock at one
-thread), and the faster is kept. A failure to build keeps numpy.
+timed on a sample of the node's static shape (``tactic.fastest`` on the thread's own clock: both
+run on the calling thread), and the faster is kept. A failure to build keeps numpy.
 
 ``SRCORE_CPU_LATE_COMPILED=0`` keeps the numpy kernels (an A/B of this module).
 """
@@ -72,7 +72,9 @@ def _timed(numpy_kernel, build, sample):
         if compiled is None:
             return numpy_kernel, "numpy"
         args = sample()
-        name = _tactic.fastest({"numpy": numpy_kernel, "compiled": compiled}, args)
+        # the thread's own clock at any thread count: both run on the calling thread alone (a small
+        # node splits nowhere), and the wall clock's retries of a disturbed loser pause up to 0.135 s
+        name = _tactic.fastest({"numpy": numpy_kernel, "compiled": compiled}, args, clock="cpu")
     except Exception:  # noqa: BLE001 - a compiled kernel that cannot be built or run here: numpy's stays
         return numpy_kernel, "numpy"
     return (compiled, "compiled") if name == "compiled" else (numpy_kernel, "numpy")
