@@ -253,3 +253,13 @@ def test_small_layer_norm_matches_torch_either_way(pin, winner, shape, ns):
     assert answer.fn(x, None, None, out=out) is out
     np.testing.assert_allclose(out, F.layer_norm(T(x), ns).numpy(), rtol=1e-5, atol=1e-5)
     assert answer.fn.tactic == winner
+
+
+def test_the_candidates_are_timed_on_the_threads_own_clock(monkeypatch):
+    """Both run on the calling thread: its CPU clock at any thread count (no wall-clock retry pauses)."""
+    seen = []
+    monkeypatch.setattr(LC, "numba_loaded", lambda: True)
+    monkeypatch.setattr(TA, "fastest", lambda cands, args, **kw: (seen.append(kw.get("clock")), "numpy")[1])
+    k = LC.late(lambda x: x, lambda: (lambda x: x), lambda: (np.zeros(2),))
+    k(np.zeros(2))
+    assert seen == ["cpu"]
