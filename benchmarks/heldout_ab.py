@@ -10,6 +10,8 @@ a model that exporter refuses is timed without ORT, the reason printed on its li
 srcore cpu (codegen, standard_resizing) and srcore trt_like + cpu. Every runner's output is checked
 against eager before it is timed; each prints its best-round median and its ratio to eager and
 to ORT. 1 intra-op thread; ``--cpu-time`` times calls in process CPU time (a loaded machine).
+A srcore runner takes ``benchmarks.families_ab``'s suffixes (``srcore_cpu+nolate``: loaded with
+``SRCORE_CPU_LATE_COMPILED=0``), an A/B in one process.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .families_ab import interleaved_best, peer_ratios
+from .families_ab import _suffix_env, interleaved_best, peer_ratios
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNNERS = ("eager", "ort", "srcore_cpu", "trt_like")
@@ -69,8 +71,18 @@ def _runners(module, inputs, path: str, names, skipped: dict | None = None) -> d
             feed = {i.name: x for i, x in zip(sess.get_inputs(), xs)}
             calls[r] = lambda sess=sess, feed=feed: sess.run(None, feed)
         else:
-            backends = ("cpu",) if r == "srcore_cpu" else ("trt_like", "cpu")
-            sm = srcore.StaticModule(convert(module, inputs, path), options=srcore.Options(backends=backends))
+            base, env = _suffix_env(r)
+            backends = ("cpu",) if base == "srcore_cpu" else ("trt_like", "cpu")
+            saved = {k: os.environ.get(k) for k in env}
+            os.environ.update(env)
+            try:
+                sm = srcore.StaticModule(convert(module, inputs, path), options=srcore.Options(backends=backends))
+            finally:
+                for k, v in saved.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
             calls[r] = lambda sm=sm: sm(*xs)
     want = _flat(calls["eager"]()) if "eager" in calls else None
     for r, fn in calls.items():

@@ -389,7 +389,7 @@ def test_binary_matcher_scalars_and_comparisons():
     node_info("aten::add.Tensor", self=F32, other=F32, alpha=2, outputs=(F32,)),  # alpha
     node_info("aten::add.Tensor", self=F32, other=F32, alpha=INT, outputs=(F32,)),  # alpha not constant
     node_info("aten::add.Tensor", self=I64, other=F32, alpha=1, outputs=(F32,)),  # promotion
-    node_info("aten::mul.Scalar", self=I64, other=2.5, outputs=(TensorType("float32", (2, 3)),)),
+    node_info("aten::mul.Scalar", self=TensorType("bool", (2, 3)), other=2.5, outputs=(F32,)),  # a bool tensor
     node_info("aten::mul.Scalar", self=I64, other=NUMBER, outputs=(I64,)),  # could be a float
     node_info("aten::mul.Scalar", self=F32, other=True, outputs=(F32,)),
     node_info("aten::div.Tensor", self=I64, other=I64, outputs=(F32,)),  # int true division
@@ -429,7 +429,7 @@ def test_unary_and_clamp_matchers():
     np.testing.assert_array_equal(s.fn(x), np.maximum(x, 0))
     assert T.clamp_matcher(node_info("aten::clamp", self=F32, min=FLOAT, max=1.0, outputs=(F32,))) is T.clamp
     assert T.clamp_matcher(node_info("aten::clamp", self=F32, min=None, max=None, outputs=(F32,))) is T.clamp
-    assert T.clamp_matcher(node_info("aten::clamp_max", self=I64, max=1, outputs=(I64,))) is T.clamp_max
+    assert T.clamp_matcher(node_info("aten::clamp_max", self=I64, max=1.5, outputs=(F32,))) is T.clamp_max
 
 
 @pytest.mark.perf
@@ -464,3 +464,77 @@ def test_check_kernel_resolves_names_and_shapes():
                  input_dtype="float64")
     with pytest.raises(LookupError, match="no installed plugin"):
         check_kernel("nosuch::op", torch.add, shapes=[(2,)])
+
+
+I64_35 = TensorType("int64", (3, 5))
+F32_35 = TensorType("float32", (3, 5))
+
+
+@pytest.mark.parametrize("op,kw,out_t,want", [
+    ("aten::mul.Scalar", dict(other=2.5), F32_35, lambda k: k * 2.5),
+    ("aten::div.Scalar", dict(other=2), F32_35, lambda k: k / 2),
+    ("aten::add.Scalar", dict(other=0.25, alpha=1), F32_35, lambda k: k + 0.25),
+    ("aten::sub.Scalar", dict(other=-3.5, alpha=1), F32_35, lambda k: k - -3.5),
+    ("aten::div.Scalar_mode", dict(other=3, rounding_mode="trunc"), I64_35,
+     lambda k: torch.div(k, 3, rounding_mode="trunc")),
+    ("aten::div.Scalar_mode", dict(other=-3, rounding_mode="trunc"), I64_35,
+     lambda k: torch.div(k, -3, rounding_mode="trunc")),
+    ("aten::div.Scalar_mode", dict(other=11, rounding_mode="floor"), I64_35,
+     lambda k: torch.div(k, 11, rounding_mode="floor")),
+    ("aten::fmod.Scalar", dict(other=3), I64_35, lambda k: torch.fmod(k, 3)),
+    ("aten::fmod.Scalar", dict(other=-4), I64_35, lambda k: torch.fmod(k, -4)),
+])
+def test_integer_tensor_by_a_constant_number_fast_paths_match_torch(op, kw, out_t, want):
+    """An int64 tensor with a constant Python number (into a float result, or trunc/floor/fmod into
+    int64): one bound ufunc path, not the generic kernel; torch's values and dtype, into ``out`` too."""
+    node = node_info(op, self=I64_35, **kw, outputs=(out_t,))
+    s = E.binary_matcher(node)
+    assert isinstance(s, Specialized) and s.args[0] == 0
+    k = np.random.default_rng(1).integers(-40, 41, (3, 5))
+    exp = want(torch.from_numpy(k)).numpy()
+    c = s.args[1].value
+    got = s.fn(k, c)
+    assert got.dtype == exp.dtype
+    np.testing.assert_array_equal(got, exp)
+    buf = np.empty(exp.shape, exp.dtype)
+    assert s.fn(k, c, out=buf) is buf
+    np.testing.assert_array_equal(buf, exp)
+
+
+def test_division_by_a_constant_zero_keeps_the_generic_kernel():
+    for op, kw in (("aten::div.Scalar_mode", dict(other=0, rounding_mode="trunc")),
+                   ("aten::div.Scalar_mode", dict(other=0, rounding_mode="floor")),
+                   ("aten::fmod.Scalar", dict(other=0))):
+        s = E.binary_matcher(node_info(op, self=I64_35, **kw, outputs=(I64_35,)))
+        assert s in (E.div, E.fmod)
+        mode = {"rounding_mode": kw["rounding_mode"]} if "rounding_mode" in kw else {}
+        with pytest.raises(KernelError):
+            s(np.ones((3, 5), np.int64), 0, **mode)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.float32])
+def test_clamp_fast_paths_match_torch(dtype):
+    t = TensorType(np.dtype(dtype).name, (3, 5))
+    x = (np.random.default_rng(2).standard_normal((3, 5)) * 4).astype(dtype)
+    if dtype == np.float32:
+        x[0, 0] = np.nan
+    lo, hi = (-2, 2) if dtype != np.float32 else (-1e6, 0.5)
+    s = T.clamp_matcher(node_info("aten::clamp", self=t, min=lo, max=hi, outputs=(t,)))
+    assert isinstance(s, Specialized)
+    np.testing.assert_array_equal(s.fn(x), torch.clamp(torch.from_numpy(x), lo, hi).numpy())
+    lo_t, hi_t = x - 1, x * 0 + 1   # tensor bounds (one below another: max wins, as torch)
+    hi_t[1] = -5
+    s = T.clamp_tensor_matcher(node_info("aten::clamp.Tensor", self=t, min=t, max=t, outputs=(t,)))
+    assert s.fn is T._clamp_both
+    X, L, H = (torch.from_numpy(a) for a in (x, lo_t, hi_t))
+    want = torch.clamp(X, L, H).numpy()
+    np.testing.assert_array_equal(s.fn(x, lo_t, hi_t), want)
+    out = np.empty_like(x)
+    assert s.fn(x, lo_t, hi_t, out=out) is out
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(s.fn(x, None, hi_t), torch.clamp(X, None, H).numpy())
+    # a bound of another dtype, or a broadcast output: the generic kernel
+    f64 = TensorType("float64", (3, 5))
+    assert T.clamp_tensor_matcher(node_info("aten::clamp.Tensor", self=t, min=f64, max=t, outputs=(f64,))) is T.clamp
+    big = TensorType(np.dtype(dtype).name, (2, 3, 5))
+    assert T.clamp_tensor_matcher(node_info("aten::clamp.Tensor", self=t, min=big, max=t, outputs=(big,))) is T.clamp

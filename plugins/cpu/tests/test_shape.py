@@ -162,6 +162,13 @@ def test_flip_roll():
     x = rand(2, 3, 4)
     r = check_kernel(S.flip, torch.flip, x, [0, -1])
     assert not np.shares_memory(r, x)
+    for dims in ([1], [0, 1, 2], [], [-3, 2]):
+        check_kernel(S.flip, torch.flip, x, dims)
+    check_kernel(S.flip, torch.flip, x[:, ::2], [1])   # a strided view
+    with pytest.raises(KernelError, match="appears multiple times"):   # torch refuses it too
+        S.flip(x, [1, -2])
+    with pytest.raises(KernelError, match="out of range"):
+        S.flip(x, [3])
     check_kernel(S.roll, torch.roll, x, [1], [2])
     check_kernel(S.roll, torch.roll, x, [1, -2], [0, 2])
     check_kernel(S.roll, torch.roll, x, [5])

@@ -26,7 +26,7 @@ _BINARY = [  # (op, impl, dtypes, matcher)
     ("aten::remainder.Tensor", "remainder", NUMERIC, _BM), ("aten::remainder.Scalar", "remainder", NUMERIC, _BM),
     ("aten::remainder.Scalar_Tensor", "remainder", NUMERIC, None),
     ("aten::atan2", "atan2", NUMERIC, None),
-    ("aten::fmod.Tensor", "fmod", NUMERIC, None), ("aten::fmod.Scalar", "fmod", NUMERIC, None),
+    ("aten::fmod.Tensor", "fmod", NUMERIC, _BM), ("aten::fmod.Scalar", "fmod", NUMERIC, _BM),
     ("aten::pow.Tensor_Tensor", "pow", NUMERIC, _BM), ("aten::pow.Tensor_Scalar", "pow", NUMERIC, _BM),
     ("aten::pow.Scalar", "pow", NUMERIC, None),
     ("aten::minimum", "minimum", ALL, _BM), ("aten::maximum", "maximum", ALL, _BM),
@@ -48,7 +48,7 @@ _FLOATING = ["exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "sin
 _SAME = ["neg", "abs", "sign", "floor", "ceil", "trunc", "round", "square"]
 
 _TERNARY = [  # (op, impl, dtypes, matcher)
-    ("aten::clamp", "clamp", NUMERIC, "clamp_matcher"), ("aten::clamp.Tensor", "clamp", NUMERIC, None),
+    ("aten::clamp", "clamp", NUMERIC, "clamp_matcher"), ("aten::clamp.Tensor", "clamp", NUMERIC, "clamp_tensor_matcher"),
     ("aten::clamp_min", "clamp_min", NUMERIC, "clamp_matcher"), ("aten::clamp_min.Tensor", "clamp_min", NUMERIC, None),
     ("aten::clamp_max", "clamp_max", NUMERIC, "clamp_matcher"), ("aten::clamp_max.Tensor", "clamp_max", NUMERIC, None),
     ("aten::where.self", "where", ALL, None), ("aten::where.ScalarOther", "where", ALL, None),

@@ -21,6 +21,7 @@ from srcore.plugin import simd_conv, simd_vec
 
 from . import jit as _J
 from .jit import JIT
+from .aliasing import same_start
 
 vadd, vfma, vload, vsplat, vstore = simd_vec.vadd, simd_vec.vfma, simd_vec.vload, simd_vec.vsplat, simd_vec.vstore
 
@@ -199,7 +200,7 @@ class LayerNorm:
         self.inplace = _J.compiled(_layer_norm_inplace, _ln_sig(self.lanes, True))
 
     def __call__(self, x2, w, b, out2, eps):
-        if out2.ctypes.data == x2.ctypes.data:
+        if same_start(out2, x2):
             self.inplace(x2, w, b, float(eps), self.tag, self.lanes)
         else:
             self.kernel(x2, w, b, out2, float(eps), self.tag, self.lanes)

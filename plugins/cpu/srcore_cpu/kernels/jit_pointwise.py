@@ -28,6 +28,7 @@ import numpy as np
 from . import activation as _A
 from . import jit as _J
 from . import parallel as _par
+from .aliasing import same_start
 from .jit import JIT, prefer_512
 
 _F = np.float32
@@ -217,7 +218,7 @@ def make_pointwise(kernel, a: float, b: float, fallback, threads: int = 1, min_s
                 return out
             return fallback(x, out=out)
         xf, of = x.reshape(-1), out.reshape(-1)
-        part = _over_input if xf.ctypes.data == of.ctypes.data else k
+        part = _over_input if same_start(xf, of) else k
         n = xf.size
         if threads > 1 and n >= min_split:
             chunks = _par.split(n, threads)

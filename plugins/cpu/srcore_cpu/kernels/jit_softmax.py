@@ -26,6 +26,7 @@ from srcore.plugin import simd_conv, simd_vec
 
 from . import jit as _J
 from .jit import JIT
+from .aliasing import same_start
 
 vadd, vload, vsplat, vstore = simd_vec.vadd, simd_vec.vload, simd_vec.vsplat, simd_vec.vstore
 
@@ -104,6 +105,64 @@ def _softmax_rows_inplace(x, tag, nl):
     _softmax_body(x, x, tag, nl)
 
 
+@numba.njit(**JIT)
+def _log_softmax_rows(x, o, tag, nl):
+    """``o[r] = log_softmax(x[r])`` = ``(x - max) - log(sum(exp(x - max)))`` (torch's order) for
+    every row; ``o`` may be ``x``. The exps go to a scratch row (the output may be the input) and
+    are summed in vector lanes. ``jit.exp_neg`` gives 0 below -87 where ``exp`` would give a
+    subnormal: a term below 1.7e-38 against a sum of at least 1 changes nothing. NaN in a row makes
+    its sum and so the whole row NaN; a row of ``-inf`` gives NaN (``-inf - -inf``), as torch's."""
+    R, D = x.shape
+    Dv = D - D % nl
+    z = vsplat(tag, 0.0)
+    buf = np.empty(nl, np.float32)
+    e = np.empty(D, np.float32)
+    for r in range(R):
+        xr = x[r]
+        orow = o[r]
+        mx = _F(-np.inf)
+        if Dv > 0:
+            mv = vload(xr, 0, z)
+            for i in range(nl, Dv, nl):
+                mv = _vmax(mv, vload(xr, i, z))
+            vstore(buf, 0, mv)
+            for j in range(nl):
+                mx = buf[j] if buf[j] > mx else mx
+        for i in range(Dv, D):
+            mx = xr[i] if xr[i] > mx else mx
+        if mx == _F(-np.inf):
+            mx = _F(0.0)
+        for i in range(D):
+            d = xr[i] - mx
+            e[i] = _J.exp_neg(d, _F(0.0)) if d == d else d
+        sv = z
+        for i in range(0, Dv, nl):
+            sv = vadd(sv, vload(e, i, z))
+        vstore(buf, 0, sv)
+        s = _F(0.0)
+        for j in range(nl):
+            s += buf[j]
+        for i in range(Dv, D):
+            s += e[i]
+        ls = _F(np.log(np.float64(s)))
+        for i in range(D):
+            orow[i] = (xr[i] - mx) - ls
+
+
+class LogSoftmax:
+    """``run(x2, out2)``: log-softmax of the rows of 2-D float32 C-contiguous ``x2`` into ``out2``
+    (which may be ``x2``). Compiled now, at the CPU's vector width (``simd_conv.lanes``)."""
+
+    def __init__(self):
+        self.lanes = simd_conv.lanes()
+        self.tag = np.zeros((1, 1) if self.lanes == 16 else 1, np.float32)
+        tag = "float32[:, ::1]" if self.lanes == 16 else "float32[::1]"
+        self.kernel = _J.compiled(_log_softmax_rows, _SIG.format(tag=tag))
+
+    def __call__(self, x2, out2):
+        self.kernel(x2, out2, self.tag, self.lanes)
+
+
 class Softmax:
     """``run(x2, out2)``: softmax of the rows of 2-D float32 C-contiguous ``x2`` into ``out2`` (which
     may be ``x2``). Compiled now, at the CPU's vector width (``simd_conv.lanes``)."""
@@ -116,7 +175,7 @@ class Softmax:
         self.inplace = _J.compiled(_softmax_rows_inplace, _SIG_INPLACE.format(tag=tag))
 
     def __call__(self, x2, out2):
-        if out2.ctypes.data == x2.ctypes.data:
+        if same_start(out2, x2):
             self.inplace(x2, self.tag, self.lanes)
         else:
             self.kernel(x2, out2, self.tag, self.lanes)

@@ -13,6 +13,8 @@ import numpy as np
 from srcore.plugin import KernelError
 from srcore.plugin import NodeInfo, Specialized, TensorType
 
+from .aliasing import disjoint_or_same
+
 
 def _chan(v, ndim):
     """A per-channel vector shaped to broadcast over (N, C, *spatial)."""
@@ -317,7 +319,7 @@ def layer_norm_matcher(node: NodeInfo):
     kernel = _compiled_layer_norm(ns) if _f32_node(node, MIN_ELEMENTS_LAYER_NORM) else layer_norm
     if threads <= 1:
         if kernel is layer_norm:
-            return layer_norm
+            return _late_layer_norm(node, ns, eps) or layer_norm
         return Specialized(lambda input, weight=None, bias=None, out=None: kernel(input, ns, weight, bias, eps,
                                                                                   out=out), args=(0, 2, 3))
     shape = RS.static_shape(t)
@@ -333,6 +335,29 @@ def layer_norm_matcher(node: NodeInfo):
     w, b = np.ones(ns, np.float32), np.zeros(ns, np.float32)
     fn = split if RS.split_pays(one, split, (x, w, b, y)) else one
     return Specialized(fn, args=(0, 2, 3))
+
+
+def _late_layer_norm(node: NodeInfo, ns, eps):
+    """A small float32 layer norm of static shape: numpy's kernel or the compiled one, whichever is
+    faster at the first call where numba is loaded anyway (``late_compiled.py``); else None."""
+    shape = _small_f32_node(node, ())
+    if not shape or not ns or tuple(shape[len(shape) - len(ns):]) != ns or not math.prod(shape):
+        return None
+
+    def layer_norm_np(input, weight=None, bias=None, out=None):
+        return layer_norm(input, ns, weight, bias, eps, out=out)
+
+    def build():
+        jit = _compiled_layer_norm(ns)
+        return lambda input, weight=None, bias=None, out=None: jit(input, ns, weight, bias, eps, out=out)
+
+    def sample():
+        from . import row_split as RS
+
+        return RS.sample(shape), np.ones(ns, np.float32), np.zeros(ns, np.float32), np.empty(shape, np.float32)
+    from .late_compiled import late
+
+    return Specialized(late(layer_norm_np, build, sample, what=node.op), args=(0, 2, 3))
 
 
 def _compiled_layer_norm(ns):
@@ -370,16 +395,37 @@ def _ln_ready(x, E, weight, bias, out) -> bool:
     """Whether the compiled layer norm takes these arrays (else the numpy kernel does)."""
     if x.dtype != np.float32 or not x.flags.c_contiguous or out.dtype != np.float32 or not out.flags.c_contiguous:
         return False
-    if out.ctypes.data != x.ctypes.data and np.shares_memory(x, out):
+    if not disjoint_or_same(x, out):
         return False
     return all(v is None or (v.dtype == np.float32 and v.size == E and v.flags.c_contiguous) for v in (weight, bias))
 
 
-def group_norm_matcher(node: NodeInfo):
-    """``aten::group_norm`` on large float32 tensors: the compiled kernel (compiled now), or None."""
-    if not (_f32_node(node) and node.is_const("num_groups") and node.is_const("eps")):
+def _small_f32_node(node: NodeInfo, consts) -> tuple[int, ...] | None:
+    """The static shape of a float32 node the compiled kernels' size floor declines (``_f32_node``
+    false only for its size) with constant ``consts`` arguments: a candidate for the compiled kernel
+    chosen at the first call (``late_compiled.py``); else None."""
+    from . import row_split as RS
+
+    if not (_f32_node(node, least=0) and all(node.is_const(n) for n in consts)):
         return None
-    groups, eps = int(node.const("num_groups")), float(node.const("eps"))
+    return RS.static_shape(node.output_types[0])
+
+
+def _norm_sample(shape, C):
+    """Arguments (x, weight, bias, out) of the node's static shape for the first-call timing."""
+    from . import row_split as RS
+
+    return RS.sample(shape), np.ones(C, np.float32), np.zeros(C, np.float32), np.empty(shape, np.float32)
+
+
+def _late_norm(node, shape, numpy_fn, build, C):
+    """``numpy_fn`` or the compiled kernel ``build()``, chosen at the first call (``late_compiled``)."""
+    from .late_compiled import late
+
+    return late(numpy_fn, build, lambda: _norm_sample(shape, C), what=node.op)
+
+
+def _group_norm_jit(node: NodeInfo, groups: int, eps: float):
     kernel = _group_norm_kernel(node, groups, eps)
 
     def group_norm_jit(input, weight=None, bias=None, out=None):
@@ -392,18 +438,28 @@ def group_norm_matcher(node: NodeInfo):
         kernel(input, groups, np.ones(C, np.float32) if weight is None else weight,
                np.zeros(C, np.float32) if bias is None else bias, eps, out, stats[0], stats[1])
         return out
-    return Specialized(group_norm_jit, args=(0, 2, 3))
+    return group_norm_jit
 
 
-def instance_norm_matcher(node: NodeInfo):
-    """``aten::instance_norm`` with input statistics on large float32 tensors of known channel count:
-    the compiled group norm with one group per channel (the same statistics), or None."""
-    t = node.output_types[0] if node.output_types else None
-    shape = getattr(t, "shape", None)
-    if not (_f32_node(node) and node.is_const("use_input_stats") and node.const("use_input_stats") is True
-            and node.is_const("eps") and shape is not None and len(shape) >= 3 and isinstance(shape[1], int)):
-        return None
-    groups, eps = shape[1], float(node.const("eps"))
+def group_norm_matcher(node: NodeInfo):
+    """``aten::group_norm`` on large float32 tensors: the compiled kernel (compiled now); on small
+    ones of static shape, it or numpy's, whichever is faster at the first call (``late_compiled``);
+    else None."""
+    if not (_f32_node(node) and node.is_const("num_groups") and node.is_const("eps")):
+        shape = _small_f32_node(node, ("num_groups", "eps"))
+        if shape is None or len(shape) < 2:
+            return None
+        groups, eps = int(node.const("num_groups")), float(node.const("eps"))
+
+        def group_norm_np(input, weight=None, bias=None, out=None):
+            return group_norm(input, groups, weight, bias, eps, out=out)
+        return Specialized(_late_norm(node, shape, group_norm_np, lambda: _group_norm_jit(node, groups, eps),
+                                      shape[1]), args=(0, 2, 3))
+    groups, eps = int(node.const("num_groups")), float(node.const("eps"))
+    return Specialized(_group_norm_jit(node, groups, eps), args=(0, 2, 3))
+
+
+def _instance_norm_jit(node: NodeInfo, groups: int, eps: float):
     kernel = _group_norm_kernel(node, groups, eps)
 
     def instance_norm_jit(input, weight=None, bias=None, out=None):
@@ -415,14 +471,33 @@ def instance_norm_matcher(node: NodeInfo):
         kernel(input, groups, np.ones(groups, np.float32) if weight is None else weight,
                np.zeros(groups, np.float32) if bias is None else bias, eps, out, stats[0], stats[1])
         return out
-    return Specialized(instance_norm_jit, args=(0, 1, 2))
+    return instance_norm_jit
 
 
-def native_group_norm_matcher(node: NodeInfo):
-    """``aten::native_group_norm`` on large float32 tensors: the compiled kernel, or None."""
-    if not (_f32_node(node) and node.is_const("group") and node.is_const("eps")):
+def instance_norm_matcher(node: NodeInfo):
+    """``aten::instance_norm`` with input statistics on float32 tensors of known channel count: the
+    compiled group norm with one group per channel (the same statistics), compiled now for large
+    ones, chosen against numpy's at the first call for small ones of static shape
+    (``late_compiled``); or None."""
+    t = node.output_types[0] if node.output_types else None
+    shape = getattr(t, "shape", None)
+    if not (_f32_node(node, least=0) and node.is_const("use_input_stats") and node.const("use_input_stats") is True
+            and node.is_const("eps") and shape is not None and len(shape) >= 3 and isinstance(shape[1], int)):
         return None
-    groups, eps = int(node.const("group")), float(node.const("eps"))
+    groups, eps = shape[1], float(node.const("eps"))
+    if _f32_node(node):
+        return Specialized(_instance_norm_jit(node, groups, eps), args=(0, 1, 2))
+    static = _small_f32_node(node, ())
+    if static is None:
+        return None
+
+    def instance_norm_np(input, weight=None, bias=None, out=None):
+        return instance_norm(input, weight, bias, None, None, True, 0.0, eps, out=out)
+    return Specialized(_late_norm(node, static, instance_norm_np, lambda: _instance_norm_jit(node, groups, eps),
+                                  groups), args=(0, 1, 2))
+
+
+def _native_group_norm_jit(node: NodeInfo, groups: int, eps: float):
     kernel = _group_norm_kernel(node, groups, eps)
 
     def native_group_norm_jit(input, weight, bias, N, C, HxW, out=None):
@@ -437,4 +512,31 @@ def native_group_norm_matcher(node: NodeInfo):
         kernel(input, groups, np.ones(Cn, np.float32) if weight is None else weight,
                np.zeros(Cn, np.float32) if bias is None else bias, eps, y, mean, rstd)
         return out
-    return Specialized(native_group_norm_jit, args=(0, 1, 2, 3, 4, 5))
+    return native_group_norm_jit
+
+
+def native_group_norm_matcher(node: NodeInfo):
+    """``aten::native_group_norm`` on large float32 tensors: the compiled kernel; on small ones of
+    static shape, it or numpy's, whichever is faster at the first call (``late_compiled``); or None."""
+    if _f32_node(node) and node.is_const("group") and node.is_const("eps"):
+        groups, eps = int(node.const("group")), float(node.const("eps"))
+        return Specialized(_native_group_norm_jit(node, groups, eps), args=(0, 1, 2, 3, 4, 5))
+    shape = _small_f32_node(node, ("group", "eps"))
+    if shape is None or len(shape) < 2:
+        return None
+    groups, eps = int(node.const("group")), float(node.const("eps"))
+    if groups <= 0 or shape[1] % groups:
+        return None   # (the numpy kernel raises the error)
+    N, C = shape[:2]
+
+    def native_group_norm_np(input, weight, bias, N, C, HxW, out=None):
+        return native_group_norm(input, weight, bias, N, C, HxW, groups, eps, out=out)
+
+    def sample():
+        x, w, b, y = _norm_sample(shape, C)
+        return x, w, b, N, C, math.prod(shape[2:]), (y, np.empty((N, groups), np.float32),
+                                                    np.empty((N, groups), np.float32))
+    from .late_compiled import late
+
+    return Specialized(late(native_group_norm_np, lambda: _native_group_norm_jit(node, groups, eps), sample,
+                            what=node.op), args=(0, 1, 2, 3, 4, 5))

@@ -3,7 +3,9 @@ matching a node does not import numba: only a node the compiled kernels take imp
 
 float32 in and out with at least :data:`MIN_ELEMENTS` elements (:data:`MIN_ELEMENTS_SCIPY` for sigmoid,
 silu and GELU; or an unknown count) and constant
-parameters: the compiled kernel, compiled now (at load). Anything else is declined and the numpy
+parameters: the compiled kernel, compiled now (at load). A smaller float32 node of static size with
+constant parameters gets its numpy kernel or the compiled one, chosen by timing at its first call
+where numba is loaded anyway (``late_compiled.py``). Anything else is declined and the numpy
 kernels take the node; those of sigmoid, silu, GELU and their in-place forms call
 ``scipy.special`` (~0.1-2 s to import), which is imported here, at load, so that the first call
 does not pay for it.
@@ -97,6 +99,68 @@ def split_pays(one, split, size: int, timer=None) -> bool:
     return _tactic.fastest({"one": one, "split": split}, (x, out), key=key) == "split"
 
 
+def _numpy_kernel(op: str, consts: dict):
+    """``fn(x, out=None)``: the numpy kernel the node would get without the compiled one (sigmoid
+    scipy's expit, GELU ``activation_fast``'s); ``out`` may be ``x`` (the multi-pass kernels read
+    ``x`` after writing ``out``: an ``out`` overlapping ``x`` gets a copy of the result)."""
+    import numpy as np
+
+    from . import activation as A
+
+    if op == "aten::sigmoid":
+        from scipy.special import expit
+
+        return lambda x, out=None: expit(x, out=out) if out is not None else expit(x)
+    if op == "aten::gelu":
+        from .activation_fast import gelu
+
+        approximate = consts["approximate"]
+
+        def fn(x, out=None):
+            return gelu(x, approximate=approximate, out=out)
+    else:
+        act = getattr(A, op.split("::")[1])
+
+        def fn(x, out=None):
+            return act(x, **consts, out=out)
+
+    def numpy_kernel(x, out=None):
+        if out is not None and np.may_share_memory(x, out):
+            np.copyto(out, fn(x), casting="same_kind")
+            return out
+        return fn(x, out=out)
+    return numpy_kernel
+
+
+def _late(op: str, consts: dict, inplace: bool, size: int):
+    """A small float32 node of static size: its numpy kernel or the compiled one, whichever is
+    faster at the first call where numba is loaded anyway (``late_compiled.py``; nothing compiled or
+    imported now)."""
+    import numpy as np
+
+    from .late_compiled import late
+
+    _decline(op)   # (scipy.special loaded now for the numpy kernels that call it)
+    numpy_fn = _numpy_kernel(op, consts)
+    key = "gelu:" + consts["approximate"] if op == "aten::gelu" else op
+    a, b = (0.0, 6.0) if op == "aten::relu6" else (
+        ([float(v) for v in consts.values()] + [0.0, 0.0])[:2] if consts and op != "aten::gelu" else (0.0, 0.0))
+
+    def build():
+        return _compiled(key, consts, a, b, size=size)
+
+    def sample():
+        x = np.linspace(-4.0, 4.0, size, dtype=np.float32)
+        return x, np.empty_like(x)
+    fn = late(numpy_fn, build, sample, what=op)
+    if inplace:
+        def run_inplace(self):
+            fn(self, out=self)
+            return self
+        return Specialized(run_inplace, args=(0,))
+    return Specialized(fn, args=(0,))
+
+
 def pointwise_matcher(node: NodeInfo):
     """The compiled kernel for a large float32 node (see the module doc), or None. In-place ops
     (``aten::silu_``, ...) write over their input and return it."""
@@ -106,12 +170,14 @@ def pointwise_matcher(node: NodeInfo):
     src = node.args[0].type if node.args else None
     dst = node.output_types[0] if node.output_types else None
     least = MIN_ELEMENTS_SCIPY if op in _SCIPY_SPECIAL else MIN_ELEMENTS
-    if not (isinstance(src, TensorType) and src.dtype == "float32" and _large_float32(dst, least)):
-        return _decline(op)
     params = PARAMS[op]
-    if not all(node.is_const(p) for p in params):
+    if not (isinstance(src, TensorType) and src.dtype == "float32" and all(node.is_const(p) for p in params)):
         return _decline(op)
     consts = {p: node.const(p) for p in params}
+    if not _large_float32(dst, least):
+        if not _size(dst) or (op == "aten::gelu" and consts["approximate"] not in ("none", "tanh")):
+            return _decline(op)
+        return _late(op, consts, inplace, _size(dst))
     key = op
     a = b = 0.0
     if op == "aten::gelu":

@@ -321,6 +321,13 @@ def logsumexp(self, dim, keepdim=False, *, out=None):
     tensor, this ~11 us."""
     x = self if self.dtype.kind == "f" else self.astype(DEFAULT_FLOAT)
     axis = _axis(dim, x)
+    if x.size and x.ndim:
+        r = _logsumexp_finite(x, axis, keepdim)
+        if r is not None:
+            if out is None:
+                return r
+            np.copyto(out, r)
+            return out
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if x.size == 0:        # an empty reduction: log(0) = -inf, as torch
             r = np.log(np.sum(np.exp(x), axis=axis, keepdims=keepdim))
@@ -344,6 +351,24 @@ def logsumexp(self, dim, keepdim=False, *, out=None):
         return r
     np.copyto(out, r)
     return out
+
+
+def _logsumexp_finite(x, axis, keepdim):
+    """:func:`logsumexp` of a float tensor whose maxima along ``axis`` are all finite, without the
+    ``np.errstate`` block (~2 us of a small call) and the infinite-max fix (~1 us): then ``x - m <= 0``
+    (or NaN), the sum of the exps is at least 1 (or NaN) and nothing can warn. None when a max is
+    not finite (a ``+inf``, a row of ``-inf``, NaN): the general path."""
+    if axis is None or (not keepdim and (1 if isinstance(axis, int) else len(axis)) >= x.ndim):
+        return None   # (a full reduction's numpy scalar: the general path)
+    m = np.maximum.reduce(x, axis=axis, keepdims=True)
+    if not np.logical_and.reduce(np.isfinite(m), axis=None):   # (a sum of the maxima could warn: inf - inf)
+        return None
+    e = np.subtract(x, m)
+    np.exp(e, out=e)
+    r = np.add.reduce(e, axis=axis, keepdims=keepdim)
+    np.log(r, out=r)
+    np.add(r, m.reshape(r.shape), out=r)
+    return r
 
 
 def _sorted_indices(x, axis, descending, stable=True):

@@ -332,9 +332,22 @@ def repeat(self, repeats, *, out=None):
     return out
 
 
+_REVERSED = _b.slice(None, None, -1)
+_ALL = _b.slice(None)
+
+
 def flip(self, dims, *, out=None):
-    """``aten::flip``: a copy (torch's flip does not return a view)."""
-    v = np.flip(self, [_wrap(d, self.ndim) for d in dims]) if self.ndim else self
+    """``aten::flip``: a copy (torch's flip does not return a view). The reversed view by basic
+    slicing, not np.flip (its axis normalization is ~2 us of a small flip's ~5)."""
+    v = self
+    if self.ndim:
+        idx = [_ALL] * self.ndim
+        for d in dims:
+            d = _wrap(d, self.ndim)
+            if idx[d] is _REVERSED:
+                raise KernelError(f"flip: dim {d} appears multiple times in the list of dims")
+            idx[d] = _REVERSED
+        v = self[tuple(idx)]
     if out is None:
         return v.copy()
     np.copyto(out, v)

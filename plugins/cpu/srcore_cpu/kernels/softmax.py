@@ -6,6 +6,8 @@ import numpy as np
 from srcore.plugin import SCALAR_TYPE_CODES
 from srcore.plugin import NodeInfo, Specialized
 
+from .aliasing import disjoint_or_same
+
 
 def _softmax_into(x, dim, out):
     # ufunc.reduce, not np.max / np.sum: their Python wrappers cost as much as a small row's work
@@ -91,16 +93,17 @@ def _timed_split(node: NodeInfo, into, dim, one):
 
 
 #: softmax nodes of at least this many float32 elements get the compiled kernel (``jit_softmax.py``);
-#: below, the numpy kernel (and no numba import: a small model's cold start stays numpy)
+#: below, the numpy kernel, or the compiled one where numba is loaded anyway and it times faster at
+#: the first call (``late_compiled.py``; a small model's cold start stays numpy)
 MIN_COMPILED = 1 << 12
 
 
-def _compiled_into(node: NodeInfo, dim: int):
+def _compiled_into(node: NodeInfo, dim: int, log: bool = False, least: int = MIN_COMPILED):
     """``into(x, dim, out)`` running the compiled last-dim softmax (:class:`.jit_softmax.Softmax`,
-    compiled now) for a float32 node softmaxed over its last dim with at least :data:`MIN_COMPILED`
-    elements (or of unknown shape); None for any other node. Arrays the kernel does not take
-    (another dtype, non-contiguous, ``out`` overlapping ``x`` elsewhere, a dim that is not the last
-    of more than one element) go to the numpy kernel."""
+    or :class:`.jit_softmax.LogSoftmax` when ``log``; compiled now) for a float32 node softmaxed over
+    its last dim with at least ``least`` elements (or of unknown shape); None for any other node.
+    Arrays the kernel does not take (another dtype, non-contiguous, ``out`` overlapping ``x``
+    elsewhere, a dim that is not the last of more than one element) go to the numpy kernel."""
     import math
 
     from . import row_split as RS
@@ -113,27 +116,55 @@ def _compiled_into(node: NodeInfo, dim: int):
     nd = len(shape) if shape is not None else getattr(t, "rank", None)
     if nd is None or nd == 0 or dim not in (-1, nd - 1):
         return None
-    if shape is not None and math.prod(shape) < MIN_COMPILED:
+    if shape is not None and math.prod(shape) < least:
         return None
-    from .jit_softmax import Softmax
+    from .jit_softmax import LogSoftmax, Softmax
 
-    run = Softmax()
+    run = LogSoftmax() if log else Softmax()
+    numpy_into = _log_softmax_into if log else _softmax_into
 
     def softmax_jit(x, d, out):
         # the split calls this on (rows, D, 1) blocks with d = 1: the trailing 1s are no dim of work
         if (x.dtype == np.float32 and out.dtype == np.float32 and x.ndim > 0 and x.size > 0
                 and out.shape == x.shape and math.prod(x.shape[d % x.ndim + 1:]) == 1
                 and x.flags.c_contiguous and out.flags.c_contiguous
-                and (out.ctypes.data == x.ctypes.data or not np.shares_memory(x, out))):
+                and disjoint_or_same(x, out)):
             D = x.shape[d]
             run(x.reshape(-1, D), out.reshape(-1, D))
             return out
-        return _softmax_into(x, d, out)
+        return numpy_into(x, d, out)
     return softmax_jit
+
+
+def _bound(kernel, dim):
+    def softmax_dim(self, out=None):
+        if out is None:
+            out = np.empty(self.shape, self.dtype)
+        return kernel(self, dim, out)
+    return softmax_dim
+
+
+def _late(node: NodeInfo, into, dim, log: bool):
+    """For a small float32 node of static shape softmaxed over its last dim: the numpy kernel or the
+    compiled one, whichever is faster at the first call (``late_compiled.py``); else None."""
+    from . import row_split as RS
+
+    t = node.output_types[0] if node.output_types else None
+    shape = RS.static_shape(t)
+    if shape is None or not shape or getattr(t, "dtype", None) != "float32" or dim not in (-1, len(shape) - 1):
+        return None
+    from .late_compiled import late
+
+    def build():
+        jit = _compiled_into(node, int(dim), log, least=0)
+        return None if jit is None else _bound(jit, dim)
+    return late(_bound(into, dim), build, lambda: (RS.sample(shape), np.empty(shape, np.float32)), what=node.op)
 
 
 def _matcher(into):
     """A constant dim (no dtype cast): bind it; else the generic kernel (a None would make dispatch skip it)."""
+    log = into is _log_softmax_into
+
     def matcher(node: NodeInfo):
         if not node.is_const("dim"):
             return _generic(node)
@@ -144,13 +175,13 @@ def _matcher(into):
             return _generic(node)
         dim = node.const("dim")
 
-        kernel = (_compiled_into(node, int(dim)) if into is _softmax_into else None) or into
-
-        def softmax_dim(self, out=None):
-            if out is None:
-                out = np.empty(self.shape, self.dtype)
-            return kernel(self, dim, out)
-        return Specialized(_timed_split(node, kernel, dim, softmax_dim), args=(0,))
+        jit = _compiled_into(node, int(dim), log)
+        if jit is None:
+            small = _late(node, into, int(dim), log)
+            if small is not None:
+                return Specialized(small, args=(0,))
+        kernel = jit or into
+        return Specialized(_timed_split(node, kernel, dim, _bound(kernel, dim)), args=(0,))
     return matcher
 
 
