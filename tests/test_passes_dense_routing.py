@@ -112,6 +112,30 @@ class MixtralStyle(nn.Module):
         return out
 
 
+class NonzeroForms(nn.Module):
+    """Top-1 with the index tensor read three ways (``nonzero(m).squeeze(-1)``, ``where(m)[0]``,
+    ``nonzero(m)[:, 0]``) and ``out[tok] += y`` (a read of ``out``, an add, a non-accumulating
+    ``index_put_``)."""
+
+    def __init__(self, d=8, n=3):
+        super().__init__()
+        self.router = nn.Linear(d, n)
+        self.experts = nn.ModuleList([nn.Linear(d, d) for _ in range(n)])
+
+    def forward(self, x):
+        g, i = self.router(x).softmax(-1).max(-1)
+        out = torch.zeros_like(x)
+        for e, expert in enumerate(self.experts):
+            if e == 0:
+                tok = torch.nonzero(i == e).squeeze(-1)
+            elif e == 1:
+                tok = torch.where(i == e)[0]
+            else:
+                tok = torch.nonzero(i == e)[:, 0]
+            out[tok] += expert(x[tok]) * g[tok].unsqueeze(-1)
+        return out
+
+
 def _load(module, inputs, backends=("cpu",), **kw):
     model = srcore.from_torchscript(torch.jit.script(module), inputs)
     return srcore.StaticModule(model, backends=backends, **kw)
@@ -270,3 +294,14 @@ def test_the_heldout_moe_routing_runs_inside_one_engine():
     got = sm(*(t.numpy() for t in inputs))
     np.testing.assert_allclose(got[0], want[0].numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(got[1], want[1].numpy())
+
+
+@pytest.mark.parametrize("bias", [None, (0.0, 0.0, 100.0)])
+def test_nonzero_getitem_and_plus_equal_forms_match_torch(bias):
+    m = _seeded(NonzeroForms, 10)
+    if bias is not None:   # every token on expert 2: experts 0 and 1 get none
+        with torch.no_grad():
+            m.router.bias[:] = torch.tensor(bias)
+    sm = _check(m, torch.randn(7, 8))
+    assert not _kinds(sm) & {"aten::nonzero", "aten::index_put_", "aten::index_put", "aten::index",
+                             "aten::__getitem__"}

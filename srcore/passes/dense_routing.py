@@ -20,8 +20,9 @@ region's ``linear`` / ``matmul`` nodes on the dense rows (the calls it removes c
 on the runtime; 2**17 MACs are a few µs of GEMM at 1 thread on the SPR). A larger layer keeps its
 data-dependent form.
 
-Recognised, for a ``where(mask)`` / ``nonzero_numpy(mask)`` of a statically shaped ``mask`` unpacked
-into its index tensors ``c_0 .. c_{r-1}``:
+Recognised, for a statically shaped ``mask`` and its index tensors ``c_0 .. c_{r-1}``: ``where(mask)``
+/ ``nonzero_numpy(mask)`` unpacked or indexed, ``nonzero(mask)[:, a]`` (squeezed or flattened for a 1-D
+mask), or the bool mask itself as the only index (``x[mask]``, ``out[mask] = y``):
 
 - sources: ``X[c_a, c_b, ...]`` (``aten::index``, the indices a rising subset of the ``c``s,
   each matching the length of the mask dim) and ``index_select(X, 0, c_a)``;
@@ -64,7 +65,8 @@ class _Bail(Exception):
 
 
 def dense_routing(graph: Graph, *, rules=None, schemas=None, max_macs: int = DEFAULT_MAX_MACS) -> bool:
-    roots = [(n.inputs[0], n) for n in graph.nodes if base_kind(n) in _SOURCES and len(n.inputs) == 1]
+    roots = [(n.inputs[0], n) for n in graph.nodes if base_kind(n) in _SOURCES and len(n.inputs) == 1
+             and len(n.outputs) == 1]
     seen = set()
     for n in graph.nodes:   # x[mask] / out[mask] = y: a mask as the only index
         if n.kind == "prim::ListConstruct" and len(n.inputs) == 1 and id(n.inputs[0]) not in seen and any(
@@ -118,6 +120,14 @@ def _private(out: Value, sink: Node) -> bool:
                for v in alias_class(out))
 
 
+#: the end of a full slice (``x[:, 0]``): TorchScript's ``None``, or INT64_MAX
+_MAX = 9223372036854775807
+
+
+def _fail():
+    raise _Bail
+
+
 def _int(v: Value) -> int:
     if not is_const(v):
         raise _Bail
@@ -144,13 +154,11 @@ class _Region:
         r = len(self.mshape)
         self.dense: dict[int, tuple] = {}   # routed value -> its dense shape
         self.rest: dict[int, int] = {}      # routed value -> rank of a row (sparse rank - 1)
-        if self.src is not None:   # where(mask): its index tensors
-            users = [u.user for u in self.src.output.uses]
-            if len(users) != 1 or users[0].kind != "prim::ListUnpack" or len(users[0].outputs) != r:
-                raise _Bail
-            self.comp = {id(c): a for a, c in enumerate(users[0].outputs)}
+        if self.src is not None:   # where(mask) / nonzero(mask): its index tensors
+            comps = self._components(self.src.output, r)
+            self.comp = {id(c): a for c, a in comps}
             block = self.src.owning_block
-            todo = {id(u.user) for c in users[0].outputs for u in c.uses}
+            todo = {id(u.user) for c, _ in comps for u in c.uses}
         else:                      # the mask itself, the only index of x[mask]
             self.comp = {}
             block = self.g.block
@@ -168,6 +176,36 @@ class _Region:
         if todo or not any(kind == "sink" for _, kind, _ in self.steps):
             raise _Bail
         return self
+
+    def _components(self, v: Value, r: int) -> list:
+        """``(value, mask dim)`` of each index tensor read off ``where(mask)`` (unpacked, or its
+        ``[a]``) or ``nonzero(mask)`` (``[:, a]``, or squeezed / flattened for a 1-D mask)."""
+        out = []
+        for u in v.uses:
+            n, k = u.user, base_kind(u.user)
+            if u.offset != 0 or n.owning_block is not self.src.owning_block:
+                raise _Bail
+            if k == "prim::ListUnpack" and len(n.outputs) == r:
+                out += [(c, a) for a, c in enumerate(n.outputs)]
+            elif k == "aten::__getitem__" and base_kind(self.src) != "aten::nonzero":
+                a = _int(n.inputs[1])
+                out.append((n.output, a % r if -r <= a < r else _fail()))
+            elif base_kind(self.src) != "aten::nonzero":
+                raise _Bail
+            elif k == "aten::slice" and _int(n.inputs[1]) == 0 and all(
+                    const_or(x, 0) in (None, 0) for x in n.inputs[2:3]) and const_or(n.inputs[3], 1) in (
+                    None, _MAX) and const_or(n.inputs[4], 0) == 1:
+                out += self._components(n.output, r)   # nz[:, a]: the full slice first
+            elif k == "aten::select" and _int(n.inputs[1]) in (1, -1):
+                a = _int(n.inputs[2])
+                out.append((n.output, a % r if -r <= a < r else _fail()))
+            elif r == 1 and (k == "aten::squeeze" and (len(n.inputs) == 1 or _int(n.inputs[1]) in (1, -1))
+                             or k in ("aten::reshape", "aten::view") and const_or(n.inputs[1], None) == [-1]
+                             or k == "aten::flatten" and len(n.inputs) == 1):
+                out.append((n.output, 0))
+            else:
+                raise _Bail
+        return out
 
     # -- classification -------------------------------------------------------------------------
 

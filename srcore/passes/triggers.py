@@ -39,7 +39,7 @@ SCALAR_OPERANDS = frozenset(SCALAR_OPERAND_OPS)
 BATCH_NORMS = frozenset({"aten::batch_norm", "aten::_native_batch_norm_legit_no_training"})
 #: dense_routing: ``base_kind(n) in _SOURCES`` (the module takes them from here), or a bool mask's
 #: ``out[mask] = y``: its sinks
-ROUTING_SOURCES = frozenset({"aten::where", "aten::nonzero_numpy"})
+ROUTING_SOURCES = frozenset({"aten::where", "aten::nonzero_numpy", "aten::nonzero"})
 ROUTING = ROUTING_SOURCES | {"aten::index_put", "aten::index_put_"}
 #: merge_convs.merge_parallel_convs: a sum (``_is_add``) with a conv term (``_conv_spec``)
 CONVS = frozenset({"aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::_convolution"})
