@@ -88,6 +88,10 @@ def dense_routing(graph: Graph, *, rules=None, schemas=None, max_macs: int = DEF
             continue
         plan.rewrite()
         changed = True
+    if changed:   # every expert's dense input is the same reshape of the tokens (and of the gates)
+        from .cse import eliminate_common_subexpressions
+
+        eliminate_common_subexpressions(graph)
     return changed
 
 
@@ -379,7 +383,10 @@ class _Region:
                 if perm is not None:   # w[slot, tok] of a (tok, slot) mask
                     xs = _static(self._type(x))
                     x = self._new("aten::permute", [x, self._const(perm, n)], dtype, [xs[p] for p in perm], n)
-                env[id(n.output)] = self._new("aten::reshape", [x, self._const(list(shape), n)], dtype, shape, n)
+                if tuple(shape) == tuple(_static(self._type(x)) if perm is None else [xs[p] for p in perm]):
+                    env[id(n.output)] = x   # w[tok, slot] of a (tok, slot) mask: w itself
+                else:
+                    env[id(n.output)] = self._new("aten::reshape", [x, self._const(list(shape), n)], dtype, shape, n)
             elif kind == "sink":
                 self._sink(n, data, env)
             else:
