@@ -260,6 +260,19 @@ def test_a_large_expert_keeps_its_routed_form():
     assert "aten::index_add" in _kinds(sm)
 
 
+def test_the_work_bound_is_on_the_layer_not_each_expert():
+    """Eight experts of 2**18.2 multiply-adds each on the dense rows: each under the bound, the layer
+    (eight masks read off one ``idx``) over it, so the layer stays routed."""
+    from srcore.passes.dense_routing import DEFAULT_MAX_MACS
+
+    m = _seeded(TopKWhere, 11, d=32, n=8, k=2)
+    m.experts = nn.ModuleList([_mlp(32, 64) for _ in range(8)]).eval()
+    per_expert = 72 * 2 * 32 * 64
+    assert per_expert < DEFAULT_MAX_MACS < 8 * per_expert
+    sm = _check(m, torch.randn(1, 72, 32))
+    assert "aten::index_add" in _kinds(sm)
+
+
 class Returned(TopKWhere):
     def forward(self, x):
         tokens = x.reshape(-1, x.shape[-1])

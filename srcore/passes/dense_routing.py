@@ -16,9 +16,12 @@ routed to one expert from two slots) is summed twice, as ``index_add`` does.
 
 The rewrite is exact but does the expert's work for every token (``n_experts / k`` times the routed
 work), so it is made only while that work is small: at most ``max_macs`` multiply-adds of the
-region's ``linear`` / ``matmul`` nodes on the dense rows (the calls it removes cost ~1-3 µs each
-on the runtime; 2**17 MACs are a few µs of GEMM at 1 thread on the SPR). A larger layer keeps its
-data-dependent form.
+``linear`` / ``matmul`` nodes of a layer's experts (the masks read off one routing tensor) on their
+dense rows. The bound is where the two forms broke even on trt_like at 1 thread
+(``python -m benchmarks.dense_routing_ab``, Intel SPR, CPU time, 2026-11-29): dense ÷ routed
+0.71x at 2**20 MACs a layer (64 tokens, 32 -> 64 -> 32, top-2 of 4), 0.72x at 2**21 (64 -> 64 -> 64,
+top-2 of 4), 1.17x at 2**22 (the same experts, top-1 of 8), 1.24x at 2**23 (128 tokens, 64 -> 128 -> 64,
+top-2 of 4). A larger layer keeps its data-dependent form.
 
 Recognised, for a statically shaped ``mask`` and its index tensors ``c_0 .. c_{r-1}``: ``where(mask)``
 / ``nonzero_numpy(mask)`` unpacked or indexed, ``nonzero(mask)[:, a]`` (squeezed or flattened for a 1-D
@@ -46,8 +49,9 @@ from ..ir.alias import alias_class, alias_sources, mutated_inputs
 from ._util import base_kind, const_or, has_side_effects, is_const
 from .triggers import ROUTING_SOURCES
 
-#: multiply-adds of one expert's dense rows above which the routed form is kept (see the docstring)
-DEFAULT_MAX_MACS = 1 << 17
+#: multiply-adds of a layer's experts on their dense rows above which the routed form is kept (see the
+#: docstring)
+DEFAULT_MAX_MACS = 1 << 21
 
 _UNARY = frozenset({
     "aten::relu", "aten::gelu", "aten::silu", "aten::sigmoid", "aten::tanh", "aten::exp", "aten::neg",
@@ -70,7 +74,7 @@ def dense_routing(graph: Graph, *, rules=None, schemas=None, max_macs: int = DEF
     seen = set()
     for n in graph.nodes:   # x[mask] / out[mask] = y: a mask as the only index
         if n.kind == "prim::ListConstruct" and len(n.inputs) == 1 and id(n.inputs[0]) not in seen and any(
-                base_kind(u.user) in ("aten::index", "aten::index_put") for u in n.output.uses):
+                base_kind(u.user) in ("aten::index", "aten::index_put", "aten::index_put_") for u in n.output.uses):
             seen.add(id(n.inputs[0]))
             roots.append((n.inputs[0], None))
     if not roots:
@@ -78,13 +82,23 @@ def dense_routing(graph: Graph, *, rules=None, schemas=None, max_macs: int = DEF
     from ..ops.shapes import propagate
 
     types = propagate(graph, rules=rules, schemas=schemas).types
-    changed = False
+    # the bound is on a layer's experts together: the masks read off one routing tensor
+    # (``idx == e`` for every e) share it, whatever the data gives each expert
+    layer: dict[int, int] = {}
     for mask, src in roots:
         try:
-            plan = _Region(graph, mask, src, types).analyse()
+            macs = _Region(graph, mask, src, types).analyse().macs
         except _Bail:
             continue
-        if plan.macs > max_macs:
+        key = _routing_key(mask)
+        layer[key] = layer.get(key, 0) + macs
+    changed = False
+    for mask, src in roots:
+        if layer.get(_routing_key(mask), max_macs + 1) > max_macs:
+            continue
+        try:   # again: an earlier rewrite replaced the value this one's sink updates
+            plan = _Region(graph, mask, src, types).analyse()
+        except _Bail:
             continue
         plan.rewrite()
         changed = True
@@ -93,6 +107,21 @@ def dense_routing(graph: Graph, *, rules=None, schemas=None, max_macs: int = DEF
 
         eliminate_common_subexpressions(graph)
     return changed
+
+
+#: ops a mask is read off its routing tensor through (``idx == e``, ``one_hot(...)[e]``, ``& keep``)
+_MASK_OPS = frozenset({"aten::eq", "aten::ne", "aten::gt", "aten::ge", "aten::lt", "aten::le", "aten::select",
+                       "aten::bitwise_and", "aten::logical_and", "aten::__and__", "aten::unsqueeze",
+                       "aten::squeeze", "aten::permute", "aten::t", "aten::transpose", "aten::reshape",
+                       "aten::view", "aten::slice", "aten::to", "aten::one_hot"})
+
+
+def _routing_key(mask: Value) -> int:
+    """The tensor ``mask`` is read off (its first operand, through compares, selects and views)."""
+    v = mask
+    while v.node.kind != "prim::Param" and base_kind(v.node) in _MASK_OPS and v.node.inputs:
+        v = v.node.inputs[0]
+    return id(v)
 
 
 def _static(t) -> tuple | None:
