@@ -33,7 +33,7 @@ DIGITS = TESTS.parent / "examples" / "digits" / "digits.srm"
 #: the IR tests' largest torch graphs (~0.1 s a pipeline run): in the full run only
 HEAVY = {"transformer_block", "resnet_small.traced", "resnet_small"}
 
-#: graphs for the passes without golden cases: a decidable ``is``, a 0-d constant operand
+#: graphs for the passes without golden cases: a decidable ``is``, a 0-d constant operand, a routed expert
 EXTRA = {
     "identity": """graph(%x : Float(2, 3)):
   %r : Float(2, 3) = aten::relu(%x)
@@ -44,6 +44,18 @@ EXTRA = {
   %c : Double() = prim::Constant[value=<Tensor>]()
   %a : Float(2, 3) = aten::mul(%x, %c)
   return (%a)
+""",
+    "routing": """graph(%idx : Long(4, 2), %x : Float(4, 3)):
+  %e : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %m : Bool(4, 2) = aten::eq(%idx, %e)
+  %w : Tensor[] = aten::where(%m)
+  %tok : Tensor, %slot : Tensor = prim::ListUnpack(%w)
+  %l : Tensor?[] = prim::ListConstruct(%tok)
+  %r : Tensor = aten::index(%x, %l)
+  %y : Tensor = aten::relu(%r)
+  %o : Tensor = aten::index_add(%x, %e, %tok, %y, %one)
+  return (%o)
 """,
 }
 

@@ -157,3 +157,25 @@ def test_abs_of_complex_is_real():
         assert node.outputs[0].type == T(real, 2, 3)
     node, _ = one_node("aten::abs", T("int32", 4))
     assert node.outputs[0].type == T("int32", 4)
+
+
+@pytest.mark.parametrize("shape", [(5,), (4, 3), (2, 3, 2)])
+def test_where_one_argument_unpacks_typed_index_tensors(shape):
+    """``where(cond)`` is a list of one 1-D int64 tensor per dim of ``cond`` (torch's), so its unpacked
+    elements are typed: the nodes after a data-dependent routing know dtype and rank."""
+    from srcore.ir.graph import Graph
+    from srcore.ir.types import ListType, TensorType
+    from srcore.ops.shapes import propagate
+
+    g = Graph()
+    cond = g.add_input(T("bool", *shape), "cond")
+    w = g.insert("aten::where", [cond], [ListType(TensorType())])
+    unpack = g.insert("prim::ListUnpack", [w.output], [TensorType()] * len(shape))
+    for o in unpack.outputs:
+        g.register_output(o)
+    types = propagate(g).types
+    got = torch.where(make(T("bool", *shape)))
+    assert len(got) == len(shape)
+    for o, t in zip(unpack.outputs, got):
+        assert types[o] == TensorType(FROM_TORCH[t.dtype], (None,)) and t.dim() == 1
+    assert types[w.output] == ListType(TensorType("int64", (None,)))

@@ -7,7 +7,7 @@ Order (see ``docs/passes.md``)::
     fixpoint(inline_constant_ifs, fold_constants, fold_known_values, peephole, simplify_loops, unroll_loops,
              eliminate_dead_code, eliminate_common_subexpressions, slice_unpacked_splits, scalar_operands,
              fold_identity_tests(same_ssa=False)),
-    fold_batch_norm, merge_parallel_convs, fuse_ops (if fuse), eliminate_dead_code
+    dense_routing, fold_batch_norm, merge_parallel_convs, fuse_ops (if fuse), eliminate_dead_code
 
 The input graph is never modified: the pipeline runs on a copy, which is returned.
 """
@@ -79,6 +79,7 @@ def default_pipeline(*, fuse: bool = True, inference: bool = True, evaluator=Non
         _named("functionalize_inplace", "functionalize:functionalize_inplace", T.in_place_ops, schemas=schemas),
         _named("fold_cell_decompositions", "recurrent_cells:fold_cell_decompositions", T.cell_decompositions),
         core,
+        _named("dense_routing", "dense_routing:dense_routing", T.ROUTING, rules=rules, schemas=schemas),
         _named("fold_batch_norm", "fold_bn:fold_batch_norm", T.BATCH_NORMS),
         _named("merge_parallel_convs", "merge_convs:merge_parallel_convs", T.parallel_convs),
     ]

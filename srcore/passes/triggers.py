@@ -37,6 +37,10 @@ SCALAR_OPERAND_OPS = {"aten::add": 3, "aten::sub": 3, "aten::rsub": 3, "aten::mu
 SCALAR_OPERANDS = frozenset(SCALAR_OPERAND_OPS)
 #: fold_bn.fold_batch_norm: ``kind == "aten::batch_norm"`` or ``_native_batch_norm_legit_no_training``
 BATCH_NORMS = frozenset({"aten::batch_norm", "aten::_native_batch_norm_legit_no_training"})
+#: dense_routing: ``base_kind(n) in _SOURCES`` (the module takes them from here), or a bool mask's
+#: ``out[mask] = y``: its sinks
+ROUTING_SOURCES = frozenset({"aten::where", "aten::nonzero_numpy", "aten::nonzero"})
+ROUTING = ROUTING_SOURCES | {"aten::index_put", "aten::index_put_"}
 #: merge_convs.merge_parallel_convs: a sum (``_is_add``) with a conv term (``_conv_spec``)
 CONVS = frozenset({"aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::_convolution"})
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from ...ir.quant import is_quantized
-from ...ir.types import BoolType, FloatType, IntType, NumberType, TensorType
+from ...ir.types import BoolType, FloatType, IntType, ListType, NumberType, TensorType
 from . import symbolic as sym
 from .base import alias, A, Ctx, UNKNOWN, rule, tt
 from .dtypes import DEFAULT_FLOAT, is_integral, result_type
@@ -249,11 +249,20 @@ def div(ctx: Ctx):
 
 @rule("aten::where")
 def where(ctx: Ctx):
-    if len(ctx.args) == 1:  # where(condition) -> tuple of index tensors
-        t = ctx.tensor(0)
-        return [tt("int64", (None,))] * len(ctx.node.outputs)
+    if len(ctx.args) == 1:  # where(condition) -> a list of int64 index tensors, one per dim of condition
+        return [_where_indices(ctx.tensor(0))]
     shape = broadcast_shapes(tensor_shapes(ctx, (0, 1, 2)), ctx.fail)
     return [tt(promote(ctx.args[1:3]), shape)]
+
+
+def _where_indices(cond):
+    """``Tensor[]`` of 1-D int64 tensors of a length known only at run time; with the condition's rank
+    known, its elements too (``tok, slot = torch.where(m)`` unpacks typed tensors: kernels need no
+    dtype check per call and later nodes know their ranks)."""
+    elem = tt("int64", (None,))
+    if cond.shape is None:
+        return ListType(elem)
+    return A(ListType(elem), UNKNOWN, [A(elem) for _ in cond.shape])
 
 
 @rule("aten::masked_fill")
