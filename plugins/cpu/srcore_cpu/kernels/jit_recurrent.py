@@ -316,12 +316,16 @@ def candidates(mode: str) -> list:
 def _bind(fn, tag, nl):
     def run(xp, ts, bs, goff, bias, whhT, a, b, y, yoff, rev):
         fn(xp, ts, bs, goff, bias, whhT, a, b, y, yoff, rev, tag, nl)
+    # the compiled entry and its trailing arguments, for callers that call it straight
+    # (``recurrent.run_compiled``'s bound calls: one Python frame less a direction)
+    run.entry, run.tail = fn, (tag, nl)
     return run
 
 
 def _bind_gru(fn, tag, nl, relu):
     def run(xp, ts, bs, goff, bias, whhT, a, b, y, yoff, rev):
         fn(xp, ts, bs, goff, bias, whhT, a, b, y, yoff, rev, tag, nl, relu)
+    run.entry, run.tail = fn, (tag, nl, relu)
     return run
 
 
