@@ -204,17 +204,25 @@ def _lstm_layer(xp, ts, bs, goff, bias, whhT, h, c, y, yoff, rev, tag, nl):
                 _gemv_rows(h, whhT, accs)
             for b in range(b0, b0 + nb):
                 acc = accs[(b - b0) * G:(b - b0 + 1) * G]
+                # the gates as two flat passes (i, f, o: one sigmoid loop over 3H; g: tanh over H), then
+                # the state update: independent vectors the core overlaps; one loop over the hidden
+                # units doing all five per unit was a chain of two activations per 16-lane vector
+                # (B 2, H 24, T 200: 96.5 -> 82.3 us a direction)
+                sg = acc[:3 * H]
+                for k in range(3 * H):
+                    sg[k] = sigmoid(sg[k])
+                gt = acc[3 * H:]
                 for u in range(H):
-                    ig = sigmoid(acc[u])
-                    fg = sigmoid(acc[H + u])
-                    og = sigmoid(acc[2 * H + u])
-                    gg = tanh(acc[3 * H + u])
-                    cu = fg * c[b, u] + ig * gg
-                    c[b, u] = cu
-                    h[b, u] = og * tanh(cu)
+                    gt[u] = tanh(gt[u])
+                cb = c[b]
+                for u in range(H):
+                    cb[u] = acc[H + u] * cb[u] + acc[u] * gt[u]
+                hb = h[b]
+                for u in range(H):
+                    hb[u] = acc[2 * H + u] * tanh(cb[u])
                 dst = y[t * ts + b * bs, yoff:yoff + H]
                 for u in range(H):
-                    dst[u] = h[b, u]
+                    dst[u] = hb[u]
 
 
 @numba.njit(**JIT)
