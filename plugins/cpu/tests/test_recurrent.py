@@ -511,8 +511,8 @@ def test_compiled_recurrence_matches_torch(mode, bias, batch_first, bidirectiona
     numpy loop."""
     rng = np.random.default_rng(11)
     compiled = []
-    real = R._compiled_layer
-    monkeypatch.setattr(R, "_compiled_layer", lambda *a: compiled.append(len(a[2].dirs)) or real(*a))
+    real = R.run_compiled
+    monkeypatch.setattr(R, "run_compiled", lambda *a, **kw: compiled.append(1) or real(*a, **kw))
     d = 2 if bidirectional else 1
     # (hidden 6: one 4-row GEMV block and two single rows; torch's LSTM takes ~0.1 s a call here)
     for layers, hidden in ((2, 6), (1, 1)):
@@ -536,7 +536,11 @@ def test_compiled_recurrence_matches_torch(mode, bias, batch_first, bidirectiona
                 args = (x, list(hx) if mode == "lstm" else hx, flat_params(m), bias, layers, 0.0, False,
                         bidirectional, batch_first)
                 got = k(*args)
-                assert compiled == [d] * layers
+                assert compiled == [1]
+                # the bound call runs every layer, each direction on the compiled loop
+                plan = jit[0]["bound"][0]
+                assert [len(layer[3]) for layer in plan.layers] == [d] * layers
+                assert all(run[0] is jit[0][mode].entry for layer in plan.layers for run in layer[3])
                 want = reference(mode, m, np.ascontiguousarray(x), states)
                 for g, w in zip(got, want):
                     close(g, w, np.float32)
@@ -606,8 +610,8 @@ def test_tanh_rnn_runs_as_pinned_gru(bias, monkeypatch):
     keeps the numpy loop."""
     rng = np.random.default_rng(12)
     compiled = []
-    real = R._compiled_layer
-    monkeypatch.setattr(R, "_compiled_layer", lambda *a: compiled.append(a[1]) or real(*a))
+    real = R.run_compiled
+    monkeypatch.setattr(R, "run_compiled", lambda *a, **kw: compiled.append(a[0].mode) or real(*a, **kw))
     for mode in ("rnn_tanh", "rnn_relu"):
         m = make_module(mode, hidden=6, num_layers=2, bias=bias, bidirectional=True)
         params = flat_params(m)
@@ -621,7 +625,7 @@ def test_tanh_rnn_runs_as_pinned_gru(bias, monkeypatch):
         states = random_states(mode, m, 3, np.float32, rng)
         compiled.clear()
         got = k(x, states, params, bias, 2, 0.0, False, True, False)
-        assert compiled == ["gru", "gru"]
+        assert compiled == ["gru"]
         want = reference(mode, m, x, states)
         for g, w in zip(got, want):
             close(g, w, np.float32)

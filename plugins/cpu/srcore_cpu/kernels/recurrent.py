@@ -25,6 +25,7 @@ time is prepared again on every call).
 from __future__ import annotations
 
 import math
+import operator
 import threading
 
 import numpy as np
@@ -264,7 +265,7 @@ class WeightCache:
     def get(self, mode, params, has_biases, num_layers, bidirectional, dtype, op, proj=None):
         key = self.key
         if (key is not None and key[0] == dtype and key[1] == (has_biases, num_layers, bidirectional, proj)
-                and len(key[2]) == len(params) and all(a is b for a, b in zip(key[2], params))):
+                and len(key[2]) == len(params) and all(map(operator.is_, key[2], params))):
             return self.prepared
         prepared = prepare(mode, params, has_biases, num_layers, bidirectional, dtype, op, proj)
         if all(isinstance(p, np.ndarray) and (p.base is None or not p.flags.writeable) for p in params):
@@ -406,10 +407,6 @@ def run(prep: Prepared, x2d, steps, batch, h0, c0=None, op=""):
     return x2d, h_n, c_n
 
 
-def whr_none(layer) -> bool:
-    return layer.whrT_stack is None
-
-
 def _bmm(a, b, out):
     """``a @ b`` into ``out`` for stacks of D matrices (``np.dot`` on the 2-D ones when D == 1)."""
     if a.shape[0] == 1:
@@ -418,55 +415,88 @@ def _bmm(a, b, out):
         np.matmul(a, b, out=out)
 
 
-def _compiled_layer(kernel, mode, layer, xp, steps, y, hs, cs):
-    """One layer's directions through the compiled loop (``jit_recurrent``): ``xp`` (T*B, D*G*H)
-    the projections (biases not added), ``y`` (T*B, D*H_out) the output, both with the row of time
-    t, batch row b at ``t * steps[0] + b * steps[1]``; ``hs`` / ``cs`` (D, B, H) the states,
-    updated in place."""
-    hidden = hs.shape[-1]
-    ts, bs = steps
-    for k, dw in enumerate(layer.dirs):
-        goff, bias, bhn = dw.loop
-        if mode == "lstm":
-            kernel(xp, ts, bs, goff, bias, dw.whhT, hs[k], cs[k], y, k * hidden, k == 1)
-        else:
-            kernel(xp, ts, bs, goff, bias, dw.whhT, bhn, hs[k], y, k * hidden, k == 1)
-
-
 def compiled_applies(prep: Prepared, jit, x) -> bool:
     """Whether :func:`run_compiled` takes this call: float32 input and weights, a compiled loop for
     the mode, no LSTM projection."""
     return (jit is not None and prep.mode in jit and x.dtype == np.float32
-            and prep.layers[0].wihT.dtype == np.float32 and all(whr_none(layer) for layer in prep.layers))
+            and prep.layers[0].wihT.dtype == np.float32 and prep.layers[0].whrT_stack is None)   # (a projection: every layer's)
 
 
 def run_compiled(prep: Prepared, x, batch_first: bool, h0, c0=None, op="", jit=None, out=None):
     """:func:`run_lockstep` for a float32 ``x`` (T, B, I) (``batch_first``: (B, T, I)) where
     :func:`compiled_applies`: per layer one GEMM of every step's input projection (``jit["dots"]``'s
     where given) on the rows in the input's own order, then each direction's compiled loop. Writes
-    into ``out`` (output, h_n[, c_n]) where given. Returns ``(output, h_n, c_n)``."""
-    mode, hout, d = prep.mode, prep.out_size, prep.num_dirs
-    if batch_first:
-        batch, t = x.shape[0], x.shape[1]
-        steps = (1, t)
+    into ``out`` (output, h_n[, c_n]) where given. Returns ``(output, h_n, c_n)``.
+
+    What depends only on the weights and the input's layout (checks, shapes, each direction's loop
+    and constant arguments) is made once per layout (:class:`_Bound`, the last one kept in
+    ``jit["bound"]`` where the matcher made that slot): a call then runs the GEMMs and the loops and
+    little Python."""
+    key = (x.shape, x.strides, batch_first, h0.shape, None if c0 is None else c0.shape)
+    slot = jit.get("bound")
+    plan = None if slot is None else slot[0]
+    if plan is None or plan.prep is not prep or plan.key != key:
+        plan = _Bound(prep, x, batch_first, h0, c0, op, jit, key)
+        if slot is not None:
+            slot[0] = plan   # (a plan is immutable: a thread still running the one replaced is not disturbed)
+    rows = (x if plan.contig else np.ascontiguousarray(x)).reshape(plan.rows_shape)
+    if out is None:
+        h_n = np.array(h0, np.float32, order="C")
+        c_n = None if c0 is None else np.array(c0, np.float32, order="C")
     else:
-        t, batch = x.shape[0], x.shape[1]
-        steps = (batch, 1)
-    rows = x.reshape(t * batch, x.shape[2]) if x.flags.c_contiguous else np.ascontiguousarray(x).reshape(
-        t * batch, x.shape[2])
-    rows, h_n, c_n = _start(prep, rows, batch, h0, c0, op, None if out is None else out[1:])
-    kernel, dots = jit[mode], jit.get("dots")
-    shape = (batch, t, d * hout) if batch_first else (t, batch, d * hout)
-    last = len(prep.layers) - 1
-    for li, layer in enumerate(prep.layers):
-        g = layer.wihT.shape[1]
+        h_n = _copy_into(h0, np.float32, out[1])
+        c_n = None if c0 is None else _copy_into(c0, np.float32, out[2] if len(out) > 2 else None)
+    ts, bs = plan.steps
+    shape, n = plan.shape, plan.rows_shape[0]
+    lstm = c_n is not None
+    i = 0
+    for dot, wihT, g, dirs, last in plan.layers:
         # every step, every direction: one GEMM (numpy's, or MKL's where it timed faster at load)
-        xp = (np.dot if dots is None else dots[li])(rows, layer.wihT, out=_projection_buffer((t * batch, g), rows.dtype))
-        y = out[0] if li == last and out is not None and _fits(out[0], shape, rows) else np.empty(shape, np.float32)
-        _compiled_layer(kernel, mode, layer, xp, steps, y.reshape(t * batch, d * hout), h_n[li * d:(li + 1) * d],
-                        None if c_n is None else c_n[li * d:(li + 1) * d])
-        rows = y.reshape(t * batch, d * hout)
+        xp = dot(rows, wihT, out=_projection_buffer((n, g), np.float32))
+        y = out[0] if last and out is not None and _fits(out[0], shape, rows) else np.empty(shape, np.float32)
+        y2 = y.reshape(n, shape[2])
+        for fn, goff, bias, whhT, bhn, yoff, rev, tail in dirs:
+            if lstm:
+                fn(xp, ts, bs, goff, bias, whhT, h_n[i], c_n[i], y2, yoff, rev, *tail)
+            else:
+                fn(xp, ts, bs, goff, bias, whhT, bhn, h_n[i], y2, yoff, rev, *tail)
+            i += 1
+        rows = y2
     return y, h_n, c_n
+
+
+class _Bound:
+    """:func:`run_compiled`'s fixed parts for one weight layout (``prep``) and input layout (``key``: the
+    input's shape and strides, ``batch_first``, the states' shapes), checked once (:func:`_start`'s
+    checks): the rows' shape, the time / batch row strides of the projections, the output's shape,
+    and per layer ``(GEMM, W_ih^T, gates, directions, is last)``, a direction
+    ``(compiled loop, its columns' offset, bias, W_hh^T, b_hn, output column, reverse, trailing
+    arguments)`` (``jit_recurrent``'s entry, called straight)."""
+
+    __slots__ = ("prep", "key", "contig", "rows_shape", "steps", "shape", "layers")
+
+    def __init__(self, prep: Prepared, x, batch_first, h0, c0, op, jit, key):
+        mode, hout, d = prep.mode, prep.out_size, prep.num_dirs
+        if batch_first:
+            batch, t = x.shape[0], x.shape[1]
+            self.steps = (1, t)
+        else:
+            t, batch = x.shape[0], x.shape[1]
+            self.steps = (batch, 1)
+        self.prep, self.key, self.contig = prep, key, x.flags.c_contiguous
+        self.rows_shape = (t * batch, x.shape[2])
+        # the checks of _start, once for this layout (a zero-row input: its arrays are all it needs)
+        _start(prep, np.empty((0, x.shape[2]), x.dtype), batch, h0, c0, op)
+        self.shape = (batch, t, d * hout) if batch_first else (t, batch, d * hout)
+        kernel, dots = jit[mode], jit.get("dots")
+        entry, tail = kernel.entry, kernel.tail
+        last = len(prep.layers) - 1
+        layers = []
+        for li, layer in enumerate(prep.layers):
+            dirs = tuple((entry, goff, bias, dw.whhT, bhn, k * prep.hidden, k == 1, tail)
+                         for k, (dw, (goff, bias, bhn)) in enumerate((dw, dw.loop) for dw in layer.dirs))
+            layers.append((np.dot if dots is None else dots[li], layer.wihT, layer.wihT.shape[1], dirs, li == last))
+        self.layers = tuple(layers)
 
 
 def _fits(a, shape, src) -> bool:
@@ -708,6 +738,7 @@ def recurrent_matcher(node: NodeInfo):
         loop = ("gru_relu" if mode == "rnn_relu" else "gru") if pinned else mode
         jit = {"gru" if pinned else mode: kernels(loop, None if prep is None else prep.hidden)[loop]}
         jit["dots"] = _projection_gemms(prep, getattr(src, "shape", None))
+        jit["bound"] = [None]   # run_compiled's last bound call (_Bound: immutable, any thread may use it)
         if pinned:
             jit["pinned"] = holder
     return _make_input(mode, cache, jit)
