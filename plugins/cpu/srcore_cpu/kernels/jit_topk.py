@@ -8,8 +8,9 @@ root of a k-element heap holding the worst kept element, so most elements cost o
 Random rows still replace the root ~k ln(n / k) times (~220 sifts a row for k = 50 of 4000), and
 those sifts were most of the time. So a row of at least :data:`_FILTER_MIN_RATIO` k elements
 without NaN is first cut down: the maxima of ``4k`` or more blocks of the row are k or more
-distinct elements, so the k-th best block maximum ``T`` (found by ``np.partition``) is no better
-than the k-th best element,
+distinct elements, so the k-th best block maximum ``T`` (found by :func:`_kth_smallest`, a
+quickselect: numba's ``np.partition`` took ~8 s of CPU to compile for the first dtype, 2 s for each
+other, the whole kernel ~1.5 s without it) is no better than the k-th best element,
 and every element of the top k is at least as good as ``T``. The heap then runs over only those
 candidates (in index order, so ties come out as before): on random logits about 1.2 k of them
 (~60 for k = 50 of 4000).
@@ -28,7 +29,7 @@ from . import jit as _J
 from .jit import JIT
 
 
-@numba.njit(inline="always", **JIT)
+@numba.njit(forceinline=True, **JIT)
 def _worse(va, ia, vb, ib, largest):
     """Whether (va, ia) ranks after (vb, ib) in the output order."""
     na, nb = va != va, vb != vb
@@ -41,7 +42,7 @@ def _worse(va, ia, vb, ib, largest):
     return va > vb or (va == vb and ia > ib)
 
 
-@numba.njit(inline="always", **JIT)
+@numba.njit(forceinline=True, **JIT)
 def _sift_down(hv, hi, i, k, largest):
     """Restore the heap below ``i``: the worst-ranked element at the root."""
     while True:
@@ -60,7 +61,7 @@ def _sift_down(hv, hi, i, k, largest):
             return
 
 
-@numba.njit(inline="always", **JIT)
+@numba.njit(forceinline=True, **JIT)
 def _heap_push_scan(row, cand, m, k, largest, hv, hi):
     """The k best of ``row[cand[:m]]`` (``cand`` ascending) into the heap ``hv``/``hi``, worst at the root."""
     for j in range(k):
@@ -115,10 +116,49 @@ def _block_extremes(row, size, largest, bm):
     return nb
 
 
-@numba.njit(inline="always", **JIT)
-def _candidates(row, k, largest, bm, cand):
+@numba.njit(**JIT)
+def _kth_smallest(x, n, k, a):
+    """The value ``np.sort(x[:n])[k]`` (``0 <= k < n``, no NaN in ``x[:n]``) by Hoare's selection in
+    the scratch ``a`` (``x[:n]`` is copied there and reordered; ``x`` is left as it is). Each pass
+    partitions ``[lo, hi]`` around the median of its ends and middle, then keeps the side holding place
+    ``k``."""
+    for i in range(n):
+        a[i] = x[i]
+    lo, hi = 0, n - 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        # the median of three in a[mid]: no quadratic case on sorted or reversed block maxima
+        if a[mid] < a[lo]:
+            a[mid], a[lo] = a[lo], a[mid]
+        if a[hi] < a[lo]:
+            a[hi], a[lo] = a[lo], a[hi]
+        if a[hi] < a[mid]:
+            a[hi], a[mid] = a[mid], a[hi]
+        pivot = a[mid]
+        i, j = lo, hi
+        while i <= j:
+            while a[i] < pivot:
+                i += 1
+            while pivot < a[j]:
+                j -= 1
+            if i <= j:
+                a[i], a[j] = a[j], a[i]
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:   # j < k < i: a[k] equals the pivot
+            return a[k]
+    return a[k]
+
+
+@numba.njit(forceinline=True, **JIT)
+def _candidates(row, k, largest, bm, cand, scratch):
     """The indices (ascending, into ``cand``) of the elements at least as good as the k-th best of
-    the row's block maxima (minima), and their count; -1 when the row has NaN (no cut)."""
+    the row's block maxima (minima), and their count; -1 when the row has NaN (no cut). ``scratch``:
+    room for the block extremes, which the selection reorders."""
     n = row.shape[0]
     if _has_nan(row):
         return -1
@@ -126,7 +166,7 @@ def _candidates(row, k, largest, bm, cand):
     nb = _block_extremes(row, size, largest, bm)
     # the k-th best block extreme (nb >= 4k of them): a selection, not a heap (the heap's ~k ln 4
     # sifts a row took as long as the scan)
-    t = np.partition(bm[:nb], nb - k)[nb - k] if largest else np.partition(bm[:nb], k - 1)[k - 1]
+    t = _kth_smallest(bm, nb, nb - k if largest else k - 1, scratch)
     m = 0
     for b in range(nb):   # only the blocks whose extreme reaches t hold candidates
         if (largest and bm[b] >= t) or (not largest and bm[b] <= t):
@@ -151,10 +191,11 @@ def _topk_rows(x, k, largest, vals, idx):
     cut = n >= _FILTER_MIN_RATIO * k
     nbk = -(-n // max(1, min(64, n // (4 * k)))) if cut else 1
     bm = np.empty(nbk, x.dtype)
+    scratch = np.empty(nbk, x.dtype)
     cand = np.empty(n, np.int64)
     for r in range(R):
         row = x[r]
-        m = _candidates(row, k, largest, bm, cand) if cut else -1
+        m = _candidates(row, k, largest, bm, cand, scratch) if cut else -1
         if m < 0:   # every element a candidate
             m = n
             for j in range(n):
