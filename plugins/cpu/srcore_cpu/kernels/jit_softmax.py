@@ -48,6 +48,38 @@ def _vmax(typingctx, a, b):
 
 
 @numba.njit(inline="always", **JIT)
+def _row_max(xr, D, Dv, nl, z, buf):
+    """The largest of ``xr[:D]`` (vector lanes over ``[0, Dv)``, then the tail), 0 for a row of -inf
+    (``exp(-inf - 0) = 0``: softmax's ``0 / 0`` and log-softmax's ``-inf - -inf`` give NaN, as torch)."""
+    mx = _F(-np.inf)
+    if Dv > 0:
+        mv = vload(xr, 0, z)
+        for i in range(nl, Dv, nl):
+            mv = _vmax(mv, vload(xr, i, z))
+        vstore(buf, 0, mv)
+        for j in range(nl):
+            mx = buf[j] if buf[j] > mx else mx
+    for i in range(Dv, D):
+        mx = xr[i] if xr[i] > mx else mx
+    return _F(0.0) if mx == _F(-np.inf) else mx
+
+
+@numba.njit(inline="always", **JIT)
+def _row_sum(v, D, Dv, nl, z, buf):
+    """The sum of ``v[:D]``: vector lanes over ``[0, Dv)``, then the tail."""
+    sv = z
+    for i in range(0, Dv, nl):
+        sv = vadd(sv, vload(v, i, z))
+    vstore(buf, 0, sv)
+    s = _F(0.0)
+    for j in range(nl):
+        s += buf[j]
+    for i in range(Dv, D):
+        s += v[i]
+    return s
+
+
+@numba.njit(inline="always", **JIT)
 def _softmax_body(x, o, tag, nl):
     """``o[r] = softmax(x[r])`` for every row. ``tag``, ``nl``: the vector width."""
     R, D = x.shape
@@ -57,18 +89,7 @@ def _softmax_body(x, o, tag, nl):
     for r in range(R):
         xr = x[r]
         orow = o[r]
-        mx = _F(-np.inf)
-        if Dv > 0:
-            mv = vload(xr, 0, z)
-            for i in range(nl, Dv, nl):
-                mv = _vmax(mv, vload(xr, i, z))
-            vstore(buf, 0, mv)
-            for j in range(nl):
-                mx = buf[j] if buf[j] > mx else mx
-        for i in range(Dv, D):
-            mx = xr[i] if xr[i] > mx else mx
-        if mx == _F(-np.inf):   # a row of -inf: exp(-inf - 0) = 0, 0 / 0 = NaN as torch
-            mx = _F(0.0)
+        mx = _row_max(xr, D, Dv, nl, z, buf)
         sub = np.int32(0)   # (an integer count vectorizes without reassociation)
         for i in range(D):
             d = xr[i] - mx
@@ -80,15 +101,7 @@ def _softmax_body(x, o, tag, nl):
             for i in range(D):
                 d = xr[i] - mx
                 orow[i] = _J.exp_neg(d, _F(0.0)) if d == d else d
-        sv = z
-        for i in range(0, Dv, nl):
-            sv = vadd(sv, vload(orow, i, z))
-        vstore(buf, 0, sv)
-        s = _F(0.0)
-        for j in range(nl):
-            s += buf[j]
-        for i in range(Dv, D):
-            s += orow[i]
+        s = _row_sum(orow, D, Dv, nl, z, buf)
         inv = _F(1.0) / s
         for i in range(D):
             orow[i] = orow[i] * inv
@@ -120,30 +133,11 @@ def _log_softmax_rows(x, o, tag, nl):
     for r in range(R):
         xr = x[r]
         orow = o[r]
-        mx = _F(-np.inf)
-        if Dv > 0:
-            mv = vload(xr, 0, z)
-            for i in range(nl, Dv, nl):
-                mv = _vmax(mv, vload(xr, i, z))
-            vstore(buf, 0, mv)
-            for j in range(nl):
-                mx = buf[j] if buf[j] > mx else mx
-        for i in range(Dv, D):
-            mx = xr[i] if xr[i] > mx else mx
-        if mx == _F(-np.inf):
-            mx = _F(0.0)
+        mx = _row_max(xr, D, Dv, nl, z, buf)
         for i in range(D):
             d = xr[i] - mx
             e[i] = _J.exp_neg(d, _F(0.0)) if d == d else d
-        sv = z
-        for i in range(0, Dv, nl):
-            sv = vadd(sv, vload(e, i, z))
-        vstore(buf, 0, sv)
-        s = _F(0.0)
-        for j in range(nl):
-            s += buf[j]
-        for i in range(Dv, D):
-            s += e[i]
+        s = _row_sum(e, D, Dv, nl, z, buf)
         ls = _F(np.log(np.float64(s)))
         for i in range(D):
             orow[i] = (xr[i] - mx) - ls
