@@ -142,9 +142,7 @@ def _late(op: str, consts: dict, inplace: bool, size: int):
 
     _decline(op)   # (scipy.special loaded now for the numpy kernels that call it)
     numpy_fn = _numpy_kernel(op, consts)
-    key = "gelu:" + consts["approximate"] if op == "aten::gelu" else op
-    a, b = (0.0, 6.0) if op == "aten::relu6" else (
-        ([float(v) for v in consts.values()] + [0.0, 0.0])[:2] if consts and op != "aten::gelu" else (0.0, 0.0))
+    key, a, b = _kernel_key(op, consts)
 
     def build():
         return _compiled(key, consts, a, b, size=size)
@@ -152,7 +150,21 @@ def _late(op: str, consts: dict, inplace: bool, size: int):
     def sample():
         x = np.linspace(-4.0, 4.0, size, dtype=np.float32)
         return x, np.empty_like(x)
-    fn = late(numpy_fn, build, sample, what=op)
+    return _specialized(late(numpy_fn, build, sample, what=op), inplace)
+
+
+def _kernel_key(op: str, consts: dict) -> tuple[str, float, float]:
+    """The :data:`jit_pointwise.KERNELS` key of ``op`` and its two scalar parameters."""
+    if op == "aten::gelu":
+        return "gelu:" + consts["approximate"], 0.0, 0.0
+    if op == "aten::relu6":
+        return op, 0.0, 6.0
+    a, b = ([float(v) for v in consts.values()] + [0.0, 0.0])[:2]
+    return op, a, b
+
+
+def _specialized(fn, inplace: bool) -> Specialized:
+    """``fn(x, out=...)`` as the node's kernel; an in-place op writes over its input and returns it."""
     if inplace:
         def run_inplace(self):
             fn(self, out=self)
@@ -174,27 +186,12 @@ def pointwise_matcher(node: NodeInfo):
     if not (isinstance(src, TensorType) and src.dtype == "float32" and all(node.is_const(p) for p in params)):
         return _decline(op)
     consts = {p: node.const(p) for p in params}
+    if op == "aten::gelu" and consts["approximate"] not in ("none", "tanh"):
+        return _decline(op)   # the numpy kernel raises torch's error
     if not _large_float32(dst, least):
-        if not _size(dst) or (op == "aten::gelu" and consts["approximate"] not in ("none", "tanh")):
-            return _decline(op)
-        return _late(op, consts, inplace, _size(dst))
-    key = op
-    a = b = 0.0
-    if op == "aten::gelu":
-        if consts["approximate"] not in ("none", "tanh"):
-            return _decline(op)   # the numpy kernel raises torch's error
-        key = "gelu:" + consts["approximate"]
-    elif op == "aten::relu6":
-        a, b = 0.0, 6.0
-    elif params:
-        a, b = ([float(v) for v in consts.values()] + [0.0, 0.0])[:2]
-    fn = _compiled(key, consts, a, b, size=_size(dst))
-    if inplace:
-        def run_inplace(self):
-            fn(self, out=self)
-            return self
-        return Specialized(run_inplace, args=(0,))
-    return Specialized(fn, args=(0,))
+        return _late(op, consts, inplace, _size(dst)) if _size(dst) else _decline(op)
+    key, a, b = _kernel_key(op, consts)
+    return _specialized(_compiled(key, consts, a, b, size=_size(dst)), inplace)
 
 
 def compiled_inplace(key: str, out_type, **consts):
