@@ -46,6 +46,7 @@ import math
 from ..ir.graph import Graph, Node, Value
 from ..ir.types import TensorType
 from ..ir.alias import alias_class, alias_sources, mutated_inputs
+from ..ops.shapes.elementwise import broadcast_shapes
 from ._util import base_kind, const_or, has_side_effects, is_const
 from .triggers import ROUTING_SOURCES
 
@@ -128,17 +129,6 @@ def _static(t) -> tuple | None:
     if isinstance(t, TensorType) and t.shape is not None and all(type(d) is int for d in t.shape):
         return tuple(t.shape)
     return None
-
-
-def _broadcast(*shapes) -> tuple:
-    n = max(len(s) for s in shapes)
-    out = []
-    for i in range(n):
-        dims = {s[i - n + len(s)] for s in shapes if i - n + len(s) >= 0} - {1}
-        if len(dims) > 1:
-            raise _Bail
-        out.append(dims.pop() if dims else 1)
-    return tuple(out)
 
 
 def _private(out: Value, sink: Node) -> bool:
@@ -337,7 +327,7 @@ class _Region:
                     shapes.append(s)
             if any(self._routed(v) for v in n.inputs[2:]):
                 raise _Bail
-            shape = _broadcast(*shapes)
+            shape = broadcast_shapes(shapes, _Bail)
         elif k == "aten::unsqueeze":
             d = _int(n.inputs[1])
             d = d if d >= 0 else d + rest + 2
@@ -439,7 +429,7 @@ class _Region:
             res = self._new("aten::where", [mask, yd, out], dtype, os_, n)
         else:
             zero = 0.0 if ydtype is None or "float" in ydtype else 0
-            full = _broadcast(mshape, ys)
+            full = broadcast_shapes((mshape, ys), _Bail)
             z = self._new("aten::where", [mask, yd, self._const(zero, n)], ydtype, full, n)
             others = [m for m in range(r) if m not in axes]
             zs = full
