@@ -350,14 +350,7 @@ def _late_layer_norm(node: NodeInfo, ns, eps):
     def build():
         jit = _compiled_layer_norm(ns)
         return lambda input, weight=None, bias=None, out=None: jit(input, ns, weight, bias, eps, out=out)
-
-    def sample():
-        from . import row_split as RS
-
-        return RS.sample(shape), np.ones(ns, np.float32), np.zeros(ns, np.float32), np.empty(shape, np.float32)
-    from .late_compiled import late
-
-    return Specialized(late(layer_norm_np, build, sample, what=node.op), args=(0, 2, 3))
+    return Specialized(_late_norm(node, shape, layer_norm_np, build, ns), args=(0, 2, 3))
 
 
 def _compiled_layer_norm(ns):
@@ -412,7 +405,8 @@ def _small_f32_node(node: NodeInfo, consts) -> tuple[int, ...] | None:
 
 
 def _norm_sample(shape, C):
-    """Arguments (x, weight, bias, out) of the node's static shape for the first-call timing."""
+    """Arguments (x, weight, bias, out) of the node's static shape for the first-call timing; ``C`` the
+    affine parameters' shape (a channel count, or a layer norm's normalized shape)."""
     from . import row_split as RS
 
     return RS.sample(shape), np.ones(C, np.float32), np.zeros(C, np.float32), np.empty(shape, np.float32)
