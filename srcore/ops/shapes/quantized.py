@@ -164,6 +164,24 @@ def binary(ctx: Ctx):
     return [TensorType(dtype, shape, known_qparams(ctx, dtype, shape, ctx.known(2), ctx.known(3)))]
 
 
+
+@rule("quantized::matmul")
+def qmatmul(ctx: Ctx):
+    """torch's checks: same rank >= 2, equal batch dims (no broadcasting), inner sizes equal."""
+    a, b = ctx.tensor(0), ctx.tensor(1)
+    dtype = _same_dtype(ctx, 0, 1)
+    shape = None
+    if a.shape is not None and b.shape is not None:
+        sa, sb = tuple(a.shape), tuple(b.shape)
+        if len(sa) != len(sb) or len(sa) < 2:
+            raise ctx.fail(f"operands must have the same rank, at least 2, got shapes {list(sa)} and {list(sb)}")
+        for i, (x, y) in enumerate(zip(sa[:-2] + sa[-1:], sb[:-2] + sb[-2:-1])):
+            if isinstance(x, int) and isinstance(y, int) and x != y:
+                raise ctx.fail(f"shapes {list(sa)} and {list(sb)} do not multiply (batch dims must be equal, "
+                               f"no broadcasting)")
+        shape = sa[:-1] + sb[-1:]
+    return [TensorType(dtype, shape, known_qparams(ctx, dtype, shape, ctx.known(2), ctx.known(3)))]
+
 def scalar_operand(ctx: Ctx, pos: int) -> Any:
     """A known Scalar argument (or a constant 0-d / one-element tensor: traced graphs' ``.Tensor`` overloads)."""
     if ctx.is_tensor(pos):
@@ -208,6 +226,8 @@ _OUT_QPARAMS = {
     "quantized::hardswish": (1, 2), "quantized::elu": (1, 2), "quantized::sigmoid": (1, 2), "quantized::leaky_relu": (3, 4),
     "quantized::batch_norm": (6, 7), "quantized::batch_norm1d": (6, 7), "quantized::batch_norm1d_relu": (6, 7),
     "quantized::batch_norm2d": (6, 7), "quantized::batch_norm2d_relu": (6, 7), "quantized::layer_norm": (5, 6),
+    "quantized::celu": (1, 2), "quantized::group_norm": (5, 6), "quantized::instance_norm": (4, 5),
+    "quantized::softmax": (2, 3),
 }
 
 
@@ -314,7 +334,7 @@ def qconv_then_add(ctx: Ctx):
 # -- quantization parameters of float ops that take quantized tensors ------------------------------
 #: aten ops whose quantized output has its (first) quantized input's parameters, as in torch
 KEEPS_QPARAMS = frozenset(f"aten::{n}" for n in (
-    "relu", "relu_", "relu6", "hardtanh", "hardtanh_", "clamp", "clamp_", "clip", "leaky_relu", "leaky_relu_",
+    "relu", "relu_", "gelu", "gelu_", "relu6", "hardtanh", "hardtanh_", "clamp", "clamp_", "clip", "leaky_relu", "leaky_relu_",
     "max_pool1d", "max_pool2d", "max_pool3d", "max_pool2d_with_indices", "quantized_max_pool2d", "avg_pool1d", "avg_pool2d",
     "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "_adaptive_avg_pool2d", "adaptive_avg_pool3d",
     "adaptive_max_pool2d", "mean", "flatten", "reshape", "view", "_reshape_alias", "_unsafe_view", "squeeze",
