@@ -260,3 +260,91 @@ def test_eager_quantized_block_matches_torch(form):
     assert {"aten::gelu", "quantized::group_norm", "quantized::instance_norm", "aten::channel_shuffle",
             "quantized::softmax", "quantized::matmul"} <= ran, ran
     np.testing.assert_array_equal(sm(x.numpy()), want.numpy())
+
+
+# -- prelu, threshold, clamp, dropout, batch_norm3d / _relu, quantized:: max pools -----------------------
+@EXAMPLES
+@given(data=st.data(), shape=st.lists(st.integers(1, 9), min_size=2, max_size=4), one_weight=st.booleans(),
+       out_scale=st.floats(1e-2, 0.5), out_zp=st.integers(-40, 40))
+def test_prelu(data, shape, one_weight, out_scale, out_zp):
+    """Rows of the broadcast loop longer than 64 take torch's vector path, the rest its scalar one."""
+    shape[-1] = data.draw(st.integers(1, 140))
+    x = data.draw(qtensor(tuple(shape)))
+    qdtype = "quint8" if x.dtype == torch.quint8 else "qint8"
+    lo, hi = RANGE[qdtype]
+    c = 1 if one_weight else shape[1]
+    w = qt(np.random.default_rng(c).integers(lo, hi + 1, c), qdtype, data.draw(st.floats(1e-3, 0.05)),
+           data.draw(st.integers(lo // 2, hi // 2)))
+    zp = out_zp + (128 if qdtype == "quint8" else 0)
+    same(binary_prelu(srq(x), srq(w), out_scale, zp), torch.ops.quantized.prelu(x, w, out_scale, zp))
+
+
+def binary_prelu(*args):
+    from srcore_quantized.kernels import binary
+
+    return binary.prelu_out(*args)
+
+
+@EXAMPLES
+@given(x=qtensor((3, 90)), threshold=st.floats(-2, 2), value=st.floats(-3, 3))
+def test_threshold(x, threshold, value):
+    same(activation.threshold_out(srq(x), threshold, value), F.threshold(x, threshold, value))
+    same(activation.threshold_out(srq(x), threshold, value), torch.ops.quantized.threshold(x, threshold, value))
+
+
+def test_clamp_dropout_batch_norm3d_and_max_pools():
+    from srcore_quantized.kernels import pool
+
+    rng = np.random.default_rng(5)
+    x = qt(rng.integers(0, 256, (2, 10, 3, 4, 5)), "quint8", 0.05, 100)
+    sx = srq(x)
+    same(activation.quantized_clamp_out(sx, -1.0, 2.0), torch.ops.quantized.clamp(x, -1.0, 2.0))
+    assert activation.quantized_dropout(sx, 0.05, 100, 0.5, False) is sx
+    w, b, m, v = (torch.from_numpy(rng.uniform(0.2, 1.5, 10).astype(np.float32)) for _ in range(4))
+    for relu, fn, ref in ((False, norm.batch_norm3d_out, torch.ops.quantized.batch_norm3d),
+                          (True, norm.batch_norm3d_relu_out, torch.ops.quantized.batch_norm3d_relu),
+                          (True, norm.batch_norm_relu_out, torch.ops.quantized.batch_norm_relu)):
+        same(fn(sx, w.numpy(), b.numpy(), m.numpy(), v.numpy(), 1e-5, 0.03, 90), ref(x, w, b, m, v, 1e-5, 0.03, 90))
+    x4 = qt(rng.integers(0, 256, (2, 3, 7, 8)), "quint8", 0.05, 100)
+    same(pool.max_pool2d_out(srq(x4), [3, 2], [2, 1], [1, 0], [1, 2], True),
+         torch.ops.quantized.max_pool2d(x4, [3, 2], [2, 1], [1, 0], [1, 2], True))
+    x3 = qt(rng.integers(0, 256, (2, 3, 11)), "quint8", 0.05, 100)
+    same(pool.max_pool1d_out(srq(x3), [3], [2], [1], [1], False), torch.ops.quantized.max_pool1d(x3, [3], [2], [1], [1], False))
+
+
+class _PReLU(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.quant, self.dequant = torch.ao.quantization.QuantStub(), torch.ao.quantization.DeQuantStub()
+        self.conv, self.prelu, self.drop = torch.nn.Conv2d(3, 6, 1), torch.nn.PReLU(6), torch.nn.Dropout(0.3)
+        self.bn = torch.nn.BatchNorm3d(6)
+
+    def forward(self, x):
+        y = self.drop(self.prelu(self.conv(self.quant(x))))
+        return self.dequant(self.bn(y.unsqueeze(2)))
+
+
+def test_eager_prelu_dropout_batch_norm3d_match_torch():
+    """nn.quantized.PReLU (its weight quantized per tensor: the default qconfig; torch's per-channel
+    weight observer fails on the 1-d weight), Dropout and BatchNorm3d as eager convert makes them;
+    traced: torch 2.13 cannot run its own scripted nn.quantized.BatchNorm* (its scale buffer is not a
+    0-dim tensor: "Cannot input a tensor of dimension other than 0 as a scalar argument")."""
+    import torch.ao.quantization as tq
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        net = _PReLU().eval()
+        net.bn.running_mean.uniform_(-0.5, 0.5)
+        net.bn.running_var.uniform_(0.5, 2.0)
+        net.qconfig = tq.default_qconfig
+        tq.prepare(net, inplace=True)
+        for s in range(3):
+            net(torch.randn(2, 3, 5, 70, generator=torch.Generator().manual_seed(s)))
+        tq.convert(net, inplace=True)
+        x = torch.randn(2, 3, 5, 70, generator=torch.Generator().manual_seed(7))
+        sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.trace(net, (x,)), (x,)))
+        with torch.no_grad():
+            want = net(x)
+    ran = {pn.node.kind for pn in sm.top.nodes if pn.fn is not None and pn.fn.backend == "quantized_cpu"}
+    assert {"quantized::prelu", "quantized::batch_norm3d"} <= ran, ran
+    np.testing.assert_array_equal(sm(x.numpy()), want.numpy())

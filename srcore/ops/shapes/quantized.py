@@ -228,6 +228,8 @@ _OUT_QPARAMS = {
     "quantized::batch_norm2d": (6, 7), "quantized::batch_norm2d_relu": (6, 7), "quantized::layer_norm": (5, 6),
     "quantized::celu": (1, 2), "quantized::group_norm": (5, 6), "quantized::instance_norm": (4, 5),
     "quantized::softmax": (2, 3),
+    "quantized::prelu": (2, 3), "quantized::batch_norm3d": (6, 7), "quantized::batch_norm3d_relu": (6, 7),
+    "quantized::batch_norm_relu": (6, 7),
 }
 
 
@@ -238,14 +240,16 @@ def unary_requantized(ctx: Ctx):
     s, z = _OUT_QPARAMS[ctx.op]
     if ctx.op.startswith("quantized::batch_norm") and x.shape is not None:
         want = {"quantized::batch_norm1d": (2, 3), "quantized::batch_norm1d_relu": (2, 3),
-                "quantized::batch_norm2d": (4,), "quantized::batch_norm2d_relu": (4,)}.get(ctx.op)
+                "quantized::batch_norm2d": (4,), "quantized::batch_norm2d_relu": (4,),
+                "quantized::batch_norm3d": (5,), "quantized::batch_norm3d_relu": (5,)}.get(ctx.op)
         if want is not None and len(x.shape) not in want:
             raise ctx.fail(f"expects a {' or '.join(f'{r}-D' for r in want)} input, got shape {x.shape}")
     return [TensorType(dtype, x.shape, known_qparams(ctx, dtype, x.shape, ctx.known(s), ctx.known(z)))]
 
 
-@rule("quantized::relu6")
+@rule("quantized::relu6", "quantized::threshold", "quantized::clamp", "quantized::dropout")
 def relu6(ctx: Ctx):
+    """Ops whose output has the input's parameters."""
     x = ctx.tensor(0)
     return [TensorType(_same_dtype(ctx, 0), x.shape, x.qparams)]
 
@@ -334,7 +338,7 @@ def qconv_then_add(ctx: Ctx):
 # -- quantization parameters of float ops that take quantized tensors ------------------------------
 #: aten ops whose quantized output has its (first) quantized input's parameters, as in torch
 KEEPS_QPARAMS = frozenset(f"aten::{n}" for n in (
-    "relu", "relu_", "gelu", "gelu_", "relu6", "hardtanh", "hardtanh_", "clamp", "clamp_", "clip", "leaky_relu", "leaky_relu_",
+    "relu", "relu_", "gelu", "gelu_", "threshold", "relu6", "hardtanh", "hardtanh_", "clamp", "clamp_", "clip", "leaky_relu", "leaky_relu_",
     "max_pool1d", "max_pool2d", "max_pool3d", "max_pool2d_with_indices", "quantized_max_pool2d", "avg_pool1d", "avg_pool2d",
     "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "_adaptive_avg_pool2d", "adaptive_avg_pool3d",
     "adaptive_max_pool2d", "mean", "flatten", "reshape", "view", "_reshape_alias", "_unsafe_view", "squeeze",
@@ -346,7 +350,7 @@ KEEPS_QPARAMS = frozenset(f"aten::{n}" for n in (
     "topk", "index_select", "gather", "masked_fill", "__getitem__", "unflatten", "movedim", "swapaxes",
     "to", "type_as", "copy_", "fill_", "identity", "diagonal", "tensor_split", "repeat_interleave", "index", "unfold",
 )) | {"quantized::mean_channels_last", "quantized::avg_pool2d_channels_last",
-     "quantized::adaptive_avg_pool2d_channels_last"}
+     "quantized::adaptive_avg_pool2d_channels_last", "quantized::max_pool1d", "quantized::max_pool2d"}
 
 #: aten ops whose quantized output has fixed parameters, by dtype (torch's)
 FIXED_QPARAMS: dict[str, dict[str, QParams]] = {

@@ -280,3 +280,20 @@ def celu_out(self, output_scale, output_zero_point, alpha=1.0, *, out=None):
     if a == 0:
         raise KernelError("quantized::celu: alpha must not be 0")
     return _through_float(self, _elu(a, 1.0, 1.0 / a), q, out, "quantized::celu")
+
+
+def threshold_out(self, threshold, value, *, out=None):
+    """aten::threshold / quantized::threshold (torch's ``qthreshold_kernel``): ``x > threshold ? x :
+    value`` on the dequantized values (float32), quantized back with the input's parameters."""
+    th, v = F32(float(threshold)), F32(float(value))
+    return _through_float(self, lambda x: np.where(x > th, x, v).astype(F32), self.qparams, out, "aten::threshold")
+
+
+def quantized_clamp_out(qx, min=None, max=None, *, out=None):
+    """quantized::clamp: aten::clamp's quantized kernel (the bounds quantized, the integers clamped)."""
+    return clamp_out(qx, min, max, out=out)
+
+
+def quantized_dropout(self, output_scale, output_zero_point, p=0.5, training=False):
+    """quantized::dropout: torch returns its input as it is (parameters included)."""
+    return require_per_tensor(self, "quantized::dropout")

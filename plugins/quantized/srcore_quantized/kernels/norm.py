@@ -152,3 +152,18 @@ def instance_norm_out(input, weight, bias, eps, output_scale, output_zero_point,
     """``quantized::instance_norm``: torch runs it as a group norm with one channel per group."""
     return _group_norm(input, int(input.shape[1]) if input.ndim > 1 else 1, weight, bias, eps, output_scale,
                        output_zero_point, out, "quantized::instance_norm")
+
+
+def batch_norm3d_out(qx, weight, bias, mean, var, eps, output_scale, output_zero_point, *, out=None):
+    return _batch_norm(qx, weight, bias, mean, var, eps, output_scale, output_zero_point, False, out,
+                       "quantized::batch_norm3d", (5,))
+
+
+def batch_norm3d_relu_out(qx, weight, bias, mean, var, eps, output_scale, output_zero_point, *, out=None):
+    return _batch_norm(qx, weight, bias, mean, var, eps, output_scale, output_zero_point, True, out,
+                       "quantized::batch_norm3d_relu", (5,))
+
+
+def batch_norm_relu_out(qx, weight, bias, mean, var, eps, output_scale, output_zero_point, *, out=None):
+    return _batch_norm(qx, weight, bias, mean, var, eps, output_scale, output_zero_point, True, out,
+                       "quantized::batch_norm_relu", (2, 3, 4, 5))
