@@ -112,6 +112,10 @@ KERNELS: list[Kernel] = [
     _k("aten::gelu", "activation:gelu_out", Q8),
     _k("aten::gelu_", "activation:gelu_", Q8, "native"),
     _k("aten::threshold", "activation:threshold_out", Q8),
+    _k("aten::prelu", "binary:aten_prelu_out", Q8),
+    # comparisons: a bool result; the matcher leaves bool and integer comparisons to cpu
+    *[_k(f"aten::{c}.{o}", f"compare:{c}_out", Q + ("bool",) + FLOATS, matcher=f"match:{c}")
+      for c in ("eq", "ne", "lt", "le", "gt", "ge") for o in ("Scalar", "Tensor")],
     _k("aten::max_pool2d", "pool:max_pool2d_out", Q),
     _k("aten::quantized_max_pool2d", "pool:max_pool2d_out", Q),
     _k("aten::avg_pool2d", "pool:avg_pool2d_out", Q),

@@ -348,3 +348,47 @@ def test_eager_prelu_dropout_batch_norm3d_match_torch():
     ran = {pn.node.kind for pn in sm.top.nodes if pn.fn is not None and pn.fn.backend == "quantized_cpu"}
     assert {"quantized::prelu", "quantized::batch_norm3d"} <= ran, ran
     np.testing.assert_array_equal(sm(x.numpy()), want.numpy())
+
+
+# -- comparisons, aten::prelu ----------------------------------------------------------------------------
+@EXAMPLES
+@given(data=st.data(), shape=st.lists(st.integers(1, 6), min_size=1, max_size=3))
+def test_comparisons(data, shape):
+    """Dequantized float32 values compared, as torch: against a scalar that is exactly one of the
+    levels (equality hits), against another quantized tensor with other parameters, broadcast."""
+    from srcore_quantized.kernels import compare
+
+    x = data.draw(qtensor(tuple(shape)))
+    lo, hi = RANGE["quint8" if x.dtype == torch.quint8 else "qint8"]
+    level = float(x.dequantize().reshape(-1)[0])
+    y = qt(np.random.default_rng(len(shape)).integers(lo, hi + 1, shape[-1:]),
+           "quint8" if x.dtype == torch.quint8 else "qint8", data.draw(st.floats(1e-3, 1.0)),
+           data.draw(st.integers(lo // 2, hi // 2)))
+    for name in ("eq", "ne", "lt", "le", "gt", "ge"):
+        fn = getattr(compare, f"{name}_out")
+        for other, sother in ((level, level), (y, srq(y))):
+            want = getattr(torch, name)(x, other).numpy()
+            got = fn(srq(x), sother)
+            assert got.dtype == np.bool_
+            np.testing.assert_array_equal(got, want)
+
+
+def test_aten_prelu_and_comparisons_in_a_traced_model():
+    w = torch.quantize_per_tensor(torch.tensor([0.1, 0.2, -0.3, 0.25]), 0.01, 50, torch.quint8)
+
+    class _M(torch.nn.Module):
+        def forward(self, x):
+            qx = torch.quantize_per_tensor(x, 0.05, 60, torch.quint8)
+            y = torch.prelu(qx, w)
+            return y.dequantize(), y > 0.3, (x > 0) == (x > 0.2)
+
+    x = torch.randn(2, 4, 5, 6, generator=torch.Generator().manual_seed(3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = torch.jit.trace(_M(), (x,))
+        sm = srcore.StaticModule(srcore.from_torchscript(m, (x,)))
+        want = _M()(x)
+    on = {(pn.node.kind, pn.fn.backend) for pn in sm.top.nodes if pn.fn is not None}
+    assert {("aten::prelu", "quantized_cpu"), ("aten::gt", "quantized_cpu"), ("aten::eq", "cpu")} <= on, on
+    for g, w_ in zip(sm(x.numpy()), want):
+        np.testing.assert_array_equal(g, w_.numpy())

@@ -338,7 +338,7 @@ def qconv_then_add(ctx: Ctx):
 # -- quantization parameters of float ops that take quantized tensors ------------------------------
 #: aten ops whose quantized output has its (first) quantized input's parameters, as in torch
 KEEPS_QPARAMS = frozenset(f"aten::{n}" for n in (
-    "relu", "relu_", "gelu", "gelu_", "threshold", "relu6", "hardtanh", "hardtanh_", "clamp", "clamp_", "clip", "leaky_relu", "leaky_relu_",
+    "relu", "relu_", "gelu", "gelu_", "threshold", "prelu", "relu6", "hardtanh", "hardtanh_", "clamp", "clamp_", "clip", "leaky_relu", "leaky_relu_",
     "max_pool1d", "max_pool2d", "max_pool3d", "max_pool2d_with_indices", "quantized_max_pool2d", "avg_pool1d", "avg_pool2d",
     "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "_adaptive_avg_pool2d", "adaptive_avg_pool3d",
     "adaptive_max_pool2d", "mean", "flatten", "reshape", "view", "_reshape_alias", "_unsafe_view", "squeeze",

@@ -5,7 +5,7 @@ import functools
 
 import numpy as np
 
-from srcore.plugin import QDTYPES, KernelError, add_scalar_qparams, int8_gemm, mul_scalar_qparams
+from srcore.plugin import QDTYPES, KernelError, QuantizedArray, add_scalar_qparams, int8_gemm, mul_scalar_qparams
 
 from ._common import (F32, buffer, channels_last, channels_last_buffer, dequant_scalar, dequant_vec, ints,
                       output_qparams, quant_scalar, quant_tensor, quant_vec,
@@ -391,3 +391,12 @@ def prelu_out(qx, weight, output_scale, output_zero_point, *, out=None):
     res = buffer(out, shape, qx.qdtype)
     _requantize_into(c, multiplier, q.zero_point, qx.qdtype, False, res.reshape(-1), row)
     return wrap(res, qx.qdtype, q)
+
+
+def aten_prelu_out(self, weight, *, out=None):
+    """aten::prelu of a quantized input and weight (torch's ``_prelu_kernel``): quantized::prelu to the
+    input's own parameters; a float weight is refused, as torch refuses it."""
+    if not isinstance(weight, QuantizedArray):
+        raise KernelError("aten::prelu: the weight is not quantized; torch does not promote a quantized input "
+                          "and a float weight")
+    return prelu_out(self, weight, self.qparams.scale, self.qparams.zero_point, out=out)
