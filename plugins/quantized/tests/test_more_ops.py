@@ -392,3 +392,47 @@ def test_aten_prelu_and_comparisons_in_a_traced_model():
     assert {("aten::prelu", "quantized_cpu"), ("aten::gt", "quantized_cpu"), ("aten::eq", "cpu")} <= on, on
     for g, w_ in zip(sm(x.numpy()), want):
         np.testing.assert_array_equal(g, w_.numpy())
+
+
+# -- sort ------------------------------------------------------------------------------------------------
+@EXAMPLES
+@given(data=st.data(), shape=st.lists(st.integers(1, 30), min_size=1, max_size=3), descending=st.booleans())
+def test_stable_sort_orders_ties_as_torch(data, shape, descending):
+    from srcore_quantized.kernels import reduce
+
+    qdtype = data.draw(st.sampled_from(["quint8", "qint8"]))
+    lo = RANGE[qdtype][0]
+    x = qt(np.random.default_rng(len(shape)).integers(lo, lo + 4, shape), qdtype, 0.1, lo + 2)   # many ties
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    v, i = torch.sort(x, dim=dim, descending=descending, stable=True)
+    got_v, got_i = reduce.sort_stable(srq(x), stable=True, dim=dim, descending=descending)
+    same(got_v, v)
+    np.testing.assert_array_equal(got_i, i.numpy())
+
+
+class _Sorts(torch.nn.Module):
+    def forward(self, x):
+        q = torch.quantize_per_tensor(x, 0.5, 10, torch.quint8)
+        v, i = torch.sort(q, dim=1, descending=True, stable=True)
+        return v.dequantize(), i
+
+
+class _UnstableSort(torch.nn.Module):
+    def forward(self, x):
+        return torch.sort(torch.quantize_per_tensor(x, 0.5, 10, torch.quint8), dim=1)[1]
+
+
+def test_a_stable_sort_runs_an_unstable_one_is_refused_by_name():
+    """torch orders equal values of its unstable quantized sort otherwise than a stable sort (174 of 300
+    tie-heavy cases measured): srcore runs only stable=True and names the other at load."""
+    x = torch.randn(3, 40, generator=torch.Generator().manual_seed(0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(_Sorts()), (x,)))
+        for g, w in zip(sm(x.numpy()), _Sorts()(x)):
+            np.testing.assert_array_equal(g, w.numpy())
+        model = srcore.from_torchscript(torch.jit.script(_UnstableSort()), (x,))
+    with pytest.raises(srcore.UnsupportedOpError) as err:
+        srcore.StaticModule(model)
+    (miss,) = err.value.missing
+    assert miss.op == "aten::sort" and "quint8" in miss.dtypes, str(err.value)
