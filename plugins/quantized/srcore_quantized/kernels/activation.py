@@ -1,5 +1,6 @@
 """Activations on quantized tensors: relu/relu6/hardtanh/clamp on the stored integers; leaky_relu,
-hardswish, sigmoid, hardsigmoid and tanh through dequantize -> f -> quantize with torch's rounding."""
+hardswish, sigmoid, hardsigmoid, tanh, elu, celu, threshold and gelu through dequantize -> f ->
+quantize with torch's rounding (both of its code paths)."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""quantized:: batch_norm (1d/2d, +relu) and layer_norm."""
+"""quantized:: batch_norm (1d/2d/3d, +relu), layer_norm, group_norm and instance_norm."""
 from __future__ import annotations
 
 import numpy as np
