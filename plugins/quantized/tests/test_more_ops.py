@@ -351,7 +351,7 @@ def test_eager_prelu_dropout_batch_norm3d_match_torch():
 
 
 # -- comparisons, aten::prelu ----------------------------------------------------------------------------
-@EXAMPLES
+@settings(max_examples=6, deadline=None)   # 12 comparisons an example
 @given(data=st.data(), shape=st.lists(st.integers(1, 6), min_size=1, max_size=3))
 def test_comparisons(data, shape):
     """Dequantized float32 values compared, as torch: against a scalar that is exactly one of the
@@ -436,3 +436,42 @@ def test_a_stable_sort_runs_an_unstable_one_is_refused_by_name():
         srcore.StaticModule(model)
     (miss,) = err.value.missing
     assert miss.op == "aten::sort" and "quint8" in miss.dtypes, str(err.value)
+
+
+class _FxBlock(torch.nn.Module):
+    """What FX's x86 mapping quantizes of a block like _Block: instance norm, channel shuffle, ELU,
+    quantized::matmul (of a transposed, non-contiguous view) and softmax; group norm and GELU stay float."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.gn, self.inorm = torch.nn.GroupNorm(2, 8), torch.nn.InstanceNorm2d(8, affine=True)
+        self.shuffle, self.sm, self.act, self.elu = (torch.nn.ChannelShuffle(4), torch.nn.Softmax(dim=-1),
+                                                     torch.nn.GELU(), torch.nn.ELU())
+
+    def forward(self, x):
+        y = self.elu(self.shuffle(self.inorm(self.act(self.gn(self.conv(x))))))
+        return torch.matmul(self.sm(torch.matmul(y, y.transpose(-1, -2))), y)
+
+
+@pytest.mark.parametrize("frozen", [False, pytest.param(True, marks=pytest.mark.full)])
+def test_fx_quantized_block_matches_torch(frozen):
+    import torch.ao.quantization as tq
+    from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        x = torch.randn(2, 3, 6, 7, generator=torch.Generator().manual_seed(9))
+        prepared = prepare_fx(_FxBlock().eval(), tq.get_default_qconfig_mapping("x86"), (x,))
+        for s in range(4):
+            prepared(torch.randn(2, 3, 6, 7, generator=torch.Generator().manual_seed(s)))
+        net = convert_fx(prepared)
+        m = torch.jit.script(net)
+        if frozen:
+            m = torch.jit.freeze(m.eval())
+        sm = srcore.StaticModule(srcore.from_torchscript(m, (x,)))
+        with torch.no_grad():
+            want = net(x)
+    ran = {pn.node.kind for pn in sm.top.nodes if pn.fn is not None and pn.fn.backend == "quantized_cpu"}
+    assert {"quantized::instance_norm", "aten::channel_shuffle", "quantized::softmax", "quantized::matmul"} <= ran, ran
+    np.testing.assert_array_equal(sm(x.numpy()), want.numpy())
