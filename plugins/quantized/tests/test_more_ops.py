@@ -475,3 +475,21 @@ def test_fx_quantized_block_matches_torch(frozen):
     ran = {pn.node.kind for pn in sm.top.nodes if pn.fn is not None and pn.fn.backend == "quantized_cpu"}
     assert {"quantized::instance_norm", "aten::channel_shuffle", "quantized::softmax", "quantized::matmul"} <= ran, ran
     np.testing.assert_array_equal(sm(x.numpy()), want.numpy())
+
+
+@pytest.mark.parametrize("body, message", [
+    ("  %s : float = prim::Constant[value=0.1]()\n  %z : int = prim::Constant[value=3]()\n"
+     "  %y : Tensor = aten::unsqueeze(%x, %z0)\n"
+     "  %r : Tensor = quantized::matmul(%x, %y, %s, %z)\n", "same rank"),
+    ("  %s : float = prim::Constant[value=0.1]()\n  %z : int = prim::Constant[value=3]()\n"
+     "  %e : float = prim::Constant[value=1e-05]()\n  %n : NoneType = prim::Constant()\n"
+     "  %r : Tensor = quantized::group_norm(%x, %z1, %n, %n, %e, %s, %z)\n", "at least 3 dims"),
+])
+def test_shape_rules_refuse_what_torch_refuses_at_load(body, message):
+    """quantized::matmul does not broadcast (same rank) and group norm needs (N, C, ...): the load fails
+    with a SrcoreError naming the node, not a numpy error at run time."""
+    text = ("graph(%x : QUInt8(4, 6, scale=0.05, zero_point=7)):\n"
+            "  %z0 : int = prim::Constant[value=0]()\n  %z1 : int = prim::Constant[value=1]()\n"
+            + body + "  %d : Tensor = aten::dequantize(%r)\n  return (%d)\n")
+    with pytest.raises(srcore.SrcoreError, match=message):
+        srcore.StaticModule(srcore.parse_graph(text))

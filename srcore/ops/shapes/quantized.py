@@ -164,7 +164,6 @@ def binary(ctx: Ctx):
     return [TensorType(dtype, shape, known_qparams(ctx, dtype, shape, ctx.known(2), ctx.known(3)))]
 
 
-
 @rule("quantized::matmul")
 def qmatmul(ctx: Ctx):
     """torch's checks: same rank >= 2, equal batch dims (no broadcasting), inner sizes equal."""
@@ -175,12 +174,13 @@ def qmatmul(ctx: Ctx):
         sa, sb = tuple(a.shape), tuple(b.shape)
         if len(sa) != len(sb) or len(sa) < 2:
             raise ctx.fail(f"operands must have the same rank, at least 2, got shapes {list(sa)} and {list(sb)}")
-        for i, (x, y) in enumerate(zip(sa[:-2] + sa[-1:], sb[:-2] + sb[-2:-1])):
+        for x, y in zip(sa[:-2] + sa[-1:], sb[:-2] + sb[-2:-1]):
             if isinstance(x, int) and isinstance(y, int) and x != y:
                 raise ctx.fail(f"shapes {list(sa)} and {list(sb)} do not multiply (batch dims must be equal, "
                                f"no broadcasting)")
         shape = sa[:-1] + sb[-1:]
     return [TensorType(dtype, shape, known_qparams(ctx, dtype, shape, ctx.known(2), ctx.known(3)))]
+
 
 def scalar_operand(ctx: Ctx, pos: int) -> Any:
     """A known Scalar argument (or a constant 0-d / one-element tensor: traced graphs' ``.Tensor`` overloads)."""
@@ -244,6 +244,8 @@ def unary_requantized(ctx: Ctx):
                 "quantized::batch_norm3d": (5,), "quantized::batch_norm3d_relu": (5,)}.get(ctx.op)
         if want is not None and len(x.shape) not in want:
             raise ctx.fail(f"expects a {' or '.join(f'{r}-D' for r in want)} input, got shape {x.shape}")
+    if ctx.op in ("quantized::group_norm", "quantized::instance_norm") and x.shape is not None and len(x.shape) < 3:
+        raise ctx.fail(f"expects an input of at least 3 dims (N, C, ...), got shape {x.shape}")
     return [TensorType(dtype, x.shape, known_qparams(ctx, dtype, x.shape, ctx.known(s), ctx.known(z)))]
 
 
@@ -338,7 +340,8 @@ def qconv_then_add(ctx: Ctx):
 # -- quantization parameters of float ops that take quantized tensors ------------------------------
 #: aten ops whose quantized output has its (first) quantized input's parameters, as in torch
 KEEPS_QPARAMS = frozenset(f"aten::{n}" for n in (
-    "relu", "relu_", "gelu", "gelu_", "threshold", "prelu", "relu6", "hardtanh", "hardtanh_", "clamp", "clamp_", "clip", "leaky_relu", "leaky_relu_",
+    "relu", "relu_", "gelu", "gelu_", "threshold", "prelu", "relu6", "hardtanh", "hardtanh_", "clamp", "clamp_",
+    "clip", "leaky_relu", "leaky_relu_",
     "max_pool1d", "max_pool2d", "max_pool3d", "max_pool2d_with_indices", "quantized_max_pool2d", "avg_pool1d", "avg_pool2d",
     "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "_adaptive_avg_pool2d", "adaptive_avg_pool3d",
     "adaptive_max_pool2d", "mean", "flatten", "reshape", "view", "_reshape_alias", "_unsafe_view", "squeeze",
