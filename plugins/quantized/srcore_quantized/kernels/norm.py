@@ -96,7 +96,8 @@ def layer_norm_out(input, normalized_shape, weight, bias, eps, output_scale, out
 
 
 # -- group / instance norm: torch's quantized_normalize_kernel with per-channel affine -----------------
-#: elements per vector step of that kernel (8 floats x 4 = one Vectorized<quint8> of its AVX2 build)
+#: elements per vector step of that kernel (8 floats x 4 = one Vectorized<quint8> of its AVX2 build; torch
+#: 2.13 on an AVX512 CPU runs the same: the 6 of 30000 random cases where 32 and 64 differ all matched 32)
 NORM_VEC = 32
 
 
