@@ -55,13 +55,13 @@ def qtensor(draw, shape):
 
 
 def _levels_on_both_paths(qdtype, seed):
-    """Every level in torch's vector blocks (the first 256 elements: 4 blocks of 64) and again in the
-    scalar tail (1..63 more elements)."""
+    """Tensors that together put every level in torch's vector blocks (the first 256 elements: 4 blocks
+    of 64) and in its scalar tail (63 or fewer more elements: 5 tensors cover the 256 levels)."""
     lo, hi = RANGE[qdtype]
     rng = np.random.default_rng(seed)
     levels = np.arange(lo, hi + 1)
-    tail = np.concatenate([levels, levels])[rng.permutation(512)][:int(rng.integers(1, 64))]
-    return np.concatenate([rng.permutation(levels), tail])
+    order = rng.permutation(levels)
+    return [np.concatenate([rng.permutation(levels), order[i:i + 63]]) for i in range(0, 256, 63)]
 
 
 # -- gelu ------------------------------------------------------------------------------------------------
@@ -69,11 +69,12 @@ def _levels_on_both_paths(qdtype, seed):
 @pytest.mark.parametrize("qdtype", ["quint8", "qint8"])
 def test_gelu_every_level_on_both_paths(qdtype, approximate):
     rng = np.random.default_rng(0)
+    lo, hi = RANGE[qdtype]
     for i in range(40):
-        lo, hi = RANGE[qdtype]
-        t = qt(_levels_on_both_paths(qdtype, i), qdtype, float(np.exp(rng.uniform(np.log(1e-3), np.log(0.5)))),
-               int(rng.integers(lo, hi + 1)))
-        same(activation.gelu_out(srq(t), approximate), F.gelu(t, approximate=approximate))
+        scale, zp = float(np.exp(rng.uniform(np.log(1e-3), np.log(0.5)))), int(rng.integers(lo, hi + 1))
+        for ints in _levels_on_both_paths(qdtype, i):
+            t = qt(ints, qdtype, scale, zp)
+            same(activation.gelu_out(srq(t), approximate), F.gelu(t, approximate=approximate))
 
 
 @pytest.mark.full
@@ -83,13 +84,14 @@ def test_gelu_every_level_many_scales(qdtype, approximate):
     rng = np.random.default_rng(1)
     lo, hi = RANGE[qdtype]
     for i in range(2000):
-        t = qt(_levels_on_both_paths(qdtype, i), qdtype, float(np.exp(rng.uniform(np.log(1e-4), np.log(2.0)))),
-               int(rng.integers(lo, hi + 1)))
-        same(activation.gelu_out(srq(t), approximate), F.gelu(t, approximate=approximate))
+        scale, zp = float(np.exp(rng.uniform(np.log(1e-4), np.log(2.0)))), int(rng.integers(lo, hi + 1))
+        for ints in _levels_on_both_paths(qdtype, i):
+            t = qt(ints, qdtype, scale, zp)
+            same(activation.gelu_out(srq(t), approximate), F.gelu(t, approximate=approximate))
 
 
 def test_gelu_in_place_and_planned_buffer():
-    t = qt(_levels_on_both_paths("quint8", 3), "quint8", 0.03, 128)
+    t = qt(_levels_on_both_paths("quint8", 3)[0], "quint8", 0.03, 128)
     want = F.gelu(t)
     buf = np.empty(t.shape, np.uint8)
     got = activation.gelu_out(srq(t), out=buf)

@@ -222,7 +222,8 @@ def _gelu_scalar(approximate: str):
         beta, kappa = math.sqrt(2.0) * (2.0 / math.sqrt(math.pi)) * 0.5, 0.044715
 
         def one(x):
-            inner = beta * (x + kappa * (x * x * x))
+            cube = float(F32(F32(x) * F32(x)) * F32(x))   # value_dx is a float: its cube is float32
+            inner = beta * (x + kappa * cube)
             return 0.5 * x * (1.0 + math.tanh(inner))
     else:
         s = math.sqrt(0.5)
