@@ -112,11 +112,13 @@ def _group_norm(qx, groups: int, weight, bias, eps, output_scale, output_zero_po
         raise KernelError(f"{op}: {c} channels are not divisible by {groups} groups")
     cpg = c // groups
     hw = int(np.prod(qx.shape[2:], dtype=np.int64))
-    x = ints(qx).reshape(n * groups, cpg, hw).astype(np.int64)
+    x = ints(qx).reshape(n * groups, cpg, hw)
     size = cpg * hw
-    # the moments from exact integer sums, then torch's float32 steps
-    s = x.sum(axis=(1, 2)).astype(F32)
-    s2 = (x * x).sum(axis=(1, 2)).astype(F32)
+    # the moments from exact integer sums (in float64: exact below 2^53), then torch's float32 steps
+    xf = x.reshape(n * groups, size).astype(np.float64)
+    s = xf.sum(axis=1).astype(F32)
+    s2 = np.einsum("ij,ij->i", xf, xf).astype(F32)
+    del xf
     mean_shifted = (s / F32(size)).astype(F32)
     mean = (mean_shifted - F32(qx.qparams.zero_point)).astype(F32)
     var = np.maximum((s2 / F32(size) - mean_shifted * mean_shifted).astype(F32), F32(0))
@@ -127,17 +129,20 @@ def _group_norm(qx, groups: int, weight, bias, eps, output_scale, output_zero_po
     # per (row, channel): gamma_p = scale_x / std * gamma (float32), beta
     gamma_p = (std_inv.reshape(n, groups, 1) * w.reshape(1, groups, cpg)).astype(F32).reshape(n * groups, cpg, 1)
     beta = np.broadcast_to(b.reshape(1, groups, cpg), (n, groups, cpg)).reshape(n * groups, cpg, 1)
-    d = (x - qx.qparams.zero_point).astype(F32) - mean.reshape(-1, 1, 1)
-    y = (d.astype(F32) * gamma_p).astype(F32) + beta
-    y = y.astype(F32)
+    # (q - zp) from a table indexed by the stored byte, then float32 steps in torch's order, in place
+    levels = (np.arange(256, dtype=np.uint8).view(x.dtype).astype(np.int64) - qx.qparams.zero_point).astype(F32)
+    y = levels[x.view(np.uint8)]
+    y -= mean.reshape(-1, 1, 1)
+    y *= gamma_p
+    y += beta
     k = (hw // NORM_VEC) * NORM_VEC    # per channel: whole vectors, then the scalar remainder
-    r = np.empty(y.shape, np.float64)
-    inv = F32(1.0) / F32(q.scale)
-    r[..., :k] = np.rint(y[..., :k] * inv).astype(np.float64) + q.zero_point
-    r[..., k:] = np.rint(F32(q.zero_point) + y[..., k:] * inv)
-    np.clip(r, info.qmin, info.qmax, out=r)
+    y *= F32(1.0) / F32(q.scale)
+    y[..., k:] += F32(q.zero_point)    # scalar path: nearbyint(zp + x / s)
+    np.rint(y, out=y)
+    y[..., :k] += F32(q.zero_point)    # vector path: nearbyint(x / s) + zp (exact: an integer below 2^24,
+    np.clip(y, info.qmin, info.qmax, out=y)   # or far outside the range and clipped anyway)
     res = buffer(out, qx.shape, qx.qdtype)
-    res.reshape(r.shape)[...] = r
+    res.reshape(y.shape)[...] = y
     return wrap(res, qx.qdtype, q)
 
 
