@@ -122,8 +122,8 @@ def test_group_norm(data, n, groups, cpg, hw, channels_last, out_scale, out_zp, 
     """Both of torch's kernels (contiguous, and channels-last as a quantized conv's output) give the
     formula srcore computes; spatial sizes up to 99 cover its 32-element vector steps and the tail.
     Groups of at least 4 elements: torch 2.13 computes groups of 1 or 2 elements of every batch but the
-    first from the wrong data (its result for a batch differs from the same rows alone); srcore gives
-    the formula there."""
+    first from the wrong data (its result for a batch differs from the same rows alone; found with
+    1 to 3 groups of 1 to 8 channels and 1 to 33 positions); srcore gives the formula there."""
     c = groups * cpg
     assume(cpg * hw[0] * hw[1] >= 4)
     x = data.draw(qtensor((n, c) + hw))
@@ -135,7 +135,7 @@ def test_group_norm(data, n, groups, cpg, hw, channels_last, out_scale, out_zp, 
     want = torch.ops.quantized.group_norm(tx, groups, w, b, 1e-5, out_scale, zp)
     same(norm.group_norm_out(srq(x), groups, None if w is None else w.numpy(), None if b is None else b.numpy(),
                              1e-5, out_scale, zp), want)
-    if groups == 1:
+    if groups == 1 or hw[0] * hw[1] < 4:   # instance norm: groups of one channel (torch's bug above)
         return
     want = torch.ops.quantized.instance_norm(tx, w, b, 1e-5, out_scale, zp)
     same(norm.instance_norm_out(srq(x), None if w is None else w.numpy(), None if b is None else b.numpy(),
