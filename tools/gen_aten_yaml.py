@@ -54,7 +54,7 @@ sym_size sym_numel str items keys values get popitem setdefault update Delete di
 new_zeros new_ones new_full new_empty
 cumprod median one_hot upsample_bicubic2d select_scatter slice_scatter copy
 lstm gru rnn_tanh rnn_relu lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell unsafe_chunk unsafe_split unsafe_split_with_sizes
-argsort repeat_interleave pixel_shuffle pixel_unshuffle im2col col2im
+argsort repeat_interleave pixel_shuffle pixel_unshuffle channel_shuffle native_channel_shuffle im2col col2im
 scatter_add scatter_add_ index_add index_add_ eye fill numpy_T __and__ __or__ __xor__ rms_norm outer glu cosine_similarity unfold meshgrid fmod max_pool3d max_pool3d_with_indices avg_pool3d adaptive_avg_pool3d atan2 index_fill tensor_split
 linalg_norm cdist pairwise_distance bucketize diag adaptive_max_pool1d grid_sampler grid_sampler_2d affine_grid_generator prelu rrelu softshrink hardshrink
 scalar_tensor diagonal native_group_norm _cdist_forward _native_batch_norm_legit _adaptive_avg_pool2d embedding_bag

@@ -176,7 +176,7 @@ def _pool(ctx: Ctx, *, dilation_pos: int | None, ceil_pos: int):
 
 @rule("aten::max_pool1d", "aten::max_pool2d", "aten::max_pool3d", "aten::max_pool1d_with_indices",
       "aten::max_pool2d_with_indices", "aten::max_pool3d_with_indices", "aten::quantized_max_pool2d",
-      "aten::mkldnn_max_pool2d")
+      "aten::mkldnn_max_pool2d", "quantized::max_pool1d", "quantized::max_pool2d")
 def max_pool(ctx: Ctx):
     x = ctx.tensor(0)
     shape = _pool(ctx, dilation_pos=4, ceil_pos=5)

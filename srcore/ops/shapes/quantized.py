@@ -164,6 +164,24 @@ def binary(ctx: Ctx):
     return [TensorType(dtype, shape, known_qparams(ctx, dtype, shape, ctx.known(2), ctx.known(3)))]
 
 
+@rule("quantized::matmul")
+def qmatmul(ctx: Ctx):
+    """torch's checks: same rank >= 2, equal batch dims (no broadcasting), inner sizes equal."""
+    a, b = ctx.tensor(0), ctx.tensor(1)
+    dtype = _same_dtype(ctx, 0, 1)
+    shape = None
+    if a.shape is not None and b.shape is not None:
+        sa, sb = tuple(a.shape), tuple(b.shape)
+        if len(sa) != len(sb) or len(sa) < 2:
+            raise ctx.fail(f"operands must have the same rank, at least 2, got shapes {list(sa)} and {list(sb)}")
+        for x, y in zip(sa[:-2] + sa[-1:], sb[:-2] + sb[-2:-1]):
+            if isinstance(x, int) and isinstance(y, int) and x != y:
+                raise ctx.fail(f"shapes {list(sa)} and {list(sb)} do not multiply (batch dims must be equal, "
+                               f"no broadcasting)")
+        shape = sa[:-1] + sb[-1:]
+    return [TensorType(dtype, shape, known_qparams(ctx, dtype, shape, ctx.known(2), ctx.known(3)))]
+
+
 def scalar_operand(ctx: Ctx, pos: int) -> Any:
     """A known Scalar argument (or a constant 0-d / one-element tensor: traced graphs' ``.Tensor`` overloads)."""
     if ctx.is_tensor(pos):
@@ -208,6 +226,10 @@ _OUT_QPARAMS = {
     "quantized::hardswish": (1, 2), "quantized::elu": (1, 2), "quantized::sigmoid": (1, 2), "quantized::leaky_relu": (3, 4),
     "quantized::batch_norm": (6, 7), "quantized::batch_norm1d": (6, 7), "quantized::batch_norm1d_relu": (6, 7),
     "quantized::batch_norm2d": (6, 7), "quantized::batch_norm2d_relu": (6, 7), "quantized::layer_norm": (5, 6),
+    "quantized::celu": (1, 2), "quantized::group_norm": (5, 6), "quantized::instance_norm": (4, 5),
+    "quantized::softmax": (2, 3),
+    "quantized::prelu": (2, 3), "quantized::batch_norm3d": (6, 7), "quantized::batch_norm3d_relu": (6, 7),
+    "quantized::batch_norm_relu": (6, 7),
 }
 
 
@@ -218,14 +240,18 @@ def unary_requantized(ctx: Ctx):
     s, z = _OUT_QPARAMS[ctx.op]
     if ctx.op.startswith("quantized::batch_norm") and x.shape is not None:
         want = {"quantized::batch_norm1d": (2, 3), "quantized::batch_norm1d_relu": (2, 3),
-                "quantized::batch_norm2d": (4,), "quantized::batch_norm2d_relu": (4,)}.get(ctx.op)
+                "quantized::batch_norm2d": (4,), "quantized::batch_norm2d_relu": (4,),
+                "quantized::batch_norm3d": (5,), "quantized::batch_norm3d_relu": (5,)}.get(ctx.op)
         if want is not None and len(x.shape) not in want:
             raise ctx.fail(f"expects a {' or '.join(f'{r}-D' for r in want)} input, got shape {x.shape}")
+    if ctx.op in ("quantized::group_norm", "quantized::instance_norm") and x.shape is not None and len(x.shape) < 3:
+        raise ctx.fail(f"expects an input of at least 3 dims (N, C, ...), got shape {x.shape}")
     return [TensorType(dtype, x.shape, known_qparams(ctx, dtype, x.shape, ctx.known(s), ctx.known(z)))]
 
 
-@rule("quantized::relu6")
+@rule("quantized::relu6", "quantized::threshold", "quantized::clamp", "quantized::dropout")
 def relu6(ctx: Ctx):
+    """Ops whose output has the input's parameters."""
     x = ctx.tensor(0)
     return [TensorType(_same_dtype(ctx, 0), x.shape, x.qparams)]
 
@@ -314,7 +340,8 @@ def qconv_then_add(ctx: Ctx):
 # -- quantization parameters of float ops that take quantized tensors ------------------------------
 #: aten ops whose quantized output has its (first) quantized input's parameters, as in torch
 KEEPS_QPARAMS = frozenset(f"aten::{n}" for n in (
-    "relu", "relu_", "relu6", "hardtanh", "hardtanh_", "clamp", "clamp_", "clip", "leaky_relu", "leaky_relu_",
+    "relu", "relu_", "gelu", "gelu_", "threshold", "prelu", "relu6", "hardtanh", "hardtanh_", "clamp", "clamp_",
+    "clip", "leaky_relu", "leaky_relu_",
     "max_pool1d", "max_pool2d", "max_pool3d", "max_pool2d_with_indices", "quantized_max_pool2d", "avg_pool1d", "avg_pool2d",
     "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "_adaptive_avg_pool2d", "adaptive_avg_pool3d",
     "adaptive_max_pool2d", "mean", "flatten", "reshape", "view", "_reshape_alias", "_unsafe_view", "squeeze",
@@ -326,7 +353,7 @@ KEEPS_QPARAMS = frozenset(f"aten::{n}" for n in (
     "topk", "index_select", "gather", "masked_fill", "__getitem__", "unflatten", "movedim", "swapaxes",
     "to", "type_as", "copy_", "fill_", "identity", "diagonal", "tensor_split", "repeat_interleave", "index", "unfold",
 )) | {"quantized::mean_channels_last", "quantized::avg_pool2d_channels_last",
-     "quantized::adaptive_avg_pool2d_channels_last"}
+     "quantized::adaptive_avg_pool2d_channels_last", "quantized::max_pool1d", "quantized::max_pool2d"}
 
 #: aten ops whose quantized output has fixed parameters, by dtype (torch's)
 FIXED_QPARAMS: dict[str, dict[str, QParams]] = {

@@ -5,7 +5,7 @@ import functools
 
 import numpy as np
 
-from srcore.plugin import QDTYPES, KernelError, add_scalar_qparams, int8_gemm, mul_scalar_qparams
+from srcore.plugin import QDTYPES, KernelError, QuantizedArray, add_scalar_qparams, int8_gemm, mul_scalar_qparams
 
 from ._common import (F32, buffer, channels_last, channels_last_buffer, dequant_scalar, dequant_vec, ints,
                       output_qparams, quant_scalar, quant_tensor, quant_vec,
@@ -361,3 +361,42 @@ def aten_cat_out(tensors, dim=0, *, out=None):
     """``aten::cat`` of quantized tensors: torch requantizes to the first input's parameters."""
     return _cat(list(tensors), dim, None, None, False, out, "aten::cat")
 
+
+
+def prelu_out(qx, weight, output_scale, output_zero_point, *, out=None):
+    """``quantized::prelu`` (what ``nn.quantized.PReLU`` runs), torch's integer form: with ``one`` the
+    weight's quantized 1.0, ``(max(q, zx) - zx) * (one - zw) + (min(q, zx) - zx) * (w - zw)``,
+    requantized with ``sx * sw / sy``; the weight (one value per channel, or one) broadcast along dim 1."""
+    op = "quantized::prelu"
+    require_per_tensor(qx, op, "input")
+    require_per_tensor(weight, op, "weight")
+    if qx.ndim == 0:
+        raise KernelError(f"{op}: a zero-dim input is not allowed")
+    w = ints(weight)
+    if weight.ndim != qx.ndim:
+        dims = [1] * qx.ndim
+        if qx.ndim > 1:
+            dims[1] = w.size
+        elif w.size != 1:
+            dims[0] = w.size
+        w = w.reshape(dims)
+    wq = wrap(w, weight.qdtype, weight.qparams)
+    a, b, shape, row = _pair(qx, wq, op)
+    q = output_qparams(qx.qdtype, output_scale, output_zero_point, op)
+    zx, zw = qx.qparams.zero_point, weight.qparams.zero_point
+    one = int(quant_scalar(np.ones(1, F32), weight.qparams.scale, zw, weight.qdtype)[0])
+    a64 = a.astype(np.int64)
+    c = (np.maximum(a64, zx) - zx) * (one - zw) + (np.minimum(a64, zx) - zx) * (b.astype(np.int64) - zw)
+    multiplier = F32(qx.qparams.scale) * F32(weight.qparams.scale) * (F32(1.0) / F32(q.scale))
+    res = buffer(out, shape, qx.qdtype)
+    _requantize_into(c, multiplier, q.zero_point, qx.qdtype, False, res.reshape(-1), row)
+    return wrap(res, qx.qdtype, q)
+
+
+def aten_prelu_out(self, weight, *, out=None):
+    """aten::prelu of a quantized input and weight (torch's ``_prelu_kernel``): quantized::prelu to the
+    input's own parameters; a float weight is refused, as torch refuses it."""
+    if not isinstance(weight, QuantizedArray):
+        raise KernelError("aten::prelu: the weight is not quantized; torch does not promote a quantized input "
+                          "and a float weight")
+    return prelu_out(self, weight, self.qparams.scale, self.qparams.zero_point, out=out)

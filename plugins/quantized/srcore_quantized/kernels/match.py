@@ -32,3 +32,17 @@ repeat_interleave = _when_self_quantized("shape:repeat_interleave")
 masked_fill = _when_self_quantized("shape:masked_fill_out")
 max_dim = _when_self_quantized("reduce:max_dim")
 min_dim = _when_self_quantized("reduce:min_dim")
+eq = _when_self_quantized("compare:eq_out")
+ne = _when_self_quantized("compare:ne_out")
+lt = _when_self_quantized("compare:lt_out")
+le = _when_self_quantized("compare:le_out")
+gt = _when_self_quantized("compare:gt_out")
+ge = _when_self_quantized("compare:ge_out")
+
+
+def sort_stable(info):
+    """Only ``stable=True`` on a quantized ``self``: torch's unstable order of ties is not reproduced,
+    so such a node stays without a quantized kernel (the load names it)."""
+    if not info.is_const("stable") or info.const("stable") is not True:
+        return None
+    return _when_self_quantized("reduce:sort_stable")(info)

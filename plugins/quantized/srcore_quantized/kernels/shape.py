@@ -370,3 +370,20 @@ def unfold(self, dimension, size, step):
     d = dimension % a.ndim
     w = np.lib.stride_tricks.sliding_window_view(a, int(size), axis=d, writeable=a.flags.writeable)
     return _same(x, w[(slice(None),) * d + (slice(None, None, int(step)),)])
+
+
+def channel_shuffle_out(self, groups, *, out=None):
+    """``(N, g * k, H, W) -> (N, k * g, H, W)``: output channel ``c * g + i`` is input channel ``i * k + c``
+    (torch's quantized kernel: 4-D inputs only, its checks), parameters kept."""
+    x = require_per_tensor(self, "aten::channel_shuffle")
+    a, g = ints(x), int(groups)
+    if g <= 0:
+        raise KernelError(f"aten::channel_shuffle: groups must be positive, got {g}")
+    if a.ndim != 4:
+        raise KernelError(f"aten::channel_shuffle: expects a 4-D input, got shape {list(a.shape)}")
+    n, c, h, w = a.shape
+    if c <= 0 or c % g:
+        raise KernelError(f"aten::channel_shuffle: {c} channels are not divisible by {g} groups")
+    res = buffer(out, a.shape, x.qdtype)
+    res.reshape(n, c // g, g, h, w)[...] = a.reshape(n, g, c // g, h, w).transpose(0, 2, 1, 3, 4)
+    return wrap(res, x.qdtype, x.qparams)
