@@ -66,6 +66,19 @@ def test_a_team_run_slowed_by_the_sequence_is_no_wait():
     assert int(2.5 * best) < ALONE                       # (the ratio decides here, not the time alone)
 
 
+def test_the_old_ratio_on_request_for_an_ab():
+    """``SRCORE_TRT_LIKE_TIGHT_WAIT=1`` at import keeps the 1.5x of before (``families_ab``'s ``+tightwait``)."""
+    import os
+    import subprocess
+    import sys
+
+    code = "from srcore_trt_like.kernels import threads; print(threads.WAIT_RATIO)"
+    env = {k: v for k, v in os.environ.items() if k != "SRCORE_TRT_LIKE_TIGHT_WAIT"}
+    seen = [subprocess.run([sys.executable, "-c", code], env=dict(env, **extra), capture_output=True, text=True,
+                           check=True).stdout.split()[-1] for extra in ({}, {"SRCORE_TRT_LIKE_TIGHT_WAIT": "1"})]
+    assert seen == ["2.0", "1.5"]
+
+
 def test_back_on_the_team_once_the_core_is_free():
     gov = parallel.Governor(2)
     _drive(gov, 20, lambda i: TEAM)
