@@ -141,7 +141,7 @@ def test_packed_attention_on_the_heads_kernel_matches_torch():
     torch.manual_seed(L)
     m = Packed(d, heads).eval()
     x = torch.randn(B, L, d)
-    sm, desc = _engine(m, (x,), exclude=["mkl", "numba", "numpy"])
+    sm, desc = _engine(m, (x,), exclude=["mkl", "mkl_heads_omp", "numba", "numpy"])
     assert f"attention -> {B}x{L}x{d} [numba_heads]" in desc, desc
     with torch.no_grad():
         want = m(x).numpy()
@@ -439,3 +439,33 @@ def test_masked_encoder_layer_fast_path_runs_in_the_engine(norm_first, attn_mask
         with torch.no_grad():
             want = m(x, lens).numpy()
         np.testing.assert_allclose(sm(x.numpy(), lens.numpy()), want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.full
+def test_packed_attention_heads_split_over_the_omp_team_match_one_thread_and_torch():
+    """The packed layer's ``mkl_heads_omp`` (2 intra-op threads, tactic pinned, no timing): every
+    (batch, head) on the caller or the OpenMP worker, q/k/v read 3E floats apart from the qkv rows;
+    the one-thread ``mkl`` tactic's result (its softmax is another compiled pass: to rounding) and torch's."""
+    from threadpoolctl import threadpool_limits
+
+    from srcore_trt_like.kernels import mkl, threads
+
+    if mkl.library() is None:
+        pytest.skip("no MKL")
+    B, L, d, heads = 2, 19, 48, 3
+    torch.manual_seed(7)
+    m = Packed(d, heads).eval()
+    x = torch.randn(B, L, d)
+    with threadpool_limits(2):
+        if threads.count() < 2:
+            pytest.skip("one intra-op thread here")
+        split, desc = _engine(m, (x,), exclude=["mkl", "numba", "numpy", "numba_heads"])
+        one, one_desc = _engine(m, (x,), exclude=["mkl_heads_omp", "numba", "numpy", "numba_heads"])
+    assert f"attention -> {B}x{L}x{d} [mkl_heads_omp]" in desc, desc
+    assert f"attention -> {B}x{L}x{d} [mkl]" in one_desc, one_desc
+    got = [split(x.numpy()) for _ in range(3)]
+    want = one(x.numpy())
+    assert all(np.array_equal(g, got[0]) for g in got)
+    np.testing.assert_allclose(got[0], want, rtol=1e-6, atol=1e-6)
+    with torch.no_grad():
+        np.testing.assert_allclose(got[0], m(x).numpy(), rtol=1e-4, atol=1e-5)

@@ -52,6 +52,33 @@ def test_a_team_slower_than_the_layer_alone_waited():
     assert teams[:2] == [1, 2] and waits == 1 and teams[2] == 1
 
 
+def test_a_team_run_slowed_by_the_sequence_is_no_wait():
+    """In an engine's sequence a split layer's team runs take 1.3-1.5x its best (a back-to-back run,
+    data in cache) without waiting for a core: they stay on the team as long as they beat the layer
+    alone. 1.8x its best, still faster than alone: no wait; 2.5x (a worker that was descheduled): a wait."""
+    best = 300                                           # a layer that splits well: ALONE is 3.3x
+    gov = parallel.Governor(2)
+    _drive(gov, 2, lambda i: best)                       # alone once, then the team's best
+    teams, waits = _drive(gov, 200, lambda i: (int(1.3 * best), int(1.5 * best), int(1.8 * best))[i % 3])
+    assert waits == 0 and teams == [2] * 200
+    teams, waits = _drive(gov, 3, lambda i: int(2.5 * best) if i == 0 else best)
+    assert waits == 1 and teams == [2, 1, 2]
+    assert int(2.5 * best) < ALONE                       # (the ratio decides here, not the time alone)
+
+
+def test_the_old_ratio_on_request_for_an_ab():
+    """``SRCORE_TRT_LIKE_TIGHT_WAIT=1`` at import keeps the 1.5x of before (``families_ab``'s ``+tightwait``)."""
+    import os
+    import subprocess
+    import sys
+
+    code = "from srcore_trt_like.kernels import threads; print(threads.WAIT_RATIO)"
+    env = {k: v for k, v in os.environ.items() if k != "SRCORE_TRT_LIKE_TIGHT_WAIT"}
+    seen = [subprocess.run([sys.executable, "-c", code], env=dict(env, **extra), capture_output=True, text=True,
+                           check=True).stdout.split()[-1] for extra in ({}, {"SRCORE_TRT_LIKE_TIGHT_WAIT": "1"})]
+    assert seen == ["2.0", "1.5"]
+
+
 def test_back_on_the_team_once_the_core_is_free():
     gov = parallel.Governor(2)
     _drive(gov, 20, lambda i: TEAM)

@@ -62,7 +62,7 @@ def sgemm(typingctx, fn, ta, tb, m, n, k, a, lda, b, ldb, c, ldc):
 
 
 @njit(**EXACT_JIT)
-def _heads(t, i0, i1, fn, one, qp, qb, kp, kb, vp, vb, op, ob, L, S, E, H, mask, step, c, divide, safe, s, p):
+def _heads(t, i0, i1, fn, one, qp, qb, kp, kb, vp, vb, op, ob, L, S, E, H, mask, step, c, divide, safe, s, p, ld):
     """Heads ``i0`` to ``i1`` (``i = b * H + h``) on part ``t``'s scratch."""
     _one_thread(one)   # an OpenMP worker's own MKL count may start a nested team (a call a claim: ~ns)
     D = E // H
@@ -70,16 +70,17 @@ def _heads(t, i0, i1, fn, one, qp, qb, kp, kb, vp, vb, op, ob, L, S, E, H, mask,
     for i in range(i0, i1):
         b, h = i // H, i % H
         off = 4 * h * D
-        sgemm(fn, 111, 112, L, S, D, qp + b * qb + off, E, kp + b * kb + off, E, st.ctypes.data, S)
+        sgemm(fn, 111, 112, L, S, D, qp + b * qb + off, ld, kp + b * kb + off, ld, st.ctypes.data, S)
         mh = mask[b if mask.shape[0] > 1 else 0, h if mask.shape[1] > 1 else 0]
         softmax_rows_biased(st, pt, c, divide, mh, step, safe)
-        sgemm(fn, 111, 111, L, D, S, pt.ctypes.data, S, vp + b * vb + off, E, op + b * ob + off, E)
+        sgemm(fn, 111, 111, L, D, S, pt.ctypes.data, S, vp + b * vb + off, ld, op + b * ob + off, E)
 
 
 #: ``heads(nt, 1, B * H, fn, one, qp, qb, kp, kb, vp, vb, op, ob, L, S, E, H, mask, step, c, divide,
-#: safe, s, p)``: ``out[b, :, h*D:(h+1)*D] = softmax(q_h k_h^T / c + mask) v_h`` (``divide``; else
+#: safe, s, p, ld)``: ``out[b, :, h*D:(h+1)*D] = softmax(q_h k_h^T / c + mask) v_h`` (``divide``; else
 #: ``* c``) for every batch and head, the (batch, head) pairs claimed one at a time: ``q`` (B, L, E),
-#: ``k`` and ``v`` (B, S, E), ``out`` (B, L, E) with contiguous rows at addresses ``qp``, ``kp``,
+#: ``k`` and ``v`` (B, S, E) with rows ``ld`` floats apart (E; 3E: the thirds of a packed qkv),
+#: ``out`` (B, L, E) with contiguous rows, at addresses ``qp``, ``kp``,
 #: ``vp``, ``op`` and batch strides ``qb``, ``kb``, ``vb``, ``ob`` (bytes); ``mask`` (Bm, Hm, Lm, S)
 #: with Bm, Hm in (1, B / H) and row step ``step``; ``s``, ``p`` (nt, L, S) scratch, one per part;
 #: ``fn`` the address of ``cblas_sgemm``, ``one`` of ``MKL_Set_Num_Threads_Local``

@@ -132,8 +132,17 @@ def use(n: int) -> None:
         _tls.n = n
 
 
-#: a region on its team that took this many times its best team time waited for a thread
-WAIT_RATIO = 1.5
+#: a region on its team that took this many times its best team time waited for a thread. The best is
+#: a run back to back with the layer's own data in cache (the builder's timing, a call after a clean
+#: one); in the engine's sequence, after other layers, the same region takes 1.3-1.5x that on a shared
+#: machine without waiting for anyone (detection_head's split convs at 2 threads, load 3.5, team
+#: forced: medians 1.30-1.51x their best, a third to half of the runs over 1.5x), while a region that
+#: waited for a descheduled worker took 5-12x (the p90). At 1.5 those ordinary runs counted as waits
+#: and put their layers back on one thread for up to MAX_HOLD calls: detection_head's engine ran
+#: most split regions alone, 1.2-1.3x slower a call than at 2.0 (clean calls, one process, A/B
+#: interleaved), resnet_small's 1.3x. A team run slower than the layer alone still waited whatever the ratio.
+#: ``SRCORE_TRT_LIKE_TIGHT_WAIT=1`` (read at import) keeps 1.5 (``benchmarks.families_ab``'s ``+tightwait``: A/B).
+WAIT_RATIO = 1.5 if os.environ.get("SRCORE_TRT_LIKE_TIGHT_WAIT") == "1" else 2.0
 #: the longest run of calls a layer stays on its calling thread after a wait (then it tries its
 #: team again): with the hold doubling at every wait, a core that stays busy costs one waiting
 #: call in 128 (well outside a p90), and a core that frees up is used again within 128 calls

@@ -150,7 +150,7 @@ def _heads_omp(lib, layer: Layer, net: Network, nt: int) -> Kernel:
         mkl_gemm.set_threads(lib, 1)   # the caller's own products, when the region runs on it alone
         gov.run(heads_omp.heads, nt, 1, B * H, fn, one, q.ctypes.data, q.strides[0], k.ctypes.data, k.strides[0],
                 v.ctypes.data, v.strides[0], out.ctypes.data, out.strides[0], L, S, E, H, mask, step, c, divide, safe,
-                s, p)
+                s, p, E)   # (q, k, v with contiguous rows: E floats apart)
     return Kernel(run, keep=gov)
 
 

@@ -105,4 +105,33 @@ def attention_candidates(layer: Layer, net: Network) -> list[Candidate]:
                 sgemm(rm, nt, tr, L, L, D, 1.0, x + c, E3, x + 4 * E + c, E3, 0.0, sp, L)
                 softmax_rows(s, p, scale)
                 sgemm(rm, nt, nt, L, D, L, 1.0, pp, L, x + 8 * E + c, E3, 0.0, o + c, E)
-    return [Candidate("mkl", lambda: Kernel(run), blas="mkl")]
+    out = [Candidate("mkl", lambda: Kernel(run), blas="mkl")]
+    threads = _threads.count()
+    if threads > 1 and B * H > 1:
+        # its (batch, head) pairs claimed over numba's OpenMP team, as the attention_heads layer's
+        # (transformer_block's two 128x256 layers of 4 heads: ~0.3 ms each on one thread at 2 threads,
+        # the call's largest part not split); the build's timing at the engine's thread count keeps it or not
+        out.append(Candidate("mkl_heads_omp", lambda: _packed_heads_omp(lib, B, L, E, H, scale, threads), blas="mkl"))
+    return out
+
+
+def _packed_heads_omp(lib, B: int, L: int, E: int, H: int, scale, nt: int) -> Kernel:
+    """The packed attention's heads on :mod:`..kernels.heads_omp` (q, k, v the thirds of each qkv row,
+    3E floats apart), governed like the other regions."""
+    from ..kernels import heads_omp
+
+    fn, one = heads_omp.addresses(lib)
+    zero = np.zeros((1, 1, 1, L), np.float32)
+    gov = _threads.Governor(nt)
+    tls = threading.local()
+
+    def run(qkv, out):
+        try:
+            s, p = tls.scratch
+        except AttributeError:
+            s, p = tls.scratch = np.empty((nt, L, L), np.float32), np.empty((nt, L, L), np.float32)
+        mkl_gemm.set_threads(lib, 1)
+        x, b = qkv.ctypes.data, qkv.strides[0]
+        gov.run(heads_omp.heads, nt, 1, B * H, fn, one, x, b, x + 4 * E, b, x + 8 * E, b, out.ctypes.data,
+                out.strides[0], L, L, E, H, zero, 0, scale, False, False, s, p, 3 * E)
+    return Kernel(run, keep=gov)
