@@ -28,9 +28,6 @@ Under pytest-xdist each worker gets its share of the cores as its intra-op threa
 OpenMP and BLAS teams on 2 cores made every team wait for a descheduled thread. Tests of the threaded
 paths ask for their threads themselves (``threadpool_limits``), which raises the count above the share.
 
-Under pytest-xdist the workers take turns compiling each numba kernel (``tests/_compile_lock.py``): the
-second loads the first's code from numba's on-disk cache instead of compiling it again.
-
 With ``--dist loadscope`` (test.sh) the modules known to be slowest are handed out first
 (``tests/_schedule.py``), so that the pass does not end with one worker running them alone.
 
@@ -46,7 +43,6 @@ from pathlib import Path
 
 import pytest
 
-import _compile_lock
 from _worker_threads import share_cores
 
 pytest_plugins = ("_chaos",)   # tests/ is on the path (pyproject.toml: pythonpath)
@@ -69,8 +65,6 @@ def pytest_configure(config: pytest.Config) -> None:
         share_cores(workerinput)
     root, made = _session_cache_root(config)
     root.mkdir(parents=True, exist_ok=True)
-    if workerinput is not None and os.environ.get("SRCORE_TEST_COMPILE_LOCK", "1") != "0":
-        _compile_lock.install(root / "numba-compile-locks")
     config.stash[_ROOT_KEY] = root
     config.stash[_MADE_KEY] = made
     os.environ["SRCORE_CACHE_DIR"] = str(root)
