@@ -189,3 +189,29 @@ def test_native_mha_fast_path_split_equals_one_thread_and_torch(monkeypatch):
         want = aten._native_multi_head_attention(*(torch.from_numpy(x),) * 3, 32, 4,
                                                  *map(torch.from_numpy, params), None, False)[0].numpy()
     np.testing.assert_allclose(r1, want, rtol=1e-5, atol=1e-5)
+
+
+def test_sdpa_and_the_generic_fused_kernels_hold_numpy_blas_on_the_caller_at_two_threads(monkeypatch):
+    """scaled_dot_product_attention (no fast path of its own) and the fused ops' generic kernels run
+    numpy's BLAS on the calling thread at more than one intra-op thread, and equal torch."""
+    if _blas_count() is None:
+        pytest.skip("numpy's BLAS not controllable here")
+    monkeypatch.delenv("SRCORE_CPU_THREADED_BLAS", raising=False)
+    monkeypatch.delenv("SRCORE_CPU_THREADS", raising=False)
+    seen = []
+    real = K._masked_softmax
+    monkeypatch.setattr(K, "_masked_softmax", lambda *a, **k: (seen.append(_blas_count()), real(*a, **k))[1])
+    q, k, v = (RNG.standard_normal((2, 4, 48, 16)).astype(np.float32) for _ in range(3))
+    node = NodeInfo("aten::scaled_dot_product_attention", None,
+                    tuple(ArgInfo(n, TensorType("float32", (2, 4, 48, 16)), False, None) for n in "qkv"), ())
+    with torch.no_grad():
+        want = torch.nn.functional.scaled_dot_product_attention(*map(torch.from_numpy, (q, k, v)),
+                                                                 is_causal=True).numpy()
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        fn = K.scaled_dot_product_attention_matcher(node)
+        assert fn is not K.scaled_dot_product_attention
+        got = fn(q, k, v, None, 0.0, True)
+        assert seen == [1] and _blas_count() == 2
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    with threadpoolctl.threadpool_limits(1, user_api="blas"):
+        assert K.scaled_dot_product_attention_matcher(node) is K.scaled_dot_product_attention

@@ -66,6 +66,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return np.matmul(probs, value, out=out)
 
 
+def scaled_dot_product_attention_matcher(node):
+    """:func:`scaled_dot_product_attention` with numpy's BLAS on the calling thread alone at more than
+    one intra-op thread (:func:`_held`): its two products otherwise ran OpenBLAS's threaded GEMM,
+    whose worker then spins beside the part pool's (the plugin's one-team policy)."""
+    return _held(scaled_dot_product_attention)
+
+
 def _mha_mask(mask, mask_type, B, H, L, S):
     """torch's masked_softmax convention: True (or nonzero) masks a key out; returns keep or None."""
     if mask is None:
@@ -466,7 +473,7 @@ def transformer_encoder_layer_matcher(node):
     float32/64 batched inputs of the weights' dtype (others go to the generic kernel)."""
     from srcore.plugin import Const, Specialized
 
-    generic = transformer_encoder_layer_fwd
+    generic = _held(transformer_encoder_layer_fwd)
     weights = _const_weights(node, _LAYER_ARGS)
     if weights is None or len([v for v in weights[0] if isinstance(v, np.ndarray)]) != 12:
         return generic
@@ -494,7 +501,7 @@ def native_multi_head_attention_matcher(node):
     mask an additive bias; any other call the generic kernel."""
     from srcore.plugin import Const, Specialized
 
-    generic = native_multi_head_attention
+    generic = _held(native_multi_head_attention)
     weights = _const_weights(node, _MHA_ARGS)
     names = [a.name for a in node.args]
     if weights is None or "need_weights" not in names or not node.is_const("need_weights") \
