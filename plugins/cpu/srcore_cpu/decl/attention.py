@@ -8,7 +8,8 @@ FLOATS = ("float32", "float64")
 WITH_MASKS = FLOATS + ("bool",)   # bool masks are a dispatch dtype of the node
 
 KERNELS: list[Kernel] = [
-    Kernel("aten::scaled_dot_product_attention", "cpu", "out", WITH_MASKS, _M + "scaled_dot_product_attention"),
+    Kernel("aten::scaled_dot_product_attention", "cpu", "out", WITH_MASKS, _M + "scaled_dot_product_attention",
+           matcher=_M + "scaled_dot_product_attention_matcher"),
     # natives: fresh results, the second output of MHA may be an empty placeholder
     Kernel("aten::_native_multi_head_attention", "cpu", "native", WITH_MASKS, _M + "native_multi_head_attention",
            matcher=_M + "native_multi_head_attention_matcher"),

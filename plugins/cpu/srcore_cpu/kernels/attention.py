@@ -66,6 +66,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return np.matmul(probs, value, out=out)
 
 
+def scaled_dot_product_attention_matcher(node):
+    """:func:`scaled_dot_product_attention` with numpy's BLAS on the calling thread alone at more than
+    one intra-op thread (:func:`_held`): its two products otherwise ran OpenBLAS's threaded GEMM,
+    whose worker then spins beside the part pool's (the plugin's one-team policy)."""
+    return _held(scaled_dot_product_attention)
+
+
 def _mha_mask(mask, mask_type, B, H, L, S):
     """torch's masked_softmax convention: True (or nonzero) masks a key out; returns keep or None."""
     if mask is None:
@@ -189,6 +196,39 @@ def _mask_bias(mask, mask_type, B, H, L, S, dt):
     return np.where(keep, dt.type(0), dt.type(-np.inf))
 
 
+def _head_blocks(B: int, H: int, parts: int) -> list[list[tuple[slice, slice]]]:
+    """The (batch, head) pairs of a (B, H, ...) attention in ``parts`` contiguous runs of the
+    flattened index, each run as ``(batch slice, head slice)`` segments whose (B, H, L, S) score
+    slices are C-contiguous: a run of whole batch entries is one segment, a run part-way through
+    an entry's heads one per entry it touches (the compiled softmax works on contiguous rows)."""
+    out = []
+    for lo, hi in _split(B * H, parts):
+        segs, j = [], lo
+        while j < hi:
+            b, h = divmod(j, H)
+            if h == 0 and hi - j >= H:             # whole entries
+                nb = (hi - j) // H
+                segs.append((slice(b, b + nb), slice(0, H)))
+                j += nb * H
+            else:                                  # heads h.. of entry b, up to the run's end
+                h1 = min(H, h + hi - j)
+                segs.append((slice(b, b + 1), slice(h, h1)))
+                j += h1 - h
+        out.append(segs)
+    return out
+
+
+def _split(n, parts):
+    from .parallel import split
+
+    return split(n, parts)
+
+
+#: below this many multiply-adds of the two score products a split attention is not built (nor timed):
+#: the part pool's hand-over costs tens of microseconds
+_SPLIT_MIN_MACS = 1 << 20
+
+
 class _SelfAttention:
     """Constant-weight self-attention of torch's fused ops, weights prepared at load.
 
@@ -199,9 +239,16 @@ class _SelfAttention:
     GEMM is MKL's where it timed faster for ``rows`` (:mod:`.mkl_gemm`). Intermediates live in the
     per-thread :data:`SHARED_WS`; heads are strided views of the qkv buffer (no split copies), the
     head outputs are written straight into the (tokens, embed) layout the projection reads.
+
+    **Threads.** At more than one intra-op thread the (batch, head) pairs' scores, softmax and
+    weighted sum (independent per pair) run in blocks on the plugin's part pool when ``shape``
+    ((B, L), known at load) is large enough and the split timed faster than one thread here
+    (:func:`.row_split.split_pays`, never by vendor; ``split_timer`` injects the choice in tests).
+    Each pair is computed by the same calls either way, so results do not depend on the split.
     """
 
-    def __init__(self, E, H, qkv_weight, qkv_bias, proj_weight, proj_bias, rows, softmax_):
+    def __init__(self, E, H, qkv_weight, qkv_bias, proj_weight, proj_bias, rows, softmax_, shape=None,
+                 split_timer=None):
         from .linalg import transposed
         from .mkl_gemm import gemm_for
 
@@ -215,6 +262,53 @@ class _SelfAttention:
         self.wo, self.bo = transposed(proj_weight), proj_bias
         self.dot_qkv, self.dot_o = (gemm_for(rows, w) or np.dot for w in (self.wqkv, self.wo))
         self.softmax_ = softmax_
+        self.split = None   # (B, L, threads, blocks) of the chosen split
+        if shape is not None:
+            self._choose_split(*shape, split_timer)
+
+    def _choose_split(self, B, L, timer=None):
+        from . import parallel as _par
+        from . import row_split
+
+        H, D = self.H, self.D
+        if not (isinstance(B, int) and isinstance(L, int)) or B * H < 2 or 2 * B * H * L * L * D < _SPLIT_MIN_MACS:
+            return
+        threads = _par.intra_op_threads()
+        if threads <= 1:
+            return
+        blocks = _head_blocks(B, H, min(threads, B * H))
+        rng = np.random.default_rng(0)
+        qkv = rng.standard_normal((B * L, 3 * self.E)).astype(self.dt)
+        attn = np.empty((B, L, H, D), self.dt)
+        scores, stat = np.empty((B, H, L, L), self.dt), np.empty((B, H, L, 1), self.dt)
+        one_segs = [(slice(0, B), slice(0, H))]
+
+        def one(qkv, attn):
+            self._core(qkv, B, L, None, attn, scores, stat, one_segs)
+
+        def split(qkv, attn):
+            _par.run_parts(lambda i: self._core(qkv, B, L, None, attn, scores, stat, blocks[i]), len(blocks), threads)
+        split.what = f"attention_heads:{B}x{H}x{L}x{D}"
+        # (one: numpy's BLAS on the caller alone, as the layer runs it, parallel.blas_on_caller)
+        one_ = _par.on_caller(one) if _par.blas_on_caller() else one
+        if row_split.split_pays(one_, split, (qkv, attn), timer=timer):
+            self.split = (B, L, threads, blocks)
+
+    def _core(self, qkv, B, L, bias, attn, scores, stat, segs):
+        """Scores, softmax and weighted sum of the (batch, head) ``segs`` of :func:`_head_blocks`
+        into ``attn`` (B, L, H, D), from the (B * L, 3E) ``qkv`` rows; ``scores`` (B, H, L, L) and
+        ``stat`` (B, H, L, 1) scratch (the calling thread's: the parts write disjoint slices)."""
+        H, D = self.H, self.D
+        q, k, v = (qkv[:, i * self.E:(i + 1) * self.E].reshape(B, L, H, D).transpose(0, 2, 1, 3) for i in range(3))
+        bias4 = None if bias is None else np.broadcast_to(bias, (B, H, L, L))
+        out4 = attn.transpose(0, 2, 1, 3)
+        for bs, hs in segs:
+            s = scores[bs, hs]
+            np.matmul(q[bs, hs], k[bs, hs].transpose(0, 1, 3, 2), out=s)
+            if bias4 is not None:
+                np.add(s, bias4[bs, hs], out=s)
+            self.softmax_(s, stat[bs, hs])
+            np.matmul(s, v[bs, hs], out=out4[bs, hs])
 
     def __call__(self, h, B, L, bias, y):
         ws, dt, E, H, D = SHARED_WS, self.dt, self.E, self.H, self.D
@@ -222,14 +316,17 @@ class _SelfAttention:
         qkv = ws.get(None, "qkv", (T, 3 * E), dt)
         self.dot_qkv(h, self.wqkv, out=qkv)
         np.add(qkv, self.bqkv, out=qkv)
-        q, k, v = (qkv[:, i * E:(i + 1) * E].reshape(B, L, H, D).transpose(0, 2, 1, 3) for i in range(3))
-        scores = ws.get(None, "scores", (B, H, L, L), dt)
-        np.matmul(q, k.transpose(0, 1, 3, 2), out=scores)
-        if bias is not None:
-            np.add(scores, bias, out=scores)
-        self.softmax_(scores, ws.get(None, "sstat", (B, H, L, 1), dt))
         attn = ws.get(None, "attn", (B, L, H, D), dt)
-        np.matmul(scores, v, out=attn.transpose(0, 2, 1, 3))
+        scores = ws.get(None, "scores", (B, H, L, L), dt)
+        stat = ws.get(None, "sstat", (B, H, L, 1), dt)
+        sp = self.split
+        if sp is not None and sp[0] == B and sp[1] == L:
+            from .parallel import run_parts
+
+            blocks = sp[3]
+            run_parts(lambda i: self._core(qkv, B, L, bias, attn, scores, stat, blocks[i]), len(blocks), sp[2])
+        else:
+            self._core(qkv, B, L, bias, attn, scores, stat, [(slice(0, B), slice(0, H))])
         self.dot_o(attn.reshape(T, E), self.wo, out=y)
         np.add(y, self.bo, out=y)
         return y
@@ -258,11 +355,19 @@ def _compiled_or_numpy(dt):
 
 def make_encoder_layer(embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu,
                        norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1,
-                       ffn_bias_1, ffn_weight_2, ffn_bias_2, rows=None, mask_type=None):
+                       ffn_bias_1, ffn_weight_2, ffn_bias_2, rows=None, mask_type=None, shape=None):
     """``fn(src, mask=None)``: an encoder layer with constant weights (a mask of ``mask_type`` as
     torch's fused op reads it). ``rows``: batch x tokens when known at load; each GEMM is then MKL's
-    where it timed faster (:mod:`.mkl_gemm`). The attention is :class:`_SelfAttention`; softmax and
-    layer norms work in place in per-thread scratch. Only the result is a fresh array.
+    where it timed faster (:mod:`.mkl_gemm`). The attention is :class:`_SelfAttention` (``shape``:
+    (batch, tokens) when known at load, for its split over heads); softmax and layer norms work in
+    place in per-thread scratch. Only the result is a fresh array.
+
+    At more than one intra-op thread the layer runs numpy's BLAS on the calling thread alone
+    (``parallel.on_caller``, the plugin's one-team policy, ``parallel.blas_on_caller``): its
+    unsplit products (the score products, a projection MKL did not win) otherwise ran OpenBLAS's
+    threaded GEMM, whose worker then spun beside the part pool's (MKL's split projections):
+    transformer_block at 2 threads ran three busy threads on two cores (OpenBLAS's worker ~0.85x
+    the caller's CPU time, docs/performance-log.md, "transformer_block at 2 threads").
     """
     from .activation_fast import gelu_erf_
     from .linalg import transposed
@@ -274,7 +379,7 @@ def make_encoder_layer(embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, 
     if dt == np.float32:
         norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2 = (
             np.ascontiguousarray(a, dt).reshape(-1) for a in (norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2))
-    attention = _SelfAttention(E, H, qkv_weight, qkv_bias, proj_weight, proj_bias, rows, softmax_)
+    attention = _SelfAttention(E, H, qkv_weight, qkv_bias, proj_weight, proj_bias, rows, softmax_, shape)
     w1, w2 = (transposed(w) for w in (ffn_weight_1, ffn_weight_2))
     Fh = w1.shape[1]
     dot_1, dot_2 = (gemm_for(rows, w) or np.dot for w in (w1, w2))
@@ -315,7 +420,15 @@ def make_encoder_layer(embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, 
         if not norm_first:
             ln_(z, norm_weight_2, norm_bias_2, eps, tmp, stat)
         return z.reshape(B, L, E)
-    return encoder_layer
+    return _held(encoder_layer)
+
+
+def _held(fn):
+    """``fn`` with numpy's BLAS on the calling thread alone where the plugin's one-team policy holds
+    (more than one intra-op thread, ``parallel.blas_on_caller``), else ``fn``."""
+    from . import parallel as _par
+
+    return _par.on_caller(fn) if _par.blas_on_caller() else fn
 
 
 _LAYER_ARGS = ("embed_dim", "num_heads", "qkv_weight", "qkv_bias", "proj_weight", "proj_bias", "use_gelu",
@@ -345,8 +458,14 @@ def _mask_args(node, pos: int):
 
 
 def _rows(node, arg: str):
+    shape = _batch_tokens(node, arg)
+    return None if shape is None else shape[0] * shape[1]
+
+
+def _batch_tokens(node, arg: str):
+    """(batch, tokens) of a (B, L, E) argument of static leading dims, else None."""
     shape = getattr(node.arg(arg).type, "shape", None)
-    return shape[0] * shape[1] if shape and len(shape) == 3 and all(isinstance(d, int) for d in shape[:2]) else None
+    return tuple(shape[:2]) if shape and len(shape) == 3 and all(isinstance(d, int) for d in shape[:2]) else None
 
 
 def transformer_encoder_layer_matcher(node):
@@ -354,7 +473,7 @@ def transformer_encoder_layer_matcher(node):
     float32/64 batched inputs of the weights' dtype (others go to the generic kernel)."""
     from srcore.plugin import Const, Specialized
 
-    generic = transformer_encoder_layer_fwd
+    generic = _held(transformer_encoder_layer_fwd)
     weights = _const_weights(node, _LAYER_ARGS)
     if weights is None or len([v for v in weights[0] if isinstance(v, np.ndarray)]) != 12:
         return generic
@@ -363,7 +482,7 @@ def transformer_encoder_layer_matcher(node):
         mask_pos, mask_type = _mask_args(node, len(_LAYER_ARGS) + 1)
     except KeyError:
         return generic
-    fast = make_encoder_layer(*vals, rows=_rows(node, "src"), mask_type=mask_type)
+    fast = make_encoder_layer(*vals, rows=_rows(node, "src"), mask_type=mask_type, shape=_batch_tokens(node, "src"))
     E = vals[0]
 
     def encoder_layer_const(src, mask):
@@ -382,7 +501,7 @@ def native_multi_head_attention_matcher(node):
     mask an additive bias; any other call the generic kernel."""
     from srcore.plugin import Const, Specialized
 
-    generic = native_multi_head_attention
+    generic = _held(native_multi_head_attention)
     weights = _const_weights(node, _MHA_ARGS)
     names = [a.name for a in node.args]
     if weights is None or "need_weights" not in names or not node.is_const("need_weights") \
@@ -396,7 +515,7 @@ def native_multi_head_attention_matcher(node):
     E, H = int(vals[0]), int(vals[1])
     avg = node.const("average_attn_weights", True) if "average_attn_weights" in names else True
     _, softmax_ = _compiled_or_numpy(dt)
-    attention = _SelfAttention(E, H, *vals[2:], _rows(node, "query"), softmax_)
+    attention = _held(_SelfAttention(E, H, *vals[2:], _rows(node, "query"), softmax_, _batch_tokens(node, "query")))
 
     def mha_const(query, key, value, mask):
         if query is key and key is value and query.ndim == 3 and query.dtype == dt and query.shape[2] == E:
