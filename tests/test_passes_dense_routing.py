@@ -5,6 +5,8 @@ no token picks, every token on one expert, ties in the router's ``topk``, NaN in
 And the pass leaves alone what it must not rewrite."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -254,27 +256,124 @@ def test_mixtral_style_permuted_mask_matches_torch(backends):
     assert not _kinds(sm) & {"aten::index_add", "aten::index"}
 
 
-def test_a_large_expert_keeps_its_routed_form():
-    """Dense, every expert runs on every token: above the pass's work bound the layer stays routed
-    (and still right)."""
-    m = _seeded(TopKWhere, 8)
-    m.experts = nn.ModuleList([_mlp(64, 256) for _ in range(4)]).eval()
-    m.router = nn.Linear(64, 4).eval()
-    sm = _check(m, torch.randn(1, 32, 64))
+@pytest.fixture
+def pinned():
+    """The load's timer replaced by a fixed answer (``pinned.answer``: True, dense), recording the layers
+    it is asked about: which form wins is then the test's, not the machine's."""
+    from srcore.passes.routing_timer import TIMER
+
+    class Pin:
+        answer = True
+
+        def __init__(self):
+            self.layers = []
+
+        def __call__(self, layer):
+            self.layers.append(layer)
+            return self.answer
+    pin = Pin()
+    token = TIMER.set(pin)
+    yield pin
+    TIMER.reset(token)
+
+
+def _sized(seed, tokens, d, h, n, k=2):
+    m = _seeded(TopKWhere, seed, d=d, n=n, k=k)
+    m.experts = nn.ModuleList([_mlp(d, h) for _ in range(n)]).eval()
+    return m, torch.randn(1, tokens, d)
+
+
+def test_far_from_the_break_even_the_count_decides_without_timing(pinned):
+    """2**13.6 multiply-adds (16x under the break-even): dense; 2**25.3 (16x over): routed; the
+    timer, answering dense, is not asked either time."""
+    from srcore.passes.dense_routing import BREAK_EVEN_MACS, MARGIN
+
+    sm = _check(_seeded(TopKWhere, 0), torch.randn(2, 6, 8))
+    assert "aten::index_add" not in _kinds(sm)
+    m, x = _sized(8, 128, 64, 640, 4)
+    assert 4 * 128 * 2 * 64 * 640 > BREAK_EVEN_MACS * MARGIN
+    sm = _check(m, x)
     assert "aten::index_add" in _kinds(sm)
+    assert pinned.layers == []
 
 
-def test_the_work_bound_is_on_the_layer_not_each_expert():
-    """Eight experts of 2**18.2 multiply-adds each on the dense rows: each under the bound, the layer
-    (eight masks read off one ``idx``) over it, so the layer stays routed."""
-    from srcore.passes.dense_routing import DEFAULT_MAX_MACS
+@pytest.mark.parametrize("answer", [True, False])
+def test_near_the_break_even_the_timer_chooses_the_form(pinned, answer):
+    """Eight experts of 2**18.2 multiply-adds each, 2**21.2 the layer: the timer is asked once, about
+    the layer (eight masks read off one ``idx``), and its answer is the form the load keeps."""
+    pinned.answer = answer
+    m, x = _sized(11, 72, 32, 64, 8)
+    sm = _check(m, x)
+    assert ("aten::index_add" in _kinds(sm)) is not answer
+    [layer] = pinned.layers
+    assert layer.macs == 8 * 72 * 2 * 32 * 64 and len(layer.masks) == 8
 
-    m = _seeded(TopKWhere, 11, d=32, n=8, k=2)
-    m.experts = nn.ModuleList([_mlp(32, 64) for _ in range(8)]).eval()
-    per_expert = 72 * 2 * 32 * 64
-    assert per_expert < DEFAULT_MAX_MACS < 8 * per_expert
-    sm = _check(m, torch.randn(1, 72, 32))
-    assert "aten::index_add" in _kinds(sm)
+
+def test_the_timed_forms_compute_the_layer(pinned):
+    """The two forms a timer gets, run by srcore on the timer's drawn routing, both give the layer's
+    sum computed with torch from the same masks (each (token, slot) on one expert)."""
+    from srcore.passes.routing_timer import KEEP_ROUTED, TIMER
+    from srcore.runtime.routing_choice import trial_inputs
+
+    m, x = _sized(3, 32, 64, 256, 4)
+    _check(m, x)
+    [layer] = pinned.layers
+    xs = trial_inputs(layer)
+    masks = [xs[i] for i in layer.masks]
+    assert (sum(mk.astype(int) for mk in masks) == 1).all()
+    named = {v.name.split(".")[0]: torch.from_numpy(xs[i]) for i, v in enumerate(layer.routed.inputs)}
+    tokens, w = named["tokens"], named["w"]
+    [base] = [torch.from_numpy(a) for i, a in enumerate(xs) if i not in layer.masks
+              and layer.routed.inputs[i].name.split(".")[0] not in ("tokens", "w")]   # the zeros the sum starts from
+    with torch.no_grad():
+        want = base.clone()
+        for e, mk in enumerate(masks):
+            tok, slot = np.nonzero(mk)
+            want.index_add_(0, torch.from_numpy(tok), m.experts[e](tokens[tok]) * w[tok, slot, None])
+    token = TIMER.set(KEEP_ROUTED)
+    try:
+        for g in (layer.routed, layer.dense):
+            got = srcore.StaticModule(g, backends=("cpu",))(*xs)
+            np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)
+    finally:
+        TIMER.reset(token)
+    assert "aten::index_add" not in {n.kind for n in layer.dense.all_nodes()}
+
+
+def test_the_choice_is_cached_per_machine(tmp_path, monkeypatch):
+    """A clear timing (1.25x or more) is kept at once: the next load asks the cache, not the clock.
+    A close one is timed again at each load, and kept after three, on each form's least time over them."""
+    import srcore.runtime.routing_choice as rc
+
+    monkeypatch.setenv("SRCORE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(rc._Cache, "_caches", {})
+    m, x = _sized(11, 72, 32, 64, 8)
+    readings = iter([{"dense": 1.0, "routed": 2.0}])
+    monkeypatch.setattr(rc, "time_forms", lambda *a: next(readings))
+    for _ in range(2):   # the second load would fail on an empty iterator if it timed
+        assert "aten::index_add" not in _kinds(_check(m, x))
+    readings = iter([{"dense": 1.1, "routed": 1.0}, {"dense": 0.9, "routed": 1.05}, {"dense": 1.2, "routed": 1.0}])
+    m, x = _sized(11, 72, 32, 64, 8, k=1)   # another layer (top-1): its own entry
+    kept = [("aten::index_add" in _kinds(_check(m, x))) for _ in range(4)]
+    assert kept == [True, False, False, False]   # routed, then dense (0.9 < 1.0) for good
+    data = json.loads(next((tmp_path / "routing").glob("choices-*.json")).read_text())
+    assert sorted(data["winners"].values()) == ["dense", "dense"]
+    assert {"dense": 0.9, "routed": 1.0, "loads": 3} in [{**e["times"], "loads": e["loads"]}
+                                                         for e in data["evidence"].values()]
+
+
+def test_the_load_times_a_close_layer_and_computes_torchs_result(tmp_path, monkeypatch):
+    """Unpinned, on the real clock: whichever form wins on this machine, the result is torch's and the
+    choice is in the cache."""
+    import srcore.runtime.routing_choice as rc
+
+    monkeypatch.setenv("SRCORE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(rc._Cache, "_caches", {})
+    m, x = _sized(11, 72, 32, 64, 8)
+    _check(m, x)
+    data = json.loads(next((tmp_path / "routing").glob("choices-*.json")).read_text())
+    [entry] = data["evidence"].values()
+    assert entry["loads"] == 1 and set(entry["times"]) == {"dense", "routed"}
 
 
 class Returned(TopKWhere):
