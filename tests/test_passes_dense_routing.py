@@ -118,6 +118,39 @@ class MixtralStyle(nn.Module):
         return out
 
 
+class HFMixtral(nn.Module):
+    """transformers' ``MixtralSparseMoeBlock.forward`` (the loop over every expert), verbatim but for its
+    expert module: ``hidden[None, top_x].reshape(-1, d)`` rows, ``routing_weights[top_x, idx, None]``,
+    ``index_add_`` of ``.to(dtype)`` into ``zeros``, the result read through a ``reshape`` after."""
+
+    def __init__(self, d=8, n=4, k=2, h=16):
+        super().__init__()
+        self.num_experts, self.top_k = n, k
+        self.gate = nn.Linear(d, n, bias=False)
+        self.w1 = nn.ModuleList([nn.Linear(d, h, bias=False) for _ in range(n)])
+        self.w3 = nn.ModuleList([nn.Linear(d, h, bias=False) for _ in range(n)])
+        self.w2 = nn.ModuleList([nn.Linear(h, d, bias=False) for _ in range(n)])
+
+    def forward(self, hidden_states):
+        batch_size, sequence_length, hidden_dim = hidden_states.shape
+        hidden_states = hidden_states.view(-1, hidden_dim)
+        router_logits = self.gate(hidden_states)
+        routing_weights = nn.functional.softmax(router_logits, dim=1, dtype=torch.float)
+        routing_weights, selected_experts = torch.topk(routing_weights, self.top_k, dim=-1)
+        routing_weights /= routing_weights.sum(dim=-1, keepdim=True)
+        routing_weights = routing_weights.to(hidden_states.dtype)
+        final_hidden_states = torch.zeros((batch_size * sequence_length, hidden_dim), dtype=hidden_states.dtype)
+        expert_mask = nn.functional.one_hot(selected_experts, num_classes=self.num_experts).permute(2, 1, 0)
+        for expert_idx, (w1, w3, w2) in enumerate(zip(self.w1, self.w3, self.w2)):
+            idx, top_x = torch.where(expert_mask[expert_idx])
+            current_state = hidden_states[None, top_x].reshape(-1, hidden_dim)
+            current_hidden_states = w2(nn.functional.silu(w1(current_state)) * w3(current_state)) \
+                * routing_weights[top_x, idx, None]
+            final_hidden_states.index_add_(0, top_x, current_hidden_states.to(hidden_states.dtype))
+        final_hidden_states = final_hidden_states.reshape(batch_size, sequence_length, hidden_dim)
+        return final_hidden_states, router_logits
+
+
 class NonzeroForms(nn.Module):
     """Top-1 with the index tensor read three ways (``nonzero(m).squeeze(-1)``, ``where(m)[0]``,
     ``nonzero(m)[:, 0]``) and ``out[tok] += y`` (a read of ``out``, an add, a non-accumulating
@@ -411,6 +444,49 @@ def test_the_heldout_moe_routing_runs_inside_one_engine():
     got = sm(*(t.numpy() for t in inputs))
     np.testing.assert_allclose(got[0], want[0].numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(got[1], want[1].numpy())
+
+
+@pytest.mark.parametrize("backends", BACKENDS)
+def test_hf_mixtral_block_matches_torch_and_loses_its_routing_ops(backends):
+    sm = _check(_seeded(HFMixtral, 12), torch.randn(2, 5, 8), backends)
+    assert not _kinds(sm) & ROUTED_OPS - {"aten::where"}
+    assert not any(n.kind == "aten::where" and len(n.inputs) == 1 for n in sm.graph.all_nodes())
+
+
+def test_hf_mixtral_with_a_symbolic_batch_keeps_its_routed_form():
+    """A batch dim left symbolic at load (``dynamic_dims``): the masks' shapes are not static, so the
+    layer stays routed, and gives torch's result at two batch sizes."""
+    m = _seeded(HFMixtral, 13)
+    x = torch.randn(2, 5, 8)
+    model = srcore.from_torchscript(torch.jit.script(m), (x,), dynamic_dims={"hidden_states": {0: "batch"}})
+    sm = srcore.StaticModule(model, backends=("cpu",))
+    assert "aten::index_add_" in _kinds(sm) or "aten::index_add" in _kinds(sm)
+    for b in (2, 3):
+        x = torch.randn(b, 5, 8)
+        with torch.no_grad():
+            want = m(x)
+        got = sm(x.numpy())
+        np.testing.assert_allclose(got[0], want[0].numpy(), rtol=1e-5, atol=1e-6)
+
+
+class ViewBeforeWrite(TopKWhere):
+    """A view of the accumulator taken before the experts write into it sees their writes: the
+    in-place sinks may not become new values."""
+
+    def forward(self, x):
+        tokens = x.reshape(-1, x.shape[-1])
+        w, idx = self.router(tokens).softmax(-1).topk(self.k, -1)
+        out = torch.zeros_like(tokens)
+        early = out.view(-1)
+        for e, expert in enumerate(self.experts):
+            tok, slot = torch.where(idx == e)
+            out.index_add_(0, tok, expert(tokens[tok]) * w[tok, slot].unsqueeze(-1))
+        return early
+
+
+def test_a_view_taken_before_the_writes_keeps_the_routed_form():
+    sm = _check(_seeded(ViewBeforeWrite, 14), torch.randn(1, 6, 8))
+    assert "aten::index_add_" in _kinds(sm)
 
 
 @pytest.mark.parametrize("bias", [None, (0.0, 0.0, 100.0)])

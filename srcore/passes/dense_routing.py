@@ -71,6 +71,7 @@ _UNARY = frozenset({
     "aten::abs", "aten::sqrt", "aten::rsqrt", "aten::log", "aten::erf", "aten::elu", "aten::leaky_relu",
     "aten::hardtanh", "aten::hardswish", "aten::hardsigmoid", "aten::softplus", "aten::mish", "aten::relu6",
     "aten::square", "aten::reciprocal", "aten::clone", "aten::contiguous", "aten::dropout", "aten::clamp",
+    "aten::to",
 })
 _BINARY = frozenset({"aten::add", "aten::sub", "aten::mul", "aten::div", "aten::maximum", "aten::minimum",
                      "aten::pow", "aten::rsub"})
@@ -234,13 +235,18 @@ def _static(t) -> tuple | None:
 def _private(out: Value, sink: Node) -> bool:
     """True if the in-place ``sink`` may become a new value: ``out`` is a fresh tensor of the sink's
     block (no input, constant or view) and nothing shares its memory but what the in-place ops on it
-    return, so no other value sees the write."""
+    return, and views taken after every write to it that nothing writes through (HF Mixtral's
+    ``final.reshape(b, s, d)``: a read of the result, which the rewrite gives them), so no other value
+    sees the write."""
     src = out.node
     if src.owning_block is not sink.owning_block or src.kind in ("prim::Param", "prim::Constant") \
             or src.blocks or alias_sources(src) or has_side_effects(src):
         return False
-    return all(v is out or (v.node.inputs and v.node.inputs[0] is out and 0 in mutated_inputs(v.node))
-               for v in alias_class(out))
+    aliases = alias_class(out)
+    writes = [v.node for v in aliases if v.node.inputs and v.node.inputs[0] is out and 0 in mutated_inputs(v.node)]
+    return all(v is out or v.node in writes or (
+        v.node.owning_block is sink.owning_block and all(v.node.is_after(w) for w in writes)
+        and not any(u.offset in mutated_inputs(u.user) for u in v.uses)) for v in aliases)
 
 
 #: the end of a full slice (``x[:, 0]``): TorchScript's ``None``, or INT64_MAX
@@ -349,12 +355,21 @@ class _Region:
 
     def _step(self, n: Node) -> None:
         k = base_kind(n)
-        if k == "prim::ListConstruct":
+        if any(id(v) in self.leads for v in n.inputs):
+            x = n.inputs[0]
+            row = list(self.dense.get(id(x), ())[len(self.mshape):])
+            if k not in ("aten::reshape", "aten::view") or id(x) not in self.leads or len(n.inputs) != 2 \
+                    or const_or(n.inputs[1], None) != [-1] + row:
+                raise _Bail   # (1, rows, ...) read any other way
+            self._set(n.output, self.dense[id(x)], self.rest[id(x)])
+            self.steps.append((n, "alias", None))
+        elif k == "prim::ListConstruct":
             self._index_list(n)
             self.steps.append((n, "list", None))
         elif k == "aten::index" and n.inputs[1].node.kind == "prim::ListConstruct" and \
                 id(n.inputs[1].node) in self.lists and not self._routed(n.inputs[0]):
-            self._source(n, n.inputs[0], self.lists[id(n.inputs[1].node)])
+            self._source(n, n.inputs[0], self.lists[id(n.inputs[1].node)],
+                         getattr(self, "_leads", {}).get(id(n.inputs[1].node), 0))
         elif k == "aten::index_select" and id(n.inputs[2]) in self.comp and not self._routed(n.inputs[0]):
             if _int(n.inputs[1]) != 0:
                 raise _Bail
@@ -376,20 +391,39 @@ class _Region:
         if not self.comp:   # [mask]: every mask dim
             axes = list(range(len(self.mshape)))
         else:
-            axes = [self.comp.get(id(v)) for v in n.inputs]
+            lead = 0   # x[None, tok]: new leading dims before the index (HF Mixtral's hidden[None, top_x])
+            while lead < len(n.inputs) and is_const(n.inputs[lead]) and const_or(n.inputs[lead], 0) is None:
+                lead += 1
+            axes = [self.comp.get(id(v)) for v in n.inputs[lead:]]
             if None in axes or len(set(axes)) != len(axes):
-                raise _Bail   # a None (":") entry, a routed value or an index twice
+                raise _Bail   # a None (":") entry after an index, a routed value or an index twice
+            if lead:
+                self._leads = {**getattr(self, "_leads", {}), id(n): lead}
         self._lists = {**self.lists, id(n): axes}
 
-    def _source(self, n: Node, x: Value, axes: list) -> None:
+    def _source(self, n: Node, x: Value, axes: list, lead: int = 0) -> None:
         xs = _static(self._type(x))
-        if xs is None or len(axes) > len(xs) or any(xs[j] != self.mshape[a] for j, a in enumerate(axes)):
+        if xs is None or lead and xs[:lead] != (1,) * lead:
+            raise _Bail
+        xs = xs[lead:]   # x[None, tok] of an x with leading 1s (unsqueeze(0)): a (1, rows, ...) result
+        if len(axes) > len(xs) or any(xs[j] != self.mshape[a] for j, a in enumerate(axes)):
             raise _Bail
         order = sorted(range(len(axes)), key=axes.__getitem__)   # x's indexed dims in mask order
         perm = order + list(range(len(axes), len(xs))) if order != sorted(order) else None
+        if lead and perm is not None:
+            raise _Bail
+        if lead:   # read only through a reshape to (-1, row dims) (_step): the routed rows again
+            self.leads[id(n.output)] = lead
         shape = tuple(xs[axes.index(m)] if m in axes else 1 for m in range(len(self.mshape))) + xs[len(axes):]
         self._set(n.output, shape, len(xs) - len(axes))
         self.steps.append((n, "source", (x, shape, perm)))
+
+    @property
+    def leads(self) -> dict:
+        """routed value -> the size-1 dims before its row dim (``x[None, tok]``)"""
+        if not hasattr(self, "_lead_of"):
+            self._lead_of = {}
+        return self._lead_of
 
     def _set(self, v: Value, shape: tuple, rest: int) -> None:
         self.dense[id(v)] = shape
@@ -484,6 +518,8 @@ class _Region:
     def _index_put(self, n: Node) -> None:
         out, lst, y = n.inputs[:3]
         axes = self.lists[id(lst.node)]
+        if id(lst.node) in getattr(self, "_leads", {}):
+            raise _Bail
         os_ = self._sink_y(n, y, out)
         acc = const_or(n.inputs[3]) if len(n.inputs) > 3 and is_const(n.inputs[3]) else None
         if type(acc) is not bool or self.rest[id(y)] != len(os_) - len(axes):
@@ -507,6 +543,9 @@ class _Region:
         env: dict[int, Value] = {}
         for n, kind, data in self.steps:
             if kind == "list":
+                continue
+            if kind == "alias":
+                env[id(n.output)] = env[id(n.inputs[0])]
                 continue
             dtype = self._type(n.output).dtype if isinstance(self._type(n.output), TensorType) else None
             if kind == "source":
