@@ -5,10 +5,11 @@ Each size is tokens x width x hidden x experts x top-k of ``tests/test_passes_de
 ``TopKWhere`` (softmax router, ``topk``, ``where`` + gather + GELU MLP + ``index_add`` per expert),
 loaded three times: with ``srcore.passes.dense_routing`` off (``max_macs=0``: the routed form), with no
 bound (the dense form), and as a load chooses (``auto``: by the count far from the break-even, else by
-timing both forms at load, in a fresh timing cache: its CPU seconds are printed), and exported to ONNX
+timing both forms at load, with a fresh routing cache: its CPU seconds are printed), and exported to ONNX
 Runtime (1 thread, all optimizations). Outputs are checked against torch, then each is timed in process
 CPU time (1 thread), best-round medians; the line gives the dense form's multiply-adds an expert
-(the layer's: times the experts), dense ÷ routed and auto ÷ the faster of the two.
+(the layer's: times the experts), dense ÷ routed, auto's form and auto ÷ the faster of the two, and each
+load's CPU seconds (auto's includes its timing of both forms).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import argparse
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from .families_ab import interleaved_best
@@ -46,25 +48,29 @@ def _calls(tokens: int, d: int, h: int, n: int, k: int, backend: str) -> dict:
     try:
         for name, bound in (("routed", 0), ("dense", 1 << 62)):
             dr.dense_routing.__kwdefaults__["max_macs"] = bound
+            t0 = time.process_time()
             sm = _load(m, (x,), backends)
+            calls[f"{name}_load_s"] = time.process_time() - t0
             np.testing.assert_allclose(sm(xs)[0], want, rtol=1e-4, atol=1e-5)
             calls[name] = lambda sm=sm: sm(xs)
     finally:
         dr.dense_routing.__kwdefaults__["max_macs"] = saved
-    import time
 
-    with tempfile.TemporaryDirectory() as tmp:   # a fresh timing cache: the load times the layer itself
-        old = os.environ.get("SRCORE_CACHE_DIR")
-        os.environ["SRCORE_CACHE_DIR"] = tmp
-        try:
-            t0 = time.process_time()
-            sm = _load(m, (x,), backends)
-            calls["auto_load_s"] = time.process_time() - t0
-        finally:
-            if old is None:
-                del os.environ["SRCORE_CACHE_DIR"]
-            else:
-                os.environ["SRCORE_CACHE_DIR"] = old
+    import srcore.runtime.routing_choice as rc
+
+    tag = rc.machine_tag   # a fresh routing cache (the other caches as the two loads above had them)
+    rc.machine_tag = lambda: f"bench-{os.getpid()}-{tokens}x{d}x{h}x{n}x{k}"
+    try:
+        t0 = time.process_time()
+        sm = _load(m, (x,), backends)
+        calls["auto_load_s"] = time.process_time() - t0
+        path = rc._Cache.get().path
+        winners = list(rc._Cache.get().winners.values()) or [
+            min(e["times"], key=e["times"].get) for e in rc._Cache.get().evidence.values()]
+        calls["auto_form"] = "/".join(winners) + " (timed)" if winners else "by count"
+        path.unlink(missing_ok=True)
+    finally:
+        rc.machine_tag = tag
     np.testing.assert_allclose(sm(xs)[0], want, rtol=1e-4, atol=1e-5)
     calls["auto"] = lambda sm=sm: sm(xs)
     with tempfile.TemporaryDirectory() as tmp:
@@ -96,12 +102,14 @@ def main(argv=None) -> int:
         for size in args.sizes.split(","):
             tokens, d, h, n, k = (int(v) for v in size.split("x"))
             calls = _calls(tokens, d, h, n, k, args.backend)
-            load = calls.pop("auto_load_s")
+            load = {k: calls.pop(f"{k}_load_s") for k in ("routed", "dense", "auto")}
+            form = calls.pop("auto_form")
             best = interleaved_best(calls, args.rounds, cpu_time=True)
             print(f"{size:18s} dense MACs/expert {tokens * 2 * d * h:9d}  "
                   + "  ".join(f"{r} {v:8.1f} µs" for r, v in best.items())
                   + f"  dense÷routed {best['dense'] / best['routed']:.2f}x"
-                  + f"  auto÷best {best['auto'] / min(best['dense'], best['routed']):.2f}x (load {load:.1f} s)"
+                  + f"  auto: {form} ÷best {best['auto'] / min(best['dense'], best['routed']):.2f}x"
+                  + f" (load s: routed {load['routed']:.1f} dense {load['dense']:.1f} auto {load['auto']:.1f})"
                   + f"  auto÷ort {best['auto'] / best['ort']:.2f}x", flush=True)
     return 0
 
