@@ -395,6 +395,18 @@ def test_the_choice_is_cached_per_machine(tmp_path, monkeypatch):
                                                          for e in data["evidence"].values()]
 
 
+def test_a_tie_goes_the_counts_way(tmp_path, monkeypatch):
+    """Forms within 5% of each other: the count decides as without timing (2**21.2 multiply-adds, over
+    the break-even: routed), though the dense form timed faster."""
+    import srcore.runtime.routing_choice as rc
+
+    monkeypatch.setenv("SRCORE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(rc._Cache, "_caches", {})
+    monkeypatch.setattr(rc, "time_forms", lambda *a: {"dense": 1.0, "routed": 1.03})
+    m, x = _sized(11, 72, 32, 64, 8)
+    assert "aten::index_add" in _kinds(_check(m, x))
+
+
 def test_the_load_times_a_close_layer_and_computes_torchs_result(tmp_path, monkeypatch):
     """Unpinned, on the real clock: whichever form wins on this machine, the result is torch's and the
     choice is in the cache."""

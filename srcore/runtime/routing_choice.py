@@ -8,7 +8,7 @@ its share), every other input standard normal floats. Best single calls in proce
 on a busy machine only gets slower). The choice is cached like trt_like's tactics, per machine, thread
 setting and srcore code, in ``cache_root()/routing/choices-<machine>.json``: each form's least time over
 the loads that timed it; a choice is kept (no more timing) when the forms differ by
-:data:`CLEAR` or more, or after :data:`EVIDENCE_LOADS` loads.
+:data:`CLEAR` or more, or after :data:`EVIDENCE_LOADS` loads; within :data:`TIE` the count decides.
 """
 from __future__ import annotations
 
@@ -31,6 +31,10 @@ MIN_CALLS, MAX_CALLS, BUDGET = 5, 40, 0.3
 CLEAR = 1.25
 #: loads whose pooled best times decide a close layer for good
 EVIDENCE_LOADS = 3
+#: a ratio under which the two forms are a tie, decided by the count as without timing: the cut layer's
+#: forms timed 1.01-1.03x apart where the whole model's were 1.21x (benchmarks.dense_routing_ab,
+#: 128x64x128x4x2 on trt_like: the routed form faster in both)
+TIE = 1.05
 _lock = threading.Lock()
 
 
@@ -55,9 +59,13 @@ class LoadTimer:
 
             log.debug("routed layer %s: its timing failed (%s: %s)", layer.key, type(exc).__name__, exc)
             return layer.macs <= BREAK_EVEN_MACS
+        from ..passes.dense_routing import BREAK_EVEN_MACS
+
         best, loads = cache.merge(key, times)
         win = "dense" if best["dense"] < best["routed"] else "routed"
         ratio = max(best.values()) / max(min(best.values()), 1e-12)
+        if ratio < TIE:   # a tie on the cut layer: the count's answer (in the model, the engines around it differ)
+            win = "dense" if layer.macs <= BREAK_EVEN_MACS else "routed"
         if ratio >= CLEAR or loads >= EVIDENCE_LOADS:
             cache.winners[key] = win
         cache.save()
