@@ -64,11 +64,11 @@ def _calls(tokens: int, d: int, h: int, n: int, k: int, backend: str) -> dict:
         t0 = time.process_time()
         sm = _load(m, (x,), backends)
         calls["auto_load_s"] = time.process_time() - t0
-        path = rc._Cache.get().path
-        winners = list(rc._Cache.get().winners.values()) or [
-            min(e["times"], key=e["times"].get) for e in rc._Cache.get().evidence.values()]
-        calls["auto_form"] = "/".join(winners) + " (timed)" if winners else "by count"
-        path.unlink(missing_ok=True)
+        cache = rc._Cache.get()
+        graphs = [sm.graph] + [n.attrs["subgraph"] for n in sm.graph.all_nodes() if "subgraph" in n.attrs]
+        routed = any(n.kind.startswith("aten::index_add") for g in graphs for n in g.all_nodes())
+        calls["auto_form"] = ("routed" if routed else "dense") + (" (timed)" if cache.evidence else " (by count)")
+        cache.path.unlink(missing_ok=True)
     finally:
         rc.machine_tag = tag
     np.testing.assert_allclose(sm(xs)[0], want, rtol=1e-4, atol=1e-5)
