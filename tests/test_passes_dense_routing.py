@@ -481,6 +481,24 @@ def test_hf_mixtral_with_a_symbolic_batch_keeps_its_routed_form():
         np.testing.assert_allclose(got[0], want[0].numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_the_onnx_export_stays_routed_and_matches_onnxruntime(tmp_path):
+    """torch.onnx's form of the layer (NonZero -> Transpose -> Split, a linearised Gather of the gates,
+    ScatterElements into zeros: a repeated index's result undefined, so not provably a sum) is not
+    recognised: the load leaves it routed and gives onnxruntime's result."""
+    ort = pytest.importorskip("onnxruntime")
+    m = _seeded(TopKWhere, 15)
+    x = torch.randn(1, 6, 8)
+    f = str(tmp_path / "moe.onnx")
+    with torch.no_grad():
+        torch.onnx.export(m, (x,), f, dynamo=False, opset_version=17)
+    sess = ort.InferenceSession(f, providers=["CPUExecutionProvider"])
+    want = sess.run(None, {sess.get_inputs()[0].name: x.numpy()})
+    sm = srcore.StaticModule(srcore.from_onnx(f), backends=("cpu",))
+    assert "aten::nonzero" in _kinds(sm)
+    got = sm(x.numpy())
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got[1], want[1])
+
 class ViewBeforeWrite(TopKWhere):
     """A view of the accumulator taken before the experts write into it sees their writes: the
     in-place sinks may not become new values."""
