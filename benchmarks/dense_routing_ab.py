@@ -3,10 +3,13 @@
 
 Each size is tokens x width x hidden x experts x top-k of ``tests/test_passes_dense_routing.py``'s
 ``TopKWhere`` (softmax router, ``topk``, ``where`` + gather + GELU MLP + ``index_add`` per expert),
-loaded twice: with ``srcore.passes.dense_routing`` off (``max_macs=0``: the routed form) and with no
-bound (the dense form), and exported to ONNX Runtime (1 thread, all optimizations). Outputs are checked
-against torch, then each form is timed in process CPU time (1 thread), best-round medians; the line
-gives the dense form's multiply-adds an expert (what the pass's ``max_macs`` bounds) and dense ÷ routed.
+loaded three times: with ``srcore.passes.dense_routing`` off (``max_macs=0``: the routed form), with no
+bound (the dense form), and as a load chooses (``auto``: by the count far from the break-even, else by
+timing both forms at load, with a fresh routing cache: its CPU seconds are printed), and exported to ONNX
+Runtime (1 thread, all optimizations). Outputs are checked against torch, then each is timed in process
+CPU time (1 thread), best-round medians; the line gives the dense form's multiply-adds an expert
+(the layer's: times the experts), dense ÷ routed, auto's form and auto ÷ the faster of the two, and each
+load's CPU seconds (auto's includes its timing of both forms).
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import argparse
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from .families_ab import interleaved_best
@@ -44,11 +48,31 @@ def _calls(tokens: int, d: int, h: int, n: int, k: int, backend: str) -> dict:
     try:
         for name, bound in (("routed", 0), ("dense", 1 << 62)):
             dr.dense_routing.__kwdefaults__["max_macs"] = bound
+            t0 = time.process_time()
             sm = _load(m, (x,), backends)
+            calls[f"{name}_load_s"] = time.process_time() - t0
             np.testing.assert_allclose(sm(xs)[0], want, rtol=1e-4, atol=1e-5)
             calls[name] = lambda sm=sm: sm(xs)
     finally:
         dr.dense_routing.__kwdefaults__["max_macs"] = saved
+
+    import srcore.runtime.routing_choice as rc
+
+    tag = rc.machine_tag   # a fresh routing cache (the other caches as the two loads above had them)
+    rc.machine_tag = lambda: f"bench-{os.getpid()}-{tokens}x{d}x{h}x{n}x{k}"
+    try:
+        t0 = time.process_time()
+        sm = _load(m, (x,), backends)
+        calls["auto_load_s"] = time.process_time() - t0
+        cache = rc._Cache.get()
+        graphs = [sm.graph] + [n.attrs["subgraph"] for n in sm.graph.all_nodes() if "subgraph" in n.attrs]
+        routed = any(n.kind.startswith("aten::index_add") for g in graphs for n in g.all_nodes())
+        calls["auto_form"] = ("routed" if routed else "dense") + (" (timed)" if cache.evidence else " (by count)")
+        cache.path.unlink(missing_ok=True)
+    finally:
+        rc.machine_tag = tag
+    np.testing.assert_allclose(sm(xs)[0], want, rtol=1e-4, atol=1e-5)
+    calls["auto"] = lambda sm=sm: sm(xs)
     with tempfile.TemporaryDirectory() as tmp:
         f = os.path.join(tmp, "m.onnx")
         with torch.no_grad():
@@ -77,11 +101,16 @@ def main(argv=None) -> int:
     with threadpool_limits(1):
         for size in args.sizes.split(","):
             tokens, d, h, n, k = (int(v) for v in size.split("x"))
-            best = interleaved_best(_calls(tokens, d, h, n, k, args.backend), args.rounds, cpu_time=True)
+            calls = _calls(tokens, d, h, n, k, args.backend)
+            load = {k: calls.pop(f"{k}_load_s") for k in ("routed", "dense", "auto")}
+            form = calls.pop("auto_form")
+            best = interleaved_best(calls, args.rounds, cpu_time=True)
             print(f"{size:18s} dense MACs/expert {tokens * 2 * d * h:9d}  "
                   + "  ".join(f"{r} {v:8.1f} µs" for r, v in best.items())
-                  + f"  dense÷routed {best['dense'] / best['routed']:.2f}x  dense÷ort {best['dense'] / best['ort']:.2f}x",
-                  flush=True)
+                  + f"  dense÷routed {best['dense'] / best['routed']:.2f}x"
+                  + f"  auto: {form} ÷best {best['auto'] / min(best['dense'], best['routed']):.2f}x"
+                  + f" (load s: routed {load['routed']:.1f} dense {load['dense']:.1f} auto {load['auto']:.1f})"
+                  + f"  auto÷ort {best['auto'] / best['ort']:.2f}x", flush=True)
     return 0
 
 

@@ -5,6 +5,8 @@ no token picks, every token on one expert, ties in the router's ``topk``, NaN in
 And the pass leaves alone what it must not rewrite."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -114,6 +116,39 @@ class MixtralStyle(nn.Module):
             y = w2(nn.functional.silu(w1(cur)) * w3(cur)) * w[top_x, slot].unsqueeze(-1)
             out.index_add_(0, top_x, y)
         return out
+
+
+class HFMixtral(nn.Module):
+    """transformers' ``MixtralSparseMoeBlock.forward`` (the loop over every expert), verbatim but for its
+    expert module: ``hidden[None, top_x].reshape(-1, d)`` rows, ``routing_weights[top_x, idx, None]``,
+    ``index_add_`` of ``.to(dtype)`` into ``zeros``, the result read through a ``reshape`` after."""
+
+    def __init__(self, d=8, n=4, k=2, h=16):
+        super().__init__()
+        self.num_experts, self.top_k = n, k
+        self.gate = nn.Linear(d, n, bias=False)
+        self.w1 = nn.ModuleList([nn.Linear(d, h, bias=False) for _ in range(n)])
+        self.w3 = nn.ModuleList([nn.Linear(d, h, bias=False) for _ in range(n)])
+        self.w2 = nn.ModuleList([nn.Linear(h, d, bias=False) for _ in range(n)])
+
+    def forward(self, hidden_states):
+        batch_size, sequence_length, hidden_dim = hidden_states.shape
+        hidden_states = hidden_states.view(-1, hidden_dim)
+        router_logits = self.gate(hidden_states)
+        routing_weights = nn.functional.softmax(router_logits, dim=1, dtype=torch.float)
+        routing_weights, selected_experts = torch.topk(routing_weights, self.top_k, dim=-1)
+        routing_weights /= routing_weights.sum(dim=-1, keepdim=True)
+        routing_weights = routing_weights.to(hidden_states.dtype)
+        final_hidden_states = torch.zeros((batch_size * sequence_length, hidden_dim), dtype=hidden_states.dtype)
+        expert_mask = nn.functional.one_hot(selected_experts, num_classes=self.num_experts).permute(2, 1, 0)
+        for expert_idx, (w1, w3, w2) in enumerate(zip(self.w1, self.w3, self.w2)):
+            idx, top_x = torch.where(expert_mask[expert_idx])
+            current_state = hidden_states[None, top_x].reshape(-1, hidden_dim)
+            current_hidden_states = w2(nn.functional.silu(w1(current_state)) * w3(current_state)) \
+                * routing_weights[top_x, idx, None]
+            final_hidden_states.index_add_(0, top_x, current_hidden_states.to(hidden_states.dtype))
+        final_hidden_states = final_hidden_states.reshape(batch_size, sequence_length, hidden_dim)
+        return final_hidden_states, router_logits
 
 
 class NonzeroForms(nn.Module):
@@ -254,27 +289,136 @@ def test_mixtral_style_permuted_mask_matches_torch(backends):
     assert not _kinds(sm) & {"aten::index_add", "aten::index"}
 
 
-def test_a_large_expert_keeps_its_routed_form():
-    """Dense, every expert runs on every token: above the pass's work bound the layer stays routed
-    (and still right)."""
-    m = _seeded(TopKWhere, 8)
-    m.experts = nn.ModuleList([_mlp(64, 256) for _ in range(4)]).eval()
-    m.router = nn.Linear(64, 4).eval()
-    sm = _check(m, torch.randn(1, 32, 64))
+@pytest.fixture
+def pinned():
+    """The load's timer replaced by a fixed answer (``pinned.answer``: True, dense), recording the layers
+    it is asked about: which form wins is then the test's, not the machine's."""
+    from srcore.passes.routing_timer import TIMER
+
+    class Pin:
+        answer = True
+
+        def __init__(self):
+            self.layers = []
+
+        def __call__(self, layer):
+            self.layers.append(layer)
+            return self.answer
+    pin = Pin()
+    token = TIMER.set(pin)
+    yield pin
+    TIMER.reset(token)
+
+
+def _sized(seed, tokens, d, h, n, k=2):
+    m = _seeded(TopKWhere, seed, d=d, n=n, k=k)
+    m.experts = nn.ModuleList([_mlp(d, h) for _ in range(n)]).eval()
+    return m, torch.randn(1, tokens, d)
+
+
+def test_far_from_the_break_even_the_count_decides_without_timing(pinned):
+    """2**13.6 multiply-adds (16x under the break-even): dense; 2**25.3 (16x over): routed; the
+    timer, answering dense, is not asked either time."""
+    from srcore.passes.dense_routing import BREAK_EVEN_MACS, MARGIN
+
+    sm = _check(_seeded(TopKWhere, 0), torch.randn(2, 6, 8))
+    assert "aten::index_add" not in _kinds(sm)
+    m, x = _sized(8, 128, 64, 640, 4)
+    assert 4 * 128 * 2 * 64 * 640 > BREAK_EVEN_MACS * MARGIN
+    sm = _check(m, x)
     assert "aten::index_add" in _kinds(sm)
+    assert pinned.layers == []
 
 
-def test_the_work_bound_is_on_the_layer_not_each_expert():
-    """Eight experts of 2**18.2 multiply-adds each on the dense rows: each under the bound, the layer
-    (eight masks read off one ``idx``) over it, so the layer stays routed."""
-    from srcore.passes.dense_routing import DEFAULT_MAX_MACS
+@pytest.mark.parametrize("answer", [True, False])
+def test_near_the_break_even_the_timer_chooses_the_form(pinned, answer):
+    """Eight experts of 2**18.2 multiply-adds each, 2**21.2 the layer: the timer is asked once, about
+    the layer (eight masks read off one ``idx``), and its answer is the form the load keeps."""
+    pinned.answer = answer
+    m, x = _sized(11, 72, 32, 64, 8)
+    sm = _check(m, x)
+    assert ("aten::index_add" in _kinds(sm)) is not answer
+    [layer] = pinned.layers
+    assert layer.macs == 8 * 72 * 2 * 32 * 64 and len(layer.masks) == 8
 
-    m = _seeded(TopKWhere, 11, d=32, n=8, k=2)
-    m.experts = nn.ModuleList([_mlp(32, 64) for _ in range(8)]).eval()
-    per_expert = 72 * 2 * 32 * 64
-    assert per_expert < DEFAULT_MAX_MACS < 8 * per_expert
-    sm = _check(m, torch.randn(1, 72, 32))
-    assert "aten::index_add" in _kinds(sm)
+
+def test_the_timed_forms_compute_the_layer(pinned):
+    """The two forms a timer gets, run by srcore on the timer's drawn routing, both give the layer's
+    sum computed with torch from the same masks (each (token, slot) on one expert)."""
+    from srcore.passes.routing_timer import KEEP_ROUTED, TIMER
+    from srcore.runtime.routing_choice import trial_inputs
+
+    m, x = _sized(3, 32, 64, 256, 4)
+    _check(m, x)
+    [layer] = pinned.layers
+    xs = trial_inputs(layer)
+    masks = [xs[i] for i in layer.masks]
+    assert (sum(mk.astype(int) for mk in masks) == 1).all()
+    named = {v.name.split(".")[0]: torch.from_numpy(xs[i]) for i, v in enumerate(layer.routed.inputs)}
+    tokens, w = named["tokens"], named["w"]
+    [base] = [torch.from_numpy(a) for i, a in enumerate(xs) if i not in layer.masks
+              and layer.routed.inputs[i].name.split(".")[0] not in ("tokens", "w")]   # the zeros the sum starts from
+    with torch.no_grad():
+        want = base.clone()
+        for e, mk in enumerate(masks):
+            tok, slot = np.nonzero(mk)
+            want.index_add_(0, torch.from_numpy(tok), m.experts[e](tokens[tok]) * w[tok, slot, None])
+    token = TIMER.set(KEEP_ROUTED)
+    try:
+        for g in (layer.routed, layer.dense):
+            got = srcore.StaticModule(g, backends=("cpu",))(*xs)
+            np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)
+    finally:
+        TIMER.reset(token)
+    assert "aten::index_add" not in {n.kind for n in layer.dense.all_nodes()}
+
+
+def test_the_choice_is_cached_per_machine(tmp_path, monkeypatch):
+    """A clear timing (1.25x or more) is kept at once: the next load asks the cache, not the clock.
+    A close one is timed again at each load, and kept after three, on each form's least time over them."""
+    import srcore.runtime.routing_choice as rc
+
+    monkeypatch.setenv("SRCORE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(rc._Cache, "_caches", {})
+    m, x = _sized(11, 72, 32, 64, 8)
+    readings = iter([{"dense": 1.0, "routed": 2.0}])
+    monkeypatch.setattr(rc, "time_forms", lambda *a: next(readings))
+    for _ in range(2):   # the second load would fail on an empty iterator if it timed
+        assert "aten::index_add" not in _kinds(_check(m, x))
+    readings = iter([{"dense": 1.1, "routed": 1.0}, {"dense": 0.9, "routed": 1.05}, {"dense": 1.2, "routed": 1.0}])
+    m, x = _sized(11, 72, 32, 64, 8, k=1)   # another layer (top-1): its own entry
+    kept = [("aten::index_add" in _kinds(_check(m, x))) for _ in range(4)]
+    assert kept == [True, False, False, False]   # routed, then dense (0.9 < 1.0) for good
+    data = json.loads(next((tmp_path / "routing").glob("choices-*.json")).read_text())
+    assert sorted(data["winners"].values()) == ["dense", "dense"]
+    assert {"dense": 0.9, "routed": 1.0, "loads": 3} in [{**e["times"], "loads": e["loads"]}
+                                                         for e in data["evidence"].values()]
+
+
+def test_a_tie_goes_the_counts_way(tmp_path, monkeypatch):
+    """Forms within 5% of each other: the count decides as without timing (2**21.2 multiply-adds, over
+    the break-even: routed), though the dense form timed faster."""
+    import srcore.runtime.routing_choice as rc
+
+    monkeypatch.setenv("SRCORE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(rc._Cache, "_caches", {})
+    monkeypatch.setattr(rc, "time_forms", lambda *a: {"dense": 1.0, "routed": 1.03})
+    m, x = _sized(11, 72, 32, 64, 8)
+    assert "aten::index_add" in _kinds(_check(m, x))
+
+
+def test_the_load_times_a_close_layer_and_computes_torchs_result(tmp_path, monkeypatch):
+    """Unpinned, on the real clock: whichever form wins on this machine, the result is torch's and the
+    choice is in the cache."""
+    import srcore.runtime.routing_choice as rc
+
+    monkeypatch.setenv("SRCORE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(rc._Cache, "_caches", {})
+    m, x = _sized(11, 72, 32, 64, 8)
+    _check(m, x)
+    data = json.loads(next((tmp_path / "routing").glob("choices-*.json")).read_text())
+    [entry] = data["evidence"].values()
+    assert entry["loads"] == 1 and set(entry["times"]) == {"dense", "routed"}
 
 
 class Returned(TopKWhere):
@@ -312,6 +456,67 @@ def test_the_heldout_moe_routing_runs_inside_one_engine():
     got = sm(*(t.numpy() for t in inputs))
     np.testing.assert_allclose(got[0], want[0].numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(got[1], want[1].numpy())
+
+
+@pytest.mark.parametrize("backends", BACKENDS)
+def test_hf_mixtral_block_matches_torch_and_loses_its_routing_ops(backends):
+    sm = _check(_seeded(HFMixtral, 12), torch.randn(2, 5, 8), backends)
+    assert not _kinds(sm) & ROUTED_OPS - {"aten::where"}
+    assert not any(n.kind == "aten::where" and len(n.inputs) == 1 for n in sm.graph.all_nodes())
+
+
+def test_hf_mixtral_with_a_symbolic_batch_keeps_its_routed_form():
+    """A batch dim left symbolic at load (``dynamic_dims``): the masks' shapes are not static, so the
+    layer stays routed, and gives torch's result at two batch sizes."""
+    m = _seeded(HFMixtral, 13)
+    x = torch.randn(2, 5, 8)
+    model = srcore.from_torchscript(torch.jit.script(m), (x,), dynamic_dims={"hidden_states": {0: "batch"}})
+    sm = srcore.StaticModule(model, backends=("cpu",))
+    assert "aten::index_add_" in _kinds(sm) or "aten::index_add" in _kinds(sm)
+    for b in (2, 3):
+        x = torch.randn(b, 5, 8)
+        with torch.no_grad():
+            want = m(x)
+        got = sm(x.numpy())
+        np.testing.assert_allclose(got[0], want[0].numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_the_onnx_export_stays_routed_and_matches_onnxruntime(tmp_path):
+    """torch.onnx's form of the layer (NonZero -> Transpose -> Split, a linearised Gather of the gates,
+    ScatterElements into zeros: a repeated index's result undefined, so not provably a sum) is not
+    recognised: the load leaves it routed and gives onnxruntime's result."""
+    ort = pytest.importorskip("onnxruntime")
+    m = _seeded(TopKWhere, 15)
+    x = torch.randn(1, 6, 8)
+    f = str(tmp_path / "moe.onnx")
+    with torch.no_grad():
+        torch.onnx.export(m, (x,), f, dynamo=False, opset_version=17)
+    sess = ort.InferenceSession(f, providers=["CPUExecutionProvider"])
+    want = sess.run(None, {sess.get_inputs()[0].name: x.numpy()})
+    sm = srcore.StaticModule(srcore.from_onnx(f), backends=("cpu",))
+    assert "aten::nonzero" in _kinds(sm)
+    got = sm(x.numpy())
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got[1], want[1])
+
+class ViewBeforeWrite(TopKWhere):
+    """A view of the accumulator taken before the experts write into it sees their writes: the
+    in-place sinks may not become new values."""
+
+    def forward(self, x):
+        tokens = x.reshape(-1, x.shape[-1])
+        w, idx = self.router(tokens).softmax(-1).topk(self.k, -1)
+        out = torch.zeros_like(tokens)
+        early = out.view(-1)
+        for e, expert in enumerate(self.experts):
+            tok, slot = torch.where(idx == e)
+            out.index_add_(0, tok, expert(tokens[tok]) * w[tok, slot].unsqueeze(-1))
+        return early
+
+
+def test_a_view_taken_before_the_writes_keeps_the_routed_form():
+    sm = _check(_seeded(ViewBeforeWrite, 14), torch.randn(1, 6, 8))
+    assert "aten::index_add_" in _kinds(sm)
 
 
 @pytest.mark.parametrize("bias", [None, (0.0, 0.0, 100.0)])

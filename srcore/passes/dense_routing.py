@@ -15,13 +15,17 @@ not a multiply by 0, so an inf or NaN it makes is dropped too), and a row picked
 routed to one expert from two slots) is summed twice, as ``index_add`` does.
 
 The rewrite is exact but does the expert's work for every token (``n_experts / k`` times the routed
-work), so it is made only while that work is small: at most ``max_macs`` multiply-adds of the
-``linear`` / ``matmul`` nodes of a layer's experts (the masks read off one routing tensor) on their
-dense rows. The bound is where the two forms broke even on trt_like at 1 thread
-(``python -m benchmarks.dense_routing_ab``, Intel SPR, CPU time, 2026-11-29): dense ÷ routed
-0.71x at 2**20 MACs a layer (64 tokens, 32 -> 64 -> 32, top-2 of 4), 0.72x at 2**21 (64 -> 64 -> 64,
-top-2 of 4), 1.17x at 2**22 (the same experts, top-1 of 8), 1.24x at 2**23 (128 tokens, 64 -> 128 -> 64,
-top-2 of 4). A larger layer keeps its data-dependent form.
+work), which only pays while the calls it removes cost more. The choice is on a layer's experts
+together (the masks read off one routing tensor), by the multiply-adds ``macs`` of their ``linear`` /
+``matmul`` nodes on the dense rows: the two forms broke even near :data:`BREAK_EVEN_MACS` (2**21) on
+trt_like at 1 thread (``python -m benchmarks.dense_routing_ab``, Intel SPR, CPU time, 2026-11-29:
+dense ÷ routed 0.71x at 2**20 MACs, 0.72x at 2**21, 1.17x at 2**22, 1.24x at 2**23), but that is one
+machine's. So only far from it, :data:`MARGIN` times either side, does the count decide alone (dense
+below, routed above); between, the load times both forms of the layer on the running machine
+(:class:`RoutingLayer`, :mod:`.routing_timer`, ``srcore.runtime.routing_choice``: cut out of the graph,
+loaded on the load's backends, called alternately) and keeps the faster, the choice cached per machine.
+Run outside a load (no timer), the pass keeps the bound ``macs <= BREAK_EVEN_MACS`` there; an explicit
+``max_macs`` is a fixed bound (tests, the benchmark's two forms).
 
 Recognised, for a statically shaped ``mask`` and its index tensors ``c_0 .. c_{r-1}``: ``where(mask)``
 / ``nonzero_numpy(mask)`` unpacked or indexed, ``nonzero(mask)[:, a]`` (squeezed or flattened for a 1-D
@@ -41,24 +45,33 @@ it is.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 
-from ..ir.graph import Graph, Node, Value
+import attrs
+
+from ..ir.graph import Graph, Node, Value, clone_node
 from ..ir.types import TensorType
 from ..ir.alias import alias_class, alias_sources, mutated_inputs
 from ..ops.shapes.elementwise import broadcast_shapes
 from ._util import base_kind, const_or, has_side_effects, is_const
 from .triggers import ROUTING_SOURCES
 
-#: multiply-adds of a layer's experts on their dense rows above which the routed form is kept (see the
-#: docstring)
-DEFAULT_MAX_MACS = 1 << 21
+#: multiply-adds of a layer's experts on their dense rows where the two forms broke even on the machine the
+#: project measured (see the docstring): the bound when no load times the layer
+BREAK_EVEN_MACS = 1 << 21
+#: how far from the break-even the count decides without timing (dense at <= 1/MARGIN of it, routed above
+#: MARGIN times it): the measured ratios moved ~1.7x over 4x of MACs, so 16x either side is far from any
+#: machine's crossing
+MARGIN = 16
 
 _UNARY = frozenset({
     "aten::relu", "aten::gelu", "aten::silu", "aten::sigmoid", "aten::tanh", "aten::exp", "aten::neg",
     "aten::abs", "aten::sqrt", "aten::rsqrt", "aten::log", "aten::erf", "aten::elu", "aten::leaky_relu",
     "aten::hardtanh", "aten::hardswish", "aten::hardsigmoid", "aten::softplus", "aten::mish", "aten::relu6",
     "aten::square", "aten::reciprocal", "aten::clone", "aten::contiguous", "aten::dropout", "aten::clamp",
+    "aten::to",
 })
 _BINARY = frozenset({"aten::add", "aten::sub", "aten::mul", "aten::div", "aten::maximum", "aten::minimum",
                      "aten::pow", "aten::rsub"})
@@ -69,7 +82,7 @@ class _Bail(Exception):
     """The region is not one this pass rewrites."""
 
 
-def dense_routing(graph: Graph, *, rules=None, schemas=None, max_macs: int = DEFAULT_MAX_MACS) -> bool:
+def dense_routing(graph: Graph, *, rules=None, schemas=None, max_macs: int | None = None) -> bool:
     roots = [(n.inputs[0], n) for n in graph.nodes if base_kind(n) in _SOURCES and len(n.inputs) == 1
              and len(n.outputs) == 1]
     seen = set()
@@ -81,21 +94,26 @@ def dense_routing(graph: Graph, *, rules=None, schemas=None, max_macs: int = DEF
     if not roots:
         return False
     from ..ops.shapes import propagate
+    from .routing_timer import KEEP_ROUTED, TIMER
 
+    timer = TIMER.get() if max_macs is None else None
+    if timer is KEEP_ROUTED:
+        return False
     types = propagate(graph, rules=rules, schemas=schemas).types
-    # the bound is on a layer's experts together: the masks read off one routing tensor
+    # the choice is on a layer's experts together: the masks read off one routing tensor
     # (``idx == e`` for every e) share it, whatever the data gives each expert
-    layer: dict[int, int] = {}
+    layers: dict[int, list] = {}
     for mask, src in roots:
         try:
-            macs = _Region(graph, mask, src, types).analyse().macs
+            region = _Region(graph, mask, src, types).analyse()
         except _Bail:
             continue
-        key = _routing_key(mask)
-        layer[key] = layer.get(key, 0) + macs
+        layers.setdefault(_routing_key(mask), []).append(region)
+    dense = {key for key, regions in layers.items()
+             if _dense_pays(graph, regions, types, max_macs, timer, rules, schemas)}
     changed = False
     for mask, src in roots:
-        if layer.get(_routing_key(mask), max_macs + 1) > max_macs:
+        if _routing_key(mask) not in dense:
             continue
         try:   # again: an earlier rewrite replaced the value this one's sink updates
             plan = _Region(graph, mask, src, types).analyse()
@@ -108,6 +126,89 @@ def dense_routing(graph: Graph, *, rules=None, schemas=None, max_macs: int = DEF
 
         eliminate_common_subexpressions(graph)
     return changed
+
+
+def _dense_pays(graph: Graph, regions: list, types, max_macs, timer, rules, schemas) -> bool:
+    """Whether a layer (its experts' ``regions``) is made dense: by ``max_macs`` if given, by the
+    count far from the break-even, else by ``timer`` on its two forms (the bound without one)."""
+    macs = sum(r.macs for r in regions)
+    if max_macs is not None:
+        return macs <= max_macs
+    if macs * MARGIN <= BREAK_EVEN_MACS or macs > BREAK_EVEN_MACS * MARGIN or timer is None:
+        return macs <= BREAK_EVEN_MACS
+    layer = RoutingLayer.cut(graph, regions, types, macs, rules, schemas)
+    if layer is None:   # not a standalone trial (a nested block, an integer input): the bound
+        return macs <= BREAK_EVEN_MACS
+    return bool(timer(layer))
+
+
+@attrs.frozen
+class RoutingLayer:
+    """A routed layer cut out of its graph in both forms, for a timer: ``routed`` computes the
+    layer's results from its inputs (the masks among them, at ``masks``; every other one a float
+    tensor of static shape) as the model does, ``dense`` the same after this pass. ``key`` identifies
+    the problem (ops and shapes, not weights) for a cache; ``macs`` is the dense form's count."""
+
+    routed: Graph
+    dense: Graph
+    masks: tuple[int, ...]
+    key: str
+    macs: int
+
+    @classmethod
+    def cut(cls, graph: Graph, regions: list, types, macs: int, rules=None, schemas=None) -> "RoutingLayer | None":
+        members: set[int] = set()
+        for r in regions:
+            if r.block is not graph.block:
+                return None
+            members.update(id(n) for n in r.nodes)
+        nodes = [n for n in graph.block.nodes if id(n) in members]
+        made = {id(o) for n in nodes for o in n.outputs}
+        inputs, outputs = [], []
+        for n in nodes:
+            for v in n.inputs:
+                if id(v) not in made and v.node.kind != "prim::Constant" and v not in inputs:
+                    inputs.append(v)
+            for o in n.outputs:
+                if any(id(u.user) not in members for u in o.uses) and o not in outputs:
+                    outputs.append(o)
+        mask_ids = {id(r.mask) for r in regions}
+        shapes = {r.mshape for r in regions}
+        if not outputs or len(shapes) != 1:
+            return None
+        g = Graph()
+        env: dict[int, Value] = {}
+        for v in inputs:
+            t = types.get(v, v.type)
+            if _static(t) is None or (id(v) not in mask_ids and t.dtype not in ("float32", "float64")):
+                return None
+            env[id(v)] = g.add_input(t, v.name)
+        for n in nodes:
+            for v in n.inputs:
+                if id(v) not in env and v.node.kind == "prim::Constant":
+                    g.block.append(clone_node(v.node, g, env))
+            g.block.append(clone_node(n, g, env))
+        for v in outputs:
+            g.register_output(env[id(v)])
+        dense = g.copy()
+        from .dce import eliminate_dead_code
+
+        if not dense_routing(dense, rules=rules, schemas=schemas, max_macs=1 << 62):
+            return None
+        eliminate_dead_code(dense)   # the routed nodes the rewrite left unread
+        if any(base_kind(n) in _LEFT for n in dense.all_nodes()):
+            return None   # (cut out, a region read something it could not see: the count decides)
+        sig = [[str(types.get(v, v.type)) for v in inputs]]
+        sig += [[n.kind, [str(types.get(o, o.type)) for o in n.outputs],
+                 [repr(const_or(v)) if is_const(v) and not hasattr(const_or(v), "shape") else "" for v in n.inputs]]
+                for n in nodes]
+        key = hashlib.sha256(json.dumps(sig).encode()).hexdigest()[:24]
+        return cls(g, dense, tuple(i for i, v in enumerate(inputs) if id(v) in mask_ids), key, macs)
+
+
+#: ops of a routed form no dense form keeps
+_LEFT = frozenset({"aten::nonzero", "aten::nonzero_numpy", "aten::index_add", "aten::index_add_",
+                   "aten::index_put", "aten::index_put_", "aten::index", "aten::index_select"})
 
 
 #: ops a mask is read off its routing tensor through (``idx == e``, ``one_hot(...)[e]``, ``& keep``)
@@ -134,13 +235,18 @@ def _static(t) -> tuple | None:
 def _private(out: Value, sink: Node) -> bool:
     """True if the in-place ``sink`` may become a new value: ``out`` is a fresh tensor of the sink's
     block (no input, constant or view) and nothing shares its memory but what the in-place ops on it
-    return, so no other value sees the write."""
+    return, and views taken after every write to it that nothing writes through (HF Mixtral's
+    ``final.reshape(b, s, d)``: a read of the result, which the rewrite gives them), so no other value
+    sees the write."""
     src = out.node
     if src.owning_block is not sink.owning_block or src.kind in ("prim::Param", "prim::Constant") \
             or src.blocks or alias_sources(src) or has_side_effects(src):
         return False
-    return all(v is out or (v.node.inputs and v.node.inputs[0] is out and 0 in mutated_inputs(v.node))
-               for v in alias_class(out))
+    aliases = alias_class(out)
+    writes = [v.node for v in aliases if v.node.inputs and v.node.inputs[0] is out and 0 in mutated_inputs(v.node)]
+    return all(v is out or v.node in writes or (
+        v.node.owning_block is sink.owning_block and all(v.node.is_after(w) for w in writes)
+        and not any(u.offset in mutated_inputs(u.user) for u in v.uses)) for v in aliases)
 
 
 #: the end of a full slice (``x[:, 0]``): TorchScript's ``None``, or INT64_MAX
@@ -177,6 +283,7 @@ class _Region:
         r = len(self.mshape)
         self.dense: dict[int, tuple] = {}   # routed value -> its dense shape
         self.rest: dict[int, int] = {}      # routed value -> rank of a row (sparse rank - 1)
+        self.comp_nodes: list[Node] = []
         if self.src is not None:   # where(mask) / nonzero(mask): its index tensors
             comps = self._components(self.src.output, r)
             self.comp = {id(c): a for c, a in comps}
@@ -187,6 +294,7 @@ class _Region:
             block = self.g.block
             todo = {id(u.user) for u in self.mask.uses
                     if u.user.kind == "prim::ListConstruct" and len(u.user.inputs) == 1}
+        self.block = block
         node = block.nodes.first
         while todo and node is not None and node is not block.return_node:
             if id(node) in todo:
@@ -200,6 +308,15 @@ class _Region:
             raise _Bail
         return self
 
+    @property
+    def nodes(self) -> list:
+        """The region's nodes (a :class:`RoutingLayer` cuts them out): the root, its index tensors'
+        reads, every step, and the fresh tensor an in-place sink writes."""
+        out = [self.src] if self.src is not None else []
+        out += self.comp_nodes + [n for n, _, _ in self.steps]
+        out += [d[1].node for n, kind, d in self.steps if kind == "sink" and n.kind.endswith("_")]
+        return out
+
     def _components(self, v: Value, r: int) -> list:
         """``(value, mask dim)`` of each index tensor read off ``where(mask)`` (unpacked, or its
         ``[a]``) or ``nonzero(mask)`` (``[:, a]``, or squeezed / flattened for a 1-D mask)."""
@@ -208,6 +325,7 @@ class _Region:
             n, k = u.user, base_kind(u.user)
             if u.offset != 0 or n.owning_block is not self.src.owning_block:
                 raise _Bail
+            self.comp_nodes.append(n)
             if k == "prim::ListUnpack" and len(n.outputs) == r:
                 out += [(c, a) for a, c in enumerate(n.outputs)]
             elif k == "aten::__getitem__" and base_kind(self.src) != "aten::nonzero":
@@ -237,12 +355,21 @@ class _Region:
 
     def _step(self, n: Node) -> None:
         k = base_kind(n)
-        if k == "prim::ListConstruct":
+        if any(id(v) in self.leads for v in n.inputs):
+            x = n.inputs[0]
+            row = list(self.dense.get(id(x), ())[len(self.mshape):])
+            if k not in ("aten::reshape", "aten::view") or id(x) not in self.leads or len(n.inputs) != 2 \
+                    or const_or(n.inputs[1], None) != [-1] + row:
+                raise _Bail   # (1, rows, ...) read any other way
+            self._set(n.output, self.dense[id(x)], self.rest[id(x)])
+            self.steps.append((n, "alias", None))
+        elif k == "prim::ListConstruct":
             self._index_list(n)
             self.steps.append((n, "list", None))
         elif k == "aten::index" and n.inputs[1].node.kind == "prim::ListConstruct" and \
                 id(n.inputs[1].node) in self.lists and not self._routed(n.inputs[0]):
-            self._source(n, n.inputs[0], self.lists[id(n.inputs[1].node)])
+            self._source(n, n.inputs[0], self.lists[id(n.inputs[1].node)],
+                         getattr(self, "_leads", {}).get(id(n.inputs[1].node), 0))
         elif k == "aten::index_select" and id(n.inputs[2]) in self.comp and not self._routed(n.inputs[0]):
             if _int(n.inputs[1]) != 0:
                 raise _Bail
@@ -264,20 +391,39 @@ class _Region:
         if not self.comp:   # [mask]: every mask dim
             axes = list(range(len(self.mshape)))
         else:
-            axes = [self.comp.get(id(v)) for v in n.inputs]
+            lead = 0   # x[None, tok]: new leading dims before the index (HF Mixtral's hidden[None, top_x])
+            while lead < len(n.inputs) and is_const(n.inputs[lead]) and const_or(n.inputs[lead], 0) is None:
+                lead += 1
+            axes = [self.comp.get(id(v)) for v in n.inputs[lead:]]
             if None in axes or len(set(axes)) != len(axes):
-                raise _Bail   # a None (":") entry, a routed value or an index twice
+                raise _Bail   # a None (":") entry after an index, a routed value or an index twice
+            if lead:
+                self._leads = {**getattr(self, "_leads", {}), id(n): lead}
         self._lists = {**self.lists, id(n): axes}
 
-    def _source(self, n: Node, x: Value, axes: list) -> None:
+    def _source(self, n: Node, x: Value, axes: list, lead: int = 0) -> None:
         xs = _static(self._type(x))
-        if xs is None or len(axes) > len(xs) or any(xs[j] != self.mshape[a] for j, a in enumerate(axes)):
+        if xs is None or lead and xs[:lead] != (1,) * lead:
+            raise _Bail
+        xs = xs[lead:]   # x[None, tok] of an x with leading 1s (unsqueeze(0)): a (1, rows, ...) result
+        if len(axes) > len(xs) or any(xs[j] != self.mshape[a] for j, a in enumerate(axes)):
             raise _Bail
         order = sorted(range(len(axes)), key=axes.__getitem__)   # x's indexed dims in mask order
         perm = order + list(range(len(axes), len(xs))) if order != sorted(order) else None
+        if lead and perm is not None:
+            raise _Bail
+        if lead:   # read only through a reshape to (-1, row dims) (_step): the routed rows again
+            self.leads[id(n.output)] = lead
         shape = tuple(xs[axes.index(m)] if m in axes else 1 for m in range(len(self.mshape))) + xs[len(axes):]
         self._set(n.output, shape, len(xs) - len(axes))
         self.steps.append((n, "source", (x, shape, perm)))
+
+    @property
+    def leads(self) -> dict:
+        """routed value -> the size-1 dims before its row dim (``x[None, tok]``)"""
+        if not hasattr(self, "_lead_of"):
+            self._lead_of = {}
+        return self._lead_of
 
     def _set(self, v: Value, shape: tuple, rest: int) -> None:
         self.dense[id(v)] = shape
@@ -372,6 +518,8 @@ class _Region:
     def _index_put(self, n: Node) -> None:
         out, lst, y = n.inputs[:3]
         axes = self.lists[id(lst.node)]
+        if id(lst.node) in getattr(self, "_leads", {}):
+            raise _Bail
         os_ = self._sink_y(n, y, out)
         acc = const_or(n.inputs[3]) if len(n.inputs) > 3 and is_const(n.inputs[3]) else None
         if type(acc) is not bool or self.rest[id(y)] != len(os_) - len(axes):
@@ -395,6 +543,9 @@ class _Region:
         env: dict[int, Value] = {}
         for n, kind, data in self.steps:
             if kind == "list":
+                continue
+            if kind == "alias":
+                env[id(n.output)] = env[id(n.inputs[0])]
                 continue
             dtype = self._type(n.output).dtype if isinstance(self._type(n.output), TensorType) else None
             if kind == "source":

@@ -134,7 +134,20 @@ class StaticModule:
         if options.optimize and not self.prepared_before:
             from ..passes.prepare import prepare
 
-            prepared = prepare(graph, input_types=input_types, rules=registry.shape_rules, schemas=schemas)
+            from ..passes.routing_timer import TIMER
+
+            token = None   # a routed MoE layer near its break-even: timed in both forms on these backends
+            if TIMER.get() is None:
+                def timer(layer, options=options, pm=pm):
+                    from .routing_choice import LoadTimer
+
+                    return LoadTimer(options, pm)(layer)
+                token = TIMER.set(timer)
+            try:
+                prepared = prepare(graph, input_types=input_types, rules=registry.shape_rules, schemas=schemas)
+            finally:
+                if token is not None:
+                    TIMER.reset(token)
             graph, earlier = prepared.graph, prepared.propagation
             _resolve_schemas(graph, schemas, self.model_schemas)
             clock.stage("passes")
