@@ -242,3 +242,12 @@ def test_a_corrupt_entry_never_gives_a_wrong_answer(model_file, cache, where, va
         np.testing.assert_array_equal(got, y)
     finally:
         entry.write_bytes(good)
+
+
+def test_a_file_with_a_large_data_section_is_not_cached(model_file, cache, monkeypatch):
+    from srcore.runtime import prepared_cache
+
+    monkeypatch.setattr(prepared_cache, "MAX_DATA_BYTES", os.path.getsize(model_file) // 2)
+    sm, y = _load(model_file)
+    assert sm.prepared_cache is None and not _entries(cache)
+    np.testing.assert_array_equal(y, _reference(model_file))

@@ -27,8 +27,9 @@ entry that is truncated, corrupt or made for another load is a miss: the load pr
 and rewrites the entry. Models built in memory (``srcore.Model``, ``Graph``) are not cached: they are mutable
 and have no content digest short of hashing every parameter; nor are loads with engine backends (engines
 rewrite the graph; ``srcore build`` keeps those) or ones that decomposed ops (``save(prepared=True)`` refuses
-them). Off with ``Options(prepared_cache=False)`` or ``SRCORE_NO_PREPARED_CACHE=1``; like srcore's other
-caches nothing is written under ``PYTHONDONTWRITEBYTECODE``. At most :data:`MAX_ENTRIES` files are kept
+them), nor files whose data section exceeds :data:`MAX_DATA_BYTES` (64 MiB). Off with
+``Options(prepared_cache=False)`` or ``SRCORE_NO_PREPARED_CACHE=1``; like srcore's other caches nothing is
+written under ``PYTHONDONTWRITEBYTECODE``. At most :data:`MAX_ENTRIES` files are kept
 (the least recently written go).
 """
 from __future__ import annotations
@@ -44,6 +45,9 @@ log = LazyLogger("srcore.runtime")
 
 FORMAT = 1
 MAX_ENTRIES = 64
+#: a file whose data section is larger is not cached: hashing it at every load (~0.7 ms a MB) would cost more than
+#: the passes save, and each entry would copy its weights
+MAX_DATA_BYTES = 64 << 20
 #: packages whose code decides what a prepared graph is (passes, shape rules, decompositions, the IR text)
 _SOURCE_PACKAGES = ("ir", "ops", "passes", "runtime")
 
@@ -100,6 +104,8 @@ def entry_for(model: Any, input_types: Sequence[Any], options: Any, registry: An
     if src is None:
         return None
     path, arrays, data = src
+    if len(data) > MAX_DATA_BYTES:
+        return None
     from ..model import CONSTANT
     from .prepared import fingerprint
 
