@@ -68,6 +68,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_ROOT_KEY] = root
     config.stash[_MADE_KEY] = made
     os.environ["SRCORE_CACHE_DIR"] = str(root)
+    # tests assert what a load does (its passes, stages, imports): a prepared-model cache filled by an
+    # earlier test would skip them. tests/test_prepared_cache.py turns it on with a root of its own.
+    os.environ["SRCORE_NO_PREPARED_CACHE"] = "1"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:

@@ -8,7 +8,11 @@ plugins installed) and with ``SRCORE_SELECTION``. Reported per mode (median of `
 modes interleaved so that machine load hits both alike; a third mode, ``prepared``, is the selection
 with the model saved prepared under it, ``StaticModule.save(path, prepared=True)``, so the load runs no
 pass; a fourth, ``prepared_full``, the selection with the model saved prepared under the full registry
-(backends cpu, as ``srcore select`` loads), which the selection, made under that registry, accepts):
+(backends cpu, as ``srcore select`` loads), which the selection, made under that registry, accepts;
+``cached`` and ``cached_full``: the model as converted with the selection / the full registry, its prepared
+form read from the prepared-model cache, ``srcore.runtime.prepared_cache``, which the other modes have off;
+its ``prepared/`` folder of the children's cache root is emptied first, so the first child of these modes,
+the warm-up, starts with a cold prepared cache and fills it: ``cold_cache_first_ms`` is its first result):
 process wall time, in-child time (from the
 child's first statement) and in-child CPU time (less disturbed by other processes), first result (from
 spawning the process to the result in hand: the interpreter's start included, its exit not; what the
@@ -110,6 +114,14 @@ def _child(code: str, env: dict) -> tuple[float, dict | int]:
     return wall, data
 
 
+def _empty_prepared_cache() -> None:
+    import shutil
+
+    from srcore.cachedir import cache_dir_str
+
+    shutil.rmtree(cache_dir_str("prepared"), ignore_errors=True)
+
+
 def measure(model: str, out: Path, runs: int) -> dict:
     srm, inp = _artifacts(model, out)
     selection = out / "artifacts" / model / "selection.yaml"
@@ -119,9 +131,13 @@ def measure(model: str, out: Path, runs: int) -> dict:
     # bytecode caching on (a deployment has its .pyc files), no selection unless asked for
     base = {k: v for k, v in os.environ.items() if k not in ("SRCORE_SELECTION", "PYTHONDONTWRITEBYTECODE")}
     base.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    cached = {"full": base, "selection": {**base, "SRCORE_SELECTION": str(selection)}}
+    # the modes measured before the prepared-model cache existed: without it
+    base = {**base, "SRCORE_NO_PREPARED_CACHE": "1"}
     envs = {"full": base, "selection": {**base, "SRCORE_SELECTION": str(selection)}}
     envs["prepared"] = envs["prepared_full"] = envs["selection"]
-    files = {"full": srm, "selection": srm}
+    envs["cached"], envs["cached_full"] = cached["selection"], cached["full"]
+    files = {"full": srm, "selection": srm, "cached": srm, "cached_full": srm}
     for mode, template, env in (("prepared", PREPARE, envs["selection"]), ("prepared_full", PREPARE_FULL, base)):
         # beside the selection, never in examples/
         files[mode] = selection.with_name(f"{srm.stem}.{mode.replace('_', '-')}-selection.srm")
@@ -129,8 +145,10 @@ def measure(model: str, out: Path, runs: int) -> dict:
                        env=env, check=True, cwd=ROOT, capture_output=True)
     codes = {mode: CHILD.format(inp=str(inp), srm=str(files[mode])) for mode in envs}
     samples: dict[str, list] = {mode: [] for mode in envs}
-    for mode, env in envs.items():  # warm the schema and entry-point caches and the bytecode
-        _child(codes[mode], env)
+    _empty_prepared_cache()
+    cold = {}
+    for mode, env in envs.items():  # warm the schema and entry-point caches and the bytecode (and prepared cache)
+        cold[mode] = _child(codes[mode], env)[1]
     for _ in range(runs):
         for mode, env in envs.items():
             samples[mode].append(_child(codes[mode], env))
@@ -142,6 +160,8 @@ def measure(model: str, out: Path, runs: int) -> dict:
         # the least disturbed start (on a loaded machine the medians measure the load)
         row["first_result_best_ms"] = min(d["first_result_ms"] for _, d in ss)
         row["prepared_before"] = all(d["prepared_before"] for _, d in ss)
+        row["cold_cache_first_ms"] = cold[mode]["first_result_ms"]   # the warm-up child's
+        row["cold_cache_prepared_before"] = cold[mode]["prepared_before"]
         row["registry_bytes"] = _child(BYTES, envs[mode])[1]
         result[mode] = row
     return result
@@ -158,14 +178,16 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results = {}
-    cols = ("first_result_ms", "first_result_best_ms", "wall_ms", "in_child_ms", "cpu_ms", "registry_ms", "registry_bytes", "modules",
+    cols = ("first_result_ms", "first_result_best_ms", "cold_cache_first_ms", "wall_ms", "in_child_ms", "cpu_ms", "registry_ms", "registry_bytes", "modules",
             "max_rss_mb", "ops", "kernels")
     print(f"{'model':<10}{'mode':<14}" + "".join(f"{c:>22}" for c in cols))
     for model in args.models.split(","):
         results[model] = r = measure(model, out, args.runs)
-        for mode in ("full", "selection", "prepared", "prepared_full"):
-            if mode.startswith("prepared") and not r[mode]["prepared_before"]:
-                print(f"{model}: the prepared model ran its passes again (its record did not match)")
+        for mode in ("full", "selection", "prepared", "prepared_full", "cached", "cached_full"):
+            if mode.startswith(("prepared", "cached")) and not r[mode]["prepared_before"]:
+                print(f"{model}: {mode}: the prepared model ran its passes again (its record did not match)")
+            if mode.startswith("cached") and r[mode]["cold_cache_prepared_before"]:
+                print(f"{model}: {mode}: the first child found the prepared cache filled")
             print(f"{model:<10}{mode:<14}" + "".join(f"{r[mode][c]:>22,.1f}" if isinstance(r[mode][c], float)
                                                      else f"{r[mode][c]:>22,}" for c in cols), flush=True)
     if args.json:

@@ -180,9 +180,14 @@ def _load(path, verify: str) -> Model:
     if _header_digest(c.header) != md["header_sha256"]:
         c.fail("header checksum mismatch: the header was modified or corrupted")
     if verify == "full":
-        import hashlib
+        data = c.data_view()
+        if len(data) < 1 << 20:   # CPython's SHA-256 for a small model: no OpenSSL import (srcore._digest)
+            digest = small_sha256(data).hexdigest()
+        else:
+            import hashlib
 
-        if hashlib.sha256(c.data_view()).hexdigest() != md["data_sha256"]:
+            digest = hashlib.sha256(data).hexdigest()
+        if digest != md["data_sha256"]:
             c.fail("data checksum mismatch: the parameter data was modified or corrupted")
     params = {name: c.array(name) for name in c.entries}
     engines = _engines_in(c, md, params)
@@ -214,6 +219,9 @@ def _load(path, verify: str) -> Model:
         model.validate()
     except SrcoreError as exc:
         c.fail(f"inconsistent model: {exc}")
+    from ..runtime.prepared_cache import remember
+
+    remember(model, path, params, c.data_view())   # a StaticModule of it may keep it prepared (its key)
     log.info("read %s (%d parameters, verify=%s) in %.1f ms", os.fspath(path), len(params), verify,
              (time.perf_counter() - t0) * 1e3)
     return model

@@ -121,6 +121,12 @@ class Options:
         ``True`` (default): a node no out or native kernel (nor a decomposition) can run
         gets a ``fallback`` kernel (srcore-cpu's torch fallback when torch is installed).
         ``False``: such nodes fail the load (``srcore.UnsupportedOpError`` names them).
+    prepared_cache
+        ``True`` (default, unless ``SRCORE_NO_PREPARED_CACHE=1``): a model read from a ``.srm`` file
+        (``srcore.load``) is kept prepared in ``$SRCORE_CACHE_DIR/prepared/`` after its first call, and a
+        later process loading the same file (same bytes, options, registry and srcore sources) loads that
+        instead: no pass, no shape propagation (``srcore.runtime.prepared_cache``). ``False``: neither
+        read nor written. It is no part of a prepared record's fingerprint.
 
     The environment variables ``SRCORE_EXECUTOR`` and ``SRCORE_MEMORY_PLANNER`` change the
     defaults of ``executor`` and ``memory_planner_algorithm`` (the test suite runs once with
@@ -145,3 +151,5 @@ class Options:
     engine_options: tuple[tuple[str, object], ...] = attrs.field(default=(), converter=_items)
     allow_fallback: bool = True
     selection: object = attrs.field(default=None, converter=_selection, eq=False)
+    prepared_cache: bool = attrs.field(
+        factory=lambda: os.environ.get("SRCORE_NO_PREPARED_CACHE", "") in ("", "0"))

@@ -114,7 +114,9 @@ def _digest(what: Any, options: Any) -> str:
 
     from .._digest import small_sha256
 
-    opts = [(a.name, getattr(options, a.name)) for a in attrs.fields(type(options)) if a.name != "selection"]
+    # the selection: the registry stands for it; prepared_cache: where a prepared graph is kept, not what it is
+    opts = [(a.name, getattr(options, a.name)) for a in attrs.fields(type(options))
+            if a.name not in ("selection", "prepared_cache")]
     return small_sha256(repr((what, opts)).encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 

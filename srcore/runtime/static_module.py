@@ -102,6 +102,22 @@ class StaticModule:
         graph = graph.copy()
         input_types = [s_type for s_type in (_spec_type(s) for s in specs)]
         rec = _prepared_record(model, input_types, options, registry, pm)
+        #: the prepared-model cache's part in this load: "hit" (the graph came prepared from it), "miss" (it
+        #: will be kept there after the first call), None (not cached: ``srcore.runtime.prepared_cache``)
+        self.prepared_cache = None
+        self._cache_entry = None
+        if rec is None and options.prepared_cache and options.optimize and not options.engine_options \
+                and not any(b in registry.engine_builders for b in options.backends):
+            from . import prepared_cache
+
+            entry = prepared_cache.entry_for(model, input_types, options, registry, pm)
+            cached = prepared_cache.read(entry) if entry is not None else None
+            rec = _prepared_record(cached, input_types, options, registry, pm) if cached is not None else None
+            if rec is not None:
+                model, graph = cached, cached.graph   # read just now: no one else holds it
+                self.prepared_cache = "hit"
+            elif entry is not None:
+                self.prepared_cache, self._cache_entry = "miss", entry
         #: the model's graph was saved prepared for this load (``save(prepared=True)``): no pass runs
         self.prepared_before = rec is not None
         #: ... and with its propagated types: no shape propagation either (``srcore.runtime.prepared``)
@@ -350,6 +366,11 @@ class StaticModule:
                 recorded = self._recorded.get(key)   # saved prepared with this signature's layouts
                 info = self._compute_signature(input_types) if recorded is None else self._signature(recorded.get)
                 self._signatures[key] = info
+                if self._cache_entry is not None:   # with this signature's layouts: its first call propagates nothing
+                    from .prepared_cache import write
+
+                    entry, self._cache_entry = self._cache_entry, None
+                    write(self, entry)
         return info
 
     def _compute_signature(self, input_types: Sequence[Type], *, reuse: bool = True) -> SignatureInfo:

@@ -1,0 +1,183 @@
+"""The prepared-model cache: a model read from a ``.srm`` file is kept prepared, so the next process skips the passes.
+
+A load of a ``.srm`` file saved prepared (``StaticModule.save(path, prepared=True)``, ``srcore.runtime.prepared``)
+runs no pass and, usually, no shape propagation. This cache gives a model loaded from an ordinary file the same
+start from its second process on: after the first call of a ``StaticModule`` of a model that ``srcore.load`` read
+(and nothing changed since), the module is saved prepared to ``$SRCORE_CACHE_DIR/prepared/<key>.srm``; a later
+load whose key is the same reads that file and uses its graph (``sm.prepared_before`` and
+``sm.prepared_cache == "hit"``).
+
+The key is a SHA-256 of everything the prepared graph depends on:
+
+- the model as it is now, not only as it was read: its graph printed as IR text (which carries every node,
+  attribute and type) and the bytes of the file's data section, hashed at each load (SHA-256, ~0.2 ms for
+  a 60 kB file; a size/mtime shortcut would miss an edit within the file system's time granularity), with
+  every tensor constant of the graph checked to be the array the file mapped for its name (a model whose
+  graph was edited or whose parameters were replaced in memory gets another key, or none); its input
+  specs, output names, metadata, plugin requirements and recorded schemas;
+- the registry and options, as a prepared record's fingerprint (``prepared.fingerprint``: a selection's
+  contents, or the loaded plugins with their distributions, versions and states; every option but
+  ``selection`` and ``prepared_cache``), the backends and the input types;
+- srcore itself: its version, the Python version, and the name, mtime and size of every source file of
+  the packages a preparation runs (``ir``, ``ops``, ``passes``, ``runtime``): an edited checkout misses.
+
+A cache file is a ``.srm`` file (safetensors and JSON: reading one executes nothing), written atomically; it
+is read with its data checksum verified and its prepared record matched as any prepared file's is, so an
+entry that is truncated, corrupt or made for another load is a miss: the load prepares the model as usual
+and rewrites the entry. Models built in memory (``srcore.Model``, ``Graph``) are not cached: they are mutable
+and have no content digest short of hashing every parameter; nor are loads with engine backends (engines
+rewrite the graph; ``srcore build`` keeps those) or ones that decomposed ops (``save(prepared=True)`` refuses
+them), nor files whose data section exceeds :data:`MAX_DATA_BYTES` (64 MiB). Off with
+``Options(prepared_cache=False)`` or ``SRCORE_NO_PREPARED_CACHE=1``; like srcore's other caches nothing is
+written under ``PYTHONDONTWRITEBYTECODE``. At most :data:`MAX_ENTRIES` files are kept
+(the least recently written go).
+"""
+from __future__ import annotations
+
+import os
+import sys
+import weakref
+from typing import Any, Sequence
+
+from .._lazylog import LazyLogger
+
+log = LazyLogger("srcore.runtime")
+
+FORMAT = 1
+MAX_ENTRIES = 64
+#: a file whose data section is larger is not cached: hashing it at every load (~0.7 ms a MB) would cost more than
+#: the passes save, and each entry would copy its weights
+MAX_DATA_BYTES = 64 << 20
+#: packages whose code decides what a prepared graph is (passes, shape rules, decompositions, the IR text)
+_SOURCE_PACKAGES = ("ir", "ops", "passes", "runtime")
+
+#: Model -> (file path, the arrays its graph's constants were bound to, the file's mapped data section)
+_sources: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
+_source_state: list[str] = []
+
+
+def remember(model: Any, path: Any, params: dict, data: Any) -> None:
+    """Called by ``srcore.format.srm.load``: ``model`` was read from ``path``; ``data`` is its mapped data section."""
+    try:
+        _sources[model] = (os.fspath(path), dict(params), data)
+    except TypeError:   # not weak-referenceable: never cached
+        pass
+
+
+def _srcore_sources() -> str:
+    """Name, mtime and size of every source file of the packages a preparation runs (one scan a process)."""
+    if not _source_state:
+        from .._digest import small_sha256
+
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        h = small_sha256()
+        todo = [os.path.join(root, p) for p in _SOURCE_PACKAGES]
+        while todo:
+            folder = todo.pop()
+            try:
+                entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            except OSError:
+                continue
+            for e in entries:
+                if e.name.endswith(".py"):
+                    st = e.stat()
+                    h.update(f"{e.path}\0{st.st_mtime_ns}\0{st.st_size}\n".encode("utf-8", "surrogatepass"))
+                elif e.is_dir() and e.name != "__pycache__":
+                    todo.append(e.path)
+        _source_state.append(h.hexdigest())
+    return _source_state[0]
+
+
+def _data_digest(data: Any) -> str:
+    from .._digest import small_sha256
+
+    if len(data) < 1 << 20:   # CPython's SHA-256: no OpenSSL import for a small model
+        return small_sha256(data).hexdigest()
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def entry_for(model: Any, input_types: Sequence[Any], options: Any, registry: Any, pm: Any) -> str | None:
+    """The cache file of this load of ``model``, or None when it cannot be cached (see the module's doc)."""
+    src = _sources.get(model)
+    if src is None:
+        return None
+    path, arrays, data = src
+    if len(data) > MAX_DATA_BYTES:
+        return None
+    from ..model import CONSTANT
+    from .prepared import fingerprint
+
+    for n in model.graph.all_nodes():
+        if n.kind == CONSTANT and "value" in n.attrs and hasattr(n.attrs["value"], "shape"):
+            name = n.attrs.get("param")
+            if name is None or arrays.get(name) is not n.attrs["value"]:
+                return None   # a tensor the file did not map under that name: edited in memory
+    fp = fingerprint(registry, options, pm)
+    if not fp:
+        return None
+    from .. import __version__
+    from .._digest import small_sha256
+    from ..ir.printer import print_graph
+
+    try:
+        text = print_graph(model.graph)
+        material = repr((FORMAT, __version__, tuple(sys.version_info[:3]), _srcore_sources(), text,
+                         _data_digest(data), [s.to_json() if hasattr(s, "to_json") else repr(s)
+                                              for s in model.input_specs],
+                         list(model.output_names), sorted(model.metadata.items()), repr(model.plugins),
+                         [str(s) for s in model.op_schemas], fp, list(options.backends),
+                         [str(t) for t in input_types]))
+    except Exception as exc:  # noqa: BLE001 - a model the key cannot describe is simply not cached
+        log.debug("prepared cache: %s not cached (%s)", path, exc)
+        return None
+    from ..cachedir import cache_dir_str
+
+    key = small_sha256(material.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+    return cache_dir_str("prepared", key + ".srm")
+
+
+def read(entry: str) -> Any:
+    """The model kept at ``entry``, or None (absent, truncated, corrupt: the load prepares as usual)."""
+    try:
+        os.stat(entry)
+    except OSError:
+        return None
+    from ..errors import SrcoreError
+    from ..format.srm import load
+
+    try:
+        return load(entry, verify="full")   # the data checksum too: a flipped weight must not be used
+    except (SrcoreError, OSError, ValueError) as exc:
+        log.info("prepared cache: ignoring %s (%s)", entry, exc)
+        return None
+
+
+def write(sm: Any, entry: str) -> bool:
+    """Save ``sm`` prepared at ``entry`` (atomically); False if it cannot be (never an error for the caller)."""
+    if sys.dont_write_bytecode:
+        return False
+    from ..errors import SrcoreError
+    from .static_module import _save_prepared
+
+    try:
+        os.makedirs(os.path.dirname(entry), exist_ok=True)
+        _save_prepared(sm, entry, "srcore prepared cache")
+    except (SrcoreError, OSError, ValueError, TypeError) as exc:
+        log.info("prepared cache: not writing %s (%s)", entry, exc)
+        return False
+    _prune(os.path.dirname(entry))
+    return True
+
+
+def _prune(folder: str) -> None:
+    try:
+        files = [e for e in os.scandir(folder) if e.name.endswith(".srm")]
+        if len(files) <= MAX_ENTRIES:
+            return
+        files.sort(key=lambda e: e.stat().st_mtime_ns, reverse=True)
+        for e in files[MAX_ENTRIES:]:
+            os.unlink(e.path)
+    except OSError:   # another process pruned it first
+        pass
