@@ -179,6 +179,21 @@ def test_another_plugin_version_misses(model_file, cache, monkeypatch):
     np.testing.assert_array_equal(y, _reference(model_file))
 
 
+def test_another_cpu_or_thread_setting_misses(model_file, cache, monkeypatch):
+    """A load's timed choices hold only on the machine and thread setting that timed them (a cache root
+    shared by an Intel and an AMD machine must not hand one's choices to the other)."""
+    assert _load(model_file)[0].prepared_cache == "miss"
+    assert _load(model_file)[0].prepared_cache == "hit"
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert _load(model_file)[0].prepared_cache == "miss"
+    import srcore.cpu_features as cpu_features
+
+    monkeypatch.setattr(cpu_features, "cpu_name", lambda: "AMD EPYC 9654 96-Core Processor")
+    sm, y = _load(model_file)
+    assert sm.prepared_cache == "miss"
+    np.testing.assert_array_equal(y, _reference(model_file))
+
+
 def test_a_model_edited_in_memory_or_built_in_memory_is_not_cached(model_file, cache):
     _load(model_file)
     m = srcore.load(model_file)

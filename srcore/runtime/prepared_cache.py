@@ -123,7 +123,12 @@ def entry_for(model: Any, input_types: Sequence[Any], options: Any, registry: An
 
     try:
         text = print_graph(model.graph)
-        material = repr((FORMAT, __version__, tuple(sys.version_info[:3]), _srcore_sources(), text,
+        # the machine too: a load's timed choices (dense vs routed MoE layers, ...) hold only where they were timed
+        from ..cpu_features import cpu_name
+
+        machine = (cpu_name(), os.cpu_count(),
+                   [os.environ.get(v, "") for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")])
+        material = repr((FORMAT, __version__, tuple(sys.version_info[:3]), machine, _srcore_sources(), text,
                          _data_digest(data), [s.to_json() if hasattr(s, "to_json") else repr(s)
                                               for s in model.input_specs],
                          list(model.output_names), sorted(model.metadata.items()), repr(model.plugins),
