@@ -480,3 +480,68 @@ GRID = {
     "dlinear": (dlinear, ALL, 1e-4),
     "tft_grn": (tft_grn, ALL, 1e-4),
 }
+
+
+# --- torch.ao quantized modules ------------------------------------------------------------------------
+
+
+class Recurrent(nn.Module):
+    """A two-layer bidirectional LSTM, a GRU over its output, a Linear (dynamic quantization's targets)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(6, 8, num_layers=2, batch_first=True, bidirectional=True)
+        self.gru = nn.GRU(16, 5, batch_first=True)
+        self.fc = nn.Linear(16, 3)
+
+    def forward(self, x):
+        y, (h, _c) = self.lstm(x)
+        z, _hg = self.gru(y)
+        return self.fc(y), h, z
+
+
+def dynamic_quantized(dtype):
+    """``torch.ao.quantization.quantize_dynamic`` of :class:`Recurrent` (LSTM, GRU, Linear) to ``dtype``."""
+    def build():
+        _seed(20)
+        m = Recurrent().eval()
+        return torch.ao.quantization.quantize_dynamic(m, {nn.LSTM, nn.GRU, nn.Linear}, dtype=dtype), (torch.randn(2, 5, 6),)
+    return build
+
+
+class EagerQuant(nn.Module):
+    """Eager-mode static quantization: QuantStub, conv + bn + relu fused, a strided grouped conv,
+    FloatFunctional add_relu / mul_scalar, adaptive pooling, Linear, DeQuantStub."""
+
+    def __init__(self):
+        super().__init__()
+        import torch.ao.quantization as tq
+
+        self.q, self.dq = tq.QuantStub(), tq.DeQuantStub()
+        self.c1, self.bn, self.r = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU()
+        self.c2 = nn.Conv2d(8, 8, 3, stride=2, groups=4)
+        self.pool, self.fc = nn.AdaptiveAvgPool2d(1), nn.Linear(8, 4)
+        self.ff = nn.quantized.FloatFunctional()
+
+    def forward(self, x):
+        y = self.r(self.bn(self.c1(self.q(x))))
+        z = self.c2(y)
+        z = self.ff.add_relu(z, self.ff.mul_scalar(z, 0.5))
+        return self.dq(self.fc(torch.flatten(self.pool(z), 1)))
+
+
+def eager_quantized():
+    """:class:`EagerQuant` fused, calibrated on three seeded batches and converted (x86 qconfig; the
+    caller sets torch's quantized engine to x86)."""
+    import torch.ao.quantization as tq
+
+    _seed(21)
+    m = EagerQuant().eval()
+    m.qconfig = tq.get_default_qconfig("x86")
+    tq.fuse_modules(m, [["c1", "bn", "r"]], inplace=True)
+    tq.prepare(m, inplace=True)
+    with torch.no_grad():
+        for s in range(3):
+            m(torch.randn(2, 3, 10, 10, generator=torch.Generator().manual_seed(s)))
+    tq.convert(m, inplace=True)
+    return m, (torch.randn(2, 3, 10, 10),)

@@ -99,3 +99,41 @@ def reduce_dynamic_axes(dtype):
                   h.make_node("ReduceMax", ["x"], ["d"], keepdims=0)],
                  [vi("x", dtype, [3, "K", "J"])], [vi("a", dtype, None), vi("b", dtype, None), vi("d", dtype, None)],
                  [c("ax", np.array([1], np.int64)), c("ax2", np.array([1, 2], np.int64))], opset=18)
+
+
+def opset23_cases() -> dict:
+    """name -> (ModelProto, feeds): RMSNormalization, RotaryEmbedding and Attention of opset 23."""
+    from heldout4_onnx import c, model, vi
+    from onnx import TensorProto as T, helper as h
+
+    rng = np.random.default_rng(23)
+    F = T.FLOAT
+
+    def r(*s):
+        return rng.standard_normal(s).astype(np.float32)
+    out = {}
+    out["rmsnorm23"] = (model([h.make_node("RMSNormalization", ["x", "s"], ["y"], axis=-1, epsilon=1e-5),
+                               h.make_node("RMSNormalization", ["x", "s2"], ["y2"], axis=1)],
+                              [vi("x", F, ["N", 3, 8])], [vi("y", F, None), vi("y2", F, None)],
+                              [c("s", r(8)), c("s2", r(3, 8))], opset=23), {"x": r(2, 3, 8)})
+    cos, sin = r(16, 4), r(16, 4)
+    out["rotary23"] = (model([h.make_node("RotaryEmbedding", ["x", "cos", "sin", "pos"], ["y"]),
+                              h.make_node("RotaryEmbedding", ["x", "cos", "sin", "pos"], ["y2"], interleaved=1),
+                              h.make_node("RotaryEmbedding", ["x3", "cos2", "sin2"], ["y3"], num_heads=2,
+                                          rotary_embedding_dim=4)],
+                             [vi("x", F, [2, 2, 5, 8]), vi("pos", T.INT64, [2, 5]), vi("x3", F, [2, 5, 16])],
+                             [vi("y", F, None), vi("y2", F, None), vi("y3", F, None)],
+                             [c("cos", cos), c("sin", sin), c("cos2", np.repeat(cos[None, :5, :2], 2, 0)),
+                              c("sin2", np.repeat(sin[None, :5, :2], 2, 0))], opset=23),
+                       {"x": r(2, 2, 5, 8), "pos": rng.integers(0, 16, (2, 5)), "x3": r(2, 5, 16)})
+    out["attention23"] = (model([h.make_node("Attention", ["q", "k", "v"], ["y"]),
+                                 h.make_node("Attention", ["q", "k", "v", "m"], ["y2"], scale=0.3),
+                                 h.make_node("Attention", ["q3", "k3", "v3"], ["y3"], q_num_heads=4, kv_num_heads=2,
+                                             is_causal=1)],
+                                [vi("q", F, [2, 4, 5, 8]), vi("k", F, [2, 4, 6, 8]), vi("v", F, [2, 4, 6, 8]),
+                                 vi("m", T.BOOL, [5, 6]), vi("q3", F, [2, 5, 32]), vi("k3", F, [2, 5, 16]),
+                                 vi("v3", F, [2, 5, 16])], [vi("y", F, None), vi("y2", F, None), vi("y3", F, None)],
+                                opset=23),
+                          {"q": r(2, 4, 5, 8), "k": r(2, 4, 6, 8), "v": r(2, 4, 6, 8), "m": rng.random((5, 6)) > 0.3,
+                           "q3": r(2, 5, 32), "k3": r(2, 5, 16), "v3": r(2, 5, 16)})
+    return out

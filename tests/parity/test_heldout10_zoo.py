@@ -225,3 +225,59 @@ def test_inputs_bound_by_the_names_the_onnx_file_gives():
         np.testing.assert_array_equal(sm(**fd), a - b)
     with pytest.raises(srcore.SrcoreInputError, match=r"unknown input 'onnx:A_0'; the model's inputs are: onnx__A_0, b_1"):
         sm(**{"onnx:A_0": a, "b:1": b})
+
+
+# -- opset 23 ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,backend", [_param(f"{n}-{b}", n, b, default=b == "cpu" or n == "attention23")
+                                          for n in ("rmsnorm23", "rotary23", "attention23") for b in BACKENDS])
+def test_opset23_ops_match_onnxruntime(name, backend):
+    from _zoo import check_onnx_vs_ort
+    from heldout10_onnx import opset23_cases
+
+    proto, feeds = opset23_cases()[name]
+    check_onnx_vs_ort(name, proto, (feeds,), backend)
+
+
+# -- torch.ao quantized modules -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype,how", [pytest.param(torch.qint8, h, id=f"qint8-{h}") for h in ("script", "trace", "frozen")]
+                         + [pytest.param(torch.float16, "script", id="float16-script")])
+def test_dynamic_quantized_recurrent_matches_torch(dtype, how):
+    """``quantize_dynamic`` LSTM (2 layers, bidirectional) + GRU + Linear against torch (fbgemm's
+    dynamic int8 / fp16 arithmetic: equal to float rounding)."""
+    from _harness import assert_close, run, torch_outputs
+    from heldout10_models import dynamic_quantized
+
+    before = torch.backends.quantized.engine
+    try:
+        torch.backends.quantized.engine = "x86"
+        m, inputs = dynamic_quantized(dtype)()
+        ts = torch.jit.trace(m, inputs, check_trace=False) if how == "trace" else torch.jit.script(m)
+        if how == "frozen":
+            ts = torch.jit.freeze(ts)
+        want = torch_outputs(m, inputs)
+        sm = srcore.StaticModule(srcore.from_torchscript(ts, inputs), options=engine_options("cpu"))
+    finally:
+        torch.backends.quantized.engine = before
+    assert_close(run(sm, inputs), want, f"dynamic {dtype} {how}", 1e-4)
+
+
+@pytest.mark.parametrize("how", ["frozen", "trace"])
+def test_eager_quantized_convnet_bit_for_bit(how):
+    from _harness import run, torch_outputs
+    from heldout10_models import eager_quantized
+
+    before = torch.backends.quantized.engine
+    try:
+        torch.backends.quantized.engine = "x86"
+        m, inputs = eager_quantized()
+        ts = torch.jit.freeze(torch.jit.script(m)) if how == "frozen" else torch.jit.trace(m, inputs)
+        want = torch_outputs(m, inputs)
+        sm = srcore.StaticModule(srcore.from_torchscript(ts, inputs), options=engine_options("cpu"))
+    finally:
+        torch.backends.quantized.engine = before
+    for g, w in zip(run(sm, inputs), want):
+        np.testing.assert_array_equal(g, w)
