@@ -153,6 +153,8 @@ def _fold(g: Graph) -> int:
             after = _quantize_after(node.output)
             if qx is None or qw is None or after is None or qw.node.kind != "prim::Constant":
                 continue
+            if getattr(_const(qw), "qdtype", None) != "qint8":
+                continue  # torch's quantized conv / linear take qint8 weights only: a uint8 one stays float
             relu, qnode = after
             op, dims = _LINEAR_CONV[base]
             bias = node.inputs[2] if len(node.inputs) > 2 else _constant(g, None, TensorType(), node)

@@ -7,6 +7,7 @@ per signature, so a run with a signature seen before pays only for the key.
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Sequence
 
 import attrs
@@ -25,9 +26,8 @@ def bind(names: Sequence[str], args: Sequence[Any], kwargs: dict[str, Any]) -> l
         raise SrcoreInputError(f"the model takes {n} input(s) ({', '.join(names)}) but {len(args)} were given")
     values = list(args) + [_MISSING] * (n - len(args))
     for k, v in kwargs.items():
-        try:
-            i = names.index(k)
-        except ValueError:
+        i = _index(names, k)
+        if i is None:
             raise SrcoreInputError(f"unknown input {k!r}; the model's inputs are: {', '.join(names)}") from None
         if values[i] is not _MISSING:
             raise SrcoreInputError(f"input {k!r} given twice (positionally and by name)")
@@ -39,6 +39,18 @@ def bind(names: Sequence[str], args: Sequence[Any], kwargs: dict[str, Any]) -> l
 
 
 _MISSING = object()
+
+#: what the frontends' ``clean_name`` replaces in a value name (torch.onnx names inputs ``onnx::Add_0``)
+_NAME_BAD = re.compile(r"[^A-Za-z0-9_.]")
+
+
+def _index(names: Sequence[str], k: str) -> int | None:
+    """Where input ``k`` is: by its name, or by the name as the file spells it (an ONNX input
+    ``onnx::Add_0`` is ``onnx__Add_0`` in srcore; onnxruntime's feed dicts use the former)."""
+    if k in names:
+        return names.index(k)
+    alt = _NAME_BAD.sub("_", k) if isinstance(k, str) else k
+    return names.index(alt) if alt != k and alt in names else None
 
 #: the model metadata key of a torch.export model's input structure (see frontends/torch_export._input_tree)
 INPUT_TREE = "input_tree"

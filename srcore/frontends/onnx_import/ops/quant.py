@@ -86,8 +86,19 @@ def _broadcast(cx: NodeContext, v, axis: int, rank: int, i: int, block: int = 0)
     return cx.op("aten::reshape", v, shape)
 
 
+def _finite_scale(cx: NodeContext) -> None:
+    """A constant scale of inf or NaN is refused (as QLinear ops refuse it): ONNX's arithmetic then makes
+    0 * inf, whose result each runtime picks (onnxruntime gives 0, numpy NaN); such a file comes from a
+    calibration that saw an infinite value (an attention mask of -inf quantized with the scores)."""
+    s = cx.const(1)
+    if s is not None and np.issubdtype(s.dtype, np.floating) and not np.all(np.isfinite(s)):
+        raise Unsupported(f"input 1 (scale) holds {float(s[~np.isfinite(s)].reshape(-1)[0])}: not finite (the "
+                          f"calibration saw an infinite value?)")
+
+
 def quantize_linear(cx: NodeContext):
     axis, block = _common_attrs(cx)
+    _finite_scale(cx)
     saturate = bool(cx.attr("saturate", 1))   # applies to float8 outputs only
     out_code = int(cx.attr("output_dtype", 0))
     precision = int(cx.attr("precision", 0))
@@ -138,6 +149,7 @@ def _quantized_source(x, scale: float, zp: int):
 
 def dequantize_linear(cx: NodeContext):
     axis, block = _common_attrs(cx)
+    _finite_scale(cx)
     out_code = int(cx.attr("output_dtype", 0))
     xdt = cx.require_dtype(0, set(_RANGES) | _FLOAT8, "x")
     sdt = cx.require_dtype(1, {"float32", "float16", "float64"}, "x_scale")

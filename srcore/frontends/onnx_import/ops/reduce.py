@@ -75,7 +75,8 @@ def reduce(kind: str):
             empty = _empty_reduction(cx, dt, kind)
             if empty is not None:
                 return empty
-            return cx.op("aten::amax" if kind == "max" else "aten::amin", x, axes_all, keep)
+            return cx.op("aten::amax" if kind == "max" else "aten::amin", _pad_maybe_empty(cx, x, dt, kind, axes_all),
+                         axes_all, keep)
         if kind == "prod":
             y = x
             for a in sorted(axes_all, reverse=True):
@@ -116,6 +117,34 @@ def _empty_reduction(cx: NodeContext, dt: str, kind: str):
         info = np.iinfo(dt)
         fill = int(info.min if kind == "max" else info.max)
     return cx.op("aten::full", list(oshape), fill, scalar_type(dt), None, None, None)
+
+
+def _identity(dt: str, kind: str):
+    """The identity of max / min in ``dt``: ONNX's result of reducing nothing."""
+    if dt == "bool":
+        return kind == "min"
+    if dt in FLOATS:
+        return float("-inf") if kind == "max" else float("inf")
+    info = np.iinfo(dt)
+    return int(info.min if kind == "max" else info.max)
+
+
+def _pad_maybe_empty(cx: NodeContext, x, dt: str, kind: str, axes: list):
+    """``x`` padded by one identity element at the end of each reduced axis whose size is not known
+    positive (a size known at run time only, e.g. a Loop body's gathered rows): ONNX's max / min of an
+    empty set is the identity (onnxruntime gives it), torch's amax / amin refuse an empty reduction and
+    srcore's kernels failed at run time. The padding changes no non-empty result."""
+    shape = cx.shape(0)
+    if shape is None or not all(isinstance(a, int) for a in axes):
+        return x
+    r = len(shape)
+    unsure = sorted({a % r for a in axes if not (isinstance(shape[a % r], int) and shape[a % r] > 0)})
+    if not unsure:
+        return x
+    pad = [0] * (2 * (r - unsure[0]))
+    for a in unsure:   # constant_pad_nd lists (before, after) from the last dim backwards
+        pad[2 * (r - 1 - a) + 1] = 1
+    return cx.op("aten::constant_pad_nd", x, pad, _identity(dt, kind))
 
 
 def arg_reduce(kind: str):
