@@ -422,9 +422,11 @@ class _Pool3d(nn.Module):
 
 #: FX-quantized modules srcore refuses: name -> (factory, what the error names)
 REFUSED_QUANTIZED = {
-    "instance_norm": (lambda: (_InstanceNorm().eval(), (torch.randn(1, 3, 5, 5),)), "quantized::instance_norm"),
     "conv3d": (lambda: (_Conv3d().eval(), (torch.randn(1, 2, 4, 4, 4),)), "Conv3dPackedParamsBase"),
 }
+
+#: an FX-quantized InstanceNorm2d (refused until the quantized plugin's instance norm)
+INSTANCE_NORM_QUANTIZED = lambda: (_InstanceNorm().eval(), (torch.randn(1, 3, 5, 5),))  # noqa: E731
 
 #: an FX-quantized max_pool3d of quantized data (refused until the quantized plugin's 3-D pools)
 POOL3D_QUANTIZED = lambda: (_Pool3d().eval(), (torch.randn(1, 2, 4, 4),))  # noqa: E731

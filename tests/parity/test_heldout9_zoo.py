@@ -34,7 +34,7 @@ import torch
 
 from _harness import assert_close, flatten, flatten_np, run, to_numpy, torch_outputs
 from _zoo import assert_no_fallback, check_cell, check_fx_quantized, check_onnx_vs_ort, engine_options, fx_x86
-from heldout9_models import GRID, POOL3D_QUANTIZED, REFUSED_QUANTIZED, SCRIPTED, cond_while, fx_mixed
+from heldout9_models import GRID, INSTANCE_NORM_QUANTIZED, POOL3D_QUANTIZED, REFUSED_QUANTIZED, SCRIPTED, cond_while, fx_mixed
 
 import srcore
 
@@ -310,8 +310,8 @@ def test_fx_quantized_elu_bit_for_bit(alpha, shape):
 
 @pytest.mark.parametrize("name", list(REFUSED_QUANTIZED))
 def test_fx_quantized_ops_srcore_lacks_are_refused_naming_the_op(name):
-    """FX x86 quantization of InstanceNorm2d and Conv3d: no kernel (or packed-weight reader) in
-    srcore; the load fails naming the op, not at run time."""
+    """FX x86 quantization of Conv3d: no packed-weight reader in srcore; the load fails naming it,
+    not at run time."""
     factory, names = REFUSED_QUANTIZED[name]
     before = torch.backends.quantized.engine
     try:
@@ -321,6 +321,11 @@ def test_fx_quantized_ops_srcore_lacks_are_refused_naming_the_op(name):
             srcore.StaticModule(srcore.from_torchscript(ts, inputs))
     finally:
         torch.backends.quantized.engine = before
+
+
+def test_fx_quantized_instance_norm_matches_torch():
+    """An FX-quantized InstanceNorm2d (x86): the quantized plugin's instance norm, bit for bit."""
+    check_fx_quantized(INSTANCE_NORM_QUANTIZED)
 
 
 def test_fx_quantized_max_pool3d_matches_torch():

@@ -78,7 +78,8 @@ def test_a_candidate_that_sleeps_is_charged_its_sleep(monkeypatch, schedstat):
 @pytest.mark.real_clock     # what the real thread clock charges: scaled readings would not say
 def test_a_real_sleep_does_not_win_on_the_cpu_clock():
     sleeper, busy = best_times([lambda: time.sleep(1e-3), lambda: _burn(300)], clock="cpu", bandwidth=None)
-    assert sleeper >= 1e-3 > busy >= 300e-6
+    # the sleep's reading is its wall time less the clock's own cost: a hair under 1 ms on a loaded machine
+    assert sleeper >= 0.9e-3 > busy >= 300e-6
 
 
 # a 1 µs call's timed warm-up can be stretched by an interrupt on a loaded machine: at least 16 calls
