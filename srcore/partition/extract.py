@@ -1,22 +1,26 @@
 """Cutting a run of nodes out of a graph: its subgraph, and the engine node that replaces it."""
 from __future__ import annotations
 
+from typing import Any, Mapping, Sequence
+
 from ..ir.graph import Graph, Node, Value, clone_node
 
 #: the node kind of a compiled segment; ``attrs``: backend, name, subgraph (a Graph)
 ENGINE_KIND = "srcore::engine"
 
 
-def segment_graph(nodes: tuple[Node, ...], inputs: list[Value], outputs: list[Value]) -> Graph:
+def segment_graph(nodes: Sequence[Node], inputs: list[Value], outputs: list[Value],
+                  input_types: Mapping[Value, Any] | None = None) -> Graph:
     """A standalone graph computing ``outputs`` from ``inputs`` with clones of ``nodes``.
 
     Constants the nodes read are cloned in (before their first use), parameters keep their
-    ``param`` names, values keep their names and types, nodes their sources.
+    ``param`` names, values keep their names and types, nodes their sources; ``input_types``
+    gives inputs a type other than their own (e.g. the static one shape propagation found).
     """
     g = Graph()
     env: dict[int, Value] = {}
     for v in inputs:
-        env[id(v)] = g.add_input(v.type, v.name)
+        env[id(v)] = g.add_input(input_types.get(v, v.type) if input_types else v.type, v.name)
     for n in nodes:
         for v in n.inputs:
             if id(v) not in env and v.node.kind == "prim::Constant":

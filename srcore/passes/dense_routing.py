@@ -51,7 +51,7 @@ import math
 
 import attrs
 
-from ..ir.graph import Graph, Node, Value, clone_node
+from ..ir.graph import Graph, Node, Value
 from ..ir.types import TensorType
 from ..ir.alias import alias_class, alias_sources, mutated_inputs
 from ..ops.shapes.elementwise import broadcast_shapes
@@ -176,20 +176,13 @@ class RoutingLayer:
         shapes = {r.mshape for r in regions}
         if not outputs or len(shapes) != 1:
             return None
-        g = Graph()
-        env: dict[int, Value] = {}
         for v in inputs:
             t = types.get(v, v.type)
             if _static(t) is None or (id(v) not in mask_ids and t.dtype not in ("float32", "float64")):
                 return None
-            env[id(v)] = g.add_input(t, v.name)
-        for n in nodes:
-            for v in n.inputs:
-                if id(v) not in env and v.node.kind == "prim::Constant":
-                    g.block.append(clone_node(v.node, g, env))
-            g.block.append(clone_node(n, g, env))
-        for v in outputs:
-            g.register_output(env[id(v)])
+        from ..partition.extract import segment_graph
+
+        g = segment_graph(nodes, inputs, outputs, types)
         dense = g.copy()
         from .dce import eliminate_dead_code
 

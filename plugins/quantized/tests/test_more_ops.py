@@ -68,23 +68,23 @@ def _levels_on_both_paths(qdtype, seed):
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 @pytest.mark.parametrize("qdtype", ["quint8", "qint8"])
 def test_gelu_every_level_on_both_paths(qdtype, approximate):
-    rng = np.random.default_rng(0)
-    lo, hi = RANGE[qdtype]
-    for i in range(40):
-        scale, zp = float(np.exp(rng.uniform(np.log(1e-3), np.log(0.5)))), int(rng.integers(lo, hi + 1))
-        for ints in _levels_on_both_paths(qdtype, i):
-            t = qt(ints, qdtype, scale, zp)
-            same(activation.gelu_out(srq(t), approximate), F.gelu(t, approximate=approximate))
+    _check_gelu(qdtype, approximate, seed=0, draws=40, scales=(1e-3, 0.5))
 
 
 @pytest.mark.full
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 @pytest.mark.parametrize("qdtype", ["quint8", "qint8"])
 def test_gelu_every_level_many_scales(qdtype, approximate):
-    rng = np.random.default_rng(1)
+    _check_gelu(qdtype, approximate, seed=1, draws=2000, scales=(1e-4, 2.0))
+
+
+def _check_gelu(qdtype, approximate, *, seed, draws, scales):
+    """Every level of ``qdtype`` through both of torch's gelu paths, at ``draws`` log-uniform scales."""
+    rng = np.random.default_rng(seed)
     lo, hi = RANGE[qdtype]
-    for i in range(2000):
-        scale, zp = float(np.exp(rng.uniform(np.log(1e-4), np.log(2.0)))), int(rng.integers(lo, hi + 1))
+    for i in range(draws):
+        scale = float(np.exp(rng.uniform(np.log(scales[0]), np.log(scales[1]))))
+        zp = int(rng.integers(lo, hi + 1))
         for ints in _levels_on_both_paths(qdtype, i):
             t = qt(ints, qdtype, scale, zp)
             same(activation.gelu_out(srq(t), approximate), F.gelu(t, approximate=approximate))
