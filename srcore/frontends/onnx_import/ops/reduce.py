@@ -135,8 +135,8 @@ def _pad_maybe_empty(cx: NodeContext, x, dt: str, kind: str, axes: list):
     empty set is the identity (onnxruntime gives it), torch's amax / amin refuse an empty reduction and
     srcore's kernels failed at run time. The padding changes no non-empty result."""
     shape = cx.shape(0)
-    if shape is None or not all(isinstance(a, int) for a in axes):
-        return x
+    if shape is None or not isinstance(axes, (list, tuple)) or not all(isinstance(a, int) for a in axes):
+        return x   # axes known at run time only (a Value): no padding, as before
     r = len(shape)
     unsure = sorted({a % r for a in axes if not (isinstance(shape[a % r], int) and shape[a % r] > 0)})
     if not unsure:
