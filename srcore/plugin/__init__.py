@@ -113,6 +113,8 @@ _LAZY = {
     "conv_transpose": "srcore.conv:transpose",
     # the compiled grid_sample (srcore.grid_sample: GridSampler, grid_sampler); numba
     "grid_sample": "srcore.grid_sample",
+    # the k-th smallest of a float32 buffer by Hoare's selection (srcore.quickselect: kth_smallest); numba
+    "quickselect": "srcore.quickselect",
     # F.affine_grid's (h, w, 3) base grid (srcore.affine_grid: base_grid); numpy
     "affine_grid": "srcore.affine_grid",
     # Intel MKL's runtime through ctypes (srcore.blas.mkl: library(), pack_b, set_threads, swap_threads)

@@ -25,6 +25,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from srcore.plugin import quickselect
+
 from . import jit as _J
 from .jit import JIT
 
@@ -116,42 +118,8 @@ def _block_extremes(row, size, largest, bm):
     return nb
 
 
-@numba.njit(**JIT)
-def _kth_smallest(x, n, k, a):
-    """The value ``np.sort(x[:n])[k]`` (``0 <= k < n``, no NaN in ``x[:n]``) by Hoare's selection in
-    the scratch ``a`` (``x[:n]`` is copied there and reordered; ``x`` is left as it is). Each pass
-    partitions ``[lo, hi]`` around the median of its ends and middle, then keeps the side holding place
-    ``k``."""
-    for i in range(n):
-        a[i] = x[i]
-    lo, hi = 0, n - 1
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        # the median of three in a[mid]: no quadratic case on sorted or reversed block maxima
-        if a[mid] < a[lo]:
-            a[mid], a[lo] = a[lo], a[mid]
-        if a[hi] < a[lo]:
-            a[hi], a[lo] = a[lo], a[hi]
-        if a[hi] < a[mid]:
-            a[hi], a[mid] = a[mid], a[hi]
-        pivot = a[mid]
-        i, j = lo, hi
-        while i <= j:
-            while a[i] < pivot:
-                i += 1
-            while pivot < a[j]:
-                j -= 1
-            if i <= j:
-                a[i], a[j] = a[j], a[i]
-                i += 1
-                j -= 1
-        if k <= j:
-            hi = j
-        elif k >= i:
-            lo = i
-        else:   # j < k < i: a[k] equals the pivot
-            return a[k]
-    return a[k]
+#: Hoare's selection of the k-th smallest, shared with trt_like's segments (srcore.quickselect)
+_kth_smallest = quickselect.kth_smallest
 
 
 @numba.njit(forceinline=True, **JIT)
