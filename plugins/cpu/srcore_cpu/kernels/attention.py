@@ -443,13 +443,16 @@ def _split_tail(layer, attention, ln_, norms, eps, norm_first, use_gelu, w1, b1,
     at load (:func:`.row_split.split_pays`, never by vendor). On one thread those ran serially after
     the heads, only MKL's column-split products on both cores (transformer_block at 2 threads:
     docs/performance-log.md, "the cpu plugin at 2 threads on an AMD EPYC"). Each part's products are
-    numpy's BLAS on one thread (the pool holds it there)."""
+    numpy's BLAS on one thread (the pool holds it there). ``SRCORE_CPU_LINEAR_ROWS=0`` turns it off
+    (as :mod:`.linear_split`'s row splits)."""
+    import os
+
     from . import parallel as _par
     from . import row_split
     from .activation_fast import gelu_erf_
 
     B, L = shape
-    if not (isinstance(B, int) and isinstance(L, int)):
+    if os.environ.get("SRCORE_CPU_LINEAR_ROWS", "1") == "0" or not (isinstance(B, int) and isinstance(L, int)):
         return layer
     E, Fh, T = attention.E, w1.shape[1], B * L
     if T * (E * E + 2 * E * Fh) < _TAIL_MIN_MACS:
