@@ -133,3 +133,12 @@ def test_rows_split_runs_its_parts_on_the_part_pool(monkeypatch):
     x = _rand(7, 32)
     np.testing.assert_allclose(fn(x), _torch_linear(x, w, b, torch.relu), **TOL)
     assert calls == [(3, 3)]
+
+
+@pytest.mark.parametrize("which", range(5))
+def test_the_splits_fallback_matches_torch_on_any_input(which):
+    act_, ref = _acts()[which]
+    w, b = _rand(24, 16), _rand(24)
+    fn = LS.plain(linalg.transposed(w), b, act_)
+    for x in (_rand(3, 16), _rand(2, 5, 32)[..., ::2], _rand(16)):
+        np.testing.assert_allclose(fn(x), _torch_linear(np.ascontiguousarray(x), w, b, ref), **TOL)

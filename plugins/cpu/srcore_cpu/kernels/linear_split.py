@@ -99,8 +99,24 @@ def timed(one, w: np.ndarray, b, act_, in_shape):
     from . import row_split as RS
     from .linalg import transposed
 
-    split = make_rows(transposed(w), b, act_, tuple(in_shape), threads, one)
+    wT = transposed(w)
+    split = make_rows(wT, b, act_, tuple(in_shape), threads, plain(wT, b, act_))
     if split is None:
         return one
     x, y = RS.sample(tuple(in_shape)), np.empty(tuple(in_shape[:-1]) + (n,), np.float32)
     return split if RS.split_pays(one, split, (x, y)) else one
+
+
+def plain(wT, b, act_):
+    """``fn(input, out=None)``: ``act_(input @ wT + b)`` on the calling thread, for the inputs a split
+    does not take (kept instead of the node's one kernel: no second copy of the weight, MKL's packs)."""
+    from .linalg import _gemm
+
+    epi = epilogue(b, act_)
+
+    def linear_plain(input, out=None):
+        out = _gemm(input, wT, out)
+        if epi is not None:
+            epi(out)
+        return out
+    return linear_plain
