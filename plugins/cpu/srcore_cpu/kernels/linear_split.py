@@ -103,6 +103,10 @@ def timed(one, w: np.ndarray, b, act_, in_shape):
     split = make_rows(wT, b, act_, tuple(in_shape), threads, plain(wT, b, act_))
     if split is None:
         return one
+    if _par.blas_on_caller():
+        # (the parts' products run on one BLAS thread inside the pool's hold; this one covers a run
+        # whose parts fall back to the calling thread: the pool busy with another runtime's call)
+        split = _par.on_caller(split)
     x, y = RS.sample(tuple(in_shape)), np.empty(tuple(in_shape[:-1]) + (n,), np.float32)
     return split if RS.split_pays(one, split, (x, y)) else one
 
