@@ -81,7 +81,10 @@ def make_rows(wT: np.ndarray, b, act_, in_shape, threads: int, fallback):
 
 
 def _act_name(act_) -> str:
-    return "" if act_ is None else getattr(act_, "__name__", None) or type(act_).__name__
+    if act_ is None:
+        return ""
+    return (getattr(act_, "what", None) or getattr(act_, "__qualname__", None) or getattr(act_, "__name__", None)
+            or type(act_).__name__)
 
 
 def timed(one, w: np.ndarray, b, act_, in_shape):
