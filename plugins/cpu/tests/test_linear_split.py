@@ -142,3 +142,25 @@ def test_the_splits_fallback_matches_torch_on_any_input(which):
     fn = LS.plain(linalg.transposed(w), b, act_)
     for x in (_rand(3, 16), _rand(2, 5, 32)[..., ::2], _rand(16)):
         np.testing.assert_allclose(fn(x), _torch_linear(np.ascontiguousarray(x), w, b, ref), **TOL)
+
+
+def test_rows_split_called_from_two_threads_at_once():
+    """Two runtimes' calls at once: one gets the part pool, the other runs its parts itself; both right."""
+    import threading
+
+    w, b = _rand(256, 64, seed=7), _rand(256, seed=8)
+    fn = LS.make_rows(linalg.transposed(w), b, linalg.relu_, (33, 64), 2, None)
+    xs = [_rand(33, 64, seed=s) for s in (9, 10)]
+    wants = [_torch_linear(x, w, b, torch.relu) for x in xs]
+    bad = []
+
+    def run(i):
+        for _ in range(30):
+            if not np.allclose(fn(xs[i]), wants[i], **TOL):
+                bad.append(i)
+    ts = [threading.Thread(target=run, args=(i,)) for i in (0, 1)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert bad == []
