@@ -215,3 +215,58 @@ def test_sdpa_and_the_generic_fused_kernels_hold_numpy_blas_on_the_caller_at_two
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     with threadpoolctl.threadpool_limits(1, user_api="blas"):
         assert K.scaled_dot_product_attention_matcher(node) is K.scaled_dot_product_attention
+
+
+@pytest.mark.parametrize("shape,norm_first,gelu,threads", [((1, 40, 32), False, False, 2), ((3, 7, 32), True, False, 2),
+                                                          ((2, 9, 32), False, True, 4), ((1, 5, 32), True, True, 3)])
+def test_encoder_layer_tail_split_by_rows_matches_torch(monkeypatch, shape, norm_first, gelu, threads):
+    """Everything after the heads (out-projection, residuals, layer norms, feed-forward) in blocks of
+    rows on the part pool: torch's result, with and without a padding mask, for odd row counts and
+    more threads than two rows each (then nothing is split); one thread builds nothing."""
+    torch.manual_seed(15)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True, norm_first=norm_first,
+                                             activation="gelu" if gelu else "relu").eval()
+    node = _layer_node(layer, shape)
+    infos = list(node.args)
+    infos[7] = ArgInfo("use_gelu", TensorType(), True, gelu)
+    node = NodeInfo(node.op, None, tuple(infos), ())
+    x = RNG.standard_normal(shape).astype(np.float32)
+    with torch.no_grad():
+        want = layer(torch.from_numpy(x)).numpy()
+    monkeypatch.setattr(K, "_TAIL_MIN_MACS", 1)
+    timed: list = []
+    assert _build(node, monkeypatch, 1, True, timed).fn(x, None) is not None and timed == []
+    calls = []
+    real = P.run_parts
+    monkeypatch.setattr(P, "run_parts", lambda fn, parts, t: (calls.append((parts, t)), real(fn, parts, t))[1])
+    with threadpoolctl.threadpool_limits(threads, user_api="blas"):
+        spec = _build(node, monkeypatch, threads, True, timed)
+        rows = shape[0] * shape[1]
+        assert any(w.startswith("encoder_tail:") for w in timed) == (rows >= 2 * threads)
+        _poison_scratch()
+        got = spec.fn(x, None)
+        x2 = RNG.standard_normal((2, 3, 32)).astype(np.float32)   # another shape: the unsplit layer
+        got2 = spec.fn(x2, None)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    assert ((threads, threads) in calls) == (rows >= 2 * threads)
+    with torch.no_grad():
+        np.testing.assert_allclose(got2, layer(torch.from_numpy(x2)).numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_encoder_layer_tail_split_with_a_key_padding_mask(monkeypatch):
+    torch.manual_seed(16)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True).eval()
+    shape = (3, 9, 32)
+    node = _layer_node(layer, shape, mask=True, mask_type=1)
+    monkeypatch.setattr(K, "_TAIL_MIN_MACS", 1)
+    timed: list = []
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        spec = _build(node, monkeypatch, 2, True, timed)
+        assert any(w.startswith("encoder_tail:") for w in timed)
+        x = RNG.standard_normal(shape).astype(np.float32)
+        pad = np.arange(9)[None] >= np.array([9, 4, 0])[:, None]
+        got = spec.fn(x, pad)
+    with torch.no_grad():
+        want = layer(torch.from_numpy(x), src_key_padding_mask=torch.from_numpy(pad)).numpy()
+    assert np.isnan(want[2]).all() and np.isnan(got[2]).all()
+    np.testing.assert_allclose(got[:2], want[:2], rtol=1e-4, atol=1e-4)

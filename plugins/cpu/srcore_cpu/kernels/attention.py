@@ -311,6 +311,12 @@ class _SelfAttention:
             np.matmul(s, v[bs, hs], out=out4[bs, hs])
 
     def __call__(self, h, B, L, bias, y):
+        self.dot_o(self.heads(h, B, L, bias), self.wo, out=y)
+        np.add(y, self.bo, out=y)
+        return y
+
+    def heads(self, h, B, L, bias):
+        """The (T, E) head outputs the out-projection reads (the calling thread's scratch)."""
         ws, dt, E, H, D = SHARED_WS, self.dt, self.E, self.H, self.D
         T = B * L
         qkv = ws.get(None, "qkv", (T, 3 * E), dt)
@@ -327,9 +333,7 @@ class _SelfAttention:
             run_parts(lambda i: self._core(qkv, B, L, bias, attn, scores, stat, blocks[i]), len(blocks), sp[2])
         else:
             self._core(qkv, B, L, bias, attn, scores, stat, [(slice(0, B), slice(0, H))])
-        self.dot_o(attn.reshape(T, E), self.wo, out=y)
-        np.add(y, self.bo, out=y)
-        return y
+        return attn.reshape(T, E)
 
 
 def _compiled_or_numpy(dt):
@@ -420,7 +424,94 @@ def make_encoder_layer(embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, 
         if not norm_first:
             ln_(z, norm_weight_2, norm_bias_2, eps, tmp, stat)
         return z.reshape(B, L, E)
-    return _held(encoder_layer)
+    layer = _held(encoder_layer)
+    if shape is None or dt != np.float32:
+        return layer
+    norms = (norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2)
+    return _split_tail(layer, attention, ln_, norms, eps, norm_first, use_gelu, w1, ffn_bias_1, w2, ffn_bias_2,
+                       mask_type, shape)
+
+
+#: an encoder layer's tail (out-projection, feed-forward) under this many multiply-adds is not split
+_TAIL_MIN_MACS = 1 << 22
+
+
+def _split_tail(layer, attention, ln_, norms, eps, norm_first, use_gelu, w1, b1, w2, b2, mask_type, shape):
+    """``layer``, or at more than one intra-op thread the same layer with everything after the heads
+    (out-projection, residual adds, both layer norms, the feed-forward and its activation: each row
+    on its own) in blocks of rows on the part pool, one hand-over a layer, where that times faster
+    at load (:func:`.row_split.split_pays`, never by vendor). On one thread those ran serially after
+    the heads, only MKL's column-split products on both cores (transformer_block at 2 threads:
+    docs/performance-log.md, "the cpu plugin at 2 threads on an AMD EPYC"). Each part's products are
+    numpy's BLAS on one thread (the pool holds it there). ``SRCORE_CPU_LINEAR_ROWS=0`` turns it off
+    (as :mod:`.linear_split`'s row splits)."""
+    import os
+
+    from . import parallel as _par
+    from . import row_split
+    from .activation_fast import gelu_erf_
+
+    B, L = shape
+    if os.environ.get("SRCORE_CPU_LINEAR_ROWS", "1") == "0" or not (isinstance(B, int) and isinstance(L, int)):
+        return layer
+    E, Fh, T = attention.E, w1.shape[1], B * L
+    if T * (E * E + 2 * E * Fh) < _TAIL_MIN_MACS:
+        return layer
+    threads = _par.intra_op_threads()
+    if threads <= 1 or T < 2 * threads:
+        return layer
+    pieces = _par.split(T, threads)
+    nw1, nb1, nw2, nb2 = norms
+    dt, H, wo, bo = attention.dt, attention.H, attention.wo, attention.bo
+
+    def tail(a, x, y, hid, z, lnb, tmp, stat, lo, hi):
+        yr, ts, ss = y[lo:hi], tmp[lo:hi], stat[lo:hi]
+        np.dot(a[lo:hi], wo, out=yr)
+        np.add(yr, bo, out=yr)
+        np.add(yr, x[lo:hi], out=yr)
+        if not norm_first:
+            ln_(yr, nw1, nb1, eps, ts, ss)
+        hin = yr
+        if norm_first:
+            hin = lnb[lo:hi]
+            np.copyto(hin, yr)
+            ln_(hin, nw2, nb2, eps, ts, ss)
+        hr = hid[lo:hi]
+        np.dot(hin, w1, out=hr)
+        np.add(hr, b1, out=hr)
+        if use_gelu:
+            gelu_erf_(hr)
+        else:
+            np.maximum(hr, 0, out=hr)
+        zr = z[lo:hi]
+        np.dot(hr, w2, out=zr)
+        np.add(zr, b2, out=zr)
+        np.add(zr, yr, out=zr)
+        if not norm_first:
+            ln_(zr, nw2, nb2, eps, ts, ss)
+
+    def encoder_layer_split(src, mask=None):
+        if src.shape != (B, L, E):
+            return layer(src, mask)
+        ws = SHARED_WS
+        x = np.ascontiguousarray(src).reshape(T, E)
+        tmp, stat = ws.get(None, "tmp", (T, E), dt), ws.get(None, "stat", (T, 1), dt)
+        h0 = x
+        if norm_first:
+            h0 = ws.get(None, "ln", (T, E), dt)
+            np.copyto(h0, x)
+            ln_(h0, nw1, nb1, eps, tmp, stat)
+        bias = None if mask is None else _mask_bias(mask, mask_type, B, H, L, L, dt)
+        a = attention.heads(h0, B, L, bias)
+        y, hid = ws.get(None, "y", (T, E), dt), ws.get(None, "hid", (T, Fh), dt)
+        lnb = ws.get(None, "ln", (T, E), dt) if norm_first else None
+        z = np.empty((T, E), dt)
+        _par.run_parts(lambda i: tail(a, x, y, hid, z, lnb, tmp, stat, *pieces[i]), len(pieces), threads)
+        return z.reshape(B, L, E)
+    split = _held(encoder_layer_split)
+    split.what = f"encoder_tail:{B}x{L}x{E}x{Fh}:{int(norm_first)}:{int(use_gelu)}"
+    src = np.random.default_rng(0).standard_normal((B, L, E)).astype(dt)
+    return split if row_split.split_pays(layer, split, (src,)) else layer
 
 
 def _held(fn):

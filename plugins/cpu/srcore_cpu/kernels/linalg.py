@@ -91,8 +91,9 @@ def _linear_fast(node: NodeInfo, act_=None):
     dot = _mkl_gemm(shape, wT)
     if dot is None:
         wT, dot = transposed(w), _on_caller(np.dot, shape, *w.shape[::-1])
+    act_given = act_
     if shape is not None and len(shape) == 2:
-        return Specialized(_flat_linear_2d(wT, b, act_, dot), args=(0,))
+        return Specialized(_split_timed(_flat_linear_2d(wT, b, act_, dot), w, b, act_given, shape), args=(0,))
     if isinstance(act_, np.ufunc):
         ufunc = act_
 
@@ -104,7 +105,17 @@ def _linear_fast(node: NodeInfo, act_=None):
         if b is not None:
             np.add(out, b, out=out)
         return out if act_ is None else act_(out)
-    return Specialized(linear_const, args=(0,))
+    return Specialized(_split_timed(linear_const, w, b, act_given, shape), args=(0,))
+
+
+def _split_timed(one, w, b, act_, shape):
+    """``one``, or at more than one intra-op thread its row-block split with the bias add and
+    activation in each part where that times faster now (:mod:`.linear_split`)."""
+    if shape is None:
+        return one
+    from .linear_split import timed
+
+    return timed(one, w, b, act_, tuple(shape))
 
 
 #: OpenBLAS runs a product of fewer multiply-adds than this on the calling thread by itself (its

@@ -206,4 +206,5 @@ def compiled_inplace(key: str, out_type, **consts):
 
     def act_(out):
         return fn(out, out=out)
+    act_.what = key   # (which activation, for timing evidence keys: linear_split.py)
     return act_
