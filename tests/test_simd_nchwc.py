@@ -1,6 +1,6 @@
 """The NCHW16c layout (``srcore.plugin.nchwc``) and the kernels that read and write it: the 1x1 conv
 (``srcore.plugin.simd_pointwise_blocked``; on 8-lane vectors ``simd_pointwise_halves``, and
-``simd_halves`` for the depthwise and dense-from-NCHW kernels), the channel-blocked depthwise conv with either side
+``simd_halves`` for the depthwise and dense-from-NCHW kernels, ``simd_dense_nchwc_halves``), the channel-blocked depthwise conv with either side
 blocked (``simd_depthwise_blocked``), the dense conv from NCHW (``simd_dense_blocked``) and the dense
 conv with either side blocked (``simd_dense_nchwc``), against
 torch: channel counts below, at and past a block of 16, plane sizes that leave every pixel tail (12, 4,
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from srcore import SrcoreError
 from srcore.plugin import (nchwc, simd_dense_blocked, simd_dense_nchwc, simd_depthwise_blocked, simd_pointwise,
-                           simd_halves, simd_pointwise_blocked, simd_pointwise_halves)
+                           simd_dense_nchwc_halves, simd_halves, simd_pointwise_blocked, simd_pointwise_halves)
 
 from _depthwise_cases import ACTS, act_args, depthwise_cases, reference
 
@@ -29,6 +29,9 @@ DEPTHWISE = {"blocked": lambda: simd_depthwise_blocked.BlockedDepthwiseConv,
              "halves": lambda: simd_halves.HalvesDepthwiseConv}
 #: the dense convs from NCHW into NCHW16c
 DENSE = {"blocked": lambda: simd_dense_blocked.BlockedDenseConv, "halves": lambda: simd_halves.HalvesDenseConv}
+#: the dense convs with either side NCHW16c: 16-lane tiles, 8-lane ones (the same arguments and bits)
+DENSE_NCHWC = {"blocked": lambda: simd_dense_nchwc.NchwcDenseConv,
+               "halves": lambda: simd_dense_nchwc_halves.HalvesNchwcDenseConv}
 
 
 def test_layout_round_trip_pads_with_zeros():
@@ -161,6 +164,7 @@ def test_dense_from_nchw_matches_torch(kind, n, C, O, k, s, d, p, size, act, see
     np.testing.assert_allclose(nchwc.from_blocked(out, O), want, rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("kind", sorted(DENSE_NCHWC))
 @settings(max_examples=40, deadline=None)
 @given(n=st.integers(1, 2), C=st.integers(1, 40), O=st.integers(1, 80),
        k=st.tuples(*[st.sampled_from([1, 2, 3, 5])] * 2), s=st.tuples(*[st.integers(1, 3)] * 2),
@@ -168,8 +172,8 @@ def test_dense_from_nchw_matches_torch(kind, n, C, O, k, s, d, p, size, act, see
        size=st.tuples(*[st.integers(1, 30)] * 2), blocked_in=st.booleans(), blocked_out=st.booleans(),
        residual=st.booleans(), act=st.sampled_from(["none", "relu", "relu6", "leaky", "hardswish", "hardsigmoid"]),
        seed=st.integers(0, 2**16))
-def test_dense_nchwc_matches_torch_in_every_layout(n, C, O, k, s, d, p, size, blocked_in, blocked_out, residual, act,
-                                                   seed):
+def test_dense_nchwc_matches_torch_in_every_layout(kind, n, C, O, k, s, d, p, size, blocked_in, blocked_out, residual,
+                                                   act, seed):
     """Block groups of 4, 2 and 1 (up to 80 out channels), every pixel tile (12/6, 4, 1), input
     channels not a multiple of 16, kernel rows and columns in the padding, either side blocked."""
     H, W = (max(sz, dd * (kk - 1) + 1 - 2 * pp) for sz, kk, dd, pp in zip(size, k, d, p))
@@ -178,8 +182,7 @@ def test_dense_nchwc_matches_torch_in_every_layout(n, C, O, k, s, d, p, size, bl
     w = rng.standard_normal((O, C, *k), np.float32)
     b = rng.standard_normal(O).astype(np.float32)
     lo, hi, slope, after = act_args(act)
-    conv = simd_dense_nchwc.NchwcDenseConv(w, b, s, p, d, lo, hi, slope, after, blocked_in=blocked_in,
-                                           blocked_out=blocked_out)
+    conv = DENSE_NCHWC[kind]()(w, b, s, p, d, lo, hi, slope, after, blocked_in=blocked_in, blocked_out=blocked_out)
     out = np.full(conv.out_shape(x.shape), np.nan, np.float32)
     y = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), s, p, d)
     res = rng.standard_normal(tuple(y.shape), np.float32) if residual else None
@@ -206,8 +209,9 @@ def test_dense_nchwc_layouts_and_threads_give_the_same_bits(C, O, hw, s):
     x = rng.standard_normal((2, C, hw, hw), np.float32)
     w = rng.standard_normal((O, C, 3, 3), np.float32)
     outs = []
-    for bi, bo in ((True, True), (False, True), (True, False), (False, False)):
-        conv = simd_dense_nchwc.NchwcDenseConv(w, None, s, 1, blocked_in=bi, blocked_out=bo)
+    for kind, bi, bo in [(k, *b) for k in sorted(DENSE_NCHWC) for b in ((True, True), (False, True), (True, False),
+                                                                         (False, False))]:
+        conv = DENSE_NCHWC[kind]()(w, None, s, 1, blocked_in=bi, blocked_out=bo)
         out = np.empty(conv.out_shape(x.shape), np.float32)
         for threads in (1, 2):
             conv(nchwc.to_blocked(x, 16) if bi else x, out, threads=threads)

@@ -103,6 +103,8 @@ _LAZY = {
     "simd_dense_blocked": "srcore.conv:dense_blocked",
     # the dense conv with either side NCHW16c (srcore.conv.dense_nchwc: NchwcDenseConv); numba
     "simd_dense_nchwc": "srcore.conv:dense_nchwc",
+    # the same on 8-lane register tiles (srcore.conv.dense_nchwc_halves: HalvesNchwcDenseConv)
+    "simd_dense_nchwc_halves": "srcore.conv:dense_nchwc_halves",
     # the worker team split kernels claim their parts on (srcore.conv.team: Team, Claims, team)
     "conv_team": "srcore.conv.team",
     # the same claiming of a call's Python parts on numba's OpenMP team (srcore.conv.omp_team: OmpTeam,

@@ -9,7 +9,7 @@ import pytest
 
 from srcore.conv import nchwc
 from srcore_trt_like.conv.depthwise import DepthwiseBlockedTactic, DepthwiseSimdTactic
-from srcore_trt_like.conv.nchwc import (ConvNchwcTactic, DenseNchwcHalvesTactic, DenseNchwcTactic,
+from srcore_trt_like.conv.nchwc import (ConvNchwcHalvesTactic, ConvNchwcTactic, DenseNchwcHalvesTactic, DenseNchwcTactic,
                                         DepthwiseNchwcHalvesTactic, DepthwiseNchwcTactic, PointwiseNchwcHalvesTactic,
                                         PointwiseNchwcTactic)
 from srcore_trt_like.conv.simd_1x1 import Simd1x1Tactic
@@ -27,6 +27,7 @@ CASES = {   # name: (tactic, C, O, k, stride, groups, (input blocked, output blo
     "dense_nchw16c_h8": (DenseNchwcHalvesTactic, 3, 20, 3, 2, 1, (False, True), False, "relu"),
     "depthwise_nchw16c_h8": (DepthwiseNchwcHalvesTactic, 24, 24, 3, 2, 24, (True, True), True, "relu"),
     "conv_nchw16c": (ConvNchwcTactic, 20, 18, 3, 1, 1, (True, True), True, "relu"),
+    "conv_nchw16c_h8": (ConvNchwcHalvesTactic, 20, 40, 3, 1, 1, (True, False), True, "relu"),
     # NCHW on both sides: a conv outside any blocked run (tactics/conv.py offers these too)
     "conv_nchw16c nchw": (ConvNchwcTactic, 16, 12, 3, 1, 1, (False, False), False, "relu"),
     "pointwise_nchw16c nchw": (PointwiseNchwcTactic, 20, 24, 1, 1, 1, (False, False), True, "relu"),

@@ -5,7 +5,8 @@ depthwise kernel with either side in either layout; ``srcore.plugin.simd_depthwi
 ``dense_nchw16c`` (a dense conv on few input channels, NCHW in, NCHW16c out;
 ``srcore.plugin.simd_dense_blocked``) and ``conv_nchw16c`` (any dense conv, either side in either
 layout; ``srcore.plugin.simd_dense_nchwc``). ``..._h8`` (1x1, depthwise, dense): the same kernels'
-arithmetic on 8-lane vectors, register blocks sized for 16 ``ymm`` registers (timed beside them). ``blocked = (input blocked, output blocked)``; the residual
+arithmetic on 8-lane vectors, register blocks sized for 16 ``ymm`` registers (timed beside them;
+``conv_nchw16c_h8``, ``conv_nchwc_planes_h8``: the dense conv's). ``blocked = (input blocked, output blocked)``; the residual
 is in the output's layout."""
 from __future__ import annotations
 
@@ -169,9 +170,7 @@ class ConvNchwcTactic(ConvTactic):
         super().__init__(spec, weight, bias, layout)
         if spec.groups != 1:
             raise TacticSpecError(f"{self.name}: needs an ungrouped conv, got groups {spec.groups}")
-        from srcore.plugin import simd_dense_nchwc
-
-        self.conv = simd_dense_nchwc.NchwcDenseConv(
+        self.conv = self._kernel_class()(
             np.asarray(weight, np.float32), self.bias, spec.stride, spec.padding, spec.dilation, **_epilogue(spec),
             blocked_in=blocked[0], blocked_out=blocked[1])
         self.conv.wq = self._laid_out("wq", self.conv.wq.shape, lambda: self.conv.wq)
@@ -180,8 +179,25 @@ class ConvNchwcTactic(ConvTactic):
         self.out_shape = _blocked(spec.out_shape) if blocked[1] else spec.out_shape
         self.threads = threads
 
+    @staticmethod
+    def _kernel_class():
+        from srcore.plugin import simd_dense_nchwc
+        return simd_dense_nchwc.NchwcDenseConv
+
     def _run(self, x, out, residual):
         self.conv(x, out, residual, threads=self.threads)
+
+
+class ConvNchwcHalvesTactic(ConvNchwcTactic):
+    """:class:`ConvNchwcTactic` (same layouts, packed weight and bits) on 8-lane register tiles of
+    12 accumulators (``srcore.plugin.simd_dense_nchwc_halves``), where the 16-lane tiles' 24 spill
+    without AVX-512. A candidate everywhere, timed beside it."""
+    name = "conv_nchw16c_h8"
+
+    @staticmethod
+    def _kernel_class():
+        from srcore.plugin import simd_dense_nchwc_halves
+        return simd_dense_nchwc_halves.HalvesNchwcDenseConv
 
 
 class ConvNchwcPlanesTactic(ConvNchwcTactic):
@@ -191,6 +207,12 @@ class ConvNchwcPlanesTactic(ConvNchwcTactic):
 
     def __init__(self, spec: ConvSpec, weight, bias, layout=None, threads: int = 1):
         super().__init__(spec, weight, bias, (False, False), layout, threads)
+
+
+class ConvNchwcPlanesHalvesTactic(ConvNchwcPlanesTactic):
+    """:class:`ConvNchwcPlanesTactic` on the 8-lane tiles (:class:`ConvNchwcHalvesTactic`)."""
+    name = "conv_nchwc_planes_h8"
+    _kernel_class = staticmethod(ConvNchwcHalvesTactic._kernel_class)
 
 
 def _clamp(spec: ConvSpec) -> dict:
@@ -209,6 +231,8 @@ def nchwc_tactic_builders(spec: ConvSpec, weight, bias, blocked: tuple[bool, boo
         # per-thread schedstat) had that worker waiting for a core in 196-199 of 200 calls, 0-2 calls
         # of 200 clean; built on one thread, 107-152 clean
         dense = [(ConvNchwcTactic.name, lambda layout=None: ConvNchwcTactic(
+            spec, weight, bias, blocked, layout, 1)),
+                 (ConvNchwcHalvesTactic.name, lambda layout=None: ConvNchwcHalvesTactic(
             spec, weight, bias, blocked, layout, 1))]
         if blocked == (False, True) and not spec.residual:   # (the stem kernel: no input copy, wins on few channels)
             dense.append((DenseNchwcTactic.name, lambda layout=None: DenseNchwcTactic(
