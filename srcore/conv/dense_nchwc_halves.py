@@ -4,9 +4,9 @@ weights packing and bits, with register tiles sized for 16 ``ymm`` registers.
 The 16-lane tiles are 4 output blocks x 6 pixels and 2 (or 1) x 12: 24 or 12 ``zmm``
 accumulators; where the CPU has no AVX-512, LLVM splits each vector in two and 48 or 24 ``ymm``
 accumulators spill. Here each 16-channel block is two 8-lane halves and a tile ``(nb, P)`` of the
-driver runs as sub-tiles of 2 blocks x 3 pixels or 1 block x 6 pixels (12 accumulators: per input
-channel 4 or 2 weight half-vectors and 3 or 6 broadcasts, MLAS's AVX2 NCHWc tile), each over all the
-taps and input channels of the block in turn; every output lane's sum runs in the same order as the
+driver runs as sub-tiles of 1 block x 6 pixels (12 accumulators: per input channel 2 weight
+half-vectors and 6 broadcasts, 15 registers in all), each over all the taps and input channels of
+the block in turn; every output lane's sum runs in the same order as the
 16-lane tile's (the same bits). Sub-tiles of at most 4 accumulators keep a second set for the odd
 input channels, as :func:`.dense_nchwc._tile_source` does. A candidate beside the 16-lane kernel,
 chosen by timing (``srcore_trt_like``'s ``conv_nchw16c_h8``). The tiles are compiled into
@@ -28,13 +28,9 @@ HALF = 8
 
 def _chunks(nb: int, P: int) -> list[tuple[int, int, int, int]]:
     """``(first block, blocks, first pixel, pixels)`` of the sub-tiles of tile ``(nb, P)``."""
-    out = []
-    for j0 in range(0, nb, 2):
-        jn = min(2, nb - j0)
-        step = 3 if jn == 2 else 6
-        for p0 in range(0, P, step):
-            out.append((j0, jn, p0, min(step, P - p0)))
-    return out
+    # one block's two halves x 6 pixels: 12 accumulators, 2 weight half-vectors and a broadcast in 15
+    # registers (2 blocks x 3 pixels held 4 weight vectors: 17, and LLVM spilled weights in the loop)
+    return [(j, 1, p0, min(6, P - p0)) for j in range(nb) for p0 in range(0, P, 6)]
 
 
 def _tile_source(nb: int, P: int) -> str:

@@ -190,8 +190,8 @@ class ConvNchwcTactic(ConvTactic):
 
 class ConvNchwcHalvesTactic(ConvNchwcTactic):
     """:class:`ConvNchwcTactic` (same layouts, packed weight and bits) on 8-lane register tiles of
-    12 accumulators (``srcore.plugin.simd_dense_nchwc_halves``), where the 16-lane tiles' 24 spill
-    without AVX-512. A candidate everywhere, timed beside it."""
+    12 accumulators (``srcore.plugin.simd_dense_nchwc_halves``), where the 16-lane tiles' 24 (48
+    ``ymm``) spill without AVX-512. A candidate everywhere, timed beside it."""
     name = "conv_nchw16c_h8"
 
     @staticmethod
