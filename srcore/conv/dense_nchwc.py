@@ -34,6 +34,7 @@ import threading
 
 import numba
 import numpy as np
+from numba.extending import overload
 
 from ..errors import ShapeError
 from ._jit import plain_args
@@ -125,7 +126,7 @@ for _nb, _ps in TILES.items():
 
 
 @_TILE
-def _row_tile(nb, P, pw, px, psc, pb, pout, pres, wg, x0, xs, wrow, dwv, ky0, ky1, KW, si, srs, bi, oi, obs, first,
+def _row_tile16(nb, P, pw, px, psc, pb, pout, pres, wg, x0, xs, wrow, dwv, ky0, ky1, KW, si, srs, bi, oi, obs, first,
               fin, has_res, leaky, slope, lo, hi, act, c3, c6, z, pfo, pfn):
     """The tile ``(nb, P)`` (one of :data:`TILES`)."""
     if nb == 4:
@@ -160,6 +161,32 @@ def _row_tile(nb, P, pw, px, psc, pb, pout, pres, wg, x0, xs, wrow, dwv, ky0, ky
                       fin, has_res, leaky, slope, lo, hi, act, c3, c6, z, pfo, pfn)
 
 
+def _row_tile(nb, P, pw, px, psc, pb, pout, pres, wg, x0, xs, wrow, dwv, ky0, ky1, KW, si, srs, bi, oi, obs, first,
+              fin, has_res, leaky, slope, lo, hi, act, c3, c6, z, pfo, pfn):
+    """The tile ``(nb, P)`` at the width of ``z``: 16 lanes :func:`_row_tile16`, 8 lanes the tiles of
+    :mod:`.dense_nchwc_halves` (chosen at compile time: the driver compiles once per width tag)."""
+    raise NotImplementedError("compiled code only")
+
+
+@overload(_row_tile, jit_options={"nogil": True, "error_model": "numpy", "boundscheck": False})
+def _row_tile_at_width(nb, P, pw, px, psc, pb, pout, pres, wg, x0, xs, wrow, dwv, ky0, ky1, KW, si, srs, bi, oi, obs,
+                       first, fin, has_res, leaky, slope, lo, hi, act, c3, c6, z, pfo, pfn):
+    if getattr(z, "lanes", LANES) == LANES:
+        tile = _row_tile16
+    else:
+        from .dense_nchwc_halves import row_tile as tile
+
+    def impl(nb, P, pw, px, psc, pb, pout, pres, wg, x0, xs, wrow, dwv, ky0, ky1, KW, si, srs, bi, oi, obs, first,
+             fin, has_res, leaky, slope, lo, hi, act, c3, c6, z, pfo, pfn):
+        tile(nb, P, pw, px, psc, pb, pout, pres, wg, x0, xs, wrow, dwv, ky0, ky1, KW, si, srs, bi, oi, obs, first,
+             fin, has_res, leaky, slope, lo, hi, act, c3, c6, z, pfo, pfn)
+    return impl
+
+
+#: 16 lanes: the window copies and transposes and the NCHW output's epilogue are 16-lane whatever the tiles' width
+_WIDE = np.zeros((1, 1), np.float32)
+
+
 @plain_args
 @numba.njit(**_JIT)
 def dense_nchwc_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Wp, KH, KW, wq, goff, gb0, gnb, bq, out, res, has_res, leaky,
@@ -171,6 +198,8 @@ def dense_nchwc_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Wp, KH, KW, wq, goff, 
     columns at the sides), ``sc`` the band's row buffer (4 * R * Wo * 16): this thread's."""
     z = vsplat(tag, np.float32(0.0))
     c3, c6 = vsplat(tag, 3.0), vsplat(tag, 6.0)
+    zw = vsplat(_WIDE, np.float32(0.0))
+    c3w, c6w = vsplat(_WIDE, 3.0), vsplat(_WIDE, 6.0)
     px, pw, pout, pb, pres, psc = fptr(xw), fptr(wq), fptr(out), fptr(bq), fptr(res), fptr(sc)
     pin = fptr(x)
     ncb, nob = -(-C // LANES), -(-O // LANES)
@@ -210,9 +239,9 @@ def dense_nchwc_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Wp, KH, KW, wq, goff, 
                 if bin_:
                     xi = ((n * ncb + cb) * H + iya + wr) * W * LANES
                     for e in range(0, cl * LANES, LANES):
-                        vstore(px, wi + e, vload(pin, xi + e, z))
+                        vstore(px, wi + e, vload(pin, xi + e, zw))
                     for e in range(cr * LANES, W * LANES, LANES):
-                        vstore(px, wi + e, vload(pin, xi + e, z))
+                        vstore(px, wi + e, vload(pin, xi + e, zw))
                 else:
                     # 16 columns of the block's channel rows at a time, transposed in registers (lanes
                     # past C zero, as their weights); a row's last 16 overlap the ones before
@@ -221,9 +250,9 @@ def dense_nchwc_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Wp, KH, KW, wq, goff, 
                     for c0 in range(0, W, LANES):
                         if W >= LANES:
                             c1 = min(c0, W - LANES)
-                            _put16(px, wi + c1 * LANES, _t16(_rows(pin, xi + c1, H * W, cn, LANES, z)))
+                            _put16(px, wi + c1 * LANES, _t16(_rows(pin, xi + c1, H * W, cn, LANES, zw)))
                         else:
-                            tr = _t16(_rows(pin, xi, H * W, cn, W, z))
+                            tr = _t16(_rows(pin, xi, H * W, cn, W, zw))
                             for j in range(W):
                                 vstore(px, wi + j * LANES, tr[j])
             wg = goff[g] + cb * KK * LANES * nb * LANES
@@ -263,10 +292,10 @@ def dense_nchwc_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Wp, KH, KW, wq, goff, 
                 cn = min(LANES, O - (b0 + j) * LANES)
                 for p0 in range(0, Q, LANES):
                     cnt = min(LANES, Q - p0)
-                    tr = _t16(_rows(psc, j * srs + p0 * LANES, LANES, cnt, LANES, z))
+                    tr = _t16(_rows(psc, j * srs + p0 * LANES, LANES, cnt, LANES, zw))
                     for c in range(cn):
                         oi = ((n * O + (b0 + j) * LANES + c) * Ho + oy0) * Wo + p0
-                        v = finish(tr[c], pres, oi, cnt, has_res, leaky, slope, lo, hi, act, c3, c6)
+                        v = finish(tr[c], pres, oi, cnt, has_res, leaky, slope, lo, hi, act, c3w, c6w)
                         if cnt == LANES:
                             vstore(pout, oi, v)
                         else:

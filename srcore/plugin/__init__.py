@@ -95,10 +95,16 @@ _LAZY = {
     # (srcore.conv.pointwise_blocked: BlockedPointwiseConv); numba
     "nchwc": "srcore.conv:nchwc",
     "simd_pointwise_blocked": "srcore.conv:pointwise_blocked",
+    # the same 1x1 conv on 8-lane vectors, two halves a block (srcore.conv.pointwise_halves: HalvesPointwiseConv)
+    "simd_pointwise_halves": "srcore.conv:pointwise_halves",
+    # the dense (NCHW in) and depthwise NCHW16c convs on 8-lane vectors by halves (srcore.conv.halves)
+    "simd_halves": "srcore.conv:halves",
     # the dense conv from NCHW into NCHW16c (srcore.conv.dense_blocked: BlockedDenseConv); numba
     "simd_dense_blocked": "srcore.conv:dense_blocked",
     # the dense conv with either side NCHW16c (srcore.conv.dense_nchwc: NchwcDenseConv); numba
     "simd_dense_nchwc": "srcore.conv:dense_nchwc",
+    # the same on 8-lane register tiles (srcore.conv.dense_nchwc_halves: HalvesNchwcDenseConv)
+    "simd_dense_nchwc_halves": "srcore.conv:dense_nchwc_halves",
     # the worker team split kernels claim their parts on (srcore.conv.team: Team, Claims, team)
     "conv_team": "srcore.conv.team",
     # the same claiming of a call's Python parts on numba's OpenMP team (srcore.conv.omp_team: OmpTeam,

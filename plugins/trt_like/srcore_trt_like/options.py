@@ -54,6 +54,9 @@ CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "im2col_gemm_team", "packed_gemm", "w
                 "conv_nchwc_planes_omp", "conv_nchwc_planes_rows_omp",
                 # layers in the NCHW16c layout (builder/layout.py)
                 "pointwise_nchw16c", "depthwise_nchw16c", "dense_nchw16c", "conv_nchw16c",
+                # ... their kernels on 8-lane vectors, two a block (AVX2-sized register blocks), timed beside
+                "pointwise_nchw16c_h8", "depthwise_nchw16c_h8", "dense_nchw16c_h8", "conv_nchw16c_h8",
+                "conv_nchwc_planes_h8",
                 # ... split over the OpenMP team at more than one intra-op thread, any size
                 "pointwise_nchw16c_omp", "depthwise_nchw16c_omp",
                 # ... by bands of rows

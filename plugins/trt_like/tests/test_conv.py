@@ -261,14 +261,16 @@ def test_conv_tactics_offers_what_applies(monkeypatch):
     monkeypatch.setattr(threads, "count", lambda: 1)
 
     names = lambda spec: [t.name for t in conv_tactics(spec, *_data(spec, 0)[1:3])]  # noqa: E731
-    # the oc-lanes block and the 8-lane kernel beside the widest: on a 16-lane CPU only
+    # the oc-lanes block and the 8-lane kernel beside the widest: on a 16-lane CPU only (the NCHW16c dense
+    # kernel's 8-lane tiles, conv_nchwc_planes_h8, on every CPU)
     simd = ["simd_direct", "simd_direct_rows"]
+    planes = ["conv_nchwc_planes", "conv_nchwc_planes_h8"]
     if simd_conv.lanes() == 16:
         simd += ["simd_direct_oc", "simd_direct_8"]
     assert names(ConvSpec((1, 4, 8, 8), 4, 3, 1, 1)) == ["winograd_f4x4_packed", "winograd_f2x2_packed",
                                                           "winograd_f4x4", "winograd_f2x2", *simd,
-                                                          "conv_nchwc_planes", "packed_gemm", "im2col_gemm"]
-    assert names(ConvSpec((1, 4, 8, 8), 6, 1, 2, 0)) == ["gemm_1x1", *simd, "conv_nchwc_planes", "packed_gemm",
+                                                          *planes, "packed_gemm", "im2col_gemm"]
+    assert names(ConvSpec((1, 4, 8, 8), 6, 1, 2, 0)) == ["gemm_1x1", *simd, *planes, "packed_gemm",
                                                          "im2col_gemm"]
     assert names(ConvSpec((1, 4, 8, 8), 6, 1)) == ["gemm_1x1", "pointwise_simd",
                                                    *(["pointwise_simd8"] if simd_depthwise.lanes() == 16 else []),
@@ -287,16 +289,16 @@ def test_conv_tactics_offers_what_applies(monkeypatch):
                                                                    "im2col_gemm"]
     assert names(ConvSpec((1, 10, 8, 8), 20, 3, 2, 1, groups=5)) == [*simd, "im2col_gemm"]   # over 4 groups
     assert names(ConvSpec((1, 4, 8, 8), 8, 1, groups=2)) == [*simd, "im2col_gemm"]           # a 1x1 stride 1
-    assert names(ConvSpec((1, 4, 8, 8), 4, 3, 2, 1)) == [*simd, "conv_nchwc_planes", "packed_gemm",
+    assert names(ConvSpec((1, 4, 8, 8), 4, 3, 2, 1)) == [*simd, *planes, "packed_gemm",
                                                          "im2col_gemm"]
-    assert names(ConvSpec((1, 4, 8, 8), 4, 1, 1, 1)) == [*simd, "conv_nchwc_planes", "packed_gemm",
+    assert names(ConvSpec((1, 4, 8, 8), 4, 1, 1, 1)) == [*simd, *planes, "packed_gemm",
                                                          "im2col_gemm"]  # padded 1x1
     # one input channel, one group (a grayscale stem, audio's first 1-D conv): dense, so the SIMD conv too
-    assert names(ConvSpec((1, 1, 8, 8), 4, 3, 2, 1)) == [*simd, "conv_nchwc_planes", "packed_gemm",
+    assert names(ConvSpec((1, 1, 8, 8), 4, 3, 2, 1)) == [*simd, *planes, "packed_gemm",
                                                          "im2col_gemm"]
     # rows longer than ROW_TILE outputs: in pieces too (a 1-D conv is one long row)
     long_row = ConvSpec((1, 4, 1, 2 * simd_conv.ROW_TILE + 10), 4, (1, 3), (1, 2), (0, 1))
-    assert names(long_row) == [simd[0], simd[1], "simd_direct_tiled", *simd[2:], "conv_nchwc_planes", "packed_gemm",
+    assert names(long_row) == [simd[0], simd[1], "simd_direct_tiled", *simd[2:], *planes, "packed_gemm",
                                "im2col_gemm"]
 
 

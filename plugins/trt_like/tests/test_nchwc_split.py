@@ -118,7 +118,8 @@ def test_left_out_of_the_choice_unless_the_engine_option_asks_for_them():
         assert excluded(name, {}) and excluded(name, {"nchwc_split": True})
         assert not excluded(name, {"nchwc_rows": True})
     assert not excluded("pointwise_nchw16c", {})
-    for name in ("conv_nchw16c_omp", "conv_nchw16c_rows_omp", "dense_nchw16c_omp+max_pool", "conv_nchw16c+max_pool"):
+    for name in ("conv_nchw16c_omp", "conv_nchw16c_rows_omp", "dense_nchw16c_omp+max_pool", "conv_nchw16c+max_pool",
+                 "pointwise_nchw16c_h8", "conv_nchw16c_h8+max_pool"):
         # the dense conv's (and a conv + max pool layer's named after them): offered unless nchwc=False
         assert not excluded(name, {}) and excluded(name, {"nchwc": False}) and excluded(name, {"exclude_tactics": [name]})
     check_options({"nchwc_split": True, "nchwc_rows": False})
@@ -141,7 +142,8 @@ def test_a_stem_with_its_max_pool_split_over_the_team_in_an_engine(split):
     x = torch.randn(1, 3, 30, 26)
     model = srcore.from_torchscript(torch.jit.script(m), (x,))
     pool_tactics = [f"{n}+max_pool" for n in ("conv_nchw16c", "dense_nchw16c", "conv_nchw16c_omp",
-                                              "conv_nchw16c_rows_omp", "dense_nchw16c_omp")]
+                                              "conv_nchw16c_rows_omp", "dense_nchw16c_omp", "conv_nchw16c_h8",
+                                              "dense_nchw16c_h8")]
 
     def engine(keep):
         opts = srcore.Options(backends=("trt_like", "cpu"), engine_options={

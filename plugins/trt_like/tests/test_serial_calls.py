@@ -9,7 +9,9 @@ import pytest
 
 from srcore.conv import nchwc
 from srcore_trt_like.conv.depthwise import DepthwiseBlockedTactic, DepthwiseSimdTactic
-from srcore_trt_like.conv.nchwc import ConvNchwcTactic, DenseNchwcTactic, DepthwiseNchwcTactic, PointwiseNchwcTactic
+from srcore_trt_like.conv.nchwc import (ConvNchwcHalvesTactic, ConvNchwcTactic, DenseNchwcHalvesTactic, DenseNchwcTactic,
+                                        DepthwiseNchwcHalvesTactic, DepthwiseNchwcTactic, PointwiseNchwcHalvesTactic,
+                                        PointwiseNchwcTactic)
 from srcore_trt_like.conv.simd_1x1 import Simd1x1Tactic
 from srcore_trt_like.conv.simd_direct import SimdDirectTactic
 from srcore_trt_like.conv.spec import ConvSpec
@@ -22,10 +24,15 @@ CASES = {   # name: (tactic, C, O, k, stride, groups, (input blocked, output blo
     "pointwise_nchw16c+silu": (PointwiseNchwcTactic, 20, 24, 1, 1, 1, (True, True), False, "silu"),
     "depthwise_nchw16c": (DepthwiseNchwcTactic, 24, 24, 3, 2, 24, (False, True), False, "relu"),
     "dense_nchw16c": (DenseNchwcTactic, 3, 16, 3, 2, 1, (False, True), False, "relu"),
+    "dense_nchw16c_h8": (DenseNchwcHalvesTactic, 3, 20, 3, 2, 1, (False, True), False, "relu"),
+    "depthwise_nchw16c_h8": (DepthwiseNchwcHalvesTactic, 24, 24, 3, 2, 24, (True, True), True, "relu"),
     "conv_nchw16c": (ConvNchwcTactic, 20, 18, 3, 1, 1, (True, True), True, "relu"),
+    "conv_nchw16c_h8": (ConvNchwcHalvesTactic, 20, 40, 3, 1, 1, (True, False), True, "relu"),
     # NCHW on both sides: a conv outside any blocked run (tactics/conv.py offers these too)
     "conv_nchw16c nchw": (ConvNchwcTactic, 16, 12, 3, 1, 1, (False, False), False, "relu"),
     "pointwise_nchw16c nchw": (PointwiseNchwcTactic, 20, 24, 1, 1, 1, (False, False), True, "relu"),
+    "pointwise_nchw16c_h8": (PointwiseNchwcHalvesTactic, 20, 24, 1, 1, 1, (True, False), True, "relu"),
+    "pointwise_nchw16c_h8+silu": (PointwiseNchwcHalvesTactic, 20, 24, 1, 1, 1, (True, True), False, "silu"),
     "simd_direct": (SimdDirectTactic, 8, 12, 3, 1, 1, None, True, "relu"),
     "pointwise_simd": (Simd1x1Tactic, 20, 24, 1, 1, 1, None, True, "relu"),
     "depthwise_simd": (DepthwiseSimdTactic, 24, 24, 3, 2, 24, None, False, "relu"),

@@ -4,7 +4,8 @@ and the candidates agree.
 
 The names are the candidates' own (``Candidate.name``, ``conv_tactic_builders``), collected from
 the builders over layers that reach every branch, at one and at two intra-op threads (the OpenBLAS
-team variants exist only at more than one)."""
+team variants exist only at more than one) and at either vector width (the other width's twins are
+offered by the CPU's features: on an AVX2 machine the 16-lane CPU's names are still known)."""
 from __future__ import annotations
 
 import numpy as np
@@ -36,8 +37,11 @@ _CONVS = [((1, 4, 1, 1100), 4, 3, 2, 1, 1), ((1, 3, 9, 9), 48, 3, 2, 1, 1), ((1,
           ((1, 8, 9, 9), 32, 1, 1, 0, 1), ((1, 32, 9, 9), 32, 3, 1, 1, 32), ((1, 3, 9, 9), 8, 3, 3, 0, 1)]
 
 
-def _conv_names(monkeypatch, threads: int) -> set[str]:
+def _conv_names(monkeypatch, threads: int, lanes: int) -> set[str]:
     monkeypatch.setattr(conv_tactics._threads, "for_work", lambda work: threads)
+    # the other vector width's twins are offered by the CPU's features (only the names are built here)
+    monkeypatch.setattr(conv_tactics, "_simd_lanes", lambda: lanes)
+    monkeypatch.setattr(conv_tactics.simd_conv, "lanes", lambda features=None: lanes)
     # the team variants need OpenBLAS's per-thread count; only the names are built here
     monkeypatch.setattr(conv_tactics._threads, "_set_local", lambda: (lambda n: 1) if threads > 1 else None)
     monkeypatch.setattr(nchwc_split._threads, "count", lambda: threads)
@@ -56,7 +60,7 @@ def _conv_names(monkeypatch, threads: int) -> set[str]:
 
 
 def test_every_conv_tactic_offered_is_a_known_name_and_every_known_one_is_offered(monkeypatch):
-    offered = _conv_names(monkeypatch, 1) | _conv_names(monkeypatch, 2)
+    offered = set().union(*(_conv_names(monkeypatch, t, n) for t in (1, 2) for n in (8, 16)))
     assert offered - set(CONV_TACTICS) == set(), "offered but unknown to exclude_tactics"
     assert set(CONV_TACTICS) - offered == set(), "known but never offered"
     known = set(tactic_names())
@@ -94,7 +98,7 @@ def test_the_int8_names_are_the_reused_float_conv_tactics():
 
 
 def test_exclude_tactics_accepts_every_offered_name_and_names_an_unknown_one(monkeypatch):
-    offered = _conv_names(monkeypatch, 2)
+    offered = _conv_names(monkeypatch, 2, 8) | _conv_names(monkeypatch, 2, 16)
     for (c, cout, k, groups) in [(8, 8, 3, 8), (8, 16, 1, 1)]:
         offered |= {cand.name for cand in t8.qconv_candidates(*_qconv(c, cout, k, groups))}
     check_options({"exclude_tactics": sorted(offered)})

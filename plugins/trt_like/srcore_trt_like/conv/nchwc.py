@@ -4,7 +4,9 @@ layout; ``srcore.plugin.simd_pointwise_blocked``) and ``depthwise_nchw16c`` (the
 depthwise kernel with either side in either layout; ``srcore.plugin.simd_depthwise_blocked``).
 ``dense_nchw16c`` (a dense conv on few input channels, NCHW in, NCHW16c out;
 ``srcore.plugin.simd_dense_blocked``) and ``conv_nchw16c`` (any dense conv, either side in either
-layout; ``srcore.plugin.simd_dense_nchwc``). ``blocked = (input blocked, output blocked)``; the residual
+layout; ``srcore.plugin.simd_dense_nchwc``). ``..._h8`` (1x1, depthwise, dense): the same kernels'
+arithmetic on 8-lane vectors, register blocks sized for 16 ``ymm`` registers (timed beside them;
+``conv_nchw16c_h8``, ``conv_nchwc_planes_h8``: the dense conv's). ``blocked = (input blocked, output blocked)``; the residual
 is in the output's layout."""
 from __future__ import annotations
 
@@ -38,10 +40,8 @@ class PointwiseNchwcTactic(ConvTactic):
             raise TacticSpecError(f"{self.name}: needs a 1x1, stride 1, unpadded, ungrouped conv; "
                                   f"got kernel {spec.kernel}, stride {spec.stride}, padding {spec.padding}, "
                                   f"groups {spec.groups}, layouts {blocked}")
-        from srcore.plugin import simd_pointwise_blocked
-
         O, C = spec.out_channels, spec.x_shape[1]
-        self.conv = simd_pointwise_blocked.BlockedPointwiseConv(
+        self.conv = self._kernel_class()(
             np.asarray(weight, np.float32).reshape(O, C), self.bias, **_clamp(spec),
             activation=spec.activation if spec.activation in ("hardswish", "hardsigmoid") else None,
             blocked_in=blocked[0], blocked_out=blocked[1])
@@ -51,8 +51,26 @@ class PointwiseNchwcTactic(ConvTactic):
         self.out_shape = _blocked(spec.out_shape) if blocked[1] else spec.out_shape
         self.threads = threads
 
+    @staticmethod
+    def _kernel_class():
+        from srcore.plugin import simd_pointwise_blocked
+        return simd_pointwise_blocked.BlockedPointwiseConv
+
     def _run(self, x, out, residual):
         self.conv(x, out, residual, threads=self.threads)
+
+
+class PointwiseNchwcHalvesTactic(PointwiseNchwcTactic):
+    """:class:`PointwiseNchwcTactic` (same layouts, packed weight and bits) on the kernel with 8-lane
+    vectors, two a 16-channel block (``srcore.plugin.simd_pointwise_halves``): its register block
+    fits 16 ``ymm`` registers where the 16-lane one spills without AVX-512. A candidate everywhere,
+    timed beside it."""
+    name = "pointwise_nchw16c_h8"
+
+    @staticmethod
+    def _kernel_class():
+        from srcore.plugin import simd_pointwise_halves
+        return simd_pointwise_halves.HalvesPointwiseConv
 
 
 class DepthwiseNchwcTactic(DepthwiseDirectTactic):
@@ -67,17 +85,37 @@ class DepthwiseNchwcTactic(DepthwiseDirectTactic):
             raise TacticSpecError(f"{self.name}: needs out channels == in channels ({spec.x_shape[1]}), "
                                   f"got {spec.out_channels}")
         super().__init__(spec, weight, bias, layout)
-        from srcore.plugin import simd_depthwise_blocked
-
-        self.conv = simd_depthwise_blocked.BlockedDepthwiseConv(
+        self.conv = self._kernel_class()(
             self.w.reshape(spec.out_channels, 1, *spec.kernel), self.bias, spec.stride, spec.padding, spec.dilation,
             blocked_in=blocked[0], blocked_out=blocked[1], **_epilogue(spec))
         self.x_shape = _blocked(spec.x_shape) if blocked[0] else spec.x_shape
         self.out_shape = _blocked(spec.out_shape) if blocked[1] else spec.out_shape
         self.threads = threads
 
+    @staticmethod
+    def _kernel_class():
+        from srcore.plugin import simd_depthwise_blocked
+        return simd_depthwise_blocked.BlockedDepthwiseConv
+
     def _run(self, x, out, residual):
         self.conv(x, out, residual, threads=self.threads)
+
+
+class DepthwiseNchwcHalvesTactic(DepthwiseNchwcTactic):
+    """:class:`DepthwiseNchwcTactic` with both sides NCHW16c (same bits) on 8-lane vectors, each half
+    of a block in turn (``srcore.plugin.simd_halves``): 8 accumulators, not 16 ``ymm`` registers,
+    where there is no AVX-512. A candidate everywhere, timed beside it."""
+    name = "depthwise_nchw16c_h8"
+
+    def __init__(self, spec: ConvSpec, weight, bias, blocked: tuple[bool, bool], layout=None, threads: int = 1):
+        if tuple(blocked) != (True, True):
+            raise TacticSpecError(f"{self.name}: needs both sides NCHW16c, got layouts {blocked}")
+        super().__init__(spec, weight, bias, blocked, layout, threads)
+
+    @staticmethod
+    def _kernel_class():
+        from srcore.plugin import simd_halves
+        return simd_halves.HalvesDepthwiseConv
 
 
 class DenseNchwcTactic(ConvTactic):
@@ -92,9 +130,7 @@ class DenseNchwcTactic(ConvTactic):
         if spec.groups != 1 or spec.residual or blocked != (False, True):
             raise TacticSpecError(f"{self.name}: needs an ungrouped conv without residual, NCHW in and NCHW16c out; "
                                   f"got groups {spec.groups}, residual {spec.residual}, layouts {blocked}")
-        from srcore.plugin import simd_dense_blocked
-
-        self.conv = simd_dense_blocked.BlockedDenseConv(
+        self.conv = self._kernel_class()(
             np.asarray(weight, np.float32), self.bias, spec.stride, spec.padding, spec.dilation, **_clamp(spec),
             activation=spec.activation if spec.activation in ("hardswish", "hardsigmoid") else None)
         self.wq = self._laid_out("wq", self.conv.wq.shape, lambda: self.conv.wq)
@@ -102,8 +138,25 @@ class DenseNchwcTactic(ConvTactic):
         self.out_shape = _blocked(spec.out_shape)
         self.threads = threads
 
+    @staticmethod
+    def _kernel_class():
+        from srcore.plugin import simd_dense_blocked
+        return simd_dense_blocked.BlockedDenseConv
+
     def _run(self, x, out, residual):
         self.conv(x, out, None, threads=self.threads)
+
+
+class DenseNchwcHalvesTactic(DenseNchwcTactic):
+    """:class:`DenseNchwcTactic` (same bits) on 8-lane vectors, each half of a block in turn
+    (``srcore.plugin.simd_halves``): 12 accumulators, not 24 ``ymm`` registers, where there is no
+    AVX-512. A candidate everywhere, timed beside it."""
+    name = "dense_nchw16c_h8"
+
+    @staticmethod
+    def _kernel_class():
+        from srcore.plugin import simd_halves
+        return simd_halves.HalvesDenseConv
 
 
 class ConvNchwcTactic(ConvTactic):
@@ -117,9 +170,7 @@ class ConvNchwcTactic(ConvTactic):
         super().__init__(spec, weight, bias, layout)
         if spec.groups != 1:
             raise TacticSpecError(f"{self.name}: needs an ungrouped conv, got groups {spec.groups}")
-        from srcore.plugin import simd_dense_nchwc
-
-        self.conv = simd_dense_nchwc.NchwcDenseConv(
+        self.conv = self._kernel_class()(
             np.asarray(weight, np.float32), self.bias, spec.stride, spec.padding, spec.dilation, **_epilogue(spec),
             blocked_in=blocked[0], blocked_out=blocked[1])
         self.conv.wq = self._laid_out("wq", self.conv.wq.shape, lambda: self.conv.wq)
@@ -128,8 +179,25 @@ class ConvNchwcTactic(ConvTactic):
         self.out_shape = _blocked(spec.out_shape) if blocked[1] else spec.out_shape
         self.threads = threads
 
+    @staticmethod
+    def _kernel_class():
+        from srcore.plugin import simd_dense_nchwc
+        return simd_dense_nchwc.NchwcDenseConv
+
     def _run(self, x, out, residual):
         self.conv(x, out, residual, threads=self.threads)
+
+
+class ConvNchwcHalvesTactic(ConvNchwcTactic):
+    """:class:`ConvNchwcTactic` (same layouts, packed weight and bits) on 8-lane register tiles of
+    12 accumulators (``srcore.plugin.simd_dense_nchwc_halves``), where the 16-lane tiles' 24 (48
+    ``ymm``) spill without AVX-512. A candidate everywhere, timed beside it."""
+    name = "conv_nchw16c_h8"
+
+    @staticmethod
+    def _kernel_class():
+        from srcore.plugin import simd_dense_nchwc_halves
+        return simd_dense_nchwc_halves.HalvesNchwcDenseConv
 
 
 class ConvNchwcPlanesTactic(ConvNchwcTactic):
@@ -139,6 +207,12 @@ class ConvNchwcPlanesTactic(ConvNchwcTactic):
 
     def __init__(self, spec: ConvSpec, weight, bias, layout=None, threads: int = 1):
         super().__init__(spec, weight, bias, (False, False), layout, threads)
+
+
+class ConvNchwcPlanesHalvesTactic(ConvNchwcPlanesTactic):
+    """:class:`ConvNchwcPlanesTactic` on the 8-lane tiles (:class:`ConvNchwcHalvesTactic`)."""
+    name = "conv_nchwc_planes_h8"
+    _kernel_class = staticmethod(ConvNchwcHalvesTactic._kernel_class)
 
 
 def _clamp(spec: ConvSpec) -> dict:
@@ -157,13 +231,23 @@ def nchwc_tactic_builders(spec: ConvSpec, weight, bias, blocked: tuple[bool, boo
         # per-thread schedstat) had that worker waiting for a core in 196-199 of 200 calls, 0-2 calls
         # of 200 clean; built on one thread, 107-152 clean
         dense = [(ConvNchwcTactic.name, lambda layout=None: ConvNchwcTactic(
+            spec, weight, bias, blocked, layout, 1)),
+                 (ConvNchwcHalvesTactic.name, lambda layout=None: ConvNchwcHalvesTactic(
             spec, weight, bias, blocked, layout, 1))]
         if blocked == (False, True) and not spec.residual:   # (the stem kernel: no input copy, wins on few channels)
             dense.append((DenseNchwcTactic.name, lambda layout=None: DenseNchwcTactic(
                 spec, weight, bias, blocked, layout, threads)))
+            dense.append((DenseNchwcHalvesTactic.name, lambda layout=None: DenseNchwcHalvesTactic(
+                spec, weight, bias, blocked, layout, threads)))
         return dense
     if spec.groups == 1:
         return [(PointwiseNchwcTactic.name, lambda layout=None: PointwiseNchwcTactic(
+            spec, weight, bias, blocked, layout, threads)),
+                (PointwiseNchwcHalvesTactic.name, lambda layout=None: PointwiseNchwcHalvesTactic(
             spec, weight, bias, blocked, layout, threads))]
-    return [(DepthwiseNchwcTactic.name, lambda layout=None: DepthwiseNchwcTactic(
+    depthwise = [(DepthwiseNchwcTactic.name, lambda layout=None: DepthwiseNchwcTactic(
         spec, weight, bias, blocked, layout, threads))]
+    if tuple(blocked) == (True, True):
+        depthwise.append((DepthwiseNchwcHalvesTactic.name, lambda layout=None: DepthwiseNchwcHalvesTactic(
+            spec, weight, bias, blocked, layout, threads)))
+    return depthwise

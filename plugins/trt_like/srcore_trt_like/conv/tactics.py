@@ -68,7 +68,7 @@ from .depthwise import (DepthwiseBlockedTactic, DepthwiseChannelsLastTactic, Dep
                         DepthwiseSimd8Tactic, DepthwiseSimdTactic)
 from .gemm import Gemm1x1Tactic, Im2colGemmTactic
 from .grouped import GroupedDepthwiseTactic, grouped_depthwise_applies
-from .nchwc import ConvNchwcPlanesTactic
+from .nchwc import ConvNchwcPlanesHalvesTactic, ConvNchwcPlanesTactic
 from .packed import PackedGemmTactic
 from .patchify import PatchifyDirectTactic, PatchifyDotsTactic, PatchifyGemmTactic, patchify_applies
 from .simd_1x1 import Simd1x1Lanes8Tactic, Simd1x1Tactic, simd_1x1_applies
@@ -196,6 +196,8 @@ def conv_tactic_builders(spec: ConvSpec, weight: np.ndarray, bias: np.ndarray | 
         # 8x8, 16 -> 32: 8.1 -> 5.4 us), behind on others
         # (on one thread: its split is its OpenMP twins', planes_split.py)
         out.append((ConvNchwcPlanesTactic.name, lambda layout=None: ConvNchwcPlanesTactic(spec, weight, bias, layout)))
+        out.append((ConvNchwcPlanesHalvesTactic.name, lambda layout=None: ConvNchwcPlanesHalvesTactic(
+            spec, weight, bias, layout)))
         out += planes_omp_builders(spec, weight, bias)
     if (1 < spec.groups <= BLOCK_DIAGONAL_MAX_GROUPS and spec.groups < spec.x_shape[1]
             and (spec.kernel, spec.stride, spec.padding) != ((1, 1), (1, 1), (0, 0))):   # (as conv_nchwc_planes)

@@ -346,7 +346,8 @@ def excluded(name: str, options: dict[str, Any]) -> bool:
     if small and name.endswith("_nchw16c_rows_omp") and not options.get("nchwc_rows", False):
         return True
     # (a fused layer's tactic is named after its conv's, "dense_nchw16c_omp+max_pool": nchwc=False rules it out too)
-    if name.split("+")[0].endswith(("_nchw16c", "_nchw16c_omp", "_nchw16c_rows_omp")) and options.get("nchwc") is False:
+    if name.split("+")[0].endswith(("_nchw16c", "_nchw16c_h8", "_nchw16c_omp", "_nchw16c_rows_omp")) \
+            and options.get("nchwc") is False:
         return True   # (on NCHW convs too, tactics/conv.py)
     return name in options.get("exclude_tactics", ())
 
