@@ -8,8 +8,7 @@ timing off, no segment may fall back), each against its own reference.
 - TorchScript container code, scripted and frozen (heldout9_models.SCRIPTED) vs torch eager;
   models through every import path that applies (``GRID``: in-place writes through views, small
   int dtypes, Optional branches, float16 / bfloat16 models); ``torch.cond`` + ``while_loop`` in an
-  exported program; FX x86-quantized modules bit for bit (ELU among them), and the quantized ops
-  srcore lacks refused naming the op.
+  exported program; FX x86-quantized modules bit for bit (ELU and Conv3d among them).
 - files and modules srcore does not take, refused with a ``SrcoreError`` naming the node and op.
 
 By default every ONNX case runs on cpu and the cheap ones on trt_like, each torch model through its
@@ -33,8 +32,8 @@ import pytest
 import torch
 
 from _harness import assert_close, flatten, flatten_np, run, to_numpy, torch_outputs
-from _zoo import assert_no_fallback, check_cell, check_fx_quantized, check_onnx_vs_ort, engine_options, fx_x86
-from heldout9_models import GRID, INSTANCE_NORM_QUANTIZED, POOL3D_QUANTIZED, REFUSED_QUANTIZED, SCRIPTED, cond_while, fx_mixed
+from _zoo import assert_no_fallback, check_cell, check_fx_quantized, check_onnx_vs_ort, engine_options
+from heldout9_models import CONV3D_QUANTIZED, GRID, INSTANCE_NORM_QUANTIZED, POOL3D_QUANTIZED, SCRIPTED, cond_while, fx_mixed
 
 import srcore
 
@@ -308,19 +307,10 @@ def test_fx_quantized_elu_bit_for_bit(alpha, shape):
     check_fx_quantized(lambda: (Elu().eval(), (torch.randn(*shape) * 2,)))
 
 
-@pytest.mark.parametrize("name", list(REFUSED_QUANTIZED))
-def test_fx_quantized_ops_srcore_lacks_are_refused_naming_the_op(name):
-    """FX x86 quantization of Conv3d: no packed-weight reader in srcore; the load fails naming it,
-    not at run time."""
-    factory, names = REFUSED_QUANTIZED[name]
-    before = torch.backends.quantized.engine
-    try:
-        torch.backends.quantized.engine = "x86"
-        ts, inputs = fx_x86(factory)
-        with pytest.raises(srcore.SrcoreError, match=names):
-            srcore.StaticModule(srcore.from_torchscript(ts, inputs))
-    finally:
-        torch.backends.quantized.engine = before
+def test_fx_quantized_conv3d_matches_torch():
+    """FX x86 quantization of Conv3d (refused at import before: no Conv3dPackedParamsBase reader): the
+    quantized plugin's 3-d convolution, bit for bit."""
+    check_fx_quantized(CONV3D_QUANTIZED)
 
 
 def test_fx_quantized_instance_norm_matches_torch():

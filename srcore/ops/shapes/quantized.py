@@ -293,11 +293,11 @@ def qlinear_dynamic(ctx: Ctx):
 
 
 @rule("quantized::qconv1d", "quantized::qconv1d_relu", "quantized::qconv2d", "quantized::qconv2d_relu",
-      "quantized::qconv2d_add", "quantized::qconv2d_add_relu")
+      "quantized::qconv3d", "quantized::qconv3d_relu", "quantized::qconv2d_add", "quantized::qconv2d_add_relu")
 def qconv(ctx: Ctx):
     add = "_add" in ctx.op
     first = 3 if add else 2   # position of the weight - 1
-    n = 1 if "conv1d" in ctx.op else 2
+    n = _spatial_dims(ctx.op)
     x, w = ctx.tensor(0), _weight(ctx, first - 1, (n + 2,))
     dtype = _same_dtype(ctx, *((0, 1) if add else (0,)))
     shape = conv_shape(ctx, x, w, _ints(ctx, first + 1, "stride", n, 1), _ints(ctx, first + 2, "padding", n, 0),
@@ -311,9 +311,14 @@ def qconv(ctx: Ctx):
     return [TensorType(dtype, shape, q)]
 
 
-@rule("quantized::qconv_transpose2d")
+def _spatial_dims(op: str) -> int:
+    """1, 2 or 3: the spatial dims of a ``q*conv{1,2,3}d*`` op (by its name)."""
+    return next(d for d in (1, 2, 3) if f"{d}d" in op)
+
+
+@rule("quantized::qconv_transpose1d", "quantized::qconv_transpose2d", "quantized::qconv_transpose3d")
 def qconv_transpose(ctx: Ctx):
-    n = 2
+    n = _spatial_dims(ctx.op)
     x, w = ctx.tensor(0), _weight(ctx, 1, (n + 2,))
     dtype = _same_dtype(ctx, 0)
     shape = conv_shape(ctx, x, w, _ints(ctx, 3, "stride", n, 1), _ints(ctx, 4, "padding", n, 0),
