@@ -25,8 +25,9 @@ from ..ir.types import BOOL, INT, STR, ListType
 LINEAR = "__torch__.torch.classes.quantized.LinearPackedParamsBase"
 CONV2D = "__torch__.torch.classes.quantized.Conv2dPackedParamsBase"
 CONV3D = "__torch__.torch.classes.quantized.Conv3dPackedParamsBase"
+EMBEDDING = "__torch__.torch.classes.quantized.EmbeddingPackedParamsBase"
 CELL = "__torch__.torch.classes.rnn.CellParamsBase"
-SUPPORTED = (LINEAR, CONV2D, CONV3D, CELL)
+SUPPORTED = (LINEAR, CONV2D, CONV3D, EMBEDDING, CELL)
 #: a packed convolution's class -> the ``quantized::conv{2,3}d_*`` accessors that read it
 _CONV_ACCESSORS = {CONV2D: "conv2d", CONV3D: "conv3d"}
 
@@ -35,7 +36,7 @@ _CONV_ACCESSORS = {CONV2D: "conv2d", CONV3D: "conv3d"}
 class Packed:
     """An unpacked weight: srcore values for the weight and bias, and a convolution's settings."""
 
-    kind: str                       # "linear" or "conv"
+    kind: str                       # "linear", "conv", "conv_transpose", "embedding_byte", "embedding_4bit"
     weight: Any                     # srcore Value (quantized parameter)
     bias: Any                       # srcore Value (float parameter or None constant)
     stride: tuple = ()
@@ -105,6 +106,8 @@ def unpack(torch, obj, name: str, constant: Callable[[str, Any], Any]) -> Packed
     cls = class_name(obj)
     if cls == CELL:
         return _cell(torch, obj, name, constant)
+    if cls == EMBEDDING:
+        return _embedding(torch, obj, name, constant)
     if cls == LINEAR:
         w, b = torch.ops.quantized.linear_unpack(obj)
         if not w.is_quantized:   # quantize_dynamic(dtype=float16): float16 weights, float activations
@@ -170,6 +173,29 @@ def _conv_transpose(torch, obj, name: str, constant: Callable[[str, Any], Any], 
     return Packed("conv_transpose", constant(f"{name}.weight", w), constant(f"{name}.bias", b), stride, padding,
                   dilation, groups, w.dim() - 2, arith, _as_1d(w, stride, padding, dilation, name, constant,
                                                                output_padding), output_padding)
+
+
+def _embedding(torch, obj, name: str, constant: Callable[[str, Any], Any]) -> Packed:
+    """An ``nn.quantized.Embedding(Bag)``'s packed weight as torch packs it for fbgemm
+    (``PackedEmbeddingBagWeight::prepack``): a uint8 matrix of fused rows, each its values (8-bit, or
+    4-bit two a byte) followed by its scale and bias (``-zero_point * scale`` in float32; float16 for
+    4-bit), a srcore uint8 parameter."""
+    import numpy as np
+
+    w = torch.ops.quantized.embedding_bag_unpack(obj)
+    if w.qscheme() != torch.per_channel_affine_float_qparams or w.dtype not in (torch.quint8, torch.quint4x2):
+        raise ValueError(f"{EMBEDDING}: a {w.dtype} weight quantized {w.qscheme()} is not supported (torch packs "
+                         "quint8 and quint4x2 per_channel_affine_float_qparams ones)")
+    rows = w.shape[0]
+    scales = w.q_per_channel_scales().to(torch.float32).numpy()
+    bias = -(w.q_per_channel_zero_points().to(torch.float32).numpy() * scales)   # float32, as torch rounds it
+    values = w.int_repr().numpy().reshape(rows, -1)
+    if w.dtype == torch.quint8:
+        tail, kind = np.stack([scales, bias], axis=1).astype(np.float32), "embedding_byte"
+    else:
+        tail, kind = np.stack([scales, bias], axis=1).astype(np.float16), "embedding_4bit"
+    fused = np.concatenate([values.astype(np.uint8), tail.view(np.uint8).reshape(rows, -1)], axis=1)
+    return Packed(kind, constant(f"{name}.weight", torch.from_numpy(np.ascontiguousarray(fused))), None)
 
 
 def _fp16(torch, w):
@@ -241,6 +267,10 @@ _LOWER = {
     "quantized::conv2d_relu": ("quantized::qconv2d_relu", 1, "conv"),
     "quantized::conv2d_add": ("quantized::qconv2d_add", 2, "conv"),
     "quantized::conv2d_add_relu": ("quantized::qconv2d_add_relu", 2, "conv"),
+    "quantized::embedding_bag_byte": ("quantized::embedding_bag_byte_rowwise_offsets", 0, "embedding_byte"),
+    "quantized::embedding_bag_4bit": ("quantized::embedding_bag_4bit_rowwise_offsets", 0, "embedding_4bit"),
+    "quantized::embedding_byte": ("quantized::qembedding_byte", 0, "embedding_byte"),
+    "quantized::embedding_4bit": ("quantized::qembedding_4bit", 0, "embedding_4bit"),
     "quantized::conv3d": ("quantized::qconv3d", 1, "conv"),
     "quantized::conv3d_relu": ("quantized::qconv3d_relu", 1, "conv"),
     "quantized::conv_transpose1d": ("quantized::qconv_transpose1d", 1, "conv_transpose"),
@@ -259,8 +289,11 @@ def lower(kind: str, inputs: list, make_const: Callable[[Any, Any], Any]) -> tup
     op, pos, want = entry
     packed = inputs[pos]
     if not isinstance(packed, Packed) or packed.kind != want:
-        raise ValueError(f"{kind} expects {want} packed parameters")
+        got = f", got {packed.kind} ones" if isinstance(packed, Packed) else ""
+        raise ValueError(f"{kind} expects {want} packed parameters{got}")
     rest = inputs[:pos] + inputs[pos + 1:]
+    if want.startswith("embedding"):   # (packed, indices, ...) -> (fused rows, indices, ...)
+        return op, [packed.weight, *rest]
     if want == "linear_fp16":   # (X, packed) -> (X, W, B)
         return op, [rest[0], packed.weight, packed.bias]
     if want == "linear":

@@ -323,9 +323,10 @@ def test_fx_quantized_max_pool3d_matches_torch():
     check_fx_quantized(POOL3D_QUANTIZED)
 
 
-def test_weight_only_quantized_embeddings_are_refused_naming_the_packed_params():
-    """Eager ``float_qparams_weight_only_qconfig`` Embedding / EmbeddingBag (DLRM-style) pack their
-    weights as EmbeddingPackedParamsBase, which srcore does not read: refused naming the constant."""
+def test_weight_only_quantized_embeddings_match_torch():
+    """Eager ``float_qparams_weight_only_qconfig`` Embedding (DLRM-style) packs its weights as
+    EmbeddingPackedParamsBase (refused before, naming the constant): the quantized plugin's row-wise
+    lookup, bit for bit."""
     import torch.ao.quantization as tq
 
     class Emb(torch.nn.Module):
@@ -334,7 +335,7 @@ def test_weight_only_quantized_embeddings_are_refused_naming_the_packed_params()
             self.e = torch.nn.Embedding(20, 6)
 
         def forward(self, ids):
-            return self.e(ids).sum(1)
+            return self.e(ids)
 
     m = Emb().eval()
     m.qconfig = tq.float_qparams_weight_only_qconfig
@@ -343,5 +344,6 @@ def test_weight_only_quantized_embeddings_are_refused_naming_the_packed_params()
         tq.prepare(m, inplace=True)
         tq.convert(m, inplace=True)
     ids = torch.randint(0, 20, (3, 4))
-    with pytest.raises(srcore.ConversionError, match=r"self\.e\._packed_params.*EmbeddingPackedParamsBase"):
-        srcore.from_torchscript(torch.jit.script(m), (ids,))
+    ts = torch.jit.script(m)
+    got = srcore.StaticModule(srcore.from_torchscript(ts, (ids,)))(ids.numpy())
+    np.testing.assert_array_equal(got, ts(ids).numpy())

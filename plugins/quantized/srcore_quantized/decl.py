@@ -99,6 +99,10 @@ KERNELS: list[Kernel] = [
     _k("quantized::qconv2d_add_relu", "conv:qconv_add_relu_out", Q8 + F),
     _k("quantized::qconv2d_then_add", "conv:qconv_then_add_out", Q8 + F),
     *[_k(f"quantized::qconv_transpose{d}", "conv:qconv_transpose_out", Q8 + F) for d in ("1d", "2d", "3d")],
+    # row-wise quantized embeddings: fused uint8 rows, integer indices, float32 weights and results
+    *[_k(f"quantized::{op}", f"embedding:{op}_out", ("uint8",) + INDEX + F) for op in (
+        "embedding_bag_byte_rowwise_offsets", "embedding_bag_4bit_rowwise_offsets",
+        "embedding_bag_2bit_rowwise_offsets", "qembedding_byte", "qembedding_4bit")],
     # aten ops on quantized tensors (the output keeps the input's parameters, or torch's fixed ones)
     _k("aten::relu", "activation:relu_out", Q),
     _k("aten::relu_", "activation:relu_", Q, "native"),

@@ -342,6 +342,74 @@ def qconv_then_add(ctx: Ctx):
     return [TensorType(dtype, shape, q)]
 
 
+#: fused row-wise embedding ops -> (bits per value, bytes of a row's scale and bias)
+_ROWWISE = {"quantized::embedding_bag_byte_rowwise_offsets": (8, 8), "quantized::qembedding_byte": (8, 8),
+            "quantized::embedding_bag_4bit_rowwise_offsets": (4, 4), "quantized::qembedding_4bit": (4, 4),
+            "quantized::embedding_bag_2bit_rowwise_offsets": (2, 4)}
+
+
+def _rowwise_dim(ctx: Ctx):
+    """The embedding dim D of a fused row-wise uint8 weight (N, D * bits / 8 + scale and bias bytes)."""
+    bits, sb = _ROWWISE[ctx.op]
+    w = ctx.tensor(0)
+    if w.dtype is not None and w.dtype != "uint8":
+        raise ctx.fail(f"the weight must be fused row-wise uint8 rows, got {w.dtype}")
+    if w.shape is None:
+        return None
+    if len(w.shape) != 2:
+        raise ctx.fail(f"the weight must be 2-D (rows, bytes), got {list(w.shape)}")
+    n = w.shape[1]
+    if not isinstance(n, int):
+        return None
+    if n < sb:
+        raise ctx.fail(f"a fused row of {n} bytes has no room for its scale and bias ({sb} bytes)")
+    return (n - sb) * (8 // bits)
+
+
+def _index_dtype(ctx: Ctx, pos: int, name: str) -> None:
+    t = ctx.tensor(pos)
+    if t.dtype is not None and t.dtype not in ("int64", "int32"):
+        raise ctx.fail(f"{name} must be int64 or int32, got {t.dtype}")
+
+
+@rule("quantized::embedding_bag_byte_rowwise_offsets", "quantized::embedding_bag_4bit_rowwise_offsets",
+      "quantized::embedding_bag_2bit_rowwise_offsets")
+def embedding_bag_rowwise(ctx: Ctx):
+    mode = ctx.known(4, "mode", 0)
+    if isinstance(mode, int) and mode != 0:
+        raise ctx.fail(f"mode={mode} is not supported: torch 2.13 sums the bags whatever the mode (0: sum)")
+    dim = _rowwise_dim(ctx)
+    _index_dtype(ctx, 1, "indices")
+    idx = ctx.tensor(1)
+    has_offsets = ctx.is_tensor(2)
+    if has_offsets:
+        _index_dtype(ctx, 2, "offsets")
+    bags = None
+    if idx.shape is not None:
+        if has_offsets and len(idx.shape) != 1:
+            raise ctx.fail(f"with offsets the indices must be 1-D, got shape {list(idx.shape)}")
+        if not has_offsets and len(idx.shape) != 2:
+            raise ctx.fail(f"without offsets the indices must be 2-D (one bag per row), got shape {list(idx.shape)}")
+        if not has_offsets:
+            bags = idx.shape[0]
+    if has_offsets:
+        off = ctx.tensor(2)
+        last = ctx.known(8, "include_last_offset", False)
+        if off.shape is not None and len(off.shape) == 1 and isinstance(off.shape[0], int) and isinstance(last, bool):
+            bags = off.shape[0] - 1 if last else off.shape[0]
+    return [tt("float32", (bags, dim))]
+
+
+@rule("quantized::qembedding_byte", "quantized::qembedding_4bit")
+def qembedding(ctx: Ctx):
+    if ctx.known(2, "pruned_weights", False) is True:
+        raise ctx.fail("pruned weights are not supported (torch's lookup takes no compressed indices mapping)")
+    dim = _rowwise_dim(ctx)
+    _index_dtype(ctx, 1, "indices")
+    idx = ctx.tensor(1)
+    return [tt("float32", None if idx.shape is None else tuple(idx.shape) + (dim,))]
+
+
 # -- quantization parameters of float ops that take quantized tensors ------------------------------
 #: aten ops whose quantized output has its (first) quantized input's parameters, as in torch
 KEEPS_QPARAMS = frozenset(f"aten::{n}" for n in (
