@@ -174,6 +174,33 @@ def test_4bit_embedding(frozen):
     _bits_equal(sm(ids.numpy()), e(ids))
 
 
+def test_a_4bit_embedding_torch_cannot_run_is_refused_at_import():
+    """``Embedding.from_float`` with a 4-bit qconfig leaves the module calling ``embedding_byte`` on 4-bit
+    rows (torch fails at run time): refused at import, naming both kinds."""
+    import torch.ao.quantization as tq
+
+    class Emb(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.e = torch.nn.Embedding(10, 6)
+
+        def forward(self, ids):
+            return self.e(ids)
+
+    m = Emb().eval()
+    m.e.qconfig = tq.float_qparams_weight_only_qconfig_4bit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tq.prepare(m, inplace=True)
+        tq.convert(m, inplace=True)
+        ids = torch.tensor([[1, 2]])
+        with pytest.raises(RuntimeError):
+            m(ids)
+        with pytest.raises(srcore.ConversionError, match="embedding_byte expects embedding_byte packed parameters, "
+                                                         "got embedding_4bit ones"):
+            srcore.from_torchscript(torch.jit.freeze(torch.jit.script(m)), (ids,))
+
+
 def test_bad_input_is_refused_naming_the_op():
     """mode != 0 (torch 2.13 sums anyway) fails the load; an index past the table, or offsets not from 0,
     fail the call with a KernelError naming the op, not a numpy IndexError."""
