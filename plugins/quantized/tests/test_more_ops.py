@@ -440,6 +440,57 @@ def test_a_stable_sort_runs_an_unstable_one_is_refused_by_name():
     assert miss.op == "aten::sort" and "quint8" in miss.dtypes, str(err.value)
 
 
+class _ValuesOnly(torch.nn.Module):
+    """Unstable sorts and topk whose indices nothing reads (``v, _ = q.topk(k)``, ``q.sort()[0]``)."""
+
+    def __init__(self, k, dim, largest, descending, qdtype):
+        super().__init__()
+        self.k, self.dim, self.largest, self.descending = k, dim, largest, descending
+        self.qdtype = {"quint8": torch.quint8, "qint8": torch.qint8}[qdtype]
+
+    def forward(self, x):
+        q = torch.quantize_per_tensor(x, 0.5, 2, self.qdtype)
+        v, _ = torch.topk(q, self.k, dim=self.dim, largest=self.largest)
+        s = torch.sort(q, dim=self.dim, descending=self.descending)[0]
+        t = torch.sort(q, stable=False, dim=self.dim)[0]
+        return v.int_repr(), s.int_repr(), t.int_repr(), v.q_scale(), s.q_zero_point()
+
+
+@EXAMPLES
+@given(data=st.data(), shape=st.lists(st.integers(1, 12), min_size=1, max_size=3), largest=st.booleans(),
+       descending=st.booleans(), qdtype=st.sampled_from(["quint8", "qint8"]))
+def test_unstable_sort_and_topk_values_match_torch(data, shape, largest, descending, qdtype):
+    """Refused before with the unstable sort: with the indices unread a stable sort gives torch's values
+    (the peephole rewrite), ties and all."""
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    k = data.draw(st.integers(1, shape[dim]))
+    x = torch.from_numpy(np.random.default_rng(sum(shape)).integers(-3, 3, shape).astype(np.float32))   # ties
+    m = _ValuesOnly(k, dim, largest, descending, qdtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), (x,)))
+    assert not {pn.node.kind for pn in sm.top.nodes} & {"aten::topk"}
+    for g, w in zip(sm(x.numpy()), m(x)):
+        np.testing.assert_array_equal(g, w.numpy() if hasattr(w, "numpy") else w)
+
+
+class _TopkIndices(torch.nn.Module):
+    def forward(self, x):
+        return torch.topk(torch.quantize_per_tensor(x, 0.5, 10, torch.quint8), 3)[1]
+
+
+def test_a_topk_whose_indices_are_read_is_refused_by_name():
+    """torch's order of tied indices is its partial sort's: not reproduced, so the load names the op."""
+    x = torch.randn(3, 40, generator=torch.Generator().manual_seed(0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = srcore.from_torchscript(torch.jit.script(_TopkIndices()), (x,))
+    with pytest.raises(srcore.UnsupportedOpError) as err:
+        srcore.StaticModule(model)
+    (miss,) = err.value.missing
+    assert miss.op == "aten::topk" and "quint8" in miss.dtypes, str(err.value)
+
+
 class _FxBlock(torch.nn.Module):
     """What FX's x86 mapping quantizes of a block like _Block: instance norm, channel shuffle, ELU,
     quantized::matmul (of a transposed, non-contiguous view) and softmax; group norm and GELU stay float."""
