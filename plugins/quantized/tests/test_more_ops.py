@@ -546,3 +546,52 @@ def test_shape_rules_refuse_what_torch_refuses_at_load(body, message):
             + body + "  %d : Tensor = aten::dequantize(%r)\n  return (%d)\n")
     with pytest.raises(srcore.SrcoreError, match=message):
         srcore.StaticModule(srcore.parse_graph(text))
+
+
+# -- aten::quantized_batch_norm, aten::equal -----------------------------------------------------------
+class _QBatchNorm(torch.nn.Module):
+    def __init__(self, channels, seed, zp):
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        for name in ("w", "b", "m"):
+            self.register_buffer(name, torch.randn(channels, generator=g))
+        self.register_buffer("v", torch.rand(channels, generator=g) + 0.1)
+        self.zp = zp
+
+    def forward(self, q):
+        return torch.quantized_batch_norm(q, self.w, self.b, self.m, self.v, 1e-5, 0.07, self.zp)
+
+
+@EXAMPLES
+@given(data=st.data(), rank=st.integers(2, 5), channels=st.integers(1, 19), qdtype=st.sampled_from(["quint8", "qint8"]))
+def test_aten_quantized_batch_norm_matches_torch(data, rank, channels, qdtype):
+    """``torch.quantized_batch_norm`` (refused before): quantized::batch_norm's kernel, ranks 2 to 5."""
+    shape = (2, channels) + tuple(data.draw(st.lists(st.integers(1, 4), min_size=rank - 2, max_size=rank - 2)))
+    x = qt(np.random.default_rng(channels).integers(*RANGE[qdtype], shape), qdtype, 0.05, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ts = torch.jit.freeze(torch.jit.script(_QBatchNorm(channels, rank, 9 if qdtype == "quint8" else -9)).eval())
+        sm = srcore.StaticModule(srcore.from_torchscript(ts, (x,)))
+    assert "aten::quantized_batch_norm" in {pn.node.kind for pn in sm.top.nodes}
+    same(sm(srq(x)), ts(x))
+
+
+class _Equal(torch.nn.Module):
+    def forward(self, x, y):
+        a = torch.quantize_per_tensor(x, 0.1, 3, torch.quint8)
+        return (torch.equal(a, torch.quantize_per_tensor(y, 0.1, 3, torch.quint8)),
+                torch.equal(a, torch.quantize_per_tensor(y, 0.1, 4, torch.quint8)),
+                torch.equal(a, torch.quantize_per_tensor(y, 0.1, 3, torch.qint8)),
+                torch.equal(a, a[:1]), torch.equal(a, x))
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.04, 1.0])
+def test_aten_equal_of_quantized_tensors_matches_torch(shift):
+    """``torch.equal`` (refused before): same dtype, shape, parameters and stored integers; never equal to
+    a float tensor."""
+    x = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(1))
+    y = x + shift
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(_Equal()), (x, y)))
+    assert tuple(sm(x.numpy(), y.numpy())) == _Equal()(x, y)

@@ -13,7 +13,7 @@ from typing import Any
 
 from ...errors import QuantizationError
 from ...ir.quant import QDTYPES, QParams, add_scalar_qparams, check_qparams, is_quantized, mul_scalar_qparams
-from ...ir.types import FLOAT, INT, ListType, TensorType
+from ...ir.types import BOOL, FLOAT, INT, ListType, TensorType
 from .base import A, Ctx, UNKNOWN, base_name, dtype_code, rule, tt, where
 from .conv import _ints, conv_shape
 from .elementwise import broadcast_shapes
@@ -141,6 +141,11 @@ def q_param(ctx: Ctx):
     return [A(FLOAT, q.scale) if want_scale else A(INT, q.zero_point)]
 
 
+@rule("aten::equal")
+def equal(ctx: Ctx):
+    return [A(BOOL)]
+
+
 # -- quantized:: elementwise ----------------------------------------------------------------------
 def _same_dtype(ctx: Ctx, *positions) -> str | None:
     dtypes = {ctx.tensor(p).dtype for p in positions} - {None}
@@ -229,7 +234,7 @@ _OUT_QPARAMS = {
     "quantized::celu": (1, 2), "quantized::group_norm": (5, 6), "quantized::instance_norm": (4, 5),
     "quantized::softmax": (2, 3),
     "quantized::prelu": (2, 3), "quantized::batch_norm3d": (6, 7), "quantized::batch_norm3d_relu": (6, 7),
-    "quantized::batch_norm_relu": (6, 7),
+    "quantized::batch_norm_relu": (6, 7), "aten::quantized_batch_norm": (6, 7),
 }
 
 

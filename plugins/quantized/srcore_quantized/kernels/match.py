@@ -38,6 +38,7 @@ lt = _when_self_quantized("compare:lt_out")
 le = _when_self_quantized("compare:le_out")
 gt = _when_self_quantized("compare:gt_out")
 ge = _when_self_quantized("compare:ge_out")
+equal = _when_self_quantized("compare:equal")
 
 
 def sort_stable(info):
