@@ -148,6 +148,8 @@ KERNELS: list[Kernel] = [
     _k("aten::upsample_bilinear2d", "upsample:upsample_bilinear2d_out", Q8),
     _k("aten::upsample_bilinear2d.vec", "upsample:upsample_bilinear2d_vec", Q8, "native"),
     _k("aten::equal", "compare:equal", Q + FLOATS, "native", matcher="match:equal"),
+    *[_k(f"aten::{op}", "grid_sample:grid_sampler_2d_out", ("quint8", "float32"), matcher="match:grid_sampler")
+      for op in ("grid_sampler", "grid_sampler_2d")],
     _k("aten::max", "reduce:max_out", Q),
     _k("aten::min", "reduce:min_out", Q),
     _k("aten::amax", "reduce:amax_out", Q),

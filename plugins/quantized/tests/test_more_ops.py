@@ -595,3 +595,45 @@ def test_aten_equal_of_quantized_tensors_matches_torch(shift):
         warnings.simplefilter("ignore")
         sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(_Equal()), (x, y)))
     assert tuple(sm(x.numpy(), y.numpy())) == _Equal()(x, y)
+
+
+# -- grid_sample -------------------------------------------------------------------------------------
+class _GridSample(torch.nn.Module):
+    def __init__(self, mode, padding, align_corners, zp):
+        super().__init__()
+        self.mode, self.padding, self.align_corners, self.zp = mode, padding, align_corners, zp
+
+    def forward(self, x, g):
+        q = torch.quantize_per_tensor(x, 0.05, self.zp, torch.quint8)
+        return F.grid_sample(q, g, self.mode, self.padding, self.align_corners).int_repr()
+
+
+@EXAMPLES
+@given(padding=st.sampled_from(["zeros", "border", "reflection"]), align_corners=st.booleans(),
+       hw=st.tuples(st.integers(1, 6), st.integers(1, 6)), out=st.tuples(st.integers(1, 5), st.integers(1, 5)),
+       halves=st.booleans(), zp=st.integers(0, 255), seed=st.integers(0, 2 ** 16))
+def test_quantized_grid_sample_matches_torch(padding, align_corners, hw, out, halves, zp, seed):
+    """``F.grid_sample`` of a quint8 tensor (refused before): torch's float32 corner weights and sums of
+    the stored integers, every padding mode; grids past the borders, and on exact quarter steps
+    (``halves``: weights of 0.5 and 0.25, sums on exact ties)."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(2, 3, *hw, generator=gen) * 3
+    g = torch.rand(2, *out, 2, generator=gen) * 2.8 - 1.4
+    if halves:
+        g = torch.round(g * 8) / 8
+    m = _GridSample("bilinear", padding, align_corners, zp)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), (x, g)))
+        want = m(x, g)
+    np.testing.assert_array_equal(sm(x.numpy(), g.numpy()), want.numpy())
+
+
+def test_quantized_grid_sample_nearest_is_refused_by_name():
+    """torch samples quantized tensors bilinearly only (its nearest mode fails): the load names the op."""
+    x, g = torch.randn(1, 2, 4, 4), torch.rand(1, 3, 3, 2) * 2 - 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = srcore.from_torchscript(torch.jit.script(_GridSample("nearest", "zeros", False, 3)), (x, g))
+    with pytest.raises(srcore.UnsupportedOpError, match="grid_sampler"):
+        srcore.StaticModule(model)
