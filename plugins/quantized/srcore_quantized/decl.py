@@ -188,6 +188,9 @@ KERNELS: list[Kernel] = [
       for o in ("Tensor", "Tensor_hacked_twin")],
     *[_k(f"aten::repeat_interleave.{o}", "shape:repeat_interleave", Q + INDEX, "native",
          matcher="match:repeat_interleave") for o in ("self_int", "self_Tensor")],
+    *[_k(f"aten::fill_.{o}", "shape:fill_", Q + FLOATS, "native", matcher="match:fill_") for o in ("Scalar", "Tensor")],
+    _k("aten::index_put_", "shape:index_put_", Q + INDEX + ("bool", "uint8") + FLOATS, "native", matcher="match:index_put_"),
+    _k("aten::index_put", "shape:index_put_out", Q + INDEX + ("bool", "uint8") + FLOATS, matcher="match:index_put"),
     *[_k(f"aten::masked_fill.{o}", "shape:masked_fill_out", Q + ("bool",) + FLOATS + INDEX, matcher="match:masked_fill")
       for o in ("Scalar", "Tensor")],
 ]

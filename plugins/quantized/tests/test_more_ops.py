@@ -637,3 +637,54 @@ def test_quantized_grid_sample_nearest_is_refused_by_name():
         model = srcore.from_torchscript(torch.jit.script(_GridSample("nearest", "zeros", False, 3)), (x, g))
     with pytest.raises(srcore.UnsupportedOpError, match="grid_sampler"):
         srcore.StaticModule(model)
+
+
+# -- fill_, index_put_ -----------------------------------------------------------------------------------
+def _ties(n):
+    """(value, scale, zero point) triples where torch's two quantizers round differently: ``quantize_val``
+    (``nearbyint(zp + v * (1 / s))``, rounded to float32 first) and fbgemm's ``Quantize`` (one rounding of
+    ``fma(v, 1 / s, zp)``)."""
+    from srcore_quantized.kernels._common import quant_scalar, quant_tensor
+
+    rng, found = np.random.default_rng(0), []
+    while len(found) < n:
+        s, zp = np.float32(rng.uniform(0.001, 0.3)), int(rng.integers(0, 255))
+        xs = (rng.integers(-300, 300, 64) * s / 2).astype(np.float32)
+        d = np.nonzero(quant_scalar(xs, float(s), zp, "quint8") != quant_tensor(xs, float(s), zp, "quint8"))[0]
+        found += [(float(xs[i]), float(s), zp) for i in d[:1]]
+    return found
+
+
+class _Writes(torch.nn.Module):
+    def __init__(self, scale: float, zp: int):
+        super().__init__()
+        self.scale, self.zp = scale, zp
+
+    def forward(self, x, v, i, m, f: float):
+        q = torch.quantize_per_tensor(x, self.scale, self.zp, torch.quint8)
+        r = q.clone()
+        r.fill_(f)
+        p = q.clone()
+        p[i] = v
+        p[:, m] = x[:, :3] * 2
+        return r.int_repr(), p.int_repr(), q.int_repr()
+
+
+@pytest.mark.parametrize("value,scale,zp", _ties(4))
+def test_fill_and_index_put_quantize_as_torch(value, scale, zp):
+    """``q.fill_(f)`` and ``q[idx] = v`` (refused before): torch quantizes the fill as its
+    ``quantize_per_tensor`` does and the put values as ``quantize_val``; at these ties the two differ, and
+    each matches torch. The other writes happen on clones, so ``q`` itself stays as it was."""
+    g = torch.Generator().manual_seed(zp)
+    x = torch.randn(4, 6, generator=g) * scale * 40
+    v = torch.full((2, 6), value)
+    i, m = torch.tensor([3, 0]), torch.tensor([True, False, True, False, False, True])
+    module = _Writes(scale, zp)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(module), (x, v, i, m, value)))
+        want = module(x, v, i, m, value)
+    ran = {pn.node.kind for pn in sm.top.nodes if pn.fn is not None and pn.fn.backend == "quantized_cpu"}
+    assert {"aten::fill_", "aten::index_put_"} <= ran, ran
+    for got, w in zip(sm(x.numpy(), v.numpy(), i.numpy(), m.numpy(), value), want):
+        np.testing.assert_array_equal(got, w.numpy())

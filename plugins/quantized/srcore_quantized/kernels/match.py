@@ -39,6 +39,9 @@ le = _when_self_quantized("compare:le_out")
 gt = _when_self_quantized("compare:gt_out")
 ge = _when_self_quantized("compare:ge_out")
 equal = _when_self_quantized("compare:equal")
+fill_ = _when_self_quantized("shape:fill_")
+index_put_ = _when_self_quantized("shape:index_put_")
+index_put = _when_self_quantized("shape:index_put_out")
 
 
 def sort_stable(info):
