@@ -400,11 +400,14 @@ def channels_last_kind(kind: str, inputs: list) -> str:
     """The op for torch node ``kind`` whose input torch holds channels-last and where that changes the
     result: ``quantized::mean_channels_last`` for an ``aten::mean`` over both spatial dims of a
     quantized 2-d conv's output, ``quantized::avg_pool2d_channels_last`` for an ``aten::avg_pool2d``
-    of one, ``quantized::adaptive_avg_pool2d_channels_last`` for an ``aten::adaptive_avg_pool2d``; for ``quantized::add(_relu)`` of two such outputs ``quantized::add(_relu)_channels_last``,
+    of one, ``quantized::adaptive_avg_pool2d_channels_last`` for an ``aten::adaptive_avg_pool2d``,
+    ``quantized::std_channels_last`` for an ``aten::std`` over given dims (torch's reference path); for ``quantized::add(_relu)`` of two such outputs ``quantized::add(_relu)_channels_last``,
     of one such output and an NCHW tensor ``quantized::add(_relu)_mixed_layout``; ``kind`` otherwise."""
     if kind in ("quantized::add", "quantized::add_relu") and len(inputs) >= 2:
         cl = [channels_last_in_torch(x) for x in inputs[:2]]
         return _ADD_LAYOUTS[kind, all(cl)] if any(cl) else kind
+    if kind == "aten::std" and len(inputs) == 4 and channels_last_in_torch(inputs[0]):
+        return "quantized::std_channels_last"   # std(self, dim, unbiased or correction, keepdim)
     if kind not in _POOLS_CL or len(inputs) < 2 or not channels_last_in_torch(inputs[0]):
         return kind
     if kind != "aten::mean":

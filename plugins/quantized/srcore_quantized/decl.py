@@ -151,6 +151,10 @@ KERNELS: list[Kernel] = [
     *[_k(f"aten::{op}", "grid_sample:grid_sampler_2d_out", ("quint8", "float32"), matcher="match:grid_sampler")
       for op in ("grid_sampler", "grid_sampler_2d")],
     _k("aten::max", "reduce:max_out", Q),
+    _k("aten::std", "reduce:std_out", Q),
+    _k("aten::std.dim", "reduce:std_dim_out", Q),
+    _k("aten::std.correction", "reduce:std_correction_out", Q),
+    _k("quantized::std_channels_last", "reduce:std_channels_last_out", Q),
     _k("aten::min", "reduce:min_out", Q),
     _k("aten::amax", "reduce:amax_out", Q),
     _k("aten::amin", "reduce:amin_out", Q),

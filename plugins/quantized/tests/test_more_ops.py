@@ -688,3 +688,41 @@ def test_fill_and_index_put_quantize_as_torch(value, scale, zp):
     assert {"aten::fill_", "aten::index_put_"} <= ran, ran
     for got, w in zip(sm(x.numpy(), v.numpy(), i.numpy(), m.numpy(), value), want):
         np.testing.assert_array_equal(got, w.numpy())
+
+
+# -- std -----------------------------------------------------------------------------------------------
+class _Std(torch.nn.Module):
+    """std over innermost dims (torch's integer fast path), over other dims and of a quantized conv's
+    (channels-last) output (its dequantized reference path), with unbiased / correction / keepdim."""
+
+    def __init__(self, zp, correction):
+        super().__init__()
+        self.zp, self.correction = zp, correction
+        self.c = torch.ao.nn.quantized.Conv2d(3, 4, 1)
+        self.c.scale, self.c.zero_point = 0.02, 50
+
+    def forward(self, x):
+        q = torch.quantize_per_tensor(x, 0.5, self.zp, torch.quint8)
+        c = self.c(q)
+        return (q.std(-1).int_repr(), torch.std(q, dim=(2, 3), unbiased=False).int_repr(), q.std().int_repr(),
+                torch.std(q, -1, correction=self.correction, keepdim=True).int_repr(),
+                torch.std(q, (1, 3)).int_repr(), c.std(1).int_repr(),
+                torch.std(c, (2, 3), correction=self.correction).int_repr())
+
+
+@EXAMPLES
+@given(shape=st.tuples(st.integers(1, 3), st.just(3), st.integers(1, 4), st.integers(2, 5)), spread=st.integers(1, 4),
+       zp=st.integers(0, 30), correction=st.sampled_from([0, 1, 2]), seed=st.integers(0, 2 ** 16))
+def test_quantized_std_matches_torch(shape, spread, zp, correction, seed):
+    """``aten::std`` of quantized tensors (refused before): torch's integer fast path (innermost dims of a
+    contiguous tensor) reproduced exactly, its dequantized path elsewhere; small integer spreads make
+    exact ties (a std of half a step) common."""
+    x = torch.from_numpy(np.random.default_rng(seed).integers(-spread, spread + 1, shape).astype(np.float32) * 0.5)
+    m = _Std(zp, correction).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), (x,)))
+        want = m(x)
+    assert "quantized::std_channels_last" in {pn.node.kind for pn in sm.top.nodes}
+    for got, w in zip(sm(x.numpy()), want):
+        np.testing.assert_array_equal(got, w.numpy())

@@ -430,8 +430,8 @@ KEEPS_QPARAMS = frozenset(f"aten::{n}" for n in (
     "stack", "chunk", "split", "unbind", "flip", "roll", "pad", "constant_pad_nd", "max", "min", "amax", "amin", "sort",
     "topk", "index_select", "gather", "masked_fill", "__getitem__", "unflatten", "movedim", "swapaxes",
     "to", "type_as", "copy_", "fill_", "identity", "diagonal", "tensor_split", "repeat_interleave", "index", "unfold",
-    "grid_sampler", "grid_sampler_2d",
-)) | {"quantized::mean_channels_last", "quantized::avg_pool2d_channels_last",
+    "grid_sampler", "grid_sampler_2d", "std",
+)) | {"quantized::mean_channels_last", "quantized::avg_pool2d_channels_last", "quantized::std_channels_last",
      "quantized::adaptive_avg_pool2d_channels_last", "quantized::max_pool1d", "quantized::max_pool2d"}
 
 #: aten ops whose quantized output has fixed parameters, by dtype (torch's)

@@ -91,3 +91,71 @@ def sort_stable(self, *, stable=None, dim=-1, descending=False):
     key = -a.astype(np.int64) if descending else a
     idx = np.argsort(key, axis=d, kind="stable")
     return wrap(np.take_along_axis(a, idx, d), x.qdtype, x.qparams), idx.astype(np.int64)
+
+
+# -- std: torch's integer fast path and its dequantized reference path --------------------------------------
+def _std(self, dim, correction, keepdim, op: str, contiguous: bool, out):
+    """``aten::std`` of a quantized tensor (torch's ``std_out_quantized_cpu``), the input's parameters.
+
+    Where torch's fast path applies (a contiguous input reduced over its innermost dims, not one element
+    with a correction) it is reproduced exactly: integer sums of the stored values and of their squares,
+    ``var = sum_sq / den - 2 * mean * (sum / den) + mean * mean * N / den`` in double, ``sqrt(var) * scale``
+    rounded to float32 and quantized as ``quantize_val``. Elsewhere torch dequantizes, takes the float std
+    (Welford in double) and quantizes it as ``quantize_per_tensor``: srcore computes it in float64 (two
+    passes), which can differ only where the std lies within double rounding of a float32 midpoint."""
+    from .convert import dequantize_out
+    from ._common import quant_scalar, quant_tensor
+
+    x = require_per_tensor(self, op)
+    a = ints(x)
+    c = 1.0 if correction is None else float(correction)
+    dims = _dims(op, a.ndim, () if dim is None else dim) if a.ndim else ()
+    n = int(np.prod([a.shape[d] for d in dims])) if dims else 1
+    inner = dims == tuple(range(a.ndim - len(dims), a.ndim))
+    q = x.qparams
+    out_shape = tuple(1 if i in dims else s for i, s in enumerate(a.shape)) if keepdim else \
+        tuple(s for i, s in enumerate(a.shape) if i not in dims)
+    if contiguous and inner and not (n == 1 and c != 0):
+        rows = a.reshape(-1, n).astype(np.int64)
+        s, ss = rows.sum(axis=1).astype(np.float64), (rows * rows).sum(axis=1).astype(np.float64)
+        den = max(n - c, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mean, mean_unbiased = s / n, s / den
+            var = np.maximum(ss / den - 2 * mean * mean_unbiased + mean * mean * n / den, 0.0)
+        y = (np.sqrt(var) * float(q.scale)).astype(np.float32)
+        with np.errstate(invalid="ignore"):    # a std of no degrees of freedom: NaN, stored as torch's 0
+            r = quant_scalar(y, q.scale, q.zero_point, x.qdtype)
+    else:
+        real = dequantize_out(x).astype(np.float64)
+        axis = dims if dims else None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mean = real.mean(axis=axis, keepdims=True)
+            var = ((real - mean) ** 2).sum(axis=axis) / max(n - c, 0.0)
+        with np.errstate(invalid="ignore"):
+            r = quant_tensor(np.sqrt(var).astype(np.float32).reshape(-1), q.scale, q.zero_point, x.qdtype)
+    res = buffer(out, out_shape, x.qdtype)
+    res[...] = r.reshape(out_shape)
+    return wrap(res, x.qdtype, q)
+
+
+def std_out(self, unbiased=True, *, out=None):
+    """``aten::std(self, unbiased)``: every element."""
+    return _std(self, None, 1.0 if unbiased else 0.0, False, "aten::std", True, out)
+
+
+def std_dim_out(self, dim, unbiased=True, keepdim=False, *, out=None):
+    return _std(self, dim, 1.0 if unbiased else 0.0, keepdim, "aten::std.dim", True, out)
+
+
+def std_correction_out(self, dim=None, *, correction=None, keepdim=False, out=None):
+    return _std(self, dim, correction, keepdim, "aten::std.correction", True, out)
+
+
+def std_channels_last_out(self, dim=None, correction=None, keepdim=False, *, out=None):
+    """``quantized::std_channels_last``: an ``aten::std`` of a tensor torch holds channels-last (a quantized
+    conv's output), which torch sees as not contiguous (unless it has one channel or one pixel): its
+    dequantized reference path."""
+    a = ints(self)
+    contiguous = a.ndim == 4 and (a.shape[1] == 1 or a.shape[2] * a.shape[3] == 1)
+    c = None if correction is None else float(correction)     # std.dim's unbiased: True / False
+    return _std(self, dim, c, keepdim, "quantized::std_channels_last", contiguous, out)
