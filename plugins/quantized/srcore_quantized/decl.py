@@ -161,6 +161,8 @@ KERNELS: list[Kernel] = [
     _k("aten::max.dim", "reduce:max_dim", Q + ("int64",), "native", matcher="match:max_dim"),
     _k("aten::min.dim", "reduce:min_dim", Q + ("int64",), "native", matcher="match:min_dim"),
     _k("aten::sort.stable", "reduce:sort_stable", Q + ("int64",), "native", matcher="match:sort_stable"),
+    _k("aten::sort", "reduce:sort_unstable", Q + ("int64",), "native", matcher="match:sort_unstable"),
+    _k("aten::topk", "reduce:topk", Q + ("int64",), "native", matcher="match:topk"),
     _k("aten::pad", "pad:pad_out", Q),
     _k("aten::constant_pad_nd", "pad:constant_pad_nd_out", Q),
     _k("aten::reflection_pad1d", "pad:reflection_pad_out", Q),

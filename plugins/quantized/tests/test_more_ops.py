@@ -424,20 +424,18 @@ class _UnstableSort(torch.nn.Module):
         return torch.sort(torch.quantize_per_tensor(x, 0.5, 10, torch.quint8), dim=1)[1]
 
 
-def test_a_stable_sort_runs_an_unstable_one_is_refused_by_name():
-    """torch orders equal values of its unstable quantized sort otherwise than a stable sort (174 of 300
-    tie-heavy cases measured): srcore runs only stable=True and names the other at load."""
+def test_a_stable_and_an_unstable_sort_match_torch_indices_included():
+    """The unstable sort was refused (torch orders ties otherwise than a stable sort: 174 of 300 tie-heavy
+    cases): now libstdc++'s std::sort step for step, so its indices are torch's too."""
     x = torch.randn(3, 40, generator=torch.Generator().manual_seed(0))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(_Sorts()), (x,)))
-        for g, w in zip(sm(x.numpy()), _Sorts()(x)):
-            np.testing.assert_array_equal(g, w.numpy())
-        model = srcore.from_torchscript(torch.jit.script(_UnstableSort()), (x,))
-    with pytest.raises(srcore.UnsupportedOpError) as err:
-        srcore.StaticModule(model)
-    (miss,) = err.value.missing
-    assert miss.op == "aten::sort" and "quint8" in miss.dtypes, str(err.value)
+        for m in (_Sorts(), _UnstableSort()):
+            sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), (x,)))
+            want, got = m(x), sm(x.numpy())
+            want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w.numpy())
 
 
 class _ValuesOnly(torch.nn.Module):
@@ -474,21 +472,52 @@ def test_unstable_sort_and_topk_values_match_torch(data, shape, largest, descend
         np.testing.assert_array_equal(g, w.numpy() if hasattr(w, "numpy") else w)
 
 
-class _TopkIndices(torch.nn.Module):
+class _SortsAndTopk(torch.nn.Module):
+    def __init__(self, k, dim, largest, sorted_, descending, qdtype):
+        super().__init__()
+        self.k, self.dim, self.largest, self.sorted_, self.descending = k, dim, largest, sorted_, descending
+        self.qdtype = {"quint8": torch.quint8, "qint8": torch.qint8}[qdtype]
+
     def forward(self, x):
-        return torch.topk(torch.quantize_per_tensor(x, 0.5, 10, torch.quint8), 3)[1]
+        q = torch.quantize_per_tensor(x, 0.5, 2, self.qdtype)
+        v, i = torch.topk(q, self.k, dim=self.dim, largest=self.largest, sorted=self.sorted_)
+        s, j = torch.sort(q, dim=self.dim, descending=self.descending)
+        return v.int_repr(), i, s.int_repr(), j
 
 
-def test_a_topk_whose_indices_are_read_is_refused_by_name():
-    """torch's order of tied indices is its partial sort's: not reproduced, so the load names the op."""
-    x = torch.randn(3, 40, generator=torch.Generator().manual_seed(0))
+@EXAMPLES
+@given(data=st.data(), shape=st.lists(st.integers(1, 200), min_size=1, max_size=2), largest=st.booleans(),
+       sorted_=st.booleans(), descending=st.booleans(), spread=st.integers(1, 12),
+       qdtype=st.sampled_from(["quint8", "qint8"]))
+def test_unstable_sort_and_topk_indices_match_torch(data, shape, largest, sorted_, descending, spread, qdtype):
+    """topk and the unstable sort with their indices read (refused before): ATen's topk_impl_loop and
+    sort kernel run libstdc++'s partial_sort / nth_element / sort, reproduced step for step
+    (``kernels/stl_sort.py``); tie-heavy values, both of topk's routes (``k * 64 <= n`` or not)."""
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    n = shape[dim]
+    k = data.draw(st.sampled_from(sorted({1, max(1, n // 64), n // 2 or 1, n})))
+    x = torch.from_numpy(np.random.default_rng(sum(shape) + spread).integers(-spread, spread + 1, shape)
+                         .astype(np.float32))
+    m = _SortsAndTopk(k, dim, largest, sorted_, descending, qdtype)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = srcore.from_torchscript(torch.jit.script(_TopkIndices()), (x,))
-    with pytest.raises(srcore.UnsupportedOpError) as err:
-        srcore.StaticModule(model)
-    (miss,) = err.value.missing
-    assert miss.op == "aten::topk" and "quint8" in miss.dtypes, str(err.value)
+        sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), (x,)))
+        want = m(x)
+    assert {"aten::topk", "aten::sort"} <= {pn.node.kind for pn in sm.top.nodes}
+    for g, w in zip(sm(x.numpy()), want):
+        np.testing.assert_array_equal(g, w.numpy())
+
+
+def test_a_long_ascending_1d_sort_is_torchs_radix_sort():
+    """ATen sorts a 1-D ascending integer tensor of 32768 or more elements with fbgemm's radix sort (stable)."""
+    from srcore_quantized.kernels import reduce
+
+    for n in (32767, 32768):
+        x = qt(np.random.default_rng(n).integers(0, 4, n), "quint8", 0.1, 3)
+        v, i = torch.sort(x)
+        got_v, got_i = reduce.sort_unstable(srq(x))
+        same(got_v, v)
+        np.testing.assert_array_equal(got_i, i.numpy())
 
 
 class _FxBlock(torch.nn.Module):

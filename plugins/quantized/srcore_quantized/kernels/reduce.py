@@ -77,8 +77,8 @@ def min_dim(self, dim, keepdim=False):
 def sort_stable(self, *, stable=None, dim=-1, descending=False):
     """``aten::sort.stable`` with ``stable=True`` (the matcher takes no other node): torch sorts the
     stored integers (a monotone image of the values, per tensor) with a stable sort, equal values in
-    their original order, descending included; numpy's stable argsort gives the same indices. torch's
-    unstable sort orders ties otherwise (measured: 174 of 300 tie-heavy cases differ), and is refused."""
+    their original order, descending included; numpy's stable argsort gives the same indices (the unstable
+    sort orders ties otherwise: :func:`sort_unstable`)."""
     op = "aten::sort.stable"
     if stable is not True:
         raise KernelError(f"{op}: only stable=True is supported on quantized tensors (torch's unstable order of "
@@ -159,3 +159,69 @@ def std_channels_last_out(self, dim=None, correction=None, keepdim=False, *, out
     contiguous = a.ndim == 4 and (a.shape[1] == 1 or a.shape[2] * a.shape[3] == 1)
     c = None if correction is None else float(correction)     # std.dim's unbiased: True / False
     return _std(self, dim, c, keepdim, "quantized::std_channels_last", contiguous, out)
+
+
+# -- unstable sort and topk: torch's order of ties ------------------------------------------------------------
+#: ATen sorts a 1-D ascending integer tensor of at least this many elements with fbgemm's (stable) radix
+#: sort instead (``can_use_radix_sort``: ``at::internal::GRAIN_SIZE``)
+_RADIX_MIN = 32768
+
+
+def _rows(a: np.ndarray, d: int) -> np.ndarray:
+    """``a`` with ``dim`` last, as (rows, n)."""
+    return np.moveaxis(a, d, -1).reshape(-1, a.shape[d])
+
+
+def _unrows(r: np.ndarray, shape, d: int) -> np.ndarray:
+    moved = tuple(s for i, s in enumerate(shape) if i != d) + (r.shape[-1],)
+    return np.moveaxis(r.reshape(moved), -1, d)
+
+
+def sort_unstable(self, dim=-1, descending=False, *, stable=None):
+    """``aten::sort`` (and ``sort.stable`` with ``stable`` not True) of a quantized tensor: torch sorts the
+    stored integers with libstdc++'s ``std::sort`` on (value, index) pairs (an ascending 1-D tensor of
+    32768 or more elements with a stable radix sort), so ties keep the order that algorithm leaves
+    them in; :mod:`.stl_sort` runs the same steps."""
+    from . import stl_sort
+
+    op = "aten::sort"
+    x = require_per_tensor(self, op)
+    a = ints(x)
+    if a.ndim == 0:
+        return wrap(a.copy(), x.qdtype, x.qparams), np.zeros((), np.int64)
+    (d,) = _dims(op, a.ndim, dim)
+    if stable or (a.ndim == 1 and not descending and a.size >= _RADIX_MIN):
+        return sort_stable(self, stable=True, dim=d, descending=descending)
+    keys, idx = stl_sort.sort_rows(_rows(a, d), bool(descending))
+    vals = _unrows(keys, a.shape, d).astype(a.dtype)
+    return wrap(np.ascontiguousarray(vals), x.qdtype, x.qparams), np.ascontiguousarray(_unrows(idx, a.shape, d))
+
+
+def sort_stable_flag(self, *, stable=None, dim=-1, descending=False):
+    """``aten::sort.stable`` whose ``stable`` is not a constant True: stable or torch's unstable order by
+    its value."""
+    return sort_unstable(self, dim, descending, stable=stable)
+
+
+def topk(self, k, dim=-1, largest=True, sorted=True):
+    """``aten::topk`` of a quantized tensor: ATen's ``topk_impl_loop`` on the stored integers (a partial
+    sort when ``k * 64 <= n``, else ``nth_element`` then a sort of the first ``k - 1``), libstdc++'s
+    algorithms step for step (:mod:`.stl_sort`), so tied values come with torch's indices; the values
+    keep the input's parameters."""
+    from . import stl_sort
+
+    op = "aten::topk"
+    x = require_per_tensor(self, op)
+    a = ints(x)
+    src = a.reshape(1) if a.ndim == 0 else a
+    (d,) = _dims(op, src.ndim, dim)
+    n = src.shape[d]
+    if not 0 <= int(k) <= n:
+        raise KernelError(f"{op}: k ({k}) is out of range for a dim of {n} elements")
+    keys, idx = stl_sort.topk_rows(_rows(src, d), int(k), bool(largest), bool(sorted))
+    shape = src.shape[:d] + (int(k),) + src.shape[d + 1:]
+    vals = _unrows(keys, shape, d).astype(a.dtype)
+    idx = _unrows(idx, shape, d)
+    if a.ndim == 0:
+        vals, idx = vals.reshape(()), idx.reshape(())
+    return wrap(np.ascontiguousarray(vals), x.qdtype, x.qparams), np.ascontiguousarray(idx)
