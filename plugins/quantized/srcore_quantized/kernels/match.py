@@ -54,3 +54,14 @@ def sort_stable(info):
 
 sort_unstable = _when_self_quantized("reduce:sort_unstable")
 topk = _when_self_quantized("reduce:topk")
+
+
+def grid_sampler(info):
+    """A quint8 4-D input with constant bilinear mode (torch's only quantized one): others are refused at
+    load, naming the op."""
+    t = info.args[0].type
+    if getattr(t, "dtype", None) != "quint8" or getattr(t, "rank", 4) not in (4, None):
+        return None
+    if not info.is_const("interpolation_mode") or info.const("interpolation_mode") != 0:
+        return None
+    return _when_self_quantized("grid_sample:grid_sampler_2d_out")(info)
