@@ -24,25 +24,30 @@ from ..ir.types import BOOL, INT, STR, ListType
 
 LINEAR = "__torch__.torch.classes.quantized.LinearPackedParamsBase"
 CONV2D = "__torch__.torch.classes.quantized.Conv2dPackedParamsBase"
+CONV3D = "__torch__.torch.classes.quantized.Conv3dPackedParamsBase"
+EMBEDDING = "__torch__.torch.classes.quantized.EmbeddingPackedParamsBase"
 CELL = "__torch__.torch.classes.rnn.CellParamsBase"
-SUPPORTED = (LINEAR, CONV2D, CELL)
+SUPPORTED = (LINEAR, CONV2D, CONV3D, EMBEDDING, CELL)
+#: a packed convolution's class -> the ``quantized::conv{2,3}d_*`` accessors that read it
+_CONV_ACCESSORS = {CONV2D: "conv2d", CONV3D: "conv3d"}
 
 
 @attrs.frozen
 class Packed:
     """An unpacked weight: srcore values for the weight and bias, and a convolution's settings."""
 
-    kind: str                       # "linear" or "conv"
+    kind: str                       # "linear", "conv", "conv_transpose", "embedding_byte", "embedding_4bit"
     weight: Any                     # srcore Value (quantized parameter)
     bias: Any                       # srcore Value (float parameter or None constant)
     stride: tuple = ()
     padding: tuple = ()
     dilation: tuple = ()
     groups: int = 1
-    dims: int = 2                   # spatial dims of a convolution (1 or 2)
+    dims: int = 2                   # spatial dims of a convolution (1, 2 or 3)
     arith: str = "fbgemm"           # whose requantization torch runs for these weights (packed_arith)
     #: makes the (C_out, C_in, 1, K) weight a (C_out, C_in, K) parameter when called: torch packs an
-    #: nn.quantized.Conv1d so (its ``quantized::conv1d`` reads the 2-d params as a 1 x K convolution)
+    #: nn.quantized.Conv1d so (its ``quantized::conv1d`` reads the 2-d params as a 1 x K convolution), and
+    #: an nn.quantized.ConvTranspose1d's (C_in, C_out / groups, 1, K) one alike
     weight_1d: Callable[[], Any] | None = attrs.field(default=None, eq=False)
     output_padding: tuple = ()      # a transposed convolution's (kind "conv_transpose")
 
@@ -101,53 +106,96 @@ def unpack(torch, obj, name: str, constant: Callable[[str, Any], Any]) -> Packed
     cls = class_name(obj)
     if cls == CELL:
         return _cell(torch, obj, name, constant)
+    if cls == EMBEDDING:
+        return _embedding(torch, obj, name, constant)
     if cls == LINEAR:
         w, b = torch.ops.quantized.linear_unpack(obj)
         if not w.is_quantized:   # quantize_dynamic(dtype=float16): float16 weights, float activations
             return Packed("linear_fp16", constant(f"{name}.weight", _fp16(torch, w)), constant(f"{name}.bias", b))
         return Packed("linear", constant(f"{name}.weight", w), constant(f"{name}.bias", b),
                       arith=packed_arith(torch.backends.quantized.engine, "linear", w))
-    if cls == CONV2D:
-        w, b = torch.ops.quantized.conv2d_unpack(obj)
+    if cls in _CONV_ACCESSORS:
+        acc = _conv_accessors(torch, cls)
+        w, b = acc("unpack")(obj)
         dims = w.dim() - 2
-        if torch.ops.quantized.conv2d_transpose(obj):
-            return _conv_transpose(torch, obj, name, constant, w, b)
-        if dims not in (1, 2):
+        if acc("transpose")(obj):
+            return _conv_transpose(torch, obj, name, constant, w, b, acc)
+        if dims not in (1, 2, 3):
             raise ValueError(f"{cls}: a {dims}-d convolution is not supported")
-        stride = tuple(torch.ops.quantized.conv2d_stride(obj))[-dims:]
-        padding = tuple(torch.ops.quantized.conv2d_padding(obj))[-dims:]
-        dilation = tuple(torch.ops.quantized.conv2d_dilation(obj))[-dims:]
-        groups = int(torch.ops.quantized.conv2d_groups(obj))
-        w1 = None
-        if dims == 2 and w.shape[2] == 1 and (stride[0], padding[0], dilation[0]) == (1, 0, 1):
-            def w1(w=w):
-                return constant(f"{name}.weight_1d", w.squeeze(2))
+        stride = tuple(acc("stride")(obj))[-dims:]
+        padding = tuple(acc("padding")(obj))[-dims:]
+        dilation = tuple(acc("dilation")(obj))[-dims:]
+        groups = int(acc("groups")(obj))
         return Packed("conv", constant(f"{name}.weight", w), constant(f"{name}.bias", b), stride, padding,
                       dilation, groups, dims, packed_arith(torch.backends.quantized.engine, "conv", w, groups,
-                                                           tuple(torch.ops.quantized.conv2d_output_padding(obj))),
-                      w1)
+                                                           tuple(acc("output_padding")(obj))),
+                      _as_1d(w, stride, padding, dilation, name, constant))
     raise ValueError(f"packed parameters of type {cls} have no srcore equivalent (supported: "
                      f"{', '.join(c.rsplit('.', 1)[-1] for c in SUPPORTED)})")
 
 
-def _conv_transpose(torch, obj, name: str, constant: Callable[[str, Any], Any], w, b) -> Packed:
-    """A transposed 2-d convolution's packed weight (torch's layout: Cin, Cout / groups, kh, kw)."""
-    if w.dim() != 4 or w.qscheme() != torch.per_tensor_affine:
-        raise ValueError(f"{CONV2D}: a transposed convolution with a {w.dim() - 2}-d or per-channel weight "
-                         "is not supported (only nn.quantized.ConvTranspose2d's per-tensor one)")
-    output_padding = tuple(torch.ops.quantized.conv2d_output_padding(obj))
-    groups = int(torch.ops.quantized.conv2d_groups(obj))
+def _conv_accessors(torch, cls: str) -> Callable[[str], Callable]:
+    """``acc("stride")`` -> ``torch.ops.quantized.conv2d_stride`` (or ``conv3d_stride``) for class ``cls``."""
+    prefix = _CONV_ACCESSORS[cls]
+    return lambda what: getattr(torch.ops.quantized, f"{prefix}_{what}")
+
+
+def _as_1d(w, stride, padding, dilation, name: str, constant: Callable[[str, Any], Any],
+           output_padding=(0, 0)) -> Callable[[], Any] | None:
+    """:attr:`Packed.weight_1d` for a 2-d packed weight of height 1 whose first spatial settings are the
+    identity (how torch packs a 1-d convolution), else None."""
+    if w.dim() != 4 or w.shape[2] != 1 or (stride[0], padding[0], dilation[0], output_padding[0]) != (1, 0, 1, 0):
+        return None
+
+    def w1(w=w):
+        return constant(f"{name}.weight_1d", w.squeeze(2))
+    return w1
+
+
+def _conv_transpose(torch, obj, name: str, constant: Callable[[str, Any], Any], w, b, acc) -> Packed:
+    """A transposed convolution's packed weight (torch's layout: Cin, Cout / groups, *k): 2-d (also the
+    1-d one, packed as 1 x K) or 3-d, per tensor."""
+    cls = class_name(obj)
+    if w.qscheme() != torch.per_tensor_affine:
+        raise ValueError(f"{cls}: a transposed convolution with a per-channel weight is not supported (torch's "
+                         "qconfigs quantize nn.ConvTranspose weights per tensor)")
+    output_padding = tuple(acc("output_padding")(obj))
+    groups = int(acc("groups")(obj))
     arith = packed_arith(torch.backends.quantized.engine, "conv", w, groups, output_padding)
     if arith != "fbgemm":
         # torch 2.13's oneDNN deconvolution is tens of quantization steps off conv_transpose2d of its own
         # unpacked weight (fbgemm's is exact): nothing srcore could reproduce bit for bit
-        raise ValueError(f"{CONV2D}: a transposed convolution packed for oneDNN (quantized engine "
+        raise ValueError(f"{cls}: a transposed convolution packed for oneDNN (quantized engine "
                          f"{torch.backends.quantized.engine!r}; x86 packs for oneDNN on an AVX512-VNNI CPU when the "
                          "weight is symmetric and output_padding is 0) is not supported: torch's oneDNN result "
                          "differs from the convolution's arithmetic; quantize with the fbgemm engine")
-    return Packed("conv_transpose", constant(f"{name}.weight", w), constant(f"{name}.bias", b),
-                  tuple(torch.ops.quantized.conv2d_stride(obj)), tuple(torch.ops.quantized.conv2d_padding(obj)),
-                  tuple(torch.ops.quantized.conv2d_dilation(obj)), groups, 2, arith, output_padding=output_padding)
+    stride, padding, dilation = (tuple(acc(what)(obj)) for what in ("stride", "padding", "dilation"))
+    return Packed("conv_transpose", constant(f"{name}.weight", w), constant(f"{name}.bias", b), stride, padding,
+                  dilation, groups, w.dim() - 2, arith, _as_1d(w, stride, padding, dilation, name, constant,
+                                                               output_padding), output_padding)
+
+
+def _embedding(torch, obj, name: str, constant: Callable[[str, Any], Any]) -> Packed:
+    """An ``nn.quantized.Embedding(Bag)``'s packed weight as torch packs it for fbgemm
+    (``PackedEmbeddingBagWeight::prepack``): a uint8 matrix of fused rows, each its values (8-bit, or
+    4-bit two a byte) followed by its scale and bias (``-zero_point * scale`` in float32; float16 for
+    4-bit), a srcore uint8 parameter."""
+    import numpy as np
+
+    w = torch.ops.quantized.embedding_bag_unpack(obj)
+    if w.qscheme() != torch.per_channel_affine_float_qparams or w.dtype not in (torch.quint8, torch.quint4x2):
+        raise ValueError(f"{EMBEDDING}: a {w.dtype} weight quantized {w.qscheme()} is not supported (torch packs "
+                         "quint8 and quint4x2 per_channel_affine_float_qparams ones)")
+    rows = w.shape[0]
+    scales = w.q_per_channel_scales().to(torch.float32).numpy()
+    bias = -(w.q_per_channel_zero_points().to(torch.float32).numpy() * scales)   # float32, as torch rounds it
+    values = w.int_repr().numpy().reshape(rows, -1)
+    if w.dtype == torch.quint8:
+        tail, kind = np.stack([scales, bias], axis=1).astype(np.float32), "embedding_byte"
+    else:
+        tail, kind = np.stack([scales, bias], axis=1).astype(np.float16), "embedding_4bit"
+    fused = np.concatenate([values.astype(np.uint8), tail.view(np.uint8).reshape(rows, -1)], axis=1)
+    return Packed(kind, constant(f"{name}.weight", torch.from_numpy(np.ascontiguousarray(fused))), None)
 
 
 def _fp16(torch, w):
@@ -219,7 +267,15 @@ _LOWER = {
     "quantized::conv2d_relu": ("quantized::qconv2d_relu", 1, "conv"),
     "quantized::conv2d_add": ("quantized::qconv2d_add", 2, "conv"),
     "quantized::conv2d_add_relu": ("quantized::qconv2d_add_relu", 2, "conv"),
+    "quantized::embedding_bag_byte": ("quantized::embedding_bag_byte_rowwise_offsets", 0, "embedding_byte"),
+    "quantized::embedding_bag_4bit": ("quantized::embedding_bag_4bit_rowwise_offsets", 0, "embedding_4bit"),
+    "quantized::embedding_byte": ("quantized::qembedding_byte", 0, "embedding_byte"),
+    "quantized::embedding_4bit": ("quantized::qembedding_4bit", 0, "embedding_4bit"),
+    "quantized::conv3d": ("quantized::qconv3d", 1, "conv"),
+    "quantized::conv3d_relu": ("quantized::qconv3d_relu", 1, "conv"),
+    "quantized::conv_transpose1d": ("quantized::qconv_transpose1d", 1, "conv_transpose"),
     "quantized::conv_transpose2d": ("quantized::qconv_transpose2d", 1, "conv_transpose"),
+    "quantized::conv_transpose3d": ("quantized::qconv_transpose3d", 1, "conv_transpose"),
 }
 
 
@@ -233,8 +289,11 @@ def lower(kind: str, inputs: list, make_const: Callable[[Any, Any], Any]) -> tup
     op, pos, want = entry
     packed = inputs[pos]
     if not isinstance(packed, Packed) or packed.kind != want:
-        raise ValueError(f"{kind} expects {want} packed parameters")
+        got = f", got {packed.kind} ones" if isinstance(packed, Packed) else ""
+        raise ValueError(f"{kind} expects {want} packed parameters{got}")
     rest = inputs[:pos] + inputs[pos + 1:]
+    if want.startswith("embedding"):   # (packed, indices, ...) -> (fused rows, indices, ...)
+        return op, [packed.weight, *rest]
     if want == "linear_fp16":   # (X, packed) -> (X, W, B)
         return op, [rest[0], packed.weight, packed.bias]
     if want == "linear":
@@ -243,6 +302,7 @@ def lower(kind: str, inputs: list, make_const: Callable[[Any, Any], Any]) -> tup
             return op, [rest[0], packed.weight, packed.bias, *rest[1:]]
         return op, [rest[0], packed.weight, packed.bias, *rest[1:], make_const(packed.arith, STR)]
     ints = ListType(INT)
+    packed = _with_dims(kind, op, packed)
     if want == "conv_transpose":   # (X, packed, scale, zp) -> (X, W, B, stride, padding, output_padding, ...)
         settings = [make_const(list(v), ints) for v in (packed.stride, packed.padding, packed.output_padding,
                                                          packed.dilation)]
@@ -250,18 +310,25 @@ def lower(kind: str, inputs: list, make_const: Callable[[Any, Any], Any]) -> tup
                     make_const(packed.arith, STR)]
     if len(rest) != pos + 2:   # the old conv2d(qx, w, stride, padding, dilation, groups, scale, zp) form
         raise ValueError(f"{kind} with {len(inputs)} inputs (the legacy form) is not supported")
-    if op.startswith("quantized::qconv1d") and packed.dims == 2:
-        if packed.weight_1d is None:
-            raise ValueError(f"{kind} got 2-d convolution parameters that are no 1 x K convolution")
-        packed = attrs.evolve(packed, weight=packed.weight_1d(), stride=packed.stride[1:], padding=packed.padding[1:],
-                              dilation=packed.dilation[1:], dims=1)
     settings = [make_const(list(packed.stride), ints), make_const(list(packed.padding), ints),
                 make_const(list(packed.dilation), ints), make_const(packed.groups, INT)]
-    if packed.dims == 1 and not op.startswith("quantized::qconv1d"):
-        raise ValueError(f"{kind} got 1-d convolution parameters")
     arith = [] if "_add" in op else [make_const(packed.arith, STR)]   # conv2d_add exists in oneDNN only
     return op, [*rest[:pos], packed.weight, packed.bias, *settings, *rest[pos:], *arith]
 
+
+
+def _with_dims(kind: str, op: str, packed: Packed) -> Packed:
+    """``packed`` with the spatial dims of ``op`` (``quantized::qconv{1,2,3}d...``, ``qconv_transpose{1,2,3}d``):
+    2-d parameters of a 1 x K convolution as 1-d ones for the 1-d ops; ValueError where they do not fit."""
+    want = next(d for d in (1, 2, 3) if f"{d}d" in op)
+    if want == 1 and packed.dims == 2:
+        if packed.weight_1d is None:
+            raise ValueError(f"{kind} got 2-d convolution parameters that are no 1 x K convolution")
+        return attrs.evolve(packed, weight=packed.weight_1d(), stride=packed.stride[1:], padding=packed.padding[1:],
+                            dilation=packed.dilation[1:], output_padding=packed.output_padding[1:], dims=1)
+    if packed.dims != want:
+        raise ValueError(f"{kind} got {packed.dims}-d convolution parameters")
+    return packed
 
 
 # -- the layout torch holds a quantized conv's output in ------------------------------------------
@@ -333,11 +400,14 @@ def channels_last_kind(kind: str, inputs: list) -> str:
     """The op for torch node ``kind`` whose input torch holds channels-last and where that changes the
     result: ``quantized::mean_channels_last`` for an ``aten::mean`` over both spatial dims of a
     quantized 2-d conv's output, ``quantized::avg_pool2d_channels_last`` for an ``aten::avg_pool2d``
-    of one, ``quantized::adaptive_avg_pool2d_channels_last`` for an ``aten::adaptive_avg_pool2d``; for ``quantized::add(_relu)`` of two such outputs ``quantized::add(_relu)_channels_last``,
+    of one, ``quantized::adaptive_avg_pool2d_channels_last`` for an ``aten::adaptive_avg_pool2d``,
+    ``quantized::std_channels_last`` for an ``aten::std`` over given dims (torch's reference path); for ``quantized::add(_relu)`` of two such outputs ``quantized::add(_relu)_channels_last``,
     of one such output and an NCHW tensor ``quantized::add(_relu)_mixed_layout``; ``kind`` otherwise."""
     if kind in ("quantized::add", "quantized::add_relu") and len(inputs) >= 2:
         cl = [channels_last_in_torch(x) for x in inputs[:2]]
         return _ADD_LAYOUTS[kind, all(cl)] if any(cl) else kind
+    if kind == "aten::std" and len(inputs) == 4 and channels_last_in_torch(inputs[0]):
+        return "quantized::std_channels_last"   # std(self, dim, unbiased or correction, keepdim)
     if kind not in _POOLS_CL or len(inputs) < 2 or not channels_last_in_torch(inputs[0]):
         return kind
     if kind != "aten::mean":

@@ -472,7 +472,7 @@ class _Converter:
         """A packed quantized weight (``LinearPackedParamsBase``...): unpacked through torch into a
         weight and a bias parameter, kept in ``env`` for the op that takes it."""
         src = tc.source_from_range(n.sourceRange())
-        base = debug_name.removesuffix("._packed_params").removesuffix("._packed_params")
+        base = debug_name.removesuffix("._packed_weight").removesuffix("._packed_params").removesuffix("._packed_params")
 
         def constant(name: str, value):
             if value is None:

@@ -18,6 +18,7 @@ from .._repr import shared_repr
 from ..ir.graph import Graph, Node, Value
 from ..ir.types import (SCALAR_TYPE_CODES, AnyType, NoneType, OptionalType, TensorType)
 from ..ir.alias import is_mutated
+from ..ir.quant import is_quantized
 from ._util import base_kind, const_or, dtype_of, is_floating, replace_with_constant, replace_with_values, walk_blocks
 # one-tensor elementwise ops (any other arguments constants) that commute with a permutation: the table
 # lives beside the pass's triggers, which read it
@@ -443,6 +444,59 @@ def _reduce_values_only(node: Node, kind: str):
     return [new.outputs[0]]
 
 
+def _quantized_self(node: Node) -> bool:
+    return node.inputs and is_quantized(dtype_of(node.inputs[0]))
+
+
+def _stable_sort(node: Node, x: Value, dim: Value, descending: Value) -> Node:
+    """``aten::sort.stable(x, stable=True, dim, descending)`` inserted before ``node``."""
+    g = node.graph
+    t = x.type
+    idx = t.with_dtype("int64").with_qparams(None) if isinstance(t, TensorType) else TensorType("int64")
+    new = g.create("aten::sort", [x, g.insert_constant(True, before=node), dim, descending], (t, idx), {},
+                   node.source, [None, None])
+    new.insert_before(node)
+    return new
+
+
+def sort_values_only(node: Node):
+    """An unstable ``sort`` of a quantized tensor whose indices nothing reads: a stable sort gives the
+    same values (equal stored integers are equal values; torch's unstable order of ties only moves the
+    indices), and srcore runs the stable one on quantized tensors. Float tensors are left alone
+    (-0.0 and 0.0 tie, yet differ)."""
+    if len(node.outputs) != 2 or node.outputs[1].uses or not _quantized_self(node):
+        return None
+    ins = node.inputs
+    if len(ins) == 4 and const_or(ins[1], None) is True:   # sort.stable(stable=True): runs as it is
+        return None
+    if len(ins) == 3:                                      # sort(self, dim, descending)
+        dim, desc = ins[1], ins[2]
+    elif len(ins) == 4:                                    # sort.stable(self, stable, dim, descending)
+        dim, desc = ins[2], ins[3]
+    else:
+        return None
+    new = _stable_sort(node, ins[0], dim, desc)
+    return list(new.outputs)
+
+
+def topk_values_only(node: Node):
+    """``topk(x, k, dim, largest, sorted=True)`` of a quantized tensor whose indices nothing reads: the
+    first k values of a stable sort (descending when ``largest``) along ``dim``, the same values; torch's
+    order of ties only moves the indices, which srcore does not reproduce."""
+    if len(node.outputs) != 2 or node.outputs[1].uses or not _quantized_self(node) or len(node.inputs) != 5:
+        return None
+    x, k, dim, largest, sorted_ = node.inputs
+    if const_or(sorted_, None) is not True or not isinstance(const_or(dim, None), int):
+        return None
+    s = _stable_sort(node, x, dim, largest)
+    g = node.graph
+    zero, one = g.insert_constant(0, before=node), g.insert_constant(1, before=node)
+    cut = g.create("aten::slice", [s.outputs[0], dim, zero, k, one], (node.outputs[0].type,), {}, node.source,
+                   [node.outputs[0].name])
+    cut.insert_before(node)
+    return [cut.outputs[0], s.outputs[1]]
+
+
 def max_values_only(node: Node):
     return _reduce_values_only(node, "aten::amax")
 
@@ -481,6 +535,9 @@ RULES_LIST = [
          mha_weights_unread),
     Rule("max(x, d) with indices never read -> amax(x, [d])", "aten::max", max_values_only),
     Rule("min(x, d) with indices never read -> amin(x, [d])", "aten::min", min_values_only),
+    Rule("sort(q) with indices never read -> sort(q, stable=True) (quantized)", "aten::sort", sort_values_only),
+    Rule("topk(q, k) with indices never read -> sort(q, stable=True)[:k] (quantized)", "aten::topk",
+         topk_values_only),
 ]
 
 

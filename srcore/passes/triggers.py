@@ -53,7 +53,8 @@ PEEPHOLE_OPS = frozenset({
     "aten::t", "aten::transpose", "aten::add", "aten::sub", "aten::mul", "aten::div", "aten::contiguous", "aten::to",
     "aten::type_as", "aten::detach", "aten::clone", "prim::unchecked_cast", "aten::size", "aten::dim", "aten::len",
     "aten::is_floating_point", "prim::ListUnpack", "prim::TupleUnpack", "prim::TupleIndex", "aten::__getitem__",
-    "aten::cat", "aten::__is__", "aten::__isnot__", "aten::_native_multi_head_attention", "aten::max", "aten::min"})
+    "aten::cat", "aten::__is__", "aten::__isnot__", "aten::_native_multi_head_attention", "aten::max", "aten::min",
+    "aten::sort", "aten::topk"})
 
 
 def peephole_rules(kinds: frozenset) -> bool:

@@ -14,8 +14,8 @@
   and bfloat16 models; grouped-query ``scaled_dot_product_attention``.
 - ``EXPORT``: ``torch.cond`` and ``while_loop`` in one exported program with a dynamic batch.
 - ``fx_mixed``: FX x86 static quantization of hardswish / add+relu / cat / layer_norm / mul /
-  batch_norm / leaky_relu / sigmoid / tanh / max_pool / ELU (bit for bit); ``REFUSED_QUANTIZED``:
-  the quantized ops srcore has no kernel for, each refused naming the op.
+  batch_norm / leaky_relu / sigmoid / tanh / max_pool / ELU (bit for bit); Conv3d (bit for bit
+  since the quantized plugin's 3-d convolutions, refused before).
 
 Factories give ``(module, inputs, other_inputs)`` (other values of the example's shapes: the scripted
 cells convert without dynamic dims; ``cond_while``: also its dynamic shapes). Small shapes.
@@ -421,9 +421,8 @@ class _Pool3d(nn.Module):
 
 
 #: FX-quantized modules srcore refuses: name -> (factory, what the error names)
-REFUSED_QUANTIZED = {
-    "conv3d": (lambda: (_Conv3d().eval(), (torch.randn(1, 2, 4, 4, 4),)), "Conv3dPackedParamsBase"),
-}
+#: an FX-quantized Conv3d (refused at import, naming Conv3dPackedParamsBase, until the quantized plugin's 3-d convs)
+CONV3D_QUANTIZED = lambda: (_Conv3d().eval(), (torch.randn(1, 2, 4, 4, 4),))  # noqa: E731
 
 #: an FX-quantized InstanceNorm2d (refused until the quantized plugin's instance norm)
 INSTANCE_NORM_QUANTIZED = lambda: (_InstanceNorm().eval(), (torch.randn(1, 3, 5, 5),))  # noqa: E731

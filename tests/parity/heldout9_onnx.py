@@ -210,7 +210,10 @@ CASES["dynamic_quant_integer_ops"] = (model([
     h.make_node("ConvInteger", ["xq4", "cw", "xz4"], ["ci"], pads=[1, 1, 1, 1])],
     [vi("x", F, ["N", 6]), vi("xq4", T.UINT8, [1, 2, 4, 4]), vi("xz4", T.UINT8, [])],
     [vi("y", F, None), vi("ci", T.INT32, None)],
-    [c("wq", rng.integers(-128, 127, (6, 5)).astype(np.int8)), c("wz", np.int8(0)), c("ws", np.float32(0.02)),
+    # weights halved to |w| <= 64 (same draws): onnxruntime's AVX2 u8s8 kernels (no VNNI) add pairs of
+    # products in saturating int16, which full-range uint8 activations times full-range weights overflow
+    # (srcore is exact); on this AMD EPYC 3 of 20 outputs differed with full-range weights
+    [c("wq", (rng.integers(-128, 127, (6, 5)) // 2).astype(np.int8)), c("wz", np.int8(0)), c("ws", np.float32(0.02)),
      c("b", _r(5)), c("cw", rng.integers(0, 255, (3, 2, 3, 3)).astype(np.uint8))], opset=11),
     {"x": _r(4, 6), "xq4": rng.integers(0, 255, (1, 2, 4, 4)).astype(np.uint8), "xz4": np.array(100, np.uint8)},
     {"x": _r(2, 6) * 5, "xq4": rng.integers(0, 255, (1, 2, 4, 4)).astype(np.uint8), "xz4": np.array(3, np.uint8)})

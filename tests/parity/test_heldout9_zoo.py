@@ -8,8 +8,7 @@ timing off, no segment may fall back), each against its own reference.
 - TorchScript container code, scripted and frozen (heldout9_models.SCRIPTED) vs torch eager;
   models through every import path that applies (``GRID``: in-place writes through views, small
   int dtypes, Optional branches, float16 / bfloat16 models); ``torch.cond`` + ``while_loop`` in an
-  exported program; FX x86-quantized modules bit for bit (ELU among them), and the quantized ops
-  srcore lacks refused naming the op.
+  exported program; FX x86-quantized modules bit for bit (ELU and Conv3d among them).
 - files and modules srcore does not take, refused with a ``SrcoreError`` naming the node and op.
 
 By default every ONNX case runs on cpu and the cheap ones on trt_like, each torch model through its
@@ -33,8 +32,8 @@ import pytest
 import torch
 
 from _harness import assert_close, flatten, flatten_np, run, to_numpy, torch_outputs
-from _zoo import assert_no_fallback, check_cell, check_fx_quantized, check_onnx_vs_ort, engine_options, fx_x86
-from heldout9_models import GRID, INSTANCE_NORM_QUANTIZED, POOL3D_QUANTIZED, REFUSED_QUANTIZED, SCRIPTED, cond_while, fx_mixed
+from _zoo import assert_no_fallback, check_cell, check_fx_quantized, check_onnx_vs_ort, engine_options
+from heldout9_models import CONV3D_QUANTIZED, GRID, INSTANCE_NORM_QUANTIZED, POOL3D_QUANTIZED, SCRIPTED, cond_while, fx_mixed
 
 import srcore
 
@@ -308,19 +307,10 @@ def test_fx_quantized_elu_bit_for_bit(alpha, shape):
     check_fx_quantized(lambda: (Elu().eval(), (torch.randn(*shape) * 2,)))
 
 
-@pytest.mark.parametrize("name", list(REFUSED_QUANTIZED))
-def test_fx_quantized_ops_srcore_lacks_are_refused_naming_the_op(name):
-    """FX x86 quantization of Conv3d: no packed-weight reader in srcore; the load fails naming it,
-    not at run time."""
-    factory, names = REFUSED_QUANTIZED[name]
-    before = torch.backends.quantized.engine
-    try:
-        torch.backends.quantized.engine = "x86"
-        ts, inputs = fx_x86(factory)
-        with pytest.raises(srcore.SrcoreError, match=names):
-            srcore.StaticModule(srcore.from_torchscript(ts, inputs))
-    finally:
-        torch.backends.quantized.engine = before
+def test_fx_quantized_conv3d_matches_torch():
+    """FX x86 quantization of Conv3d (refused at import before: no Conv3dPackedParamsBase reader): the
+    quantized plugin's 3-d convolution, bit for bit."""
+    check_fx_quantized(CONV3D_QUANTIZED)
 
 
 def test_fx_quantized_instance_norm_matches_torch():
@@ -333,9 +323,10 @@ def test_fx_quantized_max_pool3d_matches_torch():
     check_fx_quantized(POOL3D_QUANTIZED)
 
 
-def test_weight_only_quantized_embeddings_are_refused_naming_the_packed_params():
-    """Eager ``float_qparams_weight_only_qconfig`` Embedding / EmbeddingBag (DLRM-style) pack their
-    weights as EmbeddingPackedParamsBase, which srcore does not read: refused naming the constant."""
+def test_weight_only_quantized_embeddings_match_torch():
+    """Eager ``float_qparams_weight_only_qconfig`` Embedding (DLRM-style) packs its weights as
+    EmbeddingPackedParamsBase (refused before, naming the constant): the quantized plugin's row-wise
+    lookup, bit for bit."""
     import torch.ao.quantization as tq
 
     class Emb(torch.nn.Module):
@@ -344,7 +335,7 @@ def test_weight_only_quantized_embeddings_are_refused_naming_the_packed_params()
             self.e = torch.nn.Embedding(20, 6)
 
         def forward(self, ids):
-            return self.e(ids).sum(1)
+            return self.e(ids)
 
     m = Emb().eval()
     m.qconfig = tq.float_qparams_weight_only_qconfig
@@ -353,5 +344,6 @@ def test_weight_only_quantized_embeddings_are_refused_naming_the_packed_params()
         tq.prepare(m, inplace=True)
         tq.convert(m, inplace=True)
     ids = torch.randint(0, 20, (3, 4))
-    with pytest.raises(srcore.ConversionError, match=r"self\.e\._packed_params.*EmbeddingPackedParamsBase"):
-        srcore.from_torchscript(torch.jit.script(m), (ids,))
+    ts = torch.jit.script(m)
+    got = srcore.StaticModule(srcore.from_torchscript(ts, (ids,)))(ids.numpy())
+    np.testing.assert_array_equal(got, ts(ids).numpy())

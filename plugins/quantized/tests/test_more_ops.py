@@ -424,20 +424,100 @@ class _UnstableSort(torch.nn.Module):
         return torch.sort(torch.quantize_per_tensor(x, 0.5, 10, torch.quint8), dim=1)[1]
 
 
-def test_a_stable_sort_runs_an_unstable_one_is_refused_by_name():
-    """torch orders equal values of its unstable quantized sort otherwise than a stable sort (174 of 300
-    tie-heavy cases measured): srcore runs only stable=True and names the other at load."""
+def test_a_stable_and_an_unstable_sort_match_torch_indices_included():
+    """The unstable sort was refused (torch orders ties otherwise than a stable sort: 174 of 300 tie-heavy
+    cases): now libstdc++'s std::sort step for step, so its indices are torch's too."""
     x = torch.randn(3, 40, generator=torch.Generator().manual_seed(0))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(_Sorts()), (x,)))
-        for g, w in zip(sm(x.numpy()), _Sorts()(x)):
-            np.testing.assert_array_equal(g, w.numpy())
-        model = srcore.from_torchscript(torch.jit.script(_UnstableSort()), (x,))
-    with pytest.raises(srcore.UnsupportedOpError) as err:
-        srcore.StaticModule(model)
-    (miss,) = err.value.missing
-    assert miss.op == "aten::sort" and "quint8" in miss.dtypes, str(err.value)
+        for m in (_Sorts(), _UnstableSort()):
+            sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), (x,)))
+            want, got = m(x), sm(x.numpy())
+            want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w.numpy())
+
+
+class _ValuesOnly(torch.nn.Module):
+    """Unstable sorts and topk whose indices nothing reads (``v, _ = q.topk(k)``, ``q.sort()[0]``)."""
+
+    def __init__(self, k, dim, largest, descending, qdtype):
+        super().__init__()
+        self.k, self.dim, self.largest, self.descending = k, dim, largest, descending
+        self.qdtype = {"quint8": torch.quint8, "qint8": torch.qint8}[qdtype]
+
+    def forward(self, x):
+        q = torch.quantize_per_tensor(x, 0.5, 2, self.qdtype)
+        v, _ = torch.topk(q, self.k, dim=self.dim, largest=self.largest)
+        s = torch.sort(q, dim=self.dim, descending=self.descending)[0]
+        t = torch.sort(q, stable=False, dim=self.dim)[0]
+        return v.int_repr(), s.int_repr(), t.int_repr(), v.q_scale(), s.q_zero_point()
+
+
+@EXAMPLES
+@given(data=st.data(), shape=st.lists(st.integers(1, 12), min_size=1, max_size=3), largest=st.booleans(),
+       descending=st.booleans(), qdtype=st.sampled_from(["quint8", "qint8"]))
+def test_unstable_sort_and_topk_values_match_torch(data, shape, largest, descending, qdtype):
+    """Refused before with the unstable sort: with the indices unread a stable sort gives torch's values
+    (the peephole rewrite), ties and all."""
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    k = data.draw(st.integers(1, shape[dim]))
+    x = torch.from_numpy(np.random.default_rng(sum(shape)).integers(-3, 3, shape).astype(np.float32))   # ties
+    m = _ValuesOnly(k, dim, largest, descending, qdtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), (x,)))
+    assert not {pn.node.kind for pn in sm.top.nodes} & {"aten::topk"}
+    for g, w in zip(sm(x.numpy()), m(x)):
+        np.testing.assert_array_equal(g, w.numpy() if hasattr(w, "numpy") else w)
+
+
+class _SortsAndTopk(torch.nn.Module):
+    def __init__(self, k, dim, largest, sorted_, descending, qdtype):
+        super().__init__()
+        self.k, self.dim, self.largest, self.sorted_, self.descending = k, dim, largest, sorted_, descending
+        self.qdtype = {"quint8": torch.quint8, "qint8": torch.qint8}[qdtype]
+
+    def forward(self, x):
+        q = torch.quantize_per_tensor(x, 0.5, 2, self.qdtype)
+        v, i = torch.topk(q, self.k, dim=self.dim, largest=self.largest, sorted=self.sorted_)
+        s, j = torch.sort(q, dim=self.dim, descending=self.descending)
+        return v.int_repr(), i, s.int_repr(), j
+
+
+@EXAMPLES
+@given(data=st.data(), shape=st.lists(st.integers(1, 200), min_size=1, max_size=2), largest=st.booleans(),
+       sorted_=st.booleans(), descending=st.booleans(), spread=st.integers(1, 12),
+       qdtype=st.sampled_from(["quint8", "qint8"]))
+def test_unstable_sort_and_topk_indices_match_torch(data, shape, largest, sorted_, descending, spread, qdtype):
+    """topk and the unstable sort with their indices read (refused before): ATen's topk_impl_loop and
+    sort kernel run libstdc++'s partial_sort / nth_element / sort, reproduced step for step
+    (``kernels/stl_sort.py``); tie-heavy values, both of topk's routes (``k * 64 <= n`` or not)."""
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    n = shape[dim]
+    k = data.draw(st.sampled_from(sorted({1, max(1, n // 64), n // 2 or 1, n})))
+    x = torch.from_numpy(np.random.default_rng(sum(shape) + spread).integers(-spread, spread + 1, shape)
+                         .astype(np.float32))
+    m = _SortsAndTopk(k, dim, largest, sorted_, descending, qdtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), (x,)))
+        want = m(x)
+    assert {"aten::topk", "aten::sort"} <= {pn.node.kind for pn in sm.top.nodes}
+    for g, w in zip(sm(x.numpy()), want):
+        np.testing.assert_array_equal(g, w.numpy())
+
+
+def test_a_long_ascending_1d_sort_is_torchs_radix_sort():
+    """ATen sorts a 1-D ascending integer tensor of 32768 or more elements with fbgemm's radix sort (stable)."""
+    from srcore_quantized.kernels import reduce
+
+    for n in (32767, 32768):
+        x = qt(np.random.default_rng(n).integers(0, 4, n), "quint8", 0.1, 3)
+        v, i = torch.sort(x)
+        got_v, got_i = reduce.sort_unstable(srq(x))
+        same(got_v, v)
+        np.testing.assert_array_equal(got_i, i.numpy())
 
 
 class _FxBlock(torch.nn.Module):
@@ -495,3 +575,183 @@ def test_shape_rules_refuse_what_torch_refuses_at_load(body, message):
             + body + "  %d : Tensor = aten::dequantize(%r)\n  return (%d)\n")
     with pytest.raises(srcore.SrcoreError, match=message):
         srcore.StaticModule(srcore.parse_graph(text))
+
+
+# -- aten::quantized_batch_norm, aten::equal -----------------------------------------------------------
+class _QBatchNorm(torch.nn.Module):
+    def __init__(self, channels, seed, zp):
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        for name in ("w", "b", "m"):
+            self.register_buffer(name, torch.randn(channels, generator=g))
+        self.register_buffer("v", torch.rand(channels, generator=g) + 0.1)
+        self.zp = zp
+
+    def forward(self, q):
+        return torch.quantized_batch_norm(q, self.w, self.b, self.m, self.v, 1e-5, 0.07, self.zp)
+
+
+@EXAMPLES
+@given(data=st.data(), rank=st.integers(2, 5), channels=st.integers(1, 19), qdtype=st.sampled_from(["quint8", "qint8"]))
+def test_aten_quantized_batch_norm_matches_torch(data, rank, channels, qdtype):
+    """``torch.quantized_batch_norm`` (refused before): quantized::batch_norm's kernel, ranks 2 to 5."""
+    shape = (2, channels) + tuple(data.draw(st.lists(st.integers(1, 4), min_size=rank - 2, max_size=rank - 2)))
+    x = qt(np.random.default_rng(channels).integers(*RANGE[qdtype], shape), qdtype, 0.05, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ts = torch.jit.freeze(torch.jit.script(_QBatchNorm(channels, rank, 9 if qdtype == "quint8" else -9)).eval())
+        sm = srcore.StaticModule(srcore.from_torchscript(ts, (x,)))
+    assert "aten::quantized_batch_norm" in {pn.node.kind for pn in sm.top.nodes}
+    same(sm(srq(x)), ts(x))
+
+
+class _Equal(torch.nn.Module):
+    def forward(self, x, y):
+        a = torch.quantize_per_tensor(x, 0.1, 3, torch.quint8)
+        return (torch.equal(a, torch.quantize_per_tensor(y, 0.1, 3, torch.quint8)),
+                torch.equal(a, torch.quantize_per_tensor(y, 0.1, 4, torch.quint8)),
+                torch.equal(a, torch.quantize_per_tensor(y, 0.1, 3, torch.qint8)),
+                torch.equal(a, a[:1]), torch.equal(a, x))
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.04, 1.0])
+def test_aten_equal_of_quantized_tensors_matches_torch(shift):
+    """``torch.equal`` (refused before): same dtype, shape, parameters and stored integers; never equal to
+    a float tensor."""
+    x = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(1))
+    y = x + shift
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(_Equal()), (x, y)))
+    assert tuple(sm(x.numpy(), y.numpy())) == _Equal()(x, y)
+
+
+# -- grid_sample -------------------------------------------------------------------------------------
+class _GridSample(torch.nn.Module):
+    def __init__(self, mode, padding, align_corners, zp):
+        super().__init__()
+        self.mode, self.padding, self.align_corners, self.zp = mode, padding, align_corners, zp
+
+    def forward(self, x, g):
+        q = torch.quantize_per_tensor(x, 0.05, self.zp, torch.quint8)
+        return F.grid_sample(q, g, self.mode, self.padding, self.align_corners).int_repr()
+
+
+@EXAMPLES
+@given(padding=st.sampled_from(["zeros", "border", "reflection"]), align_corners=st.booleans(),
+       hw=st.tuples(st.integers(1, 6), st.integers(1, 6)), out=st.tuples(st.integers(1, 5), st.integers(1, 5)),
+       halves=st.booleans(), zp=st.integers(0, 255), seed=st.integers(0, 2 ** 16))
+def test_quantized_grid_sample_matches_torch(padding, align_corners, hw, out, halves, zp, seed):
+    """``F.grid_sample`` of a quint8 tensor (refused before): torch's float32 corner weights and sums of
+    the stored integers, every padding mode; grids past the borders, and on exact quarter steps
+    (``halves``: weights of 0.5 and 0.25, sums on exact ties)."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(2, 3, *hw, generator=gen) * 3
+    g = torch.rand(2, *out, 2, generator=gen) * 2.8 - 1.4
+    if halves:
+        g = torch.round(g * 8) / 8
+    m = _GridSample("bilinear", padding, align_corners, zp)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), (x, g)))
+        want = m(x, g)
+    np.testing.assert_array_equal(sm(x.numpy(), g.numpy()), want.numpy())
+
+
+def test_quantized_grid_sample_nearest_is_refused_by_name():
+    """torch samples quantized tensors bilinearly only (its nearest mode fails): the load names the op."""
+    x, g = torch.randn(1, 2, 4, 4), torch.rand(1, 3, 3, 2) * 2 - 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = srcore.from_torchscript(torch.jit.script(_GridSample("nearest", "zeros", False, 3)), (x, g))
+    with pytest.raises(srcore.UnsupportedOpError, match="grid_sampler"):
+        srcore.StaticModule(model)
+
+
+# -- fill_, index_put_ -----------------------------------------------------------------------------------
+def _ties(n):
+    """(value, scale, zero point) triples where torch's two quantizers round differently: ``quantize_val``
+    (``nearbyint(zp + v * (1 / s))``, rounded to float32 first) and fbgemm's ``Quantize`` (one rounding of
+    ``fma(v, 1 / s, zp)``)."""
+    from srcore_quantized.kernels._common import quant_scalar, quant_tensor
+
+    rng, found = np.random.default_rng(0), []
+    while len(found) < n:
+        s, zp = np.float32(rng.uniform(0.001, 0.3)), int(rng.integers(0, 255))
+        xs = (rng.integers(-300, 300, 64) * s / 2).astype(np.float32)
+        d = np.nonzero(quant_scalar(xs, float(s), zp, "quint8") != quant_tensor(xs, float(s), zp, "quint8"))[0]
+        found += [(float(xs[i]), float(s), zp) for i in d[:1]]
+    return found
+
+
+class _Writes(torch.nn.Module):
+    def __init__(self, scale: float, zp: int):
+        super().__init__()
+        self.scale, self.zp = scale, zp
+
+    def forward(self, x, v, i, m, f: float):
+        q = torch.quantize_per_tensor(x, self.scale, self.zp, torch.quint8)
+        r = q.clone()
+        r.fill_(f)
+        p = q.clone()
+        p[i] = v
+        p[:, m] = x[:, :3] * 2
+        return r.int_repr(), p.int_repr(), q.int_repr()
+
+
+@pytest.mark.parametrize("value,scale,zp", _ties(4))
+def test_fill_and_index_put_quantize_as_torch(value, scale, zp):
+    """``q.fill_(f)`` and ``q[idx] = v`` (refused before): torch quantizes the fill as its
+    ``quantize_per_tensor`` does and the put values as ``quantize_val``; at these ties the two differ, and
+    each matches torch. The other writes happen on clones, so ``q`` itself stays as it was."""
+    g = torch.Generator().manual_seed(zp)
+    x = torch.randn(4, 6, generator=g) * scale * 40
+    v = torch.full((2, 6), value)
+    i, m = torch.tensor([3, 0]), torch.tensor([True, False, True, False, False, True])
+    module = _Writes(scale, zp)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(module), (x, v, i, m, value)))
+        want = module(x, v, i, m, value)
+    ran = {pn.node.kind for pn in sm.top.nodes if pn.fn is not None and pn.fn.backend == "quantized_cpu"}
+    assert {"aten::fill_", "aten::index_put_"} <= ran, ran
+    for got, w in zip(sm(x.numpy(), v.numpy(), i.numpy(), m.numpy(), value), want):
+        np.testing.assert_array_equal(got, w.numpy())
+
+
+# -- std -----------------------------------------------------------------------------------------------
+class _Std(torch.nn.Module):
+    """std over innermost dims (torch's integer fast path), over other dims and of a quantized conv's
+    (channels-last) output (its dequantized reference path), with unbiased / correction / keepdim."""
+
+    def __init__(self, zp, correction):
+        super().__init__()
+        self.zp, self.correction = zp, correction
+        self.c = torch.ao.nn.quantized.Conv2d(3, 4, 1)
+        self.c.scale, self.c.zero_point = 0.02, 50
+
+    def forward(self, x):
+        q = torch.quantize_per_tensor(x, 0.5, self.zp, torch.quint8)
+        c = self.c(q)
+        return (q.std(-1).int_repr(), torch.std(q, dim=(2, 3), unbiased=False).int_repr(), q.std().int_repr(),
+                torch.std(q, -1, correction=self.correction, keepdim=True).int_repr(),
+                torch.std(q, (1, 3)).int_repr(), c.std(1).int_repr(),
+                torch.std(c, (2, 3), correction=self.correction).int_repr())
+
+
+@EXAMPLES
+@given(shape=st.tuples(st.integers(1, 3), st.just(3), st.integers(1, 4), st.integers(2, 5)), spread=st.integers(1, 4),
+       zp=st.integers(0, 30), correction=st.sampled_from([0, 1, 2]), seed=st.integers(0, 2 ** 16))
+def test_quantized_std_matches_torch(shape, spread, zp, correction, seed):
+    """``aten::std`` of quantized tensors (refused before): torch's integer fast path (innermost dims of a
+    contiguous tensor) reproduced exactly, its dequantized path elsewhere; small integer spreads make
+    exact ties (a std of half a step) common."""
+    x = torch.from_numpy(np.random.default_rng(seed).integers(-spread, spread + 1, shape).astype(np.float32) * 0.5)
+    m = _Std(zp, correction).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), (x,)))
+        want = m(x)
+    assert "quantized::std_channels_last" in {pn.node.kind for pn in sm.top.nodes}
+    for got, w in zip(sm(x.numpy()), want):
+        np.testing.assert_array_equal(got, w.numpy())

@@ -27,12 +27,15 @@ def _scripted(stride, padding, output_padding, groups, dilation, x_zp):
         def forward(self, x):
             return torch.dequantize(self.q(torch.quantize_per_tensor(x, 0.03, self.zp, torch.quint8)))
 
-    return torch.jit.script(M().eval()), torch.randn(2, 4, 5, 6, generator=g)
+    # activations within 7 bits (0..127), as torch's x86 qconfigs keep them (reduce_range): fbgemm's AVX2
+    # kernels (no VNNI) add pairs of products in saturating int16, srcore exactly (test_kernels.py)
+    x = torch.randn(2, 4, 5, 6, generator=g).clamp(-x_zp * 0.03, (127 - x_zp) * 0.03)
+    return torch.jit.script(M().eval()), x
 
 
 @pytest.mark.usefixtures("fbgemm")
 @pytest.mark.parametrize("stride,padding,output_padding,groups,dilation,x_zp", [
-    (2, 1, 1, 1, 1, 128), *[pytest.param(*p, marks=pytest.mark.full) for p in ((2, 0, 0, 2, 1, 0), (1, 2, 0, 1, 2, 7))]])
+    (2, 1, 1, 1, 1, 100), *[pytest.param(*p, marks=pytest.mark.full) for p in ((2, 0, 0, 2, 1, 0), (1, 2, 0, 1, 2, 7))]])
 def test_conv_transpose2d_matches_torch_bit_for_bit(stride, padding, output_padding, groups, dilation, x_zp):
     """Refused before (``transposed convolutions are not supported``): now exact integer sums and
     fbgemm's requantization, with stride, padding, output_padding, groups and dilation."""

@@ -50,9 +50,14 @@ def test_records_declare_backend_dtypes_and_kernels_of_declared_ops():
     declared = srcore.get_plugin_manager().registry.declared
     for k in kernels:
         assert k.op in declared or k.op + "." in declared or any(d.startswith(k.op + ".") for d in declared), k.op
-        mod, _, attr = k.impl.partition(":")
-        assert callable(getattr(importlib.import_module(mod), attr)), k.impl
-        # a kernel that takes quantized values never accepts a node made only of float tensors
+        for ref in (k.impl, k.matcher):   # a matcher that does not import breaks every model with the op
+            if ref is not None:
+                mod, _, attr = ref.partition(":")
+                assert callable(getattr(importlib.import_module(mod), attr, None)), ref
+        # a kernel that takes quantized values never accepts a node made only of float tensors; the row-wise
+        # embeddings take none (fused uint8 rows): quantized:: ops no other backend has, nothing to take from
+        if k.op.startswith(("quantized::embedding_bag_", "quantized::qembedding_")):
+            continue
         assert any(d in k.dtypes for d in ("quint8", "qint8", "qint32")), k.op
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ...errors import QuantizationError
 from ...ir.quant import QDTYPES, QParams, add_scalar_qparams, check_qparams, is_quantized, mul_scalar_qparams
-from ...ir.types import FLOAT, INT, ListType, TensorType
+from ...ir.types import BOOL, FLOAT, INT, ListType, TensorType
 from .base import A, Ctx, UNKNOWN, base_name, dtype_code, rule, tt, where
 from .conv import _ints, conv_shape
 from .elementwise import broadcast_shapes
@@ -141,6 +141,11 @@ def q_param(ctx: Ctx):
     return [A(FLOAT, q.scale) if want_scale else A(INT, q.zero_point)]
 
 
+@rule("aten::equal")
+def equal(ctx: Ctx):
+    return [A(BOOL)]
+
+
 # -- quantized:: elementwise ----------------------------------------------------------------------
 def _same_dtype(ctx: Ctx, *positions) -> str | None:
     dtypes = {ctx.tensor(p).dtype for p in positions} - {None}
@@ -229,7 +234,7 @@ _OUT_QPARAMS = {
     "quantized::celu": (1, 2), "quantized::group_norm": (5, 6), "quantized::instance_norm": (4, 5),
     "quantized::softmax": (2, 3),
     "quantized::prelu": (2, 3), "quantized::batch_norm3d": (6, 7), "quantized::batch_norm3d_relu": (6, 7),
-    "quantized::batch_norm_relu": (6, 7),
+    "quantized::batch_norm_relu": (6, 7), "aten::quantized_batch_norm": (6, 7),
 }
 
 
@@ -293,11 +298,11 @@ def qlinear_dynamic(ctx: Ctx):
 
 
 @rule("quantized::qconv1d", "quantized::qconv1d_relu", "quantized::qconv2d", "quantized::qconv2d_relu",
-      "quantized::qconv2d_add", "quantized::qconv2d_add_relu")
+      "quantized::qconv3d", "quantized::qconv3d_relu", "quantized::qconv2d_add", "quantized::qconv2d_add_relu")
 def qconv(ctx: Ctx):
     add = "_add" in ctx.op
     first = 3 if add else 2   # position of the weight - 1
-    n = 1 if "conv1d" in ctx.op else 2
+    n = _spatial_dims(ctx.op)
     x, w = ctx.tensor(0), _weight(ctx, first - 1, (n + 2,))
     dtype = _same_dtype(ctx, *((0, 1) if add else (0,)))
     shape = conv_shape(ctx, x, w, _ints(ctx, first + 1, "stride", n, 1), _ints(ctx, first + 2, "padding", n, 0),
@@ -311,9 +316,14 @@ def qconv(ctx: Ctx):
     return [TensorType(dtype, shape, q)]
 
 
-@rule("quantized::qconv_transpose2d")
+def _spatial_dims(op: str) -> int:
+    """1, 2 or 3: the spatial dims of a ``q*conv{1,2,3}d*`` op (by its name)."""
+    return next(d for d in (1, 2, 3) if f"{d}d" in op)
+
+
+@rule("quantized::qconv_transpose1d", "quantized::qconv_transpose2d", "quantized::qconv_transpose3d")
 def qconv_transpose(ctx: Ctx):
-    n = 2
+    n = _spatial_dims(ctx.op)
     x, w = ctx.tensor(0), _weight(ctx, 1, (n + 2,))
     dtype = _same_dtype(ctx, 0)
     shape = conv_shape(ctx, x, w, _ints(ctx, 3, "stride", n, 1), _ints(ctx, 4, "padding", n, 0),
@@ -337,6 +347,74 @@ def qconv_then_add(ctx: Ctx):
     return [TensorType(dtype, shape, q)]
 
 
+#: fused row-wise embedding ops -> (bits per value, bytes of a row's scale and bias)
+_ROWWISE = {"quantized::embedding_bag_byte_rowwise_offsets": (8, 8), "quantized::qembedding_byte": (8, 8),
+            "quantized::embedding_bag_4bit_rowwise_offsets": (4, 4), "quantized::qembedding_4bit": (4, 4),
+            "quantized::embedding_bag_2bit_rowwise_offsets": (2, 4)}
+
+
+def _rowwise_dim(ctx: Ctx):
+    """The embedding dim D of a fused row-wise uint8 weight (N, D * bits / 8 + scale and bias bytes)."""
+    bits, sb = _ROWWISE[ctx.op]
+    w = ctx.tensor(0)
+    if w.dtype is not None and w.dtype != "uint8":
+        raise ctx.fail(f"the weight must be fused row-wise uint8 rows, got {w.dtype}")
+    if w.shape is None:
+        return None
+    if len(w.shape) != 2:
+        raise ctx.fail(f"the weight must be 2-D (rows, bytes), got {list(w.shape)}")
+    n = w.shape[1]
+    if not isinstance(n, int):
+        return None
+    if n < sb:
+        raise ctx.fail(f"a fused row of {n} bytes has no room for its scale and bias ({sb} bytes)")
+    return (n - sb) * (8 // bits)
+
+
+def _index_dtype(ctx: Ctx, pos: int, name: str) -> None:
+    t = ctx.tensor(pos)
+    if t.dtype is not None and t.dtype not in ("int64", "int32"):
+        raise ctx.fail(f"{name} must be int64 or int32, got {t.dtype}")
+
+
+@rule("quantized::embedding_bag_byte_rowwise_offsets", "quantized::embedding_bag_4bit_rowwise_offsets",
+      "quantized::embedding_bag_2bit_rowwise_offsets")
+def embedding_bag_rowwise(ctx: Ctx):
+    mode = ctx.known(4, "mode", 0)
+    if isinstance(mode, int) and mode != 0:
+        raise ctx.fail(f"mode={mode} is not supported: torch 2.13 sums the bags whatever the mode (0: sum)")
+    dim = _rowwise_dim(ctx)
+    _index_dtype(ctx, 1, "indices")
+    idx = ctx.tensor(1)
+    has_offsets = ctx.is_tensor(2)
+    if has_offsets:
+        _index_dtype(ctx, 2, "offsets")
+    bags = None
+    if idx.shape is not None:
+        if has_offsets and len(idx.shape) != 1:
+            raise ctx.fail(f"with offsets the indices must be 1-D, got shape {list(idx.shape)}")
+        if not has_offsets and len(idx.shape) != 2:
+            raise ctx.fail(f"without offsets the indices must be 2-D (one bag per row), got shape {list(idx.shape)}")
+        if not has_offsets:
+            bags = idx.shape[0]
+    if has_offsets:
+        off = ctx.tensor(2)
+        last = ctx.known(8, "include_last_offset", False)
+        if off.shape is not None and len(off.shape) == 1 and isinstance(off.shape[0], int) and isinstance(last, bool):
+            bags = off.shape[0] - 1 if last else off.shape[0]
+    return [tt("float32", (bags, dim))]
+
+
+@rule("quantized::qembedding_byte", "quantized::qembedding_4bit")
+def qembedding(ctx: Ctx):
+    if ctx.known(2, "pruned_weights", False) is True:
+        raise ctx.fail("pruned weights are not supported (torch's lookup takes no compressed indices mapping)")
+    dim = _rowwise_dim(ctx)
+    _index_dtype(ctx, 1, "indices")
+    idx = ctx.tensor(1)
+    return [tt("float32", None if idx.shape is None else tuple(idx.shape) + (dim,))]
+
+
 # -- quantization parameters of float ops that take quantized tensors ------------------------------
 #: aten ops whose quantized output has its (first) quantized input's parameters, as in torch
 KEEPS_QPARAMS = frozenset(f"aten::{n}" for n in (
@@ -352,7 +430,8 @@ KEEPS_QPARAMS = frozenset(f"aten::{n}" for n in (
     "stack", "chunk", "split", "unbind", "flip", "roll", "pad", "constant_pad_nd", "max", "min", "amax", "amin", "sort",
     "topk", "index_select", "gather", "masked_fill", "__getitem__", "unflatten", "movedim", "swapaxes",
     "to", "type_as", "copy_", "fill_", "identity", "diagonal", "tensor_split", "repeat_interleave", "index", "unfold",
-)) | {"quantized::mean_channels_last", "quantized::avg_pool2d_channels_last",
+    "grid_sampler", "grid_sampler_2d", "std",
+)) | {"quantized::mean_channels_last", "quantized::avg_pool2d_channels_last", "quantized::std_channels_last",
      "quantized::adaptive_avg_pool2d_channels_last", "quantized::max_pool1d", "quantized::max_pool2d"}
 
 #: aten ops whose quantized output has fixed parameters, by dtype (torch's)

@@ -121,7 +121,7 @@ def argmax(ctx: Ctx):
     return [tt("int64", reduce_shape(ctx, x.shape, [] if dims is None else dims, ctx.known(2, "keepdim", False)))]
 
 
-@rule("aten::var", "aten::std", "aten::norm", "aten::linalg_vector_norm", "aten::frobenius_norm",
+@rule("aten::var", "aten::std", "quantized::std_channels_last", "aten::norm", "aten::linalg_vector_norm", "aten::frobenius_norm",
       "aten::var_mean", "aten::std_mean", "aten::linalg_norm")
 def var(ctx: Ctx):
     x = ctx.tensor(0)

@@ -48,3 +48,14 @@ def _make(name: str):
 
 
 eq_out, ne_out, lt_out, le_out, gt_out, ge_out = (_make(n) for n in ("eq", "ne", "lt", "le", "gt", "ge"))
+
+
+def equal(self, other) -> bool:
+    """``aten::equal`` of a quantized ``self``: torch's ``equal_quantized_cpu``, True only for a quantized
+    ``other`` of the same dtype, shape, scheme and parameters (per tensor or per channel) holding the
+    same stored integers; a float ``other`` is never equal."""
+    if not isinstance(self, QuantizedArray) or not isinstance(other, QuantizedArray):
+        return False
+    if self.qdtype != other.qdtype or self.shape != other.shape or self.qparams != other.qparams:
+        return False
+    return bool(np.array_equal(self.view(np.ndarray), other.view(np.ndarray)))

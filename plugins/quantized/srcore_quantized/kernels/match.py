@@ -38,11 +38,30 @@ lt = _when_self_quantized("compare:lt_out")
 le = _when_self_quantized("compare:le_out")
 gt = _when_self_quantized("compare:gt_out")
 ge = _when_self_quantized("compare:ge_out")
+equal = _when_self_quantized("compare:equal")
+fill_ = _when_self_quantized("shape:fill_")
+index_put_ = _when_self_quantized("shape:index_put_")
+index_put = _when_self_quantized("shape:index_put_out")
 
 
 def sort_stable(info):
-    """Only ``stable=True`` on a quantized ``self``: torch's unstable order of ties is not reproduced,
-    so such a node stays without a quantized kernel (the load names it)."""
-    if not info.is_const("stable") or info.const("stable") is not True:
+    """``sort.stable``: the stable kernel for a constant ``stable=True``, else the one that also takes
+    torch's unstable order (``reduce.sort_unstable``)."""
+    if info.is_const("stable") and info.const("stable") is True:
+        return _when_self_quantized("reduce:sort_stable")(info)
+    return _when_self_quantized("reduce:sort_stable_flag")(info)
+
+
+sort_unstable = _when_self_quantized("reduce:sort_unstable")
+topk = _when_self_quantized("reduce:topk")
+
+
+def grid_sampler(info):
+    """A quint8 4-D input with constant bilinear mode (torch's only quantized one): others are refused at
+    load, naming the op."""
+    t = info.args[0].type
+    if getattr(t, "dtype", None) != "quint8" or getattr(t, "rank", 4) not in (4, None):
         return None
-    return _when_self_quantized("reduce:sort_stable")(info)
+    if not info.is_const("interpolation_mode") or info.const("interpolation_mode") != 0:
+        return None
+    return _when_self_quantized("grid_sample:grid_sampler_2d_out")(info)

@@ -51,6 +51,12 @@ def batch_norm_out(qx, weight, bias, mean, var, eps, output_scale, output_zero_p
                        "quantized::batch_norm", (2, 3, 4, 5))
 
 
+def quantized_batch_norm_out(input, weight, bias, mean, var, eps, output_scale, output_zero_point, *, out=None):
+    """``aten::quantized_batch_norm``: torch runs ``quantized::batch_norm``'s kernel."""
+    return _batch_norm(input, weight, bias, mean, var, eps, output_scale, output_zero_point, False, out,
+                       "aten::quantized_batch_norm", (2, 3, 4, 5))
+
+
 def batch_norm2d_out(qx, weight, bias, mean, var, eps, output_scale, output_zero_point, *, out=None):
     return _batch_norm(qx, weight, bias, mean, var, eps, output_scale, output_zero_point, False, out,
                        "quantized::batch_norm2d", (4,))

@@ -77,8 +77,8 @@ def min_dim(self, dim, keepdim=False):
 def sort_stable(self, *, stable=None, dim=-1, descending=False):
     """``aten::sort.stable`` with ``stable=True`` (the matcher takes no other node): torch sorts the
     stored integers (a monotone image of the values, per tensor) with a stable sort, equal values in
-    their original order, descending included; numpy's stable argsort gives the same indices. torch's
-    unstable sort orders ties otherwise (measured: 174 of 300 tie-heavy cases differ), and is refused."""
+    their original order, descending included; numpy's stable argsort gives the same indices (the unstable
+    sort orders ties otherwise: :func:`sort_unstable`)."""
     op = "aten::sort.stable"
     if stable is not True:
         raise KernelError(f"{op}: only stable=True is supported on quantized tensors (torch's unstable order of "
@@ -91,3 +91,137 @@ def sort_stable(self, *, stable=None, dim=-1, descending=False):
     key = -a.astype(np.int64) if descending else a
     idx = np.argsort(key, axis=d, kind="stable")
     return wrap(np.take_along_axis(a, idx, d), x.qdtype, x.qparams), idx.astype(np.int64)
+
+
+# -- std: torch's integer fast path and its dequantized reference path --------------------------------------
+def _std(self, dim, correction, keepdim, op: str, contiguous: bool, out):
+    """``aten::std`` of a quantized tensor (torch's ``std_out_quantized_cpu``), the input's parameters.
+
+    Where torch's fast path applies (a contiguous input reduced over its innermost dims, not one element
+    with a correction) it is reproduced exactly: integer sums of the stored values and of their squares,
+    ``var = sum_sq / den - 2 * mean * (sum / den) + mean * mean * N / den`` in double, ``sqrt(var) * scale``
+    rounded to float32 and quantized as ``quantize_val``. Elsewhere torch dequantizes, takes the float std
+    (Welford in double) and quantizes it as ``quantize_per_tensor``: srcore computes it in float64 (two
+    passes), which can differ only where the std lies within double rounding of a float32 midpoint."""
+    from .convert import dequantize_out
+    from ._common import quant_scalar, quant_tensor
+
+    x = require_per_tensor(self, op)
+    a = ints(x)
+    c = 1.0 if correction is None else float(correction)
+    dims = _dims(op, a.ndim, () if dim is None else dim) if a.ndim else ()
+    n = int(np.prod([a.shape[d] for d in dims])) if dims else 1
+    inner = dims == tuple(range(a.ndim - len(dims), a.ndim))
+    q = x.qparams
+    out_shape = tuple(1 if i in dims else s for i, s in enumerate(a.shape)) if keepdim else \
+        tuple(s for i, s in enumerate(a.shape) if i not in dims)
+    if contiguous and inner and not (n == 1 and c != 0):
+        rows = a.reshape(-1, n).astype(np.int64)
+        s, ss = rows.sum(axis=1).astype(np.float64), (rows * rows).sum(axis=1).astype(np.float64)
+        den = max(n - c, 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mean, mean_unbiased = s / n, s / den
+            var = np.maximum(ss / den - 2 * mean * mean_unbiased + mean * mean * n / den, 0.0)
+        y = (np.sqrt(var) * float(q.scale)).astype(np.float32)
+        with np.errstate(invalid="ignore"):    # a std of no degrees of freedom: NaN, stored as torch's 0
+            r = quant_scalar(y, q.scale, q.zero_point, x.qdtype)
+    else:
+        real = dequantize_out(x).astype(np.float64)
+        axis = dims if dims else None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mean = real.mean(axis=axis, keepdims=True)
+            var = ((real - mean) ** 2).sum(axis=axis) / max(n - c, 0.0)
+        with np.errstate(invalid="ignore"):
+            r = quant_tensor(np.sqrt(var).astype(np.float32).reshape(-1), q.scale, q.zero_point, x.qdtype)
+    res = buffer(out, out_shape, x.qdtype)
+    res[...] = r.reshape(out_shape)
+    return wrap(res, x.qdtype, q)
+
+
+def std_out(self, unbiased=True, *, out=None):
+    """``aten::std(self, unbiased)``: every element."""
+    return _std(self, None, 1.0 if unbiased else 0.0, False, "aten::std", True, out)
+
+
+def std_dim_out(self, dim, unbiased=True, keepdim=False, *, out=None):
+    return _std(self, dim, 1.0 if unbiased else 0.0, keepdim, "aten::std.dim", True, out)
+
+
+def std_correction_out(self, dim=None, *, correction=None, keepdim=False, out=None):
+    return _std(self, dim, correction, keepdim, "aten::std.correction", True, out)
+
+
+def std_channels_last_out(self, dim=None, correction=None, keepdim=False, *, out=None):
+    """``quantized::std_channels_last``: an ``aten::std`` of a tensor torch holds channels-last (a quantized
+    conv's output), which torch sees as not contiguous (unless it has one channel or one pixel): its
+    dequantized reference path."""
+    a = ints(self)
+    contiguous = a.ndim == 4 and (a.shape[1] == 1 or a.shape[2] * a.shape[3] == 1)
+    c = None if correction is None else float(correction)     # std.dim's unbiased: True / False
+    return _std(self, dim, c, keepdim, "quantized::std_channels_last", contiguous, out)
+
+
+# -- unstable sort and topk: torch's order of ties ------------------------------------------------------------
+#: ATen sorts a 1-D ascending integer tensor of at least this many elements with fbgemm's (stable) radix
+#: sort instead (``can_use_radix_sort``: ``at::internal::GRAIN_SIZE``)
+_RADIX_MIN = 32768
+
+
+def _rows(a: np.ndarray, d: int) -> np.ndarray:
+    """``a`` with ``dim`` last, as (rows, n)."""
+    return np.moveaxis(a, d, -1).reshape(-1, a.shape[d])
+
+
+def _unrows(r: np.ndarray, shape, d: int) -> np.ndarray:
+    moved = tuple(s for i, s in enumerate(shape) if i != d) + (r.shape[-1],)
+    return np.moveaxis(r.reshape(moved), -1, d)
+
+
+def sort_unstable(self, dim=-1, descending=False, *, stable=None):
+    """``aten::sort`` (and ``sort.stable`` with ``stable`` not True) of a quantized tensor: torch sorts the
+    stored integers with libstdc++'s ``std::sort`` on (value, index) pairs (an ascending 1-D tensor of
+    32768 or more elements with a stable radix sort), so ties keep the order that algorithm leaves
+    them in; :mod:`.stl_sort` runs the same steps."""
+    from . import stl_sort
+
+    op = "aten::sort"
+    x = require_per_tensor(self, op)
+    a = ints(x)
+    if a.ndim == 0:
+        return wrap(a.copy(), x.qdtype, x.qparams), np.zeros((), np.int64)
+    (d,) = _dims(op, a.ndim, dim)
+    if stable or (a.ndim == 1 and not descending and a.size >= _RADIX_MIN):
+        return sort_stable(self, stable=True, dim=d, descending=descending)
+    keys, idx = stl_sort.sort_rows(_rows(a, d), bool(descending))
+    vals = _unrows(keys, a.shape, d).astype(a.dtype)
+    return wrap(np.ascontiguousarray(vals), x.qdtype, x.qparams), np.ascontiguousarray(_unrows(idx, a.shape, d))
+
+
+def sort_stable_flag(self, *, stable=None, dim=-1, descending=False):
+    """``aten::sort.stable`` whose ``stable`` is not a constant True: stable or torch's unstable order by
+    its value."""
+    return sort_unstable(self, dim, descending, stable=stable)
+
+
+def topk(self, k, dim=-1, largest=True, sorted=True):
+    """``aten::topk`` of a quantized tensor: ATen's ``topk_impl_loop`` on the stored integers (a partial
+    sort when ``k * 64 <= n``, else ``nth_element`` then a sort of the first ``k - 1``), libstdc++'s
+    algorithms step for step (:mod:`.stl_sort`), so tied values come with torch's indices; the values
+    keep the input's parameters."""
+    from . import stl_sort
+
+    op = "aten::topk"
+    x = require_per_tensor(self, op)
+    a = ints(x)
+    src = a.reshape(1) if a.ndim == 0 else a
+    (d,) = _dims(op, src.ndim, dim)
+    n = src.shape[d]
+    if not 0 <= int(k) <= n:
+        raise KernelError(f"{op}: k ({k}) is out of range for a dim of {n} elements")
+    keys, idx = stl_sort.topk_rows(_rows(src, d), int(k), bool(largest), bool(sorted))
+    shape = src.shape[:d] + (int(k),) + src.shape[d + 1:]
+    vals = _unrows(keys, shape, d).astype(a.dtype)
+    idx = _unrows(idx, shape, d)
+    if a.ndim == 0:
+        vals, idx = vals.reshape(()), idx.reshape(())
+    return wrap(np.ascontiguousarray(vals), x.qdtype, x.qparams), np.ascontiguousarray(idx)

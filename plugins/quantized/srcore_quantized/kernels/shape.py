@@ -9,7 +9,7 @@ import numpy as np
 
 from srcore.plugin import KernelError, QuantizedArray
 
-from ._common import F32, buffer, dequant_scalar, ints, quant_scalar, require_per_tensor, wrap
+from ._common import F32, buffer, dequant_scalar, ints, quant_scalar, quant_tensor, require_per_tensor, wrap
 
 
 def _same(x, arr):
@@ -351,6 +351,66 @@ def masked_fill_out(self, mask, value, *, out=None):
     res[...] = ints(x)
     np.copyto(res, q[0], where=m)
     return _same(x, res)
+
+
+def _scalar_value(value, op: str) -> np.ndarray:
+    """A Scalar or 0-D tensor value as a 1-element float32 array (a quantized one dequantized, as
+    torch's ``item()``)."""
+    if isinstance(value, np.ndarray):
+        if value.ndim:
+            raise KernelError(f"{op}: only supports a 0-dimensional value tensor, got {value.ndim} dimension(s)")
+        if isinstance(value, QuantizedArray):
+            value = dequant_scalar(ints(value), value.qparams.scale, value.qparams.zero_point)
+    return np.asarray(value, F32).reshape(1)
+
+
+def fill_(self, value):
+    """``aten::fill_`` (``.Scalar``, ``.Tensor``) in place: torch fills a float32 tensor and copies it in,
+    quantizing as ``quantize_per_tensor`` does (fbgemm's ``Quantize``: one rounding of
+    ``fma(v, 1 / scale, zp)``), not as ``masked_fill`` (``quantize_val``); measured on ties."""
+    op = "aten::fill_"
+    x = require_per_tensor(self, op)
+    q = quant_tensor(_scalar_value(value, op), x.qparams.scale, x.qparams.zero_point, x.qdtype)
+    ints(x)[...] = q[0]
+    return x
+
+
+def _put_key(indices, ndim: int, op: str) -> tuple:
+    if len(indices) > ndim:
+        raise KernelError(f"{op}: too many indices ({len(indices)}) for a {ndim}-D tensor")
+    key = tuple(slice(None) if i is None else np.asarray(i).astype(bool) if np.asarray(i).dtype == np.uint8
+                else np.asarray(i) for i in indices)
+    for i in key:
+        if isinstance(i, np.ndarray) and i.dtype.kind not in "iub":
+            raise KernelError(f"{op}: tensors used as indices must be long, int, byte or bool, got {i.dtype}")
+    return key
+
+
+def index_put_(self, indices, values, accumulate=False):
+    """``aten::index_put_`` (``q[idx] = v``) in place: torch's quantized kernel takes float values and
+    quantizes each with the tensor's parameters as ``quantize_val`` does (``nearbyint(zp + v * (1 /
+    scale))``, measured on ties); per-tensor tensors and ``accumulate=False`` only, as torch."""
+    op = "aten::index_put_"
+    x = require_per_tensor(self, op)
+    if accumulate:
+        raise KernelError(f"{op}: accumulate=True is not supported on quantized tensors (torch refuses it too)")
+    if isinstance(values, QuantizedArray):
+        raise KernelError(f"{op}: the values must not be quantized (torch refuses quantized values)")
+    v = np.asarray(values, F32)
+    q = quant_scalar(v.reshape(-1), x.qparams.scale, x.qparams.zero_point, x.qdtype).reshape(v.shape)
+    try:
+        ints(x)[_put_key(indices, x.ndim, op)] = q
+    except (IndexError, ValueError) as exc:
+        raise KernelError(f"{op}: {exc}") from exc
+    return x
+
+
+def index_put_out(self, indices, values, accumulate=False, *, out=None):
+    """``aten::index_put``: :func:`index_put_` on a copy."""
+    x = require_per_tensor(self, "aten::index_put")
+    res = buffer(out, x.shape, x.qdtype)
+    res[...] = ints(x)
+    return index_put_(_same(x, res), indices, values, accumulate)
 
 
 def unfold(self, dimension, size, step):
