@@ -100,6 +100,7 @@ class StaticModule:
         #: will be kept there after the first call), None (not cached: ``srcore.runtime.prepared_cache``)
         self.prepared_cache = None
         self._cache_entry = None
+        self._loading = True   # a warm-up call is no first call (``_keep_prepared``)
         cacheable = options.prepared_cache and options.optimize and not options.engine_options \
             and not any(b in registry.engine_builders for b in options.backends)
         hit = None
@@ -266,6 +267,7 @@ class StaticModule:
             clock.stage("runtime")
             if options.warm_up and _warm_up(rt, self.declared_inputs, graph):
                 clock.stage("warm_up")
+        self._loading = False
         self.setup_time = time.perf_counter() - t0
         #: seconds spent in each load stage (plugins, schemas, passes, shapes, [partition,] dispatch, process,
         #: codegen)
@@ -304,7 +306,10 @@ class StaticModule:
 
     def _keep_prepared(self) -> None:
         """After a first call: write this module's prepared-cache entry, if it is to be written, on a thread of its
-        own (``StaticRuntime`` calls this; the call's layouts go with the entry)."""
+        own (``StaticRuntime`` calls this; the call's layouts go with the entry). Not for the load's own warm-up
+        call: the entry would then be written while the caller's first call runs."""
+        if self._loading:
+            return
         with self._lock:
             entry, self._cache_entry = self._cache_entry, None
         if entry is not None:
