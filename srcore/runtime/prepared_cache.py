@@ -14,7 +14,7 @@ The key is a SHA-256 of everything the prepared graph depends on:
 
 - the model as it is now, not only as it was read: its graph's IR text (which carries every node, attribute and
   type: the file's text while the graph was never parsed, else the graph printed) and the bytes of the file's
-  data section, hashed at each load (SHA-256, ~0.2 ms for a 60 kB file; a size/mtime shortcut would miss an edit
+  data section, hashed at each load (BLAKE2b, ~0.1 ms for a 60 kB file; a size/mtime shortcut would miss an edit
   within the file system's time granularity), with every tensor constant of a parsed graph checked to be the
   array the file mapped for its name (a model whose graph was edited or whose parameters were replaced in memory
   gets another key, or none); its input specs (with the graph's inputs, they decide the input types), output
@@ -119,13 +119,15 @@ def _srcore_sources() -> str:
 
 
 def _data_digest(data: Any) -> str:
-    from .._digest import small_sha256
+    """BLAKE2b-256 of the data section: as strong as SHA-256 for the key, and ~3.4x fewer instructions than
+    CPython's own SHA-256 (3.1 M for digits' 58 kB) without loading OpenSSL (``hashlib``: ~10 M)."""
+    try:
+        from _blake2 import blake2b
+    except ImportError:   # a build without it
+        from .._digest import small_sha256
 
-    if len(data) < 1 << 20:   # CPython's SHA-256: no OpenSSL import for a small model
         return small_sha256(data).hexdigest()
-    import hashlib
-
-    return hashlib.sha256(data).hexdigest()
+    return blake2b(data, digest_size=32).hexdigest()
 
 
 def _graph_text(model: Any, arrays: dict) -> str | None:
