@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 
 import srcore
 from srcore.runtime import prepared as prepared_mod
+from srcore.runtime import prepared_cache
 
 ROOT = Path(__file__).resolve().parents[1]
 DIGITS = ROOT / "examples" / "digits"
@@ -54,7 +56,8 @@ def _reference(path, **options):
 
 
 def _entries(root):
-    return sorted((root / "prepared").glob("*.srm"))
+    prepared_cache.wait_for_writes()   # entries are written by a thread of their own after a first call
+    return sorted((root / "prepared").glob("*/*.srm"))
 
 
 def _torch_reference(weights):
@@ -72,11 +75,17 @@ def _torch_reference(weights):
 
 CHILD = """
 import json, sys, numpy as np, srcore
+import srcore.ir.parser as parser
+from srcore.format.lazy_graph import unparsed_text
+parses, parse_graph = [], parser.parse_graph
+parser.parse_graph = lambda *a, **k: parses.append(1) or parse_graph(*a, **k)
 x = np.load(sys.argv[2])["x"][:5]
-sm = srcore.StaticModule(srcore.load(sys.argv[1]))
+m = srcore.load(sys.argv[1])
+sm = srcore.StaticModule(m)
 y = sm(x)
 print("@@", json.dumps({"cache": sm.prepared_cache, "before": sm.prepared_before, "passes": "passes" in sm.load_stages,
-                        "imported_passes": "srcore.passes.prepare" in sys.modules, "y": y.tolist()}))
+                        "imported_passes": "srcore.passes.prepare" in sys.modules, "y": y.tolist(),
+                        "parses_to_result": len(parses), "original_parsed": unparsed_text(m) is None}))
 """
 
 
@@ -95,6 +104,9 @@ def test_a_second_fresh_process_loads_the_model_prepared_from_the_cache(model_fi
     assert (first["cache"], first["before"], first["passes"]) == ("miss", False, True)
     assert (second["cache"], second["before"], second["passes"]) == ("hit", True, False)
     assert not second["imported_passes"] and first["imported_passes"]
+    # the hit parsed one graph, the entry's: srcore.load left the file's (read by the first process) unparsed
+    assert (second["parses_to_result"], second["original_parsed"]) == (1, False)
+    assert first["original_parsed"] and off["original_parsed"]
     assert (off["cache"], off["before"]) == (None, False)
     assert len(_entries(root)) == 1
     np.testing.assert_array_equal(np.array(second["y"], np.float32), np.array(off["y"], np.float32))
@@ -235,7 +247,8 @@ def test_a_truncated_entry_falls_back_and_is_rewritten(model_file, cache):
         sm, got = _load(model_file)
         assert sm.prepared_cache == "miss" and not sm.prepared_before
         np.testing.assert_array_equal(got, y)
-        assert entry.read_bytes() == data   # the first call wrote it again
+        prepared_cache.wait_for_writes()
+        assert entry.read_bytes() == data   # written again after the first call
     assert _load(model_file)[0].prepared_cache == "hit"
 
 
@@ -260,9 +273,89 @@ def test_a_corrupt_entry_never_gives_a_wrong_answer(model_file, cache, where, va
 
 
 def test_a_file_with_a_large_data_section_is_not_cached(model_file, cache, monkeypatch):
-    from srcore.runtime import prepared_cache
-
     monkeypatch.setattr(prepared_cache, "MAX_DATA_BYTES", os.path.getsize(model_file) // 2)
     sm, y = _load(model_file)
     assert sm.prepared_cache is None and not _entries(cache)
     np.testing.assert_array_equal(y, _reference(model_file))
+
+
+def test_the_first_call_does_not_wait_for_the_entry(model_file, cache, monkeypatch):
+    """The entry is written on another thread, once the first call has returned (not inside it)."""
+    returned, seen = threading.Event(), []
+    real = prepared_cache.write
+
+    def write(sm, entry):
+        # a write inside the call would wait here in vain (the call cannot return meanwhile)
+        seen.append((threading.current_thread() is threading.main_thread(), returned.wait(60)))
+        return real(sm, entry)
+
+    monkeypatch.setattr(prepared_cache, "write", write)
+    sm = srcore.StaticModule(srcore.load(model_file), srcore.Options(prepared_cache=True))
+    assert sm.prepared_cache == "miss"
+    y = sm(X)
+    returned.set()
+    assert len(_entries(cache)) == 1
+    assert seen == [(False, True)]
+    np.testing.assert_array_equal(sm(X), y)
+    np.testing.assert_array_equal(y, _reference(model_file))
+
+
+def test_a_model_of_one_input_signature_writes_after_its_first_call_too(model_file, cache, tmp_path):
+    """A model whose specs fix every input (its signature planned at load, its first call a steady one) keeps
+    its entry after the first call as well, and its calls agree with and without the cache."""
+    m = srcore.load(model_file)
+    fixed = tmp_path / "fixed.srm"
+    srcore.save(srcore.Model(m.graph, m.params, [srcore.InputSpec("x", "float32", list(X.shape))], m.output_names,
+                             m.metadata), fixed)
+    sm = srcore.StaticModule(srcore.load(fixed), srcore.Options(prepared_cache=True))
+    assert sm.declared_inputs is not None and sm.prepared_cache == "miss"
+    assert not _entries(cache)   # a load alone writes nothing
+    y = [sm(X), sm(X), sm(X)]
+    assert len(_entries(cache)) == 1
+    hit, y_hit = _load(fixed)
+    assert hit.prepared_cache == "hit" and hit.declared_inputs is not None
+    for got in (*y, y_hit, hit(X)):
+        np.testing.assert_array_equal(got, _reference(model_file))
+
+
+def test_a_file_read_before_gets_its_graph_parsed_when_used(model_file, cache, monkeypatch):
+    from srcore.format.lazy_graph import unparsed_text
+    from srcore.ir.printer import print_graph
+
+    eager = srcore.load(model_file)
+    assert unparsed_text(eager) is None
+    _load(model_file)
+    _entries(cache)
+    m = srcore.load(model_file)
+    assert unparsed_text(m) is not None
+    assert print_graph(m.graph) == print_graph(eager.graph)
+    assert unparsed_text(m) is None and m.graph is m.graph
+    consts = srcore.model.collect_params(m.graph)
+    assert consts and all(consts[k] is m.params[k] for k in consts)   # the file's mapped arrays, as a load binds
+    monkeypatch.setenv("SRCORE_NO_PREPARED_CACHE", "1")
+    assert unparsed_text(srcore.load(model_file)) is None
+
+
+def test_a_graph_parsed_when_used_is_still_checked(model_file, cache, tmp_path):
+    """A file whose graph does not parse (its header checksum re-sealed) is refused by ``srcore.load``; had this
+    srcore read the same header before, the first use of its graph refuses it with the same error."""
+    from srcore.format import srm
+    from srcore.format.safetensors_io import encode_header
+
+    data = model_file.read_bytes()
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + n])
+    header["__metadata__"]["graph"] = header["__metadata__"]["graph"].replace("aten::relu", "aten::relu(")
+    header["__metadata__"]["header_sha256"] = srm._header_digest(header)
+    hb = encode_header(header)
+    bad = tmp_path / "bad.srm"
+    bad.write_bytes(len(hb).to_bytes(8, "little") + hb + data[8 + n:])
+    with pytest.raises(srcore.SrcoreFormatError, match="does not parse") as eager:
+        srcore.load(bad)
+    os.makedirs(prepared_cache._header_folder(header["__metadata__"]["header_sha256"]))
+    m = srcore.load(bad)
+    with pytest.raises(srcore.SrcoreFormatError, match="does not parse") as lazy:
+        m.graph
+    assert str(lazy.value) == str(eager.value) and str(bad) in str(lazy.value)
+    with pytest.raises(srcore.SrcoreFormatError, match="does not parse"):
+        srcore.StaticModule(m, srcore.Options(prepared_cache=True))

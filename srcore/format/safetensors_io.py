@@ -14,6 +14,7 @@ import functools
 import math
 import mmap
 import os
+import threading
 from typing import Any, Mapping
 
 import numpy as np
@@ -116,7 +117,7 @@ def write_file(path: str | os.PathLike, header_bytes: bytes, arrays: Mapping[str
                order: list[str]) -> None:
     """Write the container atomically (a temporary file renamed over ``path``)."""
     path = os.fspath(path)
-    tmp = f"{path}.tmp{os.getpid()}"
+    tmp = f"{path}.tmp{os.getpid()}-{threading.get_ident()}"   # a process's threads may write one path too
     try:
         with open(tmp, "wb") as f:
             f.write(len(header_bytes).to_bytes(8, "little"))

@@ -54,6 +54,15 @@ def save(model: Model, path: str | os.PathLike, *, producer: str | None = None,
     backend with a kernel for one of its ops), so that a load without them can say what to
     install.
     """
+    write(model, path, producer=producer, backends=backends)
+
+
+def write(model: Model, path: str | os.PathLike, *, producer: str | None = None, backends: Any = None,
+          registry: Any = None, more_metadata: Any = None) -> None:
+    """:func:`save` for srcore's own writers: ``registry`` (default: the plugin manager's) tells which plugins
+    the graph's ops come from; ``more_metadata(graph)``, called with the graph parsed back from the IR text to
+    be written (the check every save makes), returns metadata to record beside the model's (one print and one
+    parse serve both)."""
     from .. import __version__
     from ..ir.printer import print_graph
 
@@ -71,9 +80,10 @@ def save(model: Model, path: str | os.PathLike, *, producer: str | None = None,
     try:  # never write a file that load() would reject
         from ..ir.parser import parse_graph
 
-        parse_graph(text, params=params, locate=False)
+        back = parse_graph(text, params=params, locate=False)
     except SrcoreError as exc:
         raise SrcoreError(f"cannot save {os.fspath(path)}: the graph's IR text does not parse back: {exc}") from exc
+    metadata = model.metadata if more_metadata is None else {**model.metadata, **more_metadata(back)}
     import hashlib
     import json
 
@@ -88,10 +98,10 @@ def save(model: Model, path: str | os.PathLike, *, producer: str | None = None,
         "graph": text,
         "input_specs": specs_to_json(model.input_specs),
         "output_names": json.dumps(list(model.output_names)),
-        "metadata": canonical_json(model.metadata),
+        "metadata": canonical_json(metadata),
         "required_ops": json.dumps(required_ops(model.graph)),
-        "plugins": _required_plugins(model, backends).to_json(),
-        "schemas": json.dumps([str(sch) for sch in _undeclared(model)]),
+        "plugins": _required_plugins(model, backends, registry).to_json(),
+        "schemas": json.dumps([str(sch) for sch in _undeclared(model, registry)]),
         "data_sha256": data_hash.hexdigest(),
     }
     if engines_md:
@@ -212,32 +222,61 @@ def _load(path, verify: str) -> Model:
     op_schemas = ()
     if md.get("schemas", "[]") != "[]":  # ops no plugin declared where the model was saved: torch's schemas
         op_schemas = _schemas(c, md["schemas"])
-    graph = _parse(c, md["graph"], params)
-    params.update(collect_params(graph))  # quantized parameters: their integers with the type's qparams
-    model = Model(graph, params, specs, tuple(outputs), meta, engines, plugins=plugins, op_schemas=op_schemas)
-    try:
-        model.validate()
-    except SrcoreError as exc:
-        c.fail(f"inconsistent model: {exc}")
-    from ..runtime.prepared_cache import remember
+    from ..runtime.prepared_cache import parsed_before, remember
 
-    remember(model, path, params, c.data_view())   # a StaticModule of it may keep it prepared (its key)
+    if md["format_version"] == FORMAT_VERSION and parsed_before(md["header_sha256"]):
+        # this header parsed and checked before: the graph is parsed when used (a prepared-cache hit never
+        # uses it). Not for quantized graphs (format 2), whose parse also rewrites ``params``.
+        from .lazy_graph import unparsed
+
+        model = unparsed(c.path, md["graph"], params, specs, tuple(outputs), meta, engines=engines, plugins=plugins,
+                         op_schemas=op_schemas)
+    else:
+        graph = _parse(c.path, md["graph"], params)
+        params.update(collect_params(graph))  # quantized parameters: their integers with the type's qparams
+        model = Model(graph, params, specs, tuple(outputs), meta, engines, plugins=plugins, op_schemas=op_schemas)
+        _validate(c.path, model)
+    # a StaticModule of it may keep it prepared (its key)
+    remember(model, path, params, c.data_view(), md["header_sha256"])
     log.info("read %s (%d parameters, verify=%s) in %.1f ms", os.fspath(path), len(params), verify,
              (time.perf_counter() - t0) * 1e3)
     return model
 
 
-def _required_plugins(model: Model, backends):
+def parse_checked(path: str, text: str, params: dict, specs, outputs, metadata):
+    """The graph of a file read earlier without it (``srcore.format.lazy_graph``), parsed and checked as the
+    load would have (with the file's own arrays, specs, outputs and metadata)."""
+    from .._gcpause import paused
+
+    with paused():
+        graph = _parse(path, text, params)
+        _validate(path, Model(graph, params, specs, outputs, metadata))
+    return graph
+
+
+def _validate(path: str, model: Model) -> None:
+    try:
+        model.validate()
+    except SrcoreError as exc:
+        raise SrcoreFormatError(f"{path}: inconsistent model: {exc}")
+
+
+def _registry(registry):
+    if registry is not None:
+        return registry
     from ..plugin.manager import get_plugin_manager
+
+    return get_plugin_manager().registry
+
+
+def _required_plugins(model: Model, backends, registry=None):
     from ..plugin.requirements import required_plugins
 
-    return required_plugins(model.graph, get_plugin_manager().registry, backends, model.plugins)
+    return required_plugins(model.graph, _registry(registry), backends, model.plugins)
 
 
-def _undeclared(model: Model) -> tuple:
-    from ..plugin.manager import get_plugin_manager
-
-    return model.undeclared_schemas(get_plugin_manager().registry.declared)
+def _undeclared(model: Model, registry=None) -> tuple:
+    return model.undeclared_schemas(_registry(registry).declared)
 
 
 def _schemas(c: Container, text: str) -> tuple:
@@ -253,15 +292,15 @@ def _schemas(c: Container, text: str) -> tuple:
         c.fail(f"bad schemas metadata: {exc}")
 
 
-def _parse(c: Container, text: str, params):
+def _parse(path: str, text: str, params):
     from ..ir.parser import parse_graph
 
     try:
         return parse_graph(text, params=params, locate=False)
     except SrcoreError as exc:
-        c.fail(f"the graph does not parse: {exc}")
+        raise SrcoreFormatError(f"{path}: the graph does not parse: {exc}")
     except Exception as exc:  # a parser bug must still surface as a format problem of this file
-        c.fail(f"the graph does not parse: {type(exc).__name__}: {exc}")
+        raise SrcoreFormatError(f"{path}: the graph does not parse: {type(exc).__name__}: {exc}")
 
 
 def _has_quantized(graph) -> bool:

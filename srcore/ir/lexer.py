@@ -45,9 +45,20 @@ class Lexer:
         self.filename = filename
         self.pos = 0
         self._peeked: Token | None = None
-        self._line_starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
+        self._starts: list[int] | None = None
 
     # -- positions ------------------------------------------------------------------
+    @property
+    def _line_starts(self) -> list[int]:
+        """Where each line starts (only positions reported need them: not computed for a parse that has none)."""
+        if self._starts is None:
+            starts, i = [0], self.text.find("\n")
+            while i >= 0:
+                starts.append(i + 1)
+                i = self.text.find("\n", i + 1)
+            self._starts = starts
+        return self._starts
+
     def line_col(self, pos: int) -> tuple[int, int]:
         i = bisect.bisect_right(self._line_starts, pos) - 1
         return i + 1, pos - self._line_starts[i] + 1

@@ -7,12 +7,12 @@ per signature, so a run with a signature seen before pays only for the key.
 """
 from __future__ import annotations
 
-import re
 from typing import Any, Sequence
 
 import attrs
 import numpy as np
 
+from .._lazyre import LazyPattern
 from .._repr import shared_repr
 from ..errors import SrcoreInputError
 from ..ir.types import (BOOL, FLOAT, INT, BoolType, FloatType, IntType, ListType, NoneType, OptionalType,
@@ -41,7 +41,7 @@ def bind(names: Sequence[str], args: Sequence[Any], kwargs: dict[str, Any]) -> l
 _MISSING = object()
 
 #: what the frontends' ``clean_name`` replaces in a value name (torch.onnx names inputs ``onnx::Add_0``)
-_NAME_BAD = re.compile(r"[^A-Za-z0-9_.]")
+_NAME_BAD = LazyPattern(r"[^A-Za-z0-9_.]")   # only for a name not found as given
 
 
 def _index(names: Sequence[str], k: str) -> int | None:

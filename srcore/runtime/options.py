@@ -123,7 +123,7 @@ class Options:
         ``False``: such nodes fail the load (``srcore.UnsupportedOpError`` names them).
     prepared_cache
         ``True`` (default, unless ``SRCORE_NO_PREPARED_CACHE=1``): a model read from a ``.srm`` file
-        (``srcore.load``) is kept prepared in ``$SRCORE_CACHE_DIR/prepared/`` after its first call, and a
+        (``srcore.load``) is kept prepared in ``$SRCORE_CACHE_DIR/prepared/`` once its first call returned, and a
         later process loading the same file (same bytes, options, registry and srcore sources) loads that
         instead: no pass, no shape propagation (``srcore.runtime.prepared_cache``). ``False``: neither
         read nor written. It is no part of a prepared record's fingerprint.

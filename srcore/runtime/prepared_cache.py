@@ -2,22 +2,26 @@
 
 A load of a ``.srm`` file saved prepared (``StaticModule.save(path, prepared=True)``, ``srcore.runtime.prepared``)
 runs no pass and, usually, no shape propagation. This cache gives a model loaded from an ordinary file the same
-start from its second process on: after the first call of a ``StaticModule`` of a model that ``srcore.load`` read
-(and nothing changed since), the module is saved prepared to ``$SRCORE_CACHE_DIR/prepared/<key>.srm``; a later
-load whose key is the same reads that file and uses its graph (``sm.prepared_before`` and
-``sm.prepared_cache == "hit"``).
+start from its second process on: once the first call of a ``StaticModule`` of a model that ``srcore.load`` read
+(and nothing changed since) has returned, a thread of its own saves the module prepared to
+``$SRCORE_CACHE_DIR/prepared/<header>/<key>.srm`` (:func:`write_later`: no call waits for it); a later load whose
+key is the same reads that file and uses its graph (``sm.prepared_before`` and ``sm.prepared_cache == "hit"``).
+``<header>`` stands for the file's header checksum: a later ``srcore.load`` of a file whose header this srcore
+has read before does not parse its graph until something uses it (:func:`parsed_before`,
+``srcore.format.lazy_graph``), so a hit parses one graph, the entry's.
 
 The key is a SHA-256 of everything the prepared graph depends on:
 
-- the model as it is now, not only as it was read: its graph printed as IR text (which carries every node,
-  attribute and type) and the bytes of the file's data section, hashed at each load (SHA-256, ~0.2 ms for
-  a 60 kB file; a size/mtime shortcut would miss an edit within the file system's time granularity), with
-  every tensor constant of the graph checked to be the array the file mapped for its name (a model whose
-  graph was edited or whose parameters were replaced in memory gets another key, or none); its input
-  specs, output names, metadata, plugin requirements and recorded schemas;
+- the model as it is now, not only as it was read: its graph's IR text (which carries every node, attribute and
+  type: the file's text while the graph was never parsed, else the graph printed) and the bytes of the file's
+  data section, hashed at each load (BLAKE2b, ~0.1 ms for a 60 kB file; a size/mtime shortcut would miss an edit
+  within the file system's time granularity), with every tensor constant of a parsed graph checked to be the
+  array the file mapped for its name (a model whose graph was edited or whose parameters were replaced in memory
+  gets another key, or none); its input specs (with the graph's inputs, they decide the input types), output
+  names, metadata, plugin requirements and recorded schemas;
 - the registry and options, as a prepared record's fingerprint (``prepared.fingerprint``: a selection's
   contents, or the loaded plugins with their distributions, versions and states; every option but
-  ``selection`` and ``prepared_cache``), the backends and the input types;
+  ``selection`` and ``prepared_cache``) and the backends;
 - srcore itself: its version, the Python version, and the name, mtime and size of every source file of
   the packages a preparation runs (``ir``, ``ops``, ``passes``, ``runtime``): an edited checkout misses.
 
@@ -36,14 +40,15 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import weakref
-from typing import Any, Sequence
+from typing import Any
 
 from .._lazylog import LazyLogger
 
 log = LazyLogger("srcore.runtime")
 
-FORMAT = 1
+FORMAT = 2
 MAX_ENTRIES = 64
 #: a file whose data section is larger is not cached: hashing it at every load (~0.7 ms a MB) would cost more than
 #: the passes save, and each entry would copy its weights
@@ -51,17 +56,42 @@ MAX_DATA_BYTES = 64 << 20
 #: packages whose code decides what a prepared graph is (passes, shape rules, decompositions, the IR text)
 _SOURCE_PACKAGES = ("ir", "ops", "passes", "runtime")
 
-#: Model -> (file path, the arrays its graph's constants were bound to, the file's mapped data section)
+#: Model -> (file path, the arrays its graph's constants were bound to, the file's mapped data section, its
+#: header checksum)
 _sources: "weakref.WeakKeyDictionary[Any, tuple]" = weakref.WeakKeyDictionary()
 _source_state: list[str] = []
+#: entry path -> the thread writing it (:func:`write_later`)
+_writing: dict[str, threading.Thread] = {}
+_writing_lock = threading.Lock()
 
 
-def remember(model: Any, path: Any, params: dict, data: Any) -> None:
-    """Called by ``srcore.format.srm.load``: ``model`` was read from ``path``; ``data`` is its mapped data section."""
+def remember(model: Any, path: Any, params: dict, data: Any, header_digest: str) -> None:
+    """Called by ``srcore.format.srm.load``: ``model`` was read from ``path``; ``data`` is its mapped data section,
+    ``header_digest`` its header's checksum."""
     try:
-        _sources[model] = (os.fspath(path), dict(params), data)
+        _sources[model] = (os.fspath(path), dict(params), data, header_digest)
     except TypeError:   # not weak-referenceable: never cached
         pass
+
+
+def _enabled() -> bool:
+    return os.environ.get("SRCORE_NO_PREPARED_CACHE", "") in ("", "0")
+
+
+def _header_folder(header_digest: str) -> str:
+    """The folder of the entries made from files with this header (what ``parsed_before`` looks for)."""
+    from .. import __version__
+    from .._digest import small_sha256
+    from ..cachedir import cache_dir_str
+
+    return cache_dir_str("prepared", small_sha256(repr((FORMAT, __version__, header_digest)).encode()).hexdigest()[:32])
+
+
+def parsed_before(header_digest: str) -> bool:
+    """True if this srcore version made an entry from a file with this header (checksum), so read, parsed and
+    checked it: ``srcore.load`` may then leave the graph to parse until it is used (``srcore.format.lazy_graph``).
+    One ``stat``; False with the cache off (``SRCORE_NO_PREPARED_CACHE=1``)."""
+    return _enabled() and os.path.isdir(_header_folder(header_digest))
 
 
 def _srcore_sources() -> str:
@@ -89,40 +119,64 @@ def _srcore_sources() -> str:
 
 
 def _data_digest(data: Any) -> str:
-    from .._digest import small_sha256
+    """BLAKE2b-256 of the data section: as strong as SHA-256 for the key, and ~3.4x fewer instructions than
+    CPython's own SHA-256 (3.1 M for digits' 58 kB) without loading OpenSSL (``hashlib``: ~10 M)."""
+    try:
+        from _blake2 import blake2b
+    except ImportError:   # a build without it
+        from .._digest import small_sha256
 
-    if len(data) < 1 << 20:   # CPython's SHA-256: no OpenSSL import for a small model
         return small_sha256(data).hexdigest()
-    import hashlib
-
-    return hashlib.sha256(data).hexdigest()
+    return blake2b(data, digest_size=32).hexdigest()
 
 
-def entry_for(model: Any, input_types: Sequence[Any], options: Any, registry: Any, pm: Any) -> str | None:
-    """The cache file of this load of ``model``, or None when it cannot be cached (see the module's doc)."""
-    src = _sources.get(model)
-    if src is None:
-        return None
-    path, arrays, data = src
-    if len(data) > MAX_DATA_BYTES:
-        return None
+def _graph_text(model: Any, arrays: dict) -> str | None:
+    """The graph as the key has it: the file's text while the graph was never parsed (it cannot have been
+    edited), else the graph printed (None if a tensor constant is not the array the file mapped)."""
+    from ..format.lazy_graph import unparsed_text
+
+    text = unparsed_text(model)
+    if text is not None:
+        return text
     from ..model import CONSTANT
-    from .prepared import fingerprint
 
     for n in model.graph.all_nodes():
         if n.kind == CONSTANT and "value" in n.attrs and hasattr(n.attrs["value"], "shape"):
             name = n.attrs.get("param")
             if name is None or arrays.get(name) is not n.attrs["value"]:
                 return None   # a tensor the file did not map under that name: edited in memory
+    from ..ir.printer import print_graph
+
+    # a file written by srcore holds its graph as this prints it: a parsed, unedited graph gets the key of the
+    # same file read without parsing (the lazy load of a later process)
+    return print_graph(model.graph)
+
+
+def entry_for(model: Any, options: Any, registry: Any, pm: Any) -> str | None:
+    """The cache file of this load of ``model``, or None when it cannot be cached (see the module's doc).
+
+    The input types are no part of the key: the specs and the graph's text (its inputs' types) decide them."""
+    try:
+        src = _sources.get(model)
+    except TypeError:   # not weak-referenceable: not read from a file
+        return None
+    if src is None:
+        return None
+    path, arrays, data, header_digest = src
+    if len(data) > MAX_DATA_BYTES:
+        return None
+    from .prepared import fingerprint
+
     fp = fingerprint(registry, options, pm)
     if not fp:
         return None
     from .. import __version__
     from .._digest import small_sha256
-    from ..ir.printer import print_graph
 
     try:
-        text = print_graph(model.graph)
+        text = _graph_text(model, arrays)
+        if text is None:
+            return None
         # the machine too: a load's timed choices (dense vs routed MoE layers, ...) hold only where they were timed
         from ..cpu_features import cpu_name
 
@@ -132,19 +186,20 @@ def entry_for(model: Any, input_types: Sequence[Any], options: Any, registry: An
                          _data_digest(data), [s.to_json() if hasattr(s, "to_json") else repr(s)
                                               for s in model.input_specs],
                          list(model.output_names), sorted(model.metadata.items()), repr(model.plugins),
-                         [str(s) for s in model.op_schemas], fp, list(options.backends),
-                         [str(t) for t in input_types]))
+                         [str(s) for s in model.op_schemas], fp, list(options.backends)))
     except Exception as exc:  # noqa: BLE001 - a model the key cannot describe is simply not cached
         log.debug("prepared cache: %s not cached (%s)", path, exc)
         return None
-    from ..cachedir import cache_dir_str
-
     key = small_sha256(material.encode("utf-8", "surrogatepass")).hexdigest()[:40]
-    return cache_dir_str("prepared", key + ".srm")
+    return os.path.join(_header_folder(header_digest), key + ".srm")
 
 
 def read(entry: str) -> Any:
-    """The model kept at ``entry``, or None (absent, truncated, corrupt: the load prepares as usual)."""
+    """The model kept at ``entry``, or None (absent, truncated, corrupt: the load prepares as usual). An entry
+    this process is writing is waited for (a second load of a file in one process reads what the first made)."""
+    writer = _writing.get(entry)
+    if writer is not None and writer is not threading.current_thread():
+        writer.join()
     try:
         os.stat(entry)
     except OSError:
@@ -157,6 +212,45 @@ def read(entry: str) -> Any:
     except (SrcoreError, OSError, ValueError) as exc:
         log.info("prepared cache: ignoring %s (%s)", entry, exc)
         return None
+
+
+def write_later(sm: Any, entry: str) -> None:
+    """Write ``sm``'s entry on a thread of its own. ``StaticRuntime`` calls this once the module's first call has
+    returned: no call waits for the write (~half of a cold first call's time, printing the prepared graph and
+    parsing it back). The thread is no daemon: a process ending meanwhile waits for it, so even a one-call script
+    leaves its entry; a process killed meanwhile leaves none (or a stray temporary file), never half an entry."""
+    if sys.dont_write_bytecode:
+        return
+    with _writing_lock:
+        if entry in _writing:
+            return
+        writer = _writing[entry] = threading.Thread(target=_write_in_background, args=(sm, entry),
+                                                    name="srcore-prepared-cache")
+    writer.start()
+
+
+def _write_in_background(sm: Any, entry: str) -> None:
+    import time
+
+    # hand the interpreter lock back at once: ``start()`` returned into the caller, whose first result is due
+    time.sleep(0)
+    try:
+        write(sm, entry)
+    except Exception as exc:  # noqa: BLE001 - a cache that cannot be written is no error of the caller's
+        log.info("prepared cache: not writing %s (%s: %s)", entry, type(exc).__name__, exc)
+    finally:
+        with _writing_lock:
+            _writing.pop(entry, None)
+
+
+def wait_for_writes(timeout: float | None = None) -> bool:
+    """Wait until the entries this process is writing are written (or ``timeout`` seconds); True if none is left."""
+    import time
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    for writer in list(_writing.values()):
+        writer.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+    return not _writing
 
 
 def write(sm: Any, entry: str) -> bool:
@@ -172,17 +266,29 @@ def write(sm: Any, entry: str) -> bool:
     except (SrcoreError, OSError, ValueError, TypeError) as exc:
         log.info("prepared cache: not writing %s (%s)", entry, exc)
         return False
-    _prune(os.path.dirname(entry))
+    _prune(os.path.dirname(os.path.dirname(entry)))
     return True
 
 
-def _prune(folder: str) -> None:
+def _prune(root: str) -> None:
+    """Keep the :data:`MAX_ENTRIES` most recently written entries (``root/<header>/<key>.srm``; older formats' files
+    directly in ``root`` go too), and no empty header folder."""
     try:
-        files = [e for e in os.scandir(folder) if e.name.endswith(".srm")]
-        if len(files) <= MAX_ENTRIES:
-            return
-        files.sort(key=lambda e: e.stat().st_mtime_ns, reverse=True)
-        for e in files[MAX_ENTRIES:]:
-            os.unlink(e.path)
+        files, folders = [], []
+        for e in os.scandir(root):
+            if e.is_dir(follow_symlinks=False):
+                folders.append(e.path)
+                files.extend(f for f in os.scandir(e.path) if f.name.endswith(".srm"))
+            elif e.name.endswith(".srm"):
+                files.append(e)
+        if len(files) > MAX_ENTRIES:
+            files.sort(key=lambda e: e.stat().st_mtime_ns, reverse=True)
+            for e in files[MAX_ENTRIES:]:
+                os.unlink(e.path)
+        for folder in folders:
+            try:
+                os.rmdir(folder)   # only if empty
+            except OSError:
+                pass
     except OSError:   # another process pruned it first
         pass

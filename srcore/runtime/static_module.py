@@ -82,9 +82,6 @@ class StaticModule:
             model, options = calibrate_for_engines(model, options)
         self.options = options
         self.model = model
-        graph, specs, names = _unpack(model)
-        self.input_specs = specs
-        self.input_names = names
         from ..plugin.manager import get_plugin_manager
 
         pm = plugin_manager or get_plugin_manager()
@@ -99,25 +96,27 @@ class StaticModule:
         _check_backends(options.backends, registry.backends, required)
         schemas = registry.schemas
         clock.stage("plugins")
-        graph = graph.copy()
-        input_types = [s_type for s_type in (_spec_type(s) for s in specs)]
-        rec = _prepared_record(model, input_types, options, registry, pm)
         #: the prepared-model cache's part in this load: "hit" (the graph came prepared from it), "miss" (it
         #: will be kept there after the first call), None (not cached: ``srcore.runtime.prepared_cache``)
         self.prepared_cache = None
         self._cache_entry = None
-        if rec is None and options.prepared_cache and options.optimize and not options.engine_options \
-                and not any(b in registry.engine_builders for b in options.backends):
-            from . import prepared_cache
-
-            entry = prepared_cache.entry_for(model, input_types, options, registry, pm)
-            cached = prepared_cache.read(entry) if entry is not None else None
-            rec = _prepared_record(cached, input_types, options, registry, pm) if cached is not None else None
-            if rec is not None:
-                model, graph = cached, cached.graph   # read just now: no one else holds it
-                self.prepared_cache = "hit"
-            elif entry is not None:
-                self.prepared_cache, self._cache_entry = "miss", entry
+        self._loading = True   # a warm-up call is no first call (``_keep_prepared``)
+        cacheable = options.prepared_cache and options.optimize and not options.engine_options \
+            and not any(b in registry.engine_builders for b in options.backends)
+        hit = None
+        if cacheable and not _has_prepared_record(model):
+            hit = self._from_cache(model, options, registry, pm)   # before anything parses the model's graph
+        if hit is None:
+            graph, specs, names = _unpack(model)
+            graph = graph.copy()
+            input_types = [_spec_type(s) for s in specs]
+            rec = _prepared_record(model, input_types, options, registry, pm)
+            if rec is None and cacheable and _has_prepared_record(model):   # saved prepared for another load
+                hit = self._from_cache(model, options, registry, pm)
+        if hit is not None:
+            model, graph, specs, names, input_types, rec = hit
+        self.input_specs = specs
+        self.input_names = names
         #: the model's graph was saved prepared for this load (``save(prepared=True)``): no pass runs
         self.prepared_before = rec is not None
         #: ... and with its propagated types: no shape propagation either (``srcore.runtime.prepared``)
@@ -268,6 +267,7 @@ class StaticModule:
             clock.stage("runtime")
             if options.warm_up and _warm_up(rt, self.declared_inputs, graph):
                 clock.stage("warm_up")
+        self._loading = False
         self.setup_time = time.perf_counter() - t0
         #: seconds spent in each load stage (plugins, schemas, passes, shapes, [partition,] dispatch, process,
         #: codegen)
@@ -284,6 +284,38 @@ class StaticModule:
             log.info("loaded %d nodes on %s (%s executor) in %.1f ms: %s", self.num_nodes,
                      ",".join(options.backends), options.executor, self.setup_time * 1e3,
                      ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in clock.stages.items()))
+
+    def _from_cache(self, model: Any, options: Options, registry: Any, pm: Any) -> tuple | None:
+        """``(model, graph, specs, names, input types, prepared record)`` of the prepared-model cache's entry for
+        this load, or None: then ``prepared_cache`` is "miss" if the entry will be written after the first call."""
+        from . import prepared_cache
+
+        entry = prepared_cache.entry_for(model, options, registry, pm)
+        if entry is None:
+            return None
+        cached = prepared_cache.read(entry)
+        if cached is not None:
+            graph, specs, names = _unpack(cached)   # its graph was parsed just now: no one else holds it
+            input_types = [_spec_type(s) for s in specs]
+            rec = _prepared_record(cached, input_types, options, registry, pm)
+            if rec is not None:
+                self.prepared_cache = "hit"
+                return cached, graph, specs, names, input_types, rec
+        self.prepared_cache, self._cache_entry = "miss", entry
+        return None
+
+    def _keep_prepared(self) -> None:
+        """After a first call: write this module's prepared-cache entry, if it is to be written, on a thread of its
+        own (``StaticRuntime`` calls this; the call's layouts go with the entry). Not for the load's own warm-up
+        call: the entry would then be written while the caller's first call runs."""
+        if self._loading:
+            return
+        with self._lock:
+            entry, self._cache_entry = self._cache_entry, None
+        if entry is not None:
+            from .prepared_cache import write_later
+
+            write_later(self, entry)
 
     # -- engines ---------------------------------------------------------------------------
     def warmup(self, *profiles, **shapes) -> list[tuple[str, tuple]]:
@@ -366,11 +398,6 @@ class StaticModule:
                 recorded = self._recorded.get(key)   # saved prepared with this signature's layouts
                 info = self._compute_signature(input_types) if recorded is None else self._signature(recorded.get)
                 self._signatures[key] = info
-                if self._cache_entry is not None:   # with this signature's layouts: its first call propagates nothing
-                    from .prepared_cache import write
-
-                    entry, self._cache_entry = self._cache_entry, None
-                    write(self, entry)
         return info
 
     def _compute_signature(self, input_types: Sequence[Type], *, reuse: bool = True) -> SignatureInfo:
@@ -453,9 +480,9 @@ class StaticModule:
 
 # -- helpers -------------------------------------------------------------------------------------
 def _save_prepared(sm: StaticModule, path, producer: str | None) -> list[str]:
-    from ..format.srm import save
+    from ..format.srm import write
     from ..model import Model, collect_params
-    from .prepared import KEY, fingerprint, record, types_round_trip
+    from .prepared import KEY, fingerprint, record, same_types
 
     why = ("it was loaded with optimize=False" if not sm.options.optimize
            else "its engines rewrote the graph" if sm.partition is not None
@@ -464,13 +491,18 @@ def _save_prepared(sm: StaticModule, path, producer: str | None) -> list[str]:
         raise SrcoreError(f"cannot save {path} prepared: {why} (save the model itself: srcore.save)")
     model = sm.model if not isinstance(sm.model, Graph) else Model.from_graph(sm.model)
     graph = sm.graph.copy()
-    # the types go with the record only if the text carries them exactly and every node had a rule
-    types = not sm.load_report.missing_shape_rules and types_round_trip(graph)
-    metadata = {**model.metadata, KEY: record(sm._typed_for, sm.options.backends,
-                                              fingerprint(sm.registry, sm.options, sm.plugin_manager), types,
-                                              _signature_layouts(sm) if types else ())}
-    save(Model(graph, collect_params(graph), model.input_specs, model.output_names, metadata,
-               plugins=model.plugins, op_schemas=model.op_schemas), path, producer=producer)
+    with sm._lock:   # the signatures planned so far (a call on another thread may be adding one)
+        layouts = _signature_layouts(sm)
+
+    def prepared_record(back) -> dict:
+        # the types go with the record only if the text carries them exactly and every node had a rule
+        types = not sm.load_report.missing_shape_rules and same_types(graph, back)
+        return {KEY: record(sm._typed_for, sm.options.backends, fingerprint(sm.registry, sm.options, sm.plugin_manager),
+                            types, layouts if types else ())}
+
+    write(Model(graph, collect_params(graph), model.input_specs, model.output_names, model.metadata,
+                plugins=model.plugins, op_schemas=model.op_schemas), path, producer=producer, registry=sm.registry,
+          more_metadata=prepared_record)
     return []
 
 
@@ -509,9 +541,13 @@ def _recorded_layouts(rec: dict) -> dict:
         return {}
 
 
+def _has_prepared_record(model) -> bool:
+    return isinstance((getattr(model, "metadata", None) or {}).get("srcore.prepared"), str)
+
+
 def _prepared_record(model, input_types, options, registry, pm) -> dict | None:
     """The prepared record of ``model`` if it was saved for this very load (``srcore.runtime.prepared``)."""
-    if not options.optimize or not isinstance((getattr(model, "metadata", None) or {}).get("srcore.prepared"), str):
+    if not options.optimize or not _has_prepared_record(model):
         return None
     from .prepared import fingerprints, match
 

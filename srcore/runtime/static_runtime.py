@@ -125,6 +125,8 @@ class StaticRuntime:
             raise
         except Exception as exc:
             raise self._kernel_error(exc) from exc
+        if self.module._cache_entry is not None:   # a first call has returned: the prepared-model cache's turn
+            self.module._keep_prepared()
         return out[0] if self._single else out
 
     def clone(self) -> "StaticRuntime":
@@ -213,8 +215,9 @@ class StaticRuntime:
                 if gb.buffers:
                     fn.__kwdefaults__ = {f"_b{s}": self._buffers[b].get(s) for b, s in gb.buffers}
         self._out_layouts = [info.outputs.get(s) for s in self._output_slots]
-        # a pending slot growth (standard resizing) takes effect on the next run
-        self._key = None if pending else key
+        # a pending slot growth (standard resizing) takes effect on the next run; a prepared-cache entry still to
+        # write keeps calls on the slow path, which hands it to its writer after the first call
+        self._key = None if pending or m._cache_entry is not None else key
         defaults = {}
         for i, (v, is_tensor) in enumerate(zip(values, self._tensor_inputs)):
             if self._key is None:
