@@ -288,7 +288,10 @@ def test_nll_loss_of_an_all_ignored_batch_matches_onnxruntime(reduction):
 def test_scripted_tensor_of_a_mixed_int_float_list_matches_torch():
     """``torch.tensor([-1.0, 0, 1])`` and ``torch.tensor([n, 0.5])`` (n an int read from a shape) in a
     scripted module: TorchScript types the lists ``List[Union[float, int]]``, which srcore refused
-    ('type Union[float, int] (UnionType) has no srcore equivalent'). A float32 tensor in torch."""
+    ('type Union[float, int] (UnionType) has no srcore equivalent'). A float32 tensor in torch. Saved
+    and loaded (.srm): the folded constant list's IR text parses back, its ints still ints."""
+    from _harness import round_trip
+
     class Mixed(torch.nn.Module):
         def forward(self, x):
             k = torch.tensor([-1.0, 0, 1, 2])
@@ -300,7 +303,11 @@ def test_scripted_tensor_of_a_mixed_int_float_list_matches_torch():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ts = torch.jit.script(m)
-    sm = srcore.StaticModule(srcore.from_torchscript(ts, (x,)), backends=("cpu",))
+    model = round_trip(srcore.from_torchscript(ts, (x,)))
+    consts = [n.attrs["value"] for n in model.graph.all_nodes()
+              if n.kind == "prim::Constant" and str(n.outputs[0].type) == "Union(float, int)[]"]
+    assert [-1.0, 0, 1, 2] in consts and [type(v) for v in consts[consts.index([-1.0, 0, 1, 2])]] == [float, int, int, int]
+    sm = srcore.StaticModule(model, backends=("cpu",))
     for xs in ((x,), (x * 3,)):
         want = torch_outputs(m, xs)
         assert want[0].dtype == np.float32
