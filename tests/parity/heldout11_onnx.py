@@ -6,7 +6,8 @@ graphs (SoftmaxCrossEntropyLoss with weights, ignore_index and its log-prob outp
 NegativeLogLikelihoodLoss on [N, C, d] inputs, every reduction); Det of a batch; AveragePool-19
 with dilations and ceil_mode; Resize-19's ``half_pixel_symmetric``; GridSample-20 on 5-D volumes;
 Pad-19 ``wrap`` with axes; Split-18 ``num_outputs`` that does not divide; Dropout with
-``training_mode`` given as false. onnxruntime is the reference. ``REFUSED``: MelWeightMatrix,
+``training_mode`` given as false; opset 21's shape ops (Shape start / end, Reshape ``allowzero`` on an
+empty tensor, ConstantOfShape, Flatten on a negative axis, Size, Squeeze / Unsqueeze axes inputs). onnxruntime is the reference. ``REFUSED``: MelWeightMatrix,
 DeformConv-19 and a window of a size known at run time only, which srcore refuses naming the node.
 
 ``CASES``: name -> (ModelProto, feeds, other feeds or None). Built at import (small).
@@ -154,3 +155,21 @@ REFUSED = {
                                    [vi("w", F, None)], opset=17),
                              r"HannWindow node 'win': input 0 \(size\) must be a constant"),
 }
+
+# --- opset 21: shape ops with their newest attributes -------------------------------------------------
+# Shape with negative start / end, Reshape allowzero=1 (a 0 in the shape is a real 0-length dim, fed an
+# empty batch) and allowzero=0 (0 copies the input's dim), ConstantOfShape of an int64 value, Flatten on
+# a negative axis, Size, Squeeze with axes as an input
+CASES["shape_ops21"] = (model([
+    h.make_node("Shape", ["x"], ["s"], start=-2, end=-1),
+    h.make_node("ConstantOfShape", ["s"], ["k"], value=h.make_tensor("v", I64, [1], [7])),
+    h.make_node("Reshape", ["x", "shp0"], ["r0"], allowzero=0),
+    h.make_node("Flatten", ["x"], ["f"], axis=-2),
+    h.make_node("Size", ["x"], ["n"]),
+    h.make_node("Unsqueeze", ["x", "ax"], ["u"]),
+    h.make_node("Squeeze", ["u", "ax"], ["sq"]),
+    h.make_node("Reshape", ["e", "shpz"], ["rz"], allowzero=1),
+], [vi("x", F, ["b", 3, 4]), vi("e", F, [0, 6])], [vi(o, t, None) for o, t in (("k", I64), ("r0", F), ("f", F), ("n", I64),
+                                                                             ("sq", F), ("rz", F))],
+    [c("shp0", _i(0, -1)), c("ax", _i(-1)), c("shpz", _i(0, 2, 3))], opset=21),
+    {"x": _r(2, 3, 4), "e": np.zeros((0, 6), np.float32)}, {"x": _r(5, 3, 4), "e": np.zeros((0, 6), np.float32)})
