@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import ConversionError
 from ..ir.graph import SourceLocation
-from ..ir.types import (ANY, BOOL, DEVICE, FLOAT, INT, NONE, NUMBER, STR, DictType, ListType,
+from ..ir.types import (ANY, BOOL, DEVICE, FLOAT, INT, NONE, NUMBER, STR, DictType, ListType, UnionType,
                         OptionalType, TensorType, TupleType, Type, TORCH_TO_DTYPE)
 from ..model import InputSpec
 
@@ -122,6 +122,8 @@ def ir_type(t) -> Type:
         from ..ir.types import FutureType
 
         return FutureType(ir_type(t.getElementType()))
+    if kind == "UnionType":   # e.g. ``torch.tensor([-1.0, 0, 1])`` in a script: a List[Union[float, int]]
+        return UnionType(tuple(ir_type(e) for e in t.containedTypes()))
     raise ValueError(f"type {t} ({kind}) has no srcore equivalent")
 
 

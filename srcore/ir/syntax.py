@@ -294,4 +294,15 @@ def coerce_constant(value: Any, t: Type) -> Any:
         raise TypeError(f"{value!r} is not a {len(t.elems)}-tuple")
     if isinstance(t, (AnyType, NumberType)):
         return value
+    if isinstance(t, UnionType):
+        # the element type the value already is first: the 0 of a Union(float, int)[] stays an int
+        fits = []
+        for e in t.elems:
+            try:
+                fits.append(coerce_constant(value, e))
+            except TypeError:
+                continue
+        if not fits:
+            raise TypeError(f"{value!r} is none of {t}")
+        return next((v for v in fits if type(v) is type(value)), fits[0])
     raise TypeError(f"constants of type {t} are not supported")

@@ -6,13 +6,13 @@ not listed in its entry is reported as unsupported rather than guessed at.
 """
 from __future__ import annotations
 
-from . import (control, detection, elementwise, index, msft, msft_bert, nn, qlinear, quant, recurrent, reduce,
-               resize, sequence, shape, misc, transformer)
+from . import (control, detection, elementwise, index, loss, msft, msft_bert, nn, qlinear, quant, recurrent,
+               reduce, resize, sequence, shape, misc, transformer)
 from ._util import OpConverter
 
 TABLE: dict[str, OpConverter] = {}
 for _module in (elementwise, shape, nn, reduce, index, control, quant, qlinear, resize, recurrent, sequence,
-                misc, transformer, detection):
+                misc, transformer, detection, loss):
     _dup = set(TABLE) & set(_module.CONVERTERS)
     if _dup:  # pragma: no cover - a programming error caught by the tests
         raise RuntimeError(f"ONNX ops converted twice: {sorted(_dup)}")

@@ -235,4 +235,5 @@ def _time_loop(cx: NodeContext, hidden: int, direction: str, batch_first: bool, 
     return (y, *lasts)
 
 
-CONVERTERS = table(LSTM=(recurrent, 14, 22), GRU=(recurrent, 14, 22), RNN=(recurrent, 14, 22))
+# version 7 (opsets 7-13) is version 14 without the layout attribute (14 added it, default 0, and bfloat16)
+CONVERTERS = table(LSTM=(recurrent, 7, 14, 22), GRU=(recurrent, 7, 14, 22), RNN=(recurrent, 7, 14, 22))
