@@ -40,7 +40,7 @@ from .kernels.contexts import CONTEXTS
 from .kernels.resident import release_compiler_code
 from .store import PlanStore, release_pages
 from .tactics.layout_choice import choose_layout
-from .tactics.segment import compile_small
+from .tactics.segment import compile_small, compile_untimed
 
 log = logging.getLogger("srcore.trt_like")
 
@@ -311,11 +311,14 @@ def make_plan(segment, shapes, options: dict[str, Any], name: str) -> Plan:
         fuse_channel_shuffle(net)
         fuse_attention(net)
         fuse_cat_permute(net)
-    steps, runs = choose_layout(net, options, name)
-    # beside NCHW16c runs (convnets, whose other layers are mostly a head of 2-3) only the longer
-    # runs: a detection head's decoding saves ~1 us a layer, a cold compile costs 1-4 s (the
-    # compilable layers never read a blocked tensor)
-    steps = compile_small(net, steps, options, name, CONTEXTS, min_run=LONG_RUN if runs else 2)
+    (steps, tried), runs = compile_untimed(net, options, name), []
+    if steps is None:
+        steps, runs = choose_layout(net, options, name)
+        # beside NCHW16c runs (convnets, whose other layers are mostly a head of 2-3) only the longer
+        # runs: a detection head's decoding saves ~1 us a layer, a cold compile costs 1-4 s (the
+        # compilable layers never read a blocked tensor)
+        steps = compile_small(net, steps, options, name, CONTEXTS, min_run=LONG_RUN if runs else 2,
+                              whole=not tried)
     plan = Plan(net, steps, CONTEXTS)
     plan.layout_runs = runs
     return plan

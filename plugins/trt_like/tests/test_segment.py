@@ -331,6 +331,69 @@ def test_a_segment_takes_its_constants_packed():
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-5)
 
 
+def _mlp_engine(module, x, monkeypatch):
+    """(StaticModule, its engine's one plan, how many times the layers' tactics were chosen) of
+    ``module`` built with timing off (no engine cache: the build runs)."""
+    from srcore_trt_like import engine as engine_module
+
+    built = []
+    choose_layout = engine_module.choose_layout
+
+    def counted(*args, **kwargs):
+        built.append(1)
+        return choose_layout(*args, **kwargs)
+    monkeypatch.setattr(engine_module, "choose_layout", counted)
+    sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(module), (x,)),
+                             options=srcore.Options(backends=TRT, engine_options={"timing": False,
+                                                                                  "engine_cache": False}))
+    (engine,) = [pn.fn.fn.engine for b in sm.blocks for pn in b.nodes if hasattr(getattr(pn.fn, "fn", None), "engine")]
+    return sm, next(iter(engine.plans.values())), len(built)
+
+
+def _check_mlp(sm, module, x):
+    with torch.no_grad():
+        want = module(x)
+    for g, w in zip(sm(x.numpy()), want):
+        np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_untimed_whole_network_builds_no_layer_tactic(monkeypatch):
+    """With timing off a network that compiles whole is the segment whatever its layers' tactics: it
+    is compiled before any of them is built (their kernels, a numba compile each, were thrown away)."""
+    module = SmallMLP(6, 9).eval()
+    x = torch.randn(4, 6)
+    sm, plan, built = _mlp_engine(module, x, monkeypatch)
+    assert built == 0
+    (step,) = plan.steps
+    assert step.layer.kind == "segment" and step.tactic == "numba"
+    (flat, _), = step.layer.attrs["packed"]
+    assert set(plan.net.constants) == {flat}
+    _check_mlp(sm, module, x)
+
+
+def test_untimed_segment_that_does_not_compile_leaves_the_layers(monkeypatch):
+    """A segment numba refuses: the layers get their tactics as with timing on (numba is not asked
+    for the segment a second time) and the constants the segment packed are dropped again."""
+    import numba
+
+    from srcore_trt_like.tactics import segment
+
+    asked = []
+
+    def refused(layer, net):
+        asked.append(segment.generate_source(layer, net))
+        raise numba.core.errors.TypingError("refused by the test")
+    monkeypatch.setattr(segment, "compiled", refused)
+    module = SmallMLP(6, 10).eval()
+    x = torch.randn(4, 6)
+    sm, plan, built = _mlp_engine(module, x, monkeypatch)
+    assert built == 1 and len(asked) == 1
+    assert all(step.layer.kind != "segment" for step in plan.steps)
+    read = {t for step in plan.steps for t in step.layer.inputs}
+    assert set(plan.net.constants) <= read | set(plan.net.outputs), "a constant of the refused segment was kept"
+    _check_mlp(sm, module, x)
+
+
 def test_nbeats_is_one_compiled_segment():
     """The sixth held-out zoo's N-BEATS (eleven linears on 3 rows, residual backcasts, a trend basis):
     one segment (it was 22 layers at ~0.7 us a call), against torch."""

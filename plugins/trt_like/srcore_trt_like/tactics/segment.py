@@ -1079,13 +1079,14 @@ def _segment(net: Network, layers, inputs: list[int], outputs: list[int]) -> Lay
 
 
 def compile_small(net: Network, steps: list[Step], options: dict, name: str = "engine",
-                  contexts=None, min_run: int = 2) -> list[Step]:
+                  contexts=None, min_run: int = 2, whole: bool = True) -> list[Step]:
     """``steps`` as they are, or one ``segment`` step when the network compiles whole and that
     plan timed faster than the layer-by-layer one (engine option ``timing=False``: whenever it
     compiles). The network's layers become the one layer when it wins. A network that does not
     compile whole (a conv in it) gets its runs compiled instead (:func:`compile_runs`). Constants
-    that only the layers now in segments read are dropped (:func:`_drop_superseded`)."""
-    if not options.get("fusion", True) or _excluded(options):
+    that only the layers now in segments read are dropped (:func:`_drop_superseded`). ``whole=False``:
+    the network's segment is known not to compile (:func:`compile_untimed` tried): steps as they are."""
+    if not whole or not options.get("fusion", True) or _excluded(options):
         return steps
     before = _constants_read(net, steps)
     steps = _compile_small(net, steps, options, name, contexts, min_run)
@@ -1103,6 +1104,27 @@ def _whole(layers) -> bool:
     """Whether a network of ``layers`` that compiles may be one segment: :func:`_anchored`, or a
     network of products and pointwise layers of :data:`WHOLE_MIN_LAYERS` or more (timing decides)."""
     return _anchored(layers) or sum(layer.kind != "reshape" for layer in layers) >= WHOLE_MIN_LAYERS
+
+
+def compile_untimed(net: Network, options: dict, name: str = "engine") -> tuple[list[Step] | None, bool]:
+    """With timing off (engine option ``timing=False``) a network that compiles whole is the one
+    ``segment`` step whatever its layers' tactics (:func:`compile_small`), so it is compiled before any
+    layer's tactic is built: their kernels (a numba compile each on a cold cache, 0.2-0.4 s for a fused
+    pointwise group) would only be thrown away. Returns ``(steps, tried)``: steps None when timing is
+    on, the network does not compile whole, or its segment does not compile (``tried``; its constants
+    are then dropped again): build the layers' steps and :func:`compile_small` them (``whole=not tried``)."""
+    if options.get("timing", True) or not options.get("fusion", True) or _excluded(options):
+        return None, False
+    if refusal(net) or not _whole(net.layers):
+        return None, False
+    before = set(net.constants), {t for layer in net.layers for t in layer.inputs if t in net.constants}
+    layer = segment_layer(net)
+    fn = _compile(layer, net, name)
+    steps = [Step(layer, "numba", fn)] if fn is not None else None
+    if steps is not None:
+        net.layers = [layer]
+    _drop_superseded(net, before, steps or [Step(other, "", None) for other in net.layers])
+    return steps, True
 
 
 def _compile_small(net: Network, steps: list[Step], options: dict, name: str, contexts, min_run: int):
