@@ -1,7 +1,8 @@
 """One benchmark cell in a fresh process: ``python -m benchmarks.cell MODEL RUNNER THREADS ARTIFACTS_DIR``.
 
 Loads the runner's artifact (timed: file -> ready callable), times the first call
-(``first_call_ms``: no call may pay for a build), checks every output against torch
+(``first_call_ms``, and ``first_call_cpu_ms`` beside the median CPU time of a few steady calls,
+``steady_cpu_ms``: no call may pay for a build), checks every output against torch
 eager, resets the peak RSS, measures latency with the protocol of ``srcore bench``
 and prints one JSON object on stdout. Models take any number of inputs of any
 dtype (``artifacts.py``). Thread counts are fixed
@@ -277,9 +278,10 @@ def run_cell(model: str, runner: str, threads: int, art: Path, quick: bool) -> d
     res["load_ms"] = (time.perf_counter() - t0) * 1e3
     peak_rss_reset()  # after load: the peak below is what inference adds
     base = peak_rss_kib()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     ys = flatten_outputs(call())
     res["first_call_ms"] = (time.perf_counter() - t0) * 1e3
+    res["first_call_cpu_ms"] = (time.process_time() - c0) * 1e3
     res["max_rel_err"] = max_rel_err(ys, refs)
     tol = CHECKED_RUNNERS.get(runner)
     if tol is not None and not res["max_rel_err"] <= tol:   # a wrong answer is not timed
@@ -289,6 +291,14 @@ def run_cell(model: str, runner: str, threads: int, art: Path, quick: bool) -> d
     call()
     dt = time.perf_counter() - t0
     res["second_call_ms"] = dt * 1e3
+    # the first call against steady calls in CPU time too (the process's, every thread's): on a
+    # loaded machine a wall-clock first call is one sample of the scheduler's delays
+    cpu = []
+    for _ in range(3 if dt > 0.1 else 9):
+        c0 = time.process_time()
+        call()
+        cpu.append(time.process_time() - c0)
+    res["steady_cpu_ms"] = sorted(cpu)[len(cpu) // 2] * 1e3
     if quick:
         rounds, runs = 2, 3
     elif dt > 0.1:  # slow peers (onnx.reference on convolutions): fewer calls

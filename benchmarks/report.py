@@ -42,10 +42,10 @@ def base_of(cells: list[dict]) -> float | None:
 
 def format_table(report: dict) -> str:
     """Per (model, threads): best-round median, median, p90, srcore÷peer, load, first call (and ÷ the
-    median), peak RSS, error vs eager."""
+    median; ``cpu``: in CPU time, ÷ steady calls' CPU median), peak RSS, error vs eager."""
     lines = []
     head = (f"{'runner':<28}{'best-round':>11}{'median':>11}{'p90':>11}{'srcore÷it':>10}"
-            f"{'load':>10}{'1st call':>11}{'1st÷med':>8}{'ΔRSS':>9}{'rel.err':>9}")
+            f"{'load':>10}{'1st call':>11}{'1st÷med':>8}{'cpu':>6}{'ΔRSS':>9}{'rel.err':>9}")
     for (model, threads), cells in groups(report).items():
         base = base_of(cells)
         lines += ["", f"== {model}, {threads} thread(s)  (srcore÷it < 1: srcore codegen/standard is faster)", head]
@@ -62,9 +62,15 @@ def format_table(report: dict) -> str:
             first_s = fmt_us(first * 1e3) if first is not None else "-"
             first_r = f"{first * 1e3 / c['median_us']:.1f}x" if first is not None else "-"
             lines.append(f"{name:<28}{fmt_us(b):>11}{fmt_us(c['median_us']):>11}{fmt_us(c['p90_us']):>11}"
-                         f"{ratio:>10}{c['load_ms']:>8.0f}ms{first_s:>11}{first_r:>8}"
+                         f"{ratio:>10}{c['load_ms']:>8.0f}ms{first_s:>11}{first_r:>8}{first_cpu_ratio(c):>6}"
                          f"{(str(rss) + 'K') if rss is not None else '-':>9}{c['max_rel_err']:>9.1e}")
     return "\n".join(lines)
+
+
+def first_cpu_ratio(c: dict) -> str:
+    """The first call's CPU time ÷ the steady calls' median CPU time ("-" where not measured)."""
+    first, steady = c.get("first_call_cpu_ms"), c.get("steady_cpu_ms")
+    return f"{first / steady:.1f}x" if first is not None and steady else "-"
 
 
 def markdown_tables(report: dict, threads: int = 1) -> str:
@@ -86,7 +92,8 @@ def markdown_tables(report: dict, threads: int = 1) -> str:
 
 
 def first_call_table(report: dict, threads: int = 1) -> str:
-    """Markdown: per model and runner, load time, first call and first call ÷ the steady median."""
+    """Markdown: per model and runner, load time, first call and first call ÷ the steady median (wall
+    clock; and in CPU time, ÷ the steady calls' CPU median)."""
     runners = [r for r in LABELS if any(c["runner"] == r and c["threads"] == threads and c["status"] == "ok"
                                         for c in report["cells"])]
     rows = ["| model | " + " | ".join(LABELS[r] for r in runners) + " |", "|---" * (len(runners) + 1) + "|"]
@@ -100,7 +107,7 @@ def first_call_table(report: dict, threads: int = 1) -> str:
             if c is None or c.get("first_call_ms") is None:
                 return "–"
             return (f"{c['load_ms']:.0f} ms / {fmt_us(c['first_call_ms'] * 1e3)} "
-                    f"({c['first_call_ms'] * 1e3 / c['median_us']:.1f}x)")
+                    f"({c['first_call_ms'] * 1e3 / c['median_us']:.1f}x; cpu {first_cpu_ratio(c)})")
         rows.append(f"| {model} | " + " | ".join(cell(r) for r in runners) + " |")
     return "\n".join(rows)
 

@@ -114,11 +114,25 @@ def test_smoke_run_end_to_end(tmp_path):
         assert 0 < c["best_round_median_us"] <= c["median_us"] * 1.5
         assert c["median_us"] <= c["p90_us"]
         assert c["load_ms"] > 0
+        # the first call in CPU time beside the steady calls' (deliverable 4 on a loaded machine)
+        assert c["first_call_cpu_ms"] >= 0 and c["steady_cpu_ms"] >= 0
     assert cells["ort"]["status"] in ("ok", "skipped")
     assert cells["srcore_codegen_standard"]["arena_bytes"] > 0
     assert "srcore codegen/standard" in p.stdout and "1.00x" in p.stdout
     # the children ran without the OpenBLAS overrides the environment may set
     assert all(d.get("internal_api") for d in cells["numpy_out"]["blas"])
+
+
+def test_the_table_gives_the_first_call_over_the_steady_one_in_wall_and_cpu_time():
+    from benchmarks.report import first_call_table, format_table
+
+    c = {"model": "mlp_tiny", "runner": "srcore_codegen_standard", "threads": 1, "status": "ok",
+         "best_round_median_us": 10.0, "median_us": 10.0, "p90_us": 12.0, "load_ms": 5.0, "first_call_ms": 0.03,
+         "first_call_cpu_ms": 0.025, "steady_cpu_ms": 0.01, "peak_rss_increase_kib": 4, "max_rel_err": 0.0}
+    old = {k: v for k, v in c.items() if k not in ("first_call_cpu_ms", "steady_cpu_ms")}   # an older report
+    row = [line for line in format_table({"cells": [c]}).splitlines() if line.startswith("srcore codegen")][0]
+    assert "3.0x" in row and "2.5x" in row, row
+    assert "cpu 2.5x" in first_call_table({"cells": [c]}) and "cpu -" in first_call_table({"cells": [old]})
 
 
 def test_plan_two_threads_only_for_compute_bound_models():

@@ -620,11 +620,17 @@ def _unpack(model) -> tuple[Any, tuple, tuple[str, ...]]:
     return model_graph, tuple(specs), tuple(s.name for s in specs)
 
 
+#: runs of the load's warm-up (``_warm_up``): the second binds what kernels bind at a second call
+WARM_UP_RUNS = 2
+
+
 def _warm_up(rt, declared: tuple[np.ndarray, ...], graph) -> bool:
-    """Run ``rt`` once on zero inputs of the declared signature, its arena's pages written first,
-    so that the first user call finds warm pages, caches and first-use paths (Options.warm_up).
-    Not for graphs whose run is observable (random, printing, raising, stateful ops) or may not end
-    on zeros (a while loop); any error is left to the first call. True if it ran."""
+    """Run ``rt`` twice on the same zero inputs of the declared signature, its arena's pages written
+    first, so that the first user calls find warm pages, caches and first-use paths (Options.warm_up).
+    Twice: what a kernel binds at its second call on the same arrays (trt_like's packed conv calls,
+    whose wrappers numba compiles or loads from its cache) is then made here, not in the user's
+    second call. Not for graphs whose run is observable (random, printing, raising, stateful ops) or
+    may not end on zeros (a while loop); any error is left to the first call. True if it ran."""
     import warnings
 
     from ..ir.effects import NONDETERMINISTIC_OPS, SIDE_EFFECT_OPS
@@ -637,7 +643,8 @@ def _warm_up(rt, declared: tuple[np.ndarray, ...], graph) -> bool:
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            rt(*zeros)
+            for _ in range(WARM_UP_RUNS):
+                rt(*zeros)
     except Exception as exc:   # noqa: BLE001 - zeros may be invalid input (an index); the first call reports it
         log.debug("warm-up run on zeros failed (left to the first call): %s", exc)
     return True
