@@ -68,6 +68,27 @@ def check_onnx_vs_ort(name: str, proto, feed_sets, backend: str, tol: float = 1e
     assert_no_fallback(sm, backend)
 
 
+def param(cell_id: str, *values, default: bool):
+    """One case: in the default run if ``default``, else under ``full``."""
+    return pytest.param(*values, id=cell_id, marks=[] if default else [pytest.mark.full])
+
+
+def grid_cells(grid: dict, backends=("cpu", "trt_like"), trt_like_default=()) -> list:
+    """The (model, path, backend) cells of a zoo whose models name their own paths (``grid``: name ->
+    (factory, paths, rtol)): by default each model on cpu through a path that rotates over its paths,
+    those named in ``trt_like_default`` on trt_like through the next one; the rest under ``full``."""
+    out = []
+    for i, (name, (_f, paths, _rtol)) in enumerate(grid.items()):
+        for j, path in enumerate(paths):
+            for backend in backends:
+                if backend == "cpu":
+                    default = j == i % len(paths)
+                else:
+                    default = name in trt_like_default and j == (i + 1) % len(paths)
+                out.append(param(f"{name}-{path}-{backend}", name, path, backend, default=default))
+    return out
+
+
 def cells(models, trt_like_default=(), openvino_default=(), cannot_export=None) -> list:
     """Every (model, path, backend) cell: by default each model on cpu through a path that rotates
     over the zoo (every path covered), those named on trt_like or openvino through the next paths;

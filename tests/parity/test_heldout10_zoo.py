@@ -30,7 +30,7 @@ import torch
 
 import srcore
 from _harness import flatten_np
-from _zoo import assert_no_fallback, check_cell, engine_options
+from _zoo import assert_no_fallback, check_cell, engine_options, grid_cells, param
 from heldout10_models import GRID
 
 ort = pytest.importorskip("onnxruntime")
@@ -39,10 +39,6 @@ ort = pytest.importorskip("onnxruntime")
 pytestmark = pytest.mark.one_pass
 
 BACKENDS = ("cpu", "trt_like")
-
-
-def _param(cell_id: str, *values, default: bool):
-    return pytest.param(*values, id=cell_id, marks=[] if default else [pytest.mark.full])
 
 
 # -- onnxruntime.quantization files vs onnxruntime --------------------------------------------------
@@ -61,7 +57,7 @@ def qdir():
 def _quant_cells():
     from heldout10_onnx import QUANTIZED
 
-    return [_param(f"{n}-{b}", n, b, default=(n in QUANT_DEFAULT and b == "cpu") or n in QUANT_TRT_LIKE_DEFAULT
+    return [param(f"{n}-{b}", n, b, default=(n in QUANT_DEFAULT and b == "cpu") or n in QUANT_TRT_LIKE_DEFAULT
                    and b == "trt_like") for n in QUANTIZED for b in BACKENDS]
 
 
@@ -124,7 +120,7 @@ def test_onnx_reduce_max_min_over_an_axis_empty_at_run_time_is_the_identity(dtyp
             np.testing.assert_array_equal(g, w, err_msg=f"{shape} output {i}")
 
 
-@pytest.mark.parametrize("backend", [_param(b, b, default=b == "cpu") for b in BACKENDS])
+@pytest.mark.parametrize("backend", [param(b, b, default=b == "cpu") for b in BACKENDS])
 def test_embedding_bag_onnx_export_with_an_empty_bag_matches_onnxruntime(backend):
     """torch.onnx writes EmbeddingBag as a Loop gathering each bag's rows and reducing them: an empty max
     bag reduces nothing (-inf in onnxruntime, as ONNX defines; torch eager gives 0). srcore failed in the
@@ -156,20 +152,7 @@ def test_embedding_bag_onnx_export_with_an_empty_bag_matches_onnxruntime(backend
 TRT_LIKE_DEFAULT = ("deberta", "hifigan", "dcn_v2")
 
 
-def _grid_cells():
-    out = []
-    for i, (name, (_f, paths, _rtol)) in enumerate(GRID.items()):
-        for j, path in enumerate(paths):
-            for backend in BACKENDS:
-                if backend == "cpu":
-                    default = j == i % len(paths)
-                else:
-                    default = name in TRT_LIKE_DEFAULT and j == (i + 1) % len(paths)
-                out.append(_param(f"{name}-{path}-{backend}", name, path, backend, default=default))
-    return out
-
-
-@pytest.mark.parametrize("name,path,backend", _grid_cells())
+@pytest.mark.parametrize("name,path,backend", grid_cells(GRID, BACKENDS, TRT_LIKE_DEFAULT))
 def test_grid_model_matches_torch(name, path, backend, monkeypatch, tmp_path_factory):
     factory, _paths, rtol = GRID[name]
     with warnings.catch_warnings():
@@ -180,7 +163,7 @@ def test_grid_model_matches_torch(name, path, backend, monkeypatch, tmp_path_fac
 # -- float16 ONNX files, external data, inputs named as the file names them ----------------------------
 
 
-@pytest.mark.parametrize("name,backend", [_param(f"{n}-{b}", n, b, default=b == "cpu" and n != "hifigan")
+@pytest.mark.parametrize("name,backend", [param(f"{n}-{b}", n, b, default=b == "cpu" and n != "hifigan")
                                           for n in ("dcn_v2", "whisper_encoder", "hifigan") for b in BACKENDS])
 def test_float16_onnx_file_with_external_data_matches_onnxruntime(name, backend, tmp_path):
     """The model in float16, written by torch.onnx with its weights in an external data file, fed as
@@ -230,7 +213,7 @@ def test_inputs_bound_by_the_names_the_onnx_file_gives():
 # -- opset 23 ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name,backend", [_param(f"{n}-{b}", n, b, default=b == "cpu")
+@pytest.mark.parametrize("name,backend", [param(f"{n}-{b}", n, b, default=b == "cpu")
                                           for n in ("rmsnorm23", "rotary23", "attention23") for b in BACKENDS])
 def test_opset23_ops_match_onnxruntime(name, backend):
     from _zoo import check_onnx_vs_ort

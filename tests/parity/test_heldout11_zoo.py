@@ -33,7 +33,7 @@ import torch
 
 import srcore
 from _harness import assert_close, flatten_np, run, torch_outputs
-from _zoo import assert_no_fallback, check_cell, check_onnx_vs_ort, engine_options
+from _zoo import assert_no_fallback, check_cell, check_onnx_vs_ort, engine_options, grid_cells, param
 from heldout11_models import GRID
 
 ort = pytest.importorskip("onnxruntime")
@@ -44,30 +44,13 @@ pytestmark = pytest.mark.one_pass
 BACKENDS = ("cpu", "trt_like")
 
 
-def _param(cell_id: str, *values, default: bool):
-    return pytest.param(*values, id=cell_id, marks=[] if default else [pytest.mark.full])
-
-
 # -- torch models through every import path -----------------------------------------------------------
 
 #: torch models on trt_like in the default run (through their second path; engines built in ~2 s cold)
 TRT_LIKE_DEFAULT = ("aspp", "pixelcnn", "nms_free")
 
 
-def _grid_cells():
-    out = []
-    for i, (name, (_f, paths, _rtol)) in enumerate(GRID.items()):
-        for j, path in enumerate(paths):
-            for backend in BACKENDS:
-                if backend == "cpu":
-                    default = j == i % len(paths)
-                else:
-                    default = name in TRT_LIKE_DEFAULT and j == (i + 1) % len(paths)
-                out.append(_param(f"{name}-{path}-{backend}", name, path, backend, default=default))
-    return out
-
-
-@pytest.mark.parametrize("name,path,backend", _grid_cells())
+@pytest.mark.parametrize("name,path,backend", grid_cells(GRID, BACKENDS, TRT_LIKE_DEFAULT))
 def test_grid_model_matches_torch(name, path, backend, monkeypatch, tmp_path_factory):
     factory, _paths, rtol = GRID[name]
     with warnings.catch_warnings():
@@ -79,7 +62,7 @@ def test_grid_model_matches_torch(name, path, backend, monkeypatch, tmp_path_fac
 EXPORT_DEFAULT = ("transfo_xl", "schnet", "nms_free")
 
 
-@pytest.mark.parametrize("name", [_param(n, n, default=n in EXPORT_DEFAULT) for n in GRID])
+@pytest.mark.parametrize("name", [param(n, n, default=n in EXPORT_DEFAULT) for n in GRID])
 def test_exported_with_a_dynamic_batch_matches_torch(name):
     """torch.export with every input's dim 0 a ``Dim``: the batch of the example, twice it and 1."""
     from torch.export import Dim
@@ -106,7 +89,7 @@ NO_OPSET13 = ("deform_sample", "transfo_xl", "dit_block", "retention")
 
 
 def _onnx_opset_cells():
-    return [_param(f"{n}-{o}", n, o, default=(n, o) in ONNX_OPSET_DEFAULT) for n, (_f, paths, _r) in GRID.items()
+    return [param(f"{n}-{o}", n, o, default=(n, o) in ONNX_OPSET_DEFAULT) for n, (_f, paths, _r) in GRID.items()
             if "onnx" in paths and n not in ORT_LACKS for o in (13, 18, 20) if not (o == 13 and n in NO_OPSET13)]
 
 
@@ -143,7 +126,7 @@ def test_torch_onnx_at_opset_with_a_dynamic_batch_matches_onnxruntime(name, opse
     _check_vs_ort(path, names, (inputs, tuple(torch.cat([x, x.roll(1, 0)]) for x in inputs)))
 
 
-@pytest.mark.parametrize("backend", [_param(b, b, default=b == "cpu") for b in BACKENDS])
+@pytest.mark.parametrize("backend", [param(b, b, default=b == "cpu") for b in BACKENDS])
 def test_onnx_with_external_data_matches_onnxruntime(backend, tmp_path):
     """ECAPA-TDNN at opset 18, its weights in one external file."""
     import onnx
@@ -240,7 +223,7 @@ ONNX_TRT_LIKE_DEFAULT = ("softmax_ce13_mean", "avgpool19_dilations", "logspec_df
 def _onnx_cells():
     from heldout11_onnx import CASES
 
-    return [_param(f"{n}-{b}", n, b, default=b == "cpu" or n in ONNX_TRT_LIKE_DEFAULT) for n in CASES for b in BACKENDS]
+    return [param(f"{n}-{b}", n, b, default=b == "cpu" or n in ONNX_TRT_LIKE_DEFAULT) for n in CASES for b in BACKENDS]
 
 
 @pytest.mark.parametrize("name,backend", _onnx_cells())
@@ -355,7 +338,7 @@ QUANT_DEFAULT = {("fx_mbconv", "x86"): "script", ("eager_tcn", "x86"): "trace", 
 
 
 @pytest.mark.parametrize("workflow,engine,how", [
-    _param(f"{w}-{e}-{h}", w, e, h, default=QUANT_DEFAULT.get((w, e)) == h)
+    param(f"{w}-{e}-{h}", w, e, h, default=QUANT_DEFAULT.get((w, e)) == h)
     for w in ("fx_mbconv", "eager_tcn") for e in ("x86", "qnnpack") for h in ("script", "trace", "frozen")])
 def test_quantized_model_matches_torch(workflow, engine, how):
     """x86: bit for bit. qnnpack: srcore computes fbgemm's arithmetic (docs/quantization.md), QNNPACK

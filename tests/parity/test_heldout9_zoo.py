@@ -32,7 +32,7 @@ import pytest
 import torch
 
 from _harness import assert_close, flatten, flatten_np, run, to_numpy, torch_outputs
-from _zoo import assert_no_fallback, check_cell, check_fx_quantized, check_onnx_vs_ort, engine_options
+from _zoo import assert_no_fallback, check_cell, check_fx_quantized, check_onnx_vs_ort, engine_options, param
 from heldout9_models import CONV3D_QUANTIZED, GRID, INSTANCE_NORM_QUANTIZED, POOL3D_QUANTIZED, SCRIPTED, cond_while, fx_mixed
 
 import srcore
@@ -43,10 +43,6 @@ ort = pytest.importorskip("onnxruntime")
 pytestmark = pytest.mark.one_pass
 
 BACKENDS = ("cpu", "trt_like")
-
-
-def _param(cell_id: str, *values, default: bool):
-    return pytest.param(*values, id=cell_id, marks=[] if default else [pytest.mark.full])
 
 
 # -- hand-built ONNX vs onnxruntime ------------------------------------------------------------------
@@ -60,7 +56,7 @@ ONNX_TRT_LIKE_DEFAULT = ("loop_while_growing", "loop_sequence_append", "loop_if_
 def _onnx_cells():
     from heldout9_onnx import CASES
 
-    return [_param(f"{n}-{b}", n, b, default=b == "cpu" or n in ONNX_TRT_LIKE_DEFAULT) for n in CASES for b in BACKENDS]
+    return [param(f"{n}-{b}", n, b, default=b == "cpu" or n in ONNX_TRT_LIKE_DEFAULT) for n in CASES for b in BACKENDS]
 
 
 @pytest.mark.parametrize("name,backend", _onnx_cells())
@@ -205,7 +201,7 @@ def _scripted_cells():
                     default = backend == "cpu" and i == 0
                 else:
                     default = backend == "cpu" or (how == "frozen" and i % 2 == 0)
-                out.append(_param(f"{name}-{how}-{backend}", name, how, backend, default=default))
+                out.append(param(f"{name}-{how}-{backend}", name, how, backend, default=default))
     return out
 
 
@@ -254,7 +250,7 @@ def _grid_cells():
         for j, path in enumerate(paths):
             for backend in BACKENDS:
                 default = backend == "cpu" or j == i % len(paths)
-                out.append(_param(f"{name}-{path}-{backend}", name, path, backend, default=default))
+                out.append(param(f"{name}-{path}-{backend}", name, path, backend, default=default))
     return out
 
 
@@ -269,7 +265,7 @@ def test_grid_model_matches_torch(name, path, backend, monkeypatch, tmp_path_fac
 # -- torch.export: cond and while_loop --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("backend", [_param(b, b, default=b == "cpu") for b in BACKENDS])
+@pytest.mark.parametrize("backend", [param(b, b, default=b == "cpu") for b in BACKENDS])
 def test_exported_cond_and_while_loop_match_torch(backend):
     """Both branches of the ``torch.cond`` taken (input sets of either sign), at three batch sizes."""
     m, args, shapes, others = cond_while()
