@@ -78,14 +78,19 @@ def quantized(name: str, d: str) -> str:
         def get_next(self):
             return next(self.it, None)
 
+    # int8 weights: without VNNI, MLAS adds pairs of u8 x s8 products in saturating int16 (vpmaddubsw; int8
+    # activations are shifted to uint8 first), where srcore sums exactly; 7-bit weights (ORT's own advice for
+    # such CPUs) keep every pair in range, so the file's result is the same on every CPU
+    reduce_range = wt == "QInt8"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if fmt == "dynamic":
-            quantize_dynamic(src, out, per_channel=per_channel, weight_type=getattr(QuantType, wt))
+            quantize_dynamic(src, out, per_channel=per_channel, reduce_range=reduce_range,
+                             weight_type=getattr(QuantType, wt))
         else:
             quantize_static(src, out, Reader(), quant_format=getattr(QuantFormat, fmt), per_channel=per_channel,
-                            activation_type=getattr(QuantType, act), weight_type=getattr(QuantType, wt),
-                            extra_options=extra)
+                            reduce_range=reduce_range, activation_type=getattr(QuantType, act),
+                            weight_type=getattr(QuantType, wt), extra_options=extra)
     return out
 
 

@@ -44,8 +44,10 @@ CASES["groupnorm21_per_channel"] = (model([h.make_node("GroupNormalization", ["x
 
 # --- QDQ quantization --------------------------------------------------------------------------
 wconv = _r(6, 4, 3, 3)
-wscale = (np.abs(wconv).reshape(6, -1).max(1) / 127).astype(np.float32)
-wq = np.clip(np.round(wconv / wscale[:, None, None, None]), -127, 127).astype(np.int8)
+# 7-bit weights: without VNNI onnxruntime adds pairs of uint8 x int8 products in saturating int16, where
+# srcore sums exactly; within 7 bits no pair can saturate, so the result is the same on every CPU
+wscale = (np.abs(wconv).reshape(6, -1).max(1) / 63).astype(np.float32)
+wq = np.clip(np.round(wconv / wscale[:, None, None, None]), -63, 63).astype(np.int8)
 CASES["qdq_conv_per_channel13"] = (model([
     h.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
     h.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),

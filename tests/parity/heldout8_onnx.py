@@ -199,7 +199,9 @@ CASES["convtranspose_norms"] = (model([
     {"x": _r(2, 4, 5, 6)}, None)
 
 # --- QOperator: QLinearConv (per-channel int8 weights), QLinearMatMul, MatMulInteger --------------------
-wq = rng.integers(-100, 100, (4, 3, 3, 3)).astype(np.int8)
+# halved (the same draws): within 7 bits no pair of uint8 x int8 products saturates onnxruntime's int16 sums
+# on a CPU without VNNI (srcore sums exactly), so the result is the same on every CPU
+wq = (rng.integers(-100, 100, (4, 3, 3, 3)) // 2).astype(np.int8)
 CASES["qlinear_conv_matmul_integer"] = (model([
     h.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
     h.make_node("QLinearConv", ["xq", "xs", "xz", "wq", "ws", "wz", "ys", "yz", "bq"], ["yq"], pads=[1, 1, 1, 1],
