@@ -22,3 +22,16 @@ def fbgemm():
     torch.backends.quantized.engine = "fbgemm"
     yield
     torch.backends.quantized.engine = old
+
+
+@pytest.fixture
+def x86_engine():
+    """torch's quantized engine set to x86 for one test, the previous engine put back after it: a module that
+    ran before in the same worker may have left qnnpack set (whose roundings srcore does not reproduce), and a
+    model quantized with the x86 qconfig must be converted and run by the x86 engine."""
+    import torch
+
+    old = torch.backends.quantized.engine
+    torch.backends.quantized.engine = "x86"
+    yield
+    torch.backends.quantized.engine = old

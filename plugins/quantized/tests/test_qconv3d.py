@@ -161,11 +161,13 @@ def _fx(net):
     return convert_fx(prepared)
 
 
+@pytest.mark.usefixtures("x86_engine")
 @pytest.mark.parametrize("how", ["eager-frozen", "eager-scripted", "fx-frozen"])
 def test_models_import_and_match_torch(how):
     """Refused at import before (``Conv3dPackedParamsBase``, ``conv_transpose1d with packed parameters``)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        torch.manual_seed(0)   # the weights: not whatever RNG state the tests before left (CI saw one step off once)
         net = (_fx if how.startswith("fx") else _eager)(_Net().eval())
         m = torch.jit.script(net)
         if how.endswith("frozen"):
