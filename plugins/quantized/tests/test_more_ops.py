@@ -755,3 +755,33 @@ def test_quantized_std_matches_torch(shape, spread, zp, correction, seed):
     assert "quantized::std_channels_last" in {pn.node.kind for pn in sm.top.nodes}
     for got, w in zip(sm(x.numpy()), want):
         np.testing.assert_array_equal(got, w.numpy())
+
+
+@pytest.mark.parametrize("correction", [2, 3])
+def test_quantized_std_without_degrees_of_freedom_matches_torch(correction):
+    """A std with a correction at least the count divides by zero: torch's fast path stores NaN as the
+    dtype's minimum and its dequantized path (a conv's channels-last output) as the maximum; a constant
+    input makes every channel 0 / 0 (hypothesis found this corner only in some runs)."""
+    x = torch.full((1, 3, 1, 2), 0.5)
+    m = _Std(3, correction).eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sm = srcore.StaticModule(srcore.from_torchscript(torch.jit.script(m), (x,)))
+        want = m(x)
+    for got, w in zip(sm(x.numpy()), want):
+        np.testing.assert_array_equal(got, w.numpy())
+
+
+@pytest.mark.parametrize("qdtype", ["quint8", "qint8", "qint32"])
+def test_quantizers_store_nan_and_infinities_as_torch(qdtype):
+    """NaN and +-inf through both of torch's quantizers: ``quantize_per_tensor`` (fbgemm's ``Quantize``,
+    NaN to the maximum for 8-bit dtypes) and ``quantize_val`` (NaN to the minimum)."""
+    from srcore_quantized.kernels._common import quant_scalar, quant_tensor
+
+    x = np.array([np.nan, np.inf, -np.inf, 1.0, np.nan] * 7, np.float32)   # vector blocks and a tail
+    tq = getattr(torch, qdtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = torch.quantize_per_tensor(torch.from_numpy(x), 0.1, 3, tq).int_repr().numpy()
+    np.testing.assert_array_equal(quant_tensor(x, 0.1, 3, qdtype), want)
+    assert (quant_scalar(x[:1], 0.1, 3, qdtype) == np.iinfo(want.dtype).min).all()

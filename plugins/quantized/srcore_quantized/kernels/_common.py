@@ -143,27 +143,30 @@ def dequant_scalar(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
 
 
 def quant_vec(x: np.ndarray, scale: float, zero_point: int, qdtype: str, out: np.ndarray | None = None) -> np.ndarray:
-    """Vectorized path: ``nearbyint(x * (1 / scale)) + zp``, clamped."""
+    """Vectorized path: ``nearbyint(x * (1 / scale)) + zp``, clamped (NaN to the minimum, as
+    ``cvtps2dq``'s INT_MIN saturates)."""
     info = QDTYPES[qdtype]
     inv = F32(1.0) / F32(scale)
     r = np.rint(x.astype(F32, copy=False) * inv).astype(np.float64)
     r += zero_point
-    return _clamp_into(r, info, out)
+    return _clamp_into(r, info, out, nan_to_max=False)
 
 
 def quant_scalar(x: np.ndarray, scale: float, zero_point: int, qdtype: str, out: np.ndarray | None = None) -> np.ndarray:
     """Scalar path (``at::native::quantize_val``): ``nearbyint(zp + x * (1 / scale))`` in float32
-    (the sum rounded to float32 before a tie is rounded to even), clamped."""
+    (the sum rounded to float32 before a tie is rounded to even), clamped; NaN is stored as the dtype's
+    minimum (torch casts it to int64 first, which gives INT64_MIN on x86)."""
     info = QDTYPES[qdtype]
     inv = F32(1.0) / F32(scale)
     r = np.rint(F32(zero_point) + x.astype(F32, copy=False) * inv).astype(np.float64)
-    return _clamp_into(r, info, out)
+    return _clamp_into(r, info, out, nan_to_max=False)
 
 
 def quant_tensor(x: np.ndarray, scale: float, zero_point: int, qdtype: str, out: np.ndarray | None = None) -> np.ndarray:
     """``quantize_per_tensor`` (fbgemm's ``Quantize``): 8-bit dtypes as ``nearbyint(fma(x, 1 / scale, zp))``
     in float32 (one rounding of the exact ``x * inv + zp``; done in float64, where the product of two
-    float32 values is exact); qint32 as ``quantize_val`` (:func:`quant_scalar`)."""
+    float32 values is exact), NaN stored as the dtype's maximum (as fbgemm's vector and scalar loops both
+    store it); qint32 as ``quantize_val`` (:func:`quant_scalar`)."""
     if qdtype == "qint32":
         return quant_scalar(x, scale, zero_point, qdtype, out)
     info = QDTYPES[qdtype]
@@ -171,11 +174,15 @@ def quant_tensor(x: np.ndarray, scale: float, zero_point: int, qdtype: str, out:
     r = x.astype(np.float64) * inv
     r += zero_point
     r = np.rint(r.astype(F32)).astype(np.float64)
-    return _clamp_into(r, info, out)
+    return _clamp_into(r, info, out, nan_to_max=True)
 
 
-def _clamp_into(r: np.ndarray, info, out) -> np.ndarray:
-    np.clip(r, info.qmin, info.qmax, out=r)
+def _clamp_into(r: np.ndarray, info, out, nan_to_max: bool) -> np.ndarray:
+    # fmin/fmax take the number where the other operand is NaN: the first bound applied is where NaN lands
+    if nan_to_max:
+        np.fmax(np.fmin(r, info.qmax, out=r), info.qmin, out=r)
+    else:
+        np.fmin(np.fmax(r, info.qmin, out=r), info.qmax, out=r)
     if out is None:
         return r.astype(info.storage)
     out[...] = r
