@@ -125,3 +125,18 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def srcore_session_cache_dir(pytestconfig: pytest.Config) -> Path:
     """The session's srcore cache root (what ``$SRCORE_CACHE_DIR`` was set to at start-up)."""
     return pytestconfig.stash[_ROOT_KEY]
+
+
+@pytest.fixture(autouse=True)
+def _torch_quantized_engine_kept():
+    """torch's quantized engine is put back after every test: a test that sets it (qnnpack, onednn) and
+    fails or forgets to restore it would otherwise change how a later test in the same worker quantizes
+    its reference model (xdist hands a worker modules in orders no one-process run sees). torch is never
+    imported here; test modules that use it import it at collection, before any test runs."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    before = torch.backends.quantized.engine if torch is not None else None
+    yield
+    if before is not None:
+        torch.backends.quantized.engine = before
