@@ -199,3 +199,71 @@ def test_a_stem_with_its_max_pool_split_over_the_team_in_an_engine(split):
         assert all(np.array_equal(sm(x.numpy()), want) for _ in range(3))
     with torch.no_grad():
         np.testing.assert_allclose(want, m(x).numpy(), rtol=1e-4, atol=1e-4)
+
+
+def _h8_cases():
+    """Random layers for the 8-lane twins: a 1x1, a depthwise (both sides NCHW16c) or a dense conv, any
+    layouts the kernels take, a residual or an activation, 1-2 images."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def case(draw):
+        kind = draw(st.sampled_from(["pointwise", "depthwise", "dense"]))
+        n, C = draw(st.integers(1, 2)), draw(st.integers(1, 40))
+        H, W = draw(st.integers(1, 12)), draw(st.integers(1, 12))
+        act = draw(st.sampled_from(["none", "relu", "hardswish", "relu6"]))
+        relu, act = act == "relu", ("none" if act == "relu" else act)
+        residual = draw(st.booleans())
+        if kind == "pointwise":
+            spec = ConvSpec((n, C, H, W), draw(st.integers(1, 72)), 1, 1, 0, relu=relu, residual=residual,
+                            activation=act)
+            blocked = (draw(st.booleans()), draw(st.booleans()))
+        elif kind == "depthwise":
+            k, s = draw(st.sampled_from([3, 5])), draw(st.integers(1, 2))
+            spec = ConvSpec((n, C, H, W), C, k, s, k // 2, groups=C, relu=relu, residual=residual, activation=act)
+            blocked = (True, True)
+        else:
+            k, s = draw(st.sampled_from([1, 3])), draw(st.integers(1, 2))
+            spec = ConvSpec((n, C, H, W), draw(st.integers(1, 100)), k, s, k // 2, relu=relu,
+                            residual=residual and not (k == 1 and s == 1), activation=act)
+            blocked = (draw(st.booleans()), draw(st.booleans()))
+            if (k, s) == (1, 1):   # (a 1x1 stride-1 unpadded layer is the pointwise kind's)
+                spec = ConvSpec((n, C, H, W), spec.out_channels, 3, 1, 1, relu=relu, residual=residual, activation=act)
+        return spec, blocked, draw(st.booleans()), draw(st.integers(0, 2**16))
+    return case()
+
+
+def _given_h8():
+    from hypothesis import given, settings
+
+    return lambda f: settings(max_examples=30, deadline=None)(given(case=_h8_cases())(f))
+
+
+@_given_h8()
+def test_the_8_lane_twins_give_the_16_lane_one_thread_bits_and_torchs_result(case):
+    """Every ``_h8`` split twin the builder offers for a random layer, on a team of 2 (forced: the
+    governor's choice never changes the parts), gives the 16-lane one-thread tactic's bits, and
+    torch's conv."""
+    spec, blocked, rows, seed = case
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(parallel, "count", lambda: 2)
+        mp.setattr(parallel.Governor, "team", lambda self: 2)
+        builders = [(name, build) for name, build in nchwc_omp_builders(spec, *conv_case(spec, seed)[1:3], blocked)
+                    if "_h8_" in name and name.endswith("_rows_omp") == rows]
+        x, w, b, res = conv_case(spec, seed)
+        xin = to_blocked(x, LANES) if blocked[0] else x
+        rin = res if res is None or not blocked[1] else to_blocked(res, LANES)
+        ref = conv_reference(spec, x, w, b, res)
+        for name, build in builders:
+            # (the stem's twin runs the few-channel kernel: dense_nchw16c's bits, not conv_nchw16c's)
+            one_cls = (DepthwiseNchwcTactic if spec.groups > 1 else PointwiseNchwcTactic if name.startswith("pointwise_")
+                       else DenseNchwcTactic if name.startswith("dense_") else ConvNchwcTactic)
+            one = one_cls(spec, w, b, blocked)
+            want = np.empty(one.out_shape, np.float32)
+            one._run(xin, want, rin)
+            split = build()
+            out = np.full(one.out_shape, np.nan, np.float32)
+            split._run(xin, out, rin)
+            np.testing.assert_array_equal(out, want, err_msg=name)
+            got = from_blocked(want, spec.out_channels) if blocked[1] else want
+            np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4 * max(1.0, np.abs(ref).max()), err_msg=name)
