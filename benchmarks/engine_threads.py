@@ -42,6 +42,15 @@ def _cpu_ns() -> dict[int, int]:
     return out
 
 
+def _comm(tid: int) -> str:
+    """A thread's kernel-side name (``/proc/self/task/TID/comm``; a library may name its threads)."""
+    try:
+        with open(f"/proc/self/task/{tid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
+
+
 def engine_layers(sm, xs) -> list[tuple[str, float]]:
     """``(layer [tactic], ms alone)`` of every engine of ``sm``, each profiled on the inputs it really
     gets (not the model's: an engine may cover part of it, after an embedding say), by the per-op
@@ -52,7 +61,15 @@ def engine_layers(sm, xs) -> list[tuple[str, float]]:
     if layers:
         return layers
     slow = sorted(ops.nodes, key=lambda t: -t.mean_ms)[:30]
-    return [(f"{t.op} [{t.kind} {t.backend}] {t.source or ''}".rstrip(), t.mean_ms)
+
+    pns = {(b.index, pn.position): pn for b in sm.blocks for pn in b.nodes}
+
+    def tactic(t) -> str:
+        # (the cpu plugin's timed kernels say which way they run: "simd_rows", "simd@2" split on its part pool)
+        pn = pns.get((t.block, t.position))
+        got = getattr(getattr(getattr(pn, "fn", None), "fn", None), "tactic", None)
+        return f" {got}" if got else ""
+    return [(f"{t.op} [{t.kind} {t.backend}{tactic(t)}] {t.source or ''}".rstrip(), t.mean_ms)
             for t in sorted(slow, key=lambda t: (t.block, t.position))]
 
 
@@ -100,7 +117,7 @@ def cell(model: str, threads: int, calls: int, out: Path, backend: str = "trt_li
         for tid, ns in c1.items():
             ms = (ns - c0.get(tid, 0)) / calls / 1e6
             if ms >= 0.001:
-                label = "caller" if tid == me else names.get(tid, "native (OpenBLAS / OpenMP)")
+                label = "caller" if tid == me else names.get(tid, f"native ({_comm(tid)}: OpenBLAS / OpenMP)")
                 per_thread[f"{label} [{tid}]"] = round(ms, 3)
         counts = {k: team_threads.COUNTS[k] - counts0[k] for k in counts0}
         layers = engine_layers(sm, xs)
