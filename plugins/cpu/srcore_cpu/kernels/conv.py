@@ -269,6 +269,8 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
         return other_paths(input, out)
 
     on_caller = _par.blas_on_caller()
+    # (SRCORE_CPU_SPLIT_HOLD=0, read at load: the split paths unheld, as before 2026-11-29; an A/B switch)
+    hold_split = os.environ.get("SRCORE_CPU_SPLIT_HOLD", "1") != "0"
     gather = {}       # input shape -> parts of the column copies, where timing at load chose a split
     mkl = {}          # input shape -> MKL's im2col GEMM (mkl_gemm.matmul_rows), where timing at load chose it
 
@@ -281,7 +283,7 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
         channels), and unheld those ran numpy's threaded OpenBLAS, whose worker then spun beside the
         part pool's through every call (unet_small's 16 -> 2 head at 2 threads on the AMD EPYC: that
         worker 17-22 ms of CPU a call beside the caller's 25-30; docs/performance-log.md)."""
-        if on_caller:
+        if on_caller and (split == 1 or hold_split):
             return held_paths(input, out, split)
         return paths(input, out, split)
 
