@@ -61,7 +61,20 @@ ENGINE_RUNNERS = {
     # without the NCHW16c kernels on 8-lane vectors (..._nchw16c_h8: AVX2-sized register blocks): A/B of those
     "trt_like_no_h8": (("trt_like", "cpu"), {"exclude_tactics": ["pointwise_nchw16c_h8", "depthwise_nchw16c_h8",
                                                                  "dense_nchw16c_h8", "conv_nchw16c_h8",
-                                                                 "conv_nchwc_planes_h8"]}),
+                                                                 "conv_nchwc_planes_h8", "conv_nchw16c_h8_omp",
+                                                                 "conv_nchw16c_h8_rows_omp", "dense_nchw16c_h8_omp",
+                                                                 "conv_nchwc_planes_h8_omp",
+                                                                 "conv_nchwc_planes_h8_rows_omp"]}),
+    # without the 8-lane kernels' OpenMP split twins (..._h8_omp, ..._h8_rows_omp; 2026-11-29): the engines main
+    # built before them, in the same process: A/B of those twins
+    "trt_like_no_h8_split": (("trt_like", "cpu"), {"exclude_tactics": [
+        *(f"{t}{suffix}" for t in ("conv_nchw16c_h8_omp", "conv_nchw16c_h8_rows_omp", "dense_nchw16c_h8_omp")
+          for suffix in ("", "+max_pool")),
+        "pointwise_nchw16c_h8_omp", "depthwise_nchw16c_h8_omp", "pointwise_nchw16c_h8_rows_omp",
+        "depthwise_nchw16c_h8_rows_omp", "conv_nchwc_planes_h8_omp", "conv_nchwc_planes_h8_rows_omp"]}),
+    # the NCHW16c 1x1 / depthwise splits by blocks and by rows both offered (each off by default), the
+    # 8-lane twins with them: what the timing makes of every split of a mobile net
+    "trt_like_nchwc_all_splits": (("trt_like", "cpu"), {"nchwc_split": True, "nchwc_rows": True}),
     # without the NCHW16c layout between convs (builder/layout.py): A/B of the layout
     "trt_like_nchw": (("trt_like", "cpu"), {"nchwc": False}),
     # the layout forced on wherever it applies (the default times it per run of layers)
@@ -75,7 +88,8 @@ ENGINE_RUNNERS = {
 ONNX_RUNNERS = ("srcore_onnx",)
 RUNNERS = (*PEER_RUNNERS, *SRCORE_RUNNERS, *ENGINE_RUNNERS, *ONNX_RUNNERS)
 #: runners for an A/B in one process (``benchmarks.families_ab --runners``), left out of ``benchmarks.run``'s default
-AB_ONLY_RUNNERS = ("trt_like_nchw", "trt_like_nchwc", "trt_like_nchwc_rows", "trt_like_rows_forced", "trt_like_no_h8")
+AB_ONLY_RUNNERS = ("trt_like_nchw", "trt_like_nchwc", "trt_like_nchwc_rows", "trt_like_rows_forced", "trt_like_no_h8",
+                   "trt_like_no_h8_split", "trt_like_nchwc_all_splits")
 
 
 #: runners whose output must be within this of torch eager's (relative to its largest value) to be

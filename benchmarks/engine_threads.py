@@ -12,7 +12,8 @@ OpenBLAS's own workers, OpenMP's), so a thread that spins (a busy worker beside 
 a second core left idle shows; the team's governor counts (regions run on the team, alone, waits); and
 per layer its tactic and best time alone (``Engine.profile``, on the inputs the engine really gets:
 ``StaticModule.benchmark_individual_ops``). Linux only (``/proc``). The build's own tactic log (every
-candidate's time on each pool) is ``--log``: the ``srcore.trt_like`` logger at DEBUG.
+candidate's time on each pool) is ``--log``: the ``srcore.trt_like`` logger at DEBUG. ``--backend cpu``:
+the same for the cpu plugin alone (no engine; per node instead of per layer, the 30 slowest).
 """
 from __future__ import annotations
 
@@ -41,15 +42,38 @@ def _cpu_ns() -> dict[int, int]:
     return out
 
 
+def _comm(tid: int) -> str:
+    """A thread's kernel-side name (``/proc/self/task/TID/comm``; a library may name its threads)."""
+    try:
+        with open(f"/proc/self/task/{tid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
+
+
 def engine_layers(sm, xs) -> list[tuple[str, float]]:
     """``(layer [tactic], ms alone)`` of every engine of ``sm``, each profiled on the inputs it really
     gets (not the model's: an engine may cover part of it, after an embedding say), by the per-op
-    timing of ``srcore bench --per-op``."""
-    ops = sm.benchmark_individual_ops(xs, warmup=1, runs=2)
-    return [layer for node in ops.nodes for layer in node.layers]
+    timing of ``srcore bench --per-op``; for a module without engines, its 30 slowest nodes
+    (``op [kind backend]``, ms per run, in graph order)."""
+    ops = sm.benchmark_individual_ops(xs, warmup=1, runs=3)
+    layers = [layer for node in ops.nodes for layer in node.layers]
+    if layers:
+        return layers
+    slow = sorted(ops.nodes, key=lambda t: -t.mean_ms)[:30]
+
+    pns = {(b.index, pn.position): pn for b in sm.blocks for pn in b.nodes}
+
+    def tactic(t) -> str:
+        # (the cpu plugin's timed kernels say which way they run: "simd_rows", "simd@2" split on its part pool)
+        pn = pns.get((t.block, t.position))
+        got = getattr(getattr(getattr(pn, "fn", None), "fn", None), "tactic", None)
+        return f" {got}" if got else ""
+    return [(f"{t.op} [{t.kind} {t.backend}{tactic(t)}] {t.source or ''}".rstrip(), t.mean_ms)
+            for t in sorted(slow, key=lambda t: (t.block, t.position))]
 
 
-def cell(model: str, threads: int, calls: int, out: Path) -> dict:
+def cell(model: str, threads: int, calls: int, out: Path, backend: str = "trt_like") -> dict:
     """One (model, threads) cell in this process."""
     import numpy as np
     from threadpoolctl import threadpool_info, threadpool_limits
@@ -68,7 +92,8 @@ def cell(model: str, threads: int, calls: int, out: Path) -> dict:
             prepare(model, out)
         _, xs = load_inputs(art)
         t0 = time.perf_counter()
-        sm = srcore.StaticModule(srcore.load(str(art / "model.srm")), backends=("trt_like", "cpu"))
+        backends = ("cpu",) if backend == "cpu" else (backend, "cpu")
+        sm = srcore.StaticModule(srcore.load(str(art / "model.srm")), backends=backends)
         rt = sm.runtime()
         load_s = time.perf_counter() - t0
         for _ in range(3):
@@ -92,11 +117,11 @@ def cell(model: str, threads: int, calls: int, out: Path) -> dict:
         for tid, ns in c1.items():
             ms = (ns - c0.get(tid, 0)) / calls / 1e6
             if ms >= 0.001:
-                label = "caller" if tid == me else names.get(tid, "native (OpenBLAS / OpenMP)")
+                label = "caller" if tid == me else names.get(tid, f"native ({_comm(tid)}: OpenBLAS / OpenMP)")
                 per_thread[f"{label} [{tid}]"] = round(ms, 3)
         counts = {k: team_threads.COUNTS[k] - counts0[k] for k in counts0}
         layers = engine_layers(sm, xs)
-        return {"model": model, "threads": threads, "load_s": load_s,
+        return {"model": model, "threads": threads, "backend": backend, "load_s": load_s,
                 "median_ms": float(np.median(walls)) * 1e3, "best_ms": min(walls) * 1e3,
                 "cpu_ms_per_call": per_thread, "governors": counts, "layers": layers,
                 "env": {v: os.environ.get(v) for v in THREAD_VARS}, "blas": blas,
@@ -104,7 +129,7 @@ def cell(model: str, threads: int, calls: int, out: Path) -> dict:
 
 
 def show(r: dict) -> None:
-    print(f"\n{r['model']} at {r['threads']} thread(s): load {r['load_s']:.1f} s, call median "
+    print(f"\n{r['model']} ({r.get('backend', 'trt_like')}) at {r['threads']} thread(s): load {r['load_s']:.1f} s, call median "
           f"{r['median_ms']:.2f} ms (best {r['best_ms']:.2f}); team regions {r['governors']}")
     print("  " + " ".join(f"{v}={r['env'][v]}" for v in THREAD_VARS) + "; BLAS threads "
           + ", ".join(f"{api} {n}" for api, n in r["blas"]) + f"; the engine's MKL tactics "
@@ -120,6 +145,7 @@ def main(argv=None) -> None:
     p.add_argument("--models", default="resnet_small")
     p.add_argument("--threads", default="1,2")
     p.add_argument("--calls", type=int, default=30)
+    p.add_argument("--backend", default="trt_like", help="trt_like (default; the cpu plugin for the rest) or cpu alone")
     p.add_argument("--log", action="store_true", help="the build's tactic log (srcore.trt_like at DEBUG)")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     p.add_argument("--cell", help=argparse.SUPPRESS)          # MODEL:THREADS, in the child process
@@ -130,14 +156,14 @@ def main(argv=None) -> None:
         logging.basicConfig(level=logging.WARNING, format="%(message)s")
         logging.getLogger("srcore.trt_like").setLevel(logging.DEBUG if a.log else logging.INFO)
         model, threads = a.cell.rsplit(":", 1)
-        print("RESULT " + json.dumps(cell(model, int(threads), a.calls, Path(a.out))), flush=True)
+        print("RESULT " + json.dumps(cell(model, int(threads), a.calls, Path(a.out), a.backend)), flush=True)
         return
     from .run import child_env     # here: the child imports no torch it does not need
 
     for model in a.models.split(","):
         for threads in map(int, a.threads.split(",")):
             cmd = [sys.executable, "-m", "benchmarks.engine_threads", "--cell", f"{model}:{threads}",
-                   "--calls", str(a.calls), "--out", a.out] + (["--log"] if a.log else [])
+                   "--calls", str(a.calls), "--out", a.out, "--backend", a.backend] + (["--log"] if a.log else [])
             proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
                                   env=child_env(threads))     # MKL and OpenMP read their counts at load
             lines = proc.stdout.splitlines()

@@ -6,7 +6,9 @@ rounds alternating: ``python -m benchmarks.nchwc_conv_threads [--rounds 15] [--c
   (``run_bound``; the caller claims the parts a late worker has not started);
 * ``omp_blocks`` / ``omp_rows``: ``conv_nchw16c_omp`` / ``conv_nchw16c_rows_omp``, one region on numba's
   OpenMP team per image (by ranges of block-group tasks / of bands of rows), forced on the team as the
-  build's timing runs them (``threads.timing_on_team``: no governor hold after a wait).
+  build's timing runs them (``threads.timing_on_team``: no governor hold after a wait);
+* ``one_h8``, ``h8_blocks``, ``h8_rows``: the same on the 8-lane tiles (``conv_nchw16c_h8`` and its twins
+  ``conv_nchw16c_h8_omp`` / ``conv_nchw16c_h8_rows_omp``: AVX2-sized register blocks). ``--ways`` picks some.
 
 Printed per layer: each way's best-round and median-round median (µs, wall), its ratio to ``one`` (best
 rounds) and its process CPU per call; every way's output is checked to be ``one``'s bits. ``--priority``
@@ -31,6 +33,7 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--priority", action="store_true", help="run at nice -20 in an autogroup of its own")
+    ap.add_argument("--ways", default="one,pyteam,omp_blocks,omp_rows,one_h8,h8_blocks,h8_rows")
     args = ap.parse_args(argv)
     if args.priority:
         from .clean_calls import raise_priority
@@ -43,8 +46,9 @@ def main(argv=None) -> int:
 
     from srcore.conv.nchwc import to_blocked
     from srcore_trt_like.conv import ConvSpec
-    from srcore_trt_like.conv.nchwc import ConvNchwcTactic
-    from srcore_trt_like.conv.nchwc_split import ConvNchwcOmpTactic, ConvNchwcRowsTactic
+    from srcore_trt_like.conv.nchwc import ConvNchwcHalvesTactic, ConvNchwcTactic
+    from srcore_trt_like.conv.nchwc_split import (ConvNchwcHalvesOmpTactic, ConvNchwcHalvesRowsTactic, ConvNchwcOmpTactic,
+                                                  ConvNchwcRowsTactic)
     from srcore_trt_like.kernels import threads
 
     print(f"load {os.getloadavg()}", flush=True)
@@ -57,10 +61,15 @@ def main(argv=None) -> int:
             spec = ConvSpec(xs, O, 3, s, 1, relu=True)
             w = rng.standard_normal(spec.weight_shape).astype(np.float32) * 0.05
             b = rng.standard_normal(O).astype(np.float32)
-            ways = {"one": ConvNchwcTactic(spec, w, b, (True, True), threads=1),
-                    "pyteam": ConvNchwcTactic(spec, w, b, (True, True), threads=2),
-                    "omp_blocks": ConvNchwcOmpTactic(spec, w, b, (True, True), threads=2),
-                    "omp_rows": ConvNchwcRowsTactic(spec, w, b, (True, True), threads=2)}
+            make = {"one": lambda: ConvNchwcTactic(spec, w, b, (True, True), threads=1),
+                    "pyteam": lambda: ConvNchwcTactic(spec, w, b, (True, True), threads=2),
+                    "omp_blocks": lambda: ConvNchwcOmpTactic(spec, w, b, (True, True), threads=2),
+                    "omp_rows": lambda: ConvNchwcRowsTactic(spec, w, b, (True, True), threads=2),
+                    "one_h8": lambda: ConvNchwcHalvesTactic(spec, w, b, (True, True), threads=1),
+                    "h8_blocks": lambda: ConvNchwcHalvesOmpTactic(spec, w, b, (True, True), threads=2),
+                    "h8_rows": lambda: ConvNchwcHalvesRowsTactic(spec, w, b, (True, True), threads=2)}
+            names = ["one"] + [k for k in args.ways.split(",") if k != "one"]
+            ways = {k: make[k]() for k in names}
             x = to_blocked(rng.standard_normal(xs).astype(np.float32), 16)
             outs = {k: np.zeros(t.out_shape, np.float32) for k, t in ways.items()}
             med = {k: [] for k in ways}

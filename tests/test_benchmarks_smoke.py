@@ -299,6 +299,19 @@ def test_engine_threads_reports_layers_and_the_cpu_of_each_thread(tmp_path):
     assert r["governors"] == {"team": 0, "solo": 0, "waits": 0, "held": 0}   # one thread: no team regions
 
 
+@pytest.mark.one_pass
+def test_engine_threads_profiles_the_cpu_plugin_alone_by_node(tmp_path):
+    """``--backend cpu``: no engine, so the slowest nodes (op, kind, backend) with their times, and the
+    same CPU time per thread."""
+    pytest.importorskip("srcore_trt_like")
+    from benchmarks import engine_threads
+
+    r = engine_threads.cell("mlp_tiny", 1, 20, tmp_path, backend="cpu")
+    assert r["backend"] == "cpu" and r["layers"]
+    assert all("cpu" in label and ms >= 0 for label, ms in r["layers"])
+    assert any(name.startswith("caller") for name in r["cpu_ms_per_call"])
+
+
 @pytest.mark.full   # ~5 s: prepares mlp_tiny's artifacts and builds its engine
 def test_engine_gap_splits_a_call_into_glue_and_layers(tmp_path):
     """``benchmarks.engine_gap``: the engine's plan, one entry per kernel layer, the no-op-kernel

@@ -81,6 +81,18 @@ def dwh_tasks(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, r
 
 
 @numba.njit(**_JIT)
+def dwh_range(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, res, has_res, leaky, slope, lo, hi,
+              act, Ho, Wo, tag, xblk, oblk, xb, tb, n, k0, k1, h0, h1):
+    """:func:`dwh_tasks` on output rows ``h0 <= ho < h1`` only (a band of a split by rows: the same
+    arguments and bits as :func:`.depthwise_blocked.dwb_range`)."""
+    for k in range(k0, k1):
+        for h in range(0, 2 * HALF, HALF):
+            rh = res[h:] if has_res else res
+            dwb_range(x[h:], C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc[h:], bc[h:], out[h:], rh, has_res, leaky,
+                      slope, lo, hi, act, Ho, Wo, tag, xblk, oblk, xb[h:], tb[h:], n, k, k + 1, h0, h1)
+
+
+@numba.njit(**_JIT)
 def dwh_images(x, C, H, W, sh, sw, dh, dw, pt, pl, Hp, Wp, KH, KW, wc, bc, out, res, has_res, leaky, slope, lo, hi,
                act, Ho, Wo, tag, xblk, oblk, xb, tb, n0, n1, k0, k1):
     """:func:`dwh_tasks` for images ``n0 <= n < n1``."""

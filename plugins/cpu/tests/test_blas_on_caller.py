@@ -134,3 +134,32 @@ _MATMUL = np.matmul
 def _counting_matmul(seen, ctl, *a, **k):
     seen.append(_count(ctl))
     return _MATMUL(*a, **k)
+
+
+def test_a_split_conv_path_holds_the_products_it_leaves_on_the_caller(monkeypatch):
+    """A 1x1 conv of 2 output channels whose timed choice is the other paths split on the part pool
+    (``other@2``, forced here): its product cannot split (fewer than 2 x 2 output channels) and runs
+    whole on the caller, on one BLAS thread (unheld it ran numpy's threaded OpenBLAS, whose worker then
+    spun beside the part pool: unet_small's head at 2 threads); torch's result."""
+    ctl = _numpy_blas()
+    monkeypatch.delenv("SRCORE_CPU_THREADED_BLAS", raising=False)
+    monkeypatch.setattr(C, "_other_choice", lambda t, simd_best=None: "other@2" if "other@2" in t else None)
+    monkeypatch.setattr(C, "SIMD_MARGIN", 0.0)   # (the SIMD conv never preferred: the split other path runs)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 16, 24, 24), dtype=np.float32)
+    w = rng.standard_normal((2, 16, 1, 1), dtype=np.float32)
+    b = rng.standard_normal(2).astype(np.float32)
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        if P.intra_op_threads() < 2:
+            pytest.skip("one intra-op thread here")
+        conv = C.make_conv(2, w, b, 1, 0, 1, 1, input_shape=x.shape)
+        conv(x)                                   # (the deferred timing's second pass, then the choice)
+        assert getattr(conv, "tactic", None) == "other@2"
+        seen = []
+        monkeypatch.setattr(np, "matmul", functools.partial(_counting_matmul, seen, ctl))
+        y = conv(x)
+        monkeypatch.setattr(np, "matmul", _MATMUL)
+        assert _count(ctl) == 2
+    assert seen and all(c == 1 for c in seen), seen
+    ref = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b)).numpy()
+    np.testing.assert_allclose(y, ref, **TOL)

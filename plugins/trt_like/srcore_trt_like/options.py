@@ -63,6 +63,10 @@ CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "im2col_gemm_team", "packed_gemm", "w
                 "pointwise_nchw16c_rows_omp", "depthwise_nchw16c_rows_omp",
                 # the dense conv's splits over the OpenMP team (by block groups, by rows), always offered
                 "conv_nchw16c_omp", "conv_nchw16c_rows_omp", "dense_nchw16c_omp",
+                # ... the 8-lane kernels' twins of all of these (the 1x1 and depthwise ones behind the same options)
+                "pointwise_nchw16c_h8_omp", "depthwise_nchw16c_h8_omp", "pointwise_nchw16c_h8_rows_omp",
+                "depthwise_nchw16c_h8_rows_omp", "conv_nchw16c_h8_omp", "conv_nchw16c_h8_rows_omp",
+                "dense_nchw16c_h8_omp", "conv_nchwc_planes_h8_omp", "conv_nchwc_planes_h8_rows_omp",
                 # at more than one intra-op thread, large layers
                 "simd_direct_split", "depthwise_simd_split")
 OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl_split", "mkl", "numba", "numba_512", "numba_split", "numpy",

@@ -269,16 +269,22 @@ def make_conv(nd, weight, bias, stride, padding, dilation, groups, input_shape=N
         return other_paths(input, out)
 
     on_caller = _par.blas_on_caller()
+    # (SRCORE_CPU_SPLIT_HOLD=0, read at load: the split paths unheld, as before 2026-11-29; an A/B switch)
+    hold_split = os.environ.get("SRCORE_CPU_SPLIT_HOLD", "1") != "0"
     gather = {}       # input shape -> parts of the column copies, where timing at load chose a split
     mkl = {}          # input shape -> MKL's im2col GEMM (mkl_gemm.matmul_rows), where timing at load chose it
 
     def other_paths(input, out=None, split=1):
         """The paths above; ``split > 1``: Winograd's or im2col's work in that many parts on the part
-        pool (one BLAS thread each), the choice made at load (the SIMD conv's timing below). Unsplit
-        at more than one intra-op thread their BLAS runs on this thread alone
-        (``parallel.blas_on_caller``)."""
-        if split == 1 and on_caller:
-            return held_paths(input, out)
+        pool (one BLAS thread each), the choice made at load (the SIMD conv's timing below). At more
+        than one intra-op thread their BLAS outside the parts runs on this thread alone
+        (``parallel.blas_on_caller``), split or not: a split path leaves some products whole on the
+        caller (a 1x1 conv of fewer than ``2 * split`` output channels, a Winograd conv of few
+        channels), and unheld those ran numpy's threaded OpenBLAS, whose worker then spun beside the
+        part pool's through every call (unet_small's 16 -> 2 head at 2 threads on the AMD EPYC: that
+        worker 17-22 ms of CPU a call beside the caller's 25-30; docs/performance-log.md)."""
+        if on_caller and (split == 1 or hold_split):
+            return held_paths(input, out, split)
         return paths(input, out, split)
 
     def paths(input, out=None, split=1):

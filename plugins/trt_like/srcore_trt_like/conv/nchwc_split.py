@@ -20,37 +20,45 @@ import threading
 import numpy as np
 
 from ..kernels import threads as _threads
-from .nchwc import LANES, ConvNchwcTactic, DenseNchwcTactic, DepthwiseNchwcTactic, PointwiseNchwcTactic
+from .nchwc import (LANES, ConvNchwcHalvesTactic, ConvNchwcTactic, DenseNchwcHalvesTactic, DenseNchwcTactic,
+                    DepthwiseNchwcHalvesTactic, DepthwiseNchwcTactic, PointwiseNchwcHalvesTactic, PointwiseNchwcTactic)
 from .spec import ConvSpec
 
 
 class _Addressed:
-    """The address of a driver's kernel (``blocked_split.addresses``) for the last bound call a tactic
-    ran: found once per binding (an engine's calls bind the same arrays every time), not per call."""
-    __slots__ = ("_last",)
+    """The address of a driver's kernel (``blocked_split.addresses``; with ``halves``, its 8-lane
+    kernel, ``blocked_split.HALVES``) for the last bound call a tactic ran: found once per binding (an
+    engine's calls bind the same arrays every time), not per call."""
+    __slots__ = ("_last", "_halves")
 
-    def __init__(self):
+    def __init__(self, halves: bool = False):
         self._last = None
+        self._halves = halves
 
     def fn(self, driver, run, *tail) -> int:
         last = self._last   # (read and replaced whole: calls on several threads stay correct)
         if last is None or last[0] is not run or last[1] is not driver:
-            from ..kernels.blocked_split import addresses
+            from ..kernels.blocked_split import HALVES, addresses
 
-            last = self._last = (run, driver, addresses(driver, run.args, tail))
+            kernel = HALVES[driver] if self._halves else None
+            last = self._last = (run, driver, addresses(driver, run.args, tail, kernel))
         return last[2]
 
 
 class PointwiseNchwcOmpTactic(PointwiseNchwcTactic):
     """:class:`.PointwiseNchwcTactic` with each image's output blocks in ``threads`` parts."""
     name = "pointwise_nchw16c_omp"
+    halves = False
 
     def __init__(self, spec: ConvSpec, weight, bias, blocked: tuple[bool, bool], layout=None, threads: int = 2):
         super().__init__(spec, weight, bias, blocked, layout, threads=1)
         self.nt = threads
         self.governor = _threads.Governor(threads)
-        self._fn = _Addressed()
+        self._fn = _Addressed(self.halves)
         self.scr = np.zeros((threads, 2 * LANES * LANES), np.float32)
+
+    def serial_calls(self, x, out, residual):
+        return None   # (never the one-thread kernel's calls in its place)
 
     def _run(self, x, out, residual):
         from ..kernels.blocked_split import pointwise
@@ -64,13 +72,17 @@ class PointwiseNchwcOmpTactic(PointwiseNchwcTactic):
 class DepthwiseNchwcOmpTactic(DepthwiseNchwcTactic):
     """:class:`.DepthwiseNchwcTactic` with each image's channel blocks in ``threads`` parts."""
     name = "depthwise_nchw16c_omp"
+    halves = False
 
     def __init__(self, spec: ConvSpec, weight, bias, blocked: tuple[bool, bool], layout=None, threads: int = 2):
         super().__init__(spec, weight, bias, blocked, layout, threads=1)
         self.nt = threads
         self.governor = _threads.Governor(threads)
-        self._fn = _Addressed()
+        self._fn = _Addressed(self.halves)
         self._bufs: tuple = (None, None, None)
+
+    def serial_calls(self, x, out, residual):
+        return None   # (never the one-thread kernel's calls in its place)
 
     def _run(self, x, out, residual):
         from ..kernels.blocked_split import depthwise
@@ -126,12 +138,13 @@ class ConvNchwcOmpTactic(ConvNchwcTactic):
     """:class:`.ConvNchwcTactic` with each image's (block group, band) tasks in ``threads`` ranges, block
     group major: whole groups of output blocks per thread where there are enough of them."""
     name = "conv_nchw16c_omp"
+    halves = False
 
     def __init__(self, spec: ConvSpec, weight, bias, blocked: tuple[bool, bool], layout=None, threads: int = 2):
         super().__init__(spec, weight, bias, blocked, layout, threads=1)
         self.nt = threads
         self.governor = _threads.Governor(threads)
-        self._fn = _Addressed()
+        self._fn = _Addressed(self.halves)
         self._local = threading.local()
 
     def serial_calls(self, x, out, residual):
@@ -186,12 +199,13 @@ class DenseNchwcOmpTactic(DenseNchwcTactic):
     """:class:`.DenseNchwcTactic` (a stem: NCHW in on few channels, NCHW16c out) with each image's output
     blocks in ``threads`` ranges."""
     name = "dense_nchw16c_omp"
+    halves = False
 
     def __init__(self, spec: ConvSpec, weight, bias, blocked: tuple[bool, bool], layout=None, threads: int = 2):
         super().__init__(spec, weight, bias, blocked, layout, threads=1)
         self.nt = threads
         self.governor = _threads.Governor(threads)
-        self._fn = _Addressed()
+        self._fn = _Addressed(self.halves)
 
     def serial_calls(self, x, out, residual):
         return None   # (never the one-thread kernel's calls in its place)
@@ -203,6 +217,55 @@ class DenseNchwcOmpTactic(DenseNchwcTactic):
         fn = self._fn.fn(dense_few, run, 0, 0, 0)
         for n in range(run.images):
             self.governor.run(dense_few, fn, run.args, n, self.nt, run.tasks)
+
+
+# The 8-lane (``_h8``) tactics' twins: the same drivers, parts and buffers, each part running the 8-lane
+# kernel (``blocked_split.HALVES``), so the bits of the one-thread ``_h8`` tactic (which are the 16-lane
+# one's). Without them a build at 2+ threads on an AVX2 CPU chose between a one-thread 8-lane kernel and
+# a split 16-lane one whose register blocks spill.
+
+
+class PointwiseNchwcHalvesOmpTactic(PointwiseNchwcOmpTactic):
+    name = "pointwise_nchw16c_h8_omp"
+    halves = True
+    _kernel_class = staticmethod(PointwiseNchwcHalvesTactic._kernel_class)
+
+
+class PointwiseNchwcHalvesRowsTactic(PointwiseNchwcRowsTactic):
+    name = "pointwise_nchw16c_h8_rows_omp"
+    halves = True
+    _kernel_class = staticmethod(PointwiseNchwcHalvesTactic._kernel_class)
+
+
+class DepthwiseNchwcHalvesOmpTactic(DepthwiseNchwcOmpTactic):
+    """Both sides NCHW16c, as :class:`.DepthwiseNchwcHalvesTactic`."""
+    name = "depthwise_nchw16c_h8_omp"
+    halves = True
+    _kernel_class = staticmethod(DepthwiseNchwcHalvesTactic._kernel_class)
+
+
+class DepthwiseNchwcHalvesRowsTactic(DepthwiseNchwcRowsTactic):
+    name = "depthwise_nchw16c_h8_rows_omp"
+    halves = True
+    _kernel_class = staticmethod(DepthwiseNchwcHalvesTactic._kernel_class)
+
+
+class ConvNchwcHalvesOmpTactic(ConvNchwcOmpTactic):
+    name = "conv_nchw16c_h8_omp"
+    halves = True
+    _kernel_class = staticmethod(ConvNchwcHalvesTactic._kernel_class)
+
+
+class ConvNchwcHalvesRowsTactic(ConvNchwcRowsTactic):
+    name = "conv_nchw16c_h8_rows_omp"
+    halves = True
+    _kernel_class = staticmethod(ConvNchwcHalvesTactic._kernel_class)
+
+
+class DenseNchwcHalvesOmpTactic(DenseNchwcOmpTactic):
+    name = "dense_nchw16c_h8_omp"
+    halves = True
+    _kernel_class = staticmethod(DenseNchwcHalvesTactic._kernel_class)
 
 
 def nchwc_omp_builders(spec: ConvSpec, weight, bias, blocked: tuple[bool, bool]):
@@ -218,11 +281,17 @@ def nchwc_omp_builders(spec: ConvSpec, weight, bias, blocked: tuple[bool, bool])
     if spec.groups == 1 and (spec.kernel, spec.stride, spec.padding) != ((1, 1), (1, 1), (0, 0)):
         from srcore.plugin import simd_dense_nchwc
 
-        kinds = [(ConvNchwcOmpTactic, len(simd_dense_nchwc.block_groups(nob)) >= 2), (ConvNchwcRowsTactic, rows),
-                 (DenseNchwcOmpTactic, blocks and blocked == (False, True) and not spec.residual)]
+        groups = len(simd_dense_nchwc.block_groups(nob)) >= 2
+        stem = blocks and tuple(blocked) == (False, True) and not spec.residual
+        kinds = [(ConvNchwcOmpTactic, groups), (ConvNchwcRowsTactic, rows), (DenseNchwcOmpTactic, stem),
+                 (ConvNchwcHalvesOmpTactic, groups), (ConvNchwcHalvesRowsTactic, rows),
+                 (DenseNchwcHalvesOmpTactic, stem)]
     elif spec.groups == 1:
-        kinds = [(PointwiseNchwcOmpTactic, blocks), (PointwiseNchwcRowsTactic, rows)]
+        kinds = [(PointwiseNchwcOmpTactic, blocks), (PointwiseNchwcRowsTactic, rows),
+                 (PointwiseNchwcHalvesOmpTactic, blocks), (PointwiseNchwcHalvesRowsTactic, rows)]
     elif spec.groups > 1 and spec.groups == spec.x_shape[1] == spec.out_channels:
-        kinds = [(DepthwiseNchwcOmpTactic, blocks), (DepthwiseNchwcRowsTactic, rows and blocked[0])]
+        both = tuple(blocked) == (True, True)   # (the 8-lane depthwise kernel's layouts)
+        kinds = [(DepthwiseNchwcOmpTactic, blocks), (DepthwiseNchwcRowsTactic, rows and blocked[0]),
+                 (DepthwiseNchwcHalvesOmpTactic, blocks and both), (DepthwiseNchwcHalvesRowsTactic, rows and both)]
     return [(cls.name, lambda layout=None, cls=cls: cls(spec, weight, bias, blocked, layout, threads))
             for cls, ok in kinds if ok]

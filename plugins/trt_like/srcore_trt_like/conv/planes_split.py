@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..kernels import threads as _threads
 from .nchwc import LANES
+from .nchwc import ConvNchwcHalvesTactic
 from .nchwc_split import ConvNchwcOmpTactic, ConvNchwcRowsTactic
 from .spec import ConvSpec
 
@@ -28,6 +29,19 @@ class ConvNchwcPlanesRowsTactic(ConvNchwcRowsTactic):
         super().__init__(spec, weight, bias, UNBLOCKED, layout, threads)
 
 
+class ConvNchwcPlanesHalvesOmpTactic(ConvNchwcPlanesOmpTactic):
+    """``conv_nchwc_planes_h8``'s twin (the 8-lane tiles, its bits)."""
+    name = "conv_nchwc_planes_h8_omp"
+    halves = True
+    _kernel_class = staticmethod(ConvNchwcHalvesTactic._kernel_class)
+
+
+class ConvNchwcPlanesHalvesRowsTactic(ConvNchwcPlanesRowsTactic):
+    name = "conv_nchwc_planes_h8_rows_omp"
+    halves = True
+    _kernel_class = staticmethod(ConvNchwcHalvesTactic._kernel_class)
+
+
 def planes_omp_builders(spec: ConvSpec, weight, bias):
     """``(name, build)`` of the split twins of a layer's ``conv_nchwc_planes`` at more than one intra-op
     thread (by block groups where there are two or more, by rows where there are two or more)."""
@@ -37,5 +51,7 @@ def planes_omp_builders(spec: ConvSpec, weight, bias):
     from srcore.plugin import simd_dense_nchwc
 
     groups = len(simd_dense_nchwc.block_groups(-(-spec.out_channels // LANES)))
-    kinds = [(ConvNchwcPlanesOmpTactic, groups >= 2), (ConvNchwcPlanesRowsTactic, spec.out_shape[2] >= 2)]
+    rows = spec.out_shape[2] >= 2
+    kinds = [(ConvNchwcPlanesOmpTactic, groups >= 2), (ConvNchwcPlanesRowsTactic, rows),
+             (ConvNchwcPlanesHalvesOmpTactic, groups >= 2), (ConvNchwcPlanesHalvesRowsTactic, rows)]
     return [(cls.name, lambda layout=None, cls=cls: cls(spec, weight, bias, layout, threads)) for cls, ok in kinds if ok]

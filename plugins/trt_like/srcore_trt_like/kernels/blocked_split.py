@@ -26,6 +26,8 @@ from srcore.plugin import simd_dense_nchwc as _dn
 from srcore.plugin import packed_call as _pc
 from srcore.plugin import simd_depthwise_blocked as _dwb
 from srcore.plugin import simd_pointwise_blocked as _pwb
+from srcore.plugin import simd_halves as _dwh
+from srcore.plugin import simd_pointwise_halves as _pwh
 
 from .jit import PARALLEL_JIT
 from .parallel import _part
@@ -36,11 +38,12 @@ LANES = _dwb.LANES
 KERNELS = {}
 
 
-def addresses(driver, args, tail) -> int:
-    """``fn`` of ``driver`` for a bound call's ``args``: the address of its kernel compiled for
-    ``args`` then ``tail`` (values of the types the driver passes after them: its parts' buffer rows,
-    the image and range ints)."""
-    return _pc.address(KERNELS[driver], (*args, *tail))
+def addresses(driver, args, tail, kernel=None) -> int:
+    """``fn`` of ``driver`` for a bound call's ``args``: the address of its kernel (``kernel``, else
+    :data:`KERNELS`'s: the 8-lane twins pass their own, :data:`HALVES`) compiled for ``args`` then
+    ``tail`` (values of the types the driver passes after them: its parts' buffer rows, the image and
+    range ints)."""
+    return _pc.address(KERNELS[driver] if kernel is None else kernel, (*args, *tail))
 
 
 @njit(**PARALLEL_JIT)
@@ -134,3 +137,9 @@ def dense_few(fn, args, n, nt, nob):
 KERNELS.update({pointwise: _pwb.pwb_tasks, pointwise_rows: _pwb.pwb_range, depthwise: _dwb.dwb_tasks,
                 depthwise_rows: _dwb.dwb_range, dense: _dn.dense_nchwc_tasks, dense_rows: _dn.dense_nchwc_tasks,
                 dense_few: _db.dense_tasks})
+#: driver -> the 8-lane kernel of the same arguments (``srcore.plugin.simd_pointwise_halves`` /
+#: ``simd_halves``), for the ``..._h8`` tactics' split twins; the dense conv's 8-lane tiles are
+#: :func:`dense_nchwc_tasks` itself, chosen by its width tag (a distinct compiled signature)
+HALVES = {pointwise: _pwh.pwh_tasks, pointwise_rows: _pwh.pwh_range, depthwise: _dwh.dwh_tasks,
+          depthwise_rows: _dwh.dwh_range, dense: _dn.dense_nchwc_tasks, dense_rows: _dn.dense_nchwc_tasks,
+          dense_few: _dwh.dense_halves_tasks}

@@ -341,12 +341,13 @@ def excluded(name: str, options: dict[str, Any]) -> bool:
     if name.startswith("mkl") and not options.get("mkl", True):
         return True
     small = name.startswith(("pointwise_", "depthwise_"))   # (the dense conv's splits are always offered)
-    if small and name.endswith("_nchw16c_omp") and not options.get("nchwc_split", False):
+    if small and name.endswith(("_nchw16c_omp", "_nchw16c_h8_omp")) and not options.get("nchwc_split", False):
         return True
-    if small and name.endswith("_nchw16c_rows_omp") and not options.get("nchwc_rows", False):
+    if small and name.endswith(("_nchw16c_rows_omp", "_nchw16c_h8_rows_omp")) and not options.get("nchwc_rows", False):
         return True
     # (a fused layer's tactic is named after its conv's, "dense_nchw16c_omp+max_pool": nchwc=False rules it out too)
-    if name.split("+")[0].endswith(("_nchw16c", "_nchw16c_h8", "_nchw16c_omp", "_nchw16c_rows_omp")) \
+    if name.split("+")[0].endswith(("_nchw16c", "_nchw16c_h8", "_nchw16c_omp", "_nchw16c_rows_omp", "_nchw16c_h8_omp",
+                                    "_nchw16c_h8_rows_omp")) \
             and options.get("nchwc") is False:
         return True   # (on NCHW convs too, tactics/conv.py)
     return name in options.get("exclude_tactics", ())
