@@ -493,7 +493,7 @@ _CACHE_SCRIPT = textwrap.dedent("""
     from srcore_trt_like.pointwise import Input, Program, compile_program, op
     x = Input("x", (1, 128))
     kernel = compile_program(Program((x,), (op("gelu", op("mul", x, 0.5)),)))
-    stats = kernel.dispatcher.stats
+    stats = kernel.fn.stats
     print(json.dumps({"hits": sum(stats.cache_hits.values()), "misses": sum(stats.cache_misses.values()),
                       "path": str(kernel.path)}))
 """)

@@ -4,7 +4,6 @@ k_<hash of the source>.py``, imported, and compiled by numba with an explicit si
 of compiling it."""
 from __future__ import annotations
 
-import functools
 import hashlib
 import importlib.util
 import os
@@ -23,7 +22,7 @@ from srcore.plugin import cache_root
 from srcore.plugin import SrcoreInputError
 
 from ..kernels import fastmath
-from .codegen import _plan_loops, constant_values, generate_source
+from .codegen import _plan_loops, generate_source
 from .expr import PointwiseError, Program
 
 
@@ -64,33 +63,15 @@ def _write_source(source: str, digest: str) -> Path:
     raise AssertionError("unreachable")
 
 
-def _signature(program: Program, n_consts: int):
+def _signature(program: Program):
     # inputs typed read-only: the dispatcher then takes writeable and read-only arrays alike
     # (a model's parameters are read-only memory maps; a caller may pass read-only inputs)
     arrays = [types.Array(types.float32, len(inp.shape), "C", readonly=True) for inp in program.inputs]
     arrays += [types.Array(types.float32, len(program.shape), "C")] * len(program.outputs)
-    return types.void(*[types.float32] * n_consts, *arrays)
+    return types.void(*arrays)
 
 
-_bound: dict[tuple[str, bytes], Callable] = {}   # (source hash, constants' bits) -> the bound kernel
-
-
-def _load(program: Program, source: str, consts: tuple[float, ...]) -> tuple[Callable, Callable, Path]:
-    """``(fn, dispatcher, path)``: ``fn`` is the dispatcher with ``consts`` bound as its leading
-    arguments (the same object for the same source and constants, in this process)."""
-    fn, path = _load_dispatcher(program, source, len(consts))
-    if not consts:
-        return fn, fn, path
-    values = np.array(consts, np.float32)
-    key = (hashlib.sha256(source.encode()).hexdigest()[:32], values.tobytes())
-    with _lock:
-        bound = _bound.get(key)
-        if bound is None:
-            bound = _bound[key] = functools.partial(fn, *values)   # numpy float32 scalars: no conversion per call
-    return bound, fn, path
-
-
-def _load_dispatcher(program: Program, source: str, n_consts: int) -> tuple[Callable, Path]:
+def _load(program: Program, source: str) -> tuple[Callable, Path]:
     digest = hashlib.sha256(source.encode()).hexdigest()[:32]
     with _lock:
         path = _write_source(source, digest)
@@ -103,7 +84,7 @@ def _load_dispatcher(program: Program, source: str, n_consts: int) -> tuple[Call
         spec.loader.exec_module(module)
         sys.modules[name] = module
         try:
-            fn = numba.njit(_signature(program, n_consts), cache=True, **fastmath.jit_options())(module.kernel)
+            fn = numba.njit(_signature(program), cache=True, **fastmath.jit_options())(module.kernel)
         except numba.core.errors.NumbaError as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise PointwiseError(f"pointwise kernel {path} does not compile: {first}") from exc
@@ -115,19 +96,16 @@ def _load_dispatcher(program: Program, source: str, n_consts: int) -> tuple[Call
 class PointwiseKernel:
     """A compiled :class:`Program`.
 
-    ``fn(*inputs, *outputs) -> None`` is the numba ``dispatcher`` (compiled for exactly one
-    signature) with the program's constants bound as its leading float32 arguments (the source
-    leaves them out, so programs that differ only in constants compile once): float32
-    C-contiguous arrays of the program's input shapes, then one preallocated float32
-    C-contiguous array of the output shape per output. It checks dtypes, ranks and element
-    counts, not the shapes themselves; outputs must not overlap inputs except by being the very
-    same full-size array (in place). Calling the kernel object checks everything and allocates
-    missing outputs.
+    ``fn(*inputs, *outputs) -> None`` is the numba dispatcher (compiled for exactly one
+    signature): float32 C-contiguous arrays of the program's input shapes, then one
+    preallocated float32 C-contiguous array of the output shape per output. It checks dtypes,
+    ranks and element counts, not the shapes themselves; outputs must not overlap inputs except
+    by being the very same full-size array (in place). Calling the kernel object checks
+    everything and allocates missing outputs.
     """
 
     program: Program
     fn: Callable = attrs.field(repr=False)
-    dispatcher: Callable = attrs.field(repr=False)
     source: str = attrs.field(repr=False)
     path: Path
     loop_sizes: tuple[int, ...]
@@ -170,5 +148,5 @@ def compile_program(program: Program, *, streams: int | None = None, wide: bool 
     13.6 / 7.4 / 4.6 ms with 1 / 2 / 4 streams). ``wide``: vectorized with 512-bit registers
     (the same bits; a separate kernel)."""
     source = generate_source(program, streams, wide)
-    fn, dispatcher, path = _load(program, source, constant_values(program))
-    return PointwiseKernel(program, fn, dispatcher, source, path, _plan_loops(program).sizes)
+    fn, path = _load(program, source)
+    return PointwiseKernel(program, fn, source, path, _plan_loops(program).sizes)

@@ -20,7 +20,7 @@ from .expr import Const, Input, Node, Program
 from .ops import OPS
 
 #: bump when the generated code changes meaning (it is part of every kernel's source hash)
-CODEGEN_VERSION = 2
+CODEGEN_VERSION = 1
 
 
 # -- iteration space ------------------------------------------------------------------------------
@@ -91,21 +91,6 @@ class _Consts:
         return self.names[key]
 
 
-class _ConstArgs:
-    """The kernel's constants as its leading float32 arguments ``c0, c1, ...``, one per occurrence
-    (not merged by value), so programs that differ only in their constants share one source, hence
-    one compile; ``values`` are what a call passes. Parameters an op declares ``literal`` (``pow``'s
-    exponent: LLVM folds its special cases) stay module constants (``literals``)."""
-
-    def __init__(self):
-        self.values: list[float] = []
-        self.literals = _Consts()
-
-    def __call__(self, value: float) -> str:
-        self.values.append(value)
-        return f"c{len(self.values) - 1}"
-
-
 @functools.cache
 def _runtime_tag() -> str:
     """What a cached kernel's machine code depends on besides its own source: the code of the
@@ -123,7 +108,7 @@ class _Body:
     """The kernel's statements: every node computed at the outermost loop depth where all its
     operands are known (per-channel terms once per channel, constants before the loops)."""
 
-    def __init__(self, program: Program, loops: _Loops, consts: _ConstArgs):
+    def __init__(self, program: Program, loops: _Loops, consts: _Consts):
         self.program, self.loops, self.n = program, loops, len(loops.sizes)
         self.nodes = [node for node in program.nodes() if not isinstance(node, Const)]
         self.base: dict[Node, str] = {}
@@ -141,8 +126,7 @@ class _Body:
                 d = OPS[node.name]
                 self.base[node] = f"v{len(self.base)}"
                 self.depth[node] = max((self.depth[a] for a in node.args), default=0)
-                self.params[node] = {p: (consts.literals if p in d.literal else consts)(v)
-                                     for p, v in zip(d.param_names, node.params)}
+                self.params[node] = {p: consts(v) for p, v in zip(d.param_names, node.params)}
 
     def count(self, depth: int) -> int:
         return sum(1 for node in self.nodes if self.depth[node] == depth)
@@ -176,18 +160,16 @@ def _streams(extent: int, body_ops: int) -> int:
 
 
 def generate_source(program: Program, streams: int | None = None, wide: bool = False) -> str:
-    """The Python source of the module defining ``kernel(*constants, *inputs, *outputs)`` for
-    ``program`` (:func:`constant_values`: the constants, in order);
+    """The Python source of the module defining ``kernel(*inputs, *outputs)`` for ``program``;
     ``streams``: interleaved element streams of the innermost loop (None: up to 4, by size);
     ``wide``: vectorized with 512-bit registers (:func:`~..kernels.simd.prefer_512`; the same
     bits: every element's ops are the same, only more lanes run at once)."""
     loops = _plan_loops(program)
     n = len(loops.sizes)
-    consts = _ConstArgs()
+    consts = _Consts()
     body = _Body(program, loops, consts)
     n_out = len(program.outputs)
-    args = [f"c{k}" for k in range(len(consts.values))]
-    args += [f"in{k}" for k in range(len(program.inputs))] + [f"out{m}" for m in range(n_out)]
+    args = [f"in{k}" for k in range(len(program.inputs))] + [f"out{m}" for m in range(n_out)]
     # input names stay out of the source: programs that differ only in names share a kernel
     code = [f"# inputs of shapes {', '.join(str(i.shape) for i in program.inputs) or 'none'}; "
             f"{n_out} output(s) of shape {program.shape}",
@@ -223,12 +205,5 @@ def generate_source(program: Program, streams: int | None = None, wide: bool = F
               "from srcore_trt_like.kernels import fastmath as fm",
               "from srcore_trt_like.pointwise import ops",
               *(["from srcore_trt_like.kernels.simd import prefer_512"] if wide else []),
-              "", *consts.literals.lines, "", ""]
+              "", *consts.lines, "", ""]
     return "\n".join(header + code) + "\n"
-
-
-def constant_values(program: Program) -> tuple[float, ...]:
-    """The values of the leading constant arguments of ``program``'s kernel, in order."""
-    consts = _ConstArgs()
-    _Body(program, _plan_loops(program), consts)
-    return tuple(consts.values)

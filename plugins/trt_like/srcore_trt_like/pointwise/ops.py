@@ -122,15 +122,12 @@ F32_MAX = 3.4028234663852886e38
 @attrs.frozen
 class OpDef:
     """One pointwise op: ``arity`` float32 operands (tensors or scalars), float parameters
-    ``params`` (name, default; ``None``: required) and the numba expression computing it.
-    Parameters and constant operands are the kernel's arguments (one compile serves every value),
-    except the parameters named in ``literal``, compiled in as constants (a kernel per value)."""
+    ``params`` (name, default; ``None``: required) and the numba expression computing it."""
 
     name: str
     arity: int
     template: str
     params: tuple[tuple[str, float | None], ...] = ()
-    literal: tuple[str, ...] = ()
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -153,8 +150,7 @@ OPS: dict[str, OpDef] = {d.name: d for d in (
     OpDef("sqrt", 1, "np.sqrt({0})"),
     OpDef("rsqrt", 1, "ops.rsqrt({0})"),
     OpDef("reciprocal", 1, "ops.reciprocal({0})"),
-    # the exponent compiled in: LLVM folds pow_ir's selects to the one formula and vectorizes it
-    OpDef("pow", 1, "ops.pow_scalar({0}, {exponent})", (("exponent", None),), literal=("exponent",)),
+    OpDef("pow", 1, "ops.pow_scalar({0}, {exponent})", (("exponent", None),)),
     OpDef("exp", 1, "fm.exp({0})"),
     OpDef("expm1", 1, "fm.expm1({0})"),
     OpDef("log", 1, "fm.log({0})"),
