@@ -29,6 +29,7 @@ def pytest_configure(config) -> None:
 
     def compile(self, sig):
         name = f"{self.py_func.__module__.rsplit('.', 1)[-1]}.{self.py_func.__qualname__}"
+        known = len(self.overloads)
         start = time.thread_time()
         _stack.append(0.0)
         try:
@@ -39,8 +40,9 @@ def pytest_configure(config) -> None:
             if _stack:
                 _stack[-1] += spent
             _seconds[name] += spent - inner
-            _overloads[name] += 1
-            _signatures[f"{self.py_func.__module__}.{self.py_func.__qualname__}"].append((spent - inner, sig))
+            if len(self.overloads) > known:   # a new overload (compiled or loaded); numba returns at once on a
+                _overloads[name] += 1         # signature it has, which callers' explicit compile() calls often ask
+                _signatures[f"{self.py_func.__module__}.{self.py_func.__qualname__}"].append((spent - inner, sig))
 
     dispatcher.Dispatcher.compile = compile
 

@@ -75,6 +75,7 @@ def random_states(mode, m, batch, dtype, rng):
     return h0
 
 
+@pytest.mark.one_pass   # kernel calls only
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("batch_first", [False, True])
@@ -97,6 +98,7 @@ def test_input_matches_torch(mode, layers, bidirectional, batch_first, bias, dty
                 close(g, w, dtype)
 
 
+@pytest.mark.one_pass   # kernel calls only
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("batch_first", [False, True])
 @pytest.mark.parametrize("bidirectional", [False, True])
@@ -117,6 +119,7 @@ def test_lstm_proj_size(bias, layers, bidirectional, batch_first, dtype):
             close(g, w, dtype)
 
 
+@pytest.mark.one_pass   # kernel calls only
 @pytest.mark.parametrize("mode", sorted(MODULES))
 def test_out_variant_writes_the_given_buffers(mode):
     m = make_module(mode, num_layers=2, bidirectional=True)
@@ -132,6 +135,7 @@ def test_out_variant_writes_the_given_buffers(mode):
         close(g, w, np.float32)
 
 
+@pytest.mark.one_pass   # kernel calls only
 @pytest.mark.parametrize("bidirectional", [False, True])
 @pytest.mark.parametrize("layers", [1, 2])
 @pytest.mark.parametrize("mode", sorted(MODULES))
@@ -162,6 +166,7 @@ def test_packed_data_matches_torch(mode, layers, bidirectional):
             close(g, w, np.float64)
 
 
+@pytest.mark.one_pass   # kernel calls only
 def test_lstm_data_with_projection():
     m = make_module("lstm", num_layers=2, bidirectional=True, proj_size=2).double()
     x = torch.from_numpy(np.random.default_rng(5).standard_normal((4, 3, 4)))
@@ -189,6 +194,7 @@ def rnn_node(op, params_const=None, dtype="float32"):
     return NodeInfo(op, None, tuple(args), ())
 
 
+@pytest.mark.one_pass   # kernel calls only
 def test_matcher_prepares_weights_once_per_node():
     m = make_module("gru")
     params = flat_params(m)
@@ -213,6 +219,7 @@ def test_matcher_prepares_weights_once_per_node():
     close(y3[0], reference("gru", m2, x, None)[0], np.float32)
 
 
+@pytest.mark.one_pass   # kernel calls only
 def test_weights_in_reused_buffers_are_not_cached():
     """A view (an arena buffer, say) may hold other values next run: prepare it every call."""
     m = make_module("rnn_tanh")
@@ -234,6 +241,7 @@ def test_weights_in_reused_buffers_are_not_cached():
     assert not np.allclose(y1, y2)
 
 
+@pytest.mark.one_pass   # kernel calls only
 def test_matcher_with_constant_params_prepares_at_load():
     m = make_module("lstm")
     k = R.recurrent_matcher(rnn_node("aten::lstm.input", params_const=flat_params(m)))
@@ -253,6 +261,7 @@ def cell_ref(mode, cell, x, hx):
         return cell(torch.from_numpy(x), torch.from_numpy(hx)).numpy()
 
 
+@pytest.mark.one_pass   # kernel calls only
 @pytest.mark.parametrize("batched", [True, False])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("bias", [True, False])
@@ -290,6 +299,7 @@ def test_cells_match_torch(mode, bias, dtype, batched):
     assert len(steps) == (dtype == np.float32)
 
 
+@pytest.mark.one_pass   # kernel calls only
 def test_cell_matcher_declines_runtime_weights():
     args = (ArgInfo("input", TensorType(), False, None), ArgInfo("hx", TensorType(), False, None),
             ArgInfo("w_ih", TensorType(), False, None), ArgInfo("w_hh", TensorType(), False, None),
@@ -301,6 +311,7 @@ def test_cell_matcher_declines_runtime_weights():
 # errors
 
 
+@pytest.mark.one_pass   # kernel calls only
 def test_train_true_is_a_kernel_error():
     m = make_module("lstm")
     x = np.zeros((2, 1, 4), np.float32)
@@ -309,6 +320,7 @@ def test_train_true_is_a_kernel_error():
         R.lstm_input(x, [h, h], flat_params(m), True, 1, 0.5, True, False, False)
 
 
+@pytest.mark.one_pass   # kernel calls only
 def test_bad_arguments_are_kernel_errors():
     m = make_module("gru", num_layers=2)
     x = np.zeros((2, 1, 4), np.float32)
@@ -420,6 +432,7 @@ def _check_all_runtimes(model, m, inputs):
                     np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.one_pass   # runs every executor and planner itself
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("states", [False, True])
 @pytest.mark.parametrize("frontend", ["script", "trace", "export"])
@@ -432,6 +445,7 @@ def test_end_to_end_matches_torch(name, frontend, states):
     _check_all_runtimes(model, m, inputs)
 
 
+@pytest.mark.one_pass   # runs every executor and planner itself
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("frontend", ["script", "trace", "export"])
 def test_cells_end_to_end(frontend):
@@ -445,6 +459,7 @@ def test_cells_end_to_end(frontend):
     _check_all_runtimes(model, m, inputs)
 
 
+@pytest.mark.one_pass   # runs every executor and planner itself
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_end_to_end_through_srm(tmp_path):
     """The weights of a Tensor[] argument are parameters: they survive save/load."""
@@ -453,6 +468,7 @@ def test_end_to_end_through_srm(tmp_path):
     _check_all_runtimes(srcore.load(tmp_path / "lstm.srm"), m, inputs)
 
 
+@pytest.mark.one_pass   # kernel calls only
 @pytest.mark.parametrize("sizes", [3, 4, [1, 5, 2]])
 def test_unsafe_splits_copy(sizes):
     x = np.arange(24, dtype=np.float32).reshape(8, 3)
