@@ -18,7 +18,7 @@ from .._repr import shared_repr
 from ..errors import GraphParseError
 
 
-@attrs.frozen
+@attrs.define   # not frozen: a frozen init sets each field through object.__setattr__ (a token costs ~2x); none is changed
 @shared_repr
 class Token:
     kind: str
