@@ -272,6 +272,39 @@ def test_a_corrupt_entry_never_gives_a_wrong_answer(model_file, cache, where, va
         entry.write_bytes(good)
 
 
+def test_an_entry_is_checked_by_the_blake2b_it_records(model_file, cache):
+    import hashlib
+
+    from srcore.format import srm
+    from srcore.format.safetensors_io import Container
+
+    _, y = _load(model_file)
+    (entry,) = _entries(cache)
+    c = Container(entry)
+    data = bytes(c.data_view())
+    assert c.metadata["data_blake2b"] == hashlib.blake2b(data, digest_size=32).hexdigest()
+    assert c.metadata["data_sha256"] == hashlib.sha256(data).hexdigest()   # still a complete .srm file
+    good = entry.read_bytes()
+    assert good.endswith(data)
+    entry.write_bytes(good[:-1] + bytes([good[-1] ^ 1]))   # one bit of the last weight
+    with pytest.raises(srcore.SrcoreFormatError, match="data checksum mismatch"):
+        srm.load(entry, verify="entry")
+    sm, got = _load(model_file)
+    assert sm.prepared_cache == "miss"
+    np.testing.assert_array_equal(got, y)
+
+
+def test_a_file_without_a_blake2b_is_checked_by_its_sha256_as_an_entry(tmp_path):
+    from srcore.format import srm
+
+    path = tmp_path / "digits.srm"
+    good = (DIGITS / "digits.srm").read_bytes()
+    path.write_bytes(good[:-1] + bytes([good[-1] ^ 1]))
+    srm.load(path, verify="header")
+    with pytest.raises(srcore.SrcoreFormatError, match="data checksum mismatch"):
+        srm.load(path, verify="entry")
+
+
 def test_a_file_with_a_large_data_section_is_not_cached(model_file, cache, monkeypatch):
     monkeypatch.setattr(prepared_cache, "MAX_DATA_BYTES", os.path.getsize(model_file) // 2)
     sm, y = _load(model_file)

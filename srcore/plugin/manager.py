@@ -35,7 +35,7 @@ from .._lazylog import LazyLogger
 from .._repr import shared_repr
 from ..errors import PluginError, RegistrationError
 from . import discovery
-from .hook_names import HOOK_RECORDS, impl_opts, plain
+from .hook_names import HOOK_RECORDS, PROJECT, impl_opts, plain
 from .registry import Registry
 from .types import PluginInfo
 
@@ -89,6 +89,26 @@ def _env_list(name: str) -> set[str]:
     return {p.strip() for p in os.environ.get(name, "").split(",") if p.strip()}
 
 
+def _pluggy_manager(pluggy: Any) -> Any:
+    """pluggy's manager for project ``srcore``, whose hookimpl lookup skips a module plugin's attributes that hold
+    no function without ``inspect.getattr_static`` (what it finds for a module: the value in its ``__dict__``;
+    ~150 attributes of the installed plugins' modules a full start, each walking ``ModuleType``'s MRO)."""
+    import inspect
+    import types
+
+    hookable = (staticmethod, classmethod, types.MethodType)
+
+    class _Manager(pluggy.PluginManager):
+        def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+            if type(plugin) is types.ModuleType:
+                value = plugin.__dict__.get(name)
+                if not (inspect.isfunction(value) or isinstance(value, hookable)):
+                    return None   # pluggy's answer for it too (it hooks functions and methods only)
+            return super().parse_hookimpl_opts(plugin, name)
+
+    return _Manager(PROJECT)
+
+
 class PluginManager:
     """A pluggy manager for the ``srcore`` hooks plus reports, blocking and the built registry
     (``defer_pluggy``: pluggy only when needed, see the module's docstring)."""
@@ -118,7 +138,7 @@ class PluginManager:
 
             from .hookspecs import SrcoreSpecs
 
-            pm = self._pluggy = pluggy.PluginManager("srcore")
+            pm = self._pluggy = _pluggy_manager(pluggy)
             pm.add_hookspecs(SrcoreSpecs)
             for name, plugin in list(self._objects.items()):
                 try:

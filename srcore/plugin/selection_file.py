@@ -158,12 +158,12 @@ def _cache_file(source: str, data: bytes):
     if os.environ.get("SRCORE_NO_SCHEMA_CACHE", "") not in ("", "0"):
         return None
     from .. import __version__
-    from .._digest import small_sha256
+    from .._digest import small_blake2b
     from ..cachedir import cache_dir_str
 
-    h = small_sha256(data)
+    h = small_blake2b(data)
     h.update(f"\0{os.path.abspath(source)}\0{__version__}\0{FORMAT}".encode())
-    return cache_dir_str("selections", f"{h.hexdigest()[:40]}.marshal")
+    return cache_dir_str("selections", f"b{h.hexdigest()[:40]}.marshal")   # "b": BLAKE2b keys
 
 
 def _read_cache(path, source: str) -> Selection | None:

@@ -10,7 +10,7 @@ key is the same reads that file and uses its graph (``sm.prepared_before`` and `
 has read before does not parse its graph until something uses it (:func:`parsed_before`,
 ``srcore.format.lazy_graph``), so a hit parses one graph, the entry's.
 
-The key is a SHA-256 of everything the prepared graph depends on:
+The key is a BLAKE2b-256 of everything the prepared graph depends on:
 
 - the model as it is now, not only as it was read: its graph's IR text (which carries every node, attribute and
   type: the file's text while the graph was never parsed, else the graph printed) and the bytes of the file's
@@ -26,7 +26,9 @@ The key is a SHA-256 of everything the prepared graph depends on:
   the packages a preparation runs (``ir``, ``ops``, ``passes``, ``runtime``): an edited checkout misses.
 
 A cache file is a ``.srm`` file (safetensors and JSON: reading one executes nothing), written atomically; it
-is read with its data checksum verified and its prepared record matched as any prepared file's is, so an
+is read with its data checksum verified (the BLAKE2b-256 it records as ``data_blake2b``, covered by the header
+checksum: ~3.4x fewer instructions than the ``data_sha256`` every ``.srm`` file carries) and its prepared record
+matched as any prepared file's is, so an
 entry that is truncated, corrupt or made for another load is a miss: the load prepares the model as usual
 and rewrites the entry. Models built in memory (``srcore.Model``, ``Graph``) are not cached: they are mutable
 and have no content digest short of hashing every parameter; nor are loads with engine backends (engines
@@ -48,7 +50,7 @@ from .._lazylog import LazyLogger
 
 log = LazyLogger("srcore.runtime")
 
-FORMAT = 2
+FORMAT = 3  # 3: BLAKE2b keys, entries checked by their data_blake2b
 MAX_ENTRIES = 64
 #: a file whose data section is larger is not cached: hashing it at every load (~0.7 ms a MB) would cost more than
 #: the passes save, and each entry would copy its weights
@@ -81,10 +83,10 @@ def _enabled() -> bool:
 def _header_folder(header_digest: str) -> str:
     """The folder of the entries made from files with this header (what ``parsed_before`` looks for)."""
     from .. import __version__
-    from .._digest import small_sha256
+    from .._digest import small_blake2b
     from ..cachedir import cache_dir_str
 
-    return cache_dir_str("prepared", small_sha256(repr((FORMAT, __version__, header_digest)).encode()).hexdigest()[:32])
+    return cache_dir_str("prepared", small_blake2b(repr((FORMAT, __version__, header_digest)).encode()).hexdigest()[:32])
 
 
 def parsed_before(header_digest: str) -> bool:
@@ -97,10 +99,10 @@ def parsed_before(header_digest: str) -> bool:
 def _srcore_sources() -> str:
     """Name, mtime and size of every source file of the packages a preparation runs (one scan a process)."""
     if not _source_state:
-        from .._digest import small_sha256
+        from .._digest import small_blake2b
 
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        h = small_sha256()
+        h = small_blake2b()
         todo = [os.path.join(root, p) for p in _SOURCE_PACKAGES]
         while todo:
             folder = todo.pop()
@@ -121,13 +123,9 @@ def _srcore_sources() -> str:
 def _data_digest(data: Any) -> str:
     """BLAKE2b-256 of the data section: as strong as SHA-256 for the key, and ~3.4x fewer instructions than
     CPython's own SHA-256 (3.1 M for digits' 58 kB) without loading OpenSSL (``hashlib``: ~10 M)."""
-    try:
-        from _blake2 import blake2b
-    except ImportError:   # a build without it
-        from .._digest import small_sha256
+    from .._digest import small_blake2b
 
-        return small_sha256(data).hexdigest()
-    return blake2b(data, digest_size=32).hexdigest()
+    return small_blake2b(data).hexdigest()
 
 
 def _graph_text(model: Any, arrays: dict) -> str | None:
@@ -171,7 +169,7 @@ def entry_for(model: Any, options: Any, registry: Any, pm: Any) -> str | None:
     if not fp:
         return None
     from .. import __version__
-    from .._digest import small_sha256
+    from .._digest import small_blake2b
 
     try:
         text = _graph_text(model, arrays)
@@ -190,7 +188,7 @@ def entry_for(model: Any, options: Any, registry: Any, pm: Any) -> str | None:
     except Exception as exc:  # noqa: BLE001 - a model the key cannot describe is simply not cached
         log.debug("prepared cache: %s not cached (%s)", path, exc)
         return None
-    key = small_sha256(material.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+    key = small_blake2b(material.encode("utf-8", "surrogatepass")).hexdigest()[:40]
     return os.path.join(_header_folder(header_digest), key + ".srm")
 
 
@@ -208,7 +206,7 @@ def read(entry: str) -> Any:
     from ..format.srm import load
 
     try:
-        return load(entry, verify="full")   # the data checksum too: a flipped weight must not be used
+        return load(entry, verify="entry")   # the data checksum too: a flipped weight must not be used
     except (SrcoreError, OSError, ValueError) as exc:
         log.info("prepared cache: ignoring %s (%s)", entry, exc)
         return None
@@ -262,7 +260,7 @@ def write(sm: Any, entry: str) -> bool:
 
     try:
         os.makedirs(os.path.dirname(entry), exist_ok=True)
-        _save_prepared(sm, entry, "srcore prepared cache")
+        _save_prepared(sm, entry, "srcore prepared cache", data_blake2b=True)
     except (SrcoreError, OSError, ValueError, TypeError) as exc:
         log.info("prepared cache: not writing %s (%s)", entry, exc)
         return False
