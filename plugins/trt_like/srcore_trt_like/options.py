@@ -76,7 +76,9 @@ OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl_split", "mkl", "numb
                  # transposed convs of few channels a group without BLAS (tactics/transposed.py)
                  "numba_fused", "numba_direct", "numba_phase",
                  # max pools of small planes through gathers (tactics/conv.py)
-                 "gather")
+                 "gather",
+                 # GEMMs on the packed-panel numba SGEMM (tactics/sgemm.py)
+                 "packed_sgemm", "packed_sgemm16")
 
 
 def tactic_names() -> list[str]:
