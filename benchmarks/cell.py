@@ -62,6 +62,8 @@ ENGINE_RUNNERS = {
     "trt_like_no_h8": (("trt_like", "cpu"), {"exclude_tactics": ["pointwise_nchw16c_h8", "depthwise_nchw16c_h8",
                                                                  "dense_nchw16c_h8", "conv_nchw16c_h8",
                                                                  "conv_nchwc_planes_h8"]}),
+    # without the packed-panel numba SGEMM (tactics/sgemm.py): A/B of it
+    "trt_like_no_sgemm": (("trt_like", "cpu"), {"exclude_tactics": ["packed_sgemm", "packed_sgemm16"]}),
     # without the NCHW16c layout between convs (builder/layout.py): A/B of the layout
     "trt_like_nchw": (("trt_like", "cpu"), {"nchwc": False}),
     # the layout forced on wherever it applies (the default times it per run of layers)
@@ -75,7 +77,8 @@ ENGINE_RUNNERS = {
 ONNX_RUNNERS = ("srcore_onnx",)
 RUNNERS = (*PEER_RUNNERS, *SRCORE_RUNNERS, *ENGINE_RUNNERS, *ONNX_RUNNERS)
 #: runners for an A/B in one process (``benchmarks.families_ab --runners``), left out of ``benchmarks.run``'s default
-AB_ONLY_RUNNERS = ("trt_like_nchw", "trt_like_nchwc", "trt_like_nchwc_rows", "trt_like_rows_forced", "trt_like_no_h8")
+AB_ONLY_RUNNERS = ("trt_like_nchw", "trt_like_nchwc", "trt_like_nchwc_rows", "trt_like_rows_forced", "trt_like_no_h8",
+                   "trt_like_no_sgemm")
 
 
 #: runners whose output must be within this of torch eager's (relative to its largest value) to be

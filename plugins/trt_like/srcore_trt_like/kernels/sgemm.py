@@ -105,6 +105,7 @@ def _tile6(pa, ao, pw, bo, kc, po, oo, N, acc, nv, L, z, pf):
         a = ao + k * 6
         b0 = vload(pw, b, z)
         b1 = vload(pw, b + L, z)
+        prefetch(pw, b + pf)
         x = vbcast(pa, a, z)
         c00 = vfma(x, b0, c00)
         c01 = vfma(x, b1, c01)
@@ -148,6 +149,7 @@ def _tile4(pa, ao, pw, bo, kc, po, oo, N, acc, nv, L, z, pf):
         a = ao + k * 4
         b0 = vload(pw, b, z)
         b1 = vload(pw, b + L, z)
+        prefetch(pw, b + pf)
         x = vbcast(pa, a, z)
         c00 = vfma(x, b0, c00)
         c01 = vfma(x, b1, c01)
@@ -179,6 +181,7 @@ def _tile2(pa, ao, pw, bo, kc, po, oo, N, acc, nv, L, z, pf):
         a = ao + k * 2
         b0 = vload(pw, b, z)
         b1 = vload(pw, b + L, z)
+        prefetch(pw, b + pf)
         x = vbcast(pa, a, z)
         c00 = vfma(x, b0, c00)
         c01 = vfma(x, b1, c01)
@@ -200,6 +203,7 @@ def _tile1(pa, ao, pw, bo, kc, po, oo, N, acc, nv, L, z, pf):
         a = ao + k * 1
         b0 = vload(pw, b, z)
         b1 = vload(pw, b + L, z)
+        prefetch(pw, b + pf)
         x = vbcast(pa, a, z)
         c00 = vfma(x, b0, c00)
         c01 = vfma(x, b1, c01)
