@@ -57,6 +57,8 @@ CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "im2col_gemm_team", "packed_gemm", "w
                 # ... their kernels on 8-lane vectors, two a block (AVX2-sized register blocks), timed beside
                 "pointwise_nchw16c_h8", "depthwise_nchw16c_h8", "dense_nchw16c_h8", "conv_nchw16c_h8",
                 "conv_nchwc_planes_h8",
+                # a 1x1 conv writing NCHW on the packed-panel SGEMM's tiles (conv/pointwise_sgemm.py)
+                "pointwise_sgemm",
                 # ... split over the OpenMP team at more than one intra-op thread, any size
                 "pointwise_nchw16c_omp", "depthwise_nchw16c_omp",
                 # ... by bands of rows

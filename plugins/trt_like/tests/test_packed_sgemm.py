@@ -140,3 +140,49 @@ def test_the_option_turns_it_off():
             "exclude_tactics": ["packed_sgemm", "packed_sgemm16"], "timing_cache": False}))
         assert "packed_sgemm" not in sm.partition.engines[0].description
         np.testing.assert_allclose(sm(x), want, rtol=1e-4, atol=1e-4)
+
+
+def _blocked_input(x):
+    n, c, h, w = x.shape
+    cb = -(-c // 16)
+    xb = np.zeros((n, cb * 16, h, w), np.float32)
+    xb[:, :c] = x
+    return np.ascontiguousarray(xb.reshape(n, cb, 16, h, w).transpose(0, 1, 3, 4, 2))
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 2), c=st.integers(1, 70), o=st.integers(1, 40), h=st.integers(1, 12), w=st.integers(1, 12),
+       blocked=st.booleans(), act=st.sampled_from(["none", "relu", "relu6", "leaky_relu"]),
+       seed=st.integers(0, 2**31 - 1))
+def test_pointwise_sgemm_conv_matches_torch(n, c, o, h, w, blocked, act, seed):
+    """The 1x1 conv on the SGEMM's tiles (NCHW out; NCHW or NCHW16c in, odd channel and pixel counts:
+    partial panels, channel blocks and row tiles), bias and each activation, against torch."""
+    from srcore_trt_like.conv import ConvSpec
+    from srcore_trt_like.conv.pointwise_sgemm import PointwiseSgemmTactic
+
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, c, h, w), dtype=np.float32)
+    wt = rng.standard_normal((o, c, 1, 1), dtype=np.float32)
+    b = rng.standard_normal(o, dtype=np.float32)
+    spec = ConvSpec((n, c, h, w), o, kernel=1, relu=act == "relu",
+                    activation={"relu6": "relu6", "leaky_relu": "leaky_relu"}.get(act, "none"), negative_slope=0.1)
+    tactic = PointwiseSgemmTactic(spec, wt, b, blocked)
+    y = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(wt), torch.from_numpy(b))
+    y = {"relu": torch.relu, "relu6": lambda t: torch.clamp(t, 0, 6),
+         "leaky_relu": lambda t: torch.nn.functional.leaky_relu(t, 0.1)}.get(act, lambda t: t)(y).numpy()
+    out = np.full(y.shape, np.nan, np.float32)
+    tactic._run(_blocked_input(x) if blocked else x, out, None)
+    np.testing.assert_allclose(out, y, rtol=1e-5, atol=1e-5 * max(1.0, np.abs(y).max()))
+    again = PointwiseSgemmTactic(spec, wt, b, blocked, layout=tactic.layout())   # (a stored plan's weight)
+    out2 = np.empty_like(out)
+    again._run(_blocked_input(x) if blocked else x, out2, None)
+    np.testing.assert_array_equal(out2, out)
+
+
+def test_pointwise_sgemm_needs_a_plain_1x1():
+    from srcore_trt_like.conv import ConvSpec
+    from srcore_trt_like.conv.pointwise_sgemm import PointwiseSgemmTactic
+
+    spec = ConvSpec((1, 8, 5, 5), 4, kernel=1, residual=True)
+    with pytest.raises(TacticSpecError, match="pointwise_sgemm: needs .* residual True"):
+        PointwiseSgemmTactic(spec, np.ones((4, 8, 1, 1), np.float32), None, False)

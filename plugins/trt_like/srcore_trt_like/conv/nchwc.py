@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from ..errors import TacticSpecError
+from ..kernels import threads as _threads
 from .depthwise import DepthwiseDirectTactic, _epilogue
 from .spec import ConvSpec, ConvTactic
 
@@ -241,10 +242,16 @@ def nchwc_tactic_builders(spec: ConvSpec, weight, bias, blocked: tuple[bool, boo
                 spec, weight, bias, blocked, layout, threads)))
         return dense
     if spec.groups == 1:
-        return [(PointwiseNchwcTactic.name, lambda layout=None: PointwiseNchwcTactic(
+        out = [(PointwiseNchwcTactic.name, lambda layout=None: PointwiseNchwcTactic(
             spec, weight, bias, blocked, layout, threads)),
-                (PointwiseNchwcHalvesTactic.name, lambda layout=None: PointwiseNchwcHalvesTactic(
+               (PointwiseNchwcHalvesTactic.name, lambda layout=None: PointwiseNchwcHalvesTactic(
             spec, weight, bias, blocked, layout, threads))]
+        if not blocked[1] and not spec.residual and len(spec.x_shape) == 4 and _threads.count() == 1:
+            # NCHW out on the SGEMM's tiles (one thread: no split of it yet)
+            from .pointwise_sgemm import PointwiseSgemmTactic
+            out.append((PointwiseSgemmTactic.name, lambda layout=None: PointwiseSgemmTactic(
+                spec, weight, bias, blocked[0], layout)))
+        return out
     depthwise = [(DepthwiseNchwcTactic.name, lambda layout=None: DepthwiseNchwcTactic(
         spec, weight, bias, blocked, layout, threads))]
     if tuple(blocked) == (True, True):
