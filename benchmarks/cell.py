@@ -63,7 +63,8 @@ ENGINE_RUNNERS = {
                                                                  "dense_nchw16c_h8", "conv_nchw16c_h8",
                                                                  "conv_nchwc_planes_h8"]}),
     # without the packed-panel numba SGEMM (tactics/sgemm.py): A/B of it
-    "trt_like_no_sgemm": (("trt_like", "cpu"), {"exclude_tactics": ["packed_sgemm", "packed_sgemm16", "pointwise_sgemm"]}),
+    "trt_like_no_sgemm": (("trt_like", "cpu"), {"exclude_tactics": ["packed_sgemm", "packed_sgemm16", "pointwise_sgemm",
+                                                                   "dense_tile_nchw16c"]}),
     # without the NCHW16c layout between convs (builder/layout.py): A/B of the layout
     "trt_like_nchw": (("trt_like", "cpu"), {"nchwc": False}),
     # the layout forced on wherever it applies (the default times it per run of layers)

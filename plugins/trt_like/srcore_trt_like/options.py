@@ -59,6 +59,8 @@ CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "im2col_gemm_team", "packed_gemm", "w
                 "conv_nchwc_planes_h8",
                 # a 1x1 conv writing NCHW on the packed-panel SGEMM's tiles (conv/pointwise_sgemm.py)
                 "pointwise_sgemm",
+                # a dense conv from NCHW into NCHW16c on the same tile (conv/dense_tile.py)
+                "dense_tile_nchw16c",
                 # ... split over the OpenMP team at more than one intra-op thread, any size
                 "pointwise_nchw16c_omp", "depthwise_nchw16c_omp",
                 # ... by bands of rows

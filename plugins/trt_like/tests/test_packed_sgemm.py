@@ -186,3 +186,37 @@ def test_pointwise_sgemm_needs_a_plain_1x1():
     spec = ConvSpec((1, 8, 5, 5), 4, kernel=1, residual=True)
     with pytest.raises(TacticSpecError, match="pointwise_sgemm: needs .* residual True"):
         PointwiseSgemmTactic(spec, np.ones((4, 8, 1, 1), np.float32), None, False)
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 2), c=st.integers(1, 6), o=st.integers(1, 40), h=st.integers(1, 19), w=st.integers(1, 19),
+       k=st.sampled_from([1, 2, 3, 5]), stride=st.integers(1, 3), pad=st.integers(0, 2), dil=st.integers(1, 2),
+       act=st.sampled_from(["none", "relu", "relu6", "leaky_relu", "hardswish"]), seed=st.integers(0, 2**31 - 1))
+def test_dense_tile_conv_matches_torch(n, c, o, h, w, k, stride, pad, dil, act, seed):
+    """The dense conv NCHW -> NCHW16c on the 6 x 16 tile (row tails of every tile size, padding, stride,
+    dilation, output channels not a multiple of 16: zero padding lanes), each activation, against torch."""
+    from srcore_trt_like.conv import ConvSpec
+    from srcore_trt_like.conv.dense_tile import DenseTileTactic
+
+    if (h + 2 * pad - dil * (k - 1) - 1) < 0 or (w + 2 * pad - dil * (k - 1) - 1) < 0:
+        return                                     # (no output pixel)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, c, h, w), dtype=np.float32)
+    wt = rng.standard_normal((o, c, k, k), dtype=np.float32)
+    b = rng.standard_normal(o, dtype=np.float32)
+    spec = ConvSpec((n, c, h, w), o, kernel=k, stride=stride, padding=pad, dilation=dil, relu=act == "relu",
+                    activation=act if act not in ("none", "relu") else "none", negative_slope=0.1)
+    tactic = DenseTileTactic(spec, wt, b)
+    y = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(wt), torch.from_numpy(b), stride=stride,
+                                   padding=pad, dilation=dil)
+    y = {"relu": torch.relu, "relu6": lambda t: torch.clamp(t, 0, 6), "hardswish": torch.nn.functional.hardswish,
+         "leaky_relu": lambda t: torch.nn.functional.leaky_relu(t, 0.1)}.get(act, lambda t: t)(y).numpy()
+    out = np.full(tactic.out_shape, np.nan, np.float32)
+    tactic._run(x, out, None)
+    planes = out.transpose(0, 1, 4, 2, 3).reshape(n, -1, *out.shape[2:4])
+    np.testing.assert_allclose(planes[:, :o], y, rtol=1e-5, atol=1e-5 * max(1.0, np.abs(y).max()))
+    assert (planes[:, o:] == 0).all()
+    again = DenseTileTactic(spec, wt, b, layout=tactic.layout())
+    out2 = np.empty_like(out)
+    again._run(x, out2, None)
+    np.testing.assert_array_equal(out2, out)

@@ -240,6 +240,9 @@ def nchwc_tactic_builders(spec: ConvSpec, weight, bias, blocked: tuple[bool, boo
                 spec, weight, bias, blocked, layout, threads)))
             dense.append((DenseNchwcHalvesTactic.name, lambda layout=None: DenseNchwcHalvesTactic(
                 spec, weight, bias, blocked, layout, threads)))
+            if _threads.count() == 1 and len(spec.x_shape) == 4:   # (one thread: no split of it yet)
+                from .dense_tile import DenseTileTactic
+                dense.append((DenseTileTactic.name, lambda layout=None: DenseTileTactic(spec, weight, bias, layout)))
         return dense
     if spec.groups == 1:
         out = [(PointwiseNchwcTactic.name, lambda layout=None: PointwiseNchwcTactic(
