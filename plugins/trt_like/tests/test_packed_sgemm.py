@@ -83,7 +83,7 @@ def test_a_stored_packed_weight():
     first(x, a)
     sgemm.PackedSgemm(None, 8, packed=(first.wp.copy(), 37, 300))(x, b)
     np.testing.assert_array_equal(a, b)
-    with pytest.raises(TacticSpecError, match=r"not a packed \(37, 299\) weight"):
+    with pytest.raises(srcore.SrcoreError, match=r"not a packed \(37, 299\) weight"):
         sgemm.PackedSgemm(None, 8, packed=(first.wp, 37, 299))
 
 
@@ -104,13 +104,15 @@ def _mlp():
     rng = np.random.default_rng(1)
     g = parse_graph(MLP)
     params = {"w1": rng.standard_normal((300, 200), dtype=np.float32) / 14,
-              "b1": rng.standard_normal(300, dtype=np.float32), "w2": rng.standard_normal((45, 300), dtype=np.float32) / 17}
+              "b1": rng.standard_normal(300, dtype=np.float32),
+              "w2": rng.standard_normal((45, 300), dtype=np.float32) / 17}
     for node in g.nodes:
         if node.kind == "prim::Constant" and node.attrs.get("param") in params:
             node.attrs["value"] = params[node.attrs["param"]]
     x = rng.standard_normal((50, 200), dtype=np.float32)
     t = {k: torch.from_numpy(v) for k, v in params.items()}
-    want = torch.nn.functional.linear(torch.nn.functional.gelu(torch.nn.functional.linear(torch.from_numpy(x), t["w1"], t["b1"])), t["w2"])
+    F = torch.nn.functional
+    want = F.linear(F.gelu(F.linear(torch.from_numpy(x), t["w1"], t["b1"])), t["w2"])
     return g, x, want.numpy()
 
 

@@ -3,15 +3,13 @@
 value broadcast once for both 8-lane halves. One thread; timed beside ``dense_nchw16c`` and its 8-lane twin."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..errors import TacticSpecError
 from ..kernels import dense_tile
 from ..kernels.scratch import SCRATCH
 from ..kernels.sgemm import width_tag
-from .nchwc import _blocked
+from .pointwise_sgemm import blocked_shape, clamp
 from .spec import ConvSpec, ConvTactic
 
 LANES = 8
@@ -40,11 +38,10 @@ class DenseTileTactic(ConvTactic):
         Hp, Wp = max(H + 2 * pt, (Ho - 1) * sh + (KH - 1) * dh + 1), max(W + 2 * pl, (Wo - 1) * sw + (KW - 1) * dw + 1)
         self.taps = np.array([c * Hp * Wp + ky * dh * Wp + kx * dw for c in range(C) for ky in range(KH)
                               for kx in range(KW)], np.int64)
-        self.lo = np.float32(0.0 if spec.relu or spec.activation == "relu6" else -math.inf)
-        self.hi = np.float32(6.0 if spec.activation == "relu6" else math.inf)
+        self.lo, self.hi = clamp(spec)
         self.leaky = spec.activation == "leaky_relu"
         self.slope = np.float32(spec.negative_slope if self.leaky else 0.0)
-        self.out_shape = _blocked(spec.out_shape)
+        self.out_shape = blocked_shape(spec.out_shape)
         self._geom = (C, H, W, pt, pl, Hp, Wp, sh, sw, Ho, Wo, OB)
         self.tag = width_tag(LANES)
 

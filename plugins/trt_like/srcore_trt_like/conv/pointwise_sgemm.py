@@ -7,12 +7,13 @@ the way), bias and relu / relu6 in the stores. MLAS's SGEMM tile on a conv whose
 ``pointwise_nchw16c_h8``, ~155 us here, AMD EPYC, loaded). One thread; timed beside the others."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..errors import TacticSpecError
 from ..kernels import sgemm
 from ..kernels.scratch import SCRATCH
-from .nchwc import _blocked, _clamp
 from .spec import ConvSpec, ConvTactic
 
 LANES = 8
@@ -33,10 +34,9 @@ class PointwiseSgemmTactic(ConvTactic):
         O, C = spec.out_channels, spec.x_shape[1]
         self.wa = self._laid_out("wa", (O * C,), lambda: sgemm.pack_weight_rows(
             np.asarray(weight, np.float32).reshape(O, C)))
-        c = _clamp(spec)
-        self.lo, self.hi = np.float32(c["lo"]), np.float32(c["hi"])
+        self.lo, self.hi = clamp(spec)
         self.blocked_in = bool(blocked_in)
-        self.x_shape = _blocked(spec.x_shape) if blocked_in else spec.x_shape
+        self.x_shape = blocked_shape(spec.x_shape) if blocked_in else spec.x_shape
         self.out_shape = spec.out_shape
         self.tag = sgemm.width_tag(LANES)
         _, _, H, W = spec.x_shape
@@ -48,3 +48,15 @@ class PointwiseSgemmTactic(ConvTactic):
         for n in range(x.shape[0]):
             sgemm.conv1x1_planes(self.wa, x[n].reshape(-1), xb, out[n].reshape(-1), O, HW, C, self.blocked_in,
                                  LANES, self.tag, self.bias, self.lo, self.hi)
+
+
+def blocked_shape(shape) -> tuple[int, ...]:
+    """The NCHW16c shape of NCHW ``shape``."""
+    N, C, H, W = shape
+    return (N, -(-C // 16), H, W, 16)
+
+
+def clamp(spec: ConvSpec) -> tuple[np.float32, np.float32]:
+    """``(lo, hi)`` of relu / relu6 (else infinities), fused into the stores."""
+    return (np.float32(0.0 if spec.relu or spec.activation == "relu6" else -math.inf),
+            np.float32(6.0 if spec.activation == "relu6" else math.inf))

@@ -19,9 +19,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from srcore.plugin import ShapeError
 from srcore.plugin import simd_vec as _sv
 
-from ..errors import TacticSpecError
 from .jit import JIT
 from .scratch import SCRATCH
 
@@ -553,8 +553,8 @@ class PackedSgemm:
             self.wp, self.n, self.k = np.ascontiguousarray(packed[0], np.float32), int(packed[1]), int(packed[2])
             P = panel_width(lanes)
             if self.wp.shape != (-(-self.n // P) * P * self.k,):
-                raise TacticSpecError(f"PackedSgemm: a packed weight of shape {self.wp.shape} is not a packed "
-                                      f"({self.n}, {self.k}) weight at {lanes} lanes")
+                raise ShapeError(f"PackedSgemm: a packed weight of shape {self.wp.shape} is not a packed "
+                                 f"({self.n}, {self.k}) weight at {lanes} lanes")
         self.lanes = lanes
         self.tag = width_tag(lanes)
         self.weight_bytes = self.wp.nbytes

@@ -25,8 +25,10 @@ def gemm_candidates(layer: Layer, net: Network) -> list[Candidate]:
     # 8 lanes everywhere; where the CPU has 16-lane vectors the same kernel at 16 too (timed: LLVM keeps
     # AVX-512's 256-bit preference, and the 16-lane tile holds twice the columns)
     widths = (8,) if _sc.lanes() == 8 else (8, 16)
+    def restore(layout, lanes):
+        return _kernel(PackedSgemm(None, lanes, packed=(layout["wp"], n, k)))
     return [Candidate(_name(lanes), lambda lanes=lanes: _kernel(PackedSgemm(w, lanes)),
-                      restore=lambda layout, lanes=lanes: _kernel(PackedSgemm(None, lanes, packed=(layout["wp"], n, k))))
+                      restore=lambda layout, lanes=lanes: restore(layout, lanes))
             for lanes in widths]
 
 
