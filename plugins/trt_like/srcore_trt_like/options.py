@@ -57,6 +57,10 @@ CONV_TACTICS = ("gemm_1x1", "im2col_gemm", "im2col_gemm_team", "packed_gemm", "w
                 # ... their kernels on 8-lane vectors, two a block (AVX2-sized register blocks), timed beside
                 "pointwise_nchw16c_h8", "depthwise_nchw16c_h8", "dense_nchw16c_h8", "conv_nchw16c_h8",
                 "conv_nchwc_planes_h8",
+                # a 1x1 conv writing NCHW on the packed-panel SGEMM's tiles (conv/pointwise_sgemm.py)
+                "pointwise_sgemm",
+                # a dense conv from NCHW into NCHW16c on the same tile (conv/dense_tile.py)
+                "dense_tile_nchw16c",
                 # ... split over the OpenMP team at more than one intra-op thread, any size
                 "pointwise_nchw16c_omp", "depthwise_nchw16c_omp",
                 # ... by bands of rows
@@ -80,7 +84,9 @@ OTHER_TACTICS = ("packed_gemm_max_pool", "mkl_packed", "mkl_split", "mkl", "numb
                  # transposed convs of few channels a group without BLAS (tactics/transposed.py)
                  "numba_fused", "numba_direct", "numba_phase",
                  # max pools of small planes through gathers (tactics/conv.py)
-                 "gather")
+                 "gather",
+                 # GEMMs on the packed-panel numba SGEMM (tactics/sgemm.py)
+                 "packed_sgemm", "packed_sgemm16")
 
 
 def tactic_names() -> list[str]:

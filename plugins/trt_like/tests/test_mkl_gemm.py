@@ -87,7 +87,7 @@ def test_engine_gemm_layers_offer_mkl_and_the_option_turns_it_off():
     np.testing.assert_allclose(without(x), want, rtol=1e-4, atol=1e-4)
     assert "mkl_packed" not in without.partition.engines[0].description
     forced = srcore.StaticModule(g, options=srcore.Options(backends=("trt_like", "cpu"), engine_options={
-        "exclude_tactics": ["numpy"], "timing_cache": False}))
+        "exclude_tactics": ["numpy", "packed_sgemm", "packed_sgemm16"], "timing_cache": False}))
     assert forced.partition.engines[0].description.count("gemm -> ") == 2
     assert forced.partition.engines[0].description.count("[mkl_packed]") == 2
     np.testing.assert_allclose(forced(x), want, rtol=1e-4, atol=1e-4)
@@ -152,7 +152,8 @@ def test_an_engine_whose_gemms_mkl_won_runs_right_from_the_engine_cache(tmp_path
         x = rng.standard_normal((5, 40), dtype=np.float32)
         want = torch.nn.functional.linear(torch.from_numpy(x), torch.from_numpy(w)).numpy()
     opts = srcore.Options(backends=("trt_like", "cpu"), engine_options={
-        "exclude_tactics": ["numpy"], "timing_cache": False, "engine_cache": str(tmp_path)})
+        "exclude_tactics": ["numpy", "packed_sgemm", "packed_sgemm16"], "timing_cache": False,
+        "engine_cache": str(tmp_path)})
     first = srcore.StaticModule(g, options=opts)
     n_gemms = first.partition.engines[0].description.count("gemm -> ")
     assert n_gemms and first.partition.engines[0].description.count("[mkl_packed]") == n_gemms

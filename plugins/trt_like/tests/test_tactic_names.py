@@ -53,6 +53,8 @@ def _conv_names(monkeypatch, threads: int, lanes: int) -> set[str]:
         if (k, s, p, g) == (1, 1, 0, 1) or g == x_shape[1] == cout:   # layers the builder may keep in NCHW16c
             names |= {name for name, _ in nchwc_tactic_builders(spec, weight, None, (True, True))}
             names |= {name for name, _ in nchwc_split.nchwc_omp_builders(spec, weight, None, (True, True))}
+            # (and writing NCHW: a head, the last layer before a pool)
+            names |= {name for name, _ in nchwc_tactic_builders(spec, weight, None, (True, False))}
         elif g == 1:                                                    # a dense conv, NCHW in (a stem) or not
             names |= {name for name, _ in nchwc_tactic_builders(spec, weight, None, (False, True))}
             names |= {name for name, _ in nchwc_split.nchwc_omp_builders(spec, weight, None, (False, True))}

@@ -15,7 +15,10 @@ import math
 import numpy as np
 
 from ..errors import TacticSpecError
+from ..kernels import threads as _threads
+from .dense_tile import DenseTileTactic
 from .depthwise import DepthwiseDirectTactic, _epilogue
+from .pointwise_sgemm import PointwiseSgemmTactic
 from .spec import ConvSpec, ConvTactic
 
 LANES = 16
@@ -239,12 +242,19 @@ def nchwc_tactic_builders(spec: ConvSpec, weight, bias, blocked: tuple[bool, boo
                 spec, weight, bias, blocked, layout, threads)))
             dense.append((DenseNchwcHalvesTactic.name, lambda layout=None: DenseNchwcHalvesTactic(
                 spec, weight, bias, blocked, layout, threads)))
+            if _threads.count() == 1 and len(spec.x_shape) == 4:   # (one thread: no split of it yet)
+                dense.append((DenseTileTactic.name, lambda layout=None: DenseTileTactic(spec, weight, bias, layout)))
         return dense
     if spec.groups == 1:
-        return [(PointwiseNchwcTactic.name, lambda layout=None: PointwiseNchwcTactic(
+        out = [(PointwiseNchwcTactic.name, lambda layout=None: PointwiseNchwcTactic(
             spec, weight, bias, blocked, layout, threads)),
-                (PointwiseNchwcHalvesTactic.name, lambda layout=None: PointwiseNchwcHalvesTactic(
+               (PointwiseNchwcHalvesTactic.name, lambda layout=None: PointwiseNchwcHalvesTactic(
             spec, weight, bias, blocked, layout, threads))]
+        if not blocked[1] and not spec.residual and len(spec.x_shape) == 4 and _threads.count() == 1:
+            # NCHW out on the SGEMM's tiles (one thread: no split of it yet)
+            out.append((PointwiseSgemmTactic.name, lambda layout=None: PointwiseSgemmTactic(
+                spec, weight, bias, blocked[0], layout)))
+        return out
     depthwise = [(DepthwiseNchwcTactic.name, lambda layout=None: DepthwiseNchwcTactic(
         spec, weight, bias, blocked, layout, threads))]
     if tuple(blocked) == (True, True):
