@@ -90,10 +90,10 @@ def packed_arith(engine: str, kind: str, w, groups: int = 1, output_padding=()) 
     """Which library's arithmetic torch packs a quantized ``kind`` ("linear" or "conv") weight ``w`` for
     with quantized engine ``engine``: "onednn" with engine onednn; with engine x86, "onednn" for a conv
     on a CPU with AVX512-VNNI whose weights are symmetric, with groups <= 100 and no output padding
-    (torch checks the OS too: Linux only), fbgemm's otherwise; "fbgemm" for fbgemm (and qnnpack, whose
-    own arithmetic srcore does not reproduce)."""
-    if engine == "onednn":
-        return "onednn"
+    (torch checks the OS too: Linux only), fbgemm's otherwise; "fbgemm" for fbgemm; "qnnpack" for qnnpack
+    (QNNPACK's int32 bias and float requantization)."""
+    if engine in ("onednn", "qnnpack"):
+        return engine
     if engine == "x86" and kind == "conv" and sys.platform.startswith("linux") and cpu_features.has_avx512_vnni() \
             and groups <= 100 and symmetric(w) and not any(output_padding):
         return "onednn"
@@ -162,7 +162,7 @@ def _conv_transpose(torch, obj, name: str, constant: Callable[[str, Any], Any], 
     output_padding = tuple(acc("output_padding")(obj))
     groups = int(acc("groups")(obj))
     arith = packed_arith(torch.backends.quantized.engine, "conv", w, groups, output_padding)
-    if arith != "fbgemm":
+    if arith == "onednn":
         # torch 2.13's oneDNN deconvolution is tens of quantization steps off conv_transpose2d of its own
         # unpacked weight (fbgemm's is exact): nothing srcore could reproduce bit for bit
         raise ValueError(f"{cls}: a transposed convolution packed for oneDNN (quantized engine "
@@ -348,7 +348,9 @@ _KEEPS_LAYOUT = frozenset({"aten::relu", "aten::relu_", "aten::hardtanh", "aten:
                            "quantized::add", "quantized::add_relu", *_ADD_LAYOUTS.values(), "quantized::hardswish",
                            "aten::max_pool2d",
                            "aten::quantized_max_pool2d", "aten::adaptive_avg_pool2d",
-                           "quantized::avg_pool2d_channels_last", "quantized::adaptive_avg_pool2d_channels_last"})
+                           "quantized::avg_pool2d_channels_last", "quantized::adaptive_avg_pool2d_channels_last",
+                           "quantized::add_qnnpack", "quantized::add_relu_qnnpack", "quantized::avg_pool2d_qnnpack",
+                           "quantized::adaptive_avg_pool2d_qnnpack", "quantized::lut_qnnpack"})
 
 
 #: quantized cats: torch's output is channels-last when every input is (any dim), else NCHW
@@ -383,6 +385,71 @@ def channels_last_in_torch(value) -> bool:
             return False
         value = node.inputs[0]
     return False
+
+
+#: torch ops that run QNNPACK's kernels when torch's quantized engine is qnnpack -> srcore's forms for them
+#: (each falls back to torch's own kernel where torch's condition for QNNPACK does not hold at run time)
+_QNNPACK_FORMS = {"quantized::add": "quantized::add_qnnpack", "quantized::add_relu": "quantized::add_relu_qnnpack",
+                  "quantized::add_channels_last": "quantized::add_qnnpack",
+                  "quantized::add_relu_channels_last": "quantized::add_relu_qnnpack",
+                  "quantized::add_mixed_layout": "quantized::add_qnnpack",
+                  "quantized::add_relu_mixed_layout": "quantized::add_relu_qnnpack",
+                  "aten::avg_pool2d": "quantized::avg_pool2d_qnnpack",
+                  "quantized::avg_pool2d_channels_last": "quantized::avg_pool2d_qnnpack",
+                  "aten::adaptive_avg_pool2d": "quantized::adaptive_avg_pool2d_qnnpack",
+                  "quantized::adaptive_avg_pool2d_channels_last": "quantized::adaptive_avg_pool2d_qnnpack"}
+
+
+#: ops whose output is quantized when their first input is (what :func:`quantized_in_torch` walks through)
+_KEEPS_QUANTIZED = frozenset({"aten::relu", "aten::relu_", "aten::hardtanh", "aten::hardtanh_", "aten::clamp",
+                              "aten::clamp_", "aten::relu6", "aten::dropout", "aten::dropout_", "aten::max_pool2d",
+                              "aten::quantized_max_pool2d", "aten::avg_pool2d", "aten::adaptive_avg_pool2d",
+                              "aten::flatten", "aten::reshape", "aten::view", "aten::contiguous", "aten::hardsigmoid",
+                              "aten::sigmoid", "aten::tanh", "aten::leaky_relu", "aten::upsample_nearest2d",
+                              "aten::cat", "prim::ListConstruct", "aten::mean", "aten::permute", "aten::clone"})
+
+
+def quantized_in_torch(value) -> bool:
+    """Whether ``value`` is a quantized tensor in torch, as far as its producers say: made by a
+    ``quantized::`` op or ``quantize_per_tensor`` / ``quantize_per_channel``, directly or through ops
+    that keep their first input's dtype (:data:`_KEEPS_QUANTIZED`); False where that cannot be told."""
+    for _ in range(256):
+        node = getattr(value, "node", None)
+        if node is None:
+            return False
+        kind = node.kind.split(".")[0]
+        if kind.startswith("quantized::") or kind in ("aten::quantize_per_tensor", "aten::quantize_per_channel"):
+            return True
+        if kind not in _KEEPS_QUANTIZED or not node.inputs:
+            return False
+        value = node.inputs[0]
+    return False
+
+
+#: torch's activations QNNPACK computes by a lookup table -> the table's function
+_QNNPACK_TABLES = {"aten::sigmoid": "sigmoid", "aten::tanh": "tanh", "aten::hardsigmoid": "hardsigmoid",
+                   "aten::hardswish": "hardswish", "quantized::hardswish": "hardswish"}
+_MEANS = ("aten::mean", "quantized::mean_channels_last")
+
+
+def engine_form(kind: str, inputs: list, engine: str, make_const: Callable[[Any, Any], Any]) -> tuple[str, list]:
+    """The op and inputs for torch node ``kind`` (after :func:`channels_last_kind`) under torch's quantized
+    ``engine``: with ``qnnpack``, the ops torch then runs on QNNPACK's kernels (its add of two quint8
+    tensors, its average pools, its mean over dims [2, 3], its table activations) take their
+    ``*_qnnpack`` forms; unchanged otherwise. ``make_const(value, type)`` makes a constant."""
+    if engine != "qnnpack" or kind not in _QNNPACK_FORMS and kind not in _MEANS and kind not in _QNNPACK_TABLES:
+        return kind, inputs
+    if not kind.startswith("quantized::") and not (inputs and quantized_in_torch(inputs[0])):
+        return kind, inputs
+    if kind in _MEANS:
+        d = inputs[1].node if len(inputs) >= 2 else None
+        dims = d.attrs.get("value") if d is not None and d.kind == "prim::Constant" else None
+        return ("quantized::mean_qnnpack" if isinstance(dims, (list, tuple)) and list(dims) == [2, 3] else kind), inputs
+    if kind in _QNNPACK_TABLES:
+        if kind.startswith("aten::") and len(inputs) != 1:
+            return kind, inputs
+        return "quantized::lut_qnnpack", [inputs[0], make_const(_QNNPACK_TABLES[kind], STR), *inputs[1:3]]
+    return _QNNPACK_FORMS[kind], inputs
 
 
 _SCALAR2 = frozenset({"quantized::add", "quantized::add_relu", "quantized::mul", "quantized::mul_relu"})

@@ -43,6 +43,12 @@ KERNELS: list[Kernel] = [
     # quantized:: arithmetic
     _k("quantized::add", "binary:add_out", Q),
     _k("quantized::add_relu", "binary:add_relu_out", Q),
+    _k("quantized::add_qnnpack", "qnnpack:add_out", Q),
+    _k("quantized::lut_qnnpack", "qnnpack:lut_out", Q8),
+    _k("quantized::add_relu_qnnpack", "qnnpack:add_relu_out", Q),
+    _k("quantized::avg_pool2d_qnnpack", "qnnpack:avg_pool2d_out", Q),
+    _k("quantized::adaptive_avg_pool2d_qnnpack", "qnnpack:adaptive_avg_pool2d_out", Q),
+    _k("quantized::mean_qnnpack", "qnnpack:mean_out", Q),
     _k("quantized::add_channels_last", "binary:add_channels_last_out", Q),
     _k("quantized::add_relu_channels_last", "binary:add_relu_channels_last_out", Q),
     _k("quantized::add_mixed_layout", "binary:add_mixed_layout_out", Q),

@@ -8,7 +8,8 @@ from srcore.plugin import int8_onednn as onednn
 
 from ._common import F32, buffer, ints, output_qparams, quant_tensor, require_per_tensor, require_quantized, wrap
 from .convert import choose_qparams
-from .conv import check_arith
+from . import qnnpack
+from .conv import check_arith, weight_scales64
 from .gemm import act_bound, dequantize_acc, int_matmul, packed, packed_int8, requantize
 
 
@@ -57,7 +58,10 @@ def _qlinear(X, W, B, Y_scale_i, Y_zero_point_i, relu, out, op, arith):
     acc = _acc(ints(X), X.qparams.zero_point, W, X.qdtype)
     w_scales = packed(W).scales
     res = buffer(out, shape, X.qdtype)
-    if arith == "onednn":
+    if arith == "qnnpack":
+        qnnpack.requantize(acc, X.qparams.scale, w_scales, weight_scales64(W), B, q.scale, q.zero_point, X.qdtype,
+                           relu, res.reshape(acc.shape))
+    elif arith == "onednn":
         y = onednn.scaled(acc, X.qparams.scale, w_scales, B, "linear")
         onednn.requantize(y, q.scale, q.zero_point, X.qdtype, relu, res.reshape(acc.shape))
     else:
