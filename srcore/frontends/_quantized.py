@@ -215,6 +215,10 @@ def _cell(torch, obj, name: str, constant: Callable[[str, Any], Any]) -> Cell:
     if b_ih is None or b_hh is None:
         raise ValueError(f"{CELL} without biases is not supported")
     fp16 = kind == "quantized_fp16"
+    if not fp16 and torch.backends.quantized.engine == "qnnpack":
+        raise ValueError(f"{CELL}: torch's qnnpack engine runs a dynamic LSTM / GRU on QNNPACK's dynamic linear, "
+                         "which srcore does not reproduce in its recurrent kernels; import with the x86 or fbgemm "
+                         "quantized engine")
     if fp16:
         w_ih, w_hh = _fp16(torch, w_ih), _fp16(torch, w_hh)
     return Cell(constant(f"{name}.weight_ih", w_ih), constant(f"{name}.bias_ih", b_ih),
@@ -298,8 +302,9 @@ def lower(kind: str, inputs: list, make_const: Callable[[Any, Any], Any]) -> tup
         return op, [rest[0], packed.weight, packed.bias]
     if want == "linear":
         # (X, packed, scale, zp) -> (X, W, B, scale, zp, arith); dynamic: (X, packed, reduce_range) -> (X, W, B, rr)
-        if op.endswith("_dynamic"):  # always fbgemm's arithmetic (docs/quantization.md)
-            return op, [rest[0], packed.weight, packed.bias, *rest[1:]]
+        if op.endswith("_dynamic"):  # fbgemm's arithmetic, or QNNPACK's (engine qnnpack); never oneDNN's
+            arith = "qnnpack" if packed.arith == "qnnpack" else "fbgemm"
+            return op, [rest[0], packed.weight, packed.bias, *rest[1:2], make_const(arith, STR)]
         return op, [rest[0], packed.weight, packed.bias, *rest[1:], make_const(packed.arith, STR)]
     ints = ListType(INT)
     packed = _with_dims(kind, op, packed)

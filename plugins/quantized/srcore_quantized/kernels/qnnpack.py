@@ -263,3 +263,15 @@ def lut_out(self, fn, output_scale=None, output_zero_point=None, *, out=None):
     res = buffer(out, xq.shape, "quint8")
     np.take(table, ints(xq), out=res)
     return wrap(res, "quint8", q)
+
+
+def dequantize_acc(acc: np.ndarray, x_scale: float, w_scales: np.ndarray, bias, relu: bool) -> np.ndarray:
+    """QNNPACK's dynamic linear output: ``float(acc) * (s_w * s_x)`` then ``+ bias`` in float32, two
+    roundings (its kernel multiplies and adds, no fma), relu as ``max(y, 0)``."""
+    mult = (np.asarray(w_scales, F32) * F32(x_scale)).astype(F32)
+    res = (acc.astype(F32) * mult).astype(F32)
+    if bias is not None:
+        res += np.asarray(bias, F32)
+    if relu:
+        np.maximum(res, F32(0), out=res)
+    return res
