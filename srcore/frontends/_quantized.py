@@ -433,7 +433,7 @@ def quantized_in_torch(value) -> bool:
 
 #: torch's activations QNNPACK computes by a lookup table -> the table's function
 _QNNPACK_TABLES = {"aten::sigmoid": "sigmoid", "aten::tanh": "tanh", "aten::hardsigmoid": "hardsigmoid",
-                   "aten::hardswish": "hardswish", "quantized::hardswish": "hardswish"}
+                   "quantized::hardswish": "hardswish"}
 _MEANS = ("aten::mean", "quantized::mean_channels_last")
 
 
