@@ -448,6 +448,7 @@ KEEPS_QPARAMS = frozenset(f"aten::{n}" for n in (
     "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d", "upsample_bilinear2d",
     "_upsample_nearest_exact2d", "_upsample_nearest_exact3d", "reflection_pad1d", "reflection_pad2d", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "cat", "concat",
     "stack", "chunk", "split", "unbind", "flip", "roll", "pad", "constant_pad_nd", "max", "min", "amax", "amin", "sort",
+    "msort",
     "topk", "index_select", "gather", "masked_fill", "__getitem__", "unflatten", "movedim", "swapaxes",
     "to", "type_as", "copy_", "fill_", "identity", "diagonal", "tensor_split", "repeat_interleave", "index", "unfold",
     "grid_sampler", "grid_sampler_2d", "std",
